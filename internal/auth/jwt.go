@@ -1,0 +1,256 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Defaults for [Options].
+const (
+	DefaultLeeway        = 30 * time.Second
+	DefaultMaxTokenBytes = 4096
+)
+
+// Options configures an [Authority].
+type Options struct {
+	// Issuer is the "iss" value minted and required. Required.
+	Issuer string
+	// Audience is the "aud" value minted and required. Required.
+	Audience string
+	// Keys must be able to sign (its first key has private material).
+	Keys *KeySet
+	// Leeway is the clock-skew allowance for exp, nbf and iat.
+	// Zero means DefaultLeeway; negative values are rejected.
+	Leeway time.Duration
+	// MaxTokenBytes bounds the size of tokens Verify will parse and Mint will
+	// produce. Zero means DefaultMaxTokenBytes; negative values are rejected.
+	MaxTokenBytes int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Authority mints and verifies the gateway's access tokens. It is safe for
+// concurrent use.
+type Authority struct {
+	issuer   string
+	audience string
+	keys     *KeySet
+	maxBytes int
+	now      func() time.Time
+	parser   *jwt.Parser
+}
+
+// New validates opts and returns an Authority.
+func New(opts Options) (*Authority, error) {
+	switch {
+	case opts.Issuer == "":
+		return nil, errors.New("auth: issuer is required")
+	case opts.Audience == "":
+		return nil, errors.New("auth: audience is required")
+	case opts.Keys == nil:
+		return nil, errors.New("auth: keys are required")
+	case !opts.Keys.CanSign():
+		return nil, errors.New("auth: the first (newest) key must be a signing key")
+	case opts.Leeway < 0:
+		return nil, errors.New("auth: leeway must not be negative")
+	case opts.MaxTokenBytes < 0:
+		return nil, errors.New("auth: max token bytes must not be negative")
+	}
+	if opts.Leeway == 0 {
+		opts.Leeway = DefaultLeeway
+	}
+	if opts.MaxTokenBytes == 0 {
+		opts.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	a := &Authority{
+		issuer:   opts.Issuer,
+		audience: opts.Audience,
+		keys:     opts.Keys,
+		maxBytes: opts.MaxTokenBytes,
+		now:      opts.Now,
+	}
+	a.parser = jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
+		jwt.WithIssuer(opts.Issuer),
+		jwt.WithAudience(opts.Audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(opts.Leeway),
+		jwt.WithTimeFunc(opts.Now),
+		// Reject non-canonical base64 so a token has exactly one encoding.
+		jwt.WithStrictDecoding(),
+	)
+	return a, nil
+}
+
+// Issuer returns the configured issuer.
+func (a *Authority) Issuer() string { return a.issuer }
+
+// Audience returns the configured audience.
+func (a *Authority) Audience() string { return a.audience }
+
+// Keys returns the key set (e.g. to serve its JWKS).
+func (a *Authority) Keys() *KeySet { return a.keys }
+
+// MintInput describes a token to mint.
+type MintInput struct {
+	Subject string
+	Tenant  string
+	// Scopes must all be known (see ValidScope); duplicates are dropped.
+	Scopes []string
+	// TTL must be positive.
+	TTL time.Duration
+	// TokenID is the "jti"; empty means NewTokenID(now).
+	TokenID string
+	// TokenType is the optional "token_type" claim.
+	TokenType string
+}
+
+// Mint signs a new token with the newest key and returns it together with
+// its claims. iat and nbf are the current time, exp is iat+TTL (all with
+// one-second precision).
+func (a *Authority) Mint(in MintInput) (string, Claims, error) {
+	switch {
+	case in.Subject == "":
+		return "", Claims{}, errors.New("auth: mint: subject is required")
+	case in.Tenant == "":
+		return "", Claims{}, errors.New("auth: mint: tenant is required")
+	case in.TTL <= 0:
+		return "", Claims{}, errors.New("auth: mint: ttl must be positive")
+	}
+	scopes := make([]string, 0, len(in.Scopes))
+	for _, s := range in.Scopes {
+		if !ValidScope(s) {
+			return "", Claims{}, fmt.Errorf("auth: mint: unknown scope %q", s)
+		}
+		if !slices.Contains(scopes, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	key, ok := a.keys.signer()
+	if !ok { // unreachable: checked by New
+		return "", Claims{}, errors.New("auth: mint: no signing key")
+	}
+
+	now := a.now().Truncate(jwt.TimePrecision)
+	jti := in.TokenID
+	if jti == "" {
+		jti = NewTokenID(now)
+	}
+	claims := Claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    a.issuer,
+			Subject:   in.Subject,
+			Audience:  jwt.ClaimStrings{a.audience},
+			ExpiresAt: jwt.NewNumericDate(now.Add(in.TTL)),
+			NotBefore: jwt.NewNumericDate(now),
+			IssuedAt:  jwt.NewNumericDate(now),
+			ID:        jti,
+		},
+		Tenant:    in.Tenant,
+		Scope:     strings.Join(scopes, " "),
+		TokenType: in.TokenType,
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
+	tok.Header["kid"] = key.ID
+	signed, err := tok.SignedString(key.Private)
+	if err != nil {
+		return "", Claims{}, fmt.Errorf("auth: mint: sign: %w", err)
+	}
+	if len(signed) > a.maxBytes {
+		return "", Claims{}, fmt.Errorf("auth: mint: token is %d bytes, over the %d-byte limit", len(signed), a.maxBytes)
+	}
+	return signed, claims, nil
+}
+
+// Key lookup failures, distinguished in Verify's reasons.
+var (
+	errMissingKID = errors.New("missing kid")
+	errUnknownKID = errors.New("unknown kid")
+	errBadTyp     = errors.New("unexpected typ")
+)
+
+// Verify checks a token's size (before any parsing), signature (EdDSA only, key chosen by the
+// "kid" header), iss, aud, exp (required), nbf, iat (with leeway) and the
+// presence of sub, jti and tenant. Every failure is a *[TokenError] wrapping
+// [ErrInvalidToken].
+func (a *Authority) Verify(token string) (*Claims, error) {
+	if token == "" {
+		return nil, invalid("empty token", nil)
+	}
+	if len(token) > a.maxBytes {
+		return nil, invalid("token too large", nil)
+	}
+	claims := new(Claims)
+	if _, err := a.parser.ParseWithClaims(token, claims, a.keyFunc); err != nil {
+		return nil, invalid(reason(err), err)
+	}
+	switch {
+	case claims.Subject == "":
+		return nil, invalid("missing sub", nil)
+	case claims.ID == "":
+		return nil, invalid("missing jti", nil)
+	case claims.Tenant == "":
+		return nil, invalid("missing tenant", nil)
+	}
+	return claims, nil
+}
+
+func (a *Authority) keyFunc(t *jwt.Token) (any, error) {
+	if typ, present := t.Header["typ"]; present {
+		if s, ok := typ.(string); !ok || !strings.EqualFold(s, "JWT") {
+			return nil, errBadTyp
+		}
+	}
+	kid, _ := t.Header["kid"].(string)
+	if kid == "" {
+		return nil, errMissingKID
+	}
+	pub, ok := a.keys.PublicKey(kid)
+	if !ok {
+		return nil, errUnknownKID
+	}
+	return pub, nil
+}
+
+// reason maps a parse error to a short client-safe reason. Order matters:
+// key lookup errors are wrapped in ErrTokenUnverifiable, and claim errors in
+// ErrTokenInvalidClaims.
+func reason(err error) string {
+	switch {
+	case errors.Is(err, errMissingKID):
+		return "missing kid"
+	case errors.Is(err, errUnknownKID):
+		return "unknown kid"
+	case errors.Is(err, errBadTyp):
+		return "unexpected typ"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed token"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "invalid signature or algorithm"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "token expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "token not valid yet"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "token issued in the future"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "wrong issuer"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "wrong audience"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "missing required claim"
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "token unverifiable"
+	default:
+		return "invalid claims"
+	}
+}

@@ -1,0 +1,223 @@
+// Package config reads the gateway's configuration from environment variables into one typed
+// struct with defaults, validates it, and renders it with secrets masked for the start-up log.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting the gateway reads. The `env` tag names the variable, `default` its
+// default; `secret` fields are masked when the config is logged.
+type Config struct {
+	Addr               string        `env:"GATEWAY_ADDR" default:":8080"`
+	RedisURL           string        `env:"REDIS_URL" secret:"url"`
+	RedisTimeout       time.Duration `env:"GATEWAY_REDIS_TIMEOUT" default:"500ms"`
+	RedisClientCache   bool          `env:"GATEWAY_REDIS_CLIENT_CACHE" default:"true"`
+	KeyPrefix          string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
+	LogLevel           string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
+	BootstrapTokenFile string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
+	BootstrapTenant    string        `env:"GATEWAY_BOOTSTRAP_TENANT" default:"default"`
+	BootstrapTokenTTL  time.Duration `env:"GATEWAY_BOOTSTRAP_TOKEN_TTL" default:"24h"`
+
+	// SigningKeys are Ed25519 keys, newest first: base64 seeds, pub:<base64> verify-only keys,
+	// or file:<pem path>. Required with REDIS_URL; a fresh key is generated in embedded mode.
+	SigningKeys string `env:"GATEWAY_SIGNING_KEYS" secret:"true"`
+	// HMACKey (base64, ≥32 bytes) keys user tags, MFA code HMACs and counter identifiers.
+	// Required with REDIS_URL; generated in embedded mode.
+	HMACKey     string `env:"GATEWAY_HMAC_KEY" secret:"true"`
+	JWTIssuer   string `env:"GATEWAY_JWT_ISSUER" default:"hashgate"`
+	JWTAudience string `env:"GATEWAY_JWT_AUDIENCE" default:"hashgate"`
+
+	TokenMaxTTL       time.Duration `env:"GATEWAY_TOKEN_MAX_TTL" default:"8760h"`
+	TokenSafetyWindow time.Duration `env:"GATEWAY_TOKEN_SAFETY_WINDOW" default:"5m"`
+	TokenCacheTTL     time.Duration `env:"GATEWAY_TOKEN_CACHE_TTL" default:"5s"`
+
+	SessionIdleTimeout     time.Duration `env:"GATEWAY_SESSION_IDLE_TIMEOUT" default:"30m"`
+	SessionAbsoluteTimeout time.Duration `env:"GATEWAY_SESSION_ABSOLUTE_TIMEOUT" default:"24h"`
+	SessionRefreshFraction float64       `env:"GATEWAY_SESSION_REFRESH_FRACTION" default:"0.25"`
+	SessionMaxPerUser      int           `env:"GATEWAY_SESSION_MAX_PER_USER" default:"50"`
+	MFAChallengeTTL        time.Duration `env:"GATEWAY_MFA_CHALLENGE_TTL" default:"5m"`
+	MFAMaxAttempts         int           `env:"GATEWAY_MFA_MAX_ATTEMPTS" default:"5"`
+	MFAWindow              time.Duration `env:"GATEWAY_MFA_WINDOW" default:"10m"`
+
+	QuoteTTL       time.Duration `env:"GATEWAY_QUOTE_TTL" default:"168h"`
+	QuoteMaxItems  int           `env:"GATEWAY_QUOTE_MAX_ITEMS" default:"100"`
+	IdempotencyTTL time.Duration `env:"GATEWAY_IDEMPOTENCY_TTL" default:"24h"`
+
+	CaseMaxEscalation int           `env:"GATEWAY_CASE_MAX_ESCALATION" default:"3"`
+	CaseResolvedTTL   time.Duration `env:"GATEWAY_CASE_RESOLVED_TTL" default:"720h"`
+	CaseOpenTTL       time.Duration `env:"GATEWAY_CASE_OPEN_TTL" default:"2160h"`
+	CaseHistoryMax    int           `env:"GATEWAY_CASE_HISTORY_MAX" default:"100"`
+	CaseSweepInterval time.Duration `env:"GATEWAY_CASE_SWEEP_INTERVAL" default:"10s"`
+
+	BodyLimitBytes    int64         `env:"GATEWAY_BODY_LIMIT_BYTES" default:"65536"`
+	ReadHeaderTimeout time.Duration `env:"GATEWAY_READ_HEADER_TIMEOUT" default:"5s"`
+	ReadTimeout       time.Duration `env:"GATEWAY_READ_TIMEOUT" default:"15s"`
+	WriteTimeout      time.Duration `env:"GATEWAY_WRITE_TIMEOUT" default:"15s"`
+	IdleTimeout       time.Duration `env:"GATEWAY_IDLE_TIMEOUT" default:"120s"`
+	ShutdownTimeout   time.Duration `env:"GATEWAY_SHUTDOWN_TIMEOUT" default:"15s"`
+	RetryAfter        time.Duration `env:"GATEWAY_RETRY_AFTER" default:"1s"`
+}
+
+// Embedded reports whether the gateway runs on the embedded store (no REDIS_URL).
+func (c Config) Embedded() bool { return strings.TrimSpace(c.RedisURL) == "" }
+
+// Load reads the environment through getenv (os.Getenv when nil), applies defaults and validates.
+func Load(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var c Config
+	var errs []error
+	v := reflect.ValueOf(&c).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := f.Tag.Get("env")
+		raw, isSet := getenv(name), true
+		if strings.TrimSpace(raw) == "" {
+			raw, isSet = f.Tag.Get("default"), false
+		}
+		if raw == "" {
+			continue
+		}
+		if err := set(v.Field(i), raw); err != nil {
+			src := "value"
+			if !isSet {
+				src = "default"
+			}
+			if f.Tag.Get("secret") != "" {
+				errs = append(errs, fmt.Errorf("%s: cannot parse %s", name, src))
+			} else {
+				errs = append(errs, fmt.Errorf("%s: cannot parse %s %q: %w", name, src, raw, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func set(f reflect.Value, raw string) error {
+	raw = strings.TrimSpace(raw)
+	switch f.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+	case string:
+		f.SetString(raw)
+	case bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case int, int64:
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case float64:
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(x)
+	default:
+		return fmt.Errorf("unsupported field type %s", f.Type())
+	}
+	return nil
+}
+
+// Validate checks ranges and the settings that depend on each other.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.Addr != "", "GATEWAY_ADDR must not be empty")
+	check(c.RedisTimeout >= 10*time.Millisecond && c.RedisTimeout <= time.Minute, "GATEWAY_REDIS_TIMEOUT must be within 10ms..1m")
+	check(c.KeyPrefix != "" && !strings.ContainsAny(c.KeyPrefix, ":{} \t\n"), "GATEWAY_KEY_PREFIX must be non-empty without ':', '{', '}' or spaces")
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("GATEWAY_LOG_LEVEL must be debug, info, warn or error"))
+	}
+	if !c.Embedded() {
+		check(c.SigningKeys != "", "GATEWAY_SIGNING_KEYS is required with REDIS_URL (generate one with `gateway keygen`)")
+		check(c.HMACKey != "", "GATEWAY_HMAC_KEY is required with REDIS_URL (generate one with `gateway keygen`)")
+	}
+	check(c.JWTIssuer != "" && c.JWTAudience != "", "GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE must not be empty")
+	check(c.BootstrapTenant != "" && len(c.BootstrapTenant) <= 64, "GATEWAY_BOOTSTRAP_TENANT must be 1..64 characters")
+	check(c.BootstrapTokenTTL >= time.Minute && c.BootstrapTokenTTL <= c.TokenMaxTTL, "GATEWAY_BOOTSTRAP_TOKEN_TTL must be within 1m..GATEWAY_TOKEN_MAX_TTL")
+	check(c.TokenMaxTTL >= time.Minute, "GATEWAY_TOKEN_MAX_TTL must be at least 1m")
+	check(c.TokenSafetyWindow >= 0 && c.TokenSafetyWindow <= 24*time.Hour, "GATEWAY_TOKEN_SAFETY_WINDOW must be within 0..24h")
+	check(c.TokenCacheTTL >= 0 && c.TokenCacheTTL <= 5*time.Minute, "GATEWAY_TOKEN_CACHE_TTL must be within 0..5m")
+	check(c.SessionIdleTimeout >= time.Second, "GATEWAY_SESSION_IDLE_TIMEOUT must be at least 1s")
+	check(c.SessionAbsoluteTimeout >= c.SessionIdleTimeout, "GATEWAY_SESSION_ABSOLUTE_TIMEOUT must be at least the idle timeout")
+	check(c.SessionRefreshFraction > 0 && c.SessionRefreshFraction < 1, "GATEWAY_SESSION_REFRESH_FRACTION must be within (0, 1)")
+	check(c.SessionMaxPerUser >= 1 && c.SessionMaxPerUser <= 1000, "GATEWAY_SESSION_MAX_PER_USER must be within 1..1000")
+	check(c.MFAChallengeTTL >= time.Second && c.MFAChallengeTTL <= time.Hour, "GATEWAY_MFA_CHALLENGE_TTL must be within 1s..1h")
+	check(c.MFAMaxAttempts >= 1 && c.MFAMaxAttempts <= 100, "GATEWAY_MFA_MAX_ATTEMPTS must be within 1..100")
+	check(c.MFAWindow >= time.Second && c.MFAWindow <= 24*time.Hour, "GATEWAY_MFA_WINDOW must be within 1s..24h")
+	check(c.QuoteTTL >= time.Minute, "GATEWAY_QUOTE_TTL must be at least 1m")
+	check(c.QuoteMaxItems >= 1 && c.QuoteMaxItems <= 1000, "GATEWAY_QUOTE_MAX_ITEMS must be within 1..1000")
+	check(c.IdempotencyTTL >= time.Minute && c.IdempotencyTTL <= 7*24*time.Hour, "GATEWAY_IDEMPOTENCY_TTL must be within 1m..168h")
+	check(c.CaseMaxEscalation >= 1 && c.CaseMaxEscalation <= 10, "GATEWAY_CASE_MAX_ESCALATION must be within 1..10")
+	check(c.CaseResolvedTTL >= time.Minute && c.CaseOpenTTL >= time.Hour, "GATEWAY_CASE_RESOLVED_TTL ≥ 1m and GATEWAY_CASE_OPEN_TTL ≥ 1h")
+	check(c.CaseHistoryMax >= 1 && c.CaseHistoryMax <= 10000, "GATEWAY_CASE_HISTORY_MAX must be within 1..10000")
+	check(c.CaseSweepInterval >= 100*time.Millisecond, "GATEWAY_CASE_SWEEP_INTERVAL must be at least 100ms")
+	check(c.BodyLimitBytes >= 1024 && c.BodyLimitBytes <= 10<<20, "GATEWAY_BODY_LIMIT_BYTES must be within 1KiB..10MiB")
+	check(c.ReadHeaderTimeout > 0 && c.ReadTimeout > 0 && c.WriteTimeout > 0 && c.IdleTimeout > 0, "HTTP timeouts must be positive")
+	check(c.ShutdownTimeout > 0, "GATEWAY_SHUTDOWN_TIMEOUT must be positive")
+	check(c.RetryAfter >= time.Second, "GATEWAY_RETRY_AFTER must be at least 1s")
+	return errors.Join(errs...)
+}
+
+// LogValue renders the config for the start-up log with secrets masked: set secrets show as
+// "***", a URL keeps only its scheme and hosts.
+func (c Config) Fields() []any {
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	out := make([]any, 0, 2*t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		val := fmt.Sprint(v.Field(i).Interface())
+		switch f.Tag.Get("secret") {
+		case "true":
+			if val != "" {
+				val = "***"
+			}
+		case "url":
+			val = MaskURL(val)
+		}
+		out = append(out, f.Tag.Get("env"), val)
+	}
+	return out
+}
+
+// MaskURL hides the password of a redis URL: redis://user:***@host:port.
+func MaskURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		user, _, _ := strings.Cut(rest[:at], ":")
+		rest = user + ":***@" + rest[at+1:]
+	}
+	return scheme + "://" + rest
+}

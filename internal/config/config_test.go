@@ -1,0 +1,68 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":8080" || !c.Embedded() || c.RedisTimeout != 500*time.Millisecond || c.MFAMaxAttempts != 5 ||
+		c.SessionRefreshFraction != 0.25 || !c.RedisClientCache || c.QuoteMaxItems != 100 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"bad duration", map[string]string{"GATEWAY_REDIS_TIMEOUT": "soon"}, "GATEWAY_REDIS_TIMEOUT"},
+		{"redis needs keys", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379"}, "GATEWAY_SIGNING_KEYS is required"},
+		{"fraction range", map[string]string{"GATEWAY_SESSION_REFRESH_FRACTION": "1.5"}, "REFRESH_FRACTION"},
+		{"log level", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},
+		{"prefix with tag", map[string]string{"GATEWAY_KEY_PREFIX": "a{b}"}, "GATEWAY_KEY_PREFIX"},
+		{"absolute below idle", map[string]string{"GATEWAY_SESSION_IDLE_TIMEOUT": "2h", "GATEWAY_SESSION_ABSOLUTE_TIMEOUT": "1h"}, "ABSOLUTE_TIMEOUT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(env(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want mention of %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecretsMasked(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{
+		"REDIS_URL":            "redis://app:hunter2pw@10.1.1.1:6379/0",
+		"GATEWAY_SIGNING_KEYS": "c2VjcmV0c2VlZHNlY3JldHNlZWRzZWNyZXRzZWVkMTI=",
+		"GATEWAY_HMAC_KEY":     "aG1hY2htYWNobWFjaG1hY2htYWNobWFjaG1hY2htYWM=",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := fmt.Sprint(c.Fields()...)
+	for _, secret := range []string{"hunter2pw", "c2VjcmV0", "aG1hY2ht"} {
+		if strings.Contains(out, secret) {
+			t.Fatalf("logged config leaks %q: %s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "redis://app:***@10.1.1.1:6379/0") {
+		t.Fatalf("masked url missing: %s", out)
+	}
+}

@@ -1,0 +1,142 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	echomw "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Security scheme names in api/openapi.yaml.
+const (
+	schemeBearer        = "bearerAuth"
+	schemeSessionCookie = "sessionCookie"
+	schemeSessionHeader = "sessionHeader"
+	// SessionCookieName is the end user's session cookie.
+	SessionCookieName = "__Host-hg_session"
+	// SessionHeaderName carries the session token for non-browser clients.
+	SessionHeaderName = "X-Session-Token"
+)
+
+// SessionAuthenticator resolves a session token to its principal in one Redis round trip,
+// refreshing the idle window when little of it is left.
+type SessionAuthenticator interface {
+	Authenticate(ctx context.Context, token string) (*auth.Principal, error)
+}
+
+// errAbsent means "this scheme's credential was not sent": the next alternative is tried, and
+// if none is present the caller gets 401 Unauthenticated.
+var errAbsent = errors.New("credential absent")
+
+// authenticate is kin-openapi's AuthenticationFunc: it is called for each security scheme of
+// the operation, in order, until one succeeds. It verifies the credential, enforces the
+// operation's scopes from the spec, and puts the principal on the request context.
+func (s *Server) authenticate(vctx context.Context, in *openapi3filter.AuthenticationInput) error {
+	r := in.RequestValidationInput.Request
+	ctx := r.Context()
+	var (
+		p   *auth.Principal
+		err error
+	)
+	switch in.SecuritySchemeName {
+	case schemeBearer:
+		p, err = s.authBearer(ctx, r)
+	case schemeSessionCookie:
+		ck, cerr := r.Cookie(SessionCookieName)
+		if cerr != nil || ck.Value == "" {
+			return errAbsent
+		}
+		p, err = s.authSession(ctx, ck.Value)
+	case schemeSessionHeader:
+		tok := r.Header.Get(SessionHeaderName)
+		if tok == "" {
+			return errAbsent
+		}
+		p, err = s.authSession(ctx, tok)
+	default:
+		return apperr.Newf(apperr.Internal, "unknown security scheme %q", in.SecuritySchemeName)
+	}
+	if err != nil {
+		return err
+	}
+	for _, scope := range in.Scopes {
+		if !p.HasScope(scope) {
+			return apperr.Newf(apperr.InsufficientScope, "This operation needs the %s scope.", scope).
+				WithHeader("WWW-Authenticate", `Bearer realm="hashgate", error="insufficient_scope", scope="`+scope+`"`)
+		}
+	}
+	// The validator's context carries the Echo context; the request's own context carries
+	// deadlines and spans, and is where the principal goes.
+	ec := echomw.GetEchoContext(vctx)
+	if ec == nil {
+		return apperr.New(apperr.Internal, "authentication outside the validator")
+	}
+	ec.SetRequest(ec.Request().WithContext(auth.WithPrincipal(ec.Request().Context(), p)))
+	return nil
+}
+
+func (s *Server) authBearer(ctx context.Context, r *http.Request) (*auth.Principal, error) {
+	raw, ok := auth.BearerToken(r)
+	if !ok {
+		if r.Header.Get("Authorization") != "" {
+			return nil, apperr.New(apperr.InvalidCredentials, "The Authorization header is not a bearer token.").
+				WithHeader("WWW-Authenticate", `Bearer realm="hashgate", error="invalid_request"`)
+		}
+		return nil, errAbsent
+	}
+	if s.Auth == nil {
+		return nil, apperr.New(apperr.Unauthenticated, "Bearer tokens are not accepted.")
+	}
+	claims, err := s.Auth.Verify(raw)
+	if err != nil {
+		return nil, invalidToken(err)
+	}
+	if s.TokenCheck != nil {
+		if err := s.TokenCheck.Check(ctx, claims); err != nil {
+			if store.IsUnavailable(err) {
+				return nil, &apperr.Error{Kind: apperr.Unavailable, Detail: "Cannot check the token's revocation state.", RetryAfter: s.RetryAfter, Cause: err}
+			}
+			if p, ok := apperr.As(err); ok && p.Kind != apperr.InvalidCredentials && p.Kind != apperr.Unauthenticated {
+				return nil, p
+			}
+			return nil, invalidToken(err)
+		}
+	}
+	return auth.PrincipalFromClaims(claims), nil
+}
+
+func (s *Server) authSession(ctx context.Context, token string) (*auth.Principal, error) {
+	if s.SessionAuth == nil {
+		return nil, apperr.New(apperr.InvalidCredentials, "Session tokens are not accepted yet.")
+	}
+	p, err := s.SessionAuth.Authenticate(ctx, token)
+	if err != nil {
+		if store.IsUnavailable(err) {
+			return nil, &apperr.Error{Kind: apperr.Unavailable, Detail: "Cannot check the session.", RetryAfter: s.RetryAfter, Cause: err}
+		}
+		if pe, ok := apperr.As(err); ok {
+			return nil, pe
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// invalidToken renders a verification failure with the verifier's safe reason.
+func invalidToken(err error) error {
+	reason := "The token is not valid."
+	var te *auth.TokenError
+	if errors.As(err, &te) && te.Reason != "" {
+		reason = "The token is not valid: " + te.Reason + "."
+	} else if p, ok := apperr.As(err); ok && p.Detail != "" {
+		reason = p.Detail
+	}
+	return apperr.Wrap(apperr.InvalidCredentials, reason, err).
+		WithHeader("WWW-Authenticate", `Bearer realm="hashgate", error="invalid_token"`)
+}

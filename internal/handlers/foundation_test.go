@@ -1,0 +1,172 @@
+package handlers
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+var allScopes = auth.KnownScopes()
+
+func embedded(t *testing.T) *harness {
+	t.Helper()
+	return newHarness(t, testredis.Backends()[0], nil)
+}
+
+func TestMetaEndpoints(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	if rec := h.do("GET", "/healthz", nil); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"ok"`) {
+		t.Fatalf("healthz: %d %s", rec.Code, rec.Body)
+	}
+	rec := h.do("GET", "/readyz", nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"embedded":true`) || !strings.Contains(rec.Body.String(), `"fieldExpiry":"hsetex"`) {
+		t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("GET", "/openapi.yaml", nil); rec.Code != 200 || !strings.HasPrefix(rec.Body.String(), "openapi:") {
+		t.Fatalf("openapi: %d %s", rec.Code, rec.Body)
+	}
+	rec = h.do("GET", "/.well-known/jwks.json", nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"kty":"OKP"`) || strings.Contains(rec.Body.String(), `"d"`) {
+		t.Fatalf("jwks: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("GET", "/metrics", nil); rec.Code != 200 {
+		t.Fatalf("metrics: %d", rec.Code)
+	}
+}
+
+func TestEveryPathIsRouted(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := h.bearer("acme", allScopes...)
+	fill := regexp.MustCompile(`\{[^}]+\}`)
+	ids := map[string]string{
+		"{sessionId}": "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB", "{userId}": "alice", "{tokenId}": "01hzzzzzzzzzzzzzzzzzzzzzzz",
+		"{quoteId}": "q_01hzzzzzzzzzzzzzzzzzzzzzzz", "{itemId}": "item-1", "{caseId}": "c_01hzzzzzzzzzzzzzzzzzzzzzzz",
+	}
+	for path, item := range spec.Paths.Map() {
+		for method := range item.Operations() {
+			url := fill.ReplaceAllStringFunc(path, func(s string) string { return ids[s] })
+			rec := h.do(method, url, nil, "Authorization", bearer)
+			// Unbuilt operations answer 501; built ones answer anything but "no route".
+			if rec.Code == http.StatusNotFound && strings.Contains(rec.Body.String(), "No route") || rec.Code == http.StatusMethodNotAllowed {
+				t.Errorf("%s %s is not routed: %d %s", method, path, rec.Code, rec.Body)
+			}
+			if rec.Code >= 500 && rec.Code != http.StatusNotImplemented {
+				t.Errorf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+			}
+			if rec.Code == http.StatusNotImplemented {
+				wantProblem(t, rec, 501, "not-implemented")
+			}
+		}
+	}
+}
+
+func TestUnknownPathAndMethod(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	wantProblem(t, h.do("GET", "/nope", nil), 404, "not-found")
+	wantProblem(t, h.do("PUT", "/healthz", nil), 405, "method-not-allowed")
+}
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	expired, _, err := h.auth.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: allScopes, TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := auth.GenerateKeySet()
+	stranger, _ := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: other})
+	forged, _, _ := stranger.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: allScopes, TTL: time.Hour})
+	tests := []struct {
+		name   string
+		header string
+		status int
+		slug   string
+	}{
+		{"none", "", 401, "unauthenticated"},
+		{"made up", "Bearer not.a.jwt", 401, "invalid-credentials"},
+		{"basic scheme", "Basic dXNlcjpwYXNz", 401, "invalid-credentials"},
+		{"other key", "Bearer " + forged, 401, "invalid-credentials"},
+		{"huge", "Bearer " + strings.Repeat("a", 10000), 401, "invalid-credentials"},
+		{"missing scope", h.bearer("acme", "quotes:read"), 403, "insufficient-scope"},
+	}
+	time.Sleep(0) // expired below is checked after the leeway with a fresh authority clock
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := h.do("GET", "/v1/tokens", nil, "Authorization", tt.header)
+			p := wantProblem(t, rec, tt.status, tt.slug)
+			if tt.status == 401 && rec.Header().Get("WWW-Authenticate") == "" {
+				t.Fatal("401 without WWW-Authenticate")
+			}
+			if strings.Contains(p.Detail, "not.a.jwt") {
+				t.Fatal("problem echoes the token")
+			}
+		})
+	}
+	// A token past its expiry (and the verifier's leeway) is refused.
+	late, _ := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: h.auth.Keys(),
+		Now: func() time.Time { return time.Now().Add(2 * time.Minute) }})
+	if _, err := late.Verify(expired); err == nil {
+		t.Fatal("expired token verified")
+	}
+}
+
+func TestValidationNamesTheField(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	bearer := h.bearer("acme", allScopes...)
+	rec := h.do("POST", "/v1/quotes", map[string]any{"customerId": "c1", "salesChannel": "web", "currency": "euro", "extra": 1},
+		"Authorization", bearer)
+	p := wantProblem(t, rec, 400, "validation")
+	joined := ""
+	for _, e := range p.Errors {
+		joined += e.Pointer + " "
+	}
+	if !strings.Contains(joined, "/currency") {
+		t.Fatalf("errors do not name /currency: %+v", p)
+	}
+	wantProblem(t, h.do("POST", "/v1/quotes", `{"customerId":`, "Authorization", bearer), 400, "validation")
+	wantProblem(t, h.do("POST", "/v1/quotes", "customerId=x", "Authorization", bearer, "Content-Type", "text/plain"), 415, "unsupported-media-type")
+	// Path parameters are validated too.
+	p = wantProblem(t, h.do("GET", "/v1/quotes/not-an-id", nil, "Authorization", bearer), 400, "validation")
+	if len(p.Errors) == 0 || !strings.Contains(p.Errors[0].Parameter, "quoteId") {
+		t.Fatalf("errors do not name quoteId: %+v", p)
+	}
+	// Unauthenticated requests are refused before the body is judged.
+	wantProblem(t, h.do("POST", "/v1/quotes", `{"customerId":`), 401, "unauthenticated")
+}
+
+func TestBodyLimit(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	big := `{"customerId":"` + strings.Repeat("a", 70<<10) + `"}`
+	wantProblem(t, h.do("POST", "/v1/quotes", big, "Authorization", h.bearer("acme", allScopes...)), 413, "payload-too-large")
+}
+
+func TestRedisDownIs503WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	b := testredis.Backends()[0]
+	s := testredis.Open(t, b)
+	h := newHarnessOn(t, s, testredis.Prefix(t), nil, nil)
+	s.Close() // the embedded server stops: every call now fails at once
+	start := time.Now()
+	rec := h.do("GET", "/readyz", nil)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("readyz took %v", d)
+	}
+	wantProblem(t, rec, 503, "unavailable")
+	if rec.Header().Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+}

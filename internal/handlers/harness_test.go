@@ -1,0 +1,150 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// harness drives the whole Echo stack in-process (validator, authentication, error handler)
+// over a store on one backend, with a unique key prefix.
+type harness struct {
+	t      *testing.T
+	e      *echo.Echo
+	srv    *Server
+	store  *store.Store
+	auth   *auth.Authority
+	prefix string
+	// mint issues a bearer token for tenant with scopes. It defaults to signing only; a test
+	// that wires revocation metadata replaces it with one that writes the metadata too.
+	mint func(tenant string, scopes ...string) string
+}
+
+// newHarness opens b, builds an Authority and a server; configure fills in domain services.
+func newHarness(t *testing.T, b testredis.Backend, configure func(h *harness, d *Deps)) *harness {
+	t.Helper()
+	s := testredis.Open(t, b)
+	return newHarnessOn(t, s, testredis.Prefix(t), nil, configure)
+}
+
+func newHarnessOn(t *testing.T, s *store.Store, prefix string, tel *telemetry.Telemetry, configure func(h *harness, d *Deps)) *harness {
+	t.Helper()
+	ks, err := auth.GenerateKeySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: ks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, store: s, auth: a, prefix: prefix}
+	h.mint = func(tenant string, scopes ...string) string {
+		tok, _, err := a.Mint(auth.MintInput{Subject: "svc-test", Tenant: tenant, Scopes: scopes, TTL: time.Hour, TokenType: "service"})
+		if err != nil {
+			t.Fatalf("mint: %v", err)
+		}
+		return tok
+	}
+	d := Deps{Store: s, Caps: s.Caps, Auth: a, Version: "test", Spec: []byte("openapi: 3.0.3\n"), RetryAfter: time.Second}
+	if configure != nil {
+		configure(h, &d)
+	}
+	h.srv = NewServer(d)
+	h.e, err = NewEcho(h.srv, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// bearer returns "Bearer <token>" for tenant with scopes.
+func (h *harness) bearer(tenant string, scopes ...string) string {
+	return "Bearer " + h.mint(tenant, scopes...)
+}
+
+// do sends a request; body may be nil, a string/[]byte (sent as is) or a value (JSON).
+// headers are name, value pairs; Content-Type defaults to application/json when a body is set.
+func (h *harness) do(method, path string, body any, headers ...string) *httptest.ResponseRecorder {
+	h.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		r = bytes.NewReader(raw)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	req = req.WithContext(context.Background())
+	rec := httptest.NewRecorder()
+	h.e.ServeHTTP(rec, req)
+	return rec
+}
+
+// decode unmarshals the response body into v.
+func decode(t *testing.T, rec *httptest.ResponseRecorder, v any) {
+	t.Helper()
+	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+		t.Fatalf("decode %q: %v", rec.Body.String(), err)
+	}
+}
+
+// problem is a decoded RFC 9457 body.
+type problem struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail"`
+	RequestID  string `json:"requestId"`
+	RetryAfter int    `json:"retryAfter"`
+	Errors     []struct {
+		Pointer   string `json:"pointer"`
+		Parameter string `json:"parameter"`
+		Detail    string `json:"detail"`
+	} `json:"errors"`
+	AttemptsLeft *int `json:"attemptsLeft"`
+}
+
+// wantProblem asserts rec is a problem+json with status and, when slug is set, that type.
+func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, slug string) problem {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body.String())
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("content type = %q; body %s", ct, rec.Body.String())
+	}
+	var p problem
+	decode(t, rec, &p)
+	if p.Status != status || p.Title == "" || p.Type == "" {
+		t.Fatalf("problem = %+v", p)
+	}
+	if slug != "" && !strings.HasSuffix(p.Type, "/"+slug) {
+		t.Fatalf("problem type = %q, want slug %q (detail %q)", p.Type, slug, p.Detail)
+	}
+	return p
+}

@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// GetHealthz is liveness: the process answers; Redis is not touched.
+func (s *Server) GetHealthz(ctx context.Context, _ GetHealthzRequestObject) (GetHealthzResponseObject, error) {
+	return GetHealthz200JSONResponse{Status: HealthStatusOk}, nil
+}
+
+// GetReadyz pings Redis (every master in a cluster) and reports the detected capabilities.
+func (s *Server) GetReadyz(ctx context.Context, _ GetReadyzRequestObject) (GetReadyzResponseObject, error) {
+	if s.Store == nil {
+		return nil, apperr.New(apperr.Unavailable, "No state store is configured.")
+	}
+	d, err := s.Store.Ping(ctx)
+	if err != nil {
+		s.Logger.WarnContext(ctx, "readiness check failed", "err", err)
+		return nil, &apperr.Error{Kind: apperr.Unavailable, Detail: "Redis does not answer.", RetryAfter: s.RetryAfter, Cause: store.Classify(err)}
+	}
+	ms := float64(d.Microseconds()) / 1000
+	return GetReadyz200JSONResponse{
+		Status:  ReadinessStatusOk,
+		Version: &s.Version,
+		Redis: RedisInfo{
+			Topology:      RedisInfoTopology(s.Caps.Topology),
+			FieldExpiry:   RedisInfoFieldExpiry(s.Caps.FieldExpiry),
+			ServerVersion: s.Caps.ServerVersion,
+			Embedded:      s.Caps.Embedded,
+			LatencyMs:     &ms,
+		},
+	}, nil
+}
+
+// GetOpenAPI serves the contract this server was generated from.
+func (s *Server) GetOpenAPI(ctx context.Context, _ GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {
+	return GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(s.Spec), ContentLength: int64(len(s.Spec))}, nil
+}
+
+// GetJWKS publishes every verification key.
+func (s *Server) GetJWKS(ctx context.Context, _ GetJWKSRequestObject) (GetJWKSResponseObject, error) {
+	if s.Auth == nil {
+		return GetJWKS200JSONResponse{Keys: []JWK{}}, nil
+	}
+	raw, err := s.Auth.Keys().JWKS()
+	if err != nil {
+		return nil, err
+	}
+	var set JWKS
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return nil, err
+	}
+	return GetJWKS200JSONResponse(set), nil
+}

@@ -1,0 +1,175 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Problem is the RFC 9457 body every error is rendered as.
+type problemBody struct {
+	Type       string              `json:"type"`
+	Title      string              `json:"title"`
+	Status     int                 `json:"status"`
+	Detail     string              `json:"detail,omitempty"`
+	Instance   string              `json:"instance,omitempty"`
+	RequestID  string              `json:"requestId,omitempty"`
+	Errors     []apperr.FieldError `json:"errors,omitempty"`
+	RetryAfter int                 `json:"retryAfter,omitempty"`
+}
+
+// HTTPErrorHandler is the one place errors become responses. Expected refusals (*apperr.Error
+// or a wrapped *apperr.Kind) keep their detail; Echo's own errors are mapped to problem types;
+// Redis trouble is 503 with Retry-After; anything else is a 500 whose detail is only logged.
+func (s *Server) HTTPErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p := s.toProblem(c, err)
+	s.writeProblem(c, p)
+}
+
+// ToProblem classifies err (exported for the forward-auth and middleware paths).
+func (s *Server) toProblem(c echo.Context, err error) *apperr.Error {
+	if p, ok := apperr.As(err); ok {
+		if p.Kind == apperr.Internal {
+			s.logInternal(c, err)
+			return apperr.New(apperr.Internal, "")
+		}
+		if p.Kind == apperr.Unavailable && p.RetryAfter == 0 {
+			p.RetryAfter = s.RetryAfter
+		}
+		return p
+	}
+	if store.IsUnavailable(err) {
+		s.Logger.WarnContext(c.Request().Context(), "redis unavailable", "route", c.Path(), "request_id", requestID(c), "err", err)
+		return &apperr.Error{Kind: apperr.Unavailable, Detail: "Redis did not answer in time; retry shortly.", RetryAfter: s.RetryAfter}
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		if he.Internal != nil {
+			if p, ok := apperr.As(he.Internal); ok {
+				return p
+			}
+		}
+		return s.fromHTTPError(c, he)
+	}
+	if errors.Is(err, context.Canceled) {
+		return &apperr.Error{Kind: apperr.Unavailable, Detail: "The request was cancelled.", RetryAfter: s.RetryAfter}
+	}
+	s.logInternal(c, err)
+	return apperr.New(apperr.Internal, "")
+}
+
+func (s *Server) fromHTTPError(c echo.Context, he *echo.HTTPError) *apperr.Error {
+	msg := ""
+	if m, ok := he.Message.(string); ok {
+		msg = m
+	}
+	switch he.Code {
+	case http.StatusNotFound:
+		return apperr.New(apperr.NotFound, "No route matches "+c.Request().Method+" "+safePath(c.Request().URL.Path)+".")
+	case http.StatusMethodNotAllowed:
+		return apperr.New(apperr.MethodNotAllowed, "The method is not allowed on this path.")
+	case http.StatusRequestEntityTooLarge:
+		return apperr.Newf(apperr.PayloadTooLarge, "The request body exceeds %d bytes.", s.BodyLimitBytes)
+	case http.StatusUnsupportedMediaType:
+		return apperr.New(apperr.UnsupportedMediaType, "Send the content type the contract names for this operation.")
+	case http.StatusBadRequest:
+		// Echo's binder: malformed JSON or a type mismatch. Its message names the offset or field.
+		return apperr.New(apperr.Validation, bindDetail(msg))
+	case http.StatusUnauthorized:
+		return apperr.New(apperr.Unauthenticated, "")
+	case http.StatusForbidden:
+		return apperr.New(apperr.InsufficientScope, "")
+	case http.StatusServiceUnavailable:
+		return &apperr.Error{Kind: apperr.Unavailable, RetryAfter: s.RetryAfter}
+	}
+	if he.Code >= 500 {
+		s.logInternal(c, he)
+		return apperr.New(apperr.Internal, "")
+	}
+	return &apperr.Error{Kind: &apperr.Kind{Slug: "http-" + strconv.Itoa(he.Code), Status: he.Code, Title: http.StatusText(he.Code)}, Detail: msg}
+}
+
+func (s *Server) logInternal(c echo.Context, err error) {
+	s.Logger.ErrorContext(c.Request().Context(), "internal error", "route", c.Path(), "method", c.Request().Method,
+		"request_id", requestID(c), "err", err)
+}
+
+func (s *Server) writeProblem(c echo.Context, p *apperr.Error) {
+	body := problemBody{
+		Type: p.Kind.Type(), Title: p.Kind.Title, Status: p.Kind.Status, Detail: p.Detail,
+		Instance: safePath(c.Request().URL.Path), RequestID: requestID(c), Errors: p.Fields,
+	}
+	h := c.Response().Header()
+	if p.RetryAfter > 0 {
+		secs := int((p.RetryAfter + 999_999_999) / 1_000_000_000)
+		body.RetryAfter = secs
+		h.Set("Retry-After", strconv.Itoa(secs))
+	}
+	for k, v := range p.Headers {
+		h.Set(k, v)
+	}
+	if p.Kind.Status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
+		h.Set("WWW-Authenticate", `Bearer realm="hashgate"`)
+	}
+	h.Set("Cache-Control", "no-store")
+	h.Set(echo.HeaderContentType, "application/problem+json")
+	c.Response().WriteHeader(p.Kind.Status)
+	if c.Request().Method == http.MethodHead {
+		return
+	}
+	out, err := marshalProblem(body, p.Extra)
+	if err != nil {
+		out = []byte(`{"type":"` + apperr.Internal.Type() + `","title":"Internal server error","status":500}`)
+	}
+	_, _ = c.Response().Write(out)
+}
+
+func marshalProblem(body problemBody, extra map[string]any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil || len(extra) == 0 {
+		return b, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		if _, taken := m[k]; !taken {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
+}
+
+// safePath bounds the echoed path so a hostile URL cannot bloat or inject into the body.
+func safePath(p string) string {
+	if len(p) > 256 {
+		p = p[:256]
+	}
+	return strings.ToValidUTF8(p, "\uFFFD")
+}
+
+func bindDetail(msg string) string {
+	if msg == "" {
+		return "The request body is not valid JSON for this operation."
+	}
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return strings.ToValidUTF8(msg, "\uFFFD")
+}
+
+func requestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}

@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/telemetry"
+)
+
+// NewEcho builds the whole HTTP stack: recover, request id, tracing and metrics, body limit,
+// spec validation with authentication, the generated routes, /metrics, and the problem renderer.
+func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
+	spec, err := GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("handlers: load embedded spec: %w", err)
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.HTTPErrorHandler
+	e.Use(
+		middleware.RecoverWithConfig(middleware.RecoverConfig{
+			DisableStackAll: true,
+			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+				s.Logger.ErrorContext(c.Request().Context(), "panic recovered", "route", c.Path(), "err", err, "stack", string(stack))
+				return apperr.Wrap(apperr.Internal, "", err)
+			},
+		}),
+		requestIDMiddleware(),
+		telemetry.EchoMiddleware(tel, "hashgate"),
+		telemetry.EchoMetricsMiddleware(tel),
+		s.accessLog(),
+		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"),
+		s.RequestValidator(spec),
+	)
+	RegisterHandlers(e, NewStrictHandler(s, nil))
+	if tel != nil {
+		e.GET("/metrics", echo.WrapHandler(tel.MetricsHandler()))
+	} else {
+		e.GET("/metrics", func(c echo.Context) error { return c.String(http.StatusOK, "") })
+	}
+	return e, nil
+}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// requestIDMiddleware keeps a caller's X-Request-Id when it is short and plain (so it cannot
+// inject into logs), and makes one otherwise.
+func requestIDMiddleware() echo.MiddlewareFunc {
+	return middleware.RequestIDWithConfig(middleware.RequestIDConfig{
+		Generator: func() string {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			return base64.RawURLEncoding.EncodeToString(b[:])
+		},
+		Skipper: func(c echo.Context) bool {
+			if id := c.Request().Header.Get(echo.HeaderXRequestID); id != "" && !requestIDPattern.MatchString(id) {
+				c.Request().Header.Del(echo.HeaderXRequestID)
+			}
+			return false
+		},
+	})
+}
+
+// accessLog writes one line per request at debug level, and at info level for errors and
+// slow requests. The route template is logged, never the raw URL (it may carry ids the
+// caller considers private) and never a header.
+func (s *Server) accessLog() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			d := time.Since(start)
+			status := c.Response().Status
+			level := slog.LevelDebug
+			if status >= 500 || d > time.Second {
+				level = slog.LevelInfo
+			}
+			if s.Logger.Enabled(c.Request().Context(), level) {
+				s.Logger.Log(c.Request().Context(), level, "request",
+					"method", c.Request().Method, "route", c.Path(), "status", status,
+					"duration_ms", float64(d.Microseconds())/1000, "request_id", requestID(c))
+			}
+			return nil
+		}
+	}
+}

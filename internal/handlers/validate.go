@@ -1,0 +1,202 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+	echomw "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// RequestValidator validates every request against the spec (kin-openapi through
+// oapi-codegen's Echo middleware) and authenticates it with the operation's security schemes
+// first, so an unauthenticated caller learns nothing about the body rules.
+func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
+	spec.Servers = nil
+	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
+		Options: openapi3filter.Options{
+			AuthenticationFunc: s.authenticate,
+			MultiError:         true,
+		},
+		Skipper:           func(c echo.Context) bool { return c.Request().URL.Path == "/metrics" },
+		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me} },
+		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
+			if me, ok := he.Internal.(openapi3.MultiError); ok {
+				return validationProblem(me)
+			}
+			if he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed {
+				return he
+			}
+			var re *openapi3filter.RequestError
+			if errors.As(he.Internal, &re) {
+				return validationProblem(openapi3.MultiError{re})
+			}
+			var se *openapi3filter.SecurityRequirementsError
+			if errors.As(he.Internal, &se) {
+				return securityProblem(se)
+			}
+			return he
+		},
+	})
+}
+
+// securityProblem picks the most telling failure among the operation's security alternatives:
+// a presented-but-refused credential beats "nothing presented".
+func securityProblem(se *openapi3filter.SecurityRequirementsError) error {
+	var best *apperr.Error
+	rank := func(e *apperr.Error) int {
+		switch e.Kind {
+		case apperr.Unavailable:
+			return 4
+		case apperr.InsufficientScope, apperr.StepUpRequired:
+			return 3
+		case apperr.InvalidCredentials:
+			return 2
+		}
+		return 1
+	}
+	for _, err := range se.Errors {
+		if p, ok := apperr.As(err); ok && (best == nil || rank(p) > rank(best)) {
+			best = p
+		}
+	}
+	if best == nil {
+		return apperr.New(apperr.Unauthenticated, "Send a bearer token or a session token.")
+	}
+	return best
+}
+
+// validationProblem turns kin-openapi's errors into one 400 problem naming every failing field.
+func validationProblem(me openapi3.MultiError) error {
+	var sec *openapi3filter.SecurityRequirementsError
+	for _, err := range me {
+		if errors.As(err, &sec) {
+			return securityProblem(sec)
+		}
+	}
+	var fields []apperr.FieldError
+	media := false
+	for _, err := range me {
+		fields = appendFieldErrors(fields, err, &media)
+	}
+	if media {
+		return apperr.New(apperr.UnsupportedMediaType, "Send the content type the contract names for this operation.")
+	}
+	if len(fields) > 50 {
+		fields = fields[:50]
+	}
+	names := make([]string, 0, len(fields))
+	for _, f := range fields {
+		if f.Pointer != "" {
+			names = append(names, f.Pointer)
+		} else if f.Parameter != "" {
+			names = append(names, f.Parameter)
+		}
+	}
+	detail := "The request does not match the contract."
+	if len(names) > 0 {
+		detail = "Invalid: " + strings.Join(uniq(names), ", ") + "."
+	}
+	return &apperr.Error{Kind: apperr.Validation, Detail: detail, Fields: fields}
+}
+
+func appendFieldErrors(out []apperr.FieldError, err error, media *bool) []apperr.FieldError {
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		for _, e := range me {
+			out = appendFieldErrors(out, e, media)
+		}
+		return out
+	}
+	var re *openapi3filter.RequestError
+	if !errors.As(err, &re) {
+		var se *openapi3.SchemaError
+		if errors.As(err, &se) {
+			return append(out, schemaField(se))
+		}
+		return append(out, apperr.FieldError{Detail: clip(err.Error())})
+	}
+	if re.Parameter != nil {
+		fe := apperr.FieldError{Parameter: re.Parameter.In + ":" + re.Parameter.Name, Detail: clip(re.Reason)}
+		var se *openapi3.SchemaError
+		if errors.As(re.Err, &se) {
+			fe.Detail = clip(se.Reason)
+		} else if re.Err != nil && fe.Detail == "" {
+			fe.Detail = clip(re.Err.Error())
+		}
+		if fe.Detail == "" {
+			fe.Detail = "invalid"
+		}
+		return append(out, fe)
+	}
+	var ce *openapi3filter.ParseError
+	if errors.As(re.Err, &ce) {
+		return append(out, apperr.FieldError{Pointer: "/", Detail: "The body is not valid for its content type."})
+	}
+	if strings.Contains(re.Reason, "header Content-Type has unexpected value") ||
+		re.Err != nil && strings.Contains(re.Err.Error(), "header Content-Type has unexpected value") {
+		*media = true
+		return out
+	}
+	var inner openapi3.MultiError
+	if errors.As(re.Err, &inner) {
+		for _, e := range inner {
+			out = appendFieldErrors(out, e, media)
+		}
+		return out
+	}
+	var se *openapi3.SchemaError
+	if errors.As(re.Err, &se) {
+		return append(out, schemaField(se))
+	}
+	detail := re.Reason
+	if detail == "" && re.Err != nil {
+		detail = re.Err.Error()
+	}
+	return append(out, apperr.FieldError{Pointer: "/", Detail: clip(detail)})
+}
+
+func schemaField(se *openapi3.SchemaError) apperr.FieldError {
+	ptr := "/" + strings.Join(escapePointer(se.JSONPointer()), "/")
+	reason := se.Reason
+	if se.SchemaField != "" && !strings.Contains(reason, se.SchemaField) {
+		reason = fmt.Sprintf("%s (%s)", reason, se.SchemaField)
+	}
+	return apperr.FieldError{Pointer: ptr, Detail: clip(reason)}
+}
+
+func escapePointer(parts []string) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1")
+	}
+	return out
+}
+
+// clip bounds a message and strips anything that is not valid UTF-8; kin-openapi reasons do
+// not echo values, but bound them anyway.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

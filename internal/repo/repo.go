@@ -1,0 +1,138 @@
+// Package repo keeps the gateway's objects in Redis: one bounded hash per object, every key
+// with a TTL set in the same atomic step as its write, every multi-key operation inside one
+// hash tag, every transition one embedded Lua script. Exported signatures carry domain types;
+// rueidis stays inside this package. Key patterns are documented in docs/KEYS.md.
+package repo
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// SchemaVersion is written on every hash this version of the gateway creates. Readers accept
+// SchemaVersion and SchemaVersion-1.
+const SchemaVersion = 2
+
+// Keys builds key names: <prefix>:v1:<type>:{<tag>}[:<rest>]. The braces make <tag> the Redis
+// Cluster hash tag, so keys with the same tag live in one slot.
+type Keys struct{ Prefix string }
+
+// Key returns prefix:v1:typ:{tag} followed by :rest parts.
+func (k Keys) Key(typ, tag string, rest ...string) string {
+	var b strings.Builder
+	b.Grow(len(k.Prefix) + len(typ) + len(tag) + 8 + 24*len(rest))
+	b.WriteString(k.Prefix)
+	b.WriteString(":v1:")
+	b.WriteString(typ)
+	b.WriteString(":{")
+	b.WriteString(tag)
+	b.WriteString("}")
+	for _, r := range rest {
+		b.WriteByte(':')
+		b.WriteString(r)
+	}
+	return b.String()
+}
+
+// Outcome classifies a read, for metrics and for the caller.
+type Outcome string
+
+const (
+	Found     Outcome = "found"
+	Missing   Outcome = "missing"
+	Corrupt   Outcome = "corrupt"
+	OldSchema Outcome = "old_schema"
+)
+
+// fields is a decoded hash with strict accessors that record what is missing or malformed.
+type fields struct {
+	m   map[string]string
+	bad []string
+}
+
+func newFields(m map[string]string) *fields { return &fields{m: m} }
+
+func (f *fields) str(name string) string {
+	v, ok := f.m[name]
+	if !ok || v == "" {
+		f.bad = append(f.bad, name)
+	}
+	return v
+}
+
+func (f *fields) opt(name string) string { return f.m[name] }
+
+func (f *fields) int64(name string) int64 {
+	v, ok := f.m[name]
+	if !ok {
+		f.bad = append(f.bad, name)
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		f.bad = append(f.bad, name)
+	}
+	return n
+}
+
+func (f *fields) optInt64(name string) int64 {
+	v, ok := f.m[name]
+	if !ok || v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		f.bad = append(f.bad, name)
+	}
+	return n
+}
+
+// schema checks schemaVersion: current → Found, previous → OldSchema, else corrupt.
+func (f *fields) schema() Outcome {
+	v := f.int64("schemaVersion")
+	switch {
+	case len(f.bad) > 0:
+		return Corrupt
+	case v == SchemaVersion:
+		return Found
+	case v == SchemaVersion-1:
+		return OldSchema
+	default:
+		f.bad = append(f.bad, "schemaVersion")
+		return Corrupt
+	}
+}
+
+// err returns a corrupt-object error naming the bad fields (never their values).
+func (f *fields) err(objType string) error {
+	if len(f.bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s hash has missing or malformed fields %v", ErrCorrupt, objType, f.bad)
+}
+
+// ErrCorrupt marks an object whose hash is missing required fields or holds malformed values.
+// It is never served as valid; handlers render it as 500 (or 401 for credentials) and it is
+// counted and logged without values.
+var ErrCorrupt = fmt.Errorf("corrupt object")
+
+// redisErr turns a driver error into a domain one: nil → ErrNotFound-wrapped, connectivity →
+// store.ErrUnavailable, anything else wrapped with the operation name.
+func redisErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if rueidis.IsRedisNil(err) {
+		return fmt.Errorf("%s: %w", op, apperr.NotFound)
+	}
+	return fmt.Errorf("%s: %w", op, store.Classify(err))
+}
+
+// ms formats milliseconds for a hash field.
+func ms(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,0 +1,59 @@
+package repo
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+func TestKeysCarryHashTag(t *testing.T) {
+	t.Parallel()
+	got := Keys{Prefix: "hg"}.Key("session", "abc", "s1")
+	if got != "hg:v1:session:{abc}:s1" {
+		t.Fatalf("key = %q", got)
+	}
+}
+
+func TestScriptsLoadAndRunOnEveryBackend(t *testing.T) {
+	t.Parallel()
+	if len(ScriptBodies()) == 0 {
+		t.Fatal("no embedded scripts")
+	}
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, _ string) {
+		ctx := context.Background()
+		if err := s.LoadScripts(ctx, ScriptBodies()...); err != nil {
+			t.Fatalf("load: %v", err)
+		}
+		n, err := script("time").Exec(ctx, s.Client, nil, nil).AsInt64()
+		if err != nil || n < 1_700_000_000_000 {
+			t.Fatalf("time.lua = %d, %v", n, err)
+		}
+	})
+}
+
+func TestFieldsClassify(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		m    map[string]string
+		want Outcome
+	}{
+		{"current", map[string]string{"schemaVersion": "2", "a": "x"}, Found},
+		{"previous", map[string]string{"schemaVersion": "1", "a": "x"}, OldSchema},
+		{"future", map[string]string{"schemaVersion": "9", "a": "x"}, Corrupt},
+		{"missing a", map[string]string{"schemaVersion": "2"}, Corrupt},
+		{"bad version", map[string]string{"schemaVersion": "two", "a": "x"}, Corrupt},
+	}
+	for _, tt := range tests {
+		f := newFields(tt.m)
+		_ = f.str("a")
+		if got := f.schema(); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+		if (tt.want == Corrupt) != (f.err("x") != nil) {
+			t.Errorf("%s: err = %v", tt.name, f.err("x"))
+		}
+	}
+}

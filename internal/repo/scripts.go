@@ -1,0 +1,41 @@
+package repo
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// Every transition is a small .lua file here with a header comment naming its KEYS, ARGV and
+// reply. Time inside scripts comes from redis.call('TIME').
+//
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// script loads scripts/<name>.lua as a rueidis.Lua (EVALSHA with EVAL fallback). It panics at
+// package init on a missing file, which the tests catch at once.
+func script(name string) *rueidis.Lua {
+	b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(fmt.Sprintf("repo: missing script %s: %v", name, err))
+	}
+	return rueidis.NewLuaScript(string(b))
+}
+
+// ScriptBodies returns every embedded script, for store.LoadScripts at start.
+func ScriptBodies() []string {
+	var out []string
+	names, _ := fs.Glob(scriptFS, "scripts/*.lua")
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := scriptFS.ReadFile(n)
+		if err == nil && strings.TrimSpace(string(b)) != "" {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}

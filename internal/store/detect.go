@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// detect reads the server version and probes hash field expiration on a short-lived key:
+// HSETEX (Redis 8) → HSET+HEXPIRE (Redis 7.4) → the separate-key fallback.
+func (s *Store) detect(ctx context.Context, o Options) error {
+	c := s.Client
+	if s.Caps.Embedded {
+		s.Caps.ServerVersion = "embedded (miniredis)"
+		if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+			return fmt.Errorf("store: ping embedded store: %w", Classify(err))
+		}
+	} else {
+		info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
+		if err != nil {
+			return fmt.Errorf("store: read server info: %w", Classify(err))
+		}
+		s.Caps.ServerVersion = infoField(info, "redis_version")
+	}
+	if o.ForceFieldExpiry != "" {
+		s.Caps.FieldExpiry = o.ForceFieldExpiry
+		return nil
+	}
+	key := o.ProbePrefix + ":v1:probe:{probe}"
+	err := c.Do(ctx, c.B().Arbitrary("HSETEX").Keys(key).Args("PX", "5000", "FIELDS", "1", "f", "1").Build()).Error()
+	if err == nil {
+		s.Caps.FieldExpiry = FieldExpiryHSETEX
+		return nil
+	}
+	if !isUnknownCommand(err) {
+		return fmt.Errorf("store: probe HSETEX: %w", Classify(err))
+	}
+	// HEXPIRE on a missing key answers an empty reply where it exists and an error where not.
+	err = c.Do(ctx, c.B().Arbitrary("HEXPIRE").Keys(key).Args("5", "FIELDS", "1", "f").Build()).Error()
+	switch {
+	case err == nil || rueidis.IsRedisNil(err):
+		s.Caps.FieldExpiry = FieldExpiryHEXPIRE
+	case isUnknownCommand(err):
+		s.Caps.FieldExpiry = FieldExpiryFallback
+	default:
+		return fmt.Errorf("store: probe HEXPIRE: %w", Classify(err))
+	}
+	return nil
+}
+
+func isUnknownCommand(err error) bool {
+	if e, ok := rueidis.IsRedisErr(err); ok {
+		msg := strings.ToLower(e.Error())
+		return strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")
+	}
+	return false
+}
+
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}

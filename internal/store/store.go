@@ -1,0 +1,226 @@
+// Package store opens the Redis connection the repositories share: a real server or cluster
+// from REDIS_URL, or an embedded in-process store when none is configured. It detects what the
+// server can do (hash field expiration) once at start, bounds every call with a timeout, and
+// classifies driver errors so the HTTP layer can answer 503 instead of 500.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+)
+
+// Topology is how the server is deployed.
+type Topology string
+
+// FieldExpiry is how field-lifetime data (hash fields with their own TTL) is written.
+type FieldExpiry string
+
+const (
+	Standalone Topology = "standalone"
+	Cluster    Topology = "cluster"
+
+	// FieldExpiryHSETEX writes fields with their TTL in one HSETEX (Redis 8).
+	FieldExpiryHSETEX FieldExpiry = "hsetex"
+	// FieldExpiryHEXPIRE writes HSET then HEXPIRE in one atomic step (Redis 7.4).
+	FieldExpiryHEXPIRE FieldExpiry = "hexpire"
+	// FieldExpiryFallback keeps such fields in a separate key with its own TTL (older servers).
+	FieldExpiryFallback FieldExpiry = "fallback"
+)
+
+// Capabilities are detected once at start and shared with the repositories and /readyz.
+type Capabilities struct {
+	Topology      Topology
+	FieldExpiry   FieldExpiry
+	ServerVersion string
+	Embedded      bool
+	// ClientCache is true when rueidis client-side caching (RESP3 tracking) is on.
+	ClientCache bool
+}
+
+// Options configure Open.
+type Options struct {
+	// URL is redis://[user:pass@]host:port[/db], rediss://..., or a comma-separated list of
+	// host:port addresses (a cluster's seed nodes). Empty starts the embedded store.
+	URL string
+	// Timeout bounds every Redis call (default 500ms).
+	Timeout time.Duration
+	// DisableCache turns client-side caching off (always off for the embedded store).
+	DisableCache bool
+	// ProbePrefix is the key prefix for the capability probe key (default "hg").
+	ProbePrefix string
+	// ForceFieldExpiry overrides detection (tests use it to exercise every mode on one server).
+	ForceFieldExpiry FieldExpiry
+	// NewClient builds the client from options; telemetry passes rueidisotel here.
+	// Default: rueidis.NewClient.
+	NewClient func(rueidis.ClientOption) (rueidis.Client, error)
+}
+
+// Store is an open connection: Client is safe for concurrent use by every repository.
+type Store struct {
+	Client   rueidis.Client
+	Caps     Capabilities
+	Timeout  time.Duration
+	embedded *miniredis.Miniredis
+	raw      rueidis.Client
+}
+
+// ErrBadURL reports an unusable REDIS_URL.
+var ErrBadURL = errors.New("store: bad REDIS_URL")
+
+// ClientOption turns a REDIS_URL into rueidis options (exported for tools that need a raw client).
+func ClientOption(url string) (rueidis.ClientOption, error) {
+	url = strings.TrimSpace(url)
+	if url == "" {
+		return rueidis.ClientOption{}, fmt.Errorf("%w: empty", ErrBadURL)
+	}
+	if !strings.Contains(url, "://") {
+		var addrs []string
+		for _, a := range strings.Split(url, ",") {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return rueidis.ClientOption{}, fmt.Errorf("%w: address %q is not host:port", ErrBadURL, a)
+			}
+			addrs = append(addrs, a)
+		}
+		if len(addrs) == 0 {
+			return rueidis.ClientOption{}, fmt.Errorf("%w: no address", ErrBadURL)
+		}
+		return rueidis.ClientOption{InitAddress: addrs}, nil
+	}
+	// A comma-separated host list inside a URL: redis://a:1,b:2 → addr query parameters.
+	if i := strings.Index(url, "://"); i >= 0 {
+		rest := url[i+3:]
+		host, tail, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndex(host, "@"); at >= 0 || strings.Contains(host, ",") {
+			cred := ""
+			if at >= 0 {
+				cred, host = host[:at+1], host[at+1:]
+			}
+			if parts := strings.Split(host, ","); len(parts) > 1 {
+				q := ""
+				for _, p := range parts[1:] {
+					q += "addr=" + p + "&"
+				}
+				sep := "?"
+				if strings.Contains(tail, "?") {
+					sep = "&"
+				}
+				url = url[:i+3] + cred + parts[0] + "/" + tail + sep + strings.TrimSuffix(q, "&")
+			}
+		}
+	}
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		// The URL may carry a password: never echo it.
+		return rueidis.ClientOption{}, fmt.Errorf("%w: cannot parse (scheme, host or port)", ErrBadURL)
+	}
+	return opt, nil
+}
+
+// Open connects (or starts the embedded store), detects capabilities and returns the store.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 500 * time.Millisecond
+	}
+	if o.ProbePrefix == "" {
+		o.ProbePrefix = "hg"
+	}
+	if o.NewClient == nil {
+		o.NewClient = rueidis.NewClient
+	}
+	s := &Store{Timeout: o.Timeout}
+	var opt rueidis.ClientOption
+	if strings.TrimSpace(o.URL) == "" {
+		m := miniredis.NewMiniRedis()
+		m.ClockTTL(true)
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("store: start embedded store: %w", err)
+		}
+		s.embedded = m
+		s.Caps.Embedded = true
+		// miniredis has no client tracking and no cluster commands.
+		opt = rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true}
+	} else {
+		var err error
+		if opt, err = ClientOption(o.URL); err != nil {
+			return nil, err
+		}
+		opt.DisableCache = o.DisableCache
+	}
+	opt.Dialer.Timeout = o.Timeout
+	opt.Dialer.KeepAlive = 30 * time.Second
+	opt.ConnWriteTimeout = max(o.Timeout, time.Second)
+	opt.ClientName = "hashgate"
+	// A lost connection must not keep callers waiting past their deadline: rueidis retries
+	// only while the call's context allows.
+	raw, err := o.NewClient(opt)
+	if err != nil {
+		s.closeEmbedded()
+		return nil, fmt.Errorf("store: connect: %w", Classify(err))
+	}
+	s.raw = raw
+	s.Client = WithTimeout(raw, o.Timeout)
+	s.Caps.ClientCache = !opt.DisableCache
+	if raw.Mode() == rueidis.ClientModeCluster {
+		s.Caps.Topology = Cluster
+	} else {
+		s.Caps.Topology = Standalone
+	}
+	if err := s.detect(ctx, o); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the connection and stops the embedded store.
+func (s *Store) Close() {
+	if s.raw != nil {
+		s.raw.Close()
+	}
+	s.closeEmbedded()
+}
+
+func (s *Store) closeEmbedded() {
+	if s.embedded != nil {
+		s.embedded.Close()
+	}
+}
+
+// EmbeddedAddr is the embedded store's address ("" when a real server is used).
+func (s *Store) EmbeddedAddr() string {
+	if s.embedded == nil {
+		return ""
+	}
+	return s.embedded.Addr()
+}
+
+// Ping checks every node (every master in a cluster) answers within the timeout.
+func (s *Store) Ping(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	if s.Caps.Topology == Cluster {
+		for addr, n := range s.raw.Nodes() {
+			c, cancel := context.WithTimeout(ctx, s.Timeout)
+			err := n.Do(c, n.B().Ping().Build()).Error()
+			cancel()
+			if err != nil {
+				return 0, fmt.Errorf("store: ping %s: %w", addr, Classify(err))
+			}
+		}
+		return time.Since(start), nil
+	}
+	if err := s.Client.Do(ctx, s.Client.B().Ping().Build()).Error(); err != nil {
+		return 0, fmt.Errorf("store: ping: %w", Classify(err))
+	}
+	return time.Since(start), nil
+}

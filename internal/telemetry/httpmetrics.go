@@ -1,0 +1,89 @@
+package telemetry
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+const scopeName = "github.com/hashgate/hashgate/internal/telemetry"
+
+// Seconds; the OTel semantic-conventions advice for http.server.request.duration.
+var httpDurationBuckets = []float64{
+	0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+}
+
+// EchoMetricsMiddleware records http.server.requests (counter) and
+// http.server.request.duration (histogram, seconds) with the attributes
+// http.request.method, http.route (the route template c.Path(), absent for
+// unmatched requests; never the raw URL) and http.response.status_code. In
+// Prometheus they read http_server_requests_total and
+// http_server_request_duration_seconds. /healthz and /metrics are skipped.
+//
+// A handler error is rendered with c.Error first (as otelecho and Echo's
+// logger do) so the recorded status is the one sent; the error is still
+// returned.
+func EchoMetricsMiddleware(t *Telemetry) echo.MiddlewareFunc {
+	meter := t.Meter(scopeName)
+	requests, err := meter.Int64Counter("http.server.requests",
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Number of HTTP requests served."))
+	otelHandle(err)
+	duration, err := meter.Float64Histogram("http.server.request.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of HTTP server requests."),
+		metric.WithExplicitBucketBoundaries(httpDurationBuckets...))
+	otelHandle(err)
+
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if skipObservability(c) {
+				return next(c)
+			}
+			start := time.Now()
+			err := next(c)
+			if err != nil && !c.Response().Committed {
+				c.Error(err)
+			}
+			elapsed := time.Since(start).Seconds()
+
+			attrs := make([]attribute.KeyValue, 0, 3)
+			attrs = append(attrs,
+				attribute.String("http.request.method", normalizeMethod(c.Request().Method)),
+				attribute.Int("http.response.status_code", c.Response().Status),
+			)
+			if route := c.Path(); route != "" {
+				attrs = append(attrs, attribute.String("http.route", route))
+			}
+			set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+			ctx := c.Request().Context()
+			requests.Add(ctx, 1, set)
+			duration.Record(ctx, elapsed, set)
+			return err
+		}
+	}
+}
+
+// normalizeMethod bounds the method label's cardinality (semconv "_OTHER").
+func normalizeMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	default:
+		return "_OTHER"
+	}
+}
+
+// otelHandle reports instrument creation errors (only possible with invalid
+// names or units) to the OTel error handler; the SDK still returns usable
+// instruments alongside them.
+func otelHandle(err error) {
+	if err != nil {
+		otel.Handle(err)
+	}
+}

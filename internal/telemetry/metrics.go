@@ -1,0 +1,43 @@
+package telemetry
+
+import (
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// Meter returns a meter for instrumentation scope name (conventionally the
+// importing package's path). Instruments it creates appear in
+// [Telemetry.MetricsHandler]. A nil t yields a no-op meter.
+func (t *Telemetry) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	return t.meterProvider().Meter(name, opts...)
+}
+
+// Tracer returns a tracer for instrumentation scope name. A nil t yields a
+// no-op tracer.
+func (t *Telemetry) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return t.tracerProvider().Tracer(name, opts...)
+}
+
+func (t *Telemetry) meterProvider() metric.MeterProvider {
+	if t == nil || t.MeterProvider == nil {
+		return metricnoop.NewMeterProvider()
+	}
+	return t.MeterProvider
+}
+
+func (t *Telemetry) tracerProvider() trace.TracerProvider {
+	if t == nil || t.TracerProvider == nil {
+		return tracenoop.NewTracerProvider()
+	}
+	return t.TracerProvider
+}
+
+func (t *Telemetry) propagator() propagation.TextMapPropagator {
+	if t == nil || t.Propagator == nil {
+		return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	return t.Propagator
+}

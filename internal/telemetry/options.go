@@ -1,0 +1,24 @@
+package telemetry
+
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+// Option customises [Setup]; the defaults come from the OTEL_* environment.
+type Option func(*options)
+
+type options struct {
+	spanExporter   sdktrace.SpanExporter
+	spanProcessors []sdktrace.SpanProcessor
+}
+
+// WithSpanExporter replaces the exporter selected from the environment by
+// exp, wrapped in a batching span processor.
+func WithSpanExporter(exp sdktrace.SpanExporter) Option {
+	return func(o *options) { o.spanExporter = exp }
+}
+
+// WithSpanProcessor registers sp in addition to the configured exporter. In
+// tests, sdktrace.NewSimpleSpanProcessor(tracetest.NewInMemoryExporter())
+// makes finished spans visible synchronously.
+func WithSpanProcessor(sp sdktrace.SpanProcessor) Option {
+	return func(o *options) { o.spanProcessors = append(o.spanProcessors, sp) }
+}

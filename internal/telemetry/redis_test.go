@@ -1,0 +1,109 @@
+package telemetry
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+func TestRedisSpansCarryNoArguments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		run       func(ctx context.Context, c rueidis.Client) error
+		wantSpans []string
+	}{
+		{
+			name: "single commands",
+			run: func(ctx context.Context, c rueidis.Client) error {
+				if err := c.Do(ctx, c.B().Set().Key("secret-key").Value("secret-value").Build()).Error(); err != nil {
+					return err
+				}
+				return c.Do(ctx, c.B().Hset().Key("secret-hash").FieldValue().FieldValue("secret-field", "secret-value").Build()).Error()
+			},
+			wantSpans: []string{"SET", "HSET"},
+		},
+		{
+			name: "pipeline",
+			run: func(ctx context.Context, c rueidis.Client) error {
+				for _, r := range c.DoMulti(ctx,
+					c.B().Set().Key("secret-key").Value("secret-value").Build(),
+					c.B().Get().Key("secret-key").Build(),
+				) {
+					if err := r.Error(); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			wantSpans: []string{"SET GET"},
+		},
+		{
+			name: "redis error",
+			run: func(ctx context.Context, c rueidis.Client) error {
+				_ = c.Do(ctx, c.B().Set().Key("secret-str").Value("secret-value").Build()).Error()
+				if err := c.Do(ctx, c.B().Hget().Key("secret-str").Field("secret-field").Build()).Error(); err == nil {
+					t.Error("HGET on a string: want WRONGTYPE error")
+				}
+				return nil
+			},
+			wantSpans: []string{"SET", "HGET"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := miniredis.RunT(t)
+			tel, exp := newTestTelemetry(t)
+			client, err := NewRedisClient(rueidis.ClientOption{
+				InitAddress:       []string{srv.Addr()},
+				DisableCache:      true, // miniredis has no client-side caching
+				ForceSingleClient: true,
+			}, tel)
+			if err != nil {
+				t.Fatalf("NewRedisClient: %v", err)
+			}
+			defer client.Close()
+
+			if err := tt.run(context.Background(), client); err != nil {
+				t.Fatalf("redis: %v", err)
+			}
+
+			spans := exp.GetSpans()
+			var names []string
+			for _, s := range spans {
+				if s.Name != "redis.dial" {
+					names = append(names, s.Name)
+				}
+				assertNoSecret(t, s)
+			}
+			if !slices.Equal(names, tt.wantSpans) {
+				t.Errorf("command spans = %q, want %q", names, tt.wantSpans)
+			}
+		})
+	}
+}
+
+func assertNoSecret(t *testing.T, s tracetest.SpanStub) {
+	t.Helper()
+	check := func(where, v string) {
+		if strings.Contains(v, "secret") {
+			t.Errorf("span %q: %s = %q leaks a command argument", s.Name, where, v)
+		}
+	}
+	check("name", s.Name)
+	check("status", s.Status.Description)
+	for _, kv := range s.Attributes {
+		check(string(kv.Key), kv.Value.Emit())
+	}
+	for _, ev := range s.Events {
+		for _, kv := range ev.Attributes {
+			check(ev.Name+"."+string(kv.Key), kv.Value.Emit())
+		}
+	}
+}
