@@ -24,8 +24,10 @@ func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
 			AuthenticationFunc: s.authenticate,
 			MultiError:         true,
 		},
-		Skipper:           func(c echo.Context) bool { return c.Request().URL.Path == "/metrics" },
-		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me} },
+		Skipper: func(c echo.Context) bool { return c.Request().URL.Path == "/metrics" },
+		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
+			return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
+		},
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
 			if me, ok := he.Internal.(openapi3.MultiError); ok {
 				return validationProblem(me)
@@ -107,14 +109,13 @@ func validationProblem(me openapi3.MultiError) error {
 }
 
 func appendFieldErrors(out []apperr.FieldError, err error, media *bool) []apperr.FieldError {
-	var me openapi3.MultiError
-	if errors.As(err, &me) {
+	var re *openapi3filter.RequestError
+	if me, ok := err.(openapi3.MultiError); ok {
 		for _, e := range me {
 			out = appendFieldErrors(out, e, media)
 		}
 		return out
 	}
-	var re *openapi3filter.RequestError
 	if !errors.As(err, &re) {
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {
@@ -123,17 +124,28 @@ func appendFieldErrors(out []apperr.FieldError, err error, media *bool) []apperr
 		return append(out, apperr.FieldError{Detail: clip(err.Error())})
 	}
 	if re.Parameter != nil {
-		fe := apperr.FieldError{Parameter: re.Parameter.In + ":" + re.Parameter.Name, Detail: clip(re.Reason)}
+		name := re.Parameter.In + ":" + re.Parameter.Name
+		var reasons []string
+		var inner openapi3.MultiError
 		var se *openapi3.SchemaError
-		if errors.As(re.Err, &se) {
-			fe.Detail = clip(se.Reason)
-		} else if re.Err != nil && fe.Detail == "" {
-			fe.Detail = clip(re.Err.Error())
+		switch {
+		case errors.As(re.Err, &inner):
+			for _, e := range inner {
+				if errors.As(e, &se) {
+					reasons = append(reasons, se.Reason)
+				}
+			}
+		case errors.As(re.Err, &se):
+			reasons = append(reasons, se.Reason)
+		case re.Reason != "":
+			reasons = append(reasons, re.Reason)
+		case re.Err != nil:
+			reasons = append(reasons, re.Err.Error())
 		}
-		if fe.Detail == "" {
-			fe.Detail = "invalid"
+		if len(reasons) == 0 {
+			reasons = append(reasons, "invalid")
 		}
-		return append(out, fe)
+		return append(out, apperr.FieldError{Parameter: name, Detail: clip(strings.Join(reasons, "; "))})
 	}
 	var ce *openapi3filter.ParseError
 	if errors.As(re.Err, &ce) {
