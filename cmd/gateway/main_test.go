@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a goroutine-safe buffer for the server's stdout/stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startGateway(t *testing.T, env map[string]string) (addr string, stdout, stderr *syncBuffer) {
+	t.Helper()
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	if env["GATEWAY_ADDR"] == "" {
+		env["GATEWAY_ADDR"] = "127.0.0.1:0"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, func(k string) string { return env[k] }, stdout, stderr, ready) }()
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("gateway exited: %v\n%s", err, stderr)
+	case <-time.After(15 * time.Second):
+		cancel()
+		t.Fatal("gateway did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gateway stopped with %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("gateway did not shut down")
+		}
+	})
+	return addr, stdout, stderr
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestEmbeddedGatewayStartsAndAuthenticates(t *testing.T) {
+	t.Parallel()
+	addr, stdout, stderr := startGateway(t, map[string]string{})
+	base := "http://" + addr
+	if code, _ := get(t, base+"/healthz", ""); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	if code, body := get(t, base+"/readyz", ""); code != 200 || !strings.Contains(body, `"embedded":true`) {
+		t.Fatalf("readyz %d %s", code, body)
+	}
+	if code, body := get(t, base+"/openapi.yaml", ""); code != 200 || !strings.Contains(body, "/v1/authorize") {
+		t.Fatalf("openapi %d", code)
+	}
+	m := regexp.MustCompile(`export HG_TOKEN=(\S+)`).FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("no bootstrap token printed:\n%s", stdout)
+	}
+	token := m[1]
+	if code, body := get(t, base+"/v1/tokens", token); code == 401 || code == 403 || code >= 500 && code != 501 {
+		t.Fatalf("bootstrap token refused: %d %s", code, body)
+	}
+	if code, _ := get(t, base+"/v1/tokens", "made.up.token"); code != 401 {
+		t.Fatalf("made-up token: %d", code)
+	}
+	if code, _ := get(t, base+"/v1/tokens", token[:len(token)-4]+"AAAA"); code != 401 {
+		t.Fatalf("tampered token: %d", code)
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, "EMBEDDED STORE") {
+		t.Fatal("embedded mode is not announced in the log")
+	}
+	if strings.Contains(logs, token) {
+		t.Fatal("the bootstrap token reached the log")
+	}
+}
+
+func TestRunSubcommands(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil || !strings.Contains(out.String(), "hashgate") {
+		t.Fatalf("version: %v %q", err, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"keygen"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+		!strings.Contains(out.String(), "GATEWAY_SIGNING_KEYS=") || !strings.Contains(out.String(), "GATEWAY_HMAC_KEY=") {
+		t.Fatalf("keygen: %v %q", err, out.String())
+	}
+	if err := run(context.Background(), []string{"bogus"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+	if err := run(context.Background(), []string{"token", "mint"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
+		t.Fatal("mint without flags accepted")
+	}
+	if err := run(context.Background(), []string{"token", "mint", "--tenant", "t", "--scope", "tokens:read"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "REDIS_URL") {
+		t.Fatalf("mint in embedded mode: %v", err)
+	}
+	bad := map[string]string{"GATEWAY_REDIS_TIMEOUT": "never"}
+	if err := run(context.Background(), nil, func(k string) string { return bad[k] }, io.Discard, io.Discard); err == nil {
+		t.Fatal("bad config accepted")
+	}
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/handlers"
+	"github.com/hashgate/hashgate/internal/telemetry"
+)
+
+// serve runs the gateway until ctx is cancelled, then drains requests and flushes telemetry.
+// When ready is non-nil it receives the listen address once the server accepts connections.
+func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	level, err := telemetry.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	log := telemetry.NewLogger(stderr, level)
+	log.Info("starting hashgate", append([]any{"version", version}, cfg.Fields()...)...)
+
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "hashgate", ServiceVersion: version})
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Warn("telemetry shutdown", "err", err)
+		}
+	}()
+
+	a, err := build(ctx, cfg, log, tel)
+	if err != nil {
+		return err
+	}
+	defer a.store.Close()
+	caps := a.store.Caps
+	if caps.Embedded {
+		log.Warn("EMBEDDED STORE: no REDIS_URL is set, state lives in this process and is lost on exit; set REDIS_URL for real use")
+	}
+	log.Info("redis connected", "topology", caps.Topology, "field_expiry", caps.FieldExpiry,
+		"server_version", caps.ServerVersion, "embedded", caps.Embedded, "client_cache", caps.ClientCache)
+
+	srv := handlers.NewServer(a.deps)
+	e, err := handlers.NewEcho(srv, tel)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	hs := &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	addr := ln.Addr().String()
+
+	if err := bootstrapToken(ctx, a, stdout, addr); err != nil {
+		_ = ln.Close()
+		return err
+	}
+
+	bgCtx, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, loop := range a.background {
+		wg.Add(1)
+		go func() { defer wg.Done(); loop(bgCtx) }()
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("listening", "addr", addr)
+	if ready != nil {
+		ready <- addr
+	}
+
+	select {
+	case err := <-errc:
+		stopBG()
+		wg.Wait()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "drain_timeout", cfg.ShutdownTimeout.String())
+	stopBG()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	wg.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// bootstrapToken mints an admin token for the bootstrap tenant with every scope. It is written
+// to GATEWAY_BOOTSTRAP_TOKEN_FILE (0600) when set, and printed to stdout in embedded mode so a
+// newcomer can curl at once. It never goes to the log.
+func bootstrapToken(ctx context.Context, a *app, stdout io.Writer, addr string) error {
+	if a.cfg.BootstrapTokenFile == "" && !a.cfg.Embedded() {
+		return nil
+	}
+	tok, exp, err := a.mint(ctx, mintInput{
+		Tenant: a.cfg.BootstrapTenant, Subject: "bootstrap-admin", TokenType: "service",
+		Scopes: auth.KnownScopes(), TTL: a.cfg.BootstrapTokenTTL, Description: "bootstrap admin token",
+	})
+	if err != nil {
+		return fmt.Errorf("bootstrap token: %w", err)
+	}
+	if f := a.cfg.BootstrapTokenFile; f != "" {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			return fmt.Errorf("bootstrap token file: %w", err)
+		}
+		if err := os.WriteFile(f, []byte(tok+"\n"), 0o600); err != nil {
+			return fmt.Errorf("bootstrap token file: %w", err)
+		}
+		a.log.Info("bootstrap admin token written", "file", f, "tenant", a.cfg.BootstrapTenant, "expires_at", exp)
+	}
+	if a.cfg.Embedded() {
+		url := "http://" + displayAddr(addr)
+		fmt.Fprintf(stdout, `
+  hashgate is running on an EMBEDDED in-process store (no REDIS_URL): state is lost on exit.
+  Set REDIS_URL to use a real Redis. Listening on %s
+
+  Bootstrap admin token (tenant %q, every scope, expires %s):
+
+    export HG_TOKEN=%s
+
+  Try:
+    curl -s %s/readyz
+    curl -s -H "Authorization: Bearer $HG_TOKEN" %s/v1/tokens
+
+`, url, a.cfg.BootstrapTenant, exp.UTC().Format(time.RFC3339), tok, url, url)
+	}
+	return nil
+}
+
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "::" || host == "0.0.0.0" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
