@@ -51,7 +51,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		_, err := fmt.Fprintln(stdout, "hashgate", version)
 		return err
 	case "keygen":
-		return keygen(stdout)
+		return keygen(args[1:], stdout)
+	case "healthcheck":
+		return healthcheck(ctx, getenv)
 	case "token":
 		if len(args) < 2 || args[1] != "mint" {
 			return usageError{"usage: gateway token mint --tenant T --scope \"a b\" [--ttl 1h] [--subject S] [--type service|user] [--description D]"}
@@ -67,7 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 const usage = `usage:
   gateway                  serve the API (REDIS_URL unset: embedded store, printed bootstrap token)
   gateway token mint       --tenant T --scope "sessions:read ..." [--ttl 1h] [--subject S] [--type service|user]
-  gateway keygen           print fresh GATEWAY_SIGNING_KEYS / GATEWAY_HMAC_KEY values
+  gateway keygen [--dir D] print fresh GATEWAY_SIGNING_KEYS / GATEWAY_HMAC_KEY values (or write them into D)
+  gateway healthcheck      exit 0 when the local gateway answers /healthz (for container healthchecks)
   gateway version          print the version
 Configuration is read from environment variables; see README.md.
 `

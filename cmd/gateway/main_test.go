@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
+
 	"context"
+	"github.com/hashgate/hashgate/internal/config"
 	"io"
 	"net/http"
 	"regexp"
@@ -124,6 +127,21 @@ func TestRunSubcommands(t *testing.T) {
 	if err := run(context.Background(), []string{"keygen"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
 		!strings.Contains(out.String(), "GATEWAY_SIGNING_KEYS=") || !strings.Contains(out.String(), "GATEWAY_HMAC_KEY=") {
 		t.Fatalf("keygen: %v %q", err, out.String())
+	}
+	dir := t.TempDir()
+	for i := 0; i < 2; i++ { // the second run keeps the files
+		if err := run(context.Background(), []string{"keygen", "--dir", dir}, func(string) string { return "" }, io.Discard, io.Discard); err != nil {
+			t.Fatalf("keygen --dir: %v", err)
+		}
+	}
+	files := map[string]string{"GATEWAY_REDIS_TIMEOUT": "1s", "REDIS_URL": "redis://127.0.0.1:1",
+		"GATEWAY_SIGNING_KEYS_FILE": dir + "/signing-keys", "GATEWAY_HMAC_KEY_FILE": dir + "/hmac-key"}
+	cfg, err := config.Load(func(k string) string { return files[k] })
+	if err != nil || cfg.SigningKeys == "" || cfg.HMACKey == "" {
+		t.Fatalf("config from key files: %v", err)
+	}
+	if _, _, err := secrets(cfg, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("keys from files do not parse: %v", err)
 	}
 	if err := run(context.Background(), []string{"bogus"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
 		t.Fatal("unknown command accepted")

@@ -28,6 +28,10 @@ type Config struct {
 	// SigningKeys are Ed25519 keys, newest first: base64 seeds, pub:<base64> verify-only keys,
 	// or file:<pem path>. Required with REDIS_URL; a fresh key is generated in embedded mode.
 	SigningKeys string `env:"GATEWAY_SIGNING_KEYS" secret:"true"`
+	// SigningKeysFile / HMACKeyFile name files holding those values (Docker secrets style);
+	// they are read when the direct variable is unset.
+	SigningKeysFile string `env:"GATEWAY_SIGNING_KEYS_FILE"`
+	HMACKeyFile     string `env:"GATEWAY_HMAC_KEY_FILE"`
 	// HMACKey (base64, ≥32 bytes) keys user tags, MFA code HMACs and counter identifiers.
 	// Required with REDIS_URL; generated in embedded mode.
 	HMACKey     string `env:"GATEWAY_HMAC_KEY" secret:"true"`
@@ -102,6 +106,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
+	if err := c.readSecretFiles(); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -138,6 +145,21 @@ func set(f reflect.Value, raw string) error {
 		return fmt.Errorf("unsupported field type %s", f.Type())
 	}
 	return nil
+}
+
+func (c *Config) readSecretFiles() error {
+	read := func(dst *string, file, name string) error {
+		if *dst != "" || file == "" {
+			return nil
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("%s_FILE: cannot read %s: %w", name, file, errors.Unwrap(err))
+		}
+		*dst = strings.TrimSpace(string(b))
+		return nil
+	}
+	return errors.Join(read(&c.SigningKeys, c.SigningKeysFile, "GATEWAY_SIGNING_KEYS"), read(&c.HMACKey, c.HMACKeyFile, "GATEWAY_HMAC_KEY"))
 }
 
 // Validate checks ranges and the settings that depend on each other.
