@@ -101,4 +101,3 @@ func assertNoSecretInSpans(t *testing.T, spans tracetest.SpanStubs, secrets ...s
 		}
 	}
 }
-
