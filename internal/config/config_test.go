@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +66,21 @@ func TestSecretsMasked(t *testing.T) {
 	}
 	if !strings.Contains(out, "redis://app:***@10.1.1.1:6379/0") {
 		t.Fatalf("masked url missing: %s", out)
+	}
+}
+
+// The README's configuration table must name every variable the gateway reads.
+func TestReadmeDocumentsEveryVariable(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := reflect.TypeOf(Config{})
+	for i := 0; i < ty.NumField(); i++ {
+		name := ty.Field(i).Tag.Get("env")
+		if !strings.Contains(string(readme), "| `"+name+"` |") {
+			t.Errorf("README.md does not document %s", name)
+		}
 	}
 }
