@@ -56,7 +56,9 @@ usage() {
 validate_ports() {
 	local p
 	for p in "$PORT8" "$PORT7" "${CPORTS[@]}"; do
-		[[ $p =~ ^[0-9]+$ ]] && ((p > 0 && p < 55536)) || die "invalid port '$p'"
+		if ! [[ $p =~ ^[0-9]+$ ]] || ((p < 1 || p > 55535)); then
+			die "invalid port '$p' (cluster bus ports are port+10000)"
+		fi
 	done
 	((${#CPORTS[@]} >= 3)) || die "a cluster needs at least 3 masters (HASHGATE_REDIS_CLUSTER_PORTS=${CPORTS[*]})"
 }
@@ -232,6 +234,7 @@ provision_redis8() {
 			die "apt-get download of trixie packages failed; see $logf"
 	fi
 	extract_debs "$debs" "$root"
+	rm -f "$debs"/*.deb
 
 	# Locate trixie's own dynamic loader in the extracted tree.
 	local loader="" cand
@@ -293,6 +296,7 @@ provision_redis7() {
 			die "apt-get download ${pkgs[*]} failed; see $logf"
 	fi
 	extract_debs "$debs" "$root"
+	rm -f "$debs"/*.deb
 	local libpath="$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
 	local missing
 	missing=$(LD_LIBRARY_PATH=$libpath ldd "$root/usr/bin/redis-server" 2>&1 | grep 'not found' || true)
@@ -359,7 +363,7 @@ EOF
 instance_state() {
 	local name=$1 port=$2 cli=$3 kind=$4 dir=$RUN/$1
 	if ! ping_ok "$cli" "$port"; then
-		if [[ -f $dir/redis.pid ]] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then
+		if [[ -f $dir/redis.pid ]] && pid_alive "$(cat "$dir/redis.pid" 2>/dev/null)"; then
 			echo stale
 		else
 			echo down
@@ -378,9 +382,17 @@ instance_state() {
 	fi
 }
 
+# pid_alive PID: running and not a zombie (a daemon's exit is reaped by init, sometimes late).
+pid_alive() {
+	local st
+	kill -0 "$1" 2>/dev/null || return 1
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ -n $st && $st != Z && $st != X ]]
+}
+
 wait_pid_gone() {
 	local pid=$1 deadline=$((SECONDS + $2))
-	while kill -0 "$pid" 2>/dev/null; do
+	while pid_alive "$pid"; do
 		((SECONDS < deadline)) || return 1
 		sleep 0.1
 	done
@@ -399,7 +411,7 @@ stop_instance() {
 			rcli "$cli" "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
 		fi
 	fi
-	if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+	if [[ $pid =~ ^[0-9]+$ ]] && pid_alive "$pid"; then
 		if ! wait_pid_gone "$pid" 10; then
 			# Still there: make sure the pid is a Redis of ours (its cwd is its dir) before killing.
 			if [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$dir" ]]; then
@@ -427,7 +439,15 @@ start_instance() {
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	instance_conf "$name" "$port" "$kind" >"$dir/redis.conf"
-	if ! "$server" "$dir/redis.conf" >"$dir/start.out" 2>&1; then
+	# Start with no inherited descriptors beyond stdio: the daemon must not keep our lock
+	# (fd 9) or a caller's pipes open.
+	if ! (
+		for fd in /proc/self/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && { eval "exec $fd>&-" 2>/dev/null || true; }
+		done
+		exec "$server" "$dir/redis.conf"
+	) </dev/null >"$dir/start.out" 2>&1; then
 		cat "$dir/start.out" >&2
 		[[ -f $dir/redis.log ]] && tail -n 20 "$dir/redis.log" >&2
 		die "could not start $name on port $port"
@@ -550,7 +570,7 @@ check_versions() {
 lock() {
 	mkdir -p "$CACHE"
 	exec 9>"$CACHE/.lock"
-	flock -w 600 9 || die "another redis-env.sh holds $CACHE/.lock"
+	flock -w 300 9 || die "another redis-env.sh has held $CACHE/.lock for 5 minutes"
 }
 
 cmd_up() {
@@ -560,6 +580,13 @@ cmd_up() {
 	provision_redis8
 	provision_redis7
 	mkdir -p "$RUN"
+	# Fail before touching anything if a port is served by a Redis that is not ours.
+	local port
+	for port in "$PORT8" "${CPORTS[@]}" "$PORT7"; do
+		ping_ok "$R8_CLI" "$port" || continue
+		[[ $(info_field "$R8_CLI" "$port" server config_file) == "$RUN"/*/redis.conf ]] ||
+			die "port $port is already served by a Redis not managed here; stop it or choose other ports (HASHGATE_REDIS8_PORT, HASHGATE_REDIS7_PORT, HASHGATE_REDIS_CLUSTER_PORTS)"
+	done
 	up_single standalone8 "$PORT8" "$R8_SERVER" "$R8_CLI" standalone8
 	up_cluster
 	up_single legacy7 "$PORT7" "$R7_SERVER" "$R7_CLI" legacy7

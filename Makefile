@@ -1,0 +1,32 @@
+# Thin wrappers; the logic lives in scripts/.
+GO ?= go
+
+.PHONY: test test-short generate lint run bench redis-up redis-down
+
+# Full suite with -race against real Redis 8 (standalone + cluster) and Redis 7.0.
+test:
+	scripts/test.sh
+
+# Quick run: embedded backend only (no real-Redis variables).
+test-short:
+	env -u HASHGATE_TEST_REDIS8 -u HASHGATE_TEST_REDIS_CLUSTER -u HASHGATE_TEST_REDIS7 $(GO) test -short ./...
+
+generate:
+	$(GO) generate ./...
+
+lint:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+run:
+	$(GO) run ./cmd/gateway
+
+bench:
+	$(GO) run ./cmd/bench
+
+# Leave a real-Redis environment running for manual work: eval "$$(scripts/redis-env.sh env)"
+redis-up:
+	scripts/redis-env.sh up
+
+redis-down:
+	scripts/redis-env.sh down

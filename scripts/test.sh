@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Full test run against real Redis: start the environment (scripts/redis-env.sh up), run
+# `go test -race -count=1` with its HASHGATE_TEST_* variables exported, and always stop
+# the environment again. Exits with go test's exit code.
+#
+#   scripts/test.sh                 # go test -race -count=1 ./...
+#   scripts/test.sh -run Foo ./internal/store/...   # extra go test arguments
+#
+# HASHGATE_KEEP_REDIS=1 leaves the environment running afterwards.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# shellcheck disable=SC2317 # invoked by the EXIT trap
+cleanup() {
+	if [[ ${HASHGATE_KEEP_REDIS:-} == 1 ]]; then
+		echo "test.sh: leaving the Redis environment up (HASHGATE_KEEP_REDIS=1)" >&2
+		return
+	fi
+	scripts/redis-env.sh down || echo "test.sh: WARNING: scripts/redis-env.sh down failed" >&2
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+exports=$(scripts/redis-env.sh up)
+eval "$exports"
+echo "test.sh: real-Redis backends for this run:"
+grep -E '^export HASHGATE_TEST_' <<<"$exports" | sed 's/^export /  /'
+
+args=("$@")
+((${#args[@]})) || args=(./...)
+rc=0
+go test -race -count=1 "${args[@]}" || rc=$?
+echo "test.sh: go test exit code $rc"
+exit "$rc"
