@@ -456,7 +456,7 @@ type DeviceInfo struct {
 type FieldError struct {
 	Detail string `json:"detail"`
 
-	// Parameter Name of a path
+	// Parameter Name of a path, query or header parameter.
 	Parameter *string `json:"parameter,omitempty"`
 
 	// Pointer JSON Pointer into the body.
@@ -552,7 +552,7 @@ type MfaVerifyRequest struct {
 	Code        string      `json:"code"`
 }
 
-// MoneyMinor An amount in the currency's minor units.
+// MoneyMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 type MoneyMinor = int64
 
 // Problem RFC 9457 problem details.
@@ -566,7 +566,7 @@ type Problem struct {
 	Instance  *string       `json:"instance,omitempty"`
 	RequestId *string       `json:"requestId,omitempty"`
 
-	// RetryAfter Seconds
+	// RetryAfter Seconds, as in the Retry-After header.
 	RetryAfter *int   `json:"retryAfter,omitempty"`
 	Status     int    `json:"status"`
 	Title      string `json:"title"`
@@ -635,7 +635,7 @@ type QuoteItemPut struct {
 	Quantity    int64   `json:"quantity"`
 	Sku         string  `json:"sku"`
 
-	// UnitPriceMinor An amount in the currency's minor units.
+	// UnitPriceMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 	UnitPriceMinor MoneyMinor `json:"unitPriceMinor"`
 }
 
@@ -643,11 +643,11 @@ type QuoteItemPut struct {
 type QuotePatch struct {
 	CustomerId *string `json:"customerId,omitempty"`
 
-	// DiscountMinor An amount in the currency's minor units.
+	// DiscountMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 	DiscountMinor *MoneyMinor `json:"discountMinor,omitempty"`
 	SalesChannel  *string     `json:"salesChannel,omitempty"`
 
-	// TaxMinor An amount in the currency's minor units.
+	// TaxMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 	TaxMinor *MoneyMinor `json:"taxMinor,omitempty"`
 }
 
@@ -773,7 +773,7 @@ type TokenIssued struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 	Scopes    []Scope   `json:"scopes"`
 
-	// Token Shown once
+	// Token Shown once, never stored.
 	Token string `json:"token"`
 
 	// TokenId A 26-character, time-ordered identifier.
@@ -1752,7 +1752,7 @@ func (w *ServerInterfaceWrapper) ListTokens(ctx echo.Context) error {
 	var params ListTokensParams
 	// ------------- Optional query parameter "limit" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
 	}
@@ -8260,138 +8260,140 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pUhvJ1uCrZNR3Iwy3SwJk8ILjRowawzXdYHORut0xhkGpqiMpm1JmOTMLoSaImF/zADNv+D3JRC61",
-	"V2kD0XY3/mVRuefZz8lz7hyPjUNGgUrh7N85I8A+cP3fA+yNoHHAqOQsaHxkjY5kHNQXH4THSSgJo86+",
-	"cw4iZFSAQB7mfEroEHkcfKCS4EAgzAFRuAGOPDWg33RcR3gjGGM1FNBo7Ox/cShrCD38pevIaQjOviMk",
-	"J3To3N+7zmEXD8sTd0eAWP938OQLgXpCYgm/AheE0R7CAmEkJGd0iNRK5BRJPHQRNIdN1LtwXl44vfxK",
-	"yrMe+zAOmQQqG+cQBngKfnkRPckj6KHJCCiSIyIQt8eBiEByBEhvy0//zAYIUwSYBwQ44vA1AiHRhMiR",
-	"aY7HgJKZvWnjZ5hWH5mauPq4TpiHzfKqjszjgKVZEYu4B/OO4RxLOCFjIsvDHR92j1DyPT3d8QBfOO/4",
-	"v7bfyX/ttnoLz9A4YwHxpvMmss2K83391967yb9ebW/PnxAknzbaAwm8PFcHPEZ9gSRDE0wk6sOAcUBc",
-	"9SF0mB97TCgZq/vYTi6CUAlD4M69minEHI9BJigl4FgDEVEzhViOHNeheKz6eeaj6yiYIFwBm7ri7Gz/",
-	"4DBw9p3/2kqRdst8FVt27BzgetOfoeI028gLiAJrb8QEUHQNU7Tx5r//9/9r7e2hkBMqcT8A5I0wx55a",
-	"+2YTtc0BFABV9cTUR33mTy8o11hiwH5AuJAJ1L/Ld9GDYMrkCLjuq5Blt9V6h3A8zYgEoDpd0HgkgyhE",
-	"IELRICDDkf6xu/22eUEd15yoIV/pmRYQKX91+PYE6FCOnP3W3p6rrjL+/UZdnJTA1Zj/68vFxW1rp3Fx",
-	"cfv68PKHfzhVKHc8OMXSG1VjnCJfKMB6F9hvonN7wWa7KQFgkURE7wpTMQFFNnZbb5q1mxs0zKQ1u3q1",
-	"O2Oln/QCcVBe8WdFykIOAqh09b1Jjqkg6jMa4TAEKhCjwRSRgf6sAFctWkgSBAhLQwf1pjcgEIB2d1qb",
-	"j70LCeNaTCLm4yxMKkyQufud/N23G/8TN/7Ybry9atTd/X8iJuvR+qv9uipex6OrmTogFHurnUsk31ed",
-	"LZ1Bzddl11A/m7RfV50rHl3N9IsAXjtRZD6uOo8dW9PjmCBpcvwj9s8N+qlfHqOK16v/4jAMiOGhWyFn",
-	"/QDGP/wuDENdbM4z08tMWqYIMdb7DASiTKKxQgGDTUrgwp58h3rAOeOih9QxCATYG6EBJoGSsAYEAr/p",
-	"3Luap3QTBDUiSs1WltuCGrhu/RrlseKfBQKh0DwjQ8aCW9U8ttmWbqPnOWB0EBDvyW8jESK1DJleCg4C",
-	"NjHUbMOIGoTe4ID4DdUwEj0X9cb4tgHCw4FeX89NGVXMpTb1NR2qu3zKjbUp0vCjZz9ivE98H+hTH21W",
-	"Ewiwd62kco+F4CLGtYQOYSMKkZabDW7r9f6bUXjKpX5kKCA3gE6P2krsCQKgQ9Ar+cjkEYuo/8SrEZE3",
-	"SiR0BUuG0QYB8BcCSaCYSr2+M67FVY18R5gE4D/1FccM3HB8LQfgAEqLO09o99MtL1laEb66jJ1iOrXU",
-	"XzzlmpQWgwKlxihpMNaIMzQzp2/NIpxpwxodaqHOcfuyWjSze6ap3uQvFEdyxDj542mv+JQIQejQRZY0",
-	"uwhuQ3XPisBwuGHX4GepUOGwP3/+3GhHcqS+elhCfk1FWc9u9AaTQGlITwo24BOBPEwVY+pDDDtab4jJ",
-	"A6MDMozU3iUZA4tkEbIedL8hZx4I8dQb/wxB0BgwPgYf9SOFNINIgI82MOorwuwijPqRIBSEQDwKQP1h",
-	"og0/mpozHwwH/oWKKAwZl+Cfgk9wV1/unyP3KZ33hUB2aqTgTNEoLXR4HoRS06n7WMLVt6fA9ARuIMga",
-	"gX5sd44PHNc5PWpX2IJc3Ukj5TmIKNCbDDkLgUtiZGCcHXXWztLp9bJYaPorXUtU4EqyFsw51tRFZJWX",
-	"BXUQ1xGRFs6qZ9BssNrEk6oKX5Ixkh5uZtvpqRkxMJapK45KCDKk4HcBjyvX4yXmnUUMNa5jLXFtvQUF",
-	"4lg6+46PJTQUAjsV9+lHsEzzVDJN7niWxcp1Aixkqk0sM1W+5zlgizelhkqqCW6W27Y5O2vdzYyaWXnW",
-	"/psbmFD5atdxa7pEYpH76piWKTyeq/a1IGmAoPQxCv3l7rsAx4mFMJklt55kQ24eVMtgEMNR4dSK55yF",
-	"0Ozq61CmrWfNqNTYN7IfDs4ymDTAgQB3DnItb6Bp1lho1BnGwJiz+b0qDjv79HMrrDuCA31g394RLEk3",
-	"VjyxInpkOu+03iy4hf2t/6o1tVVQdQP5BYCPwdvuo+62PhAhGZ+WSX3C1ZL/zKMQdqhDKvm0zP0KSzej",
-	"zlmVGarMhTxpDAmls5/Ln/DDOEeZgA44G3cSIjoDispwsjy1lqyzAr1OTVNZscnQtZQyQgJCTsKg9P9Y",
-	"CNSIC+wqaXs5l1RoWSOdOXdSmZ1UUebcydSBiGEwWdzMY1cr78Hwrr5sN97ixuj36zENG/Km8cflXevV",
-	"fSWpyJxf5sQ+nR1+dFznsHPQPml3D987rnN+2Pl08uvh+0rBM2+WXI0gPg7dnkUDYlNP+Txb+fNs1XsF",
-	"7lqtmoOMOAda6c7sfEK7rZ3XCAfhCPdBEk8rKkpfK0xzefeyevT3cEM8OKYDtuSpkrCw1929/Kzbjbft",
-	"xhFuDPabl//8R7Ws17fC5Ew/jast9+2h1a4yjfd2WlXXVrqgIwKBn5hO8/vwQWISLDBwxgtbvoqPeGx8",
-	"8sj6HIo862sEfIoYR0Y1RslYTWefRkFQNR1TZKtisp86nz6iM/MVESqZ1tuVMtjMz6yBfDZY2+1XgfUH",
-	"wIEclU9MlLCaXc8nZrZX1UTHVHImQs2FV0Fw7UEq3OCbnbetuWKG7nil/nw1IiXoqnYZZvdkJp69Jcsy",
-	"StyX3ECGpfUZCwBTzTJvwwVZGSlw4hktRTVr/V2Sar6qFPPqL1F/OSU6e8rzdWx7MFVH+tPnnysOMhhm",
-	"AfHQf9+ptmB4/CbfsLW3t/O2suk1qda7ruU0x8p+PqvsHhmlP24myLCy2e38w1ATmpWr5mZhNSfTKR/N",
-	"NUwXlz3V4c4TN/WAVfOfDnDCAsvr8PLccabMlWmq7oz5FYFi7yEgN8ARi6SiuH1M/Xc2NMwESRXZ33bj",
-	"7eVdjZRirLxidV06s2K74OygNaf1K3AyIMbCXYDnvmBBJOFw2XW5eRNcDH11Bj3iB6vMsaLxrcQwTo/a",
-	"V78enh8fHdfIfQlJrzB+MqkDz+xakG6KNhQLZIGPGAVEGQoYHQJHE8avhY4amcOdMiEPZu6sGWSmlS++",
-	"z+lqzOvh6JFlWTmW92pRPJgP1JUbZxSmp4SyChGlTREes4jKxOlopdgXAo1VFxRRIrUbpcS+ZpsWY9N4",
-	"OYD06AC93d17jazJHRnRRs9RQDIpYRxKcQKDimjE06M2ilugAAbJFiaE+mzSnLvCSomytb37por+6NiM",
-	"8iI+UUCgNHcUAs+HayghMiM9uosR+IwIfK9lxGPTa2d7u2xjJ1RITD1YSCq2zoiS7qPF3orWkk8T3xEW",
-	"8eFmPEVWRE4E48q4yrm3kBKdMb417fbevs30yu48ax8gMoAqZbHGM3HnwC0eh6qPM5IyFPtbWyMsRkMs",
-	"oenDTewBElvasYhjTT6G+oiTBocBKOyApcV3/TVetDtLyNYBYBXceXnngZdRSGeSq7id7iMkG8fBWWW7",
-	"IhGeohYJNVlApoXl2ZfClAM1T7UdKuTEI3S4nD3paxq2t1D8nesIHIA4GGFKcwaxp3NTxFz4/Xn7qOu4",
-	"TueXH0+Pu90aViyi/pjIJWFERH3JJA6WuVCJb5dqPstHsvTkD3WqpPGZGa9KBuoL156RLhJ0Kp5aES0y",
-	"J5TbYBauS0C8om9mnhCrwfkhXoqHE5FV/Br7dY6NIk5mBn/ZepDTpChbzQCJ5ExqT3xJg+3XZQy2ZgJp",
-	"RKuijSzDge+q6WoNIgaEQndZZPwaYf3YZlHKdh1VO0opkWeceLD43BUeFnNT15GTWVdp7NJG669QwviE",
-	"CPlQb1F6XVVBEsuyh0rP0gJehGQVZ9GyFKAAVHPFrZlAkch4O9v6X1bOmwEyK9GQrToiUoa3WReYUZ9K",
-	"2ugcaKu9ibP49cjMeyg+49H25DHwIaBQxzluKF3q9cu3rzYRM48zwCfmNY9WQYRVgrJj75Qp/NqodUlc",
-	"XPSc10no8wLMEjdfuspzwL4ORCvTCA4+mUsadJCfdulUin2V1nrXuUnJxVJG8ESQMWu7rNxQvKDShmDc",
-	"B9+vehLZ5RHEDyIBEdqwkYPGyocE8BsQaIMydH74/rhz9cv5SdbQk7Goa5jV1q4KJ9oHNjFA3QjIAJSs",
-	"h3wsMdrIBXGLTROSzDj4++hD57B7+BvaMNGUbzZd/ZcfPhz+dnZ8fnhB7YfXzd3NOEIdlMouM+/WiBSI",
-	"TSjqdk/QBgt84GZLXGyal2jxdY0ESLjVIZhaJFPKIw6CPvaq7zHA+qHaqchLsizqaxWxQmum0bhvyaJe",
-	"wa+LQoISQ0MWsGHOMC4kpj4OGFXTeUEklLJ/Od+XYkfK31dxTW4KMdWQpkN1EyWviD3669wXl0XPr+lV",
-	"NV8ndpQkmzeGRLHPAWvBIf494UTHB2jrYvLZ/oo/ai0i+Wh/xR89LNJv5of5VAUF1gC7PgvzwkGeK1sY",
-	"ZA1NGDCef8eg0Ci2Bm8A9RuRAI5uCExEDUXwtdf7JPY/lxYw0E8gTge4bQ2B80MeV7SoB1jIc2PRXrZb",
-	"B2Cp0Mpx6nh47KDJB7oFFuiSCcWZGRuZPABc6ClfvRMgeSyYDZIsOwTy+nPmVooA4VYgXiVBMWt4UACg",
-	"nahrovdjg2mFI22Ao0Dua2QaYgkTbKPJdfw/jh/iJbJ1a+9tKy9bv6y2oa5GKAxSzuuSCVixWPfo+3zz",
-	"aje3y1eVmxwPcPYxkm9mqRGyOxJz7Ug4PWpfnR/+55fj88P31bTpQSCcgO1sn1XuBXAhE4W46qEf9Fmp",
-	"wV4ItNNqJG/4kcRD9APq6TatVuZxP/KBkxvw0YCzsXnOqXjbC4E6H9qN1t6rQmzKy9c5aVv9zIjb4iof",
-	"HLXTur9aLFzKbu0xVOyYh64eh5knXhkxoX3QPf710Ly4SODB/pzpGLUjdmP/6PfH3P8k1/NyPKba/dwZ",
-	"KVGDUQ/eIQHUR0QibBJV9K6uPjAhG6PhlV1pD3mMXRNQCkDvt4ado6FvrvdoHuk8A1qN52Te5xdNA61X",
-	"Ke67+j1Yg3Ff55Qg+i3cgBgnZNZ8k/dCt8pu6AUtkmZdQkQrMsJlLUwVz5FmQo2W/XPeVGONjV2rBbKh",
-	"zThfI7CfJY8g/zJppTj3/7H/Q609Qp1f/D4tVVC4ZrOG0VQHX8ggw0wTtvhyZ+/lq+25nLH21ZQ93tz4",
-	"2UXWg6YCgYpgmRU8gKtecdHAOpdAOK6Tj0mqi/KUKfItlOVi1WutCl3MERfI0I30qubfzilI/Ch+5Xle",
-	"hlUcvhpylnuykpgIyqKZ/bjCeDMesq30CHLuc8Zav+iDoO3R36JlwLD0GC0HfhmYTC41D7PxzS3z3Ezv",
-	"8wxXhS0uJyqmmFBxWxRu5UHERWWgVF8AlYgZK6fO7hTiIcyXD+qFzjQJzuMyFC2EeREnctpR2zbn1AfM",
-	"gSuhMP11FAPCT5+7TkVGERt92zAPjdBPn7vIXCrqT02iFKumoY3e2adOF23d7GwZU1nPRb34o4n8GxMq",
-	"ey5i/IKaMHgmheQ4NJ83m0gTcbGPcqY5lDfMoYxZDmWNchc0Y5NDWYscSu1xKGONM8ZbDReaeugDSQ9z",
-	"JGWYEWcPtIhYk5QwxF8jKMQ5EopwImzGImaSFcv8TFMelYTSdCE4JD9D9kX1B5NRa8ml2OcMGwPGEWW0",
-	"0edsIoDb1HCiPmFXQSIuL+xeB6IZn0F+RXF4FboGCAUSI8ZlI9DKp8JgbMRDm4aHUGSs8X0YEeob8Iqz",
-	"I+1rHTeBhQu6IQLiEzrU6ehi6dnkgpi6OhOAzTXjImOuEC4aMD7B3EdKKN90UfvsuGEhEyQ2voSfPncv",
-	"qAJxTD1wdUIJkx/ARST7UmDTNSCGfI4HUqANFkoyJsK87KFxgICrhG+bVNImYhSbF1StOX0JZoASbWDJ",
-	"xsSzp5G+JtNuhgt6eAN8alL8mIxxqBRHudGrS2jQ22wiM0CSY6YPAaNDnfYQX1BD1N8lSfrM7xcibW9S",
-	"1Am0u73r2iju3e2XTfQpvkilXmFp8n8yifoRCSSaglTbVV3R3vaOzQSYrFg/hdF4GBAPqAnIt3DXDnVC",
-	"0lZzW3EHHmTC9iaTSRPrz03Gh1u2r9g6OT44/Ng51H3SCMEEDJ2M78zZaW6bViwEikPi7Dsvm9vNlyYm",
-	"faRJ5lZzAkHQuKZsQrd+n1yLZpwdYgiakSZQrMi482+QOsK/kHastb39aEm69Pg1ySa0d/gz9NHPMEUd",
-	"MPmCEmtX9bjJQrdsyGmGdzj7Xy4Vjx+PMZ86+44BoGuYmou+MSZqUbDW/fS5K6xfem/ntauh9M32y9eb",
-	"OixqKBRLVPjmXKq5tkb67dIfs870g22yxmO1L6hqDjb2ZxKBovCxT/WE3IDOZbKR5CGTLPJGhhjWnNoY",
-	"JCeeOgb1y0Jwc4rHwayD/BQCbZ8dL3eQ8aAzsuRUnZmdC/nMi8ZAHx0Yu1nuUH1IiuFPZ0LWuWmxRsBK",
-	"IwQqc/xgXwlHxp+sT2hv++U3kGXoEfMIPeKVJ2cZ+/P1anE/gE0tBSg65IMET4KP4p2FuE8ConWFSiC5",
-	"2dlKElllQKUgCescPTa/sxWtjARnEqaWrIaxtKVDCoxkqQhjE32iSESepiY62W3vN52OqvHPuIvNqm1C",
-	"KXybyjp2pEahkBzw2LDMPDgnmX+cfBbiL1ViIk5TYKm9BHADQW6GOH2aSMRC/S42lQqD+Pn6QiCYMUXf",
-	"X64R3Yrpj6ryJAYBm5RAPJf8fB6Q12RKv3cde5uJeb7gsdHZm3raznx61J6bttqO1knsDgUbVog9aMQB",
-	"K75JtCjQhoW3TBK0zUVnSmMRyjATAz7x0UaCBCvMkVpEynNoIZ/olzNGMrcWhgXH7iZvW8tDxzkU3Tn5",
-	"3nYNOM4mVplMsrrLzvwuuYR5utPL+Z3SPJ4pb5g7TZKu7sHk966o/X65vHfvinqo+WPWvPDl8j5HuY+M",
-	"4tVQJ4C8EXjXmqRxpUUILV/dKkFSPw0cMamf5mcln0Gmf0q3tdqk7UFMVPB345nXqb1KFLHqLNImW4WE",
-	"6oZk6ev+kfnTR824m48fuM8bj6znoUAud54s5e/K2X1riynM6lrVpVDdYFb3pN03jsa722/n90hSI6sO",
-	"O3uLrKsi26Hq3Got0jmb7PFPIjU5ApIPm8tTE6Va6JoaeQsK2hgxyiIuiuU0spTE0Iw8Cdm6M4nW7mep",
-	"CpaOrE1yWRsqfuvIsDu/R5KT+RuCTB3dWQDMtr6pCmhblv/EKSMvK8F0y2auUpxvtWHdGpZpEvqtxjIL",
-	"ZSbWyTPzeQcX4pkLwH8psf5fC3FWYDsLcI6KdOQP5VjfNO/5EBsaNMeRLGMwx2O08ens8KNSXpK0aQvz",
-	"nq0k29zjo/WhHfqbR+xyArln5H5G7qcTLIvYi/77//zf9JerU9YYW1kUIpvNLY66WhTPR2kO0lmyZpyq",
-	"dM0iZzxNjeRpF9t0noXIpxIiY4H/hcj6gF1EYQJCmjpr6xcxbSbUx+dF53rgZ070zImeOVE9J4pT7WoG",
-	"ZFPxLsZe4mTG68BcPfIz6j6j7jPqLitEJrmza/HYRCzOc2eY5GDfqD+jItfQEzs0zPHUCLM6VO/ZpfHs",
-	"0viTiEYuS0CBahisQTgbVbqQQ8OSjQIZ2bqzac7ujTM8AGNYypOU9/rvMUkpIOVuZUJfkDpwn3GEAx1f",
-	"hYaMgn008+w9X/n+zdGaECZ991g/WhRIvx5AG2kYceXlu7W2hJrb3f4eSO6z62o9EFjtu8pQnmoQW07m",
-	"SPJoXuqAapPtKg+eOgnWihKNrb++uCij02Y19Ep+WAHCTcKuxTWJ9eOWfTD1jGPfpQ6zmhCz23qz3GqT",
-	"xBffPAc8TfEzwwY3kpK+MdYtI/xsJU8CK9njCREyyYso1s4kk4SSNQitF+ui+Nl+f6r/goj/jNzfAQNN",
-	"xJ0XAgWE2ut8XE46E8y37kwS1EVFfp2S9GF895nt/R3Z3l+XB53DmN0oLTxB4HdI5+8W+lmj2tM4jBT0",
-	"2WIIAo9BPzR9VDx356OhSXesZeuogrOdRfKxcHxNZsI4FfGzRP1MWp4l6rVQs7avH9JwCAPsPRpVq5NB",
-	"TPWJ5f2OOTtBpeejo0d+DDvBn0FUkqocxsDyTFaeJZbH1JqVvJKqyzqlo64WgyRDSbmYJdVokX0GWK1H",
-	"nLAhi+RCXoMTNhyCj1hUZKkHAWDe6BAJjffYpKYqvJe8sHlSxIXjogtHSMbxEC6c3pzngB2QjbqELXpW",
-	"UZUGcJG3gSsg0zf8bC+fiIANdanGDZOfKffa2UWeOTYd+mxfPgugvkCFW8zCVQxHs/wTpmyM7CRZb9ZG",
-	"pZMkoXWPbGySarvqdTwQ/svD0OcRQ3iMjhUQDTiIkQUj4gdxWT7EaDA15QICImWgqzETiYip4VcNP3nC",
-	"tGUz+sw07J1O39tW64epOqveCblJUKgQwvmunBmdCDTG/Bp81LN51XtN568OMTnUC7LnhRhFoFPO2HzT",
-	"iwPG1l2SlHWmNcwUIYghZSFudp4kr/sGfODfgf10FZjokCE1VYMpxHVtEhixV1znEs/ynOVUhUw64ss8",
-	"WOWisioyC5gkazq/WZJ1WFM5IpOk2mlVkmYpdYcJ/siywMc3ulSmq3/i6KxcSuw6dclmlojjH/Thro8X",
-	"f7P61N8xQKpQgqUuRCoGkYHOrqNThkxGDI2wQL9HQqLAKByElslCWclZmFcYz0mtnPqts4rvL1xqNjSY",
-	"w81Aw2x+MDtI6s/XPhKl49ljuyYoqvPZDqIg0CWIlKSRASeT4jJhQTqVF50qKjMyGkstlD2a2JElTVvj",
-	"Ad5Kqpwtb2bNTuPWCDOflMyCKfpw2j5I5C7mQyq7WK0lXgayaZ2VqG7LpNVJN6cDnFTFd9YoY+TmqVP1",
-	"k/XHUgajJg223u7fUNpYu/X2W2cnpuwPptnMwVkVHfmglNPEAuaDUVAGqI+pv7SgobFZJ1CdPhYq55FO",
-	"1w+bng7wmtSJU1uibLr8G6tHnZ8okC9jeUdCGIKP4kukMLFk3HrDzD2ywEdaHntG+HkIv7PAVv7NKPxp",
-	"btwFCFKXsVNMY5AV3wNdMkimgVWXOWW+ti1kk4gmIosiWwJFYV53RlwXLRTL0yjTcT2ihk5CGmdt9wH7",
-	"xjct0DWEsixDmMKLTyemL2KieCFSsvJMQb4nVaAS03TtIoQzrCLOumv7vcuyDCUPhwJNGL/WRQhkXEuo",
-	"HsdMsYqZPouuaVJSISoT8JIxkTmPZXJae9v5Ouuza6zfu1XI2UtrofRiXSDkcENYJJLCJ1Xr8kz9lOzC",
-	"itVNKuuZ1BTrXmvgRlpVpgLVP1GwG3021MzEq2yh5AoFOyklYdrl3WCuqQhhgEYdt7r0FIsszmitulLO",
-	"1Vgb1yVZh6BbLm33xEbzbGG1Goa0Nhb0F3yp/He0q+dql1ezPYraZ8eW72389Lm7+c765FOflhYrs6Xy",
-	"qvA0x+u20pI59XkNjpM260TjdJYUjd3ceLeNyWTSGDA+bkQ8AKpEbf9hEzypRnycLU80k1K8EKbG0LNX",
-	"7TvLOjKD0ep6O69etZKKXxlgQBs97ElyA6b4as84zuhUjpToSpnUcReb89H5zhYBXCCmIsblBQRZbiou",
-	"Li0woubVfuPyn4vJjFpZiX1wSelIU+lzhtcuorr20/fgsPsOFbJZfCnx71melHr33sW3gogvbFky1Nre",
-	"RVjoGnIKE7a3325Wi5F1LsCU+axT1zCFJ6tpc1yE7tkH+IR0s52wxLQGoJFxZBrZIwUEgxp4Ws40lpRr",
-	"jV19kVB/vot0JdD7XMDRbAL7iwDeiVvPqfjTztZukUxXY6xT3+HWg1AuXNgnY+tbq6ZuqfIBi2hlpOUH",
-	"NkFjTKdp9OAE9NsW3e1ZhX+MWAsTjBmDkrUJKch1EbOJ/YKpBi4lVzAKS4VhnBAhC0D9DYbtPkPSQ+Mt",
-	"FMCUQn03bFTnI8VU2MLK95ezF6tXZ6e7q4ABCkK4iMdl51zr+zU1By1bcJEgQ6oA/hqmQuvItjhjMyWq",
-	"Y1NvulTAy6LSGFM8hDFQqUVzWyHeep4F2gjYkND4z8JF2B8TiiRjtuqWnSU5sGqLLlA/PnwlPCUvOzK1",
-	"4OK6zoUCwuU5aqaIazdVV3eiQ0Jv9XRXVsV3UZdjGJBrZCtEqYtx0SG9YdPsznL1n8pTJ6YLYWwXxqaY",
-	"1u5NeXtcYzgztuXl5VH/k63vq0dM0zoYileu92tcb6WSv5np7Fur8nSHhXrALsJIjHEQaCfDIGATWxl4",
-	"jL0RMU7r2OSuM0neX97//wAAAP//",
+	"7H1rUxtJsuhfqehzIgw7LR4CbINjI64Ww5oZGLOIGW9cw7FK3SmphlZVu6oaoXUQcT/duJ/P/Yf7S07U",
+	"o9/dUgskBs/wDdHd9cjKd2ZlfnM8Ng4ZBSqFc/DNGQH2ges/D7E3gtYho5KzoPUza3Ul46Ce+CA8TkJJ",
+	"GHUOnAsQIaMCBPIw51NCh8jj4AOVBAcCYQ6Iwi1w5KkB/Q3HdYQ3gjFWQwGNxs7BZ4eyltDDX7uOnIbg",
+	"HDhCckKHzv296xxd4mF54ssRINb/DTz5SqCekFjCr8AFYbSHsEAYCckZHSK1EjlFEg9dBBvDDdS7cnau",
+	"nF5+JWN8dwp0KEfOQXvvddUqTnwYh0wCla0LCAM8Bb+8qJ7kEfTQZAQUyRERiFvwICKQHAHS2/TTf7MB",
+	"whQB5gEBjjh8jUBINCFyZF7HY0DJzN609RNMq0GoJq4G3ynzsFleFQg9DliaFbGIe7AoWC6whFMyJrI8",
+	"/MnR5TFKnqfQHw/wlfOO/3Xrnfzrbrv34Blb5ywg3nTexPa14vxf/7r3bvLX11tbiy8AJJ+2OgMJvDx3",
+	"FzxGfYEkQxNMJOrDgHFAXH1D6DA/14DxMZbOgUOo3Gk7rpqcjNWBtrd33+y+3Xm9+8Z1xoSaf24lqyFU",
+	"whC44zp3rSFrpf917tUKQ8zxGGRCygJONLIStcIQy5HjOhSP1Teeeeg6CvcIV0itUCm7yv/kMHAOnP/Y",
+	"TJnFpnkqNu3YOQLxpj9Bxal0kBcQRT7eiAmg6AamaO3tv//P/2/v7aGQEypxPwDkjTDHnlr7+gbqGMAV",
+	"CEJ9iamP+syfXlGuqdGQ14BwIRPqepf/RA+CKZMj4PpbRZS77fY7hONpRiQA9dEVjUcyBEkEIhQNAjIc",
+	"6R+7W/sbV9RxDUQN20xhWiDYevTa04cb/36rDk5K4GrM//p8dXXX3m5dXd29Obr+4T+dSp40OMPSG1VT",
+	"tmKbKMB6F9jfQBf2gM12U0bDIomI3hWmYgKKPe22327Ubm7QMpPW7Or17oyVftQLxEF5xZ8Uyww5CKDS",
+	"1ecmOaaCqMdohMMQqECMBlNEBvqxQly1aCFJECAsDb/Vm16DQADa3W6vL3sXEsa1lETMw1mUVJggc/bb",
+	"+bPvtP43bv1rq7X/pVV39v+ImKwn66/26UPpOh5dzdQFocRq7Vwief7Q2dIZ1HyX7AbqZ5P26UPnikdX",
+	"M/0igNdOFJmHD53Hjq35ccyQNDv+G/YvDPmpXx6jSqdQf+IwDIiR1ZshZ/0Axj/8JozgbjbnufnKTFrm",
+	"CDHV+wwEokyisSIBQ01K0cOefId6wDnjoocUGAQC7I3QAJNAaXYDAoG/4dy7WqZcJgRqVKGarSy2BTVw",
+	"3fo1yWMldwsMQpF5RneNFcaqeexrm/odPc8ho4OAeE9+GonyqnXX9FBwELCJ4WZrRmUh9BYHxG+pFyPR",
+	"c1FvjO9aIDwc6PX13FRQxVJqXR/TkTrLp9xYhyKNP3r2Y8b7xPeBPjVosxZIgL0bZQ14LAQXMa4tAwhb",
+	"UYi0fm5oW6/374zCUy71Z4YCcgvo7Lij1J4gADoEvZKfmTxmEfWfeDUi8kaJJaBwyQjaIAD+SiAJFFOp",
+	"13fOtZqrie8YkwD8pz7iWIAbia/1ABxAaXEXCe9+uuUlSyvi1yVjZ5hOLfcXT7kmZQ2hQJlDShuMLfEM",
+	"z8zZcbMYZ/pijS3W6OP4/bI5NfPzzKt6k79QHMkR4+RfT3vEZ0QIQocusqzZRXAXqnNWDIbDLbsBP8uF",
+	"CsD+9OlTqxPJkXrqYQn5Nc2zQO3GbzEJlMX0pGgEPhHIw1QJqj7EuKTtiJhdMDogw0jBQpIxsEgWMe1R",
+	"5x1y5oEQT73xTxAELWWug4/6kSKiQSTAR2sY9RWjdhFG/UgQCkIgHgWg/jHRDijN3ZkPRiL/QkUUhoxL",
+	"8M/AJ/hSH+7vowcqG/iVQHZqpPBM8SythHgehFLzrftY49Wnp9D2FG4hyDqf/tbpnhw6rnN23KnwQbn6",
+	"I02kFyCiQG8y5CwELonRiXF21Fk7S6fXy2Kh+V7ZXqIB7WgPy4l5eXtrK3WoYM6x5kYia+w0tFlcR0Ra",
+	"mWu0AiNGm7maUtPjczJHMoKbAVsKdaNWxjp6BaiFIEMK/iXgcaP1eon7qIkjyHWsR7Ejcx4uH0toKYZg",
+	"vFwz7GzX8SN4xNepXpxg1Cr8bK4TYCFTG+gRK84PdAHYEvvco1GqWnD7KFib87Oe89XBKuufL87yejc7",
+	"y/7W1pvt/f323u6b3a39/e2Zc9mRI9EEPbvmzZRcL9T7jSnW0MDcl6PQfxT6F6g+8c8mi8gtP9m/myfs",
+	"MhnEZFU4iyIGZOk3u5k6BtPRs2YcGtg3mjcOzjN8Z4ADAW5zVtTQPbZR4x9TMKyjovyws6GfW2EdCA41",
+	"wJ4fCB7HRh8IwBnEtd1+23BHB5v/Uev3rBCJhhAK+B9ju91H3eF9IEIyPi3LyUSlSP6Yx1/sUEdU8ul8",
+	"VaOwFTPLnFWaocsi3ZPGyzOXOS0s/PF3IIcHnI27iRRoIDQby9fVSS3Jug+QW6nHM6t9G4adsnxIiMFJ",
+	"VAT9FwuBGq2RfUnevZ7LA7XKmc6cA3hmJ1UiJwfAOuQuC9Y8n2jnA2Pel89brX3cGv12M6ZhS962/nX9",
+	"rf36vpIHZuCXgdjH86OfHdc56h52TjuXR+8d17k46n48/fXofaX9kvd2P4zTL0cgzeJmsQexDM92Hp7t",
+	"+mDTt3a7BpAR50Aro+3dj2i3vf0G4SAc4T5I4ml7dyPPI3Zya9gpLeH62071zO/hlnhwQgdsQYiTsACH",
+	"3b38rFut/U7rGLcGBxvXf6mcO8B9w7nmMbtIAO8MoWTX7W23q460dHjHBAI/8dbn9+GDxCRoMHAm8F8+",
+	"pp/x2KSboBDLkYu+RsCniHFknC0o+bRwblpqlydiiplVTPNj9+PP6Nw8RYRKpp1CfeZPC+M2sHjtxquQ",
+	"/QPgQI7KsBIlWmc381mc/apqohMqOROh1jIeQvY6XFk4u7fb++25apT+8Iv695cRKeHVfMPBTDx7S1aQ",
+	"lLQJcqsdB/bLPmMBYKpl+l24XDlICgrG4wcUzbSA3yRppgJ4zDjo5r8Z9Zfr/8niQCUGzZHb5hyrMODH",
+	"Tz9VnHswzNLNkf++W+3N8/ht/sX23t72fuWrN6SZ0Xwjpzn5/NN55XCRcWjFrwkyrHztbnHnmlqA2Zn6",
+	"3Cy8BnLdMuhuYNrcVFDAX9Q60BNUredsgBO5X16Xl1cJZiqamVfVGTO/ItnzPQTkFjhikVSipI+p/86m",
+	"d5rExgKPzys3r0vS9/pbjdpmoiliaU6UzObs3rJz1AD2V+BkQExgqUAqfcGCSMLRI5fp5h3fMV7XudGJ",
+	"Hyxhygd6uEuC9ey48+XXo4uT45MarTkRfRURCCZ11qldC9KvojWlKrDAR4wCogwFjA6BownjN2K9gFpN",
+	"OGA2McksJusum+k7j49/+jCp/3jCezwVzaeByo0zCtMzQlmFbtehCI9ZRGWSGmCNglcCjdUnKKJECrSG",
+	"JRozIVH7v/Z20L//33+jbRfBHfb0h4pdTJHWE0PMBXB9tMvTAOLgVzlV/fgQ7e/uvUE2qIaMfqmDswX6",
+	"lhLGoRSnMKjIaz477qD4DRTAIAHHhFCfTYq7WZ6jo9IQaG/tVinoJourvPiPFBBQyacoBJ5P7FLGQM4K",
+	"aCTOMpZLUaqVo2uECompB42MGRumLJmz1RaJzuCdnZTtIizis8qElq0FtLpzS3ln/fh7+/uZgbPAmzm0",
+	"JDJopp7GWiTc4XGovnFGUobiYHNzhMVoiCVs+HAbB5zFps5rwLHHJ153xEmLwwAU2cPCBp1+Gi/anWV2",
+	"6fzTCoXm0bFFL+PHmMmW4/f0N0KycZwqOhfSPhGe4pIJF10eb4NHS39F04dqdavzx4aceIQOV+I3/Zpm",
+	"PTdKX3YdgQMQhyNMacmTU2fx/WEiorGq9v6ic3zpuE73l7+dnVxe1uhrIuqPiXwceYmoL5nEwQpwX+K7",
+	"VYy6SGx3VVtbcsw4Tf7PBI0zTKxAFBmlOOGOxZMscrXMceTAkmUwJU7wwNDzPFNNE/tjgrBLlQmNw7YH",
+	"dXHbGRxrp/2omHDRJJiBEglMaiG+YNjm6yJhGzOBNFp80Rue0ewa0CxJ7uzMfTUgFC5XROJfI6wvoi6Z",
+	"1d9EzZJSKJHnnHiw9J1VhLENOt1ETmbXpSWUoF2PZxLGp0TIx4boU5xqkga4IulcGfVvECdNFn8eLcrd",
+	"FiWYZpiqwKYhl9oszRC0OX/crGOQZWyede4Zj0bJQTQHSWtP4jy+djnzHIr3X7XPYwx8CCjUFwTWLo4P",
+	"0Zud/dfriJlbjeATcw1WW+TaNTEmNDv2dll6rUwSlSyZpnBepRDLa4ILnHzpKC8A+zpju8xaOPhkLkfR",
+	"2fA6MF2pdVdGHl3nNuUqC2l1iZJm1nZduaF4QaUNwbgPvl9Vs+CSRxBXLABEaMum2BuXPhLAb0GgNcrQ",
+	"xdH7k+6XXy5OtceuHB3UOKsd1BVpAh/YxCB1KyADUGot8rHEaC13+0msm7s8jIN/gD50jy6P/onWzLWD",
+	"t+uu/s8PH47+eX5ycXRF7YM3G7vr8dUuCDHHMnPhm0iB2ISiy8tTtMYCH7jZEhfr5gp3fFwjARLu9F0F",
+	"rW46rjPAQdDHXvU5Bljf8D7LO3Z8FvUDmM0pU7lAo3HfMkq9pl+b4oZSukMWsGEubiYkpj4OGFUL8IJI",
+	"SODzo9/JSPkTLK7JTXGoGvf0rZfEt1CkJ/10ZUUPilkyZraqdXbjgG4CNBMlEAccsNZc4t8TTnQulQ4d",
+	"JI/tr/ihtrWSh/ZX/NDDIn1mfphHVfhkwy1PFm1qfM1iWU43WcN7BoznLxoqco0jQ2tA/VYkgKNbAhNR",
+	"w3l8nSN0WpGtU63jDPSdxbMB7lg//ur8PMsJ2gVYyAsTNHvkKF2Ax9xVGKdx0e/g1sEjQ50NPskkZy50",
+	"SyCpPNCohkB9XDOpUpC9H1COceZ9Kxk8KCKoW8FuKtmoWcOjct/tRJfmmqAN0lRlHQxwFMgDzSSGWMIE",
+	"22tr+qIhjisAzMChvf12XgTvNA2wPIxlGn4075NMZqNlFKsHxdvXuzlAvG4Ih/EAZ+9S+2YhNaZOV2Ku",
+	"o6Jnx50vF0f/+OXk4uh9Ned+FCEkyD87mJ8rYFIo2CW+9NAPGpxqsFcCbbdbSQkiJPEQ/YB6+p12O1Ob",
+	"CPnAyS34aMDZ2FSjUHrBK4G6Hzqt9t7rYvbrm3z665uc0SO+5JNwt9v3X5ql5dqtLcM/Eusfy7u5kGeR",
+	"GZWrc3h58uuRuTCa4If9OTOlxI54GWeW/NEUpeeR4bOY2KvO8umOlBbHqAfvkADqIyIRNkW6el++fGBC",
+	"tkbDL3alPeQxdkNA2XC9f7bsHC19zL3VJf7kheLD5GCmWFHR3dN+nXISV1+GbzHu6wJbRBcGGJBStnU7",
+	"n+zTLmf7NPSgm3UJET1QOC/qNay4iz0TjbQVlmM1JnoQ850C09Guua8R2MeSR1B77br5PbP/dfBDrY9J",
+	"wS++nJ+ailzLdSO2qpPeZJCR3vVyeGd7b+f11gNEce2tcHsCuSVk91GPvQpLKrIcH59s8HikqPbOz+U5",
+	"7qys1EoO4iaFxZrWD3sojlTl6ec4FWSYUHqo88/xDCReRcrMoqxgCUkqGiMfdXk1cTeVVU778PHDL3BT",
+	"fyWlKhYuOtE4zeFRlDCf1Jac75AhodIl+RzpZOgpQbE8vcWIs8g1eA2Hc1yVgL+YBp5ScYPTp3AnDyMu",
+	"KhN1+wKoRMy49HUN0BAPYfEbWPW6fVo6cbmSV6uvXsSJnHYVWAwc+4A5cKVsp7+OY7z58dOlU1GHzt5L",
+	"aZkbz+jHT5doTV9qcVHvhvg9m/bpoh4RorfZw5Hf2+zBXdhLqna5aMCCgE0IHZqqsBfHh2/ftPf0YH0Q",
+	"0mZASxQqNY94Jn6hMAv1p6aGn7XS0Vrv/GP3Em3ebm8aF3LPRb34ocl/HxMqey5i/IqaS3NMCslxaB6v",
+	"byAtIMUByrmsUd5hjTLuapR1Vl/RjK8aZT3VKPVTo4yX2oRHNHJqDqqhnp7YSMowY20cag2+pk53iL9G",
+	"UMj2JxThxBaILYCkYKv5mVbjLNkM6UJwSH6CbPGeD6bY64JLsfcg1waMI8poq8/ZRAC3VYtFfS3ZgsFS",
+	"Xti9znw2Ubn8iuLUW3QDEAokRozLVqAdC4qNYKOs2wqRhCIT7+rDiFDfoFdcuPNA+y8SXLiiayIgvkJc",
+	"TH0U2zKmTNnU1UWpbBlEFxlvlVDYzieY+0iZSOsu6pyftCxmgsQmWvfjp8srqlAcazVL8UtTqspFJHuv",
+	"cN01KIZ8jgdSoDUWSjImwtwOpnF6katMIVtX3dYiF+tXVK05vU1ukBKtYcnGxLPQSG+k60DeFT3S9wp0",
+	"3rspZoxKCf9rvbraWr31DWQGSMof9iFgdKgreeMraiTLu6R+tPn9SqTvm+rJAu1u7cbq5+7Wzgb6GB+k",
+	"sn6xNCXxmUT9iAQSTUGq7apP0d7Wti1SnaxYX5zVdBgQD6i5/2bxrhPqGv3tjS0loniQSemeTCYbWD/e",
+	"YHy4ab8Vm6cnh0c/d4/0N2n2eIKGTiY67WxvbJm3WAgUh8Q5cHY2tjZ2HM3UR5ovb25MIAhaN5RN6OZv",
+	"kxuxERcqG4IW7gkWK1nh/B2kvkBXqIjb3tpaWv1YPX5N3TOdf/EJ+ugnmKIumFKWiSezetxkoZv2jkNG",
+	"QDkHn6+VojEeYz51DhyDQDcwNQd9a+IkouCs/fHTpbCZH3vbb1yNpW+3dt6s66TKoVByV9Gbc63m2hzp",
+	"m87/mgXTD/aVFYLV3reuAWycMUAEisJlQ/WU3IIuq7eWlMiVLPJGhhnWQG0MkhNPgUH9shi8McXjYBYg",
+	"P4ZAO+cniwEyHnSBAo5VMLRzI5950Rjo0pHzMistqoGmFIDpTEy7MG+sENHSnJzK8pPYV8qSyeDQENrb",
+	"2nkGBTCXWOJyiUeewDLOoNGrxf0A1rVWoPiSDxI8CT6KdxbiPgmINmAqkeR2ezOpuZpBlYL6rctH2pYn",
+	"VtUyGp2p7V9y8sbal07iMZqmYpQb6CNFIvI0d9EaeO+funJq6y/xJ7bxjEle8m23lzilIAqF5IDHRoTm",
+	"0TkpSunkG2Z8rlIbcVqtVe0lgFsIcjPENoNI1ERdYCPVEoO4JE4jFMzEFe6vV0huxcqcVSW9lQVUQvFc",
+	"f6B5SF7TTOjedexpJrGWQnROFxbt6bDA2XFn4U4tdvRu4nwp+AtD7EErThnzTY1wgdYs/mXq964/dOY0",
+	"p6eMUzFhEB+tJUSyhDlTt1B5Tm0kEH3V02j21k3ywLkuk1oW5anicuHugqWNdw16z2Z+mSYK+pPt+Z/k",
+	"akXrj3bmf5SWsE9lzdxpksrMj2bn34rW9efre/db0c41/8z6SD5f3+ckwbEx7FoKAsgbgXejWSRXVorQ",
+	"+tudUlT1BfwRk7pEUFazGmS+T+WANsu004uJCn3B5IboKrQlDlsFi/SVzUIvIcMC9XH/jfnTpTabyGew",
+	"3Oc9YDbOVGC/20/W7eLBjS1q+5XN+rTqk0IDsVmfJ+89czLe3dqf/0XSFUR9sL3XZF0Vhb3Vx+12k4+z",
+	"dc1/J1aTYyD5dNU8N1Gmim5bl/fQoLURoyziotixLstJDM/Is5DNb6bK7f0s08PykZVpQisjxedODLvz",
+	"v0jakTwjzNRZ1QXE7OiTqsC2ReVPXM38uhJNN211TSX5HjasWyMyTTXlh4nMQoe1VcrMfNHnRjKzAf6X",
+	"ekr9sQjnAWKngeSo6MTzWIn1rGXPh9hxoSWOZBmHPB6jtY/nRz8r4yYp7dpY9mwmFXGXT9ZHduhnT9jl",
+	"IrcvxP1C3E+nWBapF/37//53+svVheGM7y0Kka0tG6fUNaXzUVrxfZauGReGX7HKGU9To3naxW44L0rk",
+	"UymRscL/SmRjzC6iMAEhTYvh1auYtlr78mXRhR74RRK9SKIXSVQvieJ2AFoA2XYBzcRL3HBhFZSrR34h",
+	"3RfSfSHdRZXIpL9HLR2bjMh54QxTmPKZxjMqKqE9cUDDgKdGmdWpgC8hjZeQxu/ENHLVOQpcw1ANwtms",
+	"1UYBDcs2Cmxk85stwnhvguMBGMdSnqW81/+PWUqBKHcr6++DBN/Uugl0uhYaMgrP3Dx83idvgGqSofSp",
+	"Y31bVSB9+QGtpQnKlcfu1noRas5163tgti9Bq9VgYHXUKsNzqlFsMW0jqX58rVO1TaW6PHrqAnYP1GWM",
+	"KbGAEqNL3rX0Sn54AIabYnvNbYjV05a9D/ZCY9+l9fIw9WW3/Xax1SblUp69BDxL6TMjBtdOBi1N6cl1",
+	"uEXUns3kxmOleDwlQiY1TcXKhWRSQ7aGoPVilVplyjP0p/o/iPgvxP0dCNBE3XklUECoPc7lStKZaL75",
+	"zdQ9bqrs6yrEj5O7L2Lvzyj2/rgy6ALG7FbZ3wkBv0O6r4DQFybVnsZhpLDPNvAReAz6CutS6dydT4am",
+	"wrnWraMKyXYeyWXR+IochHEZ8ReN+oW1vGjUK+FmHV9fseEQBthbGler00FM457FI445P0FlzKOrR16G",
+	"n+D3YCpJQyPjYHlhKy8ayzKtZqWvpOayLgSqG20hyVDSaWtBM1pkLwxW2xGnbMgi2ShecMqGQ/ARi4oi",
+	"9TAAzFtdIqH1HpuqYYWbl1e2Aou4clx05QjJOB7CldNb8KJgF2SrrjSMXoWoqgf5kFuDDyC2Z3yhL18C",
+	"gQ11z+U1U54qd6/aRZ4Bo06KtnesBVBfoMIpZ/EuxrNZ8QvT7kp2k3o7K+PiSenZuus3tjC8XfUqriL/",
+	"4XHo04ghPEYnCokGHMTIohHxg7hzLWI0mJpWIAGRMgDEBohIREyb22r8yTOuTVtLaKbj72z63r61epyq",
+	"8/qdktuEhArJne/K3QiIQGPMb8BHPVvxq7fh/NExJkd6QRZeiMVtnG2h8+aIsfktKc4701tm2onEmNJI",
+	"2tkOJL93dPw78Kw+BBu6ZEhN438KcbeqBDvs4dYFy7PSZjEjIlOh+jqPULlMrYrqA6awm66plhSi1vyN",
+	"yKRIe9praKNUHsQkhGSF3/LdMZVNFJ44YytXUr3OkLLVKeLMCA3c1UnhZ2tp/RmTpgrtkOrSpmIUGegK",
+	"PrrMyGTE0AgL9FskJAqMKUJomS2UzZ/GUsLEVGo11OcrJL6/FKrZeGDAmsGD2ZJgduLU729xJIbGSxR3",
+	"RVhUF8cdREGgW30pHSODTqagZiJ8NPnSqeIvI2Ol1GLZ0hSOLFPaHA/wZtK1cHHXa3Yat0aN+ai0FUzR",
+	"h7POYaJxMR9SrcVaKvEykK1krdRz2/awTq85G+DDZPUr1C5y89SZ98n6Y/2CUVMIXG/3T6hnrNyj+9zF",
+	"iWkghWm2TnHWLEc+KIM08Xr5YEyTAepj6i+sYmhq1uVap8si5TzR6ZZ507MBXpEhcWa78k0Xv3G11PmJ",
+	"QvkylXclhCH4KD5EChPLxm2EzJwjC3ykVbEXgp9H8NsNtvJ3RuF3C+02YEiXjJ1hGqOs+B74kiEyjay6",
+	"bTHztVchW6I0UVkU2xIoCvNWM+K6i6dYnEeZD1ejaugSp3GNeB+wb+LVAt1AKMs6hOlE+nRqehPnxCuR",
+	"spUXDvI9mQKVlKabUiGcERVxTV/73busyFD6cCjQhPEb3fJAaoffTBozrTFmxikuzSslE6KyvC8ZE5mL",
+	"WibQ2tua1ZBzO9cDbLtZC7Aq+u2lHWF6sbkQcrglLBJJ+5eqpXumi0xNxFX3dKns4lLTn3+l+R5pr50K",
+	"bvCRgt3oiy9nJullO5pX2OBJbwvzXj465poWFQZpFLjVoaeEZslKG96VqrAm7LhRyip04XLnwyf2qGeb",
+	"6tXIrJVJqT/g1eY/o9M927epRjJS1Dk/saJx7cdPl+vvbKg+DXhpzTPbCLGKTnPicDPt4VNfCOEkeWeV",
+	"ZJzOkpKxmxvvrjWZTFpKsrYiHgBV2rj/uAme1Gg+yfZLmskpXgnT9Ogl5PadlSmZIWh1A6DXr9tJC7IM",
+	"MqC1HvYkuQXTm7dnomp0KkdKu6VM6nSM9fnk/M22RmyQahHTcgNdl5u+lwsrjGjjy0Hr+i/NdMZZsbs4",
+	"cMczwbyI6i5ULyGbp5RFSdjPyqE06PcuPhBEfGF7o6H21i7CQjeyU9i/tbW/Xq061kUGU4GzSvvCtOCs",
+	"5sdxJ7wXPHtCXtlJxGDaiNDoNTJN9ZECgkENPi3mMUsa28YRwEiof3+LdM/T+1wG0mym+osA3o3fntNm",
+	"qJNtCCOZbglZZ7LDnQehbNxNKOMCXKl1bhn0IYtoZdLlBzZBY0ynaSLhBPQ1GP3Zi9m+jBQMk5cZo5L1",
+	"AynMdRGz1f+CqUYupUswCgtlZ5wSIQtI/QwzeF8w6bFpGAphSlm/azbNc0mpFraF9P317MXq1dnpvlXg",
+	"AAUhXMTjXneuDQmbRodWLLhIkCFVCH8DU6HtYtshciNlqmPTebvUJcyS0hhTPIQxUKnVcdvn3wakBVoL",
+	"2JDQ+N/CRdgfE4okY7aVl50lAVi1FxeoHwNfKU/JJY9MA7q4uXShi3F5jpop4gZP1S2g6JDQOz3dF2vW",
+	"u+iSYxiQG2TbSKmDcdERvWXT7M5yTaLKUyfuCmH8FcaPmDYQTmV73Og4M7aV5eVR/5FtMqxHTCtAGI5X",
+	"bjpsInKlvsOZ6ey1rPJ0R4WmxC7CSIxxEOjYwyBgE9ueeIy9ETGx7NjNrstN3l/f/08AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
