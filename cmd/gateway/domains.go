@@ -1,9 +1,34 @@
 package main
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/tokens"
+)
 
 // wireDomains plugs the domain services (tokens, sessions, quotes, cases) into a.deps and
 // registers their background loops.
-func wireDomains(_ context.Context, _ *app) error {
+func wireDomains(_ context.Context, a *app) error {
+	rm := repo.NewMetrics(a.tel.Meter("github.com/hashgate/hashgate/internal/repo"))
+
+	tr, err := repo.NewTokens(a.store, repo.TokensOptions{Prefix: a.cfg.KeyPrefix, Hasher: a.hasher,
+		SafetyWindow: a.cfg.TokenSafetyWindow, Metrics: rm, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	tok, err := tokens.New(a.auth, tr, tokens.Options{MaxTTL: a.cfg.TokenMaxTTL, CacheTTL: a.cfg.TokenCacheTTL,
+		Meter:  a.tel.Meter("github.com/hashgate/hashgate/internal/tokens"),
+		Tracer: a.tel.Tracer("github.com/hashgate/hashgate/internal/tokens"), Logger: a.log})
+	if err != nil {
+		return err
+	}
+	a.deps.Tokens, a.deps.TokenCheck = tok, tok
+	a.mint = func(ctx context.Context, in mintInput) (string, time.Time, error) {
+		out, err := tok.Mint(ctx, tokens.MintRequest{Tenant: in.Tenant, Subject: in.Subject, Scopes: in.Scopes,
+			TTL: in.TTL, TokenType: in.TokenType, Description: in.Description})
+		return out.Token, out.ExpiresAt, err
+	}
 	return nil
 }

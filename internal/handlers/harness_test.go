@@ -16,6 +16,7 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // harness drives the whole Echo stack in-process (validator, authentication, error handler)
@@ -60,6 +61,21 @@ func newHarnessOn(t *testing.T, s *store.Store, prefix string, tel *telemetry.Te
 	d := Deps{Store: s, Caps: s.Caps, Auth: a, Version: "test", Spec: []byte("openapi: 3.0.3\n"), RetryAfter: time.Second}
 	if configure != nil {
 		configure(h, &d)
+	}
+	if d.Auth != nil {
+		h.auth = d.Auth
+	}
+	// With a token service wired, bearer tokens get their revocation metadata too, so they
+	// pass the token check like tokens issued through the API.
+	if ts, ok := d.Tokens.(*tokens.Service); ok {
+		h.mint = func(tenant string, scopes ...string) string {
+			out, err := ts.Mint(context.Background(), tokens.MintRequest{Tenant: tenant, Subject: "svc-test",
+				Scopes: scopes, TTL: time.Hour, TokenType: tokens.TypeService})
+			if err != nil {
+				t.Fatalf("mint: %v", err)
+			}
+			return out.Token
+		}
 	}
 	h.srv = NewServer(d)
 	h.e, err = NewEcho(h.srv, tel)

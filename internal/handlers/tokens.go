@@ -2,34 +2,171 @@ package handlers
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
-// TokenService is what the tokens operations call. (Filled in when the tokens issue lands.)
-type TokenService interface{}
+// TokenService is what the tokens operations call (implemented by *tokens.Service).
+type TokenService interface {
+	Issue(ctx context.Context, caller *auth.Principal, req tokens.IssueRequest) (tokens.Issued, error)
+	Get(ctx context.Context, caller *auth.Principal, id string) (repo.Token, error)
+	List(ctx context.Context, caller *auth.Principal, cursor string, limit int) (tokens.Page, error)
+	Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (repo.TokenRevokeResult, error)
+	Introspect(ctx context.Context, caller *auth.Principal, token string) (tokens.Introspection, error)
+}
 
-// IssueToken answers 501 until the tokens issue lands.
+var tokenNoStore = "no-store"
+
+// tokenCaller returns the service and the authenticated caller, or the refusal to answer.
+func (s *Server) tokenCaller(ctx context.Context) (TokenService, *auth.Principal, error) {
+	if s.Tokens == nil {
+		return nil, nil, apperr.New(apperr.NotImplemented, "The token service is not configured.")
+	}
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok {
+		return nil, nil, apperr.New(apperr.Unauthenticated, "")
+	}
+	return s.Tokens, p, nil
+}
+
+// IssueToken mints a token in the caller's tenant with a subset of the caller's scopes.
 func (s *Server) IssueToken(ctx context.Context, request IssueTokenRequestObject) (IssueTokenResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "IssueToken is not built yet.")
+	svc, caller, err := s.tokenCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if request.Body == nil {
+		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
+	}
+	out, err := svc.Issue(ctx, caller, issueRequest(*request.Body))
+	if err != nil {
+		return nil, err
+	}
+	loc := "/v1/tokens/" + out.TokenID
+	body := TokenIssued{TokenId: out.TokenID, Token: out.Token, ExpiresAt: out.ExpiresAt.UTC(),
+		Scopes: make([]Scope, len(out.Scopes)), TokenType: TokenIssuedTokenType(out.TokenType)}
+	for i, sc := range out.Scopes {
+		body.Scopes[i] = Scope(sc)
+	}
+	return IssueToken201JSONResponse{Body: body, Headers: IssueToken201ResponseHeaders{CacheControl: &tokenNoStore, Location: &loc}}, nil
 }
 
-// ListTokens answers 501 until the tokens issue lands.
+func issueRequest(b TokenIssueRequest) tokens.IssueRequest {
+	req := tokens.IssueRequest{Subject: b.Subject, Scopes: make([]string, len(b.Scopes)), TTL: -1, TokenType: string(b.TokenType)}
+	if b.TtlSeconds > 0 && int64(b.TtlSeconds) <= int64(math.MaxInt64/time.Second) {
+		req.TTL = time.Duration(b.TtlSeconds) * time.Second // out of range → -1, refused by the service
+	}
+	for i, sc := range b.Scopes {
+		req.Scopes[i] = string(sc)
+	}
+	if b.Description != nil {
+		req.Description = *b.Description
+	}
+	return req
+}
+
+// ListTokens pages through the caller's tenant's tokens, newest first.
 func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "ListTokens is not built yet.")
+	svc, caller, err := s.tokenCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit, cursor := 0, ""
+	if request.Params.Limit != nil {
+		limit = *request.Params.Limit
+	}
+	if request.Params.Cursor != nil {
+		cursor = *request.Params.Cursor
+	}
+	page, err := svc.List(ctx, caller, cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := ListTokens200JSONResponse{Items: make([]TokenMeta, 0, len(page.Items))}
+	for _, t := range page.Items {
+		out.Items = append(out.Items, tokenMeta(t))
+	}
+	if page.NextCursor != "" {
+		out.NextCursor = &page.NextCursor
+	}
+	return out, nil
 }
 
-// GetToken answers 501 until the tokens issue lands.
+// GetToken returns a token's metadata (never the token).
 func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (GetTokenResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "GetToken is not built yet.")
+	svc, caller, err := s.tokenCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := svc.Get(ctx, caller, request.TokenId)
+	if err != nil {
+		return nil, err
+	}
+	return GetToken200JSONResponse(tokenMeta(t)), nil
 }
 
-// RevokeToken answers 501 until the tokens issue lands.
+// RevokeToken revokes a token: 204 whether it was live, already revoked or unknown.
 func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "RevokeToken is not built yet.")
+	svc, caller, err := s.tokenCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reason := ""
+	if request.Params.Reason != nil {
+		reason = *request.Params.Reason
+	}
+	if _, err := svc.Revoke(ctx, caller, request.TokenId, reason); err != nil {
+		return nil, err
+	}
+	return RevokeToken204Response{}, nil
 }
 
-// IntrospectToken answers 501 until the tokens issue lands.
+// IntrospectToken answers RFC 7662 introspection from a JSON or form body.
 func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenRequestObject) (IntrospectTokenResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "IntrospectToken is not built yet.")
+	svc, caller, err := s.tokenCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body := request.JSONBody
+	if body == nil {
+		body = request.FormdataBody
+	}
+	if body == nil {
+		return nil, apperr.New(apperr.Validation, "Send {token} as JSON or as a form.")
+	}
+	in, err := svc.Introspect(ctx, caller, body.Token)
+	if err != nil {
+		return nil, err
+	}
+	return IntrospectToken200JSONResponse{Body: introspection(in), Headers: IntrospectToken200ResponseHeaders{CacheControl: &tokenNoStore}}, nil
+}
+
+func tokenMeta(t repo.Token) TokenMeta {
+	m := TokenMeta{TokenId: t.ID, TenantId: t.Tenant, Subject: t.Subject, TokenType: t.Type, Scopes: t.Scopes,
+		IssuedAt: t.IssuedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), Revoked: t.Revoked,
+		CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC()}
+	if m.Scopes == nil {
+		m.Scopes = []string{}
+	}
+	if t.Description != "" {
+		m.Description = &t.Description
+	}
+	if t.Revoked {
+		at := t.RevokedAt.UTC()
+		m.RevokedAt, m.RevokedReason = &at, &t.RevokedReason
+	}
+	return m
+}
+
+func introspection(in tokens.Introspection) Introspection {
+	if !in.Active {
+		return Introspection{Active: false}
+	}
+	return Introspection{Active: true, Scope: &in.Scope, Sub: &in.Subject, Jti: &in.TokenID, TokenType: &in.TokenType,
+		Tenant: &in.Tenant, Iss: &in.Issuer, Exp: &in.ExpiresAt, Iat: &in.IssuedAt}
 }

@@ -1,0 +1,69 @@
+package tokens
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// BenchmarkCheck measures the per-request token check (after signature verification) on the
+// embedded store and on standalone Redis 8 (when HASHGATE_TEST_REDIS8 is set), with the
+// client-side cache on (a hot token: no round trip) and off (one HMGET per request). The
+// verify sub-benchmark is the baseline: Ed25519 signature and claim checks alone, which every
+// request pays whatever the check costs.
+//
+//	go test -run '^$' -bench BenchmarkCheck -benchmem ./internal/tokens/
+func BenchmarkCheck(b *testing.B) {
+	e := newEnv(b, testredis.Prefix(b))
+	ctx := context.Background()
+	b.Run("verify", func(b *testing.B) {
+		s := testredis.Open(b, testredis.Backends()[0])
+		out, err := e.service(b, s, nil, Options{}).Mint(ctx, mintReq(auth.ScopeTokensRead))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.auth.Verify(out.Token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, be := range testredis.Backends() {
+		if be.Name != "embedded" && be.Name != "redis8" {
+			continue
+		}
+		for _, mode := range []struct {
+			name string
+			ttl  time.Duration
+		}{{"cached", DefaultCacheTTL}, {"uncached", 0}} {
+			b.Run(be.Name+"/"+mode.name, func(b *testing.B) {
+				s := testredis.Open(b, be)
+				if mode.ttl > 0 && !s.Caps.ClientCache {
+					b.Skipf("%s has no client-side caching", be.Name)
+				}
+				svc := e.service(b, s, nil, Options{CacheTTL: mode.ttl})
+				out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+				if err != nil {
+					b.Fatal(err)
+				}
+				claims, err := e.auth.Verify(out.Token)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := svc.Check(ctx, claims); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if hits, misses := svc.CacheStats(); hits+misses > 0 {
+					b.ReportMetric(float64(hits)/float64(hits+misses), "hit-ratio")
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package tokens
+
+import (
+	"context"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// counting wraps a client like a rueidis hook and counts the commands that reach Redis:
+// every Do/DoMulti, and every DoCache/DoMultiCache answer that is not a cache hit.
+type counting struct {
+	rueidis.Client
+	calls atomic.Int64
+}
+
+func (c *counting) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.calls.Add(1)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.calls.Add(int64(len(cmds)))
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *counting) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	r := c.Client.DoCache(ctx, cmd, ttl)
+	if !r.IsCacheHit() {
+		c.calls.Add(1)
+	}
+	return r
+}
+
+func (c *counting) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
+	rs := c.Client.DoMultiCache(ctx, multi...)
+	for _, r := range rs {
+		if !r.IsCacheHit() {
+			c.calls.Add(1)
+		}
+	}
+	return rs
+}
+
+// down answers every command as a refused connection: Redis unreachable, nothing cached.
+type down struct{ rueidis.Client }
+
+func refused() rueidis.RedisResult {
+	return rueidis.NewErrorResult(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
+}
+
+func (down) Do(context.Context, rueidis.Completed) rueidis.RedisResult { return refused() }
+func (down) DoCache(context.Context, rueidis.Cacheable, time.Duration) rueidis.RedisResult {
+	return refused()
+}
+
+// env is what several gateway replicas share: signing keys, the HMAC key and the key prefix.
+type env struct {
+	auth   *auth.Authority
+	hasher *keyhash.Hasher
+	prefix string
+}
+
+func newEnv(t testing.TB, prefix string) env {
+	t.Helper()
+	ks, err := auth.GenerateKeySet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: ks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{auth: a, hasher: h, prefix: prefix}
+}
+
+// service builds one replica's token service over client (s.Client when nil).
+func (e env) service(t testing.TB, s *store.Store, client rueidis.Client, o Options) *Service {
+	t.Helper()
+	if client != nil {
+		cp := *s
+		cp.Client = client
+		s = &cp
+	}
+	r, err := repo.NewTokens(s, repo.TokensOptions{Prefix: e.prefix, Hasher: e.hasher, SafetyWindow: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxTTL == 0 {
+		o.MaxTTL = 24 * time.Hour
+	}
+	svc, err := New(e.auth, r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// peer opens a second connection to the same Redis as s, as another gateway replica would:
+// with client-side caching on where the backend supports it.
+func peer(t *testing.T, b testredis.Backend, s *store.Store) *store.Store {
+	t.Helper()
+	if !s.Caps.Embedded {
+		return testredis.Open(t, b)
+	}
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.EmbeddedAddr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return &store.Store{Client: store.WithTimeout(c, time.Second), Caps: s.Caps, Timeout: time.Second}
+}
+
+// keyCount counts the keys under prefix on every node.
+func keyCount(t testing.TB, s *store.Store, prefix string) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for _, node := range s.Client.Nodes() {
+		cursor := uint64(0)
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			n += len(e.Elements)
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	return n
+}
+
+func bearer(scopes ...string) *auth.Principal {
+	return &auth.Principal{Kind: auth.KindBearer, Subject: "admin", Tenant: "acme", Scopes: scopes}
+}

@@ -1,0 +1,322 @@
+// Package tokens is the API-token service: it issues Ed25519 JWTs whose jti is the token id,
+// keeps each token's metadata in Redis (internal/repo), revokes, lists and introspects them,
+// and implements auth.Checker, the per-request check that a verified token is still live.
+//
+// The check reads four fields with one HMGET through rueidis client-side caching, so a hot
+// token costs no Redis round trip; a revocation reaches every gateway replica through Redis's
+// invalidation push, and the cache TTL bounds staleness should a push be lost. It fails
+// closed: with Redis unreachable and nothing cached, the check returns an error that
+// store.IsUnavailable recognises (503), never a pass.
+//
+// The token string is shown once by Issue/Mint and never stored, logged or put on a span;
+// spans carry the token id.
+package tokens
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/repo"
+)
+
+// Bounds of a token request.
+const (
+	// MinTTL is the shortest token life.
+	MinTTL = time.Minute
+	// MaxCacheTTL caps the check's client-side cache TTL whatever the configuration says.
+	MaxCacheTTL = 5 * time.Minute
+	// DefaultCacheTTL is the configuration's default check cache TTL.
+	DefaultCacheTTL = 5 * time.Second
+	// DefaultListLimit and MaxListLimit bound a page.
+	DefaultListLimit = 50
+	MaxListLimit     = 100
+	maxDescRunes     = 256
+	maxReasonBytes   = 128
+	maxTenantBytes   = 128
+)
+
+// Token types.
+const (
+	TypeService = "service"
+	TypeUser    = "user"
+)
+
+// ErrConfig reports a bad New option.
+var ErrConfig = errors.New("tokens: bad configuration")
+
+// Options configure New. Values come from the gateway's config (TokenMaxTTL, TokenCacheTTL).
+type Options struct {
+	// MaxTTL bounds a token's life (required, ≥ MinTTL).
+	MaxTTL time.Duration
+	// CacheTTL is the check's client-side cache TTL, capped at MaxCacheTTL; 0 reads Redis on
+	// every request.
+	CacheTTL time.Duration
+	Meter    metric.Meter
+	Tracer   trace.Tracer
+	Logger   *slog.Logger
+	// Now is the clock (default time.Now); it must match the Authority's.
+	Now func() time.Time
+}
+
+// Service issues, revokes, reads and checks API tokens. It is safe for concurrent use.
+type Service struct {
+	auth     *auth.Authority
+	repo     *repo.Tokens
+	maxTTL   time.Duration
+	cacheTTL time.Duration
+	tracer   trace.Tracer
+	log      *slog.Logger
+	now      func() time.Time
+	m        *instruments
+}
+
+var _ auth.Checker = (*Service)(nil)
+
+// New returns the service. a signs and verifies; r stores the metadata.
+func New(a *auth.Authority, r *repo.Tokens, o Options) (*Service, error) {
+	switch {
+	case a == nil:
+		return nil, fmt.Errorf("%w: no authority", ErrConfig)
+	case r == nil:
+		return nil, fmt.Errorf("%w: no repository", ErrConfig)
+	case o.MaxTTL < MinTTL:
+		return nil, fmt.Errorf("%w: max TTL must be at least %s", ErrConfig, MinTTL)
+	case o.CacheTTL < 0:
+		return nil, fmt.Errorf("%w: negative cache TTL", ErrConfig)
+	}
+	if o.Meter == nil {
+		o.Meter = noop.NewMeterProvider().Meter("tokens")
+	}
+	if o.Tracer == nil {
+		o.Tracer = tracenoop.NewTracerProvider().Tracer("tokens")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	m, err := newInstruments(o.Meter)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{auth: a, repo: r, maxTTL: o.MaxTTL, cacheTTL: min(o.CacheTTL, MaxCacheTTL),
+		tracer: o.Tracer, log: o.Logger, now: o.Now, m: m}, nil
+}
+
+// IssueRequest is a token request on the HTTP path: the tenant is always the caller's.
+type IssueRequest struct {
+	Subject     string
+	Scopes      []string
+	TTL         time.Duration
+	TokenType   string
+	Description string
+}
+
+// MintRequest is a token request without a caller (bootstrap token, `gateway token mint`).
+type MintRequest struct {
+	Tenant      string
+	Subject     string
+	Scopes      []string
+	TTL         time.Duration
+	TokenType   string
+	Description string
+}
+
+// Issued is a new token: Token is shown once and never stored.
+type Issued struct {
+	TokenID   string
+	Token     string
+	ExpiresAt time.Time
+	Scopes    []string
+	TokenType string
+}
+
+// Issue mints a token for caller's tenant. The caller can grant only scopes it holds.
+func (s *Service) Issue(ctx context.Context, caller *auth.Principal, req IssueRequest) (Issued, error) {
+	if caller == nil || caller.Tenant == "" {
+		return Issued{}, apperr.New(apperr.Unauthenticated, "Issuing a token needs an authenticated caller.")
+	}
+	if err := validScopes(req.Scopes); err != nil {
+		return Issued{}, err
+	}
+	for _, sc := range req.Scopes {
+		if !caller.HasScope(sc) {
+			return Issued{}, apperr.Newf(apperr.InsufficientScope, "You cannot grant the %s scope: your credentials do not hold it.", sc)
+		}
+	}
+	return s.Mint(ctx, MintRequest{Tenant: caller.Tenant, Subject: req.Subject, Scopes: req.Scopes,
+		TTL: req.TTL, TokenType: req.TokenType, Description: req.Description})
+}
+
+var subjectPattern = regexp.MustCompile(`^[A-Za-z0-9._@:+-]{1,128}$`)
+
+// Mint mints a token and writes its metadata, without a caller-scope check: for the bootstrap
+// admin token and `gateway token mint`. Every other bound is enforced.
+func (s *Service) Mint(ctx context.Context, req MintRequest) (Issued, error) {
+	if err := s.validate(req); err != nil {
+		return Issued{}, err
+	}
+	now := s.now()
+	id := auth.NewTokenID(now)
+	ctx, span := s.tracer.Start(ctx, "tokens.issue", trace.WithAttributes(attribute.String(attrTokenID, id)))
+	defer span.End()
+	tok, claims, err := s.auth.Mint(auth.MintInput{Subject: req.Subject, Tenant: req.Tenant, Scopes: req.Scopes,
+		TTL: req.TTL, TokenID: id, TokenType: req.TokenType})
+	if err != nil {
+		return Issued{}, spanErr(span, fmt.Errorf("tokens: mint %s: %w", id, err))
+	}
+	meta := repo.Token{ID: id, Tenant: req.Tenant, Subject: req.Subject, Type: req.TokenType,
+		Scopes: claims.Scopes(), Description: req.Description,
+		IssuedAt: claims.IssuedAt.Time, ExpiresAt: claims.ExpiresAt.Time}
+	if err := s.repo.Create(ctx, meta); err != nil {
+		return Issued{}, spanErr(span, createErr(err))
+	}
+	s.m.issued.Add(ctx, 1, metric.WithAttributes(attribute.String("token_type", req.TokenType)))
+	return Issued{TokenID: id, Token: tok, ExpiresAt: claims.ExpiresAt.Time, Scopes: meta.Scopes, TokenType: req.TokenType}, nil
+}
+
+func (s *Service) validate(req MintRequest) error {
+	var fields []apperr.FieldError
+	add := func(ptr, detail string) { fields = append(fields, apperr.FieldError{Pointer: ptr, Detail: detail}) }
+	if req.Tenant == "" || len(req.Tenant) > maxTenantBytes || !utf8.ValidString(req.Tenant) || hasControl(req.Tenant) {
+		add("/tenant", "must be 1..128 bytes of printable UTF-8")
+	}
+	if !subjectPattern.MatchString(req.Subject) {
+		add("/subject", "must be 1..128 characters of A-Z a-z 0-9 . _ @ : + -")
+	}
+	if req.TTL < MinTTL || req.TTL > s.maxTTL {
+		add("/ttlSeconds", fmt.Sprintf("must be within %d..%d seconds", int64(MinTTL/time.Second), int64(s.maxTTL/time.Second)))
+	}
+	if req.TokenType != TypeService && req.TokenType != TypeUser {
+		add("/tokenType", "must be service or user")
+	}
+	if utf8.RuneCountInString(req.Description) > maxDescRunes || !utf8.ValidString(req.Description) || hasControl(req.Description) {
+		add("/description", "must be at most 256 printable characters")
+	}
+	if len(fields) > 0 {
+		return &apperr.Error{Kind: apperr.Validation, Detail: "The token request is out of bounds.", Fields: fields}
+	}
+	return validScopes(req.Scopes)
+}
+
+func validScopes(scopes []string) error {
+	if len(scopes) == 0 || len(scopes) > len(auth.KnownScopes()) {
+		return &apperr.Error{Kind: apperr.Validation, Detail: "Name 1..8 scopes.",
+			Fields: []apperr.FieldError{{Pointer: "/scopes", Detail: "must hold 1..8 known scopes"}}}
+	}
+	for i, sc := range scopes {
+		if !auth.ValidScope(sc) {
+			return &apperr.Error{Kind: apperr.Validation, Detail: "Unknown scope.",
+				Fields: []apperr.FieldError{{Pointer: fmt.Sprintf("/scopes/%d", i), Detail: "is not a known scope"}}}
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func createErr(err error) error {
+	switch {
+	case errors.Is(err, repo.ErrTokensFull):
+		return apperr.Wrap(apperr.BoundExceeded, fmt.Sprintf("The tenant already holds %d live tokens; revoke or wait for some to expire.", repo.MaxTokensPerTenant), err)
+	case errors.Is(err, repo.ErrTokenExpired):
+		return apperr.Wrap(apperr.Unprocessable, "The token would already be expired by the state store's clock.", err)
+	case errors.Is(err, repo.ErrTokenExists):
+		return apperr.Wrap(apperr.Conflict, "Token id collision; retry.", err)
+	}
+	return fmt.Errorf("tokens: create: %w", err)
+}
+
+// Get returns a token of caller's tenant; another tenant's token is NotFound.
+func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (repo.Token, error) {
+	if caller == nil {
+		return repo.Token{}, apperr.New(apperr.Unauthenticated, "")
+	}
+	ctx, span := s.tracer.Start(ctx, "tokens.get", trace.WithAttributes(attribute.String(attrTokenID, id)))
+	defer span.End()
+	t, err := s.repo.Get(ctx, caller.Tenant, id)
+	if err != nil && !errors.Is(err, apperr.NotFound) {
+		return t, spanErr(span, err)
+	}
+	if err != nil {
+		return t, apperr.Wrap(apperr.NotFound, "No such token.", err)
+	}
+	return t, nil
+}
+
+// Page is one page of List.
+type Page struct {
+	Items []repo.Token
+	// NextCursor is "" on the last page.
+	NextCursor string
+}
+
+// List pages through caller's tenant's tokens, newest first. limit 0 means DefaultListLimit.
+func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor string, limit int) (Page, error) {
+	if caller == nil {
+		return Page{}, apperr.New(apperr.Unauthenticated, "")
+	}
+	if limit == 0 {
+		limit = DefaultListLimit
+	}
+	if limit < 1 || limit > MaxListLimit {
+		return Page{}, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1..100.",
+			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1..100"}}}
+	}
+	if cursor != "" && !repo.ValidTokenID(cursor) {
+		return Page{}, &apperr.Error{Kind: apperr.Validation, Detail: "The cursor is not one this gateway issued.",
+			Fields: []apperr.FieldError{{Parameter: "query:cursor", Detail: "is not a token id"}}}
+	}
+	ctx, span := s.tracer.Start(ctx, "tokens.list")
+	defer span.End()
+	items, next, err := s.repo.List(ctx, caller.Tenant, cursor, limit)
+	if err != nil {
+		return Page{}, spanErr(span, err)
+	}
+	return Page{Items: items, NextCursor: next}, nil
+}
+
+// Revoke revokes a token of caller's tenant (idempotent). Unknown ids succeed as in RFC 7009;
+// another tenant's token is NotFound.
+func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (repo.TokenRevokeResult, error) {
+	if caller == nil {
+		return repo.TokenRevokeUnknown, apperr.New(apperr.Unauthenticated, "")
+	}
+	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || hasControl(reason) {
+		return repo.TokenRevokeUnknown, &apperr.Error{Kind: apperr.Validation, Detail: "The reason is at most 128 printable characters.",
+			Fields: []apperr.FieldError{{Parameter: "query:reason", Detail: "at most 128 printable characters"}}}
+	}
+	ctx, span := s.tracer.Start(ctx, "tokens.revoke", trace.WithAttributes(attribute.String(attrTokenID, id)))
+	defer span.End()
+	res, err := s.repo.Revoke(ctx, caller.Tenant, id, reason)
+	if err != nil {
+		if errors.Is(err, apperr.NotFound) {
+			return res, apperr.Wrap(apperr.NotFound, "No such token.", err)
+		}
+		return res, spanErr(span, err)
+	}
+	span.SetAttributes(attribute.String("hashgate.token.revoke", res.String()))
+	s.m.revoked.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", res.String())))
+	return res, nil
+}

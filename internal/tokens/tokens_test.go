@@ -1,0 +1,377 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+var admin = bearer(auth.KnownScopes()...)
+
+func mintReq(scopes ...string) MintRequest {
+	return MintRequest{Tenant: "acme", Subject: "svc-a", Scopes: scopes, TTL: time.Hour, TokenType: TypeService}
+}
+
+// A cached check makes no Redis call; a revocation on another replica invalidates the cached
+// entry through Redis's push long before the cache TTL would, and the next check refuses.
+func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		e := newEnv(t, prefix)
+		c := &counting{Client: s.Client}
+		const cacheTTL = time.Minute // far longer than the test waits: only the push can invalidate
+		svc := e.service(t, s, c, Options{CacheTTL: cacheTTL})
+		other := e.service(t, peer(t, b, s), nil, Options{CacheTTL: cacheTTL})
+		out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, err := e.auth.Verify(out.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Check(ctx, claims); err != nil {
+			t.Fatalf("first check: %v", err)
+		}
+		calls := c.calls.Load()
+		hits0, _ := svc.CacheStats()
+		for range 100 {
+			if err := svc.Check(ctx, claims); err != nil {
+				t.Fatalf("check: %v", err)
+			}
+		}
+		hits, _ := svc.CacheStats()
+		if s.Caps.ClientCache {
+			if got := c.calls.Load() - calls; got != 0 {
+				t.Fatalf("100 cached checks made %d Redis calls", got)
+			}
+			if hits-hits0 != 100 {
+				t.Fatalf("cache hits %d, want 100", hits-hits0)
+			}
+		} else if got := c.calls.Load() - calls; got != 100 {
+			t.Fatalf("without client caching 100 checks made %d Redis calls", got)
+		}
+		if _, err := other.Revoke(ctx, admin, out.TokenID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		before := c.calls.Load()
+		for {
+			err := svc.Check(ctx, claims)
+			if errors.Is(err, apperr.InvalidCredentials) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("check after revoke: %v", err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("revocation not seen after 5s (cache TTL %v)", cacheTTL)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if c.calls.Load() == before {
+			t.Fatal("the refusing check did not read Redis: the cached entry was not invalidated")
+		}
+	})
+}
+
+func TestCheckRefusesWhatIsNotLive(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		e := newEnv(t, prefix)
+		svc := e.service(t, s, nil, Options{CacheTTL: 5 * time.Second})
+		verified := func(tok string) *auth.Claims {
+			c, err := e.auth.Verify(tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		live, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead, auth.ScopeQuotesRead))
+		if err != nil {
+			t.Fatal(err)
+		}
+		revoked, _ := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+		if _, err := svc.Revoke(ctx, admin, revoked.TokenID, ""); err != nil {
+			t.Fatal(err)
+		}
+		// Correctly signed, but never issued through the service: no metadata.
+		unknown, _, _ := e.auth.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: []string{"tokens:read"}, TTL: time.Hour})
+		otherTenant := verified(live.Token)
+		otherTenant.Tenant = "evil"
+		moreScopes := verified(live.Token)
+		moreScopes.Scope += " tokens:write"
+		badID := verified(live.Token)
+		badID.ID = "../{x}"
+		tests := []struct {
+			name   string
+			claims *auth.Claims
+			ok     bool
+		}{
+			{"live", verified(live.Token), true},
+			{"revoked", verified(revoked.Token), false},
+			{"unknown", verified(unknown), false},
+			{"tenant mismatch", otherTenant, false},
+			{"scope mismatch", moreScopes, false},
+			{"malformed id", badID, false},
+		}
+		for _, tt := range tests {
+			err := svc.Check(ctx, tt.claims)
+			if tt.ok && err != nil || !tt.ok && !errors.Is(err, apperr.InvalidCredentials) {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+		}
+		// Metadata whose expiry passed (within the key's safety window) is refused too.
+		late := e.service(t, s, nil, Options{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+		if err := late.Check(ctx, verified(live.Token)); !errors.Is(err, apperr.InvalidCredentials) {
+			t.Errorf("expired record: %v", err)
+		}
+	})
+}
+
+func TestCheckFailsClosedWhenRedisIsDown(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	e := newEnv(t, testredis.Prefix(t))
+	up := e.service(t, s, nil, Options{CacheTTL: 5 * time.Second})
+	out, err := up.Mint(context.Background(), mintReq(auth.ScopeTokensRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, _ := e.auth.Verify(out.Token)
+	svc := e.service(t, s, down{s.Client}, Options{CacheTTL: 5 * time.Second})
+	err = svc.Check(context.Background(), claims)
+	if err == nil || !store.IsUnavailable(err) {
+		t.Fatalf("check with Redis down = %v, want an unavailable error", err)
+	}
+	if _, ok := apperr.As(err); ok {
+		t.Fatalf("unavailability must not look like a refusal: %v", err)
+	}
+	if strings.Contains(err.Error(), out.Token) {
+		t.Fatal("error carries the token")
+	}
+	if _, err := svc.Introspect(context.Background(), admin, out.Token); !store.IsUnavailable(err) {
+		t.Fatalf("introspect with Redis down = %v", err)
+	}
+}
+
+func TestIssueRefusalsWriteNothing(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		e := newEnv(t, prefix)
+		svc := e.service(t, s, nil, Options{MaxTTL: 24 * time.Hour})
+		ok := IssueRequest{Subject: "svc-a", Scopes: []string{auth.ScopeQuotesRead}, TTL: time.Hour, TokenType: TypeService}
+		with := func(f func(*IssueRequest)) IssueRequest {
+			r := ok
+			r.Scopes = append([]string(nil), ok.Scopes...)
+			f(&r)
+			return r
+		}
+		tests := []struct {
+			name   string
+			caller *auth.Principal
+			req    IssueRequest
+			want   *apperr.Kind
+		}{
+			{"no caller", nil, ok, apperr.Unauthenticated},
+			{"unknown scope", admin, with(func(r *IssueRequest) { r.Scopes = []string{"admin:all"} }), apperr.Validation},
+			{"no scopes", admin, with(func(r *IssueRequest) { r.Scopes = nil }), apperr.Validation},
+			{"scope the caller lacks", bearer(auth.ScopeTokensWrite), ok, apperr.InsufficientScope},
+			{"ttl too short", admin, with(func(r *IssueRequest) { r.TTL = 59 * time.Second }), apperr.Validation},
+			{"ttl over the configured max", admin, with(func(r *IssueRequest) { r.TTL = 25 * time.Hour }), apperr.Validation},
+			{"negative ttl", admin, with(func(r *IssueRequest) { r.TTL = -time.Hour }), apperr.Validation},
+			{"bad subject", admin, with(func(r *IssueRequest) { r.Subject = "a b{c}" }), apperr.Validation},
+			{"empty subject", admin, with(func(r *IssueRequest) { r.Subject = "" }), apperr.Validation},
+			{"bad type", admin, with(func(r *IssueRequest) { r.TokenType = "root" }), apperr.Validation},
+			{"long description", admin, with(func(r *IssueRequest) { r.Description = strings.Repeat("é", 257) }), apperr.Validation},
+			{"control characters", admin, with(func(r *IssueRequest) { r.Description = "a\x00b" }), apperr.Validation},
+			{"invalid utf-8", admin, with(func(r *IssueRequest) { r.Description = "\xff" }), apperr.Validation},
+		}
+		for _, tt := range tests {
+			_, err := svc.Issue(ctx, tt.caller, tt.req)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("%s: %v, want %s", tt.name, err, tt.want.Slug)
+			}
+		}
+		if _, err := svc.Mint(ctx, MintRequest{Tenant: strings.Repeat("t", 129), Subject: "x", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.Validation) {
+			t.Errorf("long tenant: %v", err)
+		}
+		if n := keyCount(t, s, prefix); n != 0 {
+			t.Fatalf("refused requests wrote %d keys", n)
+		}
+		out, err := svc.Issue(ctx, bearer(auth.ScopeTokensWrite, auth.ScopeQuotesRead), ok)
+		if err != nil || out.TokenID == "" || out.Token == "" || len(out.Scopes) != 1 {
+			t.Fatalf("issue = %+v, %v", out, err)
+		}
+		claims, err := e.auth.Verify(out.Token)
+		if err != nil || claims.ID != out.TokenID || claims.Tenant != "acme" || claims.Subject != "svc-a" ||
+			claims.Scope != auth.ScopeQuotesRead || claims.TokenType != TypeService || !claims.ExpiresAt.Equal(out.ExpiresAt) {
+			t.Fatalf("claims = %+v, %v", claims, err)
+		}
+	})
+}
+
+func TestIntrospect(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		e := newEnv(t, prefix)
+		svc := e.service(t, s, nil, Options{CacheTTL: 5 * time.Second})
+		live, _ := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+		revoked, _ := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+		if _, err := svc.Revoke(ctx, admin, revoked.TokenID, "x"); err != nil {
+			t.Fatal(err)
+		}
+		foreign, _ := svc.Mint(ctx, MintRequest{Tenant: "other", Subject: "svc-b", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeUser})
+		unknown, _, _ := e.auth.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: []string{"tokens:read"}, TTL: time.Hour})
+		in, err := svc.Introspect(ctx, admin, live.Token)
+		if err != nil || !in.Active || in.TokenID != live.TokenID || in.Tenant != "acme" || in.Subject != "svc-a" ||
+			in.Scope != "tokens:read" || in.TokenType != TypeService || in.ExpiresAt != live.ExpiresAt.Unix() || in.IssuedAt == 0 || in.Issuer != "hashgate-test" {
+			t.Fatalf("introspect live = %+v, %v", in, err)
+		}
+		for name, tok := range map[string]string{"revoked": revoked.Token, "other tenant": foreign.Token, "unknown": unknown,
+			"garbage": "not a token", "empty": "", "huge": strings.Repeat("a", 10<<10)} {
+			in, err := svc.Introspect(ctx, admin, tok)
+			if err != nil || in != (Introspection{}) {
+				t.Errorf("%s: %+v, %v", name, in, err)
+			}
+		}
+	})
+}
+
+func TestSpansCarryTokenIDAndMetricsCount(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	e := newEnv(t, testredis.Prefix(t))
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	svc := e.service(t, s, nil, Options{Tracer: tp.Tracer("tokens"), Meter: mp.Meter("tokens")})
+	ctx := context.Background()
+	out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, _ := e.auth.Verify(out.Token)
+	for range 2 {
+		if err := svc.Check(ctx, claims); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Introspect(ctx, admin, out.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Revoke(ctx, admin, out.TokenID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Check(ctx, claims); !errors.Is(err, apperr.InvalidCredentials) {
+		t.Fatalf("check after revoke: %v", err)
+	}
+	sig := out.Token[strings.LastIndex(out.Token, ".")+1:] // the secret part of the token
+	names := map[string]bool{}
+	for _, sp := range rec.Ended() {
+		names[sp.Name()] = true
+		var id string
+		for _, a := range sp.Attributes() {
+			if strings.Contains(a.Value.Emit(), sig) {
+				t.Fatalf("span %s carries the token", sp.Name())
+			}
+			if a.Key == attrTokenID {
+				id = a.Value.AsString()
+			}
+		}
+		for _, ev := range sp.Events() {
+			for _, a := range ev.Attributes {
+				if strings.Contains(a.Value.Emit(), sig) {
+					t.Fatalf("span %s event carries the token", sp.Name())
+				}
+			}
+		}
+		if id != out.TokenID {
+			t.Errorf("span %s has token id %q, want %q", sp.Name(), id, out.TokenID)
+		}
+	}
+	for _, n := range []string{"tokens.issue", "tokens.check", "tokens.introspect", "tokens.revoke"} {
+		if !names[n] {
+			t.Errorf("no %s span", n)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					key := m.Name
+					for _, kv := range p.Attributes.ToSlice() {
+						key += "," + string(kv.Key) + "=" + kv.Value.Emit()
+					}
+					sums[key] += p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					sums[m.Name] += int64(p.Count)
+				}
+			}
+		}
+	}
+	want := map[string]int64{
+		"hashgate_tokens_issued,token_type=service":       1,
+		"hashgate_tokens_revoked,outcome=revoked":         1,
+		"hashgate_tokens_introspected,active=true":        1,
+		"hashgate_tokens_revoked_rejected":                1,
+		"hashgate_tokens_check_duration":                  3,
+		"hashgate_tokens_check_cache_lookups,result=hit":  0, // embedded: no client cache
+		"hashgate_tokens_check_cache_lookups,result=miss": 4,
+	}
+	for k, v := range want {
+		if sums[k] != v {
+			t.Errorf("%s = %d, want %d (all: %v)", k, sums[k], v, sums)
+		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	e := newEnv(t, "p")
+	r, err := repo.NewTokens(s, repo.TokensOptions{Prefix: "p", Hasher: e.hasher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func() (*Service, error){
+		"no authority": func() (*Service, error) { return New(nil, r, Options{MaxTTL: time.Hour}) },
+		"no repo":      func() (*Service, error) { return New(e.auth, nil, Options{MaxTTL: time.Hour}) },
+		"short max":    func() (*Service, error) { return New(e.auth, r, Options{MaxTTL: time.Second}) },
+		"neg cache":    func() (*Service, error) { return New(e.auth, r, Options{MaxTTL: time.Hour, CacheTTL: -1}) },
+	} {
+		if _, err := f(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	svc, err := New(e.auth, r, Options{MaxTTL: time.Hour, CacheTTL: time.Hour})
+	if err != nil || svc.cacheTTL != MaxCacheTTL {
+		t.Fatalf("cache TTL not capped: %v, %v", svc, err)
+	}
+}
