@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sweeper"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
 
@@ -30,5 +32,29 @@ func wireDomains(_ context.Context, a *app) error {
 			TTL: in.TTL, TokenType: in.TokenType, Description: in.Description})
 		return out.Token, out.ExpiresAt, err
 	}
+
+	idem, err := repo.NewIdempotency(a.store, repo.IdempotencyOptions{Prefix: a.cfg.KeyPrefix, Hasher: a.hasher,
+		TTL: a.cfg.IdempotencyTTL, Metrics: rm, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	quotes, err := repo.NewQuotes(a.store, repo.QuoteOptions{Prefix: a.cfg.KeyPrefix, TTL: a.cfg.QuoteTTL,
+		MaxItems: a.cfg.QuoteMaxItems, Metrics: rm, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	cases, err := repo.NewCases(a.store, repo.CaseOptions{Prefix: a.cfg.KeyPrefix, Hasher: a.hasher,
+		MaxEscalation: a.cfg.CaseMaxEscalation, OpenTTL: a.cfg.CaseOpenTTL, ResolvedTTL: a.cfg.CaseResolvedTTL,
+		HistoryMax: a.cfg.CaseHistoryMax, Metrics: rm, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	a.deps.Quotes = handlers.NewQuoteService(quotes, idem)
+	a.deps.Cases = handlers.NewCaseService(cases, idem)
+	sw, err := sweeper.New(cases, a.cfg.CaseSweepInterval, a.log, rm)
+	if err != nil {
+		return err
+	}
+	a.background = append(a.background, sw.Run)
 	return nil
 }

@@ -77,7 +77,10 @@ func (s *Server) authenticate(vctx context.Context, in *openapi3filter.Authentic
 	if ec == nil {
 		return apperr.New(apperr.Internal, "authentication outside the validator")
 	}
-	ec.SetRequest(ec.Request().WithContext(auth.WithPrincipal(ec.Request().Context(), p)))
+	// Update the request in place: the validator holds a pointer to it and, with
+	// KeepValidatedValue, leaves the validated body on it for the strict handler to bind.
+	req := ec.Request()
+	*req = *req.WithContext(auth.WithPrincipal(req.Context(), p))
 	return nil
 }
 

@@ -3,43 +3,188 @@ package handlers
 import (
 	"context"
 
-	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/repo"
 )
 
-// CaseService is what the cases operations call. (Filled in when the cases issue lands.)
-type CaseService interface{}
+// CaseStore is the escalation case repository (*repo.Cases implements it).
+type CaseStore interface {
+	Create(ctx context.Context, in repo.NewCase) (*repo.Case, error)
+	Get(ctx context.Context, tenant, id string) (*repo.Case, error)
+	Escalate(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
+	Assign(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
+	Resolve(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
+	Reopen(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
+	History(ctx context.Context, tenant, id string) ([]repo.CaseEvent, error)
+}
 
-// CreateCase answers 501 until the cases issue lands.
+// CaseService is what the cases operations call: the cases and the Idempotency-Key store.
+type CaseService interface {
+	CaseStore
+	Idempotency
+}
+
+// NewCaseService pairs the case repository with the idempotency store.
+func NewCaseService(c CaseStore, idem Idempotency) CaseService {
+	return struct {
+		CaseStore
+		Idempotency
+	}{c, idem}
+}
+
+// caseCaller is the calling principal, once cases are configured.
+func (s *Server) caseCaller(ctx context.Context) (*auth.Principal, error) {
+	if s.Cases == nil {
+		return nil, notWired("Cases")
+	}
+	return callerPrincipal(ctx)
+}
+
+// caseChange builds a transition request from the caller, the case id and the optional If-Match.
+func (s *Server) caseChange(ctx context.Context, id string, ifMatch *string, reason string) (repo.CaseChange, error) {
+	p, err := s.caseCaller(ctx)
+	if err != nil {
+		return repo.CaseChange{}, err
+	}
+	v, err := ifMatchVersion(ifMatch, false)
+	if err != nil {
+		return repo.CaseChange{}, err
+	}
+	return repo.CaseChange{Tenant: p.Tenant, ID: id, IfMatch: v, Reason: reason, Actor: caseActor(p)}, nil
+}
+
+// CreateCase opens a case; with an Idempotency-Key a retry replays the first 201.
 func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject) (CreateCaseResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "CreateCase is not built yet.")
+	p, err := s.caseCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := *request.Body
+	b.DueAt = b.DueAt.UTC() // one instant, one request hash, whatever the offset it was written in
+	in := repo.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, DueAt: b.DueAt, Reason: b.Reason, Actor: caseActor(p)}
+	resp, err := s.createOnce(ctx, s.Cases, "createCase", p.Tenant, request.Params.IdempotencyKey, b, repo.NewCaseID(),
+		func(id string) (repo.IdemResponse, error) {
+			in.ID = id
+			c, err := s.Cases.Create(ctx, in)
+			if err != nil {
+				return repo.IdemResponse{}, err
+			}
+			return createdJSON("/v1/cases/"+c.ID, c.StateVersion, caseView(c))
+		})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
-// GetCase answers 501 until the cases issue lands.
+// GetCase returns the case with its ETag.
 func (s *Server) GetCase(ctx context.Context, request GetCaseRequestObject) (GetCaseResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "GetCase is not built yet.")
+	p, err := s.caseCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Cases.Get(ctx, p.Tenant, request.CaseId)
+	if err != nil {
+		return nil, err
+	}
+	return GetCase200JSONResponse{Body: caseView(c), Headers: GetCase200ResponseHeaders{ETag: etagOf(c.StateVersion)}}, nil
 }
 
-// EscalateCase answers 501 until the cases issue lands.
+// EscalateCase raises the escalation level by one (409 max-escalation at the maximum).
 func (s *Server) EscalateCase(ctx context.Context, request EscalateCaseRequestObject) (EscalateCaseResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "EscalateCase is not built yet.")
+	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, request.Body.Reason)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Cases.Escalate(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	return EscalateCase200JSONResponse{caseTransitioned(c)}, nil
 }
 
-// AssignCase answers 501 until the cases issue lands.
+// AssignCase hands the case to another team.
 func (s *Server) AssignCase(ctx context.Context, request AssignCaseRequestObject) (AssignCaseResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "AssignCase is not built yet.")
+	reason := ""
+	if request.Body.Reason != nil {
+		reason = *request.Body.Reason
+	}
+	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, reason)
+	if err != nil {
+		return nil, err
+	}
+	ch.AssignedTeam = request.Body.AssignedTeam
+	c, err := s.Cases.Assign(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	return AssignCase200JSONResponse{caseTransitioned(c)}, nil
 }
 
-// ResolveCase answers 501 until the cases issue lands.
+// ResolveCase moves the case to RESOLVED.
 func (s *Server) ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "ResolveCase is not built yet.")
+	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, request.Body.Reason)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Cases.Resolve(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	return ResolveCase200JSONResponse{caseTransitioned(c)}, nil
 }
 
-// ReopenCase answers 501 until the cases issue lands.
+// ReopenCase moves a RESOLVED case back to OPEN.
 func (s *Server) ReopenCase(ctx context.Context, request ReopenCaseRequestObject) (ReopenCaseResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "ReopenCase is not built yet.")
+	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, request.Body.Reason)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Cases.Reopen(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	return ReopenCase200JSONResponse{caseTransitioned(c)}, nil
 }
 
-// GetCaseHistory answers 501 until the cases issue lands.
+// GetCaseHistory lists the case's transitions, newest first.
 func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "GetCaseHistory is not built yet.")
+	p, err := s.caseCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	events, err := s.Cases.History(ctx, p.Tenant, request.CaseId)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]CaseHistoryEntry, 0, len(events))
+	for _, ev := range events {
+		items = append(items, CaseHistoryEntry{At: ev.At, Transition: CaseHistoryEntryTransition(ev.Transition),
+			FromStatus: ev.FromStatus, ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
+			AssignedTeam: stringOrNil(ev.AssignedTeam), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
+			StateVersion: ev.StateVersion})
+	}
+	return GetCaseHistory200JSONResponse{Items: items}, nil
+}
+
+func caseTransitioned(c *repo.Case) CaseTransitionedJSONResponse {
+	return CaseTransitionedJSONResponse{Body: caseView(c), Headers: CaseTransitionedResponseHeaders{ETag: etagOf(c.StateVersion)}}
+}
+
+func caseView(c *repo.Case) Case {
+	return Case{
+		CaseId: c.ID, TenantId: c.Tenant, SubjectRef: c.SubjectRef, Status: CaseStatus(c.Status), AssignedTeam: c.AssignedTeam,
+		EscalationLevel: c.EscalationLevel, DueAt: c.DueAt, StateVersion: c.StateVersion,
+		LastTransitionAt: timeOrNil(c.LastTransitionAt), LastTransitionReason: stringOrNil(c.LastTransitionReason),
+		ResolvedAt: timeOrNil(c.ResolvedAt), SchemaVersion: c.SchemaVersion, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+}
+
+// caseActor names the caller in a case's history: the token's subject, bounded.
+func caseActor(p *auth.Principal) string {
+	a := p.Subject
+	if len(a) > 128 {
+		a = a[:128]
+	}
+	return a
 }

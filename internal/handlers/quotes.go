@@ -2,49 +2,208 @@ package handlers
 
 import (
 	"context"
+	"time"
 
-	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/repo"
 )
 
-// QuoteService is what the quotes operations call. (Filled in when the quotes issue lands.)
-type QuoteService interface{}
+// QuoteStore is the quote draft repository (*repo.Quotes implements it).
+type QuoteStore interface {
+	Create(ctx context.Context, in repo.NewQuote) (*repo.Quote, error)
+	Get(ctx context.Context, tenant, id string) (*repo.Quote, error)
+	Items(ctx context.Context, tenant, id string) ([]repo.QuoteItem, *repo.Quote, error)
+	Patch(ctx context.Context, tenant, id string, ifMatch int64, p repo.QuotePatch) (*repo.Quote, error)
+	PutItem(ctx context.Context, tenant, id string, ifMatch int64, it repo.QuoteItem) (*repo.Quote, error)
+	DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*repo.Quote, error)
+	Submit(ctx context.Context, tenant, id string, ifMatch int64) (*repo.Quote, error)
+	Delete(ctx context.Context, tenant, id string) error
+}
 
-// CreateQuote answers 501 until the quotes issue lands.
+// QuoteService is what the quotes operations call: the drafts and the Idempotency-Key store.
+type QuoteService interface {
+	QuoteStore
+	Idempotency
+}
+
+// NewQuoteService pairs the quote repository with the idempotency store.
+func NewQuoteService(q QuoteStore, idem Idempotency) QuoteService {
+	return struct {
+		QuoteStore
+		Idempotency
+	}{q, idem}
+}
+
+// quoteCaller is the calling principal, once quotes are configured.
+func (s *Server) quoteCaller(ctx context.Context) (*auth.Principal, error) {
+	if s.Quotes == nil {
+		return nil, notWired("Quotes")
+	}
+	return callerPrincipal(ctx)
+}
+
+// CreateQuote opens a draft; with an Idempotency-Key a retry replays the first 201.
 func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "CreateQuote is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := request.Body
+	in := repo.NewQuote{Tenant: p.Tenant, CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, Currency: b.Currency}
+	resp, err := s.createOnce(ctx, s.Quotes, "createQuote", p.Tenant, request.Params.IdempotencyKey, b, repo.NewQuoteID(),
+		func(id string) (repo.IdemResponse, error) {
+			in.ID = id
+			q, err := s.Quotes.Create(ctx, in)
+			if err != nil {
+				return repo.IdemResponse{}, err
+			}
+			return createdJSON("/v1/quotes/"+q.ID, q.StateVersion, quoteView(q))
+		})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
-// GetQuote answers 501 until the quotes issue lands.
+// GetQuote returns the draft with its ETag.
 func (s *Server) GetQuote(ctx context.Context, request GetQuoteRequestObject) (GetQuoteResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "GetQuote is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.Quotes.Get(ctx, p.Tenant, request.QuoteId)
+	if err != nil {
+		return nil, err
+	}
+	return GetQuote200JSONResponse{Body: quoteView(q), Headers: GetQuote200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
 }
 
-// PatchQuote answers 501 until the quotes issue lands.
+// PatchQuote merge-patches the draft at the If-Match version.
 func (s *Server) PatchQuote(ctx context.Context, request PatchQuoteRequestObject) (PatchQuoteResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "PatchQuote is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	if err != nil {
+		return nil, err
+	}
+	b := request.Body
+	q, err := s.Quotes.Patch(ctx, p.Tenant, request.QuoteId, v,
+		repo.QuotePatch{CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, DiscountMinor: b.DiscountMinor, TaxMinor: b.TaxMinor})
+	if err != nil {
+		return nil, err
+	}
+	return PatchQuote200JSONResponse{Body: quoteView(q), Headers: PatchQuote200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
 }
 
-// DeleteQuote answers 501 until the quotes issue lands.
+// DeleteQuote removes the draft and its items (idempotent).
 func (s *Server) DeleteQuote(ctx context.Context, request DeleteQuoteRequestObject) (DeleteQuoteResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "DeleteQuote is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Quotes.Delete(ctx, p.Tenant, request.QuoteId); err != nil {
+		return nil, err
+	}
+	return DeleteQuote204Response{}, nil
 }
 
-// ListQuoteItems answers 501 until the quotes issue lands.
+// ListQuoteItems returns the line items, ordered by item id, with the draft's ETag.
 func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "ListQuoteItems is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	items, q, err := s.Quotes.Items(ctx, p.Tenant, request.QuoteId)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QuoteItem, 0, len(items))
+	for _, it := range items {
+		out = append(out, QuoteItem{ItemId: it.ID, Sku: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
+			LineTotalMinor: it.LineTotalMinor, Description: stringOrNil(it.Description)})
+	}
+	return ListQuoteItems200JSONResponse{Body: QuoteItemList{Items: out, StateVersion: q.StateVersion},
+		Headers: ListQuoteItems200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
 }
 
-// PutQuoteItem answers 501 until the quotes issue lands.
+// PutQuoteItem adds or replaces a line item at the If-Match version; totals are recomputed.
 func (s *Server) PutQuoteItem(ctx context.Context, request PutQuoteItemRequestObject) (PutQuoteItemResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "PutQuoteItem is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	if err != nil {
+		return nil, err
+	}
+	b := request.Body
+	it := repo.QuoteItem{ID: request.ItemId, SKU: b.Sku, Quantity: b.Quantity, UnitPriceMinor: b.UnitPriceMinor}
+	if b.Description != nil {
+		it.Description = *b.Description
+	}
+	q, err := s.Quotes.PutItem(ctx, p.Tenant, request.QuoteId, v, it)
+	if err != nil {
+		return nil, err
+	}
+	return PutQuoteItem200JSONResponse{Body: quoteView(q), Headers: PutQuoteItem200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
 }
 
-// DeleteQuoteItem answers 501 until the quotes issue lands.
+// DeleteQuoteItem removes a line item at the If-Match version; totals are recomputed.
 func (s *Server) DeleteQuoteItem(ctx context.Context, request DeleteQuoteItemRequestObject) (DeleteQuoteItemResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "DeleteQuoteItem is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.Quotes.DeleteItem(ctx, p.Tenant, request.QuoteId, request.ItemId, v)
+	if err != nil {
+		return nil, err
+	}
+	return DeleteQuoteItem200JSONResponse{Body: quoteView(q), Headers: DeleteQuoteItem200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
 }
 
-// SubmitQuote answers 501 until the quotes issue lands.
+// SubmitQuote moves the draft from DRAFT to SUBMITTED at the If-Match version.
 func (s *Server) SubmitQuote(ctx context.Context, request SubmitQuoteRequestObject) (SubmitQuoteResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "SubmitQuote is not built yet.")
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.Quotes.Submit(ctx, p.Tenant, request.QuoteId, v)
+	if err != nil {
+		return nil, err
+	}
+	return SubmitQuote200JSONResponse{Body: quoteView(q), Headers: SubmitQuote200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
+}
+
+func quoteView(q *repo.Quote) Quote {
+	return Quote{
+		QuoteId: q.ID, TenantId: q.Tenant, CustomerId: q.CustomerID, SalesChannel: q.SalesChannel,
+		Status: QuoteStatus(q.Status), Currency: q.Currency,
+		SubtotalMinor: q.SubtotalMinor, DiscountMinor: q.DiscountMinor, TaxMinor: q.TaxMinor, TotalMinor: q.TotalMinor,
+		ItemCount: q.ItemCount, PricingVersion: q.PricingVersion, StateVersion: q.StateVersion, SchemaVersion: q.SchemaVersion,
+		CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt, ExpiresAt: q.ExpiresAt, SubmittedAt: timeOrNil(q.SubmittedAt),
+	}
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func stringOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

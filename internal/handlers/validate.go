@@ -23,6 +23,10 @@ func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
 		Options: openapi3filter.Options{
 			AuthenticationFunc: s.authenticate,
 			MultiError:         true,
+			// The generated strict handlers bind the value the validator decoded (with exact
+			// member names); without it they re-decode with Echo's binder, which refuses
+			// application/merge-patch+json.
+			KeepValidatedValue: true,
 		},
 		Skipper: func(c echo.Context) bool { return c.Request().URL.Path == "/metrics" },
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {

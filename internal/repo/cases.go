@@ -1,0 +1,334 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Case statuses and the reason the sweeper records.
+const (
+	CaseOpen            = "OPEN"
+	CaseEscalated       = "ESCALATED"
+	CaseResolved        = "RESOLVED"
+	AutoEscalationCause = "AUTO_ESCALATION"
+	SweeperActor        = "sweeper"
+)
+
+// Bounds and defaults of cases.
+const (
+	DefaultCaseMaxEscalation = 3
+	DefaultCaseOpenTTL       = 90 * 24 * time.Hour
+	DefaultCaseResolvedTTL   = 30 * 24 * time.Hour
+	DefaultCaseHistoryMax    = 100
+	// MaxDueCases bounds one tenant's due index (its open cases with a due time).
+	MaxDueCases = 100_000
+	// MaxCaseTenants bounds the registry of tenants the sweepers visit.
+	MaxCaseTenants = 10_000
+	// maxDuePast bounds how far in the past a new case's dueAt may be.
+	maxDuePast = 365 * 24 * time.Hour
+	// tenantRegistryMargin keeps a tenant registered a little longer than its due index lives.
+	tenantRegistryMargin = time.Hour
+)
+
+var (
+	caseIDPattern  = regexp.MustCompile(`^c_[0-9a-hjkmnp-tv-z]{26}$`)
+	subjectPattern = regexp.MustCompile(`^[A-Za-z0-9._:/#-]{1,128}$`)
+	teamPattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+)
+
+// Case is an escalation case.
+type Case struct {
+	ID                   string
+	Tenant               string
+	SubjectRef           string
+	Status               string
+	AssignedTeam         string
+	EscalationLevel      int
+	DueAt                time.Time
+	StateVersion         int64
+	LastTransitionAt     time.Time // zero for a v1 case never transitioned since
+	LastTransitionReason string
+	ResolvedAt           time.Time // zero unless RESOLVED
+	AutoEscalatedAt      time.Time // zero until the sweeper escalated it
+	SchemaVersion        int
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
+// CaseEvent is one entry of a case's history.
+type CaseEvent struct {
+	At              time.Time
+	Transition      string // create, escalate, assign, resolve, reopen, auto_escalate
+	FromStatus      string
+	ToStatus        string
+	EscalationLevel int
+	AssignedTeam    string
+	Reason          string
+	Actor           string
+	StateVersion    int64
+}
+
+// NewCase is what Create needs; ID is optional (see NewQuote.ID).
+type NewCase struct {
+	ID           string
+	Tenant       string
+	SubjectRef   string
+	AssignedTeam string
+	DueAt        time.Time
+	Reason       string
+	Actor        string
+}
+
+// CaseChange is one requested transition. IfMatch < 0 means no If-Match was sent.
+type CaseChange struct {
+	Tenant       string
+	ID           string
+	IfMatch      int64
+	Reason       string
+	Actor        string
+	AssignedTeam string // assign only
+}
+
+// CaseOptions configure Cases.
+type CaseOptions struct {
+	Prefix        string
+	Hasher        *keyhash.Hasher
+	MaxEscalation int           // default 3
+	OpenTTL       time.Duration // TTL while not resolved, refreshed on each transition; default 90 days
+	ResolvedTTL   time.Duration // TTL after resolution; default 30 days
+	HistoryMax    int           // history stream MAXLEN; default 100
+	Metrics       *Metrics
+	Logger        *slog.Logger
+}
+
+// Cases keeps escalation cases: a hash and a bounded history stream under the case's own tag
+// {c_<id>}; a per-tenant due index; a small registry of tenants for the sweepers.
+type Cases struct {
+	c    rueidis.Client
+	keys Keys
+	h    *keyhash.Hasher
+	o    CaseOptions
+	m    *Metrics
+	log  *slog.Logger
+}
+
+// NewCases returns the case repository on s.
+func NewCases(s *store.Store, o CaseOptions) (*Cases, error) {
+	o.MaxEscalation = cmp0(o.MaxEscalation, DefaultCaseMaxEscalation)
+	o.OpenTTL = cmp0(o.OpenTTL, DefaultCaseOpenTTL)
+	o.ResolvedTTL = cmp0(o.ResolvedTTL, DefaultCaseResolvedTTL)
+	o.HistoryMax = cmp0(o.HistoryMax, DefaultCaseHistoryMax)
+	switch {
+	case s == nil || s.Client == nil:
+		return nil, fmt.Errorf("%w: cases need a store", ErrBadOptions)
+	case o.Prefix == "" || o.Hasher == nil:
+		return nil, fmt.Errorf("%w: cases need a key prefix and a hasher", ErrBadOptions)
+	case o.MaxEscalation < 1 || o.MaxEscalation > 100:
+		return nil, fmt.Errorf("%w: case max escalation %d not within 1..100", ErrBadOptions, o.MaxEscalation)
+	case o.OpenTTL < time.Second || o.ResolvedTTL < time.Second:
+		return nil, fmt.Errorf("%w: case TTLs must be at least 1s", ErrBadOptions)
+	case o.HistoryMax < 1 || o.HistoryMax > 10_000:
+		return nil, fmt.Errorf("%w: case history max %d not within 1..10000", ErrBadOptions, o.HistoryMax)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Cases{c: s.Client, keys: Keys{Prefix: o.Prefix}, h: o.Hasher, o: o, m: o.Metrics, log: o.Logger}, nil
+}
+
+func cmp0[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// NewCaseID returns a fresh, time-ordered case id.
+func NewCaseID() string { return "c_" + auth.NewTokenID(time.Now()) }
+
+func (r *Cases) hashKey(id string) string    { return r.keys.Key("case", id) }
+func (r *Cases) historyKey(id string) string { return r.keys.Key("case", id, "history") }
+func (r *Cases) dueKey(tenantTag string) string {
+	return r.keys.Key("casedue", tenantTag)
+}
+func (r *Cases) registryKey() string { return r.keys.Key("casetenants", "all") }
+
+// TenantTag is the opaque tag naming tenant's due index (never the raw tenant id).
+func (r *Cases) TenantTag(tenant string) string { return r.h.Tag("tenant", 9, tenant) }
+
+var (
+	scriptCaseCreate   = script("case_create")
+	scriptCaseEscalate = script("case_escalate")
+	scriptCaseAssign   = script("case_assign")
+	scriptCaseResolve  = script("case_resolve")
+	scriptCaseReopen   = script("case_reopen")
+	scriptCaseAuto     = script("case_auto_escalate")
+	scriptCaseDueAdd   = script("case_due_add")
+	scriptCaseTenant   = script("case_tenant_add")
+	scriptCaseTenants  = script("case_tenants")
+	scriptTime         = script("time")
+)
+
+// Create opens a case. The tenant is registered for the sweepers and the case put in its due
+// index first (each bounded, refused with 422 when full), then the case written: a crash in
+// between leaves only an index entry the sweeper drops when it finds no case.
+func (r *Cases) Create(ctx context.Context, in NewCase) (*Case, error) {
+	if in.ID == "" {
+		in.ID = NewCaseID()
+	}
+	if err := r.validateNew(in); err != nil {
+		return nil, err
+	}
+	tag := r.TenantTag(in.Tenant)
+	if err := r.register(ctx, tag); err != nil {
+		return nil, err
+	}
+	if err := r.index(ctx, tag, in.ID, in.DueAt); err != nil {
+		return nil, err
+	}
+	res := scriptCaseCreate.Exec(ctx, r.c, []string{r.hashKey(in.ID), r.historyKey(in.ID)},
+		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, ms(in.DueAt.UnixMilli()), in.Reason, in.Actor,
+			ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(SchemaVersion)})
+	code, rest, err := scriptReply(res)
+	if err != nil {
+		r.m.ScriptError(ctx, "case_create")
+		return nil, redisErr("case create", err)
+	}
+	if code != "OK" && code != "EXISTS" {
+		return nil, r.unexpected(ctx, "case_create", code)
+	}
+	c, err := r.decodeReply(ctx, rest, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if c.Tenant != in.Tenant {
+		return nil, apperr.New(apperr.Conflict, "The case id is taken; retry without the Idempotency-Key.")
+	}
+	r.m.Transition(ctx, "case", "create", createOutcome(code))
+	return c, nil
+}
+
+// Get returns the tenant's case, or NotFound (also for another tenant's case).
+func (r *Cases) Get(ctx context.Context, tenant, id string) (*Case, error) {
+	if !caseIDPattern.MatchString(id) {
+		return nil, fmt.Errorf("case get: %w", apperr.NotFound)
+	}
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(id)).Build()).AsStrMap()
+	if err != nil {
+		return nil, redisErr("case get", err)
+	}
+	c, err := r.decode(ctx, m, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Tenant != tenant {
+		return nil, fmt.Errorf("case get: %w", apperr.NotFound)
+	}
+	return c, nil
+}
+
+// History lists the case's transitions, newest first (at most the configured history max).
+func (r *Cases) History(ctx context.Context, tenant, id string) ([]CaseEvent, error) {
+	if !caseIDPattern.MatchString(id) {
+		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
+	}
+	res := r.c.DoMulti(ctx,
+		r.c.B().Hget().Key(r.hashKey(id)).Field("tenantId").Build(),
+		r.c.B().Xrevrange().Key(r.historyKey(id)).End("+").Start("-").Count(int64(r.o.HistoryMax)).Build())
+	owner, err := res[0].ToString()
+	if err != nil {
+		return nil, redisErr("case history", err)
+	}
+	if owner != tenant {
+		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
+	}
+	entries, err := res[1].AsXRange()
+	if err != nil {
+		return nil, redisErr("case history", err)
+	}
+	out := make([]CaseEvent, 0, len(entries))
+	for _, e := range entries {
+		ev, err := r.decodeEvent(ctx, e.FieldValues)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+func (r *Cases) validateNew(in NewCase) error {
+	now := time.Now()
+	switch {
+	case !caseIDPattern.MatchString(in.ID):
+		return apperr.New(apperr.Validation, "The case id is malformed.")
+	case in.Tenant == "" || len(in.Tenant) > 128:
+		return apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
+	case !subjectPattern.MatchString(in.SubjectRef):
+		return apperr.New(apperr.Validation, "subjectRef must be 1..128 of A-Z a-z 0-9 . _ : / # -")
+	case !teamPattern.MatchString(in.AssignedTeam):
+		return apperr.New(apperr.Validation, "assignedTeam must be 1..64 of A-Z a-z 0-9 . _ -")
+	case !validReason(in.Reason, true):
+		return apperr.New(apperr.Validation, "reason must be 1..256 characters of valid UTF-8.")
+	case len(in.Actor) > 256:
+		return apperr.New(apperr.Validation, "The actor is too long.")
+	case in.DueAt.Before(now.Add(-maxDuePast)):
+		return apperr.New(apperr.Unprocessable, "dueAt is more than a year in the past.")
+	case in.DueAt.After(now.Add(r.o.OpenTTL)):
+		return apperr.Newf(apperr.Unprocessable, "dueAt must be within %s from now (a case lives that long while open).", r.o.OpenTTL)
+	}
+	return nil
+}
+
+func validReason(s string, required bool) bool {
+	if s == "" {
+		return !required
+	}
+	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= 256
+}
+
+// register puts the tenant tag in the sweepers' registry.
+func (r *Cases) register(ctx context.Context, tag string) error {
+	ttl := r.o.OpenTTL + tenantRegistryMargin
+	code, _, err := scriptReply(scriptCaseTenant.Exec(ctx, r.c, []string{r.registryKey()},
+		[]string{tag, ms(ttl.Milliseconds()), strconv.Itoa(MaxCaseTenants)}))
+	if err != nil {
+		r.m.ScriptError(ctx, "case_tenant_add")
+		return redisErr("case tenant register", err)
+	}
+	if code == "BOUND" {
+		return apperr.Newf(apperr.BoundExceeded, "The gateway tracks cases for at most %d tenants.", MaxCaseTenants)
+	}
+	return nil
+}
+
+// index puts the case in its tenant's due index.
+func (r *Cases) index(ctx context.Context, tag, id string, due time.Time) error {
+	code, _, err := scriptReply(scriptCaseDueAdd.Exec(ctx, r.c, []string{r.dueKey(tag)},
+		[]string{id, ms(due.UnixMilli()), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(MaxDueCases)}))
+	if err != nil {
+		r.m.ScriptError(ctx, "case_due_add")
+		return redisErr("case due index", err)
+	}
+	if code == "BOUND" {
+		return apperr.Newf(apperr.BoundExceeded, "A tenant has at most %d cases awaiting their due time.", MaxDueCases)
+	}
+	return nil
+}
+
+func (r *Cases) unexpected(ctx context.Context, scriptName, code string) error {
+	r.m.ScriptError(ctx, scriptName)
+	return fmt.Errorf("%s: unexpected reply %q", scriptName, code)
+}

@@ -1,0 +1,295 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+func newTestCases(t *testing.T, s *store.Store, prefix string, historyMax int) *Cases {
+	t.Helper()
+	c, err := NewCases(s, CaseOptions{Prefix: prefix, Hasher: qcHasher(t), MaxEscalation: 3,
+		OpenTTL: 48 * time.Hour, ResolvedTTL: time.Hour, HistoryMax: historyMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustCreateCase(t *testing.T, c *Cases, tenant string, due time.Time) *Case {
+	t.Helper()
+	k, err := c.Create(context.Background(), NewCase{Tenant: tenant, SubjectRef: "order/42", AssignedTeam: "ops", DueAt: due, Reason: "late delivery", Actor: "svc"})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return k
+}
+
+func change(k *Case, reason string) CaseChange {
+	return CaseChange{Tenant: k.Tenant, ID: k.ID, IfMatch: -1, Reason: reason, Actor: "svc"}
+}
+
+func TestNewCasesValidatesOptions(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	h := qcHasher(t)
+	for _, o := range []CaseOptions{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, MaxEscalation: 1000}, {Prefix: "p", Hasher: h, HistoryMax: -1}} {
+		if _, err := NewCases(s, o); !errors.Is(err, ErrBadOptions) {
+			t.Errorf("%+v: err = %v", o, err)
+		}
+	}
+}
+
+func TestCaseLifecycle(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		c := newTestCases(t, s, prefix, 100)
+		k := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
+		if k.Status != CaseOpen || k.EscalationLevel != 0 || k.StateVersion != 1 || k.LastTransitionReason != "late delivery" || k.SchemaVersion != SchemaVersion {
+			t.Fatalf("created %+v", k)
+		}
+		for level := 1; level <= 3; level++ {
+			got, err := c.Escalate(ctx, change(k, "still late"))
+			if err != nil || got.Status != CaseEscalated || got.EscalationLevel != level {
+				t.Fatalf("escalate %d: %+v %v", level, got, err)
+			}
+		}
+		_, err := c.Escalate(ctx, change(k, "again"))
+		qcWantKind(t, err, apperr.MaxEscalation)
+		ch := change(k, "")
+		ch.AssignedTeam, ch.IfMatch = "billing", 1
+		_, err = c.Assign(ctx, ch)
+		qcWantKind(t, err, apperr.PreconditionFailed)
+		ch.IfMatch = 4
+		got, err := c.Assign(ctx, ch)
+		if err != nil || got.AssignedTeam != "billing" || got.StateVersion != 5 || got.Status != CaseEscalated {
+			t.Fatalf("assign: %+v %v", got, err)
+		}
+		got, err = c.Resolve(ctx, change(k, "refunded"))
+		if err != nil || got.Status != CaseResolved || got.ResolvedAt.IsZero() {
+			t.Fatalf("resolve: %+v %v", got, err)
+		}
+		if ttl := qcPTTL(t, s, c.hashKey(k.ID)); ttl <= 0 || ttl > time.Hour {
+			t.Fatalf("resolved case TTL %s, want ≤ 1h", ttl)
+		}
+		if ttl := qcPTTL(t, s, c.historyKey(k.ID)); ttl <= 0 || ttl > time.Hour {
+			t.Fatalf("resolved history TTL %s, want ≤ 1h", ttl)
+		}
+		for _, f := range []func(context.Context, CaseChange) (*Case, error){c.Escalate, c.Resolve} {
+			_, err = f(ctx, change(k, "x"))
+			qcWantKind(t, err, apperr.InvalidStatus)
+		}
+		got, err = c.Reopen(ctx, change(k, "customer called"))
+		if err != nil || got.Status != CaseOpen || !got.ResolvedAt.IsZero() || got.EscalationLevel != 3 {
+			t.Fatalf("reopen: %+v %v", got, err)
+		}
+		if ttl := qcPTTL(t, s, c.hashKey(k.ID)); ttl < 47*time.Hour {
+			t.Fatalf("reopened case TTL %s, want the open TTL", ttl)
+		}
+		_, err = c.Reopen(ctx, change(k, "x"))
+		qcWantKind(t, err, apperr.InvalidStatus)
+		h, err := c.History(ctx, "acme", k.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"reopen", "resolve", "assign", "escalate", "escalate", "escalate", "create"}
+		if len(h) != len(want) {
+			t.Fatalf("history %+v", h)
+		}
+		for i, ev := range h {
+			if ev.Transition != want[i] || ev.StateVersion != int64(len(want)-i) || ev.Actor != "svc" {
+				t.Fatalf("history[%d] = %+v, want %s", i, ev, want[i])
+			}
+		}
+		if h[2].AssignedTeam != "billing" || h[1].ToStatus != CaseResolved || h[1].FromStatus != CaseEscalated {
+			t.Fatalf("history details %+v", h[:3])
+		}
+		// Another tenant sees nothing.
+		_, err = c.Get(ctx, "other", k.ID)
+		qcWantKind(t, err, apperr.NotFound)
+		_, err = c.History(ctx, "other", k.ID)
+		qcWantKind(t, err, apperr.NotFound)
+		ch = change(k, "x")
+		ch.Tenant = "other"
+		_, err = c.Escalate(ctx, ch)
+		qcWantKind(t, err, apperr.NotFound)
+		_, err = c.History(ctx, "acme", NewCaseID())
+		qcWantKind(t, err, apperr.NotFound)
+		qcRequireTTLs(t, s, prefix)
+	})
+}
+
+// TestCaseConcurrentEscalations: 64 concurrent escalations never pass the maximum.
+func TestCaseConcurrentEscalations(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		c := newTestCases(t, s, prefix, 100)
+		k := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
+		var wg sync.WaitGroup
+		errs := make([]error, 64)
+		for i := range errs {
+			wg.Go(func() { _, errs[i] = c.Escalate(ctx, change(k, "storm")) })
+		}
+		wg.Wait()
+		ok, atMax := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, apperr.MaxEscalation):
+				atMax++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}
+		got, err := c.Get(ctx, "acme", k.ID)
+		if ok != 3 || atMax != 61 || err != nil || got.EscalationLevel != 3 || got.StateVersion != 4 {
+			t.Fatalf("ok %d atMax %d final %+v %v", ok, atMax, got, err)
+		}
+	})
+}
+
+func TestCaseHistoryIsBounded(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		c := newTestCases(t, s, prefix, 5)
+		k := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
+		for range 10 {
+			ch := change(k, "")
+			ch.AssignedTeam = "team-x"
+			if _, err := c.Assign(ctx, ch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, err := c.History(ctx, "acme", k.ID)
+		if err != nil || len(h) != 5 || h[0].StateVersion != 11 || h[0].Reason != "REASSIGNED" {
+			t.Fatalf("history %d entries, first %+v, %v", len(h), h, err)
+		}
+	})
+}
+
+func TestCaseCreateValidates(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		c := newTestCases(t, s, prefix, 5)
+		base := NewCase{Tenant: "acme", SubjectRef: "order/1", AssignedTeam: "ops", DueAt: time.Now().Add(time.Hour), Reason: "r"}
+		tests := []struct {
+			name string
+			edit func(*NewCase)
+			want *apperr.Kind
+		}{
+			{"due beyond the open TTL", func(n *NewCase) { n.DueAt = time.Now().Add(72 * time.Hour) }, apperr.Unprocessable},
+			{"due years ago", func(n *NewCase) { n.DueAt = time.Now().Add(-2 * 365 * 24 * time.Hour) }, apperr.Unprocessable},
+			{"bad team", func(n *NewCase) { n.AssignedTeam = "o{p}s" }, apperr.Validation},
+			{"empty reason", func(n *NewCase) { n.Reason = "" }, apperr.Validation},
+			{"bad id", func(n *NewCase) { n.ID = "c_{x}" }, apperr.Validation},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				in := base
+				tt.edit(&in)
+				_, err := c.Create(ctx, in)
+				qcWantKind(t, err, tt.want)
+			})
+		}
+		if n := qcRequireTTLs(t, s, prefix); n != 0 {
+			t.Fatalf("refused creates left %d keys", n)
+		}
+	})
+}
+
+// TestCaseReadsPreviousSchema proves a v1 case (field `team`, no lastTransition* fields) is
+// read and can still be transitioned.
+func TestCaseReadsPreviousSchema(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		c := newTestCases(t, s, prefix, 10)
+		id := NewCaseID()
+		qcHSet(t, s, c.hashKey(id), map[string]string{
+			"schemaVersion": "1", "caseId": id, "tenantId": "acme", "subjectRef": "order/7", "status": "OPEN",
+			"team": "legacy-ops", "escalationLevel": "1", "dueAtMs": "1700000000000", "stateVersion": "3",
+			"createdAtMs": "1700000000000", "updatedAtMs": "1700000000000",
+		})
+		k, err := c.Get(ctx, "acme", id)
+		if err != nil || k.AssignedTeam != "legacy-ops" || k.SchemaVersion != 1 || !k.LastTransitionAt.IsZero() {
+			t.Fatalf("v1 read: %+v %v", k, err)
+		}
+		k, err = c.Escalate(ctx, CaseChange{Tenant: "acme", ID: id, IfMatch: 3, Reason: "r", Actor: "svc"})
+		if err != nil || k.EscalationLevel != 2 || k.AssignedTeam != "legacy-ops" || k.LastTransitionReason != "r" {
+			t.Fatalf("v1 escalate: %+v %v", k, err)
+		}
+		h, err := c.History(ctx, "acme", id)
+		if err != nil || len(h) != 1 || h[0].AssignedTeam != "legacy-ops" {
+			t.Fatalf("v1 history: %+v %v", h, err)
+		}
+		// Corrupt objects are refused, by readers and by transition scripts.
+		bad := NewCaseID()
+		qcHSet(t, s, c.hashKey(bad), map[string]string{"schemaVersion": "2", "caseId": bad, "tenantId": "acme", "status": "OPEN",
+			"stateVersion": "1", "escalationLevel": "many"})
+		if _, err := c.Get(ctx, "acme", bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("corrupt read: %v", err)
+		}
+		if _, err := c.Escalate(ctx, CaseChange{Tenant: "acme", ID: bad, IfMatch: -1, Reason: "r"}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("corrupt escalate: %v", err)
+		}
+	})
+}
+
+func TestCaseAutoEscalate(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		c := newTestCases(t, s, prefix, 10)
+		overdue := mustCreateCase(t, c, "acme", time.Now().Add(-time.Minute))
+		later := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
+		tags, now, err := c.SweepTenants(ctx)
+		if err != nil || len(tags) != 1 || tags[0] != c.TenantTag("acme") || time.Since(now) > time.Minute {
+			t.Fatalf("tenants %v %s %v", tags, now, err)
+		}
+		due, err := c.DueCases(ctx, tags[0], now, 10)
+		if err != nil || len(due) != 1 || due[0] != overdue.ID {
+			t.Fatalf("due %v %v", due, err)
+		}
+		steps := []struct {
+			id   string
+			want AutoOutcome
+		}{{overdue.ID, AutoEscalated}, {overdue.ID, AutoNotOpen}, {later.ID, AutoNotDue}, {NewCaseID(), AutoGone}}
+		for _, st := range steps {
+			if o, err := c.AutoEscalate(ctx, st.id); err != nil || o != st.want {
+				t.Fatalf("auto %s: %s %v, want %s", st.id, o, err, st.want)
+			}
+		}
+		k, _ := c.Get(ctx, "acme", overdue.ID)
+		if k.Status != CaseEscalated || k.LastTransitionReason != AutoEscalationCause || k.EscalationLevel != 1 || k.AutoEscalatedAt.IsZero() {
+			t.Fatalf("after auto: %+v", k)
+		}
+		// Resolved and reopened, the case is OPEN and overdue again but is auto-escalated only once.
+		if _, err := c.Resolve(ctx, change(k, "done")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Reopen(ctx, change(k, "not done")); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := c.AutoEscalate(ctx, overdue.ID); err != nil || o != AutoAlready {
+			t.Fatalf("auto after reopen: %s %v", o, err)
+		}
+		if err := c.Undue(ctx, tags[0], overdue.ID); err != nil {
+			t.Fatal(err)
+		}
+		if due, _ := c.DueCases(ctx, tags[0], now.Add(2*time.Hour), 10); len(due) != 1 || due[0] != later.ID {
+			t.Fatalf("due after undue %v", due)
+		}
+		qcRequireTTLs(t, s, prefix)
+	})
+}

@@ -1,0 +1,197 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// Escalate moves an OPEN or ESCALATED case one level up (ESCALATED), up to the maximum.
+func (r *Cases) Escalate(ctx context.Context, ch CaseChange) (*Case, error) {
+	if err := r.checkChange(ch, true); err != nil {
+		return nil, err
+	}
+	res := scriptCaseEscalate.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.Reason, ch.Actor,
+		strconv.Itoa(r.o.MaxEscalation), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
+	return r.transitioned(ctx, "case_escalate", "escalate", ch.ID, res)
+}
+
+// Assign hands an OPEN or ESCALATED case to another team.
+func (r *Cases) Assign(ctx context.Context, ch CaseChange) (*Case, error) {
+	if err := r.checkChange(ch, false); err != nil {
+		return nil, err
+	}
+	if !teamPattern.MatchString(ch.AssignedTeam) {
+		return nil, apperr.New(apperr.Validation, "assignedTeam must be 1..64 of A-Z a-z 0-9 . _ -")
+	}
+	reason := ch.Reason
+	if reason == "" {
+		reason = "REASSIGNED"
+	}
+	res := scriptCaseAssign.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.AssignedTeam, reason,
+		ch.Actor, ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
+	return r.transitioned(ctx, "case_assign", "assign", ch.ID, res)
+}
+
+// Resolve moves an OPEN or ESCALATED case to RESOLVED; it then expires ResolvedTTL later.
+func (r *Cases) Resolve(ctx context.Context, ch CaseChange) (*Case, error) {
+	if err := r.checkChange(ch, true); err != nil {
+		return nil, err
+	}
+	res := scriptCaseResolve.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.Reason, ch.Actor,
+		ms(r.o.ResolvedTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
+	return r.transitioned(ctx, "case_resolve", "resolve", ch.ID, res)
+}
+
+// Reopen moves a RESOLVED case back to OPEN. A case the sweeper never escalated goes back in
+// its tenant's due index (after the transition, as a separate step: the index is only a hint,
+// the auto-escalation script re-checks everything).
+func (r *Cases) Reopen(ctx context.Context, ch CaseChange) (*Case, error) {
+	if err := r.checkChange(ch, true); err != nil {
+		return nil, err
+	}
+	res := scriptCaseReopen.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.Reason, ch.Actor,
+		ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
+	c, err := r.transitioned(ctx, "case_reopen", "reopen", ch.ID, res)
+	if err != nil || !c.AutoEscalatedAt.IsZero() {
+		return c, err
+	}
+	tag := r.TenantTag(ch.Tenant)
+	if err := r.register(ctx, tag); err != nil {
+		r.log.WarnContext(ctx, "reopened case not re-indexed", "key", "casetenants:{all}", "err", err)
+		return c, nil
+	}
+	if err := r.index(ctx, tag, c.ID, c.DueAt); err != nil {
+		r.log.WarnContext(ctx, "reopened case not re-indexed", "key", "casedue:{*}", "err", err)
+	}
+	return c, nil
+}
+
+func (r *Cases) caseKeys(id string) []string { return []string{r.hashKey(id), r.historyKey(id)} }
+
+func (r *Cases) checkChange(ch CaseChange, reasonRequired bool) error {
+	switch {
+	case !caseIDPattern.MatchString(ch.ID):
+		return fmt.Errorf("case: %w", apperr.NotFound)
+	case !validReason(ch.Reason, reasonRequired):
+		return apperr.New(apperr.Validation, "reason must be 1..256 characters of valid UTF-8.")
+	case len(ch.Actor) > 256:
+		return apperr.New(apperr.Validation, "The actor is too long.")
+	}
+	return nil
+}
+
+func ifMatchArg(v int64) string {
+	if v < 0 {
+		return ""
+	}
+	return ms(v)
+}
+
+// transitioned interprets the reply of a case transition script.
+func (r *Cases) transitioned(ctx context.Context, scriptName, transition, id string, res rueidis.RedisResult) (*Case, error) {
+	code, rest, err := scriptReply(res)
+	if err != nil {
+		r.m.ScriptError(ctx, scriptName)
+		return nil, redisErr("case "+transition, err)
+	}
+	r.m.Transition(ctx, "case", transition, outcomeOf(code))
+	switch code {
+	case "OK":
+		return r.decodeReply(ctx, rest, id)
+	case "NOT_FOUND":
+		return nil, fmt.Errorf("case %s: %w", transition, apperr.NotFound)
+	case "STALE":
+		r.m.Event(ctx, "case", "cas_conflict")
+		return nil, staleError(rest)
+	case "INVALID_STATUS":
+		return nil, apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", transition, argString(rest, 0))
+	case "MAX_ESCALATION":
+		return nil, apperr.Newf(apperr.MaxEscalation, "The case is at escalation level %s, the maximum.", argString(rest, 0)).
+			With("maxEscalationLevel", r.o.MaxEscalation)
+	case "CORRUPT":
+		r.m.Read(ctx, "case", Corrupt)
+		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "script", scriptName, "fields", []string{argString(rest, 0)})
+		return nil, fmt.Errorf("%w: case hash has malformed fields [%s]", ErrCorrupt, argString(rest, 0))
+	}
+	return nil, r.unexpected(ctx, scriptName, code)
+}
+
+func (r *Cases) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id string) (*Case, error) {
+	if len(rest) < 1 {
+		return nil, r.unexpected(ctx, "case", "short reply")
+	}
+	m, err := rest[0].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("case reply: %w", err)
+	}
+	return r.decode(ctx, m, id)
+}
+
+// decode classifies and maps a case hash. Schema 2 is current. Schema 1, the previous shape,
+// named the team `team` and had no lastTransitionAtMs / lastTransitionReason; the scripts
+// read `assignedTeam` falling back to `team` and never rewrite schemaVersion, so a v1 case
+// stays readable until it expires.
+func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*Case, error) {
+	if len(m) == 0 {
+		r.m.Read(ctx, "case", Missing)
+		return nil, fmt.Errorf("case %s: %w", id, apperr.NotFound)
+	}
+	r.m.Payload(ctx, "case", payloadBytes(m))
+	f := newFields(m)
+	outcome := f.schema()
+	c := &Case{
+		ID: f.str("caseId"), Tenant: f.str("tenantId"), SubjectRef: f.str("subjectRef"), Status: f.str("status"),
+		EscalationLevel: int(f.int64("escalationLevel")), DueAt: msTime(f.int64("dueAtMs")),
+		StateVersion: f.int64("stateVersion"), SchemaVersion: int(f.optInt64("schemaVersion")),
+		ResolvedAt: msTime(f.optInt64("resolvedAtMs")), AutoEscalatedAt: msTime(f.optInt64("autoEscalatedAtMs")),
+		CreatedAt: msTime(f.int64("createdAtMs")), UpdatedAt: msTime(f.int64("updatedAtMs")),
+	}
+	if outcome == OldSchema {
+		c.AssignedTeam = firstNonEmpty(f.opt("assignedTeam"), f.opt("team"))
+		c.LastTransitionAt = msTime(f.optInt64("lastTransitionAtMs"))
+		c.LastTransitionReason = f.opt("lastTransitionReason")
+		if c.AssignedTeam == "" {
+			f.bad = append(f.bad, "team")
+		}
+	} else {
+		c.AssignedTeam = f.str("assignedTeam")
+		c.LastTransitionAt = msTime(f.int64("lastTransitionAtMs"))
+		c.LastTransitionReason = f.opt("lastTransitionReason")
+	}
+	switch c.Status {
+	case CaseOpen, CaseEscalated, CaseResolved, "":
+	default:
+		f.bad = append(f.bad, "status")
+	}
+	if c.EscalationLevel < 0 || c.StateVersion < 1 {
+		f.bad = append(f.bad, "escalationLevel|stateVersion")
+	}
+	if err := f.err("case"); err != nil {
+		r.m.Read(ctx, "case", Corrupt)
+		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "fields", f.bad)
+		return nil, err
+	}
+	r.m.Read(ctx, "case", outcome)
+	return c, nil
+}
+
+func (r *Cases) decodeEvent(ctx context.Context, m map[string]string) (CaseEvent, error) {
+	f := newFields(m)
+	ev := CaseEvent{
+		At: msTime(f.int64("atMs")), Transition: f.str("transition"), FromStatus: f.opt("fromStatus"),
+		ToStatus: f.str("toStatus"), EscalationLevel: int(f.int64("escalationLevel")),
+		AssignedTeam: f.opt("assignedTeam"), Reason: f.opt("reason"), Actor: f.opt("actor"),
+		StateVersion: f.int64("stateVersion"),
+	}
+	if err := f.err("case history"); err != nil {
+		r.m.Read(ctx, "case_history", Corrupt)
+		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}:history", "fields", f.bad)
+		return CaseEvent{}, err
+	}
+	return ev, nil
+}

@@ -1,0 +1,350 @@
+package repo
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Idempotency-Key handling for creates.
+//
+// The first request claims a marker string with SET NX PX (TTL: default 24 h) holding a
+// PENDING envelope: the request hash, the id the create will use, and an in-flight lease
+// (default 30 s, server time). On success the marker is replaced — keeping its TTL (SET XX
+// KEEPTTL in a script that first checks the marker is still this request's) — by a DONE
+// envelope holding the response (status, body, Location, ETag). A refused or failed create
+// releases its marker, so only successes are replayed.
+//
+// A retry with the same key:
+//   - DONE, same request hash → the stored response, byte for byte (Idempotent-Replayed: true);
+//   - any state, different request hash → 422 idempotency-key-reused;
+//   - PENDING with a live lease → 409 request-in-flight, Retry-After = the lease left;
+//   - PENDING with a passed lease (the first request crashed or hung between claim and
+//     completion) → the retry takes the marker over, compare-and-set on the exact value it read,
+//     keeping the TTL, and creates with the id the first request planned. The create scripts
+//     return an object that already exists under that id, so a request that crashed after
+//     writing the object but before completing the marker is not duplicated. If the first
+//     request was merely slow and completes after the takeover, its completion is refused (the
+//     marker is no longer its own) and the retry's response is the one stored.
+
+// Defaults of the idempotency store.
+const (
+	DefaultIdempotencyTTL   = 24 * time.Hour
+	DefaultIdempotencyLease = 30 * time.Second
+	// MaxIdemBodyBytes bounds a stored response body (quote and case bodies are far smaller).
+	MaxIdemBodyBytes = 16 << 10
+	// MaxIdemKeyBytes bounds the Idempotency-Key header value (only its SHA-256 is stored).
+	MaxIdemKeyBytes = 255
+)
+
+// Marker states.
+const (
+	idemPending = "PENDING"
+	idemDone    = "DONE"
+	// schema 1 names, read as PENDING / DONE.
+	idemV1Processing = "PROCESSING"
+	idemV1Completed  = "COMPLETED"
+)
+
+var (
+	opPattern    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
+	tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// IdemScope names one use of an Idempotency-Key: the tenant, the operation and the raw header
+// value (hashed before it reaches Redis).
+type IdemScope struct {
+	Tenant    string
+	Operation string
+	Key       string
+}
+
+// IdemResponse is a stored first response.
+type IdemResponse struct {
+	Status   int
+	Body     []byte
+	Location string
+	ETag     string
+}
+
+// IdemClaim is the outcome of Claim: a stored response to replay, or the right to proceed
+// with ResourceID (the id the create must use).
+type IdemClaim struct {
+	ResourceID string
+	Replay     *IdemResponse
+	// TookOver is true when an earlier request's lease had passed and this one took over.
+	TookOver    bool
+	key         string
+	pending     string
+	requestHash string
+	createdAtMs int64
+}
+
+// IdempotencyOptions configure Idempotency.
+type IdempotencyOptions struct {
+	Prefix  string
+	Hasher  *keyhash.Hasher
+	TTL     time.Duration // marker lifetime from the first claim; default 24 h
+	Lease   time.Duration // in-flight lease; default 30 s
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Idempotency stores Idempotency-Key markers and responses.
+type Idempotency struct {
+	c    rueidis.Client
+	keys Keys
+	h    *keyhash.Hasher
+	ttl  time.Duration
+	ls   time.Duration
+	m    *Metrics
+	log  *slog.Logger
+}
+
+// NewIdempotency returns the idempotency store on s.
+func NewIdempotency(s *store.Store, o IdempotencyOptions) (*Idempotency, error) {
+	o.TTL = cmp0(o.TTL, DefaultIdempotencyTTL)
+	o.Lease = cmp0(o.Lease, DefaultIdempotencyLease)
+	switch {
+	case s == nil || s.Client == nil:
+		return nil, fmt.Errorf("%w: idempotency needs a store", ErrBadOptions)
+	case o.Prefix == "" || o.Hasher == nil:
+		return nil, fmt.Errorf("%w: idempotency needs a key prefix and a hasher", ErrBadOptions)
+	case o.Lease < 10*time.Millisecond || o.TTL < o.Lease:
+		return nil, fmt.Errorf("%w: idempotency lease %s must be ≥10ms and within the TTL %s", ErrBadOptions, o.Lease, o.TTL)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Idempotency{c: s.Client, keys: Keys{Prefix: o.Prefix}, h: o.Hasher, ttl: o.TTL, ls: o.Lease, m: o.Metrics, log: o.Logger}, nil
+}
+
+var (
+	scriptIdemClaim    = script("idem_claim")
+	scriptIdemComplete = script("idem_complete")
+	scriptIdemRelease  = script("idem_release")
+)
+
+// RequestHash is the hash Claim compares: SHA-256 over the operation and the canonical request.
+func RequestHash(operation string, canonical []byte) string {
+	s := sha256.New()
+	s.Write([]byte(operation))
+	s.Write([]byte{0})
+	s.Write(canonical)
+	return hex.EncodeToString(s.Sum(nil))
+}
+
+func (x *Idempotency) markerKey(sc IdemScope) string {
+	sum := sha256.Sum256([]byte(sc.Key))
+	return x.keys.Key("idem", x.h.Tag("tenant", 9, sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
+}
+
+// Claim claims sc for a request with requestHash that would create resourceID. It answers a
+// claim to proceed, a stored response to replay, or a refusal: IdempotencyMismatch (422) for
+// another request under the same key, InFlight (409) while the first request's lease lasts.
+func (x *Idempotency) Claim(ctx context.Context, sc IdemScope, requestHash, resourceID string) (*IdemClaim, error) {
+	if err := checkScope(sc, requestHash, resourceID); err != nil {
+		return nil, err
+	}
+	key, owner := x.markerKey(sc), newOwner()
+	expected, created, tookOver := "", "", false
+	for range 3 {
+		res := scriptIdemClaim.Exec(ctx, x.c, []string{key}, []string{owner, requestHash, resourceID,
+			ms(x.ls.Milliseconds()), ms(x.ttl.Milliseconds()), strconv.Itoa(SchemaVersion), expected, created})
+		code, rest, err := scriptReply(res)
+		if err != nil {
+			x.m.ScriptError(ctx, "idem_claim")
+			return nil, redisErr("idempotency claim", err)
+		}
+		cur := argString(rest, 0)
+		now, _ := argInt(rest, 1)
+		if code == "CLAIMED" {
+			env, _ := decodeEnvelope(cur)
+			return &IdemClaim{ResourceID: resourceID, TookOver: tookOver, key: key, pending: cur, requestHash: requestHash, createdAtMs: env.CreatedAtMs}, nil
+		}
+		if code != "EXISTS" {
+			x.m.ScriptError(ctx, "idem_claim")
+			return nil, fmt.Errorf("idem_claim: unexpected reply %q", code)
+		}
+		if cur == "" { // expired between the two steps: claim afresh
+			expected, created, tookOver = "", "", false
+			continue
+		}
+		env, outcome, err := x.read(ctx, cur)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case env.RequestHash != requestHash:
+			x.m.Event(ctx, "idempotency", "mismatch")
+			return nil, apperr.New(apperr.IdempotencyMismatch, "This Idempotency-Key was used with a different request body.")
+		case env.State == idemDone:
+			x.m.Event(ctx, "idempotency", "replay")
+			body := []byte(*env.Body)
+			return &IdemClaim{Replay: &IdemResponse{Status: env.Status, Body: body, Location: env.Location, ETag: env.ETag}}, nil
+		case x.leaseUntil(env, outcome) > now:
+			x.m.Event(ctx, "idempotency", "in_flight")
+			e := apperr.New(apperr.InFlight, "A request with this Idempotency-Key is still being processed; retry shortly.")
+			e.RetryAfter = time.Duration(x.leaseUntil(env, outcome)-now) * time.Millisecond
+			return nil, e
+		}
+		// The first request's lease passed: take over its claim and its planned id.
+		x.m.Event(ctx, "idempotency", "takeover")
+		expected, created, tookOver = cur, ms(env.CreatedAtMs), true
+		if tokenPattern.MatchString(env.ResourceID) {
+			resourceID = env.ResourceID
+		}
+	}
+	return nil, apperr.New(apperr.InFlight, "The Idempotency-Key is contended; retry shortly.")
+}
+
+// Complete stores resp as the key's response, keeping the marker's TTL. A claim taken over by
+// a later request (lease passed) is not overwritten.
+func (x *Idempotency) Complete(ctx context.Context, cl *IdemClaim, resp IdemResponse) error {
+	if cl == nil || cl.pending == "" {
+		return nil
+	}
+	if len(resp.Body) > MaxIdemBodyBytes {
+		_ = x.Release(ctx, cl)
+		return apperr.Newf(apperr.BoundExceeded, "The response is over %d bytes and cannot be stored for replay.", MaxIdemBodyBytes)
+	}
+	body := string(resp.Body)
+	env := idemEnvelope{SchemaVersion: SchemaVersion, State: idemDone, RequestHash: cl.requestHash, ResourceID: cl.ResourceID,
+		Status: resp.Status, Location: resp.Location, ETag: resp.ETag, Body: &body,
+		CreatedAtMs: cl.createdAtMs, UpdatedAtMs: time.Now().UnixMilli()}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("idempotency complete: %w", err)
+	}
+	n, err := scriptIdemComplete.Exec(ctx, x.c, []string{cl.key}, []string{cl.pending, string(raw)}).AsInt64()
+	if err != nil {
+		x.m.ScriptError(ctx, "idem_complete")
+		return redisErr("idempotency complete", err)
+	}
+	if n == 0 {
+		x.m.Event(ctx, "idempotency", "lost_lease")
+		x.log.WarnContext(ctx, "idempotency marker was taken over before completion", "key", "idem:{*}")
+	}
+	return nil
+}
+
+// Release drops the claim after a refused or failed request.
+func (x *Idempotency) Release(ctx context.Context, cl *IdemClaim) error {
+	if cl == nil || cl.pending == "" {
+		return nil
+	}
+	err := scriptIdemRelease.Exec(ctx, x.c, []string{cl.key}, []string{cl.pending}).Error()
+	if err != nil {
+		x.m.ScriptError(ctx, "idem_release")
+	}
+	return redisErr("idempotency release", err)
+}
+
+func checkScope(sc IdemScope, requestHash, resourceID string) error {
+	switch {
+	case sc.Tenant == "":
+		return apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
+	case sc.Key == "" || len(sc.Key) > MaxIdemKeyBytes:
+		return apperr.Newf(apperr.Validation, "Idempotency-Key must be 1..%d characters.", MaxIdemKeyBytes)
+	case !opPattern.MatchString(sc.Operation) || !tokenPattern.MatchString(requestHash) || !tokenPattern.MatchString(resourceID):
+		return fmt.Errorf("idempotency claim: malformed operation, request hash or resource id")
+	}
+	return nil
+}
+
+func newOwner() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// idemEnvelope is the marker's value. Schema 2 is current; schema 1, the previous shape, had
+// no owner and no lease (states PROCESSING / COMPLETED): a v1 PROCESSING marker's lease is
+// read as createdAtMs + the configured lease.
+type idemEnvelope struct {
+	SchemaVersion int     `json:"schemaVersion"`
+	State         string  `json:"state"`
+	Owner         string  `json:"owner,omitempty"`
+	RequestHash   string  `json:"requestHash"`
+	ResourceID    string  `json:"resourceId"`
+	LeaseUntilMs  int64   `json:"leaseUntilMs,omitempty"`
+	Status        int     `json:"status,omitempty"`
+	Location      string  `json:"location,omitempty"`
+	ETag          string  `json:"etag,omitempty"`
+	Body          *string `json:"body,omitempty"`
+	CreatedAtMs   int64   `json:"createdAtMs"`
+	UpdatedAtMs   int64   `json:"updatedAtMs"`
+}
+
+func decodeEnvelope(raw string) (idemEnvelope, error) {
+	var env idemEnvelope
+	err := json.Unmarshal([]byte(raw), &env)
+	return env, err
+}
+
+// read decodes and classifies a marker: found, old schema, or corrupt (refused).
+func (x *Idempotency) read(ctx context.Context, raw string) (idemEnvelope, Outcome, error) {
+	x.m.Payload(ctx, "idempotency", len(raw))
+	env, err := decodeEnvelope(raw)
+	var bad []string
+	if err != nil {
+		bad = append(bad, "json")
+	}
+	outcome := Found
+	switch env.SchemaVersion {
+	case SchemaVersion:
+	case SchemaVersion - 1:
+		outcome = OldSchema
+		switch env.State {
+		case idemV1Processing:
+			env.State = idemPending
+		case idemV1Completed:
+			env.State = idemDone
+		}
+	default:
+		bad = append(bad, "schemaVersion")
+	}
+	if env.RequestHash == "" {
+		bad = append(bad, "requestHash")
+	}
+	switch env.State {
+	case idemPending:
+	case idemDone:
+		if env.Status < 200 || env.Status > 299 || env.Body == nil {
+			bad = append(bad, "status|body")
+		}
+	default:
+		bad = append(bad, "state")
+	}
+	if len(bad) > 0 {
+		x.m.Read(ctx, "idempotency", Corrupt)
+		x.log.ErrorContext(ctx, "corrupt object", "key", "idem:{*}", "fields", bad)
+		return env, Corrupt, fmt.Errorf("%w: idempotency marker has missing or malformed fields %v", ErrCorrupt, bad)
+	}
+	x.m.Read(ctx, "idempotency", outcome)
+	return env, outcome, nil
+}
+
+func (x *Idempotency) leaseUntil(env idemEnvelope, o Outcome) int64 {
+	if env.LeaseUntilMs > 0 {
+		return env.LeaseUntilMs
+	}
+	if o == OldSchema {
+		return env.CreatedAtMs + x.ls.Milliseconds()
+	}
+	return 0
+}

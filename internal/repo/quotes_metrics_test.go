@@ -1,0 +1,85 @@
+package repo
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// TestQuoteCaseIdemMetrics checks the counters the issue asks for: transitions by type and
+// outcome, CAS conflicts, idempotent replays and conflicts, reads by outcome.
+func TestQuoteCaseIdemMetrics(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	m := NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"))
+	s := testredis.Open(t, testredis.Backends()[0])
+	prefix := testredis.Prefix(t)
+	ctx := context.Background()
+	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCases(s, CaseOptions{Prefix: prefix, Hasher: qcHasher(t), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := NewIdempotency(s, IdempotencyOptions{Prefix: prefix, Hasher: qcHasher(t), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mustCreateQuote(t, q, "acme")
+	_, _ = q.Patch(ctx, "acme", d.ID, 1, QuotePatch{TaxMinor: ptr[int64](1)})
+	_, _ = q.Patch(ctx, "acme", d.ID, 1, QuotePatch{TaxMinor: ptr[int64](2)}) // stale
+	k := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
+	for range 4 {
+		_, _ = c.Escalate(ctx, change(k, "r"))
+	}
+	sc := IdemScope{Tenant: "acme", Operation: "createQuote", Key: "metrics-key"}
+	cl, _ := x.Claim(ctx, sc, "h1", d.ID)
+	_ = x.Complete(ctx, cl, IdemResponse{Status: 201, Body: []byte("{}")})
+	_, _ = x.Claim(ctx, sc, "h1", d.ID)
+	_, _ = x.Claim(ctx, sc, "h2", d.ID)
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			sum, ok := mt.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				key := mt.Name
+				for _, kv := range dp.Attributes.ToSlice() {
+					key += " " + string(kv.Key) + "=" + kv.Value.AsString()
+				}
+				got[key] += dp.Value
+			}
+		}
+	}
+	want := map[string]int64{
+		"hashgate_repo_transitions object=quote outcome=ok transition=patch":               1,
+		"hashgate_repo_transitions object=quote outcome=stale transition=patch":            1,
+		"hashgate_repo_events event=cas_conflict object=quote":                             1,
+		"hashgate_repo_transitions object=case outcome=ok transition=escalate":             3,
+		"hashgate_repo_transitions object=case outcome=max_escalation transition=escalate": 1,
+		"hashgate_repo_events event=replay object=idempotency":                             1,
+		"hashgate_repo_events event=mismatch object=idempotency":                           1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d", k, got[k], v)
+		}
+	}
+	if t.Failed() {
+		t.Logf("collected: %v", got)
+	}
+}

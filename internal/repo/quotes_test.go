@@ -1,0 +1,431 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+func newTestQuotes(t *testing.T, s *store.Store, prefix string, maxItems int) *Quotes {
+	t.Helper()
+	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, TTL: time.Hour, MaxItems: maxItems})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func mustCreateQuote(t *testing.T, q *Quotes, tenant string) *Quote {
+	t.Helper()
+	d, err := q.Create(context.Background(), NewQuote{Tenant: tenant, CustomerID: "cust-1", SalesChannel: "web", Currency: "EUR"})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return d
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestNewQuotesValidatesOptions(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	for _, o := range []QuoteOptions{{}, {Prefix: "p", MaxItems: 5000}, {Prefix: "p", TTL: time.Millisecond}} {
+		if _, err := NewQuotes(s, o); !errors.Is(err, ErrBadOptions) {
+			t.Errorf("%+v: err = %v", o, err)
+		}
+	}
+	if _, err := NewQuotes(nil, QuoteOptions{Prefix: "p"}); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("nil store: err = %v", err)
+	}
+}
+
+func TestQuoteLifecycle(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		q := newTestQuotes(t, s, prefix, 100)
+		d := mustCreateQuote(t, q, "acme")
+		if d.Status != QuoteDraft || d.StateVersion != 1 || d.SchemaVersion != SchemaVersion || d.PricingVersion != QuotePricingVersion ||
+			d.TotalMinor != 0 || d.ExpiresAt.Sub(d.UpdatedAt) != time.Hour {
+			t.Fatalf("created %+v", d)
+		}
+		d, err := q.PutItem(ctx, "acme", d.ID, 1, QuoteItem{ID: "a", SKU: "SKU-1", Quantity: 3, UnitPriceMinor: 250, Description: "widget"})
+		if err != nil || d.SubtotalMinor != 750 || d.TotalMinor != 750 || d.ItemCount != 1 || d.StateVersion != 2 {
+			t.Fatalf("put: %+v %v", d, err)
+		}
+		d, err = q.Patch(ctx, "acme", d.ID, 2, QuotePatch{DiscountMinor: ptr[int64](50), TaxMinor: ptr[int64](70), SalesChannel: ptr("partner")})
+		if err != nil || d.TotalMinor != 770 || d.SalesChannel != "partner" || d.StateVersion != 3 {
+			t.Fatalf("patch: %+v %v", d, err)
+		}
+		d, err = q.PutItem(ctx, "acme", d.ID, 3, QuoteItem{ID: "a", SKU: "SKU-1", Quantity: 1, UnitPriceMinor: 250})
+		if err != nil || d.SubtotalMinor != 250 || d.ItemCount != 1 || d.TotalMinor != 270 {
+			t.Fatalf("replace: %+v %v", d, err)
+		}
+		_, err = q.DeleteItem(ctx, "acme", d.ID, "a", 4)
+		qcWantKind(t, err, apperr.Unprocessable) // the discount (50) would exceed the empty subtotal
+		items, got, err := q.Items(ctx, "acme", d.ID)
+		if err != nil || len(items) != 1 || items[0].LineTotalMinor != 250 || got.StateVersion != 4 {
+			t.Fatalf("items: %+v %+v %v", items, got, err)
+		}
+		_, err = q.DeleteItem(ctx, "acme", d.ID, "nope", 4)
+		qcWantKind(t, err, apperr.NotFound)
+		if qcPTTL(t, s, q.itemsKey(d.ID)) <= 0 || qcPTTL(t, s, q.summaryKey(d.ID)) <= 0 {
+			t.Fatal("keys without TTL")
+		}
+		d, err = q.Submit(ctx, "acme", d.ID, 4)
+		if err != nil || d.Status != QuoteSubmitted || d.SubmittedAt.IsZero() || d.StateVersion != 5 {
+			t.Fatalf("submit: %+v %v", d, err)
+		}
+		_, err = q.Patch(ctx, "acme", d.ID, 5, QuotePatch{TaxMinor: ptr[int64](1)})
+		qcWantKind(t, err, apperr.InvalidStatus)
+		_, err = q.PutItem(ctx, "acme", d.ID, 5, QuoteItem{ID: "b", SKU: "S", Quantity: 1, UnitPriceMinor: 1})
+		qcWantKind(t, err, apperr.InvalidStatus)
+		_, err = q.Submit(ctx, "acme", d.ID, 5)
+		qcWantKind(t, err, apperr.InvalidStatus)
+		qcRequireTTLs(t, s, prefix)
+		// Another tenant neither sees nor deletes it.
+		_, err = q.Get(ctx, "other", d.ID)
+		qcWantKind(t, err, apperr.NotFound)
+		_, _, err = q.Items(ctx, "other", d.ID)
+		qcWantKind(t, err, apperr.NotFound)
+		if err := q.Delete(ctx, "other", d.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Get(ctx, "acme", d.ID); err != nil {
+			t.Fatalf("deleted by another tenant: %v", err)
+		}
+		if err := q.Delete(ctx, "acme", d.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = q.Get(ctx, "acme", d.ID)
+		qcWantKind(t, err, apperr.NotFound)
+		if n := qcRequireTTLs(t, s, prefix); n != 0 {
+			t.Fatalf("%d keys left after delete", n)
+		}
+	})
+}
+
+// TestQuoteTotalsInvariant drives random item and patch sequences against a Go model and
+// checks after every step that the stored totals match it and satisfy the invariant.
+func TestQuoteTotalsInvariant(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		q := newTestQuotes(t, s, prefix, 8)
+		rng := rand.New(rand.NewPCG(5, uint64(len(b.Name))))
+		d := mustCreateQuote(t, q, "acme")
+		lines := map[string]int64{}
+		var discount, tax int64
+		subtotal := func() int64 {
+			var n int64
+			for _, v := range lines {
+				n += v
+			}
+			return n
+		}
+		applied := 0
+		for step := range 200 {
+			id := fmt.Sprintf("i%d", rng.IntN(10))
+			var (
+				next *Quote
+				err  error
+				want error // the refusal the model predicts
+			)
+			switch op := rng.IntN(4); op {
+			case 0, 1:
+				qty, price := 1+rng.Int64N(20), rng.Int64N(10_000)
+				_, exists := lines[id]
+				if !exists && len(lines) >= 8 {
+					want = apperr.BoundExceeded
+				} else if discount > subtotal()-lines[id]+qty*price {
+					want = apperr.Unprocessable
+				}
+				next, err = q.PutItem(ctx, "acme", d.ID, d.StateVersion, QuoteItem{ID: id, SKU: "S-" + id, Quantity: qty, UnitPriceMinor: price})
+				if want == nil && err == nil {
+					lines[id] = qty * price
+				}
+			case 2:
+				_, exists := lines[id]
+				if !exists {
+					want = apperr.NotFound
+				} else if discount > subtotal()-lines[id] {
+					want = apperr.Unprocessable
+				}
+				next, err = q.DeleteItem(ctx, "acme", d.ID, id, d.StateVersion)
+				if want == nil && err == nil {
+					delete(lines, id)
+				}
+			case 3:
+				nd, nt := rng.Int64N(subtotal()+2000), rng.Int64N(5000)
+				if nd > subtotal() {
+					want = apperr.Unprocessable
+				}
+				next, err = q.Patch(ctx, "acme", d.ID, d.StateVersion, QuotePatch{DiscountMinor: &nd, TaxMinor: &nt})
+				if want == nil && err == nil {
+					discount, tax = nd, nt
+				}
+			}
+			if want != nil {
+				if !errors.Is(err, want) {
+					t.Fatalf("step %d: err = %v, want %v", step, err, want)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			if next.StateVersion != d.StateVersion+1 {
+				t.Fatalf("step %d: stateVersion %d after %d", step, next.StateVersion, d.StateVersion)
+			}
+			d = next
+			applied++
+			if d.SubtotalMinor != subtotal() || d.DiscountMinor != discount || d.TaxMinor != tax ||
+				d.TotalMinor != d.SubtotalMinor-d.DiscountMinor+d.TaxMinor || d.ItemCount != len(lines) {
+				t.Fatalf("step %d: stored %+v, model subtotal %d discount %d tax %d items %d", step, d, subtotal(), discount, tax, len(lines))
+			}
+		}
+		if applied < 100 {
+			t.Fatalf("only %d of 200 steps were applied", applied)
+		}
+		items, got, err := q.Items(ctx, "acme", d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		for _, it := range items {
+			sum += it.LineTotalMinor
+		}
+		if sum != got.SubtotalMinor || len(items) != got.ItemCount {
+			t.Fatalf("items sum %d (%d items) vs summary %+v", sum, len(items), got)
+		}
+		qcRequireTTLs(t, s, prefix)
+	})
+}
+
+// TestQuoteConcurrentPatch: 64 writers with the same If-Match → exactly one wins.
+func TestQuoteConcurrentPatch(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		q := newTestQuotes(t, s, prefix, 100)
+		d := mustCreateQuote(t, q, "acme")
+		var wg sync.WaitGroup
+		errs := make([]error, 64)
+		for i := range errs {
+			wg.Go(func() {
+				_, errs[i] = q.Patch(ctx, "acme", d.ID, 1, QuotePatch{TaxMinor: ptr(int64(i))})
+			})
+		}
+		wg.Wait()
+		ok, stale := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, apperr.PreconditionFailed):
+				stale++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}
+		got, err := q.Get(ctx, "acme", d.ID)
+		if ok != 1 || stale != 63 || err != nil || got.StateVersion != 2 {
+			t.Fatalf("ok %d stale %d, final %+v %v", ok, stale, got, err)
+		}
+	})
+}
+
+func TestQuoteBounds(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		q := newTestQuotes(t, s, prefix, 3)
+		d := mustCreateQuote(t, q, "acme")
+		v := d.StateVersion
+		for i := range 3 {
+			if _, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: fmt.Sprint("i", i), SKU: "S", Quantity: 1, UnitPriceMinor: 1}); err != nil {
+				t.Fatal(err)
+			}
+			v++
+		}
+		tests := []struct {
+			name string
+			call func() error
+			want *apperr.Kind
+		}{
+			{"item over the bound", func() error {
+				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i3", SKU: "S", Quantity: 1, UnitPriceMinor: 1})
+				return err
+			}, apperr.BoundExceeded},
+			{"line total over 2^53", func() error {
+				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 2, UnitPriceMinor: MaxAmountMinor})
+				return err
+			}, apperr.BoundExceeded},
+			{"subtotal over 2^53", func() error {
+				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 1, UnitPriceMinor: MaxAmountMinor})
+				return err
+			}, apperr.BoundExceeded},
+			{"unit price over the bound", func() error {
+				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 1, UnitPriceMinor: MaxAmountMinor + 1})
+				return err
+			}, apperr.BoundExceeded},
+			{"tax makes total overflow", func() error {
+				_, err := q.Patch(ctx, "acme", d.ID, v, QuotePatch{TaxMinor: ptr(MaxAmountMinor)})
+				return err
+			}, apperr.BoundExceeded},
+			{"negative quantity", func() error {
+				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: -1, UnitPriceMinor: 1})
+				return err
+			}, apperr.Validation},
+			{"negative discount", func() error {
+				_, err := q.Patch(ctx, "acme", d.ID, v, QuotePatch{DiscountMinor: ptr[int64](-1)})
+				return err
+			}, apperr.Validation},
+			{"discount above subtotal", func() error {
+				_, err := q.Patch(ctx, "acme", d.ID, v, QuotePatch{DiscountMinor: ptr[int64](4)})
+				return err
+			}, apperr.Unprocessable},
+			{"unknown currency", func() error {
+				_, err := q.Create(ctx, NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "XYZ"})
+				return err
+			}, apperr.Unprocessable},
+			{"stale version", func() error {
+				_, err := q.Patch(ctx, "acme", d.ID, v-1, QuotePatch{TaxMinor: ptr[int64](1)})
+				return err
+			}, apperr.PreconditionFailed},
+			{"unknown quote", func() error {
+				_, err := q.Patch(ctx, "acme", NewQuoteID(), 1, QuotePatch{TaxMinor: ptr[int64](1)})
+				return err
+			}, apperr.NotFound},
+			{"malformed id", func() error { _, err := q.Get(ctx, "acme", "q_{x}"); return err }, apperr.NotFound},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) { qcWantKind(t, tt.call(), tt.want) })
+		}
+		// Nothing was half-written: the draft is as the three good writes left it.
+		got, err := q.Get(ctx, "acme", d.ID)
+		if err != nil || got.StateVersion != v || got.SubtotalMinor != 3 || got.ItemCount != 3 {
+			t.Fatalf("after refusals: %+v %v", got, err)
+		}
+		// At the bound an existing line can still be replaced; the largest exact amount passes.
+		got, err = q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 1, UnitPriceMinor: MaxAmountMinor - 2})
+		if err != nil || got.SubtotalMinor != MaxAmountMinor || got.TotalMinor != MaxAmountMinor {
+			t.Fatalf("max amount: %+v %v", got, err)
+		}
+	})
+}
+
+// TestQuoteReadsPreviousSchema proves a v1 draft (field `channel`, no pricingVersion, no
+// expiresAtMs) is read and can still be written.
+func TestQuoteReadsPreviousSchema(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		q := newTestQuotes(t, s, prefix, 100)
+		id := NewQuoteID()
+		qcHSet(t, s, q.summaryKey(id), map[string]string{
+			"schemaVersion": "1", "quoteId": id, "tenantId": "acme", "customerId": "c1", "channel": "store",
+			"status": "DRAFT", "currency": "JPY", "subtotalMinor": "0", "discountMinor": "0", "taxMinor": "0",
+			"totalMinor": "0", "itemCount": "0", "stateVersion": "4", "createdAtMs": "1700000000000", "updatedAtMs": "1700000001000",
+		})
+		d, err := q.Get(ctx, "acme", id)
+		if err != nil || d.SalesChannel != "store" || d.PricingVersion != 1 || d.SchemaVersion != 1 ||
+			!d.ExpiresAt.Equal(time.UnixMilli(1700000001000).Add(time.Hour)) {
+			t.Fatalf("v1 read: %+v %v", d, err)
+		}
+		d, err = q.PutItem(ctx, "acme", id, 4, QuoteItem{ID: "x", SKU: "S", Quantity: 2, UnitPriceMinor: 5})
+		if err != nil || d.TotalMinor != 10 || d.SalesChannel != "store" || d.StateVersion != 5 {
+			t.Fatalf("v1 write: %+v %v", d, err)
+		}
+		d, err = q.Patch(ctx, "acme", id, 5, QuotePatch{SalesChannel: ptr("web")})
+		if err != nil || d.SalesChannel != "web" {
+			t.Fatalf("v1 patch: %+v %v", d, err)
+		}
+	})
+}
+
+func TestQuoteRefusesCorrupt(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		q := newTestQuotes(t, s, prefix, 100)
+		good := map[string]string{
+			"schemaVersion": "2", "tenantId": "acme", "customerId": "c1", "salesChannel": "web",
+			"status": "DRAFT", "currency": "EUR", "subtotalMinor": "10", "discountMinor": "0", "taxMinor": "0",
+			"totalMinor": "10", "itemCount": "1", "pricingVersion": "1", "stateVersion": "2", "createdAtMs": "1700000000000",
+			"updatedAtMs": "1700000000000", "expiresAtMs": "1700003600000",
+		}
+		tests := []struct {
+			name   string
+			change map[string]string
+			drop   string
+		}{
+			{"bad number", map[string]string{"stateVersion": "two"}, ""},
+			{"broken invariant", map[string]string{"totalMinor": "11"}, ""},
+			{"unknown status", map[string]string{"status": "LOST"}, ""},
+			{"future schema", map[string]string{"schemaVersion": "3"}, ""},
+			{"missing currency", nil, "currency"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				id := NewQuoteID()
+				m := map[string]string{"quoteId": id}
+				for k, v := range good {
+					m[k] = v
+				}
+				for k, v := range tt.change {
+					m[k] = v
+				}
+				delete(m, tt.drop)
+				qcHSet(t, s, q.summaryKey(id), m)
+				if _, err := q.Get(ctx, "acme", id); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("err = %v, want ErrCorrupt", err)
+				}
+			})
+		}
+		// A corrupt line item is refused by the recomputing script, not summed.
+		d := mustCreateQuote(t, q, "acme")
+		qcHSet(t, s, q.itemsKey(d.ID), map[string]string{"bad": "{not json"})
+		if _, err := q.PutItem(ctx, "acme", d.ID, 1, QuoteItem{ID: "ok", SKU: "S", Quantity: 1, UnitPriceMinor: 1}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("err = %v, want ErrCorrupt", err)
+		}
+	})
+}
+
+// TestQuoteCreateWithPlannedID: creating twice under one planned id returns the first draft.
+func TestQuoteCreateWithPlannedID(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		q := newTestQuotes(t, s, prefix, 100)
+		in := NewQuote{ID: NewQuoteID(), Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "USD"}
+		a, err := q.Create(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := q.Create(ctx, in)
+		if err != nil || *a != *b {
+			t.Fatalf("second create: %+v vs %+v, %v", b, a, err)
+		}
+		in.Tenant = "other"
+		_, err = q.Create(ctx, in)
+		qcWantKind(t, err, apperr.Conflict)
+	})
+}
+
+func TestIsCurrency(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]bool{"EUR": true, "USD": true, "JPY": true, "IDR": true, "XYZ": false, "eur": false, "XXX": false, "HRK": false, "": false} {
+		if IsCurrency(code) != want {
+			t.Errorf("IsCurrency(%q) = %v", code, !want)
+		}
+	}
+}

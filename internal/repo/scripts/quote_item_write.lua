@@ -1,0 +1,74 @@
+-- quote_item_write.lua: add, replace or remove one line item of a DRAFT at an expected
+-- stateVersion, recompute subtotalMinor (Σ quantity × unitPriceMinor over every line) and
+-- totalMinor = subtotalMinor - discountMinor + taxMinor in the same step, bump stateVersion and
+-- refresh the TTL of both keys. Amounts are Lua numbers (doubles): every intermediate result is
+-- refused above ARGV[11] (2^53-1), below which double arithmetic on integers is exact.
+-- KEYS[1] summary hash  <p>:v1:quote:{q_<id>}
+-- KEYS[2] items hash    <p>:v1:quote:{q_<id>}:items  (field = itemId, value = item JSON)
+-- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match)  ARGV[3] 'put' | 'delete'
+-- ARGV[4] itemId  ARGV[5] item JSON (put)  ARGV[6] quantity  ARGV[7] unitPriceMinor
+-- ARGV[8] max items  ARGV[9] max item bytes  ARGV[10] TTL ms  ARGV[11] max amount
+-- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'ITEM_NOT_FOUND'} | {'STALE', current}
+--        | {'INVALID_STATUS', status} | {'BOUND', 'items'|'itemBytes'} | {'OVERFLOW', field}
+--        | {'DISCOUNT'} | {'CORRUPT', field}
+local s = redis.call('HMGET', KEYS[1], 'tenantId', 'stateVersion', 'status', 'discountMinor', 'taxMinor')
+if not s[1] or s[1] ~= ARGV[1] then
+  return {'NOT_FOUND'}
+end
+local version = tonumber(s[2])
+if not version then return {'CORRUPT', 'stateVersion'} end
+if version ~= tonumber(ARGV[2]) then return {'STALE', s[2]} end
+if s[3] ~= 'DRAFT' then return {'INVALID_STATUS', tostring(s[3])} end
+local discount, tax = tonumber(s[4]), tonumber(s[5])
+if not discount then return {'CORRUPT', 'discountMinor'} end
+if not tax then return {'CORRUPT', 'taxMinor'} end
+local put = ARGV[3] == 'put'
+local id = ARGV[4]
+local max = tonumber(ARGV[11])
+local exists = redis.call('HEXISTS', KEYS[2], id) == 1
+if put then
+  if string.len(ARGV[5]) > tonumber(ARGV[9]) then return {'BOUND', 'itemBytes'} end
+  if not exists and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[8]) then return {'BOUND', 'items'} end
+elseif not exists then
+  return {'ITEM_NOT_FOUND'}
+end
+local subtotal, count = 0, 0
+local all = redis.call('HGETALL', KEYS[2])
+for i = 1, #all, 2 do
+  if all[i] ~= id then
+    local ok, it = pcall(cjson.decode, all[i + 1])
+    if not ok or type(it) ~= 'table' then return {'CORRUPT', 'items'} end
+    local q, p = tonumber(it['quantity']), tonumber(it['unitPriceMinor'])
+    if not q or not p or q < 1 or p < 0 then return {'CORRUPT', 'items'} end
+    local line = q * p
+    if line > max then return {'OVERFLOW', 'lineTotalMinor'} end
+    subtotal = subtotal + line
+    if subtotal > max then return {'OVERFLOW', 'subtotalMinor'} end
+    count = count + 1
+  end
+end
+if put then
+  local line = tonumber(ARGV[6]) * tonumber(ARGV[7])
+  if line > max then return {'OVERFLOW', 'lineTotalMinor'} end
+  subtotal = subtotal + line
+  if subtotal > max then return {'OVERFLOW', 'subtotalMinor'} end
+  count = count + 1
+end
+if discount > subtotal then return {'DISCOUNT'} end
+local total = subtotal - discount + tax
+if total > max then return {'OVERFLOW', 'totalMinor'} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[10])
+local function n(x) return string.format('%.0f', x) end
+if put then
+  redis.call('HSET', KEYS[2], id, ARGV[5])
+else
+  redis.call('HDEL', KEYS[2], id)
+end
+redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
+redis.call('HSET', KEYS[1], 'subtotalMinor', n(subtotal), 'totalMinor', n(total), 'itemCount', n(count),
+  'updatedAtMs', n(now), 'expiresAtMs', n(now + ttl))
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,0 +1,42 @@
+-- quote_patch.lua: merge-patch a DRAFT at an expected stateVersion (compare-and-set), keep
+-- totalMinor = subtotalMinor - discountMinor + taxMinor, bump stateVersion, refresh the TTL of
+-- both keys.
+-- KEYS[1] summary hash  <p>:v1:quote:{q_<id>}
+-- KEYS[2] items hash    <p>:v1:quote:{q_<id>}:items
+-- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match)  ARGV[3] TTL ms
+-- ARGV[4] max amount (2^53-1: Lua numbers are doubles, exact below it)
+-- ARGV[5] customerId  ARGV[6] salesChannel  ARGV[7] discountMinor  ARGV[8] taxMinor ('' = unchanged)
+-- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
+--        | {'DISCOUNT'} | {'OVERFLOW', field} | {'CORRUPT', field}
+local s = redis.call('HMGET', KEYS[1], 'tenantId', 'stateVersion', 'status', 'subtotalMinor', 'discountMinor', 'taxMinor')
+if not s[1] or s[1] ~= ARGV[1] then
+  return {'NOT_FOUND'}
+end
+local version = tonumber(s[2])
+if not version then return {'CORRUPT', 'stateVersion'} end
+if version ~= tonumber(ARGV[2]) then return {'STALE', s[2]} end
+if s[3] ~= 'DRAFT' then return {'INVALID_STATUS', tostring(s[3])} end
+local subtotal = tonumber(s[4])
+if not subtotal then return {'CORRUPT', 'subtotalMinor'} end
+local discount = tonumber(s[5])
+if ARGV[7] ~= '' then discount = tonumber(ARGV[7]) end
+local tax = tonumber(s[6])
+if ARGV[8] ~= '' then tax = tonumber(ARGV[8]) end
+if not discount then return {'CORRUPT', 'discountMinor'} end
+if not tax then return {'CORRUPT', 'taxMinor'} end
+local max = tonumber(ARGV[4])
+if discount > subtotal then return {'DISCOUNT'} end
+local total = subtotal - discount + tax
+if total > max then return {'OVERFLOW', 'totalMinor'} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+local function n(x) return string.format('%.0f', x) end
+redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'customerId', ARGV[5]) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'salesChannel', ARGV[6]) end
+redis.call('HSET', KEYS[1], 'discountMinor', n(discount), 'taxMinor', n(tax), 'totalMinor', n(total),
+  'updatedAtMs', n(now), 'expiresAtMs', n(now + ttl))
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,0 +1,25 @@
+-- quote_submit.lua: move a draft from DRAFT to SUBMITTED at an expected stateVersion, bump
+-- stateVersion and refresh the TTL of both keys.
+-- KEYS[1] summary hash  <p>:v1:quote:{q_<id>}
+-- KEYS[2] items hash    <p>:v1:quote:{q_<id>}:items
+-- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match)  ARGV[3] TTL ms
+-- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
+--        | {'CORRUPT', field}
+local s = redis.call('HMGET', KEYS[1], 'tenantId', 'stateVersion', 'status')
+if not s[1] or s[1] ~= ARGV[1] then
+  return {'NOT_FOUND'}
+end
+local version = tonumber(s[2])
+if not version then return {'CORRUPT', 'stateVersion'} end
+if version ~= tonumber(ARGV[2]) then return {'STALE', s[2]} end
+if s[3] ~= 'DRAFT' then return {'INVALID_STATUS', tostring(s[3])} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+local function n(x) return string.format('%.0f', x) end
+redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
+redis.call('HSET', KEYS[1], 'status', 'SUBMITTED', 'submittedAtMs', n(now), 'updatedAtMs', n(now),
+  'expiresAtMs', n(now + ttl))
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,0 +1,169 @@
+// Package sweeper escalates overdue escalation cases by themselves. Every gateway replica runs
+// one Sweeper; they need no coordination: each tick reads the tenants' due indexes and asks the
+// case_auto_escalate script to escalate each overdue case, and that script re-checks — in one
+// atomic step on the case's own keys — that the case is still OPEN, due by the Redis server's
+// clock and never auto-escalated. However many sweepers race, each case is escalated once.
+//
+// Finding the due indexes on a cluster: a due index lives in its tenant's slot, so a sweeper
+// cannot list them with one command. Instead tenants register their tag in one small global
+// registry key when a case is created or reopened (see repo.Cases.SweepTenants). That is a
+// single key, works unchanged on every topology, and is bounded and expiring.
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/repo"
+)
+
+// Cases is what the sweeper needs from the case repository (*repo.Cases implements it).
+type Cases interface {
+	SweepTenants(ctx context.Context) ([]string, time.Time, error)
+	DueCases(ctx context.Context, tenantTag string, now time.Time, limit int) ([]string, error)
+	AutoEscalate(ctx context.Context, caseID string) (repo.AutoOutcome, error)
+	Undue(ctx context.Context, tenantTag string, caseIDs ...string) error
+}
+
+// Defaults.
+const (
+	DefaultInterval = 10 * time.Second
+	// DefaultBatch is how many due cases one tenant query returns.
+	DefaultBatch = 100
+	// maxBatchesPerTenant bounds one tick's work per tenant; the rest waits for the next tick.
+	maxBatchesPerTenant = 10
+)
+
+// ErrBadOptions reports an unusable option.
+var ErrBadOptions = errors.New("sweeper: bad options")
+
+// Stats counts one sweep's outcomes.
+type Stats struct {
+	Tenants   int
+	Escalated int
+	Skipped   int // not open, already escalated once, at max level, or gone
+	NotDue    int
+	Errors    int
+}
+
+// Sweeper periodically escalates overdue OPEN cases.
+type Sweeper struct {
+	cases    Cases
+	interval time.Duration
+	batch    int
+	log      *slog.Logger
+	m        *repo.Metrics
+}
+
+// New returns a sweeper over cases running every interval (default 10 s).
+func New(cases Cases, interval time.Duration, log *slog.Logger, m *repo.Metrics) (*Sweeper, error) {
+	if cases == nil {
+		return nil, fmt.Errorf("%w: no case repository", ErrBadOptions)
+	}
+	if interval == 0 {
+		interval = DefaultInterval
+	}
+	if interval < 10*time.Millisecond {
+		return nil, fmt.Errorf("%w: interval %s is under 10ms", ErrBadOptions, interval)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sweeper{cases: cases, interval: interval, batch: DefaultBatch, log: log, m: m}, nil
+}
+
+// Run sweeps every interval (with ±10% jitter, so replicas spread out) until ctx is done.
+func (s *Sweeper) Run(ctx context.Context) {
+	s.log.InfoContext(ctx, "case sweeper started", "interval", s.interval)
+	t := time.NewTimer(s.jittered())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.log.InfoContext(context.WithoutCancel(ctx), "case sweeper stopped")
+			return
+		case <-t.C:
+		}
+		st, err := s.SweepOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "case sweep failed", "err", err)
+		case st.Escalated > 0 || st.Errors > 0:
+			s.log.InfoContext(ctx, "case sweep", "tenants", st.Tenants, "escalated", st.Escalated, "skipped", st.Skipped, "errors", st.Errors)
+		}
+		t.Reset(s.jittered())
+	}
+}
+
+func (s *Sweeper) jittered() time.Duration {
+	j := time.Duration(rand.Int64N(int64(s.interval)/5+1)) - s.interval/10
+	return s.interval + j
+}
+
+// SweepOnce runs one pass over every registered tenant.
+func (s *Sweeper) SweepOnce(ctx context.Context) (Stats, error) {
+	var st Stats
+	tags, now, err := s.cases.SweepTenants(ctx)
+	if err != nil {
+		return st, fmt.Errorf("sweeper: tenants: %w", err)
+	}
+	st.Tenants = len(tags)
+	for _, tag := range tags {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		s.sweepTenant(ctx, tag, now, &st)
+	}
+	return st, nil
+}
+
+// sweepTenant escalates the tenant's due cases batch by batch and drops from the index every
+// case that needs no further look.
+func (s *Sweeper) sweepTenant(ctx context.Context, tag string, now time.Time, st *Stats) {
+	for range maxBatchesPerTenant {
+		ids, err := s.cases.DueCases(ctx, tag, now, s.batch)
+		if err != nil {
+			st.Errors++
+			s.log.WarnContext(ctx, "case sweep: due index", "err", err)
+			return
+		}
+		var done []string
+		for _, id := range ids {
+			o, err := s.cases.AutoEscalate(ctx, id)
+			switch {
+			case errors.Is(err, repo.ErrCorrupt):
+				st.Errors++
+				done = append(done, id) // refused and logged by the repository; do not retry it forever
+				continue
+			case err != nil:
+				st.Errors++
+				s.log.WarnContext(ctx, "case sweep: auto-escalate", "err", err)
+				continue
+			}
+			switch o {
+			case repo.AutoEscalated:
+				st.Escalated++
+				s.m.Event(ctx, "case", "sweeper_escalation")
+			case repo.AutoNotDue:
+				st.NotDue++
+			default:
+				st.Skipped++
+			}
+			if o.Final() {
+				done = append(done, id)
+			}
+		}
+		if err := s.cases.Undue(ctx, tag, done...); err != nil {
+			st.Errors++
+			s.log.WarnContext(ctx, "case sweep: undue", "err", err)
+			return
+		}
+		if len(ids) < s.batch || len(done) == 0 {
+			return
+		}
+	}
+}
