@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,7 +89,9 @@ func newHarnessOn(t *testing.T, s *store.Store, prefix string, tel *telemetry.Te
 
 // bearer returns "Bearer <token>" for tenant with scopes.
 func (h *harness) bearer(tenant string, scopes ...string) string {
-	return "Bearer " + h.mint(tenant, scopes...)
+	tok := h.mint(tenant, scopes...)
+	writeSecrets("token " + tok)
+	return "Bearer " + tok
 }
 
 // do sends a request; body may be nil, a string/[]byte (sent as is) or a value (JSON).
@@ -118,6 +122,7 @@ func (h *harness) do(method, path string, body any, headers ...string) *httptest
 	req = req.WithContext(context.Background())
 	rec := httptest.NewRecorder()
 	h.e.ServeHTTP(rec, req)
+	recordSecrets(rec.Body.Bytes())
 	return rec
 }
 
@@ -164,3 +169,43 @@ func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, slug 
 	}
 	return p
 }
+
+// recordSecrets appends every token and MFA code a response hands out to the file named by
+// HASHGATE_SECRETS_FILE, so the keyspace audit after the suite (cmd/keyaudit) can prove none
+// of them reached Redis.
+func recordSecrets(body []byte) {
+	path := os.Getenv("HASHGATE_SECRETS_FILE")
+	if path == "" || !bytes.Contains(body, []byte(`"token"`)) && !bytes.Contains(body, []byte(`"code"`)) {
+		return
+	}
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return
+	}
+	var lines []string
+	if v, ok := m["token"].(string); ok && v != "" {
+		lines = append(lines, "token "+v)
+	}
+	if v, ok := m["code"].(string); ok && v != "" {
+		lines = append(lines, "code "+v)
+	}
+	writeSecrets(lines...)
+}
+
+// writeSecrets appends `kind value` lines to HASHGATE_SECRETS_FILE when it is set.
+func writeSecrets(lines ...string) {
+	path := os.Getenv("HASHGATE_SECRETS_FILE")
+	if path == "" || len(lines) == 0 {
+		return
+	}
+	secretsMu.Lock()
+	defer secretsMu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(strings.Join(lines, "\n") + "\n")
+}
+
+var secretsMu sync.Mutex

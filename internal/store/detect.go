@@ -31,6 +31,11 @@ func (s *Store) detect(ctx context.Context, o Options) error {
 	key := o.ProbePrefix + ":v1:probe:{probe}"
 	err := c.Do(ctx, c.B().Arbitrary("HSETEX").Keys(key).Args("PX", "5000", "FIELDS", "1", "f", "1").Build()).Error()
 	if err == nil {
+		// HSETEX gave the field a TTL, not the key: delete the probe at once so no key is ever
+		// left without a key-level TTL (were this DEL lost, the field's expiry still removes it).
+		if err := c.Do(ctx, c.B().Del().Key(key).Build()).Error(); err != nil {
+			return fmt.Errorf("store: remove probe key: %w", Classify(err))
+		}
 		s.Caps.FieldExpiry = FieldExpiryHSETEX
 		return nil
 	}

@@ -96,3 +96,16 @@ func TestClientOption(t *testing.T) {
 		}
 	}
 }
+
+// The capability probe leaves no key behind (a key without a key-level TTL would break the
+// every-key-has-a-TTL rule).
+func TestProbeLeavesNoKey(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, _ *store.Store, prefix string) {
+		s := testredis.Open(t, b, func(o *store.Options) { o.ProbePrefix = prefix; o.ForceFieldExpiry = "" })
+		n, err := s.Client.Do(context.Background(), s.Client.B().Exists().Key(prefix+":v1:probe:{probe}").Build()).AsInt64()
+		if err != nil || n != 0 {
+			t.Fatalf("probe key exists: %d %v", n, err)
+		}
+	})
+}
