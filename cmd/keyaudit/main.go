@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/keyaudit"
 	"github.com/hashgate/hashgate/internal/store"
 )
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		opt.DisableCache = true
 		c, err := rueidis.NewClient(opt)
 		if err != nil {
-			return fmt.Errorf("%s: %w", store.ClientOptionLabel(u), err)
+			return fmt.Errorf("%s: %w", config.MaskURL(u), err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		rep, err := (&keyaudit.Auditor{Client: c, Decls: decls, Secrets: secrets, Match: *match}).Run(cctx)
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "keyaudit %s: %d keys, %d violations (%d secrets checked)\n", store.ClientOptionLabel(u), rep.Keys,
+		fmt.Fprintf(out, "keyaudit %s: %d keys, %d violations (%d secrets checked)\n", config.MaskURL(u), rep.Keys,
 			len(rep.Violations), len(secrets.Substrings)+len(secrets.Exact))
 		for i, v := range rep.Violations {
 			if i == 50 {

@@ -225,15 +225,3 @@ func (s *Store) Ping(ctx context.Context) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// ClientOptionLabel renders a REDIS_URL for messages with any password masked.
-func ClientOptionLabel(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		user, _, _ := strings.Cut(rest[:at], ":")
-		rest = user + ":***@" + rest[at+1:]
-	}
-	return scheme + "://" + rest
-}
