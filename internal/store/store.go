@@ -224,4 +224,3 @@ func (s *Store) Ping(ctx context.Context) (time.Duration, error) {
 	}
 	return time.Since(start), nil
 }
-
