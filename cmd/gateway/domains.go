@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/handlers"
+	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/sweeper"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
@@ -32,6 +34,25 @@ func wireDomains(_ context.Context, a *app) error {
 			TTL: in.TTL, TokenType: in.TokenType, Description: in.Description})
 		return out.Token, out.ExpiresAt, err
 	}
+
+	sessRepo, err := repo.NewSessions(a.store, repo.Keys{Prefix: a.cfg.KeyPrefix}, repo.SessionOptions{
+		RefreshFraction: a.cfg.SessionRefreshFraction, DefaultIdle: a.cfg.SessionIdleTimeout,
+		MaxPerUser: a.cfg.SessionMaxPerUser,
+		MFA:        ratelimit.Policy{Name: repo.MFAPolicyName, Limit: a.cfg.MFAMaxAttempts, Window: a.cfg.MFAWindow},
+		Metrics:    rm, Logger: a.log,
+	})
+	if err != nil {
+		return err
+	}
+	sess, err := sessions.New(sessRepo, a.hasher, sessions.Config{
+		IdleTimeout: a.cfg.SessionIdleTimeout, AbsoluteTimeout: a.cfg.SessionAbsoluteTimeout,
+		ChallengeTTL: a.cfg.MFAChallengeTTL, Logger: a.log,
+		Meter: a.tel.Meter("github.com/hashgate/hashgate/internal/sessions"),
+	})
+	if err != nil {
+		return err
+	}
+	a.deps.Sessions, a.deps.SessionAuth = sess, sess
 
 	idem, err := repo.NewIdempotency(a.store, repo.IdempotencyOptions{Prefix: a.cfg.KeyPrefix, Hasher: a.hasher,
 		TTL: a.cfg.IdempotencyTTL, Metrics: rm, Logger: a.log})

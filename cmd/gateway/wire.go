@@ -14,6 +14,7 @@ import (
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
@@ -64,7 +65,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 	if err != nil {
 		return nil, err
 	}
-	if err := a.store.LoadScripts(ctx, repo.ScriptBodies()...); err != nil {
+	if err := a.store.LoadScripts(ctx, append(repo.ScriptBodies(), ratelimit.ScriptBodies()...)...); err != nil {
 		a.store.Close()
 		return nil, err
 	}

@@ -2,26 +2,62 @@ package handlers
 
 import (
 	"context"
-
-	"github.com/hashgate/hashgate/internal/apperr"
 )
 
-// GetCurrentSession answers 501 until the session issue lands.
-func (s *Server) GetCurrentSession(ctx context.Context, request GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "GetCurrentSession is not built yet.")
+// The end user's session cookie is cleared with the same attributes it is set with.
+const (
+	clearSessionCookie = SessionCookieName + "=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Strict"
+	clearSiteData      = `"cookies", "storage"`
+)
+
+// GetCurrentSession is "who am I"; authentication already slid the idle window if it was due.
+func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error) {
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := svc.Current(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return GetCurrentSession200JSONResponse{Body: sessionView(v, true), Headers: GetCurrentSession200ResponseHeaders{CacheControl: &sessNoStore}}, nil
 }
 
-// Logout answers 501 until the session issue lands.
-func (s *Server) Logout(ctx context.Context, request LogoutRequestObject) (LogoutResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "Logout is not built yet.")
+// Logout revokes the caller's session, clears the cookie and asks the browser to drop
+// cookies and storage for this origin.
+func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutResponseObject, error) {
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.Logout(ctx, p); err != nil {
+		return nil, err
+	}
+	cookie, site := clearSessionCookie, clearSiteData
+	return Logout204Response{Headers: Logout204ResponseHeaders{SetCookie: &cookie, ClearSiteData: &site}}, nil
 }
 
-// ListMyDevices answers 501 until the session issue lands.
-func (s *Server) ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "ListMyDevices is not built yet.")
+// ListMyDevices is the caller's live sessions; the caller's own is marked current.
+func (s *Server) ListMyDevices(ctx context.Context, _ ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := svc.Devices(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return ListMyDevices200JSONResponse(sessionList(list, p.SessionID)), nil
 }
 
-// RevokeMyDevice answers 501 until the session issue lands.
+// RevokeMyDevice signs out one of the caller's sessions (idempotent); another user's is 404.
 func (s *Server) RevokeMyDevice(ctx context.Context, request RevokeMyDeviceRequestObject) (RevokeMyDeviceResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "RevokeMyDevice is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.RevokeDevice(ctx, p, request.SessionId); err != nil {
+		return nil, err
+	}
+	return RevokeMyDevice204Response{}, nil
 }

@@ -2,49 +2,217 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/sessions"
 )
 
-// SessionService is what the sessions operations call. (Filled in when the sessions issue lands.)
-type SessionService interface{}
+// SessionService is what the sessions, session and forward-auth operations call
+// (implemented by *sessions.Service).
+type SessionService interface {
+	Create(ctx context.Context, tenant string, in sessions.CreateInput) (*sessions.Issued, error)
+	Get(ctx context.Context, tenant, id string) (*sessions.Session, error)
+	Revoke(ctx context.Context, tenant, id string) error
+	Rotate(ctx context.Context, tenant, id string) (*sessions.Issued, error)
+	StartChallenge(ctx context.Context, tenant, id string) (*sessions.Challenge, error)
+	Verify(ctx context.Context, tenant, id, challengeID, code string) (*sessions.Issued, error)
+	ListUser(ctx context.Context, tenant, userID string) ([]sessions.Session, error)
+	RevokeUser(ctx context.Context, tenant, userID, except string) (int, error)
+	Current(ctx context.Context, p *auth.Principal) (*sessions.Session, error)
+	Logout(ctx context.Context, p *auth.Principal) error
+	Devices(ctx context.Context, p *auth.Principal) ([]sessions.Session, error)
+	RevokeDevice(ctx context.Context, p *auth.Principal, id string) error
+}
 
-// CreateSession answers 501 until the sessions issue lands.
+var _ SessionService = (*sessions.Service)(nil)
+
+var sessNoStore = "no-store"
+
+// sessionCaller is the authenticated caller and the session service.
+func (s *Server) sessionCaller(ctx context.Context) (*auth.Principal, SessionService, error) {
+	if s.Sessions == nil {
+		return nil, nil, apperr.New(apperr.NotImplemented, "Sessions are not configured on this gateway.")
+	}
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok || p.Tenant == "" {
+		return nil, nil, apperr.New(apperr.Unauthenticated, "The credentials carry no tenant.")
+	}
+	return p, s.Sessions, nil
+}
+
+// CreateSession starts a session for a user who has just logged in; the token is shown once.
 func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "CreateSession is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := request.Body
+	if b == nil {
+		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
+	}
+	in := sessions.CreateInput{UserID: b.UserId, AuthLevel: string(b.AuthLevel), MFARequired: sessDeref(b.MfaRequired),
+		IdleTimeout: sessSeconds(b.IdleTimeoutSeconds), AbsoluteTimeout: sessSeconds(b.AbsoluteTimeoutSeconds)}
+	if d := b.Device; d != nil {
+		in.DeviceLabel, in.UserAgent, in.IP = sessDeref(d.Label), sessDeref(d.UserAgent), sessDeref(d.Ip)
+	}
+	is, err := svc.Create(ctx, p.Tenant, in)
+	if err != nil {
+		return nil, err
+	}
+	return CreateSession201JSONResponse{Body: sessionToken(is), Headers: CreateSession201ResponseHeaders{CacheControl: &sessNoStore}}, nil
 }
 
-// GetSession answers 501 until the sessions issue lands.
+// GetSession is the full view of a session of the caller's tenant.
 func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "GetSession is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := svc.Get(ctx, p.Tenant, request.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	return GetSession200JSONResponse(sessionView(v, false)), nil
 }
 
-// DeleteSession answers 501 until the sessions issue lands.
+// DeleteSession revokes a session (idempotent: 204 whether or not it was live).
 func (s *Server) DeleteSession(ctx context.Context, request DeleteSessionRequestObject) (DeleteSessionResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "DeleteSession is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.Revoke(ctx, p.Tenant, request.SessionId); err != nil {
+		return nil, err
+	}
+	return DeleteSession204Response{}, nil
 }
 
-// RotateSession answers 501 until the sessions issue lands.
+// RotateSession issues a new token; the old one stops working at once.
 func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequestObject) (RotateSessionResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "RotateSession is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	is, err := svc.Rotate(ctx, p.Tenant, request.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	return RotateSession200JSONResponse{Body: sessionToken(is), Headers: RotateSession200ResponseHeaders{CacheControl: &sessNoStore}}, nil
 }
 
-// CreateMfaChallenge answers 501 until the sessions issue lands.
+// CreateMfaChallenge starts a step-up; the caller delivers the code out of band.
 func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChallengeRequestObject) (CreateMfaChallengeResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "CreateMfaChallenge is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := svc.StartChallenge(ctx, p.Tenant, request.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	return CreateMfaChallenge201JSONResponse{Body: MfaChallenge{ChallengeId: c.ID, Code: c.Code, ExpiresAt: c.ExpiresAt},
+		Headers: CreateMfaChallenge201ResponseHeaders{CacheControl: &sessNoStore}}, nil
 }
 
-// VerifyMfa answers 501 until the sessions issue lands.
+// VerifyMfa checks the code; on success the session steps up and its token rotates.
 func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) (VerifyMfaResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "VerifyMfa is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if request.Body == nil {
+		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
+	}
+	is, err := svc.Verify(ctx, p.Tenant, request.SessionId, request.Body.ChallengeId, request.Body.Code)
+	if err != nil {
+		return nil, err
+	}
+	return VerifyMfa200JSONResponse{Body: MfaVerified{SessionId: is.Ref.ID(), Token: is.Token, Status: MfaVerifiedStatusMFAVERIFIED,
+		AuthLevel: MfaVerifiedAuthLevelMFA, IdleExpiresAt: &is.IdleExpiresAt, AbsoluteExpiresAt: &is.AbsoluteExpiresAt},
+		Headers: VerifyMfa200ResponseHeaders{CacheControl: &sessNoStore}}, nil
 }
 
-// ListUserSessions answers 501 until the sessions issue lands.
+// ListUserSessions is the user's live sessions, newest first.
 func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "ListUserSessions is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := svc.ListUser(ctx, p.Tenant, request.UserId)
+	if err != nil {
+		return nil, err
+	}
+	return ListUserSessions200JSONResponse(sessionList(list, "")), nil
 }
 
-// RevokeUserSessions answers 501 until the sessions issue lands.
+// RevokeUserSessions revokes every session of the user, optionally keeping one.
 func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error) {
-	return nil, apperr.New(apperr.NotImplemented, "RevokeUserSessions is not built yet.")
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := svc.RevokeUser(ctx, p.Tenant, request.UserId, sessDeref(request.Params.Except))
+	if err != nil {
+		return nil, err
+	}
+	return RevokeUserSessions200JSONResponse{Revoked: n}, nil
+}
+
+func sessionToken(is *sessions.Issued) SessionToken {
+	return SessionToken{SessionId: is.Ref.ID(), Token: is.Token, Status: SessionStatus(is.Status), AuthLevel: AuthLevel(is.AuthLevel),
+		CreatedAt: is.CreatedAt, IdleExpiresAt: is.IdleExpiresAt, AbsoluteExpiresAt: is.AbsoluteExpiresAt}
+}
+
+func sessionView(v *sessions.Session, current bool) Session {
+	out := Session{SessionId: v.Ref.ID(), UserId: v.UserID, TenantId: v.TenantID, Status: SessionStatus(v.Status),
+		AuthLevel: AuthLevel(v.AuthLevel), CreatedAt: v.CreatedAt, LastSeenAt: v.LastSeenAt, IdleExpiresAt: v.IdleExpiresAt,
+		AbsoluteExpiresAt: v.AbsoluteExpiresAt, LastRotatedAt: sessionTimeOrNil(v.LastRotatedAt),
+		MfaVerifiedAt: sessionTimeOrNil(v.MFAVerifiedAt), SchemaVersion: &v.SchemaVersion}
+	failed := int(v.FailedMFAAttempts)
+	out.FailedMfaAttempts = &failed
+	if v.DeviceLabel != "" {
+		out.DeviceLabel = &v.DeviceLabel
+	}
+	if current {
+		out.Current = &current
+	}
+	return out
+}
+
+// sessionList renders sessions; the one with id current (if any) is marked.
+func sessionList(list []sessions.Session, current string) SessionList {
+	out := SessionList{Items: make([]Session, 0, len(list))}
+	for i := range list {
+		v := sessionView(&list[i], false)
+		if current != "" {
+			mine := list[i].Ref.ID() == current
+			v.Current = &mine
+		}
+		out.Items = append(out.Items, v)
+	}
+	return out
+}
+
+func sessionTimeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func sessSeconds(n *int) time.Duration {
+	if n == nil {
+		return 0
+	}
+	return time.Duration(*n) * time.Second
+}
+
+func sessDeref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -1,0 +1,114 @@
+// Package ratelimit is the gateway's fixed-window counter: one small hash per identifier and
+// purpose, co-located with the identifier's hash tag, whose window comes from the server's
+// clock (redis.call('TIME')) so replicas agree. Identifiers reach Redis only as keyed hashes.
+// It also formats the IETF RateLimit-Policy and RateLimit response headers.
+//
+// The counter logic lives in scripts/fixed_window.lua; scripts that must count an attempt
+// atomically with other work (MFA verification) embed the same function, see FixedWindowLua.
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// Policy is a quota: Limit attempts per Window, named for the headers (e.g. "mfa").
+type Policy struct {
+	Name   string
+	Limit  int
+	Window time.Duration
+}
+
+// ErrBadPolicy reports an unusable policy.
+var ErrBadPolicy = errors.New("ratelimit: bad policy")
+
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// Validate checks the policy: a short lowercase name (it appears in key names and headers),
+// a positive limit and a window of at least one second.
+func (p Policy) Validate() error {
+	switch {
+	case !namePattern.MatchString(p.Name):
+		return fmt.Errorf("%w: name must match %s", ErrBadPolicy, namePattern)
+	case p.Limit < 1:
+		return fmt.Errorf("%w: limit must be at least 1", ErrBadPolicy)
+	case p.Window < time.Second:
+		return fmt.Errorf("%w: window must be at least 1s", ErrBadPolicy)
+	}
+	return nil
+}
+
+// Buffer is how long a counter outlives its window: a tenth of the window, within 1s..60s.
+func (p Policy) Buffer() time.Duration {
+	return min(max(p.Window/10, time.Second), time.Minute)
+}
+
+// PolicyHeader formats the IETF RateLimit-Policy field: "mfa";q=5;w=600.
+func (p Policy) PolicyHeader() string {
+	return sfString(p.Name) + ";q=" + strconv.Itoa(p.Limit) + ";w=" + strconv.FormatInt(ceilSeconds(p.Window), 10)
+}
+
+// Key is the counter's key: <prefix>:v1:rl:{<tag>}:<purpose>. tag must already be a keyed
+// hash (a user tag, or keyhash.Tag of the identifier); it makes the counter share a slot with
+// the identifier's other keys.
+func Key(prefix, tag, purpose string) string {
+	return prefix + ":v1:rl:{" + tag + "}:" + purpose
+}
+
+// Decision is the outcome of one counted attempt.
+type Decision struct {
+	Policy  Policy
+	Allowed bool
+	// Count is the number of attempts counted in the current window (refused ones excluded).
+	Count int
+	// Reset is the time until the current window ends.
+	Reset time.Duration
+}
+
+// Remaining is how many attempts are left in the window.
+func (d Decision) Remaining() int { return max(d.Policy.Limit-d.Count, 0) }
+
+// Header formats the IETF RateLimit field: "mfa";r=0;t=42.
+func (d Decision) Header() string {
+	return sfString(d.Policy.Name) + ";r=" + strconv.Itoa(d.Remaining()) + ";t=" + strconv.FormatInt(ceilSeconds(d.Reset), 10)
+}
+
+// Headers are the RateLimit-Policy and RateLimit fields for a response.
+func (d Decision) Headers() map[string]string {
+	return map[string]string{"RateLimit-Policy": d.Policy.PolicyHeader(), "RateLimit": d.Header()}
+}
+
+// Err is nil when the attempt is allowed, else a 429 refusal carrying Retry-After, the
+// RateLimit headers and attemptsLeft (0).
+func (d Decision) Err() error {
+	if d.Allowed {
+		return nil
+	}
+	e := &apperr.Error{
+		Kind:       apperr.RateLimited,
+		Detail:     fmt.Sprintf("Too many %s attempts; retry after %d seconds.", d.Policy.Name, ceilSeconds(d.Reset)),
+		RetryAfter: max(d.Reset, time.Second),
+	}
+	for k, v := range d.Headers() {
+		e.WithHeader(k, v)
+	}
+	return e.With("attemptsLeft", 0)
+}
+
+// sfString is an RFC 8941 structured-field string.
+func sfString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

@@ -1,0 +1,43 @@
+-- session_authorize.lua: the hot path. Read only the authorization fields of a session and
+-- slide its idle window when little of it is left, never past the absolute deadline.
+-- KEYS[1]: session hash <prefix>:v1:session:{<userTag>}:<idPart>
+-- ARGV[1]: the token's SHA-256 (base64url); a hash holding another one is not this token's
+-- ARGV[2]: refresh fraction: refresh only when less than this share of the idle window is left
+-- ARGV[3]: idle timeout in milliseconds for schema-1 hashes, which carry no idleTimeoutMs
+-- Reply: {'missing'} | {'mismatch'} (another token's hash) | {'notoken'} (no tokenHash: corrupt) |
+--        {'ok', nowMs, pttlMs, refreshed (0|1), userId, tenantId, status, authLevel,
+--         absoluteExpiresAtMs, idleTimeoutMs, schemaVersion}
+--        (absent fields are nil; the caller classifies found / old schema / corrupt)
+local v = redis.call('HMGET', KEYS[1], 'tokenHash', 'userId', 'tenantId', 'status', 'authLevel',
+  'absoluteExpiresAtMs', 'idleTimeoutMs', 'schemaVersion')
+if not (v[1] or v[2] or v[3] or v[4] or v[5] or v[6] or v[7] or v[8]) then
+  return {'missing'}
+end
+if not v[1] then
+  return {'notoken'}
+end
+if v[1] ~= ARGV[1] then
+  return {'mismatch'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local pttl = redis.call('PTTL', KEYS[1])
+local abs = tonumber(v[6])
+local idle = tonumber(v[7])
+if not idle and v[8] == '1' then
+  idle = tonumber(ARGV[3])
+end
+local refreshed = 0
+-- Refresh only a complete hash: a corrupt one is refused by the caller and never extended.
+if v[2] and v[3] and v[4] and v[5] and abs and idle and idle > 0 and abs > now then
+  if pttl < idle * tonumber(ARGV[2]) then
+    local want = math.min(idle, abs - now)
+    if want > pttl then
+      redis.call('PEXPIRE', KEYS[1], string.format('%d', want))
+      redis.call('HSET', KEYS[1], 'lastSeenAtMs', string.format('%d', now))
+      pttl = want
+      refreshed = 1
+    end
+  end
+end
+return {'ok', now, pttl, refreshed, v[2], v[3], v[4], v[5], v[6], v[7], v[8]}

@@ -1,0 +1,36 @@
+-- session_challenge.lua: start an MFA step-up. The challenge id and the HMAC of the code get
+-- their own TTL, shorter than the session's: hash fields written with HSETEX (Redis 8) or
+-- HSET+HEXPIRE in this one script (Redis 7.4), or a separate key with its own TTL (older
+-- servers; same tag). A new challenge replaces a live one. The session becomes MFA_REQUIRED.
+-- KEYS[1]: session hash  <prefix>:v1:session:{<userTag>}:<idPart>
+-- KEYS[2]: challenge key <prefix>:v1:mfa:{<userTag>}:<idPart> (used in fallback mode only)
+-- ARGV[1]: tenant of the caller (another tenant's session answers 'missing')
+-- ARGV[2]: mode: hsetex | hexpire | fallback
+-- ARGV[3]: challenge id, ARGV[4]: HMAC of the code (base64url)
+-- ARGV[5]: challenge TTL in seconds
+-- ARGV[6]: schema version (for the fallback key's hash)
+-- Reply: {'missing'} | {'ok', nowMs, expiresAtMs}
+local tenant = redis.call('HGET', KEYS[1], 'tenantId')
+if not tenant or tenant ~= ARGV[1] then
+  return {'missing'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowS = string.format('%d', now)
+local ttl = tonumber(ARGV[5])
+local mode = ARGV[2]
+if mode == 'hsetex' then
+  redis.call('HSETEX', KEYS[1], 'EX', ttl, 'FIELDS', 2, 'mfaChallengeId', ARGV[3], 'mfaCodeMac', ARGV[4])
+elseif mode == 'hexpire' then
+  redis.call('HSET', KEYS[1], 'mfaChallengeId', ARGV[3], 'mfaCodeMac', ARGV[4])
+  redis.call('HEXPIRE', KEYS[1], ttl, 'FIELDS', 2, 'mfaChallengeId', 'mfaCodeMac')
+elseif mode == 'fallback' then
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[2], 'challengeId', ARGV[3], 'codeMac', ARGV[4], 'schemaVersion', ARGV[6],
+    'createdAtMs', nowS, 'updatedAtMs', nowS)
+  redis.call('PEXPIRE', KEYS[2], ttl * 1000)
+else
+  return redis.error_reply('ERR session_challenge: unknown mode')
+end
+redis.call('HSET', KEYS[1], 'status', 'MFA_REQUIRED', 'mfaChallengeCreatedAtMs', nowS, 'updatedAtMs', nowS)
+return {'ok', now, now + ttl * 1000}

@@ -1,0 +1,36 @@
+-- session_rotate.lua: give a session a new token. The hash moves to the key derived from the
+-- new token (RENAME keeps its TTL, so the absolute deadline is kept), the old token's key no
+-- longer exists, and the device index swaps members, all in one atomic step.
+-- KEYS[1]: old session hash  <prefix>:v1:session:{<userTag>}:<oldIdPart>
+-- KEYS[2]: new session hash  <prefix>:v1:session:{<userTag>}:<newIdPart>
+-- KEYS[3]: device index      <prefix>:v1:sessions:{<userTag>}
+-- KEYS[4]: old challenge key <prefix>:v1:mfa:{<userTag>}:<oldIdPart> (fallback mode only)
+-- KEYS[5]: new challenge key <prefix>:v1:mfa:{<userTag>}:<newIdPart>
+-- ARGV[1]: tenant of the caller (another tenant's session answers 'missing')
+-- ARGV[2]: new token hash (base64url SHA-256)
+-- ARGV[3]: old idPart, ARGV[4]: new idPart
+-- Reply: {'missing'} | {'exists'} |
+--        {'ok', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs')
+if not v[1] or v[1] ~= ARGV[1] then
+  return {'missing'}
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return {'exists'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nowS = string.format('%d', now)
+redis.call('HSET', KEYS[1], 'tokenHash', ARGV[2], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
+redis.call('RENAME', KEYS[1], KEYS[2])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('RENAME', KEYS[4], KEYS[5])
+end
+local pttl = redis.call('PTTL', KEYS[2])
+local abs = tonumber(v[5]) or (now + math.max(pttl, 0))
+redis.call('ZREM', KEYS[3], ARGV[3])
+redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[4])
+if redis.call('PTTL', KEYS[3]) < abs - now then
+  redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
+end
+return {'ok', now, pttl, v[2], v[3], v[4], v[5]}

@@ -1,0 +1,109 @@
+-- session_verify.lua: verify an MFA code in one atomic step: count the attempt in the user's
+-- fixed-window counter, compare the code's HMAC with the live challenge's, and on success step
+-- the session up (MFA_VERIFIED, authLevel MFA, mfaVerifiedAtMs, updatedAtMs), delete the
+-- challenge and rotate the token (the hash moves to the new token's key, keeping its TTL).
+-- Comparison: the gateway sends the HMAC of the candidate code, never the code. Both strings are
+-- keyed MACs, not secrets, and the comparison below visits every byte whatever the mismatch,
+-- so neither the code nor the MAC leaks through timing; the attempt counter bounds guessing.
+-- KEYS[1]: session hash      <prefix>:v1:session:{<userTag>}:<idPart>
+-- KEYS[2]: new session hash  <prefix>:v1:session:{<userTag>}:<newIdPart> (target of the rotation)
+-- KEYS[3]: device index      <prefix>:v1:sessions:{<userTag>}
+-- KEYS[4]: attempt counter   <prefix>:v1:rl:{<userTag>}:mfa
+-- KEYS[5]: challenge key     <prefix>:v1:mfa:{<userTag>}:<idPart> (fallback mode only)
+-- ARGV[1]: tenant of the caller (another tenant's session answers 'missing', uncounted)
+-- ARGV[2]: where the challenge lives: field | key
+-- ARGV[3]: challenge id, ARGV[4]: HMAC of the candidate code (base64url)
+-- ARGV[5]: attempt limit, ARGV[6]: window ms, ARGV[7]: counter buffer ms
+-- ARGV[8]: new token hash, ARGV[9]: old idPart, ARGV[10]: new idPart
+-- Reply: {'missing'} | {'exists'} |
+--        {'limited', count, resetMs} |
+--        {'gone', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
+--        {'wrong', count, resetMs, failedMfaAttempts} |
+--        {'ok', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs}
+
+-- BEGIN fixed_window
+local function fixed_window(key, now, window, buffer, limit)
+  local start = now - (now % window)
+  local reset = start + window - now
+  local nowS = string.format('%d', now)
+  local cur = redis.call('HMGET', key, 'windowStartMs', 'count')
+  local n = 0
+  if cur[1] and tonumber(cur[1]) == start then
+    -- A counter that does not parse is treated as exhausted: fail closed.
+    n = tonumber(cur[2]) or limit
+  end
+  if n >= limit then
+    return 0, n, reset
+  end
+  if n == 0 then
+    -- schemaVersion mirrors repo.SchemaVersion (a test keeps them equal).
+    redis.call('HSET', key, 'windowStartMs', string.format('%d', start), 'count', '1',
+      'schemaVersion', '2', 'createdAtMs', nowS, 'updatedAtMs', nowS)
+    redis.call('PEXPIRE', key, string.format('%d', window + buffer))
+  else
+    redis.call('HINCRBY', key, 'count', 1)
+    redis.call('HSET', key, 'updatedAtMs', nowS)
+  end
+  return 1, n + 1, reset
+end
+-- END fixed_window
+
+local function same(a, b)
+  if #a ~= #b then
+    return false
+  end
+  local diff = 0
+  for i = 1, #a do
+    if string.byte(a, i) ~= string.byte(b, i) then
+      diff = diff + 1
+    end
+  end
+  return diff == 0
+end
+
+local s = redis.call('HMGET', KEYS[1], 'tenantId', 'absoluteExpiresAtMs', 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs')
+if not s[1] or s[1] ~= ARGV[1] then
+  return {'missing'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local allowed, count, reset = fixed_window(KEYS[4], now, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[5]))
+if allowed == 0 then
+  return {'limited', count, reset}
+end
+
+local cid, mac = s[3], s[4]
+if ARGV[2] == 'key' then
+  local c = redis.call('HMGET', KEYS[5], 'challengeId', 'codeMac')
+  cid, mac = c[1], c[2]
+end
+if not cid or not mac or cid ~= ARGV[3] then
+  local had = 0
+  if s[5] then
+    had = 1
+  end
+  return {'gone', count, reset, had}
+end
+if not same(mac, ARGV[4]) then
+  local failed = redis.call('HINCRBY', KEYS[1], 'failedMfaAttempts', 1)
+  redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', now))
+  return {'wrong', count, reset, failed}
+end
+
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return {'exists'}
+end
+local nowS = string.format('%d', now)
+redis.call('HSET', KEYS[1], 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS,
+  'updatedAtMs', nowS, 'lastRotatedAtMs', nowS, 'tokenHash', ARGV[8])
+redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs')
+redis.call('DEL', KEYS[5])
+redis.call('RENAME', KEYS[1], KEYS[2])
+local pttl = redis.call('PTTL', KEYS[2])
+local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
+redis.call('ZREM', KEYS[3], ARGV[9])
+redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[10])
+if redis.call('PTTL', KEYS[3]) < abs - now then
+  redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
+end
+return {'ok', count, reset, now, pttl, abs}

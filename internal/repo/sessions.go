@@ -1,0 +1,728 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Session statuses and authentication levels.
+const (
+	SessionActive      = "ACTIVE"
+	SessionMFARequired = "MFA_REQUIRED"
+	SessionMFAVerified = "MFA_VERIFIED"
+	LevelBasic         = "BASIC"
+	LevelMFA           = "MFA"
+)
+
+// ExpiredChallenge classifies a session read whose MFA challenge expired (or was never
+// answered) while the session still waits in MFA_REQUIRED.
+const ExpiredChallenge Outcome = "expired_challenge"
+
+// sessObject names sessions in metrics.
+const sessObject = "session"
+
+// Bounds of a session hash: it holds at most SessionMaxFields fields and SessionMaxBytes of
+// names and values. Inputs are checked against the per-field bounds before any write.
+const (
+	SessionMaxFields    = 24
+	SessionMaxBytes     = 2048
+	MaxUserIDBytes      = 128
+	MaxTenantBytes      = 128
+	MaxDeviceLabelBytes = 256
+	MaxDeviceHashBytes  = 64
+)
+
+// Session hash field names.
+const (
+	sfTokenHash       = "tokenHash"
+	sfUserID          = "userId"
+	sfTenantID        = "tenantId"
+	sfStatus          = "status"
+	sfAuthLevel       = "authLevel"
+	sfCreatedAt       = "createdAtMs"
+	sfUpdatedAt       = "updatedAtMs"
+	sfLastSeenAt      = "lastSeenAtMs"
+	sfLastRotatedAt   = "lastRotatedAtMs"
+	sfMFAVerifiedAt   = "mfaVerifiedAtMs"
+	sfAbsoluteExpires = "absoluteExpiresAtMs"
+	sfIdleTimeout     = "idleTimeoutMs"
+	sfDeviceLabel     = "deviceLabel"
+	sfIPHash          = "ipHash"
+	sfUserAgentHash   = "userAgentHash"
+	sfFailedMFA       = "failedMfaAttempts"
+	sfSchemaVersion   = "schemaVersion"
+	sfChallengeID     = "mfaChallengeId"
+	sfChallengeAt     = "mfaChallengeCreatedAtMs"
+)
+
+// sessViewFields are what the full view and the device list read: never tokenHash, the code MAC
+// or the device hashes.
+var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCreatedAt, sfUpdatedAt, sfLastSeenAt,
+	sfLastRotatedAt, sfMFAVerifiedAt, sfAbsoluteExpires, sfIdleTimeout, sfDeviceLabel, sfFailedMFA, sfSchemaVersion,
+	sfChallengeID, sfChallengeAt}
+
+var (
+	scriptSessionCreate    = script("session_create")
+	scriptSessionAuthorize = script("session_authorize")
+	scriptSessionRotate    = script("session_rotate")
+	scriptSessionRevoke    = script("session_revoke")
+	scriptSessionRevokeAll = script("session_revoke_all")
+	scriptSessionList      = script("session_list")
+	scriptSessionChallenge = script("session_challenge")
+	scriptSessionVerify    = script("session_verify")
+)
+
+// SessionOptions configure Sessions.
+type SessionOptions struct {
+	// RefreshFraction: the idle window slides only when less than this share of it is left.
+	RefreshFraction float64
+	// DefaultIdle is the idle timeout of schema-1 hashes, which do not record their own.
+	DefaultIdle time.Duration
+	// MaxPerUser bounds the device index: creating one more live session is refused.
+	MaxPerUser int
+	// MFA is the per-user attempt policy of MFA verification.
+	MFA     ratelimit.Policy
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Sessions keeps sessions, their device index and MFA challenges. Reads go to the primary
+// (rueidis' default; replica reads are never enabled) and never through the client cache.
+type Sessions struct {
+	client   rueidis.Client
+	keys     Keys
+	mode     store.FieldExpiry
+	o        SessionOptions
+	fraction string
+}
+
+// ErrSessionOptions reports unusable options.
+var ErrSessionOptions = errors.New("repo: bad session options")
+
+// NewSessions returns the session repository over s with keys under k.Prefix.
+func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
+	switch {
+	case s == nil || s.Client == nil:
+		return nil, fmt.Errorf("%w: no store", ErrSessionOptions)
+	case k.Prefix == "":
+		return nil, fmt.Errorf("%w: empty key prefix", ErrSessionOptions)
+	case !(o.RefreshFraction > 0 && o.RefreshFraction < 1):
+		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", ErrSessionOptions)
+	case o.DefaultIdle < time.Second:
+		return nil, fmt.Errorf("%w: default idle timeout must be at least 1s", ErrSessionOptions)
+	case o.MaxPerUser < 1:
+		return nil, fmt.Errorf("%w: max sessions per user must be at least 1", ErrSessionOptions)
+	}
+	if o.MFA.Name == "" {
+		o.MFA.Name = MFAPolicyName
+	}
+	if err := o.MFA.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSessionOptions, err)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	mode := s.Caps.FieldExpiry
+	switch mode {
+	case store.FieldExpiryHSETEX, store.FieldExpiryHEXPIRE, store.FieldExpiryFallback:
+	default:
+		return nil, fmt.Errorf("%w: unknown field-expiry mode %q", ErrSessionOptions, mode)
+	}
+	return &Sessions{client: s.Client, keys: k, mode: mode, o: o,
+		fraction: strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64)}, nil
+}
+
+// NewSession is what Create writes.
+type NewSession struct {
+	Ref       SessionRef
+	TokenHash string
+	UserID    string
+	TenantID  string
+	Status    string
+	AuthLevel string
+	// DeviceLabel is shown in device lists; IPHash and UserAgentHash are keyed hashes.
+	DeviceLabel   string
+	IPHash        string
+	UserAgentHash string
+	Idle          time.Duration
+	Absolute      time.Duration
+}
+
+// Session is a session's view: never its token or any hash of it.
+type Session struct {
+	Ref               SessionRef
+	UserID            string
+	TenantID          string
+	Status            string
+	AuthLevel         string
+	DeviceLabel       string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	LastSeenAt        time.Time
+	LastRotatedAt     time.Time
+	MFAVerifiedAt     time.Time
+	IdleExpiresAt     time.Time
+	AbsoluteExpiresAt time.Time
+	FailedMFAAttempts int64
+	SchemaVersion     int
+	// ChallengeLive is true while an MFA challenge can still be answered.
+	ChallengeLive bool
+}
+
+// AuthContext is what the hot path reads: who, which tenant, which level, until when.
+type AuthContext struct {
+	UserID            string
+	TenantID          string
+	Status            string
+	AuthLevel         string
+	IdleExpiresAt     time.Time
+	AbsoluteExpiresAt time.Time
+	// Refreshed is true when this call slid the idle window.
+	Refreshed bool
+	Outcome   Outcome
+}
+
+// Create writes the session hash (with its TTL: the shorter of the idle timeout and the
+// absolute timeout) and adds it to the user's device index, in one script. A user at
+// MaxPerUser live sessions is refused with apperr.BoundExceeded.
+func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
+	if err := n.check(); err != nil {
+		return nil, err
+	}
+	pairs := [][2]string{
+		{sfUserID, n.UserID}, {sfTenantID, n.TenantID}, {sfStatus, n.Status}, {sfAuthLevel, n.AuthLevel},
+		{sfTokenHash, n.TokenHash}, {sfSchemaVersion, strconv.Itoa(SchemaVersion)}, {sfFailedMFA, "0"},
+		{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash},
+	}
+	args := []string{r.sessionBase(n.Ref.Tag), strconv.Itoa(r.o.MaxPerUser),
+		strconv.FormatInt(n.Idle.Milliseconds(), 10), strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part}
+	size := 0
+	for _, p := range pairs {
+		if p[1] == "" {
+			continue
+		}
+		args = append(args, p[0], p[1])
+		size += len(p[0]) + len(p[1])
+	}
+	// Six timestamp fields are added by the script, each at most 40 bytes.
+	if nf := (len(args)-5)/2 + 6; nf > SessionMaxFields || size+6*40 > SessionMaxBytes {
+		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
+	}
+	rep, err := r.run(ctx, "session_create", scriptSessionCreate, []string{r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag)}, args)
+	if err != nil {
+		return nil, err
+	}
+	switch rep.word(0) {
+	case "ok":
+		now, ttl, abs := rep.int(1), rep.int(2), rep.int(3)
+		r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
+		return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
+			DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
+			LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
+			SchemaVersion: SchemaVersion}, nil
+	case "bound":
+		r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
+		return nil, apperr.Newf(apperr.BoundExceeded, "The user already has %d live sessions, the maximum; revoke one first.", rep.int(1))
+	case "exists":
+		r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
+		return nil, fmt.Errorf("session create %s: id collision", n.Ref.ID())
+	}
+	return nil, r.unexpected(ctx, "session_create")
+}
+
+func (n NewSession) check() error {
+	bad := func(what string) error {
+		return apperr.Newf(apperr.BoundExceeded, "The session's %s exceeds its bound.", what)
+	}
+	switch {
+	case n.UserID == "" || n.TenantID == "" || n.TokenHash == "" || !sessB64URL(n.Ref.Tag) || !sessB64URL(n.Ref.Part):
+		return apperr.New(apperr.Validation, "A session needs a user, a tenant and a token.")
+	case len(n.UserID) > MaxUserIDBytes:
+		return bad("userId")
+	case len(n.TenantID) > MaxTenantBytes:
+		return bad("tenant")
+	case len(n.DeviceLabel) > MaxDeviceLabelBytes:
+		return bad("device label")
+	case len(n.IPHash) > MaxDeviceHashBytes || len(n.UserAgentHash) > MaxDeviceHashBytes:
+		return bad("device hash")
+	case n.Idle < time.Second || n.Absolute < n.Idle:
+		return apperr.New(apperr.Validation, "The idle timeout must be at least 1s and at most the absolute timeout.")
+	}
+	return nil
+}
+
+// Authorize is the hot path: one script reads the authorization fields (HMGET, never
+// HGETALL), checks the token's hash, and slides the idle window only when less than
+// RefreshFraction of it is left, never past the absolute deadline. A missing session is
+// apperr.NotFound; a corrupt one ErrCorrupt (counted and logged without values).
+func (r *Sessions) Authorize(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
+	rep, err := r.run(ctx, "session_authorize", scriptSessionAuthorize, []string{r.sessionKey(ref)},
+		[]string{tokenHash, r.fraction, strconv.FormatInt(r.o.DefaultIdle.Milliseconds(), 10)})
+	if err != nil {
+		return nil, err
+	}
+	switch rep.word(0) {
+	case "missing", "mismatch":
+		r.o.Metrics.Read(ctx, sessObject, Missing)
+		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	case "notoken":
+		f := newFields(nil)
+		f.bad = []string{sfTokenHash}
+		return nil, r.corrupt(ctx, ref, f, f.err(sessObject))
+	case "ok":
+	default:
+		return nil, r.unexpected(ctx, "session_authorize")
+	}
+	if len(rep) != 11 {
+		return nil, r.unexpected(ctx, "session_authorize")
+	}
+	now, pttl, refreshed := rep.int(1), rep.int(2), rep.int(3)
+	m, size := rep.fields(4, []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires, sfIdleTimeout, sfSchemaVersion})
+	r.o.Metrics.Payload(ctx, sessObject, size)
+	f := newFields(m)
+	ac := &AuthContext{UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: f.str(sfStatus), AuthLevel: f.str(sfAuthLevel),
+		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), Refreshed: refreshed == 1}
+	sessCheckEnums(f, ac.Status, ac.AuthLevel)
+	outcome := f.schema()
+	if outcome == Found {
+		f.int64(sfIdleTimeout)
+	}
+	if err := f.err(sessObject); err != nil {
+		return nil, r.corrupt(ctx, ref, f, err)
+	}
+	ac.Outcome = outcome
+	ac.IdleExpiresAt = ac.AbsoluteExpiresAt
+	if pttl >= 0 {
+		ac.IdleExpiresAt = sessIdleEnd(now, pttl, ac.AbsoluteExpiresAt)
+	}
+	r.o.Metrics.Read(ctx, sessObject, outcome)
+	if ac.Refreshed {
+		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
+	}
+	return ac, nil
+}
+
+// Get reads the full view of one session of tenant (another tenant's answers NotFound) in one
+// round trip: HMGET of the view fields and PTTL (plus the challenge key's existence in the
+// fallback mode).
+func (r *Sessions) Get(ctx context.Context, ref SessionRef, tenant string) (*Session, error) {
+	key := r.sessionKey(ref)
+	cmds := rueidis.Commands{
+		r.client.B().Hmget().Key(key).Field(sessViewFields...).Build(),
+		r.client.B().Pttl().Key(key).Build(),
+	}
+	if r.mode == store.FieldExpiryFallback {
+		cmds = append(cmds, r.client.B().Exists().Key(r.challengeKey(ref)).Build())
+	}
+	res := r.client.DoMulti(ctx, cmds...)
+	for _, x := range res {
+		if err := x.Error(); err != nil {
+			return nil, redisErr("session get", err)
+		}
+	}
+	vals, err := res[0].ToArray()
+	if err != nil {
+		return nil, redisErr("session get", err)
+	}
+	pttl, err := res[1].AsInt64()
+	if err != nil {
+		return nil, redisErr("session get", err)
+	}
+	m, size := sessReply(vals).fields(0, sessViewFields)
+	if len(m) == 0 || pttl == -2 {
+		r.o.Metrics.Read(ctx, sessObject, Missing)
+		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	}
+	r.o.Metrics.Payload(ctx, sessObject, size)
+	s, err := r.parseView(ctx, ref, m, time.Now().UnixMilli(), pttl)
+	if err != nil {
+		return nil, err
+	}
+	if s.TenantID != tenant {
+		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	}
+	if r.mode == store.FieldExpiryFallback {
+		n, _ := res[2].AsInt64()
+		s.ChallengeLive = n == 1
+	}
+	r.classifyChallenge(ctx, s, m)
+	return s, nil
+}
+
+// parseView maps view fields to a Session, classifying (and counting) old schema and corrupt.
+func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]string, now, pttl int64) (*Session, error) {
+	f := newFields(m)
+	s := &Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: f.str(sfStatus),
+		AuthLevel: f.str(sfAuthLevel), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.int64(sfLastSeenAt)),
+		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
+		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
+		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != ""}
+	sessCheckEnums(f, s.Status, s.AuthLevel)
+	outcome := f.schema()
+	if err := f.err(sessObject); err != nil {
+		return nil, r.corrupt(ctx, ref, f, err)
+	}
+	s.SchemaVersion = SchemaVersion
+	if outcome == OldSchema {
+		s.SchemaVersion = SchemaVersion - 1
+	}
+	s.IdleExpiresAt = s.AbsoluteExpiresAt
+	if pttl >= 0 {
+		s.IdleExpiresAt = sessIdleEnd(now, pttl, s.AbsoluteExpiresAt)
+	}
+	r.o.Metrics.Read(ctx, sessObject, outcome)
+	return s, nil
+}
+
+// classifyChallenge counts a session waiting in MFA_REQUIRED whose challenge has expired.
+func (r *Sessions) classifyChallenge(ctx context.Context, s *Session, m map[string]string) {
+	if s.Status == SessionMFARequired && !s.ChallengeLive && m[sfChallengeAt] != "" {
+		r.o.Metrics.Read(ctx, sessObject, ExpiredChallenge)
+	}
+}
+
+// List returns the live sessions of the user with tag, pruning index members whose session is
+// gone. Sessions of another tenant (impossible unless corrupt: the tag covers the tenant) and
+// corrupt ones are left out (and counted).
+func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]Session, error) {
+	args := append([]string{r.sessionBase(tag)}, sessViewFields...)
+	rep, err := r.run(ctx, "session_list", scriptSessionList, []string{r.devicesKey(tag)}, args)
+	if err != nil {
+		return nil, err
+	}
+	now, n := rep.int(0), int(rep.int(1))
+	width := 2 + len(sessViewFields)
+	if n < 0 || len(rep) != 2+n*width {
+		return nil, r.unexpected(ctx, "session_list")
+	}
+	out := make([]Session, 0, n)
+	for i := range n {
+		at := 2 + i*width
+		part, _ := rep.str(at)
+		m, size := rep.fields(at+2, sessViewFields)
+		r.o.Metrics.Payload(ctx, sessObject, size)
+		s, err := r.parseView(ctx, SessionRef{Tag: tag, Part: part}, m, now, rep.int(at+1))
+		if err != nil || s.TenantID != tenant {
+			continue
+		}
+		r.classifyChallenge(ctx, s, m)
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+// Rotate moves the session to next (the new token's reference) in one script: the old token
+// stops working at once, the TTL and absolute deadline are kept, the index swaps members.
+func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, next SessionRef, tokenHash string) (*Session, error) {
+	if next.Tag != ref.Tag {
+		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
+	}
+	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
+	rep, err := r.run(ctx, "session_rotate", scriptSessionRotate, keys, []string{tenant, tokenHash, ref.Part, next.Part})
+	if err != nil {
+		return nil, err
+	}
+	switch rep.word(0) {
+	case "ok":
+	case "missing":
+		r.o.Metrics.Transition(ctx, sessObject, "rotate", "missing")
+		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	case "exists":
+		return nil, fmt.Errorf("session rotate %s: id collision", ref.ID())
+	default:
+		return nil, r.unexpected(ctx, "session_rotate")
+	}
+	if len(rep) != 7 {
+		return nil, r.unexpected(ctx, "session_rotate")
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
+	now, pttl := rep.int(1), rep.int(2)
+	status, _ := rep.str(3)
+	level, _ := rep.str(4)
+	created, _ := rep.str(5)
+	abs, _ := rep.str(6)
+	s := &Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
+		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), SchemaVersion: SchemaVersion}
+	s.IdleExpiresAt = s.AbsoluteExpiresAt
+	if pttl >= 0 {
+		s.IdleExpiresAt = sessIdleEnd(now, pttl, s.AbsoluteExpiresAt)
+	}
+	return s, nil
+}
+
+// Revoke deletes one session of tenant with its challenge key and index entry. It reports
+// whether a live session was deleted; another tenant's session is left alone (false).
+func (r *Sessions) Revoke(ctx context.Context, ref SessionRef, tenant string) (bool, error) {
+	n, err := scriptSessionRevoke.Exec(ctx, r.client,
+		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part}).AsInt64()
+	if err != nil {
+		return false, r.scriptErr(ctx, "session_revoke", err)
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "revoke", map[int64]string{1: "ok", 0: "gone", -1: "other_tenant"}[n])
+	return n == 1, nil
+}
+
+// RevokeAll deletes every session of the user with tag except the one whose id part is
+// exceptPart ("" for none), in one single-slot script, and returns how many live sessions it
+// deleted. When it returns, no other session of the user exists.
+func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
+	n, err := scriptSessionRevokeAll.Exec(ctx, r.client, []string{r.devicesKey(tag)},
+		[]string{r.sessionBase(tag), r.challengeBase(tag), exceptPart}).AsInt64()
+	if err != nil {
+		return 0, r.scriptErr(ctx, "session_revoke_all", err)
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "ok")
+	return int(n), nil
+}
+
+// MFAChallenge is an MFA challenge to store: only the HMAC of its code.
+type MFAChallenge struct {
+	Ref     SessionRef
+	Tenant  string
+	ID      string
+	CodeMAC string
+	TTL     time.Duration
+}
+
+// StartChallenge stores c with its own TTL (per the server's field-expiry mode) and sets the
+// session MFA_REQUIRED; it returns when the challenge expires.
+func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Time, error) {
+	secs := int64((c.TTL + time.Second - 1) / time.Second)
+	if secs < 1 || !sessB64URL(c.ID) || c.CodeMAC == "" {
+		return time.Time{}, apperr.New(apperr.Validation, "A challenge needs an id, a code MAC and a TTL of at least 1s.")
+	}
+	rep, err := r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
+		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(SchemaVersion)})
+	if err != nil {
+		return time.Time{}, err
+	}
+	switch rep.word(0) {
+	case "ok":
+		r.o.Metrics.Transition(ctx, sessObject, "mfa_challenge", "ok")
+		return sessTime(rep.int(2)), nil
+	case "missing":
+		r.o.Metrics.Transition(ctx, sessObject, "mfa_challenge", "missing")
+		return time.Time{}, fmt.Errorf("session %s: %w", c.Ref.ID(), apperr.NotFound)
+	}
+	return time.Time{}, r.unexpected(ctx, "session_challenge")
+}
+
+// MFAVerification is one MFA verification attempt; on success the session moves to Next.
+type MFAVerification struct {
+	Ref           SessionRef
+	Tenant        string
+	ChallengeID   string
+	CodeMAC       string
+	Next          SessionRef
+	NextTokenHash string
+}
+
+// VerifyOutcome is how an attempt ended.
+type VerifyOutcome string
+
+const (
+	VerifyOK          VerifyOutcome = "verified"
+	VerifyWrongCode   VerifyOutcome = "wrong_code"
+	VerifyLimited     VerifyOutcome = "rate_limited"
+	VerifyNoChallenge VerifyOutcome = "no_challenge"
+)
+
+// VerifyResult is the outcome of Verify.
+type VerifyResult struct {
+	Outcome VerifyOutcome
+	// Limit is the attempt counter's decision (every attempt counts, whatever its outcome).
+	Limit          ratelimit.Decision
+	FailedAttempts int64
+	// Session is set on success: the stepped-up session under its new reference.
+	Session *Session
+}
+
+// Verify runs one attempt in one script: count it in the user's fixed-window counter, compare
+// the code's MAC with the live challenge's, and on success step up, delete the challenge and
+// rotate. A missing session (or another tenant's) is apperr.NotFound and is not counted.
+func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult, error) {
+	if v.Next.Tag != v.Ref.Tag {
+		return nil, fmt.Errorf("session verify %s: the new reference must keep the user's tag", v.Ref.ID())
+	}
+	where := "field"
+	if r.mode == store.FieldExpiryFallback {
+		where = "key"
+	}
+	p := r.o.MFA
+	keys := []string{r.sessionKey(v.Ref), r.sessionKey(v.Next), r.devicesKey(v.Ref.Tag),
+		ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
+	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
+		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
+		v.NextTokenHash, v.Ref.Part, v.Next.Part}
+	rep, err := r.run(ctx, "session_verify", scriptSessionVerify, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	word := rep.word(0)
+	switch word {
+	case "missing":
+		r.o.Metrics.Transition(ctx, sessObject, "mfa_verify", "missing")
+		return nil, fmt.Errorf("session %s: %w", v.Ref.ID(), apperr.NotFound)
+	case "exists":
+		return nil, fmt.Errorf("session verify %s: id collision", v.Ref.ID())
+	case "limited", "gone", "wrong", "ok":
+	default:
+		return nil, r.unexpected(ctx, "session_verify")
+	}
+	if len(rep) < 3 {
+		return nil, r.unexpected(ctx, "session_verify")
+	}
+	res := &VerifyResult{Limit: ratelimit.Decision{Policy: p, Allowed: word != "limited", Count: int(rep.int(1)),
+		Reset: time.Duration(rep.int(2)) * time.Millisecond}}
+	switch word {
+	case "limited":
+		res.Outcome = VerifyLimited
+	case "gone":
+		res.Outcome = VerifyNoChallenge
+		if rep.int(3) == 1 {
+			r.o.Metrics.Read(ctx, sessObject, ExpiredChallenge)
+		}
+	case "wrong":
+		res.Outcome, res.FailedAttempts = VerifyWrongCode, rep.int(3)
+	case "ok":
+		if len(rep) != 6 {
+			return nil, r.unexpected(ctx, "session_verify")
+		}
+		now, pttl, abs := rep.int(3), rep.int(4), rep.int(5)
+		res.Outcome = VerifyOK
+		res.Session = &Session{Ref: v.Next, TenantID: v.Tenant, Status: SessionMFAVerified, AuthLevel: LevelMFA,
+			MFAVerifiedAt: sessTime(now), UpdatedAt: sessTime(now), LastRotatedAt: sessTime(now),
+			AbsoluteExpiresAt: sessTime(abs), IdleExpiresAt: sessTime(abs), SchemaVersion: SchemaVersion}
+		if pttl >= 0 {
+			res.Session.IdleExpiresAt = sessIdleEnd(now, pttl, res.Session.AbsoluteExpiresAt)
+		}
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "mfa_verify", string(res.Outcome))
+	return res, nil
+}
+
+// sessCheckEnums marks status and authLevel bad when they hold an unknown value.
+func sessCheckEnums(f *fields, status, level string) {
+	switch status {
+	case SessionActive, SessionMFARequired, SessionMFAVerified, "":
+	default:
+		f.bad = append(f.bad, sfStatus)
+	}
+	switch level {
+	case LevelBasic, LevelMFA, "":
+	default:
+		f.bad = append(f.bad, sfAuthLevel)
+	}
+}
+
+// corrupt counts and logs a corrupt session (key pattern and field names, never values).
+func (r *Sessions) corrupt(ctx context.Context, ref SessionRef, f *fields, err error) error {
+	r.o.Metrics.Read(ctx, sessObject, Corrupt)
+	r.o.Logger.WarnContext(ctx, "corrupt session hash refused", "key_pattern", r.sessionKeyPattern(), "fields", f.bad)
+	return fmt.Errorf("session %s: %w", ref.ID(), err)
+}
+
+// run executes a script whose reply is an array and checks it is one.
+func (r *Sessions) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (sessReply, error) {
+	arr, err := l.Exec(ctx, r.client, keys, args).ToArray()
+	if err != nil {
+		return nil, r.scriptErr(ctx, name, err)
+	}
+	if len(arr) == 0 {
+		return nil, r.unexpected(ctx, name)
+	}
+	return sessReply(arr), nil
+}
+
+// scriptErr classifies a script failure: connectivity → unavailable; anything else is a Lua
+// transition error, counted by script. A key of the wrong type where a session belongs is a
+// corrupt session (refused, never served).
+func (r *Sessions) scriptErr(ctx context.Context, name string, err error) error {
+	if store.IsUnavailable(err) {
+		return redisErr(name, err)
+	}
+	r.o.Metrics.ScriptError(ctx, name)
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.Contains(re.Error(), "WRONGTYPE") {
+		r.o.Metrics.Read(ctx, sessObject, Corrupt)
+		r.o.Logger.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.sessionKeyPattern(), "script", name)
+		return fmt.Errorf("%s: %w: wrong key type", name, ErrCorrupt)
+	}
+	return redisErr(name, err)
+}
+
+func (r *Sessions) unexpected(ctx context.Context, name string) error {
+	r.o.Metrics.ScriptError(ctx, name)
+	return fmt.Errorf("%s: unexpected script reply", name)
+}
+
+// sessReply is a script's array reply with lenient accessors; callers check lengths first.
+type sessReply []rueidis.RedisMessage
+
+func (rp sessReply) str(i int) (string, bool) {
+	if i >= len(rp) || rp[i].IsNil() {
+		return "", false
+	}
+	if rp[i].IsInt64() {
+		n, _ := rp[i].AsInt64()
+		return strconv.FormatInt(n, 10), true
+	}
+	s, err := rp[i].ToString()
+	return s, err == nil
+}
+
+func (rp sessReply) word(i int) string { s, _ := rp.str(i); return s }
+
+func (rp sessReply) int(i int) int64 {
+	if i >= len(rp) {
+		return 0
+	}
+	n, _ := rp[i].AsInt64()
+	return n
+}
+
+// fields maps names to the reply's values from position at on, skipping absent ones, and
+// returns the bytes read.
+func (rp sessReply) fields(at int, names []string) (map[string]string, int) {
+	m := make(map[string]string, len(names))
+	size := 0
+	for i, n := range names {
+		if v, ok := rp.str(at + i); ok {
+			m[n] = v
+			size += len(n) + len(v)
+		}
+	}
+	return m, size
+}
+
+func sessAtoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// sessIdleEnd is when the key expires, never reported past the absolute deadline (the
+// server's TIME and PTTL may differ by a millisecond of rounding).
+func sessIdleEnd(now, pttl int64, abs time.Time) time.Time {
+	end := sessTime(now + pttl)
+	if !abs.IsZero() && end.After(abs) {
+		return abs
+	}
+	return end
+}
+
+func sessTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

@@ -1,0 +1,47 @@
+package repo
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// BenchmarkAuthorize measures the repository's hot-path call (one script: HMGET of the
+// authorization fields, PTTL, the refresh decision) on every backend the run provides, with a
+// plain PING as the round-trip baseline. redis-cmds/op counts the commands sent per call.
+//
+//	go test -run '^$' -bench BenchmarkAuthorize ./internal/repo/
+func BenchmarkAuthorize(b *testing.B) {
+	for _, be := range testredis.Backends() {
+		if be.Real() && be.URL == "" {
+			continue
+		}
+		b.Run(be.Name, func(b *testing.B) {
+			s := testredis.Open(b, be)
+			e := newSessEnv(b, s, testredis.Prefix(b), nil)
+			ref, th := e.create("", "acme", "alice", 30*time.Minute, 24*time.Hour)
+			ctx := context.Background()
+			b.Run("ping-baseline", func(b *testing.B) {
+				for b.Loop() {
+					if err := s.Client.Do(ctx, s.Client.B().Ping().Build()).Error(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("authorize", func(b *testing.B) {
+				b.ReportAllocs()
+				e.count.reset()
+				n := 0
+				for b.Loop() {
+					if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				b.ReportMetric(float64(e.count.n.Load())/float64(n), "redis-cmds/op")
+			})
+		})
+	}
+}

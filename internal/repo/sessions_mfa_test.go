@@ -1,0 +1,241 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// challengeLive looks where the server's mode keeps the challenge: hash fields or a key.
+func (e *sessEnv) challengeLive(ref SessionRef) bool {
+	e.t.Helper()
+	if e.s.Caps.FieldExpiry == store.FieldExpiryFallback {
+		n, err := e.do(e.s.Client.B().Exists().Key(e.r.challengeKey(ref)).Build()).AsInt64()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return n == 1
+	}
+	n, err := e.do(e.s.Client.B().Hexists().Key(e.r.sessionKey(ref)).Field(sfChallengeID).Build()).AsInt64()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n == 1
+}
+
+// challengeTTL is the challenge's remaining lifetime as the server reports it.
+func (e *sessEnv) challengeTTL(ref SessionRef) time.Duration {
+	e.t.Helper()
+	if e.s.Caps.FieldExpiry == store.FieldExpiryFallback {
+		return time.Duration(e.pttl(e.r.challengeKey(ref))) * time.Millisecond
+	}
+	// HPTTL, not HTTL: HTTL rounds down to whole seconds (a 1s TTL reads 0 at once on the
+	// embedded store).
+	c := e.s.Client.B().Arbitrary("HPTTL").Keys(e.r.sessionKey(ref)).Args("FIELDS", "2", sfChallengeID, "mfaCodeMac").Build()
+	v, err := e.do(c).AsIntSlice()
+	if err != nil || len(v) != 2 || v[0]-v[1] > 5 || v[1]-v[0] > 5 {
+		e.t.Fatalf("HPTTL = %v, %v", v, err)
+	}
+	return time.Duration(v[0]) * time.Millisecond
+}
+
+func (e *sessEnv) challenge(ref SessionRef, tenant, id, mac string, ttl time.Duration) {
+	e.t.Helper()
+	if _, err := e.r.StartChallenge(context.Background(), MFAChallenge{Ref: ref, Tenant: tenant, ID: id, CodeMAC: mac, TTL: ttl}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *sessEnv) verify(ref SessionRef, tenant, id, mac string) (*VerifyResult, SessionRef, string, error) {
+	next, th := SessionRef{Tag: ref.Tag, Part: sessRand(e.t, 16)}, sessRand(e.t, 32)
+	res, err := e.r.Verify(context.Background(), MFAVerification{Ref: ref, Tenant: tenant, ChallengeID: id, CodeMAC: mac, Next: next, NextTokenHash: th})
+	return res, next, th, err
+}
+
+// The challenge fields (or key) expire on their own; the session stays.
+func TestSessionChallengeExpiresAlone(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		ctx := context.Background()
+		ref, th := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "globex", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Second}); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("challenge by another tenant: %v", err)
+		}
+		cid := sessRand(t, 16)
+		e.challenge(ref, "acme", cid, "mac-1", time.Second)
+		if !e.challengeLive(ref) {
+			t.Fatal("challenge not stored")
+		}
+		if d := e.challengeTTL(ref); d <= 0 || d > time.Second {
+			t.Fatalf("challenge TTL = %v", d)
+		}
+		if v, _ := e.r.Get(ctx, ref, "acme"); v.Status != SessionMFARequired || !v.ChallengeLive {
+			t.Fatalf("after challenge: %+v", v)
+		}
+		time.Sleep(1600 * time.Millisecond)
+		if e.challengeLive(ref) {
+			t.Fatal("the challenge outlived its TTL")
+		}
+		if p := e.pttl(e.r.sessionKey(ref)); p < 59*60*1000 {
+			t.Fatalf("session TTL changed: %d", p)
+		}
+		v, err := e.r.Get(ctx, ref, "acme")
+		if err != nil || v.ChallengeLive || v.Status != SessionMFARequired {
+			t.Fatalf("session after the challenge expired: %+v %v", v, err)
+		}
+		if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+			t.Fatalf("session gone with its challenge: %v", err)
+		}
+		res, _, _, err := e.verify(ref, "acme", cid, "mac-1")
+		if err != nil || res.Outcome != VerifyNoChallenge {
+			t.Fatalf("verify after expiry: %+v %v", res, err)
+		}
+		if n := e.metric("hashgate_repo_reads", sessAttr("outcome", "expired_challenge")); n < 2 {
+			t.Fatalf("expired_challenge reads counted = %d", n)
+		}
+	})
+}
+
+func TestSessionVerify(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		ctx := context.Background()
+		ref, th := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		cid := sessRand(t, 16)
+		e.challenge(ref, "acme", cid, "good-mac", time.Minute)
+
+		if _, _, _, err := e.verify(ref, "globex", cid, "good-mac"); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("another tenant: %v", err)
+		}
+		res, _, _, err := e.verify(ref, "acme", sessRand(t, 16), "good-mac")
+		if err != nil || res.Outcome != VerifyNoChallenge || res.Limit.Count != 1 {
+			t.Fatalf("another challenge id: %+v %v", res, err)
+		}
+		res, _, _, err = e.verify(ref, "acme", cid, "bad-mac!")
+		if err != nil || res.Outcome != VerifyWrongCode || res.FailedAttempts != 1 || res.Limit.Count != 2 || res.Limit.Remaining() != 3 {
+			t.Fatalf("wrong code: %+v %v", res, err)
+		}
+		if res.Limit.Reset <= 0 || res.Limit.Reset > 10*time.Minute {
+			t.Fatalf("reset = %v", res.Limit.Reset)
+		}
+		res, next, nth, err := e.verify(ref, "acme", cid, "good-mac")
+		if err != nil || res.Outcome != VerifyOK || res.Session.Ref != next || res.Session.AuthLevel != LevelMFA {
+			t.Fatalf("right code: %+v %v", res, err)
+		}
+		if _, err := e.r.Authorize(ctx, ref, th); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("the pre-step-up token still works: %v", err)
+		}
+		ac, err := e.r.Authorize(ctx, next, nth)
+		if err != nil || ac.Status != SessionMFAVerified || ac.AuthLevel != LevelMFA {
+			t.Fatalf("stepped-up session: %+v %v", ac, err)
+		}
+		v, err := e.r.Get(ctx, next, "acme")
+		if err != nil || v.MFAVerifiedAt.IsZero() || v.ChallengeLive || v.FailedMFAAttempts != 1 {
+			t.Fatalf("view: %+v %v", v, err)
+		}
+		if e.challengeLive(next) || e.challengeLive(ref) {
+			t.Fatal("challenge left behind")
+		}
+		res, _, _, err = e.verify(next, "acme", cid, "good-mac")
+		if err != nil || res.Outcome != VerifyNoChallenge {
+			t.Fatalf("replay: %+v %v", res, err)
+		}
+		if list, _ := e.r.List(ctx, ref.Tag, "acme"); len(list) != 1 || list[0].Ref != next {
+			t.Fatalf("index: %+v", list)
+		}
+		e.everyKeyHasTTL()
+	})
+}
+
+// 64 concurrent wrong attempts: exactly the limit is evaluated, the rest are refused.
+func TestSessionVerifyConcurrentLimit(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		ref, _ := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		cid := sessRand(t, 16)
+		e.challenge(ref, "acme", cid, "good-mac", time.Minute)
+		counts := map[VerifyOutcome]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				res, _, _, err := e.verify(ref, "acme", cid, "wrong-mac")
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				counts[res.Outcome]++
+				if res.Outcome == VerifyLimited && (res.Limit.Allowed || res.Limit.Err() == nil) {
+					t.Errorf("limited decision %+v", res.Limit)
+				}
+			})
+		}
+		wg.Wait()
+		if counts[VerifyWrongCode] != 5 || counts[VerifyLimited] != 59 {
+			t.Fatalf("outcomes %v, want 5 wrong_code and 59 rate_limited", counts)
+		}
+		if got := e.hget(e.r.sessionKey(ref), sfFailedMFA); got != "5" {
+			t.Fatalf("failedMfaAttempts = %s", got)
+		}
+		// Even the right code is refused once the window is spent.
+		if res, _, _, err := e.verify(ref, "acme", cid, "good-mac"); err != nil || res.Outcome != VerifyLimited {
+			t.Fatalf("right code after the limit: %+v %v", res, err)
+		}
+		if p := e.pttl(e.r.keys.Prefix + ":v1:rl:{" + ref.Tag + "}:mfa"); p <= 0 || p > (10*time.Minute+time.Minute).Milliseconds() {
+			t.Fatalf("counter pttl = %d", p)
+		}
+	})
+}
+
+// 1,000 parallel attempts, some with the right code: never more evaluated than the limit, at
+// most one success.
+func TestSessionVerifyThousandParallel(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		ref, _ := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		cid := sessRand(t, 16)
+		e.challenge(ref, "acme", cid, "good-mac", time.Minute)
+		counts := map[string]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 1000 {
+			wg.Go(func() {
+				mac := "wrong-mac"
+				if i%7 == 3 {
+					mac = "good-mac"
+				}
+				res, _, _, err := e.verify(ref, "acme", cid, mac)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case errors.Is(err, apperr.NotFound):
+					counts["not_found"]++ // after a success the old reference is gone
+				case err != nil:
+					t.Error(err)
+				default:
+					counts[string(res.Outcome)]++
+				}
+			})
+		}
+		wg.Wait()
+		evaluated := counts[string(VerifyOK)] + counts[string(VerifyWrongCode)] + counts[string(VerifyNoChallenge)]
+		if evaluated > 5 || counts[string(VerifyOK)] > 1 {
+			t.Fatalf("outcomes %v: %d evaluated attempts, limit 5", counts, evaluated)
+		}
+		if evaluated+counts[string(VerifyLimited)]+counts["not_found"] != 1000 {
+			t.Fatalf("outcomes %v do not add up", counts)
+		}
+	})
+}

@@ -1,0 +1,399 @@
+// Package sessions is the session service: opaque session tokens that carry the user's tag,
+// sliding and absolute expiry, MFA step-up with one-time codes kept only as HMACs, token
+// rotation, devices and revocation, and the forward-auth hot path (Authenticate). State lives
+// in Redis through repo.Sessions; this package owns the token format and every secret.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/repo"
+)
+
+// Session is a session's view (never its token or any hash of it).
+type Session = repo.Session
+
+// Config holds the service's defaults.
+type Config struct {
+	// IdleTimeout and AbsoluteTimeout apply when a create request names none.
+	IdleTimeout     time.Duration
+	AbsoluteTimeout time.Duration
+	// ChallengeTTL is how long an MFA code can be answered.
+	ChallengeTTL time.Duration
+	Logger       *slog.Logger
+	// Meter records authentication outcomes (nil: none).
+	Meter metric.Meter
+}
+
+// Service implements session management and handlers.SessionAuthenticator.
+type Service struct {
+	repo   *repo.Sessions
+	hasher *keyhash.Hasher
+	cfg    Config
+	auths  metric.Int64Counter
+}
+
+// ErrConfig reports an unusable configuration.
+var ErrConfig = errors.New("sessions: bad configuration")
+
+// New returns the service over r; h keys user tags, device hashes and MFA code MACs.
+func New(r *repo.Sessions, h *keyhash.Hasher, c Config) (*Service, error) {
+	switch {
+	case r == nil || h == nil:
+		return nil, fmt.Errorf("%w: repository and hasher are required", ErrConfig)
+	case c.IdleTimeout < time.Second || c.AbsoluteTimeout < c.IdleTimeout:
+		return nil, fmt.Errorf("%w: idle timeout must be ≥1s and ≤ the absolute timeout", ErrConfig)
+	case c.ChallengeTTL < time.Second:
+		return nil, fmt.Errorf("%w: challenge TTL must be at least 1s", ErrConfig)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Meter == nil {
+		c.Meter = noop.NewMeterProvider().Meter("sessions")
+	}
+	auths, err := c.Meter.Int64Counter("hashgate_session_authentications",
+		metric.WithDescription("Session-token authentications by result (ok, invalid, tag_mismatch)."))
+	if err != nil {
+		return nil, err
+	}
+	return &Service{repo: r, hasher: h, cfg: c, auths: auths}, nil
+}
+
+// CreateInput is a create request; zero timeouts take the configured defaults.
+type CreateInput struct {
+	UserID          string
+	AuthLevel       string
+	MFARequired     bool
+	DeviceLabel     string
+	UserAgent       string
+	IP              string
+	IdleTimeout     time.Duration
+	AbsoluteTimeout time.Duration
+}
+
+// Issued is a session with its token, shown once.
+type Issued struct {
+	Session
+	Token string
+}
+
+// Challenge is a started MFA challenge; Code goes to the user out of band and is never stored.
+type Challenge struct {
+	ID        string
+	Code      string
+	ExpiresAt time.Time
+}
+
+const (
+	codeDigits     = 6
+	challengeIDLen = 22
+)
+
+const invalidSessionDetail = "The session token is not valid: it is malformed, expired or revoked."
+
+// invalidSession is the one refusal every session-token failure gets (401).
+func invalidSession() *apperr.Error {
+	return apperr.New(apperr.InvalidCredentials, invalidSessionDetail)
+}
+
+// userTag is the user's opaque tag: a keyed hash of tenant and user id, 12 characters.
+func (s *Service) userTag(tenant, userID string) string {
+	return s.hasher.Tag("user", 9, tenant, userID)
+}
+
+// codeMAC is the stored form of a code, bound to the user and the challenge.
+func (s *Service) codeMAC(tag, challengeID, code string) string {
+	return base64.RawURLEncoding.EncodeToString(s.hasher.Sum("mfa-code", tag, challengeID, code))
+}
+
+// Create starts a session for a user of tenant.
+func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*Issued, error) {
+	if err := checkTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := in.check(s.cfg.IdleTimeout, s.cfg.AbsoluteTimeout); err != nil {
+		return nil, err
+	}
+	tag := s.userTag(tenant, in.UserID)
+	token, ref, hash, err := newToken(tag)
+	if err != nil {
+		return nil, err
+	}
+	n := repo.NewSession{Ref: ref, TokenHash: hash, UserID: in.UserID, TenantID: tenant, Status: repo.SessionActive,
+		AuthLevel: in.AuthLevel, DeviceLabel: in.DeviceLabel, Idle: in.IdleTimeout, Absolute: in.AbsoluteTimeout}
+	if in.MFARequired {
+		n.Status = repo.SessionMFARequired
+	}
+	if in.IP != "" {
+		n.IPHash = s.hasher.Tag("session-ip", 16, tenant, in.IP)
+	}
+	if in.UserAgent != "" {
+		n.UserAgentHash = s.hasher.Tag("session-ua", 16, in.UserAgent)
+	}
+	v, err := s.repo.Create(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return &Issued{Session: *v, Token: token}, nil
+}
+
+// Authenticate resolves a session token to its principal: one Redis round trip that also
+// slides the idle window when little of it is left. Any failure but Redis trouble is
+// apperr.InvalidCredentials (401), whatever the cause, so callers learn nothing more.
+func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Principal, error) {
+	ref, hash, ok := parseToken(token)
+	if !ok {
+		s.countAuth(ctx, "malformed")
+		return nil, invalidSession()
+	}
+	ac, err := s.repo.Authorize(ctx, ref, hash)
+	switch {
+	case errors.Is(err, apperr.NotFound):
+		s.countAuth(ctx, "unknown")
+		return nil, invalidSession()
+	case errors.Is(err, repo.ErrCorrupt):
+		s.countAuth(ctx, "corrupt")
+		return nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
+	case err != nil:
+		return nil, err
+	}
+	// The tag is part of the token; the stored owner must hash to it.
+	if !keyhash.Equal([]byte(s.userTag(ac.TenantID, ac.UserID)), []byte(ref.Tag)) {
+		s.countAuth(ctx, "tag_mismatch")
+		s.cfg.Logger.WarnContext(ctx, "session refused: stored owner does not match the token's user tag")
+		return nil, invalidSession()
+	}
+	s.countAuth(ctx, "ok")
+	return &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: ref.ID(),
+		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt}, nil
+}
+
+func (s *Service) countAuth(ctx context.Context, result string) {
+	s.auths.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+}
+
+// ref parses a session id from a path; a malformed id is simply not found.
+func ref(id string) (repo.SessionRef, error) {
+	r, ok := repo.ParseSessionID(id)
+	if !ok {
+		return repo.SessionRef{}, fmt.Errorf("session id: %w", apperr.NotFound)
+	}
+	return r, nil
+}
+
+// Get is the full view of a session of tenant.
+func (s *Service) Get(ctx context.Context, tenant, id string) (*Session, error) {
+	r, err := ref(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.repo.Get(ctx, r, tenant)
+}
+
+// Revoke deletes a session of tenant; it is idempotent.
+func (s *Service) Revoke(ctx context.Context, tenant, id string) error {
+	r, err := ref(id)
+	if err != nil {
+		return nil
+	}
+	_, err = s.repo.Revoke(ctx, r, tenant)
+	return err
+}
+
+// Rotate gives the session a new token (and so a new id); the old token stops working at once
+// and the absolute deadline is kept.
+func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error) {
+	r, err := ref(id)
+	if err != nil {
+		return nil, err
+	}
+	token, next, hash, err := newToken(r.Tag)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.repo.Rotate(ctx, r, tenant, next, hash)
+	if err != nil {
+		return nil, err
+	}
+	return &Issued{Session: *v, Token: token}, nil
+}
+
+// StartChallenge starts an MFA step-up: a fresh 6-digit code whose HMAC is stored with its own
+// TTL. A new challenge replaces a live one.
+func (s *Service) StartChallenge(ctx context.Context, tenant, id string) (*Challenge, error) {
+	r, err := ref(id)
+	if err != nil {
+		return nil, err
+	}
+	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	if err != nil {
+		return nil, fmt.Errorf("sessions: random code: %w", err)
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("sessions: random challenge id: %w", err)
+	}
+	c := &Challenge{ID: base64.RawURLEncoding.EncodeToString(b[:]), Code: fmt.Sprintf("%06d", n.Int64())}
+	c.ExpiresAt, err = s.repo.StartChallenge(ctx, repo.MFAChallenge{Ref: r, Tenant: tenant, ID: c.ID,
+		CodeMAC: s.codeMAC(r.Tag, c.ID, c.Code), TTL: s.cfg.ChallengeTTL})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Verify checks an MFA code. Success steps the session up and rotates its token (the returned
+// one replaces the old). A wrong code is 422 with attemptsLeft; past the per-user limit, 429
+// with Retry-After and RateLimit headers; no live challenge with that id, 410.
+func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code string) (*Issued, error) {
+	if err := checkChallengeID(challengeID); err != nil {
+		return nil, err
+	}
+	if err := checkCode(code); err != nil {
+		return nil, err
+	}
+	r, err := ref(id)
+	if err != nil {
+		return nil, err
+	}
+	token, next, hash, err := newToken(r.Tag)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.repo.Verify(ctx, repo.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
+		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next, NextTokenHash: hash})
+	if err != nil {
+		return nil, err
+	}
+	switch res.Outcome {
+	case repo.VerifyOK:
+		return &Issued{Session: *res.Session, Token: token}, nil
+	case repo.VerifyLimited:
+		return nil, res.Limit.Err()
+	case repo.VerifyNoChallenge:
+		return nil, withHeaders(apperr.New(apperr.Gone, "No live MFA challenge with this id; start a new one."), res.Limit.Headers())
+	default:
+		left := res.Limit.Remaining()
+		return nil, withHeaders(apperr.Newf(apperr.WrongCode, "The code is not valid; %d attempts left in this window.", left), res.Limit.Headers()).
+			With("attemptsLeft", left)
+	}
+}
+
+func withHeaders(e *apperr.Error, h map[string]string) *apperr.Error {
+	for k, v := range h {
+		e.WithHeader(k, v)
+	}
+	return e
+}
+
+// ListUser is the live sessions of a user of tenant, newest first.
+func (s *Service) ListUser(ctx context.Context, tenant, userID string) ([]Session, error) {
+	if err := checkUserID("path:userId", userID); err != nil {
+		return nil, err
+	}
+	return s.list(ctx, s.userTag(tenant, userID), tenant)
+}
+
+func (s *Service) list(ctx context.Context, tag, tenant string) ([]Session, error) {
+	out, err := s.repo.List(ctx, tag, tenant)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Session) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out, nil
+}
+
+// RevokeUser revokes every session of a user of tenant except the one with id except ("" for
+// none) in one atomic step, and returns how many it revoked.
+func (s *Service) RevokeUser(ctx context.Context, tenant, userID, except string) (int, error) {
+	if err := checkUserID("path:userId", userID); err != nil {
+		return 0, err
+	}
+	tag := s.userTag(tenant, userID)
+	part := ""
+	if except != "" {
+		r, ok := repo.ParseSessionID(except)
+		if !ok || r.Tag != tag {
+			return 0, fieldErr("query:except", "is not a session of this user")
+		}
+		part = r.Part
+	}
+	return s.repo.RevokeAll(ctx, tag, part)
+}
+
+// own returns the caller's session reference; p must be a session principal.
+func own(p *auth.Principal) (repo.SessionRef, error) {
+	if p == nil || p.Kind != auth.KindSession {
+		return repo.SessionRef{}, apperr.New(apperr.Unauthenticated, "This operation needs a session token.")
+	}
+	r, ok := repo.ParseSessionID(p.SessionID)
+	if !ok {
+		return repo.SessionRef{}, invalidSession()
+	}
+	return r, nil
+}
+
+// Current is the caller's own session.
+func (s *Service) Current(ctx context.Context, p *auth.Principal) (*Session, error) {
+	r, err := own(p)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.repo.Get(ctx, r, p.Tenant)
+	if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {
+		return nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
+	}
+	return v, err
+}
+
+// Logout revokes the caller's own session.
+func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
+	r, err := own(p)
+	if err != nil {
+		return err
+	}
+	_, err = s.repo.Revoke(ctx, r, p.Tenant)
+	return err
+}
+
+// Devices is the caller's live sessions on every device, newest first.
+func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]Session, error) {
+	r, err := own(p)
+	if err != nil {
+		return nil, err
+	}
+	return s.list(ctx, r.Tag, p.Tenant)
+}
+
+// RevokeDevice signs out one of the caller's sessions; another user's id answers NotFound.
+func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string) error {
+	mine, err := own(p)
+	if err != nil {
+		return err
+	}
+	r, err := ref(id)
+	if err != nil {
+		return err
+	}
+	if r.Tag != mine.Tag {
+		return fmt.Errorf("session %s: %w", id, apperr.NotFound)
+	}
+	_, err = s.repo.Revoke(ctx, r, p.Tenant)
+	return err
+}
