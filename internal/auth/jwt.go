@@ -32,6 +32,9 @@ type Options struct {
 	MaxTokenBytes int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// VerifyCacheSize bounds the cache of verified tokens (keyed by their SHA-256) that spares
+	// a hot token the Ed25519 check. Zero means DefaultVerifyCacheSize; negative disables it.
+	VerifyCacheSize int
 }
 
 // Authority mints and verifies the gateway's access tokens. It is safe for
@@ -43,6 +46,8 @@ type Authority struct {
 	maxBytes int
 	now      func() time.Time
 	parser   *jwt.Parser
+	leeway   time.Duration
+	verified *verifyCache
 }
 
 // New validates opts and returns an Authority.
@@ -76,6 +81,13 @@ func New(opts Options) (*Authority, error) {
 		keys:     opts.Keys,
 		maxBytes: opts.MaxTokenBytes,
 		now:      opts.Now,
+		leeway:   opts.Leeway,
+	}
+	switch {
+	case opts.VerifyCacheSize == 0:
+		a.verified = newVerifyCache(DefaultVerifyCacheSize)
+	case opts.VerifyCacheSize > 0:
+		a.verified = newVerifyCache(opts.VerifyCacheSize)
 	}
 	a.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
@@ -189,6 +201,9 @@ func (a *Authority) Verify(token string) (*Claims, error) {
 	if len(token) > a.maxBytes {
 		return nil, invalid("token too large", nil)
 	}
+	if c, ok := a.verified.get(token, a.now(), a.leeway); ok {
+		return c, nil
+	}
 	claims := new(Claims)
 	if _, err := a.parser.ParseWithClaims(token, claims, a.keyFunc); err != nil {
 		return nil, invalid(reason(err), err)
@@ -201,6 +216,7 @@ func (a *Authority) Verify(token string) (*Claims, error) {
 	case claims.Tenant == "":
 		return nil, invalid("missing tenant", nil)
 	}
+	a.verified.put(token, claims, a.now())
 	return claims, nil
 }
 

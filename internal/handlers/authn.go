@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
-	echomw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
@@ -34,54 +33,52 @@ type SessionAuthenticator interface {
 // if none is present the caller gets 401 Unauthenticated.
 var errAbsent = errors.New("credential absent")
 
-// authenticate is kin-openapi's AuthenticationFunc: it is called for each security scheme of
-// the operation, in order, until one succeeds. It verifies the credential, enforces the
-// operation's scopes from the spec, and puts the principal on the request context.
-func (s *Server) authenticate(vctx context.Context, in *openapi3filter.AuthenticationInput) error {
-	r := in.RequestValidationInput.Request
+// authenticate is kin-openapi's AuthenticationFunc. Authentication itself already ran in
+// authnMiddleware (before the body was read); here the validator only confirms a principal is
+// on the request, so its security step agrees with ours.
+func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	if _, ok := auth.PrincipalFrom(in.RequestValidationInput.Request.Context()); ok {
+		return nil
+	}
+	return errAbsent
+}
+
+// authScheme verifies the credential of one security scheme and enforces the operation's
+// scopes. errAbsent means the scheme's credential was not sent.
+func (s *Server) authScheme(r *http.Request, scheme string, scopes []string) (*auth.Principal, error) {
 	ctx := r.Context()
 	var (
 		p   *auth.Principal
 		err error
 	)
-	switch in.SecuritySchemeName {
+	switch scheme {
 	case schemeBearer:
 		p, err = s.authBearer(ctx, r)
 	case schemeSessionCookie:
 		ck, cerr := r.Cookie(SessionCookieName)
 		if cerr != nil || ck.Value == "" {
-			return errAbsent
+			return nil, errAbsent
 		}
 		p, err = s.authSession(ctx, ck.Value)
 	case schemeSessionHeader:
 		tok := r.Header.Get(SessionHeaderName)
 		if tok == "" {
-			return errAbsent
+			return nil, errAbsent
 		}
 		p, err = s.authSession(ctx, tok)
 	default:
-		return apperr.Newf(apperr.Internal, "unknown security scheme %q", in.SecuritySchemeName)
+		return nil, apperr.Newf(apperr.Internal, "unknown security scheme %q", scheme)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, scope := range in.Scopes {
+	for _, scope := range scopes {
 		if !p.HasScope(scope) {
-			return apperr.Newf(apperr.InsufficientScope, "This operation needs the %s scope.", scope).
+			return nil, apperr.Newf(apperr.InsufficientScope, "This operation needs the %s scope.", scope).
 				WithHeader("WWW-Authenticate", `Bearer realm="hashgate", error="insufficient_scope", scope="`+scope+`"`)
 		}
 	}
-	// The validator's context carries the Echo context; the request's own context carries
-	// deadlines and spans, and is where the principal goes.
-	ec := echomw.GetEchoContext(vctx)
-	if ec == nil {
-		return apperr.New(apperr.Internal, "authentication outside the validator")
-	}
-	// Update the request in place: the validator holds a pointer to it and, with
-	// KeepValidatedValue, leaves the validated body on it for the strict handler to bind.
-	req := ec.Request()
-	*req = *req.WithContext(auth.WithPrincipal(req.Context(), p))
-	return nil
+	return p, nil
 }
 
 func (s *Server) authBearer(ctx context.Context, r *http.Request) (*auth.Principal, error) {

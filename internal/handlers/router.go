@@ -27,6 +27,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.HTTPErrorHandler
+	authn, isHot := s.authnMiddleware(spec)
 	e.Use(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableStackAll: true,
@@ -36,11 +37,12 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 			},
 		}),
 		requestIDMiddleware(),
-		telemetry.EchoMiddleware(tel, "hashgate"),
-		telemetry.EchoMetricsMiddleware(tel),
+		telemetry.EchoMiddleware(tel, "hashgate"), // server spans and HTTP metrics
 		s.accessLog(),
 		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"),
-		s.RequestValidator(spec),
+		authn,
+		strictJSON(),
+		s.RequestValidator(spec, isHot),
 	)
 	RegisterHandlers(e, NewStrictHandler(s, nil))
 	if tel != nil {

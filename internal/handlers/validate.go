@@ -17,12 +17,14 @@ import (
 // RequestValidator validates every request against the spec (kin-openapi through
 // oapi-codegen's Echo middleware) and authenticates it with the operation's security schemes
 // first, so an unauthenticated caller learns nothing about the body rules.
-func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
+func (s *Server) RequestValidator(spec *openapi3.T, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	spec.Servers = nil
 	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc: s.authenticate,
 			MultiError:         true,
+			// A body on an operation that defines none is refused, not ignored.
+			RejectWhenRequestBodyNotSpecified: true,
 			// The generated strict handlers bind the value the validator decoded (with exact
 			// member names); without it they re-decode with Echo's binder, which refuses
 			// application/merge-patch+json.

@@ -93,6 +93,11 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (*Telemetry, error) 
 	for _, sp := range o.spanProcessors {
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(sp))
 	}
+	if isNoopSpanExporter(exp) && len(o.spanProcessors) == 0 {
+		// Nothing consumes spans: record none. Spans still carry valid trace and span ids
+		// (for logs and propagation), but cost no attribute or event bookkeeping.
+		tpOpts = append(tpOpts, sdktrace.WithSampler(sdktrace.NeverSample()))
+	}
 
 	t := &Telemetry{
 		TracerProvider: sdktrace.NewTracerProvider(tpOpts...),

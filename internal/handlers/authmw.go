@@ -1,0 +1,144 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+)
+
+// hotRoutes are the operations every proxied request hits. They skip the generic kin-openapi
+// validator (route lookup, body buffering and schema walk cost more than the rest of the
+// request); their only parameter (authorize's `level`) is checked against its enum from the
+// spec here, and neither takes a body.
+var hotRoutes = map[string]bool{
+	http.MethodGet + " /v1/authorize": true,
+	http.MethodGet + " /v1/session":   true,
+}
+
+// operation is what the authentication middleware needs of one spec operation.
+type operation struct {
+	security openapi3.SecurityRequirements
+	enums    map[string][]any // hot routes: query parameter → allowed values
+	hot      bool
+}
+
+// authnMiddleware authenticates every operation with its security requirements from the spec,
+// before the body is read or judged, so an unauthenticated caller learns nothing about the
+// body rules. The second result tells the validator which (hot) routes it may skip.
+func (s *Server) authnMiddleware(spec *openapi3.T) (echo.MiddlewareFunc, func(echo.Context) bool) {
+	ops := map[string]operation{}
+	for path, item := range spec.Paths.Map() {
+		echoPath := specPathToEcho(path)
+		for method, op := range item.Operations() {
+			o := operation{security: spec.Security}
+			if op.Security != nil {
+				o.security = *op.Security
+			}
+			key := method + " " + echoPath
+			if o.hot = hotRoutes[method+" "+path]; o.hot {
+				o.enums = map[string][]any{}
+				for _, pr := range op.Parameters {
+					if v := pr.Value; v.In == openapi3.ParameterInQuery && v.Schema != nil && v.Schema.Value != nil {
+						o.enums[v.Name] = v.Schema.Value.Enum
+					}
+				}
+			}
+			ops[key] = o
+		}
+	}
+	isHot := func(c echo.Context) bool { return ops[c.Request().Method+" "+c.Path()].hot }
+	mw := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			o, ok := ops[c.Request().Method+" "+c.Path()]
+			if !ok || len(o.security) == 0 {
+				return next(c)
+			}
+			r := c.Request()
+			if o.hot && r.ContentLength != 0 { // -1: chunked
+				return &apperr.Error{Kind: apperr.Validation, Detail: "This operation takes no request body.",
+					Fields: []apperr.FieldError{{Pointer: "/", Detail: "request body not allowed for this request"}}}
+			}
+			p, err := s.authAlternatives(r, o.security)
+			if err != nil {
+				return err
+			}
+			if err := checkEnums(r, o.enums); err != nil {
+				return err
+			}
+			*r = *r.WithContext(auth.WithPrincipal(r.Context(), p))
+			return next(c)
+		}
+	}
+	return mw, isHot
+}
+
+// specPathToEcho turns /v1/quotes/{quoteId} into Echo's /v1/quotes/:quoteId.
+func specPathToEcho(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '{':
+			b.WriteByte(':')
+		case '}':
+		default:
+			b.WriteByte(p[i])
+		}
+	}
+	return b.String()
+}
+
+// authAlternatives tries each security requirement in spec order, like kin-openapi: the first
+// that succeeds wins; otherwise the most telling refusal is returned.
+func (s *Server) authAlternatives(r *http.Request, reqs openapi3.SecurityRequirements) (*auth.Principal, error) {
+	errs := make([]error, 0, len(reqs))
+	for _, req := range reqs {
+		var p *auth.Principal
+		err := errAbsent
+		for scheme, scopes := range req { // one scheme per requirement in this spec
+			if p, err = s.authScheme(r, scheme, scopes); err != nil {
+				break
+			}
+		}
+		if err == nil && p != nil {
+			return p, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, securityProblem(&openapi3filter.SecurityRequirementsError{SecurityRequirements: reqs, Errors: errs})
+}
+
+func checkEnums(r *http.Request, enums map[string][]any) error {
+	if len(enums) == 0 || r.URL.RawQuery == "" {
+		return nil
+	}
+	q := r.URL.Query()
+	var fields []apperr.FieldError
+	for name, allowed := range enums {
+		vals, ok := q[name]
+		if !ok || len(allowed) == 0 {
+			continue
+		}
+		if len(vals) != 1 || !contains(allowed, vals[0]) {
+			fields = append(fields, apperr.FieldError{Parameter: "query:" + name, Detail: "value is not one of the allowed values"})
+		}
+	}
+	if len(fields) > 0 {
+		return &apperr.Error{Kind: apperr.Validation, Detail: "Invalid query parameters.", Fields: fields}
+	}
+	return nil
+}
+
+func contains(allowed []any, v string) bool {
+	for _, a := range allowed {
+		if s, ok := a.(string); ok && s == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,35 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want error
+	}{
+		{`{"a":1,"b":{"a":2,"c":[1,{"a":3}]},"c":"x"}`, nil},
+		{` [1, 2, "a"] `, nil},
+		{`"x"`, nil},
+		{`{"a":1}{"a":1}`, errTrailing},
+		{`{"a":1} x`, errTrailing},
+		{`{"a":1,"a":2}`, errDuplicate},
+		{`{"a":{"b":1,"b":1}}`, errDuplicate},
+		{`{"a":[{"k":1},{"k":2}]}`, nil},
+		{`{"a":"b","b":"a"}`, nil},
+		{"{\"a\":\"\xff\"}", errUTF8},
+		{strings.Repeat("[", 100) + strings.Repeat("]", 100), errDepth},
+		{``, errEmpty},
+	}
+	for _, tt := range tests {
+		if got := checkJSON([]byte(tt.in)); got != tt.want {
+			t.Errorf("%q: %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	if checkJSON([]byte(`{"a":`)) == nil || checkJSON([]byte(`{"a" 1}`)) == nil {
+		t.Error("malformed JSON accepted")
+	}
+}
