@@ -21,8 +21,9 @@ lint:
 run:
 	$(GO) run ./cmd/gateway
 
+# Load benchmark (wrk, private Redis 8, baselines in the same run); see docs/PERFORMANCE.md.
 bench:
-	$(GO) run ./cmd/bench
+	scripts/bench.sh $(BENCH_FLAGS)
 
 # Leave a real-Redis environment running for manual work: eval "$$(scripts/redis-env.sh env)"
 redis-up:

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseWrkOutput(t *testing.T) {
+	t.Parallel()
+	const line = `HGBENCH {"requests":120000,"duration_us":10000000,"bytes":9000000,"connect_errors":0,"read_errors":1,"write_errors":0,"status_errors":3,"timeouts":2,"p50_us":1500.0,"p99_us":9000.5,"p999_us":20000.0,"mean_us":1800.2,"max_us":45000.0,"statuses":{"200":119997,"412":3}}`
+	tests := []struct {
+		name    string
+		out     string
+		wantErr bool
+		check   func(t *testing.T, r wrkResult)
+	}{
+		{
+			name: "result among wrk's own lines",
+			out:  "Running 10s test @ http://127.0.0.1:1/\n  2 threads and 64 connections\n" + line + "\nRequests/sec: 12000\n",
+			check: func(t *testing.T, r wrkResult) {
+				if r.Requests != 120000 || r.RPS() != 12000 {
+					t.Errorf("requests %d, rps %v; want 120000, 12000", r.Requests, r.RPS())
+				}
+				if r.P50 != 1500 || r.P99 != 9000.5 || r.P999 != 20000 {
+					t.Errorf("percentiles %v %v %v", r.P50, r.P99, r.P999)
+				}
+				if r.Statuses[200] != 119997 || r.Statuses[412] != 3 || len(r.Statuses) != 2 {
+					t.Errorf("statuses %v", r.Statuses)
+				}
+				if r.SocketErrors() != 3 || r.StatusErrors != 3 {
+					t.Errorf("socket errors %d, status errors %d; want 3, 3", r.SocketErrors(), r.StatusErrors)
+				}
+			},
+		},
+		{
+			name: "no statuses tallied",
+			out:  strings.Replace(line, `{"200":119997,"412":3}`, `{}`, 1),
+			check: func(t *testing.T, r wrkResult) {
+				if len(r.Statuses) != 0 {
+					t.Errorf("statuses %v, want none", r.Statuses)
+				}
+			},
+		},
+		{name: "no result line", out: "Running 10s test\nRequests/sec: 1\n", wantErr: true},
+		{name: "truncated json", out: line[:60], wantErr: true},
+		{name: "bad status key", out: strings.Replace(line, `"412":3`, `"x":3`, 1), wantErr: true},
+		{name: "zero duration", out: strings.Replace(line, `"duration_us":10000000`, `"duration_us":0`, 1), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := parseWrkOutput([]byte(tt.out))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if tt.check != nil {
+				tt.check(t, r)
+			}
+		})
+	}
+	if _, err := parseWrkOutput(nil); !errors.Is(err, errNoResult) {
+		t.Errorf("empty output: err = %v, want errNoResult", err)
+	}
+}
+
+func TestCommandStatsDelta(t *testing.T) {
+	t.Parallel()
+	before, err := parseCommandStats("# Commandstats\r\n" +
+		"cmdstat_hmget:calls=10,usec=30,usec_per_call=3.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_info:calls=4,usec=120,usec_per_call=30.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_client|caching:calls=7,usec=7,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := parseCommandStats("# Commandstats\n" +
+		"cmdstat_hmget:calls=1010,usec=3030,usec_per_call=3.00,rejected_calls=0,failed_calls=0\n" +
+		"cmdstat_evalsha:calls=1000,usec=9000,usec_per_call=9.00,rejected_calls=0,failed_calls=0\n" +
+		"cmdstat_info:calls=6,usec=180,usec_per_call=30.00,rejected_calls=0,failed_calls=0\n" +
+		"cmdstat_client|caching:calls=7,usec=7,usec_per_call=1.00,rejected_calls=0,failed_calls=0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := after.delta(before)
+	want := commandStats{"hmget": 1000, "evalsha": 1000}
+	if len(d) != len(want) || d["hmget"] != 1000 || d["evalsha"] != 1000 {
+		t.Fatalf("delta = %v, want %v (info ignored, unchanged dropped)", d, want)
+	}
+	if d.total() != 2000 {
+		t.Errorf("total = %d, want 2000", d.total())
+	}
+	if got := d.breakdown(1000, 8); got != "evalsha 1.00, hmget 1.00" {
+		t.Errorf("breakdown = %q", got)
+	}
+	// A reset in between counts from zero.
+	reset := commandStats{"hmget": 5}.delta(commandStats{"hmget": 1010})
+	if reset["hmget"] != 5 {
+		t.Errorf("after a reset: %v, want hmget 5", reset)
+	}
+	for _, bad := range []string{"cmdstat_get:usec=3", "cmdstat_get:calls=x,usec=1", "cmdstat_:calls=1"} {
+		if _, err := parseCommandStats(bad); err == nil {
+			t.Errorf("parseCommandStats(%q): no error", bad)
+		}
+	}
+}
+
+func TestParseClientCalls(t *testing.T) {
+	t.Parallel()
+	text := `# HELP rueidis_command_duration_seconds
+# TYPE rueidis_command_duration_seconds histogram
+rueidis_command_duration_seconds_bucket{operation="EVALSHA",le="+Inf"} 1500
+rueidis_command_duration_seconds_sum{operation="EVALSHA"} 0.5
+rueidis_command_duration_seconds_count{operation="EVALSHA",otel_scope_name="github.com/redis/rueidis"} 1500
+rueidis_command_duration_seconds_count{operation="HMGET PTTL",otel_scope_name="x"} 500
+rueidis_command_duration_seconds_count{odd="a \"}\" b",operation="HMGET"} 2000 1712345678
+rueidis_do_cache_hits_total{otel_scope_name="github.com/redis/rueidis"} 1990
+rueidis_do_cache_miss_total 10
+`
+	c, ok := parseClientCalls(text)
+	if !ok {
+		t.Fatal("no calls found")
+	}
+	if c.Calls["EVALSHA"] != 1500 || c.Calls["HMGET PTTL"] != 500 || c.Calls["HMGET"] != 2000 || c.Hits != 1990 {
+		t.Fatalf("calls %v hits %v", c.Calls, c.Hits)
+	}
+	if rt := c.RoundTrips(); rt != 2010 {
+		t.Errorf("round trips = %v, want 4000 − 1990 = 2010", rt)
+	}
+	d := c.sub(clientCalls{Calls: map[string]float64{"EVALSHA": 500, "HMGET": 2000}, Hits: 1990})
+	if d.RoundTrips() != 1500 || len(d.Calls) != 2 {
+		t.Errorf("delta %v → %v round trips, want EVALSHA 1000 + HMGET PTTL 500", d.Calls, d.RoundTrips())
+	}
+	if got := d.breakdown(1000); got != "EVALSHA 1.00, HMGET PTTL 0.50" {
+		t.Errorf("breakdown = %q", got)
+	}
+	naive, ok := parseClientCalls(metricNaiveRT + " 42\n")
+	if !ok || naive.RoundTrips() != 42 {
+		t.Errorf("naive counter: %v %v", naive, ok)
+	}
+	if _, ok := parseClientCalls("go_goroutines 12\n"); ok {
+		t.Error("no rueidis metric: ok = true")
+	}
+}
+
+func TestKeyPattern(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"hg:v1:session:{HqmZlnfwLA7o}:v5j5-VhIs4FOwPkjw6JB4w":    "hg:v1:session:{…}:*",
+		"hg:v1:quote:{q_01jd8x}:items":                           "hg:v1:quote:{…}:items",
+		"hg:v1:token:{01jd8x0000000000000000000a}":               "hg:v1:token:{…}",
+		"hg:v1:rl:{abc}:mfa":                                     "hg:v1:rl:{…}:mfa",
+		"hg:v1:idem:{t}:quote_create:" + strings.Repeat("a", 64): "hg:v1:idem:{…}:quote_create:*",
+		"naive:session:abc":                                      "naive:session:abc",
+	}
+	for key, want := range tests {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			if got := keyPattern(key); got != want {
+				t.Errorf("keyPattern = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestRenderScript(t *testing.T) {
+	t.Parallel()
+	src, err := renderScript(wrkScript{
+		Headers: map[string]string{"Authorization": "Bearer x"},
+		Items:   []wrkItem{{Path: "/v1/x", Body: `{"a":"b\c"}`, Header: "Cookie", Value: "k=v\n"}},
+		Tally:   true,
+	}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, want := range []string{
+		`NTHREADS = 2`, `METHOD = "GET"`, `REPEAT = 1`, `["Authorization"] = "Bearer x"`,
+		`{ "/v1/x", "{\"a\":\"b\\c\"}", "Cookie", "k=v\010" }`, `TALLY = true`, `QUOTE_PATCH = false`, resultMarker,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q:\n%s", want, s)
+		}
+	}
+	if _, err := renderScript(wrkScript{}, 2); err == nil {
+		t.Error("no items: no error")
+	}
+}
+
+func TestSessionKeys(t *testing.T) {
+	t.Parallel()
+	id := "s_HqmZlnfwLA7o_v5j5-VhIs4FOwPkjw6JB4w"
+	if got := sessionKey(id); got != "hg:v1:session:{HqmZlnfwLA7o}:v5j5-VhIs4FOwPkjw6JB4w" {
+		t.Errorf("sessionKey = %q", got)
+	}
+	if got := userKey(id, "%s:v1:rl:{%s}:mfa"); got != "hg:v1:rl:{HqmZlnfwLA7o}:mfa" {
+		t.Errorf("userKey = %q", got)
+	}
+	// Tags and parts are base64url: '_' inside them is not a separator.
+	if got := sessionKey("s_a_cd-fgh_jkl_v5j5_VhIs4FOwPkjw6JB4w"); got != "hg:v1:session:{a_cd-fgh_jkl}:v5j5_VhIs4FOwPkjw6JB4w" {
+		t.Errorf("sessionKey with '_' in the tag = %q", got)
+	}
+	for _, bad := range []string{"", "x_HqmZlnfwLA7o_v5j5-VhIs4FOwPkjw6JB4w", "s_HqmZlnfwLA7o-v5j5-VhIs4FOwPkjw6JB4w", "s_a_b", id + "x"} {
+		if sessionKey(bad) != "" {
+			t.Errorf("sessionKey(%q) = %q, want empty", bad, sessionKey(bad))
+		}
+	}
+	if jwtID("a.eyJqdGkiOiIwMWpkIn0.c") != "01jd" || jwtID("nope") != "" {
+		t.Error("jwtID")
+	}
+}
+
+func TestEvaluateTargets(t *testing.T) {
+	t.Parallel()
+	res := func(rps float64) wrkResult { return wrkResult{Requests: int64(rps * 10), DurationUS: 10_000_000} }
+	rows := func(authz, rt float64) []row {
+		return []row{
+			{Key: "ceiling-http", Res: res(40000)},
+			{Key: "naive", Res: res(16000)},
+			{Key: "authz-session", Gateway: true, Res: res(authz), RT: rt},
+			{Key: "whoami", Gateway: true, Res: res(authz), RT: 1},
+		}
+	}
+	mem := func(b int64) []memRow { return []memRow{{Object: "session hash, plain (BASIC)", Bytes: b, Max: b}} }
+	tests := []struct {
+		name     string
+		rp       report
+		wantFail bool
+		wantMiss int
+	}{
+		{name: "all met", rp: report{Rows: rows(32000, 1.0), Memory: mem(200)}},
+		{name: "below the HTTP ceiling share", rp: report{Rows: rows(29000, 1.0), Memory: mem(200)}, wantFail: true},
+		{name: "two round trips", rp: report{Rows: rows(32000, 2.0), Memory: mem(200)}, wantFail: true},
+		{name: "session hash too big", rp: report{Rows: rows(32000, 1.0), Memory: mem(488)}, wantFail: true},
+		{name: "sessions not built", rp: report{Rows: []row{{Key: "ceiling-http", Res: res(40000)}, {Key: "authz-session", Gateway: true, Skip: "not built"}}},
+			wantFail: true, wantMiss: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rp := tt.rp
+			rp.evaluate(256)
+			if len(rp.Targets) != 4 {
+				t.Fatalf("%d targets, want 4: %+v", len(rp.Targets), rp.Targets)
+			}
+			miss := 0
+			for _, tg := range rp.Targets {
+				if tg.Missed {
+					miss++
+				}
+			}
+			if rp.failed() != tt.wantFail || miss != tt.wantMiss {
+				t.Errorf("failed %v (want %v), not measured %d (want %d): %+v", rp.failed(), tt.wantFail, miss, tt.wantMiss, rp.Targets)
+			}
+		})
+	}
+}
+
+func TestOkShare(t *testing.T) {
+	t.Parallel()
+	tallied := row{Expect: []int{422, 429}, Res: wrkResult{Requests: 100, Statuses: map[int]int64{429: 95, 422: 4, 500: 1}}}
+	if share, other := tallied.okShare(); math.Abs(share-0.99) > 1e-9 || other != "500×1" {
+		t.Errorf("tallied: %v %q", share, other)
+	}
+	untallied := row{Expect: []int{200}, Res: wrkResult{Requests: 200, StatusErrors: 50}}
+	if share, other := untallied.okShare(); share != 0.75 || other != "non-2xx×50" {
+		t.Errorf("untallied: %v %q", share, other)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	lat := make([]int64, 1000)
+	for i := range lat {
+		lat[i] = int64(i+1) * 1000 // 1µs … 1000µs
+	}
+	for q, want := range map[float64]float64{50: 500, 99: 990, 99.9: 999, 100: 1000} {
+		if got := pct(lat, q); got != want {
+			t.Errorf("pct(%v) = %v, want %v", q, got, want)
+		}
+	}
+	if pct(nil, 50) != 0 {
+		t.Error("empty: not 0")
+	}
+}

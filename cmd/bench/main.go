@@ -1,0 +1,389 @@
+// Command bench is hashgate's benchmark (`make bench`). On loopback it starts a private Redis 8,
+// builds the gateway with the release flags and starts it, sets up each scenario through the
+// public API, loads it with wrk at fixed concurrency for a fixed time after a warm-up, and
+// prints one table: throughput, p50/p99/p99.9 latency, Redis commands and round trips per
+// request, and ratios against three baselines measured in the same run (the HTTP ceiling, the
+// Redis ceiling, the naive seed-004 design). Then the Redis memory per object, and the targets.
+//
+//	go run ./cmd/bench [-t 2] [-c 64] [-d 10s] [-warmup 3s] [-scenarios a,b] [-enforce]
+//
+// It is not part of the test run. scripts/bench.sh installs wrk and provisions Redis 8 first.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "serve-") {
+		if err := serveBaseline(os.Args[1], os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is the benchmark's flags.
+type config struct {
+	threads, connections int
+	duration, warmup     time.Duration
+	timeout              time.Duration
+	sessions             int
+	only                 map[string]bool // nil: every scenario
+	enforce, keep        bool
+	gatewayBin           string
+	redisServer, wrkBin  string
+}
+
+// allKeys lists every scenario key in run order.
+var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-bearer", "whoami", "mfa-verify",
+	"quote-patch", "case-escalate", "session-create", "authz-session-nocache", "authz-bearer-nocache", "ceiling-redis"}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.threads, "t", 2, "wrk threads")
+	fs.IntVar(&c.connections, "c", 64, "concurrent connections (and goroutines for the Redis ceiling)")
+	fs.DurationVar(&c.duration, "d", 10*time.Second, "measured time per scenario")
+	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "warm-up per scenario (not measured)")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wrk request timeout")
+	fs.IntVar(&c.sessions, "sessions", 1000, "sessions (users) the session scenarios rotate over")
+	only := fs.String("scenarios", "all", "comma-separated scenario keys: "+strings.Join(allKeys, ", "))
+	fs.BoolVar(&c.enforce, "enforce", false, "exit 1 when a target is missed or could not be measured")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temporary folder (scripts, logs, Redis data)")
+	fs.StringVar(&c.gatewayBin, "gateway", "", "a prebuilt gateway binary (default: build ./cmd/gateway like the Dockerfile)")
+	fs.StringVar(&c.redisServer, "redis-server", "", "Redis 8 server executable (default: $HASHGATE_REDIS8_SERVER, then .cache/redis/bin/redis8-server)")
+	fs.StringVar(&c.wrkBin, "wrk", "wrk", "wrk executable")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	switch {
+	case c.threads < 1 || c.connections < c.threads:
+		return c, errors.New("-t must be ≥ 1 and -c ≥ -t")
+	case c.duration < time.Second || c.warmup < 0 || c.timeout < time.Second:
+		return c, errors.New("-d and -timeout must be ≥ 1s, -warmup ≥ 0")
+	case c.sessions < 1 || c.sessions > 100000:
+		return c, errors.New("-sessions must be within 1..100000")
+	}
+	if *only != "all" {
+		c.only = map[string]bool{}
+		for _, k := range strings.Split(*only, ",") {
+			k = strings.TrimSpace(k)
+			if !slices.Contains(allKeys, k) {
+				return c, fmt.Errorf("unknown scenario %q (known: %s)", k, strings.Join(allKeys, ", "))
+			}
+			c.only[k] = true
+		}
+	}
+	return c, nil
+}
+
+func (c config) selected(key string) bool { return c.only == nil || c.only[key] }
+
+// bench holds the run's shared state.
+type bench struct {
+	cfg   config
+	log   io.Writer
+	dir   string
+	redis *redisServer
+	wrk   wrkRunner
+	rows  []row
+}
+
+func (b *bench) logf(format string, a ...any) { fmt.Fprintf(b.log, "[bench] "+format+"\n", a...) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	rp, err := runBench(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	rp.print(stdout)
+	if cfg.enforce && rp.failed() {
+		fmt.Fprintln(stderr, "bench: a target was missed (-enforce)")
+		return 1
+	}
+	return 0
+}
+
+func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	redisBin, err := findRedisServer(cfg.redisServer, root)
+	if err != nil {
+		return nil, err
+	}
+	wrkBin, err := exec.LookPath(cfg.wrkBin)
+	if err != nil {
+		return nil, fmt.Errorf("wrk not found (%v): run scripts/bench.sh, or apt-get install wrk", err)
+	}
+	dir, err := os.MkdirTemp("", "hashgate-bench-")
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{cfg: cfg, log: logw, dir: dir,
+		wrk: wrkRunner{Bin: wrkBin, Threads: cfg.threads, Connections: cfg.connections, Timeout: cfg.timeout, Dir: dir}}
+	defer func() {
+		if cfg.keep {
+			b.logf("kept %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
+
+	b.logf("starting a private Redis 8 (%s)", redisBin)
+	b.redis, err = startRedis(ctx, redisBin, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer b.redis.stop()
+	redisVersion := infoField(ctx, b.redis.Client, "server", "redis_version")
+
+	gwBin := cfg.gatewayBin
+	if gwBin == "" {
+		gwBin = filepath.Join(dir, "gateway")
+		b.logf("building the gateway: CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\" ./cmd/gateway")
+		if err := buildGateway(ctx, root, gwBin); err != nil {
+			return nil, err
+		}
+	}
+	keys, err := keygen(ctx, gwBin)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := b.baselines(ctx); err != nil {
+		return nil, err
+	}
+	fx, err := b.gateways(ctx, gwBin, keys)
+	if err != nil {
+		return nil, err
+	}
+	b.redisCeilingRow(ctx)
+	rp := &report{
+		Machine: machine(redisVersion, wrkVersion(wrkBin)),
+		Command: fmt.Sprintf("Command: go run ./cmd/bench -t %d -c %d -d %s -warmup %s  (wrk -t%d -c%d; gateway built with CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"; Redis appendonly yes, appendfsync everysec)",
+			cfg.threads, cfg.connections, cfg.duration, cfg.warmup, cfg.threads, cfg.connections),
+		Rows: b.rows,
+	}
+	b.logf("measuring Redis memory")
+	rp.Memory = b.memory(ctx, fx)
+	if rp.Patterns, err = scanGroups(ctx, b.redis.Client, keyPrefix+":v1:*", 200); err != nil {
+		b.logf("key scan: %v", err)
+	}
+	rp.evaluate(256)
+	return rp, ctx.Err()
+}
+
+// baselines measures the HTTP ceiling and the naive design, right before the gateway's
+// authorize scenarios (the ratios the targets use compare runs close in time).
+func (b *bench) baselines(ctx context.Context) error {
+	cookies := func(toks []string) wrkScript {
+		return wrkScript{Method: "GET", Items: itemsWithHeader("/v1/authorize", "Cookie", sessionCookie+"=", toks)}
+	}
+	if b.cfg.selected("ceiling-http") {
+		p, base, err := startBaseline(ctx, "ceiling-http", b.dir, "serve-ceiling")
+		if err != nil {
+			return err
+		}
+		toks := make([]string, b.cfg.sessions)
+		for i := range toks {
+			toks[i] = randomHex(32)
+		}
+		s := cookies(toks)
+		b.measure(ctx, row{Key: "ceiling-http", Name: "baseline: Echo, same JSON, no Redis (HTTP ceiling)", Expect: []int{200}}, base, "", s, s)
+		p.stop(5 * time.Second)
+	}
+	if b.cfg.selected("naive") {
+		toks, err := seedNaive(ctx, b.redis.Client, b.cfg.sessions)
+		if err != nil {
+			return err
+		}
+		p, base, err := startBaseline(ctx, "naive", b.dir, "serve-naive", "-redis", b.redis.URL())
+		if err != nil {
+			return err
+		}
+		s := cookies(toks)
+		b.measure(ctx, row{Key: "naive", Name: "baseline: naive seed-004 server (HGETALL; HSET+EXPIRE)", Expect: []int{200}}, base, base+"/metrics", s, s)
+		p.stop(5 * time.Second)
+	}
+	return ctx.Err()
+}
+
+// redisCeilingRow measures rueidis HMGET alone at the benchmark's concurrency.
+func (b *bench) redisCeilingRow(ctx context.Context) {
+	if b.cfg.selected("ceiling-redis") && ctx.Err() == nil {
+		b.logf("ceiling-redis: rueidis HMGET × %d goroutines, warm-up %s, run %s", b.cfg.connections, b.cfg.warmup, b.cfg.duration)
+		r := row{Key: "ceiling-redis", Name: "baseline: rueidis HMGET alone (Redis ceiling)", Expect: []int{200}, RT: 1}
+		var before commandStats
+		res, err := redisCeiling(ctx, b.redis.URL(), b.cfg.connections, b.cfg.warmup, b.cfg.duration, func() {
+			before, _ = commandStatsOf(ctx, b.redis.Client)
+		})
+		if err != nil {
+			r.Skip = "failed: " + err.Error()
+		} else if after, err := commandStatsOf(ctx, b.redis.Client); err == nil {
+			r.Res, r.Cmds = res, after.delta(before)
+			b.logf("ceiling-redis: %.0f ops/s", res.RPS())
+		}
+		b.rows = append(b.rows, r)
+	}
+}
+
+// gateways runs the gateway scenarios: first with client-side caching (the default), then a
+// second gateway with GATEWAY_REDIS_CLIENT_CACHE=false on the same Redis and keys.
+func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtures, error) {
+	env := append(baseEnv(), keys...)
+	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
+		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation))
+	fx := &fixtures{cfg: b.cfg}
+	// An escalation is a write script: no faster than the fastest gateway scenario so far.
+	fx.rateHint = func() float64 {
+		best := 0.0
+		for _, r := range b.rows {
+			if r.Gateway && r.measured() {
+				best = max(best, r.Res.RPS())
+			}
+		}
+		return best
+	}
+	type phase struct {
+		name, cache string
+		plans       []plan
+	}
+	for _, ph := range []phase{{"gateway", "true", fx.gatewayPlans()}, {"gateway-nocache", "false", fx.noCachePlans()}} {
+		var plans []plan
+		for _, p := range ph.plans {
+			if b.cfg.selected(p.Key) {
+				plans = append(plans, p)
+			}
+		}
+		if len(plans) == 0 || ctx.Err() != nil {
+			continue
+		}
+		b.logf("starting %s (GATEWAY_REDIS_CLIENT_CACHE=%s)", ph.name, ph.cache)
+		gw, err := startGateway(ctx, ph.name, bin, b.dir, append(env, "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
+		if err != nil {
+			return nil, err
+		}
+		if fx.api == nil {
+			fx.api = newAPI(gw.Base, gw.Admin)
+		}
+		fx.api.base = gw.Base
+		for _, p := range plans {
+			if ctx.Err() != nil {
+				break
+			}
+			r := row{Key: p.Key, Name: p.Name, Gateway: true, Expect: p.Expect}
+			b.logf("%s: set-up", p.Key)
+			warm, measure, err := p.prepare(ctx)
+			if err != nil {
+				r.Skip = skipReason(err)
+				b.logf("%s: %s", p.Key, r.Skip)
+				b.rows = append(b.rows, r)
+				continue
+			}
+			if strings.HasPrefix(p.Key, "authz-bearer") && fx.bearerNote != "" {
+				r.Note = fx.bearerNote
+			}
+			b.measure(ctx, r, gw.Base, gw.Base+"/metrics", warm, measure)
+		}
+		gw.stop(20 * time.Second)
+	}
+	return fx, ctx.Err()
+}
+
+func skipReason(err error) string {
+	var nb notBuiltError
+	if errors.As(err, &nb) {
+		return "not built (" + nb.Op + " answers 501)"
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i > 0 {
+		msg = msg[:i]
+	}
+	return "failed: " + msg
+}
+
+// measure probes, warms up, then measures one scenario and appends its row.
+func (b *bench) measure(ctx context.Context, r row, base, metricsURL string, warm, measure wrkScript) {
+	defer func() { b.rows = append(b.rows, r) }()
+	if err := probe(ctx, base, warm, r.Expect); err != nil {
+		r.Skip = skipReason(err)
+		b.logf("%s: %s", r.Key, r.Skip)
+		return
+	}
+	b.logf("%s: warm-up %s, run %s", r.Key, b.cfg.warmup, b.cfg.duration)
+	if b.cfg.warmup > 0 {
+		if _, err := b.wrk.run(ctx, r.Key+"-warmup", warm, base, b.cfg.warmup); err != nil {
+			r.Skip = skipReason(err)
+			return
+		}
+	}
+	settle() // let the warm-up's last requests finish before the snapshot
+	before, err := commandStatsOf(ctx, b.redis.Client)
+	if err != nil {
+		r.Skip = skipReason(err)
+		return
+	}
+	var cc0 clientCalls
+	ccOK := metricsURL != ""
+	if ccOK {
+		cc0, ccOK = scrapeClientCalls(ctx, metricsURL)
+	}
+	res, err := b.wrk.run(ctx, r.Key, measure, base, b.cfg.duration)
+	if err != nil {
+		r.Skip = skipReason(err)
+		return
+	}
+	settle() // requests in flight when wrk stopped still reach Redis: count them in this window
+	after, err := commandStatsOf(ctx, b.redis.Client)
+	if err != nil {
+		r.Skip = skipReason(err)
+		return
+	}
+	r.Res, r.Cmds, r.RT = res, after.delta(before), -1
+	switch {
+	case metricsURL == "":
+		r.RT = 0 // the HTTP ceiling has no Redis client
+	case ccOK && res.Requests > 0:
+		if cc1, ok := scrapeClientCalls(ctx, metricsURL); ok {
+			r.Client = cc1.sub(cc0)
+			r.RT = r.Client.RoundTrips() / float64(res.Requests)
+		}
+	}
+	share, other := r.okShare()
+	b.logf("%s: %.0f req/s, p99 %s ms, %.1f%% expected %s", r.Key, res.RPS(), ms(res.P99), 100*share, other)
+}
+
+func settle() { time.Sleep(300 * time.Millisecond) }

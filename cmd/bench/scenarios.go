@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// keyPrefix is GATEWAY_KEY_PREFIX for the benchmark's gateways.
+const keyPrefix = "hg"
+
+// caseMaxEscalation is GATEWAY_CASE_MAX_ESCALATION for the benchmark's gateways (the default
+// is 3): each case then takes ten escalations, so the set-up creates fewer cases.
+const caseMaxEscalation = 10
+
+// plan is one gateway scenario: how to set it up and what counts as a correct answer.
+type plan struct {
+	Key, Name string
+	Expect    []int
+	// prepare returns the warm-up and the measured scripts (disjoint objects where a
+	// request changes state that the next one depends on).
+	prepare func(ctx context.Context) (warm, measure wrkScript, err error)
+}
+
+// createdSession is a session made through POST /v1/sessions.
+type createdSession struct{ ID, Token string }
+
+type mfaTarget struct{ SessionID, ChallengeID, WrongCode string }
+
+type quoteRef struct{ ID, ETag string }
+
+// fixtures creates (once) the objects the scenarios share, through the public API.
+type fixtures struct {
+	api         *api
+	cfg         config
+	rateHint    func() float64 // the fastest gateway scenario's req/s so far, for sizing the case set
+	sessOnce    sync.Once
+	sessions    []createdSession
+	device      createdSession
+	sessErr     error
+	bearerOnce  sync.Once
+	bearers     []string
+	tokenIDs    []string
+	bearerNote  string
+	mfa         []mfaTarget
+	quoteSample quoteRef
+	quoteItems  int
+	caseFresh   string
+	caseUsed    string
+}
+
+func (f *fixtures) json() map[string]string {
+	return map[string]string{"Authorization": "Bearer " + f.api.token, "Content-Type": "application/json"}
+}
+
+// session creates one session for userID.
+func (f *fixtures) session(ctx context.Context, userID string, device map[string]string) (createdSession, error) {
+	body := map[string]any{"userId": userID, "authLevel": "BASIC"}
+	if device != nil {
+		body["device"] = device
+	}
+	var out struct{ SessionID, Token string }
+	_, err := f.api.call(ctx, "POST /v1/sessions", http.MethodPost, "/v1/sessions", body, nil, &out, http.StatusCreated)
+	if err == nil && (out.SessionID == "" || out.Token == "") {
+		err = fmt.Errorf("POST /v1/sessions: no sessionId or token in the answer")
+	}
+	return createdSession{ID: out.SessionID, Token: out.Token}, err
+}
+
+// loadSessions creates cfg.sessions users with one session each (and one with device info).
+func (f *fixtures) loadSessions(ctx context.Context) ([]createdSession, error) {
+	f.sessOnce.Do(func() {
+		f.sessions = make([]createdSession, f.cfg.sessions)
+		f.sessErr = parallel(ctx, f.cfg.sessions, 16, func(ctx context.Context, i int) error {
+			s, err := f.session(ctx, fmt.Sprintf("bench-user-%d", i), nil)
+			f.sessions[i] = s
+			return err
+		})
+		if f.sessErr == nil {
+			f.device, f.sessErr = f.session(ctx, "bench-device-user", map[string]string{
+				"label": "work laptop", "ip": "203.0.113.7",
+				"userAgent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+			})
+		}
+	})
+	return f.sessions, f.sessErr
+}
+
+// loadBearers issues service tokens for the proxies; while POST /v1/tokens is not built the
+// bootstrap admin token (also a bearer JWT) stands in.
+func (f *fixtures) loadBearers(ctx context.Context) ([]string, error) {
+	var err error
+	f.bearerOnce.Do(func() {
+		for i := range 4 {
+			var out struct{ TokenID, Token string }
+			_, err = f.api.call(ctx, "POST /v1/tokens", http.MethodPost, "/v1/tokens", map[string]any{
+				"subject": fmt.Sprintf("bench-proxy-%d", i), "scopes": []string{"sessions:read"},
+				"ttlSeconds": 3600, "tokenType": "service",
+			}, nil, &out, http.StatusCreated)
+			if err != nil {
+				break
+			}
+			f.bearers, f.tokenIDs = append(f.bearers, out.Token), append(f.tokenIDs, out.TokenID)
+		}
+		if _, nb := err.(notBuiltError); nb || (err == nil && len(f.bearers) == 0) {
+			f.bearers, f.tokenIDs, err = []string{f.api.token}, []string{jwtID(f.api.token)}, nil
+			f.bearerNote = "bootstrap token (POST /v1/tokens not built)"
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f.bearers, nil
+}
+
+// jwtID is the jti claim of a JWT (the token id), or "".
+func jwtID(tok string) string {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct{ Jti string }
+	_ = json.Unmarshal(b, &c)
+	return c.Jti
+}
+
+func itemsWithHeader(path, header, prefix string, values []string) []wrkItem {
+	items := make([]wrkItem, len(values))
+	for i, v := range values {
+		items[i] = wrkItem{Path: path, Header: header, Value: prefix + v}
+	}
+	return items
+}
+
+func same(s wrkScript) (wrkScript, wrkScript, error) { return s, s, nil }
+
+// gatewayPlans are the scenarios run against the gateway with client-side caching on.
+func (f *fixtures) gatewayPlans() []plan {
+	return []plan{
+		{Key: "authz-session", Name: "GET /v1/authorize, session cookie", Expect: []int{200}, prepare: f.authzSession},
+		{Key: "authz-bearer", Name: "GET /v1/authorize, bearer JWT", Expect: []int{200}, prepare: f.authzBearer},
+		{Key: "whoami", Name: "GET /v1/session (X-Session-Token)", Expect: []int{200}, prepare: f.whoami},
+		{Key: "mfa-verify", Name: "POST …/mfa/verify, wrong code (422 → 429)", Expect: []int{422, 429}, prepare: f.mfaVerify},
+		{Key: "quote-patch", Name: "PATCH /v1/quotes/{id} with If-Match", Expect: []int{200}, prepare: f.quotePatch},
+		{Key: "case-escalate", Name: "POST /v1/cases/{id}/escalate", Expect: []int{200}, prepare: f.caseEscalate},
+		{Key: "session-create", Name: "POST /v1/sessions", Expect: []int{201}, prepare: f.sessionCreate},
+	}
+}
+
+// noCachePlans run against a second gateway with GATEWAY_REDIS_CLIENT_CACHE=false.
+func (f *fixtures) noCachePlans() []plan {
+	return []plan{
+		{Key: "authz-session-nocache", Name: "GET /v1/authorize, session cookie, cache off", Expect: []int{200}, prepare: f.authzSession},
+		{Key: "authz-bearer-nocache", Name: "GET /v1/authorize, bearer JWT, cache off", Expect: []int{200}, prepare: f.authzBearer},
+	}
+}
+
+func (f *fixtures) authzSession(ctx context.Context) (wrkScript, wrkScript, error) {
+	ss, err := f.loadSessions(ctx)
+	if err != nil {
+		return wrkScript{}, wrkScript{}, err
+	}
+	toks := make([]string, len(ss))
+	for i, s := range ss {
+		toks[i] = s.Token
+	}
+	return same(wrkScript{Method: "GET", Items: itemsWithHeader("/v1/authorize", "Cookie", sessionCookie+"=", toks)})
+}
+
+func (f *fixtures) authzBearer(ctx context.Context) (wrkScript, wrkScript, error) {
+	bs, err := f.loadBearers(ctx)
+	if err != nil {
+		return wrkScript{}, wrkScript{}, err
+	}
+	return same(wrkScript{Method: "GET", Items: itemsWithHeader("/v1/authorize", "Authorization", "Bearer ", bs)})
+}
+
+func (f *fixtures) whoami(ctx context.Context) (wrkScript, wrkScript, error) {
+	ss, err := f.loadSessions(ctx)
+	if err != nil {
+		return wrkScript{}, wrkScript{}, err
+	}
+	toks := make([]string, len(ss))
+	for i, s := range ss {
+		toks[i] = s.Token
+	}
+	return same(wrkScript{Method: "GET", Items: itemsWithHeader("/v1/session", sessionHeader, "", toks)})
+}
+
+// mfaVerify: one session and live challenge per connection, verified with a wrong code: the
+// first attempts answer 422, then the user's counter answers 429 until the window ends.
+func (f *fixtures) mfaVerify(ctx context.Context) (wrkScript, wrkScript, error) {
+	n := f.cfg.connections
+	f.mfa = make([]mfaTarget, n)
+	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+		s, err := f.session(ctx, fmt.Sprintf("bench-mfa-%d", i), nil)
+		if err != nil {
+			return err
+		}
+		var ch struct{ ChallengeID, Code string }
+		op := "POST /v1/sessions/{id}/mfa/challenge"
+		if _, err := f.api.call(ctx, op, http.MethodPost, "/v1/sessions/"+s.ID+"/mfa/challenge", nil, nil, &ch, http.StatusCreated); err != nil {
+			return err
+		}
+		if len(ch.Code) != 6 || ch.ChallengeID == "" {
+			return fmt.Errorf("%s: unexpected answer (challengeId %q, code of %d digits)", op, ch.ChallengeID, len(ch.Code))
+		}
+		wrong := ch.Code[:5] + string('0'+(ch.Code[5]-'0'+1)%10)
+		f.mfa[i] = mfaTarget{SessionID: s.ID, ChallengeID: ch.ChallengeID, WrongCode: wrong}
+		return nil
+	})
+	if err != nil {
+		return wrkScript{}, wrkScript{}, err
+	}
+	items := make([]wrkItem, n)
+	for i, m := range f.mfa {
+		body, _ := json.Marshal(map[string]string{"challengeId": m.ChallengeID, "code": m.WrongCode})
+		items[i] = wrkItem{Path: "/v1/sessions/" + m.SessionID + "/mfa/verify", Body: string(body)}
+	}
+	return same(wrkScript{Method: "POST", Headers: f.json(), Items: items, Tally: true})
+}
+
+func (f *fixtures) createQuotes(ctx context.Context, n int) ([]quoteRef, error) {
+	qs := make([]quoteRef, n)
+	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+		var q struct{ QuoteID string }
+		r, err := f.api.call(ctx, "POST /v1/quotes", http.MethodPost, "/v1/quotes",
+			map[string]string{"customerId": "cust-bench", "salesChannel": "web", "currency": "EUR"}, nil, &q, http.StatusCreated)
+		if err != nil {
+			return err
+		}
+		qs[i] = quoteRef{ID: q.QuoteID, ETag: r.Header.Get("ETag")}
+		if q.QuoteID == "" || qs[i].ETag == "" {
+			return fmt.Errorf("POST /v1/quotes: no quoteId or ETag in the answer")
+		}
+		return nil
+	})
+	return qs, err
+}
+
+// quotePatch: each thread owns its quotes and PATCHes one only after the previous PATCH of
+// it answered, with the ETag that answer carried (so If-Match is always current).
+func (f *fixtures) quotePatch(ctx context.Context) (wrkScript, wrkScript, error) {
+	per := f.cfg.connections + 16
+	qs, err := f.createQuotes(ctx, 2*per+1)
+	if err != nil {
+		return wrkScript{}, wrkScript{}, err
+	}
+	f.quoteSample = qs[2*per]
+	f.addQuoteItems(ctx, 3)
+	script := func(qs []quoteRef) wrkScript {
+		items := make([]wrkItem, len(qs))
+		for i, q := range qs {
+			items[i] = wrkItem{Path: q.ID, Value: q.ETag}
+		}
+		h := f.json()
+		h["Content-Type"] = "application/merge-patch+json"
+		return wrkScript{Headers: h, Items: items, QuotePatch: true, Tally: true}
+	}
+	return script(qs[:per]), script(qs[per : 2*per]), nil
+}
+
+// addQuoteItems puts n line items on the memory-sample quote (best effort: the items
+// endpoint may not be built yet).
+func (f *fixtures) addQuoteItems(ctx context.Context, n int) {
+	etag := f.quoteSample.ETag
+	for i := range n {
+		r, err := f.api.call(ctx, "PUT /v1/quotes/{id}/items/{itemId}", http.MethodPut,
+			fmt.Sprintf("/v1/quotes/%s/items/item-%d", f.quoteSample.ID, i),
+			map[string]any{"sku": fmt.Sprintf("SKU-%04d", i), "quantity": 2, "unitPriceMinor": 1999},
+			map[string]string{"If-Match": etag}, nil, http.StatusOK)
+		if err != nil {
+			return
+		}
+		etag = r.Header.Get("ETag")
+		f.quoteItems++
+	}
+}
+
+func (f *fixtures) createCases(ctx context.Context, n int) ([]string, error) {
+	ids := make([]string, n)
+	due := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
+		var c struct{ CaseID string }
+		_, err := f.api.call(ctx, "POST /v1/cases", http.MethodPost, "/v1/cases", map[string]string{
+			"subjectRef": fmt.Sprintf("order:bench-%d", i), "assignedTeam": "support", "dueAt": due, "reason": "benchmark",
+		}, nil, &c, http.StatusCreated)
+		if err == nil && c.CaseID == "" {
+			err = fmt.Errorf("POST /v1/cases: no caseId in the answer")
+		}
+		ids[i] = c.CaseID
+		return err
+	})
+	return ids, err
+}
+
+// caseEscalate: every case is escalated caseMaxEscalation times, then the script moves on.
+// Enough cases for the run are created first, sized from an upper bound of the rate.
+func (f *fixtures) caseEscalate(ctx context.Context) (wrkScript, wrkScript, error) {
+	rate := 10000.0
+	if f.rateHint != nil && f.rateHint() > 0 {
+		rate = f.rateHint()
+	}
+	need := func(d time.Duration) int {
+		return max(int(math.Ceil(rate*1.25*d.Seconds()/caseMaxEscalation)), 2*f.cfg.threads)
+	}
+	nw, nm := need(f.cfg.warmup), need(f.cfg.duration)
+	ids, err := f.createCases(ctx, nw+nm+1)
+	if err != nil {
+		return wrkScript{}, wrkScript{}, err
+	}
+	f.caseFresh, f.caseUsed = ids[nw+nm], ids[nw]
+	script := func(ids []string) wrkScript {
+		items := make([]wrkItem, len(ids))
+		for i, id := range ids {
+			items[i] = wrkItem{Path: "/v1/cases/" + id + "/escalate", Body: `{"reason":"benchmark escalation"}`}
+		}
+		return wrkScript{Method: "POST", Headers: f.json(), Items: items, Repeat: caseMaxEscalation, Tally: true}
+	}
+	return script(ids[:nw]), script(ids[nw : nw+nm]), nil
+}
+
+// sessionCreate: a new user per request (the per-user session bound never interferes).
+func (f *fixtures) sessionCreate(ctx context.Context) (wrkScript, wrkScript, error) {
+	s := wrkScript{Method: "POST", Headers: f.json(), Items: []wrkItem{{Path: "/v1/sessions"}}}
+	warm, measure := s, s
+	warm.CounterBody = `{"userId":"bench-w-%d-%d","authLevel":"BASIC"}`
+	measure.CounterBody = `{"userId":"bench-m-%d-%d","authLevel":"BASIC"}`
+	return warm, measure, nil
+}
+
+// probe sends the script's first request once and checks its status.
+func probe(ctx context.Context, base string, s wrkScript, expect []int) error {
+	it := s.Items[0]
+	method, path, body := s.Method, it.Path, it.Body
+	hdr := map[string]string{}
+	for k, v := range s.Headers {
+		hdr[k] = v
+	}
+	if it.Header != "" {
+		hdr[it.Header] = it.Value
+	}
+	switch {
+	case s.QuotePatch:
+		method, path, body = http.MethodPatch, "/v1/quotes/"+it.Path, `{"customerId":"cust-probe"}`
+		hdr["If-Match"] = it.Value
+	case s.CounterBody != "":
+		body = fmt.Sprintf(s.CounterBody, 99, 0)
+	}
+	var b any
+	if body != "" {
+		b = body
+	}
+	a := &api{base: base, hc: &http.Client{Timeout: 10 * time.Second}}
+	r, err := a.do(ctx, method, path, b, hdr)
+	if err != nil {
+		return err
+	}
+	return r.check(method+" "+templatePath(path), expect...)
+}
+
+// templatePath hides ids in a path for messages: /v1/quotes/q_… → /v1/quotes/{id}.
+func templatePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if len(s) > 20 {
+			segs[i] = "{id}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
