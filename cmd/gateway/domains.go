@@ -37,9 +37,9 @@ func wireDomains(_ context.Context, a *app) error {
 
 	sessRepo, err := repo.NewSessions(a.store, repo.Keys{Prefix: a.cfg.KeyPrefix}, repo.SessionOptions{
 		RefreshFraction: a.cfg.SessionRefreshFraction, DefaultIdle: a.cfg.SessionIdleTimeout,
-		MaxPerUser: a.cfg.SessionMaxPerUser,
-		MFA:        ratelimit.Policy{Name: repo.MFAPolicyName, Limit: a.cfg.MFAMaxAttempts, Window: a.cfg.MFAWindow},
-		Metrics:    rm, Logger: a.log,
+		MaxPerUser: a.cfg.SessionMaxPerUser, CacheTTL: a.cfg.SessionCacheTTL,
+		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: a.cfg.MFAMaxAttempts, Window: a.cfg.MFAWindow},
+		Metrics: rm, Logger: a.log,
 	})
 	if err != nil {
 		return err

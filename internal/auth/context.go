@@ -23,6 +23,11 @@ type Principal struct {
 	AuthLevel string
 	Scopes    []string
 	ExpiresAt time.Time
+	// Session is the authenticator's view of the session, for handlers that answer with it
+	// (who am I) without reading it again; nil for bearer principals. Its dynamic type belongs
+	// to the authenticator (*sessions.Session); a handler that finds another type, or nil,
+	// reads the session itself.
+	Session any
 }
 
 // HasScope reports whether the principal holds scope s.

@@ -67,3 +67,19 @@ func TestPrincipalFromClaims(t *testing.T) {
 		t.Errorf("PrincipalFromClaims = %+v", p)
 	}
 }
+
+// A session principal carries its authenticator's view through the context unchanged; a
+// bearer principal has none.
+func TestPrincipalSessionView(t *testing.T) {
+	t.Parallel()
+	type view struct{ Label string }
+	v := &view{Label: "phone"}
+	p := &Principal{Kind: KindSession, Subject: "u1", Tenant: "t1", SessionID: "s_1", Session: v}
+	got, ok := PrincipalFrom(WithPrincipal(context.Background(), p))
+	if gv, _ := got.Session.(*view); !ok || gv != v {
+		t.Fatalf("session view lost: %+v", got)
+	}
+	if b := PrincipalFromClaims(&Claims{Tenant: "t1"}); b.Session != nil {
+		t.Fatalf("bearer principal with a session view: %+v", b.Session)
+	}
+}

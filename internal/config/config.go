@@ -46,6 +46,7 @@ type Config struct {
 	SessionAbsoluteTimeout time.Duration `env:"GATEWAY_SESSION_ABSOLUTE_TIMEOUT" default:"24h"`
 	SessionRefreshFraction float64       `env:"GATEWAY_SESSION_REFRESH_FRACTION" default:"0.25"`
 	SessionMaxPerUser      int           `env:"GATEWAY_SESSION_MAX_PER_USER" default:"50"`
+	SessionCacheTTL        time.Duration `env:"GATEWAY_SESSION_CACHE_TTL" default:"2s"`
 	MFAChallengeTTL        time.Duration `env:"GATEWAY_MFA_CHALLENGE_TTL" default:"5m"`
 	MFAMaxAttempts         int           `env:"GATEWAY_MFA_MAX_ATTEMPTS" default:"5"`
 	MFAWindow              time.Duration `env:"GATEWAY_MFA_WINDOW" default:"10m"`
@@ -192,6 +193,7 @@ func (c Config) Validate() error {
 	check(c.SessionAbsoluteTimeout >= c.SessionIdleTimeout, "GATEWAY_SESSION_ABSOLUTE_TIMEOUT must be at least the idle timeout")
 	check(c.SessionRefreshFraction > 0 && c.SessionRefreshFraction < 1, "GATEWAY_SESSION_REFRESH_FRACTION must be within (0, 1)")
 	check(c.SessionMaxPerUser >= 1 && c.SessionMaxPerUser <= 1000, "GATEWAY_SESSION_MAX_PER_USER must be within 1..1000")
+	check(c.SessionCacheTTL >= 0 && c.SessionCacheTTL <= time.Minute, "GATEWAY_SESSION_CACHE_TTL must be within 0..1m")
 	check(c.MFAChallengeTTL >= time.Second && c.MFAChallengeTTL <= time.Hour, "GATEWAY_MFA_CHALLENGE_TTL must be within 1s..1h")
 	check(c.MFAMaxAttempts >= 1 && c.MFAMaxAttempts <= 100, "GATEWAY_MFA_MAX_ATTEMPTS must be within 1..100")
 	check(c.MFAWindow >= time.Second && c.MFAWindow <= 24*time.Hour, "GATEWAY_MFA_WINDOW must be within 1s..24h")

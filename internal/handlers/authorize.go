@@ -9,8 +9,9 @@ import (
 )
 
 // Authorize is the forward-auth hot path. Authentication (cookie, X-Session-Token or bearer)
-// already resolved the principal in one Redis round trip; this only checks the level and
-// copies the identity into X-Auth-* headers for the upstream.
+// already resolved the principal — in at most one Redis round trip, none for a session read
+// from the client-side cache; this only checks the level and copies the identity into
+// X-Auth-* headers for the upstream.
 func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) (AuthorizeResponseObject, error) {
 	p, ok := auth.PrincipalFrom(ctx)
 	if !ok {

@@ -10,7 +10,8 @@ const (
 	clearSiteData      = `"cookies", "storage"`
 )
 
-// GetCurrentSession is "who am I"; authentication already slid the idle window if it was due.
+// GetCurrentSession is "who am I". Authentication already read the session's view (and slid
+// the idle window if it was due); Current answers with that view, so this costs no second read.
 func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error) {
 	p, svc, err := s.sessionCaller(ctx)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -92,19 +93,37 @@ type SessionOptions struct {
 	// MaxPerUser bounds the device index: creating one more live session is refused.
 	MaxPerUser int
 	// MFA is the per-user attempt policy of MFA verification.
-	MFA     ratelimit.Policy
-	Metrics *Metrics
-	Logger  *slog.Logger
+	MFA ratelimit.Policy
+	// CacheTTL is the hot path's client-side cache TTL (at most MaxSessionCacheTTL): Authorize
+	// reads through rueidis' cache, so a hot session costs no round trip. 0, or a store without
+	// client-side caching (Caps.ClientCache false: the embedded store, or caching turned off),
+	// reads Redis on every call.
+	CacheTTL time.Duration
+	Metrics  *Metrics
+	Logger   *slog.Logger
 }
 
+// MaxSessionCacheTTL bounds SessionOptions.CacheTTL: how long a cached session may be served
+// should Redis's invalidation push be lost.
+const MaxSessionCacheTTL = time.Minute
+
 // Sessions keeps sessions, their device index and MFA challenges. Reads go to the primary
-// (rueidis' default; replica reads are never enabled) and never through the client cache.
+// (rueidis' default; replica reads are never enabled); only Authorize may read through the
+// client-side cache (SessionOptions.CacheTTL).
 type Sessions struct {
 	client   rueidis.Client
 	keys     Keys
 	mode     store.FieldExpiry
 	o        SessionOptions
 	fraction string
+	idleMs   string
+	// cacheTTL is 0 when the hot path reads Redis on every call.
+	cacheTTL time.Duration
+	// now is the gateway clock the cached hot path decides with (tests replace it).
+	now          func() time.Time
+	hits, misses atomic.Int64
+	// refreshing holds a slot per background refresh (maxBackgroundRefreshes).
+	refreshing chan struct{}
 }
 
 // ErrSessionOptions reports unusable options.
@@ -123,6 +142,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		return nil, fmt.Errorf("%w: default idle timeout must be at least 1s", ErrSessionOptions)
 	case o.MaxPerUser < 1:
 		return nil, fmt.Errorf("%w: max sessions per user must be at least 1", ErrSessionOptions)
+	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:
+		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", ErrSessionOptions, MaxSessionCacheTTL)
 	}
 	if o.MFA.Name == "" {
 		o.MFA.Name = MFAPolicyName
@@ -139,8 +160,14 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown field-expiry mode %q", ErrSessionOptions, mode)
 	}
-	return &Sessions{client: s.Client, keys: k, mode: mode, o: o,
-		fraction: strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64)}, nil
+	r := &Sessions{client: s.Client, keys: k, mode: mode, o: o, now: time.Now,
+		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
+		idleMs:     strconv.FormatInt(o.DefaultIdle.Milliseconds(), 10),
+		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
+	if s.Caps.ClientCache {
+		r.cacheTTL = o.CacheTTL
+	}
+	return r, nil
 }
 
 // NewSession is what Create writes.
@@ -176,21 +203,10 @@ type Session struct {
 	AbsoluteExpiresAt time.Time
 	FailedMFAAttempts int64
 	SchemaVersion     int
-	// ChallengeLive is true while an MFA challenge can still be answered.
+	// ChallengeLive is true while an MFA challenge can still be answered. Get and List know;
+	// Authorize's view reads only the hash, so in the fallback mode (challenge in its own key)
+	// it leaves this false.
 	ChallengeLive bool
-}
-
-// AuthContext is what the hot path reads: who, which tenant, which level, until when.
-type AuthContext struct {
-	UserID            string
-	TenantID          string
-	Status            string
-	AuthLevel         string
-	IdleExpiresAt     time.Time
-	AbsoluteExpiresAt time.Time
-	// Refreshed is true when this call slid the idle window.
-	Refreshed bool
-	Outcome   Outcome
 }
 
 // Create writes the session hash (with its TTL: the shorter of the idle timeout and the
@@ -262,57 +278,6 @@ func (n NewSession) check() error {
 	return nil
 }
 
-// Authorize is the hot path: one script reads the authorization fields (HMGET, never
-// HGETALL), checks the token's hash, and slides the idle window only when less than
-// RefreshFraction of it is left, never past the absolute deadline. A missing session is
-// apperr.NotFound; a corrupt one ErrCorrupt (counted and logged without values).
-func (r *Sessions) Authorize(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
-	rep, err := r.run(ctx, "session_authorize", scriptSessionAuthorize, []string{r.sessionKey(ref)},
-		[]string{tokenHash, r.fraction, strconv.FormatInt(r.o.DefaultIdle.Milliseconds(), 10)})
-	if err != nil {
-		return nil, err
-	}
-	switch rep.word(0) {
-	case "missing", "mismatch":
-		r.o.Metrics.Read(ctx, sessObject, Missing)
-		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
-	case "notoken":
-		f := newFields(nil)
-		f.bad = []string{sfTokenHash}
-		return nil, r.corrupt(ctx, ref, f, f.err(sessObject))
-	case "ok":
-	default:
-		return nil, r.unexpected(ctx, "session_authorize")
-	}
-	if len(rep) != 11 {
-		return nil, r.unexpected(ctx, "session_authorize")
-	}
-	now, pttl, refreshed := rep.int(1), rep.int(2), rep.int(3)
-	m, size := rep.fields(4, []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires, sfIdleTimeout, sfSchemaVersion})
-	r.o.Metrics.Payload(ctx, sessObject, size)
-	f := newFields(m)
-	ac := &AuthContext{UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: f.str(sfStatus), AuthLevel: f.str(sfAuthLevel),
-		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), Refreshed: refreshed == 1}
-	sessCheckEnums(f, ac.Status, ac.AuthLevel)
-	outcome := f.schema()
-	if outcome == Found {
-		f.int64(sfIdleTimeout)
-	}
-	if err := f.err(sessObject); err != nil {
-		return nil, r.corrupt(ctx, ref, f, err)
-	}
-	ac.Outcome = outcome
-	ac.IdleExpiresAt = ac.AbsoluteExpiresAt
-	if pttl >= 0 {
-		ac.IdleExpiresAt = sessIdleEnd(now, pttl, ac.AbsoluteExpiresAt)
-	}
-	r.o.Metrics.Read(ctx, sessObject, outcome)
-	if ac.Refreshed {
-		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
-	}
-	return ac, nil
-}
-
 // Get reads the full view of one session of tenant (another tenant's answers NotFound) in one
 // round trip: HMGET of the view fields and PTTL (plus the challenge key's existence in the
 // fallback mode).
@@ -363,26 +328,38 @@ func (r *Sessions) Get(ctx context.Context, ref SessionRef, tenant string) (*Ses
 // parseView maps view fields to a Session, classifying (and counting) old schema and corrupt.
 func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]string, now, pttl int64) (*Session, error) {
 	f := newFields(m)
-	s := &Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: f.str(sfStatus),
-		AuthLevel: f.str(sfAuthLevel), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.int64(sfLastSeenAt)),
-		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
-		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
-		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != ""}
-	sessCheckEnums(f, s.Status, s.AuthLevel)
+	s := decodeView(f, ref)
 	outcome := f.schema()
 	if err := f.err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)
 	}
-	s.SchemaVersion = SchemaVersion
-	if outcome == OldSchema {
-		s.SchemaVersion = SchemaVersion - 1
-	}
+	s.SchemaVersion = sessSchema(outcome)
 	s.IdleExpiresAt = s.AbsoluteExpiresAt
 	if pttl >= 0 {
 		s.IdleExpiresAt = sessIdleEnd(now, pttl, s.AbsoluteExpiresAt)
 	}
 	r.o.Metrics.Read(ctx, sessObject, outcome)
-	return s, nil
+	return &s, nil
+}
+
+// decodeView maps the view fields in f to a Session, recording missing and malformed ones in
+// f; the caller classifies with f.schema() and f.err().
+func decodeView(f *fields, ref SessionRef) Session {
+	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: f.str(sfStatus),
+		AuthLevel: f.str(sfAuthLevel), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.int64(sfLastSeenAt)),
+		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
+		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
+		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != ""}
+	sessCheckEnums(f, s.Status, s.AuthLevel)
+	return s
+}
+
+// sessSchema is the schema version a read classified as outcome carries.
+func sessSchema(o Outcome) int {
+	if o == OldSchema {
+		return SchemaVersion - 1
+	}
+	return SchemaVersion
 }
 
 // classifyChallenge counts a session waiting in MFA_REQUIRED whose challenge has expired.
@@ -653,12 +630,18 @@ func (r *Sessions) scriptErr(ctx context.Context, name string, err error) error 
 		return redisErr(name, err)
 	}
 	r.o.Metrics.ScriptError(ctx, name)
+	return r.readErr(ctx, name, err)
+}
+
+// readErr classifies a failed read of a session key: a key of the wrong type is a corrupt
+// session (counted, logged by key pattern); anything else as redisErr does.
+func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
 	if re, ok := rueidis.IsRedisErr(err); ok && strings.Contains(re.Error(), "WRONGTYPE") {
 		r.o.Metrics.Read(ctx, sessObject, Corrupt)
-		r.o.Logger.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.sessionKeyPattern(), "script", name)
-		return fmt.Errorf("%s: %w: wrong key type", name, ErrCorrupt)
+		r.o.Logger.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.sessionKeyPattern(), "op", op)
+		return fmt.Errorf("%s: %w: wrong key type", op, ErrCorrupt)
 	}
-	return redisErr(name, err)
+	return redisErr(op, err)
 }
 
 func (r *Sessions) unexpected(ctx context.Context, name string) error {

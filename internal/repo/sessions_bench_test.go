@@ -8,9 +8,10 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// BenchmarkAuthorize measures the repository's hot-path call (one script: HMGET of the
-// authorization fields, PTTL, the refresh decision) on every backend the run provides, with a
-// plain PING as the round-trip baseline. redis-cmds/op counts the commands sent per call.
+// BenchmarkAuthorize measures the repository's hot-path call on every backend the run
+// provides, with a plain PING as the round-trip baseline: "uncached" is one script (HMGET of
+// the authorization and view fields, PTTL, the refresh decision); "cached" reads through the
+// client-side cache (real Redis only). redis-cmds/op counts the commands sent per call.
 //
 //	go test -run '^$' -bench BenchmarkAuthorize ./internal/repo/
 func BenchmarkAuthorize(b *testing.B) {
@@ -20,8 +21,6 @@ func BenchmarkAuthorize(b *testing.B) {
 		}
 		b.Run(be.Name, func(b *testing.B) {
 			s := testredis.Open(b, be)
-			e := newSessEnv(b, s, testredis.Prefix(b), nil)
-			ref, th := e.create("", "acme", "alice", 30*time.Minute, 24*time.Hour)
 			ctx := context.Background()
 			b.Run("ping-baseline", func(b *testing.B) {
 				for b.Loop() {
@@ -30,18 +29,28 @@ func BenchmarkAuthorize(b *testing.B) {
 					}
 				}
 			})
-			b.Run("authorize", func(b *testing.B) {
-				b.ReportAllocs()
-				e.count.reset()
-				n := 0
-				for b.Loop() {
-					if _, err := e.r.Authorize(ctx, ref, th); err != nil {
-						b.Fatal(err)
-					}
-					n++
+			for _, mode := range []struct {
+				name string
+				ttl  time.Duration
+			}{{"uncached", 0}, {"cached", 2 * time.Second}} {
+				if mode.ttl > 0 && !s.Caps.ClientCache {
+					continue
 				}
-				b.ReportMetric(float64(e.count.n.Load())/float64(n), "redis-cmds/op")
-			})
+				e := newSessEnv(b, s, testredis.Prefix(b), func(o *SessionOptions) { o.CacheTTL = mode.ttl })
+				ref, th := e.create("", "acme", "alice", 30*time.Minute, 24*time.Hour)
+				b.Run(mode.name, func(b *testing.B) {
+					b.ReportAllocs()
+					e.count.reset()
+					n := 0
+					for b.Loop() {
+						if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+							b.Fatal(err)
+						}
+						n++
+					}
+					b.ReportMetric(float64(e.count.n.Load())/float64(n), "redis-cmds/op")
+				})
+			}
 		})
 	}
 }

@@ -69,10 +69,36 @@ func (c *sessCountingClient) DoMulti(ctx context.Context, cmds ...rueidis.Comple
 	return c.Client.DoMulti(ctx, cmds...)
 }
 
-func (c *sessCountingClient) record(cmd rueidis.Completed) {
+// DoCache counts a command only when it reached Redis (a cache miss).
+func (c *sessCountingClient) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	name := cmd.Commands()[0] // read before the call: rueidis recycles the command
+	res := c.Client.DoCache(ctx, cmd, ttl)
+	if !res.IsCacheHit() {
+		c.name(name)
+	}
+	return res
+}
+
+func (c *sessCountingClient) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
+	names := make([]string, len(multi))
+	for i, m := range multi {
+		names[i] = m.Cmd.Commands()[0]
+	}
+	res := c.Client.DoMultiCache(ctx, multi...)
+	for i, r := range res {
+		if !r.IsCacheHit() {
+			c.name(names[i])
+		}
+	}
+	return res
+}
+
+func (c *sessCountingClient) record(cmd rueidis.Completed) { c.name(cmd.Commands()[0]) }
+
+func (c *sessCountingClient) name(n string) {
 	c.n.Add(1)
 	c.mu.Lock()
-	c.names = append(c.names, cmd.Commands()[0])
+	c.names = append(c.names, n)
 	c.mu.Unlock()
 }
 

@@ -52,6 +52,8 @@ func TestNewSessionsRefusesBadOptions(t *testing.T) {
 		{"idle", func(o *SessionOptions) { o.DefaultIdle = 0 }},
 		{"max", func(o *SessionOptions) { o.MaxPerUser = 0 }},
 		{"limit", func(o *SessionOptions) { o.MFA.Limit = 0 }},
+		{"negative cache TTL", func(o *SessionOptions) { o.CacheTTL = -time.Second }},
+		{"long cache TTL", func(o *SessionOptions) { o.CacheTTL = MaxSessionCacheTTL + time.Second }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -446,18 +448,19 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		abs := strconv.FormatInt(e.serverMs()+3_600_000, 10)
+		now := e.serverMs()
+		abs, seen := strconv.FormatInt(now+3_600_000, 10), strconv.FormatInt(now, 10)
 		tests := []struct {
 			name string
 			kv   []string
 			bad  string
 		}{
-			{"no status", []string{"userId", "SECRET-USER", "tenantId", "acme", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "schemaVersion", "2"}, "status"},
-			{"bad deadline", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", "soon", "idleTimeoutMs", "60000", "schemaVersion", "2"}, "absoluteExpiresAtMs"},
-			{"unknown level", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "ROOT", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "schemaVersion", "2"}, "authLevel"},
-			{"future schema", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "schemaVersion", "9"}, "schemaVersion"},
+			{"no status", []string{"userId", "SECRET-USER", "tenantId", "acme", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "status"},
+			{"bad deadline", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", "soon", "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "absoluteExpiresAtMs"},
+			{"unknown level", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "ROOT", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "authLevel"},
+			{"future schema", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "9"}, "schemaVersion"},
 		}
-		good := []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "schemaVersion", "2"}
+		good := []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}
 		tests = append(tests, struct {
 			name string
 			kv   []string

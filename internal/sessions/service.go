@@ -15,7 +15,6 @@ import (
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
@@ -45,7 +44,7 @@ type Service struct {
 	repo   *repo.Sessions
 	hasher *keyhash.Hasher
 	cfg    Config
-	auths  metric.Int64Counter
+	m      *instruments
 }
 
 // ErrConfig reports an unusable configuration.
@@ -67,12 +66,11 @@ func New(r *repo.Sessions, h *keyhash.Hasher, c Config) (*Service, error) {
 	if c.Meter == nil {
 		c.Meter = noop.NewMeterProvider().Meter("sessions")
 	}
-	auths, err := c.Meter.Int64Counter("hashgate_session_authentications",
-		metric.WithDescription("Session-token authentications by result (ok, invalid, tag_mismatch)."))
+	m, err := newInstruments(c.Meter, r.CacheStats)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{repo: r, hasher: h, cfg: c, auths: auths}, nil
+	return &Service{repo: r, hasher: h, cfg: c, m: m}, nil
 }
 
 // CreateInput is a create request; zero timeouts take the configured defaults.
@@ -153,39 +151,37 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 	return &Issued{Session: *v, Token: token}, nil
 }
 
-// Authenticate resolves a session token to its principal: one Redis round trip that also
-// slides the idle window when little of it is left. Any failure but Redis trouble is
+// Authenticate resolves a session token to its principal, sliding the idle window when little
+// of it is left: at most one Redis round trip, none for a hot session when the repository
+// reads through the client-side cache. The principal carries the session's view
+// (Principal.Session), so "who am I" needs no second read. Any failure but Redis trouble is
 // apperr.InvalidCredentials (401), whatever the cause, so callers learn nothing more.
 func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Principal, error) {
 	ref, hash, ok := parseToken(token)
 	if !ok {
-		s.countAuth(ctx, "malformed")
+		s.m.auth(ctx, authMalformed)
 		return nil, invalidSession()
 	}
 	ac, err := s.repo.Authorize(ctx, ref, hash)
 	switch {
 	case errors.Is(err, apperr.NotFound):
-		s.countAuth(ctx, "unknown")
+		s.m.auth(ctx, authUnknown)
 		return nil, invalidSession()
 	case errors.Is(err, repo.ErrCorrupt):
-		s.countAuth(ctx, "corrupt")
+		s.m.auth(ctx, authCorrupt)
 		return nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
 	case err != nil:
 		return nil, err
 	}
 	// The tag is part of the token; the stored owner must hash to it.
 	if !keyhash.Equal([]byte(s.userTag(ac.TenantID, ac.UserID)), []byte(ref.Tag)) {
-		s.countAuth(ctx, "tag_mismatch")
+		s.m.auth(ctx, authTagMismatch)
 		s.cfg.Logger.WarnContext(ctx, "session refused: stored owner does not match the token's user tag")
 		return nil, invalidSession()
 	}
-	s.countAuth(ctx, "ok")
+	s.m.auth(ctx, authOK)
 	return &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: ref.ID(),
-		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt}, nil
-}
-
-func (s *Service) countAuth(ctx context.Context, result string) {
-	s.auths.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, Session: &ac.Session}, nil
 }
 
 // ref parses a session id from a path; a malformed id is simply not found.
@@ -349,11 +345,15 @@ func own(p *auth.Principal) (repo.SessionRef, error) {
 	return r, nil
 }
 
-// Current is the caller's own session.
+// Current is the caller's own session: the view Authenticate read (no second read), else
+// read now.
 func (s *Service) Current(ctx context.Context, p *auth.Principal) (*Session, error) {
 	r, err := own(p)
 	if err != nil {
 		return nil, err
+	}
+	if v, ok := p.Session.(*Session); ok && v != nil && v.Ref == r && v.TenantID == p.Tenant {
+		return v, nil
 	}
 	v, err := s.repo.Get(ctx, r, p.Tenant)
 	if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {

@@ -1,15 +1,18 @@
--- session_authorize.lua: the hot path. Read only the authorization fields of a session and
--- slide its idle window when little of it is left, never past the absolute deadline.
+-- session_authorize.lua: the hot path's Redis side. Read a session's authorization and view
+-- fields (HMGET, never HGETALL) and slide its idle window when little of it is left, never past
+-- the absolute deadline. Without the client-side cache every authentication runs this; with it,
+-- only the ones the gateway finds due for a refresh (everything is checked again here, on
+-- Redis's clock, and the write invalidates every replica's cached copy).
 -- KEYS[1]: session hash <prefix>:v1:session:{<userTag>}:<idPart>
 -- ARGV[1]: the token's SHA-256 (base64url); a hash holding another one is not this token's
 -- ARGV[2]: refresh fraction: refresh only when less than this share of the idle window is left
 -- ARGV[3]: idle timeout in milliseconds for schema-1 hashes, which carry no idleTimeoutMs
+-- ARGV[4..]: the fields to read; the first eight are, in this order: tokenHash, userId,
+--          tenantId, status, authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion
 -- Reply: {'missing'} | {'mismatch'} (another token's hash) | {'notoken'} (no tokenHash: corrupt) |
---        {'ok', nowMs, pttlMs, refreshed (0|1), userId, tenantId, status, authLevel,
---         absoluteExpiresAtMs, idleTimeoutMs, schemaVersion}
---        (absent fields are nil; the caller classifies found / old schema / corrupt)
-local v = redis.call('HMGET', KEYS[1], 'tokenHash', 'userId', 'tenantId', 'status', 'authLevel',
-  'absoluteExpiresAtMs', 'idleTimeoutMs', 'schemaVersion')
+--        {'ok', nowMs, pttlMs, refreshed (0|1), <one value per ARGV[4..] field, nil when absent>}
+--        (the caller classifies found / old schema / corrupt)
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4))
 if not (v[1] or v[2] or v[3] or v[4] or v[5] or v[6] or v[7] or v[8]) then
   return {'missing'}
 end
@@ -40,4 +43,8 @@ if v[2] and v[3] and v[4] and v[5] and abs and idle and idle > 0 and abs > now t
     end
   end
 end
-return {'ok', now, pttl, refreshed, v[2], v[3], v[4], v[5], v[6], v[7], v[8]}
+local out = {'ok', now, pttl, refreshed}
+for i = 1, #v do
+  out[#out + 1] = v[i]
+end
+return out

@@ -1,0 +1,245 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// sessAuthFields are what Authorize reads with one HMGET (never HGETALL): the authorization
+// fields, what expiry needs, and the view fields "who am I" answers with — never the code MAC
+// or the device hashes. The first eight are in the order session_authorize.lua expects.
+var sessAuthFields = []string{sfTokenHash, sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires,
+	sfIdleTimeout, sfSchemaVersion, sfLastSeenAt, sfCreatedAt, sfUpdatedAt, sfLastRotatedAt, sfMFAVerifiedAt,
+	sfDeviceLabel, sfFailedMFA, sfChallengeID, sfChallengeAt}
+
+// sessAuthKeyFields is how many of sessAuthFields decide whether the session exists.
+const sessAuthKeyFields = 8
+
+// AuthContext is what the hot path learns: the session's view (who, which tenant, which level,
+// until when, and what "who am I" shows) and how it was read.
+type AuthContext struct {
+	Session
+	// Refreshed is true when this call slid the idle window.
+	Refreshed bool
+	// CacheHit is true when the fields came from the client-side cache (no round trip).
+	CacheHit bool
+	Outcome  Outcome
+}
+
+// Authorize is the hot path. It reads the session's authorization and view fields (one HMGET,
+// never HGETALL), checks the token's hash, and slides the idle window only when less than
+// RefreshFraction of it is left, never past the absolute deadline.
+//
+// Without the client-side cache that is one script: one round trip. With it, the HMGET goes
+// through rueidis' cache and the decision is made here: a hash holding another token's hash
+// (compared in constant time), past its absolute deadline, or past the end of its idle window
+// (lastSeenAtMs + idle timeout, on the gateway's clock) is refused, so even a stale copy never
+// extends a session; one due for a refresh runs the script, which decides again on Redis's
+// clock and whose write invalidates every replica's copy. A hot session costs no round trip,
+// a refresh one. When the copy was not cached (the read was this call's round trip) and a
+// refresh is due, the script runs in the background instead, so no call waits on two round
+// trips. Every write to the hash (revoke, logout, rotate, revoke-all, MFA challenge and step-up,
+// refresh) makes Redis push an invalidation to every replica that cached it; a copy lives at
+// most CacheTTL, and never past the key's TTL when it was read.
+//
+// A missing session (or an expired one, or another token's) is apperr.NotFound; a corrupt one
+// ErrCorrupt (counted and logged without values).
+func (r *Sessions) Authorize(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
+	if r.cacheTTL > 0 {
+		return r.authorizeCached(ctx, ref, tokenHash)
+	}
+	return r.authorizeScript(ctx, ref, tokenHash)
+}
+
+// CacheStats returns how many Authorize reads the client-side cache answered (hits) and how
+// many went to Redis (misses) since start; both stay 0 with the cache off.
+func (r *Sessions) CacheStats() (hits, misses int64) { return r.hits.Load(), r.misses.Load() }
+
+// authorizeScript reads, decides and refreshes in one script.
+func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
+	args := make([]string, 0, 3+len(sessAuthFields))
+	args = append(args, tokenHash, r.fraction, r.idleMs)
+	args = append(args, sessAuthFields...)
+	rep, err := r.run(ctx, "session_authorize", scriptSessionAuthorize, []string{r.sessionKey(ref)}, args)
+	if err != nil {
+		return nil, err
+	}
+	switch rep.word(0) {
+	case "missing", "mismatch":
+		return nil, r.missing(ctx, ref)
+	case "notoken":
+		return nil, r.noToken(ctx, ref)
+	case "ok":
+	default:
+		return nil, r.unexpected(ctx, "session_authorize")
+	}
+	if len(rep) != 4+len(sessAuthFields) {
+		return nil, r.unexpected(ctx, "session_authorize")
+	}
+	now, pttl := rep.int(1), rep.int(2)
+	m, size := rep.fields(4, sessAuthFields)
+	r.o.Metrics.Payload(ctx, sessObject, size)
+	ac, _, err := r.parseAuth(ctx, ref, m)
+	if err != nil {
+		return nil, err
+	}
+	ac.IdleExpiresAt = ac.AbsoluteExpiresAt
+	if pttl >= 0 {
+		ac.IdleExpiresAt = sessIdleEnd(now, pttl, ac.AbsoluteExpiresAt)
+	}
+	if rep.int(3) == 1 {
+		ac.Refreshed, ac.LastSeenAt = true, sessTime(now)
+		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
+	}
+	r.o.Metrics.Read(ctx, sessObject, ac.Outcome)
+	return ac, nil
+}
+
+// authorizeCached reads through the client-side cache and decides on the gateway's clock;
+// only a refresh goes to Redis (the script).
+func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
+	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessAuthFields...).Cache(), r.cacheTTL)
+	hit := res.IsCacheHit()
+	if hit {
+		r.hits.Add(1)
+	} else {
+		r.misses.Add(1)
+	}
+	vals, err := res.ToArray()
+	if err != nil {
+		return nil, r.readErr(ctx, "session authorize", err)
+	}
+	if len(vals) != len(sessAuthFields) {
+		return nil, fmt.Errorf("session authorize: %d values for %d fields", len(vals), len(sessAuthFields))
+	}
+	m, size := sessReply(vals).fields(0, sessAuthFields)
+	if !hit {
+		r.o.Metrics.Payload(ctx, sessObject, size)
+	}
+	stored, hasToken := m[sfTokenHash]
+	switch {
+	case !sessAnyOf(m, sessAuthFields[:sessAuthKeyFields]):
+		return nil, r.missing(ctx, ref)
+	case !hasToken:
+		return nil, r.noToken(ctx, ref)
+	case !sessEqual(stored, tokenHash):
+		return nil, r.missing(ctx, ref)
+	}
+	ac, idle, err := r.parseAuth(ctx, ref, m)
+	if err != nil {
+		return nil, err
+	}
+	ac.CacheHit = hit
+	now, abs := r.now().UnixMilli(), sessMs(ac.AbsoluteExpiresAt)
+	end := min(sessMs(ac.LastSeenAt)+idle, abs)
+	left := end - now
+	switch {
+	case left <= 0:
+		// Past a deadline: the key is gone or about to go; a copy that outlived it is not served.
+		r.o.Metrics.Event(ctx, sessObject, "expired_in_cache")
+		return nil, r.missing(ctx, ref)
+	case float64(left) < float64(idle)*r.o.RefreshFraction && min(idle, abs-now) > left:
+		if hit {
+			return r.authorizeScript(ctx, ref, tokenHash)
+		}
+		r.refreshLater(ctx, ref, tokenHash)
+	}
+	ac.IdleExpiresAt = sessTime(end)
+	r.o.Metrics.Read(ctx, sessObject, ac.Outcome)
+	return ac, nil
+}
+
+// maxBackgroundRefreshes bounds the refreshes running in the background; when all are busy a
+// due refresh is skipped, and the session's next request finds it still due.
+const maxBackgroundRefreshes = 64
+
+// refreshLater runs the refresh script without making the caller wait: its request already
+// spent its round trip reading the session. The script checks everything again, so a session
+// revoked meanwhile is not brought back.
+func (r *Sessions) refreshLater(ctx context.Context, ref SessionRef, tokenHash string) {
+	select {
+	case r.refreshing <- struct{}{}:
+	default:
+		r.o.Metrics.Event(ctx, sessObject, "refresh_skipped")
+		return
+	}
+	ctx = context.WithoutCancel(ctx) // keeps the trace; the store bounds the call's time
+	go func() {
+		defer func() { <-r.refreshing }()
+		if _, err := r.authorizeScript(ctx, ref, tokenHash); err != nil && !errors.Is(err, apperr.NotFound) {
+			r.o.Logger.WarnContext(ctx, "background session refresh failed", "key_pattern", r.sessionKeyPattern(), "err", err)
+		}
+	}()
+}
+
+// parseAuth classifies the fields Authorize read — found or old schema, else corrupt (counted
+// and logged by field name) — and returns the session's view and its idle timeout in ms.
+func (r *Sessions) parseAuth(ctx context.Context, ref SessionRef, m map[string]string) (*AuthContext, int64, error) {
+	f := newFields(m)
+	ac := &AuthContext{Session: decodeView(f, ref)}
+	ac.Outcome = f.schema()
+	var idle int64
+	switch {
+	case ac.Outcome == Found:
+		idle = f.int64(sfIdleTimeout)
+	case f.opt(sfIdleTimeout) != "":
+		idle = f.optInt64(sfIdleTimeout)
+	default: // schema 1 records no idle timeout of its own
+		idle = r.o.DefaultIdle.Milliseconds()
+	}
+	if idle <= 0 && len(f.bad) == 0 {
+		f.bad = append(f.bad, sfIdleTimeout)
+	}
+	if err := f.err(sessObject); err != nil {
+		return nil, 0, r.corrupt(ctx, ref, f, err)
+	}
+	ac.SchemaVersion = sessSchema(ac.Outcome)
+	return ac, idle, nil
+}
+
+// missing counts a read that found no session for the token.
+func (r *Sessions) missing(ctx context.Context, ref SessionRef) error {
+	r.o.Metrics.Read(ctx, sessObject, Missing)
+	return fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+}
+
+// noToken refuses a hash without its token hash: corrupt.
+func (r *Sessions) noToken(ctx context.Context, ref SessionRef) error {
+	f := newFields(nil)
+	f.bad = []string{sfTokenHash}
+	return r.corrupt(ctx, ref, f, f.err(sessObject))
+}
+
+// sessEqual compares a and b in time that depends on their length only.
+func sessEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var d byte
+	for i := 0; i < len(a); i++ {
+		d |= a[i] ^ b[i]
+	}
+	return d == 0
+}
+
+// sessAnyOf reports whether m holds any of names.
+func sessAnyOf(m map[string]string, names []string) bool {
+	for _, n := range names {
+		if _, ok := m[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// sessMs is t in Unix milliseconds, 0 for the zero time.
+func sessMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,220 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// With the client-side cache, a hot session costs no Redis command and a refresh exactly one
+// (the script; in the background when the call already spent its round trip on a cache miss);
+// the decision is the gateway's, so a cached copy past the session's idle or absolute deadline
+// is refused without asking Redis. Without tracking (the embedded store) the
+// option falls back to the one-script path.
+func TestSessionAuthorizeCached(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
+		ctx := context.Background()
+		ref, th := e.create("", "acme", "alice", 20*time.Second, time.Hour)
+		key := e.r.sessionKey(ref)
+		if !s.Caps.ClientCache {
+			e.count.reset()
+			for range 2 {
+				if ac, err := e.r.Authorize(ctx, ref, th); err != nil || ac.CacheHit {
+					t.Fatalf("authorize without tracking: %+v %v", ac, err)
+				}
+			}
+			if cmds := e.count.reset(); !slices.Equal(cmds, []string{"EVALSHA", "EVALSHA"}) {
+				t.Fatalf("commands %v, want one script per call", cmds)
+			}
+			return
+		}
+		var offset time.Duration // the gateway clock's lead over real time
+		e.r.now = func() time.Time { return time.Now().Add(offset) }
+		auth := func(name string, ref SessionRef, th string, want ...string) (*AuthContext, error) {
+			t.Helper()
+			e.count.reset()
+			ac, err := e.r.Authorize(ctx, ref, th)
+			if cmds := e.count.reset(); !slices.Equal(cmds, want) {
+				t.Fatalf("%s: commands %v, want %v", name, cmds, want)
+			}
+			return ac, err
+		}
+		// reread waits until a write's invalidation push has reached the cache (it travels on
+		// the connection that read, not the one that wrote) and returns the first read that went
+		// to Redis: exactly one HMGET.
+		reread := func(name string) *AuthContext {
+			t.Helper()
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				e.count.reset()
+				ac, err := e.r.Authorize(ctx, ref, th)
+				cmds := e.count.reset()
+				// Until the push arrives, the old copy answers (and may find a refresh due).
+				if slices.Contains(cmds, "HMGET") {
+					if err != nil || !slices.Equal(cmds, []string{"HMGET"}) {
+						t.Fatalf("%s: %+v %v, commands %v", name, ac, err, cmds)
+					}
+					return ac
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the invalidation never arrived", name)
+				}
+			}
+		}
+		set := func(field string, v int64) {
+			t.Helper()
+			if err := e.do(e.s.Client.B().Hset().Key(key).FieldValue().FieldValue(field, strconv.FormatInt(v, 10)).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		ac, err := auth("miss", ref, th, "HMGET")
+		if err != nil || ac.CacheHit || ac.Outcome != Found || ac.UserID != "alice" || ac.DeviceLabel != "laptop" ||
+			ac.CreatedAt.IsZero() || ac.SchemaVersion != SchemaVersion {
+			t.Fatalf("miss: %+v %v", ac, err)
+		}
+		if d := time.Until(ac.IdleExpiresAt); d < 19*time.Second || d > 20*time.Second+50*time.Millisecond {
+			t.Fatalf("idle expiry in %v, want about 20s", d)
+		}
+		ac, err = auth("hit", ref, th)
+		if err != nil || !ac.CacheHit || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Refreshed {
+			t.Fatalf("hit: %+v %v", ac, err)
+		}
+		if _, err := auth("another token's hash", ref, sessRand(t, 32)); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("another token's hash: %v", err)
+		}
+
+		// 16 of the 20 idle seconds have passed, on both clocks: under 25% is left, a refresh is due.
+		now := e.serverMs()
+		set(sfLastSeenAt, now-16000)
+		if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(4000).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		offset = -16 * time.Second // cache the copy while the gateway still thinks it fresh
+		if ac := reread("prime"); ac.Refreshed || time.Since(ac.LastSeenAt) < 15*time.Second {
+			t.Fatalf("prime: %+v", ac)
+		}
+		offset = 0
+		ac, err = auth("refresh due", ref, th, "EVALSHA")
+		if err != nil || !ac.Refreshed || ac.CacheHit || time.Since(ac.LastSeenAt) > time.Second {
+			t.Fatalf("refresh: %+v %v", ac, err)
+		}
+		if p := e.pttl(key); p < 19000 {
+			t.Fatalf("pttl %d after the refresh", p)
+		}
+		// The refresh's write invalidated the copy: one read, then hits again.
+		if ac := reread("after refresh"); ac.Refreshed || time.Since(ac.LastSeenAt) > time.Second {
+			t.Fatalf("after refresh: %+v", ac)
+		}
+		if _, err := auth("hit again", ref, th); err != nil {
+			t.Fatal(err)
+		}
+
+		// Due, and not cached: the read is the call's one round trip and the call does not wait
+		// for the refresh, which follows in the background.
+		set(sfLastSeenAt, e.serverMs()-16000)
+		if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(4000).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			e.count.reset()
+			ac, err := e.r.Authorize(ctx, ref, th)
+			cmds := e.count.reset()
+			if err != nil {
+				t.Fatalf("due after a miss: %v", err)
+			}
+			if slices.Contains(cmds, "HMGET") {
+				if cmds[0] != "HMGET" || ac.CacheHit || ac.Refreshed {
+					t.Fatalf("due after a miss: %+v, commands %v", ac, cmds)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("due after a miss: the invalidation never arrived")
+			}
+		}
+		for deadline := time.Now().Add(5 * time.Second); e.pttl(key) < 19000; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the background refresh never happened")
+			}
+		}
+		if ac := reread("after the background refresh"); time.Since(ac.LastSeenAt) > time.Second {
+			t.Fatalf("after the background refresh: %+v", ac)
+		}
+
+		// A copy is never served past the idle window, even if Redis were never asked again.
+		offset = 21 * time.Second
+		if _, err := auth("idle window over", ref, th); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("idle window over: %v", err)
+		}
+		// Nor past the absolute deadline, idle window or not.
+		offset = 0
+		abs := e.serverMs() + 3000
+		set(sfAbsoluteExpires, abs)
+		if ac := reread("prime near the deadline"); ac.AbsoluteExpiresAt.UnixMilli() != abs {
+			t.Fatalf("prime near the deadline: %+v", ac)
+		}
+		offset = 4 * time.Second
+		if _, err := auth("absolute deadline passed", ref, th); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("absolute deadline passed: %v", err)
+		}
+		if n := e.metric("hashgate_repo_events", sessAttr("event", "expired_in_cache")); n != 2 {
+			t.Fatalf("expired_in_cache events = %d, want 2", n)
+		}
+		offset = 0
+
+		// Corrupt hashes and keys of the wrong type are refused through the cache too.
+		bad := sessRef(t, "")
+		badKey := e.r.sessionKey(bad)
+		badTH := sessRand(t, 32)
+		if err := e.do(e.s.Client.B().Hset().Key(badKey).FieldValue().FieldValue(sfTokenHash, badTH).FieldValue(sfUserID, "u").
+			FieldValue(sfSchemaVersion, "2").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.do(e.s.Client.B().Pexpire().Key(badKey).Milliseconds(60_000).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := auth("corrupt", bad, badTH, "HMGET"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("corrupt: %v", err)
+		}
+		wrong := sessRef(t, "")
+		if err := e.do(e.s.Client.B().Set().Key(e.r.sessionKey(wrong)).Value("x").Px(time.Minute).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := auth("wrong type", wrong, badTH, "HMGET"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("wrong type: %v", err)
+		}
+		if hits, misses := e.r.CacheStats(); hits < 5 || misses < 5 {
+			t.Fatalf("cache stats %d hits, %d misses", hits, misses)
+		}
+		e.everyKeyHasTTL()
+	})
+}
+
+// The hot path reads the authorization and view fields and nothing else: never the token's
+// neighbours in the hash (code MAC, device hashes), and a superset of what "who am I" shows.
+func TestSessionAuthFields(t *testing.T) {
+	t.Parallel()
+	for _, f := range append([]string{sfTokenHash}, sessViewFields...) {
+		if !slices.Contains(sessAuthFields, f) {
+			t.Errorf("sessAuthFields lacks %s", f)
+		}
+	}
+	for _, f := range []string{"mfaCodeMac", sfIPHash, sfUserAgentHash} {
+		if slices.Contains(sessAuthFields, f) {
+			t.Errorf("sessAuthFields reads %s", f)
+		}
+	}
+	want := []string{sfTokenHash, sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires, sfIdleTimeout, sfSchemaVersion}
+	if !slices.Equal(sessAuthFields[:sessAuthKeyFields], want) {
+		t.Errorf("the first fields are %v, session_authorize.lua expects %v", sessAuthFields[:sessAuthKeyFields], want)
+	}
+}

@@ -1,0 +1,75 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// authResult is how one authentication ended, for metrics.
+type authResult int
+
+const (
+	authOK authResult = iota
+	authMalformed
+	authUnknown
+	authCorrupt
+	authTagMismatch
+	authResults
+)
+
+var authResultNames = [authResults]string{"ok", "malformed", "unknown", "corrupt", "tag_mismatch"}
+
+// instruments are the service's metrics. Attribute sets are built once, so the hot path
+// records without allocating; the cache figures are the repository's atomics, read by an
+// observable callback (as the token check does).
+type instruments struct {
+	auths    metric.Int64Counter
+	authOpts [authResults][]metric.AddOption
+}
+
+func newInstruments(m metric.Meter, cacheStats func() (hits, misses int64)) (*instruments, error) {
+	x := &instruments{}
+	var errs []error
+	var err error
+	x.auths, err = m.Int64Counter("hashgate_session_authentications",
+		metric.WithDescription("Session-token authentications by result (ok, malformed, unknown, corrupt, tag_mismatch)."))
+	errs = append(errs, err)
+	lookups, err := m.Int64ObservableCounter("hashgate_session_auth_cache_lookups",
+		metric.WithDescription("Session authentication reads by client-side cache result (hit, miss)."))
+	errs = append(errs, err)
+	ratio, err := m.Float64ObservableGauge("hashgate_session_auth_cache_hit_ratio",
+		metric.WithDescription("Share of session authentication reads served from the client-side cache since start."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("sessions: metrics: %w", err)
+	}
+	for i, name := range authResultNames {
+		x.authOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("result", name)))}
+	}
+	hit := metric.WithAttributes(attribute.String("result", "hit"))
+	miss := metric.WithAttributes(attribute.String("result", "miss"))
+	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		h, ms := cacheStats()
+		o.ObserveInt64(lookups, h, hit)
+		o.ObserveInt64(lookups, ms, miss)
+		if h+ms > 0 {
+			o.ObserveFloat64(ratio, float64(h)/float64(h+ms))
+		}
+		return nil
+	}, lookups, ratio); err != nil {
+		return nil, fmt.Errorf("sessions: metrics callback: %w", err)
+	}
+	return x, nil
+}
+
+func (x *instruments) auth(ctx context.Context, r authResult) {
+	x.auths.Add(ctx, 1, x.authOpts[r]...)
+}
+
+// CacheStats returns how many authentications the client-side cache answered and how many
+// read Redis since start (both 0 with the cache off).
+func (s *Service) CacheStats() (hits, misses int64) { return s.repo.CacheStats() }
