@@ -60,13 +60,13 @@ func (s *Server) authnMiddleware(spec *openapi3.T) (echo.MiddlewareFunc, func(ec
 				return next(c)
 			}
 			r := c.Request()
-			if o.hot && r.ContentLength != 0 { // -1: chunked
-				return &apperr.Error{Kind: apperr.Validation, Detail: "This operation takes no request body.",
-					Fields: []apperr.FieldError{{Pointer: "/", Detail: "request body not allowed for this request"}}}
-			}
 			p, err := s.authAlternatives(r, o.security)
 			if err != nil {
 				return err
+			}
+			if o.hot && r.ContentLength != 0 { // -1: chunked
+				return &apperr.Error{Kind: apperr.Validation, Detail: "This operation takes no request body.",
+					Fields: []apperr.FieldError{{Pointer: "/", Detail: "request body not allowed for this request"}}}
 			}
 			if err := checkEnums(r, o.enums); err != nil {
 				return err

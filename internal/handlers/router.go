@@ -41,7 +41,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		s.accessLog(),
 		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"),
 		authn,
-		strictJSON(),
+		strictJSON(formFields(spec)),
 		s.RequestValidator(spec, isHot),
 	)
 	RegisterHandlers(e, NewStrictHandler(s, nil))

@@ -7,27 +7,37 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/apperr"
 )
 
-// maxJSONDepth bounds nesting; no request schema goes deeper than 4.
-const maxJSONDepth = 32
+// maxJSONDepth bounds nesting (no request schema goes deeper than 4) and maxJSONArray the
+// elements of one array (no request schema allows more than 1000): past either, the body is
+// refused before the validator spends memory on every element.
+const (
+	maxJSONDepth = 32
+	maxJSONArray = 1000
+)
 
 // strictJSON reads a JSON request body once (already bounded by the body limit) and refuses,
 // before any validator or handler sees it, what Go's decoder would silently accept: more than
 // one value or trailing bytes, invalid UTF-8 (which the decoder turns into U+FFFD), duplicate
 // member names (the decoder keeps the last: ambiguous input), and deep nesting. The body is
 // then put back for the validator and the handler.
-func strictJSON() echo.MiddlewareFunc {
+func strictJSON(formFields map[string]map[string]bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if r.Body == nil || r.Body == http.NoBody || !isJSON(r.Header.Get(echo.HeaderContentType)) {
+			ct := r.Header.Get(echo.HeaderContentType)
+			allowed, takesForm := formFields[r.Method+" "+c.Path()]
+			form := isForm(ct) && takesForm // else the validator answers 415
+			if r.Body == nil || r.Body == http.NoBody || !isJSON(ct) && !form {
 				return next(c)
 			}
 			b, err := io.ReadAll(r.Body)
@@ -43,8 +53,13 @@ func strictJSON() echo.MiddlewareFunc {
 				}
 				return apperr.New(apperr.Validation, "The request body could not be read.")
 			}
-			if err := checkJSON(b); err != nil {
-				return &apperr.Error{Kind: apperr.Validation, Detail: "The body is not one well-formed JSON value: " + err.Error() + ".",
+			if form {
+				err = checkForm(b, allowed)
+			} else {
+				err = checkJSON(b)
+			}
+			if err != nil {
+				return &apperr.Error{Kind: apperr.Validation, Detail: "The body is not well-formed: " + err.Error() + ".",
 					Fields: []apperr.FieldError{{Pointer: "/", Detail: err.Error()}}}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(b))
@@ -53,6 +68,38 @@ func strictJSON() echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+func isForm(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+// checkForm refuses form bodies that are malformed, repeat a field, name a field the
+// operation's schema does not (allowed; nil allows none), or carry invalid UTF-8 or control
+// characters.
+func checkForm(b []byte, allowed map[string]bool) error {
+	vals, err := url.ParseQuery(string(b))
+	if err != nil {
+		return errors.New("malformed form")
+	}
+	for k, vs := range vals {
+		if len(vs) > 1 {
+			return errDuplicate
+		}
+		if !allowed[k] {
+			return errUnknown
+		}
+		for _, v := range append(vs, k) {
+			if !utf8.ValidString(v) {
+				return errUTF8
+			}
+			if hasControl(v) {
+				return errControl
+			}
+		}
+	}
+	return nil
 }
 
 func isJSON(ct string) bool {
@@ -66,7 +113,21 @@ var (
 	errDuplicate = errors.New("duplicate member name")
 	errDepth     = errors.New("nested too deeply")
 	errEmpty     = errors.New("empty body")
+	errControl   = errors.New("control character in a string")
+	errArray     = errors.New("array too long")
+	errUnknown   = errors.New("unknown field")
 )
+
+// hasControl reports C0 controls other than tab, newline and carriage return, and DEL: they
+// have no place in any field of this API and can smuggle escape sequences into logs and UIs.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
 
 // checkJSON accepts exactly one JSON value with valid UTF-8, unique member names per object
 // and at most maxJSONDepth levels.
@@ -83,6 +144,16 @@ func checkJSON(b []byte) error {
 		object bool
 		keys   map[string]struct{}
 		expect bool // in an object: the next string token is a member name
+		n      int  // in an array: elements so far
+	}
+	// element counts one value inside the innermost array.
+	element := func(stack []frame) error {
+		if len(stack) > 0 && !stack[len(stack)-1].object {
+			if stack[len(stack)-1].n++; stack[len(stack)-1].n > maxJSONArray {
+				return errArray
+			}
+		}
+		return nil
 	}
 	var stack []frame
 	for {
@@ -103,6 +174,9 @@ func checkJSON(b []byte) error {
 				if len(stack) > 0 && stack[len(stack)-1].object {
 					stack[len(stack)-1].expect = true
 				}
+				if err := element(stack); err != nil {
+					return err
+				}
 				if len(stack) >= maxJSONDepth {
 					return errDepth
 				}
@@ -114,6 +188,9 @@ func checkJSON(b []byte) error {
 				}
 			}
 		case string:
+			if hasControl(t) {
+				return errControl
+			}
 			if len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expect {
 				f := &stack[len(stack)-1]
 				if _, dup := f.keys[t]; dup {
@@ -123,10 +200,14 @@ func checkJSON(b []byte) error {
 				f.expect = false
 			} else if len(stack) > 0 && stack[len(stack)-1].object {
 				stack[len(stack)-1].expect = true
+			} else if err := element(stack); err != nil {
+				return err
 			}
 		default:
 			if len(stack) > 0 && stack[len(stack)-1].object {
 				stack[len(stack)-1].expect = true
+			} else if err := element(stack); err != nil {
+				return err
 			}
 		}
 		if len(stack) == 0 {
@@ -137,4 +218,27 @@ func checkJSON(b []byte) error {
 			return nil
 		}
 	}
+}
+
+// formFields lists, per "METHOD echoPath", the properties of the operation's
+// application/x-www-form-urlencoded body schema.
+func formFields(spec *openapi3.T) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			mt := op.RequestBody.Value.Content.Get("application/x-www-form-urlencoded")
+			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+				continue
+			}
+			names := map[string]bool{}
+			for name := range mt.Schema.Value.Properties {
+				names[name] = true
+			}
+			out[method+" "+specPathToEcho(path)] = names
+		}
+	}
+	return out
 }

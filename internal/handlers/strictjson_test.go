@@ -23,6 +23,11 @@ func TestCheckJSON(t *testing.T) {
 		{"{\"a\":\"\xff\"}", errUTF8},
 		{strings.Repeat("[", 100) + strings.Repeat("]", 100), errDepth},
 		{``, errEmpty},
+		{`{"a":"x\u0000y"}`, errControl},
+		{`{"a\u001b":1}`, errControl},
+		{`{"a":"tab\tand\nnewline"}`, nil},
+		{"[" + strings.Repeat("1,", 1000) + "1]", errArray},
+		{"[" + strings.Repeat("[],", 999) + "[]]", nil},
 	}
 	for _, tt := range tests {
 		if got := checkJSON([]byte(tt.in)); got != tt.want {
@@ -31,5 +36,25 @@ func TestCheckJSON(t *testing.T) {
 	}
 	if checkJSON([]byte(`{"a":`)) == nil || checkJSON([]byte(`{"a" 1}`)) == nil {
 		t.Error("malformed JSON accepted")
+	}
+}
+
+func TestCheckForm(t *testing.T) {
+	t.Parallel()
+	allowed := map[string]bool{"token": true, "token_type_hint": true}
+	tests := []struct {
+		in   string
+		want error
+	}{
+		{"token=abc&token_type_hint=access_token", nil},
+		{"token=a&token=b", errDuplicate},
+		{"token=a&zz=1", errUnknown},
+		{"token=%FF%FE", errUTF8},
+		{"token=a%00b", errControl},
+	}
+	for _, tt := range tests {
+		if got := checkForm([]byte(tt.in), allowed); got != tt.want {
+			t.Errorf("%q: %v, want %v", tt.in, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,1236 @@
+package handlers
+
+// Hostile input: every operation of the contract (paths × methods, read from the embedded spec)
+// is sent wrong JSON types for each property of its request schema, oversized and invalid
+// strings, deep nesting, duplicate members, NUL bytes, wrong content types, hostile path, query
+// and header parameters and hostile session credentials. Every answer must be a 4xx problem,
+// and the keys under the test's prefix — with their values and TTLs — must be exactly as before.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
+)
+
+const (
+	// hostileHuge is over the 64 KiB body limit (413); hostileLarge is under it, so the
+	// validator must refuse it on its own (400).
+	hostileHuge  = 1 << 20
+	hostileLarge = 60 << 10
+	// hostileDepth is the nesting depth of the deep-nesting bodies Go's JSON parser refuses;
+	// hostileValueDepth that of the deep values inside a body, kept low so that a gateway that
+	// lets them reach schema validation fails TestHostileRefusalCost rather than exhausting
+	// memory here.
+	hostileDepth      = 10000
+	hostileValueDepth = 200
+	// hostileArray is the length of the huge arrays (every array of the contract has
+	// maxItems ≤ 1000).
+	hostileArray = 8192
+	// hostileRealStride: each real backend runs every hostileRealStride-th case, starting at a
+	// different offset, so the real backends together still cover the whole matrix.
+	hostileRealStride = 4
+)
+
+var hostileAllScopes = []string{"sessions:read", "sessions:write", "tokens:read", "tokens:write",
+	"quotes:read", "quotes:write", "cases:read", "cases:write"}
+
+// hostileRecorder notes whether the services sent a command that can write (anything but a known
+// read; a script counts as a write). It only decides when the test takes a Redis snapshot: the
+// snapshot at the end of every operation catches a write whatever the recorder saw.
+type hostileRecorder struct {
+	rueidis.Client
+	mu     sync.Mutex
+	writes []string
+}
+
+var hostileReadCommands = map[string]bool{"GET": true, "MGET": true, "HGET": true, "HMGET": true, "HGETALL": true,
+	"HEXISTS": true, "HLEN": true, "HKEYS": true, "HVALS": true, "HTTL": true, "HPTTL": true, "EXISTS": true,
+	"TTL": true, "PTTL": true, "TYPE": true, "SCAN": true, "HSCAN": true, "ZSCAN": true, "SSCAN": true,
+	"ZRANGE": true, "ZRANGEBYSCORE": true, "ZREVRANGE": true, "ZREVRANGEBYSCORE": true, "ZSCORE": true,
+	"ZMSCORE": true, "ZCARD": true, "ZCOUNT": true, "ZRANK": true, "SMEMBERS": true, "SISMEMBER": true,
+	"SCARD": true, "LRANGE": true, "LLEN": true, "STRLEN": true, "PING": true, "TIME": true}
+
+func (c *hostileRecorder) note(cmds ...rueidis.Completed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		if name := strings.ToUpper(cmd.Commands()[0]); !hostileReadCommands[name] {
+			c.writes = append(c.writes, name)
+		}
+	}
+}
+
+func (c *hostileRecorder) noteName(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, name)
+}
+
+// take returns and forgets the write-capable commands seen.
+func (c *hostileRecorder) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.writes
+	c.writes = nil
+	return w
+}
+
+func (c *hostileRecorder) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.note(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *hostileRecorder) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.note(cmds...)
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *hostileRecorder) DoStream(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResultStream {
+	c.note(cmd)
+	return c.Client.DoStream(ctx, cmd)
+}
+
+func (c *hostileRecorder) DoMultiStream(ctx context.Context, cmds ...rueidis.Completed) rueidis.MultiRedisResultStream {
+	c.note(cmds...)
+	return c.Client.DoMultiStream(ctx, cmds...)
+}
+
+func (c *hostileRecorder) Dedicated(fn func(rueidis.DedicatedClient) error) error {
+	c.noteName("DEDICATED")
+	return c.Client.Dedicated(fn)
+}
+
+func (c *hostileRecorder) Dedicate() (rueidis.DedicatedClient, func()) {
+	c.noteName("DEDICATED")
+	return c.Client.Dedicate()
+}
+
+// hostileWire wires every domain service the way cmd/gateway/domains.go does, with the
+// gateway's default configuration, on the harness's store and key prefix: tokens (also the
+// bearer check), sessions (also the session authenticator), quotes and cases with idempotency.
+func hostileWire(h *harness, d *Deps) {
+	t := h.t
+	t.Helper()
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasher, _, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := repo.NewTokens(h.store, repo.TokensOptions{Prefix: h.prefix, Hasher: hasher, SafetyWindow: cfg.TokenSafetyWindow})
+	must(err)
+	tok, err := tokens.New(d.Auth, tr, tokens.Options{MaxTTL: cfg.TokenMaxTTL, CacheTTL: cfg.TokenCacheTTL})
+	must(err)
+	d.Tokens, d.TokenCheck = tok, tok
+
+	sr, err := repo.NewSessions(h.store, repo.Keys{Prefix: h.prefix}, repo.SessionOptions{
+		RefreshFraction: cfg.SessionRefreshFraction, DefaultIdle: cfg.SessionIdleTimeout, MaxPerUser: cfg.SessionMaxPerUser,
+		MFA: ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow}})
+	must(err)
+	ss, err := sessions.New(sr, hasher, sessions.Config{IdleTimeout: cfg.SessionIdleTimeout,
+		AbsoluteTimeout: cfg.SessionAbsoluteTimeout, ChallengeTTL: cfg.MFAChallengeTTL})
+	must(err)
+	d.Sessions, d.SessionAuth = ss, ss
+
+	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: cfg.IdempotencyTTL})
+	must(err)
+	quotes, err := repo.NewQuotes(h.store, repo.QuoteOptions{Prefix: h.prefix, TTL: cfg.QuoteTTL, MaxItems: cfg.QuoteMaxItems})
+	must(err)
+	cases, err := repo.NewCases(h.store, repo.CaseOptions{Prefix: h.prefix, Hasher: hasher, MaxEscalation: cfg.CaseMaxEscalation,
+		OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL, HistoryMax: cfg.CaseHistoryMax})
+	must(err)
+	d.Quotes = NewQuoteService(quotes, idem)
+	d.Cases = NewCaseService(cases, idem)
+}
+
+// --- requests --------------------------------------------------------------------------------
+
+// hostileReq is one request of the matrix. target is already percent-encoded; header values
+// are set verbatim (they may hold bytes a real client library would refuse to send).
+type hostileReq struct {
+	name   string
+	method string
+	target string
+	ct     string
+	body   []byte
+	// chunked sends the body without a Content-Length.
+	chunked bool
+	hdr     []string
+	// want is the exact status; 0 accepts any 4xx.
+	want int
+}
+
+func (h *harness) sendHostile(r hostileReq) *httptest.ResponseRecorder {
+	var rd io.Reader
+	if r.body != nil {
+		rd = bytes.NewReader(r.body)
+	}
+	req := httptest.NewRequest(r.method, r.target, rd)
+	if r.chunked {
+		req.ContentLength = -1
+		req.Body = io.NopCloser(bytes.NewReader(r.body))
+	}
+	if r.ct != "" {
+		req.Header.Set("Content-Type", r.ct)
+	}
+	for i := 0; i+1 < len(r.hdr); i += 2 {
+		k := http.CanonicalHeaderKey(r.hdr[i])
+		req.Header[k] = append(req.Header[k], r.hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.e.ServeHTTP(rec, req)
+	return rec
+}
+
+// hostileHandlerStatus are the refusals only a handler gives (after validation let the request in).
+var hostileHandlerStatus = map[int]bool{http.StatusNotFound: true, http.StatusConflict: true, http.StatusGone: true,
+	http.StatusPreconditionFailed: true, http.StatusUnprocessableEntity: true, http.StatusPreconditionRequired: true,
+	http.StatusTooManyRequests: true}
+
+// hostileRefusal reports (as a string, "" when fine) whether rec is a refusal as r expects.
+func hostileRefusal(r hostileReq, rec *httptest.ResponseRecorder) string {
+	body := rec.Body.String()
+	if len(body) > 240 {
+		body = body[:240] + "…"
+	}
+	switch {
+	case r.want == http.StatusBadRequest && hostileHandlerStatus[rec.Code]:
+		return fmt.Sprintf("status %d, want 400: the validator let it through to the handler: %s", rec.Code, body)
+	case r.want != 0 && rec.Code != r.want:
+		return fmt.Sprintf("status %d, want %d: %s", rec.Code, r.want, body)
+	case rec.Code < 400 || rec.Code > 499:
+		return fmt.Sprintf("status %d, want 4xx: %s", rec.Code, body)
+	case rec.Header().Get("Content-Type") != "application/problem+json":
+		return fmt.Sprintf("status %d with content type %q: %s", rec.Code, rec.Header().Get("Content-Type"), body)
+	}
+	var p problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		return fmt.Sprintf("status %d, problem body does not decode (%v): %s", rec.Code, err, body)
+	}
+	if p.Type == "" || p.Title == "" || p.Status != rec.Code {
+		return fmt.Sprintf("status %d, incomplete problem: %s", rec.Code, body)
+	}
+	return ""
+}
+
+// --- JSON bodies built by hand ---------------------------------------------------------------
+
+// jobject is a JSON object whose members keep their order and may repeat; a jraw value is
+// written as given (it may be invalid JSON on purpose), anything else is marshalled.
+type jobject []jmember
+
+type jmember struct {
+	name  string
+	value any
+}
+
+type jraw string
+
+func (o jobject) encode() []byte {
+	var b bytes.Buffer
+	o.write(&b)
+	return b.Bytes()
+}
+
+func (o jobject) write(b *bytes.Buffer) {
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(m.name)
+		b.Write(name)
+		b.WriteByte(':')
+		switch v := m.value.(type) {
+		case jobject:
+			v.write(b)
+		case jraw:
+			b.WriteString(string(v))
+		default:
+			raw, err := json.Marshal(v)
+			if err != nil {
+				panic(err)
+			}
+			b.Write(raw)
+		}
+	}
+	b.WriteByte('}')
+}
+
+// with returns a copy with the member at path set to v (appended when absent).
+func (o jobject) with(path []string, v any) jobject {
+	out := slices.Clone(o)
+	for i, m := range out {
+		if m.name != path[0] {
+			continue
+		}
+		if len(path) == 1 {
+			out[i].value = v
+		} else {
+			out[i].value = m.value.(jobject).with(path[1:], v)
+		}
+		return out
+	}
+	if len(path) > 1 {
+		return append(out, jmember{path[0], jobject{}.with(path[1:], v)})
+	}
+	return append(out, jmember{path[0], v})
+}
+
+// dup returns a copy with a second member named like path's last element, holding v, after
+// the first one in the same object.
+func (o jobject) dup(path []string, v any) jobject {
+	out := slices.Clone(o)
+	if len(path) > 1 {
+		for i, m := range out {
+			if m.name == path[0] {
+				out[i].value = m.value.(jobject).dup(path[1:], v)
+			}
+		}
+		return out
+	}
+	return append(out, jmember{path[0], v})
+}
+
+// get returns the value of the member at path (nil when absent).
+func (o jobject) get(path []string) any {
+	for _, m := range o {
+		if m.name != path[0] {
+			continue
+		}
+		if len(path) == 1 {
+			return m.value
+		}
+		return m.value.(jobject).get(path[1:])
+	}
+	return nil
+}
+
+// toAny decodes the encoded object (for schema checks of the base bodies).
+func (o jobject) toAny() (any, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(o.encode()))
+	dec.UseNumber()
+	err := dec.Decode(&v)
+	return v, err
+}
+
+func hostileNested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+func hostileArrayOf(n int, elem string) string {
+	return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]"
+}
+
+var (
+	hostile400Digits   = strings.Repeat("9", 400)
+	hostileLargeString = `"` + strings.Repeat("a", hostileLarge) + `"`
+	hostileHugeString  = `"` + strings.Repeat("a", hostileHuge) + `"`
+)
+
+// hostileWrongTypes are JSON values of every type but the one s declares.
+func hostileWrongTypes(s *openapi3.Schema) []jraw {
+	switch {
+	case s.Type.Is("string"):
+		return []jraw{`12345`, `true`, `{"a":"b"}`, `["x"]`, `null`}
+	case s.Type.Is("integer"), s.Type.Is("number"):
+		return []jraw{`"12"`, `1.5`, `true`, `{}`, `[1]`, `null`}
+	case s.Type.Is("boolean"):
+		return []jraw{`"true"`, `0`, `{}`, `[]`, `null`}
+	case s.Type.Is("array"):
+		return []jraw{`"quotes:read"`, `{}`, `1`, `null`}
+	case s.Type.Is("object"):
+		return []jraw{`"x"`, `[]`, `1`, `null`}
+	}
+	return []jraw{`null`}
+}
+
+// hostileProp is one property of a request schema, nested objects included.
+type hostileProp struct {
+	path   []string
+	schema *openapi3.Schema
+}
+
+func hostileProps(s *openapi3.Schema, prefix []string) []hostileProp {
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []hostileProp
+	for _, name := range names {
+		ps := s.Properties[name].Value
+		path := append(slices.Clone(prefix), name)
+		out = append(out, hostileProp{path, ps})
+		if ps.Type.Is("object") {
+			out = append(out, hostileProps(ps, path)...)
+		}
+	}
+	return out
+}
+
+// --- fixtures --------------------------------------------------------------------------------
+
+// hostileEnv is a wired harness with one live object of every kind, created before the hostile
+// phase: a request that got past validation would act on them, and the snapshot would show it.
+type hostileEnv struct {
+	h *harness
+	// raw is the store without the recorder (snapshots read through it).
+	raw       *store.Store
+	rec       *hostileRecorder
+	bearer    string // "Bearer <all scopes>"
+	session   SessionToken
+	device    SessionToken // alice's second session: the target of session-id paths
+	challenge MfaChallenge
+	tokenID   string
+	quoteID   string
+	quoteETag string
+	caseID    string
+	caseETag  string
+}
+
+func newHostileEnv(t *testing.T, b testredis.Backend) *hostileEnv {
+	t.Helper()
+	env := &hostileEnv{}
+	h := newHarness(t, b, func(h *harness, d *Deps) {
+		env.raw, env.rec = h.store, &hostileRecorder{Client: h.store.Client}
+		recorded := *h.store
+		recorded.Client = env.rec
+		h.store = &recorded
+		hostileWire(h, d)
+	})
+	env.h, env.bearer = h, h.bearer("acme", hostileAllScopes...)
+	auth := []string{"Authorization", env.bearer}
+	created := func(rec *httptest.ResponseRecorder, what string, v any) {
+		t.Helper()
+		if rec.Code != http.StatusCreated && rec.Code != http.StatusOK {
+			t.Fatalf("fixture %s: %d %s", what, rec.Code, rec.Body)
+		}
+		decode(t, rec, v)
+	}
+	newSession := map[string]any{"userId": "alice", "authLevel": "BASIC"}
+	created(h.do("POST", "/v1/sessions", newSession, auth...), "session", &env.session)
+	created(h.do("POST", "/v1/sessions", newSession, auth...), "second session", &env.device)
+	created(h.do("POST", "/v1/sessions/"+string(env.device.SessionId)+"/mfa/challenge", nil, auth...), "challenge", &env.challenge)
+	var issued TokenIssued
+	created(h.do("POST", "/v1/tokens", tokenRequest(3600, "quotes:read"), auth...), "token", &issued)
+	env.tokenID = string(issued.TokenId)
+	var q quoteJSON
+	created(h.do("POST", "/v1/quotes", quoteBody, auth...), "quote", &q)
+	rec := h.do("PUT", "/v1/quotes/"+q.QuoteId+"/items/a", map[string]any{"sku": "SKU-1", "quantity": 1, "unitPriceMinor": 100},
+		append(auth, "If-Match", `"1"`)...)
+	created(rec, "quote item", &q)
+	env.quoteID, env.quoteETag = q.QuoteId, rec.Header().Get("ETag")
+	var c caseJSON
+	rec = h.do("POST", "/v1/cases", caseBody(time.Now().Add(time.Hour)), auth...)
+	created(rec, "case", &c)
+	env.caseID, env.caseETag = c.CaseId, rec.Header().Get("ETag")
+	return env
+}
+
+// The current ETags of the fixtures, substituted into header values when a request is sent
+// (a write that got through changes them, and later cases must not fail for a stale ETag).
+const (
+	hostileQuoteETag = "\x01quote-etag"
+	hostileCaseETag  = "\x01case-etag"
+)
+
+// resolve substitutes the fixtures' current ETags.
+func (env *hostileEnv) resolve(r hostileReq) hostileReq {
+	rp := strings.NewReplacer(hostileQuoteETag, env.quoteETag, hostileCaseETag, env.caseETag)
+	r.hdr = slices.Clone(r.hdr)
+	for i := 1; i < len(r.hdr); i += 2 {
+		r.hdr[i] = rp.Replace(r.hdr[i])
+	}
+	return r
+}
+
+// refresh re-reads the fixtures' ETags after a write got through.
+func (env *hostileEnv) refresh() {
+	auth := []string{"Authorization", env.bearer}
+	if rec := env.h.do("GET", "/v1/quotes/"+env.quoteID, nil, auth...); rec.Code == http.StatusOK {
+		env.quoteETag = rec.Header().Get("ETag")
+	}
+	if rec := env.h.do("GET", "/v1/cases/"+env.caseID, nil, auth...); rec.Code == http.StatusOK {
+		env.caseETag = rec.Header().Get("ETag")
+	}
+}
+
+// pathValue is the fixture value of a path parameter.
+func (env *hostileEnv) pathValue(name string) string {
+	switch name {
+	case "sessionId":
+		return string(env.device.SessionId)
+	case "userId":
+		return "alice"
+	case "tokenId":
+		return env.tokenID
+	case "quoteId":
+		return env.quoteID
+	case "itemId":
+		return "a"
+	case "caseId":
+		return env.caseID
+	}
+	panic("hostile: no fixture for path parameter " + name)
+}
+
+// twoValid are two values a query or header parameter accepts on its own (for duplicates).
+func (env *hostileEnv) twoValid(name string) (string, string) {
+	switch name {
+	case "limit":
+		return "1", "2"
+	case "cursor":
+		return "abc", "def"
+	case "reason":
+		return "a", "b"
+	case "except":
+		return string(env.device.SessionId), string(env.session.SessionId)
+	case "level":
+		return "BASIC", "MFA"
+	case "If-Match":
+		return `"1"`, `"2"`
+	case "Idempotency-Key":
+		return "hostile-key-1", "hostile-key-2"
+	}
+	panic("hostile: no valid values for parameter " + name)
+}
+
+// baseBody is a valid body for each operation with a request body: the request would succeed
+// (and write) if a mutation of it were ignored.
+func (env *hostileEnv) baseBody(opID string) jobject {
+	switch opID {
+	case "createSession":
+		return jobject{{"userId", "mallory"}, {"authLevel", "BASIC"}, {"mfaRequired", false},
+			{"device", jobject{{"label", "laptop"}, {"userAgent", "curl/8"}, {"ip", "10.0.0.1"}}},
+			{"idleTimeoutSeconds", 600}, {"absoluteTimeoutSeconds", 3600}}
+	case "verifyMfa":
+		return jobject{{"challengeId", env.challenge.ChallengeId}, {"code", env.challenge.Code}}
+	case "issueToken":
+		return jobject{{"subject", "svc-x"}, {"scopes", []string{"quotes:read"}}, {"ttlSeconds", 3600},
+			{"tokenType", "service"}, {"description", "d"}}
+	case "introspectToken":
+		return jobject{{"token", strings.TrimPrefix(env.bearer, "Bearer ")}, {"token_type_hint", "access_token"}}
+	case "createQuote":
+		return jobject{{"customerId", "cust-1"}, {"salesChannel", "web"}, {"currency", "EUR"}}
+	case "patchQuote":
+		return jobject{{"customerId", "cust-2"}, {"salesChannel", "shop"}, {"discountMinor", 1}, {"taxMinor", 2}}
+	case "putQuoteItem":
+		return jobject{{"sku", "SKU-9"}, {"quantity", 2}, {"unitPriceMinor", 100}, {"description", "d"}}
+	case "createCase":
+		return jobject{{"subjectRef", "order/1"}, {"assignedTeam", "ops"},
+			{"dueAt", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, {"reason", "late"}}
+	case "escalateCase", "resolveCase", "reopenCase":
+		return jobject{{"reason", "r"}}
+	case "assignCase":
+		return jobject{{"assignedTeam", "billing"}, {"reason", "r"}}
+	}
+	return nil
+}
+
+// --- the matrix ------------------------------------------------------------------------------
+
+// hostileOp is one operation with what a valid request needs.
+type hostileOp struct {
+	id, method, path string
+	op               *openapi3.Operation
+	params           openapi3.Parameters
+	// body is the JSON request schema and bodyCT its media type ("" without a body).
+	body   *openapi3.Schema
+	bodyCT string
+	form   bool
+	// creds are the credential header sets the operation is tried with.
+	creds [][]string
+	// headers are the valid header parameters (If-Match).
+	headers []string
+}
+
+func (env *hostileEnv) operations(t *testing.T, spec *openapi3.T) []hostileOp {
+	t.Helper()
+	var ops []hostileOp
+	for _, path := range spec.Paths.InMatchingOrder() {
+		item := spec.Paths.Value(path)
+		for method, op := range item.Operations() {
+			// The embedded spec may carry Go-cased operation ids; the contract's are lower camel case.
+			id := strings.ToLower(op.OperationID[:1]) + op.OperationID[1:]
+			o := hostileOp{id: id, method: method, path: path, op: op}
+			o.params = append(slices.Clone(item.Parameters), op.Parameters...)
+			if op.RequestBody != nil {
+				for _, ct := range []string{"application/json", "application/merge-patch+json"} {
+					if mt := op.RequestBody.Value.Content.Get(ct); mt != nil {
+						o.body, o.bodyCT = mt.Schema.Value, ct
+					}
+				}
+				o.form = op.RequestBody.Value.Content.Get("application/x-www-form-urlencoded") != nil
+				if o.body == nil {
+					t.Fatalf("%s: no JSON request body schema", o.id)
+				}
+			}
+			security := spec.Security
+			if op.Security != nil {
+				security = *op.Security
+			}
+			for _, req := range security {
+				if _, ok := req["bearerAuth"]; ok {
+					o.creds = append(o.creds, []string{"Authorization", env.bearer})
+				}
+				if _, ok := req["sessionHeader"]; ok {
+					o.creds = append(o.creds, []string{"X-Session-Token", env.session.Token})
+				}
+			}
+			if len(o.creds) == 0 {
+				o.creds = [][]string{nil}
+			}
+			for _, p := range o.params {
+				if p.Value.Name == "If-Match" {
+					etag := hostileQuoteETag
+					if strings.HasPrefix(path, "/v1/cases") {
+						etag = hostileCaseETag
+					}
+					o.headers = append(o.headers, "If-Match", etag)
+				}
+			}
+			ops = append(ops, o)
+		}
+	}
+	// GET /metrics is in api/openapi.yaml but excluded from generation (oapi-codegen.yaml), so
+	// the embedded spec lacks it; the router serves it outside the validator, under the same
+	// body limit.
+	if item := spec.Paths.Value("/metrics"); item == nil || item.Get == nil {
+		ops = append(ops, hostileOp{id: "getMetrics", method: http.MethodGet, path: "/metrics", creds: [][]string{nil}})
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].id < ops[j].id })
+	return ops
+}
+
+// target fills the path template with fixture ids, except override (name → raw, encoded).
+func (env *hostileEnv) target(o hostileOp, override map[string]string) string {
+	p := o.path
+	for _, prm := range o.params {
+		if prm.Value.In != "path" {
+			continue
+		}
+		v, ok := override[prm.Value.Name]
+		if !ok {
+			v = url.PathEscape(env.pathValue(prm.Value.Name))
+		}
+		p = strings.ReplaceAll(p, "{"+prm.Value.Name+"}", v)
+	}
+	return p
+}
+
+// hostileStrayBodies are sent to operations without a request body, together with a hostile
+// parameter: the parameter must be refused whatever the body.
+var hostileStrayBodies = []struct{ ct, body string }{
+	{"application/json", `{{{`},
+	{"application/json", `{"userId":"a","userId":"b"}`},
+	{"application/json", hostileNested(hostileDepth)},
+	{"text/plain", "\x00\xff\xfe"},
+	{"application/json", `null`},
+	{"application/json", "{\"reason\":\"\xff\"}"},
+}
+
+// cases builds every hostile request for o.
+func (env *hostileEnv) cases(t *testing.T, o hostileOp) []hostileReq {
+	t.Helper()
+	var out []hostileReq
+	stray := 0
+	add := func(cred []string, r hostileReq) {
+		r.method = o.method
+		if r.target == "" {
+			r.target = env.target(o, nil)
+		}
+		if o.body == nil && r.body == nil && r.want != http.StatusRequestEntityTooLarge {
+			s := hostileStrayBodies[stray%len(hostileStrayBodies)]
+			stray++
+			r.ct, r.body = s.ct, []byte(s.body)
+		}
+		hdr := slices.Clone(cred)
+		for i := 0; i+1 < len(o.headers); i += 2 {
+			if !slices.Contains(r.hdr, o.headers[i]) {
+				hdr = append(hdr, o.headers[i], o.headers[i+1])
+			}
+		}
+		r.hdr = append(hdr, r.hdr...)
+		out = append(out, r)
+	}
+	cred := o.creds[0]
+	valid := []byte(nil)
+	if o.body != nil {
+		valid = env.bodyCases(t, o, func(r hostileReq) { add(cred, r) })
+	}
+	// The body limit holds for every operation, with or without a body.
+	add(cred, hostileReq{name: "1 MiB body", ct: "application/json", body: []byte(`{"x":` + hostileHugeString + `}`),
+		want: http.StatusRequestEntityTooLarge})
+	for _, c := range o.creds {
+		env.paramCases(o, valid, func(r hostileReq) { add(c, r) })
+	}
+	if o.creds[0] != nil && o.creds[0][0] == "X-Session-Token" {
+		env.credentialCases(o, valid, func(r hostileReq) { add(nil, r) })
+	}
+	return out
+}
+
+// bodyCases adds the body mutations of o and returns o's valid body.
+func (env *hostileEnv) bodyCases(t *testing.T, o hostileOp, add func(hostileReq)) []byte {
+	t.Helper()
+	base := env.baseBody(o.id)
+	if base == nil {
+		t.Fatalf("%s has a request body but no base body in the hostile test: add one to baseBody", o.id)
+	}
+	if v, err := base.toAny(); err != nil {
+		t.Fatal(err)
+	} else if err := o.body.VisitJSON(v, openapi3.VisitAsRequest(), openapi3.MultiErrors()); err != nil {
+		t.Fatalf("%s: the base body is not valid, so its mutations prove nothing: %v", o.id, err)
+	}
+	valid := base.encode()
+	ct := o.bodyCT
+	body := func(name, raw string, want int) {
+		add(hostileReq{name: name, ct: ct, body: []byte(raw), want: want})
+	}
+	bad := http.StatusBadRequest
+	body("empty body", "", bad)
+	body("null", "null", bad)
+	body("unterminated", "{{{", bad)
+	body("top-level string", `"x"`, bad)
+	body("top-level array", `[]`, bad)
+	body("top-level number", `1`, bad)
+	body("top-level true", `true`, bad)
+	body("empty object", `{}`, bad)
+	body("400-digit number", hostile400Digits, bad)
+	body("huge array", hostileArrayOf(hostileArray, "0"), bad)
+	body("10,000 unclosed [", strings.Repeat("[", hostileDepth), bad)
+	body("10,001 nested arrays", hostileNested(hostileDepth+1), bad)
+	body("200 nested objects", strings.Repeat(`{"a":`, hostileValueDepth)+"1"+strings.Repeat("}", hostileValueDepth), bad)
+	body("raw NUL before the body", "\x00"+string(valid), bad)
+	body("raw NUL in a string", strings.Replace(string(valid), `":"`, "\":\"\x00", 1), bad)
+	body("invalid UTF-8 outside strings", "{\xff:1}", bad)
+	body("byte order mark", "\xef\xbb\xbf"+string(valid), bad)
+	body("comment", "/* x */"+string(valid), bad)
+	body("single quotes", `{'a':'b'}`, bad)
+	body("NaN", `{"a":NaN}`, bad)
+	body("trailing garbage", string(valid)+" x", bad)
+	body("two JSON values", string(valid)+string(valid), bad)
+	body("60 KiB unknown member", string(base.with([]string{"zz"}, jraw(hostileLargeString)).encode()), bad)
+	body("case-folded member name", string(base.with([]string{strings.ToUpper(base[0].name)}, base[0].value).encode()), bad)
+	body("1 MiB string", string(base.with([]string{base[0].name}, jraw(hostileHugeString)).encode()), http.StatusRequestEntityTooLarge)
+	add(hostileReq{name: "1 MiB string, chunked", ct: ct, chunked: true,
+		body: base.with([]string{base[0].name}, jraw(hostileHugeString)).encode(), want: http.StatusRequestEntityTooLarge})
+
+	media := http.StatusUnsupportedMediaType
+	for _, other := range []string{"text/plain", "application/xml", "multipart/form-data; boundary=x",
+		"application/x-www-form-urlencoded", "application/json", "application/merge-patch+json", "", "application/octet-stream"} {
+		if other == ct || other == "application/x-www-form-urlencoded" && o.form {
+			continue
+		}
+		add(hostileReq{name: "content type " + strconv.Quote(other), ct: other, body: valid, want: media})
+	}
+	if o.form {
+		form := func(name, raw string) {
+			add(hostileReq{name: "form: " + name, ct: "application/x-www-form-urlencoded", body: []byte(raw), want: bad})
+		}
+		form("empty", "")
+		form("empty token", "token=")
+		form("unknown field", "token=a&zz=1")
+		form("60 KiB token", "token="+strings.Repeat("a", hostileLarge))
+		form("invalid UTF-8 token", "token=%FF%FE%FD")
+		form("NUL in token", "token=a%00b")
+		form("duplicate token", "token=a&token=b")
+		form("not a form", "{{{")
+	}
+
+	for _, p := range hostileProps(o.body, nil) {
+		name := strings.Join(p.path, ".")
+		set := func(what string, v jraw) {
+			body(name+": "+what, string(base.with(p.path, v).encode()), bad)
+		}
+		for _, w := range hostileWrongTypes(p.schema) {
+			set("wrong type "+string(w), w)
+		}
+		set("60 KiB string", jraw(hostileLargeString))
+		set("400-digit number", jraw(hostile400Digits))
+		set("huge array", jraw(hostileArrayOf(hostileArray, `"x"`)))
+		set("200 nested arrays", jraw(hostileNested(hostileValueDepth)))
+		if p.schema.Type.Is("string") {
+			set("invalid UTF-8", "\"ab\xff\xfe\xc0\xafcd\"")
+			set("escaped NUL and control characters", `"ab\u0000cd\u001b[2J"`)
+			set("raw NUL", "\"ab\x00cd\"")
+		}
+		// Repeated member names are ambiguous (encoding/json keeps the last, other parsers the
+		// first): refused whatever the values, so a valid last value cannot hide the first.
+		wrong := hostileWrongTypes(p.schema)[0]
+		if v := base.get(p.path); v != nil {
+			body(name+": duplicate member, same value twice", string(base.dup(p.path, v).encode()), bad)
+			body(name+": duplicate member, the first of the wrong type", string(base.with(p.path, wrong).dup(p.path, v).encode()), bad)
+		}
+		body(name+": duplicate member, the last of the wrong type", string(base.dup(p.path, wrong).encode()), bad)
+	}
+	return valid
+}
+
+// hostilePathValues are invalid for every path parameter of the contract (each has a
+// maxLength under 8 KiB and an ASCII pattern). 8 KiB, not 60: the router matches the whole
+// path against every route's regular expression, and 8 KiB is already over what most proxies
+// let through.
+var hostilePathValues = []struct{ name, raw string }{
+	{"8 KiB", strings.Repeat("A", 8<<10)},
+	{"invalid UTF-8", "%FF%FE%FD"},
+	{"NUL", "a%00b"},
+	{"hash tag", "%7Bx%7D:y"},
+	{"traversal", "..%2F..%2Fx"},
+	{"JSON object", "%7B%22a%22:1%7D"},
+	{"empty", ""},
+}
+
+// paramCases adds hostile path, query and header parameters; the body is o's valid body (a
+// stray hostile body for operations without one).
+func (env *hostileEnv) paramCases(o hostileOp, valid []byte, add func(hostileReq)) {
+	req := func(r hostileReq) {
+		if valid != nil {
+			r.ct, r.body = o.bodyCT, valid
+		}
+		add(r)
+	}
+	for _, prm := range o.params {
+		p := prm.Value
+		switch p.In {
+		case "path":
+			for _, v := range hostilePathValues {
+				req(hostileReq{name: "path " + p.Name + ": " + v.name, target: env.target(o, map[string]string{p.Name: v.raw})})
+			}
+		case "query":
+			v1, v2 := env.twoValid(p.Name)
+			values := []struct{ name, raw string }{
+				{"60 KiB", strings.Repeat("A", hostileLarge)},
+				{"invalid UTF-8", "%FF%FE%FD"},
+				{"NUL", v1 + "%00"},
+				{"braces", "%7B%7D"},
+				{"duplicate", url.QueryEscape(v1) + "&" + p.Name + "=" + url.QueryEscape(v2)},
+			}
+			if p.Schema.Value.Type.Is("integer") {
+				values = append(values, []struct{ name, raw string }{{"letters", "abc"}, {"fraction", "1.5"},
+					{"negative", "-1"}, {"over the maximum", "101"}, {"400 digits", hostile400Digits}, {"array", "[1]"}}...)
+			}
+			if len(p.Schema.Value.Enum) > 0 {
+				values = append(values, []struct{ name, raw string }{{"not in the enum", "SUPER"}, {"lower case", "mfa"}}...)
+			}
+			for _, v := range values {
+				req(hostileReq{name: "query " + p.Name + ": " + v.name, target: env.target(o, nil) + "?" + p.Name + "=" + v.raw,
+					want: http.StatusBadRequest})
+			}
+		case "header":
+			v1, v2 := env.twoValid(p.Name)
+			values := []struct {
+				name string
+				vals []string
+			}{
+				{"60 KiB", []string{strings.Repeat("A", hostileLarge)}},
+				{"invalid UTF-8", []string{"\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8"}},
+				{"NUL", []string{"abcdefgh\x00ijk"}},
+				{"two values", []string{v1, v2}},
+			}
+			if p.Name == "If-Match" {
+				values = append(values, []struct {
+					name string
+					vals []string
+				}{{"not a number", []string{`"abc"`}}, {"weak", []string{"W/" + hostileQuoteETag}}, {"unterminated", []string{`"2`}},
+					{"unquoted", []string{"1"}}, {"huge version", []string{`"` + hostile400Digits[:30] + `"`}},
+					{"negative", []string{`"-1"`}}, {"list", []string{hostileQuoteETag + `, "7"`}}}...)
+			} else {
+				values = append(values, []struct {
+					name string
+					vals []string
+				}{{"too short", []string{"abc"}}, {"space", []string{"hostile key 1"}}}...)
+			}
+			for _, v := range values {
+				var hdr []string
+				for _, one := range v.vals {
+					hdr = append(hdr, p.Name, one)
+				}
+				want := http.StatusBadRequest
+				if p.Name == "If-Match" && !strings.HasPrefix(v.name, "60") && v.name != "two values" {
+					want = 0 // 400 or 412: either refuses
+				}
+				req(hostileReq{name: "header " + p.Name + ": " + v.name, hdr: hdr, want: want})
+			}
+		}
+	}
+}
+
+// credentialCases adds hostile session tokens for the end-user operations.
+func (env *hostileEnv) credentialCases(o hostileOp, valid []byte, add func(hostileReq)) {
+	tok := env.session.Token
+	for _, c := range []struct{ name, header, value string }{
+		{"60 KiB session token", "X-Session-Token", strings.Repeat("A", hostileLarge)},
+		{"invalid UTF-8 session token", "X-Session-Token", "hgs_\xff\xfe\xfd"},
+		{"NUL in session token", "X-Session-Token", tok + "\x00"},
+		{"session token with a flipped character", "X-Session-Token", tok[:len(tok)-1] + string(tok[len(tok)-1]^1)},
+		{"session token with braces", "X-Session-Token", "hgs_{x}_y"},
+		{"60 KiB session cookie", "Cookie", SessionCookieName + "=" + strings.Repeat("A", hostileLarge)},
+		{"junk session cookie", "Cookie", SessionCookieName + "=\"\xff\""},
+	} {
+		// Only the credential is hostile: the body is the valid one, or none (not a stray body:
+		// the hot routes refuse a body before they authenticate).
+		r := hostileReq{name: c.name, hdr: []string{c.header, c.value}, body: []byte{}, want: http.StatusUnauthorized}
+		if valid != nil {
+			r.ct, r.body = o.bodyCT, valid
+		}
+		add(r)
+	}
+}
+
+// --- the Redis snapshot ----------------------------------------------------------------------
+
+// hostileKeyState is what a write would change: the value (with its type) and the TTLs.
+type hostileKeyState struct {
+	value     string
+	pttl      int64
+	fieldTTLs []int64
+}
+
+// hostileSnapshot reads every key under prefix on every node: type and value, PTTL, and the TTL of
+// each hash field where the server has field expiration.
+func hostileSnapshot(t *testing.T, s *store.Store, prefix string) map[string]hostileKeyState {
+	t.Helper()
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for _, node := range s.Client.Nodes() {
+		cursor := uint64(0)
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			for _, k := range e.Elements {
+				seen[k] = true
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]hostileKeyState, len(keys))
+	if len(keys) == 0 {
+		return out
+	}
+	c := s.Client
+	typeCmds := make([]rueidis.Completed, len(keys))
+	for i, k := range keys {
+		typeCmds[i] = c.B().Type().Key(k).Build()
+	}
+	types := c.DoMulti(ctx, typeCmds...)
+	var cmds []rueidis.Completed
+	for i, k := range keys {
+		typ, err := types[i].ToString()
+		if err != nil {
+			t.Fatalf("type %s: %v", k, err)
+		}
+		switch typ {
+		case "hash":
+			cmds = append(cmds, c.B().Hgetall().Key(k).Build())
+		case "zset":
+			cmds = append(cmds, c.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build())
+		case "string":
+			cmds = append(cmds, c.B().Get().Key(k).Build())
+		case "set":
+			cmds = append(cmds, c.B().Smembers().Key(k).Build())
+		case "list":
+			cmds = append(cmds, c.B().Lrange().Key(k).Start(0).Stop(-1).Build())
+		case "stream":
+			cmds = append(cmds, c.B().Xrange().Key(k).Start("-").End("+").Build())
+		default:
+			cmds = append(cmds, c.B().Type().Key(k).Build()) // "none": expired since the scan
+		}
+		cmds = append(cmds, c.B().Pttl().Key(k).Build())
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var ttlCmds []rueidis.Completed
+	var ttlKeys []string
+	for i, k := range keys {
+		typ, _ := types[i].ToString()
+		var value string
+		switch typ {
+		case "hash":
+			m, err := res[2*i].AsStrMap()
+			if err != nil {
+				t.Fatalf("hgetall %s: %v", k, err)
+			}
+			fields := make([]string, 0, len(m))
+			for f := range m {
+				fields = append(fields, f)
+			}
+			sort.Strings(fields)
+			var b strings.Builder
+			for _, f := range fields {
+				fmt.Fprintf(&b, "%q=%q ", f, m[f])
+			}
+			value = b.String()
+			if s.Caps.FieldExpiry != store.FieldExpiryFallback && len(fields) > 0 {
+				ttlCmds = append(ttlCmds, c.B().Httl().Key(k).Fields().Numfields(int64(len(fields))).Field(fields...).Build())
+				ttlKeys = append(ttlKeys, k)
+			}
+		case "stream":
+			entries, err := res[2*i].AsXRange()
+			if err != nil {
+				t.Fatalf("xrange %s: %v", k, err)
+			}
+			var b strings.Builder
+			for _, e := range entries {
+				fmt.Fprintf(&b, "%s%v ", e.ID, e.FieldValues)
+			}
+			value = b.String()
+		case "zset", "set", "list":
+			vs, err := res[2*i].AsStrSlice()
+			if err != nil {
+				t.Fatalf("read %s: %v", k, err)
+			}
+			if typ == "set" {
+				sort.Strings(vs)
+			}
+			value = strings.Join(vs, "\x1f")
+		default:
+			value, _ = res[2*i].ToString()
+		}
+		pttl, err := res[2*i+1].AsInt64()
+		if err != nil {
+			t.Fatalf("pttl %s: %v", k, err)
+		}
+		out[k] = hostileKeyState{value: typ + ":" + value, pttl: pttl}
+	}
+	if len(ttlCmds) > 0 {
+		for i, r := range c.DoMulti(ctx, ttlCmds...) {
+			ttls, err := r.AsIntSlice()
+			if err != nil {
+				t.Fatalf("httl %s: %v", ttlKeys[i], err)
+			}
+			st := out[ttlKeys[i]]
+			st.fieldTTLs = ttls
+			out[ttlKeys[i]] = st
+		}
+	}
+	return out
+}
+
+// hostileDiff describes what changed between two snapshots ("" for nothing). TTLs only run
+// down: one that grew (beyond rounding) was written.
+func hostileDiff(before, after map[string]hostileKeyState) string {
+	var diffs []string
+	for k, a := range after {
+		b, ok := before[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, "created "+k)
+		case a.value != b.value:
+			diffs = append(diffs, "changed "+k)
+		case a.pttl > b.pttl+50 || (b.pttl >= 0) != (a.pttl >= 0):
+			diffs = append(diffs, fmt.Sprintf("TTL of %s %d → %d ms", k, b.pttl, a.pttl))
+		case len(a.fieldTTLs) == len(b.fieldTTLs):
+			for i := range a.fieldTTLs {
+				if a.fieldTTLs[i] > b.fieldTTLs[i] {
+					diffs = append(diffs, fmt.Sprintf("field TTL in %s %d → %d s", k, b.fieldTTLs[i], a.fieldTTLs[i]))
+				}
+			}
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			diffs = append(diffs, "deleted "+k)
+		}
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "; ")
+}
+
+// --- the tests -------------------------------------------------------------------------------
+
+// TestHostileInput sends every operation its hostile matrix on every backend: each answer is a
+// 4xx problem and nothing under the prefix changes. The embedded store takes the whole matrix;
+// each real backend a quarter of it (offset per backend, so the real backends cover it all).
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for bi, b := range testredis.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			env := newHostileEnv(t, b)
+			before := hostileSnapshot(t, env.raw, env.h.prefix)
+			if len(before) == 0 {
+				t.Fatal("the fixtures wrote nothing under the prefix: the services are not on h.prefix")
+			}
+			env.rec.take()
+			n, sent, snaps := 0, 0, 0
+			for _, o := range env.operations(t, spec) {
+				t.Run(o.id, func(t *testing.T) {
+					for _, r := range env.cases(t, o) {
+						n++
+						if b.Real() && n%hostileRealStride != bi%hostileRealStride {
+							continue
+						}
+						sent++
+						rec := env.h.sendHostile(env.resolve(r))
+						if msg := hostileRefusal(r, rec); msg != "" {
+							t.Errorf("%s %s [%s]: %s", o.method, o.path, r.name, msg)
+						}
+						if w := env.rec.take(); len(w) > 0 {
+							snaps++
+							if d := hostileDiff(before, hostileSnapshot(t, env.raw, env.h.prefix)); d != "" {
+								t.Errorf("%s %s [%s] (status %d, sent %s) wrote to Redis: %s", o.method, o.path, r.name, rec.Code,
+									strings.Join(w, " "), d)
+								env.refresh()
+								env.rec.take()
+								before = hostileSnapshot(t, env.raw, env.h.prefix)
+							}
+						}
+					}
+					// Whatever the recorder saw, nothing under the prefix changed.
+					after := hostileSnapshot(t, env.raw, env.h.prefix)
+					if d := hostileDiff(before, after); d != "" {
+						t.Errorf("%s %s: a request wrote to Redis without a write command being recorded: %s", o.method, o.path, d)
+						before = after
+					}
+				})
+			}
+			t.Logf("%s: %d hostile requests of %d, %d snapshots after a possible write", b.Name, sent, n, snaps)
+
+			// The detector is live: a valid write after the hostile phase shows up.
+			auth := []string{"Authorization", env.bearer}
+			if rec := env.h.do("POST", "/v1/quotes", quoteBody, auth...); rec.Code != http.StatusCreated {
+				t.Fatalf("control write: %d %s", rec.Code, rec.Body)
+			}
+			if hostileDiff(before, hostileSnapshot(t, env.raw, env.h.prefix)) == "" {
+				t.Fatal("a valid create changed nothing in the snapshot: the write detector is blind")
+			}
+			// The fixtures are untouched and still usable.
+			for _, path := range []string{"/v1/quotes/" + env.quoteID, "/v1/cases/" + env.caseID} {
+				if rec := env.h.do("GET", path, nil, auth...); rec.Code != http.StatusOK {
+					t.Errorf("fixture %s: %d %s", path, rec.Code, rec.Body)
+				}
+			}
+			if rec := env.h.do("GET", "/v1/session", nil, "X-Session-Token", env.session.Token); rec.Code != http.StatusOK {
+				t.Errorf("fixture session: %d %s", rec.Code, rec.Body)
+			}
+		})
+	}
+}
+
+// TestHostileRefusalCost bounds what refusing one hostile body costs the gateway: memory in
+// proportion to the body, not to the square of its nesting depth (Go's parser accepts 10,000
+// levels) nor thousands of bytes per array element.
+// It counts the allocations of the whole process, so it does not run in parallel with other
+// tests (Go runs the sequential top-level tests before resuming the parallel ones).
+func TestHostileRefusalCost(t *testing.T) {
+	env := newHostileEnv(t, testredis.Backends()[0])
+	const depth = 2000
+	for _, tt := range []struct {
+		name, target, body string
+	}{
+		{"nested objects", "/v1/cases/" + env.caseID + "/escalate", strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)},
+		{"nested arrays in a property", "/v1/cases/" + env.caseID + "/escalate", `{"reason":` + hostileNested(depth) + `}`},
+		{"huge array", "/v1/tokens", `{"subject":"s","scopes":` + hostileArrayOf(hostileArray, `"x"`) + `,"ttlSeconds":60,"tokenType":"service"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := hostileReq{name: tt.name, method: "POST", target: tt.target, ct: "application/json", body: []byte(tt.body),
+				hdr: []string{"Authorization", env.bearer}, want: http.StatusBadRequest}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			rec := env.h.sendHostile(r)
+			runtime.ReadMemStats(&after)
+			if msg := hostileRefusal(r, rec); msg != "" {
+				t.Fatal(msg)
+			}
+			// Parsing and validating such a body allocate about 75 bytes per input byte; the
+			// limit leaves room for that, the HTTP stack and rendering the refusal, but not for
+			// a cost that grows with the square of the depth.
+			allocated := after.TotalAlloc - before.TotalAlloc
+			if limit := uint64(256*len(tt.body) + 1<<20); allocated > limit {
+				t.Errorf("refusing a %d-byte body allocated %d MiB (limit %d MiB)", len(tt.body), allocated>>20, limit>>20)
+			}
+		})
+	}
+}
+
+// TestHostileBodyWhereNoneIsDefined sends a body, with otherwise valid requests on the live
+// fixtures, to every operation whose contract defines none: the gateway must refuse it rather
+// than act on a request whose content it silently dropped. Operations that delete run last, so
+// one that ignores the body does not take the fixtures from the others.
+func TestHostileBodyWhereNoneIsDefined(t *testing.T) {
+	t.Parallel()
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newHostileEnv(t, testredis.Backends()[0])
+	ops := env.operations(t, spec)
+	last := map[string]int{"deleteQuote": 2, "revokeMyDevice": 2, "deleteSession": 3, "revokeUserSessions": 4, "logout": 5}
+	rank := func(o hostileOp) int {
+		if o.method != http.MethodDelete {
+			return 0
+		}
+		return max(1, last[o.id])
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return rank(ops[i]) < rank(ops[j]) })
+	before := hostileSnapshot(t, env.raw, env.h.prefix)
+	for _, o := range ops {
+		if o.body != nil || o.path == "/metrics" { // /metrics is outside the validator: a scrape
+			continue
+		}
+		r := hostileReq{name: "unexpected body", method: o.method, target: env.target(o, nil), ct: "application/json",
+			body: []byte(`{"hostile":true}`), hdr: slices.Concat(o.creds[0], o.headers), want: http.StatusBadRequest}
+		rec := env.h.sendHostile(env.resolve(r))
+		msg := hostileRefusal(r, rec)
+		after := hostileSnapshot(t, env.raw, env.h.prefix)
+		if d := hostileDiff(before, after); d != "" {
+			msg += "; wrote to Redis: " + d
+			env.refresh()
+			after = hostileSnapshot(t, env.raw, env.h.prefix)
+		}
+		if msg != "" {
+			t.Errorf("%s %s with a body: %s", o.method, o.path, msg)
+		}
+		before = after
+	}
+}
