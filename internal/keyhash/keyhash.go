@@ -10,7 +10,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"hash"
+	"io"
 	"strings"
+	"sync"
 )
 
 // MinKeyBytes is the shortest accepted key.
@@ -18,7 +21,10 @@ const MinKeyBytes = 32
 
 // Hasher computes HMAC-SHA256 with domain separation: every use names its purpose, and parts
 // are length-prefixed so ("ab","c") and ("a","bc") differ.
-type Hasher struct{ key []byte }
+type Hasher struct {
+	key  []byte
+	pool sync.Pool // of hash.Hash (HMAC-SHA256 over key): hot paths hash on every request
+}
 
 // ErrShortKey reports a key under MinKeyBytes.
 var ErrShortKey = errors.New("keyhash: key must be at least 32 bytes")
@@ -28,7 +34,9 @@ func New(key []byte) (*Hasher, error) {
 	if len(key) < MinKeyBytes {
 		return nil, ErrShortKey
 	}
-	return &Hasher{key: append([]byte(nil), key...)}, nil
+	h := &Hasher{key: append([]byte(nil), key...)}
+	h.pool.New = func() any { return hmac.New(sha256.New, h.key) }
+	return h, nil
 }
 
 // Parse decodes a base64 (standard or URL, padded or not) key.
@@ -54,14 +62,21 @@ func Generate() (*Hasher, string, error) {
 
 // Sum is HMAC-SHA256(key, purpose || parts...).
 func (h *Hasher) Sum(purpose string, parts ...string) []byte {
-	m := hmac.New(sha256.New, h.key)
+	m := h.pool.Get().(hash.Hash)
+	m.Reset()
 	var n [4]byte
-	for _, p := range append([]string{purpose}, parts...) {
+	write := func(p string) {
 		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
 		m.Write(n[:])
-		m.Write([]byte(p))
+		_, _ = io.WriteString(m, p)
 	}
-	return m.Sum(nil)
+	write(purpose)
+	for _, p := range parts {
+		write(p)
+	}
+	out := m.Sum(make([]byte, 0, sha256.Size))
+	h.pool.Put(m)
+	return out
 }
 
 // Tag is the base64url (no padding) of the first n bytes of Sum; n=9 gives 12 characters.
