@@ -51,7 +51,7 @@ func (s *Server) toProblem(c echo.Context, err error) *apperr.Error {
 	}
 	if store.IsUnavailable(err) {
 		s.Logger.WarnContext(c.Request().Context(), "redis unavailable", "route", c.Path(), "request_id", requestID(c), "err", err)
-		return &apperr.Error{Kind: apperr.Unavailable, Detail: "Redis did not answer in time; retry shortly.", RetryAfter: s.RetryAfter}
+		return &apperr.Error{Kind: apperr.Unavailable, Detail: "Redis is unreachable, busy or moving data; retry shortly.", RetryAfter: s.RetryAfter}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {

@@ -42,6 +42,9 @@ const (
 	MaxTenantBytes      = 128
 	MaxDeviceLabelBytes = 256
 	MaxDeviceHashBytes  = 64
+	// MaxSessionsPerUser is the largest SessionOptions.MaxPerUser: the device index never holds
+	// more members, and List reads at most that many.
+	MaxSessionsPerUser = 1000
 )
 
 // Session hash field names.
@@ -79,7 +82,7 @@ var (
 	scriptSessionRotate    = script("session_rotate")
 	scriptSessionRevoke    = script("session_revoke")
 	scriptSessionRevokeAll = script("session_revoke_all")
-	scriptSessionList      = script("session_list")
+	scriptSessionPrune     = script("session_prune")
 	scriptSessionChallenge = script("session_challenge")
 	scriptSessionVerify    = script("session_verify")
 )
@@ -90,7 +93,8 @@ type SessionOptions struct {
 	RefreshFraction float64
 	// DefaultIdle is the idle timeout of schema-1 hashes, which do not record their own.
 	DefaultIdle time.Duration
-	// MaxPerUser bounds the device index: creating one more live session is refused.
+	// MaxPerUser bounds the device index (1..MaxSessionsPerUser members): creating one more
+	// live session is refused.
 	MaxPerUser int
 	// MFA is the per-user attempt policy of MFA verification.
 	MFA ratelimit.Policy
@@ -140,8 +144,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", ErrSessionOptions)
 	case o.DefaultIdle < time.Second:
 		return nil, fmt.Errorf("%w: default idle timeout must be at least 1s", ErrSessionOptions)
-	case o.MaxPerUser < 1:
-		return nil, fmt.Errorf("%w: max sessions per user must be at least 1", ErrSessionOptions)
+	case o.MaxPerUser < 1 || o.MaxPerUser > MaxSessionsPerUser:
+		return nil, fmt.Errorf("%w: max sessions per user must be within 1..%d", ErrSessionOptions, MaxSessionsPerUser)
 	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:
 		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", ErrSessionOptions, MaxSessionCacheTTL)
 	}
@@ -210,8 +214,10 @@ type Session struct {
 }
 
 // Create writes the session hash (with its TTL: the shorter of the idle timeout and the
-// absolute timeout) and adds it to the user's device index, in one script. A user at
-// MaxPerUser live sessions is refused with apperr.BoundExceeded.
+// absolute timeout) and adds it to the user's device index, in one script that touches only
+// those two keys. A user whose index holds MaxPerUser sessions is refused with
+// apperr.BoundExceeded, after members whose session has ended are dropped from the index
+// (pruneIndex) and the create tried once more.
 func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	if err := n.check(); err != nil {
 		return nil, err
@@ -221,8 +227,9 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 		{sfTokenHash, n.TokenHash}, {sfSchemaVersion, strconv.Itoa(SchemaVersion)}, {sfFailedMFA, "0"},
 		{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash},
 	}
-	args := []string{r.sessionBase(n.Ref.Tag), strconv.Itoa(r.o.MaxPerUser),
-		strconv.FormatInt(n.Idle.Milliseconds(), 10), strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part}
+	const fixed = 4 // ARGV before the field pairs
+	args := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
+		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part}
 	size := 0
 	for _, p := range pairs {
 		if p[1] == "" {
@@ -232,29 +239,43 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 		size += len(p[0]) + len(p[1])
 	}
 	// Six timestamp fields are added by the script, each at most 40 bytes.
-	if nf := (len(args)-5)/2 + 6; nf > SessionMaxFields || size+6*40 > SessionMaxBytes {
+	if nf := (len(args)-fixed)/2 + 6; nf > SessionMaxFields || size+6*40 > SessionMaxBytes {
 		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
 	}
-	rep, err := r.run(ctx, "session_create", scriptSessionCreate, []string{r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag)}, args)
-	if err != nil {
-		return nil, err
+	keys := []string{r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag)}
+	for pruned := false; ; pruned = true {
+		rep, err := r.run(ctx, "session_create", scriptSessionCreate, keys, args)
+		if err != nil {
+			return nil, err
+		}
+		switch rep.word(0) {
+		case "ok":
+			now, ttl, abs := rep.int(1), rep.int(2), rep.int(3)
+			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
+			return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
+				DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
+				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
+				SchemaVersion: SchemaVersion}, nil
+		case "full":
+			live := rep.int(1)
+			if !pruned {
+				dropped, left, err := r.pruneIndex(ctx, n.Ref.Tag)
+				if err != nil {
+					return nil, err
+				}
+				if dropped > 0 {
+					continue
+				}
+				live = int64(left)
+			}
+			r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
+			return nil, apperr.Newf(apperr.BoundExceeded, "The user already has %d live sessions, the maximum; revoke one first.", live)
+		case "exists":
+			r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
+			return nil, fmt.Errorf("session create %s: id collision", n.Ref.ID())
+		}
+		return nil, r.unexpected(ctx, "session_create")
 	}
-	switch rep.word(0) {
-	case "ok":
-		now, ttl, abs := rep.int(1), rep.int(2), rep.int(3)
-		r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
-		return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
-			DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
-			LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
-			SchemaVersion: SchemaVersion}, nil
-	case "bound":
-		r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
-		return nil, apperr.Newf(apperr.BoundExceeded, "The user already has %d live sessions, the maximum; revoke one first.", rep.int(1))
-	case "exists":
-		r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
-		return nil, fmt.Errorf("session create %s: id collision", n.Ref.ID())
-	}
-	return nil, r.unexpected(ctx, "session_create")
 }
 
 func (n NewSession) check() error {
@@ -369,36 +390,6 @@ func (r *Sessions) classifyChallenge(ctx context.Context, s *Session, m map[stri
 	}
 }
 
-// List returns the live sessions of the user with tag, pruning index members whose session is
-// gone. Sessions of another tenant (impossible unless corrupt: the tag covers the tenant) and
-// corrupt ones are left out (and counted).
-func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]Session, error) {
-	args := append([]string{r.sessionBase(tag)}, sessViewFields...)
-	rep, err := r.run(ctx, "session_list", scriptSessionList, []string{r.devicesKey(tag)}, args)
-	if err != nil {
-		return nil, err
-	}
-	now, n := rep.int(0), int(rep.int(1))
-	width := 2 + len(sessViewFields)
-	if n < 0 || len(rep) != 2+n*width {
-		return nil, r.unexpected(ctx, "session_list")
-	}
-	out := make([]Session, 0, n)
-	for i := range n {
-		at := 2 + i*width
-		part, _ := rep.str(at)
-		m, size := rep.fields(at+2, sessViewFields)
-		r.o.Metrics.Payload(ctx, sessObject, size)
-		s, err := r.parseView(ctx, SessionRef{Tag: tag, Part: part}, m, now, rep.int(at+1))
-		if err != nil || s.TenantID != tenant {
-			continue
-		}
-		r.classifyChallenge(ctx, s, m)
-		out = append(out, *s)
-	}
-	return out, nil
-}
-
 // Rotate moves the session to next (the new token's reference) in one script: the old token
 // stops working at once, the TTL and absolute deadline are kept, the index swaps members.
 func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, next SessionRef, tokenHash string) (*Session, error) {
@@ -448,19 +439,6 @@ func (r *Sessions) Revoke(ctx context.Context, ref SessionRef, tenant string) (b
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "revoke", map[int64]string{1: "ok", 0: "gone", -1: "other_tenant"}[n])
 	return n == 1, nil
-}
-
-// RevokeAll deletes every session of the user with tag except the one whose id part is
-// exceptPart ("" for none), in one single-slot script, and returns how many live sessions it
-// deleted. When it returns, no other session of the user exists.
-func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
-	n, err := scriptSessionRevokeAll.Exec(ctx, r.client, []string{r.devicesKey(tag)},
-		[]string{r.sessionBase(tag), r.challengeBase(tag), exceptPart}).AsInt64()
-	if err != nil {
-		return 0, r.scriptErr(ctx, "session_revoke_all", err)
-	}
-	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "ok")
-	return int(n), nil
 }
 
 // MFAChallenge is an MFA challenge to store: only the HMAC of its code.

@@ -68,6 +68,11 @@ func (r *Sessions) challengeKey(ref SessionRef) string {
 }
 func (r *Sessions) challengeBase(tag string) string { return r.keys.Key(sessKeyChallenge, tag) + ":" }
 
+// devicesKeyPattern names the device index in logs.
+func (r *Sessions) devicesKeyPattern() string {
+	return r.keys.Prefix + ":v1:" + sessKeyDevices + ":{<userTag>}"
+}
+
 // sessionKeyPattern is what logs name instead of a key.
 func (r *Sessions) sessionKeyPattern() string {
 	return r.keys.Prefix + ":v1:" + sessKeyType + ":{<userTag>}:<idPart>"

@@ -22,8 +22,13 @@ func (u *unavailable) Unwrap() []error      { return []error{ErrUnavailable, u.e
 func (u *unavailable) Is(target error) bool { return target == ErrUnavailable }
 
 // Classify wraps err with ErrUnavailable when it is a connectivity or availability failure
-// (timeout, refused or reset connection, closing client, cluster down, loading, busy script).
-// Other errors (including Redis nil and script refusals) are returned unchanged.
+// (timeout, refused or reset connection, closing client, cluster down, loading, busy script),
+// or a slot in transit on a cluster: TRYAGAIN (a multi-key command or script whose keys are
+// split between the migrating and the importing node), an ASK or MOVED redirection the client
+// did not follow to the end, and a script refused for touching a key the node does not hold
+// ("non local key", "undeclared keys ... during rehashing"). Those last ones are a last line
+// of defence: the repositories declare every key a script touches, so Redis refuses the call
+// with TRYAGAIN/ASK before running it. Other errors (including Redis nil and script refusals) are returned unchanged.
 func Classify(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
@@ -51,8 +56,17 @@ func IsUnavailable(err error) bool {
 	}
 	if e, ok := rueidis.IsRedisErr(err); ok {
 		msg := e.Error()
-		for _, p := range []string{"LOADING", "BUSY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "NOREPLICAS", "MISCONF"} {
+		for _, p := range []string{"LOADING", "BUSY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "NOREPLICAS",
+			"MISCONF", "ASK ", "MOVED "} {
 			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		// Script errors of a slot in transit or a cluster that is down: a key this node does not
+		// hold ("... non local key in a cluster node"), undeclared keys "during rehashing of the
+		// slot", a command refused "while the cluster is down".
+		for _, s := range []string{"non local key", "during rehashing of the slot", "while the cluster is down"} {
+			if strings.Contains(msg, s) {
 				return true
 			}
 		}

@@ -1,22 +1,47 @@
 -- session_revoke_all.lua: revoke every session of one user (optionally keeping one) in one
--- single-slot atomic step. The members come from the device index inside the script, so a
--- session created a moment earlier is included, and a retry after a gateway crash simply
--- finds less to do: when this returns, no earlier session of the user exists.
+-- atomic step. The caller reads the device index first and passes every member's keys in KEYS,
+-- so the script touches only declared keys: while the user's slot migrates Redis refuses the
+-- whole call (TRYAGAIN/ASK, answered 503) instead of running it on a partial view. An index
+-- member that was not passed (a session created or rotated since the caller's read) makes the
+-- script answer 'retry' without changing anything; the caller reads the index again. So when
+-- this answers 'ok', no earlier session of the user exists, and a retry after a gateway crash
+-- simply finds less to do.
 -- KEYS[1]: device index <prefix>:v1:sessions:{<userTag>}
--- ARGV[1]: session key base   <prefix>:v1:session:{<userTag>}: (must carry KEYS[1]'s tag)
--- ARGV[2]: challenge key base <prefix>:v1:mfa:{<userTag>}:
--- ARGV[3]: idPart to keep, or '' for none
--- Reply: the number of live sessions deleted
-local tag = string.match(KEYS[1], '{[^}]*}')
-if not tag or not string.find(ARGV[1], tag, 1, true) or not string.find(ARGV[2], tag, 1, true) then
-  return redis.error_reply('ERR session_revoke_all: keys must share one hash tag')
+-- KEYS[2..n+1]: the session hashes <prefix>:v1:session:{<userTag>}:<idPart> to delete
+-- KEYS[n+2..2n+1]: their challenge keys <prefix>:v1:mfa:{<userTag>}:<idPart>, only when ARGV[2]
+--          is '1' (fallback mode)
+-- ARGV[1]: idPart to keep, or '' for none
+-- ARGV[2]: '1' when the challenge keys follow the session keys, else '0'
+-- ARGV[3..n+2]: the idParts to revoke, in the order of KEYS[2..n+1]
+-- Reply: {'ok', live sessions deleted} | {'retry', index members not passed}
+local n = #ARGV - 2
+local withChallenges = ARGV[2] == '1'
+local want = 1 + n
+if withChallenges then
+  want = 1 + 2 * n
 end
-local n = 0
+if n < 0 or #KEYS ~= want then
+  return redis.error_reply('ERR session_revoke_all: KEYS do not match the members')
+end
+local passed = {}
+for i = 1, n do
+  passed[ARGV[i + 2]] = true
+end
+local unknown = 0
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  if m ~= ARGV[3] then
-    n = n + redis.call('DEL', ARGV[1] .. m)
-    redis.call('DEL', ARGV[2] .. m)
-    redis.call('ZREM', KEYS[1], m)
+  if m ~= ARGV[1] and not passed[m] then
+    unknown = unknown + 1
   end
 end
-return n
+if unknown > 0 then
+  return {'retry', unknown}
+end
+local deleted = 0
+for i = 1, n do
+  deleted = deleted + redis.call('DEL', KEYS[i + 1])
+  if withChallenges then
+    redis.call('DEL', KEYS[n + i + 1])
+  end
+  redis.call('ZREM', KEYS[1], ARGV[i + 2])
+end
+return {'ok', deleted}

@@ -1,0 +1,225 @@
+package repo
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// The device index and the operations that walk it (List, RevokeAll, and Create's pruning when
+// the index is full). Every script here declares every key it touches in KEYS, never a key
+// built inside the script: on a cluster whose slot is being migrated, Redis then either runs a
+// script with all its keys on one node or refuses the whole call (TRYAGAIN, or ASK leading to
+// TRYAGAIN), which the caller answers with 503 — never a script that sees part of the user's
+// keys as missing. Reads of single sessions are single-key commands, which rueidis follows
+// through ASK/MOVED, so a session in transit is never taken for missing.
+
+// sessRevokeAllAttempts bounds RevokeAll's optimistic loop: each attempt reads the index and
+// runs the script with every member's keys; a session created or rotated in between makes the
+// script refuse (nothing changed) and the loop read again.
+const sessRevokeAllAttempts = 4
+
+// List returns the live sessions of the user with tag: the device index (at most
+// MaxSessionsPerUser members), then one pipeline of single-key reads per member (HMGET of the
+// view fields and PTTL, plus the challenge key's existence in the fallback mode). Members whose
+// session is confirmed gone are dropped from the index by session_prune.lua, best effort (a
+// refusal, e.g. during a slot migration, leaves them for a later list or create). Sessions of
+// another tenant (impossible unless corrupt: the tag covers the tenant) and corrupt ones are
+// left out (and counted).
+func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]Session, error) {
+	parts, err := r.members(ctx, tag, MaxSessionsPerUser)
+	if err != nil {
+		return nil, err
+	}
+	per := 2
+	if r.mode == store.FieldExpiryFallback {
+		per = 3
+	}
+	cmds := make(rueidis.Commands, 0, per*len(parts))
+	for _, p := range parts {
+		ref := SessionRef{Tag: tag, Part: p}
+		key := r.sessionKey(ref)
+		cmds = append(cmds, r.client.B().Hmget().Key(key).Field(sessViewFields...).Build(), r.client.B().Pttl().Key(key).Build())
+		if per == 3 {
+			cmds = append(cmds, r.client.B().Exists().Key(r.challengeKey(ref)).Build())
+		}
+	}
+	res := r.client.DoMulti(ctx, cmds...)
+	now := time.Now().UnixMilli()
+	out := make([]Session, 0, len(parts))
+	var gone []string
+	for i, p := range parts {
+		s, missing, err := r.listed(ctx, SessionRef{Tag: tag, Part: p}, res[i*per:(i+1)*per], now)
+		switch {
+		case err != nil:
+			return nil, err
+		case missing:
+			gone = append(gone, p)
+		case s != nil && s.TenantID == tenant:
+			out = append(out, *s)
+		}
+	}
+	if len(gone) > 0 {
+		if _, err := r.prune(ctx, tag, gone); err != nil {
+			r.o.Logger.DebugContext(ctx, "device index prune deferred", "key_pattern", r.devicesKeyPattern(),
+				"unavailable", store.IsUnavailable(err))
+		}
+	}
+	return out, nil
+}
+
+// listed decodes one member's replies (HMGET, PTTL[, EXISTS challenge]): missing when the
+// session is gone; a nil session (no error) when it is corrupt (counted and logged, left out).
+func (r *Sessions) listed(ctx context.Context, ref SessionRef, res []rueidis.RedisResult, now int64) (*Session, bool, error) {
+	for _, x := range res {
+		if err := x.Error(); err != nil {
+			if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
+				_ = r.readErr(ctx, "session list", err) // counts and logs the corrupt session
+				return nil, false, nil
+			}
+			return nil, false, redisErr("session list", err)
+		}
+	}
+	vals, err := res[0].ToArray()
+	if err != nil {
+		return nil, false, redisErr("session list", err)
+	}
+	pttl, err := res[1].AsInt64()
+	if err != nil {
+		return nil, false, redisErr("session list", err)
+	}
+	m, size := sessReply(vals).fields(0, sessViewFields)
+	if len(m) == 0 || pttl == -2 {
+		return nil, true, nil
+	}
+	r.o.Metrics.Payload(ctx, sessObject, size)
+	s, err := r.parseView(ctx, ref, m, now, pttl)
+	if err != nil {
+		return nil, false, nil // corrupt: counted and logged by parseView
+	}
+	if len(res) == 3 {
+		n, _ := res[2].AsInt64()
+		s.ChallengeLive = n == 1
+	}
+	r.classifyChallenge(ctx, s, m)
+	return s, false, nil
+}
+
+// RevokeAll deletes every session of the user with tag except the one whose id part is
+// exceptPart ("" for none), in one atomic script, and returns how many live sessions it
+// deleted. It reads the device index, then runs session_revoke_all.lua with every member's
+// session key (and, in the fallback mode, challenge key) declared in KEYS; the script refuses
+// when the index gained a member since the read, and the read is repeated, at most
+// sessRevokeAllAttempts times in all (then apperr.Unavailable). When it returns without error,
+// no other earlier session of the user exists.
+func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
+	withChallenges := r.mode == store.FieldExpiryFallback
+	flag := "0"
+	if withChallenges {
+		flag = "1"
+	}
+	for range sessRevokeAllAttempts {
+		parts, err := r.members(ctx, tag, -1)
+		if err != nil {
+			return 0, err
+		}
+		revoke := make([]string, 0, len(parts))
+		for _, p := range parts {
+			if p != exceptPart {
+				revoke = append(revoke, p)
+			}
+		}
+		keys := make([]string, 0, 1+2*len(revoke))
+		keys = append(keys, r.devicesKey(tag))
+		for _, p := range revoke {
+			keys = append(keys, r.sessionKey(SessionRef{Tag: tag, Part: p}))
+		}
+		if withChallenges {
+			for _, p := range revoke {
+				keys = append(keys, r.challengeKey(SessionRef{Tag: tag, Part: p}))
+			}
+		}
+		rep, err := r.run(ctx, "session_revoke_all", scriptSessionRevokeAll, keys, append([]string{exceptPart, flag}, revoke...))
+		if err != nil {
+			return 0, err
+		}
+		switch rep.word(0) {
+		case "ok":
+			r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "ok")
+			return int(rep.int(1)), nil
+		case "retry":
+			r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "retry")
+		default:
+			return 0, r.unexpected(ctx, "session_revoke_all")
+		}
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "contended")
+	return 0, apperr.New(apperr.Unavailable, "The user's sessions kept changing while they were being revoked; retry shortly.")
+}
+
+// pruneIndex drops the members of the user's index whose session is gone, for Create when the
+// index is full: it reads every member with single-key EXISTS (pipelined), then prunes the
+// missing ones. It returns how many members it dropped and how many sessions it found live.
+func (r *Sessions) pruneIndex(ctx context.Context, tag string) (dropped, live int, err error) {
+	parts, err := r.members(ctx, tag, -1)
+	if err != nil || len(parts) == 0 {
+		return 0, 0, err
+	}
+	cmds := make(rueidis.Commands, len(parts))
+	for i, p := range parts {
+		cmds[i] = r.client.B().Exists().Key(r.sessionKey(SessionRef{Tag: tag, Part: p})).Build()
+	}
+	var gone []string
+	for i, x := range r.client.DoMulti(ctx, cmds...) {
+		n, err := x.AsInt64()
+		if err != nil {
+			return 0, 0, redisErr("session index prune", err)
+		}
+		if n == 0 {
+			gone = append(gone, parts[i])
+		}
+	}
+	if len(gone) == 0 {
+		return 0, len(parts), nil
+	}
+	dropped, err = r.prune(ctx, tag, gone)
+	return dropped, len(parts) - len(gone), err
+}
+
+// prune runs session_prune.lua over the members found gone: it removes those whose session
+// key (declared in KEYS) still does not exist, and returns how many members it removed.
+func (r *Sessions) prune(ctx context.Context, tag string, gone []string) (int, error) {
+	keys := make([]string, 0, 1+len(gone))
+	keys = append(keys, r.devicesKey(tag))
+	for _, p := range gone {
+		keys = append(keys, r.sessionKey(SessionRef{Tag: tag, Part: p}))
+	}
+	n, err := scriptSessionPrune.Exec(ctx, r.client, keys, gone).AsInt64()
+	if err != nil {
+		return 0, r.scriptErr(ctx, "session_prune", err)
+	}
+	if n > 0 {
+		r.o.Metrics.Transition(ctx, sessObject, "index_prune", "ok")
+	}
+	return int(n), nil
+}
+
+// members reads the user's device index (idParts, soonest deadline first): at most limit
+// members, or all with limit -1.
+func (r *Sessions) members(ctx context.Context, tag string, limit int64) ([]string, error) {
+	stop := limit - 1
+	if limit < 0 {
+		stop = -1
+	}
+	parts, err := r.client.Do(ctx, r.client.B().Zrange().Key(r.devicesKey(tag)).Min("0").Max(strconv.FormatInt(stop, 10)).Build()).AsStrSlice()
+	if err != nil {
+		return nil, redisErr("session index read", err)
+	}
+	return parts, nil
+}

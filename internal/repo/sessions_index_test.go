@@ -1,0 +1,322 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// sessHookClient calls after with each command's name once Redis has answered it, so a test can
+// act between two commands of one repository call (here: between the index read and the script).
+type sessHookClient struct {
+	rueidis.Client
+	after func(name string)
+}
+
+func (c *sessHookClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	name := cmd.Commands()[0] // read before the call: rueidis recycles the command
+	res := c.Client.Do(ctx, cmd)
+	c.after(name)
+	return res
+}
+
+// A session created between RevokeAll's index read and its script is not missed: the script
+// refuses (changing nothing) and RevokeAll reads again; when the index keeps changing it gives
+// up after a bounded number of attempts with a 503, still having changed nothing.
+func TestSessionRevokeAllRetriesOnConcurrentCreate(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		tests := []struct {
+			name    string
+			creates int // sessions created right after the first index reads
+			wantErr bool
+		}{
+			{"one concurrent create", 1, false},
+			{"index never settles", sessRevokeAllAttempts, true},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				e := newSessEnv(t, s, prefix, nil)
+				ctx := context.Background()
+				tag := sessRand(t, 9)
+				all := map[SessionRef]string{}
+				for range 3 {
+					ref, th := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+					all[ref] = th
+				}
+				var left atomic.Int64
+				left.Store(int64(tt.creates))
+				hooked := *e.s
+				hooked.Client = &sessHookClient{Client: e.s.Client, after: func(name string) {
+					if name == "ZRANGE" && left.Add(-1) >= 0 {
+						ref, th := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+						all[ref] = th
+					}
+				}}
+				r, err := NewSessions(&hooked, Keys{Prefix: prefix}, e.r.o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, err := r.RevokeAll(ctx, tag, "")
+				if tt.wantErr {
+					if !errors.Is(err, apperr.Unavailable) {
+						t.Fatalf("revoke-all under constant change: %d %v, want unavailable", n, err)
+					}
+					for ref, th := range all {
+						if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+							t.Fatalf("a refused revoke-all changed session %s: %v", ref.ID(), err)
+						}
+					}
+					return
+				}
+				if err != nil || n != len(all) {
+					t.Fatalf("revoke-all = %d %v, want %d", n, err, len(all))
+				}
+				for ref, th := range all {
+					if _, err := e.r.Authorize(ctx, ref, th); !errors.Is(err, apperr.NotFound) {
+						t.Fatalf("session %s survived revoke-all: %v", ref.ID(), err)
+					}
+				}
+				if got := e.metric("hashgate_repo_transitions", sessAttr("transition", "revoke_all"), sessAttr("outcome", "retry")); got != 1 {
+					t.Fatalf("revoke-all retries counted = %d, want 1", got)
+				}
+			})
+		}
+	})
+}
+
+// List prunes an index member only when its session is confirmed gone; the prune script
+// re-checks each key it is given and never drops a live session's member.
+func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		a, _ := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+		b, _ := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+		gone, _ := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(gone)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		// Handed a live member, the prune script keeps it.
+		if n, err := e.r.prune(ctx, tag, []string{a.Part}); err != nil || n != 0 {
+			t.Fatalf("prune of a live member = %d %v", n, err)
+		}
+		list, err := e.r.List(ctx, tag, "acme")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("list: %+v %v", list, err)
+		}
+		got := []SessionRef{list[0].Ref, list[1].Ref}
+		if !slices.Contains(got, a) || !slices.Contains(got, b) {
+			t.Fatalf("listed %v, want %v and %v", got, a, b)
+		}
+		members, err := e.r.members(ctx, tag, -1)
+		if err != nil || len(members) != 2 || slices.Contains(members, gone.Part) {
+			t.Fatalf("index after list = %v %v, want the two live members", members, err)
+		}
+		if empty, err := e.r.List(ctx, sessRand(t, 9), "acme"); err != nil || empty == nil || len(empty) != 0 {
+			t.Fatalf("list of a user without sessions = %#v %v, want an empty list", empty, err)
+		}
+		e.everyKeyHasTTL()
+	})
+}
+
+// Create counts the index's members for the per-user bound; when the index is full it drops the
+// members whose session ended before their absolute deadline and tries again, so the index
+// never holds more than MaxPerUser members.
+func TestSessionCreateBoundCountsIndex(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		const limit = 3
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit })
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		var refs []SessionRef
+		for range limit {
+			ref, _ := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
+			refs = append(refs, ref)
+		}
+		// Two sessions end early (as on an idle timeout); their members stay in the index.
+		for _, ref := range refs[:2] {
+			if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
+		}
+		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), TokenHash: sessRand(t, 32), UserID: "bob", TenantID: "acme",
+			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour})
+		if !errors.Is(err, apperr.BoundExceeded) || !strings.Contains(err.Error(), "3 live sessions") {
+			t.Fatalf("create over the bound: %v", err)
+		}
+		members, err := e.r.members(ctx, tag, -1)
+		if err != nil || len(members) != limit || slices.Contains(members, refs[0].Part) || slices.Contains(members, refs[1].Part) {
+			t.Fatalf("index = %v %v, want the %d live members", members, err, limit)
+		}
+		e.everyKeyHasTTL()
+	})
+}
+
+// No session script builds a key from ARGV (a key base plus a member): every key a script
+// touches is declared in KEYS, which Redis Cluster checks before running it. A key built inside
+// a script is refused ("non local key") or, worse, read as missing while its slot migrates.
+func TestSessionScriptsBuildNoKeys(t *testing.T) {
+	t.Parallel()
+	names, err := scriptFS.ReadDir("scripts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	concat := regexp.MustCompile(`ARGV\[[^\]]*\]\s*\.\.|\.\.\s*ARGV\[`)
+	checked := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n.Name(), "session_") {
+			continue
+		}
+		b, err := scriptFS.ReadFile("scripts/" + n.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for i, line := range strings.Split(string(b), "\n") {
+			if code, _, _ := strings.Cut(line, "--"); concat.MatchString(code) {
+				t.Errorf("%s:%d builds a string from ARGV: %s", n.Name(), i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	if checked < 8 {
+		t.Fatalf("checked %d session scripts, want every one", checked)
+	}
+}
+
+// A user's slot moves to another master of a private cluster (sessions first, the device index
+// halfway, in batches of two keys) while the repository is used. At every step: every session
+// authorizes; List answers every live session or is refused as unavailable, never a shorter
+// list; Create succeeds or is refused as unavailable; RevokeAll, sent while index and sessions
+// sit on different nodes, is refused as unavailable having changed nothing, or revokes all.
+// Afterwards the list is exact, revoke-all leaves no session and no key of the user.
+func TestSessionIndexDuringSlotMigration(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []store.FieldExpiry{"", store.FieldExpiryFallback} {
+		name := "detected"
+		if mode != "" {
+			name = string(mode)
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cl := testredis.StartCluster(t)
+			s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: mode})
+			e := newSessEnv(t, s, testredis.Prefix(t), nil)
+			ctx := context.Background()
+			tag := sessRand(t, 9)
+			const count = 8
+			live, all := map[SessionRef]string{}, map[SessionRef]string{}
+			for range count {
+				ref, th := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+				live[ref], all[ref] = th, th
+			}
+			for ref := range live {
+				// A pending challenge: in the fallback mode a key of its own, which revoke-all declares.
+				if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			index := e.r.devicesKey(tag)
+			slot, err := cl.KeySlot(ctx, index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, err := cl.Owner(ctx, slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved, refused := 0, 0
+			step := func(n int) {
+				t.Helper()
+				for ref, th := range live {
+					if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+						t.Errorf("%d keys moved: session %s does not authorize: %v", n, ref.ID(), err)
+					}
+				}
+				list, err := e.r.List(ctx, tag, "acme")
+				switch {
+				case err != nil && !store.IsUnavailable(err):
+					t.Errorf("%d keys moved: list: %v", n, err)
+				case err == nil && len(list) != len(live):
+					t.Errorf("%d keys moved: list holds %d sessions, want %d", n, len(list), len(live))
+				}
+				ref, th := sessRef(t, tag), sessRand(t, 32)
+				_, err = e.r.Create(ctx, NewSession{Ref: ref, TokenHash: th, UserID: "alice", TenantID: "acme",
+					Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+				switch {
+				case err == nil:
+					live[ref], all[ref] = th, th
+				case !store.IsUnavailable(err):
+					t.Errorf("%d keys moved: create: %v", n, err)
+				}
+			}
+			m := testredis.Migration{Slot: slot, From: from, To: (from + 1) % len(cl.Nodes), Batch: 2,
+				Order: func(left []string) []string {
+					rest := slices.DeleteFunc(slices.Clone(left), func(k string) bool { return k == index })
+					if len(rest) == len(left) || moved < count/2 && len(rest) > 0 {
+						return rest
+					}
+					return append([]string{index}, rest...)
+				},
+				After: func(n int) {
+					moved = n
+					step(n)
+					if n != count/2 && n != count/2+2 { // index on the old owner, then on the new one
+						return
+					}
+					_, err := e.r.RevokeAll(ctx, tag, "")
+					if err == nil {
+						clear(live)
+						return
+					}
+					if !store.IsUnavailable(err) {
+						t.Errorf("%d keys moved: revoke-all: %v", n, err)
+					}
+					refused++
+					for ref, th := range live {
+						if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+							t.Errorf("%d keys moved: a refused revoke-all changed session %s: %v", n, ref.ID(), err)
+						}
+					}
+				},
+			}
+			if _, err := cl.Migrate(ctx, m); err != nil {
+				t.Fatalf("migrate slot %d: %v", slot, err)
+			}
+			t.Logf("revoke-all refused %d times while the slot was split", refused)
+			list, err := e.r.List(ctx, tag, "acme")
+			if err != nil || len(list) != len(live) {
+				t.Fatalf("list after the move: %d sessions, %v; want %d", len(list), err, len(live))
+			}
+			if _, err := e.r.RevokeAll(ctx, tag, ""); err != nil {
+				t.Fatalf("revoke-all after the move: %v", err)
+			}
+			for ref, th := range all {
+				if _, err := e.r.Authorize(ctx, ref, th); !errors.Is(err, apperr.NotFound) {
+					t.Errorf("session %s survived revoke-all: %v", ref.ID(), err)
+				}
+			}
+			if n, err := cl.CountKeysInSlot(ctx, m.To, slot); err != nil || n != 0 {
+				t.Errorf("after revoke-all the slot still holds %d keys (%v)", n, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,345 @@
+package testredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Cluster is a private Redis 8 cluster of three masters (no replicas) on free loopback ports.
+// Tests that change the topology (moving a slot) use one of their own, never the shared
+// cluster from HASHGATE_TEST_REDIS_CLUSTER, which other tests are using at the same time.
+type Cluster struct {
+	t     testing.TB
+	Nodes []*ClusterNode
+}
+
+// ClusterNode is one master of a private cluster.
+type ClusterNode struct {
+	Port    int
+	BusPort int
+	ID      string
+	cmd     *exec.Cmd
+	admin   rueidis.Client
+}
+
+// Addr is the node's host:port.
+func (n *ClusterNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+
+// clusterMasters is the size of a private cluster; node i first owns slots
+// [i*16384/3, (i+1)*16384/3).
+const clusterMasters = 3
+
+// StartCluster starts three cluster-enabled Redis 8 processes, assigns every slot, joins them
+// and waits until every node reports cluster_state:ok; it skips the test when
+// HASHGATE_REDIS8_SERVER is unset. The processes are killed at cleanup.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	bin := os.Getenv(EnvRedis8Server)
+	if bin == "" {
+		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
+	}
+	ports := freePorts(t, 2*clusterMasters)
+	c := &Cluster{t: t}
+	t.Cleanup(c.stop)
+	for i := range clusterMasters {
+		n := &ClusterNode{Port: ports[2*i], BusPort: ports[2*i+1]}
+		c.Nodes = append(c.Nodes, n)
+		n.cmd = exec.Command(bin, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
+			"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+			"--appendonly", "no", "--save", "")
+		if err := n.cmd.Start(); err != nil {
+			t.Fatalf("start cluster node: %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.form(ctx); err != nil {
+		t.Fatalf("private cluster: %v", err)
+	}
+	return c
+}
+
+// form connects to every node, assigns the slots, joins the nodes and waits for agreement.
+func (c *Cluster) form(ctx context.Context) error {
+	for i, n := range c.Nodes {
+		if err := waitListening(ctx, n.Port); err != nil {
+			return err
+		}
+		var err error
+		n.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{n.Addr()},
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+		if err != nil {
+			return fmt.Errorf("admin client %s: %w", n.Addr(), err)
+		}
+		if n.ID, err = c.Do(ctx, i, "CLUSTER", "MYID").ToString(); err != nil {
+			return err
+		}
+		lo, hi := i*16384/clusterMasters, (i+1)*16384/clusterMasters-1
+		if err := c.Do(ctx, i, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)).Error(); err != nil {
+			return err
+		}
+		// Distinct epochs, as redis-cli --cluster create sets them, so no collision has to be
+		// resolved before the cluster agrees.
+		if err := c.Do(ctx, i, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)).Error(); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Nodes[1:] {
+		if err := c.Do(ctx, 0, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(n.Port), strconv.Itoa(n.BusPort)).Error(); err != nil {
+			return err
+		}
+	}
+	return c.WaitAgreed(ctx)
+}
+
+// WaitAgreed polls until every node reports cluster_state:ok with every node known and every
+// slot assigned, and all nodes map every slot to the same owner.
+func (c *Cluster) WaitAgreed(ctx context.Context) error {
+	var last string
+	for {
+		ok, why := c.agreed(ctx)
+		if ok {
+			return nil
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster did not agree: %s", last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) agreed(ctx context.Context) (bool, string) {
+	var first map[int]string
+	for i := range c.Nodes {
+		info, err := c.Do(ctx, i, "CLUSTER", "INFO").ToString()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:16384",
+			"cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))} {
+			if !strings.Contains(info, want+"\r\n") {
+				return false, fmt.Sprintf("node %d: no %s", i, want)
+			}
+		}
+		owners, err := c.slotOwners(ctx, i)
+		if err != nil {
+			return false, err.Error()
+		}
+		if first == nil {
+			first = owners
+			continue
+		}
+		for s, id := range first {
+			if owners[s] != id {
+				return false, fmt.Sprintf("node %d maps slot range at %d to another owner", i, s)
+			}
+		}
+	}
+	return true, ""
+}
+
+// slotOwners is node i's view: the first slot of each range → the owner's id.
+func (c *Cluster) slotOwners(ctx context.Context, i int) (map[int]string, error) {
+	ranges, err := c.Do(ctx, i, "CLUSTER", "SLOTS").ToArray()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]string, len(ranges))
+	for _, r := range ranges {
+		parts, err := r.ToArray()
+		if err != nil || len(parts) < 3 {
+			return nil, fmt.Errorf("CLUSTER SLOTS: unexpected reply")
+		}
+		lo, err := parts[0].AsInt64()
+		if err != nil {
+			return nil, err
+		}
+		master, err := parts[2].ToArray()
+		if err != nil || len(master) < 3 {
+			return nil, fmt.Errorf("CLUSTER SLOTS: unexpected node entry")
+		}
+		id, err := master[2].ToString()
+		if err != nil {
+			return nil, err
+		}
+		out[int(lo)] = id
+	}
+	return out, nil
+}
+
+// URL is the seed list store.Open takes for a cluster ("host:port,host:port,...").
+func (c *Cluster) URL() string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Do sends one command to node i only (no redirection is followed).
+func (c *Cluster) Do(ctx context.Context, i int, args ...string) rueidis.RedisResult {
+	a := c.Nodes[i].admin
+	return a.Do(ctx, a.B().Arbitrary(args...).Build())
+}
+
+// KeySlot is the cluster slot of key.
+func (c *Cluster) KeySlot(ctx context.Context, key string) (int, error) {
+	s, err := c.Do(ctx, 0, "CLUSTER", "KEYSLOT", key).AsInt64()
+	return int(s), err
+}
+
+// Owner is the index of the node that serves slot, as node 0 sees it.
+func (c *Cluster) Owner(ctx context.Context, slot int) (int, error) {
+	ranges, err := c.Do(ctx, 0, "CLUSTER", "SLOTS").ToArray()
+	if err != nil {
+		return -1, err
+	}
+	for _, r := range ranges {
+		parts, err := r.ToArray()
+		if err != nil || len(parts) < 3 {
+			return -1, errors.New("CLUSTER SLOTS: unexpected reply")
+		}
+		lo, _ := parts[0].AsInt64()
+		hi, _ := parts[1].AsInt64()
+		if int64(slot) < lo || int64(slot) > hi {
+			continue
+		}
+		master, err := parts[2].ToArray()
+		if err != nil || len(master) < 2 {
+			return -1, errors.New("CLUSTER SLOTS: unexpected node entry")
+		}
+		port, _ := master[1].AsInt64()
+		for i, n := range c.Nodes {
+			if n.Port == int(port) {
+				return i, nil
+			}
+		}
+	}
+	return -1, fmt.Errorf("slot %d has no owner", slot)
+}
+
+// CountKeysInSlot is how many keys of slot node i holds.
+func (c *Cluster) CountKeysInSlot(ctx context.Context, i, slot int) (int64, error) {
+	return c.Do(ctx, i, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)).AsInt64()
+}
+
+// Migration moves one slot the way redis-cli --cluster reshard does: the target is marked
+// IMPORTING and the source MIGRATING, keys are moved with MIGRATE in batches, then every master
+// is told the new owner (target first, then source, then the others). Between every batch
+// After (when set) runs, so a test can let its load run against each intermediate state.
+type Migration struct {
+	Slot, From, To int
+	// Batch is the number of keys per MIGRATE (default 10).
+	Batch int
+	// Order, when set, picks the keys of the next batch from the keys still on the source;
+	// default: CLUSTER GETKEYSINSLOT's order.
+	Order func(left []string) []string
+	// After runs after each MIGRATE with the number of keys moved so far.
+	After func(moved int)
+}
+
+// Migrate runs m. It stops at the first error, leaving the slot in its intermediate state.
+func (c *Cluster) Migrate(ctx context.Context, m Migration) (moved int, err error) {
+	if m.Batch <= 0 {
+		m.Batch = 10
+	}
+	slot := strconv.Itoa(m.Slot)
+	src, dst := c.Nodes[m.From], c.Nodes[m.To]
+	if err := c.Do(ctx, m.To, "CLUSTER", "SETSLOT", slot, "IMPORTING", src.ID).Error(); err != nil {
+		return 0, fmt.Errorf("setslot importing: %w", err)
+	}
+	if err := c.Do(ctx, m.From, "CLUSTER", "SETSLOT", slot, "MIGRATING", dst.ID).Error(); err != nil {
+		return 0, fmt.Errorf("setslot migrating: %w", err)
+	}
+	for {
+		left, err := c.Do(ctx, m.From, "CLUSTER", "GETKEYSINSLOT", slot, "100000").AsStrSlice()
+		if err != nil {
+			return moved, fmt.Errorf("getkeysinslot: %w", err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		batch := left
+		if m.Order != nil {
+			batch = m.Order(left)
+		}
+		batch = batch[:min(len(batch), m.Batch)]
+		args := append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port), "", "0", "5000", "KEYS"}, batch...)
+		if err := c.Do(ctx, m.From, args...).Error(); err != nil {
+			return moved, fmt.Errorf("migrate: %w", err)
+		}
+		moved += len(batch)
+		if m.After != nil {
+			m.After(moved)
+		}
+	}
+	order := []int{m.To, m.From}
+	for i := range c.Nodes {
+		if i != m.To && i != m.From {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		if err := c.Do(ctx, i, "CLUSTER", "SETSLOT", slot, "NODE", dst.ID).Error(); err != nil {
+			return moved, fmt.Errorf("setslot node on node %d: %w", i, err)
+		}
+	}
+	return moved, c.WaitAgreed(ctx)
+}
+
+func (c *Cluster) stop() {
+	for _, n := range c.Nodes {
+		if n.admin != nil {
+			n.admin.Close()
+		}
+		if n.cmd != nil && n.cmd.Process != nil {
+			_ = n.cmd.Process.Kill()
+			_, _ = n.cmd.Process.Wait()
+		}
+	}
+}
+
+// freePorts reserves n distinct free loopback ports (all held open at once, then released).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// waitListening polls until something accepts connections on port.
+func waitListening(ctx context.Context, port int) error {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nothing listens on %s: %w", addr, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
