@@ -501,6 +501,11 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 		if _, err := e.r.Authorize(ctx, wrong, sessRand(t, 32)); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("wrong type: %v", err)
 		}
+		// The deliberately wrong-typed key goes: the keyspace audit after the suite checks
+		// every key left against docs/KEYS.md.
+		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(wrong)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
 		if n := e.metric("hashgate_repo_script_errors", sessAttr("script", "session_authorize")); n != 1 {
 			t.Fatalf("script errors counted = %d", n)
 		}
