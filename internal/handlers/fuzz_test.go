@@ -66,7 +66,7 @@ func FuzzRequestDecoders(f *testing.F) {
 		f.Add(uint8(i), `{"token":"x","token":"y"}`, "application/x-www-form-urlencoded")
 		f.Add(uint8(i), "\xff\xfe\x00", "text/plain")
 	}
-	h := newHarness(&testing.T{}, testredis.Backends()[0], nil)
+	h := newHarness(f, testredis.Backends()[0], nil)
 	bearer := h.bearer("fuzz", allScopes...)
 	f.Fuzz(func(t *testing.T, which uint8, body, contentType string) {
 		tg := targets[int(which)%len(targets)]

@@ -24,7 +24,7 @@ import (
 // harness drives the whole Echo stack in-process (validator, authentication, error handler)
 // over a store on one backend, with a unique key prefix.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	e      *echo.Echo
 	srv    *Server
 	store  *store.Store
@@ -36,13 +36,13 @@ type harness struct {
 }
 
 // newHarness opens b, builds an Authority and a server; configure fills in domain services.
-func newHarness(t *testing.T, b testredis.Backend, configure func(h *harness, d *Deps)) *harness {
+func newHarness(t testing.TB, b testredis.Backend, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
 	s := testredis.Open(t, b)
 	return newHarnessOn(t, s, testredis.Prefix(t), nil, configure)
 }
 
-func newHarnessOn(t *testing.T, s *store.Store, prefix string, tel *telemetry.Telemetry, configure func(h *harness, d *Deps)) *harness {
+func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Telemetry, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
 	ks, err := auth.GenerateKeySet()
 	if err != nil {
@@ -127,7 +127,7 @@ func (h *harness) do(method, path string, body any, headers ...string) *httptest
 }
 
 // decode unmarshals the response body into v.
-func decode(t *testing.T, rec *httptest.ResponseRecorder, v any) {
+func decode(t testing.TB, rec *httptest.ResponseRecorder, v any) {
 	t.Helper()
 	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
 		t.Fatalf("decode %q: %v", rec.Body.String(), err)
@@ -151,7 +151,7 @@ type problem struct {
 }
 
 // wantProblem asserts rec is a problem+json with status and, when slug is set, that type.
-func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, slug string) problem {
+func wantProblem(t testing.TB, rec *httptest.ResponseRecorder, status int, slug string) problem {
 	t.Helper()
 	if rec.Code != status {
 		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body.String())
