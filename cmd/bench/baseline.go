@@ -194,7 +194,7 @@ func seedNaive(ctx context.Context, c rueidis.Client, n int) ([]string, error) {
 // ceilingKey is the hash the Redis ceiling reads: the fields a session check needs.
 const ceilingKey = "bench:ceiling:session"
 
-var ceilingFields = []string{"tokenHash", "userId", "tenantId", "status", "authLevel", "idleExpiresAtMs", "absoluteExpiresAtMs", "schemaVersion"}
+var ceilingFields = []string{"userId", "tenantId", "status", "authLevel", "idleExpiresAtMs", "absoluteExpiresAtMs", "schemaVersion", "createdAtMs"}
 
 // redisCeiling runs `conc` goroutines issuing HMGET for warm then d; between runs after the
 // warm-up (for the commandstats snapshot).

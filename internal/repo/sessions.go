@@ -47,9 +47,15 @@ const (
 	MaxSessionsPerUser = 1000
 )
 
-// Session hash field names.
+// Session hash field names. A plain session (no device information, no MFA challenge, the
+// default idle timeout, never rotated or refreshed) stores only userId, tenantId, status,
+// authLevel, schemaVersion and the createdAtMs, updatedAtMs and absoluteExpiresAtMs
+// timestamps; the other fields are written when they first differ from their default:
+// failedMfaAttempts (0) by the first wrong code, lastSeenAtMs (createdAtMs) by the first idle
+// refresh, lastRotatedAtMs (createdAtMs) by rotation or step-up, idleTimeoutMs (SessionOptions.DefaultIdle) when the create asks for another one, the
+// device fields when given. Hashes written before may also hold tokenHash (the token's
+// SHA-256): no reader asks for it, since the key itself derives from 128 bits of that hash.
 const (
-	sfTokenHash       = "tokenHash"
 	sfUserID          = "userId"
 	sfTenantID        = "tenantId"
 	sfStatus          = "status"
@@ -70,8 +76,8 @@ const (
 	sfChallengeAt     = "mfaChallengeCreatedAtMs"
 )
 
-// sessViewFields are what the full view and the device list read: never tokenHash, the code MAC
-// or the device hashes.
+// sessViewFields are what the full view and the device list read: never the code MAC or the
+// device hashes.
 var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCreatedAt, sfUpdatedAt, sfLastSeenAt,
 	sfLastRotatedAt, sfMFAVerifiedAt, sfAbsoluteExpires, sfIdleTimeout, sfDeviceLabel, sfFailedMFA, sfSchemaVersion,
 	sfChallengeID, sfChallengeAt}
@@ -176,8 +182,9 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 
 // NewSession is what Create writes.
 type NewSession struct {
+	// Ref derives from the token's SHA-256: finding the key proves the token, so no hash of the
+	// token is stored.
 	Ref       SessionRef
-	TokenHash string
 	UserID    string
 	TenantID  string
 	Status    string
@@ -224,8 +231,11 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	}
 	pairs := [][2]string{
 		{sfUserID, n.UserID}, {sfTenantID, n.TenantID}, {sfStatus, n.Status}, {sfAuthLevel, n.AuthLevel},
-		{sfTokenHash, n.TokenHash}, {sfSchemaVersion, strconv.Itoa(SchemaVersion)}, {sfFailedMFA, "0"},
+		{sfSchemaVersion, strconv.Itoa(SchemaVersion)},
 		{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash},
+	}
+	if n.Idle != r.o.DefaultIdle { // readers fall back to DefaultIdle
+		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
 	}
 	const fixed = 4 // ARGV before the field pairs
 	args := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
@@ -238,8 +248,8 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 		args = append(args, p[0], p[1])
 		size += len(p[0]) + len(p[1])
 	}
-	// Six timestamp fields are added by the script, each at most 40 bytes.
-	if nf := (len(args)-fixed)/2 + 6; nf > SessionMaxFields || size+6*40 > SessionMaxBytes {
+	// Three timestamp fields are added by the script, each at most 40 bytes.
+	if nf := (len(args)-fixed)/2 + 3; nf > SessionMaxFields || size+3*40 > SessionMaxBytes {
 		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
 	}
 	keys := []string{r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag)}
@@ -283,7 +293,7 @@ func (n NewSession) check() error {
 		return apperr.Newf(apperr.BoundExceeded, "The session's %s exceeds its bound.", what)
 	}
 	switch {
-	case n.UserID == "" || n.TenantID == "" || n.TokenHash == "" || !sessB64URL(n.Ref.Tag) || !sessB64URL(n.Ref.Part):
+	case n.UserID == "" || n.TenantID == "" || !sessB64URL(n.Ref.Tag) || !sessB64URL(n.Ref.Part):
 		return apperr.New(apperr.Validation, "A session needs a user, a tenant and a token.")
 	case len(n.UserID) > MaxUserIDBytes:
 		return bad("userId")
@@ -367,10 +377,18 @@ func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]s
 // f; the caller classifies with f.schema() and f.err().
 func decodeView(f *fields, ref SessionRef) Session {
 	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: f.str(sfStatus),
-		AuthLevel: f.str(sfAuthLevel), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.int64(sfLastSeenAt)),
+		AuthLevel: f.str(sfAuthLevel), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
 		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
 		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
 		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != ""}
+	// Written only once they differ from createdAtMs: by the first idle refresh, by rotation
+	// and step-up.
+	if s.LastSeenAt.IsZero() {
+		s.LastSeenAt = s.CreatedAt
+	}
+	if s.LastRotatedAt.IsZero() {
+		s.LastRotatedAt = s.CreatedAt
+	}
 	sessCheckEnums(f, s.Status, s.AuthLevel)
 	return s
 }
@@ -392,12 +410,12 @@ func (r *Sessions) classifyChallenge(ctx context.Context, s *Session, m map[stri
 
 // Rotate moves the session to next (the new token's reference) in one script: the old token
 // stops working at once, the TTL and absolute deadline are kept, the index swaps members.
-func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, next SessionRef, tokenHash string) (*Session, error) {
+func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, next SessionRef) (*Session, error) {
 	if next.Tag != ref.Tag {
 		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
 	}
 	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
-	rep, err := r.run(ctx, "session_rotate", scriptSessionRotate, keys, []string{tenant, tokenHash, ref.Part, next.Part})
+	rep, err := r.run(ctx, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
 	if err != nil {
 		return nil, err
 	}
@@ -475,12 +493,11 @@ func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Tim
 
 // MFAVerification is one MFA verification attempt; on success the session moves to Next.
 type MFAVerification struct {
-	Ref           SessionRef
-	Tenant        string
-	ChallengeID   string
-	CodeMAC       string
-	Next          SessionRef
-	NextTokenHash string
+	Ref         SessionRef
+	Tenant      string
+	ChallengeID string
+	CodeMAC     string
+	Next        SessionRef
 }
 
 // VerifyOutcome is how an attempt ended.
@@ -519,7 +536,7 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 		ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
 		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
-		v.NextTokenHash, v.Ref.Part, v.Next.Part}
+		v.Ref.Part, v.Next.Part}
 	rep, err := r.run(ctx, "session_verify", scriptSessionVerify, keys, args)
 	if err != nil {
 		return nil, err

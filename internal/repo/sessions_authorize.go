@@ -11,13 +11,13 @@ import (
 
 // sessAuthFields are what Authorize reads with one HMGET (never HGETALL): the authorization
 // fields, what expiry needs, and the view fields "who am I" answers with — never the code MAC
-// or the device hashes. The first eight are in the order session_authorize.lua expects.
-var sessAuthFields = []string{sfTokenHash, sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires,
+// or the device hashes. The first seven are in the order session_authorize.lua expects.
+var sessAuthFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires,
 	sfIdleTimeout, sfSchemaVersion, sfLastSeenAt, sfCreatedAt, sfUpdatedAt, sfLastRotatedAt, sfMFAVerifiedAt,
 	sfDeviceLabel, sfFailedMFA, sfChallengeID, sfChallengeAt}
 
 // sessAuthKeyFields is how many of sessAuthFields decide whether the session exists.
-const sessAuthKeyFields = 8
+const sessAuthKeyFields = 7
 
 // AuthContext is what the hot path learns: the session's view (who, which tenant, which level,
 // until when, and what "who am I" shows) and how it was read.
@@ -31,14 +31,14 @@ type AuthContext struct {
 }
 
 // Authorize is the hot path. It reads the session's authorization and view fields (one HMGET,
-// never HGETALL), checks the token's hash, and slides the idle window only when less than
+// never HGETALL) and slides the idle window only when less than
 // RefreshFraction of it is left, never past the absolute deadline.
 //
 // Without the client-side cache that is one script: one round trip. With it, the HMGET goes
-// through rueidis' cache and the decision is made here: a hash holding another token's hash
-// (compared in constant time), past its absolute deadline, or past the end of its idle window
-// (lastSeenAtMs + idle timeout, on the gateway's clock) is refused, so even a stale copy never
-// extends a session; one due for a refresh runs the script, which decides again on Redis's
+// through rueidis' cache and the decision is made here: a hash past its absolute deadline, or
+// past the end of its idle window (lastSeenAtMs — createdAtMs before the first refresh — plus
+// the idle timeout, on the gateway's clock) is refused, so even a stale copy never extends a
+// session; one due for a refresh runs the script, which decides again on Redis's
 // clock and whose write invalidates every replica's copy. A hot session costs no round trip,
 // a refresh one. When the copy was not cached (the read was this call's round trip) and a
 // refresh is due, the script runs in the background instead, so no call waits on two round
@@ -46,13 +46,17 @@ type AuthContext struct {
 // refresh) makes Redis push an invalidation to every replica that cached it; a copy lives at
 // most CacheTTL, and never past the key's TTL when it was read.
 //
-// A missing session (or an expired one, or another token's) is apperr.NotFound; a corrupt one
-// ErrCorrupt (counted and logged without values).
-func (r *Sessions) Authorize(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
+// ref derives from 128 bits of the token's SHA-256, so finding its key proves the token (a
+// second preimage is infeasible) and no hash of the token is compared: hashes that still hold
+// a tokenHash field (written before it was dropped) are read the same way, the field ignored.
+//
+// A missing session (or an expired one) is apperr.NotFound; a corrupt one ErrCorrupt (counted
+// and logged without values).
+func (r *Sessions) Authorize(ctx context.Context, ref SessionRef) (*AuthContext, error) {
 	if r.cacheTTL > 0 {
-		return r.authorizeCached(ctx, ref, tokenHash)
+		return r.authorizeCached(ctx, ref)
 	}
-	return r.authorizeScript(ctx, ref, tokenHash)
+	return r.authorizeScript(ctx, ref)
 }
 
 // CacheStats returns how many Authorize reads the client-side cache answered (hits) and how
@@ -60,19 +64,17 @@ func (r *Sessions) Authorize(ctx context.Context, ref SessionRef, tokenHash stri
 func (r *Sessions) CacheStats() (hits, misses int64) { return r.hits.Load(), r.misses.Load() }
 
 // authorizeScript reads, decides and refreshes in one script.
-func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
-	args := make([]string, 0, 3+len(sessAuthFields))
-	args = append(args, tokenHash, r.fraction, r.idleMs)
+func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthContext, error) {
+	args := make([]string, 0, 2+len(sessAuthFields))
+	args = append(args, r.fraction, r.idleMs)
 	args = append(args, sessAuthFields...)
 	rep, err := r.run(ctx, "session_authorize", scriptSessionAuthorize, []string{r.sessionKey(ref)}, args)
 	if err != nil {
 		return nil, err
 	}
 	switch rep.word(0) {
-	case "missing", "mismatch":
+	case "missing":
 		return nil, r.missing(ctx, ref)
-	case "notoken":
-		return nil, r.noToken(ctx, ref)
 	case "ok":
 	default:
 		return nil, r.unexpected(ctx, "session_authorize")
@@ -101,7 +103,7 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef, tokenHas
 
 // authorizeCached reads through the client-side cache and decides on the gateway's clock;
 // only a refresh goes to Redis (the script).
-func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef, tokenHash string) (*AuthContext, error) {
+func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthContext, error) {
 	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessAuthFields...).Cache(), r.cacheTTL)
 	hit := res.IsCacheHit()
 	if hit {
@@ -120,13 +122,7 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef, tokenHas
 	if !hit {
 		r.o.Metrics.Payload(ctx, sessObject, size)
 	}
-	stored, hasToken := m[sfTokenHash]
-	switch {
-	case !sessAnyOf(m, sessAuthFields[:sessAuthKeyFields]):
-		return nil, r.missing(ctx, ref)
-	case !hasToken:
-		return nil, r.noToken(ctx, ref)
-	case !sessEqual(stored, tokenHash):
+	if !sessAnyOf(m, sessAuthFields[:sessAuthKeyFields]) {
 		return nil, r.missing(ctx, ref)
 	}
 	ac, idle, err := r.parseAuth(ctx, ref, m)
@@ -144,9 +140,9 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef, tokenHas
 		return nil, r.missing(ctx, ref)
 	case float64(left) < float64(idle)*r.o.RefreshFraction && min(idle, abs-now) > left:
 		if hit {
-			return r.authorizeScript(ctx, ref, tokenHash)
+			return r.authorizeScript(ctx, ref)
 		}
-		r.refreshLater(ctx, ref, tokenHash)
+		r.refreshLater(ctx, ref)
 	}
 	ac.IdleExpiresAt = sessTime(end)
 	r.o.Metrics.Read(ctx, sessObject, ac.Outcome)
@@ -160,7 +156,7 @@ const maxBackgroundRefreshes = 64
 // refreshLater runs the refresh script without making the caller wait: its request already
 // spent its round trip reading the session. The script checks everything again, so a session
 // revoked meanwhile is not brought back.
-func (r *Sessions) refreshLater(ctx context.Context, ref SessionRef, tokenHash string) {
+func (r *Sessions) refreshLater(ctx context.Context, ref SessionRef) {
 	select {
 	case r.refreshing <- struct{}{}:
 	default:
@@ -170,7 +166,7 @@ func (r *Sessions) refreshLater(ctx context.Context, ref SessionRef, tokenHash s
 	ctx = context.WithoutCancel(ctx) // keeps the trace; the store bounds the call's time
 	go func() {
 		defer func() { <-r.refreshing }()
-		if _, err := r.authorizeScript(ctx, ref, tokenHash); err != nil && !errors.Is(err, apperr.NotFound) {
+		if _, err := r.authorizeScript(ctx, ref); err != nil && !errors.Is(err, apperr.NotFound) {
 			r.o.Logger.WarnContext(ctx, "background session refresh failed", "key_pattern", r.sessionKeyPattern(), "err", err)
 		}
 	}()
@@ -182,14 +178,11 @@ func (r *Sessions) parseAuth(ctx context.Context, ref SessionRef, m map[string]s
 	f := newFields(m)
 	ac := &AuthContext{Session: decodeView(f, ref)}
 	ac.Outcome = f.schema()
-	var idle int64
-	switch {
-	case ac.Outcome == Found:
+	// idleTimeoutMs is written only when the session overrides the default (and never by
+	// schema 1): without it the configured idle timeout applies.
+	idle := r.o.DefaultIdle.Milliseconds()
+	if _, ok := m[sfIdleTimeout]; ok {
 		idle = f.int64(sfIdleTimeout)
-	case f.opt(sfIdleTimeout) != "":
-		idle = f.optInt64(sfIdleTimeout)
-	default: // schema 1 records no idle timeout of its own
-		idle = r.o.DefaultIdle.Milliseconds()
 	}
 	if idle <= 0 && len(f.bad) == 0 {
 		f.bad = append(f.bad, sfIdleTimeout)
@@ -205,25 +198,6 @@ func (r *Sessions) parseAuth(ctx context.Context, ref SessionRef, m map[string]s
 func (r *Sessions) missing(ctx context.Context, ref SessionRef) error {
 	r.o.Metrics.Read(ctx, sessObject, Missing)
 	return fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
-}
-
-// noToken refuses a hash without its token hash: corrupt.
-func (r *Sessions) noToken(ctx context.Context, ref SessionRef) error {
-	f := newFields(nil)
-	f.bad = []string{sfTokenHash}
-	return r.corrupt(ctx, ref, f, f.err(sessObject))
-}
-
-// sessEqual compares a and b in time that depends on their length only.
-func sessEqual(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	var d byte
-	for i := 0; i < len(a); i++ {
-		d |= a[i] ^ b[i]
-	}
-	return d == 0
 }
 
 // sessAnyOf reports whether m holds any of names.

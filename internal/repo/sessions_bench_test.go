@@ -37,13 +37,13 @@ func BenchmarkAuthorize(b *testing.B) {
 					continue
 				}
 				e := newSessEnv(b, s, testredis.Prefix(b), func(o *SessionOptions) { o.CacheTTL = mode.ttl })
-				ref, th := e.create("", "acme", "alice", 30*time.Minute, 24*time.Hour)
+				ref := e.create("", "acme", "alice", 30*time.Minute, 24*time.Hour)
 				b.Run(mode.name, func(b *testing.B) {
 					b.ReportAllocs()
 					e.count.reset()
 					n := 0
 					for b.Loop() {
-						if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+						if _, err := e.r.Authorize(ctx, ref); err != nil {
 							b.Fatal(err)
 						}
 						n++

@@ -157,17 +157,17 @@ func sessRef(t testing.TB, tag string) SessionRef {
 	return SessionRef{Tag: tag, Part: sessRand(t, 16)}
 }
 
-// create makes a session for user of tenant under tag; it returns its ref and token hash.
-func (e *sessEnv) create(tag, tenant, user string, idle, abs time.Duration) (SessionRef, string) {
+// create makes a session for user of tenant under tag; it returns its ref.
+func (e *sessEnv) create(tag, tenant, user string, idle, abs time.Duration) SessionRef {
 	e.t.Helper()
-	ref, th := sessRef(e.t, tag), sessRand(e.t, 32)
-	_, err := e.r.Create(context.Background(), NewSession{Ref: ref, TokenHash: th, UserID: user, TenantID: tenant,
+	ref := sessRef(e.t, tag)
+	_, err := e.r.Create(context.Background(), NewSession{Ref: ref, UserID: user, TenantID: tenant,
 		Status: SessionActive, AuthLevel: LevelBasic, DeviceLabel: "laptop", IPHash: sessRand(e.t, 16),
 		UserAgentHash: sessRand(e.t, 16), Idle: idle, Absolute: abs})
 	if err != nil {
 		e.t.Fatalf("create: %v", err)
 	}
-	return ref, th
+	return ref
 }
 
 func (e *sessEnv) do(cmd rueidis.Completed) rueidis.RedisResult {

@@ -50,18 +50,18 @@ func TestSessionRevokeAllRetriesOnConcurrentCreate(t *testing.T) {
 				e := newSessEnv(t, s, prefix, nil)
 				ctx := context.Background()
 				tag := sessRand(t, 9)
-				all := map[SessionRef]string{}
+				all := map[SessionRef]bool{}
 				for range 3 {
-					ref, th := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-					all[ref] = th
+					ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+					all[ref] = true
 				}
 				var left atomic.Int64
 				left.Store(int64(tt.creates))
 				hooked := *e.s
 				hooked.Client = &sessHookClient{Client: e.s.Client, after: func(name string) {
 					if name == "ZRANGE" && left.Add(-1) >= 0 {
-						ref, th := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-						all[ref] = th
+						ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+						all[ref] = true
 					}
 				}}
 				r, err := NewSessions(&hooked, Keys{Prefix: prefix}, e.r.o)
@@ -73,8 +73,8 @@ func TestSessionRevokeAllRetriesOnConcurrentCreate(t *testing.T) {
 					if !errors.Is(err, apperr.Unavailable) {
 						t.Fatalf("revoke-all under constant change: %d %v, want unavailable", n, err)
 					}
-					for ref, th := range all {
-						if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+					for ref := range all {
+						if _, err := e.r.Authorize(ctx, ref); err != nil {
 							t.Fatalf("a refused revoke-all changed session %s: %v", ref.ID(), err)
 						}
 					}
@@ -83,8 +83,8 @@ func TestSessionRevokeAllRetriesOnConcurrentCreate(t *testing.T) {
 				if err != nil || n != len(all) {
 					t.Fatalf("revoke-all = %d %v, want %d", n, err, len(all))
 				}
-				for ref, th := range all {
-					if _, err := e.r.Authorize(ctx, ref, th); !errors.Is(err, apperr.NotFound) {
+				for ref := range all {
+					if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
 						t.Fatalf("session %s survived revoke-all: %v", ref.ID(), err)
 					}
 				}
@@ -104,9 +104,9 @@ func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
 		tag := sessRand(t, 9)
-		a, _ := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-		b, _ := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-		gone, _ := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+		a := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+		b := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+		gone := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(gone)).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestSessionCreateBoundCountsIndex(t *testing.T) {
 		tag := sessRand(t, 9)
 		var refs []SessionRef
 		for range limit {
-			ref, _ := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
+			ref := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
 			refs = append(refs, ref)
 		}
 		// Two sessions end early (as on an idle timeout); their members stay in the index.
@@ -157,7 +157,7 @@ func TestSessionCreateBoundCountsIndex(t *testing.T) {
 		for range 2 {
 			e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
 		}
-		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), TokenHash: sessRand(t, 32), UserID: "bob", TenantID: "acme",
+		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
 			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour})
 		if !errors.Is(err, apperr.BoundExceeded) || !strings.Contains(err.Error(), "3 live sessions") {
 			t.Fatalf("create over the bound: %v", err)
@@ -222,10 +222,10 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			ctx := context.Background()
 			tag := sessRand(t, 9)
 			const count = 8
-			live, all := map[SessionRef]string{}, map[SessionRef]string{}
+			live, all := map[SessionRef]bool{}, map[SessionRef]bool{}
 			for range count {
-				ref, th := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-				live[ref], all[ref] = th, th
+				ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+				live[ref], all[ref] = true, true
 			}
 			for ref := range live {
 				// A pending challenge: in the fallback mode a key of its own, which revoke-all declares.
@@ -246,8 +246,8 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			moved, refused := 0, 0
 			step := func(n int) {
 				t.Helper()
-				for ref, th := range live {
-					if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+				for ref := range live {
+					if _, err := e.r.Authorize(ctx, ref); err != nil {
 						t.Errorf("%d keys moved: session %s does not authorize: %v", n, ref.ID(), err)
 					}
 				}
@@ -258,12 +258,12 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 				case err == nil && len(list) != len(live):
 					t.Errorf("%d keys moved: list holds %d sessions, want %d", n, len(list), len(live))
 				}
-				ref, th := sessRef(t, tag), sessRand(t, 32)
-				_, err = e.r.Create(ctx, NewSession{Ref: ref, TokenHash: th, UserID: "alice", TenantID: "acme",
+				ref := sessRef(t, tag)
+				_, err = e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme",
 					Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 				switch {
 				case err == nil:
-					live[ref], all[ref] = th, th
+					live[ref], all[ref] = true, true
 				case !store.IsUnavailable(err):
 					t.Errorf("%d keys moved: create: %v", n, err)
 				}
@@ -291,8 +291,8 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 						t.Errorf("%d keys moved: revoke-all: %v", n, err)
 					}
 					refused++
-					for ref, th := range live {
-						if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+					for ref := range live {
+						if _, err := e.r.Authorize(ctx, ref); err != nil {
 							t.Errorf("%d keys moved: a refused revoke-all changed session %s: %v", n, ref.ID(), err)
 						}
 					}
@@ -309,8 +309,8 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			if _, err := e.r.RevokeAll(ctx, tag, ""); err != nil {
 				t.Fatalf("revoke-all after the move: %v", err)
 			}
-			for ref, th := range all {
-				if _, err := e.r.Authorize(ctx, ref, th); !errors.Is(err, apperr.NotFound) {
+			for ref := range all {
+				if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
 					t.Errorf("session %s survived revoke-all: %v", ref.ID(), err)
 				}
 			}

@@ -52,10 +52,10 @@ func (e *sessEnv) challenge(ref SessionRef, tenant, id, mac string, ttl time.Dur
 	}
 }
 
-func (e *sessEnv) verify(ref SessionRef, tenant, id, mac string) (*VerifyResult, SessionRef, string, error) {
-	next, th := SessionRef{Tag: ref.Tag, Part: sessRand(e.t, 16)}, sessRand(e.t, 32)
-	res, err := e.r.Verify(context.Background(), MFAVerification{Ref: ref, Tenant: tenant, ChallengeID: id, CodeMAC: mac, Next: next, NextTokenHash: th})
-	return res, next, th, err
+func (e *sessEnv) verify(ref SessionRef, tenant, id, mac string) (*VerifyResult, SessionRef, error) {
+	next := SessionRef{Tag: ref.Tag, Part: sessRand(e.t, 16)}
+	res, err := e.r.Verify(context.Background(), MFAVerification{Ref: ref, Tenant: tenant, ChallengeID: id, CodeMAC: mac, Next: next})
+	return res, next, err
 }
 
 // The challenge fields (or key) expire on their own; the session stays.
@@ -64,7 +64,7 @@ func TestSessionChallengeExpiresAlone(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
-		ref, th := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
 		if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "globex", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Second}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("challenge by another tenant: %v", err)
 		}
@@ -90,10 +90,10 @@ func TestSessionChallengeExpiresAlone(t *testing.T) {
 		if err != nil || v.ChallengeLive || v.Status != SessionMFARequired {
 			t.Fatalf("session after the challenge expired: %+v %v", v, err)
 		}
-		if _, err := e.r.Authorize(ctx, ref, th); err != nil {
+		if _, err := e.r.Authorize(ctx, ref); err != nil {
 			t.Fatalf("session gone with its challenge: %v", err)
 		}
-		res, _, _, err := e.verify(ref, "acme", cid, "mac-1")
+		res, _, err := e.verify(ref, "acme", cid, "mac-1")
 		if err != nil || res.Outcome != VerifyNoChallenge {
 			t.Fatalf("verify after expiry: %+v %v", res, err)
 		}
@@ -108,32 +108,32 @@ func TestSessionVerify(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
-		ref, th := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
 		cid := sessRand(t, 16)
 		e.challenge(ref, "acme", cid, "good-mac", time.Minute)
 
-		if _, _, _, err := e.verify(ref, "globex", cid, "good-mac"); !errors.Is(err, apperr.NotFound) {
+		if _, _, err := e.verify(ref, "globex", cid, "good-mac"); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("another tenant: %v", err)
 		}
-		res, _, _, err := e.verify(ref, "acme", sessRand(t, 16), "good-mac")
+		res, _, err := e.verify(ref, "acme", sessRand(t, 16), "good-mac")
 		if err != nil || res.Outcome != VerifyNoChallenge || res.Limit.Count != 1 {
 			t.Fatalf("another challenge id: %+v %v", res, err)
 		}
-		res, _, _, err = e.verify(ref, "acme", cid, "bad-mac!")
+		res, _, err = e.verify(ref, "acme", cid, "bad-mac!")
 		if err != nil || res.Outcome != VerifyWrongCode || res.FailedAttempts != 1 || res.Limit.Count != 2 || res.Limit.Remaining() != 3 {
 			t.Fatalf("wrong code: %+v %v", res, err)
 		}
 		if res.Limit.Reset <= 0 || res.Limit.Reset > 10*time.Minute {
 			t.Fatalf("reset = %v", res.Limit.Reset)
 		}
-		res, next, nth, err := e.verify(ref, "acme", cid, "good-mac")
+		res, next, err := e.verify(ref, "acme", cid, "good-mac")
 		if err != nil || res.Outcome != VerifyOK || res.Session.Ref != next || res.Session.AuthLevel != LevelMFA {
 			t.Fatalf("right code: %+v %v", res, err)
 		}
-		if _, err := e.r.Authorize(ctx, ref, th); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("the pre-step-up token still works: %v", err)
 		}
-		ac, err := e.r.Authorize(ctx, next, nth)
+		ac, err := e.r.Authorize(ctx, next)
 		if err != nil || ac.Status != SessionMFAVerified || ac.AuthLevel != LevelMFA {
 			t.Fatalf("stepped-up session: %+v %v", ac, err)
 		}
@@ -144,7 +144,7 @@ func TestSessionVerify(t *testing.T) {
 		if e.challengeLive(next) || e.challengeLive(ref) {
 			t.Fatal("challenge left behind")
 		}
-		res, _, _, err = e.verify(next, "acme", cid, "good-mac")
+		res, _, err = e.verify(next, "acme", cid, "good-mac")
 		if err != nil || res.Outcome != VerifyNoChallenge {
 			t.Fatalf("replay: %+v %v", res, err)
 		}
@@ -160,7 +160,7 @@ func TestSessionVerifyConcurrentLimit(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		ref, _ := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
 		cid := sessRand(t, 16)
 		e.challenge(ref, "acme", cid, "good-mac", time.Minute)
 		counts := map[VerifyOutcome]int{}
@@ -168,7 +168,7 @@ func TestSessionVerifyConcurrentLimit(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 64 {
 			wg.Go(func() {
-				res, _, _, err := e.verify(ref, "acme", cid, "wrong-mac")
+				res, _, err := e.verify(ref, "acme", cid, "wrong-mac")
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -189,7 +189,7 @@ func TestSessionVerifyConcurrentLimit(t *testing.T) {
 			t.Fatalf("failedMfaAttempts = %s", got)
 		}
 		// Even the right code is refused once the window is spent.
-		if res, _, _, err := e.verify(ref, "acme", cid, "good-mac"); err != nil || res.Outcome != VerifyLimited {
+		if res, _, err := e.verify(ref, "acme", cid, "good-mac"); err != nil || res.Outcome != VerifyLimited {
 			t.Fatalf("right code after the limit: %+v %v", res, err)
 		}
 		if p := e.pttl(e.r.keys.Prefix + ":v1:rl:{" + ref.Tag + "}:mfa"); p <= 0 || p > (10*time.Minute+time.Minute).Milliseconds() {
@@ -204,7 +204,7 @@ func TestSessionVerifyThousandParallel(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		ref, _ := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
 		cid := sessRand(t, 16)
 		e.challenge(ref, "acme", cid, "good-mac", time.Minute)
 		counts := map[string]int{}
@@ -216,7 +216,7 @@ func TestSessionVerifyThousandParallel(t *testing.T) {
 				if i%7 == 3 {
 					mac = "good-mac"
 				}
-				res, _, _, err := e.verify(ref, "acme", cid, mac)
+				res, _, err := e.verify(ref, "acme", cid, mac)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

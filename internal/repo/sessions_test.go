@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,16 +90,19 @@ func TestSessionLifecycle(t *testing.T) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
 		tag := sessRand(t, 9)
-		ref, th := e.create(tag, "acme", "alice", 30*time.Minute, 24*time.Hour)
+		ref := e.create(tag, "acme", "alice", 30*time.Minute, 24*time.Hour)
 		key := e.r.sessionKey(ref)
 		if p := e.pttl(key); p <= 29*60*1000 || p > 30*60*1000 {
 			t.Fatalf("pttl = %d, want the idle timeout", p)
 		}
-		if th2 := e.hget(key, sfTokenHash); th2 != th {
-			t.Fatalf("tokenHash not stored")
+		// No hash of the token is stored (the key derives from it), and defaults are not written.
+		for _, f := range []string{"tokenHash", sfFailedMFA, sfLastSeenAt, sfLastRotatedAt, sfIdleTimeout} {
+			if v := e.hget(key, f); v != "" {
+				t.Fatalf("%s stored at create", f)
+			}
 		}
 
-		ac, err := e.r.Authorize(ctx, ref, th)
+		ac, err := e.r.Authorize(ctx, ref)
 		if err != nil || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Status != SessionActive ||
 			ac.AuthLevel != LevelBasic || ac.Refreshed || ac.Outcome != Found {
 			t.Fatalf("authorize: %+v %v", ac, err)
@@ -106,8 +110,8 @@ func TestSessionLifecycle(t *testing.T) {
 		if d := time.Until(ac.AbsoluteExpiresAt); d < 23*time.Hour || d > 24*time.Hour+time.Minute {
 			t.Fatalf("absolute deadline in %v", d)
 		}
-		if _, err := e.r.Authorize(ctx, ref, sessRand(t, 32)); !errors.Is(err, apperr.NotFound) {
-			t.Fatalf("wrong token hash: %v", err)
+		if _, err := e.r.Authorize(ctx, SessionRef{Tag: tag, Part: sessRand(t, 16)}); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("another token of the same user: %v", err)
 		}
 
 		got, err := e.r.Get(ctx, ref, "acme")
@@ -119,7 +123,7 @@ func TestSessionLifecycle(t *testing.T) {
 			t.Fatalf("get by another tenant: %v", err)
 		}
 
-		ref2, _ := e.create(tag, "acme", "alice", 30*time.Minute, 24*time.Hour)
+		ref2 := e.create(tag, "acme", "alice", 30*time.Minute, 24*time.Hour)
 		list, err := e.r.List(ctx, tag, "acme")
 		if err != nil || len(list) != 2 {
 			t.Fatalf("list: %+v %v", list, err)
@@ -159,9 +163,9 @@ func TestSessionCreateBound(t *testing.T) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = 2 })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
-		a, _ := e.create(tag, "acme", "bob", time.Minute, time.Hour)
+		a := e.create(tag, "acme", "bob", time.Minute, time.Hour)
 		e.create(tag, "acme", "bob", time.Minute, time.Hour)
-		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), TokenHash: sessRand(t, 32), UserID: "bob", TenantID: "acme",
+		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
 			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour})
 		if !errors.Is(err, apperr.BoundExceeded) {
 			t.Fatalf("third session: %v", err)
@@ -180,10 +184,10 @@ func TestSessionCreateBound(t *testing.T) {
 			{"long label", NewSession{DeviceLabel: strings.Repeat("x", MaxDeviceLabelBytes+1)}, apperr.BoundExceeded},
 			{"long user", NewSession{UserID: strings.Repeat("u", MaxUserIDBytes+1)}, apperr.BoundExceeded},
 			{"idle over absolute", NewSession{Idle: 2 * time.Hour}, apperr.Validation},
-			{"no token", NewSession{TokenHash: "-"}, apperr.Validation},
+			{"no reference", NewSession{Ref: SessionRef{Tag: "-"}}, apperr.Validation},
 		}
 		for _, tt := range tests {
-			n := NewSession{Ref: sessRef(t, ""), TokenHash: sessRand(t, 32), UserID: "carol", TenantID: "acme",
+			n := NewSession{Ref: sessRef(t, ""), UserID: "carol", TenantID: "acme",
 				Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour}
 			if tt.n.DeviceLabel != "" {
 				n.DeviceLabel = tt.n.DeviceLabel
@@ -194,8 +198,8 @@ func TestSessionCreateBound(t *testing.T) {
 			if tt.n.Idle != 0 {
 				n.Idle = tt.n.Idle
 			}
-			if tt.n.TokenHash == "-" {
-				n.TokenHash = ""
+			if tt.n.Ref.Tag == "-" {
+				n.Ref = SessionRef{}
 			}
 			if _, err := e.r.Create(ctx, n); !errors.Is(err, tt.kind) {
 				t.Errorf("%s: %v", tt.name, err)
@@ -218,13 +222,13 @@ func TestSessionIdleAndAbsoluteExpiry(t *testing.T) {
 		// 200ms apart) cannot let the busy session lapse.
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.RefreshFraction = 0.5 })
 		ctx := context.Background()
-		idleRef, idleTH := e.create("", "acme", "idle", 2*time.Second, time.Hour)
+		idleRef := e.create("", "acme", "idle", 2*time.Second, time.Hour)
 
 		start := time.Now()
-		absRef, absTH := e.create("", "acme", "busy", 2*time.Second, 3*time.Second)
+		absRef := e.create("", "acme", "busy", 2*time.Second, 3*time.Second)
 		refreshed := 0
 		for time.Since(start) < 2600*time.Millisecond {
-			ac, err := e.r.Authorize(ctx, absRef, absTH)
+			ac, err := e.r.Authorize(ctx, absRef)
 			if err != nil {
 				t.Fatalf("busy session refused after %v: %v", time.Since(start), err)
 			}
@@ -239,11 +243,11 @@ func TestSessionIdleAndAbsoluteExpiry(t *testing.T) {
 		if refreshed == 0 {
 			t.Fatal("the idle window never slid")
 		}
-		if _, err := e.r.Authorize(ctx, idleRef, idleTH); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, idleRef); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("idle session still alive: %v", err)
 		}
 		time.Sleep(time.Until(start.Add(3300 * time.Millisecond)))
-		if _, err := e.r.Authorize(ctx, absRef, absTH); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, absRef); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("session alive past its absolute deadline: %v", err)
 		}
 		if list, err := e.r.List(ctx, absRef.Tag, "acme"); err != nil || len(list) != 0 {
@@ -259,7 +263,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
-		ref, th := e.create("", "acme", "alice", 10*time.Second, time.Hour)
+		ref := e.create("", "acme", "alice", 10*time.Second, time.Hour)
 		key := e.r.sessionKey(ref)
 		seen := e.hget(key, sfLastSeenAt)
 		time.Sleep(5 * time.Millisecond)
@@ -286,7 +290,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 			}
 			before := e.pttl(key)
 			e.count.reset()
-			ac, err := e.r.Authorize(ctx, ref, th)
+			ac, err := e.r.Authorize(ctx, ref)
 			if err != nil {
 				t.Fatalf("%s: %v", st.name, err)
 			}
@@ -317,7 +321,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 			t.Fatal(err)
 		}
 		setPTTL(300)
-		ac, err := e.r.Authorize(ctx, ref, th)
+		ac, err := e.r.Authorize(ctx, ref)
 		if err != nil || !ac.Refreshed {
 			t.Fatalf("near the deadline: %+v %v", ac, err)
 		}
@@ -332,30 +336,31 @@ func TestSessionRotate(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
-		ref, th := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
-		before, _ := e.r.Authorize(ctx, ref, th)
+		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		before, _ := e.r.Authorize(ctx, ref)
 		if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		next, nth := SessionRef{Tag: ref.Tag, Part: sessRand(t, 16)}, sessRand(t, 32)
-		if _, err := e.r.Rotate(ctx, ref, "globex", next, nth); !errors.Is(err, apperr.NotFound) {
+		next := SessionRef{Tag: ref.Tag, Part: sessRand(t, 16)}
+		if _, err := e.r.Rotate(ctx, ref, "globex", next); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("rotate by another tenant: %v", err)
 		}
-		got, err := e.r.Rotate(ctx, ref, "acme", next, nth)
+		got, err := e.r.Rotate(ctx, ref, "acme", next)
 		if err != nil || got.Ref != next || got.Status != SessionMFARequired || got.AuthLevel != LevelBasic {
 			t.Fatalf("rotate: %+v %v", got, err)
 		}
 		if !got.AbsoluteExpiresAt.Equal(before.AbsoluteExpiresAt) || got.IdleExpiresAt.After(before.IdleExpiresAt.Add(time.Second)) {
 			t.Fatalf("deadlines changed: %+v vs %+v", got, before)
 		}
-		if _, err := e.r.Authorize(ctx, ref, th); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("old token still works: %v", err)
 		}
-		if _, err := e.r.Authorize(ctx, next, th); !errors.Is(err, apperr.NotFound) {
-			t.Fatalf("old token hash accepted under the new reference: %v", err)
-		}
-		if ac, err := e.r.Authorize(ctx, next, nth); err != nil || ac.UserID != "alice" {
+		if ac, err := e.r.Authorize(ctx, next); err != nil || ac.UserID != "alice" ||
+			!ac.LastRotatedAt.Equal(got.LastRotatedAt) || !ac.LastRotatedAt.After(ac.CreatedAt.Add(-time.Millisecond)) {
 			t.Fatalf("new token: %+v %v", ac, err)
+		}
+		if !before.LastRotatedAt.Equal(before.CreatedAt) {
+			t.Fatalf("a session never rotated reports lastRotatedAt %v, want createdAt %v", before.LastRotatedAt, before.CreatedAt)
 		}
 		view, err := e.r.Get(ctx, next, "acme")
 		if err != nil || !view.ChallengeLive {
@@ -365,7 +370,7 @@ func TestSessionRotate(t *testing.T) {
 		if len(list) != 1 || list[0].Ref != next {
 			t.Fatalf("index not updated: %+v", list)
 		}
-		if _, err := e.r.Rotate(ctx, ref, "acme", SessionRef{Tag: ref.Tag, Part: sessRand(t, 16)}, sessRand(t, 32)); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Rotate(ctx, ref, "acme", SessionRef{Tag: ref.Tag, Part: sessRand(t, 16)}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("rotating the dead reference: %v", err)
 		}
 		e.everyKeyHasTTL()
@@ -380,19 +385,18 @@ func TestSessionRevokeAll(t *testing.T) {
 		tag := sessRand(t, 9)
 		type sess struct {
 			ref SessionRef
-			th  string
 		}
 		var all []sess
 		for range 4 {
-			r, th := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-			all = append(all, sess{r, th})
+			r := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+			all = append(all, sess{r})
 		}
 		for _, x := range all[:2] {
 			if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: x.ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		other, otherTH := e.create("", "acme", "bob", time.Hour, 2*time.Hour)
+		other := e.create("", "acme", "bob", time.Hour, 2*time.Hour)
 		// A crashed non-atomic attempt would leave an index member without its hash: the
 		// script must cope and count only live sessions.
 		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(all[3].ref)).Build()).Error(); err != nil {
@@ -403,15 +407,15 @@ func TestSessionRevokeAll(t *testing.T) {
 		if err != nil || n != 2 {
 			t.Fatalf("revoke all except one: %d %v", n, err)
 		}
-		if _, err := e.r.Authorize(ctx, all[0].ref, all[0].th); err != nil {
+		if _, err := e.r.Authorize(ctx, all[0].ref); err != nil {
 			t.Fatalf("the kept session: %v", err)
 		}
 		for _, x := range all[1:] {
-			if _, err := e.r.Authorize(ctx, x.ref, x.th); !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, x.ref); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("revoked session still works: %v", err)
 			}
 		}
-		if _, err := e.r.Authorize(ctx, other, otherTH); err != nil {
+		if _, err := e.r.Authorize(ctx, other); err != nil {
 			t.Fatalf("another user's session was touched: %v", err)
 		}
 		if n, err := e.r.RevokeAll(ctx, tag, ""); err != nil || n != 1 {
@@ -466,15 +470,15 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			name string
 			kv   []string
 			bad  string
-		}{"no token hash", good, "tokenHash"})
-		for _, tt := range tests {
-			ref, th := sessRef(t, ""), sessRand(t, 32)
+		}{"bad idle timeout", append(slices.Clone(good), "idleTimeoutMs", "soon"), "idleTimeoutMs"})
+		for i, tt := range tests {
+			ref := sessRef(t, "")
 			kv := tt.kv
-			if tt.bad != "tokenHash" {
-				kv = append([]string{"tokenHash", th}, kv...)
+			if i%2 == 0 { // hashes written before tokenHash was dropped: the field changes nothing
+				kv = append([]string{"tokenHash", sessRand(t, 32)}, kv...)
 			}
 			write(ref, kv...)
-			_, err := e.r.Authorize(ctx, ref, th)
+			_, err := e.r.Authorize(ctx, ref)
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
@@ -498,7 +502,7 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 		if err := e.do(e.s.Client.B().Set().Key(e.r.sessionKey(wrong)).Value("x").Px(time.Minute).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.r.Authorize(ctx, wrong, sessRand(t, 32)); !errors.Is(err, ErrCorrupt) {
+		if _, err := e.r.Authorize(ctx, wrong); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("wrong type: %v", err)
 		}
 		// The deliberately wrong-typed key goes: the keyspace audit after the suite checks
@@ -510,13 +514,13 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			t.Fatalf("script errors counted = %d", n)
 		}
 
-		old, th := sessRef(t, ""), sessRand(t, 32)
-		write(old, "tokenHash", th, "userId", "u1", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC",
+		old := sessRef(t, "")
+		write(old, "tokenHash", sessRand(t, 32), "userId", "u1", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC",
 			"absoluteExpiresAtMs", abs, "createdAtMs", "1", "lastSeenAtMs", "1", "schemaVersion", "1")
 		if err := e.do(e.s.Client.B().Pexpire().Key(e.r.sessionKey(old)).Milliseconds(1000).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		ac, err := e.r.Authorize(ctx, old, th)
+		ac, err := e.r.Authorize(ctx, old)
 		if err != nil || ac.Outcome != OldSchema || !ac.Refreshed {
 			t.Fatalf("schema 1: %+v %v", ac, err)
 		}
@@ -528,6 +532,39 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 		}
 		if n := e.metric("hashgate_repo_reads", sessAttr("outcome", "old_schema")); n < 2 {
 			t.Fatalf("old-schema reads counted = %d", n)
+		}
+
+		// Schema 2 in both shapes: as written before the optional fields (tokenHash,
+		// failedMfaAttempts 0, lastRotatedAtMs, idleTimeoutMs always present) and as written now
+		// (none of them). Both are found; the idle window slides by idleTimeoutMs when present,
+		// else by the default.
+		shapes := []struct {
+			name     string
+			kv       []string
+			min, max int64 // the refreshed PTTL
+		}{
+			{"full", []string{"tokenHash", sessRand(t, 32), "failedMfaAttempts", "0", "lastRotatedAtMs", seen,
+				"idleTimeoutMs", "120000"}, 100_000, 120_000},
+			{"lazy", nil, 29 * 60 * 1000, 30 * 60 * 1000},
+		}
+		for _, sh := range shapes {
+			ref := sessRef(t, "")
+			write(ref, append(sh.kv, "userId", "u2", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC",
+				"absoluteExpiresAtMs", abs, "createdAtMs", seen, "updatedAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2")...)
+			if err := e.do(e.s.Client.B().Pexpire().Key(e.r.sessionKey(ref)).Milliseconds(1000).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			ac, err := e.r.Authorize(ctx, ref)
+			if err != nil || ac.Outcome != Found || !ac.Refreshed || ac.FailedMFAAttempts != 0 ||
+				ac.LastRotatedAt.UnixMilli() != now {
+				t.Fatalf("%s: %+v %v", sh.name, ac, err)
+			}
+			if p := e.pttl(e.r.sessionKey(ref)); p < sh.min || p > sh.max {
+				t.Fatalf("%s: refreshed to %dms, want %d..%d", sh.name, p, sh.min, sh.max)
+			}
+			if v, err := e.r.Get(ctx, ref, "acme"); err != nil || v.SchemaVersion != SchemaVersion || v.LastRotatedAt.UnixMilli() != now {
+				t.Fatalf("%s view: %+v %v", sh.name, v, err)
+			}
 		}
 	})
 }

@@ -129,11 +129,11 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 		return nil, err
 	}
 	tag := s.userTag(tenant, in.UserID)
-	token, ref, hash, err := newToken(tag)
+	token, ref, err := newToken(tag)
 	if err != nil {
 		return nil, err
 	}
-	n := repo.NewSession{Ref: ref, TokenHash: hash, UserID: in.UserID, TenantID: tenant, Status: repo.SessionActive,
+	n := repo.NewSession{Ref: ref, UserID: in.UserID, TenantID: tenant, Status: repo.SessionActive,
 		AuthLevel: in.AuthLevel, DeviceLabel: in.DeviceLabel, Idle: in.IdleTimeout, Absolute: in.AbsoluteTimeout}
 	if in.MFARequired {
 		n.Status = repo.SessionMFARequired
@@ -157,12 +157,12 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 // (Principal.Session), so "who am I" needs no second read. Any failure but Redis trouble is
 // apperr.InvalidCredentials (401), whatever the cause, so callers learn nothing more.
 func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Principal, error) {
-	ref, hash, ok := parseToken(token)
+	ref, ok := parseToken(token)
 	if !ok {
 		s.m.auth(ctx, authMalformed)
 		return nil, invalidSession()
 	}
-	ac, err := s.repo.Authorize(ctx, ref, hash)
+	ac, err := s.repo.Authorize(ctx, ref)
 	switch {
 	case errors.Is(err, apperr.NotFound):
 		s.m.auth(ctx, authUnknown)
@@ -219,11 +219,11 @@ func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error
 	if err != nil {
 		return nil, err
 	}
-	token, next, hash, err := newToken(r.Tag)
+	token, next, err := newToken(r.Tag)
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.repo.Rotate(ctx, r, tenant, next, hash)
+	v, err := s.repo.Rotate(ctx, r, tenant, next)
 	if err != nil {
 		return nil, err
 	}
@@ -268,12 +268,12 @@ func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code stri
 	if err != nil {
 		return nil, err
 	}
-	token, next, hash, err := newToken(r.Tag)
+	token, next, err := newToken(r.Tag)
 	if err != nil {
 		return nil, err
 	}
 	res, err := s.repo.Verify(ctx, repo.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
-		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next, NextTokenHash: hash})
+		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next})
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,9 @@ import (
 
 // Token format: "hgs_" + the user's 12-character tag + "_" + 43 characters (base64url of 256
 // random bits). The tag makes every key of the user share one hash tag; the random part is the
-// secret. Only the token's SHA-256 is stored; the session id is "s_" + tag + "_" + base64url
-// of the first 16 bytes of that SHA-256, and the session's key derives from the id.
+// secret. The token is never stored, nor any hash of it: the session id is "s_" + tag + "_" +
+// base64url of the first 16 bytes of the token's SHA-256, and the session's key derives from
+// the id, so finding the key proves the token (a 128-bit second preimage is infeasible).
 const (
 	tokenPrefix    = "hgs_"
 	tokenRandBytes = 32
@@ -21,42 +22,38 @@ const (
 	TokenLen = len(tokenPrefix) + repo.SessionTagLen + 1 + tokenRandLen
 )
 
-// newToken returns a fresh token for the user with tag, its session reference and the
-// base64url SHA-256 to store.
-func newToken(tag string) (token string, ref repo.SessionRef, hash string, err error) {
+// newToken returns a fresh token for the user with tag and its session reference.
+func newToken(tag string) (token string, ref repo.SessionRef, err error) {
 	var b [tokenRandBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", repo.SessionRef{}, "", fmt.Errorf("sessions: random token: %w", err)
+		return "", repo.SessionRef{}, fmt.Errorf("sessions: random token: %w", err)
 	}
 	token = tokenPrefix + tag + "_" + base64.RawURLEncoding.EncodeToString(b[:])
-	ref, hash = refOf(token, tag)
-	return token, ref, hash, nil
+	return token, refOf(token, tag), nil
 }
 
-// parseToken checks the token's shape and derives its reference and stored hash. It says
-// nothing about whether the session exists.
-func parseToken(token string) (repo.SessionRef, string, bool) {
+// parseToken checks the token's shape and derives its reference. It says nothing about
+// whether the session exists.
+func parseToken(token string) (repo.SessionRef, bool) {
 	if len(token) != TokenLen || token[:len(tokenPrefix)] != tokenPrefix || token[len(tokenPrefix)+repo.SessionTagLen] != '_' {
-		return repo.SessionRef{}, "", false
+		return repo.SessionRef{}, false
 	}
 	tag := token[len(tokenPrefix) : len(tokenPrefix)+repo.SessionTagLen]
 	random := token[len(tokenPrefix)+repo.SessionTagLen+1:]
 	if !b64url(tag) || !b64url(random) {
-		return repo.SessionRef{}, "", false
+		return repo.SessionRef{}, false
 	}
 	// The last character of 43 base64url characters carries 2 padding bits: only canonical
 	// encodings are tokens, so one secret has exactly one spelling.
 	if _, err := base64.RawURLEncoding.Strict().DecodeString(random); err != nil {
-		return repo.SessionRef{}, "", false
+		return repo.SessionRef{}, false
 	}
-	ref, hash := refOf(token, tag)
-	return ref, hash, true
+	return refOf(token, tag), true
 }
 
-func refOf(token, tag string) (repo.SessionRef, string) {
+func refOf(token, tag string) repo.SessionRef {
 	sum := sha256.Sum256([]byte(token))
-	return repo.SessionRef{Tag: tag, Part: base64.RawURLEncoding.EncodeToString(sum[:16])},
-		base64.RawURLEncoding.EncodeToString(sum[:])
+	return repo.SessionRef{Tag: tag, Part: base64.RawURLEncoding.EncodeToString(sum[:16])}
 }
 
 func b64url(s string) bool {

@@ -3,37 +3,33 @@
 -- the absolute deadline. Without the client-side cache every authentication runs this; with it,
 -- only the ones the gateway finds due for a refresh (everything is checked again here, on
 -- Redis's clock, and the write invalidates every replica's cached copy).
+-- The key derives from 128 bits of the token's SHA-256, so finding it proves the token: no hash
+-- of the token is compared (an old hash's tokenHash field is not read).
 -- KEYS[1]: session hash <prefix>:v1:session:{<userTag>}:<idPart>
--- ARGV[1]: the token's SHA-256 (base64url); a hash holding another one is not this token's
--- ARGV[2]: refresh fraction: refresh only when less than this share of the idle window is left
--- ARGV[3]: idle timeout in milliseconds for schema-1 hashes, which carry no idleTimeoutMs
--- ARGV[4..]: the fields to read; the first eight are, in this order: tokenHash, userId,
---          tenantId, status, authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion
--- Reply: {'missing'} | {'mismatch'} (another token's hash) | {'notoken'} (no tokenHash: corrupt) |
---        {'ok', nowMs, pttlMs, refreshed (0|1), <one value per ARGV[4..] field, nil when absent>}
+-- ARGV[1]: refresh fraction: refresh only when less than this share of the idle window is left
+-- ARGV[2]: the default idle timeout in milliseconds, for hashes without idleTimeoutMs (written
+--          only when a session overrides the default, never by schema 1)
+-- ARGV[3..]: the fields to read; the first seven are, in this order: userId, tenantId, status,
+--          authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion
+-- Reply: {'missing'} |
+--        {'ok', nowMs, pttlMs, refreshed (0|1), <one value per ARGV[3..] field, nil when absent>}
 --        (the caller classifies found / old schema / corrupt)
-local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4))
-if not (v[1] or v[2] or v[3] or v[4] or v[5] or v[6] or v[7] or v[8]) then
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
+if not (v[1] or v[2] or v[3] or v[4] or v[5] or v[6] or v[7]) then
   return {'missing'}
-end
-if not v[1] then
-  return {'notoken'}
-end
-if v[1] ~= ARGV[1] then
-  return {'mismatch'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local pttl = redis.call('PTTL', KEYS[1])
-local abs = tonumber(v[6])
-local idle = tonumber(v[7])
-if not idle and v[8] == '1' then
-  idle = tonumber(ARGV[3])
+local abs = tonumber(v[5])
+local idle = tonumber(v[6])
+if not v[6] then
+  idle = tonumber(ARGV[2])
 end
 local refreshed = 0
 -- Refresh only a complete hash: a corrupt one is refused by the caller and never extended.
-if v[2] and v[3] and v[4] and v[5] and abs and idle and idle > 0 and abs > now then
-  if pttl < idle * tonumber(ARGV[2]) then
+if v[1] and v[2] and v[3] and v[4] and v[7] and abs and idle and idle > 0 and abs > now then
+  if pttl < idle * tonumber(ARGV[1]) then
     local want = math.min(idle, abs - now)
     if want > pttl then
       redis.call('PEXPIRE', KEYS[1], string.format('%d', want))

@@ -13,8 +13,12 @@
 -- ARGV[2]: idle timeout in milliseconds
 -- ARGV[3]: absolute timeout in milliseconds
 -- ARGV[4]: idPart (the index member)
--- ARGV[5..]: field, value pairs (userId, tenantId, status, authLevel, tokenHash, schemaVersion,
---          device hashes, ...); the timestamps are added here from the server's clock
+-- ARGV[5..]: field, value pairs (userId, tenantId, status, authLevel, schemaVersion, and only when
+--          given: device label and hashes, idleTimeoutMs when it is not the default); the
+--          timestamps createdAtMs, updatedAtMs, absoluteExpiresAtMs are added here from the
+--          server's clock. failedMfaAttempts, lastSeenAtMs and lastRotatedAtMs are written only
+--          once they differ from their defaults (0, createdAtMs, createdAtMs: by a wrong MFA code,
+--          an idle refresh, a rotation); no hash of the token is stored.
 -- Reply: {'ok', nowMs, ttlMs, absoluteExpiresAtMs} | {'full', members} | {'exists'}
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'exists'}
@@ -36,8 +40,7 @@ for i = 5, #ARGV do
 end
 local nowS = string.format('%d', now)
 for _, kv in ipairs({
-  {'createdAtMs', nowS}, {'updatedAtMs', nowS}, {'lastSeenAtMs', nowS}, {'lastRotatedAtMs', nowS},
-  {'absoluteExpiresAtMs', string.format('%d', abs)}, {'idleTimeoutMs', string.format('%d', idle)},
+  {'createdAtMs', nowS}, {'updatedAtMs', nowS}, {'absoluteExpiresAtMs', string.format('%d', abs)},
 }) do
   fields[#fields + 1] = kv[1]
   fields[#fields + 1] = kv[2]

@@ -7,8 +7,9 @@
 -- KEYS[4]: old challenge key <prefix>:v1:mfa:{<userTag>}:<oldIdPart> (fallback mode only)
 -- KEYS[5]: new challenge key <prefix>:v1:mfa:{<userTag>}:<newIdPart>
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'missing')
--- ARGV[2]: new token hash (base64url SHA-256)
--- ARGV[3]: old idPart, ARGV[4]: new idPart
+-- ARGV[2]: old idPart, ARGV[3]: new idPart
+-- The new key derives from the new token's SHA-256, so no hash of the token is stored; a
+-- tokenHash left by an older gateway is dropped.
 -- Reply: {'missing'} | {'exists'} |
 --        {'ok', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
 local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs')
@@ -21,15 +22,16 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowS = string.format('%d', now)
-redis.call('HSET', KEYS[1], 'tokenHash', ARGV[2], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
+redis.call('HSET', KEYS[1], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
+redis.call('HDEL', KEYS[1], 'tokenHash')
 redis.call('RENAME', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('RENAME', KEYS[4], KEYS[5])
 end
 local pttl = redis.call('PTTL', KEYS[2])
 local abs = tonumber(v[5]) or (now + math.max(pttl, 0))
-redis.call('ZREM', KEYS[3], ARGV[3])
-redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[3])
 if redis.call('PTTL', KEYS[3]) < abs - now then
   redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
 end

@@ -14,7 +14,10 @@
 -- ARGV[2]: where the challenge lives: field | key
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the candidate code (base64url)
 -- ARGV[5]: attempt limit, ARGV[6]: window ms, ARGV[7]: counter buffer ms
--- ARGV[8]: new token hash, ARGV[9]: old idPart, ARGV[10]: new idPart
+-- ARGV[8]: old idPart, ARGV[9]: new idPart
+-- The new key derives from the new token's SHA-256, so no hash of the token is stored; a
+-- tokenHash left by an older gateway is dropped. failedMfaAttempts is created by the first
+-- wrong code (HINCRBY), never written as 0.
 -- Reply: {'missing'} | {'exists'} |
 --        {'limited', count, resetMs} |
 --        {'gone', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
@@ -95,14 +98,14 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
 end
 local nowS = string.format('%d', now)
 redis.call('HSET', KEYS[1], 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS,
-  'updatedAtMs', nowS, 'lastRotatedAtMs', nowS, 'tokenHash', ARGV[8])
-redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs')
+  'updatedAtMs', nowS, 'lastRotatedAtMs', nowS)
+redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'tokenHash')
 redis.call('DEL', KEYS[5])
 redis.call('RENAME', KEYS[1], KEYS[2])
 local pttl = redis.call('PTTL', KEYS[2])
 local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
-redis.call('ZREM', KEYS[3], ARGV[9])
-redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[10])
+redis.call('ZREM', KEYS[3], ARGV[8])
+redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[9])
 if redis.call('PTTL', KEYS[3]) < abs - now then
   redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
 end

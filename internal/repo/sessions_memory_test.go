@@ -1,0 +1,61 @@
+package repo
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// sessMemoryBudget is what a plain session hash (BASIC, no device information, no MFA
+// challenge; user "user-0001", tenant "acme") costs in MEMORY USAGE on Redis 8, key included:
+// 296 B = robj 16 + listpack 170 B in a 192 B jemalloc class + key sds (51 B key, 55 B sds) in a
+// 64 B class + dict entry 24. Issue 6's target, 256 B, is not reached: with 104 B of key
+// overhead the listpack would have to fit 128 B (or 160 B with a key of at most 44 bytes), and
+// the eight fields left (readable names; schemaVersion, createdAtMs, updatedAtMs required by the
+// data-model rules) take 170 B.
+const sessMemoryBudget = 296
+
+// TestSessionMemoryUsage measures a plain session hash as production names it (the default key
+// prefix "hg"; the random user tag keeps the key apart from every other test's) on Redis 8, and
+// checks it holds only the fields a plain session needs.
+func TestSessionMemoryUsage(t *testing.T) {
+	t.Parallel()
+	var r8 testredis.Backend
+	for _, b := range testredis.Backends() {
+		if b.Name == "redis8" {
+			r8 = b
+		}
+	}
+	s := testredis.Open(t, r8)
+	e := newSessEnv(t, s, "hg", nil)
+	ctx := context.Background()
+	ref := sessRef(t, "")
+	if _, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "user-0001", TenantID: "acme", Status: SessionActive,
+		AuthLevel: LevelBasic, Idle: 30 * time.Minute, Absolute: 12 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	key := e.r.sessionKey(ref)
+	t.Cleanup(func() { e.do(s.Client.B().Del().Key(key).Build()) })
+	names, err := e.do(s.Client.B().Hkeys().Key(key).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	want := []string{sfAbsoluteExpires, sfAuthLevel, sfCreatedAt, sfSchemaVersion, sfStatus, sfTenantID,
+		sfUpdatedAt, sfUserID}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("a plain session holds %v, want %v", names, want)
+	}
+	n, err := e.do(s.Client.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("MEMORY USAGE of a plain session (%d fields, key %d B): %d B", len(names), len(key), n)
+	if n > sessMemoryBudget {
+		t.Errorf("MEMORY USAGE = %d B, want at most %d", n, sessMemoryBudget)
+	}
+}
