@@ -76,6 +76,14 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stopPprof()
+	}
 
 	if err := bootstrapToken(ctx, a, stdout, addr); err != nil {
 		_ = ln.Close()

@@ -16,6 +16,7 @@ import (
 // default; `secret` fields are masked when the config is logged.
 type Config struct {
 	Addr               string        `env:"GATEWAY_ADDR" default:":8080"`
+	PprofAddr          string        `env:"GATEWAY_PPROF_ADDR"`
 	RedisURL           string        `env:"REDIS_URL" secret:"url"`
 	RedisTimeout       time.Duration `env:"GATEWAY_REDIS_TIMEOUT" default:"500ms"`
 	RedisClientCache   bool          `env:"GATEWAY_REDIS_CLIENT_CACHE" default:"true"`

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,28 @@ func TestCheckForm(t *testing.T) {
 		if got := checkForm([]byte(tt.in), allowed); got != tt.want {
 			t.Errorf("%q: %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// The hot routes bypass the generic validator (their parameter is still checked), every other
+// operation goes through it.
+func TestHotRoutesSkipTheValidator(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, isHot := h.srv.authnMiddleware(spec)
+	for path, want := range map[string]bool{"/v1/authorize": true, "/v1/session": true, "/v1/tokens": false} {
+		c := h.e.NewContext(httptest.NewRequest("GET", path, nil), httptest.NewRecorder())
+		c.SetPath(path)
+		if got := isHot(c); got != want {
+			t.Errorf("isHot(GET %s) = %v, want %v", path, got, want)
+		}
+	}
+	p := wantProblem(t, h.do("GET", "/v1/authorize?level=ROOT", nil, "Authorization", h.bearer("acme", allScopes...)), 400, "validation")
+	if len(p.Errors) != 1 || p.Errors[0].Parameter != "query:level" {
+		t.Fatalf("errors = %+v", p.Errors)
 	}
 }

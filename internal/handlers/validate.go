@@ -36,7 +36,9 @@ func (s *Server) RequestValidator(spec *openapi3.T, skip func(echo.Context) bool
 			// application/merge-patch+json.
 			KeepValidatedValue: true,
 		},
-		Skipper: func(c echo.Context) bool { return c.Request().URL.Path == "/metrics" },
+		Skipper: func(c echo.Context) bool {
+			return c.Request().URL.Path == "/metrics" || skip != nil && skip(c)
+		},
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
 			return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
 		},

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // unobservedPaths get neither spans nor HTTP metrics.
@@ -20,11 +21,27 @@ func skipObservability(c echo.Context) bool {
 // template is known.
 func EchoMiddleware(t *Telemetry, service string) echo.MiddlewareFunc {
 	tracing := otelecho.Middleware(service,
-		otelecho.WithTracerProvider(t.tracerProvider()),
+		otelecho.WithTracerProvider(t.spanProvider()),
 		otelecho.WithPropagators(t.propagator()),
 		otelecho.WithSkipper(skipObservability),
 	)
 	metrics := EchoMetricsMiddleware(t)
+	if !t.Recording() {
+		// Nothing records spans: skip otelecho's per-request span bookkeeping, but keep an
+		// incoming W3C trace context on the request so log lines still carry its ids.
+		prop := t.propagator()
+		return func(next echo.HandlerFunc) echo.HandlerFunc {
+			m := metrics(next)
+			return func(c echo.Context) error {
+				r := c.Request()
+				if r.Header.Get("traceparent") != "" {
+					ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+					c.SetRequest(r.WithContext(ctx))
+				}
+				return m(c)
+			}
+		}
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return tracing(metrics(next))
 	}

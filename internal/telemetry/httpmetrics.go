@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,15 +52,7 @@ func EchoMetricsMiddleware(t *Telemetry) echo.MiddlewareFunc {
 			}
 			elapsed := time.Since(start).Seconds()
 
-			attrs := make([]attribute.KeyValue, 0, 3)
-			attrs = append(attrs,
-				attribute.String("http.request.method", normalizeMethod(c.Request().Method)),
-				attribute.Int("http.response.status_code", c.Response().Status),
-			)
-			if route := c.Path(); route != "" {
-				attrs = append(attrs, attribute.String("http.route", route))
-			}
-			set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+			set := attrSets.get(normalizeMethod(c.Request().Method), c.Response().Status, c.Path())
 			ctx := c.Request().Context()
 			requests.Add(ctx, 1, set)
 			duration.Record(ctx, elapsed, set)
@@ -86,4 +79,42 @@ func otelHandle(err error) {
 	if err != nil {
 		otel.Handle(err)
 	}
+}
+
+// attrSets caches one attribute set per (method, status, route): the label space is bounded
+// (normalised methods, route templates, statuses), and building a set per request costs
+// allocations on the hot path.
+var attrSets = &attrSetCache{m: map[attrKey]metric.MeasurementOption{}}
+
+type attrKey struct {
+	method string
+	status int
+	route  string
+}
+
+type attrSetCache struct {
+	mu sync.RWMutex
+	m  map[attrKey]metric.MeasurementOption
+}
+
+func (a *attrSetCache) get(method string, status int, route string) metric.MeasurementOption {
+	k := attrKey{method, status, route}
+	a.mu.RLock()
+	opt, ok := a.m[k]
+	a.mu.RUnlock()
+	if ok {
+		return opt
+	}
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, attribute.String("http.request.method", method), attribute.Int("http.response.status_code", status))
+	if route != "" {
+		attrs = append(attrs, attribute.String("http.route", route))
+	}
+	opt = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	a.mu.Lock()
+	if len(a.m) < 10000 { // routes are templates; the bound only guards against surprises
+		a.m[k] = opt
+	}
+	a.mu.Unlock()
+	return opt
 }

@@ -28,6 +28,18 @@ func (t *Telemetry) meterProvider() metric.MeterProvider {
 	return t.MeterProvider
 }
 
+// Recording reports whether spans are collected (an exporter or a span processor is set).
+func (t *Telemetry) Recording() bool { return t != nil && t.recording }
+
+// spanProvider is the tracer provider for per-request and per-command spans: the no-op one
+// when nothing records them, so the hot paths pay nothing for tracing that goes nowhere.
+func (t *Telemetry) spanProvider() trace.TracerProvider {
+	if !t.Recording() {
+		return tracenoop.NewTracerProvider()
+	}
+	return t.TracerProvider
+}
+
 func (t *Telemetry) tracerProvider() trace.TracerProvider {
 	if t == nil || t.TracerProvider == nil {
 		return tracenoop.NewTracerProvider()

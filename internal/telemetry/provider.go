@@ -42,8 +42,11 @@ type Telemetry struct {
 	Propagator propagation.TextMapPropagator
 
 	metricsHandler http.Handler
-	shutdownOnce   sync.Once
-	shutdownErr    error
+	// recording is false when nothing consumes spans (no exporter, no processor): the hot
+	// paths then skip span bookkeeping altogether.
+	recording    bool
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // Setup builds the tracer and meter providers and installs the W3C
@@ -93,7 +96,8 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (*Telemetry, error) 
 	for _, sp := range o.spanProcessors {
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(sp))
 	}
-	if isNoopSpanExporter(exp) && len(o.spanProcessors) == 0 {
+	recording := !isNoopSpanExporter(exp) || len(o.spanProcessors) > 0
+	if !recording {
 		// Nothing consumes spans: record none. Spans still carry valid trace and span ids
 		// (for logs and propagation), but cost no attribute or event bookkeeping.
 		tpOpts = append(tpOpts, sdktrace.WithSampler(sdktrace.NeverSample()))
@@ -105,7 +109,8 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (*Telemetry, error) 
 			sdkmetric.WithResource(res),
 			sdkmetric.WithReader(promExp),
 		),
-		Registry: reg,
+		Registry:  reg,
+		recording: recording,
 		Propagator: propagation.NewCompositeTextMapPropagator(
 			propagation.TraceContext{}, propagation.Baggage{},
 		),

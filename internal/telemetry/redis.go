@@ -16,7 +16,7 @@ import (
 // command name(s).
 func RedisOptions(t *Telemetry) []rueidisotel.Option {
 	return []rueidisotel.Option{
-		rueidisotel.WithTracerProvider(t.tracerProvider()),
+		rueidisotel.WithTracerProvider(t.spanProvider()),
 		rueidisotel.WithMeterProvider(t.meterProvider()),
 		rueidisotel.WithOperationMetricAttr(),
 	}
