@@ -33,7 +33,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	log := telemetry.NewLogger(stderr, level)
 	log.Info("starting hashgate", append([]any{"version", version}, cfg.Fields()...)...)
 
-	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "hashgate", ServiceVersion: version})
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "hashgate", ServiceVersion: version, RedisCommandLabels: cfg.RedisCommandLabels})
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}

@@ -20,6 +20,7 @@ type Config struct {
 	RedisURL           string        `env:"REDIS_URL" secret:"url"`
 	RedisTimeout       time.Duration `env:"GATEWAY_REDIS_TIMEOUT" default:"500ms"`
 	RedisClientCache   bool          `env:"GATEWAY_REDIS_CLIENT_CACHE" default:"true"`
+	RedisCommandLabels bool          `env:"GATEWAY_REDIS_COMMAND_METRICS" default:"false"`
 	KeyPrefix          string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
 	LogLevel           string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
 	BootstrapTokenFile string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 
 	"github.com/hashgate/hashgate/internal/apperr"
@@ -35,5 +37,33 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 		scopes := strings.Join(p.Scopes, " ")
 		res.Body.Scopes, res.Headers.XAuthScopes = &p.Scopes, &scopes
 	}
-	return res, nil
+	return authorizeOK{res}, nil
+}
+
+// authorizeOK writes Authorize200JSONResponse directly: the forward-auth answer is the
+// response the gateway writes most, and the generated writer formats every header with
+// fmt.Sprint and canonicalises its name on each call. Same status, headers and body.
+type authorizeOK struct{ Authorize200JSONResponse }
+
+func (r authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
+	body, err := json.Marshal(r.Body)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{sessNoStore}
+	set := func(name string, v *string) {
+		if v != nil {
+			h[name] = []string{*v}
+		}
+	}
+	set("X-Auth-Subject", r.Headers.XAuthSubject)
+	set("X-Auth-Tenant", r.Headers.XAuthTenant)
+	set("X-Auth-Level", r.Headers.XAuthLevel)
+	set("X-Auth-Session", r.Headers.XAuthSession)
+	set("X-Auth-Scopes", r.Headers.XAuthScopes)
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(append(body, '\n'))
+	return err
 }

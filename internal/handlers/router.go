@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -56,14 +57,15 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // requestIDMiddleware keeps a caller's X-Request-Id when it is short and plain (so it cannot
-// inject into logs), and makes one otherwise.
+// inject into logs), and makes one otherwise: a random per-process prefix and a counter, unique
+// without a random read per request (request ids are correlation handles, not secrets).
 func requestIDMiddleware() echo.MiddlewareFunc {
+	var b [9]byte
+	_, _ = rand.Read(b[:])
+	prefix := base64.RawURLEncoding.EncodeToString(b[:]) + "-"
+	var n atomic.Uint64
 	return middleware.RequestIDWithConfig(middleware.RequestIDConfig{
-		Generator: func() string {
-			var b [12]byte
-			_, _ = rand.Read(b[:])
-			return base64.RawURLEncoding.EncodeToString(b[:])
-		},
+		Generator: func() string { return prefix + strconv.FormatUint(n.Add(1), 36) },
 		Skipper: func(c echo.Context) bool {
 			if id := c.Request().Header.Get(echo.HeaderXRequestID); id != "" && !requestIDPattern.MatchString(id) {
 				c.Request().Header.Del(echo.HeaderXRequestID)

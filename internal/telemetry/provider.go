@@ -29,6 +29,9 @@ import (
 type Config struct {
 	ServiceName    string
 	ServiceVersion string
+	// RedisCommandLabels labels Redis client metrics with the command name. It costs an
+	// attribute set per call (cache hits included), so it is off unless asked for.
+	RedisCommandLabels bool
 }
 
 // Telemetry holds the configured providers. Build it with [Setup] and release
@@ -44,9 +47,10 @@ type Telemetry struct {
 	metricsHandler http.Handler
 	// recording is false when nothing consumes spans (no exporter, no processor): the hot
 	// paths then skip span bookkeeping altogether.
-	recording    bool
-	shutdownOnce sync.Once
-	shutdownErr  error
+	recording     bool
+	commandLabels bool
+	shutdownOnce  sync.Once
+	shutdownErr   error
 }
 
 // Setup builds the tracer and meter providers and installs the W3C
@@ -109,8 +113,9 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (*Telemetry, error) 
 			sdkmetric.WithResource(res),
 			sdkmetric.WithReader(promExp),
 		),
-		Registry:  reg,
-		recording: recording,
+		Registry:      reg,
+		recording:     recording,
+		commandLabels: cfg.RedisCommandLabels,
 		Propagator: propagation.NewCompositeTextMapPropagator(
 			propagation.TraceContext{}, propagation.Baggage{},
 		),

@@ -12,14 +12,17 @@ import (
 // server.address/port. rueidisotel sets no db.statement unless
 // rueidisotel.WithDBStatement is given, and it is deliberately not given here:
 // command arguments (keys, values, API-key hashes) must never reach a span.
-// Command duration and error metrics get an "operation" attribute holding the
-// command name(s).
+// With Config.RedisCommandLabels, command duration and error metrics get an
+// "operation" attribute holding the command name(s).
 func RedisOptions(t *Telemetry) []rueidisotel.Option {
-	return []rueidisotel.Option{
+	opts := []rueidisotel.Option{
 		rueidisotel.WithTracerProvider(t.spanProvider()),
 		rueidisotel.WithMeterProvider(t.meterProvider()),
-		rueidisotel.WithOperationMetricAttr(),
 	}
+	if t != nil && t.commandLabels {
+		opts = append(opts, rueidisotel.WithOperationMetricAttr())
+	}
+	return opts
 }
 
 // NewRedisClient creates a rueidis client instrumented with [RedisOptions].
