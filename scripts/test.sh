@@ -34,6 +34,9 @@ args=("$@")
 export HASHGATE_SECRETS_FILE="$PWD/.cache/secrets.txt"
 rm -f "$HASHGATE_SECRETS_FILE"
 rc=0
+# Show in the log that every backend answers (embedded, Redis 8, Redis 8 in HEXPIRE mode,
+# cluster, Redis 7.0): the capability test names each one.
+go test -count=1 -v -run '^TestOpenDetectsCapabilities$' ./internal/store/ | grep -E '^\s*--- (PASS|FAIL|SKIP)' || rc=$?
 go test -race -count=1 "${args[@]}" || rc=$?
 echo "test.sh: go test exit code $rc"
 
