@@ -31,7 +31,8 @@ type app struct {
 	deps   handlers.Deps
 	// background loops (e.g. the case sweeper), started by serve and stopped with its context.
 	background []func(ctx context.Context)
-	// mint issues a token and records its metadata (used by the bootstrap token and `token mint`).
+	// mint issues a token and records its metadata (set by wireDomains; used by the bootstrap
+	// token and `token mint`).
 	mint func(ctx context.Context, in mintInput) (string, time.Time, error)
 }
 
@@ -78,13 +79,6 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 		RetryAfter:     cfg.RetryAfter,
 		BodyLimitBytes: cfg.BodyLimitBytes,
 		Spec:           api.Spec,
-	}
-	a.mint = func(_ context.Context, in mintInput) (string, time.Time, error) {
-		tok, claims, err := a.auth.Mint(auth.MintInput{Subject: in.Subject, Tenant: in.Tenant, Scopes: in.Scopes, TTL: in.TTL, TokenType: in.TokenType})
-		if err != nil {
-			return "", time.Time{}, err
-		}
-		return tok, claims.ExpiresAt.Time, nil
 	}
 	if err := wireDomains(ctx, a); err != nil {
 		a.store.Close()

@@ -29,7 +29,7 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 	lv := string(level)
 	res := Authorize200JSONResponse{
 		Body:    AuthorizeResult{Subject: p.Subject, Tenant: p.Tenant, AuthLevel: level},
-		Headers: Authorize200ResponseHeaders{XAuthSubject: &p.Subject, XAuthTenant: &p.Tenant, XAuthLevel: &lv, CacheControl: &sessNoStore},
+		Headers: Authorize200ResponseHeaders{XAuthSubject: &p.Subject, XAuthTenant: &p.Tenant, XAuthLevel: &lv, CacheControl: &noStore},
 	}
 	if p.Kind == auth.KindSession {
 		res.Body.SessionId, res.Headers.XAuthSession = &p.SessionID, &p.SessionID
@@ -52,7 +52,7 @@ func (r authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 	}
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{sessNoStore}
+	h["Cache-Control"] = []string{noStore}
 	set := func(name string, v *string) {
 		if v != nil {
 			h[name] = []string{*v}

@@ -105,11 +105,7 @@ func (s *Server) EscalateCase(ctx context.Context, request EscalateCaseRequestOb
 
 // AssignCase hands the case to another team.
 func (s *Server) AssignCase(ctx context.Context, request AssignCaseRequestObject) (AssignCaseResponseObject, error) {
-	reason := ""
-	if request.Body.Reason != nil {
-		reason = *request.Body.Reason
-	}
-	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, reason)
+	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, deref(request.Body.Reason))
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,9 @@ func TestCaseHTTPFlow(t *testing.T) {
 		}
 		again := h.do("POST", "/v1/cases", body, "Authorization", auth, "Idempotency-Key", "open-case-0001")
 		wantStatus(t, again, 201)
-		if !bytes.Equal(again.Body.Bytes(), rec.Body.Bytes()) || again.Header().Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("replay differs:\n%s\n%s", rec.Body, again.Body)
+		if !bytes.Equal(again.Body.Bytes(), rec.Body.Bytes()) || again.Header().Get("Idempotent-Replayed") != "true" ||
+			again.Header().Get("ETag") != `"1"` || again.Header().Get("Location") != rec.Header().Get("Location") {
+			t.Fatalf("replay differs:\n%s\n%s %v", rec.Body, again.Body, again.Header())
 		}
 		body["reason"] = "something else"
 		wantProblem(t, h.do("POST", "/v1/cases", body, "Authorization", auth, "Idempotency-Key", "open-case-0001"), 422, "idempotency-key-reused")

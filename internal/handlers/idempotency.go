@@ -147,6 +147,18 @@ func etagChars(s string) bool {
 	return true
 }
 
+// noStore is the Cache-Control of every answer that carries a token or a code.
+var noStore = "no-store"
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
 func notWired(what string) error {
 	return apperr.Newf(apperr.NotImplemented, "%s are not configured on this gateway.", what)
 }

@@ -42,6 +42,19 @@ func (s *Server) quoteCaller(ctx context.Context) (*auth.Principal, error) {
 	return callerPrincipal(ctx)
 }
 
+// quoteWrite is the caller and the required If-Match version of a write to a draft.
+func (s *Server) quoteWrite(ctx context.Context, ifMatch *string) (*auth.Principal, int64, error) {
+	p, err := s.quoteCaller(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, err := ifMatchVersion(ifMatch, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	return p, v, nil
+}
+
 // CreateQuote opens a draft; with an Idempotency-Key a retry replays the first 201.
 func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error) {
 	p, err := s.quoteCaller(ctx)
@@ -80,11 +93,7 @@ func (s *Server) GetQuote(ctx context.Context, request GetQuoteRequestObject) (G
 
 // PatchQuote merge-patches the draft at the If-Match version.
 func (s *Server) PatchQuote(ctx context.Context, request PatchQuoteRequestObject) (PatchQuoteResponseObject, error) {
-	p, err := s.quoteCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -130,19 +139,12 @@ func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsReque
 
 // PutQuoteItem adds or replaces a line item at the If-Match version; totals are recomputed.
 func (s *Server) PutQuoteItem(ctx context.Context, request PutQuoteItemRequestObject) (PutQuoteItemResponseObject, error) {
-	p, err := s.quoteCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
 	b := request.Body
-	it := repo.QuoteItem{ID: request.ItemId, SKU: b.Sku, Quantity: b.Quantity, UnitPriceMinor: b.UnitPriceMinor}
-	if b.Description != nil {
-		it.Description = *b.Description
-	}
+	it := repo.QuoteItem{ID: request.ItemId, SKU: b.Sku, Quantity: b.Quantity, UnitPriceMinor: b.UnitPriceMinor, Description: deref(b.Description)}
 	q, err := s.Quotes.PutItem(ctx, p.Tenant, request.QuoteId, v, it)
 	if err != nil {
 		return nil, err
@@ -152,11 +154,7 @@ func (s *Server) PutQuoteItem(ctx context.Context, request PutQuoteItemRequestOb
 
 // DeleteQuoteItem removes a line item at the If-Match version; totals are recomputed.
 func (s *Server) DeleteQuoteItem(ctx context.Context, request DeleteQuoteItemRequestObject) (DeleteQuoteItemResponseObject, error) {
-	p, err := s.quoteCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -169,11 +167,7 @@ func (s *Server) DeleteQuoteItem(ctx context.Context, request DeleteQuoteItemReq
 
 // SubmitQuote moves the draft from DRAFT to SUBMITTED at the If-Match version.
 func (s *Server) SubmitQuote(ctx context.Context, request SubmitQuoteRequestObject) (SubmitQuoteResponseObject, error) {
-	p, err := s.quoteCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatchVersion(request.Params.IfMatch, true)
+	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

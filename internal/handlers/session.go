@@ -21,7 +21,7 @@ func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionReque
 	if err != nil {
 		return nil, err
 	}
-	return GetCurrentSession200JSONResponse{Body: sessionView(v, true), Headers: GetCurrentSession200ResponseHeaders{CacheControl: &sessNoStore}}, nil
+	return GetCurrentSession200JSONResponse{Body: sessionView(v, true), Headers: GetCurrentSession200ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
 // Logout revokes the caller's session, clears the cookie and asks the browser to drop

@@ -28,18 +28,13 @@ type SessionService interface {
 
 var _ SessionService = (*sessions.Service)(nil)
 
-var sessNoStore = "no-store"
-
 // sessionCaller is the authenticated caller and the session service.
 func (s *Server) sessionCaller(ctx context.Context) (*auth.Principal, SessionService, error) {
 	if s.Sessions == nil {
-		return nil, nil, apperr.New(apperr.NotImplemented, "Sessions are not configured on this gateway.")
+		return nil, nil, notWired("Sessions")
 	}
-	p, ok := auth.PrincipalFrom(ctx)
-	if !ok || p.Tenant == "" {
-		return nil, nil, apperr.New(apperr.Unauthenticated, "The credentials carry no tenant.")
-	}
-	return p, s.Sessions, nil
+	p, err := callerPrincipal(ctx)
+	return p, s.Sessions, err
 }
 
 // CreateSession starts a session for a user who has just logged in; the token is shown once.
@@ -52,16 +47,16 @@ func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequest
 	if b == nil {
 		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
 	}
-	in := sessions.CreateInput{UserID: b.UserId, AuthLevel: string(b.AuthLevel), MFARequired: sessDeref(b.MfaRequired),
+	in := sessions.CreateInput{UserID: b.UserId, AuthLevel: string(b.AuthLevel), MFARequired: deref(b.MfaRequired),
 		IdleTimeout: sessSeconds(b.IdleTimeoutSeconds), AbsoluteTimeout: sessSeconds(b.AbsoluteTimeoutSeconds)}
 	if d := b.Device; d != nil {
-		in.DeviceLabel, in.UserAgent, in.IP = sessDeref(d.Label), sessDeref(d.UserAgent), sessDeref(d.Ip)
+		in.DeviceLabel, in.UserAgent, in.IP = deref(d.Label), deref(d.UserAgent), deref(d.Ip)
 	}
 	is, err := svc.Create(ctx, p.Tenant, in)
 	if err != nil {
 		return nil, err
 	}
-	return CreateSession201JSONResponse{Body: sessionToken(is), Headers: CreateSession201ResponseHeaders{CacheControl: &sessNoStore}}, nil
+	return CreateSession201JSONResponse{Body: sessionToken(is), Headers: CreateSession201ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
 // GetSession is the full view of a session of the caller's tenant.
@@ -99,7 +94,7 @@ func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequest
 	if err != nil {
 		return nil, err
 	}
-	return RotateSession200JSONResponse{Body: sessionToken(is), Headers: RotateSession200ResponseHeaders{CacheControl: &sessNoStore}}, nil
+	return RotateSession200JSONResponse{Body: sessionToken(is), Headers: RotateSession200ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
 // CreateMfaChallenge starts a step-up; the caller delivers the code out of band.
@@ -113,7 +108,7 @@ func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChalle
 		return nil, err
 	}
 	return CreateMfaChallenge201JSONResponse{Body: MfaChallenge{ChallengeId: c.ID, Code: c.Code, ExpiresAt: c.ExpiresAt},
-		Headers: CreateMfaChallenge201ResponseHeaders{CacheControl: &sessNoStore}}, nil
+		Headers: CreateMfaChallenge201ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
 // VerifyMfa checks the code; on success the session steps up and its token rotates.
@@ -131,7 +126,7 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 	}
 	return VerifyMfa200JSONResponse{Body: MfaVerified{SessionId: is.Ref.ID(), Token: is.Token, Status: MfaVerifiedStatusMFAVERIFIED,
 		AuthLevel: MfaVerifiedAuthLevelMFA, IdleExpiresAt: &is.IdleExpiresAt, AbsoluteExpiresAt: &is.AbsoluteExpiresAt},
-		Headers: VerifyMfa200ResponseHeaders{CacheControl: &sessNoStore}}, nil
+		Headers: VerifyMfa200ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
 // ListUserSessions is the user's live sessions, newest first.
@@ -153,7 +148,7 @@ func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessi
 	if err != nil {
 		return nil, err
 	}
-	n, err := svc.RevokeUser(ctx, p.Tenant, request.UserId, sessDeref(request.Params.Except))
+	n, err := svc.RevokeUser(ctx, p.Tenant, request.UserId, deref(request.Params.Except))
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +163,8 @@ func sessionToken(is *sessions.Issued) SessionToken {
 func sessionView(v *sessions.Session, current bool) Session {
 	out := Session{SessionId: v.Ref.ID(), UserId: v.UserID, TenantId: v.TenantID, Status: SessionStatus(v.Status),
 		AuthLevel: AuthLevel(v.AuthLevel), CreatedAt: v.CreatedAt, LastSeenAt: v.LastSeenAt, IdleExpiresAt: v.IdleExpiresAt,
-		AbsoluteExpiresAt: v.AbsoluteExpiresAt, LastRotatedAt: sessionTimeOrNil(v.LastRotatedAt),
-		MfaVerifiedAt: sessionTimeOrNil(v.MFAVerifiedAt), SchemaVersion: &v.SchemaVersion}
+		AbsoluteExpiresAt: v.AbsoluteExpiresAt, LastRotatedAt: timeOrNil(v.LastRotatedAt),
+		MfaVerifiedAt: timeOrNil(v.MFAVerifiedAt), SchemaVersion: &v.SchemaVersion}
 	failed := int(v.FailedMFAAttempts)
 	out.FailedMfaAttempts = &failed
 	if v.DeviceLabel != "" {
@@ -195,24 +190,9 @@ func sessionList(list []sessions.Session, current string) SessionList {
 	return out
 }
 
-func sessionTimeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
 func sessSeconds(n *int) time.Duration {
 	if n == nil {
 		return 0
 	}
 	return time.Duration(*n) * time.Second
-}
-
-func sessDeref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

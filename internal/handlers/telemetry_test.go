@@ -84,12 +84,12 @@ func assertNoSecretInSpans(t *testing.T, spans tracetest.SpanStubs, secrets ...s
 		var texts []string
 		texts = append(texts, s.Name, s.Status.Description)
 		for _, a := range s.Attributes {
-			texts = append(texts, a.Value.Emit())
+			texts = append(texts, a.Value.String())
 		}
 		for _, e := range s.Events {
 			texts = append(texts, e.Name)
 			for _, a := range e.Attributes {
-				texts = append(texts, a.Value.Emit())
+				texts = append(texts, a.Value.String())
 			}
 		}
 		for _, txt := range texts {

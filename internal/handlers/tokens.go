@@ -20,8 +20,6 @@ type TokenService interface {
 	Introspect(ctx context.Context, caller *auth.Principal, token string) (tokens.Introspection, error)
 }
 
-var tokenNoStore = "no-store"
-
 // tokenCaller returns the service and the authenticated caller, or the refusal to answer.
 func (s *Server) tokenCaller(ctx context.Context) (TokenService, *auth.Principal, error) {
 	if s.Tokens == nil {
@@ -53,19 +51,17 @@ func (s *Server) IssueToken(ctx context.Context, request IssueTokenRequestObject
 	for i, sc := range out.Scopes {
 		body.Scopes[i] = Scope(sc)
 	}
-	return IssueToken201JSONResponse{Body: body, Headers: IssueToken201ResponseHeaders{CacheControl: &tokenNoStore, Location: &loc}}, nil
+	return IssueToken201JSONResponse{Body: body, Headers: IssueToken201ResponseHeaders{CacheControl: &noStore, Location: &loc}}, nil
 }
 
 func issueRequest(b TokenIssueRequest) tokens.IssueRequest {
-	req := tokens.IssueRequest{Subject: b.Subject, Scopes: make([]string, len(b.Scopes)), TTL: -1, TokenType: string(b.TokenType)}
+	req := tokens.IssueRequest{Subject: b.Subject, Scopes: make([]string, len(b.Scopes)), TTL: -1, TokenType: string(b.TokenType),
+		Description: deref(b.Description)}
 	if b.TtlSeconds > 0 && int64(b.TtlSeconds) <= int64(math.MaxInt64/time.Second) {
 		req.TTL = time.Duration(b.TtlSeconds) * time.Second // out of range → -1, refused by the service
 	}
 	for i, sc := range b.Scopes {
 		req.Scopes[i] = string(sc)
-	}
-	if b.Description != nil {
-		req.Description = *b.Description
 	}
 	return req
 }
@@ -76,14 +72,7 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 	if err != nil {
 		return nil, err
 	}
-	limit, cursor := 0, ""
-	if request.Params.Limit != nil {
-		limit = *request.Params.Limit
-	}
-	if request.Params.Cursor != nil {
-		cursor = *request.Params.Cursor
-	}
-	page, err := svc.List(ctx, caller, cursor, limit)
+	page, err := svc.List(ctx, caller, deref(request.Params.Cursor), deref(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +105,7 @@ func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObje
 	if err != nil {
 		return nil, err
 	}
-	reason := ""
-	if request.Params.Reason != nil {
-		reason = *request.Params.Reason
-	}
-	if _, err := svc.Revoke(ctx, caller, request.TokenId, reason); err != nil {
+	if _, err := svc.Revoke(ctx, caller, request.TokenId, deref(request.Params.Reason)); err != nil {
 		return nil, err
 	}
 	return RevokeToken204Response{}, nil
@@ -143,7 +128,7 @@ func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenReq
 	if err != nil {
 		return nil, err
 	}
-	return IntrospectToken200JSONResponse{Body: introspection(in), Headers: IntrospectToken200ResponseHeaders{CacheControl: &tokenNoStore}}, nil
+	return IntrospectToken200JSONResponse{Body: introspection(in), Headers: IntrospectToken200ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
 func tokenMeta(t repo.Token) TokenMeta {

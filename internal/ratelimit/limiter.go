@@ -104,9 +104,6 @@ func Record(ctx context.Context, c metric.Int64Counter, d Decision) {
 	c.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", d.Policy.Name), attribute.String("outcome", outcome)))
 }
 
-// Policy is the limiter's policy.
-func (l *Limiter) Policy() Policy { return l.policy }
-
 // Allow counts one attempt for identifier (hashed with the policy name before it reaches a
 // key) and reports whether it is within the limit.
 func (l *Limiter) Allow(ctx context.Context, identifier string) (Decision, error) {

@@ -169,16 +169,13 @@ func (r *Cases) registryKey() string { return r.keys.Key("casetenants", "all") }
 func (r *Cases) TenantTag(tenant string) string { return r.h.Tag("tenant", 9, tenant) }
 
 var (
-	scriptCaseCreate   = script("case_create")
-	scriptCaseEscalate = script("case_escalate")
-	scriptCaseAssign   = script("case_assign")
-	scriptCaseResolve  = script("case_resolve")
-	scriptCaseReopen   = script("case_reopen")
-	scriptCaseAuto     = script("case_auto_escalate")
-	scriptCaseDueAdd   = script("case_due_add")
-	scriptCaseTenant   = script("case_tenant_add")
-	scriptCaseTenants  = script("case_tenants")
-	scriptTime         = script("time")
+	scriptCaseCreate     = script("case_create")
+	scriptCaseTransition = script("case_transition")
+	scriptCaseAuto       = script("case_auto_escalate")
+	scriptCaseDueAdd     = script("case_due_add")
+	scriptCaseTenant     = script("case_tenant_add")
+	scriptCaseTenants    = script("case_tenants")
+	scriptTime           = script("time")
 )
 
 // Create opens a case. The tenant is registered for the sweepers and the case put in its due

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -15,9 +16,7 @@ func (r *Cases) Escalate(ctx context.Context, ch CaseChange) (*Case, error) {
 	if err := r.checkChange(ch, true); err != nil {
 		return nil, err
 	}
-	res := scriptCaseEscalate.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.Reason, ch.Actor,
-		strconv.Itoa(r.o.MaxEscalation), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
-	return r.transitioned(ctx, "case_escalate", "escalate", ch.ID, res)
+	return r.transition(ctx, "escalate", ch, ch.Reason, r.o.OpenTTL)
 }
 
 // Assign hands an OPEN or ESCALATED case to another team.
@@ -32,9 +31,7 @@ func (r *Cases) Assign(ctx context.Context, ch CaseChange) (*Case, error) {
 	if reason == "" {
 		reason = "REASSIGNED"
 	}
-	res := scriptCaseAssign.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.AssignedTeam, reason,
-		ch.Actor, ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
-	return r.transitioned(ctx, "case_assign", "assign", ch.ID, res)
+	return r.transition(ctx, "assign", ch, reason, r.o.OpenTTL)
 }
 
 // Resolve moves an OPEN or ESCALATED case to RESOLVED; it then expires ResolvedTTL later.
@@ -42,9 +39,7 @@ func (r *Cases) Resolve(ctx context.Context, ch CaseChange) (*Case, error) {
 	if err := r.checkChange(ch, true); err != nil {
 		return nil, err
 	}
-	res := scriptCaseResolve.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.Reason, ch.Actor,
-		ms(r.o.ResolvedTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
-	return r.transitioned(ctx, "case_resolve", "resolve", ch.ID, res)
+	return r.transition(ctx, "resolve", ch, ch.Reason, r.o.ResolvedTTL)
 }
 
 // Reopen moves a RESOLVED case back to OPEN. A case the sweeper never escalated goes back in
@@ -54,9 +49,7 @@ func (r *Cases) Reopen(ctx context.Context, ch CaseChange) (*Case, error) {
 	if err := r.checkChange(ch, true); err != nil {
 		return nil, err
 	}
-	res := scriptCaseReopen.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{ch.Tenant, ifMatchArg(ch.IfMatch), ch.Reason, ch.Actor,
-		ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax)})
-	c, err := r.transitioned(ctx, "case_reopen", "reopen", ch.ID, res)
+	c, err := r.transition(ctx, "reopen", ch, ch.Reason, r.o.OpenTTL)
 	if err != nil || !c.AutoEscalatedAt.IsZero() {
 		return c, err
 	}
@@ -69,6 +62,13 @@ func (r *Cases) Reopen(ctx context.Context, ch CaseChange) (*Case, error) {
 		r.log.WarnContext(ctx, "reopened case not re-indexed", "key", "casedue:{*}", "err", err)
 	}
 	return c, nil
+}
+
+// transition runs case_transition.lua for one manual transition; ttl is what both keys get.
+func (r *Cases) transition(ctx context.Context, name string, ch CaseChange, reason string, ttl time.Duration) (*Case, error) {
+	res := scriptCaseTransition.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{name, ch.Tenant, ifMatchArg(ch.IfMatch),
+		reason, ch.Actor, ms(ttl.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam})
+	return r.transitioned(ctx, "case_transition", name, ch.ID, res)
 }
 
 func (r *Cases) caseKeys(id string) []string { return []string{r.hashKey(id), r.historyKey(id)} }

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,13 +265,3 @@ func (e *sessEnv) metric(name string, want ...attribute.KeyValue) int64 {
 }
 
 func sessAttr(k, v string) attribute.KeyValue { return attribute.String(k, v) }
-
-func sessHasPrefix(keys []string, p string) int {
-	n := 0
-	for _, k := range keys {
-		if strings.HasPrefix(k, p) {
-			n++
-		}
-	}
-	return n
-}

@@ -61,12 +61,10 @@ func sessB64URL(s string) bool {
 func (r *Sessions) sessionKey(ref SessionRef) string {
 	return r.keys.Key(sessKeyType, ref.Tag, ref.Part)
 }
-func (r *Sessions) sessionBase(tag string) string { return r.keys.Key(sessKeyType, tag) + ":" }
-func (r *Sessions) devicesKey(tag string) string  { return r.keys.Key(sessKeyDevices, tag) }
+func (r *Sessions) devicesKey(tag string) string { return r.keys.Key(sessKeyDevices, tag) }
 func (r *Sessions) challengeKey(ref SessionRef) string {
 	return r.keys.Key(sessKeyChallenge, ref.Tag, ref.Part)
 }
-func (r *Sessions) challengeBase(tag string) string { return r.keys.Key(sessKeyChallenge, tag) + ":" }
 
 // devicesKeyPattern names the device index in logs.
 func (r *Sessions) devicesKeyPattern() string {

@@ -34,27 +34,6 @@ func newToken(tenant string, now time.Time, ttl time.Duration) Token {
 		IssuedAt: now.Truncate(time.Second), ExpiresAt: now.Truncate(time.Second).Add(ttl)}
 }
 
-// tokenKeyCount counts the keys under prefix on every node.
-func tokenKeyCount(t *testing.T, s *store.Store, prefix string) int {
-	t.Helper()
-	ctx := context.Background()
-	n := 0
-	for _, node := range s.Client.Nodes() {
-		cursor := uint64(0)
-		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				t.Fatalf("scan: %v", err)
-			}
-			n += len(e.Elements)
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
-		}
-	}
-	return n
-}
-
 func tokenPTTL(t *testing.T, s *store.Store, key string) time.Duration {
 	t.Helper()
 	n, err := s.Client.Do(context.Background(), s.Client.B().Pttl().Key(key).Build()).AsInt64()
@@ -164,7 +143,7 @@ func TestTokensRevoke(t *testing.T) {
 			t.Fatalf("state after revoke: %+v, %v", st, err)
 		}
 		// Unknown ids are a no-op that creates nothing.
-		n := tokenKeyCount(t, s, prefix)
+		n := testredis.KeyCount(t, s, prefix)
 		unknown := auth.NewTokenID(time.Now())
 		if res, err := r.Revoke(ctx, "acme", unknown, ""); err != nil || res != TokenRevokeUnknown {
 			t.Fatalf("unknown revoke = %v, %v", res, err)
@@ -172,7 +151,7 @@ func TestTokensRevoke(t *testing.T) {
 		if res, err := r.Revoke(ctx, "acme", "not-an-id{x}", ""); err != nil || res != TokenRevokeUnknown {
 			t.Fatalf("malformed id revoke = %v, %v", res, err)
 		}
-		if got := tokenKeyCount(t, s, prefix); got != n {
+		if got := testredis.KeyCount(t, s, prefix); got != n {
 			t.Fatalf("unknown revoke wrote keys: %d → %d", n, got)
 		}
 	})
@@ -306,7 +285,7 @@ func TestTokensRefusalsWriteNothing(t *testing.T) {
 				t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 			}
 		}
-		if n := tokenKeyCount(t, s, prefix); n != 0 {
+		if n := testredis.KeyCount(t, s, prefix); n != 0 {
 			t.Fatalf("refused creates wrote %d keys", n)
 		}
 		// The per-tenant bound: the third token of a tenant capped at two is refused.

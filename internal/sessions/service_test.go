@@ -30,6 +30,9 @@ type svcEnv struct {
 	prefix  string
 	mu      sync.Mutex
 	secrets []string
+	// codes are MFA codes handed out: no stored value may equal one (6 digits are too short
+	// for a substring check: timestamps contain them).
+	codes []string
 }
 
 func newSvcEnv(t *testing.T, s *store.Store, prefix string) *svcEnv {
@@ -79,6 +82,9 @@ func (e *svcEnv) challenge(tenant, id string) *Challenge {
 	if err != nil {
 		e.t.Fatalf("challenge: %v", err)
 	}
+	e.mu.Lock()
+	e.codes = append(e.codes, c.Code)
+	e.mu.Unlock()
 	return c
 }
 
@@ -122,6 +128,11 @@ func (e *svcEnv) noSecretIn(what, s string) {
 	for _, sec := range e.secrets {
 		if strings.Contains(s, sec) {
 			e.t.Errorf("a session token appears in the %s", what)
+		}
+	}
+	for _, c := range e.codes {
+		if s == c {
+			e.t.Errorf("an MFA code is stored as the %s", what)
 		}
 	}
 }
@@ -350,7 +361,7 @@ func TestServiceBadInput(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) { wantKind(t, tt.err, tt.kind) })
 		}
-		if list, _ := e.svc.ListUser(ctx, "acme", "carol"); len(list) != 0 {
+		if list, err := e.svc.ListUser(ctx, "acme", "carol"); err != nil || len(list) != 0 {
 			t.Fatalf("a refused create wrote a session: %+v", list)
 		}
 		// The refusals touched nothing: both sessions and the right code still work.

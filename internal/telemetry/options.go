@@ -6,14 +6,7 @@ import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 type Option func(*options)
 
 type options struct {
-	spanExporter   sdktrace.SpanExporter
 	spanProcessors []sdktrace.SpanProcessor
-}
-
-// WithSpanExporter replaces the exporter selected from the environment by
-// exp, wrapped in a batching span processor.
-func WithSpanExporter(exp sdktrace.SpanExporter) Option {
-	return func(o *options) { o.spanExporter = exp }
 }
 
 // WithSpanProcessor registers sp in addition to the configured exporter. In

@@ -87,11 +87,9 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (*Telemetry, error) 
 	}
 
 	// Last fallible step, so a failure leaks no exporter.
-	exp := o.spanExporter
-	if exp == nil {
-		if exp, err = newSpanExporter(ctx); err != nil {
-			return nil, fmt.Errorf("telemetry: span exporter: %w", err)
-		}
+	exp, err := newSpanExporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: span exporter: %w", err)
 	}
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if !isNoopSpanExporter(exp) {

@@ -131,7 +131,7 @@ func TestSetupEnvironment(t *testing.T) {
 			}
 			for _, kv := range want {
 				if got, ok := res.Set().Value(kv.Key); !ok || got != kv.Value {
-					t.Errorf("resource %s = %q, want %q", kv.Key, got.Emit(), kv.Value.Emit())
+					t.Errorf("resource %s = %q, want %q", kv.Key, got.String(), kv.Value.String())
 				}
 			}
 		})

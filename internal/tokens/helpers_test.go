@@ -126,27 +126,6 @@ func peer(t *testing.T, b testredis.Backend, s *store.Store) *store.Store {
 	return &store.Store{Client: store.WithTimeout(c, time.Second), Caps: s.Caps, Timeout: time.Second}
 }
 
-// keyCount counts the keys under prefix on every node.
-func keyCount(t testing.TB, s *store.Store, prefix string) int {
-	t.Helper()
-	ctx := context.Background()
-	n := 0
-	for _, node := range s.Client.Nodes() {
-		cursor := uint64(0)
-		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				t.Fatalf("scan: %v", err)
-			}
-			n += len(e.Elements)
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
-		}
-	}
-	return n
-}
-
 func bearer(scopes ...string) *auth.Principal {
 	return &auth.Principal{Kind: auth.KindBearer, Subject: "admin", Tenant: "acme", Scopes: scopes}
 }

@@ -55,6 +55,9 @@ func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
 			}
 		}
 		hits, _ := svc.CacheStats()
+		if b.Real() && !s.Caps.ClientCache {
+			t.Fatal("a real backend must run with client-side caching: the no-round-trip claim would go untested")
+		}
 		if s.Caps.ClientCache {
 			if got := c.calls.Load() - calls; got != 0 {
 				t.Fatalf("100 cached checks made %d Redis calls", got)
@@ -212,7 +215,7 @@ func TestIssueRefusalsWriteNothing(t *testing.T) {
 		if _, err := svc.Mint(ctx, MintRequest{Tenant: strings.Repeat("t", 129), Subject: "x", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.Validation) {
 			t.Errorf("long tenant: %v", err)
 		}
-		if n := keyCount(t, s, prefix); n != 0 {
+		if n := testredis.KeyCount(t, s, prefix); n != 0 {
 			t.Fatalf("refused requests wrote %d keys", n)
 		}
 		out, err := svc.Issue(ctx, bearer(auth.ScopeTokensWrite, auth.ScopeQuotesRead), ok)
@@ -233,13 +236,23 @@ func TestIntrospect(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, prefix)
 		svc := e.service(t, s, nil, Options{CacheTTL: 5 * time.Second})
-		live, _ := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
-		revoked, _ := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+		must := func(out Issued, err error) Issued {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		live := must(svc.Mint(ctx, mintReq(auth.ScopeTokensRead)))
+		revoked := must(svc.Mint(ctx, mintReq(auth.ScopeTokensRead)))
 		if _, err := svc.Revoke(ctx, admin, revoked.TokenID, "x"); err != nil {
 			t.Fatal(err)
 		}
-		foreign, _ := svc.Mint(ctx, MintRequest{Tenant: "other", Subject: "svc-b", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeUser})
-		unknown, _, _ := e.auth.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: []string{"tokens:read"}, TTL: time.Hour})
+		foreign := must(svc.Mint(ctx, MintRequest{Tenant: "other", Subject: "svc-b", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeUser}))
+		unknown, _, err := e.auth.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: []string{"tokens:read"}, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
 		in, err := svc.Introspect(ctx, admin, live.Token)
 		if err != nil || !in.Active || in.TokenID != live.TokenID || in.Tenant != "acme" || in.Subject != "svc-a" ||
 			in.Scope != "tokens:read" || in.TokenType != TypeService || in.ExpiresAt != live.ExpiresAt.Unix() || in.IssuedAt == 0 || in.Issuer != "hashgate-test" {
@@ -290,7 +303,7 @@ func TestSpansCarryTokenIDAndMetricsCount(t *testing.T) {
 		names[sp.Name()] = true
 		var id string
 		for _, a := range sp.Attributes() {
-			if strings.Contains(a.Value.Emit(), sig) {
+			if strings.Contains(a.Value.String(), sig) {
 				t.Fatalf("span %s carries the token", sp.Name())
 			}
 			if a.Key == attrTokenID {
@@ -299,7 +312,7 @@ func TestSpansCarryTokenIDAndMetricsCount(t *testing.T) {
 		}
 		for _, ev := range sp.Events() {
 			for _, a := range ev.Attributes {
-				if strings.Contains(a.Value.Emit(), sig) {
+				if strings.Contains(a.Value.String(), sig) {
 					t.Fatalf("span %s event carries the token", sp.Name())
 				}
 			}
@@ -325,7 +338,7 @@ func TestSpansCarryTokenIDAndMetricsCount(t *testing.T) {
 				for _, p := range d.DataPoints {
 					key := m.Name
 					for _, kv := range p.Attributes.ToSlice() {
-						key += "," + string(kv.Key) + "=" + kv.Value.Emit()
+						key += "," + string(kv.Key) + "=" + kv.Value.String()
 					}
 					sums[key] += p.Value
 				}
@@ -374,4 +387,41 @@ func TestNewValidates(t *testing.T) {
 	if err != nil || svc.cacheTTL != MaxCacheTTL {
 		t.Fatalf("cache TTL not capped: %v, %v", svc, err)
 	}
+}
+
+// The cache TTL bounds staleness even when no invalidation push arrives: once it passes, the
+// next check reads Redis again.
+func TestCachedCheckExpiresAfterCacheTTL(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		if !s.Caps.ClientCache {
+			t.Skip("no client-side caching on this backend")
+		}
+		ctx := context.Background()
+		e := newEnv(t, prefix)
+		c := &counting{Client: s.Client}
+		const cacheTTL = 300 * time.Millisecond
+		svc := e.service(t, s, c, Options{CacheTTL: cacheTTL})
+		out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, err := e.auth.Verify(out.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := svc.Check(ctx, claims); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := c.calls.Load()
+		time.Sleep(cacheTTL + 200*time.Millisecond)
+		if err := svc.Check(ctx, claims); err != nil {
+			t.Fatal(err)
+		}
+		if c.calls.Load() == before {
+			t.Fatalf("a check %v after caching still answered from the cache (TTL %v)", cacheTTL+200*time.Millisecond, cacheTTL)
+		}
+	})
 }

@@ -10,7 +10,11 @@
 -- (redis.call('TIME')), so every gateway replica agrees. A refused attempt is not counted, so
 -- the counter never exceeds the limit. The function between the BEGIN and END markers is
 -- copied verbatim into every script that counts attempts atomically with other work
--- (internal/repo/scripts/session_verify.lua); a test keeps the copies identical.
+-- (internal/repo/scripts/session_verify.lua); repo's TestVerifyScriptEmbedsFixedWindow fails on
+-- any drift. The copy is deliberate, the lesser evil: Lua cannot import, and splicing this
+-- snippet in from Go at init would make session_verify.lua an incomplete file whose SHA differs
+-- from what repo.ScriptBodies preloads, breaking the "every scripts/*.lua is a whole, loadable,
+-- reviewable script" rule. Change both copies together.
 
 -- BEGIN fixed_window
 local function fixed_window(key, now, window, buffer, limit)

@@ -23,6 +23,11 @@
 --        {'gone', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
 --        {'wrong', count, resetMs, failedMfaAttempts} |
 --        {'ok', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs}
+-- fixed_window below is a verbatim copy of internal/ratelimit/scripts/fixed_window.lua (between
+-- its BEGIN/END markers), kept because the attempt must be counted in the same atomic step and
+-- Lua cannot import; building this script from a Go-side snippet would make the file incomplete
+-- and its SHA differ from what ScriptBodies preloads. TestVerifyScriptEmbedsFixedWindow fails on
+-- drift: edit both copies together.
 
 -- BEGIN fixed_window
 local function fixed_window(key, now, window, buffer, limit)

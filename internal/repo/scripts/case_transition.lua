@@ -1,0 +1,60 @@
+-- case_transition.lua: one manual case transition, checked against the table below; bump
+-- stateVersion (compare-and-set when ARGV[3] is set), record the transition on the hash and in
+-- the bounded history stream, and set the TTL of both keys (Go passes the resolved-case TTL for
+-- resolve, the open-case TTL otherwise). The sweeper's transition is case_auto_escalate.lua.
+--   escalate  OPEN | ESCALATED → ESCALATED, escalationLevel + 1 up to ARGV[8]
+--   assign    OPEN | ESCALATED → unchanged, assignedTeam = ARGV[9]
+--   resolve   OPEN | ESCALATED → RESOLVED, resolvedAtMs = now
+--   reopen    RESOLVED         → OPEN, resolvedAtMs cleared
+-- KEYS[1] case hash       <p>:v1:case:{c_<id>}
+-- KEYS[2] history stream  <p>:v1:case:{c_<id>}:history
+-- ARGV[1] transition  ARGV[2] tenantId  ARGV[3] expected stateVersion ('' = no If-Match)
+-- ARGV[4] reason  ARGV[5] actor  ARGV[6] TTL ms  ARGV[7] history max
+-- ARGV[8] max level (escalate)  ARGV[9] assignedTeam (assign)
+-- Reply: {'OK', HGETALL case} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
+--        | {'MAX_ESCALATION', level} | {'CORRUPT', field}
+local active = {OPEN = true, ESCALATED = true}
+local rules = {
+  escalate = {from = active, to = 'ESCALATED'},
+  assign = {from = active},
+  resolve = {from = active, to = 'RESOLVED'},
+  reopen = {from = {RESOLVED = true}, to = 'OPEN'},
+}
+local op = ARGV[1]
+local rule = rules[op]
+if not rule then return redis.error_reply('case_transition: unknown transition') end
+local s = redis.call('HMGET', KEYS[1], 'tenantId', 'stateVersion', 'status', 'escalationLevel', 'assignedTeam', 'team')
+if not s[1] or s[1] ~= ARGV[2] then
+  return {'NOT_FOUND'}
+end
+local version = tonumber(s[2])
+if not version then return {'CORRUPT', 'stateVersion'} end
+if ARGV[3] ~= '' and version ~= tonumber(ARGV[3]) then return {'STALE', s[2]} end
+local status = s[3]
+if not status or not rule.from[status] then return {'INVALID_STATUS', tostring(status)} end
+local level, team = s[4] or '0', s[5] or s[6] or ''
+if op == 'escalate' then
+  local n = tonumber(s[4])
+  if not n then return {'CORRUPT', 'escalationLevel'} end
+  if n >= tonumber(ARGV[8]) then return {'MAX_ESCALATION', s[4]} end
+  level = string.format('%.0f', n + 1)
+elseif op == 'assign' then
+  team = ARGV[9]
+end
+local to = rule.to or status
+local t = redis.call('TIME')
+local now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
+redis.call('HSET', KEYS[1], 'status', to, 'updatedAtMs', now,
+  'lastTransitionAtMs', now, 'lastTransitionReason', ARGV[4])
+if op == 'escalate' then redis.call('HSET', KEYS[1], 'escalationLevel', level) end
+if op == 'assign' then redis.call('HSET', KEYS[1], 'assignedTeam', team) end
+if op == 'resolve' then redis.call('HSET', KEYS[1], 'resolvedAtMs', now) end
+if op == 'reopen' then redis.call('HDEL', KEYS[1], 'resolvedAtMs') end
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[7], '*',
+  'atMs', now, 'transition', op, 'fromStatus', status, 'toStatus', to,
+  'escalationLevel', level, 'assignedTeam', team, 'reason', ARGV[4], 'actor', ARGV[5],
+  'stateVersion', tostring(v))
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+return {'OK', redis.call('HGETALL', KEYS[1])}
