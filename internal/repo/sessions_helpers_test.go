@@ -264,4 +264,28 @@ func (e *sessEnv) metric(name string, want ...attribute.KeyValue) int64 {
 	return sum
 }
 
+// histogram returns the observation count and sum of an int64 histogram for the session object.
+func (e *sessEnv) histogram(name string) (count uint64, sum int64) {
+	e.t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := e.reader.Collect(context.Background(), &rm); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			data, ok := m.Data.(metricdata.Histogram[int64])
+			if m.Name != name || !ok {
+				continue
+			}
+			for _, dp := range data.DataPoints {
+				if v, ok := dp.Attributes.Value("object"); ok && v.AsString() == sessObject {
+					count += dp.Count
+					sum += dp.Sum
+				}
+			}
+		}
+	}
+	return count, sum
+}
+
 func sessAttr(k, v string) attribute.KeyValue { return attribute.String(k, v) }

@@ -144,7 +144,7 @@ func TestSessionLifecycle(t *testing.T) {
 		if ok, err := e.r.Revoke(ctx, ref2, "acme"); ok || err != nil {
 			t.Fatalf("revoke again: %v %v", ok, err)
 		}
-		if list, _ := e.r.List(ctx, tag, "acme"); len(list) != 1 || list[0].Ref != ref {
+		if list, err := e.r.List(ctx, tag, "acme"); err != nil || len(list) != 1 || list[0].Ref != ref {
 			t.Fatalf("list after revoke: %+v", list)
 		}
 		e.everyKeyHasTTL()
@@ -153,6 +153,10 @@ func TestSessionLifecycle(t *testing.T) {
 		}
 		if n := e.metric("hashgate_repo_reads", sessAttr("object", "session"), sessAttr("outcome", "missing")); n < 1 {
 			t.Fatalf("missing reads counted = %d", n)
+		}
+		// Every read records the payload it carried: at least the eight fields of a plain session.
+		if count, sum := e.histogram("hashgate_repo_payload_bytes"); count < 3 || sum < int64(count)*40 {
+			t.Fatalf("payload bytes: %d observations summing to %d", count, sum)
 		}
 	})
 }
