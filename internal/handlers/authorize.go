@@ -26,44 +26,107 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 	if request.Params.Level != nil && *request.Params.Level == AuthLevelMFA && level != AuthLevelMFA {
 		return nil, apperr.New(apperr.StepUpRequired, "This resource needs an MFA step-up.")
 	}
-	lv := string(level)
-	res := Authorize200JSONResponse{
-		Body:    AuthorizeResult{Subject: p.Subject, Tenant: p.Tenant, AuthLevel: level},
-		Headers: Authorize200ResponseHeaders{XAuthSubject: &p.Subject, XAuthTenant: &p.Tenant, XAuthLevel: &lv, CacheControl: &noStore},
-	}
+	r := &authorizeOK{AuthorizeResult: AuthorizeResult{Subject: p.Subject, Tenant: p.Tenant, AuthLevel: level}}
 	if p.Kind == auth.KindSession {
-		res.Body.SessionId, res.Headers.XAuthSession = &p.SessionID, &p.SessionID
+		r.SessionId = &p.SessionID
 	} else {
-		scopes := strings.Join(p.Scopes, " ")
-		res.Body.Scopes, res.Headers.XAuthScopes = &p.Scopes, &scopes
+		r.Scopes = &p.Scopes
 	}
-	return authorizeOK{res}, nil
+	return r, nil
 }
 
-// authorizeOK writes Authorize200JSONResponse directly: the forward-auth answer is the
-// response the gateway writes most, and the generated writer formats every header with
+// authorizeOK is the 200 answer: the AuthorizeResult body and the same values in X-Auth-*
+// headers (Authorize200JSONResponse's shape). It is written directly: the forward-auth answer
+// is the response the gateway writes most, and the generated writer formats every header with
 // fmt.Sprint and canonicalises its name on each call. Same status, headers and body.
-type authorizeOK struct{ Authorize200JSONResponse }
+type authorizeOK struct{ AuthorizeResult }
 
-func (r authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
-	body, err := json.Marshal(r.Body)
-	if err != nil {
-		return err
-	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{noStore}
-	set := func(name string, v *string) {
-		if v != nil {
-			h[name] = []string{*v}
+func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
+	body, ok := appendAuthorizeJSON(make([]byte, 0, 256), &r.AuthorizeResult)
+	if !ok {
+		var err error
+		if body, err = json.Marshal(r.AuthorizeResult); err != nil {
+			return err
 		}
 	}
-	set("X-Auth-Subject", r.Headers.XAuthSubject)
-	set("X-Auth-Tenant", r.Headers.XAuthTenant)
-	set("X-Auth-Level", r.Headers.XAuthLevel)
-	set("X-Auth-Session", r.Headers.XAuthSession)
-	set("X-Auth-Scopes", r.Headers.XAuthScopes)
+	// One backing array for every header value; the names are already canonical.
+	vals := [7]string{"application/json", noStore, r.Subject, r.Tenant, string(r.AuthLevel)}
+	n := 5
+	if r.SessionId != nil {
+		vals[n] = *r.SessionId
+		n++
+	}
+	if r.Scopes != nil {
+		vals[n] = strings.Join(*r.Scopes, " ")
+		n++
+	}
+	vs := vals[:n:n]
+	h := w.Header()
+	h["Content-Type"], h["Cache-Control"] = vs[0:1:1], vs[1:2:2]
+	h["X-Auth-Subject"], h["X-Auth-Tenant"], h["X-Auth-Level"] = vs[2:3:3], vs[3:4:4], vs[4:5:5]
+	if n = 5; r.SessionId != nil {
+		h["X-Auth-Session"] = vs[n : n+1 : n+1]
+		n++
+	}
+	if r.Scopes != nil {
+		h["X-Auth-Scopes"] = vs[n : n+1 : n+1]
+	}
 	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(append(body, '\n'))
+	_, err := w.Write(append(body, '\n'))
 	return err
+}
+
+// appendAuthorizeJSON appends r as encoding/json would (same members, same order, same
+// omissions) when every string is plain printable ASCII with nothing to escape — ids, tags and
+// levels always are; ok is false otherwise and the caller falls back to json.Marshal.
+func appendAuthorizeJSON(b []byte, r *AuthorizeResult) ([]byte, bool) {
+	plain := func(v string) bool {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	quoted := func(v string) { b = append(append(append(b, '"'), v...), '"') }
+	member := func(name, v string) bool {
+		if !plain(v) {
+			return false
+		}
+		b = append(append(append(b, '"'), name...), `":`...)
+		quoted(v)
+		return true
+	}
+	b = append(b, '{')
+	if !member("authLevel", string(r.AuthLevel)) {
+		return nil, false
+	}
+	if r.Scopes != nil {
+		b = append(b, `,"scopes":[`...)
+		for i, sc := range *r.Scopes {
+			if !plain(sc) {
+				return nil, false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			quoted(sc)
+		}
+		b = append(b, ']')
+	}
+	if r.SessionId != nil {
+		b = append(b, ',')
+		if !member("sessionId", *r.SessionId) {
+			return nil, false
+		}
+	}
+	b = append(b, ',')
+	if !member("subject", r.Subject) {
+		return nil, false
+	}
+	b = append(b, ',')
+	if !member("tenant", r.Tenant) {
+		return nil, false
+	}
+	return append(b, '}'), true
 }

@@ -7,11 +7,11 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"hash"
-	"io"
 	"strings"
 	"sync"
 )
@@ -23,7 +23,7 @@ const MinKeyBytes = 32
 // are length-prefixed so ("ab","c") and ("a","bc") differ.
 type Hasher struct {
 	key  []byte
-	pool sync.Pool // of hash.Hash (HMAC-SHA256 over key): hot paths hash on every request
+	pool sync.Pool // of *state (HMAC-SHA256 over key): hot paths hash on every request
 }
 
 // ErrShortKey reports a key under MinKeyBytes.
@@ -35,7 +35,7 @@ func New(key []byte) (*Hasher, error) {
 		return nil, ErrShortKey
 	}
 	h := &Hasher{key: append([]byte(nil), key...)}
-	h.pool.New = func() any { return hmac.New(sha256.New, h.key) }
+	h.pool.New = func() any { return &state{m: hmac.New(sha256.New, h.key)} }
 	return h, nil
 }
 
@@ -60,33 +60,69 @@ func Generate() (*Hasher, string, error) {
 	return h, base64.StdEncoding.EncodeToString(b), err
 }
 
+// state is one pooled HMAC with the scratch space a computation needs, so hashing allocates
+// nothing but its result.
+type state struct {
+	m   hash.Hash
+	buf []byte // the framed input
+	sum [sha256.Size]byte
+	enc [43]byte // base64url of a whole sum, unpadded
+}
+
+// mac leaves HMAC-SHA256(key, purpose || parts...) in st.sum; every string is framed by its
+// length, so the parts' boundaries count.
+func (h *Hasher) mac(purpose string, parts []string) *state {
+	st := h.pool.Get().(*state)
+	st.m.Reset()
+	st.buf = frame(st.buf[:0], purpose)
+	for _, p := range parts {
+		st.buf = frame(st.buf, p)
+	}
+	st.m.Write(st.buf)
+	st.m.Sum(st.sum[:0])
+	if cap(st.buf) > 4096 { // do not keep a large input's buffer in the pool
+		st.buf = nil
+	}
+	return st
+}
+
+func frame(b []byte, p string) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(p))), p...)
+}
+
 // Sum is HMAC-SHA256(key, purpose || parts...).
 func (h *Hasher) Sum(purpose string, parts ...string) []byte {
-	m := h.pool.Get().(hash.Hash)
-	m.Reset()
-	var n [4]byte
-	write := func(p string) {
-		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
-		m.Write(n[:])
-		_, _ = io.WriteString(m, p)
-	}
-	write(purpose)
-	for _, p := range parts {
-		write(p)
-	}
-	out := m.Sum(make([]byte, 0, sha256.Size))
-	h.pool.Put(m)
+	st := h.mac(purpose, parts)
+	out := append(make([]byte, 0, sha256.Size), st.sum[:]...)
+	h.pool.Put(st)
 	return out
 }
 
 // Tag is the base64url (no padding) of the first n bytes of Sum; n=9 gives 12 characters.
 // Tags are safe inside Redis hash tags: no '{', '}' or ':'.
 func (h *Hasher) Tag(purpose string, n int, parts ...string) string {
-	s := h.Sum(purpose, parts...)
-	if n > len(s) {
-		n = len(s)
-	}
-	return base64.RawURLEncoding.EncodeToString(s[:n])
+	st := h.mac(purpose, parts)
+	out := string(st.encode(n))
+	h.pool.Put(st)
+	return out
+}
+
+// TagEqual reports, in constant time and without allocating, whether tag is
+// Tag(purpose, n, parts...): the check the session hot path makes on every request.
+func (h *Hasher) TagEqual(tag string, purpose string, n int, parts ...string) bool {
+	st := h.mac(purpose, parts)
+	enc := st.encode(n)
+	ok := len(enc) == len(tag) && subtle.ConstantTimeCompare(enc, []byte(tag)) == 1
+	h.pool.Put(st)
+	return ok
+}
+
+// encode is the base64url of the first n bytes of st.sum, in st's own buffer.
+func (st *state) encode(n int) []byte {
+	n = min(max(n, 0), len(st.sum))
+	out := st.enc[:base64.RawURLEncoding.EncodedLen(n)]
+	base64.RawURLEncoding.Encode(out, st.sum[:n])
+	return out
 }
 
 // Equal compares two MACs in constant time.

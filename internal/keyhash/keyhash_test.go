@@ -39,3 +39,46 @@ func TestTagAndSum(t *testing.T) {
 		t.Fatalf("generate: %v", err)
 	}
 }
+
+func TestTagEqual(t *testing.T) {
+	t.Parallel()
+	h, err := New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := h.Tag("user", 9, "tenant", "alice")
+	if !h.TagEqual(tag, "user", 9, "tenant", "alice") {
+		t.Fatal("TagEqual refused the tag Tag made")
+	}
+	for _, c := range []struct{ tag, purpose, a, b string }{
+		{tag, "user", "tenant", "bob"},
+		{tag, "other", "tenant", "alice"},
+		{tag, "user", "tenan", "talice"},
+		{tag[:11], "user", "tenant", "alice"},
+		{tag + "A", "user", "tenant", "alice"},
+		{"", "user", "tenant", "alice"},
+	} {
+		if h.TagEqual(c.tag, c.purpose, 9, c.a, c.b) {
+			t.Errorf("TagEqual(%q, %q, %q, %q) = true", c.tag, c.purpose, c.a, c.b)
+		}
+	}
+	// A whole-sum tag matches Sum's encoding.
+	if full := h.Tag("p", 32, "x"); len(full) != 43 || !h.TagEqual(full, "p", 32, "x") {
+		t.Fatalf("full tag %q", full)
+	}
+}
+
+// BenchmarkTagEqual is the session hot path's owner check: 0 allocs/op.
+func BenchmarkTagEqual(b *testing.B) {
+	h, err := New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tag := h.Tag("user", 9, "tenant", "alice")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !h.TagEqual(tag, "user", 9, "tenant", "alice") {
+			b.Fatal("mismatch")
+		}
+	}
+}

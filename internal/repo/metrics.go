@@ -2,6 +2,8 @@ package repo
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -16,6 +18,35 @@ type Metrics struct {
 	scriptErrs  metric.Int64Counter
 	transitions metric.Int64Counter
 	events      metric.Int64Counter
+	size        atomic.Int64
+	sets        sync.Map // attrKey → metric.MeasurementOption
+}
+
+// attrKey names one attribute combination: up to three (name, value) pairs.
+type attrKey struct{ k1, v1, k2, v2, k3, v3 string }
+
+// maxAttrSets bounds the attribute sets kept. Every attribute value the repository records is
+// a fixed name (object types, outcomes, events, scripts), so the bound is never reached in
+// practice; past it, sets are built per call instead of kept.
+const maxAttrSets = 4096
+
+// attrs returns the measurement option for the attributes in k, built once: an attribute set
+// per call (a sort and a few allocations) costs more than the count it labels on the hot path.
+func (x *Metrics) attrs(k attrKey) metric.MeasurementOption {
+	if o, ok := x.sets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	kv := make([]attribute.KeyValue, 0, 3)
+	for _, p := range [][2]string{{k.k1, k.v1}, {k.k2, k.v2}, {k.k3, k.v3}} {
+		if p[0] != "" {
+			kv = append(kv, attribute.String(p[0], p[1]))
+		}
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	if x.size.Add(1) <= maxAttrSets {
+		x.sets.Store(k, o)
+	}
+	return o
 }
 
 // NewMetrics creates the instruments on m (a no-op meter when nil).
@@ -39,7 +70,7 @@ func (x *Metrics) Read(ctx context.Context, objType string, o Outcome) {
 	if x == nil {
 		return
 	}
-	x.reads.Add(ctx, 1, metric.WithAttributes(attribute.String("object", objType), attribute.String("outcome", string(o))))
+	x.reads.Add(ctx, 1, x.attrs(attrKey{k1: "object", v1: objType, k2: "outcome", v2: string(o)}))
 }
 
 // Payload records the bytes of one object read.
@@ -47,7 +78,7 @@ func (x *Metrics) Payload(ctx context.Context, objType string, n int) {
 	if x == nil {
 		return
 	}
-	x.payload.Record(ctx, int64(n), metric.WithAttributes(attribute.String("object", objType)))
+	x.payload.Record(ctx, int64(n), x.attrs(attrKey{k1: "object", v1: objType}))
 }
 
 // ScriptError counts an unexpected error from a script.
@@ -55,7 +86,7 @@ func (x *Metrics) ScriptError(ctx context.Context, scriptName string) {
 	if x == nil {
 		return
 	}
-	x.scriptErrs.Add(ctx, 1, metric.WithAttributes(attribute.String("script", scriptName)))
+	x.scriptErrs.Add(ctx, 1, x.attrs(attrKey{k1: "script", v1: scriptName}))
 }
 
 // Transition counts a state transition attempt.
@@ -63,8 +94,7 @@ func (x *Metrics) Transition(ctx context.Context, objType, transition, outcome s
 	if x == nil {
 		return
 	}
-	x.transitions.Add(ctx, 1, metric.WithAttributes(attribute.String("object", objType),
-		attribute.String("transition", transition), attribute.String("outcome", outcome)))
+	x.transitions.Add(ctx, 1, x.attrs(attrKey{k1: "object", v1: objType, k2: "transition", v2: transition, k3: "outcome", v3: outcome}))
 }
 
 // Event counts a named repository event.
@@ -72,5 +102,5 @@ func (x *Metrics) Event(ctx context.Context, objType, event string) {
 	if x == nil {
 		return
 	}
-	x.events.Add(ctx, 1, metric.WithAttributes(attribute.String("object", objType), attribute.String("event", event)))
+	x.events.Add(ctx, 1, x.attrs(attrKey{k1: "object", v1: objType, k2: "event", v2: event}))
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -672,7 +673,25 @@ func (rp sessReply) int(i int) int64 {
 // fields maps names to the reply's values from position at on, skipping absent ones, and
 // returns the bytes read.
 func (rp sessReply) fields(at int, names []string) (map[string]string, int) {
-	m := make(map[string]string, len(names))
+	return rp.fill(make(map[string]string, len(names)), at, names)
+}
+
+// fieldMaps recycles the maps the hot path decodes a session into (one per request
+// otherwise: a map of 16 strings is the largest allocation of an authorization).
+var fieldMaps = sync.Pool{New: func() any { return make(map[string]string, len(sessAuthFields)) }}
+
+// pooledFields is fields with a recycled map; the caller hands it back with releaseFields once
+// nothing refers to the map any more (the values themselves are the reply's strings).
+func (rp sessReply) pooledFields(at int, names []string) (map[string]string, int) {
+	return rp.fill(fieldMaps.Get().(map[string]string), at, names)
+}
+
+func releaseFields(m map[string]string) {
+	clear(m)
+	fieldMaps.Put(m)
+}
+
+func (rp sessReply) fill(m map[string]string, at int, names []string) (map[string]string, int) {
 	size := 0
 	for i, n := range names {
 		if v, ok := rp.str(at + i); ok {

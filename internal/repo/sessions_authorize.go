@@ -83,7 +83,8 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthCo
 		return nil, r.unexpected(ctx, "session_authorize")
 	}
 	now, pttl := rep.int(1), rep.int(2)
-	m, size := rep.fields(4, sessAuthFields)
+	m, size := rep.pooledFields(4, sessAuthFields)
+	defer releaseFields(m)
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	ac, _, err := r.parseAuth(ctx, ref, m)
 	if err != nil {
@@ -118,7 +119,8 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 	if len(vals) != len(sessAuthFields) {
 		return nil, fmt.Errorf("session authorize: %d values for %d fields", len(vals), len(sessAuthFields))
 	}
-	m, size := sessReply(vals).fields(0, sessAuthFields)
+	m, size := sessReply(vals).pooledFields(0, sessAuthFields)
+	defer releaseFields(m)
 	if !hit {
 		r.o.Metrics.Payload(ctx, sessObject, size)
 	}

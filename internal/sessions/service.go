@@ -111,8 +111,15 @@ func invalidSession() *apperr.Error {
 }
 
 // userTag is the user's opaque tag: a keyed hash of tenant and user id, 12 characters.
+// The user tag is the base64url of the first userTagBytes of a keyed hash of tenant and user
+// id (12 characters).
+const (
+	userTagPurpose = "user"
+	userTagBytes   = 9
+)
+
 func (s *Service) userTag(tenant, userID string) string {
-	return s.hasher.Tag("user", 9, tenant, userID)
+	return s.hasher.Tag(userTagPurpose, userTagBytes, tenant, userID)
 }
 
 // codeMAC is the stored form of a code, bound to the user and the challenge.
@@ -174,7 +181,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Princip
 		return nil, err
 	}
 	// The tag is part of the token; the stored owner must hash to it.
-	if !keyhash.Equal([]byte(s.userTag(ac.TenantID, ac.UserID)), []byte(ref.Tag)) {
+	if !s.hasher.TagEqual(ref.Tag, userTagPurpose, userTagBytes, ac.TenantID, ac.UserID) {
 		s.m.auth(ctx, authTagMismatch)
 		s.cfg.Logger.WarnContext(ctx, "session refused: stored owner does not match the token's user tag")
 		return nil, invalidSession()

@@ -456,3 +456,21 @@ func TestServiceVerifyConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// parseToken's canonical-spelling check agrees with a strict base64url decoder for every
+// possible last character.
+func TestParseTokenCanonicalLastCharacter(t *testing.T) {
+	t.Parallel()
+	tok, _, err := newToken("AbCdEfGhIj_-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := 0; i < len(alphabet); i++ {
+		cand := tok[:len(tok)-1] + alphabet[i:i+1]
+		_, decErr := base64.RawURLEncoding.Strict().DecodeString(cand[len(cand)-tokenRandLen:])
+		if _, ok := parseToken(cand); ok != (decErr == nil) {
+			t.Errorf("last character %q: parseToken ok=%v, strict decode error %v", alphabet[i], ok, decErr)
+		}
+	}
+}

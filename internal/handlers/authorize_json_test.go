@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The hand-written authorize body must be byte-identical to encoding/json's, or step aside.
+func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	sid := "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB"
+	cases := []AuthorizeResult{
+		{AuthLevel: AuthLevelBASIC, SessionId: &sid, Subject: "user-1", Tenant: "acme"},
+		{AuthLevel: AuthLevelMFA, SessionId: &sid, Subject: "", Tenant: ""},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"tokens:read", "sessions:write"}, Subject: "svc", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{}, Subject: "svc", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"a"}, SessionId: &sid, Subject: "svc", Tenant: "t"},
+		// Strings that need escaping take the fallback.
+		{AuthLevel: AuthLevelBASIC, Subject: `quo"te`, Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "back\\slash", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "<script>&", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "caf\u00e9", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "tab\there", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "s", Tenant: "bad\xffutf8"},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"ok", "no\"pe"}, Subject: "s", Tenant: "t"},
+	}
+	for _, c := range cases {
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendAuthorizeJSON(nil, &c)
+		if !ok {
+			// Only strings needing escapes may fall back.
+			plain, _ := appendAuthorizeJSON(nil, &AuthorizeResult{AuthLevel: c.AuthLevel, Subject: "x", Tenant: "x"})
+			if plain == nil {
+				t.Fatalf("fell back for a plain body")
+			}
+			continue
+		}
+		if string(got) != string(want) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+	if _, ok := appendAuthorizeJSON(nil, &cases[0]); !ok {
+		t.Fatal("a plain session body took the fallback")
+	}
+	if _, ok := appendAuthorizeJSON(nil, &cases[5]); ok {
+		t.Fatal("a quote in a value did not take the fallback")
+	}
+}
+
+func FuzzAppendAuthorizeJSON(f *testing.F) {
+	f.Add("user-1", "acme", "tokens:read", true)
+	f.Add("a\"b", "<t>", "x\\y", false)
+	f.Fuzz(func(t *testing.T, subject, tenant, scope string, session bool) {
+		r := AuthorizeResult{AuthLevel: AuthLevelBASIC, Subject: subject, Tenant: tenant}
+		if session {
+			sid := subject + tenant
+			r.SessionId = &sid
+		} else {
+			r.Scopes = &[]string{scope, tenant}
+		}
+		got, ok := appendAuthorizeJSON(nil, &r)
+		if !ok {
+			return
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	})
+}
