@@ -17,10 +17,14 @@ import (
 	"syscall"
 )
 
+// gcTuning is what main set for the collector (see gctune.go); serve logs it.
+var gcTuning gcPlan
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	gcTuning = tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

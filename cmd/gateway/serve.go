@@ -32,6 +32,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	}
 	log := telemetry.NewLogger(stderr, level)
 	log.Info("starting hashgate", append([]any{"version", version}, cfg.Fields()...)...)
+	if gcTuning != (gcPlan{}) {
+		log.Info("garbage collector tuned (set GOGC or GOMEMLIMIT to override)", "settings", gcTuning.String())
+	}
 
 	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "hashgate", ServiceVersion: version, RedisCommandLabels: cfg.RedisCommandLabels})
 	if err != nil {
