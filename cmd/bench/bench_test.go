@@ -232,6 +232,11 @@ func TestEvaluateTargets(t *testing.T) {
 		{name: "below the HTTP ceiling share", rp: report{Rows: rows(29000, 1.0), Memory: mem(200)}, wantFail: true},
 		{name: "two round trips", rp: report{Rows: rows(32000, 2.0), Memory: mem(200)}, wantFail: true},
 		{name: "session hash too big", rp: report{Rows: rows(32000, 1.0), Memory: mem(488)}, wantFail: true},
+		// Paired rounds decide the ceiling target by their median, whatever the single rows say.
+		{name: "paired median met", rp: report{Rows: rows(29000, 1.0), Memory: mem(200),
+			Paired: []pairedRound{{40000, 28000}, {36000, 30000}, {38000, 30400}}}},
+		{name: "paired median missed", rp: report{Rows: rows(32000, 1.0), Memory: mem(200),
+			Paired: []pairedRound{{40000, 34000}, {40000, 28000}, {40000, 29000}}}, wantFail: true},
 		{name: "sessions not built", rp: report{Rows: []row{{Key: "ceiling-http", Res: res(40000)}, {Key: "authz-session", Gateway: true, Skip: "not built"}}},
 			wantFail: true, wantMiss: 4},
 	}
@@ -253,6 +258,24 @@ func TestEvaluateTargets(t *testing.T) {
 				t.Errorf("failed %v (want %v), not measured %d (want %d): %+v", rp.failed(), tt.wantFail, miss, tt.wantMiss, rp.Targets)
 			}
 		})
+	}
+}
+
+func TestPairedMedian(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		p    []pairedRound
+		want float64
+	}{
+		{nil, 0},
+		{[]pairedRound{{100, 80}}, 0.8},
+		{[]pairedRound{{100, 90}, {100, 70}, {100, 60}}, 0.7},
+		{[]pairedRound{{100, 90}, {100, 70}, {100, 60}, {100, 80}}, 0.75},
+		{[]pairedRound{{0, 90}, {100, 70}}, 0.7},
+	} {
+		if got := (&report{Paired: tt.p}).pairedMedian(); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("pairedMedian(%v) = %v, want %v", tt.p, got, tt.want)
+		}
 	}
 }
 

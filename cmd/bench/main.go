@@ -46,6 +46,7 @@ type config struct {
 	duration, warmup     time.Duration
 	timeout              time.Duration
 	sessions             int
+	rounds               int
 	only                 map[string]bool // nil: every scenario
 	enforce, keep        bool
 	gatewayBin           string
@@ -66,6 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "warm-up per scenario (not measured)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wrk request timeout")
 	fs.IntVar(&c.sessions, "sessions", 1000, "sessions (users) the session scenarios rotate over")
+	fs.IntVar(&c.rounds, "rounds", 3, "paired rounds of HTTP ceiling and authorize by session, alternating, for the ceiling target (0: off)")
 	only := fs.String("scenarios", "all", "comma-separated scenario keys: "+strings.Join(allKeys, ", "))
 	fs.BoolVar(&c.enforce, "enforce", false, "exit 1 when a target is missed or could not be measured")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary folder (scripts, logs, Redis data)")
@@ -109,6 +111,16 @@ type bench struct {
 	redis *redisServer
 	wrk   wrkRunner
 	rows  []row
+	// ceiling is the HTTP ceiling server, kept running for the paired rounds.
+	ceiling *ceilingServer
+	paired  []pairedRound
+}
+
+// ceilingServer is the running HTTP ceiling and the wrk script its row used.
+type ceilingServer struct {
+	proc   *proc
+	base   string
+	script wrkScript
 }
 
 func (b *bench) logf(format string, a ...any) { fmt.Fprintf(b.log, "[bench] "+format+"\n", a...) }
@@ -186,6 +198,11 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 	if err := b.baselines(ctx); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if b.ceiling != nil {
+			b.ceiling.proc.stop(5 * time.Second)
+		}
+	}()
 	fx, err := b.gateways(ctx, gwBin, keys)
 	if err != nil {
 		return nil, err
@@ -195,7 +212,8 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 		Machine: machine(redisVersion, wrkVersion(wrkBin)),
 		Command: fmt.Sprintf("Command: go run ./cmd/bench -t %d -c %d -d %s -warmup %s  (wrk -t%d -c%d; gateway built with CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"; Redis appendonly yes, appendfsync everysec)",
 			cfg.threads, cfg.connections, cfg.duration, cfg.warmup, cfg.threads, cfg.connections),
-		Rows: b.rows,
+		Rows:   b.rows,
+		Paired: b.paired,
 	}
 	b.logf("measuring Redis memory")
 	rp.Memory = b.memory(ctx, fx)
@@ -223,7 +241,11 @@ func (b *bench) baselines(ctx context.Context) error {
 		}
 		s := cookies(toks)
 		b.measure(ctx, row{Key: "ceiling-http", Name: "baseline: Echo, same JSON, no Redis (HTTP ceiling)", Expect: []int{200}}, base, "", s, s)
-		p.stop(5 * time.Second)
+		if b.cfg.rounds > 0 && b.cfg.selected("authz-session") {
+			b.ceiling = &ceilingServer{proc: p, base: base, script: s} // stopped after the paired rounds
+		} else {
+			p.stop(5 * time.Second)
+		}
 	}
 	if b.cfg.selected("naive") {
 		toks, err := seedNaive(ctx, b.redis.Client, b.cfg.sessions)
@@ -317,6 +339,9 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 				r.Note = fx.bearerNote
 			}
 			b.measure(ctx, r, gw.Base, gw.Base+"/metrics", warm, measure)
+			if p.Key == "authz-session" {
+				b.pairedRounds(ctx, gw.Base, measure)
+			}
 		}
 		gw.stop(20 * time.Second)
 	}
@@ -387,3 +412,47 @@ func (b *bench) measure(ctx context.Context, r row, base, metricsURL string, war
 }
 
 func settle() { time.Sleep(300 * time.Millisecond) }
+
+// pairedRound is one back-to-back measurement of the HTTP ceiling and authorize by session.
+type pairedRound struct {
+	Ceiling, Gateway float64 // req/s
+}
+
+// pairedRounds measures the HTTP ceiling and authorize by session back to back, cfg.rounds
+// times, alternating which goes first (ABBA), so slow drift of a shared machine's speed
+// between two rows does not decide the ratio. Both servers are warm: no warm-up.
+func (b *bench) pairedRounds(ctx context.Context, gwBase string, gwScript wrkScript) {
+	if b.ceiling == nil || b.cfg.rounds <= 0 {
+		return
+	}
+	b.logf("paired rounds: %d × (HTTP ceiling, authorize by session), %s each, alternating order", b.cfg.rounds, b.cfg.duration)
+	for i := 0; i < b.cfg.rounds && ctx.Err() == nil; i++ {
+		var pr pairedRound
+		runs := []func() error{
+			func() error {
+				res, err := b.wrk.run(ctx, fmt.Sprintf("paired-ceiling-%d", i), b.ceiling.script, b.ceiling.base, b.cfg.duration)
+				pr.Ceiling = res.RPS()
+				return err
+			},
+			func() error {
+				res, err := b.wrk.run(ctx, fmt.Sprintf("paired-authz-session-%d", i), gwScript, gwBase, b.cfg.duration)
+				pr.Gateway = res.RPS()
+				return err
+			},
+		}
+		if i%2 == 1 {
+			runs[0], runs[1] = runs[1], runs[0]
+		}
+		for _, run := range runs {
+			if err := run(); err != nil {
+				b.logf("paired round %d: %v", i+1, err)
+				return
+			}
+			settle()
+		}
+		b.paired = append(b.paired, pr)
+		b.logf("paired round %d: ceiling %.0f req/s, authorize by session %.0f req/s (%.2f ×)", i+1, pr.Ceiling, pr.Gateway, pr.Gateway/pr.Ceiling)
+	}
+	b.ceiling.proc.stop(5 * time.Second)
+	b.ceiling = nil
+}
