@@ -427,7 +427,7 @@ func TestCorruptSessionRefused(t *testing.T) {
 	tok := h.createSession("acme", "alice", nil)
 	ref, _ := repo.ParseSessionID(tok.SessionId)
 	key := repo.Keys{Prefix: h.prefix}.Key("session", ref.Tag, ref.Part)
-	if err := h.store.Client.Do(context.Background(), h.store.Client.B().Hdel().Key(key).Field("authLevel").Build()).Error(); err != nil {
+	if err := h.store.Client.Do(context.Background(), h.store.Client.B().Hset().Key(key).FieldValue().FieldValue("authLevel", "ROOT").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v1/authorize", "/v1/session", "/v1/session/devices"} {

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,14 +49,23 @@ const (
 	MaxSessionsPerUser = 1000
 )
 
-// Session hash field names. A plain session (no device information, no MFA challenge, the
-// default idle timeout, never rotated or refreshed) stores only userId, tenantId, status,
-// authLevel, schemaVersion and the createdAtMs, updatedAtMs and absoluteExpiresAtMs
+// Session hash field names. A plain session (ACTIVE, BASIC, no device information, no MFA
+// challenge, the default idle timeout, never rotated or refreshed) stores only userId,
+// tenantId, schemaVersion and the createdAtMs, updatedAtMs and absoluteExpiresAtMs
 // timestamps; the other fields are written when they first differ from their default:
-// failedMfaAttempts (0) by the first wrong code, lastSeenAtMs (createdAtMs) by the first idle
-// refresh, lastRotatedAtMs (createdAtMs) by rotation or step-up, idleTimeoutMs (SessionOptions.DefaultIdle) when the create asks for another one, the
-// device fields when given. Hashes written before may also hold tokenHash (the token's
-// SHA-256): no reader asks for it, since the key itself derives from 128 bits of that hash.
+// status (ACTIVE) by a create that requires MFA or by an MFA challenge, authLevel (BASIC) by
+// a create at level MFA or by step-up, failedMfaAttempts (0) by the first wrong code,
+// lastSeenAtMs (createdAtMs) by the first idle refresh, lastRotatedAtMs (createdAtMs) by
+// rotation or step-up, idleTimeoutMs (SessionOptions.DefaultIdle) when the create asks for
+// another one, the device fields when given. No transition moves a session back to ACTIVE or
+// BASIC, so nothing writes a default back; hashes written before this rule hold status and
+// authLevel explicitly (ACTIVE/BASIC included) and read the same (schemaVersion was not
+// bumped for this, as it was not for the other optional fields: SchemaVersion is shared by
+// every object type, and a gateway that requires the fields refuses a newer schema number as
+// corrupt just as it refuses their absence). Hashes written before may
+// also hold tokenHash (the token's SHA-256): no reader asks for it, since the key itself
+// derives from 128 bits of that hash. userId and tenantId are always written: a read that
+// finds neither takes the session for missing.
 const (
 	sfUserID          = "userId"
 	sfTenantID        = "tenantId"
@@ -230,10 +240,17 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	if err := n.check(); err != nil {
 		return nil, err
 	}
+	n.Status, n.AuthLevel = cmp.Or(n.Status, SessionActive), cmp.Or(n.AuthLevel, LevelBasic)
 	pairs := [][2]string{
-		{sfUserID, n.UserID}, {sfTenantID, n.TenantID}, {sfStatus, n.Status}, {sfAuthLevel, n.AuthLevel},
-		{sfSchemaVersion, strconv.Itoa(SchemaVersion)},
+		{sfUserID, n.UserID}, {sfTenantID, n.TenantID}, {sfSchemaVersion, strconv.Itoa(SchemaVersion)},
 		{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash},
+	}
+	// Readers take an absent status for ACTIVE and an absent authLevel for BASIC.
+	if n.Status != SessionActive {
+		pairs = append(pairs, [2]string{sfStatus, n.Status})
+	}
+	if n.AuthLevel != LevelBasic {
+		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
 	}
 	if n.Idle != r.o.DefaultIdle { // readers fall back to DefaultIdle
 		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
@@ -377,8 +394,8 @@ func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]s
 // decodeView maps the view fields in f to a Session, recording missing and malformed ones in
 // f; the caller classifies with f.schema() and f.err().
 func decodeView(f *fields, ref SessionRef) Session {
-	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: f.str(sfStatus),
-		AuthLevel: f.str(sfAuthLevel), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
+	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: sessEnum(f, sfStatus, SessionActive),
+		AuthLevel: sessEnum(f, sfAuthLevel, LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
 		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
 		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
 		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != ""}
@@ -392,6 +409,15 @@ func decodeView(f *fields, ref SessionRef) Session {
 	}
 	sessCheckEnums(f, s.Status, s.AuthLevel)
 	return s
+}
+
+// sessEnum is the value of the enum field name, def when the hash does not hold it (written
+// only once it differs from def). A present value, even empty, is checked by sessCheckEnums.
+func sessEnum(f *fields, name, def string) string {
+	if v, ok := f.m[name]; ok {
+		return v
+	}
+	return def
 }
 
 // sessSchema is the schema version a read classified as outcome carries.
@@ -435,8 +461,14 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
 	now, pttl := rep.int(1), rep.int(2)
-	status, _ := rep.str(3)
-	level, _ := rep.str(4)
+	status, ok := rep.str(3)
+	if !ok { // written only once it differs from its default
+		status = SessionActive
+	}
+	level, ok := rep.str(4)
+	if !ok {
+		level = LevelBasic
+	}
 	created, _ := rep.str(5)
 	abs, _ := rep.str(6)
 	s := &Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
@@ -585,15 +617,16 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	return res, nil
 }
 
-// sessCheckEnums marks status and authLevel bad when they hold an unknown value.
+// sessCheckEnums marks status and authLevel bad when they hold an unknown value (an empty
+// one included: absent fields were given their default by sessEnum).
 func sessCheckEnums(f *fields, status, level string) {
 	switch status {
-	case SessionActive, SessionMFARequired, SessionMFAVerified, "":
+	case SessionActive, SessionMFARequired, SessionMFAVerified:
 	default:
 		f.bad = append(f.bad, sfStatus)
 	}
 	switch level {
-	case LevelBasic, LevelMFA, "":
+	case LevelBasic, LevelMFA:
 	default:
 		f.bad = append(f.bad, sfAuthLevel)
 	}

@@ -9,14 +9,15 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// sessMemoryBudget is what a plain session hash (BASIC, no device information, no MFA
+// sessMemoryBudget is what a plain session hash (ACTIVE, BASIC, no device information, no MFA
 // challenge; user "user-0001", tenant "acme") costs in MEMORY USAGE on Redis 8, key included:
-// 296 B = robj 16 + listpack 170 B in a 192 B jemalloc class + key sds (51 B key, 55 B sds) in a
-// 64 B class + dict entry 24. Issue 6's target, 256 B, is not reached: with 104 B of key
-// overhead the listpack would have to fit 128 B (or 160 B with a key of at most 44 bytes), and
-// the eight fields left (readable names; schemaVersion, createdAtMs, updatedAtMs required by the
-// data-model rules) take 170 B.
-const sessMemoryBudget = 296
+// 264 B = robj 16 + listpack 136 B in a 160 B jemalloc class + key sds (51 B key, 55 B sds) in a
+// 64 B class + dict entry 24. The six fields left are userId, tenantId, schemaVersion,
+// createdAtMs, updatedAtMs and absoluteExpiresAtMs (readable names; the last four required by
+// the data-model rules); status and authLevel are written only once they leave ACTIVE and
+// BASIC (they took 34 B of listpack, 170 B in the 192 B class: 296 B). Issue 6's target, 256 B,
+// would need the listpack to fit 128 B (or a key of at most 44 bytes with this listpack).
+const sessMemoryBudget = 264
 
 // TestSessionMemoryUsage measures a plain session hash as production names it (the default key
 // prefix "hg"; the random user tag keeps the key apart from every other test's) on Redis 8, and
@@ -44,8 +45,7 @@ func TestSessionMemoryUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(names)
-	want := []string{sfAbsoluteExpires, sfAuthLevel, sfCreatedAt, sfSchemaVersion, sfStatus, sfTenantID,
-		sfUpdatedAt, sfUserID}
+	want := []string{sfAbsoluteExpires, sfCreatedAt, sfSchemaVersion, sfTenantID, sfUpdatedAt, sfUserID}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("a plain session holds %v, want %v", names, want)

@@ -96,7 +96,7 @@ func TestSessionLifecycle(t *testing.T) {
 			t.Fatalf("pttl = %d, want the idle timeout", p)
 		}
 		// No hash of the token is stored (the key derives from it), and defaults are not written.
-		for _, f := range []string{"tokenHash", sfFailedMFA, sfLastSeenAt, sfLastRotatedAt, sfIdleTimeout} {
+		for _, f := range []string{"tokenHash", sfStatus, sfAuthLevel, sfFailedMFA, sfLastSeenAt, sfLastRotatedAt, sfIdleTimeout} {
 			if v := e.hget(key, f); v != "" {
 				t.Fatalf("%s stored at create", f)
 			}
@@ -464,8 +464,12 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			kv   []string
 			bad  string
 		}{
-			{"no status", []string{"userId", "SECRET-USER", "tenantId", "acme", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "status"},
+			{"no tenant", []string{"userId", "SECRET-USER", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "tenantId"},
+			// status and authLevel may be absent (ACTIVE, BASIC), but a present one must be valid.
+			{"empty status", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "status"},
+			{"unknown status", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "GONE", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "status"},
 			{"bad deadline", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", "soon", "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "absoluteExpiresAtMs"},
+			{"empty level", []string{"userId", "SECRET-USER", "tenantId", "acme", "authLevel", "", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "authLevel"},
 			{"unknown level", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "ROOT", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "authLevel"},
 			{"future schema", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "9"}, "schemaVersion"},
 		}
@@ -525,48 +529,51 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		ac, err := e.r.Authorize(ctx, old)
-		if err != nil || ac.Outcome != OldSchema || !ac.Refreshed {
+		if err != nil || ac.Outcome != OldSchema || !ac.Refreshed || ac.Status != SessionActive || ac.AuthLevel != LevelBasic {
 			t.Fatalf("schema 1: %+v %v", ac, err)
 		}
 		if p := e.pttl(e.r.sessionKey(old)); p < 29*60*1000 {
 			t.Fatalf("schema 1 refreshed to %dms, want the default idle", p)
 		}
-		if v, err := e.r.Get(ctx, old, "acme"); err != nil || v.SchemaVersion != 1 {
+		if v, err := e.r.Get(ctx, old, "acme"); err != nil || v.SchemaVersion != 1 || v.Status != SessionActive || v.AuthLevel != LevelBasic {
 			t.Fatalf("schema 1 view: %+v %v", v, err)
 		}
 		if n := e.metric("hashgate_repo_reads", sessAttr("outcome", "old_schema")); n < 2 {
 			t.Fatalf("old-schema reads counted = %d", n)
 		}
 
-		// Schema 2 in both shapes: as written before the optional fields (tokenHash,
-		// failedMfaAttempts 0, lastRotatedAtMs, idleTimeoutMs always present) and as written now
-		// (none of them). Both are found; the idle window slides by idleTimeoutMs when present,
-		// else by the default.
+		// Schema 2 in every shape: as written before the optional fields (tokenHash,
+		// failedMfaAttempts 0, lastRotatedAtMs, idleTimeoutMs, status ACTIVE and authLevel BASIC
+		// always present), as written before status and authLevel became optional (both present
+		// with their defaults), and as written now (none of them). All are found ACTIVE and BASIC;
+		// the idle window slides by idleTimeoutMs when present, else by the default.
 		shapes := []struct {
 			name     string
 			kv       []string
 			min, max int64 // the refreshed PTTL
 		}{
 			{"full", []string{"tokenHash", sessRand(t, 32), "failedMfaAttempts", "0", "lastRotatedAtMs", seen,
-				"idleTimeoutMs", "120000"}, 100_000, 120_000},
-			{"lazy", nil, 29 * 60 * 1000, 30 * 60 * 1000},
+				"idleTimeoutMs", "120000", "status", "ACTIVE", "authLevel", "BASIC"}, 100_000, 120_000},
+			{"lazy", []string{"status", "ACTIVE", "authLevel", "BASIC"}, 29 * 60 * 1000, 30 * 60 * 1000},
+			{"lean", nil, 29 * 60 * 1000, 30 * 60 * 1000},
 		}
 		for _, sh := range shapes {
 			ref := sessRef(t, "")
-			write(ref, append(sh.kv, "userId", "u2", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC",
+			write(ref, append(sh.kv, "userId", "u2", "tenantId", "acme",
 				"absoluteExpiresAtMs", abs, "createdAtMs", seen, "updatedAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2")...)
 			if err := e.do(e.s.Client.B().Pexpire().Key(e.r.sessionKey(ref)).Milliseconds(1000).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			ac, err := e.r.Authorize(ctx, ref)
 			if err != nil || ac.Outcome != Found || !ac.Refreshed || ac.FailedMFAAttempts != 0 ||
-				ac.LastRotatedAt.UnixMilli() != now {
+				ac.LastRotatedAt.UnixMilli() != now || ac.Status != SessionActive || ac.AuthLevel != LevelBasic {
 				t.Fatalf("%s: %+v %v", sh.name, ac, err)
 			}
 			if p := e.pttl(e.r.sessionKey(ref)); p < sh.min || p > sh.max {
 				t.Fatalf("%s: refreshed to %dms, want %d..%d", sh.name, p, sh.min, sh.max)
 			}
-			if v, err := e.r.Get(ctx, ref, "acme"); err != nil || v.SchemaVersion != SchemaVersion || v.LastRotatedAt.UnixMilli() != now {
+			if v, err := e.r.Get(ctx, ref, "acme"); err != nil || v.SchemaVersion != SchemaVersion || v.LastRotatedAt.UnixMilli() != now ||
+				v.Status != SessionActive || v.AuthLevel != LevelBasic {
 				t.Fatalf("%s view: %+v %v", sh.name, v, err)
 			}
 		}

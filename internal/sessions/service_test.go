@@ -306,6 +306,43 @@ func TestServiceFlow(t *testing.T) {
 
 func authErr(_ *auth.Principal, err error) error { return err }
 
+// A create that asks for MFA, or at level MFA, reads back as asked (the repository stores
+// status and authLevel only when they differ from ACTIVE and BASIC); a plain one as ACTIVE,
+// BASIC.
+func TestServiceCreateStatusAndLevel(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSvcEnv(t, s, prefix)
+		ctx := context.Background()
+		for _, tt := range []struct {
+			name          string
+			in            CreateInput
+			status, level string
+		}{
+			{"plain", CreateInput{}, repo.SessionActive, repo.LevelBasic},
+			{"mfa required", CreateInput{MFARequired: true}, repo.SessionMFARequired, repo.LevelBasic},
+			{"mfa level", CreateInput{AuthLevel: repo.LevelMFA}, repo.SessionActive, repo.LevelMFA},
+		} {
+			is := e.create("acme", "dora", tt.in)
+			if is.Status != tt.status || is.AuthLevel != tt.level {
+				t.Fatalf("%s: created %+v", tt.name, is.Session)
+			}
+			p, err := e.svc.Authenticate(ctx, is.Token)
+			if err != nil || p.AuthLevel != tt.level {
+				t.Fatalf("%s: principal %+v %v", tt.name, p, err)
+			}
+			cur, err := e.svc.Current(ctx, p)
+			if err != nil || cur.Status != tt.status || cur.AuthLevel != tt.level {
+				t.Fatalf("%s: current %+v %v", tt.name, cur, err)
+			}
+			got, err := e.svc.Get(ctx, "acme", is.Ref.ID())
+			if err != nil || got.Status != tt.status || got.AuthLevel != tt.level {
+				t.Fatalf("%s: get %+v %v", tt.name, got, err)
+			}
+		}
+	})
+}
+
 // Bad input answers clear 4xx refusals and writes nothing.
 func TestServiceBadInput(t *testing.T) {
 	t.Parallel()

@@ -10,7 +10,9 @@
 -- ARGV[2]: the default idle timeout in milliseconds, for hashes without idleTimeoutMs (written
 --          only when a session overrides the default, never by schema 1)
 -- ARGV[3..]: the fields to read; the first seven are, in this order: userId, tenantId, status,
---          authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion
+--          authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion. status and authLevel
+--          are written only once they differ from ACTIVE and BASIC (the caller applies those
+--          defaults), so completeness rests on userId, tenantId, schemaVersion and the deadlines.
 -- Reply: {'missing'} |
 --        {'ok', nowMs, pttlMs, refreshed (0|1), <one value per ARGV[3..] field, nil when absent>}
 --        (the caller classifies found / old schema / corrupt)
@@ -28,7 +30,7 @@ if not v[6] then
 end
 local refreshed = 0
 -- Refresh only a complete hash: a corrupt one is refused by the caller and never extended.
-if v[1] and v[2] and v[3] and v[4] and v[7] and abs and idle and idle > 0 and abs > now then
+if v[1] and v[2] and v[7] and abs and idle and idle > 0 and abs > now then
   if pttl < idle * tonumber(ARGV[1]) then
     local want = math.min(idle, abs - now)
     if want > pttl then

@@ -13,8 +13,9 @@
 -- ARGV[2]: idle timeout in milliseconds
 -- ARGV[3]: absolute timeout in milliseconds
 -- ARGV[4]: idPart (the index member)
--- ARGV[5..]: field, value pairs (userId, tenantId, status, authLevel, schemaVersion, and only when
---          given: device label and hashes, idleTimeoutMs when it is not the default); the
+-- ARGV[5..]: field, value pairs (userId, tenantId, schemaVersion, and only when given: device
+--          label and hashes, status when it is not ACTIVE, authLevel when it is not BASIC,
+--          idleTimeoutMs when it is not the default); the
 --          timestamps createdAtMs, updatedAtMs, absoluteExpiresAtMs are added here from the
 --          server's clock. failedMfaAttempts, lastSeenAtMs and lastRotatedAtMs are written only
 --          once they differ from their defaults (0, createdAtMs, createdAtMs: by a wrong MFA code,

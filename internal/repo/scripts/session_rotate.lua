@@ -12,6 +12,8 @@
 -- tokenHash left by an older gateway is dropped.
 -- Reply: {'missing'} | {'exists'} |
 --        {'ok', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+--        (status and authLevel nil when the hash does not hold them: ACTIVE and BASIC, the
+--        defaults, are not written; rotation keeps both as they are)
 local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs')
 if not v[1] or v[1] ~= ARGV[1] then
   return {'missing'}

@@ -1,0 +1,137 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// stored returns field's value in the hash at key and whether the hash holds the field.
+func (e *sessEnv) stored(key, field string) (string, bool) {
+	e.t.Helper()
+	vals, err := e.do(e.s.Client.B().Hmget().Key(key).Field(field).Build()).ToArray()
+	if err != nil || len(vals) != 1 {
+		e.t.Fatalf("hmget %s: %v", field, err)
+	}
+	if vals[0].IsNil() {
+		return "", false
+	}
+	v, err := vals[0].ToString()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v, true
+}
+
+// status and authLevel are stored only when they differ from ACTIVE and BASIC; every reader
+// (the hot path with and without the client-side cache, the full view, the device list,
+// rotation) reports the default when the field is absent, and the transitions away from the
+// defaults (MFA challenge, step-up) still write them.
+func TestSessionStatusAndLevelDefaults(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		for _, cached := range []bool{false, true} {
+			if cached && !s.Caps.ClientCache {
+				continue
+			}
+			e := newSessEnv(t, s, prefix, func(o *SessionOptions) {
+				if cached {
+					o.CacheTTL = time.Minute
+				}
+			})
+			ctx := context.Background()
+			tag := sessRand(t, 9)
+			create := func(status, level string) SessionRef {
+				t.Helper()
+				ref := sessRef(t, tag)
+				if _, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme", Status: status,
+					AuthLevel: level, Idle: time.Hour, Absolute: 2 * time.Hour}); err != nil {
+					t.Fatal(err)
+				}
+				return ref
+			}
+			// want checks what the hash stores ("" for absent) and what every read reports.
+			want := func(name string, ref SessionRef, storedStatus, storedLevel, status, level string) {
+				t.Helper()
+				key := e.r.sessionKey(ref)
+				for _, f := range []struct{ name, want string }{{sfStatus, storedStatus}, {sfAuthLevel, storedLevel}} {
+					v, ok := e.stored(key, f.name)
+					if f.want == "" && ok || f.want != "" && v != f.want {
+						t.Fatalf("%s (cached %v): %s stored as %q (present %v), want %q", name, cached, f.name, v, ok, f.want)
+					}
+				}
+				ac, err := e.r.Authorize(ctx, ref)
+				if err != nil || ac.Status != status || ac.AuthLevel != level || ac.Outcome != Found {
+					t.Fatalf("%s (cached %v): authorize %+v %v", name, cached, ac, err)
+				}
+				v, err := e.r.Get(ctx, ref, "acme")
+				if err != nil || v.Status != status || v.AuthLevel != level {
+					t.Fatalf("%s (cached %v): get %+v %v", name, cached, v, err)
+				}
+				list, err := e.r.List(ctx, tag, "acme")
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, l := range list {
+					if l.Ref == ref {
+						found = l.Status == status && l.AuthLevel == level
+					}
+				}
+				if !found {
+					t.Fatalf("%s (cached %v): list %+v", name, cached, list)
+				}
+			}
+
+			plain := create(SessionActive, LevelBasic)
+			want("plain", plain, "", "", SessionActive, LevelBasic)
+			next := sessRef(t, tag)
+			rot, err := e.r.Rotate(ctx, plain, "acme", next)
+			if err != nil || rot.Status != SessionActive || rot.AuthLevel != LevelBasic {
+				t.Fatalf("rotate a plain session: %+v %v", rot, err)
+			}
+			want("plain rotated", next, "", "", SessionActive, LevelBasic)
+
+			// An empty status or level is the default too (and is not written).
+			want("empty", create("", ""), "", "", SessionActive, LevelBasic)
+			want("mfa required", create(SessionMFARequired, LevelBasic), SessionMFARequired, "", SessionMFARequired, LevelBasic)
+			want("mfa level", create(SessionActive, LevelMFA), "", LevelMFA, SessionActive, LevelMFA)
+
+			// Transitions away from the defaults write them: the challenge the status, the
+			// step-up both.
+			ref := create(SessionActive, LevelBasic)
+			cid := sessRand(t, 16)
+			e.challenge(ref, "acme", cid, "good-mac", time.Minute)
+			want("challenged", ref, SessionMFARequired, "", SessionMFARequired, LevelBasic)
+			res, up, err := e.verify(ref, "acme", cid, "good-mac")
+			if err != nil || res.Outcome != VerifyOK {
+				t.Fatalf("verify: %+v %v", res, err)
+			}
+			want("stepped up", up, SessionMFAVerified, LevelMFA, SessionMFAVerified, LevelMFA)
+
+			// Existence rests on the fields every session holds (userId, tenantId, the deadline,
+			// schemaVersion): a hash holding none of them is missing, not corrupt.
+			stray := sessRef(t, tag)
+			key := e.r.sessionKey(stray)
+			if err := e.do(e.s.Client.B().Hset().Key(key).FieldValue().FieldValue(sfLastSeenAt, "1").
+				FieldValue(sfChallengeAt, "1").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(60_000).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.r.Authorize(ctx, stray); !errors.Is(err, apperr.NotFound) {
+				t.Fatalf("a hash without the key fields (cached %v): %v", cached, err)
+			}
+			if err := e.do(e.s.Client.B().Del().Key(key).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			e.everyKeyHasTTL()
+		}
+	})
+}
