@@ -145,6 +145,8 @@ type Sessions struct {
 	hits, misses atomic.Int64
 	// refreshing holds a slot per background refresh (maxBackgroundRefreshes).
 	refreshing chan struct{}
+	// written marks sessions this gateway just changed (nil with the cache off).
+	written *recentWrites
 }
 
 // ErrSessionOptions reports unusable options.
@@ -187,6 +189,7 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
+		r.written = &recentWrites{ttl: o.CacheTTL}
 	}
 	return r, nil
 }
@@ -441,6 +444,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 	if next.Tag != ref.Tag {
 		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
 	}
+	r.written.mark(ref, r.now())
 	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
 	rep, err := r.run(ctx, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
 	if err != nil {
@@ -483,6 +487,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
 // whether a live session was deleted; another tenant's session is left alone (false).
 func (r *Sessions) Revoke(ctx context.Context, ref SessionRef, tenant string) (bool, error) {
+	r.written.mark(ref, r.now())
 	n, err := scriptSessionRevoke.Exec(ctx, r.client,
 		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part}).AsInt64()
 	if err != nil {
@@ -508,6 +513,7 @@ func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Tim
 	if secs < 1 || !sessB64URL(c.ID) || c.CodeMAC == "" {
 		return time.Time{}, apperr.New(apperr.Validation, "A challenge needs an id, a code MAC and a TTL of at least 1s.")
 	}
+	r.written.mark(c.Ref, r.now())
 	rep, err := r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
 		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(SchemaVersion)})
 	if err != nil {
@@ -570,6 +576,7 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
 		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
 		v.Ref.Part, v.Next.Part}
+	r.written.mark(v.Ref, r.now())
 	rep, err := r.run(ctx, "session_verify", scriptSessionVerify, keys, args)
 	if err != nil {
 		return nil, err

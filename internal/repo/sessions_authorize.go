@@ -107,6 +107,12 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthCo
 func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthContext, error) {
 	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessAuthFields...).Cache(), r.cacheTTL)
 	hit := res.IsCacheHit()
+	if hit && r.written.marked(ref, r.now()) {
+		// This gateway just changed the session: the copy may predate the change (the
+		// invalidation push trails the write's reply). Read Redis instead.
+		r.o.Metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
+		return r.authorizeScript(ctx, ref)
+	}
 	if hit {
 		r.hits.Add(1)
 	} else {

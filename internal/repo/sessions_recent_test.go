@@ -1,0 +1,105 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// Read-your-writes over the client-side cache: once a revoke, revoke-all or rotate by this
+// gateway has returned, its next authorization of the old token fails at once. Redis's
+// invalidation push trails the write's reply, so without the gateway's own marks a cached copy
+// answered for a moment after a logout (TestEverySessionOperationIsTraced caught it).
+func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		if !s.Caps.ClientCache {
+			t.Skip("no client-side cache on this backend")
+		}
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
+		ctx := context.Background()
+		hot := func(ref SessionRef) {
+			t.Helper()
+			for range 3 { // the first read fills the cache, the others hit it
+				if _, err := e.r.Authorize(ctx, ref); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ac, err := e.r.Authorize(ctx, ref); err != nil || !ac.CacheHit {
+				t.Fatalf("not served from the cache: %+v %v", ac, err)
+			}
+		}
+		gone := func(what string, ref SessionRef) {
+			t.Helper()
+			if ac, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
+				t.Fatalf("%s: the old session still authorizes (%+v, %v)", what, ac, err)
+			}
+		}
+		for i := range 50 {
+			ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+			hot(ref)
+			switch i % 3 {
+			case 0:
+				if ok, err := e.r.Revoke(ctx, ref, "acme"); err != nil || !ok {
+					t.Fatalf("revoke: %v %v", ok, err)
+				}
+				gone("revoke", ref)
+			case 1:
+				if n, err := e.r.RevokeAll(ctx, ref.Tag, ""); err != nil || n < 1 {
+					t.Fatalf("revoke-all: %d %v", n, err)
+				}
+				gone("revoke-all", ref)
+			case 2:
+				next := sessRef(t, ref.Tag)
+				if _, err := e.r.Rotate(ctx, ref, "acme", next); err != nil {
+					t.Fatal(err)
+				}
+				gone("rotate", ref)
+				if _, err := e.r.Authorize(ctx, next); err != nil {
+					t.Fatalf("rotated session: %v", err)
+				}
+			}
+		}
+	})
+}
+
+func TestRecentWritesMarks(t *testing.T) {
+	t.Parallel()
+	w := &recentWrites{ttl: time.Second}
+	now := time.Unix(1000, 0)
+	a, b := SessionRef{Tag: "AAAAAAAAAAAA", Part: "p1"}, SessionRef{Tag: "AAAAAAAAAAAA", Part: "p2"}
+	other := SessionRef{Tag: "BBBBBBBBBBBB", Part: "p1"}
+	if w.marked(a, now) {
+		t.Fatal("marked before any write")
+	}
+	w.mark(a, now)
+	if !w.marked(a, now.Add(999*time.Millisecond)) || w.marked(b, now) || w.marked(other, now) {
+		t.Fatal("a session mark covers exactly that session for one TTL")
+	}
+	if w.marked(a, now.Add(time.Second)) {
+		t.Fatal("mark outlived its TTL")
+	}
+	if w.live.Load() != 0 {
+		t.Fatalf("expired mark kept: %d live", w.live.Load())
+	}
+	w.mark(SessionRef{Tag: a.Tag}, now)
+	if !w.marked(a, now) || !w.marked(b, now) || w.marked(other, now) {
+		t.Fatal("a user mark covers every session of that user only")
+	}
+	for i := range 2000 {
+		w.mark(SessionRef{Tag: "CCCCCCCCCCCC", Part: string(rune('a' + i%26)) + string(rune('a'+i/26))}, now.Add(time.Duration(i)*time.Millisecond))
+	}
+	if n := w.live.Load(); n > 1100 {
+		t.Fatalf("%d marks kept; expired ones should have been swept", n)
+	}
+	var nilW *recentWrites
+	nilW.mark(a, now)
+	if nilW.marked(a, now) {
+		t.Fatal("nil (cache off) marks nothing")
+	}
+}
