@@ -146,7 +146,7 @@ type Sessions struct {
 	// refreshing holds a slot per background refresh (maxBackgroundRefreshes).
 	refreshing chan struct{}
 	// written marks sessions this gateway just changed (nil with the cache off).
-	written *recentWrites
+	written *RecentWrites
 }
 
 // ErrSessionOptions reports unusable options.
@@ -189,7 +189,7 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
-		r.written = &recentWrites{ttl: o.CacheTTL}
+		r.written = NewRecentWrites(o.CacheTTL)
 	}
 	return r, nil
 }

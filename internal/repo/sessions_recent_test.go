@@ -70,7 +70,7 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 
 func TestRecentWritesMarks(t *testing.T) {
 	t.Parallel()
-	w := &recentWrites{ttl: time.Second}
+	w := NewRecentWrites(time.Second)
 	now := time.Unix(1000, 0)
 	a, b := SessionRef{Tag: "AAAAAAAAAAAA", Part: "p1"}, SessionRef{Tag: "AAAAAAAAAAAA", Part: "p2"}
 	other := SessionRef{Tag: "BBBBBBBBBBBB", Part: "p1"}
@@ -92,12 +92,12 @@ func TestRecentWritesMarks(t *testing.T) {
 		t.Fatal("a user mark covers every session of that user only")
 	}
 	for i := range 2000 {
-		w.mark(SessionRef{Tag: "CCCCCCCCCCCC", Part: string(rune('a' + i%26)) + string(rune('a'+i/26))}, now.Add(time.Duration(i)*time.Millisecond))
+		w.mark(SessionRef{Tag: "CCCCCCCCCCCC", Part: string(rune('a'+i%26)) + string(rune('a'+i/26))}, now.Add(time.Duration(i)*time.Millisecond))
 	}
 	if n := w.live.Load(); n > 1100 {
 		t.Fatalf("%d marks kept; expired ones should have been swept", n)
 	}
-	var nilW *recentWrites
+	var nilW *RecentWrites
 	nilW.mark(a, now)
 	if nilW.marked(a, now) {
 		t.Fatal("nil (cache off) marks nothing")

@@ -87,6 +87,9 @@ func (s *Service) Check(ctx context.Context, c *auth.Claims) error {
 	return err
 }
 
+// tokenGroup is the RecentWrites group of token ids.
+const tokenGroup = "token"
+
 // outcome of one check, for metrics and spans.
 type outcome string
 
@@ -115,6 +118,10 @@ func refusal(o outcome) error { return apperr.New(apperr.InvalidCredentials, ref
 // live reads the token's state (cached) and decides.
 func (s *Service) live(ctx context.Context, c *auth.Claims) (outcome, error) {
 	st, err := s.repo.State(ctx, c.ID, s.cacheTTL)
+	if err == nil && st.CacheHit && s.revoked.Marked(tokenGroup, c.ID, s.now()) {
+		// Revoked by this gateway a moment ago: the cached copy may predate it.
+		st, err = s.repo.State(ctx, c.ID, 0)
+	}
 	if err == nil {
 		s.m.cache(st.CacheHit)
 	}

@@ -77,6 +77,8 @@ type Service struct {
 	repo     *repo.Tokens
 	maxTTL   time.Duration
 	cacheTTL time.Duration
+	// revoked marks tokens this gateway revoked, for one cache TTL (nil with the cache off).
+	revoked *repo.RecentWrites
 	tracer   trace.Tracer
 	log      *slog.Logger
 	now      func() time.Time
@@ -113,8 +115,12 @@ func New(a *auth.Authority, r *repo.Tokens, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{auth: a, repo: r, maxTTL: o.MaxTTL, cacheTTL: min(o.CacheTTL, MaxCacheTTL),
-		tracer: o.Tracer, log: o.Logger, now: o.Now, m: m}, nil
+	s := &Service{auth: a, repo: r, maxTTL: o.MaxTTL, cacheTTL: min(o.CacheTTL, MaxCacheTTL),
+		tracer: o.Tracer, log: o.Logger, now: o.Now, m: m}
+	if s.cacheTTL > 0 {
+		s.revoked = repo.NewRecentWrites(s.cacheTTL)
+	}
+	return s, nil
 }
 
 // IssueRequest is a token request on the HTTP path: the tenant is always the caller's.
@@ -309,6 +315,7 @@ func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.revoke", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
+	s.revoked.Mark(tokenGroup, id, s.now()) // this gateway's next check reads Redis, not its cached copy
 	res, err := s.repo.Revoke(ctx, caller.Tenant, id, reason)
 	if err != nil {
 		if errors.Is(err, apperr.NotFound) {

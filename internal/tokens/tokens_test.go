@@ -425,3 +425,38 @@ func TestCachedCheckExpiresAfterCacheTTL(t *testing.T) {
 		}
 	})
 }
+
+// Read-your-writes: once this gateway's revoke has returned, its own next check refuses the
+// token, even though the invalidation push for the revocation may not have arrived yet.
+func TestRevokedTokenRefusedAtOnceBySameGateway(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		if !s.Caps.ClientCache {
+			t.Skip("no client-side cache on this backend")
+		}
+		ctx := context.Background()
+		e := newEnv(t, prefix)
+		svc := e.service(t, s, nil, Options{CacheTTL: time.Minute})
+		for i := range 30 {
+			out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
+			if err != nil {
+				t.Fatal(err)
+			}
+			claims, err := e.auth.Verify(out.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if err := svc.Check(ctx, claims); err != nil {
+					t.Fatalf("check: %v", err)
+				}
+			}
+			if _, err := svc.Revoke(ctx, admin, out.TokenID, "test"); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Check(ctx, claims); !errors.Is(err, apperr.InvalidCredentials) {
+				t.Fatalf("round %d: the check right after the revoke answered %v, want a refusal", i, err)
+			}
+		}
+	})
+}

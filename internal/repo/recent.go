@@ -1,0 +1,83 @@
+package repo
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RecentWrites gives this gateway read-your-writes over the client-side cache. Redis sends the
+// invalidation push for a write after the write's reply, and on whichever connection tracked
+// the read, so right after a logout, revoke, rotate or MFA step (or a token revocation), a
+// request on the same gateway could still find the old copy in the cache for a moment. Every
+// such write marks its object (a session; every session of a user for revoke-all; a token)
+// before it runs; for one cache TTL a cached copy of a marked object is not trusted and the
+// hot path reads Redis instead. Copies live at most a cache TTL, so after that the mark has
+// nothing left to guard against.
+//
+// Other gateways learn of the write from the push alone; their staleness is bounded by the
+// push's latency, or by the cache TTL should a push be lost. A nil *RecentWrites (cache off)
+// marks nothing.
+type RecentWrites struct {
+	ttl  time.Duration
+	m    sync.Map // recentKey → time.Time (until when the mark holds)
+	live atomic.Int64
+}
+
+// NewRecentWrites returns marks that hold for ttl (the cache TTL they guard).
+func NewRecentWrites(ttl time.Duration) *RecentWrites { return &RecentWrites{ttl: ttl} }
+
+// recentKey marks one object (group, id), or every object of a group (id empty).
+type recentKey struct{ group, id string }
+
+// Mark guards object id of group (every object of group when id is empty) from now on.
+func (w *RecentWrites) Mark(group, id string, now time.Time) {
+	if w == nil {
+		return
+	}
+	if _, loaded := w.m.Swap(recentKey{group, id}, now.Add(w.ttl)); !loaded {
+		w.live.Add(1)
+	}
+	if w.live.Load() > 1024 {
+		w.sweep(now)
+	}
+}
+
+// Marked reports whether a cached copy of object id of group must not be trusted at now.
+func (w *RecentWrites) Marked(group, id string, now time.Time) bool {
+	if w == nil || w.live.Load() == 0 { // the common case: nothing written lately
+		return false
+	}
+	return w.check(recentKey{group, id}, now) || (id != "" && w.check(recentKey{group: group}, now))
+}
+
+// mark and marked take a session: the user's tag is the group, the id part the id.
+func (w *RecentWrites) mark(ref SessionRef, now time.Time) { w.Mark(ref.Tag, ref.Part, now) }
+
+func (w *RecentWrites) marked(ref SessionRef, now time.Time) bool {
+	return w.Marked(ref.Tag, ref.Part, now)
+}
+
+func (w *RecentWrites) check(k recentKey, now time.Time) bool {
+	v, ok := w.m.Load(k)
+	if !ok {
+		return false
+	}
+	if now.Before(v.(time.Time)) {
+		return true
+	}
+	if w.m.CompareAndDelete(k, v) {
+		w.live.Add(-1)
+	}
+	return false
+}
+
+// sweep drops expired marks (a burst of writes leaves many behind).
+func (w *RecentWrites) sweep(now time.Time) {
+	w.m.Range(func(k, v any) bool {
+		if !now.Before(v.(time.Time)) && w.m.CompareAndDelete(k, v) {
+			w.live.Add(-1)
+		}
+		return true
+	})
+}
