@@ -3,7 +3,9 @@ package telemetry
 import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // unobservedPaths get neither spans nor HTTP metrics.
@@ -43,6 +45,15 @@ func EchoMiddleware(t *Telemetry, service string) echo.MiddlewareFunc {
 		}
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return tracing(metrics(next))
+		inner := metrics(next)
+		return tracing(func(c echo.Context) error {
+			// otelecho records the request's whole target (path and query): ids and free
+			// text a caller may consider private (/v1/users/{userId}/sessions, ?reason=).
+			// The server span names the route template instead, as the access log does.
+			if sp := trace.SpanFromContext(c.Request().Context()); sp.IsRecording() {
+				sp.SetAttributes(attribute.String("http.target", c.Path()))
+			}
+			return inner(c)
+		})
 	}
 }

@@ -79,10 +79,10 @@ type Service struct {
 	cacheTTL time.Duration
 	// revoked marks tokens this gateway revoked, for one cache TTL (nil with the cache off).
 	revoked *repo.RecentWrites
-	tracer   trace.Tracer
-	log      *slog.Logger
-	now      func() time.Time
-	m        *instruments
+	tracer  trace.Tracer
+	log     *slog.Logger
+	now     func() time.Time
+	m       *instruments
 }
 
 var _ auth.Checker = (*Service)(nil)
