@@ -147,6 +147,8 @@ type Sessions struct {
 	refreshing chan struct{}
 	// written marks sessions this gateway just changed (nil with the cache off).
 	written *RecentWrites
+	// memo keeps decoded sessions from the client-side cache (nil with the cache off).
+	memo *authMemo
 }
 
 // ErrSessionOptions reports unusable options.
@@ -190,6 +192,10 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
 		r.written = NewRecentWrites(o.CacheTTL)
+		if s.Invalidations != nil {
+			r.memo = newAuthMemo(o.CacheTTL)
+			s.Invalidations.Subscribe(r.memo.invalidate)
+		}
 	}
 	return r, nil
 }

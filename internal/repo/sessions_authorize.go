@@ -103,16 +103,31 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthCo
 }
 
 // authorizeCached reads through the client-side cache and decides on the gateway's clock;
-// only a refresh goes to Redis (the script).
+// only a refresh goes to Redis (the script). A session already decoded from the cache is
+// answered from the memo (authMemo), without calling the client.
 func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthContext, error) {
-	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessAuthFields...).Cache(), r.cacheTTL)
-	hit := res.IsCacheHit()
-	if hit && r.written.marked(ref, r.now()) {
-		// This gateway just changed the session: the copy may predate the change (the
+	key := r.sessionKey(ref)
+	now := r.now()
+	if r.written.marked(ref, now) {
+		// This gateway just changed the session: a cached copy may predate the change (the
 		// invalidation push trails the write's reply). Read Redis instead.
 		r.o.Metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
 		return r.authorizeScript(ctx, ref)
 	}
+	if r.memo != nil {
+		if e, ok := r.memo.get(key, now); ok {
+			r.hits.Add(1)
+			ac := e.ac
+			ac.CacheHit = true
+			return r.decideCached(ctx, ref, &ac, e.idle, true, now)
+		}
+	}
+	var v memoVersion
+	if r.memo != nil {
+		v = r.memo.version(key)
+	}
+	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(key).Field(sessAuthFields...).Cache(), r.cacheTTL)
+	hit := res.IsCacheHit()
 	if hit {
 		r.hits.Add(1)
 	} else {
@@ -138,7 +153,18 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 		return nil, err
 	}
 	ac.CacheHit = hit
-	now, abs := r.now().UnixMilli(), sessMs(ac.AbsoluteExpiresAt)
+	if r.memo != nil {
+		r.memo.put(key, &memoEntry{ac: *ac, idle: idle, until: now.Add(r.cacheTTL)}, v, now)
+	}
+	return r.decideCached(ctx, ref, ac, idle, hit, now)
+}
+
+// decideCached applies the deadlines to a session read from the cache (or from Redis by
+// authorizeCached's own round trip, when hit is false): past either deadline it is missing,
+// and a due refresh runs the script (in the background when this call already spent its
+// round trip).
+func (r *Sessions) decideCached(ctx context.Context, ref SessionRef, ac *AuthContext, idle int64, hit bool, t time.Time) (*AuthContext, error) {
+	now, abs := t.UnixMilli(), sessMs(ac.AbsoluteExpiresAt)
 	end := min(sessMs(ac.LastSeenAt)+idle, abs)
 	left := end - now
 	switch {

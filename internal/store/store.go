@@ -64,11 +64,13 @@ type Options struct {
 
 // Store is an open connection: Client is safe for concurrent use by every repository.
 type Store struct {
-	Client   rueidis.Client
-	Caps     Capabilities
-	Timeout  time.Duration
-	embedded *miniredis.Miniredis
-	raw      rueidis.Client
+	Client  rueidis.Client
+	Caps    Capabilities
+	Timeout time.Duration
+	// Invalidations delivers the client-side cache's invalidation pushes (ClientCache only).
+	Invalidations *Invalidations
+	embedded      *miniredis.Miniredis
+	raw           rueidis.Client
 }
 
 // ErrBadURL reports an unusable REDIS_URL.
@@ -156,6 +158,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 		opt.DisableCache = o.DisableCache
+	}
+	s.Invalidations = &Invalidations{}
+	if !opt.DisableCache {
+		opt.OnInvalidations = s.Invalidations.notify
 	}
 	opt.Dialer.Timeout = o.Timeout
 	opt.Dialer.KeepAlive = 30 * time.Second

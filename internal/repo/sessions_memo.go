@@ -1,0 +1,132 @@
+package repo
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// authMemo keeps the decoded form of sessions read through the client-side cache, so a hot
+// session is answered without a call into the Redis client at all: no command to build, no
+// cache lookup, no decoding. It follows rueidis' cache exactly where it matters:
+//
+//   - an entry is dropped when Redis's invalidation push for its key arrives (the same push
+//     that drops rueidis' copy), and everything is dropped when rueidis starts afresh (a lost
+//     connection or a FLUSHALL);
+//   - an entry lives at most the cache TTL from the read that filled it, like rueidis' copy,
+//     so staleness stays bounded even if a push is lost;
+//   - a read stores its result only if no invalidation for its key (or for everything) arrived
+//     since the read began: a push that overtakes the decoding cannot be undone by it.
+//
+// The version check is striped (a push for another key of the same stripe also blocks a
+// store); that only costs a lost memo fill, never a stale entry.
+type authMemo struct {
+	ttl  time.Duration
+	max  int64
+	seed maphash.Seed
+
+	m     sync.Map // session key → *memoEntry
+	n     atomic.Int64
+	swept atomic.Int64 // unix nanos of the last sweep
+
+	epoch   atomic.Uint64 // bumped when everything is invalidated
+	stripes [memoStripes]atomic.Uint64
+}
+
+const memoStripes = 1024
+
+// memoMaxEntries bounds the memo; past it new sessions are read through rueidis' cache only.
+const memoMaxEntries = 100_000
+
+type memoEntry struct {
+	ac    AuthContext
+	idle  int64 // ms
+	until time.Time
+}
+
+// memoVersion is what a read records before it starts, for put.
+type memoVersion struct{ epoch, stripe uint64 }
+
+func newAuthMemo(ttl time.Duration) *authMemo {
+	return &authMemo{ttl: ttl, max: memoMaxEntries, seed: maphash.MakeSeed()}
+}
+
+func (m *authMemo) stripe(key string) *atomic.Uint64 {
+	return &m.stripes[maphash.String(m.seed, key)%memoStripes]
+}
+
+// version is taken before the read whose result put may store.
+func (m *authMemo) version(key string) memoVersion {
+	return memoVersion{epoch: m.epoch.Load(), stripe: m.stripe(key).Load()}
+}
+
+// get returns the live entry for key.
+func (m *authMemo) get(key string, now time.Time) (*memoEntry, bool) {
+	v, ok := m.m.Load(key)
+	if !ok {
+		return nil, false
+	}
+	e := v.(*memoEntry)
+	if !now.Before(e.until) {
+		if m.m.CompareAndDelete(key, v) {
+			m.n.Add(-1)
+		}
+		return nil, false
+	}
+	return e, true
+}
+
+// put stores e for key unless an invalidation for it arrived since v was taken.
+func (m *authMemo) put(key string, e *memoEntry, v memoVersion, now time.Time) {
+	if m.n.Load() >= m.max {
+		m.sweep(now)
+		if m.n.Load() >= m.max {
+			return
+		}
+	}
+	if _, loaded := m.m.Swap(key, e); !loaded {
+		m.n.Add(1)
+	}
+	// Checked after storing, so an invalidation that lands between the check and the store
+	// is not missed: either it deleted the entry after the store, or the check sees it.
+	if m.epoch.Load() != v.epoch || m.stripe(key).Load() != v.stripe {
+		if m.m.CompareAndDelete(key, e) {
+			m.n.Add(-1)
+		}
+	}
+}
+
+// invalidate drops keys (everything when all): rueidis' invalidation callback.
+func (m *authMemo) invalidate(keys []string, all bool) {
+	if all {
+		m.epoch.Add(1)
+		m.m.Range(func(k, v any) bool {
+			if m.m.CompareAndDelete(k, v) {
+				m.n.Add(-1)
+			}
+			return true
+		})
+		return
+	}
+	for _, k := range keys {
+		m.stripe(k).Add(1)
+		if v, ok := m.m.LoadAndDelete(k); ok && v != nil {
+			m.n.Add(-1)
+		}
+	}
+}
+
+// sweep drops expired entries, at most once a second.
+func (m *authMemo) sweep(now time.Time) {
+	last := m.swept.Load()
+	if now.UnixNano()-last < int64(time.Second) || !m.swept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	m.m.Range(func(k, v any) bool {
+		if !now.Before(v.(*memoEntry).until) && m.m.CompareAndDelete(k, v) {
+			m.n.Add(-1)
+		}
+		return true
+	})
+}

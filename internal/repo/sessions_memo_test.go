@@ -1,0 +1,135 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// A session revoked through another gateway stops authorizing here by Redis's invalidation
+// push alone: the cache TTL is far longer than the test waits, and this gateway made no write
+// (so no read-your-writes mark is involved). The memo must drop its decoded copy with the push.
+func TestSessionRevokedElsewhereSeenThroughPush(t *testing.T) {
+	t.Parallel()
+	for _, b := range testredis.Backends() {
+		if !b.Real() {
+			continue
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			s := testredis.Open(t, b)
+			if !s.Caps.ClientCache {
+				t.Skip("no client-side cache")
+			}
+			prefix := testredis.Prefix(t)
+			here := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
+			there := newSessEnv(t, testredis.Open(t, b), prefix, nil)
+			ctx := context.Background()
+			for range 5 {
+				ref := here.create("", "acme", "alice", time.Hour, 2*time.Hour)
+				for range 3 {
+					if _, err := here.r.Authorize(ctx, ref); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if ac, err := here.r.Authorize(ctx, ref); err != nil || !ac.CacheHit {
+					t.Fatalf("not cached: %+v %v", ac, err)
+				}
+				if ok, err := there.r.Revoke(ctx, ref, "acme"); err != nil || !ok {
+					t.Fatalf("revoke elsewhere: %v %v", ok, err)
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					_, err := here.r.Authorize(ctx, ref)
+					if errors.Is(err, apperr.NotFound) {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the revocation's push never reached this gateway's decoded copy")
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+func TestAuthMemo(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	entry := func() *memoEntry { return &memoEntry{idle: 1, until: now.Add(time.Second)} }
+
+	t.Run("expiry", func(t *testing.T) {
+		m := newAuthMemo(time.Second)
+		m.put("k", entry(), m.version("k"), now)
+		if _, ok := m.get("k", now.Add(999*time.Millisecond)); !ok {
+			t.Fatal("entry gone before its TTL")
+		}
+		if _, ok := m.get("k", now.Add(time.Second)); ok {
+			t.Fatal("entry outlived its TTL")
+		}
+		if m.n.Load() != 0 {
+			t.Fatalf("%d entries counted after expiry", m.n.Load())
+		}
+	})
+	t.Run("push drops the key only", func(t *testing.T) {
+		m := newAuthMemo(time.Second)
+		m.put("a", entry(), m.version("a"), now)
+		m.put("b", entry(), m.version("b"), now)
+		m.invalidate([]string{"a"}, false)
+		if _, ok := m.get("a", now); ok {
+			t.Fatal("invalidated entry still served")
+		}
+		if _, ok := m.get("b", now); !ok {
+			t.Fatal("another key's entry dropped")
+		}
+		m.invalidate(nil, true)
+		if _, ok := m.get("b", now); ok || m.n.Load() != 0 {
+			t.Fatal("flush-all left an entry")
+		}
+	})
+	t.Run("a push during the read blocks the store", func(t *testing.T) {
+		m := newAuthMemo(time.Second)
+		v := m.version("k")
+		m.invalidate([]string{"k"}, false) // arrives while the read is being decoded
+		m.put("k", entry(), v, now)
+		if _, ok := m.get("k", now); ok {
+			t.Fatal("a read that a push overtook was stored")
+		}
+		v = m.version("k")
+		m.invalidate(nil, true)
+		m.put("k", entry(), v, now)
+		if _, ok := m.get("k", now); ok {
+			t.Fatal("a read that a flush overtook was stored")
+		}
+		m.put("k", entry(), m.version("k"), now)
+		if _, ok := m.get("k", now); !ok {
+			t.Fatal("a clean read was not stored")
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		m := newAuthMemo(time.Second)
+		m.max = 10
+		for i := range 20 {
+			k := string(rune('a' + i))
+			m.put(k, entry(), m.version(k), now)
+		}
+		if n := m.n.Load(); n != 10 {
+			t.Fatalf("%d entries, want the bound 10", n)
+		}
+		// Once they expire, a put sweeps them and stores again.
+		later := now.Add(2 * time.Second)
+		m.put("z", &memoEntry{until: later.Add(time.Second)}, m.version("z"), later)
+		if _, ok := m.get("z", later); !ok || m.n.Load() != 1 {
+			t.Fatalf("after expiry: %d entries, z stored %v", m.n.Load(), ok)
+		}
+	})
+}
+
