@@ -132,4 +132,3 @@ func TestAuthMemo(t *testing.T) {
 		}
 	})
 }
-
