@@ -96,7 +96,7 @@ func specPathToEcho(p string) string {
 // authAlternatives tries each security requirement in spec order, like kin-openapi: the first
 // that succeeds wins; otherwise the most telling refusal is returned.
 func (s *Server) authAlternatives(r *http.Request, reqs openapi3.SecurityRequirements) (*auth.Principal, error) {
-	errs := make([]error, 0, len(reqs))
+	var errs []error // only a refusal needs them
 	for _, req := range reqs {
 		var p *auth.Principal
 		err := errAbsent

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/textproto"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
@@ -55,11 +57,11 @@ func (s *Server) authScheme(r *http.Request, scheme string, scopes []string) (*a
 	case schemeBearer:
 		p, err = s.authBearer(ctx, r)
 	case schemeSessionCookie:
-		ck, cerr := r.Cookie(SessionCookieName)
-		if cerr != nil || ck.Value == "" {
+		v := cookieValue(r, SessionCookieName)
+		if v == "" {
 			return nil, errAbsent
 		}
-		p, err = s.authSession(ctx, ck.Value)
+		p, err = s.authSession(ctx, v)
 	case schemeSessionHeader:
 		tok := r.Header.Get(SessionHeaderName)
 		if tok == "" {
@@ -139,4 +141,37 @@ func invalidToken(err error) error {
 	}
 	return apperr.Wrap(apperr.InvalidCredentials, reason, err).
 		WithHeader("WWW-Authenticate", `Bearer realm="hashgate", error="invalid_token"`)
+}
+
+// cookieValue is r.Cookie(name).Value without parsing every cookie of the request into a
+// slice: the first cookie of that name whose value is valid (RFC 6265 cookie-octets, plus the
+// space and comma net/http tolerates), its quotes removed; "" when there is none.
+func cookieValue(r *http.Request, name string) string {
+	for _, line := range r.Header["Cookie"] {
+		for line != "" {
+			var part string
+			part, line, _ = strings.Cut(line, ";")
+			k, v, ok := strings.Cut(textproto.TrimString(part), "=")
+			if !ok || k != name {
+				continue
+			}
+			if len(v) > 1 && v[0] == '"' && v[len(v)-1] == '"' {
+				v = v[1 : len(v)-1]
+			}
+			if validCookieValue(v) {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+func validCookieValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == ';' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -193,7 +193,7 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		r.cacheTTL = o.CacheTTL
 		r.written = NewRecentWrites(o.CacheTTL)
 		if s.Invalidations != nil {
-			r.memo = newAuthMemo(o.CacheTTL)
+			r.memo = newAuthMemo(o.CacheTTL, r.keys.Prefix+":v1:"+sessKeyType+":{")
 			s.Invalidations.Subscribe(r.memo.invalidate)
 		}
 	}

@@ -106,7 +106,6 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthCo
 // only a refresh goes to Redis (the script). A session already decoded from the cache is
 // answered from the memo (authMemo), without calling the client.
 func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthContext, error) {
-	key := r.sessionKey(ref)
 	now := r.now()
 	if r.written.marked(ref, now) {
 		// This gateway just changed the session: a cached copy may predate the change (the
@@ -115,7 +114,7 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 		return r.authorizeScript(ctx, ref)
 	}
 	if r.memo != nil {
-		if e, ok := r.memo.get(key, now); ok {
+		if e, ok := r.memo.get(ref, now); ok {
 			r.hits.Add(1)
 			ac := e.ac
 			ac.CacheHit = true
@@ -124,9 +123,9 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 	}
 	var v memoVersion
 	if r.memo != nil {
-		v = r.memo.version(key)
+		v = r.memo.version(ref)
 	}
-	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(key).Field(sessAuthFields...).Cache(), r.cacheTTL)
+	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessAuthFields...).Cache(), r.cacheTTL)
 	hit := res.IsCacheHit()
 	if hit {
 		r.hits.Add(1)
@@ -154,7 +153,7 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 	}
 	ac.CacheHit = hit
 	if r.memo != nil {
-		r.memo.put(key, &memoEntry{ac: *ac, idle: idle, until: now.Add(r.cacheTTL)}, v, now)
+		r.memo.put(ref, &memoEntry{ac: *ac, idle: idle, until: now.Add(r.cacheTTL)}, v, now)
 	}
 	return r.decideCached(ctx, ref, ac, idle, hit, now)
 }

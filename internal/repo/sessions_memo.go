@@ -2,6 +2,7 @@ package repo
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,11 +23,12 @@ import (
 // The version check is striped (a push for another key of the same stripe also blocks a
 // store); that only costs a lost memo fill, never a stale entry.
 type authMemo struct {
-	ttl  time.Duration
-	max  int64
-	seed maphash.Seed
+	ttl       time.Duration
+	keyPrefix string
+	max       int64
+	seed      maphash.Seed
 
-	m     sync.Map // session key → *memoEntry
+	m     sync.Map // SessionRef → *memoEntry
 	n     atomic.Int64
 	swept atomic.Int64 // unix nanos of the last sweep
 
@@ -48,21 +50,38 @@ type memoEntry struct {
 // memoVersion is what a read records before it starts, for put.
 type memoVersion struct{ epoch, stripe uint64 }
 
-func newAuthMemo(ttl time.Duration) *authMemo {
-	return &authMemo{ttl: ttl, max: memoMaxEntries, seed: maphash.MakeSeed()}
+// newAuthMemo keeps sessions whose keys start with keyPrefix ("<prefix>:v1:session:{").
+func newAuthMemo(ttl time.Duration, keyPrefix string) *authMemo {
+	return &authMemo{ttl: ttl, keyPrefix: keyPrefix, max: memoMaxEntries, seed: maphash.MakeSeed()}
 }
 
-func (m *authMemo) stripe(key string) *atomic.Uint64 {
-	return &m.stripes[maphash.String(m.seed, key)%memoStripes]
+// refOf is the reference a session key names: "<keyPrefix><tag>}:<part>".
+func (m *authMemo) refOf(key string) (SessionRef, bool) {
+	rest, ok := strings.CutPrefix(key, m.keyPrefix)
+	if !ok {
+		return SessionRef{}, false
+	}
+	tag, part, ok := strings.Cut(rest, "}:")
+	if !ok || tag == "" || part == "" {
+		return SessionRef{}, false
+	}
+	return SessionRef{Tag: tag, Part: part}, true
+}
+
+// The memo is keyed by the session's reference; invalidation pushes name Redis keys, which
+// end in the reference's part (…:{<tag>}:<part>). Stripes are chosen by the part alone, so a
+// key and its reference always land on the same stripe.
+func (m *authMemo) stripe(part string) *atomic.Uint64 {
+	return &m.stripes[maphash.String(m.seed, part)%memoStripes]
 }
 
 // version is taken before the read whose result put may store.
-func (m *authMemo) version(key string) memoVersion {
-	return memoVersion{epoch: m.epoch.Load(), stripe: m.stripe(key).Load()}
+func (m *authMemo) version(key SessionRef) memoVersion {
+	return memoVersion{epoch: m.epoch.Load(), stripe: m.stripe(key.Part).Load()}
 }
 
 // get returns the live entry for key.
-func (m *authMemo) get(key string, now time.Time) (*memoEntry, bool) {
+func (m *authMemo) get(key SessionRef, now time.Time) (*memoEntry, bool) {
 	v, ok := m.m.Load(key)
 	if !ok {
 		return nil, false
@@ -78,7 +97,7 @@ func (m *authMemo) get(key string, now time.Time) (*memoEntry, bool) {
 }
 
 // put stores e for key unless an invalidation for it arrived since v was taken.
-func (m *authMemo) put(key string, e *memoEntry, v memoVersion, now time.Time) {
+func (m *authMemo) put(key SessionRef, e *memoEntry, v memoVersion, now time.Time) {
 	if m.n.Load() >= m.max {
 		m.sweep(now)
 		if m.n.Load() >= m.max {
@@ -90,7 +109,7 @@ func (m *authMemo) put(key string, e *memoEntry, v memoVersion, now time.Time) {
 	}
 	// Checked after storing, so an invalidation that lands between the check and the store
 	// is not missed: either it deleted the entry after the store, or the check sees it.
-	if m.epoch.Load() != v.epoch || m.stripe(key).Load() != v.stripe {
+	if m.epoch.Load() != v.epoch || m.stripe(key.Part).Load() != v.stripe {
 		if m.m.CompareAndDelete(key, e) {
 			m.n.Add(-1)
 		}
@@ -110,8 +129,12 @@ func (m *authMemo) invalidate(keys []string, all bool) {
 		return
 	}
 	for _, k := range keys {
-		m.stripe(k).Add(1)
-		if v, ok := m.m.LoadAndDelete(k); ok && v != nil {
+		ref, ok := m.refOf(k)
+		if !ok {
+			continue // not a session key
+		}
+		m.stripe(ref.Part).Add(1)
+		if v, ok := m.m.LoadAndDelete(ref); ok && v != nil {
 			m.n.Add(-1)
 		}
 	}

@@ -65,14 +65,18 @@ func TestAuthMemo(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
 	entry := func() *memoEntry { return &memoEntry{idle: 1, until: now.Add(time.Second)} }
+	const prefix = "hg:v1:session:{"
+	ref := func(s string) SessionRef { return SessionRef{Tag: "TAGTAGTAGTAG", Part: s} }
+	key := func(s string) string { return prefix + "TAGTAGTAGTAG}:" + s }
+	newMemo := func() *authMemo { return newAuthMemo(time.Second, prefix) }
 
 	t.Run("expiry", func(t *testing.T) {
-		m := newAuthMemo(time.Second)
-		m.put("k", entry(), m.version("k"), now)
-		if _, ok := m.get("k", now.Add(999*time.Millisecond)); !ok {
+		m := newMemo()
+		m.put(ref("k"), entry(), m.version(ref("k")), now)
+		if _, ok := m.get(ref("k"), now.Add(999*time.Millisecond)); !ok {
 			t.Fatal("entry gone before its TTL")
 		}
-		if _, ok := m.get("k", now.Add(time.Second)); ok {
+		if _, ok := m.get(ref("k"), now.Add(time.Second)); ok {
 			t.Fatal("entry outlived its TTL")
 		}
 		if m.n.Load() != 0 {
@@ -80,45 +84,57 @@ func TestAuthMemo(t *testing.T) {
 		}
 	})
 	t.Run("push drops the key only", func(t *testing.T) {
-		m := newAuthMemo(time.Second)
-		m.put("a", entry(), m.version("a"), now)
-		m.put("b", entry(), m.version("b"), now)
-		m.invalidate([]string{"a"}, false)
-		if _, ok := m.get("a", now); ok {
+		m := newMemo()
+		m.put(ref("a"), entry(), m.version(ref("a")), now)
+		m.put(ref("b"), entry(), m.version(ref("b")), now)
+		m.invalidate([]string{key("a"), "hg:v1:token:{x}", "hg:v1:session:{broken"}, false)
+		if _, ok := m.get(ref("a"), now); ok {
 			t.Fatal("invalidated entry still served")
 		}
-		if _, ok := m.get("b", now); !ok {
+		if _, ok := m.get(ref("b"), now); !ok {
 			t.Fatal("another key's entry dropped")
 		}
 		m.invalidate(nil, true)
-		if _, ok := m.get("b", now); ok || m.n.Load() != 0 {
+		if _, ok := m.get(ref("b"), now); ok || m.n.Load() != 0 {
 			t.Fatal("flush-all left an entry")
 		}
 	})
 	t.Run("a push during the read blocks the store", func(t *testing.T) {
-		m := newAuthMemo(time.Second)
-		v := m.version("k")
-		m.invalidate([]string{"k"}, false) // arrives while the read is being decoded
-		m.put("k", entry(), v, now)
-		if _, ok := m.get("k", now); ok {
+		m := newMemo()
+		v := m.version(ref("k"))
+		m.invalidate([]string{key("k")}, false) // arrives while the read is being decoded
+		m.put(ref("k"), entry(), v, now)
+		if _, ok := m.get(ref("k"), now); ok {
 			t.Fatal("a read that a push overtook was stored")
 		}
-		v = m.version("k")
+		v = m.version(ref("k"))
 		m.invalidate(nil, true)
-		m.put("k", entry(), v, now)
-		if _, ok := m.get("k", now); ok {
+		m.put(ref("k"), entry(), v, now)
+		if _, ok := m.get(ref("k"), now); ok {
 			t.Fatal("a read that a flush overtook was stored")
 		}
-		m.put("k", entry(), m.version("k"), now)
-		if _, ok := m.get("k", now); !ok {
+		m.put(ref("k"), entry(), m.version(ref("k")), now)
+		if _, ok := m.get(ref("k"), now); !ok {
 			t.Fatal("a clean read was not stored")
 		}
 	})
+	t.Run("key to reference", func(t *testing.T) {
+		m := newMemo()
+		for k, want := range map[string]bool{key("abc"): true, prefix + "}:abc": false, prefix + "TAG}:": false,
+			"other:v1:session:{TAG}:abc": false, prefix + "TAG:abc": false} {
+			if _, ok := m.refOf(k); ok != want {
+				t.Errorf("refOf(%q) ok = %v, want %v", k, ok, want)
+			}
+		}
+		if r, _ := m.refOf(key("abc")); r != ref("abc") {
+			t.Errorf("refOf = %+v", r)
+		}
+	})
 	t.Run("bounded", func(t *testing.T) {
-		m := newAuthMemo(time.Second)
+		m := newMemo()
 		m.max = 10
 		for i := range 20 {
-			k := string(rune('a' + i))
+			k := ref(string(rune('a' + i)))
 			m.put(k, entry(), m.version(k), now)
 		}
 		if n := m.n.Load(); n != 10 {
@@ -126,8 +142,8 @@ func TestAuthMemo(t *testing.T) {
 		}
 		// Once they expire, a put sweeps them and stores again.
 		later := now.Add(2 * time.Second)
-		m.put("z", &memoEntry{until: later.Add(time.Second)}, m.version("z"), later)
-		if _, ok := m.get("z", later); !ok || m.n.Load() != 1 {
+		m.put(ref("z"), &memoEntry{until: later.Add(time.Second)}, m.version(ref("z")), later)
+		if _, ok := m.get(ref("z"), later); !ok || m.n.Load() != 1 {
 			t.Fatalf("after expiry: %d entries, z stored %v", m.n.Load(), ok)
 		}
 	})

@@ -53,7 +53,12 @@ func parseToken(token string) (repo.SessionRef, bool) {
 }
 
 func refOf(token, tag string) repo.SessionRef {
-	sum := sha256.Sum256([]byte(token))
+	if len(token) != TokenLen {
+		sum := sha256.Sum256([]byte(token))
+		return repo.SessionRef{Tag: tag, Part: base64.RawURLEncoding.EncodeToString(sum[:16])}
+	}
+	var in [TokenLen]byte // hashed from the stack: no copy of the token on the heap
+	sum := sha256.Sum256(in[:copy(in[:], token)])
 	return repo.SessionRef{Tag: tag, Part: base64.RawURLEncoding.EncodeToString(sum[:16])}
 }
 

@@ -54,8 +54,8 @@ func EchoMetricsMiddleware(t *Telemetry) echo.MiddlewareFunc {
 
 			set := attrSets.get(normalizeMethod(c.Request().Method), c.Response().Status, c.Path())
 			ctx := c.Request().Context()
-			requests.Add(ctx, 1, set)
-			duration.Record(ctx, elapsed, set)
+			requests.Add(ctx, 1, set.add...)
+			duration.Record(ctx, elapsed, set.record...)
 			return err
 		}
 	}
@@ -84,7 +84,14 @@ func otelHandle(err error) {
 // attrSets caches one attribute set per (method, status, route): the label space is bounded
 // (normalised methods, route templates, statuses), and building a set per request costs
 // allocations on the hot path.
-var attrSets = &attrSetCache{m: map[attrKey]metric.MeasurementOption{}}
+var attrSets = &attrSetCache{m: map[attrKey]attrOpts{}}
+
+// attrOpts holds one attribute set as the option slices Add and Record take, built once (a
+// variadic call would otherwise allocate its slice on every request).
+type attrOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
 
 type attrKey struct {
 	method string
@@ -94,10 +101,10 @@ type attrKey struct {
 
 type attrSetCache struct {
 	mu sync.RWMutex
-	m  map[attrKey]metric.MeasurementOption
+	m  map[attrKey]attrOpts
 }
 
-func (a *attrSetCache) get(method string, status int, route string) metric.MeasurementOption {
+func (a *attrSetCache) get(method string, status int, route string) attrOpts {
 	k := attrKey{method, status, route}
 	a.mu.RLock()
 	opt, ok := a.m[k]
@@ -110,7 +117,8 @@ func (a *attrSetCache) get(method string, status int, route string) metric.Measu
 	if route != "" {
 		attrs = append(attrs, attribute.String("http.route", route))
 	}
-	opt = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	opt = attrOpts{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
 	a.mu.Lock()
 	if len(a.m) < 10000 { // routes are templates; the bound only guards against surprises
 		a.m[k] = opt
