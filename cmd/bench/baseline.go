@@ -75,7 +75,7 @@ func serveBaseline(kind string, args []string) error {
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	switch kind {
 	case "serve-ceiling":
-		body := authorizeBody{AuthLevel: "BASIC", SessionID: "s_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAA", Subject: "bench-user", Tenant: "default"}
+		body := authorizeBody{AuthLevel: "BASIC", SessionID: "s_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA", Subject: "bench-user", Tenant: "default"}
 		e.GET("/v1/authorize", func(c echo.Context) error {
 			setAuthHeaders(c, body)
 			return c.JSON(http.StatusOK, body)

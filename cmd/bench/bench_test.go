@@ -146,7 +146,7 @@ rueidis_do_cache_miss_total 10
 func TestKeyPattern(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
-		"hg:v1:session:{HqmZlnfwLA7o}:v5j5-VhIs4FOwPkjw6JB4w":    "hg:v1:session:{…}:*",
+		"hg:v1:sess:{HqmZlnfwLA7o}:v5j5-VhIs4FOwPkjw6":           "hg:v1:sess:{…}:*",
 		"hg:v1:quote:{q_01jd8x}:items":                           "hg:v1:quote:{…}:items",
 		"hg:v1:token:{01jd8x0000000000000000000a}":               "hg:v1:token:{…}",
 		"hg:v1:rl:{abc}:mfa":                                     "hg:v1:rl:{…}:mfa",
@@ -189,15 +189,15 @@ func TestRenderScript(t *testing.T) {
 
 func TestSessionKeys(t *testing.T) {
 	t.Parallel()
-	id := "s_HqmZlnfwLA7o_v5j5-VhIs4FOwPkjw6JB4w"
-	if got := sessionKey(id); got != "hg:v1:session:{HqmZlnfwLA7o}:v5j5-VhIs4FOwPkjw6JB4w" {
+	id := "s_HqmZlnfwLA7o_v5j5-VhIs4FOwPkjw6"
+	if got := sessionKey(id); got != "hg:v1:sess:{HqmZlnfwLA7o}:v5j5-VhIs4FOwPkjw6" {
 		t.Errorf("sessionKey = %q", got)
 	}
 	if got := userKey(id, "%s:v1:rl:{%s}:mfa"); got != "hg:v1:rl:{HqmZlnfwLA7o}:mfa" {
 		t.Errorf("userKey = %q", got)
 	}
 	// Tags and parts are base64url: '_' inside them is not a separator.
-	if got := sessionKey("s_a_cd-fgh_jkl_v5j5_VhIs4FOwPkjw6JB4w"); got != "hg:v1:session:{a_cd-fgh_jkl}:v5j5_VhIs4FOwPkjw6JB4w" {
+	if got := sessionKey("s_a_cd-fgh_jkl_v5j5_VhIs4FOwPkjw6"); got != "hg:v1:sess:{a_cd-fgh_jkl}:v5j5_VhIs4FOwPkjw6" {
 		t.Errorf("sessionKey with '_' in the tag = %q", got)
 	}
 	for _, bad := range []string{"", "x_HqmZlnfwLA7o_v5j5-VhIs4FOwPkjw6JB4w", "s_HqmZlnfwLA7o-v5j5-VhIs4FOwPkjw6JB4w", "s_a_b", id + "x"} {

@@ -6,17 +6,17 @@ import (
 )
 
 // Key names follow docs/KEYS.md; ids returned by the API map to them:
-//   session  s_<userTag>_<idPart>  → <prefix>:v1:session:{<userTag>}:<idPart>
+//   session  s_<userTag>_<idPart>  → <prefix>:v1:sess:{<userTag>}:<idPart>
 //   device index                   → <prefix>:v1:sessions:{<userTag>}
 //   MFA attempt counter            → <prefix>:v1:rl:{<userTag>}:mfa
 //   token    <tokenId>             → <prefix>:v1:token:{<tokenId>}
 //   quote    q_<id>                → <prefix>:v1:quote:{q_<id>} and …:items
 //   case     c_<id>                → <prefix>:v1:case:{c_<id>} and …:history
 
-// sessionParts splits a session id (s_<12-char tag>_<22-char part>, the contract's pattern)
+// sessionParts splits a session id (s_<12-char tag>_<18-char part>, the contract's pattern)
 // into its user tag and id part. Both are base64url, so they may contain '_' themselves.
 func sessionParts(id string) (tag, part string, ok bool) {
-	if len(id) != 37 || id[:2] != "s_" || id[14] != '_' {
+	if len(id) != 33 || id[:2] != "s_" || id[14] != '_' {
 		return "", "", false
 	}
 	return id[2:14], id[15:], true
@@ -27,7 +27,7 @@ func sessionKey(id string) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%s:v1:session:{%s}:%s", keyPrefix, tag, part)
+	return fmt.Sprintf("%s:v1:sess:{%s}:%s", keyPrefix, tag, part)
 }
 
 func userKey(id, format string) string {

@@ -407,12 +407,12 @@ func (s *sessionState) revokedList() []session {
 }
 
 // sessionKeys are the Redis keys of s's device index and of s itself (docs/KEYS.md,
-// "Sessions": <prefix>:v1:sessions:{<userTag>} and <prefix>:v1:session:{<userTag>}:<idPart>).
+// "Sessions": <prefix>:v1:sessions:{<userTag>} and <prefix>:v1:sess:{<userTag>}:<idPart>).
 func (g *gateway) sessionKeys(t *testing.T, s session) (index, key string) {
 	t.Helper()
 	ref, ok := repo.ParseSessionID(s.ID)
 	if !ok {
 		t.Fatalf("session id %q does not parse", s.ID)
 	}
-	return g.keys.Key("sessions", ref.Tag), g.keys.Key("session", ref.Tag, ref.Part)
+	return g.keys.Key("sessions", ref.Tag), repo.SessionKey(g.keys, ref)
 }

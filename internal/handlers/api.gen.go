@@ -369,7 +369,7 @@ type AuthorizeResult struct {
 	AuthLevel AuthLevel `json:"authLevel"`
 	Scopes    *[]string `json:"scopes,omitempty"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 22 characters derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
 	Tenant    string     `json:"tenant"`
@@ -532,7 +532,7 @@ type MfaVerified struct {
 	AuthLevel         MfaVerifiedAuthLevel `json:"authLevel"`
 	IdleExpiresAt     *time.Time           `json:"idleExpiresAt,omitempty"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 22 characters derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId         `json:"sessionId"`
 	Status    MfaVerifiedStatus `json:"status"`
 
@@ -705,7 +705,7 @@ type Session struct {
 	MfaVerifiedAt     *time.Time `json:"mfaVerifiedAt,omitempty"`
 	SchemaVersion     *int       `json:"schemaVersion,omitempty"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 22 characters derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId     `json:"sessionId"`
 	Status    SessionStatus `json:"status"`
 	TenantId  string        `json:"tenantId"`
@@ -727,7 +727,7 @@ type SessionCreateRequest struct {
 	UserId      UserId `json:"userId"`
 }
 
-// SessionId `s_` + the user's 12-character tag + `_` + 22 characters derived from the token's SHA-256.
+// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 type SessionId = string
 
 // SessionList defines model for SessionList.
@@ -745,7 +745,7 @@ type SessionToken struct {
 	CreatedAt         time.Time `json:"createdAt"`
 	IdleExpiresAt     time.Time `json:"idleExpiresAt"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 22 characters derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId     `json:"sessionId"`
 	Status    SessionStatus `json:"status"`
 
@@ -8324,76 +8324,77 @@ var swaggerSpec = []string{
 	"w3l8nSN0WpGtU63jDPSdxbMB7lg//ur8PMsJ2gVYyAsTNHvkKF2Ax9xVGKdx0e/g1sEjQ50NPskkZy50",
 	"SyCpPNCohkB9XDOpUpC9H1COceZ9Kxk8KCKoW8FuKtmoWcOjct/tRJfmmqAN0lRlHQxwFMgDzSSGWMIE",
 	"22tr+qIhjisAzMChvf12XgTvNA2wPIxlGn4075NMZqNlFKsHxdvXuzlAvG4Ih/EAZ+9S+2YhNaZOV2Ku",
-	"o6Jnx50vF0f/+OXk4uh9Ned+FCEkyD87mJ8rYFIo2CW+9NAPGpxqsFcCbbdbSQkiJPEQ/YB6+p12O1Ob",
-	"CPnAyS34aMDZ2FSjUHrBK4G6Hzqt9t7rYvbrm3z665uc0SO+5JNwt9v3X5ql5dqtLcM/Eusfy7u5kGeR",
-	"GZWrc3h58uuRuTCa4If9OTOlxI54GWeW/NEUpeeR4bOY2KvO8umOlBbHqAfvkADqIyIRNkW6el++fGBC",
-	"tkbDL3alPeQxdkNA2XC9f7bsHC19zL3VJf7kheLD5GCmWFHR3dN+nXISV1+GbzHu6wJbRBcGGJBStnU7",
-	"n+zTLmf7NPSgm3UJET1QOC/qNay4iz0TjbQVlmM1JnoQ850C09Guua8R2MeSR1B77br5PbP/dfBDrY9J",
-	"wS++nJ+ailzLdSO2qpPeZJCR3vVyeGd7b+f11gNEce2tcHsCuSVk91GPvQpLKrIcH59s8HikqPbOz+U5",
-	"7qys1EoO4iaFxZrWD3sojlTl6ec4FWSYUHqo88/xDCReRcrMoqxgCUkqGiMfdXk1cTeVVU778PHDL3BT",
-	"fyWlKhYuOtE4zeFRlDCf1Jac75AhodIl+RzpZOgpQbE8vcWIs8g1eA2Hc1yVgL+YBp5ScYPTp3AnDyMu",
-	"KhN1+wKoRMy49HUN0BAPYfEbWPW6fVo6cbmSV6uvXsSJnHYVWAwc+4A5cKVsp7+OY7z58dOlU1GHzt5L",
-	"aZkbz+jHT5doTV9qcVHvhvg9m/bpoh4RorfZw5Hf2+zBXdhLqna5aMCCgE0IHZqqsBfHh2/ftPf0YH0Q",
-	"0mZASxQqNY94Jn6hMAv1p6aGn7XS0Vrv/GP3Em3ebm8aF3LPRb34ocl/HxMqey5i/IqaS3NMCslxaB6v",
-	"byAtIMUByrmsUd5hjTLuapR1Vl/RjK8aZT3VKPVTo4yX2oRHNHJqDqqhnp7YSMowY20cag2+pk53iL9G",
-	"UMj2JxThxBaILYCkYKv5mVbjLNkM6UJwSH6CbPGeD6bY64JLsfcg1waMI8poq8/ZRAC3VYtFfS3ZgsFS",
-	"Xti9znw2Ubn8iuLUW3QDEAokRozLVqAdC4qNYKOs2wqRhCIT7+rDiFDfoFdcuPNA+y8SXLiiayIgvkJc",
-	"TH0U2zKmTNnU1UWpbBlEFxlvlVDYzieY+0iZSOsu6pyftCxmgsQmWvfjp8srqlAcazVL8UtTqspFJHuv",
-	"cN01KIZ8jgdSoDUWSjImwtwOpnF6katMIVtX3dYiF+tXVK05vU1ukBKtYcnGxLPQSG+k60DeFT3S9wp0",
-	"3rspZoxKCf9rvbraWr31DWQGSMof9iFgdKgreeMraiTLu6R+tPn9SqTvm+rJAu1u7cbq5+7Wzgb6GB+k",
-	"sn6xNCXxmUT9iAQSTUGq7apP0d7Wti1SnaxYX5zVdBgQD6i5/2bxrhPqGv3tjS0loniQSemeTCYbWD/e",
-	"YHy4ab8Vm6cnh0c/d4/0N2n2eIKGTiY67WxvbJm3WAgUh8Q5cHY2tjZ2HM3UR5ovb25MIAhaN5RN6OZv",
-	"kxuxERcqG4IW7gkWK1nh/B2kvkBXqIjb3tpaWv1YPX5N3TOdf/EJ+ugnmKIumFKWiSezetxkoZv2jkNG",
-	"QDkHn6+VojEeYz51DhyDQDcwNQd9a+IkouCs/fHTpbCZH3vbb1yNpW+3dt6s66TKoVByV9Gbc63m2hzp",
-	"m87/mgXTD/aVFYLV3reuAWycMUAEisJlQ/WU3IIuq7eWlMiVLPJGhhnWQG0MkhNPgUH9shi8McXjYBYg",
-	"P4ZAO+cniwEyHnSBAo5VMLRzI5950Rjo0pHzMistqoGmFIDpTEy7MG+sENHSnJzK8pPYV8qSyeDQENrb",
-	"2nkGBTCXWOJyiUeewDLOoNGrxf0A1rVWoPiSDxI8CT6KdxbiPgmINmAqkeR2ezOpuZpBlYL6rctH2pYn",
-	"VtUyGp2p7V9y8sbal07iMZqmYpQb6CNFIvI0d9EaeO+funJq6y/xJ7bxjEle8m23lzilIAqF5IDHRoTm",
-	"0TkpSunkG2Z8rlIbcVqtVe0lgFsIcjPENoNI1ERdYCPVEoO4JE4jFMzEFe6vV0huxcqcVSW9lQVUQvFc",
-	"f6B5SF7TTOjedexpJrGWQnROFxbt6bDA2XFn4U4tdvRu4nwp+AtD7EErThnzTY1wgdYs/mXq964/dOY0",
-	"p6eMUzFhEB+tJUSyhDlTt1B5Tm0kEH3V02j21k3ywLkuk1oW5anicuHugqWNdw16z2Z+mSYK+pPt+Z/k",
-	"akXrj3bmf5SWsE9lzdxpksrMj2bn34rW9efre/db0c41/8z6SD5f3+ckwbEx7FoKAsgbgXejWSRXVorQ",
-	"+tudUlT1BfwRk7pEUFazGmS+T+WANsu004uJCn3B5IboKrQlDlsFi/SVzUIvIcMC9XH/jfnTpTabyGew",
-	"3Oc9YDbOVGC/20/W7eLBjS1q+5XN+rTqk0IDsVmfJ+89czLe3dqf/0XSFUR9sL3XZF0Vhb3Vx+12k4+z",
-	"dc1/J1aTYyD5dNU8N1Gmim5bl/fQoLURoyziotixLstJDM/Is5DNb6bK7f0s08PykZVpQisjxedODLvz",
-	"v0jakTwjzNRZ1QXE7OiTqsC2ReVPXM38uhJNN211TSX5HjasWyMyTTXlh4nMQoe1VcrMfNHnRjKzAf6X",
-	"ekr9sQjnAWKngeSo6MTzWIn1rGXPh9hxoSWOZBmHPB6jtY/nRz8r4yYp7dpY9mwmFXGXT9ZHduhnT9jl",
-	"IrcvxP1C3E+nWBapF/37//53+svVheGM7y0Kka0tG6fUNaXzUVrxfZauGReGX7HKGU9To3naxW44L0rk",
-	"UymRscL/SmRjzC6iMAEhTYvh1auYtlr78mXRhR74RRK9SKIXSVQvieJ2AFoA2XYBzcRL3HBhFZSrR34h",
-	"3RfSfSHdRZXIpL9HLR2bjMh54QxTmPKZxjMqKqE9cUDDgKdGmdWpgC8hjZeQxu/ENHLVOQpcw1ANwtms",
-	"1UYBDcs2Cmxk85stwnhvguMBGMdSnqW81/+PWUqBKHcr6++DBN/Uugl0uhYaMgrP3Dx83idvgGqSofSp",
-	"Y31bVSB9+QGtpQnKlcfu1noRas5163tgti9Bq9VgYHXUKsNzqlFsMW0jqX58rVO1TaW6PHrqAnYP1GWM",
-	"KbGAEqNL3rX0Sn54AIabYnvNbYjV05a9D/ZCY9+l9fIw9WW3/Xax1SblUp69BDxL6TMjBtdOBi1N6cl1",
-	"uEXUns3kxmOleDwlQiY1TcXKhWRSQ7aGoPVilVplyjP0p/o/iPgvxP0dCNBE3XklUECoPc7lStKZaL75",
-	"zdQ9bqrs6yrEj5O7L2Lvzyj2/rgy6ALG7FbZ3wkBv0O6r4DQFybVnsZhpLDPNvAReAz6CutS6dydT4am",
-	"wrnWraMKyXYeyWXR+IochHEZ8ReN+oW1vGjUK+FmHV9fseEQBthbGler00FM457FI445P0FlzKOrR16G",
-	"n+D3YCpJQyPjYHlhKy8ayzKtZqWvpOayLgSqG20hyVDSaWtBM1pkLwxW2xGnbMgi2ShecMqGQ/ARi4oi",
-	"9TAAzFtdIqH1HpuqYYWbl1e2Aou4clx05QjJOB7CldNb8KJgF2SrrjSMXoWoqgf5kFuDDyC2Z3yhL18C",
-	"gQ11z+U1U54qd6/aRZ4Bo06KtnesBVBfoMIpZ/EuxrNZ8QvT7kp2k3o7K+PiSenZuus3tjC8XfUqriL/",
-	"4XHo04ghPEYnCokGHMTIohHxg7hzLWI0mJpWIAGRMgDEBohIREyb22r8yTOuTVtLaKbj72z63r61epyq",
-	"8/qdktuEhArJne/K3QiIQGPMb8BHPVvxq7fh/NExJkd6QRZeiMVtnG2h8+aIsfktKc4701tm2onEmNJI",
-	"2tkOJL93dPw78Kw+BBu6ZEhN438KcbeqBDvs4dYFy7PSZjEjIlOh+jqPULlMrYrqA6awm66plhSi1vyN",
-	"yKRIe9praKNUHsQkhGSF3/LdMZVNFJ44YytXUr3OkLLVKeLMCA3c1UnhZ2tp/RmTpgrtkOrSpmIUGegK",
-	"PrrMyGTE0AgL9FskJAqMKUJomS2UzZ/GUsLEVGo11OcrJL6/FKrZeGDAmsGD2ZJgduLU729xJIbGSxR3",
-	"RVhUF8cdREGgW30pHSODTqagZiJ8NPnSqeIvI2Ol1GLZ0hSOLFPaHA/wZtK1cHHXa3Yat0aN+ai0FUzR",
-	"h7POYaJxMR9SrcVaKvEykK1krdRz2/awTq85G+DDZPUr1C5y89SZ98n6Y/2CUVMIXG/3T6hnrNyj+9zF",
-	"iWkghWm2TnHWLEc+KIM08Xr5YEyTAepj6i+sYmhq1uVap8si5TzR6ZZ507MBXpEhcWa78k0Xv3G11PmJ",
-	"QvkylXclhCH4KD5EChPLxm2EzJwjC3ykVbEXgp9H8NsNtvJ3RuF3C+02YEiXjJ1hGqOs+B74kiEyjay6",
-	"bTHztVchW6I0UVkU2xIoCvNWM+K6i6dYnEeZD1ejaugSp3GNeB+wb+LVAt1AKMs6hOlE+nRqehPnxCuR",
-	"spUXDvI9mQKVlKabUiGcERVxTV/73busyFD6cCjQhPEb3fJAaoffTBozrTFmxikuzSslE6KyvC8ZE5mL",
-	"WibQ2tua1ZBzO9cDbLtZC7Aq+u2lHWF6sbkQcrglLBJJ+5eqpXumi0xNxFX3dKns4lLTn3+l+R5pr50K",
-	"bvCRgt3oiy9nJullO5pX2OBJbwvzXj465poWFQZpFLjVoaeEZslKG96VqrAm7LhRyip04XLnwyf2qGeb",
-	"6tXIrJVJqT/g1eY/o9M927epRjJS1Dk/saJx7cdPl+vvbKg+DXhpzTPbCLGKTnPicDPt4VNfCOEkeWeV",
-	"ZJzOkpKxmxvvrjWZTFpKsrYiHgBV2rj/uAme1Gg+yfZLmskpXgnT9Ogl5PadlSmZIWh1A6DXr9tJC7IM",
-	"MqC1HvYkuQXTm7dnomp0KkdKu6VM6nSM9fnk/M22RmyQahHTcgNdl5u+lwsrjGjjy0Hr+i/NdMZZsbs4",
-	"cMczwbyI6i5ULyGbp5RFSdjPyqE06PcuPhBEfGF7o6H21i7CQjeyU9i/tbW/Xq061kUGU4GzSvvCtOCs",
-	"5sdxJ7wXPHtCXtlJxGDaiNDoNTJN9ZECgkENPi3mMUsa28YRwEiof3+LdM/T+1wG0mym+osA3o3fntNm",
-	"qJNtCCOZbglZZ7LDnQehbNxNKOMCXKl1bhn0IYtoZdLlBzZBY0ynaSLhBPQ1GP3Zi9m+jBQMk5cZo5L1",
-	"AynMdRGz1f+CqUYupUswCgtlZ5wSIQtI/QwzeF8w6bFpGAphSlm/azbNc0mpFraF9P317MXq1dnpvlXg",
-	"AAUhXMTjXneuDQmbRodWLLhIkCFVCH8DU6HtYtshciNlqmPTebvUJcyS0hhTPIQxUKnVcdvn3wakBVoL",
-	"2JDQ+N/CRdgfE4okY7aVl50lAVi1FxeoHwNfKU/JJY9MA7q4uXShi3F5jpop4gZP1S2g6JDQOz3dF2vW",
-	"u+iSYxiQG2TbSKmDcdERvWXT7M5yTaLKUyfuCmH8FcaPmDYQTmV73Og4M7aV5eVR/5FtMqxHTCtAGI5X",
-	"bjpsInKlvsOZ6ey1rPJ0R4WmxC7CSIxxEOjYwyBgE9ueeIy9ETGx7NjNrstN3l/f/08AAAD//w==",
+	"o6Jnx50vF0f/+OXk4uh9Ned+FCEkyD87mJ8rYFIo2CW+9NAPGpxqsFcCbbdbSQkiJPEQ/YB6+p3tt5na",
+	"RGhte+st6hMp1pEPnNyCjwacjU1hCqUivBKo+6HTau+9LibCFjJh86mw4ks+H3e7fV/8z9tqn5nd5TJc",
+	"JbEqsrxLDHlumdG+OoeXJ78embujCarYnzOzS+yIl3GSyR9NZ3oeyT6LScDqhJ/uSCl0jHrwDgmgPiIS",
+	"YVOvq/flywcmZGs0/GJX2kMeYzcElDnX+2fLztHSx9xbXQ5QXj4+TCRm6hYVPT/t1ylTcfW9+Bbjvq61",
+	"RXSNgAEpJV6383k/7XLiT0NnulmXENED5fSiDsSKa9kz0UgbZDlWYwIJMd8pMB3tpfsagX0seQS1N7Cb",
+	"Xzn7Xwc/1LqbFPzie/qp1ci1iDcSrDr/TQYZQV4vkne293Zebz1AKtdeELcnkFtCdh/12KuwpCLh8fF5",
+	"B49HimpH/Vye485KUK3kIG5SY6xpKbGH4khVyn6OU0GGCaWHOv8cz0DiVWTPLMoKlpCvojHyUfdYE89T",
+	"Wfu0Dx8//AKX9ldStWLh+hONMx4eRQnzSW3JqQ8ZEirdl8+RToaeEhTL01uMOIvciNdwOMdVufiLaeAp",
+	"FTc4fQp38jDiojJnty+ASsSMd1+XAw3xEBa/jFWv26dVFJcrebX66kWcyGlXgcXAsQ+YA1fKdvrrOMab",
+	"Hz9dOhUl6ewVlZa5/Ix+/HSJ1vT9Fhf1bojfsxmgLuoRIXqbPRz5vc0e3IW9pICXiwYsCNiE0KEpEHtx",
+	"fPj2TXtPD9YHIW0ytEShUvOIZ0IZCrNQf2rK+VmDHa31zj92L9Hm7fam8Sb3XNSLH5pU+DGhsucixq+o",
+	"uT/HpJAch+bx+gbSAlIcoJz3GuV91yjjuUZZv/UVzbitUdZpjVKXNco4rE2kRCOn5qAa6umJjaQMM9bG",
+	"odbga0p2h/hrBIXEf0IRTmyB2AJIarean2lhzpLNkC4Eh+QnyNbx+WDqvi64FHslcm3AOKKMtvqcTQRw",
+	"W8BY1JeVLRgs5YXd6yRoE6DLryjOwkU3AKFAYsS4bAXasaDYCDbKui0WSSgyoa8+jAj1DXrFNTwPtCsj",
+	"wYUruiYC4ivExdRHsS1jKpZNXV2fylZEdJFxXAmF7XyCuY+UibTuos75SctiJkhsAnc/frq8ogrFsVaz",
+	"FL80VatcRLJXDNddg2LI53ggBVpjoSRjIsxFYRpnGrnKFLIl1m1ZcrF+RdWa04vlBinRGpZsTDwLjfRy",
+	"uo7pXdEjfcVAp8CbusaolPu/1qsrs9Vb30BmgKQSYh8CRoe6qDe+okayvEtKSZvfr0T6vimkLNDu1m6s",
+	"fu5u7Wygj/FBKusXS1Mdn0nUj0gg0RSk2q76FO1tbdt61cmK9R1aTYcB8YCaq3AW7zqhLtff3thSIooH",
+	"mezuyWSygfXjDcaHm/ZbsXl6cnj0c/dIf5Mmkido6GQC1c72xpZ5i4VAcUicA2dnY2tjx9FMfaT58ubG",
+	"BIKgdUPZhG7+NrkRG3HNsiFo4Z5gsZIVzt9B6rt0heK47a2tpZWS1ePXlEDTqRifoI9+ginqgqlqmTg1",
+	"q8dNFrpprztkBJRz8PlaKRrjMeZT58AxCHQDU3PQtyZkIgp+2x8/XQqbBLK3/cbVWPp2a+fNus6vHAol",
+	"dxW9Oddqrs2RvvT8r1kw/WBfWSFY7dXrGsDGyQNEoChcNlRPyS3oCntrSbVcySJvZJhhDdTGIDnxFBjU",
+	"L4vBG1M8DmYB8mMItHN+shgg40EXqOVYBUM7N/KZF42BLh05L7PSohpoSgGYzsS0C/PGChEtTc+prESJ",
+	"faUsmWQODaG9rZ1nUAtzidUul3jkCSzjZBq9WtwPYF1rBYov+SDBk+CjeGch7pOAaAOmEklutzeT8qsZ",
+	"VCmo37qSpO1+YlUto9GZMv8lJ2+sfel8HqNpKka5gT5SJCJPcxetgff+qYuotv4Sf2J70Jg8Jt82fomz",
+	"C6JQSA54bERoHp2T+pROvnfG5yq1EaeFW9VeAriFIDdDbDOIRE3UtTZSLTGIq+M0QsFMXOH+eoXkVizS",
+	"WVXdW1lAJRTPtQqah+Q1fYXuXceeZhJrKQTqdI3Rng4LnB13Fm7aYkfvJs6Xgr8wxB604uwx35QLF2jN",
+	"4l+mlO/6Q2dO03vKOBUTBvHRWkIkS5gzdQuV59RGAtG3Po1mb90kD5zrMilrUZ4qrhzuLljleNeg92zm",
+	"l+mnoD/Znv9Jrmy0/mhn/kdpNftU1sydJinS/Gh2/q1oXX++vne/Fe1c88+sj+Tz9X1OEhwbw66lIIC8",
+	"EXg3mkVyZaUIrb/dKUVV38UfMamrBWU1q0Hm+1QOaLNMO72YqNAXTJqILkhb4rBVsEhf2Sy0FTIsUB/3",
+	"35g/XWrfiXwyy33eA2bjTAX2u/1kjS8e3OOitnXZrE+rPin0Epv1efLeMyfj3a39+V8kDULUB9t7TdZV",
+	"UeNbfdxuN/k4W+L8d2I1OQaSz1zNcxNlqugOdnkPDVobMcoiLorN67KcxPCMPAvZ/GYK3t7PMj0sH1mZ",
+	"JrQyUnzuxLA7/4ukM8kzwkydYF1AzI4+qQpsW1T+xIXNryvRdNMW2lSS72HDujUi0xRWfpjILDRbW6XM",
+	"zNd/biQzG+B/qb3UH4twHiB2GkiOiqY8j5VYz1r2fIgdF1riSJZxyOMxWvt4fvSzMm6SKq+NZc9mUhx3",
+	"+WR9ZId+9oRdrnf7QtwvxP10imWRetG//+9/p79cXSPO+N6iENkys3FKXVM6H6XF32fpmnGN+BWrnPE0",
+	"NZqnXeyG86JEPpUSGSv8r0Q2xuwiChMQ0nQbXr2KaQu3L18WXeiBXyTRiyR6kUT1kijuDKAFkO0c0Ey8",
+	"xL0XVkG5euQX0n0h3RfSXVSJTFp91NKxyYicF84wNSqfaTyjoijaEwc0DHhqlFmdCvgS0ngJafxOTCNX",
+	"qKPANQzVIJzNWm0U0LBso8BGNr/Zeoz3JjgegHEs5VnKe/3/mKUUiHK3shQ/SPBN2ZtAp2uhIaPwzM3D",
+	"533yBqgmGUqfOta3VQXSlx/QWpqgXHnsbq0XoeZct74HZvsStFoNBlZHrTI8pxrFFtM2kkLI1zpV2xSt",
+	"y6OnrmX3QF3GmBILKDG6+l1Lr+SHB2C4qbvX3IZYPW3Z+2AvNPZdWi8PU192228XW21SOeXZS8CzlD4z",
+	"YnDtZNDSlJ5ch1tE7dlMbjxWisdTImRS3lSsXEgm5WRrCFovVqlVpjxDf6r/g4j/QtzfgQBN1J1XAgWE",
+	"2uNcriSdieab30wJ5KbKvi5I/Di5+yL2/oxi748rgy5gzG6V/Z0Q8DukWwwIfWFS7WkcRgr7bC8fgceg",
+	"r7Aulc7d+WRoip1r3TqqkGznkVwWja/IQRhXFH/RqF9Yy4tGvRJu1vH1FRsOYYC9pXG1Oh3E9PBZPOKY",
+	"8xNUxjy6euRl+Al+D6aS9DYyDpYXtvKisSzTalb6Smou60KguucWkgwlTbcWNKNF9sJgtR1xyoYsko3i",
+	"BadsOAQfsagoUg8DwLzVJRJa77GpGla4eXllK7CIK8dFV46QjOMhXDm9BS8KdkG26krD6FWIqnqQD7k1",
+	"+ABie8YX+vIlENhQt19eM+WpcveqXeQZMOqkaHvHWgD1BSqcchbvYjybFb8wna9kN6m3szIunpSerbt+",
+	"Y2vE21Wv4iryHx6HPo0YwmN0opBowEGMLBoRP4ib2CJGg6npChIQKQNAbICIRMR0vK3Gnzzj2rS1hGY6",
+	"/s6m7+1bq8epOq/fKblNSKiQ3Pmu3JiACDTG/AZ81LMVv3obzh8dY3KkF2ThhVjc0dnWPG+OGJvfkuK8",
+	"M71lprNIjCmNpJ1tRvJ7R8e/A8/qQ7ChS4ZUCyFGIW5clWCHPdy6YHlW2ixmRGQqVF/nESqXqVVRfcAU",
+	"dtM11ZJC1Jq/EZkUaU/bDm2UyoOYhJCs8Fu+O6ayn8ITZ2zlSqrXGVK2OkWcGaGBuzop/GwtrT9j0lSh",
+	"M1Jd2lSMIgNdwUeXGZmMGBphgX6LhESBMUUILbOFsvnTWEqYmEqthvp8hcT3l0I1Gw8MWDN4MFsSzE6c",
+	"+v0tjsTQeInirgiL6uK4gygIdNcvpWNk0MkU1EyEjyZfOlX8ZWSslFosW5rCkWVKm+MB3kwaGC7ues1O",
+	"49aoMR+VtoIp+nDWOUw0LuZDqrVYSyVeBrKVrJV6bjsg1uk1ZwN8mKx+hdpFbp468z5Zf6xfMGoKgevt",
+	"/gn1jJV7dJ+7ODG9pDDN1inOmuXIB2WQJl4vH4xpMkB9TP2FVQxNzbpc63RZpJwnOt09b3o2wCsyJM5s",
+	"g77p4jeuljo/UShfpvKuhDAEH8WHSGFi2biNkJlzZIGPtCr2QvDzCH67wVb+zij8bqHdBgzpkrEzTGOU",
+	"Fd8DXzJEppFVdzBmvvYqZEuUJiqLYlsCRWHeakZcN/QUi/Mo8+FqVA1d4jSuEe8D9k28WqAbCGVZhzBN",
+	"SZ9OTW/inHglUrbywkG+J1OgktJ0UyqEM6Iirulrv3uXFRlKHw4FmjB+o1seSO3wm0ljpjXGzDjFpXml",
+	"ZEJUlvclYyJzUcsEWntbs3pzbud6gG03awFWRb+9tCNMLzYXQg63hEUiaf9StXTPdJGpibjqni6VXVxq",
+	"WvWvNN8j7bVTwQ0+UrAbffHlzCS9bHPzChs86W1h3stHx1zTosIgjQK3OvSU0CxZacO7UhXWhB03SlmF",
+	"LlzufPjEHvVsU70ambUyKfUHvNr8Z3S6Z/s21UhGijrnJ1Y0rv346XL9nQ3VpwEvrXlmGyFW0WlOHG6m",
+	"PXzqCyGcJO+skozTWVIydnPj3bUmk0lLSdZWxAOgShv3HzfBkxrNJ9l+STM5xSthmh69hNy+szIlMwSt",
+	"bgD0+nU7aUGWQQa01sOeJLdgevP2TFSNTuVIabeUSZ2OsT6fnL/Z1ogNUi1iWm6g63LT93JhhRFtfDlo",
+	"Xf+lmc44K3YXB+54JpgXUd2F6iVk85SyKAn7WTmUBv3exQeCiC9sbzTU3tpFWOhGdgr7t7b216tVx7rI",
+	"YCpwVmlfmBac1fw47oT3gmdPyCs7iRhMGxEavUamqT5SQDCowafFPGZJY9s4AhgJ9e9vke55ep/LQJrN",
+	"VH8RwLvx23PaDHWyDWEk0y0h60x2uPMglI27CWVcgCu1zi2DPmQRrUy6/MAmaIzpNE0knIC+BqM/ezHb",
+	"l5GCYfIyY1SyfiCFuS5itvpfMNXIpXQJRmGh7IxTImQBqZ9hBu8LJj02DUMhTCnrd82meS4p1cK2kL6/",
+	"nr1YvTo73bcKHKAghIt43OvOtSFh0+jQigUXCTKkCuFvYCq0XWw7RG6kTHVsOm+XuoRZUhpjiocwBiq1",
+	"Om77/NuAtEBrARsSGv9buAj7Y0KRZMy28rKzJACr9uIC9WPgK+UpueSRaUAXN5cudDEuz1EzRdzgqboF",
+	"FB0Seqen+2LNehddcgwDcoNsGyl1MC46ordsmt1ZrklUeerEXSGMv8L4EdMGwqlsjxsdZ8a2srw86j+y",
+	"TYb1iGkFCMPxyk2HTUSu1Hc4M529llWe7qjQlNhFGIkxDgIdexgEbGLbE4+xNyImlh272XW5yfvr+/8J",
+	"AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -34,7 +34,7 @@ import (
 func BenchmarkAuthorizeCeiling(b *testing.B) {
 	e := echo.New()
 	body := AuthorizeResult{Subject: "alice", Tenant: "acme", AuthLevel: AuthLevelBASIC}
-	sid := "s_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAA"
+	sid := "s_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA"
 	body.SessionId = &sid
 	e.GET("/v1/authorize", func(c echo.Context) error {
 		if c.Request().Header.Get(SessionHeaderName) == "" {
@@ -43,7 +43,7 @@ func BenchmarkAuthorizeCeiling(b *testing.B) {
 		benchAuthHeaders(c, string(body.AuthLevel), sid)
 		return c.JSON(http.StatusOK, body)
 	})
-	benchServe(b, e, "hgs_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", nil)
+	benchServe(b, e, "hgs_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", nil)
 }
 
 func BenchmarkAuthorizeNaive(b *testing.B) {

@@ -8,7 +8,7 @@ import (
 // The hand-written authorize body must be byte-identical to encoding/json's, or step aside.
 func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
-	sid := "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB"
+	sid := "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB"
 	cases := []AuthorizeResult{
 		{AuthLevel: AuthLevelBASIC, SessionId: &sid, Subject: "user-1", Tenant: "acme"},
 		{AuthLevel: AuthLevelMFA, SessionId: &sid, Subject: "", Tenant: ""},

@@ -50,7 +50,7 @@ func TestEveryPathIsRouted(t *testing.T) {
 	bearer := h.bearer("acme", allScopes...)
 	fill := regexp.MustCompile(`\{[^}]+\}`)
 	ids := map[string]string{
-		"{sessionId}": "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB", "{userId}": "alice", "{tokenId}": "01hzzzzzzzzzzzzzzzzzzzzzzz",
+		"{sessionId}": "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB", "{userId}": "alice", "{tokenId}": "01hzzzzzzzzzzzzzzzzzzzzzzz",
 		"{quoteId}": "q_01hzzzzzzzzzzzzzzzzzzzzzzz", "{itemId}": "item-1", "{caseId}": "c_01hzzzzzzzzzzzzzzzzzzzzzzz",
 	}
 	for path, item := range spec.Paths.Map() {

@@ -53,7 +53,7 @@ func FuzzProblemRenderer(f *testing.F) {
 // operations, never a panic, always a problem body on errors.
 func FuzzRequestDecoders(f *testing.F) {
 	targets := []struct{ method, path string }{
-		{"POST", "/v1/sessions"}, {"POST", "/v1/sessions/s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB/mfa/verify"},
+		{"POST", "/v1/sessions"}, {"POST", "/v1/sessions/s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB/mfa/verify"},
 		{"POST", "/v1/tokens"}, {"POST", "/v1/tokens/introspect"}, {"POST", "/v1/quotes"},
 		{"PATCH", "/v1/quotes/q_01hzzzzzzzzzzzzzzzzzzzzzzz"}, {"PUT", "/v1/quotes/q_01hzzzzzzzzzzzzzzzzzzzzzzz/items/i1"},
 		{"POST", "/v1/cases"}, {"POST", "/v1/cases/c_01hzzzzzzzzzzzzzzzzzzzzzzz/escalate"},

@@ -317,7 +317,7 @@ func TestSessionsBadInput(t *testing.T) {
 		{"mfa required at MFA", "POST", "/v1/sessions", map[string]any{"userId": "carol", "authLevel": "MFA", "mfaRequired": true}, []string{"Authorization", w}, 422, "unprocessable"},
 		{"read scope cannot write", "POST", "/v1/sessions", map[string]any{"userId": "carol", "authLevel": "BASIC"}, []string{"Authorization", h.bearer("acme", "sessions:read")}, 403, "insufficient-scope"},
 		{"session token cannot administer", "GET", "/v1/sessions/" + alice.SessionId, nil, []string{"X-Session-Token", alice.Token}, 401, ""},
-		{"rotate unknown", "POST", "/v1/sessions/s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB/rotate", nil, []string{"Authorization", w}, 404, "not-found"},
+		{"rotate unknown", "POST", "/v1/sessions/s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB/rotate", nil, []string{"Authorization", w}, 404, "not-found"},
 		{"bad session id", "GET", "/v1/sessions/s_short", nil, []string{"Authorization", h.bearer("acme", "sessions:read")}, 400, "validation"},
 		{"device of another user", "DELETE", "/v1/session/devices/" + bob.SessionId, nil, []string{"X-Session-Token", alice.Token}, 404, "not-found"},
 		{"except of another user", "DELETE", "/v1/users/alice/sessions?except=" + bob.SessionId, nil, []string{"Authorization", w}, 400, "validation"},
@@ -426,7 +426,7 @@ func TestCorruptSessionRefused(t *testing.T) {
 	h, _ := sessionHarness(t, testredis.Backends()[0])
 	tok := h.createSession("acme", "alice", nil)
 	ref, _ := repo.ParseSessionID(tok.SessionId)
-	key := repo.Keys{Prefix: h.prefix}.Key("session", ref.Tag, ref.Part)
+	key := repo.SessionKey(repo.Keys{Prefix: h.prefix}, ref)
 	if err := h.store.Client.Do(context.Background(), h.store.Client.B().Hset().Key(key).FieldValue().FieldValue("authLevel", "ROOT").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestSessionPathsNeverFail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := strings.NewReplacer("{sessionId}", "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB", "{userId}", "alice")
+	ids := strings.NewReplacer("{sessionId}", "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB", "{userId}", "alice")
 	creds := [][]string{
 		{"Authorization", h.bearer("acme", "sessions:read", "sessions:write")},
 		{"X-Session-Token", tok.Token},

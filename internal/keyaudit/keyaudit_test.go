@@ -33,7 +33,7 @@ func TestParseRealDeclarations(t *testing.T) {
 		"hg:v1:token:{01hzzzzzzzzzzzzzzzzzzzzzzz}": "<prefix>:v1:token:{<tokenId>}",
 		"t1:v1:quote:{q_01h}:items":                "<prefix>:v1:quote:{<quoteId>}:items",
 		"hg:v1:casetenants:{all}":                  "<prefix>:v1:casetenants:{all}",
-		"hg:v1:session:{AbCdEfGhIjKl}:x_y-z":       "<prefix>:v1:session:{<userTag>}:<idPart>",
+		"hg:v1:sess:{AbCdEfGhIjKl}:x_y-z":          "<prefix>:v1:sess:{<userTag>}:<idPart>",
 		"hg:v1:token:{a}:extra":                    "",
 		"hg:v1:token:{a:b}":                        "",
 		"other:key":                                "",

@@ -64,7 +64,7 @@ const (
 // every object type, and a gateway that requires the fields refuses a newer schema number as
 // corrupt just as it refuses their absence). Hashes written before may
 // also hold tokenHash (the token's SHA-256): no reader asks for it, since the key itself
-// derives from 128 bits of that hash. userId and tenantId are always written: a read that
+// derives from 108 bits of that hash. userId and tenantId are always written: a read that
 // finds neither takes the session for missing.
 const (
 	sfUserID          = "userId"

@@ -46,7 +46,7 @@ type AuthContext struct {
 // refresh) makes Redis push an invalidation to every replica that cached it; a copy lives at
 // most CacheTTL, and never past the key's TTL when it was read.
 //
-// ref derives from 128 bits of the token's SHA-256, so finding its key proves the token (a
+// ref derives from 108 bits of the token's SHA-256, so finding its key proves the token (a
 // second preimage is infeasible) and no hash of the token is compared: hashes that still hold
 // a tokenHash field (written before it was dropped) are read the same way, the field ignored.
 //

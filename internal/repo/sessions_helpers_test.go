@@ -140,6 +140,9 @@ func newSessEnv(t testing.TB, s *store.Store, prefix string, tweak func(*Session
 	return e
 }
 
+// sessPart is a random id part of the production length.
+func sessPart(t testing.TB) string { return sessRand(t, 14)[:SessionPartLen] }
+
 func sessRand(t testing.TB, n int) string {
 	t.Helper()
 	b := make([]byte, n)
@@ -153,7 +156,7 @@ func sessRef(t testing.TB, tag string) SessionRef {
 	if tag == "" {
 		tag = sessRand(t, 9)
 	}
-	return SessionRef{Tag: tag, Part: sessRand(t, 16)}
+	return SessionRef{Tag: tag, Part: sessPart(t)}
 }
 
 // create makes a session for user of tenant under tag; it returns its ref.

@@ -6,15 +6,18 @@ import "strings"
 // tag — a keyed hash of tenant and user id — so the user's sessions, device index, fallback
 // challenge keys and MFA attempt counter live in one slot.
 const (
-	sessKeyType      = "session"
+	// sessKeyType is short ("sess", not "session") so that a session key, 44 bytes with the
+	// default prefix, fits jemalloc's 48-byte class: 16 bytes less per session
+	// (docs/PERFORMANCE.md, "Session hash").
+	sessKeyType      = "sess"
 	sessKeyDevices   = "sessions"
 	sessKeyChallenge = "mfa"
 	// MFAPolicyName names the MFA attempt counter and its RateLimit headers.
 	MFAPolicyName = "mfa"
 )
 
-// SessionRef locates a session: the user's 12-character tag and the 22-character part derived
-// from the token's SHA-256. The session id is "s_" + Tag + "_" + Part.
+// SessionRef locates a session: the user's 12-character tag and the 18-character part derived
+// from the token's SHA-256 (its first 108 bits). The session id is "s_" + Tag + "_" + Part.
 type SessionRef struct {
 	Tag  string
 	Part string
@@ -23,7 +26,7 @@ type SessionRef struct {
 // Lengths of the session id's parts.
 const (
 	SessionTagLen  = 12
-	SessionPartLen = 22
+	SessionPartLen = 18
 	sessIDLen      = 2 + SessionTagLen + 1 + SessionPartLen
 )
 
@@ -58,9 +61,11 @@ func sessB64URL(s string) bool {
 	return true
 }
 
-func (r *Sessions) sessionKey(ref SessionRef) string {
-	return r.keys.Key(sessKeyType, ref.Tag, ref.Part)
-}
+func (r *Sessions) sessionKey(ref SessionRef) string { return SessionKey(r.keys, ref) }
+
+// SessionKey is the Redis key of the session ref under k (for tools and tests that look at
+// the keyspace directly).
+func SessionKey(k Keys, ref SessionRef) string   { return k.Key(sessKeyType, ref.Tag, ref.Part) }
 func (r *Sessions) devicesKey(tag string) string { return r.keys.Key(sessKeyDevices, tag) }
 func (r *Sessions) challengeKey(ref SessionRef) string {
 	return r.keys.Key(sessKeyChallenge, ref.Tag, ref.Part)

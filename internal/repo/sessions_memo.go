@@ -50,7 +50,7 @@ type memoEntry struct {
 // memoVersion is what a read records before it starts, for put.
 type memoVersion struct{ epoch, stripe uint64 }
 
-// newAuthMemo keeps sessions whose keys start with keyPrefix ("<prefix>:v1:session:{").
+// newAuthMemo keeps sessions whose keys start with keyPrefix ("<prefix>:v1:sess:{").
 func newAuthMemo(ttl time.Duration, keyPrefix string) *authMemo {
 	return &authMemo{ttl: ttl, keyPrefix: keyPrefix, max: memoMaxEntries, seed: maphash.MakeSeed()}
 }

@@ -65,7 +65,7 @@ func TestAuthMemo(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
 	entry := func() *memoEntry { return &memoEntry{idle: 1, until: now.Add(time.Second)} }
-	const prefix = "hg:v1:session:{"
+	const prefix = "hg:v1:sess:{"
 	ref := func(s string) SessionRef { return SessionRef{Tag: "TAGTAGTAGTAG", Part: s} }
 	key := func(s string) string { return prefix + "TAGTAGTAGTAG}:" + s }
 	newMemo := func() *authMemo { return newAuthMemo(time.Second, prefix) }
@@ -87,7 +87,7 @@ func TestAuthMemo(t *testing.T) {
 		m := newMemo()
 		m.put(ref("a"), entry(), m.version(ref("a")), now)
 		m.put(ref("b"), entry(), m.version(ref("b")), now)
-		m.invalidate([]string{key("a"), "hg:v1:token:{x}", "hg:v1:session:{broken"}, false)
+		m.invalidate([]string{key("a"), "hg:v1:token:{x}", "hg:v1:sess:{broken"}, false)
 		if _, ok := m.get(ref("a"), now); ok {
 			t.Fatal("invalidated entry still served")
 		}
@@ -121,7 +121,7 @@ func TestAuthMemo(t *testing.T) {
 	t.Run("key to reference", func(t *testing.T) {
 		m := newMemo()
 		for k, want := range map[string]bool{key("abc"): true, prefix + "}:abc": false, prefix + "TAG}:": false,
-			"other:v1:session:{TAG}:abc": false, prefix + "TAG:abc": false} {
+			"other:v1:sess:{TAG}:abc": false, prefix + "TAG:abc": false} {
 			if _, ok := m.refOf(k); ok != want {
 				t.Errorf("refOf(%q) ok = %v, want %v", k, ok, want)
 			}

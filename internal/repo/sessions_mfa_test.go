@@ -53,7 +53,7 @@ func (e *sessEnv) challenge(ref SessionRef, tenant, id, mac string, ttl time.Dur
 }
 
 func (e *sessEnv) verify(ref SessionRef, tenant, id, mac string) (*VerifyResult, SessionRef, error) {
-	next := SessionRef{Tag: ref.Tag, Part: sessRand(e.t, 16)}
+	next := SessionRef{Tag: ref.Tag, Part: sessPart(e.t)}
 	res, err := e.r.Verify(context.Background(), MFAVerification{Ref: ref, Tenant: tenant, ChallengeID: id, CodeMAC: mac, Next: next})
 	return res, next, err
 }

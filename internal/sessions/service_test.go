@@ -180,11 +180,11 @@ func TestTokenFormat(t *testing.T) {
 	if len(tok) != TokenLen || !strings.HasPrefix(tok, "hgs_AbCdEfGhIj_-_") {
 		t.Fatalf("token %q", tok)
 	}
-	if _, ok := repo.ParseSessionID(ref.ID()); !ok || len(ref.ID()) != 37 {
+	if _, ok := repo.ParseSessionID(ref.ID()); !ok || len(ref.ID()) != 33 {
 		t.Fatalf("session id %q", ref.ID())
 	}
 	sum := sha256.Sum256([]byte(tok))
-	if ref.Tag != "AbCdEfGhIj_-" || ref.Part != base64.RawURLEncoding.EncodeToString(sum[:16]) {
+	if ref.Tag != "AbCdEfGhIj_-" || ref.Part != base64.RawURLEncoding.EncodeToString(sum[:14])[:18] {
 		t.Fatalf("ref %+v does not derive from the token's SHA-256", ref)
 	}
 	r2, ok := parseToken(tok)

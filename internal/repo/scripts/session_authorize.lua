@@ -3,9 +3,9 @@
 -- the absolute deadline. Without the client-side cache every authentication runs this; with it,
 -- only the ones the gateway finds due for a refresh (everything is checked again here, on
 -- Redis's clock, and the write invalidates every replica's cached copy).
--- The key derives from 128 bits of the token's SHA-256, so finding it proves the token: no hash
+-- The key derives from 108 bits of the token's SHA-256, so finding it proves the token: no hash
 -- of the token is compared (an old hash's tokenHash field is not read).
--- KEYS[1]: session hash <prefix>:v1:session:{<userTag>}:<idPart>
+-- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
 -- ARGV[1]: refresh fraction: refresh only when less than this share of the idle window is left
 -- ARGV[2]: the default idle timeout in milliseconds, for hashes without idleTimeoutMs (written
 --          only when a session overrides the default, never by schema 1)

@@ -2,7 +2,7 @@
 -- their own TTL, shorter than the session's: hash fields written with HSETEX (Redis 8) or
 -- HSET+HEXPIRE in this one script (Redis 7.4), or a separate key with its own TTL (older
 -- servers; same tag). A new challenge replaces a live one. The session becomes MFA_REQUIRED.
--- KEYS[1]: session hash  <prefix>:v1:session:{<userTag>}:<idPart>
+-- KEYS[1]: session hash  <prefix>:v1:sess:{<userTag>}:<idPart>
 -- KEYS[2]: challenge key <prefix>:v1:mfa:{<userTag>}:<idPart> (used in fallback mode only)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'missing')
 -- ARGV[2]: mode: hsetex | hexpire | fallback

@@ -7,7 +7,7 @@
 -- here: when the index is full the script answers 'full', and the caller drops the members whose
 -- hash is confirmed gone (single-key reads, then session_prune.lua, which declares every key it
 -- checks) and runs this script once more.
--- KEYS[1]: session hash <prefix>:v1:session:{<userTag>}:<idPart>
+-- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
 -- KEYS[2]: device index <prefix>:v1:sessions:{<userTag>} (sorted set: idPart -> absoluteExpiresAtMs)
 -- ARGV[1]: maximum index members (sessions) per user
 -- ARGV[2]: idle timeout in milliseconds

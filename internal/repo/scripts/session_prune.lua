@@ -6,7 +6,7 @@
 -- Every key it touches is in KEYS: while the user's slot migrates Redis refuses the call
 -- (TRYAGAIN/ASK) and the index is left as it is.
 -- KEYS[1]: device index <prefix>:v1:sessions:{<userTag>}
--- KEYS[2..n+1]: the candidates' session hashes <prefix>:v1:session:{<userTag>}:<idPart>
+-- KEYS[2..n+1]: the candidates' session hashes <prefix>:v1:sess:{<userTag>}:<idPart>
 -- ARGV[1..n]: the candidates' idParts, in the order of KEYS[2..]
 -- Reply: the number of members removed
 if #KEYS ~= #ARGV + 1 then

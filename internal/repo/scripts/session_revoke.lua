@@ -1,6 +1,6 @@
 -- session_revoke.lua: delete one session, its MFA challenge key and its device-index entry.
 -- Idempotent: a session already gone answers 0 and its leftovers are cleaned.
--- KEYS[1]: session hash    <prefix>:v1:session:{<userTag>}:<idPart>
+-- KEYS[1]: session hash    <prefix>:v1:sess:{<userTag>}:<idPart>
 -- KEYS[2]: device index    <prefix>:v1:sessions:{<userTag>}
 -- KEYS[3]: challenge key   <prefix>:v1:mfa:{<userTag>}:<idPart> (fallback mode only)
 -- ARGV[1]: tenant of the caller; another tenant's session is left untouched

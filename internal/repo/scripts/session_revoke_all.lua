@@ -7,7 +7,7 @@
 -- this answers 'ok', no earlier session of the user exists, and a retry after a gateway crash
 -- simply finds less to do.
 -- KEYS[1]: device index <prefix>:v1:sessions:{<userTag>}
--- KEYS[2..n+1]: the session hashes <prefix>:v1:session:{<userTag>}:<idPart> to delete
+-- KEYS[2..n+1]: the session hashes <prefix>:v1:sess:{<userTag>}:<idPart> to delete
 -- KEYS[n+2..2n+1]: their challenge keys <prefix>:v1:mfa:{<userTag>}:<idPart>, only when ARGV[2]
 --          is '1' (fallback mode)
 -- ARGV[1]: idPart to keep, or '' for none

@@ -1,8 +1,8 @@
 -- session_rotate.lua: give a session a new token. The hash moves to the key derived from the
 -- new token (RENAME keeps its TTL, so the absolute deadline is kept), the old token's key no
 -- longer exists, and the device index swaps members, all in one atomic step.
--- KEYS[1]: old session hash  <prefix>:v1:session:{<userTag>}:<oldIdPart>
--- KEYS[2]: new session hash  <prefix>:v1:session:{<userTag>}:<newIdPart>
+-- KEYS[1]: old session hash  <prefix>:v1:sess:{<userTag>}:<oldIdPart>
+-- KEYS[2]: new session hash  <prefix>:v1:sess:{<userTag>}:<newIdPart>
 -- KEYS[3]: device index      <prefix>:v1:sessions:{<userTag>}
 -- KEYS[4]: old challenge key <prefix>:v1:mfa:{<userTag>}:<oldIdPart> (fallback mode only)
 -- KEYS[5]: new challenge key <prefix>:v1:mfa:{<userTag>}:<newIdPart>

@@ -5,8 +5,8 @@
 -- Comparison: the gateway sends the HMAC of the candidate code, never the code. Both strings are
 -- keyed MACs, not secrets, and the comparison below visits every byte whatever the mismatch,
 -- so neither the code nor the MAC leaks through timing; the attempt counter bounds guessing.
--- KEYS[1]: session hash      <prefix>:v1:session:{<userTag>}:<idPart>
--- KEYS[2]: new session hash  <prefix>:v1:session:{<userTag>}:<newIdPart> (target of the rotation)
+-- KEYS[1]: session hash      <prefix>:v1:sess:{<userTag>}:<idPart>
+-- KEYS[2]: new session hash  <prefix>:v1:sess:{<userTag>}:<newIdPart> (target of the rotation)
 -- KEYS[3]: device index      <prefix>:v1:sessions:{<userTag>}
 -- KEYS[4]: attempt counter   <prefix>:v1:rl:{<userTag>}:mfa
 -- KEYS[5]: challenge key     <prefix>:v1:mfa:{<userTag>}:<idPart> (fallback mode only)
