@@ -68,6 +68,7 @@ func (down) DoCache(context.Context, rueidis.Cacheable, time.Duration) rueidis.R
 // env is what several gateway replicas share: signing keys, the HMAC key and the key prefix.
 type env struct {
 	auth   *auth.Authority
+	keys   *auth.KeySet
 	hasher *keyhash.Hasher
 	prefix string
 }
@@ -86,7 +87,7 @@ func newEnv(t testing.TB, prefix string) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{auth: a, hasher: h, prefix: prefix}
+	return env{auth: a, keys: ks, hasher: h, prefix: prefix}
 }
 
 // service builds one replica's token service over client (s.Client when nil).

@@ -258,8 +258,27 @@ func TestIntrospect(t *testing.T) {
 			in.Scope != "tokens:read" || in.TokenType != TypeService || in.ExpiresAt != live.ExpiresAt.Unix() || in.IssuedAt == 0 || in.Issuer != "hashgate-test" {
 			t.Fatalf("introspect live = %+v, %v", in, err)
 		}
+		// Expired: the live token (metadata present, one hour long) seen by a gateway whose
+		// clock is two hours ahead.
+		later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+		future, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: e.keys, Now: later})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ahead := e
+		ahead.auth = future
+		if in, err := ahead.service(t, s, nil, Options{CacheTTL: 5 * time.Second, Now: later}).Introspect(ctx, admin, live.Token); err != nil || in != (Introspection{}) {
+			t.Errorf("expired: %+v, %v", in, err)
+		}
+		// The live token with one character of its signature changed.
+		sig := live.Token[strings.LastIndexByte(live.Token, '.')+1:]
+		flip := map[byte]byte{'A': 'B'}[sig[0]]
+		if flip == 0 {
+			flip = 'A'
+		}
+		tampered := live.Token[:len(live.Token)-len(sig)] + string(flip) + sig[1:]
 		for name, tok := range map[string]string{"revoked": revoked.Token, "other tenant": foreign.Token, "unknown": unknown,
-			"garbage": "not a token", "empty": "", "huge": strings.Repeat("a", 10<<10)} {
+			"garbage": "not a token", "empty": "", "huge": strings.Repeat("a", 10<<10), "bad signature": tampered} {
 			in, err := svc.Introspect(ctx, admin, tok)
 			if err != nil || in != (Introspection{}) {
 				t.Errorf("%s: %+v, %v", name, in, err)
