@@ -56,8 +56,8 @@ const (
 // status (ACTIVE) by a create that requires MFA or by an MFA challenge, authLevel (BASIC) by
 // a create at level MFA or by step-up, failedMfaAttempts (0) by the first wrong code,
 // lastSeenAtMs (createdAtMs) by the first idle refresh, lastRotatedAtMs (createdAtMs) by
-// rotation or step-up, idleTimeoutMs (SessionOptions.DefaultIdle) when the create asks for
-// another one, the device fields when given. No transition moves a session back to ACTIVE or
+// rotation or step-up, idleTimeoutMs (ImplicitIdle) when the session's idle timeout is any
+// other, the device fields when given. No transition moves a session back to ACTIVE or
 // BASIC, so nothing writes a default back; hashes written before this rule hold status and
 // authLevel explicitly (ACTIVE/BASIC included) and read the same (schemaVersion was not
 // bumped for this, as it was not for the other optional fields: SchemaVersion is shared by
@@ -104,11 +104,20 @@ var (
 	scriptSessionVerify    = script("session_verify")
 )
 
+// ImplicitIdle is the idle timeout of a session hash that holds no idleTimeoutMs. It is a
+// constant, not the configured default: a plain session with the usual 30 minutes saves the
+// field (20 B), yet changing GATEWAY_SESSION_IDLE_TIMEOUT later neither shortens nor stretches
+// the windows of sessions already issued (with a changed default, new sessions store theirs).
+// Schema-1 hashes, which never stored it, read with it too.
+const ImplicitIdle = 30 * time.Minute
+
 // SessionOptions configure Sessions.
 type SessionOptions struct {
 	// RefreshFraction: the idle window slides only when less than this share of it is left.
 	RefreshFraction float64
-	// DefaultIdle is the idle timeout of schema-1 hashes, which do not record their own.
+	// DefaultIdle is the gateway's configured default idle timeout (the service applies it to a
+	// create that names none). It never decides a stored session's window: a hash without
+	// idleTimeoutMs has ImplicitIdle, whatever the configuration is now or was at its create.
 	DefaultIdle time.Duration
 	// MaxPerUser bounds the device index (1..MaxSessionsPerUser members): creating one more
 	// live session is refused.
@@ -187,7 +196,7 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 	}
 	r := &Sessions{client: s.Client, keys: k, mode: mode, o: o, now: time.Now,
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
-		idleMs:     strconv.FormatInt(o.DefaultIdle.Milliseconds(), 10),
+		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
 		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
@@ -261,7 +270,7 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	if n.AuthLevel != LevelBasic {
 		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
 	}
-	if n.Idle != r.o.DefaultIdle { // readers fall back to DefaultIdle
+	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
 		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
 	}
 	const fixed = 4 // ARGV before the field pairs

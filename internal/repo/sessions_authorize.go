@@ -211,9 +211,9 @@ func (r *Sessions) parseAuth(ctx context.Context, ref SessionRef, m map[string]s
 	f := newFields(m)
 	ac := &AuthContext{Session: decodeView(f, ref)}
 	ac.Outcome = f.schema()
-	// idleTimeoutMs is written only when the session overrides the default (and never by
-	// schema 1): without it the configured idle timeout applies.
-	idle := r.o.DefaultIdle.Milliseconds()
+	// idleTimeoutMs is written only when the session's timeout is not ImplicitIdle (and never by
+	// schema 1): without it ImplicitIdle applies, never the configuration of the moment.
+	idle := ImplicitIdle.Milliseconds()
 	if _, ok := m[sfIdleTimeout]; ok {
 		idle = f.int64(sfIdleTimeout)
 	}

@@ -11,17 +11,18 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// Read-your-writes over the client-side cache: once a revoke, revoke-all or rotate by this
-// gateway has returned, its next authorization of the old token fails at once. Redis's
+// Read-your-writes over the client-side cache: once a revoke, revoke-all, rotate, MFA
+// challenge or step-up by this gateway has returned, its next authorization of the old token fails at once. Redis's
 // invalidation push trails the write's reply, so without the gateway's own marks a cached copy
 // answered for a moment after a logout (TestEverySessionOperationIsTraced caught it).
 func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		if !s.Caps.ClientCache {
 			t.Skip("no client-side cache on this backend")
 		}
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
+		other := newSessEnv(t, testredis.Open(t, b), prefix, nil)
 		ctx := context.Background()
 		hot := func(ref SessionRef) {
 			t.Helper()
@@ -40,10 +41,10 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 				t.Fatalf("%s: the old session still authorizes (%+v, %v)", what, ac, err)
 			}
 		}
-		for i := range 50 {
+		for i := range 60 {
 			ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
 			hot(ref)
-			switch i % 3 {
+			switch i % 5 {
 			case 0:
 				if ok, err := e.r.Revoke(ctx, ref, "acme"); err != nil || !ok {
 					t.Fatalf("revoke: %v %v", ok, err)
@@ -62,6 +63,41 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 				gone("rotate", ref)
 				if _, err := e.r.Authorize(ctx, next); err != nil {
 					t.Fatalf("rotated session: %v", err)
+				}
+			case 3:
+				if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+				if ac, err := e.r.Authorize(ctx, ref); err != nil || ac.Status != SessionMFARequired {
+					t.Fatalf("challenge: the next read still shows the copy from before it (%+v, %v)", ac, err)
+				}
+			case 4:
+				// The challenge comes from another gateway (so this one holds no mark), and this
+				// one caches the challenged session again before stepping it up.
+				cid := sessRand(t, 16)
+				if _, err := other.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "acme", ID: cid, CodeMAC: "good", TTL: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+					ac, err := e.r.Authorize(ctx, ref)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ac.CacheHit && ac.Status == SessionMFARequired {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the challenged session was never cached")
+					}
+				}
+				next := sessRef(t, ref.Tag)
+				res, err := e.r.Verify(ctx, MFAVerification{Ref: ref, Tenant: "acme", ChallengeID: cid, CodeMAC: "good", Next: next})
+				if err != nil || res.Outcome != VerifyOK {
+					t.Fatalf("verify: %+v %v", res, err)
+				}
+				gone("step-up", ref)
+				if ac, err := e.r.Authorize(ctx, next); err != nil || ac.AuthLevel != LevelMFA {
+					t.Fatalf("stepped-up session: %+v %v", ac, err)
 				}
 			}
 		}

@@ -7,8 +7,9 @@
 -- of the token is compared (an old hash's tokenHash field is not read).
 -- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
 -- ARGV[1]: refresh fraction: refresh only when less than this share of the idle window is left
--- ARGV[2]: the default idle timeout in milliseconds, for hashes without idleTimeoutMs (written
---          only when a session overrides the default, never by schema 1)
+-- ARGV[2]: the implicit idle timeout in milliseconds (repo.ImplicitIdle, a constant), for
+--          hashes without idleTimeoutMs (written only when a session's timeout is another one,
+--          never by schema 1)
 -- ARGV[3..]: the fields to read; the first seven are, in this order: userId, tenantId, status,
 --          authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion. status and authLevel
 --          are written only once they differ from ACTIVE and BASIC (the caller applies those
