@@ -18,12 +18,11 @@ import (
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
-	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
+	"github.com/hashgate/hashgate/internal/wiring"
 )
 
 // gateway is the whole HTTP stack over one Redis deployment, wired the way cmd/gateway wires
@@ -95,41 +94,15 @@ func startGateway(t *testing.T, url string, timeout time.Duration) *gateway {
 	return g
 }
 
-// wireDomains mirrors cmd/gateway's wireDomains for tokens, quotes and sessions.
+// wireDomains wires every domain as cmd/gateway does (internal/wiring), client-side caching
+// of the session hot path and token check included. The case sweeper is not started.
 func (g *gateway) wireDomains(d *handlers.Deps, a *auth.Authority, h *keyhash.Hasher) {
-	t, cfg := g.t, g.cfg
-	tr, err := repo.NewTokens(g.store, repo.TokensOptions{Prefix: cfg.KeyPrefix, Hasher: h, SafetyWindow: cfg.TokenSafetyWindow})
+	dom, err := wiring.Build(g.cfg, g.store, a, h, nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
 	}
-	g.tokens, err = tokens.New(a, tr, tokens.Options{MaxTTL: cfg.TokenMaxTTL, CacheTTL: cfg.TokenCacheTTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Tokens, d.TokenCheck = g.tokens, g.tokens
-
-	idem, err := repo.NewIdempotency(g.store, repo.IdempotencyOptions{Prefix: cfg.KeyPrefix, Hasher: h, TTL: cfg.IdempotencyTTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quotes, err := repo.NewQuotes(g.store, repo.QuoteOptions{Prefix: cfg.KeyPrefix, TTL: cfg.QuoteTTL, MaxItems: cfg.QuoteMaxItems})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Quotes = handlers.NewQuoteService(quotes, idem)
-
-	sr, err := repo.NewSessions(g.store, g.keys, repo.SessionOptions{RefreshFraction: cfg.SessionRefreshFraction,
-		DefaultIdle: cfg.SessionIdleTimeout, MaxPerUser: cfg.SessionMaxPerUser,
-		MFA: ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sessions.New(sr, h, sessions.Config{IdleTimeout: cfg.SessionIdleTimeout,
-		AbsoluteTimeout: cfg.SessionAbsoluteTimeout, ChallengeTTL: cfg.MFAChallengeTTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Sessions, d.SessionAuth = svc, svc
+	dom.Into(d)
+	g.tokens = dom.Tokens
 }
 
 // bearer issues a service token for tenant through the token service (so its revocation

@@ -160,7 +160,7 @@ func hostileWire(h *harness, d *Deps) {
 	d.Tokens, d.TokenCheck = tok, tok
 
 	sr, err := repo.NewSessions(h.store, repo.Keys{Prefix: h.prefix}, repo.SessionOptions{
-		RefreshFraction: cfg.SessionRefreshFraction, DefaultIdle: cfg.SessionIdleTimeout, MaxPerUser: cfg.SessionMaxPerUser,
+		RefreshFraction: cfg.SessionRefreshFraction, MaxPerUser: cfg.SessionMaxPerUser,
 		MFA: ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow}})
 	must(err)
 	ss, err := sessions.New(sr, hasher, sessions.Config{IdleTimeout: cfg.SessionIdleTimeout,

@@ -153,21 +153,22 @@ func marshalProblem(body problemBody, extra map[string]any) ([]byte, error) {
 }
 
 // safePath bounds the echoed path so a hostile URL cannot bloat or inject into the body.
-func safePath(p string) string {
-	if len(p) > 256 {
-		p = p[:256]
+func safePath(p string) string { return bounded(p, 256) }
+
+// bounded cuts s to at most n bytes, then replaces invalid UTF-8 (a character the cut split,
+// or bytes the caller sent), so what reaches a problem body is valid UTF-8.
+func bounded(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
 	}
-	return strings.ToValidUTF8(p, "\uFFFD")
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func bindDetail(msg string) string {
 	if msg == "" {
 		return "The request body is not valid JSON for this operation."
 	}
-	if len(msg) > 300 {
-		msg = msg[:300]
-	}
-	return strings.ToValidUTF8(msg, "\uFFFD")
+	return bounded(msg, 300)
 }
 
 func requestID(c echo.Context) string {

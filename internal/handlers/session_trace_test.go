@@ -317,7 +317,7 @@ func assertNoSessionSecret(t *testing.T, spans tracetest.SpanStubs, userID strin
 		attrs := func(kvs []attribute.KeyValue) {
 			for _, a := range kvs {
 				if a.Value.Type() == attribute.STRING || a.Value.Type() == attribute.STRINGSLICE {
-					texts = append(texts, string(a.Key)+"="+a.Value.Emit())
+					texts = append(texts, string(a.Key)+"="+a.Value.String())
 				}
 			}
 		}

@@ -78,7 +78,7 @@ func newSessionService(tb testing.TB, s *store.Store, prefix string, cacheTTL ti
 	counted := *s
 	counted.Client = counter
 	r, err := repo.NewSessions(&counted, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
-		DefaultIdle: 30 * time.Minute, MaxPerUser: 50, CacheTTL: cacheTTL, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
+		MaxPerUser: 50, CacheTTL: cacheTTL, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
 		tb.Fatal(err)
 	}

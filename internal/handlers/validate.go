@@ -208,13 +208,7 @@ func escapePointer(parts []string) []string {
 
 // clip bounds a message and strips anything that is not valid UTF-8; kin-openapi reasons do
 // not echo values, but bound them anyway.
-func clip(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) > 300 {
-		s = s[:300]
-	}
-	return s
-}
+func clip(s string) string { return bounded(s, 300) }
 
 func uniq(in []string) []string {
 	seen := map[string]bool{}

@@ -175,7 +175,6 @@ var (
 	scriptCaseDueAdd     = script("case_due_add")
 	scriptCaseTenant     = script("case_tenant_add")
 	scriptCaseTenants    = script("case_tenants")
-	scriptTime           = script("time")
 )
 
 // Create opens a case. The tenant is registered for the sweepers and the case put in its due

@@ -129,12 +129,3 @@ func (r *Cases) AutoEscalate(ctx context.Context, id string) (AutoOutcome, error
 	r.m.Transition(ctx, "case", "auto_escalate", string(o))
 	return o, nil
 }
-
-// ServerTime is the Redis server's clock.
-func (r *Cases) ServerTime(ctx context.Context) (time.Time, error) {
-	n, err := scriptTime.Exec(ctx, r.c, nil, nil).AsInt64()
-	if err != nil {
-		return time.Time{}, redisErr("server time", err)
-	}
-	return time.UnixMilli(n).UTC(), nil
-}

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -232,6 +233,18 @@ func TestCaseReadsPreviousSchema(t *testing.T) {
 		h, err := c.History(ctx, "acme", id)
 		if err != nil || len(h) != 1 || h[0].AssignedTeam != "legacy-ops" {
 			t.Fatalf("v1 history: %+v %v", h, err)
+		}
+		// Assigning writes the new name and drops the old one: a v1 case taken through every
+		// transition stays within the declared 15 fields.
+		if k, err = c.Assign(ctx, CaseChange{Tenant: "acme", ID: id, IfMatch: k.StateVersion, Reason: "r", Actor: "svc", AssignedTeam: "ops-2"}); err != nil || k.AssignedTeam != "ops-2" {
+			t.Fatalf("v1 assign: %+v %v", k, err)
+		}
+		if k, err = c.Resolve(ctx, CaseChange{Tenant: "acme", ID: id, IfMatch: k.StateVersion, Reason: "r", Actor: "svc"}); err != nil {
+			t.Fatalf("v1 resolve: %+v %v", k, err)
+		}
+		fields, err := s.Client.Do(ctx, s.Client.B().Hkeys().Key(c.hashKey(id)).Build()).AsStrSlice()
+		if err != nil || len(fields) > 15 || slices.Contains(fields, "team") {
+			t.Fatalf("v1 case after assign and resolve holds %d fields %v (%v), want at most 15 and no \"team\"", len(fields), fields, err)
 		}
 		// Corrupt objects are refused, by readers and by transition scripts.
 		bad := NewCaseID()

@@ -22,6 +22,11 @@ type RecentWrites struct {
 	ttl  time.Duration
 	m    sync.Map // recentKey → time.Time (until when the mark holds)
 	live atomic.Int64
+	// latest is the end of the newest mark (unix nanos): past it every mark has expired and
+	// the whole set is cleared at once, so a mark whose object is never read again does not
+	// keep the common case off the fast path.
+	latest atomic.Int64
+	swept  atomic.Int64 // unix nanos of the last sweep under a steady stream of writes
 }
 
 // NewRecentWrites returns marks that hold for ttl (the cache TTL they guard).
@@ -35,10 +40,19 @@ func (w *RecentWrites) Mark(group, id string, now time.Time) {
 	if w == nil {
 		return
 	}
-	if _, loaded := w.m.Swap(recentKey{group, id}, now.Add(w.ttl)); !loaded {
+	until := now.Add(w.ttl)
+	for {
+		l := w.latest.Load()
+		if until.UnixNano() <= l || w.latest.CompareAndSwap(l, until.UnixNano()) {
+			break
+		}
+	}
+	if _, loaded := w.m.Swap(recentKey{group, id}, until); !loaded {
 		w.live.Add(1)
 	}
-	if w.live.Load() > 1024 {
+	// Under a steady stream of writes the newest mark never expires: sweep at most once a
+	// TTL, so the set holds about one TTL's worth of writes.
+	if last := w.swept.Load(); w.live.Load() > 1024 && now.UnixNano()-last >= int64(w.ttl) && w.swept.CompareAndSwap(last, now.UnixNano()) {
 		w.sweep(now)
 	}
 }
@@ -46,6 +60,10 @@ func (w *RecentWrites) Mark(group, id string, now time.Time) {
 // Marked reports whether a cached copy of object id of group must not be trusted at now.
 func (w *RecentWrites) Marked(group, id string, now time.Time) bool {
 	if w == nil || w.live.Load() == 0 { // the common case: nothing written lately
+		return false
+	}
+	if now.UnixNano() >= w.latest.Load() { // every mark has expired
+		w.sweep(now)
 		return false
 	}
 	return w.check(recentKey{group, id}, now) || (id != "" && w.check(recentKey{group: group}, now))
@@ -72,7 +90,8 @@ func (w *RecentWrites) check(k recentKey, now time.Time) bool {
 	return false
 }
 
-// sweep drops expired marks (a burst of writes leaves many behind).
+// sweep drops expired marks; Marked runs it once the newest one has expired, so it runs at
+// most once per burst of writes.
 func (w *RecentWrites) sweep(now time.Time) {
 	w.m.Range(func(k, v any) bool {
 		if !now.Before(v.(time.Time)) && w.m.CompareAndDelete(k, v) {

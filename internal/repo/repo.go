@@ -19,6 +19,9 @@ import (
 // SchemaVersion and SchemaVersion-1.
 const SchemaVersion = 2
 
+// schemaCurrent and schemaPrevious are SchemaVersion and SchemaVersion-1 as stored.
+var schemaCurrent, schemaPrevious = strconv.Itoa(SchemaVersion), strconv.Itoa(SchemaVersion - 1)
+
 // Keys builds key names: <prefix>:v1:<type>:{<tag>}[:<rest>]. The braces make <tag> the Redis
 // Cluster hash tag, so keys with the same tag live in one slot.
 type Keys struct{ Prefix string }

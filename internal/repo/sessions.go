@@ -115,10 +115,6 @@ const ImplicitIdle = 30 * time.Minute
 type SessionOptions struct {
 	// RefreshFraction: the idle window slides only when less than this share of it is left.
 	RefreshFraction float64
-	// DefaultIdle is the gateway's configured default idle timeout (the service applies it to a
-	// create that names none). It never decides a stored session's window: a hash without
-	// idleTimeoutMs has ImplicitIdle, whatever the configuration is now or was at its create.
-	DefaultIdle time.Duration
 	// MaxPerUser bounds the device index (1..MaxSessionsPerUser members): creating one more
 	// live session is refused.
 	MaxPerUser int
@@ -172,8 +168,6 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		return nil, fmt.Errorf("%w: empty key prefix", ErrSessionOptions)
 	case !(o.RefreshFraction > 0 && o.RefreshFraction < 1):
 		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", ErrSessionOptions)
-	case o.DefaultIdle < time.Second:
-		return nil, fmt.Errorf("%w: default idle timeout must be at least 1s", ErrSessionOptions)
 	case o.MaxPerUser < 1 || o.MaxPerUser > MaxSessionsPerUser:
 		return nil, fmt.Errorf("%w: max sessions per user must be within 1..%d", ErrSessionOptions, MaxSessionsPerUser)
 	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:

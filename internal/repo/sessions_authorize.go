@@ -153,7 +153,13 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 	}
 	ac.CacheHit = hit
 	if r.memo != nil {
-		r.memo.put(ref, &memoEntry{ac: *ac, idle: idle, until: now.Add(r.cacheTTL)}, v, now)
+		// The decoded copy lives no longer than the copy it was decoded from: a hit may come
+		// from a copy rueidis has held for most of its TTL already.
+		until := now.Add(r.cacheTTL)
+		if px := res.CachePXAT(); hit && px > 0 && time.UnixMilli(px).Before(until) {
+			until = time.UnixMilli(px)
+		}
+		r.memo.put(ref, &memoEntry{ac: *ac, idle: idle, until: until}, v, now)
 	}
 	return r.decideCached(ctx, ref, ac, idle, hit, now)
 }

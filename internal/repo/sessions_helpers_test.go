@@ -111,7 +111,7 @@ func (c *sessCountingClient) reset() []string {
 }
 
 func sessDefaultOptions() SessionOptions {
-	return SessionOptions{RefreshFraction: 0.25, DefaultIdle: 30 * time.Minute, MaxPerUser: 50,
+	return SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50,
 		MFA: ratelimit.Policy{Name: MFAPolicyName, Limit: 5, Window: 10 * time.Minute}}
 }
 

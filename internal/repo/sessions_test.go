@@ -50,7 +50,6 @@ func TestNewSessionsRefusesBadOptions(t *testing.T) {
 	}{
 		{"fraction 0", func(o *SessionOptions) { o.RefreshFraction = 0 }},
 		{"fraction 1", func(o *SessionOptions) { o.RefreshFraction = 1 }},
-		{"idle", func(o *SessionOptions) { o.DefaultIdle = 0 }},
 		{"max", func(o *SessionOptions) { o.MaxPerUser = 0 }},
 		{"max over the index bound", func(o *SessionOptions) { o.MaxPerUser = MaxSessionsPerUser + 1 }},
 		{"limit", func(o *SessionOptions) { o.MFA.Limit = 0 }},

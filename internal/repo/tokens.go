@@ -394,8 +394,8 @@ func (r *Tokens) State(ctx context.Context, id string, cacheTTL time.Duration) (
 	}
 	o := Found
 	switch v[4] {
-	case "2":
-	case "1":
+	case schemaCurrent:
+	case schemaPrevious:
 		o = OldSchema
 	default:
 		bad = append(bad, "schemaVersion")

@@ -115,8 +115,8 @@ func TestTokensRevoke(t *testing.T) {
 		if _, err := r.Revoke(ctx, "other", tok.ID, "x"); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's revoke: %v", err)
 		}
-		if got, _ := r.Get(ctx, "acme", tok.ID); got.Revoked {
-			t.Fatal("another tenant revoked the token")
+		if got, err := r.Get(ctx, "acme", tok.ID); err != nil || got.Revoked {
+			t.Fatalf("another tenant revoked the token (or it cannot be read: %v)", err)
 		}
 		res, err := r.Revoke(ctx, "acme", tok.ID, "leaked")
 		if err != nil || res != TokenRevoked {
@@ -301,8 +301,8 @@ func TestTokensRefusalsWriteNothing(t *testing.T) {
 			}
 			ids = append(ids, tok.ID)
 		}
-		if n, _ := s.Client.Do(ctx, s.Client.B().Exists().Key(r.hashKey(ids[2])).Build()).AsInt64(); n != 0 {
-			t.Fatal("a refused token got a metadata hash")
+		if n, err := s.Client.Do(ctx, s.Client.B().Exists().Key(r.hashKey(ids[2])).Build()).AsInt64(); err != nil || n != 0 {
+			t.Fatalf("a refused token got a metadata hash (%d, %v)", n, err)
 		}
 	})
 }

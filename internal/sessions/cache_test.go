@@ -22,7 +22,7 @@ import (
 func replica(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher, cacheTTL time.Duration) *Service {
 	t.Helper()
 	r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
-		DefaultIdle: 30 * time.Minute, MaxPerUser: 50, CacheTTL: cacheTTL,
+		MaxPerUser: 50, CacheTTL: cacheTTL,
 		MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestCacheMetrics(t *testing.T) {
 		e := newSvcEnv(t, s, prefix)
 		reader := sdkmetric.NewManualReader()
 		r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
-			DefaultIdle: 30 * time.Minute, MaxPerUser: 50, CacheTTL: time.Minute,
+			MaxPerUser: 50, CacheTTL: time.Minute,
 			MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/hashgate/hashgate/internal/telemetry"
 )
 
 // authResult is how one authentication ended, for metrics.
@@ -38,30 +40,12 @@ func newInstruments(m metric.Meter, cacheStats func() (hits, misses int64)) (*in
 	x.auths, err = m.Int64Counter("hashgate_session_authentications",
 		metric.WithDescription("Session-token authentications by result (ok, malformed, unknown, corrupt, tag_mismatch)."))
 	errs = append(errs, err)
-	lookups, err := m.Int64ObservableCounter("hashgate_session_auth_cache_lookups",
-		metric.WithDescription("Session authentication reads by client-side cache result (hit, miss)."))
-	errs = append(errs, err)
-	ratio, err := m.Float64ObservableGauge("hashgate_session_auth_cache_hit_ratio",
-		metric.WithDescription("Share of session authentication reads served from the client-side cache since start."))
-	errs = append(errs, err)
+	errs = append(errs, telemetry.ObserveCacheStats(m, "hashgate_session_auth_cache", "Session authentication reads", cacheStats))
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("sessions: metrics: %w", err)
 	}
 	for i, name := range authResultNames {
 		x.authOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("result", name)))}
-	}
-	hit := metric.WithAttributes(attribute.String("result", "hit"))
-	miss := metric.WithAttributes(attribute.String("result", "miss"))
-	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		h, ms := cacheStats()
-		o.ObserveInt64(lookups, h, hit)
-		o.ObserveInt64(lookups, ms, miss)
-		if h+ms > 0 {
-			o.ObserveFloat64(ratio, float64(h)/float64(h+ms))
-		}
-		return nil
-	}, lookups, ratio); err != nil {
-		return nil, fmt.Errorf("sessions: metrics callback: %w", err)
 	}
 	return x, nil
 }

@@ -42,7 +42,7 @@ func newSvcEnv(t *testing.T, s *store.Store, prefix string) *svcEnv {
 		t.Fatal(err)
 	}
 	r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
-		DefaultIdle: 30 * time.Minute, MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
+		MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 func (s *Store) LoadScripts(ctx context.Context, bodies ...string) error {
 	for addr, n := range s.raw.Nodes() {
 		for _, body := range bodies {
-			c, cancel := context.WithTimeout(ctx, max(s.Timeout, 2*s.Timeout))
+			c, cancel := context.WithTimeout(ctx, 2*s.Timeout)
 			err := n.Do(c, n.B().ScriptLoad().Script(body).Build()).Error()
 			cancel()
 			if err != nil {

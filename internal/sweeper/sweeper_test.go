@@ -115,8 +115,8 @@ func TestRacingSweepersEscalateOnce(t *testing.T) {
 					t.Fatalf("case %s auto-escalated %d times", id, autos)
 				}
 			}
-			if due, _ := c.DueCases(ctx, c.TenantTag(tenant), time.Now(), 100); len(due) != 0 {
-				t.Fatalf("due index still holds %v", due)
+			if due, err := c.DueCases(ctx, c.TenantTag(tenant), time.Now(), 100); err != nil || len(due) != 0 {
+				t.Fatalf("due index still holds %v (%v)", due, err)
 			}
 		}
 		for i, id := range notDue {

@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/hashgate/hashgate/internal/telemetry"
 )
 
 // instruments are the service's metrics. Cache hits and misses are plain atomics read by an
@@ -41,27 +43,10 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		metric.WithDescription("Per-request token check latency, by outcome."),
 		metric.WithExplicitBucketBoundaries(0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25))
 	add(err)
-	lookups, err := m.Int64ObservableCounter("hashgate_tokens_check_cache_lookups",
-		metric.WithDescription("Token check reads by client-side cache result (hit, miss)."))
-	add(err)
-	ratio, err := m.Float64ObservableGauge("hashgate_tokens_check_cache_hit_ratio",
-		metric.WithDescription("Share of token check reads served from the client-side cache since start."))
-	add(err)
+	add(telemetry.ObserveCacheStats(m, "hashgate_tokens_check_cache", "Token check reads",
+		func() (int64, int64) { return x.hits.Load(), x.misses.Load() }))
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("tokens: metrics: %w", err)
-	}
-	hit := metric.WithAttributes(attribute.String("result", "hit"))
-	miss := metric.WithAttributes(attribute.String("result", "miss"))
-	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		h, ms := x.hits.Load(), x.misses.Load()
-		o.ObserveInt64(lookups, h, hit)
-		o.ObserveInt64(lookups, ms, miss)
-		if h+ms > 0 {
-			o.ObserveFloat64(ratio, float64(h)/float64(h+ms))
-		}
-		return nil
-	}, lookups, ratio); err != nil {
-		return nil, fmt.Errorf("tokens: metrics callback: %w", err)
 	}
 	for _, o := range []outcome{outcomeOK, outcomeUnknown, outcomeRevoked, outcomeExpired, outcomeMismatch, outcomeCorrupt, outcomeUnavailable, outcomeError} {
 		x.outcomeOpts[o] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", string(o))))}

@@ -48,7 +48,11 @@ local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
 redis.call('HSET', KEYS[1], 'status', to, 'updatedAtMs', now,
   'lastTransitionAtMs', now, 'lastTransitionReason', ARGV[4])
 if op == 'escalate' then redis.call('HSET', KEYS[1], 'escalationLevel', level) end
-if op == 'assign' then redis.call('HSET', KEYS[1], 'assignedTeam', team) end
+if op == 'assign' then
+  -- an old-schema case names its team 'team': the new name replaces it, so the hash never holds both
+  redis.call('HSET', KEYS[1], 'assignedTeam', team)
+  redis.call('HDEL', KEYS[1], 'team')
+end
 if op == 'resolve' then redis.call('HSET', KEYS[1], 'resolvedAtMs', now) end
 if op == 'reopen' then redis.call('HDEL', KEYS[1], 'resolvedAtMs') end
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[7], '*',

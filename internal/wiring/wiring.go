@@ -1,0 +1,97 @@
+// Package wiring builds the domain services (tokens, sessions, quotes, cases and the case
+// sweeper) from one configuration, exactly as the gateway runs them. cmd/gateway and the
+// fault suites both call it, so the suites test the wiring users get rather than a copy.
+package wiring
+
+import (
+	"log/slog"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/handlers"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/sweeper"
+	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/tokens"
+)
+
+// Domains are the built services.
+type Domains struct {
+	Tokens   *tokens.Service
+	Sessions *sessions.Service
+	Quotes   handlers.QuoteService
+	Cases    handlers.CaseService
+	// Sweeper escalates overdue cases; whoever runs the gateway starts its Run loop.
+	Sweeper *sweeper.Sweeper
+}
+
+// Build wires every domain over s with cfg. tel may be nil (no telemetry), log may be nil.
+func Build(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hasher, tel *telemetry.Telemetry, log *slog.Logger) (*Domains, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rm := repo.NewMetrics(tel.Meter("github.com/hashgate/hashgate/internal/repo"))
+	var d Domains
+
+	tr, err := repo.NewTokens(s, repo.TokensOptions{Prefix: cfg.KeyPrefix, Hasher: h,
+		SafetyWindow: cfg.TokenSafetyWindow, Metrics: rm, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if d.Tokens, err = tokens.New(a, tr, tokens.Options{MaxTTL: cfg.TokenMaxTTL, CacheTTL: cfg.TokenCacheTTL,
+		Meter:  tel.Meter("github.com/hashgate/hashgate/internal/tokens"),
+		Tracer: tel.Tracer("github.com/hashgate/hashgate/internal/tokens"), Logger: log}); err != nil {
+		return nil, err
+	}
+
+	sr, err := repo.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, repo.SessionOptions{
+		RefreshFraction: cfg.SessionRefreshFraction,
+		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL,
+		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
+		Metrics: rm, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.Sessions, err = sessions.New(sr, h, sessions.Config{
+		IdleTimeout: cfg.SessionIdleTimeout, AbsoluteTimeout: cfg.SessionAbsoluteTimeout,
+		ChallengeTTL: cfg.MFAChallengeTTL, Logger: log,
+		Meter: tel.Meter("github.com/hashgate/hashgate/internal/sessions"),
+	}); err != nil {
+		return nil, err
+	}
+
+	idem, err := repo.NewIdempotency(s, repo.IdempotencyOptions{Prefix: cfg.KeyPrefix, Hasher: h,
+		TTL: cfg.IdempotencyTTL, Metrics: rm, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	quotes, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: cfg.KeyPrefix, TTL: cfg.QuoteTTL,
+		MaxItems: cfg.QuoteMaxItems, Metrics: rm, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	cases, err := repo.NewCases(s, repo.CaseOptions{Prefix: cfg.KeyPrefix, Hasher: h,
+		MaxEscalation: cfg.CaseMaxEscalation, OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL,
+		HistoryMax: cfg.CaseHistoryMax, Metrics: rm, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	d.Quotes = handlers.NewQuoteService(quotes, idem)
+	d.Cases = handlers.NewCaseService(cases, idem)
+	if d.Sweeper, err = sweeper.New(cases, cfg.CaseSweepInterval, log, rm); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Into sets the domain services of deps.
+func (d *Domains) Into(deps *handlers.Deps) {
+	deps.Tokens, deps.TokenCheck = d.Tokens, d.Tokens
+	deps.Sessions, deps.SessionAuth = d.Sessions, d.Sessions
+	deps.Quotes, deps.Cases = d.Quotes, d.Cases
+}
