@@ -3,14 +3,10 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/keyhash"
@@ -196,46 +192,6 @@ func TestLimiterWindowEnds(t *testing.T) {
 			t.Fatalf("after the window: %+v %v", d, err)
 		}
 	})
-}
-
-func TestMiddleware(t *testing.T) {
-	t.Parallel()
-	s := testredis.Open(t, testredis.Backends()[0])
-	l := newTestLimiter(t, s, testredis.Prefix(t), Policy{Name: "api", Limit: 2, Window: time.Hour})
-	e := echo.New()
-	e.HTTPErrorHandler = func(err error, c echo.Context) {
-		if p, ok := apperr.As(err); ok {
-			for k, v := range p.Headers {
-				c.Response().Header().Set(k, v)
-			}
-			_ = c.String(p.Kind.Status, p.Kind.Slug)
-			return
-		}
-		_ = c.String(http.StatusInternalServerError, err.Error())
-	}
-	e.Use(Middleware(l, func(c echo.Context) string { return c.Request().Header.Get("X-Client") }))
-	e.GET("/", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	do := func(client string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		if client != "" {
-			req.Header.Set("X-Client", client)
-		}
-		rec := httptest.NewRecorder()
-		e.ServeHTTP(rec, req)
-		return rec
-	}
-	for i, want := range []int{200, 200, 429} {
-		rec := do("c1")
-		if rec.Code != want {
-			t.Fatalf("request %d: %d %s", i, rec.Code, rec.Body)
-		}
-		if rec.Header().Get("RateLimit-Policy") != `"api";q=2;w=3600` || !strings.HasPrefix(rec.Header().Get("RateLimit"), `"api";r=`) {
-			t.Fatalf("request %d headers: %v", i, rec.Header())
-		}
-	}
-	if rec := do(""); rec.Code != 200 || rec.Header().Get("RateLimit") != "" {
-		t.Fatalf("unidentified request: %d %v", rec.Code, rec.Header())
-	}
 }
 
 // scanKeys lists every key under prefix on every node.

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/telemetry"
 )
 
@@ -31,6 +32,8 @@ var authResultNames = [authResults]string{"ok", "malformed", "unknown", "corrupt
 type instruments struct {
 	auths    metric.Int64Counter
 	authOpts [authResults][]metric.AddOption
+	// limits counts MFA attempt-limit decisions (hashgate_ratelimit_decisions, policy "mfa").
+	limits metric.Int64Counter
 }
 
 func newInstruments(m metric.Meter, cacheStats func() (hits, misses int64)) (*instruments, error) {
@@ -39,6 +42,8 @@ func newInstruments(m metric.Meter, cacheStats func() (hits, misses int64)) (*in
 	var err error
 	x.auths, err = m.Int64Counter("hashgate_session_authentications",
 		metric.WithDescription("Session-token authentications by result (ok, malformed, unknown, corrupt, tag_mismatch)."))
+	errs = append(errs, err)
+	x.limits, err = ratelimit.NewDecisionCounter(m)
 	errs = append(errs, err)
 	errs = append(errs, telemetry.ObserveCacheStats(m, "hashgate_session_auth_cache", "Session authentication reads", cacheStats))
 	if err := errors.Join(errs...); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 )
 
@@ -284,6 +285,7 @@ func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code stri
 	if err != nil {
 		return nil, err
 	}
+	ratelimit.Record(ctx, s.m.limits, res.Limit)
 	switch res.Outcome {
 	case repo.VerifyOK:
 		return &Issued{Session: *res.Session, Token: token}, nil
