@@ -427,13 +427,22 @@ func TestTokensBadInput(t *testing.T) {
 				t.Errorf("%s: %d %s", tt.name, rec.Code, rec.Body)
 				continue
 			}
-			wantProblem(t, rec, rec.Code, "")
-			if strings.HasPrefix(tt.name, "bearer ") && rec.Code != 401 {
-				t.Errorf("%s: %d, want 401", tt.name, rec.Code)
+			// Every refusal has its own status and problem type: a bad token 401, a missing
+			// scope 403, a body that is not JSON 415, everything else a 400 naming the field.
+			status, slug := 400, "validation"
+			switch {
+			case strings.HasPrefix(tt.name, "bearer "):
+				status, slug = 401, "invalid-credentials"
+			case tt.name == "scope the caller lacks":
+				status, slug = 403, "insufficient-scope"
+			case tt.name == "wrong content type":
+				status, slug = 415, "unsupported-media-type"
 			}
-			if tt.name == "scope the caller lacks" && rec.Code != 403 {
-				t.Errorf("%s: %d, want 403", tt.name, rec.Code)
+			if rec.Code != status {
+				t.Errorf("%s: %d, want %d; body %s", tt.name, rec.Code, status, rec.Body)
+				continue
 			}
+			wantProblem(t, rec, status, slug)
 		}
 		// Introspecting each bad token answers active:false (a 10 KB token is over the
 		// contract's 8 KiB bound: 400).
