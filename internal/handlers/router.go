@@ -42,7 +42,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		s.accessLog(),
 		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"),
 		authn,
-		strictJSON(formFields(spec)),
+		strictJSON(formFields(spec), bodyOperations(spec)),
 		s.RequestValidator(spec, isHot),
 	)
 	RegisterHandlers(e, NewStrictHandler(s, nil))
