@@ -116,3 +116,53 @@ func TestUnauthenticatedSlowBodyAnsweredAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// The refusals net/http writes by itself, before any handler runs, reach the client as RFC
+// 9457 problems like every other refusal (not text/plain), and the connection is closed.
+func TestServerLevelRefusalsAreProblems(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("HASHGATE_TEST_REDIS8") == "" {
+		t.Skip("HASHGATE_TEST_REDIS8 is unset (run scripts/test.sh to provision real Redis)")
+	}
+	addr, _ := realGateway(t, nil)
+	big := strings.Repeat("a", 64<<10)
+	tests := []struct {
+		name, head string
+		status     int
+		slug       string
+	}{
+		{"oversized header", "GET /v1/authorize HTTP/1.1\r\nHost: gw\r\nCookie: __Host-hg_session=" + big + "\r\n\r\n", 431, "header-too-large"},
+		{"many headers", "GET /healthz HTTP/1.1\r\nHost: gw\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 40) + "\r\n", 431, "header-too-large"},
+		{"malformed request line", "GARBAGE\r\n\r\n", 400, "malformed-request"},
+		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "malformed-request"},
+		{"invalid header name", "GET /healthz HTTP/1.1\r\nHost: gw\r\nBad Header: x\r\n\r\n", 400, "malformed-request"},
+		{"invalid header value", "GET /healthz HTTP/1.1\r\nHost: gw\r\nX-A: a\x01b\r\n\r\n", 400, "malformed-request"},
+		{"two Content-Lengths", "POST /v1/quotes HTTP/1.1\r\nHost: gw\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "malformed-request"},
+		{"unsupported transfer coding", "POST /v1/quotes HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "unsupported-transfer-coding"},
+		{"unsupported HTTP version", "GET /healthz HTTP/3.0\r\nHost: gw\r\n\r\n", 505, "http-version-not-supported"},
+		{"unknown expectation", "GET /healthz HTTP/1.1\r\nHost: gw\r\nExpect: the-unexpected\r\n\r\n", 417, "expectation-failed"},
+	}
+	for _, tt := range tests {
+		a := rawExchange(t, addr, tt.head, 5*time.Second)
+		if a.err != nil || a.resp == nil {
+			t.Errorf("%s: %v", tt.name, a.err)
+			continue
+		}
+		if a.resp.StatusCode != tt.status || a.resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %s, Content-Type %q: %q; want %d application/problem+json", tt.name, a.resp.Status,
+				a.resp.Header.Get("Content-Type"), a.body, tt.status)
+			continue
+		}
+		if got := problemType(t, a); got != "https://hashgate.dev/problems/"+tt.slug {
+			t.Errorf("%s: problem type %q, want .../%s", tt.name, got, tt.slug)
+		}
+		if !a.resp.Close || !a.closed {
+			t.Errorf("%s: connection not closed after the refusal", tt.name)
+		}
+	}
+	// The connection still serves normal requests, and keeps them alive.
+	a := rawExchange(t, addr, "GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n", 5*time.Second)
+	if a.err != nil || a.resp.StatusCode != 200 || a.resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("healthz after the refusals: %+v", a)
+	}
+}
