@@ -73,27 +73,30 @@ const netHTTPErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConn
 // refusals (see ShapeRefusals).
 func shapeRefusal(p []byte, maxHeaderBytes int) ([]byte, bool) {
 	const proto = "HTTP/1.1 "
+	// Every response of the gateway passes here: decide on the first line and what follows it,
+	// without allocating, before parsing anything.
 	if len(p) < len(proto)+4 || string(p[:len(proto)]) != proto {
 		return nil, false
 	}
-	code, err := strconv.Atoi(string(p[len(proto) : len(proto)+3]))
-	if err != nil {
-		return nil, false
-	}
 	line := bytes.IndexByte(p, '\r')
-	if line < 0 {
+	if line < len(proto)+3 {
 		return nil, false
 	}
+	status := string(p[len(proto) : len(proto)+3])
 	var reason string // net/http's fixed reason text, if any ("missing required Host header")
 	switch {
 	case bytes.HasPrefix(p[line:], []byte(netHTTPErrorHeaders)):
 		if _, r, ok := strings.Cut(string(p[len(proto)+3:line]), ": "); ok {
 			reason = r
 		}
-	case code == 417 && bytes.HasSuffix(p, []byte("\r\nContent-Length: 0\r\n\r\n")):
+	case status == "417" && bytes.HasSuffix(p, []byte("\r\nContent-Length: 0\r\n\r\n")):
 		// sendExpectationFailed: written through the response, so with Date and an empty body;
 		// no handler of this gateway answers 417.
 	default:
+		return nil, false
+	}
+	code, err := strconv.Atoi(status)
+	if err != nil {
 		return nil, false
 	}
 	var detail string

@@ -57,3 +57,15 @@ func TestShapeRefusalsLeavesHandlerAnswersAlone(t *testing.T) {
 		t.Errorf("net/http's 431 not shaped: %s %v %q", resp.Status, resp.Header, body)
 	}
 }
+
+// The check every response passes through does not allocate.
+func TestShapeRefusalPassThroughAllocs(t *testing.T) {
+	resp := []byte("HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	if n := testing.AllocsPerRun(100, func() {
+		if _, ok := shapeRefusal(resp, 1024); ok {
+			t.Fatal("a 200 was shaped")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per response", n)
+	}
+}
