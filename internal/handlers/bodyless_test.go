@@ -98,3 +98,31 @@ func credName(cred []string) string {
 	}
 	return cred[0]
 }
+
+// Envoy's ext_authz HTTP filter calls the authorization service with the original request's
+// method (path_override fixes only the path): forward auth answers any body-less method as
+// GET /v1/authorize (but HEAD, which net/http answers without a body: 405). A body is refused
+// as before.
+func TestAuthorizeAnyMethodWithoutBody(t *testing.T) {
+	t.Parallel()
+	h, _ := sessionHarness(t, testredis.Backends()[0])
+	tok := h.createSession("acme", "alice", nil).Token
+	if rec := h.do("HEAD", "/v1/authorize", nil, "X-Session-Token", tok); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD /v1/authorize: %d", rec.Code)
+	}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+		rec := h.do(m, "/v1/authorize?level=BASIC", nil, "X-Session-Token", tok, "Content-Type", "application/json")
+		if rec.Code != http.StatusOK || rec.Header().Get("X-Auth-Subject") != "alice" {
+			t.Errorf("%s /v1/authorize without a body: %d %v %s", m, rec.Code, rec.Header(), rec.Body)
+		}
+		wantProblem(t, h.do(m, "/v1/authorize?level=MFA", nil, "X-Session-Token", tok), http.StatusForbidden, "step-up-required")
+		if rec := h.do(m, "/v1/authorize", nil); rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s /v1/authorize without a credential: %d %s", m, rec.Code, rec.Body)
+		}
+	}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		if rec := h.do(m, "/v1/authorize", `{"a":1}`, "X-Session-Token", tok); rec.Code < 400 || rec.Code > 499 {
+			t.Errorf("%s /v1/authorize with a body: %d, want a 4xx refusal", m, rec.Code)
+		}
+	}
+}
