@@ -483,3 +483,41 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyDocsMatchTheTestedConfigs: the nginx and Caddy configurations shown in
+// docs/PROXIES.md are, verbatim, the files TestForwardAuthBehindRealProxies runs.
+func TestProxyDocsMatchTheTestedConfigs(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "PROXIES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fenced code blocks: ```lang, the lines, ```.
+	blocks := map[string][]string{}
+	lines := strings.SplitAfter(string(page), "\n")
+	for i := 0; i < len(lines); i++ {
+		lang, ok := strings.CutPrefix(strings.TrimRight(lines[i], "\n"), "```")
+		if !ok || lang == "" {
+			continue
+		}
+		var b strings.Builder
+		for i++; i < len(lines) && strings.TrimRight(lines[i], "\n") != "```"; i++ {
+			b.WriteString(lines[i])
+		}
+		blocks[lang] = append(blocks[lang], b.String())
+	}
+	for file, lang := range map[string]string{"nginx.conf": "nginx", "Caddyfile": "caddyfile"} {
+		want, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, b := range blocks[lang] {
+			found = found || b == string(want)
+		}
+		if !found {
+			t.Errorf("docs/PROXIES.md has no ```%s block equal to docs/proxy/%s (the config the proxy test runs): "+
+				"paste the file into the page again", lang, file)
+		}
+	}
+}
