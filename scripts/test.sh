@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Full test run against real Redis: start the environment (scripts/redis-env.sh up), run
-# `go test -race -count=1` with its HASHGATE_TEST_* variables (and the reverse proxies of
-# scripts/proxy-env.sh) exported, and always stop
-# the environment again. Exits with go test's exit code.
+# `go test -race -count=1` with its HASHGATE_TEST_* variables (and those of the reverse
+# proxies, scripts/proxy-env.sh) exported, and always stop the environment again. Exits with
+# go test's exit code.
 #
 #   scripts/test.sh                 # go test -race -count=1 ./...
 #   scripts/test.sh -run Foo ./internal/store/...   # extra go test arguments

@@ -465,10 +465,17 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 				t.Errorf("merge-patch PATCH with a BASIC session on an MFA resource: %d, want 403: %s", r.status, r.body)
 			}
 
-			// No credential, or a bad one: 401.
+			// No credential, or a bad one: 401, with the gateway's WWW-Authenticate (both
+			// proxies) and its problem body (Caddy passes the answer through; nginx writes its
+			// own page).
 			for _, k := range calls {
-				if r := through(t, base, k.method, k.path, k.ct, k.body, k.chunked, spoof...); r.status != http.StatusUnauthorized {
-					t.Errorf("%s without a credential: %d, want 401: %s", k.name, r.status, r.body)
+				r := through(t, base, k.method, k.path, k.ct, k.body, k.chunked, spoof...)
+				if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+					t.Errorf("%s without a credential: %d %v, want 401 with WWW-Authenticate: %s", k.name, r.status, r.header, r.body)
+				}
+				if px.name == "caddy" && (r.header.Get("Content-Type") != "application/problem+json" ||
+					!strings.Contains(r.body, `"type":"https://hashgate.dev/problems/unauthenticated"`)) {
+					t.Errorf("%s without a credential through Caddy: not the gateway's problem: %v %s", k.name, r.header, r.body)
 				}
 			}
 			for _, bad := range [][]string{{"X-Session-Token", "not-a-session-token"}, {"Cookie", "__Host-hg_session=AAAA"},
