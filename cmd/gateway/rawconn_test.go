@@ -82,7 +82,8 @@ func problemType(t *testing.T, a rawAnswer) string {
 	return p.Type
 }
 
-// An unauthenticated request whose body is still arriving gets its 401 problem at once, with
+// An unauthenticated request whose body is still arriving gets its 401 problem at once (one
+// declaring a body over the limit its 413), with
 // Connection: close, and the connection is closed — it does not wait for (or read) the rest
 // of the body until the read timeout. The read timeout is 30s; the answer must come while the
 // body is still incomplete, within a 5s guard (a correctness bound, not a speed claim).
@@ -99,6 +100,8 @@ func TestUnauthenticatedSlowBodyAnsweredAtOnce(t *testing.T) {
 		"bad bearer, chunked": "POST /v1/tokens HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer a.b.c\r\nContent-Type: application/json\r\n" +
 			"Transfer-Encoding: chunked\r\n\r\n10\r\n{\"subject\":",
 		"forward auth with a body": "GET /v1/authorize HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+		// Over the body limit (64 KiB) but under what net/http would drain (256 KiB).
+		"declared too large": "POST /v1/quotes HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"a\":",
 	}
 	for name, head := range heads {
 		a := rawExchange(t, addr, head, 5*time.Second)
@@ -106,8 +109,12 @@ func TestUnauthenticatedSlowBodyAnsweredAtOnce(t *testing.T) {
 			t.Errorf("%s: no complete answer while the body is incomplete: %v", name, a.err)
 			continue
 		}
-		if a.resp.StatusCode != http.StatusUnauthorized || a.resp.Header.Get("Content-Type") != "application/problem+json" {
-			t.Errorf("%s: %d %q %s, want a 401 problem", name, a.resp.StatusCode, a.resp.Header.Get("Content-Type"), a.body)
+		want := http.StatusUnauthorized
+		if name == "declared too large" {
+			want = http.StatusRequestEntityTooLarge
+		}
+		if a.resp.StatusCode != want || a.resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %q %s, want a %d problem", name, a.resp.StatusCode, a.resp.Header.Get("Content-Type"), a.body, want)
 		}
 		problemType(t, a)
 		if !a.resp.Close || !a.closed {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -41,7 +42,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		requestIDMiddleware(),
 		telemetry.EchoMiddleware(tel, "hashgate"), // server spans and HTTP metrics
 		s.accessLog(),
-		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"),
+		bodyLimit(s.BodyLimitBytes),
 		authn,
 		strictJSON(formFields(spec), bodyOperations(spec)),
 		s.RequestValidator(spec, isHot),
@@ -68,6 +69,24 @@ func forwardAuthAnyMethod(next echo.HandlerFunc) echo.HandlerFunc {
 			r.Method = http.MethodGet
 		}
 		return next(c)
+	}
+}
+
+// bodyLimit is Echo's body limit, whose 413 (on the declared length, or found while reading)
+// is sent without reading the rest of the body and closes the connection (closeUnread): a
+// client declaring 100 KB and sending slowly would otherwise wait for net/http to drain it.
+func bodyLimit(n int64) echo.MiddlewareFunc {
+	limit := middleware.BodyLimit(strconv.FormatInt(n, 10) + "B")
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		h := limit(next)
+		return func(c echo.Context) error {
+			err := h(c)
+			var he *echo.HTTPError
+			if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+				return closeUnread(c, err)
+			}
+			return err
+		}
 	}
 }
 
