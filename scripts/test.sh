@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Full test run against real Redis: start the environment (scripts/redis-env.sh up), run
-# `go test -race -count=1` with its HASHGATE_TEST_* variables exported, and always stop
-# the environment again. Exits with go test's exit code.
+# `go test -race -count=1` with its HASHGATE_TEST_* variables (and those of the reverse
+# proxies, scripts/proxy-env.sh) exported, and always stop the environment again. Exits with
+# go test's exit code.
 #
 #   scripts/test.sh                 # go test -race -count=1 ./...
 #   scripts/test.sh -run Foo ./internal/store/...   # extra go test arguments
@@ -26,6 +27,14 @@ exports=$(scripts/redis-env.sh up)
 eval "$exports"
 echo "test.sh: real-Redis backends for this run:"
 grep -E '^export HASHGATE_TEST_' <<<"$exports" | sed 's/^export /  /'
+# Real nginx and Caddy (Debian's packages, extracted into .cache/proxy) for the forward-auth
+# end-to-end tests (cmd/gateway/proxy_test.go); without them those tests skip, saying why.
+if proxy_exports=$(scripts/proxy-env.sh up); then
+	eval "$proxy_exports"
+	grep -E '^export HASHGATE_TEST_' <<<"$proxy_exports" | sed 's/^export /  /'
+else
+	echo "test.sh: WARNING: scripts/proxy-env.sh could not provision nginx and caddy; the proxy end-to-end tests will skip" >&2
+fi
 
 args=("$@")
 ((${#args[@]})) || args=(./...)

@@ -19,6 +19,9 @@ import (
 	"github.com/hashgate/hashgate/internal/telemetry"
 )
 
+// maxHeaderBytes bounds a request's line and header fields (net/http answers 431 past it).
+const maxHeaderBytes = 32 << 10
+
 // serve runs the gateway until ctx is cancelled, then drains requests and flushes telemetry.
 // When ready is non-nil it receives the listen address once the server accepts connections.
 func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
@@ -69,13 +72,15 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
+	// net/http's own refusals (431, malformed requests, ...) leave as problems, not plain text.
+	ln = handlers.ShapeRefusals(ln, maxHeaderBytes)
 	hs := &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    32 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()

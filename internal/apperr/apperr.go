@@ -51,6 +51,13 @@ var (
 	Internal             = &Kind{"internal", 500, "Internal server error"}
 	NotImplemented       = &Kind{"not-implemented", 501, "Not implemented yet"}
 	Unavailable          = &Kind{"unavailable", 503, "The state store is unavailable"}
+	// Refusals net/http makes before any handler runs, shaped into problems on the wire
+	// (handlers.ShapeRefusals).
+	MalformedRequest          = &Kind{"malformed-request", 400, "The request is not well-formed HTTP"}
+	ExpectationFailed         = &Kind{"expectation-failed", 417, "The expectation cannot be met"}
+	HeaderTooLarge            = &Kind{"header-too-large", 431, "The request header fields are too large"}
+	UnsupportedTransferCoding = &Kind{"unsupported-transfer-coding", 501, "Unsupported transfer coding"}
+	HTTPVersionNotSupported   = &Kind{"http-version-not-supported", 505, "HTTP version not supported"}
 )
 
 // FieldError names one failing field (JSON Pointer) or parameter.

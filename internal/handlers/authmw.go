@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -62,11 +63,11 @@ func (s *Server) authnMiddleware(spec *openapi3.T) (echo.MiddlewareFunc, func(ec
 			r := c.Request()
 			p, err := s.authAlternatives(r, o.security)
 			if err != nil {
-				return err
+				return closeUnread(c, err)
 			}
 			if o.hot && r.ContentLength != 0 { // -1: chunked
-				return &apperr.Error{Kind: apperr.Validation, Detail: "This operation takes no request body.",
-					Fields: []apperr.FieldError{{Pointer: "/", Detail: "request body not allowed for this request"}}}
+				return closeUnread(c, &apperr.Error{Kind: apperr.Validation, Detail: "This operation takes no request body.",
+					Fields: []apperr.FieldError{{Pointer: "/", Detail: "request body not allowed for this request"}}})
 			}
 			if err := checkEnums(r, o.enums); err != nil {
 				return err
@@ -76,6 +77,22 @@ func (s *Server) authnMiddleware(spec *openapi3.T) (echo.MiddlewareFunc, func(ec
 		}
 	}
 	return mw, isHot
+}
+
+// closeUnread answers a request refused before its body was read (when it has one:
+// Content-Length > 0 or chunked) without reading that body: "Connection: close", and a read
+// deadline already passed. net/http would otherwise read and discard up to 256 KiB of the body
+// twice over — before sending the answer, unless the connection is to close, and again when
+// the handler returns, to reuse the connection — so a client sending slowly (or never
+// finishing) would wait the whole read timeout for its refusal and hold the connection as long.
+func closeUnread(c echo.Context, err error) error {
+	if c.Request().ContentLength != 0 {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		// Only reads stop; the answer is still written. Where the writer cannot (HTTP/2, a
+		// test recorder) the stream is reset or nothing waits anyway.
+		_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now())
+	}
+	return err
 }
 
 // specPathToEcho turns /v1/quotes/{quoteId} into Echo's /v1/quotes/:quoteId.

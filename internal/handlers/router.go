@@ -3,6 +3,7 @@ package handlers
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -29,6 +30,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.HTTPErrorHandler
 	authn, isHot := s.authnMiddleware(spec)
+	e.Pre(forwardAuthAnyMethod)
 	e.Use(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableStackAll: true,
@@ -40,9 +42,9 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		requestIDMiddleware(),
 		telemetry.EchoMiddleware(tel, "hashgate"), // server spans and HTTP metrics
 		s.accessLog(),
-		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"),
+		bodyLimit(s.BodyLimitBytes),
 		authn,
-		strictJSON(formFields(spec)),
+		strictJSON(formFields(spec), bodyOperations(spec)),
 		s.RequestValidator(spec, isHot),
 	)
 	RegisterHandlers(e, NewStrictHandler(s, nil))
@@ -52,6 +54,40 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		e.GET("/metrics", func(c echo.Context) error { return c.String(http.StatusOK, "") })
 	}
 	return e, nil
+}
+
+// forwardAuthAnyMethod answers a body-less request to /v1/authorize with any method but HEAD
+// as GET /v1/authorize, before routing: Envoy's ext_authz HTTP filter calls the authorization
+// service with the original request's method (its path_override fixes only the path), so a
+// POST to the protected app arrives as POST /v1/authorize without a body. Echo routes on the
+// request net/http handed over, so its method is changed in place; HEAD is left alone (net/http
+// would then write the body it must not). A request with a body is routed as sent (405).
+func forwardAuthAnyMethod(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.ContentLength == 0 && r.URL.Path == "/v1/authorize" {
+			r.Method = http.MethodGet
+		}
+		return next(c)
+	}
+}
+
+// bodyLimit is Echo's body limit, whose 413 (on the declared length, or found while reading)
+// is sent without reading the rest of the body and closes the connection (closeUnread): a
+// client declaring 100 KB and sending slowly would otherwise wait for net/http to drain it.
+func bodyLimit(n int64) echo.MiddlewareFunc {
+	limit := middleware.BodyLimit(strconv.FormatInt(n, 10) + "B")
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		h := limit(next)
+		return func(c echo.Context) error {
+			err := h(c)
+			var he *echo.HTTPError
+			if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+				return closeUnread(c, err)
+			}
+			return err
+		}
+	}
 }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
