@@ -122,6 +122,9 @@ type MintInput struct {
 	Scopes []string
 	// TTL must be positive.
 	TTL time.Duration
+	// NotAfter, when set, caps exp (a token minted by another token never outlives it); it
+	// must leave at least a second.
+	NotAfter time.Time
 	// TokenID is the "jti"; empty means NewTokenID(now).
 	TokenID string
 	// TokenType is the optional "token_type" claim.
@@ -129,7 +132,7 @@ type MintInput struct {
 }
 
 // Mint signs a new token with the newest key and returns it together with
-// its claims. iat and nbf are the current time, exp is iat+TTL (all with
+// its claims. iat and nbf are the current time, exp is iat+TTL capped at NotAfter (all with
 // one-second precision).
 func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 	switch {
@@ -155,6 +158,15 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 	}
 
 	now := a.now().Truncate(jwt.TimePrecision)
+	exp := now.Add(in.TTL)
+	if !in.NotAfter.IsZero() {
+		if na := in.NotAfter.Truncate(jwt.TimePrecision); na.Before(exp) {
+			exp = na
+		}
+		if !exp.After(now) {
+			return "", Claims{}, ErrNotAfterPassed
+		}
+	}
 	jti := in.TokenID
 	if jti == "" {
 		jti = NewTokenID(now)
@@ -164,7 +176,7 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 			Issuer:    a.issuer,
 			Subject:   in.Subject,
 			Audience:  jwt.ClaimStrings{a.audience},
-			ExpiresAt: jwt.NewNumericDate(now.Add(in.TTL)),
+			ExpiresAt: jwt.NewNumericDate(exp),
 			NotBefore: jwt.NewNumericDate(now),
 			IssuedAt:  jwt.NewNumericDate(now),
 			ID:        jti,
@@ -184,6 +196,9 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 	}
 	return signed, claims, nil
 }
+
+// ErrNotAfterPassed: Mint's NotAfter leaves no whole second of life.
+var ErrNotAfterPassed = errors.New("auth: mint: the token's latest expiry has passed")
 
 // Key lookup failures, distinguished in Verify's reasons.
 var (
