@@ -762,7 +762,9 @@ type TokenIssueRequest struct {
 	Scopes      []Scope                    `json:"scopes"`
 	Subject     string                     `json:"subject"`
 	TokenType   TokenIssueRequestTokenType `json:"tokenType"`
-	TtlSeconds  int                        `json:"ttlSeconds"`
+
+	// TtlSeconds The requested life; clamped to the issuing token's remaining life (see `expiresAt` in the answer).
+	TtlSeconds int `json:"ttlSeconds"`
 }
 
 // TokenIssueRequestTokenType defines model for TokenIssueRequest.TokenType.
@@ -770,6 +772,7 @@ type TokenIssueRequestTokenType string
 
 // TokenIssued defines model for TokenIssued.
 type TokenIssued struct {
+	// ExpiresAt When the token expires; never after the issuing token's expiry.
 	ExpiresAt time.Time `json:"expiresAt"`
 	Scopes    []Scope   `json:"scopes"`
 
@@ -786,16 +789,21 @@ type TokenIssuedTokenType string
 
 // TokenMeta defines model for TokenMeta.
 type TokenMeta struct {
-	CreatedAt     time.Time  `json:"createdAt"`
-	Description   *string    `json:"description,omitempty"`
-	ExpiresAt     time.Time  `json:"expiresAt"`
-	IssuedAt      time.Time  `json:"issuedAt"`
-	Revoked       bool       `json:"revoked"`
-	RevokedAt     *time.Time `json:"revokedAt,omitempty"`
-	RevokedReason *string    `json:"revokedReason,omitempty"`
-	Scopes        []string   `json:"scopes"`
-	Subject       string     `json:"subject"`
-	TenantId      string     `json:"tenantId"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+	IssuedAt    time.Time `json:"issuedAt"`
+
+	// ParentId The token whose credentials minted this one; absent for a root (bootstrap path or `gateway token mint`).
+	ParentId  *TokenId   `json:"parentId,omitempty"`
+	Revoked   bool       `json:"revoked"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+
+	// RevokedReason The reason given to the revocation; for a token revoked with an ancestor, `revoked with its issuer's lineage: ancestor <tokenId> was revoked`.
+	RevokedReason *string  `json:"revokedReason,omitempty"`
+	Scopes        []string `json:"scopes"`
+	Subject       string   `json:"subject"`
+	TenantId      string   `json:"tenantId"`
 
 	// TokenId A 26-character, time-ordered identifier.
 	TokenId   TokenId   `json:"tokenId"`
@@ -1097,7 +1105,7 @@ type ServerInterface interface {
 	// IntrospectToken RFC 7662 token introspection (`active:false` for anything not live)
 	// (POST /v1/tokens/introspect)
 	IntrospectToken(ctx echo.Context) error
-	// RevokeToken Revoke a token (idempotent; unknown ids answer 204 as in RFC 7009)
+	// RevokeToken Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 	// (DELETE /v1/tokens/{tokenId})
 	RevokeToken(ctx echo.Context, tokenId TokenId, params RevokeTokenParams) error
 	// GetToken A token's metadata (never the token itself)
@@ -6525,22 +6533,6 @@ func (response RevokeToken403ApplicationProblemPlusJSONResponse) VisitRevokeToke
 	return err
 }
 
-type RevokeToken404ApplicationProblemPlusJSONResponse struct {
-	NotFoundApplicationProblemPlusJSONResponse
-}
-
-func (response RevokeToken404ApplicationProblemPlusJSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(404)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RevokeToken503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -7022,7 +7014,7 @@ type StrictServerInterface interface {
 	// IntrospectToken RFC 7662 token introspection (`active:false` for anything not live)
 	// (POST /v1/tokens/introspect)
 	IntrospectToken(ctx context.Context, request IntrospectTokenRequestObject) (IntrospectTokenResponseObject, error)
-	// RevokeToken Revoke a token (idempotent; unknown ids answer 204 as in RFC 7009)
+	// RevokeToken Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 	// (DELETE /v1/tokens/{tokenId})
 	RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error)
 	// GetToken A token's metadata (never the token itself)
@@ -8260,142 +8252,152 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rUuNI1uCrZOj7Igqm5StQVVAxEeuhYIpu6GIw3TWxBV85LR3b2ciZKmUK46kgYn9t7O/Zh9j32EeZ",
-	"J/kiL7pLtgw2TfXwDywpLyfP/Zw855vlsKnPKFDBrYNv1gSwC4H68xA7E2gcMioC5jV+Zo2+YAHIJy5w",
-	"JyC+IIxaB9YFcJ9RDhw5OAjmhI6RE4ALVBDscYQDQBRuIUCOHNBtWrbFnQlMsRwKaDi1Dj5blDW4Gv7a",
-	"tsTcB+vA4iIgdGzd39vW0SUeFye+nABiw9/AEa84GnCBBfwKASeMDhDmCCMuAkbHSK5EzJHAYxtBc9xE",
-	"gytr58oaZFcyxXenQMdiYh10916XreLEhanPBFDRuADfw3Nwi4saiCCEAZpNgCIxIRwFBjyIcCQmgNQ2",
-	"3eRnNkKYIsCBRyBAAXwNgQs0I2KiX8dTQPHMzrzxE8zLQSgnLgffKXOwXl4ZCJ0AsNArYmHgwKpgucAC",
-	"TsmUiOLwJ0eXxyh+nkB/OsJX1rvgz+134s+73cGDZ2ycM48482UTm9fy83/989672Z9ft9urLwBEMG/0",
-	"RgKC4tx9cBh1ORIMzTARaAgjFgAK5DeEjrNzjVgwxcI6sAgVO13LlpOTqTzQbmf3ze7bnde7b2xrSqj+",
-	"sR2vhlABYwgs27prjFkj+dW6lyv0cYCnIGJS5nCikJXIFfpYTCzbongqv3H0Q9uSuEcCidQSldKr/M8A",
-	"RtaB9R+thFm09FPeMmNnCMSZ/wQlp9JDjkck+TgTxoGiG5ijrbf/+l//t7u3h/yAUIGHHiBnggPsyLVv",
-	"N1FPAy5HEPJLTF00ZO78igaKGjV5jUjARUxd77KfqEEwZWICgfpWEuVut/sO4WiaCfFAfnRFo5E0QRKO",
-	"CEUjj4wn6p/d9n7zilq2hqhmmwlMcwRbjV576nCj/9/KgxMCAjnmf32+urrrdhpXV3dvjq5/+E+rlCeN",
-	"zrBwJuWULdkm8rDaBXbRVpr5bR8o0MwCIgBNsO8D5YhRb47ISD35GjKhmBYXxPMQFkhMsEC3msPaCDwO",
-	"aLfTbaILgzcaign/YqFARAELUz4DyfV2u2+baPCnAZrKVQNHswkWSjiYceXbThgEQAXaujg+RPudThv9",
-	"///X2Wl2mp1tG3FWsu6QSpIjcuvY8+Y2GoZCb4ZRhM1W1PLhjnDBDyTLDekNZTNqnm6xIMYMARRT8Ypv",
-	"J9vfbe82Kw971NCHUHHKr3cXnNxHX6+6eIKfpAjxA+BAha02LQJMudpl6YlJQs4dGOEaCbai09pe9y4E",
-	"TCs5C9EPF3GW3AQpWuhkaaHX+J+48Y92Y/9Lo4oW/iYPsnIxX83Th/K5aHQ5Ux+4RNbKuXj8/KGzJTPI",
-	"+S7ZDVTPJszTh84VjS5n+oVDUDlRqB8+dB4ztpJPEYNW4ukv2L3QfEP+5zAqdSz5J/Z9j2jdpeUHbOjB",
-	"9IffuFZk6s15rr/SkxY5ZMSuXAYcUSY0X9LUJBVf7Ih3aABBwAI+QBIMHAF2JmiEiSc13REBz21a97aS",
-	"sZcxgWrVsGIrq21BDly1fkXyWOohOQYhyTyly0cKdNk85rWWekfNc8joyCPOk59GrMwrXT45FOx5bKa5",
-	"mZFhhN5ij7gN+WLIBzYaTPFdA7iDPbW+gZ0I7khqb6tjOpJn+ZQb61Gk8EfNfsyCIXFdoE8N2rRF5mHn",
-	"RlpHDvPBRlLuIS7Ab4Q+UvaKpm213r8yCk+51J8Z8sgtoLPjnlQDPQ/oGNRKfmbimIXUfeLV8NCZxJaR",
-	"xCUtaD0PglfcKApqfecBxDrIMSYeuE99xJEA1xJf6QHYg8LiLmLe/XTLi5eWx69Lxs4wnRvuz59yTdI6",
-	"RJ40D6V2HHkmUjwzY9cuYpzJixW2aa2Po/eL5uXCz1Ovqk3+QnEoJiwg/3jaIz4jnBM6tpFhzTaCO1+e",
-	"s2QwAdyyG3DTXCgH7E+fPjV6oZjIpw4WkF3TMovcbPwWE09akE+KRuBKkwVTKaiGEOGSMoAidsHoiIxD",
-	"CQtBpsBCkce0R523HzAHOH/qjX8Cz2uMWDAFV5lbAYxCDi7awmgoGbWNMBqGnFDgHAWhB/KHmXLIKe7O",
-	"XNAS+RfKQ99ngQD3DFyCL9Xh/j564JC581ccmamRxDPJs5QS4jjgC8W37iONV52eRNtTuAUv7Yz7S69/",
-	"cmjZ1tlxr8QnZ6uPFJFeAA89tUk/YD4EgmidGKdHXbSzZHq1LObr76XtxWvQjvI4neiXO+124mDCQYAV",
-	"N+JpY6emzWJbPFTKXK0VaDFaz/WWmB6f4zniEewU2BKoa7Uy0tFLQM05GVNwLwFPa63Xid1pdRxjtmU8",
-	"rD2R8fi5WEBDMgTt9VtgZ9uWG8Ijvk704hijNuF3tC0Pc5HYQI9YcXagC8CG2JcejVTVvNtHwVqfn4kk",
-	"bA5W6XhFfpbXu+lZ9tvtN539/e7e7pvd9v5+Z+FcZuSQ10HPvn4zIdcL+X5titU0sPTl0Hcfhf45qo/9",
-	"1fEiMsuP929nCbtIBhFZ5c4ijwFp+k1vporB9NSsKYcGdiPX5HmK74ywx8Guz4pquseaFf4xCcMqKsoO",
-	"uxj6mRVWgeBQAez5geBxbPSBAFxAXJ3u25o7Omj9R6Xfs0QkakLI4X+E7WYfVYf3gXDBgnlRTsYqRfzH",
-	"Mv5ihjqiIpgvVzVyW9GzLFmlHroo0h2hvTxLmdPKwh9/B3J4FLBpP5YCNYRmbfm6OaklWP8BcivxeKa1",
-	"b82wE5YPMTFYsYqg/mI+UK01si/xu9dLeaBSOZOZMwBP7aRM5GQAWIXcRcGa5RPdbKDQ+fK53djHjclv",
-	"N1PqN8Rt4x/X37qv70t5YAp+KYh9PD/62bKto/5h77R3efTesq2Lo/7H01+P3pfaL1lv98M4/XoE0iJu",
-	"FnkQi/DsZuHZrQ42fet2KwCpwpSl2Qf9j2i323mDsOdP8BAEcZS928zyiJ3MGnYKS7j+tlM+83u4JQ6c",
-	"0BFbEeLEz8Fhdy87a7ux32sc48booHn9p9K5PTzUnGsZsws5BL0xFOy6vU637EgLh3dMwHNjb312Hy4I",
-	"TLwaA6cSIYrH9DOe6vQb5GMxsdHXEII5YgHSzhYUf5o7NyW1ixMxycxKpvmx//FndK6fIkKFDmAPmTvP",
-	"jVvD4jUbL0P2D4A9MSnCihdond0sZ3Hmq7KJTqgIGPeVlvEQslfhytzZve3sd5eqUerDL/LnLxNSwKvl",
-	"hoOeePGWjCApaBPkVjkOzJdDxjzAVMn0O3+9cpDkFIzHD8jraQG/CVJPBXCYdtAtfzMcrtf/k8aBUgxa",
-	"Irf1OZZhwI+ffio5d2+cppsj932/3JvnBLfZF7t7e5390ldvSD2j+UbMM/L5p/PS4ULt0Ipe42Rc+trd",
-	"6s41uQC9M/m5XngF5PpF0N3AvL6pIIG/qnWgJihbz9kIx3K/uC4nqxIsVDRTr8ozZm5J8ut78MgtBIiF",
-	"QoqSIabuO5PuqhM9czw+q9y8Lkjf628VapuOpvC1OVFSmzN7S89RAdhfISAjogNLOVIZcuaFAo4euUw7",
-	"6/iO8LrKjU5cbw1TPtDDXRCsZ8e9L78eXZwcn1RozbHoK4lAMKGycM1akHoVbUlVgXkuYhQQZchjdAwB",
-	"mrHghm/nUKsOB0wnJunFpN1lC33n0fHPHyb1H094j6ei5TRQunFGYX5GKCvR7XoU4SkLqYhTA4xR8Iqj",
-	"qfwEhZQIjrawQFPGBer+194O+tf/+Sfq2AjusKM+lOxijpSe6OOAQ6COdn0aQBT8KqbuHx+i/d29N8gE",
-	"1ZDWL1VwNkffQsDUF/wURiV53mfHPRS9gTwYxeCYEeqyWX4363N0lBoC3fZumYKus7iKi/9IAQEVwRz5",
+	"7H3rUuNI1uCrZOj7IspMy8Y2UFVATMR6KJiiG7oYTHdNbMFXTkvHdjZypkqZwngqiNhfG/t79iH2PfZR",
+	"5km+yIvuki2DTVf18A8sKS8nz/2cPOer5bCpzyhQwa2Dr9YEsAuB+vMIOxNoHjEqAuY1f2bNvmAByCcu",
+	"cCcgviCMWgfWJXCfUQ4cOTgI5oSOkROAC1QQ7HGEA0AU7iBAjhzQbVm2xZ0JTLEcCmg4tQ4+WZQ1uRr+",
+	"xrbE3AfrwOIiIHRsPTzY1vEVHhcnvpoAYsPfwBGvOBpwgQX8CgEnjA4Q5ggjLgJGx0iuRMyRwGMbQWvc",
+	"QoNra+faGmRXMsX3Z0DHYmIddPdel63i1IWpzwRQ0bwE38NzcIuLGogghAGaTYAiMSEcBQY8iHAkJoDU",
+	"Nt3kZzZCmCLAgUcgQAF8CYELNCNiol/HU0DxzM68+RPMy0EoJy4H3xlzsF5eGQidALDQK2Jh4MCqYLnE",
+	"As7IlIji8KfHVycofp5AfzrC19Zh8Of2ofjzbnfw6BmbF8wjznzZxOa1/Pxf/rx3OPvz63Z79QWACObN",
+	"3khAUJy7Dw6jLkeCoRkmAg1hxAJAgfyG0HF2rhELplhYBxahYqdr2XJyMpUH2u3svtl9u/N6941tTQnV",
+	"P7bj1RAqYAyBZVv3zTFrJr9aD3KFPg7wFERMyhxOFbISuUIfi4llWxRP5TeOfmhbEvdIIJFaolJ6lf8Z",
+	"wMg6sP5jO2EW2/op3zZjZwjEmf8EJafSQ45HJPk4E8aBoluYo8bbf/2v/9vd20N+QKjAQw+QM8EBduTa",
+	"t1qopwGXIwj5JaYuGjJ3fk0DRY2avEYk4CKmrsPsJ2oQTJmYQKC+lUS52+0eIhxNMyEeyI+uaTSSJkjC",
+	"EaFo5JHxRP2z295vXVPL1hDVbDOBaY5gq9FrTx1u9P9beXBCQCDH/K9P19f33U7z+vr+zfHND/9plfKk",
+	"0TkWzqScsiXbRB5Wu8AuaqSZ39aBAs0sIALQBPs+UI4Y9eaIjNSTLyETimlxQTwPYYHEBAt0pzmsjcDj",
+	"gHY73Ra6NHijoZjwLxYKRBSwMOUzkFxvt/u2hQZ/GqCpXDVwNJtgoYSDGVe+7YRBAFSgxuXJEdrvdNro",
+	"//+/zk6r0+ps2YizknWHVJIckVvHnje30TAUejOMImy2opYP94QLfiBZbkhvKZtR87TBghgzBFBMxSu+",
+	"lWx/t73bqjzsUVMfQsUpv95dcHIffL3q4gl+lCLED4ADFbbatAgw5WqXpScmCTl3YIRrJGhEp7W17l0I",
+	"mFZyFqIfLuIsuQlStNDJ0kKv+T9x8x/t5v7nZhUt/E0eZOVivpinj+Vz0ehypj5wiayVc/H4+WNnS2aQ",
+	"812xW6ieTZinj50rGl3O9AuHoHKiUD987DxmbCWfIgatxNNfsHup+Yb8z2FU6ljyT+z7HtG6y7YfsKEH",
+	"0x9+41qRqTfnhf5KT1rkkBG7chlwRJnQfElTk1R8sSMO0QCCgAV8gCQYOALsTNAIE09quiMCntuyHmwl",
+	"Y69iAtWqYcVWVtuCHLhq/YrksdRDcgxCknlKl48U6LJ5zGvb6h01zxGjI484z34asTKvdPnkULDnsZnm",
+	"ZkaGEXqHPeI25YshH9hoMMX3TeAO9tT6BnYiuCOpvaWO6Vie5XNurEeRwh81+wkLhsR1gT43aNMWmYed",
+	"W2kdOcwHG0m5h7gAvxn6SNkrmrbVev/KKDznUn9myCN3gM5PelIN9DygY1Ar+ZmJExZS95lXw0NnEltG",
+	"Epe0oPU8CF5xoyio9V0EEOsgJ5h44D73EUcCXEt8pQdgDwqLu4x59/MtL15aHr+uGDvHdG64P3/ONUnr",
+	"EHnSPJTaceSZSPHMjF27iHEmL1bYprU+jt4vmpcLP0+9qjb5C8WhmLCA/ON5j/iccE7o2EaGNdsI7n15",
+	"zpLBBHDHbsFNc6EcsD9+/NjshWIinzpYQHZNyyxys/E7TDxpQT4rGoErTRZMpaAaQoRLygCK2AWjIzIO",
+	"JSwEmQILRR7TnnTefsAc4Py5N/4RPK85YsEUXGVuBTAKObiogdFQMmobYTQMOaHAOQpCD+QPM+WQU9yd",
+	"uaAl8i+Uh77PAgHuObgEX6nD/X30wCFz5684MlMjiWeSZyklxHHAF4pvPUQarzo9ibZncAde2hn3l17/",
+	"9MiyrfOTXolPzlYfKSK9BB56apN+wHwIBNE6MU6PumhnyfRqWczX30vbi9egHeVxOtUvd9rtxMGEgwAr",
+	"bsTTxk5Nm8W2eKiUuVor0GK0nustMT0+xXPEI9gpsCVQ12plpKOXgJpzMqbgXgGe1lqvE7vT6jjGbMt4",
+	"WHsi4/FzsYCmZAja67fAzrYtN4QnfJ3oxTFGbcLvaFse5iKxgZ6w4uxAl4ANsS89GqmqeXdPgrU+PxNJ",
+	"2Bys0vGK/Cyvd9Oz7Lfbbzr7+9293Te77f39zsK5zMghr4Oeff1mQq6X8v3aFKtpYOnLoe8+Cf1zVB/7",
+	"q+NFZJYf79/OEnaRDCKyyp1FHgPS9JveTBWD6alZUw4N7EauyYsU3xlhj4NdnxXVdI+1KvxjEoZVVJQd",
+	"djH0MyusAsGRAti3B4KnsdFHAnABcXW6b2vu6GD7Pyr9niUiURNCDv8jbDf7qDq894QLFsyLcjJWKeI/",
+	"lvEXM9QxFcF8uaqR24qeZckq9dBFke4I7eVZypxWFv74O5DDo4BN+7EUqCE0a8vXzUktwfqPkFuJxzOt",
+	"fWuGnbB8iInBilUE9RfzgWqtkX2O371ZygOVypnMnAF4aidlIicDwCrkLgrWLJ/oZgOFzudP7eY+bk5+",
+	"u51Svynumv+4+dp9/VDKA1PwS0Hsw8Xxz5ZtHfePeme9q+N3lm1dHvc/nP16/K7Ufsl6ux/H6dcjkBZx",
+	"s8iDWIRnNwvPbnWw6Wu3WwFIFaYszT7of0C73c4bhD1/gocgiKPs3VaWR+xk1rBTWMLN153ymd/BHXHg",
+	"lI7YihAnfg4Ou3vZWdvN/V7zBDdHB62bP5XO7eGh5lzLmF3IIeiNoWDX7XW6ZUdaOLwTAp4be+uz+3BB",
+	"YOLVGDiVCFE8pp/xVKffIB+LiY2+hBDMEQuQdrag+NPcuSmpXZyISWZWMs2P/Q8/owv9FBEqdAB7yNx5",
+	"btwaFq/ZeBmyvwfsiUkRVrxA6+x2OYszX5VNdEpFwLivtIzHkL0KV+bO7m1nv7tUjVIffpY/f56QAl4t",
+	"Nxz0xIu3ZARJQZsgd8pxYL4cMuYBpkqm3/vrlYMkp2A8fUBeTwv4TZB6KoDDtINu+ZvhcL3+nzQOlGLQ",
+	"Ermtz7EMA378+FPJuXvjNN0cu+/65d48J7jLvtjd2+vsl756S+oZzbdinpHPP12UDhdqh1b0Gifj0tfu",
+	"V3euyQXoncnP9cIrINcvgu4W5vVNBQn8Va0DNUHZes5HOJb7xXU5WZVgoaKZelWeMXNLkl/fgUfuIEAs",
+	"FFKUDDF1D026q070zPH4rHLzuiB9b75WqG06msLX5kRJbc7sLT1HBWB/hYCMiA4s5UhlyJkXCjh+4jLt",
+	"rOM7wusqNzpxvTVM+UgPd0Gwnp/0Pv96fHl6clqhNceiryQCwYTKwjVrQepV1JCqAvNcxCggypDH6BgC",
+	"NGPBLd/KoVYdDphOTNKLSbvLFvrOo+OfP07qP53wnk5Fy2mgdOOMwvycUFai2/UowlMWUhGnBhij4BVH",
+	"U/kJCikRHDWwQFPGBer+194O+tf/+Sfq2AjusaM+lOxijpSe6OOAQ6COdn0aQBT8Kqbunxyh/d29N8gE",
+	"1ZDWL1VwNkffQsDUF/wMRiV53ucnPRS9gTwYxeCYEeqyWX4363N0lBoC3fZumYKus7iKi/9AAQEVwRz5",
 	"EGQTu6QxkLECaomzlOWSl2rF6BqhXGDqQC1jxoQpC+ZsuUWiMpoXJ6nbCPPorFKhZWMBbe7cEt5ZPf7e",
-	"/n5q4DTwFg4tiPDqqaeRFgl3eOrLb6yJED4/aLUmmE/GWEDThdso4MxbKq8BRx6faN1hQBoBjECSPaxs",
-	"0Kmn0aLtRWaXyj8tUWgeHVt0Un6MhWw5ek99wwWbRqmiSyHtEu5ILhlz0fXxNni09Jc0fShXtzl/rB8Q",
-	"h9DxRvymX5Os51rpy7bFsQf8cIIpLXhyqiy+P0xENFLV3l/0ji8t2+r/8pezk8vLCn2Nh8MpEY8jLx4O",
-	"BRPY2wDuC3y3iVFXie1uamtrjhknyf+poHGKieWIIqUUx9wxf5J5rpY6jgxY0gymwAkeGHpeZqopYn9M",
-	"EHatMqF22PagKm67gGPtdB8VE86bBAtQIoZJJcRXDNt8XSVsoycQWovPe8NTml0NmiXxnZ2lr3qEwuWG",
-	"SPxriNXF3DWz+puwXlIKJeI8IA6sfWclYWyNTjehldp1YQkFaFfjmYDpKeHisSH6BKfqpAFuSDqXRv1r",
-	"xEnjxZ+Hq3K3VQmmHqZKsCnIJTZLPQStzx9bVQyyiM2Lzj3l0Sg4iJYgaeVJnEfXUBeeQ/4+sPJ5TCEY",
-	"A/LVBQF15/PNzv7rbcT0rUZwib4WrCxy5ZqYEpoeu1OUXhuTRAVLpi6cNynEsprgCidfOMoLwK7K2C6y",
-	"lgBcspSjqGx4FZgu1bpLI4+2dZtwlZW0ulhJ02u7Lt1QtKDChmA6BNctq+FwGYQQVXAARGjDpNhrlz7i",
-	"ENwCR1uUoYuj9yf9L79cnCqPXTE6qHBWOahL0gQ+sJlG6oZHRiDVWuRigdFW5vZTdAuZBeAeoA/9o8uj",
-	"v6Mtfe3g7batfvnhw9Hfz08ujq6oefCmubsdXe0CHwdYpC7AE8ERm1F0eXmKtpjnQqC3FPBtfaU9Oq4J",
-	"BwF36q6CUjct2xphzxtip/wcPaxuvJ9lHTsuC4ceLOaUiVyg4XRoGKVa0691cUMq3T7z2DgTN+MCUxd7",
+	"/n5q4DTwFg4tiPDqqaeRFgn3eOrLb6yJED4/2N6eYD4ZYwEtF+6igDPfVnkNOPL4ROsOA9IMYASS7GFl",
+	"g049jRZtLzK7VP5piULz5Niik/JjLGTL0XvqGy7YNEoVXQppl3BHcsmYi66Pt8GTpb+k6SO5us35Y/2A",
+	"OISON+I3/ZJkPddKX7Ytjj3gRxNMacGTU2Xx/WEiopGq9u6yd3Jl2Vb/l7+cn15dVehrPBxOiXgaefFw",
+	"KJjA3gZwX+D7TYy6Smx3U1tbc8w4Sf5PBY1TTCxHFCmlOOaO+ZPMc7XUcWTAkmYwBU7wyNDzMlNNEftT",
+	"grBrlQm1w7YHVXHbBRxrp/ukmHDeJFiAEjFMKiG+YtjmyyphGz2B0Fp83hue0uxq0CyJ7+wsfdUjFK42",
+	"ROJfQqwu5q6Z1d+G9ZJSKBEXAXFg7TsrCWNrdLoNrdSuC0soQLsazwRMzwgXTw3RJzhVJw1wQ9K5NOpf",
+	"I04aL/4iXJW7rUow9TBVgk1BLrFZ6iFoff64XcUgi9i86NxTHo2Cg2gJklaexEV0DXXhOeTvAyufxxSC",
+	"MSBfXRBQdz7f7Oy/3kJM32oEl+hrwcoiV66JKaHpsTtF6bUxSVSwZOrCeZNCLKsJrnDyhaO8BOyqjO0i",
+	"awnAJUs5isqGV4HpUq27NPJoW3cJV1lJq4uVNL22m9INRQsqbAimQ3DdshoOV0EIUQUHQIQ2TYq9dukj",
+	"DsEdcNSgDF0evzvtf/7l8kx57IrRQYWzykFdkibwns00Ujc9MgKp1iIXC4wamdtP0S1kFoB7gN73j6+O",
+	"/44a+trB2y1b/fLD++O/X5xeHl9T8+BNa3crutoFPg6wSF2AJ4IjNqPo6uoMNZjnQqC3FPAtfaU9Oq4J",
+	"BwH36q6CUjct2xphzxtip/wcPaxuvJ9nHTsuC4ceLOaUiVyg4XRoGKVa0691cUMq3T7z2DgTN+MCUxd7",
 	"jMoFOF7IBQTLo9/xSNkTzK/JTnCoHPfUrZfYt5CnJ/V0Y0Ug8lkyeraydfajgG4MNB0l4AcBYKW5RP+r",
-	"W/dR6CB+bP6LHipbK35o/oseOpgnz/Q/+lEZPplwy5NFm2pfs1iX001U8J4RC7IXDSW5RpGhLaBuI+QQ",
-	"oFsCM17BeVyVI3Rakq1TruOM1J3FsxHuGT/+5vw86wnaeZiLCx00e+QofYDH3FWYJnHR7+DWwSNDnTU+",
-	"SSVnrnRLIK48UKuGQHVcM65SkL4fUIxxZn0rKTzII6hdwm5K2ahew6Ny381El/qaoAnSlGUdjHDoCV3C",
-	"ZYwFzLC5tqYuGuKoAsACHNrb72ZF8E7dAMvDWKbmR8s+SWU2GkaxeVC8fb2bAcTrmnCYjnD6LrWrF1Jh",
-	"6vQFDlRU9Oy49+Xi6G+/nFwcvS/n3I8ihBj5FwfzMwVMcgXM+JcB+kGBUw72iqNOtxGXZEICj9EPaKDe",
-	"6bxN1WpCW532WzQkgm8jFwJyCy4aBWyqC1NIFeEVR/0PvUZ373U+ETaXCZtNheVfsvm4ne59/pe35T4z",
-	"s8t1uEoiVWR9lxiy3DKlffUOL09+PdJ3R2NUMf8uzC4xI15GSSZ/NJ3peST7rCYByxN++hOp0DHqwDvE",
-	"gbqICIR1/bLBly8fGBeNyfiLWekAOYzdEJDm3ODvDTNHQx3zYHM5QFn5+DCRmKpblPf8dF8nTMVW9+Ib",
-	"LHBVkTCiagSMSCHxupvN++kWE39qOtP1ujgPHyinV3UgllzLXohGyiDLsBodSIj4To7pKC/d1xDMYxGE",
-	"UHkDu/6Vs/9x8EOlu0nCL7qnn1iNgRLxWoKV578JLyXIq0XyTmdv53X7AVK58oK4OYHMEtL7qMZeiSUl",
-	"CY+Pzzt4PFKUO+qX8hx7UYJqKQex4xpjdUuJPRRHylL2M5wKUkwoOdTl53gGAm8ie2ZVVrCGfBWFkY+6",
-	"xxp7norap3n4+OFXuLS/kaoVK9efqJ3x8ChKWE5qa059SJFQ4b58hnRS9BSjWJbeIsRZ5Ua8gsM5LsvF",
-	"X00DT6i4xulTuBOHYcBLc3aHHKhATHv3VXlUH49h9ctY1bp9UkVxvZJXqa9OGBAx70uwaDgOAQcQSGU7",
-	"+e84wpsfP11aJSXpzBWVhr78jH78dIm21P0WGw1uiDswGaA2GhDOB60BDt1BawB3/iAu4GWjEfM8NiN0",
-	"rAvmXhwfvn3T3VODDYGLuJCrL9U84uhQhsQsNJzrcn7GYEdbg/OP/UvUuu20tDd5YKNB9FCnwk8JFQMb",
-	"seCK6vtzTHARYF8/3m4iJSD5Acp4r1HWd41SnmuU9ltf0ZTbGqWd1ihxWaOUw1pHShRyKg6qoJ6c2EQI",
-	"P2VtHCoNvqKEuY+/hpBL/CcU4dgWiCyAuHar/jcpzFmwGZKFYJ/8BOk6Ph903dcVl2KuRG6NWIAoo41h",
-	"wGYcAlPQmVeXlc0ZLMWF3askaB2gy64oysJFNwA+R3zCAtHwlGNBshGslXVTLJJQpENfQ5gQ6mr0imp4",
-	"HihXRowLV3SLe8SViIupiyJbRlcsm9uqPpWpiGgj7bjiEtuDGQ5cJE2kbRv1zk8aBjNBYB24+/HT5RWV",
-	"KI6VmiX5pa5aZSOSvmK4bZuqw26AR4KjLeYLMiVcXxSmUaaRLU0hU3LelGnn21dUrjm5WK6REm1hwabE",
-	"MdBILqermN4VPVJXDFQKvC7IjAq5/1uDqjJbg+0m0gPElRCH4DE6VkXO8RXVkuVdoYBy8r6uAM3Rbns3",
-	"Uj932ztN9DE6SK7rM6tuAUygYUg8geYg5Hblp2iv3TH1u+MVqzu0ig494gDVV+EM3vV81b6g22xLERV4",
-	"qezu2WzWxOpxkwXjlvmWt05PDo9+7h+pb5JE8hgNrVSg2uo02/ot5gPFPrEOrJ1mu7ljKaY+UXy51ZyB",
-	"5zVUlenWb7Mb3oxqlo1BCfcYi6WssP4KQt2lyxXH7bbbayslq8avKIGmUjE+wRD9BHPUB13VMnZqlo8b",
-	"L7RlrjukBJR18PlaKhrTKQ7m1oGlEegG5nEdcWni85zf9sdPl9wkgex13tgKS9+2d95sq/zKMZdyV9Kb",
-	"dS3nak3Uped/LILpB/PKBsFqrl5XADZKHiAchf66oXpKbkFV2NuKq+UKFjoTzQwroDYFERBHgkH+ZzC4",
-	"OcdTbxEgP/pAe+cnqwEyGnSFWo5lMDRzI5c54RTo2pHzMi0tyoEmFYD5Qky70G9sENGS9JzSSpTYlcqS",
-	"TuZQENpr7zyDWphrrHa5xiOPYRkl06jV4qEH20orkHzJBQGOABdFO/PxkHhEGTClSHLbacXlV1OoklO/",
-	"VSVJ0w3GqFpao9Nl/gtO3kj7Uvk8WtOUjLKJPlLEQ0dxF6WBD/6uiqg2/hR9Ynry6Dwm1zTCibILQp+L",
-	"APBUi9AsOsf1Ka1sL5HPZWojTgq3yr14cAteZobIZuCxmqhqbSRaohdVx6mFgqm4wv31BsktX6SzrLq3",
-	"tIAKKJ5pnbQMySv6LN3bljnNONaSC9SpGqMDFRY4O+6t3MTGjN6PnS85f6GPHWhE2WOuLhfO0ZbBv1Qp",
-	"3+2Hzpyk9xRxKiIM4qKtmEjWMGfiFirOqYwEom59as3euEkeONdlXNaiOFVUOdxescrxrkbvxcwv1U9B",
-	"fdJZ/kmmbLT6aGf5R0k1+0TWLJ0mLtL8aHb+LW9df76+t7/l7Vz9Y9pH8vn6PiMJjrVh15AQQM4EnBvF",
-	"IgNppXClv91JRVXdxZ8woaoFpTWrUer7RA4os0w5vRgv0Rd0mogqSFvgsGWwSF5p5dosaRaojvsvzJ2v",
-	"te9ENpnlPusBM3GmHPvtPFnjiwf3uKhs5bbo07JPcr3VFn0ev/fMyXi3vb/8i7hBiPygs1dnXSU1vuXH",
-	"3W6dj9Mlzn8nVpNhINnM1Sw3kaaK6uiX9dCgrQmjLAx4vplfmpNonpFlIa1vuuDt/SLTw/CRjWlCGyPF",
-	"504Mu8u/iDuTPCPMVAnWOcTsqZMqwbZV5U9U2Py6FE1bptCmlHwPG9auEJm6sPLDRGau2domZWa2/nMt",
-	"mVkD/wvtpf5YhPMAsVNDcpQ05XmsxHrWsudD5LhQEkewlEMeT9HWx/Ojn6VxE1d5rS17WnFx3PWT9ZEZ",
-	"+tkTdrHe7QtxvxD30ymWeepF//rf/0z+s1WNOO17C31kysxGKXV16XySFH9fpGtGNeI3rHJG01Ronmax",
-	"TetFiXwqJTJS+F/xdIzZRhRmwIXuvrx5FdMUbl+/LLpQA79IohdJ9CKJqiVR1BlACSDTOaCeeIl6L2yC",
-	"ctXIL6T7QrovpLuqEhm3+qikY50RuSycoWtUPtN4RklRtCcOaGjwVCizKhXwJaTxEtL4nZhGplBHjmto",
-	"qkE4nbVaK6Bh2EaOjbS+mXqM9zo47oF2LGVZynv1e8RSckS5W1qKHwS4uuyNp9K10JhReObm4fM+eQ1U",
-	"nQylTh2r26ocqcsPaCtJUC49drvSi1Bxru3vgdm+BK02g4HlUasUzylHsdW0jbgQ8rVK1dZF67LoqWrZ",
-	"PVCX0abECkqMqn7XUCv54QEYruvu1bchNk9b5j7YC419l9bLw9SX3e7b1VYbV0559hLwLKHPlBjcOhk1",
-	"FKXH1+FWUXta8Y3HUvF4SriIy5vyjQvJuJxsBUGrxUq1SpdnGM7VL4i4L8T9HQjQWN15xZFHqDnO9UrS",
-	"hWje+qZLINdV9lVB4sfJ3Rex9+8o9v64MugCpuxW2t8xAb9DqsUAVxcm5Z6mfiixz/Ty4XgK6grrWunc",
-	"Xk6Guti50q3DEsl2Hop10fiGHIRRRfEXjfqFtbxo1BvhZj1XXbEJwPewszauVqWD6B4+q0ccM36C0phH",
-	"X428Dj/B78FU4t5G2sHywlZeNJZ1Ws1SX0nMZVUIVPXcQoKhuOnWimY0T18YLLcjTtmYhaJWvOCUjcfg",
-	"IhbmReqhBzho9ImAxnusq4blbl5emQos/Mqy0ZXFBQvwGK6swYoXBfsgGlWlYdQqeFk9yIfcGnwAsT3j",
-	"C33ZEghsrNovb+nyVJl71TZyNBhVUrS5Y82BuhzlTjmNdxGeLYpf6M5Xoh/X29kYF49Lz1ZdvzE14s2q",
-	"N3EV+Q+PQ58mDOEpOpFINAqATwwaEdeLmtgiRr257griESE8QGyEiEBEd7wtx58s42qZWkILHX9n8/fm",
-	"rc3jVJXX75TcxiSUS+58V2xMQDia4uAGXDQwFb8GTeuPjjEZ0vPS8EIs6uhsap7XR4zWt7g470Jvme4s",
-	"EmFKLWlnmpH83tHx78Cz+hBs6JMxVUKIUYgaV8XYYQ63KlieljarGRGpCtXXWYTKZGqVVB/Qhd1UTbW4",
-	"ELXib0TERdqTtkPNQnkQnRCSFn7rd8eU9lN44oytTEn1KkPKVKeIMiMUcDcnhZ+tpfXvmDSV64xUlTYV",
-	"ochIVfBRZUZmE4YmmKPfQi6Qp00RQotsoWj+1JYSOqZSqaE+XyHx/aVQLcYDDdYUHiyWBIsTp35/iyM2",
-	"NF6iuBvCoqo47ij0PNX1S+oYKXTSBTVj4aPIl84lf5loK6USy9amcKSZUms6wq24geHqrtf0NHaFGvNR",
-	"aiuYog9nvcNY42IuJFqLsVSiZSBTyVqq56YDYpVeczbCh/HqN6hdZOapMu/j9Uf6BaO6ELja7r+hnrFx",
-	"j+5zFye6lxSm6TrFabMcuSAN0tjr5YI2TUZoiKm7soqhqFmVa52vi5SzRKe6583PRnhDhsSZadA3X/3G",
-	"1VrnJxLli1TeF+D74KLoECnMDBs3ETJ9jsxzkVLFXgh+GcF3amzlr4zC7xbarcGQLhk7wzRCWf498CVN",
-	"ZApZVQdj5iqvQrpEaayySLbFUehnrWYUqIaefHUepT/cjKqhSpxGNeJdwK6OV3N0A74o6hC6KenTqel1",
-	"nBOveMJWXjjI92QKlFKaakqFcEpURDV9zXfv0iJD6sM+RzMW3KiWB0I5/BbSmG6NsTBOcalfKZgQpeV9",
-	"yZSITNQyhtZee1Fvzk6mB1inXguwMvodJB1hBpG54AdwS1jI4/YvZUt3dBeZioir6ulS2sWlolX/RvM9",
-	"kl47JdzgIwWz0RdfzkLSSzc3L7HB494W+r1sdMzWLSo00khwy0NPCM2QlTK8S1VhRdhRo5RN6MLFzodP",
-	"7FFPN9WrkFkbk1J/wKvN/45O93TfpgrJSFHv/MSIxq0fP11uvzOh+iTgpTTPdCPEMjrNiMNW0sOnuhDC",
-	"SfzOJsk4mSUhYzsz3l1jNps1pGRthIEHVGrj7uMmeFKj+STdL2khp3jFddOjl5Dbd1amZIGgVQ2AXr/u",
-	"xi3IUsiAtgbYEeQWdG/egY6q0bmYSO2WMqHSMbaXk/M30xqxRqpFRMs1dN1A971cWWFEzS8Hjes/1dMZ",
-	"F8XuosBdkArmhVR1oXoJ2TylLIrDfkYOJUG/d9GBIOJy0xsNddu7CHPVyE5if7u9v12uOlZFBhOBs0n7",
-	"QrfgLOfHUSe8Fzx7Ql7Zi8Vg0ohQ6zUiSfURHLxRBT6t5jGLG9tGEcCQy5+/harn6X0mA2kxU/2FQ9CP",
-	"3l7SZqiXbggjmGoJWWWyw50DvqjdTSjlAtyodW4Y9CELaWnS5Qc2Q1NM50ki4QzUNRj12YvZvo4UDJ2X",
-	"GaGS8QNJzLURM9X/vLlCLqlLMAorZWecEi5ySP0MM3hfMOmxaRgSYQpZv1smzXNNqRamhfT99eLFqtWZ",
-	"6b6V4AAFzm0URL3ubBMS1o0OjViwESdjKhH+BuZc2cWmQ2QzYapT3Xm70CXMkNIUUzyGKVCh1HHT598E",
-	"pDna8tiY0OhnbiPsTglFgjHTysvMEgOs3IsL1I2AL5Wn+JJHqgFd1Fw618W4OEfFFFGDp/IWUHRM6J2a",
-	"7osx6210GWAYkRtk2kjJg7HREb1l8/TOMk2iilPH7gqu/RXaj5g0EE5ke9ToODW2keXFUf+WbjKsRkwq",
-	"QGiOV2w6rCNyhb7DqenMtazidEe5psQ2wohPseep2MPIYzPTnniKnQnRsezIza7KTd5f3/93AAAA//8=",
+	"W/dR6CB+bP6LHipbK35o/oseOpgnz/Q/+lEZPplwy7NFm2pfs1iX001U8J4RC7IXDSW5RpGhBlC3GXII",
+	"0B2BGa/gPK7KETorydYp13FG6s7i+Qj3jB9/c36e9QTtPMzFpQ6aPXGUPsBT7ipMk7jod3Dr4Imhzhqf",
+	"pJIzV7olEFceqFVDoDquGVcpSN8PKMY4s76VFB7kEdQuYTelbFSv4Um572aiK31N0ARpyrIORjj0hC7h",
+	"MsYCZthcW1MXDXFUAWABDu3td7MieKdugOVxLFPzo2WfpDIbDaPYPCjevt7NAOJ1TThMRzh9l9rVC6kw",
+	"dfoCByoqen7S+3x5/LdfTi+P35Vz7icRQoz8i4P5mQImuQJm/PMA/aDAKQd7xVGn24xLMiGBx+gHNFDv",
+	"dN6majWhRqf9Fg2J4FvIhYDcgYtGAZvqwhRSRXjFUf99r9nde51PhM1lwmZTYfnnbD5up/uQ/+Vtuc/M",
+	"7HIdrpJIFVnfJYYst0xpX72jq9Nfj/Xd0RhVzL8Ls0vMiFdRkskfTWf6NpJ9VpOA5Qk//YlU6Bh14BBx",
+	"oC4iAmFdv2zw+fN7xkVzMv5sVjpADmO3BKQ5N/h708zRVMc82FwOUFY+Pk4kpuoW5T0/3dcJU7HVvfgm",
+	"C1xVJIyoGgEjUki87mbzfrrFxJ+aznS9Ls7DR8rpVR2IJdeyF6KRMsgyrEYHEiK+k2M6ykv3JQTzWAQh",
+	"VN7Arn/l7H8c/FDpbpLwi+7pJ1ZjoES8lmDl+W/CqxTkqWv44CKPjOAQOR6e+uAikzNPOA8JHcfSJIAp",
+	"JlT+Il9HDQ6ABnFkbBAltujqc1uLtYCdzt7O6/YjFIHKO+nm0DO7ToOummAkYpbkWGZSHUpqxcWC1pTe",
+	"4FEmalIgKg9B9eI8A5nVjJan4nV5rGEp27QX5diWMkE7LpNWtxraY9G87NZBhtlCio8mSLIcL85B4E0k",
+	"AK3KzdaQcqMw/AkD+DiAyLLEnvdhZB18qnmsN2X1PzTZzCaMZ0tlTSXhu7r0GKNwiPCQAxXKQYNRwJhA",
+	"jSFjgosA++oakZLSxg4xw8pBBrrWScrpV1T8zcMn3VBWIyT1EspYrHyGxuROcgzNV+VnurrKodmZXnhU",
+	"tseUTUWYOiApzkaDzCMiuOIsylrwCAU8hoP4bXQdtts7jqED9Q+gGebR8IMa16A2VNlk5RoltbNinsRq",
+	"lvOyNafHpHhUoaZChjelGFZMw1mGFmH4KlUTFBwucNl9jdWstIRN1jh9CvfiKAx4aV63JnOmhaoqoevj",
+	"Max+Ya/a/ksqba5XO1MmjhMGRMz7EiwajkPAAQTSIEv+O4nw5sePV1ZJ2UJzjampL8ijHz9eoYa6A2Wj",
+	"wS1xByZL2EYDwvlge4BDd7At9a9BXOTNRiPmeWymdI4JXNPLk6O3b7p7arAhcBEX+/WlKUAcHe6SmIWG",
+	"c813I2baGFx86F+h7bvOto44DOxSTmsjFlxTfccy4szq8VYLKQ2EH6BMhANl4xsoFd1A6djGNU2FNlA6",
+	"sIGSsAZKBTV0NE0hp2L1CurJiU2E8FMW6ZGy8irK3Pv4Swi5yyGEIhzbi5GVGNf31f8mxVsLdmWyEOyT",
+	"nyBd6+m9rg284lLMtdmGFCGU0eYwYDMOgSn6zatLD+eM2uLCHlSivA7iZlcUZWqjWwCfIz5hgWh6yvkk",
+	"2QjWBp0pKEoo0uHRIUwINWI9qvN6oNxdMS5c0wb3iCsRF1MXRfau0ZhtVcPMVM20kXZucontwQwHLpJm",
+	"9JaNehenTYOZILAO7v748eqaShTHSo9NZK+NSPoa6pZtKlO7AR4JjhrMF2RKuL5MTqNsNFuay6YtgSnl",
+	"z7euqVxzUnxAIyVqYMGmxDHQSAoYqLjvNT1W11DUNQldtBsV7oc0BlWl2AZbLaQHiKtlDsFjdKwK4eNr",
+	"qiXLYaHIdvK+ttM42m3vRvr9bnunhT5EB8l1DW/VUYIJNAyJJ9AchNyu/BTttTtGWYlXrO5ZKzr0iANU",
+	"X5c0eNfzVYuLbqstRVTgpW4AzGazFlaPWywYb5tv+fbZ6dHxz/1j9U1y2SBGQyuVzGB1Wm39FvOBYp9Y",
+	"B9ZOq93asRRTnyi+vN2agec1VSXy7d9mt7wV1bUbgxLuMRZLWWH9FYS6b5kroNxtt9dWbliNX1EmT6Xr",
+	"fIQh+gnmqA+68mns+C4fN17otrkSkxJQ1sGnG6loTKc4mFsHlkagW5jHtebJiADP+fZ//HjFTaLQXueN",
+	"rbD0bXvnzZbKwR1zKXclvVk3cq7tiboY/49FMH1vXtkgWM31/ArARgkmhKPQXzdUz6SuL0dvxBWVBQud",
+	"iWaGFVCbggiII8Eg/zMY3JrjqbcIkB98oL2L09UAGQ26Qr3PMhiauZHLnHAKdO3IeZWWFuVAkwrAfCGm",
+	"Xeo3NohoSQpXabVS7EplSSf8KAjttXe+gXqpa6yIusYjj2EZJVyp1eKhB1tKK5B8yQUBjgAXRTvz8ZB4",
+	"RBkwpUhy19mOS/SmUCWnfqtqo6ZjkFG1tEanW0EUAgGR9qXMd61pSkbZQh8o4qGjuIvSwAd/V4V2m3+K",
+	"PjF9m7R/0DXNkqIMlNDnIgA81SI0i85xDVMr22/mU5naiJPivnIvHtyBl5khshl4rCaqeiyJluhFFZRq",
+	"oWAq9vRws0FyyxdyLasALy2gAopn2mstQ/KKXlwPtmVOM47H5YK5qg7tQDmlzk96Kzc6MqP3Y+dLziHr",
+	"YweaUYahq0vKc9Qw+JfypG09duYkBayIUxFhEBc1YiJZw5yJW6g4pzISiLoZrDV74yZ55FxXcemTEqek",
+	"qS5vr1gJe1ej92Lml+q5oT7pLP8kU1pcfbSz/KOk40Eia5ZOExfyfjI7/5q3rj/dPNhf83au/jHtI/l0",
+	"85CRBCfasGtKCCBnAs6tYpGBtFK40t/upaKq6jVMmFCu4LRmNUp9n8gBZZYppxfjJfqCTiVSRYsLHLYM",
+	"Fskr27lWXJoFquP+C3Pna+1Nkk14esh6wEwsMsd+O8/WHOXRfVAq2/0t+rTsk1z/vUWfx+9942S8295f",
+	"/kXcREZ+0Nmrs66SOvDy4263zsfpMvi/E6vJMJBsdnOWm0hTRXV9zHpoUGPCKAsDnm/4mOYkmmdkWcj2",
+	"V10U+WGR6WH4yMY0oY2R4rdODLvLv4i713xDmKmS8HOI2VMnVYJtq8qfqPj9TSmabptirFLyPW5Yu0Jk",
+	"6uLbjxOZuYZ8m5SZ2RrhtWRmDfwvtCD7YxHOI8RODclR0rjpqRLrm5Y97yPHhZI4gqUc8niKGh8ujn+W",
+	"xk1cCbi27NmOCyivn6yPzdDfPGEXayK/EPcLcT+fYpmnXvSv//3P5D9b1RHUvrfQj9J/ohzIunQ+SRoE",
+	"LNI1oz4CG1Y5o2kqNE+z2Jb1okQ+lxIZKfyveDrGbCMKM+BCd+jevIppivuvXxZdqoFfJNGLJHqRRNWS",
+	"KOoeoQSQ6S5RT7xE/Tk2Qblq5BfSfSHdF9JdVYmM28FU0rHOiFwWztB1TL/ReEZJ4bxnDmho8FQosyoV",
+	"8CWk8RLS+J2YRqaYS45raKpBOJ21WiugYdhGjo1sfzU1Ox90cNwD7VjKspR36veIpeSIcre0XQMIcHVp",
+	"JE+la6Exo/CNm4ff9slroOpkKHXqWN1o5khdfkCNJEG59NjtSi9Cxbm2vwdm+xK02gwGlketUjynHMVW",
+	"0zbiYtk3KlVbFzbMoqeqd/hIXUabEisoMapCYlOt5IdHYLiuzVjfhtg8bZn7YC809l1aL49TX3a7b1db",
+	"bVxd55uXgOcJfabEYON01FSUHl+HW0Xt2Y5vPJaKxzPCRVwCl29cSMYlhysIWi1WqlW6hMdwrn5BxH0h",
+	"7u9AgMbqjrm/jaIqzGuUpAvRfPurLpNdV9lXRaufJndfxN6/o9j748qgS5iyO2l/xwR8iFQbCq4uTMo9",
+	"Tf1QYp8pi8PxFNQV1rXSub2cDHVBfKVbhyWS7SIU66LxDTkIo6rzLxr1C2t50ag3ws16rrpiE4DvYWdt",
+	"XK1KB9F9nlaPOGb8BKUxj74aeR1+gt+DqcT9r7SD5YWtvGgs67Sapb6SmMuqWKzqy4YEQ3FjthXNaJ6+",
+	"MFhuR5yxMQtFrXjBGRuPwUUszIvUIw9w0OwTAc13WJdly928vDYVWPi1ZaNriwsW4DFcW4MVLwr2QTSr",
+	"SsOoVfCymqGPuTX4CGL7hi/0ZUsgsLFq0d3Q5aky96pt5GgwqqRoc8eaA3U5yp1yGu8iPFsUv9Dd0UQ/",
+	"rrezMS4elyeuun5j+giYVW/iKvIfHoc+ThjCU3QqkWgUAJ8YNCKuFzU6Rox6c905xiNCeIDYCBGBiO6K",
+	"XI4/Wca1bWoJLXT8nc/fmbc2j1NVXr8zcheTUC6587DYvIJwNMXBLbhoYCp+DVrWHx1jMqTnpeGFWNT1",
+	"29TFr48Y21/jAs4LvWW6+0yEKbWknWlY83tHx78Dz+pjsKFPxlQJIUYham4WY4c53KpgeVrarGZEpKqY",
+	"32QRKpOpVVUSlaiaanGxcsXfiIgL+SetqVqF8iA6ISQt/NbvjintufHMGVuZsvtVhpSpThFlRijgbk4K",
+	"f7OW1r9j0lSue1ZV2lSEIroAryozMpswNMEc/RZygTxtihBaZAtF86e2lNAxlUoN9dsVEt9fCtViPNBg",
+	"TeHBYkmwOHHq97c4YkPjJYq7ISyqiuOOQs9TneGkjpFCJ11QMxY+inzpXPKXibZSKrFsbQpHmiltT0d4",
+	"O25yubrrNT2NXaHGfJDaCqbo/XnvKNa4mAuJ1mIslWgZUeMEqZ6bLplVes35CB/Fq9+gdpGZp8q8j9cf",
+	"6ReM6kLgarv/hnrGxj2637o40f3GME3XKU6b5cgFaZDGXi8XtGkyQkNM3ZVVDEXNqlzrfF2knCU61WFx",
+	"fj7CGzIkzk0Tx/nqN67WOj+RKF+k8r4A3wcXRYdIYRb3aFARMn2OzHORUsVeCH4ZwXdqbOWvjMLvFtqt",
+	"wZCuGDvHNEJZ/j3wJU1kCllVl2vmKq9CukRprLJItsVR6GetZhSopq98dR6lP9yMqqFKnEY14l3Aro5X",
+	"c3QLvijqELpx7fOp6XWcE694wlZeOMj3ZAqUUprqIoZwSlRENX3Nd4dpkSH1YZ+jGQtuVcsDoRx+C2lM",
+	"t8ZYGKe40q8UTIjS8r5kSkQmahlDa6+9qHNbJ9O0rVOvZ1sZ/Q6SjjCDyFzwA7gjLORx+5eypTu6i0xF",
+	"xFX1dCnt4vK5ooPLJvM9kl47JdzgAwWz0RdfzkLSSzfAL7HB494W+r1sdMzWLSo00khwy0NPCM2QlTK8",
+	"K0VNQtSpJhuZgIJeghKdE+a5HGHEwyEHUQg96KLNLXSq4pSm49lwHr8U9wtEjaTRl65/rn0KLBTSluCI",
+	"iAMd/BwkLQ8HaMZCz9WV05GPuYgbEarZo34q8kf9t1xFSeNH+bYdV13XDT9e8Uy/x0b09MePV+bRYAtx",
+	"PEectZDysJlGRGZEFKUD6Fhc0kQo6l1MhB3XsLkDb25HnLGFNG/LwateLzg0wXeAKItW0TA901RDOb7V",
+	"Qr2oi1p0dgJNGReo0263DU4hJkH/Fo2Bxt1RJC7MlKakO9PtdrtoMJQCqwn3DoAL7iA6Aiy2DqV9mAGE",
+	"i6aA6WxCPKW77LY7RdVFyZWoT88mTLFic9ZnDuikm3BWqEwbU5L+gDfr/x1jPum2YRWKGUW9i9OIsf74",
+	"8Wrr0GSKJPHWFI/V7soyMZHRxraTFlLVdThO43c2ScbJLAkZ25nx7puz2awpFbtmGHhApTHoPm2CZ/XZ",
+	"nKbbdS3kFFLKSoPvJeL7nVXJWaDnqf5Tr1934w54KWRAjQF2pMag24cPdFCXzsVE6h+UCZUNtLWcnL+a",
+	"zpy5GG5ZRJan+j9j6tqZhPi48Rv4dm1l5wApnU1M1IhRb7YOYhSFXDOn3DZZDg52kucUqUEBKHJroSTH",
+	"JACHBS6Pm8pKVU4NrnvVDg6VSiP3DNTFVKo36ovCBzjqbkvxVCt6hMcESNwW6lEUUtVrDRHXLraiI9Tx",
+	"QhfUI73fGILd9q6aw5lgOtZdtORhlrh21JoizlrD8NVrXt16RK3PB82bP9UzIBcF8qMofpCK7BswvRiC",
+	"TxD0cUg/JsoFpJeO9x+msJQbVNQIyFUPS8l52u39rXKrsSopIBH2m3Qt6O675bIwaoL5khXwjHKqF3PA",
+	"pAep1ikTeUEEB29UgU+rOcuTPutGkoVc/vw1VO2OHzLJh4tTV3/hEPSjt5d0GOule0EJprrBVnnrpCns",
+	"i9qNxFLe/4065gw7PmIhLc23fs9maIrpPMkhnkEAEdN+YdTryL7S7DlCJeMok5hrI2YKf3pzhVxSvWAU",
+	"VkrMOiNc5JD6G0zef8Gkp2ZgSYQpJPw3TIb3mrKsTPf4h5vFi1WrM9N9LcEBCpzbUmvWbS5tkw2ie5wa",
+	"sWAjTsZUIvwtzLlSY0xz2FbCVKe66X6hQaAhpSmmeAxToEKZQhwCCQzjg+ao4bExodHP3EbYnUrzhTHT",
+	"xc/MEgOsPIAD1I2AL5Wn+H5Xqvdk4qrNNDAvzlExRdTbrbz7Gx0Teq+m+2xcKja6CjCMyC0yHeTkwdjo",
+	"mN6xeXpnmf5wxaljVxHXviIdQkh6hyeyPepxnhrbyPLiqH9L9xdXIybFXzTHK/Yb18H4Qsvx1HTmRmZx",
+	"uuNcP3IbYcSn2PNU2HHksZnpTD7FzoToNJYowqYqzT7cPPx3AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

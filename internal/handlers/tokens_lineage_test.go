@@ -64,11 +64,12 @@ func TestTokenLineageOverHTTP(t *testing.T) {
 				t.Fatalf("introspect %s: %d %s", name, rec.Code, rec.Body)
 			}
 		}
-		for _, id := range []string{bOut.TokenId, cOut.TokenId} {
+		for id, parent := range map[string]string{bOut.TokenId: aClaims.ID, cOut.TokenId: bOut.TokenId} {
 			rec := h1.do("GET", "/v1/tokens/"+id, nil, "Authorization", admin)
 			var m TokenMeta
 			decode(t, rec, &m)
-			if rec.Code != 200 || !m.Revoked || m.RevokedAt == nil || m.RevokedReason == nil || !strings.Contains(*m.RevokedReason, aClaims.ID) {
+			if rec.Code != 200 || !m.Revoked || m.RevokedAt == nil || m.RevokedReason == nil || !strings.Contains(*m.RevokedReason, aClaims.ID) ||
+				m.ParentId == nil || *m.ParentId != parent {
 				t.Fatalf("GET %s after A's revocation: %d %s", id, rec.Code, rec.Body)
 			}
 		}
