@@ -130,6 +130,9 @@ var (
 	// ErrTokenLineageFull: MaxTokenLineage tokens were minted under the root already, or the
 	// new token would be deeper than MaxTokenDepth.
 	ErrTokenLineageFull = errors.New("token lineage full")
+	// ErrTokenLegacyIssuer: the issuing token was written before token lineage (legacyKey):
+	// nothing minted with it could be revoked with it, so it mints nothing.
+	ErrTokenLegacyIssuer = errors.New("issuing token predates token lineage")
 	// ErrTokensConfig reports a bad NewTokens option.
 	ErrTokensConfig = errors.New("repo: bad tokens configuration")
 )
@@ -165,7 +168,9 @@ type Tokens struct {
 var (
 	scriptTokenCreate = script("token_create")
 	scriptTokenRevoke = script("token_revoke")
-	scriptTokenList   = script("token_list")
+	// scriptTokenRevokeLegacy revokes a hash under its legacy key (see legacyKey).
+	scriptTokenRevokeLegacy = script("token_revoke_legacy")
+	scriptTokenList         = script("token_list")
 )
 
 // NewTokens returns the repository over s.
@@ -216,6 +221,20 @@ func ValidTokenID(id string) bool {
 func (r *Tokens) tag(tenant string) string { return r.hasher.Tag("tenant", 9, tenant) }
 
 func (r *Tokens) hashKey(tag, id string) string { return r.keys.Key("token", tag, id) }
+
+// legacyKey is where gateways before token lineage wrote a token's hash (its own hash tag).
+// Such hashes are still read (check, introspection, get, list) and revoked until they expire;
+// they mint nothing (ErrTokenLegacyIssuer).
+func (r *Tokens) legacyKey(id string) string { return r.keys.Key("token", id) }
+
+func allNil(vals []rueidis.RedisMessage) bool {
+	for i := range vals {
+		if !vals[i].IsNil() {
+			return false
+		}
+	}
+	return true
+}
 
 func (r *Tokens) kidsKey(tag, id string) string { return r.keys.Key("tokens", tag, "kids", id) }
 
@@ -333,6 +352,10 @@ func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, i
 		return "", 0, fmt.Errorf("token lineage: %d values for 3 fields", len(vals))
 	}
 	if tn, err := vals[0].ToString(); err != nil || tn != tenant {
+		legacy, err := r.c.Do(ctx, r.c.B().Hget().Key(r.legacyKey(id)).Field("tenantId").Build()).ToString()
+		if err == nil && legacy == tenant {
+			return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
+		}
 		return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
 	}
 	root, _ := vals[1].ToString()
@@ -354,6 +377,9 @@ func (r *Tokens) Get(ctx context.Context, tenant, id string) (Token, error) {
 		return Token{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
+	if err == nil && len(m) == 0 {
+		m, err = r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKey(id)).Build()).AsStrMap()
+	}
 	if err != nil {
 		return Token{}, redisErr("token get", err)
 	}
@@ -428,18 +454,26 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 	if !ValidTokenID(id) {
 		return TokenState{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
-	cmd := r.c.B().Hmget().Key(r.hashKey(r.tag(tenant), id)).Field(tokenStateFields...)
-	var res rueidis.RedisResult
-	if cacheTTL > 0 {
-		res = r.c.DoCache(ctx, cmd.Cache(), cacheTTL)
-	} else {
-		res = r.c.Do(ctx, cmd.Build())
+	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
+		cmd := r.c.B().Hmget().Key(key).Field(tokenStateFields...)
+		var res rueidis.RedisResult
+		if cacheTTL > 0 {
+			res = r.c.DoCache(ctx, cmd.Cache(), cacheTTL)
+		} else {
+			res = r.c.Do(ctx, cmd.Build())
+		}
+		vals, err := res.ToArray()
+		return vals, res.IsCacheHit(), err
 	}
-	vals, err := res.ToArray()
+	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
+	if err == nil && allNil(vals) {
+		// Not under the tenant-tagged key: a token issued before it, under its legacy key.
+		vals, hit, err = read(r.legacyKey(id))
+	}
 	if err != nil {
 		return TokenState{}, redisErr("token state", err)
 	}
-	st := TokenState{CacheHit: res.IsCacheHit()}
+	st := TokenState{CacheHit: hit}
 	if len(vals) != len(tokenStateFields) {
 		return st, fmt.Errorf("token state: %d values for %d fields", len(vals), len(tokenStateFields))
 	}
@@ -532,7 +566,9 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 		case "retry":
 			continue
 		case "unknown":
-			res = TokenRevokeUnknown
+			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
+				return TokenRevokeUnknown, nil, err
+			}
 		case "already":
 			res = TokenAlreadyRevoked
 		case "revoked":
@@ -545,6 +581,26 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 		return res, reply[1:], nil
 	}
 	return TokenRevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
+}
+
+// revokeLegacy revokes a token under its legacy key (see legacyKey); unknown and another
+// tenant's alike are TokenRevokeUnknown.
+func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, error) {
+	n, err := scriptTokenRevokeLegacy.Exec(ctx, r.c, []string{r.legacyKey(id)}, []string{tenant, reason}).AsInt64()
+	if err != nil {
+		r.metrics.ScriptError(ctx, "token_revoke_legacy")
+		return TokenRevokeUnknown, redisErr("token revoke", err)
+	}
+	switch n {
+	case 0:
+		return TokenRevokeUnknown, nil
+	case 1:
+		return TokenRevoked, nil
+	case 2:
+		return TokenAlreadyRevoked, nil
+	}
+	r.metrics.ScriptError(ctx, "token_revoke_legacy")
+	return TokenRevokeUnknown, fmt.Errorf("token revoke legacy: unexpected reply %d", n)
 }
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children
@@ -617,12 +673,29 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 		}
 		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
 	}
-	out := make([]Token, 0, len(ids))
+	maps := make([]map[string]string, len(ids))
+	var legacy []int
 	for i, res := range r.c.DoMulti(ctx, cmds...) {
-		m, err := res.AsStrMap()
-		if err != nil {
+		if maps[i], err = res.AsStrMap(); err != nil {
 			return nil, "", redisErr("token list read", err)
 		}
+		if len(maps[i]) == 0 {
+			legacy = append(legacy, i)
+		}
+	}
+	if len(legacy) > 0 { // issued before the tenant-tagged key, or gone
+		cmds = cmds[:0]
+		for _, i := range legacy {
+			cmds = append(cmds, r.c.B().Hgetall().Key(r.legacyKey(ids[i])).Build())
+		}
+		for j, res := range r.c.DoMulti(ctx, cmds...) {
+			if maps[legacy[j]], err = res.AsStrMap(); err != nil {
+				return nil, "", redisErr("token list read", err)
+			}
+		}
+	}
+	out := make([]Token, 0, len(ids))
+	for i, m := range maps {
 		if len(m) == 0 {
 			r.metrics.Read(ctx, tokenObj, Missing)
 			continue
