@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -161,6 +163,8 @@ type Tokens struct {
 	safety     time.Duration
 	max        int
 	maxLineage int
+	tags       sync.Map // tenant → tag, see tag
+	ntags      atomic.Int64
 	metrics    *Metrics
 	log        *slog.Logger
 }
@@ -218,7 +222,24 @@ func ValidTokenID(id string) bool {
 	return true
 }
 
-func (r *Tokens) tag(tenant string) string { return r.hasher.Tag("tenant", 9, tenant) }
+// tag is the tenant's hash tag. The per-request check needs it for every token, so tags are
+// memoized (a keyed HMAC per request would cost more than the cached HMGET itself), up to
+// maxTagMemo tenants; past that the rest are computed each time.
+func (r *Tokens) tag(tenant string) string {
+	if v, ok := r.tags.Load(tenant); ok {
+		return v.(string)
+	}
+	t := r.hasher.Tag("tenant", 9, tenant)
+	if r.ntags.Load() < maxTagMemo {
+		if _, loaded := r.tags.LoadOrStore(tenant, t); !loaded {
+			r.ntags.Add(1)
+		}
+	}
+	return t
+}
+
+// maxTagMemo bounds the memoized tenant tags (about 200 B each).
+const maxTagMemo = 4096
 
 func (r *Tokens) hashKey(tag, id string) string { return r.keys.Key("token", tag, id) }
 
