@@ -174,8 +174,8 @@ func (s *Service) Issue(ctx context.Context, caller *auth.Principal, req IssueRe
 var subjectPattern = regexp.MustCompile(`^[A-Za-z0-9._@:+-]{1,128}$`)
 
 // Mint mints a token and writes its metadata, without a caller-scope check: for the bootstrap
-// admin token and `gateway token mint`. Every other bound is enforced.
-// Such tokens are lineage roots.
+// admin token and `gateway token mint`. Every other bound is enforced. Such tokens are
+// lineage roots: they have no issuer.
 func (s *Service) Mint(ctx context.Context, req MintRequest) (Issued, error) {
 	return s.mint(ctx, req, "", time.Time{})
 }
