@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -120,6 +122,9 @@ type MintInput struct {
 	Scopes []string
 	// TTL must be positive.
 	TTL time.Duration
+	// NotAfter, when set, caps exp (a token minted by another token never outlives it); it
+	// must leave at least a second.
+	NotAfter time.Time
 	// TokenID is the "jti"; empty means NewTokenID(now).
 	TokenID string
 	// TokenType is the optional "token_type" claim.
@@ -127,7 +132,7 @@ type MintInput struct {
 }
 
 // Mint signs a new token with the newest key and returns it together with
-// its claims. iat and nbf are the current time, exp is iat+TTL (all with
+// its claims. iat and nbf are the current time, exp is iat+TTL capped at NotAfter (all with
 // one-second precision).
 func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 	switch {
@@ -153,6 +158,15 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 	}
 
 	now := a.now().Truncate(jwt.TimePrecision)
+	exp := now.Add(in.TTL)
+	if !in.NotAfter.IsZero() {
+		if na := in.NotAfter.Truncate(jwt.TimePrecision); na.Before(exp) {
+			exp = na
+		}
+		if !exp.After(now) {
+			return "", Claims{}, ErrNotAfterPassed
+		}
+	}
 	jti := in.TokenID
 	if jti == "" {
 		jti = NewTokenID(now)
@@ -162,7 +176,7 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 			Issuer:    a.issuer,
 			Subject:   in.Subject,
 			Audience:  jwt.ClaimStrings{a.audience},
-			ExpiresAt: jwt.NewNumericDate(now.Add(in.TTL)),
+			ExpiresAt: jwt.NewNumericDate(exp),
 			NotBefore: jwt.NewNumericDate(now),
 			IssuedAt:  jwt.NewNumericDate(now),
 			ID:        jti,
@@ -183,11 +197,15 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 	return signed, claims, nil
 }
 
+// ErrNotAfterPassed: Mint's NotAfter leaves no whole second of life.
+var ErrNotAfterPassed = errors.New("auth: mint: the token's latest expiry has passed")
+
 // Key lookup failures, distinguished in Verify's reasons.
 var (
 	errMissingKID = errors.New("missing kid")
 	errUnknownKID = errors.New("unknown kid")
 	errBadTyp     = errors.New("unexpected typ")
+	errCrit       = errors.New("unsupported critical header")
 )
 
 // Verify checks a token's size (before any parsing), signature (EdDSA only, key chosen by the
@@ -208,6 +226,9 @@ func (a *Authority) Verify(token string) (*Claims, error) {
 	if _, err := a.parser.ParseWithClaims(token, claims, a.keyFunc); err != nil {
 		return nil, invalid(reason(err), err)
 	}
+	if !numericDates(token) {
+		return nil, invalid("non-numeric date", nil)
+	}
 	switch {
 	case claims.Subject == "":
 		return nil, invalid("missing sub", nil)
@@ -221,6 +242,12 @@ func (a *Authority) Verify(token string) (*Claims, error) {
 }
 
 func (a *Authority) keyFunc(t *jwt.Token) (any, error) {
+	// RFC 7515 §4.1.11: a recipient must refuse a token whose "crit" names an extension it does
+	// not implement. The gateway implements none, so any "crit" (even a malformed or empty one,
+	// which the RFC forbids) is refused before a key is looked up.
+	if _, present := t.Header["crit"]; present {
+		return nil, errCrit
+	}
 	if typ, present := t.Header["typ"]; present {
 		if s, ok := typ.(string); !ok || !strings.EqualFold(s, "JWT") {
 			return nil, errBadTyp
@@ -248,6 +275,8 @@ func reason(err error) string {
 		return "unknown kid"
 	case errors.Is(err, errBadTyp):
 		return "unexpected typ"
+	case errors.Is(err, errCrit):
+		return "unsupported critical header"
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return "malformed token"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
@@ -269,4 +298,40 @@ func reason(err error) string {
 	default:
 		return "invalid claims"
 	}
+}
+
+// dateFields are a token's NumericDate claims, decoded as the JWT library decodes them (the
+// same encoding/json key matching), but kept raw.
+type dateFields struct {
+	Exp json.RawMessage `json:"exp"`
+	Nbf json.RawMessage `json:"nbf"`
+	Iat json.RawMessage `json:"iat"`
+}
+
+// numericDates reports whether exp, nbf and iat, where present, are JSON numbers (RFC 7519
+// §2 NumericDate). The JWT library reads a quoted "1999999999" as a date; this refuses it,
+// and null. It runs after the signature verified, so the payload segment is well formed.
+func numericDates(token string) bool {
+	first := strings.IndexByte(token, '.')
+	last := strings.LastIndexByte(token, '.')
+	if first < 0 || last <= first {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[first+1 : last])
+	if err != nil {
+		return false
+	}
+	var d dateFields
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return false
+	}
+	for _, v := range []json.RawMessage{d.Exp, d.Nbf, d.Iat} {
+		if v == nil {
+			continue
+		}
+		if c := v[0]; c != '-' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }

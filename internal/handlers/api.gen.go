@@ -762,7 +762,9 @@ type TokenIssueRequest struct {
 	Scopes      []Scope                    `json:"scopes"`
 	Subject     string                     `json:"subject"`
 	TokenType   TokenIssueRequestTokenType `json:"tokenType"`
-	TtlSeconds  int                        `json:"ttlSeconds"`
+
+	// TtlSeconds The requested life; clamped to the issuing token's remaining life (see `expiresAt` in the answer).
+	TtlSeconds int `json:"ttlSeconds"`
 }
 
 // TokenIssueRequestTokenType defines model for TokenIssueRequest.TokenType.
@@ -770,6 +772,7 @@ type TokenIssueRequestTokenType string
 
 // TokenIssued defines model for TokenIssued.
 type TokenIssued struct {
+	// ExpiresAt When the token expires; never after the issuing token's expiry.
 	ExpiresAt time.Time `json:"expiresAt"`
 	Scopes    []Scope   `json:"scopes"`
 
@@ -786,16 +789,21 @@ type TokenIssuedTokenType string
 
 // TokenMeta defines model for TokenMeta.
 type TokenMeta struct {
-	CreatedAt     time.Time  `json:"createdAt"`
-	Description   *string    `json:"description,omitempty"`
-	ExpiresAt     time.Time  `json:"expiresAt"`
-	IssuedAt      time.Time  `json:"issuedAt"`
-	Revoked       bool       `json:"revoked"`
-	RevokedAt     *time.Time `json:"revokedAt,omitempty"`
-	RevokedReason *string    `json:"revokedReason,omitempty"`
-	Scopes        []string   `json:"scopes"`
-	Subject       string     `json:"subject"`
-	TenantId      string     `json:"tenantId"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+	IssuedAt    time.Time `json:"issuedAt"`
+
+	// ParentId The token whose credentials minted this one; absent for a root (bootstrap path or `gateway token mint`).
+	ParentId  *TokenId   `json:"parentId,omitempty"`
+	Revoked   bool       `json:"revoked"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+
+	// RevokedReason The reason given to the revocation; for a token revoked with an ancestor, `revoked with its issuer's lineage: ancestor <tokenId> was revoked`.
+	RevokedReason *string  `json:"revokedReason,omitempty"`
+	Scopes        []string `json:"scopes"`
+	Subject       string   `json:"subject"`
+	TenantId      string   `json:"tenantId"`
 
 	// TokenId A 26-character, time-ordered identifier.
 	TokenId   TokenId   `json:"tokenId"`
@@ -916,25 +924,25 @@ type CreateQuoteParams struct {
 
 // PatchQuoteParams defines parameters for PatchQuote.
 type PatchQuoteParams struct {
-	// IfMatch The ETag last read. Required; a request without it is answered 428.
+	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
-	// IfMatch The ETag last read. Required; a request without it is answered 428.
+	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // PutQuoteItemParams defines parameters for PutQuoteItem.
 type PutQuoteItemParams struct {
-	// IfMatch The ETag last read. Required; a request without it is answered 428.
+	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // SubmitQuoteParams defines parameters for SubmitQuote.
 type SubmitQuoteParams struct {
-	// IfMatch The ETag last read. Required; a request without it is answered 428.
+	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -1097,7 +1105,7 @@ type ServerInterface interface {
 	// IntrospectToken RFC 7662 token introspection (`active:false` for anything not live)
 	// (POST /v1/tokens/introspect)
 	IntrospectToken(ctx echo.Context) error
-	// RevokeToken Revoke a token (idempotent; unknown ids answer 204 as in RFC 7009)
+	// RevokeToken Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 	// (DELETE /v1/tokens/{tokenId})
 	RevokeToken(ctx echo.Context, tokenId TokenId, params RevokeTokenParams) error
 	// GetToken A token's metadata (never the token itself)
@@ -6525,22 +6533,6 @@ func (response RevokeToken403ApplicationProblemPlusJSONResponse) VisitRevokeToke
 	return err
 }
 
-type RevokeToken404ApplicationProblemPlusJSONResponse struct {
-	NotFoundApplicationProblemPlusJSONResponse
-}
-
-func (response RevokeToken404ApplicationProblemPlusJSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(404)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RevokeToken503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -7022,7 +7014,7 @@ type StrictServerInterface interface {
 	// IntrospectToken RFC 7662 token introspection (`active:false` for anything not live)
 	// (POST /v1/tokens/introspect)
 	IntrospectToken(ctx context.Context, request IntrospectTokenRequestObject) (IntrospectTokenResponseObject, error)
-	// RevokeToken Revoke a token (idempotent; unknown ids answer 204 as in RFC 7009)
+	// RevokeToken Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 	// (DELETE /v1/tokens/{tokenId})
 	RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error)
 	// GetToken A token's metadata (never the token itself)
@@ -8260,144 +8252,156 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tUtvItuirdOmcqpg9sg0GkkBqV10PgR1mIGFjZjJ1Awe3pWW7B7lbUbcwnhRV99et+/vcN9xPcqo/",
-	"9C3ZMtgMmc0/sKTu1d3re61e65vlsInPKFDBrf1v1hiwC4H68wA7Y2geMCoC5jU/smZPsADkExe4ExBf",
-	"EEatfescuM8oB44cHAQzQkfICcAFKgj2OMIBIAq3ECBHDui2LNvizhgmWA4FNJxY+18syppcDX9lW2Lm",
-	"g7VvcREQOrLu723r8AKPihNfjAGxwe/giFcc9bnAAn6FgBNG+whzhBEXAaMjJCERMyTwyEbQGrVQ/9La",
-	"vrT6WUgm+O4E6EiMrf3O7usyKI5dmPhMABXNc/A9PAO3CFRfBCH00XQMFIkx4Sgw24MIR2IMSC3TTX5m",
-	"Q4QpAhx4BAIUwNcQuEBTIsb6dTwBFM/szJo/w6x8C+XE5dt3whyswSvbQicALDRELAwcWHZbzrGAEzIh",
-	"ojj88eHFEYqfJ7s/GeJL613w98134u87nf6DZ2yeMY84s0UTm9fy83/9++676d9fb24uDwCIYNbsDgUE",
-	"xbl74DDqciQYmmIi0ACGLAAUyG8IHWXnGrJggoW1bxEqtjuWLScnE3mgna2dNztvt1/vvLGtCaH6x80Y",
-	"GkIFjCCwbOuuOWLN5FfrXkLo4wBPQMSkzOFYISuREPpYjC3bongiv3H0Q9uSuEcCidQSldJQ/mcAQ2vf",
-	"+o92wiza+ilvm7EzBOLMfoaSU+kixyOSfJwx40DRDcxQ4+2//s//7+zuIj8gVOCBB8gZ4wA7EvaNFurq",
-	"jcsRhPwSUxcNmDu7pIGiRk1eQxJwEVPXu+wnahBMmRhDoL6VRLnT6bxDOJpmTDyQH13SaCRNkIQjQtHQ",
-	"I6Ox+mdnc691SS1b76hmm8me5gi2Gr121eFG/7+VBycEBHLM//pyeXnX2WpeXt69Obz64T+tUp40PMXC",
-	"GZdTtmSbyMNqFdhtoXNzwHq5CaNhoUBErQpTPgXJnnY6b1uVixs29aQVq3q9MwfSTwpA7BUh/ixZph8A",
-	"BypsdW4iwJQT+RiNse8D5YhRb4bIUD2WiCuB5oJ4HsJC81u16AZ4HNDOVmdj1asQMKmkJKIfzqOk3ASp",
-	"s9/Knn23+b9x84/N5t51s+rs/xkyUU3WX83Th9J1NLqcqQdcitXKuXj8/KGzJTPI+S7YDVTPJszTh84V",
-	"jS5n+oVDUDlRqB8+dB4ztuLHEUNS7PhH7J5r8pP/OYxKnUL+iX3fI1pWt/2ADTyY/PA714K73pxn+is9",
-	"aZEjRFTvMuCIMoEmkgQ0NUlFDzviHepDELCA95HcBo4AO2M0xMSTmt2QgOe2rHtbyZSLmEC1KlSxlOWW",
-	"IAeugl+RPJZyN8cgJJmndNdIYSybx7zWVu+oeQ4YHXrEefLTiJVXpbsmh4I9j001N2tolYXQW+wRtylf",
-	"DHnfRv0JvmsCd7Cn4OvbiaCKpNSGOqZDeZZPubAuRQp/1OxHLBgQ1wX61FubtkA87NxIa8BhPtiIBcoy",
-	"AL8Z+kjp55q2Fbz/YBSeEtSPDHnkFtDpUVeqPZ4HdAQKko9MHLGQuk8MDQ+dcWwJSFzSgtbzIHjFkQCK",
-	"qVDwnQVKzVXEd4SJB+5TH3EkwLXEV3oA9qAA3HnMu58OvBi0PH5dMHaK6cxwf/6UMElrCHnSHJLaYGSJ",
-	"p3hmxo6bxziTFytssVofR+8Xzam5n6deVYv8heJQjFlA/njaIz4lnBM6spFhzTaCO1+es2QwAdyyG3DT",
-	"XCi32Z8/f252QzGWTx0sIAvTIgvULPwWE09aTE+KRuASjhxMpaAaQIRLyo6I2AWjQzIK5V4IMgEWijym",
-	"Peq8/YA5wPlTL/wzeF5TmuvgokEoiWgYcnBRA6OBZNQ2wmgQckKBcxSEHsgfpsoBpbg7c0FL5F8oD32f",
-	"BQLcU3AJvlCH++fogdIGfsWRmRpJPJM8SykhjgO+UHzrPtJ41elJtD2BW/DSzqcfu73jA8u2To+6JT4o",
-	"W32kiPQceOipRfoB8yEQROvEOD3qvJUl0yuwmK+/l7YXr0E7ysNyrF/e2txMHCo4CLDiRjxt7NS0WWyL",
-	"h0qZqwWBFqP1XE2J6fElniMewU5tW7LrWq2MdPSSreacjCi4F4AnteB1YvdRHUeQbRmPYldkPFwuFtCU",
-	"DEF7uebY2bblhvCIrxO9OMaodfjZbMvDXCQ20CMgzg50DtgQ+8Kjkaqad/uovdbnZzzn69urtH8+P8vr",
-	"nfQse5ubb7b29jq7O292Nvf2tubOZUYOeR307Ok3E3I9l+/XplhNAwtfDn33Ueifo/rYPxsDkQE/Xr+d",
-	"JewiGURklTuLPAak6Te9mCoG01Wzphwa2NWaN/bOUnxniD0Odn1WVNM91qrwj8k9rKKi7LDzdz8DYdUW",
-	"HKgNe35b8Dg2+sANnENcW523NVe03/6PSr9niUjUhJDD/wjbzTqqDu8D4YIFs6KcjFWK+I9F/MUMdUhF",
-	"MFusauSWomdZAKUeuijSHaG9PAuZ09LCH38HcngYsEkvlgI1hGZt+bo+qSVY7wFyK/F4prVvzbATlg8x",
-	"MVixiqD+Yj5QrTWy6/jdq4U8UKmcycyZDU+tpEzkZDawCrmLgjXLJzrZwJhz/WWzuYeb499vJtRvitvm",
-	"H1ffOq/vS3lgav9SO/bp7PCjZVuHvYPuSffi8L1lW+eHvU8nvx6+L7Vfst7uh3H61Qikedws8iAW97OT",
-	"3c9OdbDpW6dTsZFhEAAtjbb3PqGdztYbhD1/jAcgiKPs3VaWR2xnYNgugHD1bbt85vdwSxw4pkO25I4T",
-	"P7cPO7vZWTebe93mEW4O91tXfyud28MDzbkWMbuQQ9AdQcGu293qlB1p4fCOCHhu7K3PrsMFgYlXY+BU",
-	"4L94TB/xRKebIB+LsY2+hhDMEAuQdrag+NPcuSmpXZyISWZWMs1PvU8f0Zl+iggVTDmFBsyd5catYfGa",
-	"hZch+wfAnhgX94oXaJ3dLGZx5quyiY6pCBj3lZbxELJX4crc2b3d2ussVKPUh9fy5+sxKeDVYsNBTzx/",
-	"SUaQFLQJcqscB+bLAWMeYKpk+p2/WjlIcgrG4wfk9bSA3wWppwI4TDvoFr8ZDlbr/0njQCkGLZDb+hzL",
-	"MOCnzz+XnLs3StPNofu+V+7Nc4Lb7Iud3d2tvdJXb0g9o/lGzDLy+eez0uFC7dCKXuNkVPra3fLONQmA",
-	"Xpn8XANesXO94tbdwKy+qSA3f1nrQE1QBs/pEMdyvwiXk1UJ5iqaqVflGTO3JNnzPXjkFgLEQiFFyQBT",
-	"951J79SJjTken1VuXhek79W3CrVNR1P4ypwoqcWZtaXnqNjYXyEgQ6IDSzlSGXDmhQIOHwmmnXV8R3hd",
-	"5UYnrreCKR/o4S4I1tOj7vWvh+fHR8cVWnMs+koiEEyorFMDC1KvooZUFZjnIkYBUYY8RkcQoCkLbvhG",
-	"DrXqcMB0YpIGJu0um+s7j45/9jCp/3jCezwVLaaB0oUzCrNTQlmJbtelCE9YSEWcGmCMglccTeQnKKRE",
-	"cNTAAk0YF6jzX7vb6F//77/Rlo3gDjvqQ8kuZkjpiT4OOATqaFenAUTBr2Kq+tEB2tvZfYNMUA1p/VIF",
-	"Z3P0LQRMfMFPYFiS13x61EXRG8iDYbwdU0JdNs2vZnWOjlJDoLO5U6ag6yyuIvCfKCCgIpghH4JsYpc0",
-	"BjJWQC1xlrJc8lKtGF0jlAtMHahlzJgwZcGcLbdIVAbv/KRsG2EenVUqtGwsoPWdW8I7q8ff3dtLDZze",
-	"vLlDCyK8eupppEXCHZ748htrLITP99vtMebjERbQcuE2CjjztsprwJHHJ4I7DEgzgCFIsoelDTr1NALa",
-	"nmd2qfzTEoXm0bFFJ+XHmMuWo/fUN1ywSZQqunCnXcIdySVjLro63gaPlv6Spg8kdOvzx/oBcQgdrcVv",
-	"+jXJeq6VvmxbHHvAD8aY0oInp8ri+8tERCNV7f159+jCsq3eLz+eHl9cVOhrPBxMiHgcefFwIJjA3hpw",
-	"X+C7dYy6TGx3XUtbccw4Sf5PBY1TTCxHFCmlOOaO+ZPMc7XUcWS2Jc1gCpzggaHnRaaaIvbHBGFXKhNq",
-	"h233q+K2czjWdudRMeG8STAHJeI9qdzxJcM2X5cJ2+gJhNbi897wlGZXg2ZJfGdn4aseoXCxJhL/GmJ1",
-	"EXXFrP4mrJeUQok4C4gDK19ZSRhbo9NNaKVWXQChsNvVeCZgckK4eGyIPsGpOmmAa5LOpVH/GnHSGPiz",
-	"cFnutizB1MNUuW1q5xKbpR6C1ueP7SoGWcTmeeee8mgUHEQLkLTyJM6ia5dzzyF//1X5PCYQjAD56oJA",
-	"4/zoAL3Z3nu9gZi+1Qgu0ddglUWuXBMTQtNjbxWl19okUcGSqbvP6xRiWU1wiZMvHOU5YFdlbBdZSwAu",
-	"WchRVDa8CkyXat2lkUfbuk24ylJaXaykadiuShcUAVRYEEwG4LplNQsughCiigWACG2aFHvt0kccglvg",
-	"qEEZOj98f9y7/uX8RHnsitFBhbPKQV2SJvCBTTVSNz0yBKnWIhcLjBqZ2098Q9/lYQG4++hD7/Di8DfU",
-	"0NcO3m7Y6pcfPhz+dnZ8fnhJzYM3rZ2N6GoX+DjAInXhmwiO2JSii4sT1GCeC4FeUsA39BXu6LjGHATc",
-	"qbsKSt20bGuIPW+AnfJz9LC64X2adey4LBx4MJ9TJnKBhpOBYZQKpl/r4oZUun3msVEmbsYFpi72GJUA",
-	"OF7IBQSLo9/xSNkTzMNkJzhUjnvq1kvsW8jTk3q6tqIH+SwZPVsZnL0ooBtvmo4S8P0AsNJcov+nAVG5",
-	"VCp0ED82/0UPla0VPzT/RQ8dzJNn+h/9qAyfTLjlyaJNta9ZrMrpJip4z5AF2YuGklyjyFADqNsMOQTo",
-	"lsCUV3AeV+UInZRk65TrOEN1Z/F0iLvGj78+P89qgnYe5uJcB80eOUoP4DF3FSZJXPQ7uHXwyFBnjU9S",
-	"yZlL3RKIKw/UqiFQHdeMqxSk7wcUY5xZ30oKD/IIapewm1I2qmF4VO67mehCXxM0QZqyrIMhDj2xr5jE",
-	"CAuYYnNtTV00xFEFgDk4tLvXyYrg7boBloexTM2PFn2Symw0jGL9W/H29U5mI17X3IfJEKfvUrsakApT",
-	"pydwoKKip0fd6/PDf/5yfH74vpxzP4oQYuSfH8zPFDDJFezi1330g9pOOdgrjrY6zbgEERJ4hH5AffXO",
-	"1ttUbSLU2Np8iwZE8A3kQkBuwUXDgE10YQqpIrziqPeh2+zsvs4nwuYyYbOpsPw6m4+71bnP//K23Gdm",
-	"VrkKV0mkiqzuEkOWW6a0r+7BxfGvh/ruaIwq5t+52SVmxIsoyeSvpjM9j2Sf5SRgecJPbywVOkYdeIc4",
-	"UBcRgbCu19W/vv7AuGiOR9cG0j5yGLshIM25/m9NM0dTHXN/fTlAWfn4MJGYqluU9/x0XidMxVb34pss",
-	"cFWtLaJqBAxJIfG6k8376RQTf2o60zVcnIcPlNPLOhBLrmXPRSNlkGVYjQ4kRHwnx3SUl+5rCOaxCEKo",
-	"vIFd/8rZ/9r/odLdJPcvuqefWI2BEvFagpXnvwkvJcirRfL21u72680HSOXKC+LmBDIgpNdRjb0SS0oS",
-	"Hh+fd/B4pCh31C/kOfa8BNVSDmLHNcbqlhJ7KI6UpexnOBWkmFByqIvP8RQEXkf2zLKsYAX5KgojH3WP",
-	"NfY8FbVP8/Dxwy9xaX8tVSuWrj9RO+PhUZSwmNRWnPqQIqHCffkM6aToKUaxLL1FiLPMjXi1D2e4LBd/",
-	"OQ08oeIap0/hThyEAS/N2R1woAIx7d1X5UB9PILlL2NV6/ZJFcXVSl6lvjphQMSsJ7dF7+MAcACBVLaT",
-	"/44ivPnp84VVUpLOXFFp6svP6KfPF6ih7rfYqH9D3L7JALVRn3Deb/dx6Pbbfbjz+3EBLxsNmeexKaEj",
-	"XSD2/Ojg7ZvOrhpsAFyYZGiBfKnmEUeHMiRmocFMl/MzBjtq9M8+9S5Q+3arrb3JfRv1o4c6FX5CqOjb",
-	"iAWXVN+fY4KLAPv68UYLKQHJ91HGe42yvmuU8lyjtN/6kqbc1ijttEaJyxqlHNY6UqKQU3FQtevJiY2F",
-	"8FPWxoHS4CtKdvv4awi5xH9CEY5tgcgCiGu36n+TwpwFmyEBBPvkZ0jX8fmg674uCYq5EtkYsgBRRpuD",
-	"gE05BKaAMa8uK5szWIqA3askaB2gy0IUZeGiGwCfIz5mgWh6yrEg2QjWyropFkko0qGvAYwJdTV6RTU8",
-	"95UrI8aFS9rgHnEl4mLqosiW0RXLZraqT2UqItpIO664xPZgigMXSRNpw0bds+OmwUwQWAfufvp8cUkl",
-	"imOlZkl+qatW2Yikrxhu2BrFkBvgoeCowXxBJoTri8I0yjSypSlkSqybsuR845JKmJOL5RopUQMLNiGO",
-	"2Y3kcrqK6V3SQ3XFQKXA67rGqJD73+hXldnqb7SQHiCuhDgAj9GRKuqNL6mWLO/iUtL6/1c8eV8XUuZo",
-	"Z3MnUj93Nrdb6FN0kNL6xUJXx2cCDULiCTQDIZcrP0W7m1umXnUMsbpDq+jQIw5QfRXO4F3XV+X6O61N",
-	"KaICL5XdPZ1OW1g9brFg1Dbf8vbJ8cHhx96h+iZJJI/R0EoFqq2t1qZ+i/lAsU+sfWu7tdnathRTHyu+",
-	"3G5NwfOaN5RNafv36Q1vRTXLRqCEe4zFUlZY/wCh7tLliuN2NjdXVkpWjV9RAk2lYnyGAfoZZqgHuqpl",
-	"7NQsHzcGtG2uO6QElLX/5UoqGpMJDmbWvqUR6AZm+qBvdciE5/y2P32+4CYJZHfrja2w9O3m9psNlV85",
-	"4lLuSnqzruRc7bG69PzHvD39YF5Z47aaq9cVGxslDxCOQn/Vu3pCbkFV2GvE1XIFC52xZoYVuzYBERBH",
-	"boP8z2Bwa4Yn3ryN/OQD7Z4dL7eR0aBL1HIs20MzN3KZE06Arhw5L9LSonzTpAIwm4tp5/qNNSJakp5T",
-	"WokSu1JZ0skcaod2N7efQS3MFVa7XOGRx3sZJdMoaPHAgw2lFUi+5IIAR4CLopX5eEA8ogyYUiS53WrH",
-	"5VdTqJJTv1UlSdP9xKhaWqPTZf4LTt5I+1L5PFrTlIyyhT5RxENHcRelgfd/U0VUm3+LPjE9aHQek2sa",
-	"v0TZBaHPRQB4ohSEcymTueJWd0RlN40IvUN9uZxrc++sb6MD7Loz1De60LV82rfRRYBhSG7i37vq50t6",
-	"SG/ZDPXhTqg3/+hvxFqUutgakBGRKpwZ/xWPwU7aMHAl5vflypk7a3rA+SVNdaHQykRUfVSuTX7TP9A4",
-	"35Smbd9WJ8ooRB0vZlJpGzNdufTDYff9JW1oYLWumYFOv7qR6QehvPWEo38cXrTQZxbcqDY/6aAjl7Bc",
-	"UlUtXm7qTOk2hEoexttn559+Oz7stSYualxaP2qddcbCQL97aZlUrCyTiauGWtmOJl/KlHmclNOVGObB",
-	"LXiZc48sOR4r76oCSqK7e1HNolqMIRXtub9aIxPMl04tq7ku7dIC48k0cFrEeiq6Pd3blqGxOAKWC5+q",
-	"yq99Faw5Peou3UrHjN6LXWI5L66PHWhGOX2uLuLOUcNwhVSB5Y2HzpwkXRVxKmJXxEWNmHWtYM7EWVec",
-	"U5luRN3F1faWcV49cK6LuNhIcaqonru9ZO3pHY3e80VSqsuF+mRr8SeZYt7qo+3FHyU9BhINYOE0cens",
-	"RwvZb3mfx5ere/tb3vugf0x7rr5c3Wfk85EWFE25A8gZg3OjmHuQl1OSo42ZUDWc0vruMPV9Ip2Vsaxc",
-	"kYyXaHE6eUeVCS5w2LK9SF5p55o9aRaojvtH5s5W2g0km2J0n/VLmuhfjv1uPVk7kgd3HqlsKDfv07JP",
-	"ch3e5n0ev/fMyXhnc2/xF3HbFvnB1m4duEoqr8uPO506H6cLz/9JrCbDQLL5xFluIg1I1Vcw6zdDjTGj",
-	"LAx4vqVgmpNonpFlIe1vugzx/TyD0PCRtWlCayPF504MO4u/iPvFPCPMVGnvOcTsqpMqwbZl5U9Ubv6q",
-	"FE3bpvyplHwPG9auEJm63PXDRGauBd46ZWa2KnctmVkD/wtNv/5ahPMAsVNDcpS0SnqsxHrWsudD5E5S",
-	"EkewVJgET1Dj09nhR2ncxLV3a8uedlyyePVkfWiGfvaEXaxC/ELcL8T9dIplnnrRv/7vfyf/2crrqH1v",
-	"oY9M8d8o0bEunY+TkvzzdM2ocv+aVc5omgrN0wDbsl6UyKdSIiOF/xVPR/5tRGEKXOge0OtXMU05/dXL",
-	"onM18IskepFEL5KoWhJF/RqUADL9HOqJl6gjxjooV438QrovpPtCussqkXEDlko61nmqi8IZunLoM41n",
-	"lJSqe+KAht6eCmVWJWi+hDReQhp/EtPIlE/JcQ1NNQinc4lrBTQM28ixkfY3UyXzXgfHPdCOpSxLea9+",
-	"j1hKjih3ShskgABXFyPyVBIdGjEKz9w8fN4nrzdVp6ipU8fqDjFH6koKaiRp46XHbld6ESrOdfN7YLYv",
-	"Qav1YGB51CrFc8pRbDltIy5PfaUS6HUpwSx6qgqDD9RltCmxhBKjahI2FSQ/PADDdTXE+jbE+mnL3NJ7",
-	"obHv0np5mPqy03m7HLRxPZtnLwFPE/pMicHG8bCpKD2+pLiM2tOO76GWiscTwkVcdJavXUjGRX4rCFoB",
-	"K9UqXTRjMFO/IOK+EPd3IEBjdecVRx6h5jhXK0nnonn7my5MXVfZV2WiHyd3X8Tev6PY++vKoHOYsFtp",
-	"f8cE/A6pxg9cXfWQa5r4ocQ+02GJ4wmoi8UrpXN7MRnqEvRKtw5LJNtZKFZF42tyEEZ13l806hfW8qJR",
-	"r4WbdV11xSYA38POyrhalQ6iOystH3HM+AlKYx49NfIq/AR/BlOJO05pB8sLW3nRWFZpNUt9JTGXVXlW",
-	"1QkNCYbiVmhLmtE8fWGw3I44YSMWilrxghM2GoGLWJgXqQce4KDZIwKa77Gu5Za7eXlp6uLwS8tGlxYX",
-	"LMAjuLT6S14U7IFoVhXsUVDwsiqdD7k1+ABie8YX+rKFKdhINcVu6KJhmdvuNnL0NqqkaHPznQN1Ocqd",
-	"chrvIjybF7/Q/chEL66CtDYuHhcErrp+Yyr3G6jXcRX5L49Dn8cM4Qk6lkg0DICPDRoR14taCyNGvZnu",
-	"1eIRITxAbIiIKgzgwVCU40+WcbVNhae5jr/T2Xvz1vpxqsrrd0JuYxLKJXe+K7aLIBxNcHADLuqbOmz9",
-	"lvVXx5gM6Xnp/UIs6rNtKtHXR4z2t7hk8lxvme73EmFKLWlnWsT82dHx78Cz+hBs6JERVUKIUYjaicXY",
-	"YQ63KlieljbLGRGpuuFXWYTKZGqVVB/Q5fZUpbu4PLjib0TEpfOTZlCtQnkQnRCSFn6rd8eUdrl44oyt",
-	"TKH7KkPKVKeIMiPU5q5PCj9bS+vfMWkq16+qKm0qQpGhqqukyoxMxwyNMUe/h1wgT5sihBbZQtH8qS0l",
-	"dEylUkN9vkLi+0uhmo8HeltTeDBfEsxPnPrzLY7Y0HiJ4q4Ji6riuMPQ81QvNqljpNBJVyaLhY8iXzqT",
-	"/GWsrZRKLFuZwpFmSu3JELfjtpLLu17T09gVaswnqa1gij6cdg9ijYu5kGgtxlKJwECmvrhUz01fyiq9",
-	"5nSID2Lo16hdZOapMu9j+CP9glFdnl0t999Qz1i7R/e5ixPd4QvTdPXotFmOXJAGaez1ckGbJkM0wNRd",
-	"WsVQ1KyK6M5WRcpZolM9DWenQ7wmQ+LUtE2cLX/jaqXzE4nyRSrvCfB9cFF0iBSmho2bCJkpEumpupIv",
-	"BL+Y4LdqLOUfjMKfFtqtwZAuGDvFNEJZ/j3wJU1kCllVX2nmKq9CunBsrLJItsVR6GetZhSoNqt8eR6l",
-	"P1yPqqFKnEaV+13Aro5Xc3QDvijqELpV7NOp6XWcE694wlZeOMj3ZAqUUppqFYZwSlRElZbNd+/SIkPq",
-	"wz5HU1M7GAvl8JtLY7phydw4xYV+pWBClJb3JRMiMlHLeLd2N+d1TN3KdGbbqteYrYx++0mfnn5kLvgB",
-	"3BIW8rgpTxnoju7tUxFxVZ12SnvrXFf01VlnvkfSAamEG3yiYBb64suZS3rplvMlNnjccUS/l42O2brs",
-	"t0Yaud3y0BNCM2SlDO9SVVgRdtS+Zh26cLEf5RN71NOtDitk1tqk1F/wavO/o9M93U2rQjJS1D07NqKx",
-	"8dPni413JlSfBLyU5pluT1lGpxlx2E46K1UXQjiO31knGSezJGRsZ8a7a06n06aUrM0w8IBKbdx93ARP",
-	"ajQfp7tYzeUUr7huRfUScvvOypTMEbSqLdPr1524MVwKGVCjjx1BbkF3TO7rqBqdibHUbikTKh1jYzE5",
-	"fzMNK2ukWkS0XEPXDXQ30qUVRtS63m9e/a2ezjgvdhcF7oJUMC+kqjfYS8jmKWVRHPYzcigJ+r2LDgQR",
-	"N2r1gjqbOwhz1V5QYv/m5t5GuepYFRlMBM467QvdGLWcH0f9CV/w7Al5ZTcWg0l7SK3XiCTVR3DwhhX4",
-	"tJzHLG43HEUAQy5//haqTrT3mQyk+Uz1Fw5BL3p7QZuhbrohjGCqeVKVyQ53DviidjehlAtwrda5YdAH",
-	"LKSlSZcf2BRNMJ0liYRTUNdg1GcvZvsqUjB0XmaESsYPJDHXRsxU//N0Zy6pSzAKS2VnnBAuckj9DDN4",
-	"XzDpsWkYEmEKWb8Nk+a5olQL09j7/mo+sAo6M923EhygwLmNgqgDoW1Cwrr9pBELNuJkRCXC38CMK7vY",
-	"9O1sJUx1ovuhF7qEGVKaYIpHMAEqlDrOIZCbYQLSHDU8NiI0+pnbCLsTQpFgzLTyMrPEG1buxQXqRpsv",
-	"laf4kkeqAV3U8jvXW7o4R8UUUYOn8hZQulVhulNh0pLwKOlIaCPV4i+9skyTqOLUsbuCa3+F9iMmbZ0T",
-	"2R61n06NbWR5cdR/pls/qxGTChCa4xVbQeuIXKEbdGo6cy2rON1hrlW0jTDiE+x5KvYw9NjUNI2eYGdM",
-	"dCw7crOrcpP3V/f/EwAA//8=",
+	"7H3rUuPI0uCrVOj7ItqckY1toLuBOBHroeE0MzDNAWZ6Yhu+dllK2zXIVWpVCePpIGJ/bezvsw+x77GP",
+	"cp7ki7roLtky2Aw9wz+wpLpk5T2zMr9aDpv4jAIV3Nr7ao0BuxCoPw+wM4bmAaMiYF7zJ9a8ECwA+cQF",
+	"7gTEF4RRa886B+4zyoEjBwfBjNARcgJwgQqCPY5wAIjCLQTIkQO6Lcu2uDOGCZZDAQ0n1t4ni7ImV8Nf",
+	"25aY+WDtWVwEhI6s+3vbOrzEo+LEl2NAbPAbOOIVR30usIBfIOCE0T7CHGHERcDoCMmViBkSeGQjaI1a",
+	"qH9lbV1Z/exKJvjuBOhIjK297s7rslUcuzDxmQAqmufge3gGbnFRfRGE0EfTMVAkxoSjwIAHEY7EGJDa",
+	"ppv8zIYIUwQ48AgEKIAvIXCBpkSM9et4Aiie2Zk1f4RZOQjlxOXgO2EO1ssrA6ETABZ6RSwMHFgWLOdY",
+	"wAmZEFEc/vjw8gjFzxPoT4b4ytoP/t7eF3/f7vYfPGPzjHnEmS2a2LyWn//L33f2p39/3W4vvwAQwazZ",
+	"GwoIinNfgMOoy5FgaIqJQAMYsgBQIL8hdJSda8iCCRbWnkWo2OpatpycTOSBdjvbb7bfbr3efmNbE0L1",
+	"j+14NYQKGEFg2dZdc8Saya/WvVyhjwM8ARGTModjhaxErtDHYmzZFsUT+Y2jH9qWxD0SSKSWqJRe5X8G",
+	"MLT2rP/YTJjFpn7KN83YGQJxZj9Cyan0kOMRST7OmHGg6AZmqPH23//r/3Z3dpAfECrwwAPkjHGAHbn2",
+	"jRbqacDlCEJ+iamLBsydXdFAUaMmryEJuIipaz/7iRoEUybGEKhvJVFud7v7CEfTjIkH8qMrGo2kCZJw",
+	"RCgaemQ0Vv9st3dbV9SyNUQ120xgmiPYavTaUYcb/f9WHpwQEMgx/+vT1dVdt9O8urp7c3j93X9apTxp",
+	"eIqFMy6nbMk2kYfVLrCLGmnmt7GnQDMNiAA0xr4PlCNGvRkiQ/XkS8iEYlpcEM9DWCAxxgLdag5rI/A4",
+	"oO1Ot4XODd5oKCb8i4UCEQUsTPkUJNfb7r5tof7f+mgiVw0cTcdYKOFgxpVvO2EQABWocX50gHY7nTb6",
+	"//+vs9XqtDobNuKsZN0hlSRH5Nax581sNAiF3gyjCJutqOXDHeGC70mWG9IbyqbUPG2wIMYMARRT8Ypv",
+	"JNvfbm+3Kg972NSHUHHKr7fnnNwHX6+6eIIfpQjxA+BAha02LQJMudpl6YlJQs4dGOEaCRrRaW2sehcC",
+	"JpWcheiH8zhLboIULXSytNBr/k/c/L3d3P3crKKFf8qDrFzMF/P0oXwuGl3OdAFcImvlXDx+/tDZkhnk",
+	"fJfsBqpnE+bpQ+eKRpcz/cwhqJwo1A8fOo8ZW8mniEEr8fQ9ds8135D/OYxKHUv+iX3fI1p32fQDNvBg",
+	"8t1vXCsy9eY801/pSYscMmJXLgOOKBOaL2lqkoovdsQ+6kMQsID3kQQDR4CdMRpi4klNd0jAc1vWva1k",
+	"7GVMoFo1rNjKcluQA1etX5E8lnpIjkFIMk/p8pECXTaPeW1TvaPmOWB06BHnyU8jVuaVLp8cCvY8NtXc",
+	"zMgwQm+xR9ymfDHkfRv1J/iuCdzBnlpf304EdyS1N9QxHcqzfMqN9ShS+KNmP2LBgLgu0KcGbdoi87Bz",
+	"I60jh/lgIyn3EBfgN0MfKXtF07Za7z8Yhadc6k8MeeQW0OlRT6qBngd0BGolPzFxxELqPvFqeOiMY8tI",
+	"4pIWtJ4HwStuFAW1vrMAYh3kCBMP3Kc+4kiAa4mv9ADsQWFx5zHvfrrlxUvL49clY6eYzgz350+5Jmkd",
+	"Ik+ah1I7jjwTKZ6ZsWvnMc7kxQrbtNbH0ftF83Lu56lX1SZ/pjgUYxaQ35/2iE8J54SObGRYs43gzpfn",
+	"LBlMALfsBtw0F8oB++PHj81eKMbyqYMFZNe0yCI3G7/FxJMW5JOiEbjSZMFUCqoBRLikDKCIXTA6JKNQ",
+	"wkKQCbBQ5DHtUeftB8wBzp964x/B85pDFkzAVeZWAMOQg4saGA0ko7YRRoOQEwqcoyD0QP4wVQ45xd2Z",
+	"C1oi/0x56PssEOCegkvwpTrcP0YPHDB39oojMzWSeCZ5llJCHAd8ofjWfaTxqtOTaHsCt+ClnXHf9y6O",
+	"DyzbOj3qlfjkbPWRItJz4KGnNukHzIdAEK0T4/So83aWTK+WxXz9vbS9eA3aUR6nY/1yp91OHEw4CLDi",
+	"Rjxt7NS0WWyLh0qZq7UCLUbrud4S0+NTPEc8gp0CWwJ1rVZGOnoJqDknIwruJeBJrfU6sTutjmPMtoyH",
+	"tScyHj8XC2hKhqC9fnPsbNtyQ3jE14leHGPUOvyOtuVhLhIb6BErzg50DtgQ+8Kjkaqad/soWOvzM5GE",
+	"9cEqHa/Iz/J6Oz3Lbrv9prO7293ZfrPd3t3tzJ3LjBzyOuh5od9MyPVcvl+bYjUNLHw59N1HoX+O6mN/",
+	"dbyIzPLj/dtZwi6SQURWubPIY0CaftObqWIwPTVryqGB3cg1eZbiO0PscbDrs6Ka7rFWhX9MwrCKirLD",
+	"zod+ZoVVIDhQAHt+IHgcG30gAOcQV6f7tuaO9jb/o9LvWSISNSHk8D/CdrOPqsN7T7hgwawoJ2OVIv5j",
+	"EX8xQx1SEcwWqxq5rehZFqxSD10U6Y7QXp6FzGlp4Y+/ATk8DNjkIpYCNYRmbfm6Pqkl2MUD5Fbi8Uxr",
+	"35phJywfYmKwYhVB/cV8oFprZJ/jd68X8kClciYzZwCe2kmZyMkAsAq5i4I1yye62UCh8/lTu7mLm+Pf",
+	"bibUb4rb5u/XX7uv70t5YAp+KYh9ODv8ybKtw4uD3knv8vCdZVvnhxcfTn45fFdqv2S93Q/j9KsRSPO4",
+	"WeRBLMKzm4VntzrY9LXbrQCkClOWZh9cfEDb3c4bhD1/jAcgiKPs3VaWR2xl1rBVWML1163ymd/BLXHg",
+	"mA7ZkhAnfg4O2zvZWdvN3V7zCDeHe63rv5XO7eGB5lyLmF3IIeiNoGDX7XS6ZUdaOLwjAp4be+uz+3BB",
+	"YOLVGDiVCFE8pp/wRKffIB+LsY2+hBDMEAuQdrag+NPcuSmpXZyISWZWMs0PFx9+Qmf6KSJU6AD2gLmz",
+	"3Lg1LF6z8TJkfw/YE+MirHiB1tnNYhZnviqb6JiKgHFfaRkPIXsVrsyd3dvObnehGqU+/Cx//jwmBbxa",
+	"bDjoiedvyQiSgjZBbpXjwHw5YMwDTJVMv/NXKwdJTsF4/IC8nhbwmyD1VACHaQfd4jfDwWr9P2kcKMWg",
+	"BXJbn2MZBvzw8ceSc/dGabo5dN9dlHvznOA2+2J3Z6ezW/rqDalnNN+IWUY+/3hWOlyoHVrRa5yMSl+7",
+	"W965JhegdyY/1wuvgNxFEXQ3MKtvKkjgL2sdqAnK1nM6xLHcL67LyaoEcxXN1KvyjJlbkvz6DjxyCwFi",
+	"oZCiZICpu2/SXXWiZ47HZ5Wb1wXpe/21Qm3T0RS+MidKanNmb+k5KgD7CwRkSHRgKUcqA868UMDhI5dp",
+	"Zx3fEV5XudGJ661gygd6uAuC9fSo9/mXw/Pjo+MKrTkWfSURCCZUFq5ZC1KvooZUFZjnIkYBUYY8RkcQ",
+	"oCkLbvhGDrXqcMB0YpJeTNpdNtd3Hh3/7GFS//GE93gqWkwDpRtnFGanhLIS3a5HEZ6wkIo4NcAYBa84",
+	"mshPUEiJ4KiBBZowLlD3v3a20L//z79Qx0Zwhx31oWQXM6T0RB8HHAJ1tKvTAKLgVzF1/+gA7W7vvEEm",
+	"qIa0fqmCszn6FgImvuAnMCzJ8z496qHoDeTBMAbHlFCXTfO7WZ2jo9QQ6La3yxR0ncVVXPwHCgioCGbI",
+	"hyCb2CWNgYwVUEucpSyXvFQrRtcI5QJTB2oZMyZMWTBnyy0SldE8P0ndRphHZ5UKLRsLaH3nlvDO6vF3",
+	"dndTA6eBN3doQYRXTz2NtEi4wxNffmONhfD53ubmGPPxCAtouXAbBZz5psprwJHHJ1p3GJBmAEOQZA9L",
+	"G3TqabRoe57ZpfJPSxSaR8cWnZQfYy5bjt5T33DBJlGq6EJIu4Q7kkvGXHR1vA0eLf0lTR/I1a3PH+sH",
+	"xCF0tBa/6Zck67lW+rJtcewBPxhjSguenCqL708TEY1UtXfnvaNLy7Yufv7+9PjyskJf4+FgQsTjyIuH",
+	"A8EE9taA+wLfrWPUZWK769raimPGSfJ/KmicYmI5okgpxTF3zJ9knquljiMDljSDKXCCB4aeF5lqitgf",
+	"E4RdqUyoHbbdq4rbzuFYW91HxYTzJsEclIhhUgnxJcM2X5YJ2+gJhNbi897wlGZXg2ZJfGdn4aseoXC5",
+	"JhL/EmJ1MXfFrP4mrJeUQok4C4gDK99ZSRhbo9NNaKV2XVhCAdrVeCZgckK4eGyIPsGpOmmAa5LOpVH/",
+	"GnHSePFn4bLcbVmCqYepEmwKconNUg9B6/PHzSoGWcTmeeee8mgUHEQLkLTyJM6ia6hzzyF/H1j5PCYQ",
+	"jAD56oKAuvP5Zmv39QZi+lYjuERfC1YWuXJNTAhNj90pSq+1SaKCJVMXzusUYllNcImTLxzlOWBXZWwX",
+	"WUsALlnIUVQ2vApMl2rdpZFH27pNuMpSWl2spOm1XZduKFpQYUMwGYDrltVwuAxCiCo4ACK0aVLstUsf",
+	"cQhugaMGZej88N3xxeefz0+Ux64YHVQ4qxzUJWkC79lUI3XTI0OQai1yscCokbn9FN1CZgG4e+j9xeHl",
+	"4a+ooa8dvN2w1S/fvT/89ez4/PCKmgdvWtsb0dUu8HGAReoCPBEcsSlFl5cnqME8FwK9pYBv6Cvt0XGN",
+	"OQi4U3cVlLpp2dYQe94AO+Xn6GF14/0069hxWTjwYD6nTOQCDScDwyjVmn6pixtS6faZx0aZuBkXmLrY",
+	"Y1QuwPFCLiBYHP2OR8qeYH5NdoJD5binbr3EvoU8PamnaysCkc+S0bOVrfMiCujGQNNRAr4XAFaaS/S/",
+	"unUfhQ7ix+a/6KGyteKH5r/ooYN58kz/ox+V4ZMJtzxZtKn2NYtVOd1EBe8ZsiB70VCSaxQZagB1myGH",
+	"AN0SmPIKzuOqHKGTkmydch1nqO4sng5xz/jx1+fnWU3QzsNcnOug2SNHuQB4zF2FSRIX/QZuHTwy1Fnj",
+	"k1Ry5lK3BOLKA7VqCFTHNeMqBen7AcUYZ9a3ksKDPILaJeymlI3qNTwq991MdKmvCZogTVnWwRCHntAl",
+	"XEZYwBSba2vqoiGOKgDMwaGd3W5WBG/VDbA8jGVqfrTok1Rmo2EU6wfF29fbGUC8rgmHyRCn71K7eiEV",
+	"ps6FwIGKip4e9T6fH/7z5+Pzw3flnPtRhBAj//xgfqaASa6AGf/cR98pcMrBXnHU6TbjkkxI4BH6DvXV",
+	"O523qVpNqNFpv0UDIvgGciEgt+CiYcAmujCFVBFecXTxvtfs7rzOJ8LmMmGzqbD8czYft9O9z//yttxn",
+	"Zna5CldJpIqs7hJDllumtK/eweXxL4f67miMKubfudklZsTLKMnkz6YzPY9kn+UkYHnCz8VYKnSMOrCP",
+	"OFAXEYGwrl/W//z5PeOiOR59NivtI4exGwLSnOv/2jRzNNUx99eXA5SVjw8Tiam6RXnPT/d1wlRsdS++",
+	"yQJXFQkjqkbAkBQSr7vZvJ9uMfGnpjNdr4vz8IFyelkHYsm17LlopAyyDKvRgYSI7+SYjvLSfQnBPBZB",
+	"CJU3sOtfOfsfe99Vupsk/KJ7+onVGCgRryVYef6b8CoFeeoaPrjII0PYR46HJz64yOTME85DQkexNAlg",
+	"ggmVv8jXUYMDoH4cGetHiS26+tzGfC1gq7Oz9br9AEWg8k66OfTMrtOgqyYYiZglOZaZVIeSWnGxoDWl",
+	"N3iUiZoUiMpDUL04y0BmOaPlsXhdHmtYyDbteTm2pUzQjsuk1a2G9lA0L7t1kGG2kOKjCZIsxotTEHgd",
+	"CUDLcrMVpNwoDH/EAD4OILIssed9GFp7n2oe63VZ/Q9NNtMx49lSWRNJ+K4uPcYo7CM84ECFctBgFDAm",
+	"UGPAmOAiwL66RqSktLFDzLBykL6udZJy+hUVf/PwUTeU1QhJvYQyFiufoRG5lRxD81X5ma6usm92phce",
+	"le0xZVMRpg5IirNRP/OICK44i7IWPEIBj2Avfhtdhe32lmPoQP0DaIp5NHy/xjWoNVU2WbpGSe2smEex",
+	"msW8bMXpMSkeVaipkOFNKYYV03CWoUUYvkzVBAWHM1x2X2M5Ky1hkzVOn8KdOAgDXprXrcmcaaGqSuj6",
+	"eATLX9irtv+SSpur1c6UieOEARGzCwkWDccB4AACaZAl/x1FePPDx0urpGyhucbU1Bfk0Q8fL1FD3YGy",
+	"Uf+GuH2TJWyjPuG8v9nHodvflPpXPy7yZqMh8zw2VTrHGK7o+dHB2zfdHTXYALiIi/360hQgjg53ScxC",
+	"g5nmuxEzbfTPPlxcos3bzqaOOPTtUk5rIxZcUX3HMuLM6vFGCykNhO+hTIQDZeMbKBXdQOnYxhVNhTZQ",
+	"OrCBkrAGSgU1dDRNIadi9QrqyYmNhfBTFumBsvIqytz7+EsIucshhCIc24uRlRjX99X/JsVbC3ZlshDs",
+	"kx8hXevpva4NvORSzLXZhhQhlNHmIGBTDoEp+s2rSw/njNriwu5VorwO4mZXFGVqoxsAnyM+ZoFoesr5",
+	"JNkI1gadKShKKNLh0QGMCTViParzuqfcXTEuXNEG94grERdTF0X2rtGYbVXDzFTNtJF2bnKJ7cEUBy6S",
+	"ZvSGjXpnx02DmSCwDu7+8PHyikoUx0qPTWSvjUj6GuqGbSpTuwEeCo4azBdkQri+TE6jbDRbmsumLYEp",
+	"5c83rqhcc1J8QCMlamDBJsQx0EgKGKi47xU9VNdQ1DUJXbQbFe6HNPpVpdj6Gy2kB4irZQ7AY3SkCuHj",
+	"K6oly36hyHbyvrbTONpub0f6/XZ7q4U+RAfJdQ1v1VGCCTQIiSfQDITcrvwU7bQ7RlmJV6zuWSs69IgD",
+	"VF+XNHjX81WLi26rLUVU4KVuAEyn0xZWj1ssGG2ab/nmyfHB4U8Xh+qb5LJBjIZWKpnB6rTa+i3mA8U+",
+	"sfasrVa7tWUppj5WfHmzNQXPa6pK5Ju/TW94K6prNwIl3GMslrLC+gcIdd8yV0C5226vrNywGr+iTJ5K",
+	"1/kIA/QjzNAF6MqnseO7fNx4oZvmSkxKQFl7n66lojGZ4GBm7VkagW5gFteaJ0MCPOfb/+HjJTeJQjud",
+	"N7bC0rftrTcbKgd3xKXclfRmXcu5NsfqYvzv82D63ryyRrCa6/kVgI0STAhHob9qqJ5IXV+O3ogrKgsW",
+	"OmPNDCugNgEREEeCQf5nMLg1wxNvHiA/+EB7Z8fLATIadIl6n2UwNHMjlznhBOjKkfMyLS3KgSYVgNlc",
+	"TDvXb6wR0ZIUrtJqpdiVypJO+FEQ2mlvPYN6qSusiLrCI49hGSVcqdXigQcbSiuQfMkFAY4AF0U78/GA",
+	"eEQZMKVIctvZjEv0plAlp36raqOmY5BRtbRGp1tBFAIBkfalzHetaUpG2UIfKOKho7iL0sD7v6pCu82/",
+	"RZ+Yvk3aP+iaZklRBkrocxEAnigF4VzKZK641R1RGXAjQu9QX27ns/Hd9m10gF13hvpGF/osn/ZtdBlg",
+	"GJKb+Pee+vmKHtJbNkN9uBPqzd/7G7EWpS4/B2REpApnxn/F42UnPUa4EvN7cufMnTU94PyKpjq3aGUi",
+	"qlAr9ya/6R9onG9K07ZvqxNlFCJ3x0wqbWOmq9u+P+y9u6INvVita2ZWp1/dyDQ7UREdwtE/Di9b6CML",
+	"blRrrHRgmsu1XFHVUUACdaZ0G0IlD+ObZ+cffj0+vGhNXNS4sr7XOuuMhYF+98oy6XpZJhNXlrWyXYA+",
+	"lSnzOCm5LDHMg1vwMuceWXI8Vt5VlZxEd/eiula1GEMqInh/vUYmmC+vW1aXX9qlBcaTaXq2iPVUdEi7",
+	"ty1DY3GUNBdiV9WB+8pVeHrUW7r9lBn9InaJ5dzkPnagGeV9urrQP0cNwxVS/s2Nh86cJOYVcSpiV8RF",
+	"jZh1rWDOxFlXnFOZbkTd19b2lnFePXCuy7ggTYmr2NT8t5esT76t0Xu+SEp1QlGfdBZ/kin4rj7aWvxR",
+	"0oci0QAWThOXV3+0kP2a93l8ur63v+a9D/rHtOfq0/V9Rj4faUHRlBBAzhicG8Xcg7yckhxtzIRy0Kf1",
+	"3WHq+0Q6K2NZuSIZL9HidIKXKiVd4LBlsEhe2cw1SNMsUB3398ydrbRjTDYN7T7rlzQR4hz77TxZy5oH",
+	"d6epbMI479OyT3JdEed9Hr/3zMl4u727+Iu4tY/8oLNTZ10l1fnlx91unY/TzQn+IFaTYSDZnPMsN5EG",
+	"pOrFmfWbocaYURYGPN+GM81JNM/IspDNr7pU9f08g9DwkbVpQmsjxedODNuLv4h7Cj0jzFRXI3KI2VMn",
+	"VYJty8qfqCXBdSmabpoSuVLyPWxYu0Jk6pLoDxOZuTaJ65SZ2crttWRmDfwvNIb7cxHOA8RODclR0k7r",
+	"sRLrWcue95E7SUkcwVJhEjxBjQ9nhz9J4yauz1xb9mzGZa1XT9aHZuhnT9jFStUvxP1C3E+nWOapF/37",
+	"f/8r+c9WXkftewv9KCkrykytS+fjpG3DPF0z6u6wZpUzmqZC8zSLbVkvSuRTKZGRwv+KpyP/NqIwBS50",
+	"3/T1q5im5cLqZdG5GvhFEr1IohdJVC2Jop4eSgCZnh/1xEvUNWUdlKtGfiHdF9J9Id1llci4SU8lHes8",
+	"1UXhDF1d9pnGM0rKGT5xQEODp0KZVQmaLyGNl5DGH8Q0MiV2clxDUw3C6VziWgENwzZybGTzq6mkeq+D",
+	"4x5ox1KWpbxTv0csJUeU26VNNECAqwtWeSqJDo0YhWduHj7vk9dA1Slq6tSxumfOkbqSghpJ2njpsduV",
+	"XoSKc21/C8z2JWi1Hgwsj1qleE45ii2nbcQlzK9VAr0uN5lFT1WF8oG6jDYlllBiVN3KplrJdw/AcF0x",
+	"s74NsX7aMrf0Xmjsm7ReHqa+bHffLrfauObRs5eApwl9psRg43jYVJQeX1JcRu3ZjO+hlorHE8JFXJiY",
+	"r11IxoWgKwhaLVaqVbqwymCmfkHEfSHub0CAxuqOuVWPotrYK5Skc9F886suXl5X2VelxB8nd1/E3l9R",
+	"7P15ZdA5TNittL9jAt5HqjkIV1c95J4mfiixzxQr4ngC6mLxSuncXkyGuk2B0q3DEsl2FopV0fiaHIRR",
+	"L4AXjfqFtbxo1GvhZj1XXbEJwPewszKuVqWD6O5by0ccM36C0pjHhRp5FX6CP4KpxF3JtIPlha28aCyr",
+	"tJqlvpKYy6qEr+qWhwRDcbu8Jc1onr4wWG5HnLARC0WteMEJG43ARSzMi9QDD3DQvCACmu+wLpaXu3l5",
+	"Zeri8CvLRlcWFyzAI7iy+kteFLwA0awq2KNWwcsquT7k1uADiO0ZX+jLFqZgI9U4vaGLhmVuu9vI0WBU",
+	"SdHm5jsH6nKUO+U03kV4Ni9+oXvWiYu4CtLauHhcNLrq+o3p7mBWvY6ryH96HPo4ZghP0LFEomEAfGzQ",
+	"iLhe1H4aMerNdD8fjwjhAWJDRFRhAA+Gohx/soxr01R4muv4O529M2+tH6eqvH4n5DYmoVxy536xpQjh",
+	"aIKDG3BR39Rh67esPzvGZEjPS8MLsagXu+lWUB8xNr/GZbXnest0T6AIU2pJO9NG6I+Ojn8DntWHYMMF",
+	"GVElhBiFqOVcjB3mcKuC5Wlps5wRkaotf51FqEymVlWhWqIq3cUl5BV/IyJur5A0DGsVyoPohJC08Fu9",
+	"O6a0E8oTZ2xlmiFUGVKmOkWUGaGAuz4p/Gwtrb9i0lSup1lV2lSEIrossiozMh0zNMYc/RZygTxtihBa",
+	"ZAtF86e2lNAxlUoN9fkKiW8vhWo+HmiwpvBgviSYnzj1x1scsaHxEsVdExZVxXGHoeepfn1Sx0ihk65M",
+	"FgsfRb50JvnLWFsplVi2MoUjzZQ2J0O8GbceXd71mp7GrlBjPkhtBVP0/rR3EGtczIVEazGWSrSMqJ2F",
+	"VM9N79IqveZ0iA/i1a9Ru8jMU2Xex+uP9AtGdXl2td2/oJ6xdo/ucxcnugscpunq0WmzHLkgDdLY6+WC",
+	"Nk2GaICpu7SKoahZFdGdrYqUs0Sn+l7OTod4TYbEqWmtOVv+xtVK5ycS5YtUfiHA98FF0SFSmMadM1SE",
+	"zBSJ9FRdyReCX0zwnRpb+Qej8IeFdmswpEvGTjGNUJZ/C3xJE5lCVtV7nLnKq5AuHBurLJJtcRT6WasZ",
+	"BaoVL1+eR+kP16NqqBKnUeV+F7Cr49Uc3YAvijqEbif8dGp6HefEK56wlRcO8i2ZAqWUpnq7IZwSFVGl",
+	"ZfPdflpkSH3Y52hqagdjoRx+c2lMNyyZG6e41K8UTIjS8r5kQkQmahlDa6c9r59eJ9NKr1Ovk14Z/faT",
+	"Pj39yFzwA7glLORxU56ypTu6t09FxFV12intrfO5oq/OOvM9kg5IJdzgAwWz0RdfzlzSSzXuKbPB444j",
+	"+r1sdMzWZb810khwy0NPCM2QlTK8K0VNQtSp1ieZgIJeghKdY+a5HGHEwwEHUQg96KLNLXSs4pSmD91g",
+	"Fr8Ud3FEjaT9mq5Kr30KLBTSluCIiD0d/OwnjSj7aMpCz9X17JGPuYjbQ6rZoy438kf9t1xFSTtO+bYd",
+	"18LXpc9f8UwXzkb09IePl+ZRfwNxPEOctZDysJn2UGZEFKUD6Fhc0top6ihNhB3XsLkFb2ZHnLGFNG/L",
+	"watehz40xreAKItW0TCd7FSbP77RQr2ot110dgJNGBeo0263DU4hJkH/Fo2Axj1rJC5Mlaak+wVud7uo",
+	"P5ACqwl3DoALbj86Aiw29qV9mAGEiyaA6XRMPKW7bLc7+3GLvqRXFo4bZZkONGgAQxZEIaNo6abzgtyx",
+	"Wsqe/lNLJLVARQcVLQzzGpMSZ1HTpnVYgMVOvU8cR0p3ZK3Q1Namm/0JL/T/FUNN6R5yFfogRb2z44if",
+	"//DxcmPfJKgkYd4Ua9de0jLplFECN5N+YtXlP47jd9ZJxsksCRnbmfHumtPptCn1yWYYeEClDeo+boIn",
+	"dRUdp3u3zeUUUrhLO/Ml0PyNFeeZo16qZmSvX3fjdogpZECNPnakoqJ7yfd1LJnOxFiqPVIYSz1tYzE5",
+	"fzVtWnOh47JAME81A8fUtTN5+HEXQPDt2jrWHlKqohirEaNGfR3EKAq5Zk65bbIcHOwkvSpSLgJQ5NZC",
+	"SWpLAA4LXB53GJYapBpcNy7u7ytNSu4ZqIup1KrUF4UPcNTqmOKJ1i8JjwmQuC3UoyikqvEeIq5d7EtI",
+	"qOOFLqhHer8xBLvtbTWHM8Z0pFuqycMs8SipNUWctYa9rde8vNGKWp/3mtd/q2e3zssfiJIHglRCgQHT",
+	"i/35CEEfZxLERDmH9NJpBvspLI2aS2kE5KqhqeQ87fbuRrmxWpWLkAj7dXo0dCvmclkYdUR9SUZ4QjnV",
+	"izlg0pBW65SJvCCCgzeswKflfPRJ030jyUIuf/4aqt7X95mcx/kZsz9zCC6itxc0NuulW1AJptq1VTkJ",
+	"pQXui9r9y1JBh7X6Aw07PmAhLU3zfs+maILpLEldnkIAEdN+YdSrSPrS7DlCJeOfk5hrI2bqjXq6F6BU",
+	"LxiFpfLBTggXOaR+hncGXjDpsYlfEmEK9wwaJrF8RcldPyt2Krns3MWq1ZnpvpbgAAXObak1656ntklC",
+	"0Q1vjViwEScjKhH+BmZcqTGmU3ArYaqq2WkxmmPQUDIuPIIJUKFMIQ6BBIZxfXPU8NiI0OhnbiPsTqT5",
+	"wphpHmhmiQFWHjcC6kbAl8pTfK0s1fIy8RBnutkX56iYImopV950TjdHTfdGTZqgHiU9UG2kmoqmd5Zp",
+	"S1ecOnYVce0r0h7bpJF8ItujhvepsY0sL476z3SzeTViUnNGc7xi83mdA1DoP5+azlwELU53mGtObyOM",
+	"+AR7nop2Dj02NW3qJ9gZE509EwX2VIHb++v7/w4AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
@@ -43,10 +44,15 @@ func (s *Server) quoteCaller(ctx context.Context) (*auth.Principal, error) {
 }
 
 // quoteWrite is the caller and the required If-Match version of a write to a draft.
+// If-Match: * matches whatever version is current (RFC 9110 §13.1.1): repo.AnyVersion,
+// which the scripts still refuse with 404 when the quote does not exist.
 func (s *Server) quoteWrite(ctx context.Context, ifMatch *string) (*auth.Principal, int64, error) {
 	p, err := s.quoteCaller(ctx)
 	if err != nil {
 		return nil, 0, err
+	}
+	if ifMatch != nil && strings.TrimSpace(*ifMatch) == "*" {
+		return p, repo.AnyVersion, nil
 	}
 	v, err := ifMatchVersion(ifMatch, true)
 	if err != nil {

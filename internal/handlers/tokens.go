@@ -145,6 +145,9 @@ func tokenMeta(t repo.Token) TokenMeta {
 		at := t.RevokedAt.UTC()
 		m.RevokedAt, m.RevokedReason = &at, &t.RevokedReason
 	}
+	if t.ParentID != "" {
+		m.ParentId = &t.ParentID
+	}
 	return m
 }
 

@@ -30,13 +30,14 @@ func TestParseRealDeclarations(t *testing.T) {
 		return ""
 	}
 	for key, want := range map[string]string{
-		"hg:v1:token:{01hzzzzzzzzzzzzzzzzzzzzzzz}": "<prefix>:v1:token:{<tokenId>}",
-		"t1:v1:quote:{q_01h}:items":                "<prefix>:v1:quote:{<quoteId>}:items",
-		"hg:v1:casetenants:{all}":                  "<prefix>:v1:casetenants:{all}",
-		"hg:v1:sess:{AbCdEfGhIjKl}:x_y-z":          "<prefix>:v1:sess:{<userTag>}:<idPart>",
-		"hg:v1:token:{a}:extra":                    "",
-		"hg:v1:token:{a:b}":                        "",
-		"other:key":                                "",
+		"hg:v1:token:{AbCdEfGhIjKl}:01hzzzzzzzzzzzzzzzzzzzzzzz": "<prefix>:v1:token:{<tenantTag>}:<tokenId>",
+		"hg:v1:token:{01hzzzzzzzzzzzzzzzzzzzzzzz}":              "<prefix>:v1:token:{<tokenId>}", // legacy, still read
+		"t1:v1:quote:{q_01h}:items":                             "<prefix>:v1:quote:{<quoteId>}:items",
+		"hg:v1:casetenants:{all}":                               "<prefix>:v1:casetenants:{all}",
+		"hg:v1:sess:{AbCdEfGhIjKl}:x_y-z":                       "<prefix>:v1:sess:{<userTag>}:<idPart>",
+		"hg:v1:token:{a}:b:extra":                               "",
+		"hg:v1:token:{a:b}":                                     "",
+		"other:key":                                             "",
 	} {
 		if got := match(key); got != want {
 			t.Errorf("%s matched %q, want %q", key, got, want)

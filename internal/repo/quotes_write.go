@@ -13,6 +13,10 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 )
 
+// AnyVersion as a write's ifMatch matches whatever stateVersion is current (If-Match: *); the
+// write still needs the quote to exist.
+const AnyVersion int64 = -1
+
 // Patch applies a merge patch at stateVersion ifMatch (compare-and-set inside the script,
 // which bumps stateVersion and recomputes the total).
 func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p QuotePatch) (*Quote, error) {

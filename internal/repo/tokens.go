@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -17,15 +19,20 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 )
 
-// Token metadata lives in one hash per token, keyed by the token id (its own hash tag):
+// Token metadata lives in one hash per token; every key of a tenant's tokens shares the
+// tenant's tag (a keyed hash of the tenant id), so a create and a cascading revocation are
+// each one script, unchanged on Redis Cluster:
 //
-//	<prefix>:v1:token:{<tokenId>}              HASH  the metadata below
-//	<prefix>:v1:tokens:{<tenantTag>}:byexp     ZSET  tokenId scored by expiresAtMs (pruning)
-//	<prefix>:v1:tokens:{<tenantTag>}:byid      ZSET  tokenId, score 0 (lexical = issue order)
+//	<prefix>:v1:token:{<tenantTag>}:<tokenId>        HASH  the metadata below
+//	<prefix>:v1:tokens:{<tenantTag>}:byexp           ZSET  tokenId scored by expiresAtMs (pruning)
+//	<prefix>:v1:tokens:{<tenantTag>}:byid            ZSET  tokenId, score 0 (lexical = issue order)
+//	<prefix>:v1:tokens:{<tenantTag>}:kids:<tokenId>  SET   ids of the tokens this token minted
 //
-// The two index keys share the tenant's tag (a keyed hash of the tenant id) so one script
-// maintains both; the metadata hash has its own slot, so it is written after the index in a
-// second step. See docs/KEYS.md "## Tokens".
+// A token minted with another token's credentials (its issuer) records parentId, rootId (the
+// first token of the lineage, minted by the bootstrap/CLI path) and depth; the root counts
+// every token minted under it (lineageCount). A lineage is bounded (MaxTokenLineage tokens,
+// MaxTokenDepth generations), which bounds the work of one revocation. See docs/KEYS.md
+// "## Tokens".
 const (
 	tokenObj = "token"
 
@@ -38,8 +45,18 @@ const (
 	maxTokenReasonBytes  = 128
 	maxTokenScopeBytes   = 256
 	maxTokenTypeBytes    = 16
-	// tokenFieldsMax is the most fields a token hash ever holds.
-	tokenFieldsMax = 14
+	// tokenFieldsMax is the most fields a token hash ever holds (13, plus parentId, rootId and
+	// depth on a minted token, or lineageCount on a root).
+	tokenFieldsMax = 16
+	// MaxTokenLineage bounds the tokens minted under one root token, all generations together,
+	// over the root's life (revoked and expired ones count): a revocation revokes at most this
+	// many descendants in its one script.
+	MaxTokenLineage = 1000
+	// MaxTokenDepth bounds the generations below a root (a root's children are depth 1): a
+	// revocation reads the children sets in at most this many round trips.
+	MaxTokenDepth = 8
+	// maxRevokeRetries bounds the revocation's re-reads when tokens are minted under it meanwhile.
+	maxRevokeRetries = 5
 	// tokenPruneMax bounds how many expired index members one call removes.
 	tokenPruneMax = 500
 )
@@ -55,6 +72,11 @@ type Token struct {
 	IssuedAt    time.Time
 	ExpiresAt   time.Time
 	Revoked     bool
+	// ParentID is the token whose credentials minted this one ("" for a root, minted by the
+	// bootstrap/CLI path); RootID is the lineage's root ("" for a root); Depth is 0 for a root.
+	ParentID string
+	RootID   string
+	Depth    int
 	// RevokedAt and RevokedReason are set when Revoked.
 	RevokedAt     time.Time
 	RevokedReason string
@@ -103,6 +125,16 @@ var (
 	ErrTokenExpired = errors.New("token expiry is not in the future")
 	// ErrTokenExists: a hash already exists under this id (ids are random: never expected).
 	ErrTokenExists = errors.New("token id already exists")
+	// ErrTokenIssuerGone: the issuing token is not live (revoked, expired or unknown).
+	ErrTokenIssuerGone = errors.New("issuing token is not live")
+	// ErrTokenOutlivesIssuer: the token would expire after its issuer.
+	ErrTokenOutlivesIssuer = errors.New("token would outlive its issuer")
+	// ErrTokenLineageFull: MaxTokenLineage tokens were minted under the root already, or the
+	// new token would be deeper than MaxTokenDepth.
+	ErrTokenLineageFull = errors.New("token lineage full")
+	// ErrTokenLegacyIssuer: the issuing token was written before token lineage (legacyKey):
+	// nothing minted with it could be revoked with it, so it mints nothing.
+	ErrTokenLegacyIssuer = errors.New("issuing token predates token lineage")
 	// ErrTokensConfig reports a bad NewTokens option.
 	ErrTokensConfig = errors.New("repo: bad tokens configuration")
 )
@@ -117,26 +149,32 @@ type TokensOptions struct {
 	SafetyWindow time.Duration
 	// MaxPerTenant bounds a tenant's live tokens (default MaxTokensPerTenant).
 	MaxPerTenant int
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// MaxLineage bounds the tokens minted under one root (default MaxTokenLineage).
+	MaxLineage int
+	Metrics    *Metrics
+	Logger     *slog.Logger
 }
 
 // Tokens is the token metadata repository.
 type Tokens struct {
-	c       rueidis.Client
-	keys    Keys
-	hasher  *keyhash.Hasher
-	safety  time.Duration
-	max     int
-	metrics *Metrics
-	log     *slog.Logger
+	c          rueidis.Client
+	keys       Keys
+	hasher     *keyhash.Hasher
+	safety     time.Duration
+	max        int
+	maxLineage int
+	tags       sync.Map // tenant → tag, see tag
+	ntags      atomic.Int64
+	metrics    *Metrics
+	log        *slog.Logger
 }
 
 var (
-	scriptTokenIndexAdd = script("token_index_add")
-	scriptTokenPut      = script("token_put")
-	scriptTokenRevoke   = script("token_revoke")
-	scriptTokenList     = script("token_list")
+	scriptTokenCreate = script("token_create")
+	scriptTokenRevoke = script("token_revoke")
+	// scriptTokenRevokeLegacy revokes a hash under its legacy key (see legacyKey).
+	scriptTokenRevokeLegacy = script("token_revoke_legacy")
+	scriptTokenList         = script("token_list")
 )
 
 // NewTokens returns the repository over s.
@@ -156,11 +194,14 @@ func NewTokens(s *store.Store, o TokensOptions) (*Tokens, error) {
 	if o.MaxPerTenant == 0 {
 		o.MaxPerTenant = MaxTokensPerTenant
 	}
+	if o.MaxLineage <= 0 || o.MaxLineage > MaxTokenLineage {
+		o.MaxLineage = MaxTokenLineage
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Tokens{c: s.Client, keys: Keys{Prefix: o.Prefix}, hasher: o.Hasher, safety: o.SafetyWindow,
-		max: o.MaxPerTenant, metrics: o.Metrics, log: o.Logger}, nil
+		max: o.MaxPerTenant, maxLineage: o.MaxLineage, metrics: o.Metrics, log: o.Logger}, nil
 }
 
 // ValidTokenID reports whether id has the shape auth.NewTokenID produces: 26 lower-case
@@ -181,10 +222,44 @@ func ValidTokenID(id string) bool {
 	return true
 }
 
-func (r *Tokens) hashKey(id string) string { return r.keys.Key("token", id) }
+// tag is the tenant's hash tag. The per-request check needs it for every token, so tags are
+// memoized (a keyed HMAC per request would cost more than the cached HMGET itself), up to
+// maxTagMemo tenants; past that the rest are computed each time.
+func (r *Tokens) tag(tenant string) string {
+	if v, ok := r.tags.Load(tenant); ok {
+		return v.(string)
+	}
+	t := r.hasher.Tag("tenant", 9, tenant)
+	if r.ntags.Load() < maxTagMemo {
+		if _, loaded := r.tags.LoadOrStore(tenant, t); !loaded {
+			r.ntags.Add(1)
+		}
+	}
+	return t
+}
 
-func (r *Tokens) indexKeys(tenant string) []string {
-	tag := r.hasher.Tag("tenant", 9, tenant)
+// maxTagMemo bounds the memoized tenant tags (about 200 B each).
+const maxTagMemo = 4096
+
+func (r *Tokens) hashKey(tag, id string) string { return r.keys.Key("token", tag, id) }
+
+// legacyKey is where gateways before token lineage wrote a token's hash (its own hash tag).
+// Such hashes are still read (check, introspection, get, list) and revoked until they expire;
+// they mint nothing (ErrTokenLegacyIssuer).
+func (r *Tokens) legacyKey(id string) string { return r.keys.Key("token", id) }
+
+func allNil(vals []rueidis.RedisMessage) bool {
+	for i := range vals {
+		if !vals[i].IsNil() {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Tokens) kidsKey(tag, id string) string { return r.keys.Key("tokens", tag, "kids", id) }
+
+func (r *Tokens) indexKeys(tag string) []string {
 	return []string{r.keys.Key("tokens", tag, "byexp"), r.keys.Key("tokens", tag, "byid")}
 }
 
@@ -222,54 +297,99 @@ func tokenHasControl(s string) bool {
 	return false
 }
 
-// Create lists the token in its tenant's index and then writes its metadata hash with a key
-// TTL of expiry − now + the safety window. The index goes first: if the second step fails the
-// index holds an id without a hash, which readers skip and pruning removes at expiry; the
-// reverse order could leave a live token that List never shows.
+// Create writes a token in one script: the tenant index entry, the metadata hash with a key
+// TTL of expiry − now + the safety window and, when t.ParentID is set, the link to its issuer
+// (the issuer's children set and the root's lineage count). The issuer must be live, of the
+// same tenant, and expire no earlier than t (ErrTokenIssuerGone, ErrTokenOutlivesIssuer).
 func (r *Tokens) Create(ctx context.Context, t Token) error {
 	if err := t.validate(); err != nil {
 		return err
 	}
+	tag := r.tag(t.Tenant)
 	expMs := t.ExpiresAt.UnixMilli()
-	safety := ms(r.safety.Milliseconds())
-	n, err := scriptTokenIndexAdd.Exec(ctx, r.c, r.indexKeys(t.Tenant),
-		[]string{t.ID, ms(expMs), safety, strconv.Itoa(r.max), strconv.Itoa(tokenPruneMax)}).AsInt64()
+	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID))
+	args := []string{t.ID, ms(expMs), ms(r.safety.Milliseconds()), strconv.Itoa(r.max), strconv.Itoa(tokenPruneMax), t.Tenant, "", ""}
+	fields := []string{"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
+		"scopes", strings.Join(t.Scopes, " "), "description", t.Description,
+		"issuedAtMs", ms(t.IssuedAt.UnixMilli()), "expiresAtMs", ms(expMs),
+		"revoked", "0", "revokedAtMs", "0", "revokedReason", "",
+		"schemaVersion", strconv.Itoa(SchemaVersion)}
+	if t.ParentID != "" {
+		parentRoot, depth, err := r.lineage(ctx, tag, t.Tenant, t.ParentID)
+		if err != nil {
+			return err
+		}
+		if depth+1 > MaxTokenDepth {
+			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
+			return fmt.Errorf("token %s: %d generations below its root: %w", t.ID, depth+1, ErrTokenLineageFull)
+		}
+		root := parentRoot
+		if root == "" {
+			root = t.ParentID
+		}
+		keys = append(keys, r.hashKey(tag, t.ParentID), r.kidsKey(tag, t.ParentID), r.hashKey(tag, root))
+		args[6], args[7] = strconv.Itoa(r.maxLineage), parentRoot
+		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1))
+	}
+	n, err := scriptTokenCreate.Exec(ctx, r.c, keys, append(args, fields...)).AsInt64()
 	if err != nil {
-		r.metrics.ScriptError(ctx, "token_index_add")
-		return redisErr("token index add", err)
+		r.metrics.ScriptError(ctx, "token_create")
+		return redisErr("token create", err)
 	}
 	switch {
+	case n > 0:
+		r.metrics.Transition(ctx, tokenObj, "create", "ok")
+		return nil
 	case n == -1:
 		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExpired)
 	case n == -2:
 		r.metrics.Transition(ctx, tokenObj, "create", "index_full")
 		return fmt.Errorf("tenant index: %w", ErrTokensFull)
-	case n <= 0:
-		r.metrics.ScriptError(ctx, "token_index_add")
-		return fmt.Errorf("token index add: unexpected reply %d", n)
-	}
-	args := []string{ms(expMs), safety,
-		"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
-		"scopes", strings.Join(t.Scopes, " "), "description", t.Description,
-		"issuedAtMs", ms(t.IssuedAt.UnixMilli()), "expiresAtMs", ms(expMs),
-		"revoked", "0", "revokedAtMs", "0", "revokedReason", "",
-		"schemaVersion", strconv.Itoa(SchemaVersion)}
-	n, err = scriptTokenPut.Exec(ctx, r.c, []string{r.hashKey(t.ID)}, args).AsInt64()
-	if err != nil {
-		r.metrics.ScriptError(ctx, "token_put")
-		return redisErr("token put", err)
-	}
-	switch {
-	case n == -1:
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExpired)
-	case n == -2:
+	case n == -3:
+		r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
+		return fmt.Errorf("token %s: %w", t.ID, ErrTokenLineageFull)
+	case n == -4 || n == -7:
+		r.metrics.Transition(ctx, tokenObj, "create", "issuer_gone")
+		return fmt.Errorf("token %s issuer %s: %w", t.ID, t.ParentID, ErrTokenIssuerGone)
+	case n == -5:
+		return fmt.Errorf("token %s: %w", t.ID, ErrTokenOutlivesIssuer)
+	case n == -6:
 		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExists)
-	case n <= 0:
-		r.metrics.ScriptError(ctx, "token_put")
-		return fmt.Errorf("token put: unexpected reply %d", n)
 	}
-	r.metrics.Transition(ctx, tokenObj, "create", "ok")
-	return nil
+	r.metrics.ScriptError(ctx, "token_create")
+	return fmt.Errorf("token create: unexpected reply %d", n)
+}
+
+// lineage reads an issuer's rootId ("" when it is a root) and depth.
+func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, int, error) {
+	if !ValidTokenID(id) {
+		return "", 0, fmt.Errorf("issuer: %w", ErrTokenIssuerGone)
+	}
+	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth").Build()).ToArray()
+	if err != nil {
+		return "", 0, redisErr("token lineage", err)
+	}
+	if len(vals) != 3 {
+		return "", 0, fmt.Errorf("token lineage: %d values for 3 fields", len(vals))
+	}
+	if tn, err := vals[0].ToString(); err != nil || tn != tenant {
+		legacy, err := r.c.Do(ctx, r.c.B().Hget().Key(r.legacyKey(id)).Field("tenantId").Build()).ToString()
+		if err == nil && legacy == tenant {
+			return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
+		}
+		return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
+	}
+	root, _ := vals[1].ToString()
+	depth := 0
+	if d, err := vals[2].ToString(); err == nil {
+		if depth, err = strconv.Atoi(d); err != nil || depth < 1 {
+			return "", 0, fmt.Errorf("%w: token %s has a bad depth", ErrCorrupt, id)
+		}
+	}
+	if (root == "") != (depth == 0) || (root != "" && !ValidTokenID(root)) {
+		return "", 0, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
+	}
+	return root, depth, nil
 }
 
 // Get reads a token of tenant. A token of another tenant is NotFound, like an unknown one.
@@ -277,7 +397,10 @@ func (r *Tokens) Get(ctx context.Context, tenant, id string) (Token, error) {
 	if !ValidTokenID(id) {
 		return Token{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(id)).Build()).AsStrMap()
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
+	if err == nil && len(m) == 0 {
+		m, err = r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKey(id)).Build()).AsStrMap()
+	}
 	if err != nil {
 		return Token{}, redisErr("token get", err)
 	}
@@ -313,6 +436,9 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (To
 		IssuedAt:      time.UnixMilli(f.int64("issuedAtMs")),
 		ExpiresAt:     time.UnixMilli(f.int64("expiresAtMs")),
 		RevokedReason: f.opt("revokedReason"),
+		ParentID:      f.opt("parentId"),
+		RootID:        f.opt("rootId"),
+		Depth:         int(f.optInt64("depth")),
 		CreatedAt:     time.UnixMilli(f.int64("createdAtMs")),
 		UpdatedAt:     time.UnixMilli(f.int64("updatedAtMs")),
 	}
@@ -334,32 +460,41 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (To
 }
 
 func (r *Tokens) logCorrupt(ctx context.Context, bad []string) {
-	r.log.WarnContext(ctx, "corrupt object", "object", tokenObj, "key_pattern", r.keys.Prefix+":v1:token:{<tokenId>}", "fields", bad)
+	r.log.WarnContext(ctx, "corrupt object", "object", tokenObj, "key_pattern", r.keys.Prefix+":v1:token:{<tenantTag>}:<tokenId>", "fields", bad)
 }
 
 // tokenStateFields are the only fields the per-request check reads (never HGETALL).
 var tokenStateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "schemaVersion"}
 
-// State reads what the per-request check needs with one HMGET. With cacheTTL > 0 it goes
+// State reads what the per-request check needs with one HMGET of tenant's token id (the
+// tenant comes from the verified JWT, so another tenant's id is simply not found). With cacheTTL > 0 it goes
 // through rueidis client-side caching: a hot token costs no round trip, and a write to its
 // hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
 // caps staleness should a push be lost. A missing hash is NotFound; a malformed one ErrCorrupt.
-func (r *Tokens) State(ctx context.Context, id string, cacheTTL time.Duration) (TokenState, error) {
+func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (TokenState, error) {
 	if !ValidTokenID(id) {
 		return TokenState{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
-	cmd := r.c.B().Hmget().Key(r.hashKey(id)).Field(tokenStateFields...)
-	var res rueidis.RedisResult
-	if cacheTTL > 0 {
-		res = r.c.DoCache(ctx, cmd.Cache(), cacheTTL)
-	} else {
-		res = r.c.Do(ctx, cmd.Build())
+	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
+		cmd := r.c.B().Hmget().Key(key).Field(tokenStateFields...)
+		var res rueidis.RedisResult
+		if cacheTTL > 0 {
+			res = r.c.DoCache(ctx, cmd.Cache(), cacheTTL)
+		} else {
+			res = r.c.Do(ctx, cmd.Build())
+		}
+		vals, err := res.ToArray()
+		return vals, res.IsCacheHit(), err
 	}
-	vals, err := res.ToArray()
+	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
+	if err == nil && allNil(vals) {
+		// Not under the tenant-tagged key: a token issued before it, under its legacy key.
+		vals, hit, err = read(r.legacyKey(id))
+	}
 	if err != nil {
 		return TokenState{}, redisErr("token state", err)
 	}
-	st := TokenState{CacheHit: res.IsCacheHit()}
+	st := TokenState{CacheHit: hit}
 	if len(vals) != len(tokenStateFields) {
 		return st, fmt.Errorf("token state: %d values for %d fields", len(vals), len(tokenStateFields))
 	}
@@ -409,37 +544,120 @@ func (r *Tokens) State(ctx context.Context, id string, cacheTTL time.Duration) (
 	return st, nil
 }
 
-// Revoke marks a token of tenant revoked in one script. Unknown ids are a no-op
-// (TokenRevokeUnknown); another tenant's token is NotFound and left untouched.
-func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, error) {
+// Revoke revokes a token of tenant and every token minted from it, transitively, in one
+// script (idempotent). It returns what happened to the token itself and the ids of the
+// descendants revoked now. Unknown ids, another tenant's included, are a no-op
+// (TokenRevokeUnknown) that writes nothing. The descendants are read first, level by level
+// (at most MaxTokenDepth round trips, at most MaxTokenLineage ids), and the script refuses
+// ('retry') when a token was minted under them meanwhile; the read is then repeated.
+func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, []string, error) {
 	if !ValidTokenID(id) {
-		return TokenRevokeUnknown, nil
+		return TokenRevokeUnknown, nil, nil
 	}
 	if len(reason) > maxTokenReasonBytes || !utf8.ValidString(reason) || tokenHasControl(reason) {
-		return TokenRevokeUnknown, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
+		return TokenRevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
 	}
-	n, err := scriptTokenRevoke.Exec(ctx, r.c, []string{r.hashKey(id)}, []string{tenant, reason}).AsInt64()
+	tag := r.tag(tenant)
+	for range maxRevokeRetries {
+		desc, err := r.descendants(ctx, tag, id)
+		if err != nil {
+			return TokenRevokeUnknown, nil, err
+		}
+		keys := make([]string, 0, 2*len(desc)+2)
+		keys = append(keys, r.hashKey(tag, id))
+		for _, d := range desc {
+			keys = append(keys, r.hashKey(tag, d))
+		}
+		keys = append(keys, r.kidsKey(tag, id))
+		for _, d := range desc {
+			keys = append(keys, r.kidsKey(tag, d))
+		}
+		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
+		reply, err := scriptTokenRevoke.Exec(ctx, r.c, keys, args).AsStrSlice()
+		if err != nil {
+			r.metrics.ScriptError(ctx, "token_revoke")
+			return TokenRevokeUnknown, nil, redisErr("token revoke", err)
+		}
+		if len(reply) == 0 {
+			r.metrics.ScriptError(ctx, "token_revoke")
+			return TokenRevokeUnknown, nil, errors.New("token revoke: empty reply")
+		}
+		var res TokenRevokeResult
+		switch reply[0] {
+		case "retry":
+			continue
+		case "unknown":
+			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
+				return TokenRevokeUnknown, nil, err
+			}
+		case "already":
+			res = TokenAlreadyRevoked
+		case "revoked":
+			res = TokenRevoked
+		default:
+			r.metrics.ScriptError(ctx, "token_revoke")
+			return TokenRevokeUnknown, nil, fmt.Errorf("token revoke: unexpected reply %q", reply[0])
+		}
+		r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
+		return res, reply[1:], nil
+	}
+	return TokenRevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
+}
+
+// revokeLegacy revokes a token under its legacy key (see legacyKey); unknown and another
+// tenant's alike are TokenRevokeUnknown.
+func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, error) {
+	n, err := scriptTokenRevokeLegacy.Exec(ctx, r.c, []string{r.legacyKey(id)}, []string{tenant, reason}).AsInt64()
 	if err != nil {
-		r.metrics.ScriptError(ctx, "token_revoke")
+		r.metrics.ScriptError(ctx, "token_revoke_legacy")
 		return TokenRevokeUnknown, redisErr("token revoke", err)
 	}
-	var res TokenRevokeResult
 	switch n {
 	case 0:
-		res = TokenRevokeUnknown
+		return TokenRevokeUnknown, nil
 	case 1:
-		res = TokenRevoked
+		return TokenRevoked, nil
 	case 2:
-		res = TokenAlreadyRevoked
-	case -1:
-		r.metrics.Transition(ctx, tokenObj, "revoke", "other_tenant")
-		return TokenRevokeUnknown, fmt.Errorf("token %s: %w", id, apperr.NotFound)
-	default:
-		r.metrics.ScriptError(ctx, "token_revoke")
-		return TokenRevokeUnknown, fmt.Errorf("token revoke: unexpected reply %d", n)
+		return TokenAlreadyRevoked, nil
 	}
-	r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
-	return res, nil
+	r.metrics.ScriptError(ctx, "token_revoke_legacy")
+	return TokenRevokeUnknown, fmt.Errorf("token revoke legacy: unexpected reply %d", n)
+}
+
+// descendants lists the ids minted from id, transitively, breadth first, from the children
+// sets: at most MaxTokenDepth levels and MaxTokenLineage ids (the bounds a create enforces).
+func (r *Tokens) descendants(ctx context.Context, tag, id string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{id: true}
+	level := []string{id}
+	for depth := 0; len(level) > 0; depth++ {
+		if depth > MaxTokenDepth || len(out) > MaxTokenLineage {
+			return nil, fmt.Errorf("%w: token %s has more descendants than a lineage may hold", ErrCorrupt, id)
+		}
+		cmds := make(rueidis.Commands, 0, len(level))
+		for _, l := range level {
+			cmds = append(cmds, r.c.B().Smembers().Key(r.kidsKey(tag, l)).Build())
+		}
+		var next []string
+		for _, res := range r.c.DoMulti(ctx, cmds...) {
+			kids, err := res.AsStrSlice()
+			if err != nil {
+				return nil, redisErr("token children", err)
+			}
+			for _, k := range kids {
+				if !ValidTokenID(k) {
+					return nil, fmt.Errorf("%w: a token children set holds a malformed member", ErrCorrupt)
+				}
+				if !seen[k] {
+					seen[k] = true
+					next = append(next, k)
+				}
+			}
+		}
+		out = append(out, next...)
+		level = next
+	}
+	return out, nil
 }
 
 // List returns up to limit of tenant's tokens, newest first, strictly older than cursor (a
@@ -454,7 +672,8 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 	if limit < 1 || limit > 1000 {
 		return nil, "", apperr.New(apperr.Validation, "The limit is out of range.")
 	}
-	ids, err := scriptTokenList.Exec(ctx, r.c, r.indexKeys(tenant),
+	tag := r.tag(tenant)
+	ids, err := scriptTokenList.Exec(ctx, r.c, r.indexKeys(tag),
 		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(tokenPruneMax)}).AsStrSlice()
 	if err != nil {
 		r.metrics.ScriptError(ctx, "token_list")
@@ -473,14 +692,31 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 		if !ValidTokenID(id) {
 			return nil, "", fmt.Errorf("%w: token index holds a malformed member", ErrCorrupt)
 		}
-		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(id)).Build())
+		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
 	}
-	out := make([]Token, 0, len(ids))
+	maps := make([]map[string]string, len(ids))
+	var legacy []int
 	for i, res := range r.c.DoMulti(ctx, cmds...) {
-		m, err := res.AsStrMap()
-		if err != nil {
+		if maps[i], err = res.AsStrMap(); err != nil {
 			return nil, "", redisErr("token list read", err)
 		}
+		if len(maps[i]) == 0 {
+			legacy = append(legacy, i)
+		}
+	}
+	if len(legacy) > 0 { // issued before the tenant-tagged key, or gone
+		cmds = cmds[:0]
+		for _, i := range legacy {
+			cmds = append(cmds, r.c.B().Hgetall().Key(r.legacyKey(ids[i])).Build())
+		}
+		for j, res := range r.c.DoMulti(ctx, cmds...) {
+			if maps[legacy[j]], err = res.AsStrMap(); err != nil {
+				return nil, "", redisErr("token list read", err)
+			}
+		}
+	}
+	out := make([]Token, 0, len(ids))
+	for i, m := range maps {
 		if len(m) == 0 {
 			r.metrics.Read(ctx, tokenObj, Missing)
 			continue

@@ -65,22 +65,22 @@ func TestTokensCreateGetAndTTL(t *testing.T) {
 		}
 		// Key TTL = expiry − now + safety window, set with the write.
 		want := time.Until(tok.ExpiresAt) + safety
-		if d := tokenPTTL(t, s, r.hashKey(tok.ID)); d > want+time.Second || d < want-5*time.Second {
+		if d := tokenPTTL(t, s, r.hashKey(r.tag("acme"), tok.ID)); d > want+time.Second || d < want-5*time.Second {
 			t.Fatalf("metadata TTL %v, want about %v", d, want)
 		}
-		for _, k := range r.indexKeys("acme") {
+		for _, k := range r.indexKeys(r.tag("acme")) {
 			if d := tokenPTTL(t, s, k); d > want+time.Second || d < want-5*time.Second {
 				t.Fatalf("index %s TTL %v, want about %v", k, d, want)
 			}
 		}
-		fields, err := s.Client.Do(ctx, s.Client.B().Hlen().Key(r.hashKey(tok.ID)).Build()).AsInt64()
+		fields, err := s.Client.Do(ctx, s.Client.B().Hlen().Key(r.hashKey(r.tag("acme"), tok.ID)).Build()).AsInt64()
 		if err != nil || fields > tokenFieldsMax {
 			t.Fatalf("hash has %d fields (max %d), %v", fields, tokenFieldsMax, err)
 		}
 		if _, err := r.Get(ctx, "other", tok.ID); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's get: %v", err)
 		}
-		st, err := r.State(ctx, tok.ID, 0)
+		st, err := r.State(ctx, "acme", tok.ID, 0)
 		if err != nil || st.Tenant != "acme" || st.Scope != "tokens:read quotes:read" || st.Revoked || st.ExpiresAtMs != tok.ExpiresAt.UnixMilli() {
 			t.Fatalf("state = %+v, %v", st, err)
 		}
@@ -93,7 +93,7 @@ func TestTokensCreateGetAndTTL(t *testing.T) {
 			}
 		}
 		want = time.Until(long.ExpiresAt) + safety
-		for _, k := range r.indexKeys("acme") {
+		for _, k := range r.indexKeys(r.tag("acme")) {
 			if d := tokenPTTL(t, s, k); d > want+time.Second || d < want-5*time.Second {
 				t.Fatalf("index %s TTL %v after a longer token, want about %v", k, d, want)
 			}
@@ -110,15 +110,15 @@ func TestTokensRevoke(t *testing.T) {
 		if err := r.Create(ctx, tok); err != nil {
 			t.Fatal(err)
 		}
-		before := tokenPTTL(t, s, r.hashKey(tok.ID))
-		// Another tenant cannot revoke it, and learns nothing beyond "not found".
-		if _, err := r.Revoke(ctx, "other", tok.ID, "x"); !errors.Is(err, apperr.NotFound) {
-			t.Fatalf("other tenant's revoke: %v", err)
+		before := tokenPTTL(t, s, r.hashKey(r.tag("acme"), tok.ID))
+		// Another tenant cannot revoke it, and learns nothing: the answer is an unknown id's.
+		if res, _, err := r.Revoke(ctx, "other", tok.ID, "x"); err != nil || res != TokenRevokeUnknown {
+			t.Fatalf("other tenant's revoke: %v, %v", res, err)
 		}
 		if got, err := r.Get(ctx, "acme", tok.ID); err != nil || got.Revoked {
 			t.Fatalf("another tenant revoked the token (or it cannot be read: %v)", err)
 		}
-		res, err := r.Revoke(ctx, "acme", tok.ID, "leaked")
+		res, _, err := r.Revoke(ctx, "acme", tok.ID, "leaked")
 		if err != nil || res != TokenRevoked {
 			t.Fatalf("revoke = %v, %v", res, err)
 		}
@@ -126,7 +126,7 @@ func TestTokensRevoke(t *testing.T) {
 		if err != nil || !first.Revoked || first.RevokedReason != "leaked" || first.RevokedAt.IsZero() {
 			t.Fatalf("after revoke: %+v, %v", first, err)
 		}
-		res, err = r.Revoke(ctx, "acme", tok.ID, "again")
+		res, _, err = r.Revoke(ctx, "acme", tok.ID, "again")
 		if err != nil || res != TokenAlreadyRevoked {
 			t.Fatalf("second revoke = %v, %v", res, err)
 		}
@@ -135,20 +135,20 @@ func TestTokensRevoke(t *testing.T) {
 			t.Fatalf("second revoke changed the record: %+v", second)
 		}
 		// The key keeps its TTL (introspection answers active:false until it expires).
-		if d := tokenPTTL(t, s, r.hashKey(tok.ID)); d <= 0 || d > before {
+		if d := tokenPTTL(t, s, r.hashKey(r.tag("acme"), tok.ID)); d <= 0 || d > before {
 			t.Fatalf("TTL after revoke %v (before %v)", d, before)
 		}
-		st, err := r.State(ctx, tok.ID, 0)
+		st, err := r.State(ctx, "acme", tok.ID, 0)
 		if err != nil || !st.Revoked {
 			t.Fatalf("state after revoke: %+v, %v", st, err)
 		}
 		// Unknown ids are a no-op that creates nothing.
 		n := testredis.KeyCount(t, s, prefix)
 		unknown := auth.NewTokenID(time.Now())
-		if res, err := r.Revoke(ctx, "acme", unknown, ""); err != nil || res != TokenRevokeUnknown {
+		if res, _, err := r.Revoke(ctx, "acme", unknown, ""); err != nil || res != TokenRevokeUnknown {
 			t.Fatalf("unknown revoke = %v, %v", res, err)
 		}
-		if res, err := r.Revoke(ctx, "acme", "not-an-id{x}", ""); err != nil || res != TokenRevokeUnknown {
+		if res, _, err := r.Revoke(ctx, "acme", "not-an-id{x}", ""); err != nil || res != TokenRevokeUnknown {
 			t.Fatalf("malformed id revoke = %v, %v", res, err)
 		}
 		if got := testredis.KeyCount(t, s, prefix); got != n {
@@ -218,7 +218,7 @@ func TestTokensListPrunesExpiredMembers(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		r := newTokensRepo(t, s, prefix, 0, 0)
-		keys := r.indexKeys("acme")
+		keys := r.indexKeys(r.tag("acme"))
 		live := newToken("acme", time.Now(), time.Hour)
 		short := newToken("acme", time.Now(), 0)
 		short.IssuedAt = time.Now().Add(-time.Second)
@@ -301,7 +301,7 @@ func TestTokensRefusalsWriteNothing(t *testing.T) {
 			}
 			ids = append(ids, tok.ID)
 		}
-		if n, err := s.Client.Do(ctx, s.Client.B().Exists().Key(r.hashKey(ids[2])).Build()).AsInt64(); err != nil || n != 0 {
+		if n, err := s.Client.Do(ctx, s.Client.B().Exists().Key(r.hashKey(r.tag("acme"), ids[2])).Build()).AsInt64(); err != nil || n != 0 {
 			t.Fatalf("a refused token got a metadata hash (%d, %v)", n, err)
 		}
 	})
@@ -313,10 +313,10 @@ func TestTokensStateClassifies(t *testing.T) {
 		ctx := context.Background()
 		r := newTokensRepo(t, s, prefix, time.Minute, 0)
 		missing := auth.NewTokenID(time.Now())
-		if _, err := r.State(ctx, missing, 0); !errors.Is(err, apperr.NotFound) {
+		if _, err := r.State(ctx, "a", missing, 0); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("missing: %v", err)
 		}
-		if _, err := r.State(ctx, "nope", 0); !errors.Is(err, apperr.NotFound) {
+		if _, err := r.State(ctx, "a", "nope", 0); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("malformed id: %v", err)
 		}
 		tests := []struct {
@@ -332,7 +332,7 @@ func TestTokensStateClassifies(t *testing.T) {
 		}
 		for i, tt := range tests {
 			id := auth.NewTokenID(time.Now().Add(time.Duration(i) * time.Millisecond))
-			key := r.hashKey(id)
+			key := r.hashKey(r.tag("a"), id)
 			cmd := s.Client.B().Hset().Key(key).FieldValue()
 			for j := 0; j+1 < len(tt.fields); j += 2 {
 				cmd = cmd.FieldValue(tt.fields[j], tt.fields[j+1])
@@ -342,7 +342,7 @@ func TestTokensStateClassifies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := r.State(ctx, id, 0)
+			_, err := r.State(ctx, "a", id, 0)
 			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 			}

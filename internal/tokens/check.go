@@ -117,10 +117,10 @@ func refusal(o outcome) error { return apperr.New(apperr.InvalidCredentials, ref
 
 // live reads the token's state (cached) and decides.
 func (s *Service) live(ctx context.Context, c *auth.Claims) (outcome, error) {
-	st, err := s.repo.State(ctx, c.ID, s.cacheTTL)
+	st, err := s.repo.State(ctx, c.Tenant, c.ID, s.cacheTTL)
 	if err == nil && st.CacheHit && s.revoked.Marked(tokenGroup, c.ID, s.now()) {
 		// Revoked by this gateway a moment ago: the cached copy may predate it.
-		st, err = s.repo.State(ctx, c.ID, 0)
+		st, err = s.repo.State(ctx, c.Tenant, c.ID, 0)
 	}
 	if err == nil {
 		s.m.cache(st.CacheHit)

@@ -151,7 +151,10 @@ type Issued struct {
 	TokenType string
 }
 
-// Issue mints a token for caller's tenant. The caller can grant only scopes it holds.
+// Issue mints a token for caller's tenant. The caller can grant only scopes it holds. A token
+// minted with a bearer token's credentials is that token's child: its expiry is capped at the
+// issuer's (the answer's ExpiresAt says so), it cannot be minted once the issuer is revoked,
+// and revoking the issuer revokes it.
 func (s *Service) Issue(ctx context.Context, caller *auth.Principal, req IssueRequest) (Issued, error) {
 	if caller == nil || caller.Tenant == "" {
 		return Issued{}, apperr.New(apperr.Unauthenticated, "Issuing a token needs an authenticated caller.")
@@ -164,15 +167,21 @@ func (s *Service) Issue(ctx context.Context, caller *auth.Principal, req IssueRe
 			return Issued{}, apperr.Newf(apperr.InsufficientScope, "You cannot grant the %s scope: your credentials do not hold it.", sc)
 		}
 	}
-	return s.Mint(ctx, MintRequest{Tenant: caller.Tenant, Subject: req.Subject, Scopes: req.Scopes,
-		TTL: req.TTL, TokenType: req.TokenType, Description: req.Description})
+	return s.mint(ctx, MintRequest{Tenant: caller.Tenant, Subject: req.Subject, Scopes: req.Scopes,
+		TTL: req.TTL, TokenType: req.TokenType, Description: req.Description}, caller.TokenID, caller.ExpiresAt)
 }
 
 var subjectPattern = regexp.MustCompile(`^[A-Za-z0-9._@:+-]{1,128}$`)
 
 // Mint mints a token and writes its metadata, without a caller-scope check: for the bootstrap
-// admin token and `gateway token mint`. Every other bound is enforced.
+// admin token and `gateway token mint`. Every other bound is enforced. Such tokens are
+// lineage roots: they have no issuer.
 func (s *Service) Mint(ctx context.Context, req MintRequest) (Issued, error) {
+	return s.mint(ctx, req, "", time.Time{})
+}
+
+// mint mints a root (parent "") or the child of token parent, which expires at parentExp.
+func (s *Service) mint(ctx context.Context, req MintRequest, parent string, parentExp time.Time) (Issued, error) {
 	if err := s.validate(req); err != nil {
 		return Issued{}, err
 	}
@@ -181,12 +190,15 @@ func (s *Service) Mint(ctx context.Context, req MintRequest) (Issued, error) {
 	ctx, span := s.tracer.Start(ctx, "tokens.issue", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
 	tok, claims, err := s.auth.Mint(auth.MintInput{Subject: req.Subject, Tenant: req.Tenant, Scopes: req.Scopes,
-		TTL: req.TTL, TokenID: id, TokenType: req.TokenType})
+		TTL: req.TTL, TokenID: id, TokenType: req.TokenType, NotAfter: parentExp})
+	if errors.Is(err, auth.ErrNotAfterPassed) {
+		return Issued{}, apperr.Wrap(apperr.Unprocessable, "Your token expires within a second: a token it mints cannot outlive it.", err)
+	}
 	if err != nil {
 		return Issued{}, spanErr(span, fmt.Errorf("tokens: mint %s: %w", id, err))
 	}
 	meta := repo.Token{ID: id, Tenant: req.Tenant, Subject: req.Subject, Type: req.TokenType,
-		Scopes: claims.Scopes(), Description: req.Description,
+		Scopes: claims.Scopes(), Description: req.Description, ParentID: parent,
 		IssuedAt: claims.IssuedAt.Time, ExpiresAt: claims.ExpiresAt.Time}
 	if err := s.repo.Create(ctx, meta); err != nil {
 		return Issued{}, spanErr(span, createErr(err))
@@ -250,6 +262,14 @@ func createErr(err error) error {
 		return apperr.Wrap(apperr.Unprocessable, "The token would already be expired by the state store's clock.", err)
 	case errors.Is(err, repo.ErrTokenExists):
 		return apperr.Wrap(apperr.Conflict, "Token id collision; retry.", err)
+	case errors.Is(err, repo.ErrTokenLineageFull):
+		return apperr.Wrap(apperr.BoundExceeded, fmt.Sprintf("A lineage holds at most %d tokens over %d generations below its root token; mint from a token nearer the root, or from a new root.", repo.MaxTokenLineage, repo.MaxTokenDepth), err)
+	case errors.Is(err, repo.ErrTokenLegacyIssuer):
+		return apperr.Wrap(apperr.Unprocessable, "Your token was issued by an earlier gateway version, before tokens recorded who minted them: it cannot mint tokens. Mint a new root token with `gateway token mint`.", err)
+	case errors.Is(err, repo.ErrTokenIssuerGone):
+		return apperr.Wrap(apperr.InvalidCredentials, "Your token is no longer live: it cannot mint tokens.", err)
+	case errors.Is(err, repo.ErrTokenOutlivesIssuer):
+		return apperr.Wrap(apperr.Unprocessable, "The token would outlive the token that mints it.", err)
 	}
 	return fmt.Errorf("tokens: create: %w", err)
 }
@@ -303,8 +323,9 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 	return Page{Items: items, NextCursor: next}, nil
 }
 
-// Revoke revokes a token of caller's tenant (idempotent). Unknown ids succeed as in RFC 7009;
-// another tenant's token is NotFound.
+// Revoke revokes a token of caller's tenant and every token minted from it, transitively, in
+// one atomic step (idempotent). Unknown ids succeed as in RFC 7009, and so does another
+// tenant's id, which is left untouched: the two answers are the same.
 func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (repo.TokenRevokeResult, error) {
 	if caller == nil {
 		return repo.TokenRevokeUnknown, apperr.New(apperr.Unauthenticated, "")
@@ -316,14 +337,18 @@ func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason
 	ctx, span := s.tracer.Start(ctx, "tokens.revoke", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
 	s.revoked.Mark(tokenGroup, id, s.now()) // this gateway's next check reads Redis, not its cached copy
-	res, err := s.repo.Revoke(ctx, caller.Tenant, id, reason)
+	res, cascaded, err := s.repo.Revoke(ctx, caller.Tenant, id, reason)
 	if err != nil {
-		if errors.Is(err, apperr.NotFound) {
-			return res, apperr.Wrap(apperr.NotFound, "No such token.", err)
-		}
 		return res, spanErr(span, err)
 	}
-	span.SetAttributes(attribute.String("hashgate.token.revoke", res.String()))
+	now := s.now()
+	for _, d := range cascaded { // before the answer: this gateway's next checks read Redis
+		s.revoked.Mark(tokenGroup, d, now)
+	}
+	span.SetAttributes(attribute.String("hashgate.token.revoke", res.String()), attribute.Int("hashgate.token.cascaded", len(cascaded)))
+	if len(cascaded) > 0 {
+		s.m.revoked.Add(ctx, int64(len(cascaded)), metric.WithAttributes(attribute.String("outcome", "cascaded")))
+	}
 	s.m.revoked.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", res.String())))
 	return res, nil
 }

@@ -5,7 +5,7 @@
 -- refused above ARGV[11] (2^53-1), below which double arithmetic on integers is exact.
 -- KEYS[1] summary hash  <p>:v1:quote:{q_<id>}
 -- KEYS[2] items hash    <p>:v1:quote:{q_<id>}:items  (field = itemId, value = item JSON)
--- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match)  ARGV[3] 'put' | 'delete'
+-- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; -1 matches any)  ARGV[3] 'put' | 'delete'
 -- ARGV[4] itemId  ARGV[5] item JSON (put)  ARGV[6] quantity  ARGV[7] unitPriceMinor
 -- ARGV[8] max items  ARGV[9] max item bytes  ARGV[10] TTL ms  ARGV[11] max amount
 -- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'ITEM_NOT_FOUND'} | {'STALE', current}
@@ -17,7 +17,8 @@ if not s[1] or s[1] ~= ARGV[1] then
 end
 local version = tonumber(s[2])
 if not version then return {'CORRUPT', 'stateVersion'} end
-if version ~= tonumber(ARGV[2]) then return {'STALE', s[2]} end
+local want = tonumber(ARGV[2])
+if want ~= -1 and version ~= want then return {'STALE', s[2]} end
 if s[3] ~= 'DRAFT' then return {'INVALID_STATUS', tostring(s[3])} end
 local discount, tax = tonumber(s[4]), tonumber(s[5])
 if not discount then return {'CORRUPT', 'discountMinor'} end

@@ -3,7 +3,7 @@
 -- both keys.
 -- KEYS[1] summary hash  <p>:v1:quote:{q_<id>}
 -- KEYS[2] items hash    <p>:v1:quote:{q_<id>}:items
--- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match)  ARGV[3] TTL ms
+-- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; -1 matches any)  ARGV[3] TTL ms
 -- ARGV[4] max amount (2^53-1: Lua numbers are doubles, exact below it)
 -- ARGV[5] customerId  ARGV[6] salesChannel  ARGV[7] discountMinor  ARGV[8] taxMinor ('' = unchanged)
 -- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
@@ -14,7 +14,8 @@ if not s[1] or s[1] ~= ARGV[1] then
 end
 local version = tonumber(s[2])
 if not version then return {'CORRUPT', 'stateVersion'} end
-if version ~= tonumber(ARGV[2]) then return {'STALE', s[2]} end
+local want = tonumber(ARGV[2])
+if want ~= -1 and version ~= want then return {'STALE', s[2]} end
 if s[3] ~= 'DRAFT' then return {'INVALID_STATUS', tostring(s[3])} end
 local subtotal = tonumber(s[4])
 if not subtotal then return {'CORRUPT', 'subtotalMinor'} end

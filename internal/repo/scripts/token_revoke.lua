@@ -1,20 +1,53 @@
--- token_revoke.lua: mark a token revoked, once. The key keeps its TTL (HSET on an existing
--- key does not touch it) and a missing key is never created.
--- KEYS[1]: token metadata hash
+-- token_revoke.lua: revoke a token and every token minted from it, transitively, in one atomic
+-- step. The caller reads the descendants first (the children sets, level by level) and passes
+-- every key here, so the script touches only declared keys, all under the tenant's hash tag.
+-- A child that was not passed (minted since the caller's read) makes the script answer
+-- 'retry' without changing anything. The hashes keep their TTL (HSET on an existing key); a
+-- missing key is never created; the children sets are deleted (everything in them is revoked).
+-- KEYS[1]: the token's metadata hash
+-- KEYS[2..n+1]: the metadata hashes of its n descendants
+-- KEYS[n+2..2n+2]: the children sets of the token and of each descendant, in the same order
 -- ARGV[1]: the caller's tenant id
--- ARGV[2]: revokedReason
--- Reply: integer: 1 revoked now; 2 already revoked (first revocation kept); 0 unknown token
---        (nothing written); -1 the token belongs to another tenant (nothing written).
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return 0
+-- ARGV[2]: revokedReason of the token
+-- ARGV[3]: revokedReason of the descendants (names the token)
+-- ARGV[4..n+3]: the descendants' ids, in the order of KEYS[2..n+1]
+-- Reply: {'unknown'} no such token of this tenant (nothing written) | {'already'} revoked
+--        before (first revocation kept; its descendants were revoked with it) | {'retry'} |
+--        {'revoked', id...} the ids of the descendants revoked now
+local n = #ARGV - 3
+if #KEYS ~= 2 * n + 2 then
+  return redis.error_reply('token_revoke: key count does not match the descendants')
 end
-if redis.call('HGET', KEYS[1], 'tenantId') ~= ARGV[1] then
-  return -1
+local st = redis.call('HMGET', KEYS[1], 'tenantId', 'revoked')
+if st[1] ~= ARGV[1] then
+  return {'unknown'}
 end
-if redis.call('HGET', KEYS[1], 'revoked') == '1' then
-  return 2
+if st[2] == '1' then
+  return {'already'}
+end
+local passed = {}
+for i = 1, n do
+  passed[ARGV[3 + i]] = true
+end
+for j = 0, n do
+  local kids = redis.call('SMEMBERS', KEYS[n + 2 + j])
+  for _, k in ipairs(kids) do
+    if not passed[k] then
+      return {'retry'}
+    end
+  end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], 'revoked', '1', 'revokedAtMs', now, 'revokedReason', ARGV[2], 'updatedAtMs', now)
-return 1
+local out = {'revoked'}
+for i = 1, n do
+  if redis.call('HGET', KEYS[1 + i], 'revoked') == '0' then
+    redis.call('HSET', KEYS[1 + i], 'revoked', '1', 'revokedAtMs', now, 'revokedReason', ARGV[3], 'updatedAtMs', now)
+    out[#out + 1] = ARGV[3 + i]
+  end
+end
+for j = 0, n do
+  redis.call('DEL', KEYS[n + 2 + j])
+end
+return out

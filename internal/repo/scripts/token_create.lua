@@ -1,0 +1,88 @@
+-- token_create.lua: create a token in one atomic step: list it in its tenant's index, write
+-- its metadata hash and, for a token minted by another token (its issuer), link it to the
+-- issuer. Every key carries the tenant's hash tag. Nothing is written unless every check
+-- passes.
+-- KEYS[1]: tenant index by expiry (ZSET, score expiresAtMs, member tokenId)
+-- KEYS[2]: tenant index by id (ZSET, score 0, member tokenId; lexical order = issue order)
+-- KEYS[3]: the new token's metadata hash
+-- KEYS[4]: (minted by a token only) the issuer's metadata hash
+-- KEYS[5]: (minted by a token only) the issuer's children set
+-- KEYS[6]: (minted by a token only) the lineage root's metadata hash (may equal KEYS[4])
+-- ARGV[1]: tokenId
+-- ARGV[2]: expiresAtMs
+-- ARGV[3]: safety window in ms
+-- ARGV[4]: max members per tenant index
+-- ARGV[5]: max expired members pruned in this call
+-- ARGV[6]: tenantId
+-- ARGV[7]: (minted by a token) max tokens minted under one root, all generations; else ''
+-- ARGV[8]: (minted by a token) the issuer's rootId as the caller read it ('' = the issuer is
+--          the root); else ''
+-- ARGV[9..]: field, value pairs of the hash (createdAtMs and updatedAtMs are added here)
+-- Reply: integer: the hash TTL in ms (> 0) on success; -1 expiresAtMs not in the future;
+--        -2 the tenant index is full; -3 the lineage is full; -4 the issuer is not live
+--        (missing, another tenant's, revoked or expired); -5 the token would outlive its
+--        issuer; -6 the id exists already; -7 the issuer's lineage changed since it was read.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exp = tonumber(ARGV[2])
+local safety = tonumber(ARGV[3])
+if not exp or exp <= now then
+  return -1
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  return -6
+end
+local child = #KEYS >= 6
+if child then
+  local p = redis.call('HMGET', KEYS[4], 'tenantId', 'revoked', 'expiresAtMs', 'rootId')
+  if p[1] ~= ARGV[6] or p[2] ~= '0' or not tonumber(p[3]) or tonumber(p[3]) <= now then
+    return -4
+  end
+  if exp > tonumber(p[3]) then
+    return -5
+  end
+  if (p[4] or '') ~= ARGV[8] then
+    return -7
+  end
+  local n = tonumber(redis.call('HGET', KEYS[6], 'lineageCount') or '0') or 0
+  if n >= tonumber(ARGV[7]) then
+    return -3
+  end
+end
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[5]))
+if #old > 0 then
+  redis.call('ZREM', KEYS[1], unpack(old))
+  redis.call('ZREM', KEYS[2], unpack(old))
+end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+  return -2
+end
+local ttl = exp - now + safety
+redis.call('ZADD', KEYS[1], exp, ARGV[1])
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+for i = 1, 2 do
+  if redis.call('PTTL', KEYS[i]) < ttl then
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  end
+end
+local fv = {}
+for i = 9, #ARGV do
+  fv[#fv + 1] = ARGV[i]
+end
+fv[#fv + 1] = 'createdAtMs'
+fv[#fv + 1] = now
+fv[#fv + 1] = 'updatedAtMs'
+fv[#fv + 1] = now
+redis.call('HSET', KEYS[3], unpack(fv))
+redis.call('PEXPIRE', KEYS[3], ttl)
+if child then
+  -- The children set lives as long as its issuer's hash; HINCRBY on the root's existing hash
+  -- keeps the root's TTL.
+  redis.call('SADD', KEYS[5], ARGV[1])
+  local pttl = redis.call('PTTL', KEYS[4])
+  if pttl > 0 then
+    redis.call('PEXPIRE', KEYS[5], pttl)
+  end
+  redis.call('HINCRBY', KEYS[6], 'lineageCount', 1)
+end
+return ttl
