@@ -389,7 +389,7 @@ func (r *Sessions) Get(ctx context.Context, ref SessionRef, tenant string) (*Ses
 // parseView maps view fields to a Session, classifying (and counting) old schema and corrupt.
 func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]string, now, pttl int64) (*Session, error) {
 	f := newFields(m)
-	s := decodeView(f, ref)
+	s, _ := decodeView(f, ref)
 	outcome := f.schema()
 	if err := f.err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)
@@ -403,9 +403,11 @@ func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]s
 	return &s, nil
 }
 
-// decodeView maps the view fields in f to a Session, recording missing and malformed ones in
-// f; the caller classifies with f.schema() and f.err().
-func decodeView(f *fields, ref SessionRef) Session {
+// decodeView maps the view fields in f to a Session and returns the session's idle timeout in
+// ms, recording missing and malformed fields in f; the caller classifies with f.schema() and
+// f.err(). Every reader (the hot path, the full view, the device list) decodes here, so a
+// field is corrupt for all of them or for none.
+func decodeView(f *fields, ref SessionRef) (Session, int64) {
 	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: sessEnum(f, sfStatus, SessionActive),
 		AuthLevel: sessEnum(f, sfAuthLevel, LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
 		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
@@ -420,7 +422,24 @@ func decodeView(f *fields, ref SessionRef) Session {
 		s.LastRotatedAt = s.CreatedAt
 	}
 	sessCheckEnums(f, s.Status, s.AuthLevel)
-	return s
+	return s, sessIdleMs(f)
+}
+
+// sessIdleMs is the session's idle timeout in ms. idleTimeoutMs is written only when the
+// session's timeout is not ImplicitIdle (and never by schema 1): without it ImplicitIdle
+// applies, never the configuration of the moment. A present value must be a positive integer;
+// anything else is recorded as bad in f (corrupt: never served with a default).
+func sessIdleMs(f *fields) int64 {
+	v, ok := f.m[sfIdleTimeout]
+	if !ok {
+		return ImplicitIdle.Milliseconds()
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		f.bad = append(f.bad, sfIdleTimeout)
+		return 0
+	}
+	return n
 }
 
 // sessEnum is the value of the enum field name, def when the hash does not hold it (written

@@ -201,13 +201,18 @@ func ref(id string) (repo.SessionRef, error) {
 	return r, nil
 }
 
-// Get is the full view of a session of tenant.
+// Get is the full view of a session of tenant. A corrupt session (counted and logged by the
+// repository) is answered as the hot path answers it: like a missing one, never served.
 func (s *Service) Get(ctx context.Context, tenant, id string) (*Session, error) {
 	r, err := ref(id)
 	if err != nil {
 		return nil, err
 	}
-	return s.repo.Get(ctx, r, tenant)
+	v, err := s.repo.Get(ctx, r, tenant)
+	if errors.Is(err, repo.ErrCorrupt) {
+		return nil, fmt.Errorf("%w: %w", apperr.NotFound, err)
+	}
+	return v, err
 }
 
 // Revoke deletes a session of tenant; it is idempotent.
