@@ -51,6 +51,9 @@ var (
 	Internal             = &Kind{"internal", 500, "Internal server error"}
 	NotImplemented       = &Kind{"not-implemented", 501, "Not implemented yet"}
 	Unavailable          = &Kind{"unavailable", 503, "The state store is unavailable"}
+	// MFARequired refuses a session whose login waits for its MFA verify (created with
+	// mfaRequired): it is not logged in yet, so 401, which proxies turn into the login flow.
+	MFARequired = &Kind{"mfa-required", 401, "The login is not complete until its MFA is verified"}
 )
 
 // FieldError names one failing field (JSON Pointer) or parameter.

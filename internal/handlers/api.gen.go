@@ -722,7 +722,8 @@ type SessionCreateRequest struct {
 	// IdleTimeoutSeconds Default: the gateway's configuration.
 	IdleTimeoutSeconds *int `json:"idleTimeoutSeconds,omitempty"`
 
-	// MfaRequired Start in MFA_REQUIRED.
+	// MfaRequired Login-time MFA: start in `MFA_REQUIRED`, not logged in until the MFA verify (forward
+	// auth, whoami and the device operations answer 401 `mfa-required` meanwhile).
 	MfaRequired *bool  `json:"mfaRequired,omitempty"`
 	UserId      UserId `json:"userId"`
 }
@@ -852,6 +853,9 @@ type PreconditionFailed = Problem
 
 // PreconditionRequired RFC 9457 problem details.
 type PreconditionRequired = Problem
+
+// SessionUnauthorized RFC 9457 problem details.
+type SessionUnauthorized = Problem
 
 // TooManyRequests RFC 9457 problem details.
 type TooManyRequests = Problem
@@ -1064,6 +1068,9 @@ type ServerInterface interface {
 	// GetCurrentSession Who am I (refreshes the idle window only when little of it is left)
 	// (GET /v1/session)
 	GetCurrentSession(ctx echo.Context) error
+	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
+	// (DELETE /v1/session/devices)
+	RevokeMyOtherDevices(ctx echo.Context) error
 	// ListMyDevices The caller's live sessions on every device
 	// (GET /v1/session/devices)
 	ListMyDevices(ctx echo.Context) error
@@ -1079,7 +1086,7 @@ type ServerInterface interface {
 	// GetSession The full view of a session (never its token or any hash of it)
 	// (GET /v1/sessions/{sessionId})
 	GetSession(ctx echo.Context, sessionId SessionId) error
-	// CreateMfaChallenge Start an MFA step-up; the caller delivers the code out of band
+	// CreateMfaChallenge Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	// (POST /v1/sessions/{sessionId}/mfa/challenge)
 	CreateMfaChallenge(ctx echo.Context, sessionId SessionId) error
 	// VerifyMfa Verify the MFA code; on success the session steps up and its token rotates
@@ -1630,6 +1637,15 @@ func (w *ServerInterfaceWrapper) GetCurrentSession(ctx echo.Context) error {
 	return err
 }
 
+// RevokeMyOtherDevices converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeMyOtherDevices(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeMyOtherDevices(ctx)
+	return err
+}
+
 // ListMyDevices converts echo context to params.
 func (w *ServerInterfaceWrapper) ListMyDevices(ctx echo.Context) error {
 	var err error
@@ -1930,6 +1946,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/users/:userId/sessions", wrapper.ListUserSessions, options.OperationMiddlewares["listUserSessions"]...)
 	router.DELETE(options.BaseURL+"/v1/session", wrapper.Logout, options.OperationMiddlewares["logout"]...)
 	router.GET(options.BaseURL+"/v1/session", wrapper.GetCurrentSession, options.OperationMiddlewares["getCurrentSession"]...)
+	router.DELETE(options.BaseURL+"/v1/session/devices", wrapper.RevokeMyOtherDevices, options.OperationMiddlewares["revokeMyOtherDevices"]...)
 	router.GET(options.BaseURL+"/v1/session/devices", wrapper.ListMyDevices, options.OperationMiddlewares["listMyDevices"]...)
 	router.DELETE(options.BaseURL+"/v1/session/devices/:sessionId", wrapper.RevokeMyDevice, options.OperationMiddlewares["revokeMyDevice"]...)
 	router.GET(options.BaseURL+"/v1/authorize", wrapper.Authorize, options.OperationMiddlewares["authorize"]...)
@@ -1980,6 +1997,15 @@ type NotFoundApplicationProblemPlusJSONResponse Problem
 type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type PreconditionRequiredApplicationProblemPlusJSONResponse Problem
+
+type SessionUnauthorizedResponseHeaders struct {
+	WWWAuthenticate *string
+}
+type SessionUnauthorizedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers SessionUnauthorizedResponseHeaders
+}
 
 type TooManyRequestsResponseHeaders struct {
 	RateLimit       *string
@@ -2264,8 +2290,13 @@ func (response Authorize400ApplicationProblemPlusJSONResponse) VisitAuthorizeRes
 	return err
 }
 
+type Authorize401ResponseHeaders struct {
+	WWWAuthenticate *string
+}
+
 type Authorize401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	Body    Problem
+	Headers Authorize401ResponseHeaders
 }
 
 func (response Authorize401ApplicationProblemPlusJSONResponse) VisitAuthorizeResponse(w http.ResponseWriter) error {
@@ -2283,9 +2314,7 @@ func (response Authorize401ApplicationProblemPlusJSONResponse) VisitAuthorizeRes
 	return err
 }
 
-type Authorize403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
-}
+type Authorize403ApplicationProblemPlusJSONResponse Problem
 
 func (response Authorize403ApplicationProblemPlusJSONResponse) VisitAuthorizeResponse(w http.ResponseWriter) error {
 
@@ -4950,7 +4979,7 @@ func (response GetCurrentSession200JSONResponse) VisitGetCurrentSessionResponse(
 }
 
 type GetCurrentSession401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response GetCurrentSession401ApplicationProblemPlusJSONResponse) VisitGetCurrentSessionResponse(w http.ResponseWriter) error {
@@ -5004,6 +5033,82 @@ func (response GetCurrentSessiondefaultApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type RevokeMyOtherDevicesRequestObject struct {
+}
+
+type RevokeMyOtherDevicesResponseObject interface {
+	VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error
+}
+
+type RevokeMyOtherDevices200JSONResponse RevokedCount
+
+func (response RevokeMyOtherDevices200JSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyOtherDevices401ApplicationProblemPlusJSONResponse struct {
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeMyOtherDevices401ApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyOtherDevicesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response RevokeMyOtherDevicesdefaultApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMyDevicesRequestObject struct {
 }
 
@@ -5026,7 +5131,7 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 }
 
 type ListMyDevices401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response ListMyDevices401ApplicationProblemPlusJSONResponse) VisitListMyDevicesResponse(w http.ResponseWriter) error {
@@ -5113,7 +5218,7 @@ func (response RevokeMyDevice400ApplicationProblemPlusJSONResponse) VisitRevokeM
 }
 
 type RevokeMyDevice401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeMyDevice401ApplicationProblemPlusJSONResponse) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
@@ -6989,6 +7094,9 @@ type StrictServerInterface interface {
 	// GetCurrentSession Who am I (refreshes the idle window only when little of it is left)
 	// (GET /v1/session)
 	GetCurrentSession(ctx context.Context, request GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error)
+	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
+	// (DELETE /v1/session/devices)
+	RevokeMyOtherDevices(ctx context.Context, request RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error)
 	// ListMyDevices The caller's live sessions on every device
 	// (GET /v1/session/devices)
 	ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error)
@@ -7004,7 +7112,7 @@ type StrictServerInterface interface {
 	// GetSession The full view of a session (never its token or any hash of it)
 	// (GET /v1/sessions/{sessionId})
 	GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error)
-	// CreateMfaChallenge Start an MFA step-up; the caller delivers the code out of band
+	// CreateMfaChallenge Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	// (POST /v1/sessions/{sessionId}/mfa/challenge)
 	CreateMfaChallenge(ctx context.Context, request CreateMfaChallengeRequestObject) (CreateMfaChallengeResponseObject, error)
 	// VerifyMfa Verify the MFA code; on success the session steps up and its token rotates
@@ -7780,6 +7888,29 @@ func (sh *strictHandler) GetCurrentSession(ctx echo.Context) error {
 	return nil
 }
 
+// RevokeMyOtherDevices operation middleware
+func (sh *strictHandler) RevokeMyOtherDevices(ctx echo.Context) error {
+	var request RevokeMyOtherDevicesRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeMyOtherDevices(ctx.Request().Context(), request.(RevokeMyOtherDevicesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeMyOtherDevices")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeMyOtherDevicesResponseObject); ok {
+		return validResponse.VisitRevokeMyOtherDevicesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListMyDevices operation middleware
 func (sh *strictHandler) ListMyDevices(ctx echo.Context) error {
 	var request ListMyDevicesRequestObject
@@ -8260,141 +8391,174 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rUxtJsuhfqehzIgw7LR4CbINjI64Ww5oZGLOIGW9cw7FK3SmphlZVu6oaoXUQcT/duJ/P/Yf7S07U",
-	"o9/dUgskBs/wDdHd9cjKd2ZlfnM8Ng4ZBSqFc/DNGQH2ges/D7E3gtYho5KzoPUza3Ul46Ce+CA8TkJJ",
-	"GHUOnAsQIaMCBPIw51NCh8jj4AOVBAcCYQ6Iwi1w5KkB/Q3HdYQ3gjFWQwGNxs7BZ4eyltDDX7uOnIbg",
-	"HDhCckKHzv296xxd4mF54ssRINb/DTz5SqCekFjCr8AFYbSHsEAYCckZHSK1EjlFEg9dBBvDDdS7cnau",
-	"nF5+JWN8dwp0KEfOQXvvddUqTnwYh0wCla0LCAM8Bb+8qJ7kEfTQZAQUyRERiFvwICKQHAHS2/TTf7MB",
-	"whQB5gEBjjh8jUBINCFyZF7HY0DJzN609RNMq0GoJq4G3ynzsFleFQg9DliaFbGIe7AoWC6whFMyJrI8",
-	"/MnR5TFKnqfQHw/wlfOO/3Xrnfzrbrv34Blb5ywg3nTexPa14vxf/7r3bvLX11tbiy8AJJ+2OgMJvDx3",
-	"FzxGfYEkQxNMJOrDgHFAXH1D6DA/14DxMZbOgUOo3Gk7rpqcjNWBtrd33+y+3Xm9+8Z1xoSaf24lqyFU",
-	"whC44zp3rSFrpf917tUKQ8zxGGRCygJONLIStcIQy5HjOhSP1Teeeeg6CvcIV0itUCm7yv/kMHAOnP/Y",
-	"TJnFpnkqNu3YOQLxpj9Bxal0kBcQRT7eiAmg6AamaO3tv//P/2/v7aGQEypxPwDkjTDHnlr7+gbqGMAV",
-	"CEJ9iamP+syfXlGuqdGQ14BwIRPqepf/RA+CKZMj4PpbRZS77fY7hONpRiQA9dEVjUcyBEkEIhQNAjIc",
-	"6R+7W/sbV9RxDUQN20xhWiDYevTa04cb/36rDk5K4GrM//p8dXXX3m5dXd29Obr+4T+dSp40OMPSG1VT",
-	"tmKbKMB6F9jfQBf2gM12U0bDIomI3hWmYgKKPe22327Ubm7QMpPW7Or17oyVftQLxEF5xZ8Uyww5CKDS",
-	"1ecmOaaCqMdohMMQqECMBlNEBvqxQly1aCFJECAsDb/Vm16DQADa3W6vL3sXEsa1lETMw1mUVJggc/bb",
-	"+bPvtP43bv1rq7X/pVV39v+ImKwn66/26UPpOh5dzdQFocRq7Vwief7Q2dIZ1HyX7AbqZ5P26UPnikdX",
-	"M/0igNdOFJmHD53Hjq35ccyQNDv+G/YvDPmpXx6jSqdQf+IwDIiR1ZshZ/0Axj/8JozgbjbnufnKTFrm",
-	"CDHV+wwEokyisSIBQ01K0cOefId6wDnjoocUGAQC7I3QAJNAaXYDAoG/4dy7WqZcJgRqVKGarSy2BTVw",
-	"3fo1yWMldwsMQpF5RneNFcaqeexrm/odPc8ho4OAeE9+GonyqnXX9FBwELCJ4WZrRmUh9BYHxG+pFyPR",
-	"c1FvjO9aIDwc6PX13FRQxVJqXR/TkTrLp9xYhyKNP3r2Y8b7xPeBPjVosxZIgL0bZQ14LAQXMa4tAwhb",
-	"UYi0fm5oW6/374zCUy71Z4YCcgvo7Lij1J4gADoEvZKfmTxmEfWfeDUi8kaJJaBwyQjaIAD+SiAJFFOp",
-	"13fOtZqrie8YkwD8pz7iWIAbia/1ABxAaXEXCe9+uuUlSyvi1yVjZ5hOLfcXT7kmZQ2hQJlDShuMLfEM",
-	"z8zZcbMYZ/pijS3W6OP4/bI5NfPzzKt6k79QHMkR4+RfT3vEZ0QIQocusqzZRXAXqnNWDIbDLbsBP8uF",
-	"CsD+9OlTqxPJkXrqYQn5Nc2zQO3GbzEJlMX0pGgEPhHIw1QJqj7EuKTtiJhdMDogw0jBQpIxsEgWMe1R",
-	"5x1y5oEQT73xTxAELWWug4/6kSKiQSTAR2sY9RWjdhFG/UgQCkIgHgWg/jHRDijN3ZkPRiL/QkUUhoxL",
-	"8M/AJ/hSH+7vowcqG/iVQHZqpPBM8SythHgehFLzrftY49Wnp9D2FG4hyDqf/tbpnhw6rnN23KnwQbn6",
-	"I02kFyCiQG8y5CwELonRiXF21Fk7S6fXy2Kh+V7ZXqIB7WgPy4l5eXtrK3WoYM6x5kYia+w0tFlcR0Ra",
-	"mWu0AiNGm7maUtPjczJHMoKbAVsKdaNWxjp6BaiFIEMK/iXgcaP1eon7qIkjyHWsR7Ejcx4uH0toKYZg",
-	"vFwz7GzX8SN4xNepXpxg1Cr8bK4TYCFTG+gRK84PdAHYEvvco1GqWnD7KFib87Oe89XBKuufL87yejc7",
-	"y/7W1pvt/f323u6b3a39/e2Zc9mRI9EEPbvmzZRcL9T7jSnW0MDcl6PQfxT6F6g+8c8mi8gtP9m/myfs",
-	"MhnEZFU4iyIGZOk3u5k6BtPRs2YcGtg3mjcOzjN8Z4ADAW5zVtTQPbZR4x9TMKyjovyws6GfW2EdCA41",
-	"wJ4fCB7HRh8IwBnEtd1+23BHB5v/Uev3rBCJhhAK+B9ju91H3eF9IEIyPi3LyUSlSP6Yx1/sUEdU8ul8",
-	"VaOwFTPLnFWaocsi3ZPGyzOXOS0s/PF3IIcHnI27iRRoIDQby9fVSS3Jug+QW6nHM6t9G4adsnxIiMFJ",
-	"VAT9FwuBGq2RfUnevZ7LA7XKmc6cA3hmJ1UiJwfAOuQuC9Y8n2jnA2Pel89brX3cGv12M6ZhS962/nX9",
-	"rf36vpIHZuCXgdjH86OfHdc56h52TjuXR+8d17k46n48/fXofaX9kvd2P4zTL0cgzeJmsQexDM92Hp7t",
-	"+mDTt3a7BpAR50Aro+3dj2i3vf0G4SAc4T5I4ml7dyPPI3Zya9gpLeH62071zO/hlnhwQgdsQYiTsACH",
-	"3b38rFut/U7rGLcGBxvXf6mcO8B9w7nmMbtIAO8MoWTX7W23q460dHjHBAI/8dbn9+GDxCRoMHAm8F8+",
-	"pp/x2KSboBDLkYu+RsCniHFknC0o+bRwblpqlydiiplVTPNj9+PP6Nw8RYRKpp1CfeZPC+M2sHjtxquQ",
-	"/QPgQI7KsBIlWmc381mc/apqohMqOROh1jIeQvY6XFk4u7fb++25apT+8Iv695cRKeHVfMPBTDx7S1aQ",
-	"lLQJcqsdB/bLPmMBYKpl+l24XDlICgrG4wcUzbSA3yRppgJ4zDjo5r8Z9Zfr/8niQCUGzZHb5hyrMODH",
-	"Tz9VnHswzNLNkf++W+3N8/ht/sX23t72fuWrN6SZ0Xwjpzn5/NN55XCRcWjFrwkyrHztbnHnmlqA2Zn6",
-	"3Cy8BnLdMuhuYNrcVFDAX9Q60BNUredsgBO5X16Xl1cJZiqamVfVGTO/ItnzPQTkFjhikVSipI+p/86m",
-	"d5rExgKPzys3r0vS9/pbjdpmoiliaU6UzObs3rJz1AD2V+BkQExgqUAqfcGCSMLRI5fp5h3fMV7XudGJ",
-	"Hyxhygd6uEuC9ey48+XXo4uT45MarTkRfRURCCZ11qldC9KvojWlKrDAR4wCogwFjA6BownjN2K9gFpN",
-	"OGA2McksJusum+k7j49/+jCp/3jCezwVzaeByo0zCtMzQlmFbtehCI9ZRGWSGmCNglcCjdUnKKJECrSG",
-	"JRozIVH7v/Z20L//33+jbRfBHfb0h4pdTJHWE0PMBXB9tMvTAOLgVzlV/fgQ7e/uvUE2qIaMfqmDswX6",
-	"lhLGoRSnMKjIaz477qD4DRTAIAHHhFCfTYq7WZ6jo9IQaG/tVinoJourvPiPFBBQyacoBJ5P7FLGQM4K",
-	"aCTOMpZLUaqVo2uECompB42MGRumLJmz1RaJzuCdnZTtIizis8qElq0FtLpzS3ln/fh7+/uZgbPAmzm0",
-	"JDJopp7GWiTc4XGovnFGUobiYHNzhMVoiCVs+HAbB5zFps5rwLHHJ153xEmLwwAU2cPCBp1+Gi/anWV2",
-	"6fzTCoXm0bFFL+PHmMmW4/f0N0KycZwqOhfSPhGe4pIJF10eb4NHS39F04dqdavzx4aceIQOV+I3/Zpm",
-	"PTdKX3YdgQMQhyNMacmTU2fx/WEiorGq9v6ic3zpuE73l7+dnVxe1uhrIuqPiXwceYmoL5nEwQpwX+K7",
-	"VYy6SGx3VVtbcsw4Tf7PBI0zTKxAFBmlOOGOxZMscrXMceTAkmUwJU7wwNDzPFNNE/tjgrBLlQmNw7YH",
-	"dXHbGRxrp/2omHDRJJiBEglMaiG+YNjm6yJhGzOBNFp80Rue0ewa0CxJ7uzMfTUgFC5XROJfI6wvoi6Z",
-	"1d9EzZJSKJHnnHiw9J1VhLENOt1ETmbXpSWUoF2PZxLGp0TIx4boU5xqkga4IulcGfVvECdNFn8eLcrd",
-	"FiWYZpiqwKYhl9oszRC0OX/crGOQZWyede4Zj0bJQTQHSWtP4jy+djnzHIr3X7XPYwx8CCjUFwTWLo4P",
-	"0Zud/dfriJlbjeATcw1WW+TaNTEmNDv2dll6rUwSlSyZpnBepRDLa4ILnHzpKC8A+zpju8xaOPhkLkfR",
-	"2fA6MF2pdVdGHl3nNuUqC2l1iZJm1nZduaF4QaUNwbgPvl9Vs+CSRxBXLABEaMum2BuXPhLAb0GgNcrQ",
-	"xdH7k+6XXy5OtceuHB3UOKsd1BVpAh/YxCB1KyADUGot8rHEaC13+0msm7s8jIN/gD50jy6P/onWzLWD",
-	"t+uu/s8PH47+eX5ycXRF7YM3G7vr8dUuCDHHMnPhm0iB2ISiy8tTtMYCH7jZEhfr5gp3fFwjARLu9F0F",
-	"rW46rjPAQdDHXvU5Bljf8D7LO3Z8FvUDmM0pU7lAo3HfMkq9pl+b4oZSukMWsGEubiYkpj4OGFUL8IJI",
-	"SODzo9/JSPkTLK7JTXGoGvf0rZfEt1CkJ/10ZUUPilkyZraqdXbjgG4CNBMlEAccsNZc4t8TTnQulQ4d",
-	"JI/tr/ihtrWSh/ZX/NDDIn1mfphHVfhkwy1PFm1qfM1iWU43WcN7BoznLxoqco0jQ2tA/VYkgKNbAhNR",
-	"w3l8nSN0WpGtU63jDPSdxbMB7lg//ur8PMsJ2gVYyAsTNHvkKF2Ax9xVGKdx0e/g1sEjQ50NPskkZy50",
-	"SyCpPNCohkB9XDOpUpC9H1COceZ9Kxk8KCKoW8FuKtmoWcOjct/tRJfmmqAN0lRlHQxwFMgDzSSGWMIE",
-	"22tr+qIhjisAzMChvf12XgTvNA2wPIxlGn4075NMZqNlFKsHxdvXuzlAvG4Ih/EAZ+9S+2YhNaZOV2Ku",
-	"o6Jnx50vF0f/+OXk4uh9Ned+FCEkyD87mJ8rYFIo2CW+9NAPGpxqsFcCbbdbSQkiJPEQ/YB6+p3tt5na",
-	"RGhte+st6hMp1pEPnNyCjwacjU1hCqUivBKo+6HTau+9LibCFjJh86mw4ks+H3e7fV/8z9tqn5nd5TJc",
-	"JbEqsrxLDHlumdG+OoeXJ78embujCarYnzOzS+yIl3GSyR9NZ3oeyT6LScDqhJ/uSCl0jHrwDgmgPiIS",
-	"YVOvq/flywcmZGs0/GJX2kMeYzcElDnX+2fLztHSx9xbXQ5QXj4+TCRm6hYVPT/t1ylTcfW9+Bbjvq61",
-	"RXSNgAEpJV6383k/7XLiT0NnulmXENED5fSiDsSKa9kz0UgbZDlWYwIJMd8pMB3tpfsagX0seQS1N7Cb",
-	"Xzn7Xwc/1LqbFPzie/qp1ci1iDcSrDr/TQYZQV4vkne293Zebz1AKtdeELcnkFtCdh/12KuwpCLh8fF5",
-	"B49HimpH/Vye485KUK3kIG5SY6xpKbGH4khVyn6OU0GGCaWHOv8cz0DiVWTPLMoKlpCvojHyUfdYE89T",
-	"Wfu0Dx8//AKX9ldStWLh+hONMx4eRQnzSW3JqQ8ZEirdl8+RToaeEhTL01uMOIvciNdwOMdVufiLaeAp",
-	"FTc4fQp38jDiojJnty+ASsSMd1+XAw3xEBa/jFWv26dVFJcrebX66kWcyGlXgcXAsQ+YA1fKdvrrOMab",
-	"Hz9dOhUl6ewVlZa5/Ix+/HSJ1vT9Fhf1bojfsxmgLuoRIXqbPRz5vc0e3IW9pICXiwYsCNiE0KEpEHtx",
-	"fPj2TXtPD9YHIW0ytEShUvOIZ0IZCrNQf2rK+VmDHa31zj92L9Hm7fam8Sb3XNSLH5pU+DGhsucixq+o",
-	"uT/HpJAch+bx+gbSAlIcoJz3GuV91yjjuUZZv/UVzbitUdZpjVKXNco4rE2kRCOn5qAa6umJjaQMM9bG",
-	"odbga0p2h/hrBIXEf0IRTmyB2AJIarean2lhzpLNkC4Eh+QnyNbx+WDqvi64FHslcm3AOKKMtvqcTQRw",
-	"W8BY1JeVLRgs5YXd6yRoE6DLryjOwkU3AKFAYsS4bAXasaDYCDbKui0WSSgyoa8+jAj1DXrFNTwPtCsj",
-	"wYUruiYC4ivExdRHsS1jKpZNXV2fylZEdJFxXAmF7XyCuY+UibTuos75SctiJkhsAnc/frq8ogrFsVaz",
-	"FL80VatcRLJXDNddg2LI53ggBVpjoSRjIsxFYRpnGrnKFLIl1m1ZcrF+RdWa04vlBinRGpZsTDwLjfRy",
-	"uo7pXdEjfcVAp8CbusaolPu/1qsrs9Vb30BmgKQSYh8CRoe6qDe+okayvEtKSZvfr0T6vimkLNDu1m6s",
-	"fu5u7Wygj/FBKusXS1Mdn0nUj0gg0RSk2q76FO1tbdt61cmK9R1aTYcB8YCaq3AW7zqhLtff3thSIooH",
-	"mezuyWSygfXjDcaHm/ZbsXl6cnj0c/dIf5Mmkido6GQC1c72xpZ5i4VAcUicA2dnY2tjx9FMfaT58ubG",
-	"BIKgdUPZhG7+NrkRG3HNsiFo4Z5gsZIVzt9B6rt0heK47a2tpZWS1ePXlEDTqRifoI9+ginqgqlqmTg1",
-	"q8dNFrpprztkBJRz8PlaKRrjMeZT58AxCHQDU3PQtyZkIgp+2x8/XQqbBLK3/cbVWPp2a+fNus6vHAol",
-	"dxW9Oddqrs2RvvT8r1kw/WBfWSFY7dXrGsDGyQNEoChcNlRPyS3oCntrSbVcySJvZJhhDdTGIDnxFBjU",
-	"L4vBG1M8DmYB8mMItHN+shgg40EXqOVYBUM7N/KZF42BLh05L7PSohpoSgGYzsS0C/PGChEtTc+prESJ",
-	"faUsmWQODaG9rZ1nUAtzidUul3jkCSzjZBq9WtwPYF1rBYov+SDBk+CjeGch7pOAaAOmEklutzeT8qsZ",
-	"VCmo37qSpO1+YlUto9GZMv8lJ2+sfel8HqNpKka5gT5SJCJPcxetgff+qYuotv4Sf2J70Jg8Jt82fomz",
-	"C6JQSA54bERoHp2T+pROvnfG5yq1EaeFW9VeAriFIDdDbDOIRE3UtTZSLTGIq+M0QsFMXOH+eoXkVizS",
-	"WVXdW1lAJRTPtQqah+Q1fYXuXceeZhJrKQTqdI3Rng4LnB13Fm7aYkfvJs6Xgr8wxB604uwx35QLF2jN",
-	"4l+mlO/6Q2dO03vKOBUTBvHRWkIkS5gzdQuV59RGAtG3Po1mb90kD5zrMilrUZ4qrhzuLljleNeg92zm",
-	"l+mnoD/Znv9Jrmy0/mhn/kdpNftU1sydJinS/Gh2/q1oXX++vne/Fe1c88+sj+Tz9X1OEhwbw66lIIC8",
-	"EXg3mkVyZaUIrb/dKUVV38UfMamrBWU1q0Hm+1QOaLNMO72YqNAXTJqILkhb4rBVsEhf2Sy0FTIsUB/3",
-	"35g/XWrfiXwyy33eA2bjTAX2u/1kjS8e3OOitnXZrE+rPin0Epv1efLeMyfj3a39+V8kDULUB9t7TdZV",
-	"UeNbfdxuN/k4W+L8d2I1OQaSz1zNcxNlqugOdnkPDVobMcoiLorN67KcxPCMPAvZ/GYK3t7PMj0sH1mZ",
-	"JrQyUnzuxLA7/4ukM8kzwkydYF1AzI4+qQpsW1T+xIXNryvRdNMW2lSS72HDujUi0xRWfpjILDRbW6XM",
-	"zNd/biQzG+B/qb3UH4twHiB2GkiOiqY8j5VYz1r2fIgdF1riSJZxyOMxWvt4fvSzMm6SKq+NZc9mUhx3",
-	"+WR9ZId+9oRdrnf7QtwvxP10imWRetG//+9/p79cXSPO+N6iENkys3FKXVM6H6XF32fpmnGN+BWrnPE0",
-	"NZqnXeyG86JEPpUSGSv8r0Q2xuwiChMQ0nQbXr2KaQu3L18WXeiBXyTRiyR6kUT1kijuDKAFkO0c0Ey8",
-	"xL0XVkG5euQX0n0h3RfSXVSJTFp91NKxyYicF84wNSqfaTyjoijaEwc0DHhqlFmdCvgS0ngJafxOTCNX",
-	"qKPANQzVIJzNWm0U0LBso8BGNr/Zeoz3JjgegHEs5VnKe/3/mKUUiHK3shQ/SPBN2ZtAp2uhIaPwzM3D",
-	"533yBqgmGUqfOta3VQXSlx/QWpqgXHnsbq0XoeZct74HZvsStFoNBlZHrTI8pxrFFtM2kkLI1zpV2xSt",
-	"y6OnrmX3QF3GmBILKDG6+l1Lr+SHB2C4qbvX3IZYPW3Z+2AvNPZdWi8PU192228XW21SOeXZS8CzlD4z",
-	"YnDtZNDSlJ5ch1tE7dlMbjxWisdTImRS3lSsXEgm5WRrCFovVqlVpjxDf6r/g4j/QtzfgQBN1J1XAgWE",
-	"2uNcriSdieab30wJ5KbKvi5I/Di5+yL2/oxi748rgy5gzG6V/Z0Q8DukWwwIfWFS7WkcRgr7bC8fgceg",
-	"r7Aulc7d+WRoip1r3TqqkGznkVwWja/IQRhXFH/RqF9Yy4tGvRJu1vH1FRsOYYC9pXG1Oh3E9PBZPOKY",
-	"8xNUxjy6euRl+Al+D6aS9DYyDpYXtvKisSzTalb6Smou60KguucWkgwlTbcWNKNF9sJgtR1xyoYsko3i",
-	"BadsOAQfsagoUg8DwLzVJRJa77GpGla4eXllK7CIK8dFV46QjOMhXDm9BS8KdkG26krD6FWIqnqQD7k1",
-	"+ABie8YX+vIlENhQt19eM+WpcveqXeQZMOqkaHvHWgD1BSqcchbvYjybFb8wna9kN6m3szIunpSerbt+",
-	"Y2vE21Wv4iryHx6HPo0YwmN0opBowEGMLBoRP4ib2CJGg6npChIQKQNAbICIRMR0vK3Gnzzj2rS1hGY6",
-	"/s6m7+1bq8epOq/fKblNSKiQ3Pmu3JiACDTG/AZ81LMVv3obzh8dY3KkF2ThhVjc0dnWPG+OGJvfkuK8",
-	"M71lprNIjCmNpJ1tRvJ7R8e/A8/qQ7ChS4ZUCyFGIW5clWCHPdy6YHlW2ixmRGQqVF/nESqXqVVRfcAU",
-	"dtM11ZJC1Jq/EZkUaU/bDm2UyoOYhJCs8Fu+O6ayn8ITZ2zlSqrXGVK2OkWcGaGBuzop/GwtrT9j0lSh",
-	"M1Jd2lSMIgNdwUeXGZmMGBphgX6LhESBMUUILbOFsvnTWEqYmEqthvp8hcT3l0I1Gw8MWDN4MFsSzE6c",
-	"+v0tjsTQeInirgiL6uK4gygIdNcvpWNk0MkU1EyEjyZfOlX8ZWSslFosW5rCkWVKm+MB3kwaGC7ues1O",
-	"49aoMR+VtoIp+nDWOUw0LuZDqrVYSyVeBrKVrJV6bjsg1uk1ZwN8mKx+hdpFbp468z5Zf6xfMGoKgevt",
-	"/gn1jJV7dJ+7ODG9pDDN1inOmuXIB2WQJl4vH4xpMkB9TP2FVQxNzbpc63RZpJwnOt09b3o2wCsyJM5s",
-	"g77p4jeuljo/UShfpvKuhDAEH8WHSGFi2biNkJlzZIGPtCr2QvDzCH67wVb+zij8bqHdBgzpkrEzTGOU",
-	"Fd8DXzJEppFVdzBmvvYqZEuUJiqLYlsCRWHeakZcN/QUi/Mo8+FqVA1d4jSuEe8D9k28WqAbCGVZhzBN",
-	"SZ9OTW/inHglUrbywkG+J1OgktJ0UyqEM6Iirulrv3uXFRlKHw4FmjB+o1seSO3wm0ljpjXGzDjFpXml",
-	"ZEJUlvclYyJzUcsEWntbs3pzbud6gG03awFWRb+9tCNMLzYXQg63hEUiaf9StXTPdJGpibjqni6VXVxq",
-	"WvWvNN8j7bVTwQ0+UrAbffHlzCS9bHPzChs86W1h3stHx1zTosIgjQK3OvSU0CxZacO7UhXWhB03SlmF",
-	"LlzufPjEHvVsU70ambUyKfUHvNr8Z3S6Z/s21UhGijrnJ1Y0rv346XL9nQ3VpwEvrXlmGyFW0WlOHG6m",
-	"PXzqCyGcJO+skozTWVIydnPj3bUmk0lLSdZWxAOgShv3HzfBkxrNJ9l+STM5xSthmh69hNy+szIlMwSt",
-	"bgD0+nU7aUGWQQa01sOeJLdgevP2TFSNTuVIabeUSZ2OsT6fnL/Z1ogNUi1iWm6g63LT93JhhRFtfDlo",
-	"Xf+lmc44K3YXB+54JpgXUd2F6iVk85SyKAn7WTmUBv3exQeCiC9sbzTU3tpFWOhGdgr7t7b216tVx7rI",
-	"YCpwVmlfmBac1fw47oT3gmdPyCs7iRhMGxEavUamqT5SQDCowafFPGZJY9s4AhgJ9e9vke55ep/LQJrN",
-	"VH8RwLvx23PaDHWyDWEk0y0h60x2uPMglI27CWVcgCu1zi2DPmQRrUy6/MAmaIzpNE0knIC+BqM/ezHb",
-	"l5GCYfIyY1SyfiCFuS5itvpfMNXIpXQJRmGh7IxTImQBqZ9hBu8LJj02DUMhTCnrd82meS4p1cK2kL6/",
-	"nr1YvTo73bcKHKAghIt43OvOtSFh0+jQigUXCTKkCuFvYCq0XWw7RG6kTHVsOm+XuoRZUhpjiocwBiq1",
-	"Om77/NuAtEBrARsSGv9buAj7Y0KRZMy28rKzJACr9uIC9WPgK+UpueSRaUAXN5cudDEuz1EzRdzgqboF",
-	"FB0Seqen+2LNehddcgwDcoNsGyl1MC46ordsmt1ZrklUeerEXSGMv8L4EdMGwqlsjxsdZ8a2srw86j+y",
-	"TYb1iGkFCMPxyk2HTUSu1Hc4M529llWe7qjQlNhFGIkxDgIdexgEbGLbE4+xNyImlh272XW5yfvr+/8J",
-	"AAD//w==",
+	"7H1rUxtHm+hf6dJulcEZCSHAF6jUHr02xCRgE8BxdiMvas08kjqMupXpHoReF1Xn06nzec8/fH/JqX66",
+	"5z6jC0jETvhko7l0z9PP/fql5orRWHDgStb2v9SGQD0I8L9vqDuE+hvBVSD8+ntRv1AiAH3FA+kGbKyY",
+	"4LX92jnIseASJHFpEEwZHxA3AA+4YtSXhAZAONxAQFz9Qq9Rc2rSHcKI6lcBD0e1/d9qXNQlvv6zU1PT",
+	"MdT2a1IFjA9qd3dO7fCSDooLXw6BiN7v4KpnknSlogp+gUAywbuESkKJVIHgA6J3oqZE0YFDoDFokG6n",
+	"ttOpdbM7GdHbE+ADNaztt/ZelO3i2IPRWCjgqn4OY59OwStuqquCELpkMgRO1JBJEljwECaJGgLBz/SS",
+	"n0WfUE6ABj6DgATwRwhSkQlTQ3M7HQGJV3an9Z9gWg5CvXA5+E6ES832ykDoBkCV2ZEIAxeWBcs5VXDC",
+	"RkwVX398eHlE4usJ9Ed92qkdBN83D9T3u63uvVesnwmfudN5C9vb8uv/8f3eweT7F83m8hsAFUzr7b6C",
+	"oLj2BbiCe5IoQSaUKdKDvgiABPoZxgfZtfoiGFFV268xrnZaNUcvzkb6QFvbuy93X+282H3p1EaMmx+b",
+	"8W4YVzCAoObUbusDUU9+rd3pHY5pQEegYlKWcIzIyvQOx1QNa06N05F+xjUXnZrGPRZopNaolN7lvwfQ",
+	"r+3X/m0rYRZb5qrcsu/OEIg7/QlKTqVNXJ9p8nGHQgIn1zAlG6/+9b//X2tvj4wDxhXt+UDcIQ2oq/e+",
+	"2SBtA7gcQegnKfdIT3jTDg+QGg159VkgVUxdB9lH8CWUCzWEAJ/VRLnbah0QGi0zZD7ohzo8epMhSCYJ",
+	"46Tvs8EQ/9htvm50eM0xEDVsM4FpjmCr0WsPDzf6+5U+OKUg0O/87986ndvWdr3TuX15+Pm7f6+V8qT+",
+	"KVXusJyyNdskPsWvoF6DnNsDNp+bMBoRKsLwqyiXE9Dsabf1qlH5cf26WbTiq17sztjpB9wg9Ys7/qRZ",
+	"5jgACVw5eG4qoFwyfZkM6XgMXBLB/SlhfbysEVdvWirm+4Qqw2/xozfAl0B2t1ubq/4KBaNKSmLm4ixK",
+	"yi2QOvvt7Nm36/9F6/9s1l9f1avO/udQqGqy/sNevS9dR2/XK12A1GK1ci0ZX7/vaskKer1LcQ3Vqyl7",
+	"9b5rRW/XK32UEFQuFJqL913Hvhv5ccSQkB3/g3rnhvz0X67gWqfQ/6Xjsc+MrN4aB6Lnw+i736UR3Iut",
+	"eWaeMosWOUJE9Z4ASbhQZKRJwFCTVvSoqw5IF4JABLJLNBgkAeoOSZ8yX2t2fQa+16jdOShTLmMCNapQ",
+	"xacs9wn6xVX7R5KnWu7mGIQm85TuGimMZevY27bwHlznjeB9n7mPfhqx8oq6a3Io1PfFxHCzDaOyMH5D",
+	"febV9Y2h7DqkO6K3dZAu9XF/XScRVJGU2sRjOtRn+Zgf1uYE8QdXPxJBj3ke8McGbdoC8al7ra0BV4zB",
+	"ISJAywDG9XBMUD83tI37/UFweMytvhfEZzdATo/aWu3xfeADwJ28F+pIhNx75N3I0B3GloDGJSNofR+C",
+	"Z5Io4JQr3N9ZgGouEt8RZT54j33EkQA3Eh/1AOpDYXPnMe9+vO3FW8vjlxVzHzkN1VAE7J+Pu69TJiXj",
+	"A4dYfuIQuB3rzWmqCOBGXINHrDAnKGbJRsx7UiTVdTq8G+JH6F9cbT92NyPass9PtJJPfDFgHA0hSfoi",
+	"IPpfje03ELD+lGx0R31aj2DU3e/wyBxFXV1fjQ5wn6BpfWB0QI2X+j1iDAFCS6JB4IuB1map68JYK7Wb",
+	"RklPiYZPnz7V26mNZwE7z/Yz2ok4pXxqRbh8zAPUJi3xtU2rVfrInZL6uowxPkv6JTdWGNQLPRzdX7SJ",
+	"Zz6euhU/8qumhxTeN1aNSh85vaHM12bvo6IReEwSl3KtbfQgwiWkuYjnC95ng1DDQrERiFDlMe1B5z0O",
+	"hAtSPvaHfwLfr/dFMAKP9EJNRP1Qgkc2KOlpaesQSnqhZBykJEHog/5hgl5EFNHCA6NWfeQyHI9FoMA7",
+	"BY/RSzzcP0eZ7wlv+kwSuzTReKYFD2qSyAdR+NxFZguenkbbE7gBP+1B/Ef74vhNzamdHrVLHIkOPoRE",
+	"eg4y9PEjx4FmwIoZw4am3zrry5LlcVtibJ7XBrRcgHbQTXZsbt5uNhOvGA0CitxIpi3WBQ1PpyZD1MgX",
+	"2oHRhRbzFyb242/xGvEbnBTYEqgb2yAytEpALSUbcPAugY4W2q8b+wAX8eY5NSuH2yrjpvSogrpmCMZV",
+	"OcNZ4tS8EB7wdGLcxBi1DmepU/OpVIkh+4AdZ190DtQS+9yj0fq2f/MgWJvzs+GP9cEqHWTJr/JiN73K",
+	"62bz5fbr16293Ze7zdevt2euZd8cykXQ88LcmZDrub5/YYo1NDD35nDsPQj9c1QfO9njTWS2H3+/kyXs",
+	"IhlEZJU7izwGpOk3/TFVDKaNq6a8UtQz5hP1z1J8p099Cc7irGhBH2ejwsmpYVhFRdnXzoZ+ZodVIHiD",
+	"APv6QPAwNnpPAM4gru3WqwW/aH/r3yqd1yUi0RBCDv8jbLffUXV475hUIpgW5WSsUsT/mcdf7KsOuQqm",
+	"81WN3KeYVebs0ry6KNJdZVx1c5nT0sKffgNyuB+I0UUsBRYQmgvL1/VJLSUu7iG3Erd1Wvs2DDth+RAT",
+	"Qy1WEfB/YgzcaI3iKr7381weiCpnsnIG4KkvKRM5GQBWIXdRsGb5RCsb3XSvfmvWX9P68PfrER/X1U39",
+	"n5+/tF7clfLAFPxSEPtwdvi+5tQOL960T9qXh29rTu388OLDyS+Hb0vtl2zI4n6cfjUCaRY3i9zARXi2",
+	"svBsVUcMv7RaFYAMgwB4acrExQey29p+Sag/HtIeKOaivdvI8oidzB52Clv4/GWnfOW3cMNcOOZ9sSTE",
+	"2TgHh9297KrN+ut2/YjW+/uNz89L1/Zpz3CuecwulBC0B1Cw6/a2W2VHWji8Iwa+F4dcst/hgaLMX+DF",
+	"qeyN4jG9pyOTM0TGVA0d8kcIwZSIgBhnC4kfzZ0bSu3iQkIzs5Jlfrz48J6cmauEcSXQKdQT3jT33gUs",
+	"XvvhZcj+DqivhkVYyQKti+v5LM4+VbbQMVeBkGPUMu5D9ugMz53dq+3XrblqFD54pX++GrICXs03HMzC",
+	"sz/JCpKCNsFu0HFgn+wJ4QPlKNNvx6uVgyynYDz8hXIxLeB3xRZTAVxhHHTz7wx7q/X/pHGgFIPmyG1z",
+	"jmUY8OOnn0rO3R+k6ebQe3tR7s1zg5vsja29ve3Xpbdes8WM5ms1zcjnn85KXxcah1Z0m2SD0ttul3eu",
+	"6Q2YL9OPm41XQO6iCLprmC5uKmjgL2sd4AJl+znt01juF/flZlWCmYpm6lZ9xsIrydh9Cz67gYCIUGlR",
+	"0qPcO7A5uiY7Ncfjs8rNi4L0/fylQm0z0RS5MidK6uPst6XXqADsLxCwPjOBpRyp9KTwQwWHD9ymk3V8",
+	"R3hd5UZnnr+CJe/p4S4I1tOj9tUvh+fHR8cVWnMs+koiEEJhrDYXMtaqgvA9IjgQLogv+AACMhHBtdzM",
+	"odYiHDCdXWY2k3aXzfSdR8c/vZ/UfzjhPZyK5tNA6YcLDtNTxkWJbtfmhI5EyFWc32GNgmeSjPQjJORM",
+	"SbJBFRkJqUjrv/d2yL/+7/+QbYfALXXxQc0upgT1xDENJAR4tKvTAKLgV7He4OgNeb2795LYoBox+iUG",
+	"Z3P0rRSMxkqeQL8kOf30qE2iO4gP/RgcE8Y9Mcl/zeocHaWGQKu5W6agm1S84uY/cCDAVTAlYwiy2Xna",
+	"GMhYAQuJs5Tlkpdqxega41JR7sJCxowNUxbM2XKLBNOwZ2fWO4TK6KxSoWVrAa3v3BLeWf3+vdevUy9O",
+	"A2/mqxVT/mLqaaRFwi0djfUztaFSY7m/tTWkcjigChoe3EQBZ7mFeQ008vhE+w4DVg+gD5rsYWmDDq9G",
+	"m3ZmmV2YRFyi0Dw4tuim/Bgz2XJ0Hz4jlRhF+b5zIe0x6WouGXPR1fE2eLD01zT9Ru9uff7YccBcxgdr",
+	"8Zv+kaSuL5SD7tQk9UG+GVLOC56cKovvLxMRjVS1t+fto8uaU7v4+I/T48vLCn1Nhr0RUw8jLxn2lFDU",
+	"XwPuK3q7jrcuE9td16etOGacVHCkgsYpJpYjipRSHHPH/EnmuVrqODJgSTOYAie4Z+h5nqmGxP6QIOxK",
+	"ZcLCYdv9qrjtDI6103pQTDhvEsxAiRgmlRBfMmzzxzJhG7OAMlp83hue0uwWoFkWF17NvdVnHC7XROJ/",
+	"hBSriVfM6q/DxZJSOFNnAXNh5V9WEsY26HQd1lJfXdhCAdrVeKZgdMKkemiIPsGpRdIA1ySdS6P+C8RJ",
+	"482fhctyt2UJZjFM1WBDyCU2y2IIujh/3KpikEVsnnXuKY9GwUE0B0krT+Isqp2deQ75Imb0eYwgGAAZ",
+	"Y5XHxvnRG/Jy5/WLTSJMaSp4zNQyo0WOrokR4+l3bxel19okUcGSWRTO6xRiWU1wiZMvHOU5UA8ztous",
+	"JQCPzeUomA2PgelSrbs08ujUbhKuspRWFytpZm+fSz8o2lDhg2DUA88razxxGYQQtZ0Awnjdptgblz6R",
+	"ENyAJBtckPPDt8cXVx/PT9BjV4wOIs6ig7okTeCdmBikrvusD1qtJR5VlGxkStjkpinIEli38+7i8PLw",
+	"V7Jhyg5ebTr4y3fvDn89Oz4/7HB74WVjN6khGtOAqlTVPlOSiAknl5cnZEP4HgTmkwJpS3yi4xpKUHCL",
+	"tQqobtacWp/6fo+65efoUyzTP806djwR9nyYzSkTucDDUc8yStzTL4vihla6x8IXg0zcTCrKPeoLrjfg",
+	"+qFUEMyPfsdvyp5gfk9OgkPluIdVL7FvIU9PeHVtnSvyWTJmtbJ9XkQB3RhoJkog9wOgqLlEf08ChrlU",
+	"GDqIL9u/ootoa8UX7V/RRZfK5Jr5w1wqwycbbnm0aNPCZRarcrqpCt7TF0G2WlSTaxQZ2gDu1UMJAblh",
+	"MJEVnMfDHKGTkmydch2nj4Wnp33atn789fl5VhO086lU5yZo9sC3XAA8pFZhlMRFv4GqgweGOhd4JJWc",
+	"uVSVQNw+YqFGENVxzbjVRLo+oBjjzPpWUniQR1CnhN2UslGzhwflvtuFLk2ZoA3SlGUd9Gnoq31kEgOq",
+	"YEJt2RoWGtKojcMMHNp73cqK4J1FAyz3Y5mGH817JJXZaBnF+kHx6sVuBhAvFoRDqp7abAs3UmHqnIgB",
+	"48gLyOlRe59IRQOMknZPj9pX54c/fzw+P3zbdbDU0BeDAXj6asgV8+MC7ajQuy+CCQ28Dpb6OmQyFHTE",
+	"sGZb32kgna3mlhMIyG5zm2RrxMkIKMc+TVbzK8qRB5FlTIqzUwsyPXFyPeDkVZd8h9+lX/ZMku1WPe5q",
+	"RRQdkO9IF+/ZfpVqd0U2tpuvSI8puUk8CNgNeKQfiJHpdaIVlmeSXLxr11t7L/Jpubm83GxirrzKZgdv",
+	"t+7yv7wq9+DZr1yF4yZSjFZXUpHl3SldsP3m8viXQ1PJGuOp/XNmrot942WU8vJX0+C+jtSj5eRxefrR",
+	"xVCrl4K7cEAkcI8wRahpAde9unonpKoPB1d2p13iCnHNQBuX3V/rdo06HnN3fRlJWWl9PwGdaoWV90O1",
+	"XiRMxcEq/boIPGzfxrBjQZ8V0sBb2SykVjENaUHXvtmXlOE9tYZl3ZklReIz0QjNwwyrMWGNiO/kmA76",
+	"DP8IwV5WQQiV9eCLF8D9r/3vKp1fGn5R14DEhg1Q4TASrDwbT/kptaJaQdjZ3tt50byHjlBZrm5PILOF",
+	"9HdUY6/GkpL0y4dnQTwcKcrDBnN5jjMrXbaUgzhx27pFu9PdF0fKCggynApSTCg51PnneAqKriOXZ1lW",
+	"sILsGcTIB1XVxn6wovZpLz789Uu0EFhLD42lu2EsnH/xIEqYT2orTsRIkVChej9DOil6ilEsS28R4ixT",
+	"n49wOKNllQHLaeAJFS9w+hxu1ZswkKUZxD0JXBFhYg3YYXZMB7B8aVi1bp805lyt5EX11Q0DpqYXGiwG",
+	"jj2gAQRa2U7+Oorw5sdPl7WSLoe2YKZuSrHJj58uyQZW2zike828rs1HdUiXSdnd6tLQ62514XbcjXvC",
+	"OaQvfF9MGB+YnsPnR29evWzt4ct6IJVNzVZkrNU85prAisYs0puaDpHWfUA2umcfLi7J1s32lvFtdx3S",
+	"jS6axPwR46rrEBF0uKnmE0qqgI7N5c0GQQEp90nGl06ynnSS8qOTtBe9w1NOdJJ2oZPEgU5S7nNjvSNy",
+	"IgdFqCcnNlRqnLI23qAGX9EFfkz/CCFXhsA4obEtEFkAcTtg82fS67VgMyQboWP2E6S7Cr0zrYSX3Iot",
+	"0Nzoi4Bwweu9QEwkBLYntqzuVJwzWIobu8OUbBMuzO4oygkm1wBjSeRQBKruo2MhdrVQ3/YfZZyYQFwP",
+	"hgz9MkzGbWH30ZUR40KHb0ifeRpxKfdIZMuY/mlTBz0/tsmmY507UmM7+oCINpE2HdI+O65bzARFTRjx",
+	"x0+XHa5RnKKapfml6aHlEJYueNx0DIoRL6B9JcmGGCs2YtKULfMo78nRppDt2m873cvNDtd7TsrcDVKS",
+	"DarEiLkWGkmpPEYYO/wQCx4wId+0yiaFSoSNblXTr+5mg5gXxM01e+ALPsA+8bTDjWQ5iLuTm7+fyeR+",
+	"4xCTZLe5G6mfu82dBvmQ+MzUkCozcEEo0guZr8gUlP5c9KXtNbdtC/R4x1jRi3ToMxe4KcyzeNce4wSI",
+	"VqOpRVTgp3LNJ5NJg+LlhggGW/ZZuXVy/Obw/cUhPpOktcdoWEuFzWvbjaa5S4yB0zGr7dd2Gs3GTg2Z",
+	"+hD58lZjAr5fv+Ziwrd+n1zLRtRBbQAo3GMs1rKi9gMorOzL9VtuNZsr606M769oyIaJIZ+gR36CKbkA",
+	"0yg1drGWvzfe6JYtvkgJqNr+b5+1ojEa0WBa268ZBLqGqTnoGxPAkTkv8o+fLqVNSdnbfukglr5q7rzc",
+	"xGzPgdRyV9Nb7bNea2uIJdj/nAXTd/aWNYLVFoJXADZKZWCShONVQ/WE3QD2+9uIGzArEbpDwwwroDYC",
+	"FTBXg0H/ZTG4MaUjfxYgP4yBt8+OlwNk9NIlOkuWwdCuTTzhhiPgK0fOy7S0KAeaVgCmMzHt3NyxRkRL",
+	"koVK+2JSTytLJrUEIbTX3PkKOnOusPfmCo88hmWU2oO7pT0fNlOBHQWuAo9EXzamPeYzNGBKkeRmeytu",
+	"BptClZz6jX0t7UAdq2oZjc5Mjig4eSPtC7OLjKapGWWDfOBEhi5yF9TAu79iS9f68+gRO9bIZFV5dpZQ",
+	"lOsQjqUKgI5QQdBUpiYCdZ++LyZxDMtjfSy1Uv50v8Pr5PnzbGTt+XOykfRNntcA2YTbLPP3tIDf3Dd7",
+	"J0ZHs70/44CcQ7RWwKfEhxvw901IbXbVWCbg1tBvPgvELcoavTvCFPHZNeBb9ev0aaMXPop5EdsxxLR/",
+	"1tBwyGTI3CEJQi6j7cb5YvgCGym0mMOJBHvCHCZGkW4Y6F0YxdKALXmH0Fq2+eo6i1NPNvcJ9jWNFSmJ",
+	"yrA9G63AtprNA72b7n8ggL4/PWp3U9rWzjxgWT03FaGMI6D6teazHNsPO/4W841jKrXqSZU5HIysdo1C",
+	"lmWOce/VWna4z29lRkiqMbfGKPPqNL5GFqiMjQ7sI5PYHH7U+WkhhpaKUt19XiPzzjegLRs/oO3pAsPM",
+	"zDKbxzIrBp/dOTXLG+LIXS7si3jWxSATHuOSU6Xs2y9iV17O+zymLtSjzEjPzDOQZMNys1Sb6s37rpyk",
+	"rhVxKmJPzCMbKVb14DUTJ2NxTcPOsKLZ0Ix1ut1zrcu4ZUtxqWi0gbNkB+9dg96zRWlq4As+sr2ESmEL",
+	"fY2Xz7Qpj8PTiShuR+3KMy3MQ46WU9YboY0w6oeQ7kmVOWHrszBSBBfct+OhRtQ3zbPLGqUbVhIVhucE",
+	"eRL+3W1uJ4ZhflRHZLviqllXUDX/LRlQgKeOsue0T8+Ae/rAMgDL57akNYm8AE1ltBhmXglCI+7s8xoV",
+	"fFCwH0m2aPaBK7xoUNlG7LSLPCtbX+Lo8p2Ww1vm4c37grd0S/aLog0xGesTiwI9rSEYPryC8SMpmO8T",
+	"LlKo4RDKZ3bpFxw6vGJYBXnYrIoOLx9WsY7ZErtLmRtp3qC1kI/jdHJXguxWYdrP6EdGK4ogQOW1+WjK",
+	"ESUibakC1VnKMcUBPBk9Z5WhhbF1J8HWth3YCUG5ApMaprIoluZVsxVhartsgBDZyCiQqI1mYBwhnRXY",
+	"PnWvZTSXKG1rzpYl6ZERDzbnvuS96799vnO+5P3c5sd0jOS3z3cZS/DIOHbr+tyIOwT3GnEpgBsIJPpv",
+	"0HjAzkBDobB3Ydqz0k89n9iB6JbFoJeQJf4Ck7SK7fELOnEZLJJbtnKTKo3SigL6H8KbrnSUWTa19i4b",
+	"AbN5JjmFefvRZqnde2xa5TTcWY+WPZIbTzvr8fi+Bypec+krmUWTcOTZDyVzzvCJ1/OfiGfO6Qe29xbZ",
+	"V8nEEf1wq7XIw+mBK38Sq8kwkGwdTZabfBgDx6HI2QgN2RgKLsJA5uchpzmJ4RlZFrL1xbTfv5vlerR8",
+	"ZG2269pI8Wsnht35T8TD7r4izMRyrxxitvGkSrBtWfkTjVn5XIqmW7btt5Z893utUyEyzZiH+4nM3Pze",
+	"dcrM7DSKhWTmAvhfmFj61yKce4idBSRHyZzHh0qsr1r2vIsCFyhxlEgF5OmIbHw4O3yvtfi45/zCsmcr",
+	"btW/erI+tK/+6gm72H3/ibifiPvxFMs89ZJ//Z//Sf5ysGOtcTaE4yiEFaXUL0rnw2QUzSxdM5pYs2aV",
+	"M1qmQvO0m23UnpTIx1IiI4X/mUznmDmEwwSkMn7h9auYdozM6mXROb74SRI9SaInSVQtiaI5RSiA7Byj",
+	"xcRLNAlqHZSLb34i3SfSfSLdZZXIePBYJR2bioh54QzTMfsrjWeUtGh95ICGAU+FMoulAE8hjaeQxp/E",
+	"NDJtw3Jcw1ANoemqlYUCGpZt5NjI1hfbHfrOBOZ9MI6lLEt5i79HLCVHlLulg4FAgWfi1D6ma5OB4PCV",
+	"m4df98kboJpkaDx1it0qJMHiR7KRFCiVHrtT6UWoONfmt8Bsn4JW68HA8qhViueUo9hy2kY8luEzlmqZ",
+	"FrpZ9MTOuvfUZYwpsYQSg71467iT7+6B4aYL8OI2xPppy9aDP9HYN2m93E992W29Wm63carfVy8BTxP6",
+	"TInBjeN+HSk9zqBbRu3ZijselIrHEyZV3Gxdrl1Ixs3tKwgaN6vVKtOeqTfFXwjznoj7GxCgsbrzTBKf",
+	"cXucq5WkM9F864sZyLCoso/jER4md5/E3t9R7P11ZdA5jMSNtr9jAj4gOPDIFJ3obxqNQ2XqPbAYhI4A",
+	"07xXSufOfDI0o1dQtw5LJNtZqFZF42tyEEbzTZ406ifW8qRRr4WbtT1b/DT2qbsyrlalg5iJgstHHDN+",
+	"gtKYxwW+eRV+gj+DqcSTFo2D5YmtPGksq7Satb6SmMvYCBwngBIlSDwCdEkzWqZLvCM7ory3Rnl1pFTM",
+	"94s1krbEtVHoW3AiBiJUC0UfTkztpwjzAvqNDzSoXzAF9bfU9CDNVd53bD832ak5pFOTSgR0AJ1ad8lC",
+	"8QtQ9apGc7gLWdZd+j5V4/cg3a+4PDDbUEkM9CGSDVObm+nS4hDXgBFTrG3HFgnckyR3ymksjrA2FQ0p",
+	"FGQuUskbDyOY12Nl0xZMd3iqILk4iqBB3obYQoTGBaGLdCTBznpRVzZJWs2m3Ygpi90nmfEKZd1AfgBl",
+	"ppiqi7hb4dpkYNy4v6p4yc77sZ+3jtYbC9OM3eu3SjqfhoLQETnWtNMPQA4t9TDPBzJh3BMTIrg/NYPe",
+	"fKaUD0T0bXsGH/qqnGyy3H/LNmScJQXOLe0C9pyLqMuONzRHTuBWSwr8RXCwpGe6R2TK7S2+W4PT0bqo",
+	"vj9utwhjUxmMyilekaT79vDk8PIQWyOEUuPGFzOY4y7ulPAfZv3vu06H2ylpdUn7sJ+evBHdTORQa8T6",
+	"7UMqh0TRwWaDaPyNOgiYXqbpuSNUdbjgLtKxgUPUT1Ur3syljSRwr/ZRYGo9A8ETNxDqfrEL7JPmXSkx",
+	"G1CfTj+oIQRv7dHci54z/QCwLe2HUB36EiZDCCDbE+ByIoipbLHYQGwjWyOu46L/uNV1a4na+cwUuRK+",
+	"8U5MyIjyqd1BfEgTCCDpJ/I3IfoLNuAoMBHH8KgI+BLIhkG6DIyyJHhg/m+bBGvklopO5RzZWQyVnE4f",
+	"hHdLyZGqOMkJu4nVhFw6/EFxsBx2owk03Xbt53f/NgiTkbp+GmwJp7KjqxYXBum+M7PCDBG3ehstMF+x",
+	"P49aEz1mWlHFGX8TkakHcRHNBTJM4pmMWXxFslGaRyznhElN+PmcxatMpmtJv62oyZRMDfJB1Ubr6nbI",
+	"VTJEFhss5vsmNp4/J58qNPhU98FCO6Z0ryecaSY7vDDVzKRpSfI80wrqeYN8rGqd5JDuD4emmVOMc1o3",
+	"iX+NpxFVTz0LoB9KwLcbCKFhsNvc7vBlWjaSjd3mtmkUudvcSRSikt6QUnQ49oO+nVpDTA1hRHrUvS42",
+	"cdxskA/6jKLhbsnOOzzVgL6yl1VsGnUd0/+w22g0Ul2uuqZxqI9OA/3KlBYYQW+TUPRQEKaMAmeNuuh8",
+	"ZbLn7FH3wBUjkB3eTc8B6+aaL5KQexAQmurUiMqp8D0rYMVYkokIrtHwU3YejOAdXqojblrUtT2YNM6m",
+	"BiUb/AOP+FRBkDcYN7pmkll3M92bLDY2bdvPGJWHYiLzWNwLldEJkjNvFBpiGqfOmEp5kELXGIkr+2LO",
+	"6HyZanvJ3GGHBzj1VCaj7PCgA8pkdGCmSaWIW2Ai0KJGg9QCDpF4KHwPe2aOhFSk+0P78vBT+z+vLg4v",
+	"Lo4/vL86bf96dXZ4fvXx4vC8m5WPDdJWBmguHTvW6s4/f3J8enx5dfbh5PjNf36vKVTVhe+BVF2DCZa7",
+	"b5pWs8aVQPA+aQYrWNPDByoVCcDFzq/6Vy85xpQ7PmMHJZSfQDqxRJxEwEfodWC/wnCOLs5Bi55stUjX",
+	"rlj32Yipuu0nXGqHmBTltENhmQBh2vZA4ss3KBz7lHHLSzaS3nqWgjbTNkdqPF4NcbWWnsXpm/nAtSMW",
+	"QF/capCcMB7epic/1qiv747bAGoxcdqnc1pblvf9W4qvmdkCebZmegyDd5AZgYAkEA/CrBh32eHxvMs0",
+	"u3sWW6ouDQKWoaykCS96CcRA6o/RaGJHblR0QXQMDm7vIyuYCL1NZLVatpnmbppPKKF5Lcw7sMyoUS2T",
+	"S05nYYOydE7tympP5uDuSYQQmU8uDoOstZqtF/Xmdr354rL5er/Z3G82/yszETCBTmpsVvLYXuax3LDG",
+	"3G070W2paYw1efVzazjsjTz/8tPH2yv6wy+y98Mr5bVeT3s//KxOL1O995IpmXbcWW04yD3PhaprVKS+",
+	"mdNR/z2Uqk553QKsjtCoN5vN7VJSS0D4fu6E2G8Ntm7rl997rb3rk1/f++7O+3GvlYZtbvDoCiDcuge5",
+	"mEaxVdHLqPOjLUcwHbbX5rz9asObf8dKpexIp8papQhFsC+oESmToSBDKonG04Sii7ZkMea4sIfBJDJW",
+	"Bja+FgfDX6FuaTYeGLCm8GC2+2B2tdKfH6iK41NPqdNrwqKq5Ol+6PvkhsGEiH4ancwUq8TkwfbDUxOg",
+	"wahWJZatzEtVrcovn++UXsap8H2h+4Ry8u60/SZ20wkPEleXdXbHHgI7PlKbORpSYsJxaklhYEiHT6p9",
+	"YQyHJ8WOEQyMYayqT10lgoJPbJo2hdA7tlE0TTYL5r7dWSHkbQOUS3sujKOCmvksmkcwHoI8yI7qSML8",
+	"qY1U2renffomPuI1Vqpn1qkKnWfmn+DpcjOiFHHib6iMrT3X7GuXuReKBipqpp7gx4afsdRt93pDTJvp",
+	"8BjxwGc3EGfYeGCCAn3So9xbWk9LOTHWww8vwoi4I+8ttT4inHGnaRs8JG792Ru5MQ2Rg8NooZsIlg6P",
+	"B08WEw1KPcJkEYcwMqwAVBjwKFnAwF34XqnHjsxOHShhUL8gnLXtvJ7s/NM+NUss3zdnpeuzqBF/DhUU",
+	"jMfgkXB8kB37FOU5S5JyxD8xx/nMcXuBT/lBcPjTEvQXYN6XQpxSHqGs/BZ4uCGy2L+lmfCBZgSpQXMp",
+	"XQvGkoTjrBuG2HDJ8vzaPLgeXo2jxaJJvx5Qz1QdSHINY1VM/T3HrTye3beIt+uZTE2Te+Ig35BtWUpp",
+	"x1KGkInVRmaAfe6AzI3dzqQxkxQ4s8z80txSsElLx+qxEVOZbPEYWntNp9aPRs4zrnZaZpo+9p7d3242",
+	"cfK9/SvOKmdcwQCHhd/WB6Ke/KrhWka/3WSufzeyP8cB3DARyniIf9nWXXymKtMdJ/OXzuK/qpjDv86q",
+	"HTySM1pueH3gYD/0yTk4k/RSg/7LnDrxhHJzXzZjz8bWDdJocOtDTwjNkhV6ckoLw5Cwo3H369CF8d24",
+	"yp/UyS7ZgFcls9Ympf6CDer+jlEcS6CzJCMn7bPjKI3px0+XmwfWFZek3aHmaTyxxgFZRqcZcbjFNELJ",
+	"sZ3bWUHB8T3rJONklYSMncz7buuTyaSuJWs9DHzgWhv3HrbAoxrNyQZmhDbwXJ5JIrXG/RTD/caazc4Q",
+	"tOdHb8jLFy9aUb5sGhnIRpe6it3Afp/6Erp2fONUDbV2i+57dgOb88n5C/67UN53RMsL6LoBUIl235IK",
+	"I2lc7dc/P19MZ5wVDI4iwUEqOmwn4j7FAB9TFsVxZCuHkijyQTyimHlxQluruUsopqwh9jebrzfLVceq",
+	"UHMicNZpX5yColX8eASKelTRJzx7RF7ZjsVgBP4owpykRjIlwe9X4NNyHjOjwKdCyhVlivOZ6kcJwUV0",
+	"95zx/u30IHYlyDXAuMpkN/WRtSWTxvQnrdU6X7g4cFZZ4JPZ/qCcntKyXo25DhF2hoM/ReTSuoTgsFS6",
+	"zwmTKofUX2FV4RMmPTSvJyp0yJQgbthisxXl7nw0OeN3n2dvFndnl/tSggMcpHSI/hBm/mvC41wF1FVW",
+	"LDhYAq0R/hqmEu3iEaiAubKRMNURiv2CbzWqVBlRTgcwAq5QHZcQYImXCc5LG8ePfpYOod6IcaKE8OVm",
+	"apUYYOVeXOBeBHytPMXNNbJl971pJtQUu5Oya1QsEY3pLh/kzQeM3+JyV3FZ/2VAoc+uiR0Grg/GIYf8",
+	"RkzTX5YZ9V1cOnZXSOOvMH5EzfvtLPhYtmv9EDyWPhsry4tv/TlpgC3NG5M+nobjjZhUzNUYYcqJ3amJ",
+	"yMWqqk2zSi9nm+sUlzvMDi7Wx0zkiPo+xh76vpgYS52MqDtkJpYdudlxaMjd57v/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

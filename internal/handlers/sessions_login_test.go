@@ -155,3 +155,56 @@ func TestGetSessionCorruptIdleTimeout(t *testing.T) {
 		})
 	}
 }
+
+// Sign out everywhere else: DELETE /v1/session/devices revokes every other session of the
+// caller in one step and keeps the current one; other users are untouched; the revoked tokens
+// answer 401 at once (cached or not); a second call revokes nothing.
+func TestSignOutEverywhereElse(t *testing.T) {
+	t.Parallel()
+	for _, b := range testredis.Backends() {
+		for _, mode := range sessionModes {
+			t.Run(b.Name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				h, _ := sessionHarnessCached(t, b, mode.cacheTTL)
+				mine := h.createSession("acme", "alice", map[string]any{"device": map[string]any{"label": "laptop"}})
+				others := []SessionToken{h.createSession("acme", "alice", nil), h.createSession("acme", "alice", nil)}
+				bob := h.createSession("acme", "bob", nil)
+				globex := h.createSession("globex", "alice", nil)
+				all := append([]SessionToken{mine, bob, globex}, others...)
+				for range 2 { // warm the cache where there is one
+					for _, tok := range all {
+						if rec := h.do("GET", "/v1/authorize", nil, "X-Session-Token", tok.Token); rec.Code != 200 {
+							t.Fatalf("authorize before: %d %s", rec.Code, rec.Body)
+						}
+					}
+				}
+				rec := h.do("DELETE", "/v1/session/devices", nil, "Cookie", cookie(mine.Token))
+				if rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != `{"revoked":2}` {
+					t.Fatalf("sign out everywhere else: %d %s", rec.Code, rec.Body)
+				}
+				for _, tok := range others {
+					wantProblem(t, h.do("GET", "/v1/authorize", nil, "X-Session-Token", tok.Token), 401, "invalid-credentials")
+					wantProblem(t, h.do("GET", "/v1/session", nil, "X-Session-Token", tok.Token), 401, "invalid-credentials")
+				}
+				for _, tok := range []SessionToken{mine, bob, globex} {
+					if rec := h.do("GET", "/v1/authorize", nil, "X-Session-Token", tok.Token); rec.Code != 200 {
+						t.Fatalf("%s lost its session: %d %s", tok.SessionId, rec.Code, rec.Body)
+					}
+				}
+				rec = h.do("GET", "/v1/session/devices", nil, "X-Session-Token", mine.Token)
+				var devices SessionList
+				decode(t, rec, &devices)
+				if rec.Code != 200 || len(devices.Items) != 1 || devices.Items[0].SessionId != mine.SessionId {
+					t.Fatalf("devices after: %d %s", rec.Code, rec.Body)
+				}
+				rec = h.do("DELETE", "/v1/session/devices", nil, "X-Session-Token", mine.Token)
+				if rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != `{"revoked":0}` {
+					t.Fatalf("again: %d %s", rec.Code, rec.Body)
+				}
+				wantProblem(t, h.do("DELETE", "/v1/session/devices", nil), 401, "")
+				wantProblem(t, h.do("DELETE", "/v1/session/devices", nil, "Authorization", h.bearer("acme", "sessions:write")), 401, "")
+				wantProblem(t, h.do("DELETE", "/v1/session/devices", nil, "X-Session-Token", others[0].Token), 401, "invalid-credentials")
+			})
+		}
+	}
+}

@@ -85,13 +85,17 @@ const (
 	sfSchemaVersion   = "schemaVersion"
 	sfChallengeID     = "mfaChallengeId"
 	sfChallengeAt     = "mfaChallengeCreatedAtMs"
+	// sfLoginPending ("1") marks a session created with mfaRequired: its login is not complete
+	// until the MFA verify, which deletes the field. Written only then (a plain session never
+	// holds it); a challenge on a logged-in session (step-up) does not write it.
+	sfLoginPending = "loginPending"
 )
 
 // sessViewFields are what the full view and the device list read: never the code MAC or the
 // device hashes.
 var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCreatedAt, sfUpdatedAt, sfLastSeenAt,
 	sfLastRotatedAt, sfMFAVerifiedAt, sfAbsoluteExpires, sfIdleTimeout, sfDeviceLabel, sfFailedMFA, sfSchemaVersion,
-	sfChallengeID, sfChallengeAt}
+	sfChallengeID, sfChallengeAt, sfLoginPending}
 
 var (
 	scriptSessionCreate    = script("session_create")
@@ -212,6 +216,8 @@ type NewSession struct {
 	TenantID  string
 	Status    string
 	AuthLevel string
+	// LoginPending: the login waits for its MFA verify (Status must be MFA_REQUIRED).
+	LoginPending bool
 	// DeviceLabel is shown in device lists; IPHash and UserAgentHash are keyed hashes.
 	DeviceLabel   string
 	IPHash        string
@@ -241,6 +247,10 @@ type Session struct {
 	// Authorize's view reads only the hash, so in the fallback mode (challenge in its own key)
 	// it leaves this false.
 	ChallengeLive bool
+	// LoginPending is true for a session created with mfaRequired until its MFA is verified:
+	// it is not logged in yet (forward auth, whoami and the device operations refuse it).
+	// A step-up challenge on a logged-in session leaves it false.
+	LoginPending bool
 }
 
 // Create writes the session hash (with its TTL: the shorter of the idle timeout and the
@@ -263,6 +273,9 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	}
 	if n.AuthLevel != LevelBasic {
 		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
+	}
+	if n.LoginPending {
+		pairs = append(pairs, [2]string{sfLoginPending, "1"})
 	}
 	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
 		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
@@ -293,7 +306,7 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 			now, ttl, abs := rep.int(1), rep.int(2), rep.int(3)
 			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
 			return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
-				DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
+				LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
 				SchemaVersion: SchemaVersion}, nil
 		case "full":
@@ -335,6 +348,8 @@ func (n NewSession) check() error {
 		return bad("device hash")
 	case n.Idle < time.Second || n.Absolute < n.Idle:
 		return apperr.New(apperr.Validation, "The idle timeout must be at least 1s and at most the absolute timeout.")
+	case n.LoginPending && n.Status != SessionMFARequired:
+		return apperr.New(apperr.Validation, "A session whose login waits for MFA starts in MFA_REQUIRED.")
 	}
 	return nil
 }
@@ -412,7 +427,8 @@ func decodeView(f *fields, ref SessionRef) (Session, int64) {
 		AuthLevel: sessEnum(f, sfAuthLevel, LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
 		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
 		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
-		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != ""}
+		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != "",
+		LoginPending: sessFlag(f, sfLoginPending)}
 	// Written only once they differ from createdAtMs: by the first idle refresh, by rotation
 	// and step-up.
 	if s.LastSeenAt.IsZero() {
@@ -440,6 +456,15 @@ func sessIdleMs(f *fields) int64 {
 		return 0
 	}
 	return n
+}
+
+// sessFlag reads a flag field: absent is false, "1" true, anything else is recorded as bad.
+func sessFlag(f *fields, name string) bool {
+	v, ok := f.m[name]
+	if ok && v != "1" {
+		f.bad = append(f.bad, name)
+	}
+	return ok
 }
 
 // sessEnum is the value of the enum field name, def when the hash does not hold it (written

@@ -14,7 +14,7 @@ import (
 // or the device hashes. The first seven are in the order session_authorize.lua expects.
 var sessAuthFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires,
 	sfIdleTimeout, sfSchemaVersion, sfLastSeenAt, sfCreatedAt, sfUpdatedAt, sfLastRotatedAt, sfMFAVerifiedAt,
-	sfDeviceLabel, sfFailedMFA, sfChallengeID, sfChallengeAt}
+	sfDeviceLabel, sfFailedMFA, sfChallengeID, sfChallengeAt, sfLoginPending}
 
 // sessAuthKeyFields is how many of sessAuthFields decide whether the session exists.
 const sessAuthKeyFields = 7

@@ -15,7 +15,8 @@
 -- ARGV[4]: idPart (the index member)
 -- ARGV[5..]: field, value pairs (userId, tenantId, schemaVersion, and only when given: device
 --          label and hashes, status when it is not ACTIVE, authLevel when it is not BASIC,
---          idleTimeoutMs when it is not the default); the
+--          loginPending '1' when the login waits for MFA, idleTimeoutMs when it is not the
+--          default); the
 --          timestamps createdAtMs, updatedAtMs, absoluteExpiresAtMs are added here from the
 --          server's clock. failedMfaAttempts, lastSeenAtMs and lastRotatedAtMs are written only
 --          once they differ from their defaults (0, createdAtMs, createdAtMs: by a wrong MFA code,
