@@ -122,6 +122,9 @@ type SessionOptions struct {
 	// MaxPerUser bounds the device index (1..MaxSessionsPerUser members): creating one more
 	// live session is refused.
 	MaxPerUser int
+	// LimitPolicy is what a create does at MaxPerUser: evict the least recently used session
+	// (LimitEvictOldest; "" means the same) or refuse (LimitRefuse).
+	LimitPolicy SessionLimitPolicy
 	// MFA is the per-user attempt policy of MFA verification.
 	MFA ratelimit.Policy
 	// CacheTTL is the hot path's client-side cache TTL (at most MaxSessionCacheTTL): Authorize
@@ -132,6 +135,17 @@ type SessionOptions struct {
 	Metrics  *Metrics
 	Logger   *slog.Logger
 }
+
+// SessionLimitPolicy is what a create does when the user already holds MaxPerUser sessions
+// (GATEWAY_SESSION_LIMIT_POLICY).
+type SessionLimitPolicy string
+
+const (
+	// LimitEvictOldest evicts the least recently used session in the create's own script.
+	LimitEvictOldest SessionLimitPolicy = "evict-oldest"
+	// LimitRefuse refuses the create (422 session-limit-reached) until a session ends.
+	LimitRefuse SessionLimitPolicy = "refuse"
+)
 
 // MaxSessionCacheTTL bounds SessionOptions.CacheTTL: how long a cached session may be served
 // should Redis's invalidation push be lost.
@@ -174,6 +188,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", ErrSessionOptions)
 	case o.MaxPerUser < 1 || o.MaxPerUser > MaxSessionsPerUser:
 		return nil, fmt.Errorf("%w: max sessions per user must be within 1..%d", ErrSessionOptions, MaxSessionsPerUser)
+	case o.LimitPolicy != "" && o.LimitPolicy != LimitEvictOldest && o.LimitPolicy != LimitRefuse:
+		return nil, fmt.Errorf("%w: unknown session limit policy %q", ErrSessionOptions, o.LimitPolicy)
 	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:
 		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", ErrSessionOptions, MaxSessionCacheTTL)
 	}
@@ -254,10 +270,16 @@ type Session struct {
 }
 
 // Create writes the session hash (with its TTL: the shorter of the idle timeout and the
-// absolute timeout) and adds it to the user's device index, in one script that touches only
-// those two keys. A user whose index holds MaxPerUser sessions is refused with
-// apperr.BoundExceeded, after members whose session has ended are dropped from the index
-// (pruneIndex) and the create tried once more.
+// absolute timeout) and adds it to the user's device index, in one script (session_create.lua)
+// that touches only those two keys under the cap. At the cap (MaxPerUser index members) the
+// script answers with the index's members, and Create runs it again with every member's keys
+// declared: in that one atomic step it drops members whose session is gone, then evicts the
+// least recently used sessions (LimitEvictOldest, the default) or refuses with
+// apperr.SessionLimit (LimitRefuse). An evicted session is deleted as a revocation deletes it
+// (every replica's cached copy is invalidated by Redis's push; this gateway marks it written),
+// and counted (hashgate_repo_transitions{transition="evict"}). When the index changes between
+// the read and the script (concurrent logins of the user), the script writes nothing and
+// answers the new members; after sessCreateAttempts rounds Create gives up (apperr.Unavailable).
 func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	if err := n.check(); err != nil {
 		return nil, err
@@ -280,54 +302,100 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
 		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
 	}
-	const fixed = 4 // ARGV before the field pairs
-	args := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
-		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part}
+	var fields []string
 	size := 0
 	for _, p := range pairs {
 		if p[1] == "" {
 			continue
 		}
-		args = append(args, p[0], p[1])
+		fields = append(fields, p[0], p[1])
 		size += len(p[0]) + len(p[1])
 	}
 	// Three timestamp fields are added by the script, each at most 40 bytes.
-	if nf := (len(args)-fixed)/2 + 3; nf > SessionMaxFields || size+3*40 > SessionMaxBytes {
+	if nf := len(fields)/2 + 3; nf > SessionMaxFields || size+3*40 > SessionMaxBytes {
 		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
 	}
-	keys := []string{r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag)}
-	for pruned := false; ; pruned = true {
+	policy := "evict"
+	if r.o.LimitPolicy == LimitRefuse {
+		policy = "refuse"
+	}
+	withChallenges := "0"
+	if r.mode == store.FieldExpiryFallback {
+		withChallenges = "1"
+	}
+	head := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
+		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy}
+	var candidates []string // the index's members, once the create found the cap reached
+	for range sessCreateAttempts {
+		keys := make([]string, 0, 2+2*len(candidates))
+		keys = append(keys, r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag))
+		for _, p := range candidates {
+			keys = append(keys, r.sessionKey(SessionRef{Tag: n.Ref.Tag, Part: p}))
+		}
+		if withChallenges == "1" {
+			for _, p := range candidates {
+				keys = append(keys, r.challengeKey(SessionRef{Tag: n.Ref.Tag, Part: p}))
+			}
+		}
+		args := make([]string, 0, len(head)+2+len(candidates)+len(fields))
+		args = append(append(append(append(args, head...), strconv.Itoa(len(candidates)), withChallenges), candidates...), fields...)
 		rep, err := r.run(ctx, "session_create", scriptSessionCreate, keys, args)
 		if err != nil {
 			return nil, err
 		}
 		switch rep.word(0) {
 		case "ok":
+			if len(rep) < 4 {
+				return nil, r.unexpected(ctx, "session_create")
+			}
 			now, ttl, abs := rep.int(1), rep.int(2), rep.int(3)
+			r.evicted(ctx, n.Ref.Tag, rep[4:])
 			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
 			return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
 				LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
 				SchemaVersion: SchemaVersion}, nil
-		case "full":
-			live := rep.int(1)
-			if !pruned {
-				dropped, left, err := r.pruneIndex(ctx, n.Ref.Tag)
-				if err != nil {
-					return nil, err
+		case "members":
+			candidates = candidates[:0]
+			for i := 2; i < len(rep); i++ {
+				if p, ok := rep.str(i); ok {
+					candidates = append(candidates, p)
 				}
-				if dropped > 0 {
-					continue
-				}
-				live = int64(left)
 			}
+			if len(candidates) == 0 { // a full index answers its members; anything else is a bug
+				return nil, r.unexpected(ctx, "session_create")
+			}
+		case "full":
 			r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
-			return nil, apperr.Newf(apperr.BoundExceeded, "The user already has %d live sessions, the maximum; revoke one first.", live)
+			return nil, apperr.Newf(apperr.SessionLimit,
+				"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", rep.int(1))
 		case "exists":
 			r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
 			return nil, fmt.Errorf("session create %s: id collision", n.Ref.ID())
+		default:
+			return nil, r.unexpected(ctx, "session_create")
 		}
-		return nil, r.unexpected(ctx, "session_create")
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "create", "contended")
+	return nil, apperr.New(apperr.Unavailable, "The user's sessions kept changing while a new one was being made room for; retry shortly.")
+}
+
+// sessCreateAttempts bounds Create's rounds at the cap: each reads the index's members (in the
+// script's reply) and runs the script with their keys; logins of the same user racing for the
+// last places can make a round's candidates stale, and the next round reads them again.
+const sessCreateAttempts = 8
+
+// evicted marks and counts the sessions a create evicted (their id parts, from its reply).
+func (r *Sessions) evicted(ctx context.Context, tag string, parts []rueidis.RedisMessage) {
+	now := r.now()
+	for i := range parts {
+		p, ok := sessReply(parts).str(i)
+		if !ok {
+			continue
+		}
+		// This gateway's cached copy may predate the eviction for the moment its push takes.
+		r.written.mark(SessionRef{Tag: tag, Part: p}, now)
+		r.o.Metrics.Transition(ctx, sessObject, "evict", "lru")
 	}
 }
 

@@ -192,6 +192,18 @@ func TestCachedSessionInvalidation(t *testing.T) {
 				t.Fatalf("verified login on B: %+v %v", p, err)
 			}
 		})
+		t.Run("evicted at the cap", func(t *testing.T) {
+			oldest := a.create("acme", "u-cap", CreateInput{})
+			time.Sleep(2 * time.Millisecond) // last use is known to the millisecond
+			for range 49 {
+				a.create("acme", "u-cap", CreateInput{})
+			}
+			cached(oldest.Token)
+			fresh := a.create("acme", "u-cap", CreateInput{}) // the 51st: evicts the oldest
+			until("eviction", oldest.Token, refused)
+			wantKind(t, authErr(a.svc.Authenticate(ctx, oldest.Token)), apperr.InvalidCredentials)
+			cached(fresh.Token)
+		})
 		t.Logf("slowest invalidation seen by B: %v", slowest)
 	})
 }
