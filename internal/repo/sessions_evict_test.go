@@ -160,3 +160,97 @@ func TestSessionCreateEvictsUnderConcurrency(t *testing.T) {
 		}
 	})
 }
+
+// A login at the cap while the user's slot moves between masters, one key at a time (the index
+// first, then the sessions, so most steps split them across nodes): each create either
+// evicts exactly one session and adds itself (the index stays at the cap), or is refused as
+// unavailable having changed nothing — never a half-done eviction.
+func TestSessionEvictDuringSlotMigration(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []store.FieldExpiry{"", store.FieldExpiryFallback} {
+		name := "detected"
+		if mode != "" {
+			name = string(mode)
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cl := testredis.StartCluster(t)
+			s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: mode})
+			const limit = 4
+			e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.MaxPerUser = limit })
+			ctx := context.Background()
+			tag := sessRand(t, 9)
+			live := map[SessionRef]bool{}
+			for range limit {
+				ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+				// A pending challenge on each: in the fallback mode a key of its own, declared too.
+				e.challenge(ref, "acme", sessRand(t, 16), "m", time.Minute)
+				live[ref] = true
+			}
+			index := e.r.devicesKey(tag)
+			slot, err := cl.KeySlot(ctx, index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, err := cl.Owner(ctx, slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evicted, refused := 0, 0
+			step := func(n int) {
+				t.Helper()
+				ref := sessRef(t, tag)
+				_, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme",
+					Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+				gone := 0
+				for r := range live {
+					_, aerr := e.r.Authorize(ctx, r)
+					switch {
+					case errors.Is(aerr, apperr.NotFound):
+						gone++
+						delete(live, r)
+					case aerr != nil:
+						t.Errorf("%d keys moved: session %s: %v", n, r.ID(), aerr)
+					}
+				}
+				switch {
+				case err == nil:
+					if gone != 1 {
+						t.Errorf("%d keys moved: a create at the cap ended %d sessions, want 1", n, gone)
+					}
+					live[ref] = true
+					evicted++
+				case store.IsUnavailable(err):
+					refused++
+					if gone != 0 {
+						t.Errorf("%d keys moved: a refused create ended %d sessions", n, gone)
+					}
+				default:
+					t.Errorf("%d keys moved: create: %v", n, err)
+				}
+			}
+			m := testredis.Migration{Slot: slot, From: from, To: (from + 1) % len(cl.Nodes), Batch: 1,
+				Order: func(left []string) []string {
+					if i := slices.Index(left, index); i >= 0 {
+						return append([]string{index}, slices.Delete(slices.Clone(left), i, i+1)...)
+					}
+					return left
+				},
+				After: step}
+			if _, err := cl.Migrate(ctx, m); err != nil {
+				t.Fatalf("migrate slot %d: %v", slot, err)
+			}
+			t.Logf("creates at the cap during the move: %d evicted one session, %d refused", evicted, refused)
+			step(-1) // after the move: always succeeds
+			members, err := e.r.members(ctx, tag, -1)
+			if err != nil || len(members) != limit || len(live) != limit {
+				t.Fatalf("after the move: index %v (%v), %d live; want %d", members, err, len(live), limit)
+			}
+			for r := range live {
+				if !slices.Contains(members, r.Part) {
+					t.Errorf("live session %s is not in the index", r.ID())
+				}
+			}
+		})
+	}
+}
