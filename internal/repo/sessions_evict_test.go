@@ -254,3 +254,36 @@ func TestSessionEvictDuringSlotMigration(t *testing.T) {
 		})
 	}
 }
+
+// A member whose key holds another type (or a hash without timestamps) cannot be a usable
+// session: at the cap it is evicted first, and the create neither fails nor evicts a good one.
+func TestSessionEvictUnreadableFirst(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = 2 })
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		good := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
+		bad := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
+		key := e.r.sessionKey(bad)
+		if err := e.do(e.s.Client.B().Del().Key(key).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.do(e.s.Client.B().Set().Key(key).Value("x").Px(time.Hour).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		next, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
+			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		for _, ref := range []SessionRef{good, next.Ref} {
+			if _, err := e.r.Authorize(ctx, ref); err != nil {
+				t.Fatalf("%s: %v", ref.ID(), err)
+			}
+		}
+		if n, err := e.do(e.s.Client.B().Exists().Key(key).Build()).AsInt64(); err != nil || n != 0 {
+			t.Fatalf("the unreadable member's key is still there: %d %v", n, err)
+		}
+	})
+}

@@ -47,13 +47,13 @@
 -- Reply: {'ok', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'members', members, <idPart>...} (at the cap: call again with these candidates) |
 --        {'full', live members} (policy refuse) | {'exists'}
-local n = tonumber(ARGV[6])
-local withChallenges = ARGV[7] == '1'
+local n = tonumber(ARGV[6]) or -1
 local want = 2 + n
+local withChallenges = ARGV[7] == '1'
 if withChallenges then
   want = 2 + 2 * n
 end
-if not n or n < 0 or #KEYS ~= want then
+if n < 0 or #KEYS ~= want then
   return redis.error_reply('ERR session_create: KEYS do not match the candidates')
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
