@@ -58,6 +58,11 @@ var (
 	HeaderTooLarge            = &Kind{"header-too-large", 431, "The request header fields are too large"}
 	UnsupportedTransferCoding = &Kind{"unsupported-transfer-coding", 501, "Unsupported transfer coding"}
 	HTTPVersionNotSupported   = &Kind{"http-version-not-supported", 505, "HTTP version not supported"}
+	// MFARequired refuses a session whose login waits for its MFA verify (created with
+	// mfaRequired): it is not logged in yet, so 401, which proxies turn into the login flow.
+	MFARequired = &Kind{"mfa-required", 401, "The login is not complete until its MFA is verified"}
+	// SessionLimit refuses a login at GATEWAY_SESSION_MAX_PER_USER with the refuse policy.
+	SessionLimit = &Kind{"session-limit-reached", 422, "The user already has the maximum number of live sessions"}
 )
 
 // FieldError names one failing field (JSON Pointer) or parameter.

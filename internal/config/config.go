@@ -53,6 +53,9 @@ type Config struct {
 	MFAMaxAttempts         int           `env:"GATEWAY_MFA_MAX_ATTEMPTS" default:"5"`
 	MFAWindow              time.Duration `env:"GATEWAY_MFA_WINDOW" default:"10m"`
 
+	// SessionLimitPolicy is what a login does at SessionMaxPerUser: evict-oldest | refuse.
+	SessionLimitPolicy string `env:"GATEWAY_SESSION_LIMIT_POLICY" default:"evict-oldest"`
+
 	QuoteTTL       time.Duration `env:"GATEWAY_QUOTE_TTL" default:"168h"`
 	QuoteMaxItems  int           `env:"GATEWAY_QUOTE_MAX_ITEMS" default:"100"`
 	IdempotencyTTL time.Duration `env:"GATEWAY_IDEMPOTENCY_TTL" default:"24h"`
@@ -195,6 +198,7 @@ func (c Config) Validate() error {
 	check(c.SessionAbsoluteTimeout >= c.SessionIdleTimeout, "GATEWAY_SESSION_ABSOLUTE_TIMEOUT must be at least the idle timeout")
 	check(c.SessionRefreshFraction > 0 && c.SessionRefreshFraction < 1, "GATEWAY_SESSION_REFRESH_FRACTION must be within (0, 1)")
 	check(c.SessionMaxPerUser >= 1 && c.SessionMaxPerUser <= 1000, "GATEWAY_SESSION_MAX_PER_USER must be within 1..1000")
+	check(c.SessionLimitPolicy == "evict-oldest" || c.SessionLimitPolicy == "refuse", "GATEWAY_SESSION_LIMIT_POLICY must be evict-oldest or refuse")
 	check(c.SessionCacheTTL >= 0 && c.SessionCacheTTL <= time.Minute, "GATEWAY_SESSION_CACHE_TTL must be within 0..1m")
 	check(c.MFAChallengeTTL >= time.Second && c.MFAChallengeTTL <= time.Hour, "GATEWAY_MFA_CHALLENGE_TTL must be within 1s..1h")
 	check(c.MFAMaxAttempts >= 1 && c.MFAMaxAttempts <= 100, "GATEWAY_MFA_MAX_ATTEMPTS must be within 1..100")

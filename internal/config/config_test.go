@@ -18,7 +18,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != ":8080" || !c.Embedded() || c.RedisTimeout != 500*time.Millisecond || c.MFAMaxAttempts != 5 ||
-		c.SessionRefreshFraction != 0.25 || !c.RedisClientCache || c.QuoteMaxItems != 100 {
+		c.SessionRefreshFraction != 0.25 || !c.RedisClientCache || c.QuoteMaxItems != 100 || c.SessionLimitPolicy != "evict-oldest" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -34,6 +34,7 @@ func TestLoadErrors(t *testing.T) {
 		{"redis needs keys", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379"}, "GATEWAY_SIGNING_KEYS is required"},
 		{"fraction range", map[string]string{"GATEWAY_SESSION_REFRESH_FRACTION": "1.5"}, "REFRESH_FRACTION"},
 		{"log level", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},
+		{"session limit policy", map[string]string{"GATEWAY_SESSION_LIMIT_POLICY": "evict-newest"}, "GATEWAY_SESSION_LIMIT_POLICY"},
 		{"prefix with tag", map[string]string{"GATEWAY_KEY_PREFIX": "a{b}"}, "GATEWAY_KEY_PREFIX"},
 		{"absolute below idle", map[string]string{"GATEWAY_SESSION_IDLE_TIMEOUT": "2h", "GATEWAY_SESSION_ABSOLUTE_TIMEOUT": "1h"}, "ABSOLUTE_TIMEOUT"},
 	}

@@ -722,7 +722,8 @@ type SessionCreateRequest struct {
 	// IdleTimeoutSeconds Default: the gateway's configuration.
 	IdleTimeoutSeconds *int `json:"idleTimeoutSeconds,omitempty"`
 
-	// MfaRequired Start in MFA_REQUIRED.
+	// MfaRequired Login-time MFA: start in `MFA_REQUIRED`, not logged in until the MFA verify (forward
+	// auth, whoami and the device operations answer 401 `mfa-required` meanwhile).
 	MfaRequired *bool  `json:"mfaRequired,omitempty"`
 	UserId      UserId `json:"userId"`
 }
@@ -860,6 +861,9 @@ type PreconditionFailed = Problem
 
 // PreconditionRequired RFC 9457 problem details.
 type PreconditionRequired = Problem
+
+// SessionUnauthorized RFC 9457 problem details.
+type SessionUnauthorized = Problem
 
 // TooManyRequests RFC 9457 problem details.
 type TooManyRequests = Problem
@@ -1072,6 +1076,9 @@ type ServerInterface interface {
 	// GetCurrentSession Who am I (refreshes the idle window only when little of it is left)
 	// (GET /v1/session)
 	GetCurrentSession(ctx echo.Context) error
+	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
+	// (DELETE /v1/session/devices)
+	RevokeMyOtherDevices(ctx echo.Context) error
 	// ListMyDevices The caller's live sessions on every device
 	// (GET /v1/session/devices)
 	ListMyDevices(ctx echo.Context) error
@@ -1087,7 +1094,7 @@ type ServerInterface interface {
 	// GetSession The full view of a session (never its token or any hash of it)
 	// (GET /v1/sessions/{sessionId})
 	GetSession(ctx echo.Context, sessionId SessionId) error
-	// CreateMfaChallenge Start an MFA step-up; the caller delivers the code out of band
+	// CreateMfaChallenge Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	// (POST /v1/sessions/{sessionId}/mfa/challenge)
 	CreateMfaChallenge(ctx echo.Context, sessionId SessionId) error
 	// VerifyMfa Verify the MFA code; on success the session steps up and its token rotates
@@ -1638,6 +1645,15 @@ func (w *ServerInterfaceWrapper) GetCurrentSession(ctx echo.Context) error {
 	return err
 }
 
+// RevokeMyOtherDevices converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeMyOtherDevices(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeMyOtherDevices(ctx)
+	return err
+}
+
 // ListMyDevices converts echo context to params.
 func (w *ServerInterfaceWrapper) ListMyDevices(ctx echo.Context) error {
 	var err error
@@ -1938,6 +1954,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/users/:userId/sessions", wrapper.ListUserSessions, options.OperationMiddlewares["listUserSessions"]...)
 	router.DELETE(options.BaseURL+"/v1/session", wrapper.Logout, options.OperationMiddlewares["logout"]...)
 	router.GET(options.BaseURL+"/v1/session", wrapper.GetCurrentSession, options.OperationMiddlewares["getCurrentSession"]...)
+	router.DELETE(options.BaseURL+"/v1/session/devices", wrapper.RevokeMyOtherDevices, options.OperationMiddlewares["revokeMyOtherDevices"]...)
 	router.GET(options.BaseURL+"/v1/session/devices", wrapper.ListMyDevices, options.OperationMiddlewares["listMyDevices"]...)
 	router.DELETE(options.BaseURL+"/v1/session/devices/:sessionId", wrapper.RevokeMyDevice, options.OperationMiddlewares["revokeMyDevice"]...)
 	router.GET(options.BaseURL+"/v1/authorize", wrapper.Authorize, options.OperationMiddlewares["authorize"]...)
@@ -1988,6 +2005,15 @@ type NotFoundApplicationProblemPlusJSONResponse Problem
 type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type PreconditionRequiredApplicationProblemPlusJSONResponse Problem
+
+type SessionUnauthorizedResponseHeaders struct {
+	WWWAuthenticate *string
+}
+type SessionUnauthorizedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers SessionUnauthorizedResponseHeaders
+}
 
 type TooManyRequestsResponseHeaders struct {
 	RateLimit       *string
@@ -2272,8 +2298,13 @@ func (response Authorize400ApplicationProblemPlusJSONResponse) VisitAuthorizeRes
 	return err
 }
 
+type Authorize401ResponseHeaders struct {
+	WWWAuthenticate *string
+}
+
 type Authorize401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	Body    Problem
+	Headers Authorize401ResponseHeaders
 }
 
 func (response Authorize401ApplicationProblemPlusJSONResponse) VisitAuthorizeResponse(w http.ResponseWriter) error {
@@ -2291,9 +2322,7 @@ func (response Authorize401ApplicationProblemPlusJSONResponse) VisitAuthorizeRes
 	return err
 }
 
-type Authorize403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
-}
+type Authorize403ApplicationProblemPlusJSONResponse Problem
 
 func (response Authorize403ApplicationProblemPlusJSONResponse) VisitAuthorizeResponse(w http.ResponseWriter) error {
 
@@ -4958,7 +4987,7 @@ func (response GetCurrentSession200JSONResponse) VisitGetCurrentSessionResponse(
 }
 
 type GetCurrentSession401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response GetCurrentSession401ApplicationProblemPlusJSONResponse) VisitGetCurrentSessionResponse(w http.ResponseWriter) error {
@@ -5012,6 +5041,82 @@ func (response GetCurrentSessiondefaultApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type RevokeMyOtherDevicesRequestObject struct {
+}
+
+type RevokeMyOtherDevicesResponseObject interface {
+	VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error
+}
+
+type RevokeMyOtherDevices200JSONResponse RevokedCount
+
+func (response RevokeMyOtherDevices200JSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyOtherDevices401ApplicationProblemPlusJSONResponse struct {
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeMyOtherDevices401ApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyOtherDevicesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response RevokeMyOtherDevicesdefaultApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMyDevicesRequestObject struct {
 }
 
@@ -5034,7 +5139,7 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 }
 
 type ListMyDevices401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response ListMyDevices401ApplicationProblemPlusJSONResponse) VisitListMyDevicesResponse(w http.ResponseWriter) error {
@@ -5121,7 +5226,7 @@ func (response RevokeMyDevice400ApplicationProblemPlusJSONResponse) VisitRevokeM
 }
 
 type RevokeMyDevice401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	SessionUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeMyDevice401ApplicationProblemPlusJSONResponse) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
@@ -6981,6 +7086,9 @@ type StrictServerInterface interface {
 	// GetCurrentSession Who am I (refreshes the idle window only when little of it is left)
 	// (GET /v1/session)
 	GetCurrentSession(ctx context.Context, request GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error)
+	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
+	// (DELETE /v1/session/devices)
+	RevokeMyOtherDevices(ctx context.Context, request RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error)
 	// ListMyDevices The caller's live sessions on every device
 	// (GET /v1/session/devices)
 	ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error)
@@ -6996,7 +7104,7 @@ type StrictServerInterface interface {
 	// GetSession The full view of a session (never its token or any hash of it)
 	// (GET /v1/sessions/{sessionId})
 	GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error)
-	// CreateMfaChallenge Start an MFA step-up; the caller delivers the code out of band
+	// CreateMfaChallenge Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	// (POST /v1/sessions/{sessionId}/mfa/challenge)
 	CreateMfaChallenge(ctx context.Context, request CreateMfaChallengeRequestObject) (CreateMfaChallengeResponseObject, error)
 	// VerifyMfa Verify the MFA code; on success the session steps up and its token rotates
@@ -7772,6 +7880,29 @@ func (sh *strictHandler) GetCurrentSession(ctx echo.Context) error {
 	return nil
 }
 
+// RevokeMyOtherDevices operation middleware
+func (sh *strictHandler) RevokeMyOtherDevices(ctx echo.Context) error {
+	var request RevokeMyOtherDevicesRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeMyOtherDevices(ctx.Request().Context(), request.(RevokeMyOtherDevicesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeMyOtherDevices")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeMyOtherDevicesResponseObject); ok {
+		return validResponse.VisitRevokeMyOtherDevicesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListMyDevices operation middleware
 func (sh *strictHandler) ListMyDevices(ctx echo.Context) error {
 	var request ListMyDevicesRequestObject
@@ -8252,156 +8383,191 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rUuPI0uCrVOj7ItqckY1toLuBOBHroeE0MzDNAWZ6Yhu+dllK2zXIVWpVCePpIGJ/bezvsw+x77GP",
-	"cp7ki7roLtky2Aw9wz+wpLpk5T2zMr9aDpv4jAIV3Nr7ao0BuxCoPw+wM4bmAaMiYF7zJ9a8ECwA+cQF",
-	"7gTEF4RRa886B+4zyoEjBwfBjNARcgJwgQqCPY5wAIjCLQTIkQO6Lcu2uDOGCZZDAQ0n1t4ni7ImV8Nf",
-	"25aY+WDtWVwEhI6s+3vbOrzEo+LEl2NAbPAbOOIVR30usIBfIOCE0T7CHGHERcDoCMmViBkSeGQjaI1a",
-	"qH9lbV1Z/exKJvjuBOhIjK297s7rslUcuzDxmQAqmufge3gGbnFRfRGE0EfTMVAkxoSjwIAHEY7EGJDa",
-	"ppv8zIYIUwQ48AgEKIAvIXCBpkSM9et4Aiie2Zk1f4RZOQjlxOXgO2EO1ssrA6ETABZ6RSwMHFgWLOdY",
-	"wAmZEFEc/vjw8gjFzxPoT4b4ytoP/t7eF3/f7vYfPGPzjHnEmS2a2LyWn//L33f2p39/3W4vvwAQwazZ",
-	"GwoIinNfgMOoy5FgaIqJQAMYsgBQIL8hdJSda8iCCRbWnkWo2OpatpycTOSBdjvbb7bfbr3efmNbE0L1",
-	"j+14NYQKGEFg2dZdc8Saya/WvVyhjwM8ARGTModjhaxErtDHYmzZFsUT+Y2jH9qWxD0SSKSWqJRe5X8G",
-	"MLT2rP/YTJjFpn7KN83YGQJxZj9Cyan0kOMRST7OmHGg6AZmqPH23//r/3Z3dpAfECrwwAPkjHGAHbn2",
-	"jRbqacDlCEJ+iamLBsydXdFAUaMmryEJuIipaz/7iRoEUybGEKhvJVFud7v7CEfTjIkH8qMrGo2kCZJw",
-	"RCgaemQ0Vv9st3dbV9SyNUQ120xgmiPYavTaUYcb/f9WHpwQEMgx/+vT1dVdt9O8urp7c3j93X9apTxp",
-	"eIqFMy6nbMk2kYfVLrCLGmnmt7GnQDMNiAA0xr4PlCNGvRkiQ/XkS8iEYlpcEM9DWCAxxgLdag5rI/A4",
-	"oO1Ot4XODd5oKCb8i4UCEQUsTPkUJNfb7r5tof7f+mgiVw0cTcdYKOFgxpVvO2EQABWocX50gHY7nTb6",
-	"//+vs9XqtDobNuKsZN0hlSRH5Nax581sNAiF3gyjCJutqOXDHeGC70mWG9IbyqbUPG2wIMYMARRT8Ypv",
-	"JNvfbm+3Kg972NSHUHHKr7fnnNwHX6+6eIIfpQjxA+BAha02LQJMudpl6YlJQs4dGOEaCRrRaW2sehcC",
-	"JpWcheiH8zhLboIULXSytNBr/k/c/L3d3P3crKKFf8qDrFzMF/P0oXwuGl3OdAFcImvlXDx+/tDZkhnk",
-	"fJfsBqpnE+bpQ+eKRpcz/cwhqJwo1A8fOo8ZW8mniEEr8fQ9ds8135D/OYxKHUv+iX3fI1p32fQDNvBg",
-	"8t1vXCsy9eY801/pSYscMmJXLgOOKBOaL2lqkoovdsQ+6kMQsID3kQQDR4CdMRpi4klNd0jAc1vWva1k",
-	"7GVMoFo1rNjKcluQA1etX5E8lnpIjkFIMk/p8pECXTaPeW1TvaPmOWB06BHnyU8jVuaVLp8cCvY8NtXc",
-	"zMgwQm+xR9ymfDHkfRv1J/iuCdzBnlpf304EdyS1N9QxHcqzfMqN9ShS+KNmP2LBgLgu0KcGbdoi87Bz",
-	"I60jh/lgIyn3EBfgN0MfKXtF07Za7z8Yhadc6k8MeeQW0OlRT6qBngd0BGolPzFxxELqPvFqeOiMY8tI",
-	"4pIWtJ4HwStuFAW1vrMAYh3kCBMP3Kc+4kiAa4mv9ADsQWFx5zHvfrrlxUvL49clY6eYzgz350+5Jmkd",
-	"Ik+ah1I7jjwTKZ6ZsWvnMc7kxQrbtNbH0ftF83Lu56lX1SZ/pjgUYxaQ35/2iE8J54SObGRYs43gzpfn",
-	"LBlMALfsBtw0F8oB++PHj81eKMbyqYMFZNe0yCI3G7/FxJMW5JOiEbjSZMFUCqoBRLikDKCIXTA6JKNQ",
-	"wkKQCbBQ5DHtUeftB8wBzp964x/B85pDFkzAVeZWAMOQg4saGA0ko7YRRoOQEwqcoyD0QP4wVQ45xd2Z",
-	"C1oi/0x56PssEOCegkvwpTrcP0YPHDB39oojMzWSeCZ5llJCHAd8ofjWfaTxqtOTaHsCt+ClnXHf9y6O",
-	"DyzbOj3qlfjkbPWRItJz4KGnNukHzIdAEK0T4/So83aWTK+WxXz9vbS9eA3aUR6nY/1yp91OHEw4CLDi",
-	"Rjxt7NS0WWyLh0qZq7UCLUbrud4S0+NTPEc8gp0CWwJ1rVZGOnoJqDknIwruJeBJrfU6sTutjmPMtoyH",
-	"tScyHj8XC2hKhqC9fnPsbNtyQ3jE14leHGPUOvyOtuVhLhIb6BErzg50DtgQ+8Kjkaqad/soWOvzM5GE",
-	"9cEqHa/Iz/J6Oz3Lbrv9prO7293ZfrPd3t3tzJ3LjBzyOuh5od9MyPVcvl+bYjUNLHw59N1HoX+O6mN/",
-	"dbyIzPLj/dtZwi6SQURWubPIY0CaftObqWIwPTVryqGB3cg1eZbiO0PscbDrs6Ka7rFWhX9MwrCKirLD",
-	"zod+ZoVVIDhQAHt+IHgcG30gAOcQV6f7tuaO9jb/o9LvWSISNSHk8D/CdrOPqsN7T7hgwawoJ2OVIv5j",
-	"EX8xQx1SEcwWqxq5rehZFqxSD10U6Y7QXp6FzGlp4Y+/ATk8DNjkIpYCNYRmbfm6Pqkl2MUD5Fbi8Uxr",
-	"35phJywfYmKwYhVB/cV8oFprZJ/jd68X8kClciYzZwCe2kmZyMkAsAq5i4I1yye62UCh8/lTu7mLm+Pf",
-	"bibUb4rb5u/XX7uv70t5YAp+KYh9ODv8ybKtw4uD3knv8vCdZVvnhxcfTn45fFdqv2S93Q/j9KsRSPO4",
-	"WeRBLMKzm4VntzrY9LXbrQCkClOWZh9cfEDb3c4bhD1/jAcgiKPs3VaWR2xl1rBVWML1163ymd/BLXHg",
-	"mA7ZkhAnfg4O2zvZWdvN3V7zCDeHe63rv5XO7eGB5lyLmF3IIeiNoGDX7XS6ZUdaOLwjAp4be+uz+3BB",
-	"YOLVGDiVCFE8pp/wRKffIB+LsY2+hBDMEAuQdrag+NPcuSmpXZyISWZWMs0PFx9+Qmf6KSJU6AD2gLmz",
-	"3Lg1LF6z8TJkfw/YE+MirHiB1tnNYhZnviqb6JiKgHFfaRkPIXsVrsyd3dvObnehGqU+/Cx//jwmBbxa",
-	"bDjoiedvyQiSgjZBbpXjwHw5YMwDTJVMv/NXKwdJTsF4/IC8nhbwmyD1VACHaQfd4jfDwWr9P2kcKMWg",
-	"BXJbn2MZBvzw8ceSc/dGabo5dN9dlHvznOA2+2J3Z6ezW/rqDalnNN+IWUY+/3hWOlyoHVrRa5yMSl+7",
-	"W965JhegdyY/1wuvgNxFEXQ3MKtvKkjgL2sdqAnK1nM6xLHcL67LyaoEcxXN1KvyjJlbkvz6DjxyCwFi",
-	"oZCiZICpu2/SXXWiZ47HZ5Wb1wXpe/21Qm3T0RS+MidKanNmb+k5KgD7CwRkSHRgKUcqA868UMDhI5dp",
-	"Zx3fEV5XudGJ661gygd6uAuC9fSo9/mXw/Pjo+MKrTkWfSURCCZUFq5ZC1KvooZUFZjnIkYBUYY8RkcQ",
-	"oCkLbvhGDrXqcMB0YpJeTNpdNtd3Hh3/7GFS//GE93gqWkwDpRtnFGanhLIS3a5HEZ6wkIo4NcAYBa84",
-	"mshPUEiJ4KiBBZowLlD3v3a20L//z79Qx0Zwhx31oWQXM6T0RB8HHAJ1tKvTAKLgVzF1/+gA7W7vvEEm",
-	"qIa0fqmCszn6FgImvuAnMCzJ8z496qHoDeTBMAbHlFCXTfO7WZ2jo9QQ6La3yxR0ncVVXPwHCgioCGbI",
-	"hyCb2CWNgYwVUEucpSyXvFQrRtcI5QJTB2oZMyZMWTBnyy0SldE8P0ndRphHZ5UKLRsLaH3nlvDO6vF3",
-	"dndTA6eBN3doQYRXTz2NtEi4wxNffmONhfD53ubmGPPxCAtouXAbBZz5psprwJHHJ1p3GJBmAEOQZA9L",
-	"G3TqabRoe57ZpfJPSxSaR8cWnZQfYy5bjt5T33DBJlGq6EJIu4Q7kkvGXHR1vA0eLf0lTR/I1a3PH+sH",
-	"xCF0tBa/6Zck67lW+rJtcewBPxhjSguenCqL708TEY1UtXfnvaNLy7Yufv7+9PjyskJf4+FgQsTjyIuH",
-	"A8EE9taA+wLfrWPUZWK769raimPGSfJ/KmicYmI5okgpxTF3zJ9knquljiMDljSDKXCCB4aeF5lqitgf",
-	"E4RdqUyoHbbdq4rbzuFYW91HxYTzJsEclIhhUgnxJcM2X5YJ2+gJhNbi897wlGZXg2ZJfGdn4aseoXC5",
-	"JhL/EmJ1MXfFrP4mrJeUQok4C4gDK99ZSRhbo9NNaKV2XVhCAdrVeCZgckK4eGyIPsGpOmmAa5LOpVH/",
-	"GnHSePFn4bLcbVmCqYepEmwKconNUg9B6/PHzSoGWcTmeeee8mgUHEQLkLTyJM6ia6hzzyF/H1j5PCYQ",
-	"jAD56oKAuvP5Zmv39QZi+lYjuERfC1YWuXJNTAhNj90pSq+1SaKCJVMXzusUYllNcImTLxzlOWBXZWwX",
-	"WUsALlnIUVQ2vApMl2rdpZFH27pNuMpSWl2spOm1XZduKFpQYUMwGYDrltVwuAxCiCo4ACK0aVLstUsf",
-	"cQhugaMGZej88N3xxeefz0+Ux64YHVQ4qxzUJWkC79lUI3XTI0OQai1yscCokbn9FN1CZgG4e+j9xeHl",
-	"4a+ooa8dvN2w1S/fvT/89ez4/PCKmgdvWtsb0dUu8HGAReoCPBEcsSlFl5cnqME8FwK9pYBv6Cvt0XGN",
-	"OQi4U3cVlLpp2dYQe94AO+Xn6GF14/0069hxWTjwYD6nTOQCDScDwyjVmn6pixtS6faZx0aZuBkXmLrY",
-	"Y1QuwPFCLiBYHP2OR8qeYH5NdoJD5binbr3EvoU8PamnaysCkc+S0bOVrfMiCujGQNNRAr4XAFaaS/S/",
-	"unUfhQ7ix+a/6KGyteKH5r/ooYN58kz/ox+V4ZMJtzxZtKn2NYtVOd1EBe8ZsiB70VCSaxQZagB1myGH",
-	"AN0SmPIKzuOqHKGTkmydch1nqO4sng5xz/jx1+fnWU3QzsNcnOug2SNHuQB4zF2FSRIX/QZuHTwy1Fnj",
-	"k1Ry5lK3BOLKA7VqCFTHNeMqBen7AcUYZ9a3ksKDPILaJeymlI3qNTwq991MdKmvCZogTVnWwRCHntAl",
-	"XEZYwBSba2vqoiGOKgDMwaGd3W5WBG/VDbA8jGVqfrTok1Rmo2EU6wfF29fbGUC8rgmHyRCn71K7eiEV",
-	"ps6FwIGKip4e9T6fH/7z5+Pzw3flnPtRhBAj//xgfqaASa6AGf/cR98pcMrBXnHU6TbjkkxI4BH6DvXV",
-	"O523qVpNqNFpv0UDIvgGciEgt+CiYcAmujCFVBFecXTxvtfs7rzOJ8LmMmGzqbD8czYft9O9z//yttxn",
-	"Zna5CldJpIqs7hJDllumtK/eweXxL4f67miMKubfudklZsTLKMnkz6YzPY9kn+UkYHnCz8VYKnSMOrCP",
-	"OFAXEYGwrl/W//z5PeOiOR59NivtI4exGwLSnOv/2jRzNNUx99eXA5SVjw8Tiam6RXnPT/d1wlRsdS++",
-	"yQJXFQkjqkbAkBQSr7vZvJ9uMfGnpjNdr4vz8IFyelkHYsm17LlopAyyDKvRgYSI7+SYjvLSfQnBPBZB",
-	"CJU3sOtfOfsfe99Vupsk/KJ7+onVGCgRryVYef6b8CoFeeoaPrjII0PYR46HJz64yOTME85DQkexNAlg",
-	"ggmVv8jXUYMDoH4cGetHiS26+tzGfC1gq7Oz9br9AEWg8k66OfTMrtOgqyYYiZglOZaZVIeSWnGxoDWl",
-	"N3iUiZoUiMpDUL04y0BmOaPlsXhdHmtYyDbteTm2pUzQjsuk1a2G9lA0L7t1kGG2kOKjCZIsxotTEHgd",
-	"CUDLcrMVpNwoDH/EAD4OILIssed9GFp7n2oe63VZ/Q9NNtMx49lSWRNJ+K4uPcYo7CM84ECFctBgFDAm",
-	"UGPAmOAiwL66RqSktLFDzLBykL6udZJy+hUVf/PwUTeU1QhJvYQyFiufoRG5lRxD81X5ma6usm92phce",
-	"le0xZVMRpg5IirNRP/OICK44i7IWPEIBj2Avfhtdhe32lmPoQP0DaIp5NHy/xjWoNVU2WbpGSe2smEex",
-	"msW8bMXpMSkeVaipkOFNKYYV03CWoUUYvkzVBAWHM1x2X2M5Ky1hkzVOn8KdOAgDXprXrcmcaaGqSuj6",
-	"eATLX9irtv+SSpur1c6UieOEARGzCwkWDccB4AACaZAl/x1FePPDx0urpGyhucbU1Bfk0Q8fL1FD3YGy",
-	"Uf+GuH2TJWyjPuG8v9nHodvflPpXPy7yZqMh8zw2VTrHGK7o+dHB2zfdHTXYALiIi/360hQgjg53ScxC",
-	"g5nmuxEzbfTPPlxcos3bzqaOOPTtUk5rIxZcUX3HMuLM6vFGCykNhO+hTIQDZeMbKBXdQOnYxhVNhTZQ",
-	"OrCBkrAGSgU1dDRNIadi9QrqyYmNhfBTFumBsvIqytz7+EsIucshhCIc24uRlRjX99X/JsVbC3ZlshDs",
-	"kx8hXevpva4NvORSzLXZhhQhlNHmIGBTDoEp+s2rSw/njNriwu5VorwO4mZXFGVqoxsAnyM+ZoFoesr5",
-	"JNkI1gadKShKKNLh0QGMCTViParzuqfcXTEuXNEG94grERdTF0X2rtGYbVXDzFTNtJF2bnKJ7cEUBy6S",
-	"ZvSGjXpnx02DmSCwDu7+8PHyikoUx0qPTWSvjUj6GuqGbSpTuwEeCo4azBdkQri+TE6jbDRbmsumLYEp",
-	"5c83rqhcc1J8QCMlamDBJsQx0EgKGKi47xU9VNdQ1DUJXbQbFe6HNPpVpdj6Gy2kB4irZQ7AY3SkCuHj",
-	"K6oly36hyHbyvrbTONpub0f6/XZ7q4U+RAfJdQ1v1VGCCTQIiSfQDITcrvwU7bQ7RlmJV6zuWSs69IgD",
-	"VF+XNHjX81WLi26rLUVU4KVuAEyn0xZWj1ssGG2ab/nmyfHB4U8Xh+qb5LJBjIZWKpnB6rTa+i3mA8U+",
-	"sfasrVa7tWUppj5WfHmzNQXPa6pK5Ju/TW94K6prNwIl3GMslrLC+gcIdd8yV0C5226vrNywGr+iTJ5K",
-	"1/kIA/QjzNAF6MqnseO7fNx4oZvmSkxKQFl7n66lojGZ4GBm7VkagW5gFteaJ0MCPOfb/+HjJTeJQjud",
-	"N7bC0rftrTcbKgd3xKXclfRmXcu5NsfqYvzv82D63ryyRrCa6/kVgI0STAhHob9qqJ5IXV+O3ogrKgsW",
-	"OmPNDCugNgEREEeCQf5nMLg1wxNvHiA/+EB7Z8fLATIadIl6n2UwNHMjlznhBOjKkfMyLS3KgSYVgNlc",
-	"TDvXb6wR0ZIUrtJqpdiVypJO+FEQ2mlvPYN6qSusiLrCI49hGSVcqdXigQcbSiuQfMkFAY4AF0U78/GA",
-	"eEQZMKVIctvZjEv0plAlp36raqOmY5BRtbRGp1tBFAIBkfalzHetaUpG2UIfKOKho7iL0sD7v6pCu82/",
-	"RZ+Yvk3aP+iaZklRBkrocxEAnigF4VzKZK641R1RGXAjQu9QX27ns/Hd9m10gF13hvpGF/osn/ZtdBlg",
-	"GJKb+Pee+vmKHtJbNkN9uBPqzd/7G7EWpS4/B2REpApnxn/F42UnPUa4EvN7cufMnTU94PyKpjq3aGUi",
-	"qlAr9ya/6R9onG9K07ZvqxNlFCJ3x0wqbWOmq9u+P+y9u6INvVita2ZWp1/dyDQ7UREdwtE/Di9b6CML",
-	"blRrrHRgmsu1XFHVUUACdaZ0G0IlD+ObZ+cffj0+vGhNXNS4sr7XOuuMhYF+98oy6XpZJhNXlrWyXYA+",
-	"lSnzOCm5LDHMg1vwMuceWXI8Vt5VlZxEd/eiula1GEMqInh/vUYmmC+vW1aXX9qlBcaTaXq2iPVUdEi7",
-	"ty1DY3GUNBdiV9WB+8pVeHrUW7r9lBn9InaJ5dzkPnagGeV9urrQP0cNwxVS/s2Nh86cJOYVcSpiV8RF",
-	"jZh1rWDOxFlXnFOZbkTd19b2lnFePXCuy7ggTYmr2NT8t5esT76t0Xu+SEp1QlGfdBZ/kin4rj7aWvxR",
-	"0oci0QAWThOXV3+0kP2a93l8ur63v+a9D/rHtOfq0/V9Rj4faUHRlBBAzhicG8Xcg7yckhxtzIRy0Kf1",
-	"3WHq+0Q6K2NZuSIZL9HidIKXKiVd4LBlsEhe2cw1SNMsUB3398ydrbRjTDYN7T7rlzQR4hz77TxZy5oH",
-	"d6epbMI479OyT3JdEed9Hr/3zMl4u727+Iu4tY/8oLNTZ10l1fnlx91unY/TzQn+IFaTYSDZnPMsN5EG",
-	"pOrFmfWbocaYURYGPN+GM81JNM/IspDNr7pU9f08g9DwkbVpQmsjxedODNuLv4h7Cj0jzFRXI3KI2VMn",
-	"VYJty8qfqCXBdSmabpoSuVLyPWxYu0Jk6pLoDxOZuTaJ65SZ2crttWRmDfwvNIb7cxHOA8RODclR0k7r",
-	"sRLrWcue95E7SUkcwVJhEjxBjQ9nhz9J4yauz1xb9mzGZa1XT9aHZuhnT9jFStUvxP1C3E+nWOapF/37",
-	"f/8r+c9WXkftewv9KCkrykytS+fjpG3DPF0z6u6wZpUzmqZC8zSLbVkvSuRTKZGRwv+KpyP/NqIwBS50",
-	"3/T1q5im5cLqZdG5GvhFEr1IohdJVC2Jop4eSgCZnh/1xEvUNWUdlKtGfiHdF9J9Id1llci4SU8lHes8",
-	"1UXhDF1d9pnGM0rKGT5xQEODp0KZVQmaLyGNl5DGH8Q0MiV2clxDUw3C6VziWgENwzZybGTzq6mkeq+D",
-	"4x5ox1KWpbxTv0csJUeU26VNNECAqwtWeSqJDo0YhWduHj7vk9dA1Slq6tSxumfOkbqSghpJ2njpsduV",
-	"XoSKc21/C8z2JWi1Hgwsj1qleE45ii2nbcQlzK9VAr0uN5lFT1WF8oG6jDYlllBiVN3KplrJdw/AcF0x",
-	"s74NsX7aMrf0Xmjsm7ReHqa+bHffLrfauObRs5eApwl9psRg43jYVJQeX1JcRu3ZjO+hlorHE8JFXJiY",
-	"r11IxoWgKwhaLVaqVbqwymCmfkHEfSHub0CAxuqOuVWPotrYK5Skc9F886suXl5X2VelxB8nd1/E3l9R",
-	"7P15ZdA5TNittL9jAt5HqjkIV1c95J4mfiixzxQr4ngC6mLxSuncXkyGuk2B0q3DEsl2FopV0fiaHIRR",
-	"L4AXjfqFtbxo1GvhZj1XXbEJwPewszKuVqWD6O5by0ccM36C0pjHhRp5FX6CP4KpxF3JtIPlha28aCyr",
-	"tJqlvpKYy6qEr+qWhwRDcbu8Jc1onr4wWG5HnLARC0WteMEJG43ARSzMi9QDD3DQvCACmu+wLpaXu3l5",
-	"Zeri8CvLRlcWFyzAI7iy+kteFLwA0awq2KNWwcsquT7k1uADiO0ZX+jLFqZgI9U4vaGLhmVuu9vI0WBU",
-	"SdHm5jsH6nKUO+U03kV4Ni9+oXvWiYu4CtLauHhcNLrq+o3p7mBWvY6ryH96HPo4ZghP0LFEomEAfGzQ",
-	"iLhe1H4aMerNdD8fjwjhAWJDRFRhAA+Gohx/soxr01R4muv4O529M2+tH6eqvH4n5DYmoVxy536xpQjh",
-	"aIKDG3BR39Rh67esPzvGZEjPS8MLsagXu+lWUB8xNr/GZbXnest0T6AIU2pJO9NG6I+Ojn8DntWHYMMF",
-	"GVElhBiFqOVcjB3mcKuC5Wlps5wRkaotf51FqEymVlWhWqIq3cUl5BV/IyJur5A0DGsVyoPohJC08Fu9",
-	"O6a0E8oTZ2xlmiFUGVKmOkWUGaGAuz4p/Gwtrb9i0lSup1lV2lSEIrossiozMh0zNMYc/RZygTxtihBa",
-	"ZAtF86e2lNAxlUoN9fkKiW8vhWo+HmiwpvBgviSYnzj1x1scsaHxEsVdExZVxXGHoeepfn1Sx0ihk65M",
-	"FgsfRb50JvnLWFsplVi2MoUjzZQ2J0O8GbceXd71mp7GrlBjPkhtBVP0/rR3EGtczIVEazGWSrSMqJ2F",
-	"VM9N79IqveZ0iA/i1a9Ru8jMU2Xex+uP9AtGdXl2td2/oJ6xdo/ucxcnugscpunq0WmzHLkgDdLY6+WC",
-	"Nk2GaICpu7SKoahZFdGdrYqUs0Sn+l7OTod4TYbEqWmtOVv+xtVK5ycS5YtUfiHA98FF0SFSmMadM1SE",
-	"zBSJ9FRdyReCX0zwnRpb+Qej8IeFdmswpEvGTjGNUJZ/C3xJE5lCVtV7nLnKq5AuHBurLJJtcRT6WasZ",
-	"BaoVL1+eR+kP16NqqBKnUeV+F7Cr49Uc3YAvijqEbif8dGp6HefEK56wlRcO8i2ZAqWUpnq7IZwSFVGl",
-	"ZfPdflpkSH3Y52hqagdjoRx+c2lMNyyZG6e41K8UTIjS8r5kQkQmahlDa6c9r59eJ9NKr1Ovk14Z/faT",
-	"Pj39yFzwA7glLORxU56ypTu6t09FxFV12intrfO5oq/OOvM9kg5IJdzgAwWz0RdfzlzSSzXuKbPB444j",
-	"+r1sdMzWZb810khwy0NPCM2QlTK8K0VNQtSp1ieZgIJeghKdY+a5HGHEwwEHUQg96KLNLXSs4pSmD91g",
-	"Fr8Ud3FEjaT9mq5Kr30KLBTSluCIiD0d/OwnjSj7aMpCz9X17JGPuYjbQ6rZoy438kf9t1xFSTtO+bYd",
-	"18LXpc9f8UwXzkb09IePl+ZRfwNxPEOctZDysJn2UGZEFKUD6Fhc0top6ihNhB3XsLkFb2ZHnLGFNG/L",
-	"watehz40xreAKItW0TCd7FSbP77RQr2ot110dgJNGBeo0263DU4hJkH/Fo2Axj1rJC5Mlaak+wVud7uo",
-	"P5ACqwl3DoALbj86Aiw29qV9mAGEiyaA6XRMPKW7bLc7+3GLvqRXFo4bZZkONGgAQxZEIaNo6abzgtyx",
-	"Wsqe/lNLJLVARQcVLQzzGpMSZ1HTpnVYgMVOvU8cR0p3ZK3Q1Namm/0JL/T/FUNN6R5yFfogRb2z44if",
-	"//DxcmPfJKgkYd4Ua9de0jLplFECN5N+YtXlP47jd9ZJxsksCRnbmfHumtPptCn1yWYYeEClDeo+boIn",
-	"dRUdp3u3zeUUUrhLO/Ml0PyNFeeZo16qZmSvX3fjdogpZECNPnakoqJ7yfd1LJnOxFiqPVIYSz1tYzE5",
-	"fzVtWnOh47JAME81A8fUtTN5+HEXQPDt2jrWHlKqohirEaNGfR3EKAq5Zk65bbIcHOwkvSpSLgJQ5NZC",
-	"SWpLAA4LXB53GJYapBpcNy7u7ytNSu4ZqIup1KrUF4UPcNTqmOKJ1i8JjwmQuC3UoyikqvEeIq5d7EtI",
-	"qOOFLqhHer8xBLvtbTWHM8Z0pFuqycMs8SipNUWctYa9rde8vNGKWp/3mtd/q2e3zssfiJIHglRCgQHT",
-	"i/35CEEfZxLERDmH9NJpBvspLI2aS2kE5KqhqeQ87fbuRrmxWpWLkAj7dXo0dCvmclkYdUR9SUZ4QjnV",
-	"izlg0pBW65SJvCCCgzeswKflfPRJ030jyUIuf/4aqt7X95mcx/kZsz9zCC6itxc0NuulW1AJptq1VTkJ",
-	"pQXui9r9y1JBh7X6Aw07PmAhLU3zfs+maILpLEldnkIAEdN+YdSrSPrS7DlCJeOfk5hrI2bqjXq6F6BU",
-	"LxiFpfLBTggXOaR+hncGXjDpsYlfEmEK9wwaJrF8RcldPyt2Krns3MWq1ZnpvpbgAAXObak1656ntklC",
-	"0Q1vjViwEScjKhH+BmZcqTGmU3ArYaqq2WkxmmPQUDIuPIIJUKFMIQ6BBIZxfXPU8NiI0OhnbiPsTqT5",
-	"wphpHmhmiQFWHjcC6kbAl8pTfK0s1fIy8RBnutkX56iYImopV950TjdHTfdGTZqgHiU9UG2kmoqmd5Zp",
-	"S1ecOnYVce0r0h7bpJF8ItujhvepsY0sL476z3SzeTViUnNGc7xi83mdA1DoP5+azlwELU53mGtObyOM",
-	"+AR7nop2Dj02NW3qJ9gZE509EwX2VIHb++v7/w4AAP//",
+	"7H3pctvGuuCrdPGeKlMOSFGU5IWq1B0eW4qVSLaOJMe5J/QRm8BHsiOwm0E3RDEuV82vqfl95yHmPeZR",
+	"zpNM9deNHeAiiY6T6JctAuj129dPNVdMpoIDV7LW+VQbA/UgwP++ou4YGq8EV4HwG29F40KJAPQTD6Qb",
+	"sKligtc6tXOQU8ElSOLSIJgzPiJuAB5wxagvCQ2AcLiBgLh6QK9Zc2rSHcOE6qGAh5Na5+caFw2Jw390",
+	"amo+hVqnJlXA+Kj2+bNTO7yko+LEl2MgYvALuOqJJH2pqIIfIZBM8D6hklAiVSD4iOiVqDlRdOQQaI6a",
+	"pN+r7fZq/exKJvT2BPhIjWud9v6zslUcezCZCgVcNc5h6tM5eMVF9VUQQp/MxsCJGjNJAns8hEmixkBw",
+	"m17ysxgSygnQwGcQkAB+DUEqMmNqbF6nEyDxzO688QPMy49QT1x+fCfCpWZ5ZUfoBkCVWZEIAxfWPZZz",
+	"quCETZgqDn98eHlE4ufJ6U+GtFc7CL5tHahv99r9O8/YOBM+c+fLJrav5ef/9dv9g9m3z1qt9RcAKpg3",
+	"ukMFQXHuC3AF9yRRgswoU2QAQxEACfQ3jI+ycw1FMKGq1qkxrnbbNUdPzib6Qts7e8/3Xuw+23vu1CaM",
+	"mx9b8WoYVzCCoObUbhsj0Uh+rX3WK5zSgE5Axags4RiBlekVTqka15wapxP9jWseOjUNeyzQQK1BKb3K",
+	"vwUwrHVq/7GdEItt81Ru27EzCOLOf4CSW+kS12cafdyxkMDJNcxJ/cW//+f/ae/vk2nAuKIDH4g7pgF1",
+	"9dq3mqRrDi6HEPpLyj0yEN68xwPERoNeQxZIFWPXQfYTHIRyocYQ4LcaKffa7QNCo2nGzAf9UY9HIxmE",
+	"ZJIwToY+G43xj73Wy2aP1xxzooZsJmeaQ9hq8NrHy43+fqEvTikI9Jj/+rnXu23vNHq92+eHH7/5W62U",
+	"Jg1PqXLH5ZitySbxKe6CeqSeJn5bHTyaWcAUkDGdToFLIrg/J2yIT34NhUKiJRXzfUIVUWOqyI2hsA4B",
+	"XwLZ22k3ybmFG3OKCf0SoSIMD4tyOQNN9fbaL5qk/7RPJnrVIMlsTBUyBzuuftsNgwC4IvXzo1fk5c5O",
+	"i/y//7uz29xp7mw5RIqSdYdcoxzTW6e+P3fIIFRmM4ITareCy4dbJpXsaJIb8msuZtw+rYsghgwFnHL1",
+	"RG4l299r7TUrL3vYMJdQccvP9hbc3LupWXXxBj9oFjINQAJXDm5aBZRL3GXpjWlEzl0YkwYI6tFtbT30",
+	"LhRMKikLMw8XUZbcBClc2MniQrfxT9r4rdV4edWowoV/6IusXMyv9uld6Vw0up7pAqQG1sq5ZPz8rrMl",
+	"M+j5LsU1VM+m7NO7zhWNrmd6LyGonCg0D+86jx0b+VNEoJE9/Z1654Zu6L9cwbWMpf9Lp1OfGdllexqI",
+	"gQ+Tb36RRpBZbc4z85WZtEghI3LlCZCEC2XoksEmLfhSVx2QPgSBCGSf6GOQBKg7JkPKfC3pDhn4XrP2",
+	"2UEeexkjqBENK7ay3hb0wFXrR5SnWg7JEQiN5ilZPhKgy+axr23jOzjPK8GHPnO/+G3EwjzK8smlUN8X",
+	"M0PNLA9j/Ib6zGvoF0PZd0h/Qm8bIF3q4/r6TsK4I669hdd0qO/yS26sywnCD85+JIIB8zzgX/po0xqZ",
+	"T91rrR25YgoO0XyPSAXTRjglqK8Y3Mb1fic4fMmlvhXEZzdATo+6Wgz0feAjwJW8FepIhNz7wquRoTuO",
+	"NSMNS4bR+j4ET6QVFHB9ZwHEMsgRZT54X/qKIwZuOD7KAdSHwuLOY9r95ZYXLy0PX5bNvec0VGMRsN++",
+	"7LpOmZSMjxxi6YlD4HaqF6exIoAbcQ0escycIJsl9Zj2pFCq7/R4P8RN6F9crU/3tyLcst/PtNJDfDFi",
+	"HBVDSYYiIPpfDe03ELDhnNT7kyFtRGfU7/R4pJ6j7qKfRhfYIWhqODAyoIZLPY6YQoCnJVFB8sVIi+HU",
+	"dWGqpfEto7SkWMOHDx8a3dTCswe7TBc20ok4pXxuWbj8kheoVXziax1fqziReSm1u4xxYhH3S16sMDCs",
+	"9HH0ftFGsPDz1Ku4ya8aH1Jw33xoUHrP6Q1lPh34X5TtnIOn9U7KtbQxgAiWEOcimi/4kI1CfRaKTUCE",
+	"Kg9p97rvaSBckPJLb/wD+H5jKIIJeKgzBzAMJXikTslAc1uHUDIIJeMgJQlCH/QPM7SqIosWHhix6j2X",
+	"4XQqAgXeKXiMXuLl/j7C/EB48yeS2KmJhjPNeFCSRDqIzOdzpLbg7WmwPYEb8NMW1b93L45f1Zza6VG3",
+	"xLDq4EeIpOcgQx83OQ00AVbMKDY0PeqinSXT47LE1HyvFWi5Au6g2fDYvLzTaiVWQhoEFKmRTGusKyqe",
+	"Tk2GKJGvtAIjC61mP030x5/jOeIRnNSxJadudINI0So5ainZiIN3CXSy0nrd2Ca6inXTqVk+3FUZs61H",
+	"FTQ0QTCm2wXGEqfmhXCPrxPlJoaoTRiPnZpPpUoU2XusODvQOVCL7EuvRsvb/s29ztrcn3UHbe6s0k6n",
+	"/CzP9tKzvGy1nu+8fNne33u+13r5cmfhXHbkUK4CnhfmzQRdz/X7K2OswYGlL4dT717gn8P62OkQLyKz",
+	"/Hj/Thaxi2gQoVXuLvIQkMbf9GaqCEwXZ01ZpagX2ZfPUnRnSH0JzuqkaEUbZ7PCyKnPsAqLssMuPv3M",
+	"CquO4BUe2Nd3BPcjo3c8wAXItdN+seKOOtv/UWm8LmGJBhFy8B9Bu91H1eW9YVKJYF7kk7FIEf9nGX2x",
+	"Qx1yFcyXixq5rZhZlqzSDF1k6a4yprqlxGlt5k//AHx4GIjJRcwFVmCaK/PXzXEtJS7uwLcSs3Va+jYE",
+	"OyH5ECNDLRYR8H9iCtxIjeIqfvfjUhqIImcyc+bAUzspYzmZA6wC7iJjzdKJdtbb61793Gq8pI3xL9cT",
+	"Pm2om8ZvHz+1n30upYGp80ud2Luzw7c1p3Z48ap70r08fF1zaueHF+9Ofjx8Xaq/ZF0Wd6P0D8OQFlGz",
+	"yAxcPM929jzb1R7DT+12xUGir7k0hOTiHdlr7zwn1J+O6QAUc1HfbWZpxG5mDbuFJXz8tFs+82u4YS4c",
+	"86FY88TZNHcOe/vZWVuNl93GEW0MO82PT0vn9unAUK5lxC6UEHRHUNDr9nfaZVdauLwjBr4Xu1yy+/BA",
+	"UeavMHAqmqV4TW/pxMRQkSlVY4f8GkIwJyIgxthC4k9z94ZcuziR0MSsZJrvL969JWfmKWFcmSiEgfDm",
+	"uXFX0HjtxsuA/Q1QX42LZyULuC6ul5M4+1XZRMdcBUJOUcq4C9qjMTx3dy92XraXilH44ZX++WrMCnC1",
+	"XHEwEy/ekmUkBWmC3aDhwH45EMIHypGn304flg+ynIBx/wHlalLAL4qtJgK4whjolr8ZDh7W/pOGgVII",
+	"WsK3zT2WQcD3H34ouXd/lMabQ+/1Rbk1zw1usi+29/d3Xpa+es1WU5qv1TzDn384Kx0uNAat6DXJRqWv",
+	"3a5vXNMLMDvTn5uFV5zcRfHormG+uqqgD39d7QAnKFvP6ZDGfL+4LjcrEiwUNFOv6jsWXkkE82vw2Q0E",
+	"RIRKs5IB5d6BjVk20bo5Gp8Vbp4VuO/HTxVim/GmyAczoqQ2Z/eWnqPiYH+EgA2ZcSzlUGUghR8qOLzn",
+	"Mp2s4TuC6yozOvP8B5jyjhbuAmM9Pepe/Xh4fnx0XCE1x6yvxAMhFPpqcy5jLSoI3yOCA+GC+IKPICAz",
+	"EVzLrRxorUIB09FlZjFpc9lC23l0/fO7cf37I979sWg5DpRuXHCYnzIuSmS7Lid0IkKu4vgOqxQ8kWSi",
+	"PyEhZ0qSOlVkIqQi7X/t75J//+//JjsOgVvq4oeaXMwJyolTGkgI8GofTgKInF/F/IujV+Tl3v5zYp1q",
+	"xMiX6JzN4bdSMJkqeQLDkmD906Muid4gPgzj45gx7olZfjcPZ+goVQTarb0yAd2E4hUX/44DAa6COZlC",
+	"kI3O08pARgtYiZ2lNJc8Vyt61xiXinIXVlJmrJuyoM6WayQYlr4408AhVEZ3lXItWw1oc/eW0M7q8fdf",
+	"vkwNnD68hUMrpvzVxNNIioRbOpnqb2pjpaays709pnI8ogqaHtxEDme5jXENNLL4ROsOA9YIYAga7WFt",
+	"hQ6fRot2FqldGERcItDc27fopuwYC8ly9B5+I5WYRPG+S0/aY9LVVDKmog9H2+De3F/j9Cu9us3ZY6cB",
+	"cxkfbcRu+msSur5SDLpTk9QH+WpMOS9Ycqo0vj+NRzQS1V6fd48ua07t4v3fT48vLyvkNRkOJkzdD71k",
+	"OFBCUX8DsK/o7SZGXce3u6mtPbDPOMngSDmNU0QshxQpoTimjvmbzFO11HVkjiVNYAqU4I6u52WqGiL7",
+	"fZywD8oTVnbbdqr8tgso1m77Xj7hvEqwACTiM6k88TXdNr+u47YxEygjxeet4SnJbgWcZXHi1dJXfcbh",
+	"ckMo/mtIMbv6gUn9dbhaUApn6ixgLjz4zkrc2AacrsNaateFJRROuxrOFExOmFT3ddEnMLVKGOCGuHOp",
+	"138FP2m8+LNwXeq2LsKsBqn62PDkEp1lNQBdnT5uVxHIIjQvuveURaNgIFoCpJU3cRblEi+8h3xSN9o8",
+	"JhCMgEwxywMTd5/vvny2RYRJTQWPmdxu1MjRNDFhPD32TpF7bYwTFTSZVc95k0wsKwmucfOFqzwH6mHE",
+	"dpG0BOCxpRQFo+HRMV0qdZd6Hp3aTUJV1pLqYiHNrO1j6YaiBRU2BJMBeF5ZIY7LIISoDAcQxhs2xN6Y",
+	"9ImE4AYkqXNBzg9fH19cvT8/QYtd0TuIMIsG6pIwgTdiZoC64bMhaLGWeFRRUs+ksEWp5ALzdt5cHF4e",
+	"/kTqJu3gxZaDv3zz5vCns+Pzwx63D54395IcoikNqEpVMWBKEjHj5PLyhNSF70FgthRIm+ITXddYgoJb",
+	"zFVAcbPm1IbU9wfULb9Hn2LZgtOsYccT4cCHxZQy4Qs8nAwsocQ1/bgqbGiheyp8Mcr4zaSi3KO+4HoB",
+	"rh9KBcFy73c8UvYG82tyEhgqhz3MeoltC3l8wqcbq+SRj5Ixs5Wt8yJy6MaHZrwEshMARckl+htLJ0Su",
+	"g/ix/St6iLpW/ND+FT10qUyemT/MozJ4su6WL+ZtWjnN4qGMbqqC9gxFkM0W1egaeYbqwL1GKCEgNwxm",
+	"soLyeBgjdFISrVMu4wwx8fR0SLvWjr85O8/DOO18KtW5cZrdc5QLgPvkKkwSv+gfIOvgnq7OFT5JBWeu",
+	"lSUQl49YqRBEtV8zLjWRzg8o+jiztpUUHOQB1CkhN6Vk1KzhXrHvdqJLkyZonTRlUQdDGvrK1OEZUQUz",
+	"atPWMNGQRmUcFsDQ/st2lgXvrupguRvJNPRo2SepyEZLKDZ/FC+e7WUO4tmK55DKpzbLwoVUqDonYsQ4",
+	"0gJyetTtEKlogF7S/ulR9+r88B/vj88PX/cdTDX0xWgEnn4acsX8OEE7SvQeimBGA6+Hqb4OmY0FnTDM",
+	"2dZvmpPOZnPLGQRkr7VDsjniZAKUY90qK/kV+ci90DJGxcWhBZmaOLmaePKqT77BfenBnkiy027EVb6I",
+	"oiPyDenjOzsvUuW/SH2n9YIMmJJbxIOA3YBHhoGYmFonWmB5IsnFm26jvf8sH5abi8vNBubKq2x08E77",
+	"c/6XF+UWPLvLhzDcRILRw6VUZGl3Shbsvro8/vHQZLLGcGr/XBjrYke8jEJe/mwS3NcRerQePy4PP7oY",
+	"a/FScBcOiATuEaYINSXx+ldXb4RUjfHoyq60T1whrhlo5bL/U8PO0cBr7m8uIinLre/GoFOlsPJ2qPaz",
+	"hKg4mKXfEIGHdecYViwYskIYeDsbhdQuhiGtaNo365IyvKPUsK45syRJfCEYoXqYITXGrRHRnRzRQZvh",
+	"ryHYxyoIoTIffPUEuP/R+abS+KXPL6oakOiwAQochoOVR+Mpv1KsSBUFAI/4bAgHxPXpZAoesRH8TMqQ",
+	"8VHMTQKYUMb1L/p1UpcApB/76fpRmI1hxluLZZLdnf3dZ607iCWVGfL20jO7Th9dNcJowCyJ+MwEXpSU",
+	"H4wZrS0EIqO42KTmWP4E8cV55mTWU6HuC9flno+lZNNZFPFbSgSduPLeqgX27grmZTkQGWILKTqaAMly",
+	"uDgFRTcRjrQuNXuAACCE8HsMMKUBRHou9f13w1rn5xWv9WNZNRKDNqboU7r62kQjvmeq2QkOB4QOJHCF",
+	"5iJKAiEUqQ+EUFIFdIpJTcilrVZkh9WD9E3llZQJsij424f3ypfGEZLqDWUkVj8jI3ajKYahq/ozU+vl",
+	"wO7MLDwqImQr8RLKXdAY55B+5hFTEikLags+40BH0InfJr2w1dp1LR7gH0BmVEbD91dIytpQnZW1K6as",
+	"HKNzL1KznJY9cLBOikYVKjxkaFOKYMU4nCVoEYSvU8MBz+GMlmWPrKelJWRyhdvncKtehYEsjTI3aC4M",
+	"U8WqzFM6gvXTB6v1v6R468NKZ6jiuGHA1PxCH4s5xwHQAAKtkCV/HUVw8/2Hy1pJJUybVNUw6frk+w+X",
+	"pI4ZWQ7pXzOvb2OWHdJnUva3+zT0+tta/urHdQMdMhS+L2Yoc4yhx8+PXr143t7HwQYgVVw/eqpVAeYa",
+	"55uGLDKYG7obEdN6/+zdxSXZvtnZNv6PvlNKaR0igh43GZ8RZcbHW02CEojskIy/hWS9LSTlayFpT0uP",
+	"pxwtJO1mIYmThaRcLMbCg8CJpB5PPbmxsVLTlEb6CrW8is4JU/prCLlUFcYJjfXFSEuMS0abP5N6wAW9",
+	"MlkInbIfIF156o0pN73mUmwSb12zEC54YxCImYTA1pGX1dWsc0ptcWGfMWzfuJSzK4rixsk1wFQSORaB",
+	"avhofIrNcdS3NWoZJ8ZZO4Ax45atR6WDO2juimGhx+vSZ54GXMo9Eum7VmJ20DpoC7E61gAoNbSjnZBo",
+	"NXrLId2z44aFTFDUuJq//3DZ4xrEKcqxCe91CEsnxW45tti5F9ChkqQupopNmDSp7TyKjXO0umw7Xdju",
+	"EHKrx/Wak1IIBihJnSoxYa49jaScAnqhe/wQk2IwacPUgSeFbJV6v6owXH+rScwAcQHWAfiCj7C3Au1x",
+	"w1kOCnXbk/eNnibJXmsvku/3WrtN8i6xq2JZeGxSIhQZhMxXZA5KbxftrfutHSusxCvGrG/EQ5+5wE3y",
+	"poW77hS7prSbLc2iAj+VjzCbzZoUHzdFMNq238rtk+NXh28vDvGbJPUhBsNaKrSittNsmbfEFDidslqn",
+	"tttsNXdrSNTHSJe3mzPw/QYWt9/+ZXYtm1GVvREgc4+hWPOK2negMPszV5O73Wo9WAVrHL+iaB8GD32A",
+	"AfkB5uQCTDHd2AxfPm680G2boJNiULXOzx+1oDGZ0GBe69QMAF3DPG5fwIYMZM7T8P2HS2nDlvZ3njsI",
+	"pS9au8+3MCJ4JDXf1fhW+6jn2h5jmv5vi870jX1lg8dqiwVUHGwU7sIkCacPfaonWtbXo9fjIt1KhO7Y",
+	"EMOKU5uACpirj0H/ZSG4OacTf9FBvpsC754dr3eQ0aBrVB8tO0M7N/GEG06APzhwXqa5RfmhaQFgvhDS",
+	"zs0bGwS0JKCstHYq9bSwZMKP8IT2W7tfQfXWB6zP+oBXHp9lFP6Fq6UDH7ZSzj8FrgKPRDub0gHzGSow",
+	"pUBys7MdFwxOgUpO/Mbap7YJlRW1jERnuosUHAGR9IXqu5E0NaFsknecyNBF6oISeP8nLPvbeBp9YluB",
+	"GfugZ/tvRfEw4VSqAOgEBYRzzZMlUqtbhvF4I8ZvSV9v58rabvsOeUU9b076Vha60k/7DrkMKAzZdfx7",
+	"F3/u8UN+I+akD7cK3/ytvxVLUZiKHbAR0yKcHf+JjJedtK2RyOY7eufCmzd8kLLHU82AjDAR1cuNKnn3",
+	"XxmYb2jVtu/gjQoOkbljroW2sTC1dt8cdl/3eN0s1siamdWZV7cy/XPQo8Mk+e7wskk+iOAau62l3eRY",
+	"VbzHsUmFPtQ5yjaMaxomt8/O3/10fHjRnHik3qv93ciscxEG5t1ezYhtaL+aCZRIh76Yxd5njw0xSVL5",
+	"806PN8jTp1mf+NOnpJ5UPF9Wutw4yi1L9rTYZboS9TgxkrOt2hu70h2iZTU+Jz7cgN8xzvDF+Z4ZV3lT",
+	"j3xmQU0DITYo8tk14Kh6OH1j6D+LvNWRRcsUbten4ZDZmLljEoRcRsuNIz1xAOvjt/jMiQSLdxxmRr1p",
+	"mtO7MOK+ObZkDOxaZHbdYHHQ2FaHYEXiWLyVCDb2bjQktFutA72a/n/iAX17etTtp2Tg3WWHZbWPVGxB",
+	"HLughzXbcqxRM96L2eOUSq0QUGUuB2Mi+kZMzrKsuGpyLdum7Ocy1TBVUl9DlBk6TUUiu4CMVUGsAJVo",
+	"gn5Us20lNpPyL3/+uEGWmi8dXdY4xPfFrMDGMl0ZlzGyihaOn52apdixzz0XsIFw1kfDM17jmv3x7OgX",
+	"sYE153SZUhcaUUyzZzqRSFK3PCZlLd+668xJ0GkRpiLyxDxST5Gqe8+ZmH6LcxpyhrUIDM5YU+gd57qM",
+	"iy2VOB5sUxJnzdr7ewa8Fws4qVZN+MnOGoKeTdE3tlfTYCAOLEkEpG5kxM80H4iatWVsRFo1pn4I6Wpy",
+	"mRu2liTDRXDCju1IN6G+KXtf1uLAkJKopENOvEoCN/ZaO4m6nm+yE1kUcNasga6a/pa0FsFbR95zOqRn",
+	"wD19YZkDy0elpeW7PANNxaIZYl55hIbd2e81KPigoBNxtqhriSu8qOViPTalRvau7U9xXMhnzYe3zcdb",
+	"dz3e0iXZHUULYjKWJ1Y99LSEYOjwAzQOSp15h3CRAg0tFC7sryE49HhFmxlyvy4zPV7eZmYTXWH21lIC",
+	"07RBSyHvp+mwzATYrcDUychHRiqKToDKa7NpyhEkImmpAtRZylzIATwZfWeFoZWhdTeB1q5tPQxBuQCT",
+	"aoO0KpTmRbMHgtRuWesvUs8IkCiNZs44AjrLsH3qXsuoo1jaArCYl6Sbvdxbyf6U93n8/PGz8ynvfTA/",
+	"pj1XP3/8nNHPj4yi2ND3RtwxuNcIS0FeT9UkdCwUOujT9q5h6vtEO0djOboihSyx4phwc2xsUZCJy84i",
+	"eWU713PXCK3IoP8uvPmDNiHMBsV/zvolbYRYTmDe+WJdEO/c8LCyr/eiT8s+yTXaXvR5/N49Ba+l+JV0",
+	"kUoo8uKPkg6F+MXL5V/E3SL1Bzv7q6yrpFeQ/rjdXuXjdKuk34nUZAhINgMuS03eTYFje/es34zUx4KL",
+	"MJD5zu5pSmJoRpaEbH8yjTM+LzIIWzqyMd11Y6j4tSPD3vIv4jaVXxFkYqJmDjC7eFMl0LYu/4kaJH0s",
+	"BdNtW7Bfc767DetUsEzToOVuLDPXeXuTPDPbR2YlnrkC/Bd6Df+5EOcObGcFzlHSofW+HOur5j1vIncS",
+	"chwlUmESdELq784O32opPu4WsTLv2Y6bbDw8Wh/aob96xC72zXhE7kfk/nKCZR57yb//138nfznodTTG",
+	"hnAaubCizJRV8XycNJFaJGtGvaY2LHJG01RInnaxzdqjEPmlhMhI4H8i05F/DuEwA6mMXXjzIqZtAPXw",
+	"vOgcB37kRI+c6JETVXOiqMMYMiDbgWw19hL1cNsE5uLIj6j7iLqPqLuuEBm3DKzEY5OnssydYWrdf6X+",
+	"jJLiyl/YoWGOp0KYxQSNR5fGo0vjdyIamYJ/OaphsIbQdC7RSg4NSzZyZGT7k63r/tk45n0whqUsSXmN",
+	"v0ckJYeUe6UtvUCBZ/zUPgbRk5Hg8JWrh1/3zZtDNSHqeOsU68xIgimppJ6kjZVeu1NpRai419Yfgdg+",
+	"Oq02A4HlXqsUzSkHsfWkjbihykdMoDPFr7PgiTWx7yjLGFViDSEGq2g3cCXf3AHCTf3u1XWIzeOWzdJ/",
+	"xLE/pPZyN/Flr/1ivdXGoX5fPQc8TfAzxQbrx8MGYnocQbeO2LMd16EoZY8nTKq4TYLcOJOM21JUIDQu",
+	"VotVprDaYI6/EOY9IvcfgIHG4o6tqkOiTh0PyEkXgvn2J9NKZVVhHxub3I/vPrK9vyLb+/PyoHOYiBut",
+	"f8cIfECwVZlJOtF7mkxDZfI9MBmETgDDvB8Uz53laGiaJqFsHZZwtrNQPRSOb8hAGHUmepSoH0nLo0S9",
+	"EWrW9Wzy09Sn7oNRtSoZxPQCXd/jmLETlPo8LnDkh7AT/B5EJe6Ragwsj2TlUWJ5SK1ZyyuJuowl/LF3",
+	"L1GCxM1711SjZTrFO9IjyiuelGdHSsV8v5gjaVNcm4W6BSdiJEK1kvfhxOR+ijDPoF/5QIPGBVPQeE1N",
+	"6d1c5n3PVtmTvZpDejWpREBH0Kv110wUvwDVqCr/h6uQZXXh75I1fgfU/YrTA7NlrsRIXyKpm9zcTO0c",
+	"h7jmGDHE2tbRkcA9SXK3nIbiCGpT3pBCQuYqmbxxG5FlNVa2bMJ0j6cSkotNRJrkdYglRGicELpKRRKs",
+	"RhPVypOk3WrZhZi02A7JNEYpqwbyHSjTf1hdxDUkN8YD45YbVclLtlOX3d4mSm+sjDN2rX9U1PkwFoRO",
+	"yLHGnWEAcmyxh3k+kBnjnpgRwf25adHoM6V8IGJoyzP4MFTlaJOl/tu2TOYiLnBucRewEmCEXbYxqbly",
+	"AreaU5j6Sxws6pnqEZl0ewvvVuF0tCyq34+LYMLUZAajcIpPJOm/Pjw5vDzE0gih1LDxybTU+RxXSvhP",
+	"M/+3fafHbX/DhqRD6KR75kQvEznWErEefUzlmCg62mqSS1t0+xqiCrPpjkFU9bjgLuKxOYeoyq0WvJlL",
+	"m4njXnWQYWo5A48nLiDU/2Qn6JDW51JkNkd9On+nxhC8tldzJ3zO1APAYsHvQnXoS5iNIYBsTYDLmSAm",
+	"s8VCA7HlhQ27jpP+40rp7TVy5zP9H0voxhsxIxPK53YF8SXNIICknshfBOkv2Igjw0QYw6si4EsgdQN0",
+	"mTPKouCB+b8t3ayBWyo6l0t4Z9FVcjq/F9ytxUeq/CQn7CYWE3Lh8AfFlpBYjSbQeNu32+//ZQAmw3X9",
+	"9LEllMo2nVudGaTrzixyM0TU6nU0wXLB/jwqTfQlw4oq7vgP4Zm6FxXRVCBDJJ7ImMRXBBulacR6RphU",
+	"b66PWbjKRLpWNfpgWCk8bsGFoo2W1W17uqT9MxZYzNdNbD59Sj5USPCp6oOFckzpWk/YjVD2eKEfoQnT",
+	"kuRpphTU0yZ5X1U6ySH97w5NMacY5rRsEv8a9xGr7ldoSmPi6LYVit7fXmunx9cp2Ujqe60dUyhyr7Wb",
+	"CEQltSGl6HFqi14aRUyNYUIG1L0uFnHcapJ3+o6itozJyns81RagspZVrBr1HVP/sN9sNlNVrvqmnKuP",
+	"RgM9ZEoKjE5vi1C0UBCmjABnlbrofmWy5uxVD8AVE5A93k938Ovnii+SkHsQEJqq1IjCqfA9y2DFVJKZ",
+	"rSJKlW2DJHiPl8qIWxZ0bQ0mDbOpFucG/sAjPlUQ5BXGet/0IOxvpWuTxcqmLfsZg/JYzGQeigehMjJB",
+	"cufNQkFMY9SZUikPUuAaA3FlXcwFlS9TZS+ZO+7xAPsVy1RvLH3RAWUyujBTpFLEJTDx0KJCg9QeHALx",
+	"WPge1sycCKlI/7vu5eGH7n9dXRxeXBy/e3t12v3p6uzw/Or9xeF5P8sfm6SrzKG5dOpYrTv//cnx6fHl",
+	"1dm7k+NX//WtxlDVEL4HUvUNJFjqvmUKABtTAsH3pGl3YVUPH6hUJAAXK78SLHkbX2PKHJ/RgxLMT046",
+	"0USchMFH4HVgd2EoRx87GEZfttukb2ds+GzCVMNWeS7VQ0yIctqgsI6DMK17IPLlCxROfcq4pSX1pLae",
+	"xaCttM6RamxZQ1itpbvo+qazd+2IBTAUt/pIThgPb9M9W2vU12/HZQA1mzgd0iWlLcvr/q1F10zHhzxZ",
+	"M5WfwTvINKZAFIhb2FY0qu3xuFNtmtw9iTVVlwYBy2BWUoQXrQRiJPVmNJjYRigVVRAdA4M7HSQFM6GX",
+	"iaRW8zZT3E3TCSU0rYVlF5ZpEqx5csntrKxQlnaYfrDckyWwexIBRGbLxTautXar/azR2mm0nl22XnZa",
+	"rU6r9c9ML8/kdFLd4pLP9jOf5dqs5l7bjV5L9VGtyat/tMfjwcTzLz+8v72i3/0oB9+9UF775Xzw3T/U",
+	"6WWq9l7S39Z2+auNR7nvuVANDYrUN91TGr+EUjUob9gDa+BpNFqt1k4pqiVH+HZpb+c/2tm67R9/GbT3",
+	"r09+euu7u2+ng3b6bHMtgx/ghNt3QBdTKLbKexlVfrTpCKbC9saMt1+te/OvmKmUbbRVmasUgYjpRYgs",
+	"ZTYWZEwl0XCaYHRRlyz6HFe2MJhAxkrHxtdiYPgz5C0thgNzrCk4WGw+WJyt9Ps7qmL/1GPo9IagqCp4",
+	"ehj6PrlhMCNimAYn0w4kUXmw/PDcOGjQq1UJZQ9mpaoW5dePd0pP41TYvtB8Qjl5c9p9FZvphAeJqcsa",
+	"u2MLgW3qqdUcfVJixrGXTKFhSI/Pqm1hDFtaxYYRdIyhr2pIXSWCgk1snlaF0DpWL6omWwV1366s4PK2",
+	"Dsq1LRfGUEFN1xxNIxgPQR5kW3Ukbv7UQir129MhfRVf8QYz1TPzVLnOM/1P8Ha5aRyLMPEXFMY2Hmv2",
+	"tfPcC0UDFRVTT+Cj7mc0dVu93iDTVto9Rjzw2Q3EETYeGKfAkAwo99aW01JGjM3Qw4swQu7IekutjQg7",
+	"D2rctp2i9LbruTYNkYHDSKFbeCw9HrcDLQYalFqEySoGYSRYAagw4FGwgDl34XulFjuyOHSghED9iOes",
+	"defNROefDqmZYv26OQ86P4sK8edAQcF0Ch4JpwfZtk9RnLMkKUP8I3FcThx3VtjKd4LD7xagvwLxvhTi",
+	"lPIIZOUfgYYbJIvtW5oIH2hCkGr/l5K1YCpJOM2aYYh1l6xPr82Hm6HV2Fos6r/sAfVM1oEk1zBVxdDf",
+	"c1zKl9P7VrF2PZGpbnKPFOQPpFuWYtqxlCFkfLWRGmC/OyBLfbcLccwEBS5MM780rxR00tK2emzCVCZa",
+	"PD6t/ZZTG4pgQlWtU2Nc7bZrTi2qPdvZabWc2oRx+1ccVc64ghG2cL9tjEQj+VWfaxn+9jncqldhIEXQ",
+	"j/TPaQA3TISSTOkIqjoCuvhNVaT7TvsF1gJREOhv//Vzt/FP2vit1Xh51fj4zd9qxTD4TWbt4JWc0XLF",
+	"6x0Hu9FH4+BC1DOwX2nUifvGm/eyEXvWt26ARh+3vvQE0SxaoSWnktUkSJ1qYJ8JazJLQNZpYwKIDAcS",
+	"VCEAyjRLbJJj08dOow2WYYhe0vTABntgaSZNVwITjGKMVCJUWq+ShKmOib7uK+VfoBFF9slMhL5nuhKT",
+	"KZUmKNqM8kQaE87cxAuY/+tVuD6dTFGXyLztxOFBRp94IkkfIldVn9Sjp99/uLSP+ltE0jmRoknQZIub",
+	"iUckQSaU2+zSngAmFTHlxJWIb8CfOxFlbBJD23LnNRBCSRXQKbZxwnaXkXKTDN4nY3oDhItoFXUtLNAR",
+	"kEB/vtUkXRL9ko3n2Gm1WlEwttBH/4KMgMcRUhoWZigp6YFIHYMcBpphNeDWBfDA60dXQNXWATaOSx+E",
+	"R2KHur6FvdbOAaFxPJoMzUZprLBpZdooi0MRRC72aOm2f7beMS6lY/5rOBIu0BjlSg5oqygxITu7tE0a",
+	"N6EB4tg4y+9UvzFZgFclqW1MNvsTlmX8K/ouLVtaJA9y0j07juj59x8utw6sAToJNk2RdmN2L+NOGSFw",
+	"m2mAklPbrbY8ofk4fmeTaJzMkqCxkxnvtjGbzRpanmyEgQ9c66De/Sb4oqaiZAELHHp4L5q5az3zMXLh",
+	"D1ZieYF4eX70ijx/9qwdceU0MJB6n7paUOkMqS+hb5uWztVYiz3otGI3sLUcnT/hv4VYhPI0uEzYqlMV",
+	"vumsLGN1CIqKaL9Om40FJ6E0xCm3TZE7B2dBVloSYB+AKwJPkr6VfbQEiYMHQKXg/QOUpPSegXuUa6kK",
+	"vyh8QIn5gnA6MfIlkzECMq9JujxuN808J9U2yWoJjLt+6AE+MvuNT7Dd2sM53DHlI0DPo77MZkWmXERZ",
+	"V9C3zZrXV1pJ86rT+Ph0Nb11UUBKFI0SpCJU7DE96p/3YPRxaEoSS16Neum4lYMUlMYhtAiAGCSLlKfV",
+	"erlVrqxWBbckzH6TFo1TULSKF05AUY8q+hjd8gX5VDemgNHxRzEtCb9gSoI/rICn9Wz0RnlKBbFUJEYv",
+	"T997LyG4iN4uLKOqtgJDW8U1wLTKSGgysmtrhqnqLW3UHrhyOvKiRORHQn2vKMLSQgIach0ibNcYf47A",
+	"pcULwWGtAMMTJlUOqL/CPOZHSLpvJGGUWpVJeq7b9NYHihZ8b7JUPn9cvFhcnZ3uUwkMcJDS0VKzx8x/",
+	"TUAOVwF1lWULDhZd0AB/DXOJYswEVMBc2UyI6gTZfsGbE+XGTSinI5gAV6gKSQgwqdSYvqWNHIp+lg6h",
+	"3kSrL0L4cis1S3xg5X4j4F50+Fp4isv5ZAt9WAtxhOWxKS87R8UUY6GMRXmIpe1uIJCAiakMJKnzEeO3",
+	"ON1VXEjkMqAwZNfkyCRV6YtxyCG/EfP0zmzKVUN/WzJ1bCqSxlZkLLaa9hvqkPB2LR+Cx9J3Y3l5cdR/",
+	"JCX3pRkxqRxsKN6EScVcDRGmgIE7NzEAsahqAzvT09lyXsXpDrOt0vU1Ezmhvo/ezqEvZsZKQibUHTMT",
+	"PRM59rBN0eePn/9/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

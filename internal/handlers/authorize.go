@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/sessions"
 )
 
 // Authorize is the forward-auth hot path. Authentication (cookie, X-Session-Token or bearer)
@@ -18,6 +19,10 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 	p, ok := auth.PrincipalFrom(ctx)
 	if !ok {
 		return nil, apperr.New(apperr.Unauthenticated, "Send a session token or a bearer token.")
+	}
+	// A session whose login waits for its MFA verify is not logged in: 401 mfa-required.
+	if err := sessions.LoggedIn(p); err != nil {
+		return nil, err
 	}
 	level := AuthLevelBASIC
 	if p.Kind == auth.KindSession && p.AuthLevel == string(AuthLevelMFA) {

@@ -62,3 +62,17 @@ func (s *Server) RevokeMyDevice(ctx context.Context, request RevokeMyDeviceReque
 	}
 	return RevokeMyDevice204Response{}, nil
 }
+
+// RevokeMyOtherDevices signs out every other session of the caller in one atomic step; the
+// caller's own session stays.
+func (s *Server) RevokeMyOtherDevices(ctx context.Context, _ RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error) {
+	p, svc, err := s.sessionCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := svc.RevokeOtherDevices(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return RevokeMyOtherDevices200JSONResponse{Revoked: n}, nil
+}

@@ -24,6 +24,7 @@ type SessionService interface {
 	Logout(ctx context.Context, p *auth.Principal) error
 	Devices(ctx context.Context, p *auth.Principal) ([]sessions.Session, error)
 	RevokeDevice(ctx context.Context, p *auth.Principal, id string) error
+	RevokeOtherDevices(ctx context.Context, p *auth.Principal) (int, error)
 }
 
 var _ SessionService = (*sessions.Service)(nil)

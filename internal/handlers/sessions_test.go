@@ -71,14 +71,23 @@ func (c *sessCmdCounter) reset() { c.n.Store(0); c.trips.Store(0) }
 // client-side cache where the store has one.
 func newSessionService(tb testing.TB, s *store.Store, prefix string, cacheTTL time.Duration) (*sessions.Service, *sessCmdCounter) {
 	tb.Helper()
+	return newSessionServiceWith(tb, s, prefix, func(o *repo.SessionOptions) { o.CacheTTL = cacheTTL })
+}
+
+// newSessionServiceWith is newSessionService with the repository's options adjusted by tweak.
+func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak func(*repo.SessionOptions)) (*sessions.Service, *sessCmdCounter) {
+	tb.Helper()
 	if err := s.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
 		tb.Fatal(err)
 	}
 	counter := &sessCmdCounter{Client: s.Client}
 	counted := *s
 	counted.Client = counter
-	r, err := repo.NewSessions(&counted, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
-		MaxPerUser: 50, CacheTTL: cacheTTL, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
+	o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
+	if tweak != nil {
+		tweak(&o)
+	}
+	r, err := repo.NewSessions(&counted, repo.Keys{Prefix: prefix}, o)
 	if err != nil {
 		tb.Fatal(err)
 	}

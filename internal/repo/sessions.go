@@ -85,13 +85,17 @@ const (
 	sfSchemaVersion   = "schemaVersion"
 	sfChallengeID     = "mfaChallengeId"
 	sfChallengeAt     = "mfaChallengeCreatedAtMs"
+	// sfLoginPending ("1") marks a session created with mfaRequired: its login is not complete
+	// until the MFA verify, which deletes the field. Written only then (a plain session never
+	// holds it); a challenge on a logged-in session (step-up) does not write it.
+	sfLoginPending = "loginPending"
 )
 
 // sessViewFields are what the full view and the device list read: never the code MAC or the
 // device hashes.
 var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCreatedAt, sfUpdatedAt, sfLastSeenAt,
 	sfLastRotatedAt, sfMFAVerifiedAt, sfAbsoluteExpires, sfIdleTimeout, sfDeviceLabel, sfFailedMFA, sfSchemaVersion,
-	sfChallengeID, sfChallengeAt}
+	sfChallengeID, sfChallengeAt, sfLoginPending}
 
 var (
 	scriptSessionCreate    = script("session_create")
@@ -118,6 +122,9 @@ type SessionOptions struct {
 	// MaxPerUser bounds the device index (1..MaxSessionsPerUser members): creating one more
 	// live session is refused.
 	MaxPerUser int
+	// LimitPolicy is what a create does at MaxPerUser: evict the least recently used session
+	// (LimitEvictOldest; "" means the same) or refuse (LimitRefuse).
+	LimitPolicy SessionLimitPolicy
 	// MFA is the per-user attempt policy of MFA verification.
 	MFA ratelimit.Policy
 	// CacheTTL is the hot path's client-side cache TTL (at most MaxSessionCacheTTL): Authorize
@@ -128,6 +135,17 @@ type SessionOptions struct {
 	Metrics  *Metrics
 	Logger   *slog.Logger
 }
+
+// SessionLimitPolicy is what a create does when the user already holds MaxPerUser sessions
+// (GATEWAY_SESSION_LIMIT_POLICY).
+type SessionLimitPolicy string
+
+const (
+	// LimitEvictOldest evicts the least recently used session in the create's own script.
+	LimitEvictOldest SessionLimitPolicy = "evict-oldest"
+	// LimitRefuse refuses the create (422 session-limit-reached) until a session ends.
+	LimitRefuse SessionLimitPolicy = "refuse"
+)
 
 // MaxSessionCacheTTL bounds SessionOptions.CacheTTL: how long a cached session may be served
 // should Redis's invalidation push be lost.
@@ -170,6 +188,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", ErrSessionOptions)
 	case o.MaxPerUser < 1 || o.MaxPerUser > MaxSessionsPerUser:
 		return nil, fmt.Errorf("%w: max sessions per user must be within 1..%d", ErrSessionOptions, MaxSessionsPerUser)
+	case o.LimitPolicy != "" && o.LimitPolicy != LimitEvictOldest && o.LimitPolicy != LimitRefuse:
+		return nil, fmt.Errorf("%w: unknown session limit policy %q", ErrSessionOptions, o.LimitPolicy)
 	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:
 		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", ErrSessionOptions, MaxSessionCacheTTL)
 	}
@@ -212,6 +232,8 @@ type NewSession struct {
 	TenantID  string
 	Status    string
 	AuthLevel string
+	// LoginPending: the login waits for its MFA verify (Status must be MFA_REQUIRED).
+	LoginPending bool
 	// DeviceLabel is shown in device lists; IPHash and UserAgentHash are keyed hashes.
 	DeviceLabel   string
 	IPHash        string
@@ -241,13 +263,23 @@ type Session struct {
 	// Authorize's view reads only the hash, so in the fallback mode (challenge in its own key)
 	// it leaves this false.
 	ChallengeLive bool
+	// LoginPending is true for a session created with mfaRequired until its MFA is verified:
+	// it is not logged in yet (forward auth, whoami and the device operations refuse it).
+	// A step-up challenge on a logged-in session leaves it false.
+	LoginPending bool
 }
 
 // Create writes the session hash (with its TTL: the shorter of the idle timeout and the
-// absolute timeout) and adds it to the user's device index, in one script that touches only
-// those two keys. A user whose index holds MaxPerUser sessions is refused with
-// apperr.BoundExceeded, after members whose session has ended are dropped from the index
-// (pruneIndex) and the create tried once more.
+// absolute timeout) and adds it to the user's device index, in one script (session_create.lua)
+// that touches only those two keys under the cap. At the cap (MaxPerUser index members) the
+// script answers with the index's members, and Create runs it again with every member's keys
+// declared: in that one atomic step it drops members whose session is gone, then evicts the
+// least recently used sessions (LimitEvictOldest, the default) or refuses with
+// apperr.SessionLimit (LimitRefuse). An evicted session is deleted as a revocation deletes it
+// (every replica's cached copy is invalidated by Redis's push; this gateway marks it written),
+// and counted (hashgate_repo_transitions{transition="evict"}). When the index changes between
+// the read and the script (concurrent logins of the user), the script writes nothing and
+// answers the new members; after sessCreateAttempts rounds Create gives up (apperr.Unavailable).
 func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	if err := n.check(); err != nil {
 		return nil, err
@@ -264,57 +296,106 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 	if n.AuthLevel != LevelBasic {
 		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
 	}
+	if n.LoginPending {
+		pairs = append(pairs, [2]string{sfLoginPending, "1"})
+	}
 	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
 		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
 	}
-	const fixed = 4 // ARGV before the field pairs
-	args := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
-		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part}
+	var fields []string
 	size := 0
 	for _, p := range pairs {
 		if p[1] == "" {
 			continue
 		}
-		args = append(args, p[0], p[1])
+		fields = append(fields, p[0], p[1])
 		size += len(p[0]) + len(p[1])
 	}
 	// Three timestamp fields are added by the script, each at most 40 bytes.
-	if nf := (len(args)-fixed)/2 + 3; nf > SessionMaxFields || size+3*40 > SessionMaxBytes {
+	if nf := len(fields)/2 + 3; nf > SessionMaxFields || size+3*40 > SessionMaxBytes {
 		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
 	}
-	keys := []string{r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag)}
-	for pruned := false; ; pruned = true {
+	policy := "evict"
+	if r.o.LimitPolicy == LimitRefuse {
+		policy = "refuse"
+	}
+	withChallenges := "0"
+	if r.mode == store.FieldExpiryFallback {
+		withChallenges = "1"
+	}
+	head := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
+		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy}
+	var candidates []string // the index's members, once the create found the cap reached
+	for range sessCreateAttempts {
+		keys := make([]string, 0, 2+2*len(candidates))
+		keys = append(keys, r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag))
+		for _, p := range candidates {
+			keys = append(keys, r.sessionKey(SessionRef{Tag: n.Ref.Tag, Part: p}))
+		}
+		if withChallenges == "1" {
+			for _, p := range candidates {
+				keys = append(keys, r.challengeKey(SessionRef{Tag: n.Ref.Tag, Part: p}))
+			}
+		}
+		args := make([]string, 0, len(head)+2+len(candidates)+len(fields))
+		args = append(append(append(append(args, head...), strconv.Itoa(len(candidates)), withChallenges), candidates...), fields...)
 		rep, err := r.run(ctx, "session_create", scriptSessionCreate, keys, args)
 		if err != nil {
 			return nil, err
 		}
 		switch rep.word(0) {
 		case "ok":
+			if len(rep) < 4 {
+				return nil, r.unexpected(ctx, "session_create")
+			}
 			now, ttl, abs := rep.int(1), rep.int(2), rep.int(3)
+			r.evicted(ctx, n.Ref.Tag, rep[4:])
 			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
 			return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
-				DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
+				LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
 				SchemaVersion: SchemaVersion}, nil
-		case "full":
-			live := rep.int(1)
-			if !pruned {
-				dropped, left, err := r.pruneIndex(ctx, n.Ref.Tag)
-				if err != nil {
-					return nil, err
+		case "members":
+			candidates = candidates[:0]
+			for i := 2; i < len(rep); i++ {
+				if p, ok := rep.str(i); ok {
+					candidates = append(candidates, p)
 				}
-				if dropped > 0 {
-					continue
-				}
-				live = int64(left)
 			}
+			if len(candidates) == 0 { // a full index answers its members; anything else is a bug
+				return nil, r.unexpected(ctx, "session_create")
+			}
+		case "full":
 			r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
-			return nil, apperr.Newf(apperr.BoundExceeded, "The user already has %d live sessions, the maximum; revoke one first.", live)
+			return nil, apperr.Newf(apperr.SessionLimit,
+				"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", rep.int(1))
 		case "exists":
 			r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
 			return nil, fmt.Errorf("session create %s: id collision", n.Ref.ID())
+		default:
+			return nil, r.unexpected(ctx, "session_create")
 		}
-		return nil, r.unexpected(ctx, "session_create")
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "create", "contended")
+	return nil, apperr.New(apperr.Unavailable, "The user's sessions kept changing while a new one was being made room for; retry shortly.")
+}
+
+// sessCreateAttempts bounds Create's rounds at the cap: each reads the index's members (in the
+// script's reply) and runs the script with their keys; logins of the same user racing for the
+// last places can make a round's candidates stale, and the next round reads them again.
+const sessCreateAttempts = 8
+
+// evicted marks and counts the sessions a create evicted (their id parts, from its reply).
+func (r *Sessions) evicted(ctx context.Context, tag string, parts []rueidis.RedisMessage) {
+	now := r.now()
+	for i := range parts {
+		p, ok := sessReply(parts).str(i)
+		if !ok {
+			continue
+		}
+		// This gateway's cached copy may predate the eviction for the moment its push takes.
+		r.written.mark(SessionRef{Tag: tag, Part: p}, now)
+		r.o.Metrics.Transition(ctx, sessObject, "evict", "lru")
 	}
 }
 
@@ -335,6 +416,8 @@ func (n NewSession) check() error {
 		return bad("device hash")
 	case n.Idle < time.Second || n.Absolute < n.Idle:
 		return apperr.New(apperr.Validation, "The idle timeout must be at least 1s and at most the absolute timeout.")
+	case n.LoginPending && n.Status != SessionMFARequired:
+		return apperr.New(apperr.Validation, "A session whose login waits for MFA starts in MFA_REQUIRED.")
 	}
 	return nil
 }
@@ -389,7 +472,7 @@ func (r *Sessions) Get(ctx context.Context, ref SessionRef, tenant string) (*Ses
 // parseView maps view fields to a Session, classifying (and counting) old schema and corrupt.
 func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]string, now, pttl int64) (*Session, error) {
 	f := newFields(m)
-	s := decodeView(f, ref)
+	s, _ := decodeView(f, ref)
 	outcome := f.schema()
 	if err := f.err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)
@@ -403,14 +486,17 @@ func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]s
 	return &s, nil
 }
 
-// decodeView maps the view fields in f to a Session, recording missing and malformed ones in
-// f; the caller classifies with f.schema() and f.err().
-func decodeView(f *fields, ref SessionRef) Session {
+// decodeView maps the view fields in f to a Session and returns the session's idle timeout in
+// ms, recording missing and malformed fields in f; the caller classifies with f.schema() and
+// f.err(). Every reader (the hot path, the full view, the device list) decodes here, so a
+// field is corrupt for all of them or for none.
+func decodeView(f *fields, ref SessionRef) (Session, int64) {
 	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: sessEnum(f, sfStatus, SessionActive),
 		AuthLevel: sessEnum(f, sfAuthLevel, LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
 		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
 		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
-		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != ""}
+		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != "",
+		LoginPending: sessFlag(f, sfLoginPending)}
 	// Written only once they differ from createdAtMs: by the first idle refresh, by rotation
 	// and step-up.
 	if s.LastSeenAt.IsZero() {
@@ -420,7 +506,33 @@ func decodeView(f *fields, ref SessionRef) Session {
 		s.LastRotatedAt = s.CreatedAt
 	}
 	sessCheckEnums(f, s.Status, s.AuthLevel)
-	return s
+	return s, sessIdleMs(f)
+}
+
+// sessIdleMs is the session's idle timeout in ms. idleTimeoutMs is written only when the
+// session's timeout is not ImplicitIdle (and never by schema 1): without it ImplicitIdle
+// applies, never the configuration of the moment. A present value must be a positive integer;
+// anything else is recorded as bad in f (corrupt: never served with a default).
+func sessIdleMs(f *fields) int64 {
+	v, ok := f.m[sfIdleTimeout]
+	if !ok {
+		return ImplicitIdle.Milliseconds()
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		f.bad = append(f.bad, sfIdleTimeout)
+		return 0
+	}
+	return n
+}
+
+// sessFlag reads a flag field: absent is false, "1" true, anything else is recorded as bad.
+func sessFlag(f *fields, name string) bool {
+	v, ok := f.m[name]
+	if ok && v != "1" {
+		f.bad = append(f.bad, name)
+	}
+	return ok
 }
 
 // sessEnum is the value of the enum field name, def when the hash does not hold it (written

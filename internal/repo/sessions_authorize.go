@@ -14,7 +14,7 @@ import (
 // or the device hashes. The first seven are in the order session_authorize.lua expects.
 var sessAuthFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires,
 	sfIdleTimeout, sfSchemaVersion, sfLastSeenAt, sfCreatedAt, sfUpdatedAt, sfLastRotatedAt, sfMFAVerifiedAt,
-	sfDeviceLabel, sfFailedMFA, sfChallengeID, sfChallengeAt}
+	sfDeviceLabel, sfFailedMFA, sfChallengeID, sfChallengeAt, sfLoginPending}
 
 // sessAuthKeyFields is how many of sessAuthFields decide whether the session exists.
 const sessAuthKeyFields = 7
@@ -215,17 +215,9 @@ func (r *Sessions) refreshLater(ctx context.Context, ref SessionRef) {
 // and logged by field name) — and returns the session's view and its idle timeout in ms.
 func (r *Sessions) parseAuth(ctx context.Context, ref SessionRef, m map[string]string) (*AuthContext, int64, error) {
 	f := newFields(m)
-	ac := &AuthContext{Session: decodeView(f, ref)}
+	v, idle := decodeView(f, ref)
+	ac := &AuthContext{Session: v}
 	ac.Outcome = f.schema()
-	// idleTimeoutMs is written only when the session's timeout is not ImplicitIdle (and never by
-	// schema 1): without it ImplicitIdle applies, never the configuration of the moment.
-	idle := ImplicitIdle.Milliseconds()
-	if _, ok := m[sfIdleTimeout]; ok {
-		idle = f.int64(sfIdleTimeout)
-	}
-	if idle <= 0 && len(f.bad) == 0 {
-		f.bad = append(f.bad, sfIdleTimeout)
-	}
 	if err := f.err(sessObject); err != nil {
 		return nil, 0, r.corrupt(ctx, ref, f, err)
 	}

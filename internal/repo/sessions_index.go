@@ -12,8 +12,8 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 )
 
-// The device index and the operations that walk it (List, RevokeAll, and Create's pruning when
-// the index is full). Every script here declares every key it touches in KEYS, never a key
+// The device index and the operations that walk it (List, RevokeAll; Create at the cap, in
+// sessions.go, declares the members' keys the same way). Every script here declares every key it touches in KEYS, never a key
 // built inside the script: on a cluster whose slot is being migrated, Redis then either runs a
 // script with all its keys on one node or refuses the whole call (TRYAGAIN, or ASK leading to
 // TRYAGAIN), which the caller answers with 503 — never a script that sees part of the user's
@@ -162,35 +162,6 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "contended")
 	return 0, apperr.New(apperr.Unavailable, "The user's sessions kept changing while they were being revoked; retry shortly.")
-}
-
-// pruneIndex drops the members of the user's index whose session is gone, for Create when the
-// index is full: it reads every member with single-key EXISTS (pipelined), then prunes the
-// missing ones. It returns how many members it dropped and how many sessions it found live.
-func (r *Sessions) pruneIndex(ctx context.Context, tag string) (dropped, live int, err error) {
-	parts, err := r.members(ctx, tag, -1)
-	if err != nil || len(parts) == 0 {
-		return 0, 0, err
-	}
-	cmds := make(rueidis.Commands, len(parts))
-	for i, p := range parts {
-		cmds[i] = r.client.B().Exists().Key(r.sessionKey(SessionRef{Tag: tag, Part: p})).Build()
-	}
-	var gone []string
-	for i, x := range r.client.DoMulti(ctx, cmds...) {
-		n, err := x.AsInt64()
-		if err != nil {
-			return 0, 0, redisErr("session index prune", err)
-		}
-		if n == 0 {
-			gone = append(gone, parts[i])
-		}
-	}
-	if len(gone) == 0 {
-		return 0, len(parts), nil
-	}
-	dropped, err = r.prune(ctx, tag, gone)
-	return dropped, len(parts) - len(gone), err
 }
 
 // prune runs session_prune.lua over the members found gone: it removes those whose session

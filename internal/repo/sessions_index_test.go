@@ -134,13 +134,13 @@ func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
 }
 
 // Create counts the index's members for the per-user bound; when the index is full it drops the
-// members whose session ended before their absolute deadline and tries again, so the index
-// never holds more than MaxPerUser members.
+// members whose session ended before their absolute deadline in the same script, so the index
+// never holds more than MaxPerUser members (here with the refuse policy: no eviction).
 func TestSessionCreateBoundCountsIndex(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		const limit = 3
-		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit })
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit; o.LimitPolicy = LimitRefuse })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		var refs []SessionRef
@@ -159,7 +159,7 @@ func TestSessionCreateBoundCountsIndex(t *testing.T) {
 		}
 		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
 			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour})
-		if !errors.Is(err, apperr.BoundExceeded) || !strings.Contains(err.Error(), "3 live sessions") {
+		if !errors.Is(err, apperr.SessionLimit) || !strings.Contains(err.Error(), "3 live sessions") {
 			t.Fatalf("create over the bound: %v", err)
 		}
 		members, err := e.r.members(ctx, tag, -1)

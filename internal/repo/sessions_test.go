@@ -163,14 +163,14 @@ func TestSessionLifecycle(t *testing.T) {
 func TestSessionCreateBound(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = 2 })
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = 2; o.LimitPolicy = LimitRefuse })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := e.create(tag, "acme", "bob", time.Minute, time.Hour)
 		e.create(tag, "acme", "bob", time.Minute, time.Hour)
 		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
 			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour})
-		if !errors.Is(err, apperr.BoundExceeded) {
+		if !errors.Is(err, apperr.SessionLimit) {
 			t.Fatalf("third session: %v", err)
 		}
 		// An expired (here: deleted) session no longer counts: it is pruned on the next create.

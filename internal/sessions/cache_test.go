@@ -157,6 +157,53 @@ func TestCachedSessionInvalidation(t *testing.T) {
 				t.Fatalf("stepped-up principal %+v", p)
 			}
 		})
+		t.Run("sign out everywhere else", func(t *testing.T) {
+			mine := a.create("acme", "u-others", CreateInput{})
+			var others []*Issued
+			for range 3 {
+				is := a.create("acme", "u-others", CreateInput{})
+				cached(is.Token)
+				others = append(others, is)
+			}
+			cached(mine.Token)
+			if n, err := a.svc.RevokeOtherDevices(ctx, mustAuth(t, a.svc, mine.Token)); err != nil || n != 3 {
+				t.Fatalf("sign out everywhere else: %d %v", n, err)
+			}
+			for _, is := range others {
+				until("sign out everywhere else", is.Token, refused)
+				wantKind(t, authErr(a.svc.Authenticate(ctx, is.Token)), apperr.InvalidCredentials)
+			}
+			if p := cached(mine.Token); p.SessionID != mine.Ref.ID() {
+				t.Fatalf("the current session: %+v", p)
+			}
+		})
+		t.Run("login-time mfa", func(t *testing.T) {
+			is := a.create("acme", "u-login-mfa", CreateInput{MFARequired: true})
+			wantKind(t, LoggedIn(cached(is.Token)), apperr.MFARequired)
+			wantKind(t, LoggedIn(cached(is.Token)), apperr.MFARequired)
+			c := a.challenge("acme", is.Ref.ID())
+			up, err := a.verify("acme", is.Ref.ID(), c.ID, c.Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			until("login verify", is.Token, refused)
+			p := cached(up.Token)
+			if err := LoggedIn(p); err != nil || p.AuthLevel != repo.LevelMFA {
+				t.Fatalf("verified login on B: %+v %v", p, err)
+			}
+		})
+		t.Run("evicted at the cap", func(t *testing.T) {
+			oldest := a.create("acme", "u-cap", CreateInput{})
+			time.Sleep(2 * time.Millisecond) // last use is known to the millisecond
+			for range 49 {
+				a.create("acme", "u-cap", CreateInput{})
+			}
+			cached(oldest.Token)
+			fresh := a.create("acme", "u-cap", CreateInput{}) // the 51st: evicts the oldest
+			until("eviction", oldest.Token, refused)
+			wantKind(t, authErr(a.svc.Authenticate(ctx, oldest.Token)), apperr.InvalidCredentials)
+			cached(fresh.Token)
+		})
 		t.Logf("slowest invalidation seen by B: %v", slowest)
 	})
 }

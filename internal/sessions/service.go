@@ -144,7 +144,7 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 	n := repo.NewSession{Ref: ref, UserID: in.UserID, TenantID: tenant, Status: repo.SessionActive,
 		AuthLevel: in.AuthLevel, DeviceLabel: in.DeviceLabel, Idle: in.IdleTimeout, Absolute: in.AbsoluteTimeout}
 	if in.MFARequired {
-		n.Status = repo.SessionMFARequired
+		n.Status, n.LoginPending = repo.SessionMFARequired, true
 	}
 	if in.IP != "" {
 		n.IPHash = s.hasher.Tag("session-ip", 16, tenant, in.IP)
@@ -201,13 +201,18 @@ func ref(id string) (repo.SessionRef, error) {
 	return r, nil
 }
 
-// Get is the full view of a session of tenant.
+// Get is the full view of a session of tenant. A corrupt session (counted and logged by the
+// repository) is answered as the hot path answers it: like a missing one, never served.
 func (s *Service) Get(ctx context.Context, tenant, id string) (*Session, error) {
 	r, err := ref(id)
 	if err != nil {
 		return nil, err
 	}
-	return s.repo.Get(ctx, r, tenant)
+	v, err := s.repo.Get(ctx, r, tenant)
+	if errors.Is(err, repo.ErrCorrupt) {
+		return nil, fmt.Errorf("%w: %w", apperr.NotFound, err)
+	}
+	return v, err
 }
 
 // Revoke deletes a session of tenant; it is idempotent.
@@ -342,8 +347,28 @@ func (s *Service) RevokeUser(ctx context.Context, tenant, userID, except string)
 	return s.repo.RevokeAll(ctx, tag, part)
 }
 
-// own returns the caller's session reference; p must be a session principal.
-func own(p *auth.Principal) (repo.SessionRef, error) {
+const loginPendingDetail = "The login is not complete: verify its MFA code first (POST /v1/sessions/{sessionId}/mfa/verify)."
+
+// LoggedIn refuses (401 mfa-required) a session principal whose login waits for its MFA
+// verify; any other principal passes. It reads the view Authenticate put on the principal (no
+// Redis call): forward auth checks it on every request. A session principal without that view
+// is refused as invalid (the handlers only see principals from Authenticate).
+func LoggedIn(p *auth.Principal) error {
+	if p == nil || p.Kind != auth.KindSession {
+		return nil
+	}
+	v, ok := p.Session.(*Session)
+	switch {
+	case !ok || v == nil:
+		return invalidSession()
+	case v.LoginPending:
+		return apperr.New(apperr.MFARequired, loginPendingDetail)
+	}
+	return nil
+}
+
+// ownRef returns the caller's session reference; p must be a session principal.
+func ownRef(p *auth.Principal) (repo.SessionRef, error) {
 	if p == nil || p.Kind != auth.KindSession {
 		return repo.SessionRef{}, apperr.New(apperr.Unauthenticated, "This operation needs a session token.")
 	}
@@ -354,26 +379,40 @@ func own(p *auth.Principal) (repo.SessionRef, error) {
 	return r, nil
 }
 
+// own returns the caller's session reference and view, and refuses a session whose login
+// waits for MFA (401 mfa-required): every end-user operation but logout goes through it. The
+// view is the one Authenticate read (no second read), else read now.
+func (s *Service) own(ctx context.Context, p *auth.Principal) (repo.SessionRef, *Session, error) {
+	r, err := ownRef(p)
+	if err != nil {
+		return r, nil, err
+	}
+	v, ok := p.Session.(*Session)
+	if !ok || v == nil || v.Ref != r || v.TenantID != p.Tenant {
+		v, err = s.repo.Get(ctx, r, p.Tenant)
+		if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {
+			return r, nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
+		}
+		if err != nil {
+			return r, nil, err
+		}
+	}
+	if v.LoginPending {
+		return r, nil, apperr.New(apperr.MFARequired, loginPendingDetail)
+	}
+	return r, v, nil
+}
+
 // Current is the caller's own session: the view Authenticate read (no second read), else
 // read now.
 func (s *Service) Current(ctx context.Context, p *auth.Principal) (*Session, error) {
-	r, err := own(p)
-	if err != nil {
-		return nil, err
-	}
-	if v, ok := p.Session.(*Session); ok && v != nil && v.Ref == r && v.TenantID == p.Tenant {
-		return v, nil
-	}
-	v, err := s.repo.Get(ctx, r, p.Tenant)
-	if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {
-		return nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
-	}
+	_, v, err := s.own(ctx, p)
 	return v, err
 }
 
-// Logout revokes the caller's own session.
+// Logout revokes the caller's own session; a session whose login waits for MFA may log out.
 func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
-	r, err := own(p)
+	r, err := ownRef(p)
 	if err != nil {
 		return err
 	}
@@ -383,7 +422,7 @@ func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 
 // Devices is the caller's live sessions on every device, newest first.
 func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]Session, error) {
-	r, err := own(p)
+	r, _, err := s.own(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +431,7 @@ func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]Session, er
 
 // RevokeDevice signs out one of the caller's sessions; another user's id answers NotFound.
 func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string) error {
-	mine, err := own(p)
+	mine, _, err := s.own(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -405,4 +444,15 @@ func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string
 	}
 	_, err = s.repo.Revoke(ctx, r, p.Tenant)
 	return err
+}
+
+// RevokeOtherDevices signs out every session of the caller but the current one ("sign out
+// everywhere else") in one atomic, cluster-safe step — the admin revoke-all with the caller's
+// session excepted — and returns how many it revoked.
+func (s *Service) RevokeOtherDevices(ctx context.Context, p *auth.Principal) (int, error) {
+	mine, _, err := s.own(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	return s.repo.RevokeAll(ctx, mine.Tag, mine.Part)
 }

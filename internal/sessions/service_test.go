@@ -308,7 +308,7 @@ func authErr(_ *auth.Principal, err error) error { return err }
 
 // A create that asks for MFA, or at level MFA, reads back as asked (the repository stores
 // status and authLevel only when they differ from ACTIVE and BASIC); a plain one as ACTIVE,
-// BASIC.
+// BASIC. "Who am I" refuses the one whose login waits for MFA (mfa-required).
 func TestServiceCreateStatusAndLevel(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
@@ -332,7 +332,9 @@ func TestServiceCreateStatusAndLevel(t *testing.T) {
 				t.Fatalf("%s: principal %+v %v", tt.name, p, err)
 			}
 			cur, err := e.svc.Current(ctx, p)
-			if err != nil || cur.Status != tt.status || cur.AuthLevel != tt.level {
+			if tt.in.MFARequired { // login-time MFA: not logged in until the verify
+				wantKind(t, err, apperr.MFARequired)
+			} else if err != nil || cur.Status != tt.status || cur.AuthLevel != tt.level {
 				t.Fatalf("%s: current %+v %v", tt.name, cur, err)
 			}
 			got, err := e.svc.Get(ctx, "acme", is.Ref.ID())

@@ -50,7 +50,7 @@ func Build(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hash
 
 	sr, err := repo.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, repo.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
-		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL,
+		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
 		Metrics: rm, Logger: log,
 	})

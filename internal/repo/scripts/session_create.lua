@@ -1,26 +1,61 @@
 -- session_create.lua: write a new session hash with its TTL and add it to the user's device
--- index, in one atomic step. It touches only its two KEYS, which carry the user's tag, so it
--- runs unchanged on a cluster; while the user's slot migrates Redis refuses the whole call
--- (TRYAGAIN/ASK, answered 503) and nothing is written.
--- The per-user bound counts index members after dropping those past their absolute deadline
--- (their scores, against Redis TIME). Members whose hash ended earlier (idle timeout) still count
--- here: when the index is full the script answers 'full', and the caller drops the members whose
--- hash is confirmed gone (single-key reads, then session_prune.lua, which declares every key it
--- checks) and runs this script once more.
+-- index, in one atomic step; at the per-user cap, first make room in that same step: drop index
+-- members whose session is gone, then (policy 'evict') evict the least recently used sessions.
+-- Every key it touches is declared in KEYS and carries the user's tag, so it runs unchanged on
+-- a cluster; while the user's slot migrates Redis refuses the whole call (TRYAGAIN/ASK, answered
+-- 503) and nothing is written.
+--
+-- The cap counts index members after dropping those past their absolute deadline (scores,
+-- against Redis TIME). Under the cap the create needs only KEYS[1..2]. At the cap, a call that
+-- names no candidates answers 'members' with the index's members; the caller calls again naming
+-- them all as candidates (their session keys, and in the fallback mode their challenge keys,
+-- declared in KEYS). That call drops the candidates whose hash no longer exists (an idle
+-- timeout ends a hash before its index member), then, if the index is still full:
+--   * 'refuse': answers 'full' (only those dropped members were written);
+--   * 'evict': evicts as many live candidates as it takes to make room, least recently used
+--     first — last use is the newest of lastSeenAtMs (written by the hot path's idle refresh),
+--     lastRotatedAtMs (rotation, MFA verify) and createdAtMs, in ms; ties (the same ms) go to
+--     the member first in index order (soonest absolute deadline, then idPart); a hash that
+--     cannot be read (wrong type) or holds none of them counts as never used. A member added
+--     since the caller's read (a session created or rotated meanwhile) is not a candidate: it
+--     is newer than any candidate's last use but for races within one round trip. When the
+--     candidates cannot make room (the index changed since the read), it writes nothing and
+--     answers 'members' again.
+-- Eviction deletes the session hash (every gateway that cached it gets Redis's invalidation
+-- push), its challenge key and its index member, exactly as a revocation does.
 -- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
 -- KEYS[2]: device index <prefix>:v1:sessions:{<userTag>} (sorted set: idPart -> absoluteExpiresAtMs)
+-- KEYS[3..n+2]: the candidates' session hashes <prefix>:v1:sess:{<userTag>}:<idPart> (n = ARGV[6])
+-- KEYS[n+3..2n+2]: their challenge keys <prefix>:v1:mfa:{<userTag>}:<idPart>, only when ARGV[7]
+--          is '1' (fallback mode)
 -- ARGV[1]: maximum index members (sessions) per user
 -- ARGV[2]: idle timeout in milliseconds
 -- ARGV[3]: absolute timeout in milliseconds
 -- ARGV[4]: idPart (the index member)
--- ARGV[5..]: field, value pairs (userId, tenantId, schemaVersion, and only when given: device
+-- ARGV[5]: policy at the cap: evict | refuse
+-- ARGV[6]: n, the number of candidates (0 on the first call)
+-- ARGV[7]: '1' when the candidates' challenge keys follow their session keys, else '0'
+-- ARGV[8..n+7]: the candidates' idParts, in the order of KEYS[3..n+2]
+-- ARGV[n+8..]: field, value pairs (userId, tenantId, schemaVersion, and only when given: device
 --          label and hashes, status when it is not ACTIVE, authLevel when it is not BASIC,
---          idleTimeoutMs when it is not the default); the
+--          loginPending '1' when the login waits for MFA, idleTimeoutMs when it is not the
+--          default); the
 --          timestamps createdAtMs, updatedAtMs, absoluteExpiresAtMs are added here from the
 --          server's clock. failedMfaAttempts, lastSeenAtMs and lastRotatedAtMs are written only
 --          once they differ from their defaults (0, createdAtMs, createdAtMs: by a wrong MFA code,
 --          an idle refresh, a rotation); no hash of the token is stored.
--- Reply: {'ok', nowMs, ttlMs, absoluteExpiresAtMs} | {'full', members} | {'exists'}
+-- Reply: {'ok', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
+--        {'members', members, <idPart>...} (at the cap: call again with these candidates) |
+--        {'full', live members} (policy refuse) | {'exists'}
+local n = tonumber(ARGV[6]) or -1
+local want = 2 + n
+local withChallenges = ARGV[7] == '1'
+if withChallenges then
+  want = 2 + 2 * n
+end
+if n < 0 or #KEYS ~= want then
+  return redis.error_reply('ERR session_create: KEYS do not match the candidates')
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'exists'}
 end
@@ -28,15 +63,77 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local idle = tonumber(ARGV[2])
 local abs = now + tonumber(ARGV[3])
+local max = tonumber(ARGV[1])
 
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
 local members = redis.call('ZCARD', KEYS[2])
-if members >= tonumber(ARGV[1]) then
-  return {'full', members}
+local evicted = {}
+if members >= max then
+  if n == 0 then
+    local out = {'members', members}
+    for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+      out[#out + 1] = m
+    end
+    return out
+  end
+  -- Classify the candidates that are still members: gone (hash ended) or live (with last use).
+  local gone, live = {}, {}
+  for i = 1, n do
+    local part = ARGV[7 + i]
+    if redis.call('ZSCORE', KEYS[2], part) then
+      if redis.call('EXISTS', KEYS[2 + i]) == 0 then
+        gone[#gone + 1] = part
+      else
+        local used = 0
+        local v = redis.pcall('HMGET', KEYS[2 + i], 'lastSeenAtMs', 'lastRotatedAtMs', 'createdAtMs')
+        if type(v) == 'table' and not v.err then
+          for j = 1, 3 do
+            local x = tonumber(v[j])
+            if x and x > used then
+              used = x
+            end
+          end
+        end
+        live[#live + 1] = {i = i, used = used}
+      end
+    end
+  end
+  local need = members - max + 1 - #gone
+  if need > 0 and ARGV[5] == 'evict' and need > #live then
+    -- The index changed since the caller read it: nothing written, read again.
+    local out = {'members', members}
+    for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+      out[#out + 1] = m
+    end
+    return out
+  end
+  for _, part in ipairs(gone) do
+    redis.call('ZREM', KEYS[2], part)
+  end
+  if need > 0 then
+    if ARGV[5] ~= 'evict' then
+      return {'full', members - #gone}
+    end
+    table.sort(live, function(a, b)
+      if a.used ~= b.used then
+        return a.used < b.used
+      end
+      return a.i < b.i
+    end)
+    for k = 1, need do
+      local i = live[k].i
+      redis.call('DEL', KEYS[2 + i])
+      if withChallenges then
+        redis.call('DEL', KEYS[2 + n + i])
+      end
+      redis.call('ZREM', KEYS[2], ARGV[7 + i])
+      evicted[#evicted + 1] = ARGV[7 + i]
+    end
+  end
 end
 
 local fields = {}
-for i = 5, #ARGV do
+for i = 8 + n, #ARGV do
   fields[#fields + 1] = ARGV[i]
 end
 local nowS = string.format('%d', now)
@@ -55,4 +152,8 @@ redis.call('ZADD', KEYS[2], string.format('%d', abs), ARGV[4])
 if redis.call('PTTL', KEYS[2]) < abs - now then
   redis.call('PEXPIRE', KEYS[2], string.format('%d', abs - now))
 end
-return {'ok', now, ttl, abs}
+local out = {'ok', now, ttl, abs}
+for _, part in ipairs(evicted) do
+  out[#out + 1] = part
+end
+return out

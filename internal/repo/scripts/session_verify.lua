@@ -1,7 +1,10 @@
 -- session_verify.lua: verify an MFA code in one atomic step: count the attempt in the user's
 -- fixed-window counter, compare the code's HMAC with the live challenge's, and on success step
 -- the session up (MFA_VERIFIED, authLevel MFA, mfaVerifiedAtMs, updatedAtMs), delete the
--- challenge and rotate the token (the hash moves to the new token's key, keeping its TTL).
+-- challenge, complete a login that waited for MFA (loginPending is deleted) and rotate the token
+-- (the hash moves to the new token's key, keeping its TTL). Until this succeeds, a session
+-- created with mfaRequired is not logged in; after it, only the new token exists, so no copy
+-- cached before the verify can answer for it.
 -- Comparison: the gateway sends the HMAC of the candidate code, never the code. Both strings are
 -- keyed MACs, not secrets, and the comparison below visits every byte whatever the mismatch,
 -- so neither the code nor the MAC leaks through timing; the attempt counter bounds guessing.
@@ -104,7 +107,7 @@ end
 local nowS = string.format('%d', now)
 redis.call('HSET', KEYS[1], 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS,
   'updatedAtMs', nowS, 'lastRotatedAtMs', nowS)
-redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'tokenHash')
+redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'tokenHash', 'loginPending')
 redis.call('DEL', KEYS[5])
 redis.call('RENAME', KEYS[1], KEYS[2])
 local pttl = redis.call('PTTL', KEYS[2])

@@ -1,0 +1,96 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// A session created with its login pending (login-time MFA) reads as pending on every path —
+// the hot path (script and cache), the full view, the list — and only the verify ends that: the
+// verified session lives under a new reference that was never cached, and the old reference is
+// gone at once, so no copy decoded before the verify can answer afterwards. A challenge on a
+// logged-in session (step-up) never makes it pending. A plain session does not store the field.
+func TestSessionLoginPending(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		for _, ttl := range []time.Duration{0, time.Minute} {
+			e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = ttl })
+			ctx := context.Background()
+			tag := sessRand(t, 9)
+			ref := sessRef(t, tag)
+			v, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme", Status: SessionMFARequired,
+				LoginPending: true, Idle: time.Hour, Absolute: 2 * time.Hour})
+			if err != nil || !v.LoginPending || v.Status != SessionMFARequired {
+				t.Fatalf("create: %+v %v", v, err)
+			}
+			for i := range 3 { // with the cache: a miss, then hits (memo)
+				ac, err := e.r.Authorize(ctx, ref)
+				if err != nil || !ac.LoginPending || ac.Status != SessionMFARequired {
+					t.Fatalf("authorize %d: %+v %v", i, ac, err)
+				}
+			}
+			if v, err := e.r.Get(ctx, ref, "acme"); err != nil || !v.LoginPending {
+				t.Fatalf("get: %+v %v", v, err)
+			}
+			if l, err := e.r.List(ctx, tag, "acme"); err != nil || len(l) != 1 || !l[0].LoginPending {
+				t.Fatalf("list: %+v %v", l, err)
+			}
+			// A bad LoginPending combination is refused before any write.
+			if _, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "alice", TenantID: "acme", Status: SessionActive,
+				LoginPending: true, Idle: time.Hour, Absolute: 2 * time.Hour}); !errors.Is(err, apperr.Validation) {
+				t.Fatalf("pending but ACTIVE: %v", err)
+			}
+
+			cid := sessRand(t, 16)
+			e.challenge(ref, "acme", cid, "good-mac", time.Minute)
+			if ac, err := e.r.Authorize(ctx, ref); err != nil || !ac.LoginPending {
+				t.Fatalf("after the challenge: %+v %v", ac, err)
+			}
+			res, next, err := e.verify(ref, "acme", cid, "good-mac")
+			if err != nil || res.Outcome != VerifyOK || res.Session.LoginPending {
+				t.Fatalf("verify: %+v %v", res, err)
+			}
+			if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
+				t.Fatalf("the pre-verify reference still answers: %v", err)
+			}
+			for i := range 3 {
+				ac, err := e.r.Authorize(ctx, next)
+				if err != nil || ac.LoginPending || ac.Status != SessionMFAVerified || ac.AuthLevel != LevelMFA {
+					t.Fatalf("verified %d: %+v %v", i, ac, err)
+				}
+			}
+			if got := e.hget(e.r.sessionKey(next), sfLoginPending); got != "" {
+				t.Fatalf("loginPending left after the verify: %q", got)
+			}
+
+			// Step-up on a logged-in session: MFA_REQUIRED, never pending.
+			up := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+			e.challenge(up, "acme", sessRand(t, 16), "mac", time.Minute)
+			if ac, err := e.r.Authorize(ctx, up); err != nil || ac.LoginPending || ac.Status != SessionMFARequired {
+				t.Fatalf("step-up: %+v %v", ac, err)
+			}
+			if got := e.hget(e.r.sessionKey(up), sfLoginPending); got != "" {
+				t.Fatalf("a step-up wrote loginPending: %q", got)
+			}
+
+			// A present value other than "1" is corrupt, never read as logged in.
+			bad := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+			if err := e.do(e.s.Client.B().Hset().Key(e.r.sessionKey(bad)).FieldValue().FieldValue(sfLoginPending, "0").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.r.Authorize(ctx, bad); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("loginPending 0: %v", err)
+			}
+			if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(bad)).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			e.everyKeyHasTTL()
+		}
+	})
+}
