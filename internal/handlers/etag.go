@@ -1,3 +1,6 @@
+// ETag and If-Match: the strong entity tags the gateway issues (a stateVersion in quotes) and
+// how a conditional write's If-Match is read.
+
 package handlers
 
 import (
@@ -41,6 +44,16 @@ func ifMatchVersion(h *string, required bool) (int64, error) {
 		return 0, apperr.New(apperr.PreconditionFailed, "The If-Match ETag does not match the current version.")
 	}
 	return n, nil
+}
+
+// ifMatchOrAny reads the If-Match of a write that requires one and takes If-Match: * too: "*"
+// matches whatever version is current (RFC 9110 §13.1.1) and answers anyVersion, which the
+// store still refuses with 404 when the object does not exist.
+func ifMatchOrAny(h *string, anyVersion int64) (int64, error) {
+	if h != nil && strings.TrimSpace(*h) == "*" {
+		return anyVersion, nil
+	}
+	return ifMatchVersion(h, true)
 }
 
 // etagChars reports whether s holds only etagc characters (RFC 9110: %x21 / %x23-7E).

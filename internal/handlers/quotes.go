@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"strings"
 
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/idempotency"
@@ -32,18 +31,14 @@ func (s *Server) quoteCaller(ctx context.Context) (*auth.Principal, error) {
 	return callerPrincipal(ctx)
 }
 
-// quoteWrite is the caller and the required If-Match version of a write to a draft.
-// If-Match: * matches whatever version is current (RFC 9110 §13.1.1): quotes.AnyVersion,
-// which the scripts still refuse with 404 when the quote does not exist.
+// quoteWrite is the caller and the required If-Match version of a write to a draft
+// (If-Match: * is quotes.AnyVersion).
 func (s *Server) quoteWrite(ctx context.Context, ifMatch *string) (*auth.Principal, int64, error) {
 	p, err := s.quoteCaller(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	if ifMatch != nil && strings.TrimSpace(*ifMatch) == "*" {
-		return p, quotes.AnyVersion, nil
-	}
-	v, err := ifMatchVersion(ifMatch, true)
+	v, err := ifMatchOrAny(ifMatch, quotes.AnyVersion)
 	if err != nil {
 		return nil, 0, err
 	}
