@@ -96,8 +96,11 @@ func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote,
 	if in.ID == "" {
 		in.ID = quotes.NewID()
 	}
-	if !quoteIDPattern.MatchString(in.ID) || in.Tenant == "" {
-		return nil, apperr.New(apperr.Validation, "The quote id or tenant is malformed.")
+	switch { // the key guards; the draft's rules are the service's (quotes.Service.Create)
+	case !quoteIDPattern.MatchString(in.ID):
+		return nil, apperr.New(apperr.Validation, "The quote id is malformed.")
+	case in.Tenant == "":
+		return nil, apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
 	}
 	res := scriptQuoteCreate.Exec(ctx, r.c, []string{r.summaryKey(in.ID), r.itemsKey(in.ID)},
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, ms(r.ttl.Milliseconds()),
