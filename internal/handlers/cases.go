@@ -4,33 +4,23 @@ import (
 	"context"
 
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/idempotency"
 )
 
-// CaseStore is the escalation case repository (*repo.Cases implements it).
-type CaseStore interface {
-	Create(ctx context.Context, in repo.NewCase) (*repo.Case, error)
-	Get(ctx context.Context, tenant, id string) (*repo.Case, error)
-	Escalate(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
-	Assign(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
-	Resolve(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
-	Reopen(ctx context.Context, ch repo.CaseChange) (*repo.Case, error)
-	History(ctx context.Context, tenant, id string) ([]repo.CaseEvent, error)
-}
-
-// CaseService is what the cases operations call: the cases and the Idempotency-Key store.
+// CaseService is what the cases operations call (*cases.Service implements it).
 type CaseService interface {
-	CaseStore
-	Idempotency
+	Create(ctx context.Context, in cases.NewCase, key idempotency.Key,
+		render func(*cases.Case) (idempotency.Response, error)) (idempotency.Result, error)
+	Get(ctx context.Context, tenant, id string) (*cases.Case, error)
+	Escalate(ctx context.Context, ch cases.Change) (*cases.Case, error)
+	Assign(ctx context.Context, ch cases.Change) (*cases.Case, error)
+	Resolve(ctx context.Context, ch cases.Change) (*cases.Case, error)
+	Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error)
+	History(ctx context.Context, tenant, id string) ([]cases.Event, error)
 }
 
-// NewCaseService pairs the case repository with the idempotency store.
-func NewCaseService(c CaseStore, idem Idempotency) CaseService {
-	return struct {
-		CaseStore
-		Idempotency
-	}{c, idem}
-}
+var _ CaseService = (*cases.Service)(nil)
 
 // caseCaller is the calling principal, once cases are configured.
 func (s *Server) caseCaller(ctx context.Context) (*auth.Principal, error) {
@@ -41,16 +31,16 @@ func (s *Server) caseCaller(ctx context.Context) (*auth.Principal, error) {
 }
 
 // caseChange builds a transition request from the caller, the case id and the optional If-Match.
-func (s *Server) caseChange(ctx context.Context, id string, ifMatch *string, reason string) (repo.CaseChange, error) {
+func (s *Server) caseChange(ctx context.Context, id string, ifMatch *string, reason string) (cases.Change, error) {
 	p, err := s.caseCaller(ctx)
 	if err != nil {
-		return repo.CaseChange{}, err
+		return cases.Change{}, err
 	}
 	v, err := ifMatchVersion(ifMatch, false)
 	if err != nil {
-		return repo.CaseChange{}, err
+		return cases.Change{}, err
 	}
-	return repo.CaseChange{Tenant: p.Tenant, ID: id, IfMatch: v, Reason: reason, Actor: caseActor(p)}, nil
+	return cases.Change{Tenant: p.Tenant, ID: id, IfMatch: v, Reason: reason, Actor: caseActor(p)}, nil
 }
 
 // CreateCase opens a case; with an Idempotency-Key a retry replays the first 201.
@@ -61,20 +51,15 @@ func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject
 	}
 	b := *request.Body
 	b.DueAt = b.DueAt.UTC() // one instant, one request hash, whatever the offset it was written in
-	in := repo.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, DueAt: b.DueAt, Reason: b.Reason, Actor: caseActor(p)}
-	resp, err := s.createOnce(ctx, s.Cases, "createCase", p.Tenant, request.Params.IdempotencyKey, b, repo.NewCaseID(),
-		func(id string) (repo.IdemResponse, error) {
-			in.ID = id
-			c, err := s.Cases.Create(ctx, in)
-			if err != nil {
-				return repo.IdemResponse{}, err
-			}
+	in := cases.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, DueAt: b.DueAt, Reason: b.Reason, Actor: caseActor(p)}
+	out, err := s.Cases.Create(ctx, in, idempotency.Key{Value: request.Params.IdempotencyKey, Request: b},
+		func(c *cases.Case) (idempotency.Response, error) {
 			return createdJSON("/v1/cases/"+c.ID, c.StateVersion, caseView(c))
 		})
 	if err != nil {
 		return nil, err
 	}
-	return resp, nil
+	return createdResponse(out), nil
 }
 
 // GetCase returns the case with its ETag.
@@ -163,11 +148,11 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 	return GetCaseHistory200JSONResponse{Items: items}, nil
 }
 
-func caseTransitioned(c *repo.Case) CaseTransitionedJSONResponse {
+func caseTransitioned(c *cases.Case) CaseTransitionedJSONResponse {
 	return CaseTransitionedJSONResponse{Body: caseView(c), Headers: CaseTransitionedResponseHeaders{ETag: etagOf(c.StateVersion)}}
 }
 
-func caseView(c *repo.Case) Case {
+func caseView(c *cases.Case) Case {
 	return Case{
 		CaseId: c.ID, TenantId: c.Tenant, SubjectRef: c.SubjectRef, Status: CaseStatus(c.Status), AssignedTeam: c.AssignedTeam,
 		EscalationLevel: c.EscalationLevel, DueAt: c.DueAt, StateVersion: c.StateVersion,

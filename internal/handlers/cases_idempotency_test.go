@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -18,20 +20,20 @@ import (
 // claimed its Idempotency-Key and created the case, but its response is not stored yet, so the
 // key is still in flight.
 type heldIdem struct {
-	Idempotency
+	idempotency.Store
 	once    sync.Once
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (h *heldIdem) Complete(ctx context.Context, cl *repo.IdemClaim, resp repo.IdemResponse) error {
+func (h *heldIdem) Complete(ctx context.Context, cl *idempotency.Claim, resp idempotency.Response) error {
 	held := false
 	h.once.Do(func() { held = true })
 	if held {
 		close(h.entered)
 		<-h.release
 	}
-	return h.Idempotency.Complete(ctx, cl, resp)
+	return h.Store.Complete(ctx, cl, resp)
 }
 
 // TestCaseHTTPInFlight: while the first POST /v1/cases with an Idempotency-Key is still
@@ -62,8 +64,10 @@ func TestCaseHTTPInFlight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				held.Idempotency = idem
-				d.Cases = NewCaseService(c, held)
+				held.Store = idem
+				if d.Cases, err = cases.New(c, idempotency.New(held, nil)); err != nil {
+					t.Fatal(err)
+				}
 			})
 			auth := h.bearer("acme", "cases:read", "cases:write")
 			body := caseBody(time.Now().Add(time.Hour))

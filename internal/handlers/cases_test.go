@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/repo"
 )
 
@@ -166,8 +167,8 @@ func TestCaseHTTPBadInput(t *testing.T) {
 			{"wrong content type", "POST", path + "/escalate", "reason=x", []string{"Content-Type", "text/plain"}, 415, "unsupported-media-type"},
 			{"malformed ETag", "POST", path + "/escalate", map[string]any{"reason": "x"}, []string{"If-Match", `"1`}, 400, "validation"},
 			{"weak ETag", "POST", path + "/escalate", map[string]any{"reason": "x"}, []string{"If-Match", `W/"1"`}, 412, "precondition-failed"},
-			{"unknown case", "GET", "/v1/cases/" + repo.NewCaseID(), nil, nil, 404, "not-found"},
-			{"unknown case history", "GET", "/v1/cases/" + repo.NewCaseID() + "/history", nil, nil, 404, "not-found"},
+			{"unknown case", "GET", "/v1/cases/" + cases.NewID(), nil, nil, 404, "not-found"},
+			{"unknown case history", "GET", "/v1/cases/" + cases.NewID() + "/history", nil, nil, 404, "not-found"},
 			{"bad case id", "GET", "/v1/cases/c_nope", nil, nil, 400, "validation"},
 		}
 		for _, tt := range tests {

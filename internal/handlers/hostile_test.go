@@ -170,13 +170,12 @@ func hostileWire(h *harness, d *Deps) {
 
 	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: cfg.IdempotencyTTL})
 	must(err)
-	quotes, err := repo.NewQuotes(h.store, repo.QuoteOptions{Prefix: h.prefix, TTL: cfg.QuoteTTL, MaxItems: cfg.QuoteMaxItems})
+	qr, err := repo.NewQuotes(h.store, repo.QuoteOptions{Prefix: h.prefix, TTL: cfg.QuoteTTL, MaxItems: cfg.QuoteMaxItems})
 	must(err)
-	cases, err := repo.NewCases(h.store, repo.CaseOptions{Prefix: h.prefix, Hasher: hasher, MaxEscalation: cfg.CaseMaxEscalation,
+	cr, err := repo.NewCases(h.store, repo.CaseOptions{Prefix: h.prefix, Hasher: hasher, MaxEscalation: cfg.CaseMaxEscalation,
 		OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL, HistoryMax: cfg.CaseHistoryMax})
 	must(err)
-	d.Quotes = NewQuoteService(quotes, idem)
-	d.Cases = NewCaseService(cases, idem)
+	d.Quotes, d.Cases = quoteAndCaseServices(h.t, qr, cr, idem)
 }
 
 // --- requests --------------------------------------------------------------------------------

@@ -2,38 +2,26 @@ package handlers
 
 import (
 	"context"
-	"strings"
-	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/quotes"
 )
 
-// QuoteStore is the quote draft repository (*repo.Quotes implements it).
-type QuoteStore interface {
-	Create(ctx context.Context, in repo.NewQuote) (*repo.Quote, error)
-	Get(ctx context.Context, tenant, id string) (*repo.Quote, error)
-	Items(ctx context.Context, tenant, id string) ([]repo.QuoteItem, *repo.Quote, error)
-	Patch(ctx context.Context, tenant, id string, ifMatch int64, p repo.QuotePatch) (*repo.Quote, error)
-	PutItem(ctx context.Context, tenant, id string, ifMatch int64, it repo.QuoteItem) (*repo.Quote, error)
-	DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*repo.Quote, error)
-	Submit(ctx context.Context, tenant, id string, ifMatch int64) (*repo.Quote, error)
+// QuoteService is what the quotes operations call (*quotes.Service implements it).
+type QuoteService interface {
+	Create(ctx context.Context, in quotes.NewQuote, key idempotency.Key,
+		render func(*quotes.Quote) (idempotency.Response, error)) (idempotency.Result, error)
+	Get(ctx context.Context, tenant, id string) (*quotes.Quote, error)
+	Items(ctx context.Context, tenant, id string) ([]quotes.Item, *quotes.Quote, error)
+	Patch(ctx context.Context, tenant, id string, ifMatch int64, p quotes.Patch) (*quotes.Quote, error)
+	PutItem(ctx context.Context, tenant, id string, ifMatch int64, it quotes.Item) (*quotes.Quote, error)
+	DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*quotes.Quote, error)
+	Submit(ctx context.Context, tenant, id string, ifMatch int64) (*quotes.Quote, error)
 	Delete(ctx context.Context, tenant, id string) error
 }
 
-// QuoteService is what the quotes operations call: the drafts and the Idempotency-Key store.
-type QuoteService interface {
-	QuoteStore
-	Idempotency
-}
-
-// NewQuoteService pairs the quote repository with the idempotency store.
-func NewQuoteService(q QuoteStore, idem Idempotency) QuoteService {
-	return struct {
-		QuoteStore
-		Idempotency
-	}{q, idem}
-}
+var _ QuoteService = (*quotes.Service)(nil)
 
 // quoteCaller is the calling principal, once quotes are configured.
 func (s *Server) quoteCaller(ctx context.Context) (*auth.Principal, error) {
@@ -43,18 +31,14 @@ func (s *Server) quoteCaller(ctx context.Context) (*auth.Principal, error) {
 	return callerPrincipal(ctx)
 }
 
-// quoteWrite is the caller and the required If-Match version of a write to a draft.
-// If-Match: * matches whatever version is current (RFC 9110 §13.1.1): repo.AnyVersion,
-// which the scripts still refuse with 404 when the quote does not exist.
+// quoteWrite is the caller and the required If-Match version of a write to a draft
+// (If-Match: * is quotes.AnyVersion).
 func (s *Server) quoteWrite(ctx context.Context, ifMatch *string) (*auth.Principal, int64, error) {
 	p, err := s.quoteCaller(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	if ifMatch != nil && strings.TrimSpace(*ifMatch) == "*" {
-		return p, repo.AnyVersion, nil
-	}
-	v, err := ifMatchVersion(ifMatch, true)
+	v, err := ifMatchOrAny(ifMatch, quotes.AnyVersion)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -68,20 +52,15 @@ func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObje
 		return nil, err
 	}
 	b := request.Body
-	in := repo.NewQuote{Tenant: p.Tenant, CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, Currency: b.Currency}
-	resp, err := s.createOnce(ctx, s.Quotes, "createQuote", p.Tenant, request.Params.IdempotencyKey, b, repo.NewQuoteID(),
-		func(id string) (repo.IdemResponse, error) {
-			in.ID = id
-			q, err := s.Quotes.Create(ctx, in)
-			if err != nil {
-				return repo.IdemResponse{}, err
-			}
+	in := quotes.NewQuote{Tenant: p.Tenant, CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, Currency: b.Currency}
+	out, err := s.Quotes.Create(ctx, in, idempotency.Key{Value: request.Params.IdempotencyKey, Request: b},
+		func(q *quotes.Quote) (idempotency.Response, error) {
 			return createdJSON("/v1/quotes/"+q.ID, q.StateVersion, quoteView(q))
 		})
 	if err != nil {
 		return nil, err
 	}
-	return resp, nil
+	return createdResponse(out), nil
 }
 
 // GetQuote returns the draft with its ETag.
@@ -105,7 +84,7 @@ func (s *Server) PatchQuote(ctx context.Context, request PatchQuoteRequestObject
 	}
 	b := request.Body
 	q, err := s.Quotes.Patch(ctx, p.Tenant, request.QuoteId, v,
-		repo.QuotePatch{CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, DiscountMinor: b.DiscountMinor, TaxMinor: b.TaxMinor})
+		quotes.Patch{CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, DiscountMinor: b.DiscountMinor, TaxMinor: b.TaxMinor})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +129,7 @@ func (s *Server) PutQuoteItem(ctx context.Context, request PutQuoteItemRequestOb
 		return nil, err
 	}
 	b := request.Body
-	it := repo.QuoteItem{ID: request.ItemId, SKU: b.Sku, Quantity: b.Quantity, UnitPriceMinor: b.UnitPriceMinor, Description: deref(b.Description)}
+	it := quotes.Item{ID: request.ItemId, SKU: b.Sku, Quantity: b.Quantity, UnitPriceMinor: b.UnitPriceMinor, Description: deref(b.Description)}
 	q, err := s.Quotes.PutItem(ctx, p.Tenant, request.QuoteId, v, it)
 	if err != nil {
 		return nil, err
@@ -184,7 +163,7 @@ func (s *Server) SubmitQuote(ctx context.Context, request SubmitQuoteRequestObje
 	return SubmitQuote200JSONResponse{Body: quoteView(q), Headers: SubmitQuote200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
 }
 
-func quoteView(q *repo.Quote) Quote {
+func quoteView(q *quotes.Quote) Quote {
 	return Quote{
 		QuoteId: q.ID, TenantId: q.Tenant, CustomerId: q.CustomerID, SalesChannel: q.SalesChannel,
 		Status: QuoteStatus(q.Status), Currency: q.Currency,
@@ -192,18 +171,4 @@ func quoteView(q *repo.Quote) Quote {
 		ItemCount: q.ItemCount, PricingVersion: q.PricingVersion, StateVersion: q.StateVersion, SchemaVersion: q.SchemaVersion,
 		CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt, ExpiresAt: q.ExpiresAt, SubmittedAt: timeOrNil(q.SubmittedAt),
 	}
-}
-
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-func stringOrNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

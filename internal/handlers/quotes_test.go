@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -36,8 +39,23 @@ func withQuotesAndCases(h *harness, d *Deps) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	d.Quotes = NewQuoteService(q, idem)
-	d.Cases = NewCaseService(c, idem)
+	d.Quotes, d.Cases = quoteAndCaseServices(h.t, q, c, idem)
+}
+
+// quoteAndCaseServices builds the quote and case services over their stores and one
+// Idempotency-Key store, as internal/wiring does.
+func quoteAndCaseServices(t testing.TB, q quotes.Store, c cases.Store, idem idempotency.Store) (*quotes.Service, *cases.Service) {
+	t.Helper()
+	once := idempotency.New(idem, nil)
+	qs, err := quotes.New(q, once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := cases.New(c, once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs, cs
 }
 
 // eachBackendHarness runs fn on a wired harness per backend, in parallel.
@@ -208,7 +226,7 @@ func TestQuoteHTTPBadInput(t *testing.T) {
 			{"unknown field", "PATCH", path, `{"status":"SUBMITTED"}`, []string{"If-Match", etag, "Content-Type", mergePatch}, 400, "validation"},
 			{"bad item id", "PUT", path + "/items/a%7Bb%7D", item, []string{"If-Match", etag}, 400, "validation"},
 			{"bad quote id", "GET", "/v1/quotes/q_{x}", nil, nil, 400, "validation"},
-			{"unknown quote", "GET", "/v1/quotes/" + repo.NewQuoteID(), nil, nil, 404, "not-found"},
+			{"unknown quote", "GET", "/v1/quotes/" + quotes.NewID(), nil, nil, 404, "not-found"},
 			{"unknown item", "DELETE", path + "/items/nope", nil, []string{"If-Match", etag}, 404, "not-found"},
 			{"short Idempotency-Key", "POST", "/v1/quotes", quoteBody, []string{"Idempotency-Key", "short"}, 400, "validation"},
 		}
@@ -265,9 +283,16 @@ func TestQuoteHTTPInFlight(t *testing.T) {
 	h := newHarness(t, testredis.Backends()[0], withQuotesAndCases)
 	auth := h.bearer("acme", "quotes:write")
 	canonical, _ := json.Marshal(QuoteCreateRequest{CustomerId: "cust-7", SalesChannel: "web", Currency: "EUR"})
-	idem := h.srv.Quotes.(Idempotency)
-	_, err := idem.Claim(context.Background(), repo.IdemScope{Tenant: "acme", Operation: "createQuote", Key: "in-flight-key-1"},
-		repo.RequestHash("createQuote", canonical), repo.NewQuoteID())
+	hasher, err := keyhash.New(bytes.Repeat([]byte{9}, 32)) // withQuotesAndCases's
+	if err != nil {
+		t.Fatal(err)
+	}
+	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = idem.Claim(context.Background(), idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "in-flight-key-1"},
+		idempotency.RequestHash("createQuote", canonical), quotes.NewID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +325,7 @@ func TestQuotePatchBindsMergePatch(t *testing.T) {
 func TestQuotesNotWired(t *testing.T) {
 	t.Parallel()
 	h := embedded(t)
-	rec := h.do("GET", "/v1/quotes/"+repo.NewQuoteID(), nil, "Authorization", h.bearer("acme", "quotes:read"))
+	rec := h.do("GET", "/v1/quotes/"+quotes.NewID(), nil, "Authorization", h.bearer("acme", "quotes:read"))
 	wantProblem(t, rec, http.StatusNotImplemented, "not-implemented")
 }
 

@@ -7,23 +7,13 @@ import (
 	"regexp"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
-	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
-)
-
-// Case statuses and the reason the sweeper records.
-const (
-	CaseOpen            = "OPEN"
-	CaseEscalated       = "ESCALATED"
-	CaseResolved        = "RESOLVED"
-	AutoEscalationCause = "AUTO_ESCALATION"
-	SweeperActor        = "sweeper"
 )
 
 // Bounds and defaults of cases.
@@ -36,70 +26,12 @@ const (
 	MaxDueCases = 100_000
 	// MaxCaseTenants bounds the registry of tenants the sweepers visit.
 	MaxCaseTenants = 10_000
-	// maxDuePast bounds how far in the past a new case's dueAt may be.
-	maxDuePast = 365 * 24 * time.Hour
 	// tenantRegistryMargin keeps a tenant registered a little longer than its due index lives.
 	tenantRegistryMargin = time.Hour
 )
 
-var (
-	caseIDPattern  = regexp.MustCompile(`^c_[0-9a-hjkmnp-tv-z]{26}$`)
-	subjectPattern = regexp.MustCompile(`^[A-Za-z0-9._:/#-]{1,128}$`)
-	teamPattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-)
-
-// Case is an escalation case.
-type Case struct {
-	ID                   string
-	Tenant               string
-	SubjectRef           string
-	Status               string
-	AssignedTeam         string
-	EscalationLevel      int
-	DueAt                time.Time
-	StateVersion         int64
-	LastTransitionAt     time.Time // zero for a v1 case never transitioned since
-	LastTransitionReason string
-	ResolvedAt           time.Time // zero unless RESOLVED
-	AutoEscalatedAt      time.Time // zero until the sweeper escalated it
-	SchemaVersion        int
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-}
-
-// CaseEvent is one entry of a case's history.
-type CaseEvent struct {
-	At              time.Time
-	Transition      string // create, escalate, assign, resolve, reopen, auto_escalate
-	FromStatus      string
-	ToStatus        string
-	EscalationLevel int
-	AssignedTeam    string
-	Reason          string
-	Actor           string
-	StateVersion    int64
-}
-
-// NewCase is what Create needs; ID is optional (see NewQuote.ID).
-type NewCase struct {
-	ID           string
-	Tenant       string
-	SubjectRef   string
-	AssignedTeam string
-	DueAt        time.Time
-	Reason       string
-	Actor        string
-}
-
-// CaseChange is one requested transition. IfMatch < 0 means no If-Match was sent.
-type CaseChange struct {
-	Tenant       string
-	ID           string
-	IfMatch      int64
-	Reason       string
-	Actor        string
-	AssignedTeam string // assign only
-}
+// caseIDPattern guards the keys: a case id reaches a key only in this shape.
+var caseIDPattern = regexp.MustCompile(`^c_[0-9a-hjkmnp-tv-z]{26}$`)
 
 // CaseOptions configure Cases.
 type CaseOptions struct {
@@ -114,7 +46,9 @@ type CaseOptions struct {
 }
 
 // Cases keeps escalation cases: a hash and a bounded history stream under the case's own tag
-// {c_<id>}; a per-tenant due index; a small registry of tenants for the sweepers.
+// {c_<id>}; a per-tenant due index; a small registry of tenants for the sweepers. It
+// implements cases.Store and cases.DueStore; the case rules are the service's (internal/cases),
+// the bounds the keys and scripts need are kept here.
 type Cases struct {
 	c    rueidis.Client
 	keys Keys
@@ -123,6 +57,11 @@ type Cases struct {
 	m    *Metrics
 	log  *slog.Logger
 }
+
+var (
+	_ cases.Store    = (*Cases)(nil)
+	_ cases.DueStore = (*Cases)(nil)
+)
 
 // NewCases returns the case repository on s.
 func NewCases(s *store.Store, o CaseOptions) (*Cases, error) {
@@ -155,9 +94,6 @@ func cmp0[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// NewCaseID returns a fresh, time-ordered case id.
-func NewCaseID() string { return "c_" + auth.NewTokenID(time.Now()) }
-
 func (r *Cases) hashKey(id string) string    { return r.keys.Key("case", id) }
 func (r *Cases) historyKey(id string) string { return r.keys.Key("case", id, "history") }
 func (r *Cases) dueKey(tenantTag string) string {
@@ -180,11 +116,11 @@ var (
 // Create opens a case. The tenant is registered for the sweepers and the case put in its due
 // index first (each bounded, refused with 422 when full), then the case written: a crash in
 // between leaves only an index entry the sweeper drops when it finds no case.
-func (r *Cases) Create(ctx context.Context, in NewCase) (*Case, error) {
+func (r *Cases) Create(ctx context.Context, in cases.NewCase) (*cases.Case, error) {
 	if in.ID == "" {
-		in.ID = NewCaseID()
+		in.ID = cases.NewID()
 	}
-	if err := r.validateNew(in); err != nil {
+	if err := r.checkNew(in); err != nil {
 		return nil, err
 	}
 	tag := r.TenantTag(in.Tenant)
@@ -217,7 +153,7 @@ func (r *Cases) Create(ctx context.Context, in NewCase) (*Case, error) {
 }
 
 // Get returns the tenant's case, or NotFound (also for another tenant's case).
-func (r *Cases) Get(ctx context.Context, tenant, id string) (*Case, error) {
+func (r *Cases) Get(ctx context.Context, tenant, id string) (*cases.Case, error) {
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case get: %w", apperr.NotFound)
 	}
@@ -236,7 +172,7 @@ func (r *Cases) Get(ctx context.Context, tenant, id string) (*Case, error) {
 }
 
 // History lists the case's transitions, newest first (at most the configured history max).
-func (r *Cases) History(ctx context.Context, tenant, id string) ([]CaseEvent, error) {
+func (r *Cases) History(ctx context.Context, tenant, id string) ([]cases.Event, error) {
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
 	}
@@ -254,7 +190,7 @@ func (r *Cases) History(ctx context.Context, tenant, id string) ([]CaseEvent, er
 	if err != nil {
 		return nil, redisErr("case history", err)
 	}
-	out := make([]CaseEvent, 0, len(entries))
+	out := make([]cases.Event, 0, len(entries))
 	for _, e := range entries {
 		ev, err := r.decodeEvent(ctx, e.FieldValues)
 		if err != nil {
@@ -265,34 +201,19 @@ func (r *Cases) History(ctx context.Context, tenant, id string) ([]CaseEvent, er
 	return out, nil
 }
 
-func (r *Cases) validateNew(in NewCase) error {
-	now := time.Now()
+// checkNew refuses what the keys and the case's lifetime cannot hold: a malformed id, no
+// tenant, a due time beyond the open TTL (the case would expire before it is due). The field
+// rules are the service's (cases.Service.Create).
+func (r *Cases) checkNew(in cases.NewCase) error {
 	switch {
 	case !caseIDPattern.MatchString(in.ID):
 		return apperr.New(apperr.Validation, "The case id is malformed.")
-	case in.Tenant == "" || len(in.Tenant) > 128:
+	case in.Tenant == "":
 		return apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
-	case !subjectPattern.MatchString(in.SubjectRef):
-		return apperr.New(apperr.Validation, "subjectRef must be 1..128 of A-Z a-z 0-9 . _ : / # -")
-	case !teamPattern.MatchString(in.AssignedTeam):
-		return apperr.New(apperr.Validation, "assignedTeam must be 1..64 of A-Z a-z 0-9 . _ -")
-	case !validReason(in.Reason, true):
-		return apperr.New(apperr.Validation, "reason must be 1..256 characters of valid UTF-8.")
-	case len(in.Actor) > 256:
-		return apperr.New(apperr.Validation, "The actor is too long.")
-	case in.DueAt.Before(now.Add(-maxDuePast)):
-		return apperr.New(apperr.Unprocessable, "dueAt is more than a year in the past.")
-	case in.DueAt.After(now.Add(r.o.OpenTTL)):
+	case in.DueAt.After(time.Now().Add(r.o.OpenTTL)):
 		return apperr.Newf(apperr.Unprocessable, "dueAt must be within %s from now (a case lives that long while open).", r.o.OpenTTL)
 	}
 	return nil
-}
-
-func validReason(s string, required bool) bool {
-	if s == "" {
-		return !required
-	}
-	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= 256
 }
 
 // register puts the tenant tag in the sweepers' registry.

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/cases"
 )
 
 // How the sweepers find overdue cases on any topology:
@@ -18,22 +20,6 @@ import (
 //     OpenTTL+1h after the last write. It is a single key, so it works unchanged on a cluster
 //     (no SCAN over every master, no cross-slot command). Tenants unregistered for longer than
 //     that horizon are pruned by the sweepers: their due indexes have expired too.
-
-// AutoOutcome is what one auto-escalation attempt found.
-type AutoOutcome string
-
-// Auto-escalation outcomes.
-const (
-	AutoEscalated AutoOutcome = "escalated"
-	AutoNotDue    AutoOutcome = "not_due"
-	AutoNotOpen   AutoOutcome = "not_open"
-	AutoAlready   AutoOutcome = "already"
-	AutoAtMax     AutoOutcome = "at_max"
-	AutoGone      AutoOutcome = "gone"
-)
-
-// Final reports whether the case can leave the due index after this outcome.
-func (o AutoOutcome) Final() bool { return o != AutoNotDue }
 
 var tenantTagPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
@@ -91,38 +77,38 @@ func (r *Cases) Undue(ctx context.Context, tenantTag string, ids ...string) erro
 
 // AutoEscalate escalates the case once with reason AUTO_ESCALATION when it is still OPEN, due
 // by the server's clock and never auto-escalated before; the script decides atomically.
-func (r *Cases) AutoEscalate(ctx context.Context, id string) (AutoOutcome, error) {
+func (r *Cases) AutoEscalate(ctx context.Context, id string) (cases.AutoOutcome, error) {
 	if !caseIDPattern.MatchString(id) {
-		return AutoGone, nil
+		return cases.AutoGone, nil
 	}
 	res := scriptCaseAuto.Exec(ctx, r.c, r.caseKeys(id), []string{strconv.Itoa(r.o.MaxEscalation),
-		ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), SweeperActor})
+		ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor})
 	code, rest, err := scriptReply(res)
 	if err != nil {
 		r.m.ScriptError(ctx, "case_auto_escalate")
 		return "", redisErr("case auto-escalate", err)
 	}
-	var o AutoOutcome
+	var o cases.AutoOutcome
 	switch code {
 	case "OK":
 		if _, err := r.decodeReply(ctx, rest, id); err != nil {
 			return "", err
 		}
-		o = AutoEscalated
+		o = cases.AutoEscalated
 	case "GONE":
-		o = AutoGone
+		o = cases.AutoGone
 	case "NOT_OPEN":
-		o = AutoNotOpen
+		o = cases.AutoNotOpen
 	case "ALREADY":
-		o = AutoAlready
+		o = cases.AutoAlready
 	case "NOT_DUE":
-		o = AutoNotDue
+		o = cases.AutoNotDue
 	case "MAX_ESCALATION":
-		o = AutoAtMax
+		o = cases.AutoAtMax
 	case "CORRUPT":
 		r.m.Read(ctx, "case", Corrupt)
 		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "script", "case_auto_escalate", "fields", []string{argString(rest, 0)})
-		return "", fmt.Errorf("%w: case hash has malformed fields [%s]", ErrCorrupt, argString(rest, 0))
+		return cases.AutoCorrupt, fmt.Errorf("%w: case hash has malformed fields [%s]", ErrCorrupt, argString(rest, 0))
 	default:
 		return "", r.unexpected(ctx, "case_auto_escalate", code)
 	}

@@ -9,34 +9,28 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/cases"
 )
 
 // Escalate moves an OPEN or ESCALATED case one level up (ESCALATED), up to the maximum.
-func (r *Cases) Escalate(ctx context.Context, ch CaseChange) (*Case, error) {
-	if err := r.checkChange(ch, true); err != nil {
+func (r *Cases) Escalate(ctx context.Context, ch cases.Change) (*cases.Case, error) {
+	if err := r.checkChange(ch); err != nil {
 		return nil, err
 	}
 	return r.transition(ctx, "escalate", ch, ch.Reason, r.o.OpenTTL)
 }
 
 // Assign hands an OPEN or ESCALATED case to another team.
-func (r *Cases) Assign(ctx context.Context, ch CaseChange) (*Case, error) {
-	if err := r.checkChange(ch, false); err != nil {
+func (r *Cases) Assign(ctx context.Context, ch cases.Change) (*cases.Case, error) {
+	if err := r.checkChange(ch); err != nil {
 		return nil, err
 	}
-	if !teamPattern.MatchString(ch.AssignedTeam) {
-		return nil, apperr.New(apperr.Validation, "assignedTeam must be 1..64 of A-Z a-z 0-9 . _ -")
-	}
-	reason := ch.Reason
-	if reason == "" {
-		reason = "REASSIGNED"
-	}
-	return r.transition(ctx, "assign", ch, reason, r.o.OpenTTL)
+	return r.transition(ctx, "assign", ch, ch.Reason, r.o.OpenTTL)
 }
 
 // Resolve moves an OPEN or ESCALATED case to RESOLVED; it then expires ResolvedTTL later.
-func (r *Cases) Resolve(ctx context.Context, ch CaseChange) (*Case, error) {
-	if err := r.checkChange(ch, true); err != nil {
+func (r *Cases) Resolve(ctx context.Context, ch cases.Change) (*cases.Case, error) {
+	if err := r.checkChange(ch); err != nil {
 		return nil, err
 	}
 	return r.transition(ctx, "resolve", ch, ch.Reason, r.o.ResolvedTTL)
@@ -45,8 +39,8 @@ func (r *Cases) Resolve(ctx context.Context, ch CaseChange) (*Case, error) {
 // Reopen moves a RESOLVED case back to OPEN. A case the sweeper never escalated goes back in
 // its tenant's due index (after the transition, as a separate step: the index is only a hint,
 // the auto-escalation script re-checks everything).
-func (r *Cases) Reopen(ctx context.Context, ch CaseChange) (*Case, error) {
-	if err := r.checkChange(ch, true); err != nil {
+func (r *Cases) Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error) {
+	if err := r.checkChange(ch); err != nil {
 		return nil, err
 	}
 	c, err := r.transition(ctx, "reopen", ch, ch.Reason, r.o.OpenTTL)
@@ -65,7 +59,7 @@ func (r *Cases) Reopen(ctx context.Context, ch CaseChange) (*Case, error) {
 }
 
 // transition runs case_transition.lua for one manual transition; ttl is what both keys get.
-func (r *Cases) transition(ctx context.Context, name string, ch CaseChange, reason string, ttl time.Duration) (*Case, error) {
+func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, reason string, ttl time.Duration) (*cases.Case, error) {
 	res := scriptCaseTransition.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{name, ch.Tenant, ifMatchArg(ch.IfMatch),
 		reason, ch.Actor, ms(ttl.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam})
 	return r.transitioned(ctx, "case_transition", name, ch.ID, res)
@@ -73,14 +67,11 @@ func (r *Cases) transition(ctx context.Context, name string, ch CaseChange, reas
 
 func (r *Cases) caseKeys(id string) []string { return []string{r.hashKey(id), r.historyKey(id)} }
 
-func (r *Cases) checkChange(ch CaseChange, reasonRequired bool) error {
-	switch {
-	case !caseIDPattern.MatchString(ch.ID):
+// checkChange guards the keys: an id that cannot be a case's is not found. The transition's
+// rules are the service's (cases.Service).
+func (r *Cases) checkChange(ch cases.Change) error {
+	if !caseIDPattern.MatchString(ch.ID) {
 		return fmt.Errorf("case: %w", apperr.NotFound)
-	case !validReason(ch.Reason, reasonRequired):
-		return apperr.New(apperr.Validation, "reason must be 1..256 characters of valid UTF-8.")
-	case len(ch.Actor) > 256:
-		return apperr.New(apperr.Validation, "The actor is too long.")
 	}
 	return nil
 }
@@ -93,7 +84,7 @@ func ifMatchArg(v int64) string {
 }
 
 // transitioned interprets the reply of a case transition script.
-func (r *Cases) transitioned(ctx context.Context, scriptName, transition, id string, res rueidis.RedisResult) (*Case, error) {
+func (r *Cases) transitioned(ctx context.Context, scriptName, transition, id string, res rueidis.RedisResult) (*cases.Case, error) {
 	code, rest, err := scriptReply(res)
 	if err != nil {
 		r.m.ScriptError(ctx, scriptName)
@@ -121,7 +112,7 @@ func (r *Cases) transitioned(ctx context.Context, scriptName, transition, id str
 	return nil, r.unexpected(ctx, scriptName, code)
 }
 
-func (r *Cases) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id string) (*Case, error) {
+func (r *Cases) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id string) (*cases.Case, error) {
 	if len(rest) < 1 {
 		return nil, r.unexpected(ctx, "case", "short reply")
 	}
@@ -136,7 +127,7 @@ func (r *Cases) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id
 // named the team `team` and had no lastTransitionAtMs / lastTransitionReason; the scripts
 // read `assignedTeam` falling back to `team` and never rewrite schemaVersion, so a v1 case
 // stays readable until it expires.
-func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*Case, error) {
+func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*cases.Case, error) {
 	if len(m) == 0 {
 		r.m.Read(ctx, "case", Missing)
 		return nil, fmt.Errorf("case %s: %w", id, apperr.NotFound)
@@ -144,7 +135,7 @@ func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*Ca
 	r.m.Payload(ctx, "case", payloadBytes(m))
 	f := newFields(m)
 	outcome := f.schema()
-	c := &Case{
+	c := &cases.Case{
 		ID: f.str("caseId"), Tenant: f.str("tenantId"), SubjectRef: f.str("subjectRef"), Status: f.str("status"),
 		EscalationLevel: int(f.int64("escalationLevel")), DueAt: msTime(f.int64("dueAtMs")),
 		StateVersion: f.int64("stateVersion"), SchemaVersion: int(f.optInt64("schemaVersion")),
@@ -164,7 +155,7 @@ func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*Ca
 		c.LastTransitionReason = f.opt("lastTransitionReason")
 	}
 	switch c.Status {
-	case CaseOpen, CaseEscalated, CaseResolved, "":
+	case cases.Open, cases.Escalated, cases.Resolved, "":
 	default:
 		f.bad = append(f.bad, "status")
 	}
@@ -180,9 +171,9 @@ func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*Ca
 	return c, nil
 }
 
-func (r *Cases) decodeEvent(ctx context.Context, m map[string]string) (CaseEvent, error) {
+func (r *Cases) decodeEvent(ctx context.Context, m map[string]string) (cases.Event, error) {
 	f := newFields(m)
-	ev := CaseEvent{
+	ev := cases.Event{
 		At: msTime(f.int64("atMs")), Transition: f.str("transition"), FromStatus: f.opt("fromStatus"),
 		ToStatus: f.str("toStatus"), EscalationLevel: int(f.int64("escalationLevel")),
 		AssignedTeam: f.opt("assignedTeam"), Reason: f.opt("reason"), Actor: f.opt("actor"),
@@ -191,7 +182,7 @@ func (r *Cases) decodeEvent(ctx context.Context, m map[string]string) (CaseEvent
 	if err := f.err("case history"); err != nil {
 		r.m.Read(ctx, "case_history", Corrupt)
 		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}:history", "fields", f.bad)
-		return CaseEvent{}, err
+		return cases.Event{}, err
 	}
 	return ev, nil
 }

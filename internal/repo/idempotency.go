@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
 )
@@ -65,35 +66,6 @@ var (
 	tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
-// IdemScope names one use of an Idempotency-Key: the tenant, the operation and the raw header
-// value (hashed before it reaches Redis).
-type IdemScope struct {
-	Tenant    string
-	Operation string
-	Key       string
-}
-
-// IdemResponse is a stored first response.
-type IdemResponse struct {
-	Status   int
-	Body     []byte
-	Location string
-	ETag     string
-}
-
-// IdemClaim is the outcome of Claim: a stored response to replay, or the right to proceed
-// with ResourceID (the id the create must use).
-type IdemClaim struct {
-	ResourceID string
-	Replay     *IdemResponse
-	// TookOver is true when an earlier request's lease had passed and this one took over.
-	TookOver    bool
-	key         string
-	pending     string
-	requestHash string
-	createdAtMs int64
-}
-
 // IdempotencyOptions configure Idempotency.
 type IdempotencyOptions struct {
 	Prefix  string
@@ -104,7 +76,7 @@ type IdempotencyOptions struct {
 	Logger  *slog.Logger
 }
 
-// Idempotency stores Idempotency-Key markers and responses.
+// Idempotency stores Idempotency-Key markers and responses (it implements idempotency.Store).
 type Idempotency struct {
 	c    rueidis.Client
 	keys Keys
@@ -114,6 +86,8 @@ type Idempotency struct {
 	m    *Metrics
 	log  *slog.Logger
 }
+
+var _ idempotency.Store = (*Idempotency)(nil)
 
 // NewIdempotency returns the idempotency store on s.
 func NewIdempotency(s *store.Store, o IdempotencyOptions) (*Idempotency, error) {
@@ -139,16 +113,7 @@ var (
 	scriptIdemRelease  = script("idem_release")
 )
 
-// RequestHash is the hash Claim compares: SHA-256 over the operation and the canonical request.
-func RequestHash(operation string, canonical []byte) string {
-	s := sha256.New()
-	s.Write([]byte(operation))
-	s.Write([]byte{0})
-	s.Write(canonical)
-	return hex.EncodeToString(s.Sum(nil))
-}
-
-func (x *Idempotency) markerKey(sc IdemScope) string {
+func (x *Idempotency) markerKey(sc idempotency.Scope) string {
 	sum := sha256.Sum256([]byte(sc.Key))
 	return x.keys.Key("idem", x.h.Tag("tenant", 9, sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
 }
@@ -156,7 +121,7 @@ func (x *Idempotency) markerKey(sc IdemScope) string {
 // Claim claims sc for a request with requestHash that would create resourceID. It answers a
 // claim to proceed, a stored response to replay, or a refusal: IdempotencyMismatch (422) for
 // another request under the same key, InFlight (409) while the first request's lease lasts.
-func (x *Idempotency) Claim(ctx context.Context, sc IdemScope, requestHash, resourceID string) (*IdemClaim, error) {
+func (x *Idempotency) Claim(ctx context.Context, sc idempotency.Scope, requestHash, resourceID string) (*idempotency.Claim, error) {
 	if err := checkScope(sc, requestHash, resourceID); err != nil {
 		return nil, err
 	}
@@ -174,7 +139,8 @@ func (x *Idempotency) Claim(ctx context.Context, sc IdemScope, requestHash, reso
 		now, _ := argInt(rest, 1)
 		if code == "CLAIMED" {
 			env, _ := decodeEnvelope(cur)
-			return &IdemClaim{ResourceID: resourceID, TookOver: tookOver, key: key, pending: cur, requestHash: requestHash, createdAtMs: env.CreatedAtMs}, nil
+			return &idempotency.Claim{ResourceID: resourceID, TookOver: tookOver,
+				Lease: idempotency.Lease{Marker: key, Held: cur, RequestHash: requestHash, CreatedAtMs: env.CreatedAtMs}}, nil
 		}
 		if code != "EXISTS" {
 			x.m.ScriptError(ctx, "idem_claim")
@@ -195,7 +161,7 @@ func (x *Idempotency) Claim(ctx context.Context, sc IdemScope, requestHash, reso
 		case env.State == idemDone:
 			x.m.Event(ctx, "idempotency", "replay")
 			body := []byte(*env.Body)
-			return &IdemClaim{Replay: &IdemResponse{Status: env.Status, Body: body, Location: env.Location, ETag: env.ETag}}, nil
+			return &idempotency.Claim{Replay: &idempotency.Response{Status: env.Status, Body: body, Location: env.Location, ETag: env.ETag}}, nil
 		case x.leaseUntil(env, outcome) > now:
 			x.m.Event(ctx, "idempotency", "in_flight")
 			e := apperr.New(apperr.InFlight, "A request with this Idempotency-Key is still being processed; retry shortly.")
@@ -214,8 +180,8 @@ func (x *Idempotency) Claim(ctx context.Context, sc IdemScope, requestHash, reso
 
 // Complete stores resp as the key's response, keeping the marker's TTL. A claim taken over by
 // a later request (lease passed) is not overwritten.
-func (x *Idempotency) Complete(ctx context.Context, cl *IdemClaim, resp IdemResponse) error {
-	if cl == nil || cl.pending == "" {
+func (x *Idempotency) Complete(ctx context.Context, cl *idempotency.Claim, resp idempotency.Response) error {
+	if cl == nil || cl.Lease.Held == "" {
 		return nil
 	}
 	if len(resp.Body) > MaxIdemBodyBytes {
@@ -223,14 +189,14 @@ func (x *Idempotency) Complete(ctx context.Context, cl *IdemClaim, resp IdemResp
 		return apperr.Newf(apperr.BoundExceeded, "The response is over %d bytes and cannot be stored for replay.", MaxIdemBodyBytes)
 	}
 	body := string(resp.Body)
-	env := idemEnvelope{SchemaVersion: SchemaVersion, State: idemDone, RequestHash: cl.requestHash, ResourceID: cl.ResourceID,
+	env := idemEnvelope{SchemaVersion: SchemaVersion, State: idemDone, RequestHash: cl.Lease.RequestHash, ResourceID: cl.ResourceID,
 		Status: resp.Status, Location: resp.Location, ETag: resp.ETag, Body: &body,
-		CreatedAtMs: cl.createdAtMs, UpdatedAtMs: time.Now().UnixMilli()}
+		CreatedAtMs: cl.Lease.CreatedAtMs, UpdatedAtMs: time.Now().UnixMilli()}
 	raw, err := json.Marshal(env)
 	if err != nil {
 		return fmt.Errorf("idempotency complete: %w", err)
 	}
-	n, err := scriptIdemComplete.Exec(ctx, x.c, []string{cl.key}, []string{cl.pending, string(raw)}).AsInt64()
+	n, err := scriptIdemComplete.Exec(ctx, x.c, []string{cl.Lease.Marker}, []string{cl.Lease.Held, string(raw)}).AsInt64()
 	if err != nil {
 		x.m.ScriptError(ctx, "idem_complete")
 		return redisErr("idempotency complete", err)
@@ -243,18 +209,18 @@ func (x *Idempotency) Complete(ctx context.Context, cl *IdemClaim, resp IdemResp
 }
 
 // Release drops the claim after a refused or failed request.
-func (x *Idempotency) Release(ctx context.Context, cl *IdemClaim) error {
-	if cl == nil || cl.pending == "" {
+func (x *Idempotency) Release(ctx context.Context, cl *idempotency.Claim) error {
+	if cl == nil || cl.Lease.Held == "" {
 		return nil
 	}
-	err := scriptIdemRelease.Exec(ctx, x.c, []string{cl.key}, []string{cl.pending}).Error()
+	err := scriptIdemRelease.Exec(ctx, x.c, []string{cl.Lease.Marker}, []string{cl.Lease.Held}).Error()
 	if err != nil {
 		x.m.ScriptError(ctx, "idem_release")
 	}
 	return redisErr("idempotency release", err)
 }
 
-func checkScope(sc IdemScope, requestHash, resourceID string) error {
+func checkScope(sc idempotency.Scope, requestHash, resourceID string) error {
 	switch {
 	case sc.Tenant == "":
 		return apperr.New(apperr.Unauthenticated, "The caller has no tenant.")

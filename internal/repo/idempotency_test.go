@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -38,38 +41,38 @@ func TestIdempotencyClaimCompleteReplay(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		x := newTestIdem(t, s, prefix, time.Minute)
-		sc := IdemScope{Tenant: "acme", Operation: "createQuote", Key: "key-{1}:with spaces"}
-		h1, h2 := RequestHash("createQuote", []byte(`{"a":1}`)), RequestHash("createQuote", []byte(`{"a":2}`))
-		id := NewQuoteID()
+		sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "key-{1}:with spaces"}
+		h1, h2 := idempotency.RequestHash("createQuote", []byte(`{"a":1}`)), idempotency.RequestHash("createQuote", []byte(`{"a":2}`))
+		id := quotes.NewID()
 		cl, err := x.Claim(ctx, sc, h1, id)
 		if err != nil || cl.Replay != nil || cl.ResourceID != id {
 			t.Fatalf("claim: %+v %v", cl, err)
 		}
 		// While in flight: same body → 409 with Retry-After, other body → 422.
-		_, err = x.Claim(ctx, sc, h1, NewQuoteID())
+		_, err = x.Claim(ctx, sc, h1, quotes.NewID())
 		qcWantKind(t, err, apperr.InFlight)
 		if e, _ := apperr.As(err); e.RetryAfter <= 0 || e.RetryAfter > time.Minute {
 			t.Fatalf("in-flight Retry-After %s", e.RetryAfter)
 		}
-		_, err = x.Claim(ctx, sc, h2, NewQuoteID())
+		_, err = x.Claim(ctx, sc, h2, quotes.NewID())
 		qcWantKind(t, err, apperr.IdempotencyMismatch)
 		ttlBefore := qcPTTL(t, s, x.markerKey(sc))
 		body := []byte("{\"quoteId\":\"" + id + "\",\"note\":\"ü \\u003c\"}\n")
-		if err := x.Complete(ctx, cl, IdemResponse{Status: 201, Body: body, Location: "/v1/quotes/" + id, ETag: `"1"`}); err != nil {
+		if err := x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: body, Location: "/v1/quotes/" + id, ETag: `"1"`}); err != nil {
 			t.Fatal(err)
 		}
 		if ttl := qcPTTL(t, s, x.markerKey(sc)); ttl > ttlBefore || ttl < ttlBefore-time.Minute {
 			t.Fatalf("completion changed the TTL: %s → %s", ttlBefore, ttl)
 		}
-		r, err := x.Claim(ctx, sc, h1, NewQuoteID())
+		r, err := x.Claim(ctx, sc, h1, quotes.NewID())
 		if err != nil || r.Replay == nil || !bytes.Equal(r.Replay.Body, body) || r.Replay.Status != 201 || r.Replay.ETag != `"1"` || r.Replay.Location != "/v1/quotes/"+id {
 			t.Fatalf("replay: %+v %v", r, err)
 		}
-		_, err = x.Claim(ctx, sc, h2, NewQuoteID())
+		_, err = x.Claim(ctx, sc, h2, quotes.NewID())
 		qcWantKind(t, err, apperr.IdempotencyMismatch)
 		// Keys are scoped by tenant and operation.
-		for _, other := range []IdemScope{{Tenant: "other", Operation: sc.Operation, Key: sc.Key}, {Tenant: "acme", Operation: "createCase", Key: sc.Key}} {
-			if cl, err := x.Claim(ctx, other, h1, NewCaseID()); err != nil || cl.Replay != nil {
+		for _, other := range []idempotency.Scope{{Tenant: "other", Operation: sc.Operation, Key: sc.Key}, {Tenant: "acme", Operation: "createCase", Key: sc.Key}} {
+			if cl, err := x.Claim(ctx, other, h1, cases.NewID()); err != nil || cl.Replay != nil {
 				t.Fatalf("scope %+v: %+v %v", other, cl, err)
 			}
 		}
@@ -82,9 +85,9 @@ func TestIdempotencyReleaseAndTakeover(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		x := newTestIdem(t, s, prefix, 100*time.Millisecond)
-		sc := IdemScope{Tenant: "acme", Operation: "createCase", Key: "retry-me-please"}
-		h := RequestHash("createCase", []byte("x"))
-		cl, err := x.Claim(ctx, sc, h, NewCaseID())
+		sc := idempotency.Scope{Tenant: "acme", Operation: "createCase", Key: "retry-me-please"}
+		h := idempotency.RequestHash("createCase", []byte("x"))
+		cl, err := x.Claim(ctx, sc, h, cases.NewID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,24 +95,24 @@ func TestIdempotencyReleaseAndTakeover(t *testing.T) {
 		if err := x.Release(ctx, cl); err != nil {
 			t.Fatal(err)
 		}
-		first, err := x.Claim(ctx, sc, RequestHash("createCase", []byte("y")), NewCaseID())
+		first, err := x.Claim(ctx, sc, idempotency.RequestHash("createCase", []byte("y")), cases.NewID())
 		if err != nil || first.Replay != nil {
 			t.Fatalf("after release: %+v %v", first, err)
 		}
 		// The first request "crashes": after its lease a retry takes over with the planned id.
 		time.Sleep(250 * time.Millisecond)
-		second, err := x.Claim(ctx, sc, first.requestHash, NewCaseID())
+		second, err := x.Claim(ctx, sc, first.Lease.RequestHash, cases.NewID())
 		if err != nil || !second.TookOver || second.ResourceID != first.ResourceID {
 			t.Fatalf("takeover: %+v %v", second, err)
 		}
 		// The slow first request completing late does not overwrite the new owner's marker.
-		if err := x.Complete(ctx, first, IdemResponse{Status: 201, Body: []byte("late")}); err != nil {
+		if err := x.Complete(ctx, first, idempotency.Response{Status: 201, Body: []byte("late")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := x.Complete(ctx, second, IdemResponse{Status: 201, Body: []byte("winner")}); err != nil {
+		if err := x.Complete(ctx, second, idempotency.Response{Status: 201, Body: []byte("winner")}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := x.Claim(ctx, sc, first.requestHash, NewCaseID())
+		r, err := x.Claim(ctx, sc, first.Lease.RequestHash, cases.NewID())
 		if err != nil || r.Replay == nil || string(r.Replay.Body) != "winner" {
 			t.Fatalf("replay: %+v %v", r, err)
 		}
@@ -123,12 +126,12 @@ func TestIdempotencyConcurrentClaims(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		x := newTestIdem(t, s, prefix, time.Minute)
-		sc := IdemScope{Tenant: "acme", Operation: "createQuote", Key: "same-key-everywhere"}
-		h := RequestHash("createQuote", []byte("b"))
+		sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "same-key-everywhere"}
+		h := idempotency.RequestHash("createQuote", []byte("b"))
 		var wg sync.WaitGroup
 		errs := make([]error, 32)
 		for i := range errs {
-			wg.Go(func() { _, errs[i] = x.Claim(ctx, sc, h, NewQuoteID()) })
+			wg.Go(func() { _, errs[i] = x.Claim(ctx, sc, h, quotes.NewID()) })
 		}
 		wg.Wait()
 		claimed := 0
@@ -151,32 +154,32 @@ func TestIdempotencyReadsPreviousSchemaAndRefusesCorrupt(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		x := newTestIdem(t, s, prefix, time.Minute)
-		h := RequestHash("createQuote", []byte("v1"))
-		set := func(sc IdemScope, v string) {
+		h := idempotency.RequestHash("createQuote", []byte("v1"))
+		set := func(sc idempotency.Scope, v string) {
 			t.Helper()
 			if err := s.Client.Do(ctx, s.Client.B().Set().Key(x.markerKey(sc)).Value(v).Px(time.Hour).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// v1 COMPLETED: replayed.
-		done := IdemScope{Tenant: "acme", Operation: "createQuote", Key: "v1-completed"}
+		done := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "v1-completed"}
 		set(done, `{"schemaVersion":1,"state":"COMPLETED","requestHash":"`+h+`","resourceId":"q_x","status":201,"body":"{}\n","createdAtMs":1,"updatedAtMs":2}`)
-		r, err := x.Claim(ctx, done, h, NewQuoteID())
+		r, err := x.Claim(ctx, done, h, quotes.NewID())
 		if err != nil || r.Replay == nil || string(r.Replay.Body) != "{}\n" {
 			t.Fatalf("v1 completed: %+v %v", r, err)
 		}
 		// v1 PROCESSING without a lease: its lease is createdAtMs + lease, long past → taken over.
-		stale := IdemScope{Tenant: "acme", Operation: "createQuote", Key: "v1-processing"}
-		planned := NewQuoteID()
+		stale := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "v1-processing"}
+		planned := quotes.NewID()
 		set(stale, `{"schemaVersion":1,"state":"PROCESSING","requestHash":"`+h+`","resourceId":"`+planned+`","createdAtMs":1,"updatedAtMs":1}`)
-		r, err = x.Claim(ctx, stale, h, NewQuoteID())
+		r, err = x.Claim(ctx, stale, h, quotes.NewID())
 		if err != nil || !r.TookOver || r.ResourceID != planned {
 			t.Fatalf("v1 processing: %+v %v", r, err)
 		}
 		for i, v := range []string{"not json", `{"schemaVersion":9,"state":"DONE","requestHash":"x"}`, `{"schemaVersion":2,"state":"DONE","requestHash":"` + h + `"}`} {
-			sc := IdemScope{Tenant: "acme", Operation: "createQuote", Key: "corrupt-" + string(rune('a'+i))}
+			sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "corrupt-" + string(rune('a'+i))}
 			set(sc, v)
-			if _, err := x.Claim(ctx, sc, h, NewQuoteID()); !errors.Is(err, ErrCorrupt) {
+			if _, err := x.Claim(ctx, sc, h, quotes.NewID()); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("corrupt %q: %v", v, err)
 			}
 		}

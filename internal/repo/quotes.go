@@ -11,98 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
-	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
-// Quote statuses.
-const (
-	QuoteDraft     = "DRAFT"
-	QuoteSubmitted = "SUBMITTED"
-)
-
-// Bounds of a quote draft. Amounts are int64 minor units, but the item scripts add and multiply
-// them as Lua numbers (IEEE doubles), which are exact only up to 2^53. Every amount — unit
-// price, line total, subtotal, discount, tax, total — is therefore refused above
-// MaxAmountMinor (2^53-1, about 90 trillion in a two-decimal currency): below that bound the
-// double arithmetic in the scripts is exact, and no int64 can overflow.
-const (
-	MaxAmountMinor     int64 = 1<<53 - 1
-	MaxItemQuantity    int64 = 1_000_000
-	MaxItemBytes             = 2048
-	MaxQuoteItemsLimit       = 1000
-	DefaultQuoteTTL          = 7 * 24 * time.Hour
-	DefaultQuoteItems        = 100
-	// QuotePricingVersion is the version of the pricing rules totals are computed with.
-	QuotePricingVersion = 1
-)
-
+// The key guards: ids and item ids reach keys and hash fields only in these shapes.
 var (
 	quoteIDPattern = regexp.MustCompile(`^q_[0-9a-hjkmnp-tv-z]{26}$`)
 	itemIDPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	skuPattern     = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,64}$`)
-	refPattern     = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-	channelPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,32}$`)
 )
 
 // ErrBadOptions reports an unusable repository option.
 var ErrBadOptions = errors.New("repo: bad options")
-
-// Quote is a quote draft's summary. Totals always satisfy
-// TotalMinor = SubtotalMinor - DiscountMinor + TaxMinor and SubtotalMinor = Σ line totals.
-type Quote struct {
-	ID             string
-	Tenant         string
-	CustomerID     string
-	SalesChannel   string
-	Status         string
-	Currency       string
-	SubtotalMinor  int64
-	DiscountMinor  int64
-	TaxMinor       int64
-	TotalMinor     int64
-	ItemCount      int
-	PricingVersion int64
-	StateVersion   int64
-	SchemaVersion  int
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	ExpiresAt      time.Time
-	SubmittedAt    time.Time // zero until submitted
-}
-
-// QuoteItem is one line item.
-type QuoteItem struct {
-	ID             string
-	SKU            string
-	Quantity       int64
-	UnitPriceMinor int64
-	LineTotalMinor int64 // computed; ignored on writes
-	Description    string
-}
-
-// NewQuote is what Create needs. ID is optional: an idempotent create passes the id it
-// planned when it claimed the Idempotency-Key, so a retry after a crash lands on the same draft.
-type NewQuote struct {
-	ID           string
-	Tenant       string
-	CustomerID   string
-	SalesChannel string
-	Currency     string
-}
-
-// QuotePatch is a merge patch: nil fields are left as they are.
-type QuotePatch struct {
-	CustomerID    *string
-	SalesChannel  *string
-	DiscountMinor *int64
-	TaxMinor      *int64
-}
 
 // QuoteOptions configure Quotes.
 type QuoteOptions struct {
@@ -114,7 +38,8 @@ type QuoteOptions struct {
 }
 
 // Quotes keeps quote drafts: a summary hash and a line-items hash under the quote's own hash
-// tag {q_<id>}, written only by the quote_* scripts.
+// tag {q_<id>}, written only by the quote_* scripts. It implements quotes.Store; the draft
+// rules are the service's (internal/quotes), the bounds the scripts enforce are kept here.
 type Quotes struct {
 	c        rueidis.Client
 	keys     Keys
@@ -124,13 +49,15 @@ type Quotes struct {
 	log      *slog.Logger
 }
 
+var _ quotes.Store = (*Quotes)(nil)
+
 // NewQuotes returns the quote repository on s.
 func NewQuotes(s *store.Store, o QuoteOptions) (*Quotes, error) {
 	if o.TTL == 0 {
-		o.TTL = DefaultQuoteTTL
+		o.TTL = quotes.DefaultTTL
 	}
 	if o.MaxItems == 0 {
-		o.MaxItems = DefaultQuoteItems
+		o.MaxItems = quotes.DefaultMaxItems
 	}
 	switch {
 	case s == nil || s.Client == nil:
@@ -139,17 +66,14 @@ func NewQuotes(s *store.Store, o QuoteOptions) (*Quotes, error) {
 		return nil, fmt.Errorf("%w: quotes need a key prefix", ErrBadOptions)
 	case o.TTL < time.Second:
 		return nil, fmt.Errorf("%w: quote TTL %s is under 1s", ErrBadOptions, o.TTL)
-	case o.MaxItems < 1 || o.MaxItems > MaxQuoteItemsLimit:
-		return nil, fmt.Errorf("%w: quote max items %d not within 1..%d", ErrBadOptions, o.MaxItems, MaxQuoteItemsLimit)
+	case o.MaxItems < 1 || o.MaxItems > quotes.MaxItemsLimit:
+		return nil, fmt.Errorf("%w: quote max items %d not within 1..%d", ErrBadOptions, o.MaxItems, quotes.MaxItemsLimit)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Quotes{c: s.Client, keys: Keys{Prefix: o.Prefix}, ttl: o.TTL, maxItems: o.MaxItems, m: o.Metrics, log: o.Logger}, nil
 }
-
-// NewQuoteID returns a fresh, time-ordered quote id.
-func NewQuoteID() string { return "q_" + auth.NewTokenID(time.Now()) }
 
 // MaxItems is the configured bound on line items per quote.
 func (r *Quotes) MaxItems() int { return r.maxItems }
@@ -168,16 +92,19 @@ var (
 
 // Create writes a new DRAFT with zero totals. When in.ID names a draft that already exists
 // for the same tenant (an idempotent create retried after a crash), that draft is returned.
-func (r *Quotes) Create(ctx context.Context, in NewQuote) (*Quote, error) {
+func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, error) {
 	if in.ID == "" {
-		in.ID = NewQuoteID()
+		in.ID = quotes.NewID()
 	}
-	if err := validateNewQuote(in); err != nil {
-		return nil, err
+	switch { // the key guards; the draft's rules are the service's (quotes.Service.Create)
+	case !quoteIDPattern.MatchString(in.ID):
+		return nil, apperr.New(apperr.Validation, "The quote id is malformed.")
+	case in.Tenant == "":
+		return nil, apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
 	}
 	res := scriptQuoteCreate.Exec(ctx, r.c, []string{r.summaryKey(in.ID), r.itemsKey(in.ID)},
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, ms(r.ttl.Milliseconds()),
-			strconv.Itoa(SchemaVersion), strconv.Itoa(QuotePricingVersion)})
+			strconv.Itoa(SchemaVersion), strconv.Itoa(quotes.PricingVersion)})
 	code, rest, err := scriptReply(res)
 	if err != nil {
 		r.m.ScriptError(ctx, "quote_create")
@@ -200,7 +127,7 @@ func (r *Quotes) Create(ctx context.Context, in NewQuote) (*Quote, error) {
 }
 
 // Get returns the tenant's quote, or NotFound (also for another tenant's quote).
-func (r *Quotes) Get(ctx context.Context, tenant, id string) (*Quote, error) {
+func (r *Quotes) Get(ctx context.Context, tenant, id string) (*quotes.Quote, error) {
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote get: %w", apperr.NotFound)
 	}
@@ -220,7 +147,7 @@ func (r *Quotes) Get(ctx context.Context, tenant, id string) (*Quote, error) {
 
 // Items returns the quote's line items ordered by item id, with the stateVersion they belong
 // to (summary and items are read in one script, so they are consistent).
-func (r *Quotes) Items(ctx context.Context, tenant, id string) ([]QuoteItem, *Quote, error) {
+func (r *Quotes) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *quotes.Quote, error) {
 	if !quoteIDPattern.MatchString(id) {
 		return nil, nil, fmt.Errorf("quote items: %w", apperr.NotFound)
 	}
@@ -274,22 +201,6 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
-func validateNewQuote(in NewQuote) error {
-	switch {
-	case !quoteIDPattern.MatchString(in.ID):
-		return apperr.New(apperr.Validation, "The quote id is malformed.")
-	case in.Tenant == "" || len(in.Tenant) > 128:
-		return apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
-	case !refPattern.MatchString(in.CustomerID):
-		return apperr.New(apperr.Validation, "customerId must be 1..64 of A-Z a-z 0-9 . _ : -")
-	case !channelPattern.MatchString(in.SalesChannel):
-		return apperr.New(apperr.Validation, "salesChannel must be 1..32 of A-Z a-z 0-9 . _ -")
-	case !IsCurrency(in.Currency):
-		return apperr.Newf(apperr.Unprocessable, "currency %q is not an ISO 4217 currency code.", clipValue(in.Currency))
-	}
-	return nil
-}
-
 // itemJSON is how one line item is stored in the items hash (field = item id). The scripts
 // read quantity and unitPriceMinor from it to recompute the subtotal.
 type itemJSON struct {
@@ -299,29 +210,18 @@ type itemJSON struct {
 	Description    string `json:"description,omitempty"`
 }
 
-func decodeItems(raw map[string]string) ([]QuoteItem, error) {
-	items := make([]QuoteItem, 0, len(raw))
+func decodeItems(raw map[string]string) ([]quotes.Item, error) {
+	items := make([]quotes.Item, 0, len(raw))
 	for id, v := range raw {
 		var it itemJSON
 		if err := json.Unmarshal([]byte(v), &it); err != nil || it.Quantity < 1 || it.UnitPriceMinor < 0 ||
-			it.UnitPriceMinor > MaxAmountMinor || it.Quantity > MaxItemQuantity {
+			it.UnitPriceMinor > quotes.MaxAmountMinor || it.Quantity > quotes.MaxItemQuantity {
 			return nil, fmt.Errorf("%w: quote item has malformed fields", ErrCorrupt)
 		}
 		line := it.Quantity * it.UnitPriceMinor // both bounded: no overflow
-		items = append(items, QuoteItem{ID: id, SKU: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
+		items = append(items, quotes.Item{ID: id, SKU: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
 			LineTotalMinor: line, Description: it.Description})
 	}
-	slices.SortFunc(items, func(a, b QuoteItem) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(items, func(a, b quotes.Item) int { return strings.Compare(a.ID, b.ID) })
 	return items, nil
-}
-
-// clipValue bounds an echoed input value and keeps it printable.
-func clipValue(s string) string {
-	if len(s) > 16 {
-		s = s[:16]
-	}
-	if !utf8.ValidString(s) {
-		return "?"
-	}
-	return s
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -24,20 +25,20 @@ func BenchmarkQuoteWrites(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, lines := range []int{1, 100} {
-		d, err := q.Create(ctx, NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "EUR"})
+		d, err := q.Create(ctx, quotes.NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "EUR"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		v := d.StateVersion
 		for i := range lines {
-			if _, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: fmt.Sprint("i", i), SKU: "S", Quantity: 2, UnitPriceMinor: 999}); err != nil {
+			if _, err := q.PutItem(ctx, "acme", d.ID, v, quotes.Item{ID: fmt.Sprint("i", i), SKU: "S", Quantity: 2, UnitPriceMinor: 999}); err != nil {
 				b.Fatal(err)
 			}
 			v++
 		}
 		b.Run(fmt.Sprintf("%s/patch/lines=%d", backend.Name, lines), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := q.Patch(ctx, "acme", d.ID, v, QuotePatch{TaxMinor: &v}); err != nil {
+				if _, err := q.Patch(ctx, "acme", d.ID, v, quotes.Patch{TaxMinor: &v}); err != nil {
 					b.Fatal(err)
 				}
 				v++
@@ -45,7 +46,7 @@ func BenchmarkQuoteWrites(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("%s/item_put/lines=%d", backend.Name, lines), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 1 + v%5, UnitPriceMinor: 999}); err != nil {
+				if _, err := q.PutItem(ctx, "acme", d.ID, v, quotes.Item{ID: "i0", SKU: "S", Quantity: 1 + v%5, UnitPriceMinor: 999}); err != nil {
 					b.Fatal(err)
 				}
 				v++

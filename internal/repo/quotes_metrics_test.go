@@ -8,6 +8,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -33,15 +35,15 @@ func TestQuoteCaseIdemMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := mustCreateQuote(t, q, "acme")
-	_, _ = q.Patch(ctx, "acme", d.ID, 1, QuotePatch{TaxMinor: ptr[int64](1)})
-	_, _ = q.Patch(ctx, "acme", d.ID, 1, QuotePatch{TaxMinor: ptr[int64](2)}) // stale
+	_, _ = q.Patch(ctx, "acme", d.ID, 1, quotes.Patch{TaxMinor: ptr[int64](1)})
+	_, _ = q.Patch(ctx, "acme", d.ID, 1, quotes.Patch{TaxMinor: ptr[int64](2)}) // stale
 	k := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
 	for range 4 {
 		_, _ = c.Escalate(ctx, change(k, "r"))
 	}
-	sc := IdemScope{Tenant: "acme", Operation: "createQuote", Key: "metrics-key"}
+	sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "metrics-key"}
 	cl, _ := x.Claim(ctx, sc, "h1", d.ID)
-	_ = x.Complete(ctx, cl, IdemResponse{Status: 201, Body: []byte("{}")})
+	_ = x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: []byte("{}")})
 	_, _ = x.Claim(ctx, sc, "h1", d.ID)
 	_, _ = x.Claim(ctx, sc, "h2", d.ID)
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -23,9 +24,9 @@ func newTestQuotes(t *testing.T, s *store.Store, prefix string, maxItems int) *Q
 	return q
 }
 
-func mustCreateQuote(t *testing.T, q *Quotes, tenant string) *Quote {
+func mustCreateQuote(t *testing.T, q *Quotes, tenant string) *quotes.Quote {
 	t.Helper()
-	d, err := q.Create(context.Background(), NewQuote{Tenant: tenant, CustomerID: "cust-1", SalesChannel: "web", Currency: "EUR"})
+	d, err := q.Create(context.Background(), quotes.NewQuote{Tenant: tenant, CustomerID: "cust-1", SalesChannel: "web", Currency: "EUR"})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -53,19 +54,19 @@ func TestQuoteLifecycle(t *testing.T) {
 		ctx := context.Background()
 		q := newTestQuotes(t, s, prefix, 100)
 		d := mustCreateQuote(t, q, "acme")
-		if d.Status != QuoteDraft || d.StateVersion != 1 || d.SchemaVersion != SchemaVersion || d.PricingVersion != QuotePricingVersion ||
+		if d.Status != quotes.Draft || d.StateVersion != 1 || d.SchemaVersion != SchemaVersion || d.PricingVersion != quotes.PricingVersion ||
 			d.TotalMinor != 0 || d.ExpiresAt.Sub(d.UpdatedAt) != time.Hour {
 			t.Fatalf("created %+v", d)
 		}
-		d, err := q.PutItem(ctx, "acme", d.ID, 1, QuoteItem{ID: "a", SKU: "SKU-1", Quantity: 3, UnitPriceMinor: 250, Description: "widget"})
+		d, err := q.PutItem(ctx, "acme", d.ID, 1, quotes.Item{ID: "a", SKU: "SKU-1", Quantity: 3, UnitPriceMinor: 250, Description: "widget"})
 		if err != nil || d.SubtotalMinor != 750 || d.TotalMinor != 750 || d.ItemCount != 1 || d.StateVersion != 2 {
 			t.Fatalf("put: %+v %v", d, err)
 		}
-		d, err = q.Patch(ctx, "acme", d.ID, 2, QuotePatch{DiscountMinor: ptr[int64](50), TaxMinor: ptr[int64](70), SalesChannel: ptr("partner")})
+		d, err = q.Patch(ctx, "acme", d.ID, 2, quotes.Patch{DiscountMinor: ptr[int64](50), TaxMinor: ptr[int64](70), SalesChannel: ptr("partner")})
 		if err != nil || d.TotalMinor != 770 || d.SalesChannel != "partner" || d.StateVersion != 3 {
 			t.Fatalf("patch: %+v %v", d, err)
 		}
-		d, err = q.PutItem(ctx, "acme", d.ID, 3, QuoteItem{ID: "a", SKU: "SKU-1", Quantity: 1, UnitPriceMinor: 250})
+		d, err = q.PutItem(ctx, "acme", d.ID, 3, quotes.Item{ID: "a", SKU: "SKU-1", Quantity: 1, UnitPriceMinor: 250})
 		if err != nil || d.SubtotalMinor != 250 || d.ItemCount != 1 || d.TotalMinor != 270 {
 			t.Fatalf("replace: %+v %v", d, err)
 		}
@@ -81,12 +82,12 @@ func TestQuoteLifecycle(t *testing.T) {
 			t.Fatal("keys without TTL")
 		}
 		d, err = q.Submit(ctx, "acme", d.ID, 4)
-		if err != nil || d.Status != QuoteSubmitted || d.SubmittedAt.IsZero() || d.StateVersion != 5 {
+		if err != nil || d.Status != quotes.Submitted || d.SubmittedAt.IsZero() || d.StateVersion != 5 {
 			t.Fatalf("submit: %+v %v", d, err)
 		}
-		_, err = q.Patch(ctx, "acme", d.ID, 5, QuotePatch{TaxMinor: ptr[int64](1)})
+		_, err = q.Patch(ctx, "acme", d.ID, 5, quotes.Patch{TaxMinor: ptr[int64](1)})
 		qcWantKind(t, err, apperr.InvalidStatus)
-		_, err = q.PutItem(ctx, "acme", d.ID, 5, QuoteItem{ID: "b", SKU: "S", Quantity: 1, UnitPriceMinor: 1})
+		_, err = q.PutItem(ctx, "acme", d.ID, 5, quotes.Item{ID: "b", SKU: "S", Quantity: 1, UnitPriceMinor: 1})
 		qcWantKind(t, err, apperr.InvalidStatus)
 		_, err = q.Submit(ctx, "acme", d.ID, 5)
 		qcWantKind(t, err, apperr.InvalidStatus)
@@ -135,7 +136,7 @@ func TestQuoteTotalsInvariant(t *testing.T) {
 		for step := range 200 {
 			id := fmt.Sprintf("i%d", rng.IntN(10))
 			var (
-				next *Quote
+				next *quotes.Quote
 				err  error
 				want error // the refusal the model predicts
 			)
@@ -148,7 +149,7 @@ func TestQuoteTotalsInvariant(t *testing.T) {
 				} else if discount > subtotal()-lines[id]+qty*price {
 					want = apperr.Unprocessable
 				}
-				next, err = q.PutItem(ctx, "acme", d.ID, d.StateVersion, QuoteItem{ID: id, SKU: "S-" + id, Quantity: qty, UnitPriceMinor: price})
+				next, err = q.PutItem(ctx, "acme", d.ID, d.StateVersion, quotes.Item{ID: id, SKU: "S-" + id, Quantity: qty, UnitPriceMinor: price})
 				if want == nil && err == nil {
 					lines[id] = qty * price
 				}
@@ -168,7 +169,7 @@ func TestQuoteTotalsInvariant(t *testing.T) {
 				if nd > subtotal() {
 					want = apperr.Unprocessable
 				}
-				next, err = q.Patch(ctx, "acme", d.ID, d.StateVersion, QuotePatch{DiscountMinor: &nd, TaxMinor: &nt})
+				next, err = q.Patch(ctx, "acme", d.ID, d.StateVersion, quotes.Patch{DiscountMinor: &nd, TaxMinor: &nt})
 				if want == nil && err == nil {
 					discount, tax = nd, nt
 				}
@@ -221,7 +222,7 @@ func TestQuoteConcurrentPatch(t *testing.T) {
 		errs := make([]error, 64)
 		for i := range errs {
 			wg.Go(func() {
-				_, errs[i] = q.Patch(ctx, "acme", d.ID, 1, QuotePatch{TaxMinor: ptr(int64(i))})
+				_, errs[i] = q.Patch(ctx, "acme", d.ID, 1, quotes.Patch{TaxMinor: ptr(int64(i))})
 			})
 		}
 		wg.Wait()
@@ -243,86 +244,6 @@ func TestQuoteConcurrentPatch(t *testing.T) {
 	})
 }
 
-func TestQuoteBounds(t *testing.T) {
-	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		ctx := context.Background()
-		q := newTestQuotes(t, s, prefix, 3)
-		d := mustCreateQuote(t, q, "acme")
-		v := d.StateVersion
-		for i := range 3 {
-			if _, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: fmt.Sprint("i", i), SKU: "S", Quantity: 1, UnitPriceMinor: 1}); err != nil {
-				t.Fatal(err)
-			}
-			v++
-		}
-		tests := []struct {
-			name string
-			call func() error
-			want *apperr.Kind
-		}{
-			{"item over the bound", func() error {
-				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i3", SKU: "S", Quantity: 1, UnitPriceMinor: 1})
-				return err
-			}, apperr.BoundExceeded},
-			{"line total over 2^53", func() error {
-				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 2, UnitPriceMinor: MaxAmountMinor})
-				return err
-			}, apperr.BoundExceeded},
-			{"subtotal over 2^53", func() error {
-				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 1, UnitPriceMinor: MaxAmountMinor})
-				return err
-			}, apperr.BoundExceeded},
-			{"unit price over the bound", func() error {
-				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 1, UnitPriceMinor: MaxAmountMinor + 1})
-				return err
-			}, apperr.BoundExceeded},
-			{"tax makes total overflow", func() error {
-				_, err := q.Patch(ctx, "acme", d.ID, v, QuotePatch{TaxMinor: ptr(MaxAmountMinor)})
-				return err
-			}, apperr.BoundExceeded},
-			{"negative quantity", func() error {
-				_, err := q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: -1, UnitPriceMinor: 1})
-				return err
-			}, apperr.Validation},
-			{"negative discount", func() error {
-				_, err := q.Patch(ctx, "acme", d.ID, v, QuotePatch{DiscountMinor: ptr[int64](-1)})
-				return err
-			}, apperr.Validation},
-			{"discount above subtotal", func() error {
-				_, err := q.Patch(ctx, "acme", d.ID, v, QuotePatch{DiscountMinor: ptr[int64](4)})
-				return err
-			}, apperr.Unprocessable},
-			{"unknown currency", func() error {
-				_, err := q.Create(ctx, NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "XYZ"})
-				return err
-			}, apperr.Unprocessable},
-			{"stale version", func() error {
-				_, err := q.Patch(ctx, "acme", d.ID, v-1, QuotePatch{TaxMinor: ptr[int64](1)})
-				return err
-			}, apperr.PreconditionFailed},
-			{"unknown quote", func() error {
-				_, err := q.Patch(ctx, "acme", NewQuoteID(), 1, QuotePatch{TaxMinor: ptr[int64](1)})
-				return err
-			}, apperr.NotFound},
-			{"malformed id", func() error { _, err := q.Get(ctx, "acme", "q_{x}"); return err }, apperr.NotFound},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) { qcWantKind(t, tt.call(), tt.want) })
-		}
-		// Nothing was half-written: the draft is as the three good writes left it.
-		got, err := q.Get(ctx, "acme", d.ID)
-		if err != nil || got.StateVersion != v || got.SubtotalMinor != 3 || got.ItemCount != 3 {
-			t.Fatalf("after refusals: %+v %v", got, err)
-		}
-		// At the bound an existing line can still be replaced; the largest exact amount passes.
-		got, err = q.PutItem(ctx, "acme", d.ID, v, QuoteItem{ID: "i0", SKU: "S", Quantity: 1, UnitPriceMinor: MaxAmountMinor - 2})
-		if err != nil || got.SubtotalMinor != MaxAmountMinor || got.TotalMinor != MaxAmountMinor {
-			t.Fatalf("max amount: %+v %v", got, err)
-		}
-	})
-}
-
 // TestQuoteReadsPreviousSchema proves a v1 draft (field `channel`, no pricingVersion, no
 // expiresAtMs) is read and can still be written.
 func TestQuoteReadsPreviousSchema(t *testing.T) {
@@ -330,7 +251,7 @@ func TestQuoteReadsPreviousSchema(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		q := newTestQuotes(t, s, prefix, 100)
-		id := NewQuoteID()
+		id := quotes.NewID()
 		qcHSet(t, s, q.summaryKey(id), map[string]string{
 			"schemaVersion": "1", "quoteId": id, "tenantId": "acme", "customerId": "c1", "channel": "store",
 			"status": "DRAFT", "currency": "JPY", "subtotalMinor": "0", "discountMinor": "0", "taxMinor": "0",
@@ -341,11 +262,11 @@ func TestQuoteReadsPreviousSchema(t *testing.T) {
 			!d.ExpiresAt.Equal(time.UnixMilli(1700000001000).Add(time.Hour)) {
 			t.Fatalf("v1 read: %+v %v", d, err)
 		}
-		d, err = q.PutItem(ctx, "acme", id, 4, QuoteItem{ID: "x", SKU: "S", Quantity: 2, UnitPriceMinor: 5})
+		d, err = q.PutItem(ctx, "acme", id, 4, quotes.Item{ID: "x", SKU: "S", Quantity: 2, UnitPriceMinor: 5})
 		if err != nil || d.TotalMinor != 10 || d.SalesChannel != "store" || d.StateVersion != 5 {
 			t.Fatalf("v1 write: %+v %v", d, err)
 		}
-		d, err = q.Patch(ctx, "acme", id, 5, QuotePatch{SalesChannel: ptr("web")})
+		d, err = q.Patch(ctx, "acme", id, 5, quotes.Patch{SalesChannel: ptr("web")})
 		if err != nil || d.SalesChannel != "web" {
 			t.Fatalf("v1 patch: %+v %v", d, err)
 		}
@@ -376,7 +297,7 @@ func TestQuoteRefusesCorrupt(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				id := NewQuoteID()
+				id := quotes.NewID()
 				m := map[string]string{"quoteId": id}
 				for k, v := range good {
 					m[k] = v
@@ -394,7 +315,7 @@ func TestQuoteRefusesCorrupt(t *testing.T) {
 		// A corrupt line item is refused by the recomputing script, not summed.
 		d := mustCreateQuote(t, q, "acme")
 		qcHSet(t, s, q.itemsKey(d.ID), map[string]string{"bad": "{not json"})
-		if _, err := q.PutItem(ctx, "acme", d.ID, 1, QuoteItem{ID: "ok", SKU: "S", Quantity: 1, UnitPriceMinor: 1}); !errors.Is(err, ErrCorrupt) {
+		if _, err := q.PutItem(ctx, "acme", d.ID, 1, quotes.Item{ID: "ok", SKU: "S", Quantity: 1, UnitPriceMinor: 1}); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("err = %v, want ErrCorrupt", err)
 		}
 	})
@@ -406,7 +327,7 @@ func TestQuoteCreateWithPlannedID(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		q := newTestQuotes(t, s, prefix, 100)
-		in := NewQuote{ID: NewQuoteID(), Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "USD"}
+		in := quotes.NewQuote{ID: quotes.NewID(), Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "USD"}
 		a, err := q.Create(ctx, in)
 		if err != nil {
 			t.Fatal(err)
@@ -419,13 +340,4 @@ func TestQuoteCreateWithPlannedID(t *testing.T) {
 		_, err = q.Create(ctx, in)
 		qcWantKind(t, err, apperr.Conflict)
 	})
-}
-
-func TestIsCurrency(t *testing.T) {
-	t.Parallel()
-	for code, want := range map[string]bool{"EUR": true, "USD": true, "JPY": true, "IDR": true, "XYZ": false, "eur": false, "XXX": false, "HRK": false, "": false} {
-		if IsCurrency(code) != want {
-			t.Errorf("IsCurrency(%q) = %v", code, !want)
-		}
-	}
 }

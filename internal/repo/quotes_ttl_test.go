@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -21,7 +22,7 @@ func TestQuoteTTLSlidesOnEveryWriteForBothKeys(t *testing.T) {
 		q := newTestQuotes(t, s, prefix, 10)
 		d := mustCreateQuote(t, q, "acme")
 		var err error
-		if d, err = q.PutItem(ctx, "acme", d.ID, d.StateVersion, QuoteItem{ID: "a", SKU: "S", Quantity: 1, UnitPriceMinor: 100}); err != nil {
+		if d, err = q.PutItem(ctx, "acme", d.ID, d.StateVersion, quotes.Item{ID: "a", SKU: "S", Quantity: 1, UnitPriceMinor: 100}); err != nil {
 			t.Fatal(err)
 		}
 		cut := func() {
@@ -44,16 +45,16 @@ func TestQuoteTTLSlidesOnEveryWriteForBothKeys(t *testing.T) {
 		}
 		for _, w := range []struct {
 			name string
-			run  func() (*Quote, error)
+			run  func() (*quotes.Quote, error)
 		}{
-			{"item put", func() (*Quote, error) {
-				return q.PutItem(ctx, "acme", d.ID, d.StateVersion, QuoteItem{ID: "b", SKU: "S", Quantity: 2, UnitPriceMinor: 100})
+			{"item put", func() (*quotes.Quote, error) {
+				return q.PutItem(ctx, "acme", d.ID, d.StateVersion, quotes.Item{ID: "b", SKU: "S", Quantity: 2, UnitPriceMinor: 100})
 			}},
-			{"item delete", func() (*Quote, error) { return q.DeleteItem(ctx, "acme", d.ID, "b", d.StateVersion) }},
-			{"patch", func() (*Quote, error) {
-				return q.Patch(ctx, "acme", d.ID, d.StateVersion, QuotePatch{TaxMinor: ptr[int64](5)})
+			{"item delete", func() (*quotes.Quote, error) { return q.DeleteItem(ctx, "acme", d.ID, "b", d.StateVersion) }},
+			{"patch", func() (*quotes.Quote, error) {
+				return q.Patch(ctx, "acme", d.ID, d.StateVersion, quotes.Patch{TaxMinor: ptr[int64](5)})
 			}},
-			{"submit", func() (*Quote, error) { return q.Submit(ctx, "acme", d.ID, d.StateVersion) }},
+			{"submit", func() (*quotes.Quote, error) { return q.Submit(ctx, "acme", d.ID, d.StateVersion) }},
 		} {
 			cut()
 			if d, err = w.run(); err != nil {
@@ -74,7 +75,7 @@ func TestQuoteExpiresAfterTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := mustCreateQuote(t, q, "acme")
-		if _, err := q.PutItem(ctx, "acme", d.ID, d.StateVersion, QuoteItem{ID: "a", SKU: "S", Quantity: 1, UnitPriceMinor: 100}); err != nil {
+		if _, err := q.PutItem(ctx, "acme", d.ID, d.StateVersion, quotes.Item{ID: "a", SKU: "S", Quantity: 1, UnitPriceMinor: 100}); err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {

@@ -6,47 +6,32 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/quotes"
 )
-
-// AnyVersion as a write's ifMatch matches whatever stateVersion is current (If-Match: *); the
-// write still needs the quote to exist.
-const AnyVersion int64 = -1
 
 // Patch applies a merge patch at stateVersion ifMatch (compare-and-set inside the script,
 // which bumps stateVersion and recomputes the total).
-func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p QuotePatch) (*Quote, error) {
+// The field rules are the service's (quotes.Service.Patch); the script refuses amounts above
+// quotes.MaxAmountMinor and an empty patch changes nothing but the version.
+func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p quotes.Patch) (*quotes.Quote, error) {
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
 	}
-	args := []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds()), ms(MaxAmountMinor), "", "", "", ""}
+	args := []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), "", "", "", ""}
 	if p.CustomerID != nil {
-		if !refPattern.MatchString(*p.CustomerID) {
-			return nil, apperr.New(apperr.Validation, "customerId must be 1..64 of A-Z a-z 0-9 . _ : -")
-		}
 		args[4] = *p.CustomerID
 	}
 	if p.SalesChannel != nil {
-		if !channelPattern.MatchString(*p.SalesChannel) {
-			return nil, apperr.New(apperr.Validation, "salesChannel must be 1..32 of A-Z a-z 0-9 . _ -")
-		}
 		args[5] = *p.SalesChannel
 	}
 	for i, v := range []*int64{p.DiscountMinor, p.TaxMinor} {
-		if v == nil {
-			continue
+		if v != nil {
+			args[6+i] = ms(*v)
 		}
-		if err := checkAmount([]string{"discountMinor", "taxMinor"}[i], *v); err != nil {
-			return nil, err
-		}
-		args[6+i] = ms(*v)
-	}
-	if args[4] == "" && args[5] == "" && args[6] == "" && args[7] == "" {
-		return nil, apperr.New(apperr.Validation, "The patch changes nothing.")
 	}
 	res := scriptQuotePatch.Exec(ctx, r.c, []string{r.summaryKey(id), r.itemsKey(id)}, args)
 	return r.written(ctx, "quote_patch", "patch", id, res)
@@ -54,7 +39,7 @@ func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p 
 
 // PutItem adds or replaces one line item at stateVersion ifMatch; the script recomputes
 // subtotal and total from every line in the same step.
-func (r *Quotes) PutItem(ctx context.Context, tenant, id string, ifMatch int64, it QuoteItem) (*Quote, error) {
+func (r *Quotes) PutItem(ctx context.Context, tenant, id string, ifMatch int64, it quotes.Item) (*quotes.Quote, error) {
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote item put: %w", apperr.NotFound)
 	}
@@ -64,23 +49,23 @@ func (r *Quotes) PutItem(ctx context.Context, tenant, id string, ifMatch int64, 
 	}
 	res := scriptQuoteItem.Exec(ctx, r.c, []string{r.summaryKey(id), r.itemsKey(id)},
 		[]string{tenant, ms(ifMatch), "put", it.ID, raw, ms(it.Quantity), ms(it.UnitPriceMinor),
-			strconv.Itoa(r.maxItems), strconv.Itoa(MaxItemBytes), ms(r.ttl.Milliseconds()), ms(MaxAmountMinor)})
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor)})
 	return r.written(ctx, "quote_item_write", "item_put", id, res)
 }
 
 // DeleteItem removes one line item at stateVersion ifMatch and recomputes the totals.
-func (r *Quotes) DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*Quote, error) {
+func (r *Quotes) DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*quotes.Quote, error) {
 	if !quoteIDPattern.MatchString(id) || !itemIDPattern.MatchString(itemID) {
 		return nil, fmt.Errorf("quote item delete: %w", apperr.NotFound)
 	}
 	res := scriptQuoteItem.Exec(ctx, r.c, []string{r.summaryKey(id), r.itemsKey(id)},
 		[]string{tenant, ms(ifMatch), "delete", itemID, "", "0", "0",
-			strconv.Itoa(r.maxItems), strconv.Itoa(MaxItemBytes), ms(r.ttl.Milliseconds()), ms(MaxAmountMinor)})
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor)})
 	return r.written(ctx, "quote_item_write", "item_delete", id, res)
 }
 
 // Submit moves the draft from DRAFT to SUBMITTED at stateVersion ifMatch.
-func (r *Quotes) Submit(ctx context.Context, tenant, id string, ifMatch int64) (*Quote, error) {
+func (r *Quotes) Submit(ctx context.Context, tenant, id string, ifMatch int64) (*quotes.Quote, error) {
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote submit: %w", apperr.NotFound)
 	}
@@ -90,7 +75,7 @@ func (r *Quotes) Submit(ctx context.Context, tenant, id string, ifMatch int64) (
 }
 
 // written interprets the reply of a quote write script: {'OK', summary} or a refusal code.
-func (r *Quotes) written(ctx context.Context, scriptName, transition, id string, res rueidis.RedisResult) (*Quote, error) {
+func (r *Quotes) written(ctx context.Context, scriptName, transition, id string, res rueidis.RedisResult) (*quotes.Quote, error) {
 	code, rest, err := scriptReply(res)
 	if err != nil {
 		r.m.ScriptError(ctx, scriptName)
@@ -113,9 +98,9 @@ func (r *Quotes) written(ctx context.Context, scriptName, transition, id string,
 		if argString(rest, 0) == "items" {
 			return nil, apperr.Newf(apperr.BoundExceeded, "A quote holds at most %d line items.", r.maxItems).With("maxItems", r.maxItems)
 		}
-		return nil, apperr.Newf(apperr.BoundExceeded, "A line item is at most %d bytes.", MaxItemBytes)
+		return nil, apperr.Newf(apperr.BoundExceeded, "A line item is at most %d bytes.", quotes.MaxItemBytes)
 	case "OVERFLOW":
-		return nil, apperr.Newf(apperr.BoundExceeded, "%s would exceed %d minor units.", argString(rest, 0), MaxAmountMinor)
+		return nil, apperr.Newf(apperr.BoundExceeded, "%s would exceed %d minor units.", argString(rest, 0), quotes.MaxAmountMinor)
 	case "DISCOUNT":
 		return nil, apperr.New(apperr.Unprocessable, "The discount would exceed the subtotal.")
 	case "CORRUPT":
@@ -131,44 +116,24 @@ func (r *Quotes) unexpected(ctx context.Context, scriptName, code string) error 
 	return fmt.Errorf("%s: unexpected reply %q", scriptName, code)
 }
 
-func encodeItem(it QuoteItem) (string, error) {
-	switch {
-	case !itemIDPattern.MatchString(it.ID):
+// encodeItem is the stored form of a line item, bounded as the item script bounds it. The
+// item's rules are the service's (quotes.Service.PutItem).
+func encodeItem(it quotes.Item) (string, error) {
+	if !itemIDPattern.MatchString(it.ID) {
 		return "", apperr.New(apperr.Validation, "itemId must be 1..64 of A-Z a-z 0-9 _ -")
-	case !skuPattern.MatchString(it.SKU):
-		return "", apperr.New(apperr.Validation, "sku must be 1..64 of A-Z a-z 0-9 . _ : / -")
-	case it.Quantity < 1 || it.Quantity > MaxItemQuantity:
-		return "", apperr.Newf(apperr.Validation, "quantity must be within 1..%d.", MaxItemQuantity)
-	case it.UnitPriceMinor < 0:
-		return "", apperr.New(apperr.Validation, "unitPriceMinor must not be negative.")
-	case !utf8.ValidString(it.Description) || utf8.RuneCountInString(it.Description) > 256:
-		return "", apperr.New(apperr.Validation, "description must be valid UTF-8 of at most 256 characters.")
-	}
-	if err := checkAmount("unitPriceMinor", it.UnitPriceMinor); err != nil {
-		return "", err
 	}
 	b, err := json.Marshal(itemJSON{SKU: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor, Description: it.Description})
 	if err != nil {
 		return "", fmt.Errorf("quote item encode: %w", err)
 	}
-	if len(b) > MaxItemBytes {
-		return "", apperr.Newf(apperr.BoundExceeded, "A line item is at most %d bytes.", MaxItemBytes)
+	if len(b) > quotes.MaxItemBytes {
+		return "", apperr.Newf(apperr.BoundExceeded, "A line item is at most %d bytes.", quotes.MaxItemBytes)
 	}
 	return string(b), nil
 }
 
-func checkAmount(name string, v int64) error {
-	if v < 0 {
-		return apperr.Newf(apperr.Validation, "%s must not be negative.", name)
-	}
-	if v > MaxAmountMinor {
-		return apperr.Newf(apperr.BoundExceeded, "%s must be at most %d minor units.", name, MaxAmountMinor)
-	}
-	return nil
-}
-
 // decodeReply decodes the summary hash a script returned as its second element.
-func (r *Quotes) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id string) (*Quote, error) {
+func (r *Quotes) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id string) (*quotes.Quote, error) {
 	if len(rest) < 1 {
 		return nil, r.unexpected(ctx, "quote", "short reply")
 	}
@@ -183,7 +148,7 @@ func (r *Quotes) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, i
 // shape, named the sales channel `channel` and had neither `pricingVersion` (read as 1) nor
 // `expiresAtMs` (read as updatedAtMs + TTL); scripts never rewrite schemaVersion, so a v1
 // draft stays readable until it expires (the migration horizon is the quote TTL).
-func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*Quote, error) {
+func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*quotes.Quote, error) {
 	if len(m) == 0 {
 		r.m.Read(ctx, "quote", Missing)
 		return nil, fmt.Errorf("quote %s: %w", id, apperr.NotFound)
@@ -191,7 +156,7 @@ func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*Q
 	r.m.Payload(ctx, "quote", payloadBytes(m))
 	f := newFields(m)
 	outcome := f.schema()
-	q := &Quote{
+	q := &quotes.Quote{
 		ID: f.str("quoteId"), Tenant: f.str("tenantId"), CustomerID: f.str("customerId"),
 		Status: f.str("status"), Currency: f.str("currency"),
 		SubtotalMinor: f.int64("subtotalMinor"), DiscountMinor: f.int64("discountMinor"),
@@ -227,12 +192,12 @@ func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*Q
 	return q, nil
 }
 
-func checkQuoteInvariants(f *fields, q *Quote) {
-	if q.Status != QuoteDraft && q.Status != QuoteSubmitted && q.Status != "" {
+func checkQuoteInvariants(f *fields, q *quotes.Quote) {
+	if q.Status != quotes.Draft && q.Status != quotes.Submitted && q.Status != "" {
 		f.bad = append(f.bad, "status")
 	}
 	for name, v := range map[string]int64{"subtotalMinor": q.SubtotalMinor, "discountMinor": q.DiscountMinor, "taxMinor": q.TaxMinor, "totalMinor": q.TotalMinor} {
-		if v < 0 || v > MaxAmountMinor {
+		if v < 0 || v > quotes.MaxAmountMinor {
 			f.bad = append(f.bad, name)
 		}
 	}

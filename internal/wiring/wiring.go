@@ -7,14 +7,16 @@ import (
 	"log/slog"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
+	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
-	"github.com/hashgate/hashgate/internal/sweeper"
 	"github.com/hashgate/hashgate/internal/telemetry"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
@@ -23,10 +25,10 @@ import (
 type Domains struct {
 	Tokens   *tokens.Service
 	Sessions *sessions.Service
-	Quotes   handlers.QuoteService
-	Cases    handlers.CaseService
+	Quotes   *quotes.Service
+	Cases    *cases.Service
 	// Sweeper escalates overdue cases; whoever runs the gateway starts its Run loop.
-	Sweeper *sweeper.Sweeper
+	Sweeper *cases.Sweeper
 }
 
 // Build wires every domain over s with cfg. tel may be nil (no telemetry), log may be nil.
@@ -70,20 +72,25 @@ func Build(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hash
 	if err != nil {
 		return nil, err
 	}
-	quotes, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: cfg.KeyPrefix, TTL: cfg.QuoteTTL,
+	qr, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: cfg.KeyPrefix, TTL: cfg.QuoteTTL,
 		MaxItems: cfg.QuoteMaxItems, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	cases, err := repo.NewCases(s, repo.CaseOptions{Prefix: cfg.KeyPrefix, Hasher: h,
+	cr, err := repo.NewCases(s, repo.CaseOptions{Prefix: cfg.KeyPrefix, Hasher: h,
 		MaxEscalation: cfg.CaseMaxEscalation, OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL,
 		HistoryMax: cfg.CaseHistoryMax, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	d.Quotes = handlers.NewQuoteService(quotes, idem)
-	d.Cases = handlers.NewCaseService(cases, idem)
-	if d.Sweeper, err = sweeper.New(cases, cfg.CaseSweepInterval, log, rm); err != nil {
+	once := idempotency.New(idem, log)
+	if d.Quotes, err = quotes.New(qr, once); err != nil {
+		return nil, err
+	}
+	if d.Cases, err = cases.New(cr, once); err != nil {
+		return nil, err
+	}
+	if d.Sweeper, err = cases.NewSweeper(cr, cfg.CaseSweepInterval, log, rm); err != nil {
 		return nil, err
 	}
 	return &d, nil

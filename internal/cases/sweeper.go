@@ -1,45 +1,50 @@
-// Package sweeper escalates overdue escalation cases by themselves. Every gateway replica runs
+// The sweeper escalates overdue escalation cases by themselves. Every gateway replica runs
 // one Sweeper; they need no coordination: each tick reads the tenants' due indexes and asks the
-// case_auto_escalate script to escalate each overdue case, and that script re-checks — in one
-// atomic step on the case's own keys — that the case is still OPEN, due by the Redis server's
-// clock and never auto-escalated. However many sweepers race, each case is escalated once.
+// store to escalate each overdue case, and the store's script re-checks — in one atomic step on
+// the case's own keys — that the case is still OPEN, due by the Redis server's clock and never
+// auto-escalated. However many sweepers race, each case is escalated once.
 //
 // Finding the due indexes on a cluster: a due index lives in its tenant's slot, so a sweeper
 // cannot list them with one command. Instead tenants register their tag in one small global
 // registry key when a case is created or reopened (see repo.Cases.SweepTenants). That is a
 // single key, works unchanged on every topology, and is bounded and expiring.
-package sweeper
+
+package cases
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
-
-	"github.com/hashgate/hashgate/internal/repo"
 )
 
-// Cases is what the sweeper needs from the case repository (*repo.Cases implements it).
-type Cases interface {
+// DueStore is what the sweeper needs from the case store (*repo.Cases implements it).
+// AutoEscalate answers AutoCorrupt with its error for a case it cannot read.
+type DueStore interface {
 	SweepTenants(ctx context.Context) ([]string, time.Time, error)
 	DueCases(ctx context.Context, tenantTag string, now time.Time, limit int) ([]string, error)
-	AutoEscalate(ctx context.Context, caseID string) (repo.AutoOutcome, error)
+	AutoEscalate(ctx context.Context, caseID string) (AutoOutcome, error)
 	Undue(ctx context.Context, tenantTag string, caseIDs ...string) error
 }
 
-// Defaults.
+// Events counts domain events (*repo.Metrics implements it).
+type Events interface {
+	Event(ctx context.Context, object, event string)
+}
+
+type noEvents struct{}
+
+func (noEvents) Event(context.Context, string, string) {}
+
+// Sweeper defaults.
 const (
-	DefaultInterval = 10 * time.Second
-	// DefaultBatch is how many due cases one tenant query returns.
-	DefaultBatch = 100
+	DefaultSweepInterval = 10 * time.Second
+	// DefaultSweepBatch is how many due cases one tenant query returns.
+	DefaultSweepBatch = 100
 	// maxBatchesPerTenant bounds one tick's work per tenant; the rest waits for the next tick.
 	maxBatchesPerTenant = 10
 )
-
-// ErrBadOptions reports an unusable option.
-var ErrBadOptions = errors.New("sweeper: bad options")
 
 // Stats counts one sweep's outcomes.
 type Stats struct {
@@ -52,28 +57,31 @@ type Stats struct {
 
 // Sweeper periodically escalates overdue OPEN cases.
 type Sweeper struct {
-	cases    Cases
+	cases    DueStore
 	interval time.Duration
 	batch    int
 	log      *slog.Logger
-	m        *repo.Metrics
+	m        Events
 }
 
-// New returns a sweeper over cases running every interval (default 10 s).
-func New(cases Cases, interval time.Duration, log *slog.Logger, m *repo.Metrics) (*Sweeper, error) {
+// NewSweeper returns a sweeper over cases running every interval (default 10 s); m may be nil.
+func NewSweeper(cases DueStore, interval time.Duration, log *slog.Logger, m Events) (*Sweeper, error) {
 	if cases == nil {
-		return nil, fmt.Errorf("%w: no case repository", ErrBadOptions)
+		return nil, fmt.Errorf("%w: no case store", ErrConfig)
 	}
 	if interval == 0 {
-		interval = DefaultInterval
+		interval = DefaultSweepInterval
 	}
 	if interval < 10*time.Millisecond {
-		return nil, fmt.Errorf("%w: interval %s is under 10ms", ErrBadOptions, interval)
+		return nil, fmt.Errorf("%w: sweep interval %s is under 10ms", ErrConfig, interval)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{cases: cases, interval: interval, batch: DefaultBatch, log: log, m: m}, nil
+	if m == nil {
+		m = noEvents{}
+	}
+	return &Sweeper{cases: cases, interval: interval, batch: DefaultSweepBatch, log: log, m: m}, nil
 }
 
 // Run sweeps every interval (with ±10% jitter, so replicas spread out) until ctx is done.
@@ -135,7 +143,7 @@ func (s *Sweeper) sweepTenant(ctx context.Context, tag string, now time.Time, st
 		for _, id := range ids {
 			o, err := s.cases.AutoEscalate(ctx, id)
 			switch {
-			case errors.Is(err, repo.ErrCorrupt):
+			case o == AutoCorrupt:
 				st.Errors++
 				done = append(done, id) // refused and logged by the repository; do not retry it forever
 				continue
@@ -145,10 +153,10 @@ func (s *Sweeper) sweepTenant(ctx context.Context, tag string, now time.Time, st
 				continue
 			}
 			switch o {
-			case repo.AutoEscalated:
+			case AutoEscalated:
 				st.Escalated++
 				s.m.Event(ctx, "case", "sweeper_escalation")
-			case repo.AutoNotDue:
+			case AutoNotDue:
 				st.NotDue++
 			default:
 				st.Skipped++

@@ -1,4 +1,4 @@
-package sweeper
+package cases_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
@@ -30,19 +31,19 @@ func newCases(t *testing.T, s *store.Store, prefix string) *repo.Cases {
 
 func create(t *testing.T, c *repo.Cases, tenant string, due time.Time) string {
 	t.Helper()
-	k, err := c.Create(context.Background(), repo.NewCase{Tenant: tenant, SubjectRef: "order/1", AssignedTeam: "ops", DueAt: due, Reason: "r", Actor: "svc"})
+	k, err := c.Create(context.Background(), cases.NewCase{Tenant: tenant, SubjectRef: "order/1", AssignedTeam: "ops", DueAt: due, Reason: "r", Actor: "svc"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k.ID
 }
 
-func TestNewValidates(t *testing.T) {
+func TestNewSweeperValidates(t *testing.T) {
 	t.Parallel()
-	if _, err := New(nil, time.Second, nil, nil); !errors.Is(err, ErrBadOptions) {
+	if _, err := cases.NewSweeper(nil, time.Second, nil, nil); !errors.Is(err, cases.ErrConfig) {
 		t.Fatalf("nil cases: %v", err)
 	}
-	if _, err := New(&repo.Cases{}, time.Nanosecond, nil, nil); !errors.Is(err, ErrBadOptions) {
+	if _, err := cases.NewSweeper(&repo.Cases{}, time.Nanosecond, nil, nil); !errors.Is(err, cases.ErrConfig) {
 		t.Fatalf("tiny interval: %v", err)
 	}
 }
@@ -63,19 +64,19 @@ func TestRacingSweepersEscalateOnce(t *testing.T) {
 			}
 			notDue = append(notDue, create(t, c, tenant, time.Now().Add(time.Hour)))
 		}
-		sweepers := make([]*Sweeper, 2)
+		sweepers := make([]*cases.Sweeper, 2)
 		for i := range sweepers {
-			sw, err := New(c, time.Second, nil, nil)
+			sw, err := cases.NewSweeper(c, time.Second, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sw.batch = 4 // several batches per tenant
+			cases.SetBatch(sw, 4) // several batches per tenant
 			sweepers[i] = sw
 		}
 		var (
 			wg    sync.WaitGroup
 			mu    sync.Mutex
-			total Stats
+			total cases.Stats
 		)
 		for _, sw := range sweepers {
 			wg.Go(func() {
@@ -98,7 +99,7 @@ func TestRacingSweepersEscalateOnce(t *testing.T) {
 		for tenant, ids := range tenants {
 			for _, id := range ids {
 				k, err := c.Get(ctx, tenant, id)
-				if err != nil || k.Status != repo.CaseEscalated || k.EscalationLevel != 1 || k.LastTransitionReason != repo.AutoEscalationCause {
+				if err != nil || k.Status != cases.Escalated || k.EscalationLevel != 1 || k.LastTransitionReason != cases.AutoEscalationCause {
 					t.Fatalf("case %s: %+v %v", id, k, err)
 				}
 				h, err := c.History(ctx, tenant, id)
@@ -121,7 +122,7 @@ func TestRacingSweepersEscalateOnce(t *testing.T) {
 		}
 		for i, id := range notDue {
 			k, err := c.Get(ctx, fmt.Sprintf("tenant-%d", i), id)
-			if err != nil || k.Status != repo.CaseOpen {
+			if err != nil || k.Status != cases.Open {
 				t.Fatalf("not-due case touched: %+v %v", k, err)
 			}
 		}
@@ -135,7 +136,7 @@ func TestRunEscalatesInTheBackground(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		c := newCases(t, s, prefix)
 		id := create(t, c, "acme", time.Now().Add(-time.Second))
-		sw, err := New(c, 20*time.Millisecond, nil, nil)
+		sw, err := cases.NewSweeper(c, 20*time.Millisecond, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,7 @@ func TestRunEscalatesInTheBackground(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			k, err := c.Get(context.Background(), "acme", id)
-			if err == nil && k.Status == repo.CaseEscalated {
+			if err == nil && k.Status == cases.Escalated {
 				break
 			}
 			if time.Now().After(deadline) {

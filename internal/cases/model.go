@@ -1,0 +1,91 @@
+package cases
+
+import (
+	"time"
+
+	"github.com/hashgate/hashgate/internal/auth"
+)
+
+// Case statuses and the reason and actor an auto-escalation records.
+const (
+	Open                = "OPEN"
+	Escalated           = "ESCALATED"
+	Resolved            = "RESOLVED"
+	AutoEscalationCause = "AUTO_ESCALATION"
+	SweeperActor        = "sweeper"
+)
+
+// Case is an escalation case.
+type Case struct {
+	ID                   string
+	Tenant               string
+	SubjectRef           string
+	Status               string
+	AssignedTeam         string
+	EscalationLevel      int
+	DueAt                time.Time
+	StateVersion         int64
+	LastTransitionAt     time.Time // zero for a v1 case never transitioned since
+	LastTransitionReason string
+	ResolvedAt           time.Time // zero unless RESOLVED
+	AutoEscalatedAt      time.Time // zero until the sweeper escalated it
+	SchemaVersion        int
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
+// Event is one entry of a case's history.
+type Event struct {
+	At              time.Time
+	Transition      string // create, escalate, assign, resolve, reopen, auto_escalate
+	FromStatus      string
+	ToStatus        string
+	EscalationLevel int
+	AssignedTeam    string
+	Reason          string
+	Actor           string
+	StateVersion    int64
+}
+
+// NewCase is what Create needs. ID is optional: an idempotent create passes the id it planned
+// when it claimed the Idempotency-Key, so a retry after a crash lands on the same case.
+type NewCase struct {
+	ID           string
+	Tenant       string
+	SubjectRef   string
+	AssignedTeam string
+	DueAt        time.Time
+	Reason       string
+	Actor        string
+}
+
+// Change is one requested transition. IfMatch < 0 means no If-Match was sent.
+type Change struct {
+	Tenant       string
+	ID           string
+	IfMatch      int64
+	Reason       string
+	Actor        string
+	AssignedTeam string // assign only
+}
+
+// AutoOutcome is what one auto-escalation attempt found.
+type AutoOutcome string
+
+// Auto-escalation outcomes.
+const (
+	AutoEscalated AutoOutcome = "escalated"
+	AutoNotDue    AutoOutcome = "not_due"
+	AutoNotOpen   AutoOutcome = "not_open"
+	AutoAlready   AutoOutcome = "already"
+	AutoAtMax     AutoOutcome = "at_max"
+	AutoGone      AutoOutcome = "gone"
+	// AutoCorrupt comes with an error: the case is unreadable, refused and logged by the store.
+	AutoCorrupt AutoOutcome = "corrupt"
+)
+
+// Final reports whether the case can leave the due index after this outcome.
+func (o AutoOutcome) Final() bool { return o != AutoNotDue }
+
+// NewID returns a fresh, time-ordered case id.
+func NewID() string { return "c_" + auth.NewTokenID(time.Now()) }

@@ -1,0 +1,48 @@
+package handlers
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
+)
+
+// callerPrincipal is the authenticated caller, who must belong to a tenant.
+func callerPrincipal(ctx context.Context) (*auth.Principal, error) {
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok || p.Tenant == "" {
+		return nil, apperr.New(apperr.Unauthenticated, "The credentials carry no tenant.")
+	}
+	return p, nil
+}
+
+// noStore is the Cache-Control of every answer that carries a token or a code.
+var noStore = "no-store"
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func notWired(what string) error {
+	return apperr.Newf(apperr.NotImplemented, "%s are not configured on this gateway.", what)
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func stringOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,108 @@
+// Package quotes is the quote-draft domain: its model (a draft, its line items, its totals),
+// the rules a draft's fields and amounts obey, and the service the HTTP operations call. The
+// drafts are kept by a Store (internal/repo implements it) whose scripts recompute the totals
+// and compare versions atomically.
+package quotes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/idempotency"
+)
+
+// Store keeps quote drafts (*repo.Quotes implements it). Writes compare ifMatch with the
+// draft's stateVersion (AnyVersion: whatever it is) and answer the draft as written.
+type Store interface {
+	Create(ctx context.Context, in NewQuote) (*Quote, error)
+	Get(ctx context.Context, tenant, id string) (*Quote, error)
+	Items(ctx context.Context, tenant, id string) ([]Item, *Quote, error)
+	Patch(ctx context.Context, tenant, id string, ifMatch int64, p Patch) (*Quote, error)
+	PutItem(ctx context.Context, tenant, id string, ifMatch int64, it Item) (*Quote, error)
+	DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*Quote, error)
+	Submit(ctx context.Context, tenant, id string, ifMatch int64) (*Quote, error)
+	Delete(ctx context.Context, tenant, id string) error
+}
+
+// ErrConfig reports a bad New argument.
+var ErrConfig = errors.New("quotes: bad configuration")
+
+// Service opens, reads, changes and submits quote drafts. It is safe for concurrent use.
+type Service struct {
+	store Store
+	once  *idempotency.Service
+}
+
+// New returns the service over store; once runs idempotent creates.
+func New(store Store, once *idempotency.Service) (*Service, error) {
+	if store == nil || once == nil {
+		return nil, fmt.Errorf("%w: quotes need a store and an idempotency service", ErrConfig)
+	}
+	return &Service{store: store, once: once}, nil
+}
+
+// Create opens a DRAFT with zero totals. With an Idempotency-Key a retry replays the first
+// response; render makes that response from the new draft.
+func (s *Service) Create(ctx context.Context, in NewQuote, key idempotency.Key,
+	render func(*Quote) (idempotency.Response, error)) (idempotency.Result, error) {
+	return s.once.Do(ctx, "createQuote", in.Tenant, key, NewID(), func(id string) (idempotency.Response, error) {
+		in.ID = id
+		if err := validateNew(in); err != nil {
+			return idempotency.Response{}, err
+		}
+		q, err := s.store.Create(ctx, in)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		return render(q)
+	})
+}
+
+// Get returns the tenant's draft (NotFound for another tenant's).
+func (s *Service) Get(ctx context.Context, tenant, id string) (*Quote, error) {
+	return s.store.Get(ctx, tenant, id)
+}
+
+// Items returns the draft's line items ordered by item id, with the draft they belong to.
+func (s *Service) Items(ctx context.Context, tenant, id string) ([]Item, *Quote, error) {
+	return s.store.Items(ctx, tenant, id)
+}
+
+// Patch merge-patches the draft at stateVersion ifMatch.
+func (s *Service) Patch(ctx context.Context, tenant, id string, ifMatch int64, p Patch) (*Quote, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
+	}
+	if err := validatePatch(p); err != nil {
+		return nil, err
+	}
+	return s.store.Patch(ctx, tenant, id, ifMatch, p)
+}
+
+// PutItem adds or replaces a line item at stateVersion ifMatch; the totals are recomputed.
+func (s *Service) PutItem(ctx context.Context, tenant, id string, ifMatch int64, it Item) (*Quote, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("quote item put: %w", apperr.NotFound)
+	}
+	if err := validateItem(it); err != nil {
+		return nil, err
+	}
+	return s.store.PutItem(ctx, tenant, id, ifMatch, it)
+}
+
+// DeleteItem removes a line item at stateVersion ifMatch; the totals are recomputed.
+func (s *Service) DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*Quote, error) {
+	return s.store.DeleteItem(ctx, tenant, id, itemID, ifMatch)
+}
+
+// Submit moves the draft from DRAFT to SUBMITTED at stateVersion ifMatch.
+func (s *Service) Submit(ctx context.Context, tenant, id string, ifMatch int64) (*Quote, error) {
+	return s.store.Submit(ctx, tenant, id, ifMatch)
+}
+
+// Delete removes the tenant's draft and its items; unknown ids answer nil (DELETE is idempotent).
+func (s *Service) Delete(ctx context.Context, tenant, id string) error {
+	return s.store.Delete(ctx, tenant, id)
+}
