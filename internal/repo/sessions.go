@@ -343,37 +343,46 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch rep.word(0) {
-		case "ok":
-			if len(rep) < 4 {
-				return nil, r.unexpected(ctx, "session_create")
+		switch rep.Code() {
+		case CodeOK: // {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <evicted idPart>...}
+			d := rep.Reader()
+			now, ttl, abs := d.Int(0), d.Int(1), d.Int(2)
+			if err := d.Err(); err != nil {
+				return nil, r.badReply(ctx, "session_create", err)
 			}
-			now, ttl, abs := rep.int(1), rep.int(2), rep.int(3)
-			r.evicted(ctx, n.Ref.Tag, rep[4:])
+			evicted, err := rep.Strs(3)
+			if err != nil {
+				return nil, r.badReply(ctx, "session_create", err)
+			}
+			r.evicted(ctx, n.Ref.Tag, evicted)
 			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
 			return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
 				LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
 				SchemaVersion: SchemaVersion}, nil
-		case "members":
-			candidates = candidates[:0]
-			for i := 2; i < len(rep); i++ {
-				if p, ok := rep.str(i); ok {
-					candidates = append(candidates, p)
-				}
+		case CodeRetry: // {'RETRY', members, <idPart>...}: at the cap, call again naming them
+			if _, err := rep.Int(0); err != nil {
+				return nil, r.badReply(ctx, "session_create", err)
+			}
+			if candidates, err = rep.Strs(1); err != nil {
+				return nil, r.badReply(ctx, "session_create", err)
 			}
 			if len(candidates) == 0 { // a full index answers its members; anything else is a bug
-				return nil, r.unexpected(ctx, "session_create")
+				return nil, r.badReply(ctx, "session_create", rep.Unexpected())
 			}
-		case "full":
+		case CodeBound: // {'BOUND', live members}: the refuse policy
+			live, err := rep.Int(0)
+			if err != nil {
+				return nil, r.badReply(ctx, "session_create", err)
+			}
 			r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
 			return nil, apperr.Newf(apperr.SessionLimit,
-				"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", rep.int(1))
-		case "exists":
+				"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", live)
+		case CodeExists:
 			r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
-			return nil, fmt.Errorf("session create %s: id collision", n.Ref.ID())
+			return nil, fmt.Errorf("session create %s: id collision: %w", n.Ref.ID(), rep.Err(""))
 		default:
-			return nil, r.unexpected(ctx, "session_create")
+			return nil, r.badReply(ctx, "session_create", rep.Unexpected())
 		}
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "create", "contended")
@@ -386,13 +395,9 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 const sessCreateAttempts = 8
 
 // evicted marks and counts the sessions a create evicted (their id parts, from its reply).
-func (r *Sessions) evicted(ctx context.Context, tag string, parts []rueidis.RedisMessage) {
+func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) {
 	now := r.now()
-	for i := range parts {
-		p, ok := sessReply(parts).str(i)
-		if !ok {
-			continue
-		}
+	for _, p := range parts {
 		// This gateway's cached copy may predate the eviction for the moment its push takes.
 		r.written.mark(SessionRef{Tag: tag, Part: p}, now)
 		r.o.Metrics.Transition(ctx, sessObject, "evict", "lru")
@@ -448,7 +453,10 @@ func (r *Sessions) Get(ctx context.Context, ref SessionRef, tenant string) (*Ses
 	if err != nil {
 		return nil, redisErr("session get", err)
 	}
-	m, size := sessReply(vals).fields(0, sessViewFields)
+	m, size, err := sessFields(vals, sessViewFields)
+	if err != nil {
+		return nil, fmt.Errorf("session get: %w", err)
+	}
 	if len(m) == 0 || pttl == -2 {
 		r.o.Metrics.Read(ctx, sessObject, Missing)
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
@@ -571,31 +579,33 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 	if err != nil {
 		return nil, err
 	}
-	switch rep.word(0) {
-	case "ok":
-	case "missing":
+	switch rep.Code() {
+	case CodeOK:
+	case CodeNotFound:
 		r.o.Metrics.Transition(ctx, sessObject, "rotate", "missing")
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
-	case "exists":
-		return nil, fmt.Errorf("session rotate %s: id collision", ref.ID())
+	case CodeExists:
+		return nil, fmt.Errorf("session rotate %s: id collision: %w", ref.ID(), rep.Err(""))
 	default:
-		return nil, r.unexpected(ctx, "session_rotate")
+		return nil, r.badReply(ctx, "session_rotate", rep.Unexpected())
 	}
-	if len(rep) != 7 {
-		return nil, r.unexpected(ctx, "session_rotate")
-	}
-	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
-	now, pttl := rep.int(1), rep.int(2)
-	status, ok := rep.str(3)
+	// {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+	d := rep.Reader()
+	now, pttl := d.Int(0), d.Int(1)
+	status, ok := d.OptStr(2)
 	if !ok { // written only once it differs from its default
 		status = SessionActive
 	}
-	level, ok := rep.str(4)
+	level, ok := d.OptStr(3)
 	if !ok {
 		level = LevelBasic
 	}
-	created, _ := rep.str(5)
-	abs, _ := rep.str(6)
+	created, _ := d.OptStr(4)
+	abs, _ := d.OptStr(5)
+	if err := cmp.Or(rep.Want(6), d.Err()); err != nil {
+		return nil, r.badReply(ctx, "session_rotate", err)
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
 	s := &Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
 		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), SchemaVersion: SchemaVersion}
 	s.IdleExpiresAt = s.AbsoluteExpiresAt
@@ -609,13 +619,25 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 // whether a live session was deleted; another tenant's session is left alone (false).
 func (r *Sessions) Revoke(ctx context.Context, ref SessionRef, tenant string) (bool, error) {
 	r.written.mark(ref, r.now())
-	n, err := scriptSessionRevoke.Exec(ctx, r.client,
-		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part}).AsInt64()
+	rep, err := r.run(ctx, "session_revoke", scriptSessionRevoke,
+		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
 	if err != nil {
-		return false, r.scriptErr(ctx, "session_revoke", err)
+		return false, err
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "revoke", map[int64]string{1: "ok", 0: "gone", -1: "other_tenant"}[n])
-	return n == 1, nil
+	outcome := "other_tenant"
+	switch rep.Code() {
+	case CodeOK: // {'OK', 1} revoked | {'OK', 0} already gone
+		n, err := rep.Int(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil || n != 0 && n != 1 {
+			return false, r.badReply(ctx, "session_revoke", cmp.Or(err, rep.Unexpected()))
+		}
+		outcome = map[int64]string{1: "ok", 0: "gone"}[n]
+	case CodeNotFound: // another tenant's session, untouched
+	default:
+		return false, r.badReply(ctx, "session_revoke", rep.Unexpected())
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "revoke", outcome)
+	return outcome == "ok", nil
 }
 
 // MFAChallenge is an MFA challenge to store: only the HMAC of its code.
@@ -640,15 +662,19 @@ func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Tim
 	if err != nil {
 		return time.Time{}, err
 	}
-	switch rep.word(0) {
-	case "ok":
+	switch rep.Code() {
+	case CodeOK: // {'OK', nowMs, expiresAtMs}
+		exp, err := rep.Int(1)
+		if err = cmp.Or(rep.Want(2), err); err != nil {
+			return time.Time{}, r.badReply(ctx, "session_challenge", err)
+		}
 		r.o.Metrics.Transition(ctx, sessObject, "mfa_challenge", "ok")
-		return sessTime(rep.int(2)), nil
-	case "missing":
+		return sessTime(exp), nil
+	case CodeNotFound:
 		r.o.Metrics.Transition(ctx, sessObject, "mfa_challenge", "missing")
 		return time.Time{}, fmt.Errorf("session %s: %w", c.Ref.ID(), apperr.NotFound)
 	}
-	return time.Time{}, r.unexpected(ctx, "session_challenge")
+	return time.Time{}, r.badReply(ctx, "session_challenge", rep.Unexpected())
 }
 
 // MFAVerification is one MFA verification attempt; on success the session moves to Next.
@@ -702,37 +728,44 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	if err != nil {
 		return nil, err
 	}
-	word := rep.word(0)
-	switch word {
-	case "missing":
+	// Every attempt that reached the counter answers its count and reset first.
+	want := map[Code]int{CodeLimited: 2, CodeNoChallenge: 3, CodeWrongCode: 3, CodeOK: 5}
+	switch rep.Code() {
+	case CodeNotFound:
 		r.o.Metrics.Transition(ctx, sessObject, "mfa_verify", "missing")
 		return nil, fmt.Errorf("session %s: %w", v.Ref.ID(), apperr.NotFound)
-	case "exists":
-		return nil, fmt.Errorf("session verify %s: id collision", v.Ref.ID())
-	case "limited", "gone", "wrong", "ok":
+	case CodeExists:
+		return nil, fmt.Errorf("session verify %s: id collision: %w", v.Ref.ID(), rep.Err(""))
+	case CodeLimited, CodeNoChallenge, CodeWrongCode, CodeOK:
 	default:
-		return nil, r.unexpected(ctx, "session_verify")
+		return nil, r.badReply(ctx, "session_verify", rep.Unexpected())
 	}
-	if len(rep) < 3 {
-		return nil, r.unexpected(ctx, "session_verify")
+	d := rep.Reader()
+	count, reset := d.Int(0), d.Int(1)
+	var arg int64 // hadChallenge, failedMfaAttempts
+	if rep.Code() == CodeNoChallenge || rep.Code() == CodeWrongCode {
+		arg = d.Int(2)
 	}
-	res := &VerifyResult{Limit: ratelimit.Decision{Policy: p, Allowed: word != "limited", Count: int(rep.int(1)),
-		Reset: time.Duration(rep.int(2)) * time.Millisecond}}
-	switch word {
-	case "limited":
+	if err := cmp.Or(rep.Want(want[rep.Code()]), d.Err()); err != nil {
+		return nil, r.badReply(ctx, "session_verify", err)
+	}
+	res := &VerifyResult{Limit: ratelimit.Decision{Policy: p, Allowed: rep.Code() != CodeLimited, Count: int(count),
+		Reset: time.Duration(reset) * time.Millisecond}}
+	switch rep.Code() {
+	case CodeLimited:
 		res.Outcome = VerifyLimited
-	case "gone":
+	case CodeNoChallenge:
 		res.Outcome = VerifyNoChallenge
-		if rep.int(3) == 1 {
+		if arg == 1 {
 			r.o.Metrics.Read(ctx, sessObject, ExpiredChallenge)
 		}
-	case "wrong":
-		res.Outcome, res.FailedAttempts = VerifyWrongCode, rep.int(3)
-	case "ok":
-		if len(rep) != 6 {
-			return nil, r.unexpected(ctx, "session_verify")
+	case CodeWrongCode:
+		res.Outcome, res.FailedAttempts = VerifyWrongCode, arg
+	case CodeOK:
+		now, pttl, abs := d.Int(2), d.Int(3), d.Int(4)
+		if err := d.Err(); err != nil {
+			return nil, r.badReply(ctx, "session_verify", err)
 		}
-		now, pttl, abs := rep.int(3), rep.int(4), rep.int(5)
 		res.Outcome = VerifyOK
 		res.Session = &Session{Ref: v.Next, TenantID: v.Tenant, Status: SessionMFAVerified, AuthLevel: LevelMFA,
 			MFAVerifiedAt: sessTime(now), UpdatedAt: sessTime(now), LastRotatedAt: sessTime(now),
@@ -767,16 +800,15 @@ func (r *Sessions) corrupt(ctx context.Context, ref SessionRef, f *fields, err e
 	return fmt.Errorf("session %s: %w", ref.ID(), err)
 }
 
-// run executes a script whose reply is an array and checks it is one.
-func (r *Sessions) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (sessReply, error) {
-	arr, err := l.Exec(ctx, r.client, keys, args).ToArray()
+// run executes a session script and decodes its reply (reply.go). A driver failure is
+// classified by scriptErr; a reply that breaks its script's declared shape is counted as a
+// script error.
+func (r *Sessions) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	rep, err := callScript(ctx, r.client, name, l, keys, args)
 	if err != nil {
-		return nil, r.scriptErr(ctx, name, err)
+		return Reply{}, r.scriptErr(ctx, name, err)
 	}
-	if len(arr) == 0 {
-		return nil, r.unexpected(ctx, name)
-	}
-	return sessReply(arr), nil
+	return rep, nil
 }
 
 // scriptErr classifies a script failure: connectivity → unavailable; anything else is a Lua
@@ -801,50 +833,33 @@ func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
 	return redisErr(op, err)
 }
 
-func (r *Sessions) unexpected(ctx context.Context, name string) error {
+// badReply counts a reply of the wrong shape (err wraps ErrReply) as a script error.
+func (r *Sessions) badReply(ctx context.Context, name string, err error) error {
 	r.o.Metrics.ScriptError(ctx, name)
-	return fmt.Errorf("%s: unexpected script reply", name)
+	return err
 }
 
-// sessReply is a script's array reply with lenient accessors; callers check lengths first.
-type sessReply []rueidis.RedisMessage
-
-func (rp sessReply) str(i int) (string, bool) {
-	if i >= len(rp) || rp[i].IsNil() {
-		return "", false
-	}
-	if rp[i].IsInt64() {
-		n, _ := rp[i].AsInt64()
-		return strconv.FormatInt(n, 10), true
-	}
-	s, err := rp[i].ToString()
-	return s, err == nil
-}
-
-func (rp sessReply) word(i int) string { s, _ := rp.str(i); return s }
-
-func (rp sessReply) int(i int) int64 {
-	if i >= len(rp) {
-		return 0
-	}
-	n, _ := rp[i].AsInt64()
-	return n
-}
-
-// fields maps names to the reply's values from position at on, skipping absent ones, and
-// returns the bytes read.
-func (rp sessReply) fields(at int, names []string) (map[string]string, int) {
-	return rp.fill(make(map[string]string, len(names)), at, names)
+// sessFields maps names to vals (one HMGET value each: a string, or nil when the hash does
+// not hold the field), skipping absent ones, and returns the bytes read. A value of another
+// type, or a count other than len(names), wraps ErrReply.
+func sessFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+	return fillFields(make(map[string]string, len(names)), vals, names)
 }
 
 // fieldMaps recycles the maps the hot path decodes a session into (one per request
 // otherwise: a map of 16 strings is the largest allocation of an authorization).
 var fieldMaps = sync.Pool{New: func() any { return make(map[string]string, len(sessAuthFields)) }}
 
-// pooledFields is fields with a recycled map; the caller hands it back with releaseFields once
-// nothing refers to the map any more (the values themselves are the reply's strings).
-func (rp sessReply) pooledFields(at int, names []string) (map[string]string, int) {
-	return rp.fill(fieldMaps.Get().(map[string]string), at, names)
+// pooledFields is sessFields with a recycled map; the caller hands it back with
+// releaseFields once nothing refers to the map any more (the values themselves are the
+// reply's strings). On error the map is already released.
+func pooledFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+	m, size, err := fillFields(fieldMaps.Get().(map[string]string), vals, names)
+	if err != nil {
+		releaseFields(m)
+		return nil, 0, err
+	}
+	return m, size, nil
 }
 
 func releaseFields(m map[string]string) {
@@ -852,15 +867,24 @@ func releaseFields(m map[string]string) {
 	fieldMaps.Put(m)
 }
 
-func (rp sessReply) fill(m map[string]string, at int, names []string) (map[string]string, int) {
+func fillFields(m map[string]string, vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+	if len(vals) != len(names) {
+		return m, 0, fmt.Errorf("%w: %d values for %d fields", ErrReply, len(vals), len(names))
+	}
 	size := 0
 	for i, n := range names {
-		if v, ok := rp.str(at + i); ok {
-			m[n] = v
-			size += len(n) + len(v)
+		v := &vals[i]
+		switch {
+		case v.IsNil():
+		case v.IsString():
+			s, _ := v.ToString()
+			m[n] = s
+			size += len(n) + len(s)
+		default:
+			return m, 0, fmt.Errorf("%w: field %s is not a string", ErrReply, n)
 		}
 	}
-	return m, size
+	return m, size, nil
 }
 
 func sessAtoi(s string) int64 {

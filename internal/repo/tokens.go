@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -331,33 +332,62 @@ func (r *Tokens) Create(ctx context.Context, t Token) error {
 		args[6], args[7] = strconv.Itoa(r.maxLineage), parentRoot
 		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1))
 	}
-	n, err := scriptTokenCreate.Exec(ctx, r.c, keys, append(args, fields...)).AsInt64()
+	rep, err := r.run(ctx, "token_create", scriptTokenCreate, keys, append(args, fields...))
 	if err != nil {
-		r.metrics.ScriptError(ctx, "token_create")
-		return redisErr("token create", err)
+		return err
 	}
-	switch {
-	case n > 0:
+	switch rep.Code() {
+	case CodeOK: // {'OK', hash TTL in ms}
+		ttl, err := rep.Int(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil || ttl <= 0 {
+			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
+		}
 		r.metrics.Transition(ctx, tokenObj, "create", "ok")
 		return nil
-	case n == -1:
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExpired)
-	case n == -2:
-		r.metrics.Transition(ctx, tokenObj, "create", "index_full")
-		return fmt.Errorf("tenant index: %w", ErrTokensFull)
-	case n == -3:
-		r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenLineageFull)
-	case n == -4 || n == -7:
+	case CodeBound: // {'BOUND', 'index' | 'lineage'}
+		which, err := rep.Str(0)
+		switch {
+		case rep.Want(1) == nil && err == nil && which == "index":
+			r.metrics.Transition(ctx, tokenObj, "create", "index_full")
+			return fmt.Errorf("tenant index: %w", ErrTokensFull)
+		case rep.Want(1) == nil && err == nil && which == "lineage":
+			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
+			return fmt.Errorf("token %s: %w", t.ID, ErrTokenLineageFull)
+		}
+		return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
+	case CodeIssuerGone: // {'ISSUER_GONE', 'not_live' | 'lineage_changed'}
+		why, err := rep.Str(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil || why != "not_live" && why != "lineage_changed" {
+			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
+		}
 		r.metrics.Transition(ctx, tokenObj, "create", "issuer_gone")
 		return fmt.Errorf("token %s issuer %s: %w", t.ID, t.ParentID, ErrTokenIssuerGone)
-	case n == -5:
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenOutlivesIssuer)
-	case n == -6:
+	case CodeExists:
 		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExists)
+	case CodeExpired, CodeOutlivesIssuer:
+		if err := rep.Want(0); err != nil {
+			return r.badReply(ctx, "token_create", err)
+		}
+		return rep.Err("token " + t.ID)
 	}
-	r.metrics.ScriptError(ctx, "token_create")
-	return fmt.Errorf("token create: unexpected reply %d", n)
+	return r.badReply(ctx, "token_create", rep.Unexpected())
+}
+
+// run executes a token script and decodes its reply (reply.go); a failure is counted as a
+// script error and classified (connectivity → store.ErrUnavailable).
+func (r *Tokens) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	rep, err := callScript(ctx, r.c, name, l, keys, args)
+	if err != nil {
+		r.metrics.ScriptError(ctx, name)
+		return Reply{}, redisErr(strings.ReplaceAll(name, "_", " "), err)
+	}
+	return rep, nil
+}
+
+// badReply counts a reply of the wrong shape (err wraps ErrReply) as a script error.
+func (r *Tokens) badReply(ctx context.Context, name string, err error) error {
+	r.metrics.ScriptError(ctx, name)
+	return err
 }
 
 // lineage reads an issuer's rootId ("" when it is a root) and depth.
@@ -495,50 +525,29 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 		return TokenState{}, redisErr("token state", err)
 	}
 	st := TokenState{CacheHit: hit}
-	if len(vals) != len(tokenStateFields) {
-		return st, fmt.Errorf("token state: %d values for %d fields", len(vals), len(tokenStateFields))
+	m, _, err := pooledFields(vals, tokenStateFields)
+	if err != nil {
+		return st, fmt.Errorf("token state: %w", err)
 	}
-	var v [5]string
-	present := 0
-	for i := range vals {
-		if s, err := vals[i].ToString(); err == nil {
-			v[i] = s
-			present++
-		}
-	}
-	if present == 0 {
+	defer releaseFields(m)
+	if len(m) == 0 {
 		r.metrics.Read(ctx, tokenObj, Missing)
 		return st, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
-	var bad []string
-	switch v[0] {
+	f := fields{m: m}
+	switch m["revoked"] {
 	case "1":
 		st.Revoked = true
 	case "0":
 	default:
-		bad = append(bad, "revoked")
+		f.bad = append(f.bad, "revoked")
 	}
-	if st.ExpiresAtMs, err = strconv.ParseInt(v[1], 10, 64); err != nil {
-		bad = append(bad, "expiresAtMs")
-	}
-	if st.Tenant = v[2]; st.Tenant == "" {
-		bad = append(bad, "tenantId")
-	}
-	if st.Scope = v[3]; st.Scope == "" {
-		bad = append(bad, "scopes")
-	}
-	o := Found
-	switch v[4] {
-	case schemaCurrent:
-	case schemaPrevious:
-		o = OldSchema
-	default:
-		bad = append(bad, "schemaVersion")
-	}
-	if len(bad) > 0 {
+	st.ExpiresAtMs, st.Tenant, st.Scope = f.int64("expiresAtMs"), f.str("tenantId"), f.str("scopes")
+	o := f.schema()
+	if o == Corrupt {
 		r.metrics.Read(ctx, tokenObj, Corrupt)
-		r.logCorrupt(ctx, bad)
-		return TokenState{}, fmt.Errorf("%w: token hash has missing or malformed fields %v", ErrCorrupt, bad)
+		r.logCorrupt(ctx, f.bad)
+		return TokenState{}, f.err(tokenObj)
 	}
 	r.metrics.Read(ctx, tokenObj, o)
 	return st, nil
@@ -573,33 +582,35 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 			keys = append(keys, r.kidsKey(tag, d))
 		}
 		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
-		reply, err := scriptTokenRevoke.Exec(ctx, r.c, keys, args).AsStrSlice()
+		rep, err := r.run(ctx, "token_revoke", scriptTokenRevoke, keys, args)
 		if err != nil {
-			r.metrics.ScriptError(ctx, "token_revoke")
-			return TokenRevokeUnknown, nil, redisErr("token revoke", err)
+			return TokenRevokeUnknown, nil, err
 		}
-		if len(reply) == 0 {
-			r.metrics.ScriptError(ctx, "token_revoke")
-			return TokenRevokeUnknown, nil, errors.New("token revoke: empty reply")
+		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY_REVOKED'} | {'RETRY'}
+		revoked, err := rep.Strs(0)
+		if err == nil && rep.Code() != CodeOK {
+			err = rep.Want(0)
+		}
+		if err != nil {
+			return TokenRevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
 		}
 		var res TokenRevokeResult
-		switch reply[0] {
-		case "retry":
+		switch rep.Code() {
+		case CodeRetry:
 			continue
-		case "unknown":
+		case CodeNotFound:
 			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
 				return TokenRevokeUnknown, nil, err
 			}
-		case "already":
+		case CodeAlreadyRevoked:
 			res = TokenAlreadyRevoked
-		case "revoked":
+		case CodeOK:
 			res = TokenRevoked
 		default:
-			r.metrics.ScriptError(ctx, "token_revoke")
-			return TokenRevokeUnknown, nil, fmt.Errorf("token revoke: unexpected reply %q", reply[0])
+			return TokenRevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
 		}
 		r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
-		return res, reply[1:], nil
+		return res, revoked, nil
 	}
 	return TokenRevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
 }
@@ -607,21 +618,23 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 // revokeLegacy revokes a token under its legacy key (see legacyKey); unknown and another
 // tenant's alike are TokenRevokeUnknown.
 func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, error) {
-	n, err := scriptTokenRevokeLegacy.Exec(ctx, r.c, []string{r.legacyKey(id)}, []string{tenant, reason}).AsInt64()
+	rep, err := callScript(ctx, r.c, "token_revoke_legacy", scriptTokenRevokeLegacy, []string{r.legacyKey(id)}, []string{tenant, reason})
 	if err != nil {
 		r.metrics.ScriptError(ctx, "token_revoke_legacy")
 		return TokenRevokeUnknown, redisErr("token revoke", err)
 	}
-	switch n {
-	case 0:
+	if err := rep.Want(0); err != nil { // {'OK'} | {'ALREADY_REVOKED'} | {'NOT_FOUND'}
+		return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", err)
+	}
+	switch rep.Code() {
+	case CodeNotFound:
 		return TokenRevokeUnknown, nil
-	case 1:
+	case CodeOK:
 		return TokenRevoked, nil
-	case 2:
+	case CodeAlreadyRevoked:
 		return TokenAlreadyRevoked, nil
 	}
-	r.metrics.ScriptError(ctx, "token_revoke_legacy")
-	return TokenRevokeUnknown, fmt.Errorf("token revoke legacy: unexpected reply %d", n)
+	return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", rep.Unexpected())
 }
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children
@@ -673,11 +686,17 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 		return nil, "", apperr.New(apperr.Validation, "The limit is out of range.")
 	}
 	tag := r.tag(tenant)
-	ids, err := scriptTokenList.Exec(ctx, r.c, r.indexKeys(tag),
-		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(tokenPruneMax)}).AsStrSlice()
+	rep, err := r.run(ctx, "token_list", scriptTokenList, r.indexKeys(tag),
+		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(tokenPruneMax)})
 	if err != nil {
-		r.metrics.ScriptError(ctx, "token_list")
-		return nil, "", redisErr("token list", err)
+		return nil, "", err
+	}
+	ids, err := rep.Strs(0) // {'OK', tokenId...}
+	if err == nil && rep.Code() != CodeOK {
+		err = rep.Unexpected()
+	}
+	if err != nil {
+		return nil, "", r.badReply(ctx, "token_list", err)
 	}
 	next := ""
 	if len(ids) > limit {
