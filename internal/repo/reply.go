@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/rueidis"
 
@@ -260,4 +261,55 @@ func (d *Reader) keep(err error) {
 	if d.err == nil {
 		d.err = err
 	}
+}
+
+// HMGET replies, read as strictly: one value per field asked, each a string or nil.
+
+// hmgetFields maps names to vals (one HMGET value each: a string, or nil when the hash does
+// not hold the field), skipping absent ones, and returns the bytes read. A value of another
+// type, or a count other than len(names), wraps ErrReply.
+func hmgetFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+	return fillFields(make(map[string]string, len(names)), vals, names)
+}
+
+// fieldMaps recycles the maps the hot paths (session authorize, token state) decode a hash
+// into (one per request otherwise: a map of 16 strings is the largest allocation of an
+// authorization).
+var fieldMaps = sync.Pool{New: func() any { return make(map[string]string, len(sessAuthFields)) }}
+
+// pooledFields is hmgetFields with a recycled map; the caller hands it back with
+// releaseFields once nothing refers to the map any more (the values themselves are the
+// reply's strings). On error the map is already released.
+func pooledFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+	m, size, err := fillFields(fieldMaps.Get().(map[string]string), vals, names)
+	if err != nil {
+		releaseFields(m)
+		return nil, 0, err
+	}
+	return m, size, nil
+}
+
+func releaseFields(m map[string]string) {
+	clear(m)
+	fieldMaps.Put(m)
+}
+
+func fillFields(m map[string]string, vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+	if len(vals) != len(names) {
+		return m, 0, fmt.Errorf("%w: %d values for %d fields", ErrReply, len(vals), len(names))
+	}
+	size := 0
+	for i, n := range names {
+		v := &vals[i]
+		switch {
+		case v.IsNil():
+		case v.IsString():
+			s, _ := v.ToString()
+			m[n] = s
+			size += len(n) + len(s)
+		default:
+			return m, 0, fmt.Errorf("%w: field %s is not a string", ErrReply, n)
+		}
+	}
+	return m, size, nil
 }

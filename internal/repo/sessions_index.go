@@ -96,7 +96,7 @@ func (r *Sessions) listed(ctx context.Context, ref SessionRef, res []rueidis.Red
 	if err != nil {
 		return nil, false, redisErr("session list", err)
 	}
-	m, size, err := sessFields(vals, sessViewFields)
+	m, size, err := hmgetFields(vals, sessViewFields)
 	if err != nil {
 		return nil, false, fmt.Errorf("session list: %w", err)
 	}
