@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -160,8 +158,6 @@ type Tokens struct {
 	safety     time.Duration
 	max        int
 	maxLineage int
-	tags       sync.Map // tenant → tag, see tag
-	ntags      atomic.Int64
 	metrics    *Metrics
 	log        *slog.Logger
 }
@@ -219,24 +215,8 @@ func ValidTokenID(id string) bool {
 	return true
 }
 
-// tag is the tenant's hash tag. The per-request check needs it for every token, so tags are
-// memoized (a keyed HMAC per request would cost more than the cached HMGET itself), up to
-// maxTagMemo tenants; past that the rest are computed each time.
-func (r *Tokens) tag(tenant string) string {
-	if v, ok := r.tags.Load(tenant); ok {
-		return v.(string)
-	}
-	t := r.hasher.Tag("tenant", 9, tenant)
-	if r.ntags.Load() < maxTagMemo {
-		if _, loaded := r.tags.LoadOrStore(tenant, t); !loaded {
-			r.ntags.Add(1)
-		}
-	}
-	return t
-}
-
-// maxTagMemo bounds the memoized tenant tags (about 200 B each).
-const maxTagMemo = 4096
+// tag is the tenant's hash tag (keyhash's TenantTag, memoized there).
+func (r *Tokens) tag(tenant string) string { return r.hasher.TenantTag(tenant) }
 
 func (r *Tokens) hashKey(tag, id string) string { return r.keys.Key("token", tag, id) }
 
