@@ -103,8 +103,6 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	if err != nil {
 		return nil, err
 	}
-	// Every attempt that reached the counter answers its count and reset first.
-	want := map[Code]int{CodeLimited: 2, CodeNoChallenge: 3, CodeWrongCode: 3, CodeOK: 5}
 	switch rep.Code() {
 	case CodeNotFound:
 		r.o.Metrics.Transition(ctx, sessObject, "mfa_verify", "missing")
@@ -115,13 +113,20 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	default:
 		return nil, r.badReply(ctx, "session_verify", rep.Unexpected())
 	}
+	// Every attempt that reached the counter answers its count and reset first:
+	// {'LIMITED', count, resetMs} | {'NO_CHALLENGE', count, resetMs, hadChallenge} |
+	// {'WRONG_CODE', count, resetMs, failedMfaAttempts} | {'OK', count, resetMs, nowMs, pttlMs, absMs}
 	d := rep.Reader()
 	count, reset := d.Int(0), d.Int(1)
 	var arg int64 // hadChallenge, failedMfaAttempts
-	if rep.Code() == CodeNoChallenge || rep.Code() == CodeWrongCode {
-		arg = d.Int(2)
+	want := 2
+	switch rep.Code() {
+	case CodeNoChallenge, CodeWrongCode:
+		arg, want = d.Int(2), 3
+	case CodeOK:
+		want = 5
 	}
-	if err := cmp.Or(rep.Want(want[rep.Code()]), d.Err()); err != nil {
+	if err := cmp.Or(rep.Want(want), d.Err()); err != nil {
 		return nil, r.badReply(ctx, "session_verify", err)
 	}
 	res := &VerifyResult{Limit: ratelimit.Decision{Policy: p, Allowed: rep.Code() != CodeLimited, Count: int(count),
