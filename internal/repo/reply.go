@@ -205,14 +205,27 @@ func (r Reply) Strs(from int) ([]string, error) {
 	return out, nil
 }
 
-// Err is the error the code means (codeKinds), wrapped with the script's name and what: nil
-// for CodeOK.
+// Err is the error the code means (codeKinds), wrapped with the script's name and what (may be
+// empty): nil for CodeOK.
 func (r Reply) Err(what string) error {
 	k := codeKinds[r.code]
-	if k == nil {
+	switch {
+	case k == nil:
 		return nil
+	case what == "":
+		return fmt.Errorf("%s: %w", r.script, k)
 	}
 	return fmt.Errorf("%s %s: %w", r.script, what, k)
+}
+
+// bare checks that a reply with one of codes carries no payload.
+func (r Reply) bare(codes ...Code) error {
+	for _, c := range codes {
+		if r.code == c {
+			return r.Want(0)
+		}
+	}
+	return nil
 }
 
 // Unexpected is the error for a code the caller does not accept from this script.

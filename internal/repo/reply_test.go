@@ -99,6 +99,18 @@ func TestReplyIsStrict(t *testing.T) {
 			t.Errorf("reader: %d %q %d %v", n, str, opt, d.Err())
 		}
 
+		// NOT_FOUND with a payload, where a script declares none.
+		rep, err = call("return {'NOT_FOUND', 1}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.bare(CodeNotFound, CodeExists); !errors.Is(err, ErrReply) {
+			t.Errorf("bare NOT_FOUND with a payload: %v", err)
+		}
+		if err := rep.bare(CodeExists); err != nil {
+			t.Errorf("bare on another code: %v", err)
+		}
+
 		// Strs reads the rest when all are strings.
 		rep, err = call("return {'RETRY', 2, 'a', 'b'}")
 		if err != nil {

@@ -117,7 +117,7 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 			}
 		case CodeBound: // {'BOUND', live members}: the refuse policy
 			live, err := rep.Int(0)
-			if err != nil {
+			if err = cmp.Or(rep.Want(1), err); err != nil {
 				return nil, r.badReply(ctx, "session_create", err)
 			}
 			r.o.Metrics.Transition(ctx, sessObject, "create", "bound")

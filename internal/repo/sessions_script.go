@@ -15,11 +15,14 @@ import (
 
 // run executes a session script and decodes its reply (reply.go). A driver failure is
 // classified by scriptErr; a reply that breaks its script's declared shape is counted as a
-// script error.
+// script error. NOT_FOUND and EXISTS carry no payload in any session script.
 func (r *Sessions) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
 	rep, err := callScript(ctx, r.client, name, l, keys, args)
 	if err != nil {
 		return Reply{}, r.scriptErr(ctx, name, err)
+	}
+	if err := rep.bare(CodeNotFound, CodeExists); err != nil {
+		return Reply{}, r.badReply(ctx, name, err)
 	}
 	return rep, nil
 }

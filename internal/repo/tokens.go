@@ -241,12 +241,16 @@ func (r *Tokens) indexKeys(tag string) []string {
 }
 
 // run executes a token script and decodes its reply (reply.go); a failure is counted as a
-// script error and classified (connectivity → store.ErrUnavailable).
+// script error and classified (connectivity → store.ErrUnavailable). NOT_FOUND and EXISTS
+// carry no payload in any token script.
 func (r *Tokens) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
 	rep, err := callScript(ctx, r.c, name, l, keys, args)
 	if err != nil {
 		r.metrics.ScriptError(ctx, name)
 		return Reply{}, redisErr(strings.ReplaceAll(name, "_", " "), err)
+	}
+	if err := rep.bare(CodeNotFound, CodeExists); err != nil {
+		return Reply{}, r.badReply(ctx, name, err)
 	}
 	return rep, nil
 }

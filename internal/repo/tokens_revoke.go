@@ -19,7 +19,7 @@ import (
 // descendants revoked now. Unknown ids, another tenant's included, are a no-op
 // (TokenRevokeUnknown) that writes nothing. The descendants are read first, level by level
 // (at most MaxTokenDepth round trips, at most MaxTokenLineage ids), and the script refuses
-// ('retry') when a token was minted under them meanwhile; the read is then repeated.
+// ('RETRY') when a token was minted under them meanwhile; the read is then repeated.
 func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, []string, error) {
 	if !ValidTokenID(id) {
 		return TokenRevokeUnknown, nil, nil
