@@ -17,8 +17,9 @@ import (
 // is not a string or not in the set, a payload of the wrong length or with a value of the wrong
 // type — is an error wrapping ErrReply, never a panic and never a silent default.
 //
-// The session and token scripts use it; the quote, case and idempotency scripts follow the
-// same convention and move onto it with their own step.
+// The session and token scripts and their callers use it. The quote, case and idempotency
+// scripts already answer codes of the same set (the table covers them); their callers move
+// onto Reply with their own step.
 
 // Code is a script reply's status: the first element of its array.
 type Code string
@@ -49,14 +50,31 @@ const (
 	CodeNoChallenge Code = "NO_CHALLENGE"
 	// CodeWrongCode: the MFA code does not match.
 	CodeWrongCode Code = "WRONG_CODE"
-	// CodeAlreadyRevoked: an earlier revocation stands (its time and reason are kept).
-	CodeAlreadyRevoked Code = "ALREADY_REVOKED"
+	// CodeAlready: the transition was made before (a revocation, an escalation); it stands and
+	// nothing was written.
+	CodeAlready Code = "ALREADY"
 	// CodeExpired: the object's expiry is not in the future by the server's clock.
 	CodeExpired Code = "EXPIRED"
 	// CodeIssuerGone: the issuing token is not live, or its lineage changed since it was read.
 	CodeIssuerGone Code = "ISSUER_GONE"
 	// CodeOutlivesIssuer: the token would expire after its issuer.
 	CodeOutlivesIssuer Code = "OUTLIVES_ISSUER"
+	// CodeItemNotFound: the object exists, the item of it named does not.
+	CodeItemNotFound Code = "ITEM_NOT_FOUND"
+	// CodeOverflow: an amount would exceed its bound (payload names which).
+	CodeOverflow Code = "OVERFLOW"
+	// CodeDiscount: the discount would exceed the subtotal.
+	CodeDiscount Code = "DISCOUNT"
+	// CodeMaxEscalation: the case is at its highest escalation level.
+	CodeMaxEscalation Code = "MAX_ESCALATION"
+	// CodeGone: the object named by an index no longer exists (the index is cleaned).
+	CodeGone Code = "GONE"
+	// CodeNotOpen: the object is not open (an outcome for background transitions).
+	CodeNotOpen Code = "NOT_OPEN"
+	// CodeNotDue: the object's deadline has not come (an outcome for background transitions).
+	CodeNotDue Code = "NOT_DUE"
+	// CodeClaimed: the caller now holds the lease it asked for.
+	CodeClaimed Code = "CLAIMED"
 )
 
 // ErrReply marks a script reply that does not have the shape its script declares.
@@ -67,8 +85,9 @@ var errRetry = errors.New("the keys changed since they were read")
 
 // codeKinds is the one table from reply codes to error kinds: what a reply with that code means
 // when its caller adds nothing more specific (a caller may answer with a narrower kind, e.g.
-// apperr.SessionLimit for a session create's BOUND). CodeOK maps to nil. A code that is not a
-// key here is not a reply code: such a reply is refused with ErrReply.
+// apperr.SessionLimit for a session create's BOUND). Codes that are outcomes rather than
+// refusals (OK, CLAIMED, NOT_DUE) map to nil. A code that is not a key here is not a reply
+// code: such a reply is refused with ErrReply.
 var codeKinds = map[Code]error{
 	CodeOK:             nil,
 	CodeNotFound:       apperr.NotFound,
@@ -81,17 +100,25 @@ var codeKinds = map[Code]error{
 	CodeLimited:        apperr.RateLimited,
 	CodeNoChallenge:    apperr.Gone,
 	CodeWrongCode:      apperr.WrongCode,
-	CodeAlreadyRevoked: ErrAlreadyRevoked,
+	CodeAlready:        ErrAlready,
 	CodeExpired:        ErrTokenExpired,
 	CodeIssuerGone:     ErrTokenIssuerGone,
 	CodeOutlivesIssuer: ErrTokenOutlivesIssuer,
+	CodeItemNotFound:   apperr.NotFound,
+	CodeOverflow:       apperr.BoundExceeded,
+	CodeDiscount:       apperr.Unprocessable,
+	CodeMaxEscalation:  apperr.MaxEscalation,
+	CodeGone:           apperr.NotFound,
+	CodeNotOpen:        apperr.InvalidStatus,
+	CodeNotDue:         nil, // an outcome, not a refusal
+	CodeClaimed:        nil, // an outcome, like OK
 }
 
 // ErrExists: a new object's key is taken already (ids are random: never expected).
 var ErrExists = errors.New("object id already exists")
 
-// ErrAlreadyRevoked: the object was revoked before.
-var ErrAlreadyRevoked = errors.New("already revoked")
+// ErrAlready: the transition was made before.
+var ErrAlready = errors.New("the transition was made before")
 
 // Reply is a script's decoded reply: its code and the payload after it, read through strict
 // accessors (index i is the payload's, 0 being the element right after the code).
@@ -187,6 +214,28 @@ func (r Reply) OptStr(i int) (string, bool, error) {
 		return s, err == nil, err
 	}
 	return "", false, r.shape("%s value %d is not a string", r.code, i)
+}
+
+// StrMap is payload value i as a map: an array of field, value strings (what HGETALL answers
+// inside a script).
+func (r Reply) StrMap(i int) (map[string]string, error) {
+	if i < 0 || i >= len(r.vals) {
+		return nil, r.shape("%s has no value %d", r.code, i)
+	}
+	arr, err := r.vals[i].ToArray()
+	if err != nil || len(arr)%2 != 0 {
+		return nil, r.shape("%s value %d is not an array of pairs", r.code, i)
+	}
+	m := make(map[string]string, len(arr)/2)
+	for j := 0; j < len(arr); j += 2 {
+		if !arr[j].IsString() || !arr[j+1].IsString() {
+			return nil, r.shape("%s value %d holds a pair that is not two strings", r.code, i)
+		}
+		k, _ := arr[j].ToString()
+		v, _ := arr[j+1].ToString()
+		m[k] = v
+	}
+	return m, nil
 }
 
 // Strs is the payload from value i on, every one a string.

@@ -47,7 +47,7 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 		if err != nil {
 			return TokenRevokeUnknown, nil, err
 		}
-		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY_REVOKED'} | {'RETRY'}
+		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY'} | {'RETRY'}
 		revoked, err := rep.Strs(0)
 		if err == nil && rep.Code() != CodeOK {
 			err = rep.Want(0)
@@ -63,7 +63,7 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
 				return TokenRevokeUnknown, nil, err
 			}
-		case CodeAlreadyRevoked:
+		case CodeAlready:
 			res = TokenAlreadyRevoked
 		case CodeOK:
 			res = TokenRevoked
@@ -84,7 +84,7 @@ func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (T
 		r.metrics.ScriptError(ctx, "token_revoke_legacy")
 		return TokenRevokeUnknown, redisErr("token revoke", err)
 	}
-	if err := rep.Want(0); err != nil { // {'OK'} | {'ALREADY_REVOKED'} | {'NOT_FOUND'}
+	if err := rep.Want(0); err != nil { // {'OK'} | {'ALREADY'} | {'NOT_FOUND'}
 		return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", err)
 	}
 	switch rep.Code() {
@@ -92,7 +92,7 @@ func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (T
 		return TokenRevokeUnknown, nil
 	case CodeOK:
 		return TokenRevoked, nil
-	case CodeAlreadyRevoked:
+	case CodeAlready:
 		return TokenAlreadyRevoked, nil
 	}
 	return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", rep.Unexpected())

@@ -11,7 +11,7 @@
 -- ARGV[2]: revokedReason of the token
 -- ARGV[3]: revokedReason of the descendants (names the token)
 -- ARGV[4..n+3]: the descendants' ids, in the order of KEYS[2..n+1]
--- Reply: {'NOT_FOUND'} no such token of this tenant (nothing written) | {'ALREADY_REVOKED'}
+-- Reply: {'NOT_FOUND'} no such token of this tenant (nothing written) | {'ALREADY'}
 --        revoked before (first revocation kept; its descendants were revoked with it) |
 --        {'RETRY'} | {'OK', id...} revoked now, with the ids of the descendants revoked now
 local n = #ARGV - 3
@@ -23,7 +23,7 @@ if st[1] ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
 if st[2] == '1' then
-  return {'ALREADY_REVOKED'}
+  return {'ALREADY'}
 end
 local passed = {}
 for i = 1, n do

@@ -5,13 +5,13 @@
 -- KEYS[1]: the legacy token metadata hash
 -- ARGV[1]: the caller's tenant id
 -- ARGV[2]: revokedReason
--- Reply: {'OK'} revoked now | {'ALREADY_REVOKED'} (first revocation kept) | {'NOT_FOUND'}
+-- Reply: {'OK'} revoked now | {'ALREADY'} (first revocation kept) | {'NOT_FOUND'}
 --        unknown, or another tenant's token (nothing written either way).
 if redis.call('HGET', KEYS[1], 'tenantId') ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
 if redis.call('HGET', KEYS[1], 'revoked') == '1' then
-  return {'ALREADY_REVOKED'}
+  return {'ALREADY'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
