@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/store"
 )
 
 // Security scheme names in api/openapi.yaml.
@@ -101,8 +100,8 @@ func (s *Server) authBearer(ctx context.Context, r *http.Request) (*auth.Princip
 	}
 	if s.TokenCheck != nil {
 		if err := s.TokenCheck.Check(ctx, claims); err != nil {
-			if store.IsUnavailable(err) {
-				return nil, &apperr.Error{Kind: apperr.Unavailable, Detail: "Cannot check the token's revocation state.", RetryAfter: s.RetryAfter, Cause: err}
+			if p := s.unavailable(err, "Cannot check the token's revocation state."); p != nil {
+				return nil, p
 			}
 			if p, ok := apperr.As(err); ok && p.Kind != apperr.InvalidCredentials && p.Kind != apperr.Unauthenticated {
 				return nil, p
@@ -119,8 +118,8 @@ func (s *Server) authSession(ctx context.Context, token string) (*auth.Principal
 	}
 	p, err := s.SessionAuth.Authenticate(ctx, token)
 	if err != nil {
-		if store.IsUnavailable(err) {
-			return nil, &apperr.Error{Kind: apperr.Unavailable, Detail: "Cannot check the session.", RetryAfter: s.RetryAfter, Cause: err}
+		if p := s.unavailable(err, "Cannot check the session."); p != nil {
+			return nil, p
 		}
 		if pe, ok := apperr.As(err); ok {
 			return nil, pe

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/store"
@@ -22,7 +23,8 @@ func (s *Server) GetReadyz(ctx context.Context, _ GetReadyzRequestObject) (GetRe
 	d, err := s.Store.Ping(ctx)
 	if err != nil {
 		s.Logger.WarnContext(ctx, "readiness check failed", "err", err)
-		return nil, &apperr.Error{Kind: apperr.Unavailable, Detail: "Redis does not answer.", RetryAfter: s.RetryAfter, Cause: store.Classify(err)}
+		// A failed ping is unavailability whatever its cause.
+		return nil, s.unavailable(fmt.Errorf("readiness ping: %w: %w", store.ErrUnavailable, err), "Redis does not answer.")
 	}
 	ms := float64(d.Microseconds()) / 1000
 	return GetReadyz200JSONResponse{

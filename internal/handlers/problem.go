@@ -49,9 +49,9 @@ func (s *Server) toProblem(c echo.Context, err error) *apperr.Error {
 		}
 		return p
 	}
-	if store.IsUnavailable(err) {
+	if p := s.unavailable(err, "Redis is unreachable, busy or moving data; retry shortly."); p != nil {
 		s.Logger.WarnContext(c.Request().Context(), "redis unavailable", "route", c.Path(), "request_id", requestID(c), "err", err)
-		return &apperr.Error{Kind: apperr.Unavailable, Detail: "Redis is unreachable, busy or moving data; retry shortly.", RetryAfter: s.RetryAfter}
+		return p
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -67,6 +67,16 @@ func (s *Server) toProblem(c echo.Context, err error) *apperr.Error {
 	}
 	s.logInternal(c, err)
 	return apperr.New(apperr.Internal, "")
+}
+
+// unavailable is the one mapping from "Redis cannot serve right now" (store.IsUnavailable:
+// unreachable, busy, timed out, moving slots) to its answer: 503 unavailable with Retry-After,
+// detail saying what could not be done. It is nil for any other error.
+func (s *Server) unavailable(err error, detail string) *apperr.Error {
+	if !store.IsUnavailable(err) {
+		return nil
+	}
+	return &apperr.Error{Kind: apperr.Unavailable, Detail: detail, RetryAfter: s.RetryAfter, Cause: err}
 }
 
 func (s *Server) fromHTTPError(c echo.Context, he *echo.HTTPError) *apperr.Error {

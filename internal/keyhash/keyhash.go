@@ -14,6 +14,7 @@ import (
 	"hash"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // MinKeyBytes is the shortest accepted key.
@@ -24,6 +25,9 @@ const MinKeyBytes = 32
 type Hasher struct {
 	key  []byte
 	pool sync.Pool // of *state (HMAC-SHA256 over key): hot paths hash on every request
+	// tenantTags memoizes TenantTag (tenant → tag), up to maxTenantTags tenants.
+	tenantTags  sync.Map
+	nTenantTags atomic.Int64
 }
 
 // ErrShortKey reports a key under MinKeyBytes.
@@ -123,6 +127,32 @@ func (st *state) encode(n int) []byte {
 	out := st.enc[:base64.RawURLEncoding.EncodedLen(n)]
 	base64.RawURLEncoding.Encode(out, st.sum[:n])
 	return out
+}
+
+// Tenant tags: every key of one tenant's tokens, cases and Idempotency-Key markers carries the
+// tenant's tag as its Redis Cluster hash tag, so a tenant's multi-key scripts stay in one slot.
+const (
+	tenantTagPurpose = "tenant"
+	tenantTagBytes   = 9 // 12 base64url characters
+	// maxTenantTags bounds the memoized tenant tags (about 200 B each); past it the rest are
+	// computed each time.
+	maxTenantTags = 4096
+)
+
+// TenantTag is the tenant's hash tag, Tag("tenant", 9, tenant): the only way the gateway
+// computes it. The per-request token check needs it for every request, so tags are memoized (a
+// keyed HMAC per request would cost more than the cached read itself).
+func (h *Hasher) TenantTag(tenant string) string {
+	if v, ok := h.tenantTags.Load(tenant); ok {
+		return v.(string)
+	}
+	t := h.Tag(tenantTagPurpose, tenantTagBytes, tenant)
+	if h.nTenantTags.Load() < maxTenantTags {
+		if _, loaded := h.tenantTags.LoadOrStore(tenant, t); !loaded {
+			h.nTenantTags.Add(1)
+		}
+	}
+	return t
 }
 
 // Equal compares two MACs in constant time.

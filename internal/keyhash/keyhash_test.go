@@ -2,6 +2,7 @@ package keyhash
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,5 +81,28 @@ func BenchmarkTagEqual(b *testing.B) {
 		if !h.TagEqual(tag, "user", 9, "tenant", "alice") {
 			b.Fatal("mismatch")
 		}
+	}
+}
+
+// TestTenantTag: the one tenant-tag helper keeps the tag every stored key already carries
+// (Tag("tenant", 9, tenant)), memoized and bounded.
+func TestTenantTag(t *testing.T) {
+	t.Parallel()
+	h, err := New(bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxTenantTags + 10 {
+		tenant := "tenant-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strconv.Itoa(i)
+		want := h.Tag("tenant", 9, tenant)
+		if got := h.TenantTag(tenant); got != want || len(got) != 12 {
+			t.Fatalf("TenantTag(%q) = %q, want %q", tenant, got, want)
+		}
+		if got := h.TenantTag(tenant); got != want { // memoized or not, the same
+			t.Fatalf("second TenantTag(%q) = %q, want %q", tenant, got, want)
+		}
+	}
+	if n := h.nTenantTags.Load(); n != maxTenantTags {
+		t.Fatalf("memoized %d tenant tags, want the bound %d", n, maxTenantTags)
 	}
 }

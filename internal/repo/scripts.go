@@ -11,7 +11,8 @@ import (
 )
 
 // Every transition is a small .lua file here with a header comment naming its KEYS, ARGV and
-// reply. Time inside scripts comes from redis.call('TIME').
+// reply. Time inside scripts comes from redis.call('TIME'). A reply is an array whose first
+// element is a status code (reply.go, which also reads it).
 //
 //go:embed scripts/*.lua
 var scriptFS embed.FS

@@ -72,18 +72,22 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthCo
 	if err != nil {
 		return nil, err
 	}
-	switch rep.word(0) {
-	case "missing":
+	switch rep.Code() {
+	case CodeNotFound:
 		return nil, r.missing(ctx, ref)
-	case "ok":
+	case CodeOK: // {'OK', nowMs, pttlMs, refreshed, <one value per sessAuthFields>}
 	default:
-		return nil, r.unexpected(ctx, "session_authorize")
+		return nil, r.badReply(ctx, "session_authorize", rep.Unexpected())
 	}
-	if len(rep) != 4+len(sessAuthFields) {
-		return nil, r.unexpected(ctx, "session_authorize")
+	d := rep.Reader()
+	now, pttl, refreshed := d.Int(0), d.Int(1), d.Int(2)
+	if err := d.Err(); err != nil {
+		return nil, r.badReply(ctx, "session_authorize", err)
 	}
-	now, pttl := rep.int(1), rep.int(2)
-	m, size := rep.pooledFields(4, sessAuthFields)
+	m, size, err := pooledFields(rep.vals[3:], sessAuthFields)
+	if err != nil {
+		return nil, r.badReply(ctx, "session_authorize", fmt.Errorf("session_authorize: %w", err))
+	}
 	defer releaseFields(m)
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	ac, _, err := r.parseAuth(ctx, ref, m)
@@ -94,7 +98,7 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthCo
 	if pttl >= 0 {
 		ac.IdleExpiresAt = sessIdleEnd(now, pttl, ac.AbsoluteExpiresAt)
 	}
-	if rep.int(3) == 1 {
+	if refreshed == 1 {
 		ac.Refreshed, ac.LastSeenAt = true, sessTime(now)
 		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
 	}
@@ -136,10 +140,10 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 	if err != nil {
 		return nil, r.readErr(ctx, "session authorize", err)
 	}
-	if len(vals) != len(sessAuthFields) {
-		return nil, fmt.Errorf("session authorize: %d values for %d fields", len(vals), len(sessAuthFields))
+	m, size, err := pooledFields(vals, sessAuthFields)
+	if err != nil {
+		return nil, fmt.Errorf("session authorize: %w", err)
 	}
-	m, size := sessReply(vals).pooledFields(0, sessAuthFields)
 	defer releaseFields(m)
 	if !hit {
 		r.o.Metrics.Payload(ctx, sessObject, size)

@@ -1,7 +1,9 @@
 package repo
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +96,10 @@ func (r *Sessions) listed(ctx context.Context, ref SessionRef, res []rueidis.Red
 	if err != nil {
 		return nil, false, redisErr("session list", err)
 	}
-	m, size := sessReply(vals).fields(0, sessViewFields)
+	m, size, err := hmgetFields(vals, sessViewFields)
+	if err != nil {
+		return nil, false, fmt.Errorf("session list: %w", err)
+	}
 	if len(m) == 0 || pttl == -2 {
 		return nil, true, nil
 	}
@@ -150,14 +155,19 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 		if err != nil {
 			return 0, err
 		}
-		switch rep.word(0) {
-		case "ok":
+		// {'OK', live sessions deleted} | {'RETRY', index members not passed}
+		n, err := rep.Int(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil {
+			return 0, r.badReply(ctx, "session_revoke_all", err)
+		}
+		switch rep.Code() {
+		case CodeOK:
 			r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "ok")
-			return int(rep.int(1)), nil
-		case "retry":
+			return int(n), nil
+		case CodeRetry:
 			r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "retry")
 		default:
-			return 0, r.unexpected(ctx, "session_revoke_all")
+			return 0, r.badReply(ctx, "session_revoke_all", rep.Unexpected())
 		}
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "contended")
@@ -172,9 +182,13 @@ func (r *Sessions) prune(ctx context.Context, tag string, gone []string) (int, e
 	for _, p := range gone {
 		keys = append(keys, r.sessionKey(SessionRef{Tag: tag, Part: p}))
 	}
-	n, err := scriptSessionPrune.Exec(ctx, r.client, keys, gone).AsInt64()
+	rep, err := r.run(ctx, "session_prune", scriptSessionPrune, keys, gone)
 	if err != nil {
-		return 0, r.scriptErr(ctx, "session_prune", err)
+		return 0, err
+	}
+	n, err := rep.Int(0) // {'OK', members removed}
+	if err = cmp.Or(rep.Want(1), err); err != nil || rep.Code() != CodeOK {
+		return 0, r.badReply(ctx, "session_prune", cmp.Or(err, rep.Unexpected()))
 	}
 	if n > 0 {
 		r.o.Metrics.Transition(ctx, sessObject, "index_prune", "ok")

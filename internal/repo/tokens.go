@@ -5,16 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
-	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
 )
@@ -163,8 +158,6 @@ type Tokens struct {
 	safety     time.Duration
 	max        int
 	maxLineage int
-	tags       sync.Map // tenant → tag, see tag
-	ntags      atomic.Int64
 	metrics    *Metrics
 	log        *slog.Logger
 }
@@ -222,24 +215,8 @@ func ValidTokenID(id string) bool {
 	return true
 }
 
-// tag is the tenant's hash tag. The per-request check needs it for every token, so tags are
-// memoized (a keyed HMAC per request would cost more than the cached HMGET itself), up to
-// maxTagMemo tenants; past that the rest are computed each time.
-func (r *Tokens) tag(tenant string) string {
-	if v, ok := r.tags.Load(tenant); ok {
-		return v.(string)
-	}
-	t := r.hasher.Tag("tenant", 9, tenant)
-	if r.ntags.Load() < maxTagMemo {
-		if _, loaded := r.tags.LoadOrStore(tenant, t); !loaded {
-			r.ntags.Add(1)
-		}
-	}
-	return t
-}
-
-// maxTagMemo bounds the memoized tenant tags (about 200 B each).
-const maxTagMemo = 4096
+// tag is the tenant's hash tag (keyhash's TenantTag, memoized there).
+func (r *Tokens) tag(tenant string) string { return r.hasher.TenantTag(tenant) }
 
 func (r *Tokens) hashKey(tag, id string) string { return r.keys.Key("token", tag, id) }
 
@@ -263,473 +240,27 @@ func (r *Tokens) indexKeys(tag string) []string {
 	return []string{r.keys.Key("tokens", tag, "byexp"), r.keys.Key("tokens", tag, "byid")}
 }
 
-// validate checks the bounds of a new token; over-bound input is refused before any write.
-func (t Token) validate() error {
-	var bad []string
-	check := func(ok bool, name string) {
-		if !ok {
-			bad = append(bad, name)
-		}
-	}
-	text := func(s string, maxBytes int, required bool) bool {
-		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !tokenHasControl(s)
-	}
-	check(ValidTokenID(t.ID), "id")
-	check(text(t.Tenant, maxTokenTenantBytes, true), "tenant")
-	check(text(t.Subject, maxTokenSubjectBytes, true), "subject")
-	check(text(t.Type, maxTokenTypeBytes, true), "tokenType")
-	check(text(t.Description, maxTokenDescBytes, false), "description")
-	scope := strings.Join(t.Scopes, " ")
-	check(len(t.Scopes) > 0 && len(scope) <= maxTokenScopeBytes && !strings.ContainsAny(scope, "\t\r\n"), "scopes")
-	check(!t.ExpiresAt.IsZero() && t.ExpiresAt.After(t.IssuedAt), "expiresAt")
-	if len(bad) > 0 {
-		return apperr.Newf(apperr.BoundExceeded, "Token fields out of bounds: %s.", strings.Join(bad, ", "))
-	}
-	return nil
-}
-
-func tokenHasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
-}
-
-// Create writes a token in one script: the tenant index entry, the metadata hash with a key
-// TTL of expiry − now + the safety window and, when t.ParentID is set, the link to its issuer
-// (the issuer's children set and the root's lineage count). The issuer must be live, of the
-// same tenant, and expire no earlier than t (ErrTokenIssuerGone, ErrTokenOutlivesIssuer).
-func (r *Tokens) Create(ctx context.Context, t Token) error {
-	if err := t.validate(); err != nil {
-		return err
-	}
-	tag := r.tag(t.Tenant)
-	expMs := t.ExpiresAt.UnixMilli()
-	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID))
-	args := []string{t.ID, ms(expMs), ms(r.safety.Milliseconds()), strconv.Itoa(r.max), strconv.Itoa(tokenPruneMax), t.Tenant, "", ""}
-	fields := []string{"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
-		"scopes", strings.Join(t.Scopes, " "), "description", t.Description,
-		"issuedAtMs", ms(t.IssuedAt.UnixMilli()), "expiresAtMs", ms(expMs),
-		"revoked", "0", "revokedAtMs", "0", "revokedReason", "",
-		"schemaVersion", strconv.Itoa(SchemaVersion)}
-	if t.ParentID != "" {
-		parentRoot, depth, err := r.lineage(ctx, tag, t.Tenant, t.ParentID)
-		if err != nil {
-			return err
-		}
-		if depth+1 > MaxTokenDepth {
-			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
-			return fmt.Errorf("token %s: %d generations below its root: %w", t.ID, depth+1, ErrTokenLineageFull)
-		}
-		root := parentRoot
-		if root == "" {
-			root = t.ParentID
-		}
-		keys = append(keys, r.hashKey(tag, t.ParentID), r.kidsKey(tag, t.ParentID), r.hashKey(tag, root))
-		args[6], args[7] = strconv.Itoa(r.maxLineage), parentRoot
-		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1))
-	}
-	n, err := scriptTokenCreate.Exec(ctx, r.c, keys, append(args, fields...)).AsInt64()
+// run executes a token script and decodes its reply (reply.go); a failure is counted as a
+// script error and classified (connectivity → store.ErrUnavailable). NOT_FOUND and EXISTS
+// carry no payload in any token script.
+func (r *Tokens) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	rep, err := callScript(ctx, r.c, name, l, keys, args)
 	if err != nil {
-		r.metrics.ScriptError(ctx, "token_create")
-		return redisErr("token create", err)
+		r.metrics.ScriptError(ctx, name)
+		return Reply{}, redisErr(strings.ReplaceAll(name, "_", " "), err)
 	}
-	switch {
-	case n > 0:
-		r.metrics.Transition(ctx, tokenObj, "create", "ok")
-		return nil
-	case n == -1:
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExpired)
-	case n == -2:
-		r.metrics.Transition(ctx, tokenObj, "create", "index_full")
-		return fmt.Errorf("tenant index: %w", ErrTokensFull)
-	case n == -3:
-		r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenLineageFull)
-	case n == -4 || n == -7:
-		r.metrics.Transition(ctx, tokenObj, "create", "issuer_gone")
-		return fmt.Errorf("token %s issuer %s: %w", t.ID, t.ParentID, ErrTokenIssuerGone)
-	case n == -5:
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenOutlivesIssuer)
-	case n == -6:
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExists)
+	if err := rep.bare(CodeNotFound, CodeExists); err != nil {
+		return Reply{}, r.badReply(ctx, name, err)
 	}
-	r.metrics.ScriptError(ctx, "token_create")
-	return fmt.Errorf("token create: unexpected reply %d", n)
+	return rep, nil
 }
 
-// lineage reads an issuer's rootId ("" when it is a root) and depth.
-func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, int, error) {
-	if !ValidTokenID(id) {
-		return "", 0, fmt.Errorf("issuer: %w", ErrTokenIssuerGone)
-	}
-	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth").Build()).ToArray()
-	if err != nil {
-		return "", 0, redisErr("token lineage", err)
-	}
-	if len(vals) != 3 {
-		return "", 0, fmt.Errorf("token lineage: %d values for 3 fields", len(vals))
-	}
-	if tn, err := vals[0].ToString(); err != nil || tn != tenant {
-		legacy, err := r.c.Do(ctx, r.c.B().Hget().Key(r.legacyKey(id)).Field("tenantId").Build()).ToString()
-		if err == nil && legacy == tenant {
-			return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
-		}
-		return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
-	}
-	root, _ := vals[1].ToString()
-	depth := 0
-	if d, err := vals[2].ToString(); err == nil {
-		if depth, err = strconv.Atoi(d); err != nil || depth < 1 {
-			return "", 0, fmt.Errorf("%w: token %s has a bad depth", ErrCorrupt, id)
-		}
-	}
-	if (root == "") != (depth == 0) || (root != "" && !ValidTokenID(root)) {
-		return "", 0, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
-	}
-	return root, depth, nil
-}
-
-// Get reads a token of tenant. A token of another tenant is NotFound, like an unknown one.
-func (r *Tokens) Get(ctx context.Context, tenant, id string) (Token, error) {
-	if !ValidTokenID(id) {
-		return Token{}, fmt.Errorf("token: %w", apperr.NotFound)
-	}
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
-	if err == nil && len(m) == 0 {
-		m, err = r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKey(id)).Build()).AsStrMap()
-	}
-	if err != nil {
-		return Token{}, redisErr("token get", err)
-	}
-	t, err := r.decode(ctx, id, m)
-	if err != nil {
-		return Token{}, err
-	}
-	if t.Tenant != tenant {
-		return Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
-	}
-	return t, nil
-}
-
-// decode classifies and decodes a token hash read with HGETALL.
-func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (Token, error) {
-	if len(m) == 0 {
-		r.metrics.Read(ctx, tokenObj, Missing)
-		return Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
-	}
-	size := 0
-	for k, v := range m {
-		size += len(k) + len(v)
-	}
-	r.metrics.Payload(ctx, tokenObj, size)
-	f := newFields(m)
-	t := Token{
-		ID:            id,
-		Tenant:        f.str("tenantId"),
-		Subject:       f.str("subject"),
-		Type:          f.str("tokenType"),
-		Scopes:        strings.Fields(f.str("scopes")),
-		Description:   f.opt("description"),
-		IssuedAt:      time.UnixMilli(f.int64("issuedAtMs")),
-		ExpiresAt:     time.UnixMilli(f.int64("expiresAtMs")),
-		RevokedReason: f.opt("revokedReason"),
-		ParentID:      f.opt("parentId"),
-		RootID:        f.opt("rootId"),
-		Depth:         int(f.optInt64("depth")),
-		CreatedAt:     time.UnixMilli(f.int64("createdAtMs")),
-		UpdatedAt:     time.UnixMilli(f.int64("updatedAtMs")),
-	}
-	switch f.str("revoked") {
-	case "1":
-		t.Revoked = true
-		t.RevokedAt = time.UnixMilli(f.optInt64("revokedAtMs"))
-	case "0", "":
-	default:
-		f.bad = append(f.bad, "revoked")
-	}
-	o := f.schema()
-	r.metrics.Read(ctx, tokenObj, o)
-	if o == Corrupt {
-		r.logCorrupt(ctx, f.bad)
-		return Token{}, fmt.Errorf("token %s: %w", id, f.err(tokenObj))
-	}
-	return t, nil
+// badReply counts a reply of the wrong shape (err wraps ErrReply) as a script error.
+func (r *Tokens) badReply(ctx context.Context, name string, err error) error {
+	r.metrics.ScriptError(ctx, name)
+	return err
 }
 
 func (r *Tokens) logCorrupt(ctx context.Context, bad []string) {
 	r.log.WarnContext(ctx, "corrupt object", "object", tokenObj, "key_pattern", r.keys.Prefix+":v1:token:{<tenantTag>}:<tokenId>", "fields", bad)
-}
-
-// tokenStateFields are the only fields the per-request check reads (never HGETALL).
-var tokenStateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "schemaVersion"}
-
-// State reads what the per-request check needs with one HMGET of tenant's token id (the
-// tenant comes from the verified JWT, so another tenant's id is simply not found). With cacheTTL > 0 it goes
-// through rueidis client-side caching: a hot token costs no round trip, and a write to its
-// hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
-// caps staleness should a push be lost. A missing hash is NotFound; a malformed one ErrCorrupt.
-func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (TokenState, error) {
-	if !ValidTokenID(id) {
-		return TokenState{}, fmt.Errorf("token: %w", apperr.NotFound)
-	}
-	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
-		cmd := r.c.B().Hmget().Key(key).Field(tokenStateFields...)
-		var res rueidis.RedisResult
-		if cacheTTL > 0 {
-			res = r.c.DoCache(ctx, cmd.Cache(), cacheTTL)
-		} else {
-			res = r.c.Do(ctx, cmd.Build())
-		}
-		vals, err := res.ToArray()
-		return vals, res.IsCacheHit(), err
-	}
-	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
-	if err == nil && allNil(vals) {
-		// Not under the tenant-tagged key: a token issued before it, under its legacy key.
-		vals, hit, err = read(r.legacyKey(id))
-	}
-	if err != nil {
-		return TokenState{}, redisErr("token state", err)
-	}
-	st := TokenState{CacheHit: hit}
-	if len(vals) != len(tokenStateFields) {
-		return st, fmt.Errorf("token state: %d values for %d fields", len(vals), len(tokenStateFields))
-	}
-	var v [5]string
-	present := 0
-	for i := range vals {
-		if s, err := vals[i].ToString(); err == nil {
-			v[i] = s
-			present++
-		}
-	}
-	if present == 0 {
-		r.metrics.Read(ctx, tokenObj, Missing)
-		return st, fmt.Errorf("token %s: %w", id, apperr.NotFound)
-	}
-	var bad []string
-	switch v[0] {
-	case "1":
-		st.Revoked = true
-	case "0":
-	default:
-		bad = append(bad, "revoked")
-	}
-	if st.ExpiresAtMs, err = strconv.ParseInt(v[1], 10, 64); err != nil {
-		bad = append(bad, "expiresAtMs")
-	}
-	if st.Tenant = v[2]; st.Tenant == "" {
-		bad = append(bad, "tenantId")
-	}
-	if st.Scope = v[3]; st.Scope == "" {
-		bad = append(bad, "scopes")
-	}
-	o := Found
-	switch v[4] {
-	case schemaCurrent:
-	case schemaPrevious:
-		o = OldSchema
-	default:
-		bad = append(bad, "schemaVersion")
-	}
-	if len(bad) > 0 {
-		r.metrics.Read(ctx, tokenObj, Corrupt)
-		r.logCorrupt(ctx, bad)
-		return TokenState{}, fmt.Errorf("%w: token hash has missing or malformed fields %v", ErrCorrupt, bad)
-	}
-	r.metrics.Read(ctx, tokenObj, o)
-	return st, nil
-}
-
-// Revoke revokes a token of tenant and every token minted from it, transitively, in one
-// script (idempotent). It returns what happened to the token itself and the ids of the
-// descendants revoked now. Unknown ids, another tenant's included, are a no-op
-// (TokenRevokeUnknown) that writes nothing. The descendants are read first, level by level
-// (at most MaxTokenDepth round trips, at most MaxTokenLineage ids), and the script refuses
-// ('retry') when a token was minted under them meanwhile; the read is then repeated.
-func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, []string, error) {
-	if !ValidTokenID(id) {
-		return TokenRevokeUnknown, nil, nil
-	}
-	if len(reason) > maxTokenReasonBytes || !utf8.ValidString(reason) || tokenHasControl(reason) {
-		return TokenRevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
-	}
-	tag := r.tag(tenant)
-	for range maxRevokeRetries {
-		desc, err := r.descendants(ctx, tag, id)
-		if err != nil {
-			return TokenRevokeUnknown, nil, err
-		}
-		keys := make([]string, 0, 2*len(desc)+2)
-		keys = append(keys, r.hashKey(tag, id))
-		for _, d := range desc {
-			keys = append(keys, r.hashKey(tag, d))
-		}
-		keys = append(keys, r.kidsKey(tag, id))
-		for _, d := range desc {
-			keys = append(keys, r.kidsKey(tag, d))
-		}
-		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
-		reply, err := scriptTokenRevoke.Exec(ctx, r.c, keys, args).AsStrSlice()
-		if err != nil {
-			r.metrics.ScriptError(ctx, "token_revoke")
-			return TokenRevokeUnknown, nil, redisErr("token revoke", err)
-		}
-		if len(reply) == 0 {
-			r.metrics.ScriptError(ctx, "token_revoke")
-			return TokenRevokeUnknown, nil, errors.New("token revoke: empty reply")
-		}
-		var res TokenRevokeResult
-		switch reply[0] {
-		case "retry":
-			continue
-		case "unknown":
-			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
-				return TokenRevokeUnknown, nil, err
-			}
-		case "already":
-			res = TokenAlreadyRevoked
-		case "revoked":
-			res = TokenRevoked
-		default:
-			r.metrics.ScriptError(ctx, "token_revoke")
-			return TokenRevokeUnknown, nil, fmt.Errorf("token revoke: unexpected reply %q", reply[0])
-		}
-		r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
-		return res, reply[1:], nil
-	}
-	return TokenRevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
-}
-
-// revokeLegacy revokes a token under its legacy key (see legacyKey); unknown and another
-// tenant's alike are TokenRevokeUnknown.
-func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, error) {
-	n, err := scriptTokenRevokeLegacy.Exec(ctx, r.c, []string{r.legacyKey(id)}, []string{tenant, reason}).AsInt64()
-	if err != nil {
-		r.metrics.ScriptError(ctx, "token_revoke_legacy")
-		return TokenRevokeUnknown, redisErr("token revoke", err)
-	}
-	switch n {
-	case 0:
-		return TokenRevokeUnknown, nil
-	case 1:
-		return TokenRevoked, nil
-	case 2:
-		return TokenAlreadyRevoked, nil
-	}
-	r.metrics.ScriptError(ctx, "token_revoke_legacy")
-	return TokenRevokeUnknown, fmt.Errorf("token revoke legacy: unexpected reply %d", n)
-}
-
-// descendants lists the ids minted from id, transitively, breadth first, from the children
-// sets: at most MaxTokenDepth levels and MaxTokenLineage ids (the bounds a create enforces).
-func (r *Tokens) descendants(ctx context.Context, tag, id string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{id: true}
-	level := []string{id}
-	for depth := 0; len(level) > 0; depth++ {
-		if depth > MaxTokenDepth || len(out) > MaxTokenLineage {
-			return nil, fmt.Errorf("%w: token %s has more descendants than a lineage may hold", ErrCorrupt, id)
-		}
-		cmds := make(rueidis.Commands, 0, len(level))
-		for _, l := range level {
-			cmds = append(cmds, r.c.B().Smembers().Key(r.kidsKey(tag, l)).Build())
-		}
-		var next []string
-		for _, res := range r.c.DoMulti(ctx, cmds...) {
-			kids, err := res.AsStrSlice()
-			if err != nil {
-				return nil, redisErr("token children", err)
-			}
-			for _, k := range kids {
-				if !ValidTokenID(k) {
-					return nil, fmt.Errorf("%w: a token children set holds a malformed member", ErrCorrupt)
-				}
-				if !seen[k] {
-					seen[k] = true
-					next = append(next, k)
-				}
-			}
-		}
-		out = append(out, next...)
-		level = next
-	}
-	return out, nil
-}
-
-// List returns up to limit of tenant's tokens, newest first, strictly older than cursor (a
-// token id; "" for the first page), and the cursor of the next page ("" on the last page).
-// Expired index members are pruned as the index is read. Ids whose hash is gone (expired, or
-// a create that failed halfway) are skipped; the cursor still advances past them, so pages
-// neither repeat nor skip a token.
-func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]Token, string, error) {
-	if cursor != "" && !ValidTokenID(cursor) {
-		return nil, "", apperr.New(apperr.Validation, "The cursor is not one this gateway issued.")
-	}
-	if limit < 1 || limit > 1000 {
-		return nil, "", apperr.New(apperr.Validation, "The limit is out of range.")
-	}
-	tag := r.tag(tenant)
-	ids, err := scriptTokenList.Exec(ctx, r.c, r.indexKeys(tag),
-		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(tokenPruneMax)}).AsStrSlice()
-	if err != nil {
-		r.metrics.ScriptError(ctx, "token_list")
-		return nil, "", redisErr("token list", err)
-	}
-	next := ""
-	if len(ids) > limit {
-		ids = ids[:limit]
-		next = ids[limit-1]
-	}
-	if len(ids) == 0 {
-		return nil, next, nil
-	}
-	cmds := make(rueidis.Commands, 0, len(ids))
-	for _, id := range ids {
-		if !ValidTokenID(id) {
-			return nil, "", fmt.Errorf("%w: token index holds a malformed member", ErrCorrupt)
-		}
-		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
-	}
-	maps := make([]map[string]string, len(ids))
-	var legacy []int
-	for i, res := range r.c.DoMulti(ctx, cmds...) {
-		if maps[i], err = res.AsStrMap(); err != nil {
-			return nil, "", redisErr("token list read", err)
-		}
-		if len(maps[i]) == 0 {
-			legacy = append(legacy, i)
-		}
-	}
-	if len(legacy) > 0 { // issued before the tenant-tagged key, or gone
-		cmds = cmds[:0]
-		for _, i := range legacy {
-			cmds = append(cmds, r.c.B().Hgetall().Key(r.legacyKey(ids[i])).Build())
-		}
-		for j, res := range r.c.DoMulti(ctx, cmds...) {
-			if maps[legacy[j]], err = res.AsStrMap(); err != nil {
-				return nil, "", redisErr("token list read", err)
-			}
-		}
-	}
-	out := make([]Token, 0, len(ids))
-	for i, m := range maps {
-		if len(m) == 0 {
-			r.metrics.Read(ctx, tokenObj, Missing)
-			continue
-		}
-		t, err := r.decode(ctx, ids[i], m)
-		if err != nil {
-			// Corrupt entries are counted and logged by decode and never served.
-			continue
-		}
-		if t.Tenant != tenant {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out, next, nil
 }

@@ -140,7 +140,7 @@ func TestTokenRevokeRetriesForAChildItWasNotGiven(t *testing.T) {
 		}
 		reply, err := scriptTokenRevoke.Exec(ctx, s.Client, []string{r.hashKey(tag, a.ID), r.kidsKey(tag, a.ID)},
 			[]string{"acme", "x", "y"}).AsStrSlice()
-		if err != nil || !slices.Equal(reply, []string{"retry"}) {
+		if err != nil || !slices.Equal(reply, []string{"RETRY"}) {
 			t.Fatalf("reply %v, %v", reply, err)
 		}
 		if st, _ := r.State(ctx, "acme", a.ID, 0); st.Revoked {

@@ -14,12 +14,12 @@
 --          authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion. status and authLevel
 --          are written only once they differ from ACTIVE and BASIC (the caller applies those
 --          defaults), so completeness rests on userId, tenantId, schemaVersion and the deadlines.
--- Reply: {'missing'} |
---        {'ok', nowMs, pttlMs, refreshed (0|1), <one value per ARGV[3..] field, nil when absent>}
+-- Reply: {'NOT_FOUND'} |
+--        {'OK', nowMs, pttlMs, refreshed (0|1), <one value per ARGV[3..] field, nil when absent>}
 --        (the caller classifies found / old schema / corrupt)
 local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
 if not (v[1] or v[2] or v[3] or v[4] or v[5] or v[6] or v[7]) then
-  return {'missing'}
+  return {'NOT_FOUND'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -42,7 +42,7 @@ if v[1] and v[2] and v[7] and abs and idle and idle > 0 and abs > now then
     end
   end
 end
-local out = {'ok', now, pttl, refreshed}
+local out = {'OK', now, pttl, refreshed}
 for i = 1, #v do
   out[#out + 1] = v[i]
 end

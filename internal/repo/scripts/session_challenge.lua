@@ -4,15 +4,15 @@
 -- servers; same tag). A new challenge replaces a live one. The session becomes MFA_REQUIRED.
 -- KEYS[1]: session hash  <prefix>:v1:sess:{<userTag>}:<idPart>
 -- KEYS[2]: challenge key <prefix>:v1:mfa:{<userTag>}:<idPart> (used in fallback mode only)
--- ARGV[1]: tenant of the caller (another tenant's session answers 'missing')
+-- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: mode: hsetex | hexpire | fallback
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the code (base64url)
 -- ARGV[5]: challenge TTL in seconds
 -- ARGV[6]: schema version (for the fallback key's hash)
--- Reply: {'missing'} | {'ok', nowMs, expiresAtMs}
+-- Reply: {'NOT_FOUND'} | {'OK', nowMs, expiresAtMs}
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if not tenant or tenant ~= ARGV[1] then
-  return {'missing'}
+  return {'NOT_FOUND'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -33,4 +33,4 @@ else
   return redis.error_reply('ERR session_challenge: unknown mode')
 end
 redis.call('HSET', KEYS[1], 'status', 'MFA_REQUIRED', 'mfaChallengeCreatedAtMs', nowS, 'updatedAtMs', nowS)
-return {'ok', now, now + ttl * 1000}
+return {'OK', now, now + ttl * 1000}

@@ -7,11 +7,11 @@
 --
 -- The cap counts index members after dropping those past their absolute deadline (scores,
 -- against Redis TIME). Under the cap the create needs only KEYS[1..2]. At the cap, a call that
--- names no candidates answers 'members' with the index's members; the caller calls again naming
+-- names no candidates answers 'RETRY' with the index's members; the caller calls again naming
 -- them all as candidates (their session keys, and in the fallback mode their challenge keys,
 -- declared in KEYS). That call drops the candidates whose hash no longer exists (an idle
 -- timeout ends a hash before its index member), then, if the index is still full:
---   * 'refuse': answers 'full' (only those dropped members were written);
+--   * 'refuse': answers 'BOUND' (only those dropped members were written);
 --   * 'evict': evicts as many live candidates as it takes to make room, least recently used
 --     first — last use is the newest of lastSeenAtMs (written by the hot path's idle refresh),
 --     lastRotatedAtMs (rotation, MFA verify) and createdAtMs, in ms; ties (the same ms) go to
@@ -20,7 +20,7 @@
 --     since the caller's read (a session created or rotated meanwhile) is not a candidate: it
 --     is newer than any candidate's last use but for races within one round trip. When the
 --     candidates cannot make room (the index changed since the read), it writes nothing and
---     answers 'members' again.
+--     answers 'RETRY' again.
 -- Eviction deletes the session hash (every gateway that cached it gets Redis's invalidation
 -- push), its challenge key and its index member, exactly as a revocation does.
 -- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
@@ -44,9 +44,9 @@
 --          server's clock. failedMfaAttempts, lastSeenAtMs and lastRotatedAtMs are written only
 --          once they differ from their defaults (0, createdAtMs, createdAtMs: by a wrong MFA code,
 --          an idle refresh, a rotation); no hash of the token is stored.
--- Reply: {'ok', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
---        {'members', members, <idPart>...} (at the cap: call again with these candidates) |
---        {'full', live members} (policy refuse) | {'exists'}
+-- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
+--        {'RETRY', members, <idPart>...} (at the cap: call again with these candidates) |
+--        {'BOUND', live members} (policy refuse) | {'EXISTS'}
 local n = tonumber(ARGV[6]) or -1
 local want = 2 + n
 local withChallenges = ARGV[7] == '1'
@@ -57,7 +57,7 @@ if n < 0 or #KEYS ~= want then
   return redis.error_reply('ERR session_create: KEYS do not match the candidates')
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {'exists'}
+  return {'EXISTS'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -70,7 +70,7 @@ local members = redis.call('ZCARD', KEYS[2])
 local evicted = {}
 if members >= max then
   if n == 0 then
-    local out = {'members', members}
+    local out = {'RETRY', members}
     for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
       out[#out + 1] = m
     end
@@ -101,7 +101,7 @@ if members >= max then
   local need = members - max + 1 - #gone
   if need > 0 and ARGV[5] == 'evict' and need > #live then
     -- The index changed since the caller read it: nothing written, read again.
-    local out = {'members', members}
+    local out = {'RETRY', members}
     for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
       out[#out + 1] = m
     end
@@ -112,7 +112,7 @@ if members >= max then
   end
   if need > 0 then
     if ARGV[5] ~= 'evict' then
-      return {'full', members - #gone}
+      return {'BOUND', members - #gone}
     end
     table.sort(live, function(a, b)
       if a.used ~= b.used then
@@ -152,7 +152,7 @@ redis.call('ZADD', KEYS[2], string.format('%d', abs), ARGV[4])
 if redis.call('PTTL', KEYS[2]) < abs - now then
   redis.call('PEXPIRE', KEYS[2], string.format('%d', abs - now))
 end
-local out = {'ok', now, ttl, abs}
+local out = {'OK', now, ttl, abs}
 for _, part in ipairs(evicted) do
   out[#out + 1] = part
 end

@@ -8,7 +8,7 @@
 -- KEYS[1]: device index <prefix>:v1:sessions:{<userTag>}
 -- KEYS[2..n+1]: the candidates' session hashes <prefix>:v1:sess:{<userTag>}:<idPart>
 -- ARGV[1..n]: the candidates' idParts, in the order of KEYS[2..]
--- Reply: the number of members removed
+-- Reply: {'OK', number of members removed}
 if #KEYS ~= #ARGV + 1 then
   return redis.error_reply('ERR session_prune: one session key per member')
 end
@@ -20,4 +20,4 @@ for i = 1, #ARGV do
     n = n + redis.call('ZREM', KEYS[1], ARGV[i])
   end
 end
-return n
+return {'OK', n}

@@ -1,16 +1,17 @@
 -- session_revoke.lua: delete one session, its MFA challenge key and its device-index entry.
--- Idempotent: a session already gone answers 0 and its leftovers are cleaned.
+-- Idempotent: a session already gone answers {'OK', 0} and its leftovers are cleaned.
 -- KEYS[1]: session hash    <prefix>:v1:sess:{<userTag>}:<idPart>
 -- KEYS[2]: device index    <prefix>:v1:sessions:{<userTag>}
 -- KEYS[3]: challenge key   <prefix>:v1:mfa:{<userTag>}:<idPart> (fallback mode only)
 -- ARGV[1]: tenant of the caller; another tenant's session is left untouched
 -- ARGV[2]: idPart (the index member)
--- Reply: 1 revoked | 0 already gone | -1 another tenant's session (untouched)
+-- Reply: {'OK', 1} revoked | {'OK', 0} already gone | {'NOT_FOUND'} another tenant's session
+--        (untouched)
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if tenant and tenant ~= ARGV[1] then
-  return -1
+  return {'NOT_FOUND'}
 end
 local n = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[3])
 redis.call('ZREM', KEYS[2], ARGV[2])
-return n
+return {'OK', n}

@@ -3,8 +3,8 @@
 -- so the script touches only declared keys: while the user's slot migrates Redis refuses the
 -- whole call (TRYAGAIN/ASK, answered 503) instead of running it on a partial view. An index
 -- member that was not passed (a session created or rotated since the caller's read) makes the
--- script answer 'retry' without changing anything; the caller reads the index again. So when
--- this answers 'ok', no earlier session of the user exists, and a retry after a gateway crash
+-- script answer 'RETRY' without changing anything; the caller reads the index again. So when
+-- this answers 'OK', no earlier session of the user exists, and a retry after a gateway crash
 -- simply finds less to do.
 -- KEYS[1]: device index <prefix>:v1:sessions:{<userTag>}
 -- KEYS[2..n+1]: the session hashes <prefix>:v1:sess:{<userTag>}:<idPart> to delete
@@ -13,7 +13,7 @@
 -- ARGV[1]: idPart to keep, or '' for none
 -- ARGV[2]: '1' when the challenge keys follow the session keys, else '0'
 -- ARGV[3..n+2]: the idParts to revoke, in the order of KEYS[2..n+1]
--- Reply: {'ok', live sessions deleted} | {'retry', index members not passed}
+-- Reply: {'OK', live sessions deleted} | {'RETRY', index members not passed}
 local n = #ARGV - 2
 local withChallenges = ARGV[2] == '1'
 local want = 1 + n
@@ -34,7 +34,7 @@ for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   end
 end
 if unknown > 0 then
-  return {'retry', unknown}
+  return {'RETRY', unknown}
 end
 local deleted = 0
 for i = 1, n do
@@ -44,4 +44,4 @@ for i = 1, n do
   end
   redis.call('ZREM', KEYS[1], ARGV[i + 2])
 end
-return {'ok', deleted}
+return {'OK', deleted}

@@ -6,20 +6,20 @@
 -- KEYS[3]: device index      <prefix>:v1:sessions:{<userTag>}
 -- KEYS[4]: old challenge key <prefix>:v1:mfa:{<userTag>}:<oldIdPart> (fallback mode only)
 -- KEYS[5]: new challenge key <prefix>:v1:mfa:{<userTag>}:<newIdPart>
--- ARGV[1]: tenant of the caller (another tenant's session answers 'missing')
+-- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: old idPart, ARGV[3]: new idPart
 -- The new key derives from the new token's SHA-256, so no hash of the token is stored; a
 -- tokenHash left by an older gateway is dropped.
--- Reply: {'missing'} | {'exists'} |
---        {'ok', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+-- Reply: {'NOT_FOUND'} | {'EXISTS'} |
+--        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
 --        (status and authLevel nil when the hash does not hold them: ACTIVE and BASIC, the
 --        defaults, are not written; rotation keeps both as they are)
 local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs')
 if not v[1] or v[1] ~= ARGV[1] then
-  return {'missing'}
+  return {'NOT_FOUND'}
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'exists'}
+  return {'EXISTS'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -37,4 +37,4 @@ redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[3])
 if redis.call('PTTL', KEYS[3]) < abs - now then
   redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
 end
-return {'ok', now, pttl, v[2], v[3], v[4], v[5]}
+return {'OK', now, pttl, v[2], v[3], v[4], v[5]}

@@ -13,7 +13,7 @@
 -- KEYS[3]: device index      <prefix>:v1:sessions:{<userTag>}
 -- KEYS[4]: attempt counter   <prefix>:v1:rl:{<userTag>}:mfa
 -- KEYS[5]: challenge key     <prefix>:v1:mfa:{<userTag>}:<idPart> (fallback mode only)
--- ARGV[1]: tenant of the caller (another tenant's session answers 'missing', uncounted)
+-- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND', uncounted)
 -- ARGV[2]: where the challenge lives: field | key
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the candidate code (base64url)
 -- ARGV[5]: attempt limit, ARGV[6]: window ms, ARGV[7]: counter buffer ms
@@ -21,11 +21,11 @@
 -- The new key derives from the new token's SHA-256, so no hash of the token is stored; a
 -- tokenHash left by an older gateway is dropped. failedMfaAttempts is created by the first
 -- wrong code (HINCRBY), never written as 0.
--- Reply: {'missing'} | {'exists'} |
---        {'limited', count, resetMs} |
---        {'gone', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
---        {'wrong', count, resetMs, failedMfaAttempts} |
---        {'ok', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs}
+-- Reply: {'NOT_FOUND'} | {'EXISTS'} |
+--        {'LIMITED', count, resetMs} |
+--        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
+--        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
+--        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs}
 -- fixed_window below is a verbatim copy of internal/ratelimit/scripts/fixed_window.lua (between
 -- its BEGIN/END markers), kept because the attempt must be counted in the same atomic step and
 -- Lua cannot import; building this script from a Go-side snippet would make the file incomplete
@@ -74,13 +74,13 @@ end
 
 local s = redis.call('HMGET', KEYS[1], 'tenantId', 'absoluteExpiresAtMs', 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs')
 if not s[1] or s[1] ~= ARGV[1] then
-  return {'missing'}
+  return {'NOT_FOUND'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local allowed, count, reset = fixed_window(KEYS[4], now, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[5]))
 if allowed == 0 then
-  return {'limited', count, reset}
+  return {'LIMITED', count, reset}
 end
 
 local cid, mac = s[3], s[4]
@@ -93,16 +93,16 @@ if not cid or not mac or cid ~= ARGV[3] then
   if s[5] then
     had = 1
   end
-  return {'gone', count, reset, had}
+  return {'NO_CHALLENGE', count, reset, had}
 end
 if not same(mac, ARGV[4]) then
   local failed = redis.call('HINCRBY', KEYS[1], 'failedMfaAttempts', 1)
   redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', now))
-  return {'wrong', count, reset, failed}
+  return {'WRONG_CODE', count, reset, failed}
 end
 
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'exists'}
+  return {'EXISTS'}
 end
 local nowS = string.format('%d', now)
 redis.call('HSET', KEYS[1], 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS,
@@ -117,4 +117,4 @@ redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[9])
 if redis.call('PTTL', KEYS[3]) < abs - now then
   redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
 end
-return {'ok', count, reset, now, pttl, abs}
+return {'OK', count, reset, now, pttl, abs}

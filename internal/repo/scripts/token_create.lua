@@ -18,35 +18,37 @@
 -- ARGV[8]: (minted by a token) the issuer's rootId as the caller read it ('' = the issuer is
 --          the root); else ''
 -- ARGV[9..]: field, value pairs of the hash (createdAtMs and updatedAtMs are added here)
--- Reply: integer: the hash TTL in ms (> 0) on success; -1 expiresAtMs not in the future;
---        -2 the tenant index is full; -3 the lineage is full; -4 the issuer is not live
---        (missing, another tenant's, revoked or expired); -5 the token would outlive its
---        issuer; -6 the id exists already; -7 the issuer's lineage changed since it was read.
+-- Reply: {'OK', hash TTL in ms} | {'EXPIRED'} expiresAtMs not in the future |
+--        {'BOUND', 'index'} the tenant index is full | {'BOUND', 'lineage'} the lineage is full |
+--        {'ISSUER_GONE', 'not_live'} the issuer is not live (missing, another tenant's, revoked
+--        or expired) | {'ISSUER_GONE', 'lineage_changed'} the issuer's lineage changed since it
+--        was read | {'OUTLIVES_ISSUER'} the token would outlive its issuer | {'EXISTS'} the id
+--        exists already
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = tonumber(ARGV[2])
 local safety = tonumber(ARGV[3])
 if not exp or exp <= now then
-  return -1
+  return {'EXPIRED'}
 end
 if redis.call('EXISTS', KEYS[3]) == 1 then
-  return -6
+  return {'EXISTS'}
 end
 local child = #KEYS >= 6
 if child then
   local p = redis.call('HMGET', KEYS[4], 'tenantId', 'revoked', 'expiresAtMs', 'rootId')
   if p[1] ~= ARGV[6] or p[2] ~= '0' or not tonumber(p[3]) or tonumber(p[3]) <= now then
-    return -4
+    return {'ISSUER_GONE', 'not_live'}
   end
   if exp > tonumber(p[3]) then
-    return -5
+    return {'OUTLIVES_ISSUER'}
   end
   if (p[4] or '') ~= ARGV[8] then
-    return -7
+    return {'ISSUER_GONE', 'lineage_changed'}
   end
   local n = tonumber(redis.call('HGET', KEYS[6], 'lineageCount') or '0') or 0
   if n >= tonumber(ARGV[7]) then
-    return -3
+    return {'BOUND', 'lineage'}
   end
 end
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[5]))
@@ -55,7 +57,7 @@ if #old > 0 then
   redis.call('ZREM', KEYS[2], unpack(old))
 end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
-  return -2
+  return {'BOUND', 'index'}
 end
 local ttl = exp - now + safety
 redis.call('ZADD', KEYS[1], exp, ARGV[1])
@@ -85,4 +87,4 @@ if child then
   end
   redis.call('HINCRBY', KEYS[6], 'lineageCount', 1)
 end
-return ttl
+return {'OK', ttl}

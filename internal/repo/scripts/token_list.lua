@@ -5,7 +5,7 @@
 -- ARGV[1]: cursor: the last tokenId of the previous page, or '' for the first page
 -- ARGV[2]: how many ids to return at most
 -- ARGV[3]: max expired members pruned in this call
--- Reply: array of tokenIds, newest first, all strictly older than the cursor.
+-- Reply: {'OK', tokenId...}: newest first, all strictly older than the cursor.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
@@ -17,4 +17,8 @@ local hi = '+'
 if ARGV[1] ~= '' then
   hi = '(' .. ARGV[1]
 end
-return redis.call('ZREVRANGEBYLEX', KEYS[2], hi, '-', 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {'OK'}
+for _, id in ipairs(redis.call('ZREVRANGEBYLEX', KEYS[2], hi, '-', 'LIMIT', 0, tonumber(ARGV[2]))) do
+  out[#out + 1] = id
+end
+return out

@@ -2,7 +2,7 @@
 -- step. The caller reads the descendants first (the children sets, level by level) and passes
 -- every key here, so the script touches only declared keys, all under the tenant's hash tag.
 -- A child that was not passed (minted since the caller's read) makes the script answer
--- 'retry' without changing anything. The hashes keep their TTL (HSET on an existing key); a
+-- 'RETRY' without changing anything. The hashes keep their TTL (HSET on an existing key); a
 -- missing key is never created; the children sets are deleted (everything in them is revoked).
 -- KEYS[1]: the token's metadata hash
 -- KEYS[2..n+1]: the metadata hashes of its n descendants
@@ -11,19 +11,19 @@
 -- ARGV[2]: revokedReason of the token
 -- ARGV[3]: revokedReason of the descendants (names the token)
 -- ARGV[4..n+3]: the descendants' ids, in the order of KEYS[2..n+1]
--- Reply: {'unknown'} no such token of this tenant (nothing written) | {'already'} revoked
---        before (first revocation kept; its descendants were revoked with it) | {'retry'} |
---        {'revoked', id...} the ids of the descendants revoked now
+-- Reply: {'NOT_FOUND'} no such token of this tenant (nothing written) | {'ALREADY'}
+--        revoked before (first revocation kept; its descendants were revoked with it) |
+--        {'RETRY'} | {'OK', id...} revoked now, with the ids of the descendants revoked now
 local n = #ARGV - 3
 if #KEYS ~= 2 * n + 2 then
   return redis.error_reply('token_revoke: key count does not match the descendants')
 end
 local st = redis.call('HMGET', KEYS[1], 'tenantId', 'revoked')
 if st[1] ~= ARGV[1] then
-  return {'unknown'}
+  return {'NOT_FOUND'}
 end
 if st[2] == '1' then
-  return {'already'}
+  return {'ALREADY'}
 end
 local passed = {}
 for i = 1, n do
@@ -33,14 +33,14 @@ for j = 0, n do
   local kids = redis.call('SMEMBERS', KEYS[n + 2 + j])
   for _, k in ipairs(kids) do
     if not passed[k] then
-      return {'retry'}
+      return {'RETRY'}
     end
   end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], 'revoked', '1', 'revokedAtMs', now, 'revokedReason', ARGV[2], 'updatedAtMs', now)
-local out = {'revoked'}
+local out = {'OK'}
 for i = 1, n do
   if redis.call('HGET', KEYS[1 + i], 'revoked') == '0' then
     redis.call('HSET', KEYS[1 + i], 'revoked', '1', 'revokedAtMs', now, 'revokedReason', ARGV[3], 'updatedAtMs', now)

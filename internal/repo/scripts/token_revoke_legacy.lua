@@ -5,15 +5,15 @@
 -- KEYS[1]: the legacy token metadata hash
 -- ARGV[1]: the caller's tenant id
 -- ARGV[2]: revokedReason
--- Reply: integer: 1 revoked now; 2 already revoked (first revocation kept); 0 unknown, or
---        another tenant's token (nothing written either way).
+-- Reply: {'OK'} revoked now | {'ALREADY'} (first revocation kept) | {'NOT_FOUND'}
+--        unknown, or another tenant's token (nothing written either way).
 if redis.call('HGET', KEYS[1], 'tenantId') ~= ARGV[1] then
-  return 0
+  return {'NOT_FOUND'}
 end
 if redis.call('HGET', KEYS[1], 'revoked') == '1' then
-  return 2
+  return {'ALREADY'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], 'revoked', '1', 'revokedAtMs', now, 'revokedReason', ARGV[2], 'updatedAtMs', now)
-return 1
+return {'OK'}

@@ -1,0 +1,160 @@
+package repo
+
+import (
+	"strconv"
+	"time"
+)
+
+// The session hash's fields and their decoding: every reader (the hot path, the full view,
+// the device list) decodes through decodeView.
+
+// Session hash field names. A plain session (ACTIVE, BASIC, no device information, no MFA
+// challenge, the default idle timeout, never rotated or refreshed) stores only userId,
+// tenantId, schemaVersion and the createdAtMs, updatedAtMs and absoluteExpiresAtMs
+// timestamps; the other fields are written when they first differ from their default:
+// status (ACTIVE) by a create that requires MFA or by an MFA challenge, authLevel (BASIC) by
+// a create at level MFA or by step-up, failedMfaAttempts (0) by the first wrong code,
+// lastSeenAtMs (createdAtMs) by the first idle refresh, lastRotatedAtMs (createdAtMs) by
+// rotation or step-up, idleTimeoutMs (ImplicitIdle) when the session's idle timeout is any
+// other, the device fields when given. No transition moves a session back to ACTIVE or
+// BASIC, so nothing writes a default back; hashes written before this rule hold status and
+// authLevel explicitly (ACTIVE/BASIC included) and read the same (schemaVersion was not
+// bumped for this, as it was not for the other optional fields: SchemaVersion is shared by
+// every object type, and a gateway that requires the fields refuses a newer schema number as
+// corrupt just as it refuses their absence). Hashes written before may
+// also hold tokenHash (the token's SHA-256): no reader asks for it, since the key itself
+// derives from 108 bits of that hash. userId and tenantId are always written: a read that
+// finds neither takes the session for missing.
+const (
+	sfUserID          = "userId"
+	sfTenantID        = "tenantId"
+	sfStatus          = "status"
+	sfAuthLevel       = "authLevel"
+	sfCreatedAt       = "createdAtMs"
+	sfUpdatedAt       = "updatedAtMs"
+	sfLastSeenAt      = "lastSeenAtMs"
+	sfLastRotatedAt   = "lastRotatedAtMs"
+	sfMFAVerifiedAt   = "mfaVerifiedAtMs"
+	sfAbsoluteExpires = "absoluteExpiresAtMs"
+	sfIdleTimeout     = "idleTimeoutMs"
+	sfDeviceLabel     = "deviceLabel"
+	sfIPHash          = "ipHash"
+	sfUserAgentHash   = "userAgentHash"
+	sfFailedMFA       = "failedMfaAttempts"
+	sfSchemaVersion   = "schemaVersion"
+	sfChallengeID     = "mfaChallengeId"
+	sfChallengeAt     = "mfaChallengeCreatedAtMs"
+	// sfLoginPending ("1") marks a session created with mfaRequired: its login is not complete
+	// until the MFA verify, which deletes the field. Written only then (a plain session never
+	// holds it); a challenge on a logged-in session (step-up) does not write it.
+	sfLoginPending = "loginPending"
+)
+
+// sessViewFields are what the full view and the device list read: never the code MAC or the
+// device hashes.
+var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCreatedAt, sfUpdatedAt, sfLastSeenAt,
+	sfLastRotatedAt, sfMFAVerifiedAt, sfAbsoluteExpires, sfIdleTimeout, sfDeviceLabel, sfFailedMFA, sfSchemaVersion,
+	sfChallengeID, sfChallengeAt, sfLoginPending}
+
+// decodeView maps the view fields in f to a Session and returns the session's idle timeout in
+// ms, recording missing and malformed fields in f; the caller classifies with f.schema() and
+// f.err(). Every reader (the hot path, the full view, the device list) decodes here, so a
+// field is corrupt for all of them or for none.
+func decodeView(f *fields, ref SessionRef) (Session, int64) {
+	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: sessEnum(f, sfStatus, SessionActive),
+		AuthLevel: sessEnum(f, sfAuthLevel, LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
+		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
+		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
+		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != "",
+		LoginPending: sessFlag(f, sfLoginPending)}
+	// Written only once they differ from createdAtMs: by the first idle refresh, by rotation
+	// and step-up.
+	if s.LastSeenAt.IsZero() {
+		s.LastSeenAt = s.CreatedAt
+	}
+	if s.LastRotatedAt.IsZero() {
+		s.LastRotatedAt = s.CreatedAt
+	}
+	sessCheckEnums(f, s.Status, s.AuthLevel)
+	return s, sessIdleMs(f)
+}
+
+// sessIdleMs is the session's idle timeout in ms. idleTimeoutMs is written only when the
+// session's timeout is not ImplicitIdle (and never by schema 1): without it ImplicitIdle
+// applies, never the configuration of the moment. A present value must be a positive integer;
+// anything else is recorded as bad in f (corrupt: never served with a default).
+func sessIdleMs(f *fields) int64 {
+	v, ok := f.m[sfIdleTimeout]
+	if !ok {
+		return ImplicitIdle.Milliseconds()
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		f.bad = append(f.bad, sfIdleTimeout)
+		return 0
+	}
+	return n
+}
+
+// sessFlag reads a flag field: absent is false, "1" true, anything else is recorded as bad.
+func sessFlag(f *fields, name string) bool {
+	v, ok := f.m[name]
+	if ok && v != "1" {
+		f.bad = append(f.bad, name)
+	}
+	return ok
+}
+
+// sessEnum is the value of the enum field name, def when the hash does not hold it (written
+// only once it differs from def). A present value, even empty, is checked by sessCheckEnums.
+func sessEnum(f *fields, name, def string) string {
+	if v, ok := f.m[name]; ok {
+		return v
+	}
+	return def
+}
+
+// sessSchema is the schema version a read classified as outcome carries.
+func sessSchema(o Outcome) int {
+	if o == OldSchema {
+		return SchemaVersion - 1
+	}
+	return SchemaVersion
+}
+
+// sessCheckEnums marks status and authLevel bad when they hold an unknown value (an empty
+// one included: absent fields were given their default by sessEnum).
+func sessCheckEnums(f *fields, status, level string) {
+	switch status {
+	case SessionActive, SessionMFARequired, SessionMFAVerified:
+	default:
+		f.bad = append(f.bad, sfStatus)
+	}
+	switch level {
+	case LevelBasic, LevelMFA:
+	default:
+		f.bad = append(f.bad, sfAuthLevel)
+	}
+}
+
+func sessAtoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// sessIdleEnd is when the key expires, never reported past the absolute deadline (the
+// server's TIME and PTTL may differ by a millisecond of rounding).
+func sessIdleEnd(now, pttl int64, abs time.Time) time.Time {
+	end := sessTime(now + pttl)
+	if !abs.IsZero() && end.After(abs) {
+		return abs
+	}
+	return end
+}
+
+func sessTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

@@ -1,0 +1,85 @@
+package repo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// Transitions of one session: rotation to a new token (session_rotate.lua) and revocation
+// (session_revoke.lua).
+
+// Rotate moves the session to next (the new token's reference) in one script: the old token
+// stops working at once, the TTL and absolute deadline are kept, the index swaps members.
+func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, next SessionRef) (*Session, error) {
+	if next.Tag != ref.Tag {
+		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
+	}
+	r.written.mark(ref, r.now())
+	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
+	rep, err := r.run(ctx, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+	if err != nil {
+		return nil, err
+	}
+	switch rep.Code() {
+	case CodeOK:
+	case CodeNotFound:
+		r.o.Metrics.Transition(ctx, sessObject, "rotate", "missing")
+		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	case CodeExists:
+		return nil, fmt.Errorf("session rotate %s: id collision: %w", ref.ID(), rep.Err(""))
+	default:
+		return nil, r.badReply(ctx, "session_rotate", rep.Unexpected())
+	}
+	// {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+	d := rep.Reader()
+	now, pttl := d.Int(0), d.Int(1)
+	status, ok := d.OptStr(2)
+	if !ok { // written only once it differs from its default
+		status = SessionActive
+	}
+	level, ok := d.OptStr(3)
+	if !ok {
+		level = LevelBasic
+	}
+	created, _ := d.OptStr(4)
+	abs, _ := d.OptStr(5)
+	if err := cmp.Or(rep.Want(6), d.Err()); err != nil {
+		return nil, r.badReply(ctx, "session_rotate", err)
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
+	s := &Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
+		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), SchemaVersion: SchemaVersion}
+	s.IdleExpiresAt = s.AbsoluteExpiresAt
+	if pttl >= 0 {
+		s.IdleExpiresAt = sessIdleEnd(now, pttl, s.AbsoluteExpiresAt)
+	}
+	return s, nil
+}
+
+// Revoke deletes one session of tenant with its challenge key and index entry. It reports
+// whether a live session was deleted; another tenant's session is left alone (false).
+func (r *Sessions) Revoke(ctx context.Context, ref SessionRef, tenant string) (bool, error) {
+	r.written.mark(ref, r.now())
+	rep, err := r.run(ctx, "session_revoke", scriptSessionRevoke,
+		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
+	if err != nil {
+		return false, err
+	}
+	outcome := "other_tenant"
+	switch rep.Code() {
+	case CodeOK: // {'OK', 1} revoked | {'OK', 0} already gone
+		n, err := rep.Int(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil || n != 0 && n != 1 {
+			return false, r.badReply(ctx, "session_revoke", cmp.Or(err, rep.Unexpected()))
+		}
+		outcome = map[int64]string{1: "ok", 0: "gone"}[n]
+	case CodeNotFound: // another tenant's session, untouched
+	default:
+		return false, r.badReply(ctx, "session_revoke", rep.Unexpected())
+	}
+	r.o.Metrics.Transition(ctx, sessObject, "revoke", outcome)
+	return outcome == "ok", nil
+}

@@ -1,0 +1,155 @@
+package repo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// Creating a token: bounds, the issuer's lineage, and token_create.lua.
+
+// validate checks the bounds of a new token; over-bound input is refused before any write.
+func (t Token) validate() error {
+	var bad []string
+	check := func(ok bool, name string) {
+		if !ok {
+			bad = append(bad, name)
+		}
+	}
+	text := func(s string, maxBytes int, required bool) bool {
+		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !tokenHasControl(s)
+	}
+	check(ValidTokenID(t.ID), "id")
+	check(text(t.Tenant, maxTokenTenantBytes, true), "tenant")
+	check(text(t.Subject, maxTokenSubjectBytes, true), "subject")
+	check(text(t.Type, maxTokenTypeBytes, true), "tokenType")
+	check(text(t.Description, maxTokenDescBytes, false), "description")
+	scope := strings.Join(t.Scopes, " ")
+	check(len(t.Scopes) > 0 && len(scope) <= maxTokenScopeBytes && !strings.ContainsAny(scope, "\t\r\n"), "scopes")
+	check(!t.ExpiresAt.IsZero() && t.ExpiresAt.After(t.IssuedAt), "expiresAt")
+	if len(bad) > 0 {
+		return apperr.Newf(apperr.BoundExceeded, "Token fields out of bounds: %s.", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+func tokenHasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// Create writes a token in one script: the tenant index entry, the metadata hash with a key
+// TTL of expiry − now + the safety window and, when t.ParentID is set, the link to its issuer
+// (the issuer's children set and the root's lineage count). The issuer must be live, of the
+// same tenant, and expire no earlier than t (ErrTokenIssuerGone, ErrTokenOutlivesIssuer).
+func (r *Tokens) Create(ctx context.Context, t Token) error {
+	if err := t.validate(); err != nil {
+		return err
+	}
+	tag := r.tag(t.Tenant)
+	expMs := t.ExpiresAt.UnixMilli()
+	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID))
+	args := []string{t.ID, ms(expMs), ms(r.safety.Milliseconds()), strconv.Itoa(r.max), strconv.Itoa(tokenPruneMax), t.Tenant, "", ""}
+	fields := []string{"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
+		"scopes", strings.Join(t.Scopes, " "), "description", t.Description,
+		"issuedAtMs", ms(t.IssuedAt.UnixMilli()), "expiresAtMs", ms(expMs),
+		"revoked", "0", "revokedAtMs", "0", "revokedReason", "",
+		"schemaVersion", strconv.Itoa(SchemaVersion)}
+	if t.ParentID != "" {
+		parentRoot, depth, err := r.lineage(ctx, tag, t.Tenant, t.ParentID)
+		if err != nil {
+			return err
+		}
+		if depth+1 > MaxTokenDepth {
+			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
+			return fmt.Errorf("token %s: %d generations below its root: %w", t.ID, depth+1, ErrTokenLineageFull)
+		}
+		root := parentRoot
+		if root == "" {
+			root = t.ParentID
+		}
+		keys = append(keys, r.hashKey(tag, t.ParentID), r.kidsKey(tag, t.ParentID), r.hashKey(tag, root))
+		args[6], args[7] = strconv.Itoa(r.maxLineage), parentRoot
+		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1))
+	}
+	rep, err := r.run(ctx, "token_create", scriptTokenCreate, keys, append(args, fields...))
+	if err != nil {
+		return err
+	}
+	switch rep.Code() {
+	case CodeOK: // {'OK', hash TTL in ms}
+		ttl, err := rep.Int(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil || ttl <= 0 {
+			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
+		}
+		r.metrics.Transition(ctx, tokenObj, "create", "ok")
+		return nil
+	case CodeBound: // {'BOUND', 'index' | 'lineage'}
+		which, err := rep.Str(0)
+		switch {
+		case rep.Want(1) == nil && err == nil && which == "index":
+			r.metrics.Transition(ctx, tokenObj, "create", "index_full")
+			return fmt.Errorf("tenant index: %w", ErrTokensFull)
+		case rep.Want(1) == nil && err == nil && which == "lineage":
+			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
+			return fmt.Errorf("token %s: %w", t.ID, ErrTokenLineageFull)
+		}
+		return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
+	case CodeIssuerGone: // {'ISSUER_GONE', 'not_live' | 'lineage_changed'}
+		why, err := rep.Str(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil || why != "not_live" && why != "lineage_changed" {
+			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
+		}
+		r.metrics.Transition(ctx, tokenObj, "create", "issuer_gone")
+		return fmt.Errorf("token %s issuer %s: %w", t.ID, t.ParentID, ErrTokenIssuerGone)
+	case CodeExists:
+		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExists)
+	case CodeExpired, CodeOutlivesIssuer:
+		if err := rep.Want(0); err != nil {
+			return r.badReply(ctx, "token_create", err)
+		}
+		return rep.Err("token " + t.ID)
+	}
+	return r.badReply(ctx, "token_create", rep.Unexpected())
+}
+
+// lineage reads an issuer's rootId ("" when it is a root) and depth.
+func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, int, error) {
+	if !ValidTokenID(id) {
+		return "", 0, fmt.Errorf("issuer: %w", ErrTokenIssuerGone)
+	}
+	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth").Build()).ToArray()
+	if err != nil {
+		return "", 0, redisErr("token lineage", err)
+	}
+	if len(vals) != 3 {
+		return "", 0, fmt.Errorf("token lineage: %d values for 3 fields", len(vals))
+	}
+	if tn, err := vals[0].ToString(); err != nil || tn != tenant {
+		legacy, err := r.c.Do(ctx, r.c.B().Hget().Key(r.legacyKey(id)).Field("tenantId").Build()).ToString()
+		if err == nil && legacy == tenant {
+			return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
+		}
+		return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
+	}
+	root, _ := vals[1].ToString()
+	depth := 0
+	if d, err := vals[2].ToString(); err == nil {
+		if depth, err = strconv.Atoi(d); err != nil || depth < 1 {
+			return "", 0, fmt.Errorf("%w: token %s has a bad depth", ErrCorrupt, id)
+		}
+	}
+	if (root == "") != (depth == 0) || (root != "" && !ValidTokenID(root)) {
+		return "", 0, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
+	}
+	return root, depth, nil
+}

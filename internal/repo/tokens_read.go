@@ -1,0 +1,222 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// Reading tokens: the full metadata (Get, List) and the per-request state (State).
+
+// Get reads a token of tenant. A token of another tenant is NotFound, like an unknown one.
+func (r *Tokens) Get(ctx context.Context, tenant, id string) (Token, error) {
+	if !ValidTokenID(id) {
+		return Token{}, fmt.Errorf("token: %w", apperr.NotFound)
+	}
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
+	if err == nil && len(m) == 0 {
+		m, err = r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKey(id)).Build()).AsStrMap()
+	}
+	if err != nil {
+		return Token{}, redisErr("token get", err)
+	}
+	t, err := r.decode(ctx, id, m)
+	if err != nil {
+		return Token{}, err
+	}
+	if t.Tenant != tenant {
+		return Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
+	}
+	return t, nil
+}
+
+// decode classifies and decodes a token hash read with HGETALL.
+func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (Token, error) {
+	if len(m) == 0 {
+		r.metrics.Read(ctx, tokenObj, Missing)
+		return Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
+	}
+	size := 0
+	for k, v := range m {
+		size += len(k) + len(v)
+	}
+	r.metrics.Payload(ctx, tokenObj, size)
+	f := newFields(m)
+	t := Token{
+		ID:            id,
+		Tenant:        f.str("tenantId"),
+		Subject:       f.str("subject"),
+		Type:          f.str("tokenType"),
+		Scopes:        strings.Fields(f.str("scopes")),
+		Description:   f.opt("description"),
+		IssuedAt:      time.UnixMilli(f.int64("issuedAtMs")),
+		ExpiresAt:     time.UnixMilli(f.int64("expiresAtMs")),
+		RevokedReason: f.opt("revokedReason"),
+		ParentID:      f.opt("parentId"),
+		RootID:        f.opt("rootId"),
+		Depth:         int(f.optInt64("depth")),
+		CreatedAt:     time.UnixMilli(f.int64("createdAtMs")),
+		UpdatedAt:     time.UnixMilli(f.int64("updatedAtMs")),
+	}
+	switch f.str("revoked") {
+	case "1":
+		t.Revoked = true
+		t.RevokedAt = time.UnixMilli(f.optInt64("revokedAtMs"))
+	case "0", "":
+	default:
+		f.bad = append(f.bad, "revoked")
+	}
+	o := f.schema()
+	r.metrics.Read(ctx, tokenObj, o)
+	if o == Corrupt {
+		r.logCorrupt(ctx, f.bad)
+		return Token{}, fmt.Errorf("token %s: %w", id, f.err(tokenObj))
+	}
+	return t, nil
+}
+
+// tokenStateFields are the only fields the per-request check reads (never HGETALL).
+var tokenStateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "schemaVersion"}
+
+// State reads what the per-request check needs with one HMGET of tenant's token id (the
+// tenant comes from the verified JWT, so another tenant's id is simply not found). With cacheTTL > 0 it goes
+// through rueidis client-side caching: a hot token costs no round trip, and a write to its
+// hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
+// caps staleness should a push be lost. A missing hash is NotFound; a malformed one ErrCorrupt.
+func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (TokenState, error) {
+	if !ValidTokenID(id) {
+		return TokenState{}, fmt.Errorf("token: %w", apperr.NotFound)
+	}
+	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
+		cmd := r.c.B().Hmget().Key(key).Field(tokenStateFields...)
+		var res rueidis.RedisResult
+		if cacheTTL > 0 {
+			res = r.c.DoCache(ctx, cmd.Cache(), cacheTTL)
+		} else {
+			res = r.c.Do(ctx, cmd.Build())
+		}
+		vals, err := res.ToArray()
+		return vals, res.IsCacheHit(), err
+	}
+	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
+	if err == nil && allNil(vals) {
+		// Not under the tenant-tagged key: a token issued before it, under its legacy key.
+		vals, hit, err = read(r.legacyKey(id))
+	}
+	if err != nil {
+		return TokenState{}, redisErr("token state", err)
+	}
+	st := TokenState{CacheHit: hit}
+	m, _, err := pooledFields(vals, tokenStateFields)
+	if err != nil {
+		return st, fmt.Errorf("token state: %w", err)
+	}
+	defer releaseFields(m)
+	if len(m) == 0 {
+		r.metrics.Read(ctx, tokenObj, Missing)
+		return st, fmt.Errorf("token %s: %w", id, apperr.NotFound)
+	}
+	f := fields{m: m}
+	switch m["revoked"] {
+	case "1":
+		st.Revoked = true
+	case "0":
+	default:
+		f.bad = append(f.bad, "revoked")
+	}
+	st.ExpiresAtMs, st.Tenant, st.Scope = f.int64("expiresAtMs"), f.str("tenantId"), f.str("scopes")
+	o := f.schema()
+	if o == Corrupt {
+		r.metrics.Read(ctx, tokenObj, Corrupt)
+		r.logCorrupt(ctx, f.bad)
+		return TokenState{}, f.err(tokenObj)
+	}
+	r.metrics.Read(ctx, tokenObj, o)
+	return st, nil
+}
+
+// List returns up to limit of tenant's tokens, newest first, strictly older than cursor (a
+// token id; "" for the first page), and the cursor of the next page ("" on the last page).
+// Expired index members are pruned as the index is read. Ids whose hash is gone (expired, or
+// a create that failed halfway) are skipped; the cursor still advances past them, so pages
+// neither repeat nor skip a token.
+func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]Token, string, error) {
+	if cursor != "" && !ValidTokenID(cursor) {
+		return nil, "", apperr.New(apperr.Validation, "The cursor is not one this gateway issued.")
+	}
+	if limit < 1 || limit > 1000 {
+		return nil, "", apperr.New(apperr.Validation, "The limit is out of range.")
+	}
+	tag := r.tag(tenant)
+	rep, err := r.run(ctx, "token_list", scriptTokenList, r.indexKeys(tag),
+		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(tokenPruneMax)})
+	if err != nil {
+		return nil, "", err
+	}
+	ids, err := rep.Strs(0) // {'OK', tokenId...}
+	if err == nil && rep.Code() != CodeOK {
+		err = rep.Unexpected()
+	}
+	if err != nil {
+		return nil, "", r.badReply(ctx, "token_list", err)
+	}
+	next := ""
+	if len(ids) > limit {
+		ids = ids[:limit]
+		next = ids[limit-1]
+	}
+	if len(ids) == 0 {
+		return nil, next, nil
+	}
+	cmds := make(rueidis.Commands, 0, len(ids))
+	for _, id := range ids {
+		if !ValidTokenID(id) {
+			return nil, "", fmt.Errorf("%w: token index holds a malformed member", ErrCorrupt)
+		}
+		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
+	}
+	maps := make([]map[string]string, len(ids))
+	var legacy []int
+	for i, res := range r.c.DoMulti(ctx, cmds...) {
+		if maps[i], err = res.AsStrMap(); err != nil {
+			return nil, "", redisErr("token list read", err)
+		}
+		if len(maps[i]) == 0 {
+			legacy = append(legacy, i)
+		}
+	}
+	if len(legacy) > 0 { // issued before the tenant-tagged key, or gone
+		cmds = cmds[:0]
+		for _, i := range legacy {
+			cmds = append(cmds, r.c.B().Hgetall().Key(r.legacyKey(ids[i])).Build())
+		}
+		for j, res := range r.c.DoMulti(ctx, cmds...) {
+			if maps[legacy[j]], err = res.AsStrMap(); err != nil {
+				return nil, "", redisErr("token list read", err)
+			}
+		}
+	}
+	out := make([]Token, 0, len(ids))
+	for i, m := range maps {
+		if len(m) == 0 {
+			r.metrics.Read(ctx, tokenObj, Missing)
+			continue
+		}
+		t, err := r.decode(ctx, ids[i], m)
+		if err != nil {
+			// Corrupt entries are counted and logged by decode and never served.
+			continue
+		}
+		if t.Tenant != tenant {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, next, nil
+}

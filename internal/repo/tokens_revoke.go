@@ -1,0 +1,135 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Revoking a token with its descendants (token_revoke.lua; token_revoke_legacy.lua for
+// hashes under the legacy key).
+
+// Revoke revokes a token of tenant and every token minted from it, transitively, in one
+// script (idempotent). It returns what happened to the token itself and the ids of the
+// descendants revoked now. Unknown ids, another tenant's included, are a no-op
+// (TokenRevokeUnknown) that writes nothing. The descendants are read first, level by level
+// (at most MaxTokenDepth round trips, at most MaxTokenLineage ids), and the script refuses
+// ('RETRY') when a token was minted under them meanwhile; the read is then repeated.
+func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, []string, error) {
+	if !ValidTokenID(id) {
+		return TokenRevokeUnknown, nil, nil
+	}
+	if len(reason) > maxTokenReasonBytes || !utf8.ValidString(reason) || tokenHasControl(reason) {
+		return TokenRevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
+	}
+	tag := r.tag(tenant)
+	for range maxRevokeRetries {
+		desc, err := r.descendants(ctx, tag, id)
+		if err != nil {
+			return TokenRevokeUnknown, nil, err
+		}
+		keys := make([]string, 0, 2*len(desc)+2)
+		keys = append(keys, r.hashKey(tag, id))
+		for _, d := range desc {
+			keys = append(keys, r.hashKey(tag, d))
+		}
+		keys = append(keys, r.kidsKey(tag, id))
+		for _, d := range desc {
+			keys = append(keys, r.kidsKey(tag, d))
+		}
+		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
+		rep, err := r.run(ctx, "token_revoke", scriptTokenRevoke, keys, args)
+		if err != nil {
+			return TokenRevokeUnknown, nil, err
+		}
+		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY'} | {'RETRY'}
+		revoked, err := rep.Strs(0)
+		if err == nil && rep.Code() != CodeOK {
+			err = rep.Want(0)
+		}
+		if err != nil {
+			return TokenRevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
+		}
+		var res TokenRevokeResult
+		switch rep.Code() {
+		case CodeRetry:
+			continue
+		case CodeNotFound:
+			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
+				return TokenRevokeUnknown, nil, err
+			}
+		case CodeAlready:
+			res = TokenAlreadyRevoked
+		case CodeOK:
+			res = TokenRevoked
+		default:
+			return TokenRevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
+		}
+		r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
+		return res, revoked, nil
+	}
+	return TokenRevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
+}
+
+// revokeLegacy revokes a token under its legacy key (see legacyKey); unknown and another
+// tenant's alike are TokenRevokeUnknown.
+func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, error) {
+	rep, err := callScript(ctx, r.c, "token_revoke_legacy", scriptTokenRevokeLegacy, []string{r.legacyKey(id)}, []string{tenant, reason})
+	if err != nil {
+		r.metrics.ScriptError(ctx, "token_revoke_legacy")
+		return TokenRevokeUnknown, redisErr("token revoke", err)
+	}
+	if err := rep.Want(0); err != nil { // {'OK'} | {'ALREADY'} | {'NOT_FOUND'}
+		return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", err)
+	}
+	switch rep.Code() {
+	case CodeNotFound:
+		return TokenRevokeUnknown, nil
+	case CodeOK:
+		return TokenRevoked, nil
+	case CodeAlready:
+		return TokenAlreadyRevoked, nil
+	}
+	return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", rep.Unexpected())
+}
+
+// descendants lists the ids minted from id, transitively, breadth first, from the children
+// sets: at most MaxTokenDepth levels and MaxTokenLineage ids (the bounds a create enforces).
+func (r *Tokens) descendants(ctx context.Context, tag, id string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{id: true}
+	level := []string{id}
+	for depth := 0; len(level) > 0; depth++ {
+		if depth > MaxTokenDepth || len(out) > MaxTokenLineage {
+			return nil, fmt.Errorf("%w: token %s has more descendants than a lineage may hold", ErrCorrupt, id)
+		}
+		cmds := make(rueidis.Commands, 0, len(level))
+		for _, l := range level {
+			cmds = append(cmds, r.c.B().Smembers().Key(r.kidsKey(tag, l)).Build())
+		}
+		var next []string
+		for _, res := range r.c.DoMulti(ctx, cmds...) {
+			kids, err := res.AsStrSlice()
+			if err != nil {
+				return nil, redisErr("token children", err)
+			}
+			for _, k := range kids {
+				if !ValidTokenID(k) {
+					return nil, fmt.Errorf("%w: a token children set holds a malformed member", ErrCorrupt)
+				}
+				if !seen[k] {
+					seen[k] = true
+					next = append(next, k)
+				}
+			}
+		}
+		out = append(out, next...)
+		level = next
+	}
+	return out, nil
+}
