@@ -102,7 +102,7 @@ func (r *Cases) dueKey(tenantTag string) string {
 func (r *Cases) registryKey() string { return r.keys.Key("casetenants", "all") }
 
 // TenantTag is the opaque tag naming tenant's due index (never the raw tenant id).
-func (r *Cases) TenantTag(tenant string) string { return r.h.Tag("tenant", 9, tenant) }
+func (r *Cases) TenantTag(tenant string) string { return r.h.TenantTag(tenant) }
 
 var (
 	scriptCaseCreate     = script("case_create")

@@ -115,7 +115,7 @@ var (
 
 func (x *Idempotency) markerKey(sc idempotency.Scope) string {
 	sum := sha256.Sum256([]byte(sc.Key))
-	return x.keys.Key("idem", x.h.Tag("tenant", 9, sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
+	return x.keys.Key("idem", x.h.TenantTag(sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
 }
 
 // Claim claims sc for a request with requestHash that would create resourceID. It answers a
