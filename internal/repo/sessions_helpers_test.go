@@ -134,7 +134,7 @@ func (e *sessEnv) hget(key, field string) string {
 
 func (e *sessEnv) serverMs() int64 {
 	e.t.Helper()
-	n, err := script("time").Exec(context.Background(), e.s.Client, nil, nil).AsInt64()
+	n, err := timeScript.Exec(context.Background(), e.s.Client, nil, nil).AsInt64()
 	if err != nil {
 		e.t.Fatal(err)
 	}

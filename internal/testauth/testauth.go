@@ -57,9 +57,3 @@ func Mint(tb testing.TB, a *auth.Authority, tenant string, scopes ...string) str
 	}
 	return tok
 }
-
-// Bearer is "Bearer " + Mint(...), an Authorization header value.
-func Bearer(tb testing.TB, a *auth.Authority, tenant string, scopes ...string) string {
-	tb.Helper()
-	return "Bearer " + Mint(tb, a, tenant, scopes...)
-}
