@@ -25,6 +25,9 @@ func TestRecorder(t *testing.T) {
 			rec.After = func(args []string) { after = append(after, args[0]) }
 			c := rec.Client
 			k := prefix + ":rec"
+			// The key is the test's own, in no documented pattern: it must not outlive the test
+			// (the keyspace audit after the suite would find it).
+			t.Cleanup(func() { s.Client.Do(context.Background(), s.Client.B().Del().Key(k).Build()) })
 			if err := rec.Do(ctx, c.B().Set().Key(k).Value("v").PxMilliseconds(60000).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
