@@ -5,40 +5,33 @@ import (
 	"fmt"
 
 	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/repo"
 )
 
-// Key names follow docs/KEYS.md; ids returned by the API map to them:
-//   session  s_<userTag>_<idPart>  → <prefix>:v1:sess:{<userTag>}:<idPart>
-//   device index                   → <prefix>:v1:sessions:{<userTag>}
-//   MFA attempt counter            → <prefix>:v1:rl:{<userTag>}:mfa
-//   token    <tokenId>             → <prefix>:v1:token:{<tenantTag>}:<tokenId> (found by SCAN:
-//                                    the tag is a keyed hash the bench does not compute)
-//   quote    q_<id>                → <prefix>:v1:quote:{q_<id>} and …:items
-//   case     c_<id>                → <prefix>:v1:case:{c_<id>} and …:history
+// Key names follow docs/KEYS.md and come from internal/repo's key helpers; the ids the API
+// returns map to them: a session id carries its user tag (so the session hash, the device
+// index and the MFA counter are named from it), a token's key is found by SCAN (its tenant tag
+// is a keyed hash the bench does not compute), quote and case ids are their hash tags.
+var benchKeys = repo.Keys{Prefix: keyPrefix}
 
-// sessionParts splits a session id (s_<12-char tag>_<18-char part>, the contract's pattern)
-// into its user tag and id part. Both are base64url, so they may contain '_' themselves.
-func sessionParts(id string) (tag, part string, ok bool) {
-	if len(id) != 33 || id[:2] != "s_" || id[14] != '_' {
-		return "", "", false
-	}
-	return id[2:14], id[15:], true
-}
-
+// sessionKey is the session hash of session id ("" for an id that is not a session id).
 func sessionKey(id string) string {
-	tag, part, ok := sessionParts(id)
+	ref, ok := repo.ParseSessionID(id)
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%s:v1:sess:{%s}:%s", keyPrefix, tag, part)
+	return repo.SessionKey(benchKeys, ref)
 }
 
-func userKey(id, format string) string {
-	tag, _, ok := sessionParts(id)
+// userKey is the key key(benchKeys, tag) of the user that session id belongs to ("" for an
+// id that is not a session id).
+func userKey(id string, key func(repo.Keys, string) string) string {
+	ref, ok := repo.ParseSessionID(id)
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(format, keyPrefix, tag)
+	return key(benchKeys, ref.Tag)
 }
 
 // memory measures the objects the run created through the API.
@@ -87,7 +80,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		var ss, idx [][]string
 		for _, s := range fx.sessions[:min(100, len(fx.sessions))] {
 			ss = append(ss, []string{sessionKey(s.ID)})
-			idx = append(idx, []string{userKey(s.ID, "%s:v1:sessions:{%s}")})
+			idx = append(idx, []string{userKey(s.ID, repo.SessionDevicesKey)})
 		}
 		measure("session hash, plain (BASIC, no device info)", "target ≤ 256 B", ss...)
 		measure("session hash with device label, user agent, IP", "", []string{sessionKey(fx.device.ID)})
@@ -97,7 +90,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		var ss, rl [][]string
 		for _, m := range fx.mfa {
 			ss = append(ss, []string{sessionKey(m.SessionID)})
-			rl = append(rl, []string{userKey(m.SessionID, "%s:v1:rl:{%s}:mfa")})
+			rl = append(rl, []string{userKey(m.SessionID, repo.MFACounterKey)})
 		}
 		measure("session hash with a pending MFA challenge", "challenge fields carry their own TTL", ss...)
 		measure("MFA attempt counter", "", rl...)
@@ -110,19 +103,17 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		var ts [][]string
 		for _, id := range ids {
 			if id != "" {
-				ts = append(ts, []string{scanOne(ctx, b.redis.Client, fmt.Sprintf("%s:v1:token:{*}:%s", keyPrefix, id))})
+				ts = append(ts, []string{scanOne(ctx, b.redis.Client, repo.TokenKeyPattern(benchKeys, id))})
 			}
 		}
 		measure("token metadata hash", "", ts...)
 	}
 	if q := fx.quoteSample.ID; q != "" {
-		k := fmt.Sprintf("%s:v1:quote:{%s}", keyPrefix, q)
-		measure(fmt.Sprintf("quote summary + items (%d items)", fx.quoteItems), "", []string{k, k + ":items"})
+		measure(fmt.Sprintf("quote summary + items (%d items)", fx.quoteItems), "", repo.QuoteKeys(benchKeys, q))
 	}
 	for _, c := range []struct{ id, what string }{{fx.caseFresh, "case hash + history, as created"}, {fx.caseUsed, fmt.Sprintf("case hash + history after %d escalations", caseMaxEscalation)}} {
 		if c.id != "" {
-			k := fmt.Sprintf("%s:v1:case:{%s}", keyPrefix, c.id)
-			measure(c.what, "", []string{k, k + ":history"})
+			measure(c.what, "", repo.CaseKeys(benchKeys, c.id))
 		}
 	}
 	var naive [][]string

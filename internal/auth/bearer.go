@@ -54,9 +54,3 @@ func isB64Token(s string) bool {
 type Checker interface {
 	Check(ctx context.Context, c *Claims) error
 }
-
-// CheckerFunc adapts a function to the [Checker] interface.
-type CheckerFunc func(ctx context.Context, c *Claims) error
-
-// Check calls f(ctx, c).
-func (f CheckerFunc) Check(ctx context.Context, c *Claims) error { return f(ctx, c) }

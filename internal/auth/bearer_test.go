@@ -1,8 +1,6 @@
 package auth
 
 import (
-	"context"
-	"errors"
 	"net/http/httptest"
 	"testing"
 )
@@ -42,24 +40,5 @@ func TestBearerToken(t *testing.T) {
 				t.Errorf("BearerToken = %q, %v; want %q, %v", got, ok, tt.want, tt.wantOK)
 			}
 		})
-	}
-}
-
-func TestCheckerFunc(t *testing.T) {
-	t.Parallel()
-	errRevoked := errors.New("revoked")
-	var c Checker = CheckerFunc(func(_ context.Context, c *Claims) error {
-		if c.ID == "bad" {
-			return errRevoked
-		}
-		return nil
-	})
-	if err := c.Check(context.Background(), &Claims{}); err != nil {
-		t.Errorf("Check = %v", err)
-	}
-	bad := &Claims{}
-	bad.ID = "bad"
-	if err := c.Check(context.Background(), bad); !errors.Is(err, errRevoked) {
-		t.Errorf("Check = %v, want %v", err, errRevoked)
 	}
 }

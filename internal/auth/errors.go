@@ -2,15 +2,8 @@ package auth
 
 import "errors"
 
-// Sentinel errors. Use errors.Is to test for them.
-var (
-	// ErrInvalidToken is wrapped by every token verification failure.
-	ErrInvalidToken = errors.New("invalid token")
-	// ErrInsufficientScope reports a valid credential that lacks a required scope.
-	ErrInsufficientScope = errors.New("insufficient scope")
-	// ErrNoCredentials reports a request that carries no credentials at all.
-	ErrNoCredentials = errors.New("no credentials")
-)
+// ErrInvalidToken is wrapped by every token verification failure. Use errors.Is to test for it.
+var ErrInvalidToken = errors.New("invalid token")
 
 // TokenError is the concrete error returned by [Authority.Verify]. It wraps
 // [ErrInvalidToken] and, when there is one, the underlying cause (for example

@@ -20,6 +20,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
 	"github.com/hashgate/hashgate/internal/wiring"
@@ -64,14 +65,7 @@ func startGateway(t *testing.T, url string, timeout time.Duration) *gateway {
 	if err := g.store.LoadScripts(ctx, repo.ScriptBodies()...); err != nil {
 		t.Fatalf("load scripts: %v", err)
 	}
-	ks, err := auth.GenerateKeySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	authority, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: ks})
-	if err != nil {
-		t.Fatal(err)
-	}
+	authority := testauth.New(t, auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience})
 	hasher, _, err := keyhash.Generate()
 	if err != nil {
 		t.Fatal(err)

@@ -103,7 +103,7 @@ func benchGateway(b *testing.B, cacheTTL time.Duration) {
 }
 
 // benchServe runs GET /v1/authorize with token on e, serially and in parallel.
-func benchServe(b *testing.B, e http.Handler, token string, counter *sessCmdCounter) {
+func benchServe(b *testing.B, e http.Handler, token string, counter *testredis.Recorder) {
 	serve := func(b *testing.B) {
 		req := httptest.NewRequest("GET", "/v1/authorize", nil)
 		req.Header.Set(SessionHeaderName, token)
@@ -116,13 +116,13 @@ func benchServe(b *testing.B, e http.Handler, token string, counter *sessCmdCoun
 	serve(b) // warm: the first request fills the cache
 	report := func(b *testing.B, n int) {
 		if counter != nil && n > 0 {
-			b.ReportMetric(float64(counter.n.Load())/float64(n), "redis-cmds/op")
+			b.ReportMetric(float64(counter.Sent())/float64(n), "redis-cmds/op")
 		}
 	}
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		if counter != nil {
-			counter.reset()
+			counter.Reset()
 		}
 		n := 0
 		for b.Loop() {
@@ -134,7 +134,7 @@ func benchServe(b *testing.B, e http.Handler, token string, counter *sessCmdCoun
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		if counter != nil {
-			counter.reset()
+			counter.Reset()
 		}
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {

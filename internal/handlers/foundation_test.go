@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -82,15 +83,12 @@ func TestAuthentication(t *testing.T) {
 	t.Parallel()
 	h := embedded(t)
 	// A token minted two hours ago with a one-minute lifetime: expired well past the leeway.
-	past, _ := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: h.auth.Keys(),
-		Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
+	past := testauth.New(t, auth.Options{Keys: h.auth.Keys(), Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
 	expired, _, err := past.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: allScopes, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := auth.GenerateKeySet()
-	stranger, _ := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: other})
-	forged, _, _ := stranger.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: allScopes, TTL: time.Hour})
+	forged := testauth.Mint(t, testauth.New(t, auth.Options{}), "acme", allScopes...)
 	tests := []struct {
 		name   string
 		header string

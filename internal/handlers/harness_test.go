@@ -17,6 +17,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
@@ -44,21 +45,10 @@ func newHarness(t testing.TB, b testredis.Backend, configure func(h *harness, d 
 
 func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Telemetry, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
-	ks, err := auth.GenerateKeySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: ks})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testauth.New(t, auth.Options{})
 	h := &harness{t: t, store: s, auth: a, prefix: prefix}
 	h.mint = func(tenant string, scopes ...string) string {
-		tok, _, err := a.Mint(auth.MintInput{Subject: "svc-test", Tenant: tenant, Scopes: scopes, TTL: time.Hour, TokenType: "service"})
-		if err != nil {
-			t.Fatalf("mint: %v", err)
-		}
-		return tok
+		return testauth.Mint(t, a, tenant, scopes...)
 	}
 	d := Deps{Store: s, Caps: s.Caps, Auth: a, Version: "test", Spec: []byte("openapi: 3.0.3\n"), RetryAfter: time.Second}
 	if configure != nil {
@@ -71,7 +61,7 @@ func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Te
 	// pass the token check like tokens issued through the API.
 	if ts, ok := d.Tokens.(*tokens.Service); ok {
 		h.mint = func(tenant string, scopes ...string) string {
-			out, err := ts.Mint(context.Background(), tokens.MintRequest{Tenant: tenant, Subject: "svc-test",
+			out, err := ts.Mint(context.Background(), tokens.MintRequest{Tenant: tenant, Subject: testauth.Subject,
 				Scopes: scopes, TTL: time.Hour, TokenType: tokens.TypeService})
 			if err != nil {
 				t.Fatalf("mint: %v", err)
@@ -80,6 +70,7 @@ func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Te
 		}
 	}
 	h.srv = NewServer(d)
+	var err error
 	h.e, err = NewEcho(h.srv, tel)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,75 +58,13 @@ const (
 var hostileAllScopes = []string{"sessions:read", "sessions:write", "tokens:read", "tokens:write",
 	"quotes:read", "quotes:write", "cases:read", "cases:write"}
 
-// hostileRecorder notes whether the services sent a command that can write (anything but a known
-// read; a script counts as a write). It only decides when the test takes a Redis snapshot: the
-// snapshot at the end of every operation catches a write whatever the recorder saw.
-type hostileRecorder struct {
-	rueidis.Client
-	mu     sync.Mutex
-	writes []string
-}
-
-var hostileReadCommands = map[string]bool{"GET": true, "MGET": true, "HGET": true, "HMGET": true, "HGETALL": true,
-	"HEXISTS": true, "HLEN": true, "HKEYS": true, "HVALS": true, "HTTL": true, "HPTTL": true, "EXISTS": true,
-	"TTL": true, "PTTL": true, "TYPE": true, "SCAN": true, "HSCAN": true, "ZSCAN": true, "SSCAN": true,
-	"ZRANGE": true, "ZRANGEBYSCORE": true, "ZREVRANGE": true, "ZREVRANGEBYSCORE": true, "ZSCORE": true,
-	"ZMSCORE": true, "ZCARD": true, "ZCOUNT": true, "ZRANK": true, "SMEMBERS": true, "SISMEMBER": true,
-	"SCARD": true, "LRANGE": true, "LLEN": true, "STRLEN": true, "PING": true, "TIME": true}
-
-func (c *hostileRecorder) note(cmds ...rueidis.Completed) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cmd := range cmds {
-		if name := strings.ToUpper(cmd.Commands()[0]); !hostileReadCommands[name] {
-			c.writes = append(c.writes, name)
-		}
+// hostileNames is the names of cmds, space-separated (their arguments may hold secrets).
+func hostileNames(cmds []testredis.Command) string {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.Name()
 	}
-}
-
-func (c *hostileRecorder) noteName(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes = append(c.writes, name)
-}
-
-// take returns and forgets the write-capable commands seen.
-func (c *hostileRecorder) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.writes
-	c.writes = nil
-	return w
-}
-
-func (c *hostileRecorder) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.note(cmd)
-	return c.Client.Do(ctx, cmd)
-}
-
-func (c *hostileRecorder) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.note(cmds...)
-	return c.Client.DoMulti(ctx, cmds...)
-}
-
-func (c *hostileRecorder) DoStream(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResultStream {
-	c.note(cmd)
-	return c.Client.DoStream(ctx, cmd)
-}
-
-func (c *hostileRecorder) DoMultiStream(ctx context.Context, cmds ...rueidis.Completed) rueidis.MultiRedisResultStream {
-	c.note(cmds...)
-	return c.Client.DoMultiStream(ctx, cmds...)
-}
-
-func (c *hostileRecorder) Dedicated(fn func(rueidis.DedicatedClient) error) error {
-	c.noteName("DEDICATED")
-	return c.Client.Dedicated(fn)
-}
-
-func (c *hostileRecorder) Dedicate() (rueidis.DedicatedClient, func()) {
-	c.noteName("DEDICATED")
-	return c.Client.Dedicate()
+	return strings.Join(names, " ")
 }
 
 // hostileWire wires every domain service the way cmd/gateway/domains.go does, with the
@@ -411,7 +348,7 @@ type hostileEnv struct {
 	h *harness
 	// raw is the store without the recorder (snapshots read through it).
 	raw       *store.Store
-	rec       *hostileRecorder
+	rec       *testredis.Recorder
 	bearer    string // "Bearer <all scopes>"
 	session   SessionToken
 	device    SessionToken // alice's second session: the target of session-id paths
@@ -427,7 +364,7 @@ func newHostileEnv(t *testing.T, b testredis.Backend) *hostileEnv {
 	t.Helper()
 	env := &hostileEnv{}
 	h := newHarness(t, b, func(h *harness, d *Deps) {
-		env.raw, env.rec = h.store, &hostileRecorder{Client: h.store.Client}
+		env.raw, env.rec = h.store, testredis.NewRecorder(h.store.Client)
 		recorded := *h.store
 		recorded.Client = env.rec
 		h.store = &recorded
@@ -1099,7 +1036,7 @@ func TestHostileInput(t *testing.T) {
 			if len(before) == 0 {
 				t.Fatal("the fixtures wrote nothing under the prefix: the services are not on h.prefix")
 			}
-			env.rec.take()
+			env.rec.TakeWrites()
 			n, sent, snaps := 0, 0, 0
 			for _, o := range env.operations(t, spec) {
 				t.Run(o.id, func(t *testing.T) {
@@ -1113,13 +1050,13 @@ func TestHostileInput(t *testing.T) {
 						if msg := hostileRefusal(r, rec); msg != "" {
 							t.Errorf("%s %s [%s]: %s", o.method, o.path, r.name, msg)
 						}
-						if w := env.rec.take(); len(w) > 0 {
+						if w := env.rec.TakeWrites(); len(w) > 0 {
 							snaps++
 							if d := hostileDiff(before, hostileSnapshot(t, env.raw, env.h.prefix)); d != "" {
 								t.Errorf("%s %s [%s] (status %d, sent %s) wrote to Redis: %s", o.method, o.path, r.name, rec.Code,
-									strings.Join(w, " "), d)
+									hostileNames(w), d)
 								env.refresh()
-								env.rec.take()
+								env.rec.TakeWrites()
 								before = hostileSnapshot(t, env.raw, env.h.prefix)
 							}
 						}

@@ -73,8 +73,8 @@ func TestRedisDownAnswers503Everywhere(t *testing.T) {
 			func(o *store.Options) { o.Timeout = timeout })
 	}
 	// Sessions without the token check: a signed bearer reaches the operation itself.
-	hs, _ := func() (*harness, *sessCmdCounter) {
-		var c *sessCmdCounter
+	hs, _ := func() (*harness, *testredis.Recorder) {
+		var c *testredis.Recorder
 		h := newHarnessOn(t, open(), testredis.Prefix(t), nil, func(h *harness, d *Deps) {
 			svc, counter := newSessionService(t, h.store, h.prefix, 0)
 			d.Sessions, d.SessionAuth, c = svc, svc, counter

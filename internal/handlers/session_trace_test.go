@@ -1,72 +1,19 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hashgate/hashgate/internal/testredis"
 )
-
-// tripCounter sits above the traced client and counts what the session service asks of it:
-// calls (one per Do, DoMulti, DoCache or DoMultiCache — what rueidisotel makes one span for),
-// round trips (a pipeline is one; a client-side cache hit is none) and cache hits.
-type tripCounter struct {
-	rueidis.Client
-	calls, trips, hits atomic.Int64
-}
-
-func (c *tripCounter) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.calls.Add(1)
-	c.trips.Add(1)
-	return c.Client.Do(ctx, cmd)
-}
-
-func (c *tripCounter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.calls.Add(1)
-	c.trips.Add(1)
-	return c.Client.DoMulti(ctx, cmds...)
-}
-
-func (c *tripCounter) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
-	c.calls.Add(1)
-	res := c.Client.DoCache(ctx, cmd, ttl)
-	if res.IsCacheHit() {
-		c.hits.Add(1)
-	} else {
-		c.trips.Add(1)
-	}
-	return res
-}
-
-func (c *tripCounter) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
-	c.calls.Add(1)
-	res := c.Client.DoMultiCache(ctx, multi...)
-	missed := false
-	for _, r := range res {
-		if r.IsCacheHit() {
-			c.hits.Add(1)
-		} else {
-			missed = true
-		}
-	}
-	if missed {
-		c.trips.Add(1)
-	}
-	return res
-}
-
-func (c *tripCounter) reset() { c.calls.Store(0); c.trips.Store(0); c.hits.Store(0) }
 
 // Every session operation, driven through the HTTP API with tracing on, is traced down to
 // its Redis calls, and no span carries a session token, an MFA code or the raw user id.
@@ -94,9 +41,9 @@ func TestEverySessionOperationIsTraced(t *testing.T) {
 }
 
 func runSessionTraceFlow(t *testing.T, b testredis.Backend, cacheTTL time.Duration) {
-	var counter *tripCounter
+	var counter *testredis.Recorder
 	h, exp := tracedHarness(t, b, func(h *harness, d *Deps) {
-		counter = &tripCounter{Client: h.store.Client}
+		counter = testredis.NewCounter(h.store.Client)
 		counted := *h.store
 		counted.Client = counter
 		svc, _ := newSessionService(t, &counted, h.prefix, cacheTTL)
@@ -119,7 +66,7 @@ func runSessionTraceFlow(t *testing.T, b testredis.Backend, cacheTTL time.Durati
 		inProcess := hot && cached
 		hot = false
 		exp.Reset()
-		counter.reset()
+		counter.Reset()
 		rec := send()
 		if rec.Code != wantStatus {
 			t.Fatalf("%s: status %d, want %d; body %s", name, rec.Code, wantStatus, rec.Body)
@@ -147,7 +94,7 @@ func runSessionTraceFlow(t *testing.T, b testredis.Backend, cacheTTL time.Durati
 				t.Errorf("%s: redis span %q is outside the request's trace", name, s.Name)
 			}
 		}
-		calls, trips, hits := counter.calls.Load(), counter.trips.Load(), counter.hits.Load()
+		calls, trips, hits := counter.Calls(), counter.Trips(), counter.Hits()
 		n := int64(len(names))
 		t.Logf("%s: %d redis spans %v, %d round trips, %d cache hits", name, n, names, trips, hits)
 		switch {
@@ -190,7 +137,7 @@ func runSessionTraceFlow(t *testing.T, b testredis.Backend, cacheTTL time.Durati
 	hotStep("authorize again", http.StatusOK, func() *httptest.ResponseRecorder {
 		return h.do("GET", "/v1/authorize", nil, "Cookie", cookie(tok.Token))
 	})
-	if got := [2]int64{counter.trips.Load(), counter.hits.Load()}; got != [2]int64{0, 0} && cached {
+	if got := [2]int64{counter.Trips(), counter.Hits()}; got != [2]int64{0, 0} && cached {
 		t.Errorf("cached authorize again: %d round trips, %d client cache hits; want neither", got[0], got[1])
 	} else if !cached && got[1] != 0 {
 		t.Errorf("uncached authorize reported %d cache hits", got[1])

@@ -118,9 +118,6 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	if request.Body == nil {
-		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
-	}
 	is, err := svc.Verify(ctx, p.Tenant, request.SessionId, request.Body.ChallengeId, request.Body.Code)
 	if err != nil {
 		return nil, err

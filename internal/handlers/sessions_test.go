@@ -6,11 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
@@ -20,67 +17,21 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// sessCmdCounter counts the Redis commands a request sends (a script is one EVALSHA) and the
-// round trips (a pipeline of several commands is one; a client-side cache hit is none).
-type sessCmdCounter struct {
-	rueidis.Client
-	n     atomic.Int64
-	trips atomic.Int64
-}
-
-func (c *sessCmdCounter) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.n.Add(1)
-	c.trips.Add(1)
-	return c.Client.Do(ctx, cmd)
-}
-
-func (c *sessCmdCounter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.n.Add(int64(len(cmds)))
-	c.trips.Add(1)
-	return c.Client.DoMulti(ctx, cmds...)
-}
-
-func (c *sessCmdCounter) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
-	res := c.Client.DoCache(ctx, cmd, ttl)
-	if !res.IsCacheHit() {
-		c.n.Add(1)
-		c.trips.Add(1)
-	}
-	return res
-}
-
-func (c *sessCmdCounter) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
-	res := c.Client.DoMultiCache(ctx, multi...)
-	missed := int64(0)
-	for _, r := range res {
-		if !r.IsCacheHit() {
-			missed++
-		}
-	}
-	c.n.Add(missed)
-	if missed > 0 {
-		c.trips.Add(1)
-	}
-	return res
-}
-
-func (c *sessCmdCounter) reset() { c.n.Store(0); c.trips.Store(0) }
-
 // newSessionService builds the session service over s (its commands counted by the returned
 // counter) with the gateway's defaults; cacheTTL > 0 reads the hot path through the
 // client-side cache where the store has one.
-func newSessionService(tb testing.TB, s *store.Store, prefix string, cacheTTL time.Duration) (*sessions.Service, *sessCmdCounter) {
+func newSessionService(tb testing.TB, s *store.Store, prefix string, cacheTTL time.Duration) (*sessions.Service, *testredis.Recorder) {
 	tb.Helper()
 	return newSessionServiceWith(tb, s, prefix, func(o *repo.SessionOptions) { o.CacheTTL = cacheTTL })
 }
 
 // newSessionServiceWith is newSessionService with the repository's options adjusted by tweak.
-func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak func(*repo.SessionOptions)) (*sessions.Service, *sessCmdCounter) {
+func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak func(*repo.SessionOptions)) (*sessions.Service, *testredis.Recorder) {
 	tb.Helper()
 	if err := s.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
 		tb.Fatal(err)
 	}
-	counter := &sessCmdCounter{Client: s.Client}
+	counter := testredis.NewCounter(s.Client)
 	counted := *s
 	counted.Client = counter
 	o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
@@ -103,16 +54,16 @@ func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak f
 }
 
 // sessionHarness is a harness with the session service wired in (hot path uncached).
-func sessionHarness(t *testing.T, b testredis.Backend) (*harness, *sessCmdCounter) {
+func sessionHarness(t *testing.T, b testredis.Backend) (*harness, *testredis.Recorder) {
 	t.Helper()
 	return sessionHarnessCached(t, b, 0)
 }
 
 // sessionHarnessCached is a harness whose session hot path reads through the client-side
 // cache with cacheTTL (where the backend has one).
-func sessionHarnessCached(t *testing.T, b testredis.Backend, cacheTTL time.Duration) (*harness, *sessCmdCounter) {
+func sessionHarnessCached(t *testing.T, b testredis.Backend, cacheTTL time.Duration) (*harness, *testredis.Recorder) {
 	t.Helper()
-	var counter *sessCmdCounter
+	var counter *testredis.Recorder
 	h := newHarness(t, b, func(h *harness, d *Deps) {
 		svc, c := newSessionService(t, h.store, h.prefix, cacheTTL)
 		d.Sessions, d.SessionAuth, counter = svc, svc, c
@@ -408,7 +359,7 @@ func TestAuthorizeRedisCommands(t *testing.T) {
 				cached := mode.cacheTTL > 0 && h.store.Caps.ClientCache
 				tok := h.createSession("acme", "alice", map[string]any{"device": map[string]any{"label": "phone"}})
 				for i, path := range append(paths, paths...) {
-					counter.reset()
+					counter.Reset()
 					rec := h.do("GET", path, nil, "X-Session-Token", tok.Token)
 					if rec.Code != 200 {
 						t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
@@ -417,7 +368,7 @@ func TestAuthorizeRedisCommands(t *testing.T) {
 					if cached && i > 0 {
 						want = 0
 					}
-					if n, trips := counter.n.Load(), counter.trips.Load(); trips != want || n != want {
+					if n, trips := counter.Sent(), counter.Trips(); trips != want || n != want {
 						t.Fatalf("request %d, %s: %d round trips and %d commands, want %d", i, path, trips, n, want)
 					}
 					if path == "/v1/session" && !strings.Contains(rec.Body.String(), `"deviceLabel":"phone"`) {

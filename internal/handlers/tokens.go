@@ -37,9 +37,6 @@ func (s *Server) IssueToken(ctx context.Context, request IssueTokenRequestObject
 	if err != nil {
 		return nil, err
 	}
-	if request.Body == nil {
-		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
-	}
 	out, err := svc.Issue(ctx, caller, issueRequest(*request.Body))
 	if err != nil {
 		return nil, err

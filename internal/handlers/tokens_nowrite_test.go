@@ -4,52 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
-
-// writeRecorder passes commands through and records every one that is not read-only.
-type writeRecorder struct {
-	rueidis.Client
-	mu     sync.Mutex
-	writes []string
-}
-
-func (w *writeRecorder) note(cmds ...rueidis.Completed) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range cmds {
-		if !c.IsReadOnly() {
-			w.writes = append(w.writes, strings.Join(c.Commands(), " "))
-		}
-	}
-}
-
-func (w *writeRecorder) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	w.note(cmd)
-	return w.Client.Do(ctx, cmd)
-}
-
-func (w *writeRecorder) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	w.note(cmds...)
-	return w.Client.DoMulti(ctx, cmds...)
-}
-
-func (w *writeRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.writes
-	w.writes = nil
-	return out
-}
 
 // tokenSnapshot is what a refused issue must leave untouched: the tenant's two index keys
 // (members, scores, absolute expiry) and the number of token metadata hashes.
@@ -109,7 +72,7 @@ func tokenSnapshot(t *testing.T, s *store.Store, indexKeys []string, prefix stri
 func TestRefusedTokenIssueWritesNothing(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
-		rec := &writeRecorder{Client: s.Client}
+		rec := testredis.NewRecorder(s.Client)
 		recorded := *s
 		recorded.Client = rec
 		env := newTokenEnv(t, nil)
@@ -117,15 +80,12 @@ func TestRefusedTokenIssueWritesNothing(t *testing.T) {
 		admin := h.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead)
 		narrow := h.bearer("acme", auth.ScopeTokensWrite)
 		mustIssueToken(t, h, admin, tokenRequest(600, auth.ScopeTokensRead))
-		if len(rec.take()) == 0 {
+		if len(rec.TakeWrites()) == 0 {
 			t.Fatal("issuing wrote nothing through the recorder: it does not see the repository's commands")
 		}
 		tag := env.hasher.Tag("tenant", 9, "acme")
 		indexKeys := []string{prefix + ":v1:tokens:{" + tag + "}:byexp", prefix + ":v1:tokens:{" + tag + "}:byid"}
-		noMetadata, _, err := env.auth.Mint(auth.MintInput{Subject: "svc", Tenant: "acme", Scopes: []string{auth.ScopeTokensWrite, auth.ScopeTokensRead}, TTL: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		noMetadata := testauth.Mint(t, env.auth, "acme", auth.ScopeTokensWrite, auth.ScopeTokensRead)
 		issue := func(m map[string]any) map[string]any {
 			out := map[string]any{"subject": "svc-b", "scopes": []string{auth.ScopeTokensRead}, "ttlSeconds": 600, "tokenType": "service"}
 			for k, v := range m {
@@ -160,7 +120,7 @@ func TestRefusedTokenIssueWritesNothing(t *testing.T) {
 			if resp.Code != tc.status {
 				t.Errorf("%s: %d, want %d: %s", tc.name, resp.Code, tc.status, resp.Body)
 			}
-			if writes := rec.take(); len(writes) > 0 {
+			if writes := rec.TakeWrites(); len(writes) > 0 {
 				t.Errorf("%s: refused request sent write commands: %q", tc.name, writes)
 			}
 			if after := tokenSnapshot(t, s, indexKeys, prefix, b.URL == ""); after != before {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
@@ -30,16 +31,7 @@ type tokenEnv struct {
 
 func newTokenEnv(t *testing.T, keys *auth.KeySet) tokenEnv {
 	t.Helper()
-	if keys == nil {
-		var err error
-		if keys, err = auth.GenerateKeySet(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testauth.New(t, auth.Options{Keys: keys})
 	h, _, err := keyhash.Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -316,11 +308,7 @@ func TestTokenSignedByOlderKeyPassesTheWholeCheck(t *testing.T) {
 
 func tokenAuthority(t *testing.T, ks *auth.KeySet) *auth.Authority {
 	t.Helper()
-	a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: ks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return testauth.New(t, auth.Options{Keys: ks})
 }
 
 // forgedToken builds a token with the gateway's claims (and a real token id) in ways the verifier
@@ -355,23 +343,17 @@ func TestTokensBadInput(t *testing.T) {
 		pub, _ := env.auth.Keys().PublicKey(kid)
 		_, deletedKey, _ := ed25519.GenerateKey(nil)
 		deletedKID := auth.Thumbprint(deletedKey.Public().(ed25519.PublicKey))
-		wrongIss, _ := auth.New(auth.Options{Issuer: "evil", Audience: "hashgate-test", Keys: env.auth.Keys()})
-		wrongAud, _ := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "evil", Keys: env.auth.Keys()})
-		mint := func(a *auth.Authority) string {
-			tok, _, err := a.Mint(auth.MintInput{Subject: "svc", Tenant: "acme", Scopes: []string{"tokens:read"}, TTL: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tok
-		}
+		wrongIss := testauth.New(t, auth.Options{Issuer: "evil", Keys: env.auth.Keys()})
+		wrongAud := testauth.New(t, auth.Options{Audience: "evil", Keys: env.auth.Keys()})
+		mint := func(a *auth.Authority) string { return testauth.Mint(t, a, "acme", "tokens:read") }
 		badTokens := map[string]string{
 			"malformed":                 "not.a.jwt",
 			"three garbage parts":       "eyJhbGciOiJFZERTQSJ9.e30.AAAA",
-			"alg none":                  forgedToken(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, kid, "hashgate-test", "hashgate-test"),
-			"HS256 with the public key": forgedToken(t, jwt.SigningMethodHS256, []byte(pub), kid, "hashgate-test", "hashgate-test"),
+			"alg none":                  forgedToken(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, kid, testauth.Issuer, testauth.Audience),
+			"HS256 with the public key": forgedToken(t, jwt.SigningMethodHS256, []byte(pub), kid, testauth.Issuer, testauth.Audience),
 			"wrong issuer":              mint(wrongIss),
 			"wrong audience":            mint(wrongAud),
-			"deleted key id":            forgedToken(t, jwt.SigningMethodEdDSA, deletedKey, deletedKID, "hashgate-test", "hashgate-test"),
+			"deleted key id":            forgedToken(t, jwt.SigningMethodEdDSA, deletedKey, deletedKID, testauth.Issuer, testauth.Audience),
 			"10 KB token":               strings.Repeat("eyJh", 2560),
 			"no metadata":               mint(env.auth),
 		}

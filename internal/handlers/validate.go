@@ -15,8 +15,9 @@ import (
 )
 
 // RequestValidator validates every request against the spec (kin-openapi through
-// oapi-codegen's Echo middleware) and authenticates it with the operation's security schemes
-// first, so an unauthenticated caller learns nothing about the body rules.
+// oapi-codegen's Echo middleware). Authentication already ran in authnMiddleware, before the
+// body was read; the validator's security step (authenticate) only confirms a principal is on
+// the request, and skip names the hot routes it leaves alone.
 func (s *Server) RequestValidator(spec *openapi3.T, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	spec.Servers = nil
 	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{

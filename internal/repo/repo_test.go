@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/hashgate/hashgate/internal/store"
@@ -26,7 +27,7 @@ func TestScriptsLoadAndRunOnEveryBackend(t *testing.T) {
 		if err := s.LoadScripts(ctx, ScriptBodies()...); err != nil {
 			t.Fatalf("load: %v", err)
 		}
-		n, err := script("time").Exec(ctx, s.Client, nil, nil).AsInt64()
+		n, err := timeScript.Exec(ctx, s.Client, nil, nil).AsInt64()
 		if err != nil || n < 1_700_000_000_000 {
 			t.Fatalf("time.lua = %d, %v", n, err)
 		}
@@ -54,6 +55,17 @@ func TestFieldsClassify(t *testing.T) {
 		}
 		if (tt.want == Corrupt) != (f.err("x") != nil) {
 			t.Errorf("%s: err = %v", tt.name, f.err("x"))
+		}
+	}
+}
+
+// The production script set holds only the repository's transitions: the test-only clock
+// script (testdata/time.lua) is not preloaded into Redis at start.
+func TestScriptBodiesHoldNoTestScript(t *testing.T) {
+	t.Parallel()
+	for _, b := range ScriptBodies() {
+		if strings.Contains(b, "time.lua") {
+			t.Errorf("ScriptBodies preloads the test-only clock script:\n%s", b)
 		}
 	}
 }

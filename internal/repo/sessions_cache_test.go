@@ -26,13 +26,13 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		ref := e.create("", "acme", "alice", 20*time.Second, time.Hour)
 		key := e.r.sessionKey(ref)
 		if !s.Caps.ClientCache {
-			e.count.reset()
+			e.count.Reset()
 			for range 2 {
 				if ac, err := e.r.Authorize(ctx, ref); err != nil || ac.CacheHit {
 					t.Fatalf("authorize without tracking: %+v %v", ac, err)
 				}
 			}
-			if cmds := e.count.reset(); !slices.Equal(cmds, []string{"EVALSHA", "EVALSHA"}) {
+			if cmds := e.count.Reset(); !slices.Equal(cmds, []string{"EVALSHA", "EVALSHA"}) {
 				t.Fatalf("commands %v, want one script per call", cmds)
 			}
 			return
@@ -41,9 +41,9 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		e.r.now = func() time.Time { return time.Now().Add(offset) }
 		auth := func(name string, ref SessionRef, want ...string) (*AuthContext, error) {
 			t.Helper()
-			e.count.reset()
+			e.count.Reset()
 			ac, err := e.r.Authorize(ctx, ref)
-			if cmds := e.count.reset(); !slices.Equal(cmds, want) {
+			if cmds := e.count.Reset(); !slices.Equal(cmds, want) {
 				t.Fatalf("%s: commands %v, want %v", name, cmds, want)
 			}
 			return ac, err
@@ -54,9 +54,9 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		reread := func(name string) *AuthContext {
 			t.Helper()
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				e.count.reset()
+				e.count.Reset()
 				ac, err := e.r.Authorize(ctx, ref)
-				cmds := e.count.reset()
+				cmds := e.count.Reset()
 				// Until the push arrives, the old copy answers (and may find a refresh due).
 				if slices.Contains(cmds, "HMGET") {
 					if err != nil || !slices.Equal(cmds, []string{"HMGET"}) {
@@ -125,9 +125,9 @@ func TestSessionAuthorizeCached(t *testing.T) {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			e.count.reset()
+			e.count.Reset()
 			ac, err := e.r.Authorize(ctx, ref)
-			cmds := e.count.reset()
+			cmds := e.count.Reset()
 			if err != nil {
 				t.Fatalf("due after a miss: %v", err)
 			}

@@ -87,12 +87,12 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 				setPTTL(st.pttl)
 			}
 			before := e.pttl(key)
-			e.count.reset()
+			e.count.Reset()
 			ac, err := e.r.Authorize(ctx, ref)
 			if err != nil {
 				t.Fatalf("%s: %v", st.name, err)
 			}
-			if cmds := e.count.reset(); len(cmds) != 1 || cmds[0] != "EVALSHA" {
+			if cmds := e.count.Reset(); len(cmds) != 1 || cmds[0] != "EVALSHA" {
 				t.Fatalf("%s: commands %v, want one EVALSHA", st.name, cmds)
 			}
 			after := e.pttl(key)

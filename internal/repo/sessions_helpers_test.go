@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // sessEnv is one session repository under test with its instruments.
@@ -28,7 +28,7 @@ type sessEnv struct {
 	prefix string
 	reader *sdkmetric.ManualReader
 	logs   *sessLogBuffer
-	count  *sessCountingClient
+	count  *testredis.Recorder // every command sent, kept
 }
 
 type sessLogBuffer struct {
@@ -48,68 +48,6 @@ func (b *sessLogBuffer) String() string {
 	return b.buf.String()
 }
 
-// sessCountingClient counts the commands sent (a script execution is one EVALSHA).
-type sessCountingClient struct {
-	rueidis.Client
-	n     atomic.Int64
-	mu    sync.Mutex
-	names []string
-}
-
-func (c *sessCountingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.record(cmd)
-	return c.Client.Do(ctx, cmd)
-}
-
-func (c *sessCountingClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	for _, cmd := range cmds {
-		c.record(cmd)
-	}
-	return c.Client.DoMulti(ctx, cmds...)
-}
-
-// DoCache counts a command only when it reached Redis (a cache miss).
-func (c *sessCountingClient) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
-	name := cmd.Commands()[0] // read before the call: rueidis recycles the command
-	res := c.Client.DoCache(ctx, cmd, ttl)
-	if !res.IsCacheHit() {
-		c.name(name)
-	}
-	return res
-}
-
-func (c *sessCountingClient) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
-	names := make([]string, len(multi))
-	for i, m := range multi {
-		names[i] = m.Cmd.Commands()[0]
-	}
-	res := c.Client.DoMultiCache(ctx, multi...)
-	for i, r := range res {
-		if !r.IsCacheHit() {
-			c.name(names[i])
-		}
-	}
-	return res
-}
-
-func (c *sessCountingClient) record(cmd rueidis.Completed) { c.name(cmd.Commands()[0]) }
-
-func (c *sessCountingClient) name(n string) {
-	c.n.Add(1)
-	c.mu.Lock()
-	c.names = append(c.names, n)
-	c.mu.Unlock()
-}
-
-func (c *sessCountingClient) reset() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.names
-	c.names = nil
-	c.n.Store(0)
-	return out
-}
-
 func sessDefaultOptions() SessionOptions {
 	return SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50,
 		MFA: ratelimit.Policy{Name: MFAPolicyName, Limit: 5, Window: 10 * time.Minute}}
@@ -122,7 +60,7 @@ func newSessEnv(t testing.TB, s *store.Store, prefix string, tweak func(*Session
 		t.Fatal(err)
 	}
 	e := &sessEnv{t: t, prefix: prefix, reader: sdkmetric.NewManualReader(), logs: &sessLogBuffer{}}
-	e.count = &sessCountingClient{Client: s.Client}
+	e.count = testredis.NewRecorder(s.Client)
 	counted := *s
 	counted.Client = e.count
 	e.s = &counted
@@ -196,7 +134,7 @@ func (e *sessEnv) hget(key, field string) string {
 
 func (e *sessEnv) serverMs() int64 {
 	e.t.Helper()
-	n, err := script("time").Exec(context.Background(), e.s.Client, nil, nil).AsInt64()
+	n, err := timeScript.Exec(context.Background(), e.s.Client, nil, nil).AsInt64()
 	if err != nil {
 		e.t.Fatal(err)
 	}

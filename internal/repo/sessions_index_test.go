@@ -10,26 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
-
-// sessHookClient calls after with each command's name once Redis has answered it, so a test can
-// act between two commands of one repository call (here: between the index read and the script).
-type sessHookClient struct {
-	rueidis.Client
-	after func(name string)
-}
-
-func (c *sessHookClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	name := cmd.Commands()[0] // read before the call: rueidis recycles the command
-	res := c.Client.Do(ctx, cmd)
-	c.after(name)
-	return res
-}
 
 // A session created between RevokeAll's index read and its script is not missed: the script
 // refuses (changing nothing) and RevokeAll reads again; when the index keeps changing it gives
@@ -58,12 +42,14 @@ func TestSessionRevokeAllRetriesOnConcurrentCreate(t *testing.T) {
 				var left atomic.Int64
 				left.Store(int64(tt.creates))
 				hooked := *e.s
-				hooked.Client = &sessHookClient{Client: e.s.Client, after: func(name string) {
-					if name == "ZRANGE" && left.Add(-1) >= 0 {
+				hookClient := testredis.NewCounter(e.s.Client)
+				hookClient.After = func(args []string) {
+					if args[0] == "ZRANGE" && left.Add(-1) >= 0 {
 						ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 						all[ref] = true
 					}
-				}}
+				}
+				hooked.Client = hookClient
 				r, err := NewSessions(&hooked, Keys{Prefix: prefix}, e.r.o)
 				if err != nil {
 					t.Fatal(err)

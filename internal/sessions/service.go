@@ -111,9 +111,8 @@ func invalidSession() *apperr.Error {
 	return apperr.New(apperr.InvalidCredentials, invalidSessionDetail)
 }
 
-// userTag is the user's opaque tag: a keyed hash of tenant and user id, 12 characters.
-// The user tag is the base64url of the first userTagBytes of a keyed hash of tenant and user
-// id (12 characters).
+// The user tag is the user's opaque tag: the base64url of the first userTagBytes of a keyed
+// hash of tenant and user id (12 characters).
 const (
 	userTagPurpose = "user"
 	userTagBytes   = 9

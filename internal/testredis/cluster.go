@@ -35,8 +35,7 @@ type ClusterNode struct {
 // Addr is the node's host:port.
 func (n *ClusterNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
 
-// clusterMasters is the size of a private cluster; node i first owns slots
-// [i*16384/3, (i+1)*16384/3).
+// clusterMasters is the size of a private cluster.
 const clusterMasters = 3
 
 // StartCluster starts three cluster-enabled Redis 8 processes, assigns every slot, joins them
@@ -70,8 +69,8 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
-// form connects to every node, assigns the slots, joins the nodes and waits for agreement.
-func (c *Cluster) form(ctx context.Context) error {
+// connect waits for every node to listen and opens its admin client.
+func (c *Cluster) connect(ctx context.Context) error {
 	for i, n := range c.Nodes {
 		if err := waitListening(ctx, n.Port); err != nil {
 			return err
@@ -85,7 +84,18 @@ func (c *Cluster) form(ctx context.Context) error {
 		if n.ID, err = c.Do(ctx, i, "CLUSTER", "MYID").ToString(); err != nil {
 			return err
 		}
-		lo, hi := i*16384/clusterMasters, (i+1)*16384/clusterMasters-1
+	}
+	return nil
+}
+
+// form connects to every node, assigns the slots (node i of n first owns
+// [i*16384/n, (i+1)*16384/n)), joins the nodes and waits for agreement.
+func (c *Cluster) form(ctx context.Context) error {
+	if err := c.connect(ctx); err != nil {
+		return err
+	}
+	for i := range c.Nodes {
+		lo, hi := i*16384/len(c.Nodes), (i+1)*16384/len(c.Nodes)-1
 		if err := c.Do(ctx, i, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)).Error(); err != nil {
 			return err
 		}

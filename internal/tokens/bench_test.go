@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -34,14 +35,8 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 	b.Run("verify-uncached", func(b *testing.B) {
-		a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: e.keys, VerifyCacheSize: -1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		tok, _, err := a.Mint(auth.MintInput{Subject: "s", Tenant: "acme", Scopes: []string{auth.ScopeTokensRead}, TTL: time.Hour})
-		if err != nil {
-			b.Fatal(err)
-		}
+		a := testauth.New(b, auth.Options{Keys: e.keys, VerifyCacheSize: -1})
+		tok := testauth.Mint(b, a, "acme", auth.ScopeTokensRead)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := a.Verify(tok); err != nil {

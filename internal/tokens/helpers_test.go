@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,43 +14,9 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
-
-// counting wraps a client like a rueidis hook and counts the commands that reach Redis:
-// every Do/DoMulti, and every DoCache/DoMultiCache answer that is not a cache hit.
-type counting struct {
-	rueidis.Client
-	calls atomic.Int64
-}
-
-func (c *counting) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.calls.Add(1)
-	return c.Client.Do(ctx, cmd)
-}
-
-func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.calls.Add(int64(len(cmds)))
-	return c.Client.DoMulti(ctx, cmds...)
-}
-
-func (c *counting) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
-	r := c.Client.DoCache(ctx, cmd, ttl)
-	if !r.IsCacheHit() {
-		c.calls.Add(1)
-	}
-	return r
-}
-
-func (c *counting) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
-	rs := c.Client.DoMultiCache(ctx, multi...)
-	for _, r := range rs {
-		if !r.IsCacheHit() {
-			c.calls.Add(1)
-		}
-	}
-	return rs
-}
 
 // down answers every command as a refused connection: Redis unreachable, nothing cached.
 type down struct{ rueidis.Client }
@@ -75,14 +40,8 @@ type env struct {
 
 func newEnv(t testing.TB, prefix string) env {
 	t.Helper()
-	ks, err := auth.GenerateKeySet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: ks})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := testauth.Keys(t)
+	a := testauth.New(t, auth.Options{Keys: ks})
 	h, _, err := keyhash.Generate()
 	if err != nil {
 		t.Fatal(err)

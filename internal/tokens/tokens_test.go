@@ -16,6 +16,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -32,7 +33,7 @@ func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		e := newEnv(t, prefix)
-		c := &counting{Client: s.Client}
+		c := testredis.NewCounter(s.Client)
 		const cacheTTL = time.Minute // far longer than the test waits: only the push can invalidate
 		svc := e.service(t, s, c, Options{CacheTTL: cacheTTL})
 		other := e.service(t, peer(t, b, s), nil, Options{CacheTTL: cacheTTL})
@@ -47,7 +48,7 @@ func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
 		if err := svc.Check(ctx, claims); err != nil {
 			t.Fatalf("first check: %v", err)
 		}
-		calls := c.calls.Load()
+		calls := c.Sent()
 		hits0, _ := svc.CacheStats()
 		for range 100 {
 			if err := svc.Check(ctx, claims); err != nil {
@@ -59,20 +60,20 @@ func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
 			t.Fatal("a real backend must run with client-side caching: the no-round-trip claim would go untested")
 		}
 		if s.Caps.ClientCache {
-			if got := c.calls.Load() - calls; got != 0 {
+			if got := c.Sent() - calls; got != 0 {
 				t.Fatalf("100 cached checks made %d Redis calls", got)
 			}
 			if hits-hits0 != 100 {
 				t.Fatalf("cache hits %d, want 100", hits-hits0)
 			}
-		} else if got := c.calls.Load() - calls; got != 100 {
+		} else if got := c.Sent() - calls; got != 100 {
 			t.Fatalf("without client caching 100 checks made %d Redis calls", got)
 		}
 		if _, err := other.Revoke(ctx, admin, out.TokenID, "test"); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		before := c.calls.Load()
+		before := c.Sent()
 		for {
 			err := svc.Check(ctx, claims)
 			if errors.Is(err, apperr.InvalidCredentials) {
@@ -86,7 +87,7 @@ func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if c.calls.Load() == before {
+		if c.Sent() == before {
 			t.Fatal("the refusing check did not read Redis: the cached entry was not invalidated")
 		}
 	})
@@ -114,7 +115,7 @@ func TestCheckRefusesWhatIsNotLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Correctly signed, but never issued through the service: no metadata.
-		unknown, _, _ := e.auth.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: []string{"tokens:read"}, TTL: time.Hour})
+		unknown := testauth.Mint(t, e.auth, "acme", "tokens:read")
 		otherTenant := verified(live.Token)
 		otherTenant.Tenant = "evil"
 		moreScopes := verified(live.Token)
@@ -249,22 +250,16 @@ func TestIntrospect(t *testing.T) {
 			t.Fatal(err)
 		}
 		foreign := must(svc.Mint(ctx, MintRequest{Tenant: "other", Subject: "svc-b", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeUser}))
-		unknown, _, err := e.auth.Mint(auth.MintInput{Subject: "x", Tenant: "acme", Scopes: []string{"tokens:read"}, TTL: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		unknown := testauth.Mint(t, e.auth, "acme", "tokens:read")
 		in, err := svc.Introspect(ctx, admin, live.Token)
 		if err != nil || !in.Active || in.TokenID != live.TokenID || in.Tenant != "acme" || in.Subject != "svc-a" ||
-			in.Scope != "tokens:read" || in.TokenType != TypeService || in.ExpiresAt != live.ExpiresAt.Unix() || in.IssuedAt == 0 || in.Issuer != "hashgate-test" {
+			in.Scope != "tokens:read" || in.TokenType != TypeService || in.ExpiresAt != live.ExpiresAt.Unix() || in.IssuedAt == 0 || in.Issuer != testauth.Issuer {
 			t.Fatalf("introspect live = %+v, %v", in, err)
 		}
 		// Expired: the live token (metadata present, one hour long) seen by a gateway whose
 		// clock is two hours ahead.
 		later := func() time.Time { return time.Now().Add(2 * time.Hour) }
-		future, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: e.keys, Now: later})
-		if err != nil {
-			t.Fatal(err)
-		}
+		future := testauth.New(t, auth.Options{Keys: e.keys, Now: later})
 		ahead := e
 		ahead.auth = future
 		if in, err := ahead.service(t, s, nil, Options{CacheTTL: 5 * time.Second, Now: later}).Introspect(ctx, admin, live.Token); err != nil || in != (Introspection{}) {
@@ -418,7 +413,7 @@ func TestCachedCheckExpiresAfterCacheTTL(t *testing.T) {
 		}
 		ctx := context.Background()
 		e := newEnv(t, prefix)
-		c := &counting{Client: s.Client}
+		c := testredis.NewCounter(s.Client)
 		const cacheTTL = 300 * time.Millisecond
 		svc := e.service(t, s, c, Options{CacheTTL: cacheTTL})
 		out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
@@ -434,12 +429,12 @@ func TestCachedCheckExpiresAfterCacheTTL(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := c.calls.Load()
+		before := c.Sent()
 		time.Sleep(cacheTTL + 200*time.Millisecond)
 		if err := svc.Check(ctx, claims); err != nil {
 			t.Fatal(err)
 		}
-		if c.calls.Load() == before {
+		if c.Sent() == before {
 			t.Fatalf("a check %v after caching still answered from the cache (TTL %v)", cacheTTL+200*time.Millisecond, cacheTTL)
 		}
 	})

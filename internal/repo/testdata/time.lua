@@ -1,4 +1,4 @@
--- time.lua: the server's clock in milliseconds (used by tests and as a template).
+-- time.lua: the server's clock in milliseconds, for tests only (never preloaded in production).
 -- KEYS: none
 -- ARGV: none
 -- Reply: integer, milliseconds since the epoch from redis.call('TIME').

@@ -1,0 +1,547 @@
+// Command redisenv runs the shared real-Redis test environment that `make test` uses: a Redis 8
+// standalone server, a Redis 8 cluster of three (or more) masters and a Redis 7.0 server, all
+// daemons on 127.0.0.1 that outlive the command. scripts/redis-env.sh fetches the binaries and
+// then runs it; it is not meant to be run by hand.
+//
+//	redisenv up      start (or reuse and flush) everything, print the export lines
+//	redisenv down    stop everything (SHUTDOWN NOSAVE) and remove the run data
+//	redisenv env     print the export lines of the running environment
+//	redisenv status  show what is running
+//
+// Ports come from HASHGATE_REDIS8_PORT, HASHGATE_REDIS7_PORT and HASHGATE_REDIS_CLUSTER_PORTS
+// (cluster bus on port+10000); the binaries, run data and env.sh live under
+// HASHGATE_REDIS_CACHE (bin/redis{8,7}-{server,cli}, run/<instance>/, env.sh).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+const host = "127.0.0.1"
+
+// env is the environment's layout, from the variables the script passes on.
+type env struct {
+	cache, run, bin string
+	port8, port7    int
+	cluster         []int
+	startTimeout    time.Duration
+}
+
+func main() {
+	closeInherited()
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "[redis-env] ERROR: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: redisenv up|down|env|status")
+	}
+	e, err := load()
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "up":
+		return e.up()
+	case "down":
+		return e.down()
+	case "env":
+		return e.printEnv()
+	case "status":
+		e.status()
+		return nil
+	}
+	return fmt.Errorf("unknown command %q (up, down, env, status)", args[0])
+}
+
+// closeInherited marks every descriptor above stdio that this process inherited (a caller's
+// lock or pipe) close-on-exec, so the daemons it starts do not keep them open; Go opens its
+// own descriptors close-on-exec already.
+func closeInherited() {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, f := range fds {
+		if fd, err := strconv.Atoi(f.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}
+
+func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, "[redis-env] "+format+"\n", a...) }
+
+func load() (*env, error) {
+	e := &env{cache: os.Getenv("HASHGATE_REDIS_CACHE"), startTimeout: 30 * time.Second}
+	if e.cache == "" || !filepath.IsAbs(e.cache) {
+		return nil, errors.New("HASHGATE_REDIS_CACHE must be an absolute path (scripts/redis-env.sh sets it)")
+	}
+	e.run, e.bin = filepath.Join(e.cache, "run"), filepath.Join(e.cache, "bin")
+	if s := os.Getenv("HASHGATE_REDIS_START_TIMEOUT"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("HASHGATE_REDIS_START_TIMEOUT=%q is not a number of seconds", s)
+		}
+		e.startTimeout = time.Duration(n) * time.Second
+	}
+	var err error
+	if e.port8, err = port("HASHGATE_REDIS8_PORT", "6390"); err != nil {
+		return nil, err
+	}
+	if e.port7, err = port("HASHGATE_REDIS7_PORT", "6391"); err != nil {
+		return nil, err
+	}
+	list := os.Getenv("HASHGATE_REDIS_CLUSTER_PORTS")
+	if list == "" {
+		list = "7000,7001,7002"
+	}
+	for _, s := range strings.Split(list, ",") {
+		p, err := parsePort(strings.TrimSpace(s))
+		if err != nil {
+			return nil, err
+		}
+		e.cluster = append(e.cluster, p)
+	}
+	if len(e.cluster) < 3 {
+		return nil, fmt.Errorf("a cluster needs at least 3 masters (HASHGATE_REDIS_CLUSTER_PORTS=%s)", list)
+	}
+	return e, nil
+}
+
+func port(name, def string) (int, error) {
+	s := os.Getenv(name)
+	if s == "" {
+		s = def
+	}
+	return parsePort(s)
+}
+
+func parsePort(s string) (int, error) {
+	p, err := strconv.Atoi(s)
+	if err != nil || p < 1 || p > 55535 {
+		return 0, fmt.Errorf("invalid port %q (cluster bus ports are port+10000)", s)
+	}
+	return p, nil
+}
+
+// instance is one Redis daemon of the environment.
+type instance struct {
+	name, kind string // kind: standalone8 | cluster | legacy7
+	port       int
+	version    string // "8" or "7.0": the server and cli binaries, and the version it must report
+}
+
+func (e *env) instances() []instance {
+	out := []instance{{"standalone8", "standalone8", e.port8, "8"}}
+	for _, p := range e.cluster {
+		out = append(out, instance{"cluster-" + strconv.Itoa(p), "cluster", p, "8"})
+	}
+	return append(out, instance{"legacy7", "legacy7", e.port7, "7.0"})
+}
+
+func (e *env) dir(in instance) string { return filepath.Join(e.run, in.name) }
+
+func (e *env) server(in instance) string {
+	return filepath.Join(e.bin, "redis"+strings.TrimSuffix(in.version, ".0")+"-server")
+}
+
+func (e *env) cli(version string) string {
+	return filepath.Join(e.bin, "redis"+strings.TrimSuffix(version, ".0")+"-cli")
+}
+
+// conf is the instance's redis.conf.
+func (e *env) conf(in instance) string {
+	dir := e.dir(in)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# generated by scripts/redis-env.sh (%s)\nbind %s\nport %d\nprotected-mode yes\ndaemonize yes\n", in.kind, host, in.port)
+	fmt.Fprintf(&b, "pidfile %s/redis.pid\nlogfile %s/redis.log\nloglevel notice\ndir %s\nsave \"\"\nenable-debug-command local\n", dir, dir, dir)
+	switch in.kind {
+	case "standalone8":
+		b.WriteString("appendonly yes\nappendfsync everysec\n")
+	case "cluster":
+		b.WriteString("appendonly no\ncluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 5000\n")
+	default:
+		b.WriteString("appendonly no\n")
+	}
+	return b.String()
+}
+
+// state is "down", "reuse" (ours, same configuration) or "stale" (ours, to restart); a port
+// served by a Redis that is not ours is an error.
+func (e *env) state(in instance) (string, error) {
+	cf, ok := configFile(in.port)
+	if !ok {
+		if pid := readPid(e.dir(in)); pid > 0 && pidAlive(pid) {
+			return "stale", nil
+		}
+		return "down", nil
+	}
+	if cf != filepath.Join(e.dir(in), "redis.conf") {
+		return "", fmt.Errorf("port %d is already served by a Redis not managed here (config_file=%q); stop it or set another port", in.port, cf)
+	}
+	if b, err := os.ReadFile(cf); err == nil && string(b) == e.conf(in) {
+		return "reuse", nil
+	}
+	return "stale", nil
+}
+
+func (e *env) up() error {
+	t0 := time.Now()
+	unlock, err := e.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.MkdirAll(e.run, 0o755); err != nil {
+		return err
+	}
+	// Fail before touching anything if a port is served by a Redis that is not ours.
+	for _, in := range e.instances() {
+		if cf, ok := configFile(in.port); ok && !(strings.HasPrefix(cf, e.run+"/") && strings.HasSuffix(cf, "/redis.conf")) {
+			return fmt.Errorf("port %d is already served by a Redis not managed here; stop it or choose other ports (HASHGATE_REDIS8_PORT, HASHGATE_REDIS7_PORT, HASHGATE_REDIS_CLUSTER_PORTS)", in.port)
+		}
+	}
+	all := e.instances()
+	if err := e.upSingle(all[0]); err != nil {
+		return err
+	}
+	if err := e.upCluster(all[1 : len(all)-1]); err != nil {
+		return err
+	}
+	if err := e.upSingle(all[len(all)-1]); err != nil {
+		return err
+	}
+	if err := e.checkVersions(); err != nil {
+		return err
+	}
+	lines := e.exportLines()
+	tmp := filepath.Join(e.cache, "env.sh.tmp")
+	if err := os.WriteFile(tmp, []byte(lines), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(e.cache, "env.sh")); err != nil {
+		return err
+	}
+	logf("ready in %ds; exports written to %s", int(time.Since(t0).Seconds()), filepath.Join(e.cache, "env.sh"))
+	fmt.Print(lines)
+	return nil
+}
+
+func (e *env) upSingle(in instance) error {
+	st, err := e.state(in)
+	if err != nil {
+		return err
+	}
+	if st == "reuse" {
+		if err := flush(in.port); err != nil {
+			return err
+		}
+		logf("%s: reusing running instance on %s:%d (flushed)", in.name, host, in.port)
+		return nil
+	}
+	if st == "stale" {
+		logf("%s: restarting", in.name)
+		if err := e.stop(e.dir(in)); err != nil {
+			return err
+		}
+	}
+	if err := e.start(in); err != nil {
+		return err
+	}
+	logf("%s: started on %s:%d", in.name, host, in.port)
+	return nil
+}
+
+func (e *env) upCluster(nodes []instance) error {
+	ports := make([]int, len(nodes))
+	reuse := true
+	for i, in := range nodes {
+		ports[i] = in.port
+		st, err := e.state(in)
+		if err != nil {
+			return err
+		}
+		reuse = reuse && st == "reuse"
+	}
+	if reuse {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ok, why := testredis.ClusterHealthy(ctx, ports)
+		cancel()
+		if ok {
+			for _, p := range ports {
+				if err := flush(p); err != nil {
+					return err
+				}
+			}
+			logf("cluster: reusing running cluster on ports %v (flushed)", ports)
+			return nil
+		}
+		logf("cluster: not reused (%s); recreating", why)
+	}
+	for _, in := range nodes {
+		if err := e.stop(e.dir(in)); err != nil {
+			return err
+		}
+	}
+	for _, in := range nodes {
+		if err := e.start(in); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.startTimeout+30*time.Second)
+	defer cancel()
+	if err := testredis.FormCluster(ctx, ports); err != nil {
+		return fmt.Errorf("cluster on ports %v: %w", ports, err)
+	}
+	logf("cluster: created on ports %v (cluster_state:ok on all nodes)", ports)
+	return nil
+}
+
+// start writes a fresh data folder and configuration, starts the daemon and waits until it
+// answers as the instance just started.
+func (e *env) start(in instance) error {
+	dir := e.dir(in)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	conf := filepath.Join(dir, "redis.conf")
+	if err := os.WriteFile(conf, []byte(e.conf(in)), 0o644); err != nil {
+		return err
+	}
+	// The daemon inherits only stdio (Go opens everything else close-on-exec, the lock too).
+	out, err := exec.Command(e.server(in), conf).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("could not start %s on port %d: %v\n%s%s", in.name, in.port, err, out, logTail(dir))
+	}
+	deadline := time.Now().Add(e.startTimeout)
+	for {
+		if cf, ok := configFile(in.port); ok {
+			if cf != conf {
+				return fmt.Errorf("port %d answers, but not with the %s instance just started (port taken?)", in.port, in.name)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer PING on port %d within %s (log: %s/redis.log)%s", in.name, in.port, e.startTimeout, dir, logTail(dir))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func logTail(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "redis.log"))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return "\n    " + strings.Join(lines[max(0, len(lines)-20):], "\n    ")
+}
+
+// stop shuts the instance in dir down (SHUTDOWN NOSAVE when it is really ours), falling back
+// to its pid, and waits until its port is free.
+func (e *env) stop(dir string) error {
+	b, _ := os.ReadFile(filepath.Join(dir, "redis.conf"))
+	port := 0
+	if m := regexp.MustCompile(`(?m)^port (\d+)$`).FindSubmatch(b); m != nil {
+		port, _ = strconv.Atoi(string(m[1]))
+	}
+	pid := readPid(dir)
+	if port > 0 {
+		if cf, ok := configFile(port); ok && cf == filepath.Join(dir, "redis.conf") {
+			if pid <= 0 {
+				pid, _ = strconv.Atoi(infoField(port, "server", "process_id"))
+			}
+			_, _ = do(port, "SHUTDOWN", "NOSAVE") // the connection drops: no reply expected
+		}
+	}
+	if pid > 0 && pidAlive(pid) && !waitGone(pid, 10*time.Second) {
+		// Still there: make sure the pid is a Redis of ours (its cwd is its dir) before killing.
+		if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); cwd == dir {
+			logf("pid %d did not shut down; sending TERM", pid)
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			if !waitGone(pid, 10*time.Second) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				if !waitGone(pid, 5*time.Second) {
+					return fmt.Errorf("could not stop pid %d (%s)", pid, dir)
+				}
+			}
+		}
+	}
+	if port > 0 {
+		deadline := time.Now().Add(10 * time.Second)
+		for ping(port) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("port %d still answers after shutdown", port)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func (e *env) down() error {
+	if err := os.MkdirAll(e.cache, 0o755); err != nil {
+		return err
+	}
+	unlock, err := e.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	dirs, _ := filepath.Glob(filepath.Join(e.run, "*", "redis.conf"))
+	for _, conf := range dirs {
+		dir := filepath.Dir(conf)
+		if err := e.stop(dir); err != nil {
+			return err
+		}
+		logf("stopped %s", filepath.Base(dir))
+	}
+	if err := os.RemoveAll(e.run); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(e.cache, "env.sh")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	logf("down")
+	return nil
+}
+
+func (e *env) printEnv() error {
+	b, err := os.ReadFile(filepath.Join(e.cache, "env.sh"))
+	if err != nil {
+		return fmt.Errorf("environment is not up (no %s/env.sh); run: scripts/redis-env.sh up", e.cache)
+	}
+	for _, in := range e.instances() {
+		if !ping(in.port) {
+			return fmt.Errorf("redis %s on port %d is not running; run: scripts/redis-env.sh up", in.version, in.port)
+		}
+	}
+	_, err = os.Stdout.Write(b)
+	return err
+}
+
+func (e *env) status() {
+	for _, in := range e.instances() {
+		if cf, ok := configFile(in.port); ok {
+			fmt.Printf("%s:%d up   redis %s  %s\n", host, in.port, infoField(in.port, "server", "redis_version"), cf)
+		} else {
+			fmt.Printf("%s:%d down\n", host, in.port)
+		}
+	}
+}
+
+func (e *env) exportLines() string {
+	addrs := make([]string, len(e.cluster))
+	for i, p := range e.cluster {
+		addrs[i] = host + ":" + strconv.Itoa(p)
+	}
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"HASHGATE_TEST_REDIS8", fmt.Sprintf("redis://%s:%d", host, e.port8)},
+		{"HASHGATE_TEST_REDIS_CLUSTER", strings.Join(addrs, ",")},
+		{"HASHGATE_TEST_REDIS7", fmt.Sprintf("redis://%s:%d", host, e.port7)},
+		{"HASHGATE_REDIS8_SERVER", filepath.Join(e.bin, "redis8-server")},
+		{"HASHGATE_REDIS8_CLI", e.cli("8")},
+		{"HASHGATE_REDIS7_SERVER", filepath.Join(e.bin, "redis7-server")},
+		{"HASHGATE_REDIS7_CLI", e.cli("7.0")},
+	} {
+		fmt.Fprintf(&b, "export %s='%s'\n", kv[0], kv[1])
+	}
+	return b.String()
+}
+
+func (e *env) checkVersions() error {
+	var v string
+	for _, in := range e.instances() {
+		v = infoField(in.port, "server", "redis_version")
+		if !strings.HasPrefix(v, in.version+".") {
+			return fmt.Errorf("redis on port %d is version %q, want %s.x", in.port, v, in.version)
+		}
+		switch {
+		case in.kind == "standalone8":
+			logf("version: redis8 standalone %s:%d = %s", host, in.port, v)
+		case in.kind == "legacy7":
+			logf("version: redis7 legacy %s:%d = %s", host, in.port, v)
+		case in.port == e.cluster[len(e.cluster)-1]:
+			logf("version: redis8 cluster %v = %s", e.cluster, v)
+		}
+	}
+	return nil
+}
+
+// lock holds $CACHE/.lock (flock) for the command's duration, shared with other runs.
+func (e *env) lock() (func(), error) {
+	if err := os.MkdirAll(e.cache, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(e.cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("another redis-env has held %s/.lock for 5 minutes", e.cache)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return func() { f.Close() }, nil
+}
+
+func flush(port int) error {
+	for _, cmd := range [][]string{{"FLUSHALL", "SYNC"}, {"SCRIPT", "FLUSH"}, {"FUNCTION", "FLUSH"}, {"CONFIG", "RESETSTAT"}} {
+		if _, err := do(port, cmd...); err != nil {
+			return fmt.Errorf("port %d: %s: %w", port, strings.Join(cmd, " "), err)
+		}
+	}
+	return nil
+}
+
+func readPid(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "redis.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// pidAlive: running and not a zombie (a daemon's exit is reaped by init, sometimes late).
+func pidAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+func waitGone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for pidAlive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
