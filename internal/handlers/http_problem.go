@@ -14,7 +14,7 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 )
 
-// Problem is the RFC 9457 body every error is rendered as.
+// problemBody is the RFC 9457 body every error is rendered as.
 type problemBody struct {
 	Type       string              `json:"type"`
 	Title      string              `json:"title"`
@@ -37,7 +37,8 @@ func (s *Server) HTTPErrorHandler(err error, c echo.Context) {
 	s.writeProblem(c, p)
 }
 
-// ToProblem classifies err (exported for the forward-auth and middleware paths).
+// toProblem classifies err: an expected refusal as it is, Redis trouble as 503, Echo's own
+// errors by status, anything else as a 500 whose cause is only logged.
 func (s *Server) toProblem(c echo.Context, err error) *apperr.Error {
 	if p, ok := apperr.As(err); ok {
 		if p.Kind == apperr.Internal {
