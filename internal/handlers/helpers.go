@@ -8,8 +8,12 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 )
 
-// callerPrincipal is the authenticated caller, who must belong to a tenant.
-func callerPrincipal(ctx context.Context) (*auth.Principal, error) {
+// caller is the one preamble of the operations of a domain service: the authenticated caller,
+// who must belong to a tenant, once svc (the service the operation calls) is configured.
+func caller(ctx context.Context, svc any, what string) (*auth.Principal, error) {
+	if svc == nil {
+		return nil, apperr.Newf(apperr.NotImplemented, "%s are not configured on this gateway.", what)
+	}
 	p, ok := auth.PrincipalFrom(ctx)
 	if !ok || p.Tenant == "" {
 		return nil, apperr.New(apperr.Unauthenticated, "The credentials carry no tenant.")
@@ -27,10 +31,6 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-func notWired(what string) error {
-	return apperr.Newf(apperr.NotImplemented, "%s are not configured on this gateway.", what)
 }
 
 func timeOrNil(t time.Time) *time.Time {

@@ -1,7 +1,3 @@
-// Package handlers is the HTTP side of the gateway: the strict Echo server generated from
-// api/openapi.yaml (api.gen.go), one file per OpenAPI tag implementing it, request validation
-// and authentication against the spec, and the one error handler that renders every failure as
-// an RFC 9457 problem.
 package handlers
 
 import (

@@ -13,11 +13,11 @@ const (
 // GetCurrentSession is "who am I". Authentication already read the session's view (and slid
 // the idle window if it was due); Current answers with that view, so this costs no second read.
 func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	v, err := svc.Current(ctx, p)
+	v, err := s.Sessions.Current(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +27,11 @@ func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionReque
 // Logout revokes the caller's session, clears the cookie and asks the browser to drop
 // cookies and storage for this origin.
 func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.Logout(ctx, p); err != nil {
+	if err := s.Sessions.Logout(ctx, p); err != nil {
 		return nil, err
 	}
 	cookie, site := clearSessionCookie, clearSiteData
@@ -40,11 +40,11 @@ func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutRespo
 
 // ListMyDevices is the caller's live sessions; the caller's own is marked current.
 func (s *Server) ListMyDevices(ctx context.Context, _ ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	list, err := svc.Devices(ctx, p)
+	list, err := s.Sessions.Devices(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +53,11 @@ func (s *Server) ListMyDevices(ctx context.Context, _ ListMyDevicesRequestObject
 
 // RevokeMyDevice signs out one of the caller's sessions (idempotent); another user's is 404.
 func (s *Server) RevokeMyDevice(ctx context.Context, request RevokeMyDeviceRequestObject) (RevokeMyDeviceResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.RevokeDevice(ctx, p, request.SessionId); err != nil {
+	if err := s.Sessions.RevokeDevice(ctx, p, request.SessionId); err != nil {
 		return nil, err
 	}
 	return RevokeMyDevice204Response{}, nil
@@ -66,11 +66,11 @@ func (s *Server) RevokeMyDevice(ctx context.Context, request RevokeMyDeviceReque
 // RevokeMyOtherDevices signs out every other session of the caller in one atomic step; the
 // caller's own session stays.
 func (s *Server) RevokeMyOtherDevices(ctx context.Context, _ RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	n, err := svc.RevokeOtherDevices(ctx, p)
+	n, err := s.Sessions.RevokeOtherDevices(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -29,18 +29,9 @@ type SessionService interface {
 
 var _ SessionService = (*sessions.Service)(nil)
 
-// sessionCaller is the authenticated caller and the session service.
-func (s *Server) sessionCaller(ctx context.Context) (*auth.Principal, SessionService, error) {
-	if s.Sessions == nil {
-		return nil, nil, notWired("Sessions")
-	}
-	p, err := callerPrincipal(ctx)
-	return p, s.Sessions, err
-}
-
 // CreateSession starts a session for a user who has just logged in; the token is shown once.
 func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +44,7 @@ func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequest
 	if d := b.Device; d != nil {
 		in.DeviceLabel, in.UserAgent, in.IP = deref(d.Label), deref(d.UserAgent), deref(d.Ip)
 	}
-	is, err := svc.Create(ctx, p.Tenant, in)
+	is, err := s.Sessions.Create(ctx, p.Tenant, in)
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +53,11 @@ func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequest
 
 // GetSession is the full view of a session of the caller's tenant.
 func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	v, err := svc.Get(ctx, p.Tenant, request.SessionId)
+	v, err := s.Sessions.Get(ctx, p.Tenant, request.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -75,11 +66,11 @@ func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject
 
 // DeleteSession revokes a session (idempotent: 204 whether or not it was live).
 func (s *Server) DeleteSession(ctx context.Context, request DeleteSessionRequestObject) (DeleteSessionResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.Revoke(ctx, p.Tenant, request.SessionId); err != nil {
+	if err := s.Sessions.Revoke(ctx, p.Tenant, request.SessionId); err != nil {
 		return nil, err
 	}
 	return DeleteSession204Response{}, nil
@@ -87,11 +78,11 @@ func (s *Server) DeleteSession(ctx context.Context, request DeleteSessionRequest
 
 // RotateSession issues a new token; the old one stops working at once.
 func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequestObject) (RotateSessionResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	is, err := svc.Rotate(ctx, p.Tenant, request.SessionId)
+	is, err := s.Sessions.Rotate(ctx, p.Tenant, request.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +91,11 @@ func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequest
 
 // CreateMfaChallenge starts a step-up; the caller delivers the code out of band.
 func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChallengeRequestObject) (CreateMfaChallengeResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	c, err := svc.StartChallenge(ctx, p.Tenant, request.SessionId)
+	c, err := s.Sessions.StartChallenge(ctx, p.Tenant, request.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +105,11 @@ func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChalle
 
 // VerifyMfa checks the code; on success the session steps up and its token rotates.
 func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) (VerifyMfaResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	is, err := svc.Verify(ctx, p.Tenant, request.SessionId, request.Body.ChallengeId, request.Body.Code)
+	is, err := s.Sessions.Verify(ctx, p.Tenant, request.SessionId, request.Body.ChallengeId, request.Body.Code)
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +120,11 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 
 // ListUserSessions is the user's live sessions, newest first.
 func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	list, err := svc.ListUser(ctx, p.Tenant, request.UserId)
+	list, err := s.Sessions.ListUser(ctx, p.Tenant, request.UserId)
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +133,11 @@ func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsR
 
 // RevokeUserSessions revokes every session of the user, optionally keeping one.
 func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error) {
-	p, svc, err := s.sessionCaller(ctx)
+	p, err := caller(ctx, s.Sessions, "Sessions")
 	if err != nil {
 		return nil, err
 	}
-	n, err := svc.RevokeUser(ctx, p.Tenant, request.UserId, deref(request.Params.Except))
+	n, err := s.Sessions.RevokeUser(ctx, p.Tenant, request.UserId, deref(request.Params.Except))
 	if err != nil {
 		return nil, err
 	}

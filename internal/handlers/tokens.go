@@ -19,25 +19,13 @@ type TokenService interface {
 	Introspect(ctx context.Context, caller *auth.Principal, token string) (tokens.Introspection, error)
 }
 
-// tokenCaller returns the service and the authenticated caller, or the refusal to answer.
-func (s *Server) tokenCaller(ctx context.Context) (TokenService, *auth.Principal, error) {
-	if s.Tokens == nil {
-		return nil, nil, apperr.New(apperr.NotImplemented, "The token service is not configured.")
-	}
-	p, ok := auth.PrincipalFrom(ctx)
-	if !ok {
-		return nil, nil, apperr.New(apperr.Unauthenticated, "")
-	}
-	return s.Tokens, p, nil
-}
-
 // IssueToken mints a token in the caller's tenant with a subset of the caller's scopes.
 func (s *Server) IssueToken(ctx context.Context, request IssueTokenRequestObject) (IssueTokenResponseObject, error) {
-	svc, caller, err := s.tokenCaller(ctx)
+	p, err := caller(ctx, s.Tokens, "Tokens")
 	if err != nil {
 		return nil, err
 	}
-	out, err := svc.Issue(ctx, caller, issueRequest(*request.Body))
+	out, err := s.Tokens.Issue(ctx, p, issueRequest(*request.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +52,11 @@ func issueRequest(b TokenIssueRequest) tokens.IssueRequest {
 
 // ListTokens pages through the caller's tenant's tokens, newest first.
 func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error) {
-	svc, caller, err := s.tokenCaller(ctx)
+	p, err := caller(ctx, s.Tokens, "Tokens")
 	if err != nil {
 		return nil, err
 	}
-	page, err := svc.List(ctx, caller, deref(request.Params.Cursor), deref(request.Params.Limit))
+	page, err := s.Tokens.List(ctx, p, deref(request.Params.Cursor), deref(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +72,11 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 
 // GetToken returns a token's metadata (never the token).
 func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (GetTokenResponseObject, error) {
-	svc, caller, err := s.tokenCaller(ctx)
+	p, err := caller(ctx, s.Tokens, "Tokens")
 	if err != nil {
 		return nil, err
 	}
-	t, err := svc.Get(ctx, caller, request.TokenId)
+	t, err := s.Tokens.Get(ctx, p, request.TokenId)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +85,11 @@ func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (G
 
 // RevokeToken revokes a token: 204 whether it was live, already revoked or unknown.
 func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error) {
-	svc, caller, err := s.tokenCaller(ctx)
+	p, err := caller(ctx, s.Tokens, "Tokens")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := svc.Revoke(ctx, caller, request.TokenId, deref(request.Params.Reason)); err != nil {
+	if _, err := s.Tokens.Revoke(ctx, p, request.TokenId, deref(request.Params.Reason)); err != nil {
 		return nil, err
 	}
 	return RevokeToken204Response{}, nil
@@ -109,7 +97,7 @@ func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObje
 
 // IntrospectToken answers RFC 7662 introspection from a JSON or form body.
 func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenRequestObject) (IntrospectTokenResponseObject, error) {
-	svc, caller, err := s.tokenCaller(ctx)
+	p, err := caller(ctx, s.Tokens, "Tokens")
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +108,7 @@ func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenReq
 	if body == nil {
 		return nil, apperr.New(apperr.Validation, "Send {token} as JSON or as a form.")
 	}
-	in, err := svc.Introspect(ctx, caller, body.Token)
+	in, err := s.Tokens.Introspect(ctx, p, body.Token)
 	if err != nil {
 		return nil, err
 	}

@@ -14,10 +14,9 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 )
 
-// RequestValidator validates every request against the spec (kin-openapi through
-// oapi-codegen's Echo middleware). Authentication already ran in authnMiddleware, before the
-// body was read; the validator's security step (authenticate) only confirms a principal is on
-// the request, and skip names the hot routes it leaves alone.
+// RequestValidator validates every request but those skip names (the hot routes) against the
+// spec: kin-openapi through oapi-codegen's Echo middleware. Authentication has already run
+// (authnMiddleware); the validator's security step only confirms a principal is on the request.
 func (s *Server) RequestValidator(spec *openapi3.T, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	spec.Servers = nil
 	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{

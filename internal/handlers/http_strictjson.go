@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/apperr"
@@ -36,17 +35,16 @@ const (
 // asking GET /v1/authorize (nginx auth_request, Caddy forward_auth) forward the original
 // request's headers without its body. The body limit middleware has wrapped r.Body by now, so
 // r.Body == http.NoBody cannot tell; the framing can (ContentLength is -1 when chunked).
-func strictJSON(formFields map[string]map[string]bool, takesBody map[string]bool) echo.MiddlewareFunc {
+func strictJSON(ix specIndex) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			key := r.Method + " " + c.Path()
-			if r.ContentLength == 0 && !takesBody[key] {
+			o, _ := ix.lookup(c)
+			if r.ContentLength == 0 && !o.takesBody {
 				return next(c)
 			}
 			ct := r.Header.Get(echo.HeaderContentType)
-			allowed, takesForm := formFields[key]
-			form := isForm(ct) && takesForm // else the validator answers 415
+			form := isForm(ct) && o.form != nil // else the validator answers 415
 			if r.Body == nil || r.Body == http.NoBody || !isJSON(ct) && !form {
 				return next(c)
 			}
@@ -64,7 +62,7 @@ func strictJSON(formFields map[string]map[string]bool, takesBody map[string]bool
 				return apperr.New(apperr.Validation, "The request body could not be read.")
 			}
 			if form {
-				err = checkForm(b, allowed)
+				err = checkForm(b, o.form)
 			} else {
 				err = checkJSON(b)
 			}
@@ -228,40 +226,4 @@ func checkJSON(b []byte) error {
 			return nil
 		}
 	}
-}
-
-// bodyOperations lists, as "METHOD echoPath", the operations that define a request body.
-func bodyOperations(spec *openapi3.T) map[string]bool {
-	out := map[string]bool{}
-	for path, item := range spec.Paths.Map() {
-		for method, op := range item.Operations() {
-			if op.RequestBody != nil {
-				out[method+" "+specPathToEcho(path)] = true
-			}
-		}
-	}
-	return out
-}
-
-// formFields lists, per "METHOD echoPath", the properties of the operation's
-// application/x-www-form-urlencoded body schema.
-func formFields(spec *openapi3.T) map[string]map[string]bool {
-	out := map[string]map[string]bool{}
-	for path, item := range spec.Paths.Map() {
-		for method, op := range item.Operations() {
-			if op.RequestBody == nil || op.RequestBody.Value == nil {
-				continue
-			}
-			mt := op.RequestBody.Value.Content.Get("application/x-www-form-urlencoded")
-			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
-				continue
-			}
-			names := map[string]bool{}
-			for name := range mt.Schema.Value.Properties {
-				names[name] = true
-			}
-			out[method+" "+specPathToEcho(path)] = names
-		}
-	}
-	return out
 }

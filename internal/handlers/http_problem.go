@@ -37,8 +37,8 @@ func (s *Server) HTTPErrorHandler(err error, c echo.Context) {
 	s.writeProblem(c, p)
 }
 
-// toProblem classifies err into the problem HTTPErrorHandler renders: an internal error
-// loses its detail (logged instead), Redis trouble becomes 503 with Retry-After.
+// toProblem classifies err: an expected refusal as it is, Redis trouble as 503, Echo's own
+// errors by status, anything else as a 500 whose cause is only logged.
 func (s *Server) toProblem(c echo.Context, err error) *apperr.Error {
 	if p, ok := apperr.As(err); ok {
 		if p.Kind == apperr.Internal {

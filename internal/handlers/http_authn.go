@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -13,50 +12,14 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 )
 
-// hotRoutes are the operations every proxied request hits. They skip the generic kin-openapi
-// validator (route lookup, body buffering and schema walk cost more than the rest of the
-// request); their only parameter (authorize's `level`) is checked against its enum from the
-// spec here, and neither takes a body.
-var hotRoutes = map[string]bool{
-	http.MethodGet + " /v1/authorize": true,
-	http.MethodGet + " /v1/session":   true,
-}
-
-// operation is what the authentication middleware needs of one spec operation.
-type operation struct {
-	security openapi3.SecurityRequirements
-	enums    map[string][]any // hot routes: query parameter → allowed values
-	hot      bool
-}
-
-// authnMiddleware authenticates every operation with its security requirements from the spec,
-// before the body is read or judged, so an unauthenticated caller learns nothing about the
-// body rules. The second result tells the validator which (hot) routes it may skip.
-func (s *Server) authnMiddleware(spec *openapi3.T) (echo.MiddlewareFunc, func(echo.Context) bool) {
-	ops := map[string]operation{}
-	for path, item := range spec.Paths.Map() {
-		echoPath := specPathToEcho(path)
-		for method, op := range item.Operations() {
-			o := operation{security: spec.Security}
-			if op.Security != nil {
-				o.security = *op.Security
-			}
-			key := method + " " + echoPath
-			if o.hot = hotRoutes[method+" "+path]; o.hot {
-				o.enums = map[string][]any{}
-				for _, pr := range op.Parameters {
-					if v := pr.Value; v.In == openapi3.ParameterInQuery && v.Schema != nil && v.Schema.Value != nil {
-						o.enums[v.Name] = v.Schema.Value.Enum
-					}
-				}
-			}
-			ops[key] = o
-		}
-	}
-	isHot := func(c echo.Context) bool { return ops[c.Request().Method+" "+c.Path()].hot }
-	mw := func(next echo.HandlerFunc) echo.HandlerFunc {
+// authnMiddleware authenticates every operation with its security requirements from the spec
+// index, before the body is read or judged, so an unauthenticated caller learns nothing about
+// the body rules. A hot route also refuses a body and checks its query enums here, since the
+// validator skips it.
+func (s *Server) authnMiddleware(ix specIndex) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			o, ok := ops[c.Request().Method+" "+c.Path()]
+			o, ok := ix.lookup(c)
 			if !ok || len(o.security) == 0 {
 				return next(c)
 			}
@@ -76,7 +39,6 @@ func (s *Server) authnMiddleware(spec *openapi3.T) (echo.MiddlewareFunc, func(ec
 			return next(c)
 		}
 	}
-	return mw, isHot
 }
 
 // closeUnread answers a request refused before its body was read (when it has one:
@@ -93,21 +55,6 @@ func closeUnread(c echo.Context, err error) error {
 		_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now())
 	}
 	return err
-}
-
-// specPathToEcho turns /v1/quotes/{quoteId} into Echo's /v1/quotes/:quoteId.
-func specPathToEcho(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '{':
-			b.WriteByte(':')
-		case '}':
-		default:
-			b.WriteByte(p[i])
-		}
-	}
-	return b.String()
 }
 
 // authAlternatives tries each security requirement in spec order, like kin-openapi: the first

@@ -20,7 +20,8 @@ import (
 )
 
 // NewEcho builds the whole HTTP stack: recover, request id, tracing and metrics, body limit,
-// spec validation with authentication, the generated routes, /metrics, and the problem renderer.
+// authentication, strict JSON and spec validation (all three over one index of the spec), the
+// generated routes, /metrics, and the problem renderer.
 func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	spec, err := GetSwagger()
 	if err != nil {
@@ -29,7 +30,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.HTTPErrorHandler
-	authn, isHot := s.authnMiddleware(spec)
+	ix := newSpecIndex(spec)
 	e.Pre(forwardAuthAnyMethod)
 	e.Use(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
@@ -43,9 +44,9 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		telemetry.EchoMiddleware(tel, "hashgate"), // server spans and HTTP metrics
 		s.accessLog(),
 		bodyLimit(s.BodyLimitBytes),
-		authn,
-		strictJSON(formFields(spec), bodyOperations(spec)),
-		s.RequestValidator(spec, isHot),
+		s.authnMiddleware(ix),
+		strictJSON(ix),
+		s.RequestValidator(spec, ix.isHot),
 	)
 	RegisterHandlers(e, NewStrictHandler(s, nil))
 	if tel != nil {

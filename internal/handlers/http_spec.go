@@ -1,0 +1,92 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/labstack/echo/v4"
+)
+
+// hotRoutes are the operations every proxied request hits. They skip the generic kin-openapi
+// validator (route lookup, body buffering and schema walk cost more than the rest of the
+// request); their only parameter (authorize's `level`) is checked against its enum from the
+// spec by the authentication middleware, and neither takes a body.
+var hotRoutes = map[string]bool{
+	http.MethodGet + " /v1/authorize": true,
+	http.MethodGet + " /v1/session":   true,
+}
+
+// specOp is what the HTTP plumbing needs of one operation of the spec.
+type specOp struct {
+	security  openapi3.SecurityRequirements // the operation's, else the document's
+	hot       bool                          // one of hotRoutes: the validator skips it
+	enums     map[string][]any              // hot routes: query parameter → allowed values
+	takesBody bool                          // the operation defines a request body
+	// form lists the properties of its application/x-www-form-urlencoded body schema; nil when
+	// it takes no form.
+	form map[string]bool
+}
+
+// specIndex is the spec read once, at start, per operation: the authentication middleware,
+// strict JSON and the validator's skipper each look their operation up here. Keys are
+// "METHOD echoPath", as c.Request().Method + " " + c.Path() gives them.
+type specIndex map[string]specOp
+
+func newSpecIndex(spec *openapi3.T) specIndex {
+	ix := specIndex{}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			o := specOp{security: spec.Security, takesBody: op.RequestBody != nil}
+			if op.Security != nil {
+				o.security = *op.Security
+			}
+			if o.hot = hotRoutes[method+" "+path]; o.hot {
+				o.enums = map[string][]any{}
+				for _, pr := range op.Parameters {
+					if v := pr.Value; v.In == openapi3.ParameterInQuery && v.Schema != nil && v.Schema.Value != nil {
+						o.enums[v.Name] = v.Schema.Value.Enum
+					}
+				}
+			}
+			if rb := op.RequestBody; rb != nil && rb.Value != nil {
+				if mt := rb.Value.Content.Get("application/x-www-form-urlencoded"); mt != nil && mt.Schema != nil && mt.Schema.Value != nil {
+					o.form = map[string]bool{}
+					for name := range mt.Schema.Value.Properties {
+						o.form[name] = true
+					}
+				}
+			}
+			ix[method+" "+specPathToEcho(path)] = o
+		}
+	}
+	return ix
+}
+
+// lookup is the operation c was routed to; ok is false for routes outside the spec (/metrics,
+// no route).
+func (ix specIndex) lookup(c echo.Context) (specOp, bool) {
+	o, ok := ix[c.Request().Method+" "+c.Path()]
+	return o, ok
+}
+
+// isHot reports whether c was routed to a hot route (the validator's skipper).
+func (ix specIndex) isHot(c echo.Context) bool {
+	o, _ := ix.lookup(c)
+	return o.hot
+}
+
+// specPathToEcho turns /v1/quotes/{quoteId} into Echo's /v1/quotes/:quoteId.
+func specPathToEcho(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '{':
+			b.WriteByte(':')
+		case '}':
+		default:
+			b.WriteByte(p[i])
+		}
+	}
+	return b.String()
+}
