@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/cases"
 )
@@ -60,9 +58,34 @@ func (r *Cases) Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error
 
 // transition runs case_transition.lua for one manual transition; ttl is what both keys get.
 func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, reason string, ttl time.Duration) (*cases.Case, error) {
-	res := scriptCaseTransition.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{name, ch.Tenant, ifMatchArg(ch.IfMatch),
-		reason, ch.Actor, ms(ttl.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam})
-	return r.transitioned(ctx, "case_transition", name, ch.ID, res)
+	const script = "case_transition"
+	rep, err := runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.caseKeys(ch.ID),
+		[]string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, ms(ttl.Milliseconds()),
+			strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam})
+	if err != nil {
+		return nil, err
+	}
+	r.m.Transition(ctx, "case", name, outcomeOf(rep.Code()))
+	arg, err := caseTransitionReplies.read(rep)
+	if err != nil {
+		return nil, badReply(ctx, r.m, script, err)
+	}
+	switch rep.Code() {
+	case CodeOK:
+		return r.decodeReply(ctx, script, rep, ch.ID)
+	case CodeNotFound:
+		return nil, fmt.Errorf("case %s: %w", name, rep.Err(""))
+	case CodeStale:
+		r.m.Event(ctx, "case", "cas_conflict")
+		return nil, staleError(arg)
+	case CodeInvalidStatus:
+		return nil, apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", name, arg)
+	case CodeMaxEscalation:
+		return nil, apperr.Newf(apperr.MaxEscalation, "The case is at escalation level %s, the maximum.", arg).
+			With("maxEscalationLevel", r.o.MaxEscalation)
+	default: // CodeCorrupt, the one code left (read checked the code is the table's)
+		return nil, corruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
+	}
 }
 
 func (r *Cases) caseKeys(id string) []string { return []string{r.hashKey(id), r.historyKey(id)} }
@@ -83,42 +106,11 @@ func ifMatchArg(v int64) string {
 	return ms(v)
 }
 
-// transitioned interprets the reply of a case transition script.
-func (r *Cases) transitioned(ctx context.Context, scriptName, transition, id string, res rueidis.RedisResult) (*cases.Case, error) {
-	code, rest, err := scriptReply(res)
+// decodeReply decodes the case hash a script answered as the first value of its payload.
+func (r *Cases) decodeReply(ctx context.Context, name string, rep Reply, id string) (*cases.Case, error) {
+	m, err := rep.StrMap(0)
 	if err != nil {
-		r.m.ScriptError(ctx, scriptName)
-		return nil, redisErr("case "+transition, err)
-	}
-	r.m.Transition(ctx, "case", transition, outcomeOf(code))
-	switch code {
-	case "OK":
-		return r.decodeReply(ctx, rest, id)
-	case "NOT_FOUND":
-		return nil, fmt.Errorf("case %s: %w", transition, apperr.NotFound)
-	case "STALE":
-		r.m.Event(ctx, "case", "cas_conflict")
-		return nil, staleError(rest)
-	case "INVALID_STATUS":
-		return nil, apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", transition, argString(rest, 0))
-	case "MAX_ESCALATION":
-		return nil, apperr.Newf(apperr.MaxEscalation, "The case is at escalation level %s, the maximum.", argString(rest, 0)).
-			With("maxEscalationLevel", r.o.MaxEscalation)
-	case "CORRUPT":
-		r.m.Read(ctx, "case", Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "script", scriptName, "fields", []string{argString(rest, 0)})
-		return nil, fmt.Errorf("%w: case hash has malformed fields [%s]", ErrCorrupt, argString(rest, 0))
-	}
-	return nil, r.unexpected(ctx, scriptName, code)
-}
-
-func (r *Cases) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id string) (*cases.Case, error) {
-	if len(rest) < 1 {
-		return nil, r.unexpected(ctx, "case", "short reply")
-	}
-	m, err := rest[0].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("case reply: %w", err)
+		return nil, badReply(ctx, r.m, name, err)
 	}
 	return r.decode(ctx, m, id)
 }
