@@ -2,14 +2,11 @@ package repo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -207,29 +204,4 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 	}
 	r.m.Transition(ctx, "quote", "delete", outcome)
 	return nil
-}
-
-// itemJSON is how one line item is stored in the items hash (field = item id). The scripts
-// read quantity and unitPriceMinor from it to recompute the subtotal.
-type itemJSON struct {
-	SKU            string `json:"sku"`
-	Quantity       int64  `json:"quantity"`
-	UnitPriceMinor int64  `json:"unitPriceMinor"`
-	Description    string `json:"description,omitempty"`
-}
-
-func decodeItems(raw map[string]string) ([]quotes.Item, error) {
-	items := make([]quotes.Item, 0, len(raw))
-	for id, v := range raw {
-		var it itemJSON
-		if err := json.Unmarshal([]byte(v), &it); err != nil || it.Quantity < 1 || it.UnitPriceMinor < 0 ||
-			it.UnitPriceMinor > quotes.MaxAmountMinor || it.Quantity > quotes.MaxItemQuantity {
-			return nil, fmt.Errorf("%w: quote item has malformed fields", ErrCorrupt)
-		}
-		line := it.Quantity * it.UnitPriceMinor // both bounded: no overflow
-		items = append(items, quotes.Item{ID: id, SKU: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
-			LineTotalMinor: line, Description: it.Description})
-	}
-	slices.SortFunc(items, func(a, b quotes.Item) int { return strings.Compare(a.ID, b.ID) })
-	return items, nil
 }
