@@ -53,7 +53,7 @@ func (s replyShapes) check(rep Reply) error {
 }
 
 // read is check for a script whose replies are {'OK', ...} or a refusal: it returns the
-// refusal's one string (” for OK and for a refusal without one).
+// refusal's one string (empty for OK and for a refusal without one).
 func (s replyShapes) read(rep Reply) (string, error) {
 	if err := s.check(rep); err != nil || rep.Code() == CodeOK || rep.Len() == 0 {
 		return "", err
