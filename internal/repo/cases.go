@@ -113,6 +113,20 @@ var (
 	scriptCaseTenants    = script("case_tenants")
 )
 
+// The replies of the case scripts (each script's header shows them).
+var (
+	caseCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1} // {'OK'|'EXISTS', HGETALL case}
+	caseAddReplies    = replyShapes{CodeOK: 0, CodeBound: 0}  // case_tenant_add, case_due_add
+	// case_transition: {'OK', HGETALL case} or a refusal.
+	caseTransitionReplies = replyShapes{
+		CodeOK: 1, CodeNotFound: 0, CodeStale: 1, CodeInvalidStatus: 1, CodeMaxEscalation: 1, CodeCorrupt: 1,
+	}
+	// case_auto_escalate: {'OK', HGETALL case} or why the sweeper's escalation did not happen.
+	caseAutoReplies = replyShapes{
+		CodeOK: 1, CodeGone: 0, CodeNotOpen: 1, CodeAlready: 0, CodeNotDue: 1, CodeMaxEscalation: 1, CodeCorrupt: 1,
+	}
+)
+
 // Create opens a case. The tenant is registered for the sweepers and the case put in its due
 // index first (each bounded, refused with 422 when full), then the case written: a crash in
 // between leaves only an index entry the sweeper drops when it finds no case.
@@ -130,25 +144,23 @@ func (r *Cases) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 	if err := r.index(ctx, tag, in.ID, in.DueAt); err != nil {
 		return nil, err
 	}
-	res := scriptCaseCreate.Exec(ctx, r.c, []string{r.hashKey(in.ID), r.historyKey(in.ID)},
+	rep, err := runScript(ctx, r.c, r.m, "case_create", "case create", scriptCaseCreate, r.caseKeys(in.ID),
 		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, ms(in.DueAt.UnixMilli()), in.Reason, in.Actor,
 			ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(SchemaVersion)})
-	code, rest, err := scriptReply(res)
 	if err != nil {
-		r.m.ScriptError(ctx, "case_create")
-		return nil, redisErr("case create", err)
+		return nil, err
 	}
-	if code != "OK" && code != "EXISTS" {
-		return nil, r.unexpected(ctx, "case_create", code)
+	if err := caseCreateReplies.check(rep); err != nil {
+		return nil, badReply(ctx, r.m, "case_create", err)
 	}
-	c, err := r.decodeReply(ctx, rest, in.ID)
+	c, err := r.decodeReply(ctx, "case_create", rep, in.ID)
 	if err != nil {
 		return nil, err
 	}
 	if c.Tenant != in.Tenant {
 		return nil, apperr.New(apperr.Conflict, "The case id is taken; retry without the Idempotency-Key.")
 	}
-	r.m.Transition(ctx, "case", "create", createOutcome(code))
+	r.m.Transition(ctx, "case", "create", createOutcome(rep.Code()))
 	return c, nil
 }
 
@@ -219,13 +231,15 @@ func (r *Cases) checkNew(in cases.NewCase) error {
 // register puts the tenant tag in the sweepers' registry.
 func (r *Cases) register(ctx context.Context, tag string) error {
 	ttl := r.o.OpenTTL + tenantRegistryMargin
-	code, _, err := scriptReply(scriptCaseTenant.Exec(ctx, r.c, []string{r.registryKey()},
-		[]string{tag, ms(ttl.Milliseconds()), strconv.Itoa(MaxCaseTenants)}))
+	rep, err := runScript(ctx, r.c, r.m, "case_tenant_add", "case tenant register", scriptCaseTenant, []string{r.registryKey()},
+		[]string{tag, ms(ttl.Milliseconds()), strconv.Itoa(MaxCaseTenants)})
 	if err != nil {
-		r.m.ScriptError(ctx, "case_tenant_add")
-		return redisErr("case tenant register", err)
+		return err
 	}
-	if code == "BOUND" {
+	if err := caseAddReplies.check(rep); err != nil {
+		return badReply(ctx, r.m, "case_tenant_add", err)
+	}
+	if rep.Code() == CodeBound {
 		return apperr.Newf(apperr.BoundExceeded, "The gateway tracks cases for at most %d tenants.", MaxCaseTenants)
 	}
 	return nil
@@ -233,19 +247,16 @@ func (r *Cases) register(ctx context.Context, tag string) error {
 
 // index puts the case in its tenant's due index.
 func (r *Cases) index(ctx context.Context, tag, id string, due time.Time) error {
-	code, _, err := scriptReply(scriptCaseDueAdd.Exec(ctx, r.c, []string{r.dueKey(tag)},
-		[]string{id, ms(due.UnixMilli()), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(MaxDueCases)}))
+	rep, err := runScript(ctx, r.c, r.m, "case_due_add", "case due index", scriptCaseDueAdd, []string{r.dueKey(tag)},
+		[]string{id, ms(due.UnixMilli()), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(MaxDueCases)})
 	if err != nil {
-		r.m.ScriptError(ctx, "case_due_add")
-		return redisErr("case due index", err)
+		return err
 	}
-	if code == "BOUND" {
+	if err := caseAddReplies.check(rep); err != nil {
+		return badReply(ctx, r.m, "case_due_add", err)
+	}
+	if rep.Code() == CodeBound {
 		return apperr.Newf(apperr.BoundExceeded, "A tenant has at most %d cases awaiting their due time.", MaxDueCases)
 	}
 	return nil
-}
-
-func (r *Cases) unexpected(ctx context.Context, scriptName, code string) error {
-	r.m.ScriptError(ctx, scriptName)
-	return fmt.Errorf("%s: unexpected reply %q", scriptName, code)
 }

@@ -1,8 +1,8 @@
 package repo
 
 import (
+	"cmp"
 	"context"
-	"fmt"
 	"regexp"
 	"strconv"
 	"time"
@@ -27,22 +27,19 @@ var tenantTagPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // server's clock (so every replica judges "due" by the same time).
 func (r *Cases) SweepTenants(ctx context.Context) ([]string, time.Time, error) {
 	horizon := r.o.OpenTTL + tenantRegistryMargin
-	code, rest, err := scriptReply(scriptCaseTenants.Exec(ctx, r.c, []string{r.registryKey()},
-		[]string{ms(horizon.Milliseconds()), strconv.Itoa(MaxCaseTenants)}))
+	rep, err := runScript(ctx, r.c, r.m, "case_tenants", "case tenants", scriptCaseTenants, []string{r.registryKey()},
+		[]string{ms(horizon.Milliseconds()), strconv.Itoa(MaxCaseTenants)})
 	if err != nil {
-		r.m.ScriptError(ctx, "case_tenants")
-		return nil, time.Time{}, redisErr("case tenants", err)
+		return nil, time.Time{}, err
 	}
-	if code != "OK" || len(rest) != 2 {
-		return nil, time.Time{}, r.unexpected(ctx, "case_tenants", code)
+	// {'OK', nowMs, tenantTag...}
+	if rep.Code() != CodeOK {
+		return nil, time.Time{}, badReply(ctx, r.m, "case_tenants", rep.Unexpected())
 	}
-	now, ok := argInt(rest, 0)
-	if !ok {
-		return nil, time.Time{}, fmt.Errorf("case tenants: %w", errReplyShape)
-	}
-	tags, err := rest[1].AsStrSlice()
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("case tenants: %w", err)
+	now, err := rep.Int(0)
+	tags, tagsErr := rep.Strs(1)
+	if err = cmp.Or(err, tagsErr); err != nil {
+		return nil, time.Time{}, badReply(ctx, r.m, "case_tenants", err)
 	}
 	out := tags[:0]
 	for _, t := range tags {
@@ -81,36 +78,35 @@ func (r *Cases) AutoEscalate(ctx context.Context, id string) (cases.AutoOutcome,
 	if !caseIDPattern.MatchString(id) {
 		return cases.AutoGone, nil
 	}
-	res := scriptCaseAuto.Exec(ctx, r.c, r.caseKeys(id), []string{strconv.Itoa(r.o.MaxEscalation),
-		ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor})
-	code, rest, err := scriptReply(res)
+	const script = "case_auto_escalate"
+	rep, err := runScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.caseKeys(id),
+		[]string{strconv.Itoa(r.o.MaxEscalation), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor})
 	if err != nil {
-		r.m.ScriptError(ctx, "case_auto_escalate")
-		return "", redisErr("case auto-escalate", err)
+		return "", err
+	}
+	arg, err := caseAutoReplies.read(rep)
+	if err != nil {
+		return "", badReply(ctx, r.m, script, err)
 	}
 	var o cases.AutoOutcome
-	switch code {
-	case "OK":
-		if _, err := r.decodeReply(ctx, rest, id); err != nil {
+	switch rep.Code() {
+	case CodeOK:
+		if _, err := r.decodeReply(ctx, script, rep, id); err != nil {
 			return "", err
 		}
 		o = cases.AutoEscalated
-	case "GONE":
+	case CodeGone:
 		o = cases.AutoGone
-	case "NOT_OPEN":
+	case CodeNotOpen:
 		o = cases.AutoNotOpen
-	case "ALREADY":
+	case CodeAlready:
 		o = cases.AutoAlready
-	case "NOT_DUE":
+	case CodeNotDue:
 		o = cases.AutoNotDue
-	case "MAX_ESCALATION":
+	case CodeMaxEscalation:
 		o = cases.AutoAtMax
-	case "CORRUPT":
-		r.m.Read(ctx, "case", Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "script", "case_auto_escalate", "fields", []string{argString(rest, 0)})
-		return cases.AutoCorrupt, fmt.Errorf("%w: case hash has malformed fields [%s]", ErrCorrupt, argString(rest, 0))
-	default:
-		return "", r.unexpected(ctx, "case_auto_escalate", code)
+	default: // CodeCorrupt, the one code left (read checked the code is the table's)
+		return cases.AutoCorrupt, corruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
 	}
 	r.m.Transition(ctx, "case", "auto_escalate", string(o))
 	return o, nil

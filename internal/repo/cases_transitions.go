@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/cases"
 )
@@ -60,9 +58,34 @@ func (r *Cases) Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error
 
 // transition runs case_transition.lua for one manual transition; ttl is what both keys get.
 func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, reason string, ttl time.Duration) (*cases.Case, error) {
-	res := scriptCaseTransition.Exec(ctx, r.c, r.caseKeys(ch.ID), []string{name, ch.Tenant, ifMatchArg(ch.IfMatch),
-		reason, ch.Actor, ms(ttl.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam})
-	return r.transitioned(ctx, "case_transition", name, ch.ID, res)
+	const script = "case_transition"
+	rep, err := runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.caseKeys(ch.ID),
+		[]string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, ms(ttl.Milliseconds()),
+			strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam})
+	if err != nil {
+		return nil, err
+	}
+	r.m.Transition(ctx, "case", name, outcomeOf(rep.Code()))
+	arg, err := caseTransitionReplies.read(rep)
+	if err != nil {
+		return nil, badReply(ctx, r.m, script, err)
+	}
+	switch rep.Code() {
+	case CodeOK:
+		return r.decodeReply(ctx, script, rep, ch.ID)
+	case CodeNotFound:
+		return nil, fmt.Errorf("case %s: %w", name, rep.Err(""))
+	case CodeStale:
+		r.m.Event(ctx, "case", "cas_conflict")
+		return nil, staleError(arg)
+	case CodeInvalidStatus:
+		return nil, apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", name, arg)
+	case CodeMaxEscalation:
+		return nil, apperr.Newf(apperr.MaxEscalation, "The case is at escalation level %s, the maximum.", arg).
+			With("maxEscalationLevel", r.o.MaxEscalation)
+	default: // CodeCorrupt, the one code left (read checked the code is the table's)
+		return nil, corruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
+	}
 }
 
 func (r *Cases) caseKeys(id string) []string { return []string{r.hashKey(id), r.historyKey(id)} }
@@ -81,108 +104,4 @@ func ifMatchArg(v int64) string {
 		return ""
 	}
 	return ms(v)
-}
-
-// transitioned interprets the reply of a case transition script.
-func (r *Cases) transitioned(ctx context.Context, scriptName, transition, id string, res rueidis.RedisResult) (*cases.Case, error) {
-	code, rest, err := scriptReply(res)
-	if err != nil {
-		r.m.ScriptError(ctx, scriptName)
-		return nil, redisErr("case "+transition, err)
-	}
-	r.m.Transition(ctx, "case", transition, outcomeOf(code))
-	switch code {
-	case "OK":
-		return r.decodeReply(ctx, rest, id)
-	case "NOT_FOUND":
-		return nil, fmt.Errorf("case %s: %w", transition, apperr.NotFound)
-	case "STALE":
-		r.m.Event(ctx, "case", "cas_conflict")
-		return nil, staleError(rest)
-	case "INVALID_STATUS":
-		return nil, apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", transition, argString(rest, 0))
-	case "MAX_ESCALATION":
-		return nil, apperr.Newf(apperr.MaxEscalation, "The case is at escalation level %s, the maximum.", argString(rest, 0)).
-			With("maxEscalationLevel", r.o.MaxEscalation)
-	case "CORRUPT":
-		r.m.Read(ctx, "case", Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "script", scriptName, "fields", []string{argString(rest, 0)})
-		return nil, fmt.Errorf("%w: case hash has malformed fields [%s]", ErrCorrupt, argString(rest, 0))
-	}
-	return nil, r.unexpected(ctx, scriptName, code)
-}
-
-func (r *Cases) decodeReply(ctx context.Context, rest []rueidis.RedisMessage, id string) (*cases.Case, error) {
-	if len(rest) < 1 {
-		return nil, r.unexpected(ctx, "case", "short reply")
-	}
-	m, err := rest[0].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("case reply: %w", err)
-	}
-	return r.decode(ctx, m, id)
-}
-
-// decode classifies and maps a case hash. Schema 2 is current. Schema 1, the previous shape,
-// named the team `team` and had no lastTransitionAtMs / lastTransitionReason; the scripts
-// read `assignedTeam` falling back to `team` and never rewrite schemaVersion, so a v1 case
-// stays readable until it expires.
-func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*cases.Case, error) {
-	if len(m) == 0 {
-		r.m.Read(ctx, "case", Missing)
-		return nil, fmt.Errorf("case %s: %w", id, apperr.NotFound)
-	}
-	r.m.Payload(ctx, "case", payloadBytes(m))
-	f := newFields(m)
-	outcome := f.schema()
-	c := &cases.Case{
-		ID: f.str("caseId"), Tenant: f.str("tenantId"), SubjectRef: f.str("subjectRef"), Status: f.str("status"),
-		EscalationLevel: int(f.int64("escalationLevel")), DueAt: msTime(f.int64("dueAtMs")),
-		StateVersion: f.int64("stateVersion"), SchemaVersion: int(f.optInt64("schemaVersion")),
-		ResolvedAt: msTime(f.optInt64("resolvedAtMs")), AutoEscalatedAt: msTime(f.optInt64("autoEscalatedAtMs")),
-		CreatedAt: msTime(f.int64("createdAtMs")), UpdatedAt: msTime(f.int64("updatedAtMs")),
-	}
-	if outcome == OldSchema {
-		c.AssignedTeam = firstNonEmpty(f.opt("assignedTeam"), f.opt("team"))
-		c.LastTransitionAt = msTime(f.optInt64("lastTransitionAtMs"))
-		c.LastTransitionReason = f.opt("lastTransitionReason")
-		if c.AssignedTeam == "" {
-			f.bad = append(f.bad, "team")
-		}
-	} else {
-		c.AssignedTeam = f.str("assignedTeam")
-		c.LastTransitionAt = msTime(f.int64("lastTransitionAtMs"))
-		c.LastTransitionReason = f.opt("lastTransitionReason")
-	}
-	switch c.Status {
-	case cases.Open, cases.Escalated, cases.Resolved, "":
-	default:
-		f.bad = append(f.bad, "status")
-	}
-	if c.EscalationLevel < 0 || c.StateVersion < 1 {
-		f.bad = append(f.bad, "escalationLevel|stateVersion")
-	}
-	if err := f.err("case"); err != nil {
-		r.m.Read(ctx, "case", Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "fields", f.bad)
-		return nil, err
-	}
-	r.m.Read(ctx, "case", outcome)
-	return c, nil
-}
-
-func (r *Cases) decodeEvent(ctx context.Context, m map[string]string) (cases.Event, error) {
-	f := newFields(m)
-	ev := cases.Event{
-		At: msTime(f.int64("atMs")), Transition: f.str("transition"), FromStatus: f.opt("fromStatus"),
-		ToStatus: f.str("toStatus"), EscalationLevel: int(f.int64("escalationLevel")),
-		AssignedTeam: f.opt("assignedTeam"), Reason: f.opt("reason"), Actor: f.opt("actor"),
-		StateVersion: f.int64("stateVersion"),
-	}
-	if err := f.err("case history"); err != nil {
-		r.m.Read(ctx, "case_history", Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}:history", "fields", f.bad)
-		return cases.Event{}, err
-	}
-	return ev, nil
 }

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -113,6 +114,13 @@ var (
 	scriptIdemRelease  = script("idem_release")
 )
 
+// The replies of the idempotency scripts (each script's header shows them).
+var (
+	idemClaimReplies = replyShapes{CodeClaimed: 2, CodeExists: 2}
+	// idem_complete, idem_release: {'OK'} done | {'STALE'} the marker no longer holds the claim.
+	idemHeldReplies = replyShapes{CodeOK: 0, CodeStale: 0}
+)
+
 func (x *Idempotency) markerKey(sc idempotency.Scope) string {
 	sum := sha256.Sum256([]byte(sc.Key))
 	return x.keys.Key("idem", x.h.TenantTag(sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
@@ -128,23 +136,23 @@ func (x *Idempotency) Claim(ctx context.Context, sc idempotency.Scope, requestHa
 	key, owner := x.markerKey(sc), newOwner()
 	expected, created, tookOver := "", "", false
 	for range 3 {
-		res := scriptIdemClaim.Exec(ctx, x.c, []string{key}, []string{owner, requestHash, resourceID,
-			ms(x.ls.Milliseconds()), ms(x.ttl.Milliseconds()), strconv.Itoa(SchemaVersion), expected, created})
-		code, rest, err := scriptReply(res)
+		rep, err := runScript(ctx, x.c, x.m, "idem_claim", "idempotency claim", scriptIdemClaim, []string{key},
+			[]string{owner, requestHash, resourceID, ms(x.ls.Milliseconds()), ms(x.ttl.Milliseconds()),
+				strconv.Itoa(SchemaVersion), expected, created})
 		if err != nil {
-			x.m.ScriptError(ctx, "idem_claim")
-			return nil, redisErr("idempotency claim", err)
+			return nil, err
 		}
-		cur := argString(rest, 0)
-		now, _ := argInt(rest, 1)
-		if code == "CLAIMED" {
+		// {'CLAIMED', value, nowMs} | {'EXISTS', current value or '', nowMs}
+		d := rep.Reader()
+		cur, now := d.Str(0), d.Int(1)
+		err = cmp.Or(idemClaimReplies.check(rep), d.Err())
+		if err != nil {
+			return nil, badReply(ctx, x.m, "idem_claim", err)
+		}
+		if rep.Code() == CodeClaimed {
 			env, _ := decodeEnvelope(cur)
 			return &idempotency.Claim{ResourceID: resourceID, TookOver: tookOver,
 				Lease: idempotency.Lease{Marker: key, Held: cur, RequestHash: requestHash, CreatedAtMs: env.CreatedAtMs}}, nil
-		}
-		if code != "EXISTS" {
-			x.m.ScriptError(ctx, "idem_claim")
-			return nil, fmt.Errorf("idem_claim: unexpected reply %q", code)
 		}
 		if cur == "" { // expired between the two steps: claim afresh
 			expected, created, tookOver = "", "", false
@@ -196,12 +204,15 @@ func (x *Idempotency) Complete(ctx context.Context, cl *idempotency.Claim, resp 
 	if err != nil {
 		return fmt.Errorf("idempotency complete: %w", err)
 	}
-	n, err := scriptIdemComplete.Exec(ctx, x.c, []string{cl.Lease.Marker}, []string{cl.Lease.Held, string(raw)}).AsInt64()
+	rep, err := runScript(ctx, x.c, x.m, "idem_complete", "idempotency complete", scriptIdemComplete,
+		[]string{cl.Lease.Marker}, []string{cl.Lease.Held, string(raw)})
 	if err != nil {
-		x.m.ScriptError(ctx, "idem_complete")
-		return redisErr("idempotency complete", err)
+		return err
 	}
-	if n == 0 {
+	if err := idemHeldReplies.check(rep); err != nil {
+		return badReply(ctx, x.m, "idem_complete", err)
+	}
+	if rep.Code() == CodeStale {
 		x.m.Event(ctx, "idempotency", "lost_lease")
 		x.log.WarnContext(ctx, "idempotency marker was taken over before completion", "key", "idem:{*}")
 	}
@@ -213,11 +224,16 @@ func (x *Idempotency) Release(ctx context.Context, cl *idempotency.Claim) error 
 	if cl == nil || cl.Lease.Held == "" {
 		return nil
 	}
-	err := scriptIdemRelease.Exec(ctx, x.c, []string{cl.Lease.Marker}, []string{cl.Lease.Held}).Error()
+	rep, err := runScript(ctx, x.c, x.m, "idem_release", "idempotency release", scriptIdemRelease,
+		[]string{cl.Lease.Marker}, []string{cl.Lease.Held})
 	if err != nil {
-		x.m.ScriptError(ctx, "idem_release")
+		return err
 	}
-	return redisErr("idempotency release", err)
+	// {'STALE'}: the marker is no longer this request's (taken over or expired); left alone.
+	if err := idemHeldReplies.check(rep); err != nil {
+		return badReply(ctx, x.m, "idem_release", err)
+	}
+	return nil
 }
 
 func checkScope(sc idempotency.Scope, requestHash, resourceID string) error {

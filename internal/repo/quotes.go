@@ -2,14 +2,11 @@ package repo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -90,6 +87,14 @@ var (
 	scriptQuoteDelete = script("quote_delete")
 )
 
+// The replies of the quote scripts (each script's header shows them); quotes_write.go has the
+// write scripts'.
+var (
+	quoteCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1}   // {'OK'|'EXISTS', HGETALL summary}
+	quoteReadReplies   = replyShapes{CodeOK: 2, CodeNotFound: 0} // {'OK', summary, items} | {'NOT_FOUND'}
+	quoteDeleteReplies = replyShapes{CodeOK: 0, CodeNotFound: 0}
+)
+
 // Create writes a new DRAFT with zero totals. When in.ID names a draft that already exists
 // for the same tenant (an idempotent create retried after a crash), that draft is returned.
 func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, error) {
@@ -102,28 +107,26 @@ func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote,
 	case in.Tenant == "":
 		return nil, apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
 	}
-	res := scriptQuoteCreate.Exec(ctx, r.c, []string{r.summaryKey(in.ID), r.itemsKey(in.ID)},
+	rep, err := runScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate,
+		[]string{r.summaryKey(in.ID), r.itemsKey(in.ID)},
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, ms(r.ttl.Milliseconds()),
 			strconv.Itoa(SchemaVersion), strconv.Itoa(quotes.PricingVersion)})
-	code, rest, err := scriptReply(res)
 	if err != nil {
-		r.m.ScriptError(ctx, "quote_create")
-		return nil, redisErr("quote create", err)
+		return nil, err
 	}
-	switch code {
-	case "OK", "EXISTS":
-		q, err := r.decodeReply(ctx, rest, in.ID)
-		if err != nil {
-			return nil, err
-		}
-		if q.Tenant != in.Tenant {
-			// Ids are random; only a forged planned id could collide. Never reveal it.
-			return nil, apperr.New(apperr.Conflict, "The quote id is taken; retry without the Idempotency-Key.")
-		}
-		r.m.Transition(ctx, "quote", "create", createOutcome(code))
-		return q, nil
+	if err := quoteCreateReplies.check(rep); err != nil {
+		return nil, badReply(ctx, r.m, "quote_create", err)
 	}
-	return nil, r.unexpected(ctx, "quote_create", code)
+	q, err := r.decodeReply(ctx, "quote_create", rep, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if q.Tenant != in.Tenant {
+		// Ids are random; only a forged planned id could collide. Never reveal it.
+		return nil, apperr.New(apperr.Conflict, "The quote id is taken; retry without the Idempotency-Key.")
+	}
+	r.m.Transition(ctx, "quote", "create", createOutcome(rep.Code()))
+	return q, nil
 }
 
 // Get returns the tenant's quote, or NotFound (also for another tenant's quote).
@@ -151,26 +154,25 @@ func (r *Quotes) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *
 	if !quoteIDPattern.MatchString(id) {
 		return nil, nil, fmt.Errorf("quote items: %w", apperr.NotFound)
 	}
-	res := scriptQuoteRead.Exec(ctx, r.c, []string{r.summaryKey(id), r.itemsKey(id)}, []string{tenant})
-	code, rest, err := scriptReply(res)
-	if err != nil {
-		r.m.ScriptError(ctx, "quote_read")
-		return nil, nil, redisErr("quote items", err)
-	}
-	if code == "NOT_FOUND" {
-		r.m.Read(ctx, "quote", Missing)
-		return nil, nil, fmt.Errorf("quote items: %w", apperr.NotFound)
-	}
-	if code != "OK" || len(rest) != 2 {
-		return nil, nil, r.unexpected(ctx, "quote_read", code)
-	}
-	q, err := r.decodeReply(ctx, rest[:1], id)
+	rep, err := runScript(ctx, r.c, r.m, "quote_read", "quote items", scriptQuoteRead,
+		[]string{r.summaryKey(id), r.itemsKey(id)}, []string{tenant})
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := rest[1].AsStrMap()
+	if err := quoteReadReplies.check(rep); err != nil {
+		return nil, nil, badReply(ctx, r.m, "quote_read", err)
+	}
+	if rep.Code() == CodeNotFound {
+		r.m.Read(ctx, "quote", Missing)
+		return nil, nil, fmt.Errorf("quote items: %w", rep.Err(""))
+	}
+	q, err := r.decodeReply(ctx, "quote_read", rep, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("quote items: %w", err)
+		return nil, nil, err
+	}
+	raw, err := rep.StrMap(1)
+	if err != nil {
+		return nil, nil, badReply(ctx, r.m, "quote_read", err)
 	}
 	items, err := decodeItems(raw)
 	if err != nil {
@@ -187,41 +189,19 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 	if !quoteIDPattern.MatchString(id) {
 		return nil
 	}
-	res := scriptQuoteDelete.Exec(ctx, r.c, []string{r.summaryKey(id), r.itemsKey(id)}, []string{tenant})
-	n, err := res.AsInt64()
+	rep, err := runScript(ctx, r.c, r.m, "quote_delete", "quote delete", scriptQuoteDelete,
+		[]string{r.summaryKey(id), r.itemsKey(id)}, []string{tenant})
 	if err != nil {
-		r.m.ScriptError(ctx, "quote_delete")
-		return redisErr("quote delete", err)
+		return err
+	}
+	// {'OK'} deleted | {'NOT_FOUND'} absent or another tenant's (left alone)
+	if err := quoteDeleteReplies.check(rep); err != nil {
+		return badReply(ctx, r.m, "quote_delete", err)
 	}
 	outcome := "ok"
-	if n == 0 {
+	if rep.Code() == CodeNotFound {
 		outcome = "absent"
 	}
 	r.m.Transition(ctx, "quote", "delete", outcome)
 	return nil
-}
-
-// itemJSON is how one line item is stored in the items hash (field = item id). The scripts
-// read quantity and unitPriceMinor from it to recompute the subtotal.
-type itemJSON struct {
-	SKU            string `json:"sku"`
-	Quantity       int64  `json:"quantity"`
-	UnitPriceMinor int64  `json:"unitPriceMinor"`
-	Description    string `json:"description,omitempty"`
-}
-
-func decodeItems(raw map[string]string) ([]quotes.Item, error) {
-	items := make([]quotes.Item, 0, len(raw))
-	for id, v := range raw {
-		var it itemJSON
-		if err := json.Unmarshal([]byte(v), &it); err != nil || it.Quantity < 1 || it.UnitPriceMinor < 0 ||
-			it.UnitPriceMinor > quotes.MaxAmountMinor || it.Quantity > quotes.MaxItemQuantity {
-			return nil, fmt.Errorf("%w: quote item has malformed fields", ErrCorrupt)
-		}
-		line := it.Quantity * it.UnitPriceMinor // both bounded: no overflow
-		items = append(items, quotes.Item{ID: id, SKU: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
-			LineTotalMinor: line, Description: it.Description})
-	}
-	slices.SortFunc(items, func(a, b quotes.Item) int { return strings.Compare(a.ID, b.ID) })
-	return items, nil
 }

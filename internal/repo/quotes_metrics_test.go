@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,8 +45,14 @@ func TestQuoteCaseIdemMetrics(t *testing.T) {
 	sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "metrics-key"}
 	cl, _ := x.Claim(ctx, sc, "h1", d.ID)
 	_ = x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: []byte("{}")})
+	for range 2 { // no longer its claim: refused, counted
+		_ = x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: []byte("{}")})
+	}
 	_, _ = x.Claim(ctx, sc, "h1", d.ID)
 	_, _ = x.Claim(ctx, sc, "h2", d.ID)
+	_ = q.Delete(ctx, "other", d.ID) // another tenant's: left alone
+	_ = q.Delete(ctx, "acme", d.ID)
+	_ = q.Delete(ctx, "acme", d.ID)
 
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
@@ -75,10 +82,18 @@ func TestQuoteCaseIdemMetrics(t *testing.T) {
 		"hashgate_repo_transitions object=case outcome=max_escalation transition=escalate": 1,
 		"hashgate_repo_events event=replay object=idempotency":                             1,
 		"hashgate_repo_events event=mismatch object=idempotency":                           1,
+		"hashgate_repo_events event=lost_lease object=idempotency":                         2,
+		"hashgate_repo_transitions object=quote outcome=ok transition=delete":              1,
+		"hashgate_repo_transitions object=quote outcome=absent transition=delete":          2,
 	}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %d, want %d", k, got[k], v)
+		}
+	}
+	for k, v := range got { // every reply was one its caller expects
+		if strings.HasPrefix(k, "hashgate_repo_script_errors") && v != 0 {
+			t.Errorf("%s = %d, want 0", k, v)
 		}
 	}
 	if t.Failed() {

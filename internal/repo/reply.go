@@ -17,9 +17,8 @@ import (
 // is not a string or not in the set, a payload of the wrong length or with a value of the wrong
 // type — is an error wrapping ErrReply, never a panic and never a silent default.
 //
-// The session and token scripts and their callers use it. The quote, case and idempotency
-// scripts already answer codes of the same set (the table covers them); their callers move
-// onto Reply with their own step.
+// Every script and its caller use it: sessions and tokens through their run helpers, quotes,
+// cases and idempotency through runScript and a replyShapes table per script (transitions.go).
 
 // Code is a script reply's status: the first element of its array.
 type Code string

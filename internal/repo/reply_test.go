@@ -169,8 +169,9 @@ func TestReplyCodeTable(t *testing.T) {
 	}
 }
 
-// TestScriptsAnswerKnownCodes: every script answers only codes of the table; every session and
-// token script answers a code, and its header names its reply.
+// TestScriptsAnswerKnownCodes: every script answers only codes of the table, answers a code,
+// and its header names its reply. No quote, case or idempotency script answers anything but a
+// coded array (or a Redis error): every return at its top level is one.
 func TestScriptsAnswerKnownCodes(t *testing.T) {
 	t.Parallel()
 	names, err := fs.Glob(scriptFS, "scripts/*.lua")
@@ -178,6 +179,8 @@ func TestScriptsAnswerKnownCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ret := regexp.MustCompile(`(?:return|local out =) \{'([^']*)'`)
+	anyReturn := regexp.MustCompile(`\breturn\b\s*(.*)$`)
+	coded := regexp.MustCompile(`^(?:\{'[A-Z_]+'|out$|redis\.error_reply\()`)
 	checked := 0
 	for _, n := range names {
 		base := strings.TrimPrefix(n, "scripts/")
@@ -187,19 +190,25 @@ func TestScriptsAnswerKnownCodes(t *testing.T) {
 		}
 		body := string(b)
 		ms := ret.FindAllStringSubmatch(body, -1)
-		// Session and token scripts answer nothing else; quote_delete, idem_complete and
-		// idem_release still answer integers until their step converts them.
-		if strings.HasPrefix(base, "session_") || strings.HasPrefix(base, "token_") {
-			if !strings.Contains(body, "-- Reply: {'") {
-				t.Errorf("%s: the header does not name the reply's codes", base)
-			}
-			if len(ms) == 0 {
-				t.Errorf("%s: no reply with a code", base)
-			}
+		if !strings.Contains(body, "-- Reply: {'") {
+			t.Errorf("%s: the header does not name the reply's codes", base)
+		}
+		if len(ms) == 0 {
+			t.Errorf("%s: no reply with a code", base)
 		}
 		for _, m := range ms {
 			if _, ok := codeKinds[Code(m[1])]; !ok {
 				t.Errorf("%s: unknown reply code %q", base, m[1])
+			}
+		}
+		if strings.HasPrefix(base, "quote_") || strings.HasPrefix(base, "case_") || strings.HasPrefix(base, "idem_") {
+			for i, line := range strings.Split(body, "\n") {
+				if strings.HasPrefix(strings.TrimSpace(line), "--") || strings.Contains(line, "function") {
+					continue // comments; one-line helpers return their own values
+				}
+				if m := anyReturn.FindStringSubmatch(line); m != nil && !coded.MatchString(m[1]) {
+					t.Errorf("%s:%d: returns %q, not a coded reply", base, i+1, m[1])
+				}
 			}
 		}
 		checked++

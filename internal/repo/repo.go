@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -139,3 +140,30 @@ func redisErr(op string, err error) error {
 
 // ms formats milliseconds for a hash field.
 func ms(v int64) string { return strconv.FormatInt(v, 10) }
+
+// msTime reads a stored millisecond time (zero for 0 or absent).
+func msTime(v int64) time.Time {
+	if v <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// firstNonEmpty is the first of vs that is not empty.
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// payloadBytes is the size of a decoded hash, for the payload metric.
+func payloadBytes(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
+}

@@ -2,9 +2,9 @@
 -- the key can be used again (only successful responses are stored for replay).
 -- KEYS[1] marker string  <p>:v1:idem:{<tenantTag>}:<operation>:<sha256(key)>
 -- ARGV[1] the PENDING value this request claimed
--- Reply: integer 1 when released, 0 when the marker is no longer this request's
+-- Reply: {'OK'} released | {'STALE'} the marker no longer holds ARGV[1] (taken over or expired)
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
+  return {'STALE'}
 end
 redis.call('DEL', KEYS[1])
-return 1
+return {'OK'}

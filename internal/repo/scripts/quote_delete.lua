@@ -2,10 +2,10 @@
 -- KEYS[1] summary hash  <p>:v1:quote:{q_<id>}
 -- KEYS[2] items hash    <p>:v1:quote:{q_<id>}:items
 -- ARGV[1] tenantId of the caller
--- Reply: integer 1 when deleted, 0 when absent or another tenant's (left untouched)
+-- Reply: {'OK'} deleted | {'NOT_FOUND'} absent, or another tenant's (left untouched)
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if not tenant or tenant ~= ARGV[1] then
-  return 0
+  return {'NOT_FOUND'}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-return 1
+return {'OK'}

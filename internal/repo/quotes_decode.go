@@ -1,0 +1,114 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/quotes"
+)
+
+// Reading a quote's stored form: the summary hash (current and previous schema, its
+// invariants) and the line items' JSON.
+
+// decodeReply decodes the summary hash a script answered as the first value of its payload.
+func (r *Quotes) decodeReply(ctx context.Context, name string, rep Reply, id string) (*quotes.Quote, error) {
+	m, err := rep.StrMap(0)
+	if err != nil {
+		return nil, badReply(ctx, r.m, name, err)
+	}
+	return r.decode(ctx, m, id)
+}
+
+// decode classifies and maps a summary hash. Schema 2 is current. Schema 1, the previous
+// shape, named the sales channel `channel` and had neither `pricingVersion` (read as 1) nor
+// `expiresAtMs` (read as updatedAtMs + TTL); scripts never rewrite schemaVersion, so a v1
+// draft stays readable until it expires (the migration horizon is the quote TTL).
+func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*quotes.Quote, error) {
+	if len(m) == 0 {
+		r.m.Read(ctx, "quote", Missing)
+		return nil, fmt.Errorf("quote %s: %w", id, apperr.NotFound)
+	}
+	r.m.Payload(ctx, "quote", payloadBytes(m))
+	f := newFields(m)
+	outcome := f.schema()
+	q := &quotes.Quote{
+		ID: f.str("quoteId"), Tenant: f.str("tenantId"), CustomerID: f.str("customerId"),
+		Status: f.str("status"), Currency: f.str("currency"),
+		SubtotalMinor: f.int64("subtotalMinor"), DiscountMinor: f.int64("discountMinor"),
+		TaxMinor: f.int64("taxMinor"), TotalMinor: f.int64("totalMinor"),
+		ItemCount: int(f.int64("itemCount")), StateVersion: f.int64("stateVersion"),
+		SchemaVersion: int(f.optInt64("schemaVersion")),
+		CreatedAt:     msTime(f.int64("createdAtMs")), UpdatedAt: msTime(f.int64("updatedAtMs")),
+		SubmittedAt: msTime(f.optInt64("submittedAtMs")),
+	}
+	if outcome == OldSchema {
+		q.SalesChannel = firstNonEmpty(f.opt("salesChannel"), f.opt("channel"))
+		q.PricingVersion = max(f.optInt64("pricingVersion"), 1)
+		if exp := f.optInt64("expiresAtMs"); exp > 0 {
+			q.ExpiresAt = msTime(exp)
+		} else {
+			q.ExpiresAt = q.UpdatedAt.Add(r.ttl)
+		}
+		if q.SalesChannel == "" {
+			f.bad = append(f.bad, "channel")
+		}
+	} else {
+		q.SalesChannel = f.str("salesChannel")
+		q.PricingVersion = f.int64("pricingVersion")
+		q.ExpiresAt = msTime(f.int64("expiresAtMs"))
+	}
+	checkQuoteInvariants(f, q)
+	if err := f.err("quote"); err != nil {
+		r.m.Read(ctx, "quote", Corrupt)
+		r.log.ErrorContext(ctx, "corrupt object", "key", "quote:{q_*}", "fields", f.bad)
+		return nil, err
+	}
+	r.m.Read(ctx, "quote", outcome)
+	return q, nil
+}
+
+func checkQuoteInvariants(f *fields, q *quotes.Quote) {
+	if q.Status != quotes.Draft && q.Status != quotes.Submitted && q.Status != "" {
+		f.bad = append(f.bad, "status")
+	}
+	for name, v := range map[string]int64{"subtotalMinor": q.SubtotalMinor, "discountMinor": q.DiscountMinor, "taxMinor": q.TaxMinor, "totalMinor": q.TotalMinor} {
+		if v < 0 || v > quotes.MaxAmountMinor {
+			f.bad = append(f.bad, name)
+		}
+	}
+	if q.TotalMinor != q.SubtotalMinor-q.DiscountMinor+q.TaxMinor {
+		f.bad = append(f.bad, "totalMinor")
+	}
+	if q.StateVersion < 1 {
+		f.bad = append(f.bad, "stateVersion")
+	}
+}
+
+// itemJSON is how one line item is stored in the items hash (field = item id). The scripts
+// read quantity and unitPriceMinor from it to recompute the subtotal.
+type itemJSON struct {
+	SKU            string `json:"sku"`
+	Quantity       int64  `json:"quantity"`
+	UnitPriceMinor int64  `json:"unitPriceMinor"`
+	Description    string `json:"description,omitempty"`
+}
+
+func decodeItems(raw map[string]string) ([]quotes.Item, error) {
+	items := make([]quotes.Item, 0, len(raw))
+	for id, v := range raw {
+		var it itemJSON
+		if err := json.Unmarshal([]byte(v), &it); err != nil || it.Quantity < 1 || it.UnitPriceMinor < 0 ||
+			it.UnitPriceMinor > quotes.MaxAmountMinor || it.Quantity > quotes.MaxItemQuantity {
+			return nil, fmt.Errorf("%w: quote item has malformed fields", ErrCorrupt)
+		}
+		line := it.Quantity * it.UnitPriceMinor // both bounded: no overflow
+		items = append(items, quotes.Item{ID: id, SKU: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
+			LineTotalMinor: line, Description: it.Description})
+	}
+	slices.SortFunc(items, func(a, b quotes.Item) int { return strings.Compare(a.ID, b.ID) })
+	return items, nil
+}
