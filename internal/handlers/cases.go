@@ -22,11 +22,8 @@ type CaseService interface {
 
 var _ CaseService = (*cases.Service)(nil)
 
-// caseCaller is the calling principal, once cases are configured.
+// caseCaller is the calling principal.
 func (s *Server) caseCaller(ctx context.Context) (*auth.Principal, error) {
-	if s.Cases == nil {
-		return nil, notWired("Cases")
-	}
 	return callerPrincipal(ctx)
 }
 

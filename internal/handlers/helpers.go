@@ -29,10 +29,6 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func notWired(what string) error {
-	return apperr.Newf(apperr.NotImplemented, "%s are not configured on this gateway.", what)
-}
-
 func timeOrNil(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
