@@ -27,6 +27,24 @@ func Keys(cfg config.Config, log *slog.Logger) (*auth.Authority, *keyhash.Hasher
 	return a, h, nil
 }
 
+// FreshKeys are a new signing key set and HMAC key, as embedded mode makes at each start: for
+// tests that run against a real Redis without configured keys.
+func FreshKeys(cfg config.Config) (*auth.Authority, *keyhash.Hasher, error) {
+	ks, err := auth.GenerateKeySet()
+	if err != nil {
+		return nil, nil, err
+	}
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: ks})
+	if err != nil {
+		return nil, nil, fmt.Errorf("auth: %w", err)
+	}
+	return a, h, nil
+}
+
 // secrets loads the signing keys and the HMAC key, or makes fresh ones in embedded mode.
 func secrets(cfg config.Config, log *slog.Logger) (*auth.KeySet, *keyhash.Hasher, error) {
 	if cfg.Embedded() && cfg.SigningKeys == "" && cfg.HMACKey == "" {

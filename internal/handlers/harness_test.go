@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -29,13 +30,21 @@ type harness struct {
 	srv    *Server
 	store  *store.Store
 	auth   *auth.Authority
+	hasher *keyhash.Hasher // the HMAC key of the gateway's services
 	prefix string
-	// mint issues a bearer token for tenant with scopes. It defaults to signing only; a test
-	// that wires revocation metadata replaces it with one that writes the metadata too.
+	// mint issues a bearer token for tenant with scopes, with its revocation metadata when the
+	// token service is the real one (signing only otherwise).
 	mint func(tenant string, scopes ...string) string
 }
 
-// newHarness opens b, builds an Authority and a server; configure fills in domain services.
+// BuildGatewayForTest is internal/app's constructor, set by gateway_test.go (package
+// handlers_test): this package cannot import internal/app, which imports it. Every harness
+// builds its gateway through it, with the gateway's configuration defaults over s and prefix;
+// override adjusts the dependencies before the server is built (a test's seam).
+var BuildGatewayForTest func(s *store.Store, prefix string, hasher *keyhash.Hasher, tel *telemetry.Telemetry, override func(*Deps)) (*Server, *echo.Echo, error)
+
+// newHarness opens b and builds the whole gateway over it; configure, when set, replaces or
+// wraps services (it sees the harness's store and prefix).
 func newHarness(t testing.TB, b testredis.Backend, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
 	s := testredis.Open(t, b)
@@ -44,32 +53,30 @@ func newHarness(t testing.TB, b testredis.Backend, configure func(h *harness, d 
 
 func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Telemetry, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
-	ks, err := auth.GenerateKeySet()
+	hasher, _, err := keyhash.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := auth.New(auth.Options{Issuer: "hashgate-test", Audience: "hashgate-test", Keys: ks})
+	h := &harness{t: t, store: s, prefix: prefix, hasher: hasher}
+	h.srv, h.e, err = BuildGatewayForTest(s, prefix, hasher, tel, func(d *Deps) {
+		if configure != nil {
+			configure(h, d)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, store: s, auth: a, prefix: prefix}
+	h.auth = h.srv.Auth
 	h.mint = func(tenant string, scopes ...string) string {
-		tok, _, err := a.Mint(auth.MintInput{Subject: "svc-test", Tenant: tenant, Scopes: scopes, TTL: time.Hour, TokenType: "service"})
+		tok, _, err := h.auth.Mint(auth.MintInput{Subject: "svc-test", Tenant: tenant, Scopes: scopes, TTL: time.Hour, TokenType: "service"})
 		if err != nil {
 			t.Fatalf("mint: %v", err)
 		}
 		return tok
 	}
-	d := Deps{Store: s, Caps: s.Caps, Auth: a, Version: "test", Spec: []byte("openapi: 3.0.3\n"), RetryAfter: time.Second}
-	if configure != nil {
-		configure(h, &d)
-	}
-	if d.Auth != nil {
-		h.auth = d.Auth
-	}
-	// With a token service wired, bearer tokens get their revocation metadata too, so they
-	// pass the token check like tokens issued through the API.
-	if ts, ok := d.Tokens.(*tokens.Service); ok {
+	// Bearer tokens get their revocation metadata too, so they pass the token check like
+	// tokens issued through the API.
+	if ts, ok := h.srv.Tokens.(*tokens.Service); ok {
 		h.mint = func(tenant string, scopes ...string) string {
 			out, err := ts.Mint(context.Background(), tokens.MintRequest{Tenant: tenant, Subject: "svc-test",
 				Scopes: scopes, TTL: time.Hour, TokenType: tokens.TypeService})
@@ -79,13 +86,12 @@ func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Te
 			return out.Token
 		}
 	}
-	h.srv = NewServer(d)
-	h.e, err = NewEcho(h.srv, tel)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return h
 }
+
+// acceptSigned is a token check that accepts every correctly signed token without reading
+// Redis: for tests that count the Redis commands of an operation other than the check.
+var acceptSigned = auth.CheckerFunc(func(context.Context, *auth.Claims) error { return nil })
 
 // bearer returns "Bearer <token>" for tenant with scopes.
 func (h *harness) bearer(tenant string, scopes ...string) string {

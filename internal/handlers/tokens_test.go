@@ -67,11 +67,6 @@ func (e tokenEnv) wire(o tokens.Options) func(h *harness, d *Deps) {
 	}
 }
 
-// withTokens wires a token service with a fresh tokenEnv (for tests with one instance).
-func withTokens(t *testing.T) func(h *harness, d *Deps) {
-	return newTokenEnv(t, nil).wire(tokens.Options{CacheTTL: 5 * time.Second})
-}
-
 // tokenPeerStore opens a second connection to the Redis behind s, as another gateway replica:
 // client-side caching on where the backend supports it (the embedded store has no tracking).
 func tokenPeerStore(t *testing.T, b testredis.Backend, s *store.Store) *store.Store {
@@ -191,7 +186,7 @@ func TestTokenRevocationReachesAnotherInstance(t *testing.T) {
 
 func TestTokensAPI(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, testredis.Backends()[0], withTokens(t))
+	h := newHarness(t, testredis.Backends()[0], nil)
 	admin := h.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead, auth.ScopeQuotesRead)
 	out := mustIssueToken(t, h, admin, map[string]any{"subject": "svc-b", "scopes": []string{"quotes:read", "tokens:read"},
 		"ttlSeconds": 600, "tokenType": "user", "description": "ci runner"})
