@@ -7,9 +7,9 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
-	"log/slog"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
