@@ -6,9 +6,7 @@ import (
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
-	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
-	"github.com/hashgate/hashgate/internal/telemetry"
 )
 
 // The handler tests build their gateway through internal/app, the one composition root, as
@@ -18,18 +16,22 @@ func init() {
 	handlers.BuildGatewayForTest = buildGateway
 }
 
-func buildGateway(s *store.Store, prefix string, hasher *keyhash.Hasher, tel *telemetry.Telemetry, override func(*handlers.Deps)) (*handlers.Server, *echo.Echo, error) {
+func buildGateway(s *store.Store, tg handlers.TestGateway) (*handlers.Server, *echo.Echo, error) {
 	cfg, err := config.Load(func(string) string { return "" }) // the documented defaults
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.KeyPrefix = prefix
-	a, _, err := app.FreshKeys(cfg)
-	if err != nil {
-		return nil, nil, err
+	cfg.KeyPrefix = tg.Prefix
+	if tg.Config != nil {
+		tg.Config(&cfg)
 	}
-	g, err := app.New(cfg, s, app.Options{Telemetry: tel, Version: "test", Spec: []byte("openapi: 3.0.3\n"),
-		Auth: a, Hasher: hasher, Override: override})
+	if tg.Auth == nil {
+		if tg.Auth, _, err = app.FreshKeys(cfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	g, err := app.New(cfg, s, app.Options{Telemetry: tg.Telemetry, Version: "test", Spec: []byte("openapi: 3.0.3\n"),
+		Auth: tg.Auth, Hasher: tg.Hasher, Override: tg.Override})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
@@ -37,11 +38,20 @@ type harness struct {
 	mint func(tenant string, scopes ...string) string
 }
 
+// TestGateway is what a harness asks internal/app for besides the store.
+type TestGateway struct {
+	Prefix    string
+	Auth      *auth.Authority // nil: fresh keys
+	Hasher    *keyhash.Hasher // nil: a fresh key
+	Telemetry *telemetry.Telemetry
+	Config    func(*config.Config) // adjusts the gateway's configuration defaults
+	Override  func(*Deps)          // wraps or replaces a service before the server is built
+}
+
 // BuildGatewayForTest is internal/app's constructor, set by gateway_test.go (package
 // handlers_test): this package cannot import internal/app, which imports it. Every harness
-// builds its gateway through it, with the gateway's configuration defaults over s and prefix;
-// override adjusts the dependencies before the server is built (a test's seam).
-var BuildGatewayForTest func(s *store.Store, prefix string, hasher *keyhash.Hasher, tel *telemetry.Telemetry, override func(*Deps)) (*Server, *echo.Echo, error)
+// builds its gateway through it.
+var BuildGatewayForTest func(s *store.Store, g TestGateway) (*Server, *echo.Echo, error)
 
 // newHarness opens b and builds the whole gateway over it; configure, when set, replaces or
 // wraps services (it sees the harness's store and prefix).
@@ -53,16 +63,27 @@ func newHarness(t testing.TB, b testredis.Backend, configure func(h *harness, d 
 
 func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Telemetry, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
-	hasher, _, err := keyhash.Generate()
-	if err != nil {
-		t.Fatal(err)
+	return newHarnessWith(t, s, TestGateway{Prefix: prefix, Telemetry: tel}, configure)
+}
+
+// newHarnessWith builds the gateway over s as g asks; configure, when set, replaces or wraps
+// services.
+func newHarnessWith(t testing.TB, s *store.Store, g TestGateway, configure func(h *harness, d *Deps)) *harness {
+	t.Helper()
+	if g.Hasher == nil {
+		var err error
+		if g.Hasher, _, err = keyhash.Generate(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	h := &harness{t: t, store: s, prefix: prefix, hasher: hasher}
-	h.srv, h.e, err = BuildGatewayForTest(s, prefix, hasher, tel, func(d *Deps) {
+	h := &harness{t: t, store: s, prefix: g.Prefix, hasher: g.Hasher}
+	g.Override = func(d *Deps) {
 		if configure != nil {
 			configure(h, d)
 		}
-	})
+	}
+	var err error
+	h.srv, h.e, err = BuildGatewayForTest(s, g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func TestRedisDownAnswers503Everywhere(t *testing.T) {
 		return h, c
 	}()
 	// Tokens with the check (uncached, so the check itself goes to Redis).
-	ht := newHarnessOn(t, open(), testredis.Prefix(t), nil, newTokenEnv(t, nil).wire(tokens.Options{}))
+	ht := newTokenEnv(t, nil).harness(t, open(), testredis.Prefix(t), tokens.Options{})
 	sess := hs.createSession("acme", "alice", nil)
 	bearer := ht.bearer("acme", "tokens:read")
 	sessBearer := hs.bearer("acme", "sessions:write")
