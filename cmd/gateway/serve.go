@@ -80,15 +80,7 @@ func runServer(ctx context.Context, g *gateway, stdout io.Writer, ready chan<- s
 	}
 	// net/http's own refusals (431, malformed requests, ...) leave as problems, not plain text.
 	ln = handlers.ShapeRefusals(ln, maxHeaderBytes)
-	hs := &http.Server{
-		Handler:           g.Echo,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := httpServer(cfg, g.Echo, log)
 	addr := ln.Addr().String()
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
@@ -125,6 +117,19 @@ func runServer(ctx context.Context, g *gateway, stdout io.Writer, ready chan<- s
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// httpServer serves h with the configured timeouts.
+func httpServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // bootstrapToken mints an admin token for the bootstrap tenant with every scope. It is written
