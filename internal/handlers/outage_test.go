@@ -78,6 +78,7 @@ func TestRedisDownAnswers503Everywhere(t *testing.T) {
 		h := newHarnessOn(t, open(), testredis.Prefix(t), nil, func(h *harness, d *Deps) {
 			svc, counter := newSessionService(t, h.store, h.prefix, 0)
 			d.Sessions, d.SessionAuth, c = svc, svc, counter
+			d.TokenCheck = acceptSigned
 		})
 		return h, c
 	}()
