@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestNewRefusesAMissingService(t *testing.T) {
 			if err == nil {
 				t.Fatalf("built a gateway without %s (server %p)", name, g.Server)
 			}
-			if !strings.Contains(err.Error(), name) {
+			if !errors.Is(err, handlers.ErrMissingDependency) || !strings.Contains(err.Error(), name) {
 				t.Fatalf("error %q does not name %s", err, name)
 			}
 		})

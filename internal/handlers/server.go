@@ -6,6 +6,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -55,8 +56,12 @@ type Server struct {
 
 var _ StrictServerInterface = (*Server)(nil)
 
-// NewServer returns a server over deps. Every dependency but the logger is required: a
-// gateway missing one fails here, at start, never per request.
+// ErrMissingDependency is NewServer's refusal of deps without a store, an authority or a service.
+var ErrMissingDependency = errors.New("handlers: missing dependency")
+
+// NewServer returns a server over deps. The store, the authority, the token check, the session
+// authenticator and the four services are required: a gateway missing one fails here, at
+// start, never per request.
 func NewServer(d Deps) (*Server, error) {
 	var missing []string
 	for name, absent := range map[string]bool{
@@ -70,7 +75,7 @@ func NewServer(d Deps) (*Server, error) {
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return nil, fmt.Errorf("handlers: missing dependencies: %s", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%w: %s", ErrMissingDependency, strings.Join(missing, ", "))
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
