@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // mintCommand implements `gateway token mint`: it issues a token against the configured Redis
@@ -45,10 +46,10 @@ func mintCommand(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer a.store.Close()
-	tok, _, err := a.mint(ctx, mintInput{Tenant: *tenant, Subject: *subject, Scopes: strings.Fields(*scope), TTL: *ttl, TokenType: *typ, Description: *desc})
+	out, err := a.Tokens.Mint(ctx, tokens.MintRequest{Tenant: *tenant, Subject: *subject, Scopes: strings.Fields(*scope), TTL: *ttl, TokenType: *typ, Description: *desc})
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, tok)
+	_, err = fmt.Fprintln(stdout, out.Token)
 	return err
 }

@@ -10,13 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
+	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // maxHeaderBytes bounds a request's line and header fields (net/http answers 431 past it).
@@ -51,38 +52,35 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		}
 	}()
 
-	a, err := build(ctx, cfg, log, tel)
+	g, err := build(ctx, cfg, log, tel)
 	if err != nil {
 		return err
 	}
-	defer a.store.Close()
-	caps := a.store.Caps
+	defer g.store.Close()
+	logStore(log, g.store.Caps)
+	return runServer(ctx, g, stdout, ready)
+}
+
+// logStore reports what the store is and warns when it is the embedded one.
+func logStore(log *slog.Logger, caps store.Capabilities) {
 	if caps.Embedded {
 		log.Warn("EMBEDDED STORE: no REDIS_URL is set, state lives in this process and is lost on exit; set REDIS_URL for real use")
 	}
 	log.Info("redis connected", "topology", caps.Topology, "field_expiry", caps.FieldExpiry,
 		"server_version", caps.ServerVersion, "embedded", caps.Embedded, "client_cache", caps.ClientCache)
+}
 
-	srv := handlers.NewServer(a.deps)
-	e, err := handlers.NewEcho(srv, tel)
-	if err != nil {
-		return err
-	}
+// runServer listens on cfg.Addr and serves g with its background loops until ctx is
+// cancelled, then drains requests within cfg.ShutdownTimeout.
+func runServer(ctx context.Context, g *gateway, stdout io.Writer, ready chan<- string) error {
+	cfg, log := g.cfg, g.log
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	// net/http's own refusals (431, malformed requests, ...) leave as problems, not plain text.
 	ln = handlers.ShapeRefusals(ln, maxHeaderBytes)
-	hs := &http.Server{
-		Handler:           e,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := httpServer(cfg, g.Echo, log)
 	addr := ln.Addr().String()
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
@@ -92,60 +90,63 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		}
 		defer stopPprof()
 	}
-
-	if err := bootstrapToken(ctx, a, stdout, addr); err != nil {
+	if err := bootstrapToken(ctx, g, stdout, addr); err != nil {
 		_ = ln.Close()
 		return err
 	}
 
-	bgCtx, stopBG := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, loop := range a.background {
-		wg.Add(1)
-		go func() { defer wg.Done(); loop(bgCtx) }()
-	}
-
+	g.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("listening", "addr", addr)
 	if ready != nil {
 		ready <- addr
 	}
-
 	select {
 	case err := <-errc:
-		stopBG()
-		wg.Wait()
+		g.Stop()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "drain_timeout", cfg.ShutdownTimeout.String())
-	stopBG()
+	g.Stop()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	err = hs.Shutdown(sctx)
-	wg.Wait()
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("stopped")
 	return nil
 }
 
+// httpServer serves h with the configured timeouts.
+func httpServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
 // bootstrapToken mints an admin token for the bootstrap tenant with every scope. It is written
 // to GATEWAY_BOOTSTRAP_TOKEN_FILE (0600) when set, and printed to stdout in embedded mode so a
 // newcomer can curl at once. It never goes to the log.
-func bootstrapToken(ctx context.Context, a *app, stdout io.Writer, addr string) error {
+func bootstrapToken(ctx context.Context, a *gateway, stdout io.Writer, addr string) error {
 	if a.cfg.BootstrapTokenFile == "" && !a.cfg.Embedded() {
 		return nil
 	}
-	tok, exp, err := a.mint(ctx, mintInput{
-		Tenant: a.cfg.BootstrapTenant, Subject: "bootstrap-admin", TokenType: "service",
+	out, err := a.Tokens.Mint(ctx, tokens.MintRequest{
+		Tenant: a.cfg.BootstrapTenant, Subject: "bootstrap-admin", TokenType: tokens.TypeService,
 		Scopes: auth.KnownScopes(), TTL: a.cfg.BootstrapTokenTTL, Description: "bootstrap admin token",
 	})
 	if err != nil {
 		return fmt.Errorf("bootstrap token: %w", err)
 	}
+	tok, exp := out.Token, out.ExpiresAt
 	if f := a.cfg.BootstrapTokenFile; f != "" {
 		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
 			return fmt.Errorf("bootstrap token file: %w", err)

@@ -49,7 +49,6 @@ var (
 	PreconditionRequired = &Kind{"precondition-required", 428, "If-Match is required"}
 	RateLimited          = &Kind{"rate-limited", 429, "Too many requests"}
 	Internal             = &Kind{"internal", 500, "Internal server error"}
-	NotImplemented       = &Kind{"not-implemented", 501, "Not implemented yet"}
 	Unavailable          = &Kind{"unavailable", 503, "The state store is unavailable"}
 	// Refusals net/http makes before any handler runs, shaped into problems on the wire
 	// (handlers.ShapeRefusals).

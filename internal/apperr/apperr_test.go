@@ -44,7 +44,7 @@ func TestSlugsUnique(t *testing.T) {
 	for _, k := range []*Kind{Validation, Unauthenticated, InvalidCredentials, InsufficientScope, StepUpRequired,
 		NotFound, MethodNotAllowed, Conflict, InvalidStatus, MaxEscalation, InFlight, Gone, PreconditionFailed,
 		PayloadTooLarge, UnsupportedMediaType, Unprocessable, BoundExceeded, WrongCode, IdempotencyMismatch,
-		PreconditionRequired, RateLimited, Internal, NotImplemented, Unavailable,
+		PreconditionRequired, RateLimited, Internal, Unavailable,
 		MalformedRequest, ExpectationFailed, HeaderTooLarge, UnsupportedTransferCoding, HTTPVersionNotSupported} {
 		if seen[k.Slug] {
 			t.Fatalf("duplicate slug %q", k.Slug)

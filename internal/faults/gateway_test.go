@@ -13,21 +13,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashgate/hashgate/api"
-	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/config"
-	"github.com/hashgate/hashgate/internal/handlers"
-	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
-	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
-	"github.com/hashgate/hashgate/internal/wiring"
 )
 
-// gateway is the whole HTTP stack over one Redis deployment, wired the way cmd/gateway wires
-// it (wire.go, domains.go) with the gateway's configuration defaults, served over loopback.
+// gateway is the whole HTTP stack over one Redis deployment, built through internal/app as
+// cmd/gateway builds it, with the gateway's configuration defaults, served over loopback.
 type gateway struct {
 	t       *testing.T
 	cfg     config.Config
@@ -62,22 +57,21 @@ func startGateway(t *testing.T, url string, timeout time.Duration) *gateway {
 		t.Fatalf("store: %v", err)
 	}
 	t.Cleanup(g.store.Close)
-	if err := g.store.LoadScripts(ctx, repo.ScriptBodies()...); err != nil {
+	if err := g.store.LoadScripts(ctx, app.ScriptBodies()...); err != nil {
 		t.Fatalf("load scripts: %v", err)
 	}
-	authority := testauth.New(t, auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience})
-	hasher, _, err := keyhash.Generate()
+	// Built as cmd/gateway builds it (internal/app), client-side caching of the session hot
+	// path and the token check included. The case sweeper is not started.
+	a, h, err := app.FreshKeys(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := handlers.Deps{Version: "faults", Store: g.store, Caps: g.store.Caps, Auth: authority,
-		RetryAfter: cfg.RetryAfter, BodyLimitBytes: cfg.BodyLimitBytes, Spec: api.Spec}
-	g.wireDomains(&deps, authority, hasher)
-
-	e, err := handlers.NewEcho(handlers.NewServer(deps), nil)
+	gw, err := app.New(cfg, g.store, app.Options{Version: "faults", Auth: a, Hasher: h})
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.tokens = gw.Tokens
+	e := gw.Echo
 	g.srv = httptest.NewUnstartedServer(e)
 	g.srv.Config.ReadHeaderTimeout = cfg.ReadHeaderTimeout
 	g.srv.Config.WriteTimeout = cfg.WriteTimeout
@@ -86,17 +80,6 @@ func startGateway(t *testing.T, url string, timeout time.Duration) *gateway {
 	g.client = &http.Client{Timeout: hangGuard, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	t.Cleanup(g.client.CloseIdleConnections)
 	return g
-}
-
-// wireDomains wires every domain as cmd/gateway does (internal/wiring), client-side caching
-// of the session hot path and token check included. The case sweeper is not started.
-func (g *gateway) wireDomains(d *handlers.Deps, a *auth.Authority, h *keyhash.Hasher) {
-	dom, err := wiring.Build(g.cfg, g.store, a, h, nil, nil)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	dom.Into(d)
-	g.tokens = dom.Tokens
 }
 
 // bearer issues a service token for tenant through the token service (so its revocation

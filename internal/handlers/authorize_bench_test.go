@@ -87,11 +87,9 @@ func BenchmarkAuthorizeCached(b *testing.B) { benchGateway(b, 2*time.Second) }
 // cache TTL cacheTTL (0: off).
 func benchGateway(b *testing.B, cacheTTL time.Duration) {
 	s := benchRedis8(b)
-	svc, counter := newSessionService(b, s, testredis.Prefix(b), cacheTTL)
-	e, err := NewEcho(NewServer(Deps{Store: s, Caps: s.Caps, Sessions: svc, SessionAuth: svc, Spec: []byte("openapi: 3.0.3\n")}), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	prefix := testredis.Prefix(b)
+	svc, counter := newSessionService(b, s, prefix, cacheTTL)
+	e := newHarnessOn(b, s, prefix, nil, func(_ *harness, d *Deps) { d.Sessions, d.SessionAuth = svc, svc }).e
 	is, err := svc.Create(context.Background(), "acme", sessions.CreateInput{UserID: "alice", AuthLevel: "BASIC"})
 	if err != nil {
 		b.Fatal(err)

@@ -24,7 +24,7 @@ var _ CaseService = (*cases.Service)(nil)
 
 // caseChange builds a transition request from the caller, the case id and the optional If-Match.
 func (s *Server) caseChange(ctx context.Context, id string, ifMatch *string, reason string) (cases.Change, error) {
-	p, err := caller(ctx, s.Cases, "Cases")
+	p, err := caller(ctx)
 	if err != nil {
 		return cases.Change{}, err
 	}
@@ -37,7 +37,7 @@ func (s *Server) caseChange(ctx context.Context, id string, ifMatch *string, rea
 
 // CreateCase opens a case; with an Idempotency-Key a retry replays the first 201.
 func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject) (CreateCaseResponseObject, error) {
-	p, err := caller(ctx, s.Cases, "Cases")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject
 
 // GetCase returns the case with its ETag.
 func (s *Server) GetCase(ctx context.Context, request GetCaseRequestObject) (GetCaseResponseObject, error) {
-	p, err := caller(ctx, s.Cases, "Cases")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (s *Server) ReopenCase(ctx context.Context, request ReopenCaseRequestObject
 
 // GetCaseHistory lists the case's transitions, newest first.
 func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error) {
-	p, err := caller(ctx, s.Cases, "Cases")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -24,12 +24,7 @@ func TestOtherTenantsIDAnswersLikeAnUnknownOne(t *testing.T) {
 	for _, b := range testredis.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, b, func(h *harness, d *Deps) {
-				withTokens(t)(h, d)
-				withQuotesAndCases(h, d)
-				svc, _ := newSessionService(t, h.store, h.prefix, 0)
-				d.Sessions, d.SessionAuth = svc, svc
-			})
+			h := newHarness(t, b, nil)
 			// globex's objects.
 			gAdmin := h.bearer("globex", auth.KnownScopes()...)
 			tok := mustIssueToken(t, h, gAdmin, tokenRequest(3600, auth.ScopeTokensRead))

@@ -15,6 +15,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
 	"github.com/hashgate/hashgate/internal/testauth"
@@ -30,13 +32,30 @@ type harness struct {
 	srv    *Server
 	store  *store.Store
 	auth   *auth.Authority
+	hasher *keyhash.Hasher // the HMAC key of the gateway's services
 	prefix string
-	// mint issues a bearer token for tenant with scopes. It defaults to signing only; a test
-	// that wires revocation metadata replaces it with one that writes the metadata too.
+	// mint issues a bearer token for tenant with scopes, with its revocation metadata when the
+	// token service is the real one (signing only otherwise).
 	mint func(tenant string, scopes ...string) string
 }
 
-// newHarness opens b, builds an Authority and a server; configure fills in domain services.
+// TestGateway is what a harness asks internal/app for besides the store.
+type TestGateway struct {
+	Prefix    string
+	Auth      *auth.Authority // nil: fresh keys
+	Hasher    *keyhash.Hasher // nil: a fresh key
+	Telemetry *telemetry.Telemetry
+	Config    func(*config.Config) // adjusts the gateway's configuration defaults
+	Override  func(*Deps)          // wraps or replaces a service before the server is built
+}
+
+// BuildGatewayForTest is internal/app's constructor, set by gateway_test.go (package
+// handlers_test): this package cannot import internal/app, which imports it. Every harness
+// builds its gateway through it.
+var BuildGatewayForTest func(s *store.Store, g TestGateway) (*Server, *echo.Echo, error)
+
+// newHarness opens b and builds the whole gateway over it; configure, when set, replaces or
+// wraps services (it sees the harness's store and prefix).
 func newHarness(t testing.TB, b testredis.Backend, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
 	s := testredis.Open(t, b)
@@ -45,21 +64,37 @@ func newHarness(t testing.TB, b testredis.Backend, configure func(h *harness, d 
 
 func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Telemetry, configure func(h *harness, d *Deps)) *harness {
 	t.Helper()
-	a := testauth.New(t, auth.Options{})
-	h := &harness{t: t, store: s, auth: a, prefix: prefix}
+	return newHarnessWith(t, s, TestGateway{Prefix: prefix, Telemetry: tel}, configure)
+}
+
+// newHarnessWith builds the gateway over s as g asks; configure, when set, replaces or wraps
+// services.
+func newHarnessWith(t testing.TB, s *store.Store, g TestGateway, configure func(h *harness, d *Deps)) *harness {
+	t.Helper()
+	if g.Hasher == nil {
+		var err error
+		if g.Hasher, _, err = keyhash.Generate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &harness{t: t, store: s, prefix: g.Prefix, hasher: g.Hasher}
+	g.Override = func(d *Deps) {
+		if configure != nil {
+			configure(h, d)
+		}
+	}
+	var err error
+	h.srv, h.e, err = BuildGatewayForTest(s, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.auth = h.srv.Auth
 	h.mint = func(tenant string, scopes ...string) string {
-		return testauth.Mint(t, a, tenant, scopes...)
+		return testauth.Mint(t, h.auth, tenant, scopes...)
 	}
-	d := Deps{Store: s, Caps: s.Caps, Auth: a, Version: "test", Spec: []byte("openapi: 3.0.3\n"), RetryAfter: time.Second}
-	if configure != nil {
-		configure(h, &d)
-	}
-	if d.Auth != nil {
-		h.auth = d.Auth
-	}
-	// With a token service wired, bearer tokens get their revocation metadata too, so they
-	// pass the token check like tokens issued through the API.
-	if ts, ok := d.Tokens.(*tokens.Service); ok {
+	// Bearer tokens get their revocation metadata too, so they pass the token check like
+	// tokens issued through the API.
+	if ts, ok := h.srv.Tokens.(*tokens.Service); ok {
 		h.mint = func(tenant string, scopes ...string) string {
 			out, err := ts.Mint(context.Background(), tokens.MintRequest{Tenant: tenant, Subject: testauth.Subject,
 				Scopes: scopes, TTL: time.Hour, TokenType: tokens.TypeService})
@@ -69,14 +104,16 @@ func newHarnessOn(t testing.TB, s *store.Store, prefix string, tel *telemetry.Te
 			return out.Token
 		}
 	}
-	h.srv = NewServer(d)
-	var err error
-	h.e, err = NewEcho(h.srv, tel)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return h
 }
+
+// acceptSigned is a token check that accepts every correctly signed token without reading
+// Redis: for tests that count the Redis commands of an operation other than the check.
+var acceptSigned auth.Checker = acceptAll{}
+
+type acceptAll struct{}
+
+func (acceptAll) Check(context.Context, *auth.Claims) error { return nil }
 
 // bearer returns "Bearer <token>" for tenant with scopes.
 func (h *harness) bearer(tenant string, scopes ...string) string {

@@ -26,14 +26,9 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/redis/rueidis"
 
-	"github.com/hashgate/hashgate/internal/config"
-	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
-	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
-	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 const (
@@ -65,54 +60,6 @@ func hostileNames(cmds []testredis.Command) string {
 		names[i] = c.Name()
 	}
 	return strings.Join(names, " ")
-}
-
-// hostileWire wires every domain service the way cmd/gateway/domains.go does, with the
-// gateway's default configuration, on the harness's store and key prefix: tokens (also the
-// bearer check), sessions (also the session authenticator), quotes and cases with idempotency.
-func hostileWire(h *harness, d *Deps) {
-	t := h.t
-	t.Helper()
-	cfg, err := config.Load(func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, _, err := keyhash.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.store.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr, err := repo.NewTokens(h.store, repo.TokensOptions{Prefix: h.prefix, Hasher: hasher, SafetyWindow: cfg.TokenSafetyWindow})
-	must(err)
-	tok, err := tokens.New(d.Auth, tr, tokens.Options{MaxTTL: cfg.TokenMaxTTL, CacheTTL: cfg.TokenCacheTTL})
-	must(err)
-	d.Tokens, d.TokenCheck = tok, tok
-
-	sr, err := repo.NewSessions(h.store, repo.Keys{Prefix: h.prefix}, repo.SessionOptions{
-		RefreshFraction: cfg.SessionRefreshFraction, MaxPerUser: cfg.SessionMaxPerUser,
-		MFA: ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow}})
-	must(err)
-	ss, err := sessions.New(sr, hasher, sessions.Config{IdleTimeout: cfg.SessionIdleTimeout,
-		AbsoluteTimeout: cfg.SessionAbsoluteTimeout, ChallengeTTL: cfg.MFAChallengeTTL})
-	must(err)
-	d.Sessions, d.SessionAuth = ss, ss
-
-	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: cfg.IdempotencyTTL})
-	must(err)
-	qr, err := repo.NewQuotes(h.store, repo.QuoteOptions{Prefix: h.prefix, TTL: cfg.QuoteTTL, MaxItems: cfg.QuoteMaxItems})
-	must(err)
-	cr, err := repo.NewCases(h.store, repo.CaseOptions{Prefix: h.prefix, Hasher: hasher, MaxEscalation: cfg.CaseMaxEscalation,
-		OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL, HistoryMax: cfg.CaseHistoryMax})
-	must(err)
-	d.Quotes, d.Cases = quoteAndCaseServices(h.t, qr, cr, idem)
 }
 
 // --- requests --------------------------------------------------------------------------------
@@ -363,13 +310,16 @@ type hostileEnv struct {
 func newHostileEnv(t *testing.T, b testredis.Backend) *hostileEnv {
 	t.Helper()
 	env := &hostileEnv{}
-	h := newHarness(t, b, func(h *harness, d *Deps) {
-		env.raw, env.rec = h.store, testredis.NewRecorder(h.store.Client)
-		recorded := *h.store
-		recorded.Client = env.rec
-		h.store = &recorded
-		hostileWire(h, d)
-	})
+	// Every domain service as the gateway wires it (internal/app, its configuration defaults),
+	// over the harness's store with every command recorded.
+	env.raw = testredis.Open(t, b)
+	if err := env.raw.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
+		t.Fatal(err)
+	}
+	env.rec = testredis.NewRecorder(env.raw.Client)
+	recorded := *env.raw
+	recorded.Client = env.rec
+	h := newHarnessOn(t, &recorded, testredis.Prefix(t), nil, nil)
 	env.h, env.bearer = h, h.bearer("acme", hostileAllScopes...)
 	auth := []string{"Authorization", env.bearer}
 	created := func(rec *httptest.ResponseRecorder, what string, v any) {

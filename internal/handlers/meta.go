@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -17,9 +16,6 @@ func (s *Server) GetHealthz(ctx context.Context, _ GetHealthzRequestObject) (Get
 
 // GetReadyz pings Redis (every master in a cluster) and reports the detected capabilities.
 func (s *Server) GetReadyz(ctx context.Context, _ GetReadyzRequestObject) (GetReadyzResponseObject, error) {
-	if s.Store == nil {
-		return nil, apperr.New(apperr.Unavailable, "No state store is configured.")
-	}
 	d, err := s.Store.Ping(ctx)
 	if err != nil {
 		s.Logger.WarnContext(ctx, "readiness check failed", "err", err)
@@ -47,9 +43,6 @@ func (s *Server) GetOpenAPI(ctx context.Context, _ GetOpenAPIRequestObject) (Get
 
 // GetJWKS publishes every verification key.
 func (s *Server) GetJWKS(ctx context.Context, _ GetJWKSRequestObject) (GetJWKSResponseObject, error) {
-	if s.Auth == nil {
-		return GetJWKS200JSONResponse{Keys: []JWK{}}, nil
-	}
 	raw, err := s.Auth.Keys().JWKS()
 	if err != nil {
 		return nil, err

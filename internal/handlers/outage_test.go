@@ -78,11 +78,12 @@ func TestRedisDownAnswers503Everywhere(t *testing.T) {
 		h := newHarnessOn(t, open(), testredis.Prefix(t), nil, func(h *harness, d *Deps) {
 			svc, counter := newSessionService(t, h.store, h.prefix, 0)
 			d.Sessions, d.SessionAuth, c = svc, svc, counter
+			d.TokenCheck = acceptSigned
 		})
 		return h, c
 	}()
 	// Tokens with the check (uncached, so the check itself goes to Redis).
-	ht := newHarnessOn(t, open(), testredis.Prefix(t), nil, newTokenEnv(t, nil).wire(tokens.Options{}))
+	ht := newTokenEnv(t, nil).harness(t, open(), testredis.Prefix(t), tokens.Options{})
 	sess := hs.createSession("acme", "alice", nil)
 	bearer := ht.bearer("acme", "tokens:read")
 	sessBearer := hs.bearer("acme", "sessions:write")

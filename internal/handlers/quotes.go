@@ -26,7 +26,7 @@ var _ QuoteService = (*quotes.Service)(nil)
 // quoteWrite is the caller and the required If-Match version of a write to a draft
 // (If-Match: * is quotes.AnyVersion).
 func (s *Server) quoteWrite(ctx context.Context, ifMatch *string) (*auth.Principal, int64, error) {
-	p, err := caller(ctx, s.Quotes, "Quotes")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -39,7 +39,7 @@ func (s *Server) quoteWrite(ctx context.Context, ifMatch *string) (*auth.Princip
 
 // CreateQuote opens a draft; with an Idempotency-Key a retry replays the first 201.
 func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error) {
-	p, err := caller(ctx, s.Quotes, "Quotes")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObje
 
 // GetQuote returns the draft with its ETag.
 func (s *Server) GetQuote(ctx context.Context, request GetQuoteRequestObject) (GetQuoteResponseObject, error) {
-	p, err := caller(ctx, s.Quotes, "Quotes")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Server) PatchQuote(ctx context.Context, request PatchQuoteRequestObject
 
 // DeleteQuote removes the draft and its items (idempotent).
 func (s *Server) DeleteQuote(ctx context.Context, request DeleteQuoteRequestObject) (DeleteQuoteResponseObject, error) {
-	p, err := caller(ctx, s.Quotes, "Quotes")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (s *Server) DeleteQuote(ctx context.Context, request DeleteQuoteRequestObje
 
 // ListQuoteItems returns the line items, ordered by item id, with the draft's ETag.
 func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error) {
-	p, err := caller(ctx, s.Quotes, "Quotes")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -12,51 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/idempotency"
-	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
-
-// withQuotesAndCases wires the real quote, case and idempotency repositories on the harness's
-// store and key prefix.
-func withQuotesAndCases(h *harness, d *Deps) {
-	hasher, err := keyhash.New(bytes.Repeat([]byte{9}, 32))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	q, err := repo.NewQuotes(h.store, repo.QuoteOptions{Prefix: h.prefix, TTL: time.Hour})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: time.Hour})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	c, err := repo.NewCases(h.store, repo.CaseOptions{Prefix: h.prefix, Hasher: hasher, OpenTTL: 48 * time.Hour})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	d.Quotes, d.Cases = quoteAndCaseServices(h.t, q, c, idem)
-}
-
-// quoteAndCaseServices builds the quote and case services over their stores and one
-// Idempotency-Key store, as internal/wiring does.
-func quoteAndCaseServices(t testing.TB, q quotes.Store, c cases.Store, idem idempotency.Store) (*quotes.Service, *cases.Service) {
-	t.Helper()
-	once := idempotency.New(idem, nil)
-	qs, err := quotes.New(q, once)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := cases.New(c, once)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return qs, cs
-}
 
 // eachBackendHarness runs fn on a wired harness per backend, in parallel.
 func eachBackendHarness(t *testing.T, fn func(t *testing.T, h *harness)) {
@@ -64,7 +24,7 @@ func eachBackendHarness(t *testing.T, fn func(t *testing.T, h *harness)) {
 	for _, b := range testredis.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, newHarness(t, b, withQuotesAndCases))
+			fn(t, newHarness(t, b, nil))
 		})
 	}
 }
@@ -280,14 +240,10 @@ func TestQuoteHTTPConcurrentPatch(t *testing.T) {
 // TestQuoteHTTPInFlight: a retry while the first request holds the key is 409 with Retry-After.
 func TestQuoteHTTPInFlight(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, testredis.Backends()[0], withQuotesAndCases)
+	h := newHarness(t, testredis.Backends()[0], nil)
 	auth := h.bearer("acme", "quotes:write")
 	canonical, _ := json.Marshal(QuoteCreateRequest{CustomerId: "cust-7", SalesChannel: "web", Currency: "EUR"})
-	hasher, err := keyhash.New(bytes.Repeat([]byte{9}, 32)) // withQuotesAndCases's
-	if err != nil {
-		t.Fatal(err)
-	}
-	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: time.Hour})
+	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: h.hasher, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +263,7 @@ func TestQuoteHTTPInFlight(t *testing.T) {
 // as application/merge-patch+json (the only type the contract allows) must reach the handler.
 func TestQuotePatchBindsMergePatch(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, testredis.Backends()[0], withQuotesAndCases)
+	h := newHarness(t, testredis.Backends()[0], nil)
 	auth := h.bearer("acme", "quotes:read", "quotes:write")
 	q := createQuote(t, h, auth)
 	rec := h.do("PATCH", "/v1/quotes/"+q.QuoteId, `{"taxMinor":5}`, "Authorization", auth, "Content-Type", mergePatch, "If-Match", `"1"`)
@@ -320,13 +276,6 @@ func TestQuotePatchBindsMergePatch(t *testing.T) {
 	if q.TaxMinor != 5 || q.TotalMinor != 5 {
 		t.Fatalf("patched %+v", q)
 	}
-}
-
-func TestQuotesNotWired(t *testing.T) {
-	t.Parallel()
-	h := embedded(t)
-	rec := h.do("GET", "/v1/quotes/"+quotes.NewID(), nil, "Authorization", h.bearer("acme", "quotes:read"))
-	wantProblem(t, rec, http.StatusNotImplemented, "not-implemented")
 }
 
 // requireKeysHaveTTL scans every node for the harness's keys: each must have a TTL.

@@ -2,7 +2,11 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
@@ -22,10 +26,10 @@ type Deps struct {
 	Store Pinger
 	Caps  store.Capabilities
 	// Auth verifies and mints JWTs; TokenCheck decides whether a verified token is still live
-	// (revocation metadata). A nil TokenCheck accepts every correctly signed token.
+	// (revocation metadata).
 	Auth       *auth.Authority
 	TokenCheck auth.Checker
-	// Sessions authenticates session tokens (cookie or header). Nil refuses them.
+	// SessionAuth authenticates session tokens (cookie or header).
 	SessionAuth SessionAuthenticator
 
 	Tokens   TokenService
@@ -48,8 +52,27 @@ type Server struct {
 
 var _ StrictServerInterface = (*Server)(nil)
 
-// NewServer returns a server over deps.
-func NewServer(d Deps) *Server {
+// ErrMissingDependency is NewServer's refusal of deps without a store, an authority or a service.
+var ErrMissingDependency = errors.New("handlers: missing dependency")
+
+// NewServer returns a server over deps. The store, the authority, the token check, the session
+// authenticator and the four services are required: a gateway missing one fails here, at
+// start, never per request.
+func NewServer(d Deps) (*Server, error) {
+	var missing []string
+	for name, absent := range map[string]bool{
+		"Store": d.Store == nil, "Auth": d.Auth == nil, "TokenCheck": d.TokenCheck == nil,
+		"SessionAuth": d.SessionAuth == nil, "Tokens": d.Tokens == nil, "Sessions": d.Sessions == nil,
+		"Quotes": d.Quotes == nil, "Cases": d.Cases == nil,
+	} {
+		if absent {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("%w: %s", ErrMissingDependency, strings.Join(missing, ", "))
+	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -59,5 +82,5 @@ func NewServer(d Deps) *Server {
 	if d.BodyLimitBytes <= 0 {
 		d.BodyLimitBytes = 64 << 10
 	}
-	return &Server{Deps: d}
+	return &Server{Deps: d}, nil
 }

@@ -13,7 +13,7 @@ const (
 // GetCurrentSession is "who am I". Authentication already read the session's view (and slid
 // the idle window if it was due); Current answers with that view, so this costs no second read.
 func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionReque
 // Logout revokes the caller's session, clears the cookie and asks the browser to drop
 // cookies and storage for this origin.
 func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutRespo
 
 // ListMyDevices is the caller's live sessions; the caller's own is marked current.
 func (s *Server) ListMyDevices(ctx context.Context, _ ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *Server) ListMyDevices(ctx context.Context, _ ListMyDevicesRequestObject
 
 // RevokeMyDevice signs out one of the caller's sessions (idempotent); another user's is 404.
 func (s *Server) RevokeMyDevice(ctx context.Context, request RevokeMyDeviceRequestObject) (RevokeMyDeviceResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Server) RevokeMyDevice(ctx context.Context, request RevokeMyDeviceReque
 // RevokeMyOtherDevices signs out every other session of the caller in one atomic step; the
 // caller's own session stays.
 func (s *Server) RevokeMyOtherDevices(ctx context.Context, _ RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}

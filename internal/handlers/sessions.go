@@ -31,7 +31,7 @@ var _ SessionService = (*sessions.Service)(nil)
 
 // CreateSession starts a session for a user who has just logged in; the token is shown once.
 func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequest
 
 // GetSession is the full view of a session of the caller's tenant.
 func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject
 
 // DeleteSession revokes a session (idempotent: 204 whether or not it was live).
 func (s *Server) DeleteSession(ctx context.Context, request DeleteSessionRequestObject) (DeleteSessionResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (s *Server) DeleteSession(ctx context.Context, request DeleteSessionRequest
 
 // RotateSession issues a new token; the old one stops working at once.
 func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequestObject) (RotateSessionResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequest
 
 // CreateMfaChallenge starts a step-up; the caller delivers the code out of band.
 func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChallengeRequestObject) (CreateMfaChallengeResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChalle
 
 // VerifyMfa checks the code; on success the session steps up and its token rotates.
 func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) (VerifyMfaResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 
 // ListUserSessions is the user's live sessions, newest first.
 func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsR
 
 // RevokeUserSessions revokes every session of the user, optionally keeping one.
 func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error) {
-	p, err := caller(ctx, s.Sessions, "Sessions")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ type TokenService interface {
 
 // IssueToken mints a token in the caller's tenant with a subset of the caller's scopes.
 func (s *Server) IssueToken(ctx context.Context, request IssueTokenRequestObject) (IssueTokenResponseObject, error) {
-	p, err := caller(ctx, s.Tokens, "Tokens")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func issueRequest(b TokenIssueRequest) tokens.IssueRequest {
 
 // ListTokens pages through the caller's tenant's tokens, newest first.
 func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error) {
-	p, err := caller(ctx, s.Tokens, "Tokens")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 
 // GetToken returns a token's metadata (never the token).
 func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (GetTokenResponseObject, error) {
-	p, err := caller(ctx, s.Tokens, "Tokens")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (G
 
 // RevokeToken revokes a token: 204 whether it was live, already revoked or unknown.
 func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error) {
-	p, err := caller(ctx, s.Tokens, "Tokens")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObje
 
 // IntrospectToken answers RFC 7662 introspection from a JSON or form body.
 func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenRequestObject) (IntrospectTokenResponseObject, error) {
-	p, err := caller(ctx, s.Tokens, "Tokens")
+	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}

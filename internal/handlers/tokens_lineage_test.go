@@ -20,8 +20,8 @@ func TestTokenLineageOverHTTP(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		env := newTokenEnv(t, nil)
-		h1 := newHarnessOn(t, s, prefix, nil, env.wire(tokens.Options{CacheTTL: 5 * time.Second}))
-		h2 := newHarnessOn(t, tokenPeerStore(t, b, s), prefix, nil, env.wire(tokens.Options{CacheTTL: time.Minute}))
+		h1 := env.harness(t, s, prefix, tokens.Options{CacheTTL: 5 * time.Second})
+		h2 := env.harness(t, tokenPeerStore(t, b, s), prefix, tokens.Options{CacheTTL: time.Minute})
 		admin := h1.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead)
 		a := h1.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead) // a root, 1 h
 		aClaims, err := env.auth.Verify(strings.TrimPrefix(a, "Bearer "))

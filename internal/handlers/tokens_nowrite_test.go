@@ -76,7 +76,7 @@ func TestRefusedTokenIssueWritesNothing(t *testing.T) {
 		recorded := *s
 		recorded.Client = rec
 		env := newTokenEnv(t, nil)
-		h := newHarnessOn(t, &recorded, prefix, nil, env.wire(tokens.Options{MaxTTL: 24 * time.Hour, CacheTTL: 5 * time.Second}))
+		h := env.harness(t, &recorded, prefix, tokens.Options{MaxTTL: 24 * time.Hour, CacheTTL: 5 * time.Second})
 		admin := h.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead)
 		narrow := h.bearer("acme", auth.ScopeTokensWrite)
 		mustIssueToken(t, h, admin, tokenRequest(600, auth.ScopeTokensRead))

@@ -14,8 +14,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -39,29 +39,16 @@ func newTokenEnv(t *testing.T, keys *auth.KeySet) tokenEnv {
 	return tokenEnv{auth: a, hasher: h}
 }
 
-// wire is a newHarness configure func: the token service on the harness's store and prefix,
-// as both the tokens operations and the bearer check. The harness's mint then writes metadata.
-func (e tokenEnv) wire(o tokens.Options) func(h *harness, d *Deps) {
-	return func(h *harness, d *Deps) {
-		h.t.Helper()
-		r, err := repo.NewTokens(h.store, repo.TokensOptions{Prefix: h.prefix, Hasher: e.hasher, SafetyWindow: time.Minute})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if o.MaxTTL == 0 {
-			o.MaxTTL = 24 * time.Hour
-		}
-		svc, err := tokens.New(e.auth, r, o)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		d.Auth, d.Tokens, d.TokenCheck = e.auth, svc, svc
+// harness builds a gateway replica over s and prefix with e's keys, its token service set as
+// o asks (MaxTTL 0: 24h; the repository's safety window is 1m).
+func (e tokenEnv) harness(t testing.TB, s *store.Store, prefix string, o tokens.Options) *harness {
+	t.Helper()
+	if o.MaxTTL == 0 {
+		o.MaxTTL = 24 * time.Hour
 	}
-}
-
-// withTokens wires a token service with a fresh tokenEnv (for tests with one instance).
-func withTokens(t *testing.T) func(h *harness, d *Deps) {
-	return newTokenEnv(t, nil).wire(tokens.Options{CacheTTL: 5 * time.Second})
+	return newHarnessWith(t, s, TestGateway{Prefix: prefix, Auth: e.auth, Hasher: e.hasher, Config: func(c *config.Config) {
+		c.TokenMaxTTL, c.TokenCacheTTL, c.TokenSafetyWindow = o.MaxTTL, o.CacheTTL, time.Minute
+	}}, nil)
 }
 
 // tokenPeerStore opens a second connection to the Redis behind s, as another gateway replica:
@@ -127,8 +114,8 @@ func TestTokenRevocationReachesAnotherInstance(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		env := newTokenEnv(t, nil)
-		h1 := newHarnessOn(t, s, prefix, nil, env.wire(tokens.Options{CacheTTL: 5 * time.Second}))
-		h2 := newHarnessOn(t, tokenPeerStore(t, b, s), prefix, nil, env.wire(tokens.Options{CacheTTL: time.Minute}))
+		h1 := env.harness(t, s, prefix, tokens.Options{CacheTTL: 5 * time.Second})
+		h2 := env.harness(t, tokenPeerStore(t, b, s), prefix, tokens.Options{CacheTTL: time.Minute})
 		admin := h1.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead)
 		out := mustIssueToken(t, h1, admin, tokenRequest(3600, auth.ScopeTokensRead))
 
@@ -183,7 +170,7 @@ func TestTokenRevocationReachesAnotherInstance(t *testing.T) {
 
 func TestTokensAPI(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, testredis.Backends()[0], withTokens(t))
+	h := newHarness(t, testredis.Backends()[0], nil)
 	admin := h.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead, auth.ScopeQuotesRead)
 	out := mustIssueToken(t, h, admin, map[string]any{"subject": "svc-b", "scopes": []string{"quotes:read", "tokens:read"},
 		"ttlSeconds": 600, "tokenType": "user", "description": "ci runner"})
@@ -280,11 +267,11 @@ func TestTokenSignedByOlderKeyPassesTheWholeCheck(t *testing.T) {
 	rotated, _ := auth.NewKeySet(auth.Key{Private: newKey}, auth.Key{Private: oldKey})
 	retired, _ := auth.NewKeySet(auth.Key{Private: newKey})
 	before := newTokenEnv(t, oldSet)
-	hOld := newHarnessOn(t, s, prefix, nil, before.wire(tokens.Options{}))
+	hOld := before.harness(t, s, prefix, tokens.Options{})
 	oldToken := hOld.bearer("acme", auth.ScopeTokensRead)
 
 	after := tokenEnv{auth: tokenAuthority(t, rotated), hasher: before.hasher}
-	hNew := newHarnessOn(t, s, prefix, nil, after.wire(tokens.Options{}))
+	hNew := after.harness(t, s, prefix, tokens.Options{})
 	if rec := hNew.do("GET", "/v1/tokens", nil, "Authorization", oldToken); rec.Code != 200 {
 		t.Fatalf("old-key token after rotation: %d %s", rec.Code, rec.Body)
 	}
@@ -299,7 +286,7 @@ func TestTokenSignedByOlderKeyPassesTheWholeCheck(t *testing.T) {
 		t.Fatalf("jwks = %s", rec.Body)
 	}
 	gone := tokenEnv{auth: tokenAuthority(t, retired), hasher: before.hasher}
-	hGone := newHarnessOn(t, s, prefix, nil, gone.wire(tokens.Options{}))
+	hGone := gone.harness(t, s, prefix, tokens.Options{})
 	p := wantProblem(t, hGone.do("GET", "/v1/tokens", nil, "Authorization", oldToken), 401, "invalid-credentials")
 	if !strings.Contains(p.Detail, "kid") {
 		t.Fatalf("detail = %q", p.Detail)
@@ -334,7 +321,7 @@ func TestTokensBadInput(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		env := newTokenEnv(t, nil)
-		h := newHarnessOn(t, s, prefix, nil, env.wire(tokens.Options{MaxTTL: 24 * time.Hour, CacheTTL: 5 * time.Second}))
+		h := env.harness(t, s, prefix, tokens.Options{MaxTTL: 24 * time.Hour, CacheTTL: 5 * time.Second})
 		admin := h.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead)
 		narrow := h.bearer("acme", auth.ScopeTokensWrite)
 		live := mustIssueToken(t, h, admin, tokenRequest(600, "tokens:read"))
@@ -455,11 +442,11 @@ func TestTokenCheckFailsClosed(t *testing.T) {
 	s := testredis.Open(t, testredis.Backends()[0])
 	prefix := testredis.Prefix(t)
 	env := newTokenEnv(t, nil)
-	up := newHarnessOn(t, s, prefix, nil, env.wire(tokens.Options{CacheTTL: 5 * time.Second}))
+	up := env.harness(t, s, prefix, tokens.Options{CacheTTL: 5 * time.Second})
 	bearer := up.bearer("acme", auth.ScopeTokensRead)
 	broken := *s
 	broken.Client = unreachableRedis{s.Client}
-	h := newHarnessOn(t, &broken, prefix, nil, env.wire(tokens.Options{CacheTTL: 5 * time.Second}))
+	h := env.harness(t, &broken, prefix, tokens.Options{CacheTTL: 5 * time.Second})
 	rec := h.do("GET", "/v1/tokens", nil, "Authorization", bearer)
 	wantProblem(t, rec, 503, "unavailable")
 	if rec.Header().Get("Retry-After") == "" {

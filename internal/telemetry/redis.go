@@ -29,3 +29,9 @@ func RedisOptions(t *Telemetry) []rueidisotel.Option {
 func NewRedisClient(opt rueidis.ClientOption, t *Telemetry) (rueidis.Client, error) {
 	return rueidisotel.NewClient(opt, RedisOptions(t)...)
 }
+
+// RedisClient is [NewRedisClient] with t, in the shape of store.Options.NewClient, so the
+// composition root passes t.RedisClient without naming rueidis (a nil t is fine).
+func (t *Telemetry) RedisClient(opt rueidis.ClientOption) (rueidis.Client, error) {
+	return NewRedisClient(opt, t)
+}

@@ -1,7 +1,4 @@
-// Package wiring builds the domain services (tokens, sessions, quotes, cases and the case
-// sweeper) from one configuration, exactly as the gateway runs them. cmd/gateway and the
-// fault suites both call it, so the suites test the wiring users get rather than a copy.
-package wiring
+package app
 
 import (
 	"log/slog"
@@ -9,7 +6,6 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/config"
-	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
@@ -27,15 +23,12 @@ type Domains struct {
 	Sessions *sessions.Service
 	Quotes   *quotes.Service
 	Cases    *cases.Service
-	// Sweeper escalates overdue cases; whoever runs the gateway starts its Run loop.
+	// Sweeper escalates overdue cases; Gateway.Start runs its loop.
 	Sweeper *cases.Sweeper
 }
 
-// Build wires every domain over s with cfg. tel may be nil (no telemetry), log may be nil.
-func Build(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hasher, tel *telemetry.Telemetry, log *slog.Logger) (*Domains, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+// buildDomains wires every domain over s with cfg. tel may be nil (no telemetry).
+func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hasher, tel *telemetry.Telemetry, log *slog.Logger) (*Domains, error) {
 	rm := repo.NewMetrics(tel.Meter("github.com/hashgate/hashgate/internal/repo"))
 	var d Domains
 
@@ -94,11 +87,4 @@ func Build(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hash
 		return nil, err
 	}
 	return &d, nil
-}
-
-// Into sets the domain services of deps.
-func (d *Domains) Into(deps *handlers.Deps) {
-	deps.Tokens, deps.TokenCheck = d.Tokens, d.Tokens
-	deps.Sessions, deps.SessionAuth = d.Sessions, d.Sessions
-	deps.Quotes, deps.Cases = d.Quotes, d.Cases
 }

@@ -1,0 +1,66 @@
+package app_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hashgate/hashgate/internal/app"
+	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/handlers"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+func defaults(t *testing.T) config.Config {
+	t.Helper()
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.KeyPrefix = testredis.Prefix(t)
+	return cfg
+}
+
+// A gateway missing a service does not start: New names what is missing, instead of a server
+// that answers that service's operations with a per-request 501.
+func TestNewRefusesAMissingService(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	cases := map[string]func(*handlers.Deps){
+		"Quotes":      func(d *handlers.Deps) { d.Quotes = nil },
+		"Cases":       func(d *handlers.Deps) { d.Cases = nil },
+		"Tokens":      func(d *handlers.Deps) { d.Tokens = nil },
+		"Sessions":    func(d *handlers.Deps) { d.Sessions = nil },
+		"SessionAuth": func(d *handlers.Deps) { d.SessionAuth = nil },
+		"TokenCheck":  func(d *handlers.Deps) { d.TokenCheck = nil },
+		"Auth":        func(d *handlers.Deps) { d.Auth = nil },
+		"Store":       func(d *handlers.Deps) { d.Store = nil },
+	}
+	for name, drop := range cases {
+		t.Run(name, func(t *testing.T) {
+			g, err := app.New(defaults(t), s, app.Options{Override: drop})
+			if err == nil {
+				t.Fatalf("built a gateway without %s (server %p)", name, g.Server)
+			}
+			if !errors.Is(err, handlers.ErrMissingDependency) || !strings.Contains(err.Error(), name) {
+				t.Fatalf("error %q does not name %s", err, name)
+			}
+		})
+	}
+}
+
+// The whole gateway builds from the configuration's defaults, and its loops stop cleanly.
+func TestNewBuildsEveryService(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	g, err := app.New(defaults(t), s, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Echo == nil || g.Tokens == nil || g.Sessions == nil || g.Quotes == nil || g.Cases == nil || g.Sweeper == nil {
+		t.Fatalf("incomplete gateway: %+v", g)
+	}
+	g.Start()
+	g.Stop()
+	g.Stop()
+}
