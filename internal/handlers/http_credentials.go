@@ -91,31 +91,23 @@ func (s *Server) authBearer(ctx context.Context, r *http.Request) (*auth.Princip
 		}
 		return nil, errAbsent
 	}
-	if s.Auth == nil {
-		return nil, apperr.New(apperr.Unauthenticated, "Bearer tokens are not accepted.")
-	}
 	claims, err := s.Auth.Verify(raw)
 	if err != nil {
 		return nil, invalidToken(err)
 	}
-	if s.TokenCheck != nil {
-		if err := s.TokenCheck.Check(ctx, claims); err != nil {
-			if p := s.unavailable(err, "Cannot check the token's revocation state."); p != nil {
-				return nil, p
-			}
-			if p, ok := apperr.As(err); ok && p.Kind != apperr.InvalidCredentials && p.Kind != apperr.Unauthenticated {
-				return nil, p
-			}
-			return nil, invalidToken(err)
+	if err := s.TokenCheck.Check(ctx, claims); err != nil {
+		if p := s.unavailable(err, "Cannot check the token's revocation state."); p != nil {
+			return nil, p
 		}
+		if p, ok := apperr.As(err); ok && p.Kind != apperr.InvalidCredentials && p.Kind != apperr.Unauthenticated {
+			return nil, p
+		}
+		return nil, invalidToken(err)
 	}
 	return auth.PrincipalFromClaims(claims), nil
 }
 
 func (s *Server) authSession(ctx context.Context, token string) (*auth.Principal, error) {
-	if s.SessionAuth == nil {
-		return nil, apperr.New(apperr.InvalidCredentials, "Session tokens are not accepted yet.")
-	}
 	p, err := s.SessionAuth.Authenticate(ctx, token)
 	if err != nil {
 		if p := s.unavailable(err, "Cannot check the session."); p != nil {
