@@ -34,6 +34,12 @@ func (s *Server) HTTPErrorHandler(err error, c echo.Context) {
 		return
 	}
 	p := s.toProblem(c, err)
+	if p.Kind == apperr.PayloadTooLarge {
+		// Echo's body limit refused the declared length, or strictJSON found the body over it
+		// while reading: answer without reading the rest (closeUnread), so a client declaring
+		// 100 KB and sending slowly does not wait for net/http to drain it.
+		_ = closeUnread(c, nil)
+	}
 	s.writeProblem(c, p)
 }
 

@@ -3,7 +3,6 @@ package handlers
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -43,7 +42,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		requestIDMiddleware(),
 		telemetry.EchoMiddleware(tel, "hashgate"), // server spans and HTTP metrics
 		s.accessLog(),
-		bodyLimit(s.BodyLimitBytes),
+		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"), // its 413 closes the connection: HTTPErrorHandler
 		s.authnMiddleware(ix),
 		strictJSON(ix),
 		s.RequestValidator(spec, ix.isHot),
@@ -70,24 +69,6 @@ func forwardAuthAnyMethod(next echo.HandlerFunc) echo.HandlerFunc {
 			r.Method = http.MethodGet
 		}
 		return next(c)
-	}
-}
-
-// bodyLimit is Echo's body limit, whose 413 (on the declared length, or found while reading)
-// is sent without reading the rest of the body and closes the connection (closeUnread): a
-// client declaring 100 KB and sending slowly would otherwise wait for net/http to drain it.
-func bodyLimit(n int64) echo.MiddlewareFunc {
-	limit := middleware.BodyLimit(strconv.FormatInt(n, 10) + "B")
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		h := limit(next)
-		return func(c echo.Context) error {
-			err := h(c)
-			var he *echo.HTTPError
-			if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
-				return closeUnread(c, err)
-			}
-			return err
-		}
 	}
 }
 
