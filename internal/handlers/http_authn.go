@@ -24,6 +24,9 @@ func (s *Server) authnMiddleware(ix specIndex) echo.MiddlewareFunc {
 				return next(c)
 			}
 			r := c.Request()
+			if o.asGet {
+				r.Method = http.MethodGet // from here on it is the GET: body check, strictJSON, logs
+			}
 			p, err := s.authAlternatives(r, o.security)
 			if err != nil {
 				return closeUnread(c, err)

@@ -30,7 +30,6 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.HTTPErrorHandler
 	ix := newSpecIndex(spec)
-	e.Pre(forwardAuthAnyMethod)
 	e.Use(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableStackAll: true,
@@ -47,29 +46,18 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		strictJSON(ix),
 		s.RequestValidator(spec, ix.isHot),
 	)
-	RegisterHandlers(e, NewStrictHandler(s, nil))
+	si := NewStrictHandler(s, nil)
+	RegisterHandlers(e, si)
+	w := ServerInterfaceWrapper{Handler: si}
+	for _, m := range forwardAuthMethods {
+		e.Add(m, "/v1/authorize", w.Authorize)
+	}
 	if tel != nil {
 		e.GET("/metrics", echo.WrapHandler(tel.MetricsHandler()))
 	} else {
 		e.GET("/metrics", func(c echo.Context) error { return c.String(http.StatusOK, "") })
 	}
 	return e, nil
-}
-
-// forwardAuthAnyMethod answers a body-less request to /v1/authorize with any method but HEAD
-// as GET /v1/authorize, before routing: Envoy's ext_authz HTTP filter calls the authorization
-// service with the original request's method (its path_override fixes only the path), so a
-// POST to the protected app arrives as POST /v1/authorize without a body. Echo routes on the
-// request net/http handed over, so its method is changed in place; HEAD is left alone (net/http
-// would then write the body it must not). A request with a body is routed as sent (405).
-func forwardAuthAnyMethod(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.ContentLength == 0 && r.URL.Path == "/v1/authorize" {
-			r.Method = http.MethodGet
-		}
-		return next(c)
-	}
 }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)

@@ -26,7 +26,18 @@ type specOp struct {
 	// form lists the properties of its application/x-www-form-urlencoded body schema; nil when
 	// it takes no form.
 	form map[string]bool
+	// asGet: the route is /v1/authorize under another method (forwardAuthMethods), answered as
+	// its GET.
+	asGet bool
 }
+
+// forwardAuthMethods are the methods besides GET that /v1/authorize answers as GET: Envoy's
+// ext_authz HTTP filter calls the authorization service with the original request's method
+// (its path_override fixes only the path), so a POST to the protected app arrives as POST
+// /v1/authorize, without its body. HEAD is not among them (net/http would then drop the body
+// the answer must carry). They are routes of their own rather than a rewrite before routing:
+// Echo's pre-routing middleware costs every request two allocations.
+var forwardAuthMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // specIndex is the spec read once, at start, per operation: the authentication middleware,
 // strict JSON and the validator's skipper each look their operation up here. Keys are
@@ -58,6 +69,12 @@ func newSpecIndex(spec *openapi3.T) specIndex {
 				}
 			}
 			ix[method+" "+specPathToEcho(path)] = o
+		}
+	}
+	if o, ok := ix[http.MethodGet+" /v1/authorize"]; ok {
+		o.asGet = true
+		for _, m := range forwardAuthMethods {
+			ix[m+" /v1/authorize"] = o
 		}
 	}
 	return ix
