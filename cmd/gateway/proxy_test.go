@@ -79,20 +79,7 @@ func echoUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // admin token, and returns its address and that token.
 func realGateway(t *testing.T, extra map[string]string) (addr, admin string) {
 	t.Helper()
-	url := os.Getenv(testredis.EnvRedis8)
-	if url == "" {
-		t.Skipf("%s is unset (run scripts/test.sh to provision real Redis)", testredis.EnvRedis8)
-	}
-	var keys bytes.Buffer
-	if err := run(context.Background(), []string{"keygen"}, func(string) string { return "" }, &keys, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	tokenFile := filepath.Join(t.TempDir(), "bootstrap-token")
-	env := map[string]string{"REDIS_URL": url, "GATEWAY_KEY_PREFIX": testredis.Prefix(t), "GATEWAY_BOOTSTRAP_TOKEN_FILE": tokenFile}
-	for _, line := range strings.Split(strings.TrimSpace(keys.String()), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		env[k] = v
-	}
+	env, tokenFile := redisGatewayEnv(t)
 	for k, v := range extra {
 		env[k] = v
 	}
@@ -104,6 +91,28 @@ func realGateway(t *testing.T, extra map[string]string) (addr, admin string) {
 	admin = strings.TrimSpace(string(b))
 	recordSecret(admin)
 	return addr, admin
+}
+
+// redisGatewayEnv is the environment of a gateway on real Redis 8 (HASHGATE_TEST_REDIS8; the
+// test is skipped without it): fresh keys from `gateway keygen`, a private key prefix, and a
+// bootstrap token file, whose path it also returns.
+func redisGatewayEnv(t *testing.T) (env map[string]string, tokenFile string) {
+	t.Helper()
+	url := os.Getenv(testredis.EnvRedis8)
+	if url == "" {
+		t.Skipf("%s is unset (run scripts/test.sh to provision real Redis)", testredis.EnvRedis8)
+	}
+	var keys bytes.Buffer
+	if err := run(context.Background(), []string{"keygen"}, func(string) string { return "" }, &keys, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile = filepath.Join(t.TempDir(), "bootstrap-token")
+	env = map[string]string{"REDIS_URL": url, "GATEWAY_KEY_PREFIX": testredis.Prefix(t), "GATEWAY_BOOTSTRAP_TOKEN_FILE": tokenFile}
+	for _, line := range strings.Split(strings.TrimSpace(keys.String()), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+	return env, tokenFile
 }
 
 // recordSecret appends a token to HASHGATE_SECRETS_FILE (scripts/test.sh) so the keyspace

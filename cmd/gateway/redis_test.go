@@ -5,11 +5,8 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // Against a real Redis: `gateway token mint` issues a token whose metadata a serving gateway
@@ -17,20 +14,7 @@ import (
 // gateway did not issue is refused.
 func TestMintAndServeAgainstRedis(t *testing.T) {
 	t.Parallel()
-	url := os.Getenv(testredis.EnvRedis8)
-	if url == "" {
-		t.Skipf("%s is unset", testredis.EnvRedis8)
-	}
-	var keys bytes.Buffer
-	if err := run(context.Background(), []string{"keygen"}, func(string) string { return "" }, &keys, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	tokenFile := filepath.Join(t.TempDir(), "bootstrap-token")
-	env := map[string]string{"REDIS_URL": url, "GATEWAY_KEY_PREFIX": testredis.Prefix(t), "GATEWAY_BOOTSTRAP_TOKEN_FILE": tokenFile}
-	for _, line := range strings.Split(strings.TrimSpace(keys.String()), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		env[k] = v
-	}
+	env, tokenFile := redisGatewayEnv(t)
 	getenv := func(k string) string { return env[k] }
 
 	var out bytes.Buffer
