@@ -15,11 +15,6 @@ import (
 	"time"
 )
 
-// notBuiltError: an endpoint still answers 501 (its issue has not landed).
-type notBuiltError struct{ Op string }
-
-func (e notBuiltError) Error() string { return e.Op + " answers 501" }
-
 // api calls the gateway's public HTTP API (the contract in api/openapi.yaml) for set-up.
 type api struct {
 	base  string
@@ -95,13 +90,10 @@ func (a *api) call(ctx context.Context, op, method, path string, body any, hdr m
 	return r, nil
 }
 
-// check maps a status outside want to an error: notBuiltError for 501.
+// check maps a status outside want to an error naming the operation and the problem.
 func (r *apiResponse) check(op string, want ...int) error {
 	if slices.Contains(want, r.Status) {
 		return nil
-	}
-	if r.Status == http.StatusNotImplemented {
-		return notBuiltError{Op: op}
 	}
 	var p struct{ Title, Detail string }
 	_ = json.Unmarshal(r.Body, &p)

@@ -335,9 +335,6 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 				b.rows = append(b.rows, r)
 				continue
 			}
-			if strings.HasPrefix(p.Key, "authz-bearer") && fx.bearerNote != "" {
-				r.Note = fx.bearerNote
-			}
 			b.measure(ctx, r, gw.Base, gw.Base+"/metrics", warm, measure)
 			if p.Key == "authz-session" {
 				b.pairedRounds(ctx, gw.Base, measure)
@@ -349,10 +346,6 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 }
 
 func skipReason(err error) string {
-	var nb notBuiltError
-	if errors.As(err, &nb) {
-		return "not built (" + nb.Op + " answers 501)"
-	}
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i > 0 {
 		msg = msg[:i]

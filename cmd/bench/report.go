@@ -14,7 +14,7 @@ import (
 type row struct {
 	Key, Name string
 	Gateway   bool   // a gateway operation: the one-round-trip target applies
-	Skip      string // "not built: …" or "failed: …"
+	Skip      string // "failed: …"
 	Res       wrkResult
 	Cmds      commandStats
 	Client    clientCalls // the server's own Redis client counters (gateway, naive)

@@ -47,7 +47,6 @@ type fixtures struct {
 	bearerOnce  sync.Once
 	bearers     []string
 	tokenIDs    []string
-	bearerNote  string
 	mfa         []mfaTarget
 	quoteSample quoteRef
 	quoteItems  int
@@ -92,8 +91,7 @@ func (f *fixtures) loadSessions(ctx context.Context) ([]createdSession, error) {
 	return f.sessions, f.sessErr
 }
 
-// loadBearers issues service tokens for the proxies; while POST /v1/tokens is not built the
-// bootstrap admin token (also a bearer JWT) stands in.
+// loadBearers issues service tokens for the proxies.
 func (f *fixtures) loadBearers(ctx context.Context) ([]string, error) {
 	var err error
 	f.bearerOnce.Do(func() {
@@ -107,10 +105,6 @@ func (f *fixtures) loadBearers(ctx context.Context) ([]string, error) {
 				break
 			}
 			f.bearers, f.tokenIDs = append(f.bearers, out.Token), append(f.tokenIDs, out.TokenID)
-		}
-		if _, nb := err.(notBuiltError); nb || (err == nil && len(f.bearers) == 0) {
-			f.bearers, f.tokenIDs, err = []string{f.api.token}, []string{jwtID(f.api.token)}, nil
-			f.bearerNote = "bootstrap token (POST /v1/tokens not built)"
 		}
 	})
 	if err != nil {
