@@ -7,6 +7,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Key names follow docs/KEYS.md and come from internal/repo's key helpers; the ids the API
@@ -17,7 +18,7 @@ var benchKeys = repo.Keys{Prefix: keyPrefix}
 
 // sessionKey is the session hash of session id ("" for an id that is not a session id).
 func sessionKey(id string) string {
-	ref, ok := repo.ParseSessionID(id)
+	ref, ok := session.ParseID(id)
 	if !ok {
 		return ""
 	}
@@ -27,7 +28,7 @@ func sessionKey(id string) string {
 // userKey is the key key(benchKeys, tag) of the user that session id belongs to ("" for an
 // id that is not a session id).
 func userKey(id string, key func(repo.Keys, string) string) string {
-	ref, ok := repo.ParseSessionID(id)
+	ref, ok := session.ParseID(id)
 	if !ok {
 		return ""
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Principal kinds.
@@ -23,11 +25,10 @@ type Principal struct {
 	AuthLevel string
 	Scopes    []string
 	ExpiresAt time.Time
-	// Session is the authenticator's view of the session, for handlers that answer with it
-	// (who am I) without reading it again; nil for bearer principals. Its dynamic type belongs
-	// to the authenticator (*sessions.Session); a handler that finds another type, or nil,
-	// reads the session itself.
-	Session any
+	// Session is the session authenticator's view of the session, as it read it, for the
+	// operations that answer with it (who am I) or judge it (a login waiting for MFA) without
+	// reading it again; nil for bearer principals.
+	Session *session.Session
 }
 
 // HasScope reports whether the principal holds scope s.

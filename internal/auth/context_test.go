@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 func TestPrincipalContext(t *testing.T) {
@@ -72,11 +74,10 @@ func TestPrincipalFromClaims(t *testing.T) {
 // bearer principal has none.
 func TestPrincipalSessionView(t *testing.T) {
 	t.Parallel()
-	type view struct{ Label string }
-	v := &view{Label: "phone"}
+	v := &session.Session{DeviceLabel: "phone"}
 	p := &Principal{Kind: KindSession, Subject: "u1", Tenant: "t1", SessionID: "s_1", Session: v}
 	got, ok := PrincipalFrom(WithPrincipal(context.Background(), p))
-	if gv, _ := got.Session.(*view); !ok || gv != v {
+	if !ok || got.Session != v {
 		t.Fatalf("session view lost: %+v", got)
 	}
 	if b := PrincipalFromClaims(&Claims{Tenant: "t1"}); b.Session != nil {

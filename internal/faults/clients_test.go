@@ -10,28 +10,28 @@ import (
 // The client calls the tests make, each checking the reply it expects on success.
 
 // session is one session a test created: its id and its token (shown once).
-type session struct {
+type gwSession struct {
 	ID, Token, User string
 }
 
-func (g *gateway) createSession(bearer, user string) (session, reply, error) {
+func (g *gateway) createSession(bearer, user string) (gwSession, reply, error) {
 	r := g.do("POST", "/v1/sessions", map[string]any{"userId": user, "authLevel": "BASIC",
 		"device": map[string]any{"label": "faults"}}, "Authorization", bearer)
 	if r.err != nil || r.status != http.StatusCreated {
-		return session{}, r, fmt.Errorf("create session: %s", r)
+		return gwSession{}, r, fmt.Errorf("create session: %s", r)
 	}
 	var tok handlers.SessionToken
 	if err := r.decode(&tok); err != nil {
-		return session{}, r, err
+		return gwSession{}, r, err
 	}
 	if tok.SessionId == "" || tok.Token == "" {
-		return session{}, r, fmt.Errorf("create session: no id or token: %s", r)
+		return gwSession{}, r, fmt.Errorf("create session: no id or token: %s", r)
 	}
-	return session{ID: tok.SessionId, Token: tok.Token, User: user}, r, nil
+	return gwSession{ID: tok.SessionId, Token: tok.Token, User: user}, r, nil
 }
 
 // authorize is the forward-auth hot path with the session token.
-func (g *gateway) authorize(s session) (reply, error) {
+func (g *gateway) authorize(s gwSession) (reply, error) {
 	r := g.do("GET", "/v1/authorize", nil, "X-Session-Token", s.Token)
 	if r.err != nil || r.status != http.StatusOK {
 		return r, fmt.Errorf("authorize %s: %s", s.ID, r)
@@ -42,7 +42,7 @@ func (g *gateway) authorize(s session) (reply, error) {
 	return r, nil
 }
 
-func (g *gateway) getSession(bearer string, s session) (reply, error) {
+func (g *gateway) getSession(bearer string, s gwSession) (reply, error) {
 	r := g.do("GET", "/v1/sessions/"+s.ID, nil, "Authorization", bearer)
 	if r.err != nil || r.status != http.StatusOK {
 		return r, fmt.Errorf("get session %s: %s", s.ID, r)
@@ -74,7 +74,7 @@ func (g *gateway) listSessions(bearer, user string) (map[string]bool, reply, err
 	return ids, r, nil
 }
 
-func (g *gateway) revokeSession(bearer string, s session) (reply, error) {
+func (g *gateway) revokeSession(bearer string, s gwSession) (reply, error) {
 	r := g.do("DELETE", "/v1/sessions/"+s.ID, nil, "Authorization", bearer)
 	if r.err != nil || r.status != http.StatusNoContent {
 		return r, fmt.Errorf("revoke session %s: %s", s.ID, r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -50,7 +51,7 @@ func migrateUnderLoad(t *testing.T, listDuring bool) {
 	const tenant, user, initial, throwaway = "t-migrate", "user-migrating", 20, 12
 	bearer := g.bearer(tenant, "sessions:read", "sessions:write")
 	st := &sessionState{}
-	var pool []session
+	var pool []gwSession
 	for i := range initial + throwaway {
 		s, _, err := g.createSession(bearer, user)
 		if err != nil {
@@ -74,7 +75,7 @@ func migrateUnderLoad(t *testing.T, listDuring bool) {
 	}
 	// The writers act when the test asks (at most one request waiting each), so each state of
 	// the migration sees a create and a revoke, and the user's 50 sessions bound is never hit.
-	create, revoke := make(chan struct{}, 1), make(chan session, 1)
+	create, revoke := make(chan struct{}, 1), make(chan gwSession, 1)
 	l.spawn(func() { sessionCreator(g, l, st, bearer, user, create) })
 	l.spawn(func() { sessionRevoker(g, l, st, bearer, revoke) })
 	nudge := func() {
@@ -128,7 +129,7 @@ type sessionMigration struct {
 // planMigration finds the slot of s's user (which must hold want keys: sessions and the device
 // index), its owner, and plans the move to the next node: sessions first, the device index once
 // half of them have moved, so index and sessions sit on different nodes for a while.
-func (g *gateway) planMigration(ctx context.Context, t *testing.T, cl *testredis.Cluster, s session, want int) *sessionMigration {
+func (g *gateway) planMigration(ctx context.Context, t *testing.T, cl *testredis.Cluster, s gwSession, want int) *sessionMigration {
 	t.Helper()
 	indexKey, _ := g.sessionKeys(t, s)
 	slot, err := cl.KeySlot(ctx, indexKey)
@@ -255,7 +256,7 @@ func TestSlotMigrationRevokeAll(t *testing.T) {
 
 			const tenant, user = "t-revoke", "user-revoke-all"
 			bearer := g.bearer(tenant, "sessions:read", "sessions:write")
-			var all []session
+			var all []gwSession
 			for range count {
 				s, _, err := g.createSession(bearer, user)
 				if err != nil {
@@ -359,7 +360,7 @@ func sessionCreator(g *gateway, l *load, st *sessionState, bearer, user string, 
 }
 
 // sessionRevoker revokes the sessions the test hands it, one at a time.
-func sessionRevoker(g *gateway, l *load, st *sessionState, bearer string, revoke <-chan session) {
+func sessionRevoker(g *gateway, l *load, st *sessionState, bearer string, revoke <-chan gwSession) {
 	for {
 		select {
 		case <-l.stop:
@@ -378,29 +379,29 @@ const maxLoops = 20000
 // sessionState is what the clients know: acknowledged live sessions and revoked ones.
 type sessionState struct {
 	mu      sync.Mutex
-	kept    []session
-	revoked []session
+	kept    []gwSession
+	revoked []gwSession
 }
 
-func (s *sessionState) add(x session) {
+func (s *sessionState) add(x gwSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.kept = append(s.kept, x)
 }
 
-func (s *sessionState) revoke(x session) {
+func (s *sessionState) revoke(x gwSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.revoked = append(s.revoked, x)
 }
 
-func (s *sessionState) live() []session {
+func (s *sessionState) live() []gwSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.kept)
 }
 
-func (s *sessionState) revokedList() []session {
+func (s *sessionState) revokedList() []gwSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.revoked)
@@ -408,9 +409,9 @@ func (s *sessionState) revokedList() []session {
 
 // sessionKeys are the Redis keys of s's device index and of s itself (docs/KEYS.md,
 // "Sessions": <prefix>:v1:sessions:{<userTag>} and <prefix>:v1:sess:{<userTag>}:<idPart>).
-func (g *gateway) sessionKeys(t *testing.T, s session) (index, key string) {
+func (g *gateway) sessionKeys(t *testing.T, s gwSession) (index, key string) {
 	t.Helper()
-	ref, ok := repo.ParseSessionID(s.ID)
+	ref, ok := session.ParseID(s.ID)
 	if !ok {
 		t.Fatalf("session id %q does not parse", s.ID)
 	}

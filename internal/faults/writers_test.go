@@ -14,7 +14,7 @@ import (
 type writeLog struct {
 	mu     sync.Mutex
 	quotes []quote
-	sess   []session
+	sess   []gwSession
 	// acked counts 2xx answers (writes and reads); refused counts 503 problems; slowest is
 	// the longest any 503 took.
 	refused atomic.Int64
@@ -38,7 +38,7 @@ func writer(g *gateway, l *load, wl *writeLog, bearer string, w int, bound time.
 				wl.mu.Unlock()
 			}
 		} else {
-			var s session
+			var s gwSession
 			s, r, err = g.createSession(bearer, "user-"+strconv.Itoa(w))
 			if err == nil {
 				wl.mu.Lock()

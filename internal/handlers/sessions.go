@@ -7,22 +7,23 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/sessions"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // SessionService is what the sessions, session and forward-auth operations call
 // (implemented by *sessions.Service).
 type SessionService interface {
 	Create(ctx context.Context, tenant string, in sessions.CreateInput) (*sessions.Issued, error)
-	Get(ctx context.Context, tenant, id string) (*sessions.Session, error)
+	Get(ctx context.Context, tenant, id string) (*session.Session, error)
 	Revoke(ctx context.Context, tenant, id string) error
 	Rotate(ctx context.Context, tenant, id string) (*sessions.Issued, error)
 	StartChallenge(ctx context.Context, tenant, id string) (*sessions.Challenge, error)
 	Verify(ctx context.Context, tenant, id, challengeID, code string) (*sessions.Issued, error)
-	ListUser(ctx context.Context, tenant, userID string) ([]sessions.Session, error)
+	ListUser(ctx context.Context, tenant, userID string) ([]session.Session, error)
 	RevokeUser(ctx context.Context, tenant, userID, except string) (int, error)
-	Current(ctx context.Context, p *auth.Principal) (*sessions.Session, error)
+	Current(ctx context.Context, p *auth.Principal) (*session.Session, error)
 	Logout(ctx context.Context, p *auth.Principal) error
-	Devices(ctx context.Context, p *auth.Principal) ([]sessions.Session, error)
+	Devices(ctx context.Context, p *auth.Principal) ([]session.Session, error)
 	RevokeDevice(ctx context.Context, p *auth.Principal, id string) error
 	RevokeOtherDevices(ctx context.Context, p *auth.Principal) (int, error)
 }
@@ -149,7 +150,7 @@ func sessionToken(is *sessions.Issued) SessionToken {
 		CreatedAt: is.CreatedAt, IdleExpiresAt: is.IdleExpiresAt, AbsoluteExpiresAt: is.AbsoluteExpiresAt}
 }
 
-func sessionView(v *sessions.Session, current bool) Session {
+func sessionView(v *session.Session, current bool) Session {
 	out := Session{SessionId: v.Ref.ID(), UserId: v.UserID, TenantId: v.TenantID, Status: SessionStatus(v.Status),
 		AuthLevel: AuthLevel(v.AuthLevel), CreatedAt: v.CreatedAt, LastSeenAt: v.LastSeenAt, IdleExpiresAt: v.IdleExpiresAt,
 		AbsoluteExpiresAt: v.AbsoluteExpiresAt, LastRotatedAt: timeOrNil(v.LastRotatedAt),
@@ -166,7 +167,7 @@ func sessionView(v *sessions.Session, current bool) Session {
 }
 
 // sessionList renders sessions; the one with id current (if any) is marked.
-func sessionList(list []sessions.Session, current string) SessionList {
+func sessionList(list []session.Session, current string) SessionList {
 	out := SessionList{Items: make([]Session, 0, len(list))}
 	for i := range list {
 		v := sessionView(&list[i], false)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -139,7 +140,7 @@ func TestGetSessionCorruptIdleTimeout(t *testing.T) {
 			h, _ := sessionHarness(t, b)
 			for _, bad := range []string{"soon", "", "0", "-5", "1.5"} {
 				tok := h.createSession("acme", "alice", nil)
-				ref, _ := repo.ParseSessionID(tok.SessionId)
+				ref, _ := session.ParseID(tok.SessionId)
 				key := repo.SessionKey(repo.Keys{Prefix: h.prefix}, ref)
 				if err := h.store.Client.Do(context.Background(), h.store.Client.B().Hset().Key(key).FieldValue().FieldValue("idleTimeoutMs", bad).Build()).Error(); err != nil {
 					t.Fatal(err)

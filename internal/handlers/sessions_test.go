@@ -13,6 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -385,7 +386,7 @@ func TestCorruptSessionRefused(t *testing.T) {
 	t.Parallel()
 	h, _ := sessionHarness(t, testredis.Backends()[0])
 	tok := h.createSession("acme", "alice", nil)
-	ref, _ := repo.ParseSessionID(tok.SessionId)
+	ref, _ := session.ParseID(tok.SessionId)
 	key := repo.SessionKey(repo.Keys{Prefix: h.prefix}, ref)
 	if err := h.store.Client.Do(context.Background(), h.store.Client.B().Hset().Key(key).FieldValue().FieldValue("authLevel", "ROOT").Build()).Error(); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import "github.com/hashgate/hashgate/internal/ratelimit"
 
 // Keys of whole objects, for tools that look at the keyspace directly (cmd/bench measures each
 // object's memory). The repositories build the same keys (TestExportedKeysMatchRepositories);
-// with SessionKey and ParseSessionID these are the only key names a tool needs.
+// with SessionKey and session.ParseID these are the only key names a tool needs.
 
 // SessionDevicesKey is the user's device index (the user's live sessions).
 func SessionDevicesKey(k Keys, userTag string) string { return k.Key(sessKeyDevices, userTag) }

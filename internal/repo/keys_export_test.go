@@ -3,6 +3,8 @@ package repo
 import (
 	"slices"
 	"testing"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // The key helpers exported for tools name the keys the repositories write.
@@ -10,7 +12,7 @@ func TestExportedKeysMatchRepositories(t *testing.T) {
 	t.Parallel()
 	k := Keys{Prefix: "hg"}
 	s, q, c, tk := &Sessions{keys: k}, &Quotes{keys: k}, &Cases{keys: k}, &Tokens{keys: k}
-	ref, ok := ParseSessionID("s_HqmZlnfwLA7o_v5j5-VhIs4FOwPkjw6")
+	ref, ok := session.ParseID("s_HqmZlnfwLA7o_v5j5-VhIs4FOwPkjw6")
 	if !ok {
 		t.Fatal("ParseSessionID refused a valid id")
 	}

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // RecentWrites gives this gateway read-your-writes over the client-side cache. Redis sends the
@@ -70,9 +72,9 @@ func (w *RecentWrites) Marked(group, id string, now time.Time) bool {
 }
 
 // mark and marked take a session: the user's tag is the group, the id part the id.
-func (w *RecentWrites) mark(ref SessionRef, now time.Time) { w.Mark(ref.Tag, ref.Part, now) }
+func (w *RecentWrites) mark(ref session.Ref, now time.Time) { w.Mark(ref.Tag, ref.Part, now) }
 
-func (w *RecentWrites) marked(ref SessionRef, now time.Time) bool {
+func (w *RecentWrites) marked(ref session.Ref, now time.Time) bool {
 	return w.Marked(ref.Tag, ref.Part, now)
 }
 

@@ -14,15 +14,6 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 )
 
-// Session statuses and authentication levels.
-const (
-	SessionActive      = "ACTIVE"
-	SessionMFARequired = "MFA_REQUIRED"
-	SessionMFAVerified = "MFA_VERIFIED"
-	LevelBasic         = "BASIC"
-	LevelMFA           = "MFA"
-)
-
 // ExpiredChallenge classifies a session read whose MFA challenge expired (or was never
 // answered) while the session still waits in MFA_REQUIRED.
 const ExpiredChallenge Outcome = "expired_challenge"
@@ -33,12 +24,9 @@ const sessObject = "session"
 // Bounds of a session hash: it holds at most SessionMaxFields fields and SessionMaxBytes of
 // names and values. Inputs are checked against the per-field bounds before any write.
 const (
-	SessionMaxFields    = 24
-	SessionMaxBytes     = 2048
-	MaxUserIDBytes      = 128
-	MaxTenantBytes      = 128
-	MaxDeviceLabelBytes = 256
-	MaxDeviceHashBytes  = 64
+	SessionMaxFields   = 24
+	SessionMaxBytes    = 2048
+	MaxDeviceHashBytes = 64
 	// MaxSessionsPerUser is the largest SessionOptions.MaxPerUser: the device index never holds
 	// more members, and List reads at most that many.
 	MaxSessionsPerUser = 1000
@@ -168,50 +156,4 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		}
 	}
 	return r, nil
-}
-
-// NewSession is what Create writes.
-type NewSession struct {
-	// Ref derives from the token's SHA-256: finding the key proves the token, so no hash of the
-	// token is stored.
-	Ref       SessionRef
-	UserID    string
-	TenantID  string
-	Status    string
-	AuthLevel string
-	// LoginPending: the login waits for its MFA verify (Status must be MFA_REQUIRED).
-	LoginPending bool
-	// DeviceLabel is shown in device lists; IPHash and UserAgentHash are keyed hashes.
-	DeviceLabel   string
-	IPHash        string
-	UserAgentHash string
-	Idle          time.Duration
-	Absolute      time.Duration
-}
-
-// Session is a session's view: never its token or any hash of it.
-type Session struct {
-	Ref               SessionRef
-	UserID            string
-	TenantID          string
-	Status            string
-	AuthLevel         string
-	DeviceLabel       string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	LastSeenAt        time.Time
-	LastRotatedAt     time.Time
-	MFAVerifiedAt     time.Time
-	IdleExpiresAt     time.Time
-	AbsoluteExpiresAt time.Time
-	FailedMFAAttempts int64
-	SchemaVersion     int
-	// ChallengeLive is true while an MFA challenge can still be answered. Get and List know;
-	// Authorize's view reads only the hash, so in the fallback mode (challenge in its own key)
-	// it leaves this false.
-	ChallengeLive bool
-	// LoginPending is true for a session created with mfaRequired until its MFA is verified:
-	// it is not logged in yet (forward auth, whoami and the device operations refuse it).
-	// A step-up challenge on a logged-in session leaves it false.
-	LoginPending bool
 }

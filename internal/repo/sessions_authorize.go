@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // sessAuthFields are what Authorize reads with one HMGET (never HGETALL): the authorization
@@ -22,7 +23,7 @@ const sessAuthKeyFields = 7
 // AuthContext is what the hot path learns: the session's view (who, which tenant, which level,
 // until when, and what "who am I" shows) and how it was read.
 type AuthContext struct {
-	Session
+	session.Session
 	// Refreshed is true when this call slid the idle window.
 	Refreshed bool
 	// CacheHit is true when the fields came from the client-side cache (no round trip).
@@ -52,7 +53,7 @@ type AuthContext struct {
 //
 // A missing session (or an expired one) is apperr.NotFound; a corrupt one ErrCorrupt (counted
 // and logged without values).
-func (r *Sessions) Authorize(ctx context.Context, ref SessionRef) (*AuthContext, error) {
+func (r *Sessions) Authorize(ctx context.Context, ref session.Ref) (*AuthContext, error) {
 	if r.cacheTTL > 0 {
 		return r.authorizeCached(ctx, ref)
 	}
@@ -64,7 +65,7 @@ func (r *Sessions) Authorize(ctx context.Context, ref SessionRef) (*AuthContext,
 func (r *Sessions) CacheStats() (hits, misses int64) { return r.hits.Load(), r.misses.Load() }
 
 // authorizeScript reads, decides and refreshes in one script.
-func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthContext, error) {
+func (r *Sessions) authorizeScript(ctx context.Context, ref session.Ref) (*AuthContext, error) {
 	args := make([]string, 0, 2+len(sessAuthFields))
 	args = append(args, r.fraction, r.idleMs)
 	args = append(args, sessAuthFields...)
@@ -109,7 +110,7 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref SessionRef) (*AuthCo
 // authorizeCached reads through the client-side cache and decides on the gateway's clock;
 // only a refresh goes to Redis (the script). A session already decoded from the cache is
 // answered from the memo (authMemo), without calling the client.
-func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthContext, error) {
+func (r *Sessions) authorizeCached(ctx context.Context, ref session.Ref) (*AuthContext, error) {
 	now := r.now()
 	if r.written.marked(ref, now) {
 		// This gateway just changed the session: a cached copy may predate the change (the
@@ -172,7 +173,7 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref SessionRef) (*AuthCo
 // authorizeCached's own round trip, when hit is false): past either deadline it is missing,
 // and a due refresh runs the script (in the background when this call already spent its
 // round trip).
-func (r *Sessions) decideCached(ctx context.Context, ref SessionRef, ac *AuthContext, idle int64, hit bool, t time.Time) (*AuthContext, error) {
+func (r *Sessions) decideCached(ctx context.Context, ref session.Ref, ac *AuthContext, idle int64, hit bool, t time.Time) (*AuthContext, error) {
 	now, abs := t.UnixMilli(), sessMs(ac.AbsoluteExpiresAt)
 	end := min(sessMs(ac.LastSeenAt)+idle, abs)
 	left := end - now
@@ -199,7 +200,7 @@ const maxBackgroundRefreshes = 64
 // refreshLater runs the refresh script without making the caller wait: its request already
 // spent its round trip reading the session. The script checks everything again, so a session
 // revoked meanwhile is not brought back.
-func (r *Sessions) refreshLater(ctx context.Context, ref SessionRef) {
+func (r *Sessions) refreshLater(ctx context.Context, ref session.Ref) {
 	select {
 	case r.refreshing <- struct{}{}:
 	default:
@@ -217,7 +218,7 @@ func (r *Sessions) refreshLater(ctx context.Context, ref SessionRef) {
 
 // parseAuth classifies the fields Authorize read — found or old schema, else corrupt (counted
 // and logged by field name) — and returns the session's view and its idle timeout in ms.
-func (r *Sessions) parseAuth(ctx context.Context, ref SessionRef, m map[string]string) (*AuthContext, int64, error) {
+func (r *Sessions) parseAuth(ctx context.Context, ref session.Ref, m map[string]string) (*AuthContext, int64, error) {
 	f := newFields(m)
 	v, idle := decodeView(f, ref)
 	ac := &AuthContext{Session: v}
@@ -230,7 +231,7 @@ func (r *Sessions) parseAuth(ctx context.Context, ref SessionRef, m map[string]s
 }
 
 // missing counts a read that found no session for the token.
-func (r *Sessions) missing(ctx context.Context, ref SessionRef) error {
+func (r *Sessions) missing(ctx context.Context, ref session.Ref) error {
 	r.o.Metrics.Read(ctx, sessObject, Missing)
 	return fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -39,7 +40,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		}
 		var offset time.Duration // the gateway clock's lead over real time
 		e.r.now = func() time.Time { return time.Now().Add(offset) }
-		auth := func(name string, ref SessionRef, want ...string) (*AuthContext, error) {
+		auth := func(name string, ref session.Ref, want ...string) (*AuthContext, error) {
 			t.Helper()
 			e.count.Reset()
 			ac, err := e.r.Authorize(ctx, ref)
@@ -88,7 +89,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		if err != nil || !ac.CacheHit || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Refreshed {
 			t.Fatalf("hit: %+v %v", ac, err)
 		}
-		if _, err := auth("another token of the user", SessionRef{Tag: ref.Tag, Part: sessPart(t)}, "HMGET"); !errors.Is(err, apperr.NotFound) {
+		if _, err := auth("another token of the user", session.Ref{Tag: ref.Tag, Part: sessPart(t)}, "HMGET"); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("another token of the user: %v", err)
 		}
 

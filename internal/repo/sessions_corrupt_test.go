@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -20,7 +21,7 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
-		write := func(ref SessionRef, kv ...string) {
+		write := func(ref session.Ref, kv ...string) {
 			c := e.s.Client.B().Hset().Key(e.r.sessionKey(ref)).FieldValue()
 			for i := 0; i+1 < len(kv); i += 2 {
 				c = c.FieldValue(kv[i], kv[i+1])
@@ -104,13 +105,13 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		ac, err := e.r.Authorize(ctx, old)
-		if err != nil || ac.Outcome != OldSchema || !ac.Refreshed || ac.Status != SessionActive || ac.AuthLevel != LevelBasic {
+		if err != nil || ac.Outcome != OldSchema || !ac.Refreshed || ac.Status != session.Active || ac.AuthLevel != session.LevelBasic {
 			t.Fatalf("schema 1: %+v %v", ac, err)
 		}
 		if p := e.pttl(e.r.sessionKey(old)); p < 29*60*1000 {
 			t.Fatalf("schema 1 refreshed to %dms, want the default idle", p)
 		}
-		if v, err := e.r.Get(ctx, old, "acme"); err != nil || v.SchemaVersion != 1 || v.Status != SessionActive || v.AuthLevel != LevelBasic {
+		if v, err := e.r.Get(ctx, old, "acme"); err != nil || v.SchemaVersion != 1 || v.Status != session.Active || v.AuthLevel != session.LevelBasic {
 			t.Fatalf("schema 1 view: %+v %v", v, err)
 		}
 		if n := e.metric("hashgate_repo_reads", sessAttr("outcome", "old_schema")); n < 2 {
@@ -141,14 +142,14 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			}
 			ac, err := e.r.Authorize(ctx, ref)
 			if err != nil || ac.Outcome != Found || !ac.Refreshed || ac.FailedMFAAttempts != 0 ||
-				ac.LastRotatedAt.UnixMilli() != now || ac.Status != SessionActive || ac.AuthLevel != LevelBasic {
+				ac.LastRotatedAt.UnixMilli() != now || ac.Status != session.Active || ac.AuthLevel != session.LevelBasic {
 				t.Fatalf("%s: %+v %v", sh.name, ac, err)
 			}
 			if p := e.pttl(e.r.sessionKey(ref)); p < sh.min || p > sh.max {
 				t.Fatalf("%s: refreshed to %dms, want %d..%d", sh.name, p, sh.min, sh.max)
 			}
 			if v, err := e.r.Get(ctx, ref, "acme"); err != nil || v.SchemaVersion != SchemaVersion || v.LastRotatedAt.UnixMilli() != now ||
-				v.Status != SessionActive || v.AuthLevel != LevelBasic {
+				v.Status != session.Active || v.AuthLevel != session.LevelBasic {
 				t.Fatalf("%s view: %+v %v", sh.name, v, err)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -25,20 +26,20 @@ import (
 // and counted (hashgate_repo_transitions{transition="evict"}). When the index changes between
 // the read and the script (concurrent logins of the user), the script writes nothing and
 // answers the new members; after sessCreateAttempts rounds Create gives up (apperr.Unavailable).
-func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
-	if err := n.check(); err != nil {
+func (r *Sessions) Create(ctx context.Context, n session.Record) (*session.Session, error) {
+	if err := checkRecord(n); err != nil {
 		return nil, err
 	}
-	n.Status, n.AuthLevel = cmp.Or(n.Status, SessionActive), cmp.Or(n.AuthLevel, LevelBasic)
+	n.Status, n.AuthLevel = cmp.Or(n.Status, session.Active), cmp.Or(n.AuthLevel, session.LevelBasic)
 	pairs := [][2]string{
 		{sfUserID, n.UserID}, {sfTenantID, n.TenantID}, {sfSchemaVersion, strconv.Itoa(SchemaVersion)},
 		{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash},
 	}
 	// Readers take an absent status for ACTIVE and an absent authLevel for BASIC.
-	if n.Status != SessionActive {
+	if n.Status != session.Active {
 		pairs = append(pairs, [2]string{sfStatus, n.Status})
 	}
-	if n.AuthLevel != LevelBasic {
+	if n.AuthLevel != session.LevelBasic {
 		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
 	}
 	if n.LoginPending {
@@ -75,11 +76,11 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 		keys := make([]string, 0, 2+2*len(candidates))
 		keys = append(keys, r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag))
 		for _, p := range candidates {
-			keys = append(keys, r.sessionKey(SessionRef{Tag: n.Ref.Tag, Part: p}))
+			keys = append(keys, r.sessionKey(session.Ref{Tag: n.Ref.Tag, Part: p}))
 		}
 		if withChallenges == "1" {
 			for _, p := range candidates {
-				keys = append(keys, r.challengeKey(SessionRef{Tag: n.Ref.Tag, Part: p}))
+				keys = append(keys, r.challengeKey(session.Ref{Tag: n.Ref.Tag, Part: p}))
 			}
 		}
 		args := make([]string, 0, len(head)+2+len(candidates)+len(fields))
@@ -101,7 +102,7 @@ func (r *Sessions) Create(ctx context.Context, n NewSession) (*Session, error) {
 			}
 			r.evicted(ctx, n.Ref.Tag, evicted)
 			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
-			return &Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
+			return &session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
 				LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
 				SchemaVersion: SchemaVersion}, nil
@@ -144,29 +145,30 @@ func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) {
 	now := r.now()
 	for _, p := range parts {
 		// This gateway's cached copy may predate the eviction for the moment its push takes.
-		r.written.mark(SessionRef{Tag: tag, Part: p}, now)
+		r.written.mark(session.Ref{Tag: tag, Part: p}, now)
 		r.o.Metrics.Transition(ctx, sessObject, "evict", "lru")
 	}
 }
 
-func (n NewSession) check() error {
+// checkRecord refuses a record the store would not keep (bounds checked again at the write).
+func checkRecord(n session.Record) error {
 	bad := func(what string) error {
 		return apperr.Newf(apperr.BoundExceeded, "The session's %s exceeds its bound.", what)
 	}
 	switch {
-	case n.UserID == "" || n.TenantID == "" || !sessB64URL(n.Ref.Tag) || !sessB64URL(n.Ref.Part):
+	case n.UserID == "" || n.TenantID == "" || !session.B64URL(n.Ref.Tag) || !session.B64URL(n.Ref.Part):
 		return apperr.New(apperr.Validation, "A session needs a user, a tenant and a token.")
-	case len(n.UserID) > MaxUserIDBytes:
+	case len(n.UserID) > session.MaxUserIDBytes:
 		return bad("userId")
-	case len(n.TenantID) > MaxTenantBytes:
+	case len(n.TenantID) > session.MaxTenantBytes:
 		return bad("tenant")
-	case len(n.DeviceLabel) > MaxDeviceLabelBytes:
+	case len(n.DeviceLabel) > session.MaxDeviceLabelBytes:
 		return bad("device label")
 	case len(n.IPHash) > MaxDeviceHashBytes || len(n.UserAgentHash) > MaxDeviceHashBytes:
 		return bad("device hash")
 	case n.Idle < time.Second || n.Absolute < n.Idle:
 		return apperr.New(apperr.Validation, "The idle timeout must be at least 1s and at most the absolute timeout.")
-	case n.LoginPending && n.Status != SessionMFARequired:
+	case n.LoginPending && n.Status != session.MFARequired:
 		return apperr.New(apperr.Validation, "A session whose login waits for MFA starts in MFA_REQUIRED.")
 	}
 	return nil

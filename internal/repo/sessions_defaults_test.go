@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -46,17 +47,17 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			})
 			ctx := context.Background()
 			tag := sessRand(t, 9)
-			create := func(status, level string) SessionRef {
+			create := func(status, level string) session.Ref {
 				t.Helper()
 				ref := sessRef(t, tag)
-				if _, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme", Status: status,
+				if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: status,
 					AuthLevel: level, Idle: time.Hour, Absolute: 2 * time.Hour}); err != nil {
 					t.Fatal(err)
 				}
 				return ref
 			}
 			// want checks what the hash stores ("" for absent) and what every read reports.
-			want := func(name string, ref SessionRef, storedStatus, storedLevel, status, level string) {
+			want := func(name string, ref session.Ref, storedStatus, storedLevel, status, level string) {
 				t.Helper()
 				key := e.r.sessionKey(ref)
 				for _, f := range []struct{ name, want string }{{sfStatus, storedStatus}, {sfAuthLevel, storedLevel}} {
@@ -88,31 +89,31 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 				}
 			}
 
-			plain := create(SessionActive, LevelBasic)
-			want("plain", plain, "", "", SessionActive, LevelBasic)
+			plain := create(session.Active, session.LevelBasic)
+			want("plain", plain, "", "", session.Active, session.LevelBasic)
 			next := sessRef(t, tag)
 			rot, err := e.r.Rotate(ctx, plain, "acme", next)
-			if err != nil || rot.Status != SessionActive || rot.AuthLevel != LevelBasic {
+			if err != nil || rot.Status != session.Active || rot.AuthLevel != session.LevelBasic {
 				t.Fatalf("rotate a plain session: %+v %v", rot, err)
 			}
-			want("plain rotated", next, "", "", SessionActive, LevelBasic)
+			want("plain rotated", next, "", "", session.Active, session.LevelBasic)
 
 			// An empty status or level is the default too (and is not written).
-			want("empty", create("", ""), "", "", SessionActive, LevelBasic)
-			want("mfa required", create(SessionMFARequired, LevelBasic), SessionMFARequired, "", SessionMFARequired, LevelBasic)
-			want("mfa level", create(SessionActive, LevelMFA), "", LevelMFA, SessionActive, LevelMFA)
+			want("empty", create("", ""), "", "", session.Active, session.LevelBasic)
+			want("mfa required", create(session.MFARequired, session.LevelBasic), session.MFARequired, "", session.MFARequired, session.LevelBasic)
+			want("mfa level", create(session.Active, session.LevelMFA), "", session.LevelMFA, session.Active, session.LevelMFA)
 
 			// Transitions away from the defaults write them: the challenge the status, the
 			// step-up both.
-			ref := create(SessionActive, LevelBasic)
+			ref := create(session.Active, session.LevelBasic)
 			cid := sessRand(t, 16)
 			e.challenge(ref, "acme", cid, "good-mac", time.Minute)
-			want("challenged", ref, SessionMFARequired, "", SessionMFARequired, LevelBasic)
+			want("challenged", ref, session.MFARequired, "", session.MFARequired, session.LevelBasic)
 			res, up, err := e.verify(ref, "acme", cid, "good-mac")
 			if err != nil || res.Outcome != VerifyOK {
 				t.Fatalf("verify: %+v %v", res, err)
 			}
-			want("stepped up", up, SessionMFAVerified, LevelMFA, SessionMFAVerified, LevelMFA)
+			want("stepped up", up, session.MFAVerified, session.LevelMFA, session.MFAVerified, session.LevelMFA)
 
 			// Existence rests on the fields every session holds (userId, tenantId, the deadline,
 			// schemaVersion): a hash holding none of them is missing, not corrupt.

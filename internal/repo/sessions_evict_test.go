@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // touch makes ref "used" the way the hot path records use: its idle window is made short, so
 // the next Authorize finds a refresh due and writes lastSeenAtMs (Redis TIME).
-func (e *sessEnv) touch(ref SessionRef) {
+func (e *sessEnv) touch(ref session.Ref) {
 	e.t.Helper()
 	if err := e.do(e.s.Client.B().Pexpire().Key(e.r.sessionKey(ref)).Milliseconds(2000).Build()).Error(); err != nil {
 		e.t.Fatal(err)
@@ -37,10 +38,10 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
-		newOne := func() (SessionRef, error) {
+		newOne := func() (session.Ref, error) {
 			ref := sessRef(t, tag)
-			_, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "bob", TenantID: "acme",
-				Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+			_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "bob", TenantID: "acme",
+				Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 			return ref, err
 		}
 		a := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
@@ -60,7 +61,7 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		if _, err := e.r.Authorize(ctx, b); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("the least recently used session survived: %v", err)
 		}
-		for _, ref := range []SessionRef{a, c, d} {
+		for _, ref := range []session.Ref{a, c, d} {
 			if _, err := e.r.Authorize(ctx, ref); err != nil {
 				t.Fatalf("session %s was evicted instead: %v", ref.ID(), err)
 			}
@@ -103,8 +104,8 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		r := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit; o.LimitPolicy = LimitRefuse })
 		before, _ := r.r.members(ctx, tag, -1)
 		ref := sessRef(t, tag)
-		_, err = r.r.Create(ctx, NewSession{Ref: ref, UserID: "bob", TenantID: "acme",
-			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+		_, err = r.r.Create(ctx, session.Record{Ref: ref, UserID: "bob", TenantID: "acme",
+			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 		if !errors.Is(err, apperr.SessionLimit) {
 			t.Fatalf("refuse policy: %v", err)
 		}
@@ -128,17 +129,17 @@ func TestSessionCreateEvictsUnderConcurrency(t *testing.T) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		errs := make(chan error, logins)
-		refs := make(chan SessionRef, logins)
+		refs := make(chan session.Ref, logins)
 		for range logins {
 			go func() {
 				ref := sessRef(t, tag)
-				_, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "bob", TenantID: "acme",
-					Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+				_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "bob", TenantID: "acme",
+					Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 				errs <- err
 				refs <- ref
 			}()
 		}
-		var all []SessionRef
+		var all []session.Ref
 		for range logins {
 			if err := <-errs; err != nil {
 				t.Errorf("create: %v", err)
@@ -180,7 +181,7 @@ func TestSessionEvictDuringSlotMigration(t *testing.T) {
 			e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.MaxPerUser = limit })
 			ctx := context.Background()
 			tag := sessRand(t, 9)
-			live := map[SessionRef]bool{}
+			live := map[session.Ref]bool{}
 			for range limit {
 				ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 				// A pending challenge on each: in the fallback mode a key of its own, declared too.
@@ -200,8 +201,8 @@ func TestSessionEvictDuringSlotMigration(t *testing.T) {
 			step := func(n int) {
 				t.Helper()
 				ref := sessRef(t, tag)
-				_, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme",
-					Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+				_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme",
+					Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 				gone := 0
 				for r := range live {
 					_, aerr := e.r.Authorize(ctx, r)
@@ -272,12 +273,12 @@ func TestSessionEvictUnreadableFirst(t *testing.T) {
 		if err := e.do(e.s.Client.B().Set().Key(key).Value("x").Px(time.Hour).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		next, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
-			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+		next, err := e.r.Create(ctx, session.Record{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
+			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
-		for _, ref := range []SessionRef{good, next.Ref} {
+		for _, ref := range []session.Ref{good, next.Ref} {
 			if _, err := e.r.Authorize(ctx, ref); err != nil {
 				t.Fatalf("%s: %v", ref.ID(), err)
 			}

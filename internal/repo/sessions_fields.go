@@ -3,6 +3,8 @@ package repo
 import (
 	"strconv"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // The session hash's fields and their decoding: every reader (the hot path, the full view,
@@ -60,9 +62,9 @@ var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCre
 // ms, recording missing and malformed fields in f; the caller classifies with f.schema() and
 // f.err(). Every reader (the hot path, the full view, the device list) decodes here, so a
 // field is corrupt for all of them or for none.
-func decodeView(f *fields, ref SessionRef) (Session, int64) {
-	s := Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: sessEnum(f, sfStatus, SessionActive),
-		AuthLevel: sessEnum(f, sfAuthLevel, LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
+func decodeView(f *fields, ref session.Ref) (session.Session, int64) {
+	s := session.Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: sessEnum(f, sfStatus, session.Active),
+		AuthLevel: sessEnum(f, sfAuthLevel, session.LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
 		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
 		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
 		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != "",
@@ -126,12 +128,12 @@ func sessSchema(o Outcome) int {
 // one included: absent fields were given their default by sessEnum).
 func sessCheckEnums(f *fields, status, level string) {
 	switch status {
-	case SessionActive, SessionMFARequired, SessionMFAVerified:
+	case session.Active, session.MFARequired, session.MFAVerified:
 	default:
 		f.bad = append(f.bad, sfStatus)
 	}
 	switch level {
-	case LevelBasic, LevelMFA:
+	case session.LevelBasic, session.LevelMFA:
 	default:
 		f.bad = append(f.bad, sfAuthLevel)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -79,7 +80,7 @@ func newSessEnv(t testing.TB, s *store.Store, prefix string, tweak func(*Session
 }
 
 // sessPart is a random id part of the production length.
-func sessPart(t testing.TB) string { return sessRand(t, 14)[:SessionPartLen] }
+func sessPart(t testing.TB) string { return sessRand(t, 14)[:session.PartLen] }
 
 func sessRand(t testing.TB, n int) string {
 	t.Helper()
@@ -90,19 +91,19 @@ func sessRand(t testing.TB, n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func sessRef(t testing.TB, tag string) SessionRef {
+func sessRef(t testing.TB, tag string) session.Ref {
 	if tag == "" {
 		tag = sessRand(t, 9)
 	}
-	return SessionRef{Tag: tag, Part: sessPart(t)}
+	return session.Ref{Tag: tag, Part: sessPart(t)}
 }
 
 // create makes a session for user of tenant under tag; it returns its ref.
-func (e *sessEnv) create(tag, tenant, user string, idle, abs time.Duration) SessionRef {
+func (e *sessEnv) create(tag, tenant, user string, idle, abs time.Duration) session.Ref {
 	e.t.Helper()
 	ref := sessRef(e.t, tag)
-	_, err := e.r.Create(context.Background(), NewSession{Ref: ref, UserID: user, TenantID: tenant,
-		Status: SessionActive, AuthLevel: LevelBasic, DeviceLabel: "laptop", IPHash: sessRand(e.t, 16),
+	_, err := e.r.Create(context.Background(), session.Record{Ref: ref, UserID: user, TenantID: tenant,
+		Status: session.Active, AuthLevel: session.LevelBasic, DeviceLabel: "laptop", IPHash: sessRand(e.t, 16),
 		UserAgentHash: sessRand(e.t, 16), Idle: idle, Absolute: abs})
 	if err != nil {
 		e.t.Fatalf("create: %v", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -31,7 +32,7 @@ func TestSessionIdleWindowIsTheSessions(t *testing.T) {
 		for _, cacheTTL := range []time.Duration{0, time.Minute} {
 			reader := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = cacheTTL })
 			for _, c := range []struct {
-				ref  SessionRef
+				ref  session.Ref
 				idle time.Duration
 			}{{implicit, ImplicitIdle}, {custom, 2 * time.Hour}} {
 				ac, err := reader.r.Authorize(ctx, c.ref)

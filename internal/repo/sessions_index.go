@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -34,7 +35,7 @@ const sessRevokeAllAttempts = 4
 // refusal, e.g. during a slot migration, leaves them for a later list or create). Sessions of
 // another tenant (impossible unless corrupt: the tag covers the tenant) and corrupt ones are
 // left out (and counted).
-func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]Session, error) {
+func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]session.Session, error) {
 	parts, err := r.members(ctx, tag, MaxSessionsPerUser)
 	if err != nil {
 		return nil, err
@@ -45,7 +46,7 @@ func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]Session, err
 	}
 	cmds := make(rueidis.Commands, 0, per*len(parts))
 	for _, p := range parts {
-		ref := SessionRef{Tag: tag, Part: p}
+		ref := session.Ref{Tag: tag, Part: p}
 		key := r.sessionKey(ref)
 		cmds = append(cmds, r.client.B().Hmget().Key(key).Field(sessViewFields...).Build(), r.client.B().Pttl().Key(key).Build())
 		if per == 3 {
@@ -54,10 +55,10 @@ func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]Session, err
 	}
 	res := r.client.DoMulti(ctx, cmds...)
 	now := time.Now().UnixMilli()
-	out := make([]Session, 0, len(parts))
+	out := make([]session.Session, 0, len(parts))
 	var gone []string
 	for i, p := range parts {
-		s, missing, err := r.listed(ctx, SessionRef{Tag: tag, Part: p}, res[i*per:(i+1)*per], now)
+		s, missing, err := r.listed(ctx, session.Ref{Tag: tag, Part: p}, res[i*per:(i+1)*per], now)
 		switch {
 		case err != nil:
 			return nil, err
@@ -78,7 +79,7 @@ func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]Session, err
 
 // listed decodes one member's replies (HMGET, PTTL[, EXISTS challenge]): missing when the
 // session is gone; a nil session (no error) when it is corrupt (counted and logged, left out).
-func (r *Sessions) listed(ctx context.Context, ref SessionRef, res []rueidis.RedisResult, now int64) (*Session, bool, error) {
+func (r *Sessions) listed(ctx context.Context, ref session.Ref, res []rueidis.RedisResult, now int64) (*session.Session, bool, error) {
 	for _, x := range res {
 		if err := x.Error(); err != nil {
 			if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
@@ -129,7 +130,7 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 	if withChallenges {
 		flag = "1"
 	}
-	r.written.mark(SessionRef{Tag: tag}, r.now())
+	r.written.mark(session.Ref{Tag: tag}, r.now())
 	for range sessRevokeAllAttempts {
 		parts, err := r.members(ctx, tag, -1)
 		if err != nil {
@@ -144,11 +145,11 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 		keys := make([]string, 0, 1+2*len(revoke))
 		keys = append(keys, r.devicesKey(tag))
 		for _, p := range revoke {
-			keys = append(keys, r.sessionKey(SessionRef{Tag: tag, Part: p}))
+			keys = append(keys, r.sessionKey(session.Ref{Tag: tag, Part: p}))
 		}
 		if withChallenges {
 			for _, p := range revoke {
-				keys = append(keys, r.challengeKey(SessionRef{Tag: tag, Part: p}))
+				keys = append(keys, r.challengeKey(session.Ref{Tag: tag, Part: p}))
 			}
 		}
 		rep, err := r.run(ctx, "session_revoke_all", scriptSessionRevokeAll, keys, append([]string{exceptPart, flag}, revoke...))
@@ -180,7 +181,7 @@ func (r *Sessions) prune(ctx context.Context, tag string, gone []string) (int, e
 	keys := make([]string, 0, 1+len(gone))
 	keys = append(keys, r.devicesKey(tag))
 	for _, p := range gone {
-		keys = append(keys, r.sessionKey(SessionRef{Tag: tag, Part: p}))
+		keys = append(keys, r.sessionKey(session.Ref{Tag: tag, Part: p}))
 	}
 	rep, err := r.run(ctx, "session_prune", scriptSessionPrune, keys, gone)
 	if err != nil {

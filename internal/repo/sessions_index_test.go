@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -34,7 +35,7 @@ func TestSessionRevokeAllRetriesOnConcurrentCreate(t *testing.T) {
 				e := newSessEnv(t, s, prefix, nil)
 				ctx := context.Background()
 				tag := sessRand(t, 9)
-				all := map[SessionRef]bool{}
+				all := map[session.Ref]bool{}
 				for range 3 {
 					ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 					all[ref] = true
@@ -104,7 +105,7 @@ func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
 		if err != nil || len(list) != 2 {
 			t.Fatalf("list: %+v %v", list, err)
 		}
-		got := []SessionRef{list[0].Ref, list[1].Ref}
+		got := []session.Ref{list[0].Ref, list[1].Ref}
 		if !slices.Contains(got, a) || !slices.Contains(got, b) {
 			t.Fatalf("listed %v, want %v and %v", got, a, b)
 		}
@@ -129,7 +130,7 @@ func TestSessionCreateBoundCountsIndex(t *testing.T) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit; o.LimitPolicy = LimitRefuse })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
-		var refs []SessionRef
+		var refs []session.Ref
 		for range limit {
 			ref := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
 			refs = append(refs, ref)
@@ -143,8 +144,8 @@ func TestSessionCreateBoundCountsIndex(t *testing.T) {
 		for range 2 {
 			e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
 		}
-		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
-			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour})
+		_, err := e.r.Create(ctx, session.Record{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
+			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Minute, Absolute: time.Hour})
 		if !errors.Is(err, apperr.SessionLimit) || !strings.Contains(err.Error(), "3 live sessions") {
 			t.Fatalf("create over the bound: %v", err)
 		}
@@ -208,7 +209,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			ctx := context.Background()
 			tag := sessRand(t, 9)
 			const count = 8
-			live, all := map[SessionRef]bool{}, map[SessionRef]bool{}
+			live, all := map[session.Ref]bool{}, map[session.Ref]bool{}
 			for range count {
 				ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 				live[ref], all[ref] = true, true
@@ -245,8 +246,8 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 					t.Errorf("%d keys moved: list holds %d sessions, want %d", n, len(list), len(live))
 				}
 				ref := sessRef(t, tag)
-				_, err = e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme",
-					Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+				_, err = e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme",
+					Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 				switch {
 				case err == nil:
 					live[ref], all[ref] = true, true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -24,14 +25,14 @@ func TestSessionLoginPending(t *testing.T) {
 			ctx := context.Background()
 			tag := sessRand(t, 9)
 			ref := sessRef(t, tag)
-			v, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "alice", TenantID: "acme", Status: SessionMFARequired,
+			v, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.MFARequired,
 				LoginPending: true, Idle: time.Hour, Absolute: 2 * time.Hour})
-			if err != nil || !v.LoginPending || v.Status != SessionMFARequired {
+			if err != nil || !v.LoginPending || v.Status != session.MFARequired {
 				t.Fatalf("create: %+v %v", v, err)
 			}
 			for i := range 3 { // with the cache: a miss, then hits (memo)
 				ac, err := e.r.Authorize(ctx, ref)
-				if err != nil || !ac.LoginPending || ac.Status != SessionMFARequired {
+				if err != nil || !ac.LoginPending || ac.Status != session.MFARequired {
 					t.Fatalf("authorize %d: %+v %v", i, ac, err)
 				}
 			}
@@ -42,7 +43,7 @@ func TestSessionLoginPending(t *testing.T) {
 				t.Fatalf("list: %+v %v", l, err)
 			}
 			// A bad LoginPending combination is refused before any write.
-			if _, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "alice", TenantID: "acme", Status: SessionActive,
+			if _, err := e.r.Create(ctx, session.Record{Ref: sessRef(t, tag), UserID: "alice", TenantID: "acme", Status: session.Active,
 				LoginPending: true, Idle: time.Hour, Absolute: 2 * time.Hour}); !errors.Is(err, apperr.Validation) {
 				t.Fatalf("pending but ACTIVE: %v", err)
 			}
@@ -61,7 +62,7 @@ func TestSessionLoginPending(t *testing.T) {
 			}
 			for i := range 3 {
 				ac, err := e.r.Authorize(ctx, next)
-				if err != nil || ac.LoginPending || ac.Status != SessionMFAVerified || ac.AuthLevel != LevelMFA {
+				if err != nil || ac.LoginPending || ac.Status != session.MFAVerified || ac.AuthLevel != session.LevelMFA {
 					t.Fatalf("verified %d: %+v %v", i, ac, err)
 				}
 			}
@@ -72,7 +73,7 @@ func TestSessionLoginPending(t *testing.T) {
 			// Step-up on a logged-in session: MFA_REQUIRED, never pending.
 			up := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 			e.challenge(up, "acme", sessRand(t, 16), "mac", time.Minute)
-			if ac, err := e.r.Authorize(ctx, up); err != nil || ac.LoginPending || ac.Status != SessionMFARequired {
+			if ac, err := e.r.Authorize(ctx, up); err != nil || ac.LoginPending || ac.Status != session.MFARequired {
 				t.Fatalf("step-up: %+v %v", ac, err)
 			}
 			if got := e.hget(e.r.sessionKey(up), sfLoginPending); got != "" {

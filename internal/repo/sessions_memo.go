@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // authMemo keeps the decoded form of sessions read through the client-side cache, so a hot
@@ -28,7 +30,7 @@ type authMemo struct {
 	max       int64
 	seed      maphash.Seed
 
-	m     sync.Map // SessionRef → *memoEntry
+	m     sync.Map // session.Ref → *memoEntry
 	n     atomic.Int64
 	swept atomic.Int64 // unix nanos of the last sweep
 
@@ -56,16 +58,16 @@ func newAuthMemo(ttl time.Duration, keyPrefix string) *authMemo {
 }
 
 // refOf is the reference a session key names: "<keyPrefix><tag>}:<part>".
-func (m *authMemo) refOf(key string) (SessionRef, bool) {
+func (m *authMemo) refOf(key string) (session.Ref, bool) {
 	rest, ok := strings.CutPrefix(key, m.keyPrefix)
 	if !ok {
-		return SessionRef{}, false
+		return session.Ref{}, false
 	}
 	tag, part, ok := strings.Cut(rest, "}:")
 	if !ok || tag == "" || part == "" {
-		return SessionRef{}, false
+		return session.Ref{}, false
 	}
-	return SessionRef{Tag: tag, Part: part}, true
+	return session.Ref{Tag: tag, Part: part}, true
 }
 
 // The memo is keyed by the session's reference; invalidation pushes name Redis keys, which
@@ -76,12 +78,12 @@ func (m *authMemo) stripe(part string) *atomic.Uint64 {
 }
 
 // version is taken before the read whose result put may store.
-func (m *authMemo) version(key SessionRef) memoVersion {
+func (m *authMemo) version(key session.Ref) memoVersion {
 	return memoVersion{epoch: m.epoch.Load(), stripe: m.stripe(key.Part).Load()}
 }
 
 // get returns the live entry for key.
-func (m *authMemo) get(key SessionRef, now time.Time) (*memoEntry, bool) {
+func (m *authMemo) get(key session.Ref, now time.Time) (*memoEntry, bool) {
 	v, ok := m.m.Load(key)
 	if !ok {
 		return nil, false
@@ -97,7 +99,7 @@ func (m *authMemo) get(key SessionRef, now time.Time) (*memoEntry, bool) {
 }
 
 // put stores e for key unless an invalidation for it arrived since v was taken.
-func (m *authMemo) put(key SessionRef, e *memoEntry, v memoVersion, now time.Time) {
+func (m *authMemo) put(key session.Ref, e *memoEntry, v memoVersion, now time.Time) {
 	if m.n.Load() >= m.max {
 		m.sweep(now)
 		if m.n.Load() >= m.max {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -66,7 +67,7 @@ func TestAuthMemo(t *testing.T) {
 	now := time.Unix(1000, 0)
 	entry := func() *memoEntry { return &memoEntry{idle: 1, until: now.Add(time.Second)} }
 	const prefix = "hg:v1:sess:{"
-	ref := func(s string) SessionRef { return SessionRef{Tag: "TAGTAGTAGTAG", Part: s} }
+	ref := func(s string) session.Ref { return session.Ref{Tag: "TAGTAGTAGTAG", Part: s} }
 	key := func(s string) string { return prefix + "TAGTAGTAGTAG}:" + s }
 	newMemo := func() *authMemo { return newAuthMemo(time.Second, prefix) }
 

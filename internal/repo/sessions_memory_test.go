@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -35,8 +36,8 @@ func TestSessionMemoryUsage(t *testing.T) {
 	e := newSessEnv(t, s, "hg", nil)
 	ctx := context.Background()
 	ref := sessRef(t, "")
-	if _, err := e.r.Create(ctx, NewSession{Ref: ref, UserID: "user-0001", TenantID: "acme", Status: SessionActive,
-		AuthLevel: LevelBasic, Idle: 30 * time.Minute, Absolute: 12 * time.Hour}); err != nil {
+	if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "user-0001", TenantID: "acme", Status: session.Active,
+		AuthLevel: session.LevelBasic, Idle: 30 * time.Minute, Absolute: 12 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	key := e.r.sessionKey(ref)

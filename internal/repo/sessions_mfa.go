@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -17,7 +18,7 @@ import (
 
 // MFAChallenge is an MFA challenge to store: only the HMAC of its code.
 type MFAChallenge struct {
-	Ref     SessionRef
+	Ref     session.Ref
 	Tenant  string
 	ID      string
 	CodeMAC string
@@ -28,7 +29,7 @@ type MFAChallenge struct {
 // session MFA_REQUIRED; it returns when the challenge expires.
 func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Time, error) {
 	secs := int64((c.TTL + time.Second - 1) / time.Second)
-	if secs < 1 || !sessB64URL(c.ID) || c.CodeMAC == "" {
+	if secs < 1 || !session.B64URL(c.ID) || c.CodeMAC == "" {
 		return time.Time{}, apperr.New(apperr.Validation, "A challenge needs an id, a code MAC and a TTL of at least 1s.")
 	}
 	r.written.mark(c.Ref, r.now())
@@ -54,11 +55,11 @@ func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Tim
 
 // MFAVerification is one MFA verification attempt; on success the session moves to Next.
 type MFAVerification struct {
-	Ref         SessionRef
+	Ref         session.Ref
 	Tenant      string
 	ChallengeID string
 	CodeMAC     string
-	Next        SessionRef
+	Next        session.Ref
 }
 
 // VerifyOutcome is how an attempt ended.
@@ -78,7 +79,7 @@ type VerifyResult struct {
 	Limit          ratelimit.Decision
 	FailedAttempts int64
 	// Session is set on success: the stepped-up session under its new reference.
-	Session *Session
+	Session *session.Session
 }
 
 // Verify runs one attempt in one script: count it in the user's fixed-window counter, compare
@@ -147,7 +148,7 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 			return nil, r.badReply(ctx, "session_verify", err)
 		}
 		res.Outcome = VerifyOK
-		res.Session = &Session{Ref: v.Next, TenantID: v.Tenant, Status: SessionMFAVerified, AuthLevel: LevelMFA,
+		res.Session = &session.Session{Ref: v.Next, TenantID: v.Tenant, Status: session.MFAVerified, AuthLevel: session.LevelMFA,
 			MFAVerifiedAt: sessTime(now), UpdatedAt: sessTime(now), LastRotatedAt: sessTime(now),
 			AbsoluteExpiresAt: sessTime(abs), IdleExpiresAt: sessTime(abs), SchemaVersion: SchemaVersion}
 		if pttl >= 0 {

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // challengeLive looks where the server's mode keeps the challenge: hash fields or a key.
-func (e *sessEnv) challengeLive(ref SessionRef) bool {
+func (e *sessEnv) challengeLive(ref session.Ref) bool {
 	e.t.Helper()
 	if e.s.Caps.FieldExpiry == store.FieldExpiryFallback {
 		n, err := e.do(e.s.Client.B().Exists().Key(e.r.challengeKey(ref)).Build()).AsInt64()
@@ -30,7 +31,7 @@ func (e *sessEnv) challengeLive(ref SessionRef) bool {
 }
 
 // challengeTTL is the challenge's remaining lifetime as the server reports it.
-func (e *sessEnv) challengeTTL(ref SessionRef) time.Duration {
+func (e *sessEnv) challengeTTL(ref session.Ref) time.Duration {
 	e.t.Helper()
 	if e.s.Caps.FieldExpiry == store.FieldExpiryFallback {
 		return time.Duration(e.pttl(e.r.challengeKey(ref))) * time.Millisecond
@@ -45,15 +46,15 @@ func (e *sessEnv) challengeTTL(ref SessionRef) time.Duration {
 	return time.Duration(v[0]) * time.Millisecond
 }
 
-func (e *sessEnv) challenge(ref SessionRef, tenant, id, mac string, ttl time.Duration) {
+func (e *sessEnv) challenge(ref session.Ref, tenant, id, mac string, ttl time.Duration) {
 	e.t.Helper()
 	if _, err := e.r.StartChallenge(context.Background(), MFAChallenge{Ref: ref, Tenant: tenant, ID: id, CodeMAC: mac, TTL: ttl}); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
-func (e *sessEnv) verify(ref SessionRef, tenant, id, mac string) (*VerifyResult, SessionRef, error) {
-	next := SessionRef{Tag: ref.Tag, Part: sessPart(e.t)}
+func (e *sessEnv) verify(ref session.Ref, tenant, id, mac string) (*VerifyResult, session.Ref, error) {
+	next := session.Ref{Tag: ref.Tag, Part: sessPart(e.t)}
 	res, err := e.r.Verify(context.Background(), MFAVerification{Ref: ref, Tenant: tenant, ChallengeID: id, CodeMAC: mac, Next: next})
 	return res, next, err
 }
@@ -76,7 +77,7 @@ func TestSessionChallengeExpiresAlone(t *testing.T) {
 		if d := e.challengeTTL(ref); d <= 0 || d > time.Second {
 			t.Fatalf("challenge TTL = %v", d)
 		}
-		if v, _ := e.r.Get(ctx, ref, "acme"); v.Status != SessionMFARequired || !v.ChallengeLive {
+		if v, _ := e.r.Get(ctx, ref, "acme"); v.Status != session.MFARequired || !v.ChallengeLive {
 			t.Fatalf("after challenge: %+v", v)
 		}
 		time.Sleep(1600 * time.Millisecond)
@@ -87,7 +88,7 @@ func TestSessionChallengeExpiresAlone(t *testing.T) {
 			t.Fatalf("session TTL changed: %d", p)
 		}
 		v, err := e.r.Get(ctx, ref, "acme")
-		if err != nil || v.ChallengeLive || v.Status != SessionMFARequired {
+		if err != nil || v.ChallengeLive || v.Status != session.MFARequired {
 			t.Fatalf("session after the challenge expired: %+v %v", v, err)
 		}
 		if _, err := e.r.Authorize(ctx, ref); err != nil {
@@ -127,14 +128,14 @@ func TestSessionVerify(t *testing.T) {
 			t.Fatalf("reset = %v", res.Limit.Reset)
 		}
 		res, next, err := e.verify(ref, "acme", cid, "good-mac")
-		if err != nil || res.Outcome != VerifyOK || res.Session.Ref != next || res.Session.AuthLevel != LevelMFA {
+		if err != nil || res.Outcome != VerifyOK || res.Session.Ref != next || res.Session.AuthLevel != session.LevelMFA {
 			t.Fatalf("right code: %+v %v", res, err)
 		}
 		if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("the pre-step-up token still works: %v", err)
 		}
 		ac, err := e.r.Authorize(ctx, next)
-		if err != nil || ac.Status != SessionMFAVerified || ac.AuthLevel != LevelMFA {
+		if err != nil || ac.Status != session.MFAVerified || ac.AuthLevel != session.LevelMFA {
 			t.Fatalf("stepped-up session: %+v %v", ac, err)
 		}
 		v, err := e.r.Get(ctx, next, "acme")

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // Get reads the full view of one session of tenant (another tenant's answers NotFound) in one
 // round trip: HMGET of the view fields and PTTL (plus the challenge key's existence in the
 // fallback mode).
-func (r *Sessions) Get(ctx context.Context, ref SessionRef, tenant string) (*Session, error) {
+func (r *Sessions) Get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
 	key := r.sessionKey(ref)
 	cmds := rueidis.Commands{
 		r.client.B().Hmget().Key(key).Field(sessViewFields...).Build(),
@@ -64,7 +65,7 @@ func (r *Sessions) Get(ctx context.Context, ref SessionRef, tenant string) (*Ses
 }
 
 // parseView maps view fields to a Session, classifying (and counting) old schema and corrupt.
-func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]string, now, pttl int64) (*Session, error) {
+func (r *Sessions) parseView(ctx context.Context, ref session.Ref, m map[string]string, now, pttl int64) (*session.Session, error) {
 	f := newFields(m)
 	s, _ := decodeView(f, ref)
 	outcome := f.schema()
@@ -81,14 +82,14 @@ func (r *Sessions) parseView(ctx context.Context, ref SessionRef, m map[string]s
 }
 
 // classifyChallenge counts a session waiting in MFA_REQUIRED whose challenge has expired.
-func (r *Sessions) classifyChallenge(ctx context.Context, s *Session, m map[string]string) {
-	if s.Status == SessionMFARequired && !s.ChallengeLive && m[sfChallengeAt] != "" {
+func (r *Sessions) classifyChallenge(ctx context.Context, s *session.Session, m map[string]string) {
+	if s.Status == session.MFARequired && !s.ChallengeLive && m[sfChallengeAt] != "" {
 		r.o.Metrics.Read(ctx, sessObject, ExpiredChallenge)
 	}
 }
 
 // corrupt counts and logs a corrupt session (key pattern and field names, never values).
-func (r *Sessions) corrupt(ctx context.Context, ref SessionRef, f *fields, err error) error {
+func (r *Sessions) corrupt(ctx context.Context, ref session.Ref, f *fields, err error) error {
 	r.o.Metrics.Read(ctx, sessObject, Corrupt)
 	r.o.Logger.WarnContext(ctx, "corrupt session hash refused", "key_pattern", r.sessionKeyPattern(), "fields", f.bad)
 	return fmt.Errorf("session %s: %w", ref.ID(), err)

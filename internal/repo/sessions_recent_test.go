@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -25,7 +26,7 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
 		other := newSessEnv(t, testredis.Open(t, b), prefix, nil)
 		ctx := context.Background()
-		hot := func(ref SessionRef) {
+		hot := func(ref session.Ref) {
 			t.Helper()
 			for range 3 { // the first read fills the cache, the others hit it
 				if _, err := e.r.Authorize(ctx, ref); err != nil {
@@ -36,7 +37,7 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 				t.Fatalf("not served from the cache: %+v %v", ac, err)
 			}
 		}
-		gone := func(what string, ref SessionRef) {
+		gone := func(what string, ref session.Ref) {
 			t.Helper()
 			if ac, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("%s: the old session still authorizes (%+v, %v)", what, ac, err)
@@ -69,7 +70,7 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 				if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
 					t.Fatal(err)
 				}
-				if ac, err := e.r.Authorize(ctx, ref); err != nil || ac.Status != SessionMFARequired {
+				if ac, err := e.r.Authorize(ctx, ref); err != nil || ac.Status != session.MFARequired {
 					t.Fatalf("challenge: the next read still shows the copy from before it (%+v, %v)", ac, err)
 				}
 			case 4:
@@ -84,7 +85,7 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if ac.CacheHit && ac.Status == SessionMFARequired {
+					if ac.CacheHit && ac.Status == session.MFARequired {
 						break
 					}
 					if time.Now().After(deadline) {
@@ -97,7 +98,7 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 					t.Fatalf("verify: %+v %v", res, err)
 				}
 				gone("step-up", ref)
-				if ac, err := e.r.Authorize(ctx, next); err != nil || ac.AuthLevel != LevelMFA {
+				if ac, err := e.r.Authorize(ctx, next); err != nil || ac.AuthLevel != session.LevelMFA {
 					t.Fatalf("stepped-up session: %+v %v", ac, err)
 				}
 			}
@@ -109,8 +110,8 @@ func TestRecentWritesMarks(t *testing.T) {
 	t.Parallel()
 	w := NewRecentWrites(time.Second)
 	now := time.Unix(1000, 0)
-	a, b := SessionRef{Tag: "AAAAAAAAAAAA", Part: "p1"}, SessionRef{Tag: "AAAAAAAAAAAA", Part: "p2"}
-	other := SessionRef{Tag: "BBBBBBBBBBBB", Part: "p1"}
+	a, b := session.Ref{Tag: "AAAAAAAAAAAA", Part: "p1"}, session.Ref{Tag: "AAAAAAAAAAAA", Part: "p2"}
+	other := session.Ref{Tag: "BBBBBBBBBBBB", Part: "p1"}
 	if w.marked(a, now) {
 		t.Fatal("marked before any write")
 	}
@@ -124,12 +125,12 @@ func TestRecentWritesMarks(t *testing.T) {
 	if w.live.Load() != 0 {
 		t.Fatalf("expired mark kept: %d live", w.live.Load())
 	}
-	w.mark(SessionRef{Tag: a.Tag}, now)
+	w.mark(session.Ref{Tag: a.Tag}, now)
 	if !w.marked(a, now) || !w.marked(b, now) || w.marked(other, now) {
 		t.Fatal("a user mark covers every session of that user only")
 	}
 	for i := range 4000 { // a write every millisecond for 4 TTLs
-		w.mark(SessionRef{Tag: "CCCCCCCCCCCC", Part: strconv.Itoa(i)}, now.Add(time.Duration(i)*time.Millisecond))
+		w.mark(session.Ref{Tag: "CCCCCCCCCCCC", Part: strconv.Itoa(i)}, now.Add(time.Duration(i)*time.Millisecond))
 	}
 	// A steady stream of writes keeps at most about two TTLs' worth of marks, not all of them.
 	if n := w.live.Load(); n > 2100 {

@@ -10,35 +10,10 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
-
-func TestParseSessionID(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		id   string
-		ok   bool
-	}{
-		{"good", "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB", true},
-		{"underscores in tag", "s_A_A_A_A_A_A__BBBBBBBBBBBBBBBBBB", true},
-		{"short", "s_AAAAAAAAAAAA_BBBB", false},
-		{"wrong prefix", "t_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBB", false},
-		{"brace", "s_AAAAAAAAAAA}_BBBBBBBBBBBBBBBBBBBBBB", false},
-		{"colon", "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBB:", false},
-		{"no separator", "s_AAAAAAAAAAAAXBBBBBBBBBBBBBBBBBBBBBB", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ref, ok := ParseSessionID(tt.id)
-			if ok != tt.ok || ok && ref.ID() != tt.id {
-				t.Fatalf("ParseSessionID(%q) = %+v, %v", tt.id, ref, ok)
-			}
-		})
-	}
-}
 
 func TestNewSessionsRefusesBadOptions(t *testing.T) {
 	t.Parallel()
@@ -101,14 +76,14 @@ func TestSessionLifecycle(t *testing.T) {
 		}
 
 		ac, err := e.r.Authorize(ctx, ref)
-		if err != nil || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Status != SessionActive ||
-			ac.AuthLevel != LevelBasic || ac.Refreshed || ac.Outcome != Found {
+		if err != nil || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Status != session.Active ||
+			ac.AuthLevel != session.LevelBasic || ac.Refreshed || ac.Outcome != Found {
 			t.Fatalf("authorize: %+v %v", ac, err)
 		}
 		if d := time.Until(ac.AbsoluteExpiresAt); d < 23*time.Hour || d > 24*time.Hour+time.Minute {
 			t.Fatalf("absolute deadline in %v", d)
 		}
-		if _, err := e.r.Authorize(ctx, SessionRef{Tag: tag, Part: sessPart(t)}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, session.Ref{Tag: tag, Part: sessPart(t)}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("another token of the same user: %v", err)
 		}
 
@@ -167,8 +142,8 @@ func TestSessionCreateBound(t *testing.T) {
 		tag := sessRand(t, 9)
 		a := e.create(tag, "acme", "bob", time.Minute, time.Hour)
 		e.create(tag, "acme", "bob", time.Minute, time.Hour)
-		_, err := e.r.Create(ctx, NewSession{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
-			Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour})
+		_, err := e.r.Create(ctx, session.Record{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
+			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Minute, Absolute: time.Hour})
 		if !errors.Is(err, apperr.SessionLimit) {
 			t.Fatalf("third session: %v", err)
 		}
@@ -180,17 +155,17 @@ func TestSessionCreateBound(t *testing.T) {
 
 		tests := []struct {
 			name string
-			n    NewSession
+			n    session.Record
 			kind *apperr.Kind
 		}{
-			{"long label", NewSession{DeviceLabel: strings.Repeat("x", MaxDeviceLabelBytes+1)}, apperr.BoundExceeded},
-			{"long user", NewSession{UserID: strings.Repeat("u", MaxUserIDBytes+1)}, apperr.BoundExceeded},
-			{"idle over absolute", NewSession{Idle: 2 * time.Hour}, apperr.Validation},
-			{"no reference", NewSession{Ref: SessionRef{Tag: "-"}}, apperr.Validation},
+			{"long label", session.Record{DeviceLabel: strings.Repeat("x", session.MaxDeviceLabelBytes+1)}, apperr.BoundExceeded},
+			{"long user", session.Record{UserID: strings.Repeat("u", session.MaxUserIDBytes+1)}, apperr.BoundExceeded},
+			{"idle over absolute", session.Record{Idle: 2 * time.Hour}, apperr.Validation},
+			{"no reference", session.Record{Ref: session.Ref{Tag: "-"}}, apperr.Validation},
 		}
 		for _, tt := range tests {
-			n := NewSession{Ref: sessRef(t, ""), UserID: "carol", TenantID: "acme",
-				Status: SessionActive, AuthLevel: LevelBasic, Idle: time.Minute, Absolute: time.Hour}
+			n := session.Record{Ref: sessRef(t, ""), UserID: "carol", TenantID: "acme",
+				Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Minute, Absolute: time.Hour}
 			if tt.n.DeviceLabel != "" {
 				n.DeviceLabel = tt.n.DeviceLabel
 			}
@@ -201,7 +176,7 @@ func TestSessionCreateBound(t *testing.T) {
 				n.Idle = tt.n.Idle
 			}
 			if tt.n.Ref.Tag == "-" {
-				n.Ref = SessionRef{}
+				n.Ref = session.Ref{}
 			}
 			if _, err := e.r.Create(ctx, n); !errors.Is(err, tt.kind) {
 				t.Errorf("%s: %v", tt.name, err)
@@ -226,12 +201,12 @@ func TestSessionRotate(t *testing.T) {
 		if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		next := SessionRef{Tag: ref.Tag, Part: sessPart(t)}
+		next := session.Ref{Tag: ref.Tag, Part: sessPart(t)}
 		if _, err := e.r.Rotate(ctx, ref, "globex", next); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("rotate by another tenant: %v", err)
 		}
 		got, err := e.r.Rotate(ctx, ref, "acme", next)
-		if err != nil || got.Ref != next || got.Status != SessionMFARequired || got.AuthLevel != LevelBasic {
+		if err != nil || got.Ref != next || got.Status != session.MFARequired || got.AuthLevel != session.LevelBasic {
 			t.Fatalf("rotate: %+v %v", got, err)
 		}
 		if !got.AbsoluteExpiresAt.Equal(before.AbsoluteExpiresAt) || got.IdleExpiresAt.After(before.IdleExpiresAt.Add(time.Second)) {
@@ -255,7 +230,7 @@ func TestSessionRotate(t *testing.T) {
 		if len(list) != 1 || list[0].Ref != next {
 			t.Fatalf("index not updated: %+v", list)
 		}
-		if _, err := e.r.Rotate(ctx, ref, "acme", SessionRef{Tag: ref.Tag, Part: sessPart(t)}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Rotate(ctx, ref, "acme", session.Ref{Tag: ref.Tag, Part: sessPart(t)}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("rotating the dead reference: %v", err)
 		}
 		e.everyKeyHasTTL()
@@ -269,7 +244,7 @@ func TestSessionRevokeAll(t *testing.T) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		type sess struct {
-			ref SessionRef
+			ref session.Ref
 		}
 		var all []sess
 		for range 4 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Transitions of one session: rotation to a new token (session_rotate.lua) and revocation
@@ -13,7 +14,7 @@ import (
 
 // Rotate moves the session to next (the new token's reference) in one script: the old token
 // stops working at once, the TTL and absolute deadline are kept, the index swaps members.
-func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, next SessionRef) (*Session, error) {
+func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, next session.Ref) (*session.Session, error) {
 	if next.Tag != ref.Tag {
 		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
 	}
@@ -38,11 +39,11 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 	now, pttl := d.Int(0), d.Int(1)
 	status, ok := d.OptStr(2)
 	if !ok { // written only once it differs from its default
-		status = SessionActive
+		status = session.Active
 	}
 	level, ok := d.OptStr(3)
 	if !ok {
-		level = LevelBasic
+		level = session.LevelBasic
 	}
 	created, _ := d.OptStr(4)
 	abs, _ := d.OptStr(5)
@@ -50,7 +51,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 		return nil, r.badReply(ctx, "session_rotate", err)
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
-	s := &Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
+	s := &session.Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
 		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), SchemaVersion: SchemaVersion}
 	s.IdleExpiresAt = s.AbsoluteExpiresAt
 	if pttl >= 0 {
@@ -61,7 +62,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref SessionRef, tenant string, ne
 
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
 // whether a live session was deleted; another tenant's session is left alone (false).
-func (r *Sessions) Revoke(ctx context.Context, ref SessionRef, tenant string) (bool, error) {
+func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error) {
 	r.written.mark(ref, r.now())
 	rep, err := r.run(ctx, "session_revoke", scriptSessionRevoke,
 		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -33,7 +34,7 @@ func TestSessionViewClassifiesIdleTimeout(t *testing.T) {
 				t.Fatalf("%q: corrupt reads counted = %d after get", v, n)
 			}
 			list, err := e.r.List(ctx, tag, "acme")
-			if err != nil || slices.ContainsFunc(list, func(x Session) bool { return x.Ref == ref }) {
+			if err != nil || slices.ContainsFunc(list, func(x session.Session) bool { return x.Ref == ref }) {
 				t.Fatalf("%q: list = %+v %v, want the corrupt session left out", v, list, err)
 			}
 			if n := e.metric("hashgate_repo_reads", sessAttr("outcome", "corrupt")); n != int64(2*i+2) {

@@ -56,29 +56,6 @@ const (
 	tokenPruneMax = 500
 )
 
-// Token is one API token's metadata. The token string itself is never stored.
-type Token struct {
-	ID          string
-	Tenant      string
-	Subject     string
-	Type        string
-	Scopes      []string
-	Description string
-	IssuedAt    time.Time
-	ExpiresAt   time.Time
-	Revoked     bool
-	// ParentID is the token whose credentials minted this one ("" for a root, minted by the
-	// bootstrap/CLI path); RootID is the lineage's root ("" for a root); Depth is 0 for a root.
-	ParentID string
-	RootID   string
-	Depth    int
-	// RevokedAt and RevokedReason are set when Revoked.
-	RevokedAt     time.Time
-	RevokedReason string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-}
-
 // TokenState is what the per-request check reads: four fields and the schema version.
 type TokenState struct {
 	Tenant      string
@@ -87,29 +64,6 @@ type TokenState struct {
 	Revoked     bool
 	// CacheHit is true when the answer came from the client-side cache (no Redis round trip).
 	CacheHit bool
-}
-
-// TokenRevokeResult says what a revocation did.
-type TokenRevokeResult int
-
-const (
-	// TokenRevokeUnknown: no such token (nothing written).
-	TokenRevokeUnknown TokenRevokeResult = iota
-	// TokenRevoked: the token was live and is revoked now.
-	TokenRevoked
-	// TokenAlreadyRevoked: an earlier revocation stands (its time and reason are kept).
-	TokenAlreadyRevoked
-)
-
-func (r TokenRevokeResult) String() string {
-	switch r {
-	case TokenRevoked:
-		return "revoked"
-	case TokenAlreadyRevoked:
-		return "already_revoked"
-	default:
-		return "unknown"
-	}
 }
 
 // Sentinel errors of the token repository.
@@ -195,24 +149,6 @@ func NewTokens(s *store.Store, o TokensOptions) (*Tokens, error) {
 	}
 	return &Tokens{c: s.Client, keys: Keys{Prefix: o.Prefix}, hasher: o.Hasher, safety: o.SafetyWindow,
 		max: o.MaxPerTenant, maxLineage: o.MaxLineage, metrics: o.Metrics, log: o.Logger}, nil
-}
-
-// ValidTokenID reports whether id has the shape auth.NewTokenID produces: 26 lower-case
-// Crockford base32 characters. Only such ids ever reach a key name.
-func ValidTokenID(id string) bool {
-	if len(id) != 26 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c >= '0' && c <= '9':
-		case c >= 'a' && c <= 'z' && c != 'i' && c != 'l' && c != 'o' && c != 'u':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // tag is the tenant's hash tag (keyhash's TenantTag, memoized there).

@@ -9,12 +9,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Creating a token: bounds, the issuer's lineage, and token_create.lua.
 
 // validate checks the bounds of a new token; over-bound input is refused before any write.
-func (t Token) validate() error {
+func validateToken(t token.Token) error {
 	var bad []string
 	check := func(ok bool, name string) {
 		if !ok {
@@ -24,7 +25,7 @@ func (t Token) validate() error {
 	text := func(s string, maxBytes int, required bool) bool {
 		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !tokenHasControl(s)
 	}
-	check(ValidTokenID(t.ID), "id")
+	check(token.ValidID(t.ID), "id")
 	check(text(t.Tenant, maxTokenTenantBytes, true), "tenant")
 	check(text(t.Subject, maxTokenSubjectBytes, true), "subject")
 	check(text(t.Type, maxTokenTypeBytes, true), "tokenType")
@@ -51,8 +52,8 @@ func tokenHasControl(s string) bool {
 // TTL of expiry − now + the safety window and, when t.ParentID is set, the link to its issuer
 // (the issuer's children set and the root's lineage count). The issuer must be live, of the
 // same tenant, and expire no earlier than t (ErrTokenIssuerGone, ErrTokenOutlivesIssuer).
-func (r *Tokens) Create(ctx context.Context, t Token) error {
-	if err := t.validate(); err != nil {
+func (r *Tokens) Create(ctx context.Context, t token.Token) error {
+	if err := validateToken(t); err != nil {
 		return err
 	}
 	tag := r.tag(t.Tenant)
@@ -124,7 +125,7 @@ func (r *Tokens) Create(ctx context.Context, t Token) error {
 
 // lineage reads an issuer's rootId ("" when it is a root) and depth.
 func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, int, error) {
-	if !ValidTokenID(id) {
+	if !token.ValidID(id) {
 		return "", 0, fmt.Errorf("issuer: %w", ErrTokenIssuerGone)
 	}
 	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth").Build()).ToArray()
@@ -148,7 +149,7 @@ func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, i
 			return "", 0, fmt.Errorf("%w: token %s has a bad depth", ErrCorrupt, id)
 		}
 	}
-	if (root == "") != (depth == 0) || (root != "" && !ValidTokenID(root)) {
+	if (root == "") != (depth == 0) || (root != "" && !token.ValidID(root)) {
 		return "", 0, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
 	}
 	return root, depth, nil

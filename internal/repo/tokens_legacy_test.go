@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // TestTokensLegacyKeyStillServed: a token written by a gateway before token lineage, under
@@ -64,7 +65,7 @@ func TestTokensLegacyKeyStillServed(t *testing.T) {
 		if err := r.Create(ctx, child); !errors.Is(err, ErrTokenLegacyIssuer) {
 			t.Fatalf("a legacy token minted: %v", err)
 		}
-		if res, _, err := r.Revoke(ctx, "globex", old.ID, "x"); err != nil || res != TokenRevokeUnknown {
+		if res, _, err := r.Revoke(ctx, "globex", old.ID, "x"); err != nil || res != token.RevokeUnknown {
 			t.Fatalf("another tenant's revoke: %v %v", res, err)
 		}
 		if got := testredis.KeyCount(t, s, prefix); got != n {
@@ -73,13 +74,13 @@ func TestTokensLegacyKeyStillServed(t *testing.T) {
 		if st, _ := r.State(ctx, "acme", old.ID, 0); st.Revoked {
 			t.Fatal("another tenant revoked it")
 		}
-		if res, _, err := r.Revoke(ctx, "acme", old.ID, "upgrade"); err != nil || res != TokenRevoked {
+		if res, _, err := r.Revoke(ctx, "acme", old.ID, "upgrade"); err != nil || res != token.Revoked {
 			t.Fatalf("revoke: %v %v", res, err)
 		}
 		if st, err := r.State(ctx, "acme", old.ID, 0); err != nil || !st.Revoked {
 			t.Fatalf("state after revoke: %+v %v", st, err)
 		}
-		if res, _, err := r.Revoke(ctx, "acme", old.ID, "again"); err != nil || res != TokenAlreadyRevoked {
+		if res, _, err := r.Revoke(ctx, "acme", old.ID, "again"); err != nil || res != token.AlreadyRevoked {
 			t.Fatalf("second revoke: %v %v", res, err)
 		}
 	})

@@ -10,37 +10,38 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Reading tokens: the full metadata (Get, List) and the per-request state (State).
 
 // Get reads a token of tenant. A token of another tenant is NotFound, like an unknown one.
-func (r *Tokens) Get(ctx context.Context, tenant, id string) (Token, error) {
-	if !ValidTokenID(id) {
-		return Token{}, fmt.Errorf("token: %w", apperr.NotFound)
+func (r *Tokens) Get(ctx context.Context, tenant, id string) (token.Token, error) {
+	if !token.ValidID(id) {
+		return token.Token{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
 	if err == nil && len(m) == 0 {
 		m, err = r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKey(id)).Build()).AsStrMap()
 	}
 	if err != nil {
-		return Token{}, redisErr("token get", err)
+		return token.Token{}, redisErr("token get", err)
 	}
 	t, err := r.decode(ctx, id, m)
 	if err != nil {
-		return Token{}, err
+		return token.Token{}, err
 	}
 	if t.Tenant != tenant {
-		return Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
+		return token.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
 	return t, nil
 }
 
 // decode classifies and decodes a token hash read with HGETALL.
-func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (Token, error) {
+func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (token.Token, error) {
 	if len(m) == 0 {
 		r.metrics.Read(ctx, tokenObj, Missing)
-		return Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
+		return token.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
 	size := 0
 	for k, v := range m {
@@ -48,7 +49,7 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (To
 	}
 	r.metrics.Payload(ctx, tokenObj, size)
 	f := newFields(m)
-	t := Token{
+	t := token.Token{
 		ID:            id,
 		Tenant:        f.str("tenantId"),
 		Subject:       f.str("subject"),
@@ -76,7 +77,7 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (To
 	r.metrics.Read(ctx, tokenObj, o)
 	if o == Corrupt {
 		r.logCorrupt(ctx, f.bad)
-		return Token{}, fmt.Errorf("token %s: %w", id, f.err(tokenObj))
+		return token.Token{}, fmt.Errorf("token %s: %w", id, f.err(tokenObj))
 	}
 	return t, nil
 }
@@ -90,7 +91,7 @@ var tokenStateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", 
 // hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
 // caps staleness should a push be lost. A missing hash is NotFound; a malformed one ErrCorrupt.
 func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (TokenState, error) {
-	if !ValidTokenID(id) {
+	if !token.ValidID(id) {
 		return TokenState{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
@@ -146,8 +147,8 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 // Expired index members are pruned as the index is read. Ids whose hash is gone (expired, or
 // a create that failed halfway) are skipped; the cursor still advances past them, so pages
 // neither repeat nor skip a token.
-func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]Token, string, error) {
-	if cursor != "" && !ValidTokenID(cursor) {
+func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
+	if cursor != "" && !token.ValidID(cursor) {
 		return nil, "", apperr.New(apperr.Validation, "The cursor is not one this gateway issued.")
 	}
 	if limit < 1 || limit > 1000 {
@@ -176,7 +177,7 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 	}
 	cmds := make(rueidis.Commands, 0, len(ids))
 	for _, id := range ids {
-		if !ValidTokenID(id) {
+		if !token.ValidID(id) {
 			return nil, "", fmt.Errorf("%w: token index holds a malformed member", ErrCorrupt)
 		}
 		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
@@ -202,7 +203,7 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 			}
 		}
 	}
-	out := make([]Token, 0, len(ids))
+	out := make([]token.Token, 0, len(ids))
 	for i, m := range maps {
 		if len(m) == 0 {
 			r.metrics.Read(ctx, tokenObj, Missing)

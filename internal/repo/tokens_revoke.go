@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Revoking a token with its descendants (token_revoke.lua; token_revoke_legacy.lua for
@@ -20,18 +21,18 @@ import (
 // (TokenRevokeUnknown) that writes nothing. The descendants are read first, level by level
 // (at most MaxTokenDepth round trips, at most MaxTokenLineage ids), and the script refuses
 // ('RETRY') when a token was minted under them meanwhile; the read is then repeated.
-func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, []string, error) {
-	if !ValidTokenID(id) {
-		return TokenRevokeUnknown, nil, nil
+func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.RevokeResult, []string, error) {
+	if !token.ValidID(id) {
+		return token.RevokeUnknown, nil, nil
 	}
 	if len(reason) > maxTokenReasonBytes || !utf8.ValidString(reason) || tokenHasControl(reason) {
-		return TokenRevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
+		return token.RevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
 	}
 	tag := r.tag(tenant)
 	for range maxRevokeRetries {
 		desc, err := r.descendants(ctx, tag, id)
 		if err != nil {
-			return TokenRevokeUnknown, nil, err
+			return token.RevokeUnknown, nil, err
 		}
 		keys := make([]string, 0, 2*len(desc)+2)
 		keys = append(keys, r.hashKey(tag, id))
@@ -45,7 +46,7 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
 		rep, err := r.run(ctx, "token_revoke", scriptTokenRevoke, keys, args)
 		if err != nil {
-			return TokenRevokeUnknown, nil, err
+			return token.RevokeUnknown, nil, err
 		}
 		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY'} | {'RETRY'}
 		revoked, err := rep.Strs(0)
@@ -53,49 +54,49 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (TokenRe
 			err = rep.Want(0)
 		}
 		if err != nil {
-			return TokenRevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
+			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
 		}
-		var res TokenRevokeResult
+		var res token.RevokeResult
 		switch rep.Code() {
 		case CodeRetry:
 			continue
 		case CodeNotFound:
 			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
-				return TokenRevokeUnknown, nil, err
+				return token.RevokeUnknown, nil, err
 			}
 		case CodeAlready:
-			res = TokenAlreadyRevoked
+			res = token.AlreadyRevoked
 		case CodeOK:
-			res = TokenRevoked
+			res = token.Revoked
 		default:
-			return TokenRevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
+			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
 		}
 		r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
 		return res, revoked, nil
 	}
-	return TokenRevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
+	return token.RevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
 }
 
 // revokeLegacy revokes a token under its legacy key (see legacyKey); unknown and another
 // tenant's alike are TokenRevokeUnknown.
-func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (TokenRevokeResult, error) {
+func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (token.RevokeResult, error) {
 	rep, err := callScript(ctx, r.c, "token_revoke_legacy", scriptTokenRevokeLegacy, []string{r.legacyKey(id)}, []string{tenant, reason})
 	if err != nil {
 		r.metrics.ScriptError(ctx, "token_revoke_legacy")
-		return TokenRevokeUnknown, redisErr("token revoke", err)
+		return token.RevokeUnknown, redisErr("token revoke", err)
 	}
 	if err := rep.Want(0); err != nil { // {'OK'} | {'ALREADY'} | {'NOT_FOUND'}
-		return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", err)
+		return token.RevokeUnknown, r.badReply(ctx, "token_revoke_legacy", err)
 	}
 	switch rep.Code() {
 	case CodeNotFound:
-		return TokenRevokeUnknown, nil
+		return token.RevokeUnknown, nil
 	case CodeOK:
-		return TokenRevoked, nil
+		return token.Revoked, nil
 	case CodeAlready:
-		return TokenAlreadyRevoked, nil
+		return token.AlreadyRevoked, nil
 	}
-	return TokenRevokeUnknown, r.badReply(ctx, "token_revoke_legacy", rep.Unexpected())
+	return token.RevokeUnknown, r.badReply(ctx, "token_revoke_legacy", rep.Unexpected())
 }
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children
@@ -119,7 +120,7 @@ func (r *Tokens) descendants(ctx context.Context, tag, id string) ([]string, err
 				return nil, redisErr("token children", err)
 			}
 			for _, k := range kids {
-				if !ValidTokenID(k) {
+				if !token.ValidID(k) {
 					return nil, fmt.Errorf("%w: a token children set holds a malformed member", ErrCorrupt)
 				}
 				if !seen[k] {

@@ -13,6 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -86,8 +87,8 @@ func TestCachedSessionInvalidation(t *testing.T) {
 			pe, ok := apperr.As(err)
 			return ok && pe.Kind == apperr.InvalidCredentials
 		}
-		view := func(p *auth.Principal) *Session {
-			v, _ := p.Session.(*Session)
+		view := func(p *auth.Principal) *session.Session {
+			v := p.Session
 			if v == nil {
 				t.Fatalf("principal without the session's view: %+v", p)
 			}
@@ -140,12 +141,12 @@ func TestCachedSessionInvalidation(t *testing.T) {
 		})
 		t.Run("mfa step-up", func(t *testing.T) {
 			is := a.create("acme", "u-mfa", CreateInput{})
-			if v := view(cached(is.Token)); v.Status != repo.SessionActive {
+			if v := view(cached(is.Token)); v.Status != session.Active {
 				t.Fatalf("status %s", v.Status)
 			}
 			c := a.challenge("acme", is.Ref.ID())
 			until("challenge", is.Token, func(p *auth.Principal, err error) bool {
-				return err == nil && view(p).Status == repo.SessionMFARequired
+				return err == nil && view(p).Status == session.MFARequired
 			})
 			cached(is.Token)
 			up, err := a.verify("acme", is.Ref.ID(), c.ID, c.Code)
@@ -153,7 +154,7 @@ func TestCachedSessionInvalidation(t *testing.T) {
 				t.Fatal(err)
 			}
 			until("step-up", is.Token, refused)
-			if p := cached(up.Token); p.AuthLevel != repo.LevelMFA || view(p).Status != repo.SessionMFAVerified {
+			if p := cached(up.Token); p.AuthLevel != session.LevelMFA || view(p).Status != session.MFAVerified {
 				t.Fatalf("stepped-up principal %+v", p)
 			}
 		})
@@ -188,7 +189,7 @@ func TestCachedSessionInvalidation(t *testing.T) {
 			}
 			until("login verify", is.Token, refused)
 			p := cached(up.Token)
-			if err := LoggedIn(p); err != nil || p.AuthLevel != repo.LevelMFA {
+			if err := LoggedIn(p); err != nil || p.AuthLevel != session.LevelMFA {
 				t.Fatalf("verified login on B: %+v %v", p, err)
 			}
 		})
@@ -217,8 +218,8 @@ func TestCurrentUsesTheAuthenticatedView(t *testing.T) {
 	ctx := context.Background()
 	is := e.create("acme", "alice", CreateInput{DeviceLabel: "phone"})
 	p := mustAuth(t, e.svc, is.Token)
-	v, ok := p.Session.(*Session)
-	if !ok || v.Ref != is.Ref || v.DeviceLabel != "phone" || v.CreatedAt.IsZero() || !v.IdleExpiresAt.Equal(p.ExpiresAt) {
+	v := p.Session
+	if v == nil || v.Ref != is.Ref || v.DeviceLabel != "phone" || v.CreatedAt.IsZero() || !v.IdleExpiresAt.Equal(p.ExpiresAt) {
 		t.Fatalf("principal's view %+v", p.Session)
 	}
 	// Once revoked, only the principal's view still knows the session: Current answers with it.
@@ -228,7 +229,7 @@ func TestCurrentUsesTheAuthenticatedView(t *testing.T) {
 	if cur, err := e.svc.Current(ctx, p); err != nil || cur != v {
 		t.Fatalf("current %+v %v, want the principal's view", cur, err)
 	}
-	for name, other := range map[string]any{"none": nil, "another type": "x", "another session": &Session{Ref: repo.SessionRef{Tag: is.Ref.Tag, Part: "x"}}} {
+	for name, other := range map[string]*session.Session{"none": nil, "another session": {Ref: session.Ref{Tag: is.Ref.Tag, Part: "x"}}} {
 		t.Run(name, func(t *testing.T) {
 			q := *p
 			q.Session = other

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // FuzzParseToken: session-token parsing never panics, accepts only the token format (one
@@ -23,12 +23,12 @@ func FuzzParseToken(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		ref, ok := parseToken(s)
 		if !ok {
-			if ref != (repo.SessionRef{}) {
+			if ref != (session.Ref{}) {
 				t.Fatalf("refused %q but returned %+v", s, ref)
 			}
 			return
 		}
-		if len(s) != TokenLen || !strings.HasPrefix(s, tokenPrefix) || s[len(tokenPrefix)+repo.SessionTagLen] != '_' {
+		if len(s) != TokenLen || !strings.HasPrefix(s, tokenPrefix) || s[len(tokenPrefix)+session.TagLen] != '_' {
 			t.Fatalf("accepted %q, which is not in the token format", s)
 		}
 		random := s[len(s)-tokenRandLen:]
@@ -37,10 +37,10 @@ func FuzzParseToken(f *testing.F) {
 			t.Fatalf("accepted %q whose secret is not one canonical base64url spelling of 32 bytes", s)
 		}
 		sum := sha256.Sum256([]byte(s))
-		if ref.Tag != s[len(tokenPrefix):len(tokenPrefix)+repo.SessionTagLen] || ref.Part != base64.RawURLEncoding.EncodeToString(sum[:14])[:repo.SessionPartLen] {
+		if ref.Tag != s[len(tokenPrefix):len(tokenPrefix)+session.TagLen] || ref.Part != base64.RawURLEncoding.EncodeToString(sum[:14])[:session.PartLen] {
 			t.Fatalf("reference %+v does not derive from %q", ref, s)
 		}
-		if back, ok := repo.ParseSessionID(ref.ID()); !ok || back != ref {
+		if back, ok := session.ParseID(ref.ID()); !ok || back != ref {
 			t.Fatalf("session id %q does not parse back", ref.ID())
 		}
 	})

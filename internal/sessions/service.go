@@ -23,10 +23,11 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Session is a session's view (never its token or any hash of it).
-type Session = repo.Session
+type Session = session.Session
 
 // Config holds the service's defaults.
 type Config struct {
@@ -88,7 +89,7 @@ type CreateInput struct {
 
 // Issued is a session with its token, shown once.
 type Issued struct {
-	Session
+	session.Session
 	Token string
 }
 
@@ -140,10 +141,10 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 	if err != nil {
 		return nil, err
 	}
-	n := repo.NewSession{Ref: ref, UserID: in.UserID, TenantID: tenant, Status: repo.SessionActive,
+	n := session.Record{Ref: ref, UserID: in.UserID, TenantID: tenant, Status: session.Active,
 		AuthLevel: in.AuthLevel, DeviceLabel: in.DeviceLabel, Idle: in.IdleTimeout, Absolute: in.AbsoluteTimeout}
 	if in.MFARequired {
-		n.Status, n.LoginPending = repo.SessionMFARequired, true
+		n.Status, n.LoginPending = session.MFARequired, true
 	}
 	if in.IP != "" {
 		n.IPHash = s.hasher.Tag("session-ip", 16, tenant, in.IP)
@@ -192,17 +193,17 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Princip
 }
 
 // ref parses a session id from a path; a malformed id is simply not found.
-func ref(id string) (repo.SessionRef, error) {
-	r, ok := repo.ParseSessionID(id)
+func ref(id string) (session.Ref, error) {
+	r, ok := session.ParseID(id)
 	if !ok {
-		return repo.SessionRef{}, fmt.Errorf("session id: %w", apperr.NotFound)
+		return session.Ref{}, fmt.Errorf("session id: %w", apperr.NotFound)
 	}
 	return r, nil
 }
 
 // Get is the full view of a session of tenant. A corrupt session (counted and logged by the
 // repository) is answered as the hot path answers it: like a missing one, never served.
-func (s *Service) Get(ctx context.Context, tenant, id string) (*Session, error) {
+func (s *Service) Get(ctx context.Context, tenant, id string) (*session.Session, error) {
 	r, err := ref(id)
 	if err != nil {
 		return nil, err
@@ -312,14 +313,14 @@ func withHeaders(e *apperr.Error, h map[string]string) *apperr.Error {
 }
 
 // ListUser is the live sessions of a user of tenant, newest first.
-func (s *Service) ListUser(ctx context.Context, tenant, userID string) ([]Session, error) {
+func (s *Service) ListUser(ctx context.Context, tenant, userID string) ([]session.Session, error) {
 	if err := checkUserID("path:userId", userID); err != nil {
 		return nil, err
 	}
 	return s.list(ctx, s.userTag(tenant, userID), tenant)
 }
 
-func (s *Service) list(ctx context.Context, tag, tenant string) ([]Session, error) {
+func (s *Service) list(ctx context.Context, tag, tenant string) ([]session.Session, error) {
 	out, err := s.repo.List(ctx, tag, tenant)
 	if err != nil {
 		return nil, err
@@ -337,7 +338,7 @@ func (s *Service) RevokeUser(ctx context.Context, tenant, userID, except string)
 	tag := s.userTag(tenant, userID)
 	part := ""
 	if except != "" {
-		r, ok := repo.ParseSessionID(except)
+		r, ok := session.ParseID(except)
 		if !ok || r.Tag != tag {
 			return 0, fieldErr("query:except", "is not a session of this user")
 		}
@@ -356,9 +357,9 @@ func LoggedIn(p *auth.Principal) error {
 	if p == nil || p.Kind != auth.KindSession {
 		return nil
 	}
-	v, ok := p.Session.(*Session)
+	v := p.Session
 	switch {
-	case !ok || v == nil:
+	case v == nil:
 		return invalidSession()
 	case v.LoginPending:
 		return apperr.New(apperr.MFARequired, loginPendingDetail)
@@ -367,13 +368,13 @@ func LoggedIn(p *auth.Principal) error {
 }
 
 // ownRef returns the caller's session reference; p must be a session principal.
-func ownRef(p *auth.Principal) (repo.SessionRef, error) {
+func ownRef(p *auth.Principal) (session.Ref, error) {
 	if p == nil || p.Kind != auth.KindSession {
-		return repo.SessionRef{}, apperr.New(apperr.Unauthenticated, "This operation needs a session token.")
+		return session.Ref{}, apperr.New(apperr.Unauthenticated, "This operation needs a session token.")
 	}
-	r, ok := repo.ParseSessionID(p.SessionID)
+	r, ok := session.ParseID(p.SessionID)
 	if !ok {
-		return repo.SessionRef{}, invalidSession()
+		return session.Ref{}, invalidSession()
 	}
 	return r, nil
 }
@@ -381,13 +382,13 @@ func ownRef(p *auth.Principal) (repo.SessionRef, error) {
 // own returns the caller's session reference and view, and refuses a session whose login
 // waits for MFA (401 mfa-required): every end-user operation but logout goes through it. The
 // view is the one Authenticate read (no second read), else read now.
-func (s *Service) own(ctx context.Context, p *auth.Principal) (repo.SessionRef, *Session, error) {
+func (s *Service) own(ctx context.Context, p *auth.Principal) (session.Ref, *session.Session, error) {
 	r, err := ownRef(p)
 	if err != nil {
 		return r, nil, err
 	}
-	v, ok := p.Session.(*Session)
-	if !ok || v == nil || v.Ref != r || v.TenantID != p.Tenant {
+	v := p.Session
+	if v == nil || v.Ref != r || v.TenantID != p.Tenant {
 		v, err = s.repo.Get(ctx, r, p.Tenant)
 		if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {
 			return r, nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
@@ -404,7 +405,7 @@ func (s *Service) own(ctx context.Context, p *auth.Principal) (repo.SessionRef, 
 
 // Current is the caller's own session: the view Authenticate read (no second read), else
 // read now.
-func (s *Service) Current(ctx context.Context, p *auth.Principal) (*Session, error) {
+func (s *Service) Current(ctx context.Context, p *auth.Principal) (*session.Session, error) {
 	_, v, err := s.own(ctx, p)
 	return v, err
 }
@@ -420,7 +421,7 @@ func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 }
 
 // Devices is the caller's live sessions on every device, newest first.
-func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]Session, error) {
+func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]session.Session, error) {
 	r, _, err := s.own(ctx, p)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -66,13 +67,13 @@ func (e *svcEnv) create(tenant, user string, in CreateInput) *Issued {
 	e.t.Helper()
 	in.UserID = user
 	if in.AuthLevel == "" {
-		in.AuthLevel = repo.LevelBasic
+		in.AuthLevel = session.LevelBasic
 	}
 	is, err := e.svc.Create(context.Background(), tenant, in)
 	if err != nil {
 		e.t.Fatalf("create: %v", err)
 	}
-	e.remember(is.Token, is.Token[len(tokenPrefix)+repo.SessionTagLen+1:])
+	e.remember(is.Token, is.Token[len(tokenPrefix)+session.TagLen+1:])
 	return is
 }
 
@@ -91,7 +92,7 @@ func (e *svcEnv) challenge(tenant, id string) *Challenge {
 func (e *svcEnv) verify(tenant, id, cid, code string) (*Issued, error) {
 	is, err := e.svc.Verify(context.Background(), tenant, id, cid, code)
 	if err == nil {
-		e.remember(is.Token, is.Token[len(tokenPrefix)+repo.SessionTagLen+1:])
+		e.remember(is.Token, is.Token[len(tokenPrefix)+session.TagLen+1:])
 	}
 	return is, err
 }
@@ -180,7 +181,7 @@ func TestTokenFormat(t *testing.T) {
 	if len(tok) != TokenLen || !strings.HasPrefix(tok, "hgs_AbCdEfGhIj_-_") {
 		t.Fatalf("token %q", tok)
 	}
-	if _, ok := repo.ParseSessionID(ref.ID()); !ok || len(ref.ID()) != 33 {
+	if _, ok := session.ParseID(ref.ID()); !ok || len(ref.ID()) != 33 {
 		t.Fatalf("session id %q", ref.ID())
 	}
 	sum := sha256.Sum256([]byte(tok))
@@ -229,7 +230,7 @@ func TestServiceFlow(t *testing.T) {
 		e := newSvcEnv(t, s, prefix)
 		ctx := context.Background()
 		is := e.create("acme", "alice", CreateInput{DeviceLabel: "Alice's phone", UserAgent: "Mozilla/5.0", IP: "::ffff:192.0.2.1"})
-		if is.Status != repo.SessionActive || is.AuthLevel != repo.LevelBasic || !strings.HasPrefix(is.Ref.ID(), "s_") {
+		if is.Status != session.Active || is.AuthLevel != session.LevelBasic || !strings.HasPrefix(is.Ref.ID(), "s_") {
 			t.Fatalf("created %+v", is.Session)
 		}
 		if d := is.IdleExpiresAt.Sub(is.CreatedAt); d != 30*time.Minute {
@@ -237,7 +238,7 @@ func TestServiceFlow(t *testing.T) {
 		}
 		p, err := e.svc.Authenticate(ctx, is.Token)
 		if err != nil || p.Kind != auth.KindSession || p.Subject != "alice" || p.Tenant != "acme" ||
-			p.SessionID != is.Ref.ID() || p.AuthLevel != repo.LevelBasic {
+			p.SessionID != is.Ref.ID() || p.AuthLevel != session.LevelBasic {
 			t.Fatalf("principal %+v %v", p, err)
 		}
 		cur, err := e.svc.Current(ctx, p)
@@ -262,12 +263,12 @@ func TestServiceFlow(t *testing.T) {
 			t.Fatalf("wrong code problem %+v", pe)
 		}
 		up, err := e.verify("acme", is.Ref.ID(), c.ID, c.Code)
-		if err != nil || up.Status != repo.SessionMFAVerified || up.AuthLevel != repo.LevelMFA || up.Ref.ID() == is.Ref.ID() {
+		if err != nil || up.Status != session.MFAVerified || up.AuthLevel != session.LevelMFA || up.Ref.ID() == is.Ref.ID() {
 			t.Fatalf("verified %+v %v", up, err)
 		}
 		wantKind(t, authErr(e.svc.Authenticate(ctx, is.Token)), apperr.InvalidCredentials)
 		p2, err := e.svc.Authenticate(ctx, up.Token)
-		if err != nil || p2.AuthLevel != repo.LevelMFA || p2.SessionID != up.Ref.ID() {
+		if err != nil || p2.AuthLevel != session.LevelMFA || p2.SessionID != up.Ref.ID() {
 			t.Fatalf("stepped-up principal %+v %v", p2, err)
 		}
 
@@ -276,7 +277,7 @@ func TestServiceFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.remember(rot.Token)
-		if !rot.AbsoluteExpiresAt.Equal(is.AbsoluteExpiresAt) || rot.AuthLevel != repo.LevelMFA {
+		if !rot.AbsoluteExpiresAt.Equal(is.AbsoluteExpiresAt) || rot.AuthLevel != session.LevelMFA {
 			t.Fatalf("rotated %+v (absolute deadline was %v)", rot.Session, is.AbsoluteExpiresAt)
 		}
 		wantKind(t, authErr(e.svc.Authenticate(ctx, up.Token)), apperr.InvalidCredentials)
@@ -319,9 +320,9 @@ func TestServiceCreateStatusAndLevel(t *testing.T) {
 			in            CreateInput
 			status, level string
 		}{
-			{"plain", CreateInput{}, repo.SessionActive, repo.LevelBasic},
-			{"mfa required", CreateInput{MFARequired: true}, repo.SessionMFARequired, repo.LevelBasic},
-			{"mfa level", CreateInput{AuthLevel: repo.LevelMFA}, repo.SessionActive, repo.LevelMFA},
+			{"plain", CreateInput{}, session.Active, session.LevelBasic},
+			{"mfa required", CreateInput{MFARequired: true}, session.MFARequired, session.LevelBasic},
+			{"mfa level", CreateInput{AuthLevel: session.LevelMFA}, session.Active, session.LevelMFA},
 		} {
 			is := e.create("acme", "dora", tt.in)
 			if is.Status != tt.status || is.AuthLevel != tt.level {
@@ -357,12 +358,12 @@ func TestServiceBadInput(t *testing.T) {
 		cb := e.challenge("acme", b.Ref.ID())
 
 		// A token whose tag was swapped for another user's: its hash, so its key, changes.
-		swapped := tokenPrefix + b.Ref.Tag + a.Token[len(tokenPrefix)+repo.SessionTagLen:]
+		swapped := tokenPrefix + b.Ref.Tag + a.Token[len(tokenPrefix)+session.TagLen:]
 		// A session whose stored owner does not hash to its token's tag.
 		forged, fref, _ := newToken(b.Ref.Tag)
 		e.remember(forged)
-		if _, err := e.r.Create(ctx, repo.NewSession{Ref: fref, UserID: "alice", TenantID: "acme",
-			Status: repo.SessionActive, AuthLevel: repo.LevelBasic, Idle: time.Minute, Absolute: time.Hour}); err != nil {
+		if _, err := e.r.Create(ctx, session.Record{Ref: fref, UserID: "alice", TenantID: "acme",
+			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Minute, Absolute: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 

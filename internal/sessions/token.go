@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Token format: "hgs_" + the user's 12-character tag + "_" + 43 characters (base64url of 256
@@ -24,14 +24,14 @@ const (
 	tokenRandBytes = 32
 	tokenRandLen   = 43
 	// TokenLen is the length of every session token.
-	TokenLen = len(tokenPrefix) + repo.SessionTagLen + 1 + tokenRandLen
+	TokenLen = len(tokenPrefix) + session.TagLen + 1 + tokenRandLen
 )
 
 // newToken returns a fresh token for the user with tag and its session reference.
-func newToken(tag string) (token string, ref repo.SessionRef, err error) {
+func newToken(tag string) (token string, ref session.Ref, err error) {
 	var b [tokenRandBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", repo.SessionRef{}, fmt.Errorf("sessions: random token: %w", err)
+		return "", session.Ref{}, fmt.Errorf("sessions: random token: %w", err)
 	}
 	token = tokenPrefix + tag + "_" + base64.RawURLEncoding.EncodeToString(b[:])
 	return token, refOf(token, tag), nil
@@ -39,24 +39,24 @@ func newToken(tag string) (token string, ref repo.SessionRef, err error) {
 
 // parseToken checks the token's shape and derives its reference. It says nothing about
 // whether the session exists.
-func parseToken(token string) (repo.SessionRef, bool) {
-	if len(token) != TokenLen || token[:len(tokenPrefix)] != tokenPrefix || token[len(tokenPrefix)+repo.SessionTagLen] != '_' {
-		return repo.SessionRef{}, false
+func parseToken(token string) (session.Ref, bool) {
+	if len(token) != TokenLen || token[:len(tokenPrefix)] != tokenPrefix || token[len(tokenPrefix)+session.TagLen] != '_' {
+		return session.Ref{}, false
 	}
-	tag := token[len(tokenPrefix) : len(tokenPrefix)+repo.SessionTagLen]
-	random := token[len(tokenPrefix)+repo.SessionTagLen+1:]
+	tag := token[len(tokenPrefix) : len(tokenPrefix)+session.TagLen]
+	random := token[len(tokenPrefix)+session.TagLen+1:]
 	if !b64url(tag) || !b64url(random) {
-		return repo.SessionRef{}, false
+		return session.Ref{}, false
 	}
 	// The last character of 43 base64url characters carries 2 padding bits: only canonical
 	// encodings (those bits zero) are tokens, so one secret has exactly one spelling.
 	if strings.IndexByte(b64urlAlphabet, random[len(random)-1])%4 != 0 {
-		return repo.SessionRef{}, false
+		return session.Ref{}, false
 	}
 	return refOf(token, tag), true
 }
 
-func refOf(token, tag string) repo.SessionRef {
+func refOf(token, tag string) session.Ref {
 	var sum [sha256.Size]byte
 	if len(token) != TokenLen {
 		sum = sha256.Sum256([]byte(token))
@@ -67,7 +67,7 @@ func refOf(token, tag string) repo.SessionRef {
 	// 18 base64url characters = the first 108 bits (of the 14 bytes encoded).
 	var enc [19]byte
 	base64.RawURLEncoding.Encode(enc[:], sum[:14])
-	return repo.SessionRef{Tag: tag, Part: string(enc[:repo.SessionPartLen])}
+	return session.Ref{Tag: tag, Part: string(enc[:session.PartLen])}
 }
 
 const b64urlAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

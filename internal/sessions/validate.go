@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashgate/hashgate/internal/apperr"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Input bounds (the contract's, enforced again here for callers that bypass the HTTP layer).
@@ -17,7 +17,7 @@ const (
 	MaxLabelRunes     = 64
 	MaxUserAgentBytes = 512
 	MaxIPBytes        = 45
-	MaxTenantBytes    = repo.MaxTenantBytes
+	MaxTenantBytes    = session.MaxTenantBytes
 	maxTimeout        = 30 * 24 * time.Hour
 )
 
@@ -52,10 +52,10 @@ func (in *CreateInput) check(defIdle, defAbs time.Duration) error {
 	if err := checkUserID("/userId", in.UserID); err != nil {
 		return err
 	}
-	if in.AuthLevel != repo.LevelBasic && in.AuthLevel != repo.LevelMFA {
+	if in.AuthLevel != session.LevelBasic && in.AuthLevel != session.LevelMFA {
 		return fieldErr("/authLevel", "must be BASIC or MFA")
 	}
-	if in.MFARequired && in.AuthLevel == repo.LevelMFA {
+	if in.MFARequired && in.AuthLevel == session.LevelMFA {
 		return apperr.New(apperr.Unprocessable, "A session that already has authLevel MFA cannot start in MFA_REQUIRED.")
 	}
 	if err := checkLabel(in.DeviceLabel); err != nil {
@@ -75,7 +75,7 @@ func (in *CreateInput) check(defIdle, defAbs time.Duration) error {
 }
 
 func checkLabel(label string) error {
-	if !utf8.ValidString(label) || utf8.RuneCountInString(label) > MaxLabelRunes || len(label) > repo.MaxDeviceLabelBytes {
+	if !utf8.ValidString(label) || utf8.RuneCountInString(label) > MaxLabelRunes || len(label) > session.MaxDeviceLabelBytes {
 		return fieldErr("/device/label", "must be valid UTF-8 of at most 64 characters")
 	}
 	if strings.IndexFunc(label, unicode.IsControl) >= 0 {

@@ -30,6 +30,7 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Bounds of a token request.
@@ -197,7 +198,7 @@ func (s *Service) mint(ctx context.Context, req MintRequest, parent string, pare
 	if err != nil {
 		return Issued{}, spanErr(span, fmt.Errorf("tokens: mint %s: %w", id, err))
 	}
-	meta := repo.Token{ID: id, Tenant: req.Tenant, Subject: req.Subject, Type: req.TokenType,
+	meta := token.Token{ID: id, Tenant: req.Tenant, Subject: req.Subject, Type: req.TokenType,
 		Scopes: claims.Scopes(), Description: req.Description, ParentID: parent,
 		IssuedAt: claims.IssuedAt.Time, ExpiresAt: claims.ExpiresAt.Time}
 	if err := s.repo.Create(ctx, meta); err != nil {
@@ -275,9 +276,9 @@ func createErr(err error) error {
 }
 
 // Get returns a token of caller's tenant; another tenant's token is NotFound.
-func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (repo.Token, error) {
+func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (token.Token, error) {
 	if caller == nil {
-		return repo.Token{}, apperr.New(apperr.Unauthenticated, "")
+		return token.Token{}, apperr.New(apperr.Unauthenticated, "")
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.get", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
@@ -293,7 +294,7 @@ func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (r
 
 // Page is one page of List.
 type Page struct {
-	Items []repo.Token
+	Items []token.Token
 	// NextCursor is "" on the last page.
 	NextCursor string
 }
@@ -310,7 +311,7 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 		return Page{}, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1..100.",
 			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1..100"}}}
 	}
-	if cursor != "" && !repo.ValidTokenID(cursor) {
+	if cursor != "" && !token.ValidID(cursor) {
 		return Page{}, &apperr.Error{Kind: apperr.Validation, Detail: "The cursor is not one this gateway issued.",
 			Fields: []apperr.FieldError{{Parameter: "query:cursor", Detail: "is not a token id"}}}
 	}
@@ -326,12 +327,12 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 // Revoke revokes a token of caller's tenant and every token minted from it, transitively, in
 // one atomic step (idempotent). Unknown ids succeed as in RFC 7009, and so does another
 // tenant's id, which is left untouched: the two answers are the same.
-func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (repo.TokenRevokeResult, error) {
+func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (token.RevokeResult, error) {
 	if caller == nil {
-		return repo.TokenRevokeUnknown, apperr.New(apperr.Unauthenticated, "")
+		return token.RevokeUnknown, apperr.New(apperr.Unauthenticated, "")
 	}
 	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || hasControl(reason) {
-		return repo.TokenRevokeUnknown, &apperr.Error{Kind: apperr.Validation, Detail: "The reason is at most 128 printable characters.",
+		return token.RevokeUnknown, &apperr.Error{Kind: apperr.Validation, Detail: "The reason is at most 128 printable characters.",
 			Fields: []apperr.FieldError{{Parameter: "query:reason", Detail: "at most 128 printable characters"}}}
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.revoke", trace.WithAttributes(attribute.String(attrTokenID, id)))
