@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -94,6 +95,7 @@ type Sessions struct {
 	keys     Keys
 	mode     store.FieldExpiry
 	o        SessionOptions
+	expiry   session.Expiry
 	fraction string
 	idleMs   string
 	// cacheTTL is 0 when the hot path reads Redis on every call.
@@ -103,8 +105,6 @@ type Sessions struct {
 	hits, misses atomic.Int64
 	// refreshing holds a slot per background refresh (maxBackgroundRefreshes).
 	refreshing chan struct{}
-	// written marks sessions this gateway just changed (nil with the cache off).
-	written *RecentWrites
 	// memo keeps decoded sessions from the client-side cache (nil with the cache off).
 	memo *authMemo
 }
@@ -143,13 +143,12 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown field-expiry mode %q", ErrSessionOptions, mode)
 	}
-	r := &Sessions{client: s.Client, keys: k, mode: mode, o: o, now: time.Now,
+	r := &Sessions{client: s.Client, keys: k, mode: mode, o: o, now: time.Now, expiry: session.Expiry{RefreshFraction: o.RefreshFraction},
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
 		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
-		r.written = NewRecentWrites(o.CacheTTL)
 		if s.Invalidations != nil {
 			r.memo = newAuthMemo(o.CacheTTL, r.keys.Prefix+":v1:"+sessKeyType+":{")
 			s.Invalidations.Subscribe(r.memo.invalidate)
@@ -157,3 +156,7 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 	}
 	return r, nil
 }
+
+// CacheTTL is how long Authorize may serve a session from the client-side cache: 0 when every
+// call reads Redis. The service guards its own writes for as long (internal/recent).
+func (r *Sessions) CacheTTL() time.Duration { return r.cacheTTL }

@@ -60,6 +60,16 @@ func (r *Sessions) Authorize(ctx context.Context, ref session.Ref) (*AuthContext
 	return r.authorizeScript(ctx, ref)
 }
 
+// AuthorizeFresh is Authorize reading Redis, never the client-side cache: for a session this
+// gateway has just changed, whose cached copy may predate the change (Redis's invalidation push
+// trails the write's reply). It is counted as a cache bypass.
+func (r *Sessions) AuthorizeFresh(ctx context.Context, ref session.Ref) (*AuthContext, error) {
+	if r.cacheTTL > 0 {
+		r.o.Metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
+	}
+	return r.authorizeScript(ctx, ref)
+}
+
 // CacheStats returns how many Authorize reads the client-side cache answered (hits) and how
 // many went to Redis (misses) since start; both stay 0 with the cache off.
 func (r *Sessions) CacheStats() (hits, misses int64) { return r.hits.Load(), r.misses.Load() }
@@ -112,12 +122,6 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref session.Ref) (*AuthC
 // answered from the memo (authMemo), without calling the client.
 func (r *Sessions) authorizeCached(ctx context.Context, ref session.Ref) (*AuthContext, error) {
 	now := r.now()
-	if r.written.marked(ref, now) {
-		// This gateway just changed the session: a cached copy may predate the change (the
-		// invalidation push trails the write's reply). Read Redis instead.
-		r.o.Metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
-		return r.authorizeScript(ctx, ref)
-	}
 	if r.memo != nil {
 		if e, ok := r.memo.get(ref, now); ok {
 			r.hits.Add(1)
@@ -169,20 +173,18 @@ func (r *Sessions) authorizeCached(ctx context.Context, ref session.Ref) (*AuthC
 	return r.decideCached(ctx, ref, ac, idle, hit, now)
 }
 
-// decideCached applies the deadlines to a session read from the cache (or from Redis by
+// decideCached applies the session model's expiry rule (session.Expiry) to a session read from the cache (or from Redis by
 // authorizeCached's own round trip, when hit is false): past either deadline it is missing,
 // and a due refresh runs the script (in the background when this call already spent its
 // round trip).
 func (r *Sessions) decideCached(ctx context.Context, ref session.Ref, ac *AuthContext, idle int64, hit bool, t time.Time) (*AuthContext, error) {
-	now, abs := t.UnixMilli(), sessMs(ac.AbsoluteExpiresAt)
-	end := min(sessMs(ac.LastSeenAt)+idle, abs)
-	left := end - now
-	switch {
-	case left <= 0:
+	end, verdict := r.expiry.Judge(t.UnixMilli(), sessMs(ac.LastSeenAt), idle, sessMs(ac.AbsoluteExpiresAt))
+	switch verdict {
+	case session.Expired:
 		// Past a deadline: the key is gone or about to go; a copy that outlived it is not served.
 		r.o.Metrics.Event(ctx, sessObject, "expired_in_cache")
 		return nil, r.missing(ctx, ref)
-	case float64(left) < float64(idle)*r.o.RefreshFraction && min(idle, abs-now) > left:
+	case session.RefreshDue:
 		if hit {
 			return r.authorizeScript(ctx, ref)
 		}

@@ -22,11 +22,11 @@ import (
 // declared: in that one atomic step it drops members whose session is gone, then evicts the
 // least recently used sessions (LimitEvictOldest, the default) or refuses with
 // apperr.SessionLimit (LimitRefuse). An evicted session is deleted as a revocation deletes it
-// (every replica's cached copy is invalidated by Redis's push; this gateway marks it written),
+// (every replica's cached copy is invalidated by Redis's push; Created.Evicted names them, for the service's read-your-writes marks),
 // and counted (hashgate_repo_transitions{transition="evict"}). When the index changes between
 // the read and the script (concurrent logins of the user), the script writes nothing and
 // answers the new members; after sessCreateAttempts rounds Create gives up (apperr.Unavailable).
-func (r *Sessions) Create(ctx context.Context, n session.Record) (*session.Session, error) {
+func (r *Sessions) Create(ctx context.Context, n session.Record) (*Created, error) {
 	if err := checkRecord(n); err != nil {
 		return nil, err
 	}
@@ -100,12 +100,12 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*session.Sessi
 			if err != nil {
 				return nil, r.badReply(ctx, "session_create", err)
 			}
-			r.evicted(ctx, n.Ref.Tag, evicted)
+			gone := r.evicted(ctx, n.Ref.Tag, evicted)
 			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
-			return &session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
+			return &Created{Evicted: gone, Session: session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
 				LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
-				SchemaVersion: SchemaVersion}, nil
+				SchemaVersion: SchemaVersion}}, nil
 		case CodeRetry: // {'RETRY', members, <idPart>...}: at the cap, call again naming them
 			if _, err := rep.Int(0); err != nil {
 				return nil, r.badReply(ctx, "session_create", err)
@@ -140,14 +140,21 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*session.Sessi
 // last places can make a round's candidates stale, and the next round reads them again.
 const sessCreateAttempts = 8
 
-// evicted marks and counts the sessions a create evicted (their id parts, from its reply).
-func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) {
-	now := r.now()
+// evicted counts the sessions a create evicted (their id parts, from its reply) and returns
+// their references.
+func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) []session.Ref {
+	var refs []session.Ref
 	for _, p := range parts {
-		// This gateway's cached copy may predate the eviction for the moment its push takes.
-		r.written.mark(session.Ref{Tag: tag, Part: p}, now)
+		refs = append(refs, session.Ref{Tag: tag, Part: p})
 		r.o.Metrics.Transition(ctx, sessObject, "evict", "lru")
 	}
+	return refs
+}
+
+// Created is a new session and the sessions its create evicted to stay within the cap.
+type Created struct {
+	session.Session
+	Evicted []session.Ref
 }
 
 // checkRecord refuses a record the store would not keep (bounds checked again at the write).

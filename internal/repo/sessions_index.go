@@ -130,7 +130,6 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 	if withChallenges {
 		flag = "1"
 	}
-	r.written.mark(session.Ref{Tag: tag}, r.now())
 	for range sessRevokeAllAttempts {
 		parts, err := r.members(ctx, tag, -1)
 		if err != nil {

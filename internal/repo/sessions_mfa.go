@@ -32,7 +32,6 @@ func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Tim
 	if secs < 1 || !session.B64URL(c.ID) || c.CodeMAC == "" {
 		return time.Time{}, apperr.New(apperr.Validation, "A challenge needs an id, a code MAC and a TTL of at least 1s.")
 	}
-	r.written.mark(c.Ref, r.now())
 	rep, err := r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
 		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(SchemaVersion)})
 	if err != nil {
@@ -99,7 +98,6 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
 		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
 		v.Ref.Part, v.Next.Part}
-	r.written.mark(v.Ref, r.now())
 	rep, err := r.run(ctx, "session_verify", scriptSessionVerify, keys, args)
 	if err != nil {
 		return nil, err

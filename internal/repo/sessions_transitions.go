@@ -18,7 +18,6 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	if next.Tag != ref.Tag {
 		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
 	}
-	r.written.mark(ref, r.now())
 	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
 	rep, err := r.run(ctx, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
 	if err != nil {
@@ -63,7 +62,6 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
 // whether a live session was deleted; another tenant's session is left alone (false).
 func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error) {
-	r.written.mark(ref, r.now())
 	rep, err := r.run(ctx, "session_revoke", scriptSessionRevoke,
 		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/recent"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
@@ -47,6 +48,9 @@ type Service struct {
 	hasher *keyhash.Hasher
 	cfg    Config
 	m      *instruments
+	// written marks the sessions this gateway just changed: for one cache TTL, Authenticate
+	// reads them from Redis, not from the client-side cache (nil with the cache off).
+	written *recent.Writes
 }
 
 // ErrConfig reports an unusable configuration.
@@ -72,7 +76,11 @@ func New(r *repo.Sessions, h *keyhash.Hasher, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{repo: r, hasher: h, cfg: c, m: m}, nil
+	svc := &Service{repo: r, hasher: h, cfg: c, m: m}
+	if ttl := r.CacheTTL(); ttl > 0 {
+		svc.written = recent.New(ttl)
+	}
+	return svc, nil
 }
 
 // CreateInput is a create request; zero timeouts take the configured defaults.
@@ -156,8 +164,16 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 	if err != nil {
 		return nil, err
 	}
-	return &Issued{Session: *v, Token: token}, nil
+	for _, gone := range v.Evicted {
+		s.wrote(gone)
+	}
+	return &Issued{Session: v.Session, Token: token}, nil
 }
+
+// wrote marks a session this gateway changed (ref.Part empty: every session of the user). Redis
+// pushes the invalidation of every cached copy after the write's reply, so for a moment this
+// gateway's next request could still find the old copy; marked, it reads Redis instead.
+func (s *Service) wrote(ref session.Ref) { s.written.Mark(ref.Tag, ref.Part, time.Now()) }
 
 // Authenticate resolves a session token to its principal, sliding the idle window when little
 // of it is left: at most one Redis round trip, none for a hot session when the repository
@@ -170,7 +186,13 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Princip
 		s.m.auth(ctx, authMalformed)
 		return nil, invalidSession()
 	}
-	ac, err := s.repo.Authorize(ctx, ref)
+	var ac *repo.AuthContext
+	var err error
+	if s.written.Marked(ref.Tag, ref.Part, time.Now()) {
+		ac, err = s.repo.AuthorizeFresh(ctx, ref)
+	} else {
+		ac, err = s.repo.Authorize(ctx, ref)
+	}
 	switch {
 	case errors.Is(err, apperr.NotFound):
 		s.m.auth(ctx, authUnknown)
@@ -221,6 +243,7 @@ func (s *Service) Revoke(ctx context.Context, tenant, id string) error {
 	if err != nil {
 		return nil
 	}
+	s.wrote(r)
 	_, err = s.repo.Revoke(ctx, r, tenant)
 	return err
 }
@@ -236,6 +259,7 @@ func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error
 	if err != nil {
 		return nil, err
 	}
+	s.wrote(r)
 	v, err := s.repo.Rotate(ctx, r, tenant, next)
 	if err != nil {
 		return nil, err
@@ -259,6 +283,7 @@ func (s *Service) StartChallenge(ctx context.Context, tenant, id string) (*Chall
 		return nil, fmt.Errorf("sessions: random challenge id: %w", err)
 	}
 	c := &Challenge{ID: base64.RawURLEncoding.EncodeToString(b[:]), Code: fmt.Sprintf("%06d", n.Int64())}
+	s.wrote(r)
 	c.ExpiresAt, err = s.repo.StartChallenge(ctx, repo.MFAChallenge{Ref: r, Tenant: tenant, ID: c.ID,
 		CodeMAC: s.codeMAC(r.Tag, c.ID, c.Code), TTL: s.cfg.ChallengeTTL})
 	if err != nil {
@@ -285,6 +310,7 @@ func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code stri
 	if err != nil {
 		return nil, err
 	}
+	s.wrote(r)
 	res, err := s.repo.Verify(ctx, repo.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
 		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next})
 	if err != nil {
@@ -344,6 +370,7 @@ func (s *Service) RevokeUser(ctx context.Context, tenant, userID, except string)
 		}
 		part = r.Part
 	}
+	s.wrote(session.Ref{Tag: tag})
 	return s.repo.RevokeAll(ctx, tag, part)
 }
 
@@ -416,6 +443,7 @@ func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 	if err != nil {
 		return err
 	}
+	s.wrote(r)
 	_, err = s.repo.Revoke(ctx, r, p.Tenant)
 	return err
 }
@@ -442,6 +470,7 @@ func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string
 	if r.Tag != mine.Tag {
 		return fmt.Errorf("session %s: %w", id, apperr.NotFound)
 	}
+	s.wrote(r)
 	_, err = s.repo.Revoke(ctx, r, p.Tenant)
 	return err
 }
@@ -454,5 +483,6 @@ func (s *Service) RevokeOtherDevices(ctx context.Context, p *auth.Principal) (in
 	if err != nil {
 		return 0, err
 	}
+	s.wrote(session.Ref{Tag: mine.Tag})
 	return s.repo.RevokeAll(ctx, mine.Tag, mine.Part)
 }

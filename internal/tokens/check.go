@@ -87,7 +87,7 @@ func (s *Service) Check(ctx context.Context, c *auth.Claims) error {
 	return err
 }
 
-// tokenGroup is the RecentWrites group of token ids.
+// tokenGroup is the recent.Writes group of token ids.
 const tokenGroup = "token"
 
 // outcome of one check, for metrics and spans.

@@ -29,6 +29,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/recent"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
@@ -79,7 +80,7 @@ type Service struct {
 	maxTTL   time.Duration
 	cacheTTL time.Duration
 	// revoked marks tokens this gateway revoked, for one cache TTL (nil with the cache off).
-	revoked *repo.RecentWrites
+	revoked *recent.Writes
 	tracer  trace.Tracer
 	log     *slog.Logger
 	now     func() time.Time
@@ -119,7 +120,7 @@ func New(a *auth.Authority, r *repo.Tokens, o Options) (*Service, error) {
 	s := &Service{auth: a, repo: r, maxTTL: o.MaxTTL, cacheTTL: min(o.CacheTTL, MaxCacheTTL),
 		tracer: o.Tracer, log: o.Logger, now: o.Now, m: m}
 	if s.cacheTTL > 0 {
-		s.revoked = repo.NewRecentWrites(s.cacheTTL)
+		s.revoked = recent.New(s.cacheTTL)
 	}
 	return s, nil
 }

@@ -1,14 +1,15 @@
-package repo
+// Package recent gives a gateway read-your-writes over rueidis' client-side cache: the services
+// mark the objects they change, and for one cache TTL a cached copy of a marked object is not
+// trusted.
+package recent
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// RecentWrites gives this gateway read-your-writes over the client-side cache. Redis sends the
+// Writes gives this gateway read-your-writes over the client-side cache. Redis sends the
 // invalidation push for a write after the write's reply, and on whichever connection tracked
 // the read, so right after a logout, revoke, rotate or MFA step (or a token revocation), a
 // request on the same gateway could still find the old copy in the cache for a moment. Every
@@ -18,11 +19,11 @@ import (
 // nothing left to guard against.
 //
 // Other gateways learn of the write from the push alone; their staleness is bounded by the
-// push's latency, or by the cache TTL should a push be lost. A nil *RecentWrites (cache off)
+// push's latency, or by the cache TTL should a push be lost. A nil *Writes (cache off)
 // marks nothing.
-type RecentWrites struct {
+type Writes struct {
 	ttl  time.Duration
-	m    sync.Map // recentKey → time.Time (until when the mark holds)
+	m    sync.Map // key → time.Time (until when the mark holds)
 	live atomic.Int64
 	// latest is the end of the newest mark (unix nanos): past it every mark has expired and
 	// the whole set is cleared at once, so a mark whose object is never read again does not
@@ -31,14 +32,14 @@ type RecentWrites struct {
 	swept  atomic.Int64 // unix nanos of the last sweep under a steady stream of writes
 }
 
-// NewRecentWrites returns marks that hold for ttl (the cache TTL they guard).
-func NewRecentWrites(ttl time.Duration) *RecentWrites { return &RecentWrites{ttl: ttl} }
+// New returns marks that hold for ttl (the cache TTL they guard).
+func New(ttl time.Duration) *Writes { return &Writes{ttl: ttl} }
 
-// recentKey marks one object (group, id), or every object of a group (id empty).
-type recentKey struct{ group, id string }
+// key marks one object (group, id), or every object of a group (id empty).
+type key struct{ group, id string }
 
 // Mark guards object id of group (every object of group when id is empty) from now on.
-func (w *RecentWrites) Mark(group, id string, now time.Time) {
+func (w *Writes) Mark(group, id string, now time.Time) {
 	if w == nil {
 		return
 	}
@@ -49,7 +50,7 @@ func (w *RecentWrites) Mark(group, id string, now time.Time) {
 			break
 		}
 	}
-	if _, loaded := w.m.Swap(recentKey{group, id}, until); !loaded {
+	if _, loaded := w.m.Swap(key{group, id}, until); !loaded {
 		w.live.Add(1)
 	}
 	// Under a steady stream of writes the newest mark never expires: sweep at most once a
@@ -60,7 +61,7 @@ func (w *RecentWrites) Mark(group, id string, now time.Time) {
 }
 
 // Marked reports whether a cached copy of object id of group must not be trusted at now.
-func (w *RecentWrites) Marked(group, id string, now time.Time) bool {
+func (w *Writes) Marked(group, id string, now time.Time) bool {
 	if w == nil || w.live.Load() == 0 { // the common case: nothing written lately
 		return false
 	}
@@ -68,17 +69,10 @@ func (w *RecentWrites) Marked(group, id string, now time.Time) bool {
 		w.sweep(now)
 		return false
 	}
-	return w.check(recentKey{group, id}, now) || (id != "" && w.check(recentKey{group: group}, now))
+	return w.check(key{group, id}, now) || (id != "" && w.check(key{group: group}, now))
 }
 
-// mark and marked take a session: the user's tag is the group, the id part the id.
-func (w *RecentWrites) mark(ref session.Ref, now time.Time) { w.Mark(ref.Tag, ref.Part, now) }
-
-func (w *RecentWrites) marked(ref session.Ref, now time.Time) bool {
-	return w.Marked(ref.Tag, ref.Part, now)
-}
-
-func (w *RecentWrites) check(k recentKey, now time.Time) bool {
+func (w *Writes) check(k key, now time.Time) bool {
 	v, ok := w.m.Load(k)
 	if !ok {
 		return false
@@ -94,7 +88,7 @@ func (w *RecentWrites) check(k recentKey, now time.Time) bool {
 
 // sweep drops expired marks; Marked runs it once the newest one has expired, so it runs at
 // most once per burst of writes.
-func (w *RecentWrites) sweep(now time.Time) {
+func (w *Writes) sweep(now time.Time) {
 	w.m.Range(func(k, v any) bool {
 		if !now.Before(v.(time.Time)) && w.m.CompareAndDelete(k, v) {
 			w.live.Add(-1)
