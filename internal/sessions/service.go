@@ -6,12 +6,10 @@ package sessions
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"slices"
 	"time"
 
@@ -21,14 +19,10 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/recent"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
-
-// Session is a session's view (never its token or any hash of it).
-type Session = session.Session
 
 // Config holds the service's defaults.
 type Config struct {
@@ -267,77 +261,6 @@ func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error
 	return &Issued{Session: *v, Token: token}, nil
 }
 
-// StartChallenge starts an MFA step-up: a fresh 6-digit code whose HMAC is stored with its own
-// TTL. A new challenge replaces a live one.
-func (s *Service) StartChallenge(ctx context.Context, tenant, id string) (*Challenge, error) {
-	r, err := ref(id)
-	if err != nil {
-		return nil, err
-	}
-	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
-	if err != nil {
-		return nil, fmt.Errorf("sessions: random code: %w", err)
-	}
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("sessions: random challenge id: %w", err)
-	}
-	c := &Challenge{ID: base64.RawURLEncoding.EncodeToString(b[:]), Code: fmt.Sprintf("%06d", n.Int64())}
-	s.wrote(r)
-	c.ExpiresAt, err = s.repo.StartChallenge(ctx, repo.MFAChallenge{Ref: r, Tenant: tenant, ID: c.ID,
-		CodeMAC: s.codeMAC(r.Tag, c.ID, c.Code), TTL: s.cfg.ChallengeTTL})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// Verify checks an MFA code. Success steps the session up and rotates its token (the returned
-// one replaces the old). A wrong code is 422 with attemptsLeft; past the per-user limit, 429
-// with Retry-After and RateLimit headers; no live challenge with that id, 410.
-func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code string) (*Issued, error) {
-	if err := checkChallengeID(challengeID); err != nil {
-		return nil, err
-	}
-	if err := checkCode(code); err != nil {
-		return nil, err
-	}
-	r, err := ref(id)
-	if err != nil {
-		return nil, err
-	}
-	token, next, err := newToken(r.Tag)
-	if err != nil {
-		return nil, err
-	}
-	s.wrote(r)
-	res, err := s.repo.Verify(ctx, repo.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
-		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next})
-	if err != nil {
-		return nil, err
-	}
-	ratelimit.Record(ctx, s.m.limits, res.Limit)
-	switch res.Outcome {
-	case repo.VerifyOK:
-		return &Issued{Session: *res.Session, Token: token}, nil
-	case repo.VerifyLimited:
-		return nil, res.Limit.Err()
-	case repo.VerifyNoChallenge:
-		return nil, withHeaders(apperr.New(apperr.Gone, "No live MFA challenge with this id; start a new one."), res.Limit.Headers())
-	default:
-		left := res.Limit.Remaining()
-		return nil, withHeaders(apperr.Newf(apperr.WrongCode, "The code is not valid; %d attempts left in this window.", left), res.Limit.Headers()).
-			With("attemptsLeft", left)
-	}
-}
-
-func withHeaders(e *apperr.Error, h map[string]string) *apperr.Error {
-	for k, v := range h {
-		e.WithHeader(k, v)
-	}
-	return e
-}
-
 // ListUser is the live sessions of a user of tenant, newest first.
 func (s *Service) ListUser(ctx context.Context, tenant, userID string) ([]session.Session, error) {
 	if err := checkUserID("path:userId", userID); err != nil {
@@ -351,7 +274,7 @@ func (s *Service) list(ctx context.Context, tag, tenant string) ([]session.Sessi
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Session) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortFunc(out, func(a, b session.Session) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, nil
 }
 
@@ -372,117 +295,4 @@ func (s *Service) RevokeUser(ctx context.Context, tenant, userID, except string)
 	}
 	s.wrote(session.Ref{Tag: tag})
 	return s.repo.RevokeAll(ctx, tag, part)
-}
-
-const loginPendingDetail = "The login is not complete: verify its MFA code first (POST /v1/sessions/{sessionId}/mfa/verify)."
-
-// LoggedIn refuses (401 mfa-required) a session principal whose login waits for its MFA
-// verify; any other principal passes. It reads the view Authenticate put on the principal (no
-// Redis call): forward auth checks it on every request. A session principal without that view
-// is refused as invalid (the handlers only see principals from Authenticate).
-func LoggedIn(p *auth.Principal) error {
-	if p == nil || p.Kind != auth.KindSession {
-		return nil
-	}
-	v := p.Session
-	switch {
-	case v == nil:
-		return invalidSession()
-	case v.LoginPending:
-		return apperr.New(apperr.MFARequired, loginPendingDetail)
-	}
-	return nil
-}
-
-// ownRef returns the caller's session reference; p must be a session principal.
-func ownRef(p *auth.Principal) (session.Ref, error) {
-	if p == nil || p.Kind != auth.KindSession {
-		return session.Ref{}, apperr.New(apperr.Unauthenticated, "This operation needs a session token.")
-	}
-	r, ok := session.ParseID(p.SessionID)
-	if !ok {
-		return session.Ref{}, invalidSession()
-	}
-	return r, nil
-}
-
-// own returns the caller's session reference and view, and refuses a session whose login
-// waits for MFA (401 mfa-required): every end-user operation but logout goes through it. The
-// view is the one Authenticate read (no second read), else read now.
-func (s *Service) own(ctx context.Context, p *auth.Principal) (session.Ref, *session.Session, error) {
-	r, err := ownRef(p)
-	if err != nil {
-		return r, nil, err
-	}
-	v := p.Session
-	if v == nil || v.Ref != r || v.TenantID != p.Tenant {
-		v, err = s.repo.Get(ctx, r, p.Tenant)
-		if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {
-			return r, nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
-		}
-		if err != nil {
-			return r, nil, err
-		}
-	}
-	if v.LoginPending {
-		return r, nil, apperr.New(apperr.MFARequired, loginPendingDetail)
-	}
-	return r, v, nil
-}
-
-// Current is the caller's own session: the view Authenticate read (no second read), else
-// read now.
-func (s *Service) Current(ctx context.Context, p *auth.Principal) (*session.Session, error) {
-	_, v, err := s.own(ctx, p)
-	return v, err
-}
-
-// Logout revokes the caller's own session; a session whose login waits for MFA may log out.
-func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
-	r, err := ownRef(p)
-	if err != nil {
-		return err
-	}
-	s.wrote(r)
-	_, err = s.repo.Revoke(ctx, r, p.Tenant)
-	return err
-}
-
-// Devices is the caller's live sessions on every device, newest first.
-func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]session.Session, error) {
-	r, _, err := s.own(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return s.list(ctx, r.Tag, p.Tenant)
-}
-
-// RevokeDevice signs out one of the caller's sessions; another user's id answers NotFound.
-func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string) error {
-	mine, _, err := s.own(ctx, p)
-	if err != nil {
-		return err
-	}
-	r, err := ref(id)
-	if err != nil {
-		return err
-	}
-	if r.Tag != mine.Tag {
-		return fmt.Errorf("session %s: %w", id, apperr.NotFound)
-	}
-	s.wrote(r)
-	_, err = s.repo.Revoke(ctx, r, p.Tenant)
-	return err
-}
-
-// RevokeOtherDevices signs out every session of the caller but the current one ("sign out
-// everywhere else") in one atomic, cluster-safe step — the admin revoke-all with the caller's
-// session excepted — and returns how many it revoked.
-func (s *Service) RevokeOtherDevices(ctx context.Context, p *auth.Principal) (int, error) {
-	mine, _, err := s.own(ctx, p)
-	if err != nil {
-		return 0, err
-	}
-	s.wrote(session.Ref{Tag: mine.Tag})
-	return s.repo.RevokeAll(ctx, mine.Tag, mine.Part)
 }

@@ -1,0 +1,86 @@
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"math/big"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/repo"
+)
+
+// MFA on a session: a step-up challenge and its verification (which steps up and rotates).
+
+// StartChallenge starts an MFA step-up: a fresh 6-digit code whose HMAC is stored with its own
+// TTL. A new challenge replaces a live one.
+func (s *Service) StartChallenge(ctx context.Context, tenant, id string) (*Challenge, error) {
+	r, err := ref(id)
+	if err != nil {
+		return nil, err
+	}
+	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	if err != nil {
+		return nil, fmt.Errorf("sessions: random code: %w", err)
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("sessions: random challenge id: %w", err)
+	}
+	c := &Challenge{ID: base64.RawURLEncoding.EncodeToString(b[:]), Code: fmt.Sprintf("%06d", n.Int64())}
+	s.wrote(r)
+	c.ExpiresAt, err = s.repo.StartChallenge(ctx, repo.MFAChallenge{Ref: r, Tenant: tenant, ID: c.ID,
+		CodeMAC: s.codeMAC(r.Tag, c.ID, c.Code), TTL: s.cfg.ChallengeTTL})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Verify checks an MFA code. Success steps the session up and rotates its token (the returned
+// one replaces the old). A wrong code is 422 with attemptsLeft; past the per-user limit, 429
+// with Retry-After and RateLimit headers; no live challenge with that id, 410.
+func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code string) (*Issued, error) {
+	if err := checkChallengeID(challengeID); err != nil {
+		return nil, err
+	}
+	if err := checkCode(code); err != nil {
+		return nil, err
+	}
+	r, err := ref(id)
+	if err != nil {
+		return nil, err
+	}
+	token, next, err := newToken(r.Tag)
+	if err != nil {
+		return nil, err
+	}
+	s.wrote(r)
+	res, err := s.repo.Verify(ctx, repo.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
+		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next})
+	if err != nil {
+		return nil, err
+	}
+	ratelimit.Record(ctx, s.m.limits, res.Limit)
+	switch res.Outcome {
+	case repo.VerifyOK:
+		return &Issued{Session: *res.Session, Token: token}, nil
+	case repo.VerifyLimited:
+		return nil, res.Limit.Err()
+	case repo.VerifyNoChallenge:
+		return nil, withHeaders(apperr.New(apperr.Gone, "No live MFA challenge with this id; start a new one."), res.Limit.Headers())
+	default:
+		left := res.Limit.Remaining()
+		return nil, withHeaders(apperr.Newf(apperr.WrongCode, "The code is not valid; %d attempts left in this window.", left), res.Limit.Headers()).
+			With("attemptsLeft", left)
+	}
+}
+
+func withHeaders(e *apperr.Error, h map[string]string) *apperr.Error {
+	for k, v := range h {
+		e.WithHeader(k, v)
+	}
+	return e
+}
