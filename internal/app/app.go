@@ -79,13 +79,20 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 	}
 	g.Domains = d
 	g.loops = append(g.loops, d.Sweeper.Run)
+	limits, limiter, err := buildRateLimits(cfg, s, g.Hasher, o.Telemetry, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if limiter != nil {
+		g.loops = append(g.loops, limiter.Run)
+	}
 
 	deps := handlers.Deps{
 		Logger: o.Logger, Version: o.Version, Store: s, Caps: s.Caps, Auth: g.Auth,
 		RetryAfter: cfg.RetryAfter, BodyLimitBytes: cfg.BodyLimitBytes, Spec: o.Spec,
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
-		Quotes: d.Quotes, Cases: d.Cases,
+		Quotes: d.Quotes, Cases: d.Cases, RateLimits: limits,
 	}
 	if o.Override != nil {
 		o.Override(&deps)
@@ -99,7 +106,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 	return g, nil
 }
 
-// Start runs the background loops (the case sweeper) until Stop.
+// Start runs the background loops (the case sweeper, the rate limiter's flush) until Stop.
 func (g *Gateway) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel

@@ -66,6 +66,19 @@ type Config struct {
 	CaseHistoryMax    int           `env:"GATEWAY_CASE_HISTORY_MAX" default:"100"`
 	CaseSweepInterval time.Duration `env:"GATEWAY_CASE_SWEEP_INTERVAL" default:"10s"`
 
+	// Request-rate limits (internal/ratelimit.Sync): "<requests>/<window>", e.g. 6000/1m, or
+	// "0" for off. Per API token and per tenant on every operation a bearer token calls, per
+	// session on the end user's operations; the meta endpoints and the forward-auth routes
+	// (GET /v1/authorize, GET /v1/session) are exempt.
+	RateLimitPerToken   string `env:"GATEWAY_RATE_LIMIT_PER_TOKEN" default:"6000/1m"`
+	RateLimitPerTenant  string `env:"GATEWAY_RATE_LIMIT_PER_TENANT" default:"30000/1m"`
+	RateLimitPerSession string `env:"GATEWAY_RATE_LIMIT_PER_SESSION" default:"120/1m"`
+	// Each replica decides from memory and sends its counts every flush interval, or at once
+	// when a counter has admitted the sync share of its limit unsent.
+	RateLimitFlushInterval time.Duration `env:"GATEWAY_RATE_LIMIT_FLUSH_INTERVAL" default:"100ms"`
+	RateLimitSyncShare     float64       `env:"GATEWAY_RATE_LIMIT_SYNC_SHARE" default:"0.02"`
+	RateLimitMaxCounters   int           `env:"GATEWAY_RATE_LIMIT_MAX_COUNTERS" default:"100000"`
+
 	BodyLimitBytes    int64         `env:"GATEWAY_BODY_LIMIT_BYTES" default:"65536"`
 	ReadHeaderTimeout time.Duration `env:"GATEWAY_READ_HEADER_TIMEOUT" default:"5s"`
 	ReadTimeout       time.Duration `env:"GATEWAY_READ_TIMEOUT" default:"15s"`
@@ -200,6 +213,14 @@ func (c Config) Validate() error {
 	check(c.SessionMaxPerUser >= 1 && c.SessionMaxPerUser <= 1000, "GATEWAY_SESSION_MAX_PER_USER must be within 1..1000")
 	check(c.SessionLimitPolicy == "evict-oldest" || c.SessionLimitPolicy == "refuse", "GATEWAY_SESSION_LIMIT_POLICY must be evict-oldest or refuse")
 	check(c.SessionCacheTTL >= 0 && c.SessionCacheTTL <= time.Minute, "GATEWAY_SESSION_CACHE_TTL must be within 0..1m")
+	for name, v := range map[string]string{"GATEWAY_RATE_LIMIT_PER_TOKEN": c.RateLimitPerToken,
+		"GATEWAY_RATE_LIMIT_PER_TENANT": c.RateLimitPerTenant, "GATEWAY_RATE_LIMIT_PER_SESSION": c.RateLimitPerSession} {
+		_, _, err := ParseRate(v)
+		check(err == nil, "%s: %v", name, err)
+	}
+	check(c.RateLimitFlushInterval >= time.Millisecond && c.RateLimitFlushInterval <= 10*time.Second, "GATEWAY_RATE_LIMIT_FLUSH_INTERVAL must be within 1ms..10s")
+	check(c.RateLimitSyncShare > 0 && c.RateLimitSyncShare <= 1, "GATEWAY_RATE_LIMIT_SYNC_SHARE must be within (0, 1]")
+	check(c.RateLimitMaxCounters >= 100 && c.RateLimitMaxCounters <= 10_000_000, "GATEWAY_RATE_LIMIT_MAX_COUNTERS must be within 100..10000000")
 	check(c.MFAChallengeTTL >= time.Second && c.MFAChallengeTTL <= time.Hour, "GATEWAY_MFA_CHALLENGE_TTL must be within 1s..1h")
 	check(c.MFAMaxAttempts >= 1 && c.MFAMaxAttempts <= 100, "GATEWAY_MFA_MAX_ATTEMPTS must be within 1..100")
 	check(c.MFAWindow >= time.Second && c.MFAWindow <= 24*time.Hour, "GATEWAY_MFA_WINDOW must be within 1s..24h")
@@ -250,4 +271,29 @@ func MaskURL(u string) string {
 		rest = user + ":***@" + rest[at+1:]
 	}
 	return scheme + "://" + rest
+}
+
+// ParseRate reads a request-rate limit, "<requests>/<window>" with a Go duration window of at
+// least a second (6000/1m, 100/10s, 1000000/24h); "0" (or "off") is no limit: n = 0.
+func ParseRate(s string) (n int, window time.Duration, err error) {
+	s = strings.TrimSpace(s)
+	if s == "0" || strings.EqualFold(s, "off") {
+		return 0, 0, nil
+	}
+	count, win, ok := strings.Cut(s, "/")
+	if ok {
+		n, err = strconv.Atoi(count)
+		if err == nil {
+			window, err = time.ParseDuration(win)
+		}
+	}
+	switch {
+	case !ok || err != nil:
+		return 0, 0, fmt.Errorf("%q is not <requests>/<window> (e.g. 6000/1m) or 0", s)
+	case n < 1 || n > 1_000_000_000:
+		return 0, 0, fmt.Errorf("%q: requests must be within 1..1000000000", s)
+	case window < time.Second || window > 24*time.Hour:
+		return 0, 0, fmt.Errorf("%q: the window must be within 1s..24h", s)
+	}
+	return n, window, nil
 }

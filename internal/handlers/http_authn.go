@@ -38,6 +38,11 @@ func (s *Server) authnMiddleware(ix specIndex) echo.MiddlewareFunc {
 			if err := checkEnums(r, o.enums); err != nil {
 				return err
 			}
+			if !o.hot {
+				if err := s.limitRate(c, p); err != nil {
+					return closeUnread(c, err)
+				}
+			}
 			*r = *r.WithContext(auth.WithPrincipal(r.Context(), p))
 			return next(c)
 		}

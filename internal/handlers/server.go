@@ -37,6 +37,9 @@ type Deps struct {
 	Quotes   QuoteService
 	Cases    CaseService
 
+	// RateLimits are the request-rate limits (all off when its Limiter is nil).
+	RateLimits RateLimits
+
 	// RetryAfter is sent with 503 answers.
 	RetryAfter time.Duration
 	// BodyLimitBytes bounds request bodies.

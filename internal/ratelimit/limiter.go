@@ -18,7 +18,7 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 )
 
-//go:embed scripts/fixed_window.lua
+//go:embed scripts/*.lua
 var scriptFS embed.FS
 
 var fixedWindowBody = mustRead("scripts/fixed_window.lua")
@@ -51,7 +51,7 @@ func FixedWindowLua() string {
 }
 
 // ScriptBodies returns the package's scripts, for store.LoadScripts at start.
-func ScriptBodies() []string { return []string{fixedWindowBody} }
+func ScriptBodies() []string { return []string{fixedWindowBody, windowAddBody} }
 
 // Limiter counts attempts per identifier under one policy.
 type Limiter struct {

@@ -112,3 +112,40 @@ func ceilSeconds(d time.Duration) int64 {
 	}
 	return int64((d + time.Second - 1) / time.Second)
 }
+
+// HeaderValues formats the RateLimit-Policy and RateLimit fields for several policies that
+// applied to one request, as the draft's lists: `"token";q=6000;w=60, "tenant";q=30000;w=60`.
+func HeaderValues(ds []Decision) (policy, limit string) {
+	var p, l strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			p.WriteString(", ")
+			l.WriteString(", ")
+		}
+		p.WriteString(d.Policy.PolicyHeader())
+		l.WriteString(d.Header())
+	}
+	return p.String(), l.String()
+}
+
+// Refusal is the 429 for a request some of whose policies refused it: Retry-After is when the
+// latest of those windows ends, the detail names them, and the RateLimit fields list every
+// policy that applied.
+func Refusal(ds []Decision) error {
+	var names []string
+	var wait time.Duration
+	for _, d := range ds {
+		if !d.Allowed {
+			names = append(names, d.Policy.Name)
+			wait = max(wait, d.Reset)
+		}
+	}
+	e := &apperr.Error{
+		Kind: apperr.RateLimited,
+		Detail: fmt.Sprintf("Too many requests under the %s rate limit; retry after %d seconds.",
+			strings.Join(names, " and "), ceilSeconds(wait)),
+		RetryAfter: max(wait, time.Second),
+	}
+	p, l := HeaderValues(ds)
+	return e.WithHeader("RateLimit-Policy", p).WithHeader("RateLimit", l)
+}

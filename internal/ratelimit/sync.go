@@ -1,0 +1,367 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+var windowAddBody = mustRead("scripts/window_add.lua")
+
+var windowAdd = rueidis.NewLuaScript(windowAddBody)
+
+// Sync is the gateway's request-rate limiter. It decides every request from memory, with no
+// Redis round trip: a counter admits while the last total Redis answered for its window (what
+// every replica together admitted) plus what this replica admitted since stays under the limit.
+// A background loop (Run) sends what each counter admitted to Redis (window_add.lua) every
+// FlushInterval, or at once when a counter has admitted SyncShare of its limit unsent, many
+// counters per round trip, and learns the new totals from the replies.
+//
+// With one replica the limit is exact. With n replicas a counter can overshoot by what the
+// others admitted and had not yet sent: at most (n − 1) × (SyncShare × limit + what one replica
+// admits in a flush's round trip). When Redis cannot be reached the counts stay in memory and
+// are sent once it answers again: each replica keeps enforcing the limit on its own admissions
+// (fail open to local enforcement), so a request is never refused or failed for Redis's sake.
+//
+// Windows are fixed and aligned on the server's clock: each reply carries the server's time, and
+// the replica keeps the offset to its own clock.
+type Sync struct {
+	client    rueidis.Client
+	prefix    string
+	hasher    *keyhash.Hasher
+	o         SyncOptions
+	decisions metric.Int64Counter
+	untracked metric.Int64Counter
+
+	mu       sync.RWMutex
+	counters map[counterKey]*counter
+	dirty    []*counter // counters with admissions not yet sent (each listed once)
+	dirtyMu  sync.Mutex
+
+	flushMu sync.Mutex   // one flush at a time
+	offset  atomic.Int64 // server clock − local clock, ms
+	kick    chan struct{}
+	now     func() time.Time
+}
+
+// SyncOptions configure NewSync. Zero values take the defaults.
+type SyncOptions struct {
+	// FlushInterval is how often admissions are sent (default 100ms).
+	FlushInterval time.Duration
+	// SyncShare: a counter is sent at once, without waiting for the interval, when it has
+	// admitted this share of its limit unsent (default 0.02; at least one request).
+	SyncShare float64
+	// MaxCounters bounds the counters held in memory (default 100,000; about 200 B each).
+	// When the table is full a new identifier is not counted (hashgate_ratelimit_untracked)
+	// until idle counters are swept; its request is decided by its other counters.
+	MaxCounters int
+	Meter       metric.Meter
+	Logger      *slog.Logger
+}
+
+// Request names one counter a request counts against: its policy and the identifier (a token
+// id, a tenant, a session id), which reaches Redis only as a keyed hash.
+type Request struct {
+	Policy *Policy
+	ID     string
+}
+
+type counterKey struct{ policy, id string }
+
+// counter is one identifier's count under one policy. Its fields are guarded by mu.
+type counter struct {
+	mu     sync.Mutex
+	p      Policy
+	key    string
+	window int64 // start (server ms) of the window the counts below belong to
+	global int64 // the last total Redis answered for window (every replica's, this one's sent ones included)
+	sent   int64 // admitted, sent, not yet answered
+	unsent int64 // admitted, not yet sent
+	dirty  bool  // listed in Sync.dirty
+	kickAt int64 // unsent at which a flush is asked for at once
+}
+
+// ErrBadSync reports a missing dependency.
+var ErrBadSync = errors.New("ratelimit: bad sync limiter options")
+
+// NewSync returns a limiter over s; counter keys start with prefix.
+func NewSync(s *store.Store, prefix string, h *keyhash.Hasher, o SyncOptions) (*Sync, error) {
+	if s == nil || s.Client == nil || h == nil {
+		return nil, fmt.Errorf("%w: store and hasher are required", ErrBadSync)
+	}
+	if prefix == "" || strings.ContainsAny(prefix, ":{} ") {
+		return nil, fmt.Errorf("%w: prefix must be non-empty without ':', '{', '}' or spaces", ErrBadSync)
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 100 * time.Millisecond
+	}
+	if o.SyncShare <= 0 || o.SyncShare > 1 {
+		o.SyncShare = 0.02
+	}
+	if o.MaxCounters <= 0 {
+		o.MaxCounters = 100_000
+	}
+	if o.Meter == nil {
+		o.Meter = noop.NewMeterProvider().Meter("ratelimit")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	d, err := NewDecisionCounter(o.Meter)
+	if err != nil {
+		return nil, err
+	}
+	u, err := o.Meter.Int64Counter("hashgate_ratelimit_untracked",
+		metric.WithDescription("Requests not counted under a policy because the counter table was full (GATEWAY_RATE_LIMIT_MAX_COUNTERS)."))
+	if err != nil {
+		return nil, err
+	}
+	return &Sync{client: s.Client, prefix: prefix, hasher: h, o: o, decisions: d, untracked: u,
+		counters: make(map[counterKey]*counter), kick: make(chan struct{}, 1), now: time.Now}, nil
+}
+
+// Take counts one request against every counter of reqs when each has room, and returns each
+// counter's decision (in reqs' order, skipping a counter the full table could not hold) and
+// whether the request is allowed. A refused request is counted nowhere. It never calls Redis.
+func (l *Sync) Take(ctx context.Context, reqs ...Request) ([]Decision, bool) {
+	srv := l.now().UnixMilli() + l.offset.Load()
+	cs := make([]*counter, 0, len(reqs))
+	for _, r := range reqs {
+		if c := l.counter(ctx, r); c != nil && !slices.Contains(cs, c) {
+			cs = append(cs, c)
+		}
+	}
+	// Locks in key order, so requests naming the same counters never wait on each other in a
+	// cycle; all are held while deciding, so a limit is never passed by requests racing.
+	locks := slices.SortedFunc(slices.Values(cs), func(a, b *counter) int { return strings.Compare(a.key, b.key) })
+	for _, c := range locks {
+		c.mu.Lock()
+	}
+	out := make([]Decision, len(cs))
+	allowed := true
+	for i, c := range cs {
+		w := c.p.Window.Milliseconds()
+		if start := srv - srv%w; start > c.window {
+			// A new window: what was counted belonged to the last one (a late answer for it
+			// is ignored).
+			c.window, c.global, c.sent, c.unsent = start, 0, 0, 0
+		}
+		n := c.global + c.sent + c.unsent
+		out[i] = Decision{Policy: c.p, Allowed: n < int64(c.p.Limit), Count: int(min(n, int64(c.p.Limit))),
+			Reset: time.Duration(c.window+w-srv) * time.Millisecond}
+		allowed = allowed && out[i].Allowed
+	}
+	kick := false
+	for i, c := range cs {
+		if allowed {
+			c.unsent++
+			out[i].Count++
+			l.markDirty(c)
+			// Near the limit every admission is sent at once: what other replicas admitted
+			// meanwhile is learnt a round trip later, not an interval later.
+			kick = kick || c.unsent >= c.kickAt || int64(c.p.Limit)-c.global <= 4*c.kickAt
+		}
+	}
+	for _, c := range locks {
+		c.mu.Unlock()
+	}
+	for _, d := range out {
+		Record(ctx, l.decisions, d)
+	}
+	if kick {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+	return out, allowed
+}
+
+// markDirty lists c for the next flush (c.mu held).
+func (l *Sync) markDirty(c *counter) {
+	if c.dirty {
+		return
+	}
+	c.dirty = true
+	l.dirtyMu.Lock()
+	l.dirty = append(l.dirty, c)
+	l.dirtyMu.Unlock()
+}
+
+// counter finds or makes the counter of r; nil when the table is full.
+func (l *Sync) counter(ctx context.Context, r Request) *counter {
+	k := counterKey{r.Policy.Name, r.ID}
+	l.mu.RLock()
+	c := l.counters[k]
+	l.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c = l.counters[k]; c != nil {
+		return c
+	}
+	if len(l.counters) >= l.o.MaxCounters {
+		l.untracked.Add(ctx, 1)
+		return nil
+	}
+	tag := l.hasher.Tag("rl", 9, r.Policy.Name, r.ID)
+	c = &counter{p: *r.Policy, key: Key(l.prefix, tag, r.Policy.Name),
+		kickAt: max(1, int64(float64(r.Policy.Limit)*l.o.SyncShare))}
+	l.counters[k] = c
+	return c
+}
+
+// Run sends admissions until ctx ends (one loop per gateway), then sends what is left once.
+func (l *Sync) Run(ctx context.Context) {
+	t := time.NewTicker(l.o.FlushInterval)
+	defer t.Stop()
+	sweepEvery := max(1, int(time.Second/l.o.FlushInterval))
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = l.Flush(fctx)
+			cancel()
+			return
+		case <-t.C:
+		case <-l.kick:
+		}
+		if err := l.Flush(ctx); err != nil && ctx.Err() == nil {
+			l.o.Logger.WarnContext(ctx, "rate-limit counts not sent; kept for the next flush", "err", err)
+		}
+		if n%sweepEvery == 0 {
+			l.sweep()
+		}
+	}
+}
+
+type flushItem struct {
+	c      *counter
+	window int64
+	n      int64
+}
+
+// Flush sends every counter's unsent admissions in one batch (one round trip per Redis node)
+// and takes the totals Redis answers. On error the admissions are kept and sent next time.
+// When it returns nil, everything admitted before the call is in Redis.
+func (l *Sync) Flush(ctx context.Context) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.dirtyMu.Lock()
+	batch := l.dirty
+	l.dirty = nil
+	l.dirtyMu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	items := make([]flushItem, 0, len(batch))
+	execs := make([]rueidis.LuaExec, 0, len(batch))
+	for _, c := range batch {
+		c.mu.Lock()
+		c.dirty = false
+		if c.unsent > 0 {
+			it := flushItem{c: c, window: c.window, n: c.unsent}
+			c.sent += c.unsent
+			c.unsent = 0
+			items = append(items, it)
+			execs = append(execs, rueidis.LuaExec{Keys: []string{c.key}, Args: []string{
+				strconv.FormatInt(it.window, 10), strconv.FormatInt(c.p.Window.Milliseconds(), 10),
+				strconv.FormatInt(c.p.Buffer().Milliseconds(), 10), strconv.FormatInt(it.n, 10)}})
+		}
+		c.mu.Unlock()
+	}
+	if len(execs) == 0 {
+		return nil
+	}
+	res := windowAdd.ExecMulti(ctx, l.client, execs...)
+	received := l.now().UnixMilli()
+	var firstErr error
+	for i, it := range items {
+		total, srvNow, err := parseWindowAdd(res[i])
+		c := it.c
+		c.mu.Lock()
+		if c.window == it.window {
+			c.sent -= it.n
+			if err != nil {
+				c.unsent += it.n // send again next time
+				l.markDirty(c)
+			} else {
+				c.global = total
+			}
+		}
+		c.mu.Unlock()
+		if err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		l.offset.Store(srvNow - received)
+	}
+	return firstErr
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// parseWindowAdd reads {'OK', total, serverNowMs}.
+func parseWindowAdd(r rueidis.RedisResult) (total, now int64, err error) {
+	vals, err := r.ToArray()
+	if err != nil {
+		return 0, 0, fmt.Errorf("ratelimit flush: %w", store.Classify(err))
+	}
+	if len(vals) != 3 {
+		return 0, 0, fmt.Errorf("ratelimit flush: unexpected reply of %d values", len(vals))
+	}
+	if code, err := vals[0].ToString(); err != nil || code != "OK" {
+		return 0, 0, fmt.Errorf("ratelimit flush: unexpected reply code %q", code)
+	}
+	if total, err = vals[1].AsInt64(); err == nil {
+		now, err = vals[2].AsInt64()
+	}
+	if err != nil || total < 0 {
+		return 0, 0, fmt.Errorf("ratelimit flush: unexpected reply: %v", err)
+	}
+	return total, now, nil
+}
+
+// sweep drops the counters whose window has ended with nothing left to send, so the table
+// holds only counters in use.
+func (l *Sync) sweep() {
+	srv := l.now().UnixMilli() + l.offset.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, c := range l.counters {
+		c.mu.Lock()
+		idle := c.unsent == 0 && c.sent == 0 && !c.dirty && c.window+c.p.Window.Milliseconds() <= srv
+		c.mu.Unlock()
+		if idle {
+			delete(l.counters, k)
+		}
+	}
+}
+
+// Counters is how many counters the limiter holds.
+func (l *Sync) Counters() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.counters)
+}
