@@ -61,7 +61,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	}
 
 	idem, err := repo.NewIdempotency(s, repo.IdempotencyOptions{Prefix: cfg.KeyPrefix, Hasher: h,
-		TTL: cfg.IdempotencyTTL, Metrics: rm, Logger: log})
+		TTL: cfg.IdempotencyTTL, Lease: repo.IdempotencyLeaseFor(cfg.RedisTimeout), Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
-	once := idempotency.New(idem, log)
+	once := idempotency.New(idem, h, log)
 	if d.Quotes, err = quotes.New(qr, once); err != nil {
 		return nil, err
 	}

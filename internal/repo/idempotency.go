@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -25,16 +26,18 @@ import (
 // Idempotency-Key handling for creates.
 //
 // The first request claims a marker string with SET NX PX (TTL: default 24 h) holding a
-// PENDING envelope: the request hash, the id the create will use, and an in-flight lease
-// (default 30 s, server time). On success the marker is replaced — keeping its TTL (SET XX
-// KEEPTTL in a script that first checks the marker is still this request's) — by a DONE
-// envelope holding the response (status, body, Location, ETag). A refused or failed create
-// releases its marker, so only successes are replayed.
+// PENDING envelope: the request hash, the id the create will use (derived from the key by
+// internal/idempotency), and an in-flight lease (server time). On success the marker is
+// replaced — keeping its TTL (SET XX KEEPTTL in a script that first checks the marker is still
+// this request's) — by a DONE envelope holding the response (status, body, Location, ETag). A
+// refused or failed create releases its marker, so only successes are replayed; a claim whose
+// reply was lost (timeout) is abandoned by its owner (idem_abandon.lua).
 //
 // A retry with the same key:
 //   - DONE, same request hash → the stored response, byte for byte (Idempotent-Replayed: true);
 //   - any state, different request hash → 422 idempotency-key-reused;
-//   - PENDING with a live lease → 409 request-in-flight, Retry-After = the lease left;
+//   - PENDING with a live lease → 409 request-in-flight, Retry-After = the lease left (the
+//     lease is IdempotencyLeaseFor the Redis timeout: 5 s at the default 500 ms);
 //   - PENDING with a passed lease (the first request crashed or hung between claim and
 //     completion) → the retry takes the marker over, compare-and-set on the exact value it read,
 //     keeping the TTL, and creates with the id the first request planned. The create scripts
@@ -47,6 +50,8 @@ import (
 const (
 	DefaultIdempotencyTTL   = 24 * time.Hour
 	DefaultIdempotencyLease = 30 * time.Second
+	// MinIdempotencyLease is the shortest lease IdempotencyLeaseFor answers.
+	MinIdempotencyLease = time.Second
 	// MaxIdemBodyBytes bounds a stored response body (quote and case bodies are far smaller).
 	MaxIdemBodyBytes = 16 << 10
 	// MaxIdemKeyBytes bounds the Idempotency-Key header value (only its SHA-256 is stored).
@@ -112,12 +117,14 @@ var (
 	scriptIdemClaim    = script("idem_claim")
 	scriptIdemComplete = script("idem_complete")
 	scriptIdemRelease  = script("idem_release")
+	scriptIdemAbandon  = script("idem_abandon")
 )
 
 // The replies of the idempotency scripts (each script's header shows them).
 var (
 	idemClaimReplies = replyShapes{CodeClaimed: 2, CodeExists: 2}
-	// idem_complete, idem_release: {'OK'} done | {'STALE'} the marker no longer holds the claim.
+	// idem_complete, idem_release, idem_abandon: {'OK'} done | {'STALE'} the marker no longer
+	// holds the claim.
 	idemHeldReplies = replyShapes{CodeOK: 0, CodeStale: 0}
 )
 
@@ -140,6 +147,9 @@ func (x *Idempotency) Claim(ctx context.Context, sc idempotency.Scope, requestHa
 			[]string{owner, requestHash, resourceID, ms(x.ls.Milliseconds()), ms(x.ttl.Milliseconds()),
 				strconv.Itoa(SchemaVersion), expected, created})
 		if err != nil {
+			if errors.Is(err, store.ErrUnavailable) {
+				x.abandon(ctx, key, owner)
+			}
 			return nil, err
 		}
 		// {'CLAIMED', value, nowMs} | {'EXISTS', current value or '', nowMs}
@@ -234,6 +244,36 @@ func (x *Idempotency) Release(ctx context.Context, cl *idempotency.Claim) error 
 		return badReply(ctx, x.m, "idem_release", err)
 	}
 	return nil
+}
+
+// abandon drops owner's claim on key after the claim call failed without a reply (Redis
+// stalled or the connection broke): the claim may have run, or may run once Redis answers,
+// and would then hold the key against the client's retry for a whole lease (409). Sent after
+// the claim, it runs after it; best effort (a failure leaves the lease to pass).
+func (x *Idempotency) abandon(ctx context.Context, key, owner string) {
+	rep, err := runScript(context.WithoutCancel(ctx), x.c, x.m, "idem_abandon", "idempotency abandon", scriptIdemAbandon,
+		[]string{key}, []string{owner})
+	if err == nil {
+		err = idemHeldReplies.check(rep)
+	}
+	if err != nil {
+		x.log.WarnContext(ctx, "idempotency abandon failed; a lost claim holds the key until its lease passes", "err", err)
+		return
+	}
+	if rep.Code() == CodeOK {
+		x.m.Event(ctx, "idempotency", "abandoned")
+	}
+}
+
+// IdempotencyLeaseFor is the in-flight lease for a gateway whose Redis calls are each bounded
+// by timeout: a live first request holds its claim for a handful of calls (the claim, at most
+// three create scripts, the completion), so 10 × timeout, within 1 s and
+// DefaultIdempotencyLease. The lease is what a retry of a timed-out create waits at most (409
+// request-in-flight) when the first attempt's claim or release reached Redis late. A lease that
+// passes while the first request still runs is harmless: keyed creates derive their id from
+// the key, so the takeover lands on the same object.
+func IdempotencyLeaseFor(timeout time.Duration) time.Duration {
+	return min(max(10*timeout, MinIdempotencyLease), DefaultIdempotencyLease)
 }
 
 func checkScope(sc idempotency.Scope, requestHash, resourceID string) error {

@@ -1,0 +1,14 @@
+-- idem_abandon.lua: drop a PENDING claim whose reply the claimant never got (the claim call
+-- timed out: it may have run, or may still run once Redis answers). Sent after the claim on the
+-- same key, it runs after it, so the marker does not hold the key for a whole in-flight lease
+-- against the client's retry. Only that owner's PENDING claim goes: never another request's
+-- claim, never a stored (DONE) response.
+-- KEYS[1] marker string  <p>:v1:idem:{<tenantTag>}:<operation>:<sha256(key)>
+-- ARGV[1] the owner the lost claim carried ([A-Za-z0-9_-], random)
+-- Reply: {'OK'} dropped | {'STALE'} no marker, or not a PENDING claim of ARGV[1]
+local cur = redis.call('GET', KEYS[1])
+if not cur or not string.find(cur, '"state":"PENDING","owner":"' .. ARGV[1] .. '"', 1, true) then
+  return {'STALE'}
+end
+redis.call('DEL', KEYS[1])
+return {'OK'}
