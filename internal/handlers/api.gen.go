@@ -873,6 +873,30 @@ type Unauthorized = Problem
 // Unavailable RFC 9457 problem details.
 type Unavailable = Problem
 
+// UnavailableChallenge RFC 9457 problem details.
+type UnavailableChallenge = Problem
+
+// UnavailableConditional RFC 9457 problem details.
+type UnavailableConditional = Problem
+
+// UnavailableCredentialChange RFC 9457 problem details.
+type UnavailableCredentialChange = Problem
+
+// UnavailableIdempotent RFC 9457 problem details.
+type UnavailableIdempotent = Problem
+
+// UnavailableKeyedCreate RFC 9457 problem details.
+type UnavailableKeyedCreate = Problem
+
+// UnavailableSessionCreate RFC 9457 problem details.
+type UnavailableSessionCreate = Problem
+
+// UnavailableTokenCreate RFC 9457 problem details.
+type UnavailableTokenCreate = Problem
+
+// UnavailableTransition RFC 9457 problem details.
+type UnavailableTransition = Problem
+
 // Unprocessable RFC 9457 problem details.
 type Unprocessable = Problem
 
@@ -2043,6 +2067,78 @@ type UnavailableApplicationProblemPlusJSONResponse struct {
 	Headers UnavailableResponseHeaders
 }
 
+type UnavailableChallengeResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableChallengeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableChallengeResponseHeaders
+}
+
+type UnavailableConditionalResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableConditionalApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableConditionalResponseHeaders
+}
+
+type UnavailableCredentialChangeResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableCredentialChangeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableCredentialChangeResponseHeaders
+}
+
+type UnavailableIdempotentResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableIdempotentApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableIdempotentResponseHeaders
+}
+
+type UnavailableKeyedCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableKeyedCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableKeyedCreateResponseHeaders
+}
+
+type UnavailableSessionCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableSessionCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableSessionCreateResponseHeaders
+}
+
+type UnavailableTokenCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableTokenCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableTokenCreateResponseHeaders
+}
+
+type UnavailableTransitionResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableTransitionApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableTransitionResponseHeaders
+}
+
 type UnprocessableApplicationProblemPlusJSONResponse Problem
 
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse Problem
@@ -2512,7 +2608,7 @@ func (response CreateCase422ApplicationProblemPlusJSONResponse) VisitCreateCaseR
 }
 
 type CreateCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableKeyedCreateApplicationProblemPlusJSONResponse
 }
 
 func (response CreateCase503ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
@@ -2825,7 +2921,7 @@ func (response AssignCase415ApplicationProblemPlusJSONResponse) VisitAssignCaseR
 }
 
 type AssignCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response AssignCase503ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
@@ -3003,7 +3099,7 @@ func (response EscalateCase415ApplicationProblemPlusJSONResponse) VisitEscalateC
 }
 
 type EscalateCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response EscalateCase503ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
@@ -3306,7 +3402,7 @@ func (response ReopenCase415ApplicationProblemPlusJSONResponse) VisitReopenCaseR
 }
 
 type ReopenCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response ReopenCase503ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
@@ -3484,7 +3580,7 @@ func (response ResolveCase415ApplicationProblemPlusJSONResponse) VisitResolveCas
 }
 
 type ResolveCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response ResolveCase503ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
@@ -3660,7 +3756,7 @@ func (response CreateQuote422ApplicationProblemPlusJSONResponse) VisitCreateQuot
 }
 
 type CreateQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableKeyedCreateApplicationProblemPlusJSONResponse
 }
 
 func (response CreateQuote503ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
@@ -3763,7 +3859,7 @@ func (response DeleteQuote403ApplicationProblemPlusJSONResponse) VisitDeleteQuot
 }
 
 type DeleteQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteQuote503ApplicationProblemPlusJSONResponse) VisitDeleteQuoteResponse(w http.ResponseWriter) error {
@@ -4115,7 +4211,7 @@ func (response PatchQuote428ApplicationProblemPlusJSONResponse) VisitPatchQuoteR
 }
 
 type PatchQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response PatchQuote503ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
@@ -4435,7 +4531,7 @@ func (response DeleteQuoteItem428ApplicationProblemPlusJSONResponse) VisitDelete
 }
 
 type DeleteQuoteItem503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteQuoteItem503ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
@@ -4653,7 +4749,7 @@ func (response PutQuoteItem428ApplicationProblemPlusJSONResponse) VisitPutQuoteI
 }
 
 type PutQuoteItem503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response PutQuoteItem503ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
@@ -4837,7 +4933,7 @@ func (response SubmitQuote428ApplicationProblemPlusJSONResponse) VisitSubmitQuot
 }
 
 type SubmitQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response SubmitQuote503ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
@@ -4919,7 +5015,7 @@ func (response Logout401ApplicationProblemPlusJSONResponse) VisitLogoutResponse(
 }
 
 type Logout503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response Logout503ApplicationProblemPlusJSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
@@ -5081,7 +5177,7 @@ func (response RevokeMyOtherDevices401ApplicationProblemPlusJSONResponse) VisitR
 }
 
 type RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
@@ -5260,7 +5356,7 @@ func (response RevokeMyDevice404ApplicationProblemPlusJSONResponse) VisitRevokeM
 }
 
 type RevokeMyDevice503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeMyDevice503ApplicationProblemPlusJSONResponse) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
@@ -5411,7 +5507,7 @@ func (response CreateSession422ApplicationProblemPlusJSONResponse) VisitCreateSe
 }
 
 type CreateSession503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableSessionCreateApplicationProblemPlusJSONResponse
 }
 
 func (response CreateSession503ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
@@ -5514,7 +5610,7 @@ func (response DeleteSession403ApplicationProblemPlusJSONResponse) VisitDeleteSe
 }
 
 type DeleteSession503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteSession503ApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
@@ -5790,7 +5886,7 @@ func (response CreateMfaChallenge409ApplicationProblemPlusJSONResponse) VisitCre
 }
 
 type CreateMfaChallenge503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableChallengeApplicationProblemPlusJSONResponse
 }
 
 func (response CreateMfaChallenge503ApplicationProblemPlusJSONResponse) VisitCreateMfaChallengeResponse(w http.ResponseWriter) error {
@@ -5999,7 +6095,7 @@ func (response VerifyMfa429ApplicationProblemPlusJSONResponse) VisitVerifyMfaRes
 }
 
 type VerifyMfa503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableCredentialChangeApplicationProblemPlusJSONResponse
 }
 
 func (response VerifyMfa503ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
@@ -6134,7 +6230,7 @@ func (response RotateSession404ApplicationProblemPlusJSONResponse) VisitRotateSe
 }
 
 type RotateSession503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableCredentialChangeApplicationProblemPlusJSONResponse
 }
 
 func (response RotateSession503ApplicationProblemPlusJSONResponse) VisitRotateSessionResponse(w http.ResponseWriter) error {
@@ -6398,7 +6494,7 @@ func (response IssueToken422ApplicationProblemPlusJSONResponse) VisitIssueTokenR
 }
 
 type IssueToken503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTokenCreateApplicationProblemPlusJSONResponse
 }
 
 func (response IssueToken503ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
@@ -6638,7 +6734,7 @@ func (response RevokeToken403ApplicationProblemPlusJSONResponse) VisitRevokeToke
 }
 
 type RevokeToken503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeToken503ApplicationProblemPlusJSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
@@ -6873,7 +6969,7 @@ func (response RevokeUserSessions403ApplicationProblemPlusJSONResponse) VisitRev
 }
 
 type RevokeUserSessions503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeUserSessions503ApplicationProblemPlusJSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
@@ -8382,190 +8478,207 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pctvGuuCrdPGeKlMOSFGUvFGVusMjS7ESydaR5Dj3hD5iE/hIdgR2M+iGKMblqvk1Nb/vPMS8xzzK",
-	"eZKp/rqxA1wk0XES/bJFAL1++/qp5orJVHDgStY6n2pjoB4E+N8D6o6hcSC4CoTfeCsaF0oEoJ94IN2A",
-	"TRUTvNapnYOcCi5BEpcGwZzxEXED8IArRn1JaACEww0ExNUDes2aU5PuGCZUDwU8nNQ6P9e4aEgc/qNT",
-	"U/Mp1Do1qQLGR7XPn53a4SUdFSe+HAMRg1/AVU8k6UtFFfwIgWSC9wmVhBKpAsFHRK9EzYmiI4dAc9Qk",
-	"/V5tt1frZ1cyobcnwEdqXOu0nz0vW8WxB5OpUMBV4xymPp2DV1xUXwUh9MlsDJyoMZMksMdDmCRqDAS3",
-	"6SU/iyGhnAANfAYBCeDXEKQiM6bG5nU6ARLP7M4bP8C8/Aj1xOXHdyJcapZXdoRuAFSZFYkwcGHdYzmn",
-	"Ck7YhKni8MeHl0ckfp6c/mRIe7X94NvWvvp2r92/84yNM+Ezd75sYvtafv5fv322P/v2eau1/gJABfNG",
-	"d6ggKM59Aa7gniRKkBlligxgKAIggf6G8VF2rqEIJlTVOjXG1W675ujJ2URfaHtn78Xey93ney+c2oRx",
-	"82MrXg3jCkYQ1JzabWMkGsmvtc96hVMa0AmoGJUlHCOwMr3CKVXjmlPjdKK/cc1Dp6ZhjwUaqDUopVf5",
-	"twCGtU7tP7YTYrFtnsptO3YGQdz5D1ByK13i+kyjjzsWEji5hjmpv/z3//w/7WfPyDRgXNGBD8Qd04C6",
-	"eu1bTdI1B5dDCP0l5R4ZCG/e4wFio0GvIQukirFrP/sJDkK5UGMI8FuNlHvt9j6h0TRj5oP+qMejkQxC",
-	"MkkYJ0Ofjcb4x17rVbPHa445UUM2kzPNIWw1eD3Dy43+fqkvTikI9Jj/+rnXu23vNHq92xeHH7/5W62U",
-	"Jg1PqXLH5ZitySbxKe6CeqSeJn5bHTyaWcAUkDGdToFLIrg/J2yIT34NhUKiJRXzfUIVUWOqyI2hsA4B",
-	"XwLZ22k3ybmFG3OKCf0SoSIMD4tyOQNN9fbaL5uk/7RPJnrVIMlsTBUyBzuuftsNgwC4IvXzowPyamen",
-	"Rf7f/93Zbe40d7YcIkXJukOuUY7prVPfnztkECqzGcEJtVvB5cMtk0p2NMkN+TUXM26f1kUQQ4YCTrl6",
-	"IreS7e+19pqVlz1smEuouOXnewtu7t3UrLp4gx80C5kGIIErBzetAsol7rL0xjQi5y6MSQME9ei2th56",
-	"FwomlZSFmYeLKEtughQu7GRxodv4J2381mq8umpU4cI/9EVWLuZX+/SudC4aXc90AVIDa+VcMn5+19mS",
-	"GfR8l+IaqmdT9uld54pG1zO9lxBUThSah3edx46N/Cki0Mie/k69c0M39F+u4FrG0v+l06nPjOyyPQ3E",
-	"wIfJN79II8isNueZ+cpMWqSQEbnyBEjChTJ0yWCTFnypq/ZJH4JABLJP9DFIAtQdkyFlvpZ0hwx8r1n7",
-	"7CCPvYwR1IiGFVtZbwt64Kr1I8pTLYfkCIRG85QsHwnQZfPY17bxHZznQPChz9wvfhuxMI+yfHIp1PfF",
-	"zFAzy8MYv6E+8xr6xVD2HdKf0NsGSJf6uL6+kzDuiGtv4TUd6rv8khvrcoLwg7MfiWDAPA/4lz7atEbm",
-	"U/daa0eumIJDNN8jUsG0EU4J6isGt3G93wkOX3KpbwXx2Q2Q06OuFgN9H/gIcCVvhToSIfe+8Gpk6I5j",
-	"zUjDkmG0vg/BE2kFBVzfWQCxDHJEmQ/el77iiIEbjo9yAPWhsLjzmHZ/ueXFS8vDl2Vz7zkN1VgE7Lcv",
-	"u65TJiXjI4dYeuIQuJ3qxWmsCOBGXINHLDMnyGZJPaY9KZTqOz3eD3ET+hdX69P9rQi37PczrfQQX4wY",
-	"R8VQkqEIiP5XQ/sNBGw4J/X+ZEgb0Rn1Oz0eqeeou+in0QV2CJoa9o0MqOFSjyOmEOBpSVSQfDHSYjh1",
-	"XZhqaXzLKC0p1vDhw4dGN7Xw7MEu04WNdCJOKZ9bFi6/5AVqFZ/4WsfXKk5kXkrtLmOcWMT9khcrDAwr",
-	"fRy9X7QRLPw89Spu8qvGhxTcNx8alN5zekOZTwf+F2U75+BpvZNyLW0MIIIlxLmI5gs+ZKNQn4ViExCh",
-	"ykPave57GggXpPzSG/8Avt8YimACHurMAQxDCR6pUzLQ3NYhlAxCyThISYLQB/3DDK2qyKKFB0ases9l",
-	"OJ2KQIF3Ch6jl3i5v48wPxDe/Ikkdmqi4UwzHpQkkQ4i8/kcqS14expsT+AG/LRF9e/di+ODmlM7PeqW",
-	"GFYd/AiR9Bxk6OMmp4EmwIoZxYamR120s2R6XJaYmu+1Ai1XwB00Gx6bl3darcRKSIOAIjWSaY11RcXT",
-	"qckQJfKVVmBkodXsp4n++HM8RzyCkzq25NSNbhApWiVHLSUbcfAugU5WWq8b20RXsW46NcuHuypjtvWo",
-	"goYmCMZ0u8BY4tS8EO7xdaLcxBC1CeOxU/OpVIkie48VZwc6B2qRfenVaHnbv7nXWZv7s+6gzZ1V2umU",
-	"n+X5XnqWV63Wi51Xr9rP9l7stV692lk4lx05lKuA54V5M0HXc/3+yhhrcGDpy+HUuxf457A+djrEi8gs",
-	"P96/k0XsIhpEaJW7izwEpPE3vZkqAtPFWVNWKepF9uWzFN0ZUl+CszopWtHG2awwcuozrMKi7LCLTz+z",
-	"wqojOMAD+/qO4H5k9I4HuAC5dtovV9xRZ/s/Ko3XJSzRIEIO/iNot/uourw3TCoRzIt8MhYp4v8soy92",
-	"qEOugvlyUSO3FTPLklWaoYss3VXGVLeUOK3N/OkfgA8PAzG5iLnACkxzZf66Oa6lxMUd+FZitk5L34Zg",
-	"JyQfYmSoxSIC/k9MgRupUVzF735cSgNR5Exmzhx4aidlLCdzgFXAXWSsWTrRznp73aufW41XtDH+5XrC",
-	"pw110/jt46f288+lNDB1fqkTe3d2+Lbm1A4vDron3cvD1zWndn548e7kx8PXpfpL1mVxN0r/MAxpETWL",
-	"zMDF82xnz7Nd7TH81G5XHCT6mktDSC7ekb32zgtC/emYDkAxF/XdZpZG7GbWsFtYwsdPu+Uzv4Yb5sIx",
-	"H4o1T5xNc+ew9yw7a6vxqts4oo1hp/nxaencPh0YyrWM2IUSgu4ICnrds5122ZUWLu+Ige/FLpfsPjxQ",
-	"lPkrDJyKZile01s6MTFUZErV2CG/hhDMiQiIMbaQ+NPcvSHXLk4kNDErmeb7i3dvyZl5ShhXJgphILx5",
-	"btwVNF678TJgfwPUV+PiWckCrovr5STOflU20TFXgZBTlDLugvZoDM/d3cudV+2lYhR+eKV/vhqzAlwt",
-	"VxzMxIu3ZBlJQZpgN2g4sF8OhPCBcuTpt9OH5YMsJ2Dcf0C5mhTwi2KriQCuMAa65W+Gg4e1/6RhoBSC",
-	"lvBtc49lEPD9hx9K7t0fpfHm0Ht9UW7Nc4Ob7IvtZ892XpW+es1WU5qv1TzDn384Kx0uNAat6DXJRqWv",
-	"3a5vXNMLMDvTn5uFV5zcRfHormG+uqqgD39d7QAnKFvP6ZDGfL+4LjcrEiwUNFOv6jsWXkkE82vw2Q0E",
-	"RIRKs5IB5d6+jVk20bo5Gp8Vbp4XuO/HTxVim/GmyAczoqQ2Z/eWnqPiYH+EgA2ZcSzlUGUghR8qOLzn",
-	"Mp2s4TuC6yozOvP8B5jyjhbuAmM9Pepe/Xh4fnx0XCE1x6yvxAMhFPpqcy5jLSoI3yOCA+GC+IKPICAz",
-	"EVzLrRxorUIB09FlZjFpc9lC23l0/fO7cf37I979sWg5DpRuXHCYnzIuSmS7Lid0IkKu4vgOqxQ8kWSi",
-	"PyEhZ0qSOlVkIqQi7X892yX//t//TXYcArfUxQ81uZgTlBOnNJAQ4NU+nAQQOb+K+RdHB+TV3rMXxDrV",
-	"iJEv0Tmbw2+lYDJV8gSGJcH6p0ddEr1BfBjGxzFj3BOz/G4eztBRqgi0W3tlAroJxSsu/h0HAlwFczKF",
-	"IBudp5WBjBawEjtLaS55rlb0rjEuFeUurKTMWDdlQZ0t10gwLH1xpoFDqIzuKuVathrQ5u4toZ3V4z97",
-	"9So1cPrwFg6tmPJXE08jKRJu6WSqv6mNlZrKzvb2mMrxiCpoenATOZzlNsY10MjiE607DFgjgCFotIe1",
-	"FTp8Gi3aWaR2YRBxiUBzb9+im7JjLCTL0Xv4jVRiEsX7Lj1pj0lXU8mYij4cbYN7c3+N0wd6dZuzx04D",
-	"5jI+2ojd9NckdH2lGHSnJqkP8mBMOS9Ycqo0vj+NRzQS1V6fd48ua07t4v3fT48vLyvkNRkOJkzdD71k",
-	"OFBCUX8DsK/o7SZGXce3u6mtPbDPOMngSDmNU0QshxQpoTimjvmbzFO11HVkjiVNYAqU4I6u52WqGiL7",
-	"fZywD8oTVnbbdqr8tgso1m77Xj7hvEqwACTiM6k88TXdNr+u47YxEygjxeet4SnJbgWcZXHi1dJXfcbh",
-	"ckMo/mtIMbv6gUn9dbhaUApn6ixgLjz4zkrc2AacrsNaateFJRROuxrOFExOmFT3ddEnMLVKGOCGuHOp",
-	"138FP2m8+LNwXeq2LsKsBqn62PDkEp1lNQBdnT5uVxHIIjQvuveURaNgIFoCpJU3cRblEi+8h3xSN9o8",
-	"JhCMgEwxywMTd1/svnq+RYRJTQWPmdxu1MjRNDFhPD32TpF7bYwTFTSZVc95k0wsKwmucfOFqzwH6mHE",
-	"dpG0BOCxpRQFo+HRMV0qdZd6Hp3aTUJV1pLqYiHNrO1j6YaiBRU2BJMBeF5ZIY7LIISoDAcQxhs2xN6Y",
-	"9ImE4AYkqXNBzg9fH19cvT8/QYtd0TuIMIsG6pIwgTdiZoC64bMhaLGWeFRRUs+ksEWp5ALzdt5cHF4e",
-	"/kTqJu3g5ZaDv3zz5vCns+Pzwx63D14095IcoikNqEpVMWBKEjHj5PLyhNSF70FgthRIm+ITXddYgoJb",
-	"zFVAcbPm1IbU9wfULb9Hn2LZgtOsYccT4cCHxZQy4Qs8nAwsocQ1/bgqbGiheyp8Mcr4zaSi3KO+4HoB",
-	"rh9KBcFy73c8UvYG82tyEhgqhz3MeoltC3l8wqcbq+SRj5Ixs5Wt8yJy6MaHZrwEshMARckl+htLJ0Su",
-	"g/ix/St6iLpW/ND+FT10qUyemT/MozJ4su6WL+ZtWjnN4qGMbqqC9gxFkM0W1egaeYbqwL1GKCEgNwxm",
-	"soLyeBgjdFISrVMu4wwx8fR0SLvWjr85O8/DOO18KtW5cZrdc5QLgPvkKkwSv+gfIOvgnq7OFT5JBWeu",
-	"lSUQl49YqRBEtV8zLjWRzg8o+jiztpUUHOQB1CkhN6Vk1KzhXrHvdqJLkyZonTRlUQdDGvrK1OEZUQUz",
-	"atPWMNGQRmUcFsDQs1ftLAveXdXBcjeSaejRsk9SkY2WUGz+KF4+38scxPMVzyGVT22WhQupUHVOxIhx",
-	"pAXk9KjbIVLRAL2k/dOj7tX54T/eH58fvu47mGroi9EIPP005Ir5cYJ2lOg9FMGMBl4PU30dMhsLOmGY",
-	"s63fNCedzeaWMwjIXmuHZHPEyQQox7pVVvIr8pF7oWWMiotDCzI1cXI18eRVn3yD+9KDPZFkp92Iq3wR",
-	"RUfkG9LHd3Zepsp/kfpO6yUZMCW3iAcBuwGPDAMxMbVOtMDyRJKLN91G+9nzfFhuLi43G5grr7LRwTvt",
-	"z/lfXpZb8OwuH8JwEwlGD5dSkaXdKVmwe3B5/OOhyWSN4dT+uTDWxY54GYW8/NkkuK8j9Gg9flwefnQx",
-	"1uKl4C7sEwncI0wRakri9a+u3gipGuPRlV1pn7hCXDPQymX/p4ado4HX3N9cRFKWW9+NQadKYeXtUO3n",
-	"CVFxMEu/IQIP684xrFgwZIUw8HY2CqldDENa0bRv1iVleEepYV1zZkmS+EIwQvUwQ2qMWyOiOzmigzbD",
-	"X0Owj1UQQmU++OoJcP+j802l8UufX1Q1INFhAxQ4DAcrj8ZTfqVYkSoKAB7x2RD2ievTyRQ8YiP4mZQh",
-	"46OYmwQwoYzrX/TrpC4BSD/20/WjMBvDjLcWyyS7O892n7fuIJZUZsjbS8/sOn101QijAbMk4jMTeFFS",
-	"fjBmtLYQiIziYpOaY/kTxBfnmZNZT4W6L1yXez6Wkk1nUcRvKRF04sp7qxbYuyuYl+VAZIgtpOhoAiTL",
-	"4eIUFN1EONK61OwBAoAQwu8xwJQGEOm51PffDWudn1e81o9l1UgM2piiT+nqaxON+J6pZic47BM6kMAV",
-	"mosoCYRQpD4QQkkV0CkmNSGXtlqRHVYP0jeVV1ImyKLgbx/eK18aR0iqN5SRWP2MjNiNphiGrurPTK2X",
-	"fbszs/CoiJCtxEsod0FjnEP6mUdMSaQsqC34jAMdQSd+m/TCVmvXtXiAfwCZURkN318hKWtDdVbWrpiy",
-	"cozOvUjNclr2wME6KRpVqPCQoU0pghXjcJagRRC+Tg0HPIczWpY9sp6WlpDJFW6fw606CANZGmVu0FwY",
-	"popVmad0BOunD1brf0nx1oeVzlDFccOAqfmFPhZzjgOgAQRaIUv+Oorg5vsPl7WSSpg2qaph0vXJ9x8u",
-	"SR0zshzSv2Ze38YsO6TPpOxv92no9be1/NWP6wY6ZCh8X8xQ5hhDj58fHbx80X6Ggw1Aqrh+9FSrAsw1",
-	"zjcNWWQwN3Q3Iqb1/tm7i0uyfbOzbfwffaeU0jpEBD1uMj4jyoyPt5oEJRDZIRl/C8l6W0jK10LSnpYe",
-	"TzlaSNrNQhInC0m5WIyFB4ETST2eenJjY6WmKY30ALW8is4JU/prCLlUFcYJjfXFSEuMS0abP5N6wAW9",
-	"MlkInbIfIF156o0pN73mUmwSb12zEC54YxCImYTA1pGX1dWsc0ptcWGfMWzfuJSzK4rixsk1wFQSORaB",
-	"avhofIrNcdS3NWoZJ8ZZO4Ax45atR6WDO2juimGhx+vSZ54GXMo9Eum7VmJ20DpoC7E61gAoNbSjnZBo",
-	"NXrLId2z44aFTFDUuJq//3DZ4xrEKcqxCe91CEsnxW45tti5F9ChkqQupopNmDSp7TyKjXO0umw7Xdju",
-	"EHKrx/Wak1IIBihJnSoxYa49jaScAnqhe/wQk2IwacPUgSeFbJV6v6owXH+rScwAcQHWAfiCj7C3Au1x",
-	"w1n2C3Xbk/eNnibJXmsvku/3WrsGiXzmAjeZlxZoulNsedJutjR/CfxUMsFsNmtSfNwUwWjbfiu3T44P",
-	"Dt9eHOI3Sd5CDEO1VFxEbafZMm+JKXA6ZbVObbfZau7WkCKPkahuN2fg+w2sTL/9y+xaNqMSeSNAzhyD",
-	"oCb0te9AYepmrqB2u9V6sPLTOH5FxT2M/PkAA/IDzMkFmEq4sQ29fNx4ods2uybFXWqdnz9qKWEyocG8",
-	"1qmZ27+Gedx7gA0ZyJyb4PsPl9LGHD3beeEgiL1s7b7YwnDekdRMUyNL7aOea3uMOfa/LTrTN/aVDR6r",
-	"zfSvONgoVoVJEk4f+lRPtKCuR6/HFbaVCN2xoWQVpzYBFTBXH4P+y0Jwc04n/qKDfDcF3j07Xu8go0HX",
-	"KB1adoZ2buIJN5wAf3DgvEyT+vJD09x7vhDSzs0bGwS0JBqstPAp9bSkY2KH8ISetXa/gtKrD1hc9QGv",
-	"PD7LKHYLV0sHPmylPHcKXK3hRzub0gHzGWofpUBys7MdV/tNgUpOdsbCpbaDlJWTjDhmWoMUrPiR6IS6",
-	"txETNaFsknecyNBF6oLic/8nrNnbeBp9Yvt4GeOeZ5tnRcEs4VSqAOgEufu5ZqgSqdUtw2C6EeO3pK+3",
-	"c2UNr32HHFDPm5O+FWSu9NO+Qy4DCkN2Hf/exZ97/JDfiDnpw63CN3/rb8UiEOZRB2zEtPxlx38i42Un",
-	"PWckVmbp6J0Lb97wQcoeT3XyMZJAVOw2KsPdPzAw39B6ad/BGxUcIlvFXEtcY2EK5b457L7u8bpZrBEU",
-	"M6szr25lmt+gO4ZJ8t3hZZN8EME1tkpL+7ixJHiPY4cJfahz7J7GuKZhcvvs/N1Px4cXzYlH6r3a343A",
-	"ORdhYN7t1YzMhcanmUBxcuiLWew69tgQMxyVP+/0eIM8fZp1aD99SupJufJldceNl9uyZI/MQZmWQj1O",
-	"jNhrS+7GfnCHUIXH6MMN+B3jyV6crJnxczf1yGcW1DQQYnchn10DjqqH0zeGzq/I1RyZo0zVdX0aDpmN",
-	"mTsmQchltNw4TBMHsA56i8+cSLB4x2FmdJOmOb0LI6ubY0vGwJZDZtcNFkd8bXUIlhOOZVOJYGPvRkNC",
-	"u9Xa16vp/yce0LenR91+SoDdXXZYVnVIBQbEgQd6WLMtx1ok472YPU6p1NI8VeZyMKChb8TkLMuKSx7X",
-	"sj3Gfi7T61L18DVEmaHTVCRS6mWsx2H5pkSN86OCayuxmZRz+PPHDbLUfN3nsq4fvi9mBTaWaam4jJFV",
-	"9F/87NQsxY4d5rloC4SzPlqN8RrXbG5nR7+IraM5j8mUutCIApI900ZEkrrlMSlT99ZdZ04iRoswFZEn",
-	"5pF6ilTde87Ebluc05AzLCRgcMbaMe8412VcKanEa2A7ijhrFs7fM+C9WMBJ9VnCT3bWEPRsfr0xnJru",
-	"AHFUSCIgdSMLfKZzQNRpLWPg0aox9UNIl4LL3LA1AxkughN2bDu5CfVNzfqy/gSGlET1GHLiVRJ1sdfa",
-	"SdT1fIcc7FkazZq1rlXT35K+IHjryHtOh/QMuKcvLHNg+ZCytHyXZ6CpQDJDzCuP0LA7+70GBR8UdCLO",
-	"FrUccYUX9Uusx3bQyFi1/SkO6vis+fC2+XjrrsdbuiS7o2hBTMbyxKqHnpYQDB1+gK4/qTPvEC5SoKGF",
-	"woXNMQSHHq/oEUPu1yKmx8t7xGyipcveWkpgmjZoKeT9NB1TmQC7FZg6GfnISEXRCVB5bTZNOYJEJC1V",
-	"gDpL2fo4gCej76wwtDK07ibQ2rV9gyEoF2BSPYxWhdK8aPZAkNot69tF6hkBEqXRzBlHQGcZtk/daxm1",
-	"A0tbABbzknSnlnsr2Z/yDoufP352PuVdB+bHtNvp54+fM/r5kVEUG/reiDsG9xphKcjrqZqEjoVC73ra",
-	"3jVMfZ9o52jpRj+ikCVWHBMrjl0pCjJx2Vkkr2znGuYaoRUZ9N+FN3/QDoLZiPbPWaeiDe/KCcw7X6yF",
-	"4Z27FVY25V70adknuS7Ziz6P37un4LUUv5IWUAlFXvxR0l4Qv3i1/Iu41aP+YOfZKusqafSjP263V/k4",
-	"3efodyI1GQKSTV/LUpN3U+DYmz3r9CL1seAiDGS+LXuakhiakSUh259M14vPiwzClo5sTHfdGCp+7ciw",
-	"t/yLuMfkVwSZmGWZA8wu3lQJtK3Lf6LuRh9LwXTbVtvXnO9uwzoVLNN0V7kby8y1zd4kz8w2gVmJZ64A",
-	"/4VGwX8uxLkD21mBc5S0V70vx/qqec+byJ2EHEeJVIwDnZD6u7PDt1qKj1s9rMx7tuMOGQ+P1od26K8e",
-	"sYtNLx6R+xG5v5xgmcde8u//9d/JXw56HY2xIZxGLqworWRVPB8nHaAWyZpRo6gNi5zRNBWSp11ss/Yo",
-	"RH4pITIS+J/IdNieQzjMQCpjF968iGm7Nz08LzrHgR850SMneuRE1Zwoag+GDMi2D1uNvUQN2DaBuTjy",
-	"I+o+ou4j6q4rRMb9/irx2CSZLHNnmEL1X6k/o6Qy8hd2aJjjqRBmMbvi0aXx6NL4nYhGplpfjmoYrCE0",
-	"nQi0kkPDko0cGdn+ZIuyfzaOeR+MYSlLUl7j7xFJySHlXmk/LlDgGT+1j0H0ZCQ4fOXq4dd98+ZQTYg6",
-	"3jrFIjGSYD4pqSc5X6XX7lRaESrutfVHILaPTqvNQGC51ypFc8pBbD1pI+6G8hET6Ezl6ix4YkHrO8oy",
-	"RpVYQ4jBEtgNXMk3d4BwU3x7dR1i87hlU+wfcewPqb3cTXzZa79cb7VxqN9XzwFPE/xMscH68bCBmB5H",
-	"0K0j9mzHRSRK2eMJkyrucSA3ziTjnhIVCI2L1WKVqYo2mOMvhHmPyP0HYKCxuGNL4pCozcYDctKFYL79",
-	"yfRBWVXYx64k9+O7j2zvr8j2/rw86Bwm4kbr3zEC7xPsM2aSTvSeJtNQmXwPTAahE8Aw7wfFc2c5GpqO",
-	"RyhbhyWc7SxUD4XjGzIQRm2FHiXqR9LyKFFvhJp1PZv8NPWp+2BUrUoGMY081/c4ZuwEpT6PCxz5IewE",
-	"vwdRiRucGgPLI1l5lFgeUmvW8kqiLmP9fWy8S5QgcefdNdVomU7xjvSI8oon5dmRUjHfL+ZI2hTXZqFu",
-	"wYkYiVCt5H04MbmfIswz6AMfaNC4YAoar6mpm5vLvO/ZEnmyV3NIryaVCOgIerX+moniF6AaVbX7cBWy",
-	"rKj7XbLG74C6X3F6YLbMlRjpSyR1k5ubqZ3jENccI4ZY2zo6ErgnSe6W01AcQW3KG1JIyFwlkzfuAbKs",
-	"xsqWTZju8VRCcrEDSJO8DrGECI0TQlepSILVaHo8KjHSbrXsQkxabIdkupqUVQP5DpRpHqwu4gKQG+OB",
-	"cb+MquQl22bLbm8TpTdWxhm71j8q6nwYC0In5FjjzjAAObbYwzwfyIxxT8yI4P7c9Ff0mVI+EDG05Rl8",
-	"GKpytMlS/21b43IRFzi3uAtYCTDCLttV1Fw5gVvNKUz9JQ4W9Uz1iEy6vYV3q3A6WhbV78cVLGFqMoNR",
-	"OMUnkvRfH54cXh5iaYRQatj4ZPrhfI4rJfynmf/bvtPjtjlhQ9IhdNINb6KXiRxriViPPqZyTBQdbTXJ",
-	"pa2YfQ1Redh0ux+qelxwF/HYnENUolYL3sylzcRxrzrIMLWcgccTFxDqf7ITdEjrcykym6M+nb9TYwhe",
-	"26u5Ez5n6gFgpd93oTr0JczGEEC2JsDlTBCT2WKhgdjawIZdx0n/cZnz9hq585nmjSV0442YkQnlc7uC",
-	"+JJmEEBST+QvgvQXbMSRYSKM4VUR8CWQugG6zBllUXDf/N/WXdbALRWdyyW8s+gqOZ3fC+7W4iNVfpIT",
-	"dhOLCblw+P1iP0esRhNovO3b7ff/MgCT4bp++tgSSmU7xq3ODNJ1Zxa5GSJq9TqaYLlgfx6VJvqSYUUV",
-	"d/yH8Ezdi4poKpAhEk9kTOIrgo3SNGI9I0yqsdbHLFxlIl2runQwLPMd989C0UbL6ra3XNK7GQss5usm",
-	"Np8+JR8qJPhU9cFCOaZ0rSdsJSh7vNBM0IRpSfI0UwrqaZO8ryqd5JD+d4emmFMMc1o2iX+Nm4BVNxs0",
-	"pTFxdNvHRO9vr7XT4+uUbCT1vdaOKRS519pNBKKS2pBS9Di1RS+NIqbGMCED6l4XizhuNck7fUdRT8Vk",
-	"5T2equlfWcsqVo36jql/2G82m6kqV31TztVHo4EeMiUFRqe3RShaKAhTRoCzSl10vzJZc/aqB+CKCcge",
-	"76fb7/VzxRdJyD0ICE1VakThVPieZbBiKsnMVhGlyvYwErzHS2XELQu6tgaThtlUf3IDf+ARnyoI8gpj",
-	"vW8aCPa30rXJYmXTlv2MQXksZjIPxYNQGZkgufNmoSCmMepMqZT7KXCNgbiyLuaCypepspfMHfd4gM2G",
-	"Zaqxlb7ogDIZXZgpUiniEph4aFGhQWoPDoF4LHwPa2ZOhFSk/1338vBD97+uLg4vLo7fvb067f50dXZ4",
-	"fvX+4vC8n+WPTdJV5tBcOnWs1p3//uT49Pjy6uzdyfHBf32rMVQ1hO+BVH0DCZa6b5kCwMaUQPA9aXpV",
-	"WNXDByoVCcDFyq8ES97G15gyx2f0oATzk5NONBEnYfAReO3bXRjK0cf2g9GX7Tbp2xkbPpsw1bBVnkv1",
-	"EBOinDYorOMgTOseiHz5AoVTnzJuaUk9qa1nMWgrrXOkulLWEFZr6Ra4vmnLXTtiAQzFrT6SE8bD23TD",
-	"1Rr19dtxGUDNJk6HdElpy/K6f2vRNdOuIU/WTOVn8PYzXSUQBeL+sxVdZns8bjObJndPYk3VpUHAMpiV",
-	"FOFFK4EYSb0ZDSa2i0lFFUTHwOBOB0nBTOhlIqnVvM0Ud9N0QglNa2HZhWU6/GqeXHI7KyuUpe2hHyz3",
-	"ZAnsnkQAkdlysQdrrd1qP2+0dhqt55etV51Wq9Nq/TPTiDM5nVSrt+SzZ5nPcj1Sc6/tRq+lmqDW5NU/",
-	"2uPxYOL5lx/e317R736Ug+9eKq/9aj747h/q9DJVey9pTmtb9NXGo9z3XKiGBkXqm9YnjV9CqRqUN+yB",
-	"NfA0Gq1Wa6cU1ZIjfLu0MfMf7Wzd9o+/DNrPrk9+euu7u2+ng3b6bHP9fh/ghNt3QBdTKLbKexlVfrTp",
-	"CKbC9saMt1+te/OvmKmU7ZJVmasUgYhpJIgsZTYWZEwl0XCaYHRRlyz6HFe2MJhAxkrHxtdiYPgz5C0t",
-	"hgNzrCk4WGw+WJyt9Ps7qmL/1GPo9IagqCp4ehj6PrlhMCNimAYn0w4kUXmw/PDcOGjQq1UJZQ9mpaoW",
-	"5dePd0pP41TYvtB8Qjl5c9o9iM10woPE1GWN3bGFwHbk1GqOPikx49hLptAwpMdn1bYwhi2tYsMIOsbQ",
-	"VzWkrhJBwSY2T6tCaB2rF1WTrYK6b1dWcHlbB+XalgtjqKCma46mEYyHIPezrToSN39qIZX67emQHsRX",
-	"vMFM9cw8Va7zTP8TvF1uur4iTPwFhbGNx5p97Tz3QtFARcXUE/io+xlN3VavN8i0lXaPEQ98dgNxhI0H",
-	"xikwJAPKvbXltJQRYzP08CKMkDuy3lJrI8LOgxq3bacove16rk1DZOAwUugWHkuPx708i4EGpRZhsopB",
-	"GAlWACoMeBQsYM5d+F6pxY4sDh0oIVA/4jlr3Xkz0fmnQ2qmWL9uzoPOz6JC/DlQUDCdgkfC6X627VMU",
-	"5yxJyhD/SByXE8edFbbyneDwuwXor0C8L4U4pTwCWflHoOEGyWL7libC+5oQpNr/pWQtmEoSTrNmGGLd",
-	"JevTa/PhZmg1thaLmid7QD2TdSDJNUxVMfT3HJfy5fS+VaxdT2Sqm9wjBfkD6ZalmHYsZQgZX22kBtjv",
-	"9slS3+1CHDNBgQvTzC/NKwWdtLStHpswlYkWj0/rWcupDaMu/oyr3XbNqUW1Zzs7rZZTmzBu/4qjyhlX",
-	"MML+67eNkWgkv+pzLcPfPodbdRAGUgT9SP+cBnDDRCjJlI6gqiOgi99URbrvtF9iLRAFgf72Xz93G/+k",
-	"jd9ajVdXjY/f/K1WDIPfZNYOXskZLVe83nGwG300Di5EPQP7lUaduOm7eS8bsWd96wZo9HHrS08QzaIV",
-	"WnIqWU2C1Knu85mwJrMEZJ02JoDIcCBBFQKgTLPEJjk2few02mAZhuglTQ9ssAeWZtJ0JTDBKMZIJUKl",
-	"9SpJmOqY6Ou+Uv4FGlFkn8xE6HumKzGZUmmCos0oT6Qx4cxNvID5v16F69PJFHWJzNtOHB5k9IknkvQh",
-	"clX1ST16+v2HS/uov0UknRMpmgRNtriZeEQSZEK5zS7tCWBSEVNOXIn4Bvy5E1HGJjG0LXdeAyGUVAGd",
-	"YhsnbHcZKTfJ4H0ypjdAuIhWUdfCAh0BCfTnW03SJdEv2XiOnVarFQVjC330L8kIeBwhpWFhhpKSHojU",
-	"MchhoBlWA25dAA+8fnQFVG3tY+O49EF4JHao61vYa+3sExrHo8nQbJTGCptWpo2yOBRB5GKPlm77Z+sd",
-	"41I65r+GI+ECjVGu5IC2ihITsrNL26RxExogjo2z/E71G5MFeFWS2sZksz9hWca/ou/SsqVF8iAn3bPj",
-	"iJ5//+Fya98aoJNg0xRpN2b3Mu6UEQK3mQYoObXdassTmo/jdzaJxsksCRo7mfFuG7PZrKHlyUYY+MC1",
-	"Durdb4IvaipKFrDAoYf3opm71jMfIxf+YCWWF4iX50cH5MXz5+2IK6eBgdT71NWCSmdIfQl927R0rsZa",
-	"7EGnFbuBreXo/An/LcQilKfBZcJWnarwTWdlGatDUFRE+3XabCw4CaUhTrltitw5OAuy0pIA+wBcEXiS",
-	"9K3soyVIHDwAKgXv76MkpfcM3KNcS1X4ReEDSswXhNOJkS+ZjBGQeU3S5XG7aeY5qbZJVktg3PVDD/CR",
-	"2W98gu3WHs7hjikfAXoe9WU2KzLlIsq6gr5t1ry+0kqaV53Gx6er6a2LAlKiaJQgFaFij+lR/7wHo49D",
-	"U5JY8mrUS8et7KegNA6hRQDEIFmkPK3Wq61yZbUquCVh9pu0aJyColW8cAKKelTRx+iWL8inujEFjI4/",
-	"imlJ+AVTEvxhBTytZ6M3ylMqiKUiMXp5+t57CcFF9HZhGVW1FRjaKq4BplVGQpORXVszTFVvaaP2wJXT",
-	"kRclIj8S6ntFEZYWEtCQ6xBhu8b4cwQuLV4IDmsFGJ4wqXJA/RXmMT9C0n0jCaPUqkzSc92mtz5QtOB7",
-	"k6Xy+ePixeLq7HSfSmCAg5SOlpo9Zv5rAnK4CqirLFtwsOiCBvhrmEsUYyagAubKZkJUJ8j2C96cKDdu",
-	"QjkdwQS4QlVIQoBJpcb0LW3kUPSzdAj1Jlp9EcKXW6lZ4gMr9xsB96LD18JTXM4nW+jDWogjLI9Nedk5",
-	"KqYYC2UsykMsbXcDgQRMTGUgSZ2PGL/F6a7iQiKXAYUhuyZHJqlKX4xDDvmNmKd3ZlOuGvrbkqljU5E0",
-	"tiJjsdW031CHhLdr+RA8lr4by8uLo/4jKbkvzYhJ5WBD8SZMKuZqiDAFDNy5iQGIRVUb2JmezpbzKk53",
-	"mG2Vrq+ZyAn1ffR2Dn0xM1YSMqHumJnomcixh22KPn/8/P8DAAD//w==",
+	"7H3rcts4l+CroDRTFSlNybLs3OTqmvXn2B1324k/2+n0TCtjQSQkoU0BagK0rC/lqv21tb9nH2LfYx9l",
+	"nmQLBwAJiqQutuSk8/lXYpHE5eDcz8E5Xyo+H405I0yKSvtLZUhwQCL47wH2h6R+wJmMeFh/z+sXkkdE",
+	"PQmI8CM6lpSzSrtyTsSYM0EE8nEUTSkbID8iAWGS4lAgHBHEyA2JkK8GDBoVryL8IRlhNRRh8ajS/r3C",
+	"eF3A8J+9ipyOSaVdETKibFC5u/Mqh5d4kJ/4ckgQ7/1BfPlMoK6QWJJfSSQoZ12EBcJIyIizAVIrkVMk",
+	"8cBDpDFooG6nstOpdLMrGeHbE8IGclhpt168LFrFcUBGYy4Jk/VzMg7xlAT5RXVlFJMumgwJQ3JIBYoM",
+	"eBAVSA4Jgm0G6c+8jzBDBEchJRGKyJ8xERJNqBzq1/GIoGRmf1r/hUyLQagmLgbfCfexXl4RCP2IYKlX",
+	"xOPIJ6uC5RxLckJHVOaHPz68PELJ8xT6oz7uVPaiH5t78sfdVvfeM9bPeEj96aKJzWuz8//544u9yY8v",
+	"m83VF0BkNK3v9yWJ8nNfEJ+zQCDJ0QRTiXqkzyOCIvUNZYPsXH0ejbCstCuUyZ1WxVOT05E60Nb27qvd",
+	"1zsvd195lRFl+sdmshrKJBmQqOJVbusDXk9/rdypFY5xhEdEJqQsyDEgK1UrHGM5rHgVhkfqG18/9CoK",
+	"92ikkFqhkrvKf41Iv9Ku/MtWyiy29FOxZcbOEIg//YUUnMo+8kOqyMcfckEYuiZTVH393//z/7RevEDj",
+	"iDKJeyFB/hBH2FdrrzXQvgbcDEGoLzELUI8H0w6LgBo1efVpJGRCXXvZT2AQzLgckgi+VUS522rtIWyn",
+	"GdKQqI86zI6kCZIKRBnqh3QwhD92m28aHVbxNEQ120xhOkOw5ej1Ag7X/v1aHZyUJFJj/ufvnc5ta7ve",
+	"6dy+Ovz8w79WCnlS/xRLf1hM2YptohDDLnCAqi7zq7UBNJOISoKGeDwmTCDOwimifXjyZ8wlMC0haRgi",
+	"LJEcYoluNIf1EAkFQbvbrQY6N3ijoZjyLx5LRAFYmIkJUVxvt/W6gbrPu2ikVk0EmgyxBOFgxlVv+3EU",
+	"ESZR9fzoAL3Z3m6i//d/t3ca243tmocEL1h3zBTJUbV1HIZTD/ViqTfDGcJmK7B8ckuFFG3FcmN2zfiE",
+	"madVHiWYIQnDTD4TtXT7u83dRulh9+v6EEpO+eXunJP7MNarzp/gJyVCxhERhEkPNi0jzATssvDEFCHP",
+	"HBgVGgmq9rRq696FJKNSzkL1w3mcZWYChxa2s7SwX/8PXP9Hs/7mql5GC39XB1m6mD/N0/vyOTu6mumC",
+	"CIWspXOJ5Pl9Z0tnUPNd8mtSPps0T+87lx1dzfRRkKh0olg/vO88ZmyQT5ZBg3j6Gw7ONd9Qf/mcKR1L",
+	"/RePxyHVusvWOOK9kIx++ENoRWa5Oc/0V3rSPIe07CrgRCDGpeZLmpqU4ot9uYe6JIp4JLpIgUEggv0h",
+	"6mMaKk23T0kYNCp3HsjYy4RAtWpYspXVtqAGLls/kDxWesgMg1Bk7ujyVoEumse8tgXvwDwHnPVD6j/6",
+	"aSTKPOjy6aHgMOQTzc2MDKPsBoc0qKsXY9H1UHeEb+tE+DiE9XW9VHBbqV2DYzpUZ/mYG9tnCPAHZj/i",
+	"UY8GAWGPDVrXIguxf62sI5+PiYeU3ENCknE9HiOwVzRtw3p/4ow85lLfcxTSG4JOj/aVGhiGhA0IrOQ9",
+	"l0c8ZsEjr0bE/jCxjBQuaUEbhiR6JoyiAOs7i0iigxxhGpLgsY/YCnAt8UEPwCHJLe484d2Pt7xkabP4",
+	"ZcTcR4ZjOeQR/cfjruuUCkHZwEOGn3iI3I7V4hRVROSGX5MAGWGOQMyiasJ7HJLqeh3WjWET6hdf2dPd",
+	"mqUt8/1EGT0o5APKwDAUqM8jpP5V2H5DItqfomp31Md1C6Nuu8OseQ62i3pqD7CNwNWwp3VAhZdqHD4m",
+	"EUBLgIEU8oFSw7Hvk7HSxmvaaHFEw6dPn+r7zsKzgF1kC2vthJ9iNjUiXDzmASoTH4XKxlcmjnUvObvL",
+	"OCfmSb/0xRIHw1If2/fzPoK5nzuvwia/aXpw8L6xblT6yPANpiHuhY8qds5JQAUKaKDVDbBWgeAsw+es",
+	"TwexAoSkI6IoStmLPmbq/R6xyFdroPdqALVWIFClsiQUqQlVmeICVZWpqRRIbKQJikhIiTLowAQeYjYg",
+	"gbZ3refIKHoOtgCXx30yi/QPQz17AgdWAP9Fj+KjMfAnQwJmPU5VCjTBIB8jSYKGhqgCsAFnG2HEyMR5",
+	"HTxMPlE8dao1FM4IHE7CfH0egDMX/p98OOUxmpCIpC4QKhDQ1obOLPWDfCenZuBpD83QlnNoM65yR9XQ",
+	"Z5m6ixRh8dEYR6SOWVAXRCpycwMHcKTaZ6VjFmY6JCfUJ3vW06Jdg1hKMhpLd1nwVHsSNRAE2t1upUu0",
+	"ri2lonkgoDH66fASiSGfiMyWtVdqyMNAOCDYENIkHP0AZvmOMCervKmTMqQcaFatUARJw2NRL6QsCKft",
+	"hees/XE8DMzAOFRs3Tn05jacrnpLcRLONPZqpFKnzRJX5gy6NHf3MivXYSOGQq6WYsaMhRqGDhh4pfEA",
+	"U9ZAx31nPBH7PiGB8Eo2wlI5tRmkSqNl/yyMKOFBTsxAsyDNUWgCkZmzV1sMiSRCvcgj1KcsgP8HCm+A",
+	"SxjsSKaA4xUCVbHRy+o4DJHPYyaNU3gyBA+wnYNKQcK+VeL2ELamgTZLyjmag9K1zWDKL2RKggMwc74j",
+	"VNHOLAClMeEa6JOOP83Gc71UxSsPc2UFmhmdgj4RkIjekAD1Iz7SfkDwS2jSt2PI1N1Zwnpaze10foV5",
+	"ZhI7inZ/ViMT+9bvFgTFEWc+KWA7Fs2DPbTbfGMXU6esbsJqMKCr3upoHJUmpBHFTNQ0FMGozQEyCeON",
+	"8NRAHQxwn7PA7GYzKGz8GN8dEie+CxeLldxMeVk7Abp+QSRhNPNxA+0bRLCjWZcGZtMJns4KRiWOMZsq",
+	"BKxSKYyEpQIkYG1PoYPhc5JPcKQxe0yiOghFH49RzCQNwbNCg5AkGyeaq3owFhVqBb0pqF9bN9tb6mux",
+	"9UXHOO62zFq1F8XHTMNKW8BqdxtSxSAW892hUap9USHieTgEz1MUgg9TBLKooMYow56qmvDnT5cJxkAw",
+	"2FpdCW4Yz4bYM8I5jxAwmTAWuDp49SYcvVYPMUSLJInEhlAhCeZ8T5iQhrAzShRIxsR2w4VJH7OmHaoq",
+	"26pE2Dij78GRJhFyyZEgxJEjuWmV9FDfKq0plR9qu6hqYkxaQIbkhoRoxCOyh7BQ+jjCQSDSb4ZUSB5N",
+	"EWEymu5BICG80SpdRPhYWQ4awkogZoNa2vcjCAvSBUJW2ZTHaEQwS8yWtaLfOOJKsXxsD9wnEob1Po9G",
+	"igZjiSLSjwUJlH7b4zELPIRRLxaUKaU3ikOifphAeh/EinhAdHzvIxPxeMwjSYJTElB8CV7GrxNVVmrb",
+	"M4HM1EhOx+CDAMIChzxEQe5s/BxObz+WwxOFVm5q39/2L44PKl7l9Gi/IMPPg4/AW3xORBzCJscRH5NI",
+	"Uh1hx+6o83aWTg/L4mP9PZVkJJZw4kL+2rF+ebvZTNPVcBRhcIsLN3ViyQwIryJiUN6WWoFWfpdL5EsT",
+	"GX5P5khG8BywpVDXaqSN+BeAGvgACS4JHi21Xj9Jzlsmzc6rGO1pX2byBwMsSV2xKJ1DOCdrx6sEMXnA",
+	"12mUPcGoTWQxepUQC5kKwQesODvQOcGG2BcejeHXD4G1Pj/jXtwcrFwn5uwsL3fdWd40m6+237xpvdh9",
+	"tdt882Z77lxm5Fgsg54X+s2UXM/V+0tTrKaBhS/H4+BB6D9D9Un2a7KIzPKT/XtZws6TgSWrmbOYxQCX",
+	"ft3NlDGYfZjVSY/CgXXwnzl8p49DQbzlWdGSyXaNkmw7BcMyKsoOOx/6mRWWgUCbQ98eCB7GRu8JwDnE",
+	"td16veSO2lv/UppFWSASNSHM4L/FdrOPssN7pzXgvJxMVIrkP4v4ixnqUOnSi1WNma3oWRasUg+dF+m+",
+	"1DljC5nTysIf/wXkcD/io4tECiwhNJeWr5uTWpJf3ENuyYzJbbVvzbBTlk8SYqgkKgL8Txl0WmvkV8m7",
+	"nxfyQFA505kzAHd2UiRyMgAsQ+68YM3yiVb22oF/9Xuz/gbXh39cj9i4Lm/q//j8pfXyrpAHOvBzIPbh",
+	"7PB9xascXhzsn+xfHr6teJXzw4sPJ78evi20X7K5s/fj9OsRSPO4mQ3q5+HZysKzVZ66/qXVKgEkRIYL",
+	"7zJdfEC7re1XCIfjIe4RSX2wdxtZHrGTWcNObgmfv+wUz/yW3FCfHLM+XxHidDwDh90X2Vmb9Tf79SNc",
+	"77cbn58Xzh3inuZci5hdLEi0PyA5u+7FdqvoSHOHd0RJGCS5v9l9BERiGi4xsHOtKn9M7/FIX+ZDYyyH",
+	"HvozJtEU8QhpZwtKPp05N5Da+Ym4YmYF0/x88eE9OtNPEWVSB3J6PJjOjLuExWs2XoTs7wgO5TAPK5Gj",
+	"dX69mMWZr4omOmYy4mIMWsZ9yB68tDNn93r7TWuhGgUfXqmfr4Y0h1eLDQc98fwtGUGS0yboDTgOzJc9",
+	"zkOCGcj02/F65SCdUTAePqBYTgv4Q9LlVACfawfd4jfj3nr9Py4OFGLQArmtz7EIA37+9EvBuYcDl24O",
+	"g7cXxd48P7rJvth68WL7TeGr13Q5o/laTjPy+ZezwuFi7dCyrwk6KHztdnXnmlqA3pn6XC+8BHIXedBd",
+	"k+nypoIC/qrWAUxQtJ7TPs6kQWbX5WdVgrmKpvOqOmMeFFylf0tCekMixGOpREkPs2DPBrfg2vgMj88q",
+	"Ny9z0vfzlxK1zQS/1uZEcTZn9ubOUQLYX0lE+1RnOM+QSk/wMJbk8IHL9LKOb4vXZW50GoRrmPKeHu6c",
+	"YD092r/69fD8+Oi4RGtORF9BBIJLiLDP3F2wSWucEcQ4CjkbkAhNeHQtajOotQwHdK856sW47rK5vnN7",
+	"/NP7Sf2HE97DqWgxDRRunDMyPaWMF+h2+wzhEY+ZTC4aGaPgmUAj9QmKGZUCVbFEIy4kav3nix303//7",
+	"v9C2h8gt9uFDxS6mCPTEMY4EieBo16cB2OBXvhDI0QF6s/viFTJBNaT1SwiPz9C3DtKKE9IvqBpxerRv",
+	"w7gChaSfgGNCWcAns7tZn6Oj0BBoNXeLFHR9JzS/+A+M6GgvGpMoe01UGQMZK2ApceZYLrNSLR9do0xI",
+	"zHyylDFjwpQ5c7bYIoFQ8/ySFx7Cwp6Vm8alLaDNnVvKO8vHf/HmjTOwC7y5Q0sqw+XUU6tFkls8Gqtv",
+	"KkMpx6K9tTXEYjjAkjQCcmMDzmILYv3YenzsuuOI1iPSJ4rsycoGHTy1i/bmmV1wm71AoXlwbNF3/Bhz",
+	"2bJ9D74Rko/sxfOFkA6ogASwhIuuj7eRB0t/RdMHanWb88eOI+pTNtiI3/TPtIbCUsUQvIrAIREHQ8xY",
+	"zpNTZvF9NxFRq6q9Pd8/uqx4lYuPfzs9vrws0ddE3BtR+TDyEnFPconDDeC+xLebGHWV2O6mtrbmmHFa",
+	"SsQJGjtMbIYoHKU44Y6zJznL1ZzjyIDFZTA5TnDP0PMiUw2I/SFB2LXKhKXDtu2yuO0cjrXTelBMeNYk",
+	"mIMSCUxKIb5i2ObPVcI2egKptfhZb7ij2S1BszSpALTw1ZAycrkhEv8zxlDmb82s/jpeLimFUXkWUZ+s",
+	"fWcFYWyNTtdxxdl1bgk5aJfjmSSjEyrkQ0P0KU4tkwa4IelcGPVfIk6aLP4sXpW7rUowy2GqAhtALrVZ",
+	"lkPQ5fnjVhmDzGPzvHN3PBo5B9ECJC09iTNb1G7uOcxWFwSfx4hEA4LGkC8NFeRe7bx5WbM3s0lAdZFB",
+	"sMjBNTGizB17Oy+9NiaJcpbMsnDepBDLaoIrnHzuKM8JDiBjO89aIhLQhRwF7iJAYLpQ6y6MPHqVm5Sr",
+	"rKTVJUqaXtvnwg3ZBeU2REY9EgRFFWEvo5jYerAEUVY3KfbapY8EiW4IFIRA54dvjy+uPp6fgMcuHx0E",
+	"nAUHdUGawDs+0UhdD2mfwGWFAEuMqplaSramIYcCMu8uDi8Pf0NVfenjdc2DX354d/jb2fH5YYeZB68a",
+	"u2kxmzGOsHTKaVIpEJ8wdHl5gqo8DODiV3QD1Tuh1ow9rqEgktzCXQVQNytepY/DsIf94nMMMdzrO806",
+	"dgIe90Iyn1OmcoHFo55hlLCmX5fFDaV0j3nIB5m4mZCYBTjkTC3AD2MhSbQ4+p2MlD3B2TV5KQ4V4x5c",
+	"Pkt8C7P0BE83VlJ2NktGz1a0zgsb0E2AZm7StSOCQXOxf0NRBhs6SB6bv+xDsLWSh+Yv+9DHIn2m/9CP",
+	"ivDJhFseLdq09DWLdTndZAnv6fMoW7ZMkauNDFUJC/TNyRtKJqKE8wSQI3RSkK1TrOP0oQLaaR/vGz/+",
+	"5vw86wnahVjIcx00e+AoF4Q85K7CKI2L/gVuHTww1LnEJ05y5kq3BJI6pktVJC2PayY1T937AfkYZ9a3",
+	"4uDBLIJ6BeymkI26N8rvmftuJrrU9zRNkKYo66CP41DqwgIDLMkEm2trcNMT23qic3DoxZtWVgTvLBtg",
+	"uR/L1Pxo0SdOZqNhFJsHxeuXuxlAvFwSDk5hP70sWEiJqXPCB5QBL0CnR/ttXckKUYa6p0f7V+eHf/94",
+	"fH74tuvBVcOQDwYkUE/13WdbKdBWHOzzaIKjoAM15zw0GXI8oknJCA3pbFlBc2N1G2WLFcKtVCjZYDS/",
+	"vBx5EFkmpDg/tSBTnHmmOYO46qIfkgo6zwTabtWTcvNI4gH6AXXhne3XTh16VN1uvkY9KkWtoNiGUlie",
+	"CXTxbr/eevFyNi13Ji83m5grrrLZwdutu9lfXhd78Mwu1+G4sYrR+q5UZHm3owvuH1we/3qob7ImeGr+",
+	"nJvrYka8tCkv35sG922kHq0mj4vTjy6gCgNnPtnTt9epRFhXLupeXb3jQtaHgyuz0i7yOb+mRBmX3d/q",
+	"Zo46HHN3cxlJWWl9PwHt1GSf9UO1XqZMxYO6AXUeBbr6HxRa69NcGngrm4XUyqchLena1+sSIr6n1rCq",
+	"O7PgkvhcNALzMMNqdFjD8p0ZpgM+wz9jYh7LKCal98GXvwD3P9o/lDq/FPxs1YDUho1A4dASrDgbT4al",
+	"aoVTFIAEKKR9sof8EI/GJEAmg58KEUMRMSNNIjLClKlf1OuoKghB3SRO17VpNloY1+brJDvbL3ZeNu+h",
+	"lpTekDeHntm1C7pygoHaLQXuM5f3FfTBSKvIJHVbTIHGpPj9LAThxWkGMquZUA/F6+LIx0K26c3L+C1k",
+	"gl7SAmLZTg/3RfOiOxAZZkscPpoiyWK8OCUSbyIdaVVutoYEIMDwBwwwxhGxdi4Oww/9Svv3JY/1c1E1",
+	"ElN8Ccr8uW0ARorwA1OjmJE9hHuCMAnuIowiziWq9jiXQkZ4DJeaQEobq8gMqwbp6sorjgsyr/ibhw+6",
+	"Lw0jpNUbiliseoYG9IYwy1fVZ7rWy57ZmV64reVlWkIhzHyiKM5D3cwjqCKmjlRZCyFlBA9IO3kbdeJm",
+	"c8c3dAB/EFNlFMboLnEpa0N1VlaumLJ0js6DWM1iXrbmZB2HR+UqPGR4k8OwEhrOMjSL4avUcAA4nOGi",
+	"2yOrWWkpm1zi9Bm5lQdxJAqzzDWZcy1UoT3YGA/I6tcHy+2/tIvQerUzMHH8OKJyeqHAouHYIzgikTLI",
+	"0r+OLN78/OmyUtCSxVyqquvr+lAvrgo3sjzUvaZB1+Qse6hLhehudXEcdLeU/tVNGlh4qM/DkE9M6dcO",
+	"Oz86eP2q9QIG6xEhk2rPY2UKUF8H36B2XW+q+a5lptXu2YcLt+xc1yvktB7iUYfpG5+WM8PjWgOBBiLa",
+	"KBNvQdloC3JiLciNtHSYE2hBbpgFpUEW5IRYtIcHkBNYPUA9PbGhlGPHIj0AK6+khecY/xnPVmqmDOHE",
+	"XrRWYtK7TP+ZNqbK2ZXpQvCY/kLcylPvdN+zFZdiLvFWlQhhnNV7EZ9AuUloaCjK26rNGLX5hd1B2r4O",
+	"KWdXZPPG0TUhY4HEkEeyHoLzKXHH4dA0S6IM6WBtjwwpM2Ld9rBqm4LRBhc6rCpCGkBLARYga+8ajdkD",
+	"76DpCOQZB6BQ2A5+QqTM6JqH9s+O6wYzicQ61Pzzp8sOUyiOQY9NZa+HqHsptuaZ+uZBhPtSoCofSzqi",
+	"Ql9tZzY3znNKRNrqorUOU2tOSyFopERVLPmI+gYaaTkFiEJ32CFcioFLG7ohIcrdVql2ywrDdWsNpAdI",
+	"OgH1SMjZAJp84g7TkmUv10Awfd8p7231+93mjiaikPqE6ZuXBmn2x9B7t9VoKvkShc5lgslk0sDwuMGj",
+	"wZb5VmydHB8cvr84hG/SewsJDlWcvIjKdqOp3+JjwvCYVtqVnUazsVMBjjwEprrVmJAwrEMFx60/Jtei",
+	"YUvkDQhI5gQFFaOv/EQkXN2c6ezWajbX1gcNxi+puAeZP59ID/1CpuiC6JZMiQ+9eNxkoVvmdo0jXSrt",
+	"3z8rLWE0wtG00q7o078m06QJJu1TImbCBD9/uhQm5+jF9isPUOx1c+dVDdJ5B0IJTUUslc9qrq0h3LH/",
+	"xzyYvjOvbBCs5qZ/CWBtrgoVKB6vG6onSlGHKuZJqzfJY3+oOVkJ1EZERtRXYFB/GQxuTPEonAfID2PC",
+	"9s+OVwOkHXSFHjZFMDRzo4D78YiwtSPnpcvqi4EG3QnmYtq5fmODiJZmgxWWncXBVJdmjW5007IXzZ3H",
+	"L3ybq2O7xuKqazzyBJY2dwtWi3shqTmRO0l8ZeHbnY1xj4YUrI9CJLnZ3kraTjmoMqM7Q+FSkakOrtUx",
+	"XW4+58W3qhPY3lpNVIyygT6wpIsBqM/d36B5VP25/cQ0lNfOvcB0cbfJLPFYyIjgEUj3cyVQBXCrWwrJ",
+	"dAPKblFXbefKOF67HjrAQTBFXaPIXKmnXQ9dRpj06XXy+z783GGH7IZPUZfcSnjzH91aogLBPeqIDqjS",
+	"v8z4z0Sy7LT5sYDKLG21cx5M6yERosOc9hBaE7DFbm0/uO6Bxvm6sku7uk8MdBDRvoqp0riGXBfKfXe4",
+	"/7bDqnqxWlHMrE6/Wst0YYZwDBXop8PLBvrEo2vo2e/GuKE3XYdBq1MF1Cm08adM8TCxdXb+4bfjw4vG",
+	"KEDVTuVvWuGc8jjS73YqWucC59OEgzrZD/kkCR0HtA83HGU4bXdYHT1/ng1oP3+OqjhXLb6sAZ6OchuR",
+	"HKApkbq3dYchrfaakrtJHNxDWOpGTuSGhG0dyZ5/WTMT526okc8MqikkhDbXIb0mMKrt/QLBr6RZi3FH",
+	"6fZ/ChoemgypP4SmBna5ad8oNYAJ0Bt6ZkgQQ3eMTExldA29C62ra7ClY0Dva73rOk0yvmptBOWEE91U",
+	"ANqYs1GY0Go299Rquv8GAPrx9Gi/6yiwO4uAZUwHJzEgSTxQw+ptecYjmexF73GMhdLmsTS1tbtqcq0m",
+	"Z0VWUvK4km12/3uRXec0ZlQYpYd2uYg16kVix0H5ptSMC23BtaXEjBMcvvu8QZE6W/e5qP1sGPJJTowd",
+	"gH2h2EzEw0WCLPNy/T2vX0geQazDcOwkYD6TbQF41gWvMRxjeRv8Ql+TGf0i8Y7OREzG2Cd1m5Ac6H62",
+	"AlWNjHFc3bX7zpxmjOZxKunPFKCqw6oePGfqt83PqdkZFBLQNGP8mPec6zKplFQQNTCtbb0VOzjuavSe",
+	"r+A4Db/hk+0VFD1zv147TnXF/CQrJFWQ9q0HPtPC0rb8zzh4lGmMw5i4peAyJ5w0IAE5oya0HZ1GONQ1",
+	"64saZWpWYusxzKhXadbFbnM7NddnWzUrqZvMmvWulfPfgga1cOoge077+IywQB1YBmCzKWUzLcjKEsk0",
+	"My8FoRZ35nvb/6dtJZvtfQutE3X7hmriB7XOqq0vSVLHnZLDW/rj2n3BW7gkp2WMWhAViT6xLNBdDUHz",
+	"4TW0n3Zg3kaMO6ihlMK5XVo5Ix1W0qwYPaxXcYcVNyveRG/h3ZWMQJc3KC3k49jNqUyR3ShM7Yx+pLUi",
+	"CwEsrvWmMQOUsNpSCapTx9fHCAmE/c4oQ0tj606KrerjSJdoKlRgnGbay2LprGq2JkzdL2ogj6oZBRK0",
+	"0QyMLdIZgR1i/1rYvvSuB2C+LHFbBj/YyP4yG7D4/fOd92U2dKB/dMNOv3++y9jnR9pQrKtzQ/6Q+NeA",
+	"S9GsnapY6JBLiK67/q6+831qnYOnG+KIXBR4cXSuOHSlyOnERbBIX9ly+qhBUOJzUh3obzyYrk1fzVdz",
+	"v8sGFU1614zCvL3WBZS56RR0Z9Tkw0s8WKQdwzt3XqWgEd6iT4s+ufMqJyZosujz5L0HKl4L6SvtRZ5y",
+	"5PkfHfGoR4OAMP3Fm8VfHHDWD6kOH+9uv1hmXQWNftTHrdYyH7t9ju7BatyelWvgOhlekr3JlmUsH3TP",
+	"qNn4F6oOOeNxJGY7IrpMRbOPLDfZ+qIbYNzN8w0blrIxM3ZjVPmt08Xu4i/ec3nEYxZ8LXlYhJlw4XIG",
+	"MffhpAqwbVVRZBsdfS5E0y1TeF8JwfsN65VIT91o5X7Ssw/t2T6MTeP1TYrPbD+YpcTnEvifLcBvEfq7",
+	"IZx7SKAlhMhZBJnPALIjuPD6YOG1KoU7PSIfUwq9szEm21AxTXzAI1T9cHb4Xqn2Sf+HpaXQVtI2Y/0E",
+	"fmiG/uZJPN8J44nMn8j8K5B5jo7Rf/+v/0r/8pweqPHYRrjsrZNlKX6YNoiap3/aPlIbVkPtNCXaqFls",
+	"o/KkWD6WYmmNgGfCzerzECMTIqR2G29e7TTNndYvlc5h4CeZ9CSTnmTSMjLJ9hEDUWT6jC0naGyntk3Q",
+	"MIz8RMRPRPxExPdXLJMWgaUUre+lLIqA6Nr232gIpKCY8iPHQDR4ShRcuJDxFAV5ioJ8/ShIptbfDAPR",
+	"cyLsXiNaKgZiOMgMR9n6Ykq63+mwfki0ByrLXd7C75a7zNDnbmE3LyJJoKPcIaTgowFn5Bu3HldFgpR+",
+	"HxcHNHh1qjucP4ZiMwLBvVRUTe+OFSKAV+puKDnh5l+BAz9FvDaDgcUhL4f7FKPYaipI0lXlM1zE0xWw",
+	"s+gJhbHvqeBoS2MFzQZKaddhJT/cA8N1Ee/lTYzN05a5qv9EY39J4+Z+Os1u6/Vqq01SBu/Bfw7sIDh8",
+	"XGF4mpKqIxGrx/06EH2SlLeKLrSV1KUolJQnVMikbYLYuLxM2lSU0DYsVulautBabwq/IBo80flfQJYm",
+	"mo+psoNs5441CtW5aL71RbdWWdYCgEYnDxPBTxLwn1EC/lOIo3My4jfKPk9oeQ9BFzN9pUVtbzSOpb5N",
+	"AldN8IhAEvlaSd5bTJG6nxJo3HGBkDuL5brIfUO+RNu06EnPfuIyT3r2phnbfmBuWY1D7K+NwZVpJrpj",
+	"6OoRy4wjoTBScgEjr8OR8DX4S9JJVXtgnjjMkx6zIbNaaTGpPQ01/6HZL5IcJd1+V7SzhXut3BoaxVVW",
+	"im9kCknDMH8v01yrbeRqJZzwAY/lUjGLE33flMezYvsgJDiqX1BJ6m+xrtU7c9u/Y8ryiU7FQ52KkDzC",
+	"A9KpdFe8nH5BZL2sXiCsQhQVkr/PTfV7UPHXDY4seTkxW2SLD9Rxoqq+GZyp3OMhXwMUcrlNFR9BWCDQ",
+	"zHm7+Gzx14mh5K6DLnOPOOlAsqjCS81c1+4w5zp0vv9IA72NoYAJTq6jLlMPBWrhdJgtcNJqNs1C9KXc",
+	"Nsr0VCmqRfITkbp1sbxIyk9uTDAm3TrK7kuZJl9me5so/LE09Zi1PpSIvhbpfBpyhEfoWNFOPyJiaKiH",
+	"BiFBE8oCPkGchVPd3TGkUoYE8b4pDhGSviwmm6wc2DIVNufJg3NDuwTqEFrqMj1N9ZEjcqtkhq7+xIgh",
+	"PV27InPZ3+C7MUg9paCq95P6mWSs7yWDxgpPBOq+PTw5vDyEwgyxULjxRXfjuUvqNPybnv/HrtdhpjVi",
+	"XeA+abvtduzLSAyVmqxGH2IxRBIPag10aep1XxNbnNZtNoRlh3HmAx1rONgCuUobpz5upIF/2QbRqZQP",
+	"AE9Svqj7xUzQRs27QmLWoD6dfpBDEr01R3Mves5UI4A6wx9ieRgKMhmSiGQrElxOONJXaAw2IFOZWAvu",
+	"pORAUmS9tcLN/UzryAK+8Y5P0AizqVlBckgTEpG0mskjE/3Xl5wXdMBAdAK2waEhEgqCqhr9MtDKEuOe",
+	"/r+p/6zQXEg8FQukaD6+cjp9EAauJFHKgisn9CZRGGby7vfyfSWhKk6kKLhrtt99dNT5WgiTkb+hC7aU",
+	"Z5nOdcuLBbf+zbzYhOVbb+0Ei5X9c1si6TETlErOeOPhrG+Inyh+kGEXz0TC9kvSllxusZq3xmn19TmL",
+	"YZlE2rK+IRQKjycdvUDdUfq76XaXdpOGko+zlRwbz5+jTyVavVMPMVcgyq0+Bc0NRYfl2hvqhC+BnmeK",
+	"Uz1voI9lxZw81P3pUJeXSrBP6SvJr0lbsvL2h7pYJ4xuOquo/e02tztslSKSqLrb3NalK3ebO6mSVFCt",
+	"UvAOw6YMpzbO5JCMUA/71/mykrUG+qDOyHZ5TFfeYU6XgdLqWom51PV0RcZuo9Fw6m51dYHZEFwKakhH",
+	"M7TQqyEM/gtEpVbqjKFnz1eka84edY/4fEREh3XdhoDdmXKQKGYBiRB2akeCwsrDwIhaPhZoYuqaYmm6",
+	"KnHWYYV6Y82grqkKpXDW6Ziu8Y8EKMSSRLNGZLWrWxp2a261tMQANYVIE1Qe8omYxeJeLLV2kJ55I1ei",
+	"U7t8xliIPQddEyQurdQ5pxanU4iT+sMOi6D9sXBabamDjjAV9sB02UyeFOUEoNnSh9gADpB4yMMAqniO",
+	"uJCo+9P+5eGn/X+/uji8uDj+8P7qdP+3q7PD86uPF4fn3aykbKB9qYHm47FnLPHZ70+OT48vr84+nBwf",
+	"/PuPikJlnYcBEbKrMcFw95ouSazdCwjeE7p7hjFHQoKFRBHxoRYtgiK8yTE6fvuMbZRSfgrp1DrxUlFv",
+	"0WvP7EJzji40RLRftlqoa2ash3REZd3UnS60TXTas+tkWCWo6NojQHyzJRPHIabM8JJqWu3PUFDNtUOc",
+	"PpkVwNWK25Q31I3CK0c0In1+q0ByQll867aAreBQvZ0UJlRi4rSPFxTbLK5EuBJf0w0kZtmarkVNgr1M",
+	"nwsggaQjbknf2w5LGt+67O5ZYr36OIpohrLSssDgOeADoTaj0MT0VSmpy+hpHNxuAyuYcLVMYLVKtuly",
+	"c4pPSK54LVl0YJmew0omF5zO0kZmYcPqtV1tWYC7JxYhMlvOd4WttJqtl/Xmdr358rL5pt1stpvN/8i0",
+	"Bk2h4zSfSz97kflspmvrzGs79jWnLWtFXP29NRz2RkF4+enj7RX+6VfR++m1DFpvpr2f/i5PL51qgGm7",
+	"XNM0sDIczHzPuKwrVMShbsZS/yMWso5Z3QCsDtCoN5vN7UJSS0H4fmGr6L8abP3Wr3/0Wi+uT357H/o7",
+	"78e9lgvbmQ7Ea4Bw6x7kokvXloU5bS1Kc7FB1/zemEP3m42DfvsXoTLMb/0hymwTr9LLUBZfdJ9DkC+T",
+	"IUdDLJBC2pS884ZlPjy5tONBJ0WWRj6+Fb/D93Uxaj5GaAA7GDHfqzD/OtTXj2kloaynhOwNYVFZSnY/",
+	"DkN0Q8kE8b6LTrpvSWoJQZ3kqY7lQACsFMvW5rwq1/BXz5dyp/FKXGLgVcEMvTvdP0i8dzwgqQfMeMMT",
+	"x4FpHaqsHwUpPmHQ9CbX2aTDJuUuMgq9txJ/CcTQIKzVx77kUc5VNnUtJHCaVfMWSy3nBTAry0XHTSxz",
+	"ZYeG9l9g3d5H8QjKYiL2sj1F0owAZyGlZu9pHx8kR7zB+/GZecqi7JlGLXC6TLenBZz4J9TRNp6rtnLO",
+	"WHqGjyt8LySOpC3/niJKNcxY8qbevqaqmhtIQwEJ6Q1JsnICooMGfdTDLFhZdXOcHJthjBexpXLr3cXG",
+	"hwS9EhWRm95WatvVmcYS1gGiFdMagKXDku6j+eSEQo8xWsZhDJwrIjKOmE0w0HDnYVDo0UPz0w0KONWv",
+	"AGdlW28m4/+0j/UUqxfwWev81LYOmEEFScZjEqB4vJdtVGUTpgVyHPVPXHIxl9xeYis/cUa+WtL/Elz8",
+	"kvNTzCzKinsx86R9ycEQfwWeroku8YcpprynGIPTwNBRwshYoHicddsgE15ZnX/rDzfDu6E5mm3/HBAc",
+	"6OsMAl2TscwnEp/DUh7PIFzGO/ZMOP3wnjjKuo3Or015x0LEJBPrtfaC+W4PLYz9zqU5nWg495b7pX4l",
+	"Z7wWNgqkIyozuegJtF40vUqfRyMsK+0KZXKnVfEqtlxue7vZ9CojysxfSc46ZZIMoKP8bX3A6+mvCq5F",
+	"9Nxl5FYexJHgUdcaquOI3FAeCzTGA1LW49CHb8ry6Ldbr6EqiSSR+vY/f9+v/weu/6NZf3NV//zDv1by",
+	"SfabvB4ER3KGiy20D4yYjX5X/sT1k57G/VLvT9LGXr+Xzf0zsXmNNArc6tBTQjNkBS6fUtGTErXTTz+T",
+	"FqWXAKLU5BQgEfcEkbkEKt3+sYGOdWc+RTZQBcK+pPiBSRaBIlGKr0Q6mUV7s3gsld0lEJVtndHdlTK8",
+	"AG+L6KIJj8NA91lGYyx0orUe5ZnQvp6pzjfQ/1er8EM8GoOtkXnbS9KLtL3xTKAusaGuLqrapz9/ujSP",
+	"ujUk8BQJ3kDg24XNJCOiKJMerndpIABXlqj0kuLJNyScepYzNpDmbTPw6nEuhYzwGBpTQQNPa/ykg3fR",
+	"EN8QxLhdRVUpD3hAUKQ+rzXQPrK/ZPNBtpvNpk3w5gr0r9GAsCTDSuHCBDQnNRCqQpJETwmwOrn1CQlI",
+	"0LVHgGVtD1rhuYAIUBKQV6ew29zeQzjJZxOx3ihODDplbGtjss8jG6K3SzcdwdWOYSlt/V8tkWCB2ntX",
+	"AKBaXoMCcXZp2k5uwkKEsWGWr1ReMl1AUKa5bUxX+w6rRn77sU848E1FPo2EmqcaMrR/dmxZ+8+fLmt7",
+	"xmmd5q06XF676osEVUYf3KIKt8TYtOItvkR9nLyzSYpOZ0kp2suMd1ufTCZ1pVrW4ygkTJmnwcMmeFSv",
+	"UrqAOUFAOBcl55UJ+pQEsdGy0I+qaZ4fHaBXL1+2rIB2kQFVu9hXOku7j0NBuqYj61QOlQYEgS56Q2qL",
+	"yfkL/JvLZCi+ZZfJgPXKMkG9pdWtNgKtEVzdroeZMxQLzZxmtsln4ODNufSW5upHxOdRIFDXqEFKmYTB",
+	"I4IFZ909UKrUngkLMFMKFnyR+wAj/QVieKRVTSoSAqRBA+2zpJc2DTyn/ZMxGCjzwzgg8EjvN4Fgq7kL",
+	"c/jgToBopTrMRslFPMtZlzC99ZpXt19R46pd//x8ORN2XjqLzWWJnPwWA6an1Ja1iPwksSVNUC8nQjfr",
+	"Zc/B1yQvF1ARMm+BBzWbb2rFFmxZakwq9jfp5jglEpdJxRGROMASP+XGPKLE2k94oQW/zYhJJQeVgoT9",
+	"EnxazZGvLSonBabkBvbi24EfBYku7Nu5ZZQVcaDgwLgmZFzmOdRXvysr5r6qLW3USbj0ved5N56fWPaa",
+	"shELaxcoHPYQN91vwimgmVI5OCMrJSqeUCFn0PsbvDD95JF+aEaivbmVuV1dNbdn15R1+FFfgrn7PH+x",
+	"sDoz3ZcCHGBECE9p0gHV/9X5PExG2JdGQHhQ50Eh/DWZClBoRkRG1BeNlL2OQAHIBXvs1bsRZnhARoRJ",
+	"MI8EieDOqvaMC5N4ZH8WHsLBSJk0nIei5sySAKw4rERYYIGv1KikglC2tohxIFsqTzx92TlKphhyqR3O",
+	"fSixd0MiQeDeKyUCVdmAsluY7iqpXXIZYdKn1+hI39lSB+OhQ3bDp+7OzI2uuvq2YOrEfSS0/0g7dJUU",
+	"0NwhlfJKUyQBdc/GSPX8qH9PewMIPWJa11hzvBEVkvoKI3SlBH+qUwYSRm0SRN3pTC2x/HSH2Ybw6piR",
+	"GOEwhGBoP+QT7TlBI+wPqU6+sXE/aLJ09/nu/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
