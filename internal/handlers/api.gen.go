@@ -861,6 +861,9 @@ type PreconditionFailed = Problem
 // PreconditionRequired RFC 9457 problem details.
 type PreconditionRequired = Problem
 
+// QuotaExceeded RFC 9457 problem details.
+type QuotaExceeded = Problem
+
 // SessionUnauthorized RFC 9457 problem details.
 type SessionUnauthorized = Problem
 
@@ -2029,6 +2032,15 @@ type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type PreconditionRequiredApplicationProblemPlusJSONResponse Problem
 
+type QuotaExceededResponseHeaders struct {
+	RetryAfter *int
+}
+type QuotaExceededApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers QuotaExceededResponseHeaders
+}
+
 type SessionUnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
 }
@@ -2603,6 +2615,25 @@ func (response CreateCase422ApplicationProblemPlusJSONResponse) VisitCreateCaseR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCase429ApplicationProblemPlusJSONResponse struct {
+	QuotaExceededApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCase429ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3751,6 +3782,25 @@ func (response CreateQuote422ApplicationProblemPlusJSONResponse) VisitCreateQuot
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateQuote429ApplicationProblemPlusJSONResponse struct {
+	QuotaExceededApplicationProblemPlusJSONResponse
+}
+
+func (response CreateQuote429ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6493,6 +6543,25 @@ func (response IssueToken422ApplicationProblemPlusJSONResponse) VisitIssueTokenR
 	return err
 }
 
+type IssueToken429ApplicationProblemPlusJSONResponse struct {
+	QuotaExceededApplicationProblemPlusJSONResponse
+}
+
+func (response IssueToken429ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type IssueToken503ApplicationProblemPlusJSONResponse struct {
 	UnavailableTokenCreateApplicationProblemPlusJSONResponse
 }
@@ -8478,207 +8547,211 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rcts4l+CroDRTFSlNybLs3OTqmvXn2B1324k/2+n0TCtjQSQkoU0BagK0rC/lqv21tb9nH2LfYx9l",
-	"nmQLBwAJiqQutuSk8/lXYpHE5eDcz8E5Xyo+H405I0yKSvtLZUhwQCL47wH2h6R+wJmMeFh/z+sXkkdE",
-	"PQmI8CM6lpSzSrtyTsSYM0EE8nEUTSkbID8iAWGS4lAgHBHEyA2JkK8GDBoVryL8IRlhNRRh8ajS/r3C",
-	"eF3A8J+9ipyOSaVdETKibFC5u/Mqh5d4kJ/4ckgQ7/1BfPlMoK6QWJJfSSQoZ12EBcJIyIizAVIrkVMk",
-	"8cBDpDFooG6nstOpdLMrGeHbE8IGclhpt168LFrFcUBGYy4Jk/VzMg7xlAT5RXVlFJMumgwJQ3JIBYoM",
-	"eBAVSA4Jgm0G6c+8jzBDBEchJRGKyJ8xERJNqBzq1/GIoGRmf1r/hUyLQagmLgbfCfexXl4RCP2IYKlX",
-	"xOPIJ6uC5RxLckJHVOaHPz68PELJ8xT6oz7uVPaiH5t78sfdVvfeM9bPeEj96aKJzWuz8//544u9yY8v",
-	"m83VF0BkNK3v9yWJ8nNfEJ+zQCDJ0QRTiXqkzyOCIvUNZYPsXH0ejbCstCuUyZ1WxVOT05E60Nb27qvd",
-	"1zsvd195lRFl+sdmshrKJBmQqOJVbusDXk9/rdypFY5xhEdEJqQsyDEgK1UrHGM5rHgVhkfqG18/9CoK",
-	"92ikkFqhkrvKf41Iv9Ku/MtWyiy29FOxZcbOEIg//YUUnMo+8kOqyMcfckEYuiZTVH393//z/7RevEDj",
-	"iDKJeyFB/hBH2FdrrzXQvgbcDEGoLzELUI8H0w6LgBo1efVpJGRCXXvZT2AQzLgckgi+VUS522rtIWyn",
-	"GdKQqI86zI6kCZIKRBnqh3QwhD92m28aHVbxNEQ120xhOkOw5ej1Ag7X/v1aHZyUJFJj/ufvnc5ta7ve",
-	"6dy+Ovz8w79WCnlS/xRLf1hM2YptohDDLnCAqi7zq7UBNJOISoKGeDwmTCDOwimifXjyZ8wlMC0haRgi",
-	"LJEcYoluNIf1EAkFQbvbrQY6N3ijoZjyLx5LRAFYmIkJUVxvt/W6gbrPu2ikVk0EmgyxBOFgxlVv+3EU",
-	"ESZR9fzoAL3Z3m6i//d/t3ca243tmocEL1h3zBTJUbV1HIZTD/ViqTfDGcJmK7B8ckuFFG3FcmN2zfiE",
-	"madVHiWYIQnDTD4TtXT7u83dRulh9+v6EEpO+eXunJP7MNarzp/gJyVCxhERhEkPNi0jzATssvDEFCHP",
-	"HBgVGgmq9rRq696FJKNSzkL1w3mcZWYChxa2s7SwX/8PXP9Hs/7mql5GC39XB1m6mD/N0/vyOTu6mumC",
-	"CIWspXOJ5Pl9Z0tnUPNd8mtSPps0T+87lx1dzfRRkKh0olg/vO88ZmyQT5ZBg3j6Gw7ONd9Qf/mcKR1L",
-	"/RePxyHVusvWOOK9kIx++ENoRWa5Oc/0V3rSPIe07CrgRCDGpeZLmpqU4ot9uYe6JIp4JLpIgUEggv0h",
-	"6mMaKk23T0kYNCp3HsjYy4RAtWpYspXVtqAGLls/kDxWesgMg1Bk7ujyVoEumse8tgXvwDwHnPVD6j/6",
-	"aSTKPOjy6aHgMOQTzc2MDKPsBoc0qKsXY9H1UHeEb+tE+DiE9XW9VHBbqV2DYzpUZ/mYG9tnCPAHZj/i",
-	"UY8GAWGPDVrXIguxf62sI5+PiYeU3ENCknE9HiOwVzRtw3p/4ow85lLfcxTSG4JOj/aVGhiGhA0IrOQ9",
-	"l0c8ZsEjr0bE/jCxjBQuaUEbhiR6JoyiAOs7i0iigxxhGpLgsY/YCnAt8UEPwCHJLe484d2Pt7xkabP4",
-	"ZcTcR4ZjOeQR/cfjruuUCkHZwEOGn3iI3I7V4hRVROSGX5MAGWGOQMyiasJ7HJLqeh3WjWET6hdf2dPd",
-	"mqUt8/1EGT0o5APKwDAUqM8jpP5V2H5DItqfomp31Md1C6Nuu8OseQ62i3pqD7CNwNWwp3VAhZdqHD4m",
-	"EUBLgIEU8oFSw7Hvk7HSxmvaaHFEw6dPn+r7zsKzgF1kC2vthJ9iNjUiXDzmASoTH4XKxlcmjnUvObvL",
-	"OCfmSb/0xRIHw1If2/fzPoK5nzuvwia/aXpw8L6xblT6yPANpiHuhY8qds5JQAUKaKDVDbBWgeAsw+es",
-	"TwexAoSkI6IoStmLPmbq/R6xyFdroPdqALVWIFClsiQUqQlVmeICVZWpqRRIbKQJikhIiTLowAQeYjYg",
-	"gbZ3refIKHoOtgCXx30yi/QPQz17AgdWAP9Fj+KjMfAnQwJmPU5VCjTBIB8jSYKGhqgCsAFnG2HEyMR5",
-	"HTxMPlE8dao1FM4IHE7CfH0egDMX/p98OOUxmpCIpC4QKhDQ1obOLPWDfCenZuBpD83QlnNoM65yR9XQ",
-	"Z5m6ixRh8dEYR6SOWVAXRCpycwMHcKTaZ6VjFmY6JCfUJ3vW06Jdg1hKMhpLd1nwVHsSNRAE2t1upUu0",
-	"ri2lonkgoDH66fASiSGfiMyWtVdqyMNAOCDYENIkHP0AZvmOMCervKmTMqQcaFatUARJw2NRL6QsCKft",
-	"hees/XE8DMzAOFRs3Tn05jacrnpLcRLONPZqpFKnzRJX5gy6NHf3MivXYSOGQq6WYsaMhRqGDhh4pfEA",
-	"U9ZAx31nPBH7PiGB8Eo2wlI5tRmkSqNl/yyMKOFBTsxAsyDNUWgCkZmzV1sMiSRCvcgj1KcsgP8HCm+A",
-	"SxjsSKaA4xUCVbHRy+o4DJHPYyaNU3gyBA+wnYNKQcK+VeL2ELamgTZLyjmag9K1zWDKL2RKggMwc74j",
-	"VNHOLAClMeEa6JOOP83Gc71UxSsPc2UFmhmdgj4RkIjekAD1Iz7SfkDwS2jSt2PI1N1Zwnpaze10foV5",
-	"ZhI7inZ/ViMT+9bvFgTFEWc+KWA7Fs2DPbTbfGMXU6esbsJqMKCr3upoHJUmpBHFTNQ0FMGozQEyCeON",
-	"8NRAHQxwn7PA7GYzKGz8GN8dEie+CxeLldxMeVk7Abp+QSRhNPNxA+0bRLCjWZcGZtMJns4KRiWOMZsq",
-	"BKxSKYyEpQIkYG1PoYPhc5JPcKQxe0yiOghFH49RzCQNwbNCg5AkGyeaq3owFhVqBb0pqF9bN9tb6mux",
-	"9UXHOO62zFq1F8XHTMNKW8BqdxtSxSAW892hUap9USHieTgEz1MUgg9TBLKooMYow56qmvDnT5cJxkAw",
-	"2FpdCW4Yz4bYM8I5jxAwmTAWuDp49SYcvVYPMUSLJInEhlAhCeZ8T5iQhrAzShRIxsR2w4VJH7OmHaoq",
-	"26pE2Dij78GRJhFyyZEgxJEjuWmV9FDfKq0plR9qu6hqYkxaQIbkhoRoxCOyh7BQ+jjCQSDSb4ZUSB5N",
-	"EWEymu5BICG80SpdRPhYWQ4awkogZoNa2vcjCAvSBUJW2ZTHaEQwS8yWtaLfOOJKsXxsD9wnEob1Po9G",
-	"igZjiSLSjwUJlH7b4zELPIRRLxaUKaU3ikOifphAeh/EinhAdHzvIxPxeMwjSYJTElB8CV7GrxNVVmrb",
-	"M4HM1EhOx+CDAMIChzxEQe5s/BxObz+WwxOFVm5q39/2L44PKl7l9Gi/IMPPg4/AW3xORBzCJscRH5NI",
-	"Uh1hx+6o83aWTg/L4mP9PZVkJJZw4kL+2rF+ebvZTNPVcBRhcIsLN3ViyQwIryJiUN6WWoFWfpdL5EsT",
-	"GX5P5khG8BywpVDXaqSN+BeAGvgACS4JHi21Xj9Jzlsmzc6rGO1pX2byBwMsSV2xKJ1DOCdrx6sEMXnA",
-	"12mUPcGoTWQxepUQC5kKwQesODvQOcGG2BcejeHXD4G1Pj/jXtwcrFwn5uwsL3fdWd40m6+237xpvdh9",
-	"tdt882Z77lxm5Fgsg54X+s2UXM/V+0tTrKaBhS/H4+BB6D9D9Un2a7KIzPKT/XtZws6TgSWrmbOYxQCX",
-	"ft3NlDGYfZjVSY/CgXXwnzl8p49DQbzlWdGSyXaNkmw7BcMyKsoOOx/6mRWWgUCbQ98eCB7GRu8JwDnE",
-	"td16veSO2lv/UppFWSASNSHM4L/FdrOPssN7pzXgvJxMVIrkP4v4ixnqUOnSi1WNma3oWRasUg+dF+m+",
-	"1DljC5nTysIf/wXkcD/io4tECiwhNJeWr5uTWpJf3ENuyYzJbbVvzbBTlk8SYqgkKgL8Txl0WmvkV8m7",
-	"nxfyQFA505kzAHd2UiRyMgAsQ+68YM3yiVb22oF/9Xuz/gbXh39cj9i4Lm/q//j8pfXyrpAHOvBzIPbh",
-	"7PB9xascXhzsn+xfHr6teJXzw4sPJ78evi20X7K5s/fj9OsRSPO4mQ3q5+HZysKzVZ66/qXVKgEkRIYL",
-	"7zJdfEC7re1XCIfjIe4RSX2wdxtZHrGTWcNObgmfv+wUz/yW3FCfHLM+XxHidDwDh90X2Vmb9Tf79SNc",
-	"77cbn58Xzh3inuZci5hdLEi0PyA5u+7FdqvoSHOHd0RJGCS5v9l9BERiGi4xsHOtKn9M7/FIX+ZDYyyH",
-	"HvozJtEU8QhpZwtKPp05N5Da+Ym4YmYF0/x88eE9OtNPEWVSB3J6PJjOjLuExWs2XoTs7wgO5TAPK5Gj",
-	"dX69mMWZr4omOmYy4mIMWsZ9yB68tDNn93r7TWuhGgUfXqmfr4Y0h1eLDQc98fwtGUGS0yboDTgOzJc9",
-	"zkOCGcj02/F65SCdUTAePqBYTgv4Q9LlVACfawfd4jfj3nr9Py4OFGLQArmtz7EIA37+9EvBuYcDl24O",
-	"g7cXxd48P7rJvth68WL7TeGr13Q5o/laTjPy+ZezwuFi7dCyrwk6KHztdnXnmlqA3pn6XC+8BHIXedBd",
-	"k+nypoIC/qrWAUxQtJ7TPs6kQWbX5WdVgrmKpvOqOmMeFFylf0tCekMixGOpREkPs2DPBrfg2vgMj88q",
-	"Ny9z0vfzlxK1zQS/1uZEcTZn9ubOUQLYX0lE+1RnOM+QSk/wMJbk8IHL9LKOb4vXZW50GoRrmPKeHu6c",
-	"YD092r/69fD8+Oi4RGtORF9BBIJLiLDP3F2wSWucEcQ4CjkbkAhNeHQtajOotQwHdK856sW47rK5vnN7",
-	"/NP7Sf2HE97DqWgxDRRunDMyPaWMF+h2+wzhEY+ZTC4aGaPgmUAj9QmKGZUCVbFEIy4kav3nix303//7",
-	"v9C2h8gt9uFDxS6mCPTEMY4EieBo16cB2OBXvhDI0QF6s/viFTJBNaT1SwiPz9C3DtKKE9IvqBpxerRv",
-	"w7gChaSfgGNCWcAns7tZn6Oj0BBoNXeLFHR9JzS/+A+M6GgvGpMoe01UGQMZK2ApceZYLrNSLR9do0xI",
-	"zHyylDFjwpQ5c7bYIoFQ8/ySFx7Cwp6Vm8alLaDNnVvKO8vHf/HmjTOwC7y5Q0sqw+XUU6tFkls8Gqtv",
-	"KkMpx6K9tTXEYjjAkjQCcmMDzmILYv3YenzsuuOI1iPSJ4rsycoGHTy1i/bmmV1wm71AoXlwbNF3/Bhz",
-	"2bJ9D74Rko/sxfOFkA6ogASwhIuuj7eRB0t/RdMHanWb88eOI+pTNtiI3/TPtIbCUsUQvIrAIREHQ8xY",
-	"zpNTZvF9NxFRq6q9Pd8/uqx4lYuPfzs9vrws0ddE3BtR+TDyEnFPconDDeC+xLebGHWV2O6mtrbmmHFa",
-	"SsQJGjtMbIYoHKU44Y6zJznL1ZzjyIDFZTA5TnDP0PMiUw2I/SFB2LXKhKXDtu2yuO0cjrXTelBMeNYk",
-	"mIMSCUxKIb5i2ObPVcI2egKptfhZb7ij2S1BszSpALTw1ZAycrkhEv8zxlDmb82s/jpeLimFUXkWUZ+s",
-	"fWcFYWyNTtdxxdl1bgk5aJfjmSSjEyrkQ0P0KU4tkwa4IelcGPVfIk6aLP4sXpW7rUowy2GqAhtALrVZ",
-	"lkPQ5fnjVhmDzGPzvHN3PBo5B9ECJC09iTNb1G7uOcxWFwSfx4hEA4LGkC8NFeRe7bx5WbM3s0lAdZFB",
-	"sMjBNTGizB17Oy+9NiaJcpbMsnDepBDLaoIrnHzuKM8JDiBjO89aIhLQhRwF7iJAYLpQ6y6MPHqVm5Sr",
-	"rKTVJUqaXtvnwg3ZBeU2REY9EgRFFWEvo5jYerAEUVY3KfbapY8EiW4IFIRA54dvjy+uPp6fgMcuHx0E",
-	"nAUHdUGawDs+0UhdD2mfwGWFAEuMqplaSramIYcCMu8uDi8Pf0NVfenjdc2DX354d/jb2fH5YYeZB68a",
-	"u2kxmzGOsHTKaVIpEJ8wdHl5gqo8DODiV3QD1Tuh1ow9rqEgktzCXQVQNytepY/DsIf94nMMMdzrO806",
-	"dgIe90Iyn1OmcoHFo55hlLCmX5fFDaV0j3nIB5m4mZCYBTjkTC3AD2MhSbQ4+p2MlD3B2TV5KQ4V4x5c",
-	"Pkt8C7P0BE83VlJ2NktGz1a0zgsb0E2AZm7StSOCQXOxf0NRBhs6SB6bv+xDsLWSh+Yv+9DHIn2m/9CP",
-	"ivDJhFseLdq09DWLdTndZAnv6fMoW7ZMkauNDFUJC/TNyRtKJqKE8wSQI3RSkK1TrOP0oQLaaR/vGz/+",
-	"5vw86wnahVjIcx00e+AoF4Q85K7CKI2L/gVuHTww1LnEJ05y5kq3BJI6pktVJC2PayY1T937AfkYZ9a3",
-	"4uDBLIJ6BeymkI26N8rvmftuJrrU9zRNkKYo66CP41DqwgIDLMkEm2trcNMT23qic3DoxZtWVgTvLBtg",
-	"uR/L1Pxo0SdOZqNhFJsHxeuXuxlAvFwSDk5hP70sWEiJqXPCB5QBL0CnR/ttXckKUYa6p0f7V+eHf/94",
-	"fH74tuvBVcOQDwYkUE/13WdbKdBWHOzzaIKjoAM15zw0GXI8oknJCA3pbFlBc2N1G2WLFcKtVCjZYDS/",
-	"vBx5EFkmpDg/tSBTnHmmOYO46qIfkgo6zwTabtWTcvNI4gH6AXXhne3XTh16VN1uvkY9KkWtoNiGUlie",
-	"CXTxbr/eevFyNi13Ji83m5grrrLZwdutu9lfXhd78Mwu1+G4sYrR+q5UZHm3owvuH1we/3qob7ImeGr+",
-	"nJvrYka8tCkv35sG922kHq0mj4vTjy6gCgNnPtnTt9epRFhXLupeXb3jQtaHgyuz0i7yOb+mRBmX3d/q",
-	"Zo46HHN3cxlJWWl9PwHt1GSf9UO1XqZMxYO6AXUeBbr6HxRa69NcGngrm4XUyqchLena1+sSIr6n1rCq",
-	"O7PgkvhcNALzMMNqdFjD8p0ZpgM+wz9jYh7LKCal98GXvwD3P9o/lDq/FPxs1YDUho1A4dASrDgbT4al",
-	"aoVTFIAEKKR9sof8EI/GJEAmg58KEUMRMSNNIjLClKlf1OuoKghB3SRO17VpNloY1+brJDvbL3ZeNu+h",
-	"lpTekDeHntm1C7pygoHaLQXuM5f3FfTBSKvIJHVbTIHGpPj9LAThxWkGMquZUA/F6+LIx0K26c3L+C1k",
-	"gl7SAmLZTg/3RfOiOxAZZkscPpoiyWK8OCUSbyIdaVVutoYEIMDwBwwwxhGxdi4Oww/9Svv3JY/1c1E1",
-	"ElN8Ccr8uW0ARorwA1OjmJE9hHuCMAnuIowiziWq9jiXQkZ4DJeaQEobq8gMqwbp6sorjgsyr/ibhw+6",
-	"Lw0jpNUbiliseoYG9IYwy1fVZ7rWy57ZmV64reVlWkIhzHyiKM5D3cwjqCKmjlRZCyFlBA9IO3kbdeJm",
-	"c8c3dAB/EFNlFMboLnEpa0N1VlaumLJ0js6DWM1iXrbmZB2HR+UqPGR4k8OwEhrOMjSL4avUcAA4nOGi",
-	"2yOrWWkpm1zi9Bm5lQdxJAqzzDWZcy1UoT3YGA/I6tcHy+2/tIvQerUzMHH8OKJyeqHAouHYIzgikTLI",
-	"0r+OLN78/OmyUtCSxVyqquvr+lAvrgo3sjzUvaZB1+Qse6hLhehudXEcdLeU/tVNGlh4qM/DkE9M6dcO",
-	"Oz86eP2q9QIG6xEhk2rPY2UKUF8H36B2XW+q+a5lptXu2YcLt+xc1yvktB7iUYfpG5+WM8PjWgOBBiLa",
-	"KBNvQdloC3JiLciNtHSYE2hBbpgFpUEW5IRYtIcHkBNYPUA9PbGhlGPHIj0AK6+khecY/xnPVmqmDOHE",
-	"XrRWYtK7TP+ZNqbK2ZXpQvCY/kLcylPvdN+zFZdiLvFWlQhhnNV7EZ9AuUloaCjK26rNGLX5hd1B2r4O",
-	"KWdXZPPG0TUhY4HEkEeyHoLzKXHH4dA0S6IM6WBtjwwpM2Ld9rBqm4LRBhc6rCpCGkBLARYga+8ajdkD",
-	"76DpCOQZB6BQ2A5+QqTM6JqH9s+O6wYzicQ61Pzzp8sOUyiOQY9NZa+HqHsptuaZ+uZBhPtSoCofSzqi",
-	"Ql9tZzY3znNKRNrqorUOU2tOSyFopERVLPmI+gYaaTkFiEJ32CFcioFLG7ohIcrdVql2ywrDdWsNpAdI",
-	"OgH1SMjZAJp84g7TkmUv10Awfd8p7231+93mjiaikPqE6ZuXBmn2x9B7t9VoKvkShc5lgslk0sDwuMGj",
-	"wZb5VmydHB8cvr84hG/SewsJDlWcvIjKdqOp3+JjwvCYVtqVnUazsVMBjjwEprrVmJAwrEMFx60/Jtei",
-	"YUvkDQhI5gQFFaOv/EQkXN2c6ezWajbX1gcNxi+puAeZP59ID/1CpuiC6JZMiQ+9eNxkoVvmdo0jXSrt",
-	"3z8rLWE0wtG00q7o078m06QJJu1TImbCBD9/uhQm5+jF9isPUOx1c+dVDdJ5B0IJTUUslc9qrq0h3LH/",
-	"xzyYvjOvbBCs5qZ/CWBtrgoVKB6vG6onSlGHKuZJqzfJY3+oOVkJ1EZERtRXYFB/GQxuTPEonAfID2PC",
-	"9s+OVwOkHXSFHjZFMDRzo4D78YiwtSPnpcvqi4EG3QnmYtq5fmODiJZmgxWWncXBVJdmjW5007IXzZ3H",
-	"L3ybq2O7xuKqazzyBJY2dwtWi3shqTmRO0l8ZeHbnY1xj4YUrI9CJLnZ3kraTjmoMqM7Q+FSkakOrtUx",
-	"XW4+58W3qhPY3lpNVIyygT6wpIsBqM/d36B5VP25/cQ0lNfOvcB0cbfJLPFYyIjgEUj3cyVQBXCrWwrJ",
-	"dAPKblFXbefKOF67HjrAQTBFXaPIXKmnXQ9dRpj06XXy+z783GGH7IZPUZfcSnjzH91aogLBPeqIDqjS",
-	"v8z4z0Sy7LT5sYDKLG21cx5M6yERosOc9hBaE7DFbm0/uO6Bxvm6sku7uk8MdBDRvoqp0riGXBfKfXe4",
-	"/7bDqnqxWlHMrE6/Wst0YYZwDBXop8PLBvrEo2vo2e/GuKE3XYdBq1MF1Cm08adM8TCxdXb+4bfjw4vG",
-	"KEDVTuVvWuGc8jjS73YqWucC59OEgzrZD/kkCR0HtA83HGU4bXdYHT1/ng1oP3+OqjhXLb6sAZ6OchuR",
-	"HKApkbq3dYchrfaakrtJHNxDWOpGTuSGhG0dyZ5/WTMT526okc8MqikkhDbXIb0mMKrt/QLBr6RZi3FH",
-	"6fZ/ChoemgypP4SmBna5ad8oNYAJ0Bt6ZkgQQ3eMTExldA29C62ra7ClY0Dva73rOk0yvmptBOWEE91U",
-	"ANqYs1GY0Go299Rquv8GAPrx9Gi/6yiwO4uAZUwHJzEgSTxQw+ptecYjmexF73GMhdLmsTS1tbtqcq0m",
-	"Z0VWUvK4km12/3uRXec0ZlQYpYd2uYg16kVix0H5ptSMC23BtaXEjBMcvvu8QZE6W/e5qP1sGPJJTowd",
-	"gH2h2EzEw0WCLPNy/T2vX0geQazDcOwkYD6TbQF41gWvMRxjeRv8Ql+TGf0i8Y7OREzG2Cd1m5Ac6H62",
-	"AlWNjHFc3bX7zpxmjOZxKunPFKCqw6oePGfqt83PqdkZFBLQNGP8mPec6zKplFQQNTCtbb0VOzjuavSe",
-	"r+A4Db/hk+0VFD1zv147TnXF/CQrJFWQ9q0HPtPC0rb8zzh4lGmMw5i4peAyJ5w0IAE5oya0HZ1GONQ1",
-	"64saZWpWYusxzKhXadbFbnM7NddnWzUrqZvMmvWulfPfgga1cOoge077+IywQB1YBmCzKWUzLcjKEsk0",
-	"My8FoRZ35nvb/6dtJZvtfQutE3X7hmriB7XOqq0vSVLHnZLDW/rj2n3BW7gkp2WMWhAViT6xLNBdDUHz",
-	"4TW0n3Zg3kaMO6ihlMK5XVo5Ix1W0qwYPaxXcYcVNyveRG/h3ZWMQJc3KC3k49jNqUyR3ShM7Yx+pLUi",
-	"CwEsrvWmMQOUsNpSCapTx9fHCAmE/c4oQ0tj606KrerjSJdoKlRgnGbay2LprGq2JkzdL2ogj6oZBRK0",
-	"0QyMLdIZgR1i/1rYvvSuB2C+LHFbBj/YyP4yG7D4/fOd92U2dKB/dMNOv3++y9jnR9pQrKtzQ/6Q+NeA",
-	"S9GsnapY6JBLiK67/q6+831qnYOnG+KIXBR4cXSuOHSlyOnERbBIX9ly+qhBUOJzUh3obzyYrk1fzVdz",
-	"v8sGFU1614zCvL3WBZS56RR0Z9Tkw0s8WKQdwzt3XqWgEd6iT4s+ufMqJyZosujz5L0HKl4L6SvtRZ5y",
-	"5PkfHfGoR4OAMP3Fm8VfHHDWD6kOH+9uv1hmXQWNftTHrdYyH7t9ju7BatyelWvgOhlekr3JlmUsH3TP",
-	"qNn4F6oOOeNxJGY7IrpMRbOPLDfZ+qIbYNzN8w0blrIxM3ZjVPmt08Xu4i/ec3nEYxZ8LXlYhJlw4XIG",
-	"MffhpAqwbVVRZBsdfS5E0y1TeF8JwfsN65VIT91o5X7Ssw/t2T6MTeP1TYrPbD+YpcTnEvifLcBvEfq7",
-	"IZx7SKAlhMhZBJnPALIjuPD6YOG1KoU7PSIfUwq9szEm21AxTXzAI1T9cHb4Xqn2Sf+HpaXQVtI2Y/0E",
-	"fmiG/uZJPN8J44nMn8j8K5B5jo7Rf/+v/0r/8pweqPHYRrjsrZNlKX6YNoiap3/aPlIbVkPtNCXaqFls",
-	"o/KkWD6WYmmNgGfCzerzECMTIqR2G29e7TTNndYvlc5h4CeZ9CSTnmTSMjLJ9hEDUWT6jC0naGyntk3Q",
-	"MIz8RMRPRPxExPdXLJMWgaUUre+lLIqA6Nr232gIpKCY8iPHQDR4ShRcuJDxFAV5ioJ8/ShIptbfDAPR",
-	"cyLsXiNaKgZiOMgMR9n6Ykq63+mwfki0ByrLXd7C75a7zNDnbmE3LyJJoKPcIaTgowFn5Bu3HldFgpR+",
-	"HxcHNHh1qjucP4ZiMwLBvVRUTe+OFSKAV+puKDnh5l+BAz9FvDaDgcUhL4f7FKPYaipI0lXlM1zE0xWw",
-	"s+gJhbHvqeBoS2MFzQZKaddhJT/cA8N1Ee/lTYzN05a5qv9EY39J4+Z+Os1u6/Vqq01SBu/Bfw7sIDh8",
-	"XGF4mpKqIxGrx/06EH2SlLeKLrSV1KUolJQnVMikbYLYuLxM2lSU0DYsVulautBabwq/IBo80flfQJYm",
-	"mo+psoNs5441CtW5aL71RbdWWdYCgEYnDxPBTxLwn1EC/lOIo3My4jfKPk9oeQ9BFzN9pUVtbzSOpb5N",
-	"AldN8IhAEvlaSd5bTJG6nxJo3HGBkDuL5brIfUO+RNu06EnPfuIyT3r2phnbfmBuWY1D7K+NwZVpJrpj",
-	"6OoRy4wjoTBScgEjr8OR8DX4S9JJVXtgnjjMkx6zIbNaaTGpPQ01/6HZL5IcJd1+V7SzhXut3BoaxVVW",
-	"im9kCknDMH8v01yrbeRqJZzwAY/lUjGLE33flMezYvsgJDiqX1BJ6m+xrtU7c9u/Y8ryiU7FQ52KkDzC",
-	"A9KpdFe8nH5BZL2sXiCsQhQVkr/PTfV7UPHXDY4seTkxW2SLD9Rxoqq+GZyp3OMhXwMUcrlNFR9BWCDQ",
-	"zHm7+Gzx14mh5K6DLnOPOOlAsqjCS81c1+4w5zp0vv9IA72NoYAJTq6jLlMPBWrhdJgtcNJqNs1C9KXc",
-	"Nsr0VCmqRfITkbp1sbxIyk9uTDAm3TrK7kuZJl9me5so/LE09Zi1PpSIvhbpfBpyhEfoWNFOPyJiaKiH",
-	"BiFBE8oCPkGchVPd3TGkUoYE8b4pDhGSviwmm6wc2DIVNufJg3NDuwTqEFrqMj1N9ZEjcqtkhq7+xIgh",
-	"PV27InPZ3+C7MUg9paCq95P6mWSs7yWDxgpPBOq+PTw5vDyEwgyxULjxRXfjuUvqNPybnv/HrtdhpjVi",
-	"XeA+abvtduzLSAyVmqxGH2IxRBIPag10aep1XxNbnNZtNoRlh3HmAx1rONgCuUobpz5upIF/2QbRqZQP",
-	"AE9Svqj7xUzQRs27QmLWoD6dfpBDEr01R3Mves5UI4A6wx9ieRgKMhmSiGQrElxOONJXaAw2IFOZWAvu",
-	"pORAUmS9tcLN/UzryAK+8Y5P0AizqVlBckgTEpG0mskjE/3Xl5wXdMBAdAK2waEhEgqCqhr9MtDKEuOe",
-	"/r+p/6zQXEg8FQukaD6+cjp9EAauJFHKgisn9CZRGGby7vfyfSWhKk6kKLhrtt99dNT5WgiTkb+hC7aU",
-	"Z5nOdcuLBbf+zbzYhOVbb+0Ei5X9c1si6TETlErOeOPhrG+Inyh+kGEXz0TC9kvSllxusZq3xmn19TmL",
-	"YZlE2rK+IRQKjycdvUDdUfq76XaXdpOGko+zlRwbz5+jTyVavVMPMVcgyq0+Bc0NRYfl2hvqhC+BnmeK",
-	"Uz1voI9lxZw81P3pUJeXSrBP6SvJr0lbsvL2h7pYJ4xuOquo/e02tztslSKSqLrb3NalK3ebO6mSVFCt",
-	"UvAOw6YMpzbO5JCMUA/71/mykrUG+qDOyHZ5TFfeYU6XgdLqWom51PV0RcZuo9Fw6m51dYHZEFwKakhH",
-	"M7TQqyEM/gtEpVbqjKFnz1eka84edY/4fEREh3XdhoDdmXKQKGYBiRB2akeCwsrDwIhaPhZoYuqaYmm6",
-	"KnHWYYV6Y82grqkKpXDW6Ziu8Y8EKMSSRLNGZLWrWxp2a261tMQANYVIE1Qe8omYxeJeLLV2kJ55I1ei",
-	"U7t8xliIPQddEyQurdQ5pxanU4iT+sMOi6D9sXBabamDjjAV9sB02UyeFOUEoNnSh9gADpB4yMMAqniO",
-	"uJCo+9P+5eGn/X+/uji8uDj+8P7qdP+3q7PD86uPF4fn3aykbKB9qYHm47FnLPHZ70+OT48vr84+nBwf",
-	"/PuPikJlnYcBEbKrMcFw95ouSazdCwjeE7p7hjFHQoKFRBHxoRYtgiK8yTE6fvuMbZRSfgrp1DrxUlFv",
-	"0WvP7EJzji40RLRftlqoa2ash3REZd3UnS60TXTas+tkWCWo6NojQHyzJRPHIabM8JJqWu3PUFDNtUOc",
-	"PpkVwNWK25Q31I3CK0c0In1+q0ByQll867aAreBQvZ0UJlRi4rSPFxTbLK5EuBJf0w0kZtmarkVNgr1M",
-	"nwsggaQjbknf2w5LGt+67O5ZYr36OIpohrLSssDgOeADoTaj0MT0VSmpy+hpHNxuAyuYcLVMYLVKtuly",
-	"c4pPSK54LVl0YJmew0omF5zO0kZmYcPqtV1tWYC7JxYhMlvOd4WttJqtl/Xmdr358rL5pt1stpvN/8i0",
-	"Bk2h4zSfSz97kflspmvrzGs79jWnLWtFXP29NRz2RkF4+enj7RX+6VfR++m1DFpvpr2f/i5PL51qgGm7",
-	"XNM0sDIczHzPuKwrVMShbsZS/yMWso5Z3QCsDtCoN5vN7UJSS0H4fmGr6L8abP3Wr3/0Wi+uT357H/o7",
-	"78e9lgvbmQ7Ea4Bw6x7kokvXloU5bS1Kc7FB1/zemEP3m42DfvsXoTLMb/0hymwTr9LLUBZfdJ9DkC+T",
-	"IUdDLJBC2pS884ZlPjy5tONBJ0WWRj6+Fb/D93Uxaj5GaAA7GDHfqzD/OtTXj2kloaynhOwNYVFZSnY/",
-	"DkN0Q8kE8b6LTrpvSWoJQZ3kqY7lQACsFMvW5rwq1/BXz5dyp/FKXGLgVcEMvTvdP0i8dzwgqQfMeMMT",
-	"x4FpHaqsHwUpPmHQ9CbX2aTDJuUuMgq9txJ/CcTQIKzVx77kUc5VNnUtJHCaVfMWSy3nBTAry0XHTSxz",
-	"ZYeG9l9g3d5H8QjKYiL2sj1F0owAZyGlZu9pHx8kR7zB+/GZecqi7JlGLXC6TLenBZz4J9TRNp6rtnLO",
-	"WHqGjyt8LySOpC3/niJKNcxY8qbevqaqmhtIQwEJ6Q1JsnICooMGfdTDLFhZdXOcHJthjBexpXLr3cXG",
-	"hwS9EhWRm95WatvVmcYS1gGiFdMagKXDku6j+eSEQo8xWsZhDJwrIjKOmE0w0HDnYVDo0UPz0w0KONWv",
-	"AGdlW28m4/+0j/UUqxfwWev81LYOmEEFScZjEqB4vJdtVGUTpgVyHPVPXHIxl9xeYis/cUa+WtL/Elz8",
-	"kvNTzCzKinsx86R9ycEQfwWeroku8YcpprynGIPTwNBRwshYoHicddsgE15ZnX/rDzfDu6E5mm3/HBAc",
-	"6OsMAl2TscwnEp/DUh7PIFzGO/ZMOP3wnjjKuo3Or015x0LEJBPrtfaC+W4PLYz9zqU5nWg495b7pX4l",
-	"Z7wWNgqkIyozuegJtF40vUqfRyMsK+0KZXKnVfEqtlxue7vZ9CojysxfSc46ZZIMoKP8bX3A6+mvCq5F",
-	"9Nxl5FYexJHgUdcaquOI3FAeCzTGA1LW49CHb8ry6Ldbr6EqiSSR+vY/f9+v/weu/6NZf3NV//zDv1by",
-	"SfabvB4ER3KGiy20D4yYjX5X/sT1k57G/VLvT9LGXr+Xzf0zsXmNNArc6tBTQjNkBS6fUtGTErXTTz+T",
-	"FqWXAKLU5BQgEfcEkbkEKt3+sYGOdWc+RTZQBcK+pPiBSRaBIlGKr0Q6mUV7s3gsld0lEJVtndHdlTK8",
-	"AG+L6KIJj8NA91lGYyx0orUe5ZnQvp6pzjfQ/1er8EM8GoOtkXnbS9KLtL3xTKAusaGuLqrapz9/ujSP",
-	"ujUk8BQJ3kDg24XNJCOiKJMerndpIABXlqj0kuLJNyScepYzNpDmbTPw6nEuhYzwGBpTQQNPa/ykg3fR",
-	"EN8QxLhdRVUpD3hAUKQ+rzXQPrK/ZPNBtpvNpk3w5gr0r9GAsCTDSuHCBDQnNRCqQpJETwmwOrn1CQlI",
-	"0LVHgGVtD1rhuYAIUBKQV6ew29zeQzjJZxOx3ihODDplbGtjss8jG6K3SzcdwdWOYSlt/V8tkWCB2ntX",
-	"AKBaXoMCcXZp2k5uwkKEsWGWr1ReMl1AUKa5bUxX+w6rRn77sU848E1FPo2EmqcaMrR/dmxZ+8+fLmt7",
-	"xmmd5q06XF676osEVUYf3KIKt8TYtOItvkR9nLyzSYpOZ0kp2suMd1ufTCZ1pVrW4ygkTJmnwcMmeFSv",
-	"UrqAOUFAOBcl55UJ+pQEsdGy0I+qaZ4fHaBXL1+2rIB2kQFVu9hXOku7j0NBuqYj61QOlQYEgS56Q2qL",
-	"yfkL/JvLZCi+ZZfJgPXKMkG9pdWtNgKtEVzdroeZMxQLzZxmtsln4ODNufSW5upHxOdRIFDXqEFKmYTB",
-	"I4IFZ909UKrUngkLMFMKFnyR+wAj/QVieKRVTSoSAqRBA+2zpJc2DTyn/ZMxGCjzwzgg8EjvN4Fgq7kL",
-	"c/jgToBopTrMRslFPMtZlzC99ZpXt19R46pd//x8ORN2XjqLzWWJnPwWA6an1Ja1iPwksSVNUC8nQjfr",
-	"Zc/B1yQvF1ARMm+BBzWbb2rFFmxZakwq9jfp5jglEpdJxRGROMASP+XGPKLE2k94oQW/zYhJJQeVgoT9",
-	"EnxazZGvLSonBabkBvbi24EfBYku7Nu5ZZQVcaDgwLgmZFzmOdRXvysr5r6qLW3USbj0ved5N56fWPaa",
-	"shELaxcoHPYQN91vwimgmVI5OCMrJSqeUCFn0PsbvDD95JF+aEaivbmVuV1dNbdn15R1+FFfgrn7PH+x",
-	"sDoz3ZcCHGBECE9p0gHV/9X5PExG2JdGQHhQ50Eh/DWZClBoRkRG1BeNlL2OQAHIBXvs1bsRZnhARoRJ",
-	"MI8EieDOqvaMC5N4ZH8WHsLBSJk0nIei5sySAKw4rERYYIGv1KikglC2tohxIFsqTzx92TlKphhyqR3O",
-	"fSixd0MiQeDeKyUCVdmAsluY7iqpXXIZYdKn1+hI39lSB+OhQ3bDp+7OzI2uuvq2YOrEfSS0/0g7dJUU",
-	"0NwhlfJKUyQBdc/GSPX8qH9PewMIPWJa11hzvBEVkvoKI3SlBH+qUwYSRm0SRN3pTC2x/HSH2Ybw6piR",
-	"GOEwhGBoP+QT7TlBI+wPqU6+sXE/aLJ09/nu/wcAAP//",
+	"7H3tchu3suCroHhvlclkSFGU/EVV6i6PTMVKJFtHouOcG/qK4AxIIhoCzAAjinG5an9t7e+7D7HvsY9y",
+	"nmQLDWAGQ87wQyKVxEe/bHFm8NHo7250fy75fDzhjDApSs3PpRHBAYngv8fYH5HqMWcy4mH1Ha9eSR4R",
+	"9SQgwo/oRFLOSs3SJRETzgQRyMdRNKNsiPyIBIRJikOBcEQQI7ckQr4aMKiVvJLwR2SM1VCExeNS85cS",
+	"41UBw3/ySnI2IaVmSciIsmHpyxev1O7g4eLEnRFBvP8r8eUzgXpCYkl+IpGgnPUQFggjISPOhkitRM6Q",
+	"xEMPkdqwhnrd0kG31MuuZIzvzggbylGp2Xj+Im8VpwEZT7gkTFYvySTEMxIsLqono5j00HREGJIjKlBk",
+	"wIOoQHJEEGwzSH/mA4QZIjgKKYlQRH6LiZBoSuVIv47HBCUz+7Pqj2SWD0I1cT74zriP9fLyQOhHBEu9",
+	"Ih5HPtkULJdYkjM6pnJx+NN25wQlz1Pojwe4WzqKvqsfye8OG717z1i94CH1Z6smNq/Nz//bd8+Ppt+9",
+	"qNc3XwCR0azaGkgSLc59RXzOAoEkR1NMJeqTAY8IitQ3lA2zcw14NMay1CxRJg8aJU9NTsfqQBv7hy8P",
+	"Xx28OHzplcaU6R/ryWook2RIopJXuqsOeTX9tfRFrXCCIzwmMiFlQU4BWala4QTLUckrMTxW3/j6oVdS",
+	"uEcjhdQKldxV/ntEBqVm6d/2Umaxp5+KPTN2hkD82Y8k51RayA+pIh9/xAVh6IbMUPnVP//n/2k8f44m",
+	"EWUS90OC/BGOsK/WXqmhlgbcHEGoLzELUJ8Hsy6LgBo1eQ1oJGRCXUfZT2AQzLgckQi+VUR52GgcIWyn",
+	"GdGQqI+6zI6kCZIKRBkahHQ4gj8O669rXVbyNEQ120xhOkewxej1HA7X/v1KHZyUJFJj/tcv3e5dY7/a",
+	"7d69bH/69t9LuTxpcI6lP8qnbMU2UYhhFzhAZZf5VZoAmmlEJUEjPJkQJhBn4QzRATz5LeYSmJaQNAwR",
+	"lkiOsES3msN6iISCoMP9Rg1dGrzRUEz5F48logAszMSUKK532HhVQ71vemisVk0Emo6wBOFgxlVv+3EU",
+	"ESZR+fLkGL3e36+j//d/9w9q+7X9iocEz1l3zBTJUbV1HIYzD/VjqTfDGcJmK7B8ckeFFE3FcmN2w/iU",
+	"madlHiWYIQnDTD4TlXT7h/XDWuFhD6r6EApO+cXhkpN7P9GrXjzBj0qETCIiCJMebFpGmAnYZe6JKUKe",
+	"OzAqNBKU7WlVtr0LScaFnIXqh8s4y9wEDi3sZ2mhVf1PXP29Xn19XS2ihb+rgyxczG/m6X35nB1dzXRF",
+	"hELWwrlE8vy+s6UzqPk6/IYUzybN0/vOZUdXM30QJCqcKNYP7zuPGRvkk2XQIJ7+hoNLzTfUXz5nSsdS",
+	"/8WTSUi17rI3iXg/JONvfxVakVlvzgv9lZ50kUNadhVwIhDjUvMlTU1K8cW+PEI9EkU8Ej2kwCAQwf4I",
+	"DTANlaY7oCQMaqUvHsjYTkKgWjUs2MpmW1ADF60fSB4rPWSOQSgyd3R5q0DnzWNe24N3YJ5jzgYh9R/9",
+	"NBJlHnT59FBwGPKp5mZGhlF2i0MaVNWLseh5qDfGd1UifBzC+npeKrit1K7AMbXVWT7mxloMAf7A7Cc8",
+	"6tMgIOyxQetaZCH2b5R15PMJ8ZCSe0hIMqnGEwT2iqZtWO/3nJHHXOo7jkJ6S9D5SUupgWFI2JDASt5x",
+	"ecJjFjzyakTsjxLLSOGSFrRhSKJnwigKsL6LiCQ6yAmmIQke+4itANcSH/QAHJKFxV0mvPvxlpcsbR6/",
+	"lFDF7TufkOBxV9QyZwfaH1brigUJUDxBZTMXUgoG6tVqtT14p0rMMnvaqDCvPROoB8+teKASLJNeqCzP",
+	"HhrSW/hRIEF/J5Um6oG4Fj1U/r7VaX9s/eO6037Xete5Pm/9fN15/2P73VUFDXiELt5fddDe7f6e/sBD",
+	"PZpaFcqcKRjj9E37/OJ9p/3u+B/XP7b/YUbDxs63NtCCTwG943KkRNoUC1CvJWFKt08sXevAkHRMUMwk",
+	"DfWfRlk2LgwhNQVrXo74QOvdN5QFiNxNaESEMupgT8jnMZPCDEalfQGVI3LLb0igmBPjsqIsizGObkiU",
+	"vCtQp3OGiDK0yxjEMQkUUEhgNxqRkGBhgK8UfaxsAp9U5mTjnDG/TES6r35xFMEPDMdyxCP6++Ni8TkV",
+	"grKhh4w89AwEAXAWhkYZNSAvJ7LTEQk9r8t6MWxC/eJjSYJexcoG8/1UGe0o5EPKwLEhAK/Uv4pb35KI",
+	"Dmao3BsPcNXSeK/ZZda9BHinnloG1ETgKjvSNoxCJTUOn5AIoCWAjEI+VGYk9n0yUdZkRRvdzvF9/Pix",
+	"2nIWngXsKl+O1q75OWYzo4KKxzzAS4WowCmUiW7doy5yus61paiZvFjgIFvrY/v+oo9rI7L4U9ODg/e1",
+	"baPSB4ZvMQ1xP3xUtemSBFSggAZaXQZvCxCcVVg4G9BhrAChuLeiqDKPkI+Zer9PLPJVQAogWCsQqFK5",
+	"E4rUhBoRrHguM9ICG21IsVtKBDIunBFmQxJof431fBpDZU6kCDwgW+TIzgkcWwXyL3oUH4yDajoi4JbC",
+	"qUoMQlpIHEkSGCGtAGzA2UQYMTJ1XgcPqU8UT50Z+cwIHE7CfH0eEC2uifPhjMdoSiKSuvCoQEBbOzqz",
+	"1I/3lZyagac9NENbzqHNhXocVVmfZeruVITFxxMckSpmQVUQpdAgN/AFR6p9rjrmZqZDckp9cmQ9hdq1",
+	"jaUk44l0lwVPtSdcA0Ggw/1GukTrmlUmhgcCGqPv2x0kRnwqMlvWXtURDwPhgGBHSJNw9GOY5SvCnKzy",
+	"pk7KkHKgWbVCESQNj0X9kLIgnDVXnrP2J/MwMAPjULF159Dr+3C66i3FSTjT2KuRSp02S1zxc+hSPzzK",
+	"rFxbDQyFXMhkzFioYeiQQVQFDzFlNXQ6cMYTsa/MLeEVbISlcmo3SJVGe/9VGFHCg5yYl2ZBmqMk5qec",
+	"O3u1xZBIbfzyCA2oMsuoRIHCG+ASBjuSKeB4BdhuWi+r4jC09iDIpOkIIhh2DioFCQdWiVMGoTENtFlS",
+	"zNEclK7sBlN+VFbnMZg5XxGqGANegdKYcDX0Md934KUqXnGYNivQzOgU9ImARPSWBGgQ8bHjU9Ckb8eQ",
+	"qbu+gPU06vvp/ArzzCR2FO2fKUcmd0O/m5PUAV6CHLZj0Tw4Qof113YxVcqqJiwMA7rqrY4mU2lCclHM",
+	"REVDEYzaBUAmYegxnlk3hjLAfc4Cs5vdoLDxY3x1SJz4LlwsVnIz5WXNBOj6BZGEgc3HNdQyiGBHsy4N",
+	"zGZTPJsXjEocYzZTCFimUhgJSwVIwMqRQgfD5ySf4khj9oREVRCKPp44Pi4ahCTZONFc1YOxqFAr6M9A",
+	"/dq73d9TX4u9zzpG92XPrFV7UXzMNKy0Bax2tyNVDGKJXx0apdoXFSJehkPwPEUh+DBFIIsKaowi7Cmr",
+	"CX/42EkwBpIZrNW14Cs9MsJ5ESGs2xgscHXw6k04eq0eYoh2ShKJHaFCEoz8mjAhTcHIKFEgGRPbDecm",
+	"Lc2bdqisbKsCYeOMfgRHmmR4SI4EIY4cWZhWSQ/17QyCEVZ+gN++bGKkWkCG5JaEaMwjcoSwUPo4wkEg",
+	"0m9GVEgezRBhMpodQSAsvNUqXUT4RFkOGsJKIGaDstr3IwgL0gVCVuSMx2hMMEvMlq2i3yTiSrF8bA/c",
+	"RxKG1QGPxooGY4kiMoCAUhmjPo9Z4CGM+rGgTCm9URwS9cMU0lMh1skDouPTH5iIJxMeSRKck4DiDngZ",
+	"/5isCKW2PRPITK0DYtSYXuCQhyjeF5v/AafXiuXoTKGVm5r6t9bV6XHJK52ftHIyVD34CLzFl0TEIWxy",
+	"EvEJiSTVGSLYHXXZztLpYVl8or+nkozFGk5cyL881S/v1+tpuiWOIgxuceGm/qyZweOVRAzK21or0Mrv",
+	"eomoaSLOL8kcyQieA7YU6lqNtBkrOaAGPkCCDsHjtdbrJ8ml66SJeiWjPbVkJv81wJJUFYvSObBLss68",
+	"UhCTB3ydZokkGLWLLFyvFGIhUyH4gBVnB7ok2BD7yqMx/PohsNbnZ9yLu4OV68Scn+XFoTvL63r95f7r",
+	"143nhy8P669f7y+dy4wci3XQ80q/mZLrpXp/bYrVNLDy5XgSPAj956g+yd5OFpFZfrJ/L0vYi2RgyWru",
+	"LOYxwKVfdzNFDKYFszrpfTiwDv4Lh+8McCiItz4rWjNZtFaQLapgWERF2WGXQz+zwiIQaHPozweCh7HR",
+	"ewJwCXHtN16tuaPm3r8VZgHniERNCHP4b7Hd7KPo8N5qDXhRTiYqRfKfVfzFDNVWuvRqVWNuK3qWFavU",
+	"Qy+KdF/qnMeVzGlj4Y//AnJ4EPHxVSIF1hCaa8vX3Uktya/uIbdkxuS22rdm2CnLJwkxlBIVAf6nDDqt",
+	"NfLr5N1PK3kgqJzpzBmAOzvJEzkZABYh96JgzfKJRvbajH/9S736GldHv96M2aQqb6u/f/rcePEllwc6",
+	"8HMg9v6i/a7kldpXx62zVqf9puSVLttX789+ar/JtV+yud/34/TbEUjLuJkN6i/Cs5GFZ6P46sXnRqMA",
+	"kBAZzr2Ld/UeHTb2XyIcTka4TyT1wd6tZXnEQWYNBwtL+PT5IH/mN+SW+uSUDfiGEKeTOTgcPs/OWq++",
+	"blVPcHXQrH36JnfuEPc151rF7GJBotaQLNh1z/cbeUe6cHgnlIRBkrue3UdAJKbhGgM71wIXj+kdHuvL",
+	"qGiC5chDv8UkmiEeIe1sQcmnc+cGUntxIq6YWc40P1y9f4cu9FNEmdSBnD4PZnPjrmHxmo3nIftbgkM5",
+	"WoSVWKB1frOaxZmv8iY6ZTLiYgJaxn3IHry0c2f3av91Y6UaBR9eq5+vR3QBr1YbDnri5VsygmRBm6C3",
+	"4DgwX/Y5DwlmINPvJtuVg3ROwXj4gGI9LeBXSddTAXyuHXSr34z72/X/uDiQi0Er5LY+xzwM+OHjjznn",
+	"Hg5dumkHb67yvXl+dJt9sfH8+f7r3Fdv6HpG842cZeTzjxe5w8XaoWVfE3SY+9rd5s41tQC9M/W5XngB",
+	"5K4WQXdDZuubCgr4m1oHMEHees4HOJMGmV2Xn1UJliqazqvqjHmQUwriDQnpLYkQjyHzv49ZcGSDW1D2",
+	"YI7HZ5WbFwvS99PnArXNBL+25kRxNmf25s5RANifSEQHVGc4z5FKX/AwlqT9wGV6Wce3xesiNzoNwi1M",
+	"eU8P94JgPT9pXf/Uvjw9OS3QmhPRlxOB4BIi7HN3F2zSGmcEMY5CzoYkQlMe3YjKHGqtwwHda7p6Ma67",
+	"bKnv3B7/7H5S/+GE93AqWk0DuRvnjMzOKeM5ul2LITzmMZPJRTljFDwTaKw+QTGjUqAylmjMhUSN/3p+",
+	"gP75v/8b7XuI3GEfPlTsYoZAT5zgSJAIjnZ7GoANfi0Wsjk5Rq8Pn7+0V7uQ1i8hPD5H3zpIK87IIKfq",
+	"yflJy4ZxBQrJIAHHlLKAT+d3sz1HR64h0Kgf5ino+k7z4uLfM6KjvWhCouw1Z2UMZKyAtcSZY7nMS7XF",
+	"6BplQmLmk7WMGROmXDBn8y0SCDUvL9niISzsWblpXNoC2t25pbyzePznr187A7vAWzq0pDJcTz21WiS5",
+	"w+OJ+qY0knIimnt7IyxGQyxJLSC3NuAs9iDWj63Hx647jmg1IgOiyJ5sbNDBU7tob5nZBdUYchSaB8cW",
+	"fcePsZQt2/fgGyH52BZOWAnpgApIAEu46PZ4G3mw9Fc0faxWtzt/7CSiPmXDnfhNf0trgKxVzMMrCRwS",
+	"cTzCjC14coosvq8mImpVtTeXrZNOyStdffjb+WmnU6Cvibg/pvJh5CXivuQShzvAfYnvdjHqJrHdXW1t",
+	"yzHjtBSOEzR2mNgcUThKccId509ynqs5x5EBi8tgFjjBPUPPq0w1IPaHBGG3KhPWDts2i+K2SzjWQeNB",
+	"MeF5k2AJSiQwKYT4hmGb3zYJ2+gJpNbi573hjma3Bs3SpILVyldDykhnRyT+W4yhTOWWWf1NvF5SCqPy",
+	"IqI+2frOcsLYGp1u4pKz64UlLEC7GM8kGZ9RIR8aok9xap00wB1J59yo/xpx0mTxF/Gm3G1TglkPUxXY",
+	"AHKpzbIegq7PH/eKGOQiNi87d8ejseAgWoGkhSdxYYsyLj2H+ZI04PMYk2hI0ATypaEC4suD1y8q9mY2",
+	"CagukgkWObgmxpS5Y+8vSq+dSaIFS2ZdOO9SiGU1wQ1OfuEoLwkOIGN7kbVEJKArOQrcRYDAdK7WnRt5",
+	"9Eq3KVfZSKtLlDS9tk+5G7ILWtgQGfdJEORVNO5EMbH1jAmirGpS7LVLHwkS3RIoCIEu229Or64/XJ6B",
+	"x24xOgg4Cw7qnDSBt3yqkboa0gGBywoBlhiVM7XAbE1ODgVk3l61O+2fUVlf+nhV8eCXb9+2f744vWx3",
+	"mXnwsnaYFrOZ4AhLpxysrQ7U6ZyhMg8DuPgV3UL1Wag1Y49rJIgkd3BXAdTNklca4DDsYz//HEMM9/rO",
+	"s46dgMf9kCznlKlcYPG4bxglrOmndXFDKd0THvJhJm4mJGYBDjlTC/DDWEgSrY5+JyNlT3B+TV6KQ/m4",
+	"B5fPEt/CPD3B052VRJ7PktGz5a3zygZ0E6CZm3TNiGDQXOzfUJTBhg6Sx+Yv+xBsreSh+cs+9LFIn+k/",
+	"9KM8fDLhlkeLNq19zWJbTjdZwHsGPMqW3VPkaiNDZcICfXPylpKpKOA8AeQIneVk6+TrOLqe2PkAt4wf",
+	"f3d+nu0E7UIs5KUOmj1wlCtCHnJXYZzGRf8Ctw4eGOpc4xMnOXOjWwJJHd61KuoWxzWTmr3u/YDFGGfW",
+	"t+LgwTyCejnsJpeNujfK75n7bibq6HuaJkiTl3UwwHEodWGBIZZkis21NbjpiW093CU49Px1IyuCD9YN",
+	"sNyPZWp+tOoTJ7PRMIrdg+LVi8MMIF6sCQensJ9eFiykwNQ540PKgBeg85NWU1eyQpSh3vlJ6/qy/fcP",
+	"p5ftNz0PrhqGfDgkgXqaFp10Kw4OeDTFUdCFmnMemo44HtOkZISGdLasoLmxuo+yxQrhViqUbDCa36Ic",
+	"eRBZJqS4PLUgU1x8rrmIuO6hb5MKOs8E2m9Uk3YJSOIh+hb14J39V04fBVTer79CfSpFJafYhlJYngl0",
+	"9bZVbTx/MZ+WO5eXm03MFdfZ7OD9xpf5X17le/DMLrfhuLGK0fauVGR5t6MLto47pz+19U3WBE/Nn0tz",
+	"XcyIHZvy8rVpcH+O1KPN5HF++tEVVGHgzCdH+vY6lQjrykW96+u3XMjqaHhtVtpDPuc3lCjjsvdz1cxR",
+	"hWPu7S4jKSut7yegnZ4C836oxouUqXhQN6DKo0BX/4NCawO6kAbeyGYhNRbTkNZ07et1CRHfU2vY1J2Z",
+	"c0l8KRqBeZhhNTqsYfnOHNMBn+FvMTGPZRSTwvvg61+A+x/NbwudXwp+tmpAasNGoHBoCZafjSfDQrXC",
+	"KQpAAhTSATlCfojHExIgk8FPhYihiJiRJhEZY8rUL+p1VBaEoF4Sp+vZNBstjCvLdZKD/ecHL+r3UEsK",
+	"b8ibQ8/s2gVdMcFA7ZYc95nL+3L6uKRVZJK6LaZAY9K8YR6C8OIsA5nNTKiH4nV+5GMl2/SWZfzmMkEv",
+	"aWGybqeS+6J53h2IDLMlDh9NkWQ1XpwTiXeRjrQpN9tCAhBg+AMGmOCIWDsXh+H7Qan5y5rH+imvGokp",
+	"vgRl/tw2FmNF+IGpUczIEcJ9QZg01e4jziUq9zmXQkZ4ApeaQEobq8gMqwbp6corjgtyUfE3Dx90XxpG",
+	"SKs35LFY9QxaBjDLV9VnutbLkdmZXrit5WXL+WPmE0VxHuplHkEVMXWkyloIKSN4SJrJ26gb1+sHvqED",
+	"+IOYKqMwRm+NS1k7qrOyccWUtXN0HsRqVvOyLSfrODxqocJDhjc5DCuh4SxDsxi+SQ0HgMMFzrs9spmV",
+	"lrLJNU6fkTt5HEciN8tckznXQhXa203wkGx+fbDY/ku7YG1XOwMTx48jKmdXCiwajn2CIxIpgyz968Ti",
+	"zQ8fO6WclkLmUlVVX9eHenFluJHlod4NDXomZ9lDPSpEb6+H46C3p/SvXtKAxUMDHoZ8akq/dtnlyfGr",
+	"l43nMFifCJlUe54oU4D6OvgGtev6M813LTMt9+a6lfS8XE7rIR51mb7xaTkzPK7UEGggooky8RaUjbYg",
+	"J9aC3EhLlzmBFuSGWVAaZEFOiEV7eAA5gdUD1NMTG0k5cSzSY7DyClrQTvBv8XylZsoQTuxFayUmvff0",
+	"n2ljtQW7Ml0IntAfiVt56q3u27fhUswl3vIAOqqwaj/iUyg3CQ05RXFbwDmjdnFhXyBtX4eUsyuyeePo",
+	"hpCJQGLEI1kNwfmUuONwaJp9UYZ0sLZPRpQZsW57sDVNwWiDC11WFiENoKUAC5C1d43G7IF30HS08owD",
+	"UChsBz8hUmZ0xUOti9OqwUwisQ41//Cx02UKxTHosans9RB1L8VWPFPfPIjwQApU5hNJx1Toq+3M5sZ5",
+	"TolIW1200mVqzWkpBI2UqIwlH1PfQCMtpwBR6C5rw6UYuLShG2qihdsq5V5RYbhepYb0AEknqz4JORtC",
+	"k1rcZVqyHC00wEzfd8p7W/3+sH6giSikPmH65qVBmtYEekc3anUlX6LQuUwwnU5rGB7XeDTcM9+KvbPT",
+	"4/a7qzZ8k95bSHCo5ORFlPZrdf0WnxCGJ7TULB3U6rWDEnDkETDVvdqUhGEVKjju/Tq9ETVbIm9IQDIn",
+	"KKgYfel7IuHq5lxnwka9vrU+fjB+QcU9yPz5SProRzJDV0S3FEt86PnjJgvdM7drHOlSav7ySWkJ4zGO",
+	"ZqVmSZ/+DZklTVzpgBIxFyb44WNHmJyj5/svPUCxV/WDlxVI5x0KJTQVsZQ+qbn2RnDH/vdlMH1rXtkh",
+	"WM1N/wLA2lwVKlA82TZUz5SiDlXMk1aFksf+SHOyAqiNiYyor8Cg/jIYXJvhcbgMkO8nhLUuTjcDpB10",
+	"gx42eTA0c6OA+/GYsK0jZ8dl9flAg+4ESzHtUr+xQ0RLs8Fyy87iYKZLs0a3uune8/rB4xe+Xahju8Xi",
+	"qls88gSWNncLVov7Iak4kTtJfGXh251NcJ+GFKyPXCS53d9L2k45qDKnO0PhUpGpDq7VMV1ufsGLb1Un",
+	"sL21mqgYZQ29Z0kXA1Cfez9D86jqN/YTteYo0t11tN9czpJklngiZETwGKT7pRKoArjVHYVkuiFld6in",
+	"tnNtHK89Dx3jIJihnlFkrtXTnoc6ESYDepP83oKfu6zNbvkM9cidhDd/71USFQjuUUd0SJX+ZcZ/JpJl",
+	"p827BVRmaaqd82BWDYkQXea0h9CagC12a/vB9Y41zleVXdrTfWKgg4j2VcyUxjXiulDu23brTZeV9WK1",
+	"ophZnX61kukiDuEYKtD37U4NfeTRjdIEMzFu6E3XZdCqVwF1hnAEOmbAfbF3cfn+59P2VW0coHK39Det",
+	"cM54HOl3uyWtc4HzacpBnRyEfJqEjgM6gBuOMpw1u6yKvvkmG9D+5htUxgvV4osa4OkotxHJAZoRqXuz",
+	"dxnSaq8puZvEwT2EpW7kRG5J2NSR7OWXNTNx7poa+cKgmkJCaNMe0hsCo9reLxD8Spq1GHeUbv+noOGh",
+	"6Yj6I2hqYJeb9o1SA5gAvaFnhgQxdMfI1FRG19C70rq6Bls6BvRu17uu0iTjq9JEUE440U0FoI05G4UJ",
+	"jXr9SK2m9x8AoO/OT1o9R4E9WAUsYzo4iQFJ4oEaVm/LMx7JZC96jxMslDaPpamt3VOTazU5K7KSkscl",
+	"pyqTAFfpogR2GjMqjNJDu1zEGvUiseOgfFNqxoW24NpaYsYJDn/5tEOROl/3Oa9Raxjy6YIYOwb7QrGZ",
+	"iIerBFnm5eo7Xr2SPIJYh+HYScB8LtsC8KwHXmM4xqLW+AW+JjP6VeIdnYuYTLBPqjYhOdD9mAUqGxnj",
+	"uLor9505zRhdxKmkP1OAyg6revCcqd92cU7NzqCQgKYZ48e851ydpFJSTtTAtGb2NuzgeKjRe7mC4zSs",
+	"h0/2N1D0zP167TjVFfOTrJBUQWpZD3ymhWVsOhJkHDzKNMZhTNxScJkTThqQgJxRE9qOTmMc6pr1eY0y",
+	"NSux9Rjm1Ks06+Kwvp+a6/OtxpXUTWbNeteK+W9Og1o4dZA95wN8QVigDiwDsPmUsrkWZEWJZJqZF4JQ",
+	"izvzve3/07SSzfa+hdaJun1DOfGDWmfV3uckqeOLksN7+uPKfcGbuySnZYxaEBWJPrEu0F0NQfPhLbRP",
+	"d2DeRIw7qKGUwqVdWjkjXVbQrBg9rFdxl+U3K95Fb+HDjYxAlzcoLeTDxM2pTJHdKEzNjH6ktSILASxu",
+	"9KYxA5Sw2lIBqlPH18cICYT9zihDa2PrQYqt6uNIl2jKVWCcZvDrYum8arYlTE226a4JlTMKJGijGRhb",
+	"pDMCO8T+DbROUXLc9QAslyVuy+AHG9mf5wMWv3z64n2eDx3oH92w0y+fvmTs8xNtKFbVuSF/RPwbwKVo",
+	"3k5VLHTEJUTXXX/XwPk+tc7B0w1xRC5yvDg6Vxy6UizoxHmwSF/Zc/qoQVDiU1Id6G88mG1NX12s5v4l",
+	"G1Q06V1zCvP+VhdQ5KZT0J1Tk9sdPFylHcM7X7xSTiO8VZ/mffLFK52ZoMmqz5P3Hqh4raSvtBd5ypGX",
+	"f3TCoz4NAsL0F69Xf3HM2SCkOnx8uP98nXXlNPpRHzca63zs9jmCr9ZY499jLnH7zick0LDYlEG5nS63",
+	"wKsyHCh7/y3Ljt7rTlPzUTNUHnHG40jM91F0WZFmOlketPdZt834ssyjbBjRzozfndHyn52aDld/8Y7L",
+	"Ex6z4I+SonmYCdc05xCzBSeVg22bCjDbHulTLprumXL9SnTeb1ivQObq9iz3k7kDaOr2fmLate9S6Ga7",
+	"yKwldNfA/2zZfovQXw3h3ENurSF6LiLIlwaQncA12QeLvE0p3Oks+ZhS6K2NTNk2jGm6BB6j8vuL9jtl",
+	"ECRdI9aWQntJs43tE3jbDP2nJ/HF/hlPZP5E5n8AmS/QMfrn//rv9C/P6ZwaT2xczN5VWZfiR2lbqWX6",
+	"p+0+tWM11E5ToI2axdZKT4rlYymW1gh4JtxcQA8xMiVCamfz7tVO0xJq+1LpEgZ+kklPMulJJq0jk2z3",
+	"MRBFpjvZeoLG9nfbBQ3DyE9E/ETET0R8f8UyaSxYSNH6NsuquImuiP8nDZzklGB+5MiJBk+BggvXOJ5i",
+	"J0+xk79q7CRTV3CO7eg5EXavLK0VOTF8Z44P7X025eO/6BSCkGi/VZYnvYHfLU+ao+rD3M5hRJJAR9RD",
+	"SPdHQ87In9zm3BQJUqp/XBzQ4NVp9XD+GArbCAR3YFE5vaeWiwBeoZOi4ITrfwW+/RQn2w0G5gfKHO6T",
+	"j2KbKS5JB5dPcOlPV9vOoicU4b6nWqTtkw30ISjbXYWVfHsPDNcFw9c3THZPW6YswBON/SVNovtqQq82",
+	"W22SnngP/nNsB8Hh4wrD85RUHYlYPh1UgeiTBMBNdKG9pAZGrqQ8o0ImLRrEzuVl0hKjgLZhsUrX0kXd",
+	"+jP4BdHgic7/ArI00XxMRR9ku4RsUaguRfO9z7qNy7oWADRVeZgIfpKA/4oS8F9CHF2SMb9V9nlCy0cI",
+	"Oqbp6zNqe+NJLPXNFbjWgscEEta3SvLeaorUvZtA445zhNxFLLdF7jvyQNoGSU969hOXedKzd83YWoG5",
+	"0TUJsb81BlekmejupJvHOTOOhNz4yhWMvA1Hwh/BX5KurdoD88RhnvSYHZnVSotJ7WnoLwCNhZHkKOks",
+	"vKGdLdwr7NbQyK/okn/7U0gahot3QM0V3tpCXYYzPuSxXCtmcabvtvJ4XmwfhwRH1SsqSfUN1nWB5yoL",
+	"dE0JQNEteahbEpJHeEi6pd6GF+GviKwW1SaEVYi8ovX3uRV/Dyr+Y4Mja16EzBb04kN1nKisbyFnqgR5",
+	"yNcAhQxwUzFIEBYINHfeLj5b/HViKAtXT9e5s5x0O1lVTaZiroZ3mXP1erHXSQ29iaFYCk6uvq5TewXq",
+	"7nSZLabSqNfNQvQF4CbK9G/Jq3vyPZG6TbK8Skpd7kwwJp1Bim5ZmYZiZnu7KDKyNvWYtT6UiP4o0vk4",
+	"4giP0aminUFExMhQDw1CgqaUBXyKOAtnupNkSKUMCeIDU4giJAOZTzZZObBnqnkukweXhnYJ1Dy01GX6",
+	"p+ojR+ROyQxdaYoRQ3q6TkamsIDBd2OQekpBVe8ntTrJRN+BBo0VngjUe9M+a3faUAQiFgo3PuvOP1+S",
+	"mhD/oef/rud1mWnDWBV4QJpuax/7MhIjpSar0UdYjJDEw0oNdUxt8BtiC+G6jY2w7DLOfKBjDQdbjFdp",
+	"49THtTTwL5sgOpXyAeBJSiX1PpsJmqj+JZeYNajPZ+/liERvzNHci54zlQ+gpvH7WLZDQaYjEpFs9YPO",
+	"lCN98cZgAzJVkLXgTsobJAXdGxtUCci0qczhG2/5FI0xm5kVJIc0JRFJK6c8MtH/8ZLzig4ZiE7ANjg0",
+	"REJBUFmjXwZaWWI80v83taYVmguJZ2KFFF2Mr5zPHoSBG0mUouDKGb1NFIa5bP2jxR6WUIEnUhTcM9vv",
+	"PTrq/FEIk5G/oQu2lGeZLnnriwW31s6y2ITlW2/sBKuV/UtbjukxE5QKznjn4aw/ET9R/CDDLp6JhO0X",
+	"pC253GIzb43TVuxTFsMy6bdFPUooFDlPuoeBuqP0d9NZL+1cDeUl56tG1r75Bn0s0Oqd2osLxajcSlfQ",
+	"SFF02UIrRZ3wJdA3mUJY39TQh6LCUR7qfd/WpawS7FP6SvJr0gKtuNWiLgwKo5suLmp/h/X9LtukYCUq",
+	"H9b3dZnMw/pBqiTlVMYUvMuwKfmpjTM5ImPUx/7NYgnLSg29V2dkO0qmK+8yp6NBYSWvxFzqebr6Y69W",
+	"qzk1vnq6mG0ILgU1pKMZWuhVEAb/BaJSK3XG0LPnK9I1Z4+6T3w+JqLLem7zwd5c6UkUs4BECDt1KkFh",
+	"5WFgRC2fCDQ1NVSxNB2cOOuyXL2xYlDXVKBSOOt0Z9f4RwIUYkmieSOy3NPtE3sVtzJbYoCaoqcJKo/4",
+	"VMxjcT+WWjtIz7y2UA5Uu3wmWIgjB10TJC6sCrqk7qdT9JP6oy6LoNWycNp6qYOOMBX2wHSJTp4UAAWg",
+	"2TKL2AAOkHjEwwAqho65kKj3favT/tj6x/VV++rq9P276/PWz9cX7cvrD1fty15WUtZQS2qg+XjiGUt8",
+	"/vuz0/PTzvXF+7PT4398pyhUVnkYECF7GhMMd6/o8sfavYDgPaE7dRhzJCRYSBQRH+reIij4mxyj47fP",
+	"2EYp5aeQTq0TLxX1Fr2OzC405+hB80X7ZaOBembGakjHVFZNjetc20SnPbtOhk2Ciq49AsQ3X55xEmLK",
+	"DC8pp5UFDQVVXDvE6clZAlwtuQ2AQ92UvHRCIzLgdwokZ5TFd2672RIO1dtJEUQlJs4HeEVhz/yqhxvx",
+	"Nd2sYp6t6brXJDjK9NQAEki67xb02O2ypMmuy+6eJdarj6OIZigrLUEMngM+FGozCk1MD5eCGpCexsH9",
+	"JrCCKVfLBFarZJsubaf4hOSK15JVB5bpb6xkcs7prG1k5jbH3tqFmBW4e2YRIrPlxQ60pUa98aJa36/W",
+	"X3Tqr5v1erNe/89MG9IUOk6ju/Sz55nP5jrEzr12YF9zWsCWxPXfG6NRfxyEnY8f7q7x9z+J/vevZNB4",
+	"Pet//3d53nEqD6ateU2DwtJoOPc947KqUBGHuvFL9ddYyCpmVQOwKkCjWq/X93NJLQXhu5Vtqf9qsPUb",
+	"P/3abzy/Ofv5XegfvJv0Gy5s57odbwHCjXuQiy6TWxTmtHUvzcUGXV98Zw7dP20c9PGTGTY1LjPMb/sh",
+	"ymzDsMLLUBZfdE9FkC/TEUcjLJBC2pS8Fw3LxfDk2o4HnRRZGPn4s/gdvq6LUcsxQgPYwYjlXoXl16H+",
+	"+JhWEsp6SsjeERYVpWQP4jBEt5RMER+46KR7pKSWENRknulYDgTACrFsa86rYg1/83wpdxqvwCUGXhXM",
+	"0Nvz1nHiveMBST1gxhueOA5Mm1Jl/ShI8SmDBjsLXVS6bFrsIqPQ5yvxl0AMDcJaA+xLHi24ymauhQRO",
+	"s/KixVJZ8AKYlS1Ex00sc2OHhvZfYN1KSPEIymIijrL9S9KMAGchhWbv+QAfJ0e8w1v1mXmKouyZpjBw",
+	"uky3wgWc+BfU0Xaeq7Zxzlh6ho8rfK8kjqQtNZ8iSjnMWPKmtr+mqoobSEMBCektSbJyAqKDBgPUxyzY",
+	"WHVznBy7YYxXsaVy693FxocEfRkVkZs+Wmrb5bkmFtYBohXTCoCly5JOp4vJCbkeY7SOwxg4V0RkHDGb",
+	"YKDhzsMg16OHlqcb5HCqnwDOyrbeTcb/+QDrKTYv+7PV+altUzCHCpJMJiRA8eQo2xTLJkwL5Djqn7jk",
+	"ai65v8ZWvueM/JnLjHQ4P8fMoqy4FzNPWqUcj/AfwNM10SX+MMWUjxRjcJolOkoYmQgUT7JuG2TCK5vz",
+	"b/3hbng3NGKzraYDggN9nUGgGzKRi4nEl7CUxzMI1/GOPRNO770njrJto/OPprxTIWKSifVae8F8d4RW",
+	"xn6X0pxONFx6y72jX1kwXnObEtIxlZlc9ARaz+teacCjMZalZokyedAoeSVbZLe5X697pTFl5q8kZ50y",
+	"SYbQvf6uOuTV9FcF1zx67jFyJ4/jSPCoZw3VSURuKY8FmuAhKeqn6MM3RXn0+41XUJVEkkh9+1+/tKr/",
+	"iau/16uvr6ufvv330mKS/S6vB8GRXOB8C+09I2ajX5U/cfukp3G/0PuTtMzX72Vz/0xsXiONArc69JTQ",
+	"DFmBy6dQ9KRE7fTuz6RF6SWAKDU5BUjEfUHkQgKVbjVZQ6e6C6AiG6gCYV9S/MAki0CRKMVXIp3Mor1Z",
+	"PJbK7hKIyqbO6O5JGV6Bt0X00JTHYaB7OqMJFjrRWo/yTGhfz0znG+j/q1X4IR5PwNbIvO0l6UXa3ngm",
+	"UI/YUFcPle3THz52zKNeBQk8Q4LXEPh2YTPJiCjKpIfrXRoIwJUlKr2k5PItCWee5Yw1pHnbHLz6nEsh",
+	"IzyBJljQLNQaP+ngPTTCtwQxbldRVsoDHhIUqc8rNdRC9pdsPsh+vV63Cd5cgf4VGhKWZFgpXJiC5qQG",
+	"QmVIkugrAVYlplhdzx4BlpUjaLvnAiJASUBencJhff8I4SSfTcR6ozgx6JSxrY3JAY9siN4u3XQfVzuG",
+	"pTT1f7VEggVq710OgCqLGhSIs45pcbkLCxHGhln+oKKU6QKCIs1tZ7raV1hr8mstHQlosqt4qZFryxRK",
+	"hloXp1Yg/PCxUzkyru4029WRDdrBnyfeMlrkHlUYKSamWXD+1evT5J1d8oF0lpQPeJnx7qrT6bSqFNJq",
+	"HIWEKaM2eNgEj+qLShewJHQI56K0A2W4PqVO7LQE9aPqp5cnx+jlixcNK9ZdZEDlHvaVptMc4FCQnukZ",
+	"O5MjpTdBeIzekspqcv4M/y7kP+TfzcvkzXpF+aPe2kpaE4GuCQ5y1y/NGYqFZk5z2+RzcPCWXJVLM/wj",
+	"4vMoEKhnlCelgsLgEcGCs94RqGJqz4QFmCm1DL5Y+AAj/QVieKwVVCoSAqRBDbVY0u2bBp7TasqYGZT5",
+	"YRwQeKT3m0CwUT+EOXxwQkCMUx1mreD6nuWsaxjses2bW72odt2sfvpmPcN3WRKMzYCJnKwYA6anhJit",
+	"iPwkHSZNay8mQjdX5sjB1ySbF1AR8nWBB9Xrryv5dm9RQk0q9nfpHDknEhdJxTGROMASP2XUPKLEaiW8",
+	"0ILf5tGkkoNKQcJBAT5t5v7XdpiTOFNwb3v1ncIPgkRX9u2FZRSVfqDg9rghZFLkb9QXxksbZsyqLe3U",
+	"tbj2bell96SfWPaWchhzKx4oHPYQN512whmgmVI5OCMbpTeeUSHn0PtPeM36yY/90DxGe98rcye7bO7c",
+	"bilX8YO+OvPl0/LFwurMdJ9zcIARITylSQdU/1dnATEZYV8aAeFBdQiF8DdkJkChGRMZUV/UUvY6BgVg",
+	"IURkL+yNMcNDMiZMgnkkSAQ3XbU/XZh0Jfuz8BAOxsqk4TwUFWeWBGD5wSjCAgt8pUYldYeyFUmM29lS",
+	"eeIfzM5RMMWIS+2mHkBhvlsSCQK3ZSkRqMyGlN3BdNdJxZNOhMmA3qATfdNLHYyH2uyWz9ydmXtgVfVt",
+	"ztSJ+0ho/5F2AyspoLlDKuWVpkgC6p6NkeqLo/497Sgg9IhpNWTN8cZUSOorjND1FfyZTjRIGLVJK3Wn",
+	"MxXIFqdrZ5vPq2NGYozDEEKog5BPtecEjbE/ojplx0YLoaHTl09f/n8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -200,8 +200,9 @@ func TestIdempotencyAbandonLostClaim(t *testing.T) {
 		id, key := quotes.NewID(), x.markerKey(sc)
 		lostClaim := func(owner string) {
 			t.Helper()
-			if _, err := runScript(ctx, x.c, x.m, "idem_claim", "test claim", scriptIdemClaim, []string{key},
-				[]string{owner, h1, id, "60000", "3600000", "2", "", ""}); err != nil {
+			set, member := x.quotaOf(key)
+			if _, err := runScript(ctx, x.c, x.m, "idem_claim", "test claim", scriptIdemClaim, []string{key, set},
+				[]string{owner, h1, id, "60000", "3600000", "2", "", "", "10", member}); err != nil {
 				t.Fatal(err)
 			}
 		}
