@@ -75,15 +75,15 @@ var (
 
 // IdempotencyOptions configure Idempotency.
 type IdempotencyOptions struct {
-	Prefix  string
-	Hasher  *keyhash.Hasher
-	TTL     time.Duration // marker lifetime from the first claim; default 24 h
-	Lease   time.Duration // in-flight lease; default 30 s
+	Prefix string
+	Hasher *keyhash.Hasher
+	TTL    time.Duration // marker lifetime from the first claim; default 24 h
+	Lease  time.Duration // in-flight lease; default 30 s
 	// MaxPerTenant caps a tenant's live markers (GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS); default
 	// DefaultIdemPerTenant.
 	MaxPerTenant int
-	Metrics *Metrics
-	Logger  *slog.Logger
+	Metrics      *Metrics
+	Logger       *slog.Logger
 }
 
 // Idempotency stores Idempotency-Key markers and responses (it implements idempotency.Store).
