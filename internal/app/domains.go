@@ -33,7 +33,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	var d Domains
 
 	tr, err := repo.NewTokens(s, repo.TokensOptions{Prefix: cfg.KeyPrefix, Hasher: h,
-		SafetyWindow: cfg.TokenSafetyWindow, Metrics: rm, Logger: log})
+		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,8 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	}
 
 	idem, err := repo.NewIdempotency(s, repo.IdempotencyOptions{Prefix: cfg.KeyPrefix, Hasher: h,
-		TTL: cfg.IdempotencyTTL, Metrics: rm, Logger: log})
+		TTL: cfg.IdempotencyTTL, Lease: repo.IdempotencyLeaseFor(cfg.RedisTimeout),
+		MaxPerTenant: cfg.TenantMaxIdempotencyKeys, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
-	once := idempotency.New(idem, log)
+	once := idempotency.New(idem, h, log)
 	if d.Quotes, err = quotes.New(qr, once); err != nil {
 		return nil, err
 	}

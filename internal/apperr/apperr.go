@@ -62,6 +62,9 @@ var (
 	MFARequired = &Kind{"mfa-required", 401, "The login is not complete until its MFA is verified"}
 	// SessionLimit refuses a login at GATEWAY_SESSION_MAX_PER_USER with the refuse policy.
 	SessionLimit = &Kind{"session-limit-reached", 422, "The user already has the maximum number of live sessions"}
+	// QuotaExceeded refuses a create over a tenant quota (GATEWAY_TENANT_MAX_*); the problem
+	// names the quota and its limit, and nothing is written.
+	QuotaExceeded = &Kind{"quota-exceeded", 429, "A tenant quota is exhausted"}
 )
 
 // FieldError names one failing field (JSON Pointer) or parameter.

@@ -20,6 +20,12 @@ func NewTokenID(now time.Time) string {
 	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
 	_, _ = rand.Read(b[6:]) // crypto/rand.Read never returns an error
+	return TokenIDFrom(b)
+}
+
+// TokenIDFrom encodes 16 bytes as an ID of NewTokenID's shape (26 lower-case Crockford base32
+// characters); for ids derived from a keyed hash, which are not time-ordered.
+func TokenIDFrom(b [16]byte) string {
 	hi := binary.BigEndian.Uint64(b[0:8])
 	lo := binary.BigEndian.Uint64(b[8:16])
 

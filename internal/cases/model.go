@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/idempotency"
 )
 
 // Case statuses and the reason and actor an auto-escalation records.
@@ -47,8 +48,9 @@ type Event struct {
 	StateVersion    int64
 }
 
-// NewCase is what Create needs. ID is optional: an idempotent create passes the id it planned
-// when it claimed the Idempotency-Key, so a retry after a crash lands on the same case.
+// NewCase is what Create needs. ID is optional: an idempotent create passes the id derived
+// from its Idempotency-Key (DerivedID), so a retry after a crash or a timeout lands on the
+// same case.
 type NewCase struct {
 	ID           string
 	Tenant       string
@@ -89,3 +91,11 @@ func (o AutoOutcome) Final() bool { return o != AutoNotDue }
 
 // NewID returns a fresh, time-ordered case id.
 func NewID() string { return "c_" + auth.NewTokenID(time.Now()) }
+
+// DerivedID is the case id of an idempotent create: sum (a keyed hash of the tenant, the
+// operation, the Idempotency-Key and the request) in NewID's shape, so every attempt of one
+// keyed request names the same case.
+func DerivedID(sum [16]byte) string { return "c_" + auth.TokenIDFrom(sum) }
+
+// IDs are the case ids the idempotent create uses.
+var IDs = idempotency.IDs{Fresh: NewID, Derived: DerivedID}

@@ -29,7 +29,7 @@ func newService(t *testing.T, s *store.Store, prefix string, historyMax int) *ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := cases.New(r, idempotency.New(nil, nil))
+	svc, err := cases.New(r, idempotency.New(nil, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -861,6 +861,9 @@ type PreconditionFailed = Problem
 // PreconditionRequired RFC 9457 problem details.
 type PreconditionRequired = Problem
 
+// QuotaExceeded RFC 9457 problem details.
+type QuotaExceeded = Problem
+
 // SessionUnauthorized RFC 9457 problem details.
 type SessionUnauthorized = Problem
 
@@ -872,6 +875,30 @@ type Unauthorized = Problem
 
 // Unavailable RFC 9457 problem details.
 type Unavailable = Problem
+
+// UnavailableChallenge RFC 9457 problem details.
+type UnavailableChallenge = Problem
+
+// UnavailableConditional RFC 9457 problem details.
+type UnavailableConditional = Problem
+
+// UnavailableCredentialChange RFC 9457 problem details.
+type UnavailableCredentialChange = Problem
+
+// UnavailableIdempotent RFC 9457 problem details.
+type UnavailableIdempotent = Problem
+
+// UnavailableKeyedCreate RFC 9457 problem details.
+type UnavailableKeyedCreate = Problem
+
+// UnavailableSessionCreate RFC 9457 problem details.
+type UnavailableSessionCreate = Problem
+
+// UnavailableTokenCreate RFC 9457 problem details.
+type UnavailableTokenCreate = Problem
+
+// UnavailableTransition RFC 9457 problem details.
+type UnavailableTransition = Problem
 
 // Unprocessable RFC 9457 problem details.
 type Unprocessable = Problem
@@ -2005,6 +2032,15 @@ type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
 type PreconditionRequiredApplicationProblemPlusJSONResponse Problem
 
+type QuotaExceededResponseHeaders struct {
+	RetryAfter *int
+}
+type QuotaExceededApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers QuotaExceededResponseHeaders
+}
+
 type SessionUnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
 }
@@ -2041,6 +2077,78 @@ type UnavailableApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnavailableResponseHeaders
+}
+
+type UnavailableChallengeResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableChallengeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableChallengeResponseHeaders
+}
+
+type UnavailableConditionalResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableConditionalApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableConditionalResponseHeaders
+}
+
+type UnavailableCredentialChangeResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableCredentialChangeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableCredentialChangeResponseHeaders
+}
+
+type UnavailableIdempotentResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableIdempotentApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableIdempotentResponseHeaders
+}
+
+type UnavailableKeyedCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableKeyedCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableKeyedCreateResponseHeaders
+}
+
+type UnavailableSessionCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableSessionCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableSessionCreateResponseHeaders
+}
+
+type UnavailableTokenCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableTokenCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableTokenCreateResponseHeaders
+}
+
+type UnavailableTransitionResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableTransitionApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableTransitionResponseHeaders
 }
 
 type UnprocessableApplicationProblemPlusJSONResponse Problem
@@ -2511,8 +2619,27 @@ func (response CreateCase422ApplicationProblemPlusJSONResponse) VisitCreateCaseR
 	return err
 }
 
+type CreateCase429ApplicationProblemPlusJSONResponse struct {
+	QuotaExceededApplicationProblemPlusJSONResponse
+}
+
+func (response CreateCase429ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableKeyedCreateApplicationProblemPlusJSONResponse
 }
 
 func (response CreateCase503ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
@@ -2825,7 +2952,7 @@ func (response AssignCase415ApplicationProblemPlusJSONResponse) VisitAssignCaseR
 }
 
 type AssignCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response AssignCase503ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
@@ -3003,7 +3130,7 @@ func (response EscalateCase415ApplicationProblemPlusJSONResponse) VisitEscalateC
 }
 
 type EscalateCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response EscalateCase503ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
@@ -3306,7 +3433,7 @@ func (response ReopenCase415ApplicationProblemPlusJSONResponse) VisitReopenCaseR
 }
 
 type ReopenCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response ReopenCase503ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
@@ -3484,7 +3611,7 @@ func (response ResolveCase415ApplicationProblemPlusJSONResponse) VisitResolveCas
 }
 
 type ResolveCase503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTransitionApplicationProblemPlusJSONResponse
 }
 
 func (response ResolveCase503ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
@@ -3659,8 +3786,27 @@ func (response CreateQuote422ApplicationProblemPlusJSONResponse) VisitCreateQuot
 	return err
 }
 
+type CreateQuote429ApplicationProblemPlusJSONResponse struct {
+	QuotaExceededApplicationProblemPlusJSONResponse
+}
+
+func (response CreateQuote429ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableKeyedCreateApplicationProblemPlusJSONResponse
 }
 
 func (response CreateQuote503ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
@@ -3763,7 +3909,7 @@ func (response DeleteQuote403ApplicationProblemPlusJSONResponse) VisitDeleteQuot
 }
 
 type DeleteQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteQuote503ApplicationProblemPlusJSONResponse) VisitDeleteQuoteResponse(w http.ResponseWriter) error {
@@ -4115,7 +4261,7 @@ func (response PatchQuote428ApplicationProblemPlusJSONResponse) VisitPatchQuoteR
 }
 
 type PatchQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response PatchQuote503ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
@@ -4435,7 +4581,7 @@ func (response DeleteQuoteItem428ApplicationProblemPlusJSONResponse) VisitDelete
 }
 
 type DeleteQuoteItem503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteQuoteItem503ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
@@ -4653,7 +4799,7 @@ func (response PutQuoteItem428ApplicationProblemPlusJSONResponse) VisitPutQuoteI
 }
 
 type PutQuoteItem503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response PutQuoteItem503ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
@@ -4837,7 +4983,7 @@ func (response SubmitQuote428ApplicationProblemPlusJSONResponse) VisitSubmitQuot
 }
 
 type SubmitQuote503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableConditionalApplicationProblemPlusJSONResponse
 }
 
 func (response SubmitQuote503ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
@@ -4919,7 +5065,7 @@ func (response Logout401ApplicationProblemPlusJSONResponse) VisitLogoutResponse(
 }
 
 type Logout503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response Logout503ApplicationProblemPlusJSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
@@ -5081,7 +5227,7 @@ func (response RevokeMyOtherDevices401ApplicationProblemPlusJSONResponse) VisitR
 }
 
 type RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeMyOtherDevices503ApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
@@ -5260,7 +5406,7 @@ func (response RevokeMyDevice404ApplicationProblemPlusJSONResponse) VisitRevokeM
 }
 
 type RevokeMyDevice503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeMyDevice503ApplicationProblemPlusJSONResponse) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
@@ -5411,7 +5557,7 @@ func (response CreateSession422ApplicationProblemPlusJSONResponse) VisitCreateSe
 }
 
 type CreateSession503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableSessionCreateApplicationProblemPlusJSONResponse
 }
 
 func (response CreateSession503ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
@@ -5514,7 +5660,7 @@ func (response DeleteSession403ApplicationProblemPlusJSONResponse) VisitDeleteSe
 }
 
 type DeleteSession503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteSession503ApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
@@ -5790,7 +5936,7 @@ func (response CreateMfaChallenge409ApplicationProblemPlusJSONResponse) VisitCre
 }
 
 type CreateMfaChallenge503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableChallengeApplicationProblemPlusJSONResponse
 }
 
 func (response CreateMfaChallenge503ApplicationProblemPlusJSONResponse) VisitCreateMfaChallengeResponse(w http.ResponseWriter) error {
@@ -5999,7 +6145,7 @@ func (response VerifyMfa429ApplicationProblemPlusJSONResponse) VisitVerifyMfaRes
 }
 
 type VerifyMfa503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableCredentialChangeApplicationProblemPlusJSONResponse
 }
 
 func (response VerifyMfa503ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
@@ -6134,7 +6280,7 @@ func (response RotateSession404ApplicationProblemPlusJSONResponse) VisitRotateSe
 }
 
 type RotateSession503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableCredentialChangeApplicationProblemPlusJSONResponse
 }
 
 func (response RotateSession503ApplicationProblemPlusJSONResponse) VisitRotateSessionResponse(w http.ResponseWriter) error {
@@ -6397,8 +6543,27 @@ func (response IssueToken422ApplicationProblemPlusJSONResponse) VisitIssueTokenR
 	return err
 }
 
+type IssueToken429ApplicationProblemPlusJSONResponse struct {
+	QuotaExceededApplicationProblemPlusJSONResponse
+}
+
+func (response IssueToken429ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type IssueToken503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableTokenCreateApplicationProblemPlusJSONResponse
 }
 
 func (response IssueToken503ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
@@ -6638,7 +6803,7 @@ func (response RevokeToken403ApplicationProblemPlusJSONResponse) VisitRevokeToke
 }
 
 type RevokeToken503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeToken503ApplicationProblemPlusJSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
@@ -6873,7 +7038,7 @@ func (response RevokeUserSessions403ApplicationProblemPlusJSONResponse) VisitRev
 }
 
 type RevokeUserSessions503ApplicationProblemPlusJSONResponse struct {
-	UnavailableApplicationProblemPlusJSONResponse
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
 }
 
 func (response RevokeUserSessions503ApplicationProblemPlusJSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
@@ -8382,190 +8547,211 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pctvGuuCrdPGeKlMOSFGUvFGVusMjS7ESydaR5Dj3hD5iE/hIdgR2M+iGKMblqvk1Nb/vPMS8xzzK",
-	"eZKp/rqxA1wk0XES/bJFAL1++/qp5orJVHDgStY6n2pjoB4E+N8D6o6hcSC4CoTfeCsaF0oEoJ94IN2A",
-	"TRUTvNapnYOcCi5BEpcGwZzxEXED8IArRn1JaACEww0ExNUDes2aU5PuGCZUDwU8nNQ6P9e4aEgc/qNT",
-	"U/Mp1Do1qQLGR7XPn53a4SUdFSe+HAMRg1/AVU8k6UtFFfwIgWSC9wmVhBKpAsFHRK9EzYmiI4dAc9Qk",
-	"/V5tt1frZ1cyobcnwEdqXOu0nz0vW8WxB5OpUMBV4xymPp2DV1xUXwUh9MlsDJyoMZMksMdDmCRqDAS3",
-	"6SU/iyGhnAANfAYBCeDXEKQiM6bG5nU6ARLP7M4bP8C8/Aj1xOXHdyJcapZXdoRuAFSZFYkwcGHdYzmn",
-	"Ck7YhKni8MeHl0ckfp6c/mRIe7X94NvWvvp2r92/84yNM+Ezd75sYvtafv5fv322P/v2eau1/gJABfNG",
-	"d6ggKM59Aa7gniRKkBlligxgKAIggf6G8VF2rqEIJlTVOjXG1W675ujJ2URfaHtn78Xey93ney+c2oRx",
-	"82MrXg3jCkYQ1JzabWMkGsmvtc96hVMa0AmoGJUlHCOwMr3CKVXjmlPjdKK/cc1Dp6ZhjwUaqDUopVf5",
-	"twCGtU7tP7YTYrFtnsptO3YGQdz5D1ByK13i+kyjjzsWEji5hjmpv/z3//w/7WfPyDRgXNGBD8Qd04C6",
-	"eu1bTdI1B5dDCP0l5R4ZCG/e4wFio0GvIQukirFrP/sJDkK5UGMI8FuNlHvt9j6h0TRj5oP+qMejkQxC",
-	"MkkYJ0Ofjcb4x17rVbPHa445UUM2kzPNIWw1eD3Dy43+fqkvTikI9Jj/+rnXu23vNHq92xeHH7/5W62U",
-	"Jg1PqXLH5ZitySbxKe6CeqSeJn5bHTyaWcAUkDGdToFLIrg/J2yIT34NhUKiJRXzfUIVUWOqyI2hsA4B",
-	"XwLZ22k3ybmFG3OKCf0SoSIMD4tyOQNN9fbaL5uk/7RPJnrVIMlsTBUyBzuuftsNgwC4IvXzowPyamen",
-	"Rf7f/93Zbe40d7YcIkXJukOuUY7prVPfnztkECqzGcEJtVvB5cMtk0p2NMkN+TUXM26f1kUQQ4YCTrl6",
-	"IreS7e+19pqVlz1smEuouOXnewtu7t3UrLp4gx80C5kGIIErBzetAsol7rL0xjQi5y6MSQME9ei2th56",
-	"FwomlZSFmYeLKEtughQu7GRxodv4J2381mq8umpU4cI/9EVWLuZX+/SudC4aXc90AVIDa+VcMn5+19mS",
-	"GfR8l+IaqmdT9uld54pG1zO9lxBUThSah3edx46N/Cki0Mie/k69c0M39F+u4FrG0v+l06nPjOyyPQ3E",
-	"wIfJN79II8isNueZ+cpMWqSQEbnyBEjChTJ0yWCTFnypq/ZJH4JABLJP9DFIAtQdkyFlvpZ0hwx8r1n7",
-	"7CCPvYwR1IiGFVtZbwt64Kr1I8pTLYfkCIRG85QsHwnQZfPY17bxHZznQPChz9wvfhuxMI+yfHIp1PfF",
-	"zFAzy8MYv6E+8xr6xVD2HdKf0NsGSJf6uL6+kzDuiGtv4TUd6rv8khvrcoLwg7MfiWDAPA/4lz7atEbm",
-	"U/daa0eumIJDNN8jUsG0EU4J6isGt3G93wkOX3KpbwXx2Q2Q06OuFgN9H/gIcCVvhToSIfe+8Gpk6I5j",
-	"zUjDkmG0vg/BE2kFBVzfWQCxDHJEmQ/el77iiIEbjo9yAPWhsLjzmHZ/ueXFS8vDl2Vz7zkN1VgE7Lcv",
-	"u65TJiXjI4dYeuIQuJ3qxWmsCOBGXINHLDMnyGZJPaY9KZTqOz3eD3ET+hdX69P9rQi37PczrfQQX4wY",
-	"R8VQkqEIiP5XQ/sNBGw4J/X+ZEgb0Rn1Oz0eqeeou+in0QV2CJoa9o0MqOFSjyOmEOBpSVSQfDHSYjh1",
-	"XZhqaXzLKC0p1vDhw4dGN7Xw7MEu04WNdCJOKZ9bFi6/5AVqFZ/4WsfXKk5kXkrtLmOcWMT9khcrDAwr",
-	"fRy9X7QRLPw89Spu8qvGhxTcNx8alN5zekOZTwf+F2U75+BpvZNyLW0MIIIlxLmI5gs+ZKNQn4ViExCh",
-	"ykPave57GggXpPzSG/8Avt8YimACHurMAQxDCR6pUzLQ3NYhlAxCyThISYLQB/3DDK2qyKKFB0ases9l",
-	"OJ2KQIF3Ch6jl3i5v48wPxDe/Ikkdmqi4UwzHpQkkQ4i8/kcqS14expsT+AG/LRF9e/di+ODmlM7PeqW",
-	"GFYd/AiR9Bxk6OMmp4EmwIoZxYamR120s2R6XJaYmu+1Ai1XwB00Gx6bl3darcRKSIOAIjWSaY11RcXT",
-	"qckQJfKVVmBkodXsp4n++HM8RzyCkzq25NSNbhApWiVHLSUbcfAugU5WWq8b20RXsW46NcuHuypjtvWo",
-	"goYmCMZ0u8BY4tS8EO7xdaLcxBC1CeOxU/OpVIkie48VZwc6B2qRfenVaHnbv7nXWZv7s+6gzZ1V2umU",
-	"n+X5XnqWV63Wi51Xr9rP9l7stV692lk4lx05lKuA54V5M0HXc/3+yhhrcGDpy+HUuxf457A+djrEi8gs",
-	"P96/k0XsIhpEaJW7izwEpPE3vZkqAtPFWVNWKepF9uWzFN0ZUl+CszopWtHG2awwcuozrMKi7LCLTz+z",
-	"wqojOMAD+/qO4H5k9I4HuAC5dtovV9xRZ/s/Ko3XJSzRIEIO/iNot/uourw3TCoRzIt8MhYp4v8soy92",
-	"qEOugvlyUSO3FTPLklWaoYss3VXGVLeUOK3N/OkfgA8PAzG5iLnACkxzZf66Oa6lxMUd+FZitk5L34Zg",
-	"JyQfYmSoxSIC/k9MgRupUVzF735cSgNR5Exmzhx4aidlLCdzgFXAXWSsWTrRznp73aufW41XtDH+5XrC",
-	"pw110/jt46f288+lNDB1fqkTe3d2+Lbm1A4vDron3cvD1zWndn548e7kx8PXpfpL1mVxN0r/MAxpETWL",
-	"zMDF82xnz7Nd7TH81G5XHCT6mktDSC7ekb32zgtC/emYDkAxF/XdZpZG7GbWsFtYwsdPu+Uzv4Yb5sIx",
-	"H4o1T5xNc+ew9yw7a6vxqts4oo1hp/nxaencPh0YyrWM2IUSgu4ICnrds5122ZUWLu+Ige/FLpfsPjxQ",
-	"lPkrDJyKZile01s6MTFUZErV2CG/hhDMiQiIMbaQ+NPcvSHXLk4kNDErmeb7i3dvyZl5ShhXJgphILx5",
-	"btwVNF678TJgfwPUV+PiWckCrovr5STOflU20TFXgZBTlDLugvZoDM/d3cudV+2lYhR+eKV/vhqzAlwt",
-	"VxzMxIu3ZBlJQZpgN2g4sF8OhPCBcuTpt9OH5YMsJ2Dcf0C5mhTwi2KriQCuMAa65W+Gg4e1/6RhoBSC",
-	"lvBtc49lEPD9hx9K7t0fpfHm0Ht9UW7Nc4Ob7IvtZ892XpW+es1WU5qv1TzDn384Kx0uNAat6DXJRqWv",
-	"3a5vXNMLMDvTn5uFV5zcRfHormG+uqqgD39d7QAnKFvP6ZDGfL+4LjcrEiwUNFOv6jsWXkkE82vw2Q0E",
-	"RIRKs5IB5d6+jVk20bo5Gp8Vbp4XuO/HTxVim/GmyAczoqQ2Z/eWnqPiYH+EgA2ZcSzlUGUghR8qOLzn",
-	"Mp2s4TuC6yozOvP8B5jyjhbuAmM9Pepe/Xh4fnx0XCE1x6yvxAMhFPpqcy5jLSoI3yOCA+GC+IKPICAz",
-	"EVzLrRxorUIB09FlZjFpc9lC23l0/fO7cf37I979sWg5DpRuXHCYnzIuSmS7Lid0IkKu4vgOqxQ8kWSi",
-	"PyEhZ0qSOlVkIqQi7X892yX//t//TXYcArfUxQ81uZgTlBOnNJAQ4NU+nAQQOb+K+RdHB+TV3rMXxDrV",
-	"iJEv0Tmbw2+lYDJV8gSGJcH6p0ddEr1BfBjGxzFj3BOz/G4eztBRqgi0W3tlAroJxSsu/h0HAlwFczKF",
-	"IBudp5WBjBawEjtLaS55rlb0rjEuFeUurKTMWDdlQZ0t10gwLH1xpoFDqIzuKuVathrQ5u4toZ3V4z97",
-	"9So1cPrwFg6tmPJXE08jKRJu6WSqv6mNlZrKzvb2mMrxiCpoenATOZzlNsY10MjiE607DFgjgCFotIe1",
-	"FTp8Gi3aWaR2YRBxiUBzb9+im7JjLCTL0Xv4jVRiEsX7Lj1pj0lXU8mYij4cbYN7c3+N0wd6dZuzx04D",
-	"5jI+2ojd9NckdH2lGHSnJqkP8mBMOS9Ycqo0vj+NRzQS1V6fd48ua07t4v3fT48vLyvkNRkOJkzdD71k",
-	"OFBCUX8DsK/o7SZGXce3u6mtPbDPOMngSDmNU0QshxQpoTimjvmbzFO11HVkjiVNYAqU4I6u52WqGiL7",
-	"fZywD8oTVnbbdqr8tgso1m77Xj7hvEqwACTiM6k88TXdNr+u47YxEygjxeet4SnJbgWcZXHi1dJXfcbh",
-	"ckMo/mtIMbv6gUn9dbhaUApn6ixgLjz4zkrc2AacrsNaateFJRROuxrOFExOmFT3ddEnMLVKGOCGuHOp",
-	"138FP2m8+LNwXeq2LsKsBqn62PDkEp1lNQBdnT5uVxHIIjQvuveURaNgIFoCpJU3cRblEi+8h3xSN9o8",
-	"JhCMgEwxywMTd1/svnq+RYRJTQWPmdxu1MjRNDFhPD32TpF7bYwTFTSZVc95k0wsKwmucfOFqzwH6mHE",
-	"dpG0BOCxpRQFo+HRMV0qdZd6Hp3aTUJV1pLqYiHNrO1j6YaiBRU2BJMBeF5ZIY7LIISoDAcQxhs2xN6Y",
-	"9ImE4AYkqXNBzg9fH19cvT8/QYtd0TuIMIsG6pIwgTdiZoC64bMhaLGWeFRRUs+ksEWp5ALzdt5cHF4e",
-	"/kTqJu3g5ZaDv3zz5vCns+Pzwx63D14095IcoikNqEpVMWBKEjHj5PLyhNSF70FgthRIm+ITXddYgoJb",
-	"zFVAcbPm1IbU9wfULb9Hn2LZgtOsYccT4cCHxZQy4Qs8nAwsocQ1/bgqbGiheyp8Mcr4zaSi3KO+4HoB",
-	"rh9KBcFy73c8UvYG82tyEhgqhz3MeoltC3l8wqcbq+SRj5Ixs5Wt8yJy6MaHZrwEshMARckl+htLJ0Su",
-	"g/ix/St6iLpW/ND+FT10qUyemT/MozJ4su6WL+ZtWjnN4qGMbqqC9gxFkM0W1egaeYbqwL1GKCEgNwxm",
-	"soLyeBgjdFISrVMu4wwx8fR0SLvWjr85O8/DOO18KtW5cZrdc5QLgPvkKkwSv+gfIOvgnq7OFT5JBWeu",
-	"lSUQl49YqRBEtV8zLjWRzg8o+jiztpUUHOQB1CkhN6Vk1KzhXrHvdqJLkyZonTRlUQdDGvrK1OEZUQUz",
-	"atPWMNGQRmUcFsDQs1ftLAveXdXBcjeSaejRsk9SkY2WUGz+KF4+38scxPMVzyGVT22WhQupUHVOxIhx",
-	"pAXk9KjbIVLRAL2k/dOj7tX54T/eH58fvu47mGroi9EIPP005Ir5cYJ2lOg9FMGMBl4PU30dMhsLOmGY",
-	"s63fNCedzeaWMwjIXmuHZHPEyQQox7pVVvIr8pF7oWWMiotDCzI1cXI18eRVn3yD+9KDPZFkp92Iq3wR",
-	"RUfkG9LHd3Zepsp/kfpO6yUZMCW3iAcBuwGPDAMxMbVOtMDyRJKLN91G+9nzfFhuLi43G5grr7LRwTvt",
-	"z/lfXpZb8OwuH8JwEwlGD5dSkaXdKVmwe3B5/OOhyWSN4dT+uTDWxY54GYW8/NkkuK8j9Gg9flwefnQx",
-	"1uKl4C7sEwncI0wRakri9a+u3gipGuPRlV1pn7hCXDPQymX/p4ado4HX3N9cRFKWW9+NQadKYeXtUO3n",
-	"CVFxMEu/IQIP684xrFgwZIUw8HY2CqldDENa0bRv1iVleEepYV1zZkmS+EIwQvUwQ2qMWyOiOzmigzbD",
-	"X0Owj1UQQmU++OoJcP+j802l8UufX1Q1INFhAxQ4DAcrj8ZTfqVYkSoKAB7x2RD2ievTyRQ8YiP4mZQh",
-	"46OYmwQwoYzrX/TrpC4BSD/20/WjMBvDjLcWyyS7O892n7fuIJZUZsjbS8/sOn101QijAbMk4jMTeFFS",
-	"fjBmtLYQiIziYpOaY/kTxBfnmZNZT4W6L1yXez6Wkk1nUcRvKRF04sp7qxbYuyuYl+VAZIgtpOhoAiTL",
-	"4eIUFN1EONK61OwBAoAQwu8xwJQGEOm51PffDWudn1e81o9l1UgM2piiT+nqaxON+J6pZic47BM6kMAV",
-	"mosoCYRQpD4QQkkV0CkmNSGXtlqRHVYP0jeVV1ImyKLgbx/eK18aR0iqN5SRWP2MjNiNphiGrurPTK2X",
-	"fbszs/CoiJCtxEsod0FjnEP6mUdMSaQsqC34jAMdQSd+m/TCVmvXtXiAfwCZURkN318hKWtDdVbWrpiy",
-	"cozOvUjNclr2wME6KRpVqPCQoU0pghXjcJagRRC+Tg0HPIczWpY9sp6WlpDJFW6fw606CANZGmVu0FwY",
-	"popVmad0BOunD1brf0nx1oeVzlDFccOAqfmFPhZzjgOgAQRaIUv+Oorg5vsPl7WSSpg2qaph0vXJ9x8u",
-	"SR0zshzSv2Ze38YsO6TPpOxv92no9be1/NWP6wY6ZCh8X8xQ5hhDj58fHbx80X6Ggw1Aqrh+9FSrAsw1",
-	"zjcNWWQwN3Q3Iqb1/tm7i0uyfbOzbfwffaeU0jpEBD1uMj4jyoyPt5oEJRDZIRl/C8l6W0jK10LSnpYe",
-	"TzlaSNrNQhInC0m5WIyFB4ETST2eenJjY6WmKY30ALW8is4JU/prCLlUFcYJjfXFSEuMS0abP5N6wAW9",
-	"MlkInbIfIF156o0pN73mUmwSb12zEC54YxCImYTA1pGX1dWsc0ptcWGfMWzfuJSzK4rixsk1wFQSORaB",
-	"avhofIrNcdS3NWoZJ8ZZO4Ax45atR6WDO2juimGhx+vSZ54GXMo9Eum7VmJ20DpoC7E61gAoNbSjnZBo",
-	"NXrLId2z44aFTFDUuJq//3DZ4xrEKcqxCe91CEsnxW45tti5F9ChkqQupopNmDSp7TyKjXO0umw7Xdju",
-	"EHKrx/Wak1IIBihJnSoxYa49jaScAnqhe/wQk2IwacPUgSeFbJV6v6owXH+rScwAcQHWAfiCj7C3Au1x",
-	"w1n2C3Xbk/eNnibJXmsvku/3WrsGiXzmAjeZlxZoulNsedJutjR/CfxUMsFsNmtSfNwUwWjbfiu3T44P",
-	"Dt9eHOI3Sd5CDEO1VFxEbafZMm+JKXA6ZbVObbfZau7WkCKPkahuN2fg+w2sTL/9y+xaNqMSeSNAzhyD",
-	"oCb0te9AYepmrqB2u9V6sPLTOH5FxT2M/PkAA/IDzMkFmEq4sQ29fNx4ods2uybFXWqdnz9qKWEyocG8",
-	"1qmZ27+Gedx7gA0ZyJyb4PsPl9LGHD3beeEgiL1s7b7YwnDekdRMUyNL7aOea3uMOfa/LTrTN/aVDR6r",
-	"zfSvONgoVoVJEk4f+lRPtKCuR6/HFbaVCN2xoWQVpzYBFTBXH4P+y0Jwc04n/qKDfDcF3j07Xu8go0HX",
-	"KB1adoZ2buIJN5wAf3DgvEyT+vJD09x7vhDSzs0bGwS0JBqstPAp9bSkY2KH8ISetXa/gtKrD1hc9QGv",
-	"PD7LKHYLV0sHPmylPHcKXK3hRzub0gHzGWofpUBys7MdV/tNgUpOdsbCpbaDlJWTjDhmWoMUrPiR6IS6",
-	"txETNaFsknecyNBF6oLic/8nrNnbeBp9Yvt4GeOeZ5tnRcEs4VSqAOgEufu5ZqgSqdUtw2C6EeO3pK+3",
-	"c2UNr32HHFDPm5O+FWSu9NO+Qy4DCkN2Hf/exZ97/JDfiDnpw63CN3/rb8UiEOZRB2zEtPxlx38i42Un",
-	"PWckVmbp6J0Lb97wQcoeT3XyMZJAVOw2KsPdPzAw39B6ad/BGxUcIlvFXEtcY2EK5b457L7u8bpZrBEU",
-	"M6szr25lmt+gO4ZJ8t3hZZN8EME1tkpL+7ixJHiPY4cJfahz7J7GuKZhcvvs/N1Px4cXzYlH6r3a343A",
-	"ORdhYN7t1YzMhcanmUBxcuiLWew69tgQMxyVP+/0eIM8fZp1aD99SupJufJldceNl9uyZI/MQZmWQj1O",
-	"jNhrS+7GfnCHUIXH6MMN+B3jyV6crJnxczf1yGcW1DQQYnchn10DjqqH0zeGzq/I1RyZo0zVdX0aDpmN",
-	"mTsmQchltNw4TBMHsA56i8+cSLB4x2FmdJOmOb0LI6ubY0vGwJZDZtcNFkd8bXUIlhOOZVOJYGPvRkNC",
-	"u9Xa16vp/yce0LenR91+SoDdXXZYVnVIBQbEgQd6WLMtx1ok472YPU6p1NI8VeZyMKChb8TkLMuKSx7X",
-	"sj3Gfi7T61L18DVEmaHTVCRS6mWsx2H5pkSN86OCayuxmZRz+PPHDbLUfN3nsq4fvi9mBTaWaam4jJFV",
-	"9F/87NQsxY4d5rloC4SzPlqN8RrXbG5nR7+IraM5j8mUutCIApI900ZEkrrlMSlT99ZdZ04iRoswFZEn",
-	"5pF6ilTde87Ebluc05AzLCRgcMbaMe8412VcKanEa2A7ijhrFs7fM+C9WMBJ9VnCT3bWEPRsfr0xnJru",
-	"AHFUSCIgdSMLfKZzQNRpLWPg0aox9UNIl4LL3LA1AxkughN2bDu5CfVNzfqy/gSGlET1GHLiVRJ1sdfa",
-	"SdT1fIcc7FkazZq1rlXT35K+IHjryHtOh/QMuKcvLHNg+ZCytHyXZ6CpQDJDzCuP0LA7+70GBR8UdCLO",
-	"FrUccYUX9Uusx3bQyFi1/SkO6vis+fC2+XjrrsdbuiS7o2hBTMbyxKqHnpYQDB1+gK4/qTPvEC5SoKGF",
-	"woXNMQSHHq/oEUPu1yKmx8t7xGyipcveWkpgmjZoKeT9NB1TmQC7FZg6GfnISEXRCVB5bTZNOYJEJC1V",
-	"gDpL2fo4gCej76wwtDK07ibQ2rV9gyEoF2BSPYxWhdK8aPZAkNot69tF6hkBEqXRzBlHQGcZtk/daxm1",
-	"A0tbABbzknSnlnsr2Z/yDoufP352PuVdB+bHtNvp54+fM/r5kVEUG/reiDsG9xphKcjrqZqEjoVC73ra",
-	"3jVMfZ9o52jpRj+ikCVWHBMrjl0pCjJx2Vkkr2znGuYaoRUZ9N+FN3/QDoLZiPbPWaeiDe/KCcw7X6yF",
-	"4Z27FVY25V70adknuS7Ziz6P37un4LUUv5IWUAlFXvxR0l4Qv3i1/Iu41aP+YOfZKusqafSjP263V/k4",
-	"3efodyI1GQKSTV/LUpN3U+DYmz3r9CL1seAiDGS+LXuakhiakSUh259M14vPiwzClo5sTHfdGCp+7ciw",
-	"t/yLuMfkVwSZmGWZA8wu3lQJtK3Lf6LuRh9LwXTbVtvXnO9uwzoVLNN0V7kby8y1zd4kz8w2gVmJZ64A",
-	"/4VGwX8uxLkD21mBc5S0V70vx/qqec+byJ2EHEeJVIwDnZD6u7PDt1qKj1s9rMx7tuMOGQ+P1od26K8e",
-	"sYtNLx6R+xG5v5xgmcde8u//9d/JXw56HY2xIZxGLqworWRVPB8nHaAWyZpRo6gNi5zRNBWSp11ss/Yo",
-	"RH4pITIS+J/IdNieQzjMQCpjF968iGm7Nz08LzrHgR850SMneuRE1Zwoag+GDMi2D1uNvUQN2DaBuTjy",
-	"I+o+ou4j6q4rRMb9/irx2CSZLHNnmEL1X6k/o6Qy8hd2aJjjqRBmMbvi0aXx6NL4nYhGplpfjmoYrCE0",
-	"nQi0kkPDko0cGdn+ZIuyfzaOeR+MYSlLUl7j7xFJySHlXmk/LlDgGT+1j0H0ZCQ4fOXq4dd98+ZQTYg6",
-	"3jrFIjGSYD4pqSc5X6XX7lRaESrutfVHILaPTqvNQGC51ypFc8pBbD1pI+6G8hET6Ezl6ix4YkHrO8oy",
-	"RpVYQ4jBEtgNXMk3d4BwU3x7dR1i87hlU+wfcewPqb3cTXzZa79cb7VxqN9XzwFPE/xMscH68bCBmB5H",
-	"0K0j9mzHRSRK2eMJkyrucSA3ziTjnhIVCI2L1WKVqYo2mOMvhHmPyP0HYKCxuGNL4pCozcYDctKFYL79",
-	"yfRBWVXYx64k9+O7j2zvr8j2/rw86Bwm4kbr3zEC7xPsM2aSTvSeJtNQmXwPTAahE8Aw7wfFc2c5GpqO",
-	"RyhbhyWc7SxUD4XjGzIQRm2FHiXqR9LyKFFvhJp1PZv8NPWp+2BUrUoGMY081/c4ZuwEpT6PCxz5IewE",
-	"vwdRiRucGgPLI1l5lFgeUmvW8kqiLmP9fWy8S5QgcefdNdVomU7xjvSI8oon5dmRUjHfL+ZI2hTXZqFu",
-	"wYkYiVCt5H04MbmfIswz6AMfaNC4YAoar6mpm5vLvO/ZEnmyV3NIryaVCOgIerX+moniF6AaVbX7cBWy",
-	"rKj7XbLG74C6X3F6YLbMlRjpSyR1k5ubqZ3jENccI4ZY2zo6ErgnSe6W01AcQW3KG1JIyFwlkzfuAbKs",
-	"xsqWTZju8VRCcrEDSJO8DrGECI0TQlepSILVaHo8KjHSbrXsQkxabIdkupqUVQP5DpRpHqwu4gKQG+OB",
-	"cb+MquQl22bLbm8TpTdWxhm71j8q6nwYC0In5FjjzjAAObbYwzwfyIxxT8yI4P7c9Ff0mVI+EDG05Rl8",
-	"GKpytMlS/21b43IRFzi3uAtYCTDCLttV1Fw5gVvNKUz9JQ4W9Uz1iEy6vYV3q3A6WhbV78cVLGFqMoNR",
-	"OMUnkvRfH54cXh5iaYRQatj4ZPrhfI4rJfynmf/bvtPjtjlhQ9IhdNINb6KXiRxriViPPqZyTBQdbTXJ",
-	"pa2YfQ1Redh0ux+qelxwF/HYnENUolYL3sylzcRxrzrIMLWcgccTFxDqf7ITdEjrcykym6M+nb9TYwhe",
-	"26u5Ez5n6gFgpd93oTr0JczGEEC2JsDlTBCT2WKhgdjawIZdx0n/cZnz9hq585nmjSV0442YkQnlc7uC",
-	"+JJmEEBST+QvgvQXbMSRYSKM4VUR8CWQugG6zBllUXDf/N/WXdbALRWdyyW8s+gqOZ3fC+7W4iNVfpIT",
-	"dhOLCblw+P1iP0esRhNovO3b7ff/MgCT4bp++tgSSmU7xq3ODNJ1Zxa5GSJq9TqaYLlgfx6VJvqSYUUV",
-	"d/yH8Ezdi4poKpAhEk9kTOIrgo3SNGI9I0yqsdbHLFxlIl2runQwLPMd989C0UbL6ra3XNK7GQss5usm",
-	"Np8+JR8qJPhU9cFCOaZ0rSdsJSh7vNBM0IRpSfI0UwrqaZO8ryqd5JD+d4emmFMMc1o2iX+Nm4BVNxs0",
-	"pTFxdNvHRO9vr7XT4+uUbCT1vdaOKRS519pNBKKS2pBS9Di1RS+NIqbGMCED6l4XizhuNck7fUdRT8Vk",
-	"5T2equlfWcsqVo36jql/2G82m6kqV31TztVHo4EeMiUFRqe3RShaKAhTRoCzSl10vzJZc/aqB+CKCcge",
-	"76fb7/VzxRdJyD0ICE1VakThVPieZbBiKsnMVhGlyvYwErzHS2XELQu6tgaThtlUf3IDf+ARnyoI8gpj",
-	"vW8aCPa30rXJYmXTlv2MQXksZjIPxYNQGZkgufNmoSCmMepMqZT7KXCNgbiyLuaCypepspfMHfd4gM2G",
-	"Zaqxlb7ogDIZXZgpUiniEph4aFGhQWoPDoF4LHwPa2ZOhFSk/1338vBD97+uLg4vLo7fvb067f50dXZ4",
-	"fvX+4vC8n+WPTdJV5tBcOnWs1p3//uT49Pjy6uzdyfHBf32rMVQ1hO+BVH0DCZa6b5kCwMaUQPA9aXpV",
-	"WNXDByoVCcDFyq8ES97G15gyx2f0oATzk5NONBEnYfAReO3bXRjK0cf2g9GX7Tbp2xkbPpsw1bBVnkv1",
-	"EBOinDYorOMgTOseiHz5AoVTnzJuaUk9qa1nMWgrrXOkulLWEFZr6Ra4vmnLXTtiAQzFrT6SE8bD23TD",
-	"1Rr19dtxGUDNJk6HdElpy/K6f2vRNdOuIU/WTOVn8PYzXSUQBeL+sxVdZns8bjObJndPYk3VpUHAMpiV",
-	"FOFFK4EYSb0ZDSa2i0lFFUTHwOBOB0nBTOhlIqnVvM0Ud9N0QglNa2HZhWU6/GqeXHI7KyuUpe2hHyz3",
-	"ZAnsnkQAkdlysQdrrd1qP2+0dhqt55etV51Wq9Nq/TPTiDM5nVSrt+SzZ5nPcj1Sc6/tRq+lmqDW5NU/",
-	"2uPxYOL5lx/e317R736Ug+9eKq/9aj747h/q9DJVey9pTmtb9NXGo9z3XKiGBkXqm9YnjV9CqRqUN+yB",
-	"NfA0Gq1Wa6cU1ZIjfLu0MfMf7Wzd9o+/DNrPrk9+euu7u2+ng3b6bHP9fh/ghNt3QBdTKLbKexlVfrTp",
-	"CKbC9saMt1+te/OvmKmU7ZJVmasUgYhpJIgsZTYWZEwl0XCaYHRRlyz6HFe2MJhAxkrHxtdiYPgz5C0t",
-	"hgNzrCk4WGw+WJyt9Ps7qmL/1GPo9IagqCp4ehj6PrlhMCNimAYn0w4kUXmw/PDcOGjQq1UJZQ9mpaoW",
-	"5dePd0pP41TYvtB8Qjl5c9o9iM10woPE1GWN3bGFwHbk1GqOPikx49hLptAwpMdn1bYwhi2tYsMIOsbQ",
-	"VzWkrhJBwSY2T6tCaB2rF1WTrYK6b1dWcHlbB+XalgtjqKCma46mEYyHIPezrToSN39qIZX67emQHsRX",
-	"vMFM9cw8Va7zTP8TvF1uur4iTPwFhbGNx5p97Tz3QtFARcXUE/io+xlN3VavN8i0lXaPEQ98dgNxhI0H",
-	"xikwJAPKvbXltJQRYzP08CKMkDuy3lJrI8LOgxq3bacove16rk1DZOAwUugWHkuPx708i4EGpRZhsopB",
-	"GAlWACoMeBQsYM5d+F6pxY4sDh0oIVA/4jlr3Xkz0fmnQ2qmWL9uzoPOz6JC/DlQUDCdgkfC6X627VMU",
-	"5yxJyhD/SByXE8edFbbyneDwuwXor0C8L4U4pTwCWflHoOEGyWL7libC+5oQpNr/pWQtmEoSTrNmGGLd",
-	"JevTa/PhZmg1thaLmid7QD2TdSDJNUxVMfT3HJfy5fS+VaxdT2Sqm9wjBfkD6ZalmHYsZQgZX22kBtjv",
-	"9slS3+1CHDNBgQvTzC/NKwWdtLStHpswlYkWj0/rWcupDaMu/oyr3XbNqUW1Zzs7rZZTmzBu/4qjyhlX",
-	"MML+67eNkWgkv+pzLcPfPodbdRAGUgT9SP+cBnDDRCjJlI6gqiOgi99URbrvtF9iLRAFgf72Xz93G/+k",
-	"jd9ajVdXjY/f/K1WDIPfZNYOXskZLVe83nGwG300Di5EPQP7lUaduOm7eS8bsWd96wZo9HHrS08QzaIV",
-	"WnIqWU2C1Knu85mwJrMEZJ02JoDIcCBBFQKgTLPEJjk2few02mAZhuglTQ9ssAeWZtJ0JTDBKMZIJUKl",
-	"9SpJmOqY6Ou+Uv4FGlFkn8xE6HumKzGZUmmCos0oT6Qx4cxNvID5v16F69PJFHWJzNtOHB5k9IknkvQh",
-	"clX1ST16+v2HS/uov0UknRMpmgRNtriZeEQSZEK5zS7tCWBSEVNOXIn4Bvy5E1HGJjG0LXdeAyGUVAGd",
-	"YhsnbHcZKTfJ4H0ypjdAuIhWUdfCAh0BCfTnW03SJdEv2XiOnVarFQVjC330L8kIeBwhpWFhhpKSHojU",
-	"MchhoBlWA25dAA+8fnQFVG3tY+O49EF4JHao61vYa+3sExrHo8nQbJTGCptWpo2yOBRB5GKPlm77Z+sd",
-	"41I65r+GI+ECjVGu5IC2ihITsrNL26RxExogjo2z/E71G5MFeFWS2sZksz9hWca/ou/SsqVF8iAn3bPj",
-	"iJ5//+Fya98aoJNg0xRpN2b3Mu6UEQK3mQYoObXdassTmo/jdzaJxsksCRo7mfFuG7PZrKHlyUYY+MC1",
-	"Durdb4IvaipKFrDAoYf3opm71jMfIxf+YCWWF4iX50cH5MXz5+2IK6eBgdT71NWCSmdIfQl927R0rsZa",
-	"7EGnFbuBreXo/An/LcQilKfBZcJWnarwTWdlGatDUFRE+3XabCw4CaUhTrltitw5OAuy0pIA+wBcEXiS",
-	"9K3soyVIHDwAKgXv76MkpfcM3KNcS1X4ReEDSswXhNOJkS+ZjBGQeU3S5XG7aeY5qbZJVktg3PVDD/CR",
-	"2W98gu3WHs7hjikfAXoe9WU2KzLlIsq6gr5t1ry+0kqaV53Gx6er6a2LAlKiaJQgFaFij+lR/7wHo49D",
-	"U5JY8mrUS8et7KegNA6hRQDEIFmkPK3Wq61yZbUquCVh9pu0aJyColW8cAKKelTRx+iWL8inujEFjI4/",
-	"imlJ+AVTEvxhBTytZ6M3ylMqiKUiMXp5+t57CcFF9HZhGVW1FRjaKq4BplVGQpORXVszTFVvaaP2wJXT",
-	"kRclIj8S6ntFEZYWEtCQ6xBhu8b4cwQuLV4IDmsFGJ4wqXJA/RXmMT9C0n0jCaPUqkzSc92mtz5QtOB7",
-	"k6Xy+ePixeLq7HSfSmCAg5SOlpo9Zv5rAnK4CqirLFtwsOiCBvhrmEsUYyagAubKZkJUJ8j2C96cKDdu",
-	"QjkdwQS4QlVIQoBJpcb0LW3kUPSzdAj1Jlp9EcKXW6lZ4gMr9xsB96LD18JTXM4nW+jDWogjLI9Nedk5",
-	"KqYYC2UsykMsbXcDgQRMTGUgSZ2PGL/F6a7iQiKXAYUhuyZHJqlKX4xDDvmNmKd3ZlOuGvrbkqljU5E0",
-	"tiJjsdW031CHhLdr+RA8lr4by8uLo/4jKbkvzYhJ5WBD8SZMKuZqiDAFDNy5iQGIRVUb2JmezpbzKk53",
-	"mG2Vrq+ZyAn1ffR2Dn0xM1YSMqHumJnomcixh22KPn/8/P8DAAD//w==",
+	"7H3tchu3suCroHhvlclkSFGU/EVV6i6PTMVKJFtHouOcG/qK4AxIIhoCzAAjinG5an9t7e+7D7HvsY9y",
+	"nmQLDWAGQ87wQyKVxEe/bHFm8NHo7250fy75fDzhjDApSs3PpRHBAYngv8fYH5HqMWcy4mH1Ha9eSR4R",
+	"9SQgwo/oRFLOSs3SJRETzgQRyMdRNKNsiPyIBIRJikOBcEQQI7ckQr4aMKiVvJLwR2SM1VCExeNS85cS",
+	"41UBw3/ySnI2IaVmSciIsmHpyxev1O7g4eLEnRFBvP8r8eUzgXpCYkl+IpGgnPUQFggjISPOhkitRM6Q",
+	"xEMPkdqwhnrd0kG31MuuZIzvzggbylGp2Xj+Im8VpwEZT7gkTFYvySTEMxIsLqono5j00HREGJIjKlBk",
+	"wIOoQHJEEGwzSH/mA4QZIjgKKYlQRH6LiZBoSuVIv47HBCUz+7Pqj2SWD0I1cT74zriP9fLyQOhHBEu9",
+	"Ih5HPtkULJdYkjM6pnJx+NN25wQlz1Pojwe4WzqKvqsfye8OG717z1i94CH1Z6smNq/Nz//bd8+Ppt+9",
+	"qNc3XwCR0azaGkgSLc59RXzOAoEkR1NMJeqTAY8IitQ3lA2zcw14NMay1CxRJg8aJU9NTsfqQBv7hy8P",
+	"Xx28OHzplcaU6R/ryWook2RIopJXuqsOeTX9tfRFrXCCIzwmMiFlQU4BWala4QTLUckrMTxW3/j6oVdS",
+	"uEcjhdQKldxV/ntEBqVm6d/2Umaxp5+KPTN2hkD82Y8k51RayA+pIh9/xAVh6IbMUPnVP//n/2k8f44m",
+	"EWUS90OC/BGOsK/WXqmhlgbcHEGoLzELUJ8Hsy6LgBo1eQ1oJGRCXUfZT2AQzLgckQi+VUR52GgcIWyn",
+	"GdGQqI+6zI6kCZIKRBkahHQ4gj8O669rXVbyNEQ120xhOkewxej1HA7X/v1KHZyUJFJj/tcv3e5dY7/a",
+	"7d69bH/69t9LuTxpcI6lP8qnbMU2UYhhFzhAZZf5VZoAmmlEJUEjPJkQJhBn4QzRATz5LeYSmJaQNAwR",
+	"lkiOsES3msN6iISCoMP9Rg1dGrzRUEz5F48logAszMSUKK532HhVQ71vemisVk0Emo6wBOFgxlVv+3EU",
+	"ESZR+fLkGL3e36+j//d/9w9q+7X9iocEz1l3zBTJUbV1HIYzD/VjqTfDGcJmK7B8ckeFFE3FcmN2w/iU",
+	"madlHiWYIQnDTD4TlXT7h/XDWuFhD6r6EApO+cXhkpN7P9GrXjzBj0qETCIiCJMebFpGmAnYZe6JKUKe",
+	"OzAqNBKU7WlVtr0LScaFnIXqh8s4y9wEDi3sZ2mhVf1PXP29Xn19XS2ihb+rgyxczG/m6X35nB1dzXRF",
+	"hELWwrlE8vy+s6UzqPk6/IYUzybN0/vOZUdXM30QJCqcKNYP7zuPGRvkk2XQIJ7+hoNLzTfUXz5nSsdS",
+	"/8WTSUi17rI3iXg/JONvfxVakVlvzgv9lZ50kUNadhVwIhDjUvMlTU1K8cW+PEI9EkU8Ej2kwCAQwf4I",
+	"DTANlaY7oCQMaqUvHsjYTkKgWjUs2MpmW1ADF60fSB4rPWSOQSgyd3R5q0DnzWNe24N3YJ5jzgYh9R/9",
+	"NBJlHnT59FBwGPKp5mZGhlF2i0MaVNWLseh5qDfGd1UifBzC+npeKrit1K7AMbXVWT7mxloMAf7A7Cc8",
+	"6tMgIOyxQetaZCH2b5R15PMJ8ZCSe0hIMqnGEwT2iqZtWO/3nJHHXOo7jkJ6S9D5SUupgWFI2JDASt5x",
+	"ecJjFjzyakTsjxLLSOGSFrRhSKJnwigKsL6LiCQ6yAmmIQke+4itANcSH/QAHJKFxV0mvPvxlpcsbR6/",
+	"lFDF7TufkOBxV9QyZwfaH1brigUJUDxBZTMXUgoG6tVqtT14p0rMMnvaqDCvPROoB8+teKASLJNeqCzP",
+	"HhrSW/hRIEF/J5Um6oG4Fj1U/r7VaX9s/eO6037Xete5Pm/9fN15/2P73VUFDXiELt5fddDe7f6e/sBD",
+	"PZpaFcqcKRjj9E37/OJ9p/3u+B/XP7b/YUbDxs63NtCCTwG943KkRNoUC1CvJWFKt08sXevAkHRMUMwk",
+	"DfWfRlk2LgwhNQVrXo74QOvdN5QFiNxNaESEMupgT8jnMZPCDEalfQGVI3LLb0igmBPjsqIsizGObkiU",
+	"vCtQp3OGiDK0yxjEMQkUUEhgNxqRkGBhgK8UfaxsAp9U5mTjnDG/TES6r35xFMEPDMdyxCP6++Ni8TkV",
+	"grKhh4w89AwEAXAWhkYZNSAvJ7LTEQk9r8t6MWxC/eJjSYJexcoG8/1UGe0o5EPKwLEhAK/Uv4pb35KI",
+	"Dmao3BsPcNXSeK/ZZda9BHinnloG1ETgKjvSNoxCJTUOn5AIoCWAjEI+VGYk9n0yUdZkRRvdzvF9/Pix",
+	"2nIWngXsKl+O1q75OWYzo4KKxzzAS4WowCmUiW7doy5yus61paiZvFjgIFvrY/v+oo9rI7L4U9ODg/e1",
+	"baPSB4ZvMQ1xP3xUtemSBFSggAZaXQZvCxCcVVg4G9BhrAChuLeiqDKPkI+Zer9PLPJVQAogWCsQqFK5",
+	"E4rUhBoRrHguM9ICG21IsVtKBDIunBFmQxJof431fBpDZU6kCDwgW+TIzgkcWwXyL3oUH4yDajoi4JbC",
+	"qUoMQlpIHEkSGCGtAGzA2UQYMTJ1XgcPqU8UT50Z+cwIHE7CfH0eEC2uifPhjMdoSiKSuvCoQEBbOzqz",
+	"1I/3lZyagac9NENbzqHNhXocVVmfZeruVITFxxMckSpmQVUQpdAgN/AFR6p9rjrmZqZDckp9cmQ9hdq1",
+	"jaUk44l0lwVPtSdcA0Ggw/1GukTrmlUmhgcCGqPv2x0kRnwqMlvWXtURDwPhgGBHSJNw9GOY5SvCnKzy",
+	"pk7KkHKgWbVCESQNj0X9kLIgnDVXnrP2J/MwMAPjULF159Dr+3C66i3FSTjT2KuRSp02S1zxc+hSPzzK",
+	"rFxbDQyFXMhkzFioYeiQQVQFDzFlNXQ6cMYTsa/MLeEVbISlcmo3SJVGe/9VGFHCg5yYl2ZBmqMk5qec",
+	"O3u1xZBIbfzyCA2oMsuoRIHCG+ASBjuSKeB4BdhuWi+r4jC09iDIpOkIIhh2DioFCQdWiVMGoTENtFlS",
+	"zNEclK7sBlN+VFbnMZg5XxGqGANegdKYcDX0Md934KUqXnGYNivQzOgU9ImARPSWBGgQ8bHjU9Ckb8eQ",
+	"qbu+gPU06vvp/ArzzCR2FO2fKUcmd0O/m5PUAV6CHLZj0Tw4Qof113YxVcqqJiwMA7rqrY4mU2lCclHM",
+	"REVDEYzaBUAmYegxnlk3hjLAfc4Cs5vdoLDxY3x1SJz4LlwsVnIz5WXNBOj6BZGEgc3HNdQyiGBHsy4N",
+	"zGZTPJsXjEocYzZTCFimUhgJSwVIwMqRQgfD5ySf4khj9oREVRCKPp44Pi4ahCTZONFc1YOxqFAr6M9A",
+	"/dq73d9TX4u9zzpG92XPrFV7UXzMNKy0Bax2tyNVDGKJXx0apdoXFSJehkPwPEUh+DBFIIsKaowi7Cmr",
+	"CX/42EkwBpIZrNW14Cs9MsJ5ESGs2xgscHXw6k04eq0eYoh2ShKJHaFCEoz8mjAhTcHIKFEgGRPbDecm",
+	"Lc2bdqisbKsCYeOMfgRHmmR4SI4EIY4cWZhWSQ/17QyCEVZ+gN++bGKkWkCG5JaEaMwjcoSwUPo4wkEg",
+	"0m9GVEgezRBhMpodQSAsvNUqXUT4RFkOGsJKIGaDstr3IwgL0gVCVuSMx2hMMEvMlq2i3yTiSrF8bA/c",
+	"RxKG1QGPxooGY4kiMoCAUhmjPo9Z4CGM+rGgTCm9URwS9cMU0lMh1skDouPTH5iIJxMeSRKck4DiDngZ",
+	"/5isCKW2PRPITK0DYtSYXuCQhyjeF5v/AafXiuXoTKGVm5r6t9bV6XHJK52ftHIyVD34CLzFl0TEIWxy",
+	"EvEJiSTVGSLYHXXZztLpYVl8or+nkozFGk5cyL881S/v1+tpuiWOIgxuceGm/qyZweOVRAzK21or0Mrv",
+	"eomoaSLOL8kcyQieA7YU6lqNtBkrOaAGPkCCDsHjtdbrJ8ml66SJeiWjPbVkJv81wJJUFYvSObBLss68",
+	"UhCTB3ydZokkGLWLLFyvFGIhUyH4gBVnB7ok2BD7yqMx/PohsNbnZ9yLu4OV68Scn+XFoTvL63r95f7r",
+	"143nhy8P669f7y+dy4wci3XQ80q/mZLrpXp/bYrVNLDy5XgSPAj956g+yd5OFpFZfrJ/L0vYi2RgyWru",
+	"LOYxwKVfdzNFDKYFszrpfTiwDv4Lh+8McCiItz4rWjNZtFaQLapgWERF2WGXQz+zwiIQaHPozweCh7HR",
+	"ewJwCXHtN16tuaPm3r8VZgHniERNCHP4b7Hd7KPo8N5qDXhRTiYqRfKfVfzFDNVWuvRqVWNuK3qWFavU",
+	"Qy+KdF/qnMeVzGlj4Y//AnJ4EPHxVSIF1hCaa8vX3Uktya/uIbdkxuS22rdm2CnLJwkxlBIVAf6nDDqt",
+	"NfLr5N1PK3kgqJzpzBmAOzvJEzkZABYh96JgzfKJRvbajH/9S736GldHv96M2aQqb6u/f/rcePEllwc6",
+	"8HMg9v6i/a7kldpXx62zVqf9puSVLttX789+ar/JtV+yud/34/TbEUjLuJkN6i/Cs5GFZ6P46sXnRqMA",
+	"kBAZzr2Ld/UeHTb2XyIcTka4TyT1wd6tZXnEQWYNBwtL+PT5IH/mN+SW+uSUDfiGEKeTOTgcPs/OWq++",
+	"blVPcHXQrH36JnfuEPc151rF7GJBotaQLNh1z/cbeUe6cHgnlIRBkrue3UdAJKbhGgM71wIXj+kdHuvL",
+	"qGiC5chDv8UkmiEeIe1sQcmnc+cGUntxIq6YWc40P1y9f4cu9FNEmdSBnD4PZnPjrmHxmo3nIftbgkM5",
+	"WoSVWKB1frOaxZmv8iY6ZTLiYgJaxn3IHry0c2f3av91Y6UaBR9eq5+vR3QBr1YbDnri5VsygmRBm6C3",
+	"4DgwX/Y5DwlmINPvJtuVg3ROwXj4gGI9LeBXSddTAXyuHXSr34z72/X/uDiQi0Er5LY+xzwM+OHjjznn",
+	"Hg5dumkHb67yvXl+dJt9sfH8+f7r3Fdv6HpG842cZeTzjxe5w8XaoWVfE3SY+9rd5s41tQC9M/W5XngB",
+	"5K4WQXdDZuubCgr4m1oHMEHees4HOJMGmV2Xn1UJliqazqvqjHmQUwriDQnpLYkQjyHzv49ZcGSDW1D2",
+	"YI7HZ5WbFwvS99PnArXNBL+25kRxNmf25s5RANifSEQHVGc4z5FKX/AwlqT9wGV6Wce3xesiNzoNwi1M",
+	"eU8P94JgPT9pXf/Uvjw9OS3QmhPRlxOB4BIi7HN3F2zSGmcEMY5CzoYkQlMe3YjKHGqtwwHda7p6Ma67",
+	"bKnv3B7/7H5S/+GE93AqWk0DuRvnjMzOKeM5ul2LITzmMZPJRTljFDwTaKw+QTGjUqAylmjMhUSN/3p+",
+	"gP75v/8b7XuI3GEfPlTsYoZAT5zgSJAIjnZ7GoANfi0Wsjk5Rq8Pn7+0V7uQ1i8hPD5H3zpIK87IIKfq",
+	"yflJy4ZxBQrJIAHHlLKAT+d3sz1HR64h0Kgf5ino+k7z4uLfM6KjvWhCouw1Z2UMZKyAtcSZY7nMS7XF",
+	"6BplQmLmk7WMGROmXDBn8y0SCDUvL9niISzsWblpXNoC2t25pbyzePznr187A7vAWzq0pDJcTz21WiS5",
+	"w+OJ+qY0knIimnt7IyxGQyxJLSC3NuAs9iDWj63Hx647jmg1IgOiyJ5sbNDBU7tob5nZBdUYchSaB8cW",
+	"fcePsZQt2/fgGyH52BZOWAnpgApIAEu46PZ4G3mw9Fc0faxWtzt/7CSiPmXDnfhNf0trgKxVzMMrCRwS",
+	"cTzCjC14coosvq8mImpVtTeXrZNOyStdffjb+WmnU6Cvibg/pvJh5CXivuQShzvAfYnvdjHqJrHdXW1t",
+	"yzHjtBSOEzR2mNgcUThKccId509ynqs5x5EBi8tgFjjBPUPPq0w1IPaHBGG3KhPWDts2i+K2SzjWQeNB",
+	"MeF5k2AJSiQwKYT4hmGb3zYJ2+gJpNbi573hjma3Bs3SpILVyldDykhnRyT+W4yhTOWWWf1NvF5SCqPy",
+	"IqI+2frOcsLYGp1u4pKz64UlLEC7GM8kGZ9RIR8aok9xap00wB1J59yo/xpx0mTxF/Gm3G1TglkPUxXY",
+	"AHKpzbIegq7PH/eKGOQiNi87d8ejseAgWoGkhSdxYYsyLj2H+ZI04PMYk2hI0ATypaEC4suD1y8q9mY2",
+	"CagukgkWObgmxpS5Y+8vSq+dSaIFS2ZdOO9SiGU1wQ1OfuEoLwkOIGN7kbVEJKArOQrcRYDAdK7WnRt5",
+	"9Eq3KVfZSKtLlDS9tk+5G7ILWtgQGfdJEORVNO5EMbH1jAmirGpS7LVLHwkS3RIoCIEu229Or64/XJ6B",
+	"x24xOgg4Cw7qnDSBt3yqkboa0gGBywoBlhiVM7XAbE1ODgVk3l61O+2fUVlf+nhV8eCXb9+2f744vWx3",
+	"mXnwsnaYFrOZ4AhLpxysrQ7U6ZyhMg8DuPgV3UL1Wag1Y49rJIgkd3BXAdTNklca4DDsYz//HEMM9/rO",
+	"s46dgMf9kCznlKlcYPG4bxglrOmndXFDKd0THvJhJm4mJGYBDjlTC/DDWEgSrY5+JyNlT3B+TV6KQ/m4",
+	"B5fPEt/CPD3B052VRJ7PktGz5a3zygZ0E6CZm3TNiGDQXOzfUJTBhg6Sx+Yv+xBsreSh+cs+9LFIn+k/",
+	"9KM8fDLhlkeLNq19zWJbTjdZwHsGPMqW3VPkaiNDZcICfXPylpKpKOA8AeQIneVk6+TrOLqe2PkAt4wf",
+	"f3d+nu0E7UIs5KUOmj1wlCtCHnJXYZzGRf8Ctw4eGOpc4xMnOXOjWwJJHd61KuoWxzWTmr3u/YDFGGfW",
+	"t+LgwTyCejnsJpeNujfK75n7bibq6HuaJkiTl3UwwHEodWGBIZZkis21NbjpiW093CU49Px1IyuCD9YN",
+	"sNyPZWp+tOoTJ7PRMIrdg+LVi8MMIF6sCQensJ9eFiykwNQ540PKgBeg85NWU1eyQpSh3vlJ6/qy/fcP",
+	"p5ftNz0PrhqGfDgkgXqaFp10Kw4OeDTFUdCFmnMemo44HtOkZISGdLasoLmxuo+yxQrhViqUbDCa36Ic",
+	"eRBZJqS4PLUgU1x8rrmIuO6hb5MKOs8E2m9Uk3YJSOIh+hb14J39V04fBVTer79CfSpFJafYhlJYngl0",
+	"9bZVbTx/MZ+WO5eXm03MFdfZ7OD9xpf5X17le/DMLrfhuLGK0fauVGR5t6MLto47pz+19U3WBE/Nn0tz",
+	"XcyIHZvy8rVpcH+O1KPN5HF++tEVVGHgzCdH+vY6lQjrykW96+u3XMjqaHhtVtpDPuc3lCjjsvdz1cxR",
+	"hWPu7S4jKSut7yegnZ4C836oxouUqXhQN6DKo0BX/4NCawO6kAbeyGYhNRbTkNZ07et1CRHfU2vY1J2Z",
+	"c0l8KRqBeZhhNTqsYfnOHNMBn+FvMTGPZRSTwvvg61+A+x/NbwudXwp+tmpAasNGoHBoCZafjSfDQrXC",
+	"KQpAAhTSATlCfojHExIgk8FPhYihiJiRJhEZY8rUL+p1VBaEoF4Sp+vZNBstjCvLdZKD/ecHL+r3UEsK",
+	"b8ibQ8/s2gVdMcFA7ZYc95nL+3L6uKRVZJK6LaZAY9K8YR6C8OIsA5nNTKiH4nV+5GMl2/SWZfzmMkEv",
+	"aWGybqeS+6J53h2IDLMlDh9NkWQ1XpwTiXeRjrQpN9tCAhBg+AMGmOCIWDsXh+H7Qan5y5rH+imvGokp",
+	"vgRl/tw2FmNF+IGpUczIEcJ9QZg01e4jziUq9zmXQkZ4ApeaQEobq8gMqwbp6corjgtyUfE3Dx90XxpG",
+	"SKs35LFY9QxaBjDLV9VnutbLkdmZXrit5WXL+WPmE0VxHuplHkEVMXWkyloIKSN4SJrJ26gb1+sHvqED",
+	"+IOYKqMwRm+NS1k7qrOyccWUtXN0HsRqVvOyLSfrODxqocJDhjc5DCuh4SxDsxi+SQ0HgMMFzrs9spmV",
+	"lrLJNU6fkTt5HEciN8tckznXQhXa203wkGx+fbDY/ku7YG1XOwMTx48jKmdXCiwajn2CIxIpgyz968Ti",
+	"zQ8fO6WclkLmUlVVX9eHenFluJHlod4NDXomZ9lDPSpEb6+H46C3p/SvXtKAxUMDHoZ8akq/dtnlyfGr",
+	"l43nMFifCJlUe54oU4D6OvgGtev6M813LTMt9+a6lfS8XE7rIR51mb7xaTkzPK7UEGggooky8RaUjbYg",
+	"J9aC3EhLlzmBFuSGWVAaZEFOiEV7eAA5gdUD1NMTG0k5cSzSY7DyClrQTvBv8XylZsoQTuxFayUmvff0",
+	"n2ljtQW7Ml0IntAfiVt56q3u27fhUswl3vIAOqqwaj/iUyg3CQ05RXFbwDmjdnFhXyBtX4eUsyuyeePo",
+	"hpCJQGLEI1kNwfmUuONwaJp9UYZ0sLZPRpQZsW57sDVNwWiDC11WFiENoKUAC5C1d43G7IF30HS08owD",
+	"UChsBz8hUmZ0xUOti9OqwUwisQ41//Cx02UKxTHosans9RB1L8VWPFPfPIjwQApU5hNJx1Toq+3M5sZ5",
+	"TolIW1200mVqzWkpBI2UqIwlH1PfQCMtpwBR6C5rw6UYuLShG2qihdsq5V5RYbhepYb0AEknqz4JORtC",
+	"k1rcZVqyHC00wEzfd8p7W/3+sH6giSikPmH65qVBmtYEekc3anUlX6LQuUwwnU5rGB7XeDTcM9+KvbPT",
+	"4/a7qzZ8k95bSHCo5ORFlPZrdf0WnxCGJ7TULB3U6rWDEnDkETDVvdqUhGEVKjju/Tq9ETVbIm9IQDIn",
+	"KKgYfel7IuHq5lxnwka9vrU+fjB+QcU9yPz5SProRzJDV0S3FEt86PnjJgvdM7drHOlSav7ySWkJ4zGO",
+	"ZqVmSZ/+DZklTVzpgBIxFyb44WNHmJyj5/svPUCxV/WDlxVI5x0KJTQVsZQ+qbn2RnDH/vdlMH1rXtkh",
+	"WM1N/wLA2lwVKlA82TZUz5SiDlXMk1aFksf+SHOyAqiNiYyor8Cg/jIYXJvhcbgMkO8nhLUuTjcDpB10",
+	"gx42eTA0c6OA+/GYsK0jZ8dl9flAg+4ESzHtUr+xQ0RLs8Fyy87iYKZLs0a3uune8/rB4xe+Xahju8Xi",
+	"qls88gSWNncLVov7Iak4kTtJfGXh251NcJ+GFKyPXCS53d9L2k45qDKnO0PhUpGpDq7VMV1ufsGLb1Un",
+	"sL21mqgYZQ29Z0kXA1Cfez9D86jqN/YTteYo0t11tN9czpJklngiZETwGKT7pRKoArjVHYVkuiFld6in",
+	"tnNtHK89Dx3jIJihnlFkrtXTnoc6ESYDepP83oKfu6zNbvkM9cidhDd/71USFQjuUUd0SJX+ZcZ/JpJl",
+	"p827BVRmaaqd82BWDYkQXea0h9CagC12a/vB9Y41zleVXdrTfWKgg4j2VcyUxjXiulDu23brTZeV9WK1",
+	"ophZnX61kukiDuEYKtD37U4NfeTRjdIEMzFu6E3XZdCqVwF1hnAEOmbAfbF3cfn+59P2VW0coHK39Det",
+	"cM54HOl3uyWtc4HzacpBnRyEfJqEjgM6gBuOMpw1u6yKvvkmG9D+5htUxgvV4osa4OkotxHJAZoRqXuz",
+	"dxnSaq8puZvEwT2EpW7kRG5J2NSR7OWXNTNx7poa+cKgmkJCaNMe0hsCo9reLxD8Spq1GHeUbv+noOGh",
+	"6Yj6I2hqYJeb9o1SA5gAvaFnhgQxdMfI1FRG19C70rq6Bls6BvRu17uu0iTjq9JEUE440U0FoI05G4UJ",
+	"jXr9SK2m9x8AoO/OT1o9R4E9WAUsYzo4iQFJ4oEaVm/LMx7JZC96jxMslDaPpamt3VOTazU5K7KSkscl",
+	"pyqTAFfpogR2GjMqjNJDu1zEGvUiseOgfFNqxoW24NpaYsYJDn/5tEOROl/3Oa9Raxjy6YIYOwb7QrGZ",
+	"iIerBFnm5eo7Xr2SPIJYh+HYScB8LtsC8KwHXmM4xqLW+AW+JjP6VeIdnYuYTLBPqjYhOdD9mAUqGxnj",
+	"uLor9505zRhdxKmkP1OAyg6revCcqd92cU7NzqCQgKYZ48e851ydpFJSTtTAtGb2NuzgeKjRe7mC4zSs",
+	"h0/2N1D0zP167TjVFfOTrJBUQWpZD3ymhWVsOhJkHDzKNMZhTNxScJkTThqQgJxRE9qOTmMc6pr1eY0y",
+	"NSux9Rjm1Ks06+Kwvp+a6/OtxpXUTWbNeteK+W9Og1o4dZA95wN8QVigDiwDsPmUsrkWZEWJZJqZF4JQ",
+	"izvzve3/07SSzfa+hdaJun1DOfGDWmfV3uckqeOLksN7+uPKfcGbuySnZYxaEBWJPrEu0F0NQfPhLbRP",
+	"d2DeRIw7qKGUwqVdWjkjXVbQrBg9rFdxl+U3K95Fb+HDjYxAlzcoLeTDxM2pTJHdKEzNjH6ktSILASxu",
+	"9KYxA5Sw2lIBqlPH18cICYT9zihDa2PrQYqt6uNIl2jKVWCcZvDrYum8arYlTE226a4JlTMKJGijGRhb",
+	"pDMCO8T+DbROUXLc9QAslyVuy+AHG9mf5wMWv3z64n2eDx3oH92w0y+fvmTs8xNtKFbVuSF/RPwbwKVo",
+	"3k5VLHTEJUTXXX/XwPk+tc7B0w1xRC5yvDg6Vxy6UizoxHmwSF/Zc/qoQVDiU1Id6G88mG1NX12s5v4l",
+	"G1Q06V1zCvP+VhdQ5KZT0J1Tk9sdPFylHcM7X7xSTiO8VZ/mffLFK52ZoMmqz5P3Hqh4raSvtBd5ypGX",
+	"f3TCoz4NAsL0F69Xf3HM2SCkOnx8uP98nXXlNPpRHzca63zs9jmCr9ZY499jLnH7zick0LDYlEG5nS63",
+	"wKsyHCh7/y3Ljt7rTlPzUTNUHnHG40jM91F0WZFmOlketPdZt834ssyjbBjRzozfndHyn52aDld/8Y7L",
+	"Ex6z4I+SonmYCdc05xCzBSeVg22bCjDbHulTLprumXL9SnTeb1ivQObq9iz3k7kDaOr2fmLate9S6Ga7",
+	"yKwldNfA/2zZfovQXw3h3ENurSF6LiLIlwaQncA12QeLvE0p3Oks+ZhS6K2NTNk2jGm6BB6j8vuL9jtl",
+	"ECRdI9aWQntJs43tE3jbDP2nJ/HF/hlPZP5E5n8AmS/QMfrn//rv9C/P6ZwaT2xczN5VWZfiR2lbqWX6",
+	"p+0+tWM11E5ToI2axdZKT4rlYymW1gh4JtxcQA8xMiVCamfz7tVO0xJq+1LpEgZ+kklPMulJJq0jk2z3",
+	"MRBFpjvZeoLG9nfbBQ3DyE9E/ETET0R8f8UyaSxYSNH6NsuquImuiP8nDZzklGB+5MiJBk+BggvXOJ5i",
+	"J0+xk79q7CRTV3CO7eg5EXavLK0VOTF8Z44P7X025eO/6BSCkGi/VZYnvYHfLU+ao+rD3M5hRJJAR9RD",
+	"SPdHQ87In9zm3BQJUqp/XBzQ4NVp9XD+GArbCAR3YFE5vaeWiwBeoZOi4ITrfwW+/RQn2w0G5gfKHO6T",
+	"j2KbKS5JB5dPcOlPV9vOoicU4b6nWqTtkw30ISjbXYWVfHsPDNcFw9c3THZPW6YswBON/SVNovtqQq82",
+	"W22SnngP/nNsB8Hh4wrD85RUHYlYPh1UgeiTBMBNdKG9pAZGrqQ8o0ImLRrEzuVl0hKjgLZhsUrX0kXd",
+	"+jP4BdHgic7/ArI00XxMRR9ku4RsUaguRfO9z7qNy7oWADRVeZgIfpKA/4oS8F9CHF2SMb9V9nlCy0cI",
+	"Oqbp6zNqe+NJLPXNFbjWgscEEta3SvLeaorUvZtA445zhNxFLLdF7jvyQNoGSU969hOXedKzd83YWoG5",
+	"0TUJsb81BlekmejupJvHOTOOhNz4yhWMvA1Hwh/BX5KurdoD88RhnvSYHZnVSotJ7WnoLwCNhZHkKOks",
+	"vKGdLdwr7NbQyK/okn/7U0gahot3QM0V3tpCXYYzPuSxXCtmcabvtvJ4XmwfhwRH1SsqSfUN1nWB5yoL",
+	"dE0JQNEteahbEpJHeEi6pd6GF+GviKwW1SaEVYi8ovX3uRV/Dyr+Y4Mja16EzBb04kN1nKisbyFnqgR5",
+	"yNcAhQxwUzFIEBYINHfeLj5b/HViKAtXT9e5s5x0O1lVTaZiroZ3mXP1erHXSQ29iaFYCk6uvq5TewXq",
+	"7nSZLabSqNfNQvQF4CbK9G/Jq3vyPZG6TbK8Skpd7kwwJp1Bim5ZmYZiZnu7KDKyNvWYtT6UiP4o0vk4",
+	"4giP0aminUFExMhQDw1CgqaUBXyKOAtnupNkSKUMCeIDU4giJAOZTzZZObBnqnkukweXhnYJ1Dy01GX6",
+	"p+ojR+ROyQxdaYoRQ3q6TkamsIDBd2OQekpBVe8ntTrJRN+BBo0VngjUe9M+a3faUAQiFgo3PuvOP1+S",
+	"mhD/oef/rud1mWnDWBV4QJpuax/7MhIjpSar0UdYjJDEw0oNdUxt8BtiC+G6jY2w7DLOfKBjDQdbjFdp",
+	"49THtTTwL5sgOpXyAeBJSiX1PpsJmqj+JZeYNajPZ+/liERvzNHci54zlQ+gpvH7WLZDQaYjEpFs9YPO",
+	"lCN98cZgAzJVkLXgTsobJAXdGxtUCci0qczhG2/5FI0xm5kVJIc0JRFJK6c8MtH/8ZLzig4ZiE7ANjg0",
+	"REJBUFmjXwZaWWI80v83taYVmguJZ2KFFF2Mr5zPHoSBG0mUouDKGb1NFIa5bP2jxR6WUIEnUhTcM9vv",
+	"PTrq/FEIk5G/oQu2lGeZLnnriwW31s6y2ITlW2/sBKuV/UtbjukxE5QKznjn4aw/ET9R/CDDLp6JhO0X",
+	"pC253GIzb43TVuxTFsMy6bdFPUooFDlPuoeBuqP0d9NZL+1cDeUl56tG1r75Bn0s0Oqd2osLxajcSlfQ",
+	"SFF02UIrRZ3wJdA3mUJY39TQh6LCUR7qfd/WpawS7FP6SvJr0gKtuNWiLgwKo5suLmp/h/X9LtukYCUq",
+	"H9b3dZnMw/pBqiTlVMYUvMuwKfmpjTM5ImPUx/7NYgnLSg29V2dkO0qmK+8yp6NBYSWvxFzqebr6Y69W",
+	"qzk1vnq6mG0ILgU1pKMZWuhVEAb/BaJSK3XG0LPnK9I1Z4+6T3w+JqLLem7zwd5c6UkUs4BECDt1KkFh",
+	"5WFgRC2fCDQ1NVSxNB2cOOuyXL2xYlDXVKBSOOt0Z9f4RwIUYkmieSOy3NPtE3sVtzJbYoCaoqcJKo/4",
+	"VMxjcT+WWjtIz7y2UA5Uu3wmWIgjB10TJC6sCrqk7qdT9JP6oy6LoNWycNp6qYOOMBX2wHSJTp4UAAWg",
+	"2TKL2AAOkHjEwwAqho65kKj3favT/tj6x/VV++rq9P276/PWz9cX7cvrD1fty15WUtZQS2qg+XjiGUt8",
+	"/vuz0/PTzvXF+7PT4398pyhUVnkYECF7GhMMd6/o8sfavYDgPaE7dRhzJCRYSBQRH+reIij4mxyj47fP",
+	"2EYp5aeQTq0TLxX1Fr2OzC405+hB80X7ZaOBembGakjHVFZNjetc20SnPbtOhk2Ciq49AsQ3X55xEmLK",
+	"DC8pp5UFDQVVXDvE6clZAlwtuQ2AQ92UvHRCIzLgdwokZ5TFd2672RIO1dtJEUQlJs4HeEVhz/yqhxvx",
+	"Nd2sYp6t6brXJDjK9NQAEki67xb02O2ypMmuy+6eJdarj6OIZigrLUEMngM+FGozCk1MD5eCGpCexsH9",
+	"JrCCKVfLBFarZJsubaf4hOSK15JVB5bpb6xkcs7prG1k5jbH3tqFmBW4e2YRIrPlxQ60pUa98aJa36/W",
+	"X3Tqr5v1erNe/89MG9IUOk6ju/Sz55nP5jrEzr12YF9zWsCWxPXfG6NRfxyEnY8f7q7x9z+J/vevZNB4",
+	"Pet//3d53nEqD6ateU2DwtJoOPc947KqUBGHuvFL9ddYyCpmVQOwKkCjWq/X93NJLQXhu5Vtqf9qsPUb",
+	"P/3abzy/Ofv5XegfvJv0Gy5s57odbwHCjXuQiy6TWxTmtHUvzcUGXV98Zw7dP20c9PGTGTY1LjPMb/sh",
+	"ymzDsMLLUBZfdE9FkC/TEUcjLJBC2pS8Fw3LxfDk2o4HnRRZGPn4s/gdvq6LUcsxQgPYwYjlXoXl16H+",
+	"+JhWEsp6SsjeERYVpWQP4jBEt5RMER+46KR7pKSWENRknulYDgTACrFsa86rYg1/83wpdxqvwCUGXhXM",
+	"0Nvz1nHiveMBST1gxhueOA5Mm1Jl/ShI8SmDBjsLXVS6bFrsIqPQ5yvxl0AMDcJaA+xLHi24ymauhQRO",
+	"s/KixVJZ8AKYlS1Ex00sc2OHhvZfYN1KSPEIymIijrL9S9KMAGchhWbv+QAfJ0e8w1v1mXmKouyZpjBw",
+	"uky3wgWc+BfU0Xaeq7Zxzlh6ho8rfK8kjqQtNZ8iSjnMWPKmtr+mqoobSEMBCektSbJyAqKDBgPUxyzY",
+	"WHVznBy7YYxXsaVy693FxocEfRkVkZs+Wmrb5bkmFtYBohXTCoCly5JOp4vJCbkeY7SOwxg4V0RkHDGb",
+	"YKDhzsMg16OHlqcb5HCqnwDOyrbeTcb/+QDrKTYv+7PV+altUzCHCpJMJiRA8eQo2xTLJkwL5Djqn7jk",
+	"ai65v8ZWvueM/JnLjHQ4P8fMoqy4FzNPWqUcj/AfwNM10SX+MMWUjxRjcJolOkoYmQgUT7JuG2TCK5vz",
+	"b/3hbng3NGKzraYDggN9nUGgGzKRi4nEl7CUxzMI1/GOPRNO770njrJto/OPprxTIWKSifVae8F8d4RW",
+	"xn6X0pxONFx6y72jX1kwXnObEtIxlZlc9ARaz+teacCjMZalZokyedAoeSVbZLe5X697pTFl5q8kZ50y",
+	"SYbQvf6uOuTV9FcF1zx67jFyJ4/jSPCoZw3VSURuKY8FmuAhKeqn6MM3RXn0+41XUJVEkkh9+1+/tKr/",
+	"iau/16uvr6ufvv330mKS/S6vB8GRXOB8C+09I2ajX5U/cfukp3G/0PuTtMzX72Vz/0xsXiONArc69JTQ",
+	"DFmBy6dQ9KRE7fTuz6RF6SWAKDU5BUjEfUHkQgKVbjVZQ6e6C6AiG6gCYV9S/MAki0CRKMVXIp3Mor1Z",
+	"PJbK7hKIyqbO6O5JGV6Bt0X00JTHYaB7OqMJFjrRWo/yTGhfz0znG+j/q1X4IR5PwNbIvO0l6UXa3ngm",
+	"UI/YUFcPle3THz52zKNeBQk8Q4LXEPh2YTPJiCjKpIfrXRoIwJUlKr2k5PItCWee5Yw1pHnbHLz6nEsh",
+	"IzyBJljQLNQaP+ngPTTCtwQxbldRVsoDHhIUqc8rNdRC9pdsPsh+vV63Cd5cgf4VGhKWZFgpXJiC5qQG",
+	"QmVIkugrAVYlplhdzx4BlpUjaLvnAiJASUBencJhff8I4SSfTcR6ozgx6JSxrY3JAY9siN4u3XQfVzuG",
+	"pTT1f7VEggVq710OgCqLGhSIs45pcbkLCxHGhln+oKKU6QKCIs1tZ7raV1hr8mstHQlosqt4qZFryxRK",
+	"hloXp1Yg/PCxUzkyru4029WRDdrBnyfeMlrkHlUYKSamWXD+1evT5J1d8oF0lpQPeJnx7qrT6bSqFNJq",
+	"HIWEKaM2eNgEj+qLShewJHQI56K0A2W4PqVO7LQE9aPqp5cnx+jlixcNK9ZdZEDlHvaVptMc4FCQnukZ",
+	"O5MjpTdBeIzekspqcv4M/y7kP+TfzcvkzXpF+aPe2kpaE4GuCQ5y1y/NGYqFZk5z2+RzcPCWXJVLM/wj",
+	"4vMoEKhnlCelgsLgEcGCs94RqGJqz4QFmCm1DL5Y+AAj/QVieKwVVCoSAqRBDbVY0u2bBp7TasqYGZT5",
+	"YRwQeKT3m0CwUT+EOXxwQkCMUx1mreD6nuWsaxjses2bW72odt2sfvpmPcN3WRKMzYCJnKwYA6anhJit",
+	"iPwkHSZNay8mQjdX5sjB1ySbF1AR8nWBB9Xrryv5dm9RQk0q9nfpHDknEhdJxTGROMASP2XUPKLEaiW8",
+	"0ILf5tGkkoNKQcJBAT5t5v7XdpiTOFNwb3v1ncIPgkRX9u2FZRSVfqDg9rghZFLkb9QXxksbZsyqLe3U",
+	"tbj2bell96SfWPaWchhzKx4oHPYQN512whmgmVI5OCMbpTeeUSHn0PtPeM36yY/90DxGe98rcye7bO7c",
+	"bilX8YO+OvPl0/LFwurMdJ9zcIARITylSQdU/1dnATEZYV8aAeFBdQiF8DdkJkChGRMZUV/UUvY6BgVg",
+	"IURkL+yNMcNDMiZMgnkkSAQ3XbU/XZh0Jfuz8BAOxsqk4TwUFWeWBGD5wSjCAgt8pUYldYeyFUmM29lS",
+	"eeIfzM5RMMWIS+2mHkBhvlsSCQK3ZSkRqMyGlN3BdNdJxZNOhMmA3qATfdNLHYyH2uyWz9ydmXtgVfVt",
+	"ztSJ+0ho/5F2AyspoLlDKuWVpkgC6p6NkeqLo/497Sgg9IhpNWTN8cZUSOorjND1FfyZTjRIGLVJK3Wn",
+	"MxXIFqdrZ5vPq2NGYozDEEKog5BPtecEjbE/ojplx0YLoaHTl09f/n8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -65,7 +65,7 @@ func TestCaseHTTPInFlight(t *testing.T) {
 					t.Fatal(err)
 				}
 				held.Store = idem
-				if d.Cases, err = cases.New(c, idempotency.New(held, nil)); err != nil {
+				if d.Cases, err = cases.New(c, idempotency.New(held, hasher, nil)); err != nil {
 					t.Fatal(err)
 				}
 			})

@@ -2,6 +2,12 @@
 // hash of the request, replays the stored first response to a retry, refuses a key in flight
 // or reused with another request, and releases the claim when the create fails. The store that
 // keeps the claims (internal/repo) implements Store.
+//
+// A keyed create's resource id is derived from the tenant, the operation, the key and the
+// request (a keyed hash, internal/keyhash), never drawn at random: every attempt of one keyed
+// request names the same object. A create that timed out (503) may still run once Redis
+// answers again, after its claim was released; the retry then finds that object (the create
+// scripts return an existing object under the id) instead of making a second one.
 package idempotency
 
 import (
@@ -9,8 +15,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/hashgate/hashgate/internal/keyhash"
 )
 
 // Scope names one use of an Idempotency-Key: the tenant, the operation and the raw header
@@ -72,18 +81,41 @@ type Result struct {
 	Replayed bool
 }
 
+// IDs makes one resource type's ids: Fresh for a create without a key, Derived (from 16 bytes
+// of a keyed hash) for a keyed one. Both must answer ids of the type's one shape.
+type IDs struct {
+	Fresh   func() string
+	Derived func(sum [16]byte) string
+}
+
+// ErrNoHasher reports a keyed create on a service built without a hasher.
+var ErrNoHasher = errors.New("idempotency: keyed create without a hasher")
+
 // Service runs creates at most once per key. It is safe for concurrent use.
 type Service struct {
 	store Store
+	h     *keyhash.Hasher
 	log   *slog.Logger
 }
 
-// New returns the service over store; log may be nil.
-func New(store Store, log *slog.Logger) *Service {
+// New returns the service over store; h derives keyed creates' ids; log may be nil.
+func New(store Store, h *keyhash.Hasher, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, log: log}
+	return &Service{store: store, h: h, log: log}
+}
+
+// resourcePurpose separates derived resource ids from the hasher's other uses.
+const resourcePurpose = "idem-resource"
+
+// DerivedID is the id a keyed create uses: ids.Derived of the first 16 bytes of
+// HMAC(tenant, operation, key, request hash).
+func (s *Service) DerivedID(ids IDs, op, tenant, key, requestHash string) (string, error) {
+	if s.h == nil {
+		return "", ErrNoHasher
+	}
+	return ids.Derived([16]byte(s.h.Sum(resourcePurpose, tenant, op, key, requestHash))), nil
 }
 
 // RequestHash is the hash a claim compares: SHA-256 over the operation and the canonical request.
@@ -95,22 +127,27 @@ func RequestHash(operation string, canonical []byte) string {
 	return hex.EncodeToString(s.Sum(nil))
 }
 
-// Do runs create at most once per key. Without a key it just creates with newID. With one it
-// claims the key (tenant + operation + the key) for a hash of the canonical request; a
-// completed key replays the stored response, a key in flight is 409, a key used with another
-// request is 422. A refused or failed create releases the claim; a successful one stores its
-// response (status, body, Location, ETag) under the key.
-func (s *Service) Do(ctx context.Context, op, tenant string, key Key, newID string,
+// Do runs create at most once per key. Without a key it just creates with ids.Fresh(). With
+// one it claims the key (tenant + operation + the key) for a hash of the canonical request,
+// planning the derived id (DerivedID); a completed key replays the stored response, a key in
+// flight is 409, a key used with another request is 422. A refused or failed create releases
+// the claim; a successful one stores its response (status, body, Location, ETag) under the key.
+func (s *Service) Do(ctx context.Context, op, tenant string, key Key, ids IDs,
 	create func(id string) (Response, error)) (Result, error) {
 	if key.Value == nil {
-		resp, err := create(newID)
+		resp, err := create(ids.Fresh())
 		return Result{Response: resp}, err
 	}
 	canonical, err := json.Marshal(key.Request)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: canonical request: %w", op, err)
 	}
-	cl, err := s.store.Claim(ctx, Scope{Tenant: tenant, Operation: op, Key: *key.Value}, RequestHash(op, canonical), newID)
+	reqHash := RequestHash(op, canonical)
+	id, err := s.DerivedID(ids, op, tenant, *key.Value, reqHash)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", op, err)
+	}
+	cl, err := s.store.Claim(ctx, Scope{Tenant: tenant, Operation: op, Key: *key.Value}, reqHash, id)
 	if err != nil {
 		return Result{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/idempotency"
 )
 
 // Quote statuses.
@@ -65,8 +66,9 @@ type Item struct {
 	Description    string
 }
 
-// NewQuote is what Create needs. ID is optional: an idempotent create passes the id it
-// planned when it claimed the Idempotency-Key, so a retry after a crash lands on the same draft.
+// NewQuote is what Create needs. ID is optional: an idempotent create passes the id derived
+// from its Idempotency-Key (DerivedID), so a retry after a crash or a timeout lands on the
+// same draft.
 type NewQuote struct {
 	ID           string
 	Tenant       string
@@ -85,3 +87,11 @@ type Patch struct {
 
 // NewID returns a fresh, time-ordered quote id.
 func NewID() string { return "q_" + auth.NewTokenID(time.Now()) }
+
+// DerivedID is the quote id of an idempotent create: sum (a keyed hash of the tenant, the
+// operation, the Idempotency-Key and the request) in NewID's shape, so every attempt of one
+// keyed request names the same quote.
+func DerivedID(sum [16]byte) string { return "q_" + auth.TokenIDFrom(sum) }
+
+// IDs are the quote ids the idempotent create uses.
+var IDs = idempotency.IDs{Fresh: NewID, Derived: DerivedID}

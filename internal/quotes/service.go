@@ -47,7 +47,7 @@ func New(store Store, once *idempotency.Service) (*Service, error) {
 // response; render makes that response from the new draft.
 func (s *Service) Create(ctx context.Context, in NewQuote, key idempotency.Key,
 	render func(*Quote) (idempotency.Response, error)) (idempotency.Result, error) {
-	return s.once.Do(ctx, "createQuote", in.Tenant, key, NewID(), func(id string) (idempotency.Response, error) {
+	return s.once.Do(ctx, "createQuote", in.Tenant, key, IDs, func(id string) (idempotency.Response, error) {
 		in.ID = id
 		if err := validateNew(in); err != nil {
 			return idempotency.Response{}, err

@@ -21,7 +21,7 @@ func newService(t *testing.T, s *store.Store, prefix string, maxItems int) *quot
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := quotes.New(r, idempotency.New(nil, nil))
+	svc, err := quotes.New(r, idempotency.New(nil, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -25,16 +27,18 @@ import (
 // Idempotency-Key handling for creates.
 //
 // The first request claims a marker string with SET NX PX (TTL: default 24 h) holding a
-// PENDING envelope: the request hash, the id the create will use, and an in-flight lease
-// (default 30 s, server time). On success the marker is replaced — keeping its TTL (SET XX
-// KEEPTTL in a script that first checks the marker is still this request's) — by a DONE
-// envelope holding the response (status, body, Location, ETag). A refused or failed create
-// releases its marker, so only successes are replayed.
+// PENDING envelope: the request hash, the id the create will use (derived from the key by
+// internal/idempotency), and an in-flight lease (server time). On success the marker is
+// replaced — keeping its TTL (SET XX KEEPTTL in a script that first checks the marker is still
+// this request's) — by a DONE envelope holding the response (status, body, Location, ETag). A
+// refused or failed create releases its marker, so only successes are replayed; a claim whose
+// reply was lost (timeout) is abandoned by its owner (idem_abandon.lua).
 //
 // A retry with the same key:
 //   - DONE, same request hash → the stored response, byte for byte (Idempotent-Replayed: true);
 //   - any state, different request hash → 422 idempotency-key-reused;
-//   - PENDING with a live lease → 409 request-in-flight, Retry-After = the lease left;
+//   - PENDING with a live lease → 409 request-in-flight, Retry-After = the lease left (the
+//     lease is IdempotencyLeaseFor the Redis timeout: 5 s at the default 500 ms);
 //   - PENDING with a passed lease (the first request crashed or hung between claim and
 //     completion) → the retry takes the marker over, compare-and-set on the exact value it read,
 //     keeping the TTL, and creates with the id the first request planned. The create scripts
@@ -47,6 +51,8 @@ import (
 const (
 	DefaultIdempotencyTTL   = 24 * time.Hour
 	DefaultIdempotencyLease = 30 * time.Second
+	// MinIdempotencyLease is the shortest lease IdempotencyLeaseFor answers.
+	MinIdempotencyLease = time.Second
 	// MaxIdemBodyBytes bounds a stored response body (quote and case bodies are far smaller).
 	MaxIdemBodyBytes = 16 << 10
 	// MaxIdemKeyBytes bounds the Idempotency-Key header value (only its SHA-256 is stored).
@@ -69,12 +75,15 @@ var (
 
 // IdempotencyOptions configure Idempotency.
 type IdempotencyOptions struct {
-	Prefix  string
-	Hasher  *keyhash.Hasher
-	TTL     time.Duration // marker lifetime from the first claim; default 24 h
-	Lease   time.Duration // in-flight lease; default 30 s
-	Metrics *Metrics
-	Logger  *slog.Logger
+	Prefix string
+	Hasher *keyhash.Hasher
+	TTL    time.Duration // marker lifetime from the first claim; default 24 h
+	Lease  time.Duration // in-flight lease; default 30 s
+	// MaxPerTenant caps a tenant's live markers (GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS); default
+	// DefaultIdemPerTenant.
+	MaxPerTenant int
+	Metrics      *Metrics
+	Logger       *slog.Logger
 }
 
 // Idempotency stores Idempotency-Key markers and responses (it implements idempotency.Store).
@@ -84,6 +93,7 @@ type Idempotency struct {
 	h    *keyhash.Hasher
 	ttl  time.Duration
 	ls   time.Duration
+	max  int
 	m    *Metrics
 	log  *slog.Logger
 }
@@ -94,36 +104,55 @@ var _ idempotency.Store = (*Idempotency)(nil)
 func NewIdempotency(s *store.Store, o IdempotencyOptions) (*Idempotency, error) {
 	o.TTL = cmp0(o.TTL, DefaultIdempotencyTTL)
 	o.Lease = cmp0(o.Lease, DefaultIdempotencyLease)
+	o.MaxPerTenant = cmp0(o.MaxPerTenant, DefaultIdemPerTenant)
 	switch {
 	case s == nil || s.Client == nil:
 		return nil, fmt.Errorf("%w: idempotency needs a store", ErrBadOptions)
 	case o.Prefix == "" || o.Hasher == nil:
 		return nil, fmt.Errorf("%w: idempotency needs a key prefix and a hasher", ErrBadOptions)
+	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxIdemPerTenant:
+		return nil, fmt.Errorf("%w: idempotency keys per tenant %d not within 1..%d", ErrBadOptions, o.MaxPerTenant, MaxIdemPerTenant)
 	case o.Lease < 10*time.Millisecond || o.TTL < o.Lease:
 		return nil, fmt.Errorf("%w: idempotency lease %s must be ≥10ms and within the TTL %s", ErrBadOptions, o.Lease, o.TTL)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Idempotency{c: s.Client, keys: Keys{Prefix: o.Prefix}, h: o.Hasher, ttl: o.TTL, ls: o.Lease, m: o.Metrics, log: o.Logger}, nil
+	return &Idempotency{c: s.Client, keys: Keys{Prefix: o.Prefix}, h: o.Hasher, ttl: o.TTL, ls: o.Lease, max: o.MaxPerTenant, m: o.Metrics, log: o.Logger}, nil
 }
 
 var (
 	scriptIdemClaim    = script("idem_claim")
 	scriptIdemComplete = script("idem_complete")
 	scriptIdemRelease  = script("idem_release")
+	scriptIdemAbandon  = script("idem_abandon")
 )
 
 // The replies of the idempotency scripts (each script's header shows them).
 var (
-	idemClaimReplies = replyShapes{CodeClaimed: 2, CodeExists: 2}
-	// idem_complete, idem_release: {'OK'} done | {'STALE'} the marker no longer holds the claim.
+	idemClaimReplies = replyShapes{CodeClaimed: 2, CodeExists: 2, CodeQuota: 1}
+	// idem_complete, idem_release, idem_abandon: {'OK'} done | {'STALE'} the marker no longer
+	// holds the claim.
 	idemHeldReplies = replyShapes{CodeOK: 0, CodeStale: 0}
 )
+
+// quotaKey is the tenant's set of live markers (member <operation>:<keyHash>, score the
+// marker's expiry in ms): its Idempotency-Key quota.
+func (x *Idempotency) quotaKey(tenant string) string {
+	return x.keys.Key("quota", x.h.TenantTag(tenant), "idem")
+}
 
 func (x *Idempotency) markerKey(sc idempotency.Scope) string {
 	sum := sha256.Sum256([]byte(sc.Key))
 	return x.keys.Key("idem", x.h.TenantTag(sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
+}
+
+// quotaOf is the tenant's quota set and the marker's member in it (<operation>:<keyHash>, the
+// marker key's part after its tag) for the marker key.
+func (x *Idempotency) quotaOf(marker string) (set, member string) {
+	i := strings.Index(marker, "}:")
+	tag := marker[strings.LastIndex(marker[:i], "{")+1 : i]
+	return x.keys.Key("quota", tag, "idem"), marker[i+2:]
 }
 
 // Claim claims sc for a request with requestHash that would create resourceID. It answers a
@@ -134,13 +163,25 @@ func (x *Idempotency) Claim(ctx context.Context, sc idempotency.Scope, requestHa
 		return nil, err
 	}
 	key, owner := x.markerKey(sc), newOwner()
+	set, member := x.quotaOf(key)
 	expected, created, tookOver := "", "", false
 	for range 3 {
-		rep, err := runScript(ctx, x.c, x.m, "idem_claim", "idempotency claim", scriptIdemClaim, []string{key},
+		rep, err := runScript(ctx, x.c, x.m, "idem_claim", "idempotency claim", scriptIdemClaim, []string{key, set},
 			[]string{owner, requestHash, resourceID, ms(x.ls.Milliseconds()), ms(x.ttl.Milliseconds()),
-				strconv.Itoa(SchemaVersion), expected, created})
+				strconv.Itoa(SchemaVersion), expected, created, strconv.Itoa(x.max), member})
 		if err != nil {
+			if errors.Is(err, store.ErrUnavailable) {
+				x.abandon(ctx, key, owner)
+			}
 			return nil, err
+		}
+		if rep.Code() == CodeQuota { // {'QUOTA', ms until the earliest live marker expires}
+			wait, err := rep.Int(0)
+			if err = cmp.Or(idemClaimReplies.check(rep), err); err != nil {
+				return nil, badReply(ctx, x.m, "idem_claim", err)
+			}
+			x.m.Event(ctx, "idempotency", "quota")
+			return nil, quotaError("idempotency keys", "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", x.max, wait)
 		}
 		// {'CLAIMED', value, nowMs} | {'EXISTS', current value or '', nowMs}
 		d := rep.Reader()
@@ -224,8 +265,9 @@ func (x *Idempotency) Release(ctx context.Context, cl *idempotency.Claim) error 
 	if cl == nil || cl.Lease.Held == "" {
 		return nil
 	}
+	set, member := x.quotaOf(cl.Lease.Marker)
 	rep, err := runScript(ctx, x.c, x.m, "idem_release", "idempotency release", scriptIdemRelease,
-		[]string{cl.Lease.Marker}, []string{cl.Lease.Held})
+		[]string{cl.Lease.Marker, set}, []string{cl.Lease.Held, member})
 	if err != nil {
 		return err
 	}
@@ -234,6 +276,37 @@ func (x *Idempotency) Release(ctx context.Context, cl *idempotency.Claim) error 
 		return badReply(ctx, x.m, "idem_release", err)
 	}
 	return nil
+}
+
+// abandon drops owner's claim on key after the claim call failed without a reply (Redis
+// stalled or the connection broke): the claim may have run, or may run once Redis answers,
+// and would then hold the key against the client's retry for a whole lease (409). Sent after
+// the claim, it runs after it; best effort (a failure leaves the lease to pass).
+func (x *Idempotency) abandon(ctx context.Context, key, owner string) {
+	set, member := x.quotaOf(key)
+	rep, err := runScript(context.WithoutCancel(ctx), x.c, x.m, "idem_abandon", "idempotency abandon", scriptIdemAbandon,
+		[]string{key, set}, []string{owner, member})
+	if err == nil {
+		err = idemHeldReplies.check(rep)
+	}
+	if err != nil {
+		x.log.WarnContext(ctx, "idempotency abandon failed; a lost claim holds the key until its lease passes", "err", err)
+		return
+	}
+	if rep.Code() == CodeOK {
+		x.m.Event(ctx, "idempotency", "abandoned")
+	}
+}
+
+// IdempotencyLeaseFor is the in-flight lease for a gateway whose Redis calls are each bounded
+// by timeout: a live first request holds its claim for a handful of calls (the claim, at most
+// three create scripts, the completion), so 10 × timeout, within 1 s and
+// DefaultIdempotencyLease. The lease is what a retry of a timed-out create waits at most (409
+// request-in-flight) when the first attempt's claim or release reached Redis late. A lease that
+// passes while the first request still runs is harmless: keyed creates derive their id from
+// the key, so the takeover lands on the same object.
+func IdempotencyLeaseFor(timeout time.Duration) time.Duration {
+	return min(max(10*timeout, MinIdempotencyLease), DefaultIdempotencyLease)
 }
 
 func checkScope(sc idempotency.Scope, requestHash, resourceID string) error {

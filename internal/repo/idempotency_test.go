@@ -185,3 +185,68 @@ func TestIdempotencyReadsPreviousSchemaAndRefusesCorrupt(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotencyAbandonLostClaim: a claim whose reply was lost (the call timed out and the
+// claim ran late) would hold the key against the client's retry for a whole lease (409);
+// abandon, sent after it by the same request, drops exactly that claim: not another request's
+// claim, not a stored response.
+func TestIdempotencyAbandonLostClaim(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		x := newTestIdem(t, s, prefix, time.Minute)
+		sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "lost-reply"}
+		h1 := idempotency.RequestHash("createQuote", []byte(`{"a":1}`))
+		id, key := quotes.NewID(), x.markerKey(sc)
+		lostClaim := func(owner string) {
+			t.Helper()
+			set, member := x.quotaOf(key)
+			if _, err := runScript(ctx, x.c, x.m, "idem_claim", "test claim", scriptIdemClaim, []string{key, set},
+				[]string{owner, h1, id, "60000", "3600000", "2", "", "", "10", member}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lostClaim("lostOwner1")
+		_, err := x.Claim(ctx, sc, h1, id)
+		qcWantKind(t, err, apperr.InFlight) // what the retry saw for a whole lease
+		x.abandon(ctx, key, "someoneElse")
+		_, err = x.Claim(ctx, sc, h1, id)
+		qcWantKind(t, err, apperr.InFlight) // another owner's abandon leaves the claim alone
+		x.abandon(ctx, key, "lostOwner1")
+		cl, err := x.Claim(ctx, sc, h1, id)
+		if err != nil || cl.Replay != nil || cl.ResourceID != id {
+			t.Fatalf("retry after the abandon: %+v %v", cl, err)
+		}
+		if err := x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: []byte("{}")}); err != nil {
+			t.Fatal(err)
+		}
+		owner := decodeOwner(t, cl.Lease.Held)
+		x.abandon(ctx, key, owner) // a stored response is never dropped
+		if r, err := x.Claim(ctx, sc, h1, id); err != nil || r.Replay == nil {
+			t.Fatalf("the stored response went: %+v %v", r, err)
+		}
+		qcRequireTTLs(t, s, prefix)
+	})
+}
+
+func decodeOwner(t *testing.T, held string) string {
+	t.Helper()
+	env, err := decodeEnvelope(held)
+	if err != nil || env.Owner == "" {
+		t.Fatalf("claim %q: %v", held, err)
+	}
+	return env.Owner
+}
+
+// TestIdempotencyLeaseFor: the lease follows the Redis timeout (what a retry of a timed-out
+// create may wait), within 1 s and 30 s.
+func TestIdempotencyLeaseFor(t *testing.T) {
+	t.Parallel()
+	for timeout, want := range map[time.Duration]time.Duration{
+		10 * time.Millisecond: time.Second, 500 * time.Millisecond: 5 * time.Second, time.Minute: 30 * time.Second,
+	} {
+		if got := IdempotencyLeaseFor(timeout); got != want {
+			t.Errorf("IdempotencyLeaseFor(%v) = %v, want %v", timeout, got, want)
+		}
+	}
+}

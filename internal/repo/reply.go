@@ -74,6 +74,9 @@ const (
 	CodeNotDue Code = "NOT_DUE"
 	// CodeClaimed: the caller now holds the lease it asked for.
 	CodeClaimed Code = "CLAIMED"
+	// CodeQuota: the tenant's quota of live objects of the type is used up; nothing was
+	// written. Payload: milliseconds until the earliest of them expires.
+	CodeQuota Code = "QUOTA"
 )
 
 // ErrReply marks a script reply that does not have the shape its script declares.
@@ -111,6 +114,7 @@ var codeKinds = map[Code]error{
 	CodeNotOpen:        apperr.InvalidStatus,
 	CodeNotDue:         nil, // an outcome, not a refusal
 	CodeClaimed:        nil, // an outcome, like OK
+	CodeQuota:          apperr.QuotaExceeded,
 }
 
 // ErrExists: a new object's key is taken already (ids are random: never expected).

@@ -150,7 +150,7 @@ func TestReplyCodeTable(t *testing.T) {
 		CodeIssuerGone: ErrTokenIssuerGone, CodeOutlivesIssuer: ErrTokenOutlivesIssuer,
 		CodeItemNotFound: apperr.NotFound, CodeOverflow: apperr.BoundExceeded, CodeDiscount: apperr.Unprocessable,
 		CodeMaxEscalation: apperr.MaxEscalation, CodeGone: apperr.NotFound, CodeNotOpen: apperr.InvalidStatus,
-		CodeNotDue: nil, CodeClaimed: nil,
+		CodeNotDue: nil, CodeClaimed: nil, CodeQuota: apperr.QuotaExceeded,
 	}
 	if len(want) != len(codeKinds) {
 		t.Fatalf("%d codes in the table, %d tested", len(codeKinds), len(want))

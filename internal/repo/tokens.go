@@ -31,7 +31,8 @@ import (
 const (
 	tokenObj = "token"
 
-	// MaxTokensPerTenant bounds a tenant's index: a tenant cannot hold more live tokens.
+	// MaxTokensPerTenant bounds a tenant's index, the most GATEWAY_TENANT_MAX_TOKENS may be: a
+	// create over the tenant's quota is refused with 429 quota-exceeded.
 	MaxTokensPerTenant = 10000
 	// Field bounds (bytes) for the metadata hash.
 	maxTokenTenantBytes  = 128
@@ -68,8 +69,6 @@ type TokenState struct {
 
 // Sentinel errors of the token repository.
 var (
-	// ErrTokensFull: the tenant already holds MaxTokensPerTenant live tokens.
-	ErrTokensFull = errors.New("token index full")
 	// ErrTokenExpired: the expiry is not in the future by the server's clock.
 	ErrTokenExpired = errors.New("token expiry is not in the future")
 	// ErrTokenExists: a hash already exists under this id (ids are random: never expected).
@@ -96,7 +95,8 @@ type TokensOptions struct {
 	Hasher *keyhash.Hasher
 	// SafetyWindow is added to a token's remaining life for its key TTL (config TokenSafetyWindow).
 	SafetyWindow time.Duration
-	// MaxPerTenant bounds a tenant's live tokens (default MaxTokensPerTenant).
+	// MaxPerTenant is the tenant's token quota, live tokens (GATEWAY_TENANT_MAX_TOKENS; default
+	// and at most MaxTokensPerTenant).
 	MaxPerTenant int
 	// MaxLineage bounds the tokens minted under one root (default MaxTokenLineage).
 	MaxLineage int
@@ -135,8 +135,8 @@ func NewTokens(s *store.Store, o TokensOptions) (*Tokens, error) {
 		return nil, fmt.Errorf("%w: bad key prefix", ErrTokensConfig)
 	case o.SafetyWindow < 0:
 		return nil, fmt.Errorf("%w: negative safety window", ErrTokensConfig)
-	case o.MaxPerTenant < 0:
-		return nil, fmt.Errorf("%w: negative max per tenant", ErrTokensConfig)
+	case o.MaxPerTenant < 0 || o.MaxPerTenant > MaxTokensPerTenant:
+		return nil, fmt.Errorf("%w: max per tenant not within 0..%d", ErrTokensConfig, MaxTokensPerTenant)
 	}
 	if o.MaxPerTenant == 0 {
 		o.MaxPerTenant = MaxTokensPerTenant

@@ -94,12 +94,16 @@ func (r *Tokens) Create(ctx context.Context, t token.Token) error {
 		}
 		r.metrics.Transition(ctx, tokenObj, "create", "ok")
 		return nil
-	case CodeBound: // {'BOUND', 'index' | 'lineage'}
+	case CodeQuota: // {'QUOTA', ms until the earliest live token expires}
+		ms, err := rep.Int(0)
+		if err = cmp.Or(rep.Want(1), err); err != nil {
+			return r.badReply(ctx, "token_create", err)
+		}
+		r.metrics.Transition(ctx, tokenObj, "create", "index_full")
+		return quotaError("tokens", "GATEWAY_TENANT_MAX_TOKENS", r.max, ms)
+	case CodeBound: // {'BOUND', 'lineage'}
 		which, err := rep.Str(0)
 		switch {
-		case rep.Want(1) == nil && err == nil && which == "index":
-			r.metrics.Transition(ctx, tokenObj, "create", "index_full")
-			return fmt.Errorf("tenant index: %w", ErrTokensFull)
 		case rep.Want(1) == nil && err == nil && which == "lineage":
 			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
 			return fmt.Errorf("token %s: %w", t.ID, ErrTokenLineageFull)

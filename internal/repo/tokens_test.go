@@ -297,8 +297,8 @@ func TestTokensRefusalsWriteNothing(t *testing.T) {
 			if i < 2 && err != nil {
 				t.Fatalf("create %d: %v", i, err)
 			}
-			if i == 2 && !errors.Is(err, ErrTokensFull) {
-				t.Fatalf("third create: %v, want ErrTokensFull", err)
+			if i == 2 && !errors.Is(err, apperr.QuotaExceeded) {
+				t.Fatalf("third create: %v, want quota-exceeded", err)
 			}
 			ids = append(ids, tok.ID)
 		}

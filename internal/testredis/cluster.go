@@ -40,7 +40,8 @@ const clusterMasters = 3
 
 // StartCluster starts three cluster-enabled Redis 8 processes, assigns every slot, joins them
 // and waits until every node reports cluster_state:ok; it skips the test when
-// HASHGATE_REDIS8_SERVER is unset. The processes are killed at cleanup.
+// HASHGATE_REDIS8_SERVER is unset. DEBUG is enabled for local clients (stall tests use DEBUG
+// SLEEP). The processes are killed at cleanup.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	bin := os.Getenv(EnvRedis8Server)
@@ -56,7 +57,7 @@ func StartCluster(t testing.TB) *Cluster {
 		n.cmd = exec.Command(bin, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
 			"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--appendonly", "no", "--save", "")
+			"--appendonly", "no", "--save", "", "--enable-debug-command", "local")
 		if err := n.cmd.Start(); err != nil {
 			t.Fatalf("start cluster node: %v", err)
 		}

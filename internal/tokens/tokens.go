@@ -258,8 +258,6 @@ func hasControl(s string) bool {
 
 func createErr(err error) error {
 	switch {
-	case errors.Is(err, repo.ErrTokensFull):
-		return apperr.Wrap(apperr.BoundExceeded, fmt.Sprintf("The tenant already holds %d live tokens; revoke or wait for some to expire.", repo.MaxTokensPerTenant), err)
 	case errors.Is(err, repo.ErrTokenExpired):
 		return apperr.Wrap(apperr.Unprocessable, "The token would already be expired by the state store's clock.", err)
 	case errors.Is(err, repo.ErrTokenExists):

@@ -11,7 +11,7 @@
 -- ARGV[1]: tokenId
 -- ARGV[2]: expiresAtMs
 -- ARGV[3]: safety window in ms
--- ARGV[4]: max members per tenant index
+-- ARGV[4]: max members per tenant index (the tenant's token quota, GATEWAY_TENANT_MAX_TOKENS)
 -- ARGV[5]: max expired members pruned in this call
 -- ARGV[6]: tenantId
 -- ARGV[7]: (minted by a token) max tokens minted under one root, all generations; else ''
@@ -19,7 +19,8 @@
 --          the root); else ''
 -- ARGV[9..]: field, value pairs of the hash (createdAtMs and updatedAtMs are added here)
 -- Reply: {'OK', hash TTL in ms} | {'EXPIRED'} expiresAtMs not in the future |
---        {'BOUND', 'index'} the tenant index is full | {'BOUND', 'lineage'} the lineage is full |
+--        {'QUOTA', ms until the earliest live token expires} the tenant's quota is used up |
+--        {'BOUND', 'lineage'} the lineage is full |
 --        {'ISSUER_GONE', 'not_live'} the issuer is not live (missing, another tenant's, revoked
 --        or expired) | {'ISSUER_GONE', 'lineage_changed'} the issuer's lineage changed since it
 --        was read | {'OUTLIVES_ISSUER'} the token would outlive its issuer | {'EXISTS'} the id
@@ -57,7 +58,8 @@ if #old > 0 then
   redis.call('ZREM', KEYS[2], unpack(old))
 end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
-  return {'BOUND', 'index'}
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {'QUOTA', math.max(tonumber(first[2]) - now, 0)}
 end
 local ttl = exp - now + safety
 redis.call('ZADD', KEYS[1], exp, ARGV[1])

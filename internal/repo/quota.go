@@ -1,0 +1,33 @@
+package repo
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+)
+
+// Tenant quotas: caps on a tenant's live objects of one type (GATEWAY_TENANT_MAX_*). Each is
+// counted by a sorted set of the tenant's live ids scored by their expiry (ms, Redis time),
+// under the tenant's hash tag, in the same script as the create: the script prunes members
+// whose expiry has passed (ZREMRANGEBYSCORE on Redis TIME), refuses with {'QUOTA', ms until
+// the earliest member expires} when the set is full, and adds the new id with the object. A
+// delete removes its member in the script that deletes the object, and an expiry needs no
+// event: the next create prunes it. So the count is the live objects, without drift.
+
+// Default tenant quotas (the configuration's defaults).
+const (
+	DefaultIdemPerTenant = 100000
+	// MaxIdemPerTenant bounds GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS (the set's declared bound).
+	MaxIdemPerTenant = 1000000
+)
+
+// quotaError is the 429 refusal of a create over quota (the quota's name as the problem
+// names it, e.g. "tokens"), retryable once the earliest live object expires.
+func quotaError(quota, env string, limit int, retryMs int64) error {
+	e := apperr.Newf(apperr.QuotaExceeded,
+		"The tenant holds its maximum of %d live %s (%s); delete some or wait for them to expire.", limit, quota, env)
+	e.RetryAfter = max(time.Duration(retryMs)*time.Millisecond, time.Second)
+	e.Extra = map[string]any{"quota": quota, "limit": limit}
+	return fmt.Errorf("%s quota: %w", quota, e)
+}
