@@ -861,14 +861,14 @@ type PreconditionFailed = Problem
 // PreconditionRequired RFC 9457 problem details.
 type PreconditionRequired = Problem
 
-// QuotaExceeded RFC 9457 problem details.
-type QuotaExceeded = Problem
-
 // SessionUnauthorized RFC 9457 problem details.
 type SessionUnauthorized = Problem
 
 // TooManyRequests RFC 9457 problem details.
 type TooManyRequests = Problem
+
+// TooManyRequestsOrQuota RFC 9457 problem details.
+type TooManyRequestsOrQuota = Problem
 
 // Unauthorized RFC 9457 problem details.
 type Unauthorized = Problem
@@ -2007,10 +2007,20 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 }
 
-type BadRequestApplicationProblemPlusJSONResponse Problem
+type BadRequestResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type BadRequestApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers BadRequestResponseHeaders
+}
 
 type CaseTransitionedResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 type CaseTransitionedJSONResponse struct {
 	Body Case
@@ -2018,30 +2028,71 @@ type CaseTransitionedJSONResponse struct {
 	Headers CaseTransitionedResponseHeaders
 }
 
-type ConflictApplicationProblemPlusJSONResponse Problem
+type ConflictResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type ConflictApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers ConflictResponseHeaders
+}
 
 type ErrorApplicationProblemPlusJSONResponse Problem
 
-type ForbiddenApplicationProblemPlusJSONResponse Problem
-
-type GoneApplicationProblemPlusJSONResponse Problem
-
-type NotFoundApplicationProblemPlusJSONResponse Problem
-
-type PreconditionFailedApplicationProblemPlusJSONResponse Problem
-
-type PreconditionRequiredApplicationProblemPlusJSONResponse Problem
-
-type QuotaExceededResponseHeaders struct {
-	RetryAfter *int
+type ForbiddenResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
 }
-type QuotaExceededApplicationProblemPlusJSONResponse struct {
+type ForbiddenApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
-	Headers QuotaExceededResponseHeaders
+	Headers ForbiddenResponseHeaders
+}
+
+type GoneResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type GoneApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers GoneResponseHeaders
+}
+
+type NotFoundResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type NotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers NotFoundResponseHeaders
+}
+
+type PreconditionFailedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type PreconditionFailedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers PreconditionFailedResponseHeaders
+}
+
+type PreconditionRequiredResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers PreconditionRequiredResponseHeaders
 }
 
 type SessionUnauthorizedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
 	WWWAuthenticate *string
 }
 type SessionUnauthorizedApplicationProblemPlusJSONResponse struct {
@@ -2061,7 +2112,20 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 	Headers TooManyRequestsResponseHeaders
 }
 
+type TooManyRequestsOrQuotaResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+type TooManyRequestsOrQuotaApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooManyRequestsOrQuotaResponseHeaders
+}
+
 type UnauthorizedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
 	WWWAuthenticate *string
 }
 type UnauthorizedApplicationProblemPlusJSONResponse struct {
@@ -2151,9 +2215,25 @@ type UnavailableTransitionApplicationProblemPlusJSONResponse struct {
 	Headers UnavailableTransitionResponseHeaders
 }
 
-type UnprocessableApplicationProblemPlusJSONResponse Problem
+type UnprocessableResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type UnprocessableApplicationProblemPlusJSONResponse struct {
+	Body Problem
 
-type UnsupportedMediaTypeApplicationProblemPlusJSONResponse Problem
+	Headers UnprocessableResponseHeaders
+}
+
+type UnsupportedMediaTypeResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnsupportedMediaTypeResponseHeaders
+}
 
 type GetJWKSRequestObject struct {
 }
@@ -2396,10 +2476,16 @@ type Authorize400ApplicationProblemPlusJSONResponse struct {
 func (response Authorize400ApplicationProblemPlusJSONResponse) VisitAuthorizeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2492,6 +2578,8 @@ type CreateCase201ResponseHeaders struct {
 	ETag               *string
 	IdempotentReplayed *string
 	Location           *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 type CreateCase201JSONResponse struct {
@@ -2515,6 +2603,12 @@ func (response CreateCase201JSONResponse) VisitCreateCaseResponse(w http.Respons
 	if response.Headers.Location != nil {
 		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2527,10 +2621,16 @@ type CreateCase400ApplicationProblemPlusJSONResponse struct {
 func (response CreateCase400ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2547,6 +2647,12 @@ func (response CreateCase401ApplicationProblemPlusJSONResponse) VisitCreateCaseR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -2562,10 +2668,16 @@ type CreateCase403ApplicationProblemPlusJSONResponse struct {
 func (response CreateCase403ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2578,10 +2690,16 @@ type CreateCase409ApplicationProblemPlusJSONResponse struct {
 func (response CreateCase409ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2594,10 +2712,16 @@ type CreateCase415ApplicationProblemPlusJSONResponse struct {
 func (response CreateCase415ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2610,17 +2734,23 @@ type CreateCase422ApplicationProblemPlusJSONResponse struct {
 func (response CreateCase422ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
 type CreateCase429ApplicationProblemPlusJSONResponse struct {
-	QuotaExceededApplicationProblemPlusJSONResponse
+	TooManyRequestsOrQuotaApplicationProblemPlusJSONResponse
 }
 
 func (response CreateCase429ApplicationProblemPlusJSONResponse) VisitCreateCaseResponse(w http.ResponseWriter) error {
@@ -2630,6 +2760,12 @@ func (response CreateCase429ApplicationProblemPlusJSONResponse) VisitCreateCaseR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2683,7 +2819,9 @@ type GetCaseResponseObject interface {
 }
 
 type GetCase200ResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type GetCase200JSONResponse struct {
@@ -2701,6 +2839,12 @@ func (response GetCase200JSONResponse) VisitGetCaseResponse(w http.ResponseWrite
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2713,10 +2857,16 @@ type GetCase400ApplicationProblemPlusJSONResponse struct {
 func (response GetCase400ApplicationProblemPlusJSONResponse) VisitGetCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2733,6 +2883,12 @@ func (response GetCase401ApplicationProblemPlusJSONResponse) VisitGetCaseRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -2748,10 +2904,16 @@ type GetCase403ApplicationProblemPlusJSONResponse struct {
 func (response GetCase403ApplicationProblemPlusJSONResponse) VisitGetCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2764,11 +2926,42 @@ type GetCase404ApplicationProblemPlusJSONResponse struct {
 func (response GetCase404ApplicationProblemPlusJSONResponse) VisitGetCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCase429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetCase429ApplicationProblemPlusJSONResponse) VisitGetCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2831,6 +3024,12 @@ func (response AssignCase200JSONResponse) VisitAssignCaseResponse(w http.Respons
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2843,10 +3042,16 @@ type AssignCase400ApplicationProblemPlusJSONResponse struct {
 func (response AssignCase400ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2863,6 +3068,12 @@ func (response AssignCase401ApplicationProblemPlusJSONResponse) VisitAssignCaseR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -2878,10 +3089,16 @@ type AssignCase403ApplicationProblemPlusJSONResponse struct {
 func (response AssignCase403ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2894,10 +3111,16 @@ type AssignCase404ApplicationProblemPlusJSONResponse struct {
 func (response AssignCase404ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2910,10 +3133,16 @@ type AssignCase409ApplicationProblemPlusJSONResponse struct {
 func (response AssignCase409ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2926,10 +3155,16 @@ type AssignCase412ApplicationProblemPlusJSONResponse struct {
 func (response AssignCase412ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2942,11 +3177,42 @@ type AssignCase415ApplicationProblemPlusJSONResponse struct {
 func (response AssignCase415ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignCase429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response AssignCase429ApplicationProblemPlusJSONResponse) VisitAssignCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3009,6 +3275,12 @@ func (response EscalateCase200JSONResponse) VisitEscalateCaseResponse(w http.Res
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3021,10 +3293,16 @@ type EscalateCase400ApplicationProblemPlusJSONResponse struct {
 func (response EscalateCase400ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3041,6 +3319,12 @@ func (response EscalateCase401ApplicationProblemPlusJSONResponse) VisitEscalateC
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -3056,10 +3340,16 @@ type EscalateCase403ApplicationProblemPlusJSONResponse struct {
 func (response EscalateCase403ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3072,10 +3362,16 @@ type EscalateCase404ApplicationProblemPlusJSONResponse struct {
 func (response EscalateCase404ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3088,10 +3384,16 @@ type EscalateCase409ApplicationProblemPlusJSONResponse struct {
 func (response EscalateCase409ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3104,10 +3406,16 @@ type EscalateCase412ApplicationProblemPlusJSONResponse struct {
 func (response EscalateCase412ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3120,11 +3428,42 @@ type EscalateCase415ApplicationProblemPlusJSONResponse struct {
 func (response EscalateCase415ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EscalateCase429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EscalateCase429ApplicationProblemPlusJSONResponse) VisitEscalateCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3173,15 +3512,29 @@ type GetCaseHistoryResponseObject interface {
 	VisitGetCaseHistoryResponse(w http.ResponseWriter) error
 }
 
-type GetCaseHistory200JSONResponse CaseHistory
+type GetCaseHistory200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type GetCaseHistory200JSONResponse struct {
+	Body    CaseHistory
+	Headers GetCaseHistory200ResponseHeaders
+}
 
 func (response GetCaseHistory200JSONResponse) VisitGetCaseHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3194,10 +3547,16 @@ type GetCaseHistory400ApplicationProblemPlusJSONResponse struct {
 func (response GetCaseHistory400ApplicationProblemPlusJSONResponse) VisitGetCaseHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3214,6 +3573,12 @@ func (response GetCaseHistory401ApplicationProblemPlusJSONResponse) VisitGetCase
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -3229,10 +3594,16 @@ type GetCaseHistory403ApplicationProblemPlusJSONResponse struct {
 func (response GetCaseHistory403ApplicationProblemPlusJSONResponse) VisitGetCaseHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3245,11 +3616,42 @@ type GetCaseHistory404ApplicationProblemPlusJSONResponse struct {
 func (response GetCaseHistory404ApplicationProblemPlusJSONResponse) VisitGetCaseHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCaseHistory429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetCaseHistory429ApplicationProblemPlusJSONResponse) VisitGetCaseHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3312,6 +3714,12 @@ func (response ReopenCase200JSONResponse) VisitReopenCaseResponse(w http.Respons
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3324,10 +3732,16 @@ type ReopenCase400ApplicationProblemPlusJSONResponse struct {
 func (response ReopenCase400ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3344,6 +3758,12 @@ func (response ReopenCase401ApplicationProblemPlusJSONResponse) VisitReopenCaseR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -3359,10 +3779,16 @@ type ReopenCase403ApplicationProblemPlusJSONResponse struct {
 func (response ReopenCase403ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3375,10 +3801,16 @@ type ReopenCase404ApplicationProblemPlusJSONResponse struct {
 func (response ReopenCase404ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3391,10 +3823,16 @@ type ReopenCase409ApplicationProblemPlusJSONResponse struct {
 func (response ReopenCase409ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3407,10 +3845,16 @@ type ReopenCase412ApplicationProblemPlusJSONResponse struct {
 func (response ReopenCase412ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3423,11 +3867,42 @@ type ReopenCase415ApplicationProblemPlusJSONResponse struct {
 func (response ReopenCase415ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReopenCase429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ReopenCase429ApplicationProblemPlusJSONResponse) VisitReopenCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3490,6 +3965,12 @@ func (response ResolveCase200JSONResponse) VisitResolveCaseResponse(w http.Respo
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3502,10 +3983,16 @@ type ResolveCase400ApplicationProblemPlusJSONResponse struct {
 func (response ResolveCase400ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3522,6 +4009,12 @@ func (response ResolveCase401ApplicationProblemPlusJSONResponse) VisitResolveCas
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -3537,10 +4030,16 @@ type ResolveCase403ApplicationProblemPlusJSONResponse struct {
 func (response ResolveCase403ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3553,10 +4052,16 @@ type ResolveCase404ApplicationProblemPlusJSONResponse struct {
 func (response ResolveCase404ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3569,10 +4074,16 @@ type ResolveCase409ApplicationProblemPlusJSONResponse struct {
 func (response ResolveCase409ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3585,10 +4096,16 @@ type ResolveCase412ApplicationProblemPlusJSONResponse struct {
 func (response ResolveCase412ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3601,11 +4118,42 @@ type ResolveCase415ApplicationProblemPlusJSONResponse struct {
 func (response ResolveCase415ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveCase429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveCase429ApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3659,6 +4207,8 @@ type CreateQuote201ResponseHeaders struct {
 	ETag               *string
 	IdempotentReplayed *string
 	Location           *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 type CreateQuote201JSONResponse struct {
@@ -3682,6 +4232,12 @@ func (response CreateQuote201JSONResponse) VisitCreateQuoteResponse(w http.Respo
 	if response.Headers.Location != nil {
 		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3694,10 +4250,16 @@ type CreateQuote400ApplicationProblemPlusJSONResponse struct {
 func (response CreateQuote400ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3714,6 +4276,12 @@ func (response CreateQuote401ApplicationProblemPlusJSONResponse) VisitCreateQuot
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -3729,10 +4297,16 @@ type CreateQuote403ApplicationProblemPlusJSONResponse struct {
 func (response CreateQuote403ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3745,10 +4319,16 @@ type CreateQuote409ApplicationProblemPlusJSONResponse struct {
 func (response CreateQuote409ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3761,10 +4341,16 @@ type CreateQuote415ApplicationProblemPlusJSONResponse struct {
 func (response CreateQuote415ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3777,17 +4363,23 @@ type CreateQuote422ApplicationProblemPlusJSONResponse struct {
 func (response CreateQuote422ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
 type CreateQuote429ApplicationProblemPlusJSONResponse struct {
-	QuotaExceededApplicationProblemPlusJSONResponse
+	TooManyRequestsOrQuotaApplicationProblemPlusJSONResponse
 }
 
 func (response CreateQuote429ApplicationProblemPlusJSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
@@ -3797,6 +4389,12 @@ func (response CreateQuote429ApplicationProblemPlusJSONResponse) VisitCreateQuot
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3849,10 +4447,22 @@ type DeleteQuoteResponseObject interface {
 	VisitDeleteQuoteResponse(w http.ResponseWriter) error
 }
 
+type DeleteQuote204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 type DeleteQuote204Response struct {
+	Headers DeleteQuote204ResponseHeaders
 }
 
 func (response DeleteQuote204Response) VisitDeleteQuoteResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(204)
 	return nil
 }
@@ -3864,10 +4474,16 @@ type DeleteQuote400ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuote400ApplicationProblemPlusJSONResponse) VisitDeleteQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3884,6 +4500,12 @@ func (response DeleteQuote401ApplicationProblemPlusJSONResponse) VisitDeleteQuot
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -3899,11 +4521,42 @@ type DeleteQuote403ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuote403ApplicationProblemPlusJSONResponse) VisitDeleteQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteQuote429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteQuote429ApplicationProblemPlusJSONResponse) VisitDeleteQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3953,7 +4606,9 @@ type GetQuoteResponseObject interface {
 }
 
 type GetQuote200ResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type GetQuote200JSONResponse struct {
@@ -3971,6 +4626,12 @@ func (response GetQuote200JSONResponse) VisitGetQuoteResponse(w http.ResponseWri
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3983,10 +4644,16 @@ type GetQuote400ApplicationProblemPlusJSONResponse struct {
 func (response GetQuote400ApplicationProblemPlusJSONResponse) VisitGetQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4003,6 +4670,12 @@ func (response GetQuote401ApplicationProblemPlusJSONResponse) VisitGetQuoteRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -4018,10 +4691,16 @@ type GetQuote403ApplicationProblemPlusJSONResponse struct {
 func (response GetQuote403ApplicationProblemPlusJSONResponse) VisitGetQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4034,11 +4713,42 @@ type GetQuote404ApplicationProblemPlusJSONResponse struct {
 func (response GetQuote404ApplicationProblemPlusJSONResponse) VisitGetQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQuote429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetQuote429ApplicationProblemPlusJSONResponse) VisitGetQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4090,7 +4800,9 @@ type PatchQuoteResponseObject interface {
 }
 
 type PatchQuote200ResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type PatchQuote200JSONResponse struct {
@@ -4108,6 +4820,12 @@ func (response PatchQuote200JSONResponse) VisitPatchQuoteResponse(w http.Respons
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4120,10 +4838,16 @@ type PatchQuote400ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote400ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4140,6 +4864,12 @@ func (response PatchQuote401ApplicationProblemPlusJSONResponse) VisitPatchQuoteR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -4155,10 +4885,16 @@ type PatchQuote403ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote403ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4171,10 +4907,16 @@ type PatchQuote404ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote404ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4187,10 +4929,16 @@ type PatchQuote409ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote409ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4203,10 +4951,16 @@ type PatchQuote412ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote412ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4219,10 +4973,16 @@ type PatchQuote415ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote415ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4235,10 +4995,16 @@ type PatchQuote422ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote422ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4251,11 +5017,42 @@ type PatchQuote428ApplicationProblemPlusJSONResponse struct {
 func (response PatchQuote428ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchQuote429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PatchQuote429ApplicationProblemPlusJSONResponse) VisitPatchQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4305,7 +5102,9 @@ type ListQuoteItemsResponseObject interface {
 }
 
 type ListQuoteItems200ResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type ListQuoteItems200JSONResponse struct {
@@ -4323,6 +5122,12 @@ func (response ListQuoteItems200JSONResponse) VisitListQuoteItemsResponse(w http
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4335,10 +5140,16 @@ type ListQuoteItems400ApplicationProblemPlusJSONResponse struct {
 func (response ListQuoteItems400ApplicationProblemPlusJSONResponse) VisitListQuoteItemsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4355,6 +5166,12 @@ func (response ListQuoteItems401ApplicationProblemPlusJSONResponse) VisitListQuo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -4370,10 +5187,16 @@ type ListQuoteItems403ApplicationProblemPlusJSONResponse struct {
 func (response ListQuoteItems403ApplicationProblemPlusJSONResponse) VisitListQuoteItemsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4386,11 +5209,42 @@ type ListQuoteItems404ApplicationProblemPlusJSONResponse struct {
 func (response ListQuoteItems404ApplicationProblemPlusJSONResponse) VisitListQuoteItemsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuoteItems429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuoteItems429ApplicationProblemPlusJSONResponse) VisitListQuoteItemsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4442,7 +5296,9 @@ type DeleteQuoteItemResponseObject interface {
 }
 
 type DeleteQuoteItem200ResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type DeleteQuoteItem200JSONResponse struct {
@@ -4460,6 +5316,12 @@ func (response DeleteQuoteItem200JSONResponse) VisitDeleteQuoteItemResponse(w ht
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4472,10 +5334,16 @@ type DeleteQuoteItem400ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuoteItem400ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4492,6 +5360,12 @@ func (response DeleteQuoteItem401ApplicationProblemPlusJSONResponse) VisitDelete
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -4507,10 +5381,16 @@ type DeleteQuoteItem403ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuoteItem403ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4523,10 +5403,16 @@ type DeleteQuoteItem404ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuoteItem404ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4539,10 +5425,16 @@ type DeleteQuoteItem409ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuoteItem409ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4555,10 +5447,16 @@ type DeleteQuoteItem412ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuoteItem412ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4571,11 +5469,42 @@ type DeleteQuoteItem428ApplicationProblemPlusJSONResponse struct {
 func (response DeleteQuoteItem428ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteQuoteItem429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteQuoteItem429ApplicationProblemPlusJSONResponse) VisitDeleteQuoteItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4628,7 +5557,9 @@ type PutQuoteItemResponseObject interface {
 }
 
 type PutQuoteItem200ResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type PutQuoteItem200JSONResponse struct {
@@ -4646,6 +5577,12 @@ func (response PutQuoteItem200JSONResponse) VisitPutQuoteItemResponse(w http.Res
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4658,10 +5595,16 @@ type PutQuoteItem400ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem400ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4678,6 +5621,12 @@ func (response PutQuoteItem401ApplicationProblemPlusJSONResponse) VisitPutQuoteI
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -4693,10 +5642,16 @@ type PutQuoteItem403ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem403ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4709,10 +5664,16 @@ type PutQuoteItem404ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem404ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4725,10 +5686,16 @@ type PutQuoteItem409ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem409ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4741,10 +5708,16 @@ type PutQuoteItem412ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem412ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4757,10 +5730,16 @@ type PutQuoteItem415ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem415ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4773,10 +5752,16 @@ type PutQuoteItem422ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem422ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4789,11 +5774,42 @@ type PutQuoteItem428ApplicationProblemPlusJSONResponse struct {
 func (response PutQuoteItem428ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutQuoteItem429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PutQuoteItem429ApplicationProblemPlusJSONResponse) VisitPutQuoteItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4844,7 +5860,9 @@ type SubmitQuoteResponseObject interface {
 }
 
 type SubmitQuote200ResponseHeaders struct {
-	ETag *string
+	ETag            *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type SubmitQuote200JSONResponse struct {
@@ -4862,6 +5880,12 @@ func (response SubmitQuote200JSONResponse) VisitSubmitQuoteResponse(w http.Respo
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4874,10 +5898,16 @@ type SubmitQuote400ApplicationProblemPlusJSONResponse struct {
 func (response SubmitQuote400ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4894,6 +5924,12 @@ func (response SubmitQuote401ApplicationProblemPlusJSONResponse) VisitSubmitQuot
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -4909,10 +5945,16 @@ type SubmitQuote403ApplicationProblemPlusJSONResponse struct {
 func (response SubmitQuote403ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4925,10 +5967,16 @@ type SubmitQuote404ApplicationProblemPlusJSONResponse struct {
 func (response SubmitQuote404ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4941,10 +5989,16 @@ type SubmitQuote409ApplicationProblemPlusJSONResponse struct {
 func (response SubmitQuote409ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4957,10 +6011,16 @@ type SubmitQuote412ApplicationProblemPlusJSONResponse struct {
 func (response SubmitQuote412ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4973,11 +6033,42 @@ type SubmitQuote428ApplicationProblemPlusJSONResponse struct {
 func (response SubmitQuote428ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitQuote429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response SubmitQuote429ApplicationProblemPlusJSONResponse) VisitSubmitQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5026,8 +6117,10 @@ type LogoutResponseObject interface {
 }
 
 type Logout204ResponseHeaders struct {
-	ClearSiteData *string
-	SetCookie     *string
+	ClearSiteData   *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	SetCookie       *string
 }
 
 type Logout204Response struct {
@@ -5037,6 +6130,12 @@ type Logout204Response struct {
 func (response Logout204Response) VisitLogoutResponse(w http.ResponseWriter) error {
 	if response.Headers.ClearSiteData != nil {
 		w.Header().Set("Clear-Site-Data", fmt.Sprint(*response.Headers.ClearSiteData))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.SetCookie != nil {
 		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
@@ -5056,10 +6155,41 @@ func (response Logout401ApplicationProblemPlusJSONResponse) VisitLogoutResponse(
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Logout429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response Logout429ApplicationProblemPlusJSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5142,6 +6272,12 @@ func (response GetCurrentSession401ApplicationProblemPlusJSONResponse) VisitGetC
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -5193,15 +6329,29 @@ type RevokeMyOtherDevicesResponseObject interface {
 	VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error
 }
 
-type RevokeMyOtherDevices200JSONResponse RevokedCount
+type RevokeMyOtherDevices200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type RevokeMyOtherDevices200JSONResponse struct {
+	Body    RevokedCount
+	Headers RevokeMyOtherDevices200ResponseHeaders
+}
 
 func (response RevokeMyOtherDevices200JSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5218,10 +6368,41 @@ func (response RevokeMyOtherDevices401ApplicationProblemPlusJSONResponse) VisitR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyOtherDevices429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeMyOtherDevices429ApplicationProblemPlusJSONResponse) VisitRevokeMyOtherDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5269,15 +6450,29 @@ type ListMyDevicesResponseObject interface {
 	VisitListMyDevicesResponse(w http.ResponseWriter) error
 }
 
-type ListMyDevices200JSONResponse SessionList
+type ListMyDevices200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListMyDevices200JSONResponse struct {
+	Body    SessionList
+	Headers ListMyDevices200ResponseHeaders
+}
 
 func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5294,10 +6489,41 @@ func (response ListMyDevices401ApplicationProblemPlusJSONResponse) VisitListMyDe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyDevices429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListMyDevices429ApplicationProblemPlusJSONResponse) VisitListMyDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5346,10 +6572,22 @@ type RevokeMyDeviceResponseObject interface {
 	VisitRevokeMyDeviceResponse(w http.ResponseWriter) error
 }
 
+type RevokeMyDevice204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 type RevokeMyDevice204Response struct {
+	Headers RevokeMyDevice204ResponseHeaders
 }
 
 func (response RevokeMyDevice204Response) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(204)
 	return nil
 }
@@ -5361,10 +6599,16 @@ type RevokeMyDevice400ApplicationProblemPlusJSONResponse struct {
 func (response RevokeMyDevice400ApplicationProblemPlusJSONResponse) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5381,6 +6625,12 @@ func (response RevokeMyDevice401ApplicationProblemPlusJSONResponse) VisitRevokeM
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -5396,11 +6646,42 @@ type RevokeMyDevice404ApplicationProblemPlusJSONResponse struct {
 func (response RevokeMyDevice404ApplicationProblemPlusJSONResponse) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMyDevice429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeMyDevice429ApplicationProblemPlusJSONResponse) VisitRevokeMyDeviceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5450,7 +6731,9 @@ type CreateSessionResponseObject interface {
 }
 
 type CreateSession201ResponseHeaders struct {
-	CacheControl *string
+	CacheControl    *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type CreateSession201JSONResponse struct {
@@ -5468,6 +6751,12 @@ func (response CreateSession201JSONResponse) VisitCreateSessionResponse(w http.R
 	if response.Headers.CacheControl != nil {
 		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5480,10 +6769,16 @@ type CreateSession400ApplicationProblemPlusJSONResponse struct {
 func (response CreateSession400ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5500,6 +6795,12 @@ func (response CreateSession401ApplicationProblemPlusJSONResponse) VisitCreateSe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -5515,10 +6816,16 @@ type CreateSession403ApplicationProblemPlusJSONResponse struct {
 func (response CreateSession403ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5531,10 +6838,16 @@ type CreateSession415ApplicationProblemPlusJSONResponse struct {
 func (response CreateSession415ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5547,11 +6860,42 @@ type CreateSession422ApplicationProblemPlusJSONResponse struct {
 func (response CreateSession422ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession429ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5600,10 +6944,22 @@ type DeleteSessionResponseObject interface {
 	VisitDeleteSessionResponse(w http.ResponseWriter) error
 }
 
+type DeleteSession204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 type DeleteSession204Response struct {
+	Headers DeleteSession204ResponseHeaders
 }
 
 func (response DeleteSession204Response) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(204)
 	return nil
 }
@@ -5615,10 +6971,16 @@ type DeleteSession400ApplicationProblemPlusJSONResponse struct {
 func (response DeleteSession400ApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5635,6 +6997,12 @@ func (response DeleteSession401ApplicationProblemPlusJSONResponse) VisitDeleteSe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -5650,11 +7018,42 @@ type DeleteSession403ApplicationProblemPlusJSONResponse struct {
 func (response DeleteSession403ApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSession429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSession429ApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5703,15 +7102,29 @@ type GetSessionResponseObject interface {
 	VisitGetSessionResponse(w http.ResponseWriter) error
 }
 
-type GetSession200JSONResponse Session
+type GetSession200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type GetSession200JSONResponse struct {
+	Body    Session
+	Headers GetSession200ResponseHeaders
+}
 
 func (response GetSession200JSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5724,10 +7137,16 @@ type GetSession400ApplicationProblemPlusJSONResponse struct {
 func (response GetSession400ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5744,6 +7163,12 @@ func (response GetSession401ApplicationProblemPlusJSONResponse) VisitGetSessionR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -5759,10 +7184,16 @@ type GetSession403ApplicationProblemPlusJSONResponse struct {
 func (response GetSession403ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5775,11 +7206,42 @@ type GetSession404ApplicationProblemPlusJSONResponse struct {
 func (response GetSession404ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetSession429ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5829,7 +7291,9 @@ type CreateMfaChallengeResponseObject interface {
 }
 
 type CreateMfaChallenge201ResponseHeaders struct {
-	CacheControl *string
+	CacheControl    *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type CreateMfaChallenge201JSONResponse struct {
@@ -5847,6 +7311,12 @@ func (response CreateMfaChallenge201JSONResponse) VisitCreateMfaChallengeRespons
 	if response.Headers.CacheControl != nil {
 		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5859,10 +7329,16 @@ type CreateMfaChallenge400ApplicationProblemPlusJSONResponse struct {
 func (response CreateMfaChallenge400ApplicationProblemPlusJSONResponse) VisitCreateMfaChallengeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5879,6 +7355,12 @@ func (response CreateMfaChallenge401ApplicationProblemPlusJSONResponse) VisitCre
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -5894,10 +7376,16 @@ type CreateMfaChallenge403ApplicationProblemPlusJSONResponse struct {
 func (response CreateMfaChallenge403ApplicationProblemPlusJSONResponse) VisitCreateMfaChallengeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5910,10 +7398,16 @@ type CreateMfaChallenge404ApplicationProblemPlusJSONResponse struct {
 func (response CreateMfaChallenge404ApplicationProblemPlusJSONResponse) VisitCreateMfaChallengeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5926,11 +7420,42 @@ type CreateMfaChallenge409ApplicationProblemPlusJSONResponse struct {
 func (response CreateMfaChallenge409ApplicationProblemPlusJSONResponse) VisitCreateMfaChallengeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMfaChallenge429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateMfaChallenge429ApplicationProblemPlusJSONResponse) VisitCreateMfaChallengeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5981,7 +7506,9 @@ type VerifyMfaResponseObject interface {
 }
 
 type VerifyMfa200ResponseHeaders struct {
-	CacheControl *string
+	CacheControl    *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type VerifyMfa200JSONResponse struct {
@@ -5999,6 +7526,12 @@ func (response VerifyMfa200JSONResponse) VisitVerifyMfaResponse(w http.ResponseW
 	if response.Headers.CacheControl != nil {
 		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6011,10 +7544,16 @@ type VerifyMfa400ApplicationProblemPlusJSONResponse struct {
 func (response VerifyMfa400ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6031,6 +7570,12 @@ func (response VerifyMfa401ApplicationProblemPlusJSONResponse) VisitVerifyMfaRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -6046,10 +7591,16 @@ type VerifyMfa403ApplicationProblemPlusJSONResponse struct {
 func (response VerifyMfa403ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6062,10 +7613,16 @@ type VerifyMfa404ApplicationProblemPlusJSONResponse struct {
 func (response VerifyMfa404ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6078,10 +7635,16 @@ type VerifyMfa410ApplicationProblemPlusJSONResponse struct {
 func (response VerifyMfa410ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6094,10 +7657,16 @@ type VerifyMfa415ApplicationProblemPlusJSONResponse struct {
 func (response VerifyMfa415ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6110,10 +7679,16 @@ type VerifyMfa422ApplicationProblemPlusJSONResponse struct {
 func (response VerifyMfa422ApplicationProblemPlusJSONResponse) VisitVerifyMfaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6189,7 +7764,9 @@ type RotateSessionResponseObject interface {
 }
 
 type RotateSession200ResponseHeaders struct {
-	CacheControl *string
+	CacheControl    *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type RotateSession200JSONResponse struct {
@@ -6207,6 +7784,12 @@ func (response RotateSession200JSONResponse) VisitRotateSessionResponse(w http.R
 	if response.Headers.CacheControl != nil {
 		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6219,10 +7802,16 @@ type RotateSession400ApplicationProblemPlusJSONResponse struct {
 func (response RotateSession400ApplicationProblemPlusJSONResponse) VisitRotateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6239,6 +7828,12 @@ func (response RotateSession401ApplicationProblemPlusJSONResponse) VisitRotateSe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -6254,10 +7849,16 @@ type RotateSession403ApplicationProblemPlusJSONResponse struct {
 func (response RotateSession403ApplicationProblemPlusJSONResponse) VisitRotateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6270,11 +7871,42 @@ type RotateSession404ApplicationProblemPlusJSONResponse struct {
 func (response RotateSession404ApplicationProblemPlusJSONResponse) VisitRotateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSession429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSession429ApplicationProblemPlusJSONResponse) VisitRotateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6323,15 +7955,29 @@ type ListTokensResponseObject interface {
 	VisitListTokensResponse(w http.ResponseWriter) error
 }
 
-type ListTokens200JSONResponse TokenPage
+type ListTokens200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListTokens200JSONResponse struct {
+	Body    TokenPage
+	Headers ListTokens200ResponseHeaders
+}
 
 func (response ListTokens200JSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6344,10 +7990,16 @@ type ListTokens400ApplicationProblemPlusJSONResponse struct {
 func (response ListTokens400ApplicationProblemPlusJSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6364,6 +8016,12 @@ func (response ListTokens401ApplicationProblemPlusJSONResponse) VisitListTokensR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -6379,11 +8037,42 @@ type ListTokens403ApplicationProblemPlusJSONResponse struct {
 func (response ListTokens403ApplicationProblemPlusJSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTokens429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTokens429ApplicationProblemPlusJSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6433,8 +8122,10 @@ type IssueTokenResponseObject interface {
 }
 
 type IssueToken201ResponseHeaders struct {
-	CacheControl *string
-	Location     *string
+	CacheControl    *string
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type IssueToken201JSONResponse struct {
@@ -6455,6 +8146,12 @@ func (response IssueToken201JSONResponse) VisitIssueTokenResponse(w http.Respons
 	if response.Headers.Location != nil {
 		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6467,10 +8164,16 @@ type IssueToken400ApplicationProblemPlusJSONResponse struct {
 func (response IssueToken400ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6487,6 +8190,12 @@ func (response IssueToken401ApplicationProblemPlusJSONResponse) VisitIssueTokenR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -6502,10 +8211,16 @@ type IssueToken403ApplicationProblemPlusJSONResponse struct {
 func (response IssueToken403ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6518,10 +8233,16 @@ type IssueToken415ApplicationProblemPlusJSONResponse struct {
 func (response IssueToken415ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6534,17 +8255,23 @@ type IssueToken422ApplicationProblemPlusJSONResponse struct {
 func (response IssueToken422ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
 type IssueToken429ApplicationProblemPlusJSONResponse struct {
-	QuotaExceededApplicationProblemPlusJSONResponse
+	TooManyRequestsOrQuotaApplicationProblemPlusJSONResponse
 }
 
 func (response IssueToken429ApplicationProblemPlusJSONResponse) VisitIssueTokenResponse(w http.ResponseWriter) error {
@@ -6554,6 +8281,12 @@ func (response IssueToken429ApplicationProblemPlusJSONResponse) VisitIssueTokenR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -6608,7 +8341,9 @@ type IntrospectTokenResponseObject interface {
 }
 
 type IntrospectToken200ResponseHeaders struct {
-	CacheControl *string
+	CacheControl    *string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 type IntrospectToken200JSONResponse struct {
@@ -6626,6 +8361,12 @@ func (response IntrospectToken200JSONResponse) VisitIntrospectTokenResponse(w ht
 	if response.Headers.CacheControl != nil {
 		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
 	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6638,10 +8379,16 @@ type IntrospectToken400ApplicationProblemPlusJSONResponse struct {
 func (response IntrospectToken400ApplicationProblemPlusJSONResponse) VisitIntrospectTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6658,6 +8405,12 @@ func (response IntrospectToken401ApplicationProblemPlusJSONResponse) VisitIntros
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -6673,10 +8426,16 @@ type IntrospectToken403ApplicationProblemPlusJSONResponse struct {
 func (response IntrospectToken403ApplicationProblemPlusJSONResponse) VisitIntrospectTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6689,11 +8448,42 @@ type IntrospectToken415ApplicationProblemPlusJSONResponse struct {
 func (response IntrospectToken415ApplicationProblemPlusJSONResponse) VisitIntrospectTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IntrospectToken429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response IntrospectToken429ApplicationProblemPlusJSONResponse) VisitIntrospectTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6743,10 +8533,22 @@ type RevokeTokenResponseObject interface {
 	VisitRevokeTokenResponse(w http.ResponseWriter) error
 }
 
+type RevokeToken204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 type RevokeToken204Response struct {
+	Headers RevokeToken204ResponseHeaders
 }
 
 func (response RevokeToken204Response) VisitRevokeTokenResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(204)
 	return nil
 }
@@ -6758,10 +8560,16 @@ type RevokeToken400ApplicationProblemPlusJSONResponse struct {
 func (response RevokeToken400ApplicationProblemPlusJSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6778,6 +8586,12 @@ func (response RevokeToken401ApplicationProblemPlusJSONResponse) VisitRevokeToke
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -6793,11 +8607,42 @@ type RevokeToken403ApplicationProblemPlusJSONResponse struct {
 func (response RevokeToken403ApplicationProblemPlusJSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeToken429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeToken429ApplicationProblemPlusJSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6846,15 +8691,29 @@ type GetTokenResponseObject interface {
 	VisitGetTokenResponse(w http.ResponseWriter) error
 }
 
-type GetToken200JSONResponse TokenMeta
+type GetToken200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type GetToken200JSONResponse struct {
+	Body    TokenMeta
+	Headers GetToken200ResponseHeaders
+}
 
 func (response GetToken200JSONResponse) VisitGetTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6867,10 +8726,16 @@ type GetToken400ApplicationProblemPlusJSONResponse struct {
 func (response GetToken400ApplicationProblemPlusJSONResponse) VisitGetTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6887,6 +8752,12 @@ func (response GetToken401ApplicationProblemPlusJSONResponse) VisitGetTokenRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -6902,10 +8773,16 @@ type GetToken403ApplicationProblemPlusJSONResponse struct {
 func (response GetToken403ApplicationProblemPlusJSONResponse) VisitGetTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6918,11 +8795,42 @@ type GetToken404ApplicationProblemPlusJSONResponse struct {
 func (response GetToken404ApplicationProblemPlusJSONResponse) VisitGetTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToken429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetToken429ApplicationProblemPlusJSONResponse) VisitGetTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6972,15 +8880,29 @@ type RevokeUserSessionsResponseObject interface {
 	VisitRevokeUserSessionsResponse(w http.ResponseWriter) error
 }
 
-type RevokeUserSessions200JSONResponse RevokedCount
+type RevokeUserSessions200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type RevokeUserSessions200JSONResponse struct {
+	Body    RevokedCount
+	Headers RevokeUserSessions200ResponseHeaders
+}
 
 func (response RevokeUserSessions200JSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6993,10 +8915,16 @@ type RevokeUserSessions400ApplicationProblemPlusJSONResponse struct {
 func (response RevokeUserSessions400ApplicationProblemPlusJSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7013,6 +8941,12 @@ func (response RevokeUserSessions401ApplicationProblemPlusJSONResponse) VisitRev
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -7028,11 +8962,42 @@ type RevokeUserSessions403ApplicationProblemPlusJSONResponse struct {
 func (response RevokeUserSessions403ApplicationProblemPlusJSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeUserSessions429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeUserSessions429ApplicationProblemPlusJSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7081,15 +9046,29 @@ type ListUserSessionsResponseObject interface {
 	VisitListUserSessionsResponse(w http.ResponseWriter) error
 }
 
-type ListUserSessions200JSONResponse SessionList
+type ListUserSessions200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListUserSessions200JSONResponse struct {
+	Body    SessionList
+	Headers ListUserSessions200ResponseHeaders
+}
 
 func (response ListUserSessions200JSONResponse) VisitListUserSessionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7102,10 +9081,16 @@ type ListUserSessions400ApplicationProblemPlusJSONResponse struct {
 func (response ListUserSessions400ApplicationProblemPlusJSONResponse) VisitListUserSessionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7122,6 +9107,12 @@ func (response ListUserSessions401ApplicationProblemPlusJSONResponse) VisitListU
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
@@ -7137,11 +9128,42 @@ type ListUserSessions403ApplicationProblemPlusJSONResponse struct {
 func (response ListUserSessions403ApplicationProblemPlusJSONResponse) VisitListUserSessionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserSessions429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserSessions429ApplicationProblemPlusJSONResponse) VisitListUserSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8547,211 +10569,220 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tchu3suCroHhvlclkSFGU/EVV6i6PTMVKJFtHouOcG/qK4AxIIhoCzAAjinG5an9t7e+7D7HvsY9y",
-	"nmQLDWAGQ87wQyKVxEe/bHFm8NHo7250fy75fDzhjDApSs3PpRHBAYngv8fYH5HqMWcy4mH1Ha9eSR4R",
-	"9SQgwo/oRFLOSs3SJRETzgQRyMdRNKNsiPyIBIRJikOBcEQQI7ckQr4aMKiVvJLwR2SM1VCExeNS85cS",
-	"41UBw3/ySnI2IaVmSciIsmHpyxev1O7g4eLEnRFBvP8r8eUzgXpCYkl+IpGgnPUQFggjISPOhkitRM6Q",
-	"xEMPkdqwhnrd0kG31MuuZIzvzggbylGp2Xj+Im8VpwEZT7gkTFYvySTEMxIsLqono5j00HREGJIjKlBk",
-	"wIOoQHJEEGwzSH/mA4QZIjgKKYlQRH6LiZBoSuVIv47HBCUz+7Pqj2SWD0I1cT74zriP9fLyQOhHBEu9",
-	"Ih5HPtkULJdYkjM6pnJx+NN25wQlz1Pojwe4WzqKvqsfye8OG717z1i94CH1Z6smNq/Nz//bd8+Ppt+9",
-	"qNc3XwCR0azaGkgSLc59RXzOAoEkR1NMJeqTAY8IitQ3lA2zcw14NMay1CxRJg8aJU9NTsfqQBv7hy8P",
-	"Xx28OHzplcaU6R/ryWook2RIopJXuqsOeTX9tfRFrXCCIzwmMiFlQU4BWala4QTLUckrMTxW3/j6oVdS",
-	"uEcjhdQKldxV/ntEBqVm6d/2Umaxp5+KPTN2hkD82Y8k51RayA+pIh9/xAVh6IbMUPnVP//n/2k8f44m",
-	"EWUS90OC/BGOsK/WXqmhlgbcHEGoLzELUJ8Hsy6LgBo1eQ1oJGRCXUfZT2AQzLgckQi+VUR52GgcIWyn",
-	"GdGQqI+6zI6kCZIKRBkahHQ4gj8O669rXVbyNEQ120xhOkewxej1HA7X/v1KHZyUJFJj/tcv3e5dY7/a",
-	"7d69bH/69t9LuTxpcI6lP8qnbMU2UYhhFzhAZZf5VZoAmmlEJUEjPJkQJhBn4QzRATz5LeYSmJaQNAwR",
-	"lkiOsES3msN6iISCoMP9Rg1dGrzRUEz5F48logAszMSUKK532HhVQ71vemisVk0Emo6wBOFgxlVv+3EU",
-	"ESZR+fLkGL3e36+j//d/9w9q+7X9iocEz1l3zBTJUbV1HIYzD/VjqTfDGcJmK7B8ckeFFE3FcmN2w/iU",
-	"madlHiWYIQnDTD4TlXT7h/XDWuFhD6r6EApO+cXhkpN7P9GrXjzBj0qETCIiCJMebFpGmAnYZe6JKUKe",
-	"OzAqNBKU7WlVtr0LScaFnIXqh8s4y9wEDi3sZ2mhVf1PXP29Xn19XS2ihb+rgyxczG/m6X35nB1dzXRF",
-	"hELWwrlE8vy+s6UzqPk6/IYUzybN0/vOZUdXM30QJCqcKNYP7zuPGRvkk2XQIJ7+hoNLzTfUXz5nSsdS",
-	"/8WTSUi17rI3iXg/JONvfxVakVlvzgv9lZ50kUNadhVwIhDjUvMlTU1K8cW+PEI9EkU8Ej2kwCAQwf4I",
-	"DTANlaY7oCQMaqUvHsjYTkKgWjUs2MpmW1ADF60fSB4rPWSOQSgyd3R5q0DnzWNe24N3YJ5jzgYh9R/9",
-	"NBJlHnT59FBwGPKp5mZGhlF2i0MaVNWLseh5qDfGd1UifBzC+npeKrit1K7AMbXVWT7mxloMAf7A7Cc8",
-	"6tMgIOyxQetaZCH2b5R15PMJ8ZCSe0hIMqnGEwT2iqZtWO/3nJHHXOo7jkJ6S9D5SUupgWFI2JDASt5x",
-	"ecJjFjzyakTsjxLLSOGSFrRhSKJnwigKsL6LiCQ6yAmmIQke+4itANcSH/QAHJKFxV0mvPvxlpcsbR6/",
-	"lFDF7TufkOBxV9QyZwfaH1brigUJUDxBZTMXUgoG6tVqtT14p0rMMnvaqDCvPROoB8+teKASLJNeqCzP",
-	"HhrSW/hRIEF/J5Um6oG4Fj1U/r7VaX9s/eO6037Xete5Pm/9fN15/2P73VUFDXiELt5fddDe7f6e/sBD",
-	"PZpaFcqcKRjj9E37/OJ9p/3u+B/XP7b/YUbDxs63NtCCTwG943KkRNoUC1CvJWFKt08sXevAkHRMUMwk",
-	"DfWfRlk2LgwhNQVrXo74QOvdN5QFiNxNaESEMupgT8jnMZPCDEalfQGVI3LLb0igmBPjsqIsizGObkiU",
-	"vCtQp3OGiDK0yxjEMQkUUEhgNxqRkGBhgK8UfaxsAp9U5mTjnDG/TES6r35xFMEPDMdyxCP6++Ni8TkV",
-	"grKhh4w89AwEAXAWhkYZNSAvJ7LTEQk9r8t6MWxC/eJjSYJexcoG8/1UGe0o5EPKwLEhAK/Uv4pb35KI",
-	"Dmao3BsPcNXSeK/ZZda9BHinnloG1ETgKjvSNoxCJTUOn5AIoCWAjEI+VGYk9n0yUdZkRRvdzvF9/Pix",
-	"2nIWngXsKl+O1q75OWYzo4KKxzzAS4WowCmUiW7doy5yus61paiZvFjgIFvrY/v+oo9rI7L4U9ODg/e1",
-	"baPSB4ZvMQ1xP3xUtemSBFSggAZaXQZvCxCcVVg4G9BhrAChuLeiqDKPkI+Zer9PLPJVQAogWCsQqFK5",
-	"E4rUhBoRrHguM9ICG21IsVtKBDIunBFmQxJof431fBpDZU6kCDwgW+TIzgkcWwXyL3oUH4yDajoi4JbC",
-	"qUoMQlpIHEkSGCGtAGzA2UQYMTJ1XgcPqU8UT50Z+cwIHE7CfH0eEC2uifPhjMdoSiKSuvCoQEBbOzqz",
-	"1I/3lZyagac9NENbzqHNhXocVVmfZeruVITFxxMckSpmQVUQpdAgN/AFR6p9rjrmZqZDckp9cmQ9hdq1",
-	"jaUk44l0lwVPtSdcA0Ggw/1GukTrmlUmhgcCGqPv2x0kRnwqMlvWXtURDwPhgGBHSJNw9GOY5SvCnKzy",
-	"pk7KkHKgWbVCESQNj0X9kLIgnDVXnrP2J/MwMAPjULF159Dr+3C66i3FSTjT2KuRSp02S1zxc+hSPzzK",
-	"rFxbDQyFXMhkzFioYeiQQVQFDzFlNXQ6cMYTsa/MLeEVbISlcmo3SJVGe/9VGFHCg5yYl2ZBmqMk5qec",
-	"O3u1xZBIbfzyCA2oMsuoRIHCG+ASBjuSKeB4BdhuWi+r4jC09iDIpOkIIhh2DioFCQdWiVMGoTENtFlS",
-	"zNEclK7sBlN+VFbnMZg5XxGqGANegdKYcDX0Md934KUqXnGYNivQzOgU9ImARPSWBGgQ8bHjU9Ckb8eQ",
-	"qbu+gPU06vvp/ArzzCR2FO2fKUcmd0O/m5PUAV6CHLZj0Tw4Qof113YxVcqqJiwMA7rqrY4mU2lCclHM",
-	"REVDEYzaBUAmYegxnlk3hjLAfc4Cs5vdoLDxY3x1SJz4LlwsVnIz5WXNBOj6BZGEgc3HNdQyiGBHsy4N",
-	"zGZTPJsXjEocYzZTCFimUhgJSwVIwMqRQgfD5ySf4khj9oREVRCKPp44Pi4ahCTZONFc1YOxqFAr6M9A",
-	"/dq73d9TX4u9zzpG92XPrFV7UXzMNKy0Bax2tyNVDGKJXx0apdoXFSJehkPwPEUh+DBFIIsKaowi7Cmr",
-	"CX/42EkwBpIZrNW14Cs9MsJ5ESGs2xgscHXw6k04eq0eYoh2ShKJHaFCEoz8mjAhTcHIKFEgGRPbDecm",
-	"Lc2bdqisbKsCYeOMfgRHmmR4SI4EIY4cWZhWSQ/17QyCEVZ+gN++bGKkWkCG5JaEaMwjcoSwUPo4wkEg",
-	"0m9GVEgezRBhMpodQSAsvNUqXUT4RFkOGsJKIGaDstr3IwgL0gVCVuSMx2hMMEvMlq2i3yTiSrF8bA/c",
-	"RxKG1QGPxooGY4kiMoCAUhmjPo9Z4CGM+rGgTCm9URwS9cMU0lMh1skDouPTH5iIJxMeSRKck4DiDngZ",
-	"/5isCKW2PRPITK0DYtSYXuCQhyjeF5v/AafXiuXoTKGVm5r6t9bV6XHJK52ftHIyVD34CLzFl0TEIWxy",
-	"EvEJiSTVGSLYHXXZztLpYVl8or+nkozFGk5cyL881S/v1+tpuiWOIgxuceGm/qyZweOVRAzK21or0Mrv",
-	"eomoaSLOL8kcyQieA7YU6lqNtBkrOaAGPkCCDsHjtdbrJ8ml66SJeiWjPbVkJv81wJJUFYvSObBLss68",
-	"UhCTB3ydZokkGLWLLFyvFGIhUyH4gBVnB7ok2BD7yqMx/PohsNbnZ9yLu4OV68Scn+XFoTvL63r95f7r",
-	"143nhy8P669f7y+dy4wci3XQ80q/mZLrpXp/bYrVNLDy5XgSPAj956g+yd5OFpFZfrJ/L0vYi2RgyWru",
-	"LOYxwKVfdzNFDKYFszrpfTiwDv4Lh+8McCiItz4rWjNZtFaQLapgWERF2WGXQz+zwiIQaHPozweCh7HR",
-	"ewJwCXHtN16tuaPm3r8VZgHniERNCHP4b7Hd7KPo8N5qDXhRTiYqRfKfVfzFDNVWuvRqVWNuK3qWFavU",
-	"Qy+KdF/qnMeVzGlj4Y//AnJ4EPHxVSIF1hCaa8vX3Uktya/uIbdkxuS22rdm2CnLJwkxlBIVAf6nDDqt",
-	"NfLr5N1PK3kgqJzpzBmAOzvJEzkZABYh96JgzfKJRvbajH/9S736GldHv96M2aQqb6u/f/rcePEllwc6",
-	"8HMg9v6i/a7kldpXx62zVqf9puSVLttX789+ar/JtV+yud/34/TbEUjLuJkN6i/Cs5GFZ6P46sXnRqMA",
-	"kBAZzr2Ld/UeHTb2XyIcTka4TyT1wd6tZXnEQWYNBwtL+PT5IH/mN+SW+uSUDfiGEKeTOTgcPs/OWq++",
-	"blVPcHXQrH36JnfuEPc151rF7GJBotaQLNh1z/cbeUe6cHgnlIRBkrue3UdAJKbhGgM71wIXj+kdHuvL",
-	"qGiC5chDv8UkmiEeIe1sQcmnc+cGUntxIq6YWc40P1y9f4cu9FNEmdSBnD4PZnPjrmHxmo3nIftbgkM5",
-	"WoSVWKB1frOaxZmv8iY6ZTLiYgJaxn3IHry0c2f3av91Y6UaBR9eq5+vR3QBr1YbDnri5VsygmRBm6C3",
-	"4DgwX/Y5DwlmINPvJtuVg3ROwXj4gGI9LeBXSddTAXyuHXSr34z72/X/uDiQi0Er5LY+xzwM+OHjjznn",
-	"Hg5dumkHb67yvXl+dJt9sfH8+f7r3Fdv6HpG842cZeTzjxe5w8XaoWVfE3SY+9rd5s41tQC9M/W5XngB",
-	"5K4WQXdDZuubCgr4m1oHMEHees4HOJMGmV2Xn1UJliqazqvqjHmQUwriDQnpLYkQjyHzv49ZcGSDW1D2",
-	"YI7HZ5WbFwvS99PnArXNBL+25kRxNmf25s5RANifSEQHVGc4z5FKX/AwlqT9wGV6Wce3xesiNzoNwi1M",
-	"eU8P94JgPT9pXf/Uvjw9OS3QmhPRlxOB4BIi7HN3F2zSGmcEMY5CzoYkQlMe3YjKHGqtwwHda7p6Ma67",
-	"bKnv3B7/7H5S/+GE93AqWk0DuRvnjMzOKeM5ul2LITzmMZPJRTljFDwTaKw+QTGjUqAylmjMhUSN/3p+",
-	"gP75v/8b7XuI3GEfPlTsYoZAT5zgSJAIjnZ7GoANfi0Wsjk5Rq8Pn7+0V7uQ1i8hPD5H3zpIK87IIKfq",
-	"yflJy4ZxBQrJIAHHlLKAT+d3sz1HR64h0Kgf5ino+k7z4uLfM6KjvWhCouw1Z2UMZKyAtcSZY7nMS7XF",
-	"6BplQmLmk7WMGROmXDBn8y0SCDUvL9niISzsWblpXNoC2t25pbyzePznr187A7vAWzq0pDJcTz21WiS5",
-	"w+OJ+qY0knIimnt7IyxGQyxJLSC3NuAs9iDWj63Hx647jmg1IgOiyJ5sbNDBU7tob5nZBdUYchSaB8cW",
-	"fcePsZQt2/fgGyH52BZOWAnpgApIAEu46PZ4G3mw9Fc0faxWtzt/7CSiPmXDnfhNf0trgKxVzMMrCRwS",
-	"cTzCjC14coosvq8mImpVtTeXrZNOyStdffjb+WmnU6Cvibg/pvJh5CXivuQShzvAfYnvdjHqJrHdXW1t",
-	"yzHjtBSOEzR2mNgcUThKccId509ynqs5x5EBi8tgFjjBPUPPq0w1IPaHBGG3KhPWDts2i+K2SzjWQeNB",
-	"MeF5k2AJSiQwKYT4hmGb3zYJ2+gJpNbi573hjma3Bs3SpILVyldDykhnRyT+W4yhTOWWWf1NvF5SCqPy",
-	"IqI+2frOcsLYGp1u4pKz64UlLEC7GM8kGZ9RIR8aok9xap00wB1J59yo/xpx0mTxF/Gm3G1TglkPUxXY",
-	"AHKpzbIegq7PH/eKGOQiNi87d8ejseAgWoGkhSdxYYsyLj2H+ZI04PMYk2hI0ATypaEC4suD1y8q9mY2",
-	"CagukgkWObgmxpS5Y+8vSq+dSaIFS2ZdOO9SiGU1wQ1OfuEoLwkOIGN7kbVEJKArOQrcRYDAdK7WnRt5",
-	"9Eq3KVfZSKtLlDS9tk+5G7ILWtgQGfdJEORVNO5EMbH1jAmirGpS7LVLHwkS3RIoCIEu229Or64/XJ6B",
-	"x24xOgg4Cw7qnDSBt3yqkboa0gGBywoBlhiVM7XAbE1ODgVk3l61O+2fUVlf+nhV8eCXb9+2f744vWx3",
-	"mXnwsnaYFrOZ4AhLpxysrQ7U6ZyhMg8DuPgV3UL1Wag1Y49rJIgkd3BXAdTNklca4DDsYz//HEMM9/rO",
-	"s46dgMf9kCznlKlcYPG4bxglrOmndXFDKd0THvJhJm4mJGYBDjlTC/DDWEgSrY5+JyNlT3B+TV6KQ/m4",
-	"B5fPEt/CPD3B052VRJ7PktGz5a3zygZ0E6CZm3TNiGDQXOzfUJTBhg6Sx+Yv+xBsreSh+cs+9LFIn+k/",
-	"9KM8fDLhlkeLNq19zWJbTjdZwHsGPMqW3VPkaiNDZcICfXPylpKpKOA8AeQIneVk6+TrOLqe2PkAt4wf",
-	"f3d+nu0E7UIs5KUOmj1wlCtCHnJXYZzGRf8Ctw4eGOpc4xMnOXOjWwJJHd61KuoWxzWTmr3u/YDFGGfW",
-	"t+LgwTyCejnsJpeNujfK75n7bibq6HuaJkiTl3UwwHEodWGBIZZkis21NbjpiW093CU49Px1IyuCD9YN",
-	"sNyPZWp+tOoTJ7PRMIrdg+LVi8MMIF6sCQensJ9eFiykwNQ540PKgBeg85NWU1eyQpSh3vlJ6/qy/fcP",
-	"p5ftNz0PrhqGfDgkgXqaFp10Kw4OeDTFUdCFmnMemo44HtOkZISGdLasoLmxuo+yxQrhViqUbDCa36Ic",
-	"eRBZJqS4PLUgU1x8rrmIuO6hb5MKOs8E2m9Uk3YJSOIh+hb14J39V04fBVTer79CfSpFJafYhlJYngl0",
-	"9bZVbTx/MZ+WO5eXm03MFdfZ7OD9xpf5X17le/DMLrfhuLGK0fauVGR5t6MLto47pz+19U3WBE/Nn0tz",
-	"XcyIHZvy8rVpcH+O1KPN5HF++tEVVGHgzCdH+vY6lQjrykW96+u3XMjqaHhtVtpDPuc3lCjjsvdz1cxR",
-	"hWPu7S4jKSut7yegnZ4C836oxouUqXhQN6DKo0BX/4NCawO6kAbeyGYhNRbTkNZ07et1CRHfU2vY1J2Z",
-	"c0l8KRqBeZhhNTqsYfnOHNMBn+FvMTGPZRSTwvvg61+A+x/NbwudXwp+tmpAasNGoHBoCZafjSfDQrXC",
-	"KQpAAhTSATlCfojHExIgk8FPhYihiJiRJhEZY8rUL+p1VBaEoF4Sp+vZNBstjCvLdZKD/ecHL+r3UEsK",
-	"b8ibQ8/s2gVdMcFA7ZYc95nL+3L6uKRVZJK6LaZAY9K8YR6C8OIsA5nNTKiH4nV+5GMl2/SWZfzmMkEv",
-	"aWGybqeS+6J53h2IDLMlDh9NkWQ1XpwTiXeRjrQpN9tCAhBg+AMGmOCIWDsXh+H7Qan5y5rH+imvGokp",
-	"vgRl/tw2FmNF+IGpUczIEcJ9QZg01e4jziUq9zmXQkZ4ApeaQEobq8gMqwbp6corjgtyUfE3Dx90XxpG",
-	"SKs35LFY9QxaBjDLV9VnutbLkdmZXrit5WXL+WPmE0VxHuplHkEVMXWkyloIKSN4SJrJ26gb1+sHvqED",
-	"+IOYKqMwRm+NS1k7qrOyccWUtXN0HsRqVvOyLSfrODxqocJDhjc5DCuh4SxDsxi+SQ0HgMMFzrs9spmV",
-	"lrLJNU6fkTt5HEciN8tckznXQhXa203wkGx+fbDY/ku7YG1XOwMTx48jKmdXCiwajn2CIxIpgyz968Ti",
-	"zQ8fO6WclkLmUlVVX9eHenFluJHlod4NDXomZ9lDPSpEb6+H46C3p/SvXtKAxUMDHoZ8akq/dtnlyfGr",
-	"l43nMFifCJlUe54oU4D6OvgGtev6M813LTMt9+a6lfS8XE7rIR51mb7xaTkzPK7UEGggooky8RaUjbYg",
-	"J9aC3EhLlzmBFuSGWVAaZEFOiEV7eAA5gdUD1NMTG0k5cSzSY7DyClrQTvBv8XylZsoQTuxFayUmvff0",
-	"n2ljtQW7Ml0IntAfiVt56q3u27fhUswl3vIAOqqwaj/iUyg3CQ05RXFbwDmjdnFhXyBtX4eUsyuyeePo",
-	"hpCJQGLEI1kNwfmUuONwaJp9UYZ0sLZPRpQZsW57sDVNwWiDC11WFiENoKUAC5C1d43G7IF30HS08owD",
-	"UChsBz8hUmZ0xUOti9OqwUwisQ41//Cx02UKxTHosans9RB1L8VWPFPfPIjwQApU5hNJx1Toq+3M5sZ5",
-	"TolIW1200mVqzWkpBI2UqIwlH1PfQCMtpwBR6C5rw6UYuLShG2qihdsq5V5RYbhepYb0AEknqz4JORtC",
-	"k1rcZVqyHC00wEzfd8p7W/3+sH6giSikPmH65qVBmtYEekc3anUlX6LQuUwwnU5rGB7XeDTcM9+KvbPT",
-	"4/a7qzZ8k95bSHCo5ORFlPZrdf0WnxCGJ7TULB3U6rWDEnDkETDVvdqUhGEVKjju/Tq9ETVbIm9IQDIn",
-	"KKgYfel7IuHq5lxnwka9vrU+fjB+QcU9yPz5SProRzJDV0S3FEt86PnjJgvdM7drHOlSav7ySWkJ4zGO",
-	"ZqVmSZ/+DZklTVzpgBIxFyb44WNHmJyj5/svPUCxV/WDlxVI5x0KJTQVsZQ+qbn2RnDH/vdlMH1rXtkh",
-	"WM1N/wLA2lwVKlA82TZUz5SiDlXMk1aFksf+SHOyAqiNiYyor8Cg/jIYXJvhcbgMkO8nhLUuTjcDpB10",
-	"gx42eTA0c6OA+/GYsK0jZ8dl9flAg+4ESzHtUr+xQ0RLs8Fyy87iYKZLs0a3uune8/rB4xe+Xahju8Xi",
-	"qls88gSWNncLVov7Iak4kTtJfGXh251NcJ+GFKyPXCS53d9L2k45qDKnO0PhUpGpDq7VMV1ufsGLb1Un",
-	"sL21mqgYZQ29Z0kXA1Cfez9D86jqN/YTteYo0t11tN9czpJklngiZETwGKT7pRKoArjVHYVkuiFld6in",
-	"tnNtHK89Dx3jIJihnlFkrtXTnoc6ESYDepP83oKfu6zNbvkM9cidhDd/71USFQjuUUd0SJX+ZcZ/JpJl",
-	"p827BVRmaaqd82BWDYkQXea0h9CagC12a/vB9Y41zleVXdrTfWKgg4j2VcyUxjXiulDu23brTZeV9WK1",
-	"ophZnX61kukiDuEYKtD37U4NfeTRjdIEMzFu6E3XZdCqVwF1hnAEOmbAfbF3cfn+59P2VW0coHK39Det",
-	"cM54HOl3uyWtc4HzacpBnRyEfJqEjgM6gBuOMpw1u6yKvvkmG9D+5htUxgvV4osa4OkotxHJAZoRqXuz",
-	"dxnSaq8puZvEwT2EpW7kRG5J2NSR7OWXNTNx7poa+cKgmkJCaNMe0hsCo9reLxD8Spq1GHeUbv+noOGh",
-	"6Yj6I2hqYJeb9o1SA5gAvaFnhgQxdMfI1FRG19C70rq6Bls6BvRu17uu0iTjq9JEUE440U0FoI05G4UJ",
-	"jXr9SK2m9x8AoO/OT1o9R4E9WAUsYzo4iQFJ4oEaVm/LMx7JZC96jxMslDaPpamt3VOTazU5K7KSkscl",
-	"pyqTAFfpogR2GjMqjNJDu1zEGvUiseOgfFNqxoW24NpaYsYJDn/5tEOROl/3Oa9Raxjy6YIYOwb7QrGZ",
-	"iIerBFnm5eo7Xr2SPIJYh+HYScB8LtsC8KwHXmM4xqLW+AW+JjP6VeIdnYuYTLBPqjYhOdD9mAUqGxnj",
-	"uLor9505zRhdxKmkP1OAyg6revCcqd92cU7NzqCQgKYZ48e851ydpFJSTtTAtGb2NuzgeKjRe7mC4zSs",
-	"h0/2N1D0zP167TjVFfOTrJBUQWpZD3ymhWVsOhJkHDzKNMZhTNxScJkTThqQgJxRE9qOTmMc6pr1eY0y",
-	"NSux9Rjm1Ks06+Kwvp+a6/OtxpXUTWbNeteK+W9Og1o4dZA95wN8QVigDiwDsPmUsrkWZEWJZJqZF4JQ",
-	"izvzve3/07SSzfa+hdaJun1DOfGDWmfV3uckqeOLksN7+uPKfcGbuySnZYxaEBWJPrEu0F0NQfPhLbRP",
-	"d2DeRIw7qKGUwqVdWjkjXVbQrBg9rFdxl+U3K95Fb+HDjYxAlzcoLeTDxM2pTJHdKEzNjH6ktSILASxu",
-	"9KYxA5Sw2lIBqlPH18cICYT9zihDa2PrQYqt6uNIl2jKVWCcZvDrYum8arYlTE226a4JlTMKJGijGRhb",
-	"pDMCO8T+DbROUXLc9QAslyVuy+AHG9mf5wMWv3z64n2eDx3oH92w0y+fvmTs8xNtKFbVuSF/RPwbwKVo",
-	"3k5VLHTEJUTXXX/XwPk+tc7B0w1xRC5yvDg6Vxy6UizoxHmwSF/Zc/qoQVDiU1Id6G88mG1NX12s5v4l",
-	"G1Q06V1zCvP+VhdQ5KZT0J1Tk9sdPFylHcM7X7xSTiO8VZ/mffLFK52ZoMmqz5P3Hqh4raSvtBd5ypGX",
-	"f3TCoz4NAsL0F69Xf3HM2SCkOnx8uP98nXXlNPpRHzca63zs9jmCr9ZY499jLnH7zick0LDYlEG5nS63",
-	"wKsyHCh7/y3Ljt7rTlPzUTNUHnHG40jM91F0WZFmOlketPdZt834ssyjbBjRzozfndHyn52aDld/8Y7L",
-	"Ex6z4I+SonmYCdc05xCzBSeVg22bCjDbHulTLprumXL9SnTeb1ivQObq9iz3k7kDaOr2fmLate9S6Ga7",
-	"yKwldNfA/2zZfovQXw3h3ENurSF6LiLIlwaQncA12QeLvE0p3Oks+ZhS6K2NTNk2jGm6BB6j8vuL9jtl",
-	"ECRdI9aWQntJs43tE3jbDP2nJ/HF/hlPZP5E5n8AmS/QMfrn//rv9C/P6ZwaT2xczN5VWZfiR2lbqWX6",
-	"p+0+tWM11E5ToI2axdZKT4rlYymW1gh4JtxcQA8xMiVCamfz7tVO0xJq+1LpEgZ+kklPMulJJq0jk2z3",
-	"MRBFpjvZeoLG9nfbBQ3DyE9E/ETET0R8f8UyaSxYSNH6NsuquImuiP8nDZzklGB+5MiJBk+BggvXOJ5i",
-	"J0+xk79q7CRTV3CO7eg5EXavLK0VOTF8Z44P7X025eO/6BSCkGi/VZYnvYHfLU+ao+rD3M5hRJJAR9RD",
-	"SPdHQ87In9zm3BQJUqp/XBzQ4NVp9XD+GArbCAR3YFE5vaeWiwBeoZOi4ITrfwW+/RQn2w0G5gfKHO6T",
-	"j2KbKS5JB5dPcOlPV9vOoicU4b6nWqTtkw30ISjbXYWVfHsPDNcFw9c3THZPW6YswBON/SVNovtqQq82",
-	"W22SnngP/nNsB8Hh4wrD85RUHYlYPh1UgeiTBMBNdKG9pAZGrqQ8o0ImLRrEzuVl0hKjgLZhsUrX0kXd",
-	"+jP4BdHgic7/ArI00XxMRR9ku4RsUaguRfO9z7qNy7oWADRVeZgIfpKA/4oS8F9CHF2SMb9V9nlCy0cI",
-	"Oqbp6zNqe+NJLPXNFbjWgscEEta3SvLeaorUvZtA445zhNxFLLdF7jvyQNoGSU969hOXedKzd83YWoG5",
-	"0TUJsb81BlekmejupJvHOTOOhNz4yhWMvA1Hwh/BX5KurdoD88RhnvSYHZnVSotJ7WnoLwCNhZHkKOks",
-	"vKGdLdwr7NbQyK/okn/7U0gahot3QM0V3tpCXYYzPuSxXCtmcabvtvJ4XmwfhwRH1SsqSfUN1nWB5yoL",
-	"dE0JQNEteahbEpJHeEi6pd6GF+GviKwW1SaEVYi8ovX3uRV/Dyr+Y4Mja16EzBb04kN1nKisbyFnqgR5",
-	"yNcAhQxwUzFIEBYINHfeLj5b/HViKAtXT9e5s5x0O1lVTaZiroZ3mXP1erHXSQ29iaFYCk6uvq5TewXq",
-	"7nSZLabSqNfNQvQF4CbK9G/Jq3vyPZG6TbK8Skpd7kwwJp1Bim5ZmYZiZnu7KDKyNvWYtT6UiP4o0vk4",
-	"4giP0aminUFExMhQDw1CgqaUBXyKOAtnupNkSKUMCeIDU4giJAOZTzZZObBnqnkukweXhnYJ1Dy01GX6",
-	"p+ojR+ROyQxdaYoRQ3q6TkamsIDBd2OQekpBVe8ntTrJRN+BBo0VngjUe9M+a3faUAQiFgo3PuvOP1+S",
-	"mhD/oef/rud1mWnDWBV4QJpuax/7MhIjpSar0UdYjJDEw0oNdUxt8BtiC+G6jY2w7DLOfKBjDQdbjFdp",
-	"49THtTTwL5sgOpXyAeBJSiX1PpsJmqj+JZeYNajPZ+/liERvzNHci54zlQ+gpvH7WLZDQaYjEpFs9YPO",
-	"lCN98cZgAzJVkLXgTsobJAXdGxtUCci0qczhG2/5FI0xm5kVJIc0JRFJK6c8MtH/8ZLzig4ZiE7ANjg0",
-	"REJBUFmjXwZaWWI80v83taYVmguJZ2KFFF2Mr5zPHoSBG0mUouDKGb1NFIa5bP2jxR6WUIEnUhTcM9vv",
-	"PTrq/FEIk5G/oQu2lGeZLnnriwW31s6y2ITlW2/sBKuV/UtbjukxE5QKznjn4aw/ET9R/CDDLp6JhO0X",
-	"pC253GIzb43TVuxTFsMy6bdFPUooFDlPuoeBuqP0d9NZL+1cDeUl56tG1r75Bn0s0Oqd2osLxajcSlfQ",
-	"SFF02UIrRZ3wJdA3mUJY39TQh6LCUR7qfd/WpawS7FP6SvJr0gKtuNWiLgwKo5suLmp/h/X9LtukYCUq",
-	"H9b3dZnMw/pBqiTlVMYUvMuwKfmpjTM5ImPUx/7NYgnLSg29V2dkO0qmK+8yp6NBYSWvxFzqebr6Y69W",
-	"qzk1vnq6mG0ILgU1pKMZWuhVEAb/BaJSK3XG0LPnK9I1Z4+6T3w+JqLLem7zwd5c6UkUs4BECDt1KkFh",
-	"5WFgRC2fCDQ1NVSxNB2cOOuyXL2xYlDXVKBSOOt0Z9f4RwIUYkmieSOy3NPtE3sVtzJbYoCaoqcJKo/4",
-	"VMxjcT+WWjtIz7y2UA5Uu3wmWIgjB10TJC6sCrqk7qdT9JP6oy6LoNWycNp6qYOOMBX2wHSJTp4UAAWg",
-	"2TKL2AAOkHjEwwAqho65kKj3favT/tj6x/VV++rq9P276/PWz9cX7cvrD1fty15WUtZQS2qg+XjiGUt8",
-	"/vuz0/PTzvXF+7PT4398pyhUVnkYECF7GhMMd6/o8sfavYDgPaE7dRhzJCRYSBQRH+reIij4mxyj47fP",
-	"2EYp5aeQTq0TLxX1Fr2OzC405+hB80X7ZaOBembGakjHVFZNjetc20SnPbtOhk2Ciq49AsQ3X55xEmLK",
-	"DC8pp5UFDQVVXDvE6clZAlwtuQ2AQ92UvHRCIzLgdwokZ5TFd2672RIO1dtJEUQlJs4HeEVhz/yqhxvx",
-	"Nd2sYp6t6brXJDjK9NQAEki67xb02O2ypMmuy+6eJdarj6OIZigrLUEMngM+FGozCk1MD5eCGpCexsH9",
-	"JrCCKVfLBFarZJsubaf4hOSK15JVB5bpb6xkcs7prG1k5jbH3tqFmBW4e2YRIrPlxQ60pUa98aJa36/W",
-	"X3Tqr5v1erNe/89MG9IUOk6ju/Sz55nP5jrEzr12YF9zWsCWxPXfG6NRfxyEnY8f7q7x9z+J/vevZNB4",
-	"Pet//3d53nEqD6ateU2DwtJoOPc947KqUBGHuvFL9ddYyCpmVQOwKkCjWq/X93NJLQXhu5Vtqf9qsPUb",
-	"P/3abzy/Ofv5XegfvJv0Gy5s57odbwHCjXuQiy6TWxTmtHUvzcUGXV98Zw7dP20c9PGTGTY1LjPMb/sh",
-	"ymzDsMLLUBZfdE9FkC/TEUcjLJBC2pS8Fw3LxfDk2o4HnRRZGPn4s/gdvq6LUcsxQgPYwYjlXoXl16H+",
-	"+JhWEsp6SsjeERYVpWQP4jBEt5RMER+46KR7pKSWENRknulYDgTACrFsa86rYg1/83wpdxqvwCUGXhXM",
-	"0Nvz1nHiveMBST1gxhueOA5Mm1Jl/ShI8SmDBjsLXVS6bFrsIqPQ5yvxl0AMDcJaA+xLHi24ymauhQRO",
-	"s/KixVJZ8AKYlS1Ex00sc2OHhvZfYN1KSPEIymIijrL9S9KMAGchhWbv+QAfJ0e8w1v1mXmKouyZpjBw",
-	"uky3wgWc+BfU0Xaeq7Zxzlh6ho8rfK8kjqQtNZ8iSjnMWPKmtr+mqoobSEMBCektSbJyAqKDBgPUxyzY",
-	"WHVznBy7YYxXsaVy693FxocEfRkVkZs+Wmrb5bkmFtYBohXTCoCly5JOp4vJCbkeY7SOwxg4V0RkHDGb",
-	"YKDhzsMg16OHlqcb5HCqnwDOyrbeTcb/+QDrKTYv+7PV+altUzCHCpJMJiRA8eQo2xTLJkwL5Djqn7jk",
-	"ai65v8ZWvueM/JnLjHQ4P8fMoqy4FzNPWqUcj/AfwNM10SX+MMWUjxRjcJolOkoYmQgUT7JuG2TCK5vz",
-	"b/3hbng3NGKzraYDggN9nUGgGzKRi4nEl7CUxzMI1/GOPRNO770njrJto/OPprxTIWKSifVae8F8d4RW",
-	"xn6X0pxONFx6y72jX1kwXnObEtIxlZlc9ARaz+teacCjMZalZokyedAoeSVbZLe5X697pTFl5q8kZ50y",
-	"SYbQvf6uOuTV9FcF1zx67jFyJ4/jSPCoZw3VSURuKY8FmuAhKeqn6MM3RXn0+41XUJVEkkh9+1+/tKr/",
-	"iau/16uvr6ufvv330mKS/S6vB8GRXOB8C+09I2ajX5U/cfukp3G/0PuTtMzX72Vz/0xsXiONArc69JTQ",
-	"DFmBy6dQ9KRE7fTuz6RF6SWAKDU5BUjEfUHkQgKVbjVZQ6e6C6AiG6gCYV9S/MAki0CRKMVXIp3Mor1Z",
-	"PJbK7hKIyqbO6O5JGV6Bt0X00JTHYaB7OqMJFjrRWo/yTGhfz0znG+j/q1X4IR5PwNbIvO0l6UXa3ngm",
-	"UI/YUFcPle3THz52zKNeBQk8Q4LXEPh2YTPJiCjKpIfrXRoIwJUlKr2k5PItCWee5Yw1pHnbHLz6nEsh",
-	"IzyBJljQLNQaP+ngPTTCtwQxbldRVsoDHhIUqc8rNdRC9pdsPsh+vV63Cd5cgf4VGhKWZFgpXJiC5qQG",
-	"QmVIkugrAVYlplhdzx4BlpUjaLvnAiJASUBencJhff8I4SSfTcR6ozgx6JSxrY3JAY9siN4u3XQfVzuG",
-	"pTT1f7VEggVq710OgCqLGhSIs45pcbkLCxHGhln+oKKU6QKCIs1tZ7raV1hr8mstHQlosqt4qZFryxRK",
-	"hloXp1Yg/PCxUzkyru4029WRDdrBnyfeMlrkHlUYKSamWXD+1evT5J1d8oF0lpQPeJnx7qrT6bSqFNJq",
-	"HIWEKaM2eNgEj+qLShewJHQI56K0A2W4PqVO7LQE9aPqp5cnx+jlixcNK9ZdZEDlHvaVptMc4FCQnukZ",
-	"O5MjpTdBeIzekspqcv4M/y7kP+TfzcvkzXpF+aPe2kpaE4GuCQ5y1y/NGYqFZk5z2+RzcPCWXJVLM/wj",
-	"4vMoEKhnlCelgsLgEcGCs94RqGJqz4QFmCm1DL5Y+AAj/QVieKwVVCoSAqRBDbVY0u2bBp7TasqYGZT5",
-	"YRwQeKT3m0CwUT+EOXxwQkCMUx1mreD6nuWsaxjses2bW72odt2sfvpmPcN3WRKMzYCJnKwYA6anhJit",
-	"iPwkHSZNay8mQjdX5sjB1ySbF1AR8nWBB9Xrryv5dm9RQk0q9nfpHDknEhdJxTGROMASP2XUPKLEaiW8",
-	"0ILf5tGkkoNKQcJBAT5t5v7XdpiTOFNwb3v1ncIPgkRX9u2FZRSVfqDg9rghZFLkb9QXxksbZsyqLe3U",
-	"tbj2bell96SfWPaWchhzKx4oHPYQN512whmgmVI5OCMbpTeeUSHn0PtPeM36yY/90DxGe98rcye7bO7c",
-	"bilX8YO+OvPl0/LFwurMdJ9zcIARITylSQdU/1dnATEZYV8aAeFBdQiF8DdkJkChGRMZUV/UUvY6BgVg",
-	"IURkL+yNMcNDMiZMgnkkSAQ3XbU/XZh0Jfuz8BAOxsqk4TwUFWeWBGD5wSjCAgt8pUYldYeyFUmM29lS",
-	"eeIfzM5RMMWIS+2mHkBhvlsSCQK3ZSkRqMyGlN3BdNdJxZNOhMmA3qATfdNLHYyH2uyWz9ydmXtgVfVt",
-	"ztSJ+0ho/5F2AyspoLlDKuWVpkgC6p6NkeqLo/497Sgg9IhpNWTN8cZUSOorjND1FfyZTjRIGLVJK3Wn",
-	"MxXIFqdrZ5vPq2NGYozDEEKog5BPtecEjbE/ojplx0YLoaHTl09f/n8AAAD//w==",
+	"7H3bchu3tuCvoHhOlcmkSVGUfBFVqTOMTNlKJFuR6Dh7h95qsBskETUBpoEWxbhcNU9T83zmI+Y/5lP2",
+	"l0xhAegLu5siJVFRHD3ZYnfjsrCw7pfPFY9PppwRJkWl/bkyJtgnIfz3AHtjUj/gTIY8qL/j9XPJQ6Ke",
+	"+ER4IZ1KylmlXTkjYsqZIAJ5OAznlI2QFxKfMElxIBAOCWLkioTIUwP6jYpTEd6YTLAairBoUmn/WmG8",
+	"LmD4T05Fzqek0q4IGVI2qnz54lS6PTzKT9wbE8QHvxFPPhPIFRJL8jMJBeXMRVggjIQMORshtRI5RxKP",
+	"HEQaowZy+5WdfsXNrmSCr48JG8lxpd16/qJoFUc+mUy5JEzWz8g0wHPi5xflyjAiLpqNCUNyTAUKDXgQ",
+	"FUiOCYJt+snPfIgwQwSHASUhCsnvERESzagc69fxhKB4Zm9e/5HMi0GoJi4G3zH3sF5eEQi9kGCpV8Sj",
+	"0CPrguUMS3JMJ1Tmhz/q9g5R/LyNpiREUx5Qb+7A5sxuBQrIUCLKEJUCzSjz+Qxh5msAEI8zX6CISRqo",
+	"X/rMvEGYL5ITlfySsH5lP/zu+d5ec19+t7vtoH5FEoaZhN9be3vP9QO30We33WX9FDZw02bNa22kUH9u",
+	"do3kGEuEp9OAEh9JngaCgzgjKKBCIirJBBHsjfus6sK+XAe5eifqf4IIwHIHgOROhthFnKGTww66IiEd",
+	"Un3cNQ2cPktB5/fvXjSbzf3Zdy+aGej8/t1O0z5wG+icMKmG1IvHTMxICJiKQixJPVA7JH6f8SkJYa42",
+	"wkGABpGELU2IxOp4ppwyKeKjHPJwhkO/jiM5RiGPJBGo6r7p9tDW1faW+pWH9A/iOn0W/2r3WrvFkREZ",
+	"zuudoSRh/rTODVpJjmaYSjQgQx6qw5BAwrKXYMjDCZaVdoUyudOqOGpyOlHXrrW9+3L31c6L3ZdOZUKZ",
+	"/rEZr4YySUYkrDiV6/qI15NfK1/UCqc4xBMiY4IryBGQFKpWOMVyXHEqDE/UN55+6FQUutBQkR514dOr",
+	"/M+QDCvtyn9sJSR9Sz8VW2bsDBnz5j+SAjzuIC+gish5Yy4IQ5dkjqqv/v0//0/r+XM0DSmTeBAQ5I1x",
+	"iD219loDdTTgFsiW+lKd/YD78z4LgWZqIjikoZAxDdzPfgKDYMblmITwrSKdu63WvkI/Pc2YBkTTAjuS",
+	"JptUKCoyDOhoDH/sNvc03gBENXNLYLpAVsvR6zkcrv37lTo4KUmoxvzXr/3+dWu73u9fv+x++vY/K4Wc",
+	"Y3iCpTcupr+KuaEAwy6wj6ppFlVrA2hmIZUEjfF0SphAnAVzRIfw5PeIS2AtQtIgQFhqEnOl+aCDSCAI",
+	"2t1uNdCZwRsNxYTL8EgRHDWEvubER7utVw3kfuOiiVo1EWg2xhJYuBlXve1FYaioRPXs8ADtbW830f/7",
+	"v9s7je3Gds1BghesO2LqylG1dRwEcwfIBWyGM4TNVmD55JoKKdqKMUbskvEZM0+rPIwxQ9OuZ6KWbH+3",
+	"udsoPexhXR9CySm/2F1ycu+netX5E/yoGP00JIIwqZmaDDETsMvCE1MXeeHAqNBIULWnVbvvXUgyKaUs",
+	"VD9cRlkWJkjdhe3sXejU/4nrfzTrexf1srvwkzrI0sX8bp7els7Z0dVM55p1lM4l4ue3nS2ZQc3XUzy2",
+	"dDZpnt52Lju6mumDIGHpRJF+eNt5zNjAnyyBBvb0PfbPNN1Qf3mcKUlY/RfkGS1ybE1DPgjI5NvfhBY3",
+	"V5vzVH+lJ81TSEuufE4EYlxquqRvk1JPsCf3kUvCkIfCRQoMAsQnNMQ0UPrIkJIAFI+UepMRW4sWZ97d",
+	"Sl4sEQNX+ti+D1tU3LgXkwmtRpQAdD1AqoHLoAiEBytpaIFMLQDGKlvLtgXvLMr+Dw1EzoYB9R4cG2OV",
+	"EzTOBClxEPCZpuaGh1N2hQPq19WLkVCS+wRf14nwcADrc51EcLFSS+0RoWlX3aiHBG+HIbjFDbWHQx4O",
+	"qO8T9tAHnLZeBNi7RBgJj0+Jg5T0gYQk03o0RaDbawr7iM7sDWfkIQH2jqOAXhFQPr0xDgLCRuQRweMd",
+	"l4c8Yv4Dw0RE3ji2qKjbrUW/ICDhM2FE10cEpdOQxLL5IaYB8R/60lnBVkvCIB/jgDxSEJ3FktXDASkG",
+	"0OOkO0YU/sBiM86DQueECkHZyEGG5zqIXE8ViBTNDskVvyQ+MgI/AlEcVWP+nCL4YHuKYBPqFw9L4rs1",
+	"S/nN97MxFwQFfEQZGI8EGvIQbJexCW6Oqu5kiOv2pNx2n1lDK9g31FOLRm0ERuN9rScqSqHGiW1r2oAW",
+	"8JFS1bHnkanS2I1B7BEcv1P5+PFjvZMCWfZIb7LUad2Jn2A2NwqGeFChA2yaCGyaaIbV7QJHBaq6aWOn",
+	"tcV0To80Aj0TyJy6tUTE0pz6rs+q7ptOr/ux84+Ls06ve3F8dHLUuzjtnl303v/YfafEwbLn3Xeddz2F",
+	"dtoADlj3TCwZ8bx7fn70/p1bQzx0imzBeiilGj4TSCnsk6kUDQQm0j7TWoGbMpi61u6+b2zUw0iAj8AY",
+	"jrBAHo+YQmc8wpQJiRhn4M1Q7wPMxCPC0AVb8NLPU68W4eb78KeIS/wYUXQ9DHXQMvwEorMUQW+FGhNL",
+	"TPWSwK6HFU+DQaIpqhroIUUmkNtoNLbgnTq59gjxie/qec1rzwRy4blV/KnUXhGAiYtG9Ap+FEjQP0it",
+	"jbRDRbioajend3Nx0vlF7/y8BvT89P25dkHoDxzk0sRejC7JvGSMo9fdk9P3ve67g39c/Nj9hxkNGz+b",
+	"tW7nfHroHZdjykYAwFlIpSTMXFCNjNaBKOmEJN6w5Gi1C1FILY9rLVUDHUt0SZlvWKJooI5hgXBO1rVG",
+	"pX0BVS3H5KFSbWv7CKMJDi9JGL8rUK93DC44VMVgaCG+Agrx7UZDEhAsDPD5jCEsEWceeSwa7t2IwqMW",
+	"dFICTePrkRE+MHyFaYAHwYNquGfEpwL51NdWHu0LVbfYanWcDekoUkegrqYS0qo8RB5m6v0BscS6Blfc",
+	"en/b2lIUC3la9gsJVheKGVKAjcqo7hIlAhnPyxizEfG1m8U6LI1lb4FeCDzM6VB3Q3p7AgdW1/+LHsUH",
+	"41eajQl4k3BivQAKLCQOJfENBVYANuBsI4wYmaVeB8emR5SYPjfElxE4nFie97gfy0bJh3MeoRkJSeJ5",
+	"owLBrd7QmSXut6/k1Aw87aGZu5U6tIU4mpQOrc8y8VKqi8UnUxySOmZ+XRAIgEhHFcGRalepDmiKAzlm",
+	"1CP71sGnPdJGxk4vy4hLMo6oEGh3u5Us0XpUuz080qEdGL3p9pAY85nIbFk7Q8c88EUKBBtCmpiXHMAs",
+	"XxHmZO0BWq6Gq+xrUq1QBElDY9EgoMwP5u0bz1nrWjzwzcA4UGQ9dejN7TgkRlESJRyrzzVSqdNmsQd9",
+	"AV2au/uZlWuRkKGACxmPqbQ8JOiIQTAEyOANdDRMjSciT8nSwinZCEv41GaQKgml+7sQopgGpUJVNAnS",
+	"FCXWLeTC2astBkRqzYaHaEiVzE0l8hXeAJUw2BFPAccrQDDXEmEdB4EV9oEnzcZYpuagUpBgaMVHJe0b",
+	"a5O2dJVTtBRK1zaDKT8qleIANIqvCFWMdga6srYKNtDHYsXQSUS88uiqLEMzo1OQJ3wS0ivio2HIJymF",
+	"UV99O0YmDrGQ9LSa28n8oM7rSewoWvmuhiYwVr9bEDELKmAB2bFo7u+j3eaeXUydsrqJ5oIB0+KtDgKj",
+	"0kTShBETNQ1FsJPmABlHj03w3Oqo2Ji5zG42g8LGNP7VIXFsDk9jseKbCS1rx0DXL4g4est83EAdgwh2",
+	"NGslx2w+w/NFxqjYMWZzhYBVMGwBh6UCOGBtX6GDoXOSz3CoMXtKwjowRQ9PUwYM6gck3jjRVNWBsahQ",
+	"KxjMkY1CVV+Lrc86tOaLDUrVhnkPMw0rrXur3W1IFIMQoK8OjRLpiwoRLcMheJ6gEHyYIJBFBTVGGfZU",
+	"1YQ/fOzFGAMxiFbryhnC9g1zziOEtQmCBq4OXr0JR6/FQwxBSpKEYkOoEEfvfE2YkEROZoQo4Iyx7oYL",
+	"Y40XVTtUVbpVCbNJjb4PRxoHZkqOBCEpPpKbVnEP9e0cLM2Wf4BRtmpCezSDDMgVCdCEh2QfYaHkcYR9",
+	"XyTfjKmQPJwjwmQ434dogeBKi3Qh4VOlOWgIK4aYjSXSth9BmJ8sEFJO5jxCE4JZrLbcK/pNQ64Ey4e2",
+	"wH0kQVAf8nCi7mAkY5dDFaMBj5jvIIwGkaBMCb1hFBD1wwxyfyAshfvkMYVVfWAimk55KIl/QnyKe2Dr",
+	"/HNCKpXw+EwgM7X2uVCjAIKn+REFGXyxIaywjk4kx8fqiqVzoL7vnB8dVJzKyWGnIBXKgY/AZn9GRBTA",
+	"FqYhn5JQUh3kitOjLoNvMj0si0/191SSiVjBoA0pJEf65e1mM8kYwWGIwV4u0tHLKwYhOxURgSC70gq0",
+	"IrBaLk0SS/xrPEc8gpMCWwJ1LVJXTLhrAaiBJhK/R/BkpfV6cX7MKpkuTsVIkh2ZSeHxsSR1Ra51Gs+S",
+	"wHmn4kfkDl8ngZ4xRm0ikcipBFjIRCC4w4qzA50RbEjOjUdjeNddYK3Pz5haNwertEF3cZYXu+lZ9prN",
+	"l9t7e63nuy93m3t720vnMiNHYhX0PNdvJtf1TL2/8o3Vd+DGl6Opfyf0X7j1cQJavIjM8uP9O9mLnb8G",
+	"9lotnMUiBqTvb3ozZQSmA7OmMhSwb50dpym6M8SBIM7qpGjFfJdGScKLgmHZLcoOuxz6mRWWgUCrho8P",
+	"BHcjo7cE4JLLtd16teKO2lv/UZrIVMAS9UVYwH+L7WYfZYf3VmsDeT4ZixTxf26iL2aortIrbhY1Frai",
+	"Z7lhlXroPEv3pE4YuJE4rc388V+ADw9DPjmPucAKTHNl/ro5riX5+S34lsyYH6z0rQl2QvJJfBkqsYgA",
+	"/1PKrZYa+UX87qcbaSCInMnMGYCndlLEcjIALEPuPGPN0olWNvPXu/i1Wd/D9fFvlxM2rcur+h+fPrde",
+	"fCmkgSn4pSD2/rT7ruJUuucHneNOr/u64lTOuufvj3/uvi7UX7KJY7ej9PfDkJZRMxvgkIdnKwvPVnn2",
+	"6OdWqwSQ4CUvLMBw/h7ttrZfIhxMx3hAJPVA929kacROZg07uSV8+rxTPPNrckU9csSGfE2I0+kCHHaf",
+	"Z2dt1vc69UNcH7Ybn74pnDvAA025biJ2kSBhZ0Ryet3z7VbRkeYO75CSwI8Tv7L78InENFhh4FRlg/wx",
+	"vcMTXfUETbEcO+j3iIRzxEOkdX8Uf7pwbsC18xNxRcwKpvnh/P07dKqfIspMsY0B9+cL466g8ZqNFyH7",
+	"W4IDOc7DSuTuOr+8mcSZr4omOmIy5GIKUsZtrj1YrBfO7tX2XutGMQo+vFA/X4xpDq9uVhz0xMu3ZBhJ",
+	"TpqgV2A4MF8OOA8IZsDTr6f3ywfpgoBx9wHFalLAb5KuJgJ4XJsJb34zGtyv/SeNA4UYdAPf1udYhAE/",
+	"fPyx4NyDUfredP3X58XWPC+8yr7Yev58e6/w1Uu6mtJ8KecZ/vzjaeFwkTZo2dcEHRW+dr2+cU0tQO9M",
+	"fa4XXgK58zzoLsl8dVVBAX9d7QAmKFrPyRBnQkKz6/KyIsFSQTP1qjpj7hfUHHtNAnpFQsQjCHEfYObv",
+	"W0cf1NdaoPFZ4eZFjvt++lwithlH4L0ZUVKbM3tLz1EC2J8hkUfHmS9clYHgQSRJ947LdLKGb4vXZWZ0",
+	"6gf3MOUtLdw5xnpy2Ln4uXt2dHhUIjXHrK/AD8IlRBsspAbaAD7OCGIcBZyNSIhmPLwUtQXUWoUCpiuN",
+	"6MWkzWVLbef2+Oe34/p3v3h3v0U334HCjXNG5ieU8QLZrsMQnvCIyTiz2igFzwSaqE9QxKgUqIolmnAh",
+	"Uetfz3fQv//3f6NtB5Fr7MGHurgZyIlTHAoSwtHenwRgXXD5iomHB2hv9/lLm8OEtHwJoQIL99tk6h2T",
+	"YUF5vZPDTpzLF5fQg4hmKJC3uJv7M3QUKgKt5m6RgK7LsuQX/54R7fmGqoCZSi1KGchoASuxs5TmssjV",
+	"8t41yoTEzCMrKTPGWZpTZ4s1EnC7L6865yAs7FmlQ9q0BrS5c0toZ/n4z/f2UgOngbd0aEllsJp4aqVI",
+	"co0nU/VNZSzlVLS3tsZYjEdYkoZPrqzbW2xB3AO2Fh+77iik9ZAMibr2ZG2FDp7aRTvL1C4oKFUg0NzZ",
+	"t+il7BhLybJ9D74Rkk9s7acbIe1TAcFwMRW9P9pG7sz91Z0+UKvbnD12GlKPstFG7Ka/J2XMVqpH5lQE",
+	"Dog4GGPGcpacMo3vq/GIWlHt9VnnsFdxKucfvj856vVK5DURDSZU3u16iWggucTBBnBf4utNjLqOb3dT",
+	"W7tnn3FSzS/lNE4RsYVLkRKKY+q4eJKLVC11HBmwpAlMjhLc0vV8k6oGl/0uTth75Qkru23bZX7bJRRr",
+	"p3Unn/CiSrAEJWKYlEJ8TbfN7+u4bfQEUkvxi9bwlGS3wp2lcRHOG18NKCO9DV3x3yMM9dDvmdRfRqsF",
+	"pTAqT0PqkXvfWYEbW6PTZVRJ7Tq3hBy0y/FMkskxFfKuLvoEp1YJA9wQdy70+q/gJ40XfxqtS93WvTCr",
+	"YaoCG0Au0VlWQ9DV6eNWGYHMY/Oyc09ZNHIGohuQtPQkTm1d6aXnsFhNBmweExKOCJpC7DgUcX65s/ei",
+	"ZrPUiU91nW/QyME0MaEsPfZ2nnttjBPlNJlV4bxJJpaVBNc4+dxRnhHsQ/R6nrSExKc3UhTIywDHdKHU",
+	"Xeh5dCpXCVVZS6qLhTS9tk+FG7ILym2ITAbE94taZ/TCiNjGGQRRVjfpBtqkjwQJrwgUx0Bn3ddH5xcf",
+	"zo7BYpf3DgLOgoG6IEzgLZ9ppK4HdEggccPHEqNqpoSlLSvOoT7b2/Nur/sLquoEmFc1B3759m33l9Oj",
+	"s26fmQcvG7tJrbgphqJNcUV7Wwan1ztGVR74kAQXXkEBfSiUZY9rLIgk1xB1D+JmxakMcRAMsFd8jgGG",
+	"HMeTrGHH59EgIMspZcIXWDQZGEIJa/p5VdxQQveUB3yU8ZsJiZmPA87UArwgEpKEN3u/45GyJ7i4JifB",
+	"oWLcg0S82LaweJ/g6ca6OixGyejZitZ5bh26MdBMVmE7JBgkF/s3FKiwroP4sfnLPgRdK35o/rIPPSyS",
+	"Z/oP/agIn4y75cG8TSunWdyX0U2W0J4hD7N1WtV1tZ6hKmG+ziK9omQmSiiPDzFCxwXROsUyji6cdTLE",
+	"HWPH35yd536cdgEW8kw7ze44yjkhd8lVmCR+0b9A1sEdXZ0rfJIKzlwrSyBuJbBSU4Byv2bcdiCdH5D3",
+	"cWZtKyk8WERQp4DcFJLRdHb9LWPfzUQ9nbNqnDRFUQdDHAVSF1kYYUlm2CTPQdYrtsX0l+DQ871WlgXv",
+	"rOpguR3J1PTopk9SkY2GUGweFK9e7GYA8WJFOKTq5uplwUJKVJ1jPqIMaAE6Oey0dVUvRBlyTw47F2fd",
+	"nz4cnXVfuw4kPAZ8NCK+eppUV0wX9DXtq/pQ+c9BszHHExqXz9CQzlbtNdm72yhbCxgydKF8hZH88nzk",
+	"TtcyvorLQwsy/VEWutiJCxd9m64Zu92qxx2fkMQj9C1y4Z3tV6lWUKi63XyFBlSKWkHhEVOT9Pxtp956",
+	"/mIxLHchLjcbmCsustHB260vi7+8KrbgmV3eh+HGCkb3l1KRpd0pWbBz0Dv6uaszWWM8NX8ujXUxI/Zs",
+	"yMvXJsE9jtCj9fhxcfjROVSk4Mwj+zqTn0qEdRUn9+LiLReyPh5d2P53yOP8khKlXLq/1M0cdThmd3MR",
+	"SVlufTsGnWqLtGiHar1IiIoDNRTqPPR1JUQoOjekuTDwVjYKqZUPQ1rRtK/XJUR0S6lhXXNmQZL4UjQC",
+	"9TBDarRbw9KdBaIDNsPfI2IeyzAipfngqyfA/Y/2t6XGLwU/W7sg0WFDEDg0ByuOxpNBqViRKk1AfBTQ",
+	"IdlHXoAn06RdJhUigoJqhpuEZIIpU7+o11FVEILc2E/n2jAbzYxry2WSne3nOy+atxBLSjPkzaFndp0G",
+	"XfmFgTo2BeazNO0raEWXVNSJa9iYYpVx56dFCMKL8wxk1lOh7orXxZ6PG8mmsyzit5AIOnEXtlWbrd0W",
+	"zYtyIDLElqToaIIkN+PFCdGl5+87HGldanYPAUCA4XcYYIpDYvVcHATvh5X2ryse66eimiimEBWUPEz3",
+	"gJpQKGav6zUzso/wQBAmTVn3kHOJqgPOpZAhnkJSE3BpoxWZYdUgbq2hAwRjE2Re8DcP75QvDSMk1RuK",
+	"SKx6BrXxWdKG+Mq0id43O9MLt3XNbN16zDyibpyD3MwjqKimjlRpCwFlBI9IO34b9aNmc8cz9wD+IKbi",
+	"KozhrpCUtaE6K2tXTFk5RudOpOZmWnbPwTopGpWr8JChTSmCFd/hLEGzGL5ODQeAwykuyh5ZT0tLyOQK",
+	"p8/ItTyIQlEYZa6vOddMFTr0TvGIrJ8+WK7/JY0871c6AxXHi0Iq5+cKLBqOA4JDEiqFLPnr0OLNDx97",
+	"lYJ+fCapqq7T9aF2XhUyshzkXlLfNTHLDnKpEO6WiyPf3VLylxt3qXLQkAcBn5kyuH12dnjw6mXrOQw2",
+	"IELGla+nShWgnna+QR2/wVzTXUtMq+5CWw7XKaS0DuJhn+mMT0uZ4XGtgUACEW2U8begrLcFpXwtKO1p",
+	"6bOUowWl3SwocbKglIsl1bccSD1APTmxsZTTlEZ6AFpeMdXmU/x7tFi1mjKEY33Raolx+2D9Z9IbNqdX",
+	"JgvBU/ojSVeeeqtbD6+5FJPEWx1C6xBWH4R8BqU3oae4KO9svKDU5hf2BcL2tUs5uyIbN44uCZkKJMY8",
+	"lPUAjE+xOQ4Hpl8nZUg7awdkTJlh67aNbNsUzza40GdVEVAf2iswH1l910jMDlgHTTtIxxgAhWPb3COl",
+	"Rtcc1Dk9qhvMJBJrV/MPH3t9plAcgxyb8F4H0XRSbM0xtd79EA+lQFU+lXRChU5tZzY2zkmVy7SVVmt9",
+	"ptaclELQSImqWPIJ9Qw0knIK4IXusy4kxUDShu4JjnLZKlW3rDydW2sgPUDc+nBAAs5G0Gcf95nmLPu5",
+	"Ht7J+6lS51a+323u6EsUUI8wnXlpkKYzxd6Y1FuNpuIvYZBKJpjNZg0Mjxs8HG2Zb8XW8dFB9915F75J",
+	"8hZiHKqk4iIq242mfotPCcNTWmlXdhrNxk4FKPIYiOpWY0aCoA7VLLd+m12Khi3UNyLAmWMUVIS+8oZI",
+	"SN1caK7cajbvrQkwjF9S9w8ifz6SAfqRzNE5kQ0t+xsbevG48UK3THZNirtU2r9+UlLCZILDeaVd0ad/",
+	"SeZxH3o6pEQsuAl++NgTJubo+fZLB1DsVXPnZQ3CeUdCMU11WSqf1FxbY8ix/2MZTN+aVzYIVpPpXwJY",
+	"G6tCBYqm9w3VYyWoQ0X3uNuw5JE31pSsBGoTIkPqKTCovwwGN+Z4EiwD5PspYZ3To/UAaQddo59PEQzN",
+	"3MjnXjQh7N6Rs5cm9cVAg04NSzHtTL+xQURLosEKS/Bif67L1IZXBCD0vLnz8EWAczV977HQ7D0eeQxL",
+	"G7sFq8WDgNRSnjtJPKXh251N8YAGFLSPQiS52t6Km3+lUGVBdobyqSJTKV2LY7r0fs6Kb0Un0L21mKgI",
+	"ZQO9Z3FHBxCf3V+gkVb9G/uJWnMY6k5D2m4u53EwSzQVMiR4Atz9TDFUAdTqmkIw3Yiya+Sq7VwYw6vr",
+	"oAPs+3PkGkHmQj11HdQLMRnSy/j3DvzcZ112xefIJdcS3vzDrcUiEORRh3RElfxlxn8m4mXPTJFlKgVU",
+	"ZmmrnXN/Xg+IEH2WapWhJQFb+Ne2W3UPNM7XlV7q6p450E1F2yrmSuIac100+G2387rPqnqxWlDMrE6/",
+	"WtNCj2nHBO4YKtCbbq+BPvLwUkmCGR83tH7tM4VUANQ5wiHImD73xNbp2ftfjrrnjYmPqv3K91rgnPMo",
+	"1O/2K1rmAuPTjIM4OQz4LHYd+3QIGY4ymLf7rI6++Sbr0P7mG1TFucr5Zf1ltZfbsGQfzYnULU37DGmx",
+	"1xT+jf3gDsJSN7UiVyRoa0/28mTNjJ+7oUY+NaimkFCdNAroJYFRbR8ccH7FjWuMOUp311XQcNBsTL0x",
+	"NHiwy016aKkBjIPe3GeGBDH3jpGZqRKvoXeuZXUNtmQMznTHkxHx6zSO+Kq1EZQTjmVTAWhjzkZhQqvZ",
+	"3Fercf8LAPTdyWHHTQmwOzcBy6gOqcCAOPBADau35RiLZLwXvccpFkqax9LUGXfV5FpMzrKsuORxJVWV",
+	"SYCpNM+BU32PFUbpodNUxCr1ItbjoHxTosYFtuDaSmwm5Rz+8mmDLHWx7nNRj9Ug4LMcGzsA/UKRmZAH",
+	"NzGyzMv1d7x+LnkIvg5DsWOH+UK0BeCZC1ZjOMYM/G62NZnRz2Pr6ILHZIo9UrcByT7S1jtUNTwmZequ",
+	"3XbmJGI0j1NxryofVVOk6s5zJnbb/JyanEEhAX1njB3zlnP14kpJBV6DuJf/et0sdzV6Lxdwvse+dU7D",
+	"J9trCHomv14bTnX3gDgqJBGQOtYCn2kkGpnuDBkDj1KNcRCRdCm4zAnHzViAz6gJbXerCQ50/f6idqWa",
+	"lNh6DAviVRJ1sdvcTtR1NW3aR6O4bjxr1rpWTn8L+r/DqQPvORniU8J8dWAZgC2GlC20YysLJNPEvBSE",
+	"mt2Z720vpLblbLa1PLSR1K0sqrEd1Bqrtj7HQR1fFB/e0h/XbgvewiWl2ueoBVERyxOrAj0tIVRSRf3v",
+	"oJG8S8O8jRhPoYYSCpf2yuUMWrUX4ILrIDdiKZZIfDdJ7zC9j4A3a1DNsAKLlU1PDjt9ZkMHs/F/+db9",
+	"d2+Ou7uWEpimDUoK+TBNx1QmyG4EpnZGPtJSkYUAFpd601h3nbfSUgmq05StjxHiC/udEYZWxtadBFvV",
+	"x6Eu0VQowFAR+yJWxdJF0eyeMDXeZnpNqJoRIEEazcDYIp1h2AH2LqGNjOLjaQvAcl6Sbp98ZyX786LD",
+	"4tdPX5zPi64D/WPa7fTrpy8Z/fxQK4p1dW7IGxPvEnApXNRTFQkdcwne9bS9a5j6PtHOwdINfkQuCqw4",
+	"OlYculLkZOIiWCSvbKV6yoFT4lNcHeh77s/vTV7NV3P/knUqmvCuBYF5+14XUGamU9BdEJO7PTy6STqG",
+	"d744lYKmgDd9WvTJF6dybJwmN30ev5duRPMnNP65vch3481OetEnvGD5R4c8HFDfJ0x/sXfzFwecDQOq",
+	"Hde7289XWVdBoyP1cau1ysfpblPw1Qpr7HF+gpktlifehz9FXEcCrEsj041H74FcZohgNgUvSxHf68Zf",
+	"i447VB1zxqNQLLa1TFNDTfeyZHDrs+7c8WWZUdvQwo3p3xskJ08XuvhC7978xTsuD3nE/Nverj9L9Ci6",
+	"S5DbunCVOoBbBfdjXa5ve0p9KrxYW6bHgZI3bjesUyKo6J42txNUhtAV8P3U9PvfpKSSbb2zkqSywr3J",
+	"9jqwF+HruXDrs9wVuOZpCEHmALJDyC2+B279MJQh1dL0IfntW+sGtP0/k9gUPEHV96fdd0r7ilt0rMxv",
+	"t+LOJvdPGLpm6EdPGvLNSp7IwxN5+AuRh9z9R//+X/+d/OWkWv1GU+u8tAlFq1KKcdL7a5mEbluEbVhQ",
+	"t9OUyOtmsY+ooe6TGP6oxXCr5D0T6XBTBzEyI0Jqf8bmhXTTdez+efEZDPzEiZ848RMn3iQnto3xgAGb",
+	"xnmrsVfbenATdx9Gfrr8T5f/6fI/vBge98ospQQ6QesmV6Bu8vBIfYEFVcUf2BmowVOiDkBm0pM78Mkd",
+	"+OQOvDXhy1TrXKB8ek6E04mAKzkDDelbIIVbn01Thi86MCcg2kCZJYuv4XdLFhcIy25hPz4iia/jVAJI",
+	"okEjzsiTkWCV2/ZArDshmw+LwRo5dKoNYC+GYlcCQV48qia5q4Xo65TaxErws/nXYHxPl+FvbjFLV2zO",
+	"ea5T1L74Uqwnq8Z9qD5B6rLuGZC9UNBK4JaSsFZl1xCBoflAHVby7S3upG57sLoOu3lqYIqbPFGFJ739",
+	"QYTfV+utNg7vfkCKeWAnx8HDChwnCXFJSR3Vo2EdyFQceL2OtLwV1x4qlEaOqZBxaxyxcZkkbkVUQo1g",
+	"sUoa18U0B3P4BVH/iTI9ySsbkFdiedjUfkO2n9Q9Ci5LL+bWZ93wa1WtFtpv3U3MeZIynu7yQ0oZTyx/",
+	"Ccs/IxN+RRBOqM8+gm6gOjVUgWUyjaTOyoSUTTwhkIx1r0TKuZmG6L6EoIdFBYLEaSTvi0BtyBVhm/89",
+	"aV9PdPFJ+3oixTnblW/yq6cB9u6NJJdJf7pX+PqhHRmDWKFr+BxGvg+D2J9BEeMe6tqS+EQTn2TFJwJl",
+	"zENKUkzsQtCf6PVZ57CHJEfnH74/Oer1uq/XtBeJdAkcq34WV4Qrrh4hJA2CfA0JUwKkkavrdMxHPJIr",
+	"eWePdW0MHi2KRgcBwWH9nEpSf411X4GFykR9U0JY9CsO6leE5CEekX7FXbOQzp9FRJzKOZH1sqrKsH9R",
+	"1G7nNvV8bkN3/pKu3xVLP2RLmPKRQkBU1XVXMnURHeTpg4A0LFMjURDmC7SAoekbaG9cykOcK7axSpWW",
+	"uL/bTfXzaqYYTp+lis3ku7s10OsIysPhuNjHKtXmoNJgn9nyca1m0yxElzxpo0zHuqJKb2+IPNCF1M/j",
+	"4t4bEz7iXmhlSd2mharZ3ibKqq1868xaFy/fI66akrk6H8cc4Qk6UndnGBIxNreH+gFBM8p8PkOcBXPd",
+	"OzugUgYE8aEpvRWQoSy+NlnOtWXqly/jYGfm7hKo8mxvl+kYr48ckWvF5XRtTUbM1dOVwTKllAy+GzOF",
+	"o5QA9X5cnZxMddUX0ArgiUDu6+5xt9eFsleRULjxWfc6/BJXwfovPf93rtNnpvF0XeAhaaebGdqXkRgr",
+	"VUSNPsZijCQe1RqoZ7qhXBJb+j/dyhHLPuPMg3us4WDbDyiNh3q4kQRlyTYweyVmAXji4pDuZzNBGzW/",
+	"FF5mDeqT+Xs5JuFrczS3us+ZWk/QxeF9JLuBILMxCUm23lNvxpHOfjXYgEzfBy1qxAWd4hY2rTXqImUa",
+	"cxfQjbd8hiaYzc0K4kOakZCka8U9moCy25Oevw/fP6cjBowf7gqgHCKBIKiqL0/mrLOkZF//3/QGUZdU",
+	"SDwXN8gAeb/syfxO92ctfljmlD2mV7G4s5D6tp/vOQ4VE0NFf1yzffcJ8f8SvDoj+wTpQ0/4henJvDpL",
+	"Tld2XObftDzjtZ3gZtXwzBb//PsF7pZh6GN16D8iWq5ocYZUPxOxwFASzpum1OvZUlMteD9l70cmr6es",
+	"nx+FhkBxp10QlJXmZ7pQw3PdQLLP+myxwnrjm2/QxxJ9MFWnPFe4NV0VFpqOiz7LtR3XgdACfZMpGvtN",
+	"A30oK7LqIPdNV5d9jbFWSbrxr3G74PK25LqIPoxuOh6q/e02t/tsneLuqLrb3NYl5XebO4l4XVBFXvA+",
+	"w6Y8vlbr5ZhM0AB7l/ly77UGeq/OyHZfT1beZ6nuX6VVb2NF23V0pXS30Wik6uG6uvFDAOYzNWRKp7DQ",
+	"qyEMtjpEpVYHjInAnq9I1pw96gHx+ISIPnPTjbrdhTLtKGI+CRFO1XQHVYcHvhFz+FSgmek3gKXpdspZ",
+	"nxVqHDWDuqZaq8LZTsrgAPhHfBRgScJF80PV1a3G3Vq6inFsujANAmJUHvOZWMTiQSS1ZJaceSNXOl+b",
+	"N6dYiP0UusZIXFpBf0mN/FSBfOqN+yzkEtuzMQon81GIqbAHpsvZ87hYPgDNliTHBnCAxGMe+FBdf8KF",
+	"RO6bTq/7sfOPi/Pu+fnR+3cXJ51fLk67ZxcfzrtnbpbPN1BHaqB5eOoYG87i98dHJ0e9i9P3x0cH//hO",
+	"3VBZ54FPhHQ1JhjqXtOtQrRhCsF7Qne1M4psQLCQKCQe9IhA0BwjPsaUVy2jVSc3P4F0otc6iaBi0Wvf",
+	"7EJTDhcaldsvWy3kmhnrAfBu0w+mUKvVyUxp89Q6QQppTRYu32Ip82mAKTO0pJpU4TY3qJbWYFP96yuA",
+	"q9D8EOQmNToewJNDGpIhv1YgOaYsuoa2m6ZnYwUH6u24YLhiEydDfEMR/OIK4WvRNd3YbZGs6R4xxN/P",
+	"9J+DKzAbczyhaSNG1mLZZxOC2WxMA5Imd89iu4eHw5BmblbSrgNsTnwk1GYUmph+hyX10h2Ng9ttIAUz",
+	"rpYJpFbxNl0GWtEJyRWtJTcdWIon6wCUgtNZ2TxhsHJDmbY34O6xRYjMlnP99duVVrP1ot7crjdf9Jp7",
+	"7Waz3Wz+M9OyP4FOqil08tnzzGfZjv6Lr+3Y12JUrLQr4uKn1ng8mPhB7+OH6wv85mcxePNK+q29+eDN",
+	"T/Kkl6rSXdG8JW573a6MRwvfMy7rChVxoJsk1n+LhKxjVjcAqwM06s1mc7vwqiUgfFdSeT8x8f/VYOu1",
+	"fv5t0Hp+efzLu8DbeTcdtNKwTTPh+4Fw6xbXRbeUKAtCsDXiTcKf7sWzkQ4rT1EKhVEKf4287Nuowxly",
+	"ff8BBNl2wKVJ2RbDdcd04IizMUdjLJC6ZglByqvC+eCBlQ09OpC91Mv3ZOd5StBeD581eqTwebkVZ3la",
+	"9p/vfS52Oj8h9988gSnT8L0ohWkYBQG6omSG+DB9GXT3yURvhm43c+0zBkd76R25N1NnuT64fuxrehqn",
+	"xIAKNjjM0NuTzkFs6+U+Seylxm8Vm5l0byXwcyhI8RmD1qW5/pR9Nis3qFLooBxb18BXD+7zIfYkD3OG",
+	"1XlanwYTazWv39ZyNiOzslwUjomZWNv8pa1dWDdpVRSOsoiI/WxnyCTyKLWQUiPJyRAfxEe8weJOmXnK",
+	"onky7TbhdBnROr3CiSeJ/quKO36o+N8E6x5W2DmXOJS27ViC2tUgY6kyfd40HailnfTIJwG9InG8ok+0",
+	"U2yIBpj5awv6KSPeZkj5eWTpkvVeYGMjhR79iiyZnspq29WFhobWwKfVmBqApc8MXIrCtgo9ImgVhwjQ",
+	"2pDIKGQ29ErDnQd+ocUaLQ/EKqCtPwOcT4a4spkMuZMh1lOsX2fzXuentmXdAipIMp0SH0XT/WyDZJuu",
+	"I1DKEfVE1x8zXd9eYStvOCNfuR3oIG7YeTDGfwI30dc9tjQrdrCvSFKqZX9KYCVTgaJp1iCKjONyfc6h",
+	"P9wM14B24MZIjnyCfZ3GJ9Almcp8OsoZLOXhVP9V7M7PRKoD/BMtezIp/Nm04kiIiGTiPqw2aL7bRzfG",
+	"gSylEjpcfWmVop5+JWeaKGzmDxib9gjF0HredCpDHk6wrLQrlMmdVsWp2L4n7e1m06lMKDN/xRlTlEky",
+	"ImHFqVzXR7ye/KrgWkSBXEau5UEUCh661gwxDckV5ZFAUzwiul9wfukefFOWxbXdegV18CQJ1bf/+rVT",
+	"/yeu/9Gs713UP337n5V8itcmE3nhSE5xsf79npF4o0/GzEdiqb9/wqFvbqllUhKGmXxmJIaFCHITZaRR",
+	"XiGLQtmETBiiAObIUlafkKQBCTgbCRuZFwd46iWA6GKio5CIBoLIXCgoNKYWDXSke/+rSw81yOxLipqZ",
+	"sDcoA6uoYqjD8rSllUdSadgCUdnWWU2ulME5WAKFi2Y8CnwEcUZoioVONtKjPBPaDjnXkVP6/2oVXoAn",
+	"U9AqM287caCk1iyfCeQS67R3UdU+/eFjzzxya0jgORK8gcBrApuJR0RhJkVK79JAABKNqXTiLjhXJJg7",
+	"lq43kKbMC/AacC6FDPEUWl8r7du1am4yuIvG+Iogxu0qqkpYwyOCQvV5rYE6yP6SjWzbbjabNsmJK9C/",
+	"QiPC4lhRhQszkFTVQKgK4V4Dxbbr5NojxCe+a48Ay9o+NNtPA8JHcWiROoXd5vY+wnFkroj0RnGsul+R",
+	"0JgNhjy0wUZ26R5mjEvYMSylrf+r+SksUFuWCwBUy0uswIy1GLkZWwCMDbP8SXX7kwX4ZZLyBmXjp3L8",
+	"f7MojjtU1wdM3VQoh2GtyyRyhjqnR5Yn/fCxV9s3nqAkdSDFnrT/q4jDZsTwLaouhZgST5Y3IDmK39kk",
+	"KUpmSUiRkxnvuj6bzepKoq9HYUCYx33diOP2Ezyo4TNZwJK4ADgXJaBILJ+sm38dCvYVCvVnhwfo5YsX",
+	"LSsLpdEXVV3sKfGwPcSBIK6OLmNzOVbCJvi76RWp3UyAPsO/uWCy4qT+TNqEU5Y+4Kws2bYRCOjgP0q7",
+	"bThDkdDkdGGbfAEOzpIc+yTBKyQeD32BXCNxKrkdBg8JFpy5+yC/qj0T5mOmZFn4IvcBRvoLxPBES/VU",
+	"xCSD+g3UYShilwwydH0n1Sja6GaUeUHkE3ik9xtDsNXchTk8sDtB0II6zEZJ3r/lBSvYaPSa1zd0oMZF",
+	"u/7pm9VsHcsiCm04YZgKMTRgerJZ/E2iC5eJWHFsYZKTVU5C0oGH+6nbFqeiwEWCZBOgoM3mXq3Y1FEW",
+	"nZiIWZu05p0QJQgXSyETIrGPJX66HU/hiStKC52YD1nksUGJCdemUpBgWHIb1vMPasNBKgqxpNjOzcUI",
+	"PggSntu3c8soq9dFwU53Sci0zLyvq/xU1kxWUVvaqCV/5RI3j7+4zRO7/JOD8QuLbKkb6CBuegYHc7gk",
+	"SljljKwVp39MhVy4nI+wNs7TjfiqnV43BuTbNPdMIZ2qKTVyT0H3H3TG8JdPyxcLqzPTfS7AYEaEcJQG",
+	"6VP9Xx0cymSIPWmYswPl1NR1vSRzAaLwhMiQeqKRsLYJiI45b7itUzDBDI/IhDAJZgFBQijwoZ1vwkSx",
+	"2p+Fg7A/Uao854GopWaJAVbsdyfMt8BXAnhcqDNbws/4qCyNip0J2TlKphhzqX1aQ6gWfkVCQaBICCUC",
+	"VdmIsmuY7iIuEdgLMRnSS3SoE9zVwTioy674PL0zk/5eV98WTB0beoW29GqfkeLAmrYlEpbSMYhP02dj",
+	"JKr8qD8l7fqEHjFpg6Pp9YQKST2FEbqklzfXUWAxmzH5EenpTJHh/HRd4eFALxcaXjsIIzHBQQDRIsOA",
+	"z7SNE02wN6Y6ktMGRkCD7C+fvvz/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -137,7 +137,7 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 			AssignedTeam: stringOrNil(ev.AssignedTeam), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
 			StateVersion: ev.StateVersion})
 	}
-	return GetCaseHistory200JSONResponse{Items: items}, nil
+	return GetCaseHistory200JSONResponse{Body: CaseHistory{Items: items}}, nil
 }
 
 func caseTransitioned(c *cases.Case) CaseTransitionedJSONResponse {

@@ -48,7 +48,7 @@ func (s *Server) ListMyDevices(ctx context.Context, _ ListMyDevicesRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return ListMyDevices200JSONResponse(sessionList(list, p.SessionID)), nil
+	return ListMyDevices200JSONResponse{Body: sessionList(list, p.SessionID)}, nil
 }
 
 // RevokeMyDevice signs out one of the caller's sessions (idempotent); another user's is 404.
@@ -74,5 +74,5 @@ func (s *Server) RevokeMyOtherDevices(ctx context.Context, _ RevokeMyOtherDevice
 	if err != nil {
 		return nil, err
 	}
-	return RevokeMyOtherDevices200JSONResponse{Revoked: n}, nil
+	return RevokeMyOtherDevices200JSONResponse{Body: RevokedCount{Revoked: n}}, nil
 }

@@ -62,7 +62,7 @@ func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return GetSession200JSONResponse(sessionView(v, false)), nil
+	return GetSession200JSONResponse{Body: sessionView(v, false)}, nil
 }
 
 // DeleteSession revokes a session (idempotent: 204 whether or not it was live).
@@ -129,7 +129,7 @@ func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsR
 	if err != nil {
 		return nil, err
 	}
-	return ListUserSessions200JSONResponse(sessionList(list, "")), nil
+	return ListUserSessions200JSONResponse{Body: sessionList(list, "")}, nil
 }
 
 // RevokeUserSessions revokes every session of the user, optionally keeping one.
@@ -142,7 +142,7 @@ func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessi
 	if err != nil {
 		return nil, err
 	}
-	return RevokeUserSessions200JSONResponse{Revoked: n}, nil
+	return RevokeUserSessions200JSONResponse{Body: RevokedCount{Revoked: n}}, nil
 }
 
 func sessionToken(is *sessions.Issued) SessionToken {

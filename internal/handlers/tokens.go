@@ -61,14 +61,14 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 	if err != nil {
 		return nil, err
 	}
-	out := ListTokens200JSONResponse{Items: make([]TokenMeta, 0, len(page.Items))}
+	out := TokenPage{Items: make([]TokenMeta, 0, len(page.Items))}
 	for _, t := range page.Items {
 		out.Items = append(out.Items, tokenMeta(t))
 	}
 	if page.NextCursor != "" {
 		out.NextCursor = &page.NextCursor
 	}
-	return out, nil
+	return ListTokens200JSONResponse{Body: out}, nil
 }
 
 // GetToken returns a token's metadata (never the token).
@@ -81,7 +81,7 @@ func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (G
 	if err != nil {
 		return nil, err
 	}
-	return GetToken200JSONResponse(tokenMeta(t)), nil
+	return GetToken200JSONResponse{Body: tokenMeta(t)}, nil
 }
 
 // RevokeToken revokes a token: 204 whether it was live, already revoked or unknown.
