@@ -35,6 +35,14 @@ if proxy_exports=$(scripts/proxy-env.sh up); then
 else
 	echo "test.sh: WARNING: scripts/proxy-env.sh could not provision nginx and caddy; the proxy end-to-end tests will skip" >&2
 fi
+# Headless Chromium (Debian's chromium package) for the API reference test
+# (cmd/gateway/docs_test.go); without it that test skips, saying why.
+if browser_exports=$(scripts/browser-env.sh up); then
+	eval "$browser_exports"
+	grep -E '^export HASHGATE_TEST_' <<<"$browser_exports" | sed 's/^export /  /'
+else
+	echo "test.sh: WARNING: scripts/browser-env.sh could not install chromium; the /docs browser tests will skip" >&2
+fi
 
 args=("$@")
 ((${#args[@]})) || args=(./...)

@@ -100,6 +100,13 @@ func TestEmbeddedGatewayStartsAndAuthenticates(t *testing.T) {
 		t.Fatalf("no bootstrap token printed:\n%s", stdout)
 	}
 	token := m[1]
+	// The banner links the interactive reference, and the link works.
+	if !strings.Contains(stdout.String(), base+"/docs") {
+		t.Fatalf("the banner does not link the API reference %s/docs:\n%s", base, stdout)
+	}
+	if code, body := get(t, base+"/docs", ""); code != 200 || !strings.Contains(body, "swagger-ui") {
+		t.Fatalf("docs %d", code)
+	}
 	if code, body := get(t, base+"/v1/tokens", token); code == 401 || code == 403 || code >= 500 {
 		t.Fatalf("bootstrap token refused: %d %s", code, body)
 	}
