@@ -43,6 +43,14 @@ if browser_exports=$(scripts/browser-env.sh up); then
 else
 	echo "test.sh: WARNING: scripts/browser-env.sh could not install chromium; the /docs browser tests will skip" >&2
 fi
+# newman (npm, pinned in tools/newman) for the Postman collection test
+# (cmd/gateway/postman_test.go); without it that test skips, saying why.
+if newman_exports=$(scripts/newman-env.sh up); then
+	eval "$newman_exports"
+	grep -E '^export HASHGATE_TEST_' <<<"$newman_exports" | sed 's/^export /  /'
+else
+	echo "test.sh: WARNING: scripts/newman-env.sh could not install newman; the Postman collection test will skip" >&2
+fi
 
 args=("$@")
 ((${#args[@]})) || args=(./...)

@@ -117,10 +117,13 @@ func redisGatewayEnv(t *testing.T) (env map[string]string, tokenFile string) {
 
 // recordSecret appends a token to HASHGATE_SECRETS_FILE (scripts/test.sh) so the keyspace
 // audit after the suite proves it never reached Redis.
-func recordSecret(tok string) {
+func recordSecret(tok string) { recordSecretLine("token " + tok) }
+
+// recordSecretLine appends one `kind value` line to HASHGATE_SECRETS_FILE.
+func recordSecretLine(line string) {
 	if path := os.Getenv("HASHGATE_SECRETS_FILE"); path != "" {
 		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			_, _ = f.WriteString("token " + tok + "\n")
+			_, _ = f.WriteString(line + "\n")
 			_ = f.Close()
 		}
 	}
