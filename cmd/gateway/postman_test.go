@@ -42,7 +42,7 @@ type newmanReport struct {
 			Assertions struct{ Total, Failed int }
 		}
 		Failures []struct {
-			Error struct{ Name, Message, Test string }
+			Error  struct{ Name, Message, Test string }
 			Source struct{ Name string }
 		}
 		Executions []struct {
