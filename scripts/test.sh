@@ -35,6 +35,22 @@ if proxy_exports=$(scripts/proxy-env.sh up); then
 else
 	echo "test.sh: WARNING: scripts/proxy-env.sh could not provision nginx and caddy; the proxy end-to-end tests will skip" >&2
 fi
+# Headless Chromium (Debian's chromium package) for the API reference test
+# (cmd/gateway/docs_test.go); without it that test skips, saying why.
+if browser_exports=$(scripts/browser-env.sh up); then
+	eval "$browser_exports"
+	grep -E '^export HASHGATE_TEST_' <<<"$browser_exports" | sed 's/^export /  /'
+else
+	echo "test.sh: WARNING: scripts/browser-env.sh could not install chromium; the /docs browser tests will skip" >&2
+fi
+# newman (npm, pinned in tools/newman) for the Postman collection test
+# (cmd/gateway/postman_test.go); without it that test skips, saying why.
+if newman_exports=$(scripts/newman-env.sh up); then
+	eval "$newman_exports"
+	grep -E '^export HASHGATE_TEST_' <<<"$newman_exports" | sed 's/^export /  /'
+else
+	echo "test.sh: WARNING: scripts/newman-env.sh could not install newman; the Postman collection test will skip" >&2
+fi
 
 args=("$@")
 ((${#args[@]})) || args=(./...)

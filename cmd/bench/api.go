@@ -13,18 +13,33 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashgate/hashgate/client"
 )
 
-// api calls the gateway's public HTTP API (the contract in api/openapi.yaml) for set-up.
+// api calls the gateway: the set-up through the public Go client (package client, generated
+// from the contract), the probes of the wrk scripts as raw requests.
 type api struct {
 	base  string
 	token string // bearer for service calls
 	hc    *http.Client
+	cl    *client.ClientWithResponses // on base, with token
 }
 
-func newAPI(base, token string) *api {
+func newAPI(base, token string) (*api, error) {
 	tr := &http.Transport{MaxIdleConns: 128, MaxIdleConnsPerHost: 128, IdleConnTimeout: 30 * time.Second}
-	return &api{base: base, token: token, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	a := &api{token: token, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	return a, a.setBase(base)
+}
+
+// setBase points the api at another gateway (same keys, same token).
+func (a *api) setBase(base string) error {
+	cl, err := client.NewClientWithResponses(base, client.WithHTTPClient(a.hc), client.WithBearerToken(a.token))
+	if err != nil {
+		return fmt.Errorf("client for %s: %w", base, err)
+	}
+	a.base, a.cl = base, cl
+	return nil
 }
 
 type apiResponse struct {
@@ -70,24 +85,6 @@ func (a *api) do(ctx context.Context, method, path string, body any, hdr map[str
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return &apiResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
-}
-
-// call is do + status check + JSON decode into out (when non-nil). op names the operation
-// in errors, e.g. "POST /v1/sessions".
-func (a *api) call(ctx context.Context, op, method, path string, body any, hdr map[string]string, out any, want ...int) (*apiResponse, error) {
-	r, err := a.do(ctx, method, path, body, hdr)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.check(op, want...); err != nil {
-		return r, err
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.Body, out); err != nil {
-			return r, fmt.Errorf("%s: decode: %w", op, err)
-		}
-	}
-	return r, nil
 }
 
 // check maps a status outside want to an error naming the operation and the problem.

@@ -319,9 +319,13 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 			return nil, err
 		}
 		if fx.api == nil {
-			fx.api = newAPI(gw.Base, gw.Admin)
+			fx.api, err = newAPI(gw.Base, gw.Admin)
+		} else {
+			err = fx.api.setBase(gw.Base)
 		}
-		fx.api.base = gw.Base
+		if err != nil {
+			return nil, err
+		}
 		for _, p := range plans {
 			if ctx.Err() != nil {
 				break

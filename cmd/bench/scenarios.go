@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashgate/hashgate/client"
 )
 
 // keyPrefix is GATEWAY_KEY_PREFIX for the benchmark's gateways.
@@ -59,17 +61,16 @@ func (f *fixtures) json() map[string]string {
 }
 
 // session creates one session for userID.
-func (f *fixtures) session(ctx context.Context, userID string, device map[string]string) (createdSession, error) {
-	body := map[string]any{"userId": userID, "authLevel": "BASIC"}
-	if device != nil {
-		body["device"] = device
+func (f *fixtures) session(ctx context.Context, userID string, device *client.DeviceInfo) (createdSession, error) {
+	rsp, err := client.Check(f.api.cl.CreateSessionWithResponse(ctx, client.SessionCreateRequest{
+		UserId: userID, AuthLevel: client.AuthLevelBASIC, Device: device}))
+	if err != nil {
+		return createdSession{}, fmt.Errorf("POST /v1/sessions: %w", err)
 	}
-	var out struct{ SessionID, Token string }
-	_, err := f.api.call(ctx, "POST /v1/sessions", http.MethodPost, "/v1/sessions", body, nil, &out, http.StatusCreated)
-	if err == nil && (out.SessionID == "" || out.Token == "") {
-		err = fmt.Errorf("POST /v1/sessions: no sessionId or token in the answer")
+	if rsp.JSON201 == nil || rsp.JSON201.SessionId == "" || rsp.JSON201.Token == "" {
+		return createdSession{}, fmt.Errorf("POST /v1/sessions: no sessionId or token in the answer")
 	}
-	return createdSession{ID: out.SessionID, Token: out.Token}, err
+	return createdSession{ID: rsp.JSON201.SessionId, Token: rsp.JSON201.Token}, nil
 }
 
 // loadSessions creates cfg.sessions users with one session each (and one with device info).
@@ -82,9 +83,9 @@ func (f *fixtures) loadSessions(ctx context.Context) ([]createdSession, error) {
 			return err
 		})
 		if f.sessErr == nil {
-			f.device, f.sessErr = f.session(ctx, "bench-device-user", map[string]string{
-				"label": "work laptop", "ip": "203.0.113.7",
-				"userAgent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+			f.device, f.sessErr = f.session(ctx, "bench-device-user", &client.DeviceInfo{
+				Label: new("work laptop"), Ip: new("203.0.113.7"),
+				UserAgent: new("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
 			})
 		}
 	})
@@ -96,15 +97,16 @@ func (f *fixtures) loadBearers(ctx context.Context) ([]string, error) {
 	var err error
 	f.bearerOnce.Do(func() {
 		for i := range 4 {
-			var out struct{ TokenID, Token string }
-			_, err = f.api.call(ctx, "POST /v1/tokens", http.MethodPost, "/v1/tokens", map[string]any{
-				"subject": fmt.Sprintf("bench-proxy-%d", i), "scopes": []string{"sessions:read"},
-				"ttlSeconds": 3600, "tokenType": "service",
-			}, nil, &out, http.StatusCreated)
+			var rsp *client.IssueTokenResponse
+			rsp, err = client.Check(f.api.cl.IssueTokenWithResponse(ctx, client.TokenIssueRequest{
+				Subject: fmt.Sprintf("bench-proxy-%d", i), Scopes: []client.Scope{client.ScopeSessionsRead},
+				TtlSeconds: 3600, TokenType: client.TokenIssueRequestTokenTypeService,
+			}))
 			if err != nil {
+				err = fmt.Errorf("POST /v1/tokens: %w", err)
 				break
 			}
-			f.bearers, f.tokenIDs = append(f.bearers, out.Token), append(f.tokenIDs, out.TokenID)
+			f.bearers, f.tokenIDs = append(f.bearers, rsp.JSON201.Token), append(f.tokenIDs, rsp.JSON201.TokenId)
 		}
 	})
 	if err != nil {
@@ -201,16 +203,17 @@ func (f *fixtures) mfaVerify(ctx context.Context) (wrkScript, wrkScript, error) 
 		if err != nil {
 			return err
 		}
-		var ch struct{ ChallengeID, Code string }
 		op := "POST /v1/sessions/{id}/mfa/challenge"
-		if _, err := f.api.call(ctx, op, http.MethodPost, "/v1/sessions/"+s.ID+"/mfa/challenge", nil, nil, &ch, http.StatusCreated); err != nil {
-			return err
+		rsp, err := client.Check(f.api.cl.CreateMfaChallengeWithResponse(ctx, s.ID))
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		if len(ch.Code) != 6 || ch.ChallengeID == "" {
-			return fmt.Errorf("%s: unexpected answer (challengeId %q, code of %d digits)", op, ch.ChallengeID, len(ch.Code))
+		ch := rsp.JSON201
+		if ch == nil || len(ch.Code) != 6 || ch.ChallengeId == "" {
+			return fmt.Errorf("%s: unexpected answer (%s)", op, rsp.Body)
 		}
 		wrong := ch.Code[:5] + string('0'+(ch.Code[5]-'0'+1)%10)
-		f.mfa[i] = mfaTarget{SessionID: s.ID, ChallengeID: ch.ChallengeID, WrongCode: wrong}
+		f.mfa[i] = mfaTarget{SessionID: s.ID, ChallengeID: ch.ChallengeId, WrongCode: wrong}
 		return nil
 	})
 	if err != nil {
@@ -227,16 +230,15 @@ func (f *fixtures) mfaVerify(ctx context.Context) (wrkScript, wrkScript, error) 
 func (f *fixtures) createQuotes(ctx context.Context, n int) ([]quoteRef, error) {
 	qs := make([]quoteRef, n)
 	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
-		var q struct{ QuoteID string }
-		r, err := f.api.call(ctx, "POST /v1/quotes", http.MethodPost, "/v1/quotes",
-			map[string]string{"customerId": "cust-bench", "salesChannel": "web", "currency": "EUR"}, nil, &q, http.StatusCreated)
+		rsp, err := client.Check(f.api.cl.CreateQuoteWithResponse(ctx, nil,
+			client.QuoteCreateRequest{CustomerId: "cust-bench", SalesChannel: "web", Currency: "EUR"}))
 		if err != nil {
-			return err
+			return fmt.Errorf("POST /v1/quotes: %w", err)
 		}
-		qs[i] = quoteRef{ID: q.QuoteID, ETag: r.Header.Get("ETag")}
-		if q.QuoteID == "" || qs[i].ETag == "" {
+		if rsp.JSON201 == nil || rsp.JSON201.QuoteId == "" || rsp.HTTPResponse.Header.Get("ETag") == "" {
 			return fmt.Errorf("POST /v1/quotes: no quoteId or ETag in the answer")
 		}
+		qs[i] = quoteRef{ID: rsp.JSON201.QuoteId, ETag: rsp.HTTPResponse.Header.Get("ETag")}
 		return nil
 	})
 	return qs, err
@@ -269,31 +271,31 @@ func (f *fixtures) quotePatch(ctx context.Context) (wrkScript, wrkScript, error)
 func (f *fixtures) addQuoteItems(ctx context.Context, n int) {
 	etag := f.quoteSample.ETag
 	for i := range n {
-		r, err := f.api.call(ctx, "PUT /v1/quotes/{id}/items/{itemId}", http.MethodPut,
-			fmt.Sprintf("/v1/quotes/%s/items/item-%d", f.quoteSample.ID, i),
-			map[string]any{"sku": fmt.Sprintf("SKU-%04d", i), "quantity": 2, "unitPriceMinor": 1999},
-			map[string]string{"If-Match": etag}, nil, http.StatusOK)
+		rsp, err := client.Check(f.api.cl.PutQuoteItemWithResponse(ctx, f.quoteSample.ID, fmt.Sprintf("item-%d", i),
+			&client.PutQuoteItemParams{IfMatch: &etag},
+			client.QuoteItemPut{Sku: fmt.Sprintf("SKU-%04d", i), Quantity: 2, UnitPriceMinor: 1999}))
 		if err != nil {
 			return
 		}
-		etag = r.Header.Get("ETag")
+		etag = rsp.HTTPResponse.Header.Get("ETag")
 		f.quoteItems++
 	}
 }
 
 func (f *fixtures) createCases(ctx context.Context, n int) ([]string, error) {
 	ids := make([]string, n)
-	due := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	due := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
 	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
-		var c struct{ CaseID string }
-		_, err := f.api.call(ctx, "POST /v1/cases", http.MethodPost, "/v1/cases", map[string]string{
-			"subjectRef": fmt.Sprintf("order:bench-%d", i), "assignedTeam": "support", "dueAt": due, "reason": "benchmark",
-		}, nil, &c, http.StatusCreated)
-		if err == nil && c.CaseID == "" {
-			err = fmt.Errorf("POST /v1/cases: no caseId in the answer")
+		rsp, err := client.Check(f.api.cl.CreateCaseWithResponse(ctx, nil, client.CaseCreateRequest{
+			SubjectRef: fmt.Sprintf("order:bench-%d", i), AssignedTeam: "support", DueAt: due, Reason: "benchmark"}))
+		if err != nil {
+			return fmt.Errorf("POST /v1/cases: %w", err)
 		}
-		ids[i] = c.CaseID
-		return err
+		if rsp.JSON201 == nil || rsp.JSON201.CaseId == "" {
+			return fmt.Errorf("POST /v1/cases: no caseId in the answer")
+		}
+		ids[i] = rsp.JSON201.CaseId
+		return nil
 	})
 	return ids, err
 }

@@ -2,18 +2,20 @@ package main
 
 import (
 	"bytes"
-	"log/slog"
-
 	"context"
-	"github.com/hashgate/hashgate/internal/app"
-	"github.com/hashgate/hashgate/internal/config"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashgate/hashgate/client"
+	"github.com/hashgate/hashgate/internal/app"
+	"github.com/hashgate/hashgate/internal/config"
 )
 
 // syncBuffer is a goroutine-safe buffer for the server's stdout/stderr.
@@ -100,14 +102,22 @@ func TestEmbeddedGatewayStartsAndAuthenticates(t *testing.T) {
 		t.Fatalf("no bootstrap token printed:\n%s", stdout)
 	}
 	token := m[1]
-	if code, body := get(t, base+"/v1/tokens", token); code == 401 || code == 403 || code >= 500 {
-		t.Fatalf("bootstrap token refused: %d %s", code, body)
+	// The banner links the interactive reference, and the link works.
+	if !strings.Contains(stdout.String(), base+"/docs") {
+		t.Fatalf("the banner does not link the API reference %s/docs:\n%s", base, stdout)
 	}
-	if code, _ := get(t, base+"/v1/tokens", "made.up.token"); code != 401 {
-		t.Fatalf("made-up token: %d", code)
+	if code, body := get(t, base+"/docs", ""); code != 200 || !strings.Contains(body, "swagger-ui") {
+		t.Fatalf("docs %d", code)
 	}
-	if code, _ := get(t, base+"/v1/tokens", token[:len(token)-4]+"AAAA"); code != 401 {
-		t.Fatalf("tampered token: %d", code)
+	ctx := context.Background()
+	if _, err := client.Check(apiClient(t, addr, token).ListTokensWithResponse(ctx, nil)); err != nil {
+		t.Fatalf("bootstrap token refused: %v", err)
+	}
+	for _, bad := range []string{"made.up.token", token[:len(token)-4] + "AAAA"} {
+		var p *client.Problem
+		if _, err := client.Check(apiClient(t, addr, bad).ListTokensWithResponse(ctx, nil)); !errors.As(err, &p) || p.Status != 401 {
+			t.Fatalf("token %.12s...: %v", bad, err)
+		}
 	}
 	logs := stderr.String()
 	if !strings.Contains(logs, "EMBEDDED STORE") {

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/client"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -117,34 +118,31 @@ func redisGatewayEnv(t *testing.T) (env map[string]string, tokenFile string) {
 
 // recordSecret appends a token to HASHGATE_SECRETS_FILE (scripts/test.sh) so the keyspace
 // audit after the suite proves it never reached Redis.
-func recordSecret(tok string) {
+func recordSecret(tok string) { recordSecretLine("token " + tok) }
+
+// recordSecretLine appends one `kind value` line to HASHGATE_SECRETS_FILE.
+func recordSecretLine(line string) {
 	if path := os.Getenv("HASHGATE_SECRETS_FILE"); path != "" {
 		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			_, _ = f.WriteString("token " + tok + "\n")
+			_, _ = f.WriteString(line + "\n")
 			_ = f.Close()
 		}
 	}
 }
 
-// postJSON calls the gateway directly with the admin token and decodes a 201 answer.
-func postJSON(t *testing.T, url, bearer string, body, out any) {
+// apiClient is the public Go client (package client) on the gateway at addr, calling as the
+// bearer token's holder ("": without a credential).
+func apiClient(t *testing.T, addr, bearer string) *client.ClientWithResponses {
 	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	resp, err := http.DefaultClient.Do(req)
+	var opts []client.ClientOption
+	if bearer != "" {
+		opts = append(opts, client.WithBearerToken(bearer))
+	}
+	c, err := client.NewClientWithResponses("http://"+addr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatal(err)
-	}
+	return c
 }
 
 // proxyConfig reads a documented proxy config (docs/proxy/name) and fills in its placeholders.
@@ -388,18 +386,22 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 	app, hits := echoUpstream(t)
 	appAddr := strings.TrimPrefix(app.URL, "http://")
 
-	type sessionOut struct {
-		SessionID string `json:"sessionId"`
-		Token     string `json:"token"`
+	ctx := context.Background()
+	api := apiClient(t, gw, admin)
+	login := func(user string, level client.AuthLevel) *client.SessionToken {
+		rsp, err := client.Check(api.CreateSessionWithResponse(ctx, client.SessionCreateRequest{UserId: user, AuthLevel: level}))
+		if err != nil {
+			t.Fatalf("login %s: %v", user, err)
+		}
+		return rsp.JSON201
 	}
-	var basic, mfa sessionOut
-	postJSON(t, "http://"+gw+"/v1/sessions", admin, map[string]any{"userId": "alice", "authLevel": "BASIC"}, &basic)
-	postJSON(t, "http://"+gw+"/v1/sessions", admin, map[string]any{"userId": "bob", "authLevel": "MFA"}, &mfa)
-	var minted struct {
-		Token string `json:"token"`
+	basic, mfa := login("alice", client.AuthLevelBASIC), login("bob", client.AuthLevelMFA)
+	issued, err := client.Check(api.IssueTokenWithResponse(ctx, client.TokenIssueRequest{Subject: "svc-frontend",
+		Scopes: []client.Scope{client.ScopeQuotesRead}, TtlSeconds: 3600, TokenType: client.TokenIssueRequestTokenTypeService}))
+	if err != nil {
+		t.Fatalf("issue a token: %v", err)
 	}
-	postJSON(t, "http://"+gw+"/v1/tokens", admin, map[string]any{"subject": "svc-frontend", "scopes": []string{"quotes:read"},
-		"ttlSeconds": 3600, "tokenType": "service"}, &minted)
+	minted := issued.JSON201
 	recordSecret(basic.Token)
 	recordSecret(mfa.Token)
 	recordSecret(minted.Token)
@@ -410,8 +412,8 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 		subject, session, scopes string
 	}
 	creds := []cred{
-		{"cookie", []string{"Cookie", "__Host-hg_session=" + basic.Token}, "alice", basic.SessionID, ""},
-		{"X-Session-Token", []string{"X-Session-Token", basic.Token}, "alice", basic.SessionID, ""},
+		{"cookie", []string{"Cookie", "__Host-hg_session=" + basic.Token}, "alice", basic.SessionId, ""},
+		{"X-Session-Token", []string{"X-Session-Token", basic.Token}, "alice", basic.SessionId, ""},
 		{"bearer", []string{"Authorization", "Bearer " + minted.Token}, "svc-frontend", "", "quotes:read"},
 	}
 	type call struct {
@@ -460,7 +462,7 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 			r := through(t, base, "POST", "/admin/users", "application/json", `{"role":"admin"}`, false,
 				"X-Session-Token", mfa.Token)
 			if want := (echoed{Method: "POST", URI: "/admin/users", ContentType: "application/json", Body: `{"role":"admin"}`,
-				Subject: "bob", Tenant: "default", Level: "MFA", Session: mfa.SessionID, AuthHeaders: 4}); r.status != 200 || r.echo != want {
+				Subject: "bob", Tenant: "default", Level: "MFA", Session: mfa.SessionId, AuthHeaders: 4}); r.status != 200 || r.echo != want {
 				t.Errorf("MFA session on an MFA resource: %d %s\n got  %+v\n want %+v", r.status, r.body, r.echo, want)
 			}
 			before := hits.Load()

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/hashgate/hashgate/client"
 )
 
 // Against a real Redis: `gateway token mint` issues a token whose metadata a serving gateway
@@ -24,9 +27,10 @@ func TestMintAndServeAgainstRedis(t *testing.T) {
 	minted := strings.TrimSpace(out.String())
 
 	addr, stdout, _ := startGateway(t, env)
-	base := "http://" + addr
-	if code, body := get(t, base+"/v1/tokens", minted); code != 200 || !strings.Contains(body, `"items"`) {
-		t.Fatalf("minted token: %d %s", code, body)
+	ctx := context.Background()
+	list, err := client.Check(apiClient(t, addr, minted).ListTokensWithResponse(ctx, nil))
+	if err != nil || list.JSON200 == nil {
+		t.Fatalf("minted token: %v", err)
 	}
 	boot, err := os.ReadFile(tokenFile)
 	if err != nil {
@@ -35,13 +39,18 @@ func TestMintAndServeAgainstRedis(t *testing.T) {
 	if fi, _ := os.Stat(tokenFile); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("bootstrap token file mode %v", fi.Mode().Perm())
 	}
-	if code, _ := get(t, base+"/v1/tokens", strings.TrimSpace(string(boot))); code != 200 {
-		t.Fatalf("bootstrap token: %d", code)
+	if _, err := client.Check(apiClient(t, addr, strings.TrimSpace(string(boot))).ListTokensWithResponse(ctx, nil)); err != nil {
+		t.Fatalf("bootstrap token: %v", err)
 	}
 	if strings.Contains(stdout.String(), strings.TrimSpace(string(boot))) {
 		t.Fatal("the bootstrap token was printed with a real Redis")
 	}
-	if code, _ := get(t, base+"/readyz", ""); code != 200 {
-		t.Fatalf("readyz %d", code)
+	var p *client.Problem
+	if _, err := client.Check(apiClient(t, addr, minted[:len(minted)-4]+"AAAA").ListTokensWithResponse(ctx, nil)); !errors.As(err, &p) || p.Status != 401 {
+		t.Fatalf("a token the gateway did not issue: %v", err)
+	}
+	ready, err := client.Check(apiClient(t, addr, "").GetReadyzWithResponse(ctx))
+	if err != nil || ready.JSON200.Redis.Embedded || ready.JSON200.Redis.FieldExpiry != client.RedisInfoFieldExpiryHsetex {
+		t.Fatalf("readyz: %v %+v", err, ready)
 	}
 }

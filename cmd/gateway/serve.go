@@ -98,7 +98,7 @@ func runServer(ctx context.Context, g *gateway, stdout io.Writer, ready chan<- s
 	g.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("listening", "addr", addr)
+	log.Info("listening", "addr", addr, "docs", "http://"+displayAddr(addr)+"/docs")
 	if ready != nil {
 		ready <- addr
 	}
@@ -166,11 +166,13 @@ func bootstrapToken(ctx context.Context, a *gateway, stdout io.Writer, addr stri
 
     export HG_TOKEN=%s
 
+  API reference (try it in the browser; Authorize with the token): %s/docs
+
   Try:
     curl -s %s/readyz
     curl -s -H "Authorization: Bearer $HG_TOKEN" %s/v1/tokens
 
-`, url, a.cfg.BootstrapTenant, exp.UTC().Format(time.RFC3339), tok, url, url)
+`, url, a.cfg.BootstrapTenant, exp.UTC().Format(time.RFC3339), tok, url, url, url)
 	}
 	return nil
 }

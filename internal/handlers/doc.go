@@ -14,6 +14,7 @@
 //     next three consult), http_authn.go and http_credentials.go (authentication from the
 //     spec's security schemes), http_strictjson.go (bodies refused before any decoder sees
 //     them), http_validate.go (kin-openapi validation and its errors), http_problem.go (the one
-//     error handler, rendering every failure as an RFC 9457 problem) and http_rawrefusal.go
-//     (net/http's own refusals as problems too).
+//     error handler, rendering every failure as an RFC 9457 problem), http_rawrefusal.go
+//     (net/http's own refusals as problems too) and http_docs.go (GET /docs, the interactive
+//     reference, with its files in docs/).
 package handlers

@@ -20,7 +20,7 @@ import (
 
 // NewEcho builds the whole HTTP stack: recover, request id, tracing and metrics, body limit,
 // authentication, strict JSON and spec validation (all three over one index of the spec), the
-// generated routes, /metrics, and the problem renderer.
+// generated routes, /docs (http_docs.go), /metrics, and the problem renderer.
 func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	spec, err := GetSwagger()
 	if err != nil {
@@ -51,6 +51,9 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	w := ServerInterfaceWrapper{Handler: si}
 	for _, m := range forwardAuthMethods {
 		e.Add(m, "/v1/authorize", w.Authorize)
+	}
+	if err := registerDocs(e); err != nil {
+		return nil, fmt.Errorf("handlers: API reference: %w", err)
 	}
 	if tel != nil {
 		e.GET("/metrics", echo.WrapHandler(tel.MetricsHandler()))
