@@ -221,6 +221,8 @@ func TestEvaluateTargets(t *testing.T) {
 			{Key: "naive", Res: res(16000)},
 			{Key: "authz-session", Gateway: true, Res: res(authz), RT: rt},
 			{Key: "whoami", Gateway: true, Res: res(authz), RT: 1},
+			{Key: "quote-get", Gateway: true, Res: res(10000), RT: 1},
+			{Key: "quote-get-nolimit", Gateway: true, Res: res(10200), RT: 1},
 		}
 	}
 	mem := func(b int64) []memRow { return []memRow{{Object: "session hash, plain (BASIC)", Bytes: b, Max: b}} }
@@ -240,15 +242,18 @@ func TestEvaluateTargets(t *testing.T) {
 		{name: "paired median missed", rp: report{Rows: rows(32000, 1.0), Memory: mem(200),
 			Paired: []pairedRound{{40000, 34000}, {40000, 28000}, {40000, 29000}}}, wantFail: true},
 		{name: "sessions failed", rp: report{Rows: []row{{Key: "ceiling-http", Res: res(40000)}, {Key: "authz-session", Gateway: true, Skip: "failed: set-up"}}},
-			wantFail: true, wantMiss: 4},
+			wantFail: true, wantMiss: 5},
+		{name: "rate limiting too costly", rp: report{Rows: append(rows(32000, 1.0)[:4],
+			row{Key: "quote-get", Gateway: true, Res: res(9000), RT: 1}, row{Key: "quote-get-nolimit", Gateway: true, Res: res(10000), RT: 1}),
+			Memory: mem(200)}, wantFail: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rp := tt.rp
 			rp.evaluate(256)
-			if len(rp.Targets) != 4 {
-				t.Fatalf("%d targets, want 4: %+v", len(rp.Targets), rp.Targets)
+			if len(rp.Targets) != 5 {
+				t.Fatalf("%d targets, want 5: %+v", len(rp.Targets), rp.Targets)
 			}
 			miss := 0
 			for _, tg := range rp.Targets {

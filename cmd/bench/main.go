@@ -55,7 +55,8 @@ type config struct {
 
 // allKeys lists every scenario key in run order.
 var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-bearer", "whoami", "mfa-verify",
-	"quote-patch", "case-escalate", "session-create", "authz-session-nocache", "authz-bearer-nocache", "ceiling-redis"}
+	"quote-patch", "quote-get", "case-escalate", "session-create", "authz-session-nocache", "authz-bearer-nocache",
+	"quote-get-nolimit", "ceiling-redis"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -288,6 +289,11 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	env := append(baseEnv(), keys...)
 	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
 		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation))
+	// Rate limits on but never reached: every bearer and session scenario pays for counting,
+	// none is refused. The gateway-nolimit phase turns them off for quote-get-nolimit.
+	limited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=1000000000/1m", "GATEWAY_RATE_LIMIT_PER_TENANT=1000000000/1m",
+		"GATEWAY_RATE_LIMIT_PER_SESSION=1000000000/1m"}
+	unlimited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=0", "GATEWAY_RATE_LIMIT_PER_TENANT=0", "GATEWAY_RATE_LIMIT_PER_SESSION=0"}
 	fx := &fixtures{cfg: b.cfg}
 	// An escalation is a write script: no faster than the fastest gateway scenario so far.
 	fx.rateHint = func() float64 {
@@ -301,9 +307,11 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	}
 	type phase struct {
 		name, cache string
+		limits      []string
 		plans       []plan
 	}
-	for _, ph := range []phase{{"gateway", "true", fx.gatewayPlans()}, {"gateway-nocache", "false", fx.noCachePlans()}} {
+	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans()}, {"gateway-nocache", "false", limited, fx.noCachePlans()},
+		{"gateway-nolimit", "true", unlimited, fx.noLimitPlans()}} {
 		var plans []plan
 		for _, p := range ph.plans {
 			if b.cfg.selected(p.Key) {
@@ -314,7 +322,7 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 			continue
 		}
 		b.logf("starting %s (GATEWAY_REDIS_CLIENT_CACHE=%s)", ph.name, ph.cache)
-		gw, err := startGateway(ctx, ph.name, bin, b.dir, append(env, "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
+		gw, err := startGateway(ctx, ph.name, bin, b.dir, append(append(slices.Clip(env), ph.limits...), "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
 		if err != nil {
 			return nil, err
 		}

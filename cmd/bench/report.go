@@ -141,6 +141,16 @@ func (rp *report) evaluate(sessionHashLimit int64) {
 	default:
 		add("authorize by session (cache on) ≥ 1.5 × naive design", false, false, "not measured")
 	}
+	limited, okL := rp.row("quote-get")
+	unlimited, okU := rp.row("quote-get-nolimit")
+	if okL && okU {
+		x := limited.Res.RPS() / unlimited.Res.RPS()
+		add("rate limiting costs ≤ 5% of a bearer read's throughput", true, x >= 0.95,
+			fmt.Sprintf("GET /v1/quotes/{id}: %.0f req/s limited, %.0f off (%.2f ×); round trips %.2f and %.2f",
+				limited.Res.RPS(), unlimited.Res.RPS(), x, limited.RT, unlimited.RT))
+	} else {
+		add("rate limiting costs ≤ 5% of a bearer read's throughput", false, false, "not measured")
+	}
 	var over, unknown, skipped []string
 	worst := 0.0
 	for _, r := range rp.Rows {

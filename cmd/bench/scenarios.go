@@ -54,6 +54,9 @@ type fixtures struct {
 	quoteItems  int
 	caseFresh   string
 	caseUsed    string
+	readOnce    sync.Once
+	readQuotes  []quoteRef
+	readErr     error
 }
 
 func (f *fixtures) json() map[string]string {
@@ -148,9 +151,33 @@ func (f *fixtures) gatewayPlans() []plan {
 		{Key: "whoami", Name: "GET /v1/session (X-Session-Token)", Expect: []int{200}, prepare: f.whoami},
 		{Key: "mfa-verify", Name: "POST …/mfa/verify, wrong code (422 → 429)", Expect: []int{422, 429}, prepare: f.mfaVerify},
 		{Key: "quote-patch", Name: "PATCH /v1/quotes/{id} with If-Match", Expect: []int{200}, prepare: f.quotePatch},
+		{Key: "quote-get", Name: "GET /v1/quotes/{id}, bearer (rate limits on)", Expect: []int{200}, prepare: f.quoteGet},
 		{Key: "case-escalate", Name: "POST /v1/cases/{id}/escalate", Expect: []int{200}, prepare: f.caseEscalate},
 		{Key: "session-create", Name: "POST /v1/sessions", Expect: []int{201}, prepare: f.sessionCreate},
 	}
+}
+
+// noLimitPlans run against a gateway with every request-rate limit off (GATEWAY_RATE_LIMIT_*=0):
+// the same bearer read as quote-get, for the cost of limiting.
+func (f *fixtures) noLimitPlans() []plan {
+	return []plan{
+		{Key: "quote-get-nolimit", Name: "GET /v1/quotes/{id}, bearer (rate limits off)", Expect: []int{200}, prepare: f.quoteGet},
+	}
+}
+
+// quoteGet reads quotes with the admin bearer token: a bearer API operation, counted against
+// the token's and the tenant's rate limits (one Redis round trip for the read; the limits
+// none). Both runs read the same quotes.
+func (f *fixtures) quoteGet(ctx context.Context) (wrkScript, wrkScript, error) {
+	f.readOnce.Do(func() { f.readQuotes, f.readErr = f.createQuotes(ctx, 256) })
+	if f.readErr != nil {
+		return wrkScript{}, wrkScript{}, f.readErr
+	}
+	items := make([]wrkItem, len(f.readQuotes))
+	for i, q := range f.readQuotes {
+		items[i] = wrkItem{Path: "/v1/quotes/" + q.ID}
+	}
+	return same(wrkScript{Method: "GET", Headers: map[string]string{"Authorization": "Bearer " + f.api.token}, Items: items})
 }
 
 // noCachePlans run against a second gateway with GATEWAY_REDIS_CLIENT_CACHE=false.
