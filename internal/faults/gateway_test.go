@@ -42,17 +42,27 @@ const hangGuard = 15 * time.Second
 // timeout as GATEWAY_REDIS_TIMEOUT; everything is closed at cleanup.
 func startGateway(t *testing.T, url string, timeout time.Duration) *gateway {
 	t.Helper()
+	return startGatewayWith(t, url, timeout, nil)
+}
+
+// startGatewayWith is startGateway with edit applied to the configuration first (nil: none).
+func startGatewayWith(t *testing.T, url string, timeout time.Duration, edit func(*config.Config)) *gateway {
+	t.Helper()
 	cfg, err := config.Load(func(string) string { return "" }) // the documented defaults
 	if err != nil {
 		t.Fatalf("config defaults: %v", err)
 	}
 	cfg.RedisURL, cfg.RedisTimeout, cfg.KeyPrefix = url, timeout, testredis.Prefix(t)
+	if edit != nil {
+		edit(&cfg)
+	}
+	d := cfg.Durability()
 	g := &gateway{t: t, cfg: cfg, timeout: timeout, keys: repo.Keys{Prefix: cfg.KeyPrefix}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g.store, err = store.Open(ctx, store.Options{URL: url, Timeout: timeout, DisableCache: !cfg.RedisClientCache,
-		ProbePrefix: cfg.KeyPrefix})
+		ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout}})
 	if err != nil {
 		t.Fatalf("store: %v", err)
 	}

@@ -37,7 +37,8 @@ type Durability struct {
 	// Replicas: DurableAuto (default), 0 (off: answer once the primary has the write), or N > 0
 	// (strict: N replicas must acknowledge, whether or not they are online; fewer → 503).
 	Replicas int
-	// Timeout bounds the wait for the replicas (WAIT's and WAITAOF's timeout). Default 1s.
+	// Timeout bounds the wait for the replicas (WAIT's and WAITAOF's timeout). Default 2s (an
+	// appendfsync everysec primary may take up to a second to fsync).
 	Timeout time.Duration
 }
 
@@ -82,8 +83,24 @@ func (d *Durable) Run(ctx context.Context, c rueidis.Client, write func(c rueidi
 		_, err := write(c)
 		return err
 	}
+	err := d.run(ctx, c, write)
+	// A dedicated connection follows no redirection. After a slot moved, the cluster client
+	// learns the new owner only with its next topology refresh: run the write again pinned to
+	// the node the MOVED names (the refused attempt wrote nothing there).
+	var re *rueidis.RedisError
+	if err != nil && c.Mode() == rueidis.ClientModeCluster && errors.As(err, &re) {
+		if addr, ok := re.IsMoved(); ok {
+			if n, ok := c.Nodes()[addr]; ok {
+				return d.run(ctx, n, write)
+			}
+		}
+	}
+	return err
+}
+
+func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error)) error {
 	return c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, call: d.call}
+		p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, call: d.call, replicas: d.replicas}
 		ended, err := write(p)
 		if err != nil || !ended {
 			return err
@@ -91,23 +108,22 @@ func (d *Durable) Run(ctx context.Context, c rueidis.Client, write func(c rueidi
 		if p.roleErr != nil {
 			return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
 		}
-		need := d.replicas
-		if d.replicas == DurableAuto {
-			need = min(1, p.online)
-		}
-		return d.confirm(ctx, dc, need)
+		return d.confirm(ctx, dc, p.need())
 	})
 }
 
-// confirm sends WAIT need (when need > 0) and WAITAOF 1 0 (when the primary has append-only
-// on) in one round trip on dc, the connection that wrote.
+// confirm sends WAIT need and, when the primary has append-only on, WAITAOF 1 0 (its own
+// fsync: with appendfsync everysec up to a second) in one round trip on dc, the connection
+// that wrote. need 0 (auto, no replica online) sends nothing.
 func (d *Durable) confirm(ctx context.Context, dc rueidis.DedicatedClient, need int) error {
 	ms := d.timeout.Milliseconds()
 	var cmds rueidis.Commands
 	if need > 0 {
 		cmds = append(cmds, dc.B().Wait().Numreplicas(int64(need)).Timeout(ms).Build())
 	}
-	aof := d.aof.Load() && d.waitAOF.Load()
+	// The local fsync is waited for together with the replicas: where the primary has none
+	// online (auto) nothing is waited for at all, as the primary's own answer is all there is.
+	aof := need > 0 && d.aof.Load() && d.waitAOF.Load()
 	if aof {
 		cmds = append(cmds, dc.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build())
 	}
@@ -153,14 +169,33 @@ func aofOff(err error) bool {
 // Every other method is the parent client's.
 type pinned struct {
 	rueidis.Client
-	d       rueidis.DedicatedClient
-	askRole bool
-	call    time.Duration
-	online  int
-	roleErr error
+	d        rueidis.DedicatedClient
+	askRole  bool
+	replicas int
+	call     time.Duration
+	online   int
+	roleErr  error
 }
 
 func (p *pinned) B() rueidis.Builder { return p.d.B() }
+
+// Confirms reports whether the write will be confirmed with a WAIT: a strict replica count,
+// or auto with a replica online (known once the first command has been sent).
+func (p *pinned) Confirms() bool { return p.need() > 0 }
+
+func (p *pinned) need() int {
+	if p.replicas == DurableAuto {
+		return min(1, p.online)
+	}
+	return p.replicas
+}
+
+// Confirms reports whether c, the client a Durable.Run write was handed, will confirm the
+// write with a WAIT (false with durability off).
+func Confirms(c rueidis.Client) bool {
+	p, ok := c.(*pinned)
+	return ok && p.Confirms()
+}
 
 func (p *pinned) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	if p.askRole {

@@ -22,7 +22,7 @@ func openDurable(t *testing.T, url string, d store.Durability) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := store.Open(ctx, store.Options{URL: url, Timeout: 2 * time.Second, DisableCache: true, Durability: d})
+	s, err := store.Open(ctx, store.Options{URL: url, Timeout: 2 * time.Second, DisableCache: true, Durability: &d})
 	if err != nil {
 		t.Fatalf("open %s: %v", url, err)
 	}

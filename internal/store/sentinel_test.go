@@ -16,7 +16,7 @@ import (
 func TestSentinelTopology(t *testing.T) {
 	t.Parallel()
 	set := testredis.StartSentinel(t, testredis.SentinelOptions{})
-	s := openDurable(t, set.URL(), store.Durability{})
+	s := openDurable(t, set.URL(), store.Durability{Replicas: store.DurableAuto})
 	if s.Caps.Topology != store.Sentinel {
 		t.Fatalf("topology %q, want sentinel", s.Caps.Topology)
 	}

@@ -54,8 +54,8 @@ type Options struct {
 	// Sentinels (see ClientOption). Empty starts the embedded store.
 	URL string
 	// Durability confirms the writes that end a credential with WAIT/WAITAOF (see Durable).
-	// The zero value is DurableAuto with a 1s timeout; it is off on the embedded store.
-	Durability Durability
+	// nil is DurableAuto with a 2s timeout; it is always off on the embedded store.
+	Durability *Durability
 	// Timeout bounds every Redis call (default 500ms).
 	Timeout time.Duration
 	// DisableCache turns client-side caching off (always off for the embedded store).
@@ -185,14 +185,18 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.NewClient = rueidis.NewClient
 	}
 	s := &Store{Timeout: o.Timeout}
-	if o.Durability.Timeout <= 0 {
-		o.Durability.Timeout = time.Second
+	dur := Durability{Replicas: DurableAuto}
+	if o.Durability != nil {
+		dur = *o.Durability
 	}
-	if o.Durability.Replicas < DurableAuto {
-		return nil, fmt.Errorf("store: durable replicas %d: want auto (-1), 0 or a positive count", o.Durability.Replicas)
+	if dur.Timeout <= 0 {
+		dur.Timeout = 2 * time.Second
 	}
-	s.Durable = &Durable{replicas: o.Durability.Replicas, timeout: o.Durability.Timeout, call: o.Timeout,
-		off: o.Durability.Replicas == 0 || strings.TrimSpace(o.URL) == ""}
+	if dur.Replicas < DurableAuto {
+		return nil, fmt.Errorf("store: durable replicas %d: want auto (-1), 0 or a positive count", dur.Replicas)
+	}
+	s.Durable = &Durable{replicas: dur.Replicas, timeout: dur.Timeout, call: o.Timeout,
+		off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == ""}
 	var opt rueidis.ClientOption
 	if strings.TrimSpace(o.URL) == "" {
 		m := miniredis.NewMiniRedis()
