@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -29,6 +30,7 @@ type gateway struct {
 	store   *store.Store
 	tokens  *tokens.Service
 	keys    repo.Keys
+	hasher  *keyhash.Hasher
 	srv     *httptest.Server
 	client  *http.Client
 	timeout time.Duration
@@ -80,7 +82,7 @@ func startGatewayWith(t *testing.T, url string, timeout time.Duration, edit func
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.tokens = gw.Tokens
+	g.tokens, g.hasher = gw.Tokens, h
 	e := gw.Echo
 	g.srv = httptest.NewUnstartedServer(e)
 	g.srv.Config.ReadHeaderTimeout = cfg.ReadHeaderTimeout
