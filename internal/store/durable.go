@@ -248,3 +248,6 @@ func onlineReplicas(r rueidis.RedisResult) (int, error) {
 	}
 	return len(reps), nil
 }
+
+// DurableMode is the durability in force for /readyz: "auto", "off" or the replica count.
+func (s *Store) DurableMode() string { return s.Durable.Mode() }
