@@ -23,7 +23,7 @@ func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		tests := []struct {
-			name    string
+			name      string
 			rotations int // sessions rotated right after the first index reads
 			wantErr   bool
 		}{
