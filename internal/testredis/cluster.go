@@ -376,10 +376,16 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 	}
 	ports := freePorts(t, 4*clusterMasters)
 	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
+	// The data folders first: cleanups run last-in first-out, so the processes are stopped
+	// before their folders are removed.
+	dirs := map[int]string{}
+	for _, p := range ports {
+		dirs[p] = t.TempDir()
+	}
 	t.Cleanup(rc.stop)
 	start := func(n *ClusterNode, extra ...string) {
 		args := append([]string{"--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
-			"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
+			"--bind", "127.0.0.1", "--dir", dirs[n.Port], "--daemonize", "no", "--logfile", "",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
 			"--appendonly", "no", "--save", "", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1"}, extra...)
 		n.cmd = exec.Command(bin, args...)

@@ -28,8 +28,9 @@ import (
 //   - commands: every command that reached Redis (a script is one EVALSHA; a cache hit is not
 //     one), kept in order with its arguments.
 //
-// Dedicated and Dedicate are recorded as a command named DEDICATED that is not read-only;
-// what runs on a connection from Dedicated is recorded too (Do calls After), from Dedicate not.
+// What runs on a connection from Dedicated is recorded like the client's own calls (Do calls
+// After); Dedicate is recorded as a command named DEDICATED that is not read-only (what runs on
+// its connection is not seen).
 //
 // NewCounter makes one that only counts (no command kept, no allocation, no lock), for
 // benchmarks that report commands per operation.
@@ -188,10 +189,9 @@ func (r *Recorder) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableT
 	return res
 }
 
-// Dedicated records a DEDICATED command and hands fn a dedicated connection whose Do and
-// DoMulti are recorded (and call After) like the client's.
+// Dedicated hands fn a dedicated connection whose Do and DoMulti are recorded (and call
+// After) like the client's; taking the connection is no call and no round trip of its own.
 func (r *Recorder) Dedicated(fn func(rueidis.DedicatedClient) error) error {
-	r.note(Command{Args: []string{"DEDICATED"}})
 	return r.Client.Dedicated(func(dc rueidis.DedicatedClient) error {
 		return fn(&recordedDedicated{DedicatedClient: dc, r: r})
 	})
