@@ -249,6 +249,7 @@ func (e RedisInfoFieldExpiry) Valid() bool {
 // Defines values for RedisInfoTopology.
 const (
 	RedisInfoTopologyCluster    RedisInfoTopology = "cluster"
+	RedisInfoTopologySentinel   RedisInfoTopology = "sentinel"
 	RedisInfoTopologyStandalone RedisInfoTopology = "standalone"
 )
 
@@ -256,6 +257,8 @@ const (
 func (e RedisInfoTopology) Valid() bool {
 	switch e {
 	case RedisInfoTopologyCluster:
+		return true
+	case RedisInfoTopologySentinel:
 		return true
 	case RedisInfoTopologyStandalone:
 		return true
@@ -659,22 +662,35 @@ type ReadinessStatus string
 
 // RedisInfo defines model for RedisInfo.
 type RedisInfo struct {
+	// DurableReplicas GATEWAY_DURABLE_REPLICAS in force: `auto`, `off` or a replica count. Writes that end a
+	// credential are answered once that many replicas have them.
+	DurableReplicas *string `json:"durableReplicas,omitempty"`
+
 	// Embedded True when the in-process store serves (no REDIS_URL).
 	Embedded bool `json:"embedded"`
 
 	// FieldExpiry How field-lifetime data (MFA challenges) is stored: HSETEX (Redis 8), HSET+HEXPIRE
 	// (Redis 7.4), or a separate key with its own TTL (older servers).
-	FieldExpiry   RedisInfoFieldExpiry `json:"fieldExpiry"`
-	LatencyMs     *float64             `json:"latencyMs,omitempty"`
-	ServerVersion string               `json:"serverVersion"`
-	Topology      RedisInfoTopology    `json:"topology"`
+	FieldExpiry RedisInfoFieldExpiry `json:"fieldExpiry"`
+	LatencyMs   *float64             `json:"latencyMs,omitempty"`
+
+	// Primary host:port of the node taking the writes now: the primary the Sentinels name (it
+	// changes on failover) or the standalone server. Absent for a cluster and the embedded
+	// store.
+	Primary       *string `json:"primary,omitempty"`
+	ServerVersion string  `json:"serverVersion"`
+
+	// Topology How Redis is deployed: one server, a cluster (several seed addresses), or the primary
+	// of a Sentinel master set (REDIS_URL with master_set), followed across failovers.
+	Topology RedisInfoTopology `json:"topology"`
 }
 
 // RedisInfoFieldExpiry How field-lifetime data (MFA challenges) is stored: HSETEX (Redis 8), HSET+HEXPIRE
 // (Redis 7.4), or a separate key with its own TTL (older servers).
 type RedisInfoFieldExpiry string
 
-// RedisInfoTopology defines model for RedisInfo.Topology.
+// RedisInfoTopology How Redis is deployed: one server, a cluster (several seed addresses), or the primary
+// of a Sentinel master set (REDIS_URL with master_set), followed across failovers.
 type RedisInfoTopology string
 
 // RevokedCount defines model for RevokedCount.

@@ -32,6 +32,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 		DisableCache: !cfg.RedisClientCache,
 		ProbePrefix:  cfg.KeyPrefix,
 		NewClient:    tel.RedisClient,
+		Durability:   durability(cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -47,4 +48,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 		return nil, err
 	}
 	return &gateway{cfg: cfg, log: log, store: s, Gateway: a}, nil
+}
+
+// durability is GATEWAY_DURABLE_REPLICAS and GATEWAY_DURABLE_TIMEOUT in the store's terms.
+func durability(cfg config.Config) *store.Durability {
+	d := cfg.Durability()
+	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout}
 }

@@ -21,6 +21,10 @@ type Config struct {
 	RedisTimeout       time.Duration `env:"GATEWAY_REDIS_TIMEOUT" default:"500ms"`
 	RedisClientCache   bool          `env:"GATEWAY_REDIS_CLIENT_CACHE" default:"true"`
 	RedisCommandLabels bool          `env:"GATEWAY_REDIS_COMMAND_METRICS" default:"false"`
+	// DurableReplicas: how many replicas must acknowledge a write that ends a credential
+	// before it is answered: auto (one whenever the primary has one online), 0 (off) or N.
+	DurableReplicas    string        `env:"GATEWAY_DURABLE_REPLICAS" default:"auto"`
+	DurableTimeout     time.Duration `env:"GATEWAY_DURABLE_TIMEOUT" default:"2s"`
 	KeyPrefix          string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
 	LogLevel           string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
 	BootstrapTokenFile string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
@@ -90,6 +94,24 @@ type Config struct {
 	IdleTimeout       time.Duration `env:"GATEWAY_IDLE_TIMEOUT" default:"120s"`
 	ShutdownTimeout   time.Duration `env:"GATEWAY_SHUTDOWN_TIMEOUT" default:"15s"`
 	RetryAfter        time.Duration `env:"GATEWAY_RETRY_AFTER" default:"1s"`
+}
+
+// Durability is GATEWAY_DURABLE_REPLICAS (Replicas: -1 for auto) and GATEWAY_DURABLE_TIMEOUT.
+type Durability struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+// maxDurableReplicas bounds GATEWAY_DURABLE_REPLICAS.
+const maxDurableReplicas = 16
+
+// Durability reads the durable-write settings (valid once Validate passed).
+func (c Config) Durability() Durability {
+	n, err := strconv.Atoi(c.DurableReplicas)
+	if err != nil || strings.EqualFold(c.DurableReplicas, "auto") {
+		n = -1
+	}
+	return Durability{Replicas: n, Timeout: c.DurableTimeout}
 }
 
 // Embedded reports whether the gateway runs on the embedded store (no REDIS_URL).
@@ -195,6 +217,10 @@ func (c Config) Validate() error {
 	}
 	check(c.Addr != "", "GATEWAY_ADDR must not be empty")
 	check(c.RedisTimeout >= 10*time.Millisecond && c.RedisTimeout <= time.Minute, "GATEWAY_REDIS_TIMEOUT must be within 10ms..1m")
+	if n, err := strconv.Atoi(c.DurableReplicas); !strings.EqualFold(c.DurableReplicas, "auto") && (err != nil || n < 0 || n > maxDurableReplicas) {
+		errs = append(errs, fmt.Errorf("GATEWAY_DURABLE_REPLICAS must be auto or 0..%d", maxDurableReplicas))
+	}
+	check(c.DurableTimeout >= 10*time.Millisecond && c.DurableTimeout <= time.Minute, "GATEWAY_DURABLE_TIMEOUT must be within 10ms..1m")
 	check(c.KeyPrefix != "" && !strings.ContainsAny(c.KeyPrefix, ":{} \t\n"), "GATEWAY_KEY_PREFIX must be non-empty without ':', '{', '}' or spaces")
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -272,9 +298,20 @@ func MaskURL(u string) string {
 	if !ok {
 		return u
 	}
+	rest, query, hasQuery := strings.Cut(rest, "?")
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		user, _, _ := strings.Cut(rest[:at], ":")
 		rest = user + ":***@" + rest[at+1:]
+	}
+	if hasQuery {
+		// The Sentinels' password travels as a query parameter.
+		params := strings.Split(query, "&")
+		for i, p := range params {
+			if k, _, ok := strings.Cut(p, "="); ok && strings.Contains(strings.ToLower(k), "password") {
+				params[i] = k + "=***"
+			}
+		}
+		rest += "?" + strings.Join(params, "&")
 	}
 	return scheme + "://" + rest
 }

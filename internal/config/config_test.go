@@ -85,3 +85,42 @@ func TestReadmeDocumentsEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+// A Sentinel URL carries the Sentinels' password as a query parameter: masked like the data
+// nodes' password.
+func TestSentinelPasswordMasked(t *testing.T) {
+	t.Parallel()
+	got := MaskURL("rediss://app:hunter2pw@s1:26379,s2:26379/0?master_set=main&sentinel_username=sen&sentinel_password=s3ntinelpw")
+	if strings.Contains(got, "hunter2pw") || strings.Contains(got, "s3ntinelpw") {
+		t.Fatalf("masked URL leaks a password: %s", got)
+	}
+	if !strings.Contains(got, "master_set=main") || !strings.Contains(got, "sentinel_password=***") {
+		t.Fatalf("masked URL lost its shape: %s", got)
+	}
+}
+
+func TestDurableSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Durability(); d.Replicas != -1 || d.Timeout != 2*time.Second {
+		t.Fatalf("defaults: %+v, want auto (-1) and 2s", d)
+	}
+	for v, want := range map[string]int{"auto": -1, "0": 0, "2": 2} {
+		c, err := Load(env(map[string]string{"GATEWAY_DURABLE_REPLICAS": v, "GATEWAY_DURABLE_TIMEOUT": "250ms"}))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if d := c.Durability(); d.Replicas != want || d.Timeout != 250*time.Millisecond {
+			t.Errorf("%s: %+v", v, d)
+		}
+	}
+	for _, bad := range []map[string]string{{"GATEWAY_DURABLE_REPLICAS": "some"}, {"GATEWAY_DURABLE_REPLICAS": "-1"},
+		{"GATEWAY_DURABLE_REPLICAS": "100"}, {"GATEWAY_DURABLE_TIMEOUT": "0s"}} {
+		if _, err := Load(env(bad)); err == nil || !strings.Contains(err.Error(), "GATEWAY_DURABLE_") {
+			t.Errorf("%v: err %v", bad, err)
+		}
+	}
+}

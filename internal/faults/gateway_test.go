@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -29,6 +30,7 @@ type gateway struct {
 	store   *store.Store
 	tokens  *tokens.Service
 	keys    repo.Keys
+	hasher  *keyhash.Hasher
 	srv     *httptest.Server
 	client  *http.Client
 	timeout time.Duration
@@ -42,17 +44,27 @@ const hangGuard = 15 * time.Second
 // timeout as GATEWAY_REDIS_TIMEOUT; everything is closed at cleanup.
 func startGateway(t *testing.T, url string, timeout time.Duration) *gateway {
 	t.Helper()
+	return startGatewayWith(t, url, timeout, nil)
+}
+
+// startGatewayWith is startGateway with edit applied to the configuration first (nil: none).
+func startGatewayWith(t *testing.T, url string, timeout time.Duration, edit func(*config.Config)) *gateway {
+	t.Helper()
 	cfg, err := config.Load(func(string) string { return "" }) // the documented defaults
 	if err != nil {
 		t.Fatalf("config defaults: %v", err)
 	}
 	cfg.RedisURL, cfg.RedisTimeout, cfg.KeyPrefix = url, timeout, testredis.Prefix(t)
+	if edit != nil {
+		edit(&cfg)
+	}
+	d := cfg.Durability()
 	g := &gateway{t: t, cfg: cfg, timeout: timeout, keys: repo.Keys{Prefix: cfg.KeyPrefix}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g.store, err = store.Open(ctx, store.Options{URL: url, Timeout: timeout, DisableCache: !cfg.RedisClientCache,
-		ProbePrefix: cfg.KeyPrefix})
+		ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout}})
 	if err != nil {
 		t.Fatalf("store: %v", err)
 	}
@@ -70,7 +82,7 @@ func startGateway(t *testing.T, url string, timeout time.Duration) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.tokens = gw.Tokens
+	g.tokens, g.hasher = gw.Tokens, h
 	e := gw.Echo
 	g.srv = httptest.NewUnstartedServer(e)
 	g.srv.Config.ReadHeaderTimeout = cfg.ReadHeaderTimeout

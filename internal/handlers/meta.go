@@ -23,17 +23,28 @@ func (s *Server) GetReadyz(ctx context.Context, _ GetReadyzRequestObject) (GetRe
 		return nil, s.unavailable(fmt.Errorf("readiness ping: %w: %w", store.ErrUnavailable, err), "Redis does not answer.")
 	}
 	ms := float64(d.Microseconds()) / 1000
-	return GetReadyz200JSONResponse{
-		Status:  ReadinessStatusOk,
-		Version: &s.Version,
-		Redis: RedisInfo{
-			Topology:      RedisInfoTopology(s.Caps.Topology),
-			FieldExpiry:   RedisInfoFieldExpiry(s.Caps.FieldExpiry),
-			ServerVersion: s.Caps.ServerVersion,
-			Embedded:      s.Caps.Embedded,
-			LatencyMs:     &ms,
-		},
-	}, nil
+	info := RedisInfo{
+		Topology:      RedisInfoTopology(s.Caps.Topology),
+		FieldExpiry:   RedisInfoFieldExpiry(s.Caps.FieldExpiry),
+		ServerVersion: s.Caps.ServerVersion,
+		Embedded:      s.Caps.Embedded,
+		LatencyMs:     &ms,
+	}
+	if t, ok := s.Store.(topologyReporter); ok {
+		if p := t.Primary(); p != "" {
+			info.Primary = &p
+		}
+		mode := t.DurableMode()
+		info.DurableReplicas = &mode
+	}
+	return GetReadyz200JSONResponse{Status: ReadinessStatusOk, Version: &s.Version, Redis: info}, nil
+}
+
+// topologyReporter is what /readyz reports beyond the ping when the store can tell (the real
+// store; test fakes need not): the current primary and the durability in force.
+type topologyReporter interface {
+	Primary() string
+	DurableMode() string
 }
 
 // GetOpenAPI serves the contract this server was generated from.

@@ -91,7 +91,9 @@ const MaxSessionCacheTTL = time.Minute
 // (rueidis' default; replica reads are never enabled); only Authorize may read through the
 // client-side cache (SessionOptions.CacheTTL).
 type Sessions struct {
-	client   rueidis.Client
+	client rueidis.Client
+	// dur confirms the writes that end a credential (durable.go).
+	dur      *store.Durable
 	keys     Keys
 	mode     store.FieldExpiry
 	o        SessionOptions
@@ -143,7 +145,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown field-expiry mode %q", ErrSessionOptions, mode)
 	}
-	r := &Sessions{client: s.Client, keys: k, mode: mode, o: o, now: time.Now, expiry: session.Expiry{RefreshFraction: o.RefreshFraction},
+	r := &Sessions{client: s.Client, dur: s.Durable, keys: k, mode: mode, o: o, now: time.Now,
+		expiry:     session.Expiry{RefreshFraction: o.RefreshFraction},
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
 		refreshing: make(chan struct{}, maxBackgroundRefreshes)}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
@@ -85,7 +87,7 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*Created, erro
 		}
 		args := make([]string, 0, len(head)+2+len(candidates)+len(fields))
 		args = append(append(append(append(args, head...), strconv.Itoa(len(candidates)), withChallenges), candidates...), fields...)
-		rep, err := r.run(ctx, "session_create", scriptSessionCreate, keys, args)
+		rep, err := r.createRound(ctx, keys, args, len(candidates) > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -133,6 +135,21 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*Created, erro
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "create", "contended")
 	return nil, apperr.New(apperr.Unavailable, "The user's sessions kept changing while a new one was being made room for; retry shortly.")
+}
+
+// createRound runs session_create.lua once. A round that names candidates may evict some
+// (ending their credentials): it runs as a durable write, confirmed when it evicted.
+func (r *Sessions) createRound(ctx context.Context, keys, args []string, mayEvict bool) (Reply, error) {
+	if !mayEvict {
+		return r.run(ctx, "session_create", scriptSessionCreate, keys, args)
+	}
+	var rep Reply
+	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
+		var err error
+		rep, err = r.runOn(ctx, c, "session_create", scriptSessionCreate, keys, args)
+		return err == nil && rep.Code() == CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
+	})
+	return rep, err
 }
 
 // sessCreateAttempts bounds Create's rounds at the cap: each reads the index's members (in the

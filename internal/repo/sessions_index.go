@@ -130,8 +130,26 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 	if withChallenges {
 		flag = "1"
 	}
+	revoked := -1
+	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
+		n, err := r.revokeAll(ctx, c, tag, exceptPart, flag, withChallenges)
+		if err != nil {
+			return false, err
+		}
+		revoked = n
+		if n > 0 {
+			return true, nil
+		}
+		// Nothing left: maybe revoked by an earlier attempt whose confirmation timed out.
+		return durableMarker(ctx, c, r.keys, tag)
+	})
+	return max(revoked, 0), err
+}
+
+// revokeAll is RevokeAll's optimistic loop on c.
+func (r *Sessions) revokeAll(ctx context.Context, c rueidis.Client, tag, exceptPart, flag string, withChallenges bool) (int, error) {
 	for range sessRevokeAllAttempts {
-		parts, err := r.members(ctx, tag, -1)
+		parts, err := r.membersOn(ctx, c, tag, -1)
 		if err != nil {
 			return 0, err
 		}
@@ -151,7 +169,7 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 				keys = append(keys, r.challengeKey(session.Ref{Tag: tag, Part: p}))
 			}
 		}
-		rep, err := r.run(ctx, "session_revoke_all", scriptSessionRevokeAll, keys, append([]string{exceptPart, flag}, revoke...))
+		rep, err := r.runOn(ctx, c, "session_revoke_all", scriptSessionRevokeAll, keys, append([]string{exceptPart, flag}, revoke...))
 		if err != nil {
 			return 0, err
 		}
@@ -199,11 +217,15 @@ func (r *Sessions) prune(ctx context.Context, tag string, gone []string) (int, e
 // members reads the user's device index (idParts, soonest deadline first): at most limit
 // members, or all with limit -1.
 func (r *Sessions) members(ctx context.Context, tag string, limit int64) ([]string, error) {
+	return r.membersOn(ctx, r.client, tag, limit)
+}
+
+func (r *Sessions) membersOn(ctx context.Context, c rueidis.Client, tag string, limit int64) ([]string, error) {
 	stop := limit - 1
 	if limit < 0 {
 		stop = -1
 	}
-	parts, err := r.client.Do(ctx, r.client.B().Zrange().Key(r.devicesKey(tag)).Min("0").Max(strconv.FormatInt(stop, 10)).Build()).AsStrSlice()
+	parts, err := c.Do(ctx, c.B().Zrange().Key(r.devicesKey(tag)).Min("0").Max(strconv.FormatInt(stop, 10)).Build()).AsStrSlice()
 	if err != nil {
 		return nil, redisErr("session index read", err)
 	}

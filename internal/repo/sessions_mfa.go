@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/sessions/session"
@@ -98,7 +100,13 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
 		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
 		v.Ref.Part, v.Next.Part}
-	rep, err := r.run(ctx, "session_verify", scriptSessionVerify, keys, args)
+	var rep Reply
+	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
+		var err error
+		rep, err = r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
+		// A step-up rotates: the old token is dead. Other outcomes end nothing.
+		return err == nil && rep.Code() == CodeOK, err
+	})
 	if err != nil {
 		return nil, err
 	}

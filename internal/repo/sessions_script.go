@@ -17,7 +17,12 @@ import (
 // classified by scriptErr; a reply that breaks its script's declared shape is counted as a
 // script error. NOT_FOUND and EXISTS carry no payload in any session script.
 func (r *Sessions) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	rep, err := callScript(ctx, r.client, name, l, keys, args)
+	return r.runOn(ctx, r.client, name, l, keys, args)
+}
+
+// runOn is run on c (the pinned connection of a durable write).
+func (r *Sessions) runOn(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	rep, err := callScript(ctx, c, name, l, keys, args)
 	if err != nil {
 		return Reply{}, r.scriptErr(ctx, name, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/redis/rueidis"
+
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
@@ -19,7 +21,20 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
 	}
 	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
-	rep, err := r.run(ctx, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+	var rep Reply
+	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
+		var err error
+		rep, err = r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+		switch {
+		case err != nil:
+			return false, err
+		case rep.Code() == CodeOK: // the old token is dead
+			return true, nil
+		case rep.Code() == CodeNotFound: // maybe rotated by an earlier attempt whose confirmation timed out
+			return durableMarker(ctx, c, r.keys, ref.Tag)
+		}
+		return false, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -62,8 +77,20 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
 // whether a live session was deleted; another tenant's session is left alone (false).
 func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error) {
-	rep, err := r.run(ctx, "session_revoke", scriptSessionRevoke,
-		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
+	var rep Reply
+	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
+		var err error
+		rep, err = r.runOn(ctx, c, "session_revoke", scriptSessionRevoke,
+			[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
+		switch n, _ := rep.Int(0); {
+		case err != nil || rep.Code() != CodeOK:
+			return false, err // another tenant's session: nothing of the caller's ended
+		case n == 1:
+			return true, nil
+		}
+		// Already gone: maybe by an earlier attempt whose confirmation timed out.
+		return durableMarker(ctx, c, r.keys, ref.Tag)
+	})
 	if err != nil {
 		return false, err
 	}

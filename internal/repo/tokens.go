@@ -106,7 +106,9 @@ type TokensOptions struct {
 
 // Tokens is the token metadata repository.
 type Tokens struct {
-	c          rueidis.Client
+	c rueidis.Client
+	// dur confirms revocations (durable.go).
+	dur        *store.Durable
 	keys       Keys
 	hasher     *keyhash.Hasher
 	safety     time.Duration
@@ -147,7 +149,7 @@ func NewTokens(s *store.Store, o TokensOptions) (*Tokens, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tokens{c: s.Client, keys: Keys{Prefix: o.Prefix}, hasher: o.Hasher, safety: o.SafetyWindow,
+	return &Tokens{c: s.Client, dur: s.Durable, keys: Keys{Prefix: o.Prefix}, hasher: o.Hasher, safety: o.SafetyWindow,
 		max: o.MaxPerTenant, maxLineage: o.MaxLineage, metrics: o.Metrics, log: o.Logger}, nil
 }
 
@@ -180,7 +182,12 @@ func (r *Tokens) indexKeys(tag string) []string {
 // script error and classified (connectivity → store.ErrUnavailable). NOT_FOUND and EXISTS
 // carry no payload in any token script.
 func (r *Tokens) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	rep, err := callScript(ctx, r.c, name, l, keys, args)
+	return r.runOn(ctx, r.c, name, l, keys, args)
+}
+
+// runOn is run on c (the pinned connection of a durable write).
+func (r *Tokens) runOn(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	rep, err := callScript(ctx, c, name, l, keys, args)
 	if err != nil {
 		r.metrics.ScriptError(ctx, name)
 		return Reply{}, redisErr(strings.ReplaceAll(name, "_", " "), err)

@@ -29,10 +29,56 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 		return token.RevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
 	}
 	tag := r.tag(tenant)
-	for range maxRevokeRetries {
-		desc, err := r.descendants(ctx, tag, id)
+	var (
+		res     token.RevokeResult
+		revoked []string
+		legacy  bool
+	)
+	err := r.dur.Run(ctx, r.c, func(c rueidis.Client) (bool, error) {
+		var err error
+		res, revoked, legacy, err = r.revoke(ctx, c, tenant, tag, id, reason)
+		switch {
+		case err != nil || legacy:
+			return false, err
+		case res == token.Revoked:
+			return true, nil
+		case res == token.AlreadyRevoked: // maybe by an earlier attempt whose confirmation timed out
+			return durableMarker(ctx, c, r.keys, tag)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return token.RevokeUnknown, nil, err
+	}
+	if legacy { // under its own hash tag: another slot, so another durable write
+		err = r.dur.Run(ctx, r.c, func(c rueidis.Client) (bool, error) {
+			var err error
+			res, err = r.revokeLegacy(ctx, c, tenant, id, reason)
+			switch {
+			case err != nil:
+				return false, err
+			case res == token.Revoked:
+				return true, nil
+			case res == token.AlreadyRevoked:
+				return durableMarker(ctx, c, r.keys, id)
+			}
+			return false, nil
+		})
 		if err != nil {
 			return token.RevokeUnknown, nil, err
+		}
+	}
+	r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
+	return res, revoked, nil
+}
+
+// revoke is Revoke's optimistic loop on c; legacy reports that no lineage-era hash exists, so
+// the legacy key is to be tried.
+func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, reason string) (token.RevokeResult, []string, bool, error) {
+	for range maxRevokeRetries {
+		desc, err := r.descendants(ctx, c, tag, id)
+		if err != nil {
+			return token.RevokeUnknown, nil, false, err
 		}
 		keys := make([]string, 0, 2*len(desc)+2)
 		keys = append(keys, r.hashKey(tag, id))
@@ -44,9 +90,9 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 			keys = append(keys, r.kidsKey(tag, d))
 		}
 		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
-		rep, err := r.run(ctx, "token_revoke", scriptTokenRevoke, keys, args)
+		rep, err := r.runOn(ctx, c, "token_revoke", scriptTokenRevoke, keys, args)
 		if err != nil {
-			return token.RevokeUnknown, nil, err
+			return token.RevokeUnknown, nil, false, err
 		}
 		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY'} | {'RETRY'}
 		revoked, err := rep.Strs(0)
@@ -54,33 +100,28 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 			err = rep.Want(0)
 		}
 		if err != nil {
-			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
+			return token.RevokeUnknown, nil, false, r.badReply(ctx, "token_revoke", err)
 		}
-		var res token.RevokeResult
 		switch rep.Code() {
 		case CodeRetry:
 			continue
 		case CodeNotFound:
-			if res, err = r.revokeLegacy(ctx, tenant, id, reason); err != nil {
-				return token.RevokeUnknown, nil, err
-			}
+			return token.RevokeUnknown, nil, true, nil
 		case CodeAlready:
-			res = token.AlreadyRevoked
+			return token.AlreadyRevoked, revoked, false, nil
 		case CodeOK:
-			res = token.Revoked
+			return token.Revoked, revoked, false, nil
 		default:
-			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
+			return token.RevokeUnknown, nil, false, r.badReply(ctx, "token_revoke", rep.Unexpected())
 		}
-		r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
-		return res, revoked, nil
 	}
-	return token.RevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
+	return token.RevokeUnknown, nil, false, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
 }
 
-// revokeLegacy revokes a token under its legacy key (see legacyKey); unknown and another
+// revokeLegacy revokes a token under its legacy key (see legacyKey) on c; unknown and another
 // tenant's alike are TokenRevokeUnknown.
-func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (token.RevokeResult, error) {
-	rep, err := callScript(ctx, r.c, "token_revoke_legacy", scriptTokenRevokeLegacy, []string{r.legacyKey(id)}, []string{tenant, reason})
+func (r *Tokens) revokeLegacy(ctx context.Context, c rueidis.Client, tenant, id, reason string) (token.RevokeResult, error) {
+	rep, err := callScript(ctx, c, "token_revoke_legacy", scriptTokenRevokeLegacy, []string{r.legacyKey(id)}, []string{tenant, reason})
 	if err != nil {
 		r.metrics.ScriptError(ctx, "token_revoke_legacy")
 		return token.RevokeUnknown, redisErr("token revoke", err)
@@ -101,7 +142,7 @@ func (r *Tokens) revokeLegacy(ctx context.Context, tenant, id, reason string) (t
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children
 // sets: at most MaxTokenDepth levels and MaxTokenLineage ids (the bounds a create enforces).
-func (r *Tokens) descendants(ctx context.Context, tag, id string) ([]string, error) {
+func (r *Tokens) descendants(ctx context.Context, c rueidis.Client, tag, id string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{id: true}
 	level := []string{id}
@@ -111,10 +152,10 @@ func (r *Tokens) descendants(ctx context.Context, tag, id string) ([]string, err
 		}
 		cmds := make(rueidis.Commands, 0, len(level))
 		for _, l := range level {
-			cmds = append(cmds, r.c.B().Smembers().Key(r.kidsKey(tag, l)).Build())
+			cmds = append(cmds, c.B().Smembers().Key(r.kidsKey(tag, l)).Build())
 		}
 		var next []string
-		for _, res := range r.c.DoMulti(ctx, cmds...) {
+		for _, res := range c.DoMulti(ctx, cmds...) {
 			kids, err := res.AsStrSlice()
 			if err != nil {
 				return nil, redisErr("token children", err)

@@ -23,6 +23,9 @@ func (s *Store) detect(ctx context.Context, o Options) error {
 			return fmt.Errorf("store: read server info: %w", Classify(err))
 		}
 		s.Caps.ServerVersion = infoField(info, "redis_version")
+		if err := s.detectDurability(ctx); err != nil {
+			return err
+		}
 	}
 	if o.ForceFieldExpiry != "" {
 		s.Caps.FieldExpiry = o.ForceFieldExpiry
@@ -70,4 +73,43 @@ func infoField(info, name string) string {
 		}
 	}
 	return ""
+}
+
+// detectDurability prepares Durable: WAITAOF exists from Redis 7.2; append-only is on when any
+// primary reports aof_enabled; in auto mode the gateway's Redis user must be allowed ROLE (it
+// tells, with each durable write, whether the primary has a replica online).
+func (s *Store) detectDurability(ctx context.Context) error {
+	d := s.Durable
+	if d.off {
+		return nil
+	}
+	d.waitAOF.Store(versionAtLeast(s.Caps.ServerVersion, 7, 2))
+	for addr, n := range s.raw.Nodes() {
+		info, err := n.Do(ctx, n.B().Info().Section("persistence").Build()).ToString()
+		if err != nil {
+			return fmt.Errorf("store: read persistence info of %s: %w", addr, Classify(err))
+		}
+		if infoField(info, "aof_enabled") == "1" {
+			d.aof.Store(true)
+		}
+	}
+	if d.replicas == DurableAuto {
+		err := s.Client.Do(ctx, s.Client.B().Role().Build()).Error()
+		if e, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(e.Error(), "NOPERM") {
+			return fmt.Errorf("store: GATEWAY_DURABLE_REPLICAS=auto asks ROLE with every revocation, which this Redis user may not run: allow it (+role) or set GATEWAY_DURABLE_REPLICAS to a replica count or 0")
+		}
+		if err != nil {
+			return fmt.Errorf("store: ROLE: %w", Classify(err))
+		}
+	}
+	return nil
+}
+
+// versionAtLeast compares a "major.minor.patch" server version.
+func versionAtLeast(v string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(v, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }

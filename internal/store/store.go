@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -25,6 +26,8 @@ type FieldExpiry string
 const (
 	Standalone Topology = "standalone"
 	Cluster    Topology = "cluster"
+	// Sentinel: the primary of a master set, found and followed through Redis Sentinel.
+	Sentinel Topology = "sentinel"
 
 	// FieldExpiryHSETEX writes fields with their TTL in one HSETEX (Redis 8).
 	FieldExpiryHSETEX FieldExpiry = "hsetex"
@@ -47,8 +50,12 @@ type Capabilities struct {
 // Options configure Open.
 type Options struct {
 	// URL is redis://[user:pass@]host:port[/db], rediss://..., or a comma-separated list of
-	// host:port addresses (a cluster's seed nodes). Empty starts the embedded store.
+	// host:port addresses (a cluster's seed nodes); with ?master_set=NAME the addresses are
+	// Sentinels (see ClientOption). Empty starts the embedded store.
 	URL string
+	// Durability confirms the writes that end a credential with WAIT/WAITAOF (see Durable).
+	// nil is DurableAuto with a 2s timeout; it is always off on the embedded store.
+	Durability *Durability
 	// Timeout bounds every Redis call (default 500ms).
 	Timeout time.Duration
 	// DisableCache turns client-side caching off (always off for the embedded store).
@@ -69,14 +76,22 @@ type Store struct {
 	Timeout time.Duration
 	// Invalidations delivers the client-side cache's invalidation pushes (ClientCache only).
 	Invalidations *Invalidations
-	embedded      *miniredis.Miniredis
-	raw           rueidis.Client
+	// Durable runs the writes that end a credential (durable.go).
+	Durable  *Durable
+	embedded *miniredis.Miniredis
+	raw      rueidis.Client
 }
 
 // ErrBadURL reports an unusable REDIS_URL.
 var ErrBadURL = errors.New("store: bad REDIS_URL")
 
 // ClientOption turns a REDIS_URL into rueidis options (exported for tools that need a raw client).
+//
+// Sentinel: redis://[user:pass@]sentinel1:26379[,sentinel2:26379,...][/db]?master_set=NAME
+// (rediss:// for TLS to the Sentinels and the data nodes alike). user:pass authenticate to the
+// data nodes (the primary); sentinel_username and sentinel_password (query parameters)
+// authenticate to the Sentinels. With several addresses or Sentinel, the TLS server name is
+// each node's own host (Go's default), not the first address's.
 func ClientOption(url string) (rueidis.ClientOption, error) {
 	url = strings.TrimSpace(url)
 	if url == "" {
@@ -102,7 +117,12 @@ func ClientOption(url string) (rueidis.ClientOption, error) {
 	// A comma-separated host list inside a URL: redis://a:1,b:2 → addr query parameters.
 	if i := strings.Index(url, "://"); i >= 0 {
 		rest := url[i+3:]
-		host, tail, _ := strings.Cut(rest, "/")
+		// The host part ends at the path or, without one, at the query.
+		end := strings.IndexAny(rest, "/?")
+		if end < 0 {
+			end = len(rest)
+		}
+		host, tail := rest[:end], strings.TrimPrefix(rest[end:], "/")
 		if at := strings.LastIndex(host, "@"); at >= 0 || strings.Contains(host, ",") {
 			cred := ""
 			if at >= 0 {
@@ -117,7 +137,11 @@ func ClientOption(url string) (rueidis.ClientOption, error) {
 				if strings.Contains(tail, "?") {
 					sep = "&"
 				}
-				url = url[:i+3] + cred + parts[0] + "/" + tail + sep + strings.TrimSuffix(q, "&")
+				slash := "/"
+				if tail == "" || strings.HasPrefix(tail, "?") {
+					slash = ""
+				}
+				url = url[:i+3] + cred + parts[0] + slash + tail + sep + strings.TrimSuffix(q, "&")
 			}
 		}
 	}
@@ -125,6 +149,26 @@ func ClientOption(url string) (rueidis.ClientOption, error) {
 	if err != nil {
 		// The URL may carry a password: never echo it.
 		return rueidis.ClientOption{}, fmt.Errorf("%w: cannot parse (scheme, host or port)", ErrBadURL)
+	}
+	if opt.Sentinel.MasterSet != "" {
+		u, _ := neturl.Parse(url) // parsed above
+		q := u.Query()
+		opt.Sentinel.Username, opt.Sentinel.Password = q.Get("sentinel_username"), q.Get("sentinel_password")
+		opt.Sentinel.ClientName = "hashgate"
+		// A missed +switch-master event would otherwise bind the client to a demoted primary
+		// until a restart: reconcile with the Sentinels every few seconds as well.
+		opt.Sentinel.TopologyRefreshInterval = 2 * time.Second
+		if opt.TLSConfig != nil {
+			opt.Sentinel.TLSConfig = opt.TLSConfig.Clone()
+		}
+	} else if q, _ := neturl.Parse(url); q != nil && (q.Query().Has("sentinel_username") || q.Query().Has("sentinel_password")) {
+		return rueidis.ClientOption{}, fmt.Errorf("%w: sentinel_username and sentinel_password need master_set", ErrBadURL)
+	}
+	if opt.TLSConfig != nil && (len(opt.InitAddress) > 1 || opt.Sentinel.MasterSet != "") {
+		opt.TLSConfig.ServerName = ""
+		if opt.Sentinel.TLSConfig != nil {
+			opt.Sentinel.TLSConfig.ServerName = ""
+		}
 	}
 	return opt, nil
 }
@@ -141,6 +185,18 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.NewClient = rueidis.NewClient
 	}
 	s := &Store{Timeout: o.Timeout}
+	dur := Durability{Replicas: DurableAuto}
+	if o.Durability != nil {
+		dur = *o.Durability
+	}
+	if dur.Timeout <= 0 {
+		dur.Timeout = 2 * time.Second
+	}
+	if dur.Replicas < DurableAuto {
+		return nil, fmt.Errorf("store: durable replicas %d: want auto (-1), 0 or a positive count", dur.Replicas)
+	}
+	s.Durable = &Durable{replicas: dur.Replicas, timeout: dur.Timeout, call: o.Timeout,
+		off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == ""}
 	var opt rueidis.ClientOption
 	if strings.TrimSpace(o.URL) == "" {
 		m := miniredis.NewMiniRedis()
@@ -177,9 +233,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.raw = raw
 	s.Client = WithTimeout(raw, o.Timeout)
 	s.Caps.ClientCache = !opt.DisableCache
-	if raw.Mode() == rueidis.ClientModeCluster {
+	switch raw.Mode() {
+	case rueidis.ClientModeCluster:
 		s.Caps.Topology = Cluster
-	} else {
+	case rueidis.ClientModeSentinel:
+		s.Caps.Topology = Sentinel
+	default:
 		s.Caps.Topology = Standalone
 	}
 	if err := s.detect(ctx, o); err != nil {
@@ -209,6 +268,19 @@ func (s *Store) EmbeddedAddr() string {
 		return ""
 	}
 	return s.embedded.Addr()
+}
+
+// Primary is the address of the node that takes the writes now: the master a Sentinel
+// client follows (it changes on failover), the one server of a standalone store, "" for a
+// cluster (one primary per shard) and the embedded store.
+func (s *Store) Primary() string {
+	if s.Caps.Embedded || s.Caps.Topology == Cluster || s.raw == nil {
+		return ""
+	}
+	for addr := range s.raw.Nodes() {
+		return addr
+	}
+	return ""
 }
 
 // Ping checks every node (every master in a cluster) answers within the timeout.

@@ -25,11 +25,13 @@ type Cluster struct {
 
 // ClusterNode is one master of a private cluster.
 type ClusterNode struct {
-	Port    int
-	BusPort int
-	ID      string
-	cmd     *exec.Cmd
-	admin   rueidis.Client
+	Port int
+	// AnnouncePort is the port the node announces to clients and replicas (0: Port).
+	AnnouncePort int
+	BusPort      int
+	ID           string
+	cmd          *exec.Cmd
+	admin        rueidis.Client
 }
 
 // Addr is the node's host:port.
@@ -234,7 +236,7 @@ func (c *Cluster) Owner(ctx context.Context, slot int) (int, error) {
 		}
 		port, _ := master[1].AsInt64()
 		for i, n := range c.Nodes {
-			if n.Port == int(port) {
+			if n.Port == int(port) || n.AnnouncePort == int(port) {
 				return i, nil
 			}
 		}
@@ -353,4 +355,131 @@ func waitListening(ctx context.Context, port int) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// ReplicatedCluster is a private cluster of three masters, each with one replica that
+// replicates through a Proxy (Links[i] in front of master i: each master announces its proxy's
+// port, so replicas and clients reach it through the proxy; only replication links are slowed).
+type ReplicatedCluster struct {
+	*Cluster
+	Replicas []*ClusterNode
+	Links    []*Proxy
+}
+
+// StartReplicatedCluster starts the masters behind their proxies (delay on the replication
+// links), forms the cluster, adds one replica per master and waits until every replica's link
+// is up and every master lists its replica online.
+func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluster {
+	t.Helper()
+	bin := os.Getenv(EnvRedis8Server)
+	if bin == "" {
+		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
+	}
+	ports := freePorts(t, 4*clusterMasters)
+	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
+	// The data folders first: cleanups run last-in first-out, so the processes are stopped
+	// before their folders are removed.
+	dirs := map[int]string{}
+	for _, p := range ports {
+		dirs[p] = t.TempDir()
+	}
+	t.Cleanup(rc.stop)
+	start := func(n *ClusterNode, extra ...string) {
+		args := append([]string{"--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
+			"--bind", "127.0.0.1", "--dir", dirs[n.Port], "--daemonize", "no", "--logfile", "",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+			"--appendonly", "no", "--save", "", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1"}, extra...)
+		n.cmd = exec.Command(bin, args...)
+		if err := n.cmd.Start(); err != nil {
+			t.Fatalf("start cluster node: %v", err)
+		}
+	}
+	for i := range clusterMasters {
+		n := &ClusterNode{Port: ports[4*i], BusPort: ports[4*i+1]}
+		link := StartProxy(t, n.Addr(), delay)
+		n.AnnouncePort = link.Port
+		rc.Links = append(rc.Links, link)
+		rc.Nodes = append(rc.Nodes, n)
+		start(n, "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(link.Port),
+			"--cluster-announce-bus-port", strconv.Itoa(n.BusPort))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := rc.form(ctx); err != nil {
+		t.Fatalf("replicated cluster: %v", err)
+	}
+	for i, m := range rc.Nodes {
+		r := &ClusterNode{Port: ports[4*i+2], BusPort: ports[4*i+3]}
+		start(r)
+		if err := waitListening(ctx, r.Port); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()},
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true}); err != nil {
+			t.Fatal(err)
+		}
+		rc.Replicas = append(rc.Replicas, r)
+		if err := r.do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port), strconv.Itoa(m.BusPort)).Error(); err != nil {
+			t.Fatalf("meet: %v", err)
+		}
+		for {
+			err := r.do(ctx, "CLUSTER", "REPLICATE", m.ID).Error()
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("replicate %s: %v", m.ID, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	for i, r := range rc.Replicas {
+		if err := WaitLinkUp(ctx, r.Port); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			role, err := rc.Do(ctx, i, "ROLE").ToArray()
+			if err == nil && len(role) == 3 {
+				if reps, _ := role[2].ToArray(); len(reps) == 1 {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("master %d lists no online replica", i)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return rc
+}
+
+// do sends one command to the node only.
+func (n *ClusterNode) do(ctx context.Context, args ...string) rueidis.RedisResult {
+	return n.admin.Do(ctx, n.admin.B().Arbitrary(args...).Build())
+}
+
+// Do sends one command to node n only (a replica included).
+func (n *ClusterNode) Do(ctx context.Context, args ...string) rueidis.RedisResult {
+	return n.do(ctx, args...)
+}
+
+// Kill stops the node with SIGKILL.
+func (n *ClusterNode) Kill() {
+	if n.cmd != nil && n.cmd.Process != nil {
+		_ = n.cmd.Process.Kill()
+		_, _ = n.cmd.Process.Wait()
+	}
+}
+
+func (rc *ReplicatedCluster) stop() {
+	for _, r := range rc.Replicas {
+		if r.admin != nil {
+			r.admin.Close()
+		}
+		r.Kill()
+	}
+	rc.Cluster.stop()
 }

@@ -28,8 +28,9 @@ import (
 //   - commands: every command that reached Redis (a script is one EVALSHA; a cache hit is not
 //     one), kept in order with its arguments.
 //
-// Dedicated and Dedicate are recorded as a command named DEDICATED that is not read-only:
-// what runs on the dedicated connection is not seen.
+// What runs on a connection from Dedicated is recorded like the client's own calls (Do calls
+// After); Dedicate is recorded as a command named DEDICATED that is not read-only (what runs on
+// its connection is not seen).
 //
 // NewCounter makes one that only counts (no command kept, no allocation, no lock), for
 // benchmarks that report commands per operation.
@@ -188,10 +189,44 @@ func (r *Recorder) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableT
 	return res
 }
 
-// Dedicated records a DEDICATED command and hands fn a dedicated connection.
+// Dedicated hands fn a dedicated connection whose Do and DoMulti are recorded (and call
+// After) like the client's; taking the connection is no call and no round trip of its own.
 func (r *Recorder) Dedicated(fn func(rueidis.DedicatedClient) error) error {
-	r.note(Command{Args: []string{"DEDICATED"}})
-	return r.Client.Dedicated(fn)
+	return r.Client.Dedicated(func(dc rueidis.DedicatedClient) error {
+		return fn(&recordedDedicated{DedicatedClient: dc, r: r})
+	})
+}
+
+// recordedDedicated records what runs on a dedicated connection.
+type recordedDedicated struct {
+	rueidis.DedicatedClient
+	r *Recorder
+}
+
+func (d *recordedDedicated) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c := d.r.command(cmd)
+	d.r.note(c)
+	res := d.DedicatedClient.Do(ctx, cmd)
+	if d.r.After != nil {
+		d.r.After(c.Args)
+	}
+	return res
+}
+
+// DoMulti records cmds (one round trip), sends them, then calls After for each in order.
+func (d *recordedDedicated) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	var args [][]string
+	if d.r.After != nil { // copied first: rueidis recycles commands once sent
+		for _, c := range cmds {
+			args = append(args, slices.Clone(c.Commands()))
+		}
+	}
+	d.r.noteMulti(cmds)
+	res := d.DedicatedClient.DoMulti(ctx, cmds...)
+	for _, a := range args {
+		d.r.After(a)
+	}
+	return res
 }
 
 // Dedicate records a DEDICATED command and returns a dedicated connection.

@@ -113,7 +113,9 @@ redis.call('RENAME', KEYS[1], KEYS[2])
 local pttl = redis.call('PTTL', KEYS[2])
 local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
 redis.call('ZREM', KEYS[3], ARGV[8])
-redis.call('ZADD', KEYS[3], string.format('%d', abs), ARGV[9])
+-- The member's score is its absolute deadline plus half a millisecond: the mark of a member
+-- born of a rotation, which a concurrent revoke-all must not leave behind (session_revoke_all.lua).
+redis.call('ZADD', KEYS[3], string.format('%d.5', abs), ARGV[9])
 if redis.call('PTTL', KEYS[3]) < abs - now then
   redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
 end

@@ -1,0 +1,41 @@
+package repo
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Writes that end a credential are answered only once replicas have them (store.Durable): a
+// session revocation, a logout, revoke-all and sign-out-elsewhere, a rotation and an MFA
+// step-up (the old token's death), an eviction at the session cap, a token revocation with
+// its cascade. Each runs its script inside Durable.Run, on one connection, and reports whether
+// its outcome must be confirmed.
+//
+// An outcome that wrote nothing must be confirmed too when it may stand on an earlier,
+// unconfirmed write: a retry after a 503 finds the session already gone or the token already
+// revoked, by the very attempt whose WAIT timed out. WAIT measures only the writes of its own
+// connection, so such a call first writes the durable marker — a tiny key of the same hash tag
+// (same slot, same node), one second long — which moves its connection to the primary's current
+// replication offset; the WAIT that follows then covers every write made before it, the
+// earlier attempt's included.
+
+// durableMarkerTTL is the marker's lifetime: it only has to exist for the WAIT.
+const durableMarkerTTL = time.Second
+
+// durableMarker writes the marker of tag on c (the pinned connection of Durable.Run) and
+// reports that the call must be confirmed; when no WAIT will follow (durability off, or no
+// replica online) it writes nothing.
+func durableMarker(ctx context.Context, c rueidis.Client, k Keys, tag string) (bool, error) {
+	if !store.Confirms(c) {
+		return false, nil
+	}
+	err := c.Do(ctx, c.B().Set().Key(k.Key("durable", tag)).Value("1").Px(durableMarkerTTL).Build()).Error()
+	if err != nil {
+		return false, redisErr("durable marker", err)
+	}
+	return true, nil
+}

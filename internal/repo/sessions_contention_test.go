@@ -1,0 +1,89 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// Revoke-all succeeds while the same user's sessions are created concurrently (issue 11: it
+// answered 503 in 3–20% of calls). Eight creators log the user in without pause while revoke-all
+// runs again and again; every call must succeed, and once the last one returned no session
+// whose create had completed before it began may be left.
+func TestSessionRevokeAllUnderConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		if !b.Real() {
+			t.Skip("contention needs a real server's concurrency")
+		}
+		e := newSessEnv(t, s, prefix, nil)
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		var (
+			stop    atomic.Bool
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			created []struct {
+				ref session.Ref
+				at  time.Time
+			}
+			createErrs atomic.Int64
+		)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					ref := sessRef(t, tag)
+					_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme",
+						Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
+					if err != nil {
+						createErrs.Add(1)
+						continue
+					}
+					mu.Lock()
+					created = append(created, struct {
+						ref session.Ref
+						at  time.Time
+					}{ref, time.Now()})
+					mu.Unlock()
+				}
+			}()
+		}
+		const calls = 60
+		failed := 0
+		var lastStart time.Time
+		for range calls {
+			lastStart = time.Now()
+			if _, err := e.r.RevokeAll(ctx, tag, ""); err != nil {
+				if !errors.Is(err, apperr.Unavailable) && !store.IsUnavailable(err) {
+					t.Fatalf("revoke-all: %v", err)
+				}
+				failed++
+			}
+		}
+		stop.Store(true)
+		wg.Wait()
+		t.Logf("%s: %d of %d revoke-all calls failed under concurrent creates (%d sessions created, %d creates failed)",
+			b.Name, failed, calls, len(created), createErrs.Load())
+		if failed > 0 {
+			t.Errorf("%d of %d revoke-all calls failed (503) while the user's sessions were being created", failed, calls)
+		}
+		for _, c := range created {
+			if !c.at.Before(lastStart) {
+				continue
+			}
+			if _, err := e.r.Authorize(ctx, c.ref); !errors.Is(err, apperr.NotFound) {
+				t.Errorf("session %s created before the last revoke-all began survived it: %v", c.ref.ID(), err)
+			}
+		}
+	})
+}

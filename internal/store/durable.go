@@ -1,0 +1,253 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Durable security writes. A write that ends a credential (a revocation, a logout, a rotation's
+// old token, an eviction at the session cap) must not be undone by a failover: the replica
+// promoted in the primary's place has to hold it before the gateway answers 2xx. Redis offers
+// that per connection: WAIT numreplicas timeout blocks until the replicas acknowledged every
+// write made so far *by the connection that sends WAIT* (its client's last write offset), and
+// WAITAOF does the same for append-only fsyncs. So the write and its WAIT must travel on one
+// connection to the node that took the write.
+//
+// rueidis pipelines ordinary commands on shared connections and sends blocking commands (WAIT
+// and WAITAOF are marked blocking) on connections from a separate pool: a WAIT sent with Do
+// after a script sent with Do runs on another connection, whose client has written nothing,
+// and answers at once with every replica counted — an acknowledgement of nothing. Durable.Run
+// therefore runs the write on a dedicated connection (Client.Dedicated: one wire taken from
+// the pool for the whole call; on a cluster, pinned to the node serving the slot of the first
+// command, and never redirected: a MOVED or ASK is returned, so the WAIT can never be measured
+// on a node other than the one that wrote) and sends WAIT there.
+
+// DurableAuto is Durability.Replicas' default: wait for one replica whenever the primary has
+// one online (ROLE, asked in the same round trip as the write), and not at all when it has none.
+const DurableAuto = -1
+
+// Durability configures the writes that end a credential.
+type Durability struct {
+	// Replicas: DurableAuto (default), 0 (off: answer once the primary has the write), or N > 0
+	// (strict: N replicas must acknowledge, whether or not they are online; fewer → 503).
+	Replicas int
+	// Timeout bounds the wait for the replicas (WAIT's and WAITAOF's timeout). Default 2s (an
+	// appendfsync everysec primary may take up to a second to fsync).
+	Timeout time.Duration
+}
+
+// ErrNotDurable reports a credential-ending write the primary applied but too few replicas
+// acknowledged within the timeout. It is unavailability (IsUnavailable: 503 with Retry-After):
+// the caller cannot know whether a failover would keep the write, and a retry is safe because
+// every such write is idempotent.
+var ErrNotDurable = errors.New("write not acknowledged by the replicas in time")
+
+// Durable runs credential-ending writes and confirms them with WAIT/WAITAOF.
+type Durable struct {
+	replicas int
+	timeout  time.Duration
+	off      bool
+	// call bounds each command of the write on the dedicated connection (the store's timeout).
+	call time.Duration
+	// aof is true while the primary is known to run with appendonly yes (then WAITAOF 1 0
+	// waits for the local fsync too); waitAOF is false on servers before 7.2 (no WAITAOF).
+	aof, waitAOF atomic.Bool
+}
+
+// Mode is the configured mode as the operator wrote it: "auto", "off" or the replica count.
+func (d *Durable) Mode() string {
+	switch {
+	case d == nil || d.off:
+		return "off"
+	case d.replicas == DurableAuto:
+		return "auto"
+	}
+	return fmt.Sprint(d.replicas)
+}
+
+// Run calls write with a client whose commands all travel on one dedicated connection to the
+// node that serves the keys of write's first command. write reports whether its outcome ended a
+// credential (a revocation that found nothing to revoke did not). When it did, Run waits on that
+// same connection until the required replicas acknowledged (WAIT) and, with append-only on,
+// until the primary fsynced it (WAITAOF 1 0), and returns ErrNotDurable (unavailable) when they
+// did not within the timeout. With durability off (or the embedded store) write runs on c as
+// any call does.
+func (d *Durable) Run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error)) error {
+	if d == nil || d.off {
+		_, err := write(c)
+		return err
+	}
+	err := d.run(ctx, c, write)
+	// A dedicated connection follows no redirection. After a slot moved, the cluster client
+	// learns the new owner only with its next topology refresh: run the write again pinned to
+	// the node the MOVED names (the refused attempt wrote nothing there).
+	var re *rueidis.RedisError
+	if err != nil && c.Mode() == rueidis.ClientModeCluster && errors.As(err, &re) {
+		if addr, ok := re.IsMoved(); ok {
+			if n, ok := c.Nodes()[addr]; ok {
+				return d.run(ctx, n, write)
+			}
+		}
+	}
+	return err
+}
+
+func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error)) error {
+	return c.Dedicated(func(dc rueidis.DedicatedClient) error {
+		p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, call: d.call, replicas: d.replicas}
+		ended, err := write(p)
+		if err != nil || !ended {
+			return err
+		}
+		if p.roleErr != nil {
+			return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
+		}
+		return d.confirm(ctx, dc, p.need())
+	})
+}
+
+// confirm sends WAIT need and, when the primary has append-only on, WAITAOF 1 0 (its own
+// fsync: with appendfsync everysec up to a second) in one round trip on dc, the connection
+// that wrote. need 0 (auto, no replica online) sends nothing.
+func (d *Durable) confirm(ctx context.Context, dc rueidis.DedicatedClient, need int) error {
+	ms := d.timeout.Milliseconds()
+	var cmds rueidis.Commands
+	if need > 0 {
+		cmds = append(cmds, dc.B().Wait().Numreplicas(int64(need)).Timeout(ms).Build())
+	}
+	// The local fsync is waited for together with the replicas: where the primary has none
+	// online (auto) nothing is waited for at all, as the primary's own answer is all there is.
+	aof := need > 0 && d.aof.Load() && d.waitAOF.Load()
+	if aof {
+		cmds = append(cmds, dc.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build())
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	// The server gives up after the timeout; the client allows a margin for the round trip.
+	cctx, cancel := context.WithTimeout(ctx, d.timeout+time.Second)
+	defer cancel()
+	res := dc.DoMulti(cctx, cmds...)
+	if need > 0 {
+		n, err := res[0].AsInt64()
+		if err != nil {
+			return fmt.Errorf("durable write: WAIT: %w", Classify(err))
+		}
+		if n < int64(need) {
+			return fmt.Errorf("durable write: %d of %d replicas acknowledged within %v: %w: %w", n, need, d.timeout, ErrUnavailable, ErrNotDurable)
+		}
+		res = res[1:]
+	}
+	if aof {
+		counts, err := res[0].AsIntSlice()
+		switch {
+		case err != nil && aofOff(err):
+			d.aof.Store(false) // append-only was turned off since it was detected
+		case err != nil:
+			return fmt.Errorf("durable write: WAITAOF: %w", Classify(err))
+		case len(counts) < 1 || counts[0] < 1:
+			return fmt.Errorf("durable write: not fsynced to the append-only file within %v: %w: %w", d.timeout, ErrUnavailable, ErrNotDurable)
+		}
+	}
+	return nil
+}
+
+func aofOff(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && strings.Contains(strings.ToLower(e.Error()), "appendonly is disabled")
+}
+
+// pinned is a rueidis.Client whose B, Do and DoMulti go to one dedicated connection, so that
+// rueidis.Lua.Exec (which needs a Client and uses only those) runs a script there. In auto mode
+// the first command travels with a ROLE in the same round trip: the primary's online replicas.
+// Every other method is the parent client's.
+type pinned struct {
+	rueidis.Client
+	d        rueidis.DedicatedClient
+	askRole  bool
+	replicas int
+	call     time.Duration
+	online   int
+	roleErr  error
+}
+
+func (p *pinned) B() rueidis.Builder { return p.d.B() }
+
+// Confirms reports whether the write will be confirmed with a WAIT: a strict replica count,
+// or auto with a replica online (known once the first command has been sent).
+func (p *pinned) Confirms() bool { return p.need() > 0 }
+
+func (p *pinned) need() int {
+	if p.replicas == DurableAuto {
+		return min(1, p.online)
+	}
+	return p.replicas
+}
+
+// Confirms reports whether c, the client a Durable.Run write was handed, will confirm the
+// write with a WAIT (false with durability off).
+func Confirms(c rueidis.Client) bool {
+	p, ok := c.(*pinned)
+	return ok && p.Confirms()
+}
+
+func (p *pinned) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if p.askRole {
+		return p.DoMulti(ctx, cmd)[0]
+	}
+	ctx, cancel := p.bound(ctx)
+	defer cancel()
+	return p.d.Do(ctx, cmd)
+}
+
+func (p *pinned) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	ctx, cancel := p.bound(ctx)
+	defer cancel()
+	if !p.askRole {
+		return p.d.DoMulti(ctx, multi...)
+	}
+	p.askRole = false
+	// The keyed command first: on a cluster the dedicated connection is pinned by it.
+	all := make(rueidis.Commands, 0, len(multi)+1)
+	all = append(append(all, multi...), p.d.B().Role().Build())
+	res := p.d.DoMulti(ctx, all...)
+	p.online, p.roleErr = onlineReplicas(res[len(res)-1])
+	return res[:len(res)-1]
+}
+
+// bound gives one call at most the store's timeout, as every call through Store.Client has.
+func (p *pinned) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); p.call <= 0 || ok && time.Until(dl) <= p.call {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, p.call)
+}
+
+// onlineReplicas reads ROLE's reply on a primary: {"master", offset, {{ip, port, offset}...}}
+// lists the replicas whose link is online.
+func onlineReplicas(r rueidis.RedisResult) (int, error) {
+	arr, err := r.ToArray()
+	if err != nil {
+		return 0, err
+	}
+	if len(arr) < 3 {
+		return 0, fmt.Errorf("unexpected ROLE reply")
+	}
+	if role, _ := arr[0].ToString(); role != "master" {
+		return 0, fmt.Errorf("%w: the node is a %s, not the primary", ErrUnavailable, role)
+	}
+	reps, err := arr[2].ToArray()
+	if err != nil {
+		return 0, err
+	}
+	return len(reps), nil
+}
+
+// DurableMode is the durability in force for /readyz: "auto", "off" or the replica count.
+func (s *Store) DurableMode() string { return s.Durable.Mode() }

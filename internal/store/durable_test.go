@@ -1,0 +1,121 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// A durable write is confirmed by WAIT on the connection that wrote. These tests freeze the
+// replica (SIGSTOP: its link stays open, it acknowledges nothing) so that only a WAIT measuring
+// the write itself can notice.
+
+func openDurable(t *testing.T, url string, d store.Durability) *store.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := store.Open(ctx, store.Options{URL: url, Timeout: 2 * time.Second, DisableCache: true, Durability: &d})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// durableSet writes key through Durable.Run the way the repositories do (a script through
+// rueidis.Lua.Exec on the client Run hands over).
+var setScript = rueidis.NewLuaScript("redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000) return 1")
+
+func durableSet(s *store.Store, key string) error {
+	return s.Durable.Run(context.Background(), s.Client, func(c rueidis.Client) (bool, error) {
+		return true, setScript.Exec(context.Background(), c, []string{key}, []string{"v"}).Error()
+	})
+}
+
+func primaryWithReplica(t *testing.T) (*testredis.Server, *testredis.Server) {
+	t.Helper()
+	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0")
+	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
+		t.Fatal(err)
+	}
+	return primary, replica
+}
+
+func TestDurableWriteWaitsOnTheConnectionThatWrote(t *testing.T) {
+	t.Parallel()
+	primary, replica := primaryWithReplica(t)
+	s := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: 300 * time.Millisecond})
+	prefix := testredis.Prefix(t)
+
+	replica.Pause()
+	defer replica.Resume()
+	// The control (first, while no pooled connection has written anything): a WAIT sent with Do
+	// after a write sent with Do runs on another connection (rueidis sends blocking commands on
+	// pooled connections), whose client wrote nothing, and answers at once that the frozen
+	// replica has it.
+	ctx := context.Background()
+	if err := s.Client.Do(ctx, s.Client.B().Set().Key(prefix+":b").Value("v").Px(time.Minute).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Client.Do(ctx, s.Client.B().Wait().Numreplicas(1).Timeout(300).Build()).AsInt64()
+	if err != nil || n != 1 {
+		t.Fatalf("control: WAIT on another connection = %d, %v; want 1 (an acknowledgement of nothing)", n, err)
+	}
+	// The durable write is not acknowledged: the replica is frozen.
+	err = durableSet(s, prefix+":c")
+	if !errors.Is(err, store.ErrNotDurable) || !store.IsUnavailable(err) {
+		t.Fatalf("durable write with the replica frozen: %v, want ErrNotDurable (unavailable)", err)
+	}
+	replica.Resume()
+	if err := durableSet(s, prefix+":d"); err != nil {
+		t.Fatalf("durable write after the replica resumed: %v", err)
+	}
+}
+
+// Without a replica, auto sends no WAIT (the write answers at once); a strict count refuses.
+func TestDurableWriteWithoutReplica(t *testing.T) {
+	t.Parallel()
+	primary := testredis.StartServer(t)
+	prefix := testredis.Prefix(t)
+	auto := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: 200 * time.Millisecond})
+	if err := durableSet(auto, prefix+":a"); err != nil {
+		t.Fatalf("auto without a replica: %v", err)
+	}
+	if n := waitCalls(t, auto); n != 0 {
+		t.Errorf("auto without a replica sent %d WAIT, want 0", n)
+	}
+	strict := openDurable(t, primary.URL(), store.Durability{Replicas: 1, Timeout: 200 * time.Millisecond})
+	if err := durableSet(strict, prefix+":b"); !errors.Is(err, store.ErrNotDurable) {
+		t.Fatalf("GATEWAY_DURABLE_REPLICAS=1 without a replica: %v, want ErrNotDurable", err)
+	}
+	if auto.Durable.Mode() != "auto" || strict.Durable.Mode() != "1" {
+		t.Errorf("modes %q %q", auto.Durable.Mode(), strict.Durable.Mode())
+	}
+}
+
+func waitCalls(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	info, err := s.Client.Do(context.Background(), s.Client.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+			v, _, _ = strings.Cut(v, ",")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,157 @@
+package testredis
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Proxy is a TCP proxy on a free loopback port in front of one Redis server, for failover
+// tests: it slows the replication link and drops what is in flight on a crash.
+//
+// A connection becomes a replication link once its client sends PSYNC or SYNC (a replica
+// starting to replicate); from then on, every byte in either direction is held for Delay
+// before it is passed on, so the replica receives the primary's writes (and the primary the
+// replica's acknowledgements) Delay late, as over a slow network. Other connections (a gateway
+// whose cluster node announces the proxy's port) pass without delay. Cut drops every byte the
+// proxy holds and resets every connection, as a crash of the primary loses what its socket
+// buffers and the network still carried.
+type Proxy struct {
+	t      testing.TB
+	ln     net.Listener
+	target string
+	Port   int
+	delay  atomic.Int64
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+}
+
+// StartProxy listens on a free loopback port and forwards to target (host:port); it is
+// closed at cleanup.
+func StartProxy(t testing.TB, target string, delay time.Duration) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{t: t, ln: ln, target: target, Port: ln.Addr().(*net.TCPAddr).Port, conns: map[net.Conn]struct{}{}}
+	p.delay.Store(int64(delay))
+	go p.accept()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port) }
+
+// Cut resets every connection at once, dropping whatever the proxy still holds. New
+// connections are still accepted (and forwarded, if the target listens).
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	for c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // RST: nothing buffered is sent
+		}
+		c.Close()
+	}
+	p.conns = map[net.Conn]struct{}{}
+	p.mu.Unlock()
+}
+
+// Close stops accepting and resets every connection.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.Cut()
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) accept() {
+	for {
+		down, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.serve(down)
+	}
+}
+
+func (p *Proxy) serve(down net.Conn) {
+	up, err := net.DialTimeout("tcp", p.target, time.Second)
+	if err != nil {
+		down.Close()
+		return
+	}
+	if !p.track(down) || !p.track(up) {
+		down.Close()
+		up.Close()
+		return
+	}
+	var repl atomic.Bool
+	go p.pipe(up, down, &repl, true)
+	go p.pipe(down, up, &repl, false)
+}
+
+type chunk struct {
+	due  time.Time
+	data []byte
+}
+
+// pipe copies src to dst; from the client side (fromClient) it watches for PSYNC/SYNC. Once the
+// connection is a replication link each chunk waits out the delay before it is written.
+func (p *Proxy) pipe(dst, src net.Conn, repl *atomic.Bool, fromClient bool) {
+	q := make(chan chunk, 4096)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := range q {
+			if d := time.Until(c.due); d > 0 {
+				time.Sleep(d)
+			}
+			if _, err := dst.Write(c.data); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			data := bytes.Clone(buf[:n])
+			if fromClient && !repl.Load() && (bytes.Contains(data, []byte("PSYNC")) || bytes.Contains(data, []byte("\r\nSYNC\r\n"))) {
+				repl.Store(true)
+			}
+			var due time.Time
+			if repl.Load() {
+				due = time.Now().Add(time.Duration(p.delay.Load()))
+			}
+			q <- chunk{due: due, data: data}
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(q)
+	<-done
+	// The source closed: pass the close on once everything held was written (unless Cut reset
+	// both ends first, which drops it).
+	if tc, ok := dst.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	} else {
+		_ = dst.Close()
+	}
+	_, _ = io.Copy(io.Discard, src)
+}
