@@ -56,7 +56,7 @@ type config struct {
 // allKeys lists every scenario key in run order.
 var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-bearer", "whoami", "mfa-verify",
 	"quote-patch", "quote-get", "case-escalate", "session-create", "authz-session-nocache", "authz-bearer-nocache",
-	"quote-get-nolimit", "ceiling-redis"}
+	"quote-get-nolimit", "session-revoke", "session-revoke-replica", "ceiling-redis"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -110,8 +110,11 @@ type bench struct {
 	log   io.Writer
 	dir   string
 	redis *redisServer
-	wrk   wrkRunner
-	rows  []row
+	// redisBin starts the replica of the durable-revocation scenario (replica, once started).
+	redisBin string
+	replica  *redisServer
+	wrk      wrkRunner
+	rows     []row
 	// ceiling is the HTTP ceiling server, kept running for the paired rounds.
 	ceiling *ceilingServer
 	paired  []pairedRound
@@ -176,11 +179,17 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 	}()
 
 	b.logf("starting a private Redis 8 (%s)", redisBin)
-	b.redis, err = startRedis(ctx, redisBin, dir)
+	b.redisBin = redisBin
+	b.redis, err = startRedis(ctx, redisBin, dir, "redis")
 	if err != nil {
 		return nil, err
 	}
 	defer b.redis.stop()
+	defer func() {
+		if b.replica != nil {
+			b.replica.stop()
+		}
+	}()
 	redisVersion := infoField(ctx, b.redis.Client, "server", "redis_version")
 
 	gwBin := cfg.gatewayBin
@@ -283,181 +292,9 @@ func (b *bench) redisCeilingRow(ctx context.Context) {
 	}
 }
 
-// gateways runs the gateway scenarios: first with client-side caching (the default), then a
-// second gateway with GATEWAY_REDIS_CLIENT_CACHE=false on the same Redis and keys.
-func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtures, error) {
-	env := append(baseEnv(), keys...)
-	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
-		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation))
-	// Rate limits on but never reached: every bearer and session scenario pays for counting,
-	// none is refused. The gateway-nolimit phase turns them off for quote-get-nolimit.
-	limited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=1000000000/1m", "GATEWAY_RATE_LIMIT_PER_TENANT=1000000000/1m",
-		"GATEWAY_RATE_LIMIT_PER_SESSION=1000000000/1m"}
-	unlimited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=0", "GATEWAY_RATE_LIMIT_PER_TENANT=0", "GATEWAY_RATE_LIMIT_PER_SESSION=0"}
-	fx := &fixtures{cfg: b.cfg}
-	// An escalation is a write script: no faster than the fastest gateway scenario so far.
-	fx.rateHint = func() float64 {
-		best := 0.0
-		for _, r := range b.rows {
-			if r.Gateway && r.measured() {
-				best = max(best, r.Res.RPS())
-			}
-		}
-		return best
-	}
-	type phase struct {
-		name, cache string
-		limits      []string
-		plans       []plan
-	}
-	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans()}, {"gateway-nocache", "false", limited, fx.noCachePlans()},
-		{"gateway-nolimit", "true", unlimited, fx.noLimitPlans()}} {
-		var plans []plan
-		for _, p := range ph.plans {
-			if b.cfg.selected(p.Key) {
-				plans = append(plans, p)
-			}
-		}
-		if len(plans) == 0 || ctx.Err() != nil {
-			continue
-		}
-		b.logf("starting %s (GATEWAY_REDIS_CLIENT_CACHE=%s)", ph.name, ph.cache)
-		gw, err := startGateway(ctx, ph.name, bin, b.dir, append(append(slices.Clip(env), ph.limits...), "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
-		if err != nil {
-			return nil, err
-		}
-		if fx.api == nil {
-			fx.api, err = newAPI(gw.Base, gw.Admin)
-		} else {
-			err = fx.api.setBase(gw.Base)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range plans {
-			if ctx.Err() != nil {
-				break
-			}
-			r := row{Key: p.Key, Name: p.Name, Gateway: true, Expect: p.Expect}
-			b.logf("%s: set-up", p.Key)
-			warm, measure, err := p.prepare(ctx)
-			if err != nil {
-				r.Skip = skipReason(err)
-				b.logf("%s: %s", p.Key, r.Skip)
-				b.rows = append(b.rows, r)
-				continue
-			}
-			b.measure(ctx, r, gw.Base, gw.Base+"/metrics", warm, measure)
-			if p.Key == "authz-session" {
-				b.pairedRounds(ctx, gw.Base, measure)
-			}
-		}
-		gw.stop(20 * time.Second)
-	}
-	return fx, ctx.Err()
-}
-
-func skipReason(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i > 0 {
-		msg = msg[:i]
-	}
-	return "failed: " + msg
-}
-
-// measure probes, warms up, then measures one scenario and appends its row.
-func (b *bench) measure(ctx context.Context, r row, base, metricsURL string, warm, measure wrkScript) {
-	defer func() { b.rows = append(b.rows, r) }()
-	if err := probe(ctx, base, warm, r.Expect); err != nil {
-		r.Skip = skipReason(err)
-		b.logf("%s: %s", r.Key, r.Skip)
-		return
-	}
-	b.logf("%s: warm-up %s, run %s", r.Key, b.cfg.warmup, b.cfg.duration)
-	if b.cfg.warmup > 0 {
-		if _, err := b.wrk.run(ctx, r.Key+"-warmup", warm, base, b.cfg.warmup); err != nil {
-			r.Skip = skipReason(err)
-			return
-		}
-	}
-	settle() // let the warm-up's last requests finish before the snapshot
-	before, err := commandStatsOf(ctx, b.redis.Client)
-	if err != nil {
-		r.Skip = skipReason(err)
-		return
-	}
-	var cc0 clientCalls
-	ccOK := metricsURL != ""
-	if ccOK {
-		cc0, ccOK = scrapeClientCalls(ctx, metricsURL)
-	}
-	res, err := b.wrk.run(ctx, r.Key, measure, base, b.cfg.duration)
-	if err != nil {
-		r.Skip = skipReason(err)
-		return
-	}
-	settle() // requests in flight when wrk stopped still reach Redis: count them in this window
-	after, err := commandStatsOf(ctx, b.redis.Client)
-	if err != nil {
-		r.Skip = skipReason(err)
-		return
-	}
-	r.Res, r.Cmds, r.RT = res, after.delta(before), -1
-	switch {
-	case metricsURL == "":
-		r.RT = 0 // the HTTP ceiling has no Redis client
-	case ccOK && res.Requests > 0:
-		if cc1, ok := scrapeClientCalls(ctx, metricsURL); ok {
-			r.Client = cc1.sub(cc0)
-			r.RT = r.Client.RoundTrips() / float64(res.Requests)
-		}
-	}
-	share, other := r.okShare()
-	b.logf("%s: %.0f req/s, p99 %s ms, %.1f%% expected %s", r.Key, res.RPS(), ms(res.P99), 100*share, other)
-}
-
 func settle() { time.Sleep(300 * time.Millisecond) }
 
 // pairedRound is one back-to-back measurement of the HTTP ceiling and authorize by session.
 type pairedRound struct {
 	Ceiling, Gateway float64 // req/s
-}
-
-// pairedRounds measures the HTTP ceiling and authorize by session back to back, cfg.rounds
-// times, alternating which goes first (ABBA), so slow drift of a shared machine's speed
-// between two rows does not decide the ratio. Both servers are warm: no warm-up.
-func (b *bench) pairedRounds(ctx context.Context, gwBase string, gwScript wrkScript) {
-	if b.ceiling == nil || b.cfg.rounds <= 0 {
-		return
-	}
-	b.logf("paired rounds: %d × (HTTP ceiling, authorize by session), %s each, alternating order", b.cfg.rounds, b.cfg.duration)
-	for i := 0; i < b.cfg.rounds && ctx.Err() == nil; i++ {
-		var pr pairedRound
-		runs := []func() error{
-			func() error {
-				res, err := b.wrk.run(ctx, fmt.Sprintf("paired-ceiling-%d", i), b.ceiling.script, b.ceiling.base, b.cfg.duration)
-				pr.Ceiling = res.RPS()
-				return err
-			},
-			func() error {
-				res, err := b.wrk.run(ctx, fmt.Sprintf("paired-authz-session-%d", i), gwScript, gwBase, b.cfg.duration)
-				pr.Gateway = res.RPS()
-				return err
-			},
-		}
-		if i%2 == 1 {
-			runs[0], runs[1] = runs[1], runs[0]
-		}
-		for _, run := range runs {
-			if err := run(); err != nil {
-				b.logf("paired round %d: %v", i+1, err)
-				return
-			}
-			settle()
-		}
-		b.paired = append(b.paired, pr)
-		b.logf("paired round %d: ceiling %.0f req/s, authorize by session %.0f req/s (%.2f ×)", i+1, pr.Ceiling, pr.Gateway, pr.Gateway/pr.Ceiling)
-	}
-	b.ceiling.proc.stop(5 * time.Second)
-	b.ceiling = nil
 }

@@ -128,19 +128,21 @@ type redisServer struct {
 func (r *redisServer) URL() string  { return fmt.Sprintf("redis://127.0.0.1:%d", r.Port) }
 func (r *redisServer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", r.Port) }
 
-func startRedis(ctx context.Context, bin, dir string) (*redisServer, error) {
+// startRedis starts a private Redis named name (its data folder under dir) with the
+// benchmark's persistence settings plus extra arguments.
+func startRedis(ctx context.Context, bin, dir, name string, extra ...string) (*redisServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	data := filepath.Join(dir, "redis")
+	data := filepath.Join(dir, name)
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "yes",
 		"--dir", data, "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
 		"--daemonize", "no", "--logfile", ""}
-	p, err := startProc("redis", dir, bin, args, os.Environ())
+	p, err := startProc(name, dir, bin, append(args, extra...), os.Environ())
 	if err != nil {
 		return nil, err
 	}

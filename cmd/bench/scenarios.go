@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -28,6 +27,9 @@ type plan struct {
 	// prepare returns the warm-up and the measured scripts (disjoint objects where a
 	// request changes state that the next one depends on).
 	prepare func(ctx context.Context) (warm, measure wrkScript, err error)
+	// durable: a revocation confirmed by a replica, by design two round trips (the write,
+	// then WAIT on its connection): reported, outside the one-round-trip target.
+	durable bool
 }
 
 // createdSession is a session made through POST /v1/sessions.
@@ -220,40 +222,6 @@ func (f *fixtures) whoami(ctx context.Context) (wrkScript, wrkScript, error) {
 	return same(wrkScript{Method: "GET", Items: itemsWithHeader("/v1/session", sessionHeader, "", toks)})
 }
 
-// mfaVerify: one session and live challenge per connection, verified with a wrong code: the
-// first attempts answer 422, then the user's counter answers 429 until the window ends.
-func (f *fixtures) mfaVerify(ctx context.Context) (wrkScript, wrkScript, error) {
-	n := f.cfg.connections
-	f.mfa = make([]mfaTarget, n)
-	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
-		s, err := f.session(ctx, fmt.Sprintf("bench-mfa-%d", i), nil)
-		if err != nil {
-			return err
-		}
-		op := "POST /v1/sessions/{id}/mfa/challenge"
-		rsp, err := client.Check(f.api.cl.CreateMfaChallengeWithResponse(ctx, s.ID))
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		ch := rsp.JSON201
-		if ch == nil || len(ch.Code) != 6 || ch.ChallengeId == "" {
-			return fmt.Errorf("%s: unexpected answer (%s)", op, rsp.Body)
-		}
-		wrong := ch.Code[:5] + string('0'+(ch.Code[5]-'0'+1)%10)
-		f.mfa[i] = mfaTarget{SessionID: s.ID, ChallengeID: ch.ChallengeId, WrongCode: wrong}
-		return nil
-	})
-	if err != nil {
-		return wrkScript{}, wrkScript{}, err
-	}
-	items := make([]wrkItem, n)
-	for i, m := range f.mfa {
-		body, _ := json.Marshal(map[string]string{"challengeId": m.ChallengeID, "code": m.WrongCode})
-		items[i] = wrkItem{Path: "/v1/sessions/" + m.SessionID + "/mfa/verify", Body: string(body)}
-	}
-	return same(wrkScript{Method: "POST", Headers: f.json(), Items: items, Tally: true})
-}
-
 func (f *fixtures) createQuotes(ctx context.Context, n int) ([]quoteRef, error) {
 	qs := make([]quoteRef, n)
 	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
@@ -269,97 +237,6 @@ func (f *fixtures) createQuotes(ctx context.Context, n int) ([]quoteRef, error) 
 		return nil
 	})
 	return qs, err
-}
-
-// quotePatch: each thread owns its quotes and PATCHes one only after the previous PATCH of
-// it answered, with the ETag that answer carried (so If-Match is always current).
-func (f *fixtures) quotePatch(ctx context.Context) (wrkScript, wrkScript, error) {
-	per := f.cfg.connections + 16
-	qs, err := f.createQuotes(ctx, 2*per+1)
-	if err != nil {
-		return wrkScript{}, wrkScript{}, err
-	}
-	f.quoteSample = qs[2*per]
-	f.addQuoteItems(ctx, 3)
-	script := func(qs []quoteRef) wrkScript {
-		items := make([]wrkItem, len(qs))
-		for i, q := range qs {
-			items[i] = wrkItem{Path: q.ID, Value: q.ETag}
-		}
-		h := f.json()
-		h["Content-Type"] = "application/merge-patch+json"
-		return wrkScript{Headers: h, Items: items, QuotePatch: true, Tally: true}
-	}
-	return script(qs[:per]), script(qs[per : 2*per]), nil
-}
-
-// addQuoteItems puts n line items on the memory-sample quote (best effort: the items
-// endpoint may not be built yet).
-func (f *fixtures) addQuoteItems(ctx context.Context, n int) {
-	etag := f.quoteSample.ETag
-	for i := range n {
-		rsp, err := client.Check(f.api.cl.PutQuoteItemWithResponse(ctx, f.quoteSample.ID, fmt.Sprintf("item-%d", i),
-			&client.PutQuoteItemParams{IfMatch: &etag},
-			client.QuoteItemPut{Sku: fmt.Sprintf("SKU-%04d", i), Quantity: 2, UnitPriceMinor: 1999}))
-		if err != nil {
-			return
-		}
-		etag = rsp.HTTPResponse.Header.Get("ETag")
-		f.quoteItems++
-	}
-}
-
-func (f *fixtures) createCases(ctx context.Context, n int) ([]string, error) {
-	ids := make([]string, n)
-	due := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
-	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
-		rsp, err := client.Check(f.api.cl.CreateCaseWithResponse(ctx, nil, client.CaseCreateRequest{
-			SubjectRef: fmt.Sprintf("order:bench-%d", i), AssignedTeam: "support", DueAt: due, Reason: "benchmark"}))
-		if err != nil {
-			return fmt.Errorf("POST /v1/cases: %w", err)
-		}
-		if rsp.JSON201 == nil || rsp.JSON201.CaseId == "" {
-			return fmt.Errorf("POST /v1/cases: no caseId in the answer")
-		}
-		ids[i] = rsp.JSON201.CaseId
-		return nil
-	})
-	return ids, err
-}
-
-// caseEscalate: every case is escalated caseMaxEscalation times, then the script moves on.
-// Enough cases for the run are created first, sized from an upper bound of the rate.
-func (f *fixtures) caseEscalate(ctx context.Context) (wrkScript, wrkScript, error) {
-	rate := 10000.0
-	if f.rateHint != nil && f.rateHint() > 0 {
-		rate = f.rateHint()
-	}
-	need := func(d time.Duration) int {
-		return max(int(math.Ceil(rate*1.25*d.Seconds()/caseMaxEscalation)), 2*f.cfg.threads)
-	}
-	nw, nm := need(f.cfg.warmup), need(f.cfg.duration)
-	ids, err := f.createCases(ctx, nw+nm+1)
-	if err != nil {
-		return wrkScript{}, wrkScript{}, err
-	}
-	f.caseFresh, f.caseUsed = ids[nw+nm], ids[nw]
-	script := func(ids []string) wrkScript {
-		items := make([]wrkItem, len(ids))
-		for i, id := range ids {
-			items[i] = wrkItem{Path: "/v1/cases/" + id + "/escalate", Body: `{"reason":"benchmark escalation"}`}
-		}
-		return wrkScript{Method: "POST", Headers: f.json(), Items: items, Repeat: caseMaxEscalation, Tally: true}
-	}
-	return script(ids[:nw]), script(ids[nw : nw+nm]), nil
-}
-
-// sessionCreate: a new user per request (the per-user session bound never interferes).
-func (f *fixtures) sessionCreate(ctx context.Context) (wrkScript, wrkScript, error) {
-	s := wrkScript{Method: "POST", Headers: f.json(), Items: []wrkItem{{Path: "/v1/sessions"}}}
-	warm, measure := s, s
-	warm.CounterBody = `{"userId":"bench-w-%d-%d","authLevel":"BASIC"}`
-	measure.CounterBody = `{"userId":"bench-m-%d-%d","authLevel":"BASIC"}`
-	return warm, measure, nil
 }
 
 // probe sends the script's first request once and checks its status.
