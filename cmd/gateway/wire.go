@@ -53,5 +53,5 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 // durability is GATEWAY_DURABLE_REPLICAS and GATEWAY_DURABLE_TIMEOUT in the store's terms.
 func durability(cfg config.Config) *store.Durability {
 	d := cfg.Durability()
-	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout}
+	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, NoAOF: d.NoAOF}
 }

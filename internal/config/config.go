@@ -25,6 +25,9 @@ type Config struct {
 	// before it is answered: auto (one whenever the primary has one online), 0 (off) or N.
 	DurableReplicas    string        `env:"GATEWAY_DURABLE_REPLICAS" default:"auto"`
 	DurableTimeout     time.Duration `env:"GATEWAY_DURABLE_TIMEOUT" default:"2s"`
+	// DurableAOF: auto also waits for the primary's append-only fsync (WAITAOF) when it runs
+	// with appendonly yes; off waits for the replicas only.
+	DurableAOF string `env:"GATEWAY_DURABLE_AOF" default:"auto"`
 	KeyPrefix          string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
 	LogLevel           string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
 	BootstrapTokenFile string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
@@ -100,6 +103,7 @@ type Config struct {
 type Durability struct {
 	Replicas int
 	Timeout  time.Duration
+	NoAOF    bool // GATEWAY_DURABLE_AOF=off
 }
 
 // maxDurableReplicas bounds GATEWAY_DURABLE_REPLICAS.
@@ -111,7 +115,7 @@ func (c Config) Durability() Durability {
 	if err != nil || strings.EqualFold(c.DurableReplicas, "auto") {
 		n = -1
 	}
-	return Durability{Replicas: n, Timeout: c.DurableTimeout}
+	return Durability{Replicas: n, Timeout: c.DurableTimeout, NoAOF: strings.EqualFold(c.DurableAOF, "off")}
 }
 
 // Embedded reports whether the gateway runs on the embedded store (no REDIS_URL).
@@ -220,6 +224,7 @@ func (c Config) Validate() error {
 	if n, err := strconv.Atoi(c.DurableReplicas); !strings.EqualFold(c.DurableReplicas, "auto") && (err != nil || n < 0 || n > maxDurableReplicas) {
 		errs = append(errs, fmt.Errorf("GATEWAY_DURABLE_REPLICAS must be auto or 0..%d", maxDurableReplicas))
 	}
+	check(strings.EqualFold(c.DurableAOF, "auto") || strings.EqualFold(c.DurableAOF, "off"), "GATEWAY_DURABLE_AOF must be auto or off")
 	check(c.DurableTimeout >= 10*time.Millisecond && c.DurableTimeout <= time.Minute, "GATEWAY_DURABLE_TIMEOUT must be within 10ms..1m")
 	check(c.KeyPrefix != "" && !strings.ContainsAny(c.KeyPrefix, ":{} \t\n"), "GATEWAY_KEY_PREFIX must be non-empty without ':', '{', '}' or spaces")
 	switch strings.ToLower(c.LogLevel) {

@@ -92,6 +92,15 @@ func NewDecisionCounter(m metric.Meter) (metric.Int64Counter, error) {
 	return m.Int64Counter("hashgate_ratelimit_decisions", metric.WithDescription("Rate-limit decisions by policy and outcome."))
 }
 
+// decisionAttrs are the attributes of a decision by policy and outcome.
+func decisionAttrs(policy string, allowed bool) metric.AddOption {
+	outcome := "allowed"
+	if !allowed {
+		outcome = "limited"
+	}
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("policy", policy), attribute.String("outcome", outcome)))
+}
+
 // Record counts d on c (nil-safe).
 func Record(ctx context.Context, c metric.Int64Counter, d Decision) {
 	if c == nil {

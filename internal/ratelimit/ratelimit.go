@@ -103,8 +103,14 @@ func (d Decision) Err() error {
 
 // sfString is an RFC 8941 structured-field string.
 func sfString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	if !strings.ContainsAny(s, `\"`) {
+		return `"` + s + `"`
+	}
+	return `"` + sfEscaper.Replace(s) + `"`
 }
+
+// sfEscaper is built once: a strings.Replacer costs kilobytes to build.
+var sfEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
 func ceilSeconds(d time.Duration) int64 {
 	if d <= 0 {
@@ -116,16 +122,21 @@ func ceilSeconds(d time.Duration) int64 {
 // HeaderValues formats the RateLimit-Policy and RateLimit fields for several policies that
 // applied to one request, as the draft's lists: `"token";q=6000;w=60, "tenant";q=30000;w=60`.
 func HeaderValues(ds []Decision) (policy, limit string) {
-	var p, l strings.Builder
+	var pb, lb [160]byte
+	p, l := pb[:0], lb[:0]
 	for i, d := range ds {
 		if i > 0 {
-			p.WriteString(", ")
-			l.WriteString(", ")
+			p, l = append(p, ", "...), append(l, ", "...)
 		}
-		p.WriteString(d.Policy.PolicyHeader())
-		l.WriteString(d.Header())
+		name := sfString(d.Policy.Name)
+		p = append(append(p, name...), ";q="...)
+		p = append(strconv.AppendInt(p, int64(d.Policy.Limit), 10), ";w="...)
+		p = strconv.AppendInt(p, ceilSeconds(d.Policy.Window), 10)
+		l = append(append(l, name...), ";r="...)
+		l = append(strconv.AppendInt(l, int64(d.Remaining()), 10), ";t="...)
+		l = strconv.AppendInt(l, ceilSeconds(d.Reset), 10)
 	}
-	return p.String(), l.String()
+	return string(p), string(l)
 }
 
 // Refusal is the 429 for a request some of whose policies refused it: Retry-After is when the

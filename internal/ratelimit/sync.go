@@ -92,7 +92,9 @@ type counter struct {
 	sent   int64 // admitted, sent, not yet answered
 	unsent int64 // admitted, not yet sent
 	dirty  bool  // listed in Sync.dirty
-	kickAt int64 // unsent at which a flush is asked for at once
+	// allowed and limited are the decision counter's attributes, built once.
+	allowed, limited metric.AddOption
+	kickAt           int64 // unsent at which a flush is asked for at once
 }
 
 // ErrBadSync reports a missing dependency.
@@ -147,7 +149,13 @@ func (l *Sync) Take(ctx context.Context, reqs ...Request) ([]Decision, bool) {
 	}
 	// Locks in key order, so requests naming the same counters never wait on each other in a
 	// cycle; all are held while deciding, so a limit is never passed by requests racing.
-	locks := slices.SortedFunc(slices.Values(cs), func(a, b *counter) int { return strings.Compare(a.key, b.key) })
+	locks := cs
+	switch {
+	case len(cs) == 2 && cs[0].key > cs[1].key:
+		locks = []*counter{cs[1], cs[0]}
+	case len(cs) > 2:
+		locks = slices.SortedFunc(slices.Values(cs), func(a, b *counter) int { return strings.Compare(a.key, b.key) })
+	}
 	for _, c := range locks {
 		c.mu.Lock()
 	}
@@ -179,8 +187,12 @@ func (l *Sync) Take(ctx context.Context, reqs ...Request) ([]Decision, bool) {
 	for _, c := range locks {
 		c.mu.Unlock()
 	}
-	for _, d := range out {
-		Record(ctx, l.decisions, d)
+	for i, d := range out {
+		if d.Allowed {
+			l.decisions.Add(ctx, 1, cs[i].allowed)
+		} else {
+			l.decisions.Add(ctx, 1, cs[i].limited)
+		}
 	}
 	if kick {
 		select {
@@ -222,7 +234,8 @@ func (l *Sync) counter(ctx context.Context, r Request) *counter {
 	}
 	tag := l.hasher.Tag("rl", 9, r.Policy.Name, r.ID)
 	c = &counter{p: *r.Policy, key: Key(l.prefix, tag, r.Policy.Name),
-		kickAt: max(1, int64(float64(r.Policy.Limit)*l.o.SyncShare))}
+		kickAt:  max(1, int64(float64(r.Policy.Limit)*l.o.SyncShare)),
+		allowed: decisionAttrs(r.Policy.Name, true), limited: decisionAttrs(r.Policy.Name, false)}
 	l.counters[k] = c
 	return c
 }

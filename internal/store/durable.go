@@ -40,6 +40,9 @@ type Durability struct {
 	// Timeout bounds the wait for the replicas (WAIT's and WAITAOF's timeout). Default 2s (an
 	// appendfsync everysec primary may take up to a second to fsync).
 	Timeout time.Duration
+	// NoAOF leaves out WAITAOF: the replicas' acknowledgement alone (what a failover needs)
+	// confirms the write, without waiting up to a second for an everysec fsync.
+	NoAOF bool
 }
 
 // ErrNotDurable reports a credential-ending write the primary applied but too few replicas
@@ -53,6 +56,7 @@ type Durable struct {
 	replicas int
 	timeout  time.Duration
 	off      bool
+	noAOF    bool
 	// call bounds each command of the write on the dedicated connection (the store's timeout).
 	call time.Duration
 	// aof is true while the primary is known to run with appendonly yes (then WAITAOF 1 0
@@ -123,7 +127,7 @@ func (d *Durable) confirm(ctx context.Context, dc rueidis.DedicatedClient, need 
 	}
 	// The local fsync is waited for together with the replicas: where the primary has none
 	// online (auto) nothing is waited for at all, as the primary's own answer is all there is.
-	aof := need > 0 && d.aof.Load() && d.waitAOF.Load()
+	aof := need > 0 && !d.noAOF && d.aof.Load() && d.waitAOF.Load()
 	if aof {
 		cmds = append(cmds, dc.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build())
 	}

@@ -119,3 +119,41 @@ func waitCalls(t *testing.T, s *store.Store) int64 {
 	}
 	return 0
 }
+
+// With append-only on (the test servers run appendonly yes), a durable write also waits for the
+// primary's fsync (WAITAOF) unless GATEWAY_DURABLE_AOF=off; the replicas' WAIT stays.
+func TestDurableWriteAOF(t *testing.T) {
+	t.Parallel()
+	primary, _ := primaryWithReplica(t)
+	prefix := testredis.Prefix(t)
+	for _, tc := range []struct {
+		name  string
+		noAOF bool
+		want  int64
+	}{{"auto", false, 1}, {"off", true, 0}} {
+		s := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: time.Second, NoAOF: tc.noAOF})
+		wait0, aof0 := commandCalls(t, s, "wait"), commandCalls(t, s, "waitaof")
+		if err := durableSet(s, prefix+":"+tc.name); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if w, a := commandCalls(t, s, "wait")-wait0, commandCalls(t, s, "waitaof")-aof0; w != 1 || a != tc.want {
+			t.Errorf("GATEWAY_DURABLE_AOF=%s: %d WAIT and %d WAITAOF, want 1 and %d", tc.name, w, a, tc.want)
+		}
+	}
+}
+
+func commandCalls(t *testing.T, s *store.Store, cmd string) int64 {
+	t.Helper()
+	info, err := s.Client.Do(context.Background(), s.Client.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
+			v, _, _ = strings.Cut(v, ",")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}

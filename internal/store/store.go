@@ -195,7 +195,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if dur.Replicas < DurableAuto {
 		return nil, fmt.Errorf("store: durable replicas %d: want auto (-1), 0 or a positive count", dur.Replicas)
 	}
-	s.Durable = &Durable{replicas: dur.Replicas, timeout: dur.Timeout, call: o.Timeout,
+	s.Durable = &Durable{replicas: dur.Replicas, timeout: dur.Timeout, call: o.Timeout, noAOF: dur.NoAOF,
 		off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == ""}
 	var opt rueidis.ClientOption
 	if strings.TrimSpace(o.URL) == "" {
