@@ -42,7 +42,9 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil}, {"gateway-nocache", "false", limited, fx.noCachePlans(), nil},
 		{"gateway-nolimit", "true", unlimited, fx.noLimitPlans(), nil},
 		{"gateway-revoke", "true", limited, fx.revokePlans("session-revoke", "no replica: no WAIT"), nil},
-		{"gateway-revoke-replica", "true", limited, fx.revokePlans("session-revoke-replica", "one replica: WAIT 1 + WAITAOF"), b.startReplica}} {
+		{"gateway-revoke-replica", "true", limited, fx.revokePlans("session-revoke-replica", "one replica: WAIT 1 + WAITAOF"), b.startReplica},
+		{"gateway-revoke-replica-noaof", "true", append(slices.Clip(limited), "GATEWAY_DURABLE_AOF=off"),
+			fx.revokePlans("session-revoke-replica-noaof", "one replica: WAIT 1 (GATEWAY_DURABLE_AOF=off)"), b.startReplica}} {
 		var plans []plan
 		for _, p := range ph.plans {
 			if b.cfg.selected(p.Key) {
@@ -198,6 +200,9 @@ func (b *bench) pairedRounds(ctx context.Context, gwBase string, gwScript wrkScr
 // until the primary counts it online: from then on the gateway's durable writes (revocations)
 // wait for it (GATEWAY_DURABLE_REPLICAS=auto).
 func (b *bench) startReplica(ctx context.Context) error {
+	if b.replica != nil {
+		return nil
+	}
 	b.logf("starting a replica of the private Redis")
 	r, err := startRedis(ctx, b.redisBin, b.dir, "redis-replica", "--replicaof", "127.0.0.1", strconv.Itoa(b.redis.Port),
 		"--repl-diskless-sync-delay", "0")

@@ -56,7 +56,8 @@ type config struct {
 // allKeys lists every scenario key in run order.
 var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-bearer", "whoami", "mfa-verify",
 	"quote-patch", "quote-get", "case-escalate", "session-create", "authz-session-nocache", "authz-bearer-nocache",
-	"quote-get-nolimit", "session-revoke", "session-revoke-replica", "ceiling-redis"}
+	"quote-get-nolimit", "session-revoke", "session-revoke-replica",
+	"session-revoke-replica-noaof", "ceiling-redis"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
