@@ -23,11 +23,11 @@ type Config struct {
 	RedisCommandLabels bool          `env:"GATEWAY_REDIS_COMMAND_METRICS" default:"false"`
 	// DurableReplicas: how many replicas must acknowledge a write that ends a credential
 	// before it is answered: auto (one whenever the primary has one online), 0 (off) or N.
-	DurableReplicas    string        `env:"GATEWAY_DURABLE_REPLICAS" default:"auto"`
-	DurableTimeout     time.Duration `env:"GATEWAY_DURABLE_TIMEOUT" default:"2s"`
+	DurableReplicas string        `env:"GATEWAY_DURABLE_REPLICAS" default:"auto"`
+	DurableTimeout  time.Duration `env:"GATEWAY_DURABLE_TIMEOUT" default:"2s"`
 	// DurableAOF: auto also waits for the primary's append-only fsync (WAITAOF) when it runs
 	// with appendonly yes; off waits for the replicas only.
-	DurableAOF string `env:"GATEWAY_DURABLE_AOF" default:"auto"`
+	DurableAOF         string        `env:"GATEWAY_DURABLE_AOF" default:"auto"`
 	KeyPrefix          string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
 	LogLevel           string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
 	BootstrapTokenFile string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
