@@ -41,8 +41,11 @@ type CaseOptions struct {
 	OpenTTL       time.Duration // TTL while not resolved, refreshed on each transition; default 90 days
 	ResolvedTTL   time.Duration // TTL after resolution; default 30 days
 	HistoryMax    int           // history stream MAXLEN; default 100
-	Metrics       *Metrics
-	Logger        *slog.Logger
+	// MaxPerTenant caps a tenant's live cases (GATEWAY_TENANT_MAX_CASES); default
+	// DefaultCasesPerTenant, at most MaxCasesPerTenant.
+	MaxPerTenant int
+	Metrics      *Metrics
+	Logger       *slog.Logger
 }
 
 // Cases keeps escalation cases: a hash and a bounded history stream under the case's own tag
@@ -259,4 +262,9 @@ func (r *Cases) index(ctx context.Context, tag, id string, due time.Time) error 
 		return apperr.Newf(apperr.BoundExceeded, "A tenant has at most %d cases awaiting their due time.", MaxDueCases)
 	}
 	return nil
+}
+
+// quotaKey is the tenant's quota set of live cases.
+func (r *Cases) quotaKey(tenant string) string {
+	return r.keys.Key("quota", r.TenantTag(tenant), "cases")
 }

@@ -86,3 +86,7 @@ func qcWantKind(t *testing.T, err error, k *apperr.Kind) {
 		t.Fatalf("err = %v, want %s", err, k.Slug)
 	}
 }
+
+// summaryKey and itemsKey are the keys of a draft of the tests' tenant, acme.
+func (r *Quotes) summaryKey(id string) string { return r.quoteKeys("acme", id)[0] }
+func (r *Quotes) itemsKey(id string) string   { return r.quoteKeys("acme", id)[1] }
