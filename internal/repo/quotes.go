@@ -91,10 +91,9 @@ func (r *Quotes) MaxItems() int { return r.maxItems }
 // The keys of a draft: its summary, its items and its tenant's quota set, all under the
 // tenant's tag, so one script creates, writes or deletes a draft and counts it exactly
 // (GATEWAY_TENANT_MAX_QUOTES). Another tenant's id names a key that does not exist.
-func (r *Quotes) quoteKeys(tenant, id string) []string {
-	tag := r.h.TenantTag(tenant)
-	sum := r.keys.Key("quote", tag, id)
-	return []string{sum, sum + ":items", r.keys.Key("quota", tag, "quotes")}
+func (r *Quotes) quoteKeys(tenantTag, id string) []string {
+	sum := r.keys.Key("quote", tenantTag, id)
+	return []string{sum, sum + ":items", r.keys.Key("quota", tenantTag, "quotes")}
 }
 
 // legacyKeys are where gateways before the tenant quota wrote a draft (summary, items), under
@@ -140,7 +139,7 @@ func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote,
 			return q, err
 		}
 	}
-	rep, err := runScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate, r.quoteKeys(in.Tenant, in.ID),
+	rep, err := runScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate, r.quoteKeys(r.h.TenantTag(in.Tenant), in.ID),
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, ms(r.ttl.Milliseconds()),
 			strconv.Itoa(SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.max)})
 	if err != nil {
@@ -174,7 +173,7 @@ func (r *Quotes) Get(ctx context.Context, tenant, id string) (*quotes.Quote, err
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote get: %w", apperr.NotFound)
 	}
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.quoteKeys(tenant, id)[0]).Build()).AsStrMap()
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.quoteKeys(r.h.TenantTag(tenant), id)[0]).Build()).AsStrMap()
 	if err != nil {
 		return nil, redisErr("quote get", err)
 	}
@@ -258,13 +257,13 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 }
 
 // quotaKey is the tenant's quota set of live drafts.
-func (r *Quotes) quotaKey(tenant string) string { return r.quoteKeys(tenant, "")[2] }
+func (r *Quotes) quotaKey(tenant string) string { return r.quoteKeys(r.h.TenantTag(tenant), "")[2] }
 
 // run runs a script on the draft's keys (quoteKeys) and, when it answers NOT_FOUND, on its
 // legacy keys (legacyKeys, without the quota set): a draft lives under one or the other, and
 // nothing creates one under the legacy keys any more.
 func (r *Quotes) run(ctx context.Context, name, op string, l *rueidis.Lua, tenant, id string, args []string) (Reply, error) {
-	rep, err := runScript(ctx, r.c, r.m, name, op, l, r.quoteKeys(tenant, id), args)
+	rep, err := runScript(ctx, r.c, r.m, name, op, l, r.quoteKeys(r.h.TenantTag(tenant), id), args)
 	if err != nil || rep.Code() != CodeNotFound {
 		return rep, err
 	}
