@@ -110,11 +110,16 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		measure("token metadata hash", "", ts...)
 	}
 	if q := fx.quoteSample.ID; q != "" {
-		measure(fmt.Sprintf("quote summary + items (%d items)", fx.quoteItems), "", repo.QuoteKeys(benchKeys, q))
+		if k := scanOne(ctx, b.redis.Client, repo.QuoteKeyPattern(benchKeys, q)); k != "" {
+			measure(fmt.Sprintf("quote summary + items (%d items)", fx.quoteItems), "", []string{k, k + ":items"})
+		}
 	}
 	for _, c := range []struct{ id, what string }{{fx.caseFresh, "case hash + history, as created"}, {fx.caseUsed, fmt.Sprintf("case hash + history after %d escalations", caseMaxEscalation)}} {
-		if c.id != "" {
-			measure(c.what, "", repo.CaseKeys(benchKeys, c.id))
+		if c.id == "" {
+			continue
+		}
+		if k := scanOne(ctx, b.redis.Client, repo.CaseKeyPattern(benchKeys, c.id)); k != "" {
+			measure(c.what, "", []string{k, k + ":history"})
 		}
 	}
 	var naive [][]string

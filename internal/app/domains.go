@@ -66,14 +66,14 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
-	qr, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: cfg.KeyPrefix, TTL: cfg.QuoteTTL,
-		MaxItems: cfg.QuoteMaxItems, Metrics: rm, Logger: log})
+	qr, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: cfg.KeyPrefix, Hasher: h, TTL: cfg.QuoteTTL,
+		MaxItems: cfg.QuoteMaxItems, MaxPerTenant: cfg.TenantMaxQuotes, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	cr, err := repo.NewCases(s, repo.CaseOptions{Prefix: cfg.KeyPrefix, Hasher: h,
 		MaxEscalation: cfg.CaseMaxEscalation, OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL,
-		HistoryMax: cfg.CaseHistoryMax, Metrics: rm, Logger: log})
+		HistoryMax: cfg.CaseHistoryMax, MaxPerTenant: cfg.TenantMaxCases, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}

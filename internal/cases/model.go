@@ -52,7 +52,10 @@ type Event struct {
 // from its Idempotency-Key (DerivedID), so a retry after a crash or a timeout lands on the
 // same case.
 type NewCase struct {
-	ID           string
+	ID string
+	// Keyed: ID was derived from an Idempotency-Key, so a case may already exist under it (an
+	// attempt of the same request that ran late); a random ID names no case.
+	Keyed        bool
 	Tenant       string
 	SubjectRef   string
 	AssignedTeam string

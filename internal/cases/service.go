@@ -50,7 +50,7 @@ func New(store Store, once *idempotency.Service) (*Service, error) {
 func (s *Service) Create(ctx context.Context, in NewCase, key idempotency.Key,
 	render func(*Case) (idempotency.Response, error)) (idempotency.Result, error) {
 	return s.once.Do(ctx, "createCase", in.Tenant, key, IDs, func(id string) (idempotency.Response, error) {
-		in.ID = id
+		in.ID, in.Keyed = id, key.Value != nil
 		if err := validateNew(in); err != nil {
 			return idempotency.Response{}, err
 		}

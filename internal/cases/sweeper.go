@@ -24,7 +24,7 @@ import (
 type DueStore interface {
 	SweepTenants(ctx context.Context) ([]string, time.Time, error)
 	DueCases(ctx context.Context, tenantTag string, now time.Time, limit int) ([]string, error)
-	AutoEscalate(ctx context.Context, caseID string) (AutoOutcome, error)
+	AutoEscalate(ctx context.Context, tenantTag, caseID string) (AutoOutcome, error)
 	Undue(ctx context.Context, tenantTag string, caseIDs ...string) error
 }
 
@@ -141,7 +141,7 @@ func (s *Sweeper) sweepTenant(ctx context.Context, tag string, now time.Time, st
 		}
 		var done []string
 		for _, id := range ids {
-			o, err := s.cases.AutoEscalate(ctx, id)
+			o, err := s.cases.AutoEscalate(ctx, tag, id)
 			switch {
 			case o == AutoCorrupt:
 				st.Errors++

@@ -70,6 +70,8 @@ type Config struct {
 	// Tenant quotas: live objects per tenant, counted atomically with each create.
 	TenantMaxTokens          int `env:"GATEWAY_TENANT_MAX_TOKENS" default:"10000"`
 	TenantMaxIdempotencyKeys int `env:"GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS" default:"100000"`
+	TenantMaxQuotes          int `env:"GATEWAY_TENANT_MAX_QUOTES" default:"10000"`
+	TenantMaxCases           int `env:"GATEWAY_TENANT_MAX_CASES" default:"50000"`
 
 	CaseMaxEscalation int           `env:"GATEWAY_CASE_MAX_ESCALATION" default:"3"`
 	CaseResolvedTTL   time.Duration `env:"GATEWAY_CASE_RESOLVED_TTL" default:"720h"`
@@ -264,6 +266,8 @@ func (c Config) Validate() error {
 	check(c.IdempotencyTTL >= time.Minute && c.IdempotencyTTL <= 7*24*time.Hour, "GATEWAY_IDEMPOTENCY_TTL must be within 1m..168h")
 	check(c.TenantMaxTokens >= 1 && c.TenantMaxTokens <= 10000, "GATEWAY_TENANT_MAX_TOKENS must be within 1..10000")
 	check(c.TenantMaxIdempotencyKeys >= 1 && c.TenantMaxIdempotencyKeys <= 1000000, "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS must be within 1..1000000")
+	check(c.TenantMaxQuotes >= 1 && c.TenantMaxQuotes <= 100000, "GATEWAY_TENANT_MAX_QUOTES must be within 1..100000")
+	check(c.TenantMaxCases >= 1 && c.TenantMaxCases <= 100000, "GATEWAY_TENANT_MAX_CASES must be within 1..100000")
 	check(c.CaseMaxEscalation >= 1 && c.CaseMaxEscalation <= 10, "GATEWAY_CASE_MAX_ESCALATION must be within 1..10")
 	check(c.CaseResolvedTTL >= time.Minute && c.CaseOpenTTL >= time.Hour, "GATEWAY_CASE_RESOLVED_TTL ≥ 1m and GATEWAY_CASE_OPEN_TTL ≥ 1h")
 	check(c.CaseHistoryMax >= 1 && c.CaseHistoryMax <= 10000, "GATEWAY_CASE_HISTORY_MAX must be within 1..10000")

@@ -70,7 +70,10 @@ type Item struct {
 // from its Idempotency-Key (DerivedID), so a retry after a crash or a timeout lands on the
 // same draft.
 type NewQuote struct {
-	ID           string
+	ID string
+	// Keyed: ID was derived from an Idempotency-Key, so a draft may already exist under it
+	// (an attempt of the same request that ran late); a random ID names no draft.
+	Keyed        bool
 	Tenant       string
 	CustomerID   string
 	SalesChannel string

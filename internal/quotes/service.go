@@ -48,7 +48,7 @@ func New(store Store, once *idempotency.Service) (*Service, error) {
 func (s *Service) Create(ctx context.Context, in NewQuote, key idempotency.Key,
 	render func(*Quote) (idempotency.Response, error)) (idempotency.Result, error) {
 	return s.once.Do(ctx, "createQuote", in.Tenant, key, IDs, func(id string) (idempotency.Response, error) {
-		in.ID = id
+		in.ID, in.Keyed = id, key.Value != nil
 		if err := validateNew(in); err != nil {
 			return idempotency.Response{}, err
 		}

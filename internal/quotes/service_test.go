@@ -1,6 +1,7 @@
 package quotes_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
@@ -17,7 +19,11 @@ import (
 
 func newService(t *testing.T, s *store.Store, prefix string, maxItems int) *quotes.Service {
 	t.Helper()
-	r, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: prefix, TTL: time.Hour, MaxItems: maxItems})
+	h, err := keyhash.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: prefix, Hasher: h, TTL: time.Hour, MaxItems: maxItems})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -41,12 +42,17 @@ type CaseOptions struct {
 	OpenTTL       time.Duration // TTL while not resolved, refreshed on each transition; default 90 days
 	ResolvedTTL   time.Duration // TTL after resolution; default 30 days
 	HistoryMax    int           // history stream MAXLEN; default 100
-	Metrics       *Metrics
-	Logger        *slog.Logger
+	// MaxPerTenant caps a tenant's live cases (GATEWAY_TENANT_MAX_CASES); default
+	// DefaultCasesPerTenant, at most MaxCasesPerTenant.
+	MaxPerTenant int
+	Metrics      *Metrics
+	Logger       *slog.Logger
 }
 
-// Cases keeps escalation cases: a hash and a bounded history stream under the case's own tag
-// {c_<id>}; a per-tenant due index; a small registry of tenants for the sweepers. It
+// Cases keeps escalation cases: a hash and a bounded history stream under the tenant's tag,
+// with the tenant's quota set of live cases and its due index in the same slot (caseKeys;
+// cases written before the quota, under their own tag, are still served: legacyKeys); a small
+// registry of tenants for the sweepers. It
 // implements cases.Store and cases.DueStore; the case rules are the service's (internal/cases),
 // the bounds the keys and scripts need are kept here.
 type Cases struct {
@@ -69,6 +75,7 @@ func NewCases(s *store.Store, o CaseOptions) (*Cases, error) {
 	o.OpenTTL = cmp0(o.OpenTTL, DefaultCaseOpenTTL)
 	o.ResolvedTTL = cmp0(o.ResolvedTTL, DefaultCaseResolvedTTL)
 	o.HistoryMax = cmp0(o.HistoryMax, DefaultCaseHistoryMax)
+	o.MaxPerTenant = cmp0(o.MaxPerTenant, DefaultCasesPerTenant)
 	switch {
 	case s == nil || s.Client == nil:
 		return nil, fmt.Errorf("%w: cases need a store", ErrBadOptions)
@@ -80,6 +87,8 @@ func NewCases(s *store.Store, o CaseOptions) (*Cases, error) {
 		return nil, fmt.Errorf("%w: case TTLs must be at least 1s", ErrBadOptions)
 	case o.HistoryMax < 1 || o.HistoryMax > 10_000:
 		return nil, fmt.Errorf("%w: case history max %d not within 1..10000", ErrBadOptions, o.HistoryMax)
+	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxCasesPerTenant:
+		return nil, fmt.Errorf("%w: cases per tenant %d not within 1..%d", ErrBadOptions, o.MaxPerTenant, MaxCasesPerTenant)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -94,8 +103,21 @@ func cmp0[T int | time.Duration](v, def T) T {
 	return v
 }
 
-func (r *Cases) hashKey(id string) string    { return r.keys.Key("case", id) }
-func (r *Cases) historyKey(id string) string { return r.keys.Key("case", id, "history") }
+// The keys of a case: its hash, its history and its tenant's quota set, all under the
+// tenant's tag (as its due index is), so one script creates or moves a case and counts it
+// exactly (GATEWAY_TENANT_MAX_CASES). Another tenant's id names a key that does not exist.
+func (r *Cases) caseKeys(tenantTag, id string) []string {
+	h := r.keys.Key("case", tenantTag, id)
+	return []string{h, h + ":history", r.keys.Key("quota", tenantTag, "cases")}
+}
+
+// legacyKeys are where gateways before the tenant quota wrote a case (hash, history), under
+// the case's own tag. Nothing writes a case there any more; a case found there is still read,
+// moved and swept (without KEYS[3]: it is not counted) until it expires.
+func (r *Cases) legacyKeys(id string) []string {
+	h := r.keys.Key("case", id)
+	return []string{h, h + ":history"}
+}
 func (r *Cases) dueKey(tenantTag string) string {
 	return r.keys.Key("casedue", tenantTag)
 }
@@ -115,8 +137,9 @@ var (
 
 // The replies of the case scripts (each script's header shows them).
 var (
-	caseCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1} // {'OK'|'EXISTS', HGETALL case}
-	caseAddReplies    = replyShapes{CodeOK: 0, CodeBound: 0}  // case_tenant_add, case_due_add
+	// case_create: {'OK'|'EXISTS', HGETALL case} | {'QUOTA', ms} | {'BOUND'} (due index full)
+	caseCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1, CodeQuota: 1, CodeBound: 0}
+	caseAddReplies    = replyShapes{CodeOK: 0, CodeBound: 0} // case_tenant_add, case_due_add
 	// case_transition: {'OK', HGETALL case} or a refusal.
 	caseTransitionReplies = replyShapes{
 		CodeOK: 1, CodeNotFound: 0, CodeStale: 1, CodeInvalidStatus: 1, CodeMaxEscalation: 1, CodeCorrupt: 1,
@@ -127,9 +150,10 @@ var (
 	}
 )
 
-// Create opens a case. The tenant is registered for the sweepers and the case put in its due
-// index first (each bounded, refused with 422 when full), then the case written: a crash in
-// between leaves only an index entry the sweeper drops when it finds no case.
+// Create opens a case: the tenant is registered for the sweepers first (a bounded global
+// registry, refused with 422 when full), then one script in the tenant's slot counts the case
+// in the tenant's quota (over it: 429 quota-exceeded, nothing written), puts it in the due index
+// and writes it.
 func (r *Cases) Create(ctx context.Context, in cases.NewCase) (*cases.Case, error) {
 	if in.ID == "" {
 		in.ID = cases.NewID()
@@ -137,21 +161,36 @@ func (r *Cases) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 	if err := r.checkNew(in); err != nil {
 		return nil, err
 	}
+	if in.Keyed { // the id is derived from the Idempotency-Key: a gateway before the tenant tag may have made it
+		if c, err := r.legacyGet(ctx, in.Tenant, in.ID); err == nil || !errors.Is(err, apperr.NotFound) {
+			return c, err
+		}
+	}
 	tag := r.TenantTag(in.Tenant)
 	if err := r.register(ctx, tag); err != nil {
 		return nil, err
 	}
-	if err := r.index(ctx, tag, in.ID, in.DueAt); err != nil {
-		return nil, err
-	}
-	rep, err := runScript(ctx, r.c, r.m, "case_create", "case create", scriptCaseCreate, r.caseKeys(in.ID),
+	rep, err := runScript(ctx, r.c, r.m, "case_create", "case create", scriptCaseCreate,
+		append(r.caseKeys(tag, in.ID), r.dueKey(tag)),
 		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, ms(in.DueAt.UnixMilli()), in.Reason, in.Actor,
-			ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(SchemaVersion)})
+			ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(SchemaVersion),
+			strconv.Itoa(r.o.MaxPerTenant), strconv.Itoa(MaxDueCases)})
 	if err != nil {
 		return nil, err
 	}
 	if err := caseCreateReplies.check(rep); err != nil {
 		return nil, badReply(ctx, r.m, "case_create", err)
+	}
+	switch rep.Code() {
+	case CodeQuota: // {'QUOTA', ms until the earliest live case expires}
+		wait, err := rep.Int(0)
+		if err != nil {
+			return nil, badReply(ctx, r.m, "case_create", err)
+		}
+		r.m.Transition(ctx, "case", "create", "quota")
+		return nil, quotaError("cases", "GATEWAY_TENANT_MAX_CASES", r.o.MaxPerTenant, wait)
+	case CodeBound:
+		return nil, dueBoundError()
 	}
 	c, err := r.decodeReply(ctx, "case_create", rep, in.ID)
 	if err != nil {
@@ -169,7 +208,20 @@ func (r *Cases) Get(ctx context.Context, tenant, id string) (*cases.Case, error)
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case get: %w", apperr.NotFound)
 	}
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(id)).Build()).AsStrMap()
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.caseKeys(r.TenantTag(tenant), id)[0]).Build()).AsStrMap()
+	if err != nil {
+		return nil, redisErr("case get", err)
+	}
+	if len(m) == 0 {
+		return r.legacyGet(ctx, tenant, id)
+	}
+	return r.decode(ctx, m, id)
+}
+
+// legacyGet reads a case under its legacy key (legacyKeys): NotFound when absent or another
+// tenant's.
+func (r *Cases) legacyGet(ctx context.Context, tenant, id string) (*cases.Case, error) {
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKeys(id)[0]).Build()).AsStrMap()
 	if err != nil {
 		return nil, redisErr("case get", err)
 	}
@@ -188,9 +240,30 @@ func (r *Cases) History(ctx context.Context, tenant, id string) ([]cases.Event, 
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
 	}
+	entries, err := r.history(ctx, tenant, r.caseKeys(r.TenantTag(tenant), id))
+	if errors.Is(err, apperr.NotFound) {
+		entries, err = r.history(ctx, tenant, r.legacyKeys(id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cases.Event, 0, len(entries))
+	for _, e := range entries {
+		ev, err := r.decodeEvent(ctx, e.FieldValues)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// history reads the history stream of the case whose hash and stream are keys[0] and keys[1]
+// (NotFound when the hash is absent or another tenant's).
+func (r *Cases) history(ctx context.Context, tenant string, keys []string) ([]rueidis.XRangeEntry, error) {
 	res := r.c.DoMulti(ctx,
-		r.c.B().Hget().Key(r.hashKey(id)).Field("tenantId").Build(),
-		r.c.B().Xrevrange().Key(r.historyKey(id)).End("+").Start("-").Count(int64(r.o.HistoryMax)).Build())
+		r.c.B().Hget().Key(keys[0]).Field("tenantId").Build(),
+		r.c.B().Xrevrange().Key(keys[1]).End("+").Start("-").Count(int64(r.o.HistoryMax)).Build())
 	owner, err := res[0].ToString()
 	if err != nil {
 		return nil, redisErr("case history", err)
@@ -202,15 +275,7 @@ func (r *Cases) History(ctx context.Context, tenant, id string) ([]cases.Event, 
 	if err != nil {
 		return nil, redisErr("case history", err)
 	}
-	out := make([]cases.Event, 0, len(entries))
-	for _, e := range entries {
-		ev, err := r.decodeEvent(ctx, e.FieldValues)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
+	return entries, nil
 }
 
 // checkNew refuses what the keys and the case's lifetime cannot hold: a malformed id, no
@@ -256,7 +321,17 @@ func (r *Cases) index(ctx context.Context, tag, id string, due time.Time) error 
 		return badReply(ctx, r.m, "case_due_add", err)
 	}
 	if rep.Code() == CodeBound {
-		return apperr.Newf(apperr.BoundExceeded, "A tenant has at most %d cases awaiting their due time.", MaxDueCases)
+		return dueBoundError()
 	}
 	return nil
+}
+
+// dueBoundError refuses a case its tenant's full due index cannot take.
+func dueBoundError() error {
+	return apperr.Newf(apperr.BoundExceeded, "A tenant has at most %d cases awaiting their due time.", MaxDueCases)
+}
+
+// quotaKey is the tenant's quota set of live cases.
+func (r *Cases) quotaKey(tenant string) string {
+	return r.keys.Key("quota", r.TenantTag(tenant), "cases")
 }

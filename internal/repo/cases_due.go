@@ -72,15 +72,19 @@ func (r *Cases) Undue(ctx context.Context, tenantTag string, ids ...string) erro
 	return redisErr("case undue", err)
 }
 
-// AutoEscalate escalates the case once with reason AUTO_ESCALATION when it is still OPEN, due
-// by the server's clock and never auto-escalated before; the script decides atomically.
-func (r *Cases) AutoEscalate(ctx context.Context, id string) (cases.AutoOutcome, error) {
-	if !caseIDPattern.MatchString(id) {
+// AutoEscalate escalates the tenant's case once with reason AUTO_ESCALATION when it is still
+// OPEN, due by the server's clock and never auto-escalated before; the script decides
+// atomically. A case not under the tenant's tag is looked for under its legacy key.
+func (r *Cases) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.AutoOutcome, error) {
+	if !caseIDPattern.MatchString(id) || !tenantTagPattern.MatchString(tenantTag) {
 		return cases.AutoGone, nil
 	}
 	const script = "case_auto_escalate"
-	rep, err := runScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.caseKeys(id),
-		[]string{strconv.Itoa(r.o.MaxEscalation), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor})
+	args := []string{strconv.Itoa(r.o.MaxEscalation), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor, id}
+	rep, err := runScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.caseKeys(tenantTag, id), args)
+	if err == nil && rep.Code() == CodeGone {
+		rep, err = runScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.legacyKeys(id), args)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -259,7 +259,7 @@ func TestCaseAutoEscalate(t *testing.T) {
 			want cases.AutoOutcome
 		}{{overdue.ID, cases.AutoEscalated}, {overdue.ID, cases.AutoNotOpen}, {later.ID, cases.AutoNotDue}, {cases.NewID(), cases.AutoGone}}
 		for _, st := range steps {
-			if o, err := c.AutoEscalate(ctx, st.id); err != nil || o != st.want {
+			if o, err := c.AutoEscalate(ctx, tags[0], st.id); err != nil || o != st.want {
 				t.Fatalf("auto %s: %s %v, want %s", st.id, o, err, st.want)
 			}
 		}
@@ -274,7 +274,7 @@ func TestCaseAutoEscalate(t *testing.T) {
 		if _, err := c.Reopen(ctx, change(k, "not done")); err != nil {
 			t.Fatal(err)
 		}
-		if o, err := c.AutoEscalate(ctx, overdue.ID); err != nil || o != cases.AutoAlready {
+		if o, err := c.AutoEscalate(ctx, tags[0], overdue.ID); err != nil || o != cases.AutoAlready {
 			t.Fatalf("auto after reopen: %s %v", o, err)
 		}
 		if err := c.Undue(ctx, tags[0], overdue.ID); err != nil {

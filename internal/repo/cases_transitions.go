@@ -59,9 +59,12 @@ func (r *Cases) Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error
 // transition runs case_transition.lua for one manual transition; ttl is what both keys get.
 func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, reason string, ttl time.Duration) (*cases.Case, error) {
 	const script = "case_transition"
-	rep, err := runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.caseKeys(ch.ID),
-		[]string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, ms(ttl.Milliseconds()),
-			strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam})
+	args := []string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, ms(ttl.Milliseconds()),
+		strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam, ch.ID}
+	rep, err := runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.caseKeys(r.TenantTag(ch.Tenant), ch.ID), args)
+	if err == nil && rep.Code() == CodeNotFound { // a case written before the tenant tag, or none
+		rep, err = runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.legacyKeys(ch.ID), args)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +90,6 @@ func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, re
 		return nil, corruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
 	}
 }
-
-func (r *Cases) caseKeys(id string) []string { return []string{r.hashKey(id), r.historyKey(id)} }
 
 // checkChange guards the keys: an id that cannot be a case's is not found. The transition's
 // rules are the service's (cases.Service).

@@ -18,12 +18,10 @@ func MFACounterKey(k Keys, userTag string) string {
 // tag (the tag is a keyed hash a tool cannot compute).
 func TokenKeyPattern(k Keys, id string) string { return k.Key(tokenObj, "*", id) }
 
-// QuoteKeys are the quote's summary hash and its items hash.
-func QuoteKeys(k Keys, id string) []string {
-	return []string{k.Key("quote", id), k.Key("quote", id, "items")}
-}
+// QuoteKeyPattern is a SCAN MATCH pattern for the summary hash of quote id under any tenant tag
+// (its items hash is that key + ":items").
+func QuoteKeyPattern(k Keys, id string) string { return k.Key("quote", "*", id) }
 
-// CaseKeys are the case's hash and its history stream.
-func CaseKeys(k Keys, id string) []string {
-	return []string{k.Key("case", id), k.Key("case", id, "history")}
-}
+// CaseKeyPattern is a SCAN MATCH pattern for the hash of case id under any tenant tag (its
+// history stream is that key + ":history").
+func CaseKeyPattern(k Keys, id string) string { return k.Key("case", "*", id) }

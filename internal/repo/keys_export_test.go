@@ -23,8 +23,8 @@ func TestExportedKeysMatchRepositories(t *testing.T) {
 		{"session", []string{SessionKey(k, ref)}, []string{s.sessionKey(ref)}},
 		{"device index", []string{SessionDevicesKey(k, ref.Tag)}, []string{s.devicesKey(ref.Tag)}},
 		{"token", []string{TokenKeyPattern(k, "01jd")}, []string{tk.hashKey("*", "01jd")}},
-		{"quote", QuoteKeys(k, "q_1"), []string{q.summaryKey("q_1"), q.itemsKey("q_1")}},
-		{"case", CaseKeys(k, "c_1"), []string{c.hashKey("c_1"), c.historyKey("c_1")}},
+		{"quote", []string{QuoteKeyPattern(k, "q_1"), QuoteKeyPattern(k, "q_1") + ":items"}, q.quoteKeys("*", "q_1")[:2]},
+		{"case", []string{CaseKeyPattern(k, "c_1"), CaseKeyPattern(k, "c_1") + ":history"}, c.caseKeys("*", "c_1")[:2]},
 	}
 	for _, tt := range tests {
 		if !slices.Equal(tt.got, tt.want) {

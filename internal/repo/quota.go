@@ -20,6 +20,14 @@ const (
 	DefaultIdemPerTenant = 100000
 	// MaxIdemPerTenant bounds GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS (the set's declared bound).
 	MaxIdemPerTenant = 1000000
+
+	DefaultQuotesPerTenant = 10000
+	// MaxQuotesPerTenant bounds GATEWAY_TENANT_MAX_QUOTES (the set's declared bound).
+	MaxQuotesPerTenant    = 100000
+	DefaultCasesPerTenant = 50000
+	// MaxCasesPerTenant bounds GATEWAY_TENANT_MAX_CASES (the set's declared bound; a tenant's
+	// due index holds at most as many, MaxDueCases).
+	MaxCasesPerTenant = MaxDueCases
 )
 
 // quotaError is the 429 refusal of a create over quota (the quota's name as the problem

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/store"
 )
@@ -30,18 +31,27 @@ type QuoteOptions struct {
 	Prefix   string
 	TTL      time.Duration // after the last write; default 7 days
 	MaxItems int           // default 100
-	Metrics  *Metrics
-	Logger   *slog.Logger
+	// Hasher names the tenant's tag, under which its drafts and their quota set live.
+	Hasher *keyhash.Hasher
+	// MaxPerTenant caps a tenant's live drafts (GATEWAY_TENANT_MAX_QUOTES); default
+	// DefaultQuotesPerTenant, at most MaxQuotesPerTenant.
+	MaxPerTenant int
+	Metrics      *Metrics
+	Logger       *slog.Logger
 }
 
-// Quotes keeps quote drafts: a summary hash and a line-items hash under the quote's own hash
-// tag {q_<id>}, written only by the quote_* scripts. It implements quotes.Store; the draft
-// rules are the service's (internal/quotes), the bounds the scripts enforce are kept here.
+// Quotes keeps quote drafts: a summary hash and a line-items hash under the tenant's hash tag,
+// with the tenant's quota set of live drafts (quoteKeys), written only by the quote_* scripts;
+// drafts written before the quota, under their own tag, are still served (legacyKeys). It
+// implements quotes.Store; the draft rules are the service's (internal/quotes), the bounds the
+// scripts enforce and the tenant's quota are kept here.
 type Quotes struct {
 	c        rueidis.Client
 	keys     Keys
+	h        *keyhash.Hasher
 	ttl      time.Duration
 	maxItems int
+	max      int // the tenant's quota of live drafts
 	m        *Metrics
 	log      *slog.Logger
 }
@@ -56,11 +66,14 @@ func NewQuotes(s *store.Store, o QuoteOptions) (*Quotes, error) {
 	if o.MaxItems == 0 {
 		o.MaxItems = quotes.DefaultMaxItems
 	}
+	o.MaxPerTenant = cmp0(o.MaxPerTenant, DefaultQuotesPerTenant)
 	switch {
 	case s == nil || s.Client == nil:
 		return nil, fmt.Errorf("%w: quotes need a store", ErrBadOptions)
-	case o.Prefix == "":
-		return nil, fmt.Errorf("%w: quotes need a key prefix", ErrBadOptions)
+	case o.Prefix == "" || o.Hasher == nil:
+		return nil, fmt.Errorf("%w: quotes need a key prefix and a hasher", ErrBadOptions)
+	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxQuotesPerTenant:
+		return nil, fmt.Errorf("%w: quotes per tenant %d not within 1..%d", ErrBadOptions, o.MaxPerTenant, MaxQuotesPerTenant)
 	case o.TTL < time.Second:
 		return nil, fmt.Errorf("%w: quote TTL %s is under 1s", ErrBadOptions, o.TTL)
 	case o.MaxItems < 1 || o.MaxItems > quotes.MaxItemsLimit:
@@ -69,14 +82,27 @@ func NewQuotes(s *store.Store, o QuoteOptions) (*Quotes, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Quotes{c: s.Client, keys: Keys{Prefix: o.Prefix}, ttl: o.TTL, maxItems: o.MaxItems, m: o.Metrics, log: o.Logger}, nil
+	return &Quotes{c: s.Client, keys: Keys{Prefix: o.Prefix}, h: o.Hasher, ttl: o.TTL, maxItems: o.MaxItems, max: o.MaxPerTenant, m: o.Metrics, log: o.Logger}, nil
 }
 
 // MaxItems is the configured bound on line items per quote.
 func (r *Quotes) MaxItems() int { return r.maxItems }
 
-func (r *Quotes) summaryKey(id string) string { return r.keys.Key("quote", id) }
-func (r *Quotes) itemsKey(id string) string   { return r.keys.Key("quote", id, "items") }
+// The keys of a draft: its summary, its items and its tenant's quota set, all under the
+// tenant's tag, so one script creates, writes or deletes a draft and counts it exactly
+// (GATEWAY_TENANT_MAX_QUOTES). Another tenant's id names a key that does not exist.
+func (r *Quotes) quoteKeys(tenantTag, id string) []string {
+	sum := r.keys.Key("quote", tenantTag, id)
+	return []string{sum, sum + ":items", r.keys.Key("quota", tenantTag, "quotes")}
+}
+
+// legacyKeys are where gateways before the tenant quota wrote a draft (summary, items), under
+// the quote's own tag. Nothing writes a draft there any more; a draft found there is still
+// read, written and deleted (without KEYS[3]: it is not counted) until it expires.
+func (r *Quotes) legacyKeys(id string) []string {
+	sum := r.keys.Key("quote", id)
+	return []string{sum, sum + ":items"}
+}
 
 var (
 	scriptQuoteCreate = script("quote_create")
@@ -90,12 +116,13 @@ var (
 // The replies of the quote scripts (each script's header shows them); quotes_write.go has the
 // write scripts'.
 var (
-	quoteCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1}   // {'OK'|'EXISTS', HGETALL summary}
-	quoteReadReplies   = replyShapes{CodeOK: 2, CodeNotFound: 0} // {'OK', summary, items} | {'NOT_FOUND'}
+	quoteCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1, CodeQuota: 1} // {'OK'|'EXISTS', HGETALL summary} | {'QUOTA', ms}
+	quoteReadReplies   = replyShapes{CodeOK: 2, CodeNotFound: 0}             // {'OK', summary, items} | {'NOT_FOUND'}
 	quoteDeleteReplies = replyShapes{CodeOK: 0, CodeNotFound: 0}
 )
 
-// Create writes a new DRAFT with zero totals. When in.ID names a draft that already exists
+// Create writes a new DRAFT with zero totals, counted in its tenant's quota in the same script
+// (over it: 429 quota-exceeded, nothing written). When in.ID names a draft that already exists
 // for the same tenant (an idempotent create retried after a crash), that draft is returned.
 func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, error) {
 	if in.ID == "" {
@@ -107,15 +134,27 @@ func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote,
 	case in.Tenant == "":
 		return nil, apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
 	}
-	rep, err := runScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate,
-		[]string{r.summaryKey(in.ID), r.itemsKey(in.ID)},
+	if in.Keyed { // the id is derived from the Idempotency-Key: a gateway before the tenant tag may have made it
+		if q, err := r.legacyGet(ctx, in.Tenant, in.ID); err == nil || !errors.Is(err, apperr.NotFound) {
+			return q, err
+		}
+	}
+	rep, err := runScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate, r.quoteKeys(r.h.TenantTag(in.Tenant), in.ID),
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, ms(r.ttl.Milliseconds()),
-			strconv.Itoa(SchemaVersion), strconv.Itoa(quotes.PricingVersion)})
+			strconv.Itoa(SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.max)})
 	if err != nil {
 		return nil, err
 	}
 	if err := quoteCreateReplies.check(rep); err != nil {
 		return nil, badReply(ctx, r.m, "quote_create", err)
+	}
+	if rep.Code() == CodeQuota { // {'QUOTA', ms until the earliest live draft expires}
+		wait, err := rep.Int(0)
+		if err != nil {
+			return nil, badReply(ctx, r.m, "quote_create", err)
+		}
+		r.m.Transition(ctx, "quote", "create", "quota")
+		return nil, quotaError("quotes", "GATEWAY_TENANT_MAX_QUOTES", r.max, wait)
 	}
 	q, err := r.decodeReply(ctx, "quote_create", rep, in.ID)
 	if err != nil {
@@ -134,7 +173,20 @@ func (r *Quotes) Get(ctx context.Context, tenant, id string) (*quotes.Quote, err
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote get: %w", apperr.NotFound)
 	}
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.summaryKey(id)).Build()).AsStrMap()
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.quoteKeys(r.h.TenantTag(tenant), id)[0]).Build()).AsStrMap()
+	if err != nil {
+		return nil, redisErr("quote get", err)
+	}
+	if len(m) == 0 {
+		return r.legacyGet(ctx, tenant, id)
+	}
+	return r.decode(ctx, m, id)
+}
+
+// legacyGet reads a draft under its legacy key (legacyKeys): NotFound when absent or another
+// tenant's.
+func (r *Quotes) legacyGet(ctx context.Context, tenant, id string) (*quotes.Quote, error) {
+	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKeys(id)[0]).Build()).AsStrMap()
 	if err != nil {
 		return nil, redisErr("quote get", err)
 	}
@@ -154,8 +206,7 @@ func (r *Quotes) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *
 	if !quoteIDPattern.MatchString(id) {
 		return nil, nil, fmt.Errorf("quote items: %w", apperr.NotFound)
 	}
-	rep, err := runScript(ctx, r.c, r.m, "quote_read", "quote items", scriptQuoteRead,
-		[]string{r.summaryKey(id), r.itemsKey(id)}, []string{tenant})
+	rep, err := r.run(ctx, "quote_read", "quote items", scriptQuoteRead, tenant, id, []string{tenant})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -189,8 +240,7 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 	if !quoteIDPattern.MatchString(id) {
 		return nil
 	}
-	rep, err := runScript(ctx, r.c, r.m, "quote_delete", "quote delete", scriptQuoteDelete,
-		[]string{r.summaryKey(id), r.itemsKey(id)}, []string{tenant})
+	rep, err := r.run(ctx, "quote_delete", "quote delete", scriptQuoteDelete, tenant, id, []string{tenant, id})
 	if err != nil {
 		return err
 	}
@@ -204,4 +254,18 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 	}
 	r.m.Transition(ctx, "quote", "delete", outcome)
 	return nil
+}
+
+// quotaKey is the tenant's quota set of live drafts.
+func (r *Quotes) quotaKey(tenant string) string { return r.quoteKeys(r.h.TenantTag(tenant), "")[2] }
+
+// run runs a script on the draft's keys (quoteKeys) and, when it answers NOT_FOUND, on its
+// legacy keys (legacyKeys, without the quota set): a draft lives under one or the other, and
+// nothing creates one under the legacy keys any more.
+func (r *Quotes) run(ctx context.Context, name, op string, l *rueidis.Lua, tenant, id string, args []string) (Reply, error) {
+	rep, err := runScript(ctx, r.c, r.m, name, op, l, r.quoteKeys(r.h.TenantTag(tenant), id), args)
+	if err != nil || rep.Code() != CodeNotFound {
+		return rep, err
+	}
+	return runScript(ctx, r.c, r.m, name, op, l, r.legacyKeys(id), args)
 }

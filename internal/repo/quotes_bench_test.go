@@ -20,7 +20,7 @@ func BenchmarkQuoteWrites(b *testing.B) {
 	s := testredis.Open(b, backend)
 	prefix := testredis.Prefix(b)
 	ctx := context.Background()
-	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix})
+	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Hasher: qcHasher(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestQuoteCaseIdemMetrics(t *testing.T) {
 	s := testredis.Open(t, testredis.Backends()[0])
 	prefix := testredis.Prefix(t)
 	ctx := context.Background()
-	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Metrics: m})
+	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Hasher: qcHasher(t), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 func newTestQuotes(t *testing.T, s *store.Store, prefix string, maxItems int) *Quotes {
 	t.Helper()
-	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, TTL: time.Hour, MaxItems: maxItems})
+	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Hasher: qcHasher(t), TTL: time.Hour, MaxItems: maxItems})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,8 @@ func ptr[T any](v T) *T { return &v }
 func TestNewQuotesValidatesOptions(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
-	for _, o := range []QuoteOptions{{}, {Prefix: "p", MaxItems: 5000}, {Prefix: "p", TTL: time.Millisecond}} {
+	h := qcHasher(t)
+	for _, o := range []QuoteOptions{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, MaxItems: 5000}, {Prefix: "p", Hasher: h, TTL: time.Millisecond}, {Prefix: "p", Hasher: h, MaxPerTenant: MaxQuotesPerTenant + 1}} {
 		if _, err := NewQuotes(s, o); !errors.Is(err, ErrBadOptions) {
 			t.Errorf("%+v: err = %v", o, err)
 		}
@@ -321,7 +322,9 @@ func TestQuoteRefusesCorrupt(t *testing.T) {
 	})
 }
 
-// TestQuoteCreateWithPlannedID: creating twice under one planned id returns the first draft.
+// TestQuoteCreateWithPlannedID: creating twice under one planned id returns the first draft;
+// ids are the tenant's own (its drafts live under its tag), so another tenant's create under
+// the same id makes that tenant's draft and leaves the first alone.
 func TestQuoteCreateWithPlannedID(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
@@ -336,8 +339,12 @@ func TestQuoteCreateWithPlannedID(t *testing.T) {
 		if err != nil || *a != *b {
 			t.Fatalf("second create: %+v vs %+v, %v", b, a, err)
 		}
-		in.Tenant = "other"
-		_, err = q.Create(ctx, in)
-		qcWantKind(t, err, apperr.Conflict)
+		in.Tenant, in.CustomerID = "other", "c2"
+		if c, err := q.Create(ctx, in); err != nil || c.Tenant != "other" || c.CustomerID != "c2" {
+			t.Fatalf("another tenant's create under the id: %+v %v", c, err)
+		}
+		if got, err := q.Get(ctx, "acme", in.ID); err != nil || *got != *a {
+			t.Fatalf("the first draft after another tenant's create: %+v %v", got, err)
+		}
 	})
 }

@@ -70,7 +70,7 @@ func TestQuoteExpiresAfterTTL(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, TTL: time.Second, MaxItems: 10})
+		q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Hasher: qcHasher(t), TTL: time.Second, MaxItems: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p 
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
 	}
-	args := []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), "", "", "", ""}
+	args := []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), "", "", "", "", id}
 	if p.CustomerID != nil {
 		args[4] = *p.CustomerID
 	}
@@ -32,7 +32,7 @@ func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p 
 			args[6+i] = ms(*v)
 		}
 	}
-	return r.write(ctx, scriptQuotePatch, "quote_patch", "patch", id, args)
+	return r.write(ctx, scriptQuotePatch, "quote_patch", "patch", tenant, id, args)
 }
 
 // PutItem adds or replaces one line item at stateVersion ifMatch; the script recomputes
@@ -45,9 +45,9 @@ func (r *Quotes) PutItem(ctx context.Context, tenant, id string, ifMatch int64, 
 	if err != nil {
 		return nil, err
 	}
-	return r.write(ctx, scriptQuoteItem, "quote_item_write", "item_put", id,
+	return r.write(ctx, scriptQuoteItem, "quote_item_write", "item_put", tenant, id,
 		[]string{tenant, ms(ifMatch), "put", it.ID, raw, ms(it.Quantity), ms(it.UnitPriceMinor),
-			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor)})
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), id})
 }
 
 // DeleteItem removes one line item at stateVersion ifMatch and recomputes the totals.
@@ -55,9 +55,9 @@ func (r *Quotes) DeleteItem(ctx context.Context, tenant, id, itemID string, ifMa
 	if !quoteIDPattern.MatchString(id) || !itemIDPattern.MatchString(itemID) {
 		return nil, fmt.Errorf("quote item delete: %w", apperr.NotFound)
 	}
-	return r.write(ctx, scriptQuoteItem, "quote_item_write", "item_delete", id,
+	return r.write(ctx, scriptQuoteItem, "quote_item_write", "item_delete", tenant, id,
 		[]string{tenant, ms(ifMatch), "delete", itemID, "", "0", "0",
-			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor)})
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), id})
 }
 
 // Submit moves the draft from DRAFT to SUBMITTED at stateVersion ifMatch.
@@ -65,7 +65,7 @@ func (r *Quotes) Submit(ctx context.Context, tenant, id string, ifMatch int64) (
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote submit: %w", apperr.NotFound)
 	}
-	return r.write(ctx, scriptQuoteSubmit, "quote_submit", "submit", id, []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds())})
+	return r.write(ctx, scriptQuoteSubmit, "quote_submit", "submit", tenant, id, []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds()), id})
 }
 
 // quoteWriteReplies are the replies of the quote write scripts (quote_patch, quote_item_write,
@@ -75,10 +75,11 @@ var quoteWriteReplies = replyShapes{
 	CodeBound: 1, CodeOverflow: 1, CodeDiscount: 0, CodeCorrupt: 1,
 }
 
-// write runs a quote write script on the quote's two keys and reads its reply:
+// write runs a quote write script on the draft's keys (its legacy keys when it is not found
+// there; see run) and reads its reply:
 // {'OK', HGETALL summary} or a refusal (the script's header lists them).
-func (r *Quotes) write(ctx context.Context, l *rueidis.Lua, name, transition, id string, args []string) (*quotes.Quote, error) {
-	rep, err := runScript(ctx, r.c, r.m, name, "quote "+transition, l, []string{r.summaryKey(id), r.itemsKey(id)}, args)
+func (r *Quotes) write(ctx context.Context, l *rueidis.Lua, name, transition, tenant, id string, args []string) (*quotes.Quote, error) {
+	rep, err := r.run(ctx, name, "quote "+transition, l, tenant, id, args)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,15 @@
 -- case_auto_escalate.lua: the sweeper's transition. Escalates an overdue OPEN case once
 -- (reason AUTO_ESCALATION), re-checking here, atomically, that the case still exists, is OPEN,
 -- has never been auto-escalated and is due by the server's clock — so any number of sweepers
--- racing on the same case escalate it exactly once.
--- KEYS[1] case hash       <p>:v1:case:{c_<id>}
--- KEYS[2] history stream  <p>:v1:case:{c_<id>}:history
+-- racing on the same case escalate it exactly once. The open TTL is renewed on both keys and on
+-- the case's score in its tenant's quota set.
+-- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>  (or a case's legacy key
+--         <p>:v1:case:{<caseId>}, written before the tenant tag, with no KEYS[3])
+-- KEYS[2] history stream  KEYS[1] .. ':history'
+-- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's
+--         expiry; absent for a legacy case)
 -- ARGV[1] max level  ARGV[2] TTL ms (open)  ARGV[3] history max  ARGV[4] actor
+-- ARGV[5] caseId (the member in KEYS[3])
 -- Reply: {'OK', HGETALL case} | {'GONE'} | {'NOT_OPEN', status} | {'ALREADY'}
 --        | {'NOT_DUE', dueAtMs} | {'MAX_ESCALATION', level} | {'CORRUPT', field}
 local s = redis.call('HMGET', KEYS[1], 'status', 'dueAtMs', 'escalationLevel', 'autoEscalatedAtMs', 'assignedTeam', 'team')
@@ -22,7 +27,6 @@ local nowN = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if due > nowN then return {'NOT_DUE', s[2]} end
 if level >= tonumber(ARGV[1]) then return {'MAX_ESCALATION', s[3]} end
 local now = string.format('%.0f', nowN)
-local ttl = tonumber(ARGV[2])
 local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
 local newLevel = string.format('%.0f', level + 1)
 redis.call('HSET', KEYS[1], 'status', 'ESCALATED', 'escalationLevel', newLevel, 'updatedAtMs', now,
@@ -31,6 +35,14 @@ redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], '*',
   'atMs', now, 'transition', 'auto_escalate', 'fromStatus', 'OPEN', 'toStatus', 'ESCALATED',
   'escalationLevel', newLevel, 'assignedTeam', s[5] or s[6] or '', 'reason', 'AUTO_ESCALATION',
   'actor', ARGV[4], 'stateVersion', tostring(v))
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('PEXPIRE', KEYS[2], ttl)
+local exp = string.format('%.0f', nowN + tonumber(ARGV[2]))
+redis.call('PEXPIREAT', KEYS[1], exp)
+redis.call('PEXPIREAT', KEYS[2], exp)
+if KEYS[3] then
+  -- the case's place in the quota set follows its new expiry
+  redis.call('ZADD', KEYS[3], exp, ARGV[5])
+  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIREAT', KEYS[3], exp)
+  end
+end
 return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,16 +1,19 @@
 -- case_transition.lua: one manual case transition, checked against the table below; bump
 -- stateVersion (compare-and-set when ARGV[3] is set), record the transition on the hash and in
 -- the bounded history stream, and set the TTL of both keys (Go passes the resolved-case TTL for
--- resolve, the open-case TTL otherwise). The sweeper's transition is case_auto_escalate.lua.
+-- resolve, the open-case TTL otherwise) and the case's score in its tenant's quota set. The sweeper's transition is case_auto_escalate.lua.
 --   escalate  OPEN | ESCALATED → ESCALATED, escalationLevel + 1 up to ARGV[8]
 --   assign    OPEN | ESCALATED → unchanged, assignedTeam = ARGV[9]
 --   resolve   OPEN | ESCALATED → RESOLVED, resolvedAtMs = now
 --   reopen    RESOLVED         → OPEN, resolvedAtMs cleared
--- KEYS[1] case hash       <p>:v1:case:{c_<id>}
--- KEYS[2] history stream  <p>:v1:case:{c_<id>}:history
+-- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>  (or a case's legacy key
+--         <p>:v1:case:{<caseId>}, written before the tenant tag, with no KEYS[3])
+-- KEYS[2] history stream  KEYS[1] .. ':history'
+-- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's
+--         expiry; absent for a legacy case)
 -- ARGV[1] transition  ARGV[2] tenantId  ARGV[3] expected stateVersion ('' = no If-Match)
 -- ARGV[4] reason  ARGV[5] actor  ARGV[6] TTL ms  ARGV[7] history max
--- ARGV[8] max level (escalate)  ARGV[9] assignedTeam (assign)
+-- ARGV[8] max level (escalate)  ARGV[9] assignedTeam (assign)  ARGV[10] caseId (the member in KEYS[3])
 -- Reply: {'OK', HGETALL case} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
 --        | {'MAX_ESCALATION', level} | {'CORRUPT', field}
 local active = {OPEN = true, ESCALATED = true}
@@ -43,7 +46,8 @@ elseif op == 'assign' then
 end
 local to = rule.to or status
 local t = redis.call('TIME')
-local now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local nowN = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = string.format('%.0f', nowN)
 local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
 redis.call('HSET', KEYS[1], 'status', to, 'updatedAtMs', now,
   'lastTransitionAtMs', now, 'lastTransitionReason', ARGV[4])
@@ -59,6 +63,14 @@ redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[7], '*',
   'atMs', now, 'transition', op, 'fromStatus', status, 'toStatus', to,
   'escalationLevel', level, 'assignedTeam', team, 'reason', ARGV[4], 'actor', ARGV[5],
   'stateVersion', tostring(v))
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('PEXPIRE', KEYS[2], ARGV[6])
+local exp = string.format('%.0f', nowN + tonumber(ARGV[6]))
+redis.call('PEXPIREAT', KEYS[1], exp)
+redis.call('PEXPIREAT', KEYS[2], exp)
+if KEYS[3] then
+  -- the case's place in the quota set follows its new expiry
+  redis.call('ZADD', KEYS[3], exp, ARGV[10])
+  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[6]) then
+    redis.call('PEXPIREAT', KEYS[3], exp)
+  end
+end
 return {'OK', redis.call('HGETALL', KEYS[1])}

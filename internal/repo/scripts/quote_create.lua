@@ -1,23 +1,39 @@
--- quote_create.lua: create a quote draft (summary hash) with zero totals and its TTL, or return
--- the existing draft when the id is already taken (an idempotent create retried after a crash).
--- KEYS[1] summary hash  <p>:v1:quote:{q_<id>}
--- KEYS[2] items hash    <p>:v1:quote:{q_<id>}:items   (same tag; removed so a new draft starts empty)
+-- quote_create.lua: create a quote draft (summary hash) with zero totals and its TTL, counted in
+-- its tenant's quota set in the same step; or return the existing draft when the id is already
+-- taken (an idempotent create retried after a crash). The quota set's members are the tenant's
+-- drafts scored by their expiry: members whose expiry has passed (Redis TIME) are pruned first,
+-- and a full set refuses before anything is written.
+-- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
+-- KEYS[2] items hash    <p>:v1:quote:{<tenantTag>}:<quoteId>:items  (removed so a new draft starts empty)
+-- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
 -- ARGV[1] quoteId  ARGV[2] tenantId  ARGV[3] customerId  ARGV[4] salesChannel  ARGV[5] currency
--- ARGV[6] TTL ms   ARGV[7] schemaVersion  ARGV[8] pricingVersion
+-- ARGV[6] TTL ms   ARGV[7] schemaVersion  ARGV[8] pricingVersion  ARGV[9] the tenant's quota
 -- Reply: {'OK', HGETALL summary} | {'EXISTS', HGETALL summary}
+--        | {'QUOTA', ms until the earliest live draft expires}
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'EXISTS', redis.call('HGETALL', KEYS[1])}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[6])
+local exp = now + ttl
 local function n(x) return string.format('%.0f', x) end
+-- A key lives while now <= its expiry: members scored before now are the expired drafts.
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. n(now))
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[9]) then
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  return {'QUOTA', math.max(tonumber(first[2]) - now, 0)}
+end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1],
   'schemaVersion', ARGV[7], 'quoteId', ARGV[1], 'tenantId', ARGV[2], 'customerId', ARGV[3],
   'salesChannel', ARGV[4], 'currency', ARGV[5], 'status', 'DRAFT',
   'subtotalMinor', '0', 'discountMinor', '0', 'taxMinor', '0', 'totalMinor', '0', 'itemCount', '0',
   'pricingVersion', ARGV[8], 'stateVersion', '1',
-  'createdAtMs', n(now), 'updatedAtMs', n(now), 'expiresAtMs', n(now + ttl))
-redis.call('PEXPIRE', KEYS[1], ttl)
+  'createdAtMs', n(now), 'updatedAtMs', n(now), 'expiresAtMs', n(exp))
+redis.call('PEXPIREAT', KEYS[1], n(exp))
+redis.call('ZADD', KEYS[3], n(exp), ARGV[1])
+if redis.call('PTTL', KEYS[3]) < ttl then
+  redis.call('PEXPIREAT', KEYS[3], n(exp))
+end
 return {'OK', redis.call('HGETALL', KEYS[1])}
