@@ -245,6 +245,7 @@ func (l *Sync) Run(ctx context.Context) {
 	t := time.NewTicker(l.o.FlushInterval)
 	defer t.Stop()
 	sweepEvery := max(1, int(time.Second/l.o.FlushInterval))
+	failing := false
 	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
@@ -255,8 +256,14 @@ func (l *Sync) Run(ctx context.Context) {
 		case <-t.C:
 		case <-l.kick:
 		}
-		if err := l.Flush(ctx); err != nil && ctx.Err() == nil {
-			l.o.Logger.WarnContext(ctx, "rate-limit counts not sent; kept for the next flush", "err", err)
+		// Logged when sending starts failing and when it recovers, not on every interval.
+		switch err := l.Flush(ctx); {
+		case err != nil && ctx.Err() == nil && !failing:
+			failing = true
+			l.o.Logger.WarnContext(ctx, "rate-limit counts not sent: each replica enforces the limits on its own admissions until Redis answers; counts kept for the next flush", "err", err)
+		case err == nil && failing:
+			failing = false
+			l.o.Logger.InfoContext(ctx, "rate-limit counts sent again")
 		}
 		if n%sweepEvery == 0 {
 			l.sweep()
