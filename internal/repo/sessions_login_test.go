@@ -15,7 +15,8 @@ import (
 // A session created with its login pending (login-time MFA) reads as pending on every path —
 // the hot path (script and cache), the full view, the list — and only the verify ends that: the
 // verified session lives under a new reference that was never cached, and the old reference is
-// gone at once, so no copy decoded before the verify can answer afterwards. A challenge on a
+// gone (at once when read fresh, as the service reads what it just changed; from the cache
+// once the invalidation push arrives), so no copy decoded before the verify answers for long. A challenge on a
 // logged-in session (step-up) never makes it pending. A plain session does not store the field.
 func TestSessionLoginPending(t *testing.T) {
 	t.Parallel()
@@ -57,8 +58,20 @@ func TestSessionLoginPending(t *testing.T) {
 			if err != nil || res.Outcome != VerifyOK || res.Session.LoginPending {
 				t.Fatalf("verify: %+v %v", res, err)
 			}
-			if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
+			// Read fresh, the old reference is gone at once (the session service reads it so,
+			// having marked it: TestSessionWritesSeenAtOnceDespiteCache); through the cache it
+			// is gone once Redis's invalidation push has arrived.
+			if _, err := e.r.AuthorizeFresh(ctx, ref); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("the pre-verify reference still answers: %v", err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				_, err := e.r.Authorize(ctx, ref)
+				if errors.Is(err, apperr.NotFound) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the pre-verify reference still answers from the cache after 5 s: %v", err)
+				}
 			}
 			for i := range 3 {
 				ac, err := e.r.Authorize(ctx, next)
