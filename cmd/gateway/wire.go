@@ -26,13 +26,9 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 	if err != nil {
 		return nil, err
 	}
-	s, err := store.Open(ctx, store.Options{
-		URL:          cfg.RedisURL,
-		Timeout:      cfg.RedisTimeout,
-		DisableCache: !cfg.RedisClientCache,
-		ProbePrefix:  cfg.KeyPrefix,
-		NewClient:    tel.RedisClient,
-	})
+	so := app.StoreOptions(cfg)
+	so.NewClient = tel.RedisClient
+	s, err := store.Open(ctx, so)
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,9 @@ type Options struct {
 	Timeout time.Duration
 	// DisableCache turns client-side caching off (always off for the embedded store).
 	DisableCache bool
+	// CacheBytesEachConn bounds the client-side cache of each connection (rueidis'
+	// CacheSizeEachConn; 0: DefaultCacheBytesEachConn).
+	CacheBytesEachConn int64
 	// ProbePrefix is the key prefix for the capability probe key (default "hg").
 	ProbePrefix string
 	// ForceFieldExpiry overrides detection (tests use it to exercise every mode on one server).
@@ -72,6 +75,10 @@ type Store struct {
 	embedded      *miniredis.Miniredis
 	raw           rueidis.Client
 }
+
+// DefaultCacheBytesEachConn is Options.CacheBytesEachConn's default (rueidis' own is 128 MiB
+// per connection).
+const DefaultCacheBytesEachConn = 8 << 20
 
 // ErrBadURL reports an unusable REDIS_URL.
 var ErrBadURL = errors.New("store: bad REDIS_URL")
@@ -158,6 +165,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 		opt.DisableCache = o.DisableCache
+	}
+	opt.CacheSizeEachConn = int(o.CacheBytesEachConn)
+	if opt.CacheSizeEachConn <= 0 {
+		opt.CacheSizeEachConn = DefaultCacheBytesEachConn
 	}
 	s.Invalidations = &Invalidations{}
 	if !opt.DisableCache {
