@@ -73,7 +73,7 @@ type SessionOptions struct {
 	// DefaultSessionCacheEntries; negative keeps none.
 	CacheEntries int
 	Metrics      *Metrics
-	Logger   *slog.Logger
+	Logger       *slog.Logger
 }
 
 // SessionLimitPolicy is what a create does when the user already holds MaxPerUser sessions
