@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/app"
+	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -34,7 +36,11 @@ func TestBoundedMemoryAuthorizingManySessions(t *testing.T) {
 	cfg.SessionCacheEntries = 1000
 	const n = 20000 // distinct sessions: far more than the caches above hold
 
-	g, s := gatewayOn(t, cfg)
+	a, h, err := app.FreshKeys(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, s := gatewayWith(t, cfg, a, h)
 	tokens := createSessions(t, g, n)
 
 	// What the settings imply: rueidis' cache on each connection (at most 4 per node: 2^2,
@@ -75,8 +81,9 @@ func cacheStats(g *app.Gateway) string {
 	return fmt.Sprint(g.Sessions.CacheStats())
 }
 
-// gatewayOn opens the store cfg names, with the scripts loaded, and builds the gateway.
-func gatewayOn(t *testing.T, cfg config.Config) (*app.Gateway, *store.Store) {
+// gatewayWith opens the store cfg names, with the scripts loaded, and builds the gateway
+// with keys a and h.
+func gatewayWith(t *testing.T, cfg config.Config, a *auth.Authority, h *keyhash.Hasher) (*app.Gateway, *store.Store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -86,10 +93,6 @@ func gatewayOn(t *testing.T, cfg config.Config) (*app.Gateway, *store.Store) {
 	}
 	t.Cleanup(s.Close)
 	if err := s.LoadScripts(ctx, app.ScriptBodies()...); err != nil {
-		t.Fatal(err)
-	}
-	a, h, err := app.FreshKeys(cfg)
-	if err != nil {
 		t.Fatal(err)
 	}
 	g, err := app.New(cfg, s, app.Options{Auth: a, Hasher: h})

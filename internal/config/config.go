@@ -23,12 +23,16 @@ type Config struct {
 	RedisCommandLabels bool          `env:"GATEWAY_REDIS_COMMAND_METRICS" default:"false"`
 	// RedisClientCacheBytes bounds rueidis' client-side cache of each connection to Redis (the
 	// gateway opens 2 per node on 2 or more cores, 1 on one core; README).
-	RedisClientCacheBytes int64         `env:"GATEWAY_REDIS_CLIENT_CACHE_BYTES" default:"8388608"`
-	KeyPrefix             string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
-	LogLevel              string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
-	BootstrapTokenFile    string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
-	BootstrapTenant       string        `env:"GATEWAY_BOOTSTRAP_TENANT" default:"default"`
-	BootstrapTokenTTL     time.Duration `env:"GATEWAY_BOOTSTRAP_TOKEN_TTL" default:"24h"`
+	RedisClientCacheBytes int64 `env:"GATEWAY_REDIS_CLIENT_CACHE_BYTES" default:"8388608"`
+	// RedisClientTracking is how Redis tracks the cached reads: bcast (broadcast by key
+	// prefix: no per-key table in Redis) or default (Redis remembers every key each gateway
+	// connection read, about 180 B per key).
+	RedisClientTracking string        `env:"GATEWAY_REDIS_CLIENT_TRACKING" default:"bcast"`
+	KeyPrefix           string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
+	LogLevel            string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
+	BootstrapTokenFile  string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
+	BootstrapTenant     string        `env:"GATEWAY_BOOTSTRAP_TENANT" default:"default"`
+	BootstrapTokenTTL   time.Duration `env:"GATEWAY_BOOTSTRAP_TOKEN_TTL" default:"24h"`
 
 	// SigningKeys are Ed25519 keys, newest first: base64 seeds, pub:<base64> verify-only keys,
 	// or file:<pem path>. Required with REDIS_URL; a fresh key is generated in embedded mode.
@@ -229,6 +233,7 @@ func (c Config) Validate() error {
 	check(c.SessionLimitPolicy == "evict-oldest" || c.SessionLimitPolicy == "refuse", "GATEWAY_SESSION_LIMIT_POLICY must be evict-oldest or refuse")
 	check(c.SessionCacheTTL >= 0 && c.SessionCacheTTL <= time.Minute, "GATEWAY_SESSION_CACHE_TTL must be within 0..1m")
 	check(c.RedisClientCacheBytes >= 64<<10 && c.RedisClientCacheBytes <= 4<<30, "GATEWAY_REDIS_CLIENT_CACHE_BYTES must be within 65536..4294967296 (64 KiB..4 GiB)")
+	check(c.RedisClientTracking == "bcast" || c.RedisClientTracking == "default", "GATEWAY_REDIS_CLIENT_TRACKING must be bcast or default")
 	check(c.SessionCacheEntries >= 0 && c.SessionCacheEntries <= 10_000_000, "GATEWAY_SESSION_CACHE_ENTRIES must be within 0..10000000")
 	check(c.TokenVerifyCacheEntries >= 0 && c.TokenVerifyCacheEntries <= 10_000_000, "GATEWAY_TOKEN_VERIFY_CACHE_ENTRIES must be within 0..10000000")
 	check(c.RecentWritesMax >= 1024 && c.RecentWritesMax <= 10_000_000, "GATEWAY_RECENT_WRITES_MAX must be within 1024..10000000")
