@@ -26,14 +26,9 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 	if err != nil {
 		return nil, err
 	}
-	s, err := store.Open(ctx, store.Options{
-		URL:          cfg.RedisURL,
-		Timeout:      cfg.RedisTimeout,
-		DisableCache: !cfg.RedisClientCache,
-		ProbePrefix:  cfg.KeyPrefix,
-		NewClient:    tel.RedisClient,
-		Durability:   durability(cfg),
-	})
+	so := app.StoreOptions(cfg)
+	so.NewClient = tel.RedisClient
+	s, err := store.Open(ctx, so)
 	if err != nil {
 		return nil, err
 	}
@@ -48,10 +43,4 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 		return nil, err
 	}
 	return &gateway{cfg: cfg, log: log, store: s, Gateway: a}, nil
-}
-
-// durability is GATEWAY_DURABLE_REPLICAS and GATEWAY_DURABLE_TIMEOUT in the store's terms.
-func durability(cfg config.Config) *store.Durability {
-	d := cfg.Durability()
-	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, NoAOF: d.NoAOF}
 }

@@ -37,7 +37,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
-	if d.Tokens, err = tokens.New(a, tr, tokens.Options{MaxTTL: cfg.TokenMaxTTL, CacheTTL: cfg.TokenCacheTTL,
+	if d.Tokens, err = tokens.New(a, tr, tokens.Options{MaxTTL: cfg.TokenMaxTTL, CacheTTL: cfg.TokenCacheTTL, RecentWritesMax: cfg.RecentWritesMax,
 		Meter:  tel.Meter("github.com/hashgate/hashgate/internal/tokens"),
 		Tracer: tel.Tracer("github.com/hashgate/hashgate/internal/tokens"), Logger: log}); err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 
 	sr, err := repo.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, repo.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
-		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
+		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries), LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
 		Metrics: rm, Logger: log,
 	})
@@ -54,7 +54,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	}
 	if d.Sessions, err = sessions.New(sr, h, sessions.Config{
 		IdleTimeout: cfg.SessionIdleTimeout, AbsoluteTimeout: cfg.SessionAbsoluteTimeout,
-		ChallengeTTL: cfg.MFAChallengeTTL, Logger: log,
+		ChallengeTTL: cfg.MFAChallengeTTL, Logger: log, RecentWritesMax: cfg.RecentWritesMax,
 		Meter: tel.Meter("github.com/hashgate/hashgate/internal/sessions"),
 	}); err != nil {
 		return nil, err
@@ -88,4 +88,13 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 	return &d, nil
+}
+
+// entries maps a configured cache size, where 0 turns the cache off, to the options of the
+// packages, where 0 means their default and a negative size turns it off.
+func entries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

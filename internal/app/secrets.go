@@ -20,7 +20,8 @@ func Keys(cfg config.Config, log *slog.Logger) (*auth.Authority, *keyhash.Hasher
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: keys})
+	a, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: keys,
+		VerifyCacheSize: entries(cfg.TokenVerifyCacheEntries)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", err)
 	}
@@ -38,7 +39,8 @@ func FreshKeys(cfg config.Config) (*auth.Authority, *keyhash.Hasher, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: ks})
+	a, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: ks,
+		VerifyCacheSize: entries(cfg.TokenVerifyCacheEntries)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", err)
 	}

@@ -27,12 +27,19 @@ type Config struct {
 	DurableTimeout  time.Duration `env:"GATEWAY_DURABLE_TIMEOUT" default:"2s"`
 	// DurableAOF: auto also waits for the primary's append-only fsync (WAITAOF) when it runs
 	// with appendonly yes; off waits for the replicas only.
-	DurableAOF         string        `env:"GATEWAY_DURABLE_AOF" default:"auto"`
-	KeyPrefix          string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
-	LogLevel           string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
-	BootstrapTokenFile string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
-	BootstrapTenant    string        `env:"GATEWAY_BOOTSTRAP_TENANT" default:"default"`
-	BootstrapTokenTTL  time.Duration `env:"GATEWAY_BOOTSTRAP_TOKEN_TTL" default:"24h"`
+	DurableAOF string `env:"GATEWAY_DURABLE_AOF" default:"auto"`
+	// RedisClientCacheBytes bounds rueidis' client-side cache of each connection to Redis (the
+	// gateway opens 2 per node on 2 or more cores, 1 on one core; README).
+	RedisClientCacheBytes int64 `env:"GATEWAY_REDIS_CLIENT_CACHE_BYTES" default:"8388608"`
+	// RedisClientTracking is how Redis tracks the cached reads: bcast (broadcast by key
+	// prefix: no per-key table in Redis) or default (Redis remembers every key each gateway
+	// connection read, about 180 B per key).
+	RedisClientTracking string        `env:"GATEWAY_REDIS_CLIENT_TRACKING" default:"bcast"`
+	KeyPrefix           string        `env:"GATEWAY_KEY_PREFIX" default:"hg"`
+	LogLevel            string        `env:"GATEWAY_LOG_LEVEL" default:"info"`
+	BootstrapTokenFile  string        `env:"GATEWAY_BOOTSTRAP_TOKEN_FILE"`
+	BootstrapTenant     string        `env:"GATEWAY_BOOTSTRAP_TENANT" default:"default"`
+	BootstrapTokenTTL   time.Duration `env:"GATEWAY_BOOTSTRAP_TOKEN_TTL" default:"24h"`
 
 	// SigningKeys are Ed25519 keys, newest first: base64 seeds, pub:<base64> verify-only keys,
 	// or file:<pem path>. Required with REDIS_URL; a fresh key is generated in embedded mode.
@@ -50,15 +57,23 @@ type Config struct {
 	TokenMaxTTL       time.Duration `env:"GATEWAY_TOKEN_MAX_TTL" default:"8760h"`
 	TokenSafetyWindow time.Duration `env:"GATEWAY_TOKEN_SAFETY_WINDOW" default:"5m"`
 	TokenCacheTTL     time.Duration `env:"GATEWAY_TOKEN_CACHE_TTL" default:"5s"`
+	// TokenVerifyCacheEntries bounds the verified-JWT cache (entries; 0 turns it off).
+	TokenVerifyCacheEntries int `env:"GATEWAY_TOKEN_VERIFY_CACHE_ENTRIES" default:"10000"`
 
 	SessionIdleTimeout     time.Duration `env:"GATEWAY_SESSION_IDLE_TIMEOUT" default:"30m"`
 	SessionAbsoluteTimeout time.Duration `env:"GATEWAY_SESSION_ABSOLUTE_TIMEOUT" default:"24h"`
 	SessionRefreshFraction float64       `env:"GATEWAY_SESSION_REFRESH_FRACTION" default:"0.25"`
 	SessionMaxPerUser      int           `env:"GATEWAY_SESSION_MAX_PER_USER" default:"50"`
 	SessionCacheTTL        time.Duration `env:"GATEWAY_SESSION_CACHE_TTL" default:"2s"`
-	MFAChallengeTTL        time.Duration `env:"GATEWAY_MFA_CHALLENGE_TTL" default:"5m"`
-	MFAMaxAttempts         int           `env:"GATEWAY_MFA_MAX_ATTEMPTS" default:"5"`
-	MFAWindow              time.Duration `env:"GATEWAY_MFA_WINDOW" default:"10m"`
+	// SessionCacheEntries bounds the decoded sessions the hot path keeps (entries; 0 turns the
+	// memo off).
+	SessionCacheEntries int `env:"GATEWAY_SESSION_CACHE_ENTRIES" default:"65536"`
+	// RecentWritesMax bounds the read-your-writes marks of each domain (entries); past it every
+	// cached copy of that domain is distrusted until the marks expire.
+	RecentWritesMax int           `env:"GATEWAY_RECENT_WRITES_MAX" default:"65536"`
+	MFAChallengeTTL time.Duration `env:"GATEWAY_MFA_CHALLENGE_TTL" default:"5m"`
+	MFAMaxAttempts  int           `env:"GATEWAY_MFA_MAX_ATTEMPTS" default:"5"`
+	MFAWindow       time.Duration `env:"GATEWAY_MFA_WINDOW" default:"10m"`
 
 	// SessionLimitPolicy is what a login does at SessionMaxPerUser: evict-oldest | refuse.
 	SessionLimitPolicy string `env:"GATEWAY_SESSION_LIMIT_POLICY" default:"evict-oldest"`
@@ -250,6 +265,11 @@ func (c Config) Validate() error {
 	check(c.SessionMaxPerUser >= 1 && c.SessionMaxPerUser <= 1000, "GATEWAY_SESSION_MAX_PER_USER must be within 1..1000")
 	check(c.SessionLimitPolicy == "evict-oldest" || c.SessionLimitPolicy == "refuse", "GATEWAY_SESSION_LIMIT_POLICY must be evict-oldest or refuse")
 	check(c.SessionCacheTTL >= 0 && c.SessionCacheTTL <= time.Minute, "GATEWAY_SESSION_CACHE_TTL must be within 0..1m")
+	check(c.RedisClientCacheBytes >= 64<<10 && c.RedisClientCacheBytes <= 4<<30, "GATEWAY_REDIS_CLIENT_CACHE_BYTES must be within 65536..4294967296 (64 KiB..4 GiB)")
+	check(c.RedisClientTracking == "bcast" || c.RedisClientTracking == "default", "GATEWAY_REDIS_CLIENT_TRACKING must be bcast or default")
+	check(c.SessionCacheEntries >= 0 && c.SessionCacheEntries <= 10_000_000, "GATEWAY_SESSION_CACHE_ENTRIES must be within 0..10000000")
+	check(c.TokenVerifyCacheEntries >= 0 && c.TokenVerifyCacheEntries <= 10_000_000, "GATEWAY_TOKEN_VERIFY_CACHE_ENTRIES must be within 0..10000000")
+	check(c.RecentWritesMax >= 1024 && c.RecentWritesMax <= 10_000_000, "GATEWAY_RECENT_WRITES_MAX must be within 1024..10000000")
 	for name, v := range map[string]string{"GATEWAY_RATE_LIMIT_PER_TOKEN": c.RateLimitPerToken,
 		"GATEWAY_RATE_LIMIT_PER_TENANT": c.RateLimitPerTenant, "GATEWAY_RATE_LIMIT_PER_SESSION": c.RateLimitPerSession} {
 		_, _, err := ParseRate(v)

@@ -8,7 +8,7 @@ import (
 
 func TestMarks(t *testing.T) {
 	t.Parallel()
-	w := New(time.Second)
+	w := New(time.Second, 0)
 	now := time.Unix(1000, 0)
 	type obj struct{ group, id string }
 	a, b := obj{"AAAAAAAAAAAA", "p1"}, obj{"AAAAAAAAAAAA", "p2"}
@@ -46,5 +46,33 @@ func TestMarks(t *testing.T) {
 	nilW.Mark(a.group, a.id, now)
 	if nilW.Marked(a.group, a.id, now) {
 		t.Fatal("nil (cache off) marks nothing")
+	}
+}
+
+// A burst of writes to more distinct objects than the marks may hold keeps the set at its
+// bound, and stays safe: every object written within the TTL is still distrusted (past the
+// bound, everything is, until the newest mark expires), and trust returns after the TTL.
+func TestMarksBounded(t *testing.T) {
+	t.Parallel()
+	const max = 64
+	w := New(time.Second, max)
+	now := time.Unix(1000, 0)
+	for i := range 10 * max {
+		w.Mark("g", strconv.Itoa(i), now.Add(time.Duration(i)*time.Microsecond))
+	}
+	if n := w.live.Load(); n > max {
+		t.Fatalf("%d marks kept, bound %d", n, max)
+	}
+	at := now.Add(500 * time.Millisecond)
+	for i := range 10 * max {
+		if !w.Marked("g", strconv.Itoa(i), at) {
+			t.Fatalf("object %d written within the TTL is trusted past the bound", i)
+		}
+	}
+	if later := now.Add(2 * time.Second); w.Marked("g", "0", later) || w.Marked("other", "x", later) {
+		t.Fatal("still distrusted after every mark expired")
+	}
+	if w.Marked("other", "x", now.Add(2*time.Second)) {
+		t.Fatal("overflow outlived the TTL")
 	}
 }

@@ -68,8 +68,12 @@ type SessionOptions struct {
 	// client-side caching (Caps.ClientCache false: the embedded store, or caching turned off),
 	// reads Redis on every call.
 	CacheTTL time.Duration
-	Metrics  *Metrics
-	Logger   *slog.Logger
+	// CacheEntries bounds the decoded sessions kept beside the client-side cache (the memo):
+	// past it a new session is answered through rueidis' cache only. 0 means
+	// DefaultSessionCacheEntries; negative keeps none.
+	CacheEntries int
+	Metrics      *Metrics
+	Logger       *slog.Logger
 }
 
 // SessionLimitPolicy is what a create does when the user already holds MaxPerUser sessions
@@ -82,6 +86,9 @@ const (
 	// LimitRefuse refuses the create (422 session-limit-reached) until a session ends.
 	LimitRefuse SessionLimitPolicy = "refuse"
 )
+
+// DefaultSessionCacheEntries is SessionOptions.CacheEntries' default.
+const DefaultSessionCacheEntries = 65536
 
 // MaxSessionCacheTTL bounds SessionOptions.CacheTTL: how long a cached session may be served
 // should Redis's invalidation push be lost.
@@ -152,8 +159,11 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
-		if s.Invalidations != nil {
-			r.memo = newAuthMemo(o.CacheTTL, r.keys.Prefix+":v1:"+sessKeyType+":{")
+		if o.CacheEntries == 0 {
+			o.CacheEntries = DefaultSessionCacheEntries
+		}
+		if s.Invalidations != nil && o.CacheEntries > 0 {
+			r.memo = newAuthMemo(o.CacheTTL, r.keys.Prefix+":v1:"+sessKeyType+":{", int64(o.CacheEntries))
 			s.Invalidations.Subscribe(r.memo.invalidate)
 		}
 	}

@@ -23,7 +23,7 @@ func TestAuthorizeFreshReadsRedis(t *testing.T) {
 			t.Skip("no client-side cache on this backend")
 		}
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
-		other := newSessEnv(t, testredis.Open(t, b), prefix, nil)
+		other := newSessEnv(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, nil)
 		ctx := context.Background()
 		for range 10 {
 			ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)

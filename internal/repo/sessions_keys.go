@@ -35,3 +35,10 @@ func (r *Sessions) devicesKeyPattern() string {
 func (r *Sessions) sessionKeyPattern() string {
 	return r.keys.Prefix + ":v1:" + sessKeyType + ":{<userTag>}:<idPart>"
 }
+
+// CachedKeyPrefixes are the key prefixes of everything read through the client-side cache
+// (the session hot path, the token check), for broadcast tracking: a write to any key under
+// them is pushed to every gateway.
+func CachedKeyPrefixes(prefix string) []string {
+	return []string{prefix + ":v1:" + sessKeyType + ":", prefix + ":v1:token:"}
+}

@@ -40,9 +40,6 @@ type authMemo struct {
 
 const memoStripes = 1024
 
-// memoMaxEntries bounds the memo; past it new sessions are read through rueidis' cache only.
-const memoMaxEntries = 100_000
-
 type memoEntry struct {
 	ac    AuthContext
 	idle  int64 // ms
@@ -52,9 +49,10 @@ type memoEntry struct {
 // memoVersion is what a read records before it starts, for put.
 type memoVersion struct{ epoch, stripe uint64 }
 
-// newAuthMemo keeps sessions whose keys start with keyPrefix ("<prefix>:v1:sess:{").
-func newAuthMemo(ttl time.Duration, keyPrefix string) *authMemo {
-	return &authMemo{ttl: ttl, keyPrefix: keyPrefix, max: memoMaxEntries, seed: maphash.MakeSeed()}
+// newAuthMemo keeps at most max sessions whose keys start with keyPrefix
+// ("<prefix>:v1:sess:{"); past it new sessions are read through rueidis' cache only.
+func newAuthMemo(ttl time.Duration, keyPrefix string, max int64) *authMemo {
+	return &authMemo{ttl: ttl, keyPrefix: keyPrefix, max: max, seed: maphash.MakeSeed()}
 }
 
 // refOf is the reference a session key names: "<keyPrefix><tag>}:<part>".

@@ -22,13 +22,13 @@ func TestSessionRevokedElsewhereSeenThroughPush(t *testing.T) {
 		}
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := testredis.Open(t, b)
+			prefix := testredis.Prefix(t)
+			s := testredis.Open(t, b, b.Tracking(prefix))
 			if !s.Caps.ClientCache {
 				t.Skip("no client-side cache")
 			}
-			prefix := testredis.Prefix(t)
 			here := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
-			there := newSessEnv(t, testredis.Open(t, b), prefix, nil)
+			there := newSessEnv(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, nil)
 			ctx := context.Background()
 			for range 5 {
 				ref := here.create("", "acme", "alice", time.Hour, 2*time.Hour)
@@ -69,7 +69,7 @@ func TestAuthMemo(t *testing.T) {
 	const prefix = "hg:v1:sess:{"
 	ref := func(s string) session.Ref { return session.Ref{Tag: "TAGTAGTAGTAG", Part: s} }
 	key := func(s string) string { return prefix + "TAGTAGTAGTAG}:" + s }
-	newMemo := func() *authMemo { return newAuthMemo(time.Second, prefix) }
+	newMemo := func() *authMemo { return newAuthMemo(time.Second, prefix, DefaultSessionCacheEntries) }
 
 	t.Run("expiry", func(t *testing.T) {
 		m := newMemo()

@@ -48,7 +48,7 @@ func TestCachedSessionInvalidation(t *testing.T) {
 		ctx := context.Background()
 		// Replica A reads through its cache too: its own writes must not be served stale to it.
 		a.svc = replica(t, s, prefix, a.svc.hasher, time.Minute)
-		rb := replica(t, testredis.Open(t, b), prefix, a.svc.hasher, time.Minute)
+		rb := replica(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, a.svc.hasher, time.Minute)
 
 		// cached authenticates on B until B's cache answers, and returns that principal.
 		cached := func(token string) *auth.Principal {

@@ -27,7 +27,7 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 		}
 		e := newSvcEnv(t, s, prefix)
 		a := replica(t, s, prefix, e.svc.hasher, time.Minute)
-		other := replica(t, testredis.Open(t, b), prefix, e.svc.hasher, time.Minute)
+		other := replica(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, e.svc.hasher, time.Minute)
 		ctx := context.Background()
 		// hot authenticates on a until its cache answers.
 		hot := func(token string) *auth.Principal {

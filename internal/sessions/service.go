@@ -34,6 +34,8 @@ type Config struct {
 	Logger       *slog.Logger
 	// Meter records authentication outcomes (nil: none).
 	Meter metric.Meter
+	// RecentWritesMax bounds the read-your-writes marks (0: recent.DefaultMax).
+	RecentWritesMax int
 }
 
 // Service implements session management and handlers.SessionAuthenticator.
@@ -72,7 +74,7 @@ func New(r *repo.Sessions, h *keyhash.Hasher, c Config) (*Service, error) {
 	}
 	svc := &Service{repo: r, hasher: h, cfg: c, m: m}
 	if ttl := r.CacheTTL(); ttl > 0 {
-		svc.written = recent.New(ttl)
+		svc.written = recent.New(ttl, c.RecentWritesMax)
 	}
 	return svc, nil
 }

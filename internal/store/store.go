@@ -60,6 +60,15 @@ type Options struct {
 	Timeout time.Duration
 	// DisableCache turns client-side caching off (always off for the embedded store).
 	DisableCache bool
+	// CacheBytesEachConn bounds the client-side cache of each connection (rueidis'
+	// CacheSizeEachConn; 0: DefaultCacheBytesEachConn).
+	CacheBytesEachConn int64
+	// BroadcastPrefixes, when set, switch Redis's client tracking to broadcast mode
+	// (CLIENT TRACKING ON BCAST PREFIX ...): the server keeps no per-key table of what each
+	// gateway read, and pushes an invalidation for every write to a key under these prefixes
+	// to every gateway. Every key read through the client-side cache must be under one of them.
+	// Empty: default tracking (Redis remembers each key each connection read).
+	BroadcastPrefixes []string
 	// ProbePrefix is the key prefix for the capability probe key (default "hg").
 	ProbePrefix string
 	// ForceFieldExpiry overrides detection (tests use it to exercise every mode on one server).
@@ -81,6 +90,10 @@ type Store struct {
 	embedded *miniredis.Miniredis
 	raw      rueidis.Client
 }
+
+// DefaultCacheBytesEachConn is Options.CacheBytesEachConn's default (rueidis' own is 128 MiB
+// per connection).
+const DefaultCacheBytesEachConn = 8 << 20
 
 // ErrBadURL reports an unusable REDIS_URL.
 var ErrBadURL = errors.New("store: bad REDIS_URL")
@@ -214,6 +227,16 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 		opt.DisableCache = o.DisableCache
+	}
+	if !opt.DisableCache && len(o.BroadcastPrefixes) > 0 {
+		opt.ClientTrackingOptions = []string{"BCAST"}
+		for _, p := range o.BroadcastPrefixes {
+			opt.ClientTrackingOptions = append(opt.ClientTrackingOptions, "PREFIX", p)
+		}
+	}
+	opt.CacheSizeEachConn = int(o.CacheBytesEachConn)
+	if opt.CacheSizeEachConn <= 0 {
+		opt.CacheSizeEachConn = DefaultCacheBytesEachConn
 	}
 	s.Invalidations = &Invalidations{}
 	if !opt.DisableCache {

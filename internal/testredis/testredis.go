@@ -30,6 +30,20 @@ type Backend struct {
 	URL string
 	// FieldExpiry forces a field-expiry mode ("" detects).
 	FieldExpiry store.FieldExpiry
+	// Broadcast: client tracking in broadcast mode by key prefix (the gateway's default,
+	// GATEWAY_REDIS_CLIENT_TRACKING=bcast); the other real backends use default tracking, so
+	// both modes run every test.
+	Broadcast bool
+}
+
+// Tracking is the store option of b's tracking mode for a test whose keys start with prefix
+// (Each passes it; a test opening another replica of the same keys passes it too).
+func (b Backend) Tracking(prefix string) func(*store.Options) {
+	return func(o *store.Options) {
+		if b.Broadcast {
+			o.BroadcastPrefixes = []string{prefix + ":"}
+		}
+	}
 }
 
 // Backends lists every backend; URL is empty for a real backend whose variable is unset.
@@ -37,10 +51,10 @@ func Backends() []Backend {
 	r8 := os.Getenv(EnvRedis8)
 	return []Backend{
 		{Name: "embedded"},
-		{Name: "redis8", Env: EnvRedis8, URL: r8},
+		{Name: "redis8", Env: EnvRedis8, URL: r8, Broadcast: true},
 		// Redis 8 also speaks HSET+HEXPIRE, the Redis 7.4 mode: exercise it there.
 		{Name: "redis8-hexpire", Env: EnvRedis8, URL: r8, FieldExpiry: store.FieldExpiryHEXPIRE},
-		{Name: "cluster", Env: EnvCluster, URL: os.Getenv(EnvCluster)},
+		{Name: "cluster", Env: EnvCluster, URL: os.Getenv(EnvCluster), Broadcast: true},
 		{Name: "redis7", Env: EnvRedis7, URL: os.Getenv(EnvRedis7)},
 	}
 }
@@ -83,8 +97,9 @@ func Each(t *testing.T, fn func(t *testing.T, b Backend, s *store.Store, prefix 
 	for _, b := range Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := Open(t, b)
-			fn(t, b, s, Prefix(t))
+			prefix := Prefix(t)
+			s := Open(t, b, b.Tracking(prefix))
+			fn(t, b, s, prefix)
 		})
 	}
 }

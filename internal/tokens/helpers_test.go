@@ -73,10 +73,10 @@ func (e env) service(t testing.TB, s *store.Store, client rueidis.Client, o Opti
 
 // peer opens a second connection to the same Redis as s, as another gateway replica would:
 // with client-side caching on where the backend supports it.
-func peer(t *testing.T, b testredis.Backend, s *store.Store) *store.Store {
+func peer(t *testing.T, b testredis.Backend, s *store.Store, prefix string) *store.Store {
 	t.Helper()
 	if !s.Caps.Embedded {
-		return testredis.Open(t, b)
+		return testredis.Open(t, b, b.Tracking(prefix))
 	}
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.EmbeddedAddr()}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {

@@ -26,7 +26,7 @@ func TestMintedTokenDiesWithItsIssuer(t *testing.T) {
 		e := newEnv(t, prefix)
 		const cacheTTL = time.Minute
 		one := e.service(t, s, nil, Options{CacheTTL: cacheTTL})
-		two := e.service(t, peer(t, b, s), nil, Options{CacheTTL: cacheTTL})
+		two := e.service(t, peer(t, b, s, prefix), nil, Options{CacheTTL: cacheTTL})
 		principal := func(tok string) *auth.Principal {
 			c, err := e.auth.Verify(tok)
 			if err != nil {

@@ -71,6 +71,8 @@ type Options struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now); it must match the Authority's.
 	Now func() time.Time
+	// RecentWritesMax bounds the marks of tokens this gateway revoked (0: recent.DefaultMax).
+	RecentWritesMax int
 }
 
 // Service issues, revokes, reads and checks API tokens. It is safe for concurrent use.
@@ -120,7 +122,7 @@ func New(a *auth.Authority, r *repo.Tokens, o Options) (*Service, error) {
 	s := &Service{auth: a, repo: r, maxTTL: o.MaxTTL, cacheTTL: min(o.CacheTTL, MaxCacheTTL),
 		tracer: o.Tracer, log: o.Logger, now: o.Now, m: m}
 	if s.cacheTTL > 0 {
-		s.revoked = recent.New(s.cacheTTL)
+		s.revoked = recent.New(s.cacheTTL, o.RecentWritesMax)
 	}
 	return s, nil
 }

@@ -36,7 +36,7 @@ func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
 		c := testredis.NewCounter(s.Client)
 		const cacheTTL = time.Minute // far longer than the test waits: only the push can invalidate
 		svc := e.service(t, s, c, Options{CacheTTL: cacheTTL})
-		other := e.service(t, peer(t, b, s), nil, Options{CacheTTL: cacheTTL})
+		other := e.service(t, peer(t, b, s, prefix), nil, Options{CacheTTL: cacheTTL})
 		out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
 		if err != nil {
 			t.Fatal(err)
