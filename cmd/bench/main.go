@@ -6,6 +6,7 @@
 // Redis ceiling, the naive seed-004 design). Then the Redis memory per object, and the targets.
 //
 //	go run ./cmd/bench [-t 2] [-c 64] [-d 10s] [-warmup 3s] [-scenarios a,b] [-enforce]
+//	go run ./cmd/bench -scenarios scale-10k,scale-100k,scale-1m   # issue 12: N live sessions (scale-1m is opt-in)
 //
 // It is not part of the test run. scripts/bench.sh installs wrk and provisions Redis 8 first.
 package main
@@ -47,7 +48,10 @@ type config struct {
 	timeout              time.Duration
 	sessions             int
 	rounds               int
-	only                 map[string]bool // nil: every scenario
+	scaleDraws           int             // Zipf draws in a scale script
+	scaleWorkers         int             // parallel session creations of the scale scenarios
+	scaleCreate          string          // repo or api
+	only                 map[string]bool // the selected scenario keys
 	enforce, keep        bool
 	gatewayBin           string
 	redisServer, wrkBin  string
@@ -57,7 +61,7 @@ type config struct {
 var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-bearer", "whoami", "mfa-verify",
 	"quote-patch", "quote-get", "case-escalate", "session-create", "authz-session-nocache", "authz-bearer-nocache",
 	"quote-get-nolimit", "session-revoke", "session-revoke-replica",
-	"session-revoke-replica-noaof", "ceiling-redis"}
+	"session-revoke-replica-noaof", "scale-10k", "scale-100k", "scale-1m", "ceiling-redis"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -70,7 +74,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wrk request timeout")
 	fs.IntVar(&c.sessions, "sessions", 1000, "sessions (users) the session scenarios rotate over")
 	fs.IntVar(&c.rounds, "rounds", 3, "paired rounds of HTTP ceiling and authorize by session, alternating, for the ceiling target (0: off)")
-	only := fs.String("scenarios", "all", "comma-separated scenario keys: "+strings.Join(allKeys, ", "))
+	fs.IntVar(&c.scaleDraws, "scale-draws", 200000, "Zipf draws in a scale scenario's wrk script (walked in order, then again)")
+	fs.IntVar(&c.scaleWorkers, "scale-workers", 48, "parallel session creations of the scale scenarios")
+	fs.StringVar(&c.scaleCreate, "scale-create", "repo", "how the scale scenarios create sessions: repo (the session service in this process) or api (POST /v1/sessions)")
+	only := fs.String("scenarios", "all", "comma-separated scenario keys, or all (every one but "+strings.Join(optInKeys, ", ")+
+		", which must be named: all,scale-1m): "+strings.Join(allKeys, ", "))
 	fs.BoolVar(&c.enforce, "enforce", false, "exit 1 when a target is missed or could not be measured")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary folder (scripts, logs, Redis data)")
 	fs.StringVar(&c.gatewayBin, "gateway", "", "a prebuilt gateway binary (default: build ./cmd/gateway like the Dockerfile)")
@@ -89,21 +97,31 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-d and -timeout must be ≥ 1s, -warmup ≥ 0")
 	case c.sessions < 1 || c.sessions > 100000:
 		return c, errors.New("-sessions must be within 1..100000")
+	case c.scaleDraws < 1000 || c.scaleWorkers < 1:
+		return c, errors.New("-scale-draws must be ≥ 1000 and -scale-workers ≥ 1")
+	case c.scaleCreate != "repo" && c.scaleCreate != "api":
+		return c, errors.New("-scale-create must be repo or api")
 	}
-	if *only != "all" {
-		c.only = map[string]bool{}
-		for _, k := range strings.Split(*only, ",") {
-			k = strings.TrimSpace(k)
-			if !slices.Contains(allKeys, k) {
-				return c, fmt.Errorf("unknown scenario %q (known: %s)", k, strings.Join(allKeys, ", "))
+	c.only = map[string]bool{}
+	for _, k := range strings.Split(*only, ",") {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "all":
+			for _, a := range allKeys {
+				if !slices.Contains(optInKeys, a) {
+					c.only[a] = true
+				}
 			}
+		case !slices.Contains(allKeys, k):
+			return c, fmt.Errorf("unknown scenario %q (known: all, %s)", k, strings.Join(allKeys, ", "))
+		default:
 			c.only[k] = true
 		}
 	}
 	return c, nil
 }
 
-func (c config) selected(key string) bool { return c.only == nil || c.only[key] }
+func (c config) selected(key string) bool { return c.only[key] }
 
 // bench holds the run's shared state.
 type bench struct {
@@ -119,6 +137,9 @@ type bench struct {
 	// ceiling is the HTTP ceiling server, kept running for the paired rounds.
 	ceiling *ceilingServer
 	paired  []pairedRound
+	// scaleRows and scaleBatches are the scale scenarios' measurements and session creation.
+	scaleRows    []scaleRow
+	scaleBatches []scaleBatch
 }
 
 // ceilingServer is the running HTTP ceiling and the wrk script its row used.
@@ -218,6 +239,9 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := b.scale(ctx, gwBin, keys); err != nil {
+		return nil, err
+	}
 	b.redisCeilingRow(ctx)
 	rp := &report{
 		Machine: machine(redisVersion, wrkVersion(wrkBin)),
@@ -225,6 +249,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 			cfg.threads, cfg.connections, cfg.duration, cfg.warmup, cfg.threads, cfg.connections),
 		Rows:   b.rows,
 		Paired: b.paired,
+		Scale:  b.scaleRows, ScaleBatches: b.scaleBatches,
 	}
 	b.logf("measuring Redis memory")
 	rp.Memory = b.memory(ctx, fx)
@@ -232,6 +257,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 		b.logf("key scan: %v", err)
 	}
 	rp.evaluate(256)
+	rp.evaluateScale()
 	return rp, ctx.Err()
 }
 

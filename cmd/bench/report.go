@@ -75,6 +75,10 @@ type report struct {
 	Memory   []memRow
 	Patterns []*keyGroup
 	Targets  []target
+	// The scale scenarios (issue 12): their own table and targets.
+	Scale        []scaleRow
+	ScaleBatches []scaleBatch
+	ScaleTargets []target
 }
 
 // pairedMedian is the median ratio of authorize by session to the HTTP ceiling over the
@@ -294,6 +298,7 @@ func (rp *report) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "- %s %s: %s\n", mark, tg.Name, tg.Detail)
 	}
+	rp.printScale(w)
 }
 
 func ms(us float64) string { return fmt.Sprintf("%.2f", us/1000) }

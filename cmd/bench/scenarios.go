@@ -241,7 +241,12 @@ func (f *fixtures) createQuotes(ctx context.Context, n int) ([]quoteRef, error) 
 
 // probe sends the script's first request once and checks its status.
 func probe(ctx context.Context, base string, s wrkScript, expect []int) error {
-	it := s.Items[0]
+	var it wrkItem
+	if s.Sample != nil {
+		it = s.Sample.first()
+	} else {
+		it = s.Items[0]
+	}
 	method, path, body := s.Method, it.Path, it.Body
 	hdr := map[string]string{}
 	for k, v := range s.Headers {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/auth"
 	gwconfig "github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
@@ -30,11 +33,27 @@ func TestSetUpAgainstALiveGateway(t *testing.T) {
 	if err := s.LoadScripts(ctx, app.ScriptBodies()...); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := gwconfig.Load(func(string) string { return "" })
+	// The gateway's keys and prefix in an environment, as the benchmark hands them to its
+	// gateways: the scale set-up creates sessions in-process from the same environment.
+	ks, err := auth.GenerateKeySet()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.KeyPrefix, cfg.CaseMaxEscalation = testredis.Prefix(t), caseMaxEscalation
+	_, hk, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"REDIS_URL=" + b.URL, "GATEWAY_KEY_PREFIX=" + testredis.Prefix(t), "GATEWAY_SIGNING_KEYS=" + ks.SeedString(), "GATEWAY_HMAC_KEY=" + hk}
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	cfg, err := gwconfig.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CaseMaxEscalation = caseMaxEscalation
 	g, err := app.New(cfg, s, app.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +89,54 @@ func TestSetUpAgainstALiveGateway(t *testing.T) {
 	if f.quoteItems != 3 || len(f.sessions) != 5 || f.device.Token == "" || len(f.bearers) != 4 {
 		t.Errorf("fixtures: %d quote items, %d sessions, device %v, %d bearers", f.quoteItems, len(f.sessions), f.device.Token != "", len(f.bearers))
 	}
-	recordSecrets(f)
+	recordSecrets(f, scaleSetUp(ctx, t, a, env, srv.URL)...)
+}
+
+// scaleSetUp is the scale scenarios' set-up at 24 sessions: 12 through POST /v1/sessions, 12
+// more in this process from the gateway's environment (the default); every token must
+// authorize on the gateway, and both shapes' scripts probe.
+func scaleSetUp(ctx context.Context, t *testing.T, a *api, env []string, base string) []string {
+	var retries atomic.Int64
+	tokens, err := createScaleSessions(ctx, apiCreator(a), nil, 12, 4, &retries)
+	if err != nil {
+		t.Errorf("scale: API creation: %v", err)
+		return nil
+	}
+	create, closeFn, err := repoCreator(ctx, env)
+	if err != nil {
+		t.Errorf("scale: repository creator: %v", err)
+		return tokens
+	}
+	tokens, err = createScaleSessions(ctx, create, tokens, 24, 4, &retries)
+	closeFn()
+	if err != nil || len(tokens) != 24 {
+		t.Errorf("scale: repository creation: %d tokens, %v", len(tokens), err)
+		return tokens
+	}
+	for i, tok := range tokens {
+		s := wrkScript{Method: "GET", Items: itemsWithHeader("/v1/authorize", "Cookie", sessionCookie+"=", []string{tok})}
+		if err := probe(ctx, base, s, []int{200}); err != nil {
+			t.Errorf("scale: session %d: %v", i, err)
+		}
+	}
+	zipf, uniform := scaleScripts(tokens, 1000, 1)
+	for _, s := range []wrkScript{zipf, uniform} {
+		if _, err := renderScript(s, 2); err != nil {
+			t.Errorf("scale: render: %v", err)
+		}
+		if err := probe(ctx, base, s, []int{200}); err != nil {
+			t.Errorf("scale: probe: %v", err)
+		}
+	}
+	if len(uniform.Sample.Tokens) != 24 || len(zipf.Sample.Seq) != 1000 {
+		t.Errorf("scale scripts: uniform over %d, Zipf %d draws", len(uniform.Sample.Tokens), len(zipf.Sample.Seq))
+	}
+	return tokens
 }
 
 // recordSecrets appends the fixtures' tokens to HASHGATE_SECRETS_FILE (scripts/test.sh), so the
 // keyspace audit after the suite proves none reached Redis.
-func recordSecrets(f *fixtures) {
+func recordSecrets(f *fixtures, more ...string) {
 	path := os.Getenv("HASHGATE_SECRETS_FILE")
 	if path == "" {
 		return
@@ -88,7 +149,7 @@ func recordSecrets(f *fixtures) {
 	for _, s := range append(f.sessions, f.device) {
 		_, _ = out.WriteString("token " + s.Token + "\n")
 	}
-	for _, b := range append([]string{f.api.token}, f.bearers...) {
+	for _, b := range append(append([]string{f.api.token}, f.bearers...), more...) {
 		_, _ = out.WriteString("token " + b + "\n")
 	}
 }

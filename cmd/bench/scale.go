@@ -1,0 +1,555 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// The scale scenarios (issue 12): N live sessions, one per user, in the private Redis, then
+// authorize traffic over them with wrk, each shape against a fresh gateway with the default
+// settings. Sizes grow in one Redis (10k, then 90k more for 100k, then 900k more for 1M), so
+// each row's Redis memory per session is the growth of used_memory since before the first
+// session, over N.
+
+// scaleSize is one selectable size.
+type scaleSize struct {
+	Key string
+	N   int
+}
+
+var scaleSizes = []scaleSize{{"scale-10k", 10_000}, {"scale-100k", 100_000}, {"scale-1m", 1_000_000}}
+
+// optInKeys are scenarios "all" leaves out: they must be named (-scenarios all,scale-1m).
+var optInKeys = []string{"scale-1m"}
+
+const (
+	scaleZipfS      = 1.1     // Zipf exponent of the skewed shape
+	scaleUniformSet = 100_000 // the uniform shape's working set (all N below it)
+	scaleRSSLimit   = 256 << 20
+)
+
+// scaleRow is one (size, shape) measurement.
+type scaleRow struct {
+	N     int
+	Shape string // "zipf" or "uniform"
+	Skip  string
+	Res   wrkResult
+	// Ceiling is the HTTP ceiling's req/s measured right before this size's rows (same script).
+	Ceiling float64
+	// Hits and Misses are the gateway's session-auth cache lookups in the measured window
+	// (hashgate_session_auth_cache_lookups: the memo or rueidis' cache answered / Redis read).
+	Hits, Misses float64
+	RT           float64 // Redis round trips per request (client counters); < 0 unknown
+	Client       clientCalls
+	// Gateway memory: RSS (VmRSS) when started and after the run, peak RSS (VmHWM), and Go
+	// heap in use (go_memstats_heap_inuse_bytes) after the run; 0 when not read.
+	RSSStart, RSSEnd, RSSPeak, HeapInuse int64
+	// Redis used_memory growth per session (since before the first session) before and after
+	// this row's traffic, and the server's tracking table (tracking_total_keys) after it.
+	MemBefore, MemAfter float64
+	Tracking            int64
+	Distinct            int // distinct sessions the script can send
+}
+
+func (r scaleRow) measured() bool { return r.Skip == "" && r.Res.Requests > 0 }
+
+// HitRatio is hits over lookups in the window (-1 without lookups).
+func (r scaleRow) HitRatio() float64 {
+	if r.Hits+r.Misses <= 0 {
+		return -1
+	}
+	return r.Hits / (r.Hits + r.Misses)
+}
+
+// scaleBatch is one creation step (up to N live sessions).
+type scaleBatch struct {
+	N, Added int
+	Took     time.Duration
+	Retries  int64
+	How      string
+	Err      string
+}
+
+func (c scaleBatch) Rate() float64 {
+	if c.Took <= 0 {
+		return 0
+	}
+	return float64(c.Added) / c.Took.Seconds()
+}
+
+// scaleState is the scale phase's sessions and Redis baseline.
+type scaleState struct {
+	tokens []string
+	mem0   int64 // used_memory before the first scale session
+}
+
+// zipfSample draws n session indexes from Zipf(s) over 0..N-1 whose ranks are a random
+// permutation of the sessions (so the hot ones are not the oldest), and returns the distinct
+// indexes drawn and the draw as positions in that list.
+func zipfSample(N, n int, s float64, seed int64) (distinct []int, seq []int32) {
+	rng := rand.New(rand.NewSource(seed))
+	z := rand.NewZipf(rng, s, 1, uint64(N-1))
+	perm := rng.Perm(N)
+	pos := map[int]int32{}
+	seq = make([]int32, n)
+	for i := range seq {
+		idx := perm[z.Uint64()]
+		p, ok := pos[idx]
+		if !ok {
+			p = int32(len(distinct))
+			pos[idx] = p
+			distinct = append(distinct, idx)
+		}
+		seq[i] = p
+	}
+	return distinct, seq
+}
+
+// uniformSet picks min(N, w) distinct session indexes at random.
+func uniformSet(N, w int, seed int64) []int {
+	perm := rand.New(rand.NewSource(seed)).Perm(N)
+	return perm[:min(N, w)]
+}
+
+// scaleScripts are the two shapes' wrk scripts over tokens (len = N).
+func scaleScripts(tokens []string, draws int, seed int64) (zipf, uniform wrkScript) {
+	pick := func(idx []int) []string {
+		out := make([]string, len(idx))
+		for i, j := range idx {
+			out[i] = tokens[j]
+		}
+		return out
+	}
+	d, seq := zipfSample(len(tokens), draws, scaleZipfS, seed)
+	sample := func(toks []string, seq []int32) *wrkSample {
+		return &wrkSample{Path: "/v1/authorize", Header: "Cookie", Prefix: sessionCookie + "=", Tokens: toks, Seq: seq, Seed: seed}
+	}
+	zipf = wrkScript{Method: "GET", Sample: sample(pick(d), seq)}
+	uniform = wrkScript{Method: "GET", Sample: sample(pick(uniformSet(len(tokens), scaleUniformSet, seed+1)), nil)}
+	return zipf, uniform
+}
+
+// createScaleSessions grows tokens to n sessions, one user each, with workers in parallel
+// (each creation tried up to three times: a loaded machine may time a call out).
+func createScaleSessions(ctx context.Context, create sessionCreator, tokens []string, n, workers int, retries *atomic.Int64) ([]string, error) {
+	have := len(tokens)
+	if n <= have {
+		return tokens, nil
+	}
+	tokens = slices.Grow(tokens, n-have)[:n]
+	err := parallel(ctx, n-have, workers, func(ctx context.Context, i int) error {
+		var err error
+		for attempt := range 3 {
+			var tok string
+			if tok, err = create(ctx, fmt.Sprintf("scale-user-%d", have+i)); err == nil {
+				tokens[have+i] = tok
+				return nil
+			}
+			if ctx.Err() != nil || attempt == 2 {
+				break
+			}
+			retries.Add(1)
+			time.Sleep(100 * time.Millisecond)
+		}
+		return err
+	})
+	if err != nil {
+		return tokens[:have], err
+	}
+	return tokens, nil
+}
+
+// usedMemory is INFO memory used_memory (-1 when unreadable).
+func (b *bench) usedMemory(ctx context.Context) int64 {
+	v, err := strconv.ParseInt(infoField(ctx, b.redis.Client, "memory", "used_memory"), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// procStatus reads VmRSS and VmHWM (bytes) of pid from /proc.
+func procStatus(pid int) (rss, hwm int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	return parseProcStatus(string(b))
+}
+
+func parseProcStatus(s string) (rss, hwm int64) {
+	for _, l := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			rss = n << 10
+		case "VmHWM":
+			hwm = n << 10
+		}
+	}
+	return rss, hwm
+}
+
+// gatewayGauges are the figures the scale rows read from the gateway's /metrics.
+type gatewayGauges struct {
+	Hits, Misses float64 // hashgate_session_auth_cache_lookups by result
+	HeapInuse    float64 // go_memstats_heap_inuse_bytes
+	Calls        clientCalls
+	CallsOK      bool
+}
+
+func parseGatewayGauges(text string) gatewayGauges {
+	var g gatewayGauges
+	g.Calls, g.CallsOK = parseClientCalls(text)
+	for _, line := range strings.Split(text, "\n") {
+		name, labels, v, ok := promSample(line)
+		if !ok {
+			continue
+		}
+		switch name {
+		case "hashgate_session_auth_cache_lookups", "hashgate_session_auth_cache_lookups_total":
+			switch promLabel(labels, "result") {
+			case "hit":
+				g.Hits += v
+			case "miss":
+				g.Misses += v
+			}
+		case "go_memstats_heap_inuse_bytes":
+			g.HeapInuse = v
+		}
+	}
+	return g
+}
+
+func scrapeGauges(ctx context.Context, url string) (gatewayGauges, error) {
+	a := &api{base: url, hc: &http.Client{Timeout: 10 * time.Second}}
+	r, err := a.do(ctx, "GET", "", nil, nil)
+	if err != nil {
+		return gatewayGauges{}, err
+	}
+	if err := r.check("GET /metrics", 200); err != nil {
+		return gatewayGauges{}, err
+	}
+	return parseGatewayGauges(string(r.Body)), nil
+}
+
+// scale runs the selected scale sizes (after the other gateway phases).
+func (b *bench) scale(ctx context.Context, bin string, keys []string) error {
+	var sizes []scaleSize
+	for _, s := range scaleSizes {
+		if b.cfg.selected(s.Key) {
+			sizes = append(sizes, s)
+		}
+	}
+	if len(sizes) == 0 || ctx.Err() != nil {
+		return ctx.Err()
+	}
+	env := append(append(baseEnv(), keys...), "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix)
+	st := &scaleState{mem0: b.usedMemory(ctx)}
+	ceil, ceilBase, err := startBaseline(ctx, "scale-ceiling-http", b.dir, "serve-ceiling")
+	if err != nil {
+		return err
+	}
+	defer ceil.stop(5 * time.Second)
+	for _, sz := range sizes {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := b.scaleCreate(ctx, bin, env, st, sz.N); err != nil {
+			b.logf("%s: %v", sz.Key, err)
+			b.scaleRows = append(b.scaleRows, scaleRow{N: sz.N, Shape: "zipf", Skip: skipReason(err)},
+				scaleRow{N: sz.N, Shape: "uniform", Skip: skipReason(err)})
+			break
+		}
+		zipf, uniform := scaleScripts(st.tokens, b.cfg.scaleDraws, int64(sz.N))
+		ceilRPS := 0.0
+		b.logf("%s: HTTP ceiling, warm-up %s, run %s", sz.Key, b.cfg.warmup, b.cfg.duration)
+		if _, err := b.wrk.run(ctx, sz.Key+"-ceiling-warmup", zipf, ceilBase, max(b.cfg.warmup, time.Second)); err == nil {
+			if res, err := b.wrk.run(ctx, sz.Key+"-ceiling", zipf, ceilBase, b.cfg.duration); err == nil {
+				ceilRPS = res.RPS()
+				b.logf("%s: HTTP ceiling %.0f req/s", sz.Key, ceilRPS)
+			} else {
+				b.logf("%s: HTTP ceiling: %v", sz.Key, err)
+			}
+		}
+		for _, sh := range []struct {
+			name string
+			s    wrkScript
+		}{{"zipf", zipf}, {"uniform", uniform}} {
+			if ctx.Err() != nil {
+				break
+			}
+			r := b.scaleRun(ctx, bin, env, st, sz, sh.name, sh.s)
+			r.Ceiling = ceilRPS
+			b.scaleRows = append(b.scaleRows, r)
+		}
+	}
+	return ctx.Err()
+}
+
+// scaleCreate grows the sessions to n: through the repository in this process (-scale-create
+// repo, the default), or through POST /v1/sessions on a creation gateway (-scale-create api:
+// request-rate limits off, since the admin token would be throttled to 6,000 a minute, and a
+// 5 s Redis timeout), stopped before any traffic row.
+func (b *bench) scaleCreate(ctx context.Context, bin string, env []string, st *scaleState, n int) error {
+	if len(st.tokens) >= n {
+		return nil
+	}
+	var create sessionCreator
+	how := "sessions.Service.Create in the benchmark's process"
+	if b.cfg.scaleCreate == "api" {
+		gw, err := startGateway(ctx, "scale-create", bin, b.dir, append(slices.Clip(env), "GATEWAY_RATE_LIMIT_PER_TOKEN=0",
+			"GATEWAY_RATE_LIMIT_PER_TENANT=0", "GATEWAY_RATE_LIMIT_PER_SESSION=0", "GATEWAY_REDIS_TIMEOUT=5s"))
+		if err != nil {
+			return err
+		}
+		defer gw.stop(20 * time.Second)
+		a, err := newAPI(gw.Base, gw.Admin)
+		if err != nil {
+			return err
+		}
+		create, how = apiCreator(a), "POST /v1/sessions"
+	} else {
+		c, closeFn, err := repoCreator(ctx, env)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		create = c
+	}
+	have := len(st.tokens)
+	b.logf("scale: creating sessions %d → %d (%s, %d in parallel)", have, n, how, b.cfg.scaleWorkers)
+	start := time.Now()
+	var retries atomic.Int64
+	var err error
+	st.tokens, err = createScaleSessions(ctx, create, st.tokens, n, b.cfg.scaleWorkers, &retries)
+	c := scaleBatch{N: n, Added: len(st.tokens) - have, Took: time.Since(start), Retries: retries.Load(), How: how}
+	if err != nil {
+		c.Err = skipReason(err)
+	}
+	b.scaleBatches = append(b.scaleBatches, c)
+	b.logf("scale: %d sessions created in %s (%.0f/s, %d retries)", c.Added, c.Took.Round(time.Millisecond), c.Rate(), c.Retries)
+	return err
+}
+
+// scaleRun measures one shape against a fresh gateway with the default settings.
+func (b *bench) scaleRun(ctx context.Context, bin string, env []string, st *scaleState, sz scaleSize, shape string, s wrkScript) scaleRow {
+	r := scaleRow{N: sz.N, Shape: shape, RT: -1, Distinct: len(s.Sample.Tokens)}
+	perSession := func() float64 {
+		m := b.usedMemory(ctx)
+		if m < 0 || st.mem0 < 0 {
+			return -1
+		}
+		return float64(m-st.mem0) / float64(sz.N)
+	}
+	r.MemBefore = perSession()
+	name := sz.Key + "-" + shape
+	gw, err := startGateway(ctx, name, bin, b.dir, env)
+	if err != nil {
+		r.Skip = skipReason(err)
+		return r
+	}
+	defer gw.stop(20 * time.Second)
+	pid := gw.cmd.Process.Pid
+	r.RSSStart, _ = procStatus(pid)
+	if err := probe(ctx, gw.Base, s, []int{200}); err != nil {
+		r.Skip = skipReason(err)
+		return r
+	}
+	b.logf("%s: fresh gateway, %d distinct sessions in the script, warm-up %s, run %s", name, r.Distinct, b.cfg.warmup, b.cfg.duration)
+	if b.cfg.warmup > 0 {
+		if _, err := b.wrk.run(ctx, name+"-warmup", s, gw.Base, b.cfg.warmup); err != nil {
+			r.Skip = skipReason(err)
+			return r
+		}
+	}
+	settle()
+	g0, err := scrapeGauges(ctx, gw.Base+"/metrics")
+	if err != nil {
+		r.Skip = skipReason(err)
+		return r
+	}
+	res, err := b.wrk.run(ctx, name, s, gw.Base, b.cfg.duration)
+	if err != nil {
+		r.Skip = skipReason(err)
+		return r
+	}
+	settle()
+	r.Res = res
+	r.RSSEnd, r.RSSPeak = procStatus(pid)
+	if g1, err := scrapeGauges(ctx, gw.Base+"/metrics"); err == nil {
+		r.Hits, r.Misses, r.HeapInuse = g1.Hits-g0.Hits, g1.Misses-g0.Misses, int64(g1.HeapInuse)
+		if g0.CallsOK && g1.CallsOK && res.Requests > 0 {
+			r.Client = g1.Calls.sub(g0.Calls)
+			r.RT = r.Client.RoundTrips() / float64(res.Requests)
+		}
+	}
+	r.MemAfter = perSession()
+	r.Tracking, _ = strconv.ParseInt(infoField(ctx, b.redis.Client, "stats", "tracking_total_keys"), 10, 64)
+	share, other := row{Res: res, Expect: []int{200}}.okShare()
+	b.logf("%s: %.0f req/s, p99 %s ms, hits %.1f%%, RSS %s (peak %s), heap %s, %.1f%% expected %s", name, res.RPS(), ms(res.P99),
+		100*r.HitRatio(), mib(r.RSSEnd), mib(r.RSSPeak), mib(r.HeapInuse), 100*share, other)
+	return r
+}
+
+func mib(b int64) string {
+	if b <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+}
+
+// evaluateScale fills in the scale targets (reported, never part of -enforce: the default
+// run does not create a million sessions).
+func (rp *report) evaluateScale() {
+	if len(rp.Scale) == 0 {
+		return
+	}
+	add := func(name string, can, pass bool, detail string) {
+		rp.ScaleTargets = append(rp.ScaleTargets, target{Name: name, Pass: can && pass, Missed: !can, Detail: detail})
+	}
+	largest := 0
+	for _, r := range rp.Scale {
+		if r.measured() {
+			largest = max(largest, r.N)
+		}
+	}
+	at := func(n int, shape string) (scaleRow, bool) {
+		for _, r := range rp.Scale {
+			if r.N == n && r.Shape == shape && r.measured() {
+				return r, true
+			}
+		}
+		return scaleRow{}, false
+	}
+	// RSS at 1M, both shapes (peak RSS of the fresh gateway).
+	z, okZ := at(1_000_000, "zipf")
+	u, okU := at(1_000_000, "uniform")
+	detail := "scale-1m not run (opt-in: -scenarios all,scale-1m)"
+	if okZ || okU {
+		detail = fmt.Sprintf("peak RSS Zipf %s, uniform %s", mib(z.RSSPeak), mib(u.RSSPeak))
+	}
+	add("gateway RSS ≤ 256 MiB at 1M sessions, both shapes", okZ && okU && z.RSSPeak > 0 && u.RSSPeak > 0,
+		z.RSSPeak <= scaleRSSLimit && u.RSSPeak <= scaleRSSLimit, detail)
+	if largest == 0 {
+		add("scale rows", false, false, "none measured")
+		return
+	}
+	n := human(float64(largest))
+	for _, c := range []struct {
+		shape string
+		min   float64
+		what  string
+	}{{"zipf", 0.75, "Zipf"}, {"uniform", 0.5, "uniform 100k"}} {
+		name := fmt.Sprintf("authorize ≥ %.2g × HTTP ceiling, %s shape, %s sessions", c.min, c.what, n)
+		r, ok := at(largest, c.shape)
+		if !ok || r.Ceiling <= 0 {
+			add(name, false, false, "not measured")
+			continue
+		}
+		x := r.Res.RPS() / r.Ceiling
+		add(name, true, x >= c.min, fmt.Sprintf("%.2f × (%.0f vs %.0f req/s)", x, r.Res.RPS(), r.Ceiling))
+	}
+	worstMem, tracking := -1.0, int64(0)
+	for _, r := range rp.Scale {
+		if r.N == largest && r.measured() {
+			worstMem = math.Max(worstMem, r.MemAfter)
+			tracking = max(tracking, r.Tracking)
+		}
+	}
+	add(fmt.Sprintf("Redis ≤ 400 B of used_memory per session after the hot path, %s sessions", n), worstMem >= 0, worstMem <= 400,
+		fmt.Sprintf("%.0f B (tracking_total_keys %d: with 0 the server keeps no per-key state for reads, so reading every session adds nothing)", worstMem, tracking))
+	worst, unknown := 0.0, 0
+	for _, r := range rp.Scale {
+		switch {
+		case !r.measured():
+		case r.RT < 0:
+			unknown++
+		default:
+			worst = math.Max(worst, r.RT)
+		}
+	}
+	add("≤ 1 Redis round trip per authorize (scale rows)", unknown == 0, worst <= 1.02, fmt.Sprintf("worst %.2f", worst))
+}
+
+// printScale writes the scale section.
+func (rp *report) printScale(w io.Writer) {
+	if len(rp.Scale) == 0 && len(rp.ScaleBatches) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nScale (issue 12): live sessions, one per user; each row a fresh gateway with the default settings; Zipf s=%.1f over all N (a precomputed draw), uniform: random draws from min(N, %s) sessions:\n",
+		scaleZipfS, human(scaleUniformSet))
+	if len(rp.ScaleBatches) > 0 {
+		m := [][]string{{"live sessions", "created", "took", "rate", "retries", "through"}}
+		for _, c := range rp.ScaleBatches {
+			rate := fmt.Sprintf("%.0f/s", c.Rate())
+			if c.Err != "" {
+				rate += " (" + c.Err + ")"
+			}
+			m = append(m, []string{fmt.Sprint(c.N), fmt.Sprint(c.Added), c.Took.Round(100 * time.Millisecond).String(), rate, fmt.Sprint(c.Retries), c.How})
+		}
+		table(w, m)
+		fmt.Fprintln(w)
+	}
+	t := [][]string{{"sessions", "shape", "distinct in script", "req/s", "p50 ms", "p99 ms", "× HTTP ceiling", "expected answers",
+		"cache hits", "round trips/req", "RSS start / end / peak", "Go heap in use", "Redis B/session before / after", "tracking keys"}}
+	for _, r := range rp.Scale {
+		if !r.measured() {
+			t = append(t, []string{fmt.Sprint(r.N), r.Shape, fmt.Sprint(r.Distinct), r.Skip, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–"})
+			continue
+		}
+		x := "–"
+		if r.Ceiling > 0 {
+			x = fmt.Sprintf("%.2f (%.0f)", r.Res.RPS()/r.Ceiling, r.Ceiling)
+		}
+		share, other := row{Res: r.Res, Expect: []int{200}}.okShare()
+		ok := fmt.Sprintf("%.1f%%", 100*share)
+		if other != "" {
+			ok += " (" + other + ")"
+		}
+		hr := "–"
+		if h := r.HitRatio(); h >= 0 {
+			hr = fmt.Sprintf("%.1f%%", 100*h)
+		}
+		rt := "–"
+		if r.RT >= 0 {
+			rt = fmt.Sprintf("%.2f", r.RT)
+		}
+		t = append(t, []string{fmt.Sprint(r.N), r.Shape, fmt.Sprint(r.Distinct), fmt.Sprintf("%.0f", r.Res.RPS()), ms(r.Res.P50), ms(r.Res.P99), x, ok, hr, rt,
+			fmt.Sprintf("%s / %s / %s", mib(r.RSSStart), mib(r.RSSEnd), mib(r.RSSPeak)), mib(r.HeapInuse),
+			fmt.Sprintf("%.0f / %.0f", r.MemBefore, r.MemAfter), fmt.Sprint(r.Tracking)})
+	}
+	table(w, t)
+	fmt.Fprintln(w, "\nScale targets (reported only; -enforce ignores them):")
+	for _, tg := range rp.ScaleTargets {
+		mark := "PASS"
+		switch {
+		case tg.Missed:
+			mark = "NOT MEASURED"
+		case !tg.Pass:
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "- %s %s: %s\n", mark, tg.Name, tg.Detail)
+	}
+}
