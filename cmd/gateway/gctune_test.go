@@ -24,12 +24,12 @@ func TestPlanGC(t *testing.T) {
 		files map[string]string
 		want  gcPlan
 	}{
-		{"no cgroup limit", nil, nil, gcPlan{GCPercent: 400}},
+		{"no cgroup limit", nil, nil, gcPlan{GCPercent: 400, MemoryLimit: 192 << 20}},
 		{"cgroup v2 limit", nil, map[string]string{v2: "536870912\n"}, gcPlan{GCPercent: 400, MemoryLimit: 456340275}},
-		{"cgroup v2 max", nil, map[string]string{v2: "max\n"}, gcPlan{GCPercent: 400}},
+		{"cgroup v2 max", nil, map[string]string{v2: "max\n"}, gcPlan{GCPercent: 400, MemoryLimit: 192 << 20}},
 		{"cgroup v1 limit", nil, map[string]string{v1: "1073741824"}, gcPlan{GCPercent: 400, MemoryLimit: 912680550}},
-		{"cgroup v1 unlimited", nil, map[string]string{v1: "9223372036854771712"}, gcPlan{GCPercent: 400}},
-		{"operator's GOGC wins", map[string]string{"GOGC": "100"}, nil, gcPlan{}},
+		{"cgroup v1 unlimited", nil, map[string]string{v1: "9223372036854771712"}, gcPlan{GCPercent: 400, MemoryLimit: 192 << 20}},
+		{"operator's GOGC wins", map[string]string{"GOGC": "100"}, nil, gcPlan{MemoryLimit: 192 << 20}},
 		{"operator's GOGC=off wins", map[string]string{"GOGC": "off"}, map[string]string{v2: "536870912"}, gcPlan{MemoryLimit: 456340275}},
 		{"operator's GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "200MiB"}, map[string]string{v2: "536870912"}, gcPlan{GCPercent: 400}},
 	}
@@ -41,7 +41,7 @@ func TestPlanGC(t *testing.T) {
 			}
 		})
 	}
-	if got := planGC(env(nil), func(string) ([]byte, error) { return nil, errors.New("denied") }); got != (gcPlan{GCPercent: 400}) {
+	if got := planGC(env(nil), func(string) ([]byte, error) { return nil, errors.New("denied") }); got != (gcPlan{GCPercent: 400, MemoryLimit: 192 << 20}) {
 		t.Fatalf("unreadable cgroup: %+v", got)
 	}
 	if s := (gcPlan{GCPercent: 400, MemoryLimit: 512 << 20}).String(); s != "GOGC=400 GOMEMLIMIT=512MiB" {
