@@ -378,10 +378,3 @@ func (l *Sync) sweep() {
 		}
 	}
 }
-
-// Counters is how many counters the limiter holds.
-func (l *Sync) Counters() int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return len(l.counters)
-}

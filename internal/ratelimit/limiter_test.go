@@ -1,0 +1,81 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// Limiter counts one attempt at a time in Redis with fixed_window.lua: the test harness of
+// that function, which production runs only embedded in session_verify.lua (the MFA attempts;
+// request rates are Sync's).
+
+var fixedWindow = rueidis.NewLuaScript(fixedWindowBody)
+
+// Limiter counts attempts per identifier under one policy.
+type Limiter struct {
+	client    rueidis.Client
+	prefix    string
+	hasher    *keyhash.Hasher
+	policy    Policy
+	decisions metric.Int64Counter
+}
+
+// ErrBadLimiter reports a missing dependency.
+var ErrBadLimiter = errors.New("ratelimit: bad limiter options")
+
+// NewLimiter returns a limiter over s for policy p; keys start with prefix. meter may be nil.
+func NewLimiter(s *store.Store, prefix string, h *keyhash.Hasher, p Policy, meter metric.Meter) (*Limiter, error) {
+	if s == nil || s.Client == nil || h == nil {
+		return nil, fmt.Errorf("%w: store and hasher are required", ErrBadLimiter)
+	}
+	if prefix == "" || strings.ContainsAny(prefix, ":{} ") {
+		return nil, fmt.Errorf("%w: prefix must be non-empty without ':', '{', '}' or spaces", ErrBadLimiter)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if meter == nil {
+		meter = noop.NewMeterProvider().Meter("ratelimit")
+	}
+	c, err := NewDecisionCounter(meter)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{client: s.Client, prefix: prefix, hasher: h, policy: p, decisions: c}, nil
+}
+
+// Allow counts one attempt for identifier (hashed with the policy name before it reaches a
+// key) and reports whether it is within the limit.
+func (l *Limiter) Allow(ctx context.Context, identifier string) (Decision, error) {
+	return l.AllowTag(ctx, l.hasher.Tag("rl", 9, l.policy.Name, identifier))
+}
+
+// AllowTag is Allow for an identifier that is already a keyed tag (e.g. a user tag), so the
+// counter shares that tag's slot.
+func (l *Limiter) AllowTag(ctx context.Context, tag string) (Decision, error) {
+	p := l.policy
+	args := []string{
+		strconv.FormatInt(p.Window.Milliseconds(), 10),
+		strconv.FormatInt(p.Buffer().Milliseconds(), 10),
+		strconv.Itoa(p.Limit),
+	}
+	res, err := fixedWindow.Exec(ctx, l.client, []string{Key(l.prefix, tag, p.Name)}, args).AsIntSlice()
+	if err != nil {
+		return Decision{}, fmt.Errorf("ratelimit %s: %w", p.Name, store.Classify(err))
+	}
+	d, err := ParseReply(p, res)
+	if err != nil {
+		return Decision{}, err
+	}
+	Record(ctx, l.decisions, d)
+	return d, nil
+}
