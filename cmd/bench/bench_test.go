@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -231,6 +234,7 @@ func TestEvaluateTargets(t *testing.T) {
 		rp       report
 		wantFail bool
 		wantMiss int
+		failing  string // when set: the only target that fails starts with it
 	}{
 		{name: "all met", rp: report{Rows: rows(32000, 1.0), Memory: mem(200)}},
 		{name: "below the HTTP ceiling share", rp: report{Rows: rows(29000, 1.0), Memory: mem(200)}, wantFail: true},
@@ -245,7 +249,18 @@ func TestEvaluateTargets(t *testing.T) {
 			wantFail: true, wantMiss: 5},
 		{name: "rate limiting too costly", rp: report{Rows: append(rows(32000, 1.0)[:4],
 			row{Key: "quote-get", Gateway: true, Res: res(9000), RT: 1}, row{Key: "quote-get-nolimit", Gateway: true, Res: res(10000), RT: 1}),
-			Memory: mem(200)}, wantFail: true},
+			Memory: mem(200)}, wantFail: true, failing: "rate limiting"},
+		// Paired rounds decide the rate-limit target by their median, whatever the single rows
+		// (measured tens of seconds apart) say.
+		{name: "rate-limit paired median met, rows 0.90", rp: report{Rows: append(rows(32000, 1.0)[:4],
+			row{Key: "quote-get", Gateway: true, Res: res(9000), RT: 1}, row{Key: "quote-get-nolimit", Gateway: true, Res: res(10000), RT: 1}),
+			Memory: mem(200), LimitPaired: pairedRounds{{10000, 9700}, {10000, 9000}, {9800, 9800}}}},
+		{name: "rate-limit paired median missed, rows 0.98", rp: report{Rows: rows(32000, 1.0), Memory: mem(200),
+			LimitPaired: pairedRounds{{10000, 9000}, {10000, 9400}, {10000, 9900}}}, wantFail: true, failing: "rate limiting"},
+		{name: "rate-limit paired without rows", rp: report{Rows: rows(32000, 1.0)[:4], Memory: mem(200),
+			LimitPaired: pairedRounds{{10000, 9900}}}},
+		{name: "rate-limit rows missing, no rounds", rp: report{Rows: rows(32000, 1.0)[:4], Memory: mem(200)},
+			wantFail: true, wantMiss: 1, failing: "rate limiting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,6 +279,13 @@ func TestEvaluateTargets(t *testing.T) {
 			if rp.failed() != tt.wantFail || miss != tt.wantMiss {
 				t.Errorf("failed %v (want %v), not measured %d (want %d): %+v", rp.failed(), tt.wantFail, miss, tt.wantMiss, rp.Targets)
 			}
+			if tt.failing != "" {
+				for _, tg := range rp.Targets {
+					if !tg.Pass != strings.HasPrefix(tg.Name, tt.failing) {
+						t.Errorf("target %q: pass %v (only %q… should fail): %s", tg.Name, tg.Pass, tt.failing, tg.Detail)
+					}
+				}
+			}
 		})
 	}
 }
@@ -271,18 +293,63 @@ func TestEvaluateTargets(t *testing.T) {
 func TestPairedMedian(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		p    []pairedRound
+		p    pairedRounds
 		want float64
 	}{
 		{nil, 0},
-		{[]pairedRound{{100, 80}}, 0.8},
-		{[]pairedRound{{100, 90}, {100, 70}, {100, 60}}, 0.7},
-		{[]pairedRound{{100, 90}, {100, 70}, {100, 60}, {100, 80}}, 0.75},
-		{[]pairedRound{{0, 90}, {100, 70}}, 0.7},
+		{pairedRounds{{100, 80}}, 0.8},
+		{pairedRounds{{100, 90}, {100, 70}, {100, 60}}, 0.7},
+		{pairedRounds{{100, 90}, {100, 70}, {100, 60}, {100, 80}}, 0.75},
+		{pairedRounds{{0, 90}, {100, 70}}, 0.7},
+		// The rate-limit pair: quote-get-nolimit is the ref, quote-get the subject. One round
+		// with a stall on either side (the 0.67 × of session 4) does not move the median.
+		{pairedRounds{{7727, 5147}, {5000, 4950}, {5100, 5070}}, 0.99},
+		{pairedRounds{{4000, 3960}, {4000, 6000}, {4000, 3920}}, 0.99},
 	} {
-		if got := (&report{Paired: tt.p}).pairedMedian(); math.Abs(got-tt.want) > 1e-9 {
-			t.Errorf("pairedMedian(%v) = %v, want %v", tt.p, got, tt.want)
+		if got := tt.p.median(); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("median(%v) = %v, want %v", tt.p, got, tt.want)
 		}
+	}
+}
+
+// TestRunPaired checks the pairing: the ref first in even rounds, the subject first in odd
+// ones, each rate recorded on its own side, and a failed run ending the rounds.
+func TestRunPaired(t *testing.T) {
+	t.Parallel()
+	var order []string
+	measure := func(round int, subject bool) (float64, error) {
+		if subject {
+			order = append(order, fmt.Sprintf("S%d", round))
+			return float64(50 + round), nil
+		}
+		order = append(order, fmt.Sprintf("R%d", round))
+		return float64(100 + round), nil
+	}
+	ps, err := runPaired(context.Background(), 4, measure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, " "); got != "R0 S0 S1 R1 R2 S2 S3 R3" {
+		t.Errorf("order %s, want R0 S0 S1 R1 R2 S2 S3 R3 (ABBA)", got)
+	}
+	if want := (pairedRounds{{100, 50}, {101, 51}, {102, 52}, {103, 53}}); !slices.Equal(ps, want) {
+		t.Errorf("rounds %v, want %v", ps, want)
+	}
+
+	boom := errors.New("wrk died")
+	ps, err = runPaired(context.Background(), 3, func(round int, subject bool) (float64, error) {
+		if round == 1 && !subject {
+			return 0, boom
+		}
+		return measure(round, subject)
+	})
+	if !errors.Is(err, boom) || !slices.Equal(ps, pairedRounds{{100, 50}}) {
+		t.Errorf("a failed run in round 2: rounds %v, err %v; want the first round and the error", ps, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ps, err := runPaired(ctx, 3, measure); len(ps) != 0 || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: rounds %v, err %v", ps, err)
 	}
 }
 

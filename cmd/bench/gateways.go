@@ -18,7 +18,9 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
 		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation))
 	// Rate limits on but never reached: every bearer and session scenario pays for counting,
-	// none is refused. The gateway-nolimit phase turns them off for quote-get-nolimit.
+	// none is refused. The gateway-nolimit phase turns them off for quote-get-nolimit: with
+	// -rounds > 0 that gateway starts right after the quote-get row, next to the first one,
+	// for the paired rounds of the two (then its phase has nothing left to run).
 	limited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=1000000000/1m", "GATEWAY_RATE_LIMIT_PER_TENANT=1000000000/1m",
 		"GATEWAY_RATE_LIMIT_PER_SESSION=1000000000/1m"}
 	unlimited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=0", "GATEWAY_RATE_LIMIT_PER_TENANT=0", "GATEWAY_RATE_LIMIT_PER_SESSION=0"}
@@ -39,15 +41,21 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 		plans       []plan
 		before      func(context.Context) error // runs first, when a plan of the phase is selected
 	}
+	noLimit := phase{"gateway-nolimit", "true", unlimited, fx.noLimitPlans(), nil}
+	start := func(ph phase) (*gateway, error) {
+		b.logf("starting %s (GATEWAY_REDIS_CLIENT_CACHE=%s)", ph.name, ph.cache)
+		return startGateway(ctx, ph.name, bin, b.dir, append(append(slices.Clip(env), ph.limits...), "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
+	}
+	done := map[string]bool{} // measured ahead of their phase: quote-get-nolimit, next to quote-get
 	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil}, {"gateway-nocache", "false", limited, fx.noCachePlans(), nil},
-		{"gateway-nolimit", "true", unlimited, fx.noLimitPlans(), nil},
+		noLimit,
 		{"gateway-revoke", "true", limited, fx.revokePlans("session-revoke", "no replica: no WAIT"), nil},
 		{"gateway-revoke-replica", "true", limited, fx.revokePlans("session-revoke-replica", "one replica: WAIT 1 + WAITAOF"), b.startReplica},
 		{"gateway-revoke-replica-noaof", "true", append(slices.Clip(limited), "GATEWAY_DURABLE_AOF=off"),
 			fx.revokePlans("session-revoke-replica-noaof", "one replica: WAIT 1 (GATEWAY_DURABLE_AOF=off)"), b.startReplica}} {
 		var plans []plan
 		for _, p := range ph.plans {
-			if b.cfg.selected(p.Key) {
+			if b.cfg.selected(p.Key) && !done[p.Key] {
 				plans = append(plans, p)
 			}
 		}
@@ -59,8 +67,7 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 				return nil, err
 			}
 		}
-		b.logf("starting %s (GATEWAY_REDIS_CLIENT_CACHE=%s)", ph.name, ph.cache)
-		gw, err := startGateway(ctx, ph.name, bin, b.dir, append(append(slices.Clip(env), ph.limits...), "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
+		gw, err := start(ph)
 		if err != nil {
 			return nil, err
 		}
@@ -76,26 +83,53 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 			if ctx.Err() != nil {
 				break
 			}
-			r := row{Key: p.Key, Name: p.Name, Gateway: !p.durable, Expect: p.Expect}
-			if p.durable {
-				r.Note = "durable write: the write, then WAIT on its connection (2 round trips by design)"
-			}
-			b.logf("%s: set-up", p.Key)
-			warm, measure, err := p.prepare(ctx)
-			if err != nil {
-				r.Skip = skipReason(err)
-				b.logf("%s: %s", p.Key, r.Skip)
-				b.rows = append(b.rows, r)
-				continue
-			}
-			b.measure(ctx, r, gw.Base, gw.Base+"/metrics", warm, measure)
-			if p.Key == "authz-session" {
-				b.pairedRounds(ctx, gw.Base, measure)
+			measure, ok := b.runPlan(ctx, p, gw.Base)
+			switch {
+			case p.Key == "authz-session" && b.ceiling != nil:
+				if ok {
+					b.paired = b.pairedRounds(ctx, pairedSide{"HTTP ceiling", "ceiling", b.ceiling.base, b.ceiling.script},
+						pairedSide{"authorize by session", "authz-session", gw.Base, measure})
+				}
+				b.ceiling.proc.stop(5 * time.Second)
+				b.ceiling = nil
+			case p.Key == "quote-get" && ok && b.cfg.rounds > 0 && b.cfg.selected("quote-get-nolimit"):
+				// The gateway with every limit off runs next to this one (same Redis, same
+				// quotes, same token): its row, then the two in paired rounds.
+				done["quote-get-nolimit"] = true
+				off, err := start(noLimit)
+				if err != nil {
+					gw.stop(20 * time.Second)
+					return nil, err
+				}
+				if offScript, ok := b.runPlan(ctx, noLimit.plans[0], off.Base); ok {
+					b.limitPaired = b.pairedRounds(ctx, pairedSide{"quote-get-nolimit", "quote-get-nolimit", off.Base, offScript},
+						pairedSide{"quote-get (limits on)", "quote-get", gw.Base, measure})
+				}
+				off.stop(20 * time.Second)
 			}
 		}
 		gw.stop(20 * time.Second)
 	}
 	return fx, ctx.Err()
+}
+
+// runPlan sets up one plan and measures its row against the gateway at base. It returns the
+// measured script and whether the row was measured.
+func (b *bench) runPlan(ctx context.Context, p plan, base string) (wrkScript, bool) {
+	r := row{Key: p.Key, Name: p.Name, Gateway: !p.durable, Expect: p.Expect}
+	if p.durable {
+		r.Note = "durable write: the write, then WAIT on its connection (2 round trips by design)"
+	}
+	b.logf("%s: set-up", p.Key)
+	warm, measure, err := p.prepare(ctx)
+	if err != nil {
+		r.Skip = skipReason(err)
+		b.logf("%s: %s", p.Key, r.Skip)
+		b.rows = append(b.rows, r)
+		return measure, false
+	}
+	b.measure(ctx, r, base, base+"/metrics", warm, measure)
+	return measure, b.rows[len(b.rows)-1].measured()
 }
 
 func skipReason(err error) string {
@@ -157,43 +191,63 @@ func (b *bench) measure(ctx context.Context, r row, base, metricsURL string, war
 	b.logf("%s: %.0f req/s, p99 %s ms, %.1f%% expected %s", r.Key, res.RPS(), ms(res.P99), 100*share, other)
 }
 
-// pairedRounds measures the HTTP ceiling and authorize by session back to back, cfg.rounds
-// times, alternating which goes first (ABBA), so slow drift of a shared machine's speed
-// between two rows does not decide the ratio. Both servers are warm: no warm-up.
-func (b *bench) pairedRounds(ctx context.Context, gwBase string, gwScript wrkScript) {
-	if b.ceiling == nil || b.cfg.rounds <= 0 {
-		return
+// pairedSide is one server of a pair: its wrk script against its base URL.
+type pairedSide struct {
+	name, key string // for the log; the wrk run names
+	base      string
+	script    wrkScript
+}
+
+// pairedRounds measures ref and subject back to back, cfg.rounds times, alternating which goes
+// first (ABBA), so slow drift of a shared machine's speed between two rows does not decide the
+// ratio. Both servers are warm: no warm-up. It returns the complete rounds.
+func (b *bench) pairedRounds(ctx context.Context, ref, subject pairedSide) pairedRounds {
+	if b.cfg.rounds <= 0 {
+		return nil
 	}
-	b.logf("paired rounds: %d × (HTTP ceiling, authorize by session), %s each, alternating order", b.cfg.rounds, b.cfg.duration)
-	for i := 0; i < b.cfg.rounds && ctx.Err() == nil; i++ {
-		var pr pairedRound
-		runs := []func() error{
-			func() error {
-				res, err := b.wrk.run(ctx, fmt.Sprintf("paired-ceiling-%d", i), b.ceiling.script, b.ceiling.base, b.cfg.duration)
-				pr.Ceiling = res.RPS()
-				return err
-			},
-			func() error {
-				res, err := b.wrk.run(ctx, fmt.Sprintf("paired-authz-session-%d", i), gwScript, gwBase, b.cfg.duration)
-				pr.Gateway = res.RPS()
-				return err
-			},
+	b.logf("paired rounds: %d × (%s, %s), %s each, alternating order", b.cfg.rounds, ref.name, subject.name, b.cfg.duration)
+	ps, err := runPaired(ctx, b.cfg.rounds, func(i int, subj bool) (float64, error) {
+		s := ref
+		if subj {
+			s = subject
 		}
-		if i%2 == 1 {
-			runs[0], runs[1] = runs[1], runs[0]
+		res, err := b.wrk.run(ctx, fmt.Sprintf("paired-%s-%d", s.key, i), s.script, s.base, b.cfg.duration)
+		settle()
+		return res.RPS(), err
+	})
+	for i, p := range ps {
+		b.logf("paired round %d: %s %.0f req/s, %s %.0f req/s (%.2f ×)", i+1, ref.name, p.Ref, subject.name, p.Subject, p.Subject/p.Ref)
+	}
+	if err != nil {
+		b.logf("paired rounds of %s and %s: %v", ref.name, subject.name, err)
+	}
+	return ps
+}
+
+// runPaired runs n rounds of measure(round, subject): the ref (subject false) first in even
+// rounds, the subject first in odd ones. It stops at the first error or when ctx ends, and
+// returns the complete rounds.
+func runPaired(ctx context.Context, n int, measure func(round int, subject bool) (float64, error)) (pairedRounds, error) {
+	var ps pairedRounds
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return ps, err
 		}
-		for _, run := range runs {
-			if err := run(); err != nil {
-				b.logf("paired round %d: %v", i+1, err)
-				return
+		var p pairedRound
+		for j, subj := range [2]bool{i%2 == 1, i%2 == 0} {
+			rps, err := measure(i, subj)
+			if err != nil {
+				return ps, fmt.Errorf("round %d, run %d: %w", i+1, j+1, err)
 			}
-			settle()
+			if subj {
+				p.Subject = rps
+			} else {
+				p.Ref = rps
+			}
 		}
-		b.paired = append(b.paired, pr)
-		b.logf("paired round %d: ceiling %.0f req/s, authorize by session %.0f req/s (%.2f ×)", i+1, pr.Ceiling, pr.Gateway, pr.Gateway/pr.Ceiling)
+		ps = append(ps, p)
 	}
-	b.ceiling.proc.stop(5 * time.Second)
-	b.ceiling = nil
+	return ps, nil
 }
 
 // startReplica starts a replica of the benchmark's Redis (diskless sync at once) and waits

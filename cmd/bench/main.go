@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "warm-up per scenario (not measured)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wrk request timeout")
 	fs.IntVar(&c.sessions, "sessions", 1000, "sessions (users) the session scenarios rotate over")
-	fs.IntVar(&c.rounds, "rounds", 3, "paired rounds of HTTP ceiling and authorize by session, alternating, for the ceiling target (0: off)")
+	fs.IntVar(&c.rounds, "rounds", 3, "paired rounds, alternating, of the HTTP ceiling and authorize by session (the ceiling target) and of quote-get with and without rate limits (the limiter's cost) (0: off)")
 	fs.IntVar(&c.scaleDraws, "scale-draws", 200000, "Zipf draws in a scale scenario's wrk script (walked in order, then again)")
 	fs.IntVar(&c.scaleWorkers, "scale-workers", 48, "parallel session creations of the scale scenarios")
 	fs.StringVar(&c.scaleCreate, "scale-create", "repo", "how the scale scenarios create sessions: repo (the session service in this process) or api (POST /v1/sessions)")
@@ -136,7 +136,9 @@ type bench struct {
 	rows     []row
 	// ceiling is the HTTP ceiling server, kept running for the paired rounds.
 	ceiling *ceilingServer
-	paired  []pairedRound
+	// paired: HTTP ceiling (ref) and authorize by session; limitPaired: quote-get-nolimit (ref)
+	// and quote-get.
+	paired, limitPaired pairedRounds
 	// scaleRows and scaleBatches are the scale scenarios' measurements and session creation.
 	scaleRows    []scaleRow
 	scaleBatches []scaleBatch
@@ -245,11 +247,11 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 	b.redisCeilingRow(ctx)
 	rp := &report{
 		Machine: machine(redisVersion, wrkVersion(wrkBin)),
-		Command: fmt.Sprintf("Command: go run ./cmd/bench -t %d -c %d -d %s -warmup %s  (wrk -t%d -c%d; gateway built with CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"; Redis appendonly yes, appendfsync everysec)",
-			cfg.threads, cfg.connections, cfg.duration, cfg.warmup, cfg.threads, cfg.connections),
+		Command: fmt.Sprintf("Command: go run ./cmd/bench -t %d -c %d -d %s -warmup %s -rounds %d  (wrk -t%d -c%d; gateway built with CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"; Redis appendonly yes, appendfsync everysec)",
+			cfg.threads, cfg.connections, cfg.duration, cfg.warmup, cfg.rounds, cfg.threads, cfg.connections),
 		Rows:   b.rows,
-		Paired: b.paired,
-		Scale:  b.scaleRows, ScaleBatches: b.scaleBatches,
+		Paired: b.paired, LimitPaired: b.limitPaired,
+		Scale: b.scaleRows, ScaleBatches: b.scaleBatches,
 	}
 	b.logf("measuring Redis memory")
 	rp.Memory = b.memory(ctx, fx)
@@ -321,7 +323,30 @@ func (b *bench) redisCeilingRow(ctx context.Context) {
 
 func settle() { time.Sleep(300 * time.Millisecond) }
 
-// pairedRound is one back-to-back measurement of the HTTP ceiling and authorize by session.
+// pairedRound is one back-to-back measurement of two servers: Ref (the HTTP ceiling; the
+// gateway with rate limits off) and Subject (authorize by session; the gateway with limits on).
 type pairedRound struct {
-	Ceiling, Gateway float64 // req/s
+	Ref, Subject float64 // req/s
+}
+
+// pairedRounds are the rounds of one pair; the pair's ratio is their median.
+type pairedRounds []pairedRound
+
+// median is the median of the rounds' Subject ÷ Ref ratios (the mean of the middle two for an
+// even count; rounds without a Ref rate are left out), 0 without any.
+func (ps pairedRounds) median() float64 {
+	xs := make([]float64, 0, len(ps))
+	for _, p := range ps {
+		if p.Ref > 0 {
+			xs = append(xs, p.Subject/p.Ref)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
 }

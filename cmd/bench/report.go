@@ -68,36 +68,20 @@ type target struct {
 
 // report is everything printed at the end.
 type report struct {
-	Machine  string
-	Command  string
-	Rows     []row
-	Paired   []pairedRound
-	Memory   []memRow
-	Patterns []*keyGroup
-	Targets  []target
+	Machine string
+	Command string
+	Rows    []row
+	// Paired: the HTTP ceiling and authorize by session; LimitPaired: quote-get-nolimit and
+	// quote-get (gateways with rate limits off and on, both running). Each decides its target
+	// by its median.
+	Paired, LimitPaired pairedRounds
+	Memory              []memRow
+	Patterns            []*keyGroup
+	Targets             []target
 	// The scale scenarios (issue 12): their own table and targets.
 	Scale        []scaleRow
 	ScaleBatches []scaleBatch
 	ScaleTargets []target
-}
-
-// pairedMedian is the median ratio of authorize by session to the HTTP ceiling over the
-// paired rounds (the mean of the middle two for an even count).
-func (rp *report) pairedMedian() float64 {
-	xs := make([]float64, 0, len(rp.Paired))
-	for _, p := range rp.Paired {
-		if p.Ceiling > 0 {
-			xs = append(xs, p.Gateway/p.Ceiling)
-		}
-	}
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.Sort(xs)
-	if n := len(xs); n%2 == 0 {
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
-	return xs[len(xs)/2]
 }
 
 func (rp *report) row(key string) (row, bool) {
@@ -126,7 +110,7 @@ func (rp *report) evaluate(sessionHashLimit int64) {
 	}
 	switch {
 	case len(rp.Paired) > 0:
-		x := rp.pairedMedian()
+		x := rp.Paired.median()
 		detail := fmt.Sprintf("%.2f × (median of %d paired rounds", x, len(rp.Paired))
 		if okA && okC {
 			detail += fmt.Sprintf("; the table's rows: %.2f ×", authz.Res.RPS()/ceil.Res.RPS())
@@ -147,13 +131,23 @@ func (rp *report) evaluate(sessionHashLimit int64) {
 	}
 	limited, okL := rp.row("quote-get")
 	unlimited, okU := rp.row("quote-get-nolimit")
-	if okL && okU {
-		x := limited.Res.RPS() / unlimited.Res.RPS()
-		add("rate limiting costs ≤ 5% of a bearer read's throughput", true, x >= 0.95,
-			fmt.Sprintf("GET /v1/quotes/{id}: %.0f req/s limited, %.0f off (%.2f ×); round trips %.2f and %.2f",
-				limited.Res.RPS(), unlimited.Res.RPS(), x, limited.RT, unlimited.RT))
-	} else {
-		add("rate limiting costs ≤ 5% of a bearer read's throughput", false, false, "not measured")
+	const limitCost = "rate limiting costs ≤ 5% of a bearer read's throughput"
+	rows := func() string {
+		return fmt.Sprintf("%.0f req/s limited, %.0f off (%.2f ×); round trips %.2f and %.2f",
+			limited.Res.RPS(), unlimited.Res.RPS(), limited.Res.RPS()/unlimited.Res.RPS(), limited.RT, unlimited.RT)
+	}
+	switch {
+	case len(rp.LimitPaired) > 0:
+		x := rp.LimitPaired.median()
+		detail := fmt.Sprintf("GET /v1/quotes/{id}: %.2f × (median of %d paired rounds, limits on ÷ off", x, len(rp.LimitPaired))
+		if okL && okU {
+			detail += "; the table's rows: " + rows()
+		}
+		add(limitCost, true, x >= 0.95, detail+")")
+	case okL && okU:
+		add(limitCost, true, limited.Res.RPS()/unlimited.Res.RPS() >= 0.95, "GET /v1/quotes/{id}: "+rows())
+	default:
+		add(limitCost, false, false, "not measured")
 	}
 	var over, unknown, skipped []string
 	worst := 0.0
@@ -252,15 +246,10 @@ func (rp *report) print(w io.Writer) {
 			fmt.Fprintf(w, "- %s: %s\n", r.Key, b)
 		}
 	}
-	if len(rp.Paired) > 0 {
-		fmt.Fprintln(w, "\nPaired rounds (HTTP ceiling and authorize by session back to back, order alternating; the ceiling target uses the median):")
-		m := [][]string{{"round", "HTTP ceiling req/s", "authorize by session req/s", "ratio"}}
-		for i, p := range rp.Paired {
-			m = append(m, []string{fmt.Sprint(i + 1), fmt.Sprintf("%.0f", p.Ceiling), fmt.Sprintf("%.0f", p.Gateway), fmt.Sprintf("%.2f", p.Gateway/p.Ceiling)})
-		}
-		m = append(m, []string{"median", "", "", fmt.Sprintf("%.2f", rp.pairedMedian())})
-		table(w, m)
-	}
+	printPaired(w, "HTTP ceiling and authorize by session back to back, order alternating; the ceiling target uses the median",
+		"HTTP ceiling", "authorize by session", rp.Paired)
+	printPaired(w, "quote-get without and with rate limits, two gateways on the same Redis back to back, order alternating; the rate-limit target uses the median",
+		"quote-get-nolimit", "quote-get (limits on)", rp.LimitPaired)
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range notes {
@@ -299,6 +288,19 @@ func (rp *report) print(w io.Writer) {
 		fmt.Fprintf(w, "- %s %s: %s\n", mark, tg.Name, tg.Detail)
 	}
 	rp.printScale(w)
+}
+
+// printPaired writes one pair's rounds (ratio = subject ÷ ref) and their median.
+func printPaired(w io.Writer, title, ref, subject string, ps pairedRounds) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nPaired rounds (%s):\n", title)
+	m := [][]string{{"round", ref + " req/s", subject + " req/s", "ratio"}}
+	for i, p := range ps {
+		m = append(m, []string{fmt.Sprint(i + 1), fmt.Sprintf("%.0f", p.Ref), fmt.Sprintf("%.0f", p.Subject), fmt.Sprintf("%.2f", p.Subject/p.Ref)})
+	}
+	table(w, append(m, []string{"median", "", "", fmt.Sprintf("%.2f", ps.median())}))
 }
 
 func ms(us float64) string { return fmt.Sprintf("%.2f", us/1000) }
