@@ -25,9 +25,12 @@ type Principal struct {
 	AuthLevel string
 	Scopes    []string
 	ExpiresAt time.Time
-	// Session is the session authenticator's view of the session, as it read it, for the
-	// operations that answer with it (who am I) or judge it (a login waiting for MFA) without
-	// reading it again; nil for bearer principals.
+	// LoginPending is true for a session whose login waits for its MFA verify: it is not
+	// logged in (every operation but logout and the verify answers 401 mfa-required).
+	LoginPending bool
+	// Session is the session's full view as the authenticator read it, for the operation that
+	// answers with it ("who am I") without reading it again; nil for bearer principals and
+	// when only the hot fields were read (every other operation).
 	Session *session.Session
 }
 

@@ -27,7 +27,7 @@ func (s *Server) authnMiddleware(ix specIndex) echo.MiddlewareFunc {
 			if o.asGet {
 				r.Method = http.MethodGet // from here on it is the GET: body check, strictJSON, logs
 			}
-			p, err := s.authAlternatives(r, o.security)
+			p, err := s.authAlternatives(r, o.security, o.view)
 			if err != nil {
 				return closeUnread(c, err)
 			}
@@ -67,13 +67,13 @@ func closeUnread(c echo.Context, err error) error {
 
 // authAlternatives tries each security requirement in spec order, like kin-openapi: the first
 // that succeeds wins; otherwise the most telling refusal is returned.
-func (s *Server) authAlternatives(r *http.Request, reqs openapi3.SecurityRequirements) (*auth.Principal, error) {
+func (s *Server) authAlternatives(r *http.Request, reqs openapi3.SecurityRequirements, view bool) (*auth.Principal, error) {
 	var errs []error // only a refusal needs them
 	for _, req := range reqs {
 		var p *auth.Principal
 		err := errAbsent
 		for scheme, scopes := range req { // one scheme per requirement in this spec
-			if p, err = s.authScheme(r, scheme, scopes); err != nil {
+			if p, err = s.authScheme(r, scheme, scopes, view); err != nil {
 				break
 			}
 		}

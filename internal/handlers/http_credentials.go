@@ -25,9 +25,12 @@ const (
 )
 
 // SessionAuthenticator resolves a session token to its principal in one Redis round trip,
-// refreshing the idle window when little of it is left.
+// refreshing the idle window when little of it is left. AuthenticateView also puts the
+// session's full view on the principal (Principal.Session), for "who am I"; Authenticate
+// reads only what the decision needs.
 type SessionAuthenticator interface {
 	Authenticate(ctx context.Context, token string) (*auth.Principal, error)
+	AuthenticateView(ctx context.Context, token string) (*auth.Principal, error)
 }
 
 // errAbsent means "this scheme's credential was not sent": the next alternative is tried, and
@@ -46,7 +49,8 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 
 // authScheme verifies the credential of one security scheme and enforces the operation's
 // scopes. errAbsent means the scheme's credential was not sent.
-func (s *Server) authScheme(r *http.Request, scheme string, scopes []string) (*auth.Principal, error) {
+// view: the operation answers with the session's view (viewRoutes).
+func (s *Server) authScheme(r *http.Request, scheme string, scopes []string, view bool) (*auth.Principal, error) {
 	ctx := r.Context()
 	var (
 		p   *auth.Principal
@@ -60,13 +64,13 @@ func (s *Server) authScheme(r *http.Request, scheme string, scopes []string) (*a
 		if v == "" {
 			return nil, errAbsent
 		}
-		p, err = s.authSession(ctx, v)
+		p, err = s.authSession(ctx, v, view)
 	case schemeSessionHeader:
 		tok := r.Header.Get(SessionHeaderName)
 		if tok == "" {
 			return nil, errAbsent
 		}
-		p, err = s.authSession(ctx, tok)
+		p, err = s.authSession(ctx, tok, view)
 	default:
 		return nil, apperr.Newf(apperr.Internal, "unknown security scheme %q", scheme)
 	}
@@ -107,8 +111,12 @@ func (s *Server) authBearer(ctx context.Context, r *http.Request) (*auth.Princip
 	return auth.PrincipalFromClaims(claims), nil
 }
 
-func (s *Server) authSession(ctx context.Context, token string) (*auth.Principal, error) {
-	p, err := s.SessionAuth.Authenticate(ctx, token)
+func (s *Server) authSession(ctx context.Context, token string, view bool) (*auth.Principal, error) {
+	authenticate := s.SessionAuth.Authenticate
+	if view {
+		authenticate = s.SessionAuth.AuthenticateView
+	}
+	p, err := authenticate(ctx, token)
 	if err != nil {
 		if p := s.unavailable(err, "Cannot check the session."); p != nil {
 			return nil, p

@@ -17,10 +17,18 @@ var hotRoutes = map[string]bool{
 	http.MethodGet + " /v1/session":   true,
 }
 
+// viewRoutes answer with the caller's session view ("who am I"): their authentication reads
+// it in its one round trip. Every other operation needs only what the forward-auth decision
+// reads (five fields).
+var viewRoutes = map[string]bool{
+	http.MethodGet + " /v1/session": true,
+}
+
 // specOp is what the HTTP plumbing needs of one operation of the spec.
 type specOp struct {
 	security  openapi3.SecurityRequirements // the operation's, else the document's
 	hot       bool                          // one of hotRoutes: the validator skips it
+	view      bool                          // one of viewRoutes
 	enums     map[string][]any              // hot routes: query parameter → allowed values
 	takesBody bool                          // the operation defines a request body
 	// form lists the properties of its application/x-www-form-urlencoded body schema; nil when
@@ -52,6 +60,7 @@ func newSpecIndex(spec *openapi3.T) specIndex {
 			if op.Security != nil {
 				o.security = *op.Security
 			}
+			o.view = viewRoutes[method+" "+path]
 			if o.hot = hotRoutes[method+" "+path]; o.hot {
 				o.enums = map[string][]any{}
 				for _, pr := range op.Parameters {

@@ -340,7 +340,7 @@ func hmgetFields(vals []rueidis.RedisMessage, names []string) (map[string]string
 // fieldMaps recycles the maps the hot paths (session authorize, token state) decode a hash
 // into (one per request otherwise: a map of 16 strings is the largest allocation of an
 // authorization).
-var fieldMaps = sync.Pool{New: func() any { return make(map[string]string, len(sessAuthFields)) }}
+var fieldMaps = sync.Pool{New: func() any { return make(map[string]string, len(sessViewFields)) }}
 
 // pooledFields is hmgetFields with a recycled map; the caller hands it back with
 // releaseFields once nothing refers to the map any more (the values themselves are the

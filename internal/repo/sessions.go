@@ -114,8 +114,11 @@ type Sessions struct {
 	hits, misses atomic.Int64
 	// refreshing holds a slot per background refresh (maxBackgroundRefreshes).
 	refreshing chan struct{}
-	// memo keeps decoded sessions from the client-side cache (nil with the cache off).
+	// memo keeps decoded sessions (nil with the cache off).
 	memo *authMemo
+	// broadcast: Redis pushes every write to a session key (broadcast tracking), so the memo
+	// is filled by plain reads and rueidis keeps no copy of sessions.
+	broadcast bool
 }
 
 // ErrSessionOptions reports unusable options.
@@ -165,6 +168,9 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		if s.Invalidations != nil && o.CacheEntries > 0 {
 			r.memo = newAuthMemo(o.CacheTTL, r.keys.Prefix+":v1:"+sessKeyType+":{", int64(o.CacheEntries))
 			s.Invalidations.Subscribe(r.memo.invalidate)
+			// Without the memo, plain reads would keep no copy: the hot path then reads
+			// through rueidis' cache (readTracked), under either tracking mode.
+			r.broadcast = s.Caps.Broadcasts(r.keys.Prefix + ":v1:" + sessKeyType + ":")
 		}
 	}
 	return r, nil

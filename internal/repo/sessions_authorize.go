@@ -10,42 +10,50 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// sessAuthFields are what Authorize reads with one HMGET (never HGETALL): the authorization
-// fields, what expiry needs, and the view fields "who am I" answers with — never the code MAC
-// or the device hashes. The first seven are in the order session_authorize.lua expects.
-var sessAuthFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires,
-	sfIdleTimeout, sfSchemaVersion, sfLastSeenAt, sfCreatedAt, sfUpdatedAt, sfLastRotatedAt, sfMFAVerifiedAt,
-	sfDeviceLabel, sfFailedMFA, sfChallengeID, sfChallengeAt, sfLoginPending}
+// sessHotFields are all a forward-auth decision reads on a miss (one HMGET with the key's PTTL
+// in the same round trip): who and which tenant (the token's tag must hash to them), the level,
+// whether the login still waits for its MFA verify, and the idle timeout the refresh rule needs.
+// The key's PTTL is the end of the idle window (never past the absolute deadline); the
+// deadline itself is learnt from the refresh script when a refresh is due. These five are a
+// compatibility contract: a later schema may add fields but must not change what these mean
+// (the hot path does not read schemaVersion; the view, the device list and the admin read do).
+var sessHotFields = []string{sfUserID, sfTenantID, sfAuthLevel, sfLoginPending, sfIdleTimeout}
 
-// sessAuthKeyFields is how many of sessAuthFields decide whether the session exists.
-const sessAuthKeyFields = 7
-
-// AuthContext is what the hot path learns: the session's view (who, which tenant, which level,
-// until when, and what "who am I" shows) and how it was read.
+// AuthContext is what authorization learns: the session's view (who, which tenant, which
+// level, until when, and — for a view read — what "who am I" shows) and how it was read.
 type AuthContext struct {
 	session.Session
+	// Partial is true when only the hot fields were read (AuthorizeHot): Ref, UserID,
+	// TenantID, AuthLevel, LoginPending and IdleExpiresAt are set, nothing else.
+	Partial bool
 	// Refreshed is true when this call slid the idle window.
 	Refreshed bool
-	// CacheHit is true when the fields came from the client-side cache (no round trip).
+	// CacheHit is true when the session came from the gateway's copy (no round trip).
 	CacheHit bool
 	Outcome  Outcome
 }
 
-// Authorize is the hot path. It reads the session's authorization and view fields (one HMGET,
-// never HGETALL) and slides the idle window only when less than
-// RefreshFraction of it is left, never past the absolute deadline.
+// Authorize authenticates a session by its reference and returns its full view ("who am I"),
+// sliding the idle window when less than RefreshFraction of it is left, never past the
+// absolute deadline. AuthorizeHot is the same decision reading only what forward auth needs.
 //
-// Without the client-side cache that is one script: one round trip. With it, the HMGET goes
-// through rueidis' cache and the decision is made here: a hash past its absolute deadline, or
-// past the end of its idle window (lastSeenAtMs — createdAtMs before the first refresh — plus
-// the idle timeout, on the gateway's clock) is refused, so even a stale copy never extends a
-// session; one due for a refresh runs the script, which decides again on Redis's
-// clock and whose write invalidates every replica's copy. A hot session costs no round trip,
-// a refresh one. When the copy was not cached (the read was this call's round trip) and a
-// refresh is due, the script runs in the background instead, so no call waits on two round
-// trips. Every write to the hash (revoke, logout, rotate, revoke-all, MFA challenge and step-up,
-// refresh) makes Redis push an invalidation to every replica that cached it; a copy lives at
-// most CacheTTL, and never past the key's TTL when it was read.
+// Without the client-side cache every call is one script (one round trip) that reads,
+// decides and refreshes on Redis's clock. With it, a session is kept decoded in the memo
+// (authMemo), filled by a read of one round trip and dropped by Redis's invalidation push
+// for its key, and the decision is made here on the gateway's clock: a session past its
+// absolute deadline or the end of its idle window is refused, so even a stale copy never
+// extends a session; one due for a refresh runs the script, which decides again on Redis's
+// clock and whose write invalidates every replica's copy. A hot session costs no round trip, a
+// refresh one; when the read was this call's own round trip, a due refresh runs in the
+// background instead, so no call waits on two. Every write to the hash (revoke, logout,
+// rotate, revoke-all, MFA challenge and step-up, refresh) makes Redis push an invalidation to
+// every replica; a copy lives at most CacheTTL, and never past the key's expiry.
+//
+// With broadcast tracking (store.Capabilities.Broadcasts) Redis pushes every write under the
+// session prefix whether or not the key was read through rueidis' cache, so the memo is filled
+// by plain reads (HMGET and PTTL) and rueidis keeps no second copy of sessions. With default
+// tracking a key is tracked only when read through rueidis' cache: the read is then the view
+// fields through it.
 //
 // ref derives from 108 bits of the token's SHA-256, so finding its key proves the token (a
 // second preimage is infeasible) and no hash of the token is compared: hashes that still hold
@@ -54,143 +62,73 @@ type AuthContext struct {
 // A missing session (or an expired one) is apperr.NotFound; a corrupt one ErrCorrupt (counted
 // and logged without values).
 func (r *Sessions) Authorize(ctx context.Context, ref session.Ref) (*AuthContext, error) {
-	if r.cacheTTL > 0 {
-		return r.authorizeCached(ctx, ref)
-	}
-	return r.authorizeScript(ctx, ref)
+	return r.authorize(ctx, ref, true)
 }
 
-// AuthorizeFresh is Authorize reading Redis, never the client-side cache: for a session this
-// gateway has just changed, whose cached copy may predate the change (Redis's invalidation push
+// AuthorizeHot is Authorize reading only the hot fields (sessHotFields): the answer is Partial.
+// It is what forward auth and every operation but "who am I" need.
+func (r *Sessions) AuthorizeHot(ctx context.Context, ref session.Ref) (*AuthContext, error) {
+	return r.authorize(ctx, ref, false)
+}
+
+// AuthorizeFresh is Authorize reading Redis, never the gateway's copy: for a session this
+// gateway has just changed, whose copy may predate the change (Redis's invalidation push
 // trails the write's reply). It is counted as a cache bypass.
 func (r *Sessions) AuthorizeFresh(ctx context.Context, ref session.Ref) (*AuthContext, error) {
+	return r.authorizeFresh(ctx, ref, true)
+}
+
+// AuthorizeHotFresh is AuthorizeHot reading Redis, never the gateway's copy.
+func (r *Sessions) AuthorizeHotFresh(ctx context.Context, ref session.Ref) (*AuthContext, error) {
+	return r.authorizeFresh(ctx, ref, false)
+}
+
+func (r *Sessions) authorizeFresh(ctx context.Context, ref session.Ref, view bool) (*AuthContext, error) {
 	if r.cacheTTL > 0 {
 		r.o.Metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
 	}
-	return r.authorizeScript(ctx, ref)
+	return r.authorizeScript(ctx, ref, view)
 }
 
-// CacheStats returns how many Authorize reads the client-side cache answered (hits) and how
-// many went to Redis (misses) since start; both stay 0 with the cache off.
+// CacheStats returns how many authorizations the gateway's copy answered (hits) and how many
+// read Redis (misses) since start; both stay 0 with the cache off.
 func (r *Sessions) CacheStats() (hits, misses int64) { return r.hits.Load(), r.misses.Load() }
 
-// authorizeScript reads, decides and refreshes in one script.
-func (r *Sessions) authorizeScript(ctx context.Context, ref session.Ref) (*AuthContext, error) {
-	args := make([]string, 0, 2+len(sessAuthFields))
-	args = append(args, r.fraction, r.idleMs)
-	args = append(args, sessAuthFields...)
-	rep, err := r.run(ctx, "session_authorize", scriptSessionAuthorize, []string{r.sessionKey(ref)}, args)
-	if err != nil {
-		return nil, err
+func (r *Sessions) authorize(ctx context.Context, ref session.Ref, view bool) (*AuthContext, error) {
+	if r.cacheTTL <= 0 {
+		return r.authorizeScript(ctx, ref, view)
 	}
-	switch rep.Code() {
-	case CodeNotFound:
-		return nil, r.missing(ctx, ref)
-	case CodeOK: // {'OK', nowMs, pttlMs, refreshed, <one value per sessAuthFields>}
-	default:
-		return nil, r.badReply(ctx, "session_authorize", rep.Unexpected())
-	}
-	d := rep.Reader()
-	now, pttl, refreshed := d.Int(0), d.Int(1), d.Int(2)
-	if err := d.Err(); err != nil {
-		return nil, r.badReply(ctx, "session_authorize", err)
-	}
-	m, size, err := pooledFields(rep.vals[3:], sessAuthFields)
-	if err != nil {
-		return nil, r.badReply(ctx, "session_authorize", fmt.Errorf("session_authorize: %w", err))
-	}
-	defer releaseFields(m)
-	r.o.Metrics.Payload(ctx, sessObject, size)
-	ac, _, err := r.parseAuth(ctx, ref, m)
-	if err != nil {
-		return nil, err
-	}
-	ac.IdleExpiresAt = ac.AbsoluteExpiresAt
-	if pttl >= 0 {
-		ac.IdleExpiresAt = sessIdleEnd(now, pttl, ac.AbsoluteExpiresAt)
-	}
-	if refreshed == 1 {
-		ac.Refreshed, ac.LastSeenAt = true, sessTime(now)
-		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
-	}
-	r.o.Metrics.Read(ctx, sessObject, ac.Outcome)
-	return ac, nil
-}
-
-// authorizeCached reads through the client-side cache and decides on the gateway's clock;
-// only a refresh goes to Redis (the script). A session already decoded from the cache is
-// answered from the memo (authMemo), without calling the client.
-func (r *Sessions) authorizeCached(ctx context.Context, ref session.Ref) (*AuthContext, error) {
 	now := r.now()
 	if r.memo != nil {
-		if e, ok := r.memo.get(ref, now); ok {
+		if e, ok := r.memo.get(ref, now); ok && (e.view != nil || !view) {
 			r.hits.Add(1)
-			ac := e.ac
-			ac.CacheHit = true
-			return r.decideCached(ctx, ref, &ac, e.idle, true, now)
+			return r.decide(ctx, ref, e, view, true, now)
 		}
 	}
-	var v memoVersion
-	if r.memo != nil {
-		v = r.memo.version(ref)
+	if r.broadcast {
+		return r.readPlain(ctx, ref, view, now)
 	}
-	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessAuthFields...).Cache(), r.cacheTTL)
-	hit := res.IsCacheHit()
-	if hit {
-		r.hits.Add(1)
-	} else {
-		r.misses.Add(1)
-	}
-	vals, err := res.ToArray()
-	if err != nil {
-		return nil, r.readErr(ctx, "session authorize", err)
-	}
-	m, size, err := pooledFields(vals, sessAuthFields)
-	if err != nil {
-		return nil, fmt.Errorf("session authorize: %w", err)
-	}
-	defer releaseFields(m)
-	if !hit {
-		r.o.Metrics.Payload(ctx, sessObject, size)
-	}
-	if !sessAnyOf(m, sessAuthFields[:sessAuthKeyFields]) {
-		return nil, r.missing(ctx, ref)
-	}
-	ac, idle, err := r.parseAuth(ctx, ref, m)
-	if err != nil {
-		return nil, err
-	}
-	ac.CacheHit = hit
-	if r.memo != nil {
-		// The decoded copy lives no longer than the copy it was decoded from: a hit may come
-		// from a copy rueidis has held for most of its TTL already.
-		until := now.Add(r.cacheTTL)
-		if px := res.CachePXAT(); hit && px > 0 && time.UnixMilli(px).Before(until) {
-			until = time.UnixMilli(px)
-		}
-		r.memo.put(ref, &memoEntry{ac: *ac, idle: idle, until: until}, v, now)
-	}
-	return r.decideCached(ctx, ref, ac, idle, hit, now)
+	return r.readTracked(ctx, ref, view, now)
 }
 
-// decideCached applies the session model's expiry rule (session.Expiry) to a session read from the cache (or from Redis by
-// authorizeCached's own round trip, when hit is false): past either deadline it is missing,
-// and a due refresh runs the script (in the background when this call already spent its
-// round trip).
-func (r *Sessions) decideCached(ctx context.Context, ref session.Ref, ac *AuthContext, idle int64, hit bool, t time.Time) (*AuthContext, error) {
-	end, verdict := r.expiry.Judge(t.UnixMilli(), sessMs(ac.LastSeenAt), idle, sessMs(ac.AbsoluteExpiresAt))
-	switch verdict {
+// decide applies the session model's expiry rule (session.Expiry) to a session from the
+// gateway's copy (hit) or from this call's own read: past either deadline it is missing, and a
+// due refresh runs the script (in the background when this call already spent its round
+// trip).
+func (r *Sessions) decide(ctx context.Context, ref session.Ref, e *memoEntry, view, hit bool, t time.Time) (*AuthContext, error) {
+	h := &e.hot
+	switch r.expiry.JudgeEnd(t.UnixMilli(), h.end, h.idle, h.abs) {
 	case session.Expired:
 		// Past a deadline: the key is gone or about to go; a copy that outlived it is not served.
 		r.o.Metrics.Event(ctx, sessObject, "expired_in_cache")
 		return nil, r.missing(ctx, ref)
 	case session.RefreshDue:
 		if hit {
-			return r.authorizeScript(ctx, ref)
+			return r.authorizeScript(ctx, ref, view)
 		}
 		r.refreshLater(ctx, ref)
 	}
-	ac.IdleExpiresAt = sessTime(end)
+	ac := e.context(ref, view, hit)
 	r.o.Metrics.Read(ctx, sessObject, ac.Outcome)
 	return ac, nil
 }
@@ -212,24 +150,10 @@ func (r *Sessions) refreshLater(ctx context.Context, ref session.Ref) {
 	ctx = context.WithoutCancel(ctx) // keeps the trace; the store bounds the call's time
 	go func() {
 		defer func() { <-r.refreshing }()
-		if _, err := r.authorizeScript(ctx, ref); err != nil && !errors.Is(err, apperr.NotFound) {
+		if _, err := r.authorizeScript(ctx, ref, false); err != nil && !errors.Is(err, apperr.NotFound) {
 			r.o.Logger.WarnContext(ctx, "background session refresh failed", "key_pattern", r.sessionKeyPattern(), "err", err)
 		}
 	}()
-}
-
-// parseAuth classifies the fields Authorize read — found or old schema, else corrupt (counted
-// and logged by field name) — and returns the session's view and its idle timeout in ms.
-func (r *Sessions) parseAuth(ctx context.Context, ref session.Ref, m map[string]string) (*AuthContext, int64, error) {
-	f := newFields(m)
-	v, idle := decodeView(f, ref)
-	ac := &AuthContext{Session: v}
-	ac.Outcome = f.schema()
-	if err := f.err(sessObject); err != nil {
-		return nil, 0, r.corrupt(ctx, ref, f, err)
-	}
-	ac.SchemaVersion = sessSchema(ac.Outcome)
-	return ac, idle, nil
 }
 
 // missing counts a read that found no session for the token.

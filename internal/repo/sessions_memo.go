@@ -40,9 +40,14 @@ type authMemo struct {
 
 const memoStripes = 1024
 
+// memoEntry is one decoded session: what the hot path decides with, kept compact (about a
+// quarter of a full view), and the full view when a read that needed it ("who am I") filled
+// the entry.
 type memoEntry struct {
-	ac    AuthContext
-	idle  int64 // ms
+	hot hotSession
+	// view is the session's full view, nil when the entry was filled by a read of the hot
+	// fields only.
+	view  *session.Session
 	until time.Time
 }
 

@@ -65,7 +65,7 @@ func TestSessionRevokedElsewhereSeenThroughPush(t *testing.T) {
 func TestAuthMemo(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
-	entry := func() *memoEntry { return &memoEntry{idle: 1, until: now.Add(time.Second)} }
+	entry := func() *memoEntry { return &memoEntry{hot: hotSession{idle: 1}, until: now.Add(time.Second)} }
 	const prefix = "hg:v1:sess:{"
 	ref := func(s string) session.Ref { return session.Ref{Tag: "TAGTAGTAGTAG", Part: s} }
 	key := func(s string) string { return prefix + "TAGTAGTAGTAG}:" + s }

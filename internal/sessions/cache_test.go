@@ -50,12 +50,17 @@ func TestCachedSessionInvalidation(t *testing.T) {
 		a.svc = replica(t, s, prefix, a.svc.hasher, time.Minute)
 		rb := replica(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, a.svc.hasher, time.Minute)
 
-		// cached authenticates on B until B's cache answers, and returns that principal.
+		// authn is how B authenticates: the hot fields, or the view for the subtests that
+		// watch what only the view shows.
+		authn := rb.Authenticate
+		// cached authenticates on B until B's cache answers, and returns that principal. Under
+		// broadcast tracking every tracking connection delivers each write's push, so one
+		// arriving after B's read may drop B's copy once more: B reads again.
 		cached := func(token string) *auth.Principal {
 			t.Helper()
-			for range 3 {
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 				h0, _ := rb.CacheStats()
-				p, err := rb.Authenticate(ctx, token)
+				p, err := authn(ctx, token)
 				if err != nil {
 					t.Fatalf("authenticate on B: %v", err)
 				}
@@ -72,7 +77,7 @@ func TestCachedSessionInvalidation(t *testing.T) {
 			t.Helper()
 			start := time.Now()
 			for {
-				p, err := rb.Authenticate(ctx, token)
+				p, err := authn(ctx, token)
 				if ok(p, err) {
 					slowest = max(slowest, time.Since(start))
 					return
@@ -140,6 +145,8 @@ func TestCachedSessionInvalidation(t *testing.T) {
 			}
 		})
 		t.Run("mfa step-up", func(t *testing.T) {
+			authn = rb.AuthenticateView // the status is the view's
+			defer func() { authn = rb.Authenticate }()
 			is := a.create("acme", "u-mfa", CreateInput{})
 			if v := view(cached(is.Token)); v.Status != session.Active {
 				t.Fatalf("status %s", v.Status)
@@ -209,15 +216,26 @@ func TestCachedSessionInvalidation(t *testing.T) {
 	})
 }
 
-// Authenticate hands "who am I" the session's view, so Current reads nothing more; a
-// principal without it (or with another session's) is read from Redis.
+// AuthenticateView hands "who am I" the session's view, so Current reads nothing more; a
+// principal without it (Authenticate's, which reads only the hot fields, or one with another
+// session's view) is read from Redis.
 func TestCurrentUsesTheAuthenticatedView(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
 	e := newSvcEnv(t, s, testredis.Prefix(t))
 	ctx := context.Background()
 	is := e.create("acme", "alice", CreateInput{DeviceLabel: "phone"})
-	p := mustAuth(t, e.svc, is.Token)
+	hot := mustAuth(t, e.svc, is.Token)
+	if hot.Session != nil || hot.LoginPending || hot.Subject != "alice" || hot.Tenant != "acme" || hot.ExpiresAt.IsZero() {
+		t.Fatalf("hot principal %+v", hot)
+	}
+	if cur, err := e.svc.Current(ctx, hot); err != nil || cur.DeviceLabel != "phone" || cur.Ref != is.Ref {
+		t.Fatalf("current of the hot principal %+v %v", cur, err)
+	}
+	p, err := e.svc.AuthenticateView(ctx, is.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v := p.Session
 	if v == nil || v.Ref != is.Ref || v.DeviceLabel != "phone" || v.CreatedAt.IsZero() || !v.IdleExpiresAt.Equal(p.ExpiresAt) {
 		t.Fatalf("principal's view %+v", p.Session)
@@ -284,8 +302,11 @@ func TestCacheMetrics(t *testing.T) {
 				}
 			}
 		}
-		if got["hashgate_session_auth_cache_lookups/hit"] != 3 || got["hashgate_session_auth_cache_lookups/miss"] != 1 ||
-			got["hashgate_session_auth_cache_hit_ratio"] != 0.75 || got["hashgate_session_authentications/ok"] != 4 {
+		// One miss, then hits — or one more miss when a push of the create arrives after the
+		// first read on another tracking connection (broadcast tracking) and drops the copy.
+		hits, misses := got["hashgate_session_auth_cache_lookups/hit"], got["hashgate_session_auth_cache_lookups/miss"]
+		if hits+misses != 4 || misses < 1 || misses > 2 || got["hashgate_session_auth_cache_hit_ratio"] != hits/4 ||
+			got["hashgate_session_authentications/ok"] != 4 {
 			t.Fatalf("metrics %v", got)
 		}
 	})

@@ -17,18 +17,13 @@ import (
 const loginPendingDetail = "The login is not complete: verify its MFA code first (POST /v1/sessions/{sessionId}/mfa/verify)."
 
 // LoggedIn refuses (401 mfa-required) a session principal whose login waits for its MFA
-// verify; any other principal passes. It reads the view Authenticate put on the principal (no
-// Redis call): forward auth checks it on every request. A session principal without that view
-// is refused as invalid (the handlers only see principals from Authenticate).
+// verify; any other principal passes. It reads what Authenticate put on the principal (no
+// Redis call): forward auth checks it on every request.
 func LoggedIn(p *auth.Principal) error {
 	if p == nil || p.Kind != auth.KindSession {
 		return nil
 	}
-	v := p.Session
-	switch {
-	case v == nil:
-		return invalidSession()
-	case v.LoginPending:
+	if p.LoginPending {
 		return apperr.New(apperr.MFARequired, loginPendingDetail)
 	}
 	return nil
@@ -46,35 +41,41 @@ func ownRef(p *auth.Principal) (session.Ref, error) {
 	return r, nil
 }
 
-// own returns the caller's session reference and view, and refuses a session whose login
-// waits for MFA (401 mfa-required): every end-user operation but logout goes through it. The
-// view is the one Authenticate read (no second read), else read now.
-func (s *Service) own(ctx context.Context, p *auth.Principal) (session.Ref, *session.Session, error) {
+// own returns the caller's session reference and refuses a session whose login waits for MFA
+// (401 mfa-required): every end-user operation but logout goes through it. It judges what
+// Authenticate read (no second read).
+func (s *Service) own(p *auth.Principal) (session.Ref, error) {
 	r, err := ownRef(p)
 	if err != nil {
-		return r, nil, err
+		return r, err
+	}
+	if p.LoginPending {
+		return r, apperr.New(apperr.MFARequired, loginPendingDetail)
+	}
+	return r, nil
+}
+
+// Current is the caller's own session ("who am I"): the view AuthenticateView read (no second
+// read), else read now.
+func (s *Service) Current(ctx context.Context, p *auth.Principal) (*session.Session, error) {
+	r, err := s.own(p)
+	if err != nil {
+		return nil, err
 	}
 	v := p.Session
 	if v == nil || v.Ref != r || v.TenantID != p.Tenant {
 		v, err = s.repo.Get(ctx, r, p.Tenant)
 		if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {
-			return r, nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
+			return nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
 		}
 		if err != nil {
-			return r, nil, err
+			return nil, err
+		}
+		if v.LoginPending {
+			return nil, apperr.New(apperr.MFARequired, loginPendingDetail)
 		}
 	}
-	if v.LoginPending {
-		return r, nil, apperr.New(apperr.MFARequired, loginPendingDetail)
-	}
-	return r, v, nil
-}
-
-// Current is the caller's own session: the view Authenticate read (no second read), else
-// read now.
-func (s *Service) Current(ctx context.Context, p *auth.Principal) (*session.Session, error) {
-	_, v, err := s.own(ctx, p)
-	return v, err
+	return v, nil
 }
 
 // Logout revokes the caller's own session; a session whose login waits for MFA may log out.
@@ -90,7 +91,7 @@ func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 
 // Devices is the caller's live sessions on every device, newest first.
 func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]session.Session, error) {
-	r, _, err := s.own(ctx, p)
+	r, err := s.own(p)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]session.Ses
 
 // RevokeDevice signs out one of the caller's sessions; another user's id answers NotFound.
 func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string) error {
-	mine, _, err := s.own(ctx, p)
+	mine, err := s.own(p)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string
 // everywhere else") in one atomic, cluster-safe step — the admin revoke-all with the caller's
 // session excepted — and returns how many it revoked.
 func (s *Service) RevokeOtherDevices(ctx context.Context, p *auth.Principal) (int, error) {
-	mine, _, err := s.own(ctx, p)
+	mine, err := s.own(p)
 	if err != nil {
 		return 0, err
 	}

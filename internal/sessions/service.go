@@ -172,23 +172,26 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 func (s *Service) wrote(ref session.Ref) { s.written.Mark(ref.Tag, ref.Part, time.Now()) }
 
 // Authenticate resolves a session token to its principal, sliding the idle window when little
-// of it is left: at most one Redis round trip, none for a hot session when the repository
-// reads through the client-side cache. The principal carries the session's view
-// (Principal.Session), so "who am I" needs no second read. Any failure but Redis trouble is
+// of it is left: at most one Redis round trip reading five fields, none for a hot session
+// when the repository keeps decoded copies. Any failure but Redis trouble is
 // apperr.InvalidCredentials (401), whatever the cause, so callers learn nothing more.
 func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Principal, error) {
+	return s.authenticate(ctx, token, false)
+}
+
+// AuthenticateView is Authenticate for "who am I": the principal carries the session's full
+// view (Principal.Session), read in the same single round trip (none when a copy is kept).
+func (s *Service) AuthenticateView(ctx context.Context, token string) (*auth.Principal, error) {
+	return s.authenticate(ctx, token, true)
+}
+
+func (s *Service) authenticate(ctx context.Context, token string, view bool) (*auth.Principal, error) {
 	ref, ok := parseToken(token)
 	if !ok {
 		s.m.auth(ctx, authMalformed)
 		return nil, invalidSession()
 	}
-	var ac *repo.AuthContext
-	var err error
-	if s.written.Marked(ref.Tag, ref.Part, time.Now()) {
-		ac, err = s.repo.AuthorizeFresh(ctx, ref)
-	} else {
-		ac, err = s.repo.Authorize(ctx, ref)
-	}
+	ac, err := s.authorize(ctx, ref, view)
 	switch {
 	case errors.Is(err, apperr.NotFound):
 		s.m.auth(ctx, authUnknown)
@@ -206,8 +209,27 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Princip
 		return nil, invalidSession()
 	}
 	s.m.auth(ctx, authOK)
-	return &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: ref.ID(),
-		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, Session: &ac.Session}, nil
+	p := &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: ref.ID(),
+		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, LoginPending: ac.LoginPending}
+	if !ac.Partial {
+		p.Session = &ac.Session
+	}
+	return p, nil
+}
+
+// authorize reads the session through the repository: from Redis, never a kept copy, when
+// this gateway has just changed it (internal/recent).
+func (s *Service) authorize(ctx context.Context, ref session.Ref, view bool) (*repo.AuthContext, error) {
+	fresh := s.written.Marked(ref.Tag, ref.Part, time.Now())
+	switch {
+	case view && fresh:
+		return s.repo.AuthorizeFresh(ctx, ref)
+	case view:
+		return s.repo.Authorize(ctx, ref)
+	case fresh:
+		return s.repo.AuthorizeHotFresh(ctx, ref)
+	}
+	return s.repo.AuthorizeHot(ctx, ref)
 }
 
 // ref parses a session id from a path; a malformed id is simply not found.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	neturl "net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,25 @@ type Capabilities struct {
 	Embedded      bool
 	// ClientCache is true when rueidis client-side caching (RESP3 tracking) is on.
 	ClientCache bool
+	// Broadcast are the key prefixes Redis tracks in broadcast mode (Options.BroadcastPrefixes)
+	// when ClientCache is on: a write to any key under them is pushed to Invalidations whether
+	// or not the key was read through the cache, so a repository may keep its own copy of a
+	// plain read under them. Empty with default tracking.
+	Broadcast []string
+}
+
+// Broadcasts reports whether Redis pushes an invalidation for every write to a key starting
+// with keyPrefix (broadcast tracking under one of Caps.Broadcast).
+func (c Capabilities) Broadcasts(keyPrefix string) bool {
+	if !c.ClientCache {
+		return false
+	}
+	for _, p := range c.Broadcast {
+		if strings.HasPrefix(keyPrefix, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Options configure Open.
@@ -256,6 +276,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.raw = raw
 	s.Client = WithTimeout(raw, o.Timeout)
 	s.Caps.ClientCache = !opt.DisableCache
+	if s.Caps.ClientCache {
+		s.Caps.Broadcast = slices.Clone(o.BroadcastPrefixes)
+	}
 	switch raw.Mode() {
 	case rueidis.ClientModeCluster:
 		s.Caps.Topology = Cluster

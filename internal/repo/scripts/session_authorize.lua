@@ -1,8 +1,8 @@
--- session_authorize.lua: the hot path's Redis side. Read a session's authorization and view
--- fields (HMGET, never HGETALL) and slide its idle window when little of it is left, never past
--- the absolute deadline. Without the client-side cache every authentication runs this; with it,
--- only the ones the gateway finds due for a refresh (everything is checked again here, on
--- Redis's clock, and the write invalidates every replica's cached copy).
+-- session_authorize.lua: the hot path's Redis side. Read a session's fields (HMGET, never
+-- HGETALL) and slide its idle window when little of it is left, never past the absolute
+-- deadline. Without the client-side cache every authentication runs this; with it, only the
+-- ones the gateway finds due for a refresh (everything is checked again here, on Redis's
+-- clock, and the write invalidates every replica's cached copy).
 -- The key derives from 108 bits of the token's SHA-256, so finding it proves the token: no hash
 -- of the token is compared (an old hash's tokenHash field is not read).
 -- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
@@ -10,28 +10,35 @@
 -- ARGV[2]: the implicit idle timeout in milliseconds (repo.ImplicitIdle, a constant), for
 --          hashes without idleTimeoutMs (written only when a session's timeout is another one,
 --          never by schema 1)
--- ARGV[3..]: the fields to read; the first seven are, in this order: userId, tenantId, status,
---          authLevel, absoluteExpiresAtMs, idleTimeoutMs, schemaVersion. status and authLevel
---          are written only once they differ from ACTIVE and BASIC (the caller applies those
---          defaults), so completeness rests on userId, tenantId, schemaVersion and the deadlines.
+-- ARGV[3..]: the fields to answer with: the hot path's few, or the view's (the caller
+--          classifies what it reads as found, old schema or corrupt). The refresh decision
+--          reads its own (userId, tenantId, schemaVersion, absoluteExpiresAtMs,
+--          idleTimeoutMs; status and authLevel for existence), so what the caller asks for
+--          never changes what is extended.
 -- Reply: {'NOT_FOUND'} |
---        {'OK', nowMs, pttlMs, refreshed (0|1), <one value per ARGV[3..] field, nil when absent>}
---        (the caller classifies found / old schema / corrupt)
-local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
-if not (v[1] or v[2] or v[3] or v[4] or v[5] or v[6] or v[7]) then
+--        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
+--         <one value per ARGV[3..] field, nil when absent>}
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl == -2 then
+  return {'NOT_FOUND'}
+end
+local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', 'absoluteExpiresAtMs', 'idleTimeoutMs',
+  'status', 'authLevel')
+-- Existence rests on the fields every session holds or its transitions write: a hash holding
+-- none of them (stray fields only) is missing, not corrupt.
+if not (d[1] or d[2] or d[3] or d[4] or d[5] or d[6] or d[7]) then
   return {'NOT_FOUND'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local pttl = redis.call('PTTL', KEYS[1])
-local abs = tonumber(v[5])
-local idle = tonumber(v[6])
-if not v[6] then
-  idle = tonumber(ARGV[2])
+local abs = tonumber(d[4])
+local idle = tonumber(ARGV[2])
+if d[5] then
+  idle = tonumber(d[5])
 end
 local refreshed = 0
 -- Refresh only a complete hash: a corrupt one is refused by the caller and never extended.
-if v[1] and v[2] and v[7] and abs and idle and idle > 0 and abs > now then
+if d[1] and d[2] and d[3] and abs and idle and idle > 0 and abs > now then
   if pttl < idle * tonumber(ARGV[1]) then
     local want = math.min(idle, abs - now)
     if want > pttl then
@@ -42,7 +49,8 @@ if v[1] and v[2] and v[7] and abs and idle and idle > 0 and abs > now then
     end
   end
 end
-local out = {'OK', now, pttl, refreshed}
+local out = {'OK', now, pttl, refreshed, math.floor(abs or 0)}
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
 for i = 1, #v do
   out[#out + 1] = v[i]
 end

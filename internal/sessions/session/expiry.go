@@ -28,12 +28,24 @@ const (
 // returns the end of its idle window (never past the absolute deadline).
 func (e Expiry) Judge(now, lastSeen, idle, absolute int64) (idleEnd int64, v Verdict) {
 	end := min(lastSeen+idle, absolute)
+	return end, e.JudgeEnd(now, end, idle, absolute)
+}
+
+// JudgeEnd is Judge for a session whose current end is already known (the key's expiry, read
+// with its PTTL, is the end of its idle window, never past the absolute deadline). absolute
+// is 0 when not known: the window is then taken to be able to slide, and the refresh that
+// follows finds out on Redis's clock (session_authorize.lua, which answers the deadline).
+func (e Expiry) JudgeEnd(now, end, idle, absolute int64) Verdict {
 	left := end - now
+	room := idle
+	if absolute > 0 {
+		room = min(idle, absolute-now)
+	}
 	switch {
 	case left <= 0:
-		return end, Expired
-	case float64(left) < float64(idle)*e.RefreshFraction && min(idle, absolute-now) > left:
-		return end, RefreshDue
+		return Expired
+	case float64(left) < float64(idle)*e.RefreshFraction && room > left:
+		return RefreshDue
 	}
-	return end, Live
+	return Live
 }

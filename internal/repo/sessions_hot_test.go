@@ -1,0 +1,117 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// The forward-auth read (AuthorizeHot) asks Redis for at most five fields in one round trip on
+// a miss — never the view's seventeen — under broadcast tracking (the default) and without the
+// cache (the script answers the five); default tracking reads the view through rueidis' cache
+// (only a read through it is tracked). Its answer holds what the decision needs and nothing
+// else, a kept copy answers with no round trip, and "who am I" (Authorize) still gets the
+// whole view from the same kept session after one read of the view fields.
+func TestSessionHotMissReadsFiveFields(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
+		ctx := context.Background()
+		ref := e.create("", "acme", "alice", 20*time.Second, time.Hour)
+		// requested is how many fields the call's reads asked Redis for, and its round trips.
+		requested := func(name string, read func() (*AuthContext, error)) (*AuthContext, int, int64) {
+			t.Helper()
+			e.count.Reset()
+			ac, err := read()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			n := 0
+			for _, c := range e.count.Commands() {
+				switch c.Name() {
+				case "HMGET":
+					n += len(c.Args) - 2 // HMGET key field...
+				case "EVALSHA", "EVAL": // EVALSHA sha numkeys key fraction idle field...
+					n += len(c.Args) - 6
+				case "HGETALL", "HGET", "HGETEX":
+					t.Fatalf("%s: %v", name, c)
+				}
+			}
+			return ac, n, e.count.Trips()
+		}
+		hot := func() (*AuthContext, error) { return e.r.AuthorizeHot(ctx, ref) }
+		view := func() (*AuthContext, error) { return e.r.Authorize(ctx, ref) }
+
+		ac, fields, trips := requested("hot miss", hot)
+		want := 5
+		if s.Caps.ClientCache && !e.r.broadcast {
+			want = len(sessViewFields)
+		}
+		if fields != want || trips != 1 {
+			t.Fatalf("hot miss: %d fields in %d round trips, want %d in 1", fields, trips, want)
+		}
+		if ac.UserID != "alice" || ac.TenantID != "acme" || ac.AuthLevel != session.LevelBasic || ac.LoginPending ||
+			ac.IdleExpiresAt.IsZero() || ac.CacheHit {
+			t.Fatalf("hot miss: %+v", ac)
+		}
+		if d := time.Until(ac.IdleExpiresAt); d < 19*time.Second || d > 20*time.Second+50*time.Millisecond {
+			t.Fatalf("hot miss: idle expiry in %v, want about 20s", d)
+		}
+		if e.r.broadcast && (!ac.Partial || !ac.CreatedAt.IsZero() || ac.DeviceLabel != "") {
+			t.Fatalf("hot miss answered more than the hot fields: %+v", ac)
+		}
+		if !s.Caps.ClientCache {
+			return // every call is the script
+		}
+		// Kept: hits cost nothing (a trailing push of the create may drop the copy once more).
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if ac, _, trips = requested("hot hit", hot); trips == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the hot read was never kept")
+			}
+		}
+		if !ac.CacheHit || ac.UserID != "alice" {
+			t.Fatalf("hot hit: %+v", ac)
+		}
+		// The view needs its own read once, then is kept too.
+		v, _, trips := requested("view", view)
+		if v.Partial || v.DeviceLabel != "laptop" || v.CreatedAt.IsZero() || v.SchemaVersion != SchemaVersion || trips > 1 {
+			t.Fatalf("view: %+v in %d round trips", v, trips)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if v, _, trips = requested("view hit", view); trips == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the view was never kept")
+			}
+		}
+		if v.Partial || v.DeviceLabel != "laptop" || !v.CacheHit {
+			t.Fatalf("view hit: %+v", v)
+		}
+		// A revocation reaches the kept copy through the push.
+		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if _, err := e.r.AuthorizeHot(ctx, ref); errors.Is(err, apperr.NotFound) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the deleted session is still served")
+			}
+		}
+		if n := slices.Index(e.count.Names(), "HGETALL"); n >= 0 {
+			t.Fatal("HGETALL on the hot path")
+		}
+	})
+}
