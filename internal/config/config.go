@@ -64,10 +64,10 @@ type Config struct {
 	SessionAbsoluteTimeout time.Duration `env:"GATEWAY_SESSION_ABSOLUTE_TIMEOUT" default:"24h"`
 	SessionRefreshFraction float64       `env:"GATEWAY_SESSION_REFRESH_FRACTION" default:"0.25"`
 	SessionMaxPerUser      int           `env:"GATEWAY_SESSION_MAX_PER_USER" default:"50"`
-	SessionCacheTTL        time.Duration `env:"GATEWAY_SESSION_CACHE_TTL" default:"2s"`
+	SessionCacheTTL        time.Duration `env:"GATEWAY_SESSION_CACHE_TTL" default:"30s"`
 	// SessionCacheEntries bounds the decoded sessions the hot path keeps (entries; 0 turns the
 	// memo off).
-	SessionCacheEntries int `env:"GATEWAY_SESSION_CACHE_ENTRIES" default:"65536"`
+	SessionCacheEntries int `env:"GATEWAY_SESSION_CACHE_ENTRIES" default:"131072"`
 	// RecentWritesMax bounds the read-your-writes marks of each domain (entries); past it every
 	// cached copy of that domain is distrusted until the marks expire.
 	RecentWritesMax int           `env:"GATEWAY_RECENT_WRITES_MAX" default:"65536"`

@@ -63,14 +63,15 @@ type SessionOptions struct {
 	LimitPolicy SessionLimitPolicy
 	// MFA is the per-user attempt policy of MFA verification.
 	MFA ratelimit.Policy
-	// CacheTTL is the hot path's client-side cache TTL (at most MaxSessionCacheTTL): Authorize
-	// reads through rueidis' cache, so a hot session costs no round trip. 0, or a store without
-	// client-side caching (Caps.ClientCache false: the embedded store, or caching turned off),
-	// reads Redis on every call.
+	// CacheTTL is how long the hot path may keep a session it read (at most
+	// MaxSessionCacheTTL), so a hot session costs no round trip; Redis's invalidation push
+	// drops a kept copy as soon as the session changes, and this bounds staleness should a push
+	// be lost. 0, or a store without client-side caching (Caps.ClientCache false: the embedded
+	// store, or caching turned off), reads Redis on every call.
 	CacheTTL time.Duration
-	// CacheEntries bounds the decoded sessions kept beside the client-side cache (the memo):
-	// past it a new session is answered through rueidis' cache only. 0 means
-	// DefaultSessionCacheEntries; negative keeps none.
+	// CacheEntries bounds the decoded sessions kept (the memo): past it a new session is read
+	// from Redis on every request until entries expire. 0 means DefaultSessionCacheEntries;
+	// negative keeps none (the hot path then reads through rueidis' cache).
 	CacheEntries int
 	Metrics      *Metrics
 	Logger       *slog.Logger
@@ -88,7 +89,7 @@ const (
 )
 
 // DefaultSessionCacheEntries is SessionOptions.CacheEntries' default.
-const DefaultSessionCacheEntries = 65536
+const DefaultSessionCacheEntries = 131072
 
 // MaxSessionCacheTTL bounds SessionOptions.CacheTTL: how long a cached session may be served
 // should Redis's invalidation push be lost.
