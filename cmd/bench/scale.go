@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,6 +366,13 @@ func (b *bench) scaleRun(ctx context.Context, bin string, env []string, st *scal
 	}
 	r.MemBefore = perSession()
 	name := sz.Key + "-" + shape
+	// HASHGATE_BENCH_PROFILE=<dir>: a CPU profile of each scale gateway over its measured
+	// window, written to <dir>/<row>.pprof (the gateway serves pprof on a loopback port of its
+	// own; nothing else changes).
+	profDir := os.Getenv("HASHGATE_BENCH_PROFILE")
+	if profDir != "" {
+		env = append(slices.Clone(env), "GATEWAY_PPROF_ADDR="+benchPprofAddr)
+	}
 	gw, err := startGateway(ctx, name, bin, b.dir, env)
 	if err != nil {
 		r.Skip = skipReason(err)
@@ -390,7 +398,20 @@ func (b *bench) scaleRun(ctx context.Context, bin string, env []string, st *scal
 		r.Skip = skipReason(err)
 		return r
 	}
+	var profiled chan struct{}
+	if profDir != "" {
+		profiled = make(chan struct{})
+		go func() {
+			defer close(profiled)
+			if err := cpuProfile(ctx, filepath.Join(profDir, name+".pprof"), b.cfg.duration-time.Second); err != nil {
+				b.logf("%s: profile: %v", name, err)
+			}
+		}()
+	}
 	res, err := b.wrk.run(ctx, name, s, gw.Base, b.cfg.duration)
+	if profiled != nil {
+		<-profiled
+	}
 	if err != nil {
 		r.Skip = skipReason(err)
 		return r
@@ -552,4 +573,36 @@ func (rp *report) printScale(w io.Writer) {
 		}
 		fmt.Fprintf(w, "- %s %s: %s\n", mark, tg.Name, tg.Detail)
 	}
+}
+
+// benchPprofAddr is where a profiled scale gateway serves pprof (one gateway at a time).
+const benchPprofAddr = "127.0.0.1:16060"
+
+// cpuProfile saves a CPU profile of d from the gateway's pprof listener to path.
+func cpuProfile(ctx context.Context, path string, d time.Duration) error {
+	secs := max(1, int(d/time.Second))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", benchPprofAddr, secs), nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: %s", res.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
