@@ -10,15 +10,16 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// authMemo keeps the decoded form of sessions read through the client-side cache, so a hot
-// session is answered without a call into the Redis client at all: no command to build, no
-// cache lookup, no decoding. It follows rueidis' cache exactly where it matters:
+// authMemo keeps the decoded form of the sessions the hot path read, so a hot session is
+// answered without a call into the Redis client at all: no command to build, no cache lookup,
+// no decoding. Under broadcast tracking it is the only copy (filled by plain reads); under
+// default tracking it sits on top of rueidis' cache, which the reads go through. Either way:
 //
-//   - an entry is dropped when Redis's invalidation push for its key arrives (the same push
-//     that drops rueidis' copy), and everything is dropped when rueidis starts afresh (a lost
-//     connection or a FLUSHALL);
-//   - an entry lives at most the cache TTL from the read that filled it, like rueidis' copy,
-//     so staleness stays bounded even if a push is lost;
+//   - an entry is dropped when Redis's invalidation push for its key arrives (on any tracking
+//     connection), and everything is dropped when rueidis starts afresh (a lost connection or
+//     a FLUSHALL);
+//   - an entry lives at most the cache TTL from the read that filled it, so staleness stays
+//     bounded even if a push is lost;
 //   - a read stores its result only if no invalidation for its key (or for everything) arrived
 //     since the read began: a push that overtakes the decoding cannot be undone by it.
 //
@@ -55,7 +56,7 @@ type memoEntry struct {
 type memoVersion struct{ epoch, stripe uint64 }
 
 // newAuthMemo keeps at most max sessions whose keys start with keyPrefix
-// ("<prefix>:v1:sess:{"); past it new sessions are read through rueidis' cache only.
+// ("<prefix>:v1:sess:{"); past it new sessions are not kept (read from Redis on each request).
 func newAuthMemo(ttl time.Duration, keyPrefix string, max int64) *authMemo {
 	return &authMemo{ttl: ttl, keyPrefix: keyPrefix, max: max, seed: maphash.MakeSeed()}
 }
