@@ -45,8 +45,13 @@ type scaleRow struct {
 	Shape string // "zipf" or "uniform"
 	Skip  string
 	Res   wrkResult
-	// Ceiling is the HTTP ceiling's req/s measured right before this size's rows (same script).
-	Ceiling float64
+	// Ceiling is the HTTP ceiling's req/s for this row: the mean of CeilingBefore and
+	// CeilingAfter (one of them when the other failed), each measured with the row's own wrk
+	// script right before its fresh gateway starts and right after its measured window, so a
+	// drift of the machine's speed during the row is bracketed (a single ceiling per size,
+	// minutes apart from some rows, swung 23k–31k req/s).
+	Ceiling                     float64
+	CeilingBefore, CeilingAfter float64
 	// Hits and Misses are the gateway's session-auth cache lookups in the measured window
 	// (hashgate_session_auth_cache_lookups: the memo or rueidis' cache answered / Redis read).
 	Hits, Misses float64
@@ -284,16 +289,6 @@ func (b *bench) scale(ctx context.Context, bin string, keys []string) error {
 			break
 		}
 		zipf, uniform := scaleScripts(st.tokens, b.cfg.scaleDraws, int64(sz.N))
-		ceilRPS := 0.0
-		b.logf("%s: HTTP ceiling, warm-up %s, run %s", sz.Key, b.cfg.warmup, b.cfg.duration)
-		if _, err := b.wrk.run(ctx, sz.Key+"-ceiling-warmup", zipf, ceilBase, max(b.cfg.warmup, time.Second)); err == nil {
-			if res, err := b.wrk.run(ctx, sz.Key+"-ceiling", zipf, ceilBase, b.cfg.duration); err == nil {
-				ceilRPS = res.RPS()
-				b.logf("%s: HTTP ceiling %.0f req/s", sz.Key, ceilRPS)
-			} else {
-				b.logf("%s: HTTP ceiling: %v", sz.Key, err)
-			}
-		}
 		for _, sh := range []struct {
 			name string
 			s    wrkScript
@@ -301,12 +296,46 @@ func (b *bench) scale(ctx context.Context, bin string, keys []string) error {
 			if ctx.Err() != nil {
 				break
 			}
+			name := sz.Key + "-" + sh.name
+			before := b.scaleCeiling(ctx, name+"-ceiling-before", sh.s, ceilBase)
 			r := b.scaleRun(ctx, bin, env, st, sz, sh.name, sh.s)
-			r.Ceiling = ceilRPS
+			after := 0.0
+			if r.measured() {
+				after = b.scaleCeiling(ctx, name+"-ceiling-after", sh.s, ceilBase)
+			}
+			r.CeilingBefore, r.CeilingAfter = before, after
+			r.Ceiling = meanPositive(before, after)
 			b.scaleRows = append(b.scaleRows, r)
 		}
 	}
 	return ctx.Err()
+}
+
+// scaleCeiling measures the HTTP ceiling with script s (a 1 s warm-up at least, then the
+// measured window); 0 when it fails.
+func (b *bench) scaleCeiling(ctx context.Context, name string, s wrkScript, base string) float64 {
+	if _, err := b.wrk.run(ctx, name+"-warmup", s, base, max(b.cfg.warmup/3, time.Second)); err != nil {
+		b.logf("%s: %v", name, err)
+		return 0
+	}
+	res, err := b.wrk.run(ctx, name, s, base, b.cfg.duration)
+	if err != nil {
+		b.logf("%s: %v", name, err)
+		return 0
+	}
+	b.logf("%s: HTTP ceiling %.0f req/s", name, res.RPS())
+	return res.RPS()
+}
+
+// meanPositive is the mean of the positive ones of a and b (0 when neither is).
+func meanPositive(a, b float64) float64 {
+	switch {
+	case a > 0 && b > 0:
+		return (a + b) / 2
+	case a > 0:
+		return a
+	}
+	return max(b, 0)
 }
 
 // scaleCreate grows the sessions to n: through the repository in this process (-scale-create
@@ -542,7 +571,7 @@ func (rp *report) printScale(w io.Writer) {
 		}
 		x := "–"
 		if r.Ceiling > 0 {
-			x = fmt.Sprintf("%.2f (%.0f)", r.Res.RPS()/r.Ceiling, r.Ceiling)
+			x = fmt.Sprintf("%.2f (%.0f: %.0f / %.0f)", r.Res.RPS()/r.Ceiling, r.Ceiling, r.CeilingBefore, r.CeilingAfter)
 		}
 		share, other := row{Res: r.Res, Expect: []int{200}}.okShare()
 		ok := fmt.Sprintf("%.1f%%", 100*share)

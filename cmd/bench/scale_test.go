@@ -231,3 +231,13 @@ func TestEvaluateScale(t *testing.T) {
 		})
 	}
 }
+
+// A scale row's ceiling brackets its window: the mean of the measurements before and after,
+// or the one that worked.
+func TestMeanPositive(t *testing.T) {
+	for _, tt := range []struct{ a, b, want float64 }{{20000, 30000, 25000}, {20000, 0, 20000}, {0, 30000, 30000}, {0, 0, 0}, {-1, 0, 0}} {
+		if got := meanPositive(tt.a, tt.b); got != tt.want {
+			t.Errorf("meanPositive(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
