@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -112,6 +113,57 @@ func TestSessionHotMissReadsFiveFields(t *testing.T) {
 		}
 		if n := slices.Index(e.count.Names(), "HGETALL"); n >= 0 {
 			t.Fatal("HGETALL on the hot path")
+		}
+	})
+}
+
+// Near its absolute deadline a session's idle window cannot slide any further. The hot read
+// does not know the deadline (it reads five fields), so the first time the window looks due
+// the refresh script runs; it answers the deadline, the kept copy learns it, and later requests
+// are served without running the script again on every hit (under broadcast tracking; default
+// tracking reads the view, which holds the deadline).
+func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		if !s.Caps.ClientCache {
+			t.Skip("no client-side caching here (every call is the script)")
+		}
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
+		ctx := context.Background()
+		// 20 s idle, 4 s to the absolute deadline: under a quarter of the window is left, and
+		// sliding cannot move it.
+		ref := e.create("", "acme", "alice", 20*time.Second, time.Hour)
+		key := e.r.sessionKey(ref)
+		abs := e.serverMs() + 4000
+		if err := e.do(e.s.Client.B().Hset().Key(key).FieldValue().FieldValue(sfAbsoluteExpires, strconv.FormatInt(abs, 10)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.do(e.s.Client.B().Pexpireat().Key(key).MillisecondsTimestamp(abs).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		e.count.Reset()
+		var scripts int
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			ac, err := e.r.AuthorizeHot(ctx, ref)
+			if err != nil {
+				t.Fatalf("authorize: %v", err)
+			}
+			if ac.Refreshed {
+				t.Fatalf("a session at its absolute deadline was extended: %+v", ac)
+			}
+		}
+		for _, c := range e.count.Names() {
+			if c == "EVALSHA" {
+				scripts++
+			}
+		}
+		// About 400 requests in 2 s: the script runs once (or a few times while the create's
+		// pushes still arrive and drop the copy), never on every request.
+		if scripts > 5 {
+			t.Fatalf("the refresh script ran %d times in 2 s for a window that cannot slide", scripts)
+		}
+		if p := e.pttl(key); p > 4000 {
+			t.Fatalf("pttl %d: extended past the absolute deadline", p)
 		}
 	})
 }
