@@ -89,13 +89,7 @@ func TestSampleScriptUnderWrk(t *testing.T) {
 		t.Skip("wrk is not installed (scripts/bench.sh installs it)")
 	}
 	var mu sync.Mutex
-	got := map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got[r.URL.Path+" "+r.Header.Get("Cookie")]++
-		mu.Unlock()
-	}))
-	defer srv.Close()
+	var got map[string]int
 	tokens := []string{"t0", "t1", "t2", "t3", "t4", "t5"}
 	zipf := wrkScript{Method: "GET", Sample: &wrkSample{Path: "/v1/authorize", Header: "Cookie", Prefix: "c=",
 		Tokens: tokens[:3], Seq: []int32{0, 0, 1, 0, 2, 0}}}
@@ -106,14 +100,21 @@ func TestSampleScriptUnderWrk(t *testing.T) {
 		s    wrkScript
 		want []string
 	}{{"zipf", zipf, tokens[:3]}, {"uniform", uniform, tokens[3:]}} {
-		mu.Lock()
-		clear(got)
-		mu.Unlock()
+		// A server per shape: a request of the previous run still in flight when wrk exits
+		// lands in the previous map (Close waits for it), not in this shape's.
+		seen := map[string]int{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[r.URL.Path+" "+r.Header.Get("Cookie")]++
+			mu.Unlock()
+		}))
 		res, err := w.run(context.Background(), tc.name, tc.s, srv.URL, time.Second)
+		srv.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		mu.Lock()
+		got = seen
 		for k, n := range got {
 			tok, ok := strings.CutPrefix(k, "/v1/authorize c=")
 			if !ok || !slices.Contains(tc.want, tok) {
