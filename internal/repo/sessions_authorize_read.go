@@ -34,14 +34,7 @@ type hotSession struct {
 // the key, read through rueidis' cache or not, and the memo's version check keeps a push that
 // overtakes this read from being undone by it.
 func (r *Sessions) readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*AuthContext, error) {
-	names := sessHotFields
-	if view {
-		names = sessViewFields
-	}
-	var v memoVersion
-	if r.memo != nil {
-		v = r.memo.version(ref)
-	}
+	names, v := r.readStart(ref, view)
 	key := r.sessionKey(ref)
 	res := r.client.DoMulti(ctx, r.client.B().Hmget().Key(key).Field(names...).Build(), r.client.B().Pttl().Key(key).Build())
 	r.misses.Add(1)
@@ -89,10 +82,7 @@ func (r *Sessions) readPlain(ctx context.Context, ref session.Ref, view bool, no
 // (and later invalidates) only a key read through the cache, so the read is the view fields
 // through it, whatever the caller needs.
 func (r *Sessions) readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*AuthContext, error) {
-	var v memoVersion
-	if r.memo != nil {
-		v = r.memo.version(ref)
-	}
+	_, v := r.readStart(ref, true)
 	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessViewFields...).Cache(), r.cacheTTL)
 	hit := res.IsCacheHit()
 	if hit {
@@ -130,6 +120,20 @@ func (r *Sessions) readTracked(ctx context.Context, ref session.Ref, view bool, 
 	return r.decide(ctx, ref, e, view, hit, now)
 }
 
+// readStart is what a read of ref asks for (the view's fields or the hot ones) and the memo's
+// version taken before it starts (for remember).
+func (r *Sessions) readStart(ref session.Ref, view bool) ([]string, memoVersion) {
+	names := sessHotFields
+	if view {
+		names = sessViewFields
+	}
+	var v memoVersion
+	if r.memo != nil {
+		v = r.memo.version(ref)
+	}
+	return names, v
+}
+
 // remember keeps e in the memo until a cache TTL from now, never past copyEnd (when set: the
 // end of rueidis' copy it was decoded from). An entry may outlive the session's end: decide
 // refuses it then without asking Redis (the key is gone or about to go).
@@ -147,14 +151,7 @@ func (r *Sessions) remember(ref session.Ref, e *memoEntry, v memoVersion, now, c
 // answer fills the memo too (with the absolute deadline the script reports, so a session
 // whose window cannot slide further is not found due again on every request).
 func (r *Sessions) authorizeScript(ctx context.Context, ref session.Ref, view bool) (*AuthContext, error) {
-	names := sessHotFields
-	if view {
-		names = sessViewFields
-	}
-	var v memoVersion
-	if r.memo != nil {
-		v = r.memo.version(ref)
-	}
+	names, v := r.readStart(ref, view)
 	start := r.now()
 	args := make([]string, 0, 2+len(names))
 	args = append(args, r.fraction, r.idleMs)
