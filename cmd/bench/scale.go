@@ -64,6 +64,9 @@ type scaleRow struct {
 	// this row's traffic, and the server's tracking table (tracking_total_keys) after it.
 	MemBefore, MemAfter float64
 	Tracking            int64
+	// GatewayCPU and RedisCPU are the CPU time (user + system) the gateway process and the
+	// Redis server spent over the measured window, per request, in µs; < 0 when unread.
+	GatewayCPU, RedisCPU float64
 	Distinct            int // distinct sessions the script can send
 }
 
@@ -191,6 +194,57 @@ func procStatus(pid int) (rss, hwm int64) {
 		return 0, 0
 	}
 	return parseProcStatus(string(b))
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on Linux).
+const clockTicks = 100
+
+// procCPU is the CPU time (user + system, seconds) pid has used; -1 when unreadable.
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	return parseProcCPU(string(b))
+}
+
+// parseProcCPU reads utime and stime (fields 14 and 15) from a /proc/<pid>/stat line; the
+// command name (field 2) is in parentheses and may hold spaces, so fields count from the last ')'.
+func parseProcCPU(stat string) float64 {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return -1
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return float64(u+st) / clockTicks
+}
+
+// redisCPU is the private Redis server's CPU time (used_cpu_user + used_cpu_sys, seconds);
+// -1 when unreadable.
+func (b *bench) redisCPU(ctx context.Context) float64 {
+	u, err1 := strconv.ParseFloat(infoField(ctx, b.redis.Client, "cpu", "used_cpu_user"), 64)
+	st, err2 := strconv.ParseFloat(infoField(ctx, b.redis.Client, "cpu", "used_cpu_sys"), 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return u + st
+}
+
+// perRequestMicros is the CPU time between two readings (seconds) per request, in µs; -1 when
+// either reading failed or nothing was measured.
+func perRequestMicros(before, after float64, requests int64) float64 {
+	if before < 0 || after < before || requests <= 0 {
+		return -1
+	}
+	return (after - before) * 1e6 / float64(requests)
 }
 
 func parseProcStatus(s string) (rss, hwm int64) {
@@ -437,7 +491,9 @@ func (b *bench) scaleRun(ctx context.Context, bin string, env []string, st *scal
 			}
 		}()
 	}
+	gc0, rc0 := procCPU(pid), b.redisCPU(ctx)
 	res, err := b.wrk.run(ctx, name, s, gw.Base, b.cfg.duration)
+	gc1, rc1 := procCPU(pid), b.redisCPU(ctx)
 	if profiled != nil {
 		<-profiled
 	}
@@ -445,6 +501,7 @@ func (b *bench) scaleRun(ctx context.Context, bin string, env []string, st *scal
 		r.Skip = skipReason(err)
 		return r
 	}
+	r.GatewayCPU, r.RedisCPU = perRequestMicros(gc0, gc1, res.Requests), perRequestMicros(rc0, rc1, res.Requests)
 	settle()
 	r.Res = res
 	r.RSSEnd, r.RSSPeak = procStatus(pid)
@@ -563,10 +620,10 @@ func (rp *report) printScale(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	t := [][]string{{"sessions", "shape", "distinct in script", "req/s", "p50 ms", "p99 ms", "× HTTP ceiling", "expected answers",
-		"cache hits", "round trips/req", "RSS start / end / peak", "Go heap in use", "Redis B/session before / after", "tracking keys"}}
+		"cache hits", "round trips/req", "CPU µs/req gateway / Redis", "RSS start / end / peak", "Go heap in use", "Redis B/session before / after", "tracking keys"}}
 	for _, r := range rp.Scale {
 		if !r.measured() {
-			t = append(t, []string{fmt.Sprint(r.N), r.Shape, fmt.Sprint(r.Distinct), r.Skip, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–"})
+			t = append(t, []string{fmt.Sprint(r.N), r.Shape, fmt.Sprint(r.Distinct), r.Skip, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", "–"})
 			continue
 		}
 		x := "–"
@@ -586,7 +643,14 @@ func (rp *report) printScale(w io.Writer) {
 		if r.RT >= 0 {
 			rt = fmt.Sprintf("%.2f", r.RT)
 		}
+		cpu := func(us float64) string {
+			if us < 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f", us)
+		}
 		t = append(t, []string{fmt.Sprint(r.N), r.Shape, fmt.Sprint(r.Distinct), fmt.Sprintf("%.0f", r.Res.RPS()), ms(r.Res.P50), ms(r.Res.P99), x, ok, hr, rt,
+			cpu(r.GatewayCPU) + " / " + cpu(r.RedisCPU),
 			fmt.Sprintf("%s / %s / %s", mib(r.RSSStart), mib(r.RSSEnd), mib(r.RSSPeak)), mib(r.HeapInuse),
 			fmt.Sprintf("%.0f / %.0f", r.MemBefore, r.MemAfter), fmt.Sprint(r.Tracking)})
 	}

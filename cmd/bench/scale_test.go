@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -239,6 +240,32 @@ func TestMeanPositive(t *testing.T) {
 	for _, tt := range []struct{ a, b, want float64 }{{20000, 30000, 25000}, {20000, 0, 20000}, {0, 30000, 30000}, {0, 0, 0}, {-1, 0, 0}} {
 		if got := meanPositive(tt.a, tt.b); got != tt.want {
 			t.Errorf("meanPositive(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// The scale rows' CPU columns: utime and stime from /proc/<pid>/stat (the command name may
+// hold spaces and parentheses), and CPU time per request.
+func TestProcCPU(t *testing.T) {
+	line := "4242 (gate way) (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 1000 200 18446744073709551615"
+	if got := parseProcCPU(line); got != 3.25 {
+		t.Errorf("parseProcCPU = %v, want 3.25 (325 ticks)", got)
+	}
+	for _, bad := range []string{"", "4242 gateway S 1", "4242 (g) S 1 2 3"} {
+		if got := parseProcCPU(bad); got != -1 {
+			t.Errorf("parseProcCPU(%q) = %v, want -1", bad, got)
+		}
+	}
+	if got := procCPU(os.Getpid()); got < 0 {
+		t.Errorf("procCPU(self) = %v", got)
+	}
+	for _, tt := range []struct {
+		before, after float64
+		n             int64
+		want          float64
+	}{{1.0, 1.5, 10000, 50}, {-1, 1.5, 10000, -1}, {1.5, 1.0, 10000, -1}, {1.0, 1.5, 0, -1}} {
+		if got := perRequestMicros(tt.before, tt.after, tt.n); got != tt.want {
+			t.Errorf("perRequestMicros(%v, %v, %d) = %v, want %v", tt.before, tt.after, tt.n, got, tt.want)
 		}
 	}
 }
