@@ -67,7 +67,7 @@ type scaleRow struct {
 	// GatewayCPU and RedisCPU are the CPU time (user + system) the gateway process and the
 	// Redis server spent over the measured window, per request, in µs; < 0 when unread.
 	GatewayCPU, RedisCPU float64
-	Distinct            int // distinct sessions the script can send
+	Distinct             int // distinct sessions the script can send
 }
 
 func (r scaleRow) measured() bool { return r.Skip == "" && r.Res.Requests > 0 }
