@@ -277,7 +277,13 @@ func (rp *report) print(w io.Writer) {
 		table(w, m)
 	}
 	fmt.Fprintln(w, "\nTargets:")
-	for _, tg := range rp.Targets {
+	printTargets(w, rp.Targets)
+	rp.printScale(w)
+}
+
+// printTargets writes one line per target: PASS, FAIL or NOT MEASURED, its name and detail.
+func printTargets(w io.Writer, ts []target) {
+	for _, tg := range ts {
 		mark := "PASS"
 		switch {
 		case tg.Missed:
@@ -287,7 +293,6 @@ func (rp *report) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "- %s %s: %s\n", mark, tg.Name, tg.Detail)
 	}
-	rp.printScale(w)
 }
 
 // printPaired writes one pair's rounds (ratio = subject ÷ ref) and their median.

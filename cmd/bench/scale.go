@@ -656,16 +656,7 @@ func (rp *report) printScale(w io.Writer) {
 	}
 	table(w, t)
 	fmt.Fprintln(w, "\nScale targets (reported only; -enforce ignores them):")
-	for _, tg := range rp.ScaleTargets {
-		mark := "PASS"
-		switch {
-		case tg.Missed:
-			mark = "NOT MEASURED"
-		case !tg.Pass:
-			mark = "FAIL"
-		}
-		fmt.Fprintf(w, "- %s %s: %s\n", mark, tg.Name, tg.Detail)
-	}
+	printTargets(w, rp.ScaleTargets)
 }
 
 // benchPprofAddr is where a profiled scale gateway serves pprof (one gateway at a time).

@@ -18,9 +18,6 @@ var (
 	teamPattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 )
 
-// ValidID reports whether id has the shape of a case id.
-func ValidID(id string) bool { return idPattern.MatchString(id) }
-
 // validateNew checks a new case's fields. How far ahead dueAt may be is the store's bound (a
 // case lives its open TTL).
 func validateNew(in NewCase) error {

@@ -18,9 +18,6 @@ var (
 // ValidID reports whether id has the shape of a quote id.
 func ValidID(id string) bool { return idPattern.MatchString(id) }
 
-// ValidItemID reports whether id has the shape of a line item id.
-func ValidItemID(id string) bool { return itemIDPattern.MatchString(id) }
-
 func validateNew(in NewQuote) error {
 	switch {
 	case !idPattern.MatchString(in.ID):

@@ -96,8 +96,8 @@ const DefaultSessionCacheEntries = 131072
 const MaxSessionCacheTTL = time.Minute
 
 // Sessions keeps sessions, their device index and MFA challenges. Reads go to the primary
-// (rueidis' default; replica reads are never enabled); only Authorize may read through the
-// client-side cache (SessionOptions.CacheTTL).
+// (rueidis' default; replica reads are never enabled); only the authorize reads keep a copy
+// (the memo, for SessionOptions.CacheTTL).
 type Sessions struct {
 	client rueidis.Client
 	// dur confirms the writes that end a credential (durable.go).
@@ -167,7 +167,7 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 			o.CacheEntries = DefaultSessionCacheEntries
 		}
 		if s.Invalidations != nil && o.CacheEntries > 0 {
-			r.memo = newAuthMemo(o.CacheTTL, r.keys.Prefix+":v1:"+sessKeyType+":{", int64(o.CacheEntries))
+			r.memo = newAuthMemo(r.keys.Prefix+":v1:"+sessKeyType+":{", int64(o.CacheEntries))
 			s.Invalidations.Subscribe(r.memo.invalidate)
 			// Without the memo, plain reads would keep no copy: the hot path then reads
 			// through rueidis' cache (readTracked), under either tracking mode.
@@ -177,6 +177,6 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 	return r, nil
 }
 
-// CacheTTL is how long Authorize may serve a session from the client-side cache: 0 when every
+// CacheTTL is how long Authorize may serve a session from its kept copy: 0 when every
 // call reads Redis. The service guards its own writes for as long (internal/recent).
 func (r *Sessions) CacheTTL() time.Duration { return r.cacheTTL }

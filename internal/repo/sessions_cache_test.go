@@ -21,7 +21,7 @@ import (
 // option falls back to the one-script path.
 func TestSessionAuthorizeCached(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", 20*time.Second, time.Hour)
@@ -42,7 +42,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		// under default tracking an HMGET through rueidis' cache (which adds its own PTTL
 		// inside a MULTI, not counted here).
 		miss := []string{"HMGET"}
-		if e.r.broadcast {
+		if b.Broadcast {
 			miss = []string{"HMGET", "PTTL"}
 		}
 		var offset time.Duration // the gateway clock's lead over real time
@@ -108,7 +108,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 
 		// A copy found due on a hit runs the script and waits for it. Prime a copy that is not
 		// due yet, then let it become due.
-		if e.r.broadcast {
+		if b.Broadcast {
 			// The copy's end is the key's PTTL as read, immune to the gateway's clock: prime
 			// with 7 of the 20 idle seconds left, then let real time pass the quarter mark
 			// (under 5 s left) on both sides.

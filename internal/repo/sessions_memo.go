@@ -26,7 +26,6 @@ import (
 // The version check is striped (a push for another key of the same stripe also blocks a
 // store); that only costs a lost memo fill, never a stale entry.
 type authMemo struct {
-	ttl       time.Duration
 	keyPrefix string
 	max       int64
 	seed      maphash.Seed
@@ -57,8 +56,8 @@ type memoVersion struct{ epoch, stripe uint64 }
 
 // newAuthMemo keeps at most max sessions whose keys start with keyPrefix
 // ("<prefix>:v1:sess:{"); past it new sessions are not kept (read from Redis on each request).
-func newAuthMemo(ttl time.Duration, keyPrefix string, max int64) *authMemo {
-	return &authMemo{ttl: ttl, keyPrefix: keyPrefix, max: max, seed: maphash.MakeSeed()}
+func newAuthMemo(keyPrefix string, max int64) *authMemo {
+	return &authMemo{keyPrefix: keyPrefix, max: max, seed: maphash.MakeSeed()}
 }
 
 // refOf is the reference a session key names: "<keyPrefix><tag>}:<part>".

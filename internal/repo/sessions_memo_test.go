@@ -69,7 +69,7 @@ func TestAuthMemo(t *testing.T) {
 	const prefix = "hg:v1:sess:{"
 	ref := func(s string) session.Ref { return session.Ref{Tag: "TAGTAGTAGTAG", Part: s} }
 	key := func(s string) string { return prefix + "TAGTAGTAGTAG}:" + s }
-	newMemo := func() *authMemo { return newAuthMemo(time.Second, prefix, DefaultSessionCacheEntries) }
+	newMemo := func() *authMemo { return newAuthMemo(prefix, DefaultSessionCacheEntries) }
 
 	t.Run("expiry", func(t *testing.T) {
 		m := newMemo()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,9 +44,6 @@ func StartProxy(t testing.TB, target string, delay time.Duration) *Proxy {
 	t.Cleanup(p.Close)
 	return p
 }
-
-// Addr is the proxy's host:port.
-func (p *Proxy) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port) }
 
 // Cut resets every connection at once, dropping whatever the proxy still holds. New
 // connections are still accepted (and forwarded, if the target listens).

@@ -100,19 +100,6 @@ func (s *SentinelSet) URL() string {
 	return "redis://" + strings.Join(addrs, ",") + "?master_set=" + s.MasterSet
 }
 
-// Master is the primary's address as the first answering Sentinel names it.
-func (s *SentinelSet) Master(ctx context.Context) (string, error) {
-	var last error
-	for _, p := range s.Sentinels {
-		r, err := s.ask(ctx, p, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.MasterSet).AsStrSlice()
-		if err == nil && len(r) == 2 {
-			return r[0] + ":" + r[1], nil
-		}
-		last = err
-	}
-	return "", fmt.Errorf("no sentinel names the master: %v", last)
-}
-
 // WaitMaster polls until every Sentinel names want as the primary.
 func (s *SentinelSet) WaitMaster(ctx context.Context, want string) error {
 	for {
