@@ -187,7 +187,7 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
 		refreshing: make(chan struct{}, maxBackgroundRefreshes),
-		perUser:    mode != store.FieldExpiryFallback && o.Layout != LayoutPerSession}
+		perUser:    mode != store.FieldExpiryFallback && s.Caps.FieldExpiryMs && o.Layout != LayoutPerSession}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
 		if o.CacheEntries == 0 {
