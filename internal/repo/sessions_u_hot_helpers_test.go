@@ -1,0 +1,106 @@
+package repo
+
+import (
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// More layout-aware test helpers (sessions_u_helpers_test.go has the first ones), for the hot
+// path's tests.
+
+// sessTTLNames are the session's fields that share its idle deadline, as its key names them
+// (per user: "<part>:<name>" of every field but the challenge's).
+func (e *sessEnv) sessTTLNames(ref session.Ref) []string {
+	var names []string
+	for _, n := range sessPartFields {
+		if n != sfChallengeID && n != sfCodeMAC {
+			names = append(names, partField(ref.Part, n))
+		}
+	}
+	return names
+}
+
+// sessExpireAt makes the session's idle window end at the Unix instant ms (PEXPIREAT of its
+// hash, or HPEXPIREAT of every field that shares the session's TTL).
+func (e *sessEnv) sessExpireAt(ref session.Ref, ms int64) {
+	e.t.Helper()
+	var cmd rueidis.Completed
+	if !e.r.perUser {
+		cmd = e.s.Client.B().Pexpireat().Key(e.r.sessionKey(ref)).MillisecondsTimestamp(ms).Build()
+	} else {
+		names := e.sessTTLNames(ref)
+		cmd = e.s.Client.B().Arbitrary("HPEXPIREAT").Keys(e.r.userKey(ref.Tag)).
+			Args(append([]string{strconv.FormatInt(ms, 10), "FIELDS", strconv.Itoa(len(names))}, names...)...).Build()
+	}
+	if err := e.do(cmd).Error(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// sessSetKeep is sessSet keeping the session's idle deadline on the field in the per-user
+// layout (HSET drops a field's TTL: it is set again to the session's marker's).
+func (e *sessEnv) sessSetKeep(ref session.Ref, field, value string) {
+	e.t.Helper()
+	var ttl int64
+	if e.r.perUser {
+		ttl = e.sessPTTL(ref)
+	}
+	e.sessSet(ref, field, value)
+	if e.r.perUser && ttl > 0 {
+		e.do(e.s.Client.B().Arbitrary("HPEXPIRE").Keys(e.r.userKey(ref.Tag)).
+			Args(strconv.FormatInt(ttl, 10), "FIELDS", "1", e.sessField(ref, field)).Build())
+	}
+}
+
+// sessDelete ends the session as a revocation does (DEL of its hash, or HDEL of its fields).
+func (e *sessEnv) sessDelete(ref session.Ref) {
+	e.t.Helper()
+	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
+	if e.r.perUser {
+		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partFields(ref.Part, sessPartFields)...).Build()
+	}
+	if err := e.do(cmd).Error(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// sessFieldsRead is how many hash fields the recorded commands asked Redis for: the values of
+// an HMGET and the fields an authorize script answers with (HPTTL names the session's marker
+// for its TTL: not counted, but it must name that one field alone). It fails on a command that
+// reads a whole hash or one field at a time.
+func (e *sessEnv) sessFieldsRead(cmds []testredis.Command) int {
+	e.t.Helper()
+	n := 0
+	for _, c := range cmds {
+		switch c.Name() {
+		case "HMGET":
+			n += len(c.Args) - 2 // HMGET key field...
+		case "EVALSHA", "EVAL":
+			if e.r.perUser {
+				n += len(c.Args) - 8 // EVALSHA sha 2 userKey devicesKey part fraction idle field...
+			} else {
+				n += len(c.Args) - 6 // EVALSHA sha 1 key fraction idle field...
+			}
+		case "HPTTL":
+			if len(c.Args) != 5 { // HPTTL key FIELDS 1 <part>:absoluteExpiresAtMs
+				e.t.Fatalf("HPTTL of more than the marker: %v", c)
+			}
+		case "HGETALL", "HGET", "HGETEX":
+			e.t.Fatalf("a read of more than the fields it needs, or one at a time: %v", c)
+		}
+	}
+	return n
+}
+
+// sessViewRead is how many fields a read of the view asks for in the layout in use: the
+// view's, plus (per user) the hash's createdAtMs, the default of the session's.
+func (e *sessEnv) sessViewRead() int {
+	if e.r.perUser {
+		return len(sessViewFields) + 1
+	}
+	return len(sessViewFields)
+}
