@@ -1,6 +1,8 @@
 package repo
 
 import (
+	"time"
+
 	"strconv"
 
 	"github.com/redis/rueidis"
@@ -103,4 +105,60 @@ func (e *sessEnv) sessViewRead() int {
 		return len(sessViewFields) + 1
 	}
 	return len(sessViewFields)
+}
+
+// sessWriteRaw writes a session's hash by hand, as a gateway of either layout would hold it:
+// user are the user's fields (userId, tenantId, schemaVersion, ...), own the session's; in the
+// per-session layout both go into the session's hash. Everything lives ttlMs (the session's
+// fields share that field TTL per user, as its idle window).
+func (e *sessEnv) sessWriteRaw(ref session.Ref, user, own map[string]string, ttlMs int64) {
+	e.t.Helper()
+	key := e.sessKey(ref)
+	set := e.s.Client.B().Hset().Key(key).FieldValue()
+	var names []string
+	for k, v := range user {
+		set = set.FieldValue(k, v)
+	}
+	for k, v := range own {
+		set = set.FieldValue(e.sessField(ref, k), v)
+		names = append(names, e.sessField(ref, k))
+	}
+	ms := strconv.FormatInt(ttlMs, 10)
+	cmds := []rueidis.Completed{set.Build(), e.s.Client.B().Pexpire().Key(key).Milliseconds(ttlMs).Build()}
+	if e.r.perUser && len(names) > 0 {
+		cmds = append(cmds, e.s.Client.B().Arbitrary("HPEXPIRE").Keys(key).
+			Args(append([]string{ms, "FIELDS", strconv.Itoa(len(names))}, names...)...).Build())
+	}
+	for _, c := range cmds {
+		if err := e.do(c).Error(); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// sessWrongType puts a string where the session's key belongs (its hash, or the user's) and
+// returns that key (the caller deletes it: the keyspace audit checks every key left).
+func (e *sessEnv) sessWrongType(ref session.Ref) string {
+	e.t.Helper()
+	key := e.sessKey(ref)
+	if err := e.do(e.s.Client.B().Set().Key(key).Value("x").Px(time.Minute).Build()).Error(); err != nil {
+		e.t.Fatal(err)
+	}
+	return key
+}
+
+// sessMissCmds are the commands of a read that misses the memo and reaches Redis, in the
+// layout in use: broadcast tracking reads plainly (HMGET and the key's PTTL, or the session's
+// HPTTL and the legacy index's EXISTS per user), default tracking through rueidis' cache (an
+// HMGET; per user an EXISTS of the legacy index follows when no live session was found).
+func (e *sessEnv) sessMissCmds(broadcast, found bool) []string {
+	switch {
+	case broadcast && e.r.perUser:
+		return []string{"HMGET", "HPTTL", "EXISTS"}
+	case broadcast:
+		return []string{"HMGET", "PTTL"}
+	case e.r.perUser && !found:
+		return []string{"HMGET", "EXISTS"}
+	}
+	return []string{"HMGET"}
 }
