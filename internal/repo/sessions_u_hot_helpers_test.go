@@ -162,3 +162,25 @@ func (e *sessEnv) sessMissCmds(broadcast, found bool) []string {
 	}
 	return []string{"HMGET"}
 }
+
+// sessFieldTTLs are the field TTLs (ms, HPTTL) of every field the session holds that shares its
+// idle deadline, by name; nil in the per-session layout (the key's TTL is the session's).
+func (e *sessEnv) sessFieldTTLs(ref session.Ref) map[string]int64 {
+	e.t.Helper()
+	if !e.r.perUser {
+		return nil
+	}
+	names := e.sessTTLNames(ref)
+	v, err := e.do(e.s.Client.B().Hpttl().Key(e.r.userKey(ref.Tag)).Fields().Numfields(int64(len(names))).
+		Field(names...).Build()).AsIntSlice()
+	if err != nil || len(v) != len(names) {
+		e.t.Fatalf("HPTTL: %v %v", v, err)
+	}
+	out := map[string]int64{}
+	for i, n := range names {
+		if v[i] != -2 {
+			out[n] = v[i]
+		}
+	}
+	return out
+}
