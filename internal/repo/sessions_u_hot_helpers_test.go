@@ -110,7 +110,8 @@ func (e *sessEnv) sessViewRead() int {
 // sessWriteRaw writes a session's hash by hand, as a gateway of either layout would hold it:
 // user are the user's fields (userId, tenantId, schemaVersion, ...), own the session's; in the
 // per-session layout both go into the session's hash. Everything lives ttlMs (the session's
-// fields share that field TTL per user, as its idle window).
+// fields share that field TTL per user, as its idle window; the user's hash's TTL is only
+// raised to it).
 func (e *sessEnv) sessWriteRaw(ref session.Ref, user, own map[string]string, ttlMs int64) {
 	e.t.Helper()
 	key := e.sessKey(ref)
@@ -125,6 +126,10 @@ func (e *sessEnv) sessWriteRaw(ref session.Ref, user, own map[string]string, ttl
 	}
 	ms := strconv.FormatInt(ttlMs, 10)
 	cmds := []rueidis.Completed{set.Build(), e.s.Client.B().Pexpire().Key(key).Milliseconds(ttlMs).Build()}
+	if e.r.perUser { // the user's hash: its TTL is raised, never shortened
+		cmds[1] = e.s.Client.B().Pexpire().Key(key).Milliseconds(ttlMs).Nx().Build()
+		cmds = append(cmds, e.s.Client.B().Pexpire().Key(key).Milliseconds(ttlMs).Gt().Build())
+	}
 	if e.r.perUser && len(names) > 0 {
 		cmds = append(cmds, e.s.Client.B().Arbitrary("HPEXPIRE").Keys(key).
 			Args(append([]string{ms, "FIELDS", strconv.Itoa(len(names))}, names...)...).Build())
@@ -183,4 +188,28 @@ func (e *sessEnv) sessFieldTTLs(ref session.Ref) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// sessWriteKV is sessWriteRaw of field, value pairs in the per-session hash's names: userId,
+// tenantId and schemaVersion are the user's fields, the others the session's.
+func (e *sessEnv) sessWriteKV(ref session.Ref, ttlMs int64, kv ...string) {
+	e.t.Helper()
+	user, own := map[string]string{}, map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch kv[i] {
+		case sfUserID, sfTenantID, sfSchemaVersion:
+			user[kv[i]] = kv[i+1]
+		default:
+			own[kv[i]] = kv[i+1]
+		}
+	}
+	e.sessWriteRaw(ref, user, own, ttlMs)
+}
+
+// sessAuthorizeScript names the layout's authorize script (in script-error metrics).
+func (e *sessEnv) sessAuthorizeScript() string {
+	if e.r.perUser {
+		return "session_u_authorize"
+	}
+	return "session_authorize"
 }
