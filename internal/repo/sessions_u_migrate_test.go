@@ -200,7 +200,7 @@ func TestSessionMigrateMovesLegacySessions(t *testing.T) {
 		if ttl := e.fieldTTLs(e.r.userKey(tag), sessUserFields...); slices.ContainsFunc(ttl, func(p int64) bool { return p != -1 }) {
 			t.Fatalf("user fields' TTLs %v, want none", ttl)
 		}
-		if p := e.pttl(e.r.userKey(tag)); p > (5 * time.Hour).Milliseconds() || p < (5*time.Hour).Milliseconds()-10_000 {
+		if p := e.pttl(e.r.userKey(tag)); p > (5*time.Hour).Milliseconds() || p < (5*time.Hour).Milliseconds()-10_000 {
 			t.Fatalf("key TTL %d ms, want the latest absolute deadline (5h)", p)
 		}
 		e.everyKeyHasTTL()
