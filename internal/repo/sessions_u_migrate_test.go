@@ -417,3 +417,122 @@ func TestSessionMigrateConcurrent(t *testing.T) {
 		e.everyKeyHasTTL()
 	})
 }
+
+// Every entry point of a per-user gateway finds a user's legacy sessions: the first touch moves
+// them all into the user's hash (the index and the legacy hashes are gone after it), and the
+// operation then acts on the moved session.
+func TestSessionMigrateOnFirstTouch(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		if _, e := migEnvs(t, s, prefix); !e.r.perUser {
+			return
+		}
+		ctx := context.Background()
+		// legacy opens both repositories for the subtest t and writes two sessions of a new
+		// user with the per-session one; the first has a live challenge (id, MAC "good").
+		legacy := func(t *testing.T) (e *sessEnv, tag, cid string, a, c session.Ref) {
+			old, e := migEnvs(t, s, prefix)
+			tag, cid = sessRand(t, 9), sessRand(t, 16)
+			a = old.create(tag, "acme", "ann", time.Hour, 2*time.Hour)
+			c = old.create(tag, "acme", "ann", 30*time.Minute, 3*time.Hour)
+			old.challenge(a, "acme", cid, "good", time.Minute)
+			return e, tag, cid, a, c
+		}
+		t.Run("authorize", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			ac, err := e.r.Authorize(ctx, a)
+			if err != nil || ac.UserID != "ann" || ac.Status != session.MFARequired {
+				t.Fatalf("authorize a legacy session: %+v %v", ac, err)
+			}
+			e.noLegacyKeys(tag, a, c)
+			if ac, err := e.r.Authorize(ctx, c); err != nil || ac.UserID != "ann" {
+				t.Fatalf("the other legacy session after the move: %+v %v", ac, err)
+			}
+		})
+		t.Run("get", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			v, err := e.r.Get(ctx, a, "acme")
+			if err != nil || !v.ChallengeLive || v.UserID != "ann" {
+				t.Fatalf("get a legacy session: %+v %v", v, err)
+			}
+			e.noLegacyKeys(tag, a, c)
+		})
+		t.Run("list", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			l, err := e.r.List(ctx, tag, "acme")
+			if err != nil || len(l) != 2 {
+				t.Fatalf("list of a user with 2 legacy sessions: %+v %v", l, err)
+			}
+			e.noLegacyKeys(tag, a, c)
+		})
+		t.Run("revoke-all", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			n, err := e.r.RevokeAll(ctx, tag, "")
+			if err != nil || n != 2 {
+				t.Fatalf("revoke-all of 2 legacy sessions: %d %v", n, err)
+			}
+			e.noLegacyKeys(tag, a, c)
+			for _, ref := range []session.Ref{a, c} {
+				if st := e.sessStored(ref); len(st) != 0 {
+					t.Fatalf("a revoked legacy session left fields: %v", st)
+				}
+			}
+		})
+		t.Run("rotate", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			was := e.legacySnap(a)
+			next := session.Ref{Tag: tag, Part: sessPart(t)}
+			got, err := e.r.Rotate(ctx, a, "acme", next)
+			if err != nil || got.Ref != next || got.Status != session.MFARequired ||
+				got.AbsoluteExpiresAt.UnixMilli() != sessAtoi(was.fields[sfAbsoluteExpires]) {
+				t.Fatalf("rotate a legacy session: %+v %v", got, err)
+			}
+			e.noLegacyKeys(tag, a, c)
+			if st := e.sessStored(a); len(st) != 0 {
+				t.Fatalf("old id part left: %v", st)
+			}
+			st := e.sessStored(next)
+			if st[sfChallengeID] != was.fields[sfChallengeID] || st[sfCreatedAt] != was.fields[sfCreatedAt] {
+				t.Fatalf("rotated session %v, legacy %v", st, was.fields)
+			}
+			if ttl := e.fieldTTLs(e.r.userKey(tag), partField(next.Part, sfChallengeID))[0]; ttl <= 0 || ttl > was.challenge {
+				t.Fatalf("challenge TTL %d after the move and rotation, %d before", ttl, was.challenge)
+			}
+			e.sessionFieldsShareTTL(next)
+		})
+		t.Run("challenge", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			if _, err := e.r.StartChallenge(ctx, MFAChallenge{Ref: c, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
+				t.Fatalf("challenge on a legacy session: %v", err)
+			}
+			e.noLegacyKeys(tag, a, c)
+			if !e.challengeLive(c) || !e.challengeLive(a) {
+				t.Fatal("challenges not in the user's hash")
+			}
+			e.sessionFieldsShareTTL(c)
+		})
+		t.Run("verify", func(t *testing.T) {
+			e, tag, cid, a, c := legacy(t)
+			res, next, err := e.verify(a, "acme", cid, "good")
+			if err != nil || res.Outcome != VerifyOK || res.Session.Ref != next || res.Session.AuthLevel != session.LevelMFA {
+				t.Fatalf("verify a legacy challenge: %+v %v", res, err)
+			}
+			e.noLegacyKeys(tag, a, c)
+			st := e.sessStored(next)
+			if st[sfStatus] != session.MFAVerified || st[sfChallengeID] != "" || len(e.sessStored(a)) != 0 {
+				t.Fatalf("verified session %v", st)
+			}
+			e.sessionFieldsShareTTL(next)
+		})
+		t.Run("create", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			n := e.create(tag, "acme", "ann", time.Hour, time.Hour)
+			e.noLegacyKeys(tag, a, c)
+			for _, ref := range []session.Ref{a, c, n} {
+				if e.sessStored(ref)[sfAbsoluteExpires] == "" {
+					t.Fatalf("session %s not in the user's hash", ref.Part)
+				}
+			}
+		})
+	})
+}
