@@ -249,17 +249,26 @@ func TestSessionMigrateDropsCorrupt(t *testing.T) {
 			t.Fatal(err)
 		}
 		refs = append(refs, noCreated)
-		was := old.legacySnap(good)
+		// The schema before (readable, OldSchema) moves: the hash's schema is the current one,
+		// and the session reads the same under it (schema 1 differs only in never holding
+		// idleTimeoutMs, whose absence means ImplicitIdle under either).
+		older := old.create(tag, "acme", "ann", ImplicitIdle, 3*time.Hour)
+		old.sessSet(older, sfSchemaVersion, strconv.Itoa(SchemaVersion-1))
+		was, wasOlder := old.legacySnap(good), old.legacySnap(older)
 		if err := e.r.migrate(ctx, e.r.client, tag); err != nil {
 			t.Fatalf("migrate: %v", err)
 		}
 		e.checkMigrated(good, was)
+		e.checkMigrated(older, wasOlder)
+		if v := e.hget(e.r.userKey(tag), sfSchemaVersion); v != strconv.Itoa(SchemaVersion) {
+			t.Fatalf("user's schemaVersion %q", v)
+		}
 		for _, ref := range refs {
 			if st := e.sessStored(ref); len(st) != 0 {
 				t.Fatalf("a corrupt legacy session was moved: %v", st)
 			}
 		}
-		e.noLegacyKeys(tag, append(refs, good)...)
+		e.noLegacyKeys(tag, append(refs, good, older)...)
 		if n := e.metric("hashgate_repo_reads", sessAttr("outcome", string(Corrupt))); n != int64(len(refs)) {
 			t.Fatalf("corrupt reads counted %d, want %d", n, len(refs))
 		}

@@ -16,7 +16,9 @@
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return {'MIGRATE'}
 end
-local p = ARGV[2] .. ':' -- field name prefix
+-- Field names, not keys: every key touched is in KEYS.
+local part = ARGV[2]
+local p = part .. ':'
 local v = redis.call('HMGET', KEYS[1], 'tenantId', p .. 'absoluteExpiresAtMs')
 if not v[2] or not v[1] or v[1] ~= ARGV[1] then
   return {'NOT_FOUND'}

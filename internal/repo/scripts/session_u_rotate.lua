@@ -24,7 +24,9 @@ local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs',
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return {'MIGRATE'}
 end
-local old, new = ARGV[2] .. ':', ARGV[3] .. ':' -- field name prefixes
+-- Field names, not keys: every key touched is in KEYS.
+local oldPart, newPart = ARGV[2], ARGV[3]
+local old, new = oldPart .. ':', newPart .. ':'
 local v = redis.call('HMGET', KEYS[1], 'tenantId', old .. 'absoluteExpiresAtMs', old .. 'status', old .. 'authLevel',
   old .. 'createdAtMs', 'createdAtMs')
 if not v[2] or not v[1] or v[1] ~= ARGV[1] then

@@ -79,7 +79,9 @@ end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return {'MIGRATE'}
 end
-local old, new = ARGV[7] .. ':', ARGV[8] .. ':' -- field name prefixes
+-- Field names, not keys: every key touched is in KEYS.
+local oldPart, newPart = ARGV[7], ARGV[8]
+local old, new = oldPart .. ':', newPart .. ':'
 local s = redis.call('HMGET', KEYS[1], 'tenantId', old .. 'absoluteExpiresAtMs', old .. 'mfaChallengeId',
   old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs')
 if not s[2] or not s[1] or s[1] ~= ARGV[1] then
