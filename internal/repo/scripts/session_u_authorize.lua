@@ -31,7 +31,9 @@ local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs',
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return {'MIGRATE'}
 end
-local p = ARGV[1] .. ':' -- field name prefix
+-- (field names of the session, not keys: every key is in KEYS)
+local part = ARGV[1]
+local p = part .. ':'
 -- HPTTL answers -2 for a missing field (an empty or nil reply for a missing key on some
 -- versions).
 local r = redis.call('HPTTL', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')
