@@ -42,15 +42,17 @@ func TestNewSessionsRefusesBadOptions(t *testing.T) {
 	}
 }
 
-// The verify script embeds the rate limiter's counter verbatim.
+// The verify scripts (both layouts) embed the rate limiter's counter verbatim.
 func TestVerifyScriptEmbedsFixedWindow(t *testing.T) {
 	t.Parallel()
-	b, err := scriptFS.ReadFile("scripts/session_verify.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), ratelimit.FixedWindowLua()) {
-		t.Fatal("session_verify.lua's fixed_window differs from internal/ratelimit/scripts/fixed_window.lua")
+	for _, name := range []string{"session_verify", "session_u_verify"} {
+		b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), ratelimit.FixedWindowLua()) {
+			t.Fatalf("%s.lua's fixed_window differs from internal/ratelimit/scripts/fixed_window.lua", name)
+		}
 	}
 	if !strings.Contains(ratelimit.FixedWindowLua(), "'schemaVersion', '"+strconv.Itoa(SchemaVersion)+"'") {
 		t.Fatal("the counter's schemaVersion differs from repo.SchemaVersion")

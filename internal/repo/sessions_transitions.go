@@ -24,7 +24,11 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	var rep Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		rep, err = r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+		if r.perUser {
+			rep, err = r.uRotate(ctx, c, ref, tenant, next)
+		} else {
+			rep, err = r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+		}
 		switch {
 		case err != nil:
 			return false, err

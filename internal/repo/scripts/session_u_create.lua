@@ -118,7 +118,7 @@ if user[3] ~= nowS then
   fields[#fields + 1] = nowS
 end
 for i = 10, #ARGV, 2 do
-  fields[#fields + 1] = part .. ':' .. ARGV[i]
+  fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name
   fields[#fields + 1] = ARGV[i + 1]
 end
 local ttl = math.min(idle, abs - now)
