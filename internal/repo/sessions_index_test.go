@@ -20,6 +20,10 @@ import (
 // token: the script refuses (changing nothing) and RevokeAll reads again; when sessions keep
 // being rotated it gives up after a bounded number of attempts with a 503, still having changed
 // nothing. (A session created meanwhile does not make it refuse: TestSessionRevokeAllUnderConcurrentCreates.)
+// The per-session layout's loop (forced on servers where per-user is the default): in the
+// per-user layout revoke-all is one script with no index read before it
+// (TestSessionRevokeAllKeepsOne), and TestSessionRevokeAllUnderConcurrentRotations races it
+// with rotations in both layouts.
 func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
@@ -33,7 +37,7 @@ func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				e := newSessEnv(t, s, prefix, nil)
+				e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.Layout = LayoutPerSession })
 				ctx := context.Background()
 				tag := sessRand(t, 9)
 				all := map[session.Ref]bool{}
@@ -95,11 +99,13 @@ func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 }
 
 // List prunes an index member only when its session is confirmed gone; the prune script
-// re-checks each key it is given and never drops a live session's member.
+// re-checks each key it is given and never drops a live session's member. (The per-session
+// layout's index, forced where per-user is the default; the per-user layout has nothing to
+// prune: TestSessionListOrderExpiryCorrupt.)
 func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.Layout = LayoutPerSession })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
@@ -133,12 +139,18 @@ func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
 
 // Create counts the index's members for the per-user bound; when the index is full it drops the
 // members whose session ended before their absolute deadline in the same script, so the index
-// never holds more than MaxPerUser members (here with the refuse policy: no eviction).
+// never holds more than MaxPerUser members (here with the refuse policy: no eviction). (The
+// per-session layout's index, forced where per-user is the default; in the per-user layout an
+// ended session's fields are gone with their TTL: TestSessionCreateBound.)
 func TestSessionCreateBoundCountsIndex(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		const limit = 3
-		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit; o.LimitPolicy = LimitRefuse })
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) {
+			o.MaxPerUser = limit
+			o.LimitPolicy = LimitRefuse
+			o.Layout = LayoutPerSession
+		})
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		var refs []session.Ref

@@ -274,7 +274,8 @@ func TestSessionRevokeAllKeepsOne(t *testing.T) {
 }
 
 // A user whose sessions a per-session gateway wrote is never answered as having none: List,
-// Revoke and RevokeAll of a per-user gateway either fail or see (and act on) those sessions.
+// Revoke and RevokeAll of a per-user gateway move them into the user's hash first (MIGRATE)
+// and then see, and act on, every one of them.
 func TestSessionIndexOpsSeeLegacySessions(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
@@ -284,22 +285,38 @@ func TestSessionIndexOpsSeeLegacySessions(t *testing.T) {
 			t.Skip("no per-user layout on this server")
 		}
 		ctx := context.Background()
-		tag := sessRand(t, 9)
-		a := old.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-		b := old.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-		c := old.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-		list, err := e.r.List(ctx, tag, "acme")
-		if err == nil && len(list) != 3 {
-			t.Fatalf("list of a user with 3 per-session sessions: %+v", list)
-		}
-		t.Logf("list: %d sessions, %v", len(list), err)
-		ok, err := e.r.Revoke(ctx, b, "acme")
-		if err == nil && (!ok || old.sessAlive(b) || e.sessAlive(b)) {
-			t.Fatalf("revoke of a per-session session: %v, left it alive", ok)
-		}
-		n, err := e.r.RevokeAll(ctx, tag, a.Part)
-		if err == nil && (n != 1 || old.sessAlive(c) || e.sessAlive(c) || !old.sessAlive(a) && !e.sessAlive(a)) {
-			t.Fatalf("revoke-all of per-session sessions: %d", n)
+		for _, op := range []string{"list", "revoke", "revoke-all"} {
+			t.Run(op, func(t *testing.T) {
+				tag := sessRand(t, 9)
+				a := old.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+				b := old.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+				c := old.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+				switch op {
+				case "list":
+					list, err := e.r.List(ctx, tag, "acme")
+					if err != nil || len(list) != 3 {
+						t.Fatalf("list of a user with 3 per-session sessions: %+v %v", list, err)
+					}
+				case "revoke":
+					if ok, err := e.r.Revoke(ctx, b, "acme"); !ok || err != nil {
+						t.Fatalf("revoke of a per-session session: %v %v", ok, err)
+					}
+					if old.sessAlive(b) || e.sessAlive(b) || !e.sessAlive(a) || !e.sessAlive(c) {
+						t.Fatal("revoke of a per-session session: wrong sessions left")
+					}
+				case "revoke-all":
+					if n, err := e.r.RevokeAll(ctx, tag, a.Part); n != 2 || err != nil {
+						t.Fatalf("revoke-all of per-session sessions: %d %v", n, err)
+					}
+					if old.sessAlive(b) || e.sessAlive(b) || old.sessAlive(c) || e.sessAlive(c) || !e.sessAlive(a) {
+						t.Fatal("revoke-all of per-session sessions: wrong sessions left")
+					}
+				}
+				if n, err := e.do(e.s.Client.B().Exists().Key(e.r.devicesKey(tag)).Build()).AsInt64(); err != nil || n != 0 {
+					t.Fatalf("the device index is still there after %s (%v)", op, err)
+				}
+				e.everyKeyHasTTL()
+			})
 		}
 	})
 }
