@@ -282,8 +282,29 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 	args := make([]string, 0, 3+len(wire))
 	args = append(args, ref.Part, r.fraction, r.idleMs)
 	args = append(args, wire...)
-	rep, err := r.runUser(ctx, r.client, "session_u_authorize", scriptSessionUAuthorize, ref.Tag,
-		[]string{r.userKey(ref.Tag), r.devicesKey(ref.Tag)}, args)
+	// The script declares the user's hash alone: a single-key script is served while the user's
+	// slot migrates (rueidis follows ASK), where one that also declared the device index (which
+	// never exists once the user is migrated) would be refused with TRYAGAIN for the whole move.
+	// So a miss asks separately, with a single-key EXISTS, whether the user still has sessions
+	// to migrate.
+	var rep Reply
+	var err error
+	for attempt := 0; ; attempt++ {
+		rep, err = r.run(ctx, "session_u_authorize", scriptSessionUAuthorize, []string{r.userKey(ref.Tag)}, args)
+		if err != nil || rep.Code() != CodeNotFound || attempt == sessUserAttempts {
+			break
+		}
+		n, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build()).AsInt64()
+		if err != nil {
+			return nil, redisErr("session_u_authorize", err)
+		}
+		if n == 0 {
+			break
+		}
+		if err := r.migrate(ctx, r.client, ref.Tag); err != nil {
+			return nil, err
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

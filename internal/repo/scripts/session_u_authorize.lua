@@ -7,10 +7,10 @@
 -- (checked again here, on Redis's clock; the write invalidates every replica's copy).
 -- The session is live iff <idPart>:absoluteExpiresAtMs exists; its field TTL is the end of the
 -- idle window.
--- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the user still has sessions to migrate, and the script answers 'MIGRATE'
---          without writing
+-- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, the only key: a single-key script is
+--          served while the user's slot migrates. Unlike the other per-user scripts it does not
+--          check the per-session layout's device index: on NOT_FOUND the caller asks whether
+--          that index exists and, if so, migrates the user and calls again.
 -- ARGV[1]: idPart
 -- ARGV[2]: refresh fraction: refresh only when less than this share of the idle window is left
 -- ARGV[3]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
@@ -19,7 +19,7 @@
 --          '<idPart>:<name>'); the caller classifies what it reads. The refresh decision reads
 --          its own (userId, tenantId, schemaVersion, the session's absoluteExpiresAtMs and
 --          idleTimeoutMs), so what the caller asks for never changes what is extended.
--- Reply: {'MIGRATE'} | {'NOT_FOUND'} |
+-- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
 --         <one value per ARGV[4..] field, nil when absent>}
 
@@ -28,9 +28,6 @@ local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'st
 local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'mfaChallengeCreatedAtMs'}
 -- END session_fields
 
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
-end
 -- (field names of the session, not keys: every key is in KEYS)
 local part = ARGV[1]
 local p = part .. ':'
