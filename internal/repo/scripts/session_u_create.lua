@@ -79,7 +79,10 @@ if #parts >= max then
     if not v[3] then
       created = hashCreated
     end
-    for _, x in ipairs({tonumber(v[1]), tonumber(v[2]), created}) do
+    -- (a numeric loop: ipairs stops at the first nil, and most sessions hold no lastSeenAtMs)
+    local cand = {tonumber(v[1]), tonumber(v[2]), created}
+    for j = 1, 3 do
+      local x = cand[j]
       if x and x > used then
         used = x
       end
