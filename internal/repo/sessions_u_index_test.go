@@ -33,6 +33,45 @@ func (e *sessEnv) sessDrop(ref session.Ref) {
 	}
 }
 
+// liveParts are the id parts of the user's sessions as the layout keeps them: the device
+// index's members (which may include ended sessions until pruned), or the parts whose live
+// marker is in the user's hash.
+func (e *sessEnv) liveParts(tag string) []string {
+	e.t.Helper()
+	if !e.r.perUser {
+		parts, err := e.r.members(context.Background(), tag, -1)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return parts
+	}
+	names, err := e.do(e.s.Client.B().Hkeys().Key(e.r.userKey(tag)).Build()).AsStrSlice()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var parts []string
+	for _, n := range names {
+		if p, ok := strings.CutSuffix(n, ":"+sfAbsoluteExpires); ok {
+			parts = append(parts, p)
+		}
+	}
+	slices.Sort(parts)
+	return parts
+}
+
+// sessMigrationVariants are the layouts the slot-migration tests run in, each on a private
+// cluster: per user (the default on Redis 8), per session (forced), and the fallback mode
+// (per session, challenge keys of their own).
+var sessMigrationVariants = []struct {
+	name   string
+	mode   store.FieldExpiry
+	layout SessionLayout
+}{
+	{"per-user", "", ""},
+	{"per-session", "", LayoutPerSession},
+	{string(store.FieldExpiryFallback), store.FieldExpiryFallback, ""},
+}
+
 // tagKeys lists the keys of the user with tag.
 func (e *sessEnv) tagKeys(tag string) []string {
 	e.t.Helper()
