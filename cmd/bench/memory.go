@@ -77,23 +77,41 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		}
 		out = append(out, r)
 	}
+	// In the per-user layout (the default on servers with hash field expiry) a session lives in
+	// its user's hash; in the per-session layout in its own hash beside the user's device index.
+	perUser := false
+	if len(fx.sessions) > 0 {
+		if k := userKey(fx.sessions[0].ID, repo.UserSessionsKey); k != "" {
+			n, err := b.redis.Client.Do(ctx, b.redis.Client.B().Exists().Key(k).Build()).AsInt64()
+			perUser = err == nil && n == 1
+		}
+	}
+	sessKey := sessionKey
+	if perUser {
+		sessKey = func(id string) string { return userKey(id, repo.UserSessionsKey) }
+	}
 	if len(fx.sessions) > 0 && fx.sessions[0].ID != "" {
 		var ss, idx [][]string
 		for _, s := range fx.sessions[:min(100, len(fx.sessions))] {
-			ss = append(ss, []string{sessionKey(s.ID)})
+			ss = append(ss, []string{sessKey(s.ID)})
 			idx = append(idx, []string{userKey(s.ID, repo.SessionDevicesKey)})
 		}
-		measure("session hash, plain (BASIC, no device info)", "target ≤ 256 B", ss...)
-		measure("session hash with device label, user agent, IP", "", []string{sessionKey(fx.device.ID)})
-		measure("user's device index (1 session)", "", idx...)
+		if perUser {
+			measure("user's session hash, one plain session (BASIC, no device info; per-user layout)", "", ss...)
+			measure("user's session hash, one session with device label, user agent, IP", "", []string{sessKey(fx.device.ID)})
+		} else {
+			measure("session hash, plain (BASIC, no device info)", "target ≤ 256 B", ss...)
+			measure("session hash with device label, user agent, IP", "", []string{sessKey(fx.device.ID)})
+			measure("user's device index (1 session)", "", idx...)
+		}
 	}
 	if len(fx.mfa) > 0 {
 		var ss, rl [][]string
 		for _, m := range fx.mfa {
-			ss = append(ss, []string{sessionKey(m.SessionID)})
+			ss = append(ss, []string{sessKey(m.SessionID)})
 			rl = append(rl, []string{userKey(m.SessionID, repo.MFACounterKey)})
 		}
-		measure("session hash with a pending MFA challenge", "challenge fields carry their own TTL", ss...)
+		measure("session with a pending MFA challenge (its hash)", "challenge fields carry their own TTL", ss...)
 		measure("MFA attempt counter", "", rl...)
 	}
 	ids := fx.tokenIDs

@@ -46,6 +46,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	sr, err := repo.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, repo.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
 		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries), LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
+		Layout:  repo.SessionLayout(cfg.SessionLayout),
 		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
 		Metrics: rm, Logger: log,
 	})

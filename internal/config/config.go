@@ -77,6 +77,11 @@ type Config struct {
 
 	// SessionLimitPolicy is what a login does at SessionMaxPerUser: evict-oldest | refuse.
 	SessionLimitPolicy string `env:"GATEWAY_SESSION_LIMIT_POLICY" default:"evict-oldest"`
+	// SessionLayout is where sessions live: per-user (one hash per user, sessions as fields with
+	// their own TTLs; needs hash field expiry, Redis >= 7.4, else per-session applies) |
+	// per-session (one hash per session plus the user's device index: the layout before
+	// per-user; set it while a rolling upgrade from such a version runs).
+	SessionLayout string `env:"GATEWAY_SESSION_LAYOUT" default:"per-user"`
 
 	QuoteTTL       time.Duration `env:"GATEWAY_QUOTE_TTL" default:"168h"`
 	QuoteMaxItems  int           `env:"GATEWAY_QUOTE_MAX_ITEMS" default:"100"`
@@ -264,6 +269,7 @@ func (c Config) Validate() error {
 	check(c.SessionRefreshFraction > 0 && c.SessionRefreshFraction < 1, "GATEWAY_SESSION_REFRESH_FRACTION must be within (0, 1)")
 	check(c.SessionMaxPerUser >= 1 && c.SessionMaxPerUser <= 1000, "GATEWAY_SESSION_MAX_PER_USER must be within 1..1000")
 	check(c.SessionLimitPolicy == "evict-oldest" || c.SessionLimitPolicy == "refuse", "GATEWAY_SESSION_LIMIT_POLICY must be evict-oldest or refuse")
+	check(c.SessionLayout == "per-user" || c.SessionLayout == "per-session", "GATEWAY_SESSION_LAYOUT must be per-user or per-session")
 	check(c.SessionCacheTTL >= 0 && c.SessionCacheTTL <= time.Minute, "GATEWAY_SESSION_CACHE_TTL must be within 0..1m")
 	check(c.RedisClientCacheBytes >= 64<<10 && c.RedisClientCacheBytes <= 4<<30, "GATEWAY_REDIS_CLIENT_CACHE_BYTES must be within 65536..4294967296 (64 KiB..4 GiB)")
 	check(c.RedisClientTracking == "bcast" || c.RedisClientTracking == "default", "GATEWAY_REDIS_CLIENT_TRACKING must be bcast or default")

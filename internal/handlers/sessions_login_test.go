@@ -1,12 +1,10 @@
 package handlers
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -141,10 +139,7 @@ func TestGetSessionCorruptIdleTimeout(t *testing.T) {
 			for _, bad := range []string{"soon", "", "0", "-5", "1.5"} {
 				tok := h.createSession("acme", "alice", nil)
 				ref, _ := session.ParseID(tok.SessionId)
-				key := repo.SessionKey(repo.Keys{Prefix: h.prefix}, ref)
-				if err := h.store.Client.Do(context.Background(), h.store.Client.B().Hset().Key(key).FieldValue().FieldValue("idleTimeoutMs", bad).Build()).Error(); err != nil {
-					t.Fatal(err)
-				}
+				h.setSessionField(t, ref, "idleTimeoutMs", bad)
 				r := h.bearer("acme", "sessions:read")
 				wantProblem(t, h.do("GET", "/v1/sessions/"+tok.SessionId, nil, "Authorization", r), 404, "not-found")
 				wantProblem(t, h.do("GET", "/v1/authorize", nil, "X-Session-Token", tok.Token), 401, "invalid-credentials")

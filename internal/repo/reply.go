@@ -43,6 +43,10 @@ const (
 	// CodeRetry: the keys the caller declared no longer cover what the script must touch
 	// (they changed since the caller's read); nothing was written. The caller reads again.
 	CodeRetry Code = "RETRY"
+	// CodeMigrate: the user still has sessions in the per-session layout (their device index
+	// exists); nothing was written. The caller moves them into the user's hash
+	// (session_migrate.lua) and calls again.
+	CodeMigrate Code = "MIGRATE"
 	// CodeLimited: an attempt counter refused the attempt.
 	CodeLimited Code = "LIMITED"
 	// CodeNoChallenge: no live MFA challenge with that id.
@@ -99,6 +103,7 @@ var codeKinds = map[Code]error{
 	CodeCorrupt:        ErrCorrupt,
 	CodeBound:          apperr.BoundExceeded,
 	CodeRetry:          errRetry,
+	CodeMigrate:        errRetry,
 	CodeLimited:        apperr.RateLimited,
 	CodeNoChallenge:    apperr.Gone,
 	CodeWrongCode:      apperr.WrongCode,

@@ -61,6 +61,9 @@ type SessionOptions struct {
 	// LimitPolicy is what a create does at MaxPerUser: evict the least recently used session
 	// (LimitEvictOldest; "" means the same) or refuse (LimitRefuse).
 	LimitPolicy SessionLimitPolicy
+	// Layout is where sessions live (LayoutPerUser, the default, when the server has hash field
+	// expiry; otherwise, or with LayoutPerSession, one hash per session and a device index).
+	Layout SessionLayout
 	// MFA is the per-user attempt policy of MFA verification.
 	MFA ratelimit.Policy
 	// CacheTTL is how long the hot path may keep a session it read (at most
@@ -86,6 +89,24 @@ const (
 	LimitEvictOldest SessionLimitPolicy = "evict-oldest"
 	// LimitRefuse refuses the create (422 session-limit-reached) until a session ends.
 	LimitRefuse SessionLimitPolicy = "refuse"
+)
+
+// SessionLayout is where sessions live (GATEWAY_SESSION_LAYOUT; docs/KEYS.md, "Sessions").
+type SessionLayout string
+
+const (
+	// LayoutPerUser keeps all of a user's sessions in one hash, <prefix>:v1:sess:{<userTag>}:
+	// the user's fields once, each session's as "<idPart>:<field>" with the session's idle
+	// deadline as their field TTL. One key per user instead of two per session (a hash and the
+	// device index): about 360 B of Redis memory per session instead of about 480 B. Needs hash
+	// field expiry (Redis >= 7.4); on older servers LayoutPerSession applies. Sessions a
+	// per-session gateway wrote are moved into the user's hash on first touch (session_migrate.lua).
+	LayoutPerUser SessionLayout = "per-user"
+	// LayoutPerSession is the layout before per-user: one hash per session plus the user's
+	// device index (a sorted set). A gateway in this layout does not see sessions kept per user:
+	// set it on new gateways while a rolling upgrade from a per-session version runs, then
+	// remove it.
+	LayoutPerSession SessionLayout = "per-session"
 )
 
 // DefaultSessionCacheEntries is SessionOptions.CacheEntries' default.
@@ -120,6 +141,9 @@ type Sessions struct {
 	// broadcast: Redis pushes every write to a session key (broadcast tracking), so the memo
 	// is filled by plain reads and rueidis keeps no copy of sessions.
 	broadcast bool
+	// perUser: sessions live in the user's hash (LayoutPerUser on a server with hash field
+	// expiry); the per-session code paths serve the other case.
+	perUser bool
 }
 
 // ErrSessionOptions reports unusable options.
@@ -138,6 +162,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		return nil, fmt.Errorf("%w: max sessions per user must be within 1..%d", ErrSessionOptions, MaxSessionsPerUser)
 	case o.LimitPolicy != "" && o.LimitPolicy != LimitEvictOldest && o.LimitPolicy != LimitRefuse:
 		return nil, fmt.Errorf("%w: unknown session limit policy %q", ErrSessionOptions, o.LimitPolicy)
+	case o.Layout != "" && o.Layout != LayoutPerUser && o.Layout != LayoutPerSession:
+		return nil, fmt.Errorf("%w: unknown session layout %q", ErrSessionOptions, o.Layout)
 	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:
 		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", ErrSessionOptions, MaxSessionCacheTTL)
 	}
@@ -160,7 +186,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		expiry:     session.Expiry{RefreshFraction: o.RefreshFraction},
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
-		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
+		refreshing: make(chan struct{}, maxBackgroundRefreshes),
+		perUser:    mode != store.FieldExpiryFallback && s.Caps.FieldExpiryMs && o.Layout != LayoutPerSession}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
 		if o.CacheEntries == 0 {

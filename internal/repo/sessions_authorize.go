@@ -151,7 +151,7 @@ func (r *Sessions) refreshLater(ctx context.Context, ref session.Ref) {
 	go func() {
 		defer func() { <-r.refreshing }()
 		if _, err := r.authorizeScript(ctx, ref, false); err != nil && !errors.Is(err, apperr.NotFound) {
-			r.o.Logger.WarnContext(ctx, "background session refresh failed", "key_pattern", r.sessionKeyPattern(), "err", err)
+			r.o.Logger.WarnContext(ctx, "background session refresh failed", "key_pattern", r.keyPattern(), "err", err)
 		}
 	}()
 }

@@ -25,7 +25,6 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", 20*time.Second, time.Hour)
-		key := e.r.sessionKey(ref)
 		if !s.Caps.ClientCache {
 			e.count.Reset()
 			for range 2 {
@@ -41,10 +40,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		// A miss is one round trip: under broadcast tracking a plain HMGET with the key's PTTL,
 		// under default tracking an HMGET through rueidis' cache (which adds its own PTTL
 		// inside a MULTI, not counted here).
-		miss := []string{"HMGET"}
-		if b.Broadcast {
-			miss = []string{"HMGET", "PTTL"}
-		}
+		miss := e.sessMissCmds(b.Broadcast, true)
 		var offset time.Duration // the gateway clock's lead over real time
 		e.r.now = func() time.Time { return time.Now().Add(offset) }
 		auth := func(name string, ref session.Ref, want ...string) (*AuthContext, error) {
@@ -85,9 +81,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		}
 		set := func(field string, v int64) {
 			t.Helper()
-			if err := e.do(e.s.Client.B().Hset().Key(key).FieldValue().FieldValue(field, strconv.FormatInt(v, 10)).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessSetKeep(ref, field, strconv.FormatInt(v, 10))
 		}
 
 		ac := reread("miss")
@@ -102,7 +96,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		if err != nil || !ac.CacheHit || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Refreshed {
 			t.Fatalf("hit: %+v %v", ac, err)
 		}
-		if _, err := auth("another token of the user", session.Ref{Tag: ref.Tag, Part: sessPart(t)}, miss...); !errors.Is(err, apperr.NotFound) {
+		if _, err := auth("another token of the user", session.Ref{Tag: ref.Tag, Part: sessPart(t)}, e.sessMissCmds(b.Broadcast, false)...); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("another token of the user: %v", err)
 		}
 
@@ -113,9 +107,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 			// with 7 of the 20 idle seconds left, then let real time pass the quarter mark
 			// (under 5 s left) on both sides.
 			set(sfLastSeenAt, e.serverMs()-13000)
-			if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(7000).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessExpire(ref, 7000)
 			if ac := reread("prime"); ac.Refreshed {
 				t.Fatalf("prime: %+v", ac)
 			}
@@ -125,9 +117,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 			// refresh is due.
 			now := e.serverMs()
 			set(sfLastSeenAt, now-16000)
-			if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(4000).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessExpire(ref, 4000)
 			offset = -16 * time.Second // cache the copy while the gateway still thinks it fresh
 			if ac := reread("prime"); ac.Refreshed || time.Since(ac.LastSeenAt) < 15*time.Second {
 				t.Fatalf("prime: %+v", ac)
@@ -138,7 +128,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		if err != nil || !ac.Refreshed || ac.CacheHit || time.Since(ac.LastSeenAt) > time.Second {
 			t.Fatalf("refresh: %+v %v", ac, err)
 		}
-		if p := e.pttl(key); p < 19000 {
+		if p := e.sessPTTL(ref); p < 19000 {
 			t.Fatalf("pttl %d after the refresh", p)
 		}
 		// The refresh's write invalidated the copy: one read, then hits again.
@@ -152,9 +142,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		// Due, and not cached: the read is the call's one round trip and the call does not wait
 		// for the refresh, which follows in the background.
 		set(sfLastSeenAt, e.serverMs()-16000)
-		if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(4000).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		e.sessExpire(ref, 4000)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			e.count.Reset()
 			ac, err := e.r.Authorize(ctx, ref)
@@ -172,7 +160,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 				t.Fatal("due after a miss: the invalidation never arrived")
 			}
 		}
-		for deadline := time.Now().Add(5 * time.Second); e.pttl(key) < 19000; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Second); e.sessPTTL(ref) < 19000; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the background refresh never happened")
 			}
@@ -203,28 +191,24 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		offset = 0
 
 		// Corrupt hashes and keys of the wrong type are refused through the cache too.
+		// (No tenantId: per user, the session's marker makes it live, and corrupt.)
 		bad := sessRef(t, "")
-		badKey := e.r.sessionKey(bad)
-		if err := e.do(e.s.Client.B().Hset().Key(badKey).FieldValue().FieldValue("tokenHash", sessRand(t, 32)).FieldValue(sfUserID, "u").
-			FieldValue(sfSchemaVersion, "2").Build()).Error(); err != nil {
-			t.Fatal(err)
+		badOwn := map[string]string{"tokenHash": sessRand(t, 32)}
+		if e.r.perUser {
+			badOwn[sfAbsoluteExpires] = strconv.FormatInt(e.serverMs()+60_000, 10)
 		}
-		if err := e.do(e.s.Client.B().Pexpire().Key(badKey).Milliseconds(60_000).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		e.sessWriteRaw(bad, map[string]string{sfUserID: "u", sfSchemaVersion: "2"}, badOwn, 60_000)
 		if _, err := auth("corrupt", bad, miss...); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("corrupt: %v", err)
 		}
 		wrong := sessRef(t, "")
-		if err := e.do(e.s.Client.B().Set().Key(e.r.sessionKey(wrong)).Value("x").Px(time.Minute).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		wrongKey := e.sessWrongType(wrong)
 		if _, err := auth("wrong type", wrong, miss...); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("wrong type: %v", err)
 		}
 		// The deliberately wrong-typed key goes: the keyspace audit after the suite checks
 		// every key left against docs/KEYS.md.
-		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(wrong)).Build()).Error(); err != nil {
+		if err := e.do(e.s.Client.B().Del().Key(wrongKey).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		if hits, misses := e.r.CacheStats(); hits < 5 || misses < 5 {

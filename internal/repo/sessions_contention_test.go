@@ -87,3 +87,88 @@ func TestSessionRevokeAllUnderConcurrentCreates(t *testing.T) {
 		}
 	})
 }
+
+// Revoke-all while the user's sessions are being rotated without pause: once it returns, no
+// session that existed when it began is alive under any token, and no rotation succeeds after
+// it. In the per-user layout it is one script on the user's hash, so it never has to give up;
+// the per-session layout's loop may (a 503) while rotations never settle, and a call after
+// they stop succeeds.
+func TestSessionRevokeAllUnderConcurrentRotations(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		if !b.Real() {
+			t.Skip("contention needs a real server's concurrency")
+		}
+		e := newSessEnv(t, s, prefix, nil)
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		const chains = 4
+		var (
+			mu      sync.Mutex
+			all     []session.Ref
+			wg      sync.WaitGroup
+			rotated atomic.Int64
+			stop    atomic.Bool
+			began   atomic.Bool
+			revoked atomic.Bool
+			running atomic.Int64
+		)
+		for range chains {
+			ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
+			all = append(all, ref)
+			wg.Add(1)
+			running.Add(1)
+			go func() {
+				defer wg.Done()
+				defer running.Add(-1)
+				for cur := ref; !stop.Load(); {
+					next := sessRef(t, tag)
+					done := revoked.Load()
+					_, err := e.r.Rotate(ctx, cur, "acme", next)
+					switch {
+					case errors.Is(err, apperr.NotFound):
+						if !began.Load() {
+							t.Errorf("rotate before revoke-all: %v", err)
+						}
+						return
+					case err != nil:
+						continue // unavailable: try again
+					case done:
+						t.Errorf("a rotation began after revoke-all returned and succeeded")
+					}
+					mu.Lock()
+					all = append(all, next)
+					mu.Unlock()
+					rotated.Add(1)
+					cur = next
+				}
+			}()
+		}
+		for rotated.Load() < chains && running.Load() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		began.Store(true)
+		n, err := e.r.RevokeAll(ctx, tag, "")
+		if err != nil && !e.r.perUser && errors.Is(err, apperr.Unavailable) {
+			t.Logf("%s: per-session revoke-all gave up under constant rotations: %v", b.Name, err)
+			stop.Store(true)
+			wg.Wait()
+			n, err = e.r.RevokeAll(ctx, tag, "")
+		}
+		revoked.Store(true)
+		if err != nil || n < 1 {
+			t.Fatalf("revoke-all under rotations: %d %v", n, err)
+		}
+		stop.Store(true)
+		wg.Wait()
+		t.Logf("%s: %d rotations, revoke-all ended %d sessions", b.Name, rotated.Load(), n)
+		for _, ref := range all {
+			if e.sessAlive(ref) {
+				t.Errorf("session %s survived revoke-all", ref.ID())
+			}
+		}
+		if list, err := e.r.List(ctx, tag, "acme"); err != nil || len(list) != 0 {
+			t.Fatalf("list after revoke-all: %+v %v", list, err)
+		}
+	})
+}

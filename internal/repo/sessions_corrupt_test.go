@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
@@ -21,18 +20,10 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
-		write := func(ref session.Ref, kv ...string) {
-			c := e.s.Client.B().Hset().Key(e.r.sessionKey(ref)).FieldValue()
-			for i := 0; i+1 < len(kv); i += 2 {
-				c = c.FieldValue(kv[i], kv[i+1])
-			}
-			if err := e.do(c.Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.do(e.s.Client.B().Pexpire().Key(e.r.sessionKey(ref)).Milliseconds(60_000).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		// write puts the session's fields where its layout keeps them (per user: userId,
+		// tenantId and schemaVersion are the user's, the others "<part>:<name>"), all with
+		// 60 s to live.
+		write := func(ref session.Ref, kv ...string) { e.sessWriteKV(ref, 60_000, kv...) }
 		now := e.serverMs()
 		abs, seen := strconv.FormatInt(now+3_600_000, 10), strconv.FormatInt(now, 10)
 		tests := []struct {
@@ -40,6 +31,8 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			kv   []string
 			bad  string
 		}{
+			// Per user: the user's fields gone from a hash that holds a live session (its marker).
+			{"no user", []string{"absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen}, "userId"},
 			{"no tenant", []string{"userId", "SECRET-USER", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "tenantId"},
 			// status and authLevel may be absent (ACTIVE, BASIC), but a present one must be valid.
 			{"empty status", []string{"userId", "SECRET-USER", "tenantId", "acme", "status", "", "absoluteExpiresAtMs", abs, "idleTimeoutMs", "60000", "createdAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2"}, "status"},
@@ -66,7 +59,7 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
-			if p := e.pttl(e.r.sessionKey(ref)); p > 60_000 {
+			if p := e.sessPTTL(ref); p > 60_000 {
 				t.Fatalf("%s: a corrupt session was refreshed", tt.name)
 			}
 			if !strings.Contains(e.logs.String(), tt.bad) {
@@ -83,32 +76,28 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 		// A key of another type where a session belongs: refused as corrupt, counted as a
 		// script error.
 		wrong := sessRef(t, "")
-		if err := e.do(e.s.Client.B().Set().Key(e.r.sessionKey(wrong)).Value("x").Px(time.Minute).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		wrongKey := e.sessWrongType(wrong)
 		if _, err := e.r.Authorize(ctx, wrong); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("wrong type: %v", err)
 		}
 		// The deliberately wrong-typed key goes: the keyspace audit after the suite checks
 		// every key left against docs/KEYS.md.
-		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(wrong)).Build()).Error(); err != nil {
+		if err := e.do(e.s.Client.B().Del().Key(wrongKey).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		if n := e.metric("hashgate_repo_script_errors", sessAttr("script", "session_authorize")); n != 1 {
+		if n := e.metric("hashgate_repo_script_errors", sessAttr("script", e.sessAuthorizeScript())); n != 1 {
 			t.Fatalf("script errors counted = %d", n)
 		}
 
 		old := sessRef(t, "")
 		write(old, "tokenHash", sessRand(t, 32), "userId", "u1", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC",
 			"absoluteExpiresAtMs", abs, "createdAtMs", "1", "lastSeenAtMs", "1", "schemaVersion", "1")
-		if err := e.do(e.s.Client.B().Pexpire().Key(e.r.sessionKey(old)).Milliseconds(1000).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		e.sessExpire(old, 1000)
 		ac, err := e.r.Authorize(ctx, old)
 		if err != nil || ac.Outcome != OldSchema || !ac.Refreshed || ac.Status != session.Active || ac.AuthLevel != session.LevelBasic {
 			t.Fatalf("schema 1: %+v %v", ac, err)
 		}
-		if p := e.pttl(e.r.sessionKey(old)); p < 29*60*1000 {
+		if p := e.sessPTTL(old); p < 29*60*1000 {
 			t.Fatalf("schema 1 refreshed to %dms, want the default idle", p)
 		}
 		if v, err := e.r.Get(ctx, old, "acme"); err != nil || v.SchemaVersion != 1 || v.Status != session.Active || v.AuthLevel != session.LevelBasic {
@@ -137,15 +126,13 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 			ref := sessRef(t, "")
 			write(ref, append(sh.kv, "userId", "u2", "tenantId", "acme",
 				"absoluteExpiresAtMs", abs, "createdAtMs", seen, "updatedAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2")...)
-			if err := e.do(e.s.Client.B().Pexpire().Key(e.r.sessionKey(ref)).Milliseconds(1000).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessExpire(ref, 1000)
 			ac, err := e.r.Authorize(ctx, ref)
 			if err != nil || ac.Outcome != Found || !ac.Refreshed || ac.FailedMFAAttempts != 0 ||
 				ac.LastRotatedAt.UnixMilli() != now || ac.Status != session.Active || ac.AuthLevel != session.LevelBasic {
 				t.Fatalf("%s: %+v %v", sh.name, ac, err)
 			}
-			if p := e.pttl(e.r.sessionKey(ref)); p < sh.min || p > sh.max {
+			if p := e.sessPTTL(ref); p < sh.min || p > sh.max {
 				t.Fatalf("%s: refreshed to %dms, want %d..%d", sh.name, p, sh.min, sh.max)
 			}
 			if v, err := e.r.Get(ctx, ref, "acme"); err != nil || v.SchemaVersion != SchemaVersion || v.LastRotatedAt.UnixMilli() != now ||

@@ -33,36 +33,14 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*Created, erro
 		return nil, err
 	}
 	n.Status, n.AuthLevel = cmp.Or(n.Status, session.Active), cmp.Or(n.AuthLevel, session.LevelBasic)
-	pairs := [][2]string{
-		{sfUserID, n.UserID}, {sfTenantID, n.TenantID}, {sfSchemaVersion, strconv.Itoa(SchemaVersion)},
-		{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash},
+	own, err := sessOwnFields(n)
+	if err != nil {
+		return nil, err
 	}
-	// Readers take an absent status for ACTIVE and an absent authLevel for BASIC.
-	if n.Status != session.Active {
-		pairs = append(pairs, [2]string{sfStatus, n.Status})
+	if r.perUser {
+		return r.uCreate(ctx, n, own)
 	}
-	if n.AuthLevel != session.LevelBasic {
-		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
-	}
-	if n.LoginPending {
-		pairs = append(pairs, [2]string{sfLoginPending, "1"})
-	}
-	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
-		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
-	}
-	var fields []string
-	size := 0
-	for _, p := range pairs {
-		if p[1] == "" {
-			continue
-		}
-		fields = append(fields, p[0], p[1])
-		size += len(p[0]) + len(p[1])
-	}
-	// Three timestamp fields are added by the script, each at most 40 bytes.
-	if nf := len(fields)/2 + 3; nf > SessionMaxFields || size+3*40 > SessionMaxBytes {
-		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
-	}
+	fields := append([]string{sfUserID, n.UserID, sfTenantID, n.TenantID, sfSchemaVersion, strconv.Itoa(SchemaVersion)}, own...)
 	policy := "evict"
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
@@ -172,6 +150,41 @@ func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) []se
 type Created struct {
 	session.Session
 	Evicted []session.Ref
+}
+
+// sessOwnFields are the field, value pairs of n's own (unprefixed names) that a create writes
+// besides userId, tenantId, schemaVersion and the timestamps: only those that differ from their
+// default. It refuses a session over SessionMaxFields or SessionMaxBytes.
+func sessOwnFields(n session.Record) ([]string, error) {
+	pairs := [][2]string{{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash}}
+	// Readers take an absent status for ACTIVE and an absent authLevel for BASIC.
+	if n.Status != session.Active {
+		pairs = append(pairs, [2]string{sfStatus, n.Status})
+	}
+	if n.AuthLevel != session.LevelBasic {
+		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
+	}
+	if n.LoginPending {
+		pairs = append(pairs, [2]string{sfLoginPending, "1"})
+	}
+	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
+		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
+	}
+	var fields []string
+	// userId, tenantId and schemaVersion, then three timestamp fields added by the script,
+	// each at most 40 bytes.
+	size := len(sfUserID) + len(n.UserID) + len(sfTenantID) + len(n.TenantID) + len(sfSchemaVersion) + len(strconv.Itoa(SchemaVersion)) + 3*40
+	for _, p := range pairs {
+		if p[1] == "" {
+			continue
+		}
+		fields = append(fields, p[0], p[1])
+		size += len(p[0]) + len(p[1])
+	}
+	if nf := len(fields)/2 + 6; nf > SessionMaxFields || size > SessionMaxBytes {
+		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
+	}
+	return fields, nil
 }
 
 // checkRecord refuses a record the store would not keep (bounds checked again at the write).

@@ -59,9 +59,8 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			// want checks what the hash stores ("" for absent) and what every read reports.
 			want := func(name string, ref session.Ref, storedStatus, storedLevel, status, level string) {
 				t.Helper()
-				key := e.r.sessionKey(ref)
 				for _, f := range []struct{ name, want string }{{sfStatus, storedStatus}, {sfAuthLevel, storedLevel}} {
-					v, ok := e.stored(key, f.name)
+					v, ok := e.stored(e.sessKey(ref), e.sessField(ref, f.name))
 					if f.want == "" && ok || f.want != "" && v != f.want {
 						t.Fatalf("%s (cached %v): %s stored as %q (present %v), want %q", name, cached, f.name, v, ok, f.want)
 					}
@@ -116,22 +115,18 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			want("stepped up", up, session.MFAVerified, session.LevelMFA, session.MFAVerified, session.LevelMFA)
 
 			// Existence rests on the fields every session holds (userId, tenantId, the deadline,
-			// schemaVersion): a hash holding none of them is missing, not corrupt.
+			// schemaVersion): a hash holding none of them is missing, not corrupt. Per user, a
+			// session is live iff its absoluteExpiresAtMs is: other fields of its id part in the
+			// user's hash (which holds the user's fields) are missing too.
 			stray := sessRef(t, tag)
-			key := e.r.sessionKey(stray)
-			if err := e.do(e.s.Client.B().Hset().Key(key).FieldValue().FieldValue(sfLastSeenAt, "1").
-				FieldValue(sfChallengeAt, "1").Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(60_000).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessWriteRaw(stray, nil, map[string]string{sfLastSeenAt: "1", sfChallengeAt: "1"}, 60_000)
 			if _, err := e.r.Authorize(ctx, stray); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("a hash without the key fields (cached %v): %v", cached, err)
 			}
-			if err := e.do(e.s.Client.B().Del().Key(key).Build()).Error(); err != nil {
-				t.Fatal(err)
+			if _, err := e.r.Get(ctx, stray, "acme"); e.r.perUser && !errors.Is(err, apperr.NotFound) {
+				t.Fatalf("a hash without the key fields, get (cached %v): %v", cached, err)
 			}
+			e.sessDelete(stray)
 			e.everyKeyHasTTL()
 		}
 	})

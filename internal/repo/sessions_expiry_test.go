@@ -62,14 +62,11 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", 10*time.Second, time.Hour)
-		key := e.r.sessionKey(ref)
-		seen := e.hget(key, sfLastSeenAt)
+		seen := e.sessGet(ref, sfLastSeenAt)
 		time.Sleep(5 * time.Millisecond)
 
 		setPTTL := func(ms int64) {
-			if err := e.do(e.s.Client.B().Pexpire().Key(key).Milliseconds(ms).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessExpire(ref, ms)
 		}
 		steps := []struct {
 			name        string
@@ -86,7 +83,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 			if st.pttl > 0 {
 				setPTTL(st.pttl)
 			}
-			before := e.pttl(key)
+			before := e.sessPTTL(ref)
 			e.count.Reset()
 			ac, err := e.r.Authorize(ctx, ref)
 			if err != nil {
@@ -95,14 +92,24 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 			if cmds := e.count.Reset(); len(cmds) != 1 || cmds[0] != "EVALSHA" {
 				t.Fatalf("%s: commands %v, want one EVALSHA", st.name, cmds)
 			}
-			after := e.pttl(key)
-			now := e.hget(key, sfLastSeenAt)
+			after := e.sessPTTL(ref)
+			now := e.sessGet(ref, sfLastSeenAt)
 			if ac.Refreshed != st.wantRefresh {
 				t.Fatalf("%s: refreshed = %v", st.name, ac.Refreshed)
 			}
 			if st.wantRefresh {
 				if after < 9000 || now == seen {
 					t.Fatalf("%s: pttl %d, lastSeen %s→%s", st.name, after, seen, now)
+				}
+				// Per user: every field of the session got the new idle deadline (a field left
+				// behind would vanish before the session), the user's updatedAtMs the refresh.
+				for name, ttl := range e.sessFieldTTLs(ref) {
+					if ttl < after-1000 || ttl > after {
+						t.Fatalf("%s: %s expires in %d ms, the session in %d", st.name, name, ttl, after)
+					}
+				}
+				if e.r.perUser && e.hget(e.r.userKey(ref.Tag), sfUpdatedAt) != now {
+					t.Fatalf("%s: the user's updatedAtMs %s, want the refresh's %s", st.name, e.hget(e.r.userKey(ref.Tag), sfUpdatedAt), now)
 				}
 				seen = now
 			} else if after > before || now != seen {
@@ -115,15 +122,13 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 
 		// Never past the absolute deadline: 1.5s left, idle 10s.
 		abs := e.serverMs() + 1500
-		if err := e.do(e.s.Client.B().Hset().Key(key).FieldValue().FieldValue(sfAbsoluteExpires, strconv.FormatInt(abs, 10)).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		e.sessSet(ref, sfAbsoluteExpires, strconv.FormatInt(abs, 10))
 		setPTTL(300)
 		ac, err := e.r.Authorize(ctx, ref)
 		if err != nil || !ac.Refreshed {
 			t.Fatalf("near the deadline: %+v %v", ac, err)
 		}
-		if p := e.pttl(key); p > 1500 || p < 1000 {
+		if p := e.sessPTTL(ref); p > 1500 || p < 1000 {
 			t.Fatalf("pttl %d extends past the absolute deadline", p)
 		}
 	})

@@ -46,6 +46,7 @@ const (
 	sfSchemaVersion   = "schemaVersion"
 	sfChallengeID     = "mfaChallengeId"
 	sfChallengeAt     = "mfaChallengeCreatedAtMs"
+	sfCodeMAC         = "mfaCodeMac"
 	// sfLoginPending ("1") marks a session created with mfaRequired: its login is not complete
 	// until the MFA verify, which deletes the field. Written only then (a plain session never
 	// holds it); a challenge on a logged-in session (step-up) does not write it.

@@ -34,18 +34,7 @@ func TestSessionHotMissReadsFiveFields(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			n := 0
-			for _, c := range e.count.Commands() {
-				switch c.Name() {
-				case "HMGET":
-					n += len(c.Args) - 2 // HMGET key field...
-				case "EVALSHA", "EVAL": // EVALSHA sha numkeys key fraction idle field...
-					n += len(c.Args) - 6
-				case "HGETALL", "HGET", "HGETEX":
-					t.Fatalf("%s: %v", name, c)
-				}
-			}
-			return ac, n, e.count.Trips()
+			return ac, e.sessFieldsRead(e.count.Commands()), e.count.Trips()
 		}
 		hot := func() (*AuthContext, error) { return e.r.AuthorizeHot(ctx, ref) }
 		view := func() (*AuthContext, error) { return e.r.Authorize(ctx, ref) }
@@ -55,7 +44,7 @@ func TestSessionHotMissReadsFiveFields(t *testing.T) {
 		// broadcast backend must get the five-field read.
 		want := 5
 		if s.Caps.ClientCache && !b.Broadcast {
-			want = len(sessViewFields)
+			want = e.sessViewRead()
 		}
 		if fields != want || trips != 1 {
 			t.Fatalf("hot miss: %d fields in %d round trips, want %d in 1", fields, trips, want)
@@ -102,9 +91,7 @@ func TestSessionHotMissReadsFiveFields(t *testing.T) {
 			t.Fatalf("view hit: %+v", v)
 		}
 		// A revocation reaches the kept copy through the push.
-		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		e.sessDelete(ref)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			if _, err := e.r.AuthorizeHot(ctx, ref); errors.Is(err, apperr.NotFound) {
 				break
@@ -132,14 +119,9 @@ func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
 		// 20 s idle, 4 s to the absolute deadline: under a quarter of the window is left, and
 		// sliding cannot move it.
 		ref := e.create("", "acme", "alice", 20*time.Second, time.Hour)
-		key := e.r.sessionKey(ref)
 		abs := e.serverMs() + 4000
-		if err := e.do(e.s.Client.B().Hset().Key(key).FieldValue().FieldValue(sfAbsoluteExpires, strconv.FormatInt(abs, 10)).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.do(e.s.Client.B().Pexpireat().Key(key).MillisecondsTimestamp(abs).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		e.sessSet(ref, sfAbsoluteExpires, strconv.FormatInt(abs, 10))
+		e.sessExpireAt(ref, abs)
 		// Settle: the first reads may run the script (and the setup's pushes, delivered by each
 		// tracking connection, may drop the copy again); wait until a read costs nothing.
 		scripts := 0
@@ -179,7 +161,7 @@ func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
 		if scripts > 1 {
 			t.Fatalf("the refresh script ran %d times in 2 s for a window that cannot slide", scripts)
 		}
-		if p := e.pttl(key); p > 4000 {
+		if p := e.sessPTTL(ref); p > 4000 {
 			t.Fatalf("pttl %d: extended past the absolute deadline", p)
 		}
 	})

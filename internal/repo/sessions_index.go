@@ -36,6 +36,9 @@ const sessRevokeAllAttempts = 4
 // another tenant (impossible unless corrupt: the tag covers the tenant) and corrupt ones are
 // left out (and counted).
 func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]session.Session, error) {
+	if r.perUser {
+		return r.uList(ctx, tag, tenant)
+	}
 	parts, err := r.members(ctx, tag, MaxSessionsPerUser)
 	if err != nil {
 		return nil, err
@@ -125,6 +128,9 @@ func (r *Sessions) listed(ctx context.Context, ref session.Ref, res []rueidis.Re
 // sessRevokeAllAttempts times in all (then apperr.Unavailable). When it returns without error,
 // no other earlier session of the user exists.
 func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
+	if r.perUser {
+		return r.uRevokeAll(ctx, tag, exceptPart)
+	}
 	withChallenges := r.mode == store.FieldExpiryFallback
 	flag := "0"
 	if withChallenges {

@@ -20,6 +20,10 @@ import (
 // token: the script refuses (changing nothing) and RevokeAll reads again; when sessions keep
 // being rotated it gives up after a bounded number of attempts with a 503, still having changed
 // nothing. (A session created meanwhile does not make it refuse: TestSessionRevokeAllUnderConcurrentCreates.)
+// The per-session layout's loop (forced on servers where per-user is the default): in the
+// per-user layout revoke-all is one script with no index read before it
+// (TestSessionRevokeAllKeepsOne), and TestSessionRevokeAllUnderConcurrentRotations races it
+// with rotations in both layouts.
 func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
@@ -33,7 +37,7 @@ func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				e := newSessEnv(t, s, prefix, nil)
+				e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.Layout = LayoutPerSession })
 				ctx := context.Background()
 				tag := sessRand(t, 9)
 				all := map[session.Ref]bool{}
@@ -95,11 +99,13 @@ func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 }
 
 // List prunes an index member only when its session is confirmed gone; the prune script
-// re-checks each key it is given and never drops a live session's member.
+// re-checks each key it is given and never drops a live session's member. (The per-session
+// layout's index, forced where per-user is the default; the per-user layout has nothing to
+// prune: TestSessionListOrderExpiryCorrupt.)
 func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.Layout = LayoutPerSession })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
@@ -133,12 +139,18 @@ func TestSessionListPrunesOnlyGoneMembers(t *testing.T) {
 
 // Create counts the index's members for the per-user bound; when the index is full it drops the
 // members whose session ended before their absolute deadline in the same script, so the index
-// never holds more than MaxPerUser members (here with the refuse policy: no eviction).
+// never holds more than MaxPerUser members (here with the refuse policy: no eviction). (The
+// per-session layout's index, forced where per-user is the default; in the per-user layout an
+// ended session's fields are gone with their TTL: TestSessionCreateBound.)
 func TestSessionCreateBoundCountsIndex(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		const limit = 3
-		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit; o.LimitPolicy = LimitRefuse })
+		e := newSessEnv(t, s, prefix, func(o *SessionOptions) {
+			o.MaxPerUser = limit
+			o.LimitPolicy = LimitRefuse
+			o.Layout = LayoutPerSession
+		})
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		var refs []session.Ref
@@ -171,6 +183,8 @@ func TestSessionCreateBoundCountsIndex(t *testing.T) {
 // No session script builds a key from ARGV (a key base plus a member): every key a script
 // touches is declared in KEYS, which Redis Cluster checks before running it. A key built inside
 // a script is refused ("non local key") or, worse, read as missing while its slot migrates.
+// The per-user layout's scripts build field names ("<idPart>:<name>") from ARGV: such a line
+// says so in its comment ("-- field name").
 func TestSessionScriptsBuildNoKeys(t *testing.T) {
 	t.Parallel()
 	names, err := scriptFS.ReadDir("scripts")
@@ -189,7 +203,8 @@ func TestSessionScriptsBuildNoKeys(t *testing.T) {
 		}
 		checked++
 		for i, line := range strings.Split(string(b), "\n") {
-			if code, _, _ := strings.Cut(line, "--"); concat.MatchString(code) {
+			code, comment, _ := strings.Cut(line, "--")
+			if concat.MatchString(code) && !strings.Contains(comment, "field name") {
 				t.Errorf("%s:%d builds a string from ARGV: %s", n.Name(), i+1, strings.TrimSpace(line))
 			}
 		}
@@ -204,19 +219,17 @@ func TestSessionScriptsBuildNoKeys(t *testing.T) {
 // authorizes; List answers every live session or is refused as unavailable, never a shorter
 // list; Create succeeds or is refused as unavailable; RevokeAll, sent while index and sessions
 // sit on different nodes, is refused as unavailable having changed nothing, or revokes all.
-// Afterwards the list is exact, revoke-all leaves no session and no key of the user.
+// Afterwards the list is exact, revoke-all leaves no session and no key of the user. In the
+// per-user layout the slot holds one key, the user's hash: the same checks run after it moved
+// while the slot is still migrating, with revoke-all then.
 func TestSessionIndexDuringSlotMigration(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []store.FieldExpiry{"", store.FieldExpiryFallback} {
-		name := "detected"
-		if mode != "" {
-			name = string(mode)
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, v := range sessMigrationVariants {
+		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			cl := testredis.StartCluster(t)
-			s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: mode})
-			e := newSessEnv(t, s, testredis.Prefix(t), nil)
+			s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: v.mode})
+			e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.Layout = v.layout })
 			ctx := context.Background()
 			tag := sessRand(t, 9)
 			const count = 8
@@ -277,7 +290,8 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 				After: func(n int) {
 					moved = n
 					step(n)
-					if n != count/2 && n != count/2+2 { // index on the old owner, then on the new one
+					// Per session: index on the old owner, then on the new one; per user: the hash moved.
+					if e.r.perUser && n != 1 || !e.r.perUser && n != count/2 && n != count/2+2 {
 						return
 					}
 					_, err := e.r.RevokeAll(ctx, tag, "")

@@ -42,3 +42,17 @@ func (r *Sessions) sessionKeyPattern() string {
 func CachedKeyPrefixes(prefix string) []string {
 	return []string{prefix + ":v1:" + sessKeyType + ":", prefix + ":v1:token:"}
 }
+
+// userKey is the user's hash in the per-user layout (LayoutPerUser): the user's fields once,
+// every session's as "<idPart>:<field>". It shares the "sess:" prefix with the per-session
+// hashes, so broadcast tracking pushes its writes to every gateway.
+func (r *Sessions) userKey(tag string) string { return UserSessionsKey(r.keys, tag) }
+
+// UserSessionsKey is the per-user layout's hash of the user with tag under k (for tools and
+// tests that look at the keyspace directly).
+func UserSessionsKey(k Keys, tag string) string { return k.Key(sessKeyType, tag) }
+
+// userKeyPattern is what logs name instead of the user's hash.
+func (r *Sessions) userKeyPattern() string {
+	return r.keys.Prefix + ":v1:" + sessKeyType + ":{<userTag>}"
+}

@@ -79,7 +79,7 @@ func TestSessionLoginPending(t *testing.T) {
 					t.Fatalf("verified %d: %+v %v", i, ac, err)
 				}
 			}
-			if got := e.hget(e.r.sessionKey(next), sfLoginPending); got != "" {
+			if got := e.sessGet(next, sfLoginPending); got != "" {
 				t.Fatalf("loginPending left after the verify: %q", got)
 			}
 
@@ -89,22 +89,30 @@ func TestSessionLoginPending(t *testing.T) {
 			if ac, err := e.r.Authorize(ctx, up); err != nil || ac.LoginPending || ac.Status != session.MFARequired {
 				t.Fatalf("step-up: %+v %v", ac, err)
 			}
-			if got := e.hget(e.r.sessionKey(up), sfLoginPending); got != "" {
+			if got := e.sessGet(up, sfLoginPending); got != "" {
 				t.Fatalf("a step-up wrote loginPending: %q", got)
 			}
 
 			// A present value other than "1" is corrupt, never read as logged in.
 			bad := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-			if err := e.do(e.s.Client.B().Hset().Key(e.r.sessionKey(bad)).FieldValue().FieldValue(sfLoginPending, "0").Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessSet(bad, sfLoginPending, "0")
 			if _, err := e.r.Authorize(ctx, bad); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("loginPending 0: %v", err)
 			}
-			if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(bad)).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessDel(bad)
 			e.everyKeyHasTTL()
 		}
 	})
+}
+
+// sessDel deletes the session as stored: its hash, or its fields in the user's hash.
+func (e *sessEnv) sessDel(ref session.Ref) {
+	e.t.Helper()
+	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
+	if e.r.perUser {
+		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partFields(ref.Part, sessPartFields)...).Build()
+	}
+	if err := e.do(cmd).Error(); err != nil {
+		e.t.Fatal(err)
+	}
 }

@@ -16,21 +16,26 @@ import (
 // default tracking it sits on top of rueidis' cache, which the reads go through. Either way:
 //
 //   - an entry is dropped when Redis's invalidation push for its key arrives (on any tracking
-//     connection), and everything is dropped when rueidis starts afresh (a lost connection or
-//     a FLUSHALL);
+//     connection): a session's own hash (<prefix>:v1:sess:{<tag>}:<part>, the per-session
+//     layout) drops that session, the user's hash (<prefix>:v1:sess:{<tag>}, the per-user
+//     layout, where every session of the user is a field of one key) drops every session of
+//     the tag; everything is dropped when rueidis starts afresh (a lost connection or a
+//     FLUSHALL);
 //   - an entry lives at most the cache TTL from the read that filled it, so staleness stays
 //     bounded even if a push is lost;
-//   - a read stores its result only if no invalidation for its key (or for everything) arrived
-//     since the read began: a push that overtakes the decoding cannot be undone by it.
+//   - a read stores its result only if no invalidation for its user (or for everything)
+//     arrived since the read began: a push that overtakes the decoding cannot be undone by it.
 //
-// The version check is striped (a push for another key of the same stripe also blocks a
-// store); that only costs a lost memo fill, never a stale entry.
+// Entries are grouped by the user's tag (a push for the user's hash finds them all at once);
+// a user's group is a copy-on-write slice, so a hit takes no lock. The version check is
+// striped by tag (a push for another user of the same stripe also blocks a store); that only
+// costs a lost memo fill, never a stale entry.
 type authMemo struct {
 	keyPrefix string
 	max       int64
 	seed      maphash.Seed
 
-	m     sync.Map // session.Ref → *memoEntry
+	users sync.Map // tag → *memoUser
 	n     atomic.Int64
 	swept atomic.Int64 // unix nanos of the last sweep
 
@@ -39,6 +44,20 @@ type authMemo struct {
 }
 
 const memoStripes = 1024
+
+// memoUser is the kept sessions of one user (most users have one). parts is replaced, never
+// changed in place, under mu; a user whose group was removed from users is dead (a put that
+// loaded it before starts again with a new group).
+type memoUser struct {
+	mu    sync.Mutex
+	dead  bool
+	parts atomic.Pointer[[]memoPart]
+}
+
+type memoPart struct {
+	part string
+	e    *memoEntry
+}
 
 // memoEntry is one decoded session: what the hot path decides with, kept compact (about a
 // quarter of a full view), and the full view when a read that needed it ("who am I") filled
@@ -60,48 +79,66 @@ func newAuthMemo(keyPrefix string, max int64) *authMemo {
 	return &authMemo{keyPrefix: keyPrefix, max: max, seed: maphash.MakeSeed()}
 }
 
-// refOf is the reference a session key names: "<keyPrefix><tag>}:<part>".
-func (m *authMemo) refOf(key string) (session.Ref, bool) {
+// keyOf is what a session key names: the tag and part of "<keyPrefix><tag>}:<part>" (a
+// session's hash), or the tag alone of "<keyPrefix><tag>}" (the user's hash, part "").
+func (m *authMemo) keyOf(key string) (tag, part string, ok bool) {
 	rest, ok := strings.CutPrefix(key, m.keyPrefix)
 	if !ok {
-		return session.Ref{}, false
+		return "", "", false
 	}
-	tag, part, ok := strings.Cut(rest, "}:")
+	if tag, ok := strings.CutSuffix(rest, "}"); ok && tag != "" && !strings.Contains(tag, "}") {
+		return tag, "", true
+	}
+	tag, part, ok = strings.Cut(rest, "}:")
 	if !ok || tag == "" || part == "" {
+		return "", "", false
+	}
+	return tag, part, true
+}
+
+// refOf is the reference a session's own key names: "<keyPrefix><tag>}:<part>".
+func (m *authMemo) refOf(key string) (session.Ref, bool) {
+	tag, part, ok := m.keyOf(key)
+	if !ok || part == "" {
 		return session.Ref{}, false
 	}
 	return session.Ref{Tag: tag, Part: part}, true
 }
 
-// The memo is keyed by the session's reference; invalidation pushes name Redis keys, which
-// end in the reference's part (…:{<tag>}:<part>). Stripes are chosen by the part alone, so a
-// key and its reference always land on the same stripe.
-func (m *authMemo) stripe(part string) *atomic.Uint64 {
-	return &m.stripes[maphash.String(m.seed, part)%memoStripes]
+// stripe is the version counter of the user with tag: every push for one of the user's keys
+// (the user's hash or one session's) bumps it.
+func (m *authMemo) stripe(tag string) *atomic.Uint64 {
+	return &m.stripes[maphash.String(m.seed, tag)%memoStripes]
 }
 
 // version is taken before the read whose result put may store.
 func (m *authMemo) version(key session.Ref) memoVersion {
-	return memoVersion{epoch: m.epoch.Load(), stripe: m.stripe(key.Part).Load()}
+	return memoVersion{epoch: m.epoch.Load(), stripe: m.stripe(key.Tag).Load()}
 }
 
 // get returns the live entry for key.
 func (m *authMemo) get(key session.Ref, now time.Time) (*memoEntry, bool) {
-	v, ok := m.m.Load(key)
+	v, ok := m.users.Load(key.Tag)
 	if !ok {
 		return nil, false
 	}
-	e := v.(*memoEntry)
-	if !now.Before(e.until) {
-		if m.m.CompareAndDelete(key, v) {
-			m.n.Add(-1)
-		}
+	ps := v.(*memoUser).parts.Load()
+	if ps == nil {
 		return nil, false
 	}
-	return e, true
+	for i := range *ps {
+		if p := &(*ps)[i]; p.part == key.Part {
+			if !now.Before(p.e.until) {
+				m.remove(key, p.e)
+				return nil, false
+			}
+			return p.e, true
+		}
+	}
+	return nil, false
 }
 
-// put stores e for key unless an invalidation for it arrived since v was taken.
+// put stores e for key unless an invalidation for its user arrived since v was taken.
 func (m *authMemo) put(key session.Ref, e *memoEntry, v memoVersion, now time.Time) {
 	if m.n.Load() >= m.max {
 		m.sweep(now)
@@ -109,15 +146,102 @@ func (m *authMemo) put(key session.Ref, e *memoEntry, v memoVersion, now time.Ti
 			return
 		}
 	}
-	if _, loaded := m.m.Swap(key, e); !loaded {
-		m.n.Add(1)
+	for {
+		u, ok := m.users.Load(key.Tag)
+		if !ok {
+			u, _ = m.users.LoadOrStore(key.Tag, &memoUser{})
+		}
+		if m.store(u.(*memoUser), key.Part, e) {
+			break
+		}
 	}
 	// Checked after storing, so an invalidation that lands between the check and the store
-	// is not missed: either it deleted the entry after the store, or the check sees it.
-	if m.epoch.Load() != v.epoch || m.stripe(key.Part).Load() != v.stripe {
-		if m.m.CompareAndDelete(key, e) {
-			m.n.Add(-1)
+	// is not missed: either it dropped the entry after the store, or the check sees it.
+	if m.epoch.Load() != v.epoch || m.stripe(key.Tag).Load() != v.stripe {
+		m.remove(key, e)
+	}
+}
+
+// store puts e for part into u; false when u is dead (removed meanwhile: start again).
+func (m *authMemo) store(u *memoUser, part string, e *memoEntry) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.dead {
+		return false
+	}
+	var old []memoPart
+	if ps := u.parts.Load(); ps != nil {
+		old = *ps
+	}
+	next := make([]memoPart, 0, len(old)+1)
+	replaced := false
+	for _, p := range old {
+		if p.part == part {
+			p.e, replaced = e, true
 		}
+		next = append(next, p)
+	}
+	if !replaced {
+		next = append(next, memoPart{part: part, e: e})
+		m.n.Add(1)
+	}
+	u.parts.Store(&next)
+	return true
+}
+
+// remove drops key's entry if it is still e (any entry when e is nil); a user left with none
+// is removed.
+func (m *authMemo) remove(key session.Ref, e *memoEntry) {
+	v, ok := m.users.Load(key.Tag)
+	if !ok {
+		return
+	}
+	u := v.(*memoUser)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ps := u.parts.Load()
+	if u.dead || ps == nil {
+		return
+	}
+	next := make([]memoPart, 0, len(*ps))
+	for _, p := range *ps {
+		if p.part == key.Part && (e == nil || p.e == e) {
+			m.n.Add(-1)
+			continue
+		}
+		next = append(next, p)
+	}
+	if len(next) == len(*ps) {
+		return
+	}
+	if len(next) == 0 {
+		u.parts.Store(nil) // (counted above)
+		m.kill(key.Tag, u)
+		return
+	}
+	u.parts.Store(&next)
+}
+
+// kill removes u (held locked) and its entries.
+func (m *authMemo) kill(tag string, u *memoUser) {
+	u.dead = true
+	m.users.CompareAndDelete(tag, u)
+	if ps := u.parts.Swap(nil); ps != nil {
+		m.n.Add(-int64(len(*ps)))
+	}
+}
+
+// dropUser removes every entry of the user with tag.
+func (m *authMemo) dropUser(tag string) {
+	v, ok := m.users.Load(tag)
+	if !ok {
+		return
+	}
+	u := v.(*memoUser)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.dead {
+		m.kill(tag, u)
 	}
 }
 
@@ -125,22 +249,22 @@ func (m *authMemo) put(key session.Ref, e *memoEntry, v memoVersion, now time.Ti
 func (m *authMemo) invalidate(keys []string, all bool) {
 	if all {
 		m.epoch.Add(1)
-		m.m.Range(func(k, v any) bool {
-			if m.m.CompareAndDelete(k, v) {
-				m.n.Add(-1)
-			}
+		m.users.Range(func(k, _ any) bool {
+			m.dropUser(k.(string))
 			return true
 		})
 		return
 	}
 	for _, k := range keys {
-		ref, ok := m.refOf(k)
+		tag, part, ok := m.keyOf(k)
 		if !ok {
 			continue // not a session key
 		}
-		m.stripe(ref.Part).Add(1)
-		if v, ok := m.m.LoadAndDelete(ref); ok && v != nil {
-			m.n.Add(-1)
+		m.stripe(tag).Add(1)
+		if part == "" {
+			m.dropUser(tag)
+		} else {
+			m.remove(session.Ref{Tag: tag, Part: part}, nil)
 		}
 	}
 }
@@ -151,9 +275,15 @@ func (m *authMemo) sweep(now time.Time) {
 	if now.UnixNano()-last < int64(time.Second) || !m.swept.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	m.m.Range(func(k, v any) bool {
-		if !now.Before(v.(*memoEntry).until) && m.m.CompareAndDelete(k, v) {
-			m.n.Add(-1)
+	m.users.Range(func(k, v any) bool {
+		ps := v.(*memoUser).parts.Load()
+		if ps == nil {
+			return true
+		}
+		for _, p := range *ps {
+			if !now.Before(p.e.until) {
+				m.remove(session.Ref{Tag: k.(string), Part: p.part}, p.e)
+			}
 		}
 		return true
 	})

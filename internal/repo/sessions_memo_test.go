@@ -3,6 +3,8 @@ package repo
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,6 +102,86 @@ func TestAuthMemo(t *testing.T) {
 			t.Fatal("flush-all left an entry")
 		}
 	})
+	// The per-user layout keeps all of a user's sessions in one key, <prefix>:v1:sess:{<tag>}:
+	// its push drops every session of the tag kept, and only those.
+	t.Run("a push for the user's hash drops the user's sessions", func(t *testing.T) {
+		m := newMemo()
+		other := session.Ref{Tag: "OTHEROTHER", Part: "a"}
+		for _, r := range []session.Ref{ref("a"), ref("b"), other} {
+			m.put(r, entry(), m.version(r), now)
+		}
+		m.invalidate([]string{prefix + "TAGTAGTAGTAG}"}, false)
+		for _, r := range []session.Ref{ref("a"), ref("b")} {
+			if _, ok := m.get(r, now); ok {
+				t.Fatalf("%+v still served after its user's hash was invalidated", r)
+			}
+		}
+		if _, ok := m.get(other, now); !ok {
+			t.Fatal("another user's entry dropped")
+		}
+		if n := m.n.Load(); n != 1 {
+			t.Fatalf("%d entries counted, want 1", n)
+		}
+		// Kept again afterwards, and a per-session key's push still drops its session alone.
+		m.put(ref("a"), entry(), m.version(ref("a")), now)
+		m.put(ref("b"), entry(), m.version(ref("b")), now)
+		m.invalidate([]string{key("a")}, false)
+		if _, ok := m.get(ref("a"), now); ok {
+			t.Fatal("the per-session key's push did not drop its session")
+		}
+		if _, ok := m.get(ref("b"), now); !ok {
+			t.Fatal("the per-session key's push dropped another session of the user")
+		}
+	})
+	t.Run("a push for the user's hash during the read blocks the store", func(t *testing.T) {
+		m := newMemo()
+		v := m.version(ref("k"))
+		m.invalidate([]string{prefix + "TAGTAGTAGTAG}"}, false)
+		m.put(ref("k"), entry(), v, now)
+		if _, ok := m.get(ref("k"), now); ok || m.n.Load() != 0 {
+			t.Fatal("a read that the user's push overtook was stored")
+		}
+	})
+	// Puts, expiries and pushes for both key shapes racing on a few users keep the count equal
+	// to what is kept (the bound relies on it), and a flush leaves nothing.
+	t.Run("racing puts and pushes keep the count", func(t *testing.T) {
+		m := newMemo()
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 2000 {
+					r := session.Ref{Tag: "T" + strconv.Itoa(i%3), Part: strconv.Itoa((i + g) % 4)}
+					switch i % 5 {
+					case 0:
+						m.invalidate([]string{prefix + r.Tag + "}"}, false)
+					case 1:
+						m.invalidate([]string{prefix + r.Tag + "}:" + r.Part}, false)
+					case 2:
+						m.get(r, now.Add(2*time.Second)) // expired: removed
+					default:
+						m.put(r, entry(), m.version(r), now)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		kept := 0
+		m.users.Range(func(_, v any) bool {
+			if ps := v.(*memoUser).parts.Load(); ps != nil {
+				kept += len(*ps)
+			}
+			return true
+		})
+		if n := m.n.Load(); n != int64(kept) {
+			t.Fatalf("counted %d entries, %d kept", n, kept)
+		}
+		m.invalidate(nil, true)
+		if n := m.n.Load(); n != 0 {
+			t.Fatalf("%d entries counted after a flush", n)
+		}
+	})
 	t.Run("a push during the read blocks the store", func(t *testing.T) {
 		m := newMemo()
 		v := m.version(ref("k"))
@@ -122,7 +204,7 @@ func TestAuthMemo(t *testing.T) {
 	t.Run("key to reference", func(t *testing.T) {
 		m := newMemo()
 		for k, want := range map[string]bool{key("abc"): true, prefix + "}:abc": false, prefix + "TAG}:": false,
-			"other:v1:sess:{TAG}:abc": false, prefix + "TAG:abc": false} {
+			"other:v1:sess:{TAG}:abc": false, prefix + "TAG:abc": false, prefix + "TAG}": false} {
 			if _, ok := m.refOf(k); ok != want {
 				t.Errorf("refOf(%q) ok = %v, want %v", k, ok, want)
 			}

@@ -34,8 +34,14 @@ func (r *Sessions) StartChallenge(ctx context.Context, c MFAChallenge) (time.Tim
 	if secs < 1 || !session.B64URL(c.ID) || c.CodeMAC == "" {
 		return time.Time{}, apperr.New(apperr.Validation, "A challenge needs an id, a code MAC and a TTL of at least 1s.")
 	}
-	rep, err := r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
-		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(SchemaVersion)})
+	var rep Reply
+	var err error
+	if r.perUser {
+		rep, err = r.uChallenge(ctx, c, secs)
+	} else {
+		rep, err = r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
+			[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(SchemaVersion)})
+	}
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -103,7 +109,11 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	var rep Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		rep, err = r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
+		if r.perUser {
+			rep, err = r.uVerify(ctx, c, v)
+		} else {
+			rep, err = r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
+		}
 		// A step-up rotates: the old token is dead. Other outcomes end nothing.
 		return err == nil && rep.Code() == CodeOK, err
 	})

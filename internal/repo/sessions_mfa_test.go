@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// challengeLive looks where the server's mode keeps the challenge: hash fields or a key.
+// challengeLive looks where the server's mode and the layout keep the challenge: the session's
+// fields (in its own hash or the user's) or a key.
 func (e *sessEnv) challengeLive(ref session.Ref) bool {
 	e.t.Helper()
 	if e.s.Caps.FieldExpiry == store.FieldExpiryFallback {
@@ -23,7 +25,7 @@ func (e *sessEnv) challengeLive(ref session.Ref) bool {
 		}
 		return n == 1
 	}
-	n, err := e.do(e.s.Client.B().Hexists().Key(e.r.sessionKey(ref)).Field(sfChallengeID).Build()).AsInt64()
+	n, err := e.do(e.s.Client.B().Hexists().Key(e.sessKey(ref)).Field(e.sessField(ref, sfChallengeID)).Build()).AsInt64()
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func (e *sessEnv) challengeTTL(ref session.Ref) time.Duration {
 	}
 	// HPTTL, not HTTL: HTTL rounds down to whole seconds (a 1s TTL reads 0 at once on the
 	// embedded store).
-	c := e.s.Client.B().Arbitrary("HPTTL").Keys(e.r.sessionKey(ref)).Args("FIELDS", "2", sfChallengeID, "mfaCodeMac").Build()
+	c := e.s.Client.B().Arbitrary("HPTTL").Keys(e.sessKey(ref)).Args("FIELDS", "2", e.sessField(ref, sfChallengeID), e.sessField(ref, sfCodeMAC)).Build()
 	v, err := e.do(c).AsIntSlice()
 	if err != nil || len(v) != 2 || v[0]-v[1] > 5 || v[1]-v[0] > 5 {
 		e.t.Fatalf("HPTTL = %v, %v", v, err)
@@ -80,11 +82,12 @@ func TestSessionChallengeExpiresAlone(t *testing.T) {
 		if v, _ := e.r.Get(ctx, ref, "acme"); v.Status != session.MFARequired || !v.ChallengeLive {
 			t.Fatalf("after challenge: %+v", v)
 		}
+		e.sessionFieldsShareTTL(ref)
 		time.Sleep(1600 * time.Millisecond)
 		if e.challengeLive(ref) {
 			t.Fatal("the challenge outlived its TTL")
 		}
-		if p := e.pttl(e.r.sessionKey(ref)); p < 59*60*1000 {
+		if p := e.sessPTTL(ref); p < 59*60*1000 {
 			t.Fatalf("session TTL changed: %d", p)
 		}
 		v, err := e.r.Get(ctx, ref, "acme")
@@ -145,6 +148,10 @@ func TestSessionVerify(t *testing.T) {
 		if e.challengeLive(next) || e.challengeLive(ref) {
 			t.Fatal("challenge left behind")
 		}
+		if st := e.sessStored(ref); e.r.perUser && len(st) != 0 {
+			t.Fatalf("the old reference's fields are left in the user's hash: %v", st)
+		}
+		e.sessionFieldsShareTTL(next)
 		res, _, err = e.verify(next, "acme", cid, "good-mac")
 		if err != nil || res.Outcome != VerifyNoChallenge {
 			t.Fatalf("replay: %+v %v", res, err)
@@ -153,6 +160,66 @@ func TestSessionVerify(t *testing.T) {
 			t.Fatalf("index: %+v", list)
 		}
 		e.everyKeyHasTTL()
+	})
+}
+
+// sessionFieldsShareTTL fails unless, in the per-user layout, every field of the session but
+// the live challenge's carries the session's TTL (that of its absoluteExpiresAtMs), and the
+// challenge's carry at most that; the key outlives them all.
+func (e *sessEnv) sessionFieldsShareTTL(ref session.Ref) {
+	e.t.Helper()
+	if !e.r.perUser {
+		return
+	}
+	st := e.sessStored(ref)
+	names := make([]string, 0, len(st))
+	for n := range st {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	mark := slices.Index(names, sfAbsoluteExpires)
+	if mark < 0 {
+		e.t.Fatalf("session %s has no absoluteExpiresAtMs: %v", ref.Part, st)
+	}
+	ttls := e.fieldTTLs(e.r.userKey(ref.Tag), partFields(ref.Part, names)...)
+	idle := ttls[mark] // read in the same command as the others
+	for i, n := range names {
+		switch {
+		case n == sfChallengeID || n == sfCodeMAC:
+			if ttls[i] <= 0 || ttls[i] > idle {
+				e.t.Fatalf("challenge field %s: TTL %d ms, session's %d ms", n, ttls[i], idle)
+			}
+		case ttls[i] > idle || ttls[i] < idle-2000:
+			e.t.Fatalf("field %s: TTL %d ms, want the session's %d ms (all: %v %v)", n, ttls[i], idle, names, ttls)
+		}
+	}
+	if p := e.pttl(e.r.userKey(ref.Tag)); p < idle {
+		e.t.Fatalf("the user's hash (pttl %d) ends before the session's fields (%d)", p, idle)
+	}
+}
+
+// In the per-user layout the challenge's fields never outlive the session's idle window: their
+// TTL is the shorter of the challenge's and what is left of the window, and so is the expiry
+// StartChallenge answers.
+func TestSessionChallengeCappedByIdle(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		if !e.r.perUser {
+			t.Skip("per-session layout: the challenge ends with the session's key")
+		}
+		ref := e.create("", "acme", "alice", time.Minute, 2*time.Hour)
+		exp, err := e.r.StartChallenge(context.Background(), MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := e.challengeTTL(ref); d <= 0 || d > time.Minute {
+			t.Fatalf("challenge TTL %v, want at most the idle minute left", d)
+		}
+		if now := time.UnixMilli(e.serverMs()); exp.After(now.Add(time.Minute)) || !exp.After(now) {
+			t.Fatalf("challenge expires at %v, server time %v: want within the idle minute", exp, now)
+		}
+		e.sessionFieldsShareTTL(ref)
 	})
 }
 
@@ -186,9 +253,10 @@ func TestSessionVerifyConcurrentLimit(t *testing.T) {
 		if counts[VerifyWrongCode] != 5 || counts[VerifyLimited] != 59 {
 			t.Fatalf("outcomes %v, want 5 wrong_code and 59 rate_limited", counts)
 		}
-		if got := e.hget(e.r.sessionKey(ref), sfFailedMFA); got != "5" {
+		if got := e.sessGet(ref, sfFailedMFA); got != "5" {
 			t.Fatalf("failedMfaAttempts = %s", got)
 		}
+		e.sessionFieldsShareTTL(ref)
 		// Even the right code is refused once the window is spent.
 		if res, _, err := e.verify(ref, "acme", cid, "good-mac"); err != nil || res.Outcome != VerifyLimited {
 			t.Fatalf("right code after the limit: %+v %v", res, err)

@@ -18,6 +18,9 @@ import (
 // round trip: HMGET of the view fields and PTTL (plus the challenge key's existence in the
 // fallback mode).
 func (r *Sessions) Get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
+	if r.perUser {
+		return r.uGet(ctx, ref, tenant)
+	}
 	key := r.sessionKey(ref)
 	cmds := rueidis.Commands{
 		r.client.B().Hmget().Key(key).Field(sessViewFields...).Build(),
@@ -91,6 +94,6 @@ func (r *Sessions) classifyChallenge(ctx context.Context, s *session.Session, m 
 // corrupt counts and logs a corrupt session (key pattern and field names, never values).
 func (r *Sessions) corrupt(ctx context.Context, ref session.Ref, f *fields, err error) error {
 	r.o.Metrics.Read(ctx, sessObject, Corrupt)
-	r.o.Logger.WarnContext(ctx, "corrupt session hash refused", "key_pattern", r.sessionKeyPattern(), "fields", f.bad)
+	r.o.Logger.WarnContext(ctx, "corrupt session hash refused", "key_pattern", r.keyPattern(), "fields", f.bad)
 	return fmt.Errorf("session %s: %w", ref.ID(), err)
 }

@@ -48,7 +48,7 @@ func (r *Sessions) scriptErr(ctx context.Context, name string, err error) error 
 func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
 	if re, ok := rueidis.IsRedisErr(err); ok && strings.Contains(re.Error(), "WRONGTYPE") {
 		r.o.Metrics.Read(ctx, sessObject, Corrupt)
-		r.o.Logger.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.sessionKeyPattern(), "op", op)
+		r.o.Logger.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.keyPattern(), "op", op)
 		return fmt.Errorf("%s: %w: wrong key type", op, ErrCorrupt)
 	}
 	return redisErr(op, err)

@@ -42,15 +42,17 @@ func TestNewSessionsRefusesBadOptions(t *testing.T) {
 	}
 }
 
-// The verify script embeds the rate limiter's counter verbatim.
+// The verify scripts (both layouts) embed the rate limiter's counter verbatim.
 func TestVerifyScriptEmbedsFixedWindow(t *testing.T) {
 	t.Parallel()
-	b, err := scriptFS.ReadFile("scripts/session_verify.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), ratelimit.FixedWindowLua()) {
-		t.Fatal("session_verify.lua's fixed_window differs from internal/ratelimit/scripts/fixed_window.lua")
+	for _, name := range []string{"session_verify", "session_u_verify"} {
+		b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), ratelimit.FixedWindowLua()) {
+			t.Fatalf("%s.lua's fixed_window differs from internal/ratelimit/scripts/fixed_window.lua", name)
+		}
 	}
 	if !strings.Contains(ratelimit.FixedWindowLua(), "'schemaVersion', '"+strconv.Itoa(SchemaVersion)+"'") {
 		t.Fatal("the counter's schemaVersion differs from repo.SchemaVersion")
@@ -64,13 +66,12 @@ func TestSessionLifecycle(t *testing.T) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		ref := e.create(tag, "acme", "alice", 30*time.Minute, 24*time.Hour)
-		key := e.r.sessionKey(ref)
-		if p := e.pttl(key); p <= 29*60*1000 || p > 30*60*1000 {
+		if p := e.sessPTTL(ref); p <= 29*60*1000 || p > 30*60*1000 {
 			t.Fatalf("pttl = %d, want the idle timeout", p)
 		}
 		// No hash of the token is stored (the key derives from it), and defaults are not written.
 		for _, f := range []string{"tokenHash", sfStatus, sfAuthLevel, sfFailedMFA, sfLastSeenAt, sfLastRotatedAt, sfIdleTimeout} {
-			if v := e.hget(key, f); v != "" {
+			if v := e.sessGet(ref, f); v != "" {
 				t.Fatalf("%s stored at create", f)
 			}
 		}
@@ -147,10 +148,9 @@ func TestSessionCreateBound(t *testing.T) {
 		if !errors.Is(err, apperr.SessionLimit) {
 			t.Fatalf("third session: %v", err)
 		}
-		// An expired (here: deleted) session no longer counts: it is pruned on the next create.
-		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(a)).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		// An expired (here: deleted) session no longer counts: it is pruned on the next create
+		// (per user: its live marker is gone).
+		e.sessDrop(a)
 		e.create(tag, "acme", "bob", time.Minute, time.Hour)
 
 		tests := []struct {
@@ -257,11 +257,10 @@ func TestSessionRevokeAll(t *testing.T) {
 			}
 		}
 		other := e.create("", "acme", "bob", time.Hour, 2*time.Hour)
-		// A crashed non-atomic attempt would leave an index member without its hash: the
-		// script must cope and count only live sessions.
-		if err := e.do(e.s.Client.B().Del().Key(e.r.sessionKey(all[3].ref)).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		// A crashed non-atomic attempt would leave an index member without its hash (per user:
+		// a session's fields without its live marker): the script must cope and count only
+		// live sessions.
+		e.sessDrop(all[3].ref)
 
 		n, err := e.r.RevokeAll(ctx, tag, all[0].ref.Part)
 		if err != nil || n != 2 {

@@ -24,7 +24,11 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	var rep Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		rep, err = r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+		if r.perUser {
+			rep, err = r.uRotate(ctx, c, ref, tenant, next)
+		} else {
+			rep, err = r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+		}
 		switch {
 		case err != nil:
 			return false, err
@@ -77,6 +81,9 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
 // whether a live session was deleted; another tenant's session is left alone (false).
 func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error) {
+	if r.perUser {
+		return r.uRevoke(ctx, ref, tenant)
+	}
 	var rep Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error

@@ -24,9 +24,7 @@ func TestSessionViewClassifiesIdleTimeout(t *testing.T) {
 		for i, v := range bad {
 			tag := sessRand(t, 9)
 			ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-			if err := e.do(e.s.Client.B().Hset().Key(e.r.sessionKey(ref)).FieldValue().FieldValue(sfIdleTimeout, v).Build()).Error(); err != nil {
-				t.Fatal(err)
-			}
+			e.sessSetKeep(ref, sfIdleTimeout, v)
 			if got, err := e.r.Get(ctx, ref, "acme"); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("get with idleTimeoutMs %q: %+v %v, want corrupt", v, got, err)
 			}

@@ -29,8 +29,26 @@ func (s *Store) detect(ctx context.Context, o Options) error {
 	}
 	if o.ForceFieldExpiry != "" {
 		s.Caps.FieldExpiry = o.ForceFieldExpiry
+		s.Caps.FieldExpiryMs = o.ForceFieldExpiry != FieldExpiryFallback
 		return nil
 	}
+	if err := s.detectFieldExpiry(ctx, c, o); err != nil || s.Caps.FieldExpiry == FieldExpiryFallback {
+		return err
+	}
+	// HPEXPIRE on a missing key answers an empty reply where it exists and an error where not.
+	key := o.ProbePrefix + ":v1:probe:{probe}"
+	err := c.Do(ctx, c.B().Arbitrary("HPEXPIRE").Keys(key).Args("5000", "FIELDS", "1", "f").Build()).Error()
+	switch {
+	case err == nil || rueidis.IsRedisNil(err):
+		s.Caps.FieldExpiryMs = true
+	case !isUnknownCommand(err):
+		return fmt.Errorf("store: probe HPEXPIRE: %w", Classify(err))
+	}
+	return nil
+}
+
+// detectFieldExpiry sets Caps.FieldExpiry from what the server answers.
+func (s *Store) detectFieldExpiry(ctx context.Context, c rueidis.Client, o Options) error {
 	key := o.ProbePrefix + ":v1:probe:{probe}"
 	err := c.Do(ctx, c.B().Arbitrary("HSETEX").Keys(key).Args("PX", "5000", "FIELDS", "1", "f", "1").Build()).Error()
 	if err == nil {

@@ -40,8 +40,12 @@ const (
 
 // Capabilities are detected once at start and shared with the repositories and /readyz.
 type Capabilities struct {
-	Topology      Topology
-	FieldExpiry   FieldExpiry
+	Topology    Topology
+	FieldExpiry FieldExpiry
+	// FieldExpiryMs is true when the server also has the millisecond field-TTL commands
+	// (HPEXPIRE, HPTTL; Redis >= 7.4), which the per-user session layout needs. The embedded
+	// store has HEXPIRE but not these.
+	FieldExpiryMs bool
 	ServerVersion string
 	Embedded      bool
 	// ClientCache is true when rueidis client-side caching (RESP3 tracking) is on.

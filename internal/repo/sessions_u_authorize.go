@@ -1,0 +1,389 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
+)
+
+// The per-user layout's reads behind Authorize, AuthorizeHot (and their Fresh forms) and Get:
+// the same decisions, memo and reply shapes as the per-session reads (sessions_authorize_read.go,
+// sessions_read.go), on the session's fields in the user's hash.
+//
+// A plain read is ONE round trip of three pipelined commands on the user's slot:
+//
+//	HMGET <userKey> userId tenantId <part>:authLevel <part>:loginPending <part>:idleTimeoutMs
+//	HPTTL <userKey> FIELDS 1 <part>:absoluteExpiresAtMs
+//	EXISTS <devicesKey>
+//
+// (the view read asks for the view's fields instead of the hot five). HPTTL is the end of the
+// idle window and tells whether the session is live (-2: it is not). EXISTS detects a user
+// whose sessions a per-session gateway wrote: when the session's marker is missing and that
+// index exists, the user's sessions are migrated (r.migrate) and the read runs again.
+//
+// Under default tracking (readTracked) the read goes through rueidis' cache, and only the
+// HMGET does (uReadTracked says why).
+
+var scriptSessionUAuthorize = script("session_u_authorize")
+
+// uHotNames are the hot fields (sessHotFields, in that order) as the user's hash names them.
+func uHotNames(part string) []string {
+	return []string{sfUserID, sfTenantID, partField(part, sfAuthLevel), partField(part, sfLoginPending),
+		partField(part, sfIdleTimeout)}
+}
+
+// uViewNames are the view's fields (sessViewFields) as the user's hash names them: the user's
+// own (userId, tenantId, schemaVersion and the hash's createdAtMs, the session's createdAtMs
+// when it holds none), then the session's.
+func uViewNames(part string) []string {
+	out := make([]string, 0, len(sessViewFields)+1)
+	out = append(out, sfUserID, sfTenantID, sfSchemaVersion, sfCreatedAt)
+	for _, n := range sessViewFields {
+		switch n {
+		case sfUserID, sfTenantID, sfSchemaVersion:
+		default:
+			out = append(out, partField(part, n))
+		}
+	}
+	return out
+}
+
+// uNames is what a read of ref asks the user's hash for (wire) and, for the hot read, the
+// flat names the values decode under (nil for the view: sessionView maps those).
+func uNames(part string, view bool) (wire, flat []string) {
+	if view {
+		return uViewNames(part), nil
+	}
+	return uHotNames(part), sessHotFields
+}
+
+// uFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
+// per-session hash's names, the per-user layout's defaults applied); release hands it back.
+func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string) (m map[string]string, size int, release func(), err error) {
+	if flat != nil {
+		m, size, err = pooledFields(vals, flat)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return m, size, func() { releaseFields(m) }, nil
+	}
+	user, size, err := pooledFields(vals, wire)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	m = sessionView(user, part)
+	releaseFields(user)
+	return m, size, func() {}, nil
+}
+
+// uPlainCmds are the three commands of a plain read (see above).
+func (r *Sessions) uPlainCmds(ref session.Ref, wire []string) rueidis.Commands {
+	key := r.userKey(ref.Tag)
+	return rueidis.Commands{
+		r.client.B().Hmget().Key(key).Field(wire...).Build(),
+		r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, sfAbsoluteExpires)).Build(),
+		r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build(),
+	}
+}
+
+// uPlain is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session)
+// and whether the device index of the per-session layout exists.
+type uPlain struct {
+	vals   []rueidis.RedisMessage
+	pttl   int64
+	legacy bool
+}
+
+// uReadPlainOnce runs one plain read; op names it in errors.
+func (r *Sessions) uReadPlainOnce(ctx context.Context, op string, ref session.Ref, wire []string) (uPlain, error) {
+	res := r.client.DoMulti(ctx, r.uPlainCmds(ref, wire)...)
+	for _, x := range res {
+		if err := x.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			return uPlain{}, r.readErr(ctx, op, err)
+		}
+	}
+	vals, err := res[0].ToArray()
+	if err != nil {
+		return uPlain{}, r.readErr(ctx, op, err)
+	}
+	pttl, err := uFieldTTL(res[1])
+	if err != nil {
+		return uPlain{}, r.readErr(ctx, op, err)
+	}
+	n, err := res[2].AsInt64()
+	if err != nil {
+		return uPlain{}, r.readErr(ctx, op, err)
+	}
+	return uPlain{vals: vals, pttl: pttl, legacy: n == 1}, nil
+}
+
+// uReadPlainLive is uReadPlainOnce migrating first when the session's marker is missing and
+// the user still has sessions in the per-session layout (then the read runs again).
+func (r *Sessions) uReadPlainLive(ctx context.Context, op string, ref session.Ref, wire []string) (uPlain, error) {
+	for range sessUserAttempts {
+		p, err := r.uReadPlainOnce(ctx, op, ref, wire)
+		if err != nil || p.pttl != -2 || !p.legacy {
+			return p, err
+		}
+		if err := r.migrate(ctx, r.client, ref.Tag); err != nil {
+			return uPlain{}, err
+		}
+	}
+	return uPlain{}, redisErr(op, errRetry)
+}
+
+// uFieldTTL is the one field's HPTTL: -2 when the field (or the key) does not exist, -1 when
+// it has no TTL.
+func uFieldTTL(res rueidis.RedisResult) (int64, error) {
+	if err := res.Error(); rueidis.IsRedisNil(err) {
+		return -2, nil
+	}
+	v, err := res.AsIntSlice()
+	if err != nil {
+		return 0, err
+	}
+	if len(v) == 0 {
+		return -2, nil
+	}
+	return v[0], nil
+}
+
+// uReadPlain is readPlain in the per-user layout: a miss under broadcast tracking (Redis pushes
+// every write to the user's hash, read through rueidis' cache or not).
+func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*AuthContext, error) {
+	var v memoVersion
+	if r.memo != nil {
+		v = r.memo.version(ref)
+	}
+	wire, flat := uNames(ref.Part, view)
+	p, err := r.uReadPlainLive(ctx, "session authorize", ref, wire)
+	r.misses.Add(1)
+	if err != nil {
+		return nil, err
+	}
+	if p.pttl == -2 {
+		return nil, r.missing(ctx, ref)
+	}
+	if p.pttl < 0 { // a marker without a field TTL (not written by a gateway): the script gives it one
+		return r.uAuthorizeScript(ctx, ref, view)
+	}
+	m, size, release, err := uFields(p.vals, ref.Part, wire, flat)
+	if err != nil {
+		return nil, fmt.Errorf("session authorize: %w", err)
+	}
+	defer release()
+	r.o.Metrics.Payload(ctx, sessObject, size)
+	e, err := r.decodeEntry(ctx, ref, m, view)
+	if err != nil {
+		return nil, err
+	}
+	e.hot.end = now.UnixMilli() + p.pttl
+	if e.hot.abs > 0 {
+		e.hot.end = min(e.hot.end, e.hot.abs)
+	}
+	r.remember(ref, e, v, now, time.Time{})
+	return r.decide(ctx, ref, e, view, false, now)
+}
+
+// uReadTracked is readTracked in the per-user layout: under default tracking Redis tracks (and
+// later invalidates) only a key read through rueidis' cache, so the read is the view's fields
+// of the user's hash through it (one HMGET, one tracked key per user).
+//
+// Neither HPTTL nor EXISTS goes through the cache. rueidis (v1.0.79) offers no cacheable HPTTL
+// (its builder has no Cache() for it), and rightly: a cached HPTTL is a duration measured when
+// the copy was filled, which a later hit would serve unchanged as time passes, sliding the idle
+// end forward with every hit. The idle end is taken instead from what the copy holds, instants
+// that only a write changes (and every write invalidates the copy): the session's lastSeenAtMs
+// (its createdAtMs until the first refresh) plus its idle timeout, never past its absolute
+// deadline — the same instant the field TTL was set to, since create and the refresh script
+// set both from the same clock reading. A cached EXISTS of the device index would cost a
+// second entry per user in Redis's tracking table for a check that only matters while a rolling
+// upgrade from the per-session layout runs; so the index is asked for, uncached, only when a
+// read that reached Redis found no live session (a second round trip for an unknown token
+// only; a hit that holds no live session answers missing at once: a session created later has
+// a new id part, hence an HMGET never cached).
+func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*AuthContext, error) {
+	var v memoVersion
+	if r.memo != nil {
+		v = r.memo.version(ref)
+	}
+	wire := uViewNames(ref.Part)
+	key := r.userKey(ref.Tag)
+	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(key).Field(wire...).Cache(), r.cacheTTL)
+	if res.Error() == nil && !res.IsCacheHit() {
+		if vals, err := res.ToArray(); err == nil && len(vals) == len(wire) && vals[uViewMarker].IsNil() {
+			legacy, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build()).AsInt64()
+			if err != nil {
+				return nil, r.readErr(ctx, "session authorize", err)
+			}
+			if legacy == 1 {
+				// The script migrates (MIGRATE, runUser) and reads afresh: the copy just cached
+				// predates the migration, whose push may still be on its way.
+				return r.uAuthorizeScript(ctx, ref, view)
+			}
+		}
+	}
+	hit := res.IsCacheHit()
+	if hit {
+		r.hits.Add(1)
+	} else {
+		r.misses.Add(1)
+	}
+	vals, err := res.ToArray()
+	if err != nil {
+		return nil, r.readErr(ctx, "session authorize", err)
+	}
+	m, size, _, err := uFields(vals, ref.Part, wire, nil)
+	if err != nil {
+		return nil, fmt.Errorf("session authorize: %w", err)
+	}
+	if !hit {
+		r.o.Metrics.Payload(ctx, sessObject, size)
+	}
+	if _, ok := m[sfAbsoluteExpires]; !ok {
+		return nil, r.missing(ctx, ref)
+	}
+	e, err := r.decodeEntry(ctx, ref, m, true)
+	if err != nil {
+		return nil, err
+	}
+	e.hot.end, _ = r.expiry.Judge(now.UnixMilli(), sessMs(e.view.LastSeenAt), e.hot.idle, e.hot.abs)
+	var copyEnd time.Time
+	if px := res.CachePXAT(); hit && px > 0 {
+		copyEnd = time.UnixMilli(px)
+	}
+	r.remember(ref, e, v, now, copyEnd)
+	return r.decide(ctx, ref, e, view, hit, now)
+}
+
+// uViewMarker is the index of <part>:absoluteExpiresAtMs in uViewNames.
+var uViewMarker = func() int {
+	for i, n := range uViewNames("") {
+		if n == ":"+sfAbsoluteExpires {
+			return i
+		}
+	}
+	panic("repo: the view reads no absoluteExpiresAtMs")
+}()
+
+// uAuthorizeScript is authorizeScript in the per-user layout (session_u_authorize.lua).
+func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view bool) (*AuthContext, error) {
+	var v memoVersion
+	if r.memo != nil {
+		v = r.memo.version(ref)
+	}
+	wire, flat := uNames(ref.Part, view)
+	start := r.now()
+	args := make([]string, 0, 3+len(wire))
+	args = append(args, ref.Part, r.fraction, r.idleMs)
+	args = append(args, wire...)
+	// The script declares the user's hash alone: a single-key script is served while the user's
+	// slot migrates (rueidis follows ASK), where one that also declared the device index (which
+	// never exists once the user is migrated) would be refused with TRYAGAIN for the whole move.
+	// So a miss asks separately, with a single-key EXISTS, whether the user still has sessions
+	// to migrate.
+	var rep Reply
+	var err error
+	for attempt := 0; ; attempt++ {
+		rep, err = r.run(ctx, "session_u_authorize", scriptSessionUAuthorize, []string{r.userKey(ref.Tag)}, args)
+		if err != nil || rep.Code() != CodeNotFound || attempt == sessUserAttempts {
+			break
+		}
+		n, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build()).AsInt64()
+		if err != nil {
+			return nil, redisErr("session_u_authorize", err)
+		}
+		if n == 0 {
+			break
+		}
+		if err := r.migrate(ctx, r.client, ref.Tag); err != nil {
+			return nil, err
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch rep.Code() {
+	case CodeNotFound:
+		return nil, r.missing(ctx, ref)
+	case CodeOK: // {'OK', nowMs, pttlMs, refreshed, absoluteExpiresAtMs, <one value per field>}
+	default:
+		return nil, r.badReply(ctx, "session_u_authorize", rep.Unexpected())
+	}
+	d := rep.Reader()
+	pttl, refreshed, abs := d.Int(1), d.Int(2), d.Int(3)
+	if err := d.Err(); err != nil || len(rep.vals) < 5 {
+		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: short or malformed reply: %v", err))
+	}
+	m, size, release, err := uFields(rep.vals[4:], ref.Part, wire, flat)
+	if err != nil {
+		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: %w", err))
+	}
+	defer release()
+	r.o.Metrics.Payload(ctx, sessObject, size)
+	e, err := r.decodeEntry(ctx, ref, m, view)
+	if err != nil {
+		return nil, err
+	}
+	if abs > 0 {
+		e.hot.abs = abs
+	}
+	e.hot.end = e.hot.abs
+	if pttl >= 0 {
+		e.hot.end = start.UnixMilli() + pttl
+		if e.hot.abs > 0 {
+			e.hot.end = min(e.hot.end, e.hot.abs)
+		}
+	}
+	if r.memo != nil && r.broadcast {
+		r.remember(ref, e, v, start, time.Time{})
+	}
+	ac := e.context(ref, view, false)
+	if refreshed == 1 {
+		ac.Refreshed = true
+		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
+	}
+	r.o.Metrics.Read(ctx, sessObject, ac.Outcome)
+	return ac, nil
+}
+
+// uGet is Get in the per-user layout: the view's fields of the user's hash and the session's
+// idle end in one round trip (uReadPlainLive).
+func (r *Sessions) uGet(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
+	wire := uViewNames(ref.Part)
+	p, err := r.uReadPlainLive(ctx, "session get", ref, wire)
+	if err != nil {
+		return nil, err
+	}
+	if p.pttl == -2 {
+		r.o.Metrics.Read(ctx, sessObject, Missing)
+		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	}
+	m, size, _, err := uFields(p.vals, ref.Part, wire, nil)
+	if err != nil {
+		return nil, fmt.Errorf("session get: %w", err)
+	}
+	r.o.Metrics.Payload(ctx, sessObject, size)
+	s, err := r.parseView(ctx, ref, m, time.Now().UnixMilli(), p.pttl)
+	if err != nil {
+		return nil, err
+	}
+	if s.TenantID != tenant {
+		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	}
+	r.classifyChallenge(ctx, s, m)
+	return s, nil
+}
+
+// keyPattern names the key holding a session in logs, in the layout in use.
+func (r *Sessions) keyPattern() string {
+	if r.perUser {
+		return r.userKeyPattern()
+	}
+	return r.sessionKeyPattern()
+}
