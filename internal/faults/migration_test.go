@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"github.com/hashgate/hashgate/internal/config"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -41,9 +42,16 @@ func TestSlotMigrationDeviceList(t *testing.T) {
 	migrateUnderLoad(t, true)
 }
 
+// perSessionLayout keeps a user's sessions in many keys (one hash per session plus the device
+// index), which these tests move a few at a time to split the user's state between two nodes.
+// The per-user layout keeps a user in one key, which moves whole; its behaviour during a slot
+// migration is covered in internal/repo (TestSessionIndexDuringSlotMigration,
+// TestSessionEvictDuringSlotMigration, per-user subtests on private clusters).
+func perSessionLayout(c *config.Config) { c.SessionLayout = "per-session" }
+
 func migrateUnderLoad(t *testing.T, listDuring bool) {
 	cl := testredis.StartCluster(t)
-	g := startGateway(t, cl.URL(), 500*time.Millisecond)
+	g := startGatewayWith(t, cl.URL(), 500*time.Millisecond, perSessionLayout)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -250,7 +258,7 @@ func TestSlotMigrationRevokeAll(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cl := testredis.StartCluster(t)
-			g := startGateway(t, cl.URL(), 500*time.Millisecond)
+			g := startGatewayWith(t, cl.URL(), 500*time.Millisecond, perSessionLayout)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 
