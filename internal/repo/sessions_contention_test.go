@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,8 +115,9 @@ func TestSessionRevokeAllUnderConcurrentRotations(t *testing.T) {
 			running atomic.Int64
 		)
 		for range chains {
-			ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-			all = append(all, ref)
+			all = append(all, e.create(tag, "acme", "alice", time.Hour, 2*time.Hour))
+		}
+		for _, ref := range slices.Clone(all) {
 			wg.Add(1)
 			running.Add(1)
 			go func() {
