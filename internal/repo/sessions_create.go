@@ -71,21 +71,7 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*Created, erro
 		}
 		switch rep.Code() {
 		case CodeOK: // {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <evicted idPart>...}
-			d := rep.Reader()
-			now, ttl, abs := d.Int(0), d.Int(1), d.Int(2)
-			if err := d.Err(); err != nil {
-				return nil, r.badReply(ctx, "session_create", err)
-			}
-			evicted, err := rep.Strs(3)
-			if err != nil {
-				return nil, r.badReply(ctx, "session_create", err)
-			}
-			gone := r.evicted(ctx, n.Ref.Tag, evicted)
-			r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
-			return &Created{Evicted: gone, Session: session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
-				LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
-				LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
-				SchemaVersion: SchemaVersion}}, nil
+			return r.created(ctx, "session_create", n, rep)
 		case CodeRetry: // {'RETRY', members, <idPart>...}: at the cap, call again naming them
 			if _, err := rep.Int(0); err != nil {
 				return nil, r.badReply(ctx, "session_create", err)
@@ -128,6 +114,27 @@ func (r *Sessions) createRound(ctx context.Context, keys, args []string, mayEvic
 		return err == nil && rep.Code() == CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
 	})
 	return rep, err
+}
+
+// created decodes a create's OK reply, {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <evicted
+// idPart>...} (session_create.lua and session_u_create.lua alike), and counts the create and
+// its evictions.
+func (r *Sessions) created(ctx context.Context, script string, n session.Record, rep Reply) (*Created, error) {
+	d := rep.Reader()
+	now, ttl, abs := d.Int(0), d.Int(1), d.Int(2)
+	if err := d.Err(); err != nil {
+		return nil, r.badReply(ctx, script, err)
+	}
+	evicted, err := rep.Strs(3)
+	if err != nil {
+		return nil, r.badReply(ctx, script, err)
+	}
+	gone := r.evicted(ctx, n.Ref.Tag, evicted)
+	r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
+	return &Created{Evicted: gone, Session: session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
+		LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
+		LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
+		SchemaVersion: SchemaVersion}}, nil
 }
 
 // sessCreateAttempts bounds Create's rounds at the cap: each reads the index's members (in the

@@ -44,21 +44,7 @@ func (r *Sessions) uCreate(ctx context.Context, n session.Record, own []string) 
 	}
 	switch rep.Code() {
 	case CodeOK: // {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <evicted idPart>...}
-		d := rep.Reader()
-		now, ttl, abs := d.Int(0), d.Int(1), d.Int(2)
-		if err := d.Err(); err != nil {
-			return nil, r.badReply(ctx, "session_u_create", err)
-		}
-		evicted, err := rep.Strs(3)
-		if err != nil {
-			return nil, r.badReply(ctx, "session_u_create", err)
-		}
-		gone := r.evicted(ctx, n.Ref.Tag, evicted)
-		r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
-		return &Created{Evicted: gone, Session: session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
-			LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
-			LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
-			SchemaVersion: SchemaVersion}}, nil
+		return r.created(ctx, "session_u_create", n, rep)
 	case CodeBound: // {'BOUND', live sessions}: the refuse policy
 		live, err := rep.Int(0)
 		if err = cmp.Or(rep.Want(1), err); err != nil {
