@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -54,7 +55,7 @@ func sessPartFieldsLua() string {
 	}
 	var ttl []string
 	for _, n := range sessPartFields {
-		if n != sfChallengeID && n != sfCodeMAC {
+		if !slices.Contains(sessChallengeFields, n) {
 			ttl = append(ttl, n)
 		}
 	}

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,7 +42,7 @@ func (e *sessEnv) sessExpire(ref session.Ref, ms int64) {
 	} else {
 		var names []string
 		for _, n := range sessPartFields {
-			if n != sfChallengeID && n != sfCodeMAC {
+			if !slices.Contains(sessChallengeFields, n) {
 				names = append(names, partField(ref.Part, n))
 			}
 		}
