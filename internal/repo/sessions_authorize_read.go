@@ -187,26 +187,40 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref session.Ref, view bo
 	}
 	defer releaseFields(m)
 	r.o.Metrics.Payload(ctx, sessObject, size)
+	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
+}
+
+// scriptRead is what an authorize script answered beside the fields (either layout's).
+type scriptRead struct {
+	pttl, abs int64
+	refreshed bool
+	start     time.Time // when the call started, on the gateway's clock
+	v         memoVersion
+}
+
+// scriptAnswer decodes the fields an authorize script read (m, flat names), keeps the result
+// in the memo and counts the read.
+func (r *Sessions) scriptAnswer(ctx context.Context, ref session.Ref, m map[string]string, view bool, s scriptRead) (*AuthContext, error) {
 	e, err := r.decodeEntry(ctx, ref, m, view)
 	if err != nil {
 		return nil, err
 	}
-	if abs > 0 {
-		e.hot.abs = abs
+	if s.abs > 0 {
+		e.hot.abs = s.abs
 	}
 	// The end on the gateway's clock, from when the call started: never later than Redis's.
 	e.hot.end = e.hot.abs
-	if pttl >= 0 {
-		e.hot.end = start.UnixMilli() + pttl
+	if s.pttl >= 0 {
+		e.hot.end = s.start.UnixMilli() + s.pttl
 		if e.hot.abs > 0 {
 			e.hot.end = min(e.hot.end, e.hot.abs)
 		}
 	}
 	if r.memo != nil && r.broadcast {
-		r.remember(ref, e, v, start, time.Time{})
+		r.remember(ref, e, s.v, s.start, time.Time{})
 	}
 	ac := e.context(ref, view, false)
-	if refreshed == 1 {
+	if s.refreshed {
 		ac.Refreshed = true // (the view's lastSeenAtMs was read after the refresh wrote it)
 		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
 	}

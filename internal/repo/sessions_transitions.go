@@ -81,14 +81,22 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
 // whether a live session was deleted; another tenant's session is left alone (false).
 func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error) {
+	// Per session: the hash, its challenge key and its index member; per user
+	// (session_u_revoke.lua): the session's fields leave the user's hash.
+	name, call := "session_revoke", func(c rueidis.Client) (Reply, error) {
+		return r.runOn(ctx, c, "session_revoke", scriptSessionRevoke,
+			[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
+	}
 	if r.perUser {
-		return r.uRevoke(ctx, ref, tenant)
+		name, call = "session_u_revoke", func(c rueidis.Client) (Reply, error) {
+			return r.runUser(ctx, c, "session_u_revoke", scriptSessionURevoke, ref.Tag,
+				[]string{r.userKey(ref.Tag), r.devicesKey(ref.Tag)}, []string{tenant, ref.Part})
+		}
 	}
 	var rep Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		rep, err = r.runOn(ctx, c, "session_revoke", scriptSessionRevoke,
-			[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
+		rep, err = call(c)
 		switch n, _ := rep.Int(0); {
 		case err != nil || rep.Code() != CodeOK:
 			return false, err // another tenant's session: nothing of the caller's ended
@@ -106,12 +114,12 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 	case CodeOK: // {'OK', 1} revoked | {'OK', 0} already gone
 		n, err := rep.Int(0)
 		if err = cmp.Or(rep.Want(1), err); err != nil || n != 0 && n != 1 {
-			return false, r.badReply(ctx, "session_revoke", cmp.Or(err, rep.Unexpected()))
+			return false, r.badReply(ctx, name, cmp.Or(err, rep.Unexpected()))
 		}
 		outcome = map[int64]string{1: "ok", 0: "gone"}[n]
 	case CodeNotFound: // another tenant's session, untouched
 	default:
-		return false, r.badReply(ctx, "session_revoke", rep.Unexpected())
+		return false, r.badReply(ctx, name, rep.Unexpected())
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "revoke", outcome)
 	return outcome == "ok", nil

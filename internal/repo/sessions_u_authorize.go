@@ -326,30 +326,7 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 	}
 	defer release()
 	r.o.Metrics.Payload(ctx, sessObject, size)
-	e, err := r.decodeEntry(ctx, ref, m, view)
-	if err != nil {
-		return nil, err
-	}
-	if abs > 0 {
-		e.hot.abs = abs
-	}
-	e.hot.end = e.hot.abs
-	if pttl >= 0 {
-		e.hot.end = start.UnixMilli() + pttl
-		if e.hot.abs > 0 {
-			e.hot.end = min(e.hot.end, e.hot.abs)
-		}
-	}
-	if r.memo != nil && r.broadcast {
-		r.remember(ref, e, v, start, time.Time{})
-	}
-	ac := e.context(ref, view, false)
-	if refreshed == 1 {
-		ac.Refreshed = true
-		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
-	}
-	r.o.Metrics.Read(ctx, sessObject, ac.Outcome)
-	return ac, nil
+	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
 }
 
 // uGet is Get in the per-user layout: the view's fields of the user's hash and the session's

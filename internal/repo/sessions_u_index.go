@@ -117,39 +117,3 @@ func (r *Sessions) uRevokeAll(ctx context.Context, tag, exceptPart string) (int,
 	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "ok")
 	return revoked, nil
 }
-
-// uRevoke is Revoke in the per-user layout (session_u_revoke.lua): the session's fields leave
-// the user's hash, confirmed as a durable write.
-func (r *Sessions) uRevoke(ctx context.Context, ref session.Ref, tenant string) (bool, error) {
-	var rep Reply
-	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		var err error
-		rep, err = r.runUser(ctx, c, "session_u_revoke", scriptSessionURevoke, ref.Tag,
-			[]string{r.userKey(ref.Tag), r.devicesKey(ref.Tag)}, []string{tenant, ref.Part})
-		switch n, _ := rep.Int(0); {
-		case err != nil || rep.Code() != CodeOK:
-			return false, err // another tenant's session: nothing of the caller's ended
-		case n == 1:
-			return true, nil
-		}
-		// Already gone: maybe by an earlier attempt whose confirmation timed out.
-		return durableMarker(ctx, c, r.keys, ref.Tag)
-	})
-	if err != nil {
-		return false, err
-	}
-	outcome := "other_tenant"
-	switch rep.Code() {
-	case CodeOK: // {'OK', 1} revoked | {'OK', 0} already gone
-		n, err := rep.Int(0)
-		if err = cmp.Or(rep.Want(1), err); err != nil || n != 0 && n != 1 {
-			return false, r.badReply(ctx, "session_u_revoke", cmp.Or(err, rep.Unexpected()))
-		}
-		outcome = map[int64]string{1: "ok", 0: "gone"}[n]
-	case CodeNotFound: // another tenant's session, untouched
-	default:
-		return false, r.badReply(ctx, "session_u_revoke", rep.Unexpected())
-	}
-	r.o.Metrics.Transition(ctx, sessObject, "revoke", outcome)
-	return outcome == "ok", nil
-}
