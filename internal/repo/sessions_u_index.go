@@ -31,7 +31,10 @@ var (
 // absolute deadline first (the device index's order).
 func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Session, error) {
 	rep, err := r.runUser(ctx, r.client, "session_u_list", scriptSessionUList, tag, []string{r.userKey(tag)}, nil,
-		func(rep Reply) bool { m, err := rep.StrMap(1); return rep.Code() == CodeOK && err == nil && len(m) == 0 })
+		func(rep Reply) bool {
+			m, err := rep.StrMap(1)
+			return rep.Code() == CodeOK && err == nil && len(m) == 0
+		})
 	if errors.Is(err, ErrCorrupt) { // the key holds another type: every session in it is corrupt
 		return []session.Session{}, nil
 	}
