@@ -183,7 +183,8 @@ func clusterFailover(t *testing.T) failoverTopology {
 // revoked is one acknowledged revocation and the key that must show it on the new primary.
 type revoked struct {
 	what, key string
-	token     bool // the token hash must hold revoked=1; a session key must be gone
+	field     string // per-user layout: the session's field that must be gone
+	token     bool   // the token hash must hold revoked=1; a session key must be gone
 }
 
 // revokeThenCrash runs the rounds on a fresh deployment and returns how many acknowledged
@@ -242,15 +243,15 @@ func revokeThenCrash(t *testing.T, topo failoverTopology, durable string) (lost,
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			_, key := g.sessionKeys(t, byAdmin[i])
+			key, field := g.sessionMarker(t, byAdmin[i])
 			ack(g.do("DELETE", "/v1/sessions/"+byAdmin[i].ID, nil, "Authorization", bearer), http.StatusNoContent,
-				revoked{what: "revoke " + byAdmin[i].ID, key: key})
+				revoked{what: "revoke " + byAdmin[i].ID, key: key, field: field})
 		}()
 		go func() {
 			defer wg.Done()
-			_, key := g.sessionKeys(t, byLogout[i])
+			key, field := g.sessionMarker(t, byLogout[i])
 			ack(g.do("DELETE", "/v1/session", nil, "X-Session-Token", byLogout[i].Token), http.StatusNoContent,
-				revoked{what: "logout " + byLogout[i].ID, key: key})
+				revoked{what: "logout " + byLogout[i].ID, key: key, field: field})
 		}()
 		go func() {
 			defer wg.Done()
@@ -270,6 +271,9 @@ func revokeThenCrash(t *testing.T, topo failoverTopology, durable string) (lost,
 			if rv.token {
 				v, err := do(c, "HGET", rv.key, "revoked").ToString()
 				alive = alive || err == nil && v != "1"
+			} else if rv.field != "" {
+				n, err := do(c, "HEXISTS", rv.key, rv.field).AsInt64()
+				alive = alive || err == nil && n == 1
 			} else {
 				n, err := do(c, "EXISTS", rv.key).AsInt64()
 				alive = alive || err == nil && n == 1

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"github.com/hashgate/hashgate/internal/config"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -11,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
+	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -22,16 +23,18 @@ import (
 // migration ends, so this also bounds how long moving one user's slot may take.
 const retryWindow = 2 * time.Second
 
-// One user's sessions and device index share the user's hash tag, so they live in one slot.
+// One user's sessions and device index share the user's hash tag, so they live in one slot (in
+// the per-user layout the slot holds one key of the user, the user's hash).
 // That slot is moved to another master (IMPORTING/MIGRATING, MIGRATE in batches of 3 keys,
 // SETSLOT NODE on every master) while clients authorize and read those sessions, create new
 // ones and revoke others. Every request eventually succeeds, only ever failing with a 503
 // problem and for less than the retry window; no read sees a session missing; afterwards every
 // session is intact and in the device list, revoked sessions stay revoked (and out of the
-// list), and every key of the slot lives on the new owner.
+// list), and every key of the slot lives on the new owner. (The per-session layout, whose index
+// and sessions sit on different nodes for a while; TestSlotMigrationDeviceList runs both.)
 func TestSlotMigrationUnderLoad(t *testing.T) {
 	t.Parallel()
-	migrateUnderLoad(t, false)
+	migrateUnderLoad(t, false, "per-session")
 }
 
 // The same migration with the device list (GET /v1/users/{userId}/sessions) read during it:
@@ -39,19 +42,17 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 // began, and the device index is whole afterwards.
 func TestSlotMigrationDeviceList(t *testing.T) {
 	t.Parallel()
-	migrateUnderLoad(t, true)
+	for _, layout := range []string{"per-user", "per-session"} {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			migrateUnderLoad(t, true, layout)
+		})
+	}
 }
 
-// perSessionLayout keeps a user's sessions in many keys (one hash per session plus the device
-// index), which these tests move a few at a time to split the user's state between two nodes.
-// The per-user layout keeps a user in one key, which moves whole; its behaviour during a slot
-// migration is covered in internal/repo (TestSessionIndexDuringSlotMigration,
-// TestSessionEvictDuringSlotMigration, per-user subtests on private clusters).
-func perSessionLayout(c *config.Config) { c.SessionLayout = "per-session" }
-
-func migrateUnderLoad(t *testing.T, listDuring bool) {
+func migrateUnderLoad(t *testing.T, listDuring bool, layout string) {
 	cl := testredis.StartCluster(t)
-	g := startGatewayWith(t, cl.URL(), 500*time.Millisecond, perSessionLayout)
+	g := startGatewayWith(t, cl.URL(), 500*time.Millisecond, func(c *config.Config) { c.SessionLayout = layout })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -123,6 +124,11 @@ func migrateUnderLoad(t *testing.T, listDuring bool) {
 	if l.longest > retryWindow {
 		t.Errorf("a request kept failing for %v (%s), longer than the %v retry window", l.longest, l.longestOp, retryWindow)
 	}
+	// The per-user layout keeps the user in one key and declares it alone: Redis serves every
+	// request on the old owner until the key moves, on the new one (ASK) after.
+	if g.perUser() && l.unavailable.Load() > 0 {
+		t.Errorf("%d requests answered 503 while the user's hash moved (%v), want none", l.unavailable.Load(), l.refusals)
+	}
 	l.mu.Unlock()
 	g.checkMoved(ctx, t, cl, m, bearer, user, st)
 }
@@ -134,9 +140,10 @@ type sessionMigration struct {
 	moved    int
 }
 
-// planMigration finds the slot of s's user (which must hold want keys: sessions and the device
-// index), its owner, and plans the move to the next node: sessions first, the device index once
-// half of them have moved, so index and sessions sit on different nodes for a while.
+// planMigration finds the slot of s's user (which must hold want sessions and the device
+// index, or in the per-user layout the user's hash alone), its owner, and plans the move to the
+// next node: sessions first, the device index once half of them have moved, so index and
+// sessions sit on different nodes for a while.
 func (g *gateway) planMigration(ctx context.Context, t *testing.T, cl *testredis.Cluster, s gwSession, want int) *sessionMigration {
 	t.Helper()
 	indexKey, _ := g.sessionKeys(t, s)
@@ -148,7 +155,11 @@ func (g *gateway) planMigration(ctx context.Context, t *testing.T, cl *testredis
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := cl.CountKeysInSlot(ctx, from, slot); err != nil || n != int64(want)+1 {
+	if g.perUser() {
+		if n, err := cl.CountKeysInSlot(ctx, from, slot); err != nil || n != 1 {
+			t.Fatalf("slot %d on node %d holds %d keys (%v), want the user's hash", slot, from, n, err)
+		}
+	} else if n, err := cl.CountKeysInSlot(ctx, from, slot); err != nil || n != int64(want)+1 {
 		t.Fatalf("slot %d on node %d holds %d keys (%v), want %d sessions + the device index", slot, from, n, err, want)
 	}
 	m := &sessionMigration{indexKey: indexKey}
@@ -229,7 +240,7 @@ func (g *gateway) checkMoved(ctx context.Context, t *testing.T, cl *testredis.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(live) > 0 && !slices.Contains(onNew, m.indexKey) {
+	if len(live) > 0 && !g.perUser() && !slices.Contains(onNew, m.indexKey) {
 		t.Errorf("the device index is not on the new owner")
 	}
 	for _, s := range live {
@@ -249,16 +260,18 @@ func TestSlotMigrationRevokeAll(t *testing.T) {
 	t.Parallel()
 	const count = 12 // with batches of 3: the index moves in the third batch
 	for _, tc := range []struct {
-		name  string
-		after int // keys moved when revoke-all is sent
+		name   string
+		layout string
+		after  int // keys moved when revoke-all is sent
 	}{
-		{"index on the old owner", count / 2},
-		{"index on the new owner", count/2 + 3},
+		{"index on the old owner", "per-session", count / 2},
+		{"index on the new owner", "per-session", count/2 + 3},
+		{"per-user hash on the new owner", "per-user", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cl := testredis.StartCluster(t)
-			g := startGatewayWith(t, cl.URL(), 500*time.Millisecond, perSessionLayout)
+			g := startGatewayWith(t, cl.URL(), 500*time.Millisecond, func(c *config.Config) { c.SessionLayout = tc.layout })
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 
@@ -282,6 +295,9 @@ func TestSlotMigrationRevokeAll(t *testing.T) {
 				}
 				during = revokeAll()
 				if during.status != http.StatusOK {
+					if g.perUser() {
+						t.Errorf("revoke-all of a user whose hash moved answered %s, want 200 (one key, served on the new owner after ASK)", during)
+					}
 					if err := during.unavailable(); err != nil {
 						t.Errorf("revoke-all during the migration: %v", err)
 					}
@@ -415,13 +431,40 @@ func (s *sessionState) revokedList() []gwSession {
 	return slices.Clone(s.revoked)
 }
 
-// sessionKeys are the Redis keys of s's device index and of s itself (docs/KEYS.md,
-// "Sessions": <prefix>:v1:sessions:{<userTag>} and <prefix>:v1:sess:{<userTag>}:<idPart>).
+// sessionKeys are the Redis keys of s's device index and of the key holding s (docs/KEYS.md,
+// "Sessions": <prefix>:v1:sessions:{<userTag>} and <prefix>:v1:sess:{<userTag>}:<idPart>, or
+// in the per-user layout the user's hash <prefix>:v1:sess:{<userTag>}).
 func (g *gateway) sessionKeys(t *testing.T, s gwSession) (index, key string) {
+	t.Helper()
+	ref := g.sessionRef(t, s)
+	if g.perUser() {
+		return g.keys.Key("sessions", ref.Tag), repo.UserSessionsKey(g.keys, ref.Tag)
+	}
+	return g.keys.Key("sessions", ref.Tag), repo.SessionKey(g.keys, ref)
+}
+
+func (g *gateway) sessionRef(t *testing.T, s gwSession) session.Ref {
 	t.Helper()
 	ref, ok := session.ParseID(s.ID)
 	if !ok {
 		t.Fatalf("session id %q does not parse", s.ID)
 	}
-	return g.keys.Key("sessions", ref.Tag), repo.SessionKey(g.keys, ref)
+	return ref
+}
+
+// sessionMarker is where s's existence shows: its key (field ""), or in the per-user layout
+// its absoluteExpiresAtMs field in the user's hash.
+func (g *gateway) sessionMarker(t *testing.T, s gwSession) (key, field string) {
+	t.Helper()
+	_, key = g.sessionKeys(t, s)
+	if g.perUser() {
+		field = g.sessionRef(t, s).Part + ":absoluteExpiresAtMs"
+	}
+	return key, field
+}
+
+// perUser reports whether the gateway keeps sessions per user (GATEWAY_SESSION_LAYOUT on a
+// server with hash field expiry in milliseconds).
+func (g *gateway) perUser() bool {
+	return g.cfg.SessionLayout == "per-user" && g.store.Caps.FieldExpiryMs && g.store.Caps.FieldExpiry != store.FieldExpiryFallback
 }

@@ -43,10 +43,10 @@ const (
 	// CodeRetry: the keys the caller declared no longer cover what the script must touch
 	// (they changed since the caller's read); nothing was written. The caller reads again.
 	CodeRetry Code = "RETRY"
-	// CodeMigrate: the user still has sessions in the per-session layout (their device index
-	// exists); nothing was written. The caller moves them into the user's hash
-	// (session_migrate.lua) and calls again.
-	CodeMigrate Code = "MIGRATE"
+	// CodeNewUser: a per-user session create found no hash for the user and the caller had not
+	// checked that the user has no sessions in the per-session layout; nothing was written. The
+	// caller checks (moving any into the user's hash) and calls again.
+	CodeNewUser Code = "NEW_USER"
 	// CodeLimited: an attempt counter refused the attempt.
 	CodeLimited Code = "LIMITED"
 	// CodeNoChallenge: no live MFA challenge with that id.
@@ -103,7 +103,7 @@ var codeKinds = map[Code]error{
 	CodeCorrupt:        ErrCorrupt,
 	CodeBound:          apperr.BoundExceeded,
 	CodeRetry:          errRetry,
-	CodeMigrate:        errRetry,
+	CodeNewUser:        errRetry,
 	CodeLimited:        apperr.RateLimited,
 	CodeNoChallenge:    apperr.Gone,
 	CodeWrongCode:      apperr.WrongCode,

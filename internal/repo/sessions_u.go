@@ -24,10 +24,16 @@ import (
 //   - the key's own TTL is raised (never shortened) to the latest absolute deadline of any
 //     session it received, so it outlives every field.
 //
-// Every per-user script takes KEYS[1] = the user's hash and KEYS[2] = the user's device index
-// of the per-session layout, and answers {'MIGRATE'} without writing while that index exists:
-// the user still has sessions a per-session gateway wrote, which runUser first moves into the
-// hash (session_migrate.lua).
+// Every per-user script declares the user's hash alone (verify adds the MFA attempt counter, in
+// the same slot): a single-key script is served while the user's slot migrates, rueidis
+// following ASK, where one that also declared the per-session layout's device index (which
+// never exists once the user is migrated) would be refused with TRYAGAIN for the whole move.
+// Sessions a per-session gateway wrote are found instead from the invariant that a user's hash
+// and that index never coexist: session_migrate.lua deletes the index as it fills the hash, and
+// a create makes a new hash only once the caller checked that no index exists (NEW_USER). So a
+// script whose answer says the hash does not hold the session (or anything) is followed by a
+// single-key EXISTS of the index, a second round trip on misses only; if it exists, runUser
+// moves the user's sessions into the hash and runs the script again (runUser, uMiss).
 
 // sessPartFields are the names a session's fields take in the user's hash (after "<idPart>:"):
 // HDEL of a session and HPEXPIRE of an idle refresh name them all. The scripts that need the
@@ -112,12 +118,19 @@ func sessionView(user map[string]string, part string) map[string]string {
 // sessUserAttempts bounds runUser's migrate-and-retry loop.
 const sessUserAttempts = 3
 
-// runUser runs a per-user script on c; while it answers MIGRATE, the user's per-session
-// sessions are moved into the user's hash and the script runs again.
-func (r *Sessions) runUser(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, tag string, keys, args []string) (Reply, error) {
+// runUser runs a per-user script on c. When miss says its answer is one it gives for a
+// session or user its hash does not hold, and the user's device index of the per-session
+// layout exists, the user's sessions are moved into the hash and the script runs again (see
+// above): the answers miss accepts are the ones a script gives without writing, or whose write
+// a second run completes (a revoke-all of what the hash held).
+func (r *Sessions) runUser(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, tag string, keys, args []string, miss func(Reply) bool) (Reply, error) {
 	for range sessUserAttempts {
 		rep, err := r.runOn(ctx, c, name, l, keys, args)
-		if err != nil || rep.Code() != CodeMigrate {
+		if err != nil || !miss(rep) {
+			return rep, err
+		}
+		legacy, err := r.legacyIndex(ctx, c, tag)
+		if err != nil || !legacy {
 			return rep, err
 		}
 		if err := r.migrate(ctx, c, tag); err != nil {
@@ -125,4 +138,25 @@ func (r *Sessions) runUser(ctx context.Context, c rueidis.Client, name string, l
 		}
 	}
 	return Reply{}, redisErr(name, errRetry)
+}
+
+// legacyIndex reports whether the user with tag still has a device index of the per-session
+// layout (sessions to migrate), with one single-key EXISTS on c.
+func (r *Sessions) legacyIndex(ctx context.Context, c rueidis.Client, tag string) (bool, error) {
+	n, err := c.Do(ctx, c.B().Exists().Key(r.devicesKey(tag)).Build()).AsInt64()
+	if err != nil {
+		return false, redisErr("session legacy index", err)
+	}
+	return n == 1, nil
+}
+
+// uMiss is the miss test of the scripts that answer NOT_FOUND for a session the hash does not
+// hold (challenge, rotate, verify).
+func uMiss(rep Reply) bool { return rep.Code() == CodeNotFound }
+
+// uNone is the miss test of the scripts that answer {'OK', 0} when nothing was there to end
+// (revoke, revoke-all).
+func uNone(rep Reply) bool {
+	n, err := rep.Int(0)
+	return rep.Code() == CodeOK && err == nil && n == 0
 }

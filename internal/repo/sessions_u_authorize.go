@@ -222,7 +222,7 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 				return nil, r.readErr(ctx, "session authorize", err)
 			}
 			if legacy == 1 {
-				// The script migrates (MIGRATE, runUser) and reads afresh: the copy just cached
+				// The script path migrates (after its NOT_FOUND) and reads afresh: the copy just cached
 				// predates the migration, whose push may still be on its way.
 				return r.uAuthorizeScript(ctx, ref, view)
 			}

@@ -25,17 +25,23 @@ func (r *Sessions) uCreate(ctx context.Context, n session.Record, own []string) 
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
 	}
-	keys := []string{r.userKey(n.Ref.Tag), r.devicesKey(n.Ref.Tag)}
-	args := func(mayEvict string) []string {
+	keys := []string{r.userKey(n.Ref.Tag)}
+	args := func(mayEvict, noLegacy string) []string {
 		return append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
-			n.UserID, n.TenantID, strconv.Itoa(SchemaVersion)}, own...)
+			n.UserID, n.TenantID, strconv.Itoa(SchemaVersion), noLegacy}, own...)
 	}
-	rep, err := r.runUser(ctx, r.client, "session_u_create", scriptSessionUCreate, n.Ref.Tag, keys, args("0"))
+	newUser := func(rep Reply) bool { return rep.Code() == CodeNewUser }
+	rep, err := r.runUser(ctx, r.client, "session_u_create", scriptSessionUCreate, n.Ref.Tag, keys, args("0", "0"), newUser)
+	if err == nil && rep.Code() == CodeNewUser {
+		// The user has no hash and no device index: the first session makes the hash.
+		rep, err = r.runOn(ctx, r.client, "session_u_create", scriptSessionUCreate, keys, args("0", "1"))
+	}
 	if err == nil && rep.Code() == CodeRetry { // at the cap: evict, confirmed as a durable write
 		err = r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 			var err error
-			rep, err = r.runUser(ctx, c, "session_u_create", scriptSessionUCreate, n.Ref.Tag, keys, args("1"))
+			// At the cap the hash exists: no NEW_USER, and no device index beside it.
+			rep, err = r.runOn(ctx, c, "session_u_create", scriptSessionUCreate, keys, args("1", "1"))
 			return err == nil && rep.Code() == CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
 		})
 	}

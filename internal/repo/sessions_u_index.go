@@ -30,8 +30,11 @@ var (
 // ones are left out (corrupt ones counted and logged); at most MaxSessionsPerUser, soonest
 // absolute deadline first (the device index's order).
 func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Session, error) {
-	rep, err := r.runUser(ctx, r.client, "session_u_list", scriptSessionUList, tag,
-		[]string{r.userKey(tag), r.devicesKey(tag)}, nil)
+	rep, err := r.runUser(ctx, r.client, "session_u_list", scriptSessionUList, tag, []string{r.userKey(tag)}, nil,
+		func(rep Reply) bool {
+			m, err := rep.StrMap(1)
+			return rep.Code() == CodeOK && err == nil && len(m) == 0
+		})
 	if errors.Is(err, ErrCorrupt) { // the key holds another type: every session in it is corrupt
 		return []session.Session{}, nil
 	}
@@ -93,10 +96,10 @@ func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Ses
 // uRevokeAll is RevokeAll in the per-user layout: one atomic script
 // (session_u_revoke_all.lua) on the user's hash, confirmed as a durable write.
 func (r *Sessions) uRevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
-	keys := []string{r.userKey(tag), r.devicesKey(tag)}
+	keys := []string{r.userKey(tag)}
 	revoked := 0
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		rep, err := r.runUser(ctx, c, "session_u_revoke_all", scriptSessionURevokeAll, tag, keys, []string{exceptPart})
+		rep, err := r.runUser(ctx, c, "session_u_revoke_all", scriptSessionURevokeAll, tag, keys, []string{exceptPart}, uNone)
 		if err != nil {
 			return false, err
 		}

@@ -160,8 +160,7 @@ func TestSessionListReadsOnlyViewFields(t *testing.T) {
 		e.sessSet(ref, sfCodeMAC, "secret-mac-value")
 		e.sessSet(ref, sfChallengeID, "challenge-1")
 		e.sessSet(ref, sfChallengeAt, "1")
-		rep, err := e.r.runUser(ctx, e.s.Client, "session_u_list", scriptSessionUList, ref.Tag,
-			[]string{e.r.userKey(ref.Tag), e.r.devicesKey(ref.Tag)}, nil)
+		rep, err := e.r.runOn(ctx, e.s.Client, "session_u_list", scriptSessionUList, []string{e.r.userKey(ref.Tag)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

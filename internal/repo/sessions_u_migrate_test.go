@@ -487,6 +487,16 @@ func TestSessionMigrateOnFirstTouch(t *testing.T) {
 				}
 			}
 		})
+		t.Run("revoke", func(t *testing.T) {
+			e, tag, _, a, c := legacy(t)
+			if ok, err := e.r.Revoke(ctx, c, "acme"); !ok || err != nil {
+				t.Fatalf("revoke a legacy session: %v %v", ok, err)
+			}
+			e.noLegacyKeys(tag, a, c)
+			if len(e.sessStored(c)) != 0 || e.sessStored(a)[sfAbsoluteExpires] == "" {
+				t.Fatalf("after the revoke: revoked %v, other %v", e.sessStored(c), e.sessStored(a))
+			}
+		})
 		t.Run("rotate", func(t *testing.T) {
 			e, tag, _, a, c := legacy(t)
 			was := e.legacySnap(a)

@@ -87,24 +87,37 @@ func (d *Durable) Run(ctx context.Context, c rueidis.Client, write func(c rueidi
 		_, err := write(c)
 		return err
 	}
-	err := d.run(ctx, c, write)
-	// A dedicated connection follows no redirection. After a slot moved, the cluster client
-	// learns the new owner only with its next topology refresh: run the write again pinned to
-	// the node the MOVED names (the refused attempt wrote nothing there).
-	var re *rueidis.RedisError
-	if err != nil && c.Mode() == rueidis.ClientModeCluster && errors.As(err, &re) {
-		if addr, ok := re.IsMoved(); ok {
-			if n, ok := c.Nodes()[addr]; ok {
-				return d.run(ctx, n, write)
-			}
+	err := d.run(ctx, c, write, false)
+	// A dedicated connection follows no redirection: run the write again pinned to the node a
+	// redirection names (the refused command wrote nothing: Redis redirects before it runs).
+	// MOVED: the slot moved, and the cluster client learns the new owner only with its next
+	// topology refresh. ASK: the slot is migrating and the keys of the refused command have
+	// left for the importing node, which serves them only after ASKING, sent before each
+	// command (a single-key script is served there; a multi-key one whose keys are split is
+	// refused with TRYAGAIN, a 503). A second redirection (the migration ended meanwhile) is
+	// followed once more.
+	for range 2 {
+		var re *rueidis.RedisError
+		if err == nil || c.Mode() != rueidis.ClientModeCluster || !errors.As(err, &re) {
+			return err
 		}
+		addr, moved := re.IsMoved()
+		askAddr, ask := re.IsAsk()
+		if ask {
+			addr = askAddr
+		}
+		n, ok := c.Nodes()[addr]
+		if !moved && !ask || !ok {
+			return err
+		}
+		err = d.run(ctx, n, write, ask)
 	}
 	return err
 }
 
-func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error)) error {
+func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error), asking bool) error {
 	return c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, call: d.call, replicas: d.replicas}
+		p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, asking: asking, call: d.call, replicas: d.replicas}
 		ended, err := write(p)
 		if err != nil || !ended {
 			return err
@@ -173,8 +186,10 @@ func aofOff(err error) bool {
 // Every other method is the parent client's.
 type pinned struct {
 	rueidis.Client
-	d        rueidis.DedicatedClient
-	askRole  bool
+	d       rueidis.DedicatedClient
+	askRole bool
+	// asking: every command goes after an ASKING (the node imports the slot being written).
+	asking   bool
 	replicas int
 	call     time.Duration
 	online   int
@@ -202,7 +217,7 @@ func Confirms(c rueidis.Client) bool {
 }
 
 func (p *pinned) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	if p.askRole {
+	if p.askRole || p.asking {
 		return p.DoMulti(ctx, cmd)[0]
 	}
 	ctx, cancel := p.bound(ctx)
@@ -213,16 +228,35 @@ func (p *pinned) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRes
 func (p *pinned) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
 	ctx, cancel := p.bound(ctx)
 	defer cancel()
-	if !p.askRole {
+	if !p.askRole && !p.asking {
 		return p.d.DoMulti(ctx, multi...)
 	}
-	p.askRole = false
 	// The keyed command first: on a cluster the dedicated connection is pinned by it.
-	all := make(rueidis.Commands, 0, len(multi)+1)
-	all = append(append(all, multi...), p.d.B().Role().Build())
+	all := make(rueidis.Commands, 0, 2*len(multi)+1)
+	for _, cmd := range multi {
+		if p.asking {
+			all = append(all, p.d.B().Asking().Build())
+		}
+		all = append(all, cmd)
+	}
+	role := p.askRole
+	if role {
+		p.askRole = false
+		all = append(all, p.d.B().Role().Build())
+	}
 	res := p.d.DoMulti(ctx, all...)
-	p.online, p.roleErr = onlineReplicas(res[len(res)-1])
-	return res[:len(res)-1]
+	if role {
+		p.online, p.roleErr = onlineReplicas(res[len(res)-1])
+		res = res[:len(res)-1]
+	}
+	if !p.asking {
+		return res
+	}
+	out := make([]rueidis.RedisResult, len(multi))
+	for i := range out {
+		out[i] = res[2*i+1]
+	}
+	return out
 }
 
 // bound gives one call at most the store's timeout, as every call through Store.Client has.

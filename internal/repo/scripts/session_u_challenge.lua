@@ -6,16 +6,13 @@
 -- are written with the session's field TTL (that of its absoluteExpiresAtMs); the hash's
 -- updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the script answers 'MIGRATE' without writing
+--          (the only key: a single-key script is served while the user's slot migrates;
+--          the caller checks for sessions of the per-session layout after a miss)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: idPart
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the code (base64url)
 -- ARGV[5]: challenge TTL in milliseconds
--- Reply: {'NOT_FOUND'} | {'MIGRATE'} | {'OK', nowMs, expiresAtMs}
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
-end
+-- Reply: {'NOT_FOUND'} | {'OK', nowMs, expiresAtMs}
 -- Field names, not keys: every key touched is in KEYS.
 local part = ARGV[2]
 local p = part .. ':'

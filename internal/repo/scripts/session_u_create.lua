@@ -11,9 +11,7 @@
 -- to the soonest absolute deadline, then the smaller idPart. A session whose values do not
 -- parse counts as never used.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the user still has sessions to migrate, and the script answers 'MIGRATE'
---          without writing
+--          (the only key: a single-key script is served while the user's slot migrates)
 -- ARGV[1]: maximum sessions per user
 -- ARGV[2]: idle timeout in milliseconds
 -- ARGV[3]: absolute timeout in milliseconds
@@ -22,14 +20,19 @@
 -- ARGV[6]: '1' when this call may evict; '0' makes a call at the cap under 'evict' answer
 --          'RETRY' without writing (the caller calls again as a durable write)
 -- ARGV[7]: userId, ARGV[8]: tenantId, ARGV[9]: schema version
--- ARGV[10..]: the session's own field, value pairs, unprefixed (device label and hashes, status
+-- ARGV[10]: '1' when the caller found that the user has no sessions of the per-session layout
+--          (no device index <prefix>:v1:sessions:{<userTag>}); with '0' a create for a user
+--          without a hash answers 'NEW_USER' without writing. A user's hash and that index never
+--          coexist (session_migrate.lua deletes the index as it fills the hash), so a hash that
+--          exists needs no check.
+-- ARGV[11..]: the session's own field, value pairs, unprefixed (device label and hashes, status
 --          when it is not ACTIVE, authLevel when it is not BASIC, loginPending '1', idleTimeoutMs
 --          when it is not the implicit one); absoluteExpiresAtMs (and createdAtMs when the
 --          hash's is another instant) are added from the server's clock. No hash of the token
 --          is stored.
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', live sessions} (at the cap, evict policy, ARGV[6] '0') |
---        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} | {'MIGRATE'} |
+--        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} | {'NEW_USER'} |
 --        {'CORRUPT'} (the hash holds another user: nothing written)
 
 -- BEGIN session_fields
@@ -38,8 +41,8 @@ local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs',
 -- END session_fields
 
 local MARK = ':absoluteExpiresAtMs'
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
+if ARGV[10] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'NEW_USER'}
 end
 local part = ARGV[4]
 if redis.call('HEXISTS', KEYS[1], part .. MARK) == 1 then
@@ -120,7 +123,7 @@ if user[3] ~= nowS then
   fields[#fields + 1] = part .. ':createdAtMs'
   fields[#fields + 1] = nowS
 end
-for i = 10, #ARGV, 2 do
+for i = 11, #ARGV, 2 do
   fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name
   fields[#fields + 1] = ARGV[i + 1]
 end

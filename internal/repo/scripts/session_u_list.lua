@@ -5,15 +5,12 @@
 -- idle-expired session is simply absent and nothing needs pruning. The fields no view reads
 -- (the MFA code's MAC, the device hashes) are left out of the reply.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the user still has sessions to migrate, and the script answers 'MIGRATE'
+--          (the only key: a single-key script is served while the user's slot migrates;
+--          the caller checks for sessions of the per-session layout after a miss)
 -- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}} (pttlMs of each live session's
---        absoluteExpiresAtMs field, as a string; -1 when it has no field TTL) | {'MIGRATE'}
+--        absoluteExpiresAtMs field, as a string; -1 when it has no field TTL)
 local MARK = ':absoluteExpiresAtMs'
 local HIDDEN = {mfaCodeMac = true, ipHash = true, userAgentHash = true}
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
-end
 local all = redis.call('HGETALL', KEYS[1])
 local fields, marks, parts = {}, {}, {}
 for i = 1, #all, 2 do

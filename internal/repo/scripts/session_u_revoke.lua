@@ -3,13 +3,12 @@
 -- challenge's included. Idempotent: a session already gone answers {'OK', 0}. When no live
 -- session of the user is left, the hash itself (the user's fields) goes too.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the user still has sessions to migrate, and the script answers 'MIGRATE'
---          without writing
+--          (the only key: a single-key script is served while the user's slot migrates;
+--          the caller checks for sessions of the per-session layout after a miss)
 -- ARGV[1]: tenant of the caller; another tenant's session is left untouched
 -- ARGV[2]: idPart
 -- Reply: {'OK', 1} revoked | {'OK', 0} already gone | {'NOT_FOUND'} another tenant's session
---        (untouched) | {'MIGRATE'}
+--        (untouched)
 
 -- BEGIN session_fields
 local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'mfaChallengeCreatedAtMs', 'mfaChallengeId', 'mfaCodeMac'}
@@ -17,9 +16,6 @@ local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs',
 -- END session_fields
 
 local MARK = ':absoluteExpiresAtMs'
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
-end
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if tenant and tenant ~= ARGV[1] then
   return {'NOT_FOUND'}

@@ -5,15 +5,11 @@
 -- wholly after it. Without a session to keep (none asked, or the one asked is not live) the
 -- hash is deleted; otherwise every field that is not the user's or the kept session's goes.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the user still has sessions to migrate, and the script answers 'MIGRATE'
---          without writing
+--          (the only key: a single-key script is served while the user's slot migrates;
+--          the caller checks for sessions of the per-session layout after a miss)
 -- ARGV[1]: idPart to keep, or '' for none
--- Reply: {'OK', live sessions deleted} | {'MIGRATE'}
+-- Reply: {'OK', live sessions deleted}
 local MARK = ':absoluteExpiresAtMs'
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
-end
 local keep = ARGV[1]
 local names = redis.call('HKEYS', KEYS[1])
 local live, kept = 0, false

@@ -6,11 +6,11 @@
 -- absolute deadline are kept. The hash's updatedAtMs is set; the key's TTL is raised (never
 -- shortened) to the absolute deadline.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the script answers 'MIGRATE' without writing
+--          (the only key: a single-key script is served while the user's slot migrates;
+--          the caller checks for sessions of the per-session layout after a miss)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: old idPart, ARGV[3]: new idPart
--- Reply: {'NOT_FOUND'} | {'EXISTS'} | {'MIGRATE'} |
+-- Reply: {'NOT_FOUND'} | {'EXISTS'} |
 --        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
 --        (status and authLevel nil when the session does not hold them: ACTIVE and BASIC, the
 --        defaults, are not written; rotation keeps both as they are; createdAtMs is the hash's
@@ -21,9 +21,6 @@ local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'st
 local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'mfaChallengeCreatedAtMs'}
 -- END session_fields
 
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
-end
 -- Field names, not keys: every key touched is in KEYS.
 local oldPart, newPart = ARGV[2], ARGV[3]
 local old, new = oldPart .. ':', newPart .. ':'

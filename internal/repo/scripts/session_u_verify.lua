@@ -14,14 +14,14 @@
 -- keyed MACs, not secrets, and the comparison below visits every byte whatever the mismatch,
 -- so neither the code nor the MAC leaks through timing; the attempt counter bounds guessing.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
---          exists the script answers 'MIGRATE' without writing (the attempt is not counted)
--- KEYS[3]: attempt counter <prefix>:v1:rl:{<userTag>}:mfa
+-- KEYS[2]: attempt counter <prefix>:v1:rl:{<userTag>}:mfa (same slot). The caller checks for
+--          sessions of the per-session layout after a NOT_FOUND. While the user's slot
+--          migrates, a first attempt in a window (no counter yet) is refused with TRYAGAIN.
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND', uncounted)
 -- ARGV[2]: challenge id, ARGV[3]: HMAC of the candidate code (base64url)
 -- ARGV[4]: attempt limit, ARGV[5]: window ms, ARGV[6]: counter buffer ms
 -- ARGV[7]: old idPart, ARGV[8]: new idPart
--- Reply: {'NOT_FOUND'} | {'EXISTS'} | {'MIGRATE'} |
+-- Reply: {'NOT_FOUND'} | {'EXISTS'} |
 --        {'LIMITED', count, resetMs} |
 --        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
@@ -76,9 +76,6 @@ local function same(a, b)
   return diff == 0
 end
 
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {'MIGRATE'}
-end
 -- Field names, not keys: every key touched is in KEYS.
 local oldPart, newPart = ARGV[7], ARGV[8]
 local old, new = oldPart .. ':', newPart .. ':'
@@ -90,7 +87,7 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowS = string.format('%d', now)
-local allowed, count, reset = fixed_window(KEYS[3], now, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[4]))
+local allowed, count, reset = fixed_window(KEYS[2], now, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[4]))
 if allowed == 0 then
   return {'LIMITED', count, reset}
 end
