@@ -50,32 +50,46 @@ func StartCluster(t testing.TB) *Cluster {
 	if bin == "" {
 		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
 	}
-	ports := freePorts(t, 2*clusterMasters)
 	c := &Cluster{t: t}
 	t.Cleanup(c.stop)
-	for i := range clusterMasters {
-		n := &ClusterNode{Port: ports[2*i], BusPort: ports[2*i+1]}
-		c.Nodes = append(c.Nodes, n)
-		n.cmd = exec.Command(bin, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
-			"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--appendonly", "no", "--save", "", "--enable-debug-command", "local")
-		if err := n.cmd.Start(); err != nil {
-			t.Fatalf("start cluster node: %v", err)
+	// A port found free may be taken before the node binds it (by another test's server, the
+	// private clusters of parallel tests included): the node then exits, and whatever listens
+	// there is not ours. connect notices (errPortTaken) and the cluster starts over on new ports.
+	for attempt := 1; ; attempt++ {
+		ports := freePorts(t, 2*clusterMasters)
+		for i := range clusterMasters {
+			n := &ClusterNode{Port: ports[2*i], BusPort: ports[2*i+1]}
+			c.Nodes = append(c.Nodes, n)
+			n.cmd = exec.Command(bin, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
+				"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
+				"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+				"--appendonly", "no", "--save", "", "--enable-debug-command", "local")
+			if err := n.cmd.Start(); err != nil {
+				t.Fatalf("start cluster node: %v", err)
+			}
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := c.form(ctx)
+		cancel()
+		if errors.Is(err, errPortTaken) && attempt < 3 {
+			c.stop()
+			c.Nodes = nil
+			continue
+		}
+		if err != nil {
+			t.Fatalf("private cluster: %v", err)
+		}
+		return c
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.form(ctx); err != nil {
-		t.Fatalf("private cluster: %v", err)
-	}
-	return c
 }
+
+// errPortTaken: the server answering on a node's port is not the process the test started.
+var errPortTaken = errors.New("the port is served by another process")
 
 // connect waits for every node to listen and opens its admin client.
 func (c *Cluster) connect(ctx context.Context) error {
 	for i, n := range c.Nodes {
-		if err := waitListening(ctx, n.Port); err != nil {
+		if err := waitListening(ctx, n.Port, n.cmd); err != nil {
 			return err
 		}
 		var err error
@@ -84,11 +98,33 @@ func (c *Cluster) connect(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("admin client %s: %w", n.Addr(), err)
 		}
+		if n.cmd != nil { // (nil: a node started outside the test, env.go's)
+			if err := checkOwn(ctx, n.admin, n.cmd); err != nil {
+				return fmt.Errorf("node %s: %w", n.Addr(), err)
+			}
+		}
 		if n.ID, err = c.Do(ctx, i, "CLUSTER", "MYID").ToString(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkOwn fails with errPortTaken unless the server c talks to is the process cmd started.
+func checkOwn(ctx context.Context, c rueidis.Client, cmd *exec.Cmd) error {
+	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if cmd.Process == nil || v != strconv.Itoa(cmd.Process.Pid) {
+				return fmt.Errorf("%w (process_id %s)", errPortTaken, v)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("INFO server has no process_id")
 }
 
 // form connects to every node, assigns the slots (node i of n first owns
@@ -340,14 +376,32 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
-// waitListening polls until something accepts connections on port.
-func waitListening(ctx context.Context, port int) error {
+// exited reports whether cmd's process has ended (a zombie not yet waited for, on Linux).
+func exited(cmd *exec.Cmd) bool {
+	if cmd.Process == nil {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// waitListening polls until something accepts connections on port; it gives up with
+// errPortTaken as soon as cmd (the process meant to listen there, nil if none) has exited.
+func waitListening(ctx context.Context, port int, cmd *exec.Cmd) error {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	for {
 		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			conn.Close()
 			return nil
+		}
+		if cmd != nil && exited(cmd) {
+			return fmt.Errorf("the server for %s exited (%w?)", addr, errPortTaken)
 		}
 		select {
 		case <-ctx.Done():
@@ -411,7 +465,7 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 	for i, m := range rc.Nodes {
 		r := &ClusterNode{Port: ports[4*i+2], BusPort: ports[4*i+3]}
 		start(r)
-		if err := waitListening(ctx, r.Port); err != nil {
+		if err := waitListening(ctx, r.Port, r.cmd); err != nil {
 			t.Fatal(err)
 		}
 		var err error

@@ -80,8 +80,8 @@ func StartSentinel(t testing.TB, o SentinelOptions) *SentinelSet {
 		s.procs = append(s.procs, cmd)
 		s.Sentinels = append(s.Sentinels, port)
 	}
-	for _, port := range s.Sentinels {
-		if err := waitListening(ctx, port); err != nil {
+	for i, port := range s.Sentinels {
+		if err := waitListening(ctx, port, s.procs[i]); err != nil {
 			t.Fatalf("sentinel: %v", err)
 		}
 	}
