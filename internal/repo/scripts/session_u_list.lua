@@ -7,8 +7,9 @@
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
 -- KEYS[2]: the per-session layout's device index <prefix>:v1:sessions:{<userTag>}: while it
 --          exists the user still has sessions to migrate, and the script answers 'MIGRATE'
--- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}} (pttlMs of each live session's
---        absoluteExpiresAtMs field, as a string; -1 when it has no field TTL) | {'MIGRATE'}
+-- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}, {idPart, expireAtMs, ...}}
+--        (HPTTL and HPEXPIRETIME of each live session's absoluteExpiresAtMs field, as strings;
+--        -1 when it has no field TTL; the last use derives from the expiry) | {'MIGRATE'}
 local MARK = ':absoluteExpiresAtMs'
 local HIDDEN = {mfaCodeMac = true, ipHash = true, userAgentHash = true}
 if redis.call('EXISTS', KEYS[2]) == 1 then
@@ -28,14 +29,17 @@ for i = 1, #all, 2 do
     parts[#parts + 1] = string.sub(f, 1, colon - 1)
   end
 end
-local ttls = {}
+local ttls, exps = {}, {}
 -- HPTTL takes at most as many fields as unpack can pass: ask in batches.
 for from = 1, #marks, 1000 do
   local to = math.min(from + 999, #marks)
   local got = redis.call('HPTTL', KEYS[1], 'FIELDS', to - from + 1, unpack(marks, from, to))
+  local at = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', to - from + 1, unpack(marks, from, to))
   for k = from, to do
     ttls[#ttls + 1] = parts[k]
     ttls[#ttls + 1] = string.format('%d', got[k - from + 1])
+    exps[#exps + 1] = parts[k]
+    exps[#exps + 1] = string.format('%d', at[k - from + 1])
   end
 end
-return {'OK', fields, ttls}
+return {'OK', fields, ttls, exps}
