@@ -182,3 +182,33 @@ func TestSessionMigratedLastSeen(t *testing.T) {
 		}
 	})
 }
+
+// uSeen answers the newest of the stored lastSeenAtMs, the marker's expiry minus the idle
+// timeout and createdAtMs, and leaves malformed values for decodeView to refuse.
+func TestSessionLastSeenFromExpiry(t *testing.T) {
+	t.Parallel()
+	const idle = "60000"
+	for _, c := range []struct {
+		name string
+		m    map[string]string
+		exp  int64
+		want string // lastSeenAtMs after; "" absent
+	}{
+		{"refreshed", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: idle}, 100_000, "40000"},
+		{"implicit idle", map[string]string{sfCreatedAt: "1000"}, 1000 + ImplicitIdle.Milliseconds() + 5, "1005"},
+		{"never refreshed", map[string]string{sfCreatedAt: "40000", sfIdleTimeout: idle}, 100_000, ""},
+		{"capped at create", map[string]string{sfCreatedAt: "50000", sfIdleTimeout: idle}, 100_000, ""},
+		{"stored by a capped refresh", map[string]string{sfCreatedAt: "1000", sfLastSeenAt: "45000", sfIdleTimeout: idle}, 100_000, "45000"},
+		{"stored before a later refresh", map[string]string{sfCreatedAt: "1000", sfLastSeenAt: "30000", sfIdleTimeout: idle}, 100_000, "40000"},
+		{"no field TTL", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: idle}, -1, ""},
+		{"gone", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: idle}, -2, ""},
+		{"bad idle", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: "x"}, 100_000, ""},
+		{"bad created", map[string]string{sfCreatedAt: "x", sfIdleTimeout: idle}, 100_000, ""},
+		{"bad stored", map[string]string{sfCreatedAt: "1000", sfLastSeenAt: "y", sfIdleTimeout: idle}, 100_000, "y"},
+	} {
+		uSeen(c.m, c.exp)
+		if got := c.m[sfLastSeenAt]; got != c.want {
+			t.Errorf("%s: lastSeenAtMs %q, want %q", c.name, got, c.want)
+		}
+	}
+}
