@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -62,7 +63,14 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", 10*time.Second, time.Hour)
-		seen := e.sessGet(ref, sfLastSeenAt)
+		// The last use as readers answer it (per user an uncapped refresh stores none: the
+		// marker's expiry tells it, TestSessionRefreshDerivesLastSeen).
+		lastSeen := func(s *session.Session) string { return strconv.FormatInt(s.LastSeenAt.UnixMilli(), 10) }
+		got, err := e.r.Get(ctx, ref, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := lastSeen(got)
 		time.Sleep(5 * time.Millisecond)
 
 		setPTTL := func(ms int64) {
@@ -93,7 +101,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 				t.Fatalf("%s: commands %v, want one EVALSHA", st.name, cmds)
 			}
 			after := e.sessPTTL(ref)
-			now := e.sessGet(ref, sfLastSeenAt)
+			now := lastSeen(&ac.Session)
 			if ac.Refreshed != st.wantRefresh {
 				t.Fatalf("%s: refreshed = %v", st.name, ac.Refreshed)
 			}

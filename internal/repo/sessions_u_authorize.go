@@ -21,13 +21,14 @@ import (
 //	HPTTL <userKey> FIELDS 1 <part>:absoluteExpiresAtMs
 //	EXISTS <devicesKey>
 //
-// (the view read asks for the view's fields instead of the hot five). HPTTL is the end of the
-// idle window and tells whether the session is live (-2: it is not). EXISTS detects a user
-// whose sessions a per-session gateway wrote: when the session's marker is missing and that
-// index exists, the user's sessions are migrated (r.migrate) and the read runs again.
+// (the view read asks for the view's fields instead of the hot five, and adds HPEXPIRETIME of
+// the marker: the session's last use derives from it, uSeen). HPTTL is the end of the idle
+// window and tells whether the session is live (-2: it is not). EXISTS detects a user whose
+// sessions a per-session gateway wrote: when the session's marker is missing and that index
+// exists, the user's sessions are migrated (r.migrate) and the read runs again.
 //
 // Under default tracking (readTracked) the read goes through rueidis' cache, and only the
-// HMGET does (uReadTracked says why).
+// HMGET and the HPEXPIRETIME do (uReadTracked says why).
 
 var scriptSessionUAuthorize = script("session_u_authorize")
 
@@ -63,8 +64,9 @@ func uNames(part string, view bool) (wire, flat []string) {
 }
 
 // uFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
-// per-session hash's names, the per-user layout's defaults applied); release hands it back.
-func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string) (m map[string]string, size int, release func(), err error) {
+// per-session hash's names, the per-user layout's defaults applied, for the view the last use
+// derived from exp, the marker's expiry: uSeen); release hands it back.
+func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, release func(), err error) {
 	if flat != nil {
 		m, size, err = pooledFields(vals, flat)
 		if err != nil {
@@ -78,30 +80,36 @@ func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string) (m m
 	}
 	m = sessionView(user, part)
 	releaseFields(user)
+	uSeen(m, exp)
 	return m, size, func() {}, nil
 }
 
-// uPlainCmds are the three commands of a plain read (see above).
-func (r *Sessions) uPlainCmds(ref session.Ref, wire []string) rueidis.Commands {
+// uPlainCmds are the commands of a plain read (see above); view adds the marker's expiry.
+func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis.Commands {
 	key := r.userKey(ref.Tag)
-	return rueidis.Commands{
+	cmds := rueidis.Commands{
 		r.client.B().Hmget().Key(key).Field(wire...).Build(),
 		r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, sfAbsoluteExpires)).Build(),
 		r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build(),
 	}
+	if view {
+		cmds = append(cmds, r.uMarkerExpiry(key, ref.Part))
+	}
+	return cmds
 }
 
-// uPlain is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session)
-// and whether the device index of the per-session layout exists.
+// uPlain is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),
+// whether the device index of the per-session layout exists, and for a view the marker's
+// expiry (Unix ms; 0 otherwise).
 type uPlain struct {
-	vals   []rueidis.RedisMessage
-	pttl   int64
-	legacy bool
+	vals      []rueidis.RedisMessage
+	pttl, exp int64
+	legacy    bool
 }
 
 // uReadPlainOnce runs one plain read; op names it in errors.
-func (r *Sessions) uReadPlainOnce(ctx context.Context, op string, ref session.Ref, wire []string) (uPlain, error) {
-	res := r.client.DoMulti(ctx, r.uPlainCmds(ref, wire)...)
+func (r *Sessions) uReadPlainOnce(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
+	res := r.client.DoMulti(ctx, r.uPlainCmds(ref, wire, view)...)
 	for _, x := range res {
 		if err := x.Error(); err != nil && !rueidis.IsRedisNil(err) {
 			return uPlain{}, r.readErr(ctx, op, err)
@@ -119,14 +127,20 @@ func (r *Sessions) uReadPlainOnce(ctx context.Context, op string, ref session.Re
 	if err != nil {
 		return uPlain{}, r.readErr(ctx, op, err)
 	}
-	return uPlain{vals: vals, pttl: pttl, legacy: n == 1}, nil
+	var exp int64
+	if view {
+		if exp, err = uFieldTTL(res[3]); err != nil {
+			return uPlain{}, r.readErr(ctx, op, err)
+		}
+	}
+	return uPlain{vals: vals, pttl: pttl, exp: exp, legacy: n == 1}, nil
 }
 
 // uReadPlainLive is uReadPlainOnce migrating first when the session's marker is missing and
 // the user still has sessions in the per-session layout (then the read runs again).
-func (r *Sessions) uReadPlainLive(ctx context.Context, op string, ref session.Ref, wire []string) (uPlain, error) {
+func (r *Sessions) uReadPlainLive(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
 	for range sessUserAttempts {
-		p, err := r.uReadPlainOnce(ctx, op, ref, wire)
+		p, err := r.uReadPlainOnce(ctx, op, ref, wire, view)
 		if err != nil || p.pttl != -2 || !p.legacy {
 			return p, err
 		}
@@ -137,8 +151,8 @@ func (r *Sessions) uReadPlainLive(ctx context.Context, op string, ref session.Re
 	return uPlain{}, redisErr(op, errRetry)
 }
 
-// uFieldTTL is the one field's HPTTL: -2 when the field (or the key) does not exist, -1 when
-// it has no TTL.
+// uFieldTTL is the one field's HPTTL (or HPEXPIRETIME): -2 when the field (or the key) does
+// not exist, -1 when it has no TTL.
 func uFieldTTL(res rueidis.RedisResult) (int64, error) {
 	if err := res.Error(); rueidis.IsRedisNil(err) {
 		return -2, nil
@@ -161,7 +175,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 		v = r.memo.version(ref)
 	}
 	wire, flat := uNames(ref.Part, view)
-	p, err := r.uReadPlainLive(ctx, "session authorize", ref, wire)
+	p, err := r.uReadPlainLive(ctx, "session authorize", ref, wire, view)
 	r.misses.Add(1)
 	if err != nil {
 		return nil, err
@@ -172,7 +186,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 	if p.pttl < 0 { // a marker without a field TTL (not written by a gateway): the script gives it one
 		return r.uAuthorizeScript(ctx, ref, view)
 	}
-	m, size, release, err := uFields(p.vals, ref.Part, wire, flat)
+	m, size, release, err := uFields(p.vals, ref.Part, wire, flat, p.exp)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
@@ -192,21 +206,26 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 
 // uReadTracked is readTracked in the per-user layout: under default tracking Redis tracks (and
 // later invalidates) only a key read through rueidis' cache, so the read is the view's fields
-// of the user's hash through it (one HMGET, one tracked key per user).
+// of the user's hash and the marker's HPEXPIRETIME through it (one round trip, one tracked key
+// per user).
 //
 // Neither HPTTL nor EXISTS goes through the cache. rueidis (v1.0.79) offers no cacheable HPTTL
 // (its builder has no Cache() for it), and rightly: a cached HPTTL is a duration measured when
 // the copy was filled, which a later hit would serve unchanged as time passes, sliding the idle
 // end forward with every hit. The idle end is taken instead from what the copy holds, instants
-// that only a write changes (and every write invalidates the copy): the session's lastSeenAtMs
-// (its createdAtMs until the first refresh) plus its idle timeout, never past its absolute
-// deadline — the same instant the field TTL was set to, since create and the refresh script
-// set both from the same clock reading. A cached EXISTS of the device index would cost a
-// second entry per user in Redis's tracking table for a check that only matters while a rolling
-// upgrade from the per-session layout runs; so the index is asked for, uncached, only when a
-// read that reached Redis found no live session (a second round trip for an unknown token
-// only; a hit that holds no live session answers missing at once: a session created later has
-// a new id part, hence an HMGET never cached).
+// that only a write changes (and every write invalidates the copy): the session's last use
+// (uSeen: its lastSeenAtMs, or its marker's expiry minus its idle timeout, or its createdAtMs)
+// plus its idle timeout, never past its absolute deadline — the instant the field TTL was set
+// to. The marker's expiry is such an instant too: its builder has no Cache() either (nor is it
+// marked read-only), so its command is converted to a Cacheable; Redis tracks the key for it
+// like for the HMGET (no second tracking entry: same key), and any change of the expiry is a
+// write to the key, HPEXPIRE alone included, which invalidates both copies (an expiry that
+// passes needs none: the gateway refuses a copy past its end). A cached EXISTS of the device
+// index would cost a second entry per user in Redis's tracking table for a check that only
+// matters while a rolling upgrade from the per-session layout runs; so the index is asked
+// for, uncached, only when a read that reached Redis found no live session (a second round
+// trip for an unknown token only; a hit that holds no live session answers missing at once: a
+// session created later has a new id part, hence an HMGET never cached).
 func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
@@ -214,7 +233,9 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	}
 	wire := uViewNames(ref.Part)
 	key := r.userKey(ref.Tag)
-	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(key).Field(wire...).Cache(), r.cacheTTL)
+	both := r.client.DoMultiCache(ctx, rueidis.CT(r.client.B().Hmget().Key(key).Field(wire...).Cache(), r.cacheTTL),
+		rueidis.CT(rueidis.Cacheable(r.uMarkerExpiry(key, ref.Part)), r.cacheTTL))
+	res := both[0]
 	if res.Error() == nil && !res.IsCacheHit() {
 		if vals, err := res.ToArray(); err == nil && len(vals) == len(wire) && vals[uViewMarker].IsNil() {
 			legacy, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build()).AsInt64()
@@ -238,7 +259,11 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	if err != nil {
 		return nil, r.readErr(ctx, "session authorize", err)
 	}
-	m, size, _, err := uFields(vals, ref.Part, wire, nil)
+	exp, err := uFieldTTL(both[1])
+	if err != nil {
+		return nil, r.readErr(ctx, "session authorize", err)
+	}
+	m, size, _, err := uFields(vals, ref.Part, wire, nil, exp)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
@@ -311,16 +336,16 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 	switch rep.Code() {
 	case CodeNotFound:
 		return nil, r.missing(ctx, ref)
-	case CodeOK: // {'OK', nowMs, pttlMs, refreshed, absoluteExpiresAtMs, <one value per field>}
+	case CodeOK: // {'OK', nowMs, pttlMs, refreshed, absoluteExpiresAtMs, expireAtMs, <one value per field>}
 	default:
 		return nil, r.badReply(ctx, "session_u_authorize", rep.Unexpected())
 	}
 	d := rep.Reader()
-	pttl, refreshed, abs := d.Int(1), d.Int(2), d.Int(3)
-	if err := d.Err(); err != nil || len(rep.vals) < 5 {
+	pttl, refreshed, abs, exp := d.Int(1), d.Int(2), d.Int(3), d.Int(4)
+	if err := d.Err(); err != nil || len(rep.vals) < 6 {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: short or malformed reply: %v", err))
 	}
-	m, size, release, err := uFields(rep.vals[4:], ref.Part, wire, flat)
+	m, size, release, err := uFields(rep.vals[5:], ref.Part, wire, flat, exp)
 	if err != nil {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: %w", err))
 	}
@@ -333,7 +358,7 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 // idle end in one round trip (uReadPlainLive).
 func (r *Sessions) uGet(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
 	wire := uViewNames(ref.Part)
-	p, err := r.uReadPlainLive(ctx, "session get", ref, wire)
+	p, err := r.uReadPlainLive(ctx, "session get", ref, wire, true)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +366,7 @@ func (r *Sessions) uGet(ctx context.Context, ref session.Ref, tenant string) (*s
 		r.o.Metrics.Read(ctx, sessObject, Missing)
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 	}
-	m, size, _, err := uFields(p.vals, ref.Part, wire, nil)
+	m, size, _, err := uFields(p.vals, ref.Part, wire, nil, p.exp)
 	if err != nil {
 		return nil, fmt.Errorf("session get: %w", err)
 	}

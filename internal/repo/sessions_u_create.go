@@ -29,7 +29,7 @@ func (r *Sessions) uCreate(ctx context.Context, n session.Record, own []string) 
 	args := func(mayEvict, noLegacy string) []string {
 		return append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
-			n.UserID, n.TenantID, strconv.Itoa(SchemaVersion), noLegacy}, own...)
+			n.UserID, n.TenantID, strconv.Itoa(SchemaVersion), noLegacy, r.idleMs}, own...)
 	}
 	newUser := func(rep Reply) bool { return rep.Code() == CodeNewUser }
 	rep, err := r.runUser(ctx, r.client, "session_u_create", scriptSessionUCreate, n.Ref.Tag, keys, args("0", "0"), newUser)

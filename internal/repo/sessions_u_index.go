@@ -25,10 +25,11 @@ var (
 )
 
 // uList is List in the per-user layout: one read-only script (session_u_list.lua) answers the
-// user's hash and every live session's remaining idle window; each session is decoded from it
-// as the other readers decode (sessionView, parseView). Sessions of another tenant and corrupt
-// ones are left out (corrupt ones counted and logged); at most MaxSessionsPerUser, soonest
-// absolute deadline first (the device index's order).
+// user's hash and every live session's remaining idle window and its end (the last use derives
+// from it: uSeen); each session is decoded from it as the other readers decode (sessionView,
+// parseView). Sessions of another tenant and corrupt ones are left out (corrupt ones counted
+// and logged); at most MaxSessionsPerUser, soonest absolute deadline first (the device index's
+// order).
 func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Session, error) {
 	rep, err := r.runUser(ctx, r.client, "session_u_list", scriptSessionUList, tag, []string{r.userKey(tag)}, nil,
 		func(rep Reply) bool {
@@ -44,13 +45,17 @@ func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Ses
 	if rep.Code() != CodeOK {
 		return nil, r.badReply(ctx, "session_u_list", rep.Unexpected())
 	}
-	// {'OK', {field, value, ...}, {idPart, pttlMs, ...}}
+	// {'OK', {field, value, ...}, {idPart, pttlMs, ...}, {idPart, expireAtMs, ...}}
 	user, err := rep.StrMap(0)
 	if err != nil {
 		return nil, r.badReply(ctx, "session_u_list", err)
 	}
 	ttls, err := rep.StrMap(1)
-	if err = cmp.Or(rep.Want(2), err); err != nil {
+	if err != nil {
+		return nil, r.badReply(ctx, "session_u_list", err)
+	}
+	exps, err := rep.StrMap(2)
+	if err = cmp.Or(rep.Want(3), err); err != nil {
 		return nil, r.badReply(ctx, "session_u_list", err)
 	}
 	parts := make([]string, 0, len(ttls))
@@ -67,7 +72,8 @@ func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Ses
 	out := make([]session.Session, 0, len(parts))
 	for _, p := range parts {
 		pttl, err := strconv.ParseInt(ttls[p], 10, 64)
-		if err != nil {
+		exp, err2 := strconv.ParseInt(exps[p], 10, 64)
+		if err != nil || err2 != nil {
 			return nil, r.badReply(ctx, "session_u_list", rep.shape("the idle window of a session is not an integer"))
 		}
 		if pttl == -2 { // its fields expired at this very instant
@@ -75,6 +81,7 @@ func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Ses
 		}
 		ref := session.Ref{Tag: tag, Part: p}
 		m := sessionView(user, p)
+		uSeen(m, exp)
 		size := 0
 		for k, v := range m {
 			size += len(k) + len(v)

@@ -1,7 +1,7 @@
 -- session_u_authorize.lua: the hot path's Redis side in the per-user layout (docs/KEYS.md,
 -- "Sessions"). Read one session's fields from the user's hash (HMGET, never HGETALL) and slide
 -- its idle window when little of it is left, never past the absolute deadline: every field of
--- the session that shares its idle deadline gets the new one (HPEXPIRE), the MFA challenge's
+-- the session that shares its idle deadline gets the new one (HPEXPIREAT), the MFA challenge's
 -- two keep their own. As session_authorize.lua: without the client-side cache every
 -- authentication runs this; with it, only the ones the gateway finds due for a refresh
 -- (checked again here, on Redis's clock; the write invalidates every replica's copy).
@@ -21,6 +21,7 @@
 --          idleTimeoutMs), so what the caller asks for never changes what is extended.
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
+--         expireAtMs (HPEXPIRETIME of the marker: its readers derive the last use from it),
 --         <one value per ARGV[4..] field, nil when absent>}
 
 -- BEGIN session_fields
@@ -55,14 +56,22 @@ local refreshed = 0
 if d[1] and d[2] and d[3] and abs and idle and idle > 0 and abs > now then
   if pttl < idle * tonumber(ARGV[2]) then
     local want = math.min(idle, abs - now)
-    if want > pttl then -- (want >= 1: HPEXPIRE with 0 ms would delete the fields)
+    if want > pttl then -- (want >= 1: an expiry not after now would delete the fields)
       local nowS = string.format('%d', now)
-      redis.call('HSET', KEYS[1], p .. 'lastSeenAtMs', nowS, 'updatedAtMs', nowS)
+      -- The last use is the new expiry minus idle while the window is not capped by the
+      -- deadline: lastSeenAtMs is stored only when it is (docs/KEYS.md, "Sessions").
+      if want < idle then
+        redis.call('HSET', KEYS[1], p .. 'lastSeenAtMs', nowS, 'updatedAtMs', nowS)
+      else
+        redis.call('HDEL', KEYS[1], p .. 'lastSeenAtMs')
+        redis.call('HSET', KEYS[1], 'updatedAtMs', nowS)
+      end
       local names = {}
       for i, name in ipairs(SESSION_TTL_FIELDS) do
         names[i] = p .. name
       end
-      redis.call('HPEXPIRE', KEYS[1], string.format('%d', want), 'FIELDS', #names, unpack(names))
+      -- At now + want on this clock (TIME), exactly: the expiry minus idle is this instant.
+      redis.call('HPEXPIREAT', KEYS[1], string.format('%d', now + want), 'FIELDS', #names, unpack(names))
       -- The key outlives every field (it has no TTL only if something else wrote it).
       if redis.call('PTTL', KEYS[1]) < abs - now then
         redis.call('PEXPIRE', KEYS[1], string.format('%d', abs - now))
@@ -72,7 +81,8 @@ if d[1] and d[2] and d[3] and abs and idle and idle > 0 and abs > now then
     end
   end
 end
-local out = {'OK', now, pttl, refreshed, math.floor(abs or 0)}
+local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')[1]
+local out = {'OK', now, pttl, refreshed, math.floor(abs or 0), exp}
 local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4))
 for i = 1, #v do
   out[#out + 1] = v[i]

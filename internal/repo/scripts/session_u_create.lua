@@ -6,10 +6,11 @@
 -- cluster too; an idle-expired session's fields are gone with their TTL, so nothing needs
 -- pruning before the count.
 --
--- Last use is the newest of <part>:lastSeenAtMs (the hot path's idle refresh),
--- <part>:lastRotatedAtMs (rotation, MFA verify) and the session's createdAtMs, in ms; ties go
--- to the soonest absolute deadline, then the smaller idPart. A session whose values do not
--- parse counts as never used.
+-- Last use is the newest of <part>:lastSeenAtMs (stored by an idle refresh the absolute
+-- deadline capped), the expiry of <part>:absoluteExpiresAtMs minus the session's idle timeout
+-- (an idle refresh's instant: it stores no lastSeenAtMs otherwise), <part>:lastRotatedAtMs
+-- (rotation, MFA verify) and the session's createdAtMs, in ms; ties go to the soonest absolute
+-- deadline, then the smaller idPart. A session whose values do not parse counts as never used.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
 --          (the only key: a single-key script is served while the user's slot migrates)
 -- ARGV[1]: maximum sessions per user
@@ -25,7 +26,9 @@
 --          without a hash answers 'NEW_USER' without writing. A user's hash and that index never
 --          coexist (session_migrate.lua deletes the index as it fills the hash), so a hash that
 --          exists needs no check.
--- ARGV[11..]: the session's own field, value pairs, unprefixed (device label and hashes, status
+-- ARGV[11]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
+--          <idPart>:idleTimeoutMs
+-- ARGV[12..]: the session's own field, value pairs, unprefixed (device label and hashes, status
 --          when it is not ACTIVE, authLevel when it is not BASIC, loginPending '1', idleTimeoutMs
 --          when it is not the implicit one); absoluteExpiresAtMs (and createdAtMs when the
 --          hash's is another instant) are added from the server's clock. No hash of the token
@@ -76,15 +79,24 @@ if #parts >= max then
   local hashCreated = tonumber(user[3]) or 0
   local live = {}
   for _, p in ipairs(parts) do
-    local v = redis.call('HMGET', KEYS[1], p .. ':lastSeenAtMs', p .. ':lastRotatedAtMs', p .. ':createdAtMs', p .. MARK)
+    local v = redis.call('HMGET', KEYS[1], p .. ':lastSeenAtMs', p .. ':lastRotatedAtMs', p .. ':createdAtMs', p .. MARK,
+      p .. ':idleTimeoutMs')
     local used = 0
     local created = tonumber(v[3])
     if not v[3] then
       created = hashCreated
     end
+    -- The marker's expiry minus idle, as readers take it (uSeen): not when the session's
+    -- lastSeenAtMs, createdAtMs or idle timeout do not parse (they refuse it as corrupt).
+    local seen
+    local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. MARK)[1]
+    local idle = tonumber(v[5] or ARGV[11])
+    if exp > 0 and idle and idle > 0 and created and (not v[1] or tonumber(v[1])) then
+      seen = exp - idle
+    end
     -- (a numeric loop: ipairs stops at the first nil, and most sessions hold no lastSeenAtMs)
-    local cand = {tonumber(v[1]), tonumber(v[2]), created}
-    for j = 1, 3 do
+    local cand = {tonumber(v[1]), seen, tonumber(v[2]), created}
+    for j = 1, 4 do
       local x = cand[j]
       if x and x > used then
         used = x
@@ -123,7 +135,7 @@ if user[3] ~= nowS then
   fields[#fields + 1] = part .. ':createdAtMs'
   fields[#fields + 1] = nowS
 end
-for i = 11, #ARGV, 2 do
+for i = 12, #ARGV, 2 do
   fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name
   fields[#fields + 1] = ARGV[i + 1]
 end

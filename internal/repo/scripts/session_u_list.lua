@@ -7,8 +7,9 @@
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
 --          (the only key: a single-key script is served while the user's slot migrates;
 --          the caller checks for sessions of the per-session layout after a miss)
--- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}} (pttlMs of each live session's
---        absoluteExpiresAtMs field, as a string; -1 when it has no field TTL)
+-- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}, {idPart, expireAtMs, ...}}
+--        (HPTTL and HPEXPIRETIME of each live session's absoluteExpiresAtMs field, as strings;
+--        -1 when it has no field TTL; the last use derives from the expiry)
 local MARK = ':absoluteExpiresAtMs'
 local HIDDEN = {mfaCodeMac = true, ipHash = true, userAgentHash = true}
 local all = redis.call('HGETALL', KEYS[1])
@@ -25,14 +26,17 @@ for i = 1, #all, 2 do
     parts[#parts + 1] = string.sub(f, 1, colon - 1)
   end
 end
-local ttls = {}
+local ttls, exps = {}, {}
 -- HPTTL takes at most as many fields as unpack can pass: ask in batches.
 for from = 1, #marks, 1000 do
   local to = math.min(from + 999, #marks)
   local got = redis.call('HPTTL', KEYS[1], 'FIELDS', to - from + 1, unpack(marks, from, to))
+  local at = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', to - from + 1, unpack(marks, from, to))
   for k = from, to do
     ttls[#ttls + 1] = parts[k]
     ttls[#ttls + 1] = string.format('%d', got[k - from + 1])
+    exps[#exps + 1] = parts[k]
+    exps[#exps + 1] = string.format('%d', at[k - from + 1])
   end
 end
-return {'OK', fields, ttls}
+return {'OK', fields, ttls, exps}
