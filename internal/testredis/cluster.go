@@ -464,14 +464,34 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 	}
 	for i, m := range rc.Nodes {
 		r := &ClusterNode{Port: ports[4*i+2], BusPort: ports[4*i+3]}
-		start(r)
-		if err := waitListening(ctx, r.Port, r.cmd); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()},
-			ForceSingleClient: true, DisableCache: true, DisableRetry: true}); err != nil {
-			t.Fatal(err)
+		dir := dirs[r.Port]
+		// The replica starts well after its ports were found free: when another process took
+		// one meanwhile (the node exits, or INFO names another process), it starts again on
+		// new ones, in the same folder.
+		for attempt := 1; ; attempt++ {
+			dirs[r.Port] = dir
+			start(r)
+			err := waitListening(ctx, r.Port, r.cmd)
+			if err == nil {
+				r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()},
+					ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+				if err == nil {
+					err = checkOwn(ctx, r.admin, r.cmd)
+				}
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errPortTaken) || attempt == 3 {
+				t.Fatalf("replica %s: %v", r.Addr(), err)
+			}
+			if r.admin != nil {
+				r.admin.Close()
+			}
+			_ = r.cmd.Process.Kill()
+			_, _ = r.cmd.Process.Wait()
+			p := freePorts(t, 2)
+			r = &ClusterNode{Port: p[0], BusPort: p[1]}
 		}
 		rc.Replicas = append(rc.Replicas, r)
 		if err := r.do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port), strconv.Itoa(m.BusPort)).Error(); err != nil {
