@@ -48,7 +48,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries), LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		Layout:  repo.SessionLayout(cfg.SessionLayout),
 		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
-		Metrics: rm, Logger: log,
+		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h),
 	})
 	if err != nil {
 		return nil, err

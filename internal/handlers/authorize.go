@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/sessions"
@@ -38,6 +40,25 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 		r.Scopes = &p.Scopes
 	}
 	return r, nil
+}
+
+// authorizeRoute is the forward-auth route: the generated wrapper (w.Authorize, which binds the
+// query and runs the strict handler) for a request with a query, and the same call made
+// directly for one without — what reverse proxies send on every request — where binding finds
+// no parameter (the query parser's map, reflection and the strict handler's boxing cost the
+// hot path five allocations). It is used only while the strict handler has no middleware
+// (NewEcho checks), so both ways run the same code.
+func (s *Server) authorizeRoute(w ServerInterfaceWrapper) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().URL.RawQuery != "" {
+			return w.Authorize(c)
+		}
+		r, err := s.Authorize(c.Request().Context(), AuthorizeRequestObject{})
+		if err != nil || r == nil {
+			return err
+		}
+		return r.VisitAuthorizeResponse(c.Response())
+	}
 }
 
 // authorizeOK is the 200 answer: the AuthorizeResult body and the same values in X-Auth-*

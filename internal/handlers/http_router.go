@@ -30,7 +30,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.HTTPErrorHandler
 	ix := newSpecIndex(spec)
-	e.Use(
+	e.Use(chain(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableStackAll: true,
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -45,12 +45,17 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		s.authnMiddleware(ix),
 		strictJSON(ix),
 		s.RequestValidator(spec, ix.isHot),
-	)
+	))
 	si := NewStrictHandler(s, nil)
 	RegisterHandlers(e, si)
 	w := ServerInterfaceWrapper{Handler: si}
+	authorize := w.Authorize
+	if sh, ok := si.(*strictHandler); ok && len(sh.middlewares) == 0 {
+		authorize = s.authorizeRoute(w)
+		e.GET("/v1/authorize", authorize) // (replaces the generated route)
+	}
 	for _, m := range forwardAuthMethods {
-		e.Add(m, "/v1/authorize", w.Authorize)
+		e.Add(m, "/v1/authorize", authorize)
 	}
 	if err := registerDocs(e); err != nil {
 		return nil, fmt.Errorf("handlers: API reference: %w", err)
@@ -63,25 +68,47 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	return e, nil
 }
 
+// chain is mws (outermost first) around the handler the router found, built once: Echo
+// applies its e.Use middleware to every request afresh (one closure per middleware per
+// request, on the forward-auth hot path too), so the stack is registered as this one
+// middleware, whose core calls c.Handler() — the route's handler, or the not-found /
+// method-not-allowed one — exactly what Echo would have wrapped.
+func chain(mws ...echo.MiddlewareFunc) echo.MiddlewareFunc {
+	h := func(c echo.Context) error { return c.Handler()(c) }
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return func(echo.HandlerFunc) echo.HandlerFunc { return h }
+}
+
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // requestIDMiddleware keeps a caller's X-Request-Id when it is short and plain (so it cannot
 // inject into logs), and makes one otherwise: a random per-process prefix and a counter, unique
-// without a random read per request (request ids are correlation handles, not secrets).
+// without a random read per request (request ids are correlation handles, not secrets). The
+// id is answered in the response's X-Request-Id. (Echo's RequestID middleware did the same with
+// a skipper that dropped an unfit id; this one costs the hot path an allocation less.)
 func requestIDMiddleware() echo.MiddlewareFunc {
 	var b [9]byte
 	_, _ = rand.Read(b[:])
 	prefix := base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 	var n atomic.Uint64
-	return middleware.RequestIDWithConfig(middleware.RequestIDConfig{
-		Generator: func() string { return prefix + strconv.FormatUint(n.Add(1), 36) },
-		Skipper: func(c echo.Context) bool {
-			if id := c.Request().Header.Get(echo.HeaderXRequestID); id != "" && !requestIDPattern.MatchString(id) {
-				c.Request().Header.Del(echo.HeaderXRequestID)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Request().Header
+			id := h.Get(echo.HeaderXRequestID)
+			if id != "" && !requestIDPattern.MatchString(id) {
+				h.Del(echo.HeaderXRequestID)
+				id = ""
 			}
-			return false
-		},
-	})
+			if id == "" {
+				var buf [32]byte // the 13-character prefix and at most 13 base-36 digits
+				id = string(strconv.AppendUint(append(buf[:0], prefix...), n.Add(1), 36))
+			}
+			c.Response().Header()[echo.HeaderXRequestID] = []string{id} // (the canonical name)
+			return next(c)
+		}
+	}
 }
 
 // accessLog writes one line per request at debug level, and at info level for errors and

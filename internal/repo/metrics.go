@@ -15,7 +15,7 @@ import (
 type Metrics struct {
 	// reads are counted in atomics and observed at collection: a read is counted on every
 	// authorization, and an atomic add costs a fraction of a synchronous counter's.
-	reads       sync.Map // attrKey → *atomic.Int64
+	reads       sync.Map // readKey → *atomic.Int64
 	payload     metric.Int64Histogram
 	scriptErrs  metric.Int64Counter
 	transitions metric.Int64Counter
@@ -26,6 +26,13 @@ type Metrics struct {
 
 // attrKey names one attribute combination: up to three (name, value) pairs.
 type attrKey struct{ k1, v1, k2, v2, k3, v3 string }
+
+// readKey names one read counter: the key hashes two strings, not attrKey's six (a read is
+// counted on every authorization).
+type readKey struct {
+	obj string
+	o   Outcome
+}
 
 // maxAttrSets bounds the attribute sets kept. Every attribute value the repository records is
 // a fixed name (object types, outcomes, events, scripts), so the bound is never reached in
@@ -60,7 +67,8 @@ func NewMetrics(m metric.Meter) *Metrics {
 	if reads, err := m.Int64ObservableCounter("hashgate_repo_reads", metric.WithDescription("Object reads by type and outcome (found, missing, corrupt, old_schema, expired_challenge).")); err == nil {
 		_, _ = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 			x.reads.Range(func(k, v any) bool {
-				o.ObserveInt64(reads, v.(*atomic.Int64).Load(), x.attrs(k.(attrKey)))
+				r := k.(readKey)
+				o.ObserveInt64(reads, v.(*atomic.Int64).Load(), x.attrs(attrKey{k1: "object", v1: r.obj, k2: "outcome", v2: string(r.o)}))
 				return true
 			})
 			return nil
@@ -80,7 +88,7 @@ func (x *Metrics) Read(ctx context.Context, objType string, o Outcome) {
 	if x == nil {
 		return
 	}
-	k := attrKey{k1: "object", v1: objType, k2: "outcome", v2: string(o)}
+	k := readKey{objType, o}
 	c, ok := x.reads.Load(k)
 	if !ok {
 		c, _ = x.reads.LoadOrStore(k, new(atomic.Int64))

@@ -76,8 +76,14 @@ type SessionOptions struct {
 	// from Redis on every request until entries expire. 0 means DefaultSessionCacheEntries;
 	// negative keeps none (the hot path then reads through rueidis' cache).
 	CacheEntries int
-	Metrics      *Metrics
-	Logger       *slog.Logger
+	// OwnerCheck, when set, is the session service's rule that a session's stored owner
+	// (tenant, user) is the one its token's tag names. The repository applies it once per
+	// session it decodes and keeps the verdict with the memo's copy (AuthContext.Owner), so a
+	// hot session is not hashed again on every request. nil: AuthContext.Owner is
+	// OwnerUnchecked and the caller checks.
+	OwnerCheck func(tag, tenantID, userID string) bool
+	Metrics    *Metrics
+	Logger     *slog.Logger
 }
 
 // SessionLimitPolicy is what a create does when the user already holds MaxPerUser sessions

@@ -31,6 +31,29 @@ type AuthContext struct {
 	// CacheHit is true when the session came from the gateway's copy (no round trip).
 	CacheHit bool
 	Outcome  Outcome
+	// Owner is SessionOptions.OwnerCheck's verdict on UserID and TenantID for Ref's tag.
+	Owner OwnerVerdict
+}
+
+// OwnerVerdict is what SessionOptions.OwnerCheck said of a session's stored owner.
+type OwnerVerdict uint8
+
+const (
+	// OwnerUnchecked: the repository has no OwnerCheck.
+	OwnerUnchecked OwnerVerdict = iota
+	OwnerMatches
+	OwnerMismatch
+)
+
+// CheckOwner is SessionOptions.OwnerCheck's verdict on (tenantID, userID) for tag.
+func (r *Sessions) CheckOwner(tag, tenantID, userID string) OwnerVerdict {
+	switch {
+	case r.o.OwnerCheck == nil:
+		return OwnerUnchecked
+	case r.o.OwnerCheck(tag, tenantID, userID):
+		return OwnerMatches
+	}
+	return OwnerMismatch
 }
 
 // Authorize authenticates a session by its reference and returns its full view ("who am I"),

@@ -27,6 +27,7 @@ type hotSession struct {
 	// abs is the absolute deadline, Unix ms; 0 until a view read or the refresh script told.
 	abs     int64
 	outcome Outcome
+	owner   OwnerVerdict // (SessionOptions.OwnerCheck's, made when decoded)
 }
 
 // readPlain is a miss under broadcast tracking: the fields and the key's PTTL in one round
@@ -244,6 +245,7 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		e.view = &s
 		e.hot = hotSession{userID: s.UserID, tenantID: s.TenantID, level: sessLevel(s.AuthLevel), pending: s.LoginPending,
 			idle: idle, abs: sessMs(s.AbsoluteExpiresAt), outcome: outcome}
+		e.hot.owner = r.CheckOwner(ref.Tag, e.hot.tenantID, e.hot.userID)
 		return e, nil
 	}
 	e.hot = hotSession{userID: f.str(sfUserID), tenantID: f.str(sfTenantID), level: sessEnum(f, sfAuthLevel, session.LevelBasic),
@@ -253,13 +255,14 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		return nil, r.corrupt(ctx, ref, f, err)
 	}
 	e.hot.level = sessLevel(e.hot.level)
+	e.hot.owner = r.CheckOwner(ref.Tag, e.hot.tenantID, e.hot.userID)
 	return e, nil
 }
 
 // context is the entry as authorization answers it: the full view, or the hot fields only.
 func (e *memoEntry) context(ref session.Ref, view, hit bool) *AuthContext {
 	h := &e.hot
-	ac := &AuthContext{CacheHit: hit, Outcome: h.outcome}
+	ac := &AuthContext{CacheHit: hit, Outcome: h.outcome, Owner: h.owner}
 	if view {
 		ac.Session = *e.view
 	} else {

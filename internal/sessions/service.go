@@ -68,6 +68,13 @@ func New(r *repo.Sessions, h *keyhash.Hasher, c Config) (*Service, error) {
 	if c.Meter == nil {
 		c.Meter = noop.NewMeterProvider().Meter("sessions")
 	}
+	// A repository that checks owners must check them as this service does (OwnerCheck over
+	// the same key): its verdicts replace this service's own check.
+	probe := h.Tag(userTagPurpose, userTagBytes, "probe-tenant", "probe-user")
+	if v := r.CheckOwner(probe, "probe-tenant", "probe-user"); v == repo.OwnerMismatch ||
+		v == repo.OwnerMatches && r.CheckOwner(probe, "probe-tenant", "other-user") != repo.OwnerMismatch {
+		return nil, fmt.Errorf("%w: the repository's owner check is not this service's (OwnerCheck over another key)", ErrConfig)
+	}
 	m, err := newInstruments(c.Meter, r.CacheStats)
 	if err != nil {
 		return nil, err
@@ -203,7 +210,7 @@ func (s *Service) authenticate(ctx context.Context, token string, view bool) (*a
 		return nil, err
 	}
 	// The tag is part of the token; the stored owner must hash to it.
-	if !s.hasher.TagEqual(ref.Tag, userTagPurpose, userTagBytes, ac.TenantID, ac.UserID) {
+	if !s.ownerMatches(ref, ac) {
 		s.m.auth(ctx, authTagMismatch)
 		s.cfg.Logger.WarnContext(ctx, "session refused: stored owner does not match the token's user tag")
 		return nil, invalidSession()
@@ -215,6 +222,28 @@ func (s *Service) authenticate(ctx context.Context, token string, view bool) (*a
 		p.Session = &ac.Session
 	}
 	return p, nil
+}
+
+// ownerMatches reports whether the session's stored owner hashes to its token's tag: the
+// repository's verdict when it applies OwnerCheck (New made sure it is this service's rule;
+// the verdict is kept with the memo's copy, so a hot session is not hashed on every request),
+// else computed here.
+func (s *Service) ownerMatches(ref session.Ref, ac *repo.AuthContext) bool {
+	switch ac.Owner {
+	case repo.OwnerMatches:
+		return true
+	case repo.OwnerMismatch:
+		return false
+	}
+	return s.hasher.TagEqual(ref.Tag, userTagPurpose, userTagBytes, ac.TenantID, ac.UserID)
+}
+
+// OwnerCheck is the rule ownerMatches applies, for repo.SessionOptions.OwnerCheck: the
+// repository built with it checks owners as a Service over h does.
+func OwnerCheck(h *keyhash.Hasher) func(tag, tenantID, userID string) bool {
+	return func(tag, tenantID, userID string) bool {
+		return h.TagEqual(tag, userTagPurpose, userTagBytes, tenantID, userID)
+	}
 }
 
 // authorize reads the session through the repository: from Redis, never a kept copy, when

@@ -36,7 +36,9 @@ func EchoMiddleware(t *Telemetry, service string) echo.MiddlewareFunc {
 			m := metrics(next)
 			return func(c echo.Context) error {
 				r := c.Request()
-				if r.Header.Get("traceparent") != "" {
+				// (the canonical name: Header.Get would canonicalise "traceparent" into a new
+				// string on every request)
+				if v := r.Header["Traceparent"]; len(v) > 0 && v[0] != "" {
 					ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 					c.SetRequest(r.WithContext(ctx))
 				}

@@ -1,8 +1,10 @@
 package telemetry
 
 import (
+	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -25,12 +27,16 @@ var httpDurationBuckets = []float64{
 // Prometheus they read http_server_requests_total and
 // http_server_request_duration_seconds. /healthz and /metrics are skipped.
 //
+// The counter is counted in an atomic per attribute set and observed at collection (an
+// observable counter: the same monotonic sum), so a request pays one synchronous measurement,
+// the histogram's, instead of two.
+//
 // A handler error is rendered with c.Error first (as otelecho and Echo's
 // logger do) so the recorded status is the one sent; the error is still
 // returned.
 func EchoMetricsMiddleware(t *Telemetry) echo.MiddlewareFunc {
 	meter := t.Meter(scopeName)
-	requests, err := meter.Int64Counter("http.server.requests",
+	requests, err := meter.Int64ObservableCounter("http.server.requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of HTTP requests served."))
 	otelHandle(err)
@@ -38,6 +44,12 @@ func EchoMetricsMiddleware(t *Telemetry) echo.MiddlewareFunc {
 		metric.WithUnit("s"),
 		metric.WithDescription("Duration of HTTP server requests."),
 		metric.WithExplicitBucketBoundaries(httpDurationBuckets...))
+	otelHandle(err)
+	sets := &httpSeries{m: map[attrKey]*series{}}
+	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		sets.each(func(s *series) { o.ObserveInt64(requests, s.n.Load(), s.observe) })
+		return nil
+	}, requests)
 	otelHandle(err)
 
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -52,10 +64,9 @@ func EchoMetricsMiddleware(t *Telemetry) echo.MiddlewareFunc {
 			}
 			elapsed := time.Since(start).Seconds()
 
-			set := attrSets.get(normalizeMethod(c.Request().Method), c.Response().Status, c.Path())
-			ctx := c.Request().Context()
-			requests.Add(ctx, 1, set.add...)
-			duration.Record(ctx, elapsed, set.record...)
+			s := sets.get(normalizeMethod(c.Request().Method), c.Response().Status, c.Path())
+			s.n.Add(1)
+			duration.Record(c.Request().Context(), elapsed, s.record...)
 			return err
 		}
 	}
@@ -81,16 +92,26 @@ func otelHandle(err error) {
 	}
 }
 
-// attrSets caches one attribute set per (method, status, route): the label space is bounded
-// (normalised methods, route templates, statuses), and building a set per request costs
-// allocations on the hot path.
-var attrSets = &attrSetCache{m: map[attrKey]attrOpts{}}
+// httpSeries holds one series per (method, status, route): its request count and its
+// attribute set, built once as the options Record and Observe take (building a set, or a
+// variadic call's slice, per request costs allocations on the hot path). The label space is
+// bounded (normalised methods, route templates, statuses); past maxHTTPSeries the rest share
+// one series marked otel.metric.overflow, as the SDK's own cardinality limit (2,000 series by
+// default, reached first) marks what exceeds it.
+type httpSeries struct {
+	mu       sync.RWMutex
+	m        map[attrKey]*series
+	overflow *series
+}
 
-// attrOpts holds one attribute set as the option slices Add and Record take, built once (a
-// variadic call would otherwise allocate its slice on every request).
-type attrOpts struct {
-	add    []metric.AddOption
-	record []metric.RecordOption
+// maxHTTPSeries bounds the series kept; routes are templates, so it only guards against
+// surprises.
+const maxHTTPSeries = 10000
+
+type series struct {
+	n       atomic.Int64
+	record  []metric.RecordOption
+	observe metric.ObserveOption
 }
 
 type attrKey struct {
@@ -99,30 +120,48 @@ type attrKey struct {
 	route  string
 }
 
-type attrSetCache struct {
-	mu sync.RWMutex
-	m  map[attrKey]attrOpts
+func newSeries(attrs ...attribute.KeyValue) *series {
+	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	return &series{record: []metric.RecordOption{set}, observe: set}
 }
 
-func (a *attrSetCache) get(method string, status int, route string) attrOpts {
+func (a *httpSeries) get(method string, status int, route string) *series {
 	k := attrKey{method, status, route}
 	a.mu.RLock()
-	opt, ok := a.m[k]
+	s, ok := a.m[k]
 	a.mu.RUnlock()
 	if ok {
-		return opt
+		return s
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.m[k]; ok {
+		return s
+	}
+	if len(a.m) >= maxHTTPSeries {
+		if a.overflow == nil {
+			a.overflow = newSeries(attribute.Bool("otel.metric.overflow", true))
+		}
+		return a.overflow
 	}
 	attrs := make([]attribute.KeyValue, 0, 3)
 	attrs = append(attrs, attribute.String("http.request.method", method), attribute.Int("http.response.status_code", status))
 	if route != "" {
 		attrs = append(attrs, attribute.String("http.route", route))
 	}
-	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
-	opt = attrOpts{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
-	a.mu.Lock()
-	if len(a.m) < 10000 { // routes are templates; the bound only guards against surprises
-		a.m[k] = opt
+	s = newSeries(attrs...)
+	a.m[k] = s
+	return s
+}
+
+// each calls f with every series.
+func (a *httpSeries) each(f func(*series)) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for _, s := range a.m {
+		f(s)
 	}
-	a.mu.Unlock()
-	return opt
+	if a.overflow != nil {
+		f(a.overflow)
+	}
 }

@@ -1,0 +1,151 @@
+package sessions
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// A session whose stored owner no longer hashes to its token's tag (a hash edited in Redis) is
+// refused on every request — the one that reads it and those answered from the gateway's copy
+// — and counted as tag_mismatch; whether the repository checks owners (OwnerCheck, as the
+// gateway builds it, the verdict kept with the copy) or the service does.
+func TestOwnerMismatchRefused(t *testing.T) {
+	t.Parallel()
+	for _, b := range testredis.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, repoChecks := range []bool{true, false} {
+				ownerMismatchRefused(t, b, repoChecks)
+			}
+		})
+	}
+}
+
+func ownerMismatchRefused(t *testing.T, b testredis.Backend, repoChecks bool) {
+	p := testredis.Prefix(t)
+	s := testredis.Open(t, b, b.Tracking(p))
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
+		MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
+	if repoChecks {
+		o.OwnerCheck = OwnerCheck(h)
+	}
+	r, err := repo.NewSessions(s, repo.Keys{Prefix: p}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	svc, err := New(r, h, Config{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 24 * time.Hour,
+		ChallengeTTL: 5 * time.Minute, Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	is, err := svc.Create(ctx, "acme", CreateInput{UserID: "alice", AuthLevel: "BASIC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(ctx, is.Token); err != nil {
+		t.Fatalf("repo checks %v: before the edit: %v", repoChecks, err)
+	}
+	// The stored owner becomes mallory (userId is stored once per hash, either layout).
+	c := s.Client
+	var keys []string
+	for _, n := range c.Nodes() { // (every node of a cluster)
+		ks, err := n.Do(ctx, n.B().Keys().Pattern(p+":*").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, ks...)
+	}
+	edited := 0
+	for _, k := range keys {
+		if ok, _ := c.Do(ctx, c.B().Hexists().Key(k).Field("userId").Build()).AsBool(); ok {
+			if err := c.Do(ctx, c.B().Hset().Key(k).FieldValue().FieldValue("userId", "mallory").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			edited++
+		}
+	}
+	if edited != 1 {
+		t.Fatalf("edited %d hashes (keys %v)", edited, keys)
+	}
+	// Until Redis's invalidation push drops the gateway's copy, the copy (alice) answers.
+	oks := int64(1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := svc.Authenticate(ctx, is.Token)
+		if err != nil {
+			break
+		}
+		if oks++; time.Now().After(deadline) {
+			t.Fatalf("repo checks %v: the edited session is still accepted", repoChecks)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range 3 { // now read from Redis once, then from the copy of the edited hash
+		p, err := svc.Authenticate(ctx, is.Token)
+		if ae := wantKind(t, err, apperr.InvalidCredentials); p != nil || ae == nil {
+			t.Fatalf("repo checks %v: request %d after the edit: %v %v", repoChecks, i, p, err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "hashgate_session_authentications" {
+				for _, dp := range d.DataPoints {
+					res, _ := dp.Attributes.Value("result")
+					got[res.AsString()] = dp.Value
+				}
+			}
+		}
+	}
+	if got["ok"] != oks || got["tag_mismatch"] != 4 {
+		t.Fatalf("repo checks %v: authentications %v", repoChecks, got)
+	}
+}
+
+// A repository whose OwnerCheck uses another key than the service's hasher is refused: its
+// verdicts would replace the service's own check.
+func TestNewRefusesAnotherKeysOwnerCheck(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	h1, _, _ := keyhash.Generate()
+	h2, _, _ := keyhash.Generate()
+	cfg := Config{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 24 * time.Hour, ChallengeTTL: 5 * time.Minute}
+	for _, c := range []struct {
+		check func(tag, tenantID, userID string) bool
+		ok    bool
+	}{
+		{OwnerCheck(h1), true},
+		{nil, true},
+		{OwnerCheck(h2), false},
+		{func(string, string, string) bool { return true }, false},
+	} {
+		r, err := repo.NewSessions(s, repo.Keys{Prefix: testredis.Prefix(t)}, repo.SessionOptions{RefreshFraction: 0.25,
+			MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}, OwnerCheck: c.check})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(r, h1, cfg); (err == nil) != c.ok {
+			t.Fatalf("owner check (want accepted: %v): %v", c.ok, err)
+		}
+	}
+}
