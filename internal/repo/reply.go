@@ -43,10 +43,6 @@ const (
 	// CodeRetry: the keys the caller declared no longer cover what the script must touch
 	// (they changed since the caller's read); nothing was written. The caller reads again.
 	CodeRetry Code = "RETRY"
-	// CodeNewUser: a per-user session create found no hash for the user and the caller had not
-	// checked that the user has no sessions in the per-session layout; nothing was written. The
-	// caller checks (moving any into the user's hash) and calls again.
-	CodeNewUser Code = "NEW_USER"
 	// CodeLimited: an attempt counter refused the attempt.
 	CodeLimited Code = "LIMITED"
 	// CodeNoChallenge: no live MFA challenge with that id.
@@ -103,7 +99,6 @@ var codeKinds = map[Code]error{
 	CodeCorrupt:        ErrCorrupt,
 	CodeBound:          apperr.BoundExceeded,
 	CodeRetry:          errRetry,
-	CodeNewUser:        errRetry,
 	CodeLimited:        apperr.RateLimited,
 	CodeNoChallenge:    apperr.Gone,
 	CodeWrongCode:      apperr.WrongCode,
@@ -155,7 +150,11 @@ func parseReply(script string, arr []rueidis.RedisMessage) (Reply, error) {
 // callScript runs l and decodes its reply. Driver errors come back as they are (the caller
 // classifies them); a reply that breaks the convention wraps ErrReply.
 func callScript(ctx context.Context, c rueidis.Client, script string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	res := l.Exec(ctx, c, keys, args)
+	return decodeScript(script, l.Exec(ctx, c, keys, args))
+}
+
+// decodeScript decodes the result of a script call as callScript does.
+func decodeScript(script string, res rueidis.RedisResult) (Reply, error) {
 	if err := res.Error(); err != nil {
 		return Reply{}, err
 	}

@@ -145,7 +145,7 @@ func TestReplyCodeTable(t *testing.T) {
 	want := map[Code]error{
 		CodeOK: nil, CodeNotFound: apperr.NotFound, CodeStale: apperr.PreconditionFailed,
 		CodeInvalidStatus: apperr.InvalidStatus, CodeCorrupt: ErrCorrupt, CodeBound: apperr.BoundExceeded,
-		CodeRetry: errRetry, CodeNewUser: errRetry, CodeExists: ErrExists, CodeLimited: apperr.RateLimited, CodeNoChallenge: apperr.Gone,
+		CodeRetry: errRetry, CodeExists: ErrExists, CodeLimited: apperr.RateLimited, CodeNoChallenge: apperr.Gone,
 		CodeWrongCode: apperr.WrongCode, CodeAlready: ErrAlready, CodeExpired: ErrTokenExpired,
 		CodeIssuerGone: ErrTokenIssuerGone, CodeOutlivesIssuer: ErrTokenOutlivesIssuer,
 		CodeItemNotFound: apperr.NotFound, CodeOverflow: apperr.BoundExceeded, CodeDiscount: apperr.Unprocessable,

@@ -1,7 +1,9 @@
 package repo
 
 import (
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -24,8 +26,15 @@ func script(name string) *rueidis.Lua {
 	if err != nil {
 		panic(fmt.Sprintf("repo: missing script %s: %v", name, err))
 	}
-	return rueidis.NewLuaScript(string(b))
+	l := rueidis.NewLuaScript(string(b))
+	sum := sha1.Sum(b)
+	luaSHA[l] = hex.EncodeToString(sum[:])
+	return l
 }
+
+// luaSHA is each script's SHA-1, for an EVALSHA sent in a pipeline with other commands
+// (rueidis.Lua sends its own alone). Filled at package init, read-only after.
+var luaSHA = map[*rueidis.Lua]string{}
 
 // ScriptBodies returns every embedded script, for store.LoadScripts at start.
 func ScriptBodies() []string {

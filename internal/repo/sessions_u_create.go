@@ -26,22 +26,20 @@ func (r *Sessions) uCreate(ctx context.Context, n session.Record, own []string) 
 		policy = "refuse"
 	}
 	keys := []string{r.userKey(n.Ref.Tag)}
-	args := func(mayEvict, noLegacy string) []string {
+	args := func(mayEvict string) []string {
 		return append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
-			n.UserID, n.TenantID, strconv.Itoa(SchemaVersion), noLegacy, r.idleMs}, own...)
+			n.UserID, n.TenantID, strconv.Itoa(SchemaVersion), r.idleMs}, own...)
 	}
-	newUser := func(rep Reply) bool { return rep.Code() == CodeNewUser }
-	rep, err := r.runUser(ctx, r.client, "session_u_create", scriptSessionUCreate, n.Ref.Tag, keys, args("0", "0"), newUser)
-	if err == nil && rep.Code() == CodeNewUser {
-		// The user has no hash and no device index: the first session makes the hash.
-		rep, err = r.runOn(ctx, r.client, "session_u_create", scriptSessionUCreate, keys, args("0", "1"))
-	}
+	// A create never runs again: when the user turns out to have sessions of the per-session
+	// layout, they join the new one in the hash (runUser).
+	never := func(Reply) bool { return false }
+	rep, err := r.runUser(ctx, r.client, "session_u_create", scriptSessionUCreate, n.Ref.Tag, keys, args("0"), never)
 	if err == nil && rep.Code() == CodeRetry { // at the cap: evict, confirmed as a durable write
 		err = r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 			var err error
-			// At the cap the hash exists: no NEW_USER, and no device index beside it.
-			rep, err = r.runOn(ctx, c, "session_u_create", scriptSessionUCreate, keys, args("1", "1"))
+			// At the cap the hash exists, so no device index beside it: the script alone.
+			rep, err = r.runOn(ctx, c, "session_u_create", scriptSessionUCreate, keys, args("1"))
 			return err == nil && rep.Code() == CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
 		})
 	}

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,5 +85,41 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 			t.Fatal("create over a live session's id succeeded")
 		}
 		e.everyKeyHasTTL()
+	})
+}
+
+// Every per-user write is one round trip: the script and the EXISTS of the per-session layout's
+// device index travel together, for a user's first session (no hash yet), a second one, and a
+// revoke of a session already gone (an answer that does not stand on the hash alone).
+func TestSessionPerUserOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		if !e.r.perUser {
+			t.Skip("the per-user layout needs hash field expiry in milliseconds")
+		}
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		one := []string{"EVALSHA", "EXISTS"}
+		for i := range 2 {
+			e.count.Reset()
+			ref := sessRef(t, tag)
+			if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			if cmds := e.count.Reset(); !slices.Equal(cmds, one) {
+				t.Fatalf("create %d sent %v, want %v in one round trip", i+1, cmds, one)
+			}
+			if _, err := e.r.Revoke(ctx, ref, "acme"); err != nil {
+				t.Fatal(err)
+			}
+			e.count.Reset()
+			if ok, err := e.r.Revoke(ctx, ref, "acme"); ok || err != nil {
+				t.Fatalf("second revoke: %v %v", ok, err)
+			}
+			if cmds := slices.DeleteFunc(e.count.Reset(), func(c string) bool { return c == "ROLE" }); !slices.Equal(cmds, one) {
+				t.Fatalf("revoke of a session already gone sent %v, want %v in one round trip", cmds, one)
+			}
+		}
 	})
 }

@@ -21,21 +21,16 @@
 -- ARGV[6]: '1' when this call may evict; '0' makes a call at the cap under 'evict' answer
 --          'RETRY' without writing (the caller calls again as a durable write)
 -- ARGV[7]: userId, ARGV[8]: tenantId, ARGV[9]: schema version
--- ARGV[10]: '1' when the caller found that the user has no sessions of the per-session layout
---          (no device index <prefix>:v1:sessions:{<userTag>}); with '0' a create for a user
---          without a hash answers 'NEW_USER' without writing. A user's hash and that index never
---          coexist (session_migrate.lua deletes the index as it fills the hash), so a hash that
---          exists needs no check.
--- ARGV[11]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
+-- ARGV[10]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
 --          <idPart>:idleTimeoutMs
--- ARGV[12..]: the session's own field, value pairs, unprefixed (device label and hashes, status
+-- ARGV[11..]: the session's own field, value pairs, unprefixed (device label and hashes, status
 --          when it is not ACTIVE, authLevel when it is not BASIC, loginPending '1', idleTimeoutMs
 --          when it is not the implicit one); absoluteExpiresAtMs (and createdAtMs when the
 --          hash's is another instant) are added from the server's clock. No hash of the token
 --          is stored.
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', live sessions} (at the cap, evict policy, ARGV[6] '0') |
---        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} | {'NEW_USER'} |
+--        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} |
 --        {'CORRUPT'} (the hash holds another user: nothing written)
 
 -- BEGIN session_fields
@@ -44,9 +39,6 @@ local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs',
 -- END session_fields
 
 local MARK = ':absoluteExpiresAtMs'
-if ARGV[10] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then
-  return {'NEW_USER'}
-end
 local part = ARGV[4]
 if redis.call('HEXISTS', KEYS[1], part .. MARK) == 1 then
   return {'EXISTS'}
@@ -90,7 +82,7 @@ if #parts >= max then
     -- lastSeenAtMs, createdAtMs or idle timeout do not parse (they refuse it as corrupt).
     local seen
     local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. MARK)[1]
-    local idle = tonumber(v[5] or ARGV[11])
+    local idle = tonumber(v[5] or ARGV[10])
     if exp > 0 and idle and idle > 0 and created and (not v[1] or tonumber(v[1])) then
       seen = exp - idle
     end
@@ -135,7 +127,7 @@ if user[3] ~= nowS then
   fields[#fields + 1] = part .. ':createdAtMs'
   fields[#fields + 1] = nowS
 end
-for i = 12, #ARGV, 2 do
+for i = 11, #ARGV, 2 do
   fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name
   fields[#fields + 1] = ARGV[i + 1]
 end
