@@ -28,12 +28,10 @@ import (
 // the same slot): a single-key script is served while the user's slot migrates, rueidis
 // following ASK, where one that also declared the per-session layout's device index (which
 // never exists once the user is migrated) would be refused with TRYAGAIN for the whole move.
-// Sessions a per-session gateway wrote are found instead from the invariant that a user's hash
-// and that index never coexist: session_migrate.lua deletes the index as it fills the hash, and
-// a create makes a new hash only once the caller checked that no index exists (NEW_USER). So a
-// script whose answer says the hash does not hold the session (or anything) is followed by a
-// single-key EXISTS of the index, a second round trip on misses only; if it exists, runUser
-// moves the user's sessions into the hash and runs the script again (runUser, uMiss).
+// Sessions a per-session gateway wrote are found instead by a single-key EXISTS of that index
+// sent in the same round trip as the script (runUser): when it exists, the user's sessions are
+// moved into the hash (session_migrate.lua, which deletes the index) and a script whose answer
+// said the hash lacks what it looked for runs again (uMiss, uNone).
 
 // sessPartFields are the names a session's fields take in the user's hash (after "<idPart>:"):
 // HDEL of a session and HPEXPIRE of an idle refresh name them all. The scripts that need the
