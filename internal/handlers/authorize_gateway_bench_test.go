@@ -35,15 +35,7 @@ import (
 //
 //	source .cache/redis/env.sh && go test -run '^$' -bench BenchmarkAuthorizeGateway -benchmem ./internal/handlers/
 func BenchmarkAuthorizeGateway(b *testing.B) {
-	var be testredis.Backend
-	for _, x := range testredis.Backends() {
-		if x.Name == "redis8" {
-			be = x
-		}
-	}
-	if be.URL == "" {
-		b.Skip("no redis8 backend")
-	}
+	be := testredis.Named(b, "redis8")
 	tel, err := telemetry.Setup(context.Background(), telemetry.Config{ServiceName: "hashgate-bench"})
 	if err != nil {
 		b.Fatal(err)

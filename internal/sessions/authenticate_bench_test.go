@@ -21,15 +21,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkAuthenticateHit -benchmem ./internal/sessions/
 func BenchmarkAuthenticateHit(b *testing.B) {
-	var be testredis.Backend
-	for _, x := range testredis.Backends() {
-		if x.Name == "redis8" {
-			be = x
-		}
-	}
-	if be.URL == "" {
-		b.Skip("no redis8 backend")
-	}
+	be := testredis.Named(b, "redis8")
 	for _, kept := range []bool{true, false} {
 		name := "owner-per-request"
 		if kept {

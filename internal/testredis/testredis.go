@@ -46,6 +46,19 @@ func (b Backend) Tracking(prefix string) func(*store.Options) {
 	}
 }
 
+// Named is the backend called name (Backends), skipping tb when its server is not configured
+// (as outside `make test`).
+func Named(tb testing.TB, name string) Backend {
+	tb.Helper()
+	for _, b := range Backends() {
+		if b.Name == name && (b.URL != "" || b.Env == "") {
+			return b
+		}
+	}
+	tb.Skipf("no %s backend (run `make test`)", name)
+	return Backend{}
+}
+
 // Backends lists every backend; URL is empty for a real backend whose variable is unset.
 func Backends() []Backend {
 	r8 := os.Getenv(EnvRedis8)
