@@ -16,6 +16,10 @@ import (
 // is a keyed hash the bench does not compute), quote and case ids are their hash tags.
 var benchKeys = repo.Keys{Prefix: keyPrefix}
 
+// perUserHashObject names, in the memory table, the user's hash of a one-session user in the
+// per-user layout (what the session-hash target is read from there).
+const perUserHashObject = "user's session hash, one plain session"
+
 // sessionKey is the session hash of session id ("" for an id that is not a session id).
 func sessionKey(id string) string {
 	ref, ok := session.ParseID(id)
@@ -97,7 +101,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 			idx = append(idx, []string{userKey(s.ID, repo.SessionDevicesKey)})
 		}
 		if perUser {
-			measure("user's session hash, one plain session (BASIC, no device info; per-user layout)", "", ss...)
+			measure(perUserHashObject+" (BASIC, no device info; per-user layout)", "", ss...)
 			measure("user's session hash, one session with device label, user agent, IP", "", []string{sessKey(fx.device.ID)})
 		} else {
 			measure("session hash, plain (BASIC, no device info)", "target ≤ 256 B", ss...)

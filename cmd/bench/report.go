@@ -180,9 +180,16 @@ func (rp *report) evaluate(sessionHashLimit int64) {
 	}
 	add("≤ 1 Redis round trip per operation", len(unknown) == 0 && len(skipped) == 0, len(over) == 0, detail)
 	for _, m := range rp.Memory {
-		if strings.HasPrefix(m.Object, "session hash, plain") {
+		switch {
+		case strings.HasPrefix(m.Object, "session hash, plain"):
 			add(fmt.Sprintf("session hash ≤ %d B of Redis memory", sessionHashLimit), m.Bytes >= 0, m.Max <= sessionHashLimit,
 				fmt.Sprintf("%d B (max of %s)", m.Max, m.Keys))
+			return
+		case strings.HasPrefix(m.Object, perUserHashObject):
+			// The per-user layout has no session hash: the one key a one-session user has holds
+			// what the per-session layout kept in the session's hash and the device index.
+			add(fmt.Sprintf("session hash ≤ %d B of Redis memory", sessionHashLimit), m.Bytes >= 0, m.Max <= sessionHashLimit,
+				fmt.Sprintf("per-user layout: the user's hash with one plain session, %d B (max of %s), holds what the per-session layout kept in its session hash and device index", m.Max, m.Keys))
 			return
 		}
 	}
