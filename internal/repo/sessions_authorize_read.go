@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
@@ -112,6 +114,12 @@ func (r *Sessions) readTracked(ctx context.Context, ref session.Ref, view bool, 
 	if !sessAnyOf(m, sessKeyFields) {
 		return nil, r.missing(ctx, ref)
 	}
+	return r.decideTracked(ctx, ref, m, v, res, view, now)
+}
+
+// decideTracked decodes the view fields m of a read through rueidis' cache (res, taken at
+// memo version v) in either layout, keeps the decoded copy and decides.
+func (r *Sessions) decideTracked(ctx context.Context, ref session.Ref, m map[string]string, v memoVersion, res rueidis.RedisResult, view bool, now time.Time) (*AuthContext, error) {
 	e, err := r.decodeEntry(ctx, ref, m, true)
 	if err != nil {
 		return nil, err
@@ -119,6 +127,7 @@ func (r *Sessions) readTracked(ctx context.Context, ref session.Ref, view bool, 
 	e.hot.end, _ = r.expiry.Judge(now.UnixMilli(), sessMs(e.view.LastSeenAt), e.hot.idle, e.hot.abs)
 	// The decoded copy lives no longer than the copy it was decoded from: a hit may come from
 	// a copy rueidis has held for most of its TTL already.
+	hit := res.IsCacheHit()
 	var copyEnd time.Time
 	if px := res.CachePXAT(); hit && px > 0 {
 		copyEnd = time.UnixMilli(px)

@@ -238,11 +238,11 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	res := both[0]
 	if res.Error() == nil && !res.IsCacheHit() {
 		if vals, err := res.ToArray(); err == nil && len(vals) == len(wire) && vals[uViewMarker].IsNil() {
-			legacy, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build()).AsInt64()
+			legacy, err := r.legacyIndex(ctx, ref.Tag)
 			if err != nil {
 				return nil, r.readErr(ctx, "session authorize", err)
 			}
-			if legacy == 1 {
+			if legacy {
 				// The script path migrates (after its NOT_FOUND) and reads afresh: the copy just cached
 				// predates the migration, whose push may still be on its way.
 				return r.uAuthorizeScript(ctx, ref, view)
@@ -273,17 +273,14 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	if _, ok := m[sfAbsoluteExpires]; !ok {
 		return nil, r.missing(ctx, ref)
 	}
-	e, err := r.decodeEntry(ctx, ref, m, true)
-	if err != nil {
-		return nil, err
-	}
-	e.hot.end, _ = r.expiry.Judge(now.UnixMilli(), sessMs(e.view.LastSeenAt), e.hot.idle, e.hot.abs)
-	var copyEnd time.Time
-	if px := res.CachePXAT(); hit && px > 0 {
-		copyEnd = time.UnixMilli(px)
-	}
-	r.remember(ref, e, v, now, copyEnd)
-	return r.decide(ctx, ref, e, view, hit, now)
+	return r.decideTracked(ctx, ref, m, v, res, view, now)
+}
+
+// legacyIndex reports whether the user with tag still has a device index of the per-session
+// layout (sessions to migrate): one single-key EXISTS, after a read found no session.
+func (r *Sessions) legacyIndex(ctx context.Context, tag string) (bool, error) {
+	n, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(tag)).Build()).AsInt64()
+	return n == 1, err
 }
 
 // uViewMarker is the index of <part>:absoluteExpiresAtMs in uViewNames.
@@ -319,11 +316,11 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 		if err != nil || rep.Code() != CodeNotFound || attempt == sessUserAttempts {
 			break
 		}
-		n, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build()).AsInt64()
+		legacy, err := r.legacyIndex(ctx, ref.Tag)
 		if err != nil {
 			return nil, redisErr("session_u_authorize", err)
 		}
-		if n == 0 {
+		if !legacy {
 			break
 		}
 		if err := r.migrate(ctx, r.client, ref.Tag); err != nil {
