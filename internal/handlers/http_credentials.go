@@ -146,12 +146,22 @@ func invalidToken(err error) error {
 // slice: the first cookie of that name whose value is valid (RFC 6265 cookie-octets, plus the
 // space and comma net/http tolerates), its quotes removed; "" when there is none.
 func cookieValue(r *http.Request, name string) string {
-	for _, line := range r.Header["Cookie"] {
+	lines := r.Header["Cookie"]
+	// net/http reads no cookie at all from a request carrying more than its limit
+	// (defaultCookieMaxNum, 3000; GODEBUG httpcookiemaxnum is not followed here).
+	n := 0
+	for _, line := range lines {
+		n += strings.Count(line, ";") + 1
+	}
+	if n > maxCookies {
+		return ""
+	}
+	for _, line := range lines {
 		for line != "" {
 			var part string
 			part, line, _ = strings.Cut(line, ";")
 			k, v, ok := strings.Cut(textproto.TrimString(part), "=")
-			if !ok || k != name {
+			if !ok || textproto.TrimString(k) != name {
 				continue
 			}
 			if len(v) > 1 && v[0] == '"' && v[len(v)-1] == '"' {
@@ -164,6 +174,9 @@ func cookieValue(r *http.Request, name string) string {
 	}
 	return ""
 }
+
+// maxCookies is net/http's limit of cookies read from one request.
+const maxCookies = 3000
 
 func validCookieValue(v string) bool {
 	for i := 0; i < len(v); i++ {
