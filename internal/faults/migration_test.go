@@ -263,14 +263,25 @@ func TestSlotMigrationRevokeAll(t *testing.T) {
 		name   string
 		layout string
 		after  int // keys moved when revoke-all is sent
+		// replicas: every master has a replica behind a slow replication link, so a 200
+		// means the importing node's replica acknowledged the deletion (WAIT sent after ASK).
+		replicas bool
 	}{
-		{"index on the old owner", "per-session", count / 2},
-		{"index on the new owner", "per-session", count/2 + 3},
-		{"per-user hash on the new owner", "per-user", 1},
+		{"index on the old owner", "per-session", count / 2, false},
+		{"index on the new owner", "per-session", count/2 + 3, false},
+		{"per-user hash on the new owner", "per-user", 1, false},
+		{"per-user hash on the new owner, replicas online", "per-user", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cl := testredis.StartCluster(t)
+			var rc *testredis.ReplicatedCluster
+			var cl *testredis.Cluster
+			if tc.replicas {
+				rc = testredis.StartReplicatedCluster(t, failoverLinkDelay)
+				cl = rc.Cluster
+			} else {
+				cl = testredis.StartCluster(t)
+			}
 			g := startGatewayWith(t, cl.URL(), 500*time.Millisecond, func(c *config.Config) { c.SessionLayout = tc.layout })
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -293,7 +304,22 @@ func TestSlotMigrationRevokeAll(t *testing.T) {
 				if moved != tc.after {
 					return
 				}
+				if rc != nil {
+					// The moved hash reaches the new owner's replica 300 ms late: wait for it,
+					// so that the replica holding no key after the 200 shows the deletion.
+					pollUntil(t, 10*time.Second, "the moved hash on the new owner's replica", func() bool {
+						n, err := rc.Replicas[m.To].Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(m.Slot)).AsInt64()
+						return err == nil && n == 1
+					})
+				}
 				during = revokeAll()
+				if rc != nil && during.status == http.StatusOK {
+					// Durable (GATEWAY_DURABLE_REPLICAS=auto): answered once the importing
+					// node's replica has the deletion, 300 ms behind on its link.
+					if n, err := rc.Replicas[m.To].Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(m.Slot)).AsInt64(); err != nil || n != 0 {
+						t.Errorf("revoke-all answered 200 while the new owner's replica still holds %d keys of the slot (%v): the write was not waited for", n, err)
+					}
+				}
 				if during.status != http.StatusOK {
 					if g.perUser() {
 						t.Errorf("revoke-all of a user whose hash moved answered %s, want 200 (one key, served on the new owner after ASK)", during)

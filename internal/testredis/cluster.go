@@ -21,6 +21,9 @@ import (
 type Cluster struct {
 	t     testing.TB
 	Nodes []*ClusterNode
+	// replicas is the number of replicas that joined the masters (a ReplicatedCluster's):
+	// every node knows Nodes + replicas nodes.
+	replicas int
 }
 
 // ClusterNode is one master of a private cluster.
@@ -178,7 +181,7 @@ func (c *Cluster) agreed(ctx context.Context) (bool, string) {
 			return false, err.Error()
 		}
 		for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:16384",
-			"cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))} {
+			"cluster_known_nodes:" + strconv.Itoa(len(c.Nodes)+c.replicas)} {
 			if !strings.Contains(info, want+"\r\n") {
 				return false, fmt.Sprintf("node %d: no %s", i, want)
 			}
@@ -494,6 +497,7 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 			r = &ClusterNode{Port: p[0], BusPort: p[1]}
 		}
 		rc.Replicas = append(rc.Replicas, r)
+		rc.replicas = len(rc.Replicas)
 		if err := r.do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port), strconv.Itoa(m.BusPort)).Error(); err != nil {
 			t.Fatalf("meet: %v", err)
 		}
