@@ -65,23 +65,21 @@ func uNames(part string, view bool) (wire, flat []string) {
 
 // uFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
 // per-session hash's names, the per-user layout's defaults applied, for the view the last use
-// derived from exp, the marker's expiry: uSeen); release hands it back.
-func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, release func(), err error) {
+// derived from exp, the marker's expiry: uSeen). A pooled map (the hot read's, flat names)
+// goes back with releaseFields once read.
+func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, pooled bool, err error) {
 	if flat != nil {
 		m, size, err = pooledFields(vals, flat)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return m, size, func() { releaseFields(m) }, nil
+		return m, size, err == nil, err
 	}
 	user, size, err := pooledFields(vals, wire)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, false, err
 	}
 	m = sessionView(user, part)
 	releaseFields(user)
 	uSeen(m, exp)
-	return m, size, func() {}, nil
+	return m, size, false, nil
 }
 
 // uPlainCmds are the commands of a plain read (see above) of wire, the view's fields; nil wire
@@ -216,11 +214,13 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 	if p.pttl < 0 { // a marker without a field TTL (not written by a gateway): the script gives it one
 		return r.uAuthorizeScript(ctx, ref, view)
 	}
-	m, size, release, err := uFields(p.vals, ref.Part, wire, flat, p.exp)
+	m, size, pooled, err := uFields(p.vals, ref.Part, wire, flat, p.exp)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
-	defer release()
+	if pooled {
+		defer releaseFields(m)
+	}
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	e, err := r.decodeEntry(ctx, ref, m, view)
 	if err != nil {
@@ -372,11 +372,13 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 	if err := d.Err(); err != nil || len(rep.vals) < 6 {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: short or malformed reply: %v", err))
 	}
-	m, size, release, err := uFields(rep.vals[5:], ref.Part, wire, flat, exp)
+	m, size, pooled, err := uFields(rep.vals[5:], ref.Part, wire, flat, exp)
 	if err != nil {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: %w", err))
 	}
-	defer release()
+	if pooled {
+		defer releaseFields(m)
+	}
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
 }
