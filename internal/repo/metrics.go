@@ -22,6 +22,7 @@ type Metrics struct {
 	events      metric.Int64Counter
 	size        atomic.Int64
 	sets        sync.Map // attrKey → metric.MeasurementOption
+	payloadOpts sync.Map // object type → []metric.RecordOption (Payload's, one per type)
 }
 
 // attrKey names one attribute combination: up to three (name, value) pairs.
@@ -101,7 +102,14 @@ func (x *Metrics) Payload(ctx context.Context, objType string, n int) {
 	if x == nil {
 		return
 	}
-	x.payload.Record(ctx, int64(n), x.attrs(attrKey{k1: "object", v1: objType}))
+	opts, ok := x.payloadOpts.Load(objType)
+	if !ok { // kept under the bound of the attribute sets (object types are a few constants)
+		opts = []metric.RecordOption{x.attrs(attrKey{k1: "object", v1: objType})}
+		if x.size.Add(1) <= maxAttrSets {
+			opts, _ = x.payloadOpts.LoadOrStore(objType, opts)
+		}
+	}
+	x.payload.Record(ctx, int64(n), opts.([]metric.RecordOption)...)
 }
 
 // ScriptError counts an unexpected error from a script.

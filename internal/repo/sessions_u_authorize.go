@@ -65,37 +65,60 @@ func uNames(part string, view bool) (wire, flat []string) {
 
 // uFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
 // per-session hash's names, the per-user layout's defaults applied, for the view the last use
-// derived from exp, the marker's expiry: uSeen); release hands it back.
-func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, release func(), err error) {
+// derived from exp, the marker's expiry: uSeen). A pooled map (the hot read's, flat names)
+// goes back with releaseFields once read.
+func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, pooled bool, err error) {
 	if flat != nil {
 		m, size, err = pooledFields(vals, flat)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return m, size, func() { releaseFields(m) }, nil
+		return m, size, err == nil, err
 	}
 	user, size, err := pooledFields(vals, wire)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, false, err
 	}
 	m = sessionView(user, part)
 	releaseFields(user)
 	uSeen(m, exp)
-	return m, size, func() {}, nil
+	return m, size, false, nil
 }
 
-// uPlainCmds are the commands of a plain read (see above); view adds the marker's expiry.
+// uPlainCmds are the commands of a plain read (see above) of wire, the view's fields; nil wire
+// is the hot read (uHotNames, built here from one string). view adds the marker's expiry.
 func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis.Commands {
-	key := r.userKey(ref.Tag)
-	cmds := rueidis.Commands{
-		r.client.B().Hmget().Key(key).Field(wire...).Build(),
-		r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, sfAbsoluteExpires)).Build(),
-		r.client.B().Exists().Key(r.devicesKey(ref.Tag)).Build(),
+	key, devices := r.uKeys(ref.Tag)
+	var read, ttl rueidis.Completed
+	if wire == nil {
+		level, pending, idle, marker := uHotParts(ref.Part)
+		read = r.client.B().Hmget().Key(key).Field(sfUserID, sfTenantID, level, pending, idle).Build()
+		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(marker).Build()
+	} else {
+		read = r.client.B().Hmget().Key(key).Field(wire...).Build()
+		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, sfAbsoluteExpires)).Build()
 	}
+	cmds := rueidis.Commands{read, ttl, r.client.B().Exists().Key(devices).Build()}
 	if view {
 		cmds = append(cmds, r.uMarkerExpiry(key, ref.Part))
 	}
 	return cmds
+}
+
+// uHotParts are the session's names in uHotNames (its level, pending login and idle timeout)
+// and its marker's, cut from one string: a miss builds them all.
+func uHotParts(part string) (level, pending, idle, marker string) {
+	s := part + ":" + sfAuthLevel + part + ":" + sfLoginPending + part + ":" + sfIdleTimeout + part + ":" + sfAbsoluteExpires
+	n := len(part) + 1
+	i := n + len(sfAuthLevel)
+	j := i + n + len(sfLoginPending)
+	k := j + n + len(sfIdleTimeout)
+	return s[:i], s[i:j], s[j:k], s[k:]
+}
+
+// uKeys are userKey(tag) and devicesKey(tag), cut from one string.
+func (r *Sessions) uKeys(tag string) (user, devices string) {
+	p := r.keys.Prefix
+	s := p + ":v1:" + sessKeyType + ":{" + tag + "}" + p + ":v1:" + sessKeyDevices + ":{" + tag + "}"
+	n := len(p) + len(":v1:") + len(sessKeyType) + len(":{") + len(tag) + len("}")
+	return s[:n], s[n:]
 }
 
 // uPlain is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),
@@ -107,7 +130,7 @@ type uPlain struct {
 	legacy    bool
 }
 
-// uReadPlainOnce runs one plain read; op names it in errors.
+// uReadPlainOnce runs one plain read of wire (nil: the hot fields); op names it in errors.
 func (r *Sessions) uReadPlainOnce(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
 	res := r.client.DoMulti(ctx, r.uPlainCmds(ref, wire, view)...)
 	for _, x := range res {
@@ -157,14 +180,14 @@ func uFieldTTL(res rueidis.RedisResult) (int64, error) {
 	if err := res.Error(); rueidis.IsRedisNil(err) {
 		return -2, nil
 	}
-	v, err := res.AsIntSlice()
+	v, err := res.ToArray() // (AsIntSlice would copy them)
 	if err != nil {
 		return 0, err
 	}
 	if len(v) == 0 {
 		return -2, nil
 	}
-	return v[0], nil
+	return v[0].AsInt64()
 }
 
 // uReadPlain is readPlain in the per-user layout: a miss under broadcast tracking (Redis pushes
@@ -174,7 +197,12 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 	if r.memo != nil {
 		v = r.memo.version(ref)
 	}
-	wire, flat := uNames(ref.Part, view)
+	var wire, flat []string // the hot read's wire names are built with its commands (uPlainCmds)
+	if view {
+		wire = uViewNames(ref.Part)
+	} else {
+		flat = sessHotFields
+	}
 	p, err := r.uReadPlainLive(ctx, "session authorize", ref, wire, view)
 	r.misses.Add(1)
 	if err != nil {
@@ -186,11 +214,13 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 	if p.pttl < 0 { // a marker without a field TTL (not written by a gateway): the script gives it one
 		return r.uAuthorizeScript(ctx, ref, view)
 	}
-	m, size, release, err := uFields(p.vals, ref.Part, wire, flat, p.exp)
+	m, size, pooled, err := uFields(p.vals, ref.Part, wire, flat, p.exp)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
-	defer release()
+	if pooled {
+		defer releaseFields(m)
+	}
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	e, err := r.decodeEntry(ctx, ref, m, view)
 	if err != nil {
@@ -342,11 +372,13 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 	if err := d.Err(); err != nil || len(rep.vals) < 6 {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: short or malformed reply: %v", err))
 	}
-	m, size, release, err := uFields(rep.vals[5:], ref.Part, wire, flat, exp)
+	m, size, pooled, err := uFields(rep.vals[5:], ref.Part, wire, flat, exp)
 	if err != nil {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: %w", err))
 	}
-	defer release()
+	if pooled {
+		defer releaseFields(m)
+	}
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
 }

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,29 @@ func TestSessionFieldListsAgree(t *testing.T) {
 				t.Errorf("%s: no END session_fields line", name)
 			} else if got != want {
 				t.Errorf("%s: field lists drifted:\n got %q\nwant %q", name, got, want)
+			}
+		}
+	}
+}
+
+// TestSessionHotReadNames: the hot read's names, cut from one string, are uHotNames' and the
+// marker's, and uKeys are userKey and devicesKey.
+func TestSessionHotReadNames(t *testing.T) {
+	for _, part := range []string{"", "p", "0123456789abcdef0123456789abcdef"} {
+		level, pending, idle, marker := uHotParts(part)
+		if got, want := []string{sfUserID, sfTenantID, level, pending, idle}, uHotNames(part); !slices.Equal(got, want) {
+			t.Errorf("uHotParts(%q) = %q, want %q", part, got, want)
+		}
+		if want := partField(part, sfAbsoluteExpires); marker != want {
+			t.Errorf("uHotParts(%q) marker = %q, want %q", part, marker, want)
+		}
+	}
+	for _, prefix := range []string{"", "hg", "tenant-a:hg"} {
+		r := &Sessions{keys: Keys{Prefix: prefix}}
+		for _, tag := range []string{"", "t", "Zm9vYmFy"} {
+			user, devices := r.uKeys(tag)
+			if user != r.userKey(tag) || devices != r.devicesKey(tag) {
+				t.Errorf("uKeys(%q) under %q = %q, %q; want %q, %q", tag, prefix, user, devices, r.userKey(tag), r.devicesKey(tag))
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"context"
+
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidisotel"
 )
@@ -19,11 +21,24 @@ func RedisOptions(t *Telemetry) []rueidisotel.Option {
 		rueidisotel.WithTracerProvider(t.spanProvider()),
 		rueidisotel.WithMeterProvider(t.meterProvider()),
 	}
-	if t != nil && t.commandLabels {
+	switch {
+	case t != nil && t.commandLabels:
 		opts = append(opts, rueidisotel.WithOperationMetricAttr())
+	case !t.Recording():
+		// The operation name goes only to span names (no span is recorded) and to the
+		// "operation" attribute (off): rueidisotel would build "HMGET HPTTL EXISTS" per pipeline
+		// for nothing.
+		opts = append(opts, rueidisotel.WithOpNameResolver(unusedOpName{}))
 	}
 	return opts
 }
+
+// unusedOpName is the operation-name resolver of a client whose operation names nobody reads.
+type unusedOpName struct{}
+
+func (unusedOpName) OpName(context.Context, rueidis.Completed) string                    { return "" }
+func (unusedOpName) MultiOpName(context.Context, rueidis.Commands) string                { return "" }
+func (unusedOpName) MultiCacheableOpName(context.Context, []rueidis.CacheableTTL) string { return "" }
 
 // NewRedisClient creates a rueidis client instrumented with [RedisOptions].
 func NewRedisClient(opt rueidis.ClientOption, t *Telemetry) (rueidis.Client, error) {

@@ -2,12 +2,14 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -104,6 +106,75 @@ func assertNoSecret(t *testing.T, s tracetest.SpanStub) {
 	for _, ev := range s.Events {
 		for _, kv := range ev.Attributes {
 			check(ev.Name+"."+string(kv.Key), kv.Value.String())
+		}
+	}
+}
+
+// TestRedisCommandMetrics: the command duration histogram is recorded per call whatever the
+// configuration, labelled with the command names only under Config.RedisCommandLabels, and a
+// span per call only when spans are recorded.
+func TestRedisCommandMetrics(t *testing.T) {
+	t.Parallel()
+	for _, labels := range []bool{false, true} {
+		for _, recording := range []bool{false, true} {
+			t.Run(fmt.Sprintf("labels=%v,recording=%v", labels, recording), func(t *testing.T) {
+				t.Parallel()
+				exp := tracetest.NewInMemoryExporter()
+				var opts []Option
+				if recording {
+					opts = append(opts, WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp)))
+				}
+				tel, err := Setup(context.Background(), Config{ServiceName: "hashgate-test", RedisCommandLabels: labels}, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+				srv := miniredis.RunT(t)
+				client, err := NewRedisClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true}, tel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer client.Close()
+				ctx := context.Background()
+				for range 3 {
+					for _, r := range client.DoMulti(ctx, client.B().Set().Key("k").Value("v").Build(), client.B().Get().Key("k").Build()) {
+						if err := r.Error(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if err := client.Do(ctx, client.B().Get().Key("k").Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				const name = "rueidis_command_duration_seconds"
+				if labels {
+					for op, want := range map[string]uint64{"SET GET": 3, "GET": 1} {
+						m := findMetric(t, tel, name, map[string]string{"operation": op})
+						if m == nil || m.GetHistogram().GetSampleCount() != want {
+							t.Errorf("%s{operation=%q} = %v, want %d samples", name, op, m, want)
+						}
+					}
+				} else {
+					m := findMetric(t, tel, name, nil)
+					if m == nil || m.GetHistogram().GetSampleCount() != 4 {
+						t.Fatalf("%s = %v, want 4 samples", name, m)
+					}
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "operation" {
+							t.Errorf("%s labelled %s=%q without RedisCommandLabels", name, l.GetName(), l.GetValue())
+						}
+					}
+				}
+				var spans []string
+				for _, s := range exp.GetSpans() {
+					if s.Name != "redis.dial" {
+						spans = append(spans, s.Name)
+					}
+				}
+				if want := []string{"SET GET", "SET GET", "SET GET", "GET"}; recording && !slices.Equal(spans, want) || !recording && len(spans) != 0 {
+					t.Errorf("spans %q (recording %v)", spans, recording)
+				}
+			})
 		}
 	}
 }
