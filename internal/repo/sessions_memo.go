@@ -109,7 +109,9 @@ func (m *authMemo) user(tag string) (*memoUser, bool) {
 	return u, ok
 }
 
-// userOrNew is the group of the user with tag, a new one if there is none.
+// userOrNew is the group of the user with tag, a new one if there is none. The memo keeps its
+// own copy of a tag (and store of a part): the caller's strings are slices of larger ones (the
+// tag of the request's 60-byte token), which a kept entry would otherwise hold on to.
 func (m *authMemo) userOrNew(tag string) *memoUser {
 	if u, ok := m.user(tag); ok {
 		return u
@@ -120,7 +122,7 @@ func (m *authMemo) userOrNew(tag string) *memoUser {
 	u, ok := sh.m[tag]
 	if !ok {
 		u = &memoUser{}
-		sh.m[tag] = u
+		sh.m[strings.Clone(tag)] = u // (the caller's tag is a slice of the request's token)
 	}
 	return u
 }
@@ -252,7 +254,7 @@ func (m *authMemo) store(u *memoUser, part string, e *memoEntry) bool {
 		next = append(next, p)
 	}
 	if !replaced {
-		next = append(next, memoPart{part: part, e: e})
+		next = append(next, memoPart{part: strings.Clone(part), e: e})
 		m.n.Add(1)
 	}
 	u.parts.Store(&next)

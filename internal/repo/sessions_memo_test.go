@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/sessions/session"
@@ -236,6 +238,27 @@ func TestAuthMemo(t *testing.T) {
 			if _, ok := m.get(r, now); ok {
 				t.Fatalf("%v survived its user's push", r)
 			}
+		}
+	})
+	// The memo keeps its own copies of the tag and part: a reference parsed from a request
+	// slices the token (60 bytes, a secret) for its tag, which an entry kept for an hour
+	// must not hold on to.
+	t.Run("keeps no caller's string", func(t *testing.T) {
+		m := newMemo()
+		token := "hgs_" + "TAGTAGTAGTAG" + "_" + strings.Repeat("r", 43)
+		r := session.Ref{Tag: token[4:16], Part: token[17:35]}
+		m.put(r, entry(), m.version(r), now)
+		m.eachUser(func(tag string, u *memoUser) {
+			part := (*u.parts.Load())[0].part
+			for _, kept := range []string{tag, part} {
+				if p := unsafe.StringData(kept); uintptr(unsafe.Pointer(p)) >= uintptr(unsafe.Pointer(unsafe.StringData(token))) &&
+					uintptr(unsafe.Pointer(p)) < uintptr(unsafe.Pointer(unsafe.StringData(token)))+uintptr(len(token)) {
+					t.Errorf("kept %q inside the caller's token", kept)
+				}
+			}
+		})
+		if _, ok := m.get(r, now); !ok {
+			t.Fatal("not found")
 		}
 	})
 	t.Run("a push during the read blocks the store", func(t *testing.T) {
