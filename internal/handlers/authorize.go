@@ -64,11 +64,17 @@ func (s *Server) authorizeRoute(w ServerInterfaceWrapper) echo.HandlerFunc {
 // authorizeOK is the 200 answer: the AuthorizeResult body and the same values in X-Auth-*
 // headers (Authorize200JSONResponse's shape). It is written directly: the forward-auth answer
 // is the response the gateway writes most, and the generated writer formats every header with
-// fmt.Sprint and canonicalises its name on each call. Same status, headers and body.
-type authorizeOK struct{ AuthorizeResult }
+// fmt.Sprint and canonicalises its name on each call. Same status, headers and body. The
+// header values and the body are built in the answer's own arrays: one allocation for all
+// three (the header map keeps the values, the writer copies the body).
+type authorizeOK struct {
+	AuthorizeResult
+	vals [7]string
+	buf  [256]byte
+}
 
 func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
-	body, ok := appendAuthorizeJSON(make([]byte, 0, 256), &r.AuthorizeResult)
+	body, ok := appendAuthorizeJSON(r.buf[:0], &r.AuthorizeResult)
 	if !ok {
 		var err error
 		if body, err = json.Marshal(r.AuthorizeResult); err != nil {
@@ -76,17 +82,17 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 		}
 	}
 	// One backing array for every header value; the names are already canonical.
-	vals := [7]string{"application/json", noStore, r.Subject, r.Tenant, string(r.AuthLevel)}
+	r.vals = [7]string{"application/json", noStore, r.Subject, r.Tenant, string(r.AuthLevel)}
 	n := 5
 	if r.SessionId != nil {
-		vals[n] = *r.SessionId
+		r.vals[n] = *r.SessionId
 		n++
 	}
 	if r.Scopes != nil {
-		vals[n] = strings.Join(*r.Scopes, " ")
+		r.vals[n] = strings.Join(*r.Scopes, " ")
 		n++
 	}
-	vs := vals[:n:n]
+	vs := r.vals[:n:n]
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = vs[0:1:1], vs[1:2:2]
 	h["X-Auth-Subject"], h["X-Auth-Tenant"], h["X-Auth-Level"] = vs[2:3:3], vs[3:4:4], vs[4:5:5]

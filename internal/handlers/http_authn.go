@@ -12,17 +12,16 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 )
 
-// authnMiddleware authenticates every operation with its security requirements from the spec
+// authnMiddleware authenticates operation o with its security requirements from the spec
 // index, before the body is read or judged, so an unauthenticated caller learns nothing about
 // the body rules. A hot route also refuses a body and checks its query enums here, since the
 // validator skips it.
-func (s *Server) authnMiddleware(ix specIndex) echo.MiddlewareFunc {
+func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if len(o.security) == 0 {
+			return next
+		}
 		return func(c echo.Context) error {
-			o, ok := ix.lookup(c)
-			if !ok || len(o.security) == 0 {
-				return next(c)
-			}
 			r := c.Request()
 			if o.asGet {
 				r.Method = http.MethodGet // from here on it is the GET: body check, strictJSON, logs

@@ -30,6 +30,7 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.HTTPErrorHandler
 	ix := newSpecIndex(spec)
+	validate := s.RequestValidator(spec)
 	e.Use(chain(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisableStackAll: true,
@@ -42,9 +43,13 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		telemetry.EchoMiddleware(tel, "hashgate"), // server spans and HTTP metrics
 		s.accessLog(),
 		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"), // its 413 closes the connection: HTTPErrorHandler
-		s.authnMiddleware(ix),
-		strictJSON(ix),
-		s.RequestValidator(spec, ix.isHot),
+		ix.perOperation(func(o specOp) []echo.MiddlewareFunc {
+			mws := []echo.MiddlewareFunc{s.authnMiddleware(o), strictJSON(o)}
+			if !o.hot { // a hot route checks its parameters itself (authnMiddleware)
+				mws = append(mws, validate)
+			}
+			return mws
+		}),
 	))
 	si := NewStrictHandler(s, nil)
 	RegisterHandlers(e, si)

@@ -48,7 +48,7 @@ type specOp struct {
 var forwardAuthMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // specIndex is the spec read once, at start, per operation: the authentication middleware,
-// strict JSON and the validator's skipper each look their operation up here. Keys are
+// strict JSON and the validator are built per operation from it (perOperation). Keys are
 // "METHOD echoPath", as c.Request().Method + " " + c.Path() gives them.
 type specIndex map[string]specOp
 
@@ -89,17 +89,33 @@ func newSpecIndex(spec *openapi3.T) specIndex {
 	return ix
 }
 
-// lookup is the operation c was routed to; ok is false for routes outside the spec (/metrics,
-// no route).
-func (ix specIndex) lookup(c echo.Context) (specOp, bool) {
-	o, ok := ix[c.Request().Method+" "+c.Path()]
-	return o, ok
-}
-
-// isHot reports whether c was routed to a hot route (the validator's skipper).
-func (ix specIndex) isHot(c echo.Context) bool {
-	o, _ := ix.lookup(c)
-	return o.hot
+// perOperation is one middleware that runs, for the operation a request was routed to, the
+// chain build made for that operation at start (the zero specOp for routes outside the spec:
+// /metrics, the API reference, no route). A request looks its operation up once, where the
+// middleware built from the index looked it up one by one (three map lookups of a
+// concatenated key per request).
+func (ix specIndex) perOperation(build func(specOp) []echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		wrap := func(o specOp) echo.HandlerFunc {
+			mws := build(o)
+			h := next
+			for i := len(mws) - 1; i >= 0; i-- {
+				h = mws[i](h)
+			}
+			return h
+		}
+		byOp := make(map[string]echo.HandlerFunc, len(ix))
+		for k, o := range ix {
+			byOp[k] = wrap(o)
+		}
+		outside := wrap(specOp{})
+		return func(c echo.Context) error {
+			if h, ok := byOp[c.Request().Method+" "+c.Path()]; ok {
+				return h(c)
+			}
+			return outside(c)
+		}
+	}
 }
 
 // specPathToEcho turns /v1/quotes/{quoteId} into Echo's /v1/quotes/:quoteId.

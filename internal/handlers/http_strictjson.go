@@ -35,11 +35,10 @@ const (
 // asking GET /v1/authorize (nginx auth_request, Caddy forward_auth) forward the original
 // request's headers without its body. The body limit middleware has wrapped r.Body by now, so
 // r.Body == http.NoBody cannot tell; the framing can (ContentLength is -1 when chunked).
-func strictJSON(ix specIndex) echo.MiddlewareFunc {
+func strictJSON(o specOp) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			o, _ := ix.lookup(c)
 			if r.ContentLength == 0 && !o.takesBody {
 				return next(c)
 			}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/sessions/session"
@@ -168,11 +170,10 @@ func TestAuthMemo(t *testing.T) {
 		}
 		wg.Wait()
 		kept := 0
-		m.users.Range(func(_, v any) bool {
-			if ps := v.(*memoUser).parts.Load(); ps != nil {
+		m.eachUser(func(_ string, u *memoUser) {
+			if ps := u.parts.Load(); ps != nil {
 				kept += len(*ps)
 			}
-			return true
 		})
 		if n := m.n.Load(); n != int64(kept) {
 			t.Fatalf("counted %d entries, %d kept", n, kept)
@@ -180,6 +181,84 @@ func TestAuthMemo(t *testing.T) {
 		m.invalidate(nil, true)
 		if n := m.n.Load(); n != 0 {
 			t.Fatalf("%d entries counted after a flush", n)
+		}
+	})
+	// The same across many users (every shard of the map): puts, hits, expiries, both kinds
+	// of push, flushes and sweeps from 8 goroutines; then every counted entry is kept and
+	// found, and a push still drops what it names.
+	t.Run("racing across shards", func(t *testing.T) {
+		m := newMemo()
+		m.max = 3000 // puts past it sweep
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20000 {
+					r := session.Ref{Tag: "U" + strconv.Itoa((i*7+g)%5000), Part: strconv.Itoa(i % 3)}
+					switch {
+					case i%997 == 0 && g == 0:
+						m.invalidate(nil, true)
+					case i%11 == 0:
+						m.invalidate([]string{prefix + r.Tag + "}"}, false)
+					case i%7 == 0:
+						m.invalidate([]string{prefix + r.Tag + "}:" + r.Part}, false)
+					case i%5 == 0:
+						m.get(r, now.Add(time.Duration(i%3)*time.Second)) // some expired: removed
+					case i%13 == 0:
+						m.sweep(now.Add(time.Duration(i) * time.Millisecond))
+					default:
+						m.put(r, entry(), m.version(r), now)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		kept := 0
+		m.eachUser(func(tag string, u *memoUser) {
+			if ps := u.parts.Load(); ps != nil {
+				kept += len(*ps)
+				for _, p := range *ps {
+					if _, ok := m.get(session.Ref{Tag: tag, Part: p.part}, now); !ok {
+						t.Errorf("%s/%s kept but not found", tag, p.part)
+					}
+				}
+			}
+		})
+		if n := m.n.Load(); n != int64(kept) || n > m.max {
+			t.Fatalf("counted %d entries, %d kept, bound %d", n, kept, m.max)
+		}
+		for i := range 100 {
+			r := session.Ref{Tag: "V" + strconv.Itoa(i), Part: "p"}
+			m.put(r, entry(), m.version(r), now)
+			if _, ok := m.get(r, now); !ok && m.n.Load() < m.max {
+				t.Fatalf("%v not stored", r)
+			}
+			m.invalidate([]string{prefix + r.Tag + "}"}, false)
+			if _, ok := m.get(r, now); ok {
+				t.Fatalf("%v survived its user's push", r)
+			}
+		}
+	})
+	// The memo keeps its own copies of the tag and part: a reference parsed from a request
+	// slices the token (60 bytes, a secret) for its tag, which an entry kept for an hour
+	// must not hold on to.
+	t.Run("keeps no caller's string", func(t *testing.T) {
+		m := newMemo()
+		token := "hgs_" + "TAGTAGTAGTAG" + "_" + strings.Repeat("r", 43)
+		r := session.Ref{Tag: token[4:16], Part: token[17:35]}
+		m.put(r, entry(), m.version(r), now)
+		m.eachUser(func(tag string, u *memoUser) {
+			part := (*u.parts.Load())[0].part
+			for _, kept := range []string{tag, part} {
+				if p := unsafe.StringData(kept); uintptr(unsafe.Pointer(p)) >= uintptr(unsafe.Pointer(unsafe.StringData(token))) &&
+					uintptr(unsafe.Pointer(p)) < uintptr(unsafe.Pointer(unsafe.StringData(token)))+uintptr(len(token)) {
+					t.Errorf("kept %q inside the caller's token", kept)
+				}
+			}
+		})
+		if _, ok := m.get(r, now); !ok {
+			t.Fatal("not found")
 		}
 	})
 	t.Run("a push during the read blocks the store", func(t *testing.T) {

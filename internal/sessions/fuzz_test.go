@@ -21,12 +21,15 @@ func FuzzParseToken(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ref, ok := parseToken(s)
+		ref, id, ok := parseToken(s)
 		if !ok {
-			if ref != (session.Ref{}) {
-				t.Fatalf("refused %q but returned %+v", s, ref)
+			if ref != (session.Ref{}) || id != "" {
+				t.Fatalf("refused %q but returned %+v %q", s, ref, id)
 			}
 			return
+		}
+		if id != ref.ID() {
+			t.Fatalf("%q: id %q, ref.ID() %q", s, id, ref.ID())
 		}
 		if len(s) != TokenLen || !strings.HasPrefix(s, tokenPrefix) || s[len(tokenPrefix)+session.TagLen] != '_' {
 			t.Fatalf("accepted %q, which is not in the token format", s)

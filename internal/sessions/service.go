@@ -193,7 +193,7 @@ func (s *Service) AuthenticateView(ctx context.Context, token string) (*auth.Pri
 }
 
 func (s *Service) authenticate(ctx context.Context, token string, view bool) (*auth.Principal, error) {
-	ref, ok := parseToken(token)
+	ref, id, ok := parseToken(token)
 	if !ok {
 		s.m.auth(ctx, authMalformed)
 		return nil, invalidSession()
@@ -216,7 +216,7 @@ func (s *Service) authenticate(ctx context.Context, token string, view bool) (*a
 		return nil, invalidSession()
 	}
 	s.m.auth(ctx, authOK)
-	p := &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: ref.ID(),
+	p := &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: id,
 		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, LoginPending: ac.LoginPending}
 	if !ac.Partial {
 		p.Session = &ac.Session

@@ -188,9 +188,9 @@ func TestTokenFormat(t *testing.T) {
 	if ref.Tag != "AbCdEfGhIj_-" || ref.Part != base64.RawURLEncoding.EncodeToString(sum[:14])[:18] {
 		t.Fatalf("ref %+v does not derive from the token's SHA-256", ref)
 	}
-	r2, ok := parseToken(tok)
-	if !ok || r2 != ref {
-		t.Fatalf("parse: %+v %v", r2, ok)
+	r2, id, ok := parseToken(tok)
+	if !ok || r2 != ref || id != ref.ID() {
+		t.Fatalf("parse: %+v %q %v", r2, id, ok)
 	}
 	last := tok[len(tok)-1]
 	tests := []struct {
@@ -210,7 +210,7 @@ func TestTokenFormat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, ok := parseToken(tt.tok); ok {
+			if _, _, ok := parseToken(tt.tok); ok {
 				t.Fatalf("parseToken(%q) accepted", tt.tok)
 			}
 		})
@@ -516,7 +516,7 @@ func TestParseTokenCanonicalLastCharacter(t *testing.T) {
 	for i := 0; i < len(alphabet); i++ {
 		cand := tok[:len(tok)-1] + alphabet[i:i+1]
 		_, decErr := base64.RawURLEncoding.Strict().DecodeString(cand[len(cand)-tokenRandLen:])
-		if _, ok := parseToken(cand); ok != (decErr == nil) {
+		if _, _, ok := parseToken(cand); ok != (decErr == nil) {
 			t.Errorf("last character %q: parseToken ok=%v, strict decode error %v", alphabet[i], ok, decErr)
 		}
 	}

@@ -34,29 +34,33 @@ func newToken(tag string) (token string, ref session.Ref, err error) {
 		return "", session.Ref{}, fmt.Errorf("sessions: random token: %w", err)
 	}
 	token = tokenPrefix + tag + "_" + base64.RawURLEncoding.EncodeToString(b[:])
-	return token, refOf(token, tag), nil
+	ref, _ = refOf(token, tag)
+	return token, ref, nil
 }
 
-// parseToken checks the token's shape and derives its reference. It says nothing about
-// whether the session exists.
-func parseToken(token string) (session.Ref, bool) {
+// parseToken checks the token's shape and derives its reference and the session id
+// (ref.ID(), made in the same allocation as ref.Part). It says nothing about whether the
+// session exists.
+func parseToken(token string) (ref session.Ref, id string, ok bool) {
 	if len(token) != TokenLen || token[:len(tokenPrefix)] != tokenPrefix || token[len(tokenPrefix)+session.TagLen] != '_' {
-		return session.Ref{}, false
+		return session.Ref{}, "", false
 	}
 	tag := token[len(tokenPrefix) : len(tokenPrefix)+session.TagLen]
 	random := token[len(tokenPrefix)+session.TagLen+1:]
 	if !b64url(tag) || !b64url(random) {
-		return session.Ref{}, false
+		return session.Ref{}, "", false
 	}
 	// The last character of 43 base64url characters carries 2 padding bits: only canonical
 	// encodings (those bits zero) are tokens, so one secret has exactly one spelling.
 	if strings.IndexByte(b64urlAlphabet, random[len(random)-1])%4 != 0 {
-		return session.Ref{}, false
+		return session.Ref{}, "", false
 	}
-	return refOf(token, tag), true
+	ref, id = refOf(token, tag)
+	return ref, id, true
 }
 
-func refOf(token, tag string) session.Ref {
+// refOf is the reference of the session with token (whose user has tag) and its id.
+func refOf(token, tag string) (session.Ref, string) {
 	var sum [sha256.Size]byte
 	if len(token) != TokenLen {
 		sum = sha256.Sum256([]byte(token))
@@ -67,7 +71,8 @@ func refOf(token, tag string) session.Ref {
 	// 18 base64url characters = the first 108 bits (of the 14 bytes encoded).
 	var enc [19]byte
 	base64.RawURLEncoding.Encode(enc[:], sum[:14])
-	return session.Ref{Tag: tag, Part: string(enc[:session.PartLen])}
+	id := "s_" + tag + "_" + string(enc[:session.PartLen]) // ref.ID(), one allocation
+	return session.Ref{Tag: tag, Part: id[len(id)-session.PartLen:]}, id
 }
 
 const b64urlAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

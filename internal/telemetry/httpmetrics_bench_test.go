@@ -34,21 +34,51 @@ func BenchmarkEchoMetrics(b *testing.B) {
 	}
 }
 
-// Past maxHTTPSeries attribute sets, requests are counted in one series marked
-// otel.metric.overflow, and the sets kept stay bounded.
+// Past the SDK's cardinality limit less one (2,000 by default), requests are counted in one
+// series marked otel.metric.overflow, and the sets kept stay bounded.
 func TestHTTPSeriesOverflow(t *testing.T) {
-	a := &httpSeries{m: map[attrKey]*series{}}
+	a := newHTTPSeries()
+	if a.limit != 1999 {
+		t.Fatalf("limit %d, want the SDK's default 2,000 less the overflow series", a.limit)
+	}
 	first := a.get("GET", 200, "/r/0")
-	for i := 1; i < maxHTTPSeries; i++ {
+	for i := 1; i < a.limit; i++ {
 		a.get("GET", 200, "/r/"+strconv.Itoa(i))
 	}
 	over := a.get("GET", 200, "/r/past")
-	if a.get("GET", 200, "/r/0") != first || over == first || a.get("POST", 201, "/r/other") != over || len(a.m) != maxHTTPSeries {
+	if a.get("GET", 200, "/r/0") != first || over == first || a.get("POST", 201, "/r/other") != over || len(a.m) != a.limit {
 		t.Fatalf("series: %d kept, overflow shared: %v", len(a.m), a.get("POST", 201, "/r/other") == over)
 	}
 	n := 0
 	a.each(func(*series) { n++ })
-	if n != maxHTTPSeries+1 {
-		t.Fatalf("each visited %d series, want %d", n, maxHTTPSeries+1)
+	if n != a.limit+1 {
+		t.Fatalf("each visited %d series, want %d", n, a.limit+1)
 	}
+}
+
+// BenchmarkEchoMetricsParallel is BenchmarkEchoMetrics from GOMAXPROCS goroutines at once
+// (one series, as the authorize route's requests share one): what the shared counters cost
+// when the cores update them together.
+//
+//	go test -run '^$' -bench BenchmarkEchoMetricsParallel -benchmem ./internal/telemetry/
+func BenchmarkEchoMetricsParallel(b *testing.B) {
+	tel, err := Setup(context.Background(), Config{ServiceName: "hashgate-bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	e := echo.New()
+	h := EchoMetricsMiddleware(tel)(func(c echo.Context) error { c.Response().WriteHeader(http.StatusOK); return nil })
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		c := e.NewContext(httptest.NewRequest(http.MethodGet, "/v1/authorize", nil), httptest.NewRecorder())
+		c.SetPath("/v1/authorize")
+		for pb.Next() {
+			c.Response().Committed = false
+			if err := h(c); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -49,8 +49,11 @@ type Telemetry struct {
 	// paths then skip span bookkeeping altogether.
 	recording     bool
 	commandLabels bool
-	shutdownOnce  sync.Once
-	shutdownErr   error
+	// http holds the HTTP server metrics' series (EchoMetricsMiddleware), made on first use.
+	http         *httpSeries
+	httpOnce     sync.Once
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // Setup builds the tracer and meter providers and installs the W3C
@@ -81,7 +84,12 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (*Telemetry, error) 
 	); err != nil {
 		return nil, fmt.Errorf("telemetry: prometheus collectors: %w", err)
 	}
-	promExp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	// The HTTP duration histogram is aggregated outside the SDK (httphist.go) and reaches
+	// the reader as an external producer. Every reader of the meter provider needs it: a
+	// reader added here (an OTLP one) takes sdkmetric.WithProducer(httpProducer).
+	http := newHTTPSeries()
+	httpProducer := &durationProducer{series: http}
+	promExp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithProducer(httpProducer))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
 	}
@@ -112,6 +120,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (*Telemetry, error) 
 			sdkmetric.WithReader(promExp),
 		),
 		Registry:      reg,
+		http:          http,
 		recording:     recording,
 		commandLabels: cfg.RedisCommandLabels,
 		Propagator: propagation.NewCompositeTextMapPropagator(
