@@ -16,13 +16,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkEchoMetrics -benchmem ./internal/telemetry/
 func BenchmarkEchoMetrics(b *testing.B) {
-	tel, err := Setup(context.Background(), Config{ServiceName: "hashgate-bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	e := echo.New()
-	h := EchoMetricsMiddleware(tel)(func(c echo.Context) error { c.Response().WriteHeader(http.StatusOK); return nil })
+	e, h := benchMetricsHandler(b)
 	c := e.NewContext(httptest.NewRequest(http.MethodGet, "/v1/authorize", nil), httptest.NewRecorder())
 	c.SetPath("/v1/authorize")
 	b.ReportAllocs()
@@ -62,13 +56,7 @@ func TestHTTPSeriesOverflow(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkEchoMetricsParallel -benchmem ./internal/telemetry/
 func BenchmarkEchoMetricsParallel(b *testing.B) {
-	tel, err := Setup(context.Background(), Config{ServiceName: "hashgate-bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	e := echo.New()
-	h := EchoMetricsMiddleware(tel)(func(c echo.Context) error { c.Response().WriteHeader(http.StatusOK); return nil })
+	e, h := benchMetricsHandler(b)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		c := e.NewContext(httptest.NewRequest(http.MethodGet, "/v1/authorize", nil), httptest.NewRecorder())
@@ -81,4 +69,15 @@ func BenchmarkEchoMetricsParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchMetricsHandler is EchoMetricsMiddleware, with the telemetry cmd/gateway sets up, over a
+// handler that only answers 200.
+func benchMetricsHandler(b *testing.B) (*echo.Echo, echo.HandlerFunc) {
+	tel, err := Setup(context.Background(), Config{ServiceName: "hashgate-bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return echo.New(), EchoMetricsMiddleware(tel)(func(c echo.Context) error { c.Response().WriteHeader(http.StatusOK); return nil })
 }
