@@ -80,13 +80,49 @@ func (d *Durable) Mode() string {
 // credential (a revocation that found nothing to revoke did not). When it did, Run waits on that
 // same connection until the required replicas acknowledged (WAIT) and, with append-only on,
 // until the primary fsynced it (WAITAOF 1 0), and returns ErrNotDurable (unavailable) when they
-// did not within the timeout. With durability off (or the embedded store) write runs on c as
-// any call does.
+// did not within the timeout. A write refused with TRYAGAIN (its keys split by a slot
+// migration) is sent again while the store's timeout allows. With durability off (or the
+// embedded store) write runs on c as any call does.
 func (d *Durable) Run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error)) error {
 	if d == nil || d.off {
 		_, err := write(c)
 		return err
 	}
+	err := d.redirected(ctx, c, write)
+	// TRYAGAIN: the write's keys are split between the two nodes of a migrating slot (some
+	// moved, some not yet, or absent where they would be created) and Redis refused it before
+	// it ran, asking the client to try again later, when the slot has one owner. Tried again,
+	// waits doubling from tryAgainWait, for at most tryAgainFor (and the store's timeout): a
+	// slot of a few keys moves in milliseconds; a longer move still answers 503 soon.
+	wait, end := tryAgainWait, time.Now().Add(min(tryAgainFor, d.call))
+	for tryAgain(err) && time.Until(end) > wait {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+		err = d.redirected(ctx, c, write)
+	}
+	return err
+}
+
+// tryAgainWait is the first wait before a write refused with TRYAGAIN is sent again;
+// tryAgainFor bounds the waits of one write (10 + 20 ms: three attempts), so that a long
+// move costs a refused write little more than before.
+const (
+	tryAgainWait = 10 * time.Millisecond
+	tryAgainFor  = 50 * time.Millisecond
+)
+
+// tryAgain reports whether err is Redis's TRYAGAIN.
+func tryAgain(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && re.IsTryAgain()
+}
+
+// redirected runs write once, following MOVED and ASK.
+func (d *Durable) redirected(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error)) error {
 	err := d.run(ctx, c, write, false)
 	// A dedicated connection follows no redirection: run the write again pinned to the node a
 	// redirection names (the refused command wrote nothing: Redis redirects before it runs).
@@ -94,7 +130,7 @@ func (d *Durable) Run(ctx context.Context, c rueidis.Client, write func(c rueidi
 	// topology refresh. ASK: the slot is migrating and the keys of the refused command have
 	// left for the importing node, which serves them only after ASKING, sent before each
 	// command (a single-key script is served there; a multi-key one whose keys are split is
-	// refused with TRYAGAIN, a 503). A second redirection (the migration ended meanwhile) is
+	// refused with TRYAGAIN, which Run tries again). A second redirection (the migration ended meanwhile) is
 	// followed once more.
 	for range 2 {
 		var re *rueidis.RedisError
