@@ -172,10 +172,8 @@ func TestSessionEvictDuringSlotMigration(t *testing.T) {
 	for _, v := range sessMigrationVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			cl := testredis.StartCluster(t)
-			s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: v.mode})
 			const limit = 4
-			e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.MaxPerUser = limit; o.Layout = v.layout })
+			cl, e := v.env(t, func(o *SessionOptions) { o.MaxPerUser = limit })
 			ctx := context.Background()
 			tag := sessRand(t, 9)
 			live := map[session.Ref]bool{}

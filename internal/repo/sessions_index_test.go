@@ -229,9 +229,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 	for _, v := range sessMigrationVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			cl := testredis.StartCluster(t)
-			s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: v.mode})
-			e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.Layout = v.layout })
+			cl, e := v.env(t, nil)
 			ctx := context.Background()
 			tag := sessRand(t, 9)
 			const count = 8

@@ -20,9 +20,7 @@ func TestSessionVerifyDuringSlotMigration(t *testing.T) {
 	for _, v := range sessMigrationVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			cl := testredis.StartCluster(t)
-			s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: v.mode})
-			e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.Layout = v.layout })
+			cl, e := v.env(t, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			tag := sessRand(t, 9)

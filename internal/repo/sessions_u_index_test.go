@@ -62,14 +62,30 @@ func (e *sessEnv) liveParts(tag string) []string {
 // sessMigrationVariants are the layouts the slot-migration tests run in, each on a private
 // cluster: per user (the default on Redis 8), per session (forced), and the fallback mode
 // (per session, challenge keys of their own).
-var sessMigrationVariants = []struct {
-	name   string
-	mode   store.FieldExpiry
-	layout SessionLayout
-}{
+var sessMigrationVariants = []sessMigrationVariant{
 	{"per-user", "", ""},
 	{"per-session", "", LayoutPerSession},
 	{string(store.FieldExpiryFallback), store.FieldExpiryFallback, ""},
+}
+
+type sessMigrationVariant struct {
+	name   string
+	mode   store.FieldExpiry
+	layout SessionLayout
+}
+
+// env is a private cluster and a sessions environment on it in the variant's layout (tweak,
+// when set, edits the options further).
+func (v sessMigrationVariant) env(t *testing.T, tweak func(*SessionOptions)) (*testredis.Cluster, *sessEnv) {
+	t.Helper()
+	cl := testredis.StartCluster(t)
+	s := testredis.Open(t, testredis.Backend{Name: "private cluster", Env: testredis.EnvCluster, URL: cl.URL(), FieldExpiry: v.mode})
+	return cl, newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) {
+		o.Layout = v.layout
+		if tweak != nil {
+			tweak(o)
+		}
+	})
 }
 
 // tagKeys lists the keys of the user with tag.
