@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/ratelimit"
-	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -30,19 +27,7 @@ func BenchmarkAuthenticateHit(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			prefix := testredis.Prefix(b)
 			s := testredis.Open(b, be, be.Tracking(prefix))
-			h, _, err := keyhash.Generate()
-			if err != nil {
-				b.Fatal(err)
-			}
-			o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
-				MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
-			if kept {
-				o.OwnerCheck = OwnerCheck(h)
-			}
-			r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, o)
-			if err != nil {
-				b.Fatal(err)
-			}
+			r, h := ownerRepo(b, s, prefix, kept)
 			svc, err := New(r, h, Config{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 24 * time.Hour, ChallengeTTL: 5 * time.Minute})
 			if err != nil {
 				b.Fatal(err)

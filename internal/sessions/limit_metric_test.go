@@ -6,7 +6,6 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
@@ -47,22 +46,7 @@ func TestMFALimitDecisionsCounted(t *testing.T) {
 				t.Fatal("a wrong code was accepted")
 			}
 		}
-		var rm metricdata.ResourceMetrics
-		if err := reader.Collect(ctx, &rm); err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int64{}
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "hashgate_ratelimit_decisions" {
-					for _, dp := range d.DataPoints {
-						p, _ := dp.Attributes.Value("policy")
-						o, _ := dp.Attributes.Value("outcome")
-						got[p.AsString()+"/"+o.AsString()] += dp.Value
-					}
-				}
-			}
-		}
+		got := counterByAttrs(t, reader, "hashgate_ratelimit_decisions", "policy", "outcome")
 		if got["mfa/allowed"] != 5 || got["mfa/limited"] != 2 || len(got) != 2 {
 			t.Fatalf("decisions %v, want mfa/allowed 5 and mfa/limited 2", got)
 		}

@@ -2,9 +2,11 @@ package sessions
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -34,19 +37,7 @@ func TestOwnerMismatchRefused(t *testing.T) {
 func ownerMismatchRefused(t *testing.T, b testredis.Backend, repoChecks bool) {
 	p := testredis.Prefix(t)
 	s := testredis.Open(t, b, b.Tracking(p))
-	h, _, err := keyhash.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
-		MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
-	if repoChecks {
-		o.OwnerCheck = OwnerCheck(h)
-	}
-	r, err := repo.NewSessions(s, repo.Keys{Prefix: p}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, h := ownerRepo(t, s, p, repoChecks)
 	reader := sdkmetric.NewManualReader()
 	svc, err := New(r, h, Config{IdleTimeout: 30 * time.Minute, AbsoluteTimeout: 24 * time.Hour,
 		ChallengeTTL: 5 * time.Minute, Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test")})
@@ -102,21 +93,7 @@ func ownerMismatchRefused(t *testing.T, b testredis.Backend, repoChecks bool) {
 			t.Fatalf("repo checks %v: request %d after the edit: %v %v", repoChecks, i, p, err)
 		}
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "hashgate_session_authentications" {
-				for _, dp := range d.DataPoints {
-					res, _ := dp.Attributes.Value("result")
-					got[res.AsString()] = dp.Value
-				}
-			}
-		}
-	}
+	got := counterByAttrs(t, reader, "hashgate_session_authentications", "result")
 	if got["ok"] != oks || got["tag_mismatch"] != 4 {
 		t.Fatalf("repo checks %v: authentications %v", repoChecks, got)
 	}
@@ -148,4 +125,52 @@ func TestNewRefusesAnotherKeysOwnerCheck(t *testing.T) {
 			t.Fatalf("owner check (want accepted: %v): %v", c.ok, err)
 		}
 	}
+}
+
+// ownerRepo is the sessions repository on s (prefix p) with a fresh key hasher h; with
+// repoChecks the repository checks owners (OwnerCheck(h)), as internal/app wires it.
+func ownerRepo(tb testing.TB, s *store.Store, p string, repoChecks bool) (*repo.Sessions, *keyhash.Hasher) {
+	tb.Helper()
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
+		MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
+	if repoChecks {
+		o.OwnerCheck = OwnerCheck(h)
+	}
+	r, err := repo.NewSessions(s, repo.Keys{Prefix: p}, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r, h
+}
+
+// counterByAttrs collects reader and sums the int64 counter name's data points by the values
+// of attrs, joined with "/".
+func counterByAttrs(t *testing.T, reader *sdkmetric.ManualReader, name string, attrs ...string) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			d, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || m.Name != name {
+				continue
+			}
+			for _, dp := range d.DataPoints {
+				var parts []string
+				for _, a := range attrs {
+					v, _ := dp.Attributes.Value(attribute.Key(a))
+					parts = append(parts, v.AsString())
+				}
+				got[strings.Join(parts, "/")] += dp.Value
+			}
+		}
+	}
+	return got
 }
