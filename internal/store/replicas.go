@@ -18,7 +18,7 @@ import (
 //     declared that writes need replicas).
 //
 // A standalone primary keeps no record of a replica while it is disconnected: a gateway started
-// during such a cut learns of it only when it connects again (README, "Durable revocations").
+// during such a cut learns of it only when it connects again (README, "Redis Sentinel").
 // Each question is best effort (a Redis user not allowed it, a Sentinel down): the write-time
 // ROLE still learns.
 func (s *Store) detectReplicas(ctx context.Context, opt rueidis.ClientOption) {
