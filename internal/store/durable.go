@@ -176,8 +176,8 @@ func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidi
 		if p.roleErr != nil {
 			return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
 		}
-		if d.replicas == DurableAuto && p.need() > 0 && p.online == 0 {
-			// A WAIT would only run out its timeout: answer at once.
+		if d.replicas == DurableAuto && !p.askRole && p.need() > 0 && p.online == 0 {
+			// ROLE listed no replica connected: a WAIT would only run out its timeout.
 			return fmt.Errorf("durable write: %w: %w", ErrUnavailable, ErrNoReplica)
 		}
 		return d.confirm(ctx, dc, p.need())

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -39,7 +40,7 @@ func (s *Store) detectReplicas(ctx context.Context, opt rueidis.ClientOption) {
 			d.replicated.Store(true)
 		}
 	case Sentinel:
-		if sentinelHasReplica(ctx, opt) {
+		if sentinelHasReplica(ctx, opt, s.Timeout) {
 			d.replicated.Store(true)
 		}
 	}
@@ -62,17 +63,23 @@ func clusterHasReplica(nodes string) bool {
 	return false
 }
 
-// sentinelHasReplica asks the Sentinels of opt, one after the other until one answers, whether
-// they know a replica of the master set.
-func sentinelHasReplica(ctx context.Context, opt rueidis.ClientOption) bool {
+// sentinelHasReplica asks the Sentinels of opt, one after the other until one answers within
+// timeout, whether they know a replica of the master set.
+func sentinelHasReplica(ctx context.Context, opt rueidis.ClientOption, timeout time.Duration) bool {
+	dialer := opt.Sentinel.Dialer
+	if dialer.Timeout <= 0 || dialer.Timeout > timeout {
+		dialer.Timeout = timeout
+	}
 	for _, addr := range opt.InitAddress {
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true,
 			DisableCache: true, DisableRetry: true, Username: opt.Sentinel.Username, Password: opt.Sentinel.Password,
-			TLSConfig: opt.Sentinel.TLSConfig, Dialer: opt.Sentinel.Dialer, ClientName: opt.Sentinel.ClientName})
+			TLSConfig: opt.Sentinel.TLSConfig, Dialer: dialer, ClientName: opt.Sentinel.ClientName})
 		if err != nil {
 			continue
 		}
-		reps, err := c.Do(ctx, c.B().SentinelReplicas().Master(opt.Sentinel.MasterSet).Build()).ToArray()
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		reps, err := c.Do(cctx, c.B().SentinelReplicas().Master(opt.Sentinel.MasterSet).Build()).ToArray()
+		cancel()
 		c.Close()
 		if err == nil {
 			return len(reps) > 0
