@@ -22,7 +22,8 @@ type Config struct {
 	RedisClientCache   bool          `env:"GATEWAY_REDIS_CLIENT_CACHE" default:"true"`
 	RedisCommandLabels bool          `env:"GATEWAY_REDIS_COMMAND_METRICS" default:"false"`
 	// DurableReplicas: how many replicas must acknowledge a write that ends a credential
-	// before it is answered: auto (one whenever the primary has one online), 0 (off) or N.
+	// before it is answered: auto (one, once the deployment has been seen with a replica;
+	// none before), 0 (off) or N.
 	DurableReplicas string        `env:"GATEWAY_DURABLE_REPLICAS" default:"auto"`
 	DurableTimeout  time.Duration `env:"GATEWAY_DURABLE_TIMEOUT" default:"2s"`
 	// DurableAOF: auto also waits for the primary's append-only fsync (WAITAOF) when it runs

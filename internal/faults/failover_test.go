@@ -47,12 +47,15 @@ type failoverTopology struct {
 	// crash kills the primaries, drops the links' in-flight bytes and promotes the replicas;
 	// it returns direct clients to the promoted nodes.
 	crash func(t *testing.T) []rueidis.Client
+	// partition cuts the replication link (on the cluster, the picked master's) and waits until
+	// the primary lists no replica online.
+	partition func(t *testing.T)
 }
 
 func TestFailoverKeepsAcknowledgedRevocations(t *testing.T) {
 	t.Parallel()
-	topologies := map[string]func(t *testing.T) failoverTopology{
-		"standalone": standaloneFailover,
+	topologies := map[string]func(t *testing.T, delay time.Duration) failoverTopology{
+		"standalone": func(t *testing.T, d time.Duration) failoverTopology { return standaloneFailover(t, d) },
 		"sentinel":   sentinelFailover,
 		"cluster":    clusterFailover,
 	}
@@ -61,7 +64,7 @@ func TestFailoverKeepsAcknowledgedRevocations(t *testing.T) {
 			t.Parallel()
 			for _, durable := range []string{"auto", "0"} {
 				t.Run("durable="+durable, func(t *testing.T) {
-					lost, acked := revokeThenCrash(t, start(t), durable)
+					lost, acked := revokeThenCrash(t, start(t, failoverLinkDelay), durable)
 					t.Logf("%s, GATEWAY_DURABLE_REPLICAS=%s: %d of %d acknowledged revocations lost", name, durable, lost, acked)
 					switch {
 					case durable == "auto" && lost != 0:
@@ -92,16 +95,21 @@ func do(c rueidis.Client, args ...string) rueidis.RedisResult {
 	return c.Do(ctx, c.B().Arbitrary(args...).Build())
 }
 
-func standaloneFailover(t *testing.T) failoverTopology {
-	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
-	link := testredis.StartProxy(t, primary.Addr(), failoverLinkDelay)
+// standaloneFailover is a primary (started with primaryArgs too) and a replica replicating
+// through a proxy that holds the stream for delay each way.
+func standaloneFailover(t *testing.T, delay time.Duration, primaryArgs ...string) failoverTopology {
+	primary := testredis.StartServer(t, append([]string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1"}, primaryArgs...)...)
+	link := testredis.StartProxy(t, primary.Addr(), delay)
 	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(link.Port))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
 		t.Fatal(err)
 	}
-	return failoverTopology{url: primary.URL(), crash: func(t *testing.T) []rueidis.Client {
+	return failoverTopology{url: primary.URL(), partition: func(t *testing.T) {
+		link.Partition()
+		waitNoReplica(t, directClient(t, primary.Addr()))
+	}, crash: func(t *testing.T) []rueidis.Client {
 		primary.Stop()
 		link.Cut()
 		c := directClient(t, replica.Addr())
@@ -112,9 +120,12 @@ func standaloneFailover(t *testing.T) failoverTopology {
 	}}
 }
 
-func sentinelFailover(t *testing.T) failoverTopology {
-	set := testredis.StartSentinel(t, testredis.SentinelOptions{LinkDelay: failoverLinkDelay})
-	return failoverTopology{url: set.URL(), crash: func(t *testing.T) []rueidis.Client {
+func sentinelFailover(t *testing.T, delay time.Duration) failoverTopology {
+	set := testredis.StartSentinel(t, testredis.SentinelOptions{LinkDelay: delay})
+	return failoverTopology{url: set.URL(), partition: func(t *testing.T) {
+		set.Link.Partition()
+		waitNoReplica(t, directClient(t, set.Primary.Addr()))
+	}, crash: func(t *testing.T) []rueidis.Client {
 		set.Primary.Stop()
 		set.Link.Cut()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -135,8 +146,8 @@ func sentinelFailover(t *testing.T) failoverTopology {
 	}}
 }
 
-func clusterFailover(t *testing.T) failoverTopology {
-	rc := testredis.StartReplicatedCluster(t, failoverLinkDelay)
+func clusterFailover(t *testing.T, delay time.Duration) failoverTopology {
+	rc := testredis.StartReplicatedCluster(t, delay)
 	victim := -1
 	owner := func(t *testing.T, key string) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -154,19 +165,25 @@ func clusterFailover(t *testing.T) failoverTopology {
 	return failoverTopology{url: rc.URL(), pick: func(t *testing.T, anchor string) func(string) bool {
 		victim = owner(t, anchor)
 		return func(key string) bool { return owner(t, key) == victim }
+	}, partition: func(t *testing.T) {
+		rc.Links[victim].Partition()
+		waitNoReplica(t, directClient(t, rc.Nodes[victim].Addr()))
 	}, crash: func(t *testing.T) []rueidis.Client {
 		rc.Nodes[victim].Kill()
 		rc.Links[victim].Cut()
 		var out []rueidis.Client
 		for _, r := range rc.Replicas[victim : victim+1] {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := r.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Error()
-			cancel()
-			if err != nil {
-				t.Fatalf("cluster failover force: %v", err)
-			}
 			c := directClient(t, r.Addr())
-			pollUntil(t, 20*time.Second, "the replica promoted", func() bool {
+			// A manual failover gives up after 5 s without the masters' votes (a loaded machine):
+			// it is asked again then.
+			var asked time.Time
+			pollUntil(t, 30*time.Second, "the replica promoted", func() bool {
+				if time.Since(asked) > 5*time.Second {
+					asked = time.Now()
+					if err := do(c, "CLUSTER", "FAILOVER", "FORCE").Error(); err != nil {
+						t.Fatalf("cluster failover force: %v", err)
+					}
+				}
 				role, err := do(c, "ROLE").ToArray()
 				if err != nil || len(role) == 0 {
 					return false
@@ -178,6 +195,19 @@ func clusterFailover(t *testing.T) failoverTopology {
 		}
 		return out
 	}}
+}
+
+// waitNoReplica polls the primary c until its ROLE lists no replica online.
+func waitNoReplica(t *testing.T, c rueidis.Client) {
+	t.Helper()
+	pollUntil(t, 10*time.Second, "the primary lost sight of its replica", func() bool {
+		r, err := do(c, "ROLE").ToArray()
+		if err != nil || len(r) < 3 {
+			return false
+		}
+		reps, err := r[2].ToArray()
+		return err == nil && len(reps) == 0
+	})
 }
 
 // revoked is one acknowledged revocation and the key that must show it on the new primary.
@@ -193,78 +223,111 @@ func revokeThenCrash(t *testing.T, topo failoverTopology, durable string) (lost,
 	g := startGatewayWith(t, topo.url, 2*time.Second, func(c *config.Config) {
 		c.DurableReplicas, c.DurableTimeout = durable, 5*time.Second
 	})
-	tenant := "t-failover"
-	bearer := g.bearer(tenant, "sessions:read", "sessions:write", "tokens:read", "tokens:write")
+	rs := prepareRevocations(t, g, topo, failoverRounds)
+	out := rs.send(t, func(rv revoked, r reply) {
+		if r.err != nil || r.status != http.StatusServiceUnavailable {
+			t.Errorf("%s: %s", rv.what, r)
+		}
+	})
+	promoted := topo.crash(t)
+	if durable != "0" && len(out) != 3*failoverRounds {
+		t.Errorf("%d of %d revocations acknowledged; want all (the link is slow, not broken)", len(out), 3*failoverRounds)
+	}
+	return lostOn(promoted, out), len(out)
+}
+
+// revocations are the sessions and tokens of one round, created and replicated.
+type revocations struct {
+	g                 *gateway
+	tenant, bearer    string
+	byAdmin, byLogout []gwSession
+	toks              []tokens.Issued
+}
+
+// prepareRevocations creates n sessions to revoke by id, n to log out and n tokens to revoke
+// (on the cluster, all on the master topo picks), and waits until the replicas hold them.
+func prepareRevocations(t *testing.T, g *gateway, topo failoverTopology, n int) *revocations {
+	t.Helper()
+	rs := &revocations{g: g, tenant: "t-failover"}
+	rs.bearer = g.bearer(rs.tenant, "sessions:read", "sessions:write", "tokens:read", "tokens:write")
 	keep := func(string) bool { return true }
 	if topo.pick != nil {
-		keep = topo.pick(t, g.keys.Key("token", g.hasher.TenantTag(tenant), "anchor"))
+		keep = topo.pick(t, g.keys.Key("token", g.hasher.TenantTag(rs.tenant), "anchor"))
 	}
-	var byAdmin, byLogout []gwSession
-	var toks []tokens.Issued
-	for i := 0; len(byAdmin) < failoverRounds || len(byLogout) < failoverRounds; i++ {
-		s, _, err := g.createSession(bearer, fmt.Sprintf("user-%d", i))
+	for i := 0; len(rs.byAdmin) < n || len(rs.byLogout) < n; i++ {
+		s, _, err := g.createSession(rs.bearer, fmt.Sprintf("user-%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, key := g.sessionKeys(t, s); !keep(key) {
 			continue
 		}
-		if len(byAdmin) < failoverRounds {
-			byAdmin = append(byAdmin, s)
+		if len(rs.byAdmin) < n {
+			rs.byAdmin = append(rs.byAdmin, s)
 		} else {
-			byLogout = append(byLogout, s)
+			rs.byLogout = append(rs.byLogout, s)
 		}
 	}
-	for i := range failoverRounds {
-		tok, err := g.tokens.Mint(context.Background(), tokens.MintRequest{Tenant: tenant, Subject: "svc-" + strconv.Itoa(i),
+	for i := range n {
+		tok, err := g.tokens.Mint(context.Background(), tokens.MintRequest{Tenant: rs.tenant, Subject: "svc-" + strconv.Itoa(i),
 			Scopes: []string{"sessions:read"}, TTL: time.Hour, TokenType: tokens.TypeService})
 		if err != nil {
 			t.Fatal(err)
 		}
-		toks = append(toks, tok)
+		rs.toks = append(rs.toks, tok)
 	}
 	g.replicated(t)
+	return rs
+}
 
+// send revokes every session by id (DELETE /v1/sessions/{id}), logs out every other
+// (DELETE /v1/session) and revokes every token (DELETE /v1/tokens/{id}), all at once, through
+// the gateway rs.g (which may have been restarted since prepareRevocations). It returns the
+// acknowledged revocations (204) and hands every other answer to refused.
+func (rs *revocations) send(t *testing.T, refused func(rv revoked, r reply)) []revoked {
+	g := rs.g
 	var (
 		mu  sync.Mutex
 		out []revoked
 		wg  sync.WaitGroup
 	)
-	ack := func(r reply, want int, rv revoked) {
+	ack := func(r reply, rv revoked) {
 		mu.Lock()
 		defer mu.Unlock()
-		if r.err == nil && r.status == want {
+		if r.err == nil && r.status == http.StatusNoContent {
 			out = append(out, rv)
-		} else if r.err != nil || r.status != http.StatusServiceUnavailable {
-			t.Errorf("%s: %s", rv.what, r)
+		} else {
+			refused(rv, r)
 		}
 	}
-	for i := range failoverRounds {
+	for i := range rs.byAdmin {
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			key, field := g.sessionMarker(t, byAdmin[i])
-			ack(g.do("DELETE", "/v1/sessions/"+byAdmin[i].ID, nil, "Authorization", bearer), http.StatusNoContent,
-				revoked{what: "revoke " + byAdmin[i].ID, key: key, field: field})
+			key, field := g.sessionMarker(t, rs.byAdmin[i])
+			ack(g.do("DELETE", "/v1/sessions/"+rs.byAdmin[i].ID, nil, "Authorization", rs.bearer),
+				revoked{what: "revoke " + rs.byAdmin[i].ID, key: key, field: field})
 		}()
 		go func() {
 			defer wg.Done()
-			key, field := g.sessionMarker(t, byLogout[i])
-			ack(g.do("DELETE", "/v1/session", nil, "X-Session-Token", byLogout[i].Token), http.StatusNoContent,
-				revoked{what: "logout " + byLogout[i].ID, key: key, field: field})
+			key, field := g.sessionMarker(t, rs.byLogout[i])
+			ack(g.do("DELETE", "/v1/session", nil, "X-Session-Token", rs.byLogout[i].Token),
+				revoked{what: "logout " + rs.byLogout[i].ID, key: key, field: field})
 		}()
 		go func() {
 			defer wg.Done()
-			key := g.keys.Key("token", g.hasher.TenantTag(tenant), toks[i].TokenID)
-			ack(g.do("DELETE", "/v1/tokens/"+toks[i].TokenID, nil, "Authorization", bearer), http.StatusNoContent,
-				revoked{what: "token revoke " + toks[i].TokenID, key: key, token: true})
+			key := g.keys.Key("token", g.hasher.TenantTag(rs.tenant), rs.toks[i].TokenID)
+			ack(g.do("DELETE", "/v1/tokens/"+rs.toks[i].TokenID, nil, "Authorization", rs.bearer),
+				revoked{what: "token revoke " + rs.toks[i].TokenID, key: key, token: true})
 		}()
 	}
 	wg.Wait()
-	promoted := topo.crash(t)
-	if durable != "0" && len(out) != 3*failoverRounds {
-		t.Errorf("%d of %d revocations acknowledged; want all (the link is slow, not broken)", len(out), 3*failoverRounds)
-	}
+	return out
+}
+
+// lostOn counts the acknowledged revocations out that the promoted nodes do not show: a
+// session still there, a token not marked revoked.
+func lostOn(promoted []rueidis.Client, out []revoked) (lost int) {
 	for _, rv := range out {
 		alive := false
 		for _, c := range promoted {
@@ -283,7 +346,7 @@ func revokeThenCrash(t *testing.T, topo failoverTopology, durable string) (lost,
 			lost++
 		}
 	}
-	return lost, len(out)
+	return lost
 }
 
 // replicated waits until every replica holds every write made so far: a WAIT on each primary

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/app"
+	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
@@ -30,6 +31,7 @@ type gateway struct {
 	store   *store.Store
 	tokens  *tokens.Service
 	keys    repo.Keys
+	auth    *auth.Authority
 	hasher  *keyhash.Hasher
 	srv     *httptest.Server
 	client  *http.Client
@@ -58,12 +60,27 @@ func startGatewayWith(t *testing.T, url string, timeout time.Duration, edit func
 	if edit != nil {
 		edit(&cfg)
 	}
-	d := cfg.Durability()
 	g := &gateway{t: t, cfg: cfg, timeout: timeout, keys: repo.Keys{Prefix: cfg.KeyPrefix}}
+	if g.auth, g.hasher, err = app.FreshKeys(cfg); err != nil {
+		t.Fatal(err)
+	}
+	g.open(t)
+	return g
+}
 
+// restart builds the gateway again over the same deployment, configuration and keys, as a
+// restarted gateway process (what it learns at start is learned anew); the old one is closed at
+// cleanup.
+func (g *gateway) restart(t *testing.T) { g.open(t) }
+
+// open connects the store, builds the stack through internal/app and serves it.
+func (g *gateway) open(t *testing.T) {
+	t.Helper()
+	cfg, d := g.cfg, g.cfg.Durability()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	g.store, err = store.Open(ctx, store.Options{URL: url, Timeout: timeout, DisableCache: !cfg.RedisClientCache,
+	var err error
+	g.store, err = store.Open(ctx, store.Options{URL: cfg.RedisURL, Timeout: cfg.RedisTimeout, DisableCache: !cfg.RedisClientCache,
 		ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout}})
 	if err != nil {
 		t.Fatalf("store: %v", err)
@@ -74,24 +91,18 @@ func startGatewayWith(t *testing.T, url string, timeout time.Duration, edit func
 	}
 	// Built as cmd/gateway builds it (internal/app), client-side caching of the session hot
 	// path and the token check included. The case sweeper is not started.
-	a, h, err := app.FreshKeys(cfg)
+	gw, err := app.New(cfg, g.store, app.Options{Version: "faults", Auth: g.auth, Hasher: g.hasher})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := app.New(cfg, g.store, app.Options{Version: "faults", Auth: a, Hasher: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.tokens, g.hasher = gw.Tokens, h
-	e := gw.Echo
-	g.srv = httptest.NewUnstartedServer(e)
+	g.tokens = gw.Tokens
+	g.srv = httptest.NewUnstartedServer(gw.Echo)
 	g.srv.Config.ReadHeaderTimeout = cfg.ReadHeaderTimeout
 	g.srv.Config.WriteTimeout = cfg.WriteTimeout
 	g.srv.Start()
 	t.Cleanup(g.srv.Close)
 	g.client = &http.Client{Timeout: hangGuard, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	t.Cleanup(g.client.CloseIdleConnections)
-	return g
 }
 
 // bearer issues a service token for tenant through the token service (so its revocation

@@ -15,8 +15,9 @@ import (
 // A Sentinel failover under load (issue 11): 64 clients create a session, authorize with it and
 // revoke it, in a loop, while the primary is killed (SIGKILL) and Sentinel promotes the replica.
 // During the switch the only refusal is 503 with Retry-After — never another 5xx, never a
-// transport error — and the same gateway (no restart) then serves from the new primary. The
-// longest run of consecutive 503s is logged (a figure, not an assertion).
+// transport error — and the same gateway (no restart) then serves from the new primary (its
+// revocations there answer 503: the promoted primary has no replica, and auto keeps requiring
+// the one it has seen). The longest run of consecutive 503s is logged (a figure, not an assertion).
 func TestSentinelFailoverUnderLoad(t *testing.T) {
 	t.Parallel()
 	set := testredis.StartSentinel(t, testredis.SentinelOptions{})

@@ -27,8 +27,8 @@ import (
 const durableMarkerTTL = time.Second
 
 // durableMarker writes the marker of tag on c (the pinned connection of Durable.Run) and
-// reports that the call must be confirmed; when no WAIT will follow (durability off, or no
-// replica online) it writes nothing.
+// reports that the call must be confirmed; when no confirmation will follow (durability off,
+// or auto on a deployment never seen with a replica) it writes nothing.
 func durableMarker(ctx context.Context, c rueidis.Client, k Keys, tag string) (bool, error) {
 	if !store.Confirms(c) {
 		return false, nil

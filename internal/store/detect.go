@@ -10,7 +10,7 @@ import (
 
 // detect reads the server version and probes hash field expiration on a short-lived key:
 // HSETEX (Redis 8) → HSET+HEXPIRE (Redis 7.4) → the separate-key fallback.
-func (s *Store) detect(ctx context.Context, o Options) error {
+func (s *Store) detect(ctx context.Context, o Options, opt rueidis.ClientOption) error {
 	c := s.Client
 	if s.Caps.Embedded {
 		s.Caps.ServerVersion = "embedded (miniredis)"
@@ -23,7 +23,7 @@ func (s *Store) detect(ctx context.Context, o Options) error {
 			return fmt.Errorf("store: read server info: %w", Classify(err))
 		}
 		s.Caps.ServerVersion = infoField(info, "redis_version")
-		if err := s.detectDurability(ctx); err != nil {
+		if err := s.detectDurability(ctx, opt); err != nil {
 			return err
 		}
 	}
@@ -39,7 +39,7 @@ func (s *Store) detect(ctx context.Context, o Options) error {
 	key := o.ProbePrefix + ":v1:probe:{probe}"
 	err := c.Do(ctx, c.B().Arbitrary("HPEXPIRE").Keys(key).Args("5000", "FIELDS", "1", "f").Build()).Error()
 	switch {
-	case err == nil || rueidis.IsRedisNil(err):
+	case err == nil || rueidis.IsRedisNil(err) || noReplicas(err):
 		s.Caps.FieldExpiryMs = true
 	case !isUnknownCommand(err):
 		return fmt.Errorf("store: probe HPEXPIRE: %w", Classify(err))
@@ -60,13 +60,17 @@ func (s *Store) detectFieldExpiry(ctx context.Context, c rueidis.Client, o Optio
 		s.Caps.FieldExpiry = FieldExpiryHSETEX
 		return nil
 	}
+	if noReplicas(err) {
+		s.Caps.FieldExpiry = FieldExpiryHSETEX // refused as a write: the command exists
+		return nil
+	}
 	if !isUnknownCommand(err) {
 		return fmt.Errorf("store: probe HSETEX: %w", Classify(err))
 	}
 	// HEXPIRE on a missing key answers an empty reply where it exists and an error where not.
 	err = c.Do(ctx, c.B().Arbitrary("HEXPIRE").Keys(key).Args("5", "FIELDS", "1", "f").Build()).Error()
 	switch {
-	case err == nil || rueidis.IsRedisNil(err):
+	case err == nil || rueidis.IsRedisNil(err) || noReplicas(err):
 		s.Caps.FieldExpiry = FieldExpiryHEXPIRE
 	case isUnknownCommand(err):
 		s.Caps.FieldExpiry = FieldExpiryFallback
@@ -74,6 +78,13 @@ func (s *Store) detectFieldExpiry(ctx context.Context, c rueidis.Client, o Optio
 		return fmt.Errorf("store: probe HEXPIRE: %w", Classify(err))
 	}
 	return nil
+}
+
+// noReplicas reports Redis's refusal of a write for want of replicas (min-replicas-to-write):
+// the command exists, as Redis refuses an unknown one before it looks at the replicas.
+func noReplicas(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(e.Error(), "NOREPLICAS")
 }
 
 func isUnknownCommand(err error) bool {
@@ -95,8 +106,9 @@ func infoField(info, name string) string {
 
 // detectDurability prepares Durable: WAITAOF exists from Redis 7.2; append-only is on when any
 // primary reports aof_enabled; in auto mode the gateway's Redis user must be allowed ROLE (it
-// tells, with each durable write, whether the primary has a replica online).
-func (s *Store) detectDurability(ctx context.Context) error {
+// tells, with each durable write, whether the primary has a replica online), and the topology
+// tells whether the deployment has replicas (detectReplicas).
+func (s *Store) detectDurability(ctx context.Context, opt rueidis.ClientOption) error {
 	d := s.Durable
 	if d.off {
 		return nil
@@ -119,6 +131,7 @@ func (s *Store) detectDurability(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("store: ROLE: %w", Classify(err))
 		}
+		s.detectReplicas(ctx, opt)
 	}
 	return nil
 }

@@ -28,14 +28,18 @@ import (
 // command, and never redirected: a MOVED or ASK is returned, so the WAIT can never be measured
 // on a node other than the one that wrote) and sends WAIT there.
 
-// DurableAuto is Durability.Replicas' default: wait for one replica whenever the primary has
-// one online (ROLE, asked in the same round trip as the write), and not at all when it has none.
+// DurableAuto is Durability.Replicas' default: wait for one replica once the deployment is
+// known to have replicas, and not at all while it is not. It is known to have them from the
+// moment a primary lists a replica online (ROLE, asked in the same round trip as each write) or
+// the topology names one at start (detectReplicas), and from then on for the life of the
+// process, across failovers: a primary with no replica connected then refuses the write's
+// acknowledgement at once (503), as a failover could undo it.
 const DurableAuto = -1
 
 // Durability configures the writes that end a credential.
 type Durability struct {
 	// Replicas: DurableAuto (default), 0 (off: answer once the primary has the write), or N > 0
-	// (strict: N replicas must acknowledge, whether or not they are online; fewer → 503).
+	// (strict: N replicas must acknowledge, whether or not the deployment has any; fewer → 503).
 	Replicas int
 	// Timeout bounds the wait for the replicas (WAIT's and WAITAOF's timeout). Default 2s (an
 	// appendfsync everysec primary may take up to a second to fsync).
@@ -62,7 +66,18 @@ type Durable struct {
 	// aof is true while the primary is known to run with appendonly yes (then WAITAOF 1 0
 	// waits for the local fsync too); waitAOF is false on servers before 7.2 (no WAITAOF).
 	aof, waitAOF atomic.Bool
+	// replicated (auto): the deployment has been seen with a replica; it is never cleared.
+	replicated atomic.Bool
 }
+
+// Replicated reports whether auto mode has learned that the deployment has replicas (and so
+// requires one for every credential-ending write from now on).
+func (d *Durable) Replicated() bool { return d != nil && d.replicated.Load() }
+
+// ErrNoReplica reports, in auto mode, a credential-ending write the primary applied while no
+// replica was connected to it although the deployment has replicas (a partition, or a failover
+// whose old primary has not come back as a replica). It is an ErrNotDurable.
+var ErrNoReplica = fmt.Errorf("no replica connected to the primary: %w", ErrNotDurable)
 
 // Mode is the configured mode as the operator wrote it: "auto", "off" or the replica count.
 func (d *Durable) Mode() string {
@@ -153,7 +168,7 @@ func (d *Durable) redirected(ctx context.Context, c rueidis.Client, write func(c
 
 func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error), asking bool) error {
 	return c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, asking: asking, call: d.call, replicas: d.replicas}
+		p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, asking: asking, call: d.call, durable: d}
 		ended, err := write(p)
 		if err != nil || !ended {
 			return err
@@ -161,21 +176,25 @@ func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidi
 		if p.roleErr != nil {
 			return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
 		}
+		if d.replicas == DurableAuto && !p.askRole && p.need() > 0 && p.online == 0 {
+			// ROLE listed no replica connected: a WAIT would only run out its timeout.
+			return fmt.Errorf("durable write: %w: %w", ErrUnavailable, ErrNoReplica)
+		}
 		return d.confirm(ctx, dc, p.need())
 	})
 }
 
 // confirm sends WAIT need and, when the primary has append-only on, WAITAOF 1 0 (its own
 // fsync: with appendfsync everysec up to a second) in one round trip on dc, the connection
-// that wrote. need 0 (auto, no replica online) sends nothing.
+// that wrote. need 0 (auto, a deployment never seen with a replica) sends nothing.
 func (d *Durable) confirm(ctx context.Context, dc rueidis.DedicatedClient, need int) error {
 	ms := d.timeout.Milliseconds()
 	var cmds rueidis.Commands
 	if need > 0 {
 		cmds = append(cmds, dc.B().Wait().Numreplicas(int64(need)).Timeout(ms).Build())
 	}
-	// The local fsync is waited for together with the replicas: where the primary has none
-	// online (auto) nothing is waited for at all, as the primary's own answer is all there is.
+	// The local fsync is waited for together with the replicas: where the deployment has none
+	// (auto) nothing is waited for at all, as the primary's own answer is all there is.
 	aof := need > 0 && !d.noAOF && d.aof.Load() && d.waitAOF.Load()
 	if aof {
 		cmds = append(cmds, dc.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build())
@@ -225,24 +244,28 @@ type pinned struct {
 	d       rueidis.DedicatedClient
 	askRole bool
 	// asking: every command goes after an ASKING (the node imports the slot being written).
-	asking   bool
-	replicas int
-	call     time.Duration
-	online   int
-	roleErr  error
+	asking  bool
+	durable *Durable
+	call    time.Duration
+	online  int
+	roleErr error
 }
 
 func (p *pinned) B() rueidis.Builder { return p.d.B() }
 
-// Confirms reports whether the write will be confirmed with a WAIT: a strict replica count,
-// or auto with a replica online (known once the first command has been sent).
+// Confirms reports whether the write must be confirmed by replicas: a strict replica count,
+// or auto once the deployment is known to have replicas (a replica online counts: known once
+// the first command has been sent).
 func (p *pinned) Confirms() bool { return p.need() > 0 }
 
 func (p *pinned) need() int {
-	if p.replicas == DurableAuto {
-		return min(1, p.online)
+	if p.durable.replicas != DurableAuto {
+		return p.durable.replicas
 	}
-	return p.replicas
+	if p.online > 0 || p.durable.replicated.Load() {
+		return 1
+	}
+	return 0
 }
 
 // Confirms reports whether c, the client a Durable.Run write was handed, will confirm the
@@ -283,6 +306,9 @@ func (p *pinned) DoMulti(ctx context.Context, multi ...rueidis.Completed) []ruei
 	res := p.d.DoMulti(ctx, all...)
 	if role {
 		p.online, p.roleErr = onlineReplicas(res[len(res)-1])
+		if p.online > 0 {
+			p.durable.replicated.Store(true)
+		}
 		res = res[:len(res)-1]
 	}
 	if !p.asking {

@@ -157,3 +157,94 @@ func commandCalls(t *testing.T, s *store.Store, cmd string) int64 {
 	}
 	return 0
 }
+
+// Auto learns that the deployment has replicas from the first replica a primary lists online,
+// and keeps requiring one: with the replication link cut (the primary sees its replica go), a
+// durable write is refused at once (ErrNoReplica, no WAIT sent) instead of acknowledged, until
+// the replica is back.
+func TestDurableAutoKeepsRequiringASeenReplica(t *testing.T) {
+	t.Parallel()
+	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0")
+	s := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: time.Second})
+	prefix := testredis.Prefix(t)
+	if err := durableSet(s, prefix+":alone"); err != nil || s.Durable.Replicated() {
+		t.Fatalf("auto on a primary never seen with a replica: %v, replicated %v; want no wait", err, s.Durable.Replicated())
+	}
+	link := testredis.StartProxy(t, primary.Addr(), 0)
+	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(link.Port))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
+		t.Fatal(err)
+	}
+	if err := durableSet(s, prefix+":seen"); err != nil || !s.Durable.Replicated() {
+		t.Fatalf("auto with a replica online: %v, replicated %v", err, s.Durable.Replicated())
+	}
+	link.Partition()
+	for online(t, s) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	waits, start := waitCalls(t, s), time.Now()
+	if err := durableSet(s, prefix+":cut"); !errors.Is(err, store.ErrNoReplica) || !store.IsUnavailable(err) {
+		t.Fatalf("durable write with the replica cut off: %v, want ErrNoReplica (unavailable)", err)
+	}
+	if took, n := time.Since(start), waitCalls(t, s)-waits; took > 500*time.Millisecond || n != 0 {
+		t.Errorf("refusal after %v with %d WAIT; want it at once, without WAIT", took, n)
+	}
+	link.Heal()
+	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
+		t.Fatal(err)
+	}
+	if err := durableSet(s, prefix+":healed"); err != nil {
+		t.Fatalf("durable write once the replica is back: %v", err)
+	}
+}
+
+// online is the number of replicas the primary of s lists online (ROLE).
+func online(t *testing.T, s *store.Store) int {
+	t.Helper()
+	r, err := s.Client.Do(context.Background(), s.Client.B().Role().Build()).ToArray()
+	if err != nil || len(r) < 3 {
+		t.Fatalf("ROLE: %v", err)
+	}
+	reps, _ := r[2].ToArray()
+	return len(reps)
+}
+
+// A gateway that starts while the replica is cut off learns of it where the deployment records
+// it: the Sentinels (SENTINEL REPLICAS) and a primary with min-replicas-to-write (whose
+// NOREPLICAS refusal of the start-up probe does not stop the start).
+func TestDurableAutoLearnsReplicasAtStart(t *testing.T) {
+	t.Parallel()
+	t.Run("sentinel", func(t *testing.T) {
+		t.Parallel()
+		set := testredis.StartSentinel(t, testredis.SentinelOptions{})
+		set.Link.Partition()
+		s := openDurable(t, set.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: time.Second})
+		for online(t, s) > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := durableSet(s, testredis.Prefix(t)+":cut"); !errors.Is(err, store.ErrNoReplica) {
+			t.Fatalf("durable write with the replica cut off before the start: %v, want ErrNoReplica", err)
+		}
+	})
+	t.Run("min-replicas-to-write", func(t *testing.T) {
+		t.Parallel()
+		primary := testredis.StartServer(t, "--min-replicas-to-write", "1", "--min-replicas-max-lag", "10")
+		s := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: time.Second})
+		if !s.Durable.Replicated() || s.Caps.FieldExpiry != store.FieldExpiryHSETEX {
+			t.Errorf("replicated %v, field expiry %q; want true, hsetex", s.Durable.Replicated(), s.Caps.FieldExpiry)
+		}
+		if err := durableSet(s, testredis.Prefix(t)+":refused"); !store.IsUnavailable(err) {
+			t.Errorf("write refused by Redis for want of replicas: %v, want unavailable (503)", err)
+		}
+	})
+	t.Run("standalone without a record", func(t *testing.T) {
+		t.Parallel()
+		primary := testredis.StartServer(t)
+		s := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: time.Second})
+		if s.Durable.Replicated() {
+			t.Error("a primary with no replica and no min-replicas-to-write counted as replicated")
+		}
+	})
+}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -38,7 +39,10 @@ func TestSentinelTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for s.Primary() != set.Replica.Addr() || durableSet(s, prefix+":after") != nil {
+	plainSet := func(key string) error {
+		return s.Client.Do(ctx, s.Client.B().Set().Key(key).Value("v").Px(time.Minute).Build()).Error()
+	}
+	for s.Primary() != set.Replica.Addr() || plainSet(prefix+":after") != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("the store still writes to %s, not the promoted replica %s", s.Primary(), set.Replica.Addr())
 		}
@@ -46,6 +50,22 @@ func TestSentinelTopology(t *testing.T) {
 	}
 	if _, err := s.Ping(ctx); err != nil {
 		t.Fatalf("ping after failover: %v", err)
+	}
+	// The promoted primary has no replica (the old primary is down): auto, having seen one,
+	// refuses to confirm a durable write at once, until the old primary is back as its replica.
+	start := time.Now()
+	if err := durableSet(s, prefix+":no-replica"); !errors.Is(err, store.ErrNoReplica) || !store.IsUnavailable(err) {
+		t.Fatalf("durable write on the promoted primary without a replica: %v, want ErrNoReplica (unavailable)", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the refusal took %v; want it at once", took)
+	}
+	set.Primary.Start() // Sentinel turns it into the new primary's replica
+	for err := durableSet(s, prefix+":replica-back"); err != nil; err = durableSet(s, prefix+":replica-back") {
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatalf("durable write once the old primary is back as a replica: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -291,7 +291,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	default:
 		s.Caps.Topology = Standalone
 	}
-	if err := s.detect(ctx, o); err != nil {
+	if err := s.detect(ctx, o, opt); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -531,6 +531,12 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 			}
 		}
 	}
+	// Every master must know every replica: a master that has not heard of a replica yet (the
+	// gossip about it comes from the nodes that know it) ignores its requests for a failover
+	// vote, and once the replica's own master is dead, possibly for good.
+	if err := rc.WaitAgreed(ctx); err != nil {
+		t.Fatalf("replicated cluster: %v", err)
+	}
 	return rc
 }
 

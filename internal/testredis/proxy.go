@@ -19,7 +19,8 @@ import (
 // replica's acknowledgements) Delay late, as over a slow network. Other connections (a gateway
 // whose cluster node announces the proxy's port) pass without delay. Cut drops every byte the
 // proxy holds and resets every connection, as a crash of the primary loses what its socket
-// buffers and the network still carried.
+// buffers and the network still carried. Partition cuts the replication links only (a network
+// partition between primary and replica) until Heal.
 type Proxy struct {
 	t      testing.TB
 	ln     net.Listener
@@ -28,6 +29,9 @@ type Proxy struct {
 	delay  atomic.Int64
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
+	// repl holds both ends of every replication link; severed: Partition is in force.
+	repl    map[net.Conn]struct{}
+	severed bool
 }
 
 // StartProxy listens on a free loopback port and forwards to target (host:port); it is
@@ -38,7 +42,8 @@ func StartProxy(t testing.TB, target string, delay time.Duration) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{t: t, ln: ln, target: target, Port: ln.Addr().(*net.TCPAddr).Port, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{t: t, ln: ln, target: target, Port: ln.Addr().(*net.TCPAddr).Port, conns: map[net.Conn]struct{}{},
+		repl: map[net.Conn]struct{}{}}
 	p.delay.Store(int64(delay))
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -50,13 +55,52 @@ func StartProxy(t testing.TB, target string, delay time.Duration) *Proxy {
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	for c := range p.conns {
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetLinger(0) // RST: nothing buffered is sent
-		}
-		c.Close()
+		reset(c)
 	}
-	p.conns = map[net.Conn]struct{}{}
+	p.conns, p.repl = map[net.Conn]struct{}{}, map[net.Conn]struct{}{}
 	p.mu.Unlock()
+}
+
+// Partition resets every replication link and, until Heal, every connection that becomes one
+// (before its PSYNC reaches the primary): the primary loses sight of its replica at once (the
+// reset), and the replica cannot sync again. Other connections pass as before.
+func (p *Proxy) Partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.severed = true
+	for c := range p.repl {
+		reset(c)
+	}
+	p.repl = map[net.Conn]struct{}{}
+}
+
+// Heal ends a Partition: the replica's next attempt syncs again.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	p.severed = false
+	p.mu.Unlock()
+}
+
+// replication records down and up as a replication link; it reports false (and resets both)
+// while a Partition is in force.
+func (p *Proxy) replication(down, up net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.severed {
+		reset(down)
+		reset(up)
+		return false
+	}
+	p.repl[down], p.repl[up] = struct{}{}, struct{}{}
+	return true
+}
+
+// reset closes c with an RST: nothing buffered is sent.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // Close stops accepting and resets every connection.
@@ -129,6 +173,9 @@ func (p *Proxy) pipe(dst, src net.Conn, repl *atomic.Bool, fromClient bool) {
 			data := bytes.Clone(buf[:n])
 			if fromClient && !repl.Load() && (bytes.Contains(data, []byte("PSYNC")) || bytes.Contains(data, []byte("\r\nSYNC\r\n"))) {
 				repl.Store(true)
+				if !p.replication(src, dst) {
+					break // partitioned: the PSYNC is dropped with the connection
+				}
 			}
 			var due time.Time
 			if repl.Load() {
