@@ -18,7 +18,7 @@ import (
 // overwritten: keys replaced under a running deployment would orphan every token and session.
 // The secrets never go to a log.
 func keygen(args []string, w io.Writer) error {
-	fs := newFlagSet("keygen", "make the signing keys and HMAC key: print them as GATEWAY_SIGNING_KEYS=/GATEWAY_HMAC_KEY= lines, or with --dir write them once (files kept when present)")
+	fs := newFlagSet("keygen", "make the signing keys and HMAC key: print them (env-file lines), or with --dir write them once (files kept when present)")
 	dir := fs.String("dir", "", "write signing-keys, hmac-key and hashgate.env into this folder (0700); existing files are kept")
 	redisURL := fs.String("redis-url", "", "with --dir: REDIS_URL to put in hashgate.env")
 	if help, err := parseFlags(fs, args, w); help || err != nil {
