@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -15,12 +16,7 @@ import (
 // Config is every setting the gateway reads. The `env` tag names the variable, `default` its
 // default; `secret` fields are masked when the config is logged.
 type Config struct {
-	// Addr is the API listener. Unset with no REDIS_URL (the embedded store, which prints an
-	// admin token) it is loopback only: embeddedAddr.
-	Addr string `env:"GATEWAY_ADDR" default:":8080"`
-	// AdminAddr is the operator listener: the detailed readiness and /metrics, never on the
-	// API port. "off" serves none.
-	AdminAddr          string        `env:"GATEWAY_ADMIN_ADDR" default:"127.0.0.1:9090"`
+	Addr               string        `env:"GATEWAY_ADDR" default:":8080"`
 	PprofAddr          string        `env:"GATEWAY_PPROF_ADDR"`
 	RedisURL           string        `env:"REDIS_URL" secret:"url"`
 	RedisTimeout       time.Duration `env:"GATEWAY_REDIS_TIMEOUT" default:"500ms"`
@@ -124,6 +120,14 @@ type Config struct {
 	IdleTimeout       time.Duration `env:"GATEWAY_IDLE_TIMEOUT" default:"120s"`
 	ShutdownTimeout   time.Duration `env:"GATEWAY_SHUTDOWN_TIMEOUT" default:"15s"`
 	RetryAfter        time.Duration `env:"GATEWAY_RETRY_AFTER" default:"1s"`
+
+	// AdminAddr is the operator listener: the detailed readiness and /metrics, never on the
+	// API port; "off" serves none. (Addr, unset with no REDIS_URL — the embedded store, which
+	// prints an admin token — is loopback only: embeddedAddr.)
+	AdminAddr string `env:"GATEWAY_ADMIN_ADDR" default:"127.0.0.1:9090"`
+	// RedisPasswordFile names a file holding the Redis password (Docker secrets style); it
+	// replaces the password of REDIS_URL, whose user name stays.
+	RedisPasswordFile string `env:"GATEWAY_REDIS_PASSWORD_FILE"`
 }
 
 // Durability is GATEWAY_DURABLE_REPLICAS (Replicas: -1 for auto) and GATEWAY_DURABLE_TIMEOUT.
@@ -242,7 +246,35 @@ func (c *Config) readSecretFiles() error {
 		*dst = strings.TrimSpace(string(b))
 		return nil
 	}
-	return errors.Join(read(&c.SigningKeys, c.SigningKeysFile, "GATEWAY_SIGNING_KEYS"), read(&c.HMACKey, c.HMACKeyFile, "GATEWAY_HMAC_KEY"))
+	var password string
+	err := errors.Join(read(&c.SigningKeys, c.SigningKeysFile, "GATEWAY_SIGNING_KEYS"), read(&c.HMACKey, c.HMACKeyFile, "GATEWAY_HMAC_KEY"),
+		read(&password, c.RedisPasswordFile, "GATEWAY_REDIS_PASSWORD"))
+	if err == nil && password != "" {
+		c.RedisURL, err = withPassword(c.RedisURL, password)
+	}
+	return err
+}
+
+// withPassword is the redis URL u with password p (its user name kept): redis://user:p@host.
+func withPassword(u, p string) (string, error) {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return "", errors.New("GATEWAY_REDIS_PASSWORD_FILE needs REDIS_URL as redis://[user@]host:port (or rediss://)")
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	user := ""
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		user, _, _ = strings.Cut(authority[:at], ":")
+		authority = authority[at+1:]
+		if uu, err := neturl.PathUnescape(user); err == nil {
+			user = uu
+		}
+	}
+	return scheme + "://" + neturl.UserPassword(user, p).String() + "@" + authority + tail, nil
 }
 
 // Validate checks ranges and the settings that depend on each other.
