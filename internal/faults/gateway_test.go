@@ -32,7 +32,6 @@ type gateway struct {
 	keys    repo.Keys
 	hasher  *keyhash.Hasher
 	srv     *httptest.Server
-	admin   http.Handler // the operator listener's handler
 	client  *http.Client
 	timeout time.Duration
 }
@@ -83,7 +82,7 @@ func startGatewayWith(t *testing.T, url string, timeout time.Duration, edit func
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.tokens, g.hasher, g.admin = gw.Tokens, h, gw.Admin
+	g.tokens, g.hasher = gw.Tokens, h
 	e := gw.Echo
 	g.srv = httptest.NewUnstartedServer(e)
 	g.srv.Config.ReadHeaderTimeout = cfg.ReadHeaderTimeout

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -17,8 +18,17 @@ func TestReadyzReportsSentinelPrimary(t *testing.T) {
 	t.Parallel()
 	set := testredis.StartSentinel(t, testredis.SentinelOptions{})
 	g := startGateway(t, set.URL(), 2*time.Second)
+	// The operator listener's handler of a gateway over the same store.
+	a, h, err := app.FreshKeys(g.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := app.New(g.cfg, g.store, app.Options{Auth: a, Hasher: h})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
-	g.admin.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	gw.Admin.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
 	}
