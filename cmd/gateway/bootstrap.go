@@ -32,6 +32,9 @@ func bootstrapToken(ctx context.Context, a *gateway, stdout io.Writer, addr stri
 	if f == "" && !a.cfg.Embedded() {
 		return nil
 	}
+	if repo := checkoutOf(f); repo != "" {
+		a.log.Warn("the bootstrap token file is inside a checkout: keep it outside, e.g. in ~/.local/state/hashgate (README)", "file", f, "checkout", repo)
+	}
 	tok, exp, err := "", time.Time{}, error(nil)
 	if f != "" {
 		tok, exp, err = a.liveBootstrapToken(ctx, f)
@@ -134,4 +137,26 @@ func writeSecretFile(f, s string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), f)
+}
+
+// checkoutOf is the working tree holding file f (the nearest folder above it with a .git
+// entry), or "" when there is none.
+func checkoutOf(f string) string {
+	if f == "" {
+		return ""
+	}
+	dir, err := filepath.Abs(filepath.Dir(f))
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }

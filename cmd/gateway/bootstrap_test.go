@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,21 @@ func TestBootstrapTokenKeptAcrossRestarts(t *testing.T) {
 	}
 	if fi, _ := os.Stat(tokenFile); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("bootstrap token file mode %v", fi.Mode().Perm())
+	}
+}
+
+// A bootstrap token file inside a checkout (./bootstrap-token, as the README once said) is
+// warned about at start; one outside is not.
+func TestBootstrapTokenFileInACheckoutWarned(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for file, warned := range map[string]bool{filepath.Join(repo, "bootstrap-token"): true, filepath.Join(t.TempDir(), "bootstrap-token"): false} {
+		_, _, stderr := startGateway(t, map[string]string{"GATEWAY_BOOTSTRAP_TOKEN_FILE": file})
+		if got := strings.Contains(stderr.String(), "inside a checkout"); got != warned {
+			t.Errorf("%s: warned %v, want %v\n%s", file, got, warned, stderr)
+		}
 	}
 }
