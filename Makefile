@@ -1,7 +1,7 @@
 # Thin wrappers; the logic lives in scripts/.
 GO ?= go
 
-.PHONY: test test-short generate lint run bench redis-up redis-down
+.PHONY: test test-short generate lint run bench redis-up redis-down compose-secrets
 
 # Full suite with -race against real Redis 8 (standalone + cluster) and Redis 7.0.
 test:
@@ -31,3 +31,9 @@ redis-up:
 
 redis-down:
 	scripts/redis-env.sh down
+
+# The compose stack's Redis password (docker-compose.yml, secret redis-password), made once.
+compose-secrets:
+	@mkdir -p -m 700 .secrets
+	@if [ -s .secrets/redis-password ]; then echo "kept .secrets/redis-password"; else \
+	  (umask 022; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > .secrets/redis-password) && echo "wrote .secrets/redis-password"; fi

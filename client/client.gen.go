@@ -225,48 +225,6 @@ func (e ReadinessStatus) Valid() bool {
 	}
 }
 
-// Defines values for RedisInfoFieldExpiry.
-const (
-	RedisInfoFieldExpiryFallback RedisInfoFieldExpiry = "fallback"
-	RedisInfoFieldExpiryHexpire  RedisInfoFieldExpiry = "hexpire"
-	RedisInfoFieldExpiryHsetex   RedisInfoFieldExpiry = "hsetex"
-)
-
-// Valid indicates whether the value is a known member of the RedisInfoFieldExpiry enum.
-func (e RedisInfoFieldExpiry) Valid() bool {
-	switch e {
-	case RedisInfoFieldExpiryFallback:
-		return true
-	case RedisInfoFieldExpiryHexpire:
-		return true
-	case RedisInfoFieldExpiryHsetex:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for RedisInfoTopology.
-const (
-	RedisInfoTopologyCluster    RedisInfoTopology = "cluster"
-	RedisInfoTopologySentinel   RedisInfoTopology = "sentinel"
-	RedisInfoTopologyStandalone RedisInfoTopology = "standalone"
-)
-
-// Valid indicates whether the value is a known member of the RedisInfoTopology enum.
-func (e RedisInfoTopology) Valid() bool {
-	switch e {
-	case RedisInfoTopologyCluster:
-		return true
-	case RedisInfoTopologySentinel:
-		return true
-	case RedisInfoTopologyStandalone:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for Scope.
 const (
 	ScopeCasesRead     Scope = "cases:read"
@@ -652,46 +610,11 @@ type QuotePatch struct {
 
 // Readiness defines model for Readiness.
 type Readiness struct {
-	Redis   RedisInfo       `json:"redis"`
-	Status  ReadinessStatus `json:"status"`
-	Version *string         `json:"version,omitempty"`
+	Status ReadinessStatus `json:"status"`
 }
 
 // ReadinessStatus defines model for Readiness.Status.
 type ReadinessStatus string
-
-// RedisInfo defines model for RedisInfo.
-type RedisInfo struct {
-	// DurableReplicas GATEWAY_DURABLE_REPLICAS in force: `auto`, `off` or a replica count. Writes that end a
-	// credential are answered once that many replicas have them.
-	DurableReplicas *string `json:"durableReplicas,omitempty"`
-
-	// Embedded True when the in-process store serves (no REDIS_URL).
-	Embedded bool `json:"embedded"`
-
-	// FieldExpiry How field-lifetime data (MFA challenges) is stored: HSETEX (Redis 8), HSET+HEXPIRE
-	// (Redis 7.4), or a separate key with its own TTL (older servers).
-	FieldExpiry RedisInfoFieldExpiry `json:"fieldExpiry"`
-	LatencyMs   *float64             `json:"latencyMs,omitempty"`
-
-	// Primary host:port of the node taking the writes now: the primary the Sentinels name (it
-	// changes on failover) or the standalone server. Absent for a cluster and the embedded
-	// store.
-	Primary       *string `json:"primary,omitempty"`
-	ServerVersion string  `json:"serverVersion"`
-
-	// Topology How Redis is deployed: one server, a cluster (several seed addresses), or the primary
-	// of a Sentinel master set (REDIS_URL with master_set), followed across failovers.
-	Topology RedisInfoTopology `json:"topology"`
-}
-
-// RedisInfoFieldExpiry How field-lifetime data (MFA challenges) is stored: HSETEX (Redis 8), HSET+HEXPIRE
-// (Redis 7.4), or a separate key with its own TTL (older servers).
-type RedisInfoFieldExpiry string
-
-// RedisInfoTopology How Redis is deployed: one server, a cluster (several seed addresses), or the primary
-// of a Sentinel master set (REDIS_URL with master_set), followed across failovers.
-type RedisInfoTopology string
 
 // RevokedCount defines model for RevokedCount.
 type RevokedCount struct {
@@ -1131,17 +1054,16 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `GetHealthz` operationId).
 	GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetMetrics Prometheus text exposition
-	//
-	// Corresponds with GET /metrics (the `GetMetrics` operationId).
-	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// GetOpenAPI This contract
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetReadyz Readiness (Redis reachable) and the detected Redis capabilities
+	// GetReadyz Readiness (Redis reachable), status only
+	//
+	// 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
+	// status alone: where Redis is, its version and the detected capabilities are on the
+	// operator listener (`GATEWAY_ADMIN_ADDR`, loopback by default), with `/metrics`.
 	//
 	// Corresponds with GET /readyz (the `GetReadyz` operationId).
 	GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1556,21 +1478,6 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-// GetMetrics Prometheus text exposition
-//
-// Corresponds with GET /metrics (the `GetMetrics` operationId).
-func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetMetricsRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
 // GetOpenAPI This contract
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
@@ -1586,7 +1493,11 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-// GetReadyz Readiness (Redis reachable) and the detected Redis capabilities
+// GetReadyz Readiness (Redis reachable), status only
+//
+// 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
+// status alone: where Redis is, its version and the detected capabilities are on the
+// operator listener (`GATEWAY_ADMIN_ADDR`, loopback by default), with `/metrics`.
 //
 // Corresponds with GET /readyz (the `GetReadyz` operationId).
 func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2487,33 +2398,6 @@ func NewGetHealthzRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/healthz")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGetMetricsRequest constructs an http.Request for the GetMetrics method
-func NewGetMetricsRequest(server string) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/metrics")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4173,13 +4057,6 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `GetHealthz` operationId).
 	GetHealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthzResponse, error)
 
-	// GetMetricsWithResponse Prometheus text exposition
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /metrics (the `GetMetrics` operationId).
-	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
-
 	// GetOpenAPIWithResponse This contract
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4187,7 +4064,11 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
 
-	// GetReadyzWithResponse Readiness (Redis reachable) and the detected Redis capabilities
+	// GetReadyzWithResponse Readiness (Redis reachable), status only
+	//
+	// 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
+	// status alone: where Redis is, its version and the detected capabilities are on the
+	// operator listener (`GATEWAY_ADMIN_ADDR`, loopback by default), with `/metrics`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4708,47 +4589,6 @@ func (r GetHealthzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetHealthzResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type GetMetricsResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *Error
-}
-
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetMetricsResponse) GetApplicationproblemJSONDefault() *Error {
-	return r.ApplicationproblemJSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r GetMetricsResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GetMetricsResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GetMetricsResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetMetricsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10111,19 +9951,6 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 	return ParseGetHealthzResponse(rsp)
 }
 
-// GetMetricsWithResponse Prometheus text exposition
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /metrics (the `GetMetrics` operationId).
-func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error) {
-	rsp, err := c.GetMetrics(ctx, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetMetricsResponse(rsp)
-}
-
 // GetOpenAPIWithResponse This contract
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10137,7 +9964,11 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 	return ParseGetOpenAPIResponse(rsp)
 }
 
-// GetReadyzWithResponse Readiness (Redis reachable) and the detected Redis capabilities
+// GetReadyzWithResponse Readiness (Redis reachable), status only
+//
+// 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
+// status alone: where Redis is, its version and the detected capabilities are on the
+// operator listener (`GATEWAY_ADMIN_ADDR`, loopback by default), with `/metrics`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10909,32 +10740,6 @@ func ParseGetHealthzResponse(rsp *http.Response) (*GetHealthzResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSONDefault = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
-func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GetMetricsResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

@@ -83,7 +83,7 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 			if ctx.Err() != nil {
 				break
 			}
-			measure, ok := b.runPlan(ctx, p, gw.Base)
+			measure, ok := b.runPlan(ctx, p, gw)
 			switch {
 			case p.Key == "authz-session" && b.ceiling != nil:
 				if ok {
@@ -101,7 +101,7 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 					gw.stop(20 * time.Second)
 					return nil, err
 				}
-				if offScript, ok := b.runPlan(ctx, noLimit.plans[0], off.Base); ok {
+				if offScript, ok := b.runPlan(ctx, noLimit.plans[0], off); ok {
 					b.limitPaired = b.pairedRounds(ctx, pairedSide{"quote-get-nolimit", "quote-get-nolimit", off.Base, offScript},
 						pairedSide{"quote-get (limits on)", "quote-get", gw.Base, measure})
 				}
@@ -113,9 +113,10 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	return fx, ctx.Err()
 }
 
-// runPlan sets up one plan and measures its row against the gateway at base. It returns the
-// measured script and whether the row was measured.
-func (b *bench) runPlan(ctx context.Context, p plan, base string) (wrkScript, bool) {
+// runPlan sets up one plan and measures its row against gw. It returns the measured script
+// and whether the row was measured.
+func (b *bench) runPlan(ctx context.Context, p plan, gw *gateway) (wrkScript, bool) {
+	base := gw.Base
 	r := row{Key: p.Key, Name: p.Name, Gateway: !p.durable, Expect: p.Expect}
 	if p.durable {
 		r.Note = "durable write: the write, then WAIT on its connection (2 round trips by design)"
@@ -128,7 +129,7 @@ func (b *bench) runPlan(ctx context.Context, p plan, base string) (wrkScript, bo
 		b.rows = append(b.rows, r)
 		return measure, false
 	}
-	b.measure(ctx, r, base, base+"/metrics", warm, measure)
+	b.measure(ctx, r, base, gw.Ops+"/metrics", warm, measure)
 	return measure, b.rows[len(b.rows)-1].measured()
 }
 

@@ -266,6 +266,7 @@ func baseEnv() []string {
 type gateway struct {
 	*proc
 	Base  string // http://127.0.0.1:port
+	Ops   string // the operator listener (/metrics): http://127.0.0.1:port
 	Admin string // the bootstrap admin token
 }
 
@@ -274,15 +275,20 @@ func startGateway(ctx context.Context, name, bin, dir string, env []string) (*ga
 	if err != nil {
 		return nil, err
 	}
+	opsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	tokenFile := filepath.Join(dir, sanitize(name)+".token")
 	env = append(append([]string{}, env...),
 		"GATEWAY_ADDR=127.0.0.1:"+strconv.Itoa(port),
+		"GATEWAY_ADMIN_ADDR=127.0.0.1:"+strconv.Itoa(opsPort),
 		"GATEWAY_BOOTSTRAP_TOKEN_FILE="+tokenFile)
 	p, err := startProc(name, dir, bin, nil, env)
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{proc: p, Base: "http://127.0.0.1:" + strconv.Itoa(port)}
+	g := &gateway{proc: p, Base: "http://127.0.0.1:" + strconv.Itoa(port), Ops: "http://127.0.0.1:" + strconv.Itoa(opsPort)}
 	if err := waitHTTP(ctx, p, g.Base+"/readyz", http.StatusOK, 30*time.Second); err != nil {
 		p.stop(5 * time.Second)
 		return nil, err

@@ -476,7 +476,7 @@ func (b *bench) scaleRun(ctx context.Context, bin string, env []string, st *scal
 		}
 	}
 	settle()
-	g0, err := scrapeGauges(ctx, gw.Base+"/metrics")
+	g0, err := scrapeGauges(ctx, gw.Ops+"/metrics")
 	if err != nil {
 		r.Skip = skipReason(err)
 		return r
@@ -505,7 +505,7 @@ func (b *bench) scaleRun(ctx context.Context, bin string, env []string, st *scal
 	settle()
 	r.Res = res
 	r.RSSEnd, r.RSSPeak = procStatus(pid)
-	if g1, err := scrapeGauges(ctx, gw.Base+"/metrics"); err == nil {
+	if g1, err := scrapeGauges(ctx, gw.Ops+"/metrics"); err == nil {
 		r.Hits, r.Misses, r.HeapInuse = g1.Hits-g0.Hits, g1.Misses-g0.Misses, int64(g1.HeapInuse)
 		if g0.CallsOK && g1.CallsOK && res.Requests > 0 {
 			r.Client = g1.Calls.sub(g0.Calls)

@@ -3,14 +3,28 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
 )
 
 // healthcheck asks the gateway on this host for /healthz: the container image has no curl.
-func healthcheck(ctx context.Context, getenv func(string) string) error {
-	addr := getenv("GATEWAY_ADDR")
+func healthcheck(ctx context.Context, args []string, env environ, stdout io.Writer) error {
+	fs := newFlagSet("healthcheck", "exit 0 when the gateway on this host answers /healthz (container healthchecks)")
+	envFile := envFileFlag(fs)
+	addrFlag := fs.String("addr", "", "the gateway's listen address (default: GATEWAY_ADDR, else :8080, 127.0.0.1:8080 without REDIS_URL)")
+	if help, err := parseFlags(fs, args, stdout); help || err != nil {
+		return err
+	}
+	addr := *addrFlag
+	if addr == "" {
+		e, err := loadEnv(env, *envFile)
+		if err != nil {
+			return err
+		}
+		addr, _ = e.Get("GATEWAY_ADDR")
+	}
 	if addr == "" {
 		addr = ":8080"
 	}

@@ -42,10 +42,19 @@ func startGateway(t *testing.T, env map[string]string) (addr string, stdout, std
 	if env["GATEWAY_ADDR"] == "" {
 		env["GATEWAY_ADDR"] = "127.0.0.1:0"
 	}
+	if env["GATEWAY_ADMIN_ADDR"] == "" {
+		env["GATEWAY_ADMIN_ADDR"] = "127.0.0.1:0"
+	}
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, func(k string) string { return env[k] }, stdout, stderr, ready) }()
+	go func() {
+		done <- serveWith(ctx, config.Env{Lookup: func(k string) string { return env[k] }}, names, stdout, stderr, ready)
+	}()
 	select {
 	case addr = <-ready:
 	case err := <-done:
@@ -67,6 +76,16 @@ func startGateway(t *testing.T, env map[string]string) (addr string, stdout, std
 		}
 	})
 	return addr, stdout, stderr
+}
+
+// adminAddr is the operator listener's address from the start log.
+func adminAddr(t *testing.T, stderr *syncBuffer) string {
+	t.Helper()
+	m := regexp.MustCompile(`"msg":"operator listener","addr":"([^"]+)"`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no operator listener in the log:\n%s", stderr)
+	}
+	return m[1]
 }
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -91,8 +110,18 @@ func TestEmbeddedGatewayStartsAndAuthenticates(t *testing.T) {
 	if code, _ := get(t, base+"/healthz", ""); code != 200 {
 		t.Fatalf("healthz %d", code)
 	}
-	if code, body := get(t, base+"/readyz", ""); code != 200 || !strings.Contains(body, `"embedded":true`) {
+	if code, body := get(t, base+"/readyz", ""); code != 200 || body != `{"status":"ok"}`+"\n" {
 		t.Fatalf("readyz %d %s", code, body)
+	}
+	if code, _ := get(t, base+"/metrics", ""); code != 404 {
+		t.Fatalf("/metrics on the API port: %d", code)
+	}
+	ops := "http://" + adminAddr(t, stderr)
+	if code, body := get(t, ops+"/readyz", ""); code != 200 || !strings.Contains(body, `"embedded":true`) {
+		t.Fatalf("operator readyz %d %s", code, body)
+	}
+	if code, body := get(t, ops+"/metrics", ""); code != 200 || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("operator metrics %d", code)
 	}
 	if code, body := get(t, base+"/openapi.yaml", ""); code != 200 || !strings.Contains(body, "/v1/authorize") {
 		t.Fatalf("openapi %d", code)

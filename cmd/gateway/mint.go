@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,27 +15,33 @@ import (
 
 // mintCommand implements `gateway token mint`: it issues a token against the configured Redis
 // (so its revocation metadata exists) and prints only the token.
-func mintCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("token mint", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func mintCommand(ctx context.Context, args []string, env environ, stdout io.Writer) error {
+	fs := newFlagSet("token mint", "mint an API token against the configured Redis and print it (the gateway's keys and REDIS_URL, e.g. from the env file)")
+	envFile := envFileFlag(fs)
 	tenant := fs.String("tenant", "", "tenant id (required)")
-	scope := fs.String("scope", "", "space-separated scopes (required)")
-	ttl := fs.Duration("ttl", time.Hour, "lifetime")
+	scope := fs.String("scope", "", "space-separated scopes (required), e.g. \"sessions:read sessions:write\"")
+	ttl := fs.Duration("ttl", time.Hour, "lifetime (1m..GATEWAY_TOKEN_MAX_TTL)")
 	subject := fs.String("subject", "cli", "subject (sub claim)")
 	typ := fs.String("type", "service", "token type: service or user")
 	desc := fs.String("description", "minted with gateway token mint", "description")
-	if err := fs.Parse(args); err != nil {
-		return usageError{"token mint: " + err.Error()}
+	if help, err := parseFlags(fs, args, stdout); help || err != nil {
+		return err
 	}
 	if *tenant == "" || strings.TrimSpace(*scope) == "" {
-		return usageError{"token mint: --tenant and --scope are required"}
+		return usageError{"token mint: --tenant and --scope are required\n" + flagUsage(fs)}
 	}
-	cfg, err := config.Load(getenv)
+	e, err := loadEnv(env, *envFile)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.LoadEnv(e)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if cfg.Embedded() {
-		return errors.New("token mint needs REDIS_URL, GATEWAY_SIGNING_KEYS and GATEWAY_HMAC_KEY shared with the gateway (in embedded mode use the bootstrap token the gateway prints)")
+		return errors.New("token mint needs REDIS_URL, GATEWAY_SIGNING_KEYS and GATEWAY_HMAC_KEY shared with the gateway: " +
+			"give the gateway's env file (--env-file, GATEWAY_ENV_FILE, or `gateway keygen --dir ~/.local/state/hashgate --redis-url URL` once); " +
+			"in embedded mode use the bootstrap token the gateway prints")
 	}
 	if *ttl > cfg.TokenMaxTTL || *ttl < time.Minute {
 		return usageError{fmt.Sprintf("token mint: --ttl must be within 1m..%s", cfg.TokenMaxTTL)}

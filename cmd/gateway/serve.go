@@ -8,25 +8,41 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
-	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // maxHeaderBytes bounds a request's line and header fields (net/http answers 431 past it).
 const maxHeaderBytes = 32 << 10
 
-// serve runs the gateway until ctx is cancelled, then drains requests and flushes telemetry.
-// When ready is non-nil it receives the listen address once the server accepts connections.
+// serveCommand is `gateway [serve] [--env-file F]`.
+func serveCommand(ctx context.Context, args []string, env environ, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "serve the API until SIGINT/SIGTERM (settings: environment variables, README \"Configure it\")")
+	envFile := envFileFlag(fs)
+	if help, err := parseFlags(fs, args, stdout); help || err != nil {
+		return err
+	}
+	e, err := loadEnv(env, *envFile)
+	if err != nil {
+		return err
+	}
+	return serveWith(ctx, e, env.names, stdout, stderr, nil)
+}
+
+// serve runs the gateway on getenv's settings alone (tests).
 func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
-	cfg, err := config.Load(getenv)
+	return serveWith(ctx, config.Env{Lookup: getenv}, nil, stdout, stderr, ready)
+}
+
+// serveWith runs the gateway until ctx is cancelled, then drains requests and flushes
+// telemetry. names are the environment's variable names, checked for misspelt GATEWAY_* ones.
+// When ready is non-nil it receives the listen address once the server accepts connections.
+func serveWith(ctx context.Context, e config.Env, names []string, stdout, stderr io.Writer, ready chan<- string) error {
+	cfg, err := config.LoadEnv(e)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -35,7 +51,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		return err
 	}
 	log := telemetry.NewLogger(stderr, level)
-	log.Info("starting hashgate", append([]any{"version", version}, cfg.Fields()...)...)
+	log.Info("starting hashgate", append([]any{"version", version, "env_file", e.FilePath}, cfg.Fields()...)...)
+	warnUnknown(log, e, names)
 	if gcTuning != (gcPlan{}) {
 		log.Info("garbage collector tuned (set GOGC or GOMEMLIMIT to override)", "settings", gcTuning.String())
 	}
@@ -82,6 +99,12 @@ func runServer(ctx context.Context, g *gateway, stdout io.Writer, ready chan<- s
 	ln = handlers.ShapeRefusals(ln, maxHeaderBytes)
 	hs := httpServer(cfg, g.Echo, log)
 	addr := ln.Addr().String()
+	stopAdmin, err := serveAdmin(cfg.AdminAddr, g.Admin, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer stopAdmin()
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
 		if err != nil {
@@ -98,7 +121,7 @@ func runServer(ctx context.Context, g *gateway, stdout io.Writer, ready chan<- s
 	g.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("listening", "addr", addr, "docs", "http://"+displayAddr(addr)+"/docs")
+	log.Info("listening", "addr", addr, "docs", "http://"+displayAddr(addr)+"/docs", "reach", reach(addr))
 	if ready != nil {
 		ready <- addr
 	}
@@ -132,49 +155,13 @@ func httpServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Serve
 	}
 }
 
-// bootstrapToken mints an admin token for the bootstrap tenant with every scope. It is written
-// to GATEWAY_BOOTSTRAP_TOKEN_FILE (0600) when set, and printed to stdout in embedded mode so a
-// newcomer can curl at once. It never goes to the log.
-func bootstrapToken(ctx context.Context, a *gateway, stdout io.Writer, addr string) error {
-	if a.cfg.BootstrapTokenFile == "" && !a.cfg.Embedded() {
-		return nil
+// reach says who can connect to addr: "this machine only" on loopback, else "the network".
+func reach(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && (host == "localhost" || ip != nil && ip.IsLoopback()) {
+		return "this machine only (loopback)"
 	}
-	out, err := a.Tokens.Mint(ctx, tokens.MintRequest{
-		Tenant: a.cfg.BootstrapTenant, Subject: "bootstrap-admin", TokenType: tokens.TypeService,
-		Scopes: auth.KnownScopes(), TTL: a.cfg.BootstrapTokenTTL, Description: "bootstrap admin token",
-	})
-	if err != nil {
-		return fmt.Errorf("bootstrap token: %w", err)
-	}
-	tok, exp := out.Token, out.ExpiresAt
-	if f := a.cfg.BootstrapTokenFile; f != "" {
-		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
-			return fmt.Errorf("bootstrap token file: %w", err)
-		}
-		if err := os.WriteFile(f, []byte(tok+"\n"), 0o600); err != nil {
-			return fmt.Errorf("bootstrap token file: %w", err)
-		}
-		a.log.Info("bootstrap admin token written", "file", f, "tenant", a.cfg.BootstrapTenant, "expires_at", exp)
-	}
-	if a.cfg.Embedded() {
-		url := "http://" + displayAddr(addr)
-		fmt.Fprintf(stdout, `
-  hashgate is running on an EMBEDDED in-process store (no REDIS_URL): state is lost on exit.
-  Set REDIS_URL to use a real Redis. Listening on %s
-
-  Bootstrap admin token (tenant %q, every scope, expires %s):
-
-    export HG_TOKEN=%s
-
-  API reference (try it in the browser; Authorize with the token): %s/docs
-
-  Try:
-    curl -s %s/readyz
-    curl -s -H "Authorization: Bearer $HG_TOKEN" %s/v1/tokens
-
-`, url, a.cfg.BootstrapTenant, exp.UTC().Format(time.RFC3339), tok, url, url, url)
-	}
-	return nil
+	return "every interface: the network can connect"
 }
 
 func displayAddr(addr string) string {

@@ -73,7 +73,7 @@ func TestGracefulShutdownDrainsAndFlushes(t *testing.T) {
 	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "65536")
 
 	const shutdownTimeout = 30 * time.Second
-	env := map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_SHUTDOWN_TIMEOUT": shutdownTimeout.String()}
+	env := map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "GATEWAY_ADMIN_ADDR": "127.0.0.1:0", "GATEWAY_SHUTDOWN_TIMEOUT": shutdownTimeout.String()}
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -26,7 +26,7 @@ import (
 type Options struct {
 	Logger    *slog.Logger         // nil: discard
 	Telemetry *telemetry.Telemetry // nil: no telemetry
-	Version   string               // reported by /readyz
+	Version   string               // reported by the operator listener's /readyz
 	Spec      []byte               // served at /openapi.yaml; nil: api.Spec
 	// Auth and Hasher replace the keys from the configuration (tests: replicas sharing keys).
 	// Nil: GATEWAY_SIGNING_KEYS and GATEWAY_HMAC_KEY, or fresh keys in embedded mode.
@@ -40,7 +40,9 @@ type Options struct {
 // Gateway is the built gateway: the HTTP handler, the services behind it and the background
 // loops, which Start runs and Stop ends.
 type Gateway struct {
-	Echo   *echo.Echo
+	Echo *echo.Echo
+	// Admin serves the operator listener: detailed readiness and /metrics (admin.go).
+	Admin  *echo.Echo
 	Server *handlers.Server
 	Auth   *auth.Authority
 	Hasher *keyhash.Hasher
@@ -103,6 +105,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 	if g.Echo, err = handlers.NewEcho(g.Server, o.Telemetry); err != nil {
 		return nil, err
 	}
+	g.Admin = newAdmin(g.Server, o.Telemetry)
 	return g, nil
 }
 

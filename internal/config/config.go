@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -44,14 +45,14 @@ type Config struct {
 
 	// SigningKeys are Ed25519 keys, newest first: base64 seeds, pub:<base64> verify-only keys,
 	// or file:<pem path>. Required with REDIS_URL; a fresh key is generated in embedded mode.
-	SigningKeys string `env:"GATEWAY_SIGNING_KEYS" secret:"true"`
+	SigningKeys string `env:"GATEWAY_SIGNING_KEYS" secret:"true" file:"GATEWAY_SIGNING_KEYS_FILE"`
 	// SigningKeysFile / HMACKeyFile name files holding those values (Docker secrets style);
 	// they are read when the direct variable is unset.
 	SigningKeysFile string `env:"GATEWAY_SIGNING_KEYS_FILE"`
 	HMACKeyFile     string `env:"GATEWAY_HMAC_KEY_FILE"`
 	// HMACKey (base64, ≥32 bytes) keys user tags, MFA code HMACs and counter identifiers.
 	// Required with REDIS_URL; generated in embedded mode.
-	HMACKey     string `env:"GATEWAY_HMAC_KEY" secret:"true"`
+	HMACKey     string `env:"GATEWAY_HMAC_KEY" secret:"true" file:"GATEWAY_HMAC_KEY_FILE"`
 	JWTIssuer   string `env:"GATEWAY_JWT_ISSUER" default:"hashgate"`
 	JWTAudience string `env:"GATEWAY_JWT_AUDIENCE" default:"hashgate"`
 
@@ -120,6 +121,14 @@ type Config struct {
 	IdleTimeout       time.Duration `env:"GATEWAY_IDLE_TIMEOUT" default:"120s"`
 	ShutdownTimeout   time.Duration `env:"GATEWAY_SHUTDOWN_TIMEOUT" default:"15s"`
 	RetryAfter        time.Duration `env:"GATEWAY_RETRY_AFTER" default:"1s"`
+
+	// AdminAddr is the operator listener: the detailed readiness and /metrics, never on the
+	// API port; "off" serves none. (Addr, unset with no REDIS_URL — the embedded store, which
+	// prints an admin token — is loopback only: embeddedAddr.)
+	AdminAddr string `env:"GATEWAY_ADMIN_ADDR" default:"127.0.0.1:9090"`
+	// RedisPasswordFile names a file holding the Redis password (Docker secrets style); it
+	// replaces the password of REDIS_URL, whose user name stays.
+	RedisPasswordFile string `env:"GATEWAY_REDIS_PASSWORD_FILE"`
 }
 
 // Durability is GATEWAY_DURABLE_REPLICAS (Replicas: -1 for auto) and GATEWAY_DURABLE_TIMEOUT.
@@ -146,9 +155,12 @@ func (c Config) Embedded() bool { return strings.TrimSpace(c.RedisURL) == "" }
 
 // Load reads the environment through getenv (os.Getenv when nil), applies defaults and validates.
 func Load(getenv func(string) string) (Config, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	return LoadEnv(Env{Lookup: getenv})
+}
+
+// LoadEnv reads e (the process environment over an env file's values), applies defaults and
+// validates.
+func LoadEnv(e Env) (Config, error) {
 	var c Config
 	var errs []error
 	v := reflect.ValueOf(&c).Elem()
@@ -156,9 +168,10 @@ func Load(getenv func(string) string) (Config, error) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name := f.Tag.Get("env")
-		raw, isSet := getenv(name), true
-		if strings.TrimSpace(raw) == "" {
-			raw, isSet = f.Tag.Get("default"), false
+		raw, src := e.Get(name)
+		isSet := src != SourceDefault
+		if !isSet {
+			raw = f.Tag.Get("default")
 		}
 		if raw == "" {
 			continue
@@ -177,6 +190,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
+	}
+	if _, src := e.Get("GATEWAY_ADDR"); src == SourceDefault && c.Embedded() {
+		c.Addr = embeddedAddr
 	}
 	if err := c.readSecretFiles(); err != nil {
 		return c, err
@@ -231,7 +247,35 @@ func (c *Config) readSecretFiles() error {
 		*dst = strings.TrimSpace(string(b))
 		return nil
 	}
-	return errors.Join(read(&c.SigningKeys, c.SigningKeysFile, "GATEWAY_SIGNING_KEYS"), read(&c.HMACKey, c.HMACKeyFile, "GATEWAY_HMAC_KEY"))
+	var password string
+	err := errors.Join(read(&c.SigningKeys, c.SigningKeysFile, "GATEWAY_SIGNING_KEYS"), read(&c.HMACKey, c.HMACKeyFile, "GATEWAY_HMAC_KEY"),
+		read(&password, c.RedisPasswordFile, "GATEWAY_REDIS_PASSWORD"))
+	if err == nil && password != "" {
+		c.RedisURL, err = withPassword(c.RedisURL, password)
+	}
+	return err
+}
+
+// withPassword is the redis URL u with password p (its user name kept): redis://user:p@host.
+func withPassword(u, p string) (string, error) {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return "", errors.New("GATEWAY_REDIS_PASSWORD_FILE needs REDIS_URL as redis://[user@]host:port (or rediss://)")
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	user := ""
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		user, _, _ = strings.Cut(authority[:at], ":")
+		authority = authority[at+1:]
+		if uu, err := neturl.PathUnescape(user); err == nil {
+			user = uu
+		}
+	}
+	return scheme + "://" + neturl.UserPassword(user, p).String() + "@" + authority + tail, nil
 }
 
 // Validate checks ranges and the settings that depend on each other.
@@ -243,6 +287,7 @@ func (c Config) Validate() error {
 		}
 	}
 	check(c.Addr != "", "GATEWAY_ADDR must not be empty")
+	check(c.AdminAddr != "" && (c.AdminAddr != c.Addr || strings.HasSuffix(c.Addr, ":0")), "GATEWAY_ADMIN_ADDR must be an address other than GATEWAY_ADDR, or off")
 	check(c.RedisTimeout >= 10*time.Millisecond && c.RedisTimeout <= time.Minute, "GATEWAY_REDIS_TIMEOUT must be within 10ms..1m")
 	if n, err := strconv.Atoi(c.DurableReplicas); !strings.EqualFold(c.DurableReplicas, "auto") && (err != nil || n < 0 || n > maxDurableReplicas) {
 		errs = append(errs, fmt.Errorf("GATEWAY_DURABLE_REPLICAS must be auto or 0..%d", maxDurableReplicas))
@@ -314,18 +359,22 @@ func (c Config) Fields() []any {
 	out := make([]any, 0, 2*t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		val := fmt.Sprint(v.Field(i).Interface())
-		switch f.Tag.Get("secret") {
-		case "true":
-			if val != "" {
-				val = "***"
-			}
-		case "url":
-			val = MaskURL(val)
-		}
-		out = append(out, f.Tag.Get("env"), val)
+		out = append(out, f.Tag.Get("env"), maskField(f, fmt.Sprint(v.Field(i).Interface())))
 	}
 	return out
+}
+
+// maskField is val as f may be shown: a set secret as "***", a URL without its passwords.
+func maskField(f reflect.StructField, val string) string {
+	switch f.Tag.Get("secret") {
+	case "true":
+		if val != "" {
+			return "***"
+		}
+	case "url":
+		return MaskURL(val)
+	}
+	return val
 }
 
 // MaskURL hides the password of a redis URL: redis://user:***@host:port.

@@ -17,7 +17,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != ":8080" || !c.Embedded() || c.RedisTimeout != 500*time.Millisecond || c.MFAMaxAttempts != 5 ||
+	if c.Addr != "127.0.0.1:8080" || !c.Embedded() || c.RedisTimeout != 500*time.Millisecond || c.MFAMaxAttempts != 5 ||
 		c.SessionRefreshFraction != 0.25 || !c.RedisClientCache || c.QuoteMaxItems != 100 || c.SessionLimitPolicy != "evict-oldest" {
 		t.Fatalf("defaults: %+v", c)
 	}

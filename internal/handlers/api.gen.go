@@ -228,48 +228,6 @@ func (e ReadinessStatus) Valid() bool {
 	}
 }
 
-// Defines values for RedisInfoFieldExpiry.
-const (
-	Fallback RedisInfoFieldExpiry = "fallback"
-	Hexpire  RedisInfoFieldExpiry = "hexpire"
-	Hsetex   RedisInfoFieldExpiry = "hsetex"
-)
-
-// Valid indicates whether the value is a known member of the RedisInfoFieldExpiry enum.
-func (e RedisInfoFieldExpiry) Valid() bool {
-	switch e {
-	case Fallback:
-		return true
-	case Hexpire:
-		return true
-	case Hsetex:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for RedisInfoTopology.
-const (
-	Cluster    RedisInfoTopology = "cluster"
-	Sentinel   RedisInfoTopology = "sentinel"
-	Standalone RedisInfoTopology = "standalone"
-)
-
-// Valid indicates whether the value is a known member of the RedisInfoTopology enum.
-func (e RedisInfoTopology) Valid() bool {
-	switch e {
-	case Cluster:
-		return true
-	case Sentinel:
-		return true
-	case Standalone:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for Scope.
 const (
 	CasesRead     Scope = "cases:read"
@@ -655,46 +613,11 @@ type QuotePatch struct {
 
 // Readiness defines model for Readiness.
 type Readiness struct {
-	Redis   RedisInfo       `json:"redis"`
-	Status  ReadinessStatus `json:"status"`
-	Version *string         `json:"version,omitempty"`
+	Status ReadinessStatus `json:"status"`
 }
 
 // ReadinessStatus defines model for Readiness.Status.
 type ReadinessStatus string
-
-// RedisInfo defines model for RedisInfo.
-type RedisInfo struct {
-	// DurableReplicas GATEWAY_DURABLE_REPLICAS in force: `auto`, `off` or a replica count. Writes that end a
-	// credential are answered once that many replicas have them.
-	DurableReplicas *string `json:"durableReplicas,omitempty"`
-
-	// Embedded True when the in-process store serves (no REDIS_URL).
-	Embedded bool `json:"embedded"`
-
-	// FieldExpiry How field-lifetime data (MFA challenges) is stored: HSETEX (Redis 8), HSET+HEXPIRE
-	// (Redis 7.4), or a separate key with its own TTL (older servers).
-	FieldExpiry RedisInfoFieldExpiry `json:"fieldExpiry"`
-	LatencyMs   *float64             `json:"latencyMs,omitempty"`
-
-	// Primary host:port of the node taking the writes now: the primary the Sentinels name (it
-	// changes on failover) or the standalone server. Absent for a cluster and the embedded
-	// store.
-	Primary       *string `json:"primary,omitempty"`
-	ServerVersion string  `json:"serverVersion"`
-
-	// Topology How Redis is deployed: one server, a cluster (several seed addresses), or the primary
-	// of a Sentinel master set (REDIS_URL with master_set), followed across failovers.
-	Topology RedisInfoTopology `json:"topology"`
-}
-
-// RedisInfoFieldExpiry How field-lifetime data (MFA challenges) is stored: HSETEX (Redis 8), HSET+HEXPIRE
-// (Redis 7.4), or a separate key with its own TTL (older servers).
-type RedisInfoFieldExpiry string
-
-// RedisInfoTopology How Redis is deployed: one server, a cluster (several seed addresses), or the primary
-// of a Sentinel master set (REDIS_URL with master_set), followed across failovers.
-type RedisInfoTopology string
 
 // RevokedCount defines model for RevokedCount.
 type RevokedCount struct {
@@ -1061,7 +984,7 @@ type ServerInterface interface {
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx echo.Context) error
-	// GetReadyz Readiness (Redis reachable) and the detected Redis capabilities
+	// GetReadyz Readiness (Redis reachable), status only
 	// (GET /readyz)
 	GetReadyz(ctx echo.Context) error
 	// Authorize Forward-auth check for reverse proxies (the hot path)
@@ -9231,7 +9154,7 @@ type StrictServerInterface interface {
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
-	// GetReadyz Readiness (Redis reachable) and the detected Redis capabilities
+	// GetReadyz Readiness (Redis reachable), status only
 	// (GET /readyz)
 	GetReadyz(ctx context.Context, request GetReadyzRequestObject) (GetReadyzResponseObject, error)
 	// Authorize Forward-auth check for reverse proxies (the hot path)
@@ -10585,228 +10508,220 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs3lyj6KijOVJlMmhRFyY5FVWoOI1O2EslSJDrON6FHDXaDJKImwDTQohiXq86vU+f37IfY77Ef",
-	"ZZ5kFxaAvrC7KVISFcXRL1vsblwWFtb98rni8cmUM8KkqLQ/V8YE+ySE/x5gb0zqB5zJkAf197x+IXlI",
-	"1BOfCC+kU0k5q7Qr50RMORNEIA+H4ZyyEfJC4hMmKQ4EwiFBjFyTEHlqQL9RcSrCG5MJVkMRFk0q7d8q",
-	"jNcFDP/Jqcj5lFTaFSFDykaVL1+cSreHR/mJe2OC+OB34skXArlCYkl+IaGgnLkIC4SRkCFnI6RWIudI",
-	"4pGDSGPUQG6/stOvuNmVTPDNMWEjOa60Wy9fFa3iyCeTKZeEyfo5mQZ4Tvz8olwZRsRFszFhSI6pQKEB",
-	"D6ICyTFBsE0/+ZkPEWaI4DCgJEQh+SMiQqIZlWP9Op4QFM/szes/kXkxCNXExeA75h7WyysCoRcSLPWK",
-	"eBR6ZF2wnGNJjumEyvzwR93eIYqft9GUhGjKA+rNHdic2a1AARlKRBmiUqAZZT6fIcx8DQDiceYLFDFJ",
-	"A/VLn5k3CPNFcqKSXxHWr+yH37/c22vuy+93tx3Ur0jCMJPwe2tv76V+4Db67K67rJ/BBm7brHmtjRTq",
-	"z82ukRxjifB0GlDiI8nTQHAQZwQFVEhEJZkggr1xn1Vd2JfrIFfvRP1PEAFY7gCQ3MkQu4gzdHLYQdck",
-	"pEOqj7umgdNnKej88f2rZrO5P/v+VTMDnT++32naB24DXRAm1ZB68ZiJGQkBU1GIJakHaofE7zM+JSHM",
-	"hao4CNAgkrClCZFYHc+UUyZFfJRDHs5w6NdxJMco5JEkwkHu224PbV1vb6lfeUj/JG6fwb7sA7vdGuLM",
-	"I4AjHg4CEqorpb5SF9xTONxGGO02tx3EQ/jfjpoSYTShQlA26jPh8Slx1Hc+8ahPfDQgQx4ShNlcjhXp",
-	"ogJ5PGLqQqhFKJJGiUCMUDkmIRpSEvh3wB4iw3m9M5QkzCPOhcFwydEMU2mXFKpvKBtl7+OQhxMsK+0K",
-	"ZXKnVXHU5HSiKEBre/e73dc7r3a/cyoTyvSPzXg1lEkyImHFqdzUR7ye/Fr5olY4xSGeEBnTfkGOgLpR",
-	"tcIpluOKU2F4or7x9EOnojCXhooKKtqTXuW/h2RYaVf+bSvhLlv6qdgyY2coqjf/iRRcqQ7yAqrorTfm",
-	"gjB0Reao+vp//t//1Xr5Ek1DyiQeBAR5YxxiT6291kAdDbgFCqq+VOc54P68z0Ig35oeD2koZEyO97Of",
-	"wCCYcTh79a3Cj91Wa1/dBD3NmAZEkyU7kqbgVCiCNgzoaAx/7Db3NN4ARDWfTWC6QOHL0eslHK79+7U6",
-	"OClJqMb8r9/6/ZvWdr3fv/mu++nbf68UMrHhCZbeuJgVKD6LAgy7wD6qprllrQ2gmYVUEjTG0ylhAnEW",
-	"zBEdwpM/Ii6BywlJgwBhqandtWbJDiKBIGh3u9VA5wZvNBQThscjRfvgVgPFIT7abb1uIPcbF03UqolA",
-	"szGWIE2YceHCRmGoCFb1/PAA7W1vN9H/+d/bO43txnbNQYIXrDti6spRtXUcBHMHKBdshjOEzVZg+eSG",
-	"CinaikdH7IrxGTNPq4qyGMzQZPSFqCXb323uNkoPe1jXh1Byyq92l5zc6VSvOn+CH5XMMQ2JIExq/ipD",
-	"zATssvDE1EVeODAqNBJU7WnVHnoXkkxKKQvVD5dRloUJUndhO3sXOvX/xPU/m/W9y3rZXfhZHWTpYv4w",
-	"T+9K5+zoaqYLzcJK5xLx87vOlsyg5uspdl86mzRP7zqXHV3N9EGQsHSiSD+86zxmbOBPlkADe/oB++ea",
-	"bqi/PM6UUK7+C6KVln62piEfBGTy7e9CS76rzXmmv9KT5imkJVc+V0IBl5ou6dukNCXsyX3kkjDkoXCR",
-	"AoMASQ4NMQ2UfKEFiIqT1rQyEnTR4sy7W8mLJRLpSh/b92GLihv3YjKhNZoSgK4HSDVwGRSB8GAlDS2Q",
-	"qQXAWL1v2bbgnUU15LGByNkwoN6jY2Os/YLymyAlDgI+09Tc8HDKrnFA/bp6MRJKiZjgmzoRHg5gfa6T",
-	"CC5Waqk9ITTtqhv1mODtMAS3uKH2cMjDAfV9wh77gNOGlAB7Vwgjo8KAXiMkmdajKQIzg6awT+jM3nJG",
-	"HhNg7zkK6DUBPdgbKw2RjcgTgsd7Lg95xPxHhomIvHFs3FG3W4t+SoF+IYzo+oSgdBaSWDY/xDQg/mNf",
-	"OivYakkY5GMckCcKovNYsno8IMUAepp0x4jCH1hsUXpU6JxoY5ODDM91ELmZKhApmh2Sa35FfGQEfgSi",
-	"OKrG/DlF8F2nz9yIZQxcbs1SfvP9bMwFQQEfUQbGIwEWL/VvbA2co6o7GeK6PSm33WfW5gv2DfXUolEb",
-	"gf16X+uJilKocWIzn7blBXykVHXseWSqNPaaNmw8geN3Kh8/fqx3UiDLHultljqtO/ETzOZGwRCPKnSA",
-	"eRWBeRXNsLpd4DNBVTdtd7W2mM7ZkUagFwKZU7eWiFiaU9/1WdV92+l1P3b+dXne6XUvj49OjnqXZ93z",
-	"y97pT933Shwse95933nfU2inbfGAdS/EkhEvuhcXR6fv3RrioVNkltZDKdXwhUBKYZ9MpWggMJH2mdYK",
-	"3JTB1LUugH1jLh9GAtwVxnCEUxbbEaZMSMQ4A8eKeh9gJp4Qhi7Ygpd+nnq1CDdPw58jLvFTRNH1MNRB",
-	"y/ATiM5SBL0TakwsMdVLArseVjwNBommqGqghxSZQG6j0diCd+rkxiPEJ76r5zWvvRDIhedW8adSO2gA",
-	"Ji4a0Wv4USBB/yS1NtK+HeGiqt2c3s3lSedXvfOLGtDzs9ML7QrRHzh6HlLy5c8fTnvdxS/1Bw5yle5d",
-	"8uFB5yL3HbzuIJcmBmp0ReYlIxy96Z6cnfa67w/+dflT919mMGx8jNacnvNnovdce1/Uic1CKiVhhiJo",
-	"7LfOU0knJPEEJrik3adCagVAq8X6lLFEV5T5hgeLBuoYnguIYd2KVNoXUNWyaB4qXbq2H9uD/RAPZfIB",
-	"OJECIvWr8ecWKnAKl73esTF0qHMH0zpYomFYMIPkF2BHUMdxeXrWfV80SmIzSe4OfHDevTg9/qX7ZuEj",
-	"pQAEEbgF1dQTHF6RMJ5cIPU2Yb5AVQy2KuKrYya+PbqQBEShArzMZwxhCe64p2IkuB9dfdKyYkombHw9",
-	"YtYHhq8xDfAgeFQjwTnx1cWlvjaUac+2oktWMeZsSEeROgJFbJScW+Uh8jBT7w+I5Xc1IFrWl9/WxrbE",
-	"HQ7ic0iwulDMEDds3dYhUcQKGefVGLMR8bWnyvp8zcVdoIACD3Nq6P2Q3p7AgTWX/E2P4oNxzc3GBBxy",
-	"ODEAAU8REoeS+IanGD+/AmcbYcTILPU6+IY9ojSduWEnjMDhxCqRx/1YvEw+nPMIzQjEEhjnJRUIbvWG",
-	"zizxYH4lp2bgaQ/N3K3UoS1ERaXMEPosE0cvhHFMpjgkdcz8uiAQzpKOEYMj1Wxch6fFYTkz6pF96yPV",
-	"Tn2jpqSXZSROGcfHCLS73UqWaJ3S3R4e6UAdjN52e0iM+UxktqylizEPfJECwYaQJuYlBzDLV4Q5WZOK",
-	"Vk3gKvuaVCsUQdLQWDQIKPODefvWc9bqKg98MzAOFFlPHXpzOw5wUpRE6Rfqc41U6rRZHISwgC7N3f3M",
-	"yrWQy1DAhYzHVIoyEnTEIJ4E1JgGOhqmxhORp9QR4ZRshCV8ajNIlQRG/lMIUUyDUtE+mgRpihJrS3Lh",
-	"7NUWlc4AyiEP0ZAqmZtK5Cu8ASphsCOeAo5XgGCuJcI6DgKrvgBPmo2xTM1BpSDB0IqPSto3BjttLCyn",
-	"aCmUrm0GU35SKsUBaBRfEaoYfRPMDdqw2kAfi1VdJxHxygPUsgzNjE59rXGG9Jr4aBjySUoF1lffjpGJ",
-	"Ki0kPa3mdjI/WET0JHYUbb+ohibMWb9bEP+sIzLzZMeiub+Pdpt7djF1yuomIA4GTIu3Oo6OShOMFEZM",
-	"1DQUwdScA2QcgDfBc6ujYmMpNLvZDAob78JXh8SxRyGNxYpvJrSsHQNdvyDiADjzcQN1DCLY0ayjAbP5",
-	"DM8XGaNix5jNFQJWwTYIHJYK4IC1fYUOhs5JPsOhxuwpCevAFD08TRkwqB+QeONEU1WI9A2oUCsYzJEN",
-	"KFZfi63POjrpi40vFibgl2lYad1b7W5DohhEUX11aJRIX1SIaBkOwfMEheDDBIEsKqgxyrCnqib88WMv",
-	"xhgI47RaV86ytm+Ycx4hrFkVNHB18OpNOHotHmKI85IkFBtChdiY9zVhQhJ8mhGigDPGuhsuDNdeVO1Q",
-	"VelWJcwmNfo+HGkc2yo5EoSk+EhuWsU91LdzMNZb/gFm5qqJjtIMMiDXJEATHpJ9hIWSxxH2fZF8M6ZC",
-	"8nCOCJPhfF/bW6+1SBcSPlWag4awYojZcCxt+xGE+ckCIYFoziM0IZjFasuDot805EqwfGwL3EcSBPUh",
-	"DyfqDkYy9tpUMRrwiPkOwmgQCcqU0BtGAVE/zCCTCyJ7uE+eUmTaByai6ZSHkvgnxKe4B7bOvyYqVQmP",
-	"LwQyU2u3FTUKIDjrn1CcxhcbBQzr6ERyfKyuWDqj7YfOxdFBxamcHHYKEtsc+Ahs9udERAFsYRryKQkl",
-	"1XHCOD3qMvgm08Oy+FR/TyWZiBUM2pCFc6Rf3m42k6QbHIYY7OUiHQC+Yhy3UxERCLIrrUArAqulIyXh",
-	"2L/Fc8QjOCmwJVDXInXFRAwXgBpoIvF7BE9WWq8XpxitkizkVIwk2ZGZLCgfS1JX5FpnQi3JPXAqfkTu",
-	"8XUSKxtj1CZysZxKgIVMBIJ7rDg70DnBhuTcejSGd90H1vr8jKl1c7BKG3QXZ3m1m55lr9n8bntvr/Vy",
-	"97vd5t7e9tK5zMiRWAU9L/SbyXU9V++vfGP1Hbj15Wjq3wv9F259nMMXLyKz/Hj/TvZi56+BvVYLZ7GI",
-	"Aen7m95MGYHpwKypJA/sW2fHWYruDHEgiLM6KVoxZahRkjOkYFh2i7LDLod+ZoVlINCq4dMDwf3I6B0B",
-	"uORybbder7ij9ta/leaCFbBEfREW8N9iu9lH2eG909pAnk/GIkX8n9voixmqq/SK20WNha3oWW5ZpR46",
-	"z9I9qXMubiVOazN//Dfgw8OQTy5iLrAC01yZv26Oa0l+cQe+JTPmByt9a4KdkHwSX4ZKLCLA/5Ryq6VG",
-	"fhm/++lWGggiZzJzBuCpnRSxnAwAy5A7z1izdKKVTZ72Ln9r1vdwffz71YRN6/K6/uenz61XXwppYAp+",
-	"KYidnnXfV5xK9+Kgc9zpdd9UnIqNxirUX7K5d3ej9A/DkJZRMxvgkIdnKwvPVnkC7udWqwSQ4CUvLKdx",
-	"cYp2W9vfIRxMx3hAJPVA929kacROZg07uSV8+rxTPPMbck09csSGfE2I0+kCHHZfZmdt1vc69UNcH7Yb",
-	"n74pnDvAA025biN2kSBhZ0Ryet3L7VbRkeYO75CSwI9z57L78InENFhh4FRxiPwxvccTXcMGTbEcO+iP",
-	"iIRzxEOkdX8Uf7pwbsC18xNxRcwKpvnx4vQ9OtNPEWWmdMqA+/OFcVfQeM3Gi5D9HcGBHOdhJXJ3nV/d",
-	"TuLMV0UTHTEZcjEFKeMu1x4s1gtn93p7r3WrGAUfXqqfL8c0h1e3Kw564uVbMowkJ03QazAcmC8HnAcE",
-	"M+DpN9OH5YN0QcC4/4BiNSngd0lXEwE8rs2Et78ZDR7W/pPGgUIMuoVv63MswoAfP/5UcO7BKH1vuv6b",
-	"i2JrnhdeZ19svXy5vVf46hVdTWm+kvMMf/7prHC4SBu07GuCjgpfu1nfuKYWoHemPtcLL4HcRR50V2S+",
-	"uqqggL+udgATFK3nZIgzIaHZdXlZkWCpoJl6VZ0x9wsqyL0hAb0mIeIRBO0PMPP3raMPqqUt0PiscPMq",
-	"x30/fS4R24wj8MGMKKnNmb2l5ygB7C+QC6XjzBeuygBi9En3nst0soZvi9dlZnTqBw8w5R0t3DnGenLY",
-	"ufyle350eFQiNcesr8APwiVEGyxkV9oAPs4IYhwFnI1IiGY8vBK1BdRahQKmi7XoxaTNZUtt5/b453fj",
-	"+ve/ePe/RbffgcKNc0bmJ5TxAtmuwxCe8IjJODndKAUvBJqoT1DEqBSoiiWacCFR679e7qD/+f//G207",
-	"iNxgDz7UpepATpziUJAQjvbhJADrgsvXvzw8QHu7L7+zaWBIy5cQKrBwv02y4zEZFhRLPDnsxOmQcUFE",
-	"iGiGcoeLu3k4Q0ehItBq7hYJ6LqyTX7xp4xozzfUeMwUu1HKQEYLWImdpTSXRa6W965RJiRmHllJmTHO",
-	"0pw6W6yRgNt9eeE+B2Fhzyod0qY1oM2dW0I7y8d/ubeXGjgNvKVDSyqD1cRTK0WSGzyZqm8qYymnor21",
-	"NcZiPMKSNHxybd3eYgviHrC1+Nh1RyGth2RI1LUnayt08NQu2lmmdkFNrgKB5t6+RS9lx1hKlu178I2Q",
-	"fGLLZ90KaZ8KCIaLqejD0TZyb+6v7vSBWt3m7LHTkHqUjTZiN/0jqQS3Ukk3pyJwQMTBGDOWs+SUaXxf",
-	"jUfUimpvzjuHvYpTufjww8lRr1cir4loMKHyftdLRAPJJQ42gPsS32xi1HV8u5va2gP7jJOCiCmncYqI",
-	"LVyKlFAcU8fFk1ykaqnjyIAlTWBylOCOrufbVDW47Pdxwj4oT1jZbdsu89suoVg7rXv5hBdVgiUoEcOk",
-	"FOJrum3+WMdtoyeQWopftIanJLsV7iyN65je+mpAGelt6Ir/EWGobv/ApP4qWi0ohVF5FlKPPPjOCtzY",
-	"Gp2uokpq17kl5KBdjmeSTI6pkPd10Sc4tUoY4Ia4c6HXfwU/abz4s2hd6rbuhVkNUxXYAHKJzrIagq5O",
-	"H7fKCGQem5ede8qikTMQ3YKkpSdxZktzLz2HxYI8YPOYkHBE0BRix6EO9nc7e69qNkud+FSXSgeNHEwT",
-	"E8rSY2/nudfGOFFOk1kVzptkYllJcI2Tzx3lOcE+RK/nSUtIfHorRYG8DHBMF0rdhZ5Hp3KdUJW1pLpY",
-	"SNNr+1S4IbugPNuMQoVX5wQi3AsMQ7Y2zZsP550fjruX592z46ODzgWUmeWhR9rIxZHkroNcPhy6uiJT",
-	"qMfT2V8N9DGkkghTkJ35CEMFO5PIDh1m4poLJkcEMnbY3A4k0BhfQ+7IRFcCS5t8i8xckwHx/aL+Lr0w",
-	"Ira7C0GU1U0WhfZUIEHCawI1P9B5983RxeWH82MwROadnnAVwe5eEP3wjs/0Xa0HdEggH8XHEqNqprip",
-	"LTjPoXLfu4tur/srquq8ntc1B3759l3317Oj826fmQffNXaTKoJTDOW84l4HtrpPr3eMqjzwIbcvvIbW",
-	"CgA4i4VjQSS5gWQCkKIrTmWIg2CAvWL0DDCkbp5k7VU+jwYBWc4AEnbHoslA0/9pSCe4CG5jLmR7ykNp",
-	"KR/jPkESX9ms7ZlGJcZnbVO7C0aC/18ohGIkEJD/iqpU9plOA4diLUNMA35NwpoCnm7lg5mPA87MuYcN",
-	"1BkIwqStehVEQpIwzsm1WNVncGQ5TNxJiQxpx4oa+pdVr7fSm6Y84KMSrNJIAKnE04DPFeIkG3BSq64K",
-	"ck1CHCBBiI+w74dECCI07qRA12cQ/mGBhyYYPhdEomp8BzR26UeXgsiag4Y8CPhMDe2FXIgYvCKLaAmQ",
-	"lfqg16ZEGzPd7VEYMTiyV24RsKlLX0wDISE0tnEt0nV4urEGLYvRWnq2onVe2MCCGH4mu7UdEgwStP0b",
-	"boJ1YcWPzV/2oS4bZx+av+xDqA1nn+k/9KMiAmDcfo/m9Vw53eehjL+yhFkMzXWJSy4r+mo9lFXCfJ3N",
-	"fE3JTJSwCh9i1Y4LosaKZW1dwO1kiDvGn7Q5e+PDOI8DLOS5dt7ec5QLQu6TMzNJ/PN/g+yXe7rcV/gk",
-	"FSS8VrZK3BVkpf4e5f71uINIOk8l72vP2vhSeLCIoE4BuSkko+kqD3fMwTAT9XTutHEWFkW/DHEUSC2O",
-	"jLAkM2ySOCH7Gtu+GEtw6OVeKysz7azq6LsbydT06LZPUhG2hlBsHhSvX+1mAPFqRTikSmDrZcFCSlTu",
-	"Yz6iDGgBOjnstHV1OaXQuCeHncvz7s8fjs67b1wHEm8DPhoRXz1N6pama3Obpnh9qEDpoNmY4wmNRUYN",
-	"6WwBbpNFvo2yZb0hUxzKqBhRPc9H7nUt46u4PMQl0+pooTemuHTRt+nyz9utety8DUk8Qt8iF97Zfp3q",
-	"6oaq283XaEClqBUUwDHlhS/edeqtl68Ww8MX4sOzAeLiMhulvt36svjL62JLstnlQxgQrWD0cKk9Wdqd",
-	"kgU7B72jX7o6ozrGU/Pn0pgrM2LPhl59bRLc0wiBW48fF4fBXUBlFM48sq8rSlCJsK4m5l5evuNC1sej",
-	"S9tSE3mcX1GiNDr317qZow7H7G4uMi7Lre/GoFMdzhbtoa1XCVFxoJZHnYe+rsgJNqMhzaUjtLLRcK18",
-	"ONyKLia9LiGiO0oN65rVC4oVLEUjUA8zpEa71yzdWSA6YLv+IyLmsQwjUlqXYPVEzP+n/W2pEVbBz9bQ",
-	"SHTYEAQOzcGKo0JlUCpWpEpkEB8FdEj2kRfgyTRpwkuFiMBEZLhJSCaYMvWLeh1VBSHIjf3Frg330sy4",
-	"tlwm2dl+ufOqeQexpLRSgzn0zK7ToCu/MFBPKU/BMwFABV0lk8pOcS0lUzQ1buK2CEF4cZ6BzHoq1H3x",
-	"utgDdyvZdJZFnhcSQSduqLhq38S7onlRLk6G2JIUHU2Q5Ha8OCG6i8RDh8WtS80eIBANMPweA0xxSKye",
-	"i4PgdFhp/7bisX4qqs1jCqJB6c10O7cJhb4Uum44I/sIp03HIecSVQecSyFDPIXkOuDSRisyw6pB3FpD",
-	"B6rGJsi84G8e3itvH0ZIqogUkVj1DNpcsKS5+bVpPr9vdqYXbuvr2Y4QmHlE3TgHuZlHUNlPHanSFgLK",
-	"CB6Rdvw26kfN5o5n7gH8QUzlXxjDXSE5cEP1ftau3LNyrNi9SM3ttOyBg8ZSNCpXaSRDm1IEK77DWYJm",
-	"MXydWiIAhzNclMW0npaWkMkVTp+RG3kQhaIw20Ffc66ZKvTymOIRWT+NtVz/S3ryPqx0BiqOF4VUzi8U",
-	"WDQcBwSHJFQKWfLXocWbHz/2KgWtNU1yX12XjYAajlXIDHSQe0V918TOO8ilQrhbLo58d0vJX27ccM46",
-	"kIxjr8/ODw9ef9d6CYMNiJBxBfapUgWop72lUE9yMNd01xLTqrvQYcd1Cimtg3jYZzrz2FJmeFxrIJBA",
-	"RBtl/C0o621BKV8LSnta+izlaEFpNwtKnCwo5WLRFh5ATiD1APXkxMZSTlMa6QFoecVUm0/xH9Fi9XTK",
-	"EI71Raslxp3A9Z9Jm+ecXpksBE/pTyRdAe2d7iK+5lJMMnl1CE15WH0Q8hmUgA2ouqXlTcoXlNr8wr5A",
-	"+ogObVhwJZv8BXRFyFQgMeahrAdgfIrNcTgwrXcpM47VARlTZti67QjdNkXcDS70WVUE1Ic2H8xHVt81",
-	"ErMD1kHT2dUxBkChsB3shEip0TUHdc6O6gYzicQ6NuDHj70+UyiOQY5NeK+DaDo5u+akOxoJVOVTSSdU",
-	"6BILzMZoOqmyrbbib63P1JqTkhwaKVEVSz6hnoFGUtYDwgb6rAvJWZA8pNv7o1zWVNUtK5Po1hpIDxB3",
-	"MR2QgLORgPrBfaY5y36uHX/yfqrkvpXvd5s7+hIF1CNMZwAbpOlMsTcm9VajqfhLGKSSWmazWQPD4wYP",
-	"R1vmW7F1fHTQfX/RhW+S/JkYhyqp+JzKdqOp3+JTwvCUVtqVnUazsVMBijwGorrVmJEgqENV1a3fZ1ei",
-	"YQtGjghw5hgFFaGvvCUSUogX+qS3ms0H6+cN45fUn4QItI9kgH4ic3RBZEPL/saGXjxuvNAtk+WV4i6V",
-	"9m+flJQw0UEeFX36V2SuI3t0N0EiFtwEP37sCRP79nL7OwdQ7HVz57sahJWPhGKa6rJUPqm5tnzuKSDZ",
-	"/259xkIQ+cX8NIZKEH8ug/g788oGgW7qUZSA3YYeUYGi6UPD/FiJ8dB3IG4rLnnkjTWdK4HphMiQxmA1",
-	"+N2Y40mwDJCnU8I6Z0frAdIOukbXqSIYmrmRz71oQtiDo24vzQiKgQb9RJZi2rl+Y4OIlsQsFhaKxv5c",
-	"F1MOrwlA6GVz5/FLVecqTz9gOeQHPPIYljYUD1aLBwGppfx6knhK/7c7m+IBDSjoJoVIcr29FbeoS6HK",
-	"gmQNRX5Fpp6/FtZ0g4icjd8KVqCZayFSkdEGOmVx3xEQrt1fod1b/Rv7iVpzaOLmtFVdzuNQl2gqZEjw",
-	"BHj/uWK3AqjVDYXYyBFlNxD1Ob40ZlnXQQfY9+fINWLOpXrqOqgXYjKkV/HvHfi5z7rsms+RS24kvPmn",
-	"W4sFJMj2D+mIKunMjP9CxMuemVLgVAqoH9RWO+f+vB4QIfos1dBFywm2PLXtq+weaJyvK63V1Z2doOeP",
-	"tmTMlTw25rq09btu502fVfVitRiZWZ1+taZFIhPACs4aKtDbbq+BPvIQIhczHnDo8dxnCqkAqHOIgKUM",
-	"ARs7Oz/99ah70Zj4qNqv/KDF0TmPQv1uv6IlMjBNzTgIm8OAz2LHsk+HkIcrg3m7z+rom2+y7u5vvkFV",
-	"nOvvUNZIWvvADcP20ZxI3bu4z5AWik156thL7iAsdes1ck2CtvZzL08pznjBG2rkM4NqCgnVSaOAXhEY",
-	"1XZrAtdY3F7JGKt0G20FDQfNxtQbQxsSu9yk05sawLjvzX1mSBBz7xiZmV4GGnoXWpLXYEvG4Ez35RkR",
-	"v07jeLBaG0HR61hyFYA25mwUJrSazX21Gvc/AEDfnxx23JR4u3MbsIxikQobiMMS1LB6W46xV8Z70Xuc",
-	"KglJqAPS1fBdNbkWorMsKy7MXUnVDhNgSM1z4FSDc4VReug0FbEqv4i1PCgylih5gS0LuBKbSbmOv3za",
-	"IEtdrE5e1ExZR8AusLED0D4UmQl5cBsjy7xcf8/rF5KH4AkxFDt2py/EYgCeQbi9PsYM/G63RJnRL2Lb",
-	"6YI/ZYo9Urfx5T7Stj1UNTwmZQiv3XXmJJ40j1NxRzUfVVOk6t5zJlbd/JyanEG5C31njJXzjnP14npe",
-	"BT4FeLbewGroXY3eywWcH7BvXdfwyfYagp6pAqHNqrrHRRwzkghIHWufz7S7jUwPkYz5RynOOIhIumBh",
-	"5oTjlkHAZ9SEtgfbBAe6y0RRU11NSmzVkAXxKonJ2G1uJ8q8mjbtwVFcN541a3srp7+280dqIDh14D0n",
-	"Q3xGmK8OLAOwxYCzhaaBZWFmmpiXglCzO/O97djVtpxNyTq234ZpuFKNraTWlLX1OQ75+KL48Jb+uHZX",
-	"8BYuKdXkSS2IilieWBXoaQmhkmo9cQ+N5H0a5m3EeAo1lFC4tKMzZ6TPqm4BLrgOciOWYonEd5NsHdOh",
-	"C3izBtUMK7BY2fTksNNnNrAwGx1oYgJTbOb+LZx311IC07RBSSEfpumIywTZjcDUzshHWiqyEMDiSm8a",
-	"M0AJKy2VoDpNWQIZIb6w3xlhaGVs3UmwVX0c6kJihQIMzGm2tyKWLopmD4Sp8TbTa0LVjAAJ0mgGxhbp",
-	"DMMOsHcFzY4UH09bAJbzknST73sr2Z8X3Rm/ffrifF50LOgf006p3z59yejnh1pRrKtzQ96YeFeAS+Gi",
-	"nqpI6JhL8L2n7V3D1PeJdg52cPAyclFgxdGR5NA7JScTF8EieWUr1fkQXBaf4hpWP3B//mDyar7nwJes",
-	"y9EEfy0IzNsPuoAyM52C7oKY3O3h0W3SMbzzxakUtK687dOiT744lWPjUrnt8/i9dLukv6A91d1Fvltv",
-	"tiWRfiXhBcs/OuThgPo+YfqLvdu/OOBsGFDt1t7dfrnKugracamPW61VPk73RIOvVlhjj/MTzGxJR3Ea",
-	"/hxxHSewLo1Mt8d9AHKZIYLZBL0sRTzV7ekW3XqoOuaMR6FYbL6apoaa7mXJ4NZn3V/myzKjtqGFG9O/",
-	"N0hOni908YXevf2L91we8oj5d71df5XoUXSXIPN14Sp1ALcK7se6XN92PvtUeLG2TCcOJW/cbVinRFDR",
-	"nZfuJqgMoXfl6VSHRmxUUsk2iFpJUlnh3mQ7ctiL8PVcuPVZ7gpc8yyEEHQA2SFkHj8At34cypBqvPuY",
-	"/PaddQPaLrVJ5AqeoOrpWfe90r7iRjIr89utuP/OwxOGrhn6yZOGfEudZ/LwTB7+RuQhd//R//x//538",
-	"5aQaUkdT67y06UarUopx0qFumYRuG9ltWFC305TI62axT6jt87MY/qTFcKvkvRDpYFQHMTIjQmp/xuaF",
-	"dNMb7+F58TkM/MyJnznxMyfeJCe27RuBAZv2jquxV9sgcxN3H0Z+vvzPl//58j++GB53dC2lBDp96zZX",
-	"oG5F8kR9gQW17x/ZGajBU6IOQN7Sszvw2R347A68M+HL1PJcoHx6ToTTaYIrOQMN6VsghVufTeuQLzow",
-	"JyDaQJkli2/gd0sWFwjLbmHXSCKJr+NUAkiiQSPOyLORYJXb9kisOyGbj4vBGjl0qg1gL4ZSWAJB1jyq",
-	"JpmthejrlNrESvCz+fdgfM+X4R9uMUvXc855rlPUvvhSrCerxt3SPkFis+5skb1Q0PDijpKwVmXXEIGh",
-	"RUYdVvLtHe6kbs6xug67eWpgSp88U4Vnvf1RhN/X6602Du9+RIp5YCfHweMKHCcJcUlJHdWjYR3IVBx4",
-	"vY60vBVXJiqURo6pkHEDJ7FxmSRumFVCjWCxShrXpTYHc/gFUf+ZMj3LKxuQV2J52FSGQ7br2QMKLksv",
-	"5tZn3ZZuVa0WmsTdT8x5ljKe7/JjShnPLH8Jyz8nE35NEE6ozz6CnrU6NVSBZTKNpM7KhJRNPCGQjPWg",
-	"RMq5nYbo7pmgh0UFgsRZJB+KQG3IFWFbVD5rX8908Vn7eibFOduVb/KrpwH2Howkl0l/uqP9+qEdGYNY",
-	"oWv4AkZ+CIPYX0ER407/2pL4TBOfZcVnAmXMQ/w67Y2C7kVvzjuHPSQ5uvjww8lRr9d9s6a9SKRL4Fj1",
-	"s7giXHH1CCFpEORrSJgSII1cXadjPuKRXMk7e6xrY/BoUTQ6CAgO6xdUkvobrLsOLFQm6psCw6JfcVC/",
-	"IiQP8Yj0K+6ahXT+KiLiVC6IrJfVXIb9i6JmPHep53MXuvO3dP2uWPohW8KUjxQCoqquu5Kpi+ggTx8E",
-	"pGGZGomCMF+gBQxN30B741Ie4lyxjVWqtMTd326rn1czxXD6LFVsJt/7rYHeRFAeDsfFPlapNgeVBvvM",
-	"lo9rNZtmIbrkSRtl+tkVVXp7S+SBLrN+EZf+3pjwEXdKK0vqNg1WzfY2UVZt5Vtn1rp4+Z5w1ZTM1fk4",
-	"5ghP0JG6O8OQiLG5PdQPCJpR5vMZ4iyY61boAZUyIIgPTemtgAxl8bXJcq4tU918GQc7N3eXQA1oe7tM",
-	"d2995IjcKC6na2syYq6ergyWKaVk8N2YKRylBKj349rlZKqrvoBWAE8Ect90j7u9LpS9ioTCjc+6E+KX",
-	"uArWf+j5v3edPjMdqusCD0k73erQvozEWKkiavQxFmMk8ajWQD3TK+WK2MYA6UaPWPYZNLbnzMDBNicw",
-	"/e0bSVCWbAOzV2IWgCcuDul+NhO0UfNL4WXWoD6Zn8oxCd+Yo7nTfc7UeoIeD6eR7AaCzMYkJNl6T70Z",
-	"Rzr71WADMl0htKgRF3SKG9y01qiLlGnbXUA33vEZmmA2NyuID2lGQpKuFfdkAsruTnr+OXz/go4YMH64",
-	"K4ByiASCoKq+PJmzzpKSff1/0zkEGuNLPBe3yAB5v+zJ/F73Zy1+WOaUPabXsbizkPq2n+9IDhUTQ0V/",
-	"XLN99xnx/xa8OiP7BOlDT/iF6di8OktOV3Zc5t+0POONneB21fDcFv/85wXulmHoU3XoPyFarmhxhlS/",
-	"ELHAUBLOm6bU69lSUw16P2XvRyavp6zbH4V2QXEfXhCUleZnelTDc91ess/6bLHCeuObb9DHEn0wVac8",
-	"V7g1XRUWWpKLPss1JdeB0AJ9kyka+00DfSgrsuog921Xl32NsVZJuvGvcTPh8qbluog+jG76Iar97Ta3",
-	"+2yd4u6outvc1iXld5s7iXhdUEVe8D7Dpjy+VuvlmEzQAHtX+XLvtQY6VWdke7MnK++zVG+w0qq3saLt",
-	"OrpSuttoNFL1cF3d+CEA85kaMqVTWOjVEAZbHaJSqwPGRGDPVyRrzh71gHh8QkSfuek23u5CmXYUMZ+E",
-	"CKdquoOqwwPfiDl8KtDM9BvA0vRC5azPCjWOmkFdU61V4WwnZXAA/CM+CrAk4aL5oerqRuRuLV3FODZd",
-	"mAYBMSqP+UwsYvEgkloyS868kSudr82bUyzEfgpdYyQuraC/pEZ+qkA+9cZ9FnKJ7dkYhZP5KMRU2APT",
-	"5ex5XCwfgGZLkmMDOEDiMQ98qK4/4UIi922n1/3Y+dflRffi4uj0/eVJ59fLs+755YeL7rmb5fMN1JEa",
-	"aB6eOsaGs/j98dHJUe/y7PT46OBf36sbKus88ImQrsYEQ91rulWINkwheE/onndGkQ0IFhKFxIMeEQia",
-	"Y8THmPKqZbTq5OYnkE70WicRVCx67ZtdaMrhQhtz+2WrhVwzYz0A3m36wRRqtTqZKW2eWidIIa3JwuVb",
-	"LGU+DTBlhpZUkyrc5gbV0hpsqrt9BXAVWiOC3KRGxwN4ckhDMuQ3CiTHlEU30JTTdHSs4EC9HRcMV2zi",
-	"ZIhvKYJfXCF8Lbqm274tkjXdI4b4+5nudHAFZmOOJzRtxMhaLPtsQjCbjWlA0uTuRWz38HAY0szNStp1",
-	"gM2Jj4TajEIT0w2xpF66o3Fwuw2kYMbVMoHUKt6my0ArOiG5orXktgNL8WQdgFJwOiubJwxWbijT9hbc",
-	"PbYIkdlyrvt+u9Jqtl7Vm9v15qtec6/dbLabzf/MNPRPoJNqGZ189jLzWbbf/+JrO/a1GBUr7Yq4/Lk1",
-	"Hg8mftD7+OHmEr/9RQzevpZ+a28+ePuzPOmlqnRXNG+Jm2K3K+PRwveMy7pCRRzoFor13yMh65jVDcDq",
-	"AI16s9ncLrxqCQjfl1TeT0z8fzfYeq1ffh+0Xl4d//o+8HbeTwetNGzTTPhhINy6w3XRLSXKghBsjXiT",
-	"8Kd78Wykw8pzlEJhlMLfIy/7Lupwhlw/fABBtllwaVK2xXDdTx044mzM0RgLpK5ZQpDyqnA+eGBlQ48O",
-	"ZC/18j3beZ4TtNfDZ40eKXxebsVZnpb913ufi53Oz8j9D09gyrSDL0phGkZBgK4pmSE+TF8G3X0y0Zuh",
-	"281c+4zB0V56Rx7M1FmuD64f+5qexikxoIINDjP07qRzENt6uU8Se6nxW8VmJt1bCfwcClJ8xqB1aa4/",
-	"ZZ/Nyg2qFDoox9Y18NWD+3yIPcnDnGF1ntanwcRazeu3tZzNyKwsF4VjYibWNn9paxfWTVoVhaMsImI/",
-	"2xkyiTxKLaTUSHIyxAfxEW+wuFNmnrJonky7TThdRrROr3DiWaL/quKOHyv+N8G6xxV2LiQOpW07lqB2",
-	"NchYqkyfN00HamknPfJJQK9JHK/oE+0UG6IBZv7agn7KiLcZUn4RWbpkvRfY2Eihg78iS6anstp2daGh",
-	"oTXwaTWmBmDpMwOXorCtQo8IWsUhArQ2JDIKmQ290nDngV9osUbLA7EKaOsvAOeTIa5sJkPuZIj1FOvX",
-	"2XzQ+altWbeACpJMp8RH0XQ/2yDZpusIlHJEPdP1p0zXt1fYylvOyFduBzqIG3YejPFfwE30dY8tzYod",
-	"7CuSlGrZnxJYyVSgaJo1iCLjuFyfc+gPN8M1oB24MZIjn2Bfp/EJdEWmMp+Ocg5LeTzVfxW78wuR6gD/",
-	"TMueTQp/Na04EiIimbgPqw2a7/bRrXEgS6mEDldfWqWop1/JmSYKm/kDxqY9QjG0XjadypCHEywr7Qpl",
-	"cqdVcSq270l7u9l0KhPKzF9xxhRlkoxIWHEqN/URrye/KrgWUSCXkRt5EIWCh641Q0xDck15JNAUj4ju",
-	"F5xfugfflGVxbbdeQx08SUL17X/91qn/J67/2azvXdY/ffvvlXyK1yYTeeFIznCx/n3KSLzRZ2PmE7HU",
-	"Pzzh0De31DIpCcNMvjASw0IEuYky0iivkEWhbEImDFEAc2Qpq09I0oAEnI2EjcyLAzz1EkB0MdFRSEQD",
-	"QWQuFBQaU4sGOtK9/9Wlhxpk9iVFzUzYG5SBVVQx1GF52tLKI6k0bIGobOusJlfK4AIsgcJFMx4FPoI4",
-	"IzTFQicb6VFeCG2HnOvIKf1/tQovwJMpaJWZt504UFJrli8Ecol12ruoap/++LFnHrk1JPAcCd5A4DWB",
-	"zcQjojCTIqV3aSAAicZUOnEXnGsSzB1L1xtIU+YFeA04l0KGeAqtr5X27Vo1NxncRWN8TRDjdhVVJazh",
-	"EUGh+rzWQB1kf8lGtm03m02b5MQV6F+jEWFxrKjChRlIqmogVIVwr4Fi23Vy4xHiE9+1R4BlbR+a7acB",
-	"4aM4tEidwm5zex/hODJXRHqjOFbdr0lozAZDHtpgI7t0DzPGJewYltLW/9X8FBaoLcsFAKrlJVZgxlqM",
-	"3IwtAMaGWf6iuv3JAvwySXmDsvFzOf5/WBTHParrA6ZuKpTDsNZlEjlDnbMjy5N+/Nir7RtPUJI6kGJP",
-	"2v9VxGEzYvgWVZdCTIknyxuQHMXvbJIUJbMkpMjJjHdTn81mdSXR16MwIMzjvm7EcfcJHtXwmSxgSVwA",
-	"nIsSUCSWz9bNvw8F+wqF+vPDA/Tdq1ctKwul0RdVXewp8bA9xIEgro4uY3M5VsIm+LvpNandToA+w7+5",
-	"YLLipP5M2oRTlj7grCzZthEI6OA/SrttOEOR0OR0YZt8AQ7Okhz7JMErJB4PfYFcI3EquR0GDwkWnLn7",
-	"IL+qPRPmY6ZkWfgi9wFG+gvE8ERL9VTEJIP6DdRhKGJXDDJ0fSfVKNroZpR5QeQTeKT3G0Ow1dyFOTyw",
-	"O0HQgjrMRknev+UFK9ho9JrXN3SgxmW7/umb1WwdyyIKbThhmAoxNGB6tln8Q6ILl4lYcWxhkpNVTkLS",
-	"gYf7qdsWp6LARYJkE6CgzeZerdjUURadmIhZm7TmnRAlCBdLIRMisY8lfr4dz+GJK0oLnZgPWeSxQYkJ",
-	"16ZSkGBYchvW8w9qw0EqCrGk2M7txQg+CBJe2Ldzyyir10XBTndFyLTMvK+r/FTWTFZRW9qoJX/lEjdP",
-	"v7jNM7v8i4PxC4tsqRvoIG56BgdzuCRKWOWMrBWnf0yFXLicT7A2zvON+KqdXrcG5Ns090whnaopNfJA",
-	"QfcfdMbwl0/LFwurM9N9LsBgRoRwlAbpU/1fHRzKZIg9aZhz0vmQSRJq5ReFZEhCApn3go6YusxXZC7g",
-	"3QmRIfVEI2F8ExAsc75yW8VgghkekQlhEowGgoRQ/kO75oSJcbU/Cwdhf6IUfc4DUUvNEoOz2CtPmG+P",
-	"RonncRnPbIE/48GyFCx2NWTnKJlizKX2eA2hlvg1CQWBEiKUCFRlI8puYLrLuIBgL8RkSK/QoU5/V8fm",
-	"oC675vP0zkxyfF19WzB1bAYW2g6sPUqKP2vKl8hfSgMhPk2fjZG38qP+nDTzE3rEpEmOpuYTKiT1FL7o",
-	"gl/eXONKzIRM9kR6OlOCOD9dV3g40MuFdtgOwkhMcBBALMkw4DNtAUUT7I2pjvO0YRPQPvvLpy//NwAA",
-	"//8=",
+	"7H3tUiM3u+CtqHxO1dhJ2xgDk8FU6qxfxiQkMBDwZPKeeA4td8u2QltyWmqMMzVV+2trf5+9iL2PvZT3",
+	"Srb0SOoPd7exARMy4dcM7m59PHr0fH98qnh8MuWMMCkq7U+VMcE+CeG/h9gbk/ohZzLkQf0dr19KHhL1",
+	"xCfCC+lUUs4q7coFEVPOBBHIw2E4p2yEvJD4hEmKA4FwSBAjNyREnhrQb1ScivDGZILVUIRFk0r71wrj",
+	"dQHDf3Qqcj4llXZFyJCyUeXzZ6fS7eFRfuLemCA++I148pVArpBYkp9JKChnLsICYSRkyNkIqZXIOZJ4",
+	"5CDSGDWQ26/s9CtudiUTfHtC2EiOK+3W3uuiVRz7ZDLlkjBZvyDTAM+Jn1+UK8OIuGg2JgzJMRUoNOBB",
+	"VCA5Jgi26Sc/8yHCDBEcBpSEKCS/R0RINKNyrF/HE4Limb15/UcyLwahmrgYfCfcw3p5RSD0QoKlXhGP",
+	"Qo+sC5YLLMkJnVCZH/642ztC8fM2mpIQTXlAvbkDmzO7FSggQ4koQ1QKNKPM5zOEma8BQDzOfIEiJmmg",
+	"fukz8wZhvkhOVPJrwvqVg/Dbvf395oH8dnfbQf2KJAwzCb+39vf39AO30Wf33WX9HDZw12bNa22kUH9u",
+	"do3kGEuEp9OAEh9JngaCgzgjKKBCIirJBBHsjfus6sK+XAe5eifqf4IIwHIHgOROhthFnKHTow66ISEd",
+	"Un3cNQ2cPktB5/dvXzebzYPZt6+bGej8/u1O0z5wG+iSMKmG1IvHTMxICJiKQixJPVA7JH6f8SkJYS5U",
+	"xUGABpGELU2IxOp4ppwyKeKjHPJwhkO/jiM5RiGPJBEOcr/r9tDWzfaW+pWH9A/i9hnsyz6w260hzjwC",
+	"OOLhICChulLqK3XBPYXDbYTRbnPbQTyE/+2oKRFGEyoEZaM+Ex6fEkd95xOP+sRHAzLkIUGYzeVYkS4q",
+	"kMcjpi6EWoQiaZQIxAiVYxKiISWBfw/sITKc1ztDScI84lwaDJcczTCVdkmh+oayUfY+Dnk4wbLSrlAm",
+	"d1oVR01OJ4oCtLZ3v9l9s/N69xunMqFM/9iMV0OZJCMSVpzKbX3E68mvlc9qhVMc4gmRMe0X5BioG1Ur",
+	"nGI5rjgVhifqG08/dCoKc2moqKCiPelV/ntIhpV25d+2Eu6ypZ+KLTN2hqJ68x9JwZXqIC+git56Yy4I",
+	"Q9dkjqpv/vU//09rbw9NQ8okHgQEeWMcYk+tvdZAHQ24BQqqvlTnOeD+vM9CIN+aHg9pKGRMjg+yn8Ag",
+	"mHE4e/Wtwo/dVutA3QQ9zZgGRJMlO5Km4FQogjYM6GgMf+w29zXeAEQ1n01gukDhy9FrDw7X/v1GHZyU",
+	"JFRj/tev/f5ta7ve799+0/349b9XCpnY8BRLb1zMChSfRQGGXWAfVdPcstYG0MxCKgka4+mUMIE4C+aI",
+	"DuHJ7xGXwOWEpEGAsNTU7kazZAeRQBC0u91qoAuDNxqKCcPjkaJ9cKuB4hAf7bbeNJD7lYsmatVEoNkY",
+	"S5AmzLhwYaMwVASrenF0iPa3t5vo//3f7Z3GdmO75iDBC9YdMXXlqNo6DoK5A5QLNsMZwmYrsHxyS4UU",
+	"bcWjI3bN+IyZp1VFWQxmaDL6StSS7e82dxulhz2s60MoOeXXu0tO7myqV50/wQ9K5piGRBAmNX+VIWYC",
+	"dll4YuoiLxwYFRoJqva0ao+9C0kmpZSF6ofLKMvCBKm7sJ29C536f+L6H836/lW97C78pA6ydDG/m6f3",
+	"pXN2dDXTpWZhpXOJ+Pl9Z0tmUPP1FLsvnU2ap/edy46uZnovSFg6UaQf3nceMzbwJ0uggT39A/sXmm6o",
+	"vzzOlFCu/guilZZ+tqYhHwRk8vVvQku+q815rr/Sk+YppCVXPldCAZeaLunbpDQl7MkD5JIw5KFwkQKD",
+	"AEkODTENlHyhBYiKk9a0MhJ00eLMu1vJiyUS6Uof2/dhi4ob92IyoTWaEoCuB0g1cBkUgfBgJQ0tkKkF",
+	"wFi9b9m24J1FNeSpgcjZMKDek2NjrP2C8psgJQ4CPtPU3PBwym5wQP26ejESSomY4Ns6ER4OYH2ukwgu",
+	"VmqpPSM07aob9ZTg7TAEt7ih9nDEwwH1fcKe+oDThpQAe9cII6PCgF4jJJnWoykCM4OmsM/ozL7jjDwl",
+	"wN5xFNAbAnqwN1YaIhuRZwSPd1we8Yj5TwwTEXnj2LijbrcW/ZQC/UoY0fUZQek8JLFsfoRpQPynvnRW",
+	"sNWSMMjHOCDPFEQXsWT1dECKAfQ86Y4Rhd+z2KL0pNA51cYmBxme6yByO1UgUjQ7JDf8mvjICPwIRHFU",
+	"jflziuC7Tp+5EcsYuNyapfzm+9mYC4ICPqIMjEcCLF7q39gaOEdVdzLEdXtSbrvPrM0X7BvqqUWjNgL7",
+	"9YHWExWlUOPEZj5tywv4SKnq2PPIVGnsNW3YeAbH71Q+fPhQ76RAlj3Suyx1Wnfip5jNjYIhnlToAPMq",
+	"AvMqmmF1u8Bngqpu2u5qbTGd82ONQK8EMqduLRGxNKe+67Oq+12n1/3Q+efVRafXvTo5Pj3uXZ13L656",
+	"Zz923ylxsOx5913nXU+hnbbFA9a9EktGvOxeXh6fvXNriIdOkVlaD6VUw1cCKYV9MpWigcBE2mdaK3BT",
+	"BlPXugAOjLl8GAlwVxjDEU5ZbEeYMiER4wwcK+p9gJl4Rhi6YAte+nnq1SLcPAt/irjEzxFF18NQBy3D",
+	"TyA6SxH0XqgxscRULwnseljxNBgkmqKqgR5SZAK5jUZjC96pk1uPEJ/4rp7XvPZKIBeeW8WfSu2gAZi4",
+	"aERv4EeBBP2D1NpI+3aEi6p2c3o3V6edX/TOL2tAz8/PLrUrRH/g6HlIyZc/vT/rdRe/1B84yFW6d8mH",
+	"h53L3HfwuoNcmhio0TWZl4xw/LZ7en7W6747/OfVj91/msGw8TFac3rOn4nece19USc2C6mUhBmKoLHf",
+	"Ok8lnZDEE5jgknafCqkVAK0W61PGEl1T5hseLBqoY3guIIZ1K1JpX0BVy6J5qHTp2kFsD/ZDPJTJB+BE",
+	"CojUr8afW6jAKVz1eifG0KHOHUzrYImGYcEMkl+AHUEdx9XZefdd0SiJzSS5O/DBRffy7OTn7tuFj5QC",
+	"EETgFlRTT3B4TcJ4coHU24T5AlUx2KqIr46Z+PboQhIQhQrwMp8xhCW4456LkeBhdPVZy4opmbDx5YhZ",
+	"7xm+wTTAg+BJjQQXxFcXl/raUKY924ouWcWYsyEdReoIFLFRcm6Vh8jDTL0/IJbf1YBoWV9+WxvbEnc4",
+	"iM8hwepCMUPcsHVbh0QRK2ScV2PMRsTXnirr8zUXd4ECCjzMqaEPQ3p7AofWXPIXPYr3xjU3GxNwyOHE",
+	"AAQ8RUgcSuIbnmL8/AqcbYQRI7PU6+Ab9ojSdOaGnTAChxOrRB73Y/Ey+XDOIzQjEEtgnJdUILjVGzqz",
+	"xIP5hZyagac9NHO3Uoe2EBWVMkPos0wcvRDGMZnikNQx8+uCQDhLOkYMjlSzcR2eFoflzKhHDqyPVDv1",
+	"jZqSXpaROGUcHyPQ7nYrWaJ1Snd7eKQDdTD6rttDYsxnIrNlLV2MeeCLFAg2hDQxLzmEWb4gzMmaVLRq",
+	"AlfZ16RaoQiShsaiQUCZH8zbd56zVld54JuBcaDIeurQm9txgJOiJEq/UJ9rpFKnzeIghAV0ae4eZFau",
+	"hVyGAi5kPKZSlJGgIwbxJKDGNNDxMDWeiDyljginZCMs4VObQaokMPLvQohiGpSK9tEkSFOUWFuSC2ev",
+	"tqh0BlAOeYiGVMncVCJf4Q1QCYMd8RRwvAIEcy0R1nEQWPUFeNJsjGVqDioFCYZWfFTSvjHYaWNhOUVL",
+	"oXRtM5jyo1IpDkGj+IJQxeibYG7QhtUG+lCs6jqJiFceoJZlaGZ06muNM6Q3xEfDkE9SKrC++naMTFRp",
+	"IelpNbeT+cEioiexo2j7RTU0Yc763YL4Zx2RmSc7Fs39A7Tb3LeLqVNWNwFxMGBavNVxdFSaYKQwYqKm",
+	"oQim5hwg4wC8CZ5bHRUbS6HZzWZQ2HgXvjgkjj0KaSxWfDOhZe0Y6PoFEQfAmY8bqGMQwY5mHQ2YzWd4",
+	"vsgYFTvGbK4QsAq2QeCwVAAHrB0odDB0TvIZDjVmT0lYB6bo4WnKgEH9gMQbJ5qqQqRvQIVawWCObECx",
+	"+lpsfdLRSZ9tfLEwAb9Mw0rr3mp3GxLFIIrqi0OjRPqiQkTLcAieJygEHyYIZFFBjVGGPVU14Q8fejHG",
+	"QBin1bpylrUDw5zzCGHNqqCBq4NXb8LRa/EQQ5yXJKHYECrExrwvCROS4NOMEAWcMdbdcGG49qJqh6pK",
+	"typhNqnRD+BI49hWyZEgJMVHctMq7qG+nYOx3vIPMDNXTXSUZpABuSEBmvCQHCAslDyOsO+L5JsxFZKH",
+	"c0SYDOcH2t56o0W6kPCp0hw0hBVDzIZjaduPIMxPFggJRHMeoQnBLFZbHhX9piFXguVTW+A+kCCoD3k4",
+	"UXcwkrHXporRgEfMdxBGg0hQpoTeMAqI+mEGmVwQ2cN98pwi094zEU2nPJTEPyU+xT2wdf45UalKeHwl",
+	"kJlau62oUQDBWf+M4jQ+2yhgWEcnkuMTdcXSGW3/6FweH1acyulRpyCxzYGPwGZ/QUQUwBamIZ+SUFId",
+	"J4zToy6DbzI9LItP9fdUkolYwaANWTjH+uXtZjNJusFhiMFeLtIB4CvGcTsVEYEgu9IKtCKwWjpSEo79",
+	"azxHPIKTAlsCdS1SV0zEcAGogSYSv0fwZKX1enGK0SrJQk7FSJIdmcmC8rEkdUWudSbUktwDp+JH5AFf",
+	"J7GyMUZtIhfLqQRYyEQgeMCKswNdEGxIzp1HY3jXQ2Ctz8+YWjcHq7RBd3GW17vpWfabzW+29/dbe7vf",
+	"7Db397eXzmVGjsQq6Hmp30yu64V6f+Ubq+/AnS9HU/9B6L9w6+McvngRmeXH+3eyFzt/Dey1WjiLRQxI",
+	"39/0ZsoITAdmTSV5YN86O85TdGeIA0Gc1UnRiilDjZKcIQXDsluUHXY59DMrLAOBVg2fHwgeRkbvCcAl",
+	"l2u79WbFHbW3/q00F6yAJeqLsID/FtvNPsoO73utDeT5ZCxSxP+5i76YobpKr7hb1FjYip7ljlXqofMs",
+	"3ZM65+JO4rQ288d/AT48DPnkMuYCKzDNlfnr5riW5Jf34FsyY36w0rcm2AnJJ/FlqMQiAvxPKbdaauRX",
+	"8bsf76SBIHImM2cAntpJEcvJALAMufOMNUsnWtnkae/q12Z9H9fHv11P2LQub+p/fPzUev25kAam4JeC",
+	"2Nl5913FqXQvDzsnnV73bcWp2GisQv0lm3t3P0r/OAxpGTWzAQ55eLay8GyVJ+B+arVKAAle8sJyGpdn",
+	"aLe1/Q3CwXSMB0RSD3T/RpZG7GTWsJNbwsdPO8UzvyU31CPHbMjXhDidLsBhdy87a7O+36kf4fqw3fj4",
+	"VeHcAR5oynUXsYsECTsjktPr9rZbRUeaO7wjSgI/zp3L7sMnEtNghYFTxSHyx/QOT3QNGzTFcuyg3yMS",
+	"zhEPkdb9UfzpwrkB185PxBUxK5jmh8uzd+hcP0WUmdIpA+7PF8ZdQeM1Gy9C9u8JDuQ4DyuRu+v8+m4S",
+	"Z74qmuiYyZCLKUgZ97n2YLFeOLs32/utO8Uo+PBK/Xw1pjm8ultx0BMv35JhJDlpgt6A4cB8OeA8IJgB",
+	"T7+dPi4fpAsCxsMHFKtJAb9JupoI4HFtJrz7zWjwuPafNA4UYtAdfFufYxEG/PDhx4JzD0bpe9P1314W",
+	"W/O88Cb7Ymtvb3u/8NVruprSfC3nGf7843nhcJE2aNnXBB0Vvna7vnFNLUDvTH2uF14Cucs86K7JfHVV",
+	"QQF/Xe0AJihaz+kQZ0JCs+vysiLBUkEz9ao6Y+4XVJB7SwJ6Q0LEIwjaH2DmH1hHH1RLW6DxWeHmdY77",
+	"fvxUIrYZR+CjGVFSmzN7S89RAtifIRdKx5kvXJUBxOiT7gOX6WQN3xavy8zo1A8eYcp7WrhzjPX0qHP1",
+	"c/fi+Oi4RGqOWV+BH4RLiDZYyK60AXycEcQ4CjgbkRDNeHgtaguotQoFTBdr0YtJm8uW2s7t8c/vx/Uf",
+	"fvEefovuvgOFG+eMzE8p4wWyXYchPOERk3FyulEKXgk0UZ+giFEpUBVLNOFCotZ/7e2gf/3v/0bbDiK3",
+	"2IMPdak6kBOnOBQkhKN9PAnAuuDy9S+PDtH+7t43Ng0MafkSQgUW7rdJdjwhw4JiiadHnTgdMi6ICBHN",
+	"UO5wcTePZ+goVARazd0iAV1Xtskv/owR7fmGGo+ZYjdKGchoASuxs5TmssjV8t41yoTEzCMrKTPGWZpT",
+	"Z4s1EnC7Ly/c5yAs7FmlQ9q0BrS5c0toZ/n4e/v7qYHTwFs6tKQyWE08tVIkucWTqfqmMpZyKtpbW2Ms",
+	"xiMsScMnN9btLbYg7gFbi49ddxTSekiGRF17srZCB0/top1lahfU5CoQaB7sW/RSdoylZNm+B98IySe2",
+	"fNadkPapgGC4mIo+Hm0jD+b+6k4fqtVtzh47DalH2WgjdtPfk0pwK5V0cyoCB0QcjjFjOUtOmcb3xXhE",
+	"raj29qJz1Ks4lcv3/zg97vVK5DURDSZUPux6iWggucTBBnBf4ttNjLqOb3dTW3tkn3FSEDHlNE4RsYVL",
+	"kRKKY+q4eJKLVC11HBmwpAlMjhLc0/V8l6oGl/0hTthH5Qkru23bZX7bJRRrp/Ugn/CiSrAEJWKYlEJ8",
+	"TbfN7+u4bfQEUkvxi9bwlGS3wp2lcR3TO18NKCO9DV3x3yMM1e0fmdRfR6sFpTAqz0PqkUffWYEbW6PT",
+	"dVRJ7Tq3hBy0y/FMkskJFfKhLvoEp1YJA9wQdy70+q/gJ40Xfx6tS93WvTCrYaoCG0Au0VlWQ9DV6eNW",
+	"GYHMY/Oyc09ZNHIGojuQtPQkzm1p7qXnsFiQB2weExKOCJpC7DjUwf5mZ/91zWapE5/qUumgkYNpYkJZ",
+	"euztPPfaGCfKaTKrwnmTTCwrCa5x8rmjvCDYh+j1J/AjXug8pVj1WgwOgKcb6xuwGESgZyta56X1d8VO",
+	"FpN01Q4JBsJu/4b8fWtZjR+bv+xDXc3IPjR/2YdQssg+03/oR0XaibFGP5kxfuUo9MeySRRYGnthBM04",
+	"spVA+YzFhvMqYb5OsruhZKat5Hm3rQ8hFCcFwQzFLEDXFTod4o4xc25ODX4cn0aAhbzQPoUHjnJJyENC",
+	"uSeJ2+gvEJT9QE/QCp+kYtfWCqKOi9WvVHa+3O0TF7ZPh0/nXUBZ1TOFB4sI6hSQm0Iymk4+vmdosJmo",
+	"p1P6jA27yCk7xFEgdQ76CEsywya3CJICsS3XvgSH9vZbWVluZ1X78/1IpqZHd32SCvwyhGLzoHjzejcD",
+	"iNcrwiFVmVUvCxZSIgme8BFlQAvQ6VGnrYseIcqQe3rUubro/vT++KL71nUgHyzgoxHx1dOknF66ZKzp",
+	"1dSHwmgOmo05ntC4uoCGdLYurElu3EbZarOQwAjZ/aZMbJ6PPOhaxldxuec104FjoWWbuHLR1+mqpNut",
+	"etxTCEk8Ql8jF97ZfpNqNoSq2803aEClqBXUZTBVLy+/79Rbe68XoxYXwhazcYviKhs8ud36vPjLm2ID",
+	"h9nlY+i1VjB6vIjzLO1OyYKdw97xz12d6BfjqflzaSiAGbFnIwK+NAnueURmrMePi6MzLiFhnzOPHOhE",
+	"ZyoR1kVu3Kur77mQ9fHoynZ6Qx7n15QgHiL3l7qZow7H7G4uYCPLre/HoFONdxbV9NbrhKg4kGJe56Gv",
+	"C8VBTa4hzUXJtrJBGq18lMaKlk+9LiGie0oN61p7CnJol6IRqIcZUqOtvpbuLBAdMKn8HhHzWIYRKU2X",
+	"XT0/6H+0vy61DSj42dTuRIcNQeDQHKw4WEkGpWJFKnOb+CigQ3KAvABPpklvSCpEBPWmDDcJyQRTpn5R",
+	"r6OqIAS5sRvDtVEImhnXlsskO9t7O6+b9xBLShOIzaFndp0GXfmFgTIfeQqe8UsXNDtLCo7EJT5MLb+4",
+	"t9AiBOHFeQYy66lQD8XrYsPwnWTTWRYQWUgEnbjP16rtvO6L5kUh4hliS1J0NEGSu/HilOji5o8drbEu",
+	"NXuE+AjA8AcMMMUhsXouDoKzYaX964rH+rGoZISp0wMV4dJdhiYUyqXrcraMHCA8EIRJU8c75Fyi6oBz",
+	"KWSIp5DzAVzaaEVmWDWIW2vo+KnYBJkX/M3DB6WTwghJcnsRiVXPoPo6S3ru3pieyAdmZ3rhtuyTLVSO",
+	"mUfUjXOQm3kEBafUkSptIaCM4BFpx2+jftRs7njmHsAfxBSkhDHcFXJWNlSGYu2CEiuHMDyI1NxNyx45",
+	"liFFo3IJ8BnalCJY8R3OEjSL4eukuAMcznFRcP16WlpCJlc4fUZu5WEUisIgXH3NuWaqUGJ+ikdk/eyq",
+	"cv0vaRX5uNIZqDheFFI5v1Rg0XAcEBySUClkyV9HFm9++NCrFHR8MzkndZ3NDKXFqpCw4iD3mvquCel0",
+	"kEuFcLdcHPnulpK/3LgPkoOGPAj4zFQJ7bOLo8M337T2YLABETIuDDxVqgD1CHSNhTJng7mmu5aYVt2F",
+	"xg+uU0hpHcTDPtMJcZYyw+NaA4EEItoo429BWW8LSvlaUNrT0mcpRwtKu1lQ4mRBKRdLqjM2kHqAenJi",
+	"YymnKY30ELS8ksb+U/x7tFjUlzKEY33Raolxg1r9Z9J9NKdXJgvBU/ojSRfm+V43t11zKSbHsTqEXhGs",
+	"Pgj5DCoTQtdqUd47d0GpzS/sM0Q169zU7IpsWC26JmQqkBjzUNYDMD7F5jgcmI6QlCFd5W1AxpQZtm4b",
+	"lbZNbWGDC31WFQH1ofo885HVd43E7IB10DQcdIwBUDi2pzv0Ya85qHN+XDeYSST2scSo+sOHXp8pFMcg",
+	"xya810E0nTNYc9KNNgSq8qmkEyp05i+zoUNOqpqgLURZ0y3jk0xxjZSoiiWfUM9AI8k2F7VGn/VZF3IG",
+	"IKZdd51GuWD+qltWvcutNZAeIG6uNyABZyPo5I77THOWg1yX6OT9VCVoK9/vNnf0JQqoR5hOTDNI05li",
+	"b0zqrUZT8ZcwSMVaz2azBobHDR6Otsy3Yuvk+LD77rIL3yRh3TEOVZzKjfUGVbYbTf0WnxKGp7TSruw0",
+	"mo2dClDkMRDVrcaMBEEdiv1t/Ta7Fg1bx2xEgDPHKKgIfeU7IiGzbaF9b6vZfLQ2szB+SVk0CIz4QAbo",
+	"RzJHl0Q2tOxvbOjF48YL3TLJBynuUmn/+lFJCZMJDueVdkWf/jWZx53O6ZASseAm+OFDT5iQjL3tbxxA",
+	"sTfNnW9qEO04EoppqstS+ajm2vK5p4Bk/7v1CQtB5Gfz0xgSlP9YBvHvzSsbBLpJky4Bu6krCJ2Upo8N",
+	"8xMlxkM57LjbreSRN9Z0rgSmBqMbczwJloHubEpY5/x4PdDZQddof1IENTM38rkXTQh7dGTtpUl/MZig",
+	"sH0at7KrbDWbuiylTrXSjGUaUjVBTMowmkJDm73mDvp6oY8bfMxZ0qi4gXpKRNK2WIQDzkhbvRUSMzoV",
+	"Duhattl/4n+SxFN6qoeneEADqqRnhENiBNg+02fLQ13tlSkuHXes67w9PX531Xn79sJ1UMD5dIC9ayV9",
+	"GXDXHNMYcWtCZEg94WqSnMOXCw2wDd60JJaosIAr9ue6yGl4QwBh9po7T19CNlcR9hHLlD7iDYhhiap6",
+	"3bBaPAhIzUEGBzkL5sWX42Z7K+4RVXpFOlBlU2QKamuxVFdoz3kzrAgJNggtLiuG0UBnLC78D/js/gL9",
+	"lupf2U8U2MNQN6TR/gM5j4N6oqmQIcETkHIu1H0VQJdv1TWpshFlt8hV27kyBmjXQYfY9+fINQLdlXrq",
+	"OqgXYjKk1/HvHfi5z7rshs+RS24lvPmHW4tFQUi3DemIKjnUjP9KxMuemVq86l4PuD9vq51zf14PiBB9",
+	"luqooCUiWx/WNjZ1DzVy15V+7urWKtB0Q9ts5kryHHNdW/b7budtn1X1YrXAnFmdfrWmhT/TtQfcUlSg",
+	"77q9BvrAw2slEWd8/dBktc+gr78C6hwoD2UIGPb5xdkvx93LxsRH1X7lH1rwnvMo1O/2K1r2BCPcjINY",
+	"PQz4LHah+3QIiXAymLf7rI6++irr2P/qK1TFuQLrZZ1ctbffiCY+mhOpm4f2GdLiv6kPG8cDOAhL3fuI",
+	"3JCgrT36y3P6Mv7+hhr53KCaQkJ10iig1wRGte1SwAkY9zcxZjndx1ZBw0GzMfXG0AfALjdptaQGMIEK",
+	"hiMwJIi5d4zMTDFxDb1LrbNosCVjKG5idl2nceRbrY2g6mwsowtAG3M2ChNazeaBWo37HwCgb0+POm5K",
+	"kN+5C1hGhUoFSMQBGGpYvS3HWGbjveg9TpUsKNQB6XLUrpq8iDfFlXErqeI9AkzGeckj1WFYYZQeOk1F",
+	"rHFDxPosVPlJ1NnA1uVaiZ+knOSfP26Qdy6WBy7qZhoEfJbjV4egZykyE/LgLo6Vebn+jtcvJQ/B52Mo",
+	"dhw4sBB1AnjmgvUcjjEDv7ttbmb0y9hKvOA5mmKP1AVRpw8lEeA9VDU8JmXyr9135iRyNo9TcUsjH1VT",
+	"pOrBcyb26/ycmpxBvrm+M8aee8+5enFBnQLvSdw1f72mh7savZdLMv/AvnXSwyfba0h0Jg1bG5B1kfk4",
+	"OiaRhDrWE5HpNxmZIv4ZQ1fFqdzgICLpimGZE457dgCfURPaJkgTHOgy70VdLTUpsWn7C+JVEn2y29xO",
+	"zBZq2rSvSnHdeNaslbGc/hZ0WodTB95zOsTnhPnqwDIAWwytW+jaVRZQp4l5KQg1uzPf25Y5bcvZbBN3",
+	"6DaoOx5UY3uwNdptfYqDWz4rPrylP67dF7yFS0p1WVELoiKWJ1YFelpCqKRqvz9A9XiXhnkbMZ5CDSUU",
+	"Lm2pyhk0RS/suo8e1nS/z4q77ueb5D+8h+ruWtpemjYoKeT9NB1bmiC7EZjaGflIS0UWAlhc601j3d/d",
+	"SkslqE5TNk9GiC/sd0YYWhlbdxJsVR+HupJPoQBDReyTWRVLF0WzR8LUeJvpNaFqRoAEaTQDY4t0hmEH",
+	"2LuGbiOKj6dV/eW8JN1l98Ha9KdFx82vHz87nxZdKPrHtPvt14+fM4r4kVYU6+rckDcm3jXgUriopyoS",
+	"OuYSogzSlr1h6vtEOweLP/hTuSgw7+mYeWhekJOJi2CRvLKVaj0GzpmPcRGZf3B//mjyar7o9+esc9WE",
+	"uS0IzNuPuoAy86SC7oKY3O3h0V3SMbzz2akU9I6769OiTz47lRPjPLrr8/i9dL+SP6E/zP1FvjtvdtKy",
+	"POEFyz864uGA+j5h+ov9u7845GwYUO3A393eW2VdBf1w1Met1iofp5sSwVcrrLHH+SlmtqaaOAt/iriO",
+	"iFiXRqb7Uz4CucwQwWwqYpYinun+UIsOTFQdc8ajUCx2P0xTQ033smRw65Nu8PB5mbfD0MKN6d8bJCcv",
+	"F7r4Qu/e/cU7Lo94xPz73q4/S/QoukuQ47twlTqAWwX3Y12ub1sPfSy8WFumFL6SN+43rFMiqOjWJ/cT",
+	"VIbQPO5satrCb1JSyXZoWUlSWeHeZEvi24vw5Vy49VnuClzzPIRgewDZEeRYPwK3fhrKkOp8+ZT89nvr",
+	"SLZtIpMYHTxB1bPz7julfcWdHFbmt1txA4zHJwxdM/SzJw35nhYv5OGFPPyFyEPu/qN//a//Tv5yUh1h",
+	"o6l1XtrEqlUpxThpEbVMQredpDYsqNtpSuR1s9hn1Hf1RQx/1mK4VfJeiXTYrYMYmREhtT9j80K6aU71",
+	"+Lz4AgZ+4cQvnPiFE2+SE9v+acCATX+11dir7VC3ibsPI79c/pfL/3L5n14Mj1sqllICnah2lytQ9wJ4",
+	"pr7AguLTT+wM1OApUQcgQ+vFHfjiDnxxB96b8GWqli5QPj0nwumEyJWcgYb0LZDCrU+mdv9nHZgTEG2g",
+	"zJLFt/C7JYsLhGW3sG0bkcTXcSoBJA+hEWfkxUiwym17ItadkM2nxWCNHDpZC7AXQ9EvgaA+AKomObyF",
+	"6OuU2sRK8LP512B8L5fhb24xS1euznmuU9S++FKsJ6vG7Yo+Qgq3Li2fvVBQcf6ekrBWZdcQgaFGfR1W",
+	"8vU97qSujr+6Drt5amCKvLxQhRe9/UmE3zfrrTYO735CinloJ8fB0wocpwlxSUkd1eNhHchUHHi9jrS8",
+	"FddgKpRGTqiQcQcVsXGZJO5YU0KNYLFKGtdFRQdz+AVR/4UyvcgrG5BXYnnY1MBDtu3QIwouSy/m1ifd",
+	"F2pVrRa6ND1MzHmRMl7u8lNKGS8sfwnLvyATfkMQTqjPAYKmkTo1VIFlMo2kzsqElE08IZCM9ahEyrmb",
+	"huj2daCHRQWCxHkkH4tAbcgVYXvEvWhfL3TxRft6IcU525Vv8qunAfYejSSXSX+6pfT6oR0Zg1iha/gS",
+	"Rn4Mg9ifQRHjVtvakvhCE19kxRcCZcxDSlJM7ELQpwn61yPJUdzAfk17kUiXwLHqZ3FFuOLqEULSIMjX",
+	"kDAlQBq5uk4nfMQjuZJ39kTXxuDRomh0GBAc1i+pJPW3WPdXWKhM1DellEW/4qB+RUge4hHpV9w1C+n8",
+	"WUTEqVwSWS+rLg37F0Vth+5Tz+c+dOcv6fpdsfRDtlgrHykERFVddyVTF9FBnj4ISMMyNRIFYb5ACxia",
+	"voH2xqU8xLliG6tUaYn73N1VP69miuH0WarYTL7LXQO9jaA8HI6LfaxSbQ4qDfaZLR8HFVZhIbrkSRtl",
+	"OveVVCE91AXlL+Mi5xsTPuKecGVJ3aaVrNneJsqqrXzrzFoXL98zrpqSuTofxhzhCTpWd2cYEjE2t4f6",
+	"AUEzynw+g2KluqhuQKUMCOJDU3orIENZfG2ynGvL1HFfxsEuzN3VVX/t7TKNxfWRI3KruJyurcmIuXq6",
+	"MlimlJLBd2OmcJQSoN6Pq7STqa76AloBPBHIfds96fa6UPYqEgo3Pumej5/jKlj/oef/1nX6zAsiIUlY",
+	"F3hI2ummjvZlJMa6UDBBYyzGSOJRDQoRx9WhdAuEdEtLLPuMMw/usYaDbcOgNB7q4UYSlCXbwOyVmAXg",
+	"iYtDup/MBG3U/Fx4mTWoT+dnckzCt+Zo7nWfM7WeoJvFWSS7gSBQXTlb76k340hnvxpsQKb/hRY14oJO",
+	"cSuf1hp1kTINygvoxvd8hiaYzc0K4kOakZCka8U9m4Cy+5Oevw/fv6QjBowf7oou6E0CQVBVX57MWWdJ",
+	"yYH+v+mRoi6pkHgu7pAB8n7Z0/mD7s9a/LDMKXtCb2JxZyH17SDfex0qJoaK/rhm++4L4v8leHVG9gnS",
+	"h57wC9ObenWWnK7suMy/aXnGWzvB3arhhS3++fcL3C3D0Ofq0H9GtFzR4gypfiVigaEknDdNqdezpaZa",
+	"EX/M3o9MXk9ZX0MKjZHijsMgKCvNz3Tjhue6kWaf9dlihfXGV1+hDyX6YKpOea5wa7oqLDRfF32Wa7+u",
+	"A6EF+ipTNParBnpfVmTVQe53XV32NcZaJenGv8Ztk8vbs+si+jC66fyo9rfb3O6zdYq7o+puc1uXlN9t",
+	"7iTidUEVecH7DJvy+Fqtl2MyQdBqI1fuvdZAZ+qMbBf6ZOV9luqCVlr1Nla0XUdXSncbjUaqHq5bA9gE",
+	"YD5TQ6Z0Cgu9GsJgq0NU9yWxJgJ7viJZc/aoB8TjEyL6zE03LHcXyrSjiPkkRDhV0x1UHR74RszhU4Fm",
+	"pt8AlqbrK2d9Vqhx1AzqmmqtCmc7KYMD4B/xUYAlCRfND1VXt1x3a+kqxrHpwjQIiFF5zGdiEYsHkdSS",
+	"WXLmjVzpfG3enGIhDlLoGiNxaQX9JTXyUwXyqTfus5BLbM/GKJzMRyGmwh6YLmfP42L5ADRbkhwbwAES",
+	"j3ngQ3X9CRcSxe1iLruXl8dn765OO79cnXcvrt5fdi/cLJ9voI7UQPPw1HaPWfz+5Pj0uHd1fnZyfPjP",
+	"b9UNlXUe+ERIV2NC0n1G6kLXWBIE7wnd3c8osgHBQqKQeNAjAkFzjPgYU161jFad3PwE0ole6ySCikWv",
+	"A7MLTTlcaNhuv2y1kGtmrAfAu03jl0KtViczpc1T6wQppDVZuHyLpcynAabM0JJqUoXb3KBaWoNN9fGv",
+	"AK5CE0iQm9ToeABPjmhIhvxWgeSEsugW2o+a3pUVHKi344Lhik2cDvEdRfCLK4SvRdd0g7tFsqZ7xBD/",
+	"INOHD67AbMzxhKaNGFmLZZ9NCGazMQ1Imty9iu0eHg5DmrlZSbsOsDnxkVCbUWhi+j6W1Et3NA5ut4EU",
+	"zLhaJpBaxdt0GWhFJyRXtJbcdWApnqwDUApOZ2XzhMHKDWXa3oG7JxYhMls2fRe7Sc/pSqvZel1vbteb",
+	"r3vN/Xaz2W42/7PiFEIn1Rw7+Wwv8xn1g+LR4bUd+1qMipV2RVz91BqPBxM/6H14f3uFv/tZDL57I/3W",
+	"/nzw3U/ytJeq0l3RvCVu/92ujEcL3zMu6woVcaCbRdZ/i4SsY1Y3AKsDNOrNZnO78KolIHxXUnk/MfH/",
+	"1WDrtX7+bdDauz755V3g7bybDlpp2KaZ8ONAuHWP66JbSpQFIdga8SbhT/fi2UiHlZcohcIohb9GXvZ9",
+	"1OEMuX78AIJsW+TSpGyL4bpzPHDE2ZijMRZIXbOEIOVV4XzwwMqGHh3IXurle7HzvCRor4fPGj1S+Lzc",
+	"irM8LfvP9z4XO51fkPtvnsCUaXxflMI0jIIA3VAyQ3yYvgy6+2SiN0O3m7n2GYOjvfSOPJqps1wfXD/2",
+	"NT2NU2JABRscZuj7085hbOvlPknspcZvFZuZdG8l8HMoSPEZg9aluf6UfTYrN6hCo9/Euga+enCfD7En",
+	"eZgzrM7T+jSYWKt5/baWsxmZleWicEzMxNrmL23twrpJq6JwlEVEHGQ7QyaRR6mFlBpJTof4MD7iDRZ3",
+	"ysxTFs2TabcJp8uI1ukVTrxI9F9U3PFTxf8mWPe0ws6lxKG0bccS1K4GGUuV6fOm6UAt7aRHPgnoDYnj",
+	"FX2inWJDNMDMX1vQTxnxNkPKLyNLl6z3AhsbqRxjCWTJ9FRW264uNDS0Bj6txtQALH1m4FIUtlXoEUGr",
+	"OESA1oZERiGzoVca7jzwCy3WaHkgVgFt/RngfDrElc1kyJ0OsZ5i/Tqbjzo/tS3rFlBBkumU+CiaHmQb",
+	"JNt0HYFSjqgXuv6c6fr2Clv5jjPyhduBDuOGnYdj/CdwE33dY0uzYgcHiiSlWvanBFYyFSiaZg2iyDgu",
+	"1+cc+sPNcA1oB26M5Mgn2NdpfAJdk6nMp6NcwFKeTvVfxe78SqQ6wL/QsheTwp9NK46FiEgm7sNqg+a7",
+	"A3RnHMhSKqHD1ZdWKerpV3KmicJm/oCxaY9QDK29plMZ8nCCZaVdoUzutCpOxfY9aW83m05lQpn5K86Y",
+	"okySEQkrTuW2PuL15FcF1yIK5DJyKw+jUPDQtWaIaUhuKI8EmuIR0f2C80v34JuyLK7t1huogydJqL79",
+	"r1879f/E9T+a9f2r+sev/72ST/HaZCIvHMk5Lta/zxiJN/pizHwmlvrHJxz65pZaJiVhmMlXRmJYiCA3",
+	"UUYa5RWyKJRNyIQhCmCOLGX1CUkakICzkbCReXGAp14CiC4mOgqJaCCIzIWCQmNq0UDHuve/uvRQg8y+",
+	"pKiZCXuDMrCKKoY6LE9bWnkklYYtEJVtndXkShlcgiVQuGjGo8BHEGeEpljoZCM9yiuh7ZBzHTml/69W",
+	"4QV4MgWtMvO2EwdKas3ylUAusU57F1Xt0x8+9Mwjt4YEniPBGwi8JrCZeEQUZlKk9C4NBCDRmEon7oJz",
+	"Q4K5Y+l6A2nKvACvAedSyBBPofW10r5dq+Ymg7tojG8IYtyuoqqENTwiKFSf1xqog+wv2ci27WazaZOc",
+	"uAL9GzQiLI4VVbgwA0lVDYSqEO41UGy7Tm49Qnziu/YIsKwdQLP9NCB8FIcWqVPYbW4fIBxH5opIbxTH",
+	"qvsNCY3ZYMhDG2xkl+5hxriEHcNS2vq/mp/CArVluQBAtbzECsxYi5GbsQXA2DDLn1S3P1mAXyYpb1A2",
+	"finH/zeL4nhAdX3A1E2FchjWukwiZ6hzfmx50g8ferUD4wlKUgdS7En7v4o4bEYM36LqUogp8WR5A5Lj",
+	"+J1NkqJkloQUOZnxbuuz2ayuJPp6FAaEedzXjTjuP8GTGj6TBSyJC4BzUQKKxPLFuvnXoWBfoFB/cXSI",
+	"vnn9umVloTT6oqqLPSUetoc4EMTV0WVsLsdK2AR/N70htbsJ0Cf4NxdMVpzUn0mbcMrSB5yVJds2AgEd",
+	"/Edptw1nKBKanC5sky/AwVmSY58keIXE46EvkGskTiW3w+AhwYIz9wDkV7VnwnzMlCwLX+Q+wEh/gRie",
+	"aKmeiphkUL+BOgxF7JpBhq7vpBpFG92MMi+IfAKP9H5jCLaauzCHB3YnCFpQh9koyfu3vGAFG41e8/qG",
+	"DtS4atc/frWarWNZRKENJwxTIYYGTC82i79JdOEyESuOLUxysspJSDrw8CB12+JUFLhIkGwCFLTZ3K8V",
+	"mzrKohMTMWuT1rxTogThYilkQiT2scQvt+MlPHFFaaET8yGLPDYoMeHaVAoSDEtuw3r+QW04SEUhlhTb",
+	"ubsYwXtBwkv7dm4ZZfW6KNjprgmZlpn3dZWfyprJKmpLG7Xkr1zi5vkXt3lhl39yMH5hkS11Ax3ETc/g",
+	"YA6XRAmrnJG14vRPqJALl/MZ1sZ5uRFftNPrzoB8m+aeKaRTNaVGHino/r3OGP78cfliYXVmuk8FGMyI",
+	"EI7SIH2q/6uDQ5kMsScNc046HzJJQq38opAMSUishVHQEVP3+ZrMRSPhdxOQJ3Muclu8YIIZHpEJYRJs",
+	"BYKEUPVDe+SECW21PwsHYX+i9HvOA1FLzRJDsdgZT5hvT0RJ5XH1zmxdP+O4soQr9jBk5yiZYsyldnQN",
+	"oYT4DQkFgcohlAhUZSPKbmG6q7huYC/EZEiv0ZHOelen5aAuu+Hz9M5MTnxdfVswdWz9Fdr8qx1Jii1r",
+	"gpeIXUrxID5Nn40Rs/Kj/pT08BN6xKQ3jibiEyok9RSa6Dpf3lyjSMx7TNJEejpTeTg/XVd4ONDLhS7Y",
+	"DsJITHAQQAjJMOAzbfhEE+yNqQ7vtNES0DX788fP/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

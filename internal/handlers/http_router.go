@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"strconv"
 	"sync/atomic"
@@ -20,7 +19,8 @@ import (
 
 // NewEcho builds the whole HTTP stack: recover, request id, tracing and metrics, body limit,
 // authentication, strict JSON and spec validation (all three over one index of the spec), the
-// generated routes, /docs (http_docs.go), /metrics, and the problem renderer.
+// generated routes, /docs (http_docs.go), and the problem renderer. /metrics is the operator
+// listener's (internal/app), not the API port's.
 func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	spec, err := GetSwagger()
 	if err != nil {
@@ -64,11 +64,6 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	}
 	if err := registerDocs(e); err != nil {
 		return nil, fmt.Errorf("handlers: API reference: %w", err)
-	}
-	if tel != nil {
-		e.GET("/metrics", echo.WrapHandler(tel.MetricsHandler()))
-	} else {
-		e.GET("/metrics", func(c echo.Context) error { return c.String(http.StatusOK, "") })
 	}
 	return e, nil
 }

@@ -36,12 +36,9 @@ func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
 			// application/merge-patch+json.
 			KeepValidatedValue: true,
 		},
-		// /metrics and the API reference (http_docs.go) are in the contract but not in the
-		// generated server, whose embedded spec the validator routes by.
-		Skipper: func(c echo.Context) bool {
-			p := c.Request().URL.Path
-			return p == "/metrics" || isDocsPath(p)
-		},
+		// The API reference (http_docs.go) is in the contract but not in the generated
+		// server, whose embedded spec the validator routes by.
+		Skipper: func(c echo.Context) bool { return isDocsPath(c.Request().URL.Path) },
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
 			return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
 		},
