@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
@@ -379,20 +378,21 @@ type AuthorizeResult struct {
 
 // Case defines model for Case.
 type Case struct {
-	AssignedTeam         string     `json:"assignedTeam"`
-	CaseId               CaseId     `json:"caseId"`
-	CreatedAt            time.Time  `json:"createdAt"`
-	DueAt                time.Time  `json:"dueAt"`
-	EscalationLevel      int        `json:"escalationLevel"`
-	LastTransitionAt     *time.Time `json:"lastTransitionAt,omitempty"`
+	AssignedTeam     string     `json:"assignedTeam"`
+	CaseId           CaseId     `json:"caseId"`
+	CreatedAt        Timestamp  `json:"createdAt"`
+	DueAt            Timestamp  `json:"dueAt"`
+	EscalationLevel  int        `json:"escalationLevel"`
+	LastTransitionAt *Timestamp `json:"lastTransitionAt,omitempty"`
+
+	// LastTransitionReason The reason of the last transition; `auto_escalate` (the transition's name) when the gateway escalated the overdue case itself.
 	LastTransitionReason *string    `json:"lastTransitionReason,omitempty"`
-	ResolvedAt           *time.Time `json:"resolvedAt,omitempty"`
-	SchemaVersion        int        `json:"schemaVersion"`
+	ResolvedAt           *Timestamp `json:"resolvedAt,omitempty"`
 	StateVersion         int64      `json:"stateVersion"`
 	Status               CaseStatus `json:"status"`
 	SubjectRef           string     `json:"subjectRef"`
 	TenantId             string     `json:"tenantId"`
-	UpdatedAt            time.Time  `json:"updatedAt"`
+	UpdatedAt            Timestamp  `json:"updatedAt"`
 }
 
 // CaseAssignRequest defines model for CaseAssignRequest.
@@ -404,7 +404,7 @@ type CaseAssignRequest struct {
 // CaseCreateRequest defines model for CaseCreateRequest.
 type CaseCreateRequest struct {
 	AssignedTeam string    `json:"assignedTeam"`
-	DueAt        time.Time `json:"dueAt"`
+	DueAt        Timestamp `json:"dueAt"`
 	Reason       string    `json:"reason"`
 	SubjectRef   string    `json:"subjectRef"`
 }
@@ -416,15 +416,17 @@ type CaseHistory struct {
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
 type CaseHistoryEntry struct {
-	Actor           *string                    `json:"actor,omitempty"`
-	AssignedTeam    *string                    `json:"assignedTeam,omitempty"`
-	At              time.Time                  `json:"at"`
-	EscalationLevel int                        `json:"escalationLevel"`
-	FromStatus      string                     `json:"fromStatus"`
-	Reason          *string                    `json:"reason,omitempty"`
-	StateVersion    int64                      `json:"stateVersion"`
-	ToStatus        CaseStatus                 `json:"toStatus"`
-	Transition      CaseHistoryEntryTransition `json:"transition"`
+	Actor           *string   `json:"actor,omitempty"`
+	AssignedTeam    *string   `json:"assignedTeam,omitempty"`
+	At              Timestamp `json:"at"`
+	EscalationLevel int       `json:"escalationLevel"`
+
+	// FromStatus The status before the transition; absent on the create entry.
+	FromStatus   *string                    `json:"fromStatus,omitempty"`
+	Reason       *string                    `json:"reason,omitempty"`
+	StateVersion int64                      `json:"stateVersion"`
+	ToStatus     CaseStatus                 `json:"toStatus"`
+	Transition   CaseHistoryEntryTransition `json:"transition"`
 }
 
 // CaseHistoryEntryTransition defines model for CaseHistoryEntry.Transition.
@@ -525,14 +527,14 @@ type MfaChallenge struct {
 
 	// Code Deliver out of band; never stored.
 	Code      string    `json:"code"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	ExpiresAt Timestamp `json:"expiresAt"`
 }
 
 // MfaVerified defines model for MfaVerified.
 type MfaVerified struct {
-	AbsoluteExpiresAt *time.Time           `json:"absoluteExpiresAt,omitempty"`
+	AbsoluteExpiresAt *Timestamp           `json:"absoluteExpiresAt,omitempty"`
 	AuthLevel         MfaVerifiedAuthLevel `json:"authLevel"`
-	IdleExpiresAt     *time.Time           `json:"idleExpiresAt,omitempty"`
+	IdleExpiresAt     *Timestamp           `json:"idleExpiresAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId         `json:"sessionId"`
@@ -579,26 +581,25 @@ type Problem struct {
 
 // Quote defines model for Quote.
 type Quote struct {
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt Timestamp `json:"createdAt"`
 
 	// Currency ISO 4217 alphabetic code.
 	Currency       Currency    `json:"currency"`
 	CustomerId     string      `json:"customerId"`
 	DiscountMinor  int64       `json:"discountMinor"`
-	ExpiresAt      time.Time   `json:"expiresAt"`
+	ExpiresAt      Timestamp   `json:"expiresAt"`
 	ItemCount      int         `json:"itemCount"`
 	PricingVersion int64       `json:"pricingVersion"`
 	QuoteId        QuoteId     `json:"quoteId"`
 	SalesChannel   string      `json:"salesChannel"`
-	SchemaVersion  int         `json:"schemaVersion"`
 	StateVersion   int64       `json:"stateVersion"`
 	Status         QuoteStatus `json:"status"`
-	SubmittedAt    *time.Time  `json:"submittedAt,omitempty"`
+	SubmittedAt    *Timestamp  `json:"submittedAt,omitempty"`
 	SubtotalMinor  int64       `json:"subtotalMinor"`
 	TaxMinor       int64       `json:"taxMinor"`
 	TenantId       string      `json:"tenantId"`
 	TotalMinor     int64       `json:"totalMinor"`
-	UpdatedAt      time.Time   `json:"updatedAt"`
+	UpdatedAt      Timestamp   `json:"updatedAt"`
 }
 
 // QuoteStatus defines model for Quote.Status.
@@ -706,19 +707,20 @@ type Scope string
 
 // Session defines model for Session.
 type Session struct {
-	AbsoluteExpiresAt time.Time `json:"absoluteExpiresAt"`
+	AbsoluteExpiresAt Timestamp `json:"absoluteExpiresAt"`
 	AuthLevel         AuthLevel `json:"authLevel"`
-	CreatedAt         time.Time `json:"createdAt"`
+	CreatedAt         Timestamp `json:"createdAt"`
 
 	// Current True for the caller's own session (end-user views).
-	Current           *bool      `json:"current,omitempty"`
-	DeviceLabel       *string    `json:"deviceLabel,omitempty"`
-	FailedMfaAttempts *int       `json:"failedMfaAttempts,omitempty"`
-	IdleExpiresAt     time.Time  `json:"idleExpiresAt"`
-	LastRotatedAt     *time.Time `json:"lastRotatedAt,omitempty"`
-	LastSeenAt        time.Time  `json:"lastSeenAt"`
-	MfaVerifiedAt     *time.Time `json:"mfaVerifiedAt,omitempty"`
-	SchemaVersion     *int       `json:"schemaVersion,omitempty"`
+	Current *bool `json:"current,omitempty"`
+
+	// Device The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
+	Device            *SessionDevice `json:"device,omitempty"`
+	FailedMfaAttempts *int           `json:"failedMfaAttempts,omitempty"`
+	IdleExpiresAt     Timestamp      `json:"idleExpiresAt"`
+	LastRotatedAt     *Timestamp     `json:"lastRotatedAt,omitempty"`
+	LastSeenAt        Timestamp      `json:"lastSeenAt"`
+	MfaVerifiedAt     *Timestamp     `json:"mfaVerifiedAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId     `json:"sessionId"`
@@ -743,6 +745,11 @@ type SessionCreateRequest struct {
 	UserId      UserId `json:"userId"`
 }
 
+// SessionDevice The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
+type SessionDevice struct {
+	Label string `json:"label"`
+}
+
 // SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 type SessionId = string
 
@@ -756,10 +763,10 @@ type SessionStatus string
 
 // SessionToken defines model for SessionToken.
 type SessionToken struct {
-	AbsoluteExpiresAt time.Time `json:"absoluteExpiresAt"`
+	AbsoluteExpiresAt Timestamp `json:"absoluteExpiresAt"`
 	AuthLevel         AuthLevel `json:"authLevel"`
-	CreatedAt         time.Time `json:"createdAt"`
-	IdleExpiresAt     time.Time `json:"idleExpiresAt"`
+	CreatedAt         Timestamp `json:"createdAt"`
+	IdleExpiresAt     Timestamp `json:"idleExpiresAt"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId     `json:"sessionId"`
@@ -789,7 +796,7 @@ type TokenIssueRequestTokenType string
 // TokenIssued defines model for TokenIssued.
 type TokenIssued struct {
 	// ExpiresAt When the token expires; never after the issuing token's expiry.
-	ExpiresAt time.Time `json:"expiresAt"`
+	ExpiresAt Timestamp `json:"expiresAt"`
 	Scopes    []Scope   `json:"scopes"`
 
 	// Token Shown once, never stored.
@@ -805,15 +812,15 @@ type TokenIssuedTokenType string
 
 // TokenMeta defines model for TokenMeta.
 type TokenMeta struct {
-	CreatedAt   time.Time `json:"createdAt"`
+	CreatedAt   Timestamp `json:"createdAt"`
 	Description *string   `json:"description,omitempty"`
-	ExpiresAt   time.Time `json:"expiresAt"`
-	IssuedAt    time.Time `json:"issuedAt"`
+	ExpiresAt   Timestamp `json:"expiresAt"`
+	IssuedAt    Timestamp `json:"issuedAt"`
 
 	// ParentId The token whose credentials minted this one; absent for a root (bootstrap path or `gateway token mint`).
 	ParentId  *TokenId   `json:"parentId,omitempty"`
 	Revoked   bool       `json:"revoked"`
-	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	RevokedAt *Timestamp `json:"revokedAt,omitempty"`
 
 	// RevokedReason The reason given to the revocation; for a token revoked with an ancestor, `revoked with its issuer's lineage: ancestor <tokenId> was revoked`.
 	RevokedReason *string  `json:"revokedReason,omitempty"`
@@ -824,7 +831,7 @@ type TokenMeta struct {
 	// TokenId A 26-character, time-ordered identifier.
 	TokenId   TokenId   `json:"tokenId"`
 	TokenType string    `json:"tokenType"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
 // TokenPage defines model for TokenPage.
@@ -971,25 +978,25 @@ type CreateQuoteParams struct {
 // PatchQuoteParams defines parameters for PatchQuote.
 type PatchQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // PutQuoteItemParams defines parameters for PutQuoteItem.
 type PutQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // SubmitQuoteParams defines parameters for SubmitQuote.
 type SubmitQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -1508,7 +1515,7 @@ func (w *ServerInterfaceWrapper) PatchQuote(ctx echo.Context) error {
 	var params PatchQuoteParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1516,12 +1523,14 @@ func (w *ServerInterfaceWrapper) PatchQuote(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1568,7 +1577,7 @@ func (w *ServerInterfaceWrapper) DeleteQuoteItem(ctx echo.Context) error {
 	var params DeleteQuoteItemParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1576,12 +1585,14 @@ func (w *ServerInterfaceWrapper) DeleteQuoteItem(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1612,7 +1623,7 @@ func (w *ServerInterfaceWrapper) PutQuoteItem(ctx echo.Context) error {
 	var params PutQuoteItemParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1620,12 +1631,14 @@ func (w *ServerInterfaceWrapper) PutQuoteItem(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1648,7 +1661,7 @@ func (w *ServerInterfaceWrapper) SubmitQuote(ctx echo.Context) error {
 	var params SubmitQuoteParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1656,12 +1669,14 @@ func (w *ServerInterfaceWrapper) SubmitQuote(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -10585,228 +10600,230 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs3lyj6KijOVJlMmhRFyY5FVWoOI1O2EslSJDrON6FHDXaDJKImwDTQohiXq86vU+f37IfY77Ef",
-	"ZZ5kFxaAvrC7KVISFcXRL1vsblwWFtb98rni8cmUM8KkqLQ/V8YE+ySE/x5gb0zqB5zJkAf197x+IXlI",
-	"1BOfCC+kU0k5q7Qr50RMORNEIA+H4ZyyEfJC4hMmKQ4EwiFBjFyTEHlqQL9RcSrCG5MJVkMRFk0q7d8q",
-	"jNcFDP/Jqcj5lFTaFSFDykaVL1+cSreHR/mJe2OC+OB34skXArlCYkl+IaGgnLkIC4SRkCFnI6RWIudI",
-	"4pGDSGPUQG6/stOvuNmVTPDNMWEjOa60Wy9fFa3iyCeTKZeEyfo5mQZ4Tvz8olwZRsRFszFhSI6pQKEB",
-	"D6ICyTFBsE0/+ZkPEWaI4DCgJEQh+SMiQqIZlWP9Op4QFM/szes/kXkxCNXExeA75h7WyysCoRcSLPWK",
-	"eBR6ZF2wnGNJjumEyvzwR93eIYqft9GUhGjKA+rNHdic2a1AARlKRBmiUqAZZT6fIcx8DQDiceYLFDFJ",
-	"A/VLn5k3CPNFcqKSXxHWr+yH37/c22vuy+93tx3Ur0jCMJPwe2tv76V+4Db67K67rJ/BBm7brHmtjRTq",
-	"z82ukRxjifB0GlDiI8nTQHAQZwQFVEhEJZkggr1xn1Vd2JfrIFfvRP1PEAFY7gCQ3MkQu4gzdHLYQdck",
-	"pEOqj7umgdNnKej88f2rZrO5P/v+VTMDnT++32naB24DXRAm1ZB68ZiJGQkBU1GIJakHaofE7zM+JSHM",
-	"hao4CNAgkrClCZFYHc+UUyZFfJRDHs5w6NdxJMco5JEkwkHu224PbV1vb6lfeUj/JG6fwb7sA7vdGuLM",
-	"I4AjHg4CEqorpb5SF9xTONxGGO02tx3EQ/jfjpoSYTShQlA26jPh8Slx1Hc+8ahPfDQgQx4ShNlcjhXp",
-	"ogJ5PGLqQqhFKJJGiUCMUDkmIRpSEvh3wB4iw3m9M5QkzCPOhcFwydEMU2mXFKpvKBtl7+OQhxMsK+0K",
-	"ZXKnVXHU5HSiKEBre/e73dc7r3a/cyoTyvSPzXg1lEkyImHFqdzUR7ye/Fr5olY4xSGeEBnTfkGOgLpR",
-	"tcIpluOKU2F4or7x9EOnojCXhooKKtqTXuW/h2RYaVf+bSvhLlv6qdgyY2coqjf/iRRcqQ7yAqrorTfm",
-	"gjB0Reao+vp//t//1Xr5Ek1DyiQeBAR5YxxiT6291kAdDbgFCqq+VOc54P68z0Ig35oeD2koZEyO97Of",
-	"wCCYcTh79a3Cj91Wa1/dBD3NmAZEkyU7kqbgVCiCNgzoaAx/7Db3NN4ARDWfTWC6QOHL0eslHK79+7U6",
-	"OClJqMb8r9/6/ZvWdr3fv/mu++nbf68UMrHhCZbeuJgVKD6LAgy7wD6qprllrQ2gmYVUEjTG0ylhAnEW",
-	"zBEdwpM/Ii6BywlJgwBhqandtWbJDiKBIGh3u9VA5wZvNBQThscjRfvgVgPFIT7abb1uIPcbF03UqolA",
-	"szGWIE2YceHCRmGoCFb1/PAA7W1vN9H/+d/bO43txnbNQYIXrDti6spRtXUcBHMHKBdshjOEzVZg+eSG",
-	"CinaikdH7IrxGTNPq4qyGMzQZPSFqCXb323uNkoPe1jXh1Byyq92l5zc6VSvOn+CH5XMMQ2JIExq/ipD",
-	"zATssvDE1EVeODAqNBJU7WnVHnoXkkxKKQvVD5dRloUJUndhO3sXOvX/xPU/m/W9y3rZXfhZHWTpYv4w",
-	"T+9K5+zoaqYLzcJK5xLx87vOlsyg5uspdl86mzRP7zqXHV3N9EGQsHSiSD+86zxmbOBPlkADe/oB++ea",
-	"bqi/PM6UUK7+C6KVln62piEfBGTy7e9CS76rzXmmv9KT5imkJVc+V0IBl5ou6dukNCXsyX3kkjDkoXCR",
-	"AoMASQ4NMQ2UfKEFiIqT1rQyEnTR4sy7W8mLJRLpSh/b92GLihv3YjKhNZoSgK4HSDVwGRSB8GAlDS2Q",
-	"qQXAWL1v2bbgnUU15LGByNkwoN6jY2Os/YLymyAlDgI+09Tc8HDKrnFA/bp6MRJKiZjgmzoRHg5gfa6T",
-	"CC5Waqk9ITTtqhv1mODtMAS3uKH2cMjDAfV9wh77gNOGlAB7Vwgjo8KAXiMkmdajKQIzg6awT+jM3nJG",
-	"HhNg7zkK6DUBPdgbKw2RjcgTgsd7Lg95xPxHhomIvHFs3FG3W4t+SoF+IYzo+oSgdBaSWDY/xDQg/mNf",
-	"OivYakkY5GMckCcKovNYsno8IMUAepp0x4jCH1hsUXpU6JxoY5ODDM91ELmZKhApmh2Sa35FfGQEfgSi",
-	"OKrG/DlF8F2nz9yIZQxcbs1SfvP9bMwFQQEfUQbGIwEWL/VvbA2co6o7GeK6PSm33WfW5gv2DfXUolEb",
-	"gf16X+uJilKocWIzn7blBXykVHXseWSqNPaaNmw8geN3Kh8/fqx3UiDLHultljqtO/ETzOZGwRCPKnSA",
-	"eRWBeRXNsLpd4DNBVTdtd7W2mM7ZkUagFwKZU7eWiFiaU9/1WdV92+l1P3b+dXne6XUvj49OjnqXZ93z",
-	"y97pT933Shwse95933nfU2inbfGAdS/EkhEvuhcXR6fv3RrioVNkltZDKdXwhUBKYZ9MpWggMJH2mdYK",
-	"3JTB1LUugH1jLh9GAtwVxnCEUxbbEaZMSMQ4A8eKeh9gJp4Qhi7Ygpd+nnq1CDdPw58jLvFTRNH1MNRB",
-	"y/ATiM5SBL0TakwsMdVLArseVjwNBommqGqghxSZQG6j0diCd+rkxiPEJ76r5zWvvRDIhedW8adSO2gA",
-	"Ji4a0Wv4USBB/yS1NtK+HeGiqt2c3s3lSedXvfOLGtDzs9ML7QrRHzh6HlLy5c8fTnvdxS/1Bw5yle5d",
-	"8uFB5yL3HbzuIJcmBmp0ReYlIxy96Z6cnfa67w/+dflT919mMGx8jNacnvNnovdce1/Uic1CKiVhhiJo",
-	"7LfOU0knJPEEJrik3adCagVAq8X6lLFEV5T5hgeLBuoYnguIYd2KVNoXUNWyaB4qXbq2H9uD/RAPZfIB",
-	"OJECIvWr8ecWKnAKl73esTF0qHMH0zpYomFYMIPkF2BHUMdxeXrWfV80SmIzSe4OfHDevTg9/qX7ZuEj",
-	"pQAEEbgF1dQTHF6RMJ5cIPU2Yb5AVQy2KuKrYya+PbqQBEShArzMZwxhCe64p2IkuB9dfdKyYkombHw9",
-	"YtYHhq8xDfAgeFQjwTnx1cWlvjaUac+2oktWMeZsSEeROgJFbJScW+Uh8jBT7w+I5Xc1IFrWl9/WxrbE",
-	"HQ7ic0iwulDMEDds3dYhUcQKGefVGLMR8bWnyvp8zcVdoIACD3Nq6P2Q3p7AgTWX/E2P4oNxzc3GBBxy",
-	"ODEAAU8REoeS+IanGD+/AmcbYcTILPU6+IY9ojSduWEnjMDhxCqRx/1YvEw+nPMIzQjEEhjnJRUIbvWG",
-	"zizxYH4lp2bgaQ/N3K3UoS1ERaXMEPosE0cvhHFMpjgkdcz8uiAQzpKOEYMj1Wxch6fFYTkz6pF96yPV",
-	"Tn2jpqSXZSROGcfHCLS73UqWaJ3S3R4e6UAdjN52e0iM+UxktqylizEPfJECwYaQJuYlBzDLV4Q5WZOK",
-	"Vk3gKvuaVCsUQdLQWDQIKPODefvWc9bqKg98MzAOFFlPHXpzOw5wUpRE6Rfqc41U6rRZHISwgC7N3f3M",
-	"yrWQy1DAhYzHVIoyEnTEIJ4E1JgGOhqmxhORp9QR4ZRshCV8ajNIlQRG/lMIUUyDUtE+mgRpihJrS3Lh",
-	"7NUWlc4AyiEP0ZAqmZtK5Cu8ASphsCOeAo5XgGCuJcI6DgKrvgBPmo2xTM1BpSDB0IqPSto3BjttLCyn",
-	"aCmUrm0GU35SKsUBaBRfEaoYfRPMDdqw2kAfi1VdJxHxygPUsgzNjE59rXGG9Jr4aBjySUoF1lffjpGJ",
-	"Ki0kPa3mdjI/WET0JHYUbb+ohibMWb9bEP+sIzLzZMeiub+Pdpt7djF1yuomIA4GTIu3Oo6OShOMFEZM",
-	"1DQUwdScA2QcgDfBc6ujYmMpNLvZDAob78JXh8SxRyGNxYpvJrSsHQNdvyDiADjzcQN1DCLY0ayjAbP5",
-	"DM8XGaNix5jNFQJWwTYIHJYK4IC1fYUOhs5JPsOhxuwpCevAFD08TRkwqB+QeONEU1WI9A2oUCsYzJEN",
-	"KFZfi63POjrpi40vFibgl2lYad1b7W5DohhEUX11aJRIX1SIaBkOwfMEheDDBIEsKqgxyrCnqib88WMv",
-	"xhgI47RaV86ytm+Ycx4hrFkVNHB18OpNOHotHmKI85IkFBtChdiY9zVhQhJ8mhGigDPGuhsuDNdeVO1Q",
-	"VelWJcwmNfo+HGkc2yo5EoSk+EhuWsU91LdzMNZb/gFm5qqJjtIMMiDXJEATHpJ9hIWSxxH2fZF8M6ZC",
-	"8nCOCJPhfF/bW6+1SBcSPlWag4awYojZcCxt+xGE+ckCIYFoziM0IZjFasuDot805EqwfGwL3EcSBPUh",
-	"DyfqDkYy9tpUMRrwiPkOwmgQCcqU0BtGAVE/zCCTCyJ7uE+eUmTaByai6ZSHkvgnxKe4B7bOvyYqVQmP",
-	"LwQyU2u3FTUKIDjrn1CcxhcbBQzr6ERyfKyuWDqj7YfOxdFBxamcHHYKEtsc+Ahs9udERAFsYRryKQkl",
-	"1XHCOD3qMvgm08Oy+FR/TyWZiBUM2pCFc6Rf3m42k6QbHIYY7OUiHQC+Yhy3UxERCLIrrUArAqulIyXh",
-	"2L/Fc8QjOCmwJVDXInXFRAwXgBpoIvF7BE9WWq8XpxitkizkVIwk2ZGZLCgfS1JX5FpnQi3JPXAqfkTu",
-	"8XUSKxtj1CZysZxKgIVMBIJ7rDg70DnBhuTcejSGd90H1vr8jKl1c7BKG3QXZ3m1m55lr9n8bntvr/Vy",
-	"97vd5t7e9tK5zMiRWAU9L/SbyXU9V++vfGP1Hbj15Wjq3wv9F259nMMXLyKz/Hj/TvZi56+BvVYLZ7GI",
-	"Aen7m95MGYHpwKypJA/sW2fHWYruDHEgiLM6KVoxZahRkjOkYFh2i7LDLod+ZoVlINCq4dMDwf3I6B0B",
-	"uORybbder7ij9ta/leaCFbBEfREW8N9iu9lH2eG909pAnk/GIkX8n9voixmqq/SK20WNha3oWW5ZpR46",
-	"z9I9qXMubiVOazN//Dfgw8OQTy5iLrAC01yZv26Oa0l+cQe+JTPmByt9a4KdkHwSX4ZKLCLA/5Ryq6VG",
-	"fhm/++lWGggiZzJzBuCpnRSxnAwAy5A7z1izdKKVTZ72Ln9r1vdwffz71YRN6/K6/uenz61XXwppYAp+",
-	"KYidnnXfV5xK9+Kgc9zpdd9UnIqNxirUX7K5d3ej9A/DkJZRMxvgkIdnKwvPVnkC7udWqwSQ4CUvLKdx",
-	"cYp2W9vfIRxMx3hAJPVA929kacROZg07uSV8+rxTPPMbck09csSGfE2I0+kCHHZfZmdt1vc69UNcH7Yb",
-	"n74pnDvAA025biN2kSBhZ0Ryet3L7VbRkeYO75CSwI9z57L78InENFhh4FRxiPwxvccTXcMGTbEcO+iP",
-	"iIRzxEOkdX8Uf7pwbsC18xNxRcwKpvnx4vQ9OtNPEWWmdMqA+/OFcVfQeM3Gi5D9HcGBHOdhJXJ3nV/d",
-	"TuLMV0UTHTEZcjEFKeMu1x4s1gtn93p7r3WrGAUfXqqfL8c0h1e3Kw564uVbMowkJ03QazAcmC8HnAcE",
-	"M+DpN9OH5YN0QcC4/4BiNSngd0lXEwE8rs2Et78ZDR7W/pPGgUIMuoVv63MswoAfP/5UcO7BKH1vuv6b",
-	"i2JrnhdeZ19svXy5vVf46hVdTWm+kvMMf/7prHC4SBu07GuCjgpfu1nfuKYWoHemPtcLL4HcRR50V2S+",
-	"uqqggL+udgATFK3nZIgzIaHZdXlZkWCpoJl6VZ0x9wsqyL0hAb0mIeIRBO0PMPP3raMPqqUt0PiscPMq",
-	"x30/fS4R24wj8MGMKKnNmb2l5ygB7C+QC6XjzBeuygBi9En3nst0soZvi9dlZnTqBw8w5R0t3DnGenLY",
-	"ufyle350eFQiNcesr8APwiVEGyxkV9oAPs4IYhwFnI1IiGY8vBK1BdRahQKmi7XoxaTNZUtt5/b453fj",
-	"+ve/ePe/RbffgcKNc0bmJ5TxAtmuwxCe8IjJODndKAUvBJqoT1DEqBSoiiWacCFR679e7qD/+f//G207",
-	"iNxgDz7UpepATpziUJAQjvbhJADrgsvXvzw8QHu7L7+zaWBIy5cQKrBwv02y4zEZFhRLPDnsxOmQcUFE",
-	"iGiGcoeLu3k4Q0ehItBq7hYJ6LqyTX7xp4xozzfUeMwUu1HKQEYLWImdpTSXRa6W965RJiRmHllJmTHO",
-	"0pw6W6yRgNt9eeE+B2Fhzyod0qY1oM2dW0I7y8d/ubeXGjgNvKVDSyqD1cRTK0WSGzyZqm8qYymnor21",
-	"NcZiPMKSNHxybd3eYgviHrC1+Nh1RyGth2RI1LUnayt08NQu2lmmdkFNrgKB5t6+RS9lx1hKlu178I2Q",
-	"fGLLZ90KaZ8KCIaLqejD0TZyb+6v7vSBWt3m7LHTkHqUjTZiN/0jqQS3Ukk3pyJwQMTBGDOWs+SUaXxf",
-	"jUfUimpvzjuHvYpTufjww8lRr1cir4loMKHyftdLRAPJJQ42gPsS32xi1HV8u5va2gP7jJOCiCmncYqI",
-	"LVyKlFAcU8fFk1ykaqnjyIAlTWBylOCOrufbVDW47Pdxwj4oT1jZbdsu89suoVg7rXv5hBdVgiUoEcOk",
-	"FOJrum3+WMdtoyeQWopftIanJLsV7iyN65je+mpAGelt6Ir/EWGobv/ApP4qWi0ohVF5FlKPPPjOCtzY",
-	"Gp2uokpq17kl5KBdjmeSTI6pkPd10Sc4tUoY4Ia4c6HXfwU/abz4s2hd6rbuhVkNUxXYAHKJzrIagq5O",
-	"H7fKCGQem5ede8qikTMQ3YKkpSdxZktzLz2HxYI8YPOYkHBE0BRix6EO9nc7e69qNkud+FSXSgeNHEwT",
-	"E8rSY2/nudfGOFFOk1kVzptkYllJcI2Tzx3lOcE+RK/nSUtIfHorRYG8DHBMF0rdhZ5Hp3KdUJW1pLpY",
-	"SNNr+1S4IbugPNuMQoVX5wQi3AsMQ7Y2zZsP550fjruX592z46ODzgWUmeWhR9rIxZHkroNcPhy6uiJT",
-	"qMfT2V8N9DGkkghTkJ35CEMFO5PIDh1m4poLJkcEMnbY3A4k0BhfQ+7IRFcCS5t8i8xckwHx/aL+Lr0w",
-	"Ira7C0GU1U0WhfZUIEHCawI1P9B5983RxeWH82MwROadnnAVwe5eEP3wjs/0Xa0HdEggH8XHEqNqprip",
-	"LTjPoXLfu4tur/srquq8ntc1B3759l3317Oj826fmQffNXaTKoJTDOW84l4HtrpPr3eMqjzwIbcvvIbW",
-	"CgA4i4VjQSS5gWQCkKIrTmWIg2CAvWL0DDCkbp5k7VU+jwYBWc4AEnbHoslA0/9pSCe4CG5jLmR7ykNp",
-	"KR/jPkESX9ms7ZlGJcZnbVO7C0aC/18ohGIkEJD/iqpU9plOA4diLUNMA35NwpoCnm7lg5mPA87MuYcN",
-	"1BkIwqStehVEQpIwzsm1WNVncGQ5TNxJiQxpx4oa+pdVr7fSm6Y84KMSrNJIAKnE04DPFeIkG3BSq64K",
-	"ck1CHCBBiI+w74dECCI07qRA12cQ/mGBhyYYPhdEomp8BzR26UeXgsiag4Y8CPhMDe2FXIgYvCKLaAmQ",
-	"lfqg16ZEGzPd7VEYMTiyV24RsKlLX0wDISE0tnEt0nV4urEGLYvRWnq2onVe2MCCGH4mu7UdEgwStP0b",
-	"boJ1YcWPzV/2oS4bZx+av+xDqA1nn+k/9KMiAmDcfo/m9Vw53eehjL+yhFkMzXWJSy4r+mo9lFXCfJ3N",
-	"fE3JTJSwCh9i1Y4LosaKZW1dwO1kiDvGn7Q5e+PDOI8DLOS5dt7ec5QLQu6TMzNJ/PN/g+yXe7rcV/gk",
-	"FSS8VrZK3BVkpf4e5f71uINIOk8l72vP2vhSeLCIoE4BuSkko+kqD3fMwTAT9XTutHEWFkW/DHEUSC2O",
-	"jLAkM2ySOCH7Gtu+GEtw6OVeKysz7azq6LsbydT06LZPUhG2hlBsHhSvX+1mAPFqRTikSmDrZcFCSlTu",
-	"Yz6iDGgBOjnstHV1OaXQuCeHncvz7s8fjs67b1wHEm8DPhoRXz1N6pama3Obpnh9qEDpoNmY4wmNRUYN",
-	"6WwBbpNFvo2yZb0hUxzKqBhRPc9H7nUt46u4PMQl0+pooTemuHTRt+nyz9utety8DUk8Qt8iF97Zfp3q",
-	"6oaq283XaEClqBUUwDHlhS/edeqtl68Ww8MX4sOzAeLiMhulvt36svjL62JLstnlQxgQrWD0cKk9Wdqd",
-	"kgU7B72jX7o6ozrGU/Pn0pgrM2LPhl59bRLc0wiBW48fF4fBXUBlFM48sq8rSlCJsK4m5l5evuNC1sej",
-	"S9tSE3mcX1GiNDr317qZow7H7G4uMi7Lre/GoFMdzhbtoa1XCVFxoJZHnYe+rsgJNqMhzaUjtLLRcK18",
-	"ONyKLia9LiGiO0oN65rVC4oVLEUjUA8zpEa71yzdWSA6YLv+IyLmsQwjUlqXYPVEzP+n/W2pEVbBz9bQ",
-	"SHTYEAQOzcGKo0JlUCpWpEpkEB8FdEj2kRfgyTRpwkuFiMBEZLhJSCaYMvWLeh1VBSHIjf3Frg330sy4",
-	"tlwm2dl+ufOqeQexpLRSgzn0zK7ToCu/MFBPKU/BMwFABV0lk8pOcS0lUzQ1buK2CEF4cZ6BzHoq1H3x",
-	"utgDdyvZdJZFnhcSQSduqLhq38S7onlRLk6G2JIUHU2Q5Ha8OCG6i8RDh8WtS80eIBANMPweA0xxSKye",
-	"i4PgdFhp/7bisX4qqs1jCqJB6c10O7cJhb4Uum44I/sIp03HIecSVQecSyFDPIXkOuDSRisyw6pB3FpD",
-	"B6rGJsi84G8e3itvH0ZIqogUkVj1DNpcsKS5+bVpPr9vdqYXbuvr2Y4QmHlE3TgHuZlHUNlPHanSFgLK",
-	"CB6Rdvw26kfN5o5n7gH8QUzlXxjDXSE5cEP1ftau3LNyrNi9SM3ttOyBg8ZSNCpXaSRDm1IEK77DWYJm",
-	"MXydWiIAhzNclMW0npaWkMkVTp+RG3kQhaIw20Ffc66ZKvTymOIRWT+NtVz/S3ryPqx0BiqOF4VUzi8U",
-	"WDQcBwSHJFQKWfLXocWbHz/2KgWtNU1yX12XjYAajlXIDHSQe0V918TOO8ilQrhbLo58d0vJX27ccM46",
-	"kIxjr8/ODw9ef9d6CYMNiJBxBfapUgWop72lUE9yMNd01xLTqrvQYcd1Cimtg3jYZzrz2FJmeFxrIJBA",
-	"RBtl/C0o621BKV8LSnta+izlaEFpNwtKnCwo5WLRFh5ATiD1APXkxMZSTlMa6QFoecVUm0/xH9Fi9XTK",
-	"EI71Raslxp3A9Z9Jm+ecXpksBE/pTyRdAe2d7iK+5lJMMnl1CE15WH0Q8hmUgA2ouqXlTcoXlNr8wr5A",
-	"+ogObVhwJZv8BXRFyFQgMeahrAdgfIrNcTgwrXcpM47VARlTZti67QjdNkXcDS70WVUE1Ic2H8xHVt81",
-	"ErMD1kHT2dUxBkChsB3shEip0TUHdc6O6gYzicQ6NuDHj70+UyiOQY5NeK+DaDo5u+akOxoJVOVTSSdU",
-	"6BILzMZoOqmyrbbib63P1JqTkhwaKVEVSz6hnoFGUtYDwgb6rAvJWZA8pNv7o1zWVNUtK5Po1hpIDxB3",
-	"MR2QgLORgPrBfaY5y36uHX/yfqrkvpXvd5s7+hIF1CNMZwAbpOlMsTcm9VajqfhLGKSSWmazWQPD4wYP",
-	"R1vmW7F1fHTQfX/RhW+S/JkYhyqp+JzKdqOp3+JTwvCUVtqVnUazsVMBijwGorrVmJEgqENV1a3fZ1ei",
-	"YQtGjghw5hgFFaGvvCUSUogX+qS3ms0H6+cN45fUn4QItI9kgH4ic3RBZEPL/saGXjxuvNAtk+WV4i6V",
-	"9m+flJQw0UEeFX36V2SuI3t0N0EiFtwEP37sCRP79nL7OwdQ7HVz57sahJWPhGKa6rJUPqm5tnzuKSDZ",
-	"/259xkIQ+cX8NIZKEH8ug/g788oGgW7qUZSA3YYeUYGi6UPD/FiJ8dB3IG4rLnnkjTWdK4HphMiQxmA1",
-	"+N2Y40mwDJCnU8I6Z0frAdIOukbXqSIYmrmRz71oQtiDo24vzQiKgQb9RJZi2rl+Y4OIlsQsFhaKxv5c",
-	"F1MOrwlA6GVz5/FLVecqTz9gOeQHPPIYljYUD1aLBwGppfx6knhK/7c7m+IBDSjoJoVIcr29FbeoS6HK",
-	"gmQNRX5Fpp6/FtZ0g4icjd8KVqCZayFSkdEGOmVx3xEQrt1fod1b/Rv7iVpzaOLmtFVdzuNQl2gqZEjw",
-	"BHj/uWK3AqjVDYXYyBFlNxD1Ob40ZlnXQQfY9+fINWLOpXrqOqgXYjKkV/HvHfi5z7rsms+RS24kvPmn",
-	"W4sFJMj2D+mIKunMjP9CxMuemVLgVAqoH9RWO+f+vB4QIfos1dBFywm2PLXtq+weaJyvK63V1Z2doOeP",
-	"tmTMlTw25rq09btu502fVfVitRiZWZ1+taZFIhPACs4aKtDbbq+BPvIQIhczHnDo8dxnCqkAqHOIgKUM",
-	"ARs7Oz/99ah70Zj4qNqv/KDF0TmPQv1uv6IlMjBNzTgIm8OAz2LHsk+HkIcrg3m7z+rom2+y7u5vvkFV",
-	"nOvvUNZIWvvADcP20ZxI3bu4z5AWik156thL7iAsdes1ck2CtvZzL08pznjBG2rkM4NqCgnVSaOAXhEY",
-	"1XZrAtdY3F7JGKt0G20FDQfNxtQbQxsSu9yk05sawLjvzX1mSBBz7xiZmV4GGnoXWpLXYEvG4Ez35RkR",
-	"v07jeLBaG0HR61hyFYA25mwUJrSazX21Gvc/AEDfnxx23JR4u3MbsIxikQobiMMS1LB6W46xV8Z70Xuc",
-	"KglJqAPS1fBdNbkWorMsKy7MXUnVDhNgSM1z4FSDc4VReug0FbEqv4i1PCgylih5gS0LuBKbSbmOv3za",
-	"IEtdrE5e1ExZR8AusLED0D4UmQl5cBsjy7xcf8/rF5KH4AkxFDt2py/EYgCeQbi9PsYM/G63RJnRL2Lb",
-	"6YI/ZYo9Urfx5T7Stj1UNTwmZQiv3XXmJJ40j1NxRzUfVVOk6t5zJlbd/JyanEG5C31njJXzjnP14npe",
-	"BT4FeLbewGroXY3eywWcH7BvXdfwyfYagp6pAqHNqrrHRRwzkghIHWufz7S7jUwPkYz5RynOOIhIumBh",
-	"5oTjlkHAZ9SEtgfbBAe6y0RRU11NSmzVkAXxKonJ2G1uJ8q8mjbtwVFcN541a3srp7+280dqIDh14D0n",
-	"Q3xGmK8OLAOwxYCzhaaBZWFmmpiXglCzO/O97djVtpxNyTq234ZpuFKNraTWlLX1OQ75+KL48Jb+uHZX",
-	"8BYuKdXkSS2IilieWBXoaQmhkmo9cQ+N5H0a5m3EeAo1lFC4tKMzZ6TPqm4BLrgOciOWYonEd5NsHdOh",
-	"C3izBtUMK7BY2fTksNNnNrAwGx1oYgJTbOb+LZx311IC07RBSSEfpumIywTZjcDUzshHWiqyEMDiSm8a",
-	"M0AJKy2VoDpNWQIZIb6w3xlhaGVs3UmwVX0c6kJihQIMzGm2tyKWLopmD4Sp8TbTa0LVjAAJ0mgGxhbp",
-	"DMMOsHcFzY4UH09bAJbzknST73sr2Z8X3Rm/ffrifF50LOgf006p3z59yejnh1pRrKtzQ96YeFeAS+Gi",
-	"nqpI6JhL8L2n7V3D1PeJdg52cPAyclFgxdGR5NA7JScTF8EieWUr1fkQXBaf4hpWP3B//mDyar7nwJes",
-	"y9EEfy0IzNsPuoAyM52C7oKY3O3h0W3SMbzzxakUtK687dOiT744lWPjUrnt8/i9dLukv6A91d1Fvltv",
-	"tiWRfiXhBcs/OuThgPo+YfqLvdu/OOBsGFDt1t7dfrnKugracamPW61VPk73RIOvVlhjj/MTzGxJR3Ea",
-	"/hxxHSewLo1Mt8d9AHKZIYLZBL0sRTzV7ekW3XqoOuaMR6FYbL6apoaa7mXJ4NZn3V/myzKjtqGFG9O/",
-	"N0hOni908YXevf2L91we8oj5d71df5XoUXSXIPN14Sp1ALcK7se6XN92PvtUeLG2TCcOJW/cbVinRFDR",
-	"nZfuJqgMoXfl6VSHRmxUUsk2iFpJUlnh3mQ7ctiL8PVcuPVZ7gpc8yyEEHQA2SFkHj8At34cypBqvPuY",
-	"/PaddQPaLrVJ5AqeoOrpWfe90r7iRjIr89utuP/OwxOGrhn6yZOGfEudZ/LwTB7+RuQhd//R//x//538",
-	"5aQaUkdT67y06UarUopx0qFumYRuG9ltWFC305TI62axT6jt87MY/qTFcKvkvRDpYFQHMTIjQmp/xuaF",
-	"dNMb7+F58TkM/MyJnznxMyfeJCe27RuBAZv2jquxV9sgcxN3H0Z+vvzPl//58j++GB53dC2lBDp96zZX",
-	"oG5F8kR9gQW17x/ZGajBU6IOQN7Sszvw2R347A68M+HL1PJcoHx6ToTTaYIrOQMN6VsghVufTeuQLzow",
-	"JyDaQJkli2/gd0sWFwjLbmHXSCKJr+NUAkiiQSPOyLORYJXb9kisOyGbj4vBGjl0qg1gL4ZSWAJB1jyq",
-	"JpmthejrlNrESvCz+fdgfM+X4R9uMUvXc855rlPUvvhSrCerxt3SPkFis+5skb1Q0PDijpKwVmXXEIGh",
-	"RUYdVvLtHe6kbs6xug67eWpgSp88U4Vnvf1RhN/X6602Du9+RIp5YCfHweMKHCcJcUlJHdWjYR3IVBx4",
-	"vY60vBVXJiqURo6pkHEDJ7FxmSRumFVCjWCxShrXpTYHc/gFUf+ZMj3LKxuQV2J52FSGQ7br2QMKLksv",
-	"5tZn3ZZuVa0WmsTdT8x5ljKe7/JjShnPLH8Jyz8nE35NEE6ozz6CnrU6NVSBZTKNpM7KhJRNPCGQjPWg",
-	"RMq5nYbo7pmgh0UFgsRZJB+KQG3IFWFbVD5rX8908Vn7eibFOduVb/KrpwH2Howkl0l/uqP9+qEdGYNY",
-	"oWv4AkZ+CIPYX0ER407/2pL4TBOfZcVnAmXMQ/w67Y2C7kVvzjuHPSQ5uvjww8lRr9d9s6a9SKRL4Fj1",
-	"s7giXHH1CCFpEORrSJgSII1cXadjPuKRXMk7e6xrY/BoUTQ6CAgO6xdUkvobrLsOLFQm6psCw6JfcVC/",
-	"IiQP8Yj0K+6ahXT+KiLiVC6IrJfVXIb9i6JmPHep53MXuvO3dP2uWPohW8KUjxQCoqquu5Kpi+ggTx8E",
-	"pGGZGomCMF+gBQxN30B741Ie4lyxjVWqtMTd326rn1czxXD6LFVsJt/7rYHeRFAeDsfFPlapNgeVBvvM",
-	"lo9rNZtmIbrkSRtl+tkVVXp7S+SBLrN+EZf+3pjwEXdKK0vqNg1WzfY2UVZt5Vtn1rp4+Z5w1ZTM1fk4",
-	"5ghP0JG6O8OQiLG5PdQPCJpR5vMZ4iyY61boAZUyIIgPTemtgAxl8bXJcq4tU918GQc7N3eXQA1oe7tM",
-	"d2995IjcKC6na2syYq6ergyWKaVk8N2YKRylBKj349rlZKqrvoBWAE8Ect90j7u9LpS9ioTCjc+6E+KX",
-	"uArWf+j5v3edPjMdqusCD0k73erQvozEWKkiavQxFmMk8ajWQD3TK+WK2MYA6UaPWPYZNLbnzMDBNicw",
-	"/e0bSVCWbAOzV2IWgCcuDul+NhO0UfNL4WXWoD6Zn8oxCd+Yo7nTfc7UeoIeD6eR7AaCzMYkJNl6T70Z",
-	"Rzr71WADMl0htKgRF3SKG9y01qiLlGnbXUA33vEZmmA2NyuID2lGQpKuFfdkAsruTnr+OXz/go4YMH64",
-	"K4ByiASCoKq+PJmzzpKSff1/0zkEGuNLPBe3yAB5v+zJ/F73Zy1+WOaUPabXsbizkPq2n+9IDhUTQ0V/",
-	"XLN99xnx/xa8OiP7BOlDT/iF6di8OktOV3Zc5t+0POONneB21fDcFv/85wXulmHoU3XoPyFarmhxhlS/",
-	"ELHAUBLOm6bU69lSUw16P2XvRyavp6zbH4V2QXEfXhCUleZnelTDc91ess/6bLHCeuObb9DHEn0wVac8",
-	"V7g1XRUWWpKLPss1JdeB0AJ9kyka+00DfSgrsuog921Xl32NsVZJuvGvcTPh8qbluog+jG76Iar97Ta3",
-	"+2yd4u6outvc1iXld5s7iXhdUEVe8D7Dpjy+VuvlmEzQAHtX+XLvtQY6VWdke7MnK++zVG+w0qq3saLt",
-	"OrpSuttoNFL1cF3d+CEA85kaMqVTWOjVEAZbHaJSqwPGRGDPVyRrzh71gHh8QkSfuek23u5CmXYUMZ+E",
-	"CKdquoOqwwPfiDl8KtDM9BvA0vRC5azPCjWOmkFdU61V4WwnZXAA/CM+CrAk4aL5oerqRuRuLV3FODZd",
-	"mAYBMSqP+UwsYvEgkloyS868kSudr82bUyzEfgpdYyQuraC/pEZ+qkA+9cZ9FnKJ7dkYhZP5KMRU2APT",
-	"5ex5XCwfgGZLkmMDOEDiMQ98qK4/4UIi922n1/3Y+dflRffi4uj0/eVJ59fLs+755YeL7rmb5fMN1JEa",
-	"aB6eOsaGs/j98dHJUe/y7PT46OBf36sbKus88ImQrsYEQ91rulWINkwheE/onndGkQ0IFhKFxIMeEQia",
-	"Y8THmPKqZbTq5OYnkE70WicRVCx67ZtdaMrhQhtz+2WrhVwzYz0A3m36wRRqtTqZKW2eWidIIa3JwuVb",
-	"LGU+DTBlhpZUkyrc5gbV0hpsqrt9BXAVWiOC3KRGxwN4ckhDMuQ3CiTHlEU30JTTdHSs4EC9HRcMV2zi",
-	"ZIhvKYJfXCF8Lbqm274tkjXdI4b4+5nudHAFZmOOJzRtxMhaLPtsQjCbjWlA0uTuRWz38HAY0szNStp1",
-	"gM2Jj4TajEIT0w2xpF66o3Fwuw2kYMbVMoHUKt6my0ArOiG5orXktgNL8WQdgFJwOiubJwxWbijT9hbc",
-	"PbYIkdlyrvt+u9Jqtl7Vm9v15qtec6/dbLabzf/MNPRPoJNqGZ189jLzWbbf/+JrO/a1GBUr7Yq4/Lk1",
-	"Hg8mftD7+OHmEr/9RQzevpZ+a28+ePuzPOmlqnRXNG+Jm2K3K+PRwveMy7pCRRzoFor13yMh65jVDcDq",
-	"AI16s9ncLrxqCQjfl1TeT0z8fzfYeq1ffh+0Xl4d//o+8HbeTwetNGzTTPhhINy6w3XRLSXKghBsjXiT",
-	"8Kd78Wykw8pzlEJhlMLfIy/7Lupwhlw/fABBtllwaVK2xXDdTx044mzM0RgLpK5ZQpDyqnA+eGBlQ48O",
-	"ZC/18j3beZ4TtNfDZ40eKXxebsVZnpb913ufi53Oz8j9D09gyrSDL0phGkZBgK4pmSE+TF8G3X0y0Zuh",
-	"281c+4zB0V56Rx7M1FmuD64f+5qexikxoIINDjP07qRzENt6uU8Se6nxW8VmJt1bCfwcClJ8xqB1aa4/",
-	"ZZ/Nyg2qFDoox9Y18NWD+3yIPcnDnGF1ntanwcRazeu3tZzNyKwsF4VjYibWNn9paxfWTVoVhaMsImI/",
-	"2xkyiTxKLaTUSHIyxAfxEW+wuFNmnrJonky7TThdRrROr3DiWaL/quKOHyv+N8G6xxV2LiQOpW07lqB2",
-	"NchYqkyfN00HamknPfJJQK9JHK/oE+0UG6IBZv7agn7KiLcZUn4RWbpkvRfY2Eihg78iS6anstp2daGh",
-	"oTXwaTWmBmDpMwOXorCtQo8IWsUhArQ2JDIKmQ290nDngV9osUbLA7EKaOsvAOeTIa5sJkPuZIj1FOvX",
-	"2XzQ+altWbeACpJMp8RH0XQ/2yDZpusIlHJEPdP1p0zXt1fYylvOyFduBzqIG3YejPFfwE30dY8tzYod",
-	"7CuSlGrZnxJYyVSgaJo1iCLjuFyfc+gPN8M1oB24MZIjn2Bfp/EJdEWmMp+Ocg5LeTzVfxW78wuR6gD/",
-	"TMueTQp/Na04EiIimbgPqw2a7/bRrXEgS6mEDldfWqWop1/JmSYKm/kDxqY9QjG0XjadypCHEywr7Qpl",
-	"cqdVcSq270l7u9l0KhPKzF9xxhRlkoxIWHEqN/URrye/KrgWUSCXkRt5EIWCh641Q0xDck15JNAUj4ju",
-	"F5xfugfflGVxbbdeQx08SUL17X/91qn/J67/2azvXdY/ffvvlXyK1yYTeeFIznCx/n3KSLzRZ2PmE7HU",
-	"Pzzh0De31DIpCcNMvjASw0IEuYky0iivkEWhbEImDFEAc2Qpq09I0oAEnI2EjcyLAzz1EkB0MdFRSEQD",
-	"QWQuFBQaU4sGOtK9/9Wlhxpk9iVFzUzYG5SBVVQx1GF52tLKI6k0bIGobOusJlfK4AIsgcJFMx4FPoI4",
-	"IzTFQicb6VFeCG2HnOvIKf1/tQovwJMpaJWZt504UFJrli8Ecol12ruoap/++LFnHrk1JPAcCd5A4DWB",
-	"zcQjojCTIqV3aSAAicZUOnEXnGsSzB1L1xtIU+YFeA04l0KGeAqtr5X27Vo1NxncRWN8TRDjdhVVJazh",
-	"EUGh+rzWQB1kf8lGtm03m02b5MQV6F+jEWFxrKjChRlIqmogVIVwr4Fi23Vy4xHiE9+1R4BlbR+a7acB",
-	"4aM4tEidwm5zex/hODJXRHqjOFbdr0lozAZDHtpgI7t0DzPGJewYltLW/9X8FBaoLcsFAKrlJVZgxlqM",
-	"3IwtAMaGWf6iuv3JAvwySXmDsvFzOf5/WBTHParrA6ZuKpTDsNZlEjlDnbMjy5N+/Nir7RtPUJI6kGJP",
-	"2v9VxGEzYvgWVZdCTIknyxuQHMXvbJIUJbMkpMjJjHdTn81mdSXR16MwIMzjvm7EcfcJHtXwmSxgSVwA",
-	"nIsSUCSWz9bNvw8F+wqF+vPDA/Tdq1ctKwul0RdVXewp8bA9xIEgro4uY3M5VsIm+LvpNandToA+w7+5",
-	"YLLipP5M2oRTlj7grCzZthEI6OA/SrttOEOR0OR0YZt8AQ7Okhz7JMErJB4PfYFcI3EquR0GDwkWnLn7",
-	"IL+qPRPmY6ZkWfgi9wFG+gvE8ERL9VTEJIP6DdRhKGJXDDJ0fSfVKNroZpR5QeQTeKT3G0Ow1dyFOTyw",
-	"O0HQgjrMRknev+UFK9ho9JrXN3SgxmW7/umb1WwdyyIKbThhmAoxNGB6tln8Q6ILl4lYcWxhkpNVTkLS",
-	"gYf7qdsWp6LARYJkE6CgzeZerdjUURadmIhZm7TmnRAlCBdLIRMisY8lfr4dz+GJK0oLnZgPWeSxQYkJ",
-	"16ZSkGBYchvW8w9qw0EqCrGk2M7txQg+CBJe2Ldzyyir10XBTndFyLTMvK+r/FTWTFZRW9qoJX/lEjdP",
-	"v7jNM7v8i4PxC4tsqRvoIG56BgdzuCRKWOWMrBWnf0yFXLicT7A2zvON+KqdXrcG5Ns090whnaopNfJA",
-	"QfcfdMbwl0/LFwurM9N9LsBgRoRwlAbpU/1fHRzKZIg9aZhz0vmQSRJq5ReFZEhCApn3go6YusxXZC7g",
-	"3QmRIfVEI2F8ExAsc75yW8VgghkekQlhEowGgoRQ/kO75oSJcbU/Cwdhf6IUfc4DUUvNEoOz2CtPmG+P",
-	"RonncRnPbIE/48GyFCx2NWTnKJlizKX2eA2hlvg1CQWBEiKUCFRlI8puYLrLuIBgL8RkSK/QoU5/V8fm",
-	"oC675vP0zkxyfF19WzB1bAYW2g6sPUqKP2vKl8hfSgMhPk2fjZG38qP+nDTzE3rEpEmOpuYTKiT1FL7o",
-	"gl/eXONKzIRM9kR6OlOCOD9dV3g40MuFdtgOwkhMcBBALMkw4DNtAUUT7I2pjvO0YRPQPvvLpy//NwAA",
-	"//8=",
+	"7L3rcuM2lyj6KijNVLWUULIsuzttuVJzFLecOLHbjq1O55uox4RISMJnClAI0LK+rq46v06d37MfYr/H",
+	"fpR5kl1YAEhQImXJtziJf3VbJHFZWFj3y+dKwCdTzgiTotL+XBkTHJIY/nuAgzGpH3AmYx7V3/P6heQx",
+	"UU9CIoKYTiXlrNKunBMx5UwQgQIcx3PKRiiISUiYpDgSCMcEMXJNYhSoAcNGxauIYEwmWA1FWDKptH+r",
+	"MF4XMPwnryLnU1JpV4SMKRtVvnzxKt0eHi1P3BsTxAf/JIF8JZAvJJbkFxILypmPsEAYCRlzNkJqJXKO",
+	"JB55iDRGDeT3Kzv9ip9fyQTfHBM2kuNKu/X6TdEqjkIymXJJmKyfk2mE5yRcXpQv44T4aDYmDMkxFSg2",
+	"4EFUIDkmCLYZZj/zIcIMERxHlMQoJr8nREg0o3KsX8cTgtKZg3n9JzIvBqGauBh8xzzAenlFIAxigqVe",
+	"EU/igGwKlnMsyTGdULk8/FG3d4jS5200JTGa8ogGcw82Z3YrUESGElGGqBRoRlnIZwizUAOABJyFAiVM",
+	"0kj90mfmDcJCkZ2o5FeE9Sv78bev9/aa+/Lb3W0P9SuSMMwk/N7a23utH/iNPrvrLutnsIHbNmteayOF",
+	"+nOzayTHWCI8nUaUhEhyFwge4oygiAqJqCQTRHAw7rOqD/vyPeTrnaj/CSIAyz0Akj8ZYh9xhk4OO+ia",
+	"xHRI9XHXNHD6zIHO79++aTab+7Nv3zRz0Pn9252mfeA30AVhUg2pF4+ZmJEYMBXFWJJ6pHZIwj7jUxLD",
+	"XKiKowgNEglbmhCJ1fFMOWVSpEc55PEMx2EdJ3KMYp5IIjzkf9/toa3r7S31K4/pv4jfZ7Av+8But4Y4",
+	"CwjgSICjiMTqSqmv1AUPFA63EUa7zW0P8Rj+t6OmRBhNqBCUjfpMBHxKPPVdSAIakhANyJDHBGE2l2NF",
+	"uqhAAU+YuhBqEYqkUSIQI1SOSYyGlEThHbCHyHhe7wwliZcR58JguORohqm0S4rVN5SN8vdxyOMJlpV2",
+	"hTK506p4anI6URSgtb37ze7bnTe733iVCWX6x2a6GsokGZG44lVu6iNez36tfFErnOIYT4hMab8gR0Dd",
+	"qFrhFMtxxaswPFHfBPqhV1GYS2NFBRXtcVf57zEZVtqVf9vKuMuWfiq2zNg5ihrMfyIFV6qDgogqehuM",
+	"uSAMXZE5qr79n//3f7Vev0bTmDKJBxFBwRjHOFBrrzVQRwNugYKqL9V5Dng477MYyLemx0MaC5mS4/38",
+	"JzAIZhzOXn2r8GO31dpXN0FPM6YR0WTJjqQpOBWKoA0jOhrDH7vNPY03AFHNZzOYLlD4cvR6DYdr/36r",
+	"Dk5KEqsx/+u3fv+mtV3v92++6X76+t8rhUxseIJlMC5mBYrPogjDLnCIqi63rLUBNLOYSoLGeDolTCDO",
+	"ojmiQ3jye8IlcDkhaRQhLDW1u9Ys2UMkEgTtbrca6NzgjYZixvB4omgf3GqgOCREu623DeR/5aOJWjUR",
+	"aDbGEqQJMy5c2CSOFcGqnh8eoL3t7Sb6P/97e6ex3diueUjwgnUnTF05qraOo2juAeWCzXCGsNkKLJ/c",
+	"UCFFW/HohF0xPmPmaVVRFoMZmoy+ErVs+7vN3UbpYQ/r+hBWXSHn1N/srjjJ06nexfKJflQyyDQmgjCp",
+	"+a2MMROw68ITVBd74QCp0EhRtadXW2dXm+xCkkkppaH64QZgcu7Gdv5udOr/iev/atb3Lutld+NndbCl",
+	"i/ndPL0r3bOjq5kuNEsrnUukz+86WzaDmq+n2H/pbNI8vetcdnQ10wdB4tKJEv3wrvOYsYFfWYIN7Oo7",
+	"HJ5rOqL+CjhTQrr6L4haWhramsZ8EJHJ1/8UWhJeb84z/ZWedJliWvIVciUkcKnplL5NSnPCgdxHPolj",
+	"HgsfKTAIkOzQENNIyRtaoKh4ruaVk6iLFmfe3cpeLJFQ1/rYvg9bVNy5l5IJreGUAHQzQKqBy6AIhAcr",
+	"6WiBTC0AxuqBq7YF7yyqJU8NRM6GEQ2eHBtTbRiU4QwpcRTxmabmhqdTdo0jGtbVi4lQSsUE39SJCHAE",
+	"6/O9TJCxUkztGaFpV92opwRvhyG4xQ21h0MeD2gYEvbUB+waViIcXCGMjEoDeo6QZFpPpgjMDprCPqMz",
+	"+54z8pQAe89RRK8J6MXBWGmMbESeETzec3nIExY+MUxEEoxTY4+63Vr0Uwr1K2FE2WcEpbOYpLL6IaYR",
+	"CZ/60lnBVkvCIB/jiDxTEJ2nktXTASkF0POkO0YU/sBSC9OTQudEG588ZHiuh8jNVIFI0eyYXPMrEiIj",
+	"8CMQxVE15c8Owfe9PvMTljN4+TVL+c33szEXBEV8RBkYkwRYwNS/qXVwjqr+ZIjr9qT8dp9ZGzDYO9RT",
+	"i0ZtBPbsfa0nKkqhxknNftq2F/GRUt1xEJCp0uBr2tDxDI7fq3z8+LHecUCWP9LbLHdad+InmM2NgiGe",
+	"VOgAcysCcyuaYXW7wIeCqr5rh7W2mc7ZkUagVwKZU7eWiVSaU9/1WdX/vtPrfuz84/K80+teHh+dHPUu",
+	"z7rnl73Tn7rvlThY9rz7vvO+p9BO2+YB616JFSNedC8ujk7f+zXEY6/ITK2HUqrhK4GUwj6ZStFAYDLt",
+	"M60V+I4B1bcugX1jPh8mAtwXxpCEHQvuCFMmJGKcgaNFvQ8wE88IQxdswys/d14tws3T+OeES/wcUXQz",
+	"DPXQKvwEorMSQe+EGhNLTPWSwM6HFU+DQZIpqhroIUUmkN9oNLbgnTq5CQgJSejrec1rrwTy4blV/KnU",
+	"DhuAiY9G9Bp+FEjQf5FaG2lfj/BR1W5O7+bypPOr3vlFDej52emFdo3oDzw9Dyn58ucPp73u4pf6Aw/5",
+	"Svcu+fCgc7H0HbzuIZ9mBmt0ReYlIxy9656cnfa67w/+cflT9x9mMGx8jta8vuTfRO+59saoE5vFVErC",
+	"DEXQ2G+dqZJOSOYZzHBJu1OF1AqAVov1KWOJrigLDQ8WDdQxPBcQw7oZqbQvoKpl0TxWunRtP7UPhzEe",
+	"yuwDcCpFROpX088tVOAULnu9Y2PoUOcOpnawTMOwYAZZXoAdQR3H5elZ933RKJnNJLs78MF59+L0+Jfu",
+	"u4WPlAIQJeAmVFNPcHxF4nRygdTbhIUCVTHYqkiojpmE9uhiEhGFCvAynzGEJbjnnouR4H509VnLio5M",
+	"2PjriFkfGL7GNMKD6EmNBOckVBeXhtpQpj3dii5ZxZizIR0l6ggUsVFybpXHKMBMvT8glt/VgGhZ335b",
+	"G9sy9ziIzzHB6kIxQ9ywdWPHRBErZJxZY8xGJNSeK+sDNhd3gQIKPFxSQ++H9PYEDqy55E96FB+Mq242",
+	"JuCgw5kBCHiKkDiWJDQ8xfj9FTjbCCNGZs7r4CsOiNJ05oadMAKHk6pEAQ9T8TL7cM4TNCMQW2CcmVQg",
+	"uNWPdGaZR/MvcmoGnvbQzN1yDm0hSsoxQ+izzBy/ENYxmeKY1DEL64JAeIsbMwZHqtm4DldLw3RmNCD7",
+	"1keqnfxGTXGXZSROmcbLCLS73cqWaJ3U3R4e6cAdjL7v9pAY85nIbVlLF2MehcIBwSMhTcpLDmCWvxDm",
+	"5E0qWjWBqxxqUq1QBElDY9EgoiyM5u1bz1mrqzwKzcA4UmTdOfTmdhrwpCiJ0i/U5xqp1GmzNChhAV2a",
+	"u/u5lWshl6GIC5mOqRRlJOiIQXwJqDENdDR0xhNJoNQR4ZVshGV86nGQKguU/LsQopQGOdE/mgRpipJq",
+	"S3Lh7NUWlc4AyiGP0ZAqmZtKFCq8ASphsCOdAo5XgGCuJcI6jiKrvgBPmo2xdOagUpBoaMVHJe0bg502",
+	"FpZTNAela4+DKT8pleIANIq/EKoYfRPMDdqw2kAfi1VdLxPxygPW8gzNjE5DrXHG9JqEaBjziaMC66tv",
+	"x8hFmRaSnlZzO5sfLCJ6EjuKtl9UYxP2rN8tiIfWEZrLZMeiebiPdpt7djF1yuomQA4GdMVbHVdHpQlG",
+	"ihMmahqKYGpeAmQakDfBc6ujYmMpNLt5HBQ23oW/HBKnHgUXixXfzGhZOwW6fkGkAXHm4wbqGESwo1lH",
+	"A2bzGZ4vMkbFjjGbKwSsgm0QOCwVwAFr+wodDJ2TfIZjjdlTEteBKQZ46hgwaBiRdONEU1WI/I2oUCsY",
+	"zJENMFZfi63POjrpi403FiYAmGlYad1b7e6RRDGIovrLoVEmfVEhklU4BM8zFIIPMwSyqKDGKMOeqprw",
+	"x4+9FGMgrNNqXUuWtX3DnJcRwppVQQNXB6/ehKPX4iGGOC9JYvFIqJAa8/5KmJAFn+aEKOCMqe6GC8O3",
+	"F1U7VFW6VQmzcUbfhyNNY1slR4IQh48sTau4h/p2DsZ6yz/AzFw10VGaQUbkmkRowmOyj7BQ8jjCYSiy",
+	"b8ZUSB7PEWEynu9re+u1FuliwqdKc9AQVgwxH46lbT+CsDBbICQUzXmCJgSzVG15UPSbxlwJlk9tgftI",
+	"oqg+5PFE3cFEpl6bKkYDnrDQQxgNEkGZEnrjJCLqhxlkdkFkDw/Jc4pM+8BEMp3yWJLwhIQU98DW+cdE",
+	"pSrh8ZVAZmrttqJGAQRn/TOK0/hio4BhHZ1Ejo/VFXMz3L7rXBwdVLzKyWGnINHNg4/AZn9ORBLBFqYx",
+	"n5JYUh0njN1RV8E3mx6Wxaf6eyrJRKxh0IasnCP98nazmSXh4DjGYC8XbgD4mnHcXkUkIMiutQKtCKyX",
+	"npSFY/+WzpGO4Dlgy6CuReqKiRguADXQRBL2CJ6std4gTTlaJ3nIqxhJsiNzWVEhlqSuyLXOjFqRe+BV",
+	"woTc4+ssVjbFqMfIzfIqERYyEwjuseL8QOcEi7KU0BiepRETef/iPvJxIvmlZYe+lruyF14J0BdrNgmW",
+	"oBGWRAls9hMtuPNrEoeJTTsBI0Ujv41iTDGs9D5H7xp+F0/uza57cnvN5jfbe3ut17vf7Db39rZXnp8Z",
+	"ORHroPGFfjO71ufq/bVvtr4rt76cTMN7XZMF6pDm/qWLyC0/3b+XJwDL18Vev4WzcO+1u/gywtOBWZzk",
+	"DxxaJ8iZQ4+GOBLEW59ErZlK1CjJJVIws7dr8YTyw66Gdm6FZSDQKuPzA8H9yOsdAbjiMm233q65o/bW",
+	"v5XmiBWwSo34C/husdvso+zwftBawjL/TEWN9D+30RMzVFfpG7eLIAtb0bPcsko99DKrD6TOxbiVGG0s",
+	"FOA/AX8exnxykVL9ZWaqKaLN6s6zyn2EB8Lk2su0FoPWGdfkhWXX5Al5nuQXd+B6MmfksDK+hkDGMEh6",
+	"tSop54f/KRVay6aZKFJc/iJHUUGwzWZ2Fl/Eo3IwK7sdy5w4T2ha+Szt4PK3Zn0P18f/vJqwaV1e1//1",
+	"6XPrzZdCIuqAzAHS6Vn3fcWrdC8OOsedXvddxavYMK9CxSif1Hc3VvEwHG0VObSRE8vwbOXh2SrP7P3c",
+	"apUAEtzvhXU7Lk7Rbmv7G4Sj6RgPiKQBGBUW7t9Obg07S0v49HmneOZ35JoG5IgN+YYQp9MFOOy+zs/a",
+	"rO916oe4Pmw3Pn1VOHeEB5r03UYtE0HizogsKYyvt1tFR7p0eIeURGGalJffR0gkptEaAztVKJaP6T2e",
+	"6GI5aIrl2EO/JySeIx4jbVRA6acL5wZsf3kiruhXwTQ/Xpy+R2f6KaLM1GgZ8HAderyA7GbjRcj+A8GR",
+	"HC/DSizddX51O1UzXxVNdMRkzMUUxJS7XHswhS+c3dvtvdatchh8eKl+vhzTJby6XdPQE6/ekuEdS+II",
+	"vQaLhPlywHlEMAOh4Gb6sKyPLkgo9x9QrGdg+qek63H9gGv74+1vJoOHNSy5OFCIQbewan2ORRjw48ef",
+	"Cs49Grn3phu+uyg2Ewbxdf7F1uvX23uFr17R9bTsKznP8eefzgqHS7SlzL4m6KjwtZvNrXZqAXpn6nO9",
+	"8BLIXSyD7orM19c1FPA3VS9ggqL1nAxxLtY0v64gLxKslC2dV9UZ87CgVN07EtFrEiOeQDbAALNw33oQ",
+	"oSzbAo3PCzdvlrjvp88lYpvxMD6Y1cXZnNmbO0cJYH+BJCsdwL5wVQYQ/E+691yml7eoW7wus8/TMHqA",
+	"Ke9oOl9irCeHnctfuudHh0clUnPK+goMpFyCGXMhbdNGBnJGEOMo4mxEYjTj8ZWoLaDWOhTQrQKjF+Pa",
+	"11Ya5e3xz+/G9e9/8e5/i26/A4Ub54zMTyjjBbJdhyE84QmTada7UQpeCTRRn6CEUSlQFUs04UKi1n+9",
+	"3kH/8///N9r2ELnBAXyoa+KBnDjFsSAxHO3DSQDWt7dcaPPwAO3tvv7G5pchLV9CDMLC/TZZlMdkWFCV",
+	"8eSwk+ZZppUXIVQa6iou7ubhLCWFikCruVskoOuSOcuLP2XGPALFJHNVdJQykNMC1mJnjuayyNWW3XaU",
+	"CYlZQNZSZowXdkmdLdZIwJ+/ukKgh7CwZ+XGymkN6PHOLaOd5eO/3ttzBnaBt3JoSWW0nnhqpUhygydT",
+	"9U1lLOVUtLe2xliMR1iSRkiurT9dbEFABTZGnnTdSUzrMRkSde3JxgodPLWL9lapXVDsq0CgubfTMnDs",
+	"GCvJsn0PvhGST2xdrlshHVIBUXYpFX042kbuzf3VnT5Qq3s8g+40pgFlo0cxlf6elZhbq1acVxE4IuJg",
+	"jBlbsuQ8tZ13WYZ6d9457FW8ysWH706Oer0SQUokgwmV98N7kQwklzh6BKSU+OYxRt3ES/tYW3tg729W",
+	"AtFx/zrUZQFbHWk1JVuLJ7lIbpzjyIHFvflLV3RNJ/JtOhPcuvu4Ux+UOK/tgG2XeWBXkI6d1r28u4uy",
+	"+QoUSGFSCvEN/Se/b+I/0RNILU4vmqUdEWuNO0rTSqW3vhpRRnqPdKV/TzDUs39g0n6VrBdOwqg8i2lA",
+	"HnxnBQ5pjU5XScXZ9dISlqBdjmeSTI6pkPd1tmc4tU6g3yNx40L//RoOy3TxZ8mm1G3TC7MepiqwAeQy",
+	"5WE9BF2fPm6VEchlbF517o5pYclScwuSlp7EmS3GvfIcFkvugPFhQuIRQVOIDofK19/s7L2p2aA9ElJd",
+	"HB1UY7ARTChzx95e5l6PxomWVIp14fyYTCwv+W1w8ktHeU5wCPHpy6QlJiG9laJA5gV4iAul7EIXoFe5",
+	"zqjKRlJcKpTptX0q3JBd0DLbTGKFV+cEYtgLLDS2+sy7D+ed7467l+fds+Ojg84FFJLlcUDaOoDU95DP",
+	"h0Nf11yK9Xg6v6uBPsZUEmFKsLMQYahRZ1LVoadMWlXBZIFATg6b24EEGuNrCLeZ6Fpfru21yN40GZAw",
+	"LOro0osTkoWyUlY3eRLaZYAEia8JVPVA5913RxeXH86PwSK47H2EqwgG8IIwhB/4TN/VekSHBDJOQiwx",
+	"qubKl9oS8xxq8/1w0e11f0VVnbnztubBL1//0P317Oi822fmwTeN3axO4BRDwa60u4Gt39PrHaMqj0LI",
+	"3ouvoZkCAM5i4VgQSW4gXQCk6IpXGeIoGuCgGD0jDMmZJ3nDUciTQURWM4CM3bFkMtD0fxrTCS6C25gL",
+	"2Z7yWFrKx3hIkMRXNi97plGJ8VnbVOeCkeD/FwqhGIl0xDKqUtlnOtEbyrEMMY34NYlrCni6eQ9mIY44",
+	"M+ceN1BHB3CZulZRIiSJ06xbi1V9Bke2hIk7jsjgejjU0L+se72VnjTlER+VYJVGAkgWnkZ8rhAn24Dn",
+	"rLoqyDWJcYQEISHCYRgTIYjQuOOArs8gDsMCD00wfC6IRNX0Dmjs0o8uBZE1Dw15FPGZGjqIuRApeEUe",
+	"0TIgK/VBr02JNma628MhUnDkr9wiYJ1LX0wDIeUzNTYt0nV4+mgtWRbDpvRsReu8sB7+FH4mf7UdEwwS",
+	"tP0bboL1JaWPzV/2oS4MZx+av+xDqP5mn+k/9KMiAmD8b0/mflw7oeehrLCyhFkMzXVJiyor+mpdhVXC",
+	"Qp2vfE3JTJSwihCCxtb0cOoIM+AwUKntZIg7xr/zeFbSh3HmRljIc+1MvecoF4TcJzlmkvnL/0Df9Bqf",
+	"OAG0G+WBpH051uqwUe6ITnt4uBkgy07pvA3OOaBFzPEKyEEhmXPrLNwx28FM1NPZy8arVhQmMsRJJNtu",
+	"7pJOo4T8Z2w7U6y4WK/3WnmZZmddj9jdSNp69MIJRTU3+PFB8fbNbg4Qb9aEg1OEWi8LFlKiEh/zEWVw",
+	"SdHJYaet67sphcM/Oexcnnd//nB03n3ne5D6GvHRiITqaVY51K2ObdrU9aEGpIdmY44nNBXpNKTzJbBN",
+	"Hvc2yhfWhlxtKGRiROllOn+va5lexdWxIHkuURjPYjZVUvcDRDkPmaJCkJAPhbQcd3RaFVQnHld9PWID",
+	"ApD9WgOd2mJ58IuSRq/IVPcZU+pkO6tthUdKnrbgNlIoqHymdSYWphTpGIsx0WU6TMk2oxOmUnmqttmF",
+	"KTE/hNgctYzlyIk1A6YXDkJ/tQL2R0WdQsWlj752i19vt+ppKzsk8Qh9jXx4Z/ut0+MOVbebb9GASlEr",
+	"KP9jiitf/NCpt16/WYxhXwhiz0exi8t8KP1268viL2+Lrexmlw9hXLVC48MlMOX5piMndw56R790dT55",
+	"SiPMnysDw8yIPRsf9leTbp9HnN5mslBxrN4F1IXhLCD7up4GlYp8qJviX17+wIWsj0eXtsEoCji/okRp",
+	"u/6vdTNHHY7Zf7zwvbykdDfhyOnvtmgrbr3JiIoHlUzqPA51PVKwpw3pUs5EKx+y11qO2VvT/abXJURy",
+	"R4ltU5dDQamGlWgEqnOO1GjXo6U7C0QH7Pq/J8Q8lnFCSqsyrJ9u+v+0vy41UCv42QoimX4fAyfX0kNx",
+	"6KqMSkU6p0AICVFEh2QfBRGeTLOWxFSIBMxnhpvEZIIpU7+o11FVEIL81JfuWyFAs9/aanlwZ/v1zpvm",
+	"HUTC0joV5tBzu3ZBV35hoJrUMgXPRSkV9NTM6lqllaSM/JG2sFuEILw4z0FmI1p6b7wu9k7eSja9VeHx",
+	"hUTQS9tJrts18q5oXpQwlCO2xKGjGZLcjhcnRPfQeOjYvU2p2QNEywGG32OAKY6JtTHgKDodVtq/rXms",
+	"n4oqE5lycFB41G1mN6FMlwWhAnFG0rxobVaPOZeoOuBcChnjKWQAApe2hUX0sGoQv9bQ0bSpeXZZ6TIP",
+	"71WdAEZYo4bKiF4TlrV6vzat+PfNzvTCbXVB2w8Ds4CoG+chP/cI6hqqI1XaQkQZwSPSTt9G/aTZ3AnM",
+	"PYA/iKl7DGP4a2WUP0q1o43rFq0dN3cvUnM7LXvgADqHRi3VT8nRJodgpXc4T9Ashm9SMQXgcIaLUq02",
+	"09IyMrnG6TNyIw+SWBSmZOTKH0CloSkekc1zbcv1v6wj8cNKZ6DiBElM5fxCgUXDcUBwTGKlkGV/HVq8",
+	"+fFjr1LQWNRkINZ1cQyoYFmF9EUP+Vc09E2Av4d8KoS/5eMk9LeU/OWn7fasc804Pfvs/PDg7Tet1zDY",
+	"gAiZ1p+fKlWABtqTDNU0B3NNdy0xrfoL/YV8r5DSeojHfabToy1lhse1BgIJRLRRzheF8p4o5PihkOuF",
+	"6jPHCYVcFxTKHFDIcT9p6xogJ5B6gHp2YmMpp45GegBaXjHV5lP8e7JYO54yhFN90WqJaR90/WfW5HpJ",
+	"r8wWgqf0J+LWf/tB91DfcCkm4706hJZErD6I+QwK4EZU3dLyFu0LSu3ywr5AjosO+1hws5skC3RFyFQg",
+	"MeaxrEdgfEpNoTgyjYcpM07nARlTZti67YfdNiXsDS70WVVENIQmJyxEVt81ErMHllnT19YzdkqhsB1s",
+	"tEip0TUPdc6O6gYzicQ6buLHj70+UyiOQY7NeK+HqJtBXvPcfk4CVflU0gkVug4Es/GrnlO01tY7rvWZ",
+	"WnNWN0QjJapiySc0MNDIyo1ASEWfdSGDDDKcEBWK4S+ldlX9siKRfq2B9ABpD9cBiTgbCaie3Geas+xn",
+	"hXSzBmvmfafhgJXvd5s7+hJFNCBMpykbpOlMcTAm9VajqfhLHDmZN7PZrIHhcYPHoy3zrdg6Pjrovr/o",
+	"wjdZkk+KQxUndqmy3Wjqt/iUMDyllXZlp9Fs7FSAIo+BqG41ZiSK6lBTduufsyvRsOUyRwQ4c4qCitBX",
+	"vicS8pwXusS3ms0H62YO45dU34TovI9kgH4ic3RBZEPL/sZ/UTxuutAtk4rmcJdK+7dPSkqY6ACYij79",
+	"KzLXUU+6lyIRCy6aHz/2hIkLfL39jQco9ra5800NQuxHQjFNdVkqn9RcWyEPFJDsf7c+YyGI/GJ+GkO5",
+	"in+tgvgP5pVHBLopmlECdhuWRQVKpg8N82MlxkPXhbSpuuRJMNZ0rgSmEyJjmoLV4HdjjifRKkCeTgnr",
+	"nB1tBkg76AY9t4pgaOZGIQ+SCWEPjro9lxEUAw26qazEtHP9xiMiWhbPWVgmG4dzXUo6viYAodfNnacv",
+	"1L1Ud/sBi0E/4JGnsLRhirBaPIhIzfGpShIo/d/ubIoHNKKgmxQiyfX2Vtqgz0GVBckaShyLnFdTC2u6",
+	"PcaSjd8KVqCZayFSkdEGOmVp1xUQrv1fodld/Sv7iVpzbGIKtVVdztMwoGQqZEzwBHj/uWK3AqjVDYW4",
+	"0RFlNxARO740ZlnfQwc4DOfIN2LOpXrqe6gXYzKkV+nvHfi5z7rsms+RT24kvPkvv5YKSFCSIKYjqqQz",
+	"M/4rkS57ZgqhUymgyFFb7ZyH83pEhOgzp52NlhNscW7bVdo/0DhfV1qrr/taQccjbcmYK3lszHVh7x+6",
+	"nXd9VtWL1WJkbnX61ZoWiUxwLzhrqEDfd3sN9JHHENWZiz6ADtd9ppAKgDoHVzFlCNjY2fnpr0fdi8Yk",
+	"RNV+5Tstjs55Eut3+xUtkYFpasZB2BxGfJY69UM6hGRhGc3bfVZHX32VDzX46itUxUvdLcraaOv4A8Ow",
+	"QzQnUndu7jOkhWJTnDuNUACnOzSeI9ckausYg9V5z7kIhIYa+cygmkJCddIoolcERrW9qsA1ljrgjbFK",
+	"NxFX0PDQbEyDMTRhscvN+typAUzohLnPDAli7h0jM9PJQUPvQkvyGmzZGJzprkQjEtZpGitXayMo+Z1K",
+	"rgLQxpyNwoRWs7mvVuP/BwDo25PDju+Itzu3AcsoFk7IRhoSoobV2/KMvTLdi97jVElIQh2Q7gXgq8m1",
+	"EJ1nWWlZ8opT4EyAIXWZAzvt3RVG6aFdKmJVfpFqeVAJLVPyIlu7cC0247iOv3x6RJa6WJu9qJW0jg5e",
+	"YGMHoH0oMhPz6DZGlnu5/p7XLySPwRNiKHbqTl+IxQA8g1QEfYw5+N1uiTKjX6S20wV/yhQHpG5j70Ok",
+	"bXuoaniMYwiv3XXmLNa2oAKp7ScXoqpDqu49Z2bVXZ5TkzOoyaHvjLFy3nGuXlp0rMCnAM82G1gNvavR",
+	"e7WA8x0OresaPtneQNAzpSq0WVV3+EhjRjIBqWPt87lmv4npoJIz/yjFGUcJcasq5k44bZgEfEZNaDvQ",
+	"TXCke2wUtRTWpMSWNlkQr7KYjN3mdqbM98Z5D47iuumsedtbOf21fU+cgeDUgfecDPEZYaE6sBzAFoP9",
+	"FlomloX4aWJeCkLN7sz3tl9Z23I2JevYbiOm3Uw1tZJaU9bW5zTk44viw1v649pdwVu4JKfFlVoQFak8",
+	"sS7QXQmh4jTeuIdG8t6FeRsx7qCGEgpX9rPmjPRZ1S/ABd9DfsIclkhCP8tkMnGKwJs1qGZYgcXKpieH",
+	"nT6zQZ35yEwTj+mwmfs3sN7dSAl0aYOSQj5M3WjXDNmNwNTOyUdaKrIQwOJKbxozQAkrLZWgOnUsgYyQ",
+	"UNjvjDC0NrbuZNiqPo51tbNCAQbmNNtbE0sXRbMHwtR0m+6aUDUnQII0moOxRTrDsCMcXEGrJ8XHXQvA",
+	"al7itji/t5L9edGd8dunL97nRceC/tF1Sv326UtOPz/UimJdnRsKxiS4AlyKF/VURULHXILv3bV3DZ3v",
+	"M+0c7ODgZeSiwIqjo/ihc8ySTFwEi+yVLafvI7gsPqWFtr7j4fzB5NXlzgpf8i5HE/y1IDBvP+gCysx0",
+	"CroLYnK3h0e3ScfwzhevUtC487ZPiz754lWOjUvlts/T99xmUX9Ac667i3y33mxLIsNKxgtWf3TI4wEN",
+	"Q8L0F3u3f3HA2TCi2q29u/16nXUVNCNTH7da63zsdoSDr9ZYY4/zE8xs3UlxGv+ccB0nsCmNdJsDPwC5",
+	"zBHBfPJiniKe6uZ8i249VB1zxpNYLLaedamhpnt5Mrj1WXfN+bLKqG1o4aPp349ITl4udPGF3r39i/dc",
+	"HvKEhXe9XX+U6FF0lyAreOEqdQC3Cu7Hplzf9n37VHixtkyHECVv3G1Yr0RQ0f2l7iaoDKFz5+lUh0Y8",
+	"qqSSb4O1lqSyxr3Jtw2xF+Gvc+E2Z7lrcM2zGELQAWSHkI79ANz6aSiD03b4KfntD9YNaHv0ZpEreIKq",
+	"p2fd90r7SrvdrM1vt9K+QA9PGLpm6GdPGpb7/ryQhxfy8CciD0v3H/3P//ff2V+e0447mVrnpU03WpdS",
+	"jLM+fKskdNuu75EFdTtNibxuFvuMml6/iOHPWgy3St4r4QajeoiRGRFS+zMeX0g3Pfsenhefw8AvnPiF",
+	"E79w4sfkxLbHJDBg04NyPfZqG3c+xt2HkV8u/8vlf7n8Ty+Gp21nSymBTt+6zRWo+6U8U19gQV+AJ3YG",
+	"avCUqAOQt/TiDnxxB764A+9M+HJ1Thcon54TYTdNcC1noCF9C6Rw67Npo/JFB+ZERBso82TxHfxuyeIC",
+	"YdktbG1JJAl1nEoESTRoxBl5MRKsc9ueiHVnZPNpMVgjh061AezFUApLIMiaR9Uss7UQfb1Sm1gJfjb/",
+	"HIzv5TL8zS1mbq3rJc+1Q+2LL8Vmsmra0u0TJDbrrh/5CwXNQO4oCWtVdgMRGNqH1GElX9/hTurGJevr",
+	"sI9PDUzpkxeq8KK3P4nw+3az1abh3U9IMQ/s5Dh6WoHjJCMujtRRPRrWgUylgdebSMtbaWWiQmnkmAqZ",
+	"NrcSjy6TpM3ESqgRLFZJ47rU5mAOvyAavlCmF3nlEeSVVB42leGQ7Qj3gILLyou59Vm37FtXq4UGevcT",
+	"c16kjJe7/JRSxgvLX8Hyz8mEXxOEM+qzj6B/r04NVWCZTBOpszLTPgJCkumDEinvdhqiO4uCHpYUCBJn",
+	"iXwoAvVIrgjbvvNF+3qhiy/a1wspXrJdhSa/2nRpeRiSXCb96e7+m4d25Axiha7hCxj5IQxifwRF1HBR",
+	"0AVQvdDEF1nxhUAZ8xC/dr1R0L3o3XnnsIckRxcfvjs56vW67za0Fwm3BI5VP4srwhVXjxCSRtFyDQlT",
+	"AqSxVNfpmI94Itfyzh7r2hg8WRSNDiKC4/oFlaT+DuuuAwuVifqmwLDoVzzUrwjJYzwi/Yq/YSGdP4qI",
+	"eJULIutlNZdh/6KoGc9d6vnche78KV2/a5Z+yJcw5SOFgKiq667k6iJ6KNAHAWlYpkaiICwUaAFD3Rto",
+	"b5zjIV4qtrFOlZa0895t9fNqphhOnznFZpb77jXQuwTKw+G02Mc61eag0mCf2fJxrWbTLESXPGmjXC/B",
+	"okpv3xN5oMusX6Slvx9N+Eg7pZUldZvms2Z7j1FWbe1bZ9a6ePmecdWU3NX5OOYIT9CRujvDmEDXQV3q",
+	"MyJoRlnIZ4izaK77DUZUyoggPjSltyIylMXXJs+5tkx181Uc7NzcXQI1oO3tMp3P9ZEjcqO4nK6tyYi5",
+	"eroyWK6UksF3Y6bwlBKg3k9rl5OprvoCWgE8Ech/1z3u9rpQ9ioRCjc+6y6UX9IqWP+h5//W9/rMdO+u",
+	"Czx0WjxmSCmQGCtVRI0+xmKMJB7VGqhneqVcEdsYwG2yiWWfQdN/zgwcbHMC0/u/kQVlyTYweyVmAXjS",
+	"4pD+ZzNBGzW/FF5mDeqT+akck/idOZo73edcrSfo8XCayG4kyGxMYpKv99SbcaSzXw02INMVQosaaUGn",
+	"tMFNa4O6SLmW5gV04wc+QxPM5mYF6SHNSEzcWnHPJqDs7qTn78P3L+iIAeOHuwIoh0gkCKrqy5M76zwp",
+	"2df/N51D1CUVEs/FLTLAsl/2ZH6v+7MRPyxzyh7T61TcWUh921/u1g4VE2NFf3yzff8F8f8UvDon+0Tu",
+	"oWf8wnTLXp8lu5UdV/k3Lc94Zye4XTU8t8U//36Bu2UY+lwd+s+IlitanCPVr0QqMJSE87qUejNbqtOg",
+	"91P+fuTyesq6/VFoF5T24QVBWWl+pkc1PNftJfuszxYrrDe++gp9LNEHnTrlS4Vb3aqw0A5e9NlSQ3gd",
+	"CC3QV7misV810IeyIqse8r/v6rKvKdYqSTf9NW0mXN4wXhfRh9FNP0S1v93mdp9tUtwdVXeb27qk/G5z",
+	"x+mgvlxFXvA+w6Y8vlbr5ZhM0AAHV8vl3t1u7Wr32cr7zOkNVlr1NlW0fU9XSvcbjYZTD9fXjR8iMJ+p",
+	"IR2dwkKvhjDY6hCVWh0wJgJ7viJbc/6oByTgEyL6zHfbePsLZdpRwkISI+zUdAdVh0ehEXP4VKCZ6TeA",
+	"pemFylmfFWocNYO6plqrwtmOY3AA/CMhirAk8aL5oerrRuR+za1inJouTIOAFJXHfCYWsXiQSC2ZZWfe",
+	"WCqdr82bUyzEvoOuKRKXVtBfUSPfKZBPg3GfxVxiezZG4WQhijEV9sB0OXueFssHoNmS5NgADpB4zKMQ",
+	"qutPuJDI/77T637s/OPyontxcXT6/vKk8+vlWff88sNF99zP8/kG6kgNtABPPWPDWfz++OjkqHd5dnp8",
+	"dPCPb9UNlXUehURIX2OCoe413SpEG6YQvCd0zzujyEYEC4liEkCPCATNMdJjdLxqOa06u/kZpDO91ssE",
+	"FYte+2YXmnL40MbcftlqId/MWI+Ad5t+MIVarU5mcs1TmwQpuJosXL7FUubTCFNmaEk1q8JtblDN1WCd",
+	"7vYVwFVojQhykxodD+DJIY3JkN8okBxTltxAU07T0bGCI/V2WjBcsYmTIb6lCH5xhfCN6Jpu+7ZI1nSP",
+	"GBLu57rTwRWYjTmeUNeIkbdY9tmEYDYb04i45O5VavcIcBzT3M3K2nWAzYmPhNqMQhPTDbGkXrqncXC7",
+	"DaRgxtUygdQq3qbLQCs6IbmiteS2A3N4sg5AKTidtc0TBisfKdP2Ftw9tgiR2/JS9/12pdVsvak3t+vN",
+	"N73mXrvZbDeb/5lr6J9Bx2kZnX32OvdZvt//4ms79rUUFSvtirj8uTUeDyZh1Pv44eYSf/+LGHz/Voat",
+	"vfng+5/lSc+p0l3RvCVtit2ujEcL3zMu6woVcaRbKNb/mQhZx6xuAFYHaNSbzeZ24VXLQPi+pPJ+ZuL/",
+	"s8E2aP3yz0Hr9dXxr++jYOf9dNByYesy4YeBcOsO10W3lCgLQrA14k3Cn+7F8ygdVl6iFAqjFP4cedl3",
+	"UYdz5PrhAwjyzYJLk7Ithut+6sARZ2OOxlggdc0ygrSsCi8HD6xt6NGB7KVevhc7z0uC9mb4rNHDwefV",
+	"VpzVadl/vPe52On8gtx/8wSmXDv4ohSmYRJF6JqSGeJD9zLo7pOZ3gzdbubaZwyO9tI78mCmznJ9cPPY",
+	"V3car8SACjY4zNAPJ52D1NbLQ5LZS43fKjUz6d5K4OdQkOIzBq1Ll/pT9tms3KBKoYNyal0DXz24z4c4",
+	"kDxeMqzOXX0aTKzVZf22tmQzMitbisIxMRMbm7+0tQvrJq2KwlGWELGf7wyZRR45Cyk1kpwM8UF6xI9Y",
+	"3Ck3T1k0T67dJpwuI1qnVzjxItH/peKOnyr+N8O6pxV2LiSOpW07lqF2NcpZqkyfN00Haq6THoUkotck",
+	"jVcMiXaKDdEAs3BjQd8x4j0OKb9ILF2y3gtsbKTQwV+RJdNTWW27utDQ0Br4tBpTA7D0mYFLUdhWoUcE",
+	"reMQAVobE5nEzIZeabjzKCy0WKPVgVgFtPUXgPPJEFceJ0PuZIj1FJvX2XzQ+altWbeACpJMpyREyXQ/",
+	"3yDZpusI5DiiXuj6c6br22ts5XvOyF/cDnSQNuw8GOM/gJvo655amhU72FckyWnZ7wisZCpQMs0bRJFx",
+	"XG7OOfSHj8M1oB24MZKjkOBQp/EJdEWmcjkd5RyW8nSq/zp251fC6QD/QsteTAp/NK04EiIhubgPqw2a",
+	"7/bRrXEgK6mEDldfWaWop19ZMk0UNvMHjHU9Qim0Xje9ypDHEywr7QplcqdV8Sq270l7u9n0KhPKzF9p",
+	"xhRlkoxIXPEqN/URr2e/KrgWUSCfkRt5kMSCx741Q0xjck15ItAUj4juF7y89AC+Kcvi2m69hTp4ksTq",
+	"2//6rVP/T1z/V7O+d1n/9PW/V5ZTvB4zkReO5AwX69+njKQbfTFmPhNL/cMTDn1zSy2TkjDM5CsjMSxE",
+	"kJsoI43yClkUymZkwhAFMEeWsvqMJA1IxNlI2Mi8NMBTLwFEFxMdhUQyEEQuhYJCY2rRQEe697+69FCD",
+	"zL6kqJkJe4MysIoqxjosT1taeSKVhi0QlW2d1eRLGV2AJVD4aMaTKEQQZ4SmWOhkIz3KK6HtkHMdOaX/",
+	"r1YRRHgyBa0y97aXBkpqzfKVQD6xTnsfVe3THz/2zCO/hgSeI8EbCLwmsJl0RBTnUqT0Lg0EINGYSi/t",
+	"gnNNorln6XoDacq8AK8B51LIGE+h9bXSvn2r5maD+2iMrwli3K6iqoQ1PCIoVp/XGqiD7C/5yLbtZrNp",
+	"k5y4Av1bNCIsjRVVuDADSVUNhKoQ7jVQbLtObgJCQhL69giwrO1Ds30XECFKQ4vUKew2t/cRTiNzRaI3",
+	"ilPV/ZrExmww5LENNrJLDzBjXMKOYSlt/V/NT2GB2rJcAKDassQKzFiLkY9jC4CxYZY/qG5/toCwTFJ+",
+	"RNn4pRz/3yyK4x7V9QFTHyuUw7DWVRI5Q52zI8uTfvzYq+0bT1CWOuCwJ+3/KuKwOTF8i6pLIaYkkOUN",
+	"SI7Sdx6TFGWzZKTIy413U5/NZnUl0deTOCIs4KFuxHH3CZ7U8JktYEVcAJyLElAkli/WzT8PBfsLCvXn",
+	"hwfomzdvWlYWctEXVX0cKPGwPcSRIL6OLmNzOVbCJvi76TWp3U6APsO/S8FkxUn9ubQJryx9wFtbsm0j",
+	"ENDBf+S6bThDidDkdGGbfAEO3ooc+yzBKyYBj0OBfCNxKrkdBo8JFpz5+yC/qj0TFmKmZFn4YukDjPQX",
+	"iOGJluqpSEkGDRuow1DCrhhk6Iae0yja6GaUBVESEnik95tCsNXchTkCsDtB0II6zEZJ3r/lBWvYaPSa",
+	"Nzd0oMZlu/7pq/VsHasiCm04YeyEGBowvdgs/ibRhatErDS2MMvJKichbuDhvnPb0lQUuEiQbAIUtNnc",
+	"qxWbOsqiEzMx6zGteSdECcLFUsiESBxiiV9ux0t44prSQiflQxZ5bFBixrWpFCQaltyGzfyD2nDgRCGW",
+	"FNu5vRjBB0HiC/v20jLK6nVRsNNdETItM+/rKj+VDZNV1JYe1ZK/domb51/c5oVd/sHB+IVFttQN9BA3",
+	"PYOjOVwSJaxyRjaK0z+mQi5czmdYG+flRvylnV63BuTbNPdcIZ2qKTXyQEH3H3TG8JdPqxcLqzPTfS7A",
+	"YEaE8JQGGVL9Xx0cymSMA2mYc9b5kEkSa+UXxWRIYgKZ94KOmLrMV2Qu4N0JkTENRCNjfBMQLJd85baK",
+	"wQQzPCITwiQYDQSJofyHds0JE+NqfxYewuFEKfqcR6LmzJKCs9grT1hoj0aJ52kZz3yBP+PBshQsdTXk",
+	"5yiZYsyl9ngNoZb4NYkFgRIilAhUZSPKbmC6y7SAYC/GZEiv0KFOf1fH5qEuu+Zzd2cmOb6uvi2YOjUD",
+	"C20H1h4lxZ815cvkL6WBkJC6Z2PkreVRf86a+Qk9YtYkR1PzCRWSBgpfdMGvYK5xJWVCJnvCnc6UIF6e",
+	"risCHOnlQjtsD2EkJjiKIJZkGPGZtoCiCQ7GVMd52rAJaJ/95dOX/xsAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -250,3 +250,57 @@ func TestEveryResponseSpeaksOneVocabulary(t *testing.T) {
 		t.Errorf("walked %d operations", len(w.seen))
 	}
 }
+
+// TestIfMatchRequiredWhereMissingIsRefused: wherever the server answers 428 without If-Match,
+// the spec says the header is required, so the generated client's signature says so too (its
+// params field is a string, not a pointer: client/example_test.go uses it), and the gateway
+// still answers 428, not the validator's 400.
+func TestIfMatchRequiredWhereMissingIsRefused(t *testing.T) {
+	t.Parallel()
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Responses.Status(428) == nil {
+				continue
+			}
+			n++
+			var p *openapi3.Parameter
+			for _, ref := range append(append(openapi3.Parameters{}, item.Parameters...), op.Parameters...) {
+				if ref.Value.In == openapi3.ParameterInHeader && strings.EqualFold(ref.Value.Name, "If-Match") {
+					p = ref.Value
+				}
+			}
+			if p == nil || !p.Required {
+				t.Errorf("%s %s answers 428 but its If-Match is not required in the spec", method, path)
+			}
+		}
+	}
+	if n < 4 {
+		t.Fatalf("%d operations answer 428", n)
+	}
+	h := embedded(t)
+	auth := h.bearer("acme", allScopes...)
+	q := createQuote(t, h, auth)
+	qp := "/v1/quotes/" + q.QuoteId
+	item := map[string]any{"sku": "sku-1", "quantity": 1, "unitPriceMinor": 1}
+	for _, r := range []struct {
+		method, path string
+		body         any
+		headers      []string
+	}{
+		{"PATCH", qp, map[string]any{"taxMinor": 1}, []string{"Content-Type", mergePatch}},
+		{"PUT", qp + "/items/a", item, nil},
+		{"DELETE", qp + "/items/a", nil, nil},
+		{"POST", qp + "/submit", nil, nil},
+		{"POST", qp + "/submit", nil, []string{"If-Match", ""}},
+	} {
+		p := wantProblem(t, h.do(r.method, r.path, r.body, append([]string{"Authorization", auth}, r.headers...)...), 428, "precondition-required")
+		if !strings.Contains(p.Detail, "If-Match") {
+			t.Errorf("%s %s: the 428 does not name If-Match: %q", r.method, r.path, p.Detail)
+		}
+	}
+}
