@@ -371,7 +371,7 @@ type AuthorizeResult struct {
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
-	Tenant    string     `json:"tenant"`
+	TenantId  string     `json:"tenantId"`
 }
 
 // Case defines model for Case.
@@ -481,14 +481,16 @@ type IntrospectRequest struct {
 
 // Introspection defines model for Introspection.
 type Introspection struct {
-	Active    bool    `json:"active"`
-	Exp       *int64  `json:"exp,omitempty"`
-	Iat       *int64  `json:"iat,omitempty"`
-	Iss       *string `json:"iss,omitempty"`
-	Jti       *string `json:"jti,omitempty"`
-	Scope     *string `json:"scope,omitempty"`
-	Sub       *string `json:"sub,omitempty"`
-	Tenant    *string `json:"tenant,omitempty"`
+	Active bool    `json:"active"`
+	Exp    *int64  `json:"exp,omitempty"`
+	Iat    *int64  `json:"iat,omitempty"`
+	Iss    *string `json:"iss,omitempty"`
+	Jti    *string `json:"jti,omitempty"`
+	Scope  *string `json:"scope,omitempty"`
+	Sub    *string `json:"sub,omitempty"`
+
+	// TenantId The token's tenant (an extension member, RFC 7662 §2.2; named as everywhere else in the API).
+	TenantId  *string `json:"tenantId,omitempty"`
 	TokenType *string `json:"token_type,omitempty"`
 }
 

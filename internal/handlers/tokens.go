@@ -140,5 +140,5 @@ func introspection(in tokens.Introspection) Introspection {
 		return Introspection{Active: false}
 	}
 	return Introspection{Active: true, Scope: &in.Scope, Sub: &in.Subject, Jti: &in.TokenID, TokenType: &in.TokenType,
-		Tenant: &in.Tenant, Iss: &in.Issuer, Exp: &in.ExpiresAt, Iat: &in.IssuedAt}
+		TenantId: &in.Tenant, Iss: &in.Issuer, Exp: &in.ExpiresAt, Iat: &in.IssuedAt}
 }

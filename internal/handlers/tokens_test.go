@@ -199,7 +199,7 @@ func TestTokensAPI(t *testing.T) {
 		return in
 	}
 	in := introspect(h, admin, map[string]string{"token": out.Token}, "application/json")
-	if !in.Active || *in.Jti != out.TokenId || *in.Tenant != "acme" || *in.Sub != "svc-b" || *in.Scope != "quotes:read tokens:read" || *in.Exp != out.ExpiresAt.Unix() {
+	if !in.Active || *in.Jti != out.TokenId || *in.TenantId != "acme" || *in.Sub != "svc-b" || *in.Scope != "quotes:read tokens:read" || *in.Exp != out.ExpiresAt.Unix() {
 		t.Fatalf("introspection = %+v", in)
 	}
 	form := url.Values{"token": {out.Token}, "token_type_hint": {"access_token"}}.Encode()
