@@ -329,20 +329,21 @@ type AuthorizeResult struct {
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
-	Tenant    string     `json:"tenant"`
+	TenantId  string     `json:"tenantId"`
 }
 
 // Case defines model for Case.
 type Case struct {
-	AssignedTeam         string     `json:"assignedTeam"`
-	CaseId               CaseId     `json:"caseId"`
-	CreatedAt            time.Time  `json:"createdAt"`
-	DueAt                time.Time  `json:"dueAt"`
-	EscalationLevel      int        `json:"escalationLevel"`
-	LastTransitionAt     *time.Time `json:"lastTransitionAt,omitempty"`
+	AssignedTeam     string     `json:"assignedTeam"`
+	CaseId           CaseId     `json:"caseId"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	DueAt            time.Time  `json:"dueAt"`
+	EscalationLevel  int        `json:"escalationLevel"`
+	LastTransitionAt *time.Time `json:"lastTransitionAt,omitempty"`
+
+	// LastTransitionReason The reason of the last transition; `auto_escalate` (the transition's name) when the gateway escalated the overdue case itself.
 	LastTransitionReason *string    `json:"lastTransitionReason,omitempty"`
 	ResolvedAt           *time.Time `json:"resolvedAt,omitempty"`
-	SchemaVersion        int        `json:"schemaVersion"`
 	StateVersion         int64      `json:"stateVersion"`
 	Status               CaseStatus `json:"status"`
 	SubjectRef           string     `json:"subjectRef"`
@@ -371,15 +372,17 @@ type CaseHistory struct {
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
 type CaseHistoryEntry struct {
-	Actor           *string                    `json:"actor,omitempty"`
-	AssignedTeam    *string                    `json:"assignedTeam,omitempty"`
-	At              time.Time                  `json:"at"`
-	EscalationLevel int                        `json:"escalationLevel"`
-	FromStatus      string                     `json:"fromStatus"`
-	Reason          *string                    `json:"reason,omitempty"`
-	StateVersion    int64                      `json:"stateVersion"`
-	ToStatus        CaseStatus                 `json:"toStatus"`
-	Transition      CaseHistoryEntryTransition `json:"transition"`
+	Actor           *string   `json:"actor,omitempty"`
+	AssignedTeam    *string   `json:"assignedTeam,omitempty"`
+	At              time.Time `json:"at"`
+	EscalationLevel int       `json:"escalationLevel"`
+
+	// FromStatus The status before the transition; absent on the create entry.
+	FromStatus   *string                    `json:"fromStatus,omitempty"`
+	Reason       *string                    `json:"reason,omitempty"`
+	StateVersion int64                      `json:"stateVersion"`
+	ToStatus     CaseStatus                 `json:"toStatus"`
+	Transition   CaseHistoryEntryTransition `json:"transition"`
 }
 
 // CaseHistoryEntryTransition defines model for CaseHistoryEntry.Transition.
@@ -436,14 +439,16 @@ type IntrospectRequest struct {
 
 // Introspection defines model for Introspection.
 type Introspection struct {
-	Active    bool    `json:"active"`
-	Exp       *int64  `json:"exp,omitempty"`
-	Iat       *int64  `json:"iat,omitempty"`
-	Iss       *string `json:"iss,omitempty"`
-	Jti       *string `json:"jti,omitempty"`
-	Scope     *string `json:"scope,omitempty"`
-	Sub       *string `json:"sub,omitempty"`
-	Tenant    *string `json:"tenant,omitempty"`
+	Active bool    `json:"active"`
+	Exp    *int64  `json:"exp,omitempty"`
+	Iat    *int64  `json:"iat,omitempty"`
+	Iss    *string `json:"iss,omitempty"`
+	Jti    *string `json:"jti,omitempty"`
+	Scope  *string `json:"scope,omitempty"`
+	Sub    *string `json:"sub,omitempty"`
+
+	// TenantId The token's tenant (an extension member, RFC 7662 §2.2; named as everywhere else in the API).
+	TenantId  *string `json:"tenantId,omitempty"`
 	TokenType *string `json:"token_type,omitempty"`
 }
 
@@ -545,7 +550,6 @@ type Quote struct {
 	PricingVersion int64       `json:"pricingVersion"`
 	QuoteId        QuoteId     `json:"quoteId"`
 	SalesChannel   string      `json:"salesChannel"`
-	SchemaVersion  int         `json:"schemaVersion"`
 	StateVersion   int64       `json:"stateVersion"`
 	Status         QuoteStatus `json:"status"`
 	SubmittedAt    *time.Time  `json:"submittedAt,omitempty"`
@@ -631,14 +635,15 @@ type Session struct {
 	CreatedAt         time.Time `json:"createdAt"`
 
 	// Current True for the caller's own session (end-user views).
-	Current           *bool      `json:"current,omitempty"`
-	DeviceLabel       *string    `json:"deviceLabel,omitempty"`
-	FailedMfaAttempts *int       `json:"failedMfaAttempts,omitempty"`
-	IdleExpiresAt     time.Time  `json:"idleExpiresAt"`
-	LastRotatedAt     *time.Time `json:"lastRotatedAt,omitempty"`
-	LastSeenAt        time.Time  `json:"lastSeenAt"`
-	MfaVerifiedAt     *time.Time `json:"mfaVerifiedAt,omitempty"`
-	SchemaVersion     *int       `json:"schemaVersion,omitempty"`
+	Current *bool `json:"current,omitempty"`
+
+	// Device The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
+	Device            *SessionDevice `json:"device,omitempty"`
+	FailedMfaAttempts *int           `json:"failedMfaAttempts,omitempty"`
+	IdleExpiresAt     time.Time      `json:"idleExpiresAt"`
+	LastRotatedAt     *time.Time     `json:"lastRotatedAt,omitempty"`
+	LastSeenAt        time.Time      `json:"lastSeenAt"`
+	MfaVerifiedAt     *time.Time     `json:"mfaVerifiedAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId     `json:"sessionId"`
@@ -661,6 +666,11 @@ type SessionCreateRequest struct {
 	// auth, whoami and the device operations answer 401 `mfa-required` meanwhile).
 	MfaRequired *bool  `json:"mfaRequired,omitempty"`
 	UserId      UserId `json:"userId"`
+}
+
+// SessionDevice The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
+type SessionDevice struct {
+	Label string `json:"label"`
 }
 
 // SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
@@ -891,25 +901,25 @@ type CreateQuoteParams struct {
 // PatchQuoteParams defines parameters for PatchQuote.
 type PatchQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // PutQuoteItemParams defines parameters for PutQuoteItem.
 type PutQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // SubmitQuoteParams defines parameters for SubmitQuote.
 type SubmitQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -3063,16 +3073,14 @@ func NewPatchQuoteRequestWithBody(server string, quoteId QuoteId, params *PatchQ
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -3153,16 +3161,14 @@ func NewDeleteQuoteItemRequest(server string, quoteId QuoteId, itemId ItemId, pa
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -3222,16 +3228,14 @@ func NewPutQuoteItemRequestWithBody(server string, quoteId QuoteId, itemId ItemI
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -3271,16 +3275,14 @@ func NewSubmitQuoteRequest(server string, quoteId QuoteId, params *SubmitQuotePa
 
 	if params != nil {
 
-		if params.IfMatch != nil {
-			var headerParam0 string
+		var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-Match", headerParam0)
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
 		}
+
+		req.Header.Set("If-Match", headerParam0)
 
 	}
 

@@ -30,7 +30,8 @@ func Example_sessions() {
 		log.Fatal(err)
 	}
 	login, err := client.Check(svc.CreateSessionWithResponse(ctx, client.SessionCreateRequest{
-		UserId: "example-alice", AuthLevel: client.AuthLevelBASIC}))
+		UserId: "example-alice", AuthLevel: client.AuthLevelBASIC,
+		Device: &client.DeviceInfo{Label: ptr("Alice's laptop")}}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -66,7 +67,8 @@ func Example_sessions() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("devices:", len(devices.JSON200.Items))
+	// The view answers the request's device.label at the same place.
+	fmt.Println("devices:", len(devices.JSON200.Items), devices.JSON200.Items[0].Device.Label)
 	out, err := client.Check(user.LogoutWithResponse(ctx))
 	if err != nil {
 		log.Fatal(err)
@@ -76,7 +78,7 @@ func Example_sessions() {
 	// login: ACTIVE BASIC
 	// whoami: example-alice BASIC
 	// step-up: MFA_VERIFIED MFA
-	// devices: 1
+	// devices: 1 Alice's laptop
 	// logout: 204
 }
 
@@ -130,7 +132,7 @@ func Example_quotes() {
 	}
 	id, etag := created.JSON201.QuoteId, created.HTTPResponse.Header.Get("ETag")
 
-	item, err := client.Check(c.PutQuoteItemWithResponse(ctx, id, "line-1", &client.PutQuoteItemParams{IfMatch: &etag},
+	item, err := client.Check(c.PutQuoteItemWithResponse(ctx, id, "line-1", &client.PutQuoteItemParams{IfMatch: etag},
 		client.QuoteItemPut{Sku: "SKU-1", Quantity: 3, UnitPriceMinor: 1250}))
 	if err != nil {
 		log.Fatal(err)
@@ -139,18 +141,18 @@ func Example_quotes() {
 
 	discount := client.MoneyMinor(500)
 	patch := client.QuotePatch{DiscountMinor: &discount}
-	_, err = client.Check(c.PatchQuoteWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, id, &client.PatchQuoteParams{IfMatch: &stale}, patch))
+	_, err = client.Check(c.PatchQuoteWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, id, &client.PatchQuoteParams{IfMatch: stale}, patch))
 	var p *client.Problem
 	if errors.As(err, &p) {
 		fmt.Println("stale ETag:", p.Status, p.Slug())
 	}
-	patched, err := client.Check(c.PatchQuoteWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, id, &client.PatchQuoteParams{IfMatch: &etag}, patch))
+	patched, err := client.Check(c.PatchQuoteWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, id, &client.PatchQuoteParams{IfMatch: etag}, patch))
 	if err != nil {
 		log.Fatal(err)
 	}
 	etag = patched.HTTPResponse.Header.Get("ETag")
 
-	submitted, err := client.Check(c.SubmitQuoteWithResponse(ctx, id, &client.SubmitQuoteParams{IfMatch: &etag}))
+	submitted, err := client.Check(c.SubmitQuoteWithResponse(ctx, id, &client.SubmitQuoteParams{IfMatch: etag}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -190,15 +192,21 @@ func Example_cases() {
 		log.Fatal(err)
 	}
 	for _, h := range hist.JSON200.Items {
-		fmt.Println(h.Transition, h.FromStatus, "->", h.ToStatus)
+		from := "(new)" // the create entry has no fromStatus
+		if h.FromStatus != nil {
+			from = string(*h.FromStatus)
+		}
+		fmt.Println(h.Transition, from, "->", h.ToStatus)
 	}
 	// Output:
 	// ESCALATED level 1
 	// RESOLVED
 	// resolve ESCALATED -> RESOLVED
 	// escalate OPEN -> ESCALATED
-	// create  -> OPEN
+	// create (new) -> OPEN
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // Check turns a refusal into a *Problem: here, a quote that does not exist (or belongs to
 // another tenant) answers 404.

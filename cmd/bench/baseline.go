@@ -32,7 +32,7 @@ type authorizeBody struct {
 	AuthLevel string `json:"authLevel"`
 	SessionID string `json:"sessionId,omitempty"`
 	Subject   string `json:"subject"`
-	Tenant    string `json:"tenant"`
+	Tenant    string `json:"tenantId"`
 }
 
 const (

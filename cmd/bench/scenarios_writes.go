@@ -102,7 +102,7 @@ func (f *fixtures) addQuoteItems(ctx context.Context, n int) {
 	etag := f.quoteSample.ETag
 	for i := range n {
 		rsp, err := client.Check(f.api.cl.PutQuoteItemWithResponse(ctx, f.quoteSample.ID, fmt.Sprintf("item-%d", i),
-			&client.PutQuoteItemParams{IfMatch: &etag},
+			&client.PutQuoteItemParams{IfMatch: etag},
 			client.QuoteItemPut{Sku: fmt.Sprintf("SKU-%04d", i), Quantity: 2, UnitPriceMinor: 1999}))
 		if err != nil {
 			return

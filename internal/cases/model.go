@@ -12,7 +12,7 @@ const (
 	Open                = "OPEN"
 	Escalated           = "ESCALATED"
 	Resolved            = "RESOLVED"
-	AutoEscalationCause = "AUTO_ESCALATION"
+	AutoEscalationCause = "auto_escalate" // the transition's own name, as the history records it
 	SweeperActor        = "sweeper"
 )
 

@@ -99,7 +99,7 @@ func TestRacingSweepersEscalateOnce(t *testing.T) {
 		for tenant, ids := range tenants {
 			for _, id := range ids {
 				k, err := c.Get(ctx, tenant, id)
-				if err != nil || k.Status != cases.Escalated || k.EscalationLevel != 1 || k.LastTransitionReason != cases.AutoEscalationCause {
+				if err != nil || k.Status != cases.Escalated || k.EscalationLevel != 1 || k.LastTransitionReason != "auto_escalate" {
 					t.Fatalf("case %s: %+v %v", id, k, err)
 				}
 				h, err := c.History(ctx, tenant, id)
@@ -110,6 +110,10 @@ func TestRacingSweepersEscalateOnce(t *testing.T) {
 				for _, ev := range h {
 					if ev.Transition == "auto_escalate" {
 						autos++
+						// One spelling: the reason the sweeper records is the transition's name.
+						if ev.Reason != ev.Transition {
+							t.Fatalf("case %s: auto_escalate recorded with reason %q", id, ev.Reason)
+						}
 					}
 				}
 				if autos != 1 {

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
@@ -332,25 +331,26 @@ type AuthorizeResult struct {
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
-	Tenant    string     `json:"tenant"`
+	TenantId  string     `json:"tenantId"`
 }
 
 // Case defines model for Case.
 type Case struct {
-	AssignedTeam         string     `json:"assignedTeam"`
-	CaseId               CaseId     `json:"caseId"`
-	CreatedAt            time.Time  `json:"createdAt"`
-	DueAt                time.Time  `json:"dueAt"`
-	EscalationLevel      int        `json:"escalationLevel"`
-	LastTransitionAt     *time.Time `json:"lastTransitionAt,omitempty"`
+	AssignedTeam     string     `json:"assignedTeam"`
+	CaseId           CaseId     `json:"caseId"`
+	CreatedAt        Timestamp  `json:"createdAt"`
+	DueAt            Timestamp  `json:"dueAt"`
+	EscalationLevel  int        `json:"escalationLevel"`
+	LastTransitionAt *Timestamp `json:"lastTransitionAt,omitempty"`
+
+	// LastTransitionReason The reason of the last transition; `auto_escalate` (the transition's name) when the gateway escalated the overdue case itself.
 	LastTransitionReason *string    `json:"lastTransitionReason,omitempty"`
-	ResolvedAt           *time.Time `json:"resolvedAt,omitempty"`
-	SchemaVersion        int        `json:"schemaVersion"`
+	ResolvedAt           *Timestamp `json:"resolvedAt,omitempty"`
 	StateVersion         int64      `json:"stateVersion"`
 	Status               CaseStatus `json:"status"`
 	SubjectRef           string     `json:"subjectRef"`
 	TenantId             string     `json:"tenantId"`
-	UpdatedAt            time.Time  `json:"updatedAt"`
+	UpdatedAt            Timestamp  `json:"updatedAt"`
 }
 
 // CaseAssignRequest defines model for CaseAssignRequest.
@@ -362,7 +362,7 @@ type CaseAssignRequest struct {
 // CaseCreateRequest defines model for CaseCreateRequest.
 type CaseCreateRequest struct {
 	AssignedTeam string    `json:"assignedTeam"`
-	DueAt        time.Time `json:"dueAt"`
+	DueAt        Timestamp `json:"dueAt"`
 	Reason       string    `json:"reason"`
 	SubjectRef   string    `json:"subjectRef"`
 }
@@ -374,15 +374,17 @@ type CaseHistory struct {
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
 type CaseHistoryEntry struct {
-	Actor           *string                    `json:"actor,omitempty"`
-	AssignedTeam    *string                    `json:"assignedTeam,omitempty"`
-	At              time.Time                  `json:"at"`
-	EscalationLevel int                        `json:"escalationLevel"`
-	FromStatus      string                     `json:"fromStatus"`
-	Reason          *string                    `json:"reason,omitempty"`
-	StateVersion    int64                      `json:"stateVersion"`
-	ToStatus        CaseStatus                 `json:"toStatus"`
-	Transition      CaseHistoryEntryTransition `json:"transition"`
+	Actor           *string   `json:"actor,omitempty"`
+	AssignedTeam    *string   `json:"assignedTeam,omitempty"`
+	At              Timestamp `json:"at"`
+	EscalationLevel int       `json:"escalationLevel"`
+
+	// FromStatus The status before the transition; absent on the create entry.
+	FromStatus   *string                    `json:"fromStatus,omitempty"`
+	Reason       *string                    `json:"reason,omitempty"`
+	StateVersion int64                      `json:"stateVersion"`
+	ToStatus     CaseStatus                 `json:"toStatus"`
+	Transition   CaseHistoryEntryTransition `json:"transition"`
 }
 
 // CaseHistoryEntryTransition defines model for CaseHistoryEntry.Transition.
@@ -439,14 +441,16 @@ type IntrospectRequest struct {
 
 // Introspection defines model for Introspection.
 type Introspection struct {
-	Active    bool    `json:"active"`
-	Exp       *int64  `json:"exp,omitempty"`
-	Iat       *int64  `json:"iat,omitempty"`
-	Iss       *string `json:"iss,omitempty"`
-	Jti       *string `json:"jti,omitempty"`
-	Scope     *string `json:"scope,omitempty"`
-	Sub       *string `json:"sub,omitempty"`
-	Tenant    *string `json:"tenant,omitempty"`
+	Active bool    `json:"active"`
+	Exp    *int64  `json:"exp,omitempty"`
+	Iat    *int64  `json:"iat,omitempty"`
+	Iss    *string `json:"iss,omitempty"`
+	Jti    *string `json:"jti,omitempty"`
+	Scope  *string `json:"scope,omitempty"`
+	Sub    *string `json:"sub,omitempty"`
+
+	// TenantId The token's tenant (an extension member, RFC 7662 §2.2; named as everywhere else in the API).
+	TenantId  *string `json:"tenantId,omitempty"`
 	TokenType *string `json:"token_type,omitempty"`
 }
 
@@ -483,14 +487,14 @@ type MfaChallenge struct {
 
 	// Code Deliver out of band; never stored.
 	Code      string    `json:"code"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	ExpiresAt Timestamp `json:"expiresAt"`
 }
 
 // MfaVerified defines model for MfaVerified.
 type MfaVerified struct {
-	AbsoluteExpiresAt *time.Time           `json:"absoluteExpiresAt,omitempty"`
+	AbsoluteExpiresAt *Timestamp           `json:"absoluteExpiresAt,omitempty"`
 	AuthLevel         MfaVerifiedAuthLevel `json:"authLevel"`
-	IdleExpiresAt     *time.Time           `json:"idleExpiresAt,omitempty"`
+	IdleExpiresAt     *Timestamp           `json:"idleExpiresAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId         `json:"sessionId"`
@@ -537,26 +541,25 @@ type Problem struct {
 
 // Quote defines model for Quote.
 type Quote struct {
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt Timestamp `json:"createdAt"`
 
 	// Currency ISO 4217 alphabetic code.
 	Currency       Currency    `json:"currency"`
 	CustomerId     string      `json:"customerId"`
 	DiscountMinor  int64       `json:"discountMinor"`
-	ExpiresAt      time.Time   `json:"expiresAt"`
+	ExpiresAt      Timestamp   `json:"expiresAt"`
 	ItemCount      int         `json:"itemCount"`
 	PricingVersion int64       `json:"pricingVersion"`
 	QuoteId        QuoteId     `json:"quoteId"`
 	SalesChannel   string      `json:"salesChannel"`
-	SchemaVersion  int         `json:"schemaVersion"`
 	StateVersion   int64       `json:"stateVersion"`
 	Status         QuoteStatus `json:"status"`
-	SubmittedAt    *time.Time  `json:"submittedAt,omitempty"`
+	SubmittedAt    *Timestamp  `json:"submittedAt,omitempty"`
 	SubtotalMinor  int64       `json:"subtotalMinor"`
 	TaxMinor       int64       `json:"taxMinor"`
 	TenantId       string      `json:"tenantId"`
 	TotalMinor     int64       `json:"totalMinor"`
-	UpdatedAt      time.Time   `json:"updatedAt"`
+	UpdatedAt      Timestamp   `json:"updatedAt"`
 }
 
 // QuoteStatus defines model for Quote.Status.
@@ -629,19 +632,20 @@ type Scope string
 
 // Session defines model for Session.
 type Session struct {
-	AbsoluteExpiresAt time.Time `json:"absoluteExpiresAt"`
+	AbsoluteExpiresAt Timestamp `json:"absoluteExpiresAt"`
 	AuthLevel         AuthLevel `json:"authLevel"`
-	CreatedAt         time.Time `json:"createdAt"`
+	CreatedAt         Timestamp `json:"createdAt"`
 
 	// Current True for the caller's own session (end-user views).
-	Current           *bool      `json:"current,omitempty"`
-	DeviceLabel       *string    `json:"deviceLabel,omitempty"`
-	FailedMfaAttempts *int       `json:"failedMfaAttempts,omitempty"`
-	IdleExpiresAt     time.Time  `json:"idleExpiresAt"`
-	LastRotatedAt     *time.Time `json:"lastRotatedAt,omitempty"`
-	LastSeenAt        time.Time  `json:"lastSeenAt"`
-	MfaVerifiedAt     *time.Time `json:"mfaVerifiedAt,omitempty"`
-	SchemaVersion     *int       `json:"schemaVersion,omitempty"`
+	Current *bool `json:"current,omitempty"`
+
+	// Device The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
+	Device            *SessionDevice `json:"device,omitempty"`
+	FailedMfaAttempts *int           `json:"failedMfaAttempts,omitempty"`
+	IdleExpiresAt     Timestamp      `json:"idleExpiresAt"`
+	LastRotatedAt     *Timestamp     `json:"lastRotatedAt,omitempty"`
+	LastSeenAt        Timestamp      `json:"lastSeenAt"`
+	MfaVerifiedAt     *Timestamp     `json:"mfaVerifiedAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId     `json:"sessionId"`
@@ -666,6 +670,11 @@ type SessionCreateRequest struct {
 	UserId      UserId `json:"userId"`
 }
 
+// SessionDevice The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
+type SessionDevice struct {
+	Label string `json:"label"`
+}
+
 // SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 type SessionId = string
 
@@ -679,10 +688,10 @@ type SessionStatus string
 
 // SessionToken defines model for SessionToken.
 type SessionToken struct {
-	AbsoluteExpiresAt time.Time `json:"absoluteExpiresAt"`
+	AbsoluteExpiresAt Timestamp `json:"absoluteExpiresAt"`
 	AuthLevel         AuthLevel `json:"authLevel"`
-	CreatedAt         time.Time `json:"createdAt"`
-	IdleExpiresAt     time.Time `json:"idleExpiresAt"`
+	CreatedAt         Timestamp `json:"createdAt"`
+	IdleExpiresAt     Timestamp `json:"idleExpiresAt"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId SessionId     `json:"sessionId"`
@@ -712,7 +721,7 @@ type TokenIssueRequestTokenType string
 // TokenIssued defines model for TokenIssued.
 type TokenIssued struct {
 	// ExpiresAt When the token expires; never after the issuing token's expiry.
-	ExpiresAt time.Time `json:"expiresAt"`
+	ExpiresAt Timestamp `json:"expiresAt"`
 	Scopes    []Scope   `json:"scopes"`
 
 	// Token Shown once, never stored.
@@ -728,15 +737,15 @@ type TokenIssuedTokenType string
 
 // TokenMeta defines model for TokenMeta.
 type TokenMeta struct {
-	CreatedAt   time.Time `json:"createdAt"`
+	CreatedAt   Timestamp `json:"createdAt"`
 	Description *string   `json:"description,omitempty"`
-	ExpiresAt   time.Time `json:"expiresAt"`
-	IssuedAt    time.Time `json:"issuedAt"`
+	ExpiresAt   Timestamp `json:"expiresAt"`
+	IssuedAt    Timestamp `json:"issuedAt"`
 
 	// ParentId The token whose credentials minted this one; absent for a root (bootstrap path or `gateway token mint`).
 	ParentId  *TokenId   `json:"parentId,omitempty"`
 	Revoked   bool       `json:"revoked"`
-	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	RevokedAt *Timestamp `json:"revokedAt,omitempty"`
 
 	// RevokedReason The reason given to the revocation; for a token revoked with an ancestor, `revoked with its issuer's lineage: ancestor <tokenId> was revoked`.
 	RevokedReason *string  `json:"revokedReason,omitempty"`
@@ -747,7 +756,7 @@ type TokenMeta struct {
 	// TokenId A 26-character, time-ordered identifier.
 	TokenId   TokenId   `json:"tokenId"`
 	TokenType string    `json:"tokenType"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
 // TokenPage defines model for TokenPage.
@@ -894,25 +903,25 @@ type CreateQuoteParams struct {
 // PatchQuoteParams defines parameters for PatchQuote.
 type PatchQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // PutQuoteItemParams defines parameters for PutQuoteItem.
 type PutQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // SubmitQuoteParams defines parameters for SubmitQuote.
 type SubmitQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
-	IfMatch *IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -1431,7 +1440,7 @@ func (w *ServerInterfaceWrapper) PatchQuote(ctx echo.Context) error {
 	var params PatchQuoteParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1439,12 +1448,14 @@ func (w *ServerInterfaceWrapper) PatchQuote(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1491,7 +1502,7 @@ func (w *ServerInterfaceWrapper) DeleteQuoteItem(ctx echo.Context) error {
 	var params DeleteQuoteItemParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1499,12 +1510,14 @@ func (w *ServerInterfaceWrapper) DeleteQuoteItem(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1535,7 +1548,7 @@ func (w *ServerInterfaceWrapper) PutQuoteItem(ctx echo.Context) error {
 	var params PutQuoteItemParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1543,12 +1556,14 @@ func (w *ServerInterfaceWrapper) PutQuoteItem(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1571,7 +1586,7 @@ func (w *ServerInterfaceWrapper) SubmitQuote(ctx echo.Context) error {
 	var params SubmitQuoteParams
 
 	headers := ctx.Request().Header
-	// ------------- Optional header parameter "If-Match" -------------
+	// ------------- Required header parameter "If-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
 		var IfMatch IfMatch
 		n := len(valueList)
@@ -1579,12 +1594,14 @@ func (w *ServerInterfaceWrapper) SubmitQuote(ctx echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
 		}
 
-		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
 		if err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
 		}
 
-		params.IfMatch = &IfMatch
+		params.IfMatch = IfMatch
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter If-Match is required, but not found"))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -10508,220 +10525,224 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tUiM3u+CtqHxO1dhJ2xgDk8FU6qxfxiQkMBDwZPKeeA4td8u2QltyWmqMMzVV+2trf5+9iL2PvZT3",
-	"Srb0SOoPd7exARMy4dcM7m59PHr0fH98qnh8MuWMMCkq7U+VMcE+CeG/h9gbk/ohZzLkQf0dr19KHhL1",
-	"xCfCC+lUUs4q7coFEVPOBBHIw2E4p2yEvJD4hEmKA4FwSBAjNyREnhrQb1ScivDGZILVUIRFk0r71wrj",
-	"dQHDf3Qqcj4llXZFyJCyUeXzZ6fS7eFRfuLemCA++I148pVArpBYkp9JKChnLsICYSRkyNkIqZXIOZJ4",
-	"5CDSGDWQ26/s9CtudiUTfHtC2EiOK+3W3uuiVRz7ZDLlkjBZvyDTAM+Jn1+UK8OIuGg2JgzJMRUoNOBB",
-	"VCA5Jgi26Sc/8yHCDBEcBpSEKCS/R0RINKNyrF/HE4Limb15/UcyLwahmrgYfCfcw3p5RSD0QoKlXhGP",
-	"Qo+sC5YLLMkJnVCZH/642ztC8fM2mpIQTXlAvbkDmzO7FSggQ4koQ1QKNKPM5zOEma8BQDzOfIEiJmmg",
-	"fukz8wZhvkhOVPJrwvqVg/Dbvf395oH8dnfbQf2KJAwzCb+39vf39AO30Wf33WX9HDZw12bNa22kUH9u",
-	"do3kGEuEp9OAEh9JngaCgzgjKKBCIirJBBHsjfus6sK+XAe5eifqf4IIwHIHgOROhthFnKHTow66ISEd",
-	"Un3cNQ2cPktB5/dvXzebzYPZt6+bGej8/u1O0z5wG+iSMKmG1IvHTMxICJiKQixJPVA7JH6f8SkJYS5U",
-	"xUGABpGELU2IxOp4ppwyKeKjHPJwhkO/jiM5RiGPJBEOcr/r9tDWzfaW+pWH9A/i9hnsyz6w260hzjwC",
-	"OOLhICChulLqK3XBPYXDbYTRbnPbQTyE/+2oKRFGEyoEZaM+Ex6fEkd95xOP+sRHAzLkIUGYzeVYkS4q",
-	"kMcjpi6EWoQiaZQIxAiVYxKiISWBfw/sITKc1ztDScI84lwaDJcczTCVdkmh+oayUfY+Dnk4wbLSrlAm",
-	"d1oVR01OJ4oCtLZ3v9l9s/N69xunMqFM/9iMV0OZJCMSVpzKbX3E68mvlc9qhVMc4gmRMe0X5BioG1Ur",
-	"nGI5rjgVhifqG08/dCoKc2moqKCiPelV/ntIhpV25d+2Eu6ypZ+KLTN2hqJ68x9JwZXqIC+git56Yy4I",
-	"Q9dkjqpv/vU//09rbw9NQ8okHgQEeWMcYk+tvdZAHQ24BQqqvlTnOeD+vM9CIN+aHg9pKGRMjg+yn8Ag",
-	"mHE4e/Wtwo/dVutA3QQ9zZgGRJMlO5Km4FQogjYM6GgMf+w29zXeAEQ1n01gukDhy9FrDw7X/v1GHZyU",
-	"JFRj/tev/f5ta7ve799+0/349b9XCpnY8BRLb1zMChSfRQGGXWAfVdPcstYG0MxCKgka4+mUMIE4C+aI",
-	"DuHJ7xGXwOWEpEGAsNTU7kazZAeRQBC0u91qoAuDNxqKCcPjkaJ9cKuB4hAf7bbeNJD7lYsmatVEoNkY",
-	"S5AmzLhwYaMwVASrenF0iPa3t5vo//3f7Z3GdmO75iDBC9YdMXXlqNo6DoK5A5QLNsMZwmYrsHxyS4UU",
-	"bcWjI3bN+IyZp1VFWQxmaDL6StSS7e82dxulhz2s60MoOeXXu0tO7myqV50/wQ9K5piGRBAmNX+VIWYC",
-	"dll4YuoiLxwYFRoJqva0ao+9C0kmpZSF6ofLKMvCBKm7sJ29C536f+L6H836/lW97C78pA6ydDG/m6f3",
-	"pXN2dDXTpWZhpXOJ+Pl9Z0tmUPP1FLsvnU2ap/edy46uZnovSFg6UaQf3nceMzbwJ0uggT39A/sXmm6o",
-	"vzzOlFCu/guilZZ+tqYhHwRk8vVvQku+q815rr/Sk+YppCVXPldCAZeaLunbpDQl7MkD5JIw5KFwkQKD",
-	"AEkODTENlHyhBYiKk9a0MhJ00eLMu1vJiyUS6Uof2/dhi4ob92IyoTWaEoCuB0g1cBkUgfBgJQ0tkKkF",
-	"wFi9b9m24J1FNeSpgcjZMKDek2NjrP2C8psgJQ4CPtPU3PBwym5wQP26ejESSomY4Ns6ER4OYH2ukwgu",
-	"VmqpPSM07aob9ZTg7TAEt7ih9nDEwwH1fcKe+oDThpQAe9cII6PCgF4jJJnWoykCM4OmsM/ozL7jjDwl",
-	"wN5xFNAbAnqwN1YaIhuRZwSPd1we8Yj5TwwTEXnj2LijbrcW/ZQC/UoY0fUZQek8JLFsfoRpQPynvnRW",
-	"sNWSMMjHOCDPFEQXsWT1dECKAfQ86Y4Rhd+z2KL0pNA51cYmBxme6yByO1UgUjQ7JDf8mvjICPwIRHFU",
-	"jflziuC7Tp+5EcsYuNyapfzm+9mYC4ICPqIMjEcCLF7q39gaOEdVdzLEdXtSbrvPrM0X7BvqqUWjNgL7",
-	"9YHWExWlUOPEZj5tywv4SKnq2PPIVGnsNW3YeAbH71Q+fPhQ76RAlj3Suyx1Wnfip5jNjYIhnlToAPMq",
-	"AvMqmmF1u8Bngqpu2u5qbTGd82ONQK8EMqduLRGxNKe+67Oq+12n1/3Q+efVRafXvTo5Pj3uXZ13L656",
-	"Zz923ylxsOx5913nXU+hnbbFA9a9EktGvOxeXh6fvXNriIdOkVlaD6VUw1cCKYV9MpWigcBE2mdaK3BT",
-	"BlPXugAOjLl8GAlwVxjDEU5ZbEeYMiER4wwcK+p9gJl4Rhi6YAte+nnq1SLcPAt/irjEzxFF18NQBy3D",
-	"TyA6SxH0XqgxscRULwnseljxNBgkmqKqgR5SZAK5jUZjC96pk1uPEJ/4rp7XvPZKIBeeW8WfSu2gAZi4",
-	"aERv4EeBBP2D1NpI+3aEi6p2c3o3V6edX/TOL2tAz8/PLrUrRH/g6HlIyZc/vT/rdRe/1B84yFW6d8mH",
-	"h53L3HfwuoNcmhio0TWZl4xw/LZ7en7W6747/OfVj91/msGw8TFac3rOn4nece19USc2C6mUhBmKoLHf",
-	"Ok8lnZDEE5jgknafCqkVAK0W61PGEl1T5hseLBqoY3guIIZ1K1JpX0BVy6J5qHTp2kFsD/ZDPJTJB+BE",
-	"CojUr8afW6jAKVz1eifG0KHOHUzrYImGYcEMkl+AHUEdx9XZefdd0SiJzSS5O/DBRffy7OTn7tuFj5QC",
-	"EETgFlRTT3B4TcJ4coHU24T5AlUx2KqIr46Z+PboQhIQhQrwMp8xhCW4456LkeBhdPVZy4opmbDx5YhZ",
-	"7xm+wTTAg+BJjQQXxFcXl/raUKY924ouWcWYsyEdReoIFLFRcm6Vh8jDTL0/IJbf1YBoWV9+WxvbEnc4",
-	"iM8hwepCMUPcsHVbh0QRK2ScV2PMRsTXnirr8zUXd4ECCjzMqaEPQ3p7AofWXPIXPYr3xjU3GxNwyOHE",
-	"AAQ8RUgcSuIbnmL8/AqcbYQRI7PU6+Ab9ojSdOaGnTAChxOrRB73Y/Ey+XDOIzQjEEtgnJdUILjVGzqz",
-	"xIP5hZyagac9NHO3Uoe2EBWVMkPos0wcvRDGMZnikNQx8+uCQDhLOkYMjlSzcR2eFoflzKhHDqyPVDv1",
-	"jZqSXpaROGUcHyPQ7nYrWaJ1Snd7eKQDdTD6rttDYsxnIrNlLV2MeeCLFAg2hDQxLzmEWb4gzMmaVLRq",
-	"AlfZ16RaoQiShsaiQUCZH8zbd56zVld54JuBcaDIeurQm9txgJOiJEq/UJ9rpFKnzeIghAV0ae4eZFau",
-	"hVyGAi5kPKZSlJGgIwbxJKDGNNDxMDWeiDyljginZCMs4VObQaokMPLvQohiGpSK9tEkSFOUWFuSC2ev",
-	"tqh0BlAOeYiGVMncVCJf4Q1QCYMd8RRwvAIEcy0R1nEQWPUFeNJsjGVqDioFCYZWfFTSvjHYaWNhOUVL",
-	"oXRtM5jyo1IpDkGj+IJQxeibYG7QhtUG+lCs6jqJiFceoJZlaGZ06muNM6Q3xEfDkE9SKrC++naMTFRp",
-	"IelpNbeT+cEioiexo2j7RTU0Yc763YL4Zx2RmSc7Fs39A7Tb3LeLqVNWNwFxMGBavNVxdFSaYKQwYqKm",
-	"oQim5hwg4wC8CZ5bHRUbS6HZzWZQ2HgXvjgkjj0KaSxWfDOhZe0Y6PoFEQfAmY8bqGMQwY5mHQ2YzWd4",
-	"vsgYFTvGbK4QsAq2QeCwVAAHrB0odDB0TvIZDjVmT0lYB6bo4WnKgEH9gMQbJ5qqQqRvQIVawWCObECx",
-	"+lpsfdLRSZ9tfLEwAb9Mw0rr3mp3GxLFIIrqi0OjRPqiQkTLcAieJygEHyYIZFFBjVGGPVU14Q8fejHG",
-	"QBin1bpylrUDw5zzCGHNqqCBq4NXb8LRa/EQQ5yXJKHYECrExrwvCROS4NOMEAWcMdbdcGG49qJqh6pK",
-	"typhNqnRD+BI49hWyZEgJMVHctMq7qG+nYOx3vIPMDNXTXSUZpABuSEBmvCQHCAslDyOsO+L5JsxFZKH",
-	"c0SYDOcH2t56o0W6kPCp0hw0hBVDzIZjaduPIMxPFggJRHMeoQnBLFZbHhX9piFXguVTW+A+kCCoD3k4",
-	"UXcwkrHXporRgEfMdxBGg0hQpoTeMAqI+mEGmVwQ2cN98pwi094zEU2nPJTEPyU+xT2wdf45UalKeHwl",
-	"kJlau62oUQDBWf+M4jQ+2yhgWEcnkuMTdcXSGW3/6FweH1acyulRpyCxzYGPwGZ/QUQUwBamIZ+SUFId",
-	"J4zToy6DbzI9LItP9fdUkolYwaANWTjH+uXtZjNJusFhiMFeLtIB4CvGcTsVEYEgu9IKtCKwWjpSEo79",
-	"azxHPIKTAlsCdS1SV0zEcAGogSYSv0fwZKX1enGK0SrJQk7FSJIdmcmC8rEkdUWudSbUktwDp+JH5AFf",
-	"J7GyMUZtIhfLqQRYyEQgeMCKswNdEGxIzp1HY3jXQ2Ctz8+YWjcHq7RBd3GW17vpWfabzW+29/dbe7vf",
-	"7Db397eXzmVGjsQq6Hmp30yu64V6f+Ubq+/AnS9HU/9B6L9w6+McvngRmeXH+3eyFzt/Dey1WjiLRQxI",
-	"39/0ZsoITAdmTSV5YN86O85TdGeIA0Gc1UnRiilDjZKcIQXDsluUHXY59DMrLAOBVg2fHwgeRkbvCcAl",
-	"l2u79WbFHbW3/q00F6yAJeqLsID/FtvNPsoO73utDeT5ZCxSxP+5i76YobpKr7hb1FjYip7ljlXqofMs",
-	"3ZM65+JO4rQ288d/AT48DPnkMuYCKzDNlfnr5riW5Jf34FsyY36w0rcm2AnJJ/FlqMQiAvxPKbdaauRX",
-	"8bsf76SBIHImM2cAntpJEcvJALAMufOMNUsnWtnkae/q12Z9H9fHv11P2LQub+p/fPzUev25kAam4JeC",
-	"2Nl5913FqXQvDzsnnV73bcWp2GisQv0lm3t3P0r/OAxpGTWzAQ55eLay8GyVJ+B+arVKAAle8sJyGpdn",
-	"aLe1/Q3CwXSMB0RSD3T/RpZG7GTWsJNbwsdPO8UzvyU31CPHbMjXhDidLsBhdy87a7O+36kf4fqw3fj4",
-	"VeHcAR5oynUXsYsECTsjktPr9rZbRUeaO7wjSgI/zp3L7sMnEtNghYFTxSHyx/QOT3QNGzTFcuyg3yMS",
-	"zhEPkdb9UfzpwrkB185PxBUxK5jmh8uzd+hcP0WUmdIpA+7PF8ZdQeM1Gy9C9u8JDuQ4DyuRu+v8+m4S",
-	"Z74qmuiYyZCLKUgZ97n2YLFeOLs32/utO8Uo+PBK/Xw1pjm8ultx0BMv35JhJDlpgt6A4cB8OeA8IJgB",
-	"T7+dPi4fpAsCxsMHFKtJAb9JupoI4HFtJrz7zWjwuPafNA4UYtAdfFufYxEG/PDhx4JzD0bpe9P1314W",
-	"W/O88Cb7Ymtvb3u/8NVruprSfC3nGf7843nhcJE2aNnXBB0Vvna7vnFNLUDvTH2uF14Cucs86K7JfHVV",
-	"QQF/Xe0AJihaz+kQZ0JCs+vysiLBUkEz9ao6Y+4XVJB7SwJ6Q0LEIwjaH2DmH1hHH1RLW6DxWeHmdY77",
-	"fvxUIrYZR+CjGVFSmzN7S89RAtifIRdKx5kvXJUBxOiT7gOX6WQN3xavy8zo1A8eYcp7WrhzjPX0qHP1",
-	"c/fi+Oi4RGqOWV+BH4RLiDZYyK60AXycEcQ4CjgbkRDNeHgtaguotQoFTBdr0YtJm8uW2s7t8c/vx/Uf",
-	"fvEefovuvgOFG+eMzE8p4wWyXYchPOERk3FyulEKXgk0UZ+giFEpUBVLNOFCotZ/7e2gf/3v/0bbDiK3",
-	"2IMPdak6kBOnOBQkhKN9PAnAuuDy9S+PDtH+7t43Ng0MafkSQgUW7rdJdjwhw4JiiadHnTgdMi6ICBHN",
-	"UO5wcTePZ+goVARazd0iAV1Xtskv/owR7fmGGo+ZYjdKGchoASuxs5TmssjV8t41yoTEzCMrKTPGWZpT",
-	"Z4s1EnC7Ly/c5yAs7FmlQ9q0BrS5c0toZ/n4e/v7qYHTwFs6tKQyWE08tVIkucWTqfqmMpZyKtpbW2Ms",
-	"xiMsScMnN9btLbYg7gFbi49ddxTSekiGRF17srZCB0/top1lahfU5CoQaB7sW/RSdoylZNm+B98IySe2",
-	"fNadkPapgGC4mIo+Hm0jD+b+6k4fqtVtzh47DalH2WgjdtPfk0pwK5V0cyoCB0QcjjFjOUtOmcb3xXhE",
-	"raj29qJz1Ks4lcv3/zg97vVK5DURDSZUPux6iWggucTBBnBf4ttNjLqOb3dTW3tkn3FSEDHlNE4RsYVL",
-	"kRKKY+q4eJKLVC11HBmwpAlMjhLc0/V8l6oGl/0hTthH5Qkru23bZX7bJRRrp/Ugn/CiSrAEJWKYlEJ8",
-	"TbfN7+u4bfQEUkvxi9bwlGS3wp2lcR3TO18NKCO9DV3x3yMM1e0fmdRfR6sFpTAqz0PqkUffWYEbW6PT",
-	"dVRJ7Tq3hBy0y/FMkskJFfKhLvoEp1YJA9wQdy70+q/gJ40Xfx6tS93WvTCrYaoCG0Au0VlWQ9DV6eNW",
-	"GYHMY/Oyc09ZNHIGojuQtPQkzm1p7qXnsFiQB2weExKOCJpC7DjUwf5mZ/91zWapE5/qUumgkYNpYkJZ",
-	"euztPPfaGCfKaTKrwnmTTCwrCa5x8rmjvCDYh+j1J/AjXug8pVj1WgwOgKcb6xuwGESgZyta56X1d8VO",
-	"FpN01Q4JBsJu/4b8fWtZjR+bv+xDXc3IPjR/2YdQssg+03/oR0XaibFGP5kxfuUo9MeySRRYGnthBM04",
-	"spVA+YzFhvMqYb5OsruhZKat5Hm3rQ8hFCcFwQzFLEDXFTod4o4xc25ODX4cn0aAhbzQPoUHjnJJyENC",
-	"uSeJ2+gvEJT9QE/QCp+kYtfWCqKOi9WvVHa+3O0TF7ZPh0/nXUBZ1TOFB4sI6hSQm0Iymk4+vmdosJmo",
-	"p1P6jA27yCk7xFEgdQ76CEsywya3CJICsS3XvgSH9vZbWVluZ1X78/1IpqZHd32SCvwyhGLzoHjzejcD",
-	"iNcrwiFVmVUvCxZSIgme8BFlQAvQ6VGnrYseIcqQe3rUubro/vT++KL71nUgHyzgoxHx1dOknF66ZKzp",
-	"1dSHwmgOmo05ntC4uoCGdLYurElu3EbZarOQwAjZ/aZMbJ6PPOhaxldxuec104FjoWWbuHLR1+mqpNut",
-	"etxTCEk8Ql8jF97ZfpNqNoSq2803aEClqBXUZTBVLy+/79Rbe68XoxYXwhazcYviKhs8ud36vPjLm2ID",
-	"h9nlY+i1VjB6vIjzLO1OyYKdw97xz12d6BfjqflzaSiAGbFnIwK+NAnueURmrMePi6MzLiFhnzOPHOhE",
-	"ZyoR1kVu3Kur77mQ9fHoynZ6Qx7n15QgHiL3l7qZow7H7G4uYCPLre/HoFONdxbV9NbrhKg4kGJe56Gv",
-	"C8VBTa4hzUXJtrJBGq18lMaKlk+9LiGie0oN61p7CnJol6IRqIcZUqOtvpbuLBAdMKn8HhHzWIYRKU2X",
-	"XT0/6H+0vy61DSj42dTuRIcNQeDQHKw4WEkGpWJFKnOb+CigQ3KAvABPpklvSCpEBPWmDDcJyQRTpn5R",
-	"r6OqIAS5sRvDtVEImhnXlsskO9t7O6+b9xBLShOIzaFndp0GXfmFgTIfeQqe8UsXNDtLCo7EJT5MLb+4",
-	"t9AiBOHFeQYy66lQD8XrYsPwnWTTWRYQWUgEnbjP16rtvO6L5kUh4hliS1J0NEGSu/HilOji5o8drbEu",
-	"NXuE+AjA8AcMMMUhsXouDoKzYaX964rH+rGoZISp0wMV4dJdhiYUyqXrcraMHCA8EIRJU8c75Fyi6oBz",
-	"KWSIp5DzAVzaaEVmWDWIW2vo+KnYBJkX/M3DB6WTwghJcnsRiVXPoPo6S3ru3pieyAdmZ3rhtuyTLVSO",
-	"mUfUjXOQm3kEBafUkSptIaCM4BFpx2+jftRs7njmHsAfxBSkhDHcFXJWNlSGYu2CEiuHMDyI1NxNyx45",
-	"liFFo3IJ8BnalCJY8R3OEjSL4eukuAMcznFRcP16WlpCJlc4fUZu5WEUisIgXH3NuWaqUGJ+ikdk/eyq",
-	"cv0vaRX5uNIZqDheFFI5v1Rg0XAcEBySUClkyV9HFm9++NCrFHR8MzkndZ3NDKXFqpCw4iD3mvquCel0",
-	"kEuFcLdcHPnulpK/3LgPkoOGPAj4zFQJ7bOLo8M337T2YLABETIuDDxVqgD1CHSNhTJng7mmu5aYVt2F",
-	"xg+uU0hpHcTDPtMJcZYyw+NaA4EEItoo429BWW8LSvlaUNrT0mcpRwtKu1lQ4mRBKRdLqjM2kHqAenJi",
-	"YymnKY30ELS8ksb+U/x7tFjUlzKEY33Raolxg1r9Z9J9NKdXJgvBU/ojSRfm+V43t11zKSbHsTqEXhGs",
-	"Pgj5DCoTQtdqUd47d0GpzS/sM0Q169zU7IpsWC26JmQqkBjzUNYDMD7F5jgcmI6QlCFd5W1AxpQZtm4b",
-	"lbZNbWGDC31WFQH1ofo885HVd43E7IB10DQcdIwBUDi2pzv0Ya85qHN+XDeYSST2scSo+sOHXp8pFMcg",
-	"xya810E0nTNYc9KNNgSq8qmkEyp05i+zoUNOqpqgLURZ0y3jk0xxjZSoiiWfUM9AI8k2F7VGn/VZF3IG",
-	"IKZdd51GuWD+qltWvcutNZAeIG6uNyABZyPo5I77THOWg1yX6OT9VCVoK9/vNnf0JQqoR5hOTDNI05li",
-	"b0zqrUZT8ZcwSMVaz2azBobHDR6Otsy3Yuvk+LD77rIL3yRh3TEOVZzKjfUGVbYbTf0WnxKGp7TSruw0",
-	"mo2dClDkMRDVrcaMBEEdiv1t/Ta7Fg1bx2xEgDPHKKgIfeU7IiGzbaF9b6vZfLQ2szB+SVk0CIz4QAbo",
-	"RzJHl0Q2tOxvbOjF48YL3TLJBynuUmn/+lFJCZMJDueVdkWf/jWZx53O6ZASseAm+OFDT5iQjL3tbxxA",
-	"sTfNnW9qEO04EoppqstS+ajm2vK5p4Bk/7v1CQtB5Gfz0xgSlP9YBvHvzSsbBLpJky4Bu6krCJ2Upo8N",
-	"8xMlxkM57LjbreSRN9Z0rgSmBqMbczwJloHubEpY5/x4PdDZQddof1IENTM38rkXTQh7dGTtpUl/MZig",
-	"sH0at7KrbDWbuiylTrXSjGUaUjVBTMowmkJDm73mDvp6oY8bfMxZ0qi4gXpKRNK2WIQDzkhbvRUSMzoV",
-	"Duhattl/4n+SxFN6qoeneEADqqRnhENiBNg+02fLQ13tlSkuHXes67w9PX531Xn79sJ1UMD5dIC9ayV9",
-	"GXDXHNMYcWtCZEg94WqSnMOXCw2wDd60JJaosIAr9ue6yGl4QwBh9po7T19CNlcR9hHLlD7iDYhhiap6",
-	"3bBaPAhIzUEGBzkL5sWX42Z7K+4RVXpFOlBlU2QKamuxVFdoz3kzrAgJNggtLiuG0UBnLC78D/js/gL9",
-	"lupf2U8U2MNQN6TR/gM5j4N6oqmQIcETkHIu1H0VQJdv1TWpshFlt8hV27kyBmjXQYfY9+fINQLdlXrq",
-	"OqgXYjKk1/HvHfi5z7rshs+RS24lvPmHW4tFQUi3DemIKjnUjP9KxMuemVq86l4PuD9vq51zf14PiBB9",
-	"luqooCUiWx/WNjZ1DzVy15V+7urWKtB0Q9ts5kryHHNdW/b7budtn1X1YrXAnFmdfrWmhT/TtQfcUlSg",
-	"77q9BvrAw2slEWd8/dBktc+gr78C6hwoD2UIGPb5xdkvx93LxsRH1X7lH1rwnvMo1O/2K1r2BCPcjINY",
-	"PQz4LHah+3QIiXAymLf7rI6++irr2P/qK1TFuQLrZZ1ctbffiCY+mhOpm4f2GdLiv6kPG8cDOAhL3fuI",
-	"3JCgrT36y3P6Mv7+hhr53KCaQkJ10iig1wRGte1SwAkY9zcxZjndx1ZBw0GzMfXG0AfALjdptaQGMIEK",
-	"hiMwJIi5d4zMTDFxDb1LrbNosCVjKG5idl2nceRbrY2g6mwsowtAG3M2ChNazeaBWo37HwCgb0+POm5K",
-	"kN+5C1hGhUoFSMQBGGpYvS3HWGbjveg9TpUsKNQB6XLUrpq8iDfFlXErqeI9AkzGeckj1WFYYZQeOk1F",
-	"rHFDxPosVPlJ1NnA1uVaiZ+knOSfP26Qdy6WBy7qZhoEfJbjV4egZykyE/LgLo6Vebn+jtcvJQ/B52Mo",
-	"dhw4sBB1AnjmgvUcjjEDv7ttbmb0y9hKvOA5mmKP1AVRpw8lEeA9VDU8JmXyr9135iRyNo9TcUsjH1VT",
-	"pOrBcyb26/ycmpxBvrm+M8aee8+5enFBnQLvSdw1f72mh7savZdLMv/AvnXSwyfba0h0Jg1bG5B1kfk4",
-	"OiaRhDrWE5HpNxmZIv4ZQ1fFqdzgICLpimGZE457dgCfURPaJkgTHOgy70VdLTUpsWn7C+JVEn2y29xO",
-	"zBZq2rSvSnHdeNaslbGc/hZ0WodTB95zOsTnhPnqwDIAWwytW+jaVRZQp4l5KQg1uzPf25Y5bcvZbBN3",
-	"6DaoOx5UY3uwNdptfYqDWz4rPrylP67dF7yFS0p1WVELoiKWJ1YFelpCqKRqvz9A9XiXhnkbMZ5CDSUU",
-	"Lm2pyhk0RS/suo8e1nS/z4q77ueb5D+8h+ruWtpemjYoKeT9NB1bmiC7EZjaGflIS0UWAlhc601j3d/d",
-	"SkslqE5TNk9GiC/sd0YYWhlbdxJsVR+HupJPoQBDReyTWRVLF0WzR8LUeJvpNaFqRoAEaTQDY4t0hmEH",
-	"2LuGbiOKj6dV/eW8JN1l98Ha9KdFx82vHz87nxZdKPrHtPvt14+fM4r4kVYU6+rckDcm3jXgUriopyoS",
-	"OuYSogzSlr1h6vtEOweLP/hTuSgw7+mYeWhekJOJi2CRvLKVaj0GzpmPcRGZf3B//mjyar7o9+esc9WE",
-	"uS0IzNuPuoAy86SC7oKY3O3h0V3SMbzz2akU9I6769OiTz47lRPjPLrr8/i9dL+SP6E/zP1FvjtvdtKy",
-	"POEFyz864uGA+j5h+ov9u7845GwYUO3A393eW2VdBf1w1Met1iofp5sSwVcrrLHH+SlmtqaaOAt/iriO",
-	"iFiXRqb7Uz4CucwQwWwqYpYinun+UIsOTFQdc8ajUCx2P0xTQ033smRw65Nu8PB5mbfD0MKN6d8bJCcv",
-	"F7r4Qu/e/cU7Lo94xPz73q4/S/QoukuQ47twlTqAWwX3Y12ub1sPfSy8WFumFL6SN+43rFMiqOjWJ/cT",
-	"VIbQPO5satrCb1JSyXZoWUlSWeHeZEvi24vw5Vy49VnuClzzPIRgewDZEeRYPwK3fhrKkOp8+ZT89nvr",
-	"SLZtIpMYHTxB1bPz7julfcWdHFbmt1txA4zHJwxdM/SzJw35nhYv5OGFPPyFyEPu/qN//a//Tv5yUh1h",
-	"o6l1XtrEqlUpxThpEbVMQredpDYsqNtpSuR1s9hn1Hf1RQx/1mK4VfJeiXTYrYMYmREhtT9j80K6aU71",
-	"+Lz4AgZ+4cQvnPiFE2+SE9v+acCATX+11dir7VC3ibsPI79c/pfL/3L5n14Mj1sqllICnah2lytQ9wJ4",
-	"pr7AguLTT+wM1OApUQcgQ+vFHfjiDnxxB96b8GWqli5QPj0nwumEyJWcgYb0LZDCrU+mdv9nHZgTEG2g",
-	"zJLFt/C7JYsLhGW3sG0bkcTXcSoBJA+hEWfkxUiwym17ItadkM2nxWCNHDpZC7AXQ9EvgaA+AKomObyF",
-	"6OuU2sRK8LP512B8L5fhb24xS1euznmuU9S++FKsJ6vG7Yo+Qgq3Li2fvVBQcf6ekrBWZdcQgaFGfR1W",
-	"8vU97qSujr+6Drt5amCKvLxQhRe9/UmE3zfrrTYO735CinloJ8fB0wocpwlxSUkd1eNhHchUHHi9jrS8",
-	"FddgKpRGTqiQcQcVsXGZJO5YU0KNYLFKGtdFRQdz+AVR/4UyvcgrG5BXYnnY1MBDtu3QIwouSy/m1ifd",
-	"F2pVrRa6ND1MzHmRMl7u8lNKGS8sfwnLvyATfkMQTqjPAYKmkTo1VIFlMo2kzsqElE08IZCM9ahEyrmb",
-	"huj2daCHRQWCxHkkH4tAbcgVYXvEvWhfL3TxRft6IcU525Vv8qunAfYejSSXSX+6pfT6oR0Zg1iha/gS",
-	"Rn4Mg9ifQRHjVtvakvhCE19kxRcCZcxDSlJM7ELQpwn61yPJUdzAfk17kUiXwLHqZ3FFuOLqEULSIMjX",
-	"kDAlQBq5uk4nfMQjuZJ39kTXxuDRomh0GBAc1i+pJPW3WPdXWKhM1DellEW/4qB+RUge4hHpV9w1C+n8",
-	"WUTEqVwSWS+rLg37F0Vth+5Tz+c+dOcv6fpdsfRDtlgrHykERFVddyVTF9FBnj4ISMMyNRIFYb5ACxia",
-	"voH2xqU8xLliG6tUaYn73N1VP69miuH0WarYTL7LXQO9jaA8HI6LfaxSbQ4qDfaZLR8HFVZhIbrkSRtl",
-	"OveVVCE91AXlL+Mi5xsTPuKecGVJ3aaVrNneJsqqrXzrzFoXL98zrpqSuTofxhzhCTpWd2cYEjE2t4f6",
-	"AUEzynw+g2KluqhuQKUMCOJDU3orIENZfG2ynGvL1HFfxsEuzN3VVX/t7TKNxfWRI3KruJyurcmIuXq6",
-	"MlimlJLBd2OmcJQSoN6Pq7STqa76AloBPBHIfds96fa6UPYqEgo3Pumej5/jKlj/oef/1nX6zAsiIUlY",
-	"F3hI2ummjvZlJMa6UDBBYyzGSOJRDQoRx9WhdAuEdEtLLPuMMw/usYaDbcOgNB7q4UYSlCXbwOyVmAXg",
-	"iYtDup/MBG3U/Fx4mTWoT+dnckzCt+Zo7nWfM7WeoJvFWSS7gSBQXTlb76k340hnvxpsQKb/hRY14oJO",
-	"cSuf1hp1kTINygvoxvd8hiaYzc0K4kOakZCka8U9m4Cy+5Oevw/fv6QjBowf7oou6E0CQVBVX57MWWdJ",
-	"yYH+v+mRoi6pkHgu7pAB8n7Z0/mD7s9a/LDMKXtCb2JxZyH17SDfex0qJoaK/rhm++4L4v8leHVG9gnS",
-	"h57wC9ObenWWnK7suMy/aXnGWzvB3arhhS3++fcL3C3D0Ofq0H9GtFzR4gypfiVigaEknDdNqdezpaZa",
-	"EX/M3o9MXk9ZX0MKjZHijsMgKCvNz3Tjhue6kWaf9dlihfXGV1+hDyX6YKpOea5wa7oqLDRfF32Wa7+u",
-	"A6EF+ipTNParBnpfVmTVQe53XV32NcZaJenGv8Ztk8vbs+si+jC66fyo9rfb3O6zdYq7o+puc1uXlN9t",
-	"7iTidUEVecH7DJvy+Fqtl2MyQdBqI1fuvdZAZ+qMbBf6ZOV9luqCVlr1Nla0XUdXSncbjUaqHq5bA9gE",
-	"YD5TQ6Z0Cgu9GsJgq0NU9yWxJgJ7viJZc/aoB8TjEyL6zE03LHcXyrSjiPkkRDhV0x1UHR74RszhU4Fm",
-	"pt8AlqbrK2d9Vqhx1AzqmmqtCmc7KYMD4B/xUYAlCRfND1VXt1x3a+kqxrHpwjQIiFF5zGdiEYsHkdSS",
-	"WXLmjVzpfG3enGIhDlLoGiNxaQX9JTXyUwXyqTfus5BLbM/GKJzMRyGmwh6YLmfP42L5ADRbkhwbwAES",
-	"j3ngQ3X9CRcSxe1iLruXl8dn765OO79cnXcvrt5fdi/cLJ9voI7UQPPw1HaPWfz+5Pj0uHd1fnZyfPjP",
-	"b9UNlXUe+ERIV2NC0n1G6kLXWBIE7wnd3c8osgHBQqKQeNAjAkFzjPgYU161jFad3PwE0ole6ySCikWv",
-	"A7MLTTlcaNhuv2y1kGtmrAfAu03jl0KtViczpc1T6wQppDVZuHyLpcynAabM0JJqUoXb3KBaWoNN9fGv",
-	"AK5CE0iQm9ToeABPjmhIhvxWgeSEsugW2o+a3pUVHKi344Lhik2cDvEdRfCLK4SvRdd0g7tFsqZ7xBD/",
-	"INOHD67AbMzxhKaNGFmLZZ9NCGazMQ1Imty9iu0eHg5DmrlZSbsOsDnxkVCbUWhi+j6W1Et3NA5ut4EU",
-	"zLhaJpBaxdt0GWhFJyRXtJbcdWApnqwDUApOZ2XzhMHKDWXa3oG7JxYhMls2fRe7Sc/pSqvZel1vbteb",
-	"r3vN/Xaz2W42/7PiFEIn1Rw7+Wwv8xn1g+LR4bUd+1qMipV2RVz91BqPBxM/6H14f3uFv/tZDL57I/3W",
-	"/nzw3U/ytJeq0l3RvCVu/92ujEcL3zMu6woVcaCbRdZ/i4SsY1Y3AKsDNOrNZnO78KolIHxXUnk/MfH/",
-	"1WDrtX7+bdDauz755V3g7bybDlpp2KaZ8ONAuHWP66JbSpQFIdga8SbhT/fi2UiHlZcohcIohb9GXvZ9",
-	"1OEMuX78AIJsW+TSpGyL4bpzPHDE2ZijMRZIXbOEIOVV4XzwwMqGHh3IXurle7HzvCRor4fPGj1S+Lzc",
-	"irM8LfvP9z4XO51fkPtvnsCUaXxflMI0jIIA3VAyQ3yYvgy6+2SiN0O3m7n2GYOjvfSOPJqps1wfXD/2",
-	"NT2NU2JABRscZuj7085hbOvlPknspcZvFZuZdG8l8HMoSPEZg9aluf6UfTYrN6hCo9/Euga+enCfD7En",
-	"eZgzrM7T+jSYWKt5/baWsxmZleWicEzMxNrmL23twrpJq6JwlEVEHGQ7QyaRR6mFlBpJTof4MD7iDRZ3",
-	"ysxTFs2TabcJp8uI1ukVTrxI9F9U3PFTxf8mWPe0ws6lxKG0bccS1K4GGUuV6fOm6UAt7aRHPgnoDYnj",
-	"FX2inWJDNMDMX1vQTxnxNkPKLyNLl6z3AhsbqRxjCWTJ9FRW264uNDS0Bj6txtQALH1m4FIUtlXoEUGr",
-	"OESA1oZERiGzoVca7jzwCy3WaHkgVgFt/RngfDrElc1kyJ0OsZ5i/Tqbjzo/tS3rFlBBkumU+CiaHmQb",
-	"JNt0HYFSjqgXuv6c6fr2Clv5jjPyhduBDuOGnYdj/CdwE33dY0uzYgcHiiSlWvanBFYyFSiaZg2iyDgu",
-	"1+cc+sPNcA1oB26M5Mgn2NdpfAJdk6nMp6NcwFKeTvVfxe78SqQ6wL/QsheTwp9NK46FiEgm7sNqg+a7",
-	"A3RnHMhSKqHD1ZdWKerpV3KmicJm/oCxaY9QDK29plMZ8nCCZaVdoUzutCpOxfY9aW83m05lQpn5K86Y",
-	"okySEQkrTuW2PuL15FcF1yIK5DJyKw+jUPDQtWaIaUhuKI8EmuIR0f2C80v34JuyLK7t1huogydJqL79",
-	"r1879f/E9T+a9f2r+sev/72ST/HaZCIvHMk5Lta/zxiJN/pizHwmlvrHJxz65pZaJiVhmMlXRmJYiCA3",
-	"UUYa5RWyKJRNyIQhCmCOLGX1CUkakICzkbCReXGAp14CiC4mOgqJaCCIzIWCQmNq0UDHuve/uvRQg8y+",
-	"pKiZCXuDMrCKKoY6LE9bWnkklYYtEJVtndXkShlcgiVQuGjGo8BHEGeEpljoZCM9yiuh7ZBzHTml/69W",
-	"4QV4MgWtMvO2EwdKas3ylUAusU57F1Xt0x8+9Mwjt4YEniPBGwi8JrCZeEQUZlKk9C4NBCDRmEon7oJz",
-	"Q4K5Y+l6A2nKvACvAedSyBBPofW10r5dq+Ymg7tojG8IYtyuoqqENTwiKFSf1xqog+wv2ci27WazaZOc",
-	"uAL9GzQiLI4VVbgwA0lVDYSqEO41UGy7Tm49Qnziu/YIsKwdQLP9NCB8FIcWqVPYbW4fIBxH5opIbxTH",
-	"qvsNCY3ZYMhDG2xkl+5hxriEHcNS2vq/mp/CArVluQBAtbzECsxYi5GbsQXA2DDLn1S3P1mAXyYpb1A2",
-	"finH/zeL4nhAdX3A1E2FchjWukwiZ6hzfmx50g8ferUD4wlKUgdS7En7v4o4bEYM36LqUogp8WR5A5Lj",
-	"+J1NkqJkloQUOZnxbuuz2ayuJPp6FAaEedzXjTjuP8GTGj6TBSyJC4BzUQKKxPLFuvnXoWBfoFB/cXSI",
-	"vnn9umVloTT6oqqLPSUetoc4EMTV0WVsLsdK2AR/N70htbsJ0Cf4NxdMVpzUn0mbcMrSB5yVJds2AgEd",
-	"/Edptw1nKBKanC5sky/AwVmSY58keIXE46EvkGskTiW3w+AhwYIz9wDkV7VnwnzMlCwLX+Q+wEh/gRie",
-	"aKmeiphkUL+BOgxF7JpBhq7vpBpFG92MMi+IfAKP9H5jCLaauzCHB3YnCFpQh9koyfu3vGAFG41e8/qG",
-	"DtS4atc/frWarWNZRKENJwxTIYYGTC82i79JdOEyESuOLUxysspJSDrw8CB12+JUFLhIkGwCFLTZ3K8V",
-	"mzrKohMTMWuT1rxTogThYilkQiT2scQvt+MlPHFFaaET8yGLPDYoMeHaVAoSDEtuw3r+QW04SEUhlhTb",
-	"ubsYwXtBwkv7dm4ZZfW6KNjprgmZlpn3dZWfyprJKmpLG7Xkr1zi5vkXt3lhl39yMH5hkS11Ax3ETc/g",
-	"YA6XRAmrnJG14vRPqJALl/MZ1sZ5uRFftNPrzoB8m+aeKaRTNaVGHino/r3OGP78cfliYXVmuk8FGMyI",
-	"EI7SIH2q/6uDQ5kMsScNc046HzJJQq38opAMSUishVHQEVP3+ZrMRSPhdxOQJ3Muclu8YIIZHpEJYRJs",
-	"BYKEUPVDe+SECW21PwsHYX+i9HvOA1FLzRJDsdgZT5hvT0RJ5XH1zmxdP+O4soQr9jBk5yiZYsyldnQN",
-	"oYT4DQkFgcohlAhUZSPKbmG6q7huYC/EZEiv0ZHOelen5aAuu+Hz9M5MTnxdfVswdWz9Fdr8qx1Jii1r",
-	"gpeIXUrxID5Nn40Rs/Kj/pT08BN6xKQ3jibiEyok9RSa6Dpf3lyjSMx7TNJEejpTeTg/XVd4ONDLhS7Y",
-	"DsJITHAQQAjJMOAzbfhEE+yNqQ7vtNES0DX788fP/z8AAP//",
+	"7H3bcuO2luivoDRT1VJCybLsvliu1Bxtt504abcd253ee6IeEyYhCdsUoBCgZaWrq87TqfM85yPmP+ZT",
+	"5ktOYQEgQZGUJdtynI6fui2SuCwsrPvlcy3g4wlnhElR636ujQgOSQz/3cPBiDT3OJMxj5rvefNM8pio",
+	"JyERQUwnknJW69ZOiZhwJohAAY7jGWVDFMQkJExSHAmEY4IYuSYxCtSAYavm1UQwImOshiIsGde6v9YY",
+	"bwoY/pNXk7MJqXVrQsaUDWtfvni1/XM8LE58PiKIX/6TBPKFQL6QWJJfSCwoZz7CAmEkZMzZEKmVyBmS",
+	"eOgh0hq2kN+vbfVrfn4lY3zzjrChHNW6nZevylZxGJLxhEvCZPOUTCI8I2FxUb6ME+Kj6YgwJEdUoNiA",
+	"B1GB5Igg2GaY/cwHCDNEcBxREqOY/JYQIdGUypF+HY8JSmcOZs2fyKwchGricvC94wHWyysDYRATLPWK",
+	"eBIHZFWwnGJJ3tExlcXhD/fPD1D6vIsmJEYTHtFg5sHmzG4FishAIsoQlQJNKQv5FGEWagCQgLNQoIRJ",
+	"Gqlf+sy8QVgoshOV/Iqwfm03/u7lzk57V363vemhfk0ShpmE3zs7Oy/1A7/VZ3fdZfMENnDbZs1rXaRQ",
+	"f2Z2jeQIS4Qnk4iSEEnuAsFDnBEUUSERlWSMCA5GfVb3YV++h3y9E/U/QQRguQdA8scD7CPO0NFBD12T",
+	"mA6oPu6GBk6fOdD57btX7XZ7d/rdq3YOOr99t9W2D/wWOiNMqiH14jETUxIDpqIYS9KM1A5J2Gd8QmKY",
+	"C9VxFKHLRMKWxkRidTwTTpkU6VEOeDzFcdjEiRyhmCeSCA/53++fo43rzQ31K4/p78TvM9iXfWC320Cc",
+	"BQRwJMBRRGJ1pdRX6oIHCoe7CKPt9qaHeAz/21JTIozGVAjKhn0mAj4hnvouJAENSYguyYDHBGE2kyNF",
+	"uqhAAU+YuhBqEYqkUSIQI1SOSIwGlEThHbCHyHjW7A0kiYuIc2YwXHI0xVTaJcXqG8qG+fs44PEYy1q3",
+	"Rpnc6tQ8NTkdKwrQ2dx+vf1m69X2a682pkz/2E5XQ5kkQxLXvNpNc8ib2a+1L2qFExzjMZEp7RfkEKgb",
+	"VSucYDmqeTWGx+qbQD/0agpzaayooKI97ir/NSaDWrf2LxsZd9nQT8WGGTtHUYPZT6TkSvVQEFFFb4MR",
+	"F4ShKzJD9Tf/87//X+flSzSJKZP4MiIoGOEYB2rtjRbqacDNUVD1pTrPSx7O+iwG8q3p8YDGQqbkeDf/",
+	"CQyCGYezV98q/NjudHbVTdDTjGhENFmyI2kKToUiaIOIDkfwx3Z7R+MNQFTz2QymcxS+Gr1ewuHav9+o",
+	"g5OSxGrM//i137/pbDb7/ZvX+5++/ddaKRMbHGEZjMpZgeKzKMKwCxyiusstG10AzTSmkqARnkwIE4iz",
+	"aIboAJ78lnAJXE5IGkUIS03trjVL9hCJBEHbm50WOjV4o6GYMTyeKNoHtxooDgnRdudNC/nf+GisVk0E",
+	"mo6wBGnCjAsXNoljRbDqpwd7aGdzs43++782t1qbrc2GhwQvWXfC1JWjaus4imYeUC7YDGcIm63A8skN",
+	"FVJ0FY9O2BXjU2ae1hVlMZihyegL0ci2v93eblUe9qCpD2HRFXJO/dX2gpM8nuhdFE/0o5JBJjERhEnN",
+	"b2WMmYBdl56guthzB0iFRoq6Pb3GMrtaZReSjCspDdUPVwCTczc283ej1/x33Py93dy5aFbdjZ/VwVYu",
+	"5jfz9K50z46uZjrTLK1yLpE+v+ts2QxqvnPF/itnk+bpXeeyo6uZPggSV06U6Id3nceMDfzKEmxgV3/D",
+	"4ammI+qvgDMlpKv/gqilpaGNScwvIzL+9p9CS8LLzXmiv9KTFimmJV8hV0ICl5pO6dukNCccyF3kkzjm",
+	"sfCRAoMAyQ4NMI2UvKEFiprnal45ibpscebdjezFCgl1qY/t+7BFxZ3PUzKhNZwKgK4GSDVwFRSB8GAl",
+	"Hc2RqTnAWD1w0bbgnXm15LGByNkgosGjY2OqDYMynCEljiI+1dTc8HTKrnFEw6Z6MRFKqRjjmyYRAY5g",
+	"fb6XCTJWimk8ITTdVzfqMcHbYwhucUvt4YDHlzQMCXvsA3YNKxEOrhBGRqUBPUdIMmkmEwRmB01hn9CZ",
+	"fc8ZeUyAvecootcE9OJgpDRGNiRPCB7vuTzgCQsfGSYiCUapsUfdbi36KYX6hTCi7BOC0klMUln9ANOI",
+	"hI996axgqyVhkI9xRJ4oiE5TyerxgJQC6GnSHSMKf2CphelRoXOkjU8eMjzXQ+RmokCkaHZMrvkVCZER",
+	"+BGI4qie8meH4Pten/kJyxm8/Ial/Ob76YgLgiI+pAyMSQIsYOrf1Do4Q3V/PMBNe1J+t8+sDRjsHeqp",
+	"RaMuAnv2rtYTFaVQ46RmP23bi/hQqe44CMhEafANbeh4Asfv1T5+/NjsOSDLH+ltljutO/EjzGZGwRCP",
+	"KnSAuRWBuRVNsbpd4ENBdd+1w1rbTO/kUCPQC4HMqVvLRCrNqe/6rO5/3zvf/9j7x8Vp73z/4t3h0eH5",
+	"xcn+6cX58U/775U4WPV8/33v/blCO22bB6x7IRaMeLZ/dnZ4/N5vIB57ZWZqPZRSDV8IpBT28USKFgKT",
+	"aZ9prcB3DKi+dQnsGvP5IBHgvjCGJOxYcIeYMiER4wwcLep9gJl4Qhg6Zxte+LnzahluHsc/J1zip4ii",
+	"q2GohxbhJxCdhQh6J9QYW2KqlwR2Pqx4GgySTFDdQA8pMoH8Vqu1Ae80yU1ASEhCX89rXnshkA/PreJP",
+	"pXbYAEx8NKTX8KNAgv5OGl2kfT3CR3W7Ob2bi6Pe3/XOzxpAz0+Oz7RrRH/g6XlIxZc/fzg+35//Un/g",
+	"IV/p3hUf7vXOCt/B6x7yaWawRldkVjHC4dv9o5Pj8/33e/+4+Gn/H2YwbHyO1rxe8G+i91x7Y9SJTWMq",
+	"JWGGImjst85UScck8wxmuKTdqUJqBUCrxfqUsURXlIWGB4sW6hmeC4hh3YxU2hdQ3bJoHitdurGb2ofD",
+	"GA9k9gE4lSIi9avp5xYqcAoX5+fvjKFDnTuY2sEyDcOCGaS4ADuCOo6L45P992WjZDaT7O7AB6f7Z8fv",
+	"ftl/O/eRUgCiBNyEauoxjq9InE4ukHqbsFCgOgZbFQnVMZPQHl1MIqJQAV7mU4awBPfcUzES3I+uPmlZ",
+	"0ZEJW1+PmPWB4WtMI3wZPaqR4JSE6uLSUBvKtKdb0SWrGHM2oMNEHYEiNkrOrfMYBZip9y+J5XcNIFrW",
+	"t9/VxrbMPQ7ic0ywulDMEDds3dgxUcQKGWfWCLMhCbXnyvqAzcWdo4ACDwpq6P2Q3p7AnjWX/EmP4oNx",
+	"1U1HBBx0ODMAAU8REseShIanGL+/AmcXYcTI1HkdfMUBUZrOzLATRuBwUpUo4GEqXmYfzniCpgRiC4wz",
+	"kwoEt3pNZ5Z5NL+SUzPwtIdm7pZzaHNRUo4ZQp9l5viFsI7xBMekiVnYFATCW9yYMThSzcZ1uFoapjOl",
+	"Adm1PlLt5DdqirssI3HKNF5GoO3NTrZE66TeP8dDHbiD0ff750iM+FTktqylixGPQuGAYE1Ik/KSPZjl",
+	"K8KcvElFqyZwlUNNqhWKIGloLLqMKAujWffWc9bqKo9CMzCOFFl3Dr29mQY8KUqi9Av1uUYqddosDUqY",
+	"Q5f29m5u5VrIZSjiQqZjKkUZCTpkEF8CakwLHQ6c8UQSKHVEeBUbYRmfWg9SZYGSfxVClNIgJ/pHkyBN",
+	"UVJtSc6dvdqi0hlAOeQxGlAlc1OJQoU3QCUMdqRTwPEKEMy1RNjEUWTVF+BJ0xGWzhxUChINrPiopH1j",
+	"sNPGwmqK5qB0Yz2Y8pNSKfZAo/iKUMXom2Bu0IbVFvpYrup6mYhXHbCWZ2hmdBpqjTOm1yREg5iPHRVY",
+	"X307Ri7KtJT0dNqb2fxgEdGT2FG0/aIem7Bn/W5JPLSO0CySHYvm4S7abu/YxTQpa5oAORjQFW91XB2V",
+	"JhgpTphoaCiCqbkAyDQgb4xnVkfFxlJodrMeFDbeha8OiVOPgovFim9mtKybAl2/INKAOPNxC/UMItjR",
+	"rKMBs9kUz+YZo2LHmM0UAtbBNggclgrggI1dhQ6Gzkk+xbHG7AmJm8AUAzxxDBg0jEi6caKpKkT+RlSo",
+	"FVzOkA0wVl+Ljc86OumLjTcWJgCYaVhp3Vvtbk2iGERRfXVolElfVIhkEQ7B8wyF4MMMgSwqqDGqsKeu",
+	"Jvzx43mKMRDWabWugmVt1zDnIkJYsypo4Org1Ztw9Fo8xBDnJUks1oQKqTHva8KELPg0J0QBZ0x1N1wa",
+	"vj2v2qG60q0qmI0z+i4caRrbKjkShDh8pDCt4h7q2xkY6y3/ADNz3URHaQYZkWsSoTGPyS7CQsnjCIeh",
+	"yL4ZUSF5PEOEyXi2q+2t11qkiwmfKM1BQ1gxxHw4lrb9CMLCbIGQUDTjCRoTzFK15UHRbxJzJVg+tgXu",
+	"I4mi5oDHY3UHE5l6beoYXfKEhR7C6DIRlCmhN04ion6YQmYXRPbwkDylyLQPTCSTCY8lCY9ISPE52Dr/",
+	"mKhUJTy+EMhMrd1W1CiA4Kx/QnEaX2wUMKyjl8jRO3XF3Ay3v/XODvdqXu3ooFeS6ObBR2CzPyUiiWAL",
+	"k5hPSCypjhPG7qiL4JtND8viE/09lWQsljBoQ1bOoX55s93OknBwHGOwlws3AHzJOG6vJhIQZJdagVYE",
+	"9AS3JyhlAdm/prM4Y3gO6DLIa7G6ZqKGS8ANdJGE5wSPl1pzkKYdLZNA5NWMNNmTucyoEEvSVCRbZ0ct",
+	"yD/wamFC7vF1Fi+bYtU68rO8WoSFzISCe6w4P9ApwaIqLTSGZ2nURN7HuIt8nEh+YVmir2Wv7IUXAnTG",
+	"hk2EJWiIJVFCm/1EC+/8msRhYlNPwFDRym+jHFMMO73P0bvG3/mTe7XtntxOu/16c2en83L79XZ7Z2dz",
+	"4fmZkROxDBqf6Tezq32q3n/Y2+3Vkkl4r2syRx/S/D+HPDjLT/fv5QlA8brY6zd3Fu69dhdfRXh6MIuT",
+	"AIJD6wg5cejRAEeCeMuTqCXTiVoV+UQKZvZ2zZ9QftjF0M6tsAoEWm18eiC4H3m9IwAXXKbNzpsld9Td",
+	"+JfKPLESZqkRfw7fLXabfVQd3g9aUyjyz1TcSP9zGz0xQ+0rneN2MWRuK3qWW1aphy6y+kDqfIxbidHK",
+	"QgH+E/DnQczHZynVLzJTTRFtZneeVe4ifClMvr1M6zFovXFJXlh1TR6R50l+dgeuJ3OGDivnawhkDIOk",
+	"V6uWcn74n1KjtWyaiSLlJTByFBVE22xmZ/FlPCoHs6rbUeTEeULTyWdqBxe/tps7uDn659WYTZryuvn7",
+	"p8+dV19KiagDMgdIxyf772tebf9sr/eud77/tubVbKhXqXKUT+y7G6t4GI62iBza6IkiPDt5eHaqs3s/",
+	"dzoVgAQXfGntjrNjtN3ZfI1wNBnhSyJpAIaFufu3lVvDVmEJnz5vlc/8llzTgByyAV8R4nQyB4ftl/lZ",
+	"282dXvMANwfd1qdvSueO8KUmfbdRy0SQuDc0Ngrn5ZebnbIjLRzeASVRmCbm5fcREolptMTATiWK4jG9",
+	"x2NdMAdNsBx56LeExDPEY6QNCyj9dO7cgO0XJ+KKfpVM8+PZ8Xt0op8iykydlkseLkOP55DdbLwM2X8g",
+	"OJKjIqxE4a7zq9upmvmqbKJDJmMuJiCm3OXagzl87uzebO50bpXD4MML9fPFiBbw6nZNQ0+8eEuGdxTE",
+	"EXoNFgnz5SXnEcEMhIKbycOyPjonodx/QLGckemfki7H9QOubZC3v5lcrqx+FqUdG+Fv4ujrmCFyIwkD",
+	"D+CYjC9J7KHTgz30+tWrDvrv/+q0OrtgLggRFrrm0BScLVB0wngfeieHjaXEoQzpSlH2FtlAI04Zyv34",
+	"8acSRIuG7kXdD9+eldsmg/g6/2Ln5cvNndJXr+hyav2VnOUEgp9OSodLtGnOvibosPS1m9UNhWoBemfq",
+	"c73wCsidFUF3RWbLKzcK+KvqMzBB2XqOBjgX4JpfV5CXQRYKs86r6ox5WFIf7y2J6DWJEU8gBeESs3DX",
+	"ui2hFtwcVuelqVcFdv/pc4WcaNyaD2bmcTZn9ubOUQHYXyCzS0fNz12VS8g4IPv3XKaXN+NbvK5yCtAw",
+	"eoAp72ivL3Dyo4PexS/7p4cHhxViesprSyyyXILddC5X1IYjckYQ4yjibEhiNOXxlZgnmMtQQLf0jF6M",
+	"a9Bb6AWwxz+7m5hx/4t3/1t0+x0o3ThnZHZEGS8RJnsM4TFPmExT7Y0W8kKgsfoEJYxKgepYojEXEnX+",
+	"4+UW+p//+59o00PkBgfwoS7EB4LpBMeCxHC0DydyWIdisbrnwR7a2X752ia1IS3QQuDD3P02qZvvyKCk",
+	"FOTRQS9N7kzLPUJ8NhRznN/Nw5lmSjWPTnu7TCPQdXqKiz9mxh4DFSxzpXuU9pFTO5ZiZ46qNM/Vir5C",
+	"yoTELCBLaU/G9VvQn8tVIAgiWFyW0FMymTkrN0BPq1zrO7eMdlaP/3JnxxnYBd7CoSWV0XLysJUiyQ0e",
+	"T9Q3tZGUE9Hd2BhhMRpiSVohubZOfLEBURzYWJXSdScxbcZkQNS1JytrkPDULtpbpOdBhbESgebeXtLA",
+	"MZwsJMv2PfhGSD62xcBuhXRIBYT2pVT04WgbuTf3V3d6T61ufRbkSUwDyoZrsc3+ltW1W6pAnVcTOCJi",
+	"b4QZK5iOHtuwXJSh3p72Ds5rXu3sw9+ODs/PKwQpkVyOqbwf3ovkUnKJozUgpcQ36xh1Fbfwurb2wO7m",
+	"rO6i4292qMsctjrSakq25k9yntw4x5EDi3vzC1d0Sa/1bToT3Lr7+G8flDgv7fHtVrl8F5COrc693Mnz",
+	"svkCFEhhUgnxFR02v63isNETSC1Oz9vBHRFriTtK0/Kot74aUUbO13Slf0swFNF/YNJ+lSwXv8KoPIlp",
+	"QB58ZyUecI1OV0nN2XVhCQVoV+OZJON3VMj7evcznFomunBN3Lg0YGAJD2m6+JNkVeq26oVZDlMV2ABy",
+	"mfKwHIIuTx83qghkEZsXnbtjWihYam5B0sqTOLEVwBeew3ydHzA+jEk8JGgCIelQbvv11s6rho0SJCHV",
+	"FdlBNQYbwZgyd+zNIvdaGycqqBTLwnmdTCwv+a1w8oWjPCU4hKD4R/Agnur0p1QHmg8LgKdra08wHz6g",
+	"Zytb55n1dKXeDpPL1Y0JBsJu/4ayANbEmT42f9mHukiSfWj+sg+hEpJ9pv/Qj8q0EWMWfjSr+NLB7Q9l",
+	"HCgx+Z3HCfT8yBcY5VOWWrDrhIU6d++akqk2VxcdtiEETyxpeNeRFhCTBVWLjga4Z8yO61PeH8bHEGEh",
+	"T7WN/56jnBFynyDxcebG+QNdJkt84gSSrRQPndaoX6rafLV/JK1n70ZCF30ledXQOaB5zPFKyEEpmXNz",
+	"ju8Y9WsmOteZfMbYW+a9HOAkkl03hl+nFEEuILZV2hdcrJc7nbystbWsofZuJG05euGEZJkbvH5QvHm1",
+	"nQPEqyXh4BRk1cuChVRIau/4kDK4pOjooNfVtY4QZcg/OuhdnO7//OHwdP+t70EaWMSHQxKqp1kVPbdS",
+	"rGnZ1Id6aB6ajjge07SogIZ0vhysyWncRPkis5C3CEn9pjpskc7f61qmV3GxizLPJUrdrGZTFTnwkJjq",
+	"IVNgA5JToaiM4yVJK+TpJLy6r0dsQSCe32ihY1s4Cn5BVKArMtE9d5T03M3qvOAhYVnpFxyGMRG6pZ5p",
+	"I4eFKcs3wmJEdMq6KV9kqk61UE+HF6eZOHZhOuKGcb2MokNvycDBuYPQXy2AfVnUkC8ufPStWwh2s9NM",
+	"2zohiYfoW+TDO5tvnH5PqL7ZfoMuqRSNklIYJgzp7Ides/Py1Xws51wwZz6aU1zkQ0o3O1/mf3lTbvwx",
+	"u3wInd8KjQ8XyJ/nm46c3Ns7P/xlX+dWpjTC/LkwXsGMeG7DFr426fZphI+sJguVh5CcQY0EzgKyq3PL",
+	"qVTkQ90U/+LiBy5kczS8sM32UMD5FSWIx8j/e9PM0YRj9tcXVZKXlO4mHDm9juZNGJ1XGVHxIKu/yeNQ",
+	"1+aDMmgDWogd7uQjSTrFUJIlrcJ6XUIkd5TYVrWElaQtL0QjUJ1zpEZbxC3dmSM6YG76LSHmsYwTUpmh",
+	"vHza1f/qfltpN1Hws9n0mX4fAyfX0kN5RJWMKkU6J1mehCiiA7KLggiPJ1l7TipEAiW+DDeJyRhTpn5R",
+	"r6O6IAT5qYvHt0KAZr+NxfLg1ubLrVftO4iElRnb5tBzu3ZBV31hoLJKkYLnnOcl/eWyGi9pVRUjf6Tt",
+	"nOYhCC/OcpBZiZbeG6/Ljea3kk1vUdRmKRH00tZqy3ZQuyualwXO54gtcehohiS348UR0fXkHzqkZFVq",
+	"9gBBHIDh9xhggmNibQw4io4Hte6vSx7rJ68qTN4U4XMbO40p0+nxVCDOSJofqEunx5xLVL/kXAoZ4wlk",
+	"wgCXtgn2elg1iN9o6SCv1DxbVLrMw3tl6cIIS9QSGNJrwrK2x9emLfWu2ZleuK20ZWvDYxYQdeM85Oce",
+	"QY0vdaRKW4goI3hIuunbqJ+021uBuQfwBzE1QGEMf6lUgrVU/lhPDY97k5rbadkDx3U4NKpQRyBHmxyC",
+	"ld7hPEGzGL5K5QCAwwkuywBYTUvLyOQSp8/IjdxLYlEaKZxLA4aKGxM8JKvnnFXrf1l3zoeVzkDFCZKY",
+	"ytmZAouG4yXBMYmVQpb9dWDx5seP57WSJnsmMaapk8Shmlsdsmo85F/R0Ddxpx7yqRD+ho+T0N9Q8pef",
+	"tp7y0IBHEZ+awqx9dnqw9+Z15yUMdkmETGsxT5QqQAMCjXuhstzlTNNdS0zr/lyvDd8rpbQe4nGf6TRB",
+	"S5nhcaOFQAIRXZTzRaG8Jwo5fijkeqH6zHFCIdcFhTIHFHLcT05zciD1APXsxEZSThyNdA+0vHKqzSf4",
+	"t2S+jjJlCKf6otUS057A+s+s4WtBr8wWgif0J+LWQvpB9xNecSkm87M+gPYcrHkZ8ykUg4TG4aK6XfGc",
+	"Ultc2BcIvdYZu/kV2dhfdEXIRCAx4rFsRmB8Sk2hODJNOClDurDeJRlRZti67Q3bNeWcDS70WV1ENISC",
+	"/yxEVt81ErMHllnT49Ezdkrh2bb60Aq/4aHeyWHTYCaROMQSo/qPH8/7TKE4Bjk2470eom4mZcNze5sI",
+	"VOcTScdU6HxoZsOqPKeAo6392dBd+7P8eY2UqI4lH9PAQCNLuxeNVp/12T4kNkDgvW78jQoZB3W/qmCa",
+	"32ghPUDaz/CSRJwNoZk+7jPNWXYLjbqz953i21a+325v6UsU0YAwnT1nkKY3wcGINDuttuIvceQEhE+n",
+	"0xaGxy0eDzfMt2Lj3eHe/vuzffgmiz1Pcajm1a5toE5ts9XWb/EJYXhCa93aVqvd2qoBRR4BUd1oTUkU",
+	"NaG+4sY/p1eiZUvHDQlw5hQFFaGvfU8kpN/NdUzutNsP1tkXxq+oRAdBIx/JJfqJzNAZkS0t+xv/Rfm4",
+	"6UI3TIaEw11q3V8/KSlhPMbxrNat6dO/IrO02TwdUCLmXDQ/fjwXJlzl5eZrnXv6pr31ugGRn0OhmKa6",
+	"LLVPaq6NkAcKSPa/G5+xEER+MT+NIG3790UQ/8G8skagm+TxCrCbUo7QvGry0DB/p8R4qECeNhiWPAlG",
+	"ms5VwNRgdGuGx9Ei0B1PCOudHK4GOjvoCh1nyqBm5kYhD5IxYQ+OrOcu6S8HE/QScHErv8pOu639ODof",
+	"TDOWSUzVBCkpw2gCPYRetrfQt3Ot8+BjzrLe0C10rkQkU6AGR5yRLtLZ13p0KjzQtQyVcnx/kgRKTw3w",
+	"BF/SiCrpGVxTWoDtM322PNYFdpni0mmTwN7bo8P3F723b099D0WcTy5xcKWkLwPuhmd6UW6MiYxpIHxN",
+	"kgv4cqoBtsablsVZldbMxeFM15WNrwkgzMv21uNX7S0U4X3AyrAPeANSWKK6XjesFl9GpOHZIkmcRbPy",
+	"y3G9uZG25aq8Ij0obCpy/lstluqi+AVvhhUhwQahxWXFMFromKW9FgCf/b9Di6vmN/YTBfY41q5c7T+Q",
+	"szTgKZkIGRM8BinnVN1XAXT5Rl2TOhtSdgNFFEcXxgDte2gPh+EM+Uagu1BPfQ+dx5gM6FX6ew9+7rN9",
+	"ds1nyCc3Et783W+koiDkBMd0SJUcasZ/IdJlT035Y3WvL3k466qd83DWjIgQfeY0sdASkS3Ja3vJ+nsa",
+	"uZtKP/d1Nxvoc6JtNjMleY64Luf7w37vbZ/V9WK1wJxbnX61oYU/0ygJ3FJUoO/3z1voI4+vlESci7OA",
+	"vrZ9prAHgDoDykMZAoZ9cnr898P9s9Y4RPV+7W9a8J7xJNbv9mta9gQj3JSDWD2I+DQNXwjpALL1ZDTr",
+	"9lkTffNNPqjim29QHRdq2lc1z9WRFkY0CdGMSN2vtc+QFv9NSd40FgPCC6DdFLkmUVdHUyxOPMzFWrTU",
+	"yCcG1RQSqpNGEb0iMKrtUANOwDTUwJjldOtgBQ0PTUc0GEHrBbvcrLuVGsAEiRiOwJAg5t4xMjX12zX0",
+	"zrTOosGWjaG4idl1k6ZRgY0ugkK/qYwuAG3M2ShM6LTbu2o1/r8BgL47Ouj5jiC/dRuwjArlBKekwS9q",
+	"WL0tz1hm073oPU6ULCjUAekK4L6avIw3pcWIa05JIwEm46Lk4TR1Vhilh3apiDVuiFSfhdpHmTob2Wpl",
+	"S/ETx0n+5dMaeed8ReayBrJRxKcFfrUHepYiMzGPbuNYuZeb73nzTPIYfD6GYqeBA3NRJ4BnPljP4Rhz",
+	"8Lvd5mZGP0utxHOeowkOSFMQdfpQtwHeQ3XDYxyTf+OuM2dRxSU1B20XqRDVHVJ17zkz+3VxTk3OICle",
+	"3xljz73jXOegrlcUGYJnqw2sht7W6L1YkvkbDq2THj7ZXEGiM7ni2oCs6/qn0TGZJNSznohci8/E9E3I",
+	"GbpqXu0aRwlx66jlTjhtkwJ8Rk1o+06NcaQr65c1EtWkxNYWmBOvsuiT7fZmZrY4H+V9VYrrprPmrYzV",
+	"9LekuT2cOvCeowE+ISxUB5YD2HxY41yjtKpgRk3MK0Go2Z353nYp6lrOZvvmQ4NH3WSintqDrdFu43Ma",
+	"3PJF8eEN/XHjruAtXZLT2EYtiIpUnlgW6K6EUHPK7d9D9XjvwryLGHdQQwmFC7vYcgZ96EtwwfeQnzCH",
+	"JZLQt62504hM4M0aVFOswGJl06ODXp/Z8NV8DGqj0PX9/m1rt1fS9lzaoKSQDxM3rjdDdiMwdXPykZaK",
+	"LASwuNKbxrqlvpWWKlCdOjZPRkgo7HdGGFoaW7cybFUfx7rcUKkAQ0Xqk1kWS+dFswfC1HSb7ppQPSdA",
+	"gjSag7FFOsOwIxxcQYMXxcddVX8xL3EbG99bm/4877j59dMX7/O8C0X/6Lrffv30JaeIH2hFsanODQUj",
+	"ElwBLsXzeqoioSMuIcrAtewNnO8z7Rws/uBP5aLEvKfzFaBXREEmLoNF9sqG0+0NnDOf0ko3f+Ph7MHk",
+	"1WIt9S9556oJc5sTmDcfdAFV5kkF3Tkxef8cD2+TjuGdL16tpF3fbZ+WffLFq70zzqPbPk/fc1vE/AEt",
+	"ee4u8t16s7Mu8RkvWPzRAY8vaRgSpr/Yuf2LPc4GEdUO/O3Nl8usq6QFkfq401nmY7cPFHy1xBrPOT/C",
+	"zBZ+E8fxzwnXERGr0ki3JegDkMscEcynaeYp4rFuyTXvwET1EWc8icV8w0mXGmq6lyeDG591n4wvi7wd",
+	"hhauTf9eIzl5vtDlF3r79i/ec3nAExbe9Xb9UaJH2V2C/Oe5q9QD3Cq5H6tyfdvp6VPpxdowPQGUvHG3",
+	"Yb0KQUV3lLmboDKAfn3HE9OJf52SSr7xzVKSyhL3Jt8owF6Er+fCrc5yl+CaJzEE2wPIDiDx/AG49eNQ",
+	"BqfZ6GPy2x+sI9l25sxidPAY1Y9P9t8r7Svtb7E0v91IO4E8PGHYN0M/edJQ7PTxTB6eycOfiDwU7j/6",
+	"n//zn9lfntOEN5lY56VNrFqWUoyyzluLJHTboGvNgrqdpkJeN4t9Qq1un8XwJy2GWyXvhXDDbj3EyJQI",
+	"qf0Z6xfSTZeuh+fFpzDwMyd+5sTPnHidnNh2lQMGbLrOLcdebau+ddx9GPn58j9f/ufL//hieNpospIS",
+	"6ES121yBumHBE/UFlhTmfmRnoAZPhToAGVrP7sBnd+CzO/DOhC9X0XWO8uk5EXYTIpdyBhrSN0cKNz6b",
+	"PgZfdGBORLSBMk8W38LvlizOEZbt0t5yRJJQx6lEkDyEhpyRZyPBMrftkVh3RjYfF4M1cuhkLcBeDEW/",
+	"BIL6AKie5fCWoq9XaROrwM/2n4PxPV+Gv7jFzK3qXfBcO9S+/FKsJqumPZU+QQq3Lrufv1BQjf+OkrBW",
+	"ZVcQgaF+fxNW8u0d7qTuHLC8Drt+amCKvDxThWe9/VGE3zerrTYN735EirlnJ8fR4wocRxlxcaSO+uGg",
+	"CWQqDbxeRVreSGswlUoj76iQaXcZsXaZJO3mU0GNYLFKGtdFRS9n8Aui4TNlepZX1iCvpPKwqYGHbEum",
+	"BxRcFl7Mjc+6Z9ayWi10sLqfmPMsZTzf5ceUMp5Z/gKWf0rG/JognFGfXQQNNHVqqALLeJJInZWZdkwQ",
+	"kkwelEh5t9MQ3doP9LCkRJA4SeRDEag1uSJs/7xn7euZLj5rX8+kuGC7Ck1+telH8zAkuUr60+21Vw/t",
+	"yBnESl3DZzDyQxjE/giKmLYd15bEZ5r4LCs+EyhjHlKSYmYXgj5N0MsfSY7SZv4r2ouEWwLHqp/lFeHK",
+	"q0cISaOoWEPClABpFeo6veNDnsilvLPvdG0MnsyLRnsRwXHzjErSfIt1f4W5ykR9U0pZ9Gse6teE5DEe",
+	"kn7NX7GQzh9FRLzaGZHNqurSsH9R1nboLvV87kJ3/pSu3yVLP+SLtfKhQkBU13VXcnURPRTog4A0LFMj",
+	"URAWCjSHoe4NtDfO8RAXim0sU6Ul7TF4W/28himG02dOsZlih8EWeptAeTicFvtYptocVBrsM1s+Diqs",
+	"wkJ0yZMuynVNrKhCuqcLyp+lRc7XJnykPeGqkrpNm12zvXWUVVv61pm1zl++J1w1JXd1Po44wmN0qO7O",
+	"ICbQX1GX+owImlIW8ikUK9VFdSMqZUQQH5jSWxEZyPJrk+dcG6aO+yIOdmrurq76a2+XabqujxyRG8Xl",
+	"dG1NRszV05XBcqWUDL4bM4WnlAD1flqlnUx01RfQCuCJQP7b/Xf75/tQ9ioRCjc+636bX9IqWP+m5//O",
+	"9/osiBIhSdwUeOA0s8yQUiAx0oWCCfStRBIPG1CIOK0OpVsguO1EsewzzgK4xxoOtg2D0nhogFtZUJbs",
+	"ArNXYhaAJy0O6X82E3RR+0vpZdagPpodyxGJ35qjudN9ztV6gm4Wx4ncjwSB6sr5ek/nU4509qvBBmT6",
+	"X2hRIy3olLby6axQFynXvL2EbvzAp2iM2cysID2kKYmJWyvuyQSU3Z30/HX4/hkdMmD8cFd0QW8SCYLq",
+	"+vLkzjpPSnb1/02PFHVJhcQzcYsMUPTLHs3udX9W4odVTtl39DoVd+ZS33aLfemhYmKs6I9vtu8/I/6f",
+	"glfnZJ/IPfSMX5i+4MuzZLey4yL/puUZb+0Et6uGp7b4518vcLcKQ5+qQ/8J0XJFi3Ok+oVIBYaKcF6X",
+	"Uq9mS3VaEX/K349cXk9VX0MKjZHSjsMgKCvNz3Tjhue6kWaf9dl8hfXWN9+gjxX6oFOnvFC41a0KC43v",
+	"RZ8VWt/rQGiBvskVjf2mhT5UFVn1kP/9vi77mmKtknTTX9O2ydWt8XURfRjddH5U+9tub/bZKsXdUX27",
+	"valLym+3t5xe8cUq8oL3GTbl8bVaL0dkjKDVRqHcu9uXXu0+W3mfOV3QKqvepoq27+lK6X6r1XLq4foN",
+	"gE0E5jM1pKNTWOg1EAZbHaK6L4k1EdjzFdma80d9SQI+JqLPfLdhuT9Xph0lLCQxwk5Nd1B1eBQaMYdP",
+	"BJqafgNYmq6vnPVZqcbRMKhrqrUqnO05BgfAPxKiCEsSz5sf6r5uue433CrGqenCNAhIUXnEp2Ieiy8T",
+	"qSWz7MxbhdL52rw5wULsOuiaInFlBf0FNfKdAvk0GPVZzCW2Z2MUThaiGFNhD0yXs+dpsXwAmi1Jjg3g",
+	"AIlHPAqhuv6YC4nSdjFn+2dnh8fvL456f7842T+9+HC2f+rn+XwL9aQGWoAntnvM/PfvDo8Ozy9Ojt8d",
+	"7v3jO3VDZZNHIRHS15iQdZ+RutA1lgTBe0J39zOKbESwkCgmAfSIQNAcIz1Gx6uW06qzm59BOtNrvUxQ",
+	"sei1a3ahKYcPDdvtl50O8s2MzQh4t2n8UqrV6mQm1zy1SpCCq8nC5ZsvZT6JMGWGltSzKtzmBjVcDdbp",
+	"418DXIUmkCA3qdHxJTw5oDEZ8BsFkneUJTfQftT0rqzhSL2dFgxXbOJogG8pgl9eIXwluqYb3M2TNd0j",
+	"hoS7uT58cAWmI47H1DVi5C2WfTYmmE1HNCIuuXuR2j0CHMc0d7Oydh1gc+JDoTaj0MT0fayol+5pHNzs",
+	"AimYcrVMILWKt+ky0IpOSK5oLbntwByerANQSk5nafOEwco1ZdregrvvLELktmz6Lu5nPadrnXbnVbO9",
+	"2Wy/Om/vdNvtbrv97zWvFDpOc+zss5e5z2gYlY8Or23Z11JUrHVr4uLnzmh0OQ6j848fbi7w97+Iy+/f",
+	"yLCzM7v8/md5dO5U6a5p3pK2/+7WRsO57xmXTYWKONLNIpv/TIRsYtY0AGsCNJrtdnuz9KplIHxfUXk/",
+	"M/H/2WAbdH7552Xn5dW7v7+Pgq33k8uOC1uXCT8MhDt3uC66pURVEIKtEW8S/nQvnrV0WHmOUiiNUvhz",
+	"5GXfRR3OkeuHDyDIt0WuTMq2GK47xwNHnI44GmGB1DXLCFJRFS4GDyxt6NGB7JVevmc7z3OC9mr4rNHD",
+	"wefFVpzFadl/vPe53On8jNx/8QSmXOP7shSmQRJF6JqSKeID9zLo7pOZ3gzdbmbaZwyO9so78mCmzmp9",
+	"cPXYV3car8KACjY4zNAPR7291NbLQ5LZS43fKjUz6d5K4OdQkOJTBq1LC/0p+2xabVCFRr+ZdQ189eA+",
+	"H+BA8rhgWJ25+jSYWOtF/bZRsBmZlRWicEzMxMrmL23twrpJq6JwlCVE7OY7Q2aRR85CKo0kRwO8lx7x",
+	"Gos75eapiubJtduE02VE6/QKJ54l+q8q7vix4n8zrHtcYedM4ljatmMZatejnKXK9HnTdKDhOulRSCJ6",
+	"TdJ4xZBop9gAXWIWrizoO0a89ZDys8TSJeu9wMZGKkdYAlkyPZXVtutzDQ2tgU+rMQ0AS58ZuJSFbZV6",
+	"RNAyDhGgtTGRScxs6JWGO4/CUos1WhyIVUJbfwE4Hw1wbT0ZckcDrKdYvc7mg85Pbcu6OVSQZDIhIUom",
+	"u/kGyTZdRyDHEfVM158yXd9cYivfc0a+cjvQXtqwc2+E/wBuoq97amlW7GBXkSSnZb8jsJKJQMkkbxBF",
+	"xnG5OufQH66Ha0A7cGMkRyHBoU7jE+iKTGQxHeUUlvJ4qv8yducXwukA/0zLnk0KfzStOBQiIbm4D6sN",
+	"mu920a1xIAuphA5XX1il6Fy/UjBNlDbzB4x1PUIptF62vdqAx2Msa90aZXKrU/Nqtu9Jd7Pd9mpjysxf",
+	"acYUZZIMSVzzajfNIW9mvyq4llEgn5EbuZfEgse+NUNMYnJNeSLQBA+J7hdcXHoA31RlcW123kAdPEli",
+	"9e1//Npr/jtu/t5u7lw0P337r7Viitc6E3nhSE5wuf59zEi60Wdj5hOx1D884dA3t9IyKQnDTL4wEsNc",
+	"BLmJMtIor5BFoWxGJgxRAHNkJavPSNIliTgbChuZlwZ46iWA6GKio5BILgWRhVBQaEwtWuhQ9/5Xlx5q",
+	"kNmXFDUzYW9QBlZRxViH5WlLK0+k0rAForKrs5p8KaMzsAQKH015EoUI4ozQBAudbKRHeSG0HXKmI6f0",
+	"/9UqggiPJ6BV5t720kBJrVm+EMgn1mnvo7p9+uPHc/PIbyCBZ0jwFgKvCWwmHRHFuRQpvUsDAUg0ptJL",
+	"u+Bck2jmWbreQpoyz8HrknMpZIwn0Ppaad++VXOzwX00wtcEMW5XUVfCGh4SFKvPGy3UQ/aXfGTbZrvd",
+	"tklOXIH+DRoSlsaKKlyYgqSqBkJ1CPe6VGy7SW4CQkIS+vYIsGzsQrN9FxAhSkOL1Clstzd3EU4jc0Wi",
+	"N4pT1f2axMZsMOCxDTaySw8wY1zCjmEpXf1fzU9hgdqyXAKgRlFiBWasxcj12AJgbJjlD6rbny0grJKU",
+	"1ygbP5fj/4tFcdyjuj5g6rpCOQxrXSSRM9Q7ObQ86ceP541d4wnKUgcc9qT9X2UcNieGb1B1KcSEBLK6",
+	"Aclh+s46SVE2S0aKvNx4N83pdNpUEn0ziSPCAh7qRhx3n+BRDZ/ZAhbEBcC5KAFFYvls3fzzULCvUKg/",
+	"PdhDr1+96lhZyEVfVPdxoMTD7gBHgvg6uozN5EgJm+DvptekcTsB+gz/FoLJypP6c2kTXlX6gLe0ZNtF",
+	"IKCD/8h123CGEqHJ6dw2+RwcvAU59lmCV0wCHocC+UbiVHI7DB4TLDjzd0F+VXsmLMRMybLwReEDjPQX",
+	"iOGxluqpSEkGDVuox1DCrhhk6Iae0yja6GaUBVESEnik95tCsNPehjkCsDtB0II6zFZF3r/lBUvYaPSa",
+	"Vzd0oNZFt/npm+VsHYsiCm04YeyEGBowPdss/iLRhYtErDS2MMvJqiYhbuDhrnPb0lQUuEiQbAIUtN3e",
+	"aZSbOqqiEzMxa53WvCOiBOFyKWRMJA6xxM+34zk8cUlpoZfyIYs8Nigx49pUChINKm7Dav5BbThwohAr",
+	"iu3cXozggyDxmX27sIyqel0U7HRXhEyqzPu6yk9txWQVtaW1WvKXLnHz9IvbPLPLPzgYv7TIlrqBHuKm",
+	"Z3A0g0uihFXOyEpx+u+okHOX8wnWxnm+EV+10+vWgHyb5p4rpFM3pUYeKOj+g84Y/vJp8WJhdWa6zyUY",
+	"zIgQntIgQ6r/q4NDmYxxIA1zzjofMklirfyimAxITKyFUdAhU/f5isxEK+N3Y5AnCy5yW7xgjBkekjFh",
+	"EmwFgsRQ9UN75IQJbbU/Cw/hcKz0e84j0XBmSaFY7ownLLQnoqTytHpnvq6fcVxZwpV6GPJzVEwx4lI7",
+	"ugZQQvyaxIJA5RBKBKqzIWU3MN1FWjfwPMZkQK/Qgc56V6floX12zWfuzkxOfFN9WzJ1av0V2vyrHUmK",
+	"LWuCl4ldSvEgIXXPxohZxVF/znr4CT1i1htHE/ExFZIGCk10na9gplEk5T0macKdzlQeLk63LwIc6eVC",
+	"F2wPYSTGOIoghGQQ8ak2fKIxDkZUh3faaAnomv3l05f/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

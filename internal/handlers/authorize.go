@@ -33,7 +33,7 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 	if request.Params.Level != nil && *request.Params.Level == AuthLevelMFA && level != AuthLevelMFA {
 		return nil, apperr.New(apperr.StepUpRequired, "This resource needs an MFA step-up.")
 	}
-	r := &authorizeOK{AuthorizeResult: AuthorizeResult{Subject: p.Subject, Tenant: p.Tenant, AuthLevel: level}}
+	r := &authorizeOK{AuthorizeResult: AuthorizeResult{Subject: p.Subject, TenantId: p.Tenant, AuthLevel: level}}
 	if p.Kind == auth.KindSession {
 		r.SessionId = &p.SessionID
 	} else {
@@ -82,7 +82,7 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 		}
 	}
 	// One backing array for every header value; the names are already canonical.
-	r.vals = [7]string{"application/json", noStore, r.Subject, r.Tenant, string(r.AuthLevel)}
+	r.vals = [7]string{"application/json", noStore, r.Subject, r.TenantId, string(r.AuthLevel)}
 	n := 5
 	if r.SessionId != nil {
 		r.vals[n] = *r.SessionId
@@ -157,7 +157,7 @@ func appendAuthorizeJSON(b []byte, r *AuthorizeResult) ([]byte, bool) {
 		return nil, false
 	}
 	b = append(b, ',')
-	if !member("tenant", r.Tenant) {
+	if !member("tenantId", r.TenantId) {
 		return nil, false
 	}
 	return append(b, '}'), true

@@ -33,7 +33,7 @@ import (
 //	source .cache/redis/env.sh && go test -run '^$' -bench 'BenchmarkAuthorize' -benchmem ./internal/handlers/
 func BenchmarkAuthorizeCeiling(b *testing.B) {
 	e := echo.New()
-	body := AuthorizeResult{Subject: "alice", Tenant: "acme", AuthLevel: AuthLevelBASIC}
+	body := AuthorizeResult{Subject: "alice", TenantId: "acme", AuthLevel: AuthLevelBASIC}
 	sid := "s_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA"
 	body.SessionId = &sid
 	e.GET("/v1/authorize", func(c echo.Context) error {
@@ -74,7 +74,7 @@ func BenchmarkAuthorizeNaive(b *testing.B) {
 		}
 		sid := "s_naive"
 		benchAuthHeaders(ec, m["authLevel"], sid)
-		return ec.JSON(http.StatusOK, AuthorizeResult{Subject: m["userId"], Tenant: m["tenantId"], AuthLevel: AuthLevel(m["authLevel"]), SessionId: &sid})
+		return ec.JSON(http.StatusOK, AuthorizeResult{Subject: m["userId"], TenantId: m["tenantId"], AuthLevel: AuthLevel(m["authLevel"]), SessionId: &sid})
 	})
 	benchServe(b, e, "x", nil)
 }

@@ -10,19 +10,19 @@ func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	sid := "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB"
 	cases := []AuthorizeResult{
-		{AuthLevel: AuthLevelBASIC, SessionId: &sid, Subject: "user-1", Tenant: "acme"},
-		{AuthLevel: AuthLevelMFA, SessionId: &sid, Subject: "", Tenant: ""},
-		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"tokens:read", "sessions:write"}, Subject: "svc", Tenant: "t"},
-		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{}, Subject: "svc", Tenant: "t"},
-		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"a"}, SessionId: &sid, Subject: "svc", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, SessionId: &sid, Subject: "user-1", TenantId: "acme"},
+		{AuthLevel: AuthLevelMFA, SessionId: &sid, Subject: "", TenantId: ""},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"tokens:read", "sessions:write"}, Subject: "svc", TenantId: "t"},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{}, Subject: "svc", TenantId: "t"},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"a"}, SessionId: &sid, Subject: "svc", TenantId: "t"},
 		// Strings that need escaping take the fallback.
-		{AuthLevel: AuthLevelBASIC, Subject: `quo"te`, Tenant: "t"},
-		{AuthLevel: AuthLevelBASIC, Subject: "back\\slash", Tenant: "t"},
-		{AuthLevel: AuthLevelBASIC, Subject: "<script>&", Tenant: "t"},
-		{AuthLevel: AuthLevelBASIC, Subject: "caf\u00e9", Tenant: "t"},
-		{AuthLevel: AuthLevelBASIC, Subject: "tab\there", Tenant: "t"},
-		{AuthLevel: AuthLevelBASIC, Subject: "s", Tenant: "bad\xffutf8"},
-		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"ok", "no\"pe"}, Subject: "s", Tenant: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: `quo"te`, TenantId: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "back\\slash", TenantId: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "<script>&", TenantId: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "caf\u00e9", TenantId: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "tab\there", TenantId: "t"},
+		{AuthLevel: AuthLevelBASIC, Subject: "s", TenantId: "bad\xffutf8"},
+		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"ok", "no\"pe"}, Subject: "s", TenantId: "t"},
 	}
 	for _, c := range cases {
 		want, err := json.Marshal(c)
@@ -32,7 +32,7 @@ func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 		got, ok := appendAuthorizeJSON(nil, &c)
 		if !ok {
 			// Only strings needing escapes may fall back.
-			plain, _ := appendAuthorizeJSON(nil, &AuthorizeResult{AuthLevel: c.AuthLevel, Subject: "x", Tenant: "x"})
+			plain, _ := appendAuthorizeJSON(nil, &AuthorizeResult{AuthLevel: c.AuthLevel, Subject: "x", TenantId: "x"})
 			if plain == nil {
 				t.Fatalf("fell back for a plain body")
 			}
@@ -54,7 +54,7 @@ func FuzzAppendAuthorizeJSON(f *testing.F) {
 	f.Add("user-1", "acme", "tokens:read", true)
 	f.Add("a\"b", "<t>", "x\\y", false)
 	f.Fuzz(func(t *testing.T, subject, tenant, scope string, session bool) {
-		r := AuthorizeResult{AuthLevel: AuthLevelBASIC, Subject: subject, Tenant: tenant}
+		r := AuthorizeResult{AuthLevel: AuthLevelBASIC, Subject: subject, TenantId: tenant}
 		if session {
 			sid := subject + tenant
 			r.SessionId = &sid

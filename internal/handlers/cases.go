@@ -42,8 +42,8 @@ func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject
 		return nil, err
 	}
 	b := *request.Body
-	b.DueAt = b.DueAt.UTC() // one instant, one request hash, whatever the offset it was written in
-	in := cases.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, DueAt: b.DueAt, Reason: b.Reason, Actor: caseActor(p)}
+	b.DueAt = ts(b.DueAt.UTC()) // one instant, one request hash, whatever the offset it was written in
+	in := cases.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, DueAt: b.DueAt.Time, Reason: b.Reason, Actor: caseActor(p)}
 	out, err := s.Cases.Create(ctx, in, idempotency.Key{Value: request.Params.IdempotencyKey, Request: b},
 		func(c *cases.Case) (idempotency.Response, error) {
 			return createdJSON("/v1/cases/"+c.ID, c.StateVersion, caseView(c))
@@ -132,8 +132,8 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 	}
 	items := make([]CaseHistoryEntry, 0, len(events))
 	for _, ev := range events {
-		items = append(items, CaseHistoryEntry{At: ev.At, Transition: CaseHistoryEntryTransition(ev.Transition),
-			FromStatus: ev.FromStatus, ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
+		items = append(items, CaseHistoryEntry{At: ts(ev.At), Transition: CaseHistoryEntryTransition(ev.Transition),
+			FromStatus: stringOrNil(ev.FromStatus), ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
 			AssignedTeam: stringOrNil(ev.AssignedTeam), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
 			StateVersion: ev.StateVersion})
 	}
@@ -147,9 +147,9 @@ func caseTransitioned(c *cases.Case) CaseTransitionedJSONResponse {
 func caseView(c *cases.Case) Case {
 	return Case{
 		CaseId: c.ID, TenantId: c.Tenant, SubjectRef: c.SubjectRef, Status: CaseStatus(c.Status), AssignedTeam: c.AssignedTeam,
-		EscalationLevel: c.EscalationLevel, DueAt: c.DueAt, StateVersion: c.StateVersion,
-		LastTransitionAt: timeOrNil(c.LastTransitionAt), LastTransitionReason: stringOrNil(c.LastTransitionReason),
-		ResolvedAt: timeOrNil(c.ResolvedAt), SchemaVersion: c.SchemaVersion, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		EscalationLevel: c.EscalationLevel, DueAt: ts(c.DueAt), StateVersion: c.StateVersion,
+		LastTransitionAt: tsOrNil(c.LastTransitionAt), LastTransitionReason: stringOrNil(c.LastTransitionReason),
+		ResolvedAt: tsOrNil(c.ResolvedAt), CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.UpdatedAt),
 	}
 }
 

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/labstack/echo/v4"
+
 	"github.com/hashgate/hashgate/internal/apperr"
 )
 
@@ -14,6 +17,33 @@ import (
 func etagOf(version int64) *string {
 	v := `"` + strconv.FormatInt(version, 10) + `"`
 	return &v
+}
+
+// requiresIfMatch reports whether params hold a required If-Match header.
+func requiresIfMatch(params openapi3.Parameters) bool {
+	for _, p := range params {
+		if v := p.Value; v != nil && v.In == openapi3.ParameterInHeader && v.Required && strings.EqualFold(v.Name, "If-Match") {
+			return true
+		}
+	}
+	return false
+}
+
+// requireIfMatch answers 428 to a request without If-Match (or with an empty one) on an
+// operation whose spec requires it: the contract says "required" so the typed client's
+// signature does, and a caller that still omits it is told what to send, not a generic 400.
+func requireIfMatch(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if strings.TrimSpace(c.Request().Header.Get("If-Match")) == "" {
+			return ifMatchRequired()
+		}
+		return next(c)
+	}
+}
+
+// ifMatchRequired is the 428 of a write sent without the If-Match it requires.
+func ifMatchRequired() error {
+	return apperr.New(apperr.PreconditionRequired, `Send If-Match with the ETag you last read, e.g. If-Match: "3".`)
 }
 
 // ifMatchVersion reads an If-Match header as the stateVersion the caller last saw.
@@ -28,7 +58,7 @@ func ifMatchVersion(h *string, required bool) (int64, error) {
 	}
 	if v == "" || v == "*" {
 		if required {
-			return 0, apperr.New(apperr.PreconditionRequired, `Send If-Match with the ETag you last read, e.g. If-Match: "3".`)
+			return 0, ifMatchRequired()
 		}
 		return -1, nil
 	}

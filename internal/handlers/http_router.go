@@ -45,6 +45,9 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 		middleware.BodyLimit(strconv.FormatInt(s.BodyLimitBytes, 10)+"B"), // its 413 closes the connection: HTTPErrorHandler
 		ix.perOperation(func(o specOp) []echo.MiddlewareFunc {
 			mws := []echo.MiddlewareFunc{s.authnMiddleware(o), strictJSON(o)}
+			if o.ifMatch { // 428 before the validator's generic 400 for a missing header
+				mws = append(mws, requireIfMatch)
+			}
 			if !o.hot { // a hot route checks its parameters itself (authnMiddleware)
 				mws = append(mws, validate)
 			}

@@ -37,6 +37,8 @@ type specOp struct {
 	// asGet: the route is /v1/authorize under another method (forwardAuthMethods), answered as
 	// its GET.
 	asGet bool
+	// ifMatch: the operation requires If-Match (requireIfMatch answers 428 without it).
+	ifMatch bool
 }
 
 // forwardAuthMethods are the methods besides GET that /v1/authorize answers as GET: Envoy's
@@ -61,6 +63,7 @@ func newSpecIndex(spec *openapi3.T) specIndex {
 				o.security = *op.Security
 			}
 			o.view = viewRoutes[method+" "+path]
+			o.ifMatch = requiresIfMatch(op.Parameters)
 			if o.hot = hotRoutes[method+" "+path]; o.hot {
 				o.enums = map[string][]any{}
 				for _, pr := range op.Parameters {

@@ -25,12 +25,13 @@ var _ QuoteService = (*quotes.Service)(nil)
 
 // quoteWrite is the caller and the required If-Match version of a write to a draft
 // (If-Match: * is quotes.AnyVersion).
-func (s *Server) quoteWrite(ctx context.Context, ifMatch *string) (*auth.Principal, int64, error) {
+func (s *Server) quoteWrite(ctx context.Context, ifMatch IfMatch) (*auth.Principal, int64, error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	v, err := ifMatchOrAny(ifMatch, quotes.AnyVersion)
+	h := string(ifMatch)
+	v, err := ifMatchOrAny(&h, quotes.AnyVersion)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -160,7 +161,7 @@ func quoteView(q *quotes.Quote) Quote {
 		QuoteId: q.ID, TenantId: q.Tenant, CustomerId: q.CustomerID, SalesChannel: q.SalesChannel,
 		Status: QuoteStatus(q.Status), Currency: q.Currency,
 		SubtotalMinor: q.SubtotalMinor, DiscountMinor: q.DiscountMinor, TaxMinor: q.TaxMinor, TotalMinor: q.TotalMinor,
-		ItemCount: q.ItemCount, PricingVersion: q.PricingVersion, StateVersion: q.StateVersion, SchemaVersion: q.SchemaVersion,
-		CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt, ExpiresAt: q.ExpiresAt, SubmittedAt: timeOrNil(q.SubmittedAt),
+		ItemCount: q.ItemCount, PricingVersion: q.PricingVersion, StateVersion: q.StateVersion,
+		CreatedAt: ts(q.CreatedAt), UpdatedAt: ts(q.UpdatedAt), ExpiresAt: ts(q.ExpiresAt), SubmittedAt: tsOrNil(q.SubmittedAt),
 	}
 }

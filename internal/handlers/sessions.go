@@ -100,7 +100,7 @@ func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChalle
 	if err != nil {
 		return nil, err
 	}
-	return CreateMfaChallenge201JSONResponse{Body: MfaChallenge{ChallengeId: c.ID, Code: c.Code, ExpiresAt: c.ExpiresAt},
+	return CreateMfaChallenge201JSONResponse{Body: MfaChallenge{ChallengeId: c.ID, Code: c.Code, ExpiresAt: ts(c.ExpiresAt)},
 		Headers: CreateMfaChallenge201ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
@@ -115,7 +115,7 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 		return nil, err
 	}
 	return VerifyMfa200JSONResponse{Body: MfaVerified{SessionId: is.Ref.ID(), Token: is.Token, Status: MfaVerifiedStatusMFAVERIFIED,
-		AuthLevel: MfaVerifiedAuthLevelMFA, IdleExpiresAt: &is.IdleExpiresAt, AbsoluteExpiresAt: &is.AbsoluteExpiresAt},
+		AuthLevel: MfaVerifiedAuthLevelMFA, IdleExpiresAt: tsOrNil(is.IdleExpiresAt), AbsoluteExpiresAt: tsOrNil(is.AbsoluteExpiresAt)},
 		Headers: VerifyMfa200ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
@@ -147,18 +147,18 @@ func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessi
 
 func sessionToken(is *sessions.Issued) SessionToken {
 	return SessionToken{SessionId: is.Ref.ID(), Token: is.Token, Status: SessionStatus(is.Status), AuthLevel: AuthLevel(is.AuthLevel),
-		CreatedAt: is.CreatedAt, IdleExpiresAt: is.IdleExpiresAt, AbsoluteExpiresAt: is.AbsoluteExpiresAt}
+		CreatedAt: ts(is.CreatedAt), IdleExpiresAt: ts(is.IdleExpiresAt), AbsoluteExpiresAt: ts(is.AbsoluteExpiresAt)}
 }
 
 func sessionView(v *session.Session, current bool) Session {
 	out := Session{SessionId: v.Ref.ID(), UserId: v.UserID, TenantId: v.TenantID, Status: SessionStatus(v.Status),
-		AuthLevel: AuthLevel(v.AuthLevel), CreatedAt: v.CreatedAt, LastSeenAt: v.LastSeenAt, IdleExpiresAt: v.IdleExpiresAt,
-		AbsoluteExpiresAt: v.AbsoluteExpiresAt, LastRotatedAt: timeOrNil(v.LastRotatedAt),
-		MfaVerifiedAt: timeOrNil(v.MFAVerifiedAt), SchemaVersion: &v.SchemaVersion}
+		AuthLevel: AuthLevel(v.AuthLevel), CreatedAt: ts(v.CreatedAt), LastSeenAt: ts(v.LastSeenAt), IdleExpiresAt: ts(v.IdleExpiresAt),
+		AbsoluteExpiresAt: ts(v.AbsoluteExpiresAt), LastRotatedAt: tsOrNil(v.LastRotatedAt),
+		MfaVerifiedAt: tsOrNil(v.MFAVerifiedAt)}
 	failed := int(v.FailedMFAAttempts)
 	out.FailedMfaAttempts = &failed
 	if v.DeviceLabel != "" {
-		out.DeviceLabel = &v.DeviceLabel
+		out.Device = &SessionDevice{Label: v.DeviceLabel}
 	}
 	if current {
 		out.Current = &current

@@ -120,7 +120,7 @@ func TestSessionsHTTPFlow(t *testing.T) {
 			t.Parallel()
 			h, _ := sessionHarness(t, b)
 			tok := h.createSession("acme", "alice", map[string]any{"device": map[string]any{"label": "phone", "userAgent": "UA/1", "ip": "192.0.2.7"}})
-			if tok.Status != SessionStatusACTIVE || !strings.HasPrefix(tok.Token, "hgs_") || tok.IdleExpiresAt.After(tok.AbsoluteExpiresAt) {
+			if tok.Status != SessionStatusACTIVE || !strings.HasPrefix(tok.Token, "hgs_") || tok.IdleExpiresAt.After(tok.AbsoluteExpiresAt.Time) {
 				t.Fatalf("created %+v", tok)
 			}
 
@@ -137,7 +137,7 @@ func TestSessionsHTTPFlow(t *testing.T) {
 			rec := h.do("GET", "/v1/session", nil, "Cookie", cookie(tok.Token))
 			var me Session
 			decode(t, rec, &me)
-			if rec.Code != 200 || me.SessionId != tok.SessionId || me.Current == nil || !*me.Current || me.DeviceLabel == nil || *me.DeviceLabel != "phone" {
+			if rec.Code != 200 || me.SessionId != tok.SessionId || me.Current == nil || !*me.Current || me.Device == nil || me.Device.Label != "phone" {
 				t.Fatalf("whoami: %d %s", rec.Code, rec.Body)
 			}
 			if strings.Contains(rec.Body.String(), tok.Token[17:]) || strings.Contains(rec.Body.String(), "tokenHash") {
@@ -185,7 +185,7 @@ func TestSessionsHTTPFlow(t *testing.T) {
 			rec = h.do("POST", "/v1/sessions/"+up.SessionId+"/rotate", nil, "Authorization", h.bearer("acme", "sessions:write"))
 			var rot SessionToken
 			decode(t, rec, &rot)
-			if rec.Code != 200 || rot.Token == up.Token || !rot.AbsoluteExpiresAt.Equal(tok.AbsoluteExpiresAt) || rec.Header().Get("Cache-Control") != "no-store" {
+			if rec.Code != 200 || rot.Token == up.Token || !rot.AbsoluteExpiresAt.Equal(tok.AbsoluteExpiresAt.Time) || rec.Header().Get("Cache-Control") != "no-store" {
 				t.Fatalf("rotate: %d %s", rec.Code, rec.Body)
 			}
 			wantProblem(t, h.do("GET", "/v1/authorize", nil, "X-Session-Token", up.Token), 401, "invalid-credentials")
@@ -391,7 +391,7 @@ func TestAuthorizeRedisCommands(t *testing.T) {
 					if n, trips := counter.Sent(), counter.Trips(); trips != want || n != sent {
 						t.Fatalf("request %d, %s: %d round trips and %d commands, want %d and %d", i, path, trips, n, want, sent)
 					}
-					if path == "/v1/session" && !strings.Contains(rec.Body.String(), `"deviceLabel":"phone"`) {
+					if path == "/v1/session" && !strings.Contains(rec.Body.String(), `"device":{"label":"phone"}`) {
 						t.Fatalf("whoami: %s", rec.Body)
 					}
 				}

@@ -31,7 +31,7 @@ func (s *Server) IssueToken(ctx context.Context, request IssueTokenRequestObject
 		return nil, err
 	}
 	loc := "/v1/tokens/" + out.TokenID
-	body := TokenIssued{TokenId: out.TokenID, Token: out.Token, ExpiresAt: out.ExpiresAt.UTC(),
+	body := TokenIssued{TokenId: out.TokenID, Token: out.Token, ExpiresAt: ts(out.ExpiresAt),
 		Scopes: make([]Scope, len(out.Scopes)), TokenType: TokenIssuedTokenType(out.TokenType)}
 	for i, sc := range out.Scopes {
 		body.Scopes[i] = Scope(sc)
@@ -118,8 +118,8 @@ func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenReq
 
 func tokenMeta(t token.Token) TokenMeta {
 	m := TokenMeta{TokenId: t.ID, TenantId: t.Tenant, Subject: t.Subject, TokenType: t.Type, Scopes: t.Scopes,
-		IssuedAt: t.IssuedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), Revoked: t.Revoked,
-		CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC()}
+		IssuedAt: ts(t.IssuedAt), ExpiresAt: ts(t.ExpiresAt), Revoked: t.Revoked,
+		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)}
 	if m.Scopes == nil {
 		m.Scopes = []string{}
 	}
@@ -127,8 +127,7 @@ func tokenMeta(t token.Token) TokenMeta {
 		m.Description = &t.Description
 	}
 	if t.Revoked {
-		at := t.RevokedAt.UTC()
-		m.RevokedAt, m.RevokedReason = &at, &t.RevokedReason
+		m.RevokedAt, m.RevokedReason = &Timestamp{t.RevokedAt}, &t.RevokedReason
 	}
 	if t.ParentID != "" {
 		m.ParentId = &t.ParentID
@@ -141,5 +140,5 @@ func introspection(in tokens.Introspection) Introspection {
 		return Introspection{Active: false}
 	}
 	return Introspection{Active: true, Scope: &in.Scope, Sub: &in.Subject, Jti: &in.TokenID, TokenType: &in.TokenType,
-		Tenant: &in.Tenant, Iss: &in.Issuer, Exp: &in.ExpiresAt, Iat: &in.IssuedAt}
+		TenantId: &in.Tenant, Iss: &in.Issuer, Exp: &in.ExpiresAt, Iat: &in.IssuedAt}
 }

@@ -122,7 +122,7 @@ func TestTokenRevocationReachesAnotherInstance(t *testing.T) {
 		// The metadata key's TTL is the token's life plus the one-minute safety window.
 		key := prefix + ":v1:token:{" + env.hasher.Tag("tenant", 9, "acme") + "}:" + out.TokenId
 		ms, err := s.Client.Do(context.Background(), s.Client.B().Pttl().Key(key).Build()).AsInt64()
-		want := time.Until(out.ExpiresAt) + time.Minute
+		want := time.Until(out.ExpiresAt.Time) + time.Minute
 		if got := time.Duration(ms) * time.Millisecond; err != nil || got > want+time.Second || got < want-5*time.Second {
 			t.Fatalf("metadata TTL %v (%v), want about %v", got, err, want)
 		}
@@ -174,7 +174,7 @@ func TestTokensAPI(t *testing.T) {
 	admin := h.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead, auth.ScopeQuotesRead)
 	out := mustIssueToken(t, h, admin, map[string]any{"subject": "svc-b", "scopes": []string{"quotes:read", "tokens:read"},
 		"ttlSeconds": 600, "tokenType": "user", "description": "ci runner"})
-	if out.TokenType != "user" || len(out.Scopes) != 2 || time.Until(out.ExpiresAt) > 601*time.Second || time.Until(out.ExpiresAt) < 590*time.Second {
+	if out.TokenType != "user" || len(out.Scopes) != 2 || time.Until(out.ExpiresAt.Time) > 601*time.Second || time.Until(out.ExpiresAt.Time) < 590*time.Second {
 		t.Fatalf("issued = %+v", out)
 	}
 	rec := h.do("GET", "/v1/tokens/"+out.TokenId, nil, "Authorization", admin)
@@ -184,7 +184,7 @@ func TestTokensAPI(t *testing.T) {
 	var meta TokenMeta
 	decode(t, rec, &meta)
 	if meta.TokenId != out.TokenId || meta.TenantId != "acme" || meta.Subject != "svc-b" || meta.TokenType != "user" ||
-		meta.Description == nil || *meta.Description != "ci runner" || meta.Revoked || !meta.ExpiresAt.Equal(out.ExpiresAt) {
+		meta.Description == nil || *meta.Description != "ci runner" || meta.Revoked || !meta.ExpiresAt.Equal(out.ExpiresAt.Time) {
 		t.Fatalf("meta = %+v", meta)
 	}
 	// Introspection, JSON and form, by a caller of the same tenant.
@@ -199,7 +199,7 @@ func TestTokensAPI(t *testing.T) {
 		return in
 	}
 	in := introspect(h, admin, map[string]string{"token": out.Token}, "application/json")
-	if !in.Active || *in.Jti != out.TokenId || *in.Tenant != "acme" || *in.Sub != "svc-b" || *in.Scope != "quotes:read tokens:read" || *in.Exp != out.ExpiresAt.Unix() {
+	if !in.Active || *in.Jti != out.TokenId || *in.TenantId != "acme" || *in.Sub != "svc-b" || *in.Scope != "quotes:read tokens:read" || *in.Exp != out.ExpiresAt.Unix() {
 		t.Fatalf("introspection = %+v", in)
 	}
 	form := url.Values{"token": {out.Token}, "token_type_hint": {"access_token"}}.Encode()

@@ -72,7 +72,7 @@ func (r *Cases) Undue(ctx context.Context, tenantTag string, ids ...string) erro
 	return redisErr("case undue", err)
 }
 
-// AutoEscalate escalates the tenant's case once with reason AUTO_ESCALATION when it is still
+// AutoEscalate escalates the tenant's case once with reason auto_escalate when it is still
 // OPEN, due by the server's clock and never auto-escalated before; the script decides
 // atomically. A case not under the tenant's tag is looked for under its legacy key.
 func (r *Cases) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.AutoOutcome, error) {

@@ -1,5 +1,5 @@
 -- case_auto_escalate.lua: the sweeper's transition. Escalates an overdue OPEN case once
--- (reason AUTO_ESCALATION), re-checking here, atomically, that the case still exists, is OPEN,
+-- (reason auto_escalate, the transition's name), re-checking here, atomically, that the case still exists, is OPEN,
 -- has never been auto-escalated and is due by the server's clock — so any number of sweepers
 -- racing on the same case escalate it exactly once. The open TTL is renewed on both keys and on
 -- the case's score in its tenant's quota set.
@@ -30,10 +30,10 @@ local now = string.format('%.0f', nowN)
 local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
 local newLevel = string.format('%.0f', level + 1)
 redis.call('HSET', KEYS[1], 'status', 'ESCALATED', 'escalationLevel', newLevel, 'updatedAtMs', now,
-  'lastTransitionAtMs', now, 'lastTransitionReason', 'AUTO_ESCALATION', 'autoEscalatedAtMs', now)
+  'lastTransitionAtMs', now, 'lastTransitionReason', 'auto_escalate', 'autoEscalatedAtMs', now)
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], '*',
   'atMs', now, 'transition', 'auto_escalate', 'fromStatus', 'OPEN', 'toStatus', 'ESCALATED',
-  'escalationLevel', newLevel, 'assignedTeam', s[5] or s[6] or '', 'reason', 'AUTO_ESCALATION',
+  'escalationLevel', newLevel, 'assignedTeam', s[5] or s[6] or '', 'reason', 'auto_escalate',
   'actor', ARGV[4], 'stateVersion', tostring(v))
 local exp = string.format('%.0f', nowN + tonumber(ARGV[2]))
 redis.call('PEXPIREAT', KEYS[1], exp)
