@@ -52,8 +52,8 @@ func unknownToken(t *testing.T, tag string) (string, session.Ref) {
 }
 
 // TestUnknownTokensCostOneReadEach: 200 authentications of 10 well-formed tokens no session has
-// (20 each, as a scanner or a client holding a revoked token repeats them) read Redis at most
-// once per token within the absent cache's TTL, not 200 times; each is still refused.
+// (20 each, as a scanner or a client holding a revoked token repeats them) read Redis once per
+// token within the absent cache's TTL, not 200 times; each is still refused.
 func TestUnknownTokensCostOneReadEach(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
@@ -68,17 +68,29 @@ func TestUnknownTokensCostOneReadEach(t *testing.T) {
 		for i := range tokens {
 			tokens[i], _ = unknownToken(t, svc.userTag("acme", "user-"+string(rune('a'+i))))
 		}
-		rec.Reset()
-		for range repeats {
+		authenticate := func() {
 			for _, tok := range tokens {
 				if _, err := svc.Authenticate(ctx, tok); !isKind(err, apperr.InvalidCredentials) {
 					t.Fatalf("unknown token: %v, want invalid credentials", err)
 				}
 			}
 		}
-		if trips := rec.Trips(); trips > distinct {
-			t.Errorf("%d authentications of %d unknown tokens made %d round trips to Redis (%v ...), want at most %d",
-				distinct*repeats, distinct, trips, first(rec.Names(), 6), distinct)
+		// The first authentication of each reads Redis: one round trip (two under default
+		// tracking in the per-user layout, which then asks for a per-session device index; one
+		// more on the embedded store, loading the script).
+		rec.Reset()
+		authenticate()
+		if trips := rec.Trips(); trips > 2*distinct+1 {
+			t.Errorf("the first authentication of %d unknown tokens made %d round trips (%v ...), want at most %d",
+				distinct, trips, first(rec.Names(), 12), 2*distinct+1)
+		}
+		rec.Reset()
+		for range repeats - 1 {
+			authenticate()
+		}
+		if trips := rec.Trips(); trips != 0 {
+			t.Errorf("%d more authentications of the same %d unknown tokens made %d round trips to Redis (%v ...), want none",
+				distinct*(repeats-1), distinct, trips, first(rec.Names(), 12))
 		}
 	})
 }
