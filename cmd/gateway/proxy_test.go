@@ -376,7 +376,7 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 	}
 }
 
-// TestProxyDocsMatchTheTestedConfigs: the nginx and Caddy configurations shown in
+// TestProxyDocsMatchTheTestedConfigs: the nginx, Caddy and Traefik configurations shown in
 // docs/PROXIES.md are, verbatim, the files TestForwardAuthBehindRealProxies runs.
 func TestProxyDocsMatchTheTestedConfigs(t *testing.T) {
 	t.Parallel()
@@ -398,7 +398,7 @@ func TestProxyDocsMatchTheTestedConfigs(t *testing.T) {
 		}
 		blocks[lang] = append(blocks[lang], b.String())
 	}
-	for file, lang := range map[string]string{"nginx.conf": "nginx", "Caddyfile": "caddyfile"} {
+	for file, lang := range map[string]string{"nginx.conf": "nginx", "Caddyfile": "caddyfile", "traefik.yml": "yaml"} {
 		want, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy", file))
 		if err != nil {
 			t.Fatal(err)
