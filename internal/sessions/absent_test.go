@@ -168,3 +168,42 @@ func TestAbsentCacheNeverHidesASession(t *testing.T) {
 		}
 	})
 }
+
+// TestAbsentCacheKeepsNoMissACreateOvertook: a create that lands while a read that found
+// nothing is still on its way back leaves no remembered miss: the next request finds the
+// session. (The embedded store: every read is one script call, which the recorder's After
+// hook runs the create behind.)
+func TestAbsentCacheKeepsNoMissACreateOvertook(t *testing.T) {
+	t.Parallel()
+	b := testredis.Named(t, "embedded")
+	s := testredis.Open(t, b)
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, r, rec := absentEnv(t, s, testredis.Prefix(t), h)
+	ctx := context.Background()
+	tok, ref := unknownToken(t, svc.userTag("acme", "alice"))
+	warm, _ := unknownToken(t, svc.userTag("acme", "bob"))
+	_, _ = svc.Authenticate(ctx, warm) // loads the script: the read below is one EVALSHA
+	created := false
+	rec.After = func(args []string) {
+		if created || len(args) == 0 || args[0] != "EVALSHA" {
+			return
+		}
+		created = true // (before the create: its own script call comes back here)
+		if _, err := r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
+			AuthLevel: session.LevelBasic, Idle: 30 * time.Minute, Absolute: time.Hour}); err != nil {
+			t.Errorf("create: %v", err)
+		}
+	}
+	if _, err := svc.Authenticate(ctx, tok); !isKind(err, apperr.InvalidCredentials) {
+		t.Fatalf("the read that the create overtook: %v, want invalid credentials", err)
+	}
+	if !created {
+		t.Fatal("the create did not run behind the read")
+	}
+	if p, err := svc.Authenticate(ctx, tok); err != nil || p.Subject != "alice" {
+		t.Fatalf("after the create: %v %+v, want alice", err, p)
+	}
+}
