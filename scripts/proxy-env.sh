@@ -12,10 +12,11 @@
 # tests start their own, on loopback, with the configs they write. apt-get update runs only
 # when the system's package lists do not know the packages.
 #
-# Traefik (not packaged by Debian) is built from the Go module proxy: the newest
-# $TRAEFIK_SERIES.x release the proxy serves (HASHGATE_TRAEFIK_VERSION pins one), downloaded
-# with `go mod download` and built from the module's own directory (its go.mod has replace
-# directives, which apply only there), into the same cache. The first build takes minutes.
+# Traefik (not packaged by Debian) is built from the Go module proxy: $TRAEFIK_VERSION
+# (HASHGATE_TRAEFIK_VERSION overrides it) or, when the proxy refuses it, the newest other
+# $TRAEFIK_SERIES.x release the proxy lists, downloaded with `go mod download` and built from
+# the module's own directory (its go.mod has replace directives, which apply only there), into
+# the same cache. The first build takes minutes.
 #
 # Progress goes to stderr; stdout carries only the export lines:
 #   export HASHGATE_TEST_NGINX=...   (a wrapper running the extracted nginx)
@@ -32,6 +33,8 @@ CADDY=$BIN/caddy
 TRAEFIK=$BIN/traefik
 TRAEFIK_MODULE=github.com/traefik/traefik/v3
 TRAEFIK_SERIES=v3.3
+# v3.3.6 and v3.3.7 are refused by proxy.golang.org (403, and no checksum-database entry).
+TRAEFIK_VERSION=${HASHGATE_TRAEFIK_VERSION:-v3.3.5}
 
 log() { printf '[proxy-env] %s\n' "$*" >&2; }
 die() {
@@ -120,18 +123,12 @@ provision() {
 	log "provisioned $("$NGINX" -v 2>&1 | sed 's/.*: //') and caddy $("$CADDY" version | awk '{ print $1 }')"
 }
 
-# traefik_versions lists candidate $TRAEFIK_SERIES releases, newest first (the pinned one
-# alone): those the module proxy lists, and patch releases probed down from .20, since the
-# proxy's list may leave some out.
+# traefik_versions lists the releases to try: $TRAEFIK_VERSION, then the other $TRAEFIK_SERIES
+# releases the module proxy lists, newest first.
 traefik_versions() {
-	if [[ -n ${HASHGATE_TRAEFIK_VERSION:-} ]]; then
-		echo "$HASHGATE_TRAEFIK_VERSION"
-		return
-	fi
-	{
-		(cd "$CACHE" && go list -m -versions "$TRAEFIK_MODULE" 2>/dev/null | tr ' ' '\n' | grep "^$TRAEFIK_SERIES\." || true)
-		seq 20 -1 0 | sed "s/^/$TRAEFIK_SERIES./"
-	} | sort -t. -k3,3nr -u
+	echo "$TRAEFIK_VERSION"
+	(cd "$CACHE" && go list -m -versions "$TRAEFIK_MODULE" 2>/dev/null | tr ' ' '\n' | grep "^$TRAEFIK_SERIES\." |
+		grep -vxF "$TRAEFIK_VERSION" | sort -t. -k3,3nr || true)
 }
 
 # provision_traefik builds traefik from the newest release the module proxy serves whose
