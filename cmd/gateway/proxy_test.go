@@ -39,6 +39,8 @@ type echoed struct {
 	Scopes      string `json:"scopes"`
 	Kind        string `json:"kind"`
 	Actor       string `json:"actor"`
+	Groups      string `json:"groups"`
+	Assertion   string `json:"assertion"`
 	// AuthHeaders counts the identity header lines (identityHeaders): each must arrive once,
 	// from the gateway.
 	AuthHeaders int `json:"authHeaders"`
@@ -47,9 +49,10 @@ type echoed struct {
 	Underscored string `json:"underscored"`
 }
 
-// identityHeaders are the headers the documented configs copy from the gateway's answer.
+// identityHeaders are the headers the documented configs copy from the gateway's answer (those
+// it sends; a client's own never).
 var identityHeaders = []string{"X-Auth-Subject", "X-Auth-Tenant", "X-Auth-Level", "X-Auth-Session", "X-Auth-Scopes",
-	"X-Auth-Kind", "X-Auth-Actor"}
+	"X-Auth-Kind", "X-Auth-Actor", "X-Auth-Groups", "X-Auth-Assertion"}
 
 // echoUpstream is the protected application: it answers every request with what it received.
 func echoUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
@@ -75,7 +78,8 @@ func echoUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
 		e := echoed{Method: r.Method, URI: r.RequestURI, ContentType: r.Header.Get("Content-Type"), Body: string(b),
 			Subject: r.Header.Get("X-Auth-Subject"), Tenant: r.Header.Get("X-Auth-Tenant"), Level: r.Header.Get("X-Auth-Level"),
 			Session: r.Header.Get("X-Auth-Session"), Scopes: r.Header.Get("X-Auth-Scopes"), Kind: r.Header.Get("X-Auth-Kind"),
-			Actor: r.Header.Get("X-Auth-Actor"), AuthHeaders: n, Underscored: strings.Join(under, ",")}
+			Actor: r.Header.Get("X-Auth-Actor"), Groups: r.Header.Get("X-Auth-Groups"), Assertion: r.Header.Get("X-Auth-Assertion"),
+			AuthHeaders: n, Underscored: strings.Join(under, ",")}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(e)
 	}))
@@ -176,6 +180,7 @@ func proxyConfig(t *testing.T, name string, values map[string]string) string {
 // read as the real ones (HTTP_X_AUTH_SUBJECT): none may reach the application.
 var spoofedIdentity = []string{"X-Auth-Subject", "mallory", "X-Auth-Tenant", "other", "X-Auth-Level", "MFA",
 	"X-Auth-Session", "s_forged", "X-Auth-Scopes", "tokens:write", "X-Auth-Kind", "token", "X-Auth-Actor", "mallory",
+	"X-Auth-Groups", "admins", "X-Auth-Assertion", "forged.jwt.value", "X_Auth_Groups", "admins",
 	"X_Auth_Subject", "root", "x_auth-tenant", "other", "X-Auth_Level", "MFA", "X_AUTH_SESSION", "s_forged",
 	"X-Auth_Scopes", "tokens:admin", "X_Auth_Kind", "token", "x-auth_actor", "root"}
 
@@ -205,7 +210,8 @@ func gatewayIdentity(t *testing.T, gw, level string, credential ...string) echoe
 	}
 	h := resp.Header
 	e := echoed{Subject: h.Get("X-Auth-Subject"), Tenant: h.Get("X-Auth-Tenant"), Level: h.Get("X-Auth-Level"),
-		Session: h.Get("X-Auth-Session"), Scopes: h.Get("X-Auth-Scopes"), Kind: h.Get("X-Auth-Kind"), Actor: h.Get("X-Auth-Actor")}
+		Session: h.Get("X-Auth-Session"), Scopes: h.Get("X-Auth-Scopes"), Kind: h.Get("X-Auth-Kind"), Actor: h.Get("X-Auth-Actor"),
+		Groups: h.Get("X-Auth-Groups"), Assertion: h.Get("X-Auth-Assertion")}
 	for _, k := range identityHeaders {
 		if h.Get(k) != "" {
 			e.AuthHeaders++
