@@ -163,9 +163,23 @@ func stopProxy(t *testing.T, p *proxyProc) {
 // a temp dir; the server block is docs/proxy/nginx.conf, included from the http block.
 func startNginx(t *testing.T, bin, gateway, app string) string {
 	t.Helper()
+	return startNginxWith(t, bin, gateway, app, "", "")
+}
+
+// startNginxWith is startNginx with extra lines in the http block (httpExtra) and at the top of
+// the documented server block (serverExtra).
+func startNginxWith(t *testing.T, bin, gateway, app, httpExtra, serverExtra string) string {
+	t.Helper()
 	dir := t.TempDir()
 	return startProxy(t, func(listen string) *exec.Cmd {
 		site := proxyConfig(t, "nginx.conf", map[string]string{"@LISTEN@": listen, "@GATEWAY@": gateway, "@APP@": app})
+		if serverExtra != "" {
+			head := "    listen " + listen + ";\n"
+			if !strings.Contains(site, head) {
+				t.Fatalf("docs/proxy/nginx.conf has no line %q", head)
+			}
+			site = strings.Replace(site, head, head+serverExtra, 1)
+		}
 		if err := os.WriteFile(filepath.Join(dir, "hashgate.conf"), []byte(site), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -181,9 +195,10 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;
+%[2]s
     include %[1]s/hashgate.conf;
 }
-`, dir)
+`, dir, httpExtra)
 		if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o600); err != nil {
 			t.Fatal(err)
 		}

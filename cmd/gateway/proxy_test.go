@@ -9,6 +9,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -464,4 +466,57 @@ func TestForwardAuthMFAPathVariants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNginxLimitReqExample: the limit_req example of docs/PROXIES.md ("Unauthenticated
+// traffic"), added to the documented nginx config as the page says, answers 429 past its burst
+// to a client sending random session tokens, before asking the gateway.
+func TestNginxLimitReqExample(t *testing.T) {
+	t.Parallel()
+	bin := os.Getenv(envNginx)
+	if bin == "" {
+		provisionedProxies(t) // fails under CI=true
+		t.Skipf("%s is unset", envNginx)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "PROXIES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(page), "\n## Unauthenticated traffic\n")
+	if !ok {
+		t.Fatal(`docs/PROXIES.md has no section "Unauthenticated traffic"`)
+	}
+	var blocks []string
+	for rest := section; len(blocks) < 2; {
+		var b string
+		if _, rest, ok = strings.Cut(rest, "```nginx\n"); !ok {
+			t.Fatal("the section shows fewer than two nginx blocks (the http {} and the server {} lines)")
+		}
+		b, rest, _ = strings.Cut(rest, "```")
+		blocks = append(blocks, b)
+	}
+	gw, _ := realGateway(t, nil)
+	app, hits := echoUpstream(t)
+	base := startNginxWith(t, bin, gw, strings.TrimPrefix(app.URL, "http://"), blocks[0], blocks[1])
+
+	counts := map[int]int{}
+	for range 100 {
+		tok := randomSessionToken(t)
+		counts[through(t, base, "GET", "/orders", "", "", false, "X-Session-Token", tok).status]++
+	}
+	if counts[http.StatusUnauthorized] < 40 || counts[http.StatusTooManyRequests] == 0 ||
+		counts[http.StatusUnauthorized]+counts[http.StatusTooManyRequests] != 100 || hits.Load() != 0 {
+		t.Errorf("100 random tokens back to back: %v (the application saw %d), want the burst of 40 or more answered 401 "+
+			"by the gateway, the rest 429 by nginx", counts, hits.Load())
+	}
+}
+
+// randomSessionToken is a well-formed session token no session has.
+func randomSessionToken(t *testing.T) string {
+	t.Helper()
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "hgs_AAAAAAAAAAAA_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
