@@ -12,9 +12,16 @@
 # tests start their own, on loopback, with the configs they write. apt-get update runs only
 # when the system's package lists do not know the packages.
 #
+# Traefik (not packaged by Debian) is built from the Go module proxy: $TRAEFIK_VERSION
+# (HASHGATE_TRAEFIK_VERSION overrides it) or, when the proxy refuses it, the newest other
+# $TRAEFIK_SERIES.x release the proxy lists, downloaded with `go mod download` and built from
+# the module's own directory (its go.mod has replace directives, which apply only there), into
+# the same cache. The first build takes minutes.
+#
 # Progress goes to stderr; stdout carries only the export lines:
 #   export HASHGATE_TEST_NGINX=...   (a wrapper running the extracted nginx)
 #   export HASHGATE_TEST_CADDY=...   (the extracted caddy)
+#   export HASHGATE_TEST_TRAEFIK=... (the built traefik, when it could be built)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +30,11 @@ ROOT=$CACHE/root
 BIN=$CACHE/bin
 NGINX=$BIN/nginx
 CADDY=$BIN/caddy
+TRAEFIK=$BIN/traefik
+TRAEFIK_MODULE=github.com/traefik/traefik/v3
+TRAEFIK_SERIES=v3.3
+# v3.3.6 and v3.3.7 are refused by proxy.golang.org (403, and no checksum-database entry).
+TRAEFIK_VERSION=${HASHGATE_TRAEFIK_VERSION:-v3.3.5}
 
 log() { printf '[proxy-env] %s\n' "$*" >&2; }
 die() {
@@ -41,6 +53,7 @@ run_quiet() {
 
 nginx_ok() { [[ -x $NGINX ]] && timeout 10 "$NGINX" -V 2>&1 | grep -q -- '--with-http_auth_request_module'; }
 caddy_ok() { [[ -x $CADDY ]] && timeout 10 "$CADDY" version 2>/dev/null | grep -Eq '^v?2\.'; }
+traefik_ok() { [[ -x $TRAEFIK ]] && timeout 10 "$TRAEFIK" version 2>/dev/null | grep -q "Version: *$TRAEFIK_SERIES\."; }
 
 # packages: nginx-light, the package holding its nginx binary (its nginx/nginx-core dependency
 # on releases where nginx-light is transitional), caddy, and the shared libraries the binaries
@@ -110,11 +123,52 @@ provision() {
 	log "provisioned $("$NGINX" -v 2>&1 | sed 's/.*: //') and caddy $("$CADDY" version | awk '{ print $1 }')"
 }
 
+# traefik_versions lists the releases to try: $TRAEFIK_VERSION, then the other $TRAEFIK_SERIES
+# releases the module proxy lists, newest first.
+traefik_versions() {
+	echo "$TRAEFIK_VERSION"
+	(cd "$CACHE" && go list -m -versions "$TRAEFIK_MODULE" 2>/dev/null | tr ' ' '\n' | grep "^$TRAEFIK_SERIES\." |
+		grep -vxF "$TRAEFIK_VERSION" | sort -t. -k3,3nr || true)
+}
+
+# provision_traefik builds traefik from the newest release the module proxy serves whose
+# checksum verifies (one the proxy or the checksum database refuses is skipped).
+provision_traefik() {
+	if traefik_ok; then
+		log "traefik: cached ($("$TRAEFIK" version | awk '/^Version:/ { print $2 }'))"
+		return
+	fi
+	command -v go >/dev/null || die "traefik: no go toolchain on PATH"
+	local logf=$CACHE/traefik.log v dir="" json
+	mkdir -p "$BIN"
+	: >"$logf"
+	for v in $(traefik_versions); do
+		json=$(cd "$CACHE" && go mod download -json "$TRAEFIK_MODULE@$v" 2>>"$logf" || true)
+		if [[ -z $json ]] || grep -q '"Error"' <<<"$json"; then
+			continue
+		fi
+		dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
+		[[ -d $dir ]] && break
+		dir=""
+	done
+	[[ -n $dir ]] || die "traefik: the module proxy serves no $TRAEFIK_SERIES release; see $logf"
+	log "building traefik $v from the module proxy (a few minutes) ..."
+	(cd "$dir" && GOFLAGS=-mod=mod run_quiet "$logf" go build -trimpath \
+		-ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$v" -o "$TRAEFIK.tmp" ./cmd/traefik) ||
+		die "traefik: go build failed; see $logf"
+	mv "$TRAEFIK.tmp" "$TRAEFIK"
+	traefik_ok || die "the built traefik does not run or is not $TRAEFIK_SERIES; try: rm -f $TRAEFIK"
+	log "built traefik $v"
+}
+
 export_lines() {
 	cat <<EOF
 export HASHGATE_TEST_NGINX='$NGINX'
 export HASHGATE_TEST_CADDY='$CADDY'
 EOF
+	if traefik_ok; then
+		echo "export HASHGATE_TEST_TRAEFIK='$TRAEFIK'"
+	fi
 }
 
 lock() {
@@ -127,6 +181,8 @@ case ${1:-} in
 up)
 	lock
 	provision
+	# Without traefik the nginx and Caddy tests still run (the proxy tests fail under CI=true).
+	(provision_traefik) || log "WARNING: no traefik; its proxy tests will not run"
 	export_lines
 	;;
 env)

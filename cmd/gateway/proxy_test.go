@@ -9,30 +9,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashgate/hashgate/client"
 	"github.com/hashgate/hashgate/internal/testredis"
-)
-
-const (
-	envNginx = "HASHGATE_TEST_NGINX"
-	envCaddy = "HASHGATE_TEST_CADDY"
 )
 
 // echoed is what the upstream application received.
@@ -46,9 +39,22 @@ type echoed struct {
 	Level       string `json:"level"`
 	Session     string `json:"session"`
 	Scopes      string `json:"scopes"`
-	// AuthHeaders counts X-Auth-* header lines: each must arrive once, from the gateway.
+	Kind        string `json:"kind"`
+	Actor       string `json:"actor"`
+	Groups      string `json:"groups"`
+	Assertion   string `json:"assertion"`
+	// AuthHeaders counts the identity header lines (identityHeaders): each must arrive once,
+	// from the gateway.
 	AuthHeaders int `json:"authHeaders"`
+	// Underscored lists (sorted, comma-separated) the header names with an underscore: CGI,
+	// WSGI and PHP read X_Auth_Subject as X-Auth-Subject, so none may reach the application.
+	Underscored string `json:"underscored"`
 }
+
+// identityHeaders are the headers the documented configs copy from the gateway's answer (those
+// it sends; a client's own never).
+var identityHeaders = []string{"X-Auth-Subject", "X-Auth-Tenant", "X-Auth-Level", "X-Auth-Session", "X-Auth-Scopes",
+	"X-Auth-Kind", "X-Auth-Actor", "X-Auth-Groups", "X-Auth-Assertion"}
 
 // echoUpstream is the protected application: it answers every request with what it received.
 func echoUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
@@ -61,14 +67,21 @@ func echoUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
 			return
 		}
 		n := 0
-		for k, vs := range r.Header {
-			if strings.HasPrefix(k, "X-Auth-") {
-				n += len(vs)
+		for _, k := range identityHeaders {
+			n += len(r.Header.Values(k))
+		}
+		var under []string
+		for k := range r.Header {
+			if strings.Contains(k, "_") {
+				under = append(under, k)
 			}
 		}
+		slices.Sort(under)
 		e := echoed{Method: r.Method, URI: r.RequestURI, ContentType: r.Header.Get("Content-Type"), Body: string(b),
 			Subject: r.Header.Get("X-Auth-Subject"), Tenant: r.Header.Get("X-Auth-Tenant"), Level: r.Header.Get("X-Auth-Level"),
-			Session: r.Header.Get("X-Auth-Session"), Scopes: r.Header.Get("X-Auth-Scopes"), AuthHeaders: n}
+			Session: r.Header.Get("X-Auth-Session"), Scopes: r.Header.Get("X-Auth-Scopes"), Kind: r.Header.Get("X-Auth-Kind"),
+			Actor: r.Header.Get("X-Auth-Actor"), Groups: r.Header.Get("X-Auth-Groups"), Assertion: r.Header.Get("X-Auth-Assertion"),
+			AuthHeaders: n, Underscored: strings.Join(under, ",")}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(e)
 	}))
@@ -165,150 +178,48 @@ func proxyConfig(t *testing.T, name string, values map[string]string) string {
 	return s
 }
 
-// freeLoopbackPort is a port the kernel just handed out on 127.0.0.1 (the proxies cannot
-// listen on port 0 and report it); startProxy retries when another process took it meanwhile.
-func freeLoopbackPort(t *testing.T) string {
+// spoofedIdentity are a client's own identity headers, in the spellings CGI, WSGI and PHP
+// read as the real ones (HTTP_X_AUTH_SUBJECT): none may reach the application.
+var spoofedIdentity = []string{"X-Auth-Subject", "mallory", "X-Auth-Tenant", "other", "X-Auth-Level", "MFA",
+	"X-Auth-Session", "s_forged", "X-Auth-Scopes", "tokens:write", "X-Auth-Kind", "token", "X-Auth-Actor", "mallory",
+	"X-Auth-Groups", "admins", "X-Auth-Assertion", "forged.jwt.value", "X_Auth_Groups", "admins",
+	"X_Auth_Subject", "root", "x_auth-tenant", "other", "X-Auth_Level", "MFA", "X_AUTH_SESSION", "s_forged",
+	"X-Auth_Scopes", "tokens:admin", "X_Auth_Kind", "token", "x-auth_actor", "root"}
+
+// gatewayIdentity is what the application must receive for a credential: the identity the
+// gateway itself answers at /v1/authorize (?level=level when set), each identity header once.
+func gatewayIdentity(t *testing.T, gw, level string, credential ...string) echoed {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url := "http://" + gw + "/v1/authorize"
+	if level != "" {
+		url += "?level=" + level
+	}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).AddrPort().String()
-}
-
-// proxyProc is a running proxy process started by the test.
-type proxyProc struct {
-	cmd  *exec.Cmd
-	done chan error
-	log  string
-}
-
-func (p *proxyProc) logs() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
+	for i := 0; i+1 < len(credential); i += 2 {
+		req.Header.Add(credential[i], credential[i+1])
 	}
-	return string(b)
-}
-
-// startProxy starts command (built by mk for a listen address) and waits until the address
-// accepts connections; it is stopped (TERM, then KILL) at cleanup. A start that fails because
-// the port was taken is retried on another port.
-func startProxy(t *testing.T, mk func(listen string) *exec.Cmd, logFile string) string {
-	t.Helper()
-	for attempt := 0; ; attempt++ {
-		listen := freeLoopbackPort(t)
-		cmd := mk(listen)
-		f, err := os.Create(logFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			f.Close()
-			t.Fatalf("start %s: %v", cmd.Path, err)
-		}
-		f.Close()
-		p := &proxyProc{cmd: cmd, done: make(chan error, 1), log: logFile}
-		go func() { p.done <- cmd.Wait() }()
-		if err := waitListening(listen, p.done); err != nil {
-			stopProxy(t, p)
-			if attempt < 3 && strings.Contains(p.logs(), "address already in use") {
-				continue
-			}
-			t.Fatalf("%s did not start: %v\n%s", filepath.Base(cmd.Path), err, p.logs())
-		}
-		t.Cleanup(func() {
-			stopProxy(t, p)
-			if t.Failed() {
-				t.Logf("%s log:\n%s", filepath.Base(cmd.Path), p.logs())
-			}
-		})
-		return listen
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func waitListening(addr string, done <-chan error) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-done:
-			return fmt.Errorf("exited: %v", err)
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("the gateway refused the credential: %d %s", resp.StatusCode, b)
 	}
-	return errors.New("not listening after 15s")
-}
-
-// stopProxy ends the process the test started (by its pid): TERM, and KILL after 10s.
-func stopProxy(t *testing.T, p *proxyProc) {
-	if p.cmd.ProcessState != nil {
-		return
+	h := resp.Header
+	e := echoed{Subject: h.Get("X-Auth-Subject"), Tenant: h.Get("X-Auth-Tenant"), Level: h.Get("X-Auth-Level"),
+		Session: h.Get("X-Auth-Session"), Scopes: h.Get("X-Auth-Scopes"), Kind: h.Get("X-Auth-Kind"), Actor: h.Get("X-Auth-Actor"),
+		Groups: h.Get("X-Auth-Groups"), Assertion: h.Get("X-Auth-Assertion")}
+	for _, k := range identityHeaders {
+		if h.Get(k) != "" {
+			e.AuthHeaders++
+		}
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Errorf("%s ignored SIGTERM; killing it", filepath.Base(p.cmd.Path))
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// startNginx runs nginx in the foreground with its own prefix, pid file, temp paths and logs in
-// a temp dir; the server block is docs/proxy/nginx.conf, included from the http block.
-func startNginx(t *testing.T, bin, gateway, app string) string {
-	t.Helper()
-	dir := t.TempDir()
-	return startProxy(t, func(listen string) *exec.Cmd {
-		site := proxyConfig(t, "nginx.conf", map[string]string{"@LISTEN@": listen, "@GATEWAY@": gateway, "@APP@": app})
-		if err := os.WriteFile(filepath.Join(dir, "hashgate.conf"), []byte(site), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		main := fmt.Sprintf(`daemon off;
-worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log info;
-events { worker_connections 256; }
-http {
-    access_log %[1]s/access.log;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    include %[1]s/hashgate.conf;
-}
-`, dir)
-		if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log"))
-	}, filepath.Join(dir, "stderr.log"))
-}
-
-// startCaddy runs `caddy run` with the site of docs/proxy/Caddyfile, the admin endpoint off,
-// and HOME and the XDG directories in a temp dir.
-func startCaddy(t *testing.T, bin, gateway, app string) string {
-	t.Helper()
-	dir := t.TempDir()
-	return startProxy(t, func(listen string) *exec.Cmd {
-		site := proxyConfig(t, "Caddyfile", map[string]string{"@LISTEN@": listen, "@GATEWAY@": gateway, "@APP@": app})
-		conf := filepath.Join(dir, "Caddyfile")
-		if err := os.WriteFile(conf, []byte("{\n\tadmin off\n\tauto_https off\n}\n\n"+site), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "run", "--config", conf, "--adapter", "caddyfile")
-		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-			"XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
-		return cmd
-	}, filepath.Join(dir, "caddy.log"))
+	return e
 }
 
 // proxied is one request through the proxy as the client saw it.
@@ -336,8 +247,8 @@ func through(t *testing.T, base, method, path, ct, body string, chunked bool, he
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Add(headers[i], headers[i+1])
+	for i := 0; i+1 < len(headers); i += 2 { // names sent as spelled (X_AUTH_KIND stays so)
+		req.Header[headers[i]] = append(req.Header[headers[i]], headers[i+1])
 	}
 	client := &http.Client{Timeout: 15 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
@@ -358,30 +269,15 @@ func through(t *testing.T, base, method, path, ct, body string, chunked bool, he
 }
 
 // TestForwardAuthBehindRealProxies: GET, JSON POST, merge-patch PATCH and form POST (and a
-// chunked JSON POST) reach the upstream through nginx and through Caddy with the identity in
-// X-Auth-Subject, X-Auth-Tenant and X-Auth-Level, for a session cookie, an X-Session-Token
-// and a bearer token; a client's own X-Auth-* headers never get through; no or a bad
+// chunked JSON POST) reach the upstream through nginx, Caddy and Traefik with the identity the
+// gateway answered (X-Auth-Subject, -Tenant, -Level, -Session or -Scopes, -Kind, -Actor), for
+// a session cookie, an X-Session-Token and a bearer token; a client's own identity headers,
+// in any spelling (X_Auth_Subject, x_auth-tenant ...), never get through; no or a bad
 // credential is 401 and an MFA resource asked with a BASIC session (or a bearer) is 403,
 // without the upstream seeing the request.
 func TestForwardAuthBehindRealProxies(t *testing.T) {
 	t.Parallel()
-	proxies := []struct {
-		name, env string
-		start     func(t *testing.T, bin, gateway, app string) string
-	}{
-		{"nginx", envNginx, startNginx},
-		{"caddy", envCaddy, startCaddy},
-	}
-	var missing []string
-	for _, p := range proxies {
-		if os.Getenv(p.env) == "" {
-			missing = append(missing, p.env)
-		}
-	}
-	if len(missing) == len(proxies) {
-		t.Skipf("%s unset: run scripts/test.sh (scripts/proxy-env.sh provisions nginx-light and caddy from Debian's packages)",
-			strings.Join(missing, ", "))
-	}
+	proxies := provisionedProxies(t)
 	gw, admin := realGateway(t, nil)
 	app, hits := echoUpstream(t)
 	appAddr := strings.TrimPrefix(app.URL, "http://")
@@ -407,14 +303,13 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 	recordSecret(minted.Token)
 
 	type cred struct {
-		name                     string
-		header                   []string
-		subject, session, scopes string
+		name   string
+		header []string
 	}
 	creds := []cred{
-		{"cookie", []string{"Cookie", "__Host-hg_session=" + basic.Token}, "alice", basic.SessionId, ""},
-		{"X-Session-Token", []string{"X-Session-Token", basic.Token}, "alice", basic.SessionId, ""},
-		{"bearer", []string{"Authorization", "Bearer " + minted.Token}, "svc-frontend", "", "quotes:read"},
+		{"cookie", []string{"Cookie", "__Host-hg_session=" + basic.Token}},
+		{"X-Session-Token", []string{"X-Session-Token", basic.Token}},
+		{"bearer", []string{"Authorization", "Bearer " + minted.Token}},
 	}
 	type call struct {
 		name, method, path, ct, body string
@@ -427,31 +322,17 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 		{"form POST", "POST", "/login/callback", "application/x-www-form-urlencoded", "state=abc&code=xyz", false},
 		{"chunked JSON POST", "POST", "/orders", "application/json", `{"sku":"SKU-2"}`, true},
 	}
-	// A client's own identity headers, which must never reach the application.
-	spoof := []string{"X-Auth-Subject", "mallory", "X-Auth-Tenant", "other", "X-Auth-Level", "MFA",
-		"X-Auth-Session", "s_forged", "X-Auth-Scopes", "tokens:write"}
-
 	for _, px := range proxies {
 		t.Run(px.name, func(t *testing.T) {
-			bin := os.Getenv(px.env)
-			if bin == "" {
-				t.Skipf("%s is unset: scripts/proxy-env.sh could not provision %s", px.env, px.name)
-			}
-			base := px.start(t, bin, gw, appAddr)
+			base := px.start(t, os.Getenv(px.env), gw, appAddr)
 
 			for _, c := range creds {
+				id := gatewayIdentity(t, gw, "", c.header...)
 				for _, k := range calls {
-					hdr := append(append([]string{}, c.header...), spoof...)
+					hdr := append(append([]string{}, c.header...), spoofedIdentity...)
 					r := through(t, base, k.method, k.path, k.ct, k.body, k.chunked, hdr...)
-					want := echoed{Method: k.method, URI: k.path, ContentType: k.ct, Body: k.body, Subject: c.subject,
-						Tenant: "default", Level: "BASIC", Session: c.session, Scopes: c.scopes}
-					want.AuthHeaders = 3
-					if c.session != "" {
-						want.AuthHeaders++
-					}
-					if c.scopes != "" {
-						want.AuthHeaders++
-					}
+					want := id
+					want.Method, want.URI, want.ContentType, want.Body = k.method, k.path, k.ct, k.body
 					if r.status != http.StatusOK || r.echo != want {
 						t.Errorf("%s with %s: %d %s\n got  %+v\n want %+v", k.name, c.name, r.status, strings.TrimSpace(r.body), r.echo, want)
 					}
@@ -461,8 +342,9 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 			// Level MFA: the MFA session passes, a BASIC session and a bearer are refused.
 			r := through(t, base, "POST", "/admin/users", "application/json", `{"role":"admin"}`, false,
 				"X-Session-Token", mfa.Token)
-			if want := (echoed{Method: "POST", URI: "/admin/users", ContentType: "application/json", Body: `{"role":"admin"}`,
-				Subject: "bob", Tenant: "default", Level: "MFA", Session: mfa.SessionId, AuthHeaders: 4}); r.status != 200 || r.echo != want {
+			want := gatewayIdentity(t, gw, "MFA", "X-Session-Token", mfa.Token)
+			want.Method, want.URI, want.ContentType, want.Body = "POST", "/admin/users", "application/json", `{"role":"admin"}`
+			if r.status != 200 || r.echo != want || want.Level != "MFA" {
 				t.Errorf("MFA session on an MFA resource: %d %s\n got  %+v\n want %+v", r.status, r.body, r.echo, want)
 			}
 			before := hits.Load()
@@ -476,17 +358,17 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 				t.Errorf("merge-patch PATCH with a BASIC session on an MFA resource: %d, want 403: %s", r.status, r.body)
 			}
 
-			// No credential, or a bad one: 401, with the gateway's WWW-Authenticate (both
-			// proxies) and its problem body (Caddy passes the answer through; nginx writes its
-			// own page).
+			// No credential, or a bad one: 401, with the gateway's WWW-Authenticate (every
+			// proxy) and its problem body (Caddy and Traefik pass the answer through; nginx
+			// writes its own page).
 			for _, k := range calls {
-				r := through(t, base, k.method, k.path, k.ct, k.body, k.chunked, spoof...)
+				r := through(t, base, k.method, k.path, k.ct, k.body, k.chunked, spoofedIdentity...)
 				if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
 					t.Errorf("%s without a credential: %d %v, want 401 with WWW-Authenticate: %s", k.name, r.status, r.header, r.body)
 				}
-				if px.name == "caddy" && (r.header.Get("Content-Type") != "application/problem+json" ||
+				if px.name != "nginx" && (r.header.Get("Content-Type") != "application/problem+json" ||
 					!strings.Contains(r.body, `"type":"https://hashgate.dev/problems/unauthenticated"`)) {
-					t.Errorf("%s without a credential through Caddy: not the gateway's problem: %v %s", k.name, r.header, r.body)
+					t.Errorf("%s without a credential through %s: not the gateway's problem: %v %s", k.name, px.name, r.header, r.body)
 				}
 			}
 			for _, bad := range [][]string{{"X-Session-Token", "not-a-session-token"}, {"Cookie", "__Host-hg_session=AAAA"},
@@ -502,7 +384,7 @@ func TestForwardAuthBehindRealProxies(t *testing.T) {
 	}
 }
 
-// TestProxyDocsMatchTheTestedConfigs: the nginx and Caddy configurations shown in
+// TestProxyDocsMatchTheTestedConfigs: the nginx, Caddy and Traefik configurations shown in
 // docs/PROXIES.md are, verbatim, the files TestForwardAuthBehindRealProxies runs.
 func TestProxyDocsMatchTheTestedConfigs(t *testing.T) {
 	t.Parallel()
@@ -524,7 +406,7 @@ func TestProxyDocsMatchTheTestedConfigs(t *testing.T) {
 		}
 		blocks[lang] = append(blocks[lang], b.String())
 	}
-	for file, lang := range map[string]string{"nginx.conf": "nginx", "Caddyfile": "caddyfile"} {
+	for file, lang := range map[string]string{"nginx.conf": "nginx", "Caddyfile": "caddyfile", "traefik.yml": "yaml"} {
 		want, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy", file))
 		if err != nil {
 			t.Fatal(err)
@@ -538,4 +420,103 @@ func TestProxyDocsMatchTheTestedConfigs(t *testing.T) {
 				"paste the file into the page again", lang, file)
 		}
 	}
+}
+
+// TestForwardAuthMFAPathVariants: through every proxy, with a BASIC session, no spelling of
+// the MFA-protected /admin prefix reaches the application — other letter case, the bare
+// prefix, repeated slashes, dot segments, a path parameter (;), a trailing dot or space,
+// percent-encoded letters, dots and slashes — while paths that merely start with the same
+// letters (/administrator) or hold admin further down stay at BASIC.
+func TestForwardAuthMFAPathVariants(t *testing.T) {
+	t.Parallel()
+	proxies := provisionedProxies(t)
+	gw, admin := realGateway(t, nil)
+	app, hits := echoUpstream(t)
+	appAddr := strings.TrimPrefix(app.URL, "http://")
+	rsp, err := client.Check(apiClient(t, gw, admin).CreateSessionWithResponse(context.Background(),
+		client.SessionCreateRequest{UserId: "alice", AuthLevel: client.AuthLevelBASIC}))
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	basic := rsp.JSON201.Token
+	recordSecret(basic)
+
+	protected := []string{"/admin/", "/admin/users", "/admin", "/admin?x=1", "/Admin/", "/ADMIN/x", "/aDmIn",
+		"/admin;/", "/admin;jsessionid=1/x", "/admin%20/", "/admin%09/", "/admin./", "/admin%2e/", "/admin%2E/x",
+		"/admin%2f", "/admin%5c/", "/admin\\x", "//admin/", "///admin/x", "/./admin/", "/x/../admin/",
+		"/x/%2e%2e/admin/", "/%61dmin/", "/%2fadmin/", "/%41DMIN/"}
+	open := []string{"/administrator", "/adminx/", "/admins/1", "/orders/admin/", "/static/admin.css"}
+
+	for _, px := range proxies {
+		t.Run(px.name, func(t *testing.T) {
+			base := px.start(t, os.Getenv(px.env), gw, appAddr)
+			for _, path := range protected {
+				before := hits.Load()
+				r := through(t, base, "GET", path, "", "", false, "X-Session-Token", basic)
+				if r.status == http.StatusOK || hits.Load() != before {
+					t.Errorf("%s with a BASIC session: %d, the application saw %q at level %q (want a refusal, 403)",
+						path, r.status, r.echo.URI, r.echo.Level)
+				}
+			}
+			for _, path := range open {
+				if r := through(t, base, "GET", path, "", "", false, "X-Session-Token", basic); r.status != http.StatusOK ||
+					r.echo.Level != "BASIC" {
+					t.Errorf("%s with a BASIC session: %d %s, want 200 at BASIC", path, r.status, r.body)
+				}
+			}
+		})
+	}
+}
+
+// TestNginxLimitReqExample: the limit_req example of docs/PROXIES.md ("Unauthenticated
+// traffic"), added to the documented nginx config as the page says, answers 429 past its burst
+// to a client sending random session tokens, before asking the gateway.
+func TestNginxLimitReqExample(t *testing.T) {
+	t.Parallel()
+	bin := os.Getenv(envNginx)
+	if bin == "" {
+		provisionedProxies(t) // fails under CI=true
+		t.Skipf("%s is unset", envNginx)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "PROXIES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(page), "\n## Unauthenticated traffic\n")
+	if !ok {
+		t.Fatal(`docs/PROXIES.md has no section "Unauthenticated traffic"`)
+	}
+	var blocks []string
+	for rest := section; len(blocks) < 2; {
+		var b string
+		if _, rest, ok = strings.Cut(rest, "```nginx\n"); !ok {
+			t.Fatal("the section shows fewer than two nginx blocks (the http {} and the server {} lines)")
+		}
+		b, rest, _ = strings.Cut(rest, "```")
+		blocks = append(blocks, b)
+	}
+	gw, _ := realGateway(t, nil)
+	app, hits := echoUpstream(t)
+	base := startNginxWith(t, bin, gw, strings.TrimPrefix(app.URL, "http://"), blocks[0], blocks[1])
+
+	counts := map[int]int{}
+	for range 100 {
+		tok := randomSessionToken(t)
+		counts[through(t, base, "GET", "/orders", "", "", false, "X-Session-Token", tok).status]++
+	}
+	if counts[http.StatusUnauthorized] < 40 || counts[http.StatusTooManyRequests] == 0 ||
+		counts[http.StatusUnauthorized]+counts[http.StatusTooManyRequests] != 100 || hits.Load() != 0 {
+		t.Errorf("100 random tokens back to back: %v (the application saw %d), want the burst of 40 or more answered 401 "+
+			"by the gateway, the rest 429 by nginx", counts, hits.Load())
+	}
+}
+
+// randomSessionToken is a well-formed session token no session has.
+func randomSessionToken(t *testing.T) string {
+	t.Helper()
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "hgs_AAAAAAAAAAAA_" + base64.RawURLEncoding.EncodeToString(b[:])
 }

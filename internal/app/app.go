@@ -95,6 +95,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
 		Quotes: d.Quotes, Cases: d.Cases, RateLimits: limits,
+		Meter: o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
 	}
 	if o.Override != nil {
 		o.Override(&deps)

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"log/slog"
 
 	"github.com/hashgate/hashgate/internal/auth"
@@ -45,7 +47,8 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 
 	sr, err := repo.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, repo.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
-		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries), LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
+		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries),
+		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		Layout:  repo.SessionLayout(cfg.SessionLayout),
 		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
 		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h),
@@ -89,6 +92,15 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 	return &d, nil
+}
+
+// negativeOff maps a configured cache TTL, where 0 turns the cache off, to the repository's
+// options, where 0 means the default and a negative TTL turns it off.
+func negativeOff(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // entries maps a configured cache size, where 0 turns the cache off, to the options of the

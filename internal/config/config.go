@@ -70,6 +70,11 @@ type Config struct {
 	// SessionCacheEntries bounds the decoded sessions the hot path keeps (entries; 0 turns the
 	// memo off).
 	SessionCacheEntries int `env:"GATEWAY_SESSION_CACHE_ENTRIES" default:"131072"`
+	// SessionNegativeCacheTTL is how long a session token Redis has just found no session for
+	// is refused without asking Redis again (0 turns the negative cache off);
+	// SessionNegativeCacheEntries bounds it (entries; 0 turns it off).
+	SessionNegativeCacheTTL     time.Duration `env:"GATEWAY_SESSION_NEGATIVE_CACHE_TTL" default:"2s"`
+	SessionNegativeCacheEntries int           `env:"GATEWAY_SESSION_NEGATIVE_CACHE_ENTRIES" default:"65536"`
 	// RecentWritesMax bounds the read-your-writes marks of each domain (entries); past it every
 	// cached copy of that domain is distrusted until the marks expire.
 	RecentWritesMax int           `env:"GATEWAY_RECENT_WRITES_MAX" default:"65536"`
@@ -320,6 +325,8 @@ func (c Config) Validate() error {
 	check(c.RedisClientCacheBytes >= 64<<10 && c.RedisClientCacheBytes <= 4<<30, "GATEWAY_REDIS_CLIENT_CACHE_BYTES must be within 65536..4294967296 (64 KiB..4 GiB)")
 	check(c.RedisClientTracking == "bcast" || c.RedisClientTracking == "default", "GATEWAY_REDIS_CLIENT_TRACKING must be bcast or default")
 	check(c.SessionCacheEntries >= 0 && c.SessionCacheEntries <= 10_000_000, "GATEWAY_SESSION_CACHE_ENTRIES must be within 0..10000000")
+	check(c.SessionNegativeCacheTTL >= 0 && c.SessionNegativeCacheTTL <= time.Minute, "GATEWAY_SESSION_NEGATIVE_CACHE_TTL must be within 0..1m")
+	check(c.SessionNegativeCacheEntries >= 0 && c.SessionNegativeCacheEntries <= 10_000_000, "GATEWAY_SESSION_NEGATIVE_CACHE_ENTRIES must be within 0..10000000")
 	check(c.TokenVerifyCacheEntries >= 0 && c.TokenVerifyCacheEntries <= 10_000_000, "GATEWAY_TOKEN_VERIFY_CACHE_ENTRIES must be within 0..10000000")
 	check(c.RecentWritesMax >= 1024 && c.RecentWritesMax <= 10_000_000, "GATEWAY_RECENT_WRITES_MAX must be within 1024..10000000")
 	for name, v := range map[string]string{"GATEWAY_RATE_LIMIT_PER_TOKEN": c.RateLimitPerToken,

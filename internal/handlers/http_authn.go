@@ -81,7 +81,9 @@ func (s *Server) authAlternatives(r *http.Request, reqs openapi3.SecurityRequire
 		}
 		errs = append(errs, err)
 	}
-	return nil, securityProblem(&openapi3filter.SecurityRequirementsError{SecurityRequirements: reqs, Errors: errs})
+	err := securityProblem(&openapi3filter.SecurityRequirementsError{SecurityRequirements: reqs, Errors: errs})
+	s.failures.count(r, err)
+	return nil, err
 }
 
 func checkEnums(r *http.Request, enums map[string][]any) error {

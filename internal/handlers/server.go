@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/store"
 )
@@ -46,11 +48,14 @@ type Deps struct {
 	BodyLimitBytes int64
 	// Spec is the raw OpenAPI document served at /openapi.yaml.
 	Spec []byte
+	// Meter records the handlers' own metrics (hashgate_auth_failures; nil: none exported).
+	Meter metric.Meter
 }
 
 // Server implements the generated StrictServerInterface.
 type Server struct {
 	Deps
+	failures *authFailures
 }
 
 var _ StrictServerInterface = (*Server)(nil)
@@ -85,5 +90,9 @@ func NewServer(d Deps) (*Server, error) {
 	if d.BodyLimitBytes <= 0 {
 		d.BodyLimitBytes = 64 << 10
 	}
-	return &Server{Deps: d}, nil
+	failures, err := newAuthFailures(d.Meter)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Deps: d, failures: failures}, nil
 }

@@ -76,6 +76,14 @@ type SessionOptions struct {
 	// from Redis on every request until entries expire. 0 means DefaultSessionCacheEntries;
 	// negative keeps none (the hot path then reads through rueidis' cache).
 	CacheEntries int
+	// AbsentTTL is how long a reference Redis has just found no session for is refused
+	// without asking again (the absent cache, sessions_absent.go), at most MaxSessionAbsentTTL:
+	// a caller repeating an unknown token costs one read per TTL. 0 means
+	// DefaultSessionAbsentTTL; negative turns it off.
+	AbsentTTL time.Duration
+	// AbsentEntries bounds the absent cache (past it the oldest entry goes). 0 means
+	// DefaultSessionAbsentEntries; negative turns it off.
+	AbsentEntries int
 	// OwnerCheck, when set, is the session service's rule that a session's stored owner
 	// (tenant, user) is the one its token's tag names. The repository applies it once per
 	// session it decodes and keeps the verdict with the memo's copy (AuthContext.Owner), so a
@@ -118,6 +126,13 @@ const (
 // DefaultSessionCacheEntries is SessionOptions.CacheEntries' default.
 const DefaultSessionCacheEntries = 131072
 
+// Defaults and bound of the absent cache (SessionOptions.AbsentTTL and AbsentEntries).
+const (
+	DefaultSessionAbsentTTL     = 2 * time.Second
+	DefaultSessionAbsentEntries = 65536
+	MaxSessionAbsentTTL         = time.Minute
+)
+
 // MaxSessionCacheTTL bounds SessionOptions.CacheTTL: how long a cached session may be served
 // should Redis's invalidation push be lost.
 const MaxSessionCacheTTL = time.Minute
@@ -144,6 +159,8 @@ type Sessions struct {
 	refreshing chan struct{}
 	// memo keeps decoded sessions (nil with the cache off).
 	memo *authMemo
+	// absent remembers references just found missing (nil when off).
+	absent *absentCache
 	// broadcast: Redis pushes every write to a session key (broadcast tracking), so the memo
 	// is filled by plain reads and rueidis keeps no copy of sessions.
 	broadcast bool
@@ -172,6 +189,8 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		return nil, fmt.Errorf("%w: unknown session layout %q", ErrSessionOptions, o.Layout)
 	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:
 		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", ErrSessionOptions, MaxSessionCacheTTL)
+	case o.AbsentTTL > MaxSessionAbsentTTL:
+		return nil, fmt.Errorf("%w: absent cache TTL must be at most %v", ErrSessionOptions, MaxSessionAbsentTTL)
 	}
 	if o.MFA.Name == "" {
 		o.MFA.Name = MFAPolicyName
@@ -194,6 +213,18 @@ func NewSessions(s *store.Store, k Keys, o SessionOptions) (*Sessions, error) {
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
 		refreshing: make(chan struct{}, maxBackgroundRefreshes),
 		perUser:    mode != store.FieldExpiryFallback && s.Caps.FieldExpiryMs && o.Layout != LayoutPerSession}
+	if o.AbsentTTL == 0 {
+		o.AbsentTTL = DefaultSessionAbsentTTL
+	}
+	if o.AbsentEntries == 0 {
+		o.AbsentEntries = DefaultSessionAbsentEntries
+	}
+	if o.AbsentTTL > 0 && o.AbsentEntries > 0 {
+		r.absent = newAbsentCache(r.keys.Prefix+":v1:"+sessKeyType+":{", o.AbsentTTL, o.AbsentEntries)
+		if s.Invalidations != nil {
+			s.Invalidations.Subscribe(r.absent.invalidate)
+		}
+	}
 	if s.Caps.ClientCache {
 		r.cacheTTL = o.CacheTTL
 		if o.CacheEntries == 0 {

@@ -118,17 +118,29 @@ func (r *Sessions) authorizeFresh(ctx context.Context, ref session.Ref, view boo
 func (r *Sessions) CacheStats() (hits, misses int64) { return r.hits.Load(), r.misses.Load() }
 
 func (r *Sessions) authorize(ctx context.Context, ref session.Ref, view bool) (*AuthContext, error) {
-	if r.cacheTTL <= 0 {
-		return r.authorizeScript(ctx, ref, view)
-	}
-	now := r.now()
-	if r.memo != nil {
-		if e, ok := r.memo.get(ref, now); ok && (e.view != nil || !view) {
-			r.hits.Add(1)
-			return r.decide(ctx, ref, e, view, true, now)
+	var now time.Time // (only the cached path reads the clock)
+	if r.cacheTTL > 0 {
+		now = r.now()
+		if r.memo != nil {
+			if e, ok := r.memo.get(ref, now); ok && (e.view != nil || !view) {
+				r.hits.Add(1)
+				return r.decide(ctx, ref, e, view, true, now)
+			}
 		}
 	}
-	if r.broadcast {
+	if r.absent != nil {
+		return r.authorizeUnlessAbsent(ctx, ref, view, now)
+	}
+	return r.authorizeRead(ctx, ref, view, now)
+}
+
+// authorizeRead is a read of Redis for authorize: the script with the cache off, else a plain
+// or a tracked read (now is the cached path's clock).
+func (r *Sessions) authorizeRead(ctx context.Context, ref session.Ref, view bool, now time.Time) (*AuthContext, error) {
+	switch {
+	case r.cacheTTL <= 0:
+		return r.authorizeScript(ctx, ref, view)
+	case r.broadcast:
 		return r.readPlain(ctx, ref, view, now)
 	}
 	return r.readTracked(ctx, ref, view, now)

@@ -32,6 +32,7 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*Created, erro
 	if err := checkRecord(n); err != nil {
 		return nil, err
 	}
+	defer r.absent.created(n.Ref.Tag) // (once written: a miss remembered for n.Ref no longer counts)
 	n.Status, n.AuthLevel = cmp.Or(n.Status, session.Active), cmp.Or(n.AuthLevel, session.LevelBasic)
 	own, err := sessOwnFields(n)
 	if err != nil {

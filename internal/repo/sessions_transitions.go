@@ -20,6 +20,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	if next.Tag != ref.Tag {
 		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
 	}
+	defer r.absent.created(next.Tag) // (once written: a miss remembered for next no longer counts)
 	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
 	var rep Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
