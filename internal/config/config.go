@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -119,6 +120,12 @@ type Config struct {
 	IdleTimeout       time.Duration `env:"GATEWAY_IDLE_TIMEOUT" default:"120s"`
 	ShutdownTimeout   time.Duration `env:"GATEWAY_SHUTDOWN_TIMEOUT" default:"15s"`
 	RetryAfter        time.Duration `env:"GATEWAY_RETRY_AFTER" default:"1s"`
+
+	// PublicURL is the gateway's URL as its callers reach it, e.g.
+	// https://api.example.com/hashgate behind a proxy that adds a prefix: problem type URIs
+	// are its /problems/{slug} pages. Unset: those pages' paths alone (/problems/validation),
+	// which a client resolves against the URL it called.
+	PublicURL string `env:"GATEWAY_PUBLIC_URL"`
 }
 
 // Durability is GATEWAY_DURABLE_REPLICAS (Replicas: -1 for auto) and GATEWAY_DURABLE_TIMEOUT.
@@ -302,7 +309,15 @@ func (c Config) Validate() error {
 	check(c.ReadHeaderTimeout > 0 && c.ReadTimeout > 0 && c.WriteTimeout > 0 && c.IdleTimeout > 0, "HTTP timeouts must be positive")
 	check(c.ShutdownTimeout > 0, "GATEWAY_SHUTDOWN_TIMEOUT must be positive")
 	check(c.RetryAfter >= time.Second, "GATEWAY_RETRY_AFTER must be at least 1s")
+	check(c.PublicURL == "" || validPublicURL(c.PublicURL), "GATEWAY_PUBLIC_URL must be an absolute http(s) URL without query or fragment, e.g. https://api.example.com/hashgate")
 	return errors.Join(errs...)
+}
+
+// validPublicURL: http or https, a host, no user, query or fragment.
+func validPublicURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && !strings.Contains(s, "#")
 }
 
 // LogValue renders the config for the start-up log with secrets masked: set secrets show as

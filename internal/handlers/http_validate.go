@@ -3,7 +3,11 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -12,6 +16,7 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
 )
 
 // RequestValidator validates every request it is put in front of (every operation's but the
@@ -36,38 +41,40 @@ func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
 			// application/merge-patch+json.
 			KeepValidatedValue: true,
 		},
-		// /metrics and the API reference (http_docs.go) are in the contract but not in the
-		// generated server, whose embedded spec the validator routes by.
+		// /metrics, the API reference (http_docs.go) and the problem type pages
+		// (http_problempages.go) are in the contract but not in the generated server, whose
+		// embedded spec the validator routes by.
 		Skipper: func(c echo.Context) bool {
 			p := c.Request().URL.Path
-			return p == "/metrics" || isDocsPath(p)
+			return p == "/metrics" || isDocsPath(p) || isProblemPath(p)
 		},
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
 			return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
 		},
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
 			if me, ok := he.Internal.(openapi3.MultiError); ok {
-				return validationProblem(me)
+				return validationProblem(c.Request(), me)
 			}
 			if he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed {
 				return he
 			}
 			var re *openapi3filter.RequestError
 			if errors.As(he.Internal, &re) {
-				return validationProblem(openapi3.MultiError{re})
+				return validationProblem(c.Request(), openapi3.MultiError{re})
 			}
 			var se *openapi3filter.SecurityRequirementsError
 			if errors.As(he.Internal, &se) {
-				return securityProblem(se)
+				return securityProblem(c.Request(), se.SecurityRequirements, se.Errors)
 			}
 			return he
 		},
 	})
 }
 
-// securityProblem picks the most telling failure among the operation's security alternatives:
-// a presented-but-refused credential beats "nothing presented".
-func securityProblem(se *openapi3filter.SecurityRequirementsError) error {
+// securityProblem picks the most telling failure among the operation's security alternatives
+// (reqs): a presented-but-refused credential beats "nothing presented". The refusal names the
+// credential the operation takes and where it goes (credentialHint).
+func securityProblem(r *http.Request, reqs openapi3.SecurityRequirements, errs []error) error {
 	var best *apperr.Error
 	rank := func(e *apperr.Error) int {
 		switch e.Kind {
@@ -80,24 +87,34 @@ func securityProblem(se *openapi3filter.SecurityRequirementsError) error {
 		}
 		return 1
 	}
-	for _, err := range se.Errors {
+	for _, err := range errs {
 		if p, ok := apperr.As(err); ok && (best == nil || rank(p) > rank(best)) {
 			best = p
 		}
 	}
 	if best == nil {
-		return apperr.New(apperr.Unauthenticated, "Send a bearer token or a session token.")
+		return missingCredential(r, reqs)
+	}
+	if best.Kind == apperr.InvalidCredentials {
+		if raw, ok := auth.BearerToken(r); ok && looksLikeSessionToken(raw) {
+			return sessionAsBearer(best, reqs)
+		}
 	}
 	return best
 }
 
 // validationProblem turns kin-openapi's errors into one 400 problem naming every failing field.
-func validationProblem(me openapi3.MultiError) error {
+func validationProblem(r *http.Request, me openapi3.MultiError) error {
 	var sec *openapi3filter.SecurityRequirementsError
 	for _, err := range me {
 		if errors.As(err, &sec) {
-			return securityProblem(sec)
+			return securityProblem(r, sec.SecurityRequirements, sec.Errors)
 		}
+	}
+	body := requestBodyOf(me)
+	if body != nil && missingBody(me) {
+		return &apperr.Error{Kind: apperr.Validation, Detail: "The request body is missing: send " + bodyWanted(body) + ".",
+			Fields: []apperr.FieldError{{Pointer: "/", Detail: "required"}}}
 	}
 	var fields []apperr.FieldError
 	media := false
@@ -105,7 +122,7 @@ func validationProblem(me openapi3.MultiError) error {
 		fields = appendFieldErrors(fields, err, &media)
 	}
 	if media {
-		return apperr.New(apperr.UnsupportedMediaType, "Send the content type the contract names for this operation.")
+		return unsupportedMedia(r, body)
 	}
 	if len(fields) > 50 {
 		fields = fields[:50]
@@ -119,8 +136,11 @@ func validationProblem(me openapi3.MultiError) error {
 		}
 	}
 	detail := "The request does not match the contract."
-	if len(names) > 0 {
-		detail = "Invalid: " + strings.Join(uniq(names), ", ") + "."
+	switch names = uniq(names); {
+	case len(names) == 1 && len(fields) == 1:
+		detail = "Invalid " + names[0] + ": " + strings.TrimSuffix(fields[0].Detail, ".") + "."
+	case len(names) > 0:
+		detail = "Invalid: " + strings.Join(names, ", ") + "."
 	}
 	return &apperr.Error{Kind: apperr.Validation, Detail: detail, Fields: fields}
 }
@@ -194,11 +214,120 @@ func appendFieldErrors(out []apperr.FieldError, err error, media *bool) []apperr
 
 func schemaField(se *openapi3.SchemaError) apperr.FieldError {
 	ptr := "/" + strings.Join(escapePointer(se.JSONPointer()), "/")
+	switch se.SchemaField {
+	case "properties":
+		// An unknown member: kin-openapi points at the object; point at the member and say
+		// what the object takes.
+		if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
+			if name, err := strconv.Unquote(m[1]); err == nil {
+				return apperr.FieldError{Pointer: strings.TrimSuffix(ptr, "/") + "/" + escapePointer([]string{name})[0],
+					Detail: clip("unknown member; this object takes " + propertyList(se.Schema))}
+			}
+		}
+	case "format":
+		if se.Schema != nil && formatHints[se.Schema.Format] != "" {
+			return apperr.FieldError{Pointer: ptr, Detail: formatHints[se.Schema.Format]}
+		}
+	}
 	reason := se.Reason
 	if se.SchemaField != "" && !strings.Contains(reason, se.SchemaField) {
 		reason = fmt.Sprintf("%s (%s)", reason, se.SchemaField)
 	}
 	return apperr.FieldError{Pointer: ptr, Detail: clip(reason)}
+}
+
+// unsupportedProperty is kin-openapi's reason for a member the schema does not define.
+var unsupportedProperty = regexp.MustCompile(`^property ("(?:[^"\\]|\\.)*") is unsupported$`)
+
+// formatHints say what a string of each format looks like, instead of the validator's regular
+// expression.
+var formatHints = map[string]string{
+	"date-time": "must be an RFC 3339 date-time with a time zone, e.g. 2026-01-31T17:00:00Z or 2026-01-31T18:00:00.000+01:00",
+	"date":      "must be an RFC 3339 full-date, e.g. 2026-01-31",
+}
+
+// propertyList names the members of an object schema, required ones first: "customerId,
+// currency, salesChannel (required); notes".
+func propertyList(schema *openapi3.Schema) string {
+	if schema == nil || len(schema.Properties) == 0 {
+		return "no members"
+	}
+	required := map[string]bool{}
+	for _, n := range schema.Required {
+		required[n] = true
+	}
+	var req, opt []string
+	for _, n := range slices.Sorted(maps.Keys(schema.Properties)) {
+		if required[n] {
+			req = append(req, n)
+		} else {
+			opt = append(opt, n)
+		}
+	}
+	var b strings.Builder
+	if len(req) > 0 {
+		b.WriteString(strings.Join(req, ", ") + " (required)")
+	}
+	if len(opt) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.Join(opt, ", "))
+	}
+	return b.String()
+}
+
+// requestBodyOf is the operation's request body as the validator's errors carry it (nil when
+// none names it).
+func requestBodyOf(me openapi3.MultiError) *openapi3.RequestBody {
+	for _, err := range me {
+		var re *openapi3filter.RequestError
+		if errors.As(err, &re) && re.RequestBody != nil {
+			return re.RequestBody
+		}
+	}
+	return nil
+}
+
+// missingBody reports the validator's "required but missing" for the request body.
+func missingBody(me openapi3.MultiError) bool {
+	for _, err := range me {
+		var re *openapi3filter.RequestError
+		if errors.As(err, &re) && re.Parameter == nil && re.RequestBody != nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyWanted says what body an operation takes: "application/json with customerId, currency,
+// salesChannel (required); notes".
+func bodyWanted(rb *openapi3.RequestBody) string {
+	types := mediaTypes(rb)
+	out := strings.Join(types, " or ")
+	if mt := rb.Content.Get(types[0]); mt != nil && mt.Schema != nil && mt.Schema.Value != nil {
+		out += " with " + propertyList(mt.Schema.Value)
+	}
+	return out
+}
+
+// mediaTypes are the content types an operation's body may have, sorted.
+func mediaTypes(rb *openapi3.RequestBody) []string {
+	if rb == nil || len(rb.Content) == 0 {
+		return []string{"application/json"}
+	}
+	return slices.Sorted(maps.Keys(rb.Content))
+}
+
+// unsupportedMedia is the 415 naming the content types the operation takes; a PATCH also
+// answers them in Accept-Patch (RFC 5789 §3.1).
+func unsupportedMedia(r *http.Request, rb *openapi3.RequestBody) error {
+	types := mediaTypes(rb)
+	p := apperr.New(apperr.UnsupportedMediaType, "Send the body as "+strings.Join(types, " or ")+" (the Content-Type header).")
+	if r.Method == http.MethodPatch {
+		p.WithHeader("Accept-Patch", strings.Join(types, ", "))
+	}
+	return p
 }
 
 func escapePointer(parts []string) []string {

@@ -46,6 +46,9 @@ type Deps struct {
 	BodyLimitBytes int64
 	// Spec is the raw OpenAPI document served at /openapi.yaml.
 	Spec []byte
+	// PublicURL is the gateway's URL as its callers reach it (GATEWAY_PUBLIC_URL): problem
+	// type URIs are its /problems/{slug} pages. Empty: the pages' paths alone.
+	PublicURL string
 }
 
 // Server implements the generated StrictServerInterface.
