@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,5 +92,28 @@ func TestNegotiate(t *testing.T) {
 		if got := negotiate(accept, offers...); got != want {
 			t.Errorf("negotiate(%q) = %q, want %q", accept, got, want)
 		}
+	}
+}
+
+// TestSpecListsEveryProblemType: the contract's overview (info.description, the top of /docs)
+// links every problem type of apperr's table to its page, and no other.
+func TestSpecListsEveryProblemType(t *testing.T) {
+	t.Parallel()
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\]\(problems/([a-z0-9-]+)\)`).FindAllStringSubmatch(spec.Info.Description, -1) {
+		listed[m[1]] = true
+	}
+	for _, k := range apperr.Kinds() {
+		if !listed[k.Slug] {
+			t.Errorf("info.description does not link the problem type %q", k.Slug)
+		}
+		delete(listed, k.Slug)
+	}
+	for slug := range listed {
+		t.Errorf("info.description links %q, which apperr's table does not have", slug)
 	}
 }
