@@ -105,7 +105,7 @@ var pages = map[*Kind]Page{
 	},
 	Unavailable: {
 		When: "Redis cannot serve right now: unreachable, busy, failing over, moving data between cluster nodes, or a write that ends a credential could not be confirmed on a replica.",
-		Do:   "Retry after the Retry-After seconds; every write that answers 503 can be sent again safely.",
+		Do:   "Wait the Retry-After seconds. A read can simply be sent again; for a write the outcome is unknown (Redis may still apply it), so retry it the safe way docs/ERRORS.md gives per operation: a create with the same Idempotency-Key, a quote write with its If-Match, a revocation or delete as is.",
 	},
 	MalformedRequest: {
 		When: "The request is not well-formed HTTP/1.1: a malformed request line or header field, a missing or bad Host, conflicting Content-Length headers.",
