@@ -120,7 +120,10 @@ func TestEveryProblemTypeHasAPage(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if ext == ".go" && !strings.HasSuffix(path, "_test.go") && adHoc.Match(b) {
+		if strings.HasSuffix(path, "_test.go") {
+			return nil // tests ask for unknown types on purpose
+		}
+		if ext == ".go" && adHoc.Match(b) {
 			t.Errorf("%s builds a problem Kind outside the table (use apperr's table or apperr.Blank)", path)
 		}
 		for _, m := range mention.FindAllSubmatch(b, -1) {
