@@ -61,6 +61,8 @@ func TestRefusalsNameWhatToSend(t *testing.T) {
 		{name: "a method a path with a parameter does not have", method: "POST", path: quote,
 			hdr: []string{"Authorization", bearer}, status: 405, slug: "method-not-allowed",
 			header: [2]string{"Allow", "DELETE, GET, PATCH"}},
+		{name: "a path that is not a route", method: "GET", path: "/v1/quote",
+			hdr: []string{"Authorization", bearer}, status: 404, slug: "not-found", detail: []string{"/v1/quote", "/docs"}},
 		{name: "no body", method: "POST", path: "/v1/quotes",
 			hdr: []string{"Authorization", bearer}, status: 400, slug: "validation",
 			detail: []string{"application/json", "customerId", "currency", "salesChannel"}, notDetail: []string{"Invalid: /."}},

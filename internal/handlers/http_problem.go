@@ -93,7 +93,8 @@ func (s *Server) fromHTTPError(c echo.Context, he *echo.HTTPError) *apperr.Error
 	}
 	switch he.Code {
 	case http.StatusNotFound:
-		return apperr.New(apperr.NotFound, "No route matches "+c.Request().Method+" "+safePath(c.Request().URL.Path)+".")
+		return apperr.New(apperr.NotFound, "No route matches "+bounded(c.Request().Method, 32)+" "+safePath(c.Request().URL.Path)+
+			": the operations are listed at /docs and /openapi.yaml.")
 	case http.StatusMethodNotAllowed:
 		if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
 			return apperr.Newf(apperr.MethodNotAllowed, "%s is not a method of this path: send %s.", bounded(c.Request().Method, 32), allow)
