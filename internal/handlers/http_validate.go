@@ -73,7 +73,7 @@ func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
 
 // securityProblem picks the most telling failure among the operation's security alternatives
 // (reqs): a presented-but-refused credential beats "nothing presented". The refusal names the
-// credential the operation takes and where it goes (credentialHint).
+// credential the operation takes and where it goes (missingCredential, sessionAsBearer).
 func securityProblem(r *http.Request, reqs openapi3.SecurityRequirements, errs []error) error {
 	var best *apperr.Error
 	rank := func(e *apperr.Error) int {
@@ -138,7 +138,7 @@ func validationProblem(r *http.Request, me openapi3.MultiError) error {
 	detail := "The request does not match the contract."
 	switch names = uniq(names); {
 	case len(names) == 1 && len(fields) == 1:
-		detail = "Invalid " + names[0] + ": " + strings.TrimSuffix(fields[0].Detail, ".") + "."
+		detail = clip("Invalid " + names[0] + ": " + strings.TrimSuffix(fields[0].Detail, ".") + ".")
 	case len(names) > 0:
 		detail = "Invalid: " + strings.Join(names, ", ") + "."
 	}
@@ -220,7 +220,9 @@ func schemaField(se *openapi3.SchemaError) apperr.FieldError {
 		// what the object takes.
 		if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
 			if name, err := strconv.Unquote(m[1]); err == nil {
-				return apperr.FieldError{Pointer: strings.TrimSuffix(ptr, "/") + "/" + escapePointer([]string{name})[0],
+				// The name is the caller's (valid UTF-8 without control characters: strictJSON);
+				// bound what is echoed of it.
+				return apperr.FieldError{Pointer: bounded(strings.TrimSuffix(ptr, "/")+"/"+escapePointer([]string{name})[0], 128),
 					Detail: clip("unknown member; this object takes " + propertyList(se.Schema))}
 			}
 		}
