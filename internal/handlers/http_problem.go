@@ -151,7 +151,8 @@ func (s *Server) writeProblem(c echo.Context, p *apperr.Error) {
 	}
 	out, err := marshalProblem(body, p.Extra)
 	if err != nil {
-		out = []byte(`{"title":"Internal server error","status":500}`)
+		typ, _ := json.Marshal(apperr.Internal.Type(s.PublicURL))
+		out = []byte(`{"type":` + string(typ) + `,"title":"Internal server error","status":500}`)
 	}
 	_, _ = c.Response().Write(out)
 }
