@@ -533,8 +533,30 @@ type Problem struct {
 	Status     int    `json:"status"`
 	Title      string `json:"title"`
 
-	// Type Example: https://hashgate.dev/problems/validation
+	// Type The problem type: the URI of its page (`GET /problems/{slug}`), under the gateway's
+	// public URL when `GATEWAY_PUBLIC_URL` is set, else that path alone (resolve it against
+	// the request's URL). Its last segment is a stable slug to switch on.
+	//
+	//
+	// Example: /problems/validation
 	Type string `json:"type"`
+}
+
+// ProblemType One problem type, as its page describes it.
+type ProblemType struct {
+	// Do What the caller should do.
+	Do string `json:"do"`
+
+	// Slug Example: precondition-failed
+	Slug   string `json:"slug"`
+	Status int    `json:"status"`
+	Title  string `json:"title"`
+
+	// Type Example: /problems/precondition-failed
+	Type string `json:"type"`
+
+	// When When the gateway answers with it.
+	When string `json:"when"`
 }
 
 // Quote defines model for Quote.
@@ -1069,6 +1091,15 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetProblemType The page of one problem type (what it means, what to do)
+	//
+	// Every problem's `type` is the URI of this page. HTML for a browser; `Accept:
+	// application/json` gets the JSON below, and `Accept: text/plain` (or `*/*` alone, as curl
+	// sends) the same as text.
+	//
+	// Corresponds with GET /problems/{slug} (the `GetProblemType` operationId).
+	GetProblemType(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetReadyz Readiness (Redis reachable), status only
 	//
 	// 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
@@ -1091,11 +1122,11 @@ type ClientInterface interface {
 	//
 	// The two MFA flows answer differently:
 	// - **Login-time MFA** (a session created with `mfaRequired: true`, not verified yet): the
-	//   user is not logged in, at any level: 401 `https://hashgate.dev/problems/mfa-required`.
+	//   user is not logged in, at any level: 401 `/problems/mfa-required`.
 	//   Proxies treat it like any 401 and send the user to the login flow, which runs the
 	//   challenge and verify and then sets the new token.
 	// - **Step-up** (a challenge on a logged-in session): BASIC resources keep answering 200;
-	//   `?level=MFA` answers 403 `https://hashgate.dev/problems/step-up-required` until the
+	//   `?level=MFA` answers 403 `/problems/step-up-required` until the
 	//   verify, whose new token then passes at level `MFA`.
 	//
 	// Corresponds with GET /v1/authorize (the `Authorize` operationId).
@@ -1291,7 +1322,7 @@ type ClientInterface interface {
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 	// `GET /v1/session` and the device operations refuse its token with 401
-	// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+	// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -1320,7 +1351,7 @@ type ClientInterface interface {
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 	// `GET /v1/session` and the device operations refuse its token with 401
-	// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+	// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -1503,6 +1534,25 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
+// GetProblemType The page of one problem type (what it means, what to do)
+//
+// Every problem's `type` is the URI of this page. HTML for a browser; `Accept:
+// application/json` gets the JSON below, and `Accept: text/plain` (or `*/*` alone, as curl
+// sends) the same as text.
+//
+// Corresponds with GET /problems/{slug} (the `GetProblemType` operationId).
+func (c *Client) GetProblemType(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProblemTypeRequest(c.Server, slug)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetReadyz Readiness (Redis reachable), status only
 //
 // 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
@@ -1535,11 +1585,11 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 //
 // The two MFA flows answer differently:
 //   - **Login-time MFA** (a session created with `mfaRequired: true`, not verified yet): the
-//     user is not logged in, at any level: 401 `https://hashgate.dev/problems/mfa-required`.
+//     user is not logged in, at any level: 401 `/problems/mfa-required`.
 //     Proxies treat it like any 401 and send the user to the login flow, which runs the
 //     challenge and verify and then sets the new token.
 //   - **Step-up** (a challenge on a logged-in session): BASIC resources keep answering 200;
-//     `?level=MFA` answers 403 `https://hashgate.dev/problems/step-up-required` until the
+//     `?level=MFA` answers 403 `/problems/step-up-required` until the
 //     verify, whose new token then passes at level `MFA`.
 //
 // Corresponds with GET /v1/authorize (the `Authorize` operationId).
@@ -2025,7 +2075,7 @@ func (c *Client) RevokeMyDevice(ctx context.Context, sessionId SessionId, reqEdi
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 // `GET /v1/session` and the device operations refuse its token with 401
-// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -2064,7 +2114,7 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 // `GET /v1/session` and the device operations refuse its token with 401
-// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -2435,6 +2485,40 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/openapi.yaml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetProblemTypeRequest constructs an http.Request for the GetProblemType method
+func NewGetProblemTypeRequest(server string, slug string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "slug", slug, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/problems/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4066,6 +4150,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
 
+	// GetProblemTypeWithResponse The page of one problem type (what it means, what to do)
+	//
+	// Every problem's `type` is the URI of this page. HTML for a browser; `Accept:
+	// application/json` gets the JSON below, and `Accept: text/plain` (or `*/*` alone, as curl
+	// sends) the same as text.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /problems/{slug} (the `GetProblemType` operationId).
+	GetProblemTypeWithResponse(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*GetProblemTypeResponse, error)
+
 	// GetReadyzWithResponse Readiness (Redis reachable), status only
 	//
 	// 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
@@ -4090,11 +4185,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// The two MFA flows answer differently:
 	// - **Login-time MFA** (a session created with `mfaRequired: true`, not verified yet): the
-	//   user is not logged in, at any level: 401 `https://hashgate.dev/problems/mfa-required`.
+	//   user is not logged in, at any level: 401 `/problems/mfa-required`.
 	//   Proxies treat it like any 401 and send the user to the login flow, which runs the
 	//   challenge and verify and then sets the new token.
 	// - **Step-up** (a challenge on a logged-in session): BASIC resources keep answering 200;
-	//   `?level=MFA` answers 403 `https://hashgate.dev/problems/step-up-required` until the
+	//   `?level=MFA` answers 403 `/problems/step-up-required` until the
 	//   verify, whose new token then passes at level `MFA`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4316,7 +4411,7 @@ type ClientWithResponsesInterface interface {
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 	// `GET /v1/session` and the device operations refuse its token with 401
-	// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+	// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -4345,7 +4440,7 @@ type ClientWithResponsesInterface interface {
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 	// `GET /v1/session` and the device operations refuse its token with 401
-	// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+	// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -4639,6 +4734,68 @@ func (r GetOpenAPIResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProblemTypeResponse200Headers the declared response headers of an HTTP 200 response for GetProblemType
+type GetProblemTypeResponse200Headers struct {
+	Vary *string
+}
+
+type GetProblemTypeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProblemType
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetProblemTypeResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProblemTypeResponse) GetJSON200() *ProblemType {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetProblemTypeResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetProblemTypeResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProblemTypeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProblemTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProblemTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProblemTypeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9966,6 +10123,23 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 	return ParseGetOpenAPIResponse(rsp)
 }
 
+// GetProblemTypeWithResponse The page of one problem type (what it means, what to do)
+//
+// Every problem's `type` is the URI of this page. HTML for a browser; `Accept:
+// application/json` gets the JSON below, and `Accept: text/plain` (or `*/*` alone, as curl
+// sends) the same as text.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /problems/{slug} (the `GetProblemType` operationId).
+func (c *ClientWithResponses) GetProblemTypeWithResponse(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*GetProblemTypeResponse, error) {
+	rsp, err := c.GetProblemType(ctx, slug, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProblemTypeResponse(rsp)
+}
+
 // GetReadyzWithResponse Readiness (Redis reachable), status only
 //
 // 200 when every Redis primary answers a ping, 503 + `Retry-After` when one does not. The
@@ -9996,11 +10170,11 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 //
 // The two MFA flows answer differently:
 //   - **Login-time MFA** (a session created with `mfaRequired: true`, not verified yet): the
-//     user is not logged in, at any level: 401 `https://hashgate.dev/problems/mfa-required`.
+//     user is not logged in, at any level: 401 `/problems/mfa-required`.
 //     Proxies treat it like any 401 and send the user to the login flow, which runs the
 //     challenge and verify and then sets the new token.
 //   - **Step-up** (a challenge on a logged-in session): BASIC resources keep answering 200;
-//     `?level=MFA` answers 403 `https://hashgate.dev/problems/step-up-required` until the
+//     `?level=MFA` answers 403 `/problems/step-up-required` until the
 //     verify, whose new token then passes at level `MFA`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10396,7 +10570,7 @@ func (c *ClientWithResponses) RevokeMyDeviceWithResponse(ctx context.Context, se
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 // `GET /v1/session` and the device operations refuse its token with 401
-// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -10431,7 +10605,7 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
 // `GET /v1/session` and the device operations refuse its token with 401
-// `https://hashgate.dev/problems/mfa-required` (401, not 403: the user is not logged in, so
+// `/problems/mfa-required` (401, not 403: the user is not logged in, so
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
@@ -10782,6 +10956,62 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetProblemTypeResponse parses an HTTP response from a GetProblemTypeWithResponse call
+func ParseGetProblemTypeResponse(rsp *http.Response) (*GetProblemTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProblemTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProblemType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/plain) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetProblemTypeResponse200Headers
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Header names of the two credentials.
@@ -43,19 +44,72 @@ func WithSessionToken(token string) ClientOption { return WithRequestEditorFn(Se
 
 // Error makes a Problem an error: "hashgate: 412 Precondition Failed: detail".
 func (p *Problem) Error() string {
+	if p == nil {
+		return "hashgate: no problem"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "hashgate: %d %s", p.Status, p.Title)
-	if p.Detail != nil && *p.Detail != "" {
+	if d := p.DetailText(); d != "" {
 		b.WriteString(": ")
-		b.WriteString(*p.Detail)
+		b.WriteString(d)
 	}
 	return b.String()
 }
 
+// The accessors below never panic: a member the gateway (or a proxy in front of it) left out
+// reads as its zero value, and so does any member of a nil *Problem.
+
 // Slug is the last segment of the problem's type, e.g. "precondition-failed" for
-// https://hashgate.dev/problems/precondition-failed: a short stable name to switch on.
+// /problems/precondition-failed: a short stable name to switch on.
 func (p *Problem) Slug() string {
+	if p == nil {
+		return ""
+	}
 	return p.Type[strings.LastIndexByte(p.Type, '/')+1:]
+}
+
+// DetailText is what was wrong with this request, in the gateway's words ("" when absent).
+func (p *Problem) DetailText() string {
+	if p == nil || p.Detail == nil {
+		return ""
+	}
+	return *p.Detail
+}
+
+// RequestID is the id of the request in the gateway's logs ("" when absent).
+func (p *Problem) RequestID() string {
+	if p == nil || p.RequestId == nil {
+		return ""
+	}
+	return *p.RequestId
+}
+
+// FieldErrors lists the failing fields (JSON pointer or parameter, and what is wrong); nil
+// when absent.
+func (p *Problem) FieldErrors() []FieldError {
+	if p == nil || p.Errors == nil {
+		return nil
+	}
+	return *p.Errors
+}
+
+// RetryAfterDuration is how long to wait before retrying (429, 503), zero when absent.
+func (p *Problem) RetryAfterDuration() time.Duration {
+	if p == nil || p.RetryAfter == nil {
+		return 0
+	}
+	return time.Duration(*p.RetryAfter) * time.Second
+}
+
+// Where is the failing field's JSON pointer into the body, or the parameter's name.
+func (f FieldError) Where() string {
+	switch {
+	case f.Pointer != nil:
+		return *f.Pointer
+	case f.Parameter != nil:
+		return *f.Parameter
+	}
+	return ""
 }
 
 // Response is what every generated response type (CreateSessionResponse, GetQuoteResponse,

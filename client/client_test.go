@@ -98,3 +98,39 @@ func TestCredentials(t *testing.T) {
 		t.Fatalf("GetSession with only a session token: %v", err)
 	}
 }
+
+// The accessors read a Problem whatever the gateway (or a proxy) left out, and a nil one,
+// without panicking: the README's first snippet dereferenced p.Detail, which a proxy's 502
+// leaves nil.
+func TestProblemAccessorsNeverPanic(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte(`{"type":"about:blank","title":"Bad Gateway","status":502}`))
+	}))
+	defer proxy.Close()
+	c, _ := client.NewClientWithResponses(proxy.URL)
+	_, err := client.Check(c.GetReadyzWithResponse(context.Background()))
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Detail != nil {
+		t.Fatalf("a problem without detail: %v %+v", err, p)
+	}
+	var none *client.Problem
+	for _, q := range []*client.Problem{p, none, {}} {
+		if q.DetailText() != "" || q.RequestID() != "" || q.FieldErrors() != nil || q.RetryAfterDuration() != 0 {
+			t.Errorf("%+v: accessors read members that are not there", q)
+		}
+		_ = q.Slug() + q.Error()
+	}
+	if p.Slug() != "about:blank" || p.Error() != "hashgate: 502 Bad Gateway" {
+		t.Errorf("Slug %q, Error %q", p.Slug(), p.Error())
+	}
+
+	// What the gateway sends is read through them.
+	svc, _ := client.NewClientWithResponses(baseURL, client.WithBearerToken(adminToken))
+	_, err = client.Check(svc.CreateSessionWithResponse(context.Background(), client.SessionCreateRequest{UserId: "u", AuthLevel: "ROOT"}))
+	if !errors.As(err, &p) || p.DetailText() == "" || p.RequestID() == "" || len(p.FieldErrors()) == 0 ||
+		p.FieldErrors()[0].Where() != "/authLevel" {
+		t.Fatalf("a validation problem: %v %+v", err, p)
+	}
+}

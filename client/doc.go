@@ -12,7 +12,9 @@
 //     WithSessionToken (an end user's session token, as a frontend calls) for a whole client,
 //     or BearerAuth and SessionAuth for one request;
 //   - problems as errors: Check turns a call's answer into an error when the gateway refused
-//     it, and that error is a *Problem (RFC 9457) that errors.As finds.
+//     it, and that error is a *Problem (RFC 9457) that errors.As finds; its accessors
+//     (DetailText, RequestID, FieldErrors, RetryAfterDuration) never panic on a member the
+//     answer left out.
 //
 // A call then reads:
 //
@@ -20,8 +22,11 @@
 //	...
 //	rsp, err := client.Check(c.GetQuoteWithResponse(ctx, quoteID))
 //	var p *client.Problem
-//	if errors.As(err, &p) && p.Status == http.StatusNotFound {
+//	switch {
+//	case errors.As(err, &p) && p.Status == http.StatusNotFound:
 //		// no such quote in this tenant
+//	case err != nil:
+//		return err // another refusal (p.DetailText() says why), or no answer at all
 //	}
 //	quote, etag := rsp.JSON200, rsp.HTTPResponse.Header.Get("ETag")
 //

@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/hashgate/hashgate/api"
+	"github.com/hashgate/hashgate/internal/apperr"
 )
 
 const envChromium = "HASHGATE_TEST_CHROMIUM"
@@ -235,5 +236,113 @@ func TestDocsTryItOut(t *testing.T) {
 	}
 	if errs := console.snapshot(); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// docsOverviewJS reads what a newcomer meets first: the tag sections in order, the operation
+// ids that wrap onto a second line (each id's text laid out on more than one line), the
+// overview's text, and the problem type links it holds (resolved).
+const docsOverviewJS = `(() => {
+  const wrapped = [];
+  for (const el of document.querySelectorAll('.opblock-summary-operation-id')) {
+    const r = document.createRange();
+    r.selectNodeContents(el);
+    const tops = new Set(Array.from(r.getClientRects()).map(x => Math.round(x.top)));
+    if (tops.size > 1) wrapped.push(el.textContent);
+  }
+  const info = document.querySelector('.information-container .info') || document.body;
+  return {
+    tags: Array.from(document.querySelectorAll('h3.opblock-tag')).map(e => e.dataset.tag || e.textContent),
+    wrapped: wrapped,
+    ids: document.querySelectorAll('.opblock-summary-operation-id').length,
+    text: info.innerText,
+    problems: Array.from(info.querySelectorAll('a')).map(a => a.href).filter(h => h.includes('/problems/')),
+    location: location.href,
+  };
+})()`
+
+type docsOverview struct {
+	Tags     []string `json:"tags"`
+	Wrapped  []string `json:"wrapped"`
+	IDs      int      `json:"ids"`
+	Text     string   `json:"text"`
+	Problems []string `json:"problems"`
+	Location string   `json:"location"`
+}
+
+// TestDocsIsANewcomersReference: /docs/ leads to the reference; the first section is an API
+// section and meta comes last; no operation id wraps, at a desktop width and a narrow one; the
+// overview says which credential goes where, where the MFA code goes, and lists every problem
+// type of the gateway, each link leading to that type's page, which shows its title.
+func TestDocsIsANewcomersReference(t *testing.T) {
+	t.Parallel()
+	ctx, console := newBrowser(t)
+	gw, _ := realGateway(t, nil)
+
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get("http://" + gw + "/docs/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if loc, _ := resp.Location(); resp.StatusCode/100 != 3 || loc == nil || loc.Path != "/docs" {
+		t.Fatalf("GET /docs/: %d, Location %v", resp.StatusCode, loc)
+	}
+
+	overview := func(width int64) docsOverview {
+		t.Helper()
+		err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 2000), chromedp.Navigate("http://"+gw+"/docs/"),
+			chromedp.WaitVisible(chromedp.CSS(`#operations-cases-getCaseHistory`)))
+		if err != nil {
+			t.Fatalf("load /docs/ at %d px: %v (console: %q)", width, err, console.snapshot())
+		}
+		o, err := chromedp.Run(ctx, chromedp.Evaluate[docsOverview](docsOverviewJS))
+		if err != nil {
+			t.Fatalf("read the reference: %v", err)
+		}
+		return o
+	}
+	for _, width := range []int64{1280, 800} {
+		o := overview(width)
+		if !strings.HasSuffix(o.Location, "/docs") {
+			t.Errorf("/docs/ ended at %s", o.Location)
+		}
+		if len(o.Tags) < 7 || o.Tags[0] != "sessions" || o.Tags[len(o.Tags)-1] != "meta" {
+			t.Errorf("sections in the order %q: want sessions first and meta last", o.Tags)
+		}
+		if o.IDs < 40 || len(o.Wrapped) > 0 {
+			t.Errorf("at %d px, %d of %d operation ids wrap: %q", width, len(o.Wrapped), o.IDs, o.Wrapped)
+		}
+		if width != 1280 {
+			continue
+		}
+		for _, want := range []string{"Getting started", "Authorization: Bearer", "X-Session-Token", "__Host-hg_session",
+			"out of band", "/mfa/challenge", "/mfa/verify", "bootstrap"} {
+			if !strings.Contains(o.Text, want) {
+				t.Errorf("the overview does not say %q", want)
+			}
+		}
+		linked := map[string]string{}
+		for _, h := range o.Problems {
+			linked[h[strings.LastIndex(h, "/")+1:]] = h
+		}
+		for _, k := range apperr.Kinds() {
+			if linked[k.Slug] == "" {
+				t.Errorf("the overview does not link the problem type %q", k.Slug)
+			}
+		}
+		// Each link leads to its page.
+		for _, k := range []*apperr.Kind{apperr.Validation, apperr.PreconditionFailed, apperr.StepUpRequired} {
+			h1, err := "", chromedp.Do(ctx, chromedp.Navigate(linked[k.Slug]))
+			if err == nil {
+				h1, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`h1`)))
+			}
+			if err != nil || h1 != k.Title {
+				t.Errorf("the link %s leads to a page titled %q (%v), want %q", linked[k.Slug], h1, err, k.Title)
+			}
+		}
+	}
+	if errs := console.snapshot(); len(errs) > 0 {
+		t.Errorf("the pages logged errors:\n%s", strings.Join(errs, "\n"))
 	}
 }

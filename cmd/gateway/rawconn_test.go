@@ -160,7 +160,7 @@ func TestServerLevelRefusalsAreProblems(t *testing.T) {
 				a.resp.Header.Get("Content-Type"), a.body, tt.status)
 			continue
 		}
-		if got := problemType(t, a); got != "https://hashgate.dev/problems/"+tt.slug {
+		if got := problemType(t, a); got != "/problems/"+tt.slug {
 			t.Errorf("%s: problem type %q, want .../%s", tt.name, got, tt.slug)
 		}
 		if !a.resp.Close || !a.closed {

@@ -96,7 +96,7 @@ func runServer(ctx context.Context, g *gateway, stdout io.Writer, ready chan<- s
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	// net/http's own refusals (431, malformed requests, ...) leave as problems, not plain text.
-	ln = handlers.ShapeRefusals(ln, maxHeaderBytes)
+	ln = handlers.ShapeRefusals(ln, maxHeaderBytes, cfg.PublicURL)
 	hs := httpServer(cfg, g.Echo, log)
 	addr := ln.Addr().String()
 	stopAdmin, err := serveAdmin(cfg.AdminAddr, g.Admin, log)

@@ -91,7 +91,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 
 	deps := handlers.Deps{
 		Logger: o.Logger, Version: o.Version, Store: s, Caps: s.Caps, Auth: g.Auth,
-		RetryAfter: cfg.RetryAfter, BodyLimitBytes: cfg.BodyLimitBytes, Spec: o.Spec,
+		RetryAfter: cfg.RetryAfter, BodyLimitBytes: cfg.BodyLimitBytes, Spec: o.Spec, PublicURL: cfg.PublicURL,
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
 		Quotes: d.Quotes, Cases: d.Cases, RateLimits: limits,

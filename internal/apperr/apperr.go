@@ -6,11 +6,15 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
-// TypeBase prefixes every problem type URI.
-const TypeBase = "https://hashgate.dev/problems/"
+// PagePath is where, under the gateway's public URL, each problem type's page is served:
+// PagePath + slug (GET /problems/{slug}).
+const PagePath = "/problems/"
 
 // Kind is one class of refusal: a stable slug (the problem type), an HTTP status and a title.
 // A *Kind is itself an error, so repositories can wrap it: fmt.Errorf("quote %s: %w", id, apperr.NotFound).
@@ -22,49 +26,84 @@ type Kind struct {
 
 func (k *Kind) Error() string { return k.Slug }
 
-// Type is the problem type URI of the kind.
-func (k *Kind) Type() string { return TypeBase + k.Slug }
+// Type is the problem type URI of the kind: its page under base, the gateway's public URL
+// (GATEWAY_PUBLIC_URL, e.g. https://api.example.com/hashgate); with no base, the page's path
+// alone (/problems/validation), a relative reference a client resolves against the request's
+// URL (RFC 9457 §3.1.1). A kind without a slug (Blank) is about:blank.
+func (k *Kind) Type(base string) string {
+	if k.Slug == "" {
+		return "about:blank"
+	}
+	return strings.TrimSuffix(base, "/") + PagePath + k.Slug
+}
 
-// The table of every refusal the gateway makes. Statuses live here and only here.
+// Blank is the kind of a status the table has no type for: about:blank, whose title is the
+// status text (RFC 9457 §4.2.1).
+func Blank(status int) *Kind { return &Kind{Status: status, Title: http.StatusText(status)} }
+
+// table is every kind newKind made, in the order of the table below.
+var table []*Kind
+
+func newKind(slug string, status int, title string) *Kind {
+	k := &Kind{Slug: slug, Status: status, Title: title}
+	table = append(table, k)
+	return k
+}
+
+// Kinds returns every kind of the table: every problem type the gateway answers with.
+func Kinds() []*Kind { return slices.Clone(table) }
+
+// Lookup finds the kind of a slug.
+func Lookup(slug string) (*Kind, bool) {
+	for _, k := range table {
+		if k.Slug == slug {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// The table of every refusal the gateway makes. Statuses live here and only here; each kind's
+// page (what it means, what to do) is in pages.go.
 var (
-	Validation           = &Kind{"validation", 400, "The request does not match the contract"}
-	Unauthenticated      = &Kind{"unauthenticated", 401, "Authentication required"}
-	InvalidCredentials   = &Kind{"invalid-credentials", 401, "The credentials are not valid"}
-	InsufficientScope    = &Kind{"insufficient-scope", 403, "The credentials lack a required scope"}
-	StepUpRequired       = &Kind{"step-up-required", 403, "A stronger authentication level is required"}
-	NotFound             = &Kind{"not-found", 404, "No such resource"}
-	MethodNotAllowed     = &Kind{"method-not-allowed", 405, "Method not allowed"}
-	Conflict             = &Kind{"conflict", 409, "The resource's state does not allow this"}
-	InvalidStatus        = &Kind{"invalid-status", 409, "The transition is not allowed from the current status"}
-	MaxEscalation        = &Kind{"max-escalation", 409, "The case is already at the maximum escalation level"}
-	InFlight             = &Kind{"request-in-flight", 409, "A request with this Idempotency-Key is still being processed"}
-	Gone                 = &Kind{"challenge-gone", 410, "No live MFA challenge"}
-	PreconditionFailed   = &Kind{"precondition-failed", 412, "The If-Match ETag is stale"}
-	PayloadTooLarge      = &Kind{"payload-too-large", 413, "The request body is too large"}
-	UnsupportedMediaType = &Kind{"unsupported-media-type", 415, "Unsupported content type"}
-	Unprocessable        = &Kind{"unprocessable", 422, "The request cannot be processed"}
-	BoundExceeded        = &Kind{"bound-exceeded", 422, "The object would exceed its declared bounds"}
-	WrongCode            = &Kind{"mfa-code-invalid", 422, "The MFA code is not valid"}
-	IdempotencyMismatch  = &Kind{"idempotency-key-reused", 422, "The Idempotency-Key was used with a different request"}
-	PreconditionRequired = &Kind{"precondition-required", 428, "If-Match is required"}
-	RateLimited          = &Kind{"rate-limited", 429, "Too many requests"}
-	Internal             = &Kind{"internal", 500, "Internal server error"}
-	Unavailable          = &Kind{"unavailable", 503, "The state store is unavailable"}
+	Validation           = newKind("validation", 400, "The request does not match the contract")
+	Unauthenticated      = newKind("unauthenticated", 401, "Authentication required")
+	InvalidCredentials   = newKind("invalid-credentials", 401, "The credentials are not valid")
+	InsufficientScope    = newKind("insufficient-scope", 403, "The credentials lack a required scope")
+	StepUpRequired       = newKind("step-up-required", 403, "A stronger authentication level is required")
+	NotFound             = newKind("not-found", 404, "No such resource")
+	MethodNotAllowed     = newKind("method-not-allowed", 405, "Method not allowed")
+	Conflict             = newKind("conflict", 409, "The resource's state does not allow this")
+	InvalidStatus        = newKind("invalid-status", 409, "The transition is not allowed from the current status")
+	MaxEscalation        = newKind("max-escalation", 409, "The case is already at the maximum escalation level")
+	InFlight             = newKind("request-in-flight", 409, "A request with this Idempotency-Key is still being processed")
+	Gone                 = newKind("challenge-gone", 410, "No live MFA challenge")
+	PreconditionFailed   = newKind("precondition-failed", 412, "The If-Match ETag is stale")
+	PayloadTooLarge      = newKind("payload-too-large", 413, "The request body is too large")
+	UnsupportedMediaType = newKind("unsupported-media-type", 415, "Unsupported content type")
+	Unprocessable        = newKind("unprocessable", 422, "The request cannot be processed")
+	BoundExceeded        = newKind("bound-exceeded", 422, "The object would exceed its declared bounds")
+	WrongCode            = newKind("mfa-code-invalid", 422, "The MFA code is not valid")
+	IdempotencyMismatch  = newKind("idempotency-key-reused", 422, "The Idempotency-Key was used with a different request")
+	PreconditionRequired = newKind("precondition-required", 428, "If-Match is required")
+	RateLimited          = newKind("rate-limited", 429, "Too many requests")
+	Internal             = newKind("internal", 500, "Internal server error")
+	Unavailable          = newKind("unavailable", 503, "The state store is unavailable")
 	// Refusals net/http makes before any handler runs, shaped into problems on the wire
 	// (handlers.ShapeRefusals).
-	MalformedRequest          = &Kind{"malformed-request", 400, "The request is not well-formed HTTP"}
-	ExpectationFailed         = &Kind{"expectation-failed", 417, "The expectation cannot be met"}
-	HeaderTooLarge            = &Kind{"header-too-large", 431, "The request header fields are too large"}
-	UnsupportedTransferCoding = &Kind{"unsupported-transfer-coding", 501, "Unsupported transfer coding"}
-	HTTPVersionNotSupported   = &Kind{"http-version-not-supported", 505, "HTTP version not supported"}
+	MalformedRequest          = newKind("malformed-request", 400, "The request is not well-formed HTTP")
+	ExpectationFailed         = newKind("expectation-failed", 417, "The expectation cannot be met")
+	HeaderTooLarge            = newKind("header-too-large", 431, "The request header fields are too large")
+	UnsupportedTransferCoding = newKind("unsupported-transfer-coding", 501, "Unsupported transfer coding")
+	HTTPVersionNotSupported   = newKind("http-version-not-supported", 505, "HTTP version not supported")
 	// MFARequired refuses a session whose login waits for its MFA verify (created with
 	// mfaRequired): it is not logged in yet, so 401, which proxies turn into the login flow.
-	MFARequired = &Kind{"mfa-required", 401, "The login is not complete until its MFA is verified"}
+	MFARequired = newKind("mfa-required", 401, "The login is not complete until its MFA is verified")
 	// SessionLimit refuses a login at GATEWAY_SESSION_MAX_PER_USER with the refuse policy.
-	SessionLimit = &Kind{"session-limit-reached", 422, "The user already has the maximum number of live sessions"}
+	SessionLimit = newKind("session-limit-reached", 422, "The user already has the maximum number of live sessions")
 	// QuotaExceeded refuses a create over a tenant quota (GATEWAY_TENANT_MAX_*); the problem
 	// names the quota and its limit, and nothing is written.
-	QuotaExceeded = &Kind{"quota-exceeded", 429, "A tenant quota is exhausted"}
+	QuotaExceeded = newKind("quota-exceeded", 429, "A tenant quota is exhausted")
 )
 
 // FieldError names one failing field (JSON Pointer) or parameter.

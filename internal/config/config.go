@@ -5,7 +5,8 @@ package config
 import (
 	"errors"
 	"fmt"
-	neturl "net/url"
+
+	"net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -134,6 +135,11 @@ type Config struct {
 	// RedisPasswordFile names a file holding the Redis password (Docker secrets style); it
 	// replaces the password of REDIS_URL, whose user name stays.
 	RedisPasswordFile string `env:"GATEWAY_REDIS_PASSWORD_FILE"`
+	// PublicURL is the gateway's URL as its callers reach it, e.g.
+	// https://api.example.com/hashgate behind a proxy that adds a prefix: problem type URIs
+	// are its /problems/{slug} pages. Unset: those pages' paths alone (/problems/validation),
+	// which a client resolves against the URL it called.
+	PublicURL string `env:"GATEWAY_PUBLIC_URL"`
 }
 
 // Durability is GATEWAY_DURABLE_REPLICAS (Replicas: -1 for auto) and GATEWAY_DURABLE_TIMEOUT.
@@ -276,11 +282,11 @@ func withPassword(u, p string) (string, error) {
 	if at := strings.LastIndex(authority, "@"); at >= 0 {
 		user, _, _ = strings.Cut(authority[:at], ":")
 		authority = authority[at+1:]
-		if uu, err := neturl.PathUnescape(user); err == nil {
+		if uu, err := url.PathUnescape(user); err == nil {
 			user = uu
 		}
 	}
-	return scheme + "://" + neturl.UserPassword(user, p).String() + "@" + authority + tail, nil
+	return scheme + "://" + url.UserPassword(user, p).String() + "@" + authority + tail, nil
 }
 
 // Validate checks ranges and the settings that depend on each other.
@@ -355,7 +361,15 @@ func (c Config) Validate() error {
 	check(c.ReadHeaderTimeout > 0 && c.ReadTimeout > 0 && c.WriteTimeout > 0 && c.IdleTimeout > 0, "HTTP timeouts must be positive")
 	check(c.ShutdownTimeout > 0, "GATEWAY_SHUTDOWN_TIMEOUT must be positive")
 	check(c.RetryAfter >= time.Second, "GATEWAY_RETRY_AFTER must be at least 1s")
+	check(c.PublicURL == "" || validPublicURL(c.PublicURL), "GATEWAY_PUBLIC_URL must be an absolute http(s) URL without query or fragment, e.g. https://api.example.com/hashgate")
 	return errors.Join(errs...)
+}
+
+// validPublicURL: http or https, a host, no user, query or fragment.
+func validPublicURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && !strings.Contains(s, "#")
 }
 
 // LogValue renders the config for the start-up log with secrets masked: set secrets show as

@@ -37,6 +37,8 @@ func TestLoadErrors(t *testing.T) {
 		{"session limit policy", map[string]string{"GATEWAY_SESSION_LIMIT_POLICY": "evict-newest"}, "GATEWAY_SESSION_LIMIT_POLICY"},
 		{"prefix with tag", map[string]string{"GATEWAY_KEY_PREFIX": "a{b}"}, "GATEWAY_KEY_PREFIX"},
 		{"absolute below idle", map[string]string{"GATEWAY_SESSION_IDLE_TIMEOUT": "2h", "GATEWAY_SESSION_ABSOLUTE_TIMEOUT": "1h"}, "ABSOLUTE_TIMEOUT"},
+		{"public URL without scheme", map[string]string{"GATEWAY_PUBLIC_URL": "api.example.com/hashgate"}, "GATEWAY_PUBLIC_URL"},
+		{"public URL with a query", map[string]string{"GATEWAY_PUBLIC_URL": "https://api.example.com/?x=1"}, "GATEWAY_PUBLIC_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +48,14 @@ func TestLoadErrors(t *testing.T) {
 				t.Fatalf("err = %v, want mention of %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestPublicURL(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"GATEWAY_PUBLIC_URL": "https://api.example.com/hashgate"}))
+	if err != nil || c.PublicURL != "https://api.example.com/hashgate" {
+		t.Fatalf("PublicURL %q, %v", c.PublicURL, err)
 	}
 }
 

@@ -43,4 +43,8 @@ func TestDocsServesThePageAndItsFiles(t *testing.T) {
 	for _, name := range []string{"index.html", "swagger-initializer.js", "swagger-ui-bundle.js.map", "..%2Fopenapi.yaml", "nope"} {
 		wantProblem(t, h.do("GET", "/docs/"+name, nil), http.StatusNotFound, "not-found")
 	}
+	// /docs/ leads to the page, by a relative Location that holds behind a path prefix.
+	if rec := h.do("GET", "/docs/", nil); rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "../docs" {
+		t.Errorf("GET /docs/: %d, Location %q", rec.Code, rec.Header().Get("Location"))
+	}
 }

@@ -39,7 +39,7 @@ func FuzzProblemRenderer(f *testing.F) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 			t.Fatalf("body is not JSON: %v: %q", err, rec.Body.String())
 		}
-		if body["type"] != k.Type() || int(body["status"].(float64)) != k.Status {
+		if body["type"] != k.Type(s.PublicURL) || int(body["status"].(float64)) != k.Status {
 			t.Fatalf("body %v", body)
 		}
 		if k == apperr.Internal && body["detail"] != nil {

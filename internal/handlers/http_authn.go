@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/apperr"
@@ -81,7 +80,7 @@ func (s *Server) authAlternatives(r *http.Request, reqs openapi3.SecurityRequire
 		}
 		errs = append(errs, err)
 	}
-	err := securityProblem(&openapi3filter.SecurityRequirementsError{SecurityRequirements: reqs, Errors: errs})
+	err := securityProblem(r, reqs, errs)
 	s.failures.count(r, err)
 	return nil, err
 }

@@ -7,6 +7,7 @@ import (
 	"net/textproto"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"github.com/hashgate/hashgate/internal/apperr"
@@ -127,6 +128,68 @@ func (s *Server) authSession(ctx context.Context, token string, view bool) (*aut
 		return nil, err
 	}
 	return p, nil
+}
+
+// What each credential is and where it goes, as the refusals say it.
+const (
+	wantBearer  = "an API token (a JWT from POST /v1/tokens, gateway token mint or the bootstrap token) as Authorization: Bearer TOKEN"
+	wantSession = "the session token (hgs_..., from POST /v1/sessions) in the " + SessionHeaderName + " header or the " + SessionCookieName + " cookie"
+)
+
+// sessionTokenPrefix starts every session token (internal/sessions' token format); a JWT
+// never starts so.
+const sessionTokenPrefix = "hgs_"
+
+func looksLikeSessionToken(s string) bool { return strings.HasPrefix(s, sessionTokenPrefix) }
+
+// schemesOf reports which kinds of credential the security requirements accept.
+func schemesOf(reqs openapi3.SecurityRequirements) (bearer, session bool) {
+	for _, req := range reqs {
+		for scheme := range req {
+			switch scheme {
+			case schemeBearer:
+				bearer = true
+			case schemeSessionCookie, schemeSessionHeader:
+				session = true
+			}
+		}
+	}
+	return bearer, session
+}
+
+// missingCredential is the 401 for a request that sent none of the credentials the operation
+// takes: it names the credential and where it goes, and says so when the request carries a
+// credential of the other kind.
+func missingCredential(r *http.Request, reqs openapi3.SecurityRequirements) *apperr.Error {
+	bearer, session := schemesOf(reqs)
+	raw, sentBearer := auth.BearerToken(r)
+	sentSession := r.Header.Get(SessionHeaderName) != "" || cookieValue(r, SessionCookieName) != ""
+	var detail string
+	switch {
+	case bearer && session:
+		detail = "Send " + wantBearer + ", or " + wantSession + "."
+	case bearer && sentSession:
+		detail = "A session token is not accepted by this operation: send " + wantBearer + "."
+	case bearer:
+		detail = "Send " + wantBearer + "."
+	case session && sentBearer && looksLikeSessionToken(raw):
+		detail = "The session token goes in the " + SessionHeaderName + " header or the " + SessionCookieName + " cookie, not in Authorization."
+	case session && sentBearer:
+		detail = "A bearer token is not accepted by this operation: send " + wantSession + "."
+	default:
+		detail = "Send " + wantSession + "."
+	}
+	return apperr.New(apperr.Unauthenticated, detail)
+}
+
+// sessionAsBearer replaces the verifier's "malformed token" when the bearer token is a session
+// token: it belongs in the session header or cookie, where the operation takes one.
+func sessionAsBearer(p *apperr.Error, reqs openapi3.SecurityRequirements) *apperr.Error {
+	detail := "A session token is not accepted by this operation: send " + wantBearer + "."
+	if _, session := schemesOf(reqs); session {
+		detail = "This is a session token: send it in the " + SessionHeaderName + " header or the " + SessionCookieName + " cookie, not as a bearer token."
+	}
+	return &apperr.Error{Kind: p.Kind, Detail: detail, Headers: p.Headers, Cause: p.Cause}
 }
 
 // invalidToken renders a verification failure with the verifier's safe reason.

@@ -23,7 +23,7 @@ import (
 // docs/init.js on /openapi.yaml. Both operations are in the contract (getDocs, getDocsAsset)
 // but served here, not by the generated server: the page and its files are not JSON.
 
-//go:embed docs/index.html docs/init.js
+//go:embed docs/index.html docs/init.js docs/hashgate.css
 var docsOwn embed.FS
 
 // docsCSP lets the page load and run only what this origin serves. Swagger UI's style sheet
@@ -66,6 +66,9 @@ func docsFiles() (page docsFile, assets map[string]docsFile, err error) {
 	if assets["init.js"], err = read(docsOwn, "docs/init.js", "text/javascript; charset=utf-8"); err != nil {
 		return page, nil, err
 	}
+	if assets["hashgate.css"], err = read(docsOwn, "docs/hashgate.css", "text/css; charset=utf-8"); err != nil {
+		return page, nil, err
+	}
 	return page, assets, nil
 }
 
@@ -79,6 +82,9 @@ func registerDocs(e *echo.Echo) error {
 		return err
 	}
 	e.GET("/docs", func(c echo.Context) error { return serveDocsFile(c, "index.html", page) })
+	// /docs/ leads to the reference: a relative Location, so it holds behind a path prefix
+	// (the page's own links are relative to /docs, so it is not served at /docs/ as well).
+	e.GET("/docs/", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "../docs") })
 	e.GET("/docs/:asset", func(c echo.Context) error {
 		name := c.Param("asset")
 		f, ok := assets[name]

@@ -93,8 +93,12 @@ func (s *Server) fromHTTPError(c echo.Context, he *echo.HTTPError) *apperr.Error
 	}
 	switch he.Code {
 	case http.StatusNotFound:
-		return apperr.New(apperr.NotFound, "No route matches "+c.Request().Method+" "+safePath(c.Request().URL.Path)+".")
+		return apperr.New(apperr.NotFound, "No route matches "+bounded(c.Request().Method, 32)+" "+safePath(c.Request().URL.Path)+
+			": the operations are listed at /docs and /openapi.yaml.")
 	case http.StatusMethodNotAllowed:
+		if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
+			return apperr.Newf(apperr.MethodNotAllowed, "%s is not a method of this path: send %s.", bounded(c.Request().Method, 32), allow)
+		}
 		return apperr.New(apperr.MethodNotAllowed, "The method is not allowed on this path.")
 	case http.StatusRequestEntityTooLarge:
 		return apperr.Newf(apperr.PayloadTooLarge, "The request body exceeds %d bytes.", s.BodyLimitBytes)
@@ -114,7 +118,7 @@ func (s *Server) fromHTTPError(c echo.Context, he *echo.HTTPError) *apperr.Error
 		s.logInternal(c, he)
 		return apperr.New(apperr.Internal, "")
 	}
-	return &apperr.Error{Kind: &apperr.Kind{Slug: "http-" + strconv.Itoa(he.Code), Status: he.Code, Title: http.StatusText(he.Code)}, Detail: msg}
+	return &apperr.Error{Kind: apperr.Blank(he.Code), Detail: msg}
 }
 
 func (s *Server) logInternal(c echo.Context, err error) {
@@ -124,7 +128,7 @@ func (s *Server) logInternal(c echo.Context, err error) {
 
 func (s *Server) writeProblem(c echo.Context, p *apperr.Error) {
 	body := problemBody{
-		Type: p.Kind.Type(), Title: p.Kind.Title, Status: p.Kind.Status, Detail: p.Detail,
+		Type: p.Kind.Type(s.PublicURL), Title: p.Kind.Title, Status: p.Kind.Status, Detail: p.Detail,
 		Instance: safePath(c.Request().URL.Path), RequestID: requestID(c), Errors: p.Fields,
 	}
 	h := c.Response().Header()
@@ -147,7 +151,8 @@ func (s *Server) writeProblem(c echo.Context, p *apperr.Error) {
 	}
 	out, err := marshalProblem(body, p.Extra)
 	if err != nil {
-		out = []byte(`{"type":"` + apperr.Internal.Type() + `","title":"Internal server error","status":500}`)
+		typ, _ := json.Marshal(apperr.Internal.Type(s.PublicURL))
+		out = []byte(`{"type":` + string(typ) + `,"title":"Internal server error","status":500}`)
 	}
 	_, _ = c.Response().Write(out)
 }

@@ -23,14 +23,16 @@ import (
 // net/http writes each of these in one Write on the connection, with a fixed set of headers no
 // handler response has (handler responses carry Date and Content-Length, sorted), just before
 // it closes the connection; the wrapper recognises exactly those writes and replaces them with
-// a problem with the same status. Every other write passes through untouched.
-func ShapeRefusals(ln net.Listener, maxHeaderBytes int) net.Listener {
-	return &refusalListener{Listener: ln, maxHeaderBytes: maxHeaderBytes}
+// a problem with the same status. Every other write passes through untouched. publicURL is
+// the base of the problem type URIs (Deps.PublicURL).
+func ShapeRefusals(ln net.Listener, maxHeaderBytes int, publicURL string) net.Listener {
+	return &refusalListener{Listener: ln, maxHeaderBytes: maxHeaderBytes, publicURL: publicURL}
 }
 
 type refusalListener struct {
 	net.Listener
 	maxHeaderBytes int
+	publicURL      string
 }
 
 func (l *refusalListener) Accept() (net.Conn, error) {
@@ -38,17 +40,18 @@ func (l *refusalListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &refusalConn{Conn: c, maxHeaderBytes: l.maxHeaderBytes}, nil
+	return &refusalConn{Conn: c, maxHeaderBytes: l.maxHeaderBytes, publicURL: l.publicURL}, nil
 }
 
 // refusalConn is a connection whose server-level refusals are rewritten into problems.
 type refusalConn struct {
 	net.Conn
 	maxHeaderBytes int
+	publicURL      string
 }
 
 func (c *refusalConn) Write(p []byte) (int, error) {
-	if out, ok := shapeRefusal(p, c.maxHeaderBytes); ok {
+	if out, ok := shapeRefusal(p, c.maxHeaderBytes, c.publicURL); ok {
 		if _, err := c.Conn.Write(out); err != nil {
 			return 0, err
 		}
@@ -71,7 +74,7 @@ const netHTTPErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConn
 
 // shapeRefusal returns the problem response replacing p when p is one of net/http's own
 // refusals (see ShapeRefusals).
-func shapeRefusal(p []byte, maxHeaderBytes int) ([]byte, bool) {
+func shapeRefusal(p []byte, maxHeaderBytes int, publicURL string) ([]byte, bool) {
 	const proto = "HTTP/1.1 "
 	// Every response of the gateway passes here: decide on the first line and what follows it,
 	// without allocating, before parsing anything.
@@ -118,7 +121,7 @@ func shapeRefusal(p []byte, maxHeaderBytes int) ([]byte, bool) {
 	default:
 		return nil, false
 	}
-	body, err := json.Marshal(problemBody{Type: kind.Type(), Title: kind.Title, Status: kind.Status, Detail: detail})
+	body, err := json.Marshal(problemBody{Type: kind.Type(publicURL), Title: kind.Title, Status: kind.Status, Detail: detail})
 	if err != nil {
 		return nil, false
 	}

@@ -3,10 +3,14 @@ package handlers
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +32,15 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = s.HTTPErrorHandler
 	ix := newSpecIndex(spec)
+	allow := ix.allowed()
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		// RFC 9110 §15.5.6: a 405 lists the methods the path has, as the spec gives them.
+		if he := (*echo.HTTPError)(nil); errors.As(err, &he) && he.Code == http.StatusMethodNotAllowed && allow[c.Path()] != "" {
+			c.Response().Header().Set(echo.HeaderAllow, allow[c.Path()])
+		}
+		s.HTTPErrorHandler(err, c)
+	}
 	validate := s.RequestValidator(spec)
 	e.Use(chain(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
@@ -65,10 +76,27 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 	for _, m := range forwardAuthMethods {
 		e.Add(m, "/v1/authorize", authorize)
 	}
+	registerProblemPages(e, s.PublicURL)
 	if err := registerDocs(e); err != nil {
 		return nil, fmt.Errorf("handlers: API reference: %w", err)
 	}
 	return e, nil
+}
+
+// allowed maps each route (its Echo path) to the methods the spec gives it, for the Allow
+// header of a 405: "DELETE, GET, PATCH".
+func (ix specIndex) allowed() map[string]string {
+	methods := map[string][]string{}
+	for k := range ix {
+		m, p, _ := strings.Cut(k, " ")
+		methods[p] = append(methods[p], m)
+	}
+	out := make(map[string]string, len(methods))
+	for p, ms := range methods {
+		slices.Sort(ms)
+		out[p] = strings.Join(ms, ", ")
+	}
+	return out
 }
 
 // chain is mws (outermost first) around the handler the router found, built once: Echo

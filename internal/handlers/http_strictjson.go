@@ -65,6 +65,10 @@ func strictJSON(o specOp) echo.MiddlewareFunc {
 			} else {
 				err = checkJSON(b)
 			}
+			if err == errEmpty && o.takesBody {
+				// Only white space: the validator says what body the operation takes.
+				b, err = nil, nil
+			}
 			if err != nil {
 				return &apperr.Error{Kind: apperr.Validation, Detail: "The body is not well-formed: " + err.Error() + ".",
 					Fields: []apperr.FieldError{{Pointer: "/", Detail: err.Error()}}}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -12,6 +13,7 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
 )
 
 // RequestValidator validates every request it is put in front of (every operation's but the
@@ -36,35 +38,40 @@ func (s *Server) RequestValidator(spec *openapi3.T) echo.MiddlewareFunc {
 			// application/merge-patch+json.
 			KeepValidatedValue: true,
 		},
-		// The API reference (http_docs.go) is in the contract but not in the generated
-		// server, whose embedded spec the validator routes by.
-		Skipper: func(c echo.Context) bool { return isDocsPath(c.Request().URL.Path) },
+		// The API reference (http_docs.go) and the problem type pages
+		// (http_problempages.go) are in the contract but not in the generated server, whose
+		// embedded spec the validator routes by.
+		Skipper: func(c echo.Context) bool {
+			p := c.Request().URL.Path
+			return isDocsPath(p) || isProblemPath(p)
+		},
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
 			return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
 		},
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
 			if me, ok := he.Internal.(openapi3.MultiError); ok {
-				return validationProblem(me)
+				return validationProblem(c.Request(), me)
 			}
 			if he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed {
 				return he
 			}
 			var re *openapi3filter.RequestError
 			if errors.As(he.Internal, &re) {
-				return validationProblem(openapi3.MultiError{re})
+				return validationProblem(c.Request(), openapi3.MultiError{re})
 			}
 			var se *openapi3filter.SecurityRequirementsError
 			if errors.As(he.Internal, &se) {
-				return securityProblem(se)
+				return securityProblem(c.Request(), se.SecurityRequirements, se.Errors)
 			}
 			return he
 		},
 	})
 }
 
-// securityProblem picks the most telling failure among the operation's security alternatives:
-// a presented-but-refused credential beats "nothing presented".
-func securityProblem(se *openapi3filter.SecurityRequirementsError) error {
+// securityProblem picks the most telling failure among the operation's security alternatives
+// (reqs): a presented-but-refused credential beats "nothing presented". The refusal names the
+// credential the operation takes and where it goes (missingCredential, sessionAsBearer).
+func securityProblem(r *http.Request, reqs openapi3.SecurityRequirements, errs []error) error {
 	var best *apperr.Error
 	rank := func(e *apperr.Error) int {
 		switch e.Kind {
@@ -77,24 +84,34 @@ func securityProblem(se *openapi3filter.SecurityRequirementsError) error {
 		}
 		return 1
 	}
-	for _, err := range se.Errors {
+	for _, err := range errs {
 		if p, ok := apperr.As(err); ok && (best == nil || rank(p) > rank(best)) {
 			best = p
 		}
 	}
 	if best == nil {
-		return apperr.New(apperr.Unauthenticated, "Send a bearer token or a session token.")
+		return missingCredential(r, reqs)
+	}
+	if best.Kind == apperr.InvalidCredentials {
+		if raw, ok := auth.BearerToken(r); ok && looksLikeSessionToken(raw) {
+			return sessionAsBearer(best, reqs)
+		}
 	}
 	return best
 }
 
 // validationProblem turns kin-openapi's errors into one 400 problem naming every failing field.
-func validationProblem(me openapi3.MultiError) error {
+func validationProblem(r *http.Request, me openapi3.MultiError) error {
 	var sec *openapi3filter.SecurityRequirementsError
 	for _, err := range me {
 		if errors.As(err, &sec) {
-			return securityProblem(sec)
+			return securityProblem(r, sec.SecurityRequirements, sec.Errors)
 		}
+	}
+	body := requestBodyOf(me)
+	if body != nil && missingBody(me) {
+		return &apperr.Error{Kind: apperr.Validation, Detail: "The request body is missing: send " + bodyWanted(body) + ".",
+			Fields: []apperr.FieldError{{Pointer: "/", Detail: "required"}}}
 	}
 	var fields []apperr.FieldError
 	media := false
@@ -102,7 +119,7 @@ func validationProblem(me openapi3.MultiError) error {
 		fields = appendFieldErrors(fields, err, &media)
 	}
 	if media {
-		return apperr.New(apperr.UnsupportedMediaType, "Send the content type the contract names for this operation.")
+		return unsupportedMedia(r, body)
 	}
 	if len(fields) > 50 {
 		fields = fields[:50]
@@ -116,8 +133,11 @@ func validationProblem(me openapi3.MultiError) error {
 		}
 	}
 	detail := "The request does not match the contract."
-	if len(names) > 0 {
-		detail = "Invalid: " + strings.Join(uniq(names), ", ") + "."
+	switch names = uniq(names); {
+	case len(names) == 1 && len(fields) == 1:
+		detail = clip("Invalid " + names[0] + ": " + strings.TrimSuffix(fields[0].Detail, ".") + ".")
+	case len(names) > 0:
+		detail = "Invalid: " + strings.Join(names, ", ") + "."
 	}
 	return &apperr.Error{Kind: apperr.Validation, Detail: detail, Fields: fields}
 }
@@ -191,6 +211,23 @@ func appendFieldErrors(out []apperr.FieldError, err error, media *bool) []apperr
 
 func schemaField(se *openapi3.SchemaError) apperr.FieldError {
 	ptr := "/" + strings.Join(escapePointer(se.JSONPointer()), "/")
+	switch se.SchemaField {
+	case "properties":
+		// An unknown member: kin-openapi points at the object; point at the member and say
+		// what the object takes.
+		if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
+			if name, err := strconv.Unquote(m[1]); err == nil {
+				// The name is the caller's (valid UTF-8 without control characters: strictJSON);
+				// bound what is echoed of it.
+				return apperr.FieldError{Pointer: bounded(strings.TrimSuffix(ptr, "/")+"/"+escapePointer([]string{name})[0], 128),
+					Detail: clip("unknown member; this object takes " + propertyList(se.Schema))}
+			}
+		}
+	case "format":
+		if se.Schema != nil && formatHints[se.Schema.Format] != "" {
+			return apperr.FieldError{Pointer: ptr, Detail: formatHints[se.Schema.Format]}
+		}
+	}
 	reason := se.Reason
 	if se.SchemaField != "" && !strings.Contains(reason, se.SchemaField) {
 		reason = fmt.Sprintf("%s (%s)", reason, se.SchemaField)

@@ -26,7 +26,7 @@ func TestShapeRefusalsLeavesHandlerAnswersAlone(t *testing.T) {
 			code := map[string]int{"/400": 400, "/431": 431, "/501": 501, "/505": 505}[r.URL.Path]
 			http.Error(w, strings.TrimPrefix(r.URL.Path, "/")+" "+http.StatusText(code), code)
 		})}
-	go func() { _ = srv.Serve(ShapeRefusals(ln, 1<<10)) }()
+	go func() { _ = srv.Serve(ShapeRefusals(ln, 1<<10, "https://gw.example/hg/")) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	send := func(head string) (*http.Response, string) {
 		c, err := net.Dial("tcp", ln.Addr().String())
@@ -53,7 +53,7 @@ func TestShapeRefusalsLeavesHandlerAnswersAlone(t *testing.T) {
 	}
 	resp, body := send("GET /400 HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", 8<<10) + "\r\n\r\n")
 	if resp.StatusCode != 431 || resp.Header.Get("Content-Type") != "application/problem+json" ||
-		!strings.Contains(body, `"type":"https://hashgate.dev/problems/header-too-large"`) || !strings.Contains(body, "1024 bytes") {
+		!strings.Contains(body, `"type":"https://gw.example/hg/problems/header-too-large"`) || !strings.Contains(body, "1024 bytes") {
 		t.Errorf("net/http's 431 not shaped: %s %v %q", resp.Status, resp.Header, body)
 	}
 }
@@ -62,7 +62,7 @@ func TestShapeRefusalsLeavesHandlerAnswersAlone(t *testing.T) {
 func TestShapeRefusalPassThroughAllocs(t *testing.T) {
 	resp := []byte("HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 	if n := testing.AllocsPerRun(100, func() {
-		if _, ok := shapeRefusal(resp, 1024); ok {
+		if _, ok := shapeRefusal(resp, 1024, ""); ok {
 			t.Fatal("a 200 was shaped")
 		}
 	}); n != 0 {

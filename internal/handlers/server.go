@@ -50,6 +50,9 @@ type Deps struct {
 	Spec []byte
 	// Meter records the handlers' own metrics (hashgate_auth_failures; nil: none exported).
 	Meter metric.Meter
+	// PublicURL is the gateway's URL as its callers reach it (GATEWAY_PUBLIC_URL): problem
+	// type URIs are its /problems/{slug} pages. Empty: the pages' paths alone.
+	PublicURL string
 }
 
 // Server implements the generated StrictServerInterface.
