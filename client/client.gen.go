@@ -36,6 +36,24 @@ func (e AuthLevel) Valid() bool {
 	}
 }
 
+// Defines values for AuthorizeResultKind.
+const (
+	AuthorizeResultKindSession AuthorizeResultKind = "session"
+	AuthorizeResultKindToken   AuthorizeResultKind = "token"
+)
+
+// Valid indicates whether the value is a known member of the AuthorizeResultKind enum.
+func (e AuthorizeResultKind) Valid() bool {
+	switch e {
+	case AuthorizeResultKindSession:
+		return true
+	case AuthorizeResultKindToken:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CaseHistoryEntryTransition.
 const (
 	CaseHistoryEntryTransitionAssign       CaseHistoryEntryTransition = "assign"
@@ -233,6 +251,7 @@ const (
 	ScopeQuotesWrite   Scope = "quotes:write"
 	ScopeSessionsRead  Scope = "sessions:read"
 	ScopeSessionsWrite Scope = "sessions:write"
+	ScopeTokensAdmin   Scope = "tokens:admin"
 	ScopeTokensRead    Scope = "tokens:read"
 	ScopeTokensWrite   Scope = "tokens:write"
 )
@@ -251,6 +270,8 @@ func (e Scope) Valid() bool {
 	case ScopeSessionsRead:
 		return true
 	case ScopeSessionsWrite:
+		return true
+	case ScopeTokensAdmin:
 		return true
 	case ScopeTokensRead:
 		return true
@@ -318,19 +339,34 @@ func (e TokenIssuedTokenType) Valid() bool {
 	}
 }
 
+// Actor RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
+type Actor struct {
+	// Act RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
+	Act *Actor `json:"act,omitempty"`
+	Sub string `json:"sub"`
+}
+
 // AuthLevel defines model for AuthLevel.
 type AuthLevel string
 
 // AuthorizeResult defines model for AuthorizeResult.
 type AuthorizeResult struct {
+	// Actor The minting token's subject, for a token minted with another token (as `X-Auth-Actor`).
+	Actor     *string   `json:"actor,omitempty"`
 	AuthLevel AuthLevel `json:"authLevel"`
-	Scopes    *[]string `json:"scopes,omitempty"`
+
+	// Kind Which kind of credential passed (as `X-Auth-Kind`).
+	Kind   AuthorizeResultKind `json:"kind"`
+	Scopes *[]string           `json:"scopes,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
 	TenantId  string     `json:"tenantId"`
 }
+
+// AuthorizeResultKind Which kind of credential passed (as `X-Auth-Kind`).
+type AuthorizeResultKind string
 
 // Case defines model for Case.
 type Case struct {
@@ -439,6 +475,8 @@ type IntrospectRequest struct {
 
 // Introspection defines model for Introspection.
 type Introspection struct {
+	// Act RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
+	Act    *Actor  `json:"act,omitempty"`
 	Active bool    `json:"active"`
 	Exp    *int64  `json:"exp,omitempty"`
 	Iat    *int64  `json:"iat,omitempty"`
@@ -647,7 +685,7 @@ type RevokedCount struct {
 	Revoked int `json:"revoked"`
 }
 
-// Scope defines model for Scope.
+// Scope `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
 type Scope string
 
 // Session defines model for Session.
@@ -1112,7 +1150,11 @@ type ClientInterface interface {
 	// Authorize Forward-auth check for reverse proxies (the hot path)
 	//
 	// Accepts the session cookie, the `X-Session-Token` header or a bearer JWT. On success the
-	// `X-Auth-*` headers carry the identity for the upstream.
+	// `X-Auth-*` headers carry the identity for the upstream. `X-Auth-Kind` says which kind of
+	// credential passed: a token's subject is whatever its minter named, so an upstream that
+	// acts for a user must not take a token's `X-Auth-Subject` as that user's login. A token
+	// minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
+	// token's subject (its JWT's RFC 8693 `act` claim).
 	//
 	// Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 	// Envoy `ext_authz`) forward the original request's headers without its body: a body-less
@@ -1422,14 +1464,16 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/sessions/{sessionId}/rotate (the `RotateSession` operationId).
 	RotateSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListTokens The tenant's tokens, newest first, with cursor paging
+	// ListTokens The tokens the caller reaches, newest first, with cursor paging
+	//
+	// With `tokens:admin` (root tokens), every token of the caller's tenant; otherwise the calling token itself and the tokens minted below it, transitively (revoked ones included until they expire).
 	//
 	// Corresponds with GET /v1/tokens (the `ListTokens` operationId).
 	ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// IssueTokenWithBody Issue an API token (JWT); it is shown once and never stored
 	//
-	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1438,7 +1482,7 @@ type ClientInterface interface {
 
 	// IssueToken Issue an API token (JWT); it is shown once and never stored
 	//
-	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1468,12 +1512,14 @@ type ClientInterface interface {
 
 	// RevokeToken Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 	//
-	// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. An unknown id, another tenant's included, answers the same 204 and changes nothing.
+	// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. A token may revoke itself and the tokens minted below it; any other token of its tenant takes `tokens:admin` (root tokens only). An unknown id, another tenant's, and one the caller may not revoke (its issuer, a sibling) all answer the same 204 and change nothing.
 	//
 	// Corresponds with DELETE /v1/tokens/{tokenId} (the `RevokeToken` operationId).
 	RevokeToken(ctx context.Context, tokenId TokenId, params *RevokeTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetToken A token's metadata (never the token itself)
+	//
+	// The calling token itself or one minted below it; any token of the tenant with `tokens:admin` (root tokens). Any other id — another tenant's, the caller's issuer, a sibling — answers the same 404 as an unknown one.
 	//
 	// Corresponds with GET /v1/tokens/{tokenId} (the `GetToken` operationId).
 	GetToken(ctx context.Context, tokenId TokenId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1575,7 +1621,11 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Authorize Forward-auth check for reverse proxies (the hot path)
 //
 // Accepts the session cookie, the `X-Session-Token` header or a bearer JWT. On success the
-// `X-Auth-*` headers carry the identity for the upstream.
+// `X-Auth-*` headers carry the identity for the upstream. `X-Auth-Kind` says which kind of
+// credential passed: a token's subject is whatever its minter named, so an upstream that
+// acts for a user must not take a token's `X-Auth-Subject` as that user's login. A token
+// minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
+// token's subject (its JWT's RFC 8693 `act` claim).
 //
 // Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 // Envoy `ext_authz`) forward the original request's headers without its body: a body-less
@@ -2255,7 +2305,9 @@ func (c *Client) RotateSession(ctx context.Context, sessionId SessionId, reqEdit
 	return c.Client.Do(req)
 }
 
-// ListTokens The tenant's tokens, newest first, with cursor paging
+// ListTokens The tokens the caller reaches, newest first, with cursor paging
+//
+// With `tokens:admin` (root tokens), every token of the caller's tenant; otherwise the calling token itself and the tokens minted below it, transitively (revoked ones included until they expire).
 //
 // Corresponds with GET /v1/tokens (the `ListTokens` operationId).
 func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2272,7 +2324,7 @@ func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEd
 
 // IssueTokenWithBody Issue an API token (JWT); it is shown once and never stored
 //
-// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2291,7 +2343,7 @@ func (c *Client) IssueTokenWithBody(ctx context.Context, contentType string, bod
 
 // IssueToken Issue an API token (JWT); it is shown once and never stored
 //
-// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2361,7 +2413,7 @@ func (c *Client) IntrospectTokenWithFormdataBody(ctx context.Context, body Intro
 
 // RevokeToken Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 //
-// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. An unknown id, another tenant's included, answers the same 204 and changes nothing.
+// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. A token may revoke itself and the tokens minted below it; any other token of its tenant takes `tokens:admin` (root tokens only). An unknown id, another tenant's, and one the caller may not revoke (its issuer, a sibling) all answer the same 204 and change nothing.
 //
 // Corresponds with DELETE /v1/tokens/{tokenId} (the `RevokeToken` operationId).
 func (c *Client) RevokeToken(ctx context.Context, tokenId TokenId, params *RevokeTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2377,6 +2429,8 @@ func (c *Client) RevokeToken(ctx context.Context, tokenId TokenId, params *Revok
 }
 
 // GetToken A token's metadata (never the token itself)
+//
+// The calling token itself or one minted below it; any token of the tenant with `tokens:admin` (root tokens). Any other id — another tenant's, the caller's issuer, a sibling — answers the same 404 as an unknown one.
 //
 // Corresponds with GET /v1/tokens/{tokenId} (the `GetToken` operationId).
 func (c *Client) GetToken(ctx context.Context, tokenId TokenId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4175,7 +4229,11 @@ type ClientWithResponsesInterface interface {
 	// AuthorizeWithResponse Forward-auth check for reverse proxies (the hot path)
 	//
 	// Accepts the session cookie, the `X-Session-Token` header or a bearer JWT. On success the
-	// `X-Auth-*` headers carry the identity for the upstream.
+	// `X-Auth-*` headers carry the identity for the upstream. `X-Auth-Kind` says which kind of
+	// credential passed: a token's subject is whatever its minter named, so an upstream that
+	// acts for a user must not take a token's `X-Auth-Subject` as that user's login. A token
+	// minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
+	// token's subject (its JWT's RFC 8693 `act` claim).
 	//
 	// Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 	// Envoy `ext_authz`) forward the original request's headers without its body: a body-less
@@ -4519,7 +4577,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/sessions/{sessionId}/rotate (the `RotateSession` operationId).
 	RotateSessionWithResponse(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*RotateSessionResponse, error)
 
-	// ListTokensWithResponse The tenant's tokens, newest first, with cursor paging
+	// ListTokensWithResponse The tokens the caller reaches, newest first, with cursor paging
+	//
+	// With `tokens:admin` (root tokens), every token of the caller's tenant; otherwise the calling token itself and the tokens minted below it, transitively (revoked ones included until they expire).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4528,7 +4588,7 @@ type ClientWithResponsesInterface interface {
 
 	// IssueTokenWithBodyWithResponse Issue an API token (JWT); it is shown once and never stored
 	//
-	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4537,7 +4597,7 @@ type ClientWithResponsesInterface interface {
 
 	// IssueTokenWithResponse Issue an API token (JWT); it is shown once and never stored
 	//
-	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+	// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4567,7 +4627,7 @@ type ClientWithResponsesInterface interface {
 
 	// RevokeTokenWithResponse Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 	//
-	// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. An unknown id, another tenant's included, answers the same 204 and changes nothing.
+	// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. A token may revoke itself and the tokens minted below it; any other token of its tenant takes `tokens:admin` (root tokens only). An unknown id, another tenant's, and one the caller may not revoke (its issuer, a sibling) all answer the same 204 and change nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4575,6 +4635,8 @@ type ClientWithResponsesInterface interface {
 	RevokeTokenWithResponse(ctx context.Context, tokenId TokenId, params *RevokeTokenParams, reqEditors ...RequestEditorFn) (*RevokeTokenResponse, error)
 
 	// GetTokenWithResponse A token's metadata (never the token itself)
+	//
+	// The calling token itself or one minted below it; any token of the tenant with `tokens:admin` (root tokens). Any other id — another tenant's, the caller's issuer, a sibling — answers the same 404 as an unknown one.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4867,6 +4929,8 @@ func (r GetReadyzResponse) ContentType() string {
 // AuthorizeResponse200Headers the declared response headers of an HTTP 200 response for Authorize
 type AuthorizeResponse200Headers struct {
 	CacheControl *string
+	XAuthActor   *string
+	XAuthKind    *string
 	XAuthLevel   *string
 	XAuthScopes  *string
 	XAuthSession *string
@@ -10160,7 +10224,11 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 // AuthorizeWithResponse Forward-auth check for reverse proxies (the hot path)
 //
 // Accepts the session cookie, the `X-Session-Token` header or a bearer JWT. On success the
-// `X-Auth-*` headers carry the identity for the upstream.
+// `X-Auth-*` headers carry the identity for the upstream. `X-Auth-Kind` says which kind of
+// credential passed: a token's subject is whatever its minter named, so an upstream that
+// acts for a user must not take a token's `X-Auth-Subject` as that user's login. A token
+// minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
+// token's subject (its JWT's RFC 8693 `act` claim).
 //
 // Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 // Envoy `ext_authz`) forward the original request's headers without its body: a body-less
@@ -10726,7 +10794,9 @@ func (c *ClientWithResponses) RotateSessionWithResponse(ctx context.Context, ses
 	return ParseRotateSessionResponse(rsp)
 }
 
-// ListTokensWithResponse The tenant's tokens, newest first, with cursor paging
+// ListTokensWithResponse The tokens the caller reaches, newest first, with cursor paging
+//
+// With `tokens:admin` (root tokens), every token of the caller's tenant; otherwise the calling token itself and the tokens minted below it, transitively (revoked ones included until they expire).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10741,7 +10811,7 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params
 
 // IssueTokenWithBodyWithResponse Issue an API token (JWT); it is shown once and never stored
 //
-// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10756,7 +10826,7 @@ func (c *ClientWithResponses) IssueTokenWithBodyWithResponse(ctx context.Context
 
 // IssueTokenWithResponse Issue an API token (JWT); it is shown once and never stored
 //
-// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`).
+// The new token belongs to the caller's tenant and holds a subset of the caller's scopes. It is minted by the calling token (its issuer) and never outlives it: when `ttlSeconds` would reach past the issuer's expiry, the expiry is clamped to the issuer's, and the answer's `expiresAt` (and the JWT's `exp`) say so. Revoking the issuer revokes every token minted from it, transitively, at once. Tokens minted by the bootstrap path or `gateway token mint` have no issuer (lineage roots). A lineage holds at most 1000 tokens over 8 generations below its root (422 `bound-exceeded` past that); an issuer revoked meanwhile is 401; a token issued by a gateway version before token lineage cannot mint (422: mint a new root with `gateway token mint`). The new JWT names its issuer's subject in an RFC 8693 `act` claim (the issuer's own `act` nested), which forward auth answers as `X-Auth-Actor`. `tokens:admin` is never granted here (400): only root tokens hold it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10810,7 +10880,7 @@ func (c *ClientWithResponses) IntrospectTokenWithFormdataBodyWithResponse(ctx co
 
 // RevokeTokenWithResponse Revoke a token and every token minted from it (idempotent; unknown ids answer 204 as in RFC 7009)
 //
-// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. An unknown id, another tenant's included, answers the same 204 and changes nothing.
+// Revokes the token and, in the same atomic step, every token minted from it, transitively: each then answers 401 on use and `active:false` on introspection, on every gateway replica. The token records `revokedAt` and `reason`; its descendants record `revokedAt` and a reason naming this token's id. A token may revoke itself and the tokens minted below it; any other token of its tenant takes `tokens:admin` (root tokens only). An unknown id, another tenant's, and one the caller may not revoke (its issuer, a sibling) all answer the same 204 and change nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10824,6 +10894,8 @@ func (c *ClientWithResponses) RevokeTokenWithResponse(ctx context.Context, token
 }
 
 // GetTokenWithResponse A token's metadata (never the token itself)
+//
+// The calling token itself or one minted below it; any token of the tenant with `tokens:admin` (root tokens). Any other id — another tenant's, the caller's issuer, a sibling — answers the same 404 as an unknown one.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11137,6 +11209,20 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 				return nil, err
 			}
 			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Auth-Actor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Auth-Actor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAuthActor = &value
+		}
+		if values := rsp.Header.Values("X-Auth-Kind"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Auth-Kind", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAuthKind = &value
 		}
 		if values := rsp.Header.Values("X-Auth-Level"); len(values) > 0 {
 			var value string

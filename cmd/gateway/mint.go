@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
@@ -19,7 +21,7 @@ func mintCommand(ctx context.Context, args []string, env environ, stdout io.Writ
 	fs := newFlagSet("token mint", "mint an API token against the configured Redis and print it (the gateway's keys and REDIS_URL, e.g. from the env file)")
 	envFile := envFileFlag(fs)
 	tenant := fs.String("tenant", "", "tenant id (required)")
-	scope := fs.String("scope", "", "space-separated scopes (required), e.g. \"sessions:read sessions:write\"")
+	scope := fs.String("scope", "", "space-separated scopes (required), e.g. \"sessions:read sessions:write\"; tokens:admin is always added (a root token reaches every token of its tenant)")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime (1m..GATEWAY_TOKEN_MAX_TTL)")
 	subject := fs.String("subject", "cli", "subject (sub claim)")
 	typ := fs.String("type", "service", "token type: service or user")
@@ -51,7 +53,12 @@ func mintCommand(ctx context.Context, args []string, env environ, stdout io.Writ
 		return err
 	}
 	defer a.store.Close()
-	out, err := a.Tokens.Mint(ctx, tokens.MintRequest{Tenant: *tenant, Subject: *subject, Scopes: strings.Fields(*scope), TTL: *ttl, TokenType: *typ, Description: *desc})
+	// A CLI token is a root token: it holds tokens:admin (see auth.ScopeTokensAdmin).
+	scopes := strings.Fields(*scope)
+	if !slices.Contains(scopes, auth.ScopeTokensAdmin) {
+		scopes = append(scopes, auth.ScopeTokensAdmin)
+	}
+	out, err := a.Tokens.Mint(ctx, tokens.MintRequest{Tenant: *tenant, Subject: *subject, Scopes: scopes, TTL: *ttl, TokenType: *typ, Description: *desc})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,10 @@ const (
 	ScopeQuotesWrite   = "quotes:write"
 	ScopeCasesRead     = "cases:read"
 	ScopeCasesWrite    = "cases:write"
+	// ScopeTokensAdmin widens tokens:read and tokens:write from the caller's own lineage (itself
+	// and the tokens minted below it) to every token of its tenant. Only root tokens (the
+	// bootstrap token, `gateway token mint`) hold it: POST /v1/tokens never grants it.
+	ScopeTokensAdmin = "tokens:admin"
 )
 
 var knownScopes = []string{
@@ -24,6 +28,7 @@ var knownScopes = []string{
 	ScopeTokensRead, ScopeTokensWrite,
 	ScopeQuotesRead, ScopeQuotesWrite,
 	ScopeCasesRead, ScopeCasesWrite,
+	ScopeTokensAdmin,
 }
 
 // KnownScopes returns a copy of the list of known scopes.
@@ -41,6 +46,27 @@ type Claims struct {
 	Scope string `json:"scope"`
 	// TokenType optionally distinguishes token kinds (e.g. "access").
 	TokenType string `json:"token_type,omitempty"`
+	// Act names the token that minted this one (RFC 8693 §4.1 actor claim); nil for a root.
+	Act *Actor `json:"act,omitempty"`
+}
+
+// Actor is an RFC 8693 "act" claim: the subject of the token that minted this one, and, when
+// that token was itself minted by another, its own actor (nested, most recent first).
+type Actor struct {
+	Subject string `json:"sub"`
+	Act     *Actor `json:"act,omitempty"`
+}
+
+// MaxActorDepth bounds an actor chain: a lineage is at most 8 generations below its root.
+const MaxActorDepth = 8
+
+// depth is the number of actors in the chain starting at a (0 for nil).
+func (a *Actor) depth() int {
+	n := 0
+	for ; a != nil; a = a.Act {
+		n++
+	}
+	return n
 }
 
 // Scopes returns the individual scopes of the scope claim.

@@ -25,6 +25,8 @@ type Principal struct {
 	AuthLevel string
 	Scopes    []string
 	ExpiresAt time.Time
+	// Act is a bearer token's actor chain: who minted it (nil for a root token and a session).
+	Act *Actor
 	// LoginPending is true for a session whose login waits for its MFA verify: it is not
 	// logged in (every operation but logout and the verify answers 401 mfa-required).
 	LoginPending bool
@@ -39,6 +41,14 @@ func (p *Principal) HasScope(s string) bool {
 	return p != nil && s != "" && slices.Contains(p.Scopes, s)
 }
 
+// Actor returns the subject of the token that minted the principal's token, or "".
+func (p *Principal) Actor() string {
+	if p == nil || p.Act == nil {
+		return ""
+	}
+	return p.Act.Subject
+}
+
 // PrincipalFromClaims builds a bearer Principal from verified claims.
 func PrincipalFromClaims(c *Claims) *Principal {
 	p := &Principal{
@@ -47,6 +57,7 @@ func PrincipalFromClaims(c *Claims) *Principal {
 		Tenant:  c.Tenant,
 		TokenID: c.ID,
 		Scopes:  c.Scopes(),
+		Act:     c.Act,
 	}
 	if c.ExpiresAt != nil {
 		p.ExpiresAt = c.ExpiresAt.Time

@@ -129,6 +129,9 @@ type MintInput struct {
 	TokenID string
 	// TokenType is the optional "token_type" claim.
 	TokenType string
+	// Act is the optional RFC 8693 "act" claim (who minted the token); at most MaxActorDepth
+	// actors, each with a subject.
+	Act *Actor
 }
 
 // Mint signs a new token with the newest key and returns it together with
@@ -142,6 +145,8 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 		return "", Claims{}, errors.New("auth: mint: tenant is required")
 	case in.TTL <= 0:
 		return "", Claims{}, errors.New("auth: mint: ttl must be positive")
+	case !validActor(in.Act):
+		return "", Claims{}, errors.New("auth: mint: an actor chain needs a subject at every level and at most 8 levels")
 	}
 	scopes := make([]string, 0, len(in.Scopes))
 	for _, s := range in.Scopes {
@@ -184,6 +189,7 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 		Tenant:    in.Tenant,
 		Scope:     strings.Join(scopes, " "),
 		TokenType: in.TokenType,
+		Act:       in.Act,
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	tok.Header["kid"] = key.ID
@@ -195,6 +201,20 @@ func (a *Authority) Mint(in MintInput) (string, Claims, error) {
 		return "", Claims{}, fmt.Errorf("auth: mint: token is %d bytes, over the %d-byte limit", len(signed), a.maxBytes)
 	}
 	return signed, claims, nil
+}
+
+// validActor reports whether an actor chain is absent or has a subject at every one of at most
+// MaxActorDepth levels.
+func validActor(a *Actor) bool {
+	if a.depth() > MaxActorDepth {
+		return false
+	}
+	for ; a != nil; a = a.Act {
+		if a.Subject == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrNotAfterPassed: Mint's NotAfter leaves no whole second of life.
@@ -236,6 +256,8 @@ func (a *Authority) Verify(token string) (*Claims, error) {
 		return nil, invalid("missing jti", nil)
 	case claims.Tenant == "":
 		return nil, invalid("missing tenant", nil)
+	case !validActor(claims.Act):
+		return nil, invalid("malformed act", nil)
 	}
 	a.verified.put(token, claims, a.now())
 	return claims, nil

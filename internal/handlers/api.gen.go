@@ -38,6 +38,24 @@ func (e AuthLevel) Valid() bool {
 	}
 }
 
+// Defines values for AuthorizeResultKind.
+const (
+	AuthorizeResultKindSession AuthorizeResultKind = "session"
+	AuthorizeResultKindToken   AuthorizeResultKind = "token"
+)
+
+// Valid indicates whether the value is a known member of the AuthorizeResultKind enum.
+func (e AuthorizeResultKind) Valid() bool {
+	switch e {
+	case AuthorizeResultKindSession:
+		return true
+	case AuthorizeResultKindToken:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CaseHistoryEntryTransition.
 const (
 	Assign       CaseHistoryEntryTransition = "assign"
@@ -235,6 +253,7 @@ const (
 	QuotesWrite   Scope = "quotes:write"
 	SessionsRead  Scope = "sessions:read"
 	SessionsWrite Scope = "sessions:write"
+	TokensAdmin   Scope = "tokens:admin"
 	TokensRead    Scope = "tokens:read"
 	TokensWrite   Scope = "tokens:write"
 )
@@ -253,6 +272,8 @@ func (e Scope) Valid() bool {
 	case SessionsRead:
 		return true
 	case SessionsWrite:
+		return true
+	case TokensAdmin:
 		return true
 	case TokensRead:
 		return true
@@ -320,19 +341,34 @@ func (e TokenIssuedTokenType) Valid() bool {
 	}
 }
 
+// Actor RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
+type Actor struct {
+	// Act RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
+	Act *Actor `json:"act,omitempty"`
+	Sub string `json:"sub"`
+}
+
 // AuthLevel defines model for AuthLevel.
 type AuthLevel string
 
 // AuthorizeResult defines model for AuthorizeResult.
 type AuthorizeResult struct {
+	// Actor The minting token's subject, for a token minted with another token (as `X-Auth-Actor`).
+	Actor     *string   `json:"actor,omitempty"`
 	AuthLevel AuthLevel `json:"authLevel"`
-	Scopes    *[]string `json:"scopes,omitempty"`
+
+	// Kind Which kind of credential passed (as `X-Auth-Kind`).
+	Kind   AuthorizeResultKind `json:"kind"`
+	Scopes *[]string           `json:"scopes,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
 	TenantId  string     `json:"tenantId"`
 }
+
+// AuthorizeResultKind Which kind of credential passed (as `X-Auth-Kind`).
+type AuthorizeResultKind string
 
 // Case defines model for Case.
 type Case struct {
@@ -441,6 +477,8 @@ type IntrospectRequest struct {
 
 // Introspection defines model for Introspection.
 type Introspection struct {
+	// Act RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
+	Act    *Actor  `json:"act,omitempty"`
 	Active bool    `json:"active"`
 	Exp    *int64  `json:"exp,omitempty"`
 	Iat    *int64  `json:"iat,omitempty"`
@@ -632,7 +670,7 @@ type RevokedCount struct {
 	Revoked int `json:"revoked"`
 }
 
-// Scope defines model for Scope.
+// Scope `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
 type Scope string
 
 // Session defines model for Session.
@@ -1082,7 +1120,7 @@ type ServerInterface interface {
 	// RotateSession Issue a new token for the session; the old one stops working at once
 	// (POST /v1/sessions/{sessionId}/rotate)
 	RotateSession(ctx echo.Context, sessionId SessionId) error
-	// ListTokens The tenant's tokens, newest first, with cursor paging
+	// ListTokens The tokens the caller reaches, newest first, with cursor paging
 	// (GET /v1/tokens)
 	ListTokens(ctx echo.Context, params ListTokensParams) error
 	// IssueToken Issue an API token (JWT); it is shown once and never stored
@@ -2388,6 +2426,8 @@ type AuthorizeResponseObject interface {
 
 type Authorize200ResponseHeaders struct {
 	CacheControl *string
+	XAuthActor   *string
+	XAuthKind    *string
 	XAuthLevel   *string
 	XAuthScopes  *string
 	XAuthSession *string
@@ -2409,6 +2449,12 @@ func (response Authorize200JSONResponse) VisitAuthorizeResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.CacheControl != nil {
 		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
+	if response.Headers.XAuthActor != nil {
+		w.Header().Set("X-Auth-Actor", fmt.Sprint(*response.Headers.XAuthActor))
+	}
+	if response.Headers.XAuthKind != nil {
+		w.Header().Set("X-Auth-Kind", fmt.Sprint(*response.Headers.XAuthKind))
 	}
 	if response.Headers.XAuthLevel != nil {
 		w.Header().Set("X-Auth-Level", fmt.Sprint(*response.Headers.XAuthLevel))
@@ -9260,7 +9306,7 @@ type StrictServerInterface interface {
 	// RotateSession Issue a new token for the session; the old one stops working at once
 	// (POST /v1/sessions/{sessionId}/rotate)
 	RotateSession(ctx context.Context, request RotateSessionRequestObject) (RotateSessionResponseObject, error)
-	// ListTokens The tenant's tokens, newest first, with cursor paging
+	// ListTokens The tokens the caller reaches, newest first, with cursor paging
 	// (GET /v1/tokens)
 	ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error)
 	// IssueToken Issue an API token (JWT); it is shown once and never stored
@@ -10530,254 +10576,267 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchu3ljD6KijuqTLpNCmKkh2bqtQcRpYSJZalSHS894QeNdgNkthqAkwDLYrbcdX5der8nu8h5j3m",
-	"UeZJvsIC0I2+kCJ1i5PoRyoWuxuXhYV1v3yqBXw644wwKWrdT7UJwSGJ4Z/7OJiQ5j5nMuZR8x1vnkse",
-	"E/UkJCKI6UxSzmrd2hkRM84EESjAcbygbIyCmISESYojgXBMECNXJEaBGjBs1byaCCZkitVQhCXTWveX",
-	"GuNNAcN/9GpyMSO1bk3ImLJx7fNnr3bQx+PyxP0JQXz4TxLIZwL5QmJJfiaxoJz5CAuEkZAxZ2OkViIX",
-	"SOKxh0hr3EL+oLYzqPn5lUzx9VvCxnJS63ZevKxaxVFIpjMuCZPNMzKL8IKE5UX5Mk6Ij+YTwpCcUIFi",
-	"Ax5EBZITgmCbYfYzHyHMEMFxREmMYvJrQoREcyon+nU8JSidOVg0fySLahCqiavB95YHWC+vCoRBTLDU",
-	"K+JJHJBNwXKGJXlLp1SWhz866B+i9HkXzUiMZjyiwcKDzZndChSRkUSUISoFmlMW8jnCLNQAIAFnoUAJ",
-	"kzRSvwyYeYOwUGQnKvklYYPaXvzNi9ev23vym91tDw1qkjDMJPzeef36hX7gtwbstrtsnsIGbtqsea2L",
-	"FOovzK6RnGCJ8GwWURIiyV0geIgzgiIqJKKSTBHBwWTA6j7sy/eQr3ei/iWIACz3AEj+dIR9xBk6Puyh",
-	"KxLTEdXH3dDAGTAHOr9+87Ldbu/Nv3nZzkHn12922vaB30LnhEk1pF48ZmJOYsBUFGNJmpHaIQkHjM9I",
-	"DHOhOo4iNEwkbGlKJFbHM+OUSZEe5YjHcxyHTZzICYp5IonwkP/dQR9tXW1vqV95TP9F/AGDfdkHdrsN",
-	"xFlAAEcCHEUkVldKfaUueKBwuIsw2m1ve4jH8K8dNSXCaEqFoGw8YCLgM+Kp70IS0JCEaEhGPCYIs4Wc",
-	"KNJFBQp4wtSFUItQJI0SgRihckJiNKIkCm+BPUTGi2ZvJElcRpxzg+GSozmm0i4pVt9QNs7fxxGPp1jW",
-	"ujXK5E6n5qnJ6VRRgM727te7r3Ze7n7t1aaU6R/b6Wook2RM4ppXu26OeTP7tfZZrXCGYzwlMqX9ghwB",
-	"daNqhTMsJzWvxvBUfRPoh15NYS6NFRVUtMdd5b/FZFTr1v62lXGXLf1UbJmxcxQ1WPxIKq5UDwURVfQ2",
-	"mHBBGLokC1R/9b//7//pvHiBZjFlEg8jgoIJjnGg1t5ooZ4GXIGCqi/VeQ55uBiwGMi3pscjGguZkuO9",
-	"/CcwCGYczl59q/Bjt9PZUzdBTzOhEdFkyY6kKTgViqCNIjqewB+77dcabwCims9mMC1Q+OXo9QIO1/79",
-	"Sh2clCRWY/7nL4PBdWe7ORhcf33w8at/q1UysdExlsGkmhUoPosiDLvAIaq73LLRBdDMYyoJmuDZjDCB",
-	"OIsWiI7gya8Jl8DlhKRRhLDU1O5Ks2QPkUgQtLvdaaEzgzcaihnD44mifXCrgeKQEO12XrWQ/9xHU7Vq",
-	"ItB8giVIE2ZcuLBJHCuCVT873Eevt7fb6H/+e3untd3abnhI8Ip1J0xdOaq2jqNo4QHlgs1whrDZCiyf",
-	"XFMhRVfx6IRdMj5n5mldURaDGZqMPhONbPu77d3W0sMeNfUhrLpCzqm/3F1xkiczvYvyiX5QMsgsJoIw",
-	"qfmtjDETsOvKE1QXu3CAVGikqNvTa6yzq012Icl0KaWh+uEGYHLuxnb+bvSa/4Gb/2o3X180l92Nn9TB",
-	"Ll3Mr+bpbemeHV3NdK5Z2tK5RPr8trNlM6j5+or9L51Nmqe3ncuOrmZ6L0i8dKJEP7ztPGZs4FeWYAO7",
-	"+haHZ5qOqL8CzpSQrv4JopaWhrZmMR9GZPrVP4WWhNeb81R/pSctU0xLvkKuhAQuNZ3St0lpTjiQe8gn",
-	"ccxj4SMFBgGSHRphGil5QwsUNc/VvHISddXizLtb2YtLJNS1PrbvwxYVd+6nZEJrOEsAuhkg1cDLoAiE",
-	"ByvpqECmCoCxeuCqbcE7RbXksYHI2SiiwaNjY6oNgzKcISWOIj7X1NzwdMqucETDpnoxEUqpmOLrJhEB",
-	"jmB9vpcJMlaKaXxBaHqgbtRjgrfHENziltrDIY+HNAwJe+wDdg0rEQ4uEUZGpQE9R0gyayYzBGYHTWG/",
-	"oDP7jjPymAB7x1FErwjoxcFEaYxsTL4geLzj8pAnLHxkmIgkmKTGHnW7teinFOpnwoiyXxCUTmOSyuqH",
-	"mEYkfOxLZwVbLQmDfIwj8oWC6CyVrB4PSCmAvky6Y0Th9yy1MD0qdI618clDhud6iFzPFIgUzY7JFb8k",
-	"ITICPwJRHNVT/uwQfN8bMD9hOYOX37CU33w/n3BBUMTHlIExSYAFTP0/tQ4uUN2fjnDTnpTfHTBrAwZ7",
-	"h3pq0aiLwJ69p/VERSnUOKnZT9v2Ij5WqjsOAjJTGnxDGzq+gOP3ah8+fGj2HJDlj/Qmy53WnfgxZguj",
-	"YIhHFTrA3IrA3IrmWN0u8KGguu/aYa1tpnd6pBHomUDm1K1lIpXm1HcDVve/6/UPPvT+cXHW6x9cvD06",
-	"PupfnB6cXfRPfjx4p8TBZc8P3vXe9RXaads8YN0zsWLE84Pz86OTd34D8dirMlProZRq+EwgpbBPZ1K0",
-	"EJhMB0xrBb5jQPWtS2DPmM9HiQD3hTEkYceCO8aUCYkYZ+BoUe8DzMQXhKEF2/DKz51Xq3DzJP4p4RJ/",
-	"iSi6GYZ6aBV+AtFZiaC3Qo2pJaZ6SWDnw4qnwSDJDNUN9JAiE8hvtVpb8E6TXAeEhCT09bzmtWcC+fDc",
-	"Kv5UaocNwMRHY3oFPwok6L9Io4u0r0f4qG43p3dzcdz7u975eQPo+enJuXaN6A88PQ9Z8uVP70/6B8Uv",
-	"9Qce8pXuveTD/d556Tt43UM+zQzW6JIsloxw9Obg+PSkf/Bu/x8XPx78wwyGjc/RmtdL/k30jmtvjDqx",
-	"eUylJMxQBI391pkq6ZRknsEMl7Q7VUitAGi1WJ8yluiSstDwYNFCPcNzATGsm5FK+wKqWxbNY6VLN/ZS",
-	"+3AY45HMPgCnUkSkfjX93EIFTuGi339rDB3q3MHUDpZpGBbMIOUF2BHUcVycnB68qxols5lkdwc+ODs4",
-	"P3n788GbwkdKAYgScBOqqac4viRxOrlA6m3CQoHqGGxVJFTHTEJ7dDGJiEIFeJnPGcIS3HNfipHgbnT1",
-	"i5YVHZmw9ecRs94zfIVphIfRoxoJzkioLi4NtaFMe7oVXbKKMWcjOk7UEShio+TcOo9RgJl6f0gsv2sA",
-	"0bK+/a42tmXucRCfY4LVhWKGuGHrxo6JIlbIOLMmmI1JqD1X1gdsLm6BAgo8Kqmhd0N6ewL71lzyBz2K",
-	"98ZVN58QcNDhzAAEPEVIHEsSGp5i/P4KnF2EESNz53XwFQdEaToLw04YgcNJVaKAh6l4mX244AmaE4gt",
-	"MM5MKhDc6gc6s8yj+Sc5NQNPe2jmbjmHVoiScswQ+iwzxy+EdUxnOCZNzMKmIBDe4saMwZFqNq7D1dIw",
-	"nTkNyJ71kWonv1FT3GUZiVOm8TIC7W53siVaJ/VBH4914A5G3x30kZjwuchtWUsXEx6FwgHBAyFNykv2",
-	"YZY/EebkTSpaNYGrHGpSrVAESUNj0TCiLIwW3RvPWaurPArNwDhSZN059PZ2GvCkKInSL9TnGqnUabM0",
-	"KKGALu3dvdzKtZDLUMSFTMdUijISdMwgvgTUmBY6GjnjiSRQ6ojwlmyEZXzqYZAqC5T8qxCilAY50T+a",
-	"BGmKkmpLsnD2aotKZwDlkMdoRJXMTSUKFd4AlTDYkU4BxytAMNcSYRNHkVVfgCfNJ1g6c1ApSDSy4qOS",
-	"9o3BThsLl1M0B6UbD4MpPyqVYh80ij8Rqhh9E8wN2rDaQh+qVV0vE/GWB6zlGZoZnYZa44zpFQnRKOZT",
-	"RwXWV9+OkYsyrSQ9nfZ2Nj9YRPQkdhRtv6jHJuxZv1sRD60jNMtkx6J5uId226/tYpqUNU2AHAzoirc6",
-	"ro5KE4wUJ0w0NBTB1FwCZBqQN8ULq6NiYyk0u3kYFDbehT8dEqceBReLFd/MaFk3Bbp+QaQBcebjFuoZ",
-	"RLCjWUcDZos5XhQZo2LHmC0UAtbBNggclgrggI09hQ6Gzkk+x7HG7BmJm8AUAzxzDBg0jEi6caKpKkT+",
-	"RlSoFQwXyAYYq6/F1icdnfTZxhsLEwDMNKy07q1290CiGERR/enQKJO+qBDJKhyC5xkKwYcZAllUUGMs",
-	"w566mvCHD/0UYyCs02pdJcvanmHOZYSwZlXQwNXBqzfh6LV4iCHOS5JYPBAqpMa8PxMmZMGnOSEKOGOq",
-	"u+HK8O2iaofqSrdawmyc0ffgSNPYVsmRIMThI6VpFfdQ3y7AWG/5B5iZ6yY6SjPIiFyRCE15TPYQFkoe",
-	"RzgMRfbNhArJ4wUiTMaLPW1vvdIiXUz4TGkOGsKKIebDsbTtRxAWZguEhKIFT9CUYJaqLfeKfrOYK8Hy",
-	"sS1wH0gUNUc8nqo7mMjUa1PHaMgTFnoIo2EiKFNCb5xERP0wh8wuiOzhIfmSItPeM5HMZjyWJDwmIcV9",
-	"sHX+PlGpSnh8JpCZWrutqFEAwVn/BcVpfLZRwLCOXiInb9UVczPcvu2dH+3XvNrxYa8i0c2Dj8Bmf0ZE",
-	"EsEWZjGfkVhSHSeM3VFXwTebHpbFZ/p7KslUrGHQhqycI/3ydrudJeHgOMZgLxduAPiacdxeTSQgyK61",
-	"Aq0I6AluTlDKArJ/SWdxxvAc0GWQ12J1zUQNV4Ab6CIJ+wRP11pzkKYdrZNA5NWMNNmTucyoEEvSVCRb",
-	"Z0etyD/wamFC7vB1Fi+bYtVD5Gd5tQgLmQkFd1hxfqAzgsWytNAYnqVRE3kf4x7ycSL5hWWJvpa9shee",
-	"CdAZGzYRlqAxlkQJbfYTLbzzKxKHiU09AUNFK7+Nakwx7PQuR+8af4sn93LXPbnX7fbX269fd17sfr3b",
-	"fv16e+X5mZETsQ4an+s3s6t9pt6/39vt1ZJZeKdrUqAPaf6fQx6c5af79/IEoHxd7PUrnIV7r93FLyM8",
-	"PZjFSQDBoXWEnDr0aIQjQbz1SdSa6UStJflECmb2dhVPKD/samjnVrgMBFpt/PJAcDfyeksArrhM251X",
-	"a+6ou/W3pXliFcxSI34B3y12m30sO7zvtaZQ5p+puJH+4yZ6YoY6UDrHzWJIYSt6lhtWqYcus/pA6nyM",
-	"G4nRxkIB/gPw51HMp+cp1S8zU00RbWZ3nlXuITwUJt9epvUYtN64Ji9cdk0ekedJfn4Lridzhg4r52sI",
-	"ZAyDpFerlnJ++JdSo7Vsmoki1SUwchQVRNtsZmfxVTwqB7Nlt6PMifOEppPP1A4ufmk3X+Pm5J+XUzZr",
-	"yqvmvz5+6rz8XElEHZA5QDo5PXhX82oH5/u9t73+wZuaV7OhXpXKUT6x73as4n442ipyaKMnyvDs5OHZ",
-	"WZ7d+6nTWQJIcMFX1u44P0G7ne2vEY5mEzwkkgZgWCjcv53cGnZKS/j4aad65jfkigbkiI34hhCnswIc",
-	"dl/kZ203X/eah7g56rY+Pq+cO8JDTfpuopaJIHFvbGwUzssvtjtVR1o6vENKojBNzMvvIyQS02iNgZ1K",
-	"FOVjeoenumAOmmE58dCvCYkXiMdIGxZQ+mnh3IDtlyfiin5VTPPD+ck7dKqfIspMnZYhD9ehxwVkNxuv",
-	"QvbvCY7kpAwrUbrr/PJmqma+qproiMmYixmIKbe59mAOL5zdq+3XnRvlMPjwQv18MaElvLpZ09ATr96S",
-	"4R0lcYRegUXCfDnkPCKYgVBwPbtf1kcLEsrdBxTrGZn+Kel6XD/g2gZ585vJcGP1syzt2Ah/E0dfxwyR",
-	"a0kYeACnZDoksYfODvfR1y9fdtD//Hen1dkDc0GIsNA1h+bgbIGiE8b70Ds9aqwlDmVIV4myN8gGGnGq",
-	"UO6HDz9WIFo0di/qQfjmvNo2GcRX+Rc7L15sv6589ZKup9ZfykVOIPjxtHK4RJvm7GuCjitfu97cUKgW",
-	"oHemPtcLXwK58zLoLslifeVGAX9TfQYmqFrP8QjnAlzz6wryMshKYdZ5VZ0xDyvq470hEb0iMeIJpCAM",
-	"MQv3rNsSasEVsDovTb0ssfuPn5bIicateW9mHmdzZm/uHEsA+zNkdumo+cJVGULGATm44zK9vBnf4vUy",
-	"pwANo3uY8pb2+hInPz7sXfx8cHZ0eLRETE95bYVFlkuwmxZyRW04ImcEMY4izsYkRnMeX4oiwVyHArql",
-	"Z/RiXIPeSi+APf7F7cSMu1+8u9+im+9A5cY5I4tjyniFMNljCE95wmSaam+0kGcCTdUnKGFUClTHEk25",
-	"kKjzny920P/+//+Ftj1ErnEAH+pCfCCYznAsSAxHe38ih3Uolqt7Hu6j17svvrZJbUgLtBD4ULjfJnXz",
-	"LRlVlII8PuylyZ1puUeIz4ZijsXd3J9pplLz6LR3qzQCXaenvPgTZuwxUMEyV7pHaR85tWMtduaoSkWu",
-	"VvYVUiYkZgFZS3syrt+S/lytAkEQweqyhJ6SycxZuQF6WuV6uHPLaOfy8V+8fu0M7AJv5dCSymg9edhK",
-	"kWVi7KaC6rjM92dHir+ruzzDY4LquoCleVFsfRJRMv7sNzyUsNDExBin2DMxYLNkGNEAvT97q31maT71",
-	"6ftv3x7tX7w/e+tD+AuRppYexCEpRRjhCELmbIwJlTa9dcCc2M9nQo3eaKEjmzQoyHhKmK64h4QupqhW",
-	"CYEycyqDCeJMp0qTazydKajVsh1BzAo2NrT0lJKYNmMyIorIkY31ZXhqj8hbpdVCPbUK8e3OPuHAMROt",
-	"ZEL2PfhGSD61pc9uxKuQCghkTHnG/VFycmdZR1GwfbW6h7OXz2IaUDZ+EEv0r1kVv7XK8Xk1gSMi9ieY",
-	"sZKh7LHN6GWJ8c1Z77Bf82rn7789Pur3l4iNIhlOqbwb3otkKLnE0QMgpcTXDzHqJk7wh9raPTvXsyqT",
-	"jnfdoS4FbHVk85RsFU+ySG6c48iBxb35pSu6po/+Jg0Rbt1dvNX3SpzX9m93lzm4V5COnc6dnOdFTWQF",
-	"CqQwWQrxDd1Tv27intITSK08FK3+jti0xh2laTHYG1+NKCP9B7rSvyYYWgbcM2m/TNaL1mFUnsY0IPe+",
-	"swp/v0any6Tm7Lq0hBK0l+OZJNO3VMi7xjJkOLVOLOUDcePK8Ig1/MHp4k+TTanbphdmPUxVYAPIZarS",
-	"egi6Pn3cWkYgy9i86twdQ0rJLnUDki49iVNb73zlORSrGoGpZUriMVEqVjDRxcW/3nn9smFjIklItcoE",
-	"hgCwiEwpc8feLnOvB+NEJZViXTg/JBPLS34bnHzpKM8IDiEF4BH8pWc62SvVgYpBEPD0wZoxFIMl9GxV",
-	"6zy3fr3Ut2My17oxwUDY7d9QBMEadNPH5i/7UJeEsg/NX/Yh1H2yz/Qf+lGVNmKM4I/mA1g7lP++jAMV",
-	"Bs5+nECHk3w5VT5nqb2+TlioMxWvKJlr43zZPR1CqMiabgYdVwIRaFCj6XiEe8bI+nDK+/14VCIs5Jn2",
-	"aNxxlHNC7hISP82cVr+jg2iNT5ywuY2iv9OK/GvV1l/uDUqr97tx32XPUF41dA6oiDleBTmoJHNuhvUt",
-	"Y5zNRH2dt2hM21W+2hFOItnNG2fTzEdsa9KvuFgvXnfystbOumbp25G09eiFE4BmbvDDg+LVy90cIF6u",
-	"CQen/KxeFixkiaT2lo8pg0uKjg97XV3ZCVGG/OPD3sXZwU/vj84O3vgeJL1FfDwmoXqa1Qx06+KaBlUD",
-	"qP7mofmE4ylNSyhoSOeL35oMzm2UL6kLWZpQwsDUwi3T+Ttdy/QqrnbI5rlEpR/DbGpJxj+k4XrIlBOB",
-	"VFwooeP4hNJ6gDrlsO7rEVsQdug3WujElsmCXxAV6JLMdIchJT13s6o2eExYVugGh2FMhG4gaJrmYWGK",
-	"EE6wmBCdoG+KNZkaWy3U08HUad6RXZiOL2JcL6PsvlwzTLJwEPqrFbCvipHyxYWPvnLL3m53mmkTKyTx",
-	"GH2FfHhn+5XT3QrVt9uv0JBK0ago/GGCrs6/7zU7L14WI1cLoav52FVxkQ+g3e58Lv7yqtr4Y3Z5Hzq/",
-	"FRrvL20hzzcdObm33z/6+UBnkqY0wvy5MjrDjNi3QRp/Nun2ywiW2UwWqg6YOYeKEJwFZE9n0lOpyIe6",
-	"Kf7FxfdcyOZkfGFbC6KA80tKEI+R//emmaMJx+w/XAxNXlK6nXDkdHYqmjA6LzOi4kENgyaPQ12JEIq+",
-	"jWgpUrqTj5vplANn1rQK63UJkdxSYtvUElaRpL0SjUB1zpEabRG3dKdAdMDc9GtCzGMZJ2RpPvb6SWb/",
-	"T/erpXYTBT9bOyDT72Pg5Fp6qI4fk9FSkc4pDUBCFNER2UNBhKezrBkpFSKBgmaGm8RkiilTv6jXUV0Q",
-	"gvzUxeNbIUCz38ZqeXBn+8XOy/YtRMKl+enm0HO7dkG3/MJAHZkyBc85zyu66WUVbdIaMkb+SJtXFSEI",
-	"Ly5ykNmIlt4Zr6uN5jeSTW9VjGolEfTSRnLr9ou7LZpXpQnkiC1x6GiGJDfjxTHR1fPvO6RkU2p2D0Ec",
-	"gOF3GGCGY2JtDDiKTka17i9rHutHb1lSgCk56LaxmlKmiwFQgTgjaTakLhQfcy5Rfci5FDLGMx3upLi0",
-	"LSegh1WD+I2WDmlLzbNlpcs8vFNOMoywRuWEMb0iLGvyfGWacO+ZnemF27pithI+ZgFRN85Dfu4RVDRT",
-	"R6q0hYgygsekm76NBkm7vROYewB/EFPxFMbw10qceJA6Jw9TseTOpOZmWnbPcR0OjSpVTcjRJodgpXc4",
-	"T9Ashm9SJwHgcIqr8h0209IyMrnG6TNyLfeTWFTGReeSniEccYbHZPMMu+X6X9aL9H6lM1BxgiSmcnGu",
-	"wKLhOCQ4JrFSyLK/Di3e/PChX6toKWjSgJo6JR5q19Uhh8hD/iUNfRNl6yGfCuFv+TgJ/S0lf/lpoy0P",
-	"jXgU8bkpQztgZ4f7r77uvIDBhkTItPL0TKkCNCDQphjq6A0Xmu5aYlr3C51FfK+S0nqIxzq0NKPM8LjR",
-	"QiCBiC7K+aJQ3hOFHD8Ucr1QA+Y4oZDrgkKZAwo57ienFTuQeoB6dmITKWeORroPWl411eYz/GtSrBpN",
-	"GcKpvmi1xLQDsv4za29b0iuzheAZ/ZG4lZ++192TN1yKyXOtj6AZCWsOYz6H0pfQJl0sb85cUGrLC/sM",
-	"geY6Pzm/ogkWE4UD6JKQmUBiwmPZjMD4lJpCcWRajlKGdBnBIZlQZti67YTbNcWrDS4MWF1ENIT2BixE",
-	"Vt81ErMHllnT0dIzdkqhsB1stND4v+Gh3ulR02AmkTjEEqP6Dx/6A6ZQHIMcm/FeD1E3b7ThuZ1cBKrz",
-	"maRTKnT2N7NhVZ5TrtJWOm0MmFpzVi1AIyWqY8mnNDDQyIoMiEZrwAbsb39D3xEp1ZZNCwL1qz/mKE4Y",
-	"am0F03DL3DdfN7iH0vAxxHRDnUpTlhSj58+zu4fDKTV48vw55FumjZYGDOQHnT8CnKXRQqdgWH3+PC2Y",
-	"9vw5GpKIzz00w0ISYyzxM5Lm65L1z/tQTxrxRD6HVulsMWApFrTQAUyTNpdUY7KxgLKuJht0r9Q0PXvd",
-	"KYRutY/d9o4B3N/QhwkNJo7siMacGPCoV35zH/2mJE1TQ59K+NNAET76zbXi/zZgvzWbzdx/argUhqiO",
-	"FTVtoN/QEAeXhCl6Fht81APxWHS1LXYDEooqKCj6Dfn2WGB9XfQtnALSrdnQb/osdQsRnUngb11t+4hc",
-	"Q/s9iExhobUsK3VOPbdVbVutlg87LrUcnIzFhXqqtlkYxJIZDl0RShu1F9pHdZHqj3aYkj0t5WkGACvM",
-	"cb/llq4g6fy5ZUhCtiNCAbF+UzeexAKSNK6pQzRsqXazrd8UkuMhv4KZbPHXtPMPjDpgvQKkQGxRt6Py",
-	"mHzdBNOUsNxtb3tIYF3f28XAhr5PgitChdwLayUi9wxTXM3YK2bZz0ol4MElogFnplQ3uGvUqwNGJWKE",
-	"hEKtZgf5lIlkNKKBYhhNeMVHcCHnVJBGetnAmZY2N4FLIycxT8YTtOBJbC+Aen27hf6hftJdJ82DtCS0",
-	"41nqVuPMsqaTWpxByAxsClfaUuKOC0+77/ZAU+KJ9BBGEZaKLabNWEyGCzATtclOCx2pU7wUtiOZfbVq",
-	"kVufUovu563pCG+lb/uWaMFC/U9OwqAHoLMdnERPfvZb6PnzvlMLT0BdatsPyKiK6tCfP+8WwIwQCnUi",
-	"sXB6zmQpxah+fnzuIdKcYhp5oEpm7Zh4rK7CdAadOXdaqG89bkoIcMaDWhcwL57N9nIrMGulsqt3ejOM",
-	"9Kn4pqdoGTIKHJ12G8VEJrFia4iROQyev29YmmK7/vFhz8/nuwrJZwJyXSkbN/bQbqejPbFqgqapquvb",
-	"erEwOGy07rvZin7DQ7vbbeSna2yOOYOzdftvwZVOX/HQbuc1kpyjKXBBhLLmlfYSQYafUH9pxgj5hUhf",
-	"+FJiZd1fVhfWh96AC3VTTd87k2uGQWVSkjiWiswI7fakEk3wbGZlBd0OgqOQo7pfykez6WiV+WZquAET",
-	"RDY85OtMSl+Ppzvz8axvARVZjwFfJ1L6iOBgUsiXHNo0Vl1fxRswP81Z9E2HTpZWfcgCDyI+Fi30or0D",
-	"e1KwD3AcL/KtQVtaEDDltn7LZekpfkRlREr8Xn2x226j39Av/hRHuhRx0yzK/1hPIVZ6qHicW2/XkKi5",
-	"U9H4+37/FOWmyLLm3LGzX4uDpl38pxCHaipxg0BtB96Ggat6BjszVDy2U7n2OBwTmE3XTM9NkAtxcOHi",
-	"/G6HXEWzbTtiKkwjWFKYqNjl2Jmr8EhN5/SdU1TDrsQOuWOAU2J7OdgUn1aBxnTcTyeAF/PTGBZTCabi",
-	"M1g7EjLWGfs4vw1N85yO2naiXZiIcdkc8YTlZkh/VEOXWr2b71/osyRywsOm+gJHEZ8XTrT0VI14DL/q",
-	"8tH6Vzvmaxgz4GwU0SB3Z+xvGVbr1TwTRkdK0RuG1IQkN2q+NnoVRpuq6WYGp848FbnFprES1iJi6YQ7",
-	"3RRfNzO1Ln/93ScpgkDlWpH1gdIiuPF6uRqiPtHcZKVGKO58pYcaYdJutindLbZCgRb1NIrQkCi6a+q6",
-	"p6e1relQgdm5Z5Z7YnAJWt9BwfVUqDLDdWC4mdOEvqmjUd0xKx5bCFb317ej63s1w4uI47ApOW9GOB7n",
-	"1lt6WCShtomO4tbwgh38hSE3acn25pSEFIP3MU91qt5Q0zjl3vN11s0MX8MM5HpGAomXwKb81G7AeeL0",
-	"WZgSS/k7GvZQJz/rQuwMnX9ih7UNingShUg/BKIckiDCitTAZyI/idPxt3lJFs2YKIEodx8r30iPuYCl",
-	"SoIAkUr7PlBIR5A0LtNjy01fkuoKDMh9Zqe0/QEsIXB5mhnWyJq6T3XTdLDIUe2qF+wEOmzN3PyJiS+x",
-	"V58l06FSmkf67qRtZXLzJ27bhTzKOQ+KCJ3hQvFyd16Vb2MVM6p8QU3jttoosJ6OJlqFntfOoPknmlwV",
-	"m2mT6wlOIAAhN2iuWbhLBJ3fAQpG4LagsODc0ZKDti1Uk4nisyJQjXFVZ/OAHFSgFy+MBAeCK8NRnhfp",
-	"3wCE5t+gO5HYiP1miO0SyQGGNSKxQmHKxsvoTuG1IvGxj5F+bKfbsQKV7S1TEKbszxYYmimD0x9an2dv",
-	"2BE1zZxIOWte6Sw4kBPSleRAvvQtNR/IxuYp3M9sN7+BXT+iAWG6fJmxY/dm6v41O612zaslcWRs/KK7",
-	"tTWfz1sYHrd4PN4y34qtt0f7B+/OD+CbrPhHatauebUrmztY22619Vt8Rhie0Vq3ttNqt3Zq4CSagJ9n",
-	"qwXyPTS42frn/FK0bO+OMQFnYWqXOQpr3dp3REL9M6hcO+NqSeqlTru9oivIZt1AYPwlrUBA1/pAhkiR",
-	"3HMiWzocwYRUV4+bLnTLlKhxHF617i8fvZpIplMcL2rdmlZsL8lClyMx8rwoKG8/fOgLk0H3YvtrXfzv",
-	"VXvn6wYko49FrftLbUokrn1Uc22FPFBAsv/c+oSFIPKz+WkCdTP/tQri35tXHhDopnrnErAbsgxXaHbf",
-	"MH9Lrwh0w6mnwrPkStQH18sSmBqMbi3wNFoFupMZYb3To81AZwfdoOV3FdTM3CjkQTIl7N6Rte96o6rB",
-	"VDCPGJQDBu9iXH7tnXZbW160m0V7wGYxVdOmXg2MZtDaXdHkr/JmC/0xZ5k2BDa6ATMKCtT36RoLsh6d",
-	"Cg9ENks+syQFSQIQRvEMD2lEpbqNiplpu7J11/DY+JNIjOqp7af35vjo3UXvzZsz30MR57OhUnmHC2QO",
-	"oeEZc57SEGMaCF87YEtYdKYB9oD3L0sIrWxlpgQyaPcVXxFAoxftncdvplbqjXaPDbvu8V6ksER1vW5Y",
-	"LYgFnlWSOYsW1VfG9ZksvSI96DeVcwcYL4+30k0EPiekHZGKjbTQCUtb4AI++39v9hI5aT63nwhjGYRo",
-	"TDDeyEWamZnMhIwJnoKl8CzvJ0J1NqbsGnrbTC6sAdBD+zgMF8g3TqQLrP2h/RiTEb1Mf9du0gE7YFd8",
-	"gXxyLeHNf/mN1GcNpuuYjqkSDrOqXHbZxn8B91qprF21cx4umhERYsBcKyM4R62bSe1NfePva+Ru9pX6",
-	"qj1M0H5aB5ctkDbrQJe17w96bwasrherPfu51elXG9pYbfrXg35DBfruoN9CH7TRPZ8QBt6UAQOzrwLq",
-	"AigPZQjY+OnZyd+PDs5b0xDVB7VvdYQAOBng3UFNu5/AiDPnoL2NIj5P86xSDTFadAesiZ4/z2d/ge+7",
-	"1Gp0mXtJp4SlBsgFkY2udTmBXmeUxjRpDPKgFBjBkNPVaV9blVZQRRYROjVopRBOag/+JYERbJNwyExI",
-	"85+MA0ibTkfgjp+DzztOmLBLy8wvagCTuWaoP0OCmDvGyNy00NSQOtfGRw2ibAzFOcwOmzRNVW50EfRa",
-	"S611AlDEnIM69U67vadW4/87AOMbcM1k/vsdFzAlm2jmulND6C14JjQ0Xbfez0xJfqLgA6riOWkoQ82p",
-	"IC8gZrUsZ1SaWl3qYDVfkQbUQKn5LJ4mss0h1uITTpbO548PyBOLDfAq+FJP20ILfGgftCpFPmIe3cSJ",
-	"ci833/HmudIWFY81lDjNXCqkvQFO+RC+C8eYg9/NQX9m9PM0TLUQuj7DAWkKok5fWuu8QHXDO1y3x21n",
-	"zsoaVLR4sU37Q1R3SNCd58wCaMtzajIFzkkTm5Ckna5vMVcfTDVLarrDs80GVkPvavReLaF8i0ObJQSf",
-	"bG8gqZnClDqCVZv/0vS8TMLp2VBoL+fRNW1qcw7nmle7wlFC3LYVuRNOu1KnJkXb5j91EOZmMTNrUmJL",
-	"uRbEpiz9bbe9nRkpVjrnsiC+rVVOPjhh4CnHI3xKWKgOJwecYg61K6MVmWAp7GIpuCo9gF3LsawPEMyz",
-	"un9vfd2YgsZtQbmhU7IKwC6XrzldS++gKrxz4dtFjDtHDpEc5lCrkErJdwNWr/T9eqjkSG14Wp5OU72B",
-	"52qwzLECgZUljw97A2bz4vOeX5PS7rCPDx8+NB0vLNnQFAB3fueWd15JF+9nbsGADLGN0NPNyThasrEQ",
-	"yEKAGBy/lXiWoDV1whV1VJX5zgg5a2PmToaZG/iAqzCyKF7dE1amW8o5Auo5gQ+kxxw8LYIZphvh4BIi",
-	"rxQvdtXw1fzAaYV+dwvQp2L09y8fP3ufinHY+kc3hv+Xj59zSvKhVuKa6oxQMCHBJeBNXNQhFWmccF2Z",
-	"2bXFjZzvM80ZwoYhKYOLCoOcLnoC7XVLcm0VLLJXthx/G0R4f0yLg3/Lw8W9yZzl9pOf8xkaJle2IPRu",
-	"3+sClhkUFXQLou5BH49vknDhnc9eLQWhbJ6RWYQXJLzp06pPPnu1tyYC/abP0/fcrtq/Qxfz24ttN95s",
-	"Sw7DWkb3V390yOMhDUPC9Bevb/5i30SdwAfbL9ZZV0XXdvVxp7POx27rfPhqjTX2OT/GzPbKECfxTwnX",
-	"aVWb0sgfyYKE+g7eB7nMEcF8rbc8RTyZEQYxkvksCFSfcMaTuBSY4lJDTffyZHDrk24t/HmVf8LQwgfT",
-	"oR+QnDxd6OoLvXvzF++4POQJC297u34v0aPqLkERxcJV6gFuVdyPTbm+bY7/sfJibZk2qkreuN2w3hJB",
-	"RTfhvp2gMoKAk5OZziR7UEkl3yt8LUlljXuT761qL8Kf58JtznLX4JqnTgTSIUS93QO3fhzKkJ31o/Lb",
-	"762TF7is5E4qHZ6i+snpwTulfaUtgdfmt1tp8+T7JwwHZugvnjSUmyM/kYcn8vAHIg+l+4/+9//7r+wv",
-	"D3zB2qSUzKyz0VZnWpdSTKiQPF7cJKF/b157YEHdTrNEXjeLLQZdPInhT2J4tRhulbxnws3d9xAjcyKk",
-	"9lM8vJAeEz4jDyGkn8HAT5z4iRM/ceKH5MRnB+cnb382DFix5bXZq2nh+CB3H0Z+uvxPl//p8j++GG5J",
-	"wnJKoKtd3eQK1F1Pv1BfYEV3v0d2BmrwLFEHoMzTkzvwyR345A68NeHLtYUqUD49J8JuVbW1nIGG9BVI",
-	"4dYn0wz1sw7CiYg2UObJ4hv43ZLFAmHZreprot4PdZyKydwdc0aejATr3LZHYt0Z2XxcDNbIoROpAHsx",
-	"05nxUGQU1bNCgJXo6y21iS3Bz/Yfg/E9XYa/uMXMbQ1Y8lw71L76Umwmq6aN2T9C0rXu3Zm/UNDS85aS",
-	"sFZlNxCBoQloE1by1S3upG4/ur4O+/DUwFSKfqIKT3r7owi/rzZbbRrK/YgUc99OjqPHFTiOM+LiSB31",
-	"tAhLWpllA2l5Ky3kXimNvKVCpi2qxYPLJGlL8CXUCBarpHHdmWi4gF8QDZ8o05O88gDySioPm0YayPZ1",
-	"v0fBZeXF3PqkG++vq9VCG/y7iTlPUsbTXX5MKeOJ5a9g+Wdkyq8Iwhn12UOSS5veqcAynSVSZ1umbVeF",
-	"JLN7JVLezTQEyJTWw5IKQeI0kfdFoB7IFaFWdprIJ+3riS4+aV9PpLhEinuhyaU2Ta3vhyQvk/5EMjTX",
-	"9Q4GsUrX8DmMfB8Gsd+DImq4KOgCqJ5o4pOs+ESgjHlISYqZXQgKmL856x32keTo/P23x0f9/sGbDe1F",
-	"wi1jY9XP6mpt1ZUidHHxUr0IU9qjVarN9JaPeSLX8s6+1XUweFIUjfYjguPmOZWk+QbrJq2F6kID049N",
-	"DGoeGtSE5DEek0HN37AYzu9FRLzaOZHNZS3qYP+iqlnSbWry3Ibu/CFdv2uWfsiXV+Vj6KxT1zVWcjUL",
-	"PRTog9BtOHT9Qt0ap4Ch7g20N87xEJeKbaxTkcUWz6nfVNuuYYrcDJhTWAbq1eWr1KE3CZRzS3sjrVUd",
-	"DqoADpgt9wbVT2EhurxJVy314uzgp/dHZwdvllUI3dc9GM7TTokPJnzYKZYmdUcRtNmyHdIeoDTa2rfO",
-	"rLV4+b7gqim5q/NhwhGeoiN1d0YxERNze2gYETSnLORzKCSqC95GVMqIID4y5bMiMpLV1ybPuWznt1Uc",
-	"7MzcXdP40NwuPjL5k+rI3Y55UCYTrp5pOuWWTTL4nrY3orpWb9rqkcx01RfQCuCJQP6bg7cH/QMoZ5UI",
-	"hRufEmhH+zmtbvXvev5vfG/AgigRksRNgUek6/aoS7sGiIku4kvQBIsJknjcaJny9boSlG43aGtlQoVJ",
-	"OWCcBXCPNRxs4zGl8dAAt7KgLNkFZq/ELABPWszR/2Qm6KL258rLrEF9vDiRExK/MUdzq/ucq+sELXFP",
-	"EnkQCQKVj/O1nfpzrvvW2dagyDTR1aJGWrwp7Qfe2aAukt5SuM8TVum4+p7PdRcCvYL0kOYkJm69ty8m",
-	"oOz2pOevw/fP6ZgB44e7oottk0gQVNeXJ3fWeVKyl2srpDvT4YW4QQYo+2WPF3e6Pxvxw2VO2bdus5J8",
-	"6tues2XTWxSqHsaK/vhm+/4T4v8heHVO9sl3qEn5hSatG7Bkt2LjKv+m5Rlv7AQ3q4ZntoDnXy9wdxmG",
-	"fqkO/S+IlitanCPVz0QqMCwJ53Up9Wa21HOL+1kMgL1Tbl5PRXVdW1I265+8pwVlpfmdf99rdl681K3R",
-	"eExCKJNerH7eev4cfVjRSndZQVa32is0JRcDRhmUaM6UOB0ILdDzXDHY5y30flnxVK+qo7I3YOmvabPn",
-	"rHUFNJp1OnPrAvcwuoYQqJm77e0BW1Z43fRcVsvcbe9konRFNXfBBwybMvVahZcTMoUW3+VS7I0WOlHn",
-	"IU1bsWyVA1bfqGOwpyub+61Wy+2T2wA4RGAqU0M6+oOFVANhsMshqvuDWHOAPUuRrTl/rEMS8CkRAwaH",
-	"+vPB2dHhERxqvrWubgSLnRrsy5vtqm85tNfnbMAqtYuGQVNThVXhp9s90DTAN62aC6aGut/b7x/9fOA3",
-	"3ErEqZnCFOpP0XbC56KIscNEaiksO/NWqay9NmXOsBB7DmqmCLu0uv2KmvZOQXsaTAYs5jJthG2USxai",
-	"GFNhD0yXn+dpcXsAmi0hjg3gAIl1Q3ss0ZQLmbXsPT84Pz86eXdx3Pv7xenB2cX784MzP8/TW6gnNdAC",
-	"PLNdXIrfvz06PupfnJ68Pdr/xzfqNsomj0IipGm7nHWBkRPb4RvBe2LAHKU1IlhIFJMAejXoLn/pMToe",
-	"tJwGnd3yDNKZDutlQolFrz2zC00lfERl9mWng5a09qvSYHXikmuK2iQgwdVa4fIVS4/PIkyZoSX1rJK2",
-	"uUENV1vFaaeAbg1wtab4J8hIanQ8hCeHNCYjfq1A8pay5FpxWW1dqHVrOFJvp0W/FUs4HuEbitZXV/ne",
-	"iK4NmMLrIlnTvVpIuJc2QYH6ubovNcdT6hos8tbJAZsSzOYTGhGX3D1LbRwBjmOau1lZKw2wL/GxUJtR",
-	"aKKPfVnNc0/j4HYXSMGcq2UCqVV8TJd3VnRCckVryU0H5vBfHWxScTprmyIMVj5QVu0NuPvWIkRuy0PB",
-	"o0SSA9vYHjpgdV4229vN9st++3W33e622/9R8yqhY2zX+c9e5D6jYVQ9Ory2Y19LUbHWrYmLnzqTyXAa",
-	"Rv0P768v8Hc/i+F3r2TYeb0YfveTPO471bdrmrcokU93CqhNxoXvofOxohlRE95p/jMRsolZ0wCsCdBo",
-	"ttvt7cqrloHw3ZLq+Zk5/48G26Dz8z+HnReXb//+Lgp23s2GHRe2LhO+Hwh3bnFddAuIZQEHtva7Se7T",
-	"fXIepCPKU0RCZUTCHyMH+zaqb45c33+wgOXDNyRgWwyHxgaaI84nHDoUq2uWEaSy2lsOFFjbqKOD1pd6",
-	"9J5sOk/J2Jvhs0YPB59XW2xWp2D//p7magfzE3L/xZOV0juwLF1plEQRuqJkjvjIvQy6C2SmN0MXm4X2",
-	"D4NTfekduTez5nJ9cPM4V3cab4mxFGxwmKHvj3v7qV3XdPjXtlHjo0rNTLpnEvg0FKT4nEEL0VKfyAGb",
-	"LzeeQsPdzLoGfnlwlY9wIHlcMqIuXH0azKn1sn7bKNmMzMpKETcmPmJj85e2dmHdLFVROMoSIvbyXRuz",
-	"KCNnIUuNJMcjvJ8e8QMWcsrNsyxyJ9cKE06XEa3TK5x4kuj/VDHGjxXrm2Hd4wo75xLH0rYTy1C7HuUs",
-	"VaZ/m6YDDdchj0IS0SuSxiaGRDvARmiIWbixoO8Y8R6GlJ8nli5Z7wU2NlI5wRLIkultrLZdLzQltAY+",
-	"rcY0ACwDZuBSFaJV6RFB6zhEgNbGRCYxs2FWGu48Cist1mh10FUFbf0Z4Hw8wrWHyYY7HmE9xeY1Ne91",
-	"fmrb0xVQQZLZjIQome3lmxfb1ByBHEfUE13/kun69hpb+Y4z8ie3A+2njTj3J/h34Cb6uqeWZsUO9hRJ",
-	"clrnOwIrmQmUzPIGUWQcl5tzDv3hw3ANaN9tjOQoJDjUKXsCXZKZLKeenMFSHk/1X8fu/Ew43dmfaNmT",
-	"SeH3phVHQiQkF/dhtUHz3R66MQ5kJZXQoekrKxL19Ssl00Rl833AWNcjlELrRdurjXg8xbLWrVEmdzo1",
-	"r2Z7nHS3222vNqXM/JVmR1EmyZjENa923RzzZvargmsVBfIZuZb7SSx47FszxCwmV5QnAs3wmOg+wOWl",
-	"B/DNsoyt7c4rqHknSay+/c9fes3/wM1/tZuvL5ofv/q3Wjmd6yGTduFITnG1/n3CSLrRJ2PmF2Kpv3/C",
-	"oW/uUsukJAwz+cxIDIVocRNlpFFeIYtC2YxMGKIA5silrD4jSUMScTYWNjIvDebUSwDRxURHIZEMBZGl",
-	"sE9oQi1a6Ej36leXHuqN2ZcUNTNhb1DyVVHFWIflaUsrT6TSsAWisqszmHwpo3OwBAofzXkShQjijNAM",
-	"C51YpEd5JrQdcqEjp/S/1SqCCE9noFXm3vbSoEitWT4TyCfWae+jun36w4e+eeQ3kMALJHgLgdcENpOO",
-	"iOJcOpTepYEAJBVT6aUdb65ItPAsXW8hTZkL8BpyLoWM8QzaXCvt27dqbja4jyb4iiDG7SrqSljDY4Ji",
-	"9XmjhXrI/pKPbNtut9s2oYkr0L9CY8LSuFCFC3OQVNVAqA7hXkPFtpvkOiAkJKFvjwDLxh400XcBEaI0",
-	"tEidwm57ew/hNApXJHqjOFXdr0hszAYjHttgI7v0ADPGJewYltLV/9T8FBaoLcsVAGqUJVZgxlqMfBhb",
-	"AIwNs/xONfqzBYTLJOUHlI2fSu//xaI47lBJHzD1oUI5DGtdJZEz1Ds9sjzphw/9xp7xBGVpAg570v6v",
-	"Kg6bE8O3qLoUYkYCubzZyFH6zkOSomyWjBR5ufGum/P5vKkk+mYSR4QFPNRNN24/waMaPrMFrIgLgHNR",
-	"AorE8sm6+cehYH9Cof7scB99/fJlx8pCLvqiuo8DJR52RzgSxNfRZWwhJ0rYBH83vSKNmwnQJ/h/KZis",
-	"OoE/lzbhLUsf8NaWbLsIBHTwH7luG85QIjQ5LWyTF+Dgrcinz5K5YhLwOBTINxKnktth8JhgwZm/B/Kr",
-	"2jNhIWZKloUvSh9gpL9ADE+1VE9FSjJo2EI9hhJ2ySAbN/ScptBGN6MsiJKQwCO93xSCnfYuzBGA3QmC",
-	"FtRhtpbk+FtesIaNRq95c0MHal10mx+fr2frWBVRaMMJYyfE0IDpyWbxF4kuXCVipbGFWU7WchLiBh7u",
-	"ObctTUWBiwTJJkBB2+3XjWpTx7LoxEzMekhr3jFRgnC1FDIlEodY4qfb8RSeuKa00Ev5kEUeG5SYcW0q",
-	"BYlGS27DZv5BbThwohCXFNa5ufDAe0Hic/t2aRnLanNRsNNdEjJbZt7XFX1qGyarqC09qCV/7XI2X34h",
-	"myd2+TsH41cW1FI30EPc9AeOFnBJlLDKGdkoTv8tFbJwOb/AOjhPN+JP7fS6MSDfprnniubUTVmRewq6",
-	"f68zhj9/XL1YWJ2ZrhRhaS7pFDM8JlPCJKjsgsRQaEM7xoSJMLU/Cw/hcKrUbM4jAQ4Kw9zSzVT7xAkL",
-	"LWCUcJwWzMyX0jP+I0s/UkN/fo4lU0y41P6mEVTtviKxIFDAgxKB6mxM2TVMd5GW6uvHmIzoJTrUyecK",
-	"aB46YFd84e7MpKY31bcVU6dGWKGtsNqfo7ijpjuZ9KPkfxJS4YxtpJ3yqD9lbfOEHjFrR6Np6ZQKSQMU",
-	"cKZLawULHaGVsgCTu+BOZ4r9lqc7EAGO9HKh8bSHMBJTHEUQyTGK+FzbH9EUBxOqoyxt0AI0qi4PqSgk",
-	"I0J4SF0Uqv+pg4+ZjHEgjfCXddFkksTauIJiMiJqT8Qz0RNQzQUppR8CCwR8JeiYKT5ySRbuLqegx3z8",
-	"/H8DAAD//w==",
+	"7L3rchu3tjD4KijuU2XSaVIUJTs2ValvGFlOlFi2ItHx3if0UYNskETUBJgGWjS346rv19T8/mbe4bzH",
+	"eZT9JFNYC+hGN5sSdXOcbP1IxWJ347KwsO6Xj7WRnM2lYEKrWvdjbcpoxBL45z4dTVlzXwqdyLj5WjZP",
+	"tUyYeRIxNUr4XHMpat3aCVNzKRRTZESTZMnFhIwSFjGhOY0VoQkjgl2whIzMgFGrFtTUaMpm1AzFRDqr",
+	"dX+pCdlUMPz7oKaXc1br1pROuJjUPn0Kagd9OlmduD9lRA5/ZSP9SJFQaarZzyxRXIqQUEUoUTqRYkLM",
+	"SvSSaDoJCGtNWiQc1HYGtbC4khn98IqJiZ7Wup0nT6tWcRix2VxqJnTzhM1jumTR6qJCnaQsJIspE0RP",
+	"uSKJBQ/hiugpI7DNKP9ZjgkVhNEk5iwhCfstZUqTBddTfJ3OGMlmHi2bP7JlNQjNxNXgeyVHFJdXBcJR",
+	"wqjGFck0GbHrguWEavaKz7heHf7woP+SZM+7ZM4SMpcxHy0D2JzdrSIxG2vCBeFakQUXkVwQKiIEABtJ",
+	"ESmSCs1j88tA2DeYiFR+olqeMzGo7SXfPHn+vL2nv9ndDsigppmgQsPvnefPn+CDsDUQN91l8xg2cNVm",
+	"7WtdYlB/aXdN9JRqQufzmLOIaOkDISBSMBJzpQnXbEYYHU0Hoh7CvsKAhLgT8y/FFGB5AEAKZ2MaEinI",
+	"0cseuWAJH3M87gYCZyA86Pz2zdN2u723+OZpuwCd377ZabsHYYucMqHNkLh4KtSCJYCpJKGaNWOzQxYN",
+	"hJyzBOYidRrHZJhq2NKMaWqOZy650Co7yrFMFjSJmjTVU5LIVDMVkPC7gz7ZutjeMr/KhP+ThQMB+3IP",
+	"3HYbRIoRAxwZ0ThmiblS5itzwUcGh7uEkt32dkBkAv/aMVMSSmZcKS4mA6FGcs4C813ERjxiERmysUwY",
+	"oWKpp4Z0cUVGMhXmQphFGJLGmSKCcT1lCRlzFkc3wB6mk2WzN9YsWUWcU4vhWpIF5dotKTHfcDEp3sex",
+	"TGZU17o1LvROpxaYyfnMUIDO9u7Xu892nu5+HdRmXOCP7Ww1XGg2YUktqH1oTmQz/7X2yaxwThM6Yzqj",
+	"/YodAnXjZoVzqqe1oCbozHwzwodBzWAuTwwVNLTHX+V/JGxc69b+tpVzly18qrbs2AWKOlr+yCquVI+M",
+	"Ym7o7WgqFRPknC1J/dm//vf/23nyhMwTLjQdxoyMpjShI7P2Rov0EHAlCmq+NOc5lNFyIBIg30iPxzxR",
+	"OiPHe8VPYBAqJJy9+dbgx26ns2duAk4z5TFDsuRGQgrOlSFo45hPpvDHbvs54g1AFPlsDtMShV+PXk/g",
+	"cN3fz8zBac0SM+Z//TIYfOhsNweDD18fvP/qP2qVTGx8RPVoWs0KDJ8lMYVd0IjUfW7Z6AJoFgnXjEzp",
+	"fM6EIlLES8LH8OS3VGrgckrzOCZUI7W7QJYcEBYrRna3Oy1yYvEGoZgzPJka2ge3GigOi8hu51mLhI9D",
+	"MjOrZoosplSDNGHHhQubJokhWPWTl/vk+fZ2m/zPf2/vtLZb242AKFmx7lSYK8fN1mkcLwOgXLAZKQi1",
+	"W4Hlsw9cadU1PDoV50IuhH1aN5TFYgaS0UeqkW9/t73bWnvY4yYewmVXyDv1p7uXnOSbOe5i9UTfGRlk",
+	"njDFhEZ+qxMqFOy68gTNxS4dIFeIFHV3eo1NdnWdXWg2W0tpOD68Bpi8u7FdvBu95n/S5j/bzednzXV3",
+	"4ydzsGsX85t9elO650Y3M50iS1s7l8qe33S2fAYzX9+w/7Wzafv0pnO50c1MbxVL1k6U4sObzmPHBn7l",
+	"CDawq29pdIJ0xPw1ksII6eafIGqhNLQ1T+QwZrOvflUoCW825zF+hZOuUkxHviJphASpkU7hbTKaEx3p",
+	"PRKyJJGJCokBgwLJjowpj428gQJFLfA1r4JEXbU4++5W/uIaCXWjj937sEXDnfsZmUANZw1ArwdIM/A6",
+	"KALhoUY6KpGpEmCcHnjZtuCdslryuYEoxTjmo8+OjZk2DMpwjpQ0juUCqbnl6Vxc0JhHTfNiqoxSMaMf",
+	"mkyNaAzrC4NckHFSTOMLQtMDc6M+J3h7gsAtbpk9vJTJkEcRE5/7gH3DSkxH54QSq9KAnqM0mzfTOQGz",
+	"A1LYL+jMvpOCfU6AvZYk5hcM9OLR1GiMYsK+IHi8lvqlTEX0mWGi0tE0M/aY242in1GoHykryn5BUDpO",
+	"WCarv6Q8ZtHnvnROsEVJGORjGrMvFEQnmWT1+YCUAejLpDtWFH4rMgvTZ4XOERqfAmJ5bkDYh7kBkaHZ",
+	"CbuQ5ywiVuAnIIqTesafPYIfBgMRpqJg8AobjvLb7xdTqRiJ5YQLMCYpsICZ/2fWwSWph7MxbbqTCrsD",
+	"4WzAYO8wTx0adQnYs/dQTzSUwoyTmf3QthfLiVHd6WjE5kaDb6Ch4ws4/qD27t27Zs8DWfFIr7Lcoe4k",
+	"j6hYWgVDfVahA8ytBMytZEHN7QIfCqmHvh3W2WZ6x4eIQI8UsafuLBOZNGe+G4h6+F2vf/Cu94+zk17/",
+	"4OzV4dFh/+z44OSs/+bHg9dGHFz3/OB173XfoB3a5gHrHqlLRjw9OD09fPM6bBCZBFVmahzKqIaPFDEK",
+	"+2yuVYuAyXQgUCsIPQNq6FwCe9Z8Pk4VuC+sIYl6FtwJ5UJpIqQAR4t5H2CmviAMLdmGL/3ce7UKN98k",
+	"P6VS0y8RRa+HoQG5DD+B6FyKoDdCjZkjprgksPNRw9NgkHRO6hZ6xJAJErZarS14p8k+jBiLWBTivPa1",
+	"R4qE8Nwp/lyjwwZgEpIJv4AfFVH8n6zRJejrUSGpu83hbs6Oen/HnZ82gJ4fvzlF1wh+EOA8bM2XP719",
+	"0z8of4kfBCQ0uveaD/d7pyvfwesBCXlusCbnbLlmhMMXB0fHb/oHr/f/cfbjwT/sYNT6HJ15fcW/SV5L",
+	"9MaYE1skXGsmLEVA7HfOVM1nLPcM5riE7lSlUQFAtRhPmWpyzkVkebBqkZ7luYAYzs3ItXuB1B2LlonR",
+	"pRt7mX04SuhY5x+AUylmGl/NPndQgVM46/dfWUOHOXcwtYNlGoYFM8jqAtwI5jjO3hwfvK4aJbeZ5HcH",
+	"Pjg5OH3z6ueDF6WPjAIQp+AmNFPPaHLOkmxyRczbTESK1CnYqlhkjplF7ugSFjODCvCyXAhCNbjnvhQj",
+	"we3o6hctK3oyYeuvI2a9FfSC8pgO489qJDhhkbm4PEJDGXq6DV1yirEUYz5JzREYYmPk3LpMyIgK8/6Q",
+	"OX7XAKLlfPtdNLbl7nEQnxNGzYUSlrhR58ZOmCFWxDqzplRMWISeK+cDthe3RAEVHa+oobdDencC+85c",
+	"8ic9irfWVbeYMnDQ0dwABDxFaZpoFlmeYv3+BpxdQolgC+918BWPmNF0lpadCAaHk6lEIxll4mX+4VKm",
+	"ZMEgtsA6M7kicKvv6cxyj+Zf5NQsPN2h2bvlHVopSsozQ+BZ5o5fCOuYzWnCmlRETcUgvMWPGYMjRTaO",
+	"4WpZmM6Cj9ie85Gik9+qKf6yrMSps3gZRXa3O/kSnZP6oE8nGLhDyXcHfaKmcqEKW0bpYirjSHkguCek",
+	"yXjJPszyF8KcokkFVRO4yhGSaoMiRFsaS4YxF1G87F55zqiuyjiyA9PYkHXv0NvbWcCToSRGvzCfI1KZ",
+	"0xZZUEIJXdq7e4WVo5ArSCyVzsY0ijJRfCIgvgTUmBY5HHvjqXRk1BEVrNmIyPnU/SBVHij570KIMhrk",
+	"Rf8gCUKKkmlLunT2ZotGZwDlUCZkzI3MzTWJDN4AlbDYkU0Bx6tAMEeJsEnj2KkvwJMWU6q9ObhWLB47",
+	"8dFI+9Zgh8bC9RTNQ+nG/WDKj0al2AeN4i+EKlbfBHMDGlZb5F21qhvkIt76gLUiQ7Oj8wg1zoRfsIiM",
+	"EznzVGC8+m6MQpRpJenptLfz+cEigpO4UdB+UU9s2DO+WxEPjRGaq2THoXm0R3bbz91imlw0bYAcDOiL",
+	"txhXx7UNRkpSoRoIRTA1rwAyC8ib0aXTUam1FNrd3A8KW+/CXw6JM4+Cj8WGb+a0rJsBHV9QWUCc/bhF",
+	"ehYR3GjO0UDFckGXZcZo2DEVS4OAdbANAoflCjhgY8+gg6VzWi5ogpg9Z0kTmOKIzj0DBo9ilm2cIVWF",
+	"yN+YK7OC4ZK4AGPztdr6iNFJn1y8sbIBwAJhhbq32d09iWIQRfWXQ6Nc+uJKpZfhEDzPUQg+zBHIoYIZ",
+	"Yx321M2EP7zrZxgDYZ1O61qxrO1Z5ryKEM6sChq4OXjzJhw9iocU4rw0S9Q9oUJmzPsrYUIefFoQooAz",
+	"ZrobrQzfLqt2pG50qzXMxht9D440i23VkijGPD6yMq3hHubbJRjrHf8AM3PdRkchg4zZBYvJTCZsj1Bl",
+	"5HFCo0jl30y50jJZEiZ0stxDe+sFinQJk3OjOSCEDUMshmOh7UcxEeULhISipUzJjFGRqS13in7zRBrB",
+	"8nNb4N6xOG6OZTIzdzDVmdemTslQpiIKCCXDVHFhhN4kjZn5YQGZXRDZIyP2JUWmvRUqnc9loll0xCJO",
+	"+2Dr/GOiUo3w+EgROzW6rbhVAMFZ/wXFaXxyUcCwjt5Iy4pUmZOX++TZ0+c7hJrnZBRTPrM6c+o5eRzb",
+	"QUrNweGHBlnBAisSU517IhfCDiiYsjCZJ3LOEs0xwJiO9FVHgis2u0iHmyUF5UHQv8BHee4eyqtmsF6q",
+	"p68MqfEz/b7tnR7u14La0cteRcIffgS+ixOm0hhWvrKdKuga1DHQAo3WwsbCNbCOO4SrBWkhO8ZGrlBF",
+	"wr+DK6AJEAnhbl4BjKBG/X1eCubsxU9B7ZyLqCrvgY+m6OWTY89bQuZUIWHJ1/gjFxEu0QHXSn+1AMPi",
+	"KwEMMZcASa7ZTG1w3ACCQ3x5u93O07JoklDwoCg/JWDDyH5ANkCVTVaAqiFOcD3sBDjnk3lD+SdXhb8Q",
+	"9b2Kf8AwWdRndLbR0kdZPtommWVBzaoZPV1ImYuoZk3Dy4sYWZGYEtSilN3i6zyQOkPq+0jcC2oxVTqX",
+	"Fm+x4uJAJ4yqdfnCCTzLwmmKzuc9EtJUyzMnK4UolOcvPFJgTGi4DGlGJlQzI827T1CrkxcsiVKXkwQW",
+	"rI0IiZWzbnP0vlegfHJPd/2Te95uf739/Hnnye7Xu+3nz7cvPT87cqo2QeNTfDO/4Sfm/bu95EEtnUe3",
+	"uiYlMpElhnrkwVt+tv+gSABWr4u7fqWz8O+1v/h1hKcHs3iZQTRyHrJjjx6NaaxYsDmJ2jDPrLUm0czA",
+	"zN2u8gkVh70c2oUVrgMB2hO+PBDcjrzeEICXXKbtzrMNd9Td+tvaBMKSRJcjfgnfHXbbfaw7vO9RhVzl",
+	"n5nUkf3jKnpihzowyujV0khpKzjLFavEodeLmleLgNcVCuifgD+PEzk7zaj+KjNFiuhS/ousco/QobKF",
+	"GHRWqAMNChvywnXX5DPyPC1Pb8D1dMEC5mRzhEDOMFh2tWoZ54d/yTkTKJvmokh1bZQCRQXRNp/ZW3wV",
+	"jyrAbN3tWOXERULTKabwj85+aTef0+b01/OZmDf1RfOf7z92nn6qJKIeyDwgvTk+eF0Lagen+71Xvf7B",
+	"i1pQczGAlcpMMePzZqzibjjaZeTQhdWswrNThGdnfdr3x05nDSAhNqOyqMvpG7Lb2f6a0Hg+pUOm+Qgs",
+	"TqX7t1NYw87KEt5/3Kme+QW74CN2KMbymhDn8xIcdp8UZ203n/eaL2lz3G29f1w5d0yHSPquopapYklv",
+	"Yo1X3stPtjtVR7pyeC85i6MsY7O4j4hpyuMNBvZKlKwe02s6w0pKZE71NCC/pSxZEpkQtDiR7NPSuQHb",
+	"X51IGvpVMc0Pp29ek2N8SriwBXyGMtqEHpeQ3W68Ctm/ZzTW01VYqZW7Ls+vpmr2q6qJDoVOpJqDmHKT",
+	"a48WkuLZPdt+3rlSDoMPz8zPZ1O+gldXaxpl00zVlizvuLkhj440vwDrhZ1lKGXMqAAB4sP8btkkL0kz",
+	"tx9QbWaX+lXzzSSEkURD9tVvbmQALaqqq5KRM0DaZIw6FYR90EyAG3nGZkOWBOTk5T75+unTDvmf/+60",
+	"OntgWogIVVi4agEeO6hcYl1YvePDzeyROYJWovcVcgQiThV6/vDuxwqkjCf+pT6IXpxWG3ZHyUXxxc6T",
+	"J9vPK18955uZAM71siA8/HhcOVyKZrzMSMonla99uIFtUS9ruDPzOS58DeROV0F3zpabK0IG+NfVfWCC",
+	"qvUcjWkhSrq4rlFRXrlU8PVeNWcso4oiiy9YzC9YQmQKLo4hFdGe831DQcESVhclr6crosH7j2tkSusb",
+	"vzOTkLc5uzd/jjWA/RnSAzH1onRVhpC2wg5uucySx8Hh9TqPCo/iO5jyhib+Fa5/9LJ39vPByeHLwzUi",
+	"fcaXK6y3UoONtZRw7GJapWBESBJLMWEJWcjkXJUJ5iYU0K9fhIvxjX+Xegzc8S9vJpLc/uLd/hZdfQcq",
+	"Ny4FWx5xUeWZ6wlCZzIVOqvXYDWWR4rMzCckFVwrUqeazKTSpPNfT3bIv/6f/0O2A8I+0BF8iNUcQYid",
+	"00SxBI727kQO55WudNs+333ytcuMJCj8qgpHq83/fcXGFfVEj172sgzhrGYoBPlDRdDybu7OjFOppXTa",
+	"u1XaAxZ7Wl38G2FtN1AGtVD/yWgqBRVlI3bmqVVlrrbqXuRCaSpGbCNNy8YPrOja1eoSRKJcXtsyMDKZ",
+	"PSs/yhPVs/s7t5x2rh//yfPn3sA+8C4dWnMdbyYPOylylRj7+cQY3Pv25NDwd3OX53TCSB2roNoX1dZH",
+	"FaeTT2EjIKmIbGCVdaA9UgMxT4cxH5G3J6/Qv5Yl5R+//fbV4f7Z25NXIcRQMW0LMkIghFGaCY0h7tIF",
+	"KnHtcqQHwgsgfqTM6I0WOXSZp4pNZkxg2UaisCKnWSVEWy24Hk2JFJhvzz7Q2dxArZbvCAKfqLW3ZaeU",
+	"JryZsDEzRI5dW7eGp+6Igss0YCjKVyG+3dp/PPJMSpcyIfcefKO0nLn6eVfiVcQVRMNmPOPuKDm7taxj",
+	"KNi+Wd392dbnCR9xMbkXq/VveSnIjWo6BjVFY6b2p1SIFaPa5za5r0qML056L/u1oHb69tujw35/jdio",
+	"0uGM69vhvUqHWmoa3wNSavrhPka9jsP8vrZ2x474vFSp54n3qEsJWz3ZPCNb5ZMskxvvOApg8W/+yhXd",
+	"0J9/lYYIt+42nu07Jc4b+8K765zhl5COnc6tHO1lTeQSFMhgshbi13Rl/XYdVxZOoFF5KHsIPLFpgzvK",
+	"s4rCV74ac8H693Slf0sp9J24Y9J+nm4W2SO4Pk74iN35zipiAxCdztOat+uVJaxAez2eaTZ7xZW+bdxD",
+	"jlObhF/eEzeuDKXYwHecLf44vS51u+6F2QxTDdgAcrmqtBmCbk4ft9YRyFVsvuzcPUPKil3qCiRdexLH",
+	"rmj+pedQLo0FppYZSybMqFijKVao/3rn+dOGi59kEUeVCQwBYBGZceGPvb3Kve6NE62oFJvC+T6ZWFHy",
+	"u8bJrxzlCaMR5JF8Bt/qCWYMZjpQOWACnt5bR49yYAXOVrXOU+fXK/cxghy4Lo1mXIQkZlq5+mTdhNEo",
+	"3HJ/QYGNEJO/rIkRjcouFcNmJAupvZIprt6sXAhiGAOdMFtkMpHSpmYotEsPpdRKJ3SOvwYkdCHDeTZC",
+	"2ICCGZDjCTXWSiXSQptWBF1WJgkV0GmivttuVwX/4xZrQf43bNIZs7PHPgRqVmnMHtq/3EMonOae4R+l",
+	"QQHUlYqZ9Qd8NnfIxgkYd2UnqbD19pMUOgatootzXdSZiDDz94KzBfopVj31EUTYbOhxwXAcCNyDmmdH",
+	"Y9qz9ub7s2PcjXMppkqfoHPnlqOcMnabTIJZ7r/7A31lG3ziRRteK2g+63CxUa+K9Y6xrBuGHy6/6iQr",
+	"asneAZUxJ6ggB5UU369YcMPQcDtRH/OArZW/ym09pmmsu0U7dZZJTF2Ph0su1pPnnaLYubOphf5mJG0z",
+	"euHF7dkbfP+gePZ0twCIpxvCwSvnjMuChawRWl/JCRdwScnRy14XK6URLkh49LJ3dnLw09vDk4MXIbLz",
+	"WE4mLDJP8xqcfp1p2/BtANUUA7KYSjrjWUkShHSxmLTNiN4mxRLVkPUMJUFsbelVOn+ra5ldxct900Uu",
+	"UenSsZtaU0EDUiYDYsvzQGo7lKTy3GNZfU1M4a2HOGILojXDRou8cTIU/EK4Iudsjh27jCLRzatE0QkT",
+	"eeEoGkUJU9iQ0zahpMoW9ZxSNWVY8MIWP7M161qkhzHoWbqWWxiGWgmJy1j15G4YXVo6CPzqEthXhYuF",
+	"6iwkX/llpLc7zawpHNF0Qr4iIbyz/czrFkfq2+1nZMi1alQU0rHxZ6ff95qdJ0/LAb+liN9iyK86K8Yd",
+	"b3c+lX95Vm0Hs7u8C/OHExrvLtujyDc9Vam33z/8+QAzkjMaYf+8NFDFjth38Sp/Nen2y4gbup4sVB07",
+	"dAoVVqQYsT2sTMG1IR/mpoRnZ99LpZvTyZlr1UlGUp5zRmRCwr837RxNOObw/sKJipLSzYQjr1Na2ZrT",
+	"eZoTlQBqgjRlEmFlT0gxH/OVAPNOMYSosxpDtKGBHNelVHpDie26RsGKFPdL0QisCAVSg84BR3dKRAcs",
+	"b7+lzD7WScrWZrNvnpv3f3W/WmtCMvBztThydT8BTo7SQ3UonY7XinReqQ0WkZiP2R4ZxXQ2z5v7cqVS",
+	"v5xCwmaUC/OLeZ3UFWMkzLxdoRMCkP02LpcHd7af7Dxt30AkrM5UrGWHXti1D7r1FwbqMq1S8EIcQUV3",
+	"yrxUR1aTycofWTO4MgThxWUBMteipbfG62r/wZVkM7gsXLeSCAZZY8ZN+y/eFM2rsisKxJZ5dDRHkqvx",
+	"4ohhN4q7jq65LjW7g3gWwPBbDDCnCXM2BhrHb8a17i8bHuv7YF1+hC3h6beFK5W7yZJIsX4LGFfruUUV",
+	"Ir8Ml64yqbYwui+zVK8qXfbhrVK5YYQNCk5M+AUTedP0C9vUfq9QmcbV6XOdJagYMXPjAhIWHkGFQHOk",
+	"Rluw9udu9jYZpO32zsjeA/iD2QrCMEa4UQ7JvVSJuZ96L7cmNVfTsjsOcfFo1EqxiQJt8ghWdoeLBM1h",
+	"+HXKSwAcjmlV6sf1tLScTG5w+oJ90PtpoipDxAu54hCZOacTdv3ExPX6X97b926lM1BxRmnC9fLUgAXh",
+	"OGQ0YYlRyPK/Xjq8+eFdv1bRotNmRDWxkgDUgqxDOlVAwnMehTbgOCAhVyrcCmkahVtG/gqzxnUBGcs4",
+	"lgtb1nkgTl7uP/u68wQGGzKls0ruc6MK8BGDtt9Ql3K4RLrriGl9xQ1V7bwKiEwwyrbk62q0CEggqksK",
+	"rilSdEwRzy1FfKfUQHg+KeJ7pEjujyKeN8pWR/McUqTuO+SkiJeNFukNxFWVwEY0STjYlEhWtS2kIx1i",
+	"1bYuCT8OzIUd1LqO3Oblx+zwef0xpMGfwiAvDFmuVGYELZwAq7gZWZprNBfCbQPeBWiUo+BU67mnYu+D",
+	"2lrNhuSc/paWy8pzQWimADu1N2uRjn/m/a9XFOV8IXTOf2R+IbDvsb36NZdi853rY+hWJJrDRC6gNm7M",
+	"DdlZ3729pKWvLuwTJBFgnnpxRVOqpgapyTljc0XUVCa6GYM1LbPt0tj2JOaCYJ3RIZtyYeUU1yq7a6vb",
+	"W+QeiLqKeQT9T0REnAJvVYAATM225W1gDa8KCtVBbWCa6mkjIL3jw6bFVaZpRDUl9R/e9QfC3FkKgnku",
+	"TASE+/nDjcBv9aRIXc41n3GFVQCEC5kLvHq2rhRyYyDMmvOqEXjLSJ1qOeMjC4282IRqtAZiIP72N/Id",
+	"04DXtkeJ+TWcSJKkgrS2RrNoyxKQkMwTLjT0jkggXh8K2dq6xZQ8fpwTE7zJAIbHjyGXNuvENhBwo9Bx",
+	"D6yy0SLHYCl+/DirJPj4MRmyWC4CMqdKM2v9CXMaHSLleNyHgvNEpvqx4UVULAciw4IWOYBpsu6zZkwx",
+	"Aae8a7u2l9ORvDOcfd3rlODUqd32jgXc3wgW/vMK/k0ks+Axr/zuP/rdiM62yQbX8KeFInz0u++W+H0g",
+	"fm82m4X/zHAZDEmdGvbQIL+TIR2dM2EIdGLxEQeSieqicfkaPIFUsATyOwndscD6uuRbOAWCvRvJ73iW",
+	"2GMIs0TCrYvtkLAP0J8Too5E5EzlQDbNalzN7lYrhB2v9CSdTtSZeWq2WRrEkRkJbVNWNuoudEjqKlOI",
+	"3TArBsKMSVsAXGJf/L2wdANJ788tSxLyHTEOiPW7ufEsUZCA84F7RMP1crDb+t0gOR3KC5jJVYfOWoPB",
+	"qAPRK0EK5DBzOyqPKcQuubbG7W57OyCKYgMAHwMbeJ+UNISK+BfWiXj+GWa4mssLVOQ/Gx1Hjs4JH0lh",
+	"a/mD/8m8OhBcE8FYpMxqdkjIhUrHYz4yDKMJr4QELuSCK9bILht4B7PuR3Bp9DSR6WRKljJN3AUwr2+3",
+	"yD/MT9iW1j7IasZ7rrJuNc6s60qL8hkhdmBb2db1GvB8kuiP3APZQaY6IJTEVBu2mHVrstlLwEzMJjst",
+	"cmhO8Vy5loXu1apFbn3MTNSftmZjupW9HTqiBQsNP3rJoAGAzrV4Uz39KWyRx4/7Xk1EBYXrXcMwq/ua",
+	"Q3/8uFsCMyEkwiRx5TWlytPFSf306DQgrDmjPA5AN877tcnEXIXZHFr37rRI37kQjRDgjQc1T2BeOp/v",
+	"FVZg18p1F3d6NYzwVELbdHgVMgYcnXabJEyniWFrRLAFDF68b1Tbatzh0cteWMxlVlrOFeQxczFp7JHd",
+	"Tgddy2aCpi27HbqC0jA4bLQe+pmoYSMgu9ttEmZrbE6kgLP1G/TBlc5eCchu5znRUpIZcEFC8u627hJB",
+	"9qYyfyFjhNxRwjOpuZA0Ww/XFY4OoXno0txU2xjT5hFS0AGNakG1ITMK/bhckymdz52sgP1iJIkkqYcr",
+	"uYYu1bAyl9AMNxCK6UZAQsySDXE8bN0p88YmXOVNSEJMkg0JBA0Wc2GHLkUZ6+wEAxFm+aihbeErsooe",
+	"eSRFLCeqRZ60d2BPBvZGBVkWewe3UBCwZdd+L2RgGn7EdcxW+L35YrfdJr+TX8IZjbFWedMuKnxfzyC2",
+	"8tDwOL8gtyVRC6/k+ff9/jEpTJFnRPpj57+WB40M7TXDziDG2JbqB4HaDbwNA1c1FfdmqHjspvINjDRh",
+	"MBs2VShMUIjZ8OHi/e6GvIxmu37lXNlO0aw0UbkNujdX6ZGZzmtMaaiGW4kbcscCZ4XtFWBTfloFmpiO",
+	"zqGVgJ0AXixOY1lMJZjKz2DtROkEqzHQ4jaQ5nkt991EuzCRkLo5lqkozJD9aIZ+LYlKR9NcvLbfP8Gz",
+	"ZHoqo6b5gsaxXJROdOWpGfEIfsX68virG/M5jDmSYhzzUeHOuN9yrMbVPFJWR8rQG4ZEQlIYtdg8oQqj",
+	"bVsFO4PXiIKrwmKz4A9n4nF0wp9uRj80c7WueP39JxmCQAVjlTeKQxHcuvF8DRFPtDDZSqckf76Vh4gw",
+	"WbvrjO6WeyVxZdsqDZmhu7bxQ3Za20iHSszOP7PCE4tL0BsTOjJkQpUdrgPDzRPwKALgmxhe649Z8dhB",
+	"MGuCcdCn2KlT0zgbHe/VnC5jSaOmlrIZ02RSWO/KwzIJdV22DLeGF9zgTyy5yXo6NGcs4hTcqUWqU/WG",
+	"mcbrB1FsxGBn+BpmYB/mbKTpGtisPnUb8J54jVhmzFH+DsIeGmnkbcq9oYtP3LCug5lM44jgQyDKERvF",
+	"1JAa+EwVJ/FagjfP2bKZMCMQFe5j5RvZMZew1EgQIFKhdZFEfAwFAXR2bIXpV6S6EgPyn7kpXQMRRwh8",
+	"nmaHtbImNrJv2hY3Bapd9YKbAOPw7M2f2oAZd/VFOhsapXmMdyfrO1WYP/X7shRRzntQRugcF8qXu/Ns",
+	"9TZWMaPKF8w0fi+eEuvpINEqNcX3Bi0+QXJV7rbPPkxpCgbcwqAJ1QxhXBzS/x2gYAVuBwoHzh2UHNC2",
+	"UE0mys/KQLXGVczUAjmoRC+eWAkOBFdB4yIvwt8AhPbfoDuxxIr9dojtFZIDDGvMEoPCXEzW0Z3Sa2Xi",
+	"4x4TfOym23EClWs+VRKm3M8OGMiUIYrBnJb3hhsRaeZU63nzAjMcQU7IVlIA+dq3zHwgG9uncD/z3fwO",
+	"dv2Yj5jA0nTWjt2bm/vX7LTataCWJrG18avu1tZisWhReNySyWTLfqu2Xh3uH7w+PYBv8sIumVm7FtQu",
+	"XF5obbvVxrfknAk657VubafVbu3UwOs1BcfVVgvke+iAtfXr4ly1XHOfCQPvZ2aXOYxq3dp3TENtO6hg",
+	"PJdmSealTrt9Sdug67ULgvHX9AoCXesdGxJDck+ZbmF8hY0Rrx43W+iWLT/kefBq3V/eBzWVzmY0Wda6",
+	"NVRsz9kSS81YeV6VlLcf3vWVzY58sv01FnZ81t75ugGFBiaq1v2lNmOa1t6bubYiOTJAcv/c+kiVYvqT",
+	"/WkK9VP/eRnEv7ev3CPQbRXXNWC3ZBmu0PyuYf6KXzBol1XPhGctjagPrpc1MLUY3VrSWXwZ6N7Mmegd",
+	"H14PdG7QHHRXOaUroWbnJpEcpTMm7hxZ+743qhpMJfOIRTlg8D7GFdfeabfR8oJuFvSAzRNups28GpTM",
+	"uZgEQJO/Kpot8GMpcm0IbHQDYRUUqN3UtRZkHJ2rAEQ2Rz7zrAvNRiCM0jkd8phr8NImzNqVnbtGJtaf",
+	"xBJSz2w/vRdHh6/Pei9enIQBiaWcD43KO1wSewgN66ANjYaY8JEK0QG7gkUnCLB7vH95sm9lr0MjkEE/",
+	"wOSCARo9ae98/m6LK80T77Cj3x3eiwyWpI7rhtWCWBA4JVmKeFl9ZXyfydor0oOGdAV3gPXyBJe6icDn",
+	"RNARadhIi7wRWY9swGfX6+ux+0RZyyCEl4LxRi+zVNN0rnTC6KxV7BHmrKdea7GBWOkt1nWBaHnkgqHw",
+	"iynV4K00F3KG5cMhfwYaPVKRTQo8ciDoSDu3AygQs1RppOL0nHlTuBWe4lQhRuRT7fxCYGNrGRkbPb2X",
+	"9G1b8Uo2CI2VzMI4ik3dAnJZsAY27/3hXf+Rqoz9QCfSSdEHR+piwsUH6B81PXPG1YDs0yhaktA66M4o",
+	"+pr7CWVjfp79ji7ogTgQF3JJQvZBw5v/DBtZPAC4BRI+4UbwzqvZOZSwviE4oqGMluYozf+bMVNqIHwL",
+	"Lhylc+GZYzLfhPtIOJr95ZxZbzj0/kdgLwmazKDF5fcHvRcDUcfFYtREYXX4agMdAZiIhUfLFfnuoN8i",
+	"79ChUcweBJQZCDCpG6AugapzQUBEOj558/fDg9PWLCL1Qe1bjL4ABw68O6jhqYCBbCFBMx7HcpEl5WXa",
+	"d7zsDkSTPH5cTBWEuIKVPs/rXHeYP5gZd5dMN7rOnQcobxXyLMMQkuYMGMFI1sUcwa1KC7NhOYQcW7Qy",
+	"90pjdIS5O2IJn4JvlVmWiJ4udK6hWXoMoQ5425NUKLe03LRlBrBpjpazCqKYpV+CLWz/YoTUKRp2EUT5",
+	"GIYr2x02eZbX3ugSaPCYWUIVoIg9B3PqnXZ7z6wm/F8AjG/A7ZXHRuz4gFmxN+duUTMEbiGwccTZunE/",
+	"QNNUyb9Wxc+zMJGa16VBQYDzqgxXacb2Ka+zKqgsWAnaOeSxSrFrwLIRD/ZSuj69v0d5o9x1s4Ln99DO",
+	"XOLx+6CxGvKRyPgqLl94uflaNk+NJm7kF59Ar2k2tFGPVMtKLV8A0uaR7kI8eaFTuhcm2CocztXhpx6j",
+	"rcrudEEfdeoYW9EBLBMrKTQglF2jeFD3pYJGcUmbN/vMV5flD5aWB5c1hJnhftxs76dZsHgpgWROR6yp",
+	"mLlW2rmUFKnbrfm+upvOnBcXqUAZC2gekbpH2289Zx7Gvjon0n/wqNuAGnz7hnP1wb64pskEPLvewGbo",
+	"XaQbl4vV39LI5erBJ9vXUC9spVyMI0ebdZYkm4vlPZeQEBTCEGzz9cIlqQW1CxqnzO+5Uzhh12A/t4N3",
+	"bX/8zKtdmMXOjDTa1ZYuyfp5Eupuezu3rF3qUc4jT7cu80zDCQOzPhrTYyYiczgF4JQrGfiKRVm6WIkV",
+	"WguuSrd114kCznENPgXsSl/fNBCmcVNQXtOTXgVgX3yqeb24b6Hfvvbh2yVCekcO4Uf2UKuQygjOA1Gv",
+	"DFgIyIr3vxGgEpgVXABhBsGyoNzqUhYUA+GqUxTDFWxhCY8vv3v3rumFDrBr2q/gzu/c8M4bse3t3C/b",
+	"kSO2lSa7BeERRUYHgTxuTcDxO1FyDVpzL8YWQwHtd1Z63Bgzd3LMvEbgQhVGluXWO8LKbEsF71W9IEmD",
+	"WF6Ap0Mwy3RjOjqHcEHDi33b0eX84G3uKrm92fJjOWXhl/efgo/l5AH80c+k+eX9p4Jl5yVqx01zRmQ0",
+	"ZaNzwJukrJwb0jiVWCreNyCPve9zcw/EukNqlFQVVmQsPQS9wVcUhipY5K9seU5iSEt4n3Ur+FZGyzsT",
+	"5ld7534q5knZjPWSNrF9pwtYZwU30C3pEAd9OrlKdYB3PgW1DIS6ecLmMV2y6KpPqz75FNRe2bSJqz7P",
+	"3vsU1E6oZq/4jOsr7ZnZi/5XzWMZ8/WVm1c+du/fUmy78mY7chjVcrp/+UcvZTLkUcQEfvH86i/2bagU",
+	"fLD9ZJN1ZQ7TIxZxCgmR5uNOZ5OPvfgC/GqDNfalPKLCNe9Rb5KfUonJjdelkT+yJYvwDt4FuSwQwUIB",
+	"xhJFfDNnAgJ7i6k7pD6VQqbJSjSVTw2R7hXJ4NZH7Iv+6TKnmqWF92acuEdy8nChqy/07tVfvJb6pUxF",
+	"dNPb9UeJHlV3CSqblq5SD3Cr4n5cl+vbTsqf3lderC3bA9rIGzcbNlgjqPRg4JsJKmOIknozx/THe5VU",
+	"cJnXklQ2uDfFxtDuIvx1Ltz1We4GXPPYC5t7CaGad8CtPw9lyM/6s/Lb711kAnBZLb38Tzoj9TfHB6+N",
+	"9pX1M9+Y325lnd/vnjAc2KG/eNKw2tn9gTw8kIc/EXlYuf/kX//3/8n/CsDJjialdO68uK5G2qaUYsqV",
+	"lsnyKgn9e/vaPQvqbpo18rpdbDlS6EEMfxDDq8Vwp+Q9Un7BiYAItmBKo5/i/oX0hMk5uw8h/QQGfuDE",
+	"D5z4gRPfJyc+OTh98+pny4ANW96Yvdqesvdy92Hkh8v/cPkfLv/nF8MdSVhPCbDm3FWuQGzD/IX6Aiva",
+	"jX5mZyCCZ406ALXJHtyBD+7AB3fgjQlfoVdbifLhnIT6pQA3cgZa0lcihVsfbXfmTxiEEzM0UBbJ4gv4",
+	"3ZHFEmHZreouZN6PME7FpptPpGAPRoJNbttnYt052fy8GIzIgdl/gL1UYDkHKPVL6nn1ykr0DdbaxNbg",
+	"Z/vPwfgeLsO/ucXM79e54rn2qH31pbierOo6qIMq65oJFy8U9Bi+oSSMquw1RGDoStyElXx1gzuJ/ZA3",
+	"12HvnxrYeu0PVOFBb/8swu+z6602C+X+jBRz301O488rcBzlxMWTOupZ5aCsnNA1pOWtrJ1CpTTyiiud",
+	"9cxX9y6TmFmgSd8aagSLNdI49gcbLuEXwqMHyvQgr9yDvJLJw7adDSLg3Qoul17MrY/mf5trteYC3VLM",
+	"eZAyHu7y55QyHlj+JSz/hM3kBSM0pz57REvt0jsNWGbz1LZlyZofK83md0qkgqtpCJAp1MPSCkHiONV3",
+	"RaDuyRVhVnac6gft64EuPmhfD6R4hRT3IptLbVvL3w1JXif9qXRor+stDGKVruFTGPkuDGJ/BEVEuBjo",
+	"AqgeaOKDrPhAoKx5yEiKuV0Iqu6/OOm97BMtyenbb48O+/2DF9e0Fym/jI1TP6tLDFZXisCK+Cv1Imxp",
+	"j9ZK0atXciJTvZF39hXWwZBpWTTajxlNmqdcs+YLiq2SS9WFBraJoBrUAjKoKS0TOmGDWnjNYjh/FBEJ",
+	"aqdMN9f1VYT9q6oOXzepyXMTuvOndP1uWPqhWBNYTqAdVB1rrBQKbQZkhAeBvWOw6Cb2cyphqH8D3Y3z",
+	"PMQrxTY2qcjiiufUryoa2LBFbgbCKywDhQCL5f/IixTq5GUNvTYquwfVzwbC1dGDkr2wECxv0jVLPTs5",
+	"+Ont4cnBi3VlbfexcchpVlfs3oQPN8XapO449kul3UfNuY1vnV1r+fJ9wVVTClfn3VQSOiOH5u6ME6am",
+	"9vbwKGZkwUUkF1D9Fqs0x1zrmBE5tuWzYjbW1demyLlcu8LLONiJvbu2W6e9XbaeHx653+YR6o/C1bOd",
+	"0vyySRbfs55cHAtMZ/1J2RyrvoBWAE8UCV8cvDroH0A5q1QZ3PiYQlPoT1l1q/+F838TBgMxilOlWdJU",
+	"dMy6fmPFrHCgmmLlaUamVE2JppNGy/ZcwEpQtu+wLUIKpTv1QEgxgnuMcHDd8ozGw0e0lQdl6S4weyNm",
+	"AXiyKpnhRztBl7Q/VV5mBPXR8o2esuSFPZob3edCXSdoTP0m1QexYlCuu1jbqb+Q2GzR9bMltpU1ihpZ",
+	"8aasK3/nGnWRcEvRvkxFpePqe7nA1hm4guyQFixhfr23Lyag7Oak59+H75/yiQDGD3cFK8SzWDFSx8tT",
+	"OOsiKdkr9MLCdop0qa6QAVb9skfLW92fa/HDdU7ZV36HnWLq2563ZdsQF6oeJob+hHb74QPi/yl4dUH2",
+	"KbZVyvgFktZrsGS/YuNl/k3HM164Ca5WDU9cAc9/v8DddRj6pTr0vyBabmhxgVQ/UpnAsCac16fU17Ol",
+	"njrcz2MA3J3y83oqquu6krJ50+89FJSN5nf6fa/ZefIU+/nJhEVQf75cVr71+DF5d0n/53UFWf1qr9BJ",
+	"Xw0EF1CiOVfiMBBakceFYrCPW+TtuuKpQVUb8GAgsl+zYtV5vxXojuy1k8fOATA6QgjUzN329kCsq2hv",
+	"G4WbZe62d3JRuqJMvpIDQW39f1Th9ZTNoC/9ao37Rou8MeehbS+8fJUDUb9Wm+sAS8aHrVbLb+7cADjE",
+	"YCozQ3r6g4NUg1CwyxGOTW2cOcCdpcrXXDzWIRvJGVMDAYf688HJ4ctDONRiP2jsXky94vbrO0Sbbw2a",
+	"BkSKgajULhoWTW0VVoOffstLwDUW2f7iJVNDPezt9w9/PggbfiXizExhOyBkaDuVC1XG2GGqUQrLz7y1",
+	"0i8ATZlzqtSeh5oZwq5tG3BJswCvUwAfTQcikTrr3m6VSxGRhHLlDgzr+susawAAzZUQpxZwgMRTCf30",
+	"NJlJpfM+06cHp6eHb16fHfX+fnZ8cHL29vTgJCzy9BbpaQTaiM5d66Hy968Ojw77Z8dvXh3u/+Mbcxt1",
+	"U8YRU9r2Cs9bF+mpa0tP4D01EJ7SGjOqNEnYCJpgYGvK7Bg9D1pBg85veQ7pXIcNcqHEodee3QVSiZBw",
+	"nX/Z6ZA1/SirNFhMXPJNUdcJSPC1Vrh85dLj85hyYWlJPa+kbW9Qw9dWadaCoVsDXK0Z/gkykhmdDuHJ",
+	"S56wsfxgQPKKi/SD4bJoXah1azQ2b2dFvw1LOBrTK4rWV1f5vhZdGwiD12Wyhg2GWLSXdZeB+rnYTF3S",
+	"GfcNFkXr5EDMGBWLKY+ZT+4eZTYO13HHb9HgepSAfUlOlNmMQRM89nU1zwPEwe0ukIKFNMsEUmv4GJZ3",
+	"NnRCS0Nr2VUH5vFfDDapOJ2NTREWK+8pq/YK3H3lEKKw5aGScarZAVQjVz0Nbds6T5vt7Wb7ab/9vNtu",
+	"d9vt/6wFldCxtuviZ08Kn/Eorh4dXttxr2WoWOvW1NlPnel0OIvi/ru3H87odz+r4XfPdNR5vhx+95M+",
+	"6nvVt2vIW7JeFt3adFL6Htp1G5oRN+Gd5q+p0k0qmhZgTYBGs91ub1detRyEr9dUz8/N+X822I46P/86",
+	"7Dw5f/X31/Fo5/V82PFh6zPhu4Fw5wbXBVtArAs4cLXfbXIfNiC6l1YzDxEJlREJf44c7JuovgVyfffB",
+	"Ao4PX5GA7TDc64y3mEpoq22uWU6QVtXe1UCBjY06GLS+1qP3YNN5SMa+Hj4jenj4fLnF5vIU7D/e01zt",
+	"YH5A7n/zZKXsDqxLVxqncUwuOFsQOfYvg8g6pWbd3ahYon8YnOpr78idmTXX64PXj3P1pwnWGEvBBkcF",
+	"+f6ot5/ZdWXEctuo9VFlZibsmQQ+DQMpuRDQ93alAedALNYbT6FLdG5dA788uMrHdKRlsmJEXfr6NJhT",
+	"66v6bWPFZmRXthJxY+Mjrm3+QmsXxQ6/hsJxkTK1V2yHmUcZeQtZayQ5GtP97IjvsZBTYZ51kTuFHqNw",
+	"uoKhTm9w4kGi/0vFGH+uWN8c6z6vsHOqaaJdO7EctetxwVJl+7chHWj4DnkSsZhfsCw2MWLoABuTIRXR",
+	"tQV9z4h3P6T8NHV0yXkvqLWRQqNVQ5Zs02iz7XqpKaEz8KEaA+1M6UBYuFSFaFV6RMgmDhGgtQnTaSJc",
+	"mBXCXcZRpcWaXB50VUFbfwY4H41p7X6y4Y7GFKe4fk3NO52fu/Z0JVTQbD5nEUnne8Wu0C41RxHPEfVA",
+	"179kur69wVa+k4L9xe1A+1kjzv0p/QO4CV73zNJs2MGeIUnKUt2iwMrmiqTzokGUWMfl9TkHfng/XAP6",
+	"olsjOYkYjTBlT5FzNterqScnsJTPp/pvYnd+pLy29w+07MGk8EfTikOlUlaI+3DaoP1uj1wZB3IplcDQ",
+	"dK8iUfFuYNQSvtSl0YyLkNS9JvmNwEpS1sxRCufC1uR7GJ+74Iplj836bGiVViweZ6FGNlbeNvMfslgu",
+	"CNdB1vThgsVLl/8Dm1aEi1GcRkZIcUr70toWGhUZb1zpPm56xdjCzZZ/Sxl0RxF0xmrdGoQoFPK4svN/",
+	"0g5qY5nMqK51a1zonU4tqLmuLd3tdjuozbiwf2X5XmZjE5bUgtqH5kQ2818NplTR1FCwD3o/TZRMQgfh",
+	"ecIuuEwVmdMJw87Gq0sfwTfrctC2O8+gip9mifn2v37pNf+TNv/Zbj4/a77/6j9qqwlq95mGDEdyTKst",
+	"Cm8Eyzb6YJ79QnwPd08KLZlZZ2u1lMFTqzFwqBQJbyOoEPkN2hjkzUmgJXhgal0rxuTk1hAgMVEu6rBE",
+	"2YBq2cgvotKhYnqFBkKDbdUih2AodHRtWUEJIc6KG4qfYMghWpFlqmN+Yeic7mJ2Vqh1fApWThWShUzj",
+	"CEFB5lRh0hSO8kghHVxiVBj+26xiFNPZHDTmwttBRoVRa36kSMhcQEJI6u7pD+/69lHYIIouiZItAh4h",
+	"2Ew2IkkKqV64SwsBSJguE/bA8awW6Rf5AMJrKKVWOqFzaOFNZEJCp8Lng4dkSi8YEdKtom4EUTphxDAu",
+	"1WiRHnG/FKP2ttvttkMzaUD/jEyYyGJeHTNSMBCpQyjb0IgkTfZhxFjEotAdAdWNPUJFERARycKmzCns",
+	"trf3CM0ijFWKG6WZWeKCJdYkMpaJC6RySx9RIaSGHcNSuvhPlBVggWg1rwCQTU8zL/7wrk8Mu1AkRz6D",
+	"tOnwVzbSEAsnyMnLffLs6fMdEtKRDg328BmafbIP5ELYp4IpzaKGDbIsx5ahMYYqEv69ae59szfSMglb",
+	"ZSGDK4v9k4QCBkDOT3233W50Mfzak0LgGAmvUDJAfkLJ/37MNzA2zPIHtVXIFxCtU27uUZ156JbwbxZ4",
+	"c4vmB4Cp9xV9Y6nHZUqUIL3jQ8dqf3jXb+xZ512e2eFxXXRZVgkOBc1pi5tLoeZspNf3hznM3rlPUpTP",
+	"kpOioDDeh+ZisWgalaWZJjETIxlhn5SbT/BZbdX5Ai4J5YBzMSxMU/1gkP7zULC/oNZi5Kavnz7tOBHP",
+	"R19SN+ISv2DdMY0VCzEgUCz11MjQEKLAL1jjagL0Ef6/Ev9XXXOhkOkSrMv4CDYW2LsE9A5w+fmeNilI",
+	"qpCclrYpS3AILimBkOffJWwkk0iR0ArSRh2BwRNGlRThHoivZs9MRFQYER2+WPmAEvzCCL2orHCVkQwe",
+	"Gd3A7hoWAkFuG1mo9khedCAzhoHFHjVFTQ38LzGlgVRrlBNBUnEuIIM7CrxG4mYYp6NJwXxF2CzWoIxd",
+	"sKdIBkYx5UOjZTZIXjwiP/ZOexdGHIF904xiELC1ppSE418bGM4Qzte3PpHWWbf5/vFmBqjLAldd1Gri",
+	"RbJayD4Ykv5NglgvEwuzENY89W892fPjW/e8C5plPME9gpwmoPrt9vNGtdWp0s7eX2cWlwnc9UpiU7C5",
+	"WzKzuMpgbwiMo1M8Iv/63/9fBYkpGLBWCIn9CKl9Rkh2EQA0J182IGAl3DcXgu/TmHzEjJpSLSPOmKYR",
+	"1fSBDjzE+24oy/UyKcEhj4vyzWUqvLNr7v31HO5o1vHCetdUqrq6ksdbxZJT9/bKMtYVu+NgHD5nbL7O",
+	"u4QlsmrXzP4yW7pXR9LG9aG+/MpQD4LBH5zdUlmhztzAgEjbcDtewiUxXFEKdq3El1dc6dLl/AILSz3c",
+	"iL+0z/XKDBdXN6JQhapu6/TcURbLW0zB//T+8sXC6ux0KyHL9pLOqKATNmNCg0FFsQQq16Awq2zItvvZ",
+	"KNNGRCZaylhBsIhlbtlmqkMymIgcYIygm1WgLdamtE5LRz8yN0xxjjVTTKVGJ+cYyuBfsEQxqIjDmSJ1",
+	"MeHiA0x3ltW+7CeUjfk5eYkeNwO0gByIC7n0d2b9cU3zbcXUmYlcoY0cFQrDHZHu5NKP0XRYxJU3tpV2",
+	"Vkf9Ke9DqXDEvL8T0tIZV5qPyEgKrFU3WmLIY8YCbDKQP52tnr063YEa0RiXC53cQXeZ0TiG0Kix0aHA",
+	"OkxmdDTlqKW4mBno/L46pKGQgikVEHNROP4To/mFTuhI+1YiML8IzRI0fZGEjZnZEwts8A6URyJ6Oce4",
+	"FgVfKT4Rho+cs6W/yxnoMe8//f8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

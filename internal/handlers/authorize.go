@@ -33,11 +33,14 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 	if request.Params.Level != nil && *request.Params.Level == AuthLevelMFA && level != AuthLevelMFA {
 		return nil, apperr.New(apperr.StepUpRequired, "This resource needs an MFA step-up.")
 	}
-	r := &authorizeOK{AuthorizeResult: AuthorizeResult{Subject: p.Subject, TenantId: p.Tenant, AuthLevel: level}}
+	r := &authorizeOK{AuthorizeResult: AuthorizeResult{Kind: AuthorizeResultKindToken, Subject: p.Subject, TenantId: p.Tenant, AuthLevel: level}}
 	if p.Kind == auth.KindSession {
-		r.SessionId = &p.SessionID
+		r.Kind, r.SessionId = AuthorizeResultKindSession, &p.SessionID
 	} else {
 		r.Scopes = &p.Scopes
+		if p.Act != nil {
+			r.Actor = &p.Act.Subject
+		}
 	}
 	return r, nil
 }
@@ -69,7 +72,7 @@ func (s *Server) authorizeRoute(w ServerInterfaceWrapper) echo.HandlerFunc {
 // three (the header map keeps the values, the writer copies the body).
 type authorizeOK struct {
 	AuthorizeResult
-	vals [7]string
+	vals [9]string
 	buf  [256]byte
 }
 
@@ -82,8 +85,12 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 		}
 	}
 	// One backing array for every header value; the names are already canonical.
-	r.vals = [7]string{"application/json", noStore, r.Subject, r.TenantId, string(r.AuthLevel)}
-	n := 5
+	r.vals = [9]string{"application/json", noStore, r.Subject, r.TenantId, string(r.AuthLevel), string(r.Kind)}
+	n := 6
+	if r.Actor != nil {
+		r.vals[n] = *r.Actor
+		n++
+	}
 	if r.SessionId != nil {
 		r.vals[n] = *r.SessionId
 		n++
@@ -95,8 +102,12 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 	vs := r.vals[:n:n]
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = vs[0:1:1], vs[1:2:2]
-	h["X-Auth-Subject"], h["X-Auth-Tenant"], h["X-Auth-Level"] = vs[2:3:3], vs[3:4:4], vs[4:5:5]
-	if n = 5; r.SessionId != nil {
+	h["X-Auth-Subject"], h["X-Auth-Tenant"], h["X-Auth-Level"], h["X-Auth-Kind"] = vs[2:3:3], vs[3:4:4], vs[4:5:5], vs[5:6:6]
+	if n = 6; r.Actor != nil {
+		h["X-Auth-Actor"] = vs[n : n+1 : n+1]
+		n++
+	}
+	if r.SessionId != nil {
 		h["X-Auth-Session"] = vs[n : n+1 : n+1]
 		n++
 	}
@@ -130,7 +141,17 @@ func appendAuthorizeJSON(b []byte, r *AuthorizeResult) ([]byte, bool) {
 		return true
 	}
 	b = append(b, '{')
+	if r.Actor != nil {
+		if !member("actor", *r.Actor) {
+			return nil, false
+		}
+		b = append(b, ',')
+	}
 	if !member("authLevel", string(r.AuthLevel)) {
+		return nil, false
+	}
+	b = append(b, ',')
+	if !member("kind", string(r.Kind)) {
 		return nil, false
 	}
 	if r.Scopes != nil {

@@ -9,8 +9,11 @@ import (
 func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	sid := "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB"
+	issuer, quoted := "issuer-svc", `is"suer`
 	cases := []AuthorizeResult{
-		{AuthLevel: AuthLevelBASIC, SessionId: &sid, Subject: "user-1", TenantId: "acme"},
+		{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindToken, Actor: &issuer, Scopes: &[]string{"tokens:read"}, Subject: "alice", TenantId: "acme"},
+		{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindToken, Actor: &quoted, Subject: "alice", TenantId: "acme"},
+		{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindSession, SessionId: &sid, Subject: "user-1", TenantId: "acme"},
 		{AuthLevel: AuthLevelMFA, SessionId: &sid, Subject: "", TenantId: ""},
 		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"tokens:read", "sessions:write"}, Subject: "svc", TenantId: "t"},
 		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{}, Subject: "svc", TenantId: "t"},
@@ -42,10 +45,15 @@ func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("got  %s\nwant %s", got, want)
 		}
 	}
-	if _, ok := appendAuthorizeJSON(nil, &cases[0]); !ok {
-		t.Fatal("a plain session body took the fallback")
+	for _, i := range []int{0, 2} {
+		if _, ok := appendAuthorizeJSON(nil, &cases[i]); !ok {
+			t.Fatalf("a plain body took the fallback: %+v", cases[i])
+		}
 	}
-	if _, ok := appendAuthorizeJSON(nil, &cases[5]); ok {
+	if _, ok := appendAuthorizeJSON(nil, &cases[1]); ok {
+		t.Fatal("a quote in the actor did not take the fallback")
+	}
+	if _, ok := appendAuthorizeJSON(nil, &cases[7]); ok {
 		t.Fatal("a quote in a value did not take the fallback")
 	}
 }
@@ -54,12 +62,12 @@ func FuzzAppendAuthorizeJSON(f *testing.F) {
 	f.Add("user-1", "acme", "tokens:read", true)
 	f.Add("a\"b", "<t>", "x\\y", false)
 	f.Fuzz(func(t *testing.T, subject, tenant, scope string, session bool) {
-		r := AuthorizeResult{AuthLevel: AuthLevelBASIC, Subject: subject, TenantId: tenant}
+		r := AuthorizeResult{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindToken, Subject: subject, TenantId: tenant}
 		if session {
 			sid := subject + tenant
-			r.SessionId = &sid
+			r.Kind, r.SessionId = AuthorizeResultKindSession, &sid
 		} else {
-			r.Scopes = &[]string{scope, tenant}
+			r.Scopes, r.Actor = &[]string{scope, tenant}, &scope
 		}
 		got, ok := appendAuthorizeJSON(nil, &r)
 		if !ok {

@@ -140,5 +140,13 @@ func introspection(in tokens.Introspection) Introspection {
 		return Introspection{Active: false}
 	}
 	return Introspection{Active: true, Scope: &in.Scope, Sub: &in.Subject, Jti: &in.TokenID, TokenType: &in.TokenType,
-		TenantId: &in.Tenant, Iss: &in.Issuer, Exp: &in.ExpiresAt, Iat: &in.IssuedAt}
+		TenantId: &in.Tenant, Iss: &in.Issuer, Exp: &in.ExpiresAt, Iat: &in.IssuedAt, Act: actor(in.Act)}
+}
+
+// actor is the RFC 8693 act claim as the spec's Actor (nil for a root token).
+func actor(a *auth.Actor) *Actor {
+	if a == nil {
+		return nil
+	}
+	return &Actor{Sub: a.Subject, Act: actor(a.Act)}
 }

@@ -66,10 +66,11 @@ func (r *Tokens) Create(ctx context.Context, t token.Token) error {
 		"revoked", "0", "revokedAtMs", "0", "revokedReason", "",
 		"schemaVersion", strconv.Itoa(SchemaVersion)}
 	if t.ParentID != "" {
-		parentRoot, depth, err := r.lineage(ctx, tag, t.Tenant, t.ParentID)
+		parentRoot, parentAnc, err := r.lineage(ctx, tag, t.Tenant, t.ParentID)
 		if err != nil {
 			return err
 		}
+		depth := len(parentAnc)
 		if depth+1 > MaxTokenDepth {
 			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
 			return fmt.Errorf("token %s: %d generations below its root: %w", t.ID, depth+1, ErrTokenLineageFull)
@@ -80,7 +81,8 @@ func (r *Tokens) Create(ctx context.Context, t token.Token) error {
 		}
 		keys = append(keys, r.hashKey(tag, t.ParentID), r.kidsKey(tag, t.ParentID), r.hashKey(tag, root))
 		args[6], args[7] = strconv.Itoa(r.maxLineage), parentRoot
-		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1))
+		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1),
+			"ancestors", strings.Join(append(parentAnc, t.ParentID), " "))
 	}
 	rep, err := r.run(ctx, "token_create", scriptTokenCreate, keys, append(args, fields...))
 	if err != nil {
@@ -127,34 +129,57 @@ func (r *Tokens) Create(ctx context.Context, t token.Token) error {
 	return r.badReply(ctx, "token_create", rep.Unexpected())
 }
 
-// lineage reads an issuer's rootId ("" when it is a root) and depth.
-func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, int, error) {
+// lineage reads an issuer's rootId ("" when it is a root) and ancestors (root first; depth of
+// them, none for a root).
+func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, []string, error) {
 	if !token.ValidID(id) {
-		return "", 0, fmt.Errorf("issuer: %w", ErrTokenIssuerGone)
+		return "", nil, fmt.Errorf("issuer: %w", ErrTokenIssuerGone)
 	}
-	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth").Build()).ToArray()
+	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth", "ancestors").Build()).ToArray()
 	if err != nil {
-		return "", 0, redisErr("token lineage", err)
+		return "", nil, redisErr("token lineage", err)
 	}
-	if len(vals) != 3 {
-		return "", 0, fmt.Errorf("token lineage: %d values for 3 fields", len(vals))
+	if len(vals) != 4 {
+		return "", nil, fmt.Errorf("token lineage: %d values for 4 fields", len(vals))
 	}
 	if tn, err := vals[0].ToString(); err != nil || tn != tenant {
 		legacy, err := r.c.Do(ctx, r.c.B().Hget().Key(r.legacyKey(id)).Field("tenantId").Build()).ToString()
 		if err == nil && legacy == tenant {
-			return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
+			return "", nil, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
 		}
-		return "", 0, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
+		return "", nil, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
 	}
 	root, _ := vals[1].ToString()
 	depth := 0
 	if d, err := vals[2].ToString(); err == nil {
 		if depth, err = strconv.Atoi(d); err != nil || depth < 1 {
-			return "", 0, fmt.Errorf("%w: token %s has a bad depth", ErrCorrupt, id)
+			return "", nil, fmt.Errorf("%w: token %s has a bad depth", ErrCorrupt, id)
 		}
 	}
-	if (root == "") != (depth == 0) || (root != "" && !token.ValidID(root)) {
-		return "", 0, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
+	anc, _ := vals[3].ToString()
+	ancestors := strings.Fields(anc)
+	if root != "" && len(ancestors) == 0 { // minted before ancestors were kept: its children could not be placed
+		return "", nil, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
 	}
-	return root, depth, nil
+	if !validLineage(root, depth, ancestors) {
+		return "", nil, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
+	}
+	return root, ancestors, nil
+}
+
+// validLineage reports whether a token's rootId, depth and ancestors agree: a root has none of
+// them; a minted token has depth ancestors, well-formed ids, the first its root.
+func validLineage(root string, depth int, ancestors []string) bool {
+	if root == "" {
+		return depth == 0 && len(ancestors) == 0
+	}
+	if depth < 1 || len(ancestors) != depth || ancestors[0] != root {
+		return false
+	}
+	for _, a := range ancestors {
+		if !token.ValidID(a) {
+			return false
+		}
+	}
+	return true
 }

@@ -17,8 +17,9 @@ import (
 // TestTokensLineage: a minted token is linked to its issuer in the same script that writes it
 // (children set with the issuer's TTL, lineage fields, the root's count); a create that its
 // issuer cannot sanction (outlives it, issuer revoked or another tenant's, lineage full, too
-// deep) writes nothing; a revocation revokes the whole subtree at once, names the ancestor,
-// leaves unrelated tokens alone and deletes the children sets.
+// deep) writes nothing; a revocation revokes the whole subtree at once, names the ancestor and
+// leaves unrelated tokens alone; the children sets stay until they expire, so a lineage lists
+// its revoked descendants too. Every token records its ancestors, root first.
 func TestTokensLineage(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
@@ -45,10 +46,11 @@ func TestTokensLineage(t *testing.T) {
 		c := mustCreate(child(b, 10*time.Minute))
 		d := mustCreate(child(a, 20*time.Minute))
 		got, err := r.Get(ctx, "acme", c.ID)
-		if err != nil || got.ParentID != b.ID || got.RootID != a.ID || got.Depth != 2 {
+		if err != nil || got.ParentID != b.ID || got.RootID != a.ID || got.Depth != 2 || !slices.Equal(got.Ancestors, []string{a.ID, b.ID}) ||
+			!got.Below(a.ID) || !got.Below(b.ID) || !got.Below(c.ID) || got.Below(d.ID) {
 			t.Fatalf("C's lineage: %+v, %v", got, err)
 		}
-		if got, _ := r.Get(ctx, "acme", a.ID); got.ParentID != "" || got.RootID != "" || got.Depth != 0 {
+		if got, _ := r.Get(ctx, "acme", a.ID); got.ParentID != "" || got.RootID != "" || got.Depth != 0 || len(got.Ancestors) != 0 {
 			t.Fatalf("root's lineage: %+v", got)
 		}
 		kids, err := s.Client.Do(ctx, s.Client.B().Smembers().Key(r.kidsKey(tag, a.ID)).Build()).AsStrSlice()
@@ -109,9 +111,32 @@ func TestTokensLineage(t *testing.T) {
 			t.Fatalf("revoke A = %v %v %v", res, cascaded, err)
 		}
 		for _, id := range []string{a.ID, b.ID, c.ID} {
-			if n, _ := s.Client.Do(ctx, s.Client.B().Exists().Key(r.kidsKey(tag, id)).Build()).AsInt64(); n != 0 {
-				t.Fatalf("children set of %s left after the revocation", id)
+			if ttl := tokenPTTL(t, s, r.kidsKey(tag, id)); ttl <= 0 {
+				t.Fatalf("children set of %s: TTL %v after the revocation", id, ttl)
 			}
+		}
+		for root, want := range map[string][]string{a.ID: {a.ID, b.ID, c.ID, d.ID, tooDeep.ID}, b.ID: {b.ID, c.ID, tooDeep.ID}, sibling.ID: {sibling.ID}} {
+			var ids []string
+			for cursor := ""; ; {
+				page, next, err := r.ListLineage(ctx, "acme", root, cursor, 2)
+				if err != nil {
+					t.Fatalf("list lineage: %v", err)
+				}
+				for _, x := range page {
+					ids = append(ids, x.ID)
+				}
+				if cursor = next; next == "" {
+					break
+				}
+			}
+			want = sortedCopy(want)
+			slices.Reverse(want)
+			if !slices.Equal(ids, want) {
+				t.Fatalf("lineage of %s lists %v, want %v newest first", root, ids, want)
+			}
+		}
+		if page, _, err := r.ListLineage(ctx, "globex", a.ID, "", 10); err != nil || len(page) != 0 {
+			t.Fatalf("another tenant lists A's lineage: %v %v", page, err)
 		}
 		if st, _ := r.State(ctx, "acme", sibling.ID, 0); st.Revoked {
 			t.Fatal("an unrelated root was revoked")

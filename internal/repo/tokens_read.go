@@ -3,6 +3,8 @@ package repo
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +64,7 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (to
 		ParentID:      f.opt("parentId"),
 		RootID:        f.opt("rootId"),
 		Depth:         int(f.optInt64("depth")),
+		Ancestors:     strings.Fields(f.opt("ancestors")),
 		CreatedAt:     time.UnixMilli(f.int64("createdAtMs")),
 		UpdatedAt:     time.UnixMilli(f.int64("updatedAtMs")),
 	}
@@ -72,6 +75,9 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (to
 	case "0", "":
 	default:
 		f.bad = append(f.bad, "revoked")
+	}
+	if len(t.Ancestors) > 0 && !validLineage(t.RootID, t.Depth, t.Ancestors) { // none: minted before ancestors were kept
+		f.bad = append(f.bad, "ancestors")
 	}
 	o := f.schema()
 	r.metrics.Read(ctx, tokenObj, o)
@@ -148,11 +154,8 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 // a create that failed halfway) are skipped; the cursor still advances past them, so pages
 // neither repeat nor skip a token.
 func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
-	if cursor != "" && !token.ValidID(cursor) {
-		return nil, "", apperr.New(apperr.Validation, "The cursor is not one this gateway issued.")
-	}
-	if limit < 1 || limit > 1000 {
-		return nil, "", apperr.New(apperr.Validation, "The limit is out of range.")
+	if err := pageArgs(cursor, limit); err != nil {
+		return nil, "", err
 	}
 	tag := r.tag(tenant)
 	rep, err := r.run(ctx, "token_list", scriptTokenList, r.indexKeys(tag),
@@ -167,26 +170,75 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 	if err != nil {
 		return nil, "", r.badReply(ctx, "token_list", err)
 	}
-	next := ""
-	if len(ids) > limit {
-		ids = ids[:limit]
-		next = ids[limit-1]
+	ids, next := pageCut(ids, limit)
+	out, err := r.readPage(ctx, tenant, tag, ids)
+	return out, next, err
+}
+
+// ListLineage is List restricted to the token id and the tokens minted below it (read from the
+// children sets: at most MaxTokenDepth round trips and MaxTokenLineage ids), newest first,
+// with the same cursor.
+func (r *Tokens) ListLineage(ctx context.Context, tenant, id, cursor string, limit int) ([]token.Token, string, error) {
+	if err := pageArgs(cursor, limit); err != nil {
+		return nil, "", err
 	}
+	if !token.ValidID(id) {
+		return nil, "", nil
+	}
+	tag := r.tag(tenant)
+	desc, err := r.descendants(ctx, r.c, tag, id)
+	if err != nil {
+		return nil, "", err
+	}
+	ids := append(desc, id)
+	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(b, a) }) // newest first
+	if cursor != "" {
+		ids = ids[sort.Search(len(ids), func(i int) bool { return ids[i] < cursor }):]
+	}
+	ids, next := pageCut(ids, limit)
+	out, err := r.readPage(ctx, tenant, tag, ids)
+	return out, next, err
+}
+
+// pageArgs checks a page's cursor (a token id, or "") and limit.
+func pageArgs(cursor string, limit int) error {
+	if cursor != "" && !token.ValidID(cursor) {
+		return apperr.New(apperr.Validation, "The cursor is not one this gateway issued.")
+	}
+	if limit < 1 || limit > 1000 {
+		return apperr.New(apperr.Validation, "The limit is out of range.")
+	}
+	return nil
+}
+
+// pageCut keeps the first limit of ids (read with one more) and returns the next page's cursor
+// ("" when nothing is left).
+func pageCut(ids []string, limit int) ([]string, string) {
+	if len(ids) <= limit {
+		return ids, ""
+	}
+	return ids[:limit], ids[limit-1]
+}
+
+// readPage reads the hashes of ids (in order; the tenant-tagged key, then the legacy one) and
+// decodes those of tenant; missing and corrupt ones are counted and skipped.
+func (r *Tokens) readPage(ctx context.Context, tenant, tag string, ids []string) ([]token.Token, error) {
 	if len(ids) == 0 {
-		return nil, next, nil
+		return nil, nil
 	}
 	cmds := make(rueidis.Commands, 0, len(ids))
 	for _, id := range ids {
 		if !token.ValidID(id) {
-			return nil, "", fmt.Errorf("%w: token index holds a malformed member", ErrCorrupt)
+			return nil, fmt.Errorf("%w: token index holds a malformed member", ErrCorrupt)
 		}
 		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
 	}
 	maps := make([]map[string]string, len(ids))
 	var legacy []int
+	var err error
 	for i, res := range r.c.DoMulti(ctx, cmds...) {
 		if maps[i], err = res.AsStrMap(); err != nil {
-			return nil, "", redisErr("token list read", err)
+			return nil, redisErr("token list read", err)
 		}
 		if len(maps[i]) == 0 {
 			legacy = append(legacy, i)
@@ -199,7 +251,7 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 		}
 		for j, res := range r.c.DoMulti(ctx, cmds...) {
 			if maps[legacy[j]], err = res.AsStrMap(); err != nil {
-				return nil, "", redisErr("token list read", err)
+				return nil, redisErr("token list read", err)
 			}
 		}
 	}
@@ -219,5 +271,5 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 		}
 		out = append(out, t)
 	}
-	return out, next, nil
+	return out, nil
 }

@@ -27,6 +27,8 @@ type Introspection struct {
 	Issuer    string
 	ExpiresAt int64 // seconds since the epoch
 	IssuedAt  int64
+	// Act is who minted the token (RFC 8693 act claim); nil for a root token.
+	Act *auth.Actor
 }
 
 // Introspect answers whether token is live for caller's tenant. Anything not live — bad
@@ -53,7 +55,7 @@ func (s *Service) Introspect(ctx context.Context, caller *auth.Principal, token 
 	}
 	s.m.introspect(ctx, true)
 	out := Introspection{Active: true, Scope: claims.Scope, Subject: claims.Subject, TokenID: claims.ID,
-		TokenType: claims.TokenType, Tenant: claims.Tenant, Issuer: claims.Issuer}
+		TokenType: claims.TokenType, Tenant: claims.Tenant, Issuer: claims.Issuer, Act: claims.Act}
 	if claims.ExpiresAt != nil {
 		out.ExpiresAt = claims.ExpiresAt.Unix()
 	}

@@ -155,10 +155,11 @@ type Issued struct {
 	TokenType string
 }
 
-// Issue mints a token for caller's tenant. The caller can grant only scopes it holds. A token
-// minted with a bearer token's credentials is that token's child: its expiry is capped at the
-// issuer's (the answer's ExpiresAt says so), it cannot be minted once the issuer is revoked,
-// and revoking the issuer revokes it.
+// Issue mints a token for caller's tenant. The caller can grant only scopes it holds, never
+// tokens:admin. A token minted with a bearer token's credentials is that token's child: its
+// expiry is capped at the issuer's (the answer's ExpiresAt says so), it cannot be minted once
+// the issuer is revoked, revoking the issuer revokes it, and its JWT names the issuer's
+// subject in an RFC 8693 act claim (the issuer's own act nested in it).
 func (s *Service) Issue(ctx context.Context, caller *auth.Principal, req IssueRequest) (Issued, error) {
 	if caller == nil || caller.Tenant == "" {
 		return Issued{}, apperr.New(apperr.Unauthenticated, "Issuing a token needs an authenticated caller.")
@@ -166,26 +167,32 @@ func (s *Service) Issue(ctx context.Context, caller *auth.Principal, req IssueRe
 	if err := validScopes(req.Scopes); err != nil {
 		return Issued{}, err
 	}
-	for _, sc := range req.Scopes {
+	for i, sc := range req.Scopes {
+		if sc == auth.ScopeTokensAdmin {
+			return Issued{}, &apperr.Error{Kind: apperr.Validation, Detail: "The tokens:admin scope cannot be minted through POST /v1/tokens: only root tokens hold it (the bootstrap token and tokens from `gateway token mint`). Leave it out: a token you mint can still revoke and see itself and the tokens minted below it.",
+				Fields: []apperr.FieldError{{Pointer: fmt.Sprintf("/scopes/%d", i), Detail: "tokens:admin is held by root tokens only"}}}
+		}
 		if !caller.HasScope(sc) {
 			return Issued{}, apperr.Newf(apperr.InsufficientScope, "You cannot grant the %s scope: your credentials do not hold it.", sc)
 		}
 	}
+	act := &auth.Actor{Subject: caller.Subject, Act: caller.Act}
 	return s.mint(ctx, MintRequest{Tenant: caller.Tenant, Subject: req.Subject, Scopes: req.Scopes,
-		TTL: req.TTL, TokenType: req.TokenType, Description: req.Description}, caller.TokenID, caller.ExpiresAt)
+		TTL: req.TTL, TokenType: req.TokenType, Description: req.Description}, caller.TokenID, caller.ExpiresAt, act)
 }
 
 var subjectPattern = regexp.MustCompile(`^[A-Za-z0-9._@:+-]{1,128}$`)
 
 // Mint mints a token and writes its metadata, without a caller-scope check: for the bootstrap
 // admin token and `gateway token mint`. Every other bound is enforced. Such tokens are
-// lineage roots: they have no issuer.
+// lineage roots: they have no issuer, and only they may hold tokens:admin.
 func (s *Service) Mint(ctx context.Context, req MintRequest) (Issued, error) {
-	return s.mint(ctx, req, "", time.Time{})
+	return s.mint(ctx, req, "", time.Time{}, nil)
 }
 
-// mint mints a root (parent "") or the child of token parent, which expires at parentExp.
-func (s *Service) mint(ctx context.Context, req MintRequest, parent string, parentExp time.Time) (Issued, error) {
+// mint mints a root (parent "", act nil) or the child of token parent, which expires at
+// parentExp and whose subject (with its own actors) is act.
+func (s *Service) mint(ctx context.Context, req MintRequest, parent string, parentExp time.Time, act *auth.Actor) (Issued, error) {
 	if err := s.validate(req); err != nil {
 		return Issued{}, err
 	}
@@ -194,7 +201,7 @@ func (s *Service) mint(ctx context.Context, req MintRequest, parent string, pare
 	ctx, span := s.tracer.Start(ctx, "tokens.issue", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
 	tok, claims, err := s.auth.Mint(auth.MintInput{Subject: req.Subject, Tenant: req.Tenant, Scopes: req.Scopes,
-		TTL: req.TTL, TokenID: id, TokenType: req.TokenType, NotAfter: parentExp})
+		TTL: req.TTL, TokenID: id, TokenType: req.TokenType, NotAfter: parentExp, Act: act})
 	if errors.Is(err, auth.ErrNotAfterPassed) {
 		return Issued{}, apperr.Wrap(apperr.Unprocessable, "Your token expires within a second: a token it mints cannot outlive it.", err)
 	}
@@ -236,9 +243,9 @@ func (s *Service) validate(req MintRequest) error {
 }
 
 func validScopes(scopes []string) error {
-	if len(scopes) == 0 || len(scopes) > len(auth.KnownScopes()) {
-		return &apperr.Error{Kind: apperr.Validation, Detail: "Name 1..8 scopes.",
-			Fields: []apperr.FieldError{{Pointer: "/scopes", Detail: "must hold 1..8 known scopes"}}}
+	if n := len(auth.KnownScopes()); len(scopes) == 0 || len(scopes) > n {
+		return &apperr.Error{Kind: apperr.Validation, Detail: fmt.Sprintf("Name 1..%d scopes.", n),
+			Fields: []apperr.FieldError{{Pointer: "/scopes", Detail: fmt.Sprintf("must hold 1..%d known scopes", n)}}}
 	}
 	for i, sc := range scopes {
 		if !auth.ValidScope(sc) {
@@ -276,7 +283,14 @@ func createErr(err error) error {
 	return fmt.Errorf("tokens: create: %w", err)
 }
 
-// Get returns a token of caller's tenant; another tenant's token is NotFound.
+// Reaches reports whether caller may read and revoke t: t is the caller's own token or was
+// minted below it, or the caller holds tokens:admin (t is always of the caller's tenant).
+func Reaches(caller *auth.Principal, t token.Token) bool {
+	return caller.HasScope(auth.ScopeTokensAdmin) || t.Below(caller.TokenID)
+}
+
+// Get returns a token caller reaches (Reaches); any other id — another tenant's, an ancestor,
+// a sibling, an unknown one — is the same NotFound.
 func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (token.Token, error) {
 	if caller == nil {
 		return token.Token{}, apperr.New(apperr.Unauthenticated, "")
@@ -287,8 +301,11 @@ func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (t
 	if err != nil && !errors.Is(err, apperr.NotFound) {
 		return t, spanErr(span, err)
 	}
+	if err == nil && !Reaches(caller, t) {
+		err = fmt.Errorf("token %s: out of the caller's lineage: %w", id, apperr.NotFound)
+	}
 	if err != nil {
-		return t, apperr.Wrap(apperr.NotFound, "No such token.", err)
+		return token.Token{}, apperr.Wrap(apperr.NotFound, "No such token.", err)
 	}
 	return t, nil
 }
@@ -300,7 +317,8 @@ type Page struct {
 	NextCursor string
 }
 
-// List pages through caller's tenant's tokens, newest first. limit 0 means DefaultListLimit.
+// List pages through the tokens caller reaches, newest first: its tenant's with tokens:admin,
+// else itself and the tokens minted below it. limit 0 means DefaultListLimit.
 func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor string, limit int) (Page, error) {
 	if caller == nil {
 		return Page{}, apperr.New(apperr.Unauthenticated, "")
@@ -318,16 +336,23 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.list")
 	defer span.End()
-	items, next, err := s.repo.List(ctx, caller.Tenant, cursor, limit)
+	list := s.repo.List
+	if !caller.HasScope(auth.ScopeTokensAdmin) {
+		list = func(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
+			return s.repo.ListLineage(ctx, tenant, caller.TokenID, cursor, limit)
+		}
+	}
+	items, next, err := list(ctx, caller.Tenant, cursor, limit)
 	if err != nil {
 		return Page{}, spanErr(span, err)
 	}
 	return Page{Items: items, NextCursor: next}, nil
 }
 
-// Revoke revokes a token of caller's tenant and every token minted from it, transitively, in
-// one atomic step (idempotent). Unknown ids succeed as in RFC 7009, and so does another
-// tenant's id, which is left untouched: the two answers are the same.
+// Revoke revokes a token caller reaches (Reaches) and every token minted from it,
+// transitively, in one atomic step (idempotent). Unknown ids succeed as in RFC 7009, and so
+// does any id caller does not reach — another tenant's, its issuer, a sibling — which is left
+// untouched: the answers are the same.
 func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (token.RevokeResult, error) {
 	if caller == nil {
 		return token.RevokeUnknown, apperr.New(apperr.Unauthenticated, "")
@@ -338,6 +363,18 @@ func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.revoke", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
+	if !caller.HasScope(auth.ScopeTokensAdmin) && id != caller.TokenID {
+		// The lineage of a token never changes, so this read cannot go stale before the write.
+		t, err := s.repo.Get(ctx, caller.Tenant, id)
+		switch {
+		case errors.Is(err, apperr.NotFound) || err == nil && !Reaches(caller, t):
+			span.SetAttributes(attribute.String("hashgate.token.revoke", "out_of_reach"))
+			s.m.revoked.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", token.RevokeUnknown.String())))
+			return token.RevokeUnknown, nil
+		case err != nil:
+			return token.RevokeUnknown, spanErr(span, err)
+		}
+	}
 	s.revoked.Mark(tokenGroup, id, s.now()) // this gateway's next check reads Redis, not its cached copy
 	res, cascaded, err := s.repo.Revoke(ctx, caller.Tenant, id, reason)
 	if err != nil {

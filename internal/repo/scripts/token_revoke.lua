@@ -3,7 +3,8 @@
 -- every key here, so the script touches only declared keys, all under the tenant's hash tag.
 -- A child that was not passed (minted since the caller's read) makes the script answer
 -- 'RETRY' without changing anything. The hashes keep their TTL (HSET on an existing key); a
--- missing key is never created; the children sets are deleted (everything in them is revoked).
+-- missing key is never created; the children sets are kept until they expire (a revoked token
+-- mints nothing more, and its lineage stays listable by the tokens above it).
 -- KEYS[1]: the token's metadata hash
 -- KEYS[2..n+1]: the metadata hashes of its n descendants
 -- KEYS[n+2..2n+2]: the children sets of the token and of each descendant, in the same order
@@ -46,8 +47,5 @@ for i = 1, n do
     redis.call('HSET', KEYS[1 + i], 'revoked', '1', 'revokedAtMs', now, 'revokedReason', ARGV[3], 'updatedAtMs', now)
     out[#out + 1] = ARGV[3 + i]
   end
-end
-for j = 0, n do
-  redis.call('DEL', KEYS[n + 2 + j])
 end
 return out

@@ -21,11 +21,26 @@ type Token struct {
 	ParentID string
 	RootID   string
 	Depth    int
+	// Ancestors are the ids from the root down to ParentID (Depth of them; none for a root).
+	Ancestors []string
 	// RevokedAt and RevokedReason are set when Revoked.
 	RevokedAt     time.Time
 	RevokedReason string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+}
+
+// Below reports whether t is id itself or was minted below it (id is one of its ancestors).
+func (t Token) Below(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, a := range t.Ancestors {
+		if a == id {
+			return true
+		}
+	}
+	return t.ID == id
 }
 
 // RevokeResult says what a revocation did.
