@@ -38,7 +38,7 @@ func TestValidScope(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{
 		"sessions:read", "sessions:write", "tokens:read", "tokens:write",
-		"quotes:read", "quotes:write", "cases:read", "cases:write",
+		"quotes:read", "quotes:write", "cases:read", "cases:write", "tokens:admin",
 	} {
 		if !ValidScope(s) {
 			t.Errorf("ValidScope(%q) = false", s)
@@ -50,8 +50,8 @@ func TestValidScope(t *testing.T) {
 		}
 	}
 	ks := KnownScopes()
-	if len(ks) != 8 {
-		t.Fatalf("KnownScopes() has %d entries, want 8", len(ks))
+	if len(ks) != 9 {
+		t.Fatalf("KnownScopes() has %d entries, want 9", len(ks))
 	}
 	ks[0] = "mutated"
 	if !ValidScope("sessions:read") {

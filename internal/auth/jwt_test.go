@@ -276,6 +276,9 @@ func TestVerifyRejects(t *testing.T) {
 		{"missing sub", mutate(func(c *Claims) { c.Subject = "" }), "missing sub"},
 		{"missing jti", mutate(func(c *Claims) { c.ID = "" }), "missing jti"},
 		{"missing tenant", mutate(func(c *Claims) { c.Tenant = "" }), "missing tenant"},
+		{"act without sub", mutate(func(c *Claims) { c.Act = &Actor{Act: &Actor{Subject: "x"}} }), "malformed act"},
+		{"act nested without sub", mutate(func(c *Claims) { c.Act = &Actor{Subject: "x", Act: &Actor{}} }), "malformed act"},
+		{"act deeper than a lineage", mutate(func(c *Claims) { c.Act = actorChain(MaxActorDepth + 1) }), "malformed act"},
 		{"too large", big, "token too large"},
 		{"too large garbage", strings.Repeat("A", 4097), "token too large"},
 	}

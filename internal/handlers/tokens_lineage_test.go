@@ -22,7 +22,8 @@ func TestTokenLineageOverHTTP(t *testing.T) {
 		env := newTokenEnv(t, nil)
 		h1 := env.harness(t, s, prefix, tokens.Options{CacheTTL: 5 * time.Second})
 		h2 := env.harness(t, tokenPeerStore(t, b, s), prefix, tokens.Options{CacheTTL: time.Minute})
-		admin := h1.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead, auth.ScopeTokensAdmin) // A is another root: admin's only with tokens:admin
+		// A is another root: the admin revokes it with tokens:admin.
+		admin := h1.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead, auth.ScopeTokensAdmin)
 		a := h1.bearer("acme", auth.ScopeTokensWrite, auth.ScopeTokensRead) // a root, 1 h
 		aClaims, err := env.auth.Verify(strings.TrimPrefix(a, "Bearer "))
 		if err != nil {

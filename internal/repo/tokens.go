@@ -24,7 +24,8 @@ import (
 //	<prefix>:v1:tokens:{<tenantTag>}:kids:<tokenId>  SET   ids of the tokens this token minted
 //
 // A token minted with another token's credentials (its issuer) records parentId, rootId (the
-// first token of the lineage, minted by the bootstrap/CLI path) and depth; the root counts
+// first token of the lineage, minted by the bootstrap/CLI path), depth and ancestors (root
+// first, so "is X above this token" is one read); the root counts
 // every token minted under it (lineageCount). A lineage is bounded (MaxTokenLineage tokens,
 // MaxTokenDepth generations), which bounds the work of one revocation. See docs/KEYS.md
 // "## Tokens".
@@ -41,9 +42,9 @@ const (
 	maxTokenReasonBytes  = 128
 	maxTokenScopeBytes   = 256
 	maxTokenTypeBytes    = 16
-	// tokenFieldsMax is the most fields a token hash ever holds (13, plus parentId, rootId and
-	// depth on a minted token, or lineageCount on a root).
-	tokenFieldsMax = 16
+	// tokenFieldsMax is the most fields a token hash ever holds (13, plus parentId, rootId,
+	// depth and ancestors on a minted token, or lineageCount on a root).
+	tokenFieldsMax = 17
 	// MaxTokenLineage bounds the tokens minted under one root token, all generations together,
 	// over the root's life (revoked and expired ones count): a revocation revokes at most this
 	// many descendants in its one script.
