@@ -64,7 +64,7 @@ func TestRevocationsReachEveryGatewayUnderEachTrackingMode(t *testing.T) {
 			if err := one.Sessions.Revoke(ctx, "acme", is.Ref.ID()); err != nil {
 				t.Fatal(err)
 			}
-			admin := &auth.Principal{Kind: auth.KindBearer, Subject: "admin", Tenant: "acme", Scopes: []string{auth.ScopeTokensWrite}}
+			admin := &auth.Principal{Kind: auth.KindBearer, Subject: "admin", Tenant: "acme", Scopes: []string{auth.ScopeTokensWrite, auth.ScopeTokensAdmin}}
 			if _, err := one.Tokens.Revoke(ctx, admin, minted.TokenID, "test"); err != nil {
 				t.Fatal(err)
 			}

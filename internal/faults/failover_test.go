@@ -249,7 +249,7 @@ type revocations struct {
 func prepareRevocations(t *testing.T, g *gateway, topo failoverTopology, n int) *revocations {
 	t.Helper()
 	rs := &revocations{g: g, tenant: "t-failover"}
-	rs.bearer = g.bearer(rs.tenant, "sessions:read", "sessions:write", "tokens:read", "tokens:write")
+	rs.bearer = g.bearer(rs.tenant, "sessions:read", "sessions:write", "tokens:read", "tokens:write", "tokens:admin")
 	keep := func(string) bool { return true }
 	if topo.pick != nil {
 		keep = topo.pick(t, g.keys.Key("token", g.hasher.TenantTag(rs.tenant), "anchor"))
