@@ -41,14 +41,6 @@ func (p *Principal) HasScope(s string) bool {
 	return p != nil && s != "" && slices.Contains(p.Scopes, s)
 }
 
-// Actor returns the subject of the token that minted the principal's token, or "".
-func (p *Principal) Actor() string {
-	if p == nil || p.Act == nil {
-		return ""
-	}
-	return p.Act.Subject
-}
-
 // PrincipalFromClaims builds a bearer Principal from verified claims.
 func PrincipalFromClaims(c *Claims) *Principal {
 	p := &Principal{
