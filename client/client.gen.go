@@ -360,6 +360,8 @@ type AuthorizeResult struct {
 	Scopes *[]string           `json:"scopes,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
 	TenantId  string     `json:"tenantId"`
@@ -370,7 +372,9 @@ type AuthorizeResultKind string
 
 // Case defines model for Case.
 type Case struct {
-	AssignedTeam     string     `json:"assignedTeam"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 	CaseId           CaseId     `json:"caseId"`
 	CreatedAt        time.Time  `json:"createdAt"`
 	DueAt            time.Time  `json:"dueAt"`
@@ -424,7 +428,7 @@ type CaseHistoryEntry struct {
 // CaseHistoryEntryTransition defines model for CaseHistoryEntry.Transition.
 type CaseHistoryEntryTransition string
 
-// CaseId defines model for CaseId.
+// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 type CaseId = string
 
 // CaseStatus defines model for CaseStatus.
@@ -533,6 +537,8 @@ type MfaVerified struct {
 	IdleExpiresAt     *time.Time           `json:"idleExpiresAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId         `json:"sessionId"`
 	Status    MfaVerifiedStatus `json:"status"`
 
@@ -602,22 +608,24 @@ type Quote struct {
 	CreatedAt time.Time `json:"createdAt"`
 
 	// Currency ISO 4217 alphabetic code.
-	Currency       Currency    `json:"currency"`
-	CustomerId     string      `json:"customerId"`
-	DiscountMinor  int64       `json:"discountMinor"`
-	ExpiresAt      time.Time   `json:"expiresAt"`
-	ItemCount      int         `json:"itemCount"`
-	PricingVersion int64       `json:"pricingVersion"`
-	QuoteId        QuoteId     `json:"quoteId"`
-	SalesChannel   string      `json:"salesChannel"`
-	StateVersion   int64       `json:"stateVersion"`
-	Status         QuoteStatus `json:"status"`
-	SubmittedAt    *time.Time  `json:"submittedAt,omitempty"`
-	SubtotalMinor  int64       `json:"subtotalMinor"`
-	TaxMinor       int64       `json:"taxMinor"`
-	TenantId       string      `json:"tenantId"`
-	TotalMinor     int64       `json:"totalMinor"`
-	UpdatedAt      time.Time   `json:"updatedAt"`
+	Currency       Currency  `json:"currency"`
+	CustomerId     string    `json:"customerId"`
+	DiscountMinor  int64     `json:"discountMinor"`
+	ExpiresAt      time.Time `json:"expiresAt"`
+	ItemCount      int       `json:"itemCount"`
+	PricingVersion int64     `json:"pricingVersion"`
+
+	// QuoteId Example: q_01m8c8r4pprn61nsrhhsc0n5kn
+	QuoteId       QuoteId     `json:"quoteId"`
+	SalesChannel  string      `json:"salesChannel"`
+	StateVersion  int64       `json:"stateVersion"`
+	Status        QuoteStatus `json:"status"`
+	SubmittedAt   *time.Time  `json:"submittedAt,omitempty"`
+	SubtotalMinor int64       `json:"subtotalMinor"`
+	TaxMinor      int64       `json:"taxMinor"`
+	TenantId      string      `json:"tenantId"`
+	TotalMinor    int64       `json:"totalMinor"`
+	UpdatedAt     time.Time   `json:"updatedAt"`
 }
 
 // QuoteStatus defines model for Quote.Status.
@@ -631,7 +639,7 @@ type QuoteCreateRequest struct {
 	SalesChannel string   `json:"salesChannel"`
 }
 
-// QuoteId defines model for QuoteId.
+// QuoteId Example: q_01m8c8r4pprn61nsrhhsc0n5kn
 type QuoteId = string
 
 // QuoteItem defines model for QuoteItem.
@@ -706,6 +714,8 @@ type Session struct {
 	MfaVerifiedAt     *time.Time     `json:"mfaVerifiedAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId     `json:"sessionId"`
 	Status    SessionStatus `json:"status"`
 	TenantId  string        `json:"tenantId"`
@@ -734,6 +744,8 @@ type SessionDevice struct {
 }
 
 // SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+//
+// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 type SessionId = string
 
 // SessionList defines model for SessionList.
@@ -752,6 +764,8 @@ type SessionToken struct {
 	IdleExpiresAt     time.Time `json:"idleExpiresAt"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId     `json:"sessionId"`
 	Status    SessionStatus `json:"status"`
 
@@ -760,6 +774,8 @@ type SessionToken struct {
 }
 
 // TokenId A 26-character, time-ordered identifier.
+//
+// Example: 01m8c8r4pprn61nsrhhsc0n5kn
 type TokenId = string
 
 // TokenIssueRequest defines model for TokenIssueRequest.
@@ -786,6 +802,8 @@ type TokenIssued struct {
 	Token string `json:"token"`
 
 	// TokenId A 26-character, time-ordered identifier.
+	//
+	// Example: 01m8c8r4pprn61nsrhhsc0n5kn
 	TokenId   TokenId              `json:"tokenId"`
 	TokenType TokenIssuedTokenType `json:"tokenType"`
 }
@@ -812,6 +830,8 @@ type TokenMeta struct {
 	TenantId      string   `json:"tenantId"`
 
 	// TokenId A 26-character, time-ordered identifier.
+	//
+	// Example: 01m8c8r4pprn61nsrhhsc0n5kn
 	TokenId   TokenId   `json:"tokenId"`
 	TokenType string    `json:"tokenType"`
 	UpdatedAt time.Time `json:"updatedAt"`

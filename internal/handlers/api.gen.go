@@ -362,6 +362,8 @@ type AuthorizeResult struct {
 	Scopes *[]string           `json:"scopes,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId *SessionId `json:"sessionId,omitempty"`
 	Subject   string     `json:"subject"`
 	TenantId  string     `json:"tenantId"`
@@ -372,7 +374,9 @@ type AuthorizeResultKind string
 
 // Case defines model for Case.
 type Case struct {
-	AssignedTeam     string     `json:"assignedTeam"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 	CaseId           CaseId     `json:"caseId"`
 	CreatedAt        Timestamp  `json:"createdAt"`
 	DueAt            Timestamp  `json:"dueAt"`
@@ -426,7 +430,7 @@ type CaseHistoryEntry struct {
 // CaseHistoryEntryTransition defines model for CaseHistoryEntry.Transition.
 type CaseHistoryEntryTransition string
 
-// CaseId defines model for CaseId.
+// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 type CaseId = string
 
 // CaseStatus defines model for CaseStatus.
@@ -535,6 +539,8 @@ type MfaVerified struct {
 	IdleExpiresAt     *Timestamp           `json:"idleExpiresAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId         `json:"sessionId"`
 	Status    MfaVerifiedStatus `json:"status"`
 
@@ -587,22 +593,24 @@ type Quote struct {
 	CreatedAt Timestamp `json:"createdAt"`
 
 	// Currency ISO 4217 alphabetic code.
-	Currency       Currency    `json:"currency"`
-	CustomerId     string      `json:"customerId"`
-	DiscountMinor  int64       `json:"discountMinor"`
-	ExpiresAt      Timestamp   `json:"expiresAt"`
-	ItemCount      int         `json:"itemCount"`
-	PricingVersion int64       `json:"pricingVersion"`
-	QuoteId        QuoteId     `json:"quoteId"`
-	SalesChannel   string      `json:"salesChannel"`
-	StateVersion   int64       `json:"stateVersion"`
-	Status         QuoteStatus `json:"status"`
-	SubmittedAt    *Timestamp  `json:"submittedAt,omitempty"`
-	SubtotalMinor  int64       `json:"subtotalMinor"`
-	TaxMinor       int64       `json:"taxMinor"`
-	TenantId       string      `json:"tenantId"`
-	TotalMinor     int64       `json:"totalMinor"`
-	UpdatedAt      Timestamp   `json:"updatedAt"`
+	Currency       Currency  `json:"currency"`
+	CustomerId     string    `json:"customerId"`
+	DiscountMinor  int64     `json:"discountMinor"`
+	ExpiresAt      Timestamp `json:"expiresAt"`
+	ItemCount      int       `json:"itemCount"`
+	PricingVersion int64     `json:"pricingVersion"`
+
+	// QuoteId Example: q_01m8c8r4pprn61nsrhhsc0n5kn
+	QuoteId       QuoteId     `json:"quoteId"`
+	SalesChannel  string      `json:"salesChannel"`
+	StateVersion  int64       `json:"stateVersion"`
+	Status        QuoteStatus `json:"status"`
+	SubmittedAt   *Timestamp  `json:"submittedAt,omitempty"`
+	SubtotalMinor int64       `json:"subtotalMinor"`
+	TaxMinor      int64       `json:"taxMinor"`
+	TenantId      string      `json:"tenantId"`
+	TotalMinor    int64       `json:"totalMinor"`
+	UpdatedAt     Timestamp   `json:"updatedAt"`
 }
 
 // QuoteStatus defines model for Quote.Status.
@@ -616,7 +624,7 @@ type QuoteCreateRequest struct {
 	SalesChannel string   `json:"salesChannel"`
 }
 
-// QuoteId defines model for QuoteId.
+// QuoteId Example: q_01m8c8r4pprn61nsrhhsc0n5kn
 type QuoteId = string
 
 // QuoteItem defines model for QuoteItem.
@@ -691,6 +699,8 @@ type Session struct {
 	MfaVerifiedAt     *Timestamp     `json:"mfaVerifiedAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId     `json:"sessionId"`
 	Status    SessionStatus `json:"status"`
 	TenantId  string        `json:"tenantId"`
@@ -719,6 +729,8 @@ type SessionDevice struct {
 }
 
 // SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+//
+// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 type SessionId = string
 
 // SessionList defines model for SessionList.
@@ -737,6 +749,8 @@ type SessionToken struct {
 	IdleExpiresAt     Timestamp `json:"idleExpiresAt"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	//
+	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId     `json:"sessionId"`
 	Status    SessionStatus `json:"status"`
 
@@ -745,6 +759,8 @@ type SessionToken struct {
 }
 
 // TokenId A 26-character, time-ordered identifier.
+//
+// Example: 01m8c8r4pprn61nsrhhsc0n5kn
 type TokenId = string
 
 // TokenIssueRequest defines model for TokenIssueRequest.
@@ -771,6 +787,8 @@ type TokenIssued struct {
 	Token string `json:"token"`
 
 	// TokenId A 26-character, time-ordered identifier.
+	//
+	// Example: 01m8c8r4pprn61nsrhhsc0n5kn
 	TokenId   TokenId              `json:"tokenId"`
 	TokenType TokenIssuedTokenType `json:"tokenType"`
 }
@@ -797,6 +815,8 @@ type TokenMeta struct {
 	TenantId      string   `json:"tenantId"`
 
 	// TokenId A 26-character, time-ordered identifier.
+	//
+	// Example: 01m8c8r4pprn61nsrhhsc0n5kn
 	TokenId   TokenId   `json:"tokenId"`
 	TokenType string    `json:"tokenType"`
 	UpdatedAt Timestamp `json:"updatedAt"`
@@ -10576,267 +10596,268 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchu3tjD4KijuU2XSaVIUJTs2ValvGFlOlFi2ItHx3if0UYNskETUBJgGWjS346rv19T8/mbe4bzH",
-	"eZT9JFNYC+hGN5sSdXOcbP1IxWJ347KwsO6Xj7WRnM2lYEKrWvdjbcpoxBL45z4dTVlzXwqdyLj5WjZP",
-	"tUyYeRIxNUr4XHMpat3aCVNzKRRTZESTZMnFhIwSFjGhOY0VoQkjgl2whIzMgFGrFtTUaMpm1AzFRDqr",
-	"dX+pCdlUMPz7oKaXc1br1pROuJjUPn0Kagd9OlmduD9lRA5/ZSP9SJFQaarZzyxRXIqQUEUoUTqRYkLM",
-	"SvSSaDoJCGtNWiQc1HYGtbC4khn98IqJiZ7Wup0nT6tWcRix2VxqJnTzhM1jumTR6qJCnaQsJIspE0RP",
-	"uSKJBQ/hiugpI7DNKP9ZjgkVhNEk5iwhCfstZUqTBddTfJ3OGMlmHi2bP7JlNQjNxNXgeyVHFJdXBcJR",
-	"wqjGFck0GbHrguWEavaKz7heHf7woP+SZM+7ZM4SMpcxHy0D2JzdrSIxG2vCBeFakQUXkVwQKiIEABtJ",
-	"ESmSCs1j88tA2DeYiFR+olqeMzGo7SXfPHn+vL2nv9ndDsigppmgQsPvnefPn+CDsDUQN91l8xg2cNVm",
-	"7WtdYlB/aXdN9JRqQufzmLOIaOkDISBSMBJzpQnXbEYYHU0Hoh7CvsKAhLgT8y/FFGB5AEAKZ2MaEinI",
-	"0cseuWAJH3M87gYCZyA86Pz2zdN2u723+OZpuwCd377ZabsHYYucMqHNkLh4KtSCJYCpJKGaNWOzQxYN",
-	"hJyzBOYidRrHZJhq2NKMaWqOZy650Co7yrFMFjSJmjTVU5LIVDMVkPC7gz7ZutjeMr/KhP+ThQMB+3IP",
-	"3HYbRIoRAxwZ0ThmiblS5itzwUcGh7uEkt32dkBkAv/aMVMSSmZcKS4mA6FGcs4C813ERjxiERmysUwY",
-	"oWKpp4Z0cUVGMhXmQphFGJLGmSKCcT1lCRlzFkc3wB6mk2WzN9YsWUWcU4vhWpIF5dotKTHfcDEp3sex",
-	"TGZU17o1LvROpxaYyfnMUIDO9u7Xu892nu5+HdRmXOCP7Ww1XGg2YUktqH1oTmQz/7X2yaxwThM6Yzqj",
-	"/YodAnXjZoVzqqe1oCbozHwzwodBzWAuTwwVNLTHX+V/JGxc69b+tpVzly18qrbs2AWKOlr+yCquVI+M",
-	"Ym7o7WgqFRPknC1J/dm//vf/23nyhMwTLjQdxoyMpjShI7P2Rov0EHAlCmq+NOc5lNFyIBIg30iPxzxR",
-	"OiPHe8VPYBAqJJy9+dbgx26ns2duAk4z5TFDsuRGQgrOlSFo45hPpvDHbvs54g1AFPlsDtMShV+PXk/g",
-	"cN3fz8zBac0SM+Z//TIYfOhsNweDD18fvP/qP2qVTGx8RPVoWs0KDJ8lMYVd0IjUfW7Z6AJoFgnXjEzp",
-	"fM6EIlLES8LH8OS3VGrgckrzOCZUI7W7QJYcEBYrRna3Oy1yYvEGoZgzPJka2ge3GigOi8hu51mLhI9D",
-	"MjOrZoosplSDNGHHhQubJokhWPWTl/vk+fZ2m/zPf2/vtLZb242AKFmx7lSYK8fN1mkcLwOgXLAZKQi1",
+	"7L3bchu3tij6KyjOVWXSaVIUJTs2Val9GFlOlFi2ItHxnCv0UoNskETUBJgGWjTjuGo/nTrP+5x/2P+x",
+	"P2V9ySmMAXSjm02JujlOph5SsdjduAwMjPvlY20kZ3MpmNCq1v1YmzIasQT+uU9HU9bcl0InMm6+ls1T",
+	"LRNmnkRMjRI+11yKWrd2wtRcCsUUGdEkWXIxIaOERUxoTmNFaMKIYBcsISMzYNSqBTU1mrIZNUMxkc5q",
+	"3V9qQjYVDP8+qOnlnNW6NaUTLia1T5+C2kGfTlYn7k8ZkcNf2Ug/UiRUmmr2M0sUlyIkVBFKlE6kmBCz",
+	"Er0kmk4CwlqTFgkHtZ1BLSyuZEY/vGJioqe1bufJ06pVHEZsNpeaCd08YfOYLlm0uqhQJykLyWLKBNFT",
+	"rkhiwUO4InrKCGwzyn+WY0IFYTSJOUtIwn5LmdJkwfUUX6czRrKZR8vmj2xZDUIzcTX4XskRxeVVgXCU",
+	"MKpxRTJNRuy6YDmhmr3iM65Xhz886L8k2fMumbOEzGXMR8sANmd3q0jMxppwQbhWZMFFJBeEiggBwEZS",
+	"RIqkQvPY/DIQ9g0mIpWfqJbnTAxqe8k3T54/b+/pb3a3AzKoaSao0PB75/nzJ/ggbA3ETXfZPIYNXLVZ",
+	"+1qXGNRf2l0TPaWa0Pk85iwiWvpACIgUjMRcacI1mxFGR9OBqIewrzAgIe7E/EsxBVgeAJDC2ZiGRApy",
+	"9LJHLljCxxyPu4HAGQgPOr9987Tdbu8tvnnaLkDnt2922u5B2CKnTGgzJC6eCrVgCWAqSahmzdjskEUD",
+	"IecsgblIncYxGaYatjRjmprjmUsutMqOciyTBU2iJk31lCQy1UwFJPzuoE+2Lra3zK8y4b+zcCBgX+6B",
+	"226DSDFigCMjGscsMVfKfGUu+MjgcJdQstveDohM4F87ZkpCyYwrxcVkINRIzllgvovYiEcsIkM2lgkj",
+	"VCz11JAurshIpsJcCLMIQ9I4U0QwrqcsIWPO4ugG2MN0smz2xpolq4hzajFcS7KgXLslJeYbLibF+ziW",
+	"yYzqWrfGhd7p1AIzOZ8ZCtDZ3v1699nO092vg9qMC/yxna2GC80mLKkFtQ/NiWzmv9Y+mRXOaUJnTGe0",
+	"X7FDoG7crHBO9bQW1ASdmW9G+DCoGczliaGChvb4q/yPhI1r3do/tnLusoVP1ZYdu0BRR8sfWcWV6pFR",
+	"zA29HU2lYoKcsyWpP/vv//n/dp48IfOEC02HMSOjKU3oyKy90SI9BFyJgpovzXkOZbQciATIN9LjMU+U",
+	"zsjxXvETGIQKCWdvvjX4sdvp7JmbgNNMecyQLLmRkIJzZQjaOOaTKfyx236OeAMQRT6bw7RE4dej1xM4",
+	"XPf3M3NwWrPEjPlfvwwGHzrbzcHgw9cH77/6j1olExsfUT2aVrMCw2dJTGEXNCJ1n1s2ugCaRcI1I1M6",
+	"nzOhiBTxkvAxPPktlRq4nNI8jgnVSO0ukCUHhMWKkd3tToucWLxBKOYMT6aG9sGtBorDIrLbedYi4eOQ",
+	"zMyqmSKLKdUgTdhx4cKmSWIIVv3k5T55vr3dJv/nf2/vtLZb242AKFmx7lSYK8fN1mkcLwOgXLAZKQi1",
 	"W4Hlsw9cadU1PDoV50IuhH1aN5TFYgaS0UeqkW9/t73bWnvY4yYewmVXyDv1p7uXnOSbOe5i9UTfGRlk",
-	"njDFhEZ+qxMqFOy68gTNxS4dIFeIFHV3eo1NdnWdXWg2W0tpOD68Bpi8u7FdvBu95n/S5j/bzednzXV3",
-	"4ydzsGsX85t9elO650Y3M50iS1s7l8qe33S2fAYzX9+w/7Wzafv0pnO50c1MbxVL1k6U4sObzmPHBn7l",
-	"CDawq29pdIJ0xPw1ksII6eafIGqhNLQ1T+QwZrOvflUoCW825zF+hZOuUkxHviJphASpkU7hbTKaEx3p",
-	"PRKyJJGJCokBgwLJjowpj428gQJFLfA1r4JEXbU4++5W/uIaCXWjj937sEXDnfsZmUANZw1ArwdIM/A6",
-	"KALhoUY6KpGpEmCcHnjZtuCdslryuYEoxTjmo8+OjZk2DMpwjpQ0juUCqbnl6Vxc0JhHTfNiqoxSMaMf",
-	"mkyNaAzrC4NckHFSTOMLQtMDc6M+J3h7gsAtbpk9vJTJkEcRE5/7gH3DSkxH54QSq9KAnqM0mzfTOQGz",
-	"A1LYL+jMvpOCfU6AvZYk5hcM9OLR1GiMYsK+IHi8lvqlTEX0mWGi0tE0M/aY242in1GoHykryn5BUDpO",
-	"WCarv6Q8ZtHnvnROsEVJGORjGrMvFEQnmWT1+YCUAejLpDtWFH4rMgvTZ4XOERqfAmJ5bkDYh7kBkaHZ",
-	"CbuQ5ywiVuAnIIqTesafPYIfBgMRpqJg8AobjvLb7xdTqRiJ5YQLMCYpsICZ/2fWwSWph7MxbbqTCrsD",
-	"4WzAYO8wTx0adQnYs/dQTzSUwoyTmf3QthfLiVHd6WjE5kaDb6Ch4ws4/qD27t27Zs8DWfFIr7Lcoe4k",
-	"j6hYWgVDfVahA8ytBMytZEHN7QIfCqmHvh3W2WZ6x4eIQI8UsafuLBOZNGe+G4h6+F2vf/Cu94+zk17/",
-	"4OzV4dFh/+z44OSs/+bHg9dGHFz3/OB173XfoB3a5gHrHqlLRjw9OD09fPM6bBCZBFVmahzKqIaPFDEK",
-	"+2yuVYuAyXQgUCsIPQNq6FwCe9Z8Pk4VuC+sIYl6FtwJ5UJpIqQAR4t5H2CmviAMLdmGL/3ce7UKN98k",
-	"P6VS0y8RRa+HoQG5DD+B6FyKoDdCjZkjprgksPNRw9NgkHRO6hZ6xJAJErZarS14p8k+jBiLWBTivPa1",
-	"R4qE8Nwp/lyjwwZgEpIJv4AfFVH8n6zRJejrUSGpu83hbs6Oen/HnZ82gJ4fvzlF1wh+EOA8bM2XP719",
-	"0z8of4kfBCQ0uveaD/d7pyvfwesBCXlusCbnbLlmhMMXB0fHb/oHr/f/cfbjwT/sYNT6HJ15fcW/SV5L",
-	"9MaYE1skXGsmLEVA7HfOVM1nLPcM5riE7lSlUQFAtRhPmWpyzkVkebBqkZ7luYAYzs3ItXuB1B2LlonR",
-	"pRt7mX04SuhY5x+AUylmGl/NPndQgVM46/dfWUOHOXcwtYNlGoYFM8jqAtwI5jjO3hwfvK4aJbeZ5HcH",
-	"Pjg5OH3z6ueDF6WPjAIQp+AmNFPPaHLOkmxyRczbTESK1CnYqlhkjplF7ugSFjODCvCyXAhCNbjnvhQj",
-	"we3o6hctK3oyYeuvI2a9FfSC8pgO489qJDhhkbm4PEJDGXq6DV1yirEUYz5JzREYYmPk3LpMyIgK8/6Q",
-	"OX7XAKLlfPtdNLbl7nEQnxNGzYUSlrhR58ZOmCFWxDqzplRMWISeK+cDthe3RAEVHa+oobdDencC+85c",
-	"8ic9irfWVbeYMnDQ0dwABDxFaZpoFlmeYv3+BpxdQolgC+918BWPmNF0lpadCAaHk6lEIxll4mX+4VKm",
-	"ZMEgtsA6M7kicKvv6cxyj+Zf5NQsPN2h2bvlHVopSsozQ+BZ5o5fCOuYzWnCmlRETcUgvMWPGYMjRTaO",
-	"4WpZmM6Cj9ie85Gik9+qKf6yrMSps3gZRXa3O/kSnZP6oE8nGLhDyXcHfaKmcqEKW0bpYirjSHkguCek",
-	"yXjJPszyF8KcokkFVRO4yhGSaoMiRFsaS4YxF1G87F55zqiuyjiyA9PYkHXv0NvbWcCToSRGvzCfI1KZ",
-	"0xZZUEIJXdq7e4WVo5ArSCyVzsY0ijJRfCIgvgTUmBY5HHvjqXRk1BEVrNmIyPnU/SBVHij570KIMhrk",
-	"Rf8gCUKKkmlLunT2ZotGZwDlUCZkzI3MzTWJDN4AlbDYkU0Bx6tAMEeJsEnj2KkvwJMWU6q9ObhWLB47",
-	"8dFI+9Zgh8bC9RTNQ+nG/WDKj0al2AeN4i+EKlbfBHMDGlZb5F21qhvkIt76gLUiQ7Oj8wg1zoRfsIiM",
-	"EznzVGC8+m6MQpRpJenptLfz+cEigpO4UdB+UU9s2DO+WxEPjRGaq2THoXm0R3bbz91imlw0bYAcDOiL",
-	"txhXx7UNRkpSoRoIRTA1rwAyC8ib0aXTUam1FNrd3A8KW+/CXw6JM4+Cj8WGb+a0rJsBHV9QWUCc/bhF",
-	"ehYR3GjO0UDFckGXZcZo2DEVS4OAdbANAoflCjhgY8+gg6VzWi5ogpg9Z0kTmOKIzj0DBo9ilm2cIVWF",
-	"yN+YK7OC4ZK4AGPztdr6iNFJn1y8sbIBwAJhhbq32d09iWIQRfWXQ6Nc+uJKpZfhEDzPUQg+zBHIoYIZ",
-	"Yx321M2EP7zrZxgDYZ1O61qxrO1Z5ryKEM6sChq4OXjzJhw9iocU4rw0S9Q9oUJmzPsrYUIefFoQooAz",
-	"ZrobrQzfLqt2pG50qzXMxht9D440i23VkijGPD6yMq3hHubbJRjrHf8AM3PdRkchg4zZBYvJTCZsj1Bl",
-	"5HFCo0jl30y50jJZEiZ0stxDe+sFinQJk3OjOSCEDUMshmOh7UcxEeULhISipUzJjFGRqS13in7zRBrB",
-	"8nNb4N6xOG6OZTIzdzDVmdemTslQpiIKCCXDVHFhhN4kjZn5YQGZXRDZIyP2JUWmvRUqnc9loll0xCJO",
-	"+2Dr/GOiUo3w+EgROzW6rbhVAMFZ/wXFaXxyUcCwjt5Iy4pUmZOX++TZ0+c7hJrnZBRTPrM6c+o5eRzb",
-	"QUrNweGHBlnBAisSU517IhfCDiiYsjCZJ3LOEs0xwJiO9FVHgis2u0iHmyUF5UHQv8BHee4eyqtmsF6q",
-	"p68MqfEz/b7tnR7u14La0cteRcIffgS+ixOm0hhWvrKdKuga1DHQAo3WwsbCNbCOO4SrBWkhO8ZGrlBF",
-	"wr+DK6AJEAnhbl4BjKBG/X1eCubsxU9B7ZyLqCrvgY+m6OWTY89bQuZUIWHJ1/gjFxEu0QHXSn+1AMPi",
-	"KwEMMZcASa7ZTG1w3ACCQ3x5u93O07JoklDwoCg/JWDDyH5ANkCVTVaAqiFOcD3sBDjnk3lD+SdXhb8Q",
-	"9b2Kf8AwWdRndLbR0kdZPtommWVBzaoZPV1ImYuoZk3Dy4sYWZGYEtSilN3i6zyQOkPq+0jcC2oxVTqX",
-	"Fm+x4uJAJ4yqdfnCCTzLwmmKzuc9EtJUyzMnK4UolOcvPFJgTGi4DGlGJlQzI827T1CrkxcsiVKXkwQW",
-	"rI0IiZWzbnP0vlegfHJPd/2Te95uf739/Hnnye7Xu+3nz7cvPT87cqo2QeNTfDO/4Sfm/bu95EEtnUe3",
-	"uiYlMpElhnrkwVt+tv+gSABWr4u7fqWz8O+1v/h1hKcHs3iZQTRyHrJjjx6NaaxYsDmJ2jDPrLUm0czA",
-	"zN2u8gkVh70c2oUVrgMB2hO+PBDcjrzeEICXXKbtzrMNd9Td+tvaBMKSRJcjfgnfHXbbfaw7vO9RhVzl",
-	"n5nUkf3jKnpihzowyujV0khpKzjLFavEodeLmleLgNcVCuifgD+PEzk7zaj+KjNFiuhS/ousco/QobKF",
-	"GHRWqAMNChvywnXX5DPyPC1Pb8D1dMEC5mRzhEDOMFh2tWoZ54d/yTkTKJvmokh1bZQCRQXRNp/ZW3wV",
-	"jyrAbN3tWOXERULTKabwj85+aTef0+b01/OZmDf1RfOf7z92nn6qJKIeyDwgvTk+eF0Lagen+71Xvf7B",
-	"i1pQczGAlcpMMePzZqzibjjaZeTQhdWswrNThGdnfdr3x05nDSAhNqOyqMvpG7Lb2f6a0Hg+pUOm+Qgs",
-	"TqX7t1NYw87KEt5/3Kme+QW74CN2KMbymhDn8xIcdp8UZ203n/eaL2lz3G29f1w5d0yHSPquopapYklv",
-	"Yo1X3stPtjtVR7pyeC85i6MsY7O4j4hpyuMNBvZKlKwe02s6w0pKZE71NCC/pSxZEpkQtDiR7NPSuQHb",
-	"X51IGvpVMc0Pp29ek2N8SriwBXyGMtqEHpeQ3W68Ctm/ZzTW01VYqZW7Ls+vpmr2q6qJDoVOpJqDmHKT",
-	"a48WkuLZPdt+3rlSDoMPz8zPZ1O+gldXaxpl00zVlizvuLkhj440vwDrhZ1lKGXMqAAB4sP8btkkL0kz",
-	"tx9QbWaX+lXzzSSEkURD9tVvbmQALaqqq5KRM0DaZIw6FYR90EyAG3nGZkOWBOTk5T75+unTDvmf/+60",
-	"OntgWogIVVi4agEeO6hcYl1YvePDzeyROYJWovcVcgQiThV6/vDuxwqkjCf+pT6IXpxWG3ZHyUXxxc6T",
-	"J9vPK18955uZAM71siA8/HhcOVyKZrzMSMonla99uIFtUS9ruDPzOS58DeROV0F3zpabK0IG+NfVfWCC",
-	"qvUcjWkhSrq4rlFRXrlU8PVeNWcso4oiiy9YzC9YQmQKLo4hFdGe831DQcESVhclr6crosH7j2tkSusb",
-	"vzOTkLc5uzd/jjWA/RnSAzH1onRVhpC2wg5uucySx8Hh9TqPCo/iO5jyhib+Fa5/9LJ39vPByeHLwzUi",
-	"fcaXK6y3UoONtZRw7GJapWBESBJLMWEJWcjkXJUJ5iYU0K9fhIvxjX+Xegzc8S9vJpLc/uLd/hZdfQcq",
-	"Ny4FWx5xUeWZ6wlCZzIVOqvXYDWWR4rMzCckFVwrUqeazKTSpPNfT3bIv/6f/0O2A8I+0BF8iNUcQYid",
-	"00SxBI727kQO55WudNs+333ytcuMJCj8qgpHq83/fcXGFfVEj172sgzhrGYoBPlDRdDybu7OjFOppXTa",
-	"u1XaAxZ7Wl38G2FtN1AGtVD/yWgqBRVlI3bmqVVlrrbqXuRCaSpGbCNNy8YPrOja1eoSRKJcXtsyMDKZ",
-	"PSs/yhPVs/s7t5x2rh//yfPn3sA+8C4dWnMdbyYPOylylRj7+cQY3Pv25NDwd3OX53TCSB2roNoX1dZH",
-	"FaeTT2EjIKmIbGCVdaA9UgMxT4cxH5G3J6/Qv5Yl5R+//fbV4f7Z25NXIcRQMW0LMkIghFGaCY0h7tIF",
-	"KnHtcqQHwgsgfqTM6I0WOXSZp4pNZkxg2UaisCKnWSVEWy24Hk2JFJhvzz7Q2dxArZbvCAKfqLW3ZaeU",
-	"JryZsDEzRI5dW7eGp+6Igss0YCjKVyG+3dp/PPJMSpcyIfcefKO0nLn6eVfiVcQVRMNmPOPuKDm7taxj",
-	"KNi+Wd392dbnCR9xMbkXq/VveSnIjWo6BjVFY6b2p1SIFaPa5za5r0qML056L/u1oHb69tujw35/jdio",
-	"0uGM69vhvUqHWmoa3wNSavrhPka9jsP8vrZ2x474vFSp54n3qEsJWz3ZPCNb5ZMskxvvOApg8W/+yhXd",
-	"0J9/lYYIt+42nu07Jc4b+8K765zhl5COnc6tHO1lTeQSFMhgshbi13Rl/XYdVxZOoFF5KHsIPLFpgzvK",
-	"s4rCV74ac8H693Slf0sp9J24Y9J+nm4W2SO4Pk74iN35zipiAxCdztOat+uVJaxAez2eaTZ7xZW+bdxD",
-	"jlObhF/eEzeuDKXYwHecLf44vS51u+6F2QxTDdgAcrmqtBmCbk4ft9YRyFVsvuzcPUPKil3qCiRdexLH",
-	"rmj+pedQLo0FppYZSybMqFijKVao/3rn+dOGi59kEUeVCQwBYBGZceGPvb3Kve6NE62oFJvC+T6ZWFHy",
-	"u8bJrxzlCaMR5JF8Bt/qCWYMZjpQOWACnt5bR49yYAXOVrXOU+fXK/cxghy4Lo1mXIQkZlq5+mTdhNEo",
-	"3HJ/QYGNEJO/rIkRjcouFcNmJAupvZIprt6sXAhiGAOdMFtkMpHSpmYotEsPpdRKJ3SOvwYkdCHDeTZC",
-	"2ICCGZDjCTXWSiXSQptWBF1WJgkV0GmivttuVwX/4xZrQf43bNIZs7PHPgRqVmnMHtq/3EMonOae4R+l",
-	"QQHUlYqZ9Qd8NnfIxgkYd2UnqbD19pMUOgatootzXdSZiDDz94KzBfopVj31EUTYbOhxwXAcCNyDmmdH",
-	"Y9qz9ub7s2PcjXMppkqfoHPnlqOcMnabTIJZ7r/7A31lG3ziRRteK2g+63CxUa+K9Y6xrBuGHy6/6iQr",
-	"asneAZUxJ6ggB5UU369YcMPQcDtRH/OArZW/ym09pmmsu0U7dZZJTF2Ph0su1pPnnaLYubOphf5mJG0z",
-	"euHF7dkbfP+gePZ0twCIpxvCwSvnjMuChawRWl/JCRdwScnRy14XK6URLkh49LJ3dnLw09vDk4MXIbLz",
-	"WE4mLDJP8xqcfp1p2/BtANUUA7KYSjrjWUkShHSxmLTNiN4mxRLVkPUMJUFsbelVOn+ra5ldxct900Uu",
-	"UenSsZtaU0EDUiYDYsvzQGo7lKTy3GNZfU1M4a2HOGILojXDRou8cTIU/EK4Iudsjh27jCLRzatE0QkT",
-	"eeEoGkUJU9iQ0zahpMoW9ZxSNWVY8MIWP7M161qkhzHoWbqWWxiGWgmJy1j15G4YXVo6CPzqEthXhYuF",
-	"6iwkX/llpLc7zawpHNF0Qr4iIbyz/czrFkfq2+1nZMi1alQU0rHxZ6ff95qdJ0/LAb+liN9iyK86K8Yd",
-	"b3c+lX95Vm0Hs7u8C/OHExrvLtujyDc9Vam33z/8+QAzkjMaYf+8NFDFjth38Sp/Nen2y4gbup4sVB07",
-	"dAoVVqQYsT2sTMG1IR/mpoRnZ99LpZvTyZlr1UlGUp5zRmRCwr837RxNOObw/sKJipLSzYQjr1Na2ZrT",
-	"eZoTlQBqgjRlEmFlT0gxH/OVAPNOMYSosxpDtKGBHNelVHpDie26RsGKFPdL0QisCAVSg84BR3dKRAcs",
-	"b7+lzD7WScrWZrNvnpv3f3W/WmtCMvBztThydT8BTo7SQ3UonY7XinReqQ0WkZiP2R4ZxXQ2z5v7cqVS",
-	"v5xCwmaUC/OLeZ3UFWMkzLxdoRMCkP02LpcHd7af7Dxt30AkrM5UrGWHXti1D7r1FwbqMq1S8EIcQUV3",
-	"yrxUR1aTycofWTO4MgThxWUBMteipbfG62r/wZVkM7gsXLeSCAZZY8ZN+y/eFM2rsisKxJZ5dDRHkqvx",
-	"4ohhN4q7jq65LjW7g3gWwPBbDDCnCXM2BhrHb8a17i8bHuv7YF1+hC3h6beFK5W7yZJIsX4LGFfruUUV",
-	"Ir8Ml64yqbYwui+zVK8qXfbhrVK5YYQNCk5M+AUTedP0C9vUfq9QmcbV6XOdJagYMXPjAhIWHkGFQHOk",
-	"Rluw9udu9jYZpO32zsjeA/iD2QrCMEa4UQ7JvVSJuZ96L7cmNVfTsjsOcfFo1EqxiQJt8ghWdoeLBM1h",
-	"+HXKSwAcjmlV6sf1tLScTG5w+oJ90PtpoipDxAu54hCZOacTdv3ExPX6X97b926lM1BxRmnC9fLUgAXh",
-	"OGQ0YYlRyPK/Xjq8+eFdv1bRotNmRDWxkgDUgqxDOlVAwnMehTbgOCAhVyrcCmkahVtG/gqzxnUBGcs4",
-	"lgtb1nkgTl7uP/u68wQGGzKls0ruc6MK8BGDtt9Ql3K4RLrriGl9xQ1V7bwKiEwwyrbk62q0CEggqksK",
-	"rilSdEwRzy1FfKfUQHg+KeJ7pEjujyKeN8pWR/McUqTuO+SkiJeNFukNxFWVwEY0STjYlEhWtS2kIx1i",
-	"1bYuCT8OzIUd1LqO3Oblx+zwef0xpMGfwiAvDFmuVGYELZwAq7gZWZprNBfCbQPeBWiUo+BU67mnYu+D",
-	"2lrNhuSc/paWy8pzQWimADu1N2uRjn/m/a9XFOV8IXTOf2R+IbDvsb36NZdi853rY+hWJJrDRC6gNm7M",
-	"DdlZ3729pKWvLuwTJBFgnnpxRVOqpgapyTljc0XUVCa6GYM1LbPt0tj2JOaCYJ3RIZtyYeUU1yq7a6vb",
-	"W+QeiLqKeQT9T0REnAJvVYAATM225W1gDa8KCtVBbWCa6mkjIL3jw6bFVaZpRDUl9R/e9QfC3FkKgnku",
-	"TASE+/nDjcBv9aRIXc41n3GFVQCEC5kLvHq2rhRyYyDMmvOqEXjLSJ1qOeMjC4282IRqtAZiIP72N/Id",
-	"04DXtkeJ+TWcSJKkgrS2RrNoyxKQkMwTLjT0jkggXh8K2dq6xZQ8fpwTE7zJAIbHjyGXNuvENhBwo9Bx",
-	"D6yy0SLHYCl+/DirJPj4MRmyWC4CMqdKM2v9CXMaHSLleNyHgvNEpvqx4UVULAciw4IWOYBpsu6zZkwx",
-	"Aae8a7u2l9ORvDOcfd3rlODUqd32jgXc3wgW/vMK/k0ks+Axr/zuP/rdiM62yQbX8KeFInz0u++W+H0g",
-	"fm82m4X/zHAZDEmdGvbQIL+TIR2dM2EIdGLxEQeSieqicfkaPIFUsATyOwndscD6uuRbOAWCvRvJ73iW",
-	"2GMIs0TCrYvtkLAP0J8Too5E5EzlQDbNalzN7lYrhB2v9CSdTtSZeWq2WRrEkRkJbVNWNuoudEjqKlOI",
-	"3TArBsKMSVsAXGJf/L2wdANJ788tSxLyHTEOiPW7ufEsUZCA84F7RMP1crDb+t0gOR3KC5jJVYfOWoPB",
-	"qAPRK0EK5DBzOyqPKcQuubbG7W57OyCKYgMAHwMbeJ+UNISK+BfWiXj+GWa4mssLVOQ/Gx1Hjs4JH0lh",
-	"a/mD/8m8OhBcE8FYpMxqdkjIhUrHYz4yDKMJr4QELuSCK9bILht4B7PuR3Bp9DSR6WRKljJN3AUwr2+3",
-	"yD/MT9iW1j7IasZ7rrJuNc6s60qL8hkhdmBb2db1GvB8kuiP3APZQaY6IJTEVBu2mHVrstlLwEzMJjst",
-	"cmhO8Vy5loXu1apFbn3MTNSftmZjupW9HTqiBQsNP3rJoAGAzrV4Uz39KWyRx4/7Xk1EBYXrXcMwq/ua",
-	"Q3/8uFsCMyEkwiRx5TWlytPFSf306DQgrDmjPA5AN877tcnEXIXZHFr37rRI37kQjRDgjQc1T2BeOp/v",
-	"FVZg18p1F3d6NYzwVELbdHgVMgYcnXabJEyniWFrRLAFDF68b1Tbatzh0cteWMxlVlrOFeQxczFp7JHd",
-	"Tgddy2aCpi27HbqC0jA4bLQe+pmoYSMgu9ttEmZrbE6kgLP1G/TBlc5eCchu5znRUpIZcEFC8u627hJB",
-	"9qYyfyFjhNxRwjOpuZA0Ww/XFY4OoXno0txU2xjT5hFS0AGNakG1ITMK/bhckymdz52sgP1iJIkkqYcr",
-	"uYYu1bAyl9AMNxCK6UZAQsySDXE8bN0p88YmXOVNSEJMkg0JBA0Wc2GHLkUZ6+wEAxFm+aihbeErsooe",
-	"eSRFLCeqRZ60d2BPBvZGBVkWewe3UBCwZdd+L2RgGn7EdcxW+L35YrfdJr+TX8IZjbFWedMuKnxfzyC2",
-	"8tDwOL8gtyVRC6/k+ff9/jEpTJFnRPpj57+WB40M7TXDziDG2JbqB4HaDbwNA1c1FfdmqHjspvINjDRh",
-	"MBs2VShMUIjZ8OHi/e6GvIxmu37lXNlO0aw0UbkNujdX6ZGZzmtMaaiGW4kbcscCZ4XtFWBTfloFmpiO",
-	"zqGVgJ0AXixOY1lMJZjKz2DtROkEqzHQ4jaQ5nkt991EuzCRkLo5lqkozJD9aIZ+LYlKR9NcvLbfP8Gz",
-	"ZHoqo6b5gsaxXJROdOWpGfEIfsX68virG/M5jDmSYhzzUeHOuN9yrMbVPFJWR8rQG4ZEQlIYtdg8oQqj",
-	"bVsFO4PXiIKrwmKz4A9n4nF0wp9uRj80c7WueP39JxmCQAVjlTeKQxHcuvF8DRFPtDDZSqckf76Vh4gw",
-	"WbvrjO6WeyVxZdsqDZmhu7bxQ3Za20iHSszOP7PCE4tL0BsTOjJkQpUdrgPDzRPwKALgmxhe649Z8dhB",
-	"MGuCcdCn2KlT0zgbHe/VnC5jSaOmlrIZ02RSWO/KwzIJdV22DLeGF9zgTyy5yXo6NGcs4hTcqUWqU/WG",
-	"mcbrB1FsxGBn+BpmYB/mbKTpGtisPnUb8J54jVhmzFH+DsIeGmnkbcq9oYtP3LCug5lM44jgQyDKERvF",
-	"1JAa+EwVJ/FagjfP2bKZMCMQFe5j5RvZMZew1EgQIFKhdZFEfAwFAXR2bIXpV6S6EgPyn7kpXQMRRwh8",
-	"nmaHtbImNrJv2hY3Bapd9YKbAOPw7M2f2oAZd/VFOhsapXmMdyfrO1WYP/X7shRRzntQRugcF8qXu/Ns",
-	"9TZWMaPKF8w0fi+eEuvpINEqNcX3Bi0+QXJV7rbPPkxpCgbcwqAJ1QxhXBzS/x2gYAVuBwoHzh2UHNC2",
-	"UE0mys/KQLXGVczUAjmoRC+eWAkOBFdB4yIvwt8AhPbfoDuxxIr9dojtFZIDDGvMEoPCXEzW0Z3Sa2Xi",
-	"4x4TfOym23EClWs+VRKm3M8OGMiUIYrBnJb3hhsRaeZU63nzAjMcQU7IVlIA+dq3zHwgG9uncD/z3fwO",
-	"dv2Yj5jA0nTWjt2bm/vX7LTataCWJrG18avu1tZisWhReNySyWTLfqu2Xh3uH7w+PYBv8sIumVm7FtQu",
-	"XF5obbvVxrfknAk657VubafVbu3UwOs1BcfVVgvke+iAtfXr4ly1XHOfCQPvZ2aXOYxq3dp3TENtO6hg",
-	"PJdmSealTrt9Sdug67ULgvHX9AoCXesdGxJDck+ZbmF8hY0Rrx43W+iWLT/kefBq3V/eBzWVzmY0Wda6",
-	"NVRsz9kSS81YeV6VlLcf3vWVzY58sv01FnZ81t75ugGFBiaq1v2lNmOa1t6bubYiOTJAcv/c+kiVYvqT",
-	"/WkK9VP/eRnEv7ev3CPQbRXXNWC3ZBmu0PyuYf6KXzBol1XPhGctjagPrpc1MLUY3VrSWXwZ6N7Mmegd",
-	"H14PdG7QHHRXOaUroWbnJpEcpTMm7hxZ+743qhpMJfOIRTlg8D7GFdfeabfR8oJuFvSAzRNups28GpTM",
-	"uZgEQJO/Kpot8GMpcm0IbHQDYRUUqN3UtRZkHJ2rAEQ2Rz7zrAvNRiCM0jkd8phr8NImzNqVnbtGJtaf",
-	"xBJSz2w/vRdHh6/Pei9enIQBiaWcD43KO1wSewgN66ANjYaY8JEK0QG7gkUnCLB7vH95sm9lr0MjkEE/",
-	"wOSCARo9ae98/m6LK80T77Cj3x3eiwyWpI7rhtWCWBA4JVmKeFl9ZXyfydor0oOGdAV3gPXyBJe6icDn",
-	"RNARadhIi7wRWY9swGfX6+ux+0RZyyCEl4LxRi+zVNN0rnTC6KxV7BHmrKdea7GBWOkt1nWBaHnkgqHw",
-	"iynV4K00F3KG5cMhfwYaPVKRTQo8ciDoSDu3AygQs1RppOL0nHlTuBWe4lQhRuRT7fxCYGNrGRkbPb2X",
-	"9G1b8Uo2CI2VzMI4ik3dAnJZsAY27/3hXf+Rqoz9QCfSSdEHR+piwsUH6B81PXPG1YDs0yhaktA66M4o",
-	"+pr7CWVjfp79ji7ogTgQF3JJQvZBw5v/DBtZPAC4BRI+4UbwzqvZOZSwviE4oqGMluYozf+bMVNqIHwL",
-	"Lhylc+GZYzLfhPtIOJr95ZxZbzj0/kdgLwmazKDF5fcHvRcDUcfFYtREYXX4agMdAZiIhUfLFfnuoN8i",
-	"79ChUcweBJQZCDCpG6AugapzQUBEOj558/fDg9PWLCL1Qe1bjL4ABw68O6jhqYCBbCFBMx7HcpEl5WXa",
-	"d7zsDkSTPH5cTBWEuIKVPs/rXHeYP5gZd5dMN7rOnQcobxXyLMMQkuYMGMFI1sUcwa1KC7NhOYQcW7Qy",
-	"90pjdIS5O2IJn4JvlVmWiJ4udK6hWXoMoQ5425NUKLe03LRlBrBpjpazCqKYpV+CLWz/YoTUKRp2EUT5",
-	"GIYr2x02eZbX3ugSaPCYWUIVoIg9B3PqnXZ7z6wm/F8AjG/A7ZXHRuz4gFmxN+duUTMEbiGwccTZunE/",
-	"QNNUyb9Wxc+zMJGa16VBQYDzqgxXacb2Ka+zKqgsWAnaOeSxSrFrwLIRD/ZSuj69v0d5o9x1s4Ln99DO",
-	"XOLx+6CxGvKRyPgqLl94uflaNk+NJm7kF59Ar2k2tFGPVMtKLV8A0uaR7kI8eaFTuhcm2CocztXhpx6j",
-	"rcrudEEfdeoYW9EBLBMrKTQglF2jeFD3pYJGcUmbN/vMV5flD5aWB5c1hJnhftxs76dZsHgpgWROR6yp",
-	"mLlW2rmUFKnbrfm+upvOnBcXqUAZC2gekbpH2289Zx7Gvjon0n/wqNuAGnz7hnP1wb64pskEPLvewGbo",
-	"XaQbl4vV39LI5erBJ9vXUC9spVyMI0ebdZYkm4vlPZeQEBTCEGzz9cIlqQW1CxqnzO+5Uzhh12A/t4N3",
-	"bX/8zKtdmMXOjDTa1ZYuyfp5Eupuezu3rF3qUc4jT7cu80zDCQOzPhrTYyYiczgF4JQrGfiKRVm6WIkV",
-	"WguuSrd114kCznENPgXsSl/fNBCmcVNQXtOTXgVgX3yqeb24b6Hfvvbh2yVCekcO4Uf2UKuQygjOA1Gv",
-	"DFgIyIr3vxGgEpgVXABhBsGyoNzqUhYUA+GqUxTDFWxhCY8vv3v3rumFDrBr2q/gzu/c8M4bse3t3C/b",
-	"kSO2lSa7BeERRUYHgTxuTcDxO1FyDVpzL8YWQwHtd1Z63Bgzd3LMvEbgQhVGluXWO8LKbEsF71W9IEmD",
-	"WF6Ap0Mwy3RjOjqHcEHDi33b0eX84G3uKrm92fJjOWXhl/efgo/l5AH80c+k+eX9p4Jl5yVqx01zRmQ0",
-	"ZaNzwJukrJwb0jiVWCreNyCPve9zcw/EukNqlFQVVmQsPQS9wVcUhipY5K9seU5iSEt4n3Ur+FZGyzsT",
-	"5ld7534q5knZjPWSNrF9pwtYZwU30C3pEAd9OrlKdYB3PgW1DIS6ecLmMV2y6KpPqz75FNRe2bSJqz7P",
-	"3vsU1E6oZq/4jOsr7ZnZi/5XzWMZ8/WVm1c+du/fUmy78mY7chjVcrp/+UcvZTLkUcQEfvH86i/2bagU",
-	"fLD9ZJN1ZQ7TIxZxCgmR5uNOZ5OPvfgC/GqDNfalPKLCNe9Rb5KfUonJjdelkT+yJYvwDt4FuSwQwUIB",
-	"xhJFfDNnAgJ7i6k7pD6VQqbJSjSVTw2R7hXJ4NZH7Iv+6TKnmqWF92acuEdy8nChqy/07tVfvJb6pUxF",
-	"dNPb9UeJHlV3CSqblq5SD3Cr4n5cl+vbTsqf3lderC3bA9rIGzcbNlgjqPRg4JsJKmOIknozx/THe5VU",
-	"cJnXklQ2uDfFxtDuIvx1Ltz1We4GXPPYC5t7CaGad8CtPw9lyM/6s/Lb711kAnBZLb38Tzoj9TfHB6+N",
-	"9pX1M9+Y325lnd/vnjAc2KG/eNKw2tn9gTw8kIc/EXlYuf/kX//3/8n/CsDJjialdO68uK5G2qaUYsqV",
-	"lsnyKgn9e/vaPQvqbpo18rpdbDlS6EEMfxDDq8Vwp+Q9Un7BiYAItmBKo5/i/oX0hMk5uw8h/QQGfuDE",
-	"D5z4gRPfJyc+OTh98+pny4ANW96Yvdqesvdy92Hkh8v/cPkfLv/nF8MdSVhPCbDm3FWuQGzD/IX6Aiva",
-	"jX5mZyCCZ406ALXJHtyBD+7AB3fgjQlfoVdbifLhnIT6pQA3cgZa0lcihVsfbXfmTxiEEzM0UBbJ4gv4",
-	"3ZHFEmHZreouZN6PME7FpptPpGAPRoJNbttnYt052fy8GIzIgdl/gL1UYDkHKPVL6nn1ykr0DdbaxNbg",
-	"Z/vPwfgeLsO/ucXM79e54rn2qH31pbierOo6qIMq65oJFy8U9Bi+oSSMquw1RGDoStyElXx1gzuJ/ZA3",
-	"12HvnxrYeu0PVOFBb/8swu+z6602C+X+jBRz301O488rcBzlxMWTOupZ5aCsnNA1pOWtrJ1CpTTyiiud",
-	"9cxX9y6TmFmgSd8aagSLNdI49gcbLuEXwqMHyvQgr9yDvJLJw7adDSLg3Qoul17MrY/mf5trteYC3VLM",
-	"eZAyHu7y55QyHlj+JSz/hM3kBSM0pz57REvt0jsNWGbz1LZlyZofK83md0qkgqtpCJAp1MPSCkHiONV3",
-	"RaDuyRVhVnac6gft64EuPmhfD6R4hRT3IptLbVvL3w1JXif9qXRor+stDGKVruFTGPkuDGJ/BEVEuBjo",
-	"AqgeaOKDrPhAoKx5yEiKuV0Iqu6/OOm97BMtyenbb48O+/2DF9e0Fym/jI1TP6tLDFZXisCK+Cv1Imxp",
-	"j9ZK0atXciJTvZF39hXWwZBpWTTajxlNmqdcs+YLiq2SS9WFBraJoBrUAjKoKS0TOmGDWnjNYjh/FBEJ",
-	"aqdMN9f1VYT9q6oOXzepyXMTuvOndP1uWPqhWBNYTqAdVB1rrBQKbQZkhAeBvWOw6Cb2cyphqH8D3Y3z",
-	"PMQrxTY2qcjiiufUryoa2LBFbgbCKywDhQCL5f/IixTq5GUNvTYquwfVzwbC1dGDkr2wECxv0jVLPTs5",
-	"+Ont4cnBi3VlbfexcchpVlfs3oQPN8XapO449kul3UfNuY1vnV1r+fJ9wVVTClfn3VQSOiOH5u6ME6am",
-	"9vbwKGZkwUUkF1D9Fqs0x1zrmBE5tuWzYjbW1demyLlcu8LLONiJvbu2W6e9XbaeHx653+YR6o/C1bOd",
-	"0vyySRbfs55cHAtMZ/1J2RyrvoBWAE8UCV8cvDroH0A5q1QZ3PiYQlPoT1l1q/+F838TBgMxilOlWdJU",
-	"dMy6fmPFrHCgmmLlaUamVE2JppNGy/ZcwEpQtu+wLUIKpTv1QEgxgnuMcHDd8ozGw0e0lQdl6S4weyNm",
-	"AXiyKpnhRztBl7Q/VV5mBPXR8o2esuSFPZob3edCXSdoTP0m1QexYlCuu1jbqb+Q2GzR9bMltpU1ihpZ",
-	"8aasK3/nGnWRcEvRvkxFpePqe7nA1hm4guyQFixhfr23Lyag7Oak59+H75/yiQDGD3cFK8SzWDFSx8tT",
-	"OOsiKdkr9MLCdop0qa6QAVb9skfLW92fa/HDdU7ZV36HnWLq2563ZdsQF6oeJob+hHb74QPi/yl4dUH2",
-	"KbZVyvgFktZrsGS/YuNl/k3HM164Ca5WDU9cAc9/v8DddRj6pTr0vyBabmhxgVQ/UpnAsCac16fU17Ol",
-	"njrcz2MA3J3y83oqquu6krJ50+89FJSN5nf6fa/ZefIU+/nJhEVQf75cVr71+DF5d0n/53UFWf1qr9BJ",
-	"Xw0EF1CiOVfiMBBakceFYrCPW+TtuuKpQVUb8GAgsl+zYtV5vxXojuy1k8fOATA6QgjUzN329kCsq2hv",
-	"G4WbZe62d3JRuqJMvpIDQW39f1Th9ZTNoC/9ao37Rou8MeehbS+8fJUDUb9Wm+sAS8aHrVbLb+7cADjE",
-	"YCozQ3r6g4NUg1CwyxGOTW2cOcCdpcrXXDzWIRvJGVMDAYf688HJ4ctDONRiP2jsXky94vbrO0Sbbw2a",
-	"BkSKgajULhoWTW0VVoOffstLwDUW2f7iJVNDPezt9w9/PggbfiXizExhOyBkaDuVC1XG2GGqUQrLz7y1",
-	"0i8ATZlzqtSeh5oZwq5tG3BJswCvUwAfTQcikTrr3m6VSxGRhHLlDgzr+susawAAzZUQpxZwgMRTCf30",
-	"NJlJpfM+06cHp6eHb16fHfX+fnZ8cHL29vTgJCzy9BbpaQTaiM5d66Hy968Ojw77Z8dvXh3u/+Mbcxt1",
-	"U8YRU9r2Cs9bF+mpa0tP4D01EJ7SGjOqNEnYCJpgYGvK7Bg9D1pBg85veQ7pXIcNcqHEodee3QVSiZBw",
-	"nX/Z6ZA1/SirNFhMXPJNUdcJSPC1Vrh85dLj85hyYWlJPa+kbW9Qw9dWadaCoVsDXK0Z/gkykhmdDuHJ",
-	"S56wsfxgQPKKi/SD4bJoXah1azQ2b2dFvw1LOBrTK4rWV1f5vhZdGwiD12Wyhg2GWLSXdZeB+rnYTF3S",
-	"GfcNFkXr5EDMGBWLKY+ZT+4eZTYO13HHb9HgepSAfUlOlNmMQRM89nU1zwPEwe0ukIKFNMsEUmv4GJZ3",
-	"NnRCS0Nr2VUH5vFfDDapOJ2NTREWK+8pq/YK3H3lEKKw5aGScarZAVQjVz0Nbds6T5vt7Wb7ab/9vNtu",
-	"d9vt/6wFldCxtuviZ08Kn/Eorh4dXttxr2WoWOvW1NlPnel0OIvi/ru3H87odz+r4XfPdNR5vhx+95M+",
-	"6nvVt2vIW7JeFt3adFL6Htp1G5oRN+Gd5q+p0k0qmhZgTYBGs91ub1detRyEr9dUz8/N+X822I46P/86",
-	"7Dw5f/X31/Fo5/V82PFh6zPhu4Fw5wbXBVtArAs4cLXfbXIfNiC6l1YzDxEJlREJf44c7JuovgVyfffB",
-	"Ao4PX5GA7TDc64y3mEpoq22uWU6QVtXe1UCBjY06GLS+1qP3YNN5SMa+Hj4jenj4fLnF5vIU7D/e01zt",
-	"YH5A7n/zZKXsDqxLVxqncUwuOFsQOfYvg8g6pWbd3ahYon8YnOpr78idmTXX64PXj3P1pwnWGEvBBkcF",
-	"+f6ot5/ZdWXEctuo9VFlZibsmQQ+DQMpuRDQ93alAedALNYbT6FLdG5dA788uMrHdKRlsmJEXfr6NJhT",
-	"66v6bWPFZmRXthJxY+Mjrm3+QmsXxQ6/hsJxkTK1V2yHmUcZeQtZayQ5GtP97IjvsZBTYZ51kTuFHqNw",
-	"uoKhTm9w4kGi/0vFGH+uWN8c6z6vsHOqaaJdO7EctetxwVJl+7chHWj4DnkSsZhfsCw2MWLoABuTIRXR",
-	"tQV9z4h3P6T8NHV0yXkvqLWRQqNVQ5Zs02iz7XqpKaEz8KEaA+1M6UBYuFSFaFV6RMgmDhGgtQnTaSJc",
-	"mBXCXcZRpcWaXB50VUFbfwY4H41p7X6y4Y7GFKe4fk3NO52fu/Z0JVTQbD5nEUnne8Wu0C41RxHPEfVA",
-	"179kur69wVa+k4L9xe1A+1kjzv0p/QO4CV73zNJs2MGeIUnKUt2iwMrmiqTzokGUWMfl9TkHfng/XAP6",
-	"olsjOYkYjTBlT5FzNterqScnsJTPp/pvYnd+pLy29w+07MGk8EfTikOlUlaI+3DaoP1uj1wZB3IplcDQ",
-	"dK8iUfFuYNQSvtSl0YyLkNS9JvmNwEpS1sxRCufC1uR7GJ+74Iplj836bGiVViweZ6FGNlbeNvMfslgu",
-	"CNdB1vThgsVLl/8Dm1aEi1GcRkZIcUr70toWGhUZb1zpPm56xdjCzZZ/Sxl0RxF0xmrdGoQoFPK4svN/",
-	"0g5qY5nMqK51a1zonU4tqLmuLd3tdjuozbiwf2X5XmZjE5bUgtqH5kQ2818NplTR1FCwD3o/TZRMQgfh",
-	"ecIuuEwVmdMJw87Gq0sfwTfrctC2O8+gip9mifn2v37pNf+TNv/Zbj4/a77/6j9qqwlq95mGDEdyTKst",
-	"Cm8Eyzb6YJ79QnwPd08KLZlZZ2u1lMFTqzFwqBQJbyOoEPkN2hjkzUmgJXhgal0rxuTk1hAgMVEu6rBE",
-	"2YBq2cgvotKhYnqFBkKDbdUih2AodHRtWUEJIc6KG4qfYMghWpFlqmN+Yeic7mJ2Vqh1fApWThWShUzj",
-	"CEFB5lRh0hSO8kghHVxiVBj+26xiFNPZHDTmwttBRoVRa36kSMhcQEJI6u7pD+/69lHYIIouiZItAh4h",
-	"2Ew2IkkKqV64SwsBSJguE/bA8awW6Rf5AMJrKKVWOqFzaOFNZEJCp8Lng4dkSi8YEdKtom4EUTphxDAu",
-	"1WiRHnG/FKP2ttvttkMzaUD/jEyYyGJeHTNSMBCpQyjb0IgkTfZhxFjEotAdAdWNPUJFERARycKmzCns",
-	"trf3CM0ijFWKG6WZWeKCJdYkMpaJC6RySx9RIaSGHcNSuvhPlBVggWg1rwCQTU8zL/7wrk8Mu1AkRz6D",
-	"tOnwVzbSEAsnyMnLffLs6fMdEtKRDg328BmafbIP5ELYp4IpzaKGDbIsx5ahMYYqEv69ae59szfSMglb",
-	"ZSGDK4v9k4QCBkDOT3233W50Mfzak0LgGAmvUDJAfkLJ/37MNzA2zPIHtVXIFxCtU27uUZ156JbwbxZ4",
-	"c4vmB4Cp9xV9Y6nHZUqUIL3jQ8dqf3jXb+xZ512e2eFxXXRZVgkOBc1pi5tLoeZspNf3hznM3rlPUpTP",
-	"kpOioDDeh+ZisWgalaWZJjETIxlhn5SbT/BZbdX5Ai4J5YBzMSxMU/1gkP7zULC/oNZi5Kavnz7tOBHP",
-	"R19SN+ISv2DdMY0VCzEgUCz11MjQEKLAL1jjagL0Ef6/Ev9XXXOhkOkSrMv4CDYW2LsE9A5w+fmeNilI",
-	"qpCclrYpS3AILimBkOffJWwkk0iR0ArSRh2BwRNGlRThHoivZs9MRFQYER2+WPmAEvzCCL2orHCVkQwe",
-	"Gd3A7hoWAkFuG1mo9khedCAzhoHFHjVFTQ38LzGlgVRrlBNBUnEuIIM7CrxG4mYYp6NJwXxF2CzWoIxd",
-	"sKdIBkYx5UOjZTZIXjwiP/ZOexdGHIF904xiELC1ppSE418bGM4Qzte3PpHWWbf5/vFmBqjLAldd1Gri",
-	"RbJayD4Ykv5NglgvEwuzENY89W892fPjW/e8C5plPME9gpwmoPrt9vNGtdWp0s7eX2cWlwnc9UpiU7C5",
-	"WzKzuMpgbwiMo1M8Iv/63/9fBYkpGLBWCIn9CKl9Rkh2EQA0J182IGAl3DcXgu/TmHzEjJpSLSPOmKYR",
-	"1fSBDjzE+24oy/UyKcEhj4vyzWUqvLNr7v31HO5o1vHCetdUqrq6ksdbxZJT9/bKMtYVu+NgHD5nbL7O",
-	"u4QlsmrXzP4yW7pXR9LG9aG+/MpQD4LBH5zdUlmhztzAgEjbcDtewiUxXFEKdq3El1dc6dLl/AILSz3c",
-	"iL+0z/XKDBdXN6JQhapu6/TcURbLW0zB//T+8sXC6ux0KyHL9pLOqKATNmNCg0FFsQQq16Awq2zItvvZ",
-	"KNNGRCZaylhBsIhlbtlmqkMymIgcYIygm1WgLdamtE5LRz8yN0xxjjVTTKVGJ+cYyuBfsEQxqIjDmSJ1",
-	"MeHiA0x3ltW+7CeUjfk5eYkeNwO0gByIC7n0d2b9cU3zbcXUmYlcoY0cFQrDHZHu5NKP0XRYxJU3tpV2",
-	"Vkf9Ke9DqXDEvL8T0tIZV5qPyEgKrFU3WmLIY8YCbDKQP52tnr063YEa0RiXC53cQXeZ0TiG0Kix0aHA",
-	"OkxmdDTlqKW4mBno/L46pKGQgikVEHNROP4To/mFTuhI+1YiML8IzRI0fZGEjZnZEwts8A6URyJ6Oce4",
-	"FgVfKT4Rho+cs6W/yxnoMe8//f8BAAD//w==",
+	"njDFhEZ+qxMqFOy68gTNxS4dIFeIFHV3eo1NdnWdXWg2W0tpOD68Bpi8u7FdvBu95n/S5u/t5vOz5rq7",
+	"8ZM52LWL+c0+vSndc6ObmU6Rpa2dS2XPbzpbPoOZr2/Y/9rZtH1607nc6Gamt4olaydK8eFN57FjA79y",
+	"BBvY1bc0OkE6Yv4aSWGEdPNPELVQGtqaJ3IYs9lXvyqUhDeb8xi/wklXKaYjX5E0QoLUSKfwNhnNiY70",
+	"HglZkshEhcSAQYFkR8aUx0beQIGiFviaV0GirlqcfXcrf3GNhLrRx+592KLhzv2MTKCGswag1wOkGXgd",
+	"FIHwUCMdlchUCTBOD7xsW/BOWS353ECUYhzz0WfHxkwbBmU4R0oax3KB1NzydC4uaMyjpnkxVUapmNEP",
+	"TaZGNIb1hUEuyDgppvEFoemBuVGfE7w9QeAWt8weXspkyKOIic99wL5hJaajc0KJVWlAz1GazZvpnIDZ",
+	"ASnsF3Rm30nBPifAXksS8wsGevFoajRGMWFfEDxeS/1SpiL6zDBR6WiaGXvM7UbRzyjUj5QVZb8gKB0n",
+	"LJPVX1Ies+hzXzon2KIkDPIxjdkXCqKTTLL6fEDKAPRl0h0rCr8VmYXps0LnCI1PAbE8NyDsw9yAyNDs",
+	"hF3IcxYRK/ATEMVJPePPHsEPg4EIU1EweIUNR/nt94upVIzEcsIFGJMUWMDM/zPr4JLUw9mYNt1Jhd2B",
+	"cDZgsHeYpw6NugTs2XuoJxpKYcbJzH5o24vlxKjudDRic6PBN9DQ8QUcf1B79+5ds+eBrHikV1nuUHeS",
+	"R1QsrYKhPqvQAeZWAuZWsqDmdoEPhdRD3w7rbDO940NEoEeK2FN3lolMmjPfDUQ9/K7XP3jX+9fZSa9/",
+	"cPbq8Oiwf3Z8cHLWf/PjwWsjDq57fvC697pv0A5t84B1j9QlI54enJ4evnkdNohMgiozNQ5lVMNHihiF",
+	"fTbXqkXAZDoQqBWEngE1dC6BPWs+H6cK3BfWkEQ9C+6EcqE0EVKAo8W8DzBTXxCGlmzDl37uvVqFm2+S",
+	"n1Kp6ZeIotfD0IBchp9AdC5F0BuhxswRU1wS2Pmo4WkwSDondQs9YsgECVut1ha802QfRoxFLApxXvva",
+	"I0VCeO4Uf67RYQMwCcmEX8CPiij+O2t0Cfp6VEjqbnO4m7Oj3j9x56cNoOfHb07RNYIfBDgPW/PlT2/f",
+	"9A/KX+IHAQmN7r3mw/3e6cp38HpAQp4brMk5W64Z4fDFwdHxm/7B6/1/nf148C87GLU+R2deX/FvktcS",
+	"vTHmxBYJ15oJSxEQ+50zVfMZyz2DOS6hO1VpVABQLcZTppqccxFZHqxapGd5LiCGczNy7V4gdceiZWJ0",
+	"6cZeZh+OEjrW+QfgVIqZxlezzx1U4BTO+v1X1tBhzh1M7WCZhmHBDLK6ADeCOY6zN8cHr6tGyW0m+d2B",
+	"D04OTt+8+vngRekjowDEKbgJzdQzmpyzJJtcEfM2E5EidQq2KhaZY2aRO7qExcygArwsF4JQDe65L8VI",
+	"cDu6+kXLip5M2Pr7iFlvBb2gPKbD+LMaCU5YZC4uj9BQhp5uQ5ecYizFmE9ScwSG2Bg5ty4TMqLCvD9k",
+	"jt81gGg5334XjW25exzE54RRc6GEJW7UubETZogVsc6sKRUTFqHnyvmA7cUtUUBFxytq6O2Q3p3AvjOX",
+	"/EWP4q111S2mDBx0NDcAAU9RmiaaRZanWL+/AWeXUCLYwnsdfMUjZjSdpWUngsHhZCrRSEaZeJl/uJQp",
+	"WTCILbDOTK4I3Op7OrPco/k3OTULT3do9m55h1aKkvLMEHiWueMXwjpmc5qwJhVRUzEIb/FjxuBIkY1j",
+	"uFoWprPgI7bnfKTo5Ldqir8sK3HqLF5Gkd3tTr5E56Q+6NMJBu5Q8t1Bn6ipXKjCllG6mMo4Uh4I7glp",
+	"Ml6yD7P8jTCnaFJB1QSucoSk2qAI0ZbGkmHMRRQvu1eeM6qrMo7swDQ2ZN079PZ2FvBkKInRL8zniFTm",
+	"tEUWlFBCl/buXmHlKOQKEkulszGNokwUnwiILwE1pkUOx954Kh0ZdUQFazYicj51P0iVB0r+uxCijAZ5",
+	"0T9IgpCiZNqSLp292aLRGUA5lAkZcyNzc00igzdAJSx2ZFPA8SoQzFEibNI4duoL8KTFlGpvDq4Vi8dO",
+	"fDTSvjXYobFwPUXzULpxP5jyo1Ep9kGj+BuhitU3wdyAhtUWeVet6ga5iLc+YK3I0OzoPEKNM+EXLCLj",
+	"RM48FRivvhujEGVaSXo67e18frCI4CRuFLRf1BMb9ozvVsRDY4TmKtlxaB7tkd32c7eYJhdNGyAHA/ri",
+	"LcbVcW2DkZJUqAZCEUzNK4DMAvJmdOl0VGothXY394PC1rvwt0PizKPgY7Hhmzkt62ZAxxdUFhBnP26R",
+	"nkUEN5pzNFCxXNBlmTEadkzF0iBgHWyDwGG5Ag7Y2DPoYOmclguaIGbPWdIEpjiic8+AwaOYZRtnSFUh",
+	"8jfmyqxguCQuwNh8rbY+YnTSJxdvrGwAsEBYoe5tdndPohhEUf3t0CiXvrhS6WU4BM9zFIIPcwRyqGDG",
+	"WIc9dTPhD+/6GcZAWKfTulYsa3uWOa8ihDOrggZuDt68CUeP4iGFOC/NEnVPqJAZ8/5OmJAHnxaEKOCM",
+	"me5GK8O3y6odqRvdag2z8UbfgyPNYlu1JIoxj4+sTGu4h/l2CcZ6xz/AzFy30VHIIGN2wWIykwnbI1QZ",
+	"eZzQKFL5N1OutEyWhAmdLPfQ3nqBIl3C5NxoDghhwxCL4Vho+1FMRPkCIaFoKVMyY1Rkasudot88kUaw",
+	"/NwWuHcsjptjmczMHUx15rWpUzKUqYgCQskwVVwYoTdJY2Z+WEBmF0T2yIh9SZFpb4VK53OZaBYdsYjT",
+	"Ptg6/5yoVCM8PlLETo1uK24VQHDWf0FxGp9cFDCsozfSsiJV5uTlPnn29PkOoeY5GcWUz6zOnHpOHsd2",
+	"kFJzcPihQVawwIrEVOeeyIWwAwqmLEzmiZyzRHMMMKYjfdWR4IrNLtLhZklBeRD0L/BRnruH8qoZrJfq",
+	"6StDavxMv297p4f7taB29LJXkfCHH4Hv4oSpNIaVr2ynCroGdQy0QKO1sLFwDazjDuFqQVrIjrGRK1SR",
+	"8J/gCmgCREK4m1cAI6hRf5+Xgjl78VNQO+ciqsp74KMpevnk2POWkDlVSFjyNf7IRYRLdMC10l8twLD4",
+	"SgBDzCVAkms2UxscN4DgEF/ebrfztCyaJBQ8KMpPCdgwsh+QDVBlkxWgaogTXA87Ac75ZN5Q/slV4S9E",
+	"fa/iHzBMFvUZnW209FGWj7ZJZllQs2pGTxdS5iKqWdPw8iJGViSmBLUoZbf4Og+kzpD6PhL3glpMlc6l",
+	"xVusuDjQCaNqXb5wAs+ycJqi83mPhDTV8szJSiEK5fkLjxQYExouQ5qRCdXMSPPuE9Tq5AVLotTlJIEF",
+	"ayNCYuWs2xy97xUon9zTXf/knrfbX28/f955svv1bvv58+1Lz8+OnKpN0PgU38xv+Il5/24veVBL59Gt",
+	"rkmJTGSJoR558Jaf7T8oEoDV6+KuX+ks/HvtL34d4enBLF5mEI2ch+zYo0djGisWbE6iNswza61JNDMw",
+	"c7erfELFYS+HdmGF60CA9oQvDwS3I683BOAll2m782zDHXW3/rE2gbAk0eWIX8J3h912H+sO73tUIVf5",
+	"ZyZ1ZP+4ip7YoQ6MMnq1NFLaCs5yxSpx6PWi5tUi4HWFAvoX4M/jRM5OM6q/ykyRIrqU/yKr3CN0qGwh",
+	"Bp0V6kCDwoa8cN01+Yw8T8vTG3A9XbCAOdkcIZAzDJZdrVrG+eFfcs4Eyqa5KFJdG6VAUUG0zWf2Fl/F",
+	"owowW3c7kBOzD3Q2j6F4wll7e/Zs9CzZnc8T8XRbqGQ6VaO2eHIuSmdapEidYq7/6OyXdvM5bU5/PZ+J",
+	"eVNfNH9//7Hz9FMltfVg60HzzfHB61pQOzjd773q9Q9e1IKaCxas1HqKqaE34yl3w/ouo5su/mZVBOoU",
+	"4dlZnx/+sdNZA0gI4qis/nL6hux2tr8mNJ5P6ZBpPgLTVOmi7hTWsLOyhPcfd6pnfsEu+IgdirG8JsT5",
+	"vASH3SfFWdvN573mS9ocd1vvH1fOHdMh0siryGqqWNKbWCuX9/KT7U7Vka4c3kvO4ihL7SzuI2Ka8niD",
+	"gb1aJqvH9JrOsOQSmVM9DchvKUuWRCYETVMk+7R0biAfrE4kDaGrmOaH0zevyTE+JVzYSj9DGW1CuEvI",
+	"bjdehezfMxrr6Sqs1Mpdl+dXkz/7VdVEh0InUs1BnrnJtUdTSvHsnm0/71wpsMGHZ+bnsylfwaurVZKy",
+	"DadqS5bJ3NziR0eaX4CZw84ylDJmVICk8WF+t/yUl8Se2w+oNjNg/ar5ZqLESKLF++o3N7KUFnXaVRHK",
+	"WSpt1kadCsI+aCbA3zxjsyFLAnLycp98/fRph/yf/91pdfbABhERqrDC1QJce1DixPq6eseHmxkucwSt",
+	"RO8rBA5EnCr0/OHdjxVIGU/8S30QvTittgCPkovii50nT7afV756zjezFZzrZUF4+PG4crgU7X2ZNZVP",
+	"Kl/7cAMjpF7WcGfmc1z4GsidroLunC0315gM8K+rJMEEVes5GtNCOHVxXaOivHKphOy9as5YRhXVGF+w",
+	"mF+whMgUfCFDKqI95ySHyoMlrC5KXk9XRIP3H9fIlNaJfme2I29zdm/+HGsA+zPkEWKORumqDCG/hR3c",
+	"cpkl14TD63WuFx7FdzDlDX0BK1z/6GXv7OeDk8OXh2tE+owvV5h5pQZjbCkz2QW/SsGIkCSWYsISspDJ",
+	"uSoTzE0ooF/oCBfjWwkvdS2441/eTCS5/cW7/S26+g5UblwKtjziosqF1xOEzmQqdFbYwWosjxSZmU9I",
+	"KrhWpE41mUmlSee/nuyQ//5//hfZDgj7QEfwIZZ9BCF2ThPFEjjauxM5nPu60r/7fPfJ1y6FkqDwqyo8",
+	"sjZR+BUbVxQePXrZy1KJs+KikA0ApUPLu7k7e0+lltJp71ZpD1gVanXxb4Q18kC91EKhKKOpFFSUjdiZ",
+	"p1aVudqqH5ILpakYsY00LRtosKJrV6tLELJyeRHMwMhk9qz8cFBUz+7v3HLauX78J8+fewP7wLt0aM11",
+	"vJk87KTIVWLsJx5jFPDbk0PD381dntMJI3Usl2pfVFsfVZxOPoWNgKQishFY1tP2SA3EPB3GfETenrxC",
+	"R1yWvX/89ttXh/tnb09ehRBsxbSt3AgRE0ZpJjSGAE0X0cS1S6YeCC/S+JEyozda5NClqCo2mTGB9R2J",
+	"wtKdZpUQlrXgejQlUmBifm4vy3cEEVLUGuayU0oT3kzYmBkix66tW8NTd0TBZRowVO+rEN9u7WgeeSal",
+	"S5mQew++UVrOXKG9K/Eq4grCZjOecXeUnN1a1jEUbN+s7v6M8POEj7iY3It5+7e8ZuRGxR+DmqIxU/tT",
+	"KsSKUe1z2+ZXJcYXJ72X/VpQO3377dFhv79GbFTpcMb17fBepUMtNY3vASk1/XAfo17Hs35fW7tjj31e",
+	"09Rz2XvUpYStnmyeka3ySZbJjXccBbD4N3/lim7o+L9KQ4RbdxsX+J0S542d5t11XvNLSMdO51Ye+bIm",
+	"cgkKZDBZC/Gyz+u3O/J5/XYdnxeuRKOWUXYlePLVBpeZZzWKr3w15oL17+nu/5ZS6GRxxzzgPN0sVkhw",
+	"fZzwEbvznVVEGyDenac1b9crS1iB9nqE1Gz2iit920iKHKc2Cei8J7ZdGZyxgTc6W/xxel0yeN0Lsxmm",
+	"GrAB5HKdajME3ZyQbq2jpKvYfNm5exaXFQPWFUi69iSOXRn+S8+hXGwLbDIzlkyY0cVGU6x5//XO86cN",
+	"F5HJIo66FVgMwHQy48Ife3uVzd0by1rRPTaF831yu6KIeI2TXznKE0YjyEz5DE7YE8xBzJSlcmQFPL23",
+	"HiHlCAycrWqdp84BWO6MBFl1XRrNuAhJzLRyFc+6CaNRuOX+gpIdIaaTWVskWp9dcofNcRZSe0VYXAVb",
+	"uRDEMAY6YbZsZSKlTfZQaMAeSqmVTugcfw1I6IKQ8/yGsAElOCBrFKq2lYquhTZRCfq2TBIqoHdFfbfd",
+	"rkonwC3Wgvxv2KSzemePfQjUrHaZPbR/uYdQis09wz9KgwKoKzU46zj4bH6TjVM67sqgUmEU7icp9CBa",
+	"RRfn46gzEWEu8QVnC3RorLr0IwjF2dA1g3E7EAoIVdSOxrRnDdP3Z/C4Gy9UTJU+QS/QLUc5Zew2uQmz",
+	"3NH3JzrVNvjEi1+8Vhh+1jNjo+4X6z1oWX8NPwB/1ZtWVKe9AypjTlBBDiopvl8D4YbB5naiPmYWW3dA",
+	"lX97TNNYd4sG7Sw3mbquEZdcrCfPO0Wxc2dTU/7NSNpm9MIL8LM3+P5B8ezpbgEQTzeEg1cgGpcFC1kj",
+	"tL6SEy7gkpKjl70u1l4jXJDw6GXv7OTgp7eHJwcvQmTnsZxMWGSe5lU9/crVtoXcAOozBmQxlXTGsyIn",
+	"COlieWqbY71NikWvIY8aiozYatWrdP5W1zK7ipc7sYtcotL3Yze1piYHJGEGxBb8gWR5KHLl+dGyip2Y",
+	"FFwPccQWhHWGjRZ542Qo+IVwRc7ZHHuAGUWim9edohMm8lJUNIoSprDFp21rSZUtEzqlasqwhIYtp2ar",
+	"4LVID6PaswQwtzCMyRISl7Hq8t0wDLV0EPjVJbCviisL1VlIvvILU293mlmbOaLphHxFQnhn+5nXf47U",
+	"t9vPyJBr1agozWMD1U6/7zU7T562Cn4udfY7P34xm37/2/ni1/HZ5CT++kO/M/yt/Z/nz/+1eDXbKcUR",
+	"lwKJi5HE6qwYzrzd+VT+5Vm11czC5C6MJU7EvLtskyKX9RSr3n7/8OcDzIjOKIr989L4Fzti34XB/N1k",
+	"4S8jHOl6klN1SNIpVHiRYsT2sDIG14bYmHsVnp19L5VuTidnrlUoGUl5zhmRCQn/2bRzNOGYw/uLUirK",
+	"VTcTpbxObWXbT+dpToICqEnSlEmElUUhxX3MMUQipyob292LAUyd1QimDa3uuHyl0huKgde1NFZk4l+K",
+	"bWCaKFAk9Dg48lSiTWDO+y1l9rFOUrY26X7zFML/q/vVWruUgZ8rGZLbEBIQD1AkqQ7k0/FaOdGrCMIi",
+	"EvMx2yOjmM7meQ9irlTqV31I2IxyYX4xr5O6YoyEma8tdJIF8vTG5ULmzvaTnaftG8iZ1QmVtezQC7v2",
+	"Qbf+XkH5qFVCX4hiqGiimVcUyUpHWaEm61lXhiC8uCxA5lok99Z4Xe2UuJK6BpcFC1fSyiDrH7lpm8ib",
+	"onlVbkeBJjOP3OZIcjVeHDFsmnHXsT3XpWZ3EE0DGH6LAeY0Yc5wQeP4zbjW/WXDY30frMvOsJVG/e51",
+	"pao8Wa4rlpkBi209N9NC3Jlh5lV22hbGFmbm71VNzj68VcY5jLBBXYwJv2Ai7+1+YXvv7xUK6Lhygq4B",
+	"BhUjZm5cQMLCIyhkaI7UqCDWqN3N3iaDtN3eGdl7AH8wW+gYxgg3ymC5l2I291OW5tak5mpadscBNh6N",
+	"WqmJUaBNHsHK7nCRoDkMv04VDIDDMa1KPLmeMpeTyQ1OX7APej9NVGWAeiGlHeJC53TCrp8WuV5NzFsQ",
+	"3610BprQKE24Xp4asCAch4wmLDF6W/7XS4c3P7zr1yo6idp8rCYWPICSlXVI5gpIeM6j0IY7ByTkSoVb",
+	"IU2jcMvIX2HWXy8gYxnHcmGrTw/Eycv9Z193nsBgQ6Z0VnB+bjQGPmLQnRzKZw6XSHcdMa2v+LaqPWIB",
+	"kQnG+JYcaI0WAQlEdUnB30WK3i7i+bqI7+kaCM/RRXw3F8mdXMRzcdkibp6Xi9R9L58U8bLRIr2BuKpg",
+	"2YgmCQdDFcmKy4V0pEMsLtcl4ceBubCDWteR27xKmh0+L5OGNPhTGOT1K8sF1YyghRNgsTkjS3ONNki4",
+	"bcC7AI1yFJxqPfc08X3QbqvZkJzT39Jy9XsuCM30ZKcdZ53c8c+8TfeKPp0vhM75j8yvV/Y9doG/5lJs",
+	"tnV9DE2VRHOYyAWU8I25ITvrm8yXlPnVhX2CFAbMki+uaErV1CA1OWdsroiaykQ3YzDRZQZjGtvWyVwQ",
+	"LIc6ZFMurJziOnp3bRF+i9wDUVcxj6BNi4iI0/OtChCA/dp25g2sNVdBPT0oYUxTPW0EpHd82LS4yjSN",
+	"qKak/sO7/kCYO0tBMM+FiYBwP3u5EfgdqRSpy7nmM66wBoFwAXuBV3bXVWxuDIRZc17cAm8ZqVMtZ3xk",
+	"oZHXxFCN1kAMxD/+Qb5jGvDatlIxv4YTSZJUkNbWaBZtWQISknnChYYWFwlkC0C9XVtemZLHj3NigjcZ",
+	"wPD4MWTyZg3jBgJuFEYDAKtstMgxmJ8fP84KHj5+TIYslouAzKnSzBqJwpxGh0g5HvehLj6RqX5seBEV",
+	"y4HIsKBFDmCarEmuGVNMwNPvusPt5XQkb2BnX/caOjh1are9YwH3D4L1Cb26hBPJLHjMK3/4j/4worPt",
+	"BcI1/GmhCB/94fs6/hiIP5rNZuE/M1wGQ1Knhj00yB9kSEfnTBgCnVh8xIFkorposb4GTyAVLIH8QUJ3",
+	"LLC+LvkWToFgi0nyB54ltkLCHJVw62I7JOwDtBGFUCYROfs7kE2zGldavNUKYccrrVOnE3VmnpptlgZx",
+	"ZEZCd5eVjboLHZK6yhRiN8yKHTFj0hYAl5gh/ygs3UDS+3PLkoR8R4wDYv1hbjxLFKT/fOAe0XAtJ+y2",
+	"/jBITofyAmZyRayzDmYw6kD0SpACOczcjspjCrGZry3Fu9veDoii2KfAx8AG3iclDaEi/oV1Ip5/hhmu",
+	"5vICFfnPRseRo3PCR1LYlgPg1DKvDgTXRDAWKbOaHRJyodLxmI8Mw2jCKyGBC7ngijWyywYux6xJE1wa",
+	"PU1kOpmSpUwTdwHM69st8i/zE3bPtQ+y0vae/61bjTPrmueifEaIHdgW4HUtETxHJzo590B2kKkOCCUx",
+	"1YYtZk2lbO4UMBOzyU6LHJpTPFeus6J7tWqRWx8zS/anrdmYbmVvh45owULDj14qagCgc53oVE9/Clvk",
+	"8eO+V7pRQX1919fM6r7m0B8/7pbATAiJMEVdeb2z8mR1Uj89Og0Ia84ojwPQjfO2cjIxV2E2hw7DOy3S",
+	"d35JIwR440HFFZiXzud7hRXYtXLdxZ1eDSM8ldD2Rl6FjAFHp90mCdNpYtgaEWwBgxfvG9W2aHh49LIX",
+	"FjOplZZzBVnUXEwae2S300F/tZmgaauDh67uNQwOG62Hfh5s2AjI7nabhNkamxMp4Gz9PoJwpbNXArLb",
+	"eU60lGQGXJCQvAmvu0SQO6rMX8gYIXOV8ExqLqTs1sN19a1D6HG6NDfV9u+0WYwUdECjWlBtyIxC5zDX",
+	"ZErncycrYFsbSSJJ6uFKpqNLdKzMZDTDDYRiuhGQEHN0QxwPO4zKvP8KV3mvlBBTdEMCkYjFTNyhS5DG",
+	"Kj/BQIRZNmxoOw2LrJ5IHp4Ry4lqkSftHdiTgb1RQZbFFsctFARsdbg/Cvmfhh9xHbMVfm++2G23yR/k",
+	"l3BGYyyp3rSLCt/XM4itPDQ8zq8bbknUwqvM/n2/f0wKU+T5mP7Y+a/lQSNDe82wMwhcth0FQKB2A2/D",
+	"wFW9z70ZKh67qXwDI00YzIa9HwoTFAJBfLh4v7shL6PZrq06V7ahNStNVO7W7s1VemSm8/pnGqrhVuKG",
+	"3LHAWWF7BdiUn1aBJqajc+h4YCeAF4vTWBZTCabyM1g7UTrBWhC0uA2kefZW+fvZhYmE1M2xTEVhhuxH",
+	"M/RrSVQ6mubitf3+CZ4l01MZNc0XNI7lonSiK0/NiEfwK5bBx1/dmM9hzJEU45iPCnfG/ZZjNa7mkbI6",
+	"UobeMCQSksKoxR4PVRhtuz/YGbx+GVwVFptFlDgTj6MT/nQz+qGZq3XF6+8/yRAECi2rvJ8diuDWjedr",
+	"iHiihclWGjr58608RITJunJndLfc0okr2/1pyAzdtf0pstPaRjpUYnb+mRWeWFyCFp7QOCITquxwHRhu",
+	"noBHEQDfxJhdf8yKxw6CWa+Ogz7FhqKaxtnoeK/mdBlLGjW1lM2YJpPCelcelkmoawZmuDW84AZ/YslN",
+	"1nqiOWMRp+BOLVKdqjfMNF7bimK/CDvD1zAD+zBnI03XwGb1qduA98TrFzNjjvJ3EPbQ7yPvpu4NXXzi",
+	"hnWN1mQaRwQfAlGO2CimhtTAZ6o4ide5vHnOls2EGYGocB8r38iOuYSlRoIAkQqtiyTiYyhHoLNjK0y/",
+	"ItWVGJD/zE3p+pw4QuDzNDuslTWx337TduIpUO2qF9wEGNxnb/7UxtW4qy/S2dAozWO8O1l7rML8qd8+",
+	"pohy3oMyQue4UL7cnWert7GKGVW+YKbxWwaVWE8HiVapd783aPEJkitbXg4emTHZhylNwYBbGDShmiGM",
+	"i0P6vwMUrMDtQOHAuYOSA9oWqslE+VkZqNa4iulfIAeV6MUTK8GB4CpoXORF+BuA0P4bdCeWWLHfDrG9",
+	"QnKAYY1ZYlCYi8k6ulN6rUx83GOCj910O06gcj2ySsKU+9kBA5kyRDGY0/LecCMizZxqPW9eYNokyAnZ",
+	"SgogX/uWmQ9kY/sU7me+mz/Arh/zERNYGM/asXtzc/+anVa7FtTSJLY2ftXd2losFi0Kj1symWzZb9XW",
+	"q8P9g9enB/BNXlYmM2vXgtqFSzatbbfa+JacM0HnvNat7bTarZ0aeL2m4LjaaoF8D426tn5dnKuW60E0",
+	"YeD9zOwyh1GtW/uOaaisB4WW59IsybzUabcv6W50va5GMP6alkaga71jQ2JI7inTLYyvsIHn1eNmC92y",
+	"xY88D16t+8v7oKbS2Ywmy1q3hortOVtioRsrz6uS8vbDu76yKZdPtr/GspLP2jtfN6DMwUTVur/UZkzT",
+	"2nsz11YkRwZI7p9bH6lSTH+yP02heuvvl0H8e/vKPQLd1pBdA3ZLluEKze8a5q/4BYOuXvVMeNbSiPrg",
+	"elkDU4vRrSWdxZeB7s2cid7x4fVA5wbNQXeVU7oSanZuEslROmPizpG173ujqsFUMo9YlAMG72Ncce2d",
+	"dhstL+hmQQ/YPOFm2syrQcmci0kANPmrotkCP5Yi14bARjcQVkGBylFda0HG0bkKQGRz5DNP5dBsBMIo",
+	"ndMhj7kGL23CrF3ZuWtkYv1JLCH1zPbTe3F0+Pqs9+LFSRiQWMr50Ki8wyWxh9CwDtrQaIgJH6kQHbAr",
+	"WHSCALvH+5dnEFe2ZDQCGbQtTC4YoNGT9s7nbwq50uPxDhsP3uG9yGBJ6rhuWC2IBYFTkqWIl9VXxveZ",
+	"rL0iPeibV3AHWC9PcKmbCHxOBB2Rho20yBuRtfIGfHYtyR67T5S1DEJ4KRhv9DLLX03nSieMzlrFVmbO",
+	"eup1QBuIlRZoXReIlkcuGAq/mFIN3kpzIWdYvByScqAfJRXZpMAjB4KOtHM7gAIxS5VGKk7PmTeFW+Ep",
+	"ThVi4D7Vzi8ENraWkbHR03tJe7kVr2SD0FjJLIyj2HsuIJcFa2CP4R/e9R+pytgPdCKdFH1wpC4mXHyA",
+	"NlfTM2dcDcg+jaIlCa2D7oyir7mfUDbm59nv6IIeiANxIZckZB80vPl72MjiAcAtkPAJN4J3XkvPoYT1",
+	"DcERDWW0NEdp/t+MmVID4Vtw4SidC88ck/km3EfC0ewv58x6ww3BtsBeEjSZQSfO7w96LwaijovFqInC",
+	"6vDVBjoCMLsLj5Yr8t1Bv0XeoUOjmJIIKDMQYFI3QF0CVeeCgIh0fPLmn4cHp61ZROqD2rcYfQEOHHh3",
+	"UMNTAQPZQoJmPI7lIsv0y7TveNkdiCZ5/LiYfwhxBSvtqNe57jApMTPuLpludJ07D1DeKuRZ2iJk4hkw",
+	"gpGsi4mHW5UWZsNyCDm2aGXulcboCHN3xBI+Bd8qsywRPV3oXEOz9BhCHfC2J6lQbmm5acsMYHMnLWcV",
+	"RDFLvwRb2DbLCKlTNOwiiPIxDFe2O2zyLFm+0SXQhzKzhCpAEXsO5tQ77faeWU34PwAY34DbK4+N2PEB",
+	"s2Jvzt2iZgjcQmDjiLN1436ApqmSf62Kn2dhIjWvR4SCAOdVGa7SjO1TXmdVUFmwEjSTyGOVYtcnZiMe",
+	"7GV+fXp/j/JGuTloBc/voZ25xOP3QWM15COR8VVcvvBy87VsnhpN3MgvPoFe0xNpo1aulpVavgCkzSPd",
+	"hXjyQkN3L0ywVTicq8NPPUZblTLqgj7q1DG2ogNYJlZSaEAou0bxoO5LBY3ikjbvSZqvLkszLC0PLmsI",
+	"M8P9uNneT7Ng8VICyZyOWFMxc620cykpUrdb8311N505r1hSgTIW0DwidY+233rOPIx9dU6k/+BRtwE1",
+	"+PYN5+qDfXFNiwt4dr2BzdC7SDcuF6u/pZHL1YNPtq+hXthMQ4wjR5t1lkubi+U9l5AQFMIQbI/4wiWp",
+	"BbULGqfM7/hTOGEbROrZwbu2jX/m1S7MYmdGGu0qW5dk/TxXdbe9nVvWLvUo55GnW5d5puGEgVkfjekx",
+	"E5E5nAJwyuURfMWiLF2sxAqtBVel27rrRAHnuAafAjbPr28aCNO4KSiv6UmvArAvPtW8luG30G9f+/Dt",
+	"EiG9I4fwI3uoVUhlBOeBqFcGLARkxfvfCFAJzKo4gDCDYFlQbnUpC4qBcCUviuEKtlqFx5ffvXvX9EIH",
+	"2DXtV3Dnd254543Y9nbu1wLJEdtKk92C8Igio4NAHrcm4PidKLkGrbkXY4uhgPY7Kz1ujJk7OWZeI3Ch",
+	"CiPLcusdYWW2pYL3ql6QpEEsL8DTIZhlujEdnUO4oOHFvu3ocn7wNneV3N5s+bGcsvDL+0/Bx3LyAP7o",
+	"Z9L88v5TwbLzErXjpjkjMpqy0TngTVJWzg1pnEosVO8bkMfe97m5B2LdITVKqgorMtYzghbmKwpDFSzy",
+	"V7Y8JzGkJbzPeiV8K6PlnQnzqy1+PxXzpGzGekmb2L7TBayzghvolnSIgz6dXKU6wDufgloGQt08YfOY",
+	"Lll01adVn3wKaq9s2sRVn2fvfQpqJ1SzV3zG9ZX2zOxF/6vmsYz5+rrRKx+7928ptl15sx05jGo53b/8",
+	"o5cyGfIoYgK/eH71F/s2VAo+2H6yyboyh+kRiziFhEjzcaezycdefAF+tcEa+1IeUeFaB6k3yU+pxOTG",
+	"69LIH9mSRXgH74JcFohgoapjiSK+mTMBgb3F1B1Sn0oh02Qlmsqnhkj3imRw6yO2b/90mVPN0sJ7M07c",
+	"Izl5uNDVF3r36i9eS/1SpiK66e36s0SPqrsE5VJLV6kHuFVxP67L9W3D50/vKy/Wlm1VbeSNmw0brBFU",
+	"ejDwzQSVMURJvZlj+uO9Siq4zGtJKhvcm2JbancR/j4X7vosdwOueeyFzb2EUM074NafhzLkZ/1Z+e33",
+	"LjIBuKyWXv4nnZH6m+OD10b7yrqpb8xvt7IG9XdPGA7s0F88aVjtK/9AHh7Iw1+IPKzcf/Lf//f/yv8K",
+	"wMmOJqV07ry4rkbappRiypWWyfIqCf17+9o9C+pumjXyul1sOVLoQQx/EMOrxXCn5D1SfsGJgAi2YEqj",
+	"n+L+hfSEyTm7DyH9BAZ+4MQPnPiBE98nJz45OH3z6mfLgA1b3pi92o6293L3YeSHy/9w+R8u/+cXwx1J",
+	"WE8JsObcVa5AbAL9hfoCK5qdfmZnIIJnjToAtcke3IEP7sAHd+CNCV+hAVyJ8uGchPqlADdyBlrSVyKF",
+	"Wx9tb+hPGIQTMzRQFsniC/jdkcUSYdmtallk3o8wTsWmm0+kYA9Ggk1u22di3TnZ/LwYjMiB2X+AvVRg",
+	"OQco9UvqefXKSvQN1trE1uBn+6/B+B4uw7+5xcxvArriufaoffWluJ6s6vq3gyrrOhQXLxQ0Lr6hJIyq",
+	"7DVEYGh13ISVfHWDO4lNljfXYe+fGth67Q9U4UFv/yzC77PrrTYL5f6MFHPfTU7jzytwHOXExZM66lnl",
+	"oKyc0DWk5a2snUKlNPKKK5014lf3LpOYWaCX3xpqBIs10ji2ERsu4RfCowfK9CCv3IO8ksnDtp0NIuDd",
+	"Ci6XXsytj+Z/m2u15gLdUsx5kDIe7vLnlDIeWP4lLP+EzeQFIzSnPntES+3SOw1YZvPUtmXJOiorzeZ3",
+	"SqSCq2kIkCnUw9IKQeI41XdFoO7JFWFWdpzqB+3rgS4+aF8PpHiFFPcim0tt+9XfDUleJ/2pdGiv6y0M",
+	"YpWu4VMY+S4MYn8GRUS4GOgCqB5o4oOs+ECgrHnISIq5XQiq7r846b3sEy3J6dtvjw77/YMX17QXKb+M",
+	"jVM/q0sMVleKwIr4K/UibGmP1krRq1dyIlO9kXf2FdbBkGlZNNqPGU2ap1yz5guKrZJL1YUGtomgGtQC",
+	"MqgpLRM6YYNaeM1iOH8WEQlqp0w31/VVhP2rqg5fN6nJcxO685d0/W5Y+qFYE1hOoB1UHWusFAptBmSE",
+	"B4G9Y7DoJvZzKmGofwPdjfM8xCvFNjapyOKK59SvKhrYsEVuBsIrLAOFAIvl/8iLFOrkZQ29Niq7B9XP",
+	"BsLV0YOSvbAQLG/SNUs9Ozn46e3hycGLdWVt97FxyGlWV+zehA83xdqk7jj2S6XdR825jW+dXWv58n3B",
+	"VVMKV+fdVBI6I4fm7owTpqb29vAoZmTBRSQXUP0WqzTHXOuYETm25bNiNtbV16bIuVy7wss42Im9u7Zb",
+	"p71dtp4fHrnf5hHqj8LVs53S/LJJFt+znlwcC0xn/UnZHKu+gFYATxQJXxy8OugfQDmrVBnc+JhCU+hP",
+	"WXWr/4HzfxMGAzGKU6VZ0lR0zLp+Y8WscKCaYuVpRqZUTYmmk0bL9lzASlC277AtQgqlO/VASDGCe4xw",
+	"cN3yjMbDR7SVB2XpLjB7I2YBeLIqmeFHO0GXtD9VXmYE9dHyjZ6y5IU9mhvd50JdJ2hM/SbVB7FiUK67",
+	"WNupv5DYbNH1syW2lTWKGlnxpqwrf+cadZFwS9G+TEWl4+p7ucDWGbiC7JAWLGF+vbcvJqDs5qTn34fv",
+	"n/KJAMYPdwUrxLNYMVLHy1M46yIp2Sv0wsJ2inSprpABVv2yR8tb3Z9r8cN1TtlXfoedYurbnrdl2xAX",
+	"qh4mhv6EdvvhA+L/JXh1QfYptlXK+AWS1muwZL9i42X+TcczXrgJrlYNT1wBz3+/wN11GPqlOvS/IFpu",
+	"aHGBVD9SmcCwJpzXp9TXs6WeOtzPYwDcnfLzeiqq67qSsnnT7z0UlI3md/p9r9l58hT7+cmERVB/vlxW",
+	"vvX4MXl3Sf/ndQVZ/Wqv0ElfDQQXUKI5V+IwEFqRx4VisI9b5O264qlBVRvwYCCyX7Ni1Xm/FeiO7LWT",
+	"x84BMDpCCNTM3fb2QKyraG8bhZtl7rZ3clG6oky+kgNBbf1/VOH1lM2gL/1qjftGi7wx56FtL7x8lQNR",
+	"v1ab6wBLxoetVstv7twAOMRgKjNDevqDg1SDULDLEY5NbZw5wJ2lytdcPNYhG8kZUwMBh/rzwcnhy0M4",
+	"1GI/aOxeTL3i9us7RJtvDZoGRIqBqNQuGhZNbRVWg59+y0vANRbZ/uIlU0M97O33D38+CBt+JeLMTGE7",
+	"IGRoO5ULVcbYYapRCsvPvLXSLwBNmXOq1J6HmhnCrm0bcEmzAK9TAB9NByKROuvebpVLEZGEcuUODOv6",
+	"y6xrAADNlRCnFnCAxFMJ/fQ0mUml8z7Tpwenp4dvXp8d9f55dnxwcvb29OAkLPL0FulpBNqIzl3rofL3",
+	"rw6PDvtnx29eHe7/6xtzG3VTxhFT2vYKz1sX6alrS0/gPTUQntIaM6o0SdgImmBga8rsGD0PWkGDzm95",
+	"Dulchw1yocSh157dBVKJkHCdf9npkDX9KKs0WExc8k1R1wlI8LVWuHzl0uPzmHJhaUk9r6Rtb1DD11Zp",
+	"1oKhWwNcrRn+CTKSGZ0O4clLnrCx/GBA8oqL9IPhsmhdqHVrNDZvZ0W/DUs4GtMritZXV/m+Fl0bCIPX",
+	"ZbKGDYZYtJd1l4H6udhMXdIZ9w0WRevkQMwYFYspj5lP7h5lNg7Xccdv0eB6lIB9SU6U2YxBEzz2dTXP",
+	"A8TB7S6QgoU0ywRSa/gYlnc2dEJLQ2vZVQfm8V8MNqk4nY1NERYr7ymr9grcfeUQorDloZJxqtkBVCNX",
+	"PQ1t2zpPm+3tZvtpv/2822532+3/rAWV0LG26+JnTwqf8SiuHh1e23GvZahY69bU2U+d6XQ4i+L+u7cf",
+	"zuh3P6vhd8901Hm+HH73kz7qe9W3a8hbsl4W3dp0Uvoe2nUbmhE34Z3mr6nSTSqaFmBNgEaz3W5vV161",
+	"HISv11TPz835fzXYjjo//zrsPDl/9c/X8Wjn9XzY8WHrM+G7gXDnBtcFW0CsCzhwtd9tch82ILqXVjMP",
+	"EQmVEQl/jRzsm6i+BXJ998ECjg9fkYDtMNzrjLeYSmirba5ZTpBW1d7VQIGNjToYtL7Wo/dg03lIxr4e",
+	"PiN6ePh8ucXm8hTsP9/TXO1gfkDuf/NkpewOrEtXGqdxTC44WxA59i+DyDqlZt3dqFiifxic6mvvyJ2Z",
+	"Ndfrg9ePc/WnCdYYS8EGRwX5/qi3n9l1ZcRy26j1UWVmJuyZBD4NAym5END3dqUB50As1htPoUt0bl0D",
+	"vzy4ysd0pGWyYkRd+vo0mFPrq/ptY8VmZFe2EnFj4yOubf5CaxfFDr+GwnGRMrVXbIeZRxl5C1lrJDka",
+	"0/3siO+xkFNhnnWRO4Ueo3C6gqFOb3DiQaL/W8UYf65Y3xzrPq+wc6ppol07sRy163HBUmX7tyEdaPgO",
+	"eRKxmF+wLDYxYugAG5MhFdG1BX3PiHc/pPw0dXTJeS+otZFCo1VDlmzTaLPteqkpoTPwoRoD7UzpQFi4",
+	"VIVoVXpEyCYOEaC1CdNpIlyYFcJdxlGlxZpcHnRVQVt/BjgfjWntfrLhjsYUp7h+Tc07nZ+79nQlVNBs",
+	"PmcRSed7xa7QLjVHEc8R9UDXv2S6vr3BVr6Tgv3N7UD7WSPO/Sn9E7gJXvfM0mzYwZ4hScpS3aLAyuaK",
+	"pPOiQZRYx+X1OQd+eD9cA/qiWyM5iRiNMGVPkXM216upJyewlM+n+m9id36kvLb3D7TswaTwZ9OKQ6VS",
+	"Voj7cNqg/W6PXBkHcimVwNB0ryJR8W5g1BK+1KXRjIuQ1L0m+Y3ASlLWzFEK58LW5HsYn7vgimWPzfps",
+	"aJVWLB5noUY2Vt428x+yWC4I10HW9OGCxUuX/wObVoSLUZxGRkhxSvvS2hYaFRlvXOk+bnrF2MLNln9L",
+	"GXRHEXTGat0ahCgU8riy83/SDmpjmcyornVrXOidTi2oua4t3e12O6jNuLB/ZfleZmMTltSC2ofmRDbz",
+	"Xw2mVNHUULAPej9NlExCB+F5wi64TBWZ0wnDzsarSx/BN+ty0LY7z6CKn2aJ+fa/fuk1/5M2f283n581",
+	"33/1H7XVBLX7TEOGIzmm1RaFN4JlG30wz34hvoe7J4WWzKyztVrK4KnVGDhUioS3EVSI/AZtDPLmJNAS",
+	"PDC1rhVjcnJrCJCYKBd1WKJsQLVs5BdR6VAxvUIDocG2apFDMBQ6urasoIQQZ8UNxU8w5BCtyDLVMb8w",
+	"dE53MTsr1Do+BSunCslCpnGEoCBzqjBpCkd5pJAOLjEqDP9tVjGK6WwOGnPh7SCjwqg1P1IkZC4gISR1",
+	"9/SHd337KGwQRZdEyRYBjxBsJhuRJIVUL9ylhQAkTJcJe+B4Vov0i3wA4TWUUiud0Dm08CYyIaFT4fPB",
+	"QzKlF4wI6VZRN4IonTBiGJdqtEiPuF+KUXvb7XbboZk0oH9GJkxkMa+OGSkYiNQhlG1oRJIm+zBiLGJR",
+	"6I6A6sYeoaIIiIhkYVPmFHbb23uEZhHGKsWN0swsccESaxIZy8QFUrmlj6gQUsOOYSld/CfKCrBAtJpX",
+	"AMimp5kXf3jXJ4ZdKJIjn0HadPgrG2mIhRPk5OU+efb0+Q4J6UiHBnv4DM0+2QdyIexTwZRmUcMGWZZj",
+	"y9AYQxUJ/9k0977ZG2mZhK2ykMGVxf5JQgEDIOenvttuN7oYfu1JIXCMhFcoGSA/oeR/P+YbGBtm+ZPa",
+	"KuQLiNYpN/eozjx0S/g3C7y5RfMDwNT7ir6x1OMyJUqQ3vGhY7U/vOs39qzzLs/s8LguuiyrBIeC5rTF",
+	"zaVQczbS6/vDHGbv3CcpymfJSVFQGO9Dc7FYNI3K0kyTmImRjLBPys0n+Ky26nwBl4RywLkYFqapfjBI",
+	"/3Uo2N9QazFy09dPn3aciOejL6kbcYlfsO6YxoqFGBAolnpqZGgIUeAXrHE1AfoI/1+J/6uuuVDIdAnW",
+	"ZXwEGwvsXQJ6B7j8fE+bFCRVSE5L25QlOASXlEDI8+8SNpJJpEhoBWmjjsDgCaNKinAPxFezZyYiKoyI",
+	"Dl+sfEAJfmGEXlRWuMpIBo+MbmB3DQuBILeNLFR7JC86kBnDwGKPmqKmBv6XmNJAqjXKiSCpOBeQwR0F",
+	"XiNxM4zT0aRgviJsFmtQxi7YUyQDo5jyodEyGyQvHpEfe6e9CyOOwL5pRjEI2FpTSsLxrw0MZwjn61uf",
+	"SOus23z/eDMD1GWBqy5qNfEiWS1kHwxJ/yZBrJeJhVkIa576t57s+fGte94FzTKe4B5BThNQ/Xb7eaPa",
+	"6lRpZ++vM4vLBO56JbEp2NwtmVlcZbA3BMbRKR6R//6f/18FiSkYsFYIif0IqX1GSHYRADQnXzYgYCXc",
+	"NxeC79OYfMSMmlItI86YphHV9IEOPMT7bijL9TIpwSGPi/LNZSq8s2vu/fUc7mjW8cJ611SqurqSx1vF",
+	"klP39soy1hW742AcPmdsvs67hCWyatfM/jJbuldH0sb1ob78ylAPgsGfnN1SWaHO3MCASNtwO17CJTFc",
+	"UQp2rcSXV1zp0uX8AgtLPdyIv7XP9coMF1c3olCFqm7r9NxRFstbTMH/9P7yxcLq7HQrIcv2ks6ooBM2",
+	"Y0KDQUWxBCrXoDCrbMi2+9ko00ZEJlrKWEGwiGVu2WaqQzKYiBxgjKCbVaAt1qa0TktHPzI3THGONVNM",
+	"pUYn5xjK4F+wRDGoiMOZInUx4eIDTHeW1b7sJ5SN+Tl5iR43A7SAHIgLufR3Zv1xTfNtxdSZiVyhjRwV",
+	"CsMdke7k0o/RdFjElTe2lXZWR/0p70OpcMS8vxPS0hlXmo/ISAqsVTdaYshjxgJsMpA/na2evTrdgRrR",
+	"GJcLndxBd5nROIbQqLHRocA6TGZ0NOWopbiYGej8vjqkoZCCKRUQc1E4/hOj+YVO6Ej7ViIwvwjNEjR9",
+	"kYSNmdkTC2zwDpRHIno5x7gWBV8pPhGGj5yzpb/LGegx7z/9/wEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -3,6 +3,8 @@ package handlers
 import (
 	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // TestRefusalsNameWhatToSend sends, through the whole Echo stack, the mistakes a newcomer
@@ -84,6 +86,15 @@ func TestRefusalsNameWhatToSend(t *testing.T) {
 			body: `{"subjectRef":"s","assignedTeam":"t","reason":"r","dueAt":"tomorrow"}`,
 			hdr:  []string{"Authorization", bearer}, status: 400, slug: "validation",
 			detail: []string{"/dueAt", "RFC 3339"}, field: "/dueAt", fieldDetail: "2026-01-31T17:00:00Z"},
+		{name: "an id of the wrong shape", method: "GET", path: "/v1/tokens/nonexistent0000000000000000",
+			hdr: []string{"Authorization", bearer}, status: 400, slug: "validation",
+			detail: []string{"tokenId", "exactly 26 characters", "e.g. 01m8c8r4pprn61nsrhhsc0n5kn"}, notDetail: []string{"regular expression", "^["},
+			field: "path:tokenId", fieldDetail: "exactly 26 characters"},
+		{name: "a string with characters it may not hold", method: "POST", path: "/v1/quotes",
+			body: `{"customerId":"c 1!","currency":"EUR","salesChannel":"web"}`,
+			hdr:  []string{"Authorization", bearer}, status: 400, slug: "validation",
+			detail: []string{"/customerId", "1 to 64 characters of A-Z a-z 0-9 . _ : -"}, notDetail: []string{"regular expression"},
+			field: "/customerId", fieldDetail: "A-Z a-z 0-9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,5 +138,52 @@ func TestRefusalsNameWhatToSend(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryPatternHasWords: every string the contract restricts by a pattern is refused with
+// words (its length, an example or the characters it may hold), never the regular expression:
+// a pattern stringHint cannot spell needs an example in the spec.
+func TestEveryPatternHasWords(t *testing.T) {
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(where string, ref *openapi3.SchemaRef)
+	walk = func(where string, ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		s := ref.Value
+		seen[s] = true
+		if s.Pattern != "" {
+			if h := stringHint(s); h == "" || strings.Contains(h, "^") {
+				t.Errorf("%s: pattern %q has no words (%q): give it an example", where, s.Pattern, h)
+			}
+		}
+		for name, p := range s.Properties {
+			walk(where+"/"+name, p)
+		}
+		walk(where+"/items", s.Items)
+		for _, sub := range append(append(s.AllOf, s.OneOf...), s.AnyOf...) {
+			walk(where, sub)
+		}
+	}
+	for name, ref := range spec.Components.Schemas {
+		walk("#/components/schemas/"+name, ref)
+	}
+	for name, p := range spec.Components.Parameters {
+		walk("#/components/parameters/"+name, p.Value.Schema)
+	}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range append(item.Parameters, op.Parameters...) {
+				walk(method+" "+path+" "+p.Value.Name, p.Value.Schema)
+			}
+		}
+	}
+	if len(seen) < 20 {
+		t.Fatalf("walked %d schemas: the walk is broken", len(seen))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -166,11 +167,11 @@ func appendFieldErrors(out []apperr.FieldError, err error, media *bool) []apperr
 		case errors.As(re.Err, &inner):
 			for _, e := range inner {
 				if errors.As(e, &se) {
-					reasons = append(reasons, se.Reason)
+					reasons = append(reasons, schemaReason(se))
 				}
 			}
 		case errors.As(re.Err, &se):
-			reasons = append(reasons, se.Reason)
+			reasons = append(reasons, schemaReason(se))
 		case re.Reason != "":
 			reasons = append(reasons, re.Reason)
 		case re.Err != nil:
@@ -179,7 +180,7 @@ func appendFieldErrors(out []apperr.FieldError, err error, media *bool) []apperr
 		if len(reasons) == 0 {
 			reasons = append(reasons, "invalid")
 		}
-		return append(out, apperr.FieldError{Parameter: name, Detail: clip(strings.Join(reasons, "; "))})
+		return append(out, apperr.FieldError{Parameter: name, Detail: clip(strings.Join(slices.Compact(reasons), "; "))})
 	}
 	var ce *openapi3filter.ParseError
 	if errors.As(re.Err, &ce) {
@@ -228,11 +229,20 @@ func schemaField(se *openapi3.SchemaError) apperr.FieldError {
 			return apperr.FieldError{Pointer: ptr, Detail: formatHints[se.Schema.Format]}
 		}
 	}
-	reason := se.Reason
-	if se.SchemaField != "" && !strings.Contains(reason, se.SchemaField) {
+	reason := schemaReason(se)
+	if se.SchemaField != "" && !stringShape(se) && !strings.Contains(reason, se.SchemaField) {
 		reason = fmt.Sprintf("%s (%s)", reason, se.SchemaField)
 	}
 	return apperr.FieldError{Pointer: ptr, Detail: clip(reason)}
+}
+
+// schemaReason is what a schema refusal says: in words for a string's length or pattern,
+// else the validator's reason.
+func schemaReason(se *openapi3.SchemaError) string {
+	if stringShape(se) {
+		return stringHint(se.Schema)
+	}
+	return se.Reason
 }
 
 func escapePointer(parts []string) []string {

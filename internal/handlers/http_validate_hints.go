@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -109,4 +111,89 @@ func unsupportedMedia(r *http.Request, rb *openapi3.RequestBody) error {
 		p.WithHeader("Accept-Patch", strings.Join(types, ", "))
 	}
 	return p
+}
+
+// stringShape is a string's length or pattern failing: the refusal says what the string may
+// hold (stringHint) instead of the validator's regular expression.
+func stringShape(se *openapi3.SchemaError) bool {
+	switch se.SchemaField {
+	case "pattern", "minLength", "maxLength":
+		return se.Schema != nil && stringHint(se.Schema) != ""
+	}
+	return false
+}
+
+// classPattern is a pattern that only restricts characters: ^[class]+$, ^[class]*$, ^[class]{n}$.
+var classPattern = regexp.MustCompile(`^\^\[([^\]]+)\](?:\+|\*|\{\d+\})\$$`)
+
+// stringHint says in words what a string of this schema holds: its length, then an example
+// (the spec's) or the characters a class-only pattern allows ("must be 1 to 64 characters of
+// A-Z a-z 0-9 . _ : -"). Empty when the schema constrains neither.
+func stringHint(s *openapi3.Schema) string {
+	var length string
+	maxLen := uint64(0)
+	if s.MaxLength != nil {
+		maxLen = *s.MaxLength
+	}
+	switch {
+	case maxLen > 0 && s.MinLength == maxLen:
+		length = fmt.Sprintf("exactly %d characters", maxLen)
+	case maxLen > 0 && s.MinLength > 0:
+		length = fmt.Sprintf("%d to %d characters", s.MinLength, maxLen)
+	case maxLen > 0:
+		length = fmt.Sprintf("at most %d characters", maxLen)
+	case s.MinLength > 0:
+		length = fmt.Sprintf("at least %d characters", s.MinLength)
+	}
+	var chars string
+	if s.Example != nil {
+		chars = fmt.Sprintf(", e.g. %v", s.Example)
+	} else if m := classPattern.FindStringSubmatch(s.Pattern); m != nil {
+		chars = " of " + describeClass(m[1])
+	} else if s.Pattern != "" {
+		return "" // a pattern words cannot say: the validator's own reason stays
+	}
+	if length == "" && chars == "" {
+		return ""
+	}
+	if length == "" {
+		return "must be characters" + chars
+	}
+	return "must be " + length + chars
+}
+
+// describeClass spells a regular expression's character class for a person: "A-Za-z0-9._-"
+// → "A-Z a-z 0-9 . _ -"; a space is "space", \xNN escapes become the characters they name.
+func describeClass(class string) string {
+	rs := []rune(class)
+	char := func(i int) (rune, int) {
+		if rs[i] == '\\' && i+3 < len(rs) && rs[i+1] == 'x' {
+			if n, err := strconv.ParseUint(string(rs[i+2:i+4]), 16, 8); err == nil {
+				return rune(n), i + 4
+			}
+		}
+		if rs[i] == '\\' && i+1 < len(rs) {
+			return rs[i+1], i + 2
+		}
+		return rs[i], i + 1
+	}
+	name := func(r rune) string {
+		if r == ' ' {
+			return "space"
+		}
+		return string(r)
+	}
+	var parts []string
+	for i := 0; i < len(rs); {
+		lo, next := char(i)
+		if next+1 < len(rs) && rs[next] == '-' {
+			hi, after := char(next + 1)
+			parts = append(parts, name(lo)+"-"+name(hi))
+			i = after
+			continue
+		}
+		parts = append(parts, name(lo))
+		i = next
+	}
+	return strings.Join(parts, " ")
 }
