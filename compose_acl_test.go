@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compose-spec/compose-go/v2/cli"
-
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
@@ -30,15 +28,7 @@ import (
 // a wrong password are refused, and so are the admin commands.
 func TestComposeRedisACLServesTheGateway(t *testing.T) {
 	t.Parallel()
-	opts, err := cli.NewProjectOptions([]string{"docker-compose.yml"}, cli.WithName("hashgate"), cli.WithWorkingDirectory("."),
-		cli.WithEnv([]string{}), cli.WithDiscardEnvFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := opts.LoadProject(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadCompose(t)
 	redis, _ := p.GetService("redis")
 	m := regexp.MustCompile(`printf '([^']*)'`).FindStringSubmatch(strings.Join(redis.Command, " "))
 	if m == nil {

@@ -15,15 +15,7 @@ import (
 // it must parse, and wire Redis, the gateway and Jaeger the way the README promises.
 func TestComposeFile(t *testing.T) {
 	t.Parallel()
-	opts, err := cli.NewProjectOptions([]string{"docker-compose.yml"}, cli.WithName("hashgate"), cli.WithWorkingDirectory("."),
-		cli.WithEnv([]string{}), cli.WithDiscardEnvFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := opts.LoadProject(context.Background())
-	if err != nil {
-		t.Fatalf("load docker-compose.yml: %v", err)
-	}
+	p := loadCompose(t)
 	svc := func(name string) types.ServiceConfig {
 		s, err := p.GetService(name)
 		if err != nil {
@@ -187,4 +179,20 @@ func TestDockerfileBuildsStaticNonRoot(t *testing.T) {
 	if strings.Count(df, "FROM ") < 2 {
 		t.Error("Dockerfile is not multi-stage")
 	}
+}
+
+// loadCompose loads docker-compose.yml with the compose-spec loader, as `docker compose` would
+// (no environment, no .env file).
+func loadCompose(t *testing.T) *types.Project {
+	t.Helper()
+	opts, err := cli.NewProjectOptions([]string{"docker-compose.yml"}, cli.WithName("hashgate"), cli.WithWorkingDirectory("."),
+		cli.WithEnv([]string{}), cli.WithDiscardEnvFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("load docker-compose.yml: %v", err)
+	}
+	return p
 }
