@@ -87,8 +87,7 @@ type Config struct {
 	SessionLimitPolicy string `env:"GATEWAY_SESSION_LIMIT_POLICY" default:"evict-oldest"`
 	// SessionLayout is where sessions live: per-user (one hash per user, sessions as fields with
 	// their own TTLs; needs hash field expiry, Redis >= 7.4, else per-session applies) |
-	// per-session (one hash per session plus the user's device index: the layout before
-	// per-user; set it while a rolling upgrade from such a version runs).
+	// per-session (one hash per session plus the user's device index).
 	SessionLayout string `env:"GATEWAY_SESSION_LAYOUT" default:"per-user"`
 
 	QuoteTTL       time.Duration `env:"GATEWAY_QUOTE_TTL" default:"168h"`

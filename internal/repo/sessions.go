@@ -113,13 +113,10 @@ const (
 	// the user's fields once, each session's as "<idPart>:<field>" with the session's idle
 	// deadline as their field TTL. One key per user instead of two per session (a hash and the
 	// device index): about 360 B of Redis memory per session instead of about 480 B. Needs hash
-	// field expiry (Redis >= 7.4); on older servers LayoutPerSession applies. Sessions a
-	// per-session gateway wrote are moved into the user's hash on first touch (session_migrate.lua).
+	// field expiry (Redis >= 7.4); on older servers LayoutPerSession applies.
 	LayoutPerUser SessionLayout = "per-user"
-	// LayoutPerSession is the layout before per-user: one hash per session plus the user's
-	// device index (a sorted set). A gateway in this layout does not see sessions kept per user:
-	// set it on new gateways while a rolling upgrade from a per-session version runs, then
-	// remove it.
+	// LayoutPerSession keeps one hash per session plus the user's device index (a sorted set).
+	// A gateway in one layout does not see the sessions kept in the other.
 	LayoutPerSession SessionLayout = "per-session"
 )
 

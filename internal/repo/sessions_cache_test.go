@@ -40,7 +40,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		// A miss is one round trip: under broadcast tracking a plain HMGET with the key's PTTL,
 		// under default tracking an HMGET through rueidis' cache (which adds its own PTTL
 		// inside a MULTI, not counted here).
-		miss := e.sessMissCmds(b.Broadcast, true)
+		miss := e.sessMissCmds(b.Broadcast)
 		var offset time.Duration // the gateway clock's lead over real time
 		e.r.now = func() time.Time { return time.Now().Add(offset) }
 		auth := func(name string, ref session.Ref, want ...string) (*AuthContext, error) {
@@ -96,7 +96,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		if err != nil || !ac.CacheHit || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Refreshed {
 			t.Fatalf("hit: %+v %v", ac, err)
 		}
-		if _, err := auth("another token of the user", session.Ref{Tag: ref.Tag, Part: sessPart(t)}, e.sessMissCmds(b.Broadcast, false)...); !errors.Is(err, apperr.NotFound) {
+		if _, err := auth("another token of the user", session.Ref{Tag: ref.Tag, Part: sessPart(t)}, e.sessMissCmds(b.Broadcast)...); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("another token of the user: %v", err)
 		}
 

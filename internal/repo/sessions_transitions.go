@@ -90,8 +90,7 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 	}
 	if r.perUser {
 		name, call = "session_u_revoke", func(c rueidis.Client) (Reply, error) {
-			return r.runUser(ctx, c, "session_u_revoke", scriptSessionURevoke, ref.Tag,
-				[]string{r.userKey(ref.Tag)}, []string{tenant, ref.Part}, uNone)
+			return r.runOn(ctx, c, "session_u_revoke", scriptSessionURevoke, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
 		}
 	}
 	var rep Reply

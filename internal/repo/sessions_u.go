@@ -1,11 +1,8 @@
 package repo
 
 import (
-	"context"
 	"slices"
 	"strings"
-
-	"github.com/redis/rueidis"
 )
 
 // The per-user layout (LayoutPerUser; docs/KEYS.md, "Sessions"). A user's sessions live in one
@@ -25,13 +22,8 @@ import (
 //     session it received, so it outlives every field.
 //
 // Every per-user script declares the user's hash alone (verify adds the MFA attempt counter, in
-// the same slot): a single-key script is served while the user's slot migrates, rueidis
-// following ASK, where one that also declared the per-session layout's device index (which
-// never exists once the user is migrated) would be refused with TRYAGAIN for the whole move.
-// Sessions a per-session gateway wrote are found instead by a single-key EXISTS of that index
-// sent in the same round trip as the script (runUser): when it exists, the user's sessions are
-// moved into the hash (session_migrate.lua, which deletes the index) and a script whose answer
-// said the hash lacks what it looked for runs again (uMiss, uNone).
+// the same slot): a single-key script is served while the user's slot migrates between cluster
+// nodes, rueidis following ASK.
 
 // sessPartFields are the names a session's fields take in the user's hash (after "<idPart>:"):
 // HDEL of a session and HPEXPIRE of an idle refresh name them all. The scripts that need the
@@ -111,71 +103,4 @@ func sessionView(user map[string]string, part string) map[string]string {
 		}
 	}
 	return m
-}
-
-// sessUserAttempts bounds runUser's migrate-and-retry loop.
-const sessUserAttempts = 3
-
-// runUser runs a per-user script on c, with a single-key EXISTS of the user's device index of
-// the per-session layout in the same round trip (scriptWith). When the index exists the user's
-// sessions are moved into the hash (the answer then stood on the hash alone: the user had no
-// hash, or a misconfigured per-session gateway still writes) and, when miss says the answer is
-// one the script gives for a session or user its hash does not hold, the script runs again:
-// the answers miss accepts are the ones a script gives without writing, or whose write a
-// second run completes (a revoke-all of what the hash held). A create (miss never true) that
-// made the user's hash keeps its session and the moved ones join it.
-func (r *Sessions) runUser(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, tag string, keys, args []string, miss func(Reply) bool) (Reply, error) {
-	for range sessUserAttempts {
-		rep, idx, err := r.scriptWith(ctx, c, name, l, keys, args, c.B().Exists().Key(r.devicesKey(tag)).Build())
-		if err != nil {
-			return rep, err
-		}
-		n, err := idx.AsInt64()
-		switch {
-		case err != nil && miss(rep):
-			// Not known whether the user has sessions to move (an ASK on a pinned connection
-			// among them): the answer cannot stand, and the script wrote nothing.
-			return Reply{}, redisErr(name, err)
-		case err != nil || n == 0:
-			// A hash that holds the session means the user has no index (they never coexist).
-			return rep, nil
-		}
-		if err := r.migrate(ctx, c, tag); err != nil {
-			return Reply{}, err
-		}
-		if !miss(rep) {
-			return rep, nil
-		}
-	}
-	return Reply{}, redisErr(name, errRetry)
-}
-
-// scriptWith runs script l by EVALSHA with cmd after it in one round trip on c, and answers the
-// script's decoded reply (as runOn) and cmd's result. After NOSCRIPT (a server that lost its
-// scripts) the script is run alone (EVAL), cmd's result kept.
-func (r *Sessions) scriptWith(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, keys, args []string, cmd rueidis.Completed) (Reply, rueidis.RedisResult, error) {
-	res := c.DoMulti(ctx, c.B().Evalsha().Sha1(luaSHA[l]).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), cmd)
-	if re, ok := rueidis.IsRedisErr(res[0].Error()); ok && re.IsNoScript() {
-		rep, err := r.runOn(ctx, c, name, l, keys, args)
-		return rep, res[1], err
-	}
-	rep, err := decodeScript(name, res[0])
-	if err != nil {
-		return Reply{}, res[1], r.scriptErr(ctx, name, err)
-	}
-	if err := rep.bare(CodeNotFound, CodeExists); err != nil {
-		return Reply{}, res[1], r.badReply(ctx, name, err)
-	}
-	return rep, res[1], nil
-}
-
-// uMiss is the miss test of the scripts that answer NOT_FOUND for a session the hash does not
-// hold (challenge, rotate, verify).
-func uMiss(rep Reply) bool { return rep.Code() == CodeNotFound }
-
-// uNone is the miss test of the scripts that answer {'OK', 0} when nothing was there to end
-// (revoke, revoke-all).
-func uNone(rep Reply) bool {
-	n, err := rep.Int(0)
-	return rep.Code() == CodeOK && err == nil && n == 0
 }

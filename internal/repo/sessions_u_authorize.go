@@ -15,17 +15,14 @@ import (
 // the same decisions, memo and reply shapes as the per-session reads (sessions_authorize_read.go,
 // sessions_read.go), on the session's fields in the user's hash.
 //
-// A plain read is ONE round trip of three pipelined commands on the user's slot:
+// A plain read is ONE round trip of two pipelined commands on the user's key:
 //
 //	HMGET <userKey> userId tenantId <part>:authLevel <part>:loginPending <part>:idleTimeoutMs
 //	HPTTL <userKey> FIELDS 1 <part>:absoluteExpiresAtMs
-//	EXISTS <devicesKey>
 //
 // (the view read asks for the view's fields instead of the hot five, and adds HPEXPIRETIME of
 // the marker: the session's last use derives from it, uSeen). HPTTL is the end of the idle
-// window and tells whether the session is live (-2: it is not). EXISTS detects a user whose
-// sessions a per-session gateway wrote: when the session's marker is missing and that index
-// exists, the user's sessions are migrated (r.migrate) and the read runs again.
+// window and tells whether the session is live (-2: it is not).
 //
 // Under default tracking (readTracked) the read goes through rueidis' cache, and only the
 // HMGET and the HPEXPIRETIME do (uReadTracked says why).
@@ -85,7 +82,7 @@ func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp 
 // uPlainCmds are the commands of a plain read (see above) of wire, the view's fields; nil wire
 // is the hot read (uHotNames, built here from one string). view adds the marker's expiry.
 func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis.Commands {
-	key, devices := r.uKeys(ref.Tag)
+	key := r.userKey(ref.Tag)
 	var read, ttl rueidis.Completed
 	if wire == nil {
 		level, pending, idle, marker := uHotParts(ref.Part)
@@ -95,7 +92,7 @@ func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis
 		read = r.client.B().Hmget().Key(key).Field(wire...).Build()
 		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, sfAbsoluteExpires)).Build()
 	}
-	cmds := rueidis.Commands{read, ttl, r.client.B().Exists().Key(devices).Build()}
+	cmds := rueidis.Commands{read, ttl}
 	if view {
 		cmds = append(cmds, r.uMarkerExpiry(key, ref.Part))
 	}
@@ -113,25 +110,15 @@ func uHotParts(part string) (level, pending, idle, marker string) {
 	return s[:i], s[i:j], s[j:k], s[k:]
 }
 
-// uKeys are userKey(tag) and devicesKey(tag), cut from one string.
-func (r *Sessions) uKeys(tag string) (user, devices string) {
-	p := r.keys.Prefix
-	s := p + ":v1:" + sessKeyType + ":{" + tag + "}" + p + ":v1:" + sessKeyDevices + ":{" + tag + "}"
-	n := len(p) + len(":v1:") + len(sessKeyType) + len(":{") + len(tag) + len("}")
-	return s[:n], s[n:]
-}
-
 // uPlain is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),
-// whether the device index of the per-session layout exists, and for a view the marker's
-// expiry (Unix ms; 0 otherwise).
+// and for a view the marker's expiry (Unix ms; 0 otherwise).
 type uPlain struct {
 	vals      []rueidis.RedisMessage
 	pttl, exp int64
-	legacy    bool
 }
 
-// uReadPlainOnce runs one plain read of wire (nil: the hot fields); op names it in errors.
-func (r *Sessions) uReadPlainOnce(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
+// uPlainRead runs one plain read of wire (nil: the hot fields); op names it in errors.
+func (r *Sessions) uPlainRead(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
 	res := r.client.DoMulti(ctx, r.uPlainCmds(ref, wire, view)...)
 	for _, x := range res {
 		if err := x.Error(); err != nil && !rueidis.IsRedisNil(err) {
@@ -146,32 +133,13 @@ func (r *Sessions) uReadPlainOnce(ctx context.Context, op string, ref session.Re
 	if err != nil {
 		return uPlain{}, r.readErr(ctx, op, err)
 	}
-	n, err := res[2].AsInt64()
-	if err != nil {
-		return uPlain{}, r.readErr(ctx, op, err)
-	}
 	var exp int64
 	if view {
-		if exp, err = uFieldTTL(res[3]); err != nil {
+		if exp, err = uFieldTTL(res[2]); err != nil {
 			return uPlain{}, r.readErr(ctx, op, err)
 		}
 	}
-	return uPlain{vals: vals, pttl: pttl, exp: exp, legacy: n == 1}, nil
-}
-
-// uReadPlainLive is uReadPlainOnce migrating first when the session's marker is missing and
-// the user still has sessions in the per-session layout (then the read runs again).
-func (r *Sessions) uReadPlainLive(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
-	for range sessUserAttempts {
-		p, err := r.uReadPlainOnce(ctx, op, ref, wire, view)
-		if err != nil || p.pttl != -2 || !p.legacy {
-			return p, err
-		}
-		if err := r.migrate(ctx, r.client, ref.Tag); err != nil {
-			return uPlain{}, err
-		}
-	}
-	return uPlain{}, redisErr(op, errRetry)
+	return uPlain{vals: vals, pttl: pttl, exp: exp}, nil
 }
 
 // uFieldTTL is the one field's HPTTL (or HPEXPIRETIME): -2 when the field (or the key) does
@@ -203,7 +171,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 	} else {
 		flat = sessHotFields
 	}
-	p, err := r.uReadPlainLive(ctx, "session authorize", ref, wire, view)
+	p, err := r.uPlainRead(ctx, "session authorize", ref, wire, view)
 	r.misses.Add(1)
 	if err != nil {
 		return nil, err
@@ -239,7 +207,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 // of the user's hash and the marker's HPEXPIRETIME through it (one round trip, one tracked key
 // per user).
 //
-// Neither HPTTL nor EXISTS goes through the cache. rueidis (v1.0.79) offers no cacheable HPTTL
+// HPTTL does not go through the cache. rueidis (v1.0.79) offers no cacheable HPTTL
 // (its builder has no Cache() for it), and rightly: a cached HPTTL is a duration measured when
 // the copy was filled, which a later hit would serve unchanged as time passes, sliding the idle
 // end forward with every hit. The idle end is taken instead from what the copy holds, instants
@@ -250,12 +218,9 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 // marked read-only), so its command is converted to a Cacheable; Redis tracks the key for it
 // like for the HMGET (no second tracking entry: same key), and any change of the expiry is a
 // write to the key, HPEXPIRE alone included, which invalidates both copies (an expiry that
-// passes needs none: the gateway refuses a copy past its end). A cached EXISTS of the device
-// index would cost a second entry per user in Redis's tracking table for a check that only
-// matters while a rolling upgrade from the per-session layout runs; so the index is asked
-// for, uncached, only when a read that reached Redis found no live session (a second round
-// trip for an unknown token only; a hit that holds no live session answers missing at once: a
-// session created later has a new id part, hence an HMGET never cached).
+// passes needs none: the gateway refuses a copy past its end). A hit that holds no live session
+// answers missing at once: a session created later has a new id part, hence an HMGET never
+// cached.
 func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
@@ -266,19 +231,6 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	both := r.client.DoMultiCache(ctx, rueidis.CT(r.client.B().Hmget().Key(key).Field(wire...).Cache(), r.cacheTTL),
 		rueidis.CT(rueidis.Cacheable(r.uMarkerExpiry(key, ref.Part)), r.cacheTTL))
 	res := both[0]
-	if res.Error() == nil && !res.IsCacheHit() {
-		if vals, err := res.ToArray(); err == nil && len(vals) == len(wire) && vals[uViewMarker].IsNil() {
-			legacy, err := r.legacyIndex(ctx, ref.Tag)
-			if err != nil {
-				return nil, r.readErr(ctx, "session authorize", err)
-			}
-			if legacy {
-				// The script path migrates (after its NOT_FOUND) and reads afresh: the copy just cached
-				// predates the migration, whose push may still be on its way.
-				return r.uAuthorizeScript(ctx, ref, view)
-			}
-		}
-	}
 	hit := res.IsCacheHit()
 	if hit {
 		r.hits.Add(1)
@@ -306,23 +258,6 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	return r.decideTracked(ctx, ref, m, v, res, view, now)
 }
 
-// legacyIndex reports whether the user with tag still has a device index of the per-session
-// layout (sessions to migrate): one single-key EXISTS, after a read found no session.
-func (r *Sessions) legacyIndex(ctx context.Context, tag string) (bool, error) {
-	n, err := r.client.Do(ctx, r.client.B().Exists().Key(r.devicesKey(tag)).Build()).AsInt64()
-	return n == 1, err
-}
-
-// uViewMarker is the index of <part>:absoluteExpiresAtMs in uViewNames.
-var uViewMarker = func() int {
-	for i, n := range uViewNames("") {
-		if n == ":"+sfAbsoluteExpires {
-			return i
-		}
-	}
-	panic("repo: the view reads no absoluteExpiresAtMs")
-}()
-
 // uAuthorizeScript is authorizeScript in the per-user layout (session_u_authorize.lua).
 func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view bool) (*AuthContext, error) {
 	var v memoVersion
@@ -334,29 +269,7 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 	args := make([]string, 0, 3+len(wire))
 	args = append(args, ref.Part, r.fraction, r.idleMs)
 	args = append(args, wire...)
-	// The script declares the user's hash alone: a single-key script is served while the user's
-	// slot migrates (rueidis follows ASK), where one that also declared the device index (which
-	// never exists once the user is migrated) would be refused with TRYAGAIN for the whole move.
-	// So a miss asks separately, with a single-key EXISTS, whether the user still has sessions
-	// to migrate.
-	var rep Reply
-	var err error
-	for attempt := 0; ; attempt++ {
-		rep, err = r.run(ctx, "session_u_authorize", scriptSessionUAuthorize, []string{r.userKey(ref.Tag)}, args)
-		if err != nil || rep.Code() != CodeNotFound || attempt == sessUserAttempts {
-			break
-		}
-		legacy, err := r.legacyIndex(ctx, ref.Tag)
-		if err != nil {
-			return nil, redisErr("session_u_authorize", err)
-		}
-		if !legacy {
-			break
-		}
-		if err := r.migrate(ctx, r.client, ref.Tag); err != nil {
-			return nil, err
-		}
-	}
+	rep, err := r.run(ctx, "session_u_authorize", scriptSessionUAuthorize, []string{r.userKey(ref.Tag)}, args)
 	if err != nil {
 		return nil, err
 	}
@@ -384,10 +297,10 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 }
 
 // uGet is Get in the per-user layout: the view's fields of the user's hash and the session's
-// idle end in one round trip (uReadPlainLive).
+// idle end in one round trip (uPlainRead).
 func (r *Sessions) uGet(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
 	wire := uViewNames(ref.Part)
-	p, err := r.uReadPlainLive(ctx, "session get", ref, wire, true)
+	p, err := r.uPlainRead(ctx, "session get", ref, wire, true)
 	if err != nil {
 		return nil, err
 	}

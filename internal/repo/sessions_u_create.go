@@ -31,14 +31,10 @@ func (r *Sessions) uCreate(ctx context.Context, n session.Record, own []string) 
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
 			n.UserID, n.TenantID, strconv.Itoa(SchemaVersion), r.idleMs}, own...)
 	}
-	// A create never runs again: when the user turns out to have sessions of the per-session
-	// layout, they join the new one in the hash (runUser).
-	never := func(Reply) bool { return false }
-	rep, err := r.runUser(ctx, r.client, "session_u_create", scriptSessionUCreate, n.Ref.Tag, keys, args("0"), never)
+	rep, err := r.run(ctx, "session_u_create", scriptSessionUCreate, keys, args("0"))
 	if err == nil && rep.Code() == CodeRetry { // at the cap: evict, confirmed as a durable write
 		err = r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 			var err error
-			// At the cap the hash exists, so no device index beside it: the script alone.
 			rep, err = r.runOn(ctx, c, "session_u_create", scriptSessionUCreate, keys, args("1"))
 			return err == nil && rep.Code() == CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
 		})

@@ -107,3 +107,14 @@ func (e *sessEnv) sessStored(ref session.Ref) map[string]string {
 	}
 	return out
 }
+
+// fieldTTLs is HPTTL of fields of key (-2 absent, -1 no TTL).
+func (e *sessEnv) fieldTTLs(key string, fields ...string) []int64 {
+	e.t.Helper()
+	v, err := e.do(e.s.Client.B().Arbitrary("HPTTL").Keys(key).
+		Args(append([]string{"FIELDS", strconv.Itoa(len(fields))}, fields...)...).Build()).AsIntSlice()
+	if err != nil || len(v) != len(fields) {
+		e.t.Fatalf("HPTTL %v: %v %v", fields, v, err)
+	}
+	return v
+}

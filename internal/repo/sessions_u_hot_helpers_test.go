@@ -154,17 +154,14 @@ func (e *sessEnv) sessWrongType(ref session.Ref) string {
 
 // sessMissCmds are the commands of a view read (Authorize) that misses the memo and reaches
 // Redis, in the layout in use: broadcast tracking reads plainly (HMGET and the key's PTTL, or
-// the session's HPTTL, the legacy index's EXISTS and the marker's HPEXPIRETIME per user),
-// default tracking through rueidis' cache (an HMGET; per user with the marker's HPEXPIRETIME,
-// and an EXISTS of the legacy index follows when no live session was found).
-func (e *sessEnv) sessMissCmds(broadcast, found bool) []string {
+// the session's HPTTL and the marker's HPEXPIRETIME per user), default tracking through
+// rueidis' cache (an HMGET; per user with the marker's HPEXPIRETIME).
+func (e *sessEnv) sessMissCmds(broadcast bool) []string {
 	switch {
 	case broadcast && e.r.perUser:
-		return []string{"HMGET", "HPTTL", "EXISTS", "HPEXPIRETIME"}
+		return []string{"HMGET", "HPTTL", "HPEXPIRETIME"}
 	case broadcast:
 		return []string{"HMGET", "PTTL"}
-	case e.r.perUser && !found:
-		return []string{"HMGET", "HPEXPIRETIME", "EXISTS"}
 	case e.r.perUser:
 		return []string{"HMGET", "HPEXPIRETIME"}
 	}

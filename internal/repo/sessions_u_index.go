@@ -31,11 +31,7 @@ var (
 // and logged); at most MaxSessionsPerUser, soonest absolute deadline first (the device index's
 // order).
 func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Session, error) {
-	rep, err := r.runUser(ctx, r.client, "session_u_list", scriptSessionUList, tag, []string{r.userKey(tag)}, nil,
-		func(rep Reply) bool {
-			m, err := rep.StrMap(1)
-			return rep.Code() == CodeOK && err == nil && len(m) == 0
-		})
+	rep, err := r.run(ctx, "session_u_list", scriptSessionUList, []string{r.userKey(tag)}, nil)
 	if errors.Is(err, ErrCorrupt) { // the key holds another type: every session in it is corrupt
 		return []session.Session{}, nil
 	}
@@ -106,7 +102,7 @@ func (r *Sessions) uRevokeAll(ctx context.Context, tag, exceptPart string) (int,
 	keys := []string{r.userKey(tag)}
 	revoked := 0
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		rep, err := r.runUser(ctx, c, "session_u_revoke_all", scriptSessionURevokeAll, tag, keys, []string{exceptPart}, uNone)
+		rep, err := r.runOn(ctx, c, "session_u_revoke_all", scriptSessionURevokeAll, keys, []string{exceptPart})
 		if err != nil {
 			return false, err
 		}

@@ -8,12 +8,12 @@ import (
 
 // Last use in the per-user layout. Every idle refresh (session_u_authorize.lua) makes the
 // session's fields expire at min(now + idle, absolute deadline), and so does a create from its
-// createdAtMs; rotation, verify and migration move the fields with their expiry unchanged.
+// createdAtMs; rotation and verify move the fields with their expiry unchanged.
 // While that end is not the deadline, the refresh's instant is the marker's expiry
 // (HPEXPIRETIME of "<idPart>:absoluteExpiresAtMs") minus the session's idle timeout, and
 // "<idPart>:lastSeenAtMs" is not stored (it would cost each refreshed session a field: 356 B of
 // Redis per session become 420 B). A refresh capped by the deadline stores it; one that is not
-// deletes a stored one (a capped refresh's, or a migrated session's).
+// deletes a stored one (a capped refresh's).
 //
 // So the last use is the newest of the stored lastSeenAtMs, the marker's expiry minus the idle
 // timeout, and the session's createdAtMs. Each is never later than the true last use (a capped

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -125,61 +124,6 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 		}
 		ms, _ = strconv.ParseInt(seen, 10, 64)
 		check("capped", time.UnixMilli(ms).UTC())
-	})
-}
-
-// A session a per-session gateway refreshed carries lastSeenAtMs: the migration keeps it (the
-// marker's expiry minus idle is never later, so readers still answer it), a never refreshed one
-// still reads its createdAt, and the first uncapped refresh in the user's hash drops the field.
-func TestSessionMigratedLastSeen(t *testing.T) {
-	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		old, e := migEnvs(t, s, prefix)
-		ctx := context.Background()
-		tag := sessRand(t, 9)
-		used := old.create(tag, "acme", "ann", 10*time.Second, time.Hour)
-		idle := old.create(tag, "acme", "ann", 10*time.Second, time.Hour)
-		time.Sleep(3 * time.Millisecond) // a refresh instant after the creation
-		old.sessExpire(used, 2000)
-		if ac, err := old.r.Authorize(ctx, used); err != nil || !ac.Refreshed {
-			t.Fatalf("legacy refresh: %+v %v", ac, err)
-		}
-		stored := old.sessGet(used, sfLastSeenAt)
-		if stored == "" {
-			t.Fatal("the per-session refresh stored no lastSeenAtMs")
-		}
-		want := map[session.Ref]time.Time{}
-		for _, ref := range []session.Ref{used, idle} {
-			got, err := old.r.Get(ctx, ref, "acme")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want[ref] = got.LastSeenAt
-		}
-		if err := e.r.migrate(ctx, e.r.client, tag); err != nil {
-			t.Fatalf("migrate: %v", err)
-		}
-		if got := e.sessGet(used, sfLastSeenAt); got != stored {
-			t.Fatalf("migrated lastSeenAtMs %q, want the legacy %s kept", got, stored)
-		}
-		for ref, w := range want {
-			got, err := e.r.Get(ctx, ref, "acme")
-			if err != nil || !got.LastSeenAt.Equal(w) {
-				t.Fatalf("%s after the migration: lastSeenAt %+v, want %v (%v)", ref.ID(), got, w, err)
-			}
-		}
-		e.sessExpire(used, 2000)
-		ac, err := e.r.Authorize(ctx, used)
-		if err != nil || !ac.Refreshed {
-			t.Fatalf("refresh: %+v %v", ac, err)
-		}
-		if got := e.sessGet(used, sfLastSeenAt); got != "" {
-			t.Fatalf("an uncapped refresh kept lastSeenAtMs %s", got)
-		}
-		seen, _ := strconv.ParseInt(e.hget(e.r.userKey(tag), sfUpdatedAt), 10, 64)
-		if got, err := e.r.Get(ctx, used, "acme"); err != nil || got.LastSeenAt.UnixMilli() != seen {
-			t.Fatalf("after the refresh: lastSeenAt %+v, want %d (%v)", got, seen, err)
-		}
 	})
 }
 

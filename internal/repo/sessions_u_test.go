@@ -38,7 +38,7 @@ func TestSessionFieldListsAgree(t *testing.T) {
 }
 
 // TestSessionHotReadNames: the hot read's names, cut from one string, are uHotNames' and the
-// marker's, and uKeys are userKey and devicesKey.
+// marker's.
 func TestSessionHotReadNames(t *testing.T) {
 	for _, part := range []string{"", "p", "0123456789abcdef0123456789abcdef"} {
 		level, pending, idle, marker := uHotParts(part)
@@ -47,15 +47,6 @@ func TestSessionHotReadNames(t *testing.T) {
 		}
 		if want := partField(part, sfAbsoluteExpires); marker != want {
 			t.Errorf("uHotParts(%q) marker = %q, want %q", part, marker, want)
-		}
-	}
-	for _, prefix := range []string{"", "hg", "tenant-a:hg"} {
-		r := &Sessions{keys: Keys{Prefix: prefix}}
-		for _, tag := range []string{"", "t", "Zm9vYmFy"} {
-			user, devices := r.uKeys(tag)
-			if user != r.userKey(tag) || devices != r.devicesKey(tag) {
-				t.Errorf("uKeys(%q) under %q = %q, %q; want %q, %q", tag, prefix, user, devices, r.userKey(tag), r.devicesKey(tag))
-			}
 		}
 	}
 }

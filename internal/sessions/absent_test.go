@@ -75,14 +75,13 @@ func TestUnknownTokensCostOneReadEach(t *testing.T) {
 				}
 			}
 		}
-		// The first authentication of each reads Redis: one round trip (two under default
-		// tracking in the per-user layout, which then asks for a per-session device index; one
-		// more on the embedded store, loading the script).
+		// The first authentication of each reads Redis: one round trip (one more on the embedded
+		// store, loading the script).
 		rec.Reset()
 		authenticate()
-		if trips := rec.Trips(); trips > 2*distinct+1 {
+		if trips := rec.Trips(); trips > distinct+1 {
 			t.Errorf("the first authentication of %d unknown tokens made %d round trips (%v ...), want at most %d",
-				distinct, trips, first(rec.Names(), 12), 2*distinct+1)
+				distinct, trips, first(rec.Names(), 12), distinct+1)
 		}
 		rec.Reset()
 		for range repeats - 1 {

@@ -8,9 +8,7 @@
 -- The session is live iff <idPart>:absoluteExpiresAtMs exists; its field TTL is the end of the
 -- idle window.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, the only key: a single-key script is
---          served while the user's slot migrates. Unlike the other per-user scripts it does not
---          check the per-session layout's device index: on NOT_FOUND the caller asks whether
---          that index exists and, if so, migrates the user and calls again.
+--          served while the user's slot migrates.
 -- ARGV[1]: idPart
 -- ARGV[2]: refresh fraction: refresh only when less than this share of the idle window is left
 -- ARGV[3]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without

@@ -6,8 +6,7 @@
 -- are written with the session's field TTL (that of its absoluteExpiresAtMs); the hash's
 -- updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates;
---          the caller checks for sessions of the per-session layout after a miss)
+--          (the only key: a single-key script is served while the user's slot migrates)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: idPart
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the code (base64url)

@@ -5,8 +5,7 @@
 -- idle-expired session is simply absent and nothing needs pruning. The fields no view reads
 -- (the MFA code's MAC, the device hashes) are left out of the reply.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates;
---          the caller checks for sessions of the per-session layout after a miss)
+--          (the only key: a single-key script is served while the user's slot migrates)
 -- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}, {idPart, expireAtMs, ...}}
 --        (HPTTL and HPEXPIRETIME of each live session's absoluteExpiresAtMs field, as strings;
 --        -1 when it has no field TTL; the last use derives from the expiry)

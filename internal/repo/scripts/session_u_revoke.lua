@@ -3,8 +3,7 @@
 -- challenge's included. Idempotent: a session already gone answers {'OK', 0}. When no live
 -- session of the user is left, the hash itself (the user's fields) goes too.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates;
---          the caller checks for sessions of the per-session layout after a miss)
+--          (the only key: a single-key script is served while the user's slot migrates)
 -- ARGV[1]: tenant of the caller; another tenant's session is left untouched
 -- ARGV[2]: idPart
 -- Reply: {'OK', 1} revoked | {'OK', 0} already gone | {'NOT_FOUND'} another tenant's session

@@ -5,8 +5,7 @@
 -- wholly after it. Without a session to keep (none asked, or the one asked is not live) the
 -- hash is deleted; otherwise every field that is not the user's or the kept session's goes.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates;
---          the caller checks for sessions of the per-session layout after a miss)
+--          (the only key: a single-key script is served while the user's slot migrates)
 -- ARGV[1]: idPart to keep, or '' for none
 -- Reply: {'OK', live sessions deleted}
 local MARK = ':absoluteExpiresAtMs'

@@ -6,8 +6,7 @@
 -- absolute deadline are kept. The hash's updatedAtMs is set; the key's TTL is raised (never
 -- shortened) to the absolute deadline.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates;
---          the caller checks for sessions of the per-session layout after a miss)
+--          (the only key: a single-key script is served while the user's slot migrates)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: old idPart, ARGV[3]: new idPart
 -- Reply: {'NOT_FOUND'} | {'EXISTS'} |

@@ -14,8 +14,7 @@
 -- keyed MACs, not secrets, and the comparison below visits every byte whatever the mismatch,
 -- so neither the code nor the MAC leaks through timing; the attempt counter bounds guessing.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: attempt counter <prefix>:v1:rl:{<userTag>}:mfa (same slot). The caller checks for
---          sessions of the per-session layout after a NOT_FOUND. While the user's slot
+-- KEYS[2]: attempt counter <prefix>:v1:rl:{<userTag>}:mfa (same slot). While the user's slot
 --          migrates, a first attempt in a window (no counter yet) is refused with TRYAGAIN.
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND', uncounted)
 -- ARGV[2]: challenge id, ARGV[3]: HMAC of the candidate code (base64url)
