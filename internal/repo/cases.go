@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -50,10 +49,8 @@ type CaseOptions struct {
 }
 
 // Cases keeps escalation cases: a hash and a bounded history stream under the tenant's tag,
-// with the tenant's quota set of live cases and its due index in the same slot (caseKeys;
-// cases written before the quota, under their own tag, are still served: legacyKeys); a small
-// registry of tenants for the sweepers. It
-// implements cases.Store and cases.DueStore; the case rules are the service's (internal/cases),
+// with the tenant's quota set of live cases and its due index in the same slot (caseKeys); a
+// small registry of tenants for the sweepers. It implements cases.Store and cases.DueStore; the case rules are the service's (internal/cases),
 // the bounds the keys and scripts need are kept here.
 type Cases struct {
 	c    rueidis.Client
@@ -111,13 +108,6 @@ func (r *Cases) caseKeys(tenantTag, id string) []string {
 	return []string{h, h + ":history", r.keys.Key("quota", tenantTag, "cases")}
 }
 
-// legacyKeys are where gateways before the tenant quota wrote a case (hash, history), under
-// the case's own tag. Nothing writes a case there any more; a case found there is still read,
-// moved and swept (without KEYS[3]: it is not counted) until it expires.
-func (r *Cases) legacyKeys(id string) []string {
-	h := r.keys.Key("case", id)
-	return []string{h, h + ":history"}
-}
 func (r *Cases) dueKey(tenantTag string) string {
 	return r.keys.Key("casedue", tenantTag)
 }
@@ -160,11 +150,6 @@ func (r *Cases) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 	}
 	if err := r.checkNew(in); err != nil {
 		return nil, err
-	}
-	if in.Keyed { // the id is derived from the Idempotency-Key: a gateway before the tenant tag may have made it
-		if c, err := r.legacyGet(ctx, in.Tenant, in.ID); err == nil || !errors.Is(err, apperr.NotFound) {
-			return c, err
-		}
 	}
 	tag := r.TenantTag(in.Tenant)
 	if err := r.register(ctx, tag); err != nil {
@@ -212,27 +197,7 @@ func (r *Cases) Get(ctx context.Context, tenant, id string) (*cases.Case, error)
 	if err != nil {
 		return nil, redisErr("case get", err)
 	}
-	if len(m) == 0 {
-		return r.legacyGet(ctx, tenant, id)
-	}
 	return r.decode(ctx, m, id)
-}
-
-// legacyGet reads a case under its legacy key (legacyKeys): NotFound when absent or another
-// tenant's.
-func (r *Cases) legacyGet(ctx context.Context, tenant, id string) (*cases.Case, error) {
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKeys(id)[0]).Build()).AsStrMap()
-	if err != nil {
-		return nil, redisErr("case get", err)
-	}
-	c, err := r.decode(ctx, m, id)
-	if err != nil {
-		return nil, err
-	}
-	if c.Tenant != tenant {
-		return nil, fmt.Errorf("case get: %w", apperr.NotFound)
-	}
-	return c, nil
 }
 
 // History lists the case's transitions, newest first (at most the configured history max).
@@ -241,9 +206,6 @@ func (r *Cases) History(ctx context.Context, tenant, id string) ([]cases.Event, 
 		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
 	}
 	entries, err := r.history(ctx, tenant, r.caseKeys(r.TenantTag(tenant), id))
-	if errors.Is(err, apperr.NotFound) {
-		entries, err = r.history(ctx, tenant, r.legacyKeys(id))
-	}
 	if err != nil {
 		return nil, err
 	}

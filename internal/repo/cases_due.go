@@ -74,7 +74,7 @@ func (r *Cases) Undue(ctx context.Context, tenantTag string, ids ...string) erro
 
 // AutoEscalate escalates the tenant's case once with reason auto_escalate when it is still
 // OPEN, due by the server's clock and never auto-escalated before; the script decides
-// atomically. A case not under the tenant's tag is looked for under its legacy key.
+// atomically.
 func (r *Cases) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.AutoOutcome, error) {
 	if !caseIDPattern.MatchString(id) || !tenantTagPattern.MatchString(tenantTag) {
 		return cases.AutoGone, nil
@@ -82,9 +82,6 @@ func (r *Cases) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 	const script = "case_auto_escalate"
 	args := []string{strconv.Itoa(r.o.MaxEscalation), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor, id}
 	rep, err := runScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.caseKeys(tenantTag, id), args)
-	if err == nil && rep.Code() == CodeGone {
-		rep, err = runScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.legacyKeys(id), args)
-	}
 	if err != nil {
 		return "", err
 	}

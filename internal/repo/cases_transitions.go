@@ -62,9 +62,6 @@ func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, re
 	args := []string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, ms(ttl.Milliseconds()),
 		strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam, ch.ID}
 	rep, err := runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.caseKeys(r.TenantTag(ch.Tenant), ch.ID), args)
-	if err == nil && rep.Code() == CodeNotFound { // a case written before the tenant tag, or none
-		rep, err = runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.legacyKeys(ch.ID), args)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -41,8 +41,7 @@ type QuoteOptions struct {
 }
 
 // Quotes keeps quote drafts: a summary hash and a line-items hash under the tenant's hash tag,
-// with the tenant's quota set of live drafts (quoteKeys), written only by the quote_* scripts;
-// drafts written before the quota, under their own tag, are still served (legacyKeys). It
+// with the tenant's quota set of live drafts (quoteKeys), written only by the quote_* scripts. It
 // implements quotes.Store; the draft rules are the service's (internal/quotes), the bounds the
 // scripts enforce and the tenant's quota are kept here.
 type Quotes struct {
@@ -96,14 +95,6 @@ func (r *Quotes) quoteKeys(tenantTag, id string) []string {
 	return []string{sum, sum + ":items", r.keys.Key("quota", tenantTag, "quotes")}
 }
 
-// legacyKeys are where gateways before the tenant quota wrote a draft (summary, items), under
-// the quote's own tag. Nothing writes a draft there any more; a draft found there is still
-// read, written and deleted (without KEYS[3]: it is not counted) until it expires.
-func (r *Quotes) legacyKeys(id string) []string {
-	sum := r.keys.Key("quote", id)
-	return []string{sum, sum + ":items"}
-}
-
 var (
 	scriptQuoteCreate = script("quote_create")
 	scriptQuoteRead   = script("quote_read")
@@ -133,11 +124,6 @@ func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote,
 		return nil, apperr.New(apperr.Validation, "The quote id is malformed.")
 	case in.Tenant == "":
 		return nil, apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
-	}
-	if in.Keyed { // the id is derived from the Idempotency-Key: a gateway before the tenant tag may have made it
-		if q, err := r.legacyGet(ctx, in.Tenant, in.ID); err == nil || !errors.Is(err, apperr.NotFound) {
-			return q, err
-		}
 	}
 	rep, err := runScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate, r.quoteKeys(r.h.TenantTag(in.Tenant), in.ID),
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, ms(r.ttl.Milliseconds()),
@@ -177,27 +163,7 @@ func (r *Quotes) Get(ctx context.Context, tenant, id string) (*quotes.Quote, err
 	if err != nil {
 		return nil, redisErr("quote get", err)
 	}
-	if len(m) == 0 {
-		return r.legacyGet(ctx, tenant, id)
-	}
 	return r.decode(ctx, m, id)
-}
-
-// legacyGet reads a draft under its legacy key (legacyKeys): NotFound when absent or another
-// tenant's.
-func (r *Quotes) legacyGet(ctx context.Context, tenant, id string) (*quotes.Quote, error) {
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKeys(id)[0]).Build()).AsStrMap()
-	if err != nil {
-		return nil, redisErr("quote get", err)
-	}
-	q, err := r.decode(ctx, m, id)
-	if err != nil {
-		return nil, err
-	}
-	if q.Tenant != tenant {
-		return nil, fmt.Errorf("quote get: %w", apperr.NotFound)
-	}
-	return q, nil
 }
 
 // Items returns the quote's line items ordered by item id, with the stateVersion they belong
@@ -259,13 +225,7 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 // quotaKey is the tenant's quota set of live drafts.
 func (r *Quotes) quotaKey(tenant string) string { return r.quoteKeys(r.h.TenantTag(tenant), "")[2] }
 
-// run runs a script on the draft's keys (quoteKeys) and, when it answers NOT_FOUND, on its
-// legacy keys (legacyKeys, without the quota set): a draft lives under one or the other, and
-// nothing creates one under the legacy keys any more.
+// run runs a script on the draft's keys (quoteKeys).
 func (r *Quotes) run(ctx context.Context, name, op string, l *rueidis.Lua, tenant, id string, args []string) (Reply, error) {
-	rep, err := runScript(ctx, r.c, r.m, name, op, l, r.quoteKeys(r.h.TenantTag(tenant), id), args)
-	if err != nil || rep.Code() != CodeNotFound {
-		return rep, err
-	}
-	return runScript(ctx, r.c, r.m, name, op, l, r.legacyKeys(id), args)
+	return runScript(ctx, r.c, r.m, name, op, l, r.quoteKeys(r.h.TenantTag(tenant), id), args)
 }

@@ -75,8 +75,7 @@ var quoteWriteReplies = replyShapes{
 	CodeBound: 1, CodeOverflow: 1, CodeDiscount: 0, CodeCorrupt: 1,
 }
 
-// write runs a quote write script on the draft's keys (its legacy keys when it is not found
-// there; see run) and reads its reply:
+// write runs a quote write script on the draft's keys and reads its reply:
 // {'OK', HGETALL summary} or a refusal (the script's header lists them).
 func (r *Quotes) write(ctx context.Context, l *rueidis.Lua, name, transition, tenant, id string, args []string) (*quotes.Quote, error) {
 	rep, err := r.run(ctx, name, "quote "+transition, l, tenant, id, args)

@@ -79,8 +79,7 @@ func (r *Sessions) CheckOwner(tag, tenantID, userID string) OwnerVerdict {
 // fields through it.
 //
 // ref derives from 108 bits of the token's SHA-256, so finding its key proves the token (a
-// second preimage is infeasible) and no hash of the token is compared: hashes that still hold
-// a tokenHash field (written before it was dropped) are read the same way, the field ignored.
+// second preimage is infeasible) and no hash of the token is compared.
 //
 // A missing session (or an expired one) is apperr.NotFound; a corrupt one ErrCorrupt (counted
 // and logged without values).

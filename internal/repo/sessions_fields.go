@@ -19,14 +19,9 @@ import (
 // lastSeenAtMs (createdAtMs) by the first idle refresh, lastRotatedAtMs (createdAtMs) by
 // rotation or step-up, idleTimeoutMs (ImplicitIdle) when the session's idle timeout is any
 // other, the device fields when given. No transition moves a session back to ACTIVE or
-// BASIC, so nothing writes a default back; hashes written before this rule hold status and
-// authLevel explicitly (ACTIVE/BASIC included) and read the same (schemaVersion was not
-// bumped for this, as it was not for the other optional fields: SchemaVersion is shared by
-// every object type, and a gateway that requires the fields refuses a newer schema number as
-// corrupt just as it refuses their absence). Hashes written before may
-// also hold tokenHash (the token's SHA-256): no reader asks for it, since the key itself
-// derives from 108 bits of that hash. userId and tenantId are always written: a read that
-// finds neither takes the session for missing.
+// BASIC, so nothing writes a default back; a hash holding a default explicitly reads the same.
+// userId and tenantId are always written: a read that finds neither takes the session for
+// missing.
 const (
 	sfUserID          = "userId"
 	sfTenantID        = "tenantId"

@@ -81,9 +81,6 @@ var (
 	// ErrTokenLineageFull: MaxTokenLineage tokens were minted under the root already, or the
 	// new token would be deeper than MaxTokenDepth.
 	ErrTokenLineageFull = errors.New("token lineage full")
-	// ErrTokenLegacyIssuer: the issuing token was written before token lineage (legacyKey):
-	// nothing minted with it could be revoked with it, so it mints nothing.
-	ErrTokenLegacyIssuer = errors.New("issuing token predates token lineage")
 	// ErrTokensConfig reports a bad NewTokens option.
 	ErrTokensConfig = errors.New("repo: bad tokens configuration")
 )
@@ -122,9 +119,7 @@ type Tokens struct {
 var (
 	scriptTokenCreate = script("token_create")
 	scriptTokenRevoke = script("token_revoke")
-	// scriptTokenRevokeLegacy revokes a hash under its legacy key (see legacyKey).
-	scriptTokenRevokeLegacy = script("token_revoke_legacy")
-	scriptTokenList         = script("token_list")
+	scriptTokenList   = script("token_list")
 )
 
 // NewTokens returns the repository over s.
@@ -158,20 +153,6 @@ func NewTokens(s *store.Store, o TokensOptions) (*Tokens, error) {
 func (r *Tokens) tag(tenant string) string { return r.hasher.TenantTag(tenant) }
 
 func (r *Tokens) hashKey(tag, id string) string { return r.keys.Key("token", tag, id) }
-
-// legacyKey is where gateways before token lineage wrote a token's hash (its own hash tag).
-// Such hashes are still read (check, introspection, get, list) and revoked until they expire;
-// they mint nothing (ErrTokenLegacyIssuer).
-func (r *Tokens) legacyKey(id string) string { return r.keys.Key("token", id) }
-
-func allNil(vals []rueidis.RedisMessage) bool {
-	for i := range vals {
-		if !vals[i].IsNil() {
-			return false
-		}
-	}
-	return true
-}
 
 func (r *Tokens) kidsKey(tag, id string) string { return r.keys.Key("tokens", tag, "kids", id) }
 

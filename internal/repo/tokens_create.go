@@ -143,10 +143,6 @@ func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, [
 		return "", nil, fmt.Errorf("token lineage: %d values for 4 fields", len(vals))
 	}
 	if tn, err := vals[0].ToString(); err != nil || tn != tenant {
-		legacy, err := r.c.Do(ctx, r.c.B().Hget().Key(r.legacyKey(id)).Field("tenantId").Build()).ToString()
-		if err == nil && legacy == tenant {
-			return "", nil, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
-		}
 		return "", nil, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
 	}
 	root, _ := vals[1].ToString()
@@ -158,9 +154,6 @@ func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, [
 	}
 	anc, _ := vals[3].ToString()
 	ancestors := strings.Fields(anc)
-	if root != "" && len(ancestors) == 0 { // minted before ancestors were kept: its children could not be placed
-		return "", nil, fmt.Errorf("issuer %s: %w", id, ErrTokenLegacyIssuer)
-	}
 	if !validLineage(root, depth, ancestors) {
 		return "", nil, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
 	}

@@ -23,9 +23,6 @@ func (r *Tokens) Get(ctx context.Context, tenant, id string) (token.Token, error
 		return token.Token{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
-	if err == nil && len(m) == 0 {
-		m, err = r.c.Do(ctx, r.c.B().Hgetall().Key(r.legacyKey(id)).Build()).AsStrMap()
-	}
 	if err != nil {
 		return token.Token{}, redisErr("token get", err)
 	}
@@ -76,7 +73,7 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (to
 	default:
 		f.bad = append(f.bad, "revoked")
 	}
-	if len(t.Ancestors) > 0 && !validLineage(t.RootID, t.Depth, t.Ancestors) { // none: minted before ancestors were kept
+	if !validLineage(t.RootID, t.Depth, t.Ancestors) {
 		f.bad = append(f.bad, "ancestors")
 	}
 	o := f.schema()
@@ -112,10 +109,6 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 		return vals, res.IsCacheHit(), err
 	}
 	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
-	if err == nil && allNil(vals) {
-		// Not under the tenant-tagged key: a token issued before it, under its legacy key.
-		vals, hit, err = read(r.legacyKey(id))
-	}
 	if err != nil {
 		return TokenState{}, redisErr("token state", err)
 	}
@@ -220,8 +213,7 @@ func pageCut(ids []string, limit int) ([]string, string) {
 	return ids[:limit], ids[limit-1]
 }
 
-// readPage reads the hashes of ids (in order; the tenant-tagged key, then the legacy one) and
-// decodes those of tenant; missing and corrupt ones are counted and skipped.
+// readPage reads the hashes of ids (in order) and decodes those of tenant; missing and corrupt ones are counted and skipped.
 func (r *Tokens) readPage(ctx context.Context, tenant, tag string, ids []string) ([]token.Token, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -234,25 +226,10 @@ func (r *Tokens) readPage(ctx context.Context, tenant, tag string, ids []string)
 		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
 	}
 	maps := make([]map[string]string, len(ids))
-	var legacy []int
 	var err error
 	for i, res := range r.c.DoMulti(ctx, cmds...) {
 		if maps[i], err = res.AsStrMap(); err != nil {
 			return nil, redisErr("token list read", err)
-		}
-		if len(maps[i]) == 0 {
-			legacy = append(legacy, i)
-		}
-	}
-	if len(legacy) > 0 { // issued before the tenant-tagged key, or gone
-		cmds = cmds[:0]
-		for _, i := range legacy {
-			cmds = append(cmds, r.c.B().Hgetall().Key(r.legacyKey(ids[i])).Build())
-		}
-		for j, res := range r.c.DoMulti(ctx, cmds...) {
-			if maps[legacy[j]], err = res.AsStrMap(); err != nil {
-				return nil, redisErr("token list read", err)
-			}
 		}
 	}
 	out := make([]token.Token, 0, len(ids))

@@ -12,8 +12,7 @@ import (
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
-// Revoking a token with its descendants (token_revoke.lua; token_revoke_legacy.lua for
-// hashes under the legacy key).
+// Revoking a token with its descendants (token_revoke.lua).
 
 // Revoke revokes a token of tenant and every token minted from it, transitively, in one
 // script (idempotent). It returns what happened to the token itself and the ids of the
@@ -32,13 +31,12 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 	var (
 		res     token.RevokeResult
 		revoked []string
-		legacy  bool
 	)
 	err := r.dur.Run(ctx, r.c, func(c rueidis.Client) (bool, error) {
 		var err error
-		res, revoked, legacy, err = r.revoke(ctx, c, tenant, tag, id, reason)
+		res, revoked, err = r.revoke(ctx, c, tenant, tag, id, reason)
 		switch {
-		case err != nil || legacy:
+		case err != nil:
 			return false, err
 		case res == token.Revoked:
 			return true, nil
@@ -50,35 +48,16 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 	if err != nil {
 		return token.RevokeUnknown, nil, err
 	}
-	if legacy { // under its own hash tag: another slot, so another durable write
-		err = r.dur.Run(ctx, r.c, func(c rueidis.Client) (bool, error) {
-			var err error
-			res, err = r.revokeLegacy(ctx, c, tenant, id, reason)
-			switch {
-			case err != nil:
-				return false, err
-			case res == token.Revoked:
-				return true, nil
-			case res == token.AlreadyRevoked:
-				return durableMarker(ctx, c, r.keys, id)
-			}
-			return false, nil
-		})
-		if err != nil {
-			return token.RevokeUnknown, nil, err
-		}
-	}
 	r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
 	return res, revoked, nil
 }
 
-// revoke is Revoke's optimistic loop on c; legacy reports that no lineage-era hash exists, so
-// the legacy key is to be tried.
-func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, reason string) (token.RevokeResult, []string, bool, error) {
+// revoke is Revoke's optimistic loop on c.
+func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, reason string) (token.RevokeResult, []string, error) {
 	for range maxRevokeRetries {
 		desc, err := r.descendants(ctx, c, tag, id)
 		if err != nil {
-			return token.RevokeUnknown, nil, false, err
+			return token.RevokeUnknown, nil, err
 		}
 		keys := make([]string, 0, 2*len(desc)+2)
 		keys = append(keys, r.hashKey(tag, id))
@@ -92,7 +71,7 @@ func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, 
 		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
 		rep, err := r.runOn(ctx, c, "token_revoke", scriptTokenRevoke, keys, args)
 		if err != nil {
-			return token.RevokeUnknown, nil, false, err
+			return token.RevokeUnknown, nil, err
 		}
 		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY'} | {'RETRY'}
 		revoked, err := rep.Strs(0)
@@ -100,44 +79,22 @@ func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, 
 			err = rep.Want(0)
 		}
 		if err != nil {
-			return token.RevokeUnknown, nil, false, r.badReply(ctx, "token_revoke", err)
+			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
 		}
 		switch rep.Code() {
 		case CodeRetry:
 			continue
 		case CodeNotFound:
-			return token.RevokeUnknown, nil, true, nil
+			return token.RevokeUnknown, nil, nil
 		case CodeAlready:
-			return token.AlreadyRevoked, revoked, false, nil
+			return token.AlreadyRevoked, revoked, nil
 		case CodeOK:
-			return token.Revoked, revoked, false, nil
+			return token.Revoked, revoked, nil
 		default:
-			return token.RevokeUnknown, nil, false, r.badReply(ctx, "token_revoke", rep.Unexpected())
+			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
 		}
 	}
-	return token.RevokeUnknown, nil, false, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
-}
-
-// revokeLegacy revokes a token under its legacy key (see legacyKey) on c; unknown and another
-// tenant's alike are TokenRevokeUnknown.
-func (r *Tokens) revokeLegacy(ctx context.Context, c rueidis.Client, tenant, id, reason string) (token.RevokeResult, error) {
-	rep, err := callScript(ctx, c, "token_revoke_legacy", scriptTokenRevokeLegacy, []string{r.legacyKey(id)}, []string{tenant, reason})
-	if err != nil {
-		r.metrics.ScriptError(ctx, "token_revoke_legacy")
-		return token.RevokeUnknown, redisErr("token revoke", err)
-	}
-	if err := rep.Want(0); err != nil { // {'OK'} | {'ALREADY'} | {'NOT_FOUND'}
-		return token.RevokeUnknown, r.badReply(ctx, "token_revoke_legacy", err)
-	}
-	switch rep.Code() {
-	case CodeNotFound:
-		return token.RevokeUnknown, nil
-	case CodeOK:
-		return token.Revoked, nil
-	case CodeAlready:
-		return token.AlreadyRevoked, nil
-	}
-	return token.RevokeUnknown, r.badReply(ctx, "token_revoke_legacy", rep.Unexpected())
+	return token.RevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
 }
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children

@@ -273,8 +273,6 @@ func createErr(err error) error {
 		return apperr.Wrap(apperr.Conflict, "Token id collision; retry.", err)
 	case errors.Is(err, repo.ErrTokenLineageFull):
 		return apperr.Wrap(apperr.BoundExceeded, fmt.Sprintf("A lineage holds at most %d tokens over %d generations below its root token; mint from a token nearer the root, or from a new root.", repo.MaxTokenLineage, repo.MaxTokenDepth), err)
-	case errors.Is(err, repo.ErrTokenLegacyIssuer):
-		return apperr.Wrap(apperr.Unprocessable, "Your token was issued by an earlier gateway version, before tokens recorded who minted them: it cannot mint tokens. Mint a new root token with `gateway token mint`.", err)
 	case errors.Is(err, repo.ErrTokenIssuerGone):
 		return apperr.Wrap(apperr.InvalidCredentials, "Your token is no longer live: it cannot mint tokens.", err)
 	case errors.Is(err, repo.ErrTokenOutlivesIssuer):

@@ -3,11 +3,9 @@
 -- has never been auto-escalated and is due by the server's clock — so any number of sweepers
 -- racing on the same case escalate it exactly once. The open TTL is renewed on both keys and on
 -- the case's score in its tenant's quota set.
--- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>  (or a case's legacy key
---         <p>:v1:case:{<caseId>}, written before the tenant tag, with no KEYS[3])
+-- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>
 -- KEYS[2] history stream  KEYS[1] .. ':history'
--- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's
---         expiry; absent for a legacy case)
+-- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's expiry)
 -- ARGV[1] max level  ARGV[2] TTL ms (open)  ARGV[3] history max  ARGV[4] actor
 -- ARGV[5] caseId (the member in KEYS[3])
 -- Reply: {'OK', HGETALL case} | {'GONE'} | {'NOT_OPEN', status} | {'ALREADY'}
@@ -38,11 +36,9 @@ redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], '*',
 local exp = string.format('%.0f', nowN + tonumber(ARGV[2]))
 redis.call('PEXPIREAT', KEYS[1], exp)
 redis.call('PEXPIREAT', KEYS[2], exp)
-if KEYS[3] then
-  -- the case's place in the quota set follows its new expiry
-  redis.call('ZADD', KEYS[3], exp, ARGV[5])
-  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[2]) then
-    redis.call('PEXPIREAT', KEYS[3], exp)
-  end
+-- the case's place in the quota set follows its new expiry
+redis.call('ZADD', KEYS[3], exp, ARGV[5])
+if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIREAT', KEYS[3], exp)
 end
 return {'OK', redis.call('HGETALL', KEYS[1])}

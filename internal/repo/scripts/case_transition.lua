@@ -6,11 +6,9 @@
 --   assign    OPEN | ESCALATED → unchanged, assignedTeam = ARGV[9]
 --   resolve   OPEN | ESCALATED → RESOLVED, resolvedAtMs = now
 --   reopen    RESOLVED         → OPEN, resolvedAtMs cleared
--- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>  (or a case's legacy key
---         <p>:v1:case:{<caseId>}, written before the tenant tag, with no KEYS[3])
+-- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>
 -- KEYS[2] history stream  KEYS[1] .. ':history'
--- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's
---         expiry; absent for a legacy case)
+-- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's expiry)
 -- ARGV[1] transition  ARGV[2] tenantId  ARGV[3] expected stateVersion ('' = no If-Match)
 -- ARGV[4] reason  ARGV[5] actor  ARGV[6] TTL ms  ARGV[7] history max
 -- ARGV[8] max level (escalate)  ARGV[9] assignedTeam (assign)  ARGV[10] caseId (the member in KEYS[3])
@@ -66,11 +64,9 @@ redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[7], '*',
 local exp = string.format('%.0f', nowN + tonumber(ARGV[6]))
 redis.call('PEXPIREAT', KEYS[1], exp)
 redis.call('PEXPIREAT', KEYS[2], exp)
-if KEYS[3] then
-  -- the case's place in the quota set follows its new expiry
-  redis.call('ZADD', KEYS[3], exp, ARGV[10])
-  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[6]) then
-    redis.call('PEXPIREAT', KEYS[3], exp)
-  end
+-- the case's place in the quota set follows its new expiry
+redis.call('ZADD', KEYS[3], exp, ARGV[10])
+if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[6]) then
+  redis.call('PEXPIREAT', KEYS[3], exp)
 end
 return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,9 +1,8 @@
 -- quote_delete.lua: delete a quote draft and its items when it belongs to the caller's tenant,
 -- and release its place in the tenant's quota set in the same step.
--- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>  (or a draft's legacy key
---         <p>:v1:quote:{<quoteId>}, written before the tenant tag, with no KEYS[3])
+-- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'
--- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (absent for a legacy draft)
+-- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes
 -- ARGV[1] tenantId of the caller  ARGV[2] quoteId (the member in KEYS[3])
 -- Reply: {'OK'} deleted | {'NOT_FOUND'} absent, or another tenant's (left untouched)
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
@@ -11,7 +10,5 @@ if not tenant or tenant ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-if KEYS[3] then
-  redis.call('ZREM', KEYS[3], ARGV[2])
-end
+redis.call('ZREM', KEYS[3], ARGV[2])
 return {'OK'}

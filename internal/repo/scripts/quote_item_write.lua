@@ -3,11 +3,9 @@
 -- totalMinor = subtotalMinor - discountMinor + taxMinor in the same step, bump stateVersion and
 -- refresh the TTL of both keys (and the draft's score in its quota set). Amounts are Lua numbers (doubles): every intermediate result is
 -- refused above ARGV[11] (2^53-1), below which double arithmetic on integers is exact.
--- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>  (or a draft's legacy key
---         <p>:v1:quote:{<quoteId>}, written before the tenant tag, with no KEYS[3])
+-- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'  (field = itemId, value = item JSON)
--- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs;
---         absent for a legacy draft)  (field = itemId, value = item JSON)
+-- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
 -- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; -1 matches any)  ARGV[3] 'put' | 'delete'
 -- ARGV[4] itemId  ARGV[5] item JSON (put)  ARGV[6] quantity  ARGV[7] unitPriceMinor
 -- ARGV[8] max items  ARGV[9] max item bytes  ARGV[10] TTL ms  ARGV[11] max amount
@@ -76,11 +74,9 @@ redis.call('HSET', KEYS[1], 'subtotalMinor', n(subtotal), 'totalMinor', n(total)
   'updatedAtMs', n(now), 'expiresAtMs', n(now + ttl))
 redis.call('PEXPIREAT', KEYS[1], n(now + ttl))
 redis.call('PEXPIREAT', KEYS[2], n(now + ttl))
-if KEYS[3] then
-  -- the draft's place in the quota set follows its new expiry
-  redis.call('ZADD', KEYS[3], n(now + ttl), ARGV[12])
-  if redis.call('PTTL', KEYS[3]) < ttl then
-    redis.call('PEXPIREAT', KEYS[3], n(now + ttl))
-  end
+-- the draft's place in the quota set follows its new expiry
+redis.call('ZADD', KEYS[3], n(now + ttl), ARGV[12])
+if redis.call('PTTL', KEYS[3]) < ttl then
+  redis.call('PEXPIREAT', KEYS[3], n(now + ttl))
 end
 return {'OK', redis.call('HGETALL', KEYS[1])}

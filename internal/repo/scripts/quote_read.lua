@@ -1,6 +1,5 @@
 -- quote_read.lua: read a quote's summary and line items in one consistent snapshot.
--- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>  (or a draft's legacy key
---         <p>:v1:quote:{<quoteId>}, written before the tenant tag)
+-- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'
 -- ARGV[1] tenantId of the caller
 -- Reply: {'OK', HGETALL summary, HGETALL items} | {'NOT_FOUND'} (missing, or another tenant's)

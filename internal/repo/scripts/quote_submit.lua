@@ -1,11 +1,9 @@
 -- quote_submit.lua: move a draft from DRAFT to SUBMITTED at an expected stateVersion, bump
 -- stateVersion and refresh the TTL of both keys
 -- and the draft's score in its tenant's quota set.
--- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>  (or a draft's legacy key
---         <p>:v1:quote:{<quoteId>}, written before the tenant tag, with no KEYS[3])
+-- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'
--- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs;
---         absent for a legacy draft)
+-- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
 -- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; -1 matches any)  ARGV[3] TTL ms
 -- ARGV[4] quoteId (the member in KEYS[3])
 -- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
@@ -28,11 +26,9 @@ redis.call('HSET', KEYS[1], 'status', 'SUBMITTED', 'submittedAtMs', n(now), 'upd
   'expiresAtMs', n(now + ttl))
 redis.call('PEXPIREAT', KEYS[1], n(now + ttl))
 redis.call('PEXPIREAT', KEYS[2], n(now + ttl))
-if KEYS[3] then
-  -- the draft's place in the quota set follows its new expiry
-  redis.call('ZADD', KEYS[3], n(now + ttl), ARGV[4])
-  if redis.call('PTTL', KEYS[3]) < ttl then
-    redis.call('PEXPIREAT', KEYS[3], n(now + ttl))
-  end
+-- the draft's place in the quota set follows its new expiry
+redis.call('ZADD', KEYS[3], n(now + ttl), ARGV[4])
+if redis.call('PTTL', KEYS[3]) < ttl then
+  redis.call('PEXPIREAT', KEYS[3], n(now + ttl))
 end
 return {'OK', redis.call('HGETALL', KEYS[1])}

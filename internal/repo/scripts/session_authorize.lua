@@ -4,7 +4,7 @@
 -- ones the gateway finds due for a refresh (everything is checked again here, on Redis's
 -- clock, and the write invalidates every replica's cached copy).
 -- The key derives from 108 bits of the token's SHA-256, so finding it proves the token: no hash
--- of the token is compared (an old hash's tokenHash field is not read).
+-- of the token is compared.
 -- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
 -- ARGV[1]: refresh fraction: refresh only when less than this share of the idle window is left
 -- ARGV[2]: the implicit idle timeout in milliseconds (repo.ImplicitIdle, a constant), for

@@ -8,8 +8,7 @@
 -- KEYS[5]: new challenge key <prefix>:v1:mfa:{<userTag>}:<newIdPart>
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: old idPart, ARGV[3]: new idPart
--- The new key derives from the new token's SHA-256, so no hash of the token is stored; a
--- tokenHash left by an older gateway is dropped.
+-- The new key derives from the new token's SHA-256, so no hash of the token is stored.
 -- Reply: {'NOT_FOUND'} | {'EXISTS'} |
 --        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
 --        (status and authLevel nil when the hash does not hold them: ACTIVE and BASIC, the
@@ -25,7 +24,6 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nowS = string.format('%d', now)
 redis.call('HSET', KEYS[1], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
-redis.call('HDEL', KEYS[1], 'tokenHash')
 redis.call('RENAME', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('RENAME', KEYS[4], KEYS[5])

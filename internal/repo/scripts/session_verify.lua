@@ -18,8 +18,8 @@
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the candidate code (base64url)
 -- ARGV[5]: attempt limit, ARGV[6]: window ms, ARGV[7]: counter buffer ms
 -- ARGV[8]: old idPart, ARGV[9]: new idPart
--- The new key derives from the new token's SHA-256, so no hash of the token is stored; a
--- tokenHash left by an older gateway is dropped. failedMfaAttempts is created by the first
+-- The new key derives from the new token's SHA-256, so no hash of the token is stored.
+-- failedMfaAttempts is created by the first
 -- wrong code (HINCRBY), never written as 0.
 -- Reply: {'NOT_FOUND'} | {'EXISTS'} |
 --        {'LIMITED', count, resetMs} |
@@ -107,7 +107,7 @@ end
 local nowS = string.format('%d', now)
 redis.call('HSET', KEYS[1], 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS,
   'updatedAtMs', nowS, 'lastRotatedAtMs', nowS)
-redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'tokenHash', 'loginPending')
+redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'loginPending')
 redis.call('DEL', KEYS[5])
 redis.call('RENAME', KEYS[1], KEYS[2])
 local pttl = redis.call('PTTL', KEYS[2])
