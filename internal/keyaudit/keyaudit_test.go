@@ -31,11 +31,9 @@ func TestParseRealDeclarations(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"hg:v1:token:{AbCdEfGhIjKl}:01hzzzzzzzzzzzzzzzzzzzzzzz": "<prefix>:v1:token:{<tenantTag>}:<tokenId>",
-		"hg:v1:token:{01hzzzzzzzzzzzzzzzzzzzzzzz}":              "<prefix>:v1:token:{<tokenId>}",       // legacy, still read
-		"t1:v1:quote:{q_01h}:items":                             "<prefix>:v1:quote:{<quoteId>}:items", // legacy, still served
+		"hg:v1:token:{01hzzzzzzzzzzzzzzzzzzzzzzz}":              "",
 		"t1:v1:quote:{AbCdEfGhIjKl}:q_01h":                      "<prefix>:v1:quote:{<tenantTag>}:<quoteId>",
 		"t1:v1:quote:{AbCdEfGhIjKl}:q_01h:items":                "<prefix>:v1:quote:{<tenantTag>}:<quoteId>:items",
-		"t1:v1:case:{c_01h}:history":                            "<prefix>:v1:case:{<caseId>}:history", // legacy, still served
 		"t1:v1:case:{AbCdEfGhIjKl}:c_01h":                       "<prefix>:v1:case:{<tenantTag>}:<caseId>",
 		"t1:v1:case:{AbCdEfGhIjKl}:c_01h:history":               "<prefix>:v1:case:{<tenantTag>}:<caseId>:history",
 		"t1:v1:quota:{AbCdEfGhIjKl}:quotes":                     "<prefix>:v1:quota:{<tenantTag>}:quotes",
