@@ -97,18 +97,33 @@ func (c *absentCache) version(ref session.Ref) absentVersion {
 	return absentVersion{epoch: c.epoch.Load(), stripe: c.stripe(ref.Tag).Load()}
 }
 
-// known reports whether Redis found no session for ref within the TTL before now, and
-// nothing since may have created one.
-func (c *absentCache) known(ref session.Ref, now time.Time) bool {
+// absentLookup is what the absent cache knows of a reference.
+type absentLookup int
+
+const (
+	absentNone   absentLookup = iota // nothing remembered (or it expired)
+	absentKnown                      // Redis found no session within the TTL, nothing written since
+	absentVoided                     // a miss remembered, but something was written for the user since
+)
+
+// lookup says whether Redis found no session for ref within the TTL before now and nothing
+// since may have created one (absentKnown), or something may have (absentVoided).
+func (c *absentCache) lookup(ref session.Ref, now time.Time) absentLookup {
 	k, ok := keyOf(ref)
 	if !ok {
-		return false
+		return absentNone
 	}
 	sh := c.shard(&k)
 	sh.mu.Lock()
 	e, ok := sh.m[k]
 	sh.mu.Unlock()
-	return ok && now.UnixNano() < e.until && e.epoch == c.epoch.Load() && e.stripe == c.stripe(ref.Tag).Load()
+	switch {
+	case !ok || now.UnixNano() >= e.until:
+		return absentNone
+	case e.epoch == c.epoch.Load() && e.stripe == c.stripe(ref.Tag).Load():
+		return absentKnown
+	}
+	return absentVoided
 }
 
 // put remembers that a read begun at version v found no session for ref.
@@ -166,12 +181,25 @@ func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, v
 	if t.IsZero() {
 		t = r.now()
 	}
-	if r.absent.known(ref, t) {
+	fresh := false
+	switch r.absent.lookup(ref, t) {
+	case absentKnown:
 		r.o.Metrics.Event(ctx, sessObject, "missing_remembered")
 		return nil, errAbsentSession
+	case absentVoided:
+		// Written since the miss (a create or rotation to this reference): read Redis itself,
+		// never the client-side copy of the miss, which the write's invalidation push may not
+		// have reached yet.
+		fresh = true
 	}
 	v := r.absent.version(ref)
-	ac, err := r.authorizeRead(ctx, ref, view, now)
+	var ac *AuthContext
+	var err error
+	if fresh {
+		ac, err = r.authorizeFresh(ctx, ref, view)
+	} else {
+		ac, err = r.authorizeRead(ctx, ref, view, now)
+	}
 	if err != nil && errors.Is(err, apperr.NotFound) {
 		r.absent.put(ref, v, t)
 	}
