@@ -83,7 +83,7 @@ type authorizeOK struct {
 	AuthorizeResult
 	assertion string
 	vals      [10]string
-	buf  [256]byte
+	buf       [256]byte
 }
 
 func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
