@@ -128,6 +128,13 @@ func TestAuthorizeRulesForwardedHeaders(t *testing.T) {
 	} {
 		wantProblem(t, h.do("GET", "/v1/authorize", nil, hs...), http.StatusForbidden, "access-denied")
 	}
+	// A session whose login waits for its MFA verify is not logged in: anonymous on an allow
+	// rule, 401 mfa-required where a credential is required.
+	pending := h.createSession("acme", "carol", map[string]any{"mfaRequired": true}).Token
+	if rec := h.do("GET", "/v1/authorize", nil, "X-Forwarded-Uri", "/public/x", "X-Session-Token", pending); rec.Code != 204 {
+		t.Fatalf("pending login on an allow rule: %d %s", rec.Code, rec.Body)
+	}
+	wantProblem(t, h.do("GET", "/v1/authorize", nil, "X-Forwarded-Uri", "/app", "X-Session-Token", pending), 401, "mfa-required")
 	// Envoy keeps the original method on the check itself.
 	wantProblem(t, h.do("POST", "/v1/authorize", nil, "X-Forwarded-Uri", "/api/quotes/1", "X-Session-Token", sess), 403, "access-denied")
 }

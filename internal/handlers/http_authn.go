@@ -48,6 +48,9 @@ func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 				return err
 			}
 			if rule != nil {
+				if rule.Policy == accessrules.Allow && p.LoginPending {
+					return anonymousOK(c) // not logged in: anonymous, as without a credential
+				}
 				if err := checkRule(rule, p); err != nil {
 					return err
 				}
