@@ -5,9 +5,11 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,4 +94,32 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestReloadOnSIGHUP: with the poll far off, SIGHUP alone loads the changed file.
+func TestReloadOnSIGHUP(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("default: deny\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Open(path, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test's own registration keeps a SIGHUP sent before Watch registers from ending the process.
+	guard := make(chan os.Signal, 8)
+	signal.Notify(guard, syscall.SIGHUP)
+	defer signal.Stop(guard)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Watch(ctx, time.Hour)
+	if err := os.WriteFile(path, []byte("default: allow\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); h.Current().Default.Policy != Allow; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("SIGHUP did not reload the file")
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	}
 }
