@@ -1176,6 +1176,26 @@ type ClientInterface interface {
 	// minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
 	// token's subject (its JWT's RFC 8693 `act` claim).
 	//
+	// **Access rules.** With `GATEWAY_ACCESS_RULES` set, the forwarded request is decided by
+	// the first matching rule of that file, else its default (docs/PROXIES.md, "Access
+	// rules"): its method (`X-Forwarded-Method` or `X-Original-Method`; else this request's
+	// own, as Envoy sends it), host (`X-Forwarded-Host`) and target (`X-Forwarded-Uri` or
+	// `X-Original-URI`), whose path is matched after normalization (percent-decoding, `%2F`
+	// and `%2e` included; dot segments; `;` parameters; repeated slashes; letter case). A
+	// `deny` rule, a path that does not decode, no forwarded target, or the same one sent
+	// twice and differently answer 403 `access-denied`; an `allow` rule answers 204 without a
+	// valid credential (200 with one); a `require` rule answers 401 without a valid
+	// credential and 403 naming the rule and what is missing when the credential falls short
+	// (`step-up-required` when only the level does). Without the variable the forwarded
+	// request is not read.
+	//
+	// **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
+	// without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
+	// (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
+	// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+	// `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
+	// a credential for up to 40 s.
+	//
 	// Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 	// Envoy `ext_authz`) forward the original request's headers without its body: a body-less
 	// request is never refused for its `Content-Type`, and one with any method but HEAD
@@ -1646,6 +1666,26 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // acts for a user must not take a token's `X-Auth-Subject` as that user's login. A token
 // minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
 // token's subject (its JWT's RFC 8693 `act` claim).
+//
+// **Access rules.** With `GATEWAY_ACCESS_RULES` set, the forwarded request is decided by
+// the first matching rule of that file, else its default (docs/PROXIES.md, "Access
+// rules"): its method (`X-Forwarded-Method` or `X-Original-Method`; else this request's
+// own, as Envoy sends it), host (`X-Forwarded-Host`) and target (`X-Forwarded-Uri` or
+// `X-Original-URI`), whose path is matched after normalization (percent-decoding, `%2F`
+// and `%2e` included; dot segments; `;` parameters; repeated slashes; letter case). A
+// `deny` rule, a path that does not decode, no forwarded target, or the same one sent
+// twice and differently answer 403 `access-denied`; an `allow` rule answers 204 without a
+// valid credential (200 with one); a `require` rule answers 401 without a valid
+// credential and 403 naming the rule and what is missing when the credential falls short
+// (`step-up-required` when only the level does). Without the variable the forwarded
+// request is not read.
+//
+// **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
+// without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
+// (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
+// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+// `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
+// a credential for up to 40 s.
 //
 // Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 // Envoy `ext_authz`) forward the original request's headers without its body: a body-less
@@ -4255,6 +4295,26 @@ type ClientWithResponsesInterface interface {
 	// minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
 	// token's subject (its JWT's RFC 8693 `act` claim).
 	//
+	// **Access rules.** With `GATEWAY_ACCESS_RULES` set, the forwarded request is decided by
+	// the first matching rule of that file, else its default (docs/PROXIES.md, "Access
+	// rules"): its method (`X-Forwarded-Method` or `X-Original-Method`; else this request's
+	// own, as Envoy sends it), host (`X-Forwarded-Host`) and target (`X-Forwarded-Uri` or
+	// `X-Original-URI`), whose path is matched after normalization (percent-decoding, `%2F`
+	// and `%2e` included; dot segments; `;` parameters; repeated slashes; letter case). A
+	// `deny` rule, a path that does not decode, no forwarded target, or the same one sent
+	// twice and differently answer 403 `access-denied`; an `allow` rule answers 204 without a
+	// valid credential (200 with one); a `require` rule answers 401 without a valid
+	// credential and 403 naming the rule and what is missing when the credential falls short
+	// (`step-up-required` when only the level does). Without the variable the forwarded
+	// request is not read.
+	//
+	// **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
+	// without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
+	// (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
+	// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+	// `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
+	// a credential for up to 40 s.
+	//
 	// Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 	// Envoy `ext_authz`) forward the original request's headers without its body: a body-less
 	// request is never refused for its `Content-Type`, and one with any method but HEAD
@@ -4948,14 +5008,21 @@ func (r GetReadyzResponse) ContentType() string {
 
 // AuthorizeResponse200Headers the declared response headers of an HTTP 200 response for Authorize
 type AuthorizeResponse200Headers struct {
+	CacheControl   *string
+	XAuthActor     *string
+	XAuthAssertion *string
+	XAuthKind      *string
+	XAuthLevel     *string
+	XAuthScopes    *string
+	XAuthSession   *string
+	XAuthSubject   *string
+	XAuthTenant    *string
+}
+
+// AuthorizeResponse204Headers the declared response headers of an HTTP 204 response for Authorize
+type AuthorizeResponse204Headers struct {
 	CacheControl *string
-	XAuthActor   *string
 	XAuthKind    *string
-	XAuthLevel   *string
-	XAuthScopes  *string
-	XAuthSession *string
-	XAuthSubject *string
-	XAuthTenant  *string
 }
 
 // AuthorizeResponse400Headers the declared response headers of an HTTP 400 response for Authorize
@@ -4991,6 +5058,8 @@ type AuthorizeResponse struct {
 	ApplicationproblemJSONDefault *Error
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AuthorizeResponse200Headers
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *AuthorizeResponse204Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *AuthorizeResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10250,6 +10319,26 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 // minted with another token (`POST /v1/tokens`) also carries `X-Auth-Actor`, the minting
 // token's subject (its JWT's RFC 8693 `act` claim).
 //
+// **Access rules.** With `GATEWAY_ACCESS_RULES` set, the forwarded request is decided by
+// the first matching rule of that file, else its default (docs/PROXIES.md, "Access
+// rules"): its method (`X-Forwarded-Method` or `X-Original-Method`; else this request's
+// own, as Envoy sends it), host (`X-Forwarded-Host`) and target (`X-Forwarded-Uri` or
+// `X-Original-URI`), whose path is matched after normalization (percent-decoding, `%2F`
+// and `%2e` included; dot segments; `;` parameters; repeated slashes; letter case). A
+// `deny` rule, a path that does not decode, no forwarded target, or the same one sent
+// twice and differently answer 403 `access-denied`; an `allow` rule answers 204 without a
+// valid credential (200 with one); a `require` rule answers 401 without a valid
+// credential and 403 naming the rule and what is missing when the credential falls short
+// (`step-up-required` when only the level does). Without the variable the forwarded
+// request is not read.
+//
+// **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
+// without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
+// (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
+// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+// `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
+// a credential for up to 40 s.
+//
 // Reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`,
 // Envoy `ext_authz`) forward the original request's headers without its body: a body-less
 // request is never refused for its `Content-Type`, and one with any method but HEAD
@@ -11183,6 +11272,9 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 204:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11237,6 +11329,13 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 			}
 			headers.XAuthActor = &value
 		}
+		if values := rsp.Header.Values("X-Auth-Assertion"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Auth-Assertion", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAuthAssertion = &value
+		}
 		if values := rsp.Header.Values("X-Auth-Kind"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Auth-Kind", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11280,6 +11379,23 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 			headers.XAuthTenant = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 204:
+		var headers AuthorizeResponse204Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Auth-Kind"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Auth-Kind", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAuthKind = &value
+		}
+		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers AuthorizeResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

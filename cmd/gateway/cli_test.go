@@ -28,6 +28,9 @@ func TestEverySubcommandHelp(t *testing.T) {
 		{[]string{"healthcheck"}, []string{"-env-file", "-addr"}},
 		{[]string{"config"}, []string{"-env-file"}},
 		{[]string{"version"}, nil},
+		{[]string{"rules"}, []string{"check", "explain"}},
+		{[]string{"rules", "check"}, nil},
+		{[]string{"rules", "explain"}, []string{"-method", "-host", "-uri", "-kind", "-level", "-tenant", "-groups", "-scopes"}},
 	}
 	for _, tc := range cases {
 		for _, h := range []string{"--help", "-h"} {

@@ -96,6 +96,8 @@ func runEnv(ctx context.Context, args []string, env environ, stdout, stderr io.W
 			return usageError{"usage: gateway token mint [flags]   (gateway token mint --help lists them)"}
 		}
 		return mintCommand(ctx, args[2:], env, stdout)
+	case "rules":
+		return rulesCommand(args[1:], stdout)
 	case "help", "-h", "--help":
 		_, err := fmt.Fprint(stdout, usage)
 		return err
@@ -121,6 +123,9 @@ const usage = `usage:
   gateway keygen [--dir D] make GATEWAY_SIGNING_KEYS / GATEWAY_HMAC_KEY: print them, or write them once into D
                            with an env file (D/hashgate.env) naming them
   gateway config           print every setting, its default and where its value came from (secrets masked)
+  gateway rules check FILE check an access rules file (GATEWAY_ACCESS_RULES): exit 0, or 1 with errors by line
+  gateway rules explain FILE --method M --host H --uri U [--kind --level --groups --scopes]
+                           say which rule decides a forwarded request and why
   gateway healthcheck      exit 0 when the local gateway answers /healthz (for container healthchecks)
   gateway version          print the version
 Every command answers -h/--help with its flags. Settings are environment variables (README.md,

@@ -6,12 +6,14 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/api"
+	"github.com/hashgate/hashgate/internal/accessrules"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
@@ -96,6 +98,14 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
 		Quotes: d.Quotes, Cases: d.Cases, RateLimits: limits,
 		Meter: o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
+	}
+	if cfg.AccessRules != "" {
+		rules, err := accessrules.Open(cfg.AccessRules, o.Logger, o.Telemetry.Meter("github.com/hashgate/hashgate/internal/accessrules"))
+		if err != nil {
+			return nil, fmt.Errorf("GATEWAY_ACCESS_RULES: %w", err)
+		}
+		deps.Rules = rules
+		g.loops = append(g.loops, func(ctx context.Context) { rules.Watch(ctx, 0) })
 	}
 	if o.Override != nil {
 		o.Override(&deps)

@@ -69,6 +69,7 @@ var (
 	Validation           = newKind("validation", 400, "The request does not match the contract")
 	Unauthenticated      = newKind("unauthenticated", 401, "Authentication required")
 	InvalidCredentials   = newKind("invalid-credentials", 401, "The credentials are not valid")
+	AccessDenied         = newKind("access-denied", 403, "The access rules refuse this request")
 	InsufficientScope    = newKind("insufficient-scope", 403, "The credentials lack a required scope")
 	StepUpRequired       = newKind("step-up-required", 403, "A stronger authentication level is required")
 	NotFound             = newKind("not-found", 404, "No such resource")

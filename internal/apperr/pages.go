@@ -27,6 +27,10 @@ var pages = map[*Kind]Page{
 		When: "A credential was sent but is not valid: a token that is expired, revoked, malformed or signed by an unknown key, a session that has ended, or a session token sent as a bearer token.",
 		Do:   "Get a new credential (a new token, or a new login for a session) and send it where the detail says. Retrying with the same credential fails the same way.",
 	},
+	AccessDenied: {
+		When: "GET /v1/authorize decided the forwarded request by an access rule (GATEWAY_ACCESS_RULES) that refuses it: a deny rule, a require rule the credential does not meet (a group, scope, tenant or kind it lacks), or a forwarded path that does not decode. The detail names the rule and what is missing.",
+		Do:   "Use a credential the rule accepts, or ask the operator to change the rules: gateway rules explain FILE --method M --host H --uri U says which rule decides a request and why.",
+	},
 	InsufficientScope: {
 		When: "The API token is valid but lacks a scope the operation needs; the detail and the WWW-Authenticate header name it.",
 		Do:   "Use a token minted with that scope (POST /v1/tokens with scopes, or gateway token mint --scope).",

@@ -139,6 +139,9 @@ type Config struct {
 	// are its /problems/{slug} pages. Unset: those pages' paths alone (/problems/validation),
 	// which a client resolves against the URL it called.
 	PublicURL string `env:"GATEWAY_PUBLIC_URL"`
+	// AccessRules names the YAML file of forward auth's access rules (docs/PROXIES.md); unset:
+	// none, GET /v1/authorize passes every live credential. Reloaded on change and on SIGHUP.
+	AccessRules string `env:"GATEWAY_ACCESS_RULES"`
 }
 
 // Durability is GATEWAY_DURABLE_REPLICAS (Replicas: -1 for auto) and GATEWAY_DURABLE_TIMEOUT.

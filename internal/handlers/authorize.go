@@ -16,7 +16,10 @@ import (
 // Authorize is the forward-auth hot path. Authentication (cookie, X-Session-Token or bearer)
 // already resolved the principal — in at most one Redis round trip, none for a session read
 // from the client-side cache; this only checks the level and copies the identity into
-// X-Auth-* headers for the upstream.
+// X-Auth-* headers for the upstream, with X-Auth-Assertion, the same identity as a short-lived
+// JWT (reused per credential: signed about once per 40 s). Under access rules
+// (GATEWAY_ACCESS_RULES) the authentication middleware has already decided the forwarded
+// request (http_rules.go).
 func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) (AuthorizeResponseObject, error) {
 	p, ok := auth.PrincipalFrom(ctx)
 	if !ok {
@@ -41,6 +44,12 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 		if p.Act != nil {
 			r.Actor = &p.Act.Subject
 		}
+	}
+	var err error
+	r.assertion, err = s.assertions.Assert(auth.Assertion{Kind: string(r.Kind), Subject: p.Subject, Tenant: p.Tenant,
+		Level: string(level), SessionID: p.SessionID, TokenID: p.TokenID, Act: p.Act})
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -72,8 +81,9 @@ func (s *Server) authorizeRoute(w ServerInterfaceWrapper) echo.HandlerFunc {
 // three (the header map keeps the values, the writer copies the body).
 type authorizeOK struct {
 	AuthorizeResult
-	vals [9]string
-	buf  [256]byte
+	assertion string
+	vals      [10]string
+	buf       [256]byte
 }
 
 func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
@@ -85,8 +95,8 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 		}
 	}
 	// One backing array for every header value; the names are already canonical.
-	r.vals = [9]string{"application/json", noStore, r.Subject, r.TenantId, string(r.AuthLevel), string(r.Kind)}
-	n := 6
+	r.vals = [10]string{"application/json", noStore, r.Subject, r.TenantId, string(r.AuthLevel), string(r.Kind), r.assertion}
+	n := 7
 	if r.Actor != nil {
 		r.vals[n] = *r.Actor
 		n++
@@ -103,7 +113,8 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = vs[0:1:1], vs[1:2:2]
 	h["X-Auth-Subject"], h["X-Auth-Tenant"], h["X-Auth-Level"], h["X-Auth-Kind"] = vs[2:3:3], vs[3:4:4], vs[4:5:5], vs[5:6:6]
-	if n = 6; r.Actor != nil {
+	h["X-Auth-Assertion"] = vs[6:7:7]
+	if n = 7; r.Actor != nil {
 		h["X-Auth-Actor"] = vs[n : n+1 : n+1]
 		n++
 	}

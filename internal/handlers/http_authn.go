@@ -7,6 +7,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 
+	"github.com/hashgate/hashgate/internal/accessrules"
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 )
@@ -22,11 +23,21 @@ func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 		}
 		return func(c echo.Context) error {
 			r := c.Request()
+			var rule *accessrules.Rule // forward auth under access rules: the rule deciding
+			if o.authorize && s.Rules != nil {
+				var err error
+				if rule, err = forwardedRule(s.Rules.Current(), r); err != nil {
+					return closeUnread(c, err)
+				}
+			}
 			if o.asGet {
 				r.Method = http.MethodGet // from here on it is the GET: body check, strictJSON, logs
 			}
 			p, err := s.authAlternatives(r, o.security, o.view)
 			if err != nil {
+				if rule != nil && rule.Policy == accessrules.Allow && r.ContentLength == 0 {
+					return anonymousOK(c)
+				}
 				return closeUnread(c, err)
 			}
 			if o.hot && r.ContentLength != 0 { // -1: chunked
@@ -35,6 +46,14 @@ func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 			}
 			if err := checkEnums(r, o.enums); err != nil {
 				return err
+			}
+			if rule != nil {
+				if rule.Policy == accessrules.Allow && p.LoginPending {
+					return anonymousOK(c) // not logged in: anonymous, as without a credential
+				}
+				if err := checkRule(rule, p); err != nil {
+					return err
+				}
 			}
 			if !o.hot {
 				if err := s.limitRate(c, p); err != nil {

@@ -37,6 +37,8 @@ type specOp struct {
 	// asGet: the route is /v1/authorize under another method (forwardAuthMethods), answered as
 	// its GET.
 	asGet bool
+	// authorize: the route is /v1/authorize under any method (the access rules apply).
+	authorize bool
 	// ifMatch: the operation requires If-Match (requireIfMatch answers 428 without it).
 	ifMatch bool
 }
@@ -84,6 +86,8 @@ func newSpecIndex(spec *openapi3.T) specIndex {
 		}
 	}
 	if o, ok := ix[http.MethodGet+" /v1/authorize"]; ok {
+		o.authorize = true
+		ix[http.MethodGet+" /v1/authorize"] = o
 		o.asGet = true
 		for _, m := range forwardAuthMethods {
 			ix[m+" /v1/authorize"] = o

@@ -50,6 +50,9 @@ type Deps struct {
 	Spec []byte
 	// Meter records the handlers' own metrics (hashgate_auth_failures; nil: none exported).
 	Meter metric.Meter
+	// Rules are forward auth's access rules (GATEWAY_ACCESS_RULES); nil: none, every live
+	// credential passes as before.
+	Rules RuleSource
 	// PublicURL is the gateway's URL as its callers reach it (GATEWAY_PUBLIC_URL): problem
 	// type URIs are its /problems/{slug} pages. Empty: the pages' paths alone.
 	PublicURL string
@@ -58,7 +61,8 @@ type Deps struct {
 // Server implements the generated StrictServerInterface.
 type Server struct {
 	Deps
-	failures *authFailures
+	failures   *authFailures
+	assertions *auth.Asserter // X-Auth-Assertion, signed with Auth's key
 }
 
 var _ StrictServerInterface = (*Server)(nil)
@@ -97,5 +101,5 @@ func NewServer(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{Deps: d, failures: failures}, nil
+	return &Server{Deps: d, failures: failures, assertions: auth.NewAsserter(d.Auth, 0)}, nil
 }

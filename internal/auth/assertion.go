@@ -1,0 +1,141 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Assertions: the short-lived identity JWT forward auth hands upstreams (X-Auth-Assertion),
+// signed with the gateway's signing key and verifiable with its JWKS. Its audience is
+// AssertionAudience, never the gateway's own, so an assertion is not an access token.
+const (
+	AssertionAudience = "hashgate-upstream"
+	// AssertionTTL is an assertion's lifetime.
+	AssertionTTL = 60 * time.Second
+	// assertionRefresh: an assertion is handed out again until this much of its life is left.
+	assertionRefresh = 20 * time.Second
+	// DefaultAssertionCacheSize bounds the assertions kept for reuse (one per credential).
+	DefaultAssertionCacheSize = 10000
+)
+
+// Assertion is the identity an assertion states.
+type Assertion struct {
+	Kind      string // "session" or "token"
+	Subject   string
+	Tenant    string
+	Level     string
+	SessionID string // sessions
+	TokenID   string // tokens
+	Act       *Actor // a minted token's actor chain
+}
+
+// AssertionClaims is an assertion's claim set: iss, aud (AssertionAudience), sub, iat, exp,
+// jti, and tenant (the claim name of the gateway's tokens), kind, level, sid or tid, act.
+type AssertionClaims struct {
+	jwt.RegisteredClaims
+	Tenant    string `json:"tenant"`
+	Kind      string `json:"kind"`
+	Level     string `json:"level"`
+	SessionID string `json:"sid,omitempty"`
+	TokenID   string `json:"tid,omitempty"`
+	Act       *Actor `json:"act,omitempty"`
+}
+
+// Asserter signs assertions and keeps each for reuse until assertionRefresh before it
+// expires, in a bounded cache keyed by the credential (session or token id), so the hot path
+// signs once per credential per 40 s. Safe for concurrent use.
+type Asserter struct {
+	a   *Authority
+	max int
+	mu  sync.RWMutex
+	m   map[string]assertionEntry
+}
+
+type assertionEntry struct {
+	in      Assertion
+	actor   string // in.Act's subject, compared for reuse
+	kid     string
+	signed  string
+	renewAt time.Time
+}
+
+// NewAsserter returns an Asserter signing with a's key, keeping at most size assertions
+// (0: DefaultAssertionCacheSize).
+func NewAsserter(a *Authority, size int) *Asserter {
+	if size <= 0 {
+		size = DefaultAssertionCacheSize
+	}
+	return &Asserter{a: a, max: size, m: make(map[string]assertionEntry)}
+}
+
+// Assert returns a signed assertion of in: a kept one while it states the same identity, is
+// signed by the current key and has more than assertionRefresh left; a new one otherwise.
+func (as *Asserter) Assert(in Assertion) (string, error) {
+	key := in.SessionID
+	if in.Kind != "session" {
+		key = in.TokenID
+	}
+	now := as.a.now()
+	kid := as.a.keys.SigningKID()
+	as.mu.RLock()
+	e, ok := as.m[key]
+	as.mu.RUnlock()
+	if ok && now.Before(e.renewAt) && e.kid == kid && e.in.Kind == in.Kind && e.in.Subject == in.Subject &&
+		e.in.Tenant == in.Tenant && e.in.Level == in.Level && e.in.SessionID == in.SessionID &&
+		e.in.TokenID == in.TokenID && e.actor == actorSubject(in.Act) {
+		return e.signed, nil
+	}
+	signed, err := as.sign(in, now)
+	if err != nil {
+		return "", err
+	}
+	as.mu.Lock()
+	if len(as.m) >= as.max {
+		for k := range as.m { // full: a quarter goes, in the map's random order
+			delete(as.m, k)
+			if len(as.m) < as.max*3/4 {
+				break
+			}
+		}
+	}
+	as.m[key] = assertionEntry{in: in, actor: actorSubject(in.Act), kid: kid, signed: signed, renewAt: now.Add(AssertionTTL - assertionRefresh)}
+	as.mu.Unlock()
+	return signed, nil
+}
+
+func (as *Asserter) sign(in Assertion, now time.Time) (string, error) {
+	key, ok := as.a.keys.signer()
+	if !ok {
+		return "", errors.New("auth: assertion: no signing key")
+	}
+	now = now.Truncate(jwt.TimePrecision)
+	claims := AssertionClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    as.a.issuer,
+			Subject:   in.Subject,
+			Audience:  jwt.ClaimStrings{AssertionAudience},
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(AssertionTTL)),
+			ID:        NewTokenID(now),
+		},
+		Tenant: in.Tenant, Kind: in.Kind, Level: in.Level, SessionID: in.SessionID, TokenID: in.TokenID, Act: in.Act,
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
+	tok.Header["kid"] = key.ID
+	signed, err := tok.SignedString(key.Private)
+	if err != nil {
+		return "", fmt.Errorf("auth: assertion: sign: %w", err)
+	}
+	return signed, nil
+}
+
+func actorSubject(a *Actor) string {
+	if a == nil {
+		return ""
+	}
+	return a.Subject
+}

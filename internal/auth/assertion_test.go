@@ -1,0 +1,106 @@
+package auth
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// verifyWithJWKS verifies an assertion as an upstream does: with the gateway's JWKS only.
+func verifyWithJWKS(t *testing.T, jwks []byte, token string, now time.Time) *AssertionClaims {
+	t.Helper()
+	var set struct{ Keys []JWK }
+	if err := json.Unmarshal(jwks, &set); err != nil {
+		t.Fatal(err)
+	}
+	var claims AssertionClaims
+	_, err := jwt.ParseWithClaims(token, &claims, func(tok *jwt.Token) (any, error) {
+		for _, k := range set.Keys {
+			if k.Kid == tok.Header["kid"] {
+				x, err := base64.RawURLEncoding.DecodeString(k.X)
+				return ed25519.PublicKey(x), err
+			}
+		}
+		return nil, jwt.ErrTokenUnverifiable
+	}, jwt.WithValidMethods([]string{"EdDSA"}), jwt.WithIssuer(testIssuer), jwt.WithAudience(AssertionAudience),
+		jwt.WithExpirationRequired(), jwt.WithTimeFunc(func() time.Time { return now }))
+	if err != nil {
+		t.Fatalf("verify with the JWKS: %v", err)
+	}
+	return &claims
+}
+
+func TestAssertionVerifiesWithJWKS(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ks := mustKeys(t, seedB64(1))
+	a := newAuthority(t, ks, &now)
+	as := NewAsserter(a, 0)
+	jwks, err := ks.JWKS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Assertion{Kind: "token", Subject: "svc", Tenant: "acme", Level: "BASIC", TokenID: "01jabcdefghjkmnpqrstvwxyz0", Act: &Actor{Subject: "root"}}
+	tok, err := as.Assert(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := verifyWithJWKS(t, jwks, tok, now)
+	if c.Subject != "svc" || c.Tenant != "acme" || c.Level != "BASIC" || c.Kind != "token" || c.TokenID != in.TokenID ||
+		c.Act == nil || c.Act.Subject != "root" || c.ID == "" || c.SessionID != "" {
+		t.Fatalf("claims %+v", c)
+	}
+	if life := c.ExpiresAt.Sub(c.IssuedAt.Time); life <= 0 || life > 60*time.Second {
+		t.Fatalf("lifetime %v, want ≤ 60 s", life)
+	}
+	if _, err := a.Verify(tok); err == nil {
+		t.Fatal("an assertion passed as an access token")
+	}
+	// Reused while more than 20 s are left; a new one after, and for another identity.
+	now = now.Add(39 * time.Second)
+	if again, _ := as.Assert(in); again != tok {
+		t.Fatal("not reused 39 s later")
+	}
+	now = now.Add(2 * time.Second)
+	fresh, _ := as.Assert(in)
+	if fresh == tok {
+		t.Fatal("reused with less than 20 s left")
+	}
+	verifyWithJWKS(t, jwks, fresh, now)
+	other := in
+	other.Level = "MFA"
+	if o, _ := as.Assert(other); o == fresh {
+		t.Fatal("the kept assertion of another level was reused")
+	}
+	sess := Assertion{Kind: "session", Subject: "alice", Tenant: "acme", Level: "MFA", SessionID: "s_x"}
+	st, _ := as.Assert(sess)
+	if c := verifyWithJWKS(t, jwks, st, now); c.SessionID != "s_x" || c.TokenID != "" {
+		t.Fatalf("session claims %+v", c)
+	}
+}
+
+func TestAssertionCacheBounded(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	as := NewAsserter(newAuthority(t, mustKeys(t, seedB64(1)), &now), 8)
+	for i := range 100 {
+		if _, err := as.Assert(Assertion{Kind: "session", Subject: "u", Tenant: "t", Level: "BASIC", SessionID: string(rune('a' + i))}); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(as.m); n > 8 {
+			t.Fatalf("%d assertions kept, bound 8", n)
+		}
+	}
+}
+
+func TestAssertionReuseAllocatesNothing(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	as := NewAsserter(newAuthority(t, mustKeys(t, seedB64(1)), &now), 0)
+	in := Assertion{Kind: "session", Subject: "alice", Tenant: "acme", Level: "BASIC", SessionID: "s_1"}
+	_, _ = as.Assert(in)
+	if n := testing.AllocsPerRun(100, func() { _, _ = as.Assert(in) }); n != 0 {
+		t.Fatalf("reuse: %v allocations", n)
+	}
+}
