@@ -243,45 +243,6 @@ func (e ReadinessStatus) Valid() bool {
 	}
 }
 
-// Defines values for Scope.
-const (
-	ScopeCasesRead     Scope = "cases:read"
-	ScopeCasesWrite    Scope = "cases:write"
-	ScopeQuotesRead    Scope = "quotes:read"
-	ScopeQuotesWrite   Scope = "quotes:write"
-	ScopeSessionsRead  Scope = "sessions:read"
-	ScopeSessionsWrite Scope = "sessions:write"
-	ScopeTokensAdmin   Scope = "tokens:admin"
-	ScopeTokensRead    Scope = "tokens:read"
-	ScopeTokensWrite   Scope = "tokens:write"
-)
-
-// Valid indicates whether the value is a known member of the Scope enum.
-func (e Scope) Valid() bool {
-	switch e {
-	case ScopeCasesRead:
-		return true
-	case ScopeCasesWrite:
-		return true
-	case ScopeQuotesRead:
-		return true
-	case ScopeQuotesWrite:
-		return true
-	case ScopeSessionsRead:
-		return true
-	case ScopeSessionsWrite:
-		return true
-	case ScopeTokensAdmin:
-		return true
-	case ScopeTokensRead:
-		return true
-	case ScopeTokensWrite:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for SessionStatus.
 const (
 	SessionStatusACTIVE      SessionStatus = "ACTIVE"
@@ -354,6 +315,9 @@ type AuthorizeResult struct {
 	// Actor The minting token's subject, for a token minted with another token (as `X-Auth-Actor`).
 	Actor     *string   `json:"actor,omitempty"`
 	AuthLevel AuthLevel `json:"authLevel"`
+
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups *SessionGroups `json:"groups,omitempty"`
 
 	// Kind Which kind of credential passed (as `X-Auth-Kind`).
 	Kind   AuthorizeResultKind `json:"kind"`
@@ -693,8 +657,8 @@ type RevokedCount struct {
 	Revoked int `json:"revoked"`
 }
 
-// Scope `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
-type Scope string
+// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
+type Scope = string
 
 // Session defines model for Session.
 type Session struct {
@@ -708,10 +672,13 @@ type Session struct {
 	// Device The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
 	Device            *SessionDevice `json:"device,omitempty"`
 	FailedMfaAttempts *int           `json:"failedMfaAttempts,omitempty"`
-	IdleExpiresAt     time.Time      `json:"idleExpiresAt"`
-	LastRotatedAt     *time.Time     `json:"lastRotatedAt,omitempty"`
-	LastSeenAt        time.Time      `json:"lastSeenAt"`
-	MfaVerifiedAt     *time.Time     `json:"mfaVerifiedAt,omitempty"`
+
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups        *SessionGroups `json:"groups,omitempty"`
+	IdleExpiresAt time.Time      `json:"idleExpiresAt"`
+	LastRotatedAt *time.Time     `json:"lastRotatedAt,omitempty"`
+	LastSeenAt    time.Time      `json:"lastSeenAt"`
+	MfaVerifiedAt *time.Time     `json:"mfaVerifiedAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	//
@@ -729,6 +696,9 @@ type SessionCreateRequest struct {
 	AuthLevel              AuthLevel   `json:"authLevel"`
 	Device                 *DeviceInfo `json:"device,omitempty"`
 
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups *SessionGroups `json:"groups,omitempty"`
+
 	// IdleTimeoutSeconds Default: the gateway's configuration.
 	IdleTimeoutSeconds *int `json:"idleTimeoutSeconds,omitempty"`
 
@@ -741,6 +711,15 @@ type SessionCreateRequest struct {
 // SessionDevice The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
 type SessionDevice struct {
 	Label string `json:"label"`
+}
+
+// SessionGroups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+type SessionGroups = []string
+
+// SessionGroupsRequest defines model for SessionGroupsRequest.
+type SessionGroupsRequest struct {
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups SessionGroups `json:"groups"`
 }
 
 // SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
@@ -761,7 +740,10 @@ type SessionToken struct {
 	AbsoluteExpiresAt time.Time `json:"absoluteExpiresAt"`
 	AuthLevel         AuthLevel `json:"authLevel"`
 	CreatedAt         time.Time `json:"createdAt"`
-	IdleExpiresAt     time.Time `json:"idleExpiresAt"`
+
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups        *SessionGroups `json:"groups,omitempty"`
+	IdleExpiresAt time.Time      `json:"idleExpiresAt"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	//
@@ -1048,6 +1030,9 @@ type PutQuoteItemJSONRequestBody = QuoteItemPut
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreateRequest
 
+// SetSessionGroupsJSONRequestBody defines body for SetSessionGroups for application/json ContentType.
+type SetSessionGroupsJSONRequestBody = SessionGroupsRequest
+
 // VerifyMfaJSONRequestBody defines body for VerifyMfa for application/json ContentType.
 type VerifyMfaJSONRequestBody = MfaVerifyRequest
 
@@ -1192,7 +1177,7 @@ type ClientInterface interface {
 	// **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
 	// without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
 	// (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
-	// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+	// access token), `sub`, `tenant`, `kind`, `level`, `groups` (sessions that carry any), `sid` (sessions) or `tid` (tokens),
 	// `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
 	// a credential for up to 40 s.
 	//
@@ -1465,6 +1450,32 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/sessions/{sessionId} (the `GetSession` operationId).
 	GetSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SetSessionGroupsWithBody Replace the session's groups
+	//
+	// Replaces the groups the session carries (an empty list removes them all) in one atomic
+	// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+	// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+	// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+	// copy. Another tenant's session answers as an unknown one (404).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+	SetSessionGroupsWithBody(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetSessionGroups Replace the session's groups
+	//
+	// Replaces the groups the session carries (an empty list removes them all) in one atomic
+	// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+	// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+	// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+	// copy. Another tenant's session answers as an unknown one (404).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+	SetSessionGroups(ctx context.Context, sessionId SessionId, body SetSessionGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateMfaChallenge Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	//
 	// Only an HMAC of the code is stored; the challenge expires on its own. On a session created
@@ -1683,7 +1694,7 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
 // without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
 // (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
-// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+// access token), `sub`, `tenant`, `kind`, `level`, `groups` (sessions that carry any), `sid` (sessions) or `tid` (tokens),
 // `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
 // a credential for up to 40 s.
 //
@@ -2276,6 +2287,52 @@ func (c *Client) DeleteSession(ctx context.Context, sessionId SessionId, reqEdit
 // Corresponds with GET /v1/sessions/{sessionId} (the `GetSession` operationId).
 func (c *Client) GetSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSessionRequest(c.Server, sessionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetSessionGroupsWithBody Replace the session's groups
+//
+// Replaces the groups the session carries (an empty list removes them all) in one atomic
+// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+// copy. Another tenant's session answers as an unknown one (404).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+func (c *Client) SetSessionGroupsWithBody(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetSessionGroupsRequestWithBody(c.Server, sessionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetSessionGroups Replace the session's groups
+//
+// Replaces the groups the session carries (an empty list removes them all) in one atomic
+// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+// copy. Another tenant's session answers as an unknown one (404).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+func (c *Client) SetSessionGroups(ctx context.Context, sessionId SessionId, body SetSessionGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetSessionGroupsRequest(c.Server, sessionId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3737,6 +3794,53 @@ func NewGetSessionRequest(server string, sessionId SessionId) (*http.Request, er
 	return req, nil
 }
 
+// NewSetSessionGroupsRequest calls the generic SetSessionGroups builder with application/json body
+func NewSetSessionGroupsRequest(server string, sessionId SessionId, body SetSessionGroupsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetSessionGroupsRequestWithBody(server, sessionId, "application/json", bodyReader)
+}
+
+// NewSetSessionGroupsRequestWithBody constructs an http.Request for the SetSessionGroups method, with any body, and a specified content type
+func NewSetSessionGroupsRequestWithBody(server string, sessionId SessionId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/groups", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreateMfaChallengeRequest constructs an http.Request for the CreateMfaChallenge method
 func NewCreateMfaChallengeRequest(server string, sessionId SessionId) (*http.Request, error) {
 	var err error
@@ -4311,7 +4415,7 @@ type ClientWithResponsesInterface interface {
 	// **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
 	// without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
 	// (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
-	// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+	// access token), `sub`, `tenant`, `kind`, `level`, `groups` (sessions that carry any), `sid` (sessions) or `tid` (tokens),
 	// `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
 	// a credential for up to 40 s.
 	//
@@ -4613,6 +4717,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/sessions/{sessionId} (the `GetSession` operationId).
 	GetSessionWithResponse(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*GetSessionResponse, error)
+
+	// SetSessionGroupsWithBodyWithResponse Replace the session's groups
+	//
+	// Replaces the groups the session carries (an empty list removes them all) in one atomic
+	// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+	// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+	// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+	// copy. Another tenant's session answers as an unknown one (404).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+	SetSessionGroupsWithBodyWithResponse(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetSessionGroupsResponse, error)
+
+	// SetSessionGroupsWithResponse Replace the session's groups
+	//
+	// Replaces the groups the session carries (an empty list removes them all) in one atomic
+	// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+	// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+	// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+	// copy. Another tenant's session answers as an unknown one (404).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+	SetSessionGroupsWithResponse(ctx context.Context, sessionId SessionId, body SetSessionGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetSessionGroupsResponse, error)
 
 	// CreateMfaChallengeWithResponse Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	//
@@ -5011,6 +5141,7 @@ type AuthorizeResponse200Headers struct {
 	CacheControl   *string
 	XAuthActor     *string
 	XAuthAssertion *string
+	XAuthGroups    *string
 	XAuthKind      *string
 	XAuthLevel     *string
 	XAuthScopes    *string
@@ -8753,6 +8884,168 @@ func (r GetSessionResponse) ContentType() string {
 	return ""
 }
 
+// SetSessionGroupsResponse200Headers the declared response headers of an HTTP 200 response for SetSessionGroups
+type SetSessionGroupsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetSessionGroupsResponse400Headers the declared response headers of an HTTP 400 response for SetSessionGroups
+type SetSessionGroupsResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetSessionGroupsResponse401Headers the declared response headers of an HTTP 401 response for SetSessionGroups
+type SetSessionGroupsResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	WWWAuthenticate *string
+}
+
+// SetSessionGroupsResponse403Headers the declared response headers of an HTTP 403 response for SetSessionGroups
+type SetSessionGroupsResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetSessionGroupsResponse404Headers the declared response headers of an HTTP 404 response for SetSessionGroups
+type SetSessionGroupsResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetSessionGroupsResponse415Headers the declared response headers of an HTTP 415 response for SetSessionGroups
+type SetSessionGroupsResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetSessionGroupsResponse429Headers the declared response headers of an HTTP 429 response for SetSessionGroups
+type SetSessionGroupsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// SetSessionGroupsResponse503Headers the declared response headers of an HTTP 503 response for SetSessionGroups
+type SetSessionGroupsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetSessionGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Session
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetSessionGroupsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetSessionGroupsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetSessionGroupsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetSessionGroupsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetSessionGroupsResponse404Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *SetSessionGroupsResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetSessionGroupsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetSessionGroupsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetSessionGroupsResponse) GetJSON200() *Session {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SetSessionGroupsResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetSessionGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetSessionGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetSessionGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetSessionGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateMfaChallengeResponse201Headers the declared response headers of an HTTP 201 response for CreateMfaChallenge
 type CreateMfaChallengeResponse201Headers struct {
 	CacheControl    *string
@@ -10335,7 +10628,7 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 // **X-Auth-Assertion.** Every 200 carries the identity as a JWT an upstream can verify
 // without trusting the proxy: EdDSA, signed with the key of `/.well-known/jwks.json`
 // (`kid`), `iss` the gateway's issuer, `aud` `hashgate-upstream` (never accepted as an
-// access token), `sub`, `tenant`, `kind`, `level`, `sid` (sessions) or `tid` (tokens),
+// access token), `sub`, `tenant`, `kind`, `level`, `groups` (sessions that carry any), `sid` (sessions) or `tid` (tokens),
 // `act` (minted tokens), `iat`, `exp` (60 s later), `jti`. The same assertion is sent for
 // a credential for up to 40 s.
 //
@@ -10834,6 +11127,44 @@ func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, sessio
 		return nil, err
 	}
 	return ParseGetSessionResponse(rsp)
+}
+
+// SetSessionGroupsWithBodyWithResponse Replace the session's groups
+//
+// Replaces the groups the session carries (an empty list removes them all) in one atomic
+// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+// copy. Another tenant's session answers as an unknown one (404).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+func (c *ClientWithResponses) SetSessionGroupsWithBodyWithResponse(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetSessionGroupsResponse, error) {
+	rsp, err := c.SetSessionGroupsWithBody(ctx, sessionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetSessionGroupsResponse(rsp)
+}
+
+// SetSessionGroupsWithResponse Replace the session's groups
+//
+// Replaces the groups the session carries (an empty list removes them all) in one atomic
+// step that keeps the session's expiry. Every gateway replica answers forward auth with the
+// new groups at once (`X-Auth-Groups`, the assertion's `groups`, the access rules'
+// `require.groups`), as it sees a revocation: Redis pushes the invalidation of every kept
+// copy. Another tenant's session answers as an unknown one (404).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/sessions/{sessionId}/groups (the `SetSessionGroups` operationId).
+func (c *ClientWithResponses) SetSessionGroupsWithResponse(ctx context.Context, sessionId SessionId, body SetSessionGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetSessionGroupsResponse, error) {
+	rsp, err := c.SetSessionGroups(ctx, sessionId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetSessionGroupsResponse(rsp)
 }
 
 // CreateMfaChallengeWithResponse Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
@@ -11335,6 +11666,13 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 				return nil, err
 			}
 			headers.XAuthAssertion = &value
+		}
+		if values := rsp.Header.Values("X-Auth-Groups"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Auth-Groups", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAuthGroups = &value
 		}
 		if values := rsp.Header.Values("X-Auth-Kind"); len(values) > 0 {
 			var value string
@@ -16635,6 +16973,234 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetSessionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetSessionGroupsResponse parses an HTTP response from a SetSessionGroupsWithResponse call
+func ParseSetSessionGroupsResponse(rsp *http.Response) (*SetSessionGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetSessionGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetSessionGroupsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetSessionGroupsResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetSessionGroupsResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetSessionGroupsResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetSessionGroupsResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 415:
+		var headers SetSessionGroupsResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetSessionGroupsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetSessionGroupsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {

@@ -92,15 +92,7 @@ func rulesExplain(args []string, stdout io.Writer) error {
 	if subj.Level == "" {
 		subj.Level = "BASIC"
 	}
-	if len(subj.Groups) > 0 && subj.Kind != "" {
-		// No credential carries groups yet (sessions get them next): the gateway sees none.
-		today := subj
-		today.Groups = nil
-		lines = append(lines, "answer today (credentials carry no groups yet): "+verdict(rule, today),
-			"answer once the "+subj.Kind+" carries the groups: "+verdict(rule, subj))
-	} else {
-		lines = append(lines, "answer: "+verdict(rule, subj))
-	}
+	lines = append(lines, "answer: "+verdict(rule, subj))
 	_, err = fmt.Fprintln(stdout, strings.Join(lines, "\n"))
 	return err
 }

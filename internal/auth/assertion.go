@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,21 +29,23 @@ type Assertion struct {
 	Subject   string
 	Tenant    string
 	Level     string
-	SessionID string // sessions
-	TokenID   string // tokens
-	Act       *Actor // a minted token's actor chain
+	Groups    []string // a session's groups (nil: none)
+	SessionID string   // sessions
+	TokenID   string   // tokens
+	Act       *Actor   // a minted token's actor chain
 }
 
 // AssertionClaims is an assertion's claim set: iss, aud (AssertionAudience), sub, iat, exp,
-// jti, and tenant (the claim name of the gateway's tokens), kind, level, sid or tid, act.
+// jti, and tenant (the claim name of the gateway's tokens), kind, level, groups, sid or tid, act.
 type AssertionClaims struct {
 	jwt.RegisteredClaims
-	Tenant    string `json:"tenant"`
-	Kind      string `json:"kind"`
-	Level     string `json:"level"`
-	SessionID string `json:"sid,omitempty"`
-	TokenID   string `json:"tid,omitempty"`
-	Act       *Actor `json:"act,omitempty"`
+	Tenant    string   `json:"tenant"`
+	Kind      string   `json:"kind"`
+	Level     string   `json:"level"`
+	Groups    []string `json:"groups,omitempty"`
+	SessionID string   `json:"sid,omitempty"`
+	TokenID   string   `json:"tid,omitempty"`
+	Act       *Actor   `json:"act,omitempty"`
 }
 
 // Asserter signs assertions and keeps each for reuse until assertionRefresh before it
@@ -86,7 +89,7 @@ func (as *Asserter) Assert(in Assertion) (string, error) {
 	as.mu.RUnlock()
 	if ok && now.Before(e.renewAt) && e.kid == kid && e.in.Kind == in.Kind && e.in.Subject == in.Subject &&
 		e.in.Tenant == in.Tenant && e.in.Level == in.Level && e.in.SessionID == in.SessionID &&
-		e.in.TokenID == in.TokenID && e.actor == actorSubject(in.Act) {
+		e.in.TokenID == in.TokenID && e.actor == actorSubject(in.Act) && slices.Equal(e.in.Groups, in.Groups) {
 		return e.signed, nil
 	}
 	signed, err := as.sign(in, now)
@@ -122,7 +125,7 @@ func (as *Asserter) sign(in Assertion, now time.Time) (string, error) {
 			ExpiresAt: jwt.NewNumericDate(now.Add(AssertionTTL)),
 			ID:        NewTokenID(now),
 		},
-		Tenant: in.Tenant, Kind: in.Kind, Level: in.Level, SessionID: in.SessionID, TokenID: in.TokenID, Act: in.Act,
+		Tenant: in.Tenant, Kind: in.Kind, Level: in.Level, Groups: in.Groups, SessionID: in.SessionID, TokenID: in.TokenID, Act: in.Act,
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	tok.Header["kid"] = key.ID

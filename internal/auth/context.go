@@ -30,6 +30,8 @@ type Principal struct {
 	// LoginPending is true for a session whose login waits for its MFA verify: it is not
 	// logged in (every operation but logout and the verify answers 401 mfa-required).
 	LoginPending bool
+	// Groups are a session's groups (nil: none; tokens carry none).
+	Groups []string
 	// Session is the session's full view as the authenticator read it, for the operation that
 	// answers with it ("who am I") without reading it again; nil for bearer principals and
 	// when only the hot fields were read (every other operation).

@@ -245,45 +245,6 @@ func (e ReadinessStatus) Valid() bool {
 	}
 }
 
-// Defines values for Scope.
-const (
-	CasesRead     Scope = "cases:read"
-	CasesWrite    Scope = "cases:write"
-	QuotesRead    Scope = "quotes:read"
-	QuotesWrite   Scope = "quotes:write"
-	SessionsRead  Scope = "sessions:read"
-	SessionsWrite Scope = "sessions:write"
-	TokensAdmin   Scope = "tokens:admin"
-	TokensRead    Scope = "tokens:read"
-	TokensWrite   Scope = "tokens:write"
-)
-
-// Valid indicates whether the value is a known member of the Scope enum.
-func (e Scope) Valid() bool {
-	switch e {
-	case CasesRead:
-		return true
-	case CasesWrite:
-		return true
-	case QuotesRead:
-		return true
-	case QuotesWrite:
-		return true
-	case SessionsRead:
-		return true
-	case SessionsWrite:
-		return true
-	case TokensAdmin:
-		return true
-	case TokensRead:
-		return true
-	case TokensWrite:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for SessionStatus.
 const (
 	SessionStatusACTIVE      SessionStatus = "ACTIVE"
@@ -356,6 +317,9 @@ type AuthorizeResult struct {
 	// Actor The minting token's subject, for a token minted with another token (as `X-Auth-Actor`).
 	Actor     *string   `json:"actor,omitempty"`
 	AuthLevel AuthLevel `json:"authLevel"`
+
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups *SessionGroups `json:"groups,omitempty"`
 
 	// Kind Which kind of credential passed (as `X-Auth-Kind`).
 	Kind   AuthorizeResultKind `json:"kind"`
@@ -678,8 +642,8 @@ type RevokedCount struct {
 	Revoked int `json:"revoked"`
 }
 
-// Scope `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
-type Scope string
+// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
+type Scope = string
 
 // Session defines model for Session.
 type Session struct {
@@ -693,10 +657,13 @@ type Session struct {
 	// Device The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
 	Device            *SessionDevice `json:"device,omitempty"`
 	FailedMfaAttempts *int           `json:"failedMfaAttempts,omitempty"`
-	IdleExpiresAt     Timestamp      `json:"idleExpiresAt"`
-	LastRotatedAt     *Timestamp     `json:"lastRotatedAt,omitempty"`
-	LastSeenAt        Timestamp      `json:"lastSeenAt"`
-	MfaVerifiedAt     *Timestamp     `json:"mfaVerifiedAt,omitempty"`
+
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups        *SessionGroups `json:"groups,omitempty"`
+	IdleExpiresAt Timestamp      `json:"idleExpiresAt"`
+	LastRotatedAt *Timestamp     `json:"lastRotatedAt,omitempty"`
+	LastSeenAt    Timestamp      `json:"lastSeenAt"`
+	MfaVerifiedAt *Timestamp     `json:"mfaVerifiedAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	//
@@ -714,6 +681,9 @@ type SessionCreateRequest struct {
 	AuthLevel              AuthLevel   `json:"authLevel"`
 	Device                 *DeviceInfo `json:"device,omitempty"`
 
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups *SessionGroups `json:"groups,omitempty"`
+
 	// IdleTimeoutSeconds Default: the gateway's configuration.
 	IdleTimeoutSeconds *int `json:"idleTimeoutSeconds,omitempty"`
 
@@ -726,6 +696,15 @@ type SessionCreateRequest struct {
 // SessionDevice The device the session was created with, at the same place as in the create request (`device.label`). Only the label is kept readable: the user agent and the address are stored as keyed hashes and never answered. Absent when the request named no label.
 type SessionDevice struct {
 	Label string `json:"label"`
+}
+
+// SessionGroups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+type SessionGroups = []string
+
+// SessionGroupsRequest defines model for SessionGroupsRequest.
+type SessionGroupsRequest struct {
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups SessionGroups `json:"groups"`
 }
 
 // SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
@@ -746,7 +725,10 @@ type SessionToken struct {
 	AbsoluteExpiresAt Timestamp `json:"absoluteExpiresAt"`
 	AuthLevel         AuthLevel `json:"authLevel"`
 	CreatedAt         Timestamp `json:"createdAt"`
-	IdleExpiresAt     Timestamp `json:"idleExpiresAt"`
+
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups        *SessionGroups `json:"groups,omitempty"`
+	IdleExpiresAt Timestamp      `json:"idleExpiresAt"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	//
@@ -1033,6 +1015,9 @@ type PutQuoteItemJSONRequestBody = QuoteItemPut
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreateRequest
 
+// SetSessionGroupsJSONRequestBody defines body for SetSessionGroups for application/json ContentType.
+type SetSessionGroupsJSONRequestBody = SessionGroupsRequest
+
 // VerifyMfaJSONRequestBody defines body for VerifyMfa for application/json ContentType.
 type VerifyMfaJSONRequestBody = MfaVerifyRequest
 
@@ -1131,6 +1116,9 @@ type ServerInterface interface {
 	// GetSession The full view of a session (never its token or any hash of it)
 	// (GET /v1/sessions/{sessionId})
 	GetSession(ctx echo.Context, sessionId SessionId) error
+	// SetSessionGroups Replace the session's groups
+	// (PUT /v1/sessions/{sessionId}/groups)
+	SetSessionGroups(ctx echo.Context, sessionId SessionId) error
 	// CreateMfaChallenge Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	// (POST /v1/sessions/{sessionId}/mfa/challenge)
 	CreateMfaChallenge(ctx echo.Context, sessionId SessionId) error
@@ -1765,6 +1753,22 @@ func (w *ServerInterfaceWrapper) GetSession(ctx echo.Context) error {
 	return err
 }
 
+// SetSessionGroups converts echo context to params.
+func (w *ServerInterfaceWrapper) SetSessionGroups(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId SessionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", ctx.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sessionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetSessionGroups(ctx, sessionId)
+	return err
+}
+
 // CreateMfaChallenge converts echo context to params.
 func (w *ServerInterfaceWrapper) CreateMfaChallenge(ctx echo.Context) error {
 	var err error
@@ -1992,6 +1996,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/sessions", wrapper.CreateSession, options.OperationMiddlewares["createSession"]...)
 	router.DELETE(options.BaseURL+"/v1/sessions/:sessionId", wrapper.DeleteSession, options.OperationMiddlewares["deleteSession"]...)
 	router.GET(options.BaseURL+"/v1/sessions/:sessionId", wrapper.GetSession, options.OperationMiddlewares["getSession"]...)
+	router.PUT(options.BaseURL+"/v1/sessions/:sessionId/groups", wrapper.SetSessionGroups, options.OperationMiddlewares["setSessionGroups"]...)
 	router.POST(options.BaseURL+"/v1/sessions/:sessionId/rotate", wrapper.RotateSession, options.OperationMiddlewares["rotateSession"]...)
 	router.POST(options.BaseURL+"/v1/sessions/:sessionId/mfa/challenge", wrapper.CreateMfaChallenge, options.OperationMiddlewares["createMfaChallenge"]...)
 	router.POST(options.BaseURL+"/v1/sessions/:sessionId/mfa/verify", wrapper.VerifyMfa, options.OperationMiddlewares["verifyMfa"]...)
@@ -2448,6 +2453,7 @@ type Authorize200ResponseHeaders struct {
 	CacheControl   *string
 	XAuthActor     *string
 	XAuthAssertion *string
+	XAuthGroups    *string
 	XAuthKind      *string
 	XAuthLevel     *string
 	XAuthScopes    *string
@@ -2476,6 +2482,9 @@ func (response Authorize200JSONResponse) VisitAuthorizeResponse(w http.ResponseW
 	}
 	if response.Headers.XAuthAssertion != nil {
 		w.Header().Set("X-Auth-Assertion", fmt.Sprint(*response.Headers.XAuthAssertion))
+	}
+	if response.Headers.XAuthGroups != nil {
+		w.Header().Set("X-Auth-Groups", fmt.Sprint(*response.Headers.XAuthGroups))
 	}
 	if response.Headers.XAuthKind != nil {
 		w.Header().Set("X-Auth-Kind", fmt.Sprint(*response.Headers.XAuthKind))
@@ -7333,6 +7342,217 @@ func (response GetSessiondefaultApplicationProblemPlusJSONResponse) VisitGetSess
 	return err
 }
 
+type SetSessionGroupsRequestObject struct {
+	SessionId SessionId `json:"sessionId"`
+	Body      *SetSessionGroupsJSONRequestBody
+}
+
+type SetSessionGroupsResponseObject interface {
+	VisitSetSessionGroupsResponse(w http.ResponseWriter) error
+}
+
+type SetSessionGroups200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type SetSessionGroups200JSONResponse struct {
+	Body    Session
+	Headers SetSessionGroups200ResponseHeaders
+}
+
+func (response SetSessionGroups200JSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroups400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionGroups400ApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroups401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionGroups401ApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroups403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionGroups403ApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroups404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionGroups404ApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroups415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionGroups415ApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroups429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionGroups429ApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroups503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionGroups503ApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionGroupsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response SetSessionGroupsdefaultApplicationProblemPlusJSONResponse) VisitSetSessionGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateMfaChallengeRequestObject struct {
 	SessionId SessionId `json:"sessionId"`
 }
@@ -9341,6 +9561,9 @@ type StrictServerInterface interface {
 	// GetSession The full view of a session (never its token or any hash of it)
 	// (GET /v1/sessions/{sessionId})
 	GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error)
+	// SetSessionGroups Replace the session's groups
+	// (PUT /v1/sessions/{sessionId}/groups)
+	SetSessionGroups(ctx context.Context, request SetSessionGroupsRequestObject) (SetSessionGroupsResponseObject, error)
 	// CreateMfaChallenge Start an MFA challenge (login-time MFA or a step-up); the caller delivers the code out of band
 	// (POST /v1/sessions/{sessionId}/mfa/challenge)
 	CreateMfaChallenge(ctx context.Context, request CreateMfaChallengeRequestObject) (CreateMfaChallengeResponseObject, error)
@@ -10284,6 +10507,54 @@ func (sh *strictHandler) GetSession(ctx echo.Context, sessionId SessionId) error
 	return nil
 }
 
+// SetSessionGroups operation middleware
+func (sh *strictHandler) SetSessionGroups(ctx echo.Context, sessionId SessionId) error {
+	var request SetSessionGroupsRequestObject
+
+	request.SessionId = sessionId
+
+	var body SetSessionGroupsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetSessionGroups(ctx.Request().Context(), request.(SetSessionGroupsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetSessionGroups")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetSessionGroupsResponseObject); ok {
+		return validResponse.VisitSetSessionGroupsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CreateMfaChallenge operation middleware
 func (sh *strictHandler) CreateMfaChallenge(ctx echo.Context, sessionId SessionId) error {
 	var request CreateMfaChallengeRequestObject
@@ -10620,283 +10891,296 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3vcttG8ij6KlPcc8qkF6QoSnZsqrbO5cpyosSyFYmOd3+hf8IIGJITgTMMZiCa67jqfLp1P5973+G8",
-	"x3mU35Pcmu4ZYACCEiVLjpPVh1QsApg/Pd09/b8/NiI5m0vBhFaN/sfGlNGYpfDPfRpNWXtfCp3KpP1a",
-	"tk+1TJl5EjMVpXyuuRSNfuOEqbkUiikS0TRdcjEhUcpiJjSniSI0ZUSwS5aSyAwYdxpBQ0VTNqNmKCay",
-	"WaP/c0PItoLh3wcNvZyzRr+hdMrFpPHpU9A4GNLJ6sTDKSPy/BcW6UeKhEpTzX5iqeJShIQqQonSqRQT",
-	"Ylail0TTSUBYZ9Ih4aixM2qE5ZXM6IdXTEz0tNHvPXlat4rDmM3mUjOh2ydsntAli1cXFeo0YyFZTJkg",
-	"esoVSS14CFdETxmBbcbFz3JMqCCMpglnKUnZrxlTmiy4nuLrdMZIPnO0bP/AlvUgNBPXg++VjCgurw6E",
-	"UcqoxhXJLI3YTcFyQjV7xWdcrw5/eDB8SfLnfTJnKZnLhEfLADZnd6tIwsaacEG4VmTBRSwXhIoYAcAi",
-	"KWJFMqF5Yn4ZCfsGE7EqTlTLCyZGjb30b0+eP+/u6b/tbgdk1NBMUKHh997z50/wQdgZidvusn0MG7hu",
-	"s/a1PjGov7S7JnpKNaHzecJZTLT0gRAQKRhJuNKEazYjjEbTkWiGsK8wICHuxPxLMQVYHgCQwtmYhkQK",
-	"cvRyQC5Zysccj7uFwBkJDzq//u1pt9vdW/ztabcEnV//ttN1D8IOOWVCmyFx8VSoBUsBU0lKNWsnZocs",
-	"Hgk5ZynMRZo0Sch5pmFLM6apOZ655EKr/CjHMl3QNG7TTE9JKjPNVEDCbw+GZOtye8v8KlP+LxaOBOzL",
-	"PXDbbREpIgY4EtEkYakhKfOVIfDI4HCfULLb3Q6ITOFfO2ZKQsmMK8XFZCRUJOcsMN/FLOIxi8k5G8uU",
-	"ESqWempYF1ckkpkwBGEWYVgaZ4oIxvWUpWTMWRLfAnuYTpftwVizdBVxTi2Ga0kWlGu3pNR8w8WkTI9j",
-	"mc6obvQbXOidXiMwk/OZ4QC97d1vdp/tPN39JmjMuMAfu/lquNBswtJG0PjQnsh28Wvjk1nhnKZ0xnTO",
-	"+xU7BO7GzQrnVE8bQUPQmfkmwodBw2AuTw0XNLzHX+V/S9m40W/8Zau4XbbwqdqyY5c4arT8gdWQ1IBE",
-	"CTf8NppKxQS5YEvSfPZf//P/7T15QuYpF5qeJ4xEU5rSyKy91SEDBFyFg5ovzXmey3g5Eimwb+THY54q",
-	"nbPjvfInMAgVEs7efGvwY7fX2zOUgNNMecKQLbmRkINzZRjaOOGTKfyx232OeAMQxXu2gGmFw69Hrydw",
-	"uO7vZ+bgtGapGfM/fx6NPvS226PRh28O3v/1vzVqL7HxEdXRtP4qMPcsSSjsgsak6d+WrT6AZpFyzciU",
-	"zudMKCJFsiR8DE9+zaSGW05pniSEauR2l3glB4QlipHd7V6HnFi8QSgWF57MDO8DqgaOw2Ky23vWIeHj",
-	"kMzMqpkiiynVIE3YcYFgszQ1DKt58nKfPN/e7pL/87+3dzrbne1WQJSsWXcmDMlxs3WaJMsAOBdsRgpC",
-	"7VZg+ewDV1r1zR2diQshF8I+bRrOYjED2egj1Sq2v9vd7aw97HEbD+EqEvJO/enuFSf5Zo67WD3Rd0YG",
-	"madMMaHxvtUpFQp2XXuChrArB8gVIkXTnV5rk13dZBeazdZyGo4PbwAmjza2y7QxaP8Hbf+r235+1l5H",
-	"Gz+ag127mF/t09vyPTe6mekUr7S1c6n8+W1nK2Yw8w3N9b92Nm2f3nYuN7qZ6a1i6dqJMnx423ns2HBf",
-	"OYYN19XfaXyCfMT8FUlhhHTzTxC1UBramqfyPGGzv/6iUBLebM5j/AonXeWYjn3F0ggJUiOfQmoymhON",
-	"9B4JWZrKVIXEgEGBZEfGlCdG3kCBohH4mldJoq5bnH13q3hxjYS60cfufdiiuZ2HOZtADWcNQG8GSDPw",
-	"OigC46FGOqqwqQpgnB541bbgnapa8qWBKMU44dEXx8ZcGwZluEBKmiRygdzc3ulcXNKEx23zYqaMUjGj",
-	"H9pMRTSB9YVBIcg4Kab1FaHpgaGoLwnegSBAxR2zh5cyPedxzMSXPmDfsJLQ6IJQYlUa0HOUZvN2Nidg",
-	"dkAO+xWd2bdSsC8JsNeSJPySgV4cTY3GKCbsK4LHa6lfykzEXxgmKoumubHHUDeKfkahfqSsKPsVQek4",
-	"Zbms/pLyhMVfmuicYIuSMMjHNGFfKYhOcsnqywEpB9DXyXesKPxW5BamLwqdIzQ+BcTeuQFhH+YGRIZn",
-	"p+xSXrCYWIGfgChOmvn97DH8MBiJMBMlg1fYcpzffr+YSsVIIidcgDFJgQXM/D+3Di5JM5yNadudVNgf",
-	"CWcDBnuHeerQqE/Anr2HeqLhFGac3OyHtr1ETozqTqOIzY0G30JDx1dw/EHj3bt37YEHsvKRXme5Q91J",
-	"HlGxtAqG+qJCB5hbCZhbyYIa6gIfCmmGvh3W2WYGx4eIQI8UsafuLBO5NGe+G4lm+O1gePBu8M+zk8Hw",
-	"4OzV4dHh8Oz44ORs+OaHg9dGHFz3/OD14PXQoB3a5gHrHqkrRjw9OD09fPM6bBGZBnVmahzKqIaPFDEK",
-	"+2yuVYeAyXQkUCsIPQNq6FwCe9Z8Ps4UuC+sIYl6FtwJ5UJpIqQAR4t5H2CmviIMrdiGr/zce7UON9+k",
-	"P2ZS068RRW+GoQG5Cj+B6VyJoLdCjZljprgksPNRc6fBINmcNC30iGETJOx0OlvwTpt9iBiLWRzivPa1",
-	"R4qE8Nwp/lyjwwZgEpIJv4QfFVH8X6zVJ+jrUSFpus3hbs6OBv/AnZ+2gJ8fvzlF1wh+EOA8bM2XP759",
-	"MzyofokfBCQ0uveaD/cHpyvfwesBCXlhsCYXbLlmhMMXB0fHb4YHr/f/efbDwT/tYNT6HJ15fcW/SV5L",
-	"9MaYE1ukXGsmLEdA7HfOVM1nrPAMFriE7lSlUQFAtRhPmWpywUVs72DVIQN75wJiODcj1+4F0nRXtEyN",
-	"Lt3ay+3DcUrHuvgAnEoJ0/hq/rmDCpzC2XD4yho6zLmDqR0s0zAsmEFWF+BGMMdx9ub44HXdKIXNpKAd",
-	"+ODk4PTNq58OXlQ+MgpAkoGb0Ew9o+kFS/PJFTFvMxEr0qRgq2KxOWYWu6NLWcIMKsDLciEI1eCe+1qM",
-	"BJ/HV79qWdGTCTt/HjHrraCXlCf0PPmiRoITFhvC5TEaytDTbfiSU4ylGPNJZo7AMBsj5zZlSiIqzPvn",
-	"zN13LWBazrffR2Nb4R4H8Tll1BCUsMyNOjd2ygyzItaZNaViwmL0XDkfsCXcCgdUdLyihn4e0rsT2Hfm",
-	"kj/oUby1rrrFlIGDjhYGILhTlKapZrG9U6zf34CzTygRbOG9Dr7iiBlNZ2mvE8HgcHKVKJJxLl4WHy5l",
-	"RhYMYgusM5MrAlR9T2dWeDT/JKdm4ekOzdKWd2iVKCnPDIFnWTh+IaxjNqcpa1MRtxWD8BY/ZgyOFK9x",
-	"DFfLw3QWPGJ7zkeKTn6rpvjLshKnzuNlFNnd7hVLdE7qgyGdYOAOJd8eDImayoUqbRmli6lMYuWB4J6Q",
-	"Jr9L9mGWPxHmlE0qqJoAKcfIqg2KEG15LDlPuIiTZf/ac0Z1VSaxHZgmhq17h97dzgOeDCcx+oX5HJHK",
-	"nLbIgxIq6NLd3SutHIVcQRKpdD6mUZSJ4hMB8SWgxnTI4dgbT2WRUUdUsGYjorin7gepikDJfxdGlPMg",
-	"L/oHWRBylFxb0pWzN1s0OgMohzIlY25kbq5JbPAGuITFjnwKOF4FgjlKhG2aJE59gTtpMaXam4NrxZKx",
-	"Ex+NtG8NdmgsXM/RPJRu3Q+m/GBUin3QKP5EqGL1TTA3oGG1Q97Vq7pBIeKtD1grX2h2dB6jxpnySxaT",
-	"cSpnngqMpO/GKEWZ1rKeXne7mB8sIjiJGwXtF83Uhj3juzXx0Bihucp2HJrHe2S3+9wtps1F2wbIwYC+",
-	"eItxdVzbYKQ0E6qFUART8wog84C8GV06HZVaS6Hdzf2gsPUu/OmQOPco+Fhs7s2Cl/VzoOMLKg+Isx93",
-	"yMAighvNORqoWC7osnoxmuuYiqVBwCbYBuGG5QpuwNaeQQfL57Rc0BQxe87SNlyKEZ17BgweJyzfOEOu",
-	"CpG/CVdmBedL4gKMzddq6yNGJ31y8cbKBgALhBXq3mZ39ySKQRTVnw6NCumLK5VdhUPwvEAh+LBAIIcK",
-	"Zox12NM0E37/bphjDIR1Oq1rxbK2Zy/nVYRwZlXQwM3Bmzfh6FE8pBDnpVmq7gkVcmPenwkTiuDTkhAF",
-	"N2Ouu9Ha8O2qakeaRrdac9l4o+/BkeaxrVoSxZh3j6xMa24P8+0SjPXu/gAzc9NGR+EFmbBLlpCZTNke",
-	"ocrI44TGsSq+mXKlZbokTOh0uYf21ksU6VIm50ZzQAibC7EcjoW2H8VEXCwQEoqWMiMzRkWuttwp+s1T",
-	"aQTLL22Be8eSpD2W6czQYKZzr02TknOZiTgglJxnigsj9KZZwswPC8jsgsgeGbOvKTLtrVDZfC5TzeIj",
-	"FnM6BFvn7xOVaoTHR4rYqdFtxa0CCM76ryhO45OLAoZ1DCIta1JlTl7uk2dPn+8Qap6TKKF8ZnXmzHPy",
-	"uGsHOTUHhx8aZAULrEhMdeGJXAg7oGDKwmSeyjlLNccAYxrp644EV2x2kZ1vlhRUBEH/DB8VuXsor5rB",
-	"BpmevjKsxs/0+/vg9HC/ETSOXg5qEv7wI/BdnDCVJbDyle3UQdegjoEWaLQWNhaugXXcIVwtSEvZMTZy",
-	"hSoS/gNcAW2ASAi0eQ0wggb193klmPMXPwWNCy7iurwHHk3RyyfHnreEzKlCxlKs8QcuYlyiA66V/hoB",
-	"hsXXAhhiLgGSXLOZ2uC4AQSH+PJ2t1ukZdE0peBBUX5KwIaR/YBsgCqbrABVQ5zgZtgJcC4m84byT64O",
-	"fyHqexX/4MJk8ZDR2UZLj/J8tE0yy4KGVTMGupQyF1PN2uYuL2NkTWJK0Igz9hlfF4HUOVLfR+Je0Eio",
-	"0oW0+BkrLg90wqhaly+cwrM8nKbsfN4jIc20PHOyUohCefHCIwXGhJbLkGZkQjUz0rz7BLU6ecnSOHM5",
-	"SWDB2oiRWDnrc47e9wpUT+7prn9yz7vdb7afP+892f1mt/v8+faV52dHztQmaHyKbxYUfmLev1siDxrZ",
-	"PP4sMqmwiTwx1GMP3vLz/QdlBrBKLo78Kmfh07W/+HWMZwCzeJlBNHYesmOPH41poliwOYvaMM+ssybR",
-	"zMDMUVf1hMrDXg3t0grXgQDtCV8fCD6Pvd4SgFcQ03bv2YY76m/9ZW0CYUWiKxC/gu8Ou+0+1h3ed6hC",
-	"rt6fudSR/+M6fmKHOjDK6PXSSGUrOMs1q8Sh14ua14uANxUK6B/gfh6ncnaac/3VyxQ5okv5L1+Ve4Se",
-	"K1uIQeeFOtCgsOFduI5MvuCdp+XpLW49XbKAOdkcIVBcGCwnrUZ+88O/5JwJlE0LUaS+NkqJo4JoW8zs",
-	"Lb7ujirBbB114E3MPtDZPIHiCWfd7dmz6Fm6O5+n4um2UOl0qqKueHIhKmda5ki9cq5/dPZzt/2ctqe/",
-	"XMzEvK0v2/96/7H39FMtt/Vg60HzzfHB60bQODjdH7waDA9eNIKGCxas1XrKqaG3u1Pu5uq7im+6+JtV",
-	"EahXhmdvfX74x15vDSAhiKO2+svpG7Lb2/6G0GQ+pedM8whMUxVC3SmtYWdlCe8/7tTP/IJd8ogdirG8",
-	"IcT5vAKH3SflWbvt54P2S9oe9zvvH9fOndBz5JHXsdVMsXQwsVYu7+Un2726I105vJecJXGe2lneR8w0",
-	"5ckGA3u1TFaP6TWdYcklMqd6GpBfM5YuiUwJmqZI/mnl3EA+WJ1IGkZXM833p29ek2N8SriwlX7OZbwJ",
-	"464gu914HbJ/x2iip6uwUiu0Li+uZ3/2q7qJDoVOpZqDPHMbskdTSvnsnm0/710rsMGHZ+bnsylfwavr",
-	"VZKqDaduS/aSub3Fj0aaX4KZw85yLmXCqABJ48P8bu9TXhF7Pn9AtZkB6xfNNxMlIokW7+vf3MhSWtZp",
-	"V0UoZ6m0WRtNKgj7oJkAf/OMzc5ZGpCTl/vkm6dPe+T//O9ep7cHNoiYUIUVrhbg2oMSJ9bXNTg+3Mxw",
-	"WSBoLXpfI3Ag4tSh5/fvfqhBymTiE/VB/OK03gIcpZflF3tPnmw/r331gm9mK7jQy5Lw8MNx7XAZ2vty",
-	"ayqf1L724RZGSL1s4M7M57jwNZA7XQXdBVturjEZ4N9USYIJ6tZzNKalcOryuqKyvHKlhOy9as5YxjXV",
-	"GF+whF+ylMgMfCHnVMR7zkkOlQcrWF2WvJ6uiAbvP66RKa0T/c5sR97m7N78OdYA9ifII8QcjQqpnEN+",
-	"Czv4zGVWXBMOr9e5Xnic3MGUt/QFrNz6Ry8HZz8dnBy+PFwj0uf3co2ZV2owxlYyk13wqxSMCEkSKSYs",
-	"JQuZXqgqw9yEA/qFjnAxvpXwSteCO/7l7USSzye8z6ei62mgduNSsOURF3UuvIEgdCYzofPCDlZjeaTI",
-	"zHxCMsG1Ik2qyUwqTXr/+WSH/Nf/87/IdkDYBxrBh1j2EYTYOU0VS+Fo707kcO7rWv/u890n37gUSoLC",
-	"r6rxyNpE4VdsXFN49OjlIE8lzouLQjYAlA6t7ubu7D21Wkqvu1unPWBVqNXFvxHWyAP1UkuFooymUlJR",
-	"NrrOPLWqequt+iG5UJqKiG2kadlAgxVdu15dgpCVq4tgBkYms2flh4OienZ/51bwzvXjP3n+3BvYB96V",
-	"Q2uuk83kYSdFrjJjP/EYo4Dfnhya+93Q8pxOGGliuVT7otr6qJJs8ilsBSQTsY3Asp62R2ok5tl5wiPy",
-	"9uQVOuLy7P3jt39/dbh/9vbkVQjBVkzbyo0QMWGUZkITCNB0EU1cu2TqkfAijR8pM3qrQw5diqpikxkT",
-	"WN+RKCzdaVYJYVkLrqMpkQIT8wt7WbEjiJCi1jCXn1KW8nbKxswwOXZj3RqeuiMKrtKAoXpfjfj22Y7m",
-	"yDMpXXkJuffgG6XlzBXauxavYq4gbDa/M+6Ok7PPlnUMB9s3q7s/I/w85REXk3sxb/9a1IzcqPhj0FA0",
-	"YWp/SoVYMap9adv8qsT44mTwctgIGqdv/350OByuERtVdj7j+vPwXmXnWmqa3ANSavrhPka9iWf9vrZ2",
-	"xx77oqap57L3uEsFWz3ZPGdb1ZOsshvvOEpg8Sl/hUQ3dPxfpyEC1X2OC/xOmfPGTvP+Oq/5Faxjp/dZ",
-	"HvmqJnIFCuQwWQvxqs/r1zvyef16E58XrkSjllF1JXjy1QbEzPMaxde+mnDBhvdE+79mFDpZ3PEdcJFt",
-	"FiskuD5OecTufGc10QaIdxdZw9v1yhJWoL0eITWbveJKf24kRYFTmwR03tO1XRucsYE3Ol/8cXZTNnhT",
-	"gtkMUw3YAHKFTrUZgm7OSLfWcdJVbL7q3D2Ly4oB6xokXXsSx64M/5XnUC22BTaZGUsnzOhi0RRr3n+z",
-	"8/xpy0VkspijbgUWAzCdzLjwx95evebu7cpa0T02hfN93nZlEfEGJ79ylCeMxpCZ8gWcsCeYg5grS9XI",
-	"Cnh6bz1CqhEYOFvdOk+dA7DaGQmy6vo0nnERkoRp5Sqe9VNG43DL/QUlO0JMJ7O2SLQ+u+QOm+MspPaK",
-	"sLgKtnIhiLkY6ITZspWplDbZQ6EB+1xKrXRK5/hrQEIXhFzkN4QtKMEBWaNQta1SdC20iUrQt2WSUgG9",
-	"K5q73W5dOgFusREUf8MmndU7f+xDoGG1y/yh/cs9hFJs7hn+URkUQF2rwVnHwRfzm2yc0nFXBpUao/Aw",
-	"zaAH0Sq6OB9Hk4kYc4kvOVugQ2PVpR9DKM6GrhmM24FQQKiidjSmA2uYvj+Dx914oRKq9Al6gT5zlFPG",
-	"Pic3YVY4+n5Hp9oGn3jxizcKw897ZmzU/WK9By3vr+EH4K9608rqtHdAVcwJathBLcf3ayDcMtjcTjTE",
-	"zGLrDqjzb49pluh+2aCd5yZT1zXiCsJ68rxXFjt3NjXl346lbcYvvAA/S8H3D4pnT3dLgHi6IRy8AtG4",
-	"LFjIGqH1lZxwAURKjl4O+lh7jXBBwqOXg7OTgx/fHp4cvAjxOk/kZMJi87So6ulXrrYt5EZQnzEgi6mk",
-	"M54XOUFIl8tT2xzrbVIueg151FBkxFarXuXzn0WWOSle7cQu3xK1vh+7qTU1OSAJMyC24A8ky0ORK8+P",
-	"llfsxKTgZogjdiCsM2x1yBsnQ8EvhCtywebYA8woEv2i7hSdMFGUoqJxnDKFLT5tW0uqbJnQKVVThiU0",
-	"bDk1WwWvQwYY1Z4ngLmFYUyWkLiMVZfvhmGolYPAr66AfV1cWajOQvJXvzD1dq+dt5kjmk7IX0kI72w/",
-	"8/rPkeZ29xk551q1akrz2EC10+8G7d6Tp52Sn0ud/Ysfv5hNv/v1YvHL+GxyknzzYdg7/7X7HxfP/7l4",
-	"NdupxBFXAonLkcTqrBzOvN37VP3lWb3VzMLkLowlTsS8u2yT8i3rKVaD/eHhTweYEZ1zFPvnlfEvdsSh",
-	"C4P5s8nCX0c40s0kp/qQpFOo8CJFxPawMgbXhtkYugrPzr6TSrenkzPXKpREUl5wRmRKwn+07RxtOObw",
-	"/qKUynLV7UQpr1Nb1fbTe1qwoABqkrRlGmNlUUhxH3MMkSi4ysZ293IAU281gmlDqzsuX6nslmLgTS2N",
-	"NZn4V2IbmCZKHAk9Do49VXgTmPN+zZh9rNOMrU263zyF8P/q/3WtXcrAz5UMKWwIKYgHKJLUB/LpZK2c",
-	"6FUEYTFJ+JjtkSihs3nRg5grlflVH1I2o1yYX8zrpKkYI2HuawudZIF3eutqIXNn+8nO0+4t5Mz6hMpG",
-	"fuilXfugW09XUD5qldGXohhqmmgWFUXy0lFWqMl71lUhCC8uS5C5Ecv9bLyud0pcy12Dq4KFa3llkPeP",
-	"3LRN5G3RvC63o8STmcduCyS5Hi+OGDbNuOvYnptyszuIpgEM/4wB5jRlznBBk+TNuNH/ecNjfR+sy86w",
-	"lUb97nWVqjx5riuWmQGLbbMw00LcmbnM6+y0HYwtzM3fq5qcffhZGecwwgZ1MSb8komit/ul7b2/Vyqg",
-	"48oJugYYVETMUFxAwtIjKGRojtSoINao3c/fJqOs292JLB3AH8wWOoYxwo0yWO6lmM39lKX5bFZzPS+7",
-	"4wAbj0et1MQo8SaPYeU0XGZoDsNvUgUD4HBM6xJPbqbMFWxyg9MX7IPez1JVG6BeSmmHuNA5nbCbp0Wu",
-	"VxOLFsR3K52BJhRlKdfLUwMWhOM5oylLjd5W/PXS4c3374aNmk6iNh+rjQUPoGRlE5K5AhJe8Di04c4B",
-	"CblS4VZIszjcMvJXmPfXC8hYJolc2OrTI3Hycv/ZN70nMNg5UzovOD83GgOPGHQnh/KZ50vku46ZNld8",
-	"W/UesYDIFGN8Kw60VoeABKL6pOTvImVvF/F8XcT3dI2E5+givpuLFE4u4rm4bBE3z8tFmr6XT4pk2eqQ",
-	"wUhcV7AsomnKwVBF8uJyIY10iMXl+iT8ODIEO2r0HbstqqTZ4YsyaciDP4VBUb+yWlDNCFo4ARabM7I0",
-	"12iDBGqDuwvQqEDBqdZzTxPfB+22/hqSc/prVq1+zwWhuZ7stOO8kzv+WbTpXtGni4XQOf+B+fXKvsMu",
-	"8Ddcis22bo6hqZJon6dyASV8E27Yzvom8xVlfnVhnyCFAbPkyyuaUjU1SE0uGJsroqYy1e0ETHS5wZgm",
-	"tnUyFwTLoZ6zKRdWTnEdvfu2CL9F7pFoqoTH0KZFxMTp+VYFCMB+bTvzBtaaq6CeHpQwppmetgIyOD5s",
-	"W1xlmsZUU9L8/t1wJAzNUhDMC2EiINzPXm4FfkcqRZpyrvmMK6xBIFzAXuCV3XUVm1sjYdZcFLdAKiNN",
-	"quWMRxYaRU0M1eqMxEj85S/kW6YBr20rFfNrOJEkzQTpbEWzeMsykJDMUy40tLhIIVsA6u3a8sqUPH5c",
-	"MBOkZADD48eQyZs3jBsJoCiMBoCrstUhx2B+fvw4L3j4+DE5Z4lcBGROlWbWSBQWPDpEzvF4CHXxicz0",
-	"Y3MXUbEciRwLOuQApsmb5JoxxQQ8/a473F7BR4oGdvZ1r6GDU6d2uzsWcH8hWJ/Qq0s4kcyCx7zym//o",
-	"NyM6214gXMOfForw0W++r+O3kfit3W6X/jPD5TAkTWquhxb5jZzT6IIJw6BTi484kExVHy3WN7gTSM2V",
-	"QH4joTsWWF+f/B1OgWCLSfIbniW2QsIclXDrcjsk7AO0EYVQJhE7+zuwTbMaV1q80wlhxyutU6cTdWae",
-	"mm1WBnFsRkJ3l5WNOoIOSVPlCrEbZsWOmF/SFgBXmCF/Ky3dQNL7c8uyhGJHjANi/WYonqUK0n8+cI9p",
-	"uJYTdlu/GSSn5/ISZnJFrPMOZjDqSAwqkAI5zFBH7TGF2MzXluLd7W4HRFHsU+BjYAvpSUnDqIhPsE7E",
-	"888wx9VCXqCi+NnoODK6IDySwrYcAKeWeXUkuCaCsViZ1eyQkAuVjcc8MhdGG14JCRDkgivWyokNXI55",
-	"kyYgGj1NZTaZkqXMUkcA5vXtDvmn+Qm759oHeWl7z//Wr8eZdc1zUT4jxA5sC/C6lgieoxOdnHsgO8hM",
-	"B4SShGpzLeZNpWzuFFwmZpO9Djk0p3ihXGdF92rdIrc+5pbsT1uzMd3K3w4d04KFhh+9VNQAQOc60amB",
-	"/hR2yOPHQ690o4L6+q6vmdV9zaE/ftyvgJkQEmOKuvJ6ZxXJ6qR5enQaENaeUZ4EoBsXbeVkakhhNocO",
-	"wzsdMnR+SSMEeONBxRWYl87ne6UV2LVy3cedXg8jPJXQ9kZehYwBR6/bJSnTWWquNSLYAgYv0xvVtmh4",
-	"ePRyEJYzqZWWcwVZ1FxMWntkt9dDf7WZoG2rg4eu7jUMDhtthn4ebNgKyO52l4T5GtsTKeBs/T6CQNL5",
-	"KwHZ7T0nWkoyg1uQkKIJryMiyB1V5i+8GCFzlfBcai6l7DbDdfWtQ+hxujSUavt32ixGCjqgUS2oNmxG",
-	"oXOYazKl87mTFbCtjSSxJM1wJdPRJTrWZjKa4UZCMd0KSIg5uiGOhx1GZdF/hauiV0qIKbohgUjEcibu",
-	"uUuQxio/wUiEeTZsaDsNi7yeSBGekciJ6pAn3R3Yk4G9UUGW5RbHHRQEbHW430r5n+Y+4jphK/e9+WK3",
-	"2yW/kZ/DGU2wpHrbLip838whtvLQ3HF+3XDLohZeZfbvhsNjUpqiyMf0xy5+rQ4aG95rhp1B4LLtKAAC",
-	"tRt4Gwau633uzVDz2E3lGxhpymA27P1QmqAUCOLDxfvdDXkVz3Zt1bmyDa1ZZaJqt3ZvrsojM53XP9Nw",
-	"DbcSN+QODEmh+VM7ZoKXByw9cKvHH6FqvrvNSyheHrvmSi3Bvfq0DuwJjS6gm4JdPLxYnsZeX7VHUH0G",
-	"cCFKp1hngpZBhPzUbseH1S5MJKRuj2UmSjPkP5qhX0uismhaiO72+yeIJ0xPZdw2X9AkkYsKtqw8NSMe",
-	"wa9YYh9/dWM+hzEjKcYJj0r06H4rKAZX80hZ/SsnHRgST7A0arl/RB212M4SdgavFwdXpcXm0SrOfOR4",
-	"kD/djH5oFypjmbX4T3IEgSLOquiVh+K9dRH62ieeaGmylWZR/nwrDxFh8o7fOU+vtoviynaWOmeGp9ve",
-	"F/lpbSOPq1yk/pmVnlhcgvag0JQiF9jscD0Ybp6CtxIA38Z4YH/MmscOgnkfkIMhxWalmib56EhXc7pM",
-	"JI3bWsp2QtNJab0rD6vs2TUaM5IAvOAGf2JZWd7Woj1jMafgqi1ztLo3zDReS4xyLwo7wzcwA/swZ5Gm",
-	"a2Cz+tRtwHvi9aKZMcfcegh76CVSdGr3hi4/ccO6Jm4yS2KCD4HhxyxKqGE18JkqT+J1RW9fsGU7ZUbY",
-	"KtFj7Rv5MVew1EgnIK6h5ZLEfAylDnSFgdvpVyTGyuXmP3NTuh4qjhH496Ud1sqx2Mu/bbv8lLh23Qtu",
-	"AgwctJQ/tTE7jvRFNjs3CvkYaSdvvVWaP/Nb05RRzntQRegCF6rE3Xu2So11l1HtC2Yavx1R5erpIdOC",
-	"vv+12FZ+guzKlq6DR2ZM9mFKMzAOlwZNqWYI4/KQ/u8ABSvMO1A4cO6gVIJ2i3o2UX1WBao13GJqGchY",
-	"FX7xxEqHIBQLmpTvIvwNQGj/DXoZS61KYYfYXmE5cGGNWWpQmIvJOr5Tea3KfNxjgo/ddDtOWHP9tyqC",
-	"mvvZAQMvZYiQMKflveFGRJ451XrevsSUTJAT8pWUQL72LTMfyN32KdBnsZvfwGeQ8IgJLLpnbeSDuaG/",
-	"dq/TbQSNLE2s/0D1t7YWi0WHwuOOTCdb9lu19epw/+D16QF8U5SsyU3mjaBx6RJZG9udLr4l50zQOW/0",
-	"GzudbmenAR61KTjFtjqgO0ATsK1fFheq4/obTRh4VnObz2Hc6De+ZRqq9kER57k0SzIv9brdKzon3axj",
-	"Eoy/pl0S6HHv2DkxLPeU6Q7Gbtig9vpx84Vu2cJKnnew0f/5fdBQ2WxG02Wj30Cl+YItsYiO1RVURTH8",
-	"/t1Q2XTOJ9vfYMnKZ92db1pQQmGiGv2fGzOmaeO9mWsrlpEBkvvn1keqFNOf7E9TqAz7r6sg/p195R6B",
-	"buvTrgG7ZctAQvO7hvkrfsmgY1gzF561NKI+uHXWwNRidGdJZ8lVoHszZ2JwfHgz0LlBC9Bd5/CuhZqd",
-	"m8QyymZM3DmyDn1PVz2YKqYXi3JwwfsYV157r9tFqw66cNC7Nk+5mTb3mFAy52ISAE/+a9kkgh9LUWhD",
-	"YP8bCaugQFWqvrVO4+hcBSCyOfZZpIloFoEwSuf0nCdcgwc4ZdZm7VxBMrW+KpaSZm5XGrw4Onx9Nnjx",
-	"4iQMSCLl/NyovOdLYg+hZZ2/odEQUx6pEJ27K1h0ggC7R/orspNr2z0agQxaIqaXDNDoSXfnyzecXOkf",
-	"eYdNDe+QLnJYkiauG1YLYkHglGQpkmU9yfj+mLUkMoCefCVXg/UgBVe6oMCfRdDJaa6RDnkj8jbhgM+u",
-	"3dlj94myVkcIXQXjjV7mubHZXOmU0Vmn3CbNWWa97mojsdJere+C3IqoCMPhF1OqwRNqCHKGhdEh4Qd6",
-	"XVKRTwp35EjQSDuXBigQs0xp5OL0gnlTuBWe4lQhJgVQ7XxOYL/rGBkbvchXtK5b8Xi2CE2UzENEyn3t",
-	"AnJVIAj2L/7+3fCRqo0rQQfV48cDz0DXefwYm6EWrGZ//+D09Ozk7auD0xBr8UG7U/QCstg32MYs4jEE",
-	"92CIDvZEBVurEXXNDJg/TzUZ84TZsn6o0gKVmKsyUlvHJ2/+cXhw2pnFARk1cIEjASscNVp9PEC0cjXD",
-	"f7RfusW00fQV2qSLNymfcEET9/OeKyNYWB8fqZEREKHm44G4lMvcOdMKyFRCrpo/wXdSaXMoho0bjaP6",
-	"/G3KQwhR8qd/e3IYtgIbgQpxpFwhWFhs47eFTGc0sQ5Q0pyzNGJCt2OGakJAwv/eexlipET433ssJFxE",
-	"SRazeI/EMi9sqPZIuBcW9TnVHknZHLP0VAL5cHskYRo8elQxDFAKYyaWYd7YFFYIh5TLLbAOFhAhvZNH",
-	"AOTOZ0j8A08SE3ok9IJH2Gs2txgkyyIZElDRtyPvGQoMwQaIS/E6w+86fyShIzQd+AEKTbjXDdZKwVp7",
-	"hJLQasSVgXZti3kYCK0MJe4B3pDujmEKzr1tv7eeH3NsXCnrgs5TG933Y5okNqpnJJqrRmYnP7hURzA0",
-	"Ghh77YDBCUtTDqpcidJGouIbMdKOpWHHFpRiKYSPPH5sA0gMbBz3KHFaakSd798NS4wvosK6gDHYBVaU",
-	"Zko7eMxT+WHZJzZS0AYP5oFmRr+QYxLW616hAcoFjw0tQFRhRfvAKOOAQKwhCZ3m13arC0nTpjzYxrGw",
-	"B2EYNV4zEAcYkFBl52FAQjRphBDQKGLzf4C4+YficUiaztTTAn6h4Tfku61gJJBVNl2UuP2dhJzCmBAK",
-	"2XzaJQo95ObRL5qH6BIGYqDuOLCMKYaWjwQt4YxMSTY3MtBul6C786QcckGaYsLFB+hqOD1zvrSA7NM4",
-	"XpLQ4scZxdCiYUrZmF/kv2PE0UggcwvZBw1v/its5eFf4AW2vMornepuaYcHhumey3hpblfz/3aCXNlD",
-	"SjgdF7Fhdma+CfdRlmsPl3Nmg58Mm7D339Jx8vNMk+8OBi9GoomLxSC50urw1Rb6fTGZF29brsi3B8MO",
-	"eYf+63IGukK4gwcVEBgEbS5I5bIhzVHj7xhsB/56eHfUwIsSfBYLCcbKcSIXeWK3x976I9Emjx+X080h",
-	"jKwQpryc6bpIDcxBz315S6ZbfRe9AVKIJf48Sx0Srw0YAbn7mGe+VetQNFoAIccWrQxNaQyGM+KMWMKn",
-	"EErDrJaCgQ0YS4FeyDFEtqEAlmZCuaUV3gYzgE2Vt8qOMGIDHqRgC9tVHyF1iiwSQVSMYRQlu8M2z2uj",
-	"tPoE2g7nzikFKGLPwZx6r9vdM6sJ/wcA428Q5VBw/x0fMKvcOY+CMUPgFtylna8b9wNipqqEU9SpWHlU",
-	"YMNrCaQgn2VVra71LPrCsDP0qjw2FXoHFaGpiWsLtpFa5CX6fnp/jypgtRd0jRo2QNdfRe3aByOiYR+p",
-	"TK5TvEovt1/L9qmWKSSk+TLzmhZ4G3XuttqNFdWBtXnSdCl9KHciQK/9Iiq8Uzqc67MNqvd6/fLLd7of",
-	"VQz3Uwuva3PZB5azgHRhTQT1d3V//TW8+Q3rrtUAIVW+PN19uQ4ku93nV8Hkh9rG22Ee99ikTv8qx0DJ",
-	"1Cq09tZHLbbpK6+t8po2b8tdrC7PtK8sDxgYAgZ4xu3w4TTPl6rkUM5pxNqKGVajXeSDIk27NT9c5bYz",
-	"F0W7asjIAprHuWx1J3MWmVyrc+KdCEFlNqYU377lXEPA6DVdnuDZzQY2Q/e6u/VdMgrF29LiXCY8MgIW",
-	"akG5iiigJsmK4hPRGaTiSbGcyUzZAUFLy1mCZY/3ylnXkGK+sLCenvLndZRkALeLl9DVZrO/09jl+cMn",
-	"2zcwH9oqBZiDhoplXoejMLsNXDJjUAphFMAyy9ylETQuaZIxv1tgiTRsAorn5+4bEQzsATYirjSLnRkv",
-	"fNcVo2LLK+pc7Ha3C8/ZldFoRdbK1lVRbUAaIPkdjekxE7E5nBJwqqWVfMNhVVRdiTNeC67akLe+kytd",
-	"0BvEDKCRqblpEG3rtqC8YRReHYB9WRyloM+2X7/24ds3lF+cHoQu20OtQyqjhRmVvC7YMSArkYOtAI28",
-	"eQUokIwRLAvKra3UgmIkXLmscqijrXTlsaJ37961vbBDdkP/FND8zi1pHhnmCzBAVWi+zJ6d4G22D9GE",
-	"hZiY0OhCrUVkP/rxEY7VI02omaLakEfY8ge3qerOnmLvbz8bcWP03Smj73VhmHX4WjLQoWdCs/nbuV94",
-	"rQCZ1eX6JdUNFTaHMkWSgAB6cYrcGvBxL6EJ8y7sd1Z3uw0sbhDJWQeSqtZ4R2Scb6kUztP09VikvhJa",
-	"PlJW4O4T+4bRmwHkI+GU5tw+W48Bdab8ZsU0aw0QeDJeVkzZOFoxhgJdALkXXr2rb/K3RRDL5zuUP1YT",
-	"VX9+/yn4WE0ZxR/9/Omf338q+dysab9tkIVEUxZdAAKnVRud2f1UYnsi37U/9r4vHHGQ4QgJ8VLV+Pex",
-	"iuU+VTV2gzpYFK9seeF7kIz6Pu+Q9XcZL+9MpzdrK9fa/FTOjrd1iipGhe07XcC6+AQD3YrAezCkk+vk",
-	"XHjnU9DIQajbJ2ye0CWLr/u07pNPQeOVTZa97vP8vU9B44Rq9orPuL7W05y/6H/VPgYdYuOP3fufKXBf",
-	"S9mOL8eN4sa++qOXMj3nccwEfvH8+i/2bRA7fLD9ZJN15aFsRyzmFMpgmI97vU0+9iI/8asN1jiU8ogK",
-	"1zBSvUl/zCSWtLgpj/yBLVmMNHgX7LLEBEu1vCsc8c2cCUjnKidsk+ZUCpmlK3HuPjdEvldmg1sfzf8O",
-	"409XhTtZXnhvNsp7ZCcPBF1P0LvXf/Fa6pcyE/Ftqev3Ej3qaAmK5FdIaQC4VUMfN73194GCGp/e1xLW",
-	"FlWKT7C66O2GDdYIKgMY+HaCyhji19/MsejFvUoquMwbSSob0I0ZeZhnMTlC+PMQ3M2v3A1uzWMvoeEl",
-	"JNHcwW39ZThDcdZf9L79zsWMwi2rpVf1g85I883xwWuj4h2c7g9eDYYHLza+b7fsDc7ugTEc2KG/etZQ",
-	"HOoDe3hgD39A9rBC/+S//u//VfwVQKwN2rYwzsjLfduYU0y50jJdXiehf2dfu2dB3U2zRl63i63GcD+I",
-	"4Q9ieL0Y7pS8R8ovMxYQwRZMafQw3b+QnjI5Z/chpJ/AwA838cNN/HAT3+dNfHJw+ubVT/YCNtfyxtdr",
-	"ypRMLtm90D6M/ED8D8T/QPxfXgx3LGE9J0Df/nWuQGjX+7X6Amta3H9hZyCCZ406ABVpH9yBD+7AB3fg",
-	"rRlfqe1vhfPhnIT6BaA3cgZa1ldhhVsf4f/WHxizhKGBsswWX8Dvji1WGMtuXaNK836MQTS2ENBECvZg",
-	"JNiE2r7Q1V2wzS+LwYgcWJcBsJcKLLQFDR5Is6hZXou+wVqb2Br87P4xLr4HYvg3t5j5rd9XPNcet68n",
-	"ipvJqj8i00dV1qidqwR1bH6+pSSMquwNROAZSyesDSv56y1o8hin21iHvX9uYLv0PHCFB739iwi/z262",
-	"2jym/AtyzH03OU2+rMBxVDAXT+po5jUd80KPN5CWt/ImWrXSyCuuUBzBtln3zYXMLNDBeQ03gsUaaRyb",
-	"x54v4RfC4wfO9CCv3IO8ksvDtokhIuDdCi5XEubWR/O/zbVaQ0CfKeY8SBkPtPwlpYyHK/+KK/+EzeQl",
-	"I7TgPntES+0Scw1YZvPMNuPLy2kpzeZ3yqSC63kIsCnUw7IaQeI403fFoO7JFWFWdpzpB+3rgS8+aF8P",
-	"rHiFFQ9imwU/T2h0Zyx5nfSnsnNLrp9hEKt1DZ/CyHdhEPs9OCLCxUAXQPXAEx9kxQcGZc1DRlIs7ELQ",
-	"D+nFyeDlkGhJTt/+/ehwODx4cUN7kfIrNzn1s774c32ND+xVtFLpwxZl6azUvnslJzLTG3lnX2EFE5lV",
-	"RaP9hNG0fco1a7+gmtYUGRrZ1tFq1AjIqKG0TOmEjRrhDes//V5MJGicMt1e100b9q/q+rrevAzV7fjO",
-	"H9L1u2Hph3K3BjmBJqBNrI5TKoEekAgPAjsGYjl0LBRdwVCfAh3FeR7ilaofm9TScWWPmtfVDm3Z8kQj",
-	"4ZUEgnqg5Sqg5EUG5TLzNq4bVd+EcjEjUVRltkWXQ6yzAjVIzk4Ofnx7eHLwYl3DgX1s6Xaal9K7N+HD",
-	"TbE2qTtJ/OqA91EgbWOqs2utEt9XXDWlRDrvppLQGTk0tDNOmZrmtaahsp2I5QKrXkP964RrjYXgsfBZ",
-	"wsa6nmzKN5drUn3VDXZiadf2aLfUZct64pH7zb2hDDGQnu2P6xe8svied2Ll2Poj70rP5lj1Ja97ThUJ",
-	"Xxy8OhgeQCGyTBnc+Gj+B3qArUv2P3D+v4XBSERJpjRL24qOWd9vp53XD1VT7AnCyJSqKdF00urYblhY",
-	"wwvrihZ11bcJ1SMhRQR0jHBwPZKNxsMj2imCsnQfLnsjZgF48mK54Uc7QZ90P9USM4L6aPlGT1n6wh7N",
-	"rejZr8iFFcXfZPogUQwaqZSLTA0XEltsE4sNrgY5ihp5FSm7+ka/d4MCTbileF9motZx9Z1cYFMzXEF+",
-	"SAuWMr9S31cTUHZ71vPvc++f8omAix9oBXv3QJuIJhJP6azLrGSv1KUUm2jTpbpGBlj1yx4tP4t+bnQf",
-	"rnPKvvJ7H5ZT3/a8LT9SRC4E1qtMDf8J7fbDB8T/Q9zVJdmn3PAyvy+Qtd7gSvZrbV7l33R3xgs3wfWq",
-	"4YkrvfrvF7i7DkO/Vof+V8TLDS8usepHKhcY1oTz+pz6ZrbUU4f7RQyAoyk/r6emoLQrBqymhqkaoW0P",
-	"BWWj+Z1+N2j3njzFTssyZa7XS7nibtGxaVUf9Po2rJTS9ev0Kk1TrUaCC6hKXihxGAityONSGd/HHfJ2",
-	"XdnbgITfHmAh3hxrjaSb/5rXZy864ZljITmjyGtTmtG9eqi73e2RWNfYgjR3u9vYOmO3u1OI0jXdMpQc",
-	"CWrbgKAKr6dsRqCD3kqri1aHvHHtesxOi1WOhNesa23N4Vypxl5dgoSdTserRmxbSSVgKjNDevqDg1TL",
-	"9rshHNsNOnOAO0tVrLl8rOcskjOmRgIO9aeDk8OXh3CopbYVJBMxSwn1elyAWiOT2Io0cq7IwvZVoRrQ",
-	"NCBSjEStduHaitlysAY//WbkgGssxp45VVNDMxzsDw9/Oghbfg3p3Exh65DmaDuVC1XF2PNMoxRWnHln",
-	"pW0ImjLnVKk9DzVzhF3bPeSKniFewxAeTUcilZq6s7HKpYhJSrlyB4btPWTePASA5qrmUws4QOKphE7H",
-	"msyk0kVrttOD09PDN6/Pjgb/ODs+ODl7e3pwEpbv9A4ZaARaROeuKWT1+1eHR4fDs+M3rw73//k3Q426",
-	"LZOYKR0iJhRNJW2JV6oZgfcU9nlzfe4YVZqkLMJWX9AEKD9Gz4NW0qALKve7dDkdNiiEEodee3YXyCVC",
-	"wnXxZa9H1nQKr9NgMXHJN0XdJCDB11qB+KpF4+cJ5cLykmZRA91SUMvXVmneiaXfAFxtmPsTZCQzOj2H",
-	"Jy95ysbygwHJKy6yD+aWRetCo9+giXk7L9duroSjMb2mT0N9ffYb8TXbkq7C1rD1I4v38iZTUD8XawVL",
-	"OuO+waJsnRyJGaNiMeUJ89ndo9zG4Xczy3vy2FZFYF+SE2U2Y9AEj31dtfoAcXC7D6xgIc0ybWuxwNaZ",
-	"NnxCS8Nr2XUH5t2/GGxSczobmyIsVt5TVu01uPvKIURpy+dKJplmB1BHXg00NNTtPW13t9vdp8Pu8363",
-	"2+92/6MR1ELH2q7Lnz0pfcbjpH50eG3HvZajYqPfUGc/9qbT81mcDN+9/XBGv/1JnX/7TMe958vzb3/U",
-	"R0OvDHgD75a8fUu/MZ1UvhdStw0q0qQN77R/yZRuU9G2AGsDNNrdbne7ltQKEL5e0/egMOf/0WAb9X76",
-	"5bz35OLVP14n0c7r+XnPh61/Cd8NhHu3IBds3rEu4MAVobfJfdiH7F76ojxEJNRGJPwxcrBvo/qW2PXd",
-	"Bwu4e/iaBGyH4V7P4sVUkilVxJBZwZBW1d7VQIGNjToYtL7Wo/dg03lIxr4ZPiN6ePh8tcXm6hTs39/T",
-	"XO9gfkDuf/NkpZwG1qUrjbMkIZecLYgc+8Qg8h72eUNDKpboHwan+loauTOz5np98OZxrv40wRpjKdjg",
-	"qCDfHQ32c7uujFlhG7U+qtzMhN2uwKdhICUXokPeCLLShxfbXK8xnnJlJsita+CXB1f5mEZapitG1KWv",
-	"T4M5tbmq37ZWbEZ2ZSsRNzY+4sbmL7R22XY/hsNxkTG1V+6KW0QZeQtZayQ5GtP9/IjvsZBTaZ51kTul",
-	"VsNwuoKhTm9w4kGi/1PFGH+pWN8C676ssHOqaapdX7MCtZtJyVJlO+8hH2j5DnkSs4Rfsjw2MWboABuT",
-	"cyriGwv6nhHvflj5aeb4kvNeUGsjhX7Lhi3Z3vFm281KO0ln4EM1Bjr40pGwcKkL0ar1iJBNHCLAa1Om",
-	"s1S4MCuEu0ziWos1uTroqoa3/gRwPhrTxv1kwx2NKU5x85qadzo/d33yKqig2XzOYpLN98rN4V1qjiKe",
-	"I+qBr3/NfH17g618KwX7k9uB9vP+h/tT+jvcJkjuuaXZXAd7hiUpy3XLAiubK5LNywZRYh2XN7858MP7",
-	"uTWgg6k1kpOY0RhT9hS5YHO9mnpyAkv5cqr/JnbnR6pgcA+87MGk8LvzikOlMlaK+3DaoP1uj1wbB3Il",
-	"l8DQdK8iUZk2MGoJX+rTeMZFSJqplNrGtLcCK0lZM0clnAu78e9hfO6C22a25rFZnw2t0ool4zzUyMbK",
-	"z7gwMuY5S+SCcB3kTR8uWbJ0+T+waUW4iJIsNkKKU9qX1rbQqsl440oPcdMrxhZutvxrxqA7iqAz1ug3",
-	"IEShlMeVn/+TbtAYy3RGdaPf4ELv9BpBw3Vt6W93u0FjxoX9K8/3MhubsLQRND60J7Jd/GowpY6nhoJ9",
-	"0PtZqmQaOgjPU3bJZabInE5su+nVpUfwzboctO3eM6jip1lqvv3Pnwft/6Dtf3Xbz8/a7//63xqrCWr3",
-	"mYYMR3JM6y0KbwTLN/pgnv1KfA93zwotm1lna7WcwVOrMXCoEglvI6gQ+Q3aGOQtWKBleGBqXSvGFOzW",
-	"MCAxUS7qsMLZgGvZyC+isnPF9AoPxP7wHXIIhkLH15Y1nBDirLjh+CmGHKIVWWY64ZeGz+k+ZmeFWien",
-	"YOVUIVnILIkRFGROFSZN4SiPFPLBJUaF4b/NKqKEzuagMZfeDnIujFrzI0VC5gISQtJ0T79/N7SPwhZR",
-	"dEmU7BDwCMFm8hFJWkr1wl1aCEDCdJWxB+7O6pBh+R5AeJ1LqZVO6RxaeBOZktCp8MXgIZnSS0aEdKto",
-	"GkGUThgxF5dqdciAuF/KUXvb3W7XoZk0oH9GJkzkMa/uMlIwEGlCKNu5EUna7EPEWMzi0B0B1a09QkUZ",
-	"EDHJw6bMKex2t/cIzSOMVYYbpblZ4pKl1iQylqkLpHJLj6gQUsOOYSl9/CfKCrBAtJrXAMimp5kXv383",
-	"tM3iC+QzSJud/8IiDbFwgpy83CfPnj7fISGNdGiwh8/Q7JN/IBfCPhVMaRa3bJBlNbYMjTFUkfAfbUP3",
-	"7UGkZRp2qkIGVxb7JykFDICcn+Zut9vqY/i1J4XAMRJeo2SA/ISS//2Yb2BsmOV3aqtQLCBep9zcozrz",
-	"0C3h3yzw5jOaHwCm3lf0jeUeVylRggyOD91V+/27YWvPOu+KzA7v1kWXZZ3gUNKctrghCjVnkV7fH+Yw",
-	"f+c+WVExS8GKgtJ4H9qLxaJtVJZ2liZMRDLGPim3n+CL2qqLBVwRygHnYq4wTfWDQfqPw8H+hFqLkZu+",
-	"efq050Q8H31J04hL/JL1xzRRLMSAQLHUUyNDQ4gCv2St6xnQR/j/Svxffc2FUqZLsC7jI9hYYO8T0DvA",
-	"5ed72qQgmUJ2WtmmrMAhuKIEQpF/l7JIprEioRWkjToCg6eMKinCPRBfzZ6ZiKkwIjp8sfIBJfiFEXpR",
-	"WeEqZxk8NrqB3TUsBILcNrJQ7ZGi6EBuDAOLPWqKmhr4X2FKA6nWKCeCZOJCQAZ3HHiNxM0wTkeTgvmK",
-	"sFmsQRm7YE+RDIxiys+NltkiRfGI4th73V0YMQL7phnFIGBnTSkJd39tYDhDON/c+kQ6Z/32+8ebGaCu",
-	"Clx1UaupF8lqIftgSPo3CWK9SizMQ1iL1L/1bM+Pb93zCDTPeAI6gpwm4Prd7vNWvdWp1s4+XGcWlynQ",
-	"ei2zKdncLZtZXGewNwzG8Skek//6n/9fDYspGbBWGIn9CLl9zkh2EQC0YF82IGAl3LcQgu/TmHzEjJpS",
-	"LyPOmKYx1fSBDzzE+24oyw1yKcEhj4vyLWQqpNk1dH8zhzuadbyw3jWVqq6v5PFWsfTUvb2yjHXF7jgY",
-	"hy8Ym6/zLmGJrMYNs7/Mlu7VkbRxfaivvzLUg2DwO2e31FaoMxQYEGkbbidLIBJzK0rBbpT48oorXSHO",
-	"r7Cw1ANF/Kl9rtdmuLi6EaUqVE1bp+eOsljeYgr+p/dXLxZWZ6dbCVm2RDqjgk7YjAkNBhXFUqhcg8Ks",
-	"siHb7mejTBsRmWgpEwXBIvZyyzdTH5LBROwAYwTdvAJtuTaldVo6/pG7YcpzrJliKjU6OcdQBv+SpYpB",
-	"RRzOFGmKCRcfYLqzvPblMKVszC/IS/S4GaAF5EBcyqW/M+uPa5tva6bOTeQKbeSoUJjbEflOIf0YTYfF",
-	"XHljW2lnddQfiz6UCkcs+jshL51xpXlEIimwVl20xJDH/AqwyUD+dLZ69up0ByqiCS4XOrmD7jKjSQKh",
-	"UWOjQ4F1mMxoNOWopbiYGej8vjqk4ZCCKRUQQygc/4nR/EKnNNK+lQjML0KzFE1fJGVjZvbEAhu8A+WR",
-	"iF7OMa5FwVeKT4S5Ry7Y0t/lDPSY95/+/wAAAP//",
+	"7P3tctvGsigM38oU1z5l0gEpipIdi6pVZzOynCixbEWS47VW6C2MgCE5ETjDYAaiGcdV59db7+/zPPdw",
+	"7uNcyr6Sp6Z7BhiAoETJkuNk6UcqFgHMR093T3/3h0YkpzMpmNCq0f/QmDAasxT+uUejCWvvSaFTmbRf",
+	"yfaJlikzT2KmopTPNJei0W8cMzWTQjFFIpqmCy7GJEpZzITmNFGEpowIdslSEpkB404jaKhowqbUDMVE",
+	"Nm30f24I2VYw/LugoRcz1ug3lE65GDc+fgwa+6d0vDzx6YQRef4Li/QjRUKlqWY/sVRxKUJCFaFE6VSK",
+	"MTEr0Qui6TggrDPukHDY2Bo2wvJKpvT9SybGetLo9548rVvFQcymM6mZ0O1jNkvogsXLiwp1mrGQzCdM",
+	"ED3hiqQWPIQroieMwDbj4mc5IlQQRtOEs5Sk7NeMKU3mXE/wdTplJJ85WrR/YIt6EJqJ68H3UkYUl1cH",
+	"wihlVOOKZJZG7KZgOaaaveRTrpeHP9g/fUHy530yYymZyYRHiwA2Z3erSMJGmnBBuFZkzkUs54SKGAHA",
+	"IiliRTKheWJ+GQr7BhOxKk5Uywsmho3d9O9Pdna6u/rv25sBGTY0E1Ro+L23s/MEH4SdobjtLttHsIHr",
+	"Nmtf6xOD+gu7a6InVBM6myWcxURLHwgBkYKRhCtNuGZTwmg0GYpmCPsKAxLiTsy/FFOA5QEAKZyOaEik",
+	"IIcvBuSSpXzE8bhbCJyh8KDz69+fdrvd3fnfn3ZL0Pn171td9yDskBMmtBkSF0+FmrMUMJWkVLN2YnbI",
+	"4qGQM5bCXKRJk4ScZxq2NGWamuOZSS60yo9yJNM5TeM2zfSEpDLTTAUk/Hb/lGxcbm6YX2XKf2PhUMC+",
+	"3AO33RaRImKAIxFNEpYakjJfGQKPDA73CSXb3c2AyBT+tWWmJJRMuVJcjIdCRXLGAvNdzCIes5ics5FM",
+	"GaFioSeGdXFFIpkJQxBmEYalcaaIYFxPWEpGnCXxLbCH6XTRHow0S5cR58RiuJZkTrl2S0rNN1yMy/Q4",
+	"kumU6ka/wYXe6jUCMzmfGg7Q29z+evvZ1tPtr4PGlAv8sZuvhgvNxixtBI337bFsF782PpoVzmhKp0zn",
+	"vF+xA+Bu3KxwRvWkETQEnZpvInwYNAzm8tRwQcN7/FX+R8pGjX7jbxvF7bKBT9WGHbvEUaPFD6yGpAYk",
+	"Srjht9FEKibIBVuQ5rP//l//T+/JEzJLudD0PGEkmtCURmbtrQ4ZIOAqHNR8ac7zXMaLoUiBfSM/HvFU",
+	"6Zwd75Y/gUGokHD25luDH9u93q6hBJxmwhOGbMmNhBycK8PQRgkfT+CP7e4O4g1AFO/ZAqYVDr8avZ7A",
+	"4bq/n5mD05qlZsz/+nk4fN/bbA+H77/ef/fVfzRqL7HRIdXRpP4qMPcsSSjsgsak6d+WrT6AZp5yzciE",
+	"zmZMKCJFsiB8BE9+zaSGW05pniSEauR2l3glB4QlipHtzV6HHFu8QSgWF57MDO8DqgaOw2Ky3XvWIeHj",
+	"kEzNqpki8wnVIE3YcYFgszQ1DKt5/GKP7Gxudsn//T+bW53NzmYrIErWrDsThuS42TpNkkUAnAs2IwWh",
+	"diuwfPaeK6365o7OxIWQc2GfNg1nsZiBbPSRahXb3+5ud1Ye9qiNh3AVCXmn/nT7ipN8PcNdLJ/oWyOD",
+	"zFKmmNB43+qUCgW7rj1BQ9iVA+QKkaLpTq+1zq5usgvNpis5DceHNwCTRxubZdoYtP9F27912ztn7VW0",
+	"8aM52JWL+dU+vS3fc6ObmU7wSls5l8qf33a2YgYz36m5/lfOpu3T287lRjczvVEsXTlRhg9vO48dG+4r",
+	"x7DhuvqGxsfIR8xfkRRGSDf/BFELpaGNWSrPEzb96heFkvB6cx7hVzjpMsd07CuWRkiQGvkUUpPRnGik",
+	"d0nI0lSmKiQGDAokOzKiPDHyBgoUjcDXvEoSdd3i7LsbxYsrJNS1PnbvwxbN7XyaswnUcFYA9GaANAOv",
+	"giIwHmqkowqbqgDG6YFXbQveqaolnxuIUowSHn12bMy1YVCGC6SkSSLnyM3tnc7FJU143DYvZsooFVP6",
+	"vs1URBNYXxgUgoyTYlpfEJruG4r6nOAdCAJU3DF7eCHTcx7HTHzuA/YNKwmNLgglVqUBPUdpNmtnMwJm",
+	"B+SwX9CZfSsF+5wAeyVJwi8Z6MXRxGiMYsy+IHi8kvqFzET8mWGismiSG3sMdaPoZxTqR8qKsl8QlI5S",
+	"lsvqLyhPWPy5ic4JtigJg3xME/aFgug4l6w+H5ByAH2ZfMeKwm9EbmH6rNA5RONTQOydGxD2fmZAZHh2",
+	"yi7lBYuJFfgJiOKkmd/PHsMPg6EIM1EyeIUtx/nt9/OJVIwkcswFGJMUWMDM/3Pr4II0w+mItt1Jhf2h",
+	"cDZgsHeYpw6N+gTs2buoJxpOYcbJzX5o20vk2KjuNIrYzGjwLTR0fAHHHzTevn3bHnggKx/pdZY71J3k",
+	"IRULq2Cozyp0gLmVgLmVzKmhLvChkGbo22GdbWZwdIAI9EgRe+rOMpFLc+a7oWiG3w5O998O/nl2PDjd",
+	"P3t5cHhwena0f3x2+vqH/VdGHFz1fP/V4NWpQTu0zQPWPVJXjHiyf3Jy8PpV2CIyDerM1DiUUQ0fKWIU",
+	"9ulMqw4Bk+lQoFYQegbU0LkEdq35fJQpcF9YQxL1LLhjyoXSREgBjhbzPsBMfUEYWrENX/m592odbr5O",
+	"f8ykpl8iit4MQwNyFX4C07kSQW+FGlPHTHFJYOej5k6DQbIZaVroEcMmSNjpdDbgnTZ7HzEWszjEee1r",
+	"jxQJ4blT/LlGhw3AJCRjfgk/KqL4b6zVJ+jrUSFpus3hbs4OB//AnZ+0gJ8fvT5B1wh+EOA8bMWXP755",
+	"fbpf/RI/CEhodO8VH+4NTpa+g9cDEvLCYE0u2GLFCAfP9w+PXp/uv9r759kP+/+0g1Hrc3Tm9SX/Jnkl",
+	"0RtjTmyecq2ZsBwBsd85UzWfssIzWOASulOVRgUA1WI8ZarJBRexvYNVhwzsnQuI4dyMXLsXSNNd0TI1",
+	"unRrN7cPxykd6eIDcColTOOr+ecOKnAKZ6enL62hw5w7mNrBMg3DghlkeQFuBHMcZ6+P9l/VjVLYTAra",
+	"gQ+O909ev/xp/3nlI6MAJBm4Cc3UU5pesDSfXBHzNhOxIk0KtioWm2NmsTu6lCXMoAK8LOeCUA3uuS/F",
+	"SPBpfPWLlhU9mbDz1xGz3gh6SXlCz5PPaiQ4ZrEhXB6joQw93YYvOcVYihEfZ+YIDLMxcm5TpiSiwrx/",
+	"ztx91wKm5Xz7fTS2Fe5xEJ9TRg1BCcvcqHNjp8wwK2KdWRMqxixGz5XzAVvCrXBARUdLauinIb07gT1n",
+	"LvmTHsUb66qbTxg46GhhAII7RWmaahbbO8X6/Q04+4QSwebe6+ArjpjRdBb2OhEMDidXiSIZ5+Jl8eFC",
+	"ZmTOILbAOjO5IkDV93RmhUfzL3JqFp7u0CxteYdWiZLyzBB4loXjF8I6pjOasjYVcVsxCG/xY8bgSPEa",
+	"x3C1PExnziO263yk6OS3aoq/LCtx6jxeRpHtzV6xROek3j+lYwzcoeTb/VOiJnKuSltG6WIik1h5ILgn",
+	"pMnvkj2Y5S+EOWWTCqomQMoxsmqDIkRbHkvOEy7iZNG/9pxRXZVJbAemiWHr3qF3N/OAJ8NJjH5hPkek",
+	"Mqct8qCECrp0t3dLK0chV5BEKp2PaRRlovhYQHwJqDEdcjDyxlNZZNQRFazYiCjuqftBqiJQ8t+FEeU8",
+	"yIv+QRaEHCXXlnTl7M0Wjc4AyqFMyYgbmZtrEhu8AS5hsSOfAo5XgWCOEmGbJolTX+BOmk+o9ubgWrFk",
+	"5MRHI+1bgx0aC1dzNA+lW/eDKT8YlWIPNIq/EKpYfRPMDWhY7ZC39apuUIh4qwPWyheaHZ3HqHGm/JLF",
+	"ZJTKqacCI+m7MUpRprWsp9fdLOYHiwhO4kZB+0UztWHP+G5NPDRGaC6zHYfm8S7Z7u64xbS5aNsAORjQ",
+	"F28xro5rG4yUZkK1EIpgal4CZB6QN6ULp6NSaym0u7kfFLbehb8cEuceBR+Lzb1Z8LJ+DnR8QeUBcfbj",
+	"DhlYRHCjOUcDFYs5XVQvRnMdU7EwCNgE2yDcsFzBDdjaNehg+ZyWc5oiZs9Y2oZLMaIzz4DB44TlG2fI",
+	"VSHyN+HKrOB8QVyAsflabXzA6KSPLt5Y2QBggbBC3dvs7p5EMYii+suhUSF9caWyq3AInhcoBB8WCORQ",
+	"wYyxCnuaZsLv357mGANhnU7rWrKs7drLeRkhnFkVNHBz8OZNOHoUDynEeWmWqntChdyY91fChCL4tCRE",
+	"wc2Y6260Nny7qtqRptGtVlw23ui7cKR5bKuWRDHm3SNL05rbw3y7AGO9uz/AzNy00VF4QSbskiVkKlO2",
+	"S6gy8jihcayKbyZcaZkuCBM6XeyivfUSRbqUyZnRHBDC5kIsh2Oh7UcxERcLhISihczIlFGRqy13in6z",
+	"VBrB8nNb4N6yJGmPZDo1NJjp3GvTpORcZiIOCCXnmeLCCL1pljDzwxwyuyCyR8bsS4pMeyNUNpvJVLP4",
+	"kMWcnoKt84+JSjXC4yNF7NTotuJWAQRn/RcUp/HRRQHDOgaRljWpMscv9sizpztbhJrnJEoon1qdOfOc",
+	"PO7aQU7NweGHBlnBAisSU114IufCDiiYsjCZpXLGUs0xwJhG+rojwRWbXWTn6yUFFUHQP8NHRe4eyqtm",
+	"sEGmJy8Nq/Ez/b4ZnBzsNYLG4YtBTcIffgS+i2OmsgRWvrSdOuga1DHQAo3WwsbCNbCOO4SrBWkpO8ZG",
+	"rlBFwn+AK6ANEAmBNq8BRtCg/j6vBHP+4segMU5lNlNrhsJ/iy9/DBoXXMR16RI8mqBzUI48JwuZUYX8",
+	"qNjaD1zEuDN3JlZobAQYTV97LhCqCcvlmk3VGlgCkDvAlze73SKbi6YpBceL8jMJ1kwIABwFDFtnBahR",
+	"4gQ3Q2qAczGZN5R/4HVoD8Hiy2gL9yyLTxmdrrX0KE9jWychLWhY7WSgS5l2MdWsbUSAMiLX5LMEjThj",
+	"n/B1EX+d08J95PsFjYQqXQiZn7Di8kDHjKpVacYpPMujcMo+610S0kzLMydihSjLFy88UmCDaLnEakbG",
+	"VDOjBLhPUBmUlyyNM5fKBIavtfiPFc8+5eh9Z0L15J5u+ye30+1+vbmz03uy/fV2d2dn88rzsyNnah00",
+	"PsE3Cwo/Nu/fLZEHjWwWfxKZVNhEnk/qsQdv+fn+gzIDWCYXR36Vs/Dp2l/8KsYzgFm8hCIaO8fakceP",
+	"RjRRLFifRa2ZntZZkZ9mYOaoq3pC5WGvhnZphatAgGaILw8En8ZebwnAK4hps/dszR31N/62Mu+wIggW",
+	"iF/Bd4fddh+rDu871DyX789c6sj/cR0/sUPtGx32emmkshWc5ZpV4tCrJdTrJcebCgX0T3A/j1I5Pcm5",
+	"/vJlihzRVQooX5W7hJ4rW79B5/U90A6x5l24ikw+452n5cktbj1dMpw52RwhUFwYLCetRn7zw7/kjAmU",
+	"TQtRpL6kSomjgmhbzOwtvu6OKsFsFXXgTcze0+ksgZoLZ93N6bPoWbo9m6Xi6aZQ6WSioq54ciEqZ1rm",
+	"SL1yiYDo7Odue4e2J79cTMWsrS/bv7370Hv6sZbberD1oPn6aP9VI2jsn+wNXg5O9583goaLMazVesoZ",
+	"pbe7U+7m6ruKb7qwnWURqFeGZ291WvmHXm8FICH2o7ZozMlrst3b/JrQZDah50zzCCxaFULdKq1ha2kJ",
+	"7z5s1c/8nF3yiB2IkbwhxPmsAoftJ+VZu+2dQfsFbY/6nXePa+dO6DnyyOvYaqZYOhhb45j38pPNXt2R",
+	"Lh3eC86SOM8ILe8jZpryZI2BvRIoy8f0ik6xUhOZUT0JyK8ZSxdEpgQtWiT/tHJuIB8sTyQNo6uZ5vuT",
+	"16/IET4lXNgCQecyXodxV5DdbrwO2b9jNNGTZVipJVqXF9ezP/tV3UQHQqdSzUCeuQ3ZoymlfHbPNnd6",
+	"1wps8OGZ+flswpfw6nqVpGrDqduSvWRubyikkeaXYOaws5xLmTAqQNJ4P7vb+5RXxJ5PH1CtZ8D6RfP1",
+	"RIlIoqH8+jfXMrCWddplEcoZOG2yR5MKwt5rJsBNPWXTc5YG5PjFHvn66dMe+b//p9fp7YINIiZUYWGs",
+	"OXgEoTKKdZENjg7Ws3cWCFqL3tcIHIg4dej5/dsfapAyGftEvR8/P6k3HEfpZfnF3pMnmzu1r17w9WwF",
+	"F3pREh5+OKodLkN7X25N5ePa197fwgipFw3cmfkcF74CcifLoLtgi/U1JgP8mypJMEHdeg5HtBSFXV5X",
+	"VJZXrpSQvVfNGcu4pojjc5bwS5YSmYEL5ZyKeNf51qFgYQWry5LX0yXR4N2HFTKl9b3fme3I25zdmz/H",
+	"CsD+BOmHmNpRIZVzSIth+5+4zIpHw+H1Ko8Nj5M7mPKWvoClW//wxeDsp/3jgxcHK0T6/F6uMfNKDcbY",
+	"SkKzi5mVghEhSSLFmKVkLtMLVWWY63BAvz4SLsa3El7pWnDHv7idSPLphPfpVHQ9DdRuXAq2OOSizvM3",
+	"EIROZSZ0Xg/CaiyPFJmaT0gmuFakSTWZSqVJ77+ebJH//v//b7IZEPaeRvAhVosEIXZGU8VSONq7Ezmc",
+	"17vWLbyz/eRrl3lJUPhVNY5cm1/8ko1q6pUevhjkGch5TVJIIoCKo9Xd3J29p1ZL6XW367QHLCa1vPjX",
+	"whp5oMxqqb6U0VRKKspa15mnVlVvtWU/JBdKUxGxtTQtG5+wpGvXq0sQ6XJ17czAyGT2rPwoUlTP7u/c",
+	"Ct65evwnOzvewD7wrhxac52sJw87KXKZGfv5yhg8/Ob4wNzvhpZndMxIE6us2hfVxgeVZOOPYSsgmYht",
+	"4Jb1tD1SQzHLzhMekTfHL9ERlyf9H7355uXB3tmb45chxGgxbQs+QqCFUZoJTSCu0wVCce1ysIfCC1B+",
+	"pMzorQ45cJmtio2nTGBZSKKw4qdZJURzzbmOJkQKzOcv7GXFjiCwilrDXH5KWcrbKRsxw+TYjXVreOqO",
+	"KLhKA4aifzXi2yc7miPPpHTlJeTeg2+UllNXn+9avIq5gmjb/M64O07OPlnWMRxsz6zu/ozws5RHXIzv",
+	"xbz9a1Fqcq2akUFD0YSpvQkVYsmo9rlt88sS4/PjwYvTRtA4efPN4cHp6QqxUWXnU64/De9Vdq6lpsk9",
+	"IKWm7+9j1Jt41u9ra3fssS9KoXoue4+7VLDVk81ztlU9ySq78Y6jBBaf8pdIdE3H/3UaIlDdp7jA75Q5",
+	"r+0076/yml/BOrZ6n+SRr2oiV6BADpOVEK/6vH69I5/XrzfxeeFKNGoZVVeCJ1+tQcw8L2187asJF+z0",
+	"nmj/14xCA4w7vgMusvVihQTXRymP2J3vrCbaAPHuImt4u15awhK0VyOkZtOXXOlPjaQocGqdgM57urZr",
+	"gzPW8Ebniz/KbsoGb0ow62GqARtArtCp1kPQ9RnpxipOuozNV527Z3FZMmBdg6QrT+LIVe+/8hyqNbrA",
+	"JjNl6ZgZXSyaYKn8r7d2nrZcRCaLOepWYDEA08mUC3/szeVr7t6urCXdY1043+dtVxYRb3DyS0d5zGgM",
+	"CS2fwQl7jKmLubJUjayAp/fWWqQagYGz1a3zxDkAq8h7nvFEt7nAUsek6frfqH7KaOw1xFF9KPYBzXIg",
+	"gy9/wf6ZP8bqZ/lj+2f+GIqc5U/xr+rQNJ5y6EkD1WWAEjC9JBxm3e5W5Crswl+sjz9ScBvjT6HNvy9K",
+	"8apSocLc7AL5KcWuizUUS8+Xaf7BLg0umn/N2flEygsVtvokkXOWts1LrveSnXaTaEm2el4XFbOCkLZ/",
+	"I932Djkj7RDr5eRJ6pQkzJANDoR7yocpf9tZ/TVphjKNWeqB9pwnCRdjhDz0crGAxZMfp1RoA6Q8+Dsv",
+	"sNS3S4lckph6REKLeR3MuwgJVRe2HCppxjJSG0fHr/9xsH/SmcYBGTYG3tfDBk6PBZrsxLS8HK6xSAtW",
+	"DRSL8lMspVpCFtJMpbRpR6rVqT5NmFZlzN0oIy4mWFozOzpWXLqTzfoXUntliVxNZ4M/RuahY2YLuXrr",
+	"QN/MuZRa6ZTO8NeAhA7ERcZP2IL9Qh411DGslCEMbeoedDICkAGkt7vdqouncj9U4plo+7d3PxdBVd1g",
+	"a/Njv/Rrx/1cy6Std+uzOffWTle6K6tfjefiNM2gv9bywTtHXJOJGPPkLzmbo9dtOe4khnixNf2HGFwG",
+	"8apQIfBwRAfWe3J/Vrlb5nzdjYc1oUofo4fzE0c5YexT8m6mhRP7D3QYr/GJF5t7oxSTvI3MWg1hVnuH",
+	"85YzfnLJsqe4bCryDqiKOUENF6mVZvyyILdMpLATnWKyvXV11cVujGiW6H5FanDp+tQ1UrmCHp/s9Moq",
+	"1da6bqrbccL12IwXvPpphH//EHz2dLsEv6drgs8rtY7LgoWs0ONeyjEXQNvk8MWgj3IV4YKEhy8GZ8f7",
+	"P745ON5/HqIYkMjxmMXmaVEf168Bb5sxDqHSaWBkUTrlebkgPKByoXdbrWCTlMvHQ0UCKNdj674v3yqf",
+	"RM05BV8d11G+k2rdoXZTK6rbgMQWEFs6C8pOQLk4z7Wc177F9PpmiCN2INLZCKyvnewFvxiJ/oLNsJue",
+	"0a37RQU3OmaiKOpG4zg1sidN8waxVNmCuxOqJgyL0djChLaeZIcMMNEjz4l0C8MwRSFxGctREGtGZlcO",
+	"Ar+6Avbf5hS6DHtb3x2JOMhFlRUSO74WkqYRq+WoVVS/mymdMjolTZeKjZOGVhdRyuwS8kVDO0irT1zU",
+	"ylYvwO5boKw83a7qPIP2v4jTXTrkjPTJf5IN8pXRYZpCkkhOp9QI+2pGI9YnlSWQXyQXUKhtitI/vI+S",
+	"Vl3C9/pWkv/c+GqVRaIwJ271KsZEMCr9mjH7XKcZq57V7S6mW3HiCjLZMa7AprrA3VCdheQrv2HAZq+d",
+	"HyLRdEy+IiG8s/nMP93mZvcZOedatWpKptlI4JPvBu3ek6edUiCBOvuNHz2fTr779WL+y+hsfJx8/f60",
+	"d/5r918XO/+cv5xuVRI1KpkaZdVGnZXzRTZ7H6u/PLtSp7kLa7RTj+4una8s6nmWq8He6cFP+1ipIr+f",
+	"7J9XBhjaEU9dnOFfTY/7Q5WYzyv114eKnkDBLikitouFjrg2N54hx/Ds7DupdHsyPnOdn0kk5QVnhvWG",
+	"/2jbOdqAHeH9RY+WdYLbqQFe482qWbP3tOBcAZSYaoM9zAhtUHpkxDF0rWBGa/tDy4GlveXI0jW9obh8",
+	"pbJbqjA39QDVVEi5EtvAZFxiZOgJdlxtrRuxvhjK+qnd/9lfeTsDdrkKUEWpmBRkVJSL6wOsdbJSWfEK",
+	"PLGYJHzEdkmU0OmsaCnPlcr8Ij4pm1IuzC/mddJUjJEwj4EInXiLgmXrak1na/PJ1tPuLZSd+kT3Rn7o",
+	"pV37oFtNV1ANcPl+KEWX1fRELgpE5ZUArWSdtyCtQhBeXJQgcyOW+8l4Xe8svpa7BlclcdTyyiBvB7xu",
+	"19/bonldzl2JJzOP3RZIcj1eHDLsgXTXMZc35WZ3EOUIGP4JA8xoypzRjSbJ61Gj//Oax/ouWJU1Zx1X",
+	"fjPSSpG1vAYBVg0Dd0Oz8DFAPLC5zOucDB2M+c7dksvmBPvwkyqBwAhr1Csa80smHF81n2Hdvt1SPTRX",
+	"Hdb1M6IiYobiAqPReo+gLq05UqO5WI9MP3+boI/Q0gE6CW3dehgjXCuz8F6KjN1PubBPZjXX87I7Dnz0",
+	"eNRSraISb/IYVk7DZYbmMPwm1YkADke0LiHwZjpgwSbXOH3B3uu9LFW1iUOlUiMQrz+jY3bzdPXV2mXR",
+	"Uf5upTPQhKIs5XpxYsCCcDxnNGWpUfeKv144vPn+7WmjpjG0zZNtYyEaqEDchCTbgIQXPA5tGkpAQq5U",
+	"uBHSLA43jPwV5u1SAzKSSSLntpnAUBy/2Hv2de8JDHbOlM77h8yMxsAjplquGvL5AvmuY6bNJcdsvTs3",
+	"IDLF3IuK97fVISCBqD4phVqQcpwF8VzVxHdUD4UXX0H84ApSRFYQL6wiIL4nvOQmB391Cx3O6F8fivUj",
+	"LJAIa62NKAWDwgmbNS8b4mh1yGAorqtzGdE05WCVJXlN0pBGOsSapH0SfhgaxjBs9B1bL4pr2uGL6pq4",
+	"3I9hUJQ9rtbhNAIdToA1So3MzjUa3GHhcEcCuhaoPtF65mn8e6BF1193ckZ/zapNU7ggNNfHnRYO5kzz",
+	"Gf7ZCBqCwuxLenuxEDrjPzC/XuV3QBE3XYqtttEcQS8+0T5P5RwqvyfcsLdWvjR8sVhaxWiwvLCPkMKG",
+	"VVLKK5pQNTHEQy4YmymiJjLV7QQsiLl3hCa24z4XBKton7MJF1YeiqTQhmj7tneLJaKhaKqEx9DdS8TE",
+	"2ROsqhGAs8Y2dA+s6wIN51D5nmZ60grI4OigbXGVaRpTTUnz+7enQ2F4AwUFoBBaAsL96hWtwG9kqEhT",
+	"zjSfcoU1aIQL2A68au2u0H9rKMyai+JGSM2kSbWc8shCo6iJpFqdoRiKv/2NfMs04LXtwGV+DceSpJkg",
+	"nY1oGm9YRhWSWcqFhs5IKcTaQJl2W5WfksePC6aFXAPA8PgxVHLI+4wOBVAUhswAN2h1yBH4Wh4/zuvk",
+	"Pn5Mzlki5wGZUaWZNUaFxV0QIgN6fArtVIjM9GNz51GxGIocCzpkH6bJI6vMmGIM4TCuqehuwUeKvqf2",
+	"da8PkFPbtrtbFnB/I1if1qtLO5bMgse88rv/6HcjotsWUlzDnxaK8NHvvmPv96H4vd1ul/4zw+UwJE1q",
+	"rqEW+Z2c0+iCCXMRpBYfcSCZqj4a1G9w95Caq4f8TkJ3LDaw6xs4BYKdicnveJbYQQ9zFMONy82QsPfQ",
+	"fRpCWUXs3APANs1qXEeKTieEHS913J6M1Zl5arZZGcSxGQlNwZY2mgfmkabKFW83zJK9MhcGLACuMHf+",
+	"Xlq6gaT354ZlCcWOGAfE+t1QPEsVpH++5x7TcJ2K7LZ+N0hOz+UlzOR6H+SNL2HUoRhUIAXynqGO2mMK",
+	"sQe8reC+3d0MiKLY3sbHQHuhK2kYFfEJ1omS/hnmuFrIJVQUPxtdSkYXhEdS2E414ME1rw4F10QwFiuz",
+	"mi0ScqGy0YhH5sJoK7z4gSDnXLFWTmzgX897+wHR6Ekqs/GELGSWOgIwr292yD/NT9h03T7IO6J4zuZ+",
+	"Pc6s6rmOciAhdmBbt9110vG8+ujR3wXZQWY6IJQkVJtrMe9FaHNn4TIxm+x1yIE5xQvlGvK6V+sWufEh",
+	"t5h/3JiO6Eb+duiYFiw0/OCVIggAdK6BqRroj2GHPH586pXuVdCWxbXDtDq2OfTHj/sVMBNCYixRoryW",
+	"i0WxEtI8OTwJCGtPKU8C0MGLbqQyNaQwnUFj+q0Ocf5oyIv2xoOKWzAvnc12Syuwa+W6jzu9HkZ4KqGN",
+	"A12GjAFHr9slKdNZaq41ItgcBi/TG9W210R4+GIQlitpKC1nCqpocDFu7ZLtXg+DM8wEbdtUInTtEmBw",
+	"2Ggz9OsghK2AbG92SZivsT2WAs7Wbz8LJJ2/EpDt3g7RUpIp3IKEFL3bHRFB7QBl/sKLESoXEJ5LzaWS",
+	"Dc1wVVuEEFpjLwyl2rbPNoudgq5pVBiqDZtRGAnBNZnQ2czJCtgNTZJYkma4lOnuEt1rM9nNcEOhmG4F",
+	"JMQaDSGOh42pZdG2i6uixVaIJRpCjDUoV2I4dwUysMpbMBRhXg0htA3qRV5PqohFSuRYdciT7hbsycDe",
+	"qCCLcmf8DgoCtjro76X8f3MfcZ2wpfvefLHd7ZLfyc/hlCbYiaNtFxW+a+YQW3po7ji/3YRlUXOvocd3",
+	"p6dHpDRFkY/vj138Wh00NrzXDDuFxBXbiAYEajfwJgzseqh4Zkl/hprHbirfkElTBrNhy6DSBKWoJx8u",
+	"3u9uyKt4NtcKhHuukHVzVpkoEx7zKs9VeWSm89ouG67hVuKG3IIhUfNtx0zw8oClB271JT0Zb/MSipfH",
+	"rrlSS3CvPq0De0KjC2jCYxePMfSlaez1VXsE1WcAF6J0inWGaBlEyE/tdnxYbcNEQur2SGaiNEP+oxn6",
+	"lSQqiyaF6G6/f4J4wvRExm3zBU0SOa9gy9JTM+Ih/IqdWfBXN+YOjBlJMUp4VKJH91tBMbiaR8rqXznp",
+	"wJB4gqVRy22H6qjFNiSyM3gtnLgqLTYPpnFmKseD/Omm9H27UBnLrMV/kiMIFPFXRYtVFO+tK9LXPvFE",
+	"S5Mt9Rj051t6iAjj0Lvg6dUug1zZhoTnzPB02zIpP61N5HGVi9Q/s9ITi0vQVRp6GeUCmx2uB8PNUvCK",
+	"AuDbGGrvj1nz2EEwbx+1f0qxx7WmST460tWMLhJJ47aWsp3QdFxa79LDKnt2/SmNJAAvuMGfWFaWd0Nq",
+	"T1nMKbiEyxyt7g0zjddJqdzCyM7wNczA3s9YpOkK2Cw/dRvwnngtzKbMMbcewh5aULWNcsni8tDlJ25Y",
+	"1/tTZklM8CEw/JhFCTWsBj5T5Um4h2UXbNFOmRG2SvRY+0Z+zBUsNdIJiGs24SrmIyh1oysM3E6/JDFW",
+	"Ljf/mZvStd5yjMC/L+2wVo5tJ9DpyTaHK3HtuhfcBBglayl/YmODHOmLbHpuFPIR0k7esbE0f+Z3NCuj",
+	"nPegitAFLlSJu/dsmRrrLqPaF8w0fhe7ytXTQ6b1ayY1rcW28hNkV7Z0KTwyY7L3E5qBcbg0aEo1QxiX",
+	"h/R/ByhYYd6BwoFzC6UStFvUs4nqsypQreEWU4tBxqrwiydWOgShWNCkfBfhbwBC+2/Qy1hqVQo7xOYS",
+	"y4ELa8RSg8JcjFfxncprVebjHhN87KbbcsKaa9tYEdTczw4YeClDJIY5Le8NNyLyzInWs/YlpuSDnJCv",
+	"pATylW+Z+UDutk+BPovd/A4+g4RHTGDRVWsjH8wM/bV7nW4jaGRpYv0Hqr+xMZ/POxQed2Q63rDfqo2X",
+	"B3v7r0724ZuiZFluMm8EjUtXyKCx2eniW3LGBJ3xRr+x1el2thrguZuA822jA7oD9I7c+GV+oTquLd6Y",
+	"gQc3t/kcxI1+41umoWorFPGfSbMk81Kv272i4d7NGu3B+Cu67IEe95adE8NyT5juYIyIzeCoHzdf6IYt",
+	"rOd5IRv9n98FDZVNpzRdNPoNVJov2AKLqFldQVUUw+/fniqbzv9k82ssWfysu/V1C0rojFWj/3NjyjRt",
+	"vDNzbcQyMkBy/9z4QJVi+qP9aQKVwX+7CuLf2VfuEei2PvkKsFu2DCQ0u2uYv+SXDBpNNnPhWUsj6oNb",
+	"ZwVMLUZ3FnSaXAW61zMmBkcHNwOdG7QA3XWO9Vqo2blJLKNsysSdI+up7+mqB1PF9GJRDi54H+PKa+91",
+	"u2jVQRcOetdmKTfT5h4TSmZcjAPgyV+VTSL4sRSFNgT2v6GwCgpUJexb6zSOzlUAIptjn0VOlGYRCKN0",
+	"Rs95wjV4gFNmbdbOFSRT66uCHHdnVxo8Pzx4dTZ4/vw4DEgi5ezcqLznC2IPoWWdv6HREFMeqRCdu0tY",
+	"dIwAu0f6K6pT1HYJNgIZdNJNLxmg0ZPu1ufvU7zUdvgOe+HeIV3ksCRNXDesFsSCwCnJUiSLepLx/TEr",
+	"SWQArVxLrgbrQQqudEFh6Qp0cpprpENeC6IytP0APrsEp8fuE2WtjhAiC8YbvcijK1xuVqfcJtNZZr3u",
+	"mkOx1F6z74LpiqgIw+HnE6rBE2oIcoqNMSC7DVokU1EkhJk7cihopJ1LAxSIaaY0cnF6wbwp3ApPcKoQ",
+	"kw+odj4nsN91jIyNXuQrOp4ueTxbhCZK5iEi5XaoAbkqEATb3n//9vSRqo0rQQfV48d+qYrO48fYQ7tg",
+	"NXt7+ycnZ8dvXu6fhFiLFbpkoxeQxb7BNmYRjyGICEOBsJU22FqNqGtmwCITVJMRT5gt64oqLVDJFbU0",
+	"hsIV0+jjAaKVqxn+o/3CLaaNpq/QJne8TvmYC5q4n3ddGdnC+vhIDY2ACDV/98WlXOTOmVZAJhISM/0J",
+	"vpNKhzaF0Ggc1edvUh5CKJQ//Zvjg7AV2EhXiFflCsHCYhsnLmQ6pYl1gJLmjKURE7odM1QTAhL+j96L",
+	"ECMlwv/RYyHhIkqymMW7JJZ5YVu1S8LdsKjPrHZJymaYkqoSSP7cdSVTIqoYBiiFMROLMO+HDSuEQ8rl",
+	"FlgHC4iQ3skjAHLnM2S5gieJCT0Ues4jbFGeWwySRZH5C6jo25F3DQWGYAPEpeQ3cq+77fyRhA7RdOAH",
+	"KDThXjdYKwVr7RKa535WBtrubhYDoZWhxD3AG9LdMkzBubft99bzY46NK2Vd0Hker/t+RJPERvUMRXPZ",
+	"yOzkB5fXC4ZGA2Ovizw4YWnKQZUrUdpQVHwjRtqxNOzYgktZNXSMIr+BjeMeJU5Ljajz/dvTEuOLqLAu",
+	"YAx2gRWlmdIOHrNUvl/0iY1ItEGKeaCZ0S/kiIT1uldogHLBY0MLEL1Y0T4wmjkgENNIQqf5td3qQtK0",
+	"qRW23zjsQRhGjdcMxBsGJFTZORQ2ApNGCIGTAqovAcQhisTlBOfWHsB3vJCoWMAoPPZegOJMoYbfbNGd",
+	"YCiQnTZdxLr9nYScwrwQltl82iUKvejm0S+ah+g2BoLJs4yx1DWGuQ8FLeGVTEk2M3LSdpegS/S4HJZB",
+	"mmLMxXvofDs5c/62gOzROF6Q0OLQGcXwo9OUshG/yH/HqKShQAYYsvca3vwtbOUhYuAptvzMK6/tbnKH",
+	"K4Yxn8t4YW5g8/92gpzbQ1w4QRfVgRWUFAn3UN5rny5mzAZIGVZi78iF4/bnmSbf7Q+eD0UTF4uBdKXV",
+	"4ast9A1jdjveyFyRb/dPO+Qt+rjLJRkUwh28rIDkIIxzQSoXEmkOG99gQB749OHdYQMvU/BrzCUYNEeJ",
+	"nOeVDjwW2B+KNnn8uFx/AULNCoHLKyJQF82BRRlyf9+C6VbfRXiApGIZRF62ASoRGDACAfSx8MJGrdPR",
+	"aAqEHFm0MnSnMWDOiDxiAZ9CuA1zWfQQ/IDxFuipHEH0GwppaSaUW1rhkTAD2NoRViESRrTAgxRsjpTU",
+	"QUidIBtFEBVjGGXK7hDquSHsWn0CHe1zB5YCFLHnYE691+3umtWE/xOA8XeIhChuiC0fMMscPI+UMUPg",
+	"FtzFnq8b9wOiqKqEXNSpYXnkYMNrG6cgt2ZZ9a71PpaKGdi1qjx+FfrLFeGriWsduZbq5OUqf3x3j2pi",
+	"DoRjpoy2VKOqDdA9WFHN9sDQaNhHKpPrlLPSy+1Xsn2iZQrJcb5cvaJNqpWqXZU0e9JUl/KVrAZkxXlg",
+	"bZ7EXUplyq8eQwJelHqndDjXZz5U7/765ZfvfT/yGO6nFl7pRiAILGcBCcSaEerv8/7qq/omt7C7a90F",
+	"GyDMyteouzlXAWe7u3MVdFaVE9mT0yltK2YIzxwiLim/9v24guL0ctkvf8sKWEIKtvr4ul/vXLFCo9/W",
+	"FalwcZxN6vTJckyXTK2CbiUU1MqbvjLeKq+pSKrMI+srLQqXV5cXNqgsD5gtHh3wt9vh7kmeZ1bJPZ3R",
+	"iHmnY1MwmnZr/uGsnHmz29u+auqiwF8NzVtI87geI2673SIFrr64jZlQOi5iGc8t5zoF8lvRthCe3Wxg",
+	"M3Svu13f9qmwJFjGMZMJj4w0iGpdrvMKqCi0pMlFdAo5jFIspjJTdkBQO3P+ZXn5vV4DK2gxX1hYT1D5",
+	"8zpSMoDbxhvzajvgNzR2BRLgk80b2ENteQdM3kNNOa97UtgRBy4LNCjFZArg72X20ggalzTJmN/+tkQa",
+	"NqPGc9z3jbwIBg4b4leaxc6M0olr81QxThYFQra7m4Ur8MrwuiINZ+OqMD0gDRBTD0f0iInYHE4JONXC",
+	"aD6fr8rVS4HTK8FVG8PXd0Kwi+KDIAi0mjXXjQpu3RaUNwwrrAOwrzigyPbJBvlXPnz7hvKL04NYbHuo",
+	"dUhlVMahaNZGbwZkKRSyhcV2i/ptIMYjWOaUW+OvBcVQuGJ35dhNW6fOY0Vv375te3GU7IYON6D5rVvS",
+	"PDLM52BRq9B8mT07LcFsH8IjC5k2odGFWonI5SJrMFaPNLH4chsSMFv+4DbH3xmI7AXup3Gujb5bZfS9",
+	"Lq60Dl9LFkd0tWg2ezPzyyYWILOKZ7+kZ6J26VCmyHoQQC9O61wBPu5laGEiif3OKpq3gcUNQlPrQFJV",
+	"ce+IjPMtleKTmr7SbUtd+wf5SFntoE/sG0bJB5APhdPwc4NzPQbU+SaaFVuztZbgyXhpPmVrb8W6C3QB",
+	"5F64Ka++yd8UUTmf7iH/UM28/fndx+BDNQcWf/QTz39+97HkRLS+irZBFhJNWIR1zNOqQdHsfiKx354f",
+	"qzDyvi88i5CyCZUEpKoJWMDStXtU1Rg56mBRvLLhxSNCdu27vOXjNzJe3JkBwqytXGD3Y7msgC3wVLGA",
+	"bN7pAlYFXBjoVgTe/VM6vk7OhXc+Bo0chLp9zGYJXbD4uk/rPvkYNF7a7N/rPs/f+xg0jqlmL/mU62td",
+	"5/mL/lftI9Ah1v7Yvf+JAve1lO34ctwobuyrP3oh03Mex0zgFzvXf7Fno/Lhg80n66wrj807ZDGnUD/E",
+	"fNzrrfOxF8qKX62xxlMpD6lwHZDV6/THTGItkJvyyB/YgsVIg3fBLktMsOFViGhUOOLrGROQn1bOQCfN",
+	"iRQyS5cC931uiHyvzAY3Ppj/HcQfr4rfsrzw3gyq98hOHgi6nqC3r//ildQvZCbi21LXHyV61NFSymhc",
+	"JaUB4FYNfdz01t8DCmp8fFdLWBtUKT7Gaq63GzZYIagMYODbCSojCMh/PcMqHvcqqeAybySprEE3ZuTT",
+	"PC3LEcJfh+BufuWucWseeRkaLyAr6A5u68/DGYqz/qz37XcuCBZuWS29MiZ0Spqvj/ZfGRVv/2Rv8HJw",
+	"uv987ft2w97g7B4Yw74d+otnDcWhPrCHB/bwJ2QPS/RP/vv/97+LvwIIDELbFgZFecl8a3OKCVdapovr",
+	"JPTv7Gv3LKi7aVbI63ax1aD0BzH8QQyvF8OdkvdI+XXTAiLYnCmNHqb7F9JTJmfsPoT0Yxj44SZ+uIkf",
+	"buL7vImP909ev/zJXsDmWl77ek2Zkskluxfah5EfiP+B+B+I//OL4Y4lrOYE6Nu/zhUI/ee/VF8gLO4P",
+	"dQYieFaoA1Bi98Ed+OAOfHAH3prx+RFIVc6HcxLqV7ReyxloWV+FFW58gP9bf2DMEoYGyjJbfA6/O7ZY",
+	"YSzbdW1mzfsxBtHYykZjG37+YCS4jto+09VdsM3Pi8GIHFhoArCXCqwcBp0xSLMowl6LvsFKm9gK/Oz+",
+	"OS6+B2L4N7eYea1Elj3XHrevJ4qbyao/ItNHVdaoncsEdWR+vqUkjKrsDUTgKUvHrA0r+eoWNHmE062t",
+	"w94/N7DtjR64woPe/lmE32c3W20eU/4ZOeaem5wmn1fgOCyYiyd1NPMilXnlyhtIyxt597FaaeQlVyiO",
+	"YL+x++ZCZhbomL2CG8FijTSOXXfPF/AL4fEDZ3qQV+5BXsnlYdv9ERHwbgWXKwlz44P53/parSGgTxRz",
+	"HqSMB1r+nFLGw5V/xZV/zKbykhFacJ9doqV2ibkGLNNZZrsL5vXBlGazO2VSwfU8BNgU6mFZjSBxlOm7",
+	"YlD35IowKzvK9IP29cAXH7SvB1a8xIoHsc2CnyU0ujOWvEr6U9m5JddPMIjVuoZPYOS7MIj9ERwR4WKg",
+	"C6B64IkPsuIDg7LmISMpFnYhaPD0/Hjw4pRoSU7efHN4cHq6//yG9iLlV25y6md9Nev6Gh/YfGmp0oct",
+	"ytJZKtT3Uo5lptfyzr7ECiYyq4pGewmjafuEa9Z+TjWtKTI0tL2w1bARkGFDaZnSMRs2whvWf/qjmEjQ",
+	"OGG6vao9OOxf1TWqvXkZqtvxnT+l63fN0g/l9hNyDF1Nm1gdp1TTPSARHgS2QMT67lj5uoKhPgU6ivM8",
+	"xEtVP9appePKHjWvK3TasuWJhsIrCQTFS8slS8nzDGp75n1p1yoVCuVihqIoM22rSIdYZwVqkJwd7//4",
+	"5uB4//mqDgp72KPuJK+ld2/Ch5tiZVJ3kvjlAe+jQNraVGfXWiW+L7hqSol03k4koVNyYGhnlDI1yYtn",
+	"Q2U7Ecs5lvGGSpAJ1xor22Phs4SNdD3ZlG8u13X7qhvs2NKubTpvqcvWIMUj97uVQ81kID3b8NcveGXx",
+	"PW8ty7GXSd5mn82w6kteyJ0qEj7ff7l/ug+FyDJlcOOD+R/oAbYu2f/E+f8eBkMRJZnSLG0rOmJ9vz94",
+	"XuxUTbDJCSMTqiZE03GrY9t7YQ0vLIJaFIrfJFQPhRQR0DHCwTV9NhoPj2inCMrSfbjsjZgF4Mkr+4Yf",
+	"7AR90v1YS8wI6sPFaz1h6XN7NLeiZ78iF5ZIf53p/UQx6AxTLjJ1OpfYM5xYbHBF1VHUyKtI2dU3+r0b",
+	"FGjCLcV7MhO1jqvv5By7tOEK8kOas5T5lfq+mICy27Oef597/4SPBVz8QCvYjAj6XjSReEpnXWYlu6W2",
+	"q9gVnC7UNTLAsl/2cPFJ9HOj+3CVU/al38yxnPq26235kSJyLrBeZWr4T2i3Hz4g/p/iri7JPuUOnvl9",
+	"gaz1BleyX2vzKv+muzOeuwmuVw2PXenVf7/A3VUY+qU69L8gXm54cYlVP1K5wLAinNfn1DezpZ443C9i",
+	"ABxN+Xk9NQWlXTFgNTFM1QhtuygoG83v5LtBu/fkKbaOlilzzWvKFXeLFlTL+qDXZGKplK5fp1dpmmo1",
+	"FFxAWfJCicNAaEUel8r4Pu6QN6vK3gYk/HYfC/HmWGsk3fzXvEB70drPHAvJGUVem9KM7tVD3e5uDsWq",
+	"Lhykud3dxD4f292tQpSuae2h5FBQ27MEVXg9YVMCLQGX+nK0OuS16z9kdlqscii87mMraw7nSjU2HxMk",
+	"7HQ6XjVi2xsrAVOZGdLTHxykWraBD+HYP9GZA9xZqmLN5WM9Z5GcMjUUcKg/7R8fvDiAQy312CCZiFlK",
+	"qNeQA9QamcRWpJEzRea2CQzVgKYBkWIoarUL1yfNloM1+Ol3VwdcYzE2+KmaGprhYO/04Kf9sOXXkM7N",
+	"FLYOaY62EzlXVYw9zzRKYcWZd5Z6nKApc0aV2vVQM0fYla1Ormhw4nU34dFkKFKpqTsbq1yKmKSUK3dg",
+	"2ItE5p1OAGh5hwQLOEDiiYTWzZpMpdJFr7mT/ZOTg9evzg4H/zg72j8+e3OyfxyW7/QOGWgEWkRnrstl",
+	"9fuXB4cHp2dHr18e7P3z74YadVsmMVM6REwoumTaEq9UMwLvKWxc5xr3Mao0SVmEvcugY1F+jJ4HraRB",
+	"F1Tutx1zOmxQCCUOvXbtLpBLhITr4stej6xofV6nwWLikm+KuklAgq+1AvFVi8bPEsqF5SXNoga6paCW",
+	"r63SvG1MvwG42jD3J8hIZnR6Dk9e8JSN5HsDkpdcZO/NLYvWhUa/QRPzdl6u3VwJRRMPf1m4IGjd5bqU",
+	"2fNzzTxGNQWDH+VN4jq2Dcm1Gxjb6X9uKE1Ho0bQoPGUC6j2f9WyD0f0mvYS9WXlb8SObWvACjfGFpws",
+	"3s0beUHZXyxxLOmU+3aWslF1KKaMivmEJ8zn0o9y04zfVS7ve2TbQYFZTI6V2YzBbsTWVUX2AySdzT5w",
+	"sLk0y7Qt3gJbHtuwNy3NFcGuOyZPbMAYmZrTWduCYonpnpKBryG5lw4hSls+VzLJNNuH8vdqoKGxce9p",
+	"u7vZ7j497e70u91+t/svg5410LEm9/JnT0qf8TipHx1e23Kv5ajY6DfU2Y+9yeR8Gienb9+8P6Pf/qTO",
+	"v32m497O4vzbH/XhqVe9vIFXYt52pt+YjCvfC6nbBhVp0oZ32r9kSrepaFuAtQEa7W63u1lLagUIX61o",
+	"11B4If5ssI16P/1y3nty8fIfr5Jo69XsvOfD1pcd7gbCvVuQC/YcWRUn4Wrn25xE7PV2L+1cHgIpagMp",
+	"/hyp47fR2Evs+u5jHNw9fE3euMNwr3f0fCLJhCpiyKxgSMva+nJ8w9q2KIy1X+mIfDBFPeSQ3wyfET08",
+	"fL7a0HR15vgf7yCv94s/IPe/eY5VTgOrsqxGWZKQS87mRI58YsBOxoW6D91sFujWhliAlTRyZ9bYkj44",
+	"zrXj24+fp0hULwqILEZdz2rVdf0vm1QQNp3pBUk4WE6m8pJZeyRNklY55GAoQO2DHqpFH2c75iOFDb4W",
+	"HdvIvGKVy20kJcXWNZoaCsHmbqXWQAGd+r1moGjBLBpwP1JeR9Ilc8FQLNkLAkIV4ZooBq2uUnZpyxz1",
+	"yTGLuSKzrIgcwZZk2F1CjqwJ6ILN9FBEcrbokEFeBFtQob02n26j0Ow879JnwNjc7m636gxBJzm/tSaT",
+	"T7EFzVI5lboStnBIL1ih71NBwBRC0NLC88X7ytVq88nNFQzc1s0r633GewZx0bCHAhUf7p57uXv+DFX8",
+	"Pr/whskgZZY6duzgZmpH2db4yVdMrf8Q3FJUkO8OB3u5q1PGrHAX2rCN3POCDSDBzW/ITM5Fh7wWZKmP",
+	"/lDMV/sTuTIT5A4n4LsQPTaikZbpkl9x4dtqwcPYXLadtpbcKHZlS0GoNmTwxh4hdADZG8pwNS4ypnbL",
+	"Xe2LwFtvISv9Bocjupcf8T3WNizNsyqYNT9kZyWSgqG92ODEg7XoL5V287nSXwqs+7y8+ETTVLtWnwVq",
+	"N5OSF8Q2o0U+0PJj1EjMEn7J8nD9mGFMyIicUxHfjptb4/e9sPKTzPEl59Cn1ksHsr5hSywGvmS23ax0",
+	"WHbOIzSRQVd7iqpCO5vVRS3XBgmQdWIEgNemTGepcJHHCHeZxLVOXHJ1HHINb/0J4Hw4oo37SRA/HFGc",
+	"4g8Sht383LWOraCCZrMZi0k2Q8AWMRmpr1Pa2IwHvv5Fi9lrbOVbKdhf3Mewl7cE3pvQP+A2QXLPvZjm",
+	"Otg1LElZrlsWWNlMkWxWdrYRG8tz85sDP7yfWwOaelsHLIkZjTGLXYGVZDkb8xiW8vnMyuv4NB+pgsE9",
+	"8LIHc/UfzisOlMpYKRTSaYP2u11ybWjklVwCs7W8In1l2sBAXnypD+a+kDRTKbVN82oFVpKyJvRKhDPa",
+	"QncxZWXObX938xgivTDaWCuWjPLoW5s+NuXCyJjnLJFzwnWQ90G6ZMnCpcTCphXhIkqy2AgpTmlfWNtC",
+	"qyYJnCt9ipteMuRzs+VfMwYNwwSdska/AVF7pdTm/PyfdIPGSKZTqhv9Bhd6q9cIGq6RWX+z2w0aUy7s",
+	"X3kKtNnYmKWNoPG+PZbt4leDKXU8NRTsvd7LUiXT0EF4lrJLLjNFZnQMUlfd0iP4ZlVa9mbvGRS21Sw1",
+	"3/7Xz4P2v2j7t25756z97qv/aCznbN9nZQ44kiNab1F4LVi+0Qfz6xfi1757VmjZzCo/nuUMnlqNsbSV",
+	"5DAbVIzIb9DGIG/BAi3DAzfeSjGmYLeGAYmxcoH4Fc4GXMsGQxOVnSuml3igiuSMqQ45AEOh42uLGk4I",
+	"ocfccPwUo/DRQykznfBLw+d0HxOWQ62TE7ByqpDMZZbECAoyowrziHGU3AeH/jD8t1lFlNDpDDTm0ttB",
+	"zoVRa36kSMhcsFtImu7p929P7aOwRRRdECU7BKINXAAvjkjSUvYz7tJCAGqIVBl74O6sDjkt3wMIr3Mp",
+	"tdIpnZEZ1RMiUxI6Fb4YPCQTesmIkG4VTSOI0jEj5uJSrQ4ZEPdLOZB9s9vtOjSTBvTPyJiJPA3EXUYK",
+	"BiJNiO4+NyJJm72PGItZHLojoLq1S6goAyImeUiuOYXt7uYuoXnSjcpwozQ3S1yy1JpERjJ1Qbpu6REV",
+	"QmrYMSylj/9EWQEWiFbzGgDZjG3z4vdvT4m5LhQpkM8gbXb+C4s0hIcLcvxijzx7urNFQhrp0GAPn6LZ",
+	"J/9AzoV9KpjSLG7ZvINq3HLuCnW+3EGkZRp2qkIGVxb7xykFDIA02OZ2t9vqY0aSJ4XAMRJeo2SA/ISS",
+	"//2Yb2BsmOUP6jRULCBepdzcozrz0EDo3yyo8xP6AQGm3ldkp+UeVylRggyODtxV+/3b09audd4VyY7e",
+	"rYsuyzrBoaQ5bXBDFGrGIr26ZdpB/s59sqJiloIVBaXx3rfn83nbqCztLE2YiGSMrcNuP8FntVUXC7gi",
+	"fAPOxVxhmuoHg/Sfh4P9BbUWIzd9/fRpz4l4PvqSphGX+CXrj2iiWIjB5mKhJ0aGhhAFfsla1zOgD/D/",
+	"pdjy+jJEpeTPYFUSZLC2wN4noHeAy8/3tElBMoXstLJNWYFDcEVVoCIlPWWRTGNFQitIG3UEBk8ZVVKE",
+	"uyC+mj0zEVNhRHT4YukDSvALI/SissJVzjJ4bHQDu2tYCARQr2Wh2iVFHZ7cGAYWe9QUNTXwv8KUBlKt",
+	"UU6KGEEeG42sHFaIOpoUzFeEzWINytgFe4pkYBRTfm60zBYp6ikVx97rbsOIEdg3zSgGATsrqiu5+2sN",
+	"wxnC+ebWJ9I567ffPV7PAHVVUoTLiEi9LAkL2QdD0r9JgsRVYmGeHlFkw69me37uxK5HoHk2LdAR5MsC",
+	"1+92d1r1VqdaO/vpKrO4TIHWa5lNyeZu2cz8OoO9YTCOT/GY/Pf/+n9rWEzJgLXESOxHyO1zRrKNACiH",
+	"OHfqSi4WQvB9GpMPmVFT6mXEKdM0ppo+8IGHXJI1ZblBLiU45HEZJIVMhTS7gu5v5nBHs46XMrKieOP1",
+	"xa3eKJaeuLeXlrGq/isH4/AFY7NV3iWsGtm4YeC/2dK9OpLWLpn45RdLfBAM/uDMydqirYYCAyJnWIc9",
+	"WQCRmFtRCnajpMqXXOkKcX6BtRYfKOIv7XO9NnvSlVIqFWZs2tJ1d5Qh+QbLu3x8d/ViYXV2uqWQZUuk",
+	"UyromE2Z0GBQUSyFYm4ozCobsu1+Nso0pL1pKRMFwSL2css3Ux+SwUTsAGME3bwoe7lcs3VaOv6Ru2HK",
+	"c6yYYiI1OjlH0BnmkqWKQZE4yNMUYy7ew3RneTno05SyEb8gL9DjZoAWkH1xKRf+zqw/rm2+rZk6N5Er",
+	"tJGjQlGkRhbSj9F0WMyVN7aVdpZH/bFozaxwxKLlIfLSKVeaRySSAsu3RgsMecyvAJsM5E9nG0osT7ev",
+	"IprgciOq4JiJmtIkgdCokdGhwDpMpjSacNRSXMyMeb9mSMMhBVMqIIZQOP4To/mFTmmkfSsRmF+EZima",
+	"vkjKRszsiQU2eAcqBhK9mGFci4KvFB8Lc49csIW/yynoMe8+/n8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -11,6 +11,7 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/sessions"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Authorize is the forward-auth hot path. Authentication (cookie, X-Session-Token or bearer)
@@ -39,6 +40,9 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 	r := &authorizeOK{AuthorizeResult: AuthorizeResult{Kind: AuthorizeResultKindToken, Subject: p.Subject, TenantId: p.Tenant, AuthLevel: level}}
 	if p.Kind == auth.KindSession {
 		r.Kind, r.SessionId = AuthorizeResultKindSession, &p.SessionID
+		if len(p.Groups) > 0 {
+			r.Groups = &p.Groups
+		}
 	} else {
 		r.Scopes = &p.Scopes
 		if p.Act != nil {
@@ -47,7 +51,7 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 	}
 	var err error
 	r.assertion, err = s.assertions.Assert(auth.Assertion{Kind: string(r.Kind), Subject: p.Subject, Tenant: p.Tenant,
-		Level: string(level), SessionID: p.SessionID, TokenID: p.TokenID, Act: p.Act})
+		Level: string(level), Groups: p.Groups, SessionID: p.SessionID, TokenID: p.TokenID, Act: p.Act})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +86,7 @@ func (s *Server) authorizeRoute(w ServerInterfaceWrapper) echo.HandlerFunc {
 type authorizeOK struct {
 	AuthorizeResult
 	assertion string
-	vals      [10]string
+	vals      [11]string
 	buf       [256]byte
 }
 
@@ -95,7 +99,7 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 		}
 	}
 	// One backing array for every header value; the names are already canonical.
-	r.vals = [10]string{"application/json", noStore, r.Subject, r.TenantId, string(r.AuthLevel), string(r.Kind), r.assertion}
+	r.vals = [11]string{"application/json", noStore, r.Subject, r.TenantId, string(r.AuthLevel), string(r.Kind), r.assertion}
 	n := 7
 	if r.Actor != nil {
 		r.vals[n] = *r.Actor
@@ -107,6 +111,10 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 	}
 	if r.Scopes != nil {
 		r.vals[n] = strings.Join(*r.Scopes, " ")
+		n++
+	}
+	if r.Groups != nil {
+		r.vals[n] = strings.Join(*r.Groups, session.GroupsSep)
 		n++
 	}
 	vs := r.vals[:n:n]
@@ -124,6 +132,10 @@ func (r *authorizeOK) VisitAuthorizeResponse(w http.ResponseWriter) error {
 	}
 	if r.Scopes != nil {
 		h["X-Auth-Scopes"] = vs[n : n+1 : n+1]
+		n++
+	}
+	if r.Groups != nil {
+		h["X-Auth-Groups"] = vs[n : n+1 : n+1]
 	}
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(append(body, '\n'))
@@ -151,6 +163,20 @@ func appendAuthorizeJSON(b []byte, r *AuthorizeResult) ([]byte, bool) {
 		quoted(v)
 		return true
 	}
+	list := func(name string, vs []string) bool {
+		b = append(append(append(b, `,"`...), name...), `":[`...)
+		for i, v := range vs {
+			if !plain(v) {
+				return false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			quoted(v)
+		}
+		b = append(b, ']')
+		return true
+	}
 	b = append(b, '{')
 	if r.Actor != nil {
 		if !member("actor", *r.Actor) {
@@ -161,22 +187,15 @@ func appendAuthorizeJSON(b []byte, r *AuthorizeResult) ([]byte, bool) {
 	if !member("authLevel", string(r.AuthLevel)) {
 		return nil, false
 	}
+	if r.Groups != nil && !list("groups", *r.Groups) {
+		return nil, false
+	}
 	b = append(b, ',')
 	if !member("kind", string(r.Kind)) {
 		return nil, false
 	}
-	if r.Scopes != nil {
-		b = append(b, `,"scopes":[`...)
-		for i, sc := range *r.Scopes {
-			if !plain(sc) {
-				return nil, false
-			}
-			if i > 0 {
-				b = append(b, ',')
-			}
-			quoted(sc)
-		}
-		b = append(b, ']')
+	if r.Scopes != nil && !list("scopes", *r.Scopes) {
+		return nil, false
 	}
 	if r.SessionId != nil {
 		b = append(b, ',')

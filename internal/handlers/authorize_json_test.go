@@ -14,6 +14,8 @@ func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 		{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindToken, Actor: &issuer, Scopes: &[]string{"tokens:read"}, Subject: "alice", TenantId: "acme"},
 		{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindToken, Actor: &quoted, Subject: "alice", TenantId: "acme"},
 		{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindSession, SessionId: &sid, Subject: "user-1", TenantId: "acme"},
+		{AuthLevel: AuthLevelBASIC, Kind: AuthorizeResultKindSession, Groups: &[]string{"admins", "staff"}, SessionId: &sid, Subject: "user-1", TenantId: "acme"},
+		{AuthLevel: AuthLevelMFA, Kind: AuthorizeResultKindSession, Groups: &[]string{"a\"b"}, SessionId: &sid, Subject: "user-1", TenantId: "acme"},
 		{AuthLevel: AuthLevelMFA, SessionId: &sid, Subject: "", TenantId: ""},
 		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{"tokens:read", "sessions:write"}, Subject: "svc", TenantId: "t"},
 		{AuthLevel: AuthLevelBASIC, Scopes: &[]string{}, Subject: "svc", TenantId: "t"},
@@ -45,7 +47,7 @@ func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("got  %s\nwant %s", got, want)
 		}
 	}
-	for _, i := range []int{0, 2} {
+	for _, i := range []int{0, 2, 3} {
 		if _, ok := appendAuthorizeJSON(nil, &cases[i]); !ok {
 			t.Fatalf("a plain body took the fallback: %+v", cases[i])
 		}
@@ -53,7 +55,10 @@ func TestAppendAuthorizeJSONMatchesEncodingJSON(t *testing.T) {
 	if _, ok := appendAuthorizeJSON(nil, &cases[1]); ok {
 		t.Fatal("a quote in the actor did not take the fallback")
 	}
-	if _, ok := appendAuthorizeJSON(nil, &cases[7]); ok {
+	if _, ok := appendAuthorizeJSON(nil, &cases[4]); ok {
+		t.Fatal("a quote in a group did not take the fallback")
+	}
+	if _, ok := appendAuthorizeJSON(nil, &cases[9]); ok {
 		t.Fatal("a quote in a value did not take the fallback")
 	}
 }

@@ -80,8 +80,7 @@ func checkRule(rule *accessrules.Rule, p *auth.Principal) error {
 	}
 	subj := accessrules.Subject{Kind: accessrules.KindToken, Level: string(AuthLevelBASIC), Tenant: p.Tenant, Scopes: p.Scopes}
 	if p.Kind == auth.KindSession {
-		// Sessions carry no groups yet: a groups requirement is unmet for them.
-		subj.Kind, subj.Level, subj.Scopes = accessrules.KindSession, p.AuthLevel, nil
+		subj.Kind, subj.Level, subj.Scopes, subj.Groups = accessrules.KindSession, p.AuthLevel, nil, p.Groups
 	}
 	if rule.Require.Met(subj) {
 		return nil

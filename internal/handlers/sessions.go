@@ -21,6 +21,7 @@ type SessionService interface {
 	Verify(ctx context.Context, tenant, id, challengeID, code string) (*sessions.Issued, error)
 	ListUser(ctx context.Context, tenant, userID string) ([]session.Session, error)
 	RevokeUser(ctx context.Context, tenant, userID, except string) (int, error)
+	SetGroups(ctx context.Context, tenant, id string, groups []string) (*session.Session, error)
 	Current(ctx context.Context, p *auth.Principal) (*session.Session, error)
 	Logout(ctx context.Context, p *auth.Principal) error
 	Devices(ctx context.Context, p *auth.Principal) ([]session.Session, error)
@@ -41,7 +42,7 @@ func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequest
 		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
 	}
 	in := sessions.CreateInput{UserID: b.UserId, AuthLevel: string(b.AuthLevel), MFARequired: deref(b.MfaRequired),
-		IdleTimeout: sessSeconds(b.IdleTimeoutSeconds), AbsoluteTimeout: sessSeconds(b.AbsoluteTimeoutSeconds)}
+		IdleTimeout: sessSeconds(b.IdleTimeoutSeconds), AbsoluteTimeout: sessSeconds(b.AbsoluteTimeoutSeconds), Groups: deref(b.Groups)}
 	if d := b.Device; d != nil {
 		in.DeviceLabel, in.UserAgent, in.IP = deref(d.Label), deref(d.UserAgent), deref(d.Ip)
 	}
@@ -75,6 +76,22 @@ func (s *Server) DeleteSession(ctx context.Context, request DeleteSessionRequest
 		return nil, err
 	}
 	return DeleteSession204Response{}, nil
+}
+
+// SetSessionGroups replaces a session's groups; every replica's forward auth sees them at once.
+func (s *Server) SetSessionGroups(ctx context.Context, request SetSessionGroupsRequestObject) (SetSessionGroupsResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if request.Body == nil {
+		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
+	}
+	v, err := s.Sessions.SetGroups(ctx, p.Tenant, request.SessionId, request.Body.Groups)
+	if err != nil {
+		return nil, err
+	}
+	return SetSessionGroups200JSONResponse{Body: sessionView(v, false)}, nil
 }
 
 // RotateSession issues a new token; the old one stops working at once.
@@ -147,14 +164,22 @@ func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessi
 
 func sessionToken(is *sessions.Issued) SessionToken {
 	return SessionToken{SessionId: is.Ref.ID(), Token: is.Token, Status: SessionStatus(is.Status), AuthLevel: AuthLevel(is.AuthLevel),
-		CreatedAt: ts(is.CreatedAt), IdleExpiresAt: ts(is.IdleExpiresAt), AbsoluteExpiresAt: ts(is.AbsoluteExpiresAt)}
+		CreatedAt: ts(is.CreatedAt), IdleExpiresAt: ts(is.IdleExpiresAt), AbsoluteExpiresAt: ts(is.AbsoluteExpiresAt), Groups: groupsOrNil(is.Groups)}
+}
+
+// groupsOrNil is a session's groups as the answers carry them: left out when it has none.
+func groupsOrNil(g []string) *SessionGroups {
+	if len(g) == 0 {
+		return nil
+	}
+	return &g
 }
 
 func sessionView(v *session.Session, current bool) Session {
 	out := Session{SessionId: v.Ref.ID(), UserId: v.UserID, TenantId: v.TenantID, Status: SessionStatus(v.Status),
 		AuthLevel: AuthLevel(v.AuthLevel), CreatedAt: ts(v.CreatedAt), LastSeenAt: ts(v.LastSeenAt), IdleExpiresAt: ts(v.IdleExpiresAt),
 		AbsoluteExpiresAt: ts(v.AbsoluteExpiresAt), LastRotatedAt: tsOrNil(v.LastRotatedAt),
-		MfaVerifiedAt: tsOrNil(v.MFAVerifiedAt)}
+		MfaVerifiedAt: tsOrNil(v.MFAVerifiedAt), Groups: groupsOrNil(v.Groups)}
 	failed := int(v.FailedMFAAttempts)
 	out.FailedMfaAttempts = &failed
 	if v.DeviceLabel != "" {

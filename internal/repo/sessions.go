@@ -25,8 +25,8 @@ const sessObject = "session"
 // Bounds of a session hash: it holds at most SessionMaxFields fields and SessionMaxBytes of
 // names and values. Inputs are checked against the per-field bounds before any write.
 const (
-	SessionMaxFields   = 24
-	SessionMaxBytes    = 2048
+	SessionMaxFields   = 25
+	SessionMaxBytes    = 4096
 	MaxDeviceHashBytes = 64
 	// MaxSessionsPerUser is the largest SessionOptions.MaxPerUser: the device index never holds
 	// more members, and List reads at most that many.

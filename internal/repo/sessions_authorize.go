@@ -12,19 +12,20 @@ import (
 
 // sessHotFields are all a forward-auth decision reads on a miss (one HMGET with the key's PTTL
 // in the same round trip): who and which tenant (the token's tag must hash to them), the level,
-// whether the login still waits for its MFA verify, and the idle timeout the refresh rule needs.
+// whether the login still waits for its MFA verify, the idle timeout the refresh rule needs,
+// and the groups the access rules and X-Auth-Groups need.
 // The key's PTTL is the end of the idle window (never past the absolute deadline); the
-// deadline itself is learnt from the refresh script when a refresh is due. These five are a
+// deadline itself is learnt from the refresh script when a refresh is due. These are a
 // compatibility contract: a later schema may add fields but must not change what these mean
 // (the hot path does not read schemaVersion; the view, the device list and the admin read do).
-var sessHotFields = []string{sfUserID, sfTenantID, sfAuthLevel, sfLoginPending, sfIdleTimeout}
+var sessHotFields = []string{sfUserID, sfTenantID, sfAuthLevel, sfLoginPending, sfIdleTimeout, sfGroups}
 
 // AuthContext is what authorization learns: the session's view (who, which tenant, which
 // level, until when, and — for a view read — what "who am I" shows) and how it was read.
 type AuthContext struct {
 	session.Session
 	// Partial is true when only the hot fields were read (AuthorizeHot): Ref, UserID,
-	// TenantID, AuthLevel, LoginPending and IdleExpiresAt are set, nothing else.
+	// TenantID, AuthLevel, LoginPending, Groups and IdleExpiresAt are set, nothing else.
 	Partial bool
 	// Refreshed is true when this call slid the idle window.
 	Refreshed bool

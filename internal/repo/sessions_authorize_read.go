@@ -22,6 +22,7 @@ type hotSession struct {
 	userID, tenantID string
 	level            string // session.LevelBasic or session.LevelMFA (the constants: no copy kept)
 	pending          bool   // the login waits for its MFA verify
+	groups           []string // (nil: none)
 	idle             int64  // the idle timeout, ms
 	// end is when the key expires (the end of the idle window, never past the absolute
 	// deadline), Unix ms on the gateway's clock; 0 when unknown.
@@ -253,12 +254,12 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		s.SchemaVersion = sessSchema(outcome)
 		e.view = &s
 		e.hot = hotSession{userID: s.UserID, tenantID: s.TenantID, level: sessLevel(s.AuthLevel), pending: s.LoginPending,
-			idle: idle, abs: sessMs(s.AbsoluteExpiresAt), outcome: outcome}
+			groups: s.Groups, idle: idle, abs: sessMs(s.AbsoluteExpiresAt), outcome: outcome}
 		e.hot.owner = r.CheckOwner(ref.Tag, e.hot.tenantID, e.hot.userID)
 		return e, nil
 	}
 	e.hot = hotSession{userID: f.str(sfUserID), tenantID: f.str(sfTenantID), level: sessEnum(f, sfAuthLevel, session.LevelBasic),
-		pending: sessFlag(f, sfLoginPending), idle: sessIdleMs(f), outcome: Found}
+		pending: sessFlag(f, sfLoginPending), groups: sessGroups(f), idle: sessIdleMs(f), outcome: Found}
 	sessCheckEnums(f, session.Active, e.hot.level)
 	if err := f.err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)
@@ -276,7 +277,7 @@ func (e *memoEntry) context(ref session.Ref, view, hit bool) *AuthContext {
 		ac.Session = *e.view
 	} else {
 		ac.Session, ac.Partial = session.Session{Ref: ref, UserID: h.userID, TenantID: h.tenantID,
-			AuthLevel: h.level, LoginPending: h.pending}, true
+			AuthLevel: h.level, LoginPending: h.pending, Groups: h.groups}, true
 	}
 	ac.IdleExpiresAt = sessTime(h.end)
 	return ac

@@ -133,7 +133,7 @@ func (r *Sessions) created(ctx context.Context, script string, n session.Record,
 	gone := r.evicted(ctx, n.Ref.Tag, evicted)
 	r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
 	return &Created{Evicted: gone, Session: session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
-		LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
+		LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, Groups: n.Groups, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 		LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
 		SchemaVersion: SchemaVersion}}, nil
 }
@@ -175,6 +175,9 @@ func sessOwnFields(n session.Record) ([]string, error) {
 	if n.LoginPending {
 		pairs = append(pairs, [2]string{sfLoginPending, "1"})
 	}
+	if len(n.Groups) > 0 {
+		pairs = append(pairs, [2]string{sfGroups, session.JoinGroups(n.Groups)})
+	}
 	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
 		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
 	}
@@ -211,10 +214,25 @@ func checkRecord(n session.Record) error {
 		return bad("device label")
 	case len(n.IPHash) > MaxDeviceHashBytes || len(n.UserAgentHash) > MaxDeviceHashBytes:
 		return bad("device hash")
+	case checkGroups(n.Groups) != nil:
+		return checkGroups(n.Groups)
 	case n.Idle < time.Second || n.Absolute < n.Idle:
 		return apperr.New(apperr.Validation, "The idle timeout must be at least 1s and at most the absolute timeout.")
 	case n.LoginPending && n.Status != session.MFARequired:
 		return apperr.New(apperr.Validation, "A session whose login waits for MFA starts in MFA_REQUIRED.")
+	}
+	return nil
+}
+
+// checkGroups refuses groups over their bounds (session.MaxGroups, session.ValidGroup).
+func checkGroups(groups []string) error {
+	if len(groups) > session.MaxGroups {
+		return apperr.Newf(apperr.BoundExceeded, "A session holds at most %d groups.", session.MaxGroups)
+	}
+	for _, g := range groups {
+		if !session.ValidGroup(g) {
+			return apperr.Newf(apperr.Validation, "A group is 1 to %d characters of A-Z a-z 0-9 . _ : @ / + -.", session.MaxGroupBytes)
+		}
 	}
 	return nil
 }

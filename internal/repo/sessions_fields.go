@@ -46,13 +46,16 @@ const (
 	// until the MFA verify, which deletes the field. Written only then (a plain session never
 	// holds it); a challenge on a logged-in session (step-up) does not write it.
 	sfLoginPending = "loginPending"
+	// sfGroups holds the session's groups joined by session.GroupsSep; written only when the
+	// session has any (a create with groups, a replacement of its groups).
+	sfGroups = "groups"
 )
 
 // sessViewFields are what the full view and the device list read: never the code MAC or the
 // device hashes.
 var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCreatedAt, sfUpdatedAt, sfLastSeenAt,
 	sfLastRotatedAt, sfMFAVerifiedAt, sfAbsoluteExpires, sfIdleTimeout, sfDeviceLabel, sfFailedMFA, sfSchemaVersion,
-	sfChallengeID, sfChallengeAt, sfLoginPending}
+	sfChallengeID, sfChallengeAt, sfLoginPending, sfGroups}
 
 // decodeView maps the view fields in f to a Session and returns the session's idle timeout in
 // ms, recording missing and malformed fields in f; the caller classifies with f.schema() and
@@ -64,7 +67,7 @@ func decodeView(f *fields, ref session.Ref) (session.Session, int64) {
 		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
 		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
 		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != "",
-		LoginPending: sessFlag(f, sfLoginPending)}
+		LoginPending: sessFlag(f, sfLoginPending), Groups: sessGroups(f)}
 	// Written only once they differ from createdAtMs: by the first idle refresh, by rotation
 	// and step-up.
 	if s.LastSeenAt.IsZero() {
@@ -101,6 +104,27 @@ func sessFlag(f *fields, name string) bool {
 		f.bad = append(f.bad, name)
 	}
 	return ok
+}
+
+// sessGroups reads the groups field: absent is none; a value that is not groups joined by
+// session.GroupsSep within their bounds is recorded as bad.
+func sessGroups(f *fields) []string {
+	v, ok := f.m[sfGroups]
+	if !ok {
+		return nil
+	}
+	g := session.SplitGroups(v)
+	if len(g) == 0 || len(g) > session.MaxGroups {
+		f.bad = append(f.bad, sfGroups)
+		return nil
+	}
+	for _, x := range g {
+		if !session.ValidGroup(x) {
+			f.bad = append(f.bad, sfGroups)
+			return nil
+		}
+	}
+	return g
 }
 
 // sessEnum is the value of the enum field name, def when the hash does not hold it (written

@@ -31,7 +31,7 @@ import (
 // (sessPartFieldsLua); TestSessionFieldListsAgree fails on drift.
 var sessPartFields = []string{sfAbsoluteExpires, sfCreatedAt, sfUpdatedAt, sfStatus, sfAuthLevel, sfLastSeenAt,
 	sfLastRotatedAt, sfMFAVerifiedAt, sfIdleTimeout, sfDeviceLabel, sfIPHash, sfUserAgentHash, sfFailedMFA,
-	sfLoginPending, sfChallengeAt, sfChallengeID, sfCodeMAC}
+	sfLoginPending, sfGroups, sfChallengeAt, sfChallengeID, sfCodeMAC}
 
 // sessChallengeFields keep their own TTL (the challenge's): an idle refresh does not extend them.
 var sessChallengeFields = []string{sfChallengeID, sfCodeMAC}

@@ -17,10 +17,10 @@ import (
 //
 // A plain read is ONE round trip of two pipelined commands on the user's key:
 //
-//	HMGET <userKey> userId tenantId <part>:authLevel <part>:loginPending <part>:idleTimeoutMs
+//	HMGET <userKey> userId tenantId <part>:authLevel <part>:loginPending <part>:idleTimeoutMs <part>:groups
 //	HPTTL <userKey> FIELDS 1 <part>:absoluteExpiresAtMs
 //
-// (the view read asks for the view's fields instead of the hot five, and adds HPEXPIRETIME of
+// (the view read asks for the view's fields instead of the hot six, and adds HPEXPIRETIME of
 // the marker: the session's last use derives from it, uSeen). HPTTL is the end of the idle
 // window and tells whether the session is live (-2: it is not).
 //
@@ -32,7 +32,7 @@ var scriptSessionUAuthorize = script("session_u_authorize")
 // uHotNames are the hot fields (sessHotFields, in that order) as the user's hash names them.
 func uHotNames(part string) []string {
 	return []string{sfUserID, sfTenantID, partField(part, sfAuthLevel), partField(part, sfLoginPending),
-		partField(part, sfIdleTimeout)}
+		partField(part, sfIdleTimeout), partField(part, sfGroups)}
 }
 
 // uViewNames are the view's fields (sessViewFields) as the user's hash names them: the user's
@@ -85,8 +85,8 @@ func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis
 	key := r.userKey(ref.Tag)
 	var read, ttl rueidis.Completed
 	if wire == nil {
-		level, pending, idle, marker := uHotParts(ref.Part)
-		read = r.client.B().Hmget().Key(key).Field(sfUserID, sfTenantID, level, pending, idle).Build()
+		level, pending, idle, groups, marker := uHotParts(ref.Part)
+		read = r.client.B().Hmget().Key(key).Field(sfUserID, sfTenantID, level, pending, idle, groups).Build()
 		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(marker).Build()
 	} else {
 		read = r.client.B().Hmget().Key(key).Field(wire...).Build()
@@ -99,15 +99,17 @@ func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis
 	return cmds
 }
 
-// uHotParts are the session's names in uHotNames (its level, pending login and idle timeout)
-// and its marker's, cut from one string: a miss builds them all.
-func uHotParts(part string) (level, pending, idle, marker string) {
-	s := part + ":" + sfAuthLevel + part + ":" + sfLoginPending + part + ":" + sfIdleTimeout + part + ":" + sfAbsoluteExpires
+// uHotParts are the session's names in uHotNames (its level, pending login, idle timeout and
+// groups) and its marker's, cut from one string: a miss builds them all.
+func uHotParts(part string) (level, pending, idle, groups, marker string) {
+	s := part + ":" + sfAuthLevel + part + ":" + sfLoginPending + part + ":" + sfIdleTimeout + part + ":" + sfGroups +
+		part + ":" + sfAbsoluteExpires
 	n := len(part) + 1
 	i := n + len(sfAuthLevel)
 	j := i + n + len(sfLoginPending)
 	k := j + n + len(sfIdleTimeout)
-	return s[:i], s[i:j], s[j:k], s[k:]
+	l := k + n + len(sfGroups)
+	return s[:i], s[i:j], s[j:k], s[k:l], s[l:]
 }
 
 // uPlain is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),

@@ -96,6 +96,8 @@ type CreateInput struct {
 	IP              string
 	IdleTimeout     time.Duration
 	AbsoluteTimeout time.Duration
+	// Groups are the user's groups (checkGroups' bounds).
+	Groups []string
 }
 
 // Issued is a session with its token, shown once.
@@ -153,7 +155,7 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 		return nil, err
 	}
 	n := session.Record{Ref: ref, UserID: in.UserID, TenantID: tenant, Status: session.Active,
-		AuthLevel: in.AuthLevel, DeviceLabel: in.DeviceLabel, Idle: in.IdleTimeout, Absolute: in.AbsoluteTimeout}
+		AuthLevel: in.AuthLevel, DeviceLabel: in.DeviceLabel, Idle: in.IdleTimeout, Absolute: in.AbsoluteTimeout, Groups: in.Groups}
 	if in.MFARequired {
 		n.Status, n.LoginPending = session.MFARequired, true
 	}
@@ -217,7 +219,7 @@ func (s *Service) authenticate(ctx context.Context, token string, view bool) (*a
 	}
 	s.m.auth(ctx, authOK)
 	p := &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: id,
-		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, LoginPending: ac.LoginPending}
+		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, LoginPending: ac.LoginPending, Groups: ac.Groups}
 	if !ac.Partial {
 		p.Session = &ac.Session
 	}
@@ -293,6 +295,25 @@ func (s *Service) Revoke(ctx context.Context, tenant, id string) error {
 	s.wrote(r)
 	_, err = s.repo.Revoke(ctx, r, tenant)
 	return err
+}
+
+// SetGroups replaces the groups of a session of tenant and returns its view. This gateway reads
+// the session from Redis for a cache TTL after (wrote); every other one drops its copy on
+// Redis's invalidation push.
+func (s *Service) SetGroups(ctx context.Context, tenant, id string, groups []string) (*session.Session, error) {
+	if err := checkGroups("/groups", groups); err != nil {
+		return nil, err
+	}
+	r, err := ref(id)
+	if err != nil {
+		return nil, err
+	}
+	s.wrote(r)
+	v, err := s.repo.SetGroups(ctx, r, tenant, groups)
+	if errors.Is(err, repo.ErrCorrupt) {
+		return nil, fmt.Errorf("%w: %w", apperr.NotFound, err)
+	}
+	return v, err
 }
 
 // Rotate gives the session a new token (and so a new id); the old token stops working at once

@@ -1,8 +1,10 @@
 package sessions
 
 import (
+	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -61,6 +63,9 @@ func (in *CreateInput) check(defIdle, defAbs time.Duration) error {
 	if err := checkLabel(in.DeviceLabel); err != nil {
 		return err
 	}
+	if err := checkGroups("/groups", in.Groups); err != nil {
+		return err
+	}
 	if len(in.UserAgent) > MaxUserAgentBytes || !utf8.ValidString(in.UserAgent) {
 		return fieldErr("/device/userAgent", "must be valid UTF-8 of at most 512 bytes")
 	}
@@ -72,6 +77,23 @@ func (in *CreateInput) check(defIdle, defAbs time.Duration) error {
 		in.IP = a.Unmap().String()
 	}
 	return in.timeouts(defIdle, defAbs)
+}
+
+// checkGroups refuses more than session.MaxGroups groups, or one outside the charset and
+// length bound, naming the bound; pointer locates the list in the request.
+func checkGroups(pointer string, groups []string) error {
+	if len(groups) > session.MaxGroups {
+		return fieldErr(pointer, fmt.Sprintf("must hold at most %d groups", session.MaxGroups))
+	}
+	for i, g := range groups {
+		if !session.ValidGroup(g) {
+			return fieldErr(fmt.Sprintf("%s/%d", pointer, i), fmt.Sprintf("must be 1 to %d characters of A-Z a-z 0-9 . _ : @ / + -", session.MaxGroupBytes))
+		}
+		if slices.Contains(groups[:i], g) {
+			return fieldErr(fmt.Sprintf("%s/%d", pointer, i), "must not repeat a group")
+		}
+	}
+	return nil
 }
 
 func checkLabel(label string) error {

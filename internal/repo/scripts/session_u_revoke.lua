@@ -10,8 +10,8 @@
 --        (untouched)
 
 -- BEGIN session_fields
-local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'mfaChallengeCreatedAtMs', 'mfaChallengeId', 'mfaCodeMac'}
-local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'mfaChallengeCreatedAtMs'}
+local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs', 'mfaChallengeId', 'mfaCodeMac'}
+local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs'}
 -- END session_fields
 
 local MARK = ':absoluteExpiresAtMs'

@@ -86,8 +86,10 @@ type Record struct {
 	DeviceLabel   string
 	IPHash        string
 	UserAgentHash string
-	Idle          time.Duration
-	Absolute      time.Duration
+	// Groups are the user's groups (ValidGroup each, at most MaxGroups).
+	Groups   []string
+	Idle     time.Duration
+	Absolute time.Duration
 }
 
 // Session is a session's view: never its token or any hash of it.
@@ -115,4 +117,6 @@ type Session struct {
 	// it is not logged in yet (forward auth, whoami and the device operations refuse it).
 	// A step-up challenge on a logged-in session leaves it false.
 	LoginPending bool
+	// Groups are the session's groups (nil: none), as the access rules and X-Auth-Groups see them.
+	Groups []string
 }
