@@ -7,7 +7,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Known scopes.
+// Built-in scopes.
 const (
 	ScopeSessionsRead  = "sessions:read"
 	ScopeSessionsWrite = "sessions:write"
@@ -34,8 +34,36 @@ var knownScopes = []string{
 // KnownScopes returns a copy of the list of known scopes.
 func KnownScopes() []string { return slices.Clone(knownScopes) }
 
-// ValidScope reports whether s is a known scope.
-func ValidScope(s string) bool { return slices.Contains(knownScopes, s) }
+// ValidScope reports whether s is a built-in scope or a custom one (CustomScope).
+func ValidScope(s string) bool { return slices.Contains(knownScopes, s) || CustomScope(s) }
+
+// Custom scopes name an operator's own resources for the access rules' require.scopes:
+// "<resource>:<action>", lower case, the resource 1..32 characters of a-z 0-9 _ - and the
+// action 1..32 of a-z 0-9 _ . -, each starting with a letter, the resource none of the
+// gateway's own (reservedResources). They grant no gateway operation.
+const maxScopePart = 32
+
+// reservedResources are the gateway's own resources: only built-in scopes name them.
+var reservedResources = []string{"sessions", "tokens", "quotes", "cases", "events", "webhooks"}
+
+// CustomScope reports whether s is a custom scope.
+func CustomScope(s string) bool {
+	res, act, ok := strings.Cut(s, ":")
+	return ok && scopePart(res, "_-") && scopePart(act, "_.-") && !slices.Contains(reservedResources, res)
+}
+
+// scopePart: 1..maxScopePart characters, a lower-case letter then a-z 0-9 or extra.
+func scopePart(p, extra string) bool {
+	if p == "" || len(p) > maxScopePart || p[0] < 'a' || p[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(p); i++ {
+		if c := p[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // Claims is the gateway's JWT claim set.
 type Claims struct {

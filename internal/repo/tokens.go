@@ -40,7 +40,7 @@ const (
 	maxTokenSubjectBytes = 128
 	maxTokenDescBytes    = 1024
 	maxTokenReasonBytes  = 128
-	maxTokenScopeBytes   = 256
+	maxTokenScopeBytes   = 640
 	maxTokenTypeBytes    = 16
 	// tokenFieldsMax is the most fields a token hash ever holds (13, plus parentId, rootId,
 	// depth and ancestors on a minted token, or lineageCount on a root).

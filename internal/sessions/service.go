@@ -181,7 +181,7 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 func (s *Service) wrote(ref session.Ref) { s.written.Mark(ref.Tag, ref.Part, time.Now()) }
 
 // Authenticate resolves a session token to its principal, sliding the idle window when little
-// of it is left: at most one Redis round trip reading five fields, none for a hot session
+// of it is left: at most one Redis round trip reading six fields, none for a hot session
 // when the repository keeps decoded copies. Any failure but Redis trouble is
 // apperr.InvalidCredentials (401), whatever the cause, so callers learn nothing more.
 func (s *Service) Authenticate(ctx context.Context, token string) (*auth.Principal, error) {

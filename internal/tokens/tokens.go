@@ -155,7 +155,8 @@ type Issued struct {
 	TokenType string
 }
 
-// Issue mints a token for caller's tenant. The caller can grant only scopes it holds, never
+// Issue mints a token for caller's tenant. The caller can grant only scopes it holds (a root
+// token, holding tokens:admin, any custom scope: auth.CustomScope), never
 // tokens:admin. A token minted with a bearer token's credentials is that token's child: its
 // expiry is capped at the issuer's (the answer's ExpiresAt says so), it cannot be minted once
 // the issuer is revoked, revoking the issuer revokes it, and its JWT names the issuer's
@@ -172,7 +173,7 @@ func (s *Service) Issue(ctx context.Context, caller *auth.Principal, req IssueRe
 			return Issued{}, &apperr.Error{Kind: apperr.Validation, Detail: "The tokens:admin scope cannot be minted through POST /v1/tokens: only root tokens hold it (the bootstrap token and tokens from `gateway token mint`). Leave it out: a token you mint can still revoke and see itself and the tokens minted below it.",
 				Fields: []apperr.FieldError{{Pointer: fmt.Sprintf("/scopes/%d", i), Detail: "tokens:admin is held by root tokens only"}}}
 		}
-		if !caller.HasScope(sc) {
+		if !caller.HasScope(sc) && !(auth.CustomScope(sc) && caller.HasScope(auth.ScopeTokensAdmin)) {
 			return Issued{}, apperr.Newf(apperr.InsufficientScope, "You cannot grant the %s scope: your credentials do not hold it.", sc)
 		}
 	}
@@ -250,7 +251,7 @@ func validScopes(scopes []string) error {
 	for i, sc := range scopes {
 		if !auth.ValidScope(sc) {
 			return &apperr.Error{Kind: apperr.Validation, Detail: "Unknown scope.",
-				Fields: []apperr.FieldError{{Pointer: fmt.Sprintf("/scopes/%d", i), Detail: "is not a known scope"}}}
+				Fields: []apperr.FieldError{{Pointer: fmt.Sprintf("/scopes/%d", i), Detail: "is not a built-in scope (sessions:read, ...) or a custom <resource>:<action> one (lower case, the resource none of sessions, tokens, quotes, cases, events, webhooks)"}}}
 		}
 	}
 	return nil
