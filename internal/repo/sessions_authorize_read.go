@@ -20,10 +20,10 @@ var sessKeyFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbso
 // hotSession is what the decision needs, as the memo keeps it.
 type hotSession struct {
 	userID, tenantID string
-	level            string // session.LevelBasic or session.LevelMFA (the constants: no copy kept)
-	pending          bool   // the login waits for its MFA verify
+	level            string   // session.LevelBasic or session.LevelMFA (the constants: no copy kept)
+	pending          bool     // the login waits for its MFA verify
 	groups           []string // (nil: none)
-	idle             int64  // the idle timeout, ms
+	idle             int64    // the idle timeout, ms
 	// end is when the key expires (the end of the idle window, never past the absolute
 	// deadline), Unix ms on the gateway's clock; 0 when unknown.
 	end int64

@@ -14,13 +14,13 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// The forward-auth read (AuthorizeHot) asks Redis for at most five fields in one round trip on
-// a miss — never the view's seventeen — under broadcast tracking (the default) and without the
-// cache (the script answers the five); default tracking reads the view through rueidis' cache
+// The forward-auth read (AuthorizeHot) asks Redis for at most six fields in one round trip on
+// a miss — never the view's eighteen — under broadcast tracking (the default) and without the
+// cache (the script answers the six); default tracking reads the view through rueidis' cache
 // (only a read through it is tracked). Its answer holds what the decision needs and nothing
 // else, a kept copy answers with no round trip, and "who am I" (Authorize) still gets the
 // whole view from the same kept session after one read of the view fields.
-func TestSessionHotMissReadsFiveFields(t *testing.T) {
+func TestSessionHotMissReadsSixFields(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
@@ -41,8 +41,8 @@ func TestSessionHotMissReadsFiveFields(t *testing.T) {
 
 		ac, fields, trips := requested("hot miss", hot)
 		// What the backend runs decides, not what the repository concluded from it: a
-		// broadcast backend must get the five-field read.
-		want := 5
+		// broadcast backend must get the six-field read.
+		want := 6
 		if s.Caps.ClientCache && !b.Broadcast {
 			want = e.sessViewRead()
 		}

@@ -194,7 +194,11 @@ func TestIssueRefusalsWriteNothing(t *testing.T) {
 			want   *apperr.Kind
 		}{
 			{"no caller", nil, ok, apperr.Unauthenticated},
-			{"unknown scope", admin, with(func(r *IssueRequest) { r.Scopes = []string{"admin:all"} }), apperr.Validation},
+			{"unknown scope", admin, with(func(r *IssueRequest) { r.Scopes = []string{"admin"} }), apperr.Validation},
+			{"custom scope on a gateway resource", admin, with(func(r *IssueRequest) { r.Scopes = []string{"sessions:admin"} }), apperr.Validation},
+			{"custom scope in upper case", admin, with(func(r *IssueRequest) { r.Scopes = []string{"Orders:write"} }), apperr.Validation},
+			{"custom scope too long", admin, with(func(r *IssueRequest) { r.Scopes = []string{"orders:" + strings.Repeat("w", 33)} }), apperr.Validation},
+			{"custom scope the caller lacks", bearer(auth.ScopeTokensWrite), with(func(r *IssueRequest) { r.Scopes = []string{"orders:write"} }), apperr.InsufficientScope},
 			{"no scopes", admin, with(func(r *IssueRequest) { r.Scopes = nil }), apperr.Validation},
 			{"scope the caller lacks", bearer(auth.ScopeTokensWrite), ok, apperr.InsufficientScope},
 			{"ttl too short", admin, with(func(r *IssueRequest) { r.TTL = 59 * time.Second }), apperr.Validation},
@@ -471,6 +475,36 @@ func TestRevokedTokenRefusedAtOnceBySameGateway(t *testing.T) {
 			if err := svc.Check(ctx, claims); !errors.Is(err, apperr.InvalidCredentials) {
 				t.Fatalf("round %d: the check right after the revoke answered %v, want a refusal", i, err)
 			}
+		}
+	})
+}
+
+// Custom scopes: a root token (tokens:admin) grants any, a token holding one grants it on, and
+// the minted JWT carries it beside the built-in ones; tokens:admin stays unmintable.
+func TestIssueCustomScopes(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		e := newEnv(t, prefix)
+		svc := e.service(t, s, nil, Options{MaxTTL: 24 * time.Hour})
+		req := IssueRequest{Subject: "svc-orders", Scopes: []string{auth.ScopeQuotesRead, "orders:write", "billing-v2:read.all"}, TTL: time.Hour, TokenType: TypeService}
+		out, err := svc.Issue(ctx, admin, req)
+		if err != nil {
+			t.Fatalf("root grants custom scopes: %v", err)
+		}
+		claims, err := e.auth.Verify(out.Token)
+		if err != nil || claims.Scope != "quotes:read orders:write billing-v2:read.all" {
+			t.Fatalf("claims = %+v, %v", claims, err)
+		}
+		holder := bearer(auth.ScopeTokensWrite, "orders:write")
+		if _, err := svc.Issue(ctx, holder, IssueRequest{Subject: "svc-sub", Scopes: []string{"orders:write"}, TTL: time.Hour, TokenType: TypeService}); err != nil {
+			t.Fatalf("a holder grants its custom scope: %v", err)
+		}
+		if _, err := svc.Issue(ctx, holder, IssueRequest{Subject: "svc-sub", Scopes: []string{"orders:read"}, TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.InsufficientScope) {
+			t.Fatalf("a custom scope the caller lacks: %v, want insufficient-scope", err)
+		}
+		if _, err := svc.Issue(ctx, admin, IssueRequest{Subject: "svc-sub", Scopes: []string{auth.ScopeTokensAdmin}, TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.Validation) {
+			t.Fatalf("tokens:admin minted: %v", err)
 		}
 	})
 }

@@ -9,7 +9,7 @@
 -- ARGV[2]: idPart
 -- ARGV[3]: the groups joined by ',' ('' removes the field: no groups)
 -- Reply: {'OK', nowMs} | {'NOT_FOUND'} (no live session, or another tenant's: untouched)
-local p = ARGV[2] .. ':'
+local p = ARGV[2] .. ':' -- field name prefix (not a key: every key is in KEYS)
 local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')
 if type(exp) ~= 'table' or not exp[1] or tonumber(exp[1]) <= 0 then
   return {'NOT_FOUND'}
