@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +104,53 @@ func TestAssertionReuseAllocatesNothing(t *testing.T) {
 	_, _ = as.Assert(in)
 	if n := testing.AllocsPerRun(100, func() { _, _ = as.Assert(in) }); n != 0 {
 		t.Fatalf("reuse: %v allocations", n)
+	}
+}
+
+// A session's groups are in its assertion; a change of its groups gets a new assertion at once,
+// never the kept one stating the old groups.
+func TestAssertionCarriesGroups(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ks := mustKeys(t, seedB64(1))
+	as := NewAsserter(newAuthority(t, ks, &now), 0)
+	jwks, err := ks.JWKS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Assertion{Kind: "session", Subject: "alice", Tenant: "acme", Level: "BASIC", SessionID: "s_x", Groups: []string{"staff"}}
+	tok, _ := as.Assert(in)
+	if c := verifyWithJWKS(t, jwks, tok, now); !slices.Equal(c.Groups, []string{"staff"}) {
+		t.Fatalf("groups claim %v", c.Groups)
+	}
+	in.Groups = []string{"staff", "admins"}
+	next, _ := as.Assert(in)
+	if next == tok {
+		t.Fatal("the kept assertion of the old groups was reused")
+	}
+	if c := verifyWithJWKS(t, jwks, next, now); !slices.Equal(c.Groups, []string{"staff", "admins"}) {
+		t.Fatalf("groups claim %v", c.Groups)
+	}
+	in.Groups = nil
+	none, _ := as.Assert(in)
+	if c := verifyWithJWKS(t, jwks, none, now); c.Groups != nil {
+		t.Fatalf("no groups, claim %v", c.Groups)
+	}
+}
+
+func TestCustomScope(t *testing.T) {
+	for s, want := range map[string]bool{
+		"orders:write": true, "billing-v2:read.all": true, "a:b": true, "x_y:z-1": true,
+		"sessions:admin": false, "tokens:mint": false, "events:read": false, "Orders:write": false, "orders": false,
+		"orders:": false, ":write": false, "1orders:write": false, "orders:1w": false, "orders:write:x": false,
+		"orders:" + strings.Repeat("w", 32): true, "orders:" + strings.Repeat("w", 33): false, "ordérs:write": false,
+	} {
+		if CustomScope(s) != want {
+			t.Errorf("CustomScope(%q) = %v, want %v", s, !want, want)
+		}
+	}
+	for _, s := range KnownScopes() {
+		if !ValidScope(s) || CustomScope(s) {
+			t.Errorf("built-in %q: valid %v, custom %v", s, ValidScope(s), CustomScope(s))
+		}
 	}
 }
