@@ -268,7 +268,9 @@ func (env *hostileEnv) baseBody(opID string) jobject {
 	case "createSession":
 		return jobject{{"userId", "mallory"}, {"authLevel", "BASIC"}, {"mfaRequired", false},
 			{"device", jobject{{"label", "laptop"}, {"userAgent", "curl/8"}, {"ip", "10.0.0.1"}}},
-			{"idleTimeoutSeconds", 600}, {"absoluteTimeoutSeconds", 3600}}
+			{"idleTimeoutSeconds", 600}, {"absoluteTimeoutSeconds", 3600}, {"groups", []string{"staff"}}}
+	case "setSessionGroups":
+		return jobject{{"groups", []string{"staff", "ops"}}}
 	case "verifyMfa":
 		return jobject{{"challengeId", env.challenge.ChallengeId}, {"code", env.challenge.Code}}
 	case "issueToken":
@@ -462,7 +464,11 @@ func (env *hostileEnv) bodyCases(t *testing.T, o hostileOp, add func(hostileReq)
 	body("10,001 nested arrays", hostileNested(hostileDepth+1), bad)
 	body("200 nested objects", strings.Repeat(`{"a":`, hostileValueDepth)+"1"+strings.Repeat("}", hostileValueDepth), bad)
 	body("raw NUL before the body", "\x00"+string(valid), bad)
-	body("raw NUL in a string", strings.Replace(string(valid), `":"`, "\":\"\x00", 1), bad)
+	nul := strings.Replace(string(valid), `":"`, "\":\"\x00", 1)
+	if nul == string(valid) { // no string member: the first string of an array
+		nul = strings.Replace(nul, `["`, "[\"\x00", 1)
+	}
+	body("raw NUL in a string", nul, bad)
 	body("invalid UTF-8 outside strings", "{\xff:1}", bad)
 	body("byte order mark", "\xef\xbb\xbf"+string(valid), bad)
 	body("comment", "/* x */"+string(valid), bad)

@@ -99,7 +99,8 @@ func TestRefusedTokenIssueWritesNothing(t *testing.T) {
 			bearer string
 			status int
 		}{
-			{"unknown scope", issue(map[string]any{"scopes": []string{"admin:all"}}), admin, 400},
+			{"unknown scope", issue(map[string]any{"scopes": []string{"admin"}}), admin, 400},
+			{"custom scope on a gateway resource", issue(map[string]any{"scopes": []string{"sessions:admin"}}), admin, 400},
 			{"scope the caller lacks", issue(map[string]any{"scopes": []string{auth.ScopeTokensRead}}), narrow, 403},
 			{"no scopes", issue(map[string]any{"scopes": []string{}}), admin, 400},
 			{"duplicate scopes", issue(map[string]any{"scopes": []string{auth.ScopeTokensRead, auth.ScopeTokensRead}}), admin, 400},
