@@ -351,7 +351,7 @@ func TestTokensBadInput(t *testing.T) {
 			headers            []string
 		}
 		tests := []req{
-			{"unknown scope", "POST", "/v1/tokens", tokenRequest(600, "admin:all"), nil},
+			{"unknown scope", "POST", "/v1/tokens", tokenRequest(600, "admin"), nil},
 			{"scope the caller lacks", "POST", "/v1/tokens", tokenRequest(600, "quotes:read"), []string{"Authorization", narrow}},
 			{"ttl too short", "POST", "/v1/tokens", tokenRequest(59, "tokens:read"), nil},
 			{"ttl over the contract", "POST", "/v1/tokens", tokenRequest(31536001, "tokens:read"), nil},

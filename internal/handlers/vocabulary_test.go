@@ -176,6 +176,7 @@ func TestEveryResponseSpeaksOneVocabulary(t *testing.T) {
 	if d, _ := view["device"].(map[string]any); d == nil || d["label"] != "Alice's laptop" {
 		t.Errorf("the view does not answer the request's device.label at the same place: %s", rec.Body)
 	}
+	w.call("PUT", "/v1/sessions/{sessionId}/groups", "/v1/sessions/"+s1.SessionId+"/groups", map[string]any{"groups": []string{"staff"}}, auth...)
 	var rot SessionToken
 	decode(t, w.call("POST", "/v1/sessions/{sessionId}/rotate", "/v1/sessions/"+s1.SessionId+"/rotate", nil, auth...), &rot)
 	var ch MfaChallenge
