@@ -19,7 +19,7 @@ var hotRoutes = map[string]bool{
 
 // viewRoutes answer with the caller's session view ("who am I"): their authentication reads
 // it in its one round trip. Every other operation needs only what the forward-auth decision
-// reads (five fields).
+// reads (six fields).
 var viewRoutes = map[string]bool{
 	http.MethodGet + " /v1/session": true,
 }

@@ -104,7 +104,7 @@ func TestSessionHotMissReadsSixFields(t *testing.T) {
 }
 
 // Near its absolute deadline a session's idle window cannot slide any further. The hot read
-// does not know the deadline (it reads five fields), so the first time the window looks due
+// does not know the deadline (it reads six fields), so the first time the window looks due
 // the refresh script runs; it answers the deadline, the kept copy learns it, and later requests
 // are served without running the script again on every hit (under broadcast tracking; default
 // tracking reads the view, which holds the deadline).
