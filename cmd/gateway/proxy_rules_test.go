@@ -32,6 +32,13 @@ rules:
     methods: [POST, PUT, PATCH, DELETE]
     paths: ["/quotes/**"]
     require: {scopes: [quotes:write], kinds: [token]}
+  - name: admins
+    paths: ["/team/**"]
+    require: {groups: [admins]}
+  - name: order-writers
+    methods: [POST]
+    paths: ["/orders/**"]
+    require: {scopes: [orders:write], kinds: [token]}
   - name: internal
     paths: ["/internal/**"]
     policy: deny
@@ -57,8 +64,12 @@ func TestForwardAuthRulesBehindRealProxies(t *testing.T) {
 	appAddr := strings.TrimPrefix(app.URL, "http://")
 	ctx := context.Background()
 	api := apiClient(t, gw, admin)
-	login := func(user string, level client.AuthLevel) string {
-		rsp, err := client.Check(api.CreateSessionWithResponse(ctx, client.SessionCreateRequest{UserId: user, AuthLevel: level}))
+	login := func(user string, level client.AuthLevel, groups ...string) string {
+		req := client.SessionCreateRequest{UserId: user, AuthLevel: level}
+		if groups != nil {
+			req.Groups = &groups
+		}
+		rsp, err := client.Check(api.CreateSessionWithResponse(ctx, req))
 		if err != nil {
 			t.Fatalf("login %s: %v", user, err)
 		}
@@ -76,6 +87,7 @@ func TestForwardAuthRulesBehindRealProxies(t *testing.T) {
 	}
 	basic, mfa := []string{"X-Session-Token", login("alice", client.AuthLevelBASIC)}, []string{"X-Session-Token", login("bob", client.AuthLevelMFA)}
 	reader, writer := []string{"Authorization", mint(client.ScopeQuotesRead)}, []string{"Authorization", mint(client.ScopeQuotesWrite)}
+	admins, orders := []string{"X-Session-Token", login("carol", client.AuthLevelBASIC, "staff", "admins")}, []string{"Authorization", mint("orders:write")}
 	keys := jwks(t, gw)
 
 	type call struct {
@@ -95,6 +107,10 @@ func TestForwardAuthRulesBehindRealProxies(t *testing.T) {
 		{"POST", "/quotes/1", reader, 403},
 		{"POST", "/quotes/1", mfa, 403},
 		{"GET", "/internal/metrics", mfa, 403},
+		{"GET", "/team/users", admins, 200},
+		{"GET", "/Team;/users", basic, 403},
+		{"POST", "/orders/1", orders, 200},
+		{"POST", "/orders/1", writer, 403},
 		{"GET", "/internal/metrics", nil, 403},
 	}
 	// Every spelling of /ops/deploy an upstream may read as it is refused to a BASIC session.
@@ -126,6 +142,15 @@ func TestForwardAuthRulesBehindRealProxies(t *testing.T) {
 					claims := verifyAssertion(t, keys, r.echo.Assertion)
 					if claims["sub"] != r.echo.Subject || claims["tenant"] != r.echo.Tenant || claims["level"] != r.echo.Level || r.echo.Subject == "" {
 						t.Errorf("%s %s (%s): assertion %v for %+v", c.method, c.path, credName(c.cred), claims, r.echo)
+					}
+					// The session's groups reach the application, in the header and the assertion;
+					// never the client's spoofed ones.
+					wantGroups := ""
+					if c.cred != nil && c.cred[1] == admins[1] {
+						wantGroups = "staff,admins"
+					}
+					if g, _ := json.Marshal(claims["groups"]); r.echo.Groups != wantGroups || (wantGroups != "" && string(g) != `["staff","admins"]`) {
+						t.Errorf("%s %s (%s): groups %q, claim %s; want %q", c.method, c.path, credName(c.cred), r.echo.Groups, g, wantGroups)
 					}
 				}
 			}
