@@ -65,6 +65,17 @@ func revokeDuringPartition(t *testing.T, name string, pc partitionCase) {
 	topo := pc.start(t)
 	g := startGatewayWith(t, topo.url, partitionRedisTimeout, func(c *config.Config) { c.DurableReplicas = pc.durable })
 	rs := prepareRevocations(t, g, topo, partitionRounds)
+	// A session whose groups are replaced during the cut (standalone: on the primary cut off):
+	// taking a group away ends an access, so it is refused as a revocation is.
+	var grouped gwSession
+	if topo.pick == nil {
+		s, r, err := g.createSession(rs.bearer, "user-grouped")
+		if err != nil {
+			t.Fatalf("%v: %s", err, r)
+		}
+		grouped = s
+		g.replicated(t)
+	}
 	topo.partition(t)
 	if pc.restart {
 		g.restart(t)
@@ -78,6 +89,15 @@ func revokeDuringPartition(t *testing.T, name string, pc partitionCase) {
 			t.Errorf("%s during the partition: 503 after %v, past GATEWAY_REDIS_TIMEOUT %v", rv.what, r.took, partitionRedisTimeout)
 		}
 	})
+	if grouped.ID != "" {
+		r := g.do("PUT", "/v1/sessions/"+grouped.ID+"/groups", map[string]any{"groups": []string{}}, "Authorization", rs.bearer)
+		switch err := r.unavailable(); {
+		case !pc.control && err != nil:
+			t.Errorf("groups replaced during the partition: %v (a group taken away must survive a failover)", err)
+		case pc.control && r.status != http.StatusOK:
+			t.Errorf("control: groups replaced during the partition: %s, want 200", r)
+		}
+	}
 	promoted := topo.crash(t)
 	lost := lostOn(promoted, out)
 	t.Logf("%s, GATEWAY_DURABLE_REPLICAS=%s: %d of %d revocations acknowledged during the partition, %d refused (503); %d of the acknowledged alive again after the failover",
