@@ -23,6 +23,7 @@ var (
 	flagDir      = flag.String("robustness.dir", "", "where histories, visualizations and the summary go (default: the test's temporary folder)")
 	flagGateways = flag.Int("robustness.gateways", 2, "gateway replicas per run")
 	flagClients  = flag.Int("robustness.clients", 8, "concurrent clients per run")
+	flagPace     = flag.Duration("robustness.pace", 0, "each client's pause between two operations (bounds a long run's history)")
 	flagFirstID  = flag.Bool("robustness.revoke-first-id", false, "revoke and rotate sessions by the id their create returned, not the latest rotation's")
 	flagStable   = flag.Bool("robustness.stable-ids", false, "check sessions against the brief's contract: a session keeps its id across rotations")
 )
@@ -111,7 +112,7 @@ func runOnce(t *testing.T, rc runCase, seed uint64, dir string) []result {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.run(ctx, *flagClients, seed)
+		w.run(ctx, *flagClients, seed, *flagPace)
 	}()
 	var n faultCounts
 	f := faults[rc.fault]

@@ -69,20 +69,10 @@ func setup(t *testing.T, gws []*gateway) *world {
 			t.Fatal(err)
 		}
 	}
-	for f := range tokenFamilies {
-		root, err := w.issue(gws[0], w.admin, fmt.Sprintf("root-%d", f), "tokens:read", "tokens:write")
-		if err != nil {
+	for range tokenFamilies {
+		if err := w.createFamily(gws[0]); err != nil {
 			t.Fatal(err)
 		}
-		fam := []family{root}
-		for c := range familyChildren {
-			child, err := w.issue(gws[0], root.bearer, fmt.Sprintf("child-%d-%d", f, c), "tokens:read", "tokens:write")
-			if err != nil {
-				t.Fatal(err)
-			}
-			fam = append(fam, child)
-		}
-		w.fams = append(w.fams, fam)
 	}
 	for range quoteCount {
 		if err := w.createQuote(gws[0]); err != nil {
@@ -124,6 +114,27 @@ func (w *world) createSession(g *gateway) error {
 	return nil
 }
 
+// createFamily issues a root token over HTTP with the admin bearer, and children with the root.
+func (w *world) createFamily(g *gateway) error {
+	n := w.seq.Add(1)
+	root, err := w.issue(g, w.admin, fmt.Sprintf("root-%d", n), "tokens:read", "tokens:write")
+	if err != nil {
+		return err
+	}
+	fam := []family{root}
+	for c := range familyChildren {
+		child, err := w.issue(g, root.bearer, fmt.Sprintf("child-%d-%d", n, c), "tokens:read", "tokens:write")
+		if err != nil {
+			return err
+		}
+		fam = append(fam, child)
+	}
+	w.mu.Lock()
+	w.fams = append(w.fams, fam)
+	w.mu.Unlock()
+	return nil
+}
+
 func (w *world) issue(g *gateway, bearer, subject string, scopes ...string) (family, error) {
 	r := g.do("POST", "/v1/tokens", map[string]any{"subject": subject, "scopes": scopes, "ttlSeconds": 3600, "tokenType": "service"},
 		"Authorization", bearer)
@@ -134,8 +145,9 @@ func (w *world) issue(g *gateway, bearer, subject string, scopes ...string) (fam
 	return family{id: out.TokenID, bearer: "Bearer " + out.Token}, nil
 }
 
-// run starts clients goroutines that send operations until ctx ends, and waits for them.
-func (w *world) run(ctx context.Context, clients int, seed uint64) {
+// run starts clients goroutines that send operations until ctx ends, each pausing pace
+// between two, and waits for them.
+func (w *world) run(ctx context.Context, clients int, seed uint64, pace time.Duration) {
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
@@ -144,6 +156,9 @@ func (w *world) run(ctx context.Context, clients int, seed uint64) {
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
 			for ctx.Err() == nil {
 				w.step(c, rng)
+				if pace > 0 {
+					time.Sleep(pace)
+				}
 			}
 		}()
 	}
@@ -167,7 +182,9 @@ func (w *world) step(c int, rng *rand.Rand) {
 
 // unknown reports whether the client never learned the result: a transport failure or
 // timeout, a 5xx (503 for Redis trouble or a write not confirmed by the replica) or a 429.
-func unknown(status int) bool { return status == 0 || status >= 500 || status == http.StatusTooManyRequests }
+func unknown(status int) bool {
+	return status == 0 || status >= 500 || status == http.StatusTooManyRequests
+}
 
 func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 	w.mu.Lock()
@@ -218,9 +235,14 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 }
 
 func (w *world) tokenStep(c int, rng *rand.Rand, g *gateway) {
+	if rng.IntN(200) == 0 {
+		_ = w.createFamily(g) // a fresh family now and then: a revoked root ends its family
+	}
+	w.mu.Lock()
 	f := rng.IntN(len(w.fams))
 	node := rng.IntN(familyChildren + 1)
 	tok := w.fams[f][node]
+	w.mu.Unlock()
 	in := tokenIn{Op: opAuthorize, Family: strconv.Itoa(f), Node: node}
 	call := time.Now()
 	var r reply
