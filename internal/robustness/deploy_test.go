@@ -27,17 +27,19 @@ type deployment struct {
 // a lost replica within a second or two.
 var redisArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1", "--repl-timeout", "2"}
 
-// startDeployment starts the primary and its replica and waits until the replica is in sync.
-// It skips the test when the Redis 8 executables are not provided, and fails it under CI=true.
-func startDeployment(t *testing.T) *deployment {
+// startDeployment starts the primary and its replica (both with extra, which a replica applies
+// once promoted) and waits until the replica is in sync. It skips the test when the Redis 8
+// executables are not provided, and fails it under CI=true.
+func startDeployment(t *testing.T, extra ...string) *deployment {
 	t.Helper()
 	if os.Getenv(testredis.EnvRedis8Server) == "" && os.Getenv("CI") == "true" {
 		t.Fatalf("%s is unset under CI=true: the robustness checks must run", testredis.EnvRedis8Server)
 	}
 	d := &deployment{t: t}
-	d.primary = testredis.StartServer(t, redisArgs...)
+	args := append(append([]string(nil), redisArgs...), extra...)
+	d.primary = testredis.StartServer(t, args...)
 	d.link = testredis.StartProxy(t, d.primary.Addr(), 0)
-	d.replica = testredis.StartServer(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.link.Port)}, redisArgs...)...)
+	d.replica = testredis.StartServer(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.link.Port)}, args...)...)
 	d.front = testredis.StartProxy(t, d.primary.Addr(), 0)
 	d.waitInSync()
 	return d

@@ -49,6 +49,12 @@ func TestModelsOnKnownHistories(t *testing.T) {
 		{"revoke by the id before a rotation ends the session only under stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"}), op(0, 20, 30, revoke, ok),
 			op(1, 40, 50, authorize("t1", false), ok)}, false},
+		{"two logouts with one token both answered", newSessionModel(false), []porcupine.Operation{
+			op(0, 0, 10, sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}, ok),
+			op(1, 1, 10, sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}, ok),
+			op(1, 20, 30, authorize("t0", true), refused)}, true},
+		{"logout with a revoked token answered", newSessionModel(false), []porcupine.Operation{
+			op(0, 0, 10, revoke, ok), op(1, 20, 30, sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}, ok)}, false},
 		{"token child authorized after its root's acknowledged revocation", tokenModel, []porcupine.Operation{
 			op(0, 0, 10, tokenIn{Op: opRevoke, Family: "f", Node: 0}, tokenOut{OK: true}),
 			op(1, 20, 30, tokenIn{Op: opAuthorize, Family: "f", Node: 2}, tokenOut{OK: true})}, false},

@@ -73,10 +73,12 @@ type sessionOut struct {
 }
 
 // sessionState: Token and ID are the live token and id ("" = the ones the create returned,
-// "?" = ones a rotation whose answer was lost handed out); Ended: revoked or logged out.
+// "?" = ones a rotation whose answer was lost handed out); Ended: revoked or logged out;
+// LoggedOut: the token whose logout ended it.
 type sessionState struct {
 	Token, ID string
 	Ended     bool
+	LoggedOut string
 }
 
 func (s sessionState) live(in sessionIn) bool {
@@ -106,8 +108,13 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 					s.Ended = s.Ended || s.live(in)
 					return true, s
 				case out.OK:
-					ok := s.live(in)
-					s.Ended = true
+					// A logout authenticates its token, then ends the session (idempotent): two
+					// logouts with one token may both pass the first step and both answer 204.
+					// Only a success of authorize is checked against the logout that ended it.
+					ok := s.live(in) || s.Ended && in.Token != "" && s.LoggedOut == in.Token
+					if !s.Ended {
+						s.Ended, s.LoggedOut = true, in.Token
+					}
 					return ok, s
 				}
 				return true, s

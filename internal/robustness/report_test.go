@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -12,18 +13,18 @@ import (
 
 // result is one model's check of one run.
 type result struct {
-	Model, Fault, Durable string
-	Seed                  uint64
-	Ops, Unknown          int // operations recorded, of which the result was never learned
-	Objects               int
-	Violations            int    // objects whose history is not linearizable
-	Undecided             int    // objects the checker did not finish within checkTimeout
-	Visualization         string // the HTML of the violating objects' histories, if any
-	Faults                faultCounts
+	Run, Model, Fault, Durable string
+	Seed                       uint64
+	Ops, Unknown               int // operations recorded, of which the result was never learned
+	Objects                    int
+	Violations                 int    // objects whose history is not linearizable
+	Undecided                  int    // objects the checker did not finish within checkTimeout
+	Visualization              string // the HTML of the violating objects' histories, if any
+	Faults                     faultCounts
 }
 
 // checkTimeout bounds the check of one object's history.
-const checkTimeout = 30 * time.Second
+const checkTimeout = 10 * time.Second
 
 // check runs Porcupine over h one object at a time, saves the history as JSON in dir and,
 // when an object's history is not linearizable, Porcupine's HTML visualization of every such
@@ -44,7 +45,7 @@ func check(model porcupine.Model, name string, h *history, dir string, r result)
 			r.Undecided++
 		}
 	}
-	base := filepath.Join(dir, fmt.Sprintf("%s-%s-durable%s-seed%d", name, r.Fault, r.Durable, r.Seed))
+	base := filepath.Join(dir, fmt.Sprintf("%s-%s-seed%d", name, strings.NewReplacer("/", "-", "=", "").Replace(r.Run), r.Seed))
 	if err := saveHistory(base+".json", ops, model); err != nil {
 		return r, err
 	}
@@ -83,6 +84,6 @@ func saveHistory(path string, ops []porcupine.Operation, model porcupine.Model) 
 
 // row is r as a line of docs/ROBUSTNESS.md's table.
 func (r result) row() string {
-	return fmt.Sprintf("| %s | %s | %s | %d | %d | %d | %d partitions, %d failovers | %d | %d |",
-		r.Model, r.Fault, r.Durable, r.Ops, r.Unknown, r.Objects, r.Faults.Partitions, r.Faults.Failovers, r.Violations, r.Undecided)
+	return fmt.Sprintf("| %s | %s | %d | %d | %d | %d partitions, %d failovers | %d | %d |",
+		r.Model, r.Run, r.Ops, r.Unknown, r.Objects, r.Faults.Partitions, r.Faults.Failovers, r.Violations, r.Undecided)
 }
