@@ -24,6 +24,7 @@ func TestModelsOnKnownHistories(t *testing.T) {
 	}
 	revoke := sessionIn{Op: opRevoke, Session: "s", ID: "s", FirstID: true}
 	rotate := sessionIn{Op: opRotate, Session: "s", ID: "s", FirstID: true}
+	logout := sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}
 	ok, refused, lost := sessionOut{OK: true}, sessionOut{}, sessionOut{Unknown: true}
 	patch := func(ifMatch int64, c string) quoteIn {
 		return quoteIn{Op: opPatch, Quote: "q", IfMatch: ifMatch, Customer: c}
@@ -49,12 +50,19 @@ func TestModelsOnKnownHistories(t *testing.T) {
 		{"revoke by the id before a rotation ends the session only under stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"}), op(0, 20, 30, revoke, ok),
 			op(1, 40, 50, authorize("t1", false), ok)}, false},
-		{"two logouts with one token both answered", newSessionModel(false), []porcupine.Operation{
-			op(0, 0, 10, sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}, ok),
-			op(1, 1, 10, sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}, ok),
+		// A logout answered 204 is recorded as its authentication and its effect over one interval.
+		{"two logouts with one token at once both answered", newSessionModel(false), []porcupine.Operation{
+			op(0, 0, 10, authorize("t0", true), ok), op(0, 0, 10, logout, ok),
+			op(1, 1, 11, authorize("t0", true), ok), op(1, 1, 11, logout, ok),
 			op(1, 20, 30, authorize("t0", true), refused)}, true},
-		{"logout with a revoked token answered", newSessionModel(false), []porcupine.Operation{
-			op(0, 0, 10, revoke, ok), op(1, 20, 30, sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}, ok)}, false},
+		{"a logout answered after another logout was", newSessionModel(false), []porcupine.Operation{
+			op(0, 0, 10, authorize("t0", true), ok), op(0, 0, 10, logout, ok),
+			op(1, 20, 30, authorize("t0", true), ok), op(1, 20, 30, logout, ok)}, false},
+		{"two self-revocations of a root at once both answered", tokenModel, []porcupine.Operation{
+			op(0, 0, 10, tokenIn{Op: opAuthorize, Family: "f", Node: 0}, tokenOut{OK: true}),
+			op(0, 0, 10, tokenIn{Op: opRevoke, Family: "f", Node: 0}, tokenOut{OK: true}),
+			op(1, 1, 11, tokenIn{Op: opAuthorize, Family: "f", Node: 0}, tokenOut{OK: true}),
+			op(1, 1, 11, tokenIn{Op: opRevoke, Family: "f", Node: 0}, tokenOut{OK: true})}, true},
 		{"token child authorized after its root's acknowledged revocation", tokenModel, []porcupine.Operation{
 			op(0, 0, 10, tokenIn{Op: opRevoke, Family: "f", Node: 0}, tokenOut{OK: true}),
 			op(1, 20, 30, tokenIn{Op: opAuthorize, Family: "f", Node: 2}, tokenOut{OK: true})}, false},

@@ -14,8 +14,8 @@ import (
 // precondition holds and accepts it either way (history.go places it last).
 //
 // The credential models check safety, the property a caller relies on: a success (an
-// authorization, a logout, a self-revocation answered 2xx) must be explained by a
-// linearization in which the credential was live. A refusal (401, 404) is always accepted:
+// authorization, and the authentication inside a logout or a self-revocation answered 2xx)
+// must be explained by a linearization in which the credential was live. A refusal (401, 404) is always accepted:
 // it is an availability question (a write that was refused with 503 yet took effect on a
 // primary that then died, say), not a safety one.
 
@@ -73,12 +73,10 @@ type sessionOut struct {
 }
 
 // sessionState: Token and ID are the live token and id ("" = the ones the create returned,
-// "?" = ones a rotation whose answer was lost handed out); Ended: revoked or logged out;
-// LoggedOut: the token whose logout ended it.
+// "?" = ones a rotation whose answer was lost handed out); Ended: revoked or logged out.
 type sessionState struct {
 	Token, ID string
 	Ended     bool
-	LoggedOut string
 }
 
 func (s sessionState) live(in sessionIn) bool {
@@ -108,14 +106,12 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 					s.Ended = s.Ended || s.live(in)
 					return true, s
 				case out.OK:
-					// A logout authenticates its token, then ends the session (idempotent): two
-					// logouts with one token may both pass the first step and both answer 204.
-					// Only a success of authorize is checked against the logout that ended it.
-					ok := s.live(in) || s.Ended && in.Token != "" && s.LoggedOut == in.Token
-					if !s.Ended {
-						s.Ended, s.LoggedOut = true, in.Token
+					// The token's authentication is the authorize the workload records with
+					// the same interval (authenticatedWrite); here only the effect.
+					if s.live(in) {
+						s.Ended = true
 					}
-					return ok, s
+					return true, s
 				}
 				return true, s
 			case opRevoke:
@@ -195,8 +191,8 @@ var tokenModel = porcupine.Model{
 		case out.Unknown:
 			return true, s.revoke(in.Node)
 		case out.OK:
-			// The token authenticated its own revocation: it was live.
-			return !s.revoked(in.Node), s.revoke(in.Node)
+			// Its authentication is checked by the authorize recorded with it.
+			return true, s.revoke(in.Node)
 		}
 		return true, s
 	},

@@ -47,6 +47,16 @@ type world struct {
 	uncertain map[string]bool
 }
 
+// authenticatedWrite records a write that authenticated with the credential it ends (a logout,
+// a token's self-revocation) and was answered 2xx as two operations over the same interval:
+// the authentication (an authorize answered ok, which the model checks) and the effect. Two
+// such writes at once may both authenticate before either ends the credential; one that
+// starts after another was answered may not.
+func (w *world) authenticatedWrite(model string, c int, auth, write keyed, authOut, writeOut any, call, ret time.Time) {
+	w.record(model, c, auth, authOut, call, ret, false)
+	w.record(model, c, write, writeOut, call, ret, false)
+}
+
 // writable reports whether clients still write to the object key.
 func (w *world) writable(key string) bool {
 	w.mu.Lock()
@@ -258,6 +268,12 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 			w.mu.Unlock()
 		}
 	}
+	if in.Op == opLogout && out.OK {
+		auth := in
+		auth.Op = opAuthorize
+		w.authenticatedWrite("sessions", c, auth, in, sessionOut{OK: true}, out, call, ret)
+		return
+	}
 	w.record("sessions", c, in, out, call, ret, out.Unknown)
 }
 
@@ -282,6 +298,10 @@ func (w *world) tokenStep(c int, rng *rand.Rand, g *gateway) {
 	ret := time.Now()
 	out := tokenOut{Unknown: unknown(r.status), OK: r.status/100 == 2}
 	if in.Op == opAuthorize && out.Unknown {
+		return
+	}
+	if in.Op == opRevoke && out.OK {
+		w.authenticatedWrite("tokens", c, tokenIn{Op: opAuthorize, Family: in.Family, Node: in.Node}, in, tokenOut{OK: true}, out, call, ret)
 		return
 	}
 	w.record("tokens", c, in, out, call, ret, out.Unknown)
