@@ -1,7 +1,7 @@
 # Thin wrappers; the logic lives in scripts/.
 GO ?= go
 
-.PHONY: test test-short generate lint run bench redis-up redis-down compose-secrets
+.PHONY: test test-short generate lint run bench robustness redis-up redis-down compose-secrets
 
 # Full suite with -race against real Redis 8 (standalone + cluster) and Redis 7.0.
 test:
@@ -24,6 +24,15 @@ run:
 # Load benchmark (wrk, private Redis 8, baselines in the same run); see docs/PERFORMANCE.md.
 bench:
 	scripts/bench.sh $(BENCH_FLAGS)
+
+# Linearizability under faults (docs/ROBUSTNESS.md): the four runs at once, 10 minutes each; histories,
+# Porcupine's HTML of a failing one and summary.md under .cache/robustness/<time>/.
+# Needs the Redis 8 executables: eval "$$(scripts/redis-env.sh env)". E.g.
+# make robustness ROBUSTNESS_FLAGS='-robustness.duration=30m -robustness.seed=42'
+ROBUSTNESS_DIR ?= .cache/robustness/$(shell date -u +%Y%m%dT%H%M%SZ)
+robustness:
+	$(GO) test -count=1 -timeout 3h -parallel 4 -run TestRobustness -v ./internal/robustness/ -args \
+	  -robustness.duration=10m -robustness.period=30s -robustness.pace=5ms -robustness.dir=$(abspath $(ROBUSTNESS_DIR)) $(ROBUSTNESS_FLAGS)
 
 # Leave a real-Redis environment running for manual work: eval "$$(scripts/redis-env.sh env)"
 redis-up:

@@ -34,6 +34,14 @@ type Proxy struct {
 	severed bool
 }
 
+// Retarget sends every connection accepted from now on to target (host:port), as a floating
+// address moved to a promoted replica; the open ones stay where they are until Cut.
+func (p *Proxy) Retarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.mu.Unlock()
+}
+
 // StartProxy listens on a free loopback port and forwards to target (host:port); it is
 // closed at cleanup.
 func StartProxy(t testing.TB, target string, delay time.Duration) *Proxy {
@@ -130,7 +138,10 @@ func (p *Proxy) accept() {
 }
 
 func (p *Proxy) serve(down net.Conn) {
-	up, err := net.DialTimeout("tcp", p.target, time.Second)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	up, err := net.DialTimeout("tcp", target, time.Second)
 	if err != nil {
 		down.Close()
 		return

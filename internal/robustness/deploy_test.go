@@ -1,0 +1,154 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// deployment is a Redis primary with one replica and the gateways' way to it. The replica
+// replicates through link (a testredis.Proxy that can partition the replication link); the
+// gateways connect through front, a proxy that plays the floating address a failover moves to
+// the promoted replica.
+type deployment struct {
+	t                *testing.T
+	primary, replica *testredis.Server
+	link, front      *testredis.Proxy
+}
+
+// redisArgs are the servers' settings: a fast replication handshake and a primary that notices
+// a lost replica within a second or two.
+var redisArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1", "--repl-timeout", "2"}
+
+// startDeployment starts the primary and its replica (both with extra, which a replica applies
+// once promoted) and waits until the replica is in sync. It skips the test when the Redis 8
+// executables are not provided, and fails it under CI=true.
+func startDeployment(t *testing.T, extra ...string) *deployment {
+	t.Helper()
+	if os.Getenv(testredis.EnvRedis8Server) == "" && os.Getenv("CI") == "true" {
+		t.Fatalf("%s is unset under CI=true: the robustness checks must run", testredis.EnvRedis8Server)
+	}
+	d := &deployment{t: t}
+	args := append(append([]string(nil), redisArgs...), extra...)
+	d.primary = testredis.StartServer(t, args...)
+	d.link = testredis.StartProxy(t, d.primary.Addr(), 0)
+	d.replica = testredis.StartServer(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.link.Port)}, args...)...)
+	d.front = testredis.StartProxy(t, d.primary.Addr(), 0)
+	d.waitInSync()
+	return d
+}
+
+// url is the gateways' REDIS_URL: the floating address.
+func (d *deployment) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", d.front.Port) }
+
+// waitInSync waits until the replica's link is up and it holds every write made so far on the
+// primary (WAIT from a connection that just wrote there).
+func (d *deployment) waitInSync() {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := testredis.WaitLinkUp(ctx, d.replica.Port); err != nil {
+		d.t.Fatal(err)
+	}
+	c := directClient(d.t, d.primary.Addr())
+	err := c.Dedicated(func(dc rueidis.DedicatedClient) error {
+		if err := dc.Do(ctx, dc.B().Set().Key("robustness:sync").Value("1").Px(time.Second).Build()).Error(); err != nil {
+			return err
+		}
+		n, err := dc.Do(ctx, dc.B().Wait().Numreplicas(1).Timeout(20000).Build()).AsInt64()
+		if err == nil && n < 1 {
+			err = fmt.Errorf("no replica acknowledged")
+		}
+		return err
+	})
+	if err != nil {
+		d.t.Fatalf("replica in sync: %v", err)
+	}
+}
+
+// partition cuts the replication link (testredis.Proxy.Partition) and waits until the primary
+// lists no replica online.
+func (d *deployment) partition() error {
+	d.link.Partition()
+	c := directClient(d.t, d.primary.Addr())
+	return poll(10*time.Second, "the primary lost sight of its replica", func() bool {
+		r, err := do(c, "ROLE").ToArray()
+		if err != nil || len(r) < 3 {
+			return false
+		}
+		reps, err := r[2].ToArray()
+		return err == nil && len(reps) == 0
+	})
+}
+
+// failover kills the primary (SIGKILL) with whatever the link still holds, promotes the
+// replica (REPLICAOF NO ONE), moves the floating address to it and resets the gateways'
+// connections, as an operator's failover script or a cloud's managed failover does.
+func (d *deployment) failover() error {
+	d.primary.Stop()
+	d.link.Cut()
+	if err := do(directClient(d.t, d.replica.Addr()), "REPLICAOF", "NO", "ONE").Error(); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	d.front.Retarget(d.replica.Addr())
+	d.front.Cut()
+	return nil
+}
+
+// rejoin restarts the crashed primary (from its append-only file) as a replica of the promoted
+// one through the link, heals the partition and swaps the roles, so the next cycle starts from
+// a primary with a replica again.
+func (d *deployment) rejoin() error {
+	d.link.Heal()
+	d.link.Retarget(d.replica.Addr())
+	d.primary.Start()
+	c := directClient(d.t, d.primary.Addr())
+	var err error
+	// Asked again while the restarted server still loads its append-only file.
+	if perr := poll(30*time.Second, "the crashed primary rejoins", func() bool {
+		err = do(c, "REPLICAOF", "127.0.0.1", strconv.Itoa(d.link.Port)).Error()
+		return err == nil
+	}); perr != nil {
+		return fmt.Errorf("rejoin: %w (%w)", perr, err)
+	}
+	d.primary, d.replica = d.replica, d.primary
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return testredis.WaitLinkUp(ctx, d.replica.Port)
+}
+
+func directClient(t *testing.T, addr string) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true,
+		DisableCache: true, DisableRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func do(c rueidis.Client, args ...string) rueidis.RedisResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.Do(ctx, c.B().Arbitrary(args...).Build())
+}
+
+// poll calls cond every few milliseconds until it returns true, or fails with what.
+func poll(within time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not reached within %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
