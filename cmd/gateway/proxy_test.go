@@ -121,7 +121,10 @@ func redisGatewayEnv(t *testing.T) (env map[string]string, tokenFile string) {
 		t.Fatal(err)
 	}
 	tokenFile = filepath.Join(t.TempDir(), "bootstrap-token")
-	env = map[string]string{"REDIS_URL": url, "GATEWAY_KEY_PREFIX": testredis.Prefix(t), "GATEWAY_BOOTSTRAP_TOKEN_FILE": tokenFile}
+	// A generous Redis timeout: these gateways start beside the whole suite on a loaded machine
+	// (the start's capability probe once ran out of the default 500 ms under -race).
+	env = map[string]string{"REDIS_URL": url, "GATEWAY_KEY_PREFIX": testredis.Prefix(t), "GATEWAY_BOOTSTRAP_TOKEN_FILE": tokenFile,
+		"GATEWAY_REDIS_TIMEOUT": "3s"}
 	for _, line := range strings.Split(strings.TrimSpace(keys.String()), "\n") {
 		k, v, _ := strings.Cut(line, "=")
 		env[k] = v
