@@ -498,7 +498,10 @@ type MfaChallenge struct {
 type MfaVerified struct {
 	AbsoluteExpiresAt *time.Time           `json:"absoluteExpiresAt,omitempty"`
 	AuthLevel         MfaVerifiedAuthLevel `json:"authLevel"`
-	IdleExpiresAt     *time.Time           `json:"idleExpiresAt,omitempty"`
+
+	// Groups The user's groups, for the access rules' `require.groups` (any of) and the upstream (`X-Auth-Groups`, the assertion's `groups`): at most 32, each 1 to 64 characters of `A-Z a-z 0-9 . _ : @ / + -` (no comma or space: `X-Auth-Groups` joins them with commas).
+	Groups        *SessionGroups `json:"groups,omitempty"`
+	IdleExpiresAt *time.Time     `json:"idleExpiresAt,omitempty"`
 
 	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
 	//

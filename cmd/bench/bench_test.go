@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashgate/hashgate/internal/accessrules"
 	"github.com/hashgate/hashgate/internal/repo"
 )
 
@@ -224,6 +225,8 @@ func TestEvaluateTargets(t *testing.T) {
 			{Key: "naive", Res: res(16000)},
 			{Key: "authz-session", Gateway: true, Res: res(authz), RT: rt},
 			{Key: "whoami", Gateway: true, Res: res(authz), RT: 1},
+			{Key: "authz-rules", Gateway: true, Res: res(32000), RT: 1},
+			{Key: "authz-norules", Gateway: true, Res: res(32500), RT: 1},
 			{Key: "quote-get", Gateway: true, Res: res(10000), RT: 1},
 			{Key: "quote-get-nolimit", Gateway: true, Res: res(10200), RT: 1},
 		}
@@ -251,20 +254,20 @@ func TestEvaluateTargets(t *testing.T) {
 		{name: "paired median missed", rp: report{Rows: rows(32000, 1.0), Memory: mem(200),
 			Paired: []pairedRound{{40000, 34000}, {40000, 28000}, {40000, 29000}}}, wantFail: true},
 		{name: "sessions failed", rp: report{Rows: []row{{Key: "ceiling-http", Res: res(40000)}, {Key: "authz-session", Gateway: true, Skip: "failed: set-up"}}},
-			wantFail: true, wantMiss: 5},
-		{name: "rate limiting too costly", rp: report{Rows: append(rows(32000, 1.0)[:4],
+			wantFail: true, wantMiss: 7},
+		{name: "rate limiting too costly", rp: report{Rows: append(rows(32000, 1.0)[:6],
 			row{Key: "quote-get", Gateway: true, Res: res(9000), RT: 1}, row{Key: "quote-get-nolimit", Gateway: true, Res: res(10000), RT: 1}),
 			Memory: mem(200)}, wantFail: true, failing: "rate limiting"},
 		// Paired rounds decide the rate-limit target by their median, whatever the single rows
 		// (measured tens of seconds apart) say.
-		{name: "rate-limit paired median met, rows 0.90", rp: report{Rows: append(rows(32000, 1.0)[:4],
+		{name: "rate-limit paired median met, rows 0.90", rp: report{Rows: append(rows(32000, 1.0)[:6],
 			row{Key: "quote-get", Gateway: true, Res: res(9000), RT: 1}, row{Key: "quote-get-nolimit", Gateway: true, Res: res(10000), RT: 1}),
 			Memory: mem(200), LimitPaired: pairedRounds{{10000, 9700}, {10000, 9000}, {9800, 9800}}}},
 		{name: "rate-limit paired median missed, rows 0.98", rp: report{Rows: rows(32000, 1.0), Memory: mem(200),
 			LimitPaired: pairedRounds{{10000, 9000}, {10000, 9400}, {10000, 9900}}}, wantFail: true, failing: "rate limiting"},
-		{name: "rate-limit paired without rows", rp: report{Rows: rows(32000, 1.0)[:4], Memory: mem(200),
+		{name: "rate-limit paired without rows", rp: report{Rows: rows(32000, 1.0)[:6], Memory: mem(200),
 			LimitPaired: pairedRounds{{10000, 9900}}}},
-		{name: "rate-limit rows missing, no rounds", rp: report{Rows: rows(32000, 1.0)[:4], Memory: mem(200)},
+		{name: "rate-limit rows missing, no rounds", rp: report{Rows: rows(32000, 1.0)[:6], Memory: mem(200)},
 			wantFail: true, wantMiss: 1, failing: "rate limiting"},
 	}
 	for _, tt := range tests {
@@ -272,8 +275,8 @@ func TestEvaluateTargets(t *testing.T) {
 			t.Parallel()
 			rp := tt.rp
 			rp.evaluate(256)
-			if len(rp.Targets) != 5 {
-				t.Fatalf("%d targets, want 5: %+v", len(rp.Targets), rp.Targets)
+			if len(rp.Targets) != 7 {
+				t.Fatalf("%d targets, want 7: %+v", len(rp.Targets), rp.Targets)
 			}
 			miss := 0
 			for _, tg := range rp.Targets {
@@ -383,5 +386,99 @@ func TestPercentile(t *testing.T) {
 	}
 	if pct(nil, 50) != 0 {
 		t.Error("empty: not 0")
+	}
+}
+
+func TestEvaluateRulesTargets(t *testing.T) {
+	t.Parallel()
+	res := func(rps float64) wrkResult { return wrkResult{Requests: int64(rps * 10), DurationUS: 10_000_000} }
+	rows := func(rules, noRules float64) []row {
+		return []row{{Key: "ceiling-http", Res: res(40000)},
+			{Key: "authz-rules", Gateway: true, Res: res(rules), RT: 1}, {Key: "authz-norules", Gateway: true, Res: res(noRules), RT: 1}}
+	}
+	tests := []struct {
+		name                 string
+		rp                   report
+		costPass, ceilPass   bool
+		costMiss, ceilMissed bool
+	}{
+		{name: "rows: both met", rp: report{Rows: rows(31000, 32000)}, costPass: true, ceilPass: true},
+		{name: "rows: rules cost 10%", rp: report{Rows: rows(28800, 32000)}, ceilPass: false},
+		{name: "rows: cheap but under the ceiling share", rp: report{Rows: rows(29000, 29500)}, costPass: true},
+		// The paired median decides the cost, whatever the single rows say.
+		{name: "paired cost met, rows 0.90", rp: report{Rows: rows(28800, 32000),
+			RulesPaired: pairedRounds{{30000, 29000}, {30000, 29500}, {30000, 26000}}}, costPass: true},
+		{name: "paired cost missed, rows 0.99", rp: report{Rows: rows(31700, 32000),
+			RulesPaired: pairedRounds{{30000, 27000}, {30000, 28000}, {30000, 29900}}}, ceilPass: true},
+		// Both pairs: the ceiling share chains their medians (0.80 × 0.96 = 0.77), not the rows (0.70).
+		{name: "chained medians met", rp: report{Rows: rows(28000, 29000),
+			Paired:      pairedRounds{{40000, 32000}, {40000, 32000}, {40000, 32000}},
+			RulesPaired: pairedRounds{{30000, 28800}, {30000, 28800}, {30000, 28800}}}, costPass: true, ceilPass: true},
+		{name: "chained medians missed", rp: report{Rows: rows(31000, 31000),
+			Paired:      pairedRounds{{40000, 30000}, {40000, 30000}, {40000, 30000}},
+			RulesPaired: pairedRounds{{30000, 29400}, {30000, 29400}, {30000, 29400}}}, costPass: true},
+		{name: "not measured", rp: report{Rows: rows(31000, 32000)[:1]}, costMiss: true, ceilMissed: true},
+		{name: "no rules-off row, no rounds", rp: report{Rows: rows(31000, 32000)[:2]}, costMiss: true, ceilPass: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rp := tt.rp
+			rp.evaluateRules()
+			if len(rp.Targets) != 2 {
+				t.Fatalf("%d targets, want 2: %+v", len(rp.Targets), rp.Targets)
+			}
+			cost, ceil := rp.Targets[0], rp.Targets[1]
+			if cost.Name != rulesCostTarget || ceil.Name != rulesCeilingTarget {
+				t.Fatalf("targets %q, %q", cost.Name, ceil.Name)
+			}
+			if cost.Pass != tt.costPass || cost.Missed != tt.costMiss {
+				t.Errorf("cost: pass %v missed %v, want %v %v: %s", cost.Pass, cost.Missed, tt.costPass, tt.costMiss, cost.Detail)
+			}
+			if ceil.Pass != tt.ceilPass || ceil.Missed != tt.ceilMissed {
+				t.Errorf("ceiling: pass %v missed %v, want %v %v: %s", ceil.Pass, ceil.Missed, tt.ceilPass, tt.ceilMissed, ceil.Detail)
+			}
+		})
+	}
+}
+
+// TestRulesFile: the generated file parses into rulesCount rules of every shape, and the
+// benchmark's forwarded request is decided by the second-to-last rule (every other one walked
+// and missed), which a BASIC session meets.
+func TestRulesFile(t *testing.T) {
+	t.Parallel()
+	set, err := accessrules.Parse(rulesFile(rulesCount))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Rules) != rulesCount {
+		t.Fatalf("%d rules, want %d", len(set.Rules), rulesCount)
+	}
+	policies := map[accessrules.Policy]int{}
+	for _, r := range set.Rules {
+		policies[r.Policy]++
+	}
+	if policies[accessrules.Allow] == 0 || policies[accessrules.Deny] == 0 || policies[accessrules.Require] == 0 {
+		t.Errorf("policies %v: want allow, deny and require rules", policies)
+	}
+	got := set.Decide(accessrules.Request{Method: rulesMethod, Host: rulesHost, URI: rulesURI})
+	if got.Index != rulesCount-2 || got.Name != "app" {
+		t.Fatalf("decided by %s, want rule %d (app)", got.Label(), rulesCount-2)
+	}
+	if !got.Require.Met(accessrules.Subject{Kind: accessrules.KindSession, Level: "BASIC"}) {
+		t.Errorf("%s refuses a BASIC session: %s", got.Label(), got.Require.Missing(accessrules.Subject{Kind: accessrules.KindSession, Level: "BASIC"}))
+	}
+	// A variant of each earlier rule's own request is decided by that rule (the shapes match
+	// something: none is dead weight that the walk skips cheaply).
+	for i, req := range []accessrules.Request{
+		{Method: "GET", Host: "svc0.example.com", URI: "/api/v1/svc0/x"},
+		{Method: "GET", Host: "any", URI: "/admin/svc1"},
+		{Method: "POST", Host: "eu.tenant2.example.com", URI: "/orders/1"},
+		{Method: "GET", Host: "any", URI: "/public/svc3/app.js"},
+		{Method: "GET", Host: "any", URI: "/internal/svc4/metrics"},
+	} {
+		if r := set.Decide(req); r.Index != i {
+			t.Errorf("%v decided by %s, want rule %d", req, r.Label(), i)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,13 +44,20 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 		before      func(context.Context) error // runs first, when a plan of the phase is selected
 	}
 	noLimit := phase{"gateway-nolimit", "true", unlimited, fx.noLimitPlans(), nil}
+	// The access rules' pair: a gateway with the rules file, then next to it (same Redis,
+	// sessions and wrk script) the same configuration without it.
+	rulesPlan, noRulesPlan := fx.rulesPlans()
+	rulesPath := filepath.Join(b.dir, "access-rules.yaml")
+	withRules := phase{"gateway-rules", "true", append(slices.Clip(limited), "GATEWAY_ACCESS_RULES="+rulesPath), []plan{rulesPlan},
+		func(context.Context) error { return os.WriteFile(rulesPath, rulesFile(rulesCount), 0o600) }}
+	noRules := phase{"gateway-norules", "true", limited, []plan{noRulesPlan}, nil}
 	start := func(ph phase) (*gateway, error) {
 		b.logf("starting %s (GATEWAY_REDIS_CLIENT_CACHE=%s)", ph.name, ph.cache)
 		return startGateway(ctx, ph.name, bin, b.dir, append(append(slices.Clip(env), ph.limits...), "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
 	}
 	done := map[string]bool{} // measured ahead of their phase: quote-get-nolimit, next to quote-get
-	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil}, {"gateway-nocache", "false", limited, fx.noCachePlans(), nil},
-		noLimit,
+	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil}, withRules,
+		{"gateway-nocache", "false", limited, fx.noCachePlans(), nil}, noLimit,
 		{"gateway-revoke", "true", limited, fx.revokePlans("session-revoke", "no replica: no WAIT"), nil},
 		{"gateway-revoke-replica", "true", limited, fx.revokePlans("session-revoke-replica", "one replica: WAIT 1 + WAITAOF"), b.startReplica},
 		{"gateway-revoke-replica-noaof", "true", append(slices.Clip(limited), "GATEWAY_DURABLE_AOF=off"),
@@ -104,6 +113,18 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 				if offScript, ok := b.runPlan(ctx, noLimit.plans[0], off); ok {
 					b.limitPaired = b.pairedRounds(ctx, pairedSide{"quote-get-nolimit", "quote-get-nolimit", off.Base, offScript},
 						pairedSide{"quote-get (limits on)", "quote-get", gw.Base, measure})
+				}
+				off.stop(20 * time.Second)
+			case p.Key == "authz-rules" && ok:
+				// Without -rounds the no-rules row alone gives the ratio.
+				off, err := start(noRules)
+				if err != nil {
+					gw.stop(20 * time.Second)
+					return nil, err
+				}
+				if offScript, ok := b.runPlan(ctx, noRulesPlan, off); ok {
+					b.rulesPaired = b.pairedRounds(ctx, pairedSide{"authorize, no rules", "authz-norules", off.Base, offScript},
+						pairedSide{fmt.Sprintf("authorize, %d rules", rulesCount), "authz-rules", gw.Base, measure})
 				}
 				off.stop(20 * time.Second)
 			}

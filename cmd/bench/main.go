@@ -58,7 +58,7 @@ type config struct {
 }
 
 // allKeys lists every scenario key in run order.
-var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-bearer", "whoami", "mfa-verify",
+var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-rules", "authz-bearer", "whoami", "mfa-verify",
 	"quote-patch", "quote-get", "case-escalate", "session-create", "authz-session-nocache", "authz-bearer-nocache",
 	"quote-get-nolimit", "session-revoke", "session-revoke-replica",
 	"session-revoke-replica-noaof", "scale-10k", "scale-100k", "scale-1m", "ceiling-redis"}
@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "warm-up per scenario (not measured)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wrk request timeout")
 	fs.IntVar(&c.sessions, "sessions", 1000, "sessions (users) the session scenarios rotate over")
-	fs.IntVar(&c.rounds, "rounds", 3, "paired rounds, alternating, of the HTTP ceiling and authorize by session (the ceiling target) and of quote-get with and without rate limits (the limiter's cost) (0: off)")
+	fs.IntVar(&c.rounds, "rounds", 3, "paired rounds, alternating, of the HTTP ceiling and authorize by session (the ceiling target) and of quote-get with and without rate limits (the limiter's cost), of authorize with and without access rules (the rules' cost) (0: off)")
 	fs.IntVar(&c.scaleDraws, "scale-draws", 200000, "Zipf draws in a scale scenario's wrk script (walked in order, then again)")
 	fs.IntVar(&c.scaleWorkers, "scale-workers", 48, "parallel session creations of the scale scenarios")
 	fs.StringVar(&c.scaleCreate, "scale-create", "repo", "how the scale scenarios create sessions: repo (the session service in this process) or api (POST /v1/sessions)")
@@ -139,6 +139,9 @@ type bench struct {
 	// paired: HTTP ceiling (ref) and authorize by session; limitPaired: quote-get-nolimit (ref)
 	// and quote-get.
 	paired, limitPaired pairedRounds
+	// rulesPaired: authz-norules (ref) and authz-rules, two gateways with and without the
+	// access rules file.
+	rulesPaired pairedRounds
 	// scaleRows and scaleBatches are the scale scenarios' measurements and session creation.
 	scaleRows    []scaleRow
 	scaleBatches []scaleBatch
@@ -250,7 +253,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 		Command: fmt.Sprintf("Command: go run ./cmd/bench -t %d -c %d -d %s -warmup %s -rounds %d  (wrk -t%d -c%d; gateway built with CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"; Redis appendonly yes, appendfsync everysec)",
 			cfg.threads, cfg.connections, cfg.duration, cfg.warmup, cfg.rounds, cfg.threads, cfg.connections),
 		Rows:   b.rows,
-		Paired: b.paired, LimitPaired: b.limitPaired,
+		Paired: b.paired, LimitPaired: b.limitPaired, RulesPaired: b.rulesPaired,
 		Scale: b.scaleRows, ScaleBatches: b.scaleBatches,
 	}
 	b.logf("measuring Redis memory")

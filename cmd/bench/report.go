@@ -75,9 +75,11 @@ type report struct {
 	// quote-get (gateways with rate limits off and on, both running). Each decides its target
 	// by its median.
 	Paired, LimitPaired pairedRounds
-	Memory              []memRow
-	Patterns            []*keyGroup
-	Targets             []target
+	// RulesPaired: authz-norules and authz-rules (gateways without and with access rules).
+	RulesPaired pairedRounds
+	Memory      []memRow
+	Patterns    []*keyGroup
+	Targets     []target
 	// The scale scenarios (issue 12): their own table and targets.
 	Scale        []scaleRow
 	ScaleBatches []scaleBatch
@@ -149,6 +151,7 @@ func (rp *report) evaluate(sessionHashLimit int64) {
 	default:
 		add(limitCost, false, false, "not measured")
 	}
+	rp.evaluateRules()
 	var over, unknown, skipped []string
 	worst := 0.0
 	for _, r := range rp.Rows {
@@ -257,6 +260,8 @@ func (rp *report) print(w io.Writer) {
 		"HTTP ceiling", "authorize by session", rp.Paired)
 	printPaired(w, "quote-get without and with rate limits, two gateways on the same Redis back to back, order alternating; the rate-limit target uses the median",
 		"quote-get-nolimit", "quote-get (limits on)", rp.LimitPaired)
+	printPaired(w, "authorize by session with the forwarded request, two gateways without and with the access rules file on the same Redis, back to back, order alternating; the rules' cost target uses the median",
+		"authz-norules", fmt.Sprintf("authz-rules (%d rules)", rulesCount), rp.RulesPaired)
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range notes {

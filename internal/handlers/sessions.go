@@ -132,7 +132,7 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 		return nil, err
 	}
 	return VerifyMfa200JSONResponse{Body: MfaVerified{SessionId: is.Ref.ID(), Token: is.Token, Status: MfaVerifiedStatusMFAVERIFIED,
-		AuthLevel: MfaVerifiedAuthLevelMFA, IdleExpiresAt: tsOrNil(is.IdleExpiresAt), AbsoluteExpiresAt: tsOrNil(is.AbsoluteExpiresAt)},
+		AuthLevel: MfaVerifiedAuthLevelMFA, Groups: groupsOrNil(is.Groups), IdleExpiresAt: tsOrNil(is.IdleExpiresAt), AbsoluteExpiresAt: tsOrNil(is.AbsoluteExpiresAt)},
 		Headers: VerifyMfa200ResponseHeaders{CacheControl: &noStore}}, nil
 }
 

@@ -174,3 +174,44 @@ rules:
 		t.Fatalf("after joining admins: %d", res.StatusCode)
 	}
 }
+
+// TestRotateAndVerifyAnswerGroups: the answers of POST .../rotate and .../mfa/verify carry the
+// session's groups, as every other session view does; a session without groups answers none.
+func TestRotateAndVerifyAnswerGroups(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, testredis.Backends()[0], nil)
+	writer := h.bearer("acme", "sessions:write")
+	answered := func(what string, rec interface{ Result() *http.Response }, body []byte) any {
+		t.Helper()
+		if code := rec.Result().StatusCode; code != 200 {
+			t.Fatalf("%s: %d %s", what, code, body)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m["groups"]
+	}
+	for _, groups := range [][]string{{"staff", "admins"}, nil} {
+		extra := map[string]any{}
+		if groups != nil {
+			extra["groups"] = groups
+		}
+		s := h.createSession("acme", "alice", extra)
+		want := any(nil)
+		if groups != nil {
+			want = []any{"staff", "admins"}
+		}
+		rec := h.do("POST", "/v1/sessions/"+s.SessionId+"/rotate", nil, "Authorization", writer)
+		if g := answered("rotate", rec, rec.Body.Bytes()); fmt.Sprint(g) != fmt.Sprint(want) {
+			t.Errorf("rotate answered groups %v, want %v", g, want)
+		}
+		var rotated SessionToken
+		decode(t, rec, &rotated)
+		c := h.challenge("acme", rotated.SessionId)
+		rec = h.verify("acme", rotated.SessionId, c.ChallengeId, c.Code)
+		if g := answered("verify", rec, rec.Body.Bytes()); fmt.Sprint(g) != fmt.Sprint(want) {
+			t.Errorf("mfa verify answered groups %v, want %v", g, want)
+		}
+	}
+}

@@ -127,6 +127,15 @@ func sessGroups(f *fields) []string {
 	return g
 }
 
+// replyGroups is the groups field a script's reply carries (ok false: the session has none),
+// read as sessGroups reads the hash: a corrupt value is left out.
+func replyGroups(v string, ok bool) []string {
+	if !ok {
+		return nil
+	}
+	return sessGroups(newFields(map[string]string{sfGroups: v}))
+}
+
 // sessEnum is the value of the enum field name, def when the hash does not hold it (written
 // only once it differs from def). A present value, even empty, is checked by sessCheckEnums.
 func sessEnum(f *fields, name, def string) string {

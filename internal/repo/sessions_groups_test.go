@@ -148,3 +148,41 @@ func TestSessionGroupsBoundOnCreate(t *testing.T) {
 		}
 	})
 }
+
+// TestRotateAndVerifyAnswerGroups: the session a rotation or a successful MFA verify answers
+// carries the groups the session keeps (and none for a session without), as every other
+// session view does.
+func TestRotateAndVerifyAnswerGroups(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		for _, layout := range []SessionLayout{LayoutPerSession, LayoutPerUser} {
+			e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.Layout = layout })
+			for _, groups := range [][]string{{"admins", "staff"}, nil} {
+				ref := sessRef(t, "")
+				if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
+					AuthLevel: session.LevelBasic, Groups: groups, Idle: 10 * time.Minute, Absolute: time.Hour}); err != nil {
+					t.Fatal(err)
+				}
+				next := session.Ref{Tag: ref.Tag, Part: sessPart(t)}
+				v, err := e.r.Rotate(ctx, ref, "acme", next)
+				if err != nil || !slices.Equal(v.Groups, groups) {
+					t.Fatalf("%s layout: rotate answered groups %v (%v), want %v", layoutName(e), v.Groups, err, groups)
+				}
+				id := sessRand(t, 16)
+				e.challenge(next, "acme", id, "mac", 5*time.Minute)
+				res, _, err := e.verify(next, "acme", id, "mac")
+				if err != nil || res.Outcome != VerifyOK || !slices.Equal(res.Session.Groups, groups) {
+					t.Fatalf("%s layout: verify answered %+v (%v), want groups %v", layoutName(e), res, err, groups)
+				}
+			}
+		}
+	})
+}
+
+func layoutName(e *sessEnv) string {
+	if e.r.perUser {
+		return "per-user"
+	}
+	return "per-session"
+}

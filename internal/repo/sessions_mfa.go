@@ -132,7 +132,7 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	}
 	// Every attempt that reached the counter answers its count and reset first:
 	// {'LIMITED', count, resetMs} | {'NO_CHALLENGE', count, resetMs, hadChallenge} |
-	// {'WRONG_CODE', count, resetMs, failedMfaAttempts} | {'OK', count, resetMs, nowMs, pttlMs, absMs}
+	// {'WRONG_CODE', count, resetMs, failedMfaAttempts} | {'OK', count, resetMs, nowMs, pttlMs, absMs, groups}
 	d := rep.Reader()
 	count, reset := d.Int(0), d.Int(1)
 	var arg int64 // hadChallenge, failedMfaAttempts
@@ -141,7 +141,7 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 	case CodeNoChallenge, CodeWrongCode:
 		arg, want = d.Int(2), 3
 	case CodeOK:
-		want = 5
+		want = 6
 	}
 	if err := cmp.Or(rep.Want(want), d.Err()); err != nil {
 		return nil, r.badReply(ctx, "session_verify", err)
@@ -160,13 +160,14 @@ func (r *Sessions) Verify(ctx context.Context, v MFAVerification) (*VerifyResult
 		res.Outcome, res.FailedAttempts = VerifyWrongCode, arg
 	case CodeOK:
 		now, pttl, abs := d.Int(2), d.Int(3), d.Int(4)
+		groups, hasGroups := d.OptStr(5)
 		if err := d.Err(); err != nil {
 			return nil, r.badReply(ctx, "session_verify", err)
 		}
 		res.Outcome = VerifyOK
 		res.Session = &session.Session{Ref: v.Next, TenantID: v.Tenant, Status: session.MFAVerified, AuthLevel: session.LevelMFA,
 			MFAVerifiedAt: sessTime(now), UpdatedAt: sessTime(now), LastRotatedAt: sessTime(now),
-			AbsoluteExpiresAt: sessTime(abs), IdleExpiresAt: sessTime(abs), SchemaVersion: SchemaVersion}
+			AbsoluteExpiresAt: sessTime(abs), IdleExpiresAt: sessTime(abs), Groups: replyGroups(groups, hasGroups), SchemaVersion: SchemaVersion}
 		if pttl >= 0 {
 			res.Session.IdleExpiresAt = sessIdleEnd(now, pttl, res.Session.AbsoluteExpiresAt)
 		}

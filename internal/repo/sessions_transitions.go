@@ -53,7 +53,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	default:
 		return nil, r.badReply(ctx, "session_rotate", rep.Unexpected())
 	}
-	// {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+	// {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs, groups}
 	d := rep.Reader()
 	now, pttl := d.Int(0), d.Int(1)
 	status, ok := d.OptStr(2)
@@ -66,12 +66,13 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	}
 	created, _ := d.OptStr(4)
 	abs, _ := d.OptStr(5)
-	if err := cmp.Or(rep.Want(6), d.Err()); err != nil {
+	groups, hasGroups := d.OptStr(6)
+	if err := cmp.Or(rep.Want(7), d.Err()); err != nil {
 		return nil, r.badReply(ctx, "session_rotate", err)
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
 	s := &session.Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
-		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), SchemaVersion: SchemaVersion}
+		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), Groups: replyGroups(groups, hasGroups), SchemaVersion: SchemaVersion}
 	s.IdleExpiresAt = s.AbsoluteExpiresAt
 	if pttl >= 0 {
 		s.IdleExpiresAt = sessIdleEnd(now, pttl, s.AbsoluteExpiresAt)

@@ -10,10 +10,11 @@
 -- ARGV[2]: old idPart, ARGV[3]: new idPart
 -- The new key derives from the new token's SHA-256, so no hash of the token is stored.
 -- Reply: {'NOT_FOUND'} | {'EXISTS'} |
---        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+--        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs, groups}
 --        (status and authLevel nil when the hash does not hold them: ACTIVE and BASIC, the
---        defaults, are not written; rotation keeps both as they are)
-local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs')
+--        defaults, are not written; rotation keeps both as they are; groups nil when the
+--        session has none)
+local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs', 'groups')
 if not v[1] or v[1] ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
@@ -37,4 +38,4 @@ redis.call('ZADD', KEYS[3], string.format('%d.5', abs), ARGV[3])
 if redis.call('PTTL', KEYS[3]) < abs - now then
   redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
 end
-return {'OK', now, pttl, v[2], v[3], v[4], v[5]}
+return {'OK', now, pttl, v[2], v[3], v[4], v[5], v[6]}

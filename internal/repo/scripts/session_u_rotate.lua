@@ -10,10 +10,10 @@
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: old idPart, ARGV[3]: new idPart
 -- Reply: {'NOT_FOUND'} | {'EXISTS'} |
---        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs}
+--        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs, groups}
 --        (status and authLevel nil when the session does not hold them: ACTIVE and BASIC, the
 --        defaults, are not written; rotation keeps both as they are; createdAtMs is the hash's
---        when the session holds none)
+--        when the session holds none; groups nil when the session has none)
 
 -- BEGIN session_fields
 local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs', 'mfaChallengeId', 'mfaCodeMac'}
@@ -24,7 +24,7 @@ local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs',
 local oldPart, newPart = ARGV[2], ARGV[3]
 local old, new = oldPart .. ':', newPart .. ':'
 local v = redis.call('HMGET', KEYS[1], 'tenantId', old .. 'absoluteExpiresAtMs', old .. 'status', old .. 'authLevel',
-  old .. 'createdAtMs', 'createdAtMs')
+  old .. 'createdAtMs', 'createdAtMs', old .. 'groups')
 if not v[2] or not v[1] or v[1] ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
@@ -69,4 +69,4 @@ local abs = tonumber(v[2]) or (now + math.max(pttl, 0))
 if redis.call('PTTL', KEYS[1]) < abs - now then
   redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(abs - now, 1)))
 end
-return {'OK', now, pttl, v[3], v[4], v[5] or v[6], v[2]}
+return {'OK', now, pttl, v[3], v[4], v[5] or v[6], v[2], v[7]}

@@ -24,7 +24,7 @@
 --        {'LIMITED', count, resetMs} |
 --        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
---        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs}
+--        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
 -- fixed_window below is a verbatim copy of internal/ratelimit/scripts/fixed_window.lua (between
 -- its BEGIN/END markers), as in session_verify.lua: the attempt must be counted in the same
 -- atomic step and Lua cannot import. TestVerifyScriptEmbedsFixedWindow fails on drift: edit
@@ -79,7 +79,7 @@ end
 local oldPart, newPart = ARGV[7], ARGV[8]
 local old, new = oldPart .. ':', newPart .. ':'
 local s = redis.call('HMGET', KEYS[1], 'tenantId', old .. 'absoluteExpiresAtMs', old .. 'mfaChallengeId',
-  old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs')
+  old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'groups')
 if not s[2] or not s[1] or s[1] ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
@@ -148,4 +148,4 @@ local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
 if redis.call('PTTL', KEYS[1]) < abs - now then
   redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(abs - now, 1)))
 end
-return {'OK', count, reset, now, pttl, abs}
+return {'OK', count, reset, now, pttl, abs, s[6]}

@@ -25,7 +25,7 @@
 --        {'LIMITED', count, resetMs} |
 --        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
---        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs}
+--        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
 -- fixed_window below is a verbatim copy of internal/ratelimit/scripts/fixed_window.lua (between
 -- its BEGIN/END markers), kept because the attempt must be counted in the same atomic step and
 -- Lua cannot import; building this script from a Go-side snippet would make the file incomplete
@@ -72,7 +72,7 @@ local function same(a, b)
   return diff == 0
 end
 
-local s = redis.call('HMGET', KEYS[1], 'tenantId', 'absoluteExpiresAtMs', 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs')
+local s = redis.call('HMGET', KEYS[1], 'tenantId', 'absoluteExpiresAtMs', 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'groups')
 if not s[1] or s[1] ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
@@ -119,4 +119,4 @@ redis.call('ZADD', KEYS[3], string.format('%d.5', abs), ARGV[9])
 if redis.call('PTTL', KEYS[3]) < abs - now then
   redis.call('PEXPIRE', KEYS[3], string.format('%d', math.max(abs - now, 1)))
 end
-return {'OK', count, reset, now, pttl, abs}
+return {'OK', count, reset, now, pttl, abs, s[6]}
