@@ -18,7 +18,7 @@ import (
 func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtures, error) {
 	env := append(baseEnv(), keys...)
 	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
-		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation))
+		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation), fmt.Sprintf("GATEWAY_TENANT_MAX_CASES=%d", benchMaxCases))
 	// Rate limits on but never reached: every bearer and session scenario pays for counting,
 	// none is refused. The gateway-nolimit phase turns them off for quote-get-nolimit: with
 	// -rounds > 0 that gateway starts right after the quote-get row, next to the first one,
