@@ -1,0 +1,149 @@
+package testredis
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// ReplicatedCluster is a private cluster of three masters, each with one replica that
+// replicates through a Proxy (Links[i] in front of master i: each master announces its proxy's
+// port, so replicas and clients reach it through the proxy; only replication links are slowed).
+type ReplicatedCluster struct {
+	*Cluster
+	Replicas []*ClusterNode
+	Links    []*Proxy
+}
+
+// StartReplicatedCluster starts the masters behind their proxies (delay on the replication
+// links), forms the cluster, adds one replica per master and waits until every replica's link
+// is up and every master lists its replica online.
+func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluster {
+	t.Helper()
+	bin := os.Getenv(EnvRedis8Server)
+	if bin == "" {
+		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
+	}
+	ports := freePorts(t, 4*clusterMasters)
+	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
+	// The data folders first: cleanups run last-in first-out, so the processes are stopped
+	// before their folders are removed.
+	dirs := map[int]string{}
+	for _, p := range ports {
+		dirs[p] = t.TempDir()
+	}
+	t.Cleanup(rc.stop)
+	start := func(n *ClusterNode, extra ...string) {
+		args := append([]string{"--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
+			"--bind", "127.0.0.1", "--dir", dirs[n.Port], "--daemonize", "no", "--logfile", "",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+			"--appendonly", "no", "--save", "", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1"}, extra...)
+		n.cmd = exec.Command(bin, args...)
+		if err := n.cmd.Start(); err != nil {
+			t.Fatalf("start cluster node: %v", err)
+		}
+	}
+	for i := range clusterMasters {
+		n := &ClusterNode{Port: ports[4*i], BusPort: ports[4*i+1]}
+		link := StartProxy(t, n.Addr(), delay)
+		n.AnnouncePort = link.Port
+		rc.Links = append(rc.Links, link)
+		rc.Nodes = append(rc.Nodes, n)
+		start(n, "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(link.Port),
+			"--cluster-announce-bus-port", strconv.Itoa(n.BusPort))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := rc.form(ctx); err != nil {
+		t.Fatalf("replicated cluster: %v", err)
+	}
+	for i, m := range rc.Nodes {
+		r := &ClusterNode{Port: ports[4*i+2], BusPort: ports[4*i+3]}
+		dir := dirs[r.Port]
+		// The replica starts well after its ports were found free: when another process took
+		// one meanwhile (the node exits, or INFO names another process), it starts again on
+		// new ones, in the same folder.
+		for attempt := 1; ; attempt++ {
+			dirs[r.Port] = dir
+			start(r)
+			err := waitListening(ctx, r.Port, r.cmd)
+			if err == nil {
+				r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()},
+					ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+				if err == nil {
+					err = checkOwn(ctx, r.admin, r.cmd)
+				}
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errPortTaken) || attempt == 3 {
+				t.Fatalf("replica %s: %v", r.Addr(), err)
+			}
+			if r.admin != nil {
+				r.admin.Close()
+			}
+			_ = r.cmd.Process.Kill()
+			_, _ = r.cmd.Process.Wait()
+			p := freePorts(t, 2)
+			r = &ClusterNode{Port: p[0], BusPort: p[1]}
+		}
+		rc.Replicas = append(rc.Replicas, r)
+		rc.replicas = len(rc.Replicas)
+		if err := r.do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port), strconv.Itoa(m.BusPort)).Error(); err != nil {
+			t.Fatalf("meet: %v", err)
+		}
+		for {
+			err := r.do(ctx, "CLUSTER", "REPLICATE", m.ID).Error()
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("replicate %s: %v", m.ID, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	for i, r := range rc.Replicas {
+		if err := WaitLinkUp(ctx, r.Port); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			role, err := rc.Do(ctx, i, "ROLE").ToArray()
+			if err == nil && len(role) == 3 {
+				if reps, _ := role[2].ToArray(); len(reps) == 1 {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("master %d lists no online replica", i)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	// Every master must know every replica: a master that has not heard of a replica yet (the
+	// gossip about it comes from the nodes that know it) ignores its requests for a failover
+	// vote, and once the replica's own master is dead, possibly for good.
+	if err := rc.WaitAgreed(ctx); err != nil {
+		t.Fatalf("replicated cluster: %v", err)
+	}
+	return rc
+}
+
+func (rc *ReplicatedCluster) stop() {
+	for _, r := range rc.Replicas {
+		if r.admin != nil {
+			r.admin.Close()
+		}
+		r.Kill()
+	}
+	rc.Cluster.stop()
+}
