@@ -78,23 +78,6 @@ func TestFailoverKeepsAcknowledgedRevocations(t *testing.T) {
 	}
 }
 
-func directClient(t *testing.T, addr string) rueidis.Client {
-	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true,
-		DisableCache: true, DisableRetry: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func do(c rueidis.Client, args ...string) rueidis.RedisResult {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return c.Do(ctx, c.B().Arbitrary(args...).Build())
-}
-
 // standaloneFailover is a primary (started with primaryArgs too) and a replica replicating
 // through a proxy that holds the stream for delay each way.
 func standaloneFailover(t *testing.T, delay time.Duration, primaryArgs ...string) failoverTopology {
@@ -108,12 +91,12 @@ func standaloneFailover(t *testing.T, delay time.Duration, primaryArgs ...string
 	}
 	return failoverTopology{url: primary.URL(), partition: func(t *testing.T) {
 		link.Partition()
-		waitNoReplica(t, directClient(t, primary.Addr()))
+		waitNoReplica(t, testredis.NodeClient(t, primary.Addr()))
 	}, crash: func(t *testing.T) []rueidis.Client {
 		primary.Stop()
 		link.Cut()
-		c := directClient(t, replica.Addr())
-		if err := do(c, "REPLICAOF", "NO", "ONE").Error(); err != nil {
+		c := testredis.NodeClient(t, replica.Addr())
+		if err := testredis.Do(c, "REPLICAOF", "NO", "ONE").Error(); err != nil {
 			t.Fatalf("promote: %v", err)
 		}
 		return []rueidis.Client{c}
@@ -124,7 +107,7 @@ func sentinelFailover(t *testing.T, delay time.Duration) failoverTopology {
 	set := testredis.StartSentinel(t, testredis.SentinelOptions{LinkDelay: delay})
 	return failoverTopology{url: set.URL(), partition: func(t *testing.T) {
 		set.Link.Partition()
-		waitNoReplica(t, directClient(t, set.Primary.Addr()))
+		waitNoReplica(t, testredis.NodeClient(t, set.Primary.Addr()))
 	}, crash: func(t *testing.T) []rueidis.Client {
 		set.Primary.Stop()
 		set.Link.Cut()
@@ -133,9 +116,9 @@ func sentinelFailover(t *testing.T, delay time.Duration) failoverTopology {
 		if err := set.WaitMaster(ctx, set.Replica.Addr()); err != nil {
 			t.Fatal(err)
 		}
-		c := directClient(t, set.Replica.Addr())
+		c := testredis.NodeClient(t, set.Replica.Addr())
 		pollUntil(t, 20*time.Second, "the replica promoted", func() bool {
-			r, err := do(c, "ROLE").ToArray()
+			r, err := testredis.Do(c, "ROLE").ToArray()
 			if err != nil || len(r) == 0 {
 				return false
 			}
@@ -167,24 +150,24 @@ func clusterFailover(t *testing.T, delay time.Duration) failoverTopology {
 		return func(key string) bool { return owner(t, key) == victim }
 	}, partition: func(t *testing.T) {
 		rc.Links[victim].Partition()
-		waitNoReplica(t, directClient(t, rc.Nodes[victim].Addr()))
+		waitNoReplica(t, testredis.NodeClient(t, rc.Nodes[victim].Addr()))
 	}, crash: func(t *testing.T) []rueidis.Client {
 		rc.Nodes[victim].Kill()
 		rc.Links[victim].Cut()
 		var out []rueidis.Client
 		for _, r := range rc.Replicas[victim : victim+1] {
-			c := directClient(t, r.Addr())
+			c := testredis.NodeClient(t, r.Addr())
 			// A manual failover gives up after 5 s without the masters' votes (a loaded machine):
 			// it is asked again then.
 			var asked time.Time
 			pollUntil(t, 30*time.Second, "the replica promoted", func() bool {
 				if time.Since(asked) > 5*time.Second {
 					asked = time.Now()
-					if err := do(c, "CLUSTER", "FAILOVER", "FORCE").Error(); err != nil {
+					if err := testredis.Do(c, "CLUSTER", "FAILOVER", "FORCE").Error(); err != nil {
 						t.Fatalf("cluster failover force: %v", err)
 					}
 				}
-				role, err := do(c, "ROLE").ToArray()
+				role, err := testredis.Do(c, "ROLE").ToArray()
 				if err != nil || len(role) == 0 {
 					return false
 				}
@@ -201,7 +184,7 @@ func clusterFailover(t *testing.T, delay time.Duration) failoverTopology {
 func waitNoReplica(t *testing.T, c rueidis.Client) {
 	t.Helper()
 	pollUntil(t, 10*time.Second, "the primary lost sight of its replica", func() bool {
-		r, err := do(c, "ROLE").ToArray()
+		r, err := testredis.Do(c, "ROLE").ToArray()
 		if err != nil || len(r) < 3 {
 			return false
 		}
@@ -332,13 +315,13 @@ func lostOn(promoted []rueidis.Client, out []revoked) (lost int) {
 		alive := false
 		for _, c := range promoted {
 			if rv.token {
-				v, err := do(c, "HGET", rv.key, "revoked").ToString()
+				v, err := testredis.Do(c, "HGET", rv.key, "revoked").ToString()
 				alive = alive || err == nil && v != "1"
 			} else if rv.field != "" {
-				n, err := do(c, "HEXISTS", rv.key, rv.field).AsInt64()
+				n, err := testredis.Do(c, "HEXISTS", rv.key, rv.field).AsInt64()
 				alive = alive || err == nil && n == 1
 			} else {
-				n, err := do(c, "EXISTS", rv.key).AsInt64()
+				n, err := testredis.Do(c, "EXISTS", rv.key).AsInt64()
 				alive = alive || err == nil && n == 1
 			}
 		}

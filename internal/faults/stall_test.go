@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -163,7 +161,7 @@ func stallAll(t *testing.T, nodes []string) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for _, addr := range nodes {
-		c := nodeClient(t, addr)
+		c := testredis.NodeClient(t, addr)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -184,7 +182,7 @@ func countObjects(t *testing.T, nodes []string, prefix string) int {
 	defer cancel()
 	n := 0
 	for _, addr := range nodes {
-		c := nodeClient(t, addr)
+		c := testredis.NodeClient(t, addr)
 		for _, typ := range []string{"quote", "case"} {
 			var cursor uint64
 			for {
@@ -204,16 +202,4 @@ func countObjects(t *testing.T, nodes []string, prefix string) int {
 		}
 	}
 	return n
-}
-
-// nodeClient is a plain connection to one Redis node (no cluster redirection), closed at cleanup.
-func nodeClient(t *testing.T, addr string) rueidis.Client {
-	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true,
-		DisableCache: true, DisableRetry: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
 }

@@ -57,7 +57,7 @@ func (d *deployment) waitInSync() {
 	if err := testredis.WaitLinkUp(ctx, d.replica.Port); err != nil {
 		d.t.Fatal(err)
 	}
-	c := directClient(d.t, d.primary.Addr())
+	c := testredis.NodeClient(d.t, d.primary.Addr())
 	err := c.Dedicated(func(dc rueidis.DedicatedClient) error {
 		if err := dc.Do(ctx, dc.B().Set().Key("robustness:sync").Value("1").Px(time.Second).Build()).Error(); err != nil {
 			return err
@@ -77,9 +77,9 @@ func (d *deployment) waitInSync() {
 // lists no replica online.
 func (d *deployment) partition() error {
 	d.link.Partition()
-	c := directClient(d.t, d.primary.Addr())
+	c := testredis.NodeClient(d.t, d.primary.Addr())
 	return poll(10*time.Second, "the primary lost sight of its replica", func() bool {
-		r, err := do(c, "ROLE").ToArray()
+		r, err := testredis.Do(c, "ROLE").ToArray()
 		if err != nil || len(r) < 3 {
 			return false
 		}
@@ -94,7 +94,7 @@ func (d *deployment) partition() error {
 func (d *deployment) failover() error {
 	d.primary.Stop()
 	d.link.Cut()
-	if err := do(directClient(d.t, d.replica.Addr()), "REPLICAOF", "NO", "ONE").Error(); err != nil {
+	if err := testredis.Do(testredis.NodeClient(d.t, d.replica.Addr()), "REPLICAOF", "NO", "ONE").Error(); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
 	d.front.Retarget(d.replica.Addr())
@@ -109,11 +109,11 @@ func (d *deployment) rejoin() error {
 	d.link.Heal()
 	d.link.Retarget(d.replica.Addr())
 	d.primary.Start()
-	c := directClient(d.t, d.primary.Addr())
+	c := testredis.NodeClient(d.t, d.primary.Addr())
 	var err error
 	// Asked again while the restarted server still loads its append-only file.
 	if perr := poll(30*time.Second, "the crashed primary rejoins", func() bool {
-		err = do(c, "REPLICAOF", "127.0.0.1", strconv.Itoa(d.link.Port)).Error()
+		err = testredis.Do(c, "REPLICAOF", "127.0.0.1", strconv.Itoa(d.link.Port)).Error()
 		return err == nil
 	}); perr != nil {
 		return fmt.Errorf("rejoin: %w (%w)", perr, err)
@@ -122,23 +122,6 @@ func (d *deployment) rejoin() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return testredis.WaitLinkUp(ctx, d.replica.Port)
-}
-
-func directClient(t *testing.T, addr string) rueidis.Client {
-	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true,
-		DisableCache: true, DisableRetry: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func do(c rueidis.Client, args ...string) rueidis.RedisResult {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return c.Do(ctx, c.B().Arbitrary(args...).Build())
 }
 
 // poll calls cond every few milliseconds until it returns true, or fails with what.
