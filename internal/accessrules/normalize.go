@@ -15,7 +15,8 @@ const maxDecodeRounds = 8
 // upstreams decode them, and a double encoding decodes twice), backslashes read as slashes,
 // `;` parameters dropped from each segment (/admin;x=1/ is /admin/, ..;/ is ../), dot
 // segments resolved (never above the root), repeated slashes merged, trailing dots dropped
-// from a segment (/admin./ is /admin/), and the whole lower-cased, without a trailing slash.
+// from a segment (/admin./ is /admin/), and the whole lower-cased, without a trailing slash; a
+// literal percent sign left once decoded is written %25 (/100%25off stays /100%25off).
 // ok is false for a target that is not a path or holds an invalid percent-encoding in the
 // first round, invalid UTF-8 or a control character once decoded: such a request is denied.
 // A path already in normal form is returned as is, without allocating.
@@ -72,7 +73,9 @@ func NormalizePath(raw string) (string, bool) {
 			segs = append(segs, seg)
 		}
 	}
-	return "/" + strings.Join(segs, "/"), true
+	// A percent sign left after decoding is a literal one: written back as %25, the result
+	// stays a path that normalizes to itself.
+	return strings.ReplaceAll("/"+strings.Join(segs, "/"), "%", "%25"), true
 }
 
 // isNormal reports whether p (starting with a slash) is already in NormalizePath's form: only
