@@ -128,14 +128,14 @@ var (
 // The replies of the case scripts (each script's header shows them).
 var (
 	// case_create: {'OK'|'EXISTS', HGETALL case} | {'QUOTA', ms} | {'BOUND'} (due index full)
-	caseCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1, CodeQuota: 1, CodeBound: 0}
-	caseAddReplies    = replyShapes{CodeOK: 0, CodeBound: 0} // case_tenant_add, case_due_add
+	caseCreateReplies = ReplyShapes{CodeOK: 1, CodeExists: 1, CodeQuota: 1, CodeBound: 0}
+	caseAddReplies    = ReplyShapes{CodeOK: 0, CodeBound: 0} // case_tenant_add, case_due_add
 	// case_transition: {'OK', HGETALL case} or a refusal.
-	caseTransitionReplies = replyShapes{
+	caseTransitionReplies = ReplyShapes{
 		CodeOK: 1, CodeNotFound: 0, CodeStale: 1, CodeInvalidStatus: 1, CodeMaxEscalation: 1, CodeCorrupt: 1,
 	}
 	// case_auto_escalate: {'OK', HGETALL case} or why the sweeper's escalation did not happen.
-	caseAutoReplies = replyShapes{
+	caseAutoReplies = ReplyShapes{
 		CodeOK: 1, CodeGone: 0, CodeNotOpen: 1, CodeAlready: 0, CodeNotDue: 1, CodeMaxEscalation: 1, CodeCorrupt: 1,
 	}
 )
@@ -155,25 +155,25 @@ func (r *Cases) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 	if err := r.register(ctx, tag); err != nil {
 		return nil, err
 	}
-	rep, err := runScript(ctx, r.c, r.m, "case_create", "case create", scriptCaseCreate,
+	rep, err := RunScript(ctx, r.c, r.m, "case_create", "case create", scriptCaseCreate,
 		append(r.caseKeys(tag, in.ID), r.dueKey(tag)),
-		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, ms(in.DueAt.UnixMilli()), in.Reason, in.Actor,
-			ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(SchemaVersion),
+		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, FormatMs(in.DueAt.UnixMilli()), in.Reason, in.Actor,
+			FormatMs(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), strconv.Itoa(SchemaVersion),
 			strconv.Itoa(r.o.MaxPerTenant), strconv.Itoa(MaxDueCases)})
 	if err != nil {
 		return nil, err
 	}
-	if err := caseCreateReplies.check(rep); err != nil {
-		return nil, badReply(ctx, r.m, "case_create", err)
+	if err := caseCreateReplies.Check(rep); err != nil {
+		return nil, BadReply(ctx, r.m, "case_create", err)
 	}
 	switch rep.Code() {
 	case CodeQuota: // {'QUOTA', ms until the earliest live case expires}
 		wait, err := rep.Int(0)
 		if err != nil {
-			return nil, badReply(ctx, r.m, "case_create", err)
+			return nil, BadReply(ctx, r.m, "case_create", err)
 		}
 		r.m.Transition(ctx, "case", "create", "quota")
-		return nil, quotaError("cases", "GATEWAY_TENANT_MAX_CASES", r.o.MaxPerTenant, wait)
+		return nil, QuotaError("cases", "GATEWAY_TENANT_MAX_CASES", r.o.MaxPerTenant, wait)
 	case CodeBound:
 		return nil, dueBoundError()
 	}
@@ -184,7 +184,7 @@ func (r *Cases) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 	if c.Tenant != in.Tenant {
 		return nil, apperr.New(apperr.Conflict, "The case id is taken; retry without the Idempotency-Key.")
 	}
-	r.m.Transition(ctx, "case", "create", createOutcome(rep.Code()))
+	r.m.Transition(ctx, "case", "create", CreateOutcome(rep.Code()))
 	return c, nil
 }
 
@@ -195,7 +195,7 @@ func (r *Cases) Get(ctx context.Context, tenant, id string) (*cases.Case, error)
 	}
 	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.caseKeys(r.TenantTag(tenant), id)[0]).Build()).AsStrMap()
 	if err != nil {
-		return nil, redisErr("case get", err)
+		return nil, CommandError("case get", err)
 	}
 	return r.decode(ctx, m, id)
 }
@@ -228,14 +228,14 @@ func (r *Cases) history(ctx context.Context, tenant string, keys []string) ([]ru
 		r.c.B().Xrevrange().Key(keys[1]).End("+").Start("-").Count(int64(r.o.HistoryMax)).Build())
 	owner, err := res[0].ToString()
 	if err != nil {
-		return nil, redisErr("case history", err)
+		return nil, CommandError("case history", err)
 	}
 	if owner != tenant {
 		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
 	}
 	entries, err := res[1].AsXRange()
 	if err != nil {
-		return nil, redisErr("case history", err)
+		return nil, CommandError("case history", err)
 	}
 	return entries, nil
 }
@@ -258,13 +258,13 @@ func (r *Cases) checkNew(in cases.NewCase) error {
 // register puts the tenant tag in the sweepers' registry.
 func (r *Cases) register(ctx context.Context, tag string) error {
 	ttl := r.o.OpenTTL + tenantRegistryMargin
-	rep, err := runScript(ctx, r.c, r.m, "case_tenant_add", "case tenant register", scriptCaseTenant, []string{r.registryKey()},
-		[]string{tag, ms(ttl.Milliseconds()), strconv.Itoa(MaxCaseTenants)})
+	rep, err := RunScript(ctx, r.c, r.m, "case_tenant_add", "case tenant register", scriptCaseTenant, []string{r.registryKey()},
+		[]string{tag, FormatMs(ttl.Milliseconds()), strconv.Itoa(MaxCaseTenants)})
 	if err != nil {
 		return err
 	}
-	if err := caseAddReplies.check(rep); err != nil {
-		return badReply(ctx, r.m, "case_tenant_add", err)
+	if err := caseAddReplies.Check(rep); err != nil {
+		return BadReply(ctx, r.m, "case_tenant_add", err)
 	}
 	if rep.Code() == CodeBound {
 		return apperr.Newf(apperr.BoundExceeded, "The gateway tracks cases for at most %d tenants.", MaxCaseTenants)
@@ -274,13 +274,13 @@ func (r *Cases) register(ctx context.Context, tag string) error {
 
 // index puts the case in its tenant's due index.
 func (r *Cases) index(ctx context.Context, tag, id string, due time.Time) error {
-	rep, err := runScript(ctx, r.c, r.m, "case_due_add", "case due index", scriptCaseDueAdd, []string{r.dueKey(tag)},
-		[]string{id, ms(due.UnixMilli()), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(MaxDueCases)})
+	rep, err := RunScript(ctx, r.c, r.m, "case_due_add", "case due index", scriptCaseDueAdd, []string{r.dueKey(tag)},
+		[]string{id, FormatMs(due.UnixMilli()), FormatMs(r.o.OpenTTL.Milliseconds()), strconv.Itoa(MaxDueCases)})
 	if err != nil {
 		return err
 	}
-	if err := caseAddReplies.check(rep); err != nil {
-		return badReply(ctx, r.m, "case_due_add", err)
+	if err := caseAddReplies.Check(rep); err != nil {
+		return BadReply(ctx, r.m, "case_due_add", err)
 	}
 	if rep.Code() == CodeBound {
 		return dueBoundError()

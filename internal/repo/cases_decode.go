@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -15,7 +16,7 @@ import (
 func (r *Cases) decodeReply(ctx context.Context, name string, rep Reply, id string) (*cases.Case, error) {
 	m, err := rep.StrMap(0)
 	if err != nil {
-		return nil, badReply(ctx, r.m, name, err)
+		return nil, BadReply(ctx, r.m, name, err)
 	}
 	return r.decode(ctx, m, id)
 }
@@ -29,27 +30,27 @@ func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*ca
 		r.m.Read(ctx, "case", Missing)
 		return nil, fmt.Errorf("case %s: %w", id, apperr.NotFound)
 	}
-	r.m.Payload(ctx, "case", payloadBytes(m))
-	f := newFields(m)
-	outcome := f.schema()
+	r.m.Payload(ctx, "case", PayloadBytes(m))
+	f := NewFields(m)
+	outcome := f.Schema()
 	c := &cases.Case{
-		ID: f.str("caseId"), Tenant: f.str("tenantId"), SubjectRef: f.str("subjectRef"), Status: f.str("status"),
-		EscalationLevel: int(f.int64("escalationLevel")), DueAt: msTime(f.int64("dueAtMs")),
-		StateVersion: f.int64("stateVersion"), SchemaVersion: int(f.optInt64("schemaVersion")),
-		ResolvedAt: msTime(f.optInt64("resolvedAtMs")), AutoEscalatedAt: msTime(f.optInt64("autoEscalatedAtMs")),
-		CreatedAt: msTime(f.int64("createdAtMs")), UpdatedAt: msTime(f.int64("updatedAtMs")),
+		ID: f.Str("caseId"), Tenant: f.Str("tenantId"), SubjectRef: f.Str("subjectRef"), Status: f.Str("status"),
+		EscalationLevel: int(f.Int64("escalationLevel")), DueAt: TimeFromMs(f.Int64("dueAtMs")),
+		StateVersion: f.Int64("stateVersion"), SchemaVersion: int(f.OptInt64("schemaVersion")),
+		ResolvedAt: TimeFromMs(f.OptInt64("resolvedAtMs")), AutoEscalatedAt: TimeFromMs(f.OptInt64("autoEscalatedAtMs")),
+		CreatedAt: TimeFromMs(f.Int64("createdAtMs")), UpdatedAt: TimeFromMs(f.Int64("updatedAtMs")),
 	}
 	if outcome == OldSchema {
-		c.AssignedTeam = firstNonEmpty(f.opt("assignedTeam"), f.opt("team"))
-		c.LastTransitionAt = msTime(f.optInt64("lastTransitionAtMs"))
-		c.LastTransitionReason = f.opt("lastTransitionReason")
+		c.AssignedTeam = cmp.Or(f.Opt("assignedTeam"), f.Opt("team"))
+		c.LastTransitionAt = TimeFromMs(f.OptInt64("lastTransitionAtMs"))
+		c.LastTransitionReason = f.Opt("lastTransitionReason")
 		if c.AssignedTeam == "" {
 			f.bad = append(f.bad, "team")
 		}
 	} else {
-		c.AssignedTeam = f.str("assignedTeam")
-		c.LastTransitionAt = msTime(f.int64("lastTransitionAtMs"))
-		c.LastTransitionReason = f.opt("lastTransitionReason")
+		c.AssignedTeam = f.Str("assignedTeam")
+		c.LastTransitionAt = TimeFromMs(f.Int64("lastTransitionAtMs"))
+		c.LastTransitionReason = f.Opt("lastTransitionReason")
 	}
 	switch c.Status {
 	case cases.Open, cases.Escalated, cases.Resolved, "":
@@ -59,7 +60,7 @@ func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*ca
 	if c.EscalationLevel < 0 || c.StateVersion < 1 {
 		f.bad = append(f.bad, "escalationLevel|stateVersion")
 	}
-	if err := f.err("case"); err != nil {
+	if err := f.Err("case"); err != nil {
 		r.m.Read(ctx, "case", Corrupt)
 		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}", "fields", f.bad)
 		return nil, err
@@ -69,14 +70,14 @@ func (r *Cases) decode(ctx context.Context, m map[string]string, id string) (*ca
 }
 
 func (r *Cases) decodeEvent(ctx context.Context, m map[string]string) (cases.Event, error) {
-	f := newFields(m)
+	f := NewFields(m)
 	ev := cases.Event{
-		At: msTime(f.int64("atMs")), Transition: f.str("transition"), FromStatus: f.opt("fromStatus"),
-		ToStatus: f.str("toStatus"), EscalationLevel: int(f.int64("escalationLevel")),
-		AssignedTeam: f.opt("assignedTeam"), Reason: f.opt("reason"), Actor: f.opt("actor"),
-		StateVersion: f.int64("stateVersion"),
+		At: TimeFromMs(f.Int64("atMs")), Transition: f.Str("transition"), FromStatus: f.Opt("fromStatus"),
+		ToStatus: f.Str("toStatus"), EscalationLevel: int(f.Int64("escalationLevel")),
+		AssignedTeam: f.Opt("assignedTeam"), Reason: f.Opt("reason"), Actor: f.Opt("actor"),
+		StateVersion: f.Int64("stateVersion"),
 	}
-	if err := f.err("case history"); err != nil {
+	if err := f.Err("case history"); err != nil {
 		r.m.Read(ctx, "case_history", Corrupt)
 		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}:history", "fields", f.bad)
 		return cases.Event{}, err

@@ -27,19 +27,19 @@ var tenantTagPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // server's clock (so every replica judges "due" by the same time).
 func (r *Cases) SweepTenants(ctx context.Context) ([]string, time.Time, error) {
 	horizon := r.o.OpenTTL + tenantRegistryMargin
-	rep, err := runScript(ctx, r.c, r.m, "case_tenants", "case tenants", scriptCaseTenants, []string{r.registryKey()},
-		[]string{ms(horizon.Milliseconds()), strconv.Itoa(MaxCaseTenants)})
+	rep, err := RunScript(ctx, r.c, r.m, "case_tenants", "case tenants", scriptCaseTenants, []string{r.registryKey()},
+		[]string{FormatMs(horizon.Milliseconds()), strconv.Itoa(MaxCaseTenants)})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	// {'OK', nowMs, tenantTag...}
 	if rep.Code() != CodeOK {
-		return nil, time.Time{}, badReply(ctx, r.m, "case_tenants", rep.Unexpected())
+		return nil, time.Time{}, BadReply(ctx, r.m, "case_tenants", rep.Unexpected())
 	}
 	now, err := rep.Int(0)
 	tags, tagsErr := rep.Strs(1)
 	if err = cmp.Or(err, tagsErr); err != nil {
-		return nil, time.Time{}, badReply(ctx, r.m, "case_tenants", err)
+		return nil, time.Time{}, BadReply(ctx, r.m, "case_tenants", err)
 	}
 	out := tags[:0]
 	for _, t := range tags {
@@ -56,9 +56,9 @@ func (r *Cases) DueCases(ctx context.Context, tenantTag string, now time.Time, l
 		return nil, nil
 	}
 	ids, err := r.c.Do(ctx, r.c.B().Zrangebyscore().Key(r.dueKey(tenantTag)).Min("-inf").
-		Max(ms(now.UnixMilli())).Limit(0, int64(limit)).Build()).AsStrSlice()
+		Max(FormatMs(now.UnixMilli())).Limit(0, int64(limit)).Build()).AsStrSlice()
 	if err != nil {
-		return nil, redisErr("case due", err)
+		return nil, CommandError("case due", err)
 	}
 	return ids, nil
 }
@@ -69,7 +69,7 @@ func (r *Cases) Undue(ctx context.Context, tenantTag string, ids ...string) erro
 		return nil
 	}
 	err := r.c.Do(ctx, r.c.B().Zrem().Key(r.dueKey(tenantTag)).Member(ids...).Build()).Error()
-	return redisErr("case undue", err)
+	return CommandError("case undue", err)
 }
 
 // AutoEscalate escalates the tenant's case once with reason auto_escalate when it is still
@@ -80,14 +80,14 @@ func (r *Cases) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 		return cases.AutoGone, nil
 	}
 	const script = "case_auto_escalate"
-	args := []string{strconv.Itoa(r.o.MaxEscalation), ms(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor, id}
-	rep, err := runScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.caseKeys(tenantTag, id), args)
+	args := []string{strconv.Itoa(r.o.MaxEscalation), FormatMs(r.o.OpenTTL.Milliseconds()), strconv.Itoa(r.o.HistoryMax), cases.SweeperActor, id}
+	rep, err := RunScript(ctx, r.c, r.m, script, "case auto-escalate", scriptCaseAuto, r.caseKeys(tenantTag, id), args)
 	if err != nil {
 		return "", err
 	}
-	arg, err := caseAutoReplies.read(rep)
+	arg, err := caseAutoReplies.Read(rep)
 	if err != nil {
-		return "", badReply(ctx, r.m, script, err)
+		return "", BadReply(ctx, r.m, script, err)
 	}
 	var o cases.AutoOutcome
 	switch rep.Code() {
@@ -107,7 +107,7 @@ func (r *Cases) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 	case CodeMaxEscalation:
 		o = cases.AutoAtMax
 	default: // CodeCorrupt, the one code left (read checked the code is the table's)
-		return cases.AutoCorrupt, corruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
+		return cases.AutoCorrupt, CorruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
 	}
 	r.m.Transition(ctx, "case", "auto_escalate", string(o))
 	return o, nil

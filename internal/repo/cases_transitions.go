@@ -59,16 +59,16 @@ func (r *Cases) Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error
 // transition runs case_transition.lua for one manual transition; ttl is what both keys get.
 func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, reason string, ttl time.Duration) (*cases.Case, error) {
 	const script = "case_transition"
-	args := []string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, ms(ttl.Milliseconds()),
+	args := []string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, FormatMs(ttl.Milliseconds()),
 		strconv.Itoa(r.o.HistoryMax), strconv.Itoa(r.o.MaxEscalation), ch.AssignedTeam, ch.ID}
-	rep, err := runScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.caseKeys(r.TenantTag(ch.Tenant), ch.ID), args)
+	rep, err := RunScript(ctx, r.c, r.m, script, "case "+name, scriptCaseTransition, r.caseKeys(r.TenantTag(ch.Tenant), ch.ID), args)
 	if err != nil {
 		return nil, err
 	}
-	r.m.Transition(ctx, "case", name, outcomeOf(rep.Code()))
-	arg, err := caseTransitionReplies.read(rep)
+	r.m.Transition(ctx, "case", name, OutcomeOf(rep.Code()))
+	arg, err := caseTransitionReplies.Read(rep)
 	if err != nil {
-		return nil, badReply(ctx, r.m, script, err)
+		return nil, BadReply(ctx, r.m, script, err)
 	}
 	switch rep.Code() {
 	case CodeOK:
@@ -77,14 +77,14 @@ func (r *Cases) transition(ctx context.Context, name string, ch cases.Change, re
 		return nil, fmt.Errorf("case %s: %w", name, rep.Err(""))
 	case CodeStale:
 		r.m.Event(ctx, "case", "cas_conflict")
-		return nil, staleError(arg)
+		return nil, StaleError(arg)
 	case CodeInvalidStatus:
 		return nil, apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", name, arg)
 	case CodeMaxEscalation:
 		return nil, apperr.Newf(apperr.MaxEscalation, "The case is at escalation level %s, the maximum.", arg).
 			With("maxEscalationLevel", r.o.MaxEscalation)
 	default: // CodeCorrupt, the one code left (read checked the code is the table's)
-		return nil, corruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
+		return nil, CorruptError(ctx, r.m, r.log, script, "case", "case:{c_*}", arg)
 	}
 }
 
@@ -101,5 +101,5 @@ func ifMatchArg(v int64) string {
 	if v < 0 {
 		return ""
 	}
-	return ms(v)
+	return FormatMs(v)
 }

@@ -26,16 +26,16 @@ import (
 // durableMarkerTTL is the marker's lifetime: it only has to exist for the WAIT.
 const durableMarkerTTL = time.Second
 
-// durableMarker writes the marker of tag on c (the pinned connection of Durable.Run) and
+// DurableMarker writes the marker of tag on c (the pinned connection of Durable.Run) and
 // reports that the call must be confirmed; when no confirmation will follow (durability off,
 // or auto on a deployment never seen with a replica) it writes nothing.
-func durableMarker(ctx context.Context, c rueidis.Client, k Keys, tag string) (bool, error) {
+func DurableMarker(ctx context.Context, c rueidis.Client, k Keys, tag string) (bool, error) {
 	if !store.Confirms(c) {
 		return false, nil
 	}
 	err := c.Do(ctx, c.B().Set().Key(k.Key("durable", tag)).Value("1").Px(durableMarkerTTL).Build()).Error()
 	if err != nil {
-		return false, redisErr("durable marker", err)
+		return false, CommandError("durable marker", err)
 	}
 	return true, nil
 }

@@ -130,10 +130,10 @@ var (
 
 // The replies of the idempotency scripts (each script's header shows them).
 var (
-	idemClaimReplies = replyShapes{CodeClaimed: 2, CodeExists: 2, CodeQuota: 1}
+	idemClaimReplies = ReplyShapes{CodeClaimed: 2, CodeExists: 2, CodeQuota: 1}
 	// idem_complete, idem_release, idem_abandon: {'OK'} done | {'STALE'} the marker no longer
 	// holds the claim.
-	idemHeldReplies = replyShapes{CodeOK: 0, CodeStale: 0}
+	idemHeldReplies = ReplyShapes{CodeOK: 0, CodeStale: 0}
 )
 
 // quotaKey is the tenant's set of live markers (member <operation>:<keyHash>, score the
@@ -166,8 +166,8 @@ func (x *Idempotency) Claim(ctx context.Context, sc idempotency.Scope, requestHa
 	set, member := x.quotaOf(key)
 	expected, created, tookOver := "", "", false
 	for range 3 {
-		rep, err := runScript(ctx, x.c, x.m, "idem_claim", "idempotency claim", scriptIdemClaim, []string{key, set},
-			[]string{owner, requestHash, resourceID, ms(x.ls.Milliseconds()), ms(x.ttl.Milliseconds()),
+		rep, err := RunScript(ctx, x.c, x.m, "idem_claim", "idempotency claim", scriptIdemClaim, []string{key, set},
+			[]string{owner, requestHash, resourceID, FormatMs(x.ls.Milliseconds()), FormatMs(x.ttl.Milliseconds()),
 				strconv.Itoa(SchemaVersion), expected, created, strconv.Itoa(x.max), member})
 		if err != nil {
 			if errors.Is(err, store.ErrUnavailable) {
@@ -177,18 +177,18 @@ func (x *Idempotency) Claim(ctx context.Context, sc idempotency.Scope, requestHa
 		}
 		if rep.Code() == CodeQuota { // {'QUOTA', ms until the earliest live marker expires}
 			wait, err := rep.Int(0)
-			if err = cmp.Or(idemClaimReplies.check(rep), err); err != nil {
-				return nil, badReply(ctx, x.m, "idem_claim", err)
+			if err = cmp.Or(idemClaimReplies.Check(rep), err); err != nil {
+				return nil, BadReply(ctx, x.m, "idem_claim", err)
 			}
 			x.m.Event(ctx, "idempotency", "quota")
-			return nil, quotaError("idempotency keys", "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", x.max, wait)
+			return nil, QuotaError("idempotency keys", "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", x.max, wait)
 		}
 		// {'CLAIMED', value, nowMs} | {'EXISTS', current value or '', nowMs}
 		d := rep.Reader()
 		cur, now := d.Str(0), d.Int(1)
-		err = cmp.Or(idemClaimReplies.check(rep), d.Err())
+		err = cmp.Or(idemClaimReplies.Check(rep), d.Err())
 		if err != nil {
-			return nil, badReply(ctx, x.m, "idem_claim", err)
+			return nil, BadReply(ctx, x.m, "idem_claim", err)
 		}
 		if rep.Code() == CodeClaimed {
 			env, _ := decodeEnvelope(cur)
@@ -219,7 +219,7 @@ func (x *Idempotency) Claim(ctx context.Context, sc idempotency.Scope, requestHa
 		}
 		// The first request's lease passed: take over its claim and its planned id.
 		x.m.Event(ctx, "idempotency", "takeover")
-		expected, created, tookOver = cur, ms(env.CreatedAtMs), true
+		expected, created, tookOver = cur, FormatMs(env.CreatedAtMs), true
 		if tokenPattern.MatchString(env.ResourceID) {
 			resourceID = env.ResourceID
 		}
@@ -245,13 +245,13 @@ func (x *Idempotency) Complete(ctx context.Context, cl *idempotency.Claim, resp 
 	if err != nil {
 		return fmt.Errorf("idempotency complete: %w", err)
 	}
-	rep, err := runScript(ctx, x.c, x.m, "idem_complete", "idempotency complete", scriptIdemComplete,
+	rep, err := RunScript(ctx, x.c, x.m, "idem_complete", "idempotency complete", scriptIdemComplete,
 		[]string{cl.Lease.Marker}, []string{cl.Lease.Held, string(raw)})
 	if err != nil {
 		return err
 	}
-	if err := idemHeldReplies.check(rep); err != nil {
-		return badReply(ctx, x.m, "idem_complete", err)
+	if err := idemHeldReplies.Check(rep); err != nil {
+		return BadReply(ctx, x.m, "idem_complete", err)
 	}
 	if rep.Code() == CodeStale {
 		x.m.Event(ctx, "idempotency", "lost_lease")
@@ -266,14 +266,14 @@ func (x *Idempotency) Release(ctx context.Context, cl *idempotency.Claim) error 
 		return nil
 	}
 	set, member := x.quotaOf(cl.Lease.Marker)
-	rep, err := runScript(ctx, x.c, x.m, "idem_release", "idempotency release", scriptIdemRelease,
+	rep, err := RunScript(ctx, x.c, x.m, "idem_release", "idempotency release", scriptIdemRelease,
 		[]string{cl.Lease.Marker, set}, []string{cl.Lease.Held, member})
 	if err != nil {
 		return err
 	}
 	// {'STALE'}: the marker is no longer this request's (taken over or expired); left alone.
-	if err := idemHeldReplies.check(rep); err != nil {
-		return badReply(ctx, x.m, "idem_release", err)
+	if err := idemHeldReplies.Check(rep); err != nil {
+		return BadReply(ctx, x.m, "idem_release", err)
 	}
 	return nil
 }
@@ -284,10 +284,10 @@ func (x *Idempotency) Release(ctx context.Context, cl *idempotency.Claim) error 
 // the claim, it runs after it; best effort (a failure leaves the lease to pass).
 func (x *Idempotency) abandon(ctx context.Context, key, owner string) {
 	set, member := x.quotaOf(key)
-	rep, err := runScript(context.WithoutCancel(ctx), x.c, x.m, "idem_abandon", "idempotency abandon", scriptIdemAbandon,
+	rep, err := RunScript(context.WithoutCancel(ctx), x.c, x.m, "idem_abandon", "idempotency abandon", scriptIdemAbandon,
 		[]string{key, set}, []string{owner, member})
 	if err == nil {
-		err = idemHeldReplies.check(rep)
+		err = idemHeldReplies.Check(rep)
 	}
 	if err != nil {
 		x.log.WarnContext(ctx, "idempotency abandon failed; a lost claim holds the key until its lease passes", "err", err)

@@ -201,7 +201,7 @@ func TestIdempotencyAbandonLostClaim(t *testing.T) {
 		lostClaim := func(owner string) {
 			t.Helper()
 			set, member := x.quotaOf(key)
-			if _, err := runScript(ctx, x.c, x.m, "idem_claim", "test claim", scriptIdemClaim, []string{key, set},
+			if _, err := RunScript(ctx, x.c, x.m, "idem_claim", "test claim", scriptIdemClaim, []string{key, set},
 				[]string{owner, h1, id, "60000", "3600000", "2", "", "", "10", member}); err != nil {
 				t.Fatal(err)
 			}

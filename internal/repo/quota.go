@@ -30,9 +30,9 @@ const (
 	MaxCasesPerTenant = MaxDueCases
 )
 
-// quotaError is the 429 refusal of a create over quota (the quota's name as the problem
+// QuotaError is the 429 refusal of a create over quota (the quota's name as the problem
 // names it, e.g. "tokens"), retryable once the earliest live object expires.
-func quotaError(quota, env string, limit int, retryMs int64) error {
+func QuotaError(quota, env string, limit int, retryMs int64) error {
 	e := apperr.Newf(apperr.QuotaExceeded,
 		"The tenant holds its maximum of %d live %s (%s); delete some or wait for them to expire.", limit, quota, env)
 	e.RetryAfter = max(time.Duration(retryMs)*time.Millisecond, time.Second)

@@ -107,9 +107,9 @@ var (
 // The replies of the quote scripts (each script's header shows them); quotes_write.go has the
 // write scripts'.
 var (
-	quoteCreateReplies = replyShapes{CodeOK: 1, CodeExists: 1, CodeQuota: 1} // {'OK'|'EXISTS', HGETALL summary} | {'QUOTA', ms}
-	quoteReadReplies   = replyShapes{CodeOK: 2, CodeNotFound: 0}             // {'OK', summary, items} | {'NOT_FOUND'}
-	quoteDeleteReplies = replyShapes{CodeOK: 0, CodeNotFound: 0}
+	quoteCreateReplies = ReplyShapes{CodeOK: 1, CodeExists: 1, CodeQuota: 1} // {'OK'|'EXISTS', HGETALL summary} | {'QUOTA', ms}
+	quoteReadReplies   = ReplyShapes{CodeOK: 2, CodeNotFound: 0}             // {'OK', summary, items} | {'NOT_FOUND'}
+	quoteDeleteReplies = ReplyShapes{CodeOK: 0, CodeNotFound: 0}
 )
 
 // Create writes a new DRAFT with zero totals, counted in its tenant's quota in the same script
@@ -125,22 +125,22 @@ func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote,
 	case in.Tenant == "":
 		return nil, apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
 	}
-	rep, err := runScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate, r.quoteKeys(r.h.TenantTag(in.Tenant), in.ID),
-		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, ms(r.ttl.Milliseconds()),
+	rep, err := RunScript(ctx, r.c, r.m, "quote_create", "quote create", scriptQuoteCreate, r.quoteKeys(r.h.TenantTag(in.Tenant), in.ID),
+		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, FormatMs(r.ttl.Milliseconds()),
 			strconv.Itoa(SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.max)})
 	if err != nil {
 		return nil, err
 	}
-	if err := quoteCreateReplies.check(rep); err != nil {
-		return nil, badReply(ctx, r.m, "quote_create", err)
+	if err := quoteCreateReplies.Check(rep); err != nil {
+		return nil, BadReply(ctx, r.m, "quote_create", err)
 	}
 	if rep.Code() == CodeQuota { // {'QUOTA', ms until the earliest live draft expires}
 		wait, err := rep.Int(0)
 		if err != nil {
-			return nil, badReply(ctx, r.m, "quote_create", err)
+			return nil, BadReply(ctx, r.m, "quote_create", err)
 		}
 		r.m.Transition(ctx, "quote", "create", "quota")
-		return nil, quotaError("quotes", "GATEWAY_TENANT_MAX_QUOTES", r.max, wait)
+		return nil, QuotaError("quotes", "GATEWAY_TENANT_MAX_QUOTES", r.max, wait)
 	}
 	q, err := r.decodeReply(ctx, "quote_create", rep, in.ID)
 	if err != nil {
@@ -150,7 +150,7 @@ func (r *Quotes) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote,
 		// Ids are random; only a forged planned id could collide. Never reveal it.
 		return nil, apperr.New(apperr.Conflict, "The quote id is taken; retry without the Idempotency-Key.")
 	}
-	r.m.Transition(ctx, "quote", "create", createOutcome(rep.Code()))
+	r.m.Transition(ctx, "quote", "create", CreateOutcome(rep.Code()))
 	return q, nil
 }
 
@@ -161,7 +161,7 @@ func (r *Quotes) Get(ctx context.Context, tenant, id string) (*quotes.Quote, err
 	}
 	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.quoteKeys(r.h.TenantTag(tenant), id)[0]).Build()).AsStrMap()
 	if err != nil {
-		return nil, redisErr("quote get", err)
+		return nil, CommandError("quote get", err)
 	}
 	return r.decode(ctx, m, id)
 }
@@ -176,8 +176,8 @@ func (r *Quotes) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := quoteReadReplies.check(rep); err != nil {
-		return nil, nil, badReply(ctx, r.m, "quote_read", err)
+	if err := quoteReadReplies.Check(rep); err != nil {
+		return nil, nil, BadReply(ctx, r.m, "quote_read", err)
 	}
 	if rep.Code() == CodeNotFound {
 		r.m.Read(ctx, "quote", Missing)
@@ -189,7 +189,7 @@ func (r *Quotes) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *
 	}
 	raw, err := rep.StrMap(1)
 	if err != nil {
-		return nil, nil, badReply(ctx, r.m, "quote_read", err)
+		return nil, nil, BadReply(ctx, r.m, "quote_read", err)
 	}
 	items, err := decodeItems(raw)
 	if err != nil {
@@ -211,8 +211,8 @@ func (r *Quotes) Delete(ctx context.Context, tenant, id string) error {
 		return err
 	}
 	// {'OK'} deleted | {'NOT_FOUND'} absent or another tenant's (left alone)
-	if err := quoteDeleteReplies.check(rep); err != nil {
-		return badReply(ctx, r.m, "quote_delete", err)
+	if err := quoteDeleteReplies.Check(rep); err != nil {
+		return BadReply(ctx, r.m, "quote_delete", err)
 	}
 	outcome := "ok"
 	if rep.Code() == CodeNotFound {
@@ -227,5 +227,5 @@ func (r *Quotes) quotaKey(tenant string) string { return r.quoteKeys(r.h.TenantT
 
 // run runs a script on the draft's keys (quoteKeys).
 func (r *Quotes) run(ctx context.Context, name, op string, l *rueidis.Lua, tenant, id string, args []string) (Reply, error) {
-	return runScript(ctx, r.c, r.m, name, op, l, r.quoteKeys(r.h.TenantTag(tenant), id), args)
+	return RunScript(ctx, r.c, r.m, name, op, l, r.quoteKeys(r.h.TenantTag(tenant), id), args)
 }

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 func (r *Quotes) decodeReply(ctx context.Context, name string, rep Reply, id string) (*quotes.Quote, error) {
 	m, err := rep.StrMap(0)
 	if err != nil {
-		return nil, badReply(ctx, r.m, name, err)
+		return nil, BadReply(ctx, r.m, name, err)
 	}
 	return r.decode(ctx, m, id)
 }
@@ -32,24 +33,24 @@ func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*q
 		r.m.Read(ctx, "quote", Missing)
 		return nil, fmt.Errorf("quote %s: %w", id, apperr.NotFound)
 	}
-	r.m.Payload(ctx, "quote", payloadBytes(m))
-	f := newFields(m)
-	outcome := f.schema()
+	r.m.Payload(ctx, "quote", PayloadBytes(m))
+	f := NewFields(m)
+	outcome := f.Schema()
 	q := &quotes.Quote{
-		ID: f.str("quoteId"), Tenant: f.str("tenantId"), CustomerID: f.str("customerId"),
-		Status: f.str("status"), Currency: f.str("currency"),
-		SubtotalMinor: f.int64("subtotalMinor"), DiscountMinor: f.int64("discountMinor"),
-		TaxMinor: f.int64("taxMinor"), TotalMinor: f.int64("totalMinor"),
-		ItemCount: int(f.int64("itemCount")), StateVersion: f.int64("stateVersion"),
-		SchemaVersion: int(f.optInt64("schemaVersion")),
-		CreatedAt:     msTime(f.int64("createdAtMs")), UpdatedAt: msTime(f.int64("updatedAtMs")),
-		SubmittedAt: msTime(f.optInt64("submittedAtMs")),
+		ID: f.Str("quoteId"), Tenant: f.Str("tenantId"), CustomerID: f.Str("customerId"),
+		Status: f.Str("status"), Currency: f.Str("currency"),
+		SubtotalMinor: f.Int64("subtotalMinor"), DiscountMinor: f.Int64("discountMinor"),
+		TaxMinor: f.Int64("taxMinor"), TotalMinor: f.Int64("totalMinor"),
+		ItemCount: int(f.Int64("itemCount")), StateVersion: f.Int64("stateVersion"),
+		SchemaVersion: int(f.OptInt64("schemaVersion")),
+		CreatedAt:     TimeFromMs(f.Int64("createdAtMs")), UpdatedAt: TimeFromMs(f.Int64("updatedAtMs")),
+		SubmittedAt: TimeFromMs(f.OptInt64("submittedAtMs")),
 	}
 	if outcome == OldSchema {
-		q.SalesChannel = firstNonEmpty(f.opt("salesChannel"), f.opt("channel"))
-		q.PricingVersion = max(f.optInt64("pricingVersion"), 1)
-		if exp := f.optInt64("expiresAtMs"); exp > 0 {
-			q.ExpiresAt = msTime(exp)
+		q.SalesChannel = cmp.Or(f.Opt("salesChannel"), f.Opt("channel"))
+		q.PricingVersion = max(f.OptInt64("pricingVersion"), 1)
+		if exp := f.OptInt64("expiresAtMs"); exp > 0 {
+			q.ExpiresAt = TimeFromMs(exp)
 		} else {
 			q.ExpiresAt = q.UpdatedAt.Add(r.ttl)
 		}
@@ -57,12 +58,12 @@ func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*q
 			f.bad = append(f.bad, "channel")
 		}
 	} else {
-		q.SalesChannel = f.str("salesChannel")
-		q.PricingVersion = f.int64("pricingVersion")
-		q.ExpiresAt = msTime(f.int64("expiresAtMs"))
+		q.SalesChannel = f.Str("salesChannel")
+		q.PricingVersion = f.Int64("pricingVersion")
+		q.ExpiresAt = TimeFromMs(f.Int64("expiresAtMs"))
 	}
 	checkQuoteInvariants(f, q)
-	if err := f.err("quote"); err != nil {
+	if err := f.Err("quote"); err != nil {
 		r.m.Read(ctx, "quote", Corrupt)
 		r.log.ErrorContext(ctx, "corrupt object", "key", "quote:{q_*}", "fields", f.bad)
 		return nil, err
@@ -71,7 +72,7 @@ func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*q
 	return q, nil
 }
 
-func checkQuoteInvariants(f *fields, q *quotes.Quote) {
+func checkQuoteInvariants(f *Fields, q *quotes.Quote) {
 	if q.Status != quotes.Draft && q.Status != quotes.Submitted && q.Status != "" {
 		f.bad = append(f.bad, "status")
 	}

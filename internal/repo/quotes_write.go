@@ -20,7 +20,7 @@ func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p 
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
 	}
-	args := []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), "", "", "", "", id}
+	args := []string{tenant, FormatMs(ifMatch), FormatMs(r.ttl.Milliseconds()), FormatMs(quotes.MaxAmountMinor), "", "", "", "", id}
 	if p.CustomerID != nil {
 		args[4] = *p.CustomerID
 	}
@@ -29,7 +29,7 @@ func (r *Quotes) Patch(ctx context.Context, tenant, id string, ifMatch int64, p 
 	}
 	for i, v := range []*int64{p.DiscountMinor, p.TaxMinor} {
 		if v != nil {
-			args[6+i] = ms(*v)
+			args[6+i] = FormatMs(*v)
 		}
 	}
 	return r.write(ctx, scriptQuotePatch, "quote_patch", "patch", tenant, id, args)
@@ -46,8 +46,8 @@ func (r *Quotes) PutItem(ctx context.Context, tenant, id string, ifMatch int64, 
 		return nil, err
 	}
 	return r.write(ctx, scriptQuoteItem, "quote_item_write", "item_put", tenant, id,
-		[]string{tenant, ms(ifMatch), "put", it.ID, raw, ms(it.Quantity), ms(it.UnitPriceMinor),
-			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), id})
+		[]string{tenant, FormatMs(ifMatch), "put", it.ID, raw, FormatMs(it.Quantity), FormatMs(it.UnitPriceMinor),
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), FormatMs(r.ttl.Milliseconds()), FormatMs(quotes.MaxAmountMinor), id})
 }
 
 // DeleteItem removes one line item at stateVersion ifMatch and recomputes the totals.
@@ -56,8 +56,8 @@ func (r *Quotes) DeleteItem(ctx context.Context, tenant, id, itemID string, ifMa
 		return nil, fmt.Errorf("quote item delete: %w", apperr.NotFound)
 	}
 	return r.write(ctx, scriptQuoteItem, "quote_item_write", "item_delete", tenant, id,
-		[]string{tenant, ms(ifMatch), "delete", itemID, "", "0", "0",
-			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), ms(r.ttl.Milliseconds()), ms(quotes.MaxAmountMinor), id})
+		[]string{tenant, FormatMs(ifMatch), "delete", itemID, "", "0", "0",
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), FormatMs(r.ttl.Milliseconds()), FormatMs(quotes.MaxAmountMinor), id})
 }
 
 // Submit moves the draft from DRAFT to SUBMITTED at stateVersion ifMatch.
@@ -65,12 +65,12 @@ func (r *Quotes) Submit(ctx context.Context, tenant, id string, ifMatch int64) (
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote submit: %w", apperr.NotFound)
 	}
-	return r.write(ctx, scriptQuoteSubmit, "quote_submit", "submit", tenant, id, []string{tenant, ms(ifMatch), ms(r.ttl.Milliseconds()), id})
+	return r.write(ctx, scriptQuoteSubmit, "quote_submit", "submit", tenant, id, []string{tenant, FormatMs(ifMatch), FormatMs(r.ttl.Milliseconds()), id})
 }
 
 // quoteWriteReplies are the replies of the quote write scripts (quote_patch, quote_item_write,
 // quote_submit; each answers a subset).
-var quoteWriteReplies = replyShapes{
+var quoteWriteReplies = ReplyShapes{
 	CodeOK: 1, CodeNotFound: 0, CodeItemNotFound: 0, CodeStale: 1, CodeInvalidStatus: 1,
 	CodeBound: 1, CodeOverflow: 1, CodeDiscount: 0, CodeCorrupt: 1,
 }
@@ -82,10 +82,10 @@ func (r *Quotes) write(ctx context.Context, l *rueidis.Lua, name, transition, te
 	if err != nil {
 		return nil, err
 	}
-	r.m.Transition(ctx, "quote", transition, outcomeOf(rep.Code()))
-	arg, err := quoteWriteReplies.read(rep)
+	r.m.Transition(ctx, "quote", transition, OutcomeOf(rep.Code()))
+	arg, err := quoteWriteReplies.Read(rep)
 	if err != nil {
-		return nil, badReply(ctx, r.m, name, err)
+		return nil, BadReply(ctx, r.m, name, err)
 	}
 	switch rep.Code() {
 	case CodeOK:
@@ -96,7 +96,7 @@ func (r *Quotes) write(ctx context.Context, l *rueidis.Lua, name, transition, te
 		return nil, apperr.New(apperr.NotFound, "The quote has no such item.")
 	case CodeStale:
 		r.m.Event(ctx, "quote", "cas_conflict")
-		return nil, staleError(arg)
+		return nil, StaleError(arg)
 	case CodeInvalidStatus:
 		return nil, apperr.Newf(apperr.InvalidStatus, "The quote is %s; only a DRAFT can change.", arg)
 	case CodeBound:
@@ -109,7 +109,7 @@ func (r *Quotes) write(ctx context.Context, l *rueidis.Lua, name, transition, te
 	case CodeDiscount:
 		return nil, apperr.New(apperr.Unprocessable, "The discount would exceed the subtotal.")
 	default: // CodeCorrupt, the one code left (read checked the code is the table's)
-		return nil, corruptError(ctx, r.m, r.log, name, "quote", "quote:{q_*}", arg)
+		return nil, CorruptError(ctx, r.m, r.log, name, "quote", "quote:{q_*}", arg)
 	}
 }
 

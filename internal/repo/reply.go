@@ -147,14 +147,14 @@ func parseReply(script string, arr []rueidis.RedisMessage) (Reply, error) {
 	return Reply{script: script, code: c, vals: arr[1:]}, nil
 }
 
-// callScript runs l and decodes its reply. Driver errors come back as they are (the caller
+// CallScript runs l and decodes its reply. Driver errors come back as they are (the caller
 // classifies them); a reply that breaks the convention wraps ErrReply.
-func callScript(ctx context.Context, c rueidis.Client, script string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	return decodeScript(script, l.Exec(ctx, c, keys, args))
+func CallScript(ctx context.Context, c rueidis.Client, script string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	return DecodeScript(script, l.Exec(ctx, c, keys, args))
 }
 
-// decodeScript decodes the result of a script call as callScript does.
-func decodeScript(script string, res rueidis.RedisResult) (Reply, error) {
+// DecodeScript decodes the result of a script call as callScript does.
+func DecodeScript(script string, res rueidis.RedisResult) (Reply, error) {
 	if err := res.Error(); err != nil {
 		return Reply{}, err
 	}
@@ -274,8 +274,8 @@ func (r Reply) Err(what string) error {
 	return fmt.Errorf("%s %s: %w", r.script, what, k)
 }
 
-// bare checks that a reply with one of codes carries no payload.
-func (r Reply) bare(codes ...Code) error {
+// Bare checks that a reply with one of codes carries no payload.
+func (r Reply) Bare(codes ...Code) error {
 	for _, c := range codes {
 		if r.code == c {
 			return r.Want(0)
@@ -334,31 +334,34 @@ func (d *Reader) keep(err error) {
 
 // HMGET replies, read as strictly: one value per field asked, each a string or nil.
 
-// hmgetFields maps names to vals (one HMGET value each: a string, or nil when the hash does
+// HMGetFields maps names to vals (one HMGET value each: a string, or nil when the hash does
 // not hold the field), skipping absent ones, and returns the bytes read. A value of another
 // type, or a count other than len(names), wraps ErrReply.
-func hmgetFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+func HMGetFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
 	return fillFields(make(map[string]string, len(names)), vals, names)
 }
 
 // fieldMaps recycles the maps the hot paths (session authorize, token state) decode a hash
 // into (one per request otherwise: a map of 16 strings is the largest allocation of an
 // authorization).
-var fieldMaps = sync.Pool{New: func() any { return make(map[string]string, len(sessViewFields)) }}
+var fieldMaps = sync.Pool{New: func() any { return make(map[string]string, pooledMapSize) }}
 
-// pooledFields is hmgetFields with a recycled map; the caller hands it back with
+// pooledMapSize fits the largest hash a hot path reads (a session's view: 16 fields).
+const pooledMapSize = 16
+
+// PooledFields is hmgetFields with a recycled map; the caller hands it back with
 // releaseFields once nothing refers to the map any more (the values themselves are the
 // reply's strings). On error the map is already released.
-func pooledFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
+func PooledFields(vals []rueidis.RedisMessage, names []string) (map[string]string, int, error) {
 	m, size, err := fillFields(fieldMaps.Get().(map[string]string), vals, names)
 	if err != nil {
-		releaseFields(m)
+		ReleaseFields(m)
 		return nil, 0, err
 	}
 	return m, size, nil
 }
 
-func releaseFields(m map[string]string) {
+func ReleaseFields(m map[string]string) {
 	clear(m)
 	fieldMaps.Put(m)
 }

@@ -22,7 +22,7 @@ func TestReplyIsStrict(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, _ string) {
 		ctx := context.Background()
 		call := func(body string) (Reply, error) {
-			return callScript(ctx, s.Client, "test_reply", rueidis.NewLuaScript(body), nil, nil)
+			return CallScript(ctx, s.Client, "test_reply", rueidis.NewLuaScript(body), nil, nil)
 		}
 		for _, tt := range []struct{ name, body string }{
 			{"not an array", "return 5"},
@@ -104,10 +104,10 @@ func TestReplyIsStrict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rep.bare(CodeNotFound, CodeExists); !errors.Is(err, ErrReply) {
+		if err := rep.Bare(CodeNotFound, CodeExists); !errors.Is(err, ErrReply) {
 			t.Errorf("bare NOT_FOUND with a payload: %v", err)
 		}
-		if err := rep.bare(CodeExists); err != nil {
+		if err := rep.Bare(CodeExists); err != nil {
 			t.Errorf("bare on another code: %v", err)
 		}
 

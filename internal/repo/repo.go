@@ -54,15 +54,15 @@ const (
 	OldSchema Outcome = "old_schema"
 )
 
-// fields is a decoded hash with strict accessors that record what is missing or malformed.
-type fields struct {
+// Fields is a decoded hash with strict accessors that record what is missing or malformed.
+type Fields struct {
 	m   map[string]string
 	bad []string
 }
 
-func newFields(m map[string]string) *fields { return &fields{m: m} }
+func NewFields(m map[string]string) *Fields { return &Fields{m: m} }
 
-func (f *fields) str(name string) string {
+func (f *Fields) Str(name string) string {
 	v, ok := f.m[name]
 	if !ok || v == "" {
 		f.bad = append(f.bad, name)
@@ -70,9 +70,9 @@ func (f *fields) str(name string) string {
 	return v
 }
 
-func (f *fields) opt(name string) string { return f.m[name] }
+func (f *Fields) Opt(name string) string { return f.m[name] }
 
-func (f *fields) int64(name string) int64 {
+func (f *Fields) Int64(name string) int64 {
 	v, ok := f.m[name]
 	if !ok {
 		f.bad = append(f.bad, name)
@@ -85,7 +85,7 @@ func (f *fields) int64(name string) int64 {
 	return n
 }
 
-func (f *fields) optInt64(name string) int64 {
+func (f *Fields) OptInt64(name string) int64 {
 	v, ok := f.m[name]
 	if !ok || v == "" {
 		return 0
@@ -97,9 +97,9 @@ func (f *fields) optInt64(name string) int64 {
 	return n
 }
 
-// schema checks schemaVersion: current → Found, previous → OldSchema, else corrupt.
-func (f *fields) schema() Outcome {
-	v := f.int64("schemaVersion")
+// Schema checks schemaVersion: current → Found, previous → OldSchema, else corrupt.
+func (f *Fields) Schema() Outcome {
+	v := f.Int64("schemaVersion")
 	switch {
 	case len(f.bad) > 0:
 		return Corrupt
@@ -113,8 +113,8 @@ func (f *fields) schema() Outcome {
 	}
 }
 
-// err returns a corrupt-object error naming the bad fields (never their values).
-func (f *fields) err(objType string) error {
+// Err returns a corrupt-object error naming the bad fields (never their values).
+func (f *Fields) Err(objType string) error {
 	if len(f.bad) == 0 {
 		return nil
 	}
@@ -126,9 +126,9 @@ func (f *fields) err(objType string) error {
 // counted and logged without values.
 var ErrCorrupt = fmt.Errorf("corrupt object")
 
-// redisErr turns a driver error into a domain one: nil → ErrNotFound-wrapped, connectivity →
+// CommandError turns a driver error into a domain one: nil → ErrNotFound-wrapped, connectivity →
 // store.ErrUnavailable, anything else wrapped with the operation name.
-func redisErr(op string, err error) error {
+func CommandError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -138,29 +138,19 @@ func redisErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, store.Classify(err))
 }
 
-// ms formats milliseconds for a hash field.
-func ms(v int64) string { return strconv.FormatInt(v, 10) }
+// FormatMs formats milliseconds for a hash field.
+func FormatMs(v int64) string { return strconv.FormatInt(v, 10) }
 
-// msTime reads a stored millisecond time (zero for 0 or absent).
-func msTime(v int64) time.Time {
+// TimeFromMs reads a stored millisecond time (zero for 0 or absent).
+func TimeFromMs(v int64) time.Time {
 	if v <= 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(v).UTC()
 }
 
-// firstNonEmpty is the first of vs that is not empty.
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// payloadBytes is the size of a decoded hash, for the payload metric.
-func payloadBytes(m map[string]string) int {
+// PayloadBytes is the size of a decoded hash, for the payload metric.
+func PayloadBytes(m map[string]string) int {
 	n := 0
 	for k, v := range m {
 		n += len(k) + len(v)

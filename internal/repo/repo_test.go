@@ -48,13 +48,13 @@ func TestFieldsClassify(t *testing.T) {
 		{"bad version", map[string]string{"schemaVersion": "two", "a": "x"}, Corrupt},
 	}
 	for _, tt := range tests {
-		f := newFields(tt.m)
-		_ = f.str("a")
-		if got := f.schema(); got != tt.want {
+		f := NewFields(tt.m)
+		_ = f.Str("a")
+		if got := f.Schema(); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
-		if (tt.want == Corrupt) != (f.err("x") != nil) {
-			t.Errorf("%s: err = %v", tt.name, f.err("x"))
+		if (tt.want == Corrupt) != (f.Err("x") != nil) {
+			t.Errorf("%s: err = %v", tt.name, f.Err("x"))
 		}
 	}
 }

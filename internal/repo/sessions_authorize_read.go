@@ -64,11 +64,11 @@ func (r *Sessions) readPlain(ctx context.Context, ref session.Ref, view bool, no
 	if pttl < 0 { // a hash without expiry (not written by a gateway): the script gives it one
 		return r.authorizeScript(ctx, ref, view)
 	}
-	m, size, err := pooledFields(vals, names)
+	m, size, err := PooledFields(vals, names)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
-	defer releaseFields(m)
+	defer ReleaseFields(m)
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	if !sessAnyOf(m, sessKeyFields) {
 		return nil, r.missing(ctx, ref)
@@ -104,11 +104,11 @@ func (r *Sessions) readTracked(ctx context.Context, ref session.Ref, view bool, 
 	if err != nil {
 		return nil, r.readErr(ctx, "session authorize", err)
 	}
-	m, size, err := pooledFields(vals, sessViewFields)
+	m, size, err := PooledFields(vals, sessViewFields)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
-	defer releaseFields(m)
+	defer ReleaseFields(m)
 	if !hit {
 		r.o.Metrics.Payload(ctx, sessObject, size)
 	}
@@ -192,11 +192,11 @@ func (r *Sessions) authorizeScript(ctx context.Context, ref session.Ref, view bo
 	if err := d.Err(); err != nil || len(rep.vals) < 5 {
 		return nil, r.badReply(ctx, "session_authorize", fmt.Errorf("session_authorize: short or malformed reply: %v", err))
 	}
-	m, size, err := pooledFields(rep.vals[4:], names)
+	m, size, err := PooledFields(rep.vals[4:], names)
 	if err != nil {
 		return nil, r.badReply(ctx, "session_authorize", fmt.Errorf("session_authorize: %w", err))
 	}
-	defer releaseFields(m)
+	defer ReleaseFields(m)
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
 }
@@ -243,12 +243,12 @@ func (r *Sessions) scriptAnswer(ctx context.Context, ref session.Ref, m map[stri
 // or old schema, else corrupt (counted and logged by field name), and decodes it. The hot
 // fields carry no schema number: what they mean does not change (sessHotFields).
 func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[string]string, view bool) (*memoEntry, error) {
-	f := newFields(m)
+	f := NewFields(m)
 	e := &memoEntry{}
 	if view {
 		s, idle := decodeView(f, ref)
-		outcome := f.schema()
-		if err := f.err(sessObject); err != nil {
+		outcome := f.Schema()
+		if err := f.Err(sessObject); err != nil {
 			return nil, r.corrupt(ctx, ref, f, err)
 		}
 		s.SchemaVersion = sessSchema(outcome)
@@ -258,10 +258,10 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		e.hot.owner = r.CheckOwner(ref.Tag, e.hot.tenantID, e.hot.userID)
 		return e, nil
 	}
-	e.hot = hotSession{userID: f.str(sfUserID), tenantID: f.str(sfTenantID), level: sessEnum(f, sfAuthLevel, session.LevelBasic),
+	e.hot = hotSession{userID: f.Str(sfUserID), tenantID: f.Str(sfTenantID), level: sessEnum(f, sfAuthLevel, session.LevelBasic),
 		pending: sessFlag(f, sfLoginPending), groups: sessGroups(f), idle: sessIdleMs(f), outcome: Found}
 	sessCheckEnums(f, session.Active, e.hot.level)
-	if err := f.err(sessObject); err != nil {
+	if err := f.Err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)
 	}
 	e.hot.level = sessLevel(e.hot.level)

@@ -61,12 +61,12 @@ var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCre
 // ms, recording missing and malformed fields in f; the caller classifies with f.schema() and
 // f.err(). Every reader (the hot path, the full view, the device list) decodes here, so a
 // field is corrupt for all of them or for none.
-func decodeView(f *fields, ref session.Ref) (session.Session, int64) {
-	s := session.Session{Ref: ref, UserID: f.str(sfUserID), TenantID: f.str(sfTenantID), Status: sessEnum(f, sfStatus, session.Active),
-		AuthLevel: sessEnum(f, sfAuthLevel, session.LevelBasic), CreatedAt: sessTime(f.int64(sfCreatedAt)), LastSeenAt: sessTime(f.optInt64(sfLastSeenAt)),
-		AbsoluteExpiresAt: sessTime(f.int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.optInt64(sfUpdatedAt)),
-		LastRotatedAt: sessTime(f.optInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.optInt64(sfMFAVerifiedAt)),
-		DeviceLabel: f.opt(sfDeviceLabel), FailedMFAAttempts: f.optInt64(sfFailedMFA), ChallengeLive: f.opt(sfChallengeID) != "",
+func decodeView(f *Fields, ref session.Ref) (session.Session, int64) {
+	s := session.Session{Ref: ref, UserID: f.Str(sfUserID), TenantID: f.Str(sfTenantID), Status: sessEnum(f, sfStatus, session.Active),
+		AuthLevel: sessEnum(f, sfAuthLevel, session.LevelBasic), CreatedAt: sessTime(f.Int64(sfCreatedAt)), LastSeenAt: sessTime(f.OptInt64(sfLastSeenAt)),
+		AbsoluteExpiresAt: sessTime(f.Int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.OptInt64(sfUpdatedAt)),
+		LastRotatedAt: sessTime(f.OptInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.OptInt64(sfMFAVerifiedAt)),
+		DeviceLabel: f.Opt(sfDeviceLabel), FailedMFAAttempts: f.OptInt64(sfFailedMFA), ChallengeLive: f.Opt(sfChallengeID) != "",
 		LoginPending: sessFlag(f, sfLoginPending), Groups: sessGroups(f)}
 	// Written only once they differ from createdAtMs: by the first idle refresh, by rotation
 	// and step-up.
@@ -84,7 +84,7 @@ func decodeView(f *fields, ref session.Ref) (session.Session, int64) {
 // session's timeout is not ImplicitIdle (and never by schema 1): without it ImplicitIdle
 // applies, never the configuration of the moment. A present value must be a positive integer;
 // anything else is recorded as bad in f (corrupt: never served with a default).
-func sessIdleMs(f *fields) int64 {
+func sessIdleMs(f *Fields) int64 {
 	v, ok := f.m[sfIdleTimeout]
 	if !ok {
 		return ImplicitIdle.Milliseconds()
@@ -98,7 +98,7 @@ func sessIdleMs(f *fields) int64 {
 }
 
 // sessFlag reads a flag field: absent is false, "1" true, anything else is recorded as bad.
-func sessFlag(f *fields, name string) bool {
+func sessFlag(f *Fields, name string) bool {
 	v, ok := f.m[name]
 	if ok && v != "1" {
 		f.bad = append(f.bad, name)
@@ -108,7 +108,7 @@ func sessFlag(f *fields, name string) bool {
 
 // sessGroups reads the groups field: absent is none; a value that is not groups joined by
 // session.GroupsSep within their bounds is recorded as bad.
-func sessGroups(f *fields) []string {
+func sessGroups(f *Fields) []string {
 	v, ok := f.m[sfGroups]
 	if !ok {
 		return nil
@@ -133,12 +133,12 @@ func replyGroups(v string, ok bool) []string {
 	if !ok {
 		return nil
 	}
-	return sessGroups(newFields(map[string]string{sfGroups: v}))
+	return sessGroups(NewFields(map[string]string{sfGroups: v}))
 }
 
 // sessEnum is the value of the enum field name, def when the hash does not hold it (written
 // only once it differs from def). A present value, even empty, is checked by sessCheckEnums.
-func sessEnum(f *fields, name, def string) string {
+func sessEnum(f *Fields, name, def string) string {
 	if v, ok := f.m[name]; ok {
 		return v
 	}
@@ -155,7 +155,7 @@ func sessSchema(o Outcome) int {
 
 // sessCheckEnums marks status and authLevel bad when they hold an unknown value (an empty
 // one included: absent fields were given their default by sessEnum).
-func sessCheckEnums(f *fields, status, level string) {
+func sessCheckEnums(f *Fields, status, level string) {
 	switch status {
 	case session.Active, session.MFARequired, session.MFAVerified:
 	default:

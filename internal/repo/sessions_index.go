@@ -89,18 +89,18 @@ func (r *Sessions) listed(ctx context.Context, ref session.Ref, res []rueidis.Re
 				_ = r.readErr(ctx, "session list", err) // counts and logs the corrupt session
 				return nil, false, nil
 			}
-			return nil, false, redisErr("session list", err)
+			return nil, false, CommandError("session list", err)
 		}
 	}
 	vals, err := res[0].ToArray()
 	if err != nil {
-		return nil, false, redisErr("session list", err)
+		return nil, false, CommandError("session list", err)
 	}
 	pttl, err := res[1].AsInt64()
 	if err != nil {
-		return nil, false, redisErr("session list", err)
+		return nil, false, CommandError("session list", err)
 	}
-	m, size, err := hmgetFields(vals, sessViewFields)
+	m, size, err := HMGetFields(vals, sessViewFields)
 	if err != nil {
 		return nil, false, fmt.Errorf("session list: %w", err)
 	}
@@ -147,7 +147,7 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 			return true, nil
 		}
 		// Nothing left: maybe revoked by an earlier attempt whose confirmation timed out.
-		return durableMarker(ctx, c, r.keys, tag)
+		return DurableMarker(ctx, c, r.keys, tag)
 	})
 	return max(revoked, 0), err
 }
@@ -233,7 +233,7 @@ func (r *Sessions) membersOn(ctx context.Context, c rueidis.Client, tag string, 
 	}
 	parts, err := c.Do(ctx, c.B().Zrange().Key(r.devicesKey(tag)).Min("0").Max(strconv.FormatInt(stop, 10)).Build()).AsStrSlice()
 	if err != nil {
-		return nil, redisErr("session index read", err)
+		return nil, CommandError("session index read", err)
 	}
 	return parts, nil
 }

@@ -32,18 +32,18 @@ func (r *Sessions) Get(ctx context.Context, ref session.Ref, tenant string) (*se
 	res := r.client.DoMulti(ctx, cmds...)
 	for _, x := range res {
 		if err := x.Error(); err != nil {
-			return nil, redisErr("session get", err)
+			return nil, CommandError("session get", err)
 		}
 	}
 	vals, err := res[0].ToArray()
 	if err != nil {
-		return nil, redisErr("session get", err)
+		return nil, CommandError("session get", err)
 	}
 	pttl, err := res[1].AsInt64()
 	if err != nil {
-		return nil, redisErr("session get", err)
+		return nil, CommandError("session get", err)
 	}
-	m, size, err := hmgetFields(vals, sessViewFields)
+	m, size, err := HMGetFields(vals, sessViewFields)
 	if err != nil {
 		return nil, fmt.Errorf("session get: %w", err)
 	}
@@ -69,10 +69,10 @@ func (r *Sessions) Get(ctx context.Context, ref session.Ref, tenant string) (*se
 
 // parseView maps view fields to a Session, classifying (and counting) old schema and corrupt.
 func (r *Sessions) parseView(ctx context.Context, ref session.Ref, m map[string]string, now, pttl int64) (*session.Session, error) {
-	f := newFields(m)
+	f := NewFields(m)
 	s, _ := decodeView(f, ref)
-	outcome := f.schema()
-	if err := f.err(sessObject); err != nil {
+	outcome := f.Schema()
+	if err := f.Err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)
 	}
 	s.SchemaVersion = sessSchema(outcome)
@@ -92,7 +92,7 @@ func (r *Sessions) classifyChallenge(ctx context.Context, s *session.Session, m 
 }
 
 // corrupt counts and logs a corrupt session (key pattern and field names, never values).
-func (r *Sessions) corrupt(ctx context.Context, ref session.Ref, f *fields, err error) error {
+func (r *Sessions) corrupt(ctx context.Context, ref session.Ref, f *Fields, err error) error {
 	r.o.Metrics.Read(ctx, sessObject, Corrupt)
 	r.o.Logger.WarnContext(ctx, "corrupt session hash refused", "key_pattern", r.keyPattern(), "fields", f.bad)
 	return fmt.Errorf("session %s: %w", ref.ID(), err)

@@ -22,11 +22,11 @@ func (r *Sessions) run(ctx context.Context, name string, l *rueidis.Lua, keys, a
 
 // runOn is run on c (the pinned connection of a durable write).
 func (r *Sessions) runOn(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	rep, err := callScript(ctx, c, name, l, keys, args)
+	rep, err := CallScript(ctx, c, name, l, keys, args)
 	if err != nil {
 		return Reply{}, r.scriptErr(ctx, name, err)
 	}
-	if err := rep.bare(CodeNotFound, CodeExists); err != nil {
+	if err := rep.Bare(CodeNotFound, CodeExists); err != nil {
 		return Reply{}, r.badReply(ctx, name, err)
 	}
 	return rep, nil
@@ -37,7 +37,7 @@ func (r *Sessions) runOn(ctx context.Context, c rueidis.Client, name string, l *
 // corrupt session (refused, never served).
 func (r *Sessions) scriptErr(ctx context.Context, name string, err error) error {
 	if store.IsUnavailable(err) {
-		return redisErr(name, err)
+		return CommandError(name, err)
 	}
 	r.o.Metrics.ScriptError(ctx, name)
 	return r.readErr(ctx, name, err)
@@ -51,7 +51,7 @@ func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
 		r.o.Logger.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.keyPattern(), "op", op)
 		return fmt.Errorf("%s: %w: wrong key type", op, ErrCorrupt)
 	}
-	return redisErr(op, err)
+	return CommandError(op, err)
 }
 
 // badReply counts a reply of the wrong shape (err wraps ErrReply) as a script error.

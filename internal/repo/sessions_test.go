@@ -3,13 +3,11 @@ package repo
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
-	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -39,23 +37,6 @@ func TestNewSessionsRefusesBadOptions(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
-	}
-}
-
-// The verify scripts (both layouts) embed the rate limiter's counter verbatim.
-func TestVerifyScriptEmbedsFixedWindow(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"session_verify", "session_u_verify"} {
-		b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(b), ratelimit.FixedWindowLua()) {
-			t.Fatalf("%s.lua's fixed_window differs from internal/ratelimit/scripts/fixed_window.lua", name)
-		}
-	}
-	if !strings.Contains(ratelimit.FixedWindowLua(), "'schemaVersion', '"+strconv.Itoa(SchemaVersion)+"'") {
-		t.Fatal("the counter's schemaVersion differs from repo.SchemaVersion")
 	}
 }
 

@@ -36,7 +36,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 		case rep.Code() == CodeOK: // the old token is dead
 			return true, nil
 		case rep.Code() == CodeNotFound: // maybe rotated by an earlier attempt whose confirmation timed out
-			return durableMarker(ctx, c, r.keys, ref.Tag)
+			return DurableMarker(ctx, c, r.keys, ref.Tag)
 		}
 		return false, nil
 	})
@@ -105,7 +105,7 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 			return true, nil
 		}
 		// Already gone: maybe by an earlier attempt whose confirmation timed out.
-		return durableMarker(ctx, c, r.keys, ref.Tag)
+		return DurableMarker(ctx, c, r.keys, ref.Tag)
 	})
 	if err != nil {
 		return false, err

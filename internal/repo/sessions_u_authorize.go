@@ -66,15 +66,15 @@ func uNames(part string, view bool) (wire, flat []string) {
 // goes back with releaseFields once read.
 func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, pooled bool, err error) {
 	if flat != nil {
-		m, size, err = pooledFields(vals, flat)
+		m, size, err = PooledFields(vals, flat)
 		return m, size, err == nil, err
 	}
-	user, size, err := pooledFields(vals, wire)
+	user, size, err := PooledFields(vals, wire)
 	if err != nil {
 		return nil, 0, false, err
 	}
 	m = sessionView(user, part)
-	releaseFields(user)
+	ReleaseFields(user)
 	uSeen(m, exp)
 	return m, size, false, nil
 }
@@ -189,7 +189,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
 	if pooled {
-		defer releaseFields(m)
+		defer ReleaseFields(m)
 	}
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	e, err := r.decodeEntry(ctx, ref, m, view)
@@ -292,7 +292,7 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: %w", err))
 	}
 	if pooled {
-		defer releaseFields(m)
+		defer ReleaseFields(m)
 	}
 	r.o.Metrics.Payload(ctx, sessObject, size)
 	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})

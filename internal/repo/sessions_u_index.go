@@ -115,7 +115,7 @@ func (r *Sessions) uRevokeAll(ctx context.Context, tag, exceptPart string) (int,
 			return true, nil
 		}
 		// Nothing left: maybe revoked by an earlier attempt whose confirmation timed out.
-		return durableMarker(ctx, c, r.keys, tag)
+		return DurableMarker(ctx, c, r.keys, tag)
 	})
 	if err != nil {
 		return 0, err

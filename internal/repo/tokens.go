@@ -169,12 +169,12 @@ func (r *Tokens) run(ctx context.Context, name string, l *rueidis.Lua, keys, arg
 
 // runOn is run on c (the pinned connection of a durable write).
 func (r *Tokens) runOn(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	rep, err := callScript(ctx, c, name, l, keys, args)
+	rep, err := CallScript(ctx, c, name, l, keys, args)
 	if err != nil {
 		r.metrics.ScriptError(ctx, name)
-		return Reply{}, redisErr(strings.ReplaceAll(name, "_", " "), err)
+		return Reply{}, CommandError(strings.ReplaceAll(name, "_", " "), err)
 	}
-	if err := rep.bare(CodeNotFound, CodeExists); err != nil {
+	if err := rep.Bare(CodeNotFound, CodeExists); err != nil {
 		return Reply{}, r.badReply(ctx, name, err)
 	}
 	return rep, nil

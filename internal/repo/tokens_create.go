@@ -59,10 +59,10 @@ func (r *Tokens) Create(ctx context.Context, t token.Token) error {
 	tag := r.tag(t.Tenant)
 	expMs := t.ExpiresAt.UnixMilli()
 	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID))
-	args := []string{t.ID, ms(expMs), ms(r.safety.Milliseconds()), strconv.Itoa(r.max), strconv.Itoa(tokenPruneMax), t.Tenant, "", ""}
+	args := []string{t.ID, FormatMs(expMs), FormatMs(r.safety.Milliseconds()), strconv.Itoa(r.max), strconv.Itoa(tokenPruneMax), t.Tenant, "", ""}
 	fields := []string{"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
 		"scopes", strings.Join(t.Scopes, " "), "description", t.Description,
-		"issuedAtMs", ms(t.IssuedAt.UnixMilli()), "expiresAtMs", ms(expMs),
+		"issuedAtMs", FormatMs(t.IssuedAt.UnixMilli()), "expiresAtMs", FormatMs(expMs),
 		"revoked", "0", "revokedAtMs", "0", "revokedReason", "",
 		"schemaVersion", strconv.Itoa(SchemaVersion)}
 	if t.ParentID != "" {
@@ -102,7 +102,7 @@ func (r *Tokens) Create(ctx context.Context, t token.Token) error {
 			return r.badReply(ctx, "token_create", err)
 		}
 		r.metrics.Transition(ctx, tokenObj, "create", "index_full")
-		return quotaError("tokens", "GATEWAY_TENANT_MAX_TOKENS", r.max, ms)
+		return QuotaError("tokens", "GATEWAY_TENANT_MAX_TOKENS", r.max, ms)
 	case CodeBound: // {'BOUND', 'lineage'}
 		which, err := rep.Str(0)
 		switch {
@@ -137,7 +137,7 @@ func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, [
 	}
 	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth", "ancestors").Build()).ToArray()
 	if err != nil {
-		return "", nil, redisErr("token lineage", err)
+		return "", nil, CommandError("token lineage", err)
 	}
 	if len(vals) != 4 {
 		return "", nil, fmt.Errorf("token lineage: %d values for 4 fields", len(vals))

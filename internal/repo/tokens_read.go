@@ -24,7 +24,7 @@ func (r *Tokens) Get(ctx context.Context, tenant, id string) (token.Token, error
 	}
 	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
 	if err != nil {
-		return token.Token{}, redisErr("token get", err)
+		return token.Token{}, CommandError("token get", err)
 	}
 	t, err := r.decode(ctx, id, m)
 	if err != nil {
@@ -47,28 +47,28 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (to
 		size += len(k) + len(v)
 	}
 	r.metrics.Payload(ctx, tokenObj, size)
-	f := newFields(m)
+	f := NewFields(m)
 	t := token.Token{
 		ID:            id,
-		Tenant:        f.str("tenantId"),
-		Subject:       f.str("subject"),
-		Type:          f.str("tokenType"),
-		Scopes:        strings.Fields(f.str("scopes")),
-		Description:   f.opt("description"),
-		IssuedAt:      time.UnixMilli(f.int64("issuedAtMs")),
-		ExpiresAt:     time.UnixMilli(f.int64("expiresAtMs")),
-		RevokedReason: f.opt("revokedReason"),
-		ParentID:      f.opt("parentId"),
-		RootID:        f.opt("rootId"),
-		Depth:         int(f.optInt64("depth")),
-		Ancestors:     strings.Fields(f.opt("ancestors")),
-		CreatedAt:     time.UnixMilli(f.int64("createdAtMs")),
-		UpdatedAt:     time.UnixMilli(f.int64("updatedAtMs")),
+		Tenant:        f.Str("tenantId"),
+		Subject:       f.Str("subject"),
+		Type:          f.Str("tokenType"),
+		Scopes:        strings.Fields(f.Str("scopes")),
+		Description:   f.Opt("description"),
+		IssuedAt:      time.UnixMilli(f.Int64("issuedAtMs")),
+		ExpiresAt:     time.UnixMilli(f.Int64("expiresAtMs")),
+		RevokedReason: f.Opt("revokedReason"),
+		ParentID:      f.Opt("parentId"),
+		RootID:        f.Opt("rootId"),
+		Depth:         int(f.OptInt64("depth")),
+		Ancestors:     strings.Fields(f.Opt("ancestors")),
+		CreatedAt:     time.UnixMilli(f.Int64("createdAtMs")),
+		UpdatedAt:     time.UnixMilli(f.Int64("updatedAtMs")),
 	}
-	switch f.str("revoked") {
+	switch f.Str("revoked") {
 	case "1":
 		t.Revoked = true
-		t.RevokedAt = time.UnixMilli(f.optInt64("revokedAtMs"))
+		t.RevokedAt = time.UnixMilli(f.OptInt64("revokedAtMs"))
 	case "0", "":
 	default:
 		f.bad = append(f.bad, "revoked")
@@ -76,11 +76,11 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (to
 	if !validLineage(t.RootID, t.Depth, t.Ancestors) {
 		f.bad = append(f.bad, "ancestors")
 	}
-	o := f.schema()
+	o := f.Schema()
 	r.metrics.Read(ctx, tokenObj, o)
 	if o == Corrupt {
 		r.logCorrupt(ctx, f.bad)
-		return token.Token{}, fmt.Errorf("token %s: %w", id, f.err(tokenObj))
+		return token.Token{}, fmt.Errorf("token %s: %w", id, f.Err(tokenObj))
 	}
 	return t, nil
 }
@@ -110,19 +110,19 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 	}
 	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
 	if err != nil {
-		return TokenState{}, redisErr("token state", err)
+		return TokenState{}, CommandError("token state", err)
 	}
 	st := TokenState{CacheHit: hit}
-	m, _, err := pooledFields(vals, tokenStateFields)
+	m, _, err := PooledFields(vals, tokenStateFields)
 	if err != nil {
 		return st, fmt.Errorf("token state: %w", err)
 	}
-	defer releaseFields(m)
+	defer ReleaseFields(m)
 	if len(m) == 0 {
 		r.metrics.Read(ctx, tokenObj, Missing)
 		return st, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
-	f := fields{m: m}
+	f := Fields{m: m}
 	switch m["revoked"] {
 	case "1":
 		st.Revoked = true
@@ -130,12 +130,12 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 	default:
 		f.bad = append(f.bad, "revoked")
 	}
-	st.ExpiresAtMs, st.Tenant, st.Scope = f.int64("expiresAtMs"), f.str("tenantId"), f.str("scopes")
-	o := f.schema()
+	st.ExpiresAtMs, st.Tenant, st.Scope = f.Int64("expiresAtMs"), f.Str("tenantId"), f.Str("scopes")
+	o := f.Schema()
 	if o == Corrupt {
 		r.metrics.Read(ctx, tokenObj, Corrupt)
 		r.logCorrupt(ctx, f.bad)
-		return TokenState{}, f.err(tokenObj)
+		return TokenState{}, f.Err(tokenObj)
 	}
 	r.metrics.Read(ctx, tokenObj, o)
 	return st, nil
@@ -229,7 +229,7 @@ func (r *Tokens) readPage(ctx context.Context, tenant, tag string, ids []string)
 	var err error
 	for i, res := range r.c.DoMulti(ctx, cmds...) {
 		if maps[i], err = res.AsStrMap(); err != nil {
-			return nil, redisErr("token list read", err)
+			return nil, CommandError("token list read", err)
 		}
 	}
 	out := make([]token.Token, 0, len(ids))

@@ -41,7 +41,7 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 		case res == token.Revoked:
 			return true, nil
 		case res == token.AlreadyRevoked: // maybe by an earlier attempt whose confirmation timed out
-			return durableMarker(ctx, c, r.keys, tag)
+			return DurableMarker(ctx, c, r.keys, tag)
 		}
 		return false, nil
 	})
@@ -115,7 +115,7 @@ func (r *Tokens) descendants(ctx context.Context, c rueidis.Client, tag, id stri
 		for _, res := range c.DoMulti(ctx, cmds...) {
 			kids, err := res.AsStrSlice()
 			if err != nil {
-				return nil, redisErr("token children", err)
+				return nil, CommandError("token children", err)
 			}
 			for _, k := range kids {
 				if !token.ValidID(k) {

@@ -19,13 +19,13 @@ func TestReplyShapes(t *testing.T) {
 	ctx := context.Background()
 	call := func(body string) Reply {
 		t.Helper()
-		rep, err := callScript(ctx, s.Client, "test_shapes", rueidis.NewLuaScript(body), nil, nil)
+		rep, err := CallScript(ctx, s.Client, "test_shapes", rueidis.NewLuaScript(body), nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
 		return rep
 	}
-	shapes := replyShapes{CodeOK: 1, CodeNotFound: 0, CodeStale: 1}
+	shapes := ReplyShapes{CodeOK: 1, CodeNotFound: 0, CodeStale: 1}
 	for body, want := range map[string]string{
 		"return {'OK', {'a', '1'}}":     "",
 		"return {'NOT_FOUND'}":          "",
@@ -33,7 +33,7 @@ func TestReplyShapes(t *testing.T) {
 		"return {'OK', 'not a map'}":    "", // OK's payload is its caller's to read
 		"return {'STALE', 'not a num'}": "not a num",
 	} {
-		got, err := shapes.read(call(body))
+		got, err := shapes.Read(call(body))
 		if err != nil || got != want {
 			t.Errorf("%s: read = %q, %v; want %q", body, got, err, want)
 		}
@@ -49,21 +49,21 @@ func TestReplyShapes(t *testing.T) {
 		"return {'CLAIMED', 'v', 1}",       // likewise
 		"return {'NOT_FOUND', {'a', '1'}}", // likewise a payload
 	} {
-		if _, err := shapes.read(call(body)); !errors.Is(err, ErrReply) {
+		if _, err := shapes.Read(call(body)); !errors.Is(err, ErrReply) {
 			t.Errorf("%s: read err = %v, want ErrReply", body, err)
 		}
 	}
 	// check looks at codes and lengths only: a CLAIMED payload is its caller's to read.
-	if err := (replyShapes{CodeClaimed: 2}).check(call("return {'CLAIMED', 'v', 1}")); err != nil {
+	if err := (ReplyShapes{CodeClaimed: 2}).Check(call("return {'CLAIMED', 'v', 1}")); err != nil {
 		t.Errorf("check: %v", err)
 	}
 
 	// STALE's value becomes the current ETag when it is an integer; a 412 either way.
 	var e *apperr.Error
-	if !errors.As(staleError("12"), &e) || e.Kind != apperr.PreconditionFailed || e.Extra["currentETag"] != `"12"` {
+	if !errors.As(StaleError("12"), &e) || e.Kind != apperr.PreconditionFailed || e.Extra["currentETag"] != `"12"` {
 		t.Errorf("staleError(12) = %+v", e)
 	}
-	if !errors.As(staleError("1.5"), &e) || e.Kind != apperr.PreconditionFailed || e.Extra["currentETag"] != nil {
+	if !errors.As(StaleError("1.5"), &e) || e.Kind != apperr.PreconditionFailed || e.Extra["currentETag"] != nil {
 		t.Errorf("staleError(1.5) = %+v", e)
 	}
 }

@@ -26,38 +26,8 @@
 --        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
 --        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
--- fixed_window below is a verbatim copy of internal/ratelimit/scripts/fixed_window.lua (between
--- its BEGIN/END markers), kept because the attempt must be counted in the same atomic step and
--- Lua cannot import; building this script from a Go-side snippet would make the file incomplete
--- and its SHA differ from what ScriptBodies preloads. TestVerifyScriptEmbedsFixedWindow fails on
--- drift: edit both copies together.
 
--- BEGIN fixed_window
-local function fixed_window(key, now, window, buffer, limit)
-  local start = now - (now % window)
-  local reset = start + window - now
-  local nowS = string.format('%d', now)
-  local cur = redis.call('HMGET', key, 'windowStartMs', 'count')
-  local n = 0
-  if cur[1] and tonumber(cur[1]) == start then
-    -- A counter that does not parse is treated as exhausted: fail closed.
-    n = tonumber(cur[2]) or limit
-  end
-  if n >= limit then
-    return 0, n, reset
-  end
-  if n == 0 then
-    -- schemaVersion mirrors repo.SchemaVersion (a test keeps them equal).
-    redis.call('HSET', key, 'windowStartMs', string.format('%d', start), 'count', '1',
-      'schemaVersion', '2', 'createdAtMs', nowS, 'updatedAtMs', nowS)
-    redis.call('PEXPIRE', key, string.format('%d', window + buffer))
-  else
-    redis.call('HINCRBY', key, 'count', 1)
-    redis.call('HSET', key, 'updatedAtMs', nowS)
-  end
-  return 1, n + 1, reset
-end
--- END fixed_window
+--#include fixed_window
 
 local function same(a, b)
   if #a ~= #b then
