@@ -5,39 +5,7 @@ import (
 	"fmt"
 
 	"github.com/redis/rueidis"
-
-	"github.com/hashgate/hashgate/internal/repo"
-	"github.com/hashgate/hashgate/internal/sessions/session"
 )
-
-// Key names follow docs/KEYS.md and come from internal/repo's key helpers; the ids the API
-// returns map to them: a session id carries its user tag (so the session hash, the device
-// index and the MFA counter are named from it), a token's key is found by SCAN (its tenant tag
-// is a keyed hash the bench does not compute), quote and case ids are their hash tags.
-var benchKeys = repo.Keys{Prefix: keyPrefix}
-
-// perUserHashObject names, in the memory table, the user's hash of a one-session user in the
-// per-user layout (what the session-hash target is read from there).
-const perUserHashObject = "user's session hash, one plain session"
-
-// sessionKey is the session hash of session id ("" for an id that is not a session id).
-func sessionKey(id string) string {
-	ref, ok := session.ParseID(id)
-	if !ok {
-		return ""
-	}
-	return repo.SessionKey(benchKeys, ref)
-}
-
-// userKey is the key key(benchKeys, tag) of the user that session id belongs to ("" for an
-// id that is not a session id).
-func userKey(id string, key func(repo.Keys, string) string) string {
-	ref, ok := session.ParseID(id)
-	if !ok {
-		return ""
-	}
-	return key(benchKeys, ref.Tag)
-}
 
 // memory measures the objects the run created through the API.
 func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
@@ -85,20 +53,20 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 	// its user's hash; in the per-session layout in its own hash beside the user's device index.
 	perUser := false
 	if len(fx.sessions) > 0 {
-		if k := userKey(fx.sessions[0].ID, repo.UserSessionsKey); k != "" {
+		if k := userKey(fx.sessions[0].ID, userSessionsKey); k != "" {
 			n, err := b.redis.Client.Do(ctx, b.redis.Client.B().Exists().Key(k).Build()).AsInt64()
 			perUser = err == nil && n == 1
 		}
 	}
 	sessKey := sessionKey
 	if perUser {
-		sessKey = func(id string) string { return userKey(id, repo.UserSessionsKey) }
+		sessKey = func(id string) string { return userKey(id, userSessionsKey) }
 	}
 	if len(fx.sessions) > 0 && fx.sessions[0].ID != "" {
 		var ss, idx [][]string
 		for _, s := range fx.sessions[:min(100, len(fx.sessions))] {
 			ss = append(ss, []string{sessKey(s.ID)})
-			idx = append(idx, []string{userKey(s.ID, repo.SessionDevicesKey)})
+			idx = append(idx, []string{userKey(s.ID, sessionDevicesKey)})
 		}
 		if perUser {
 			measure(perUserHashObject+" (BASIC, no device info; per-user layout)", "", ss...)
@@ -113,7 +81,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		var ss, rl [][]string
 		for _, m := range fx.mfa {
 			ss = append(ss, []string{sessKey(m.SessionID)})
-			rl = append(rl, []string{userKey(m.SessionID, repo.MFACounterKey)})
+			rl = append(rl, []string{userKey(m.SessionID, mfaCounterKey)})
 		}
 		measure("session with a pending MFA challenge (its hash)", "challenge fields carry their own TTL", ss...)
 		measure("MFA attempt counter", "", rl...)
@@ -126,13 +94,13 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		var ts [][]string
 		for _, id := range ids {
 			if id != "" {
-				ts = append(ts, []string{scanOne(ctx, b.redis.Client, repo.TokenKeyPattern(benchKeys, id))})
+				ts = append(ts, []string{scanOne(ctx, b.redis.Client, tokenKeyPattern(id))})
 			}
 		}
 		measure("token metadata hash", "", ts...)
 	}
 	if q := fx.quoteSample.ID; q != "" {
-		if k := scanOne(ctx, b.redis.Client, repo.QuoteKeyPattern(benchKeys, q)); k != "" {
+		if k := scanOne(ctx, b.redis.Client, quoteKeyPattern(q)); k != "" {
 			measure(fmt.Sprintf("quote summary + items (%d items)", fx.quoteItems), "", []string{k, k + ":items"})
 		}
 	}
@@ -140,7 +108,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		if c.id == "" {
 			continue
 		}
-		if k := scanOne(ctx, b.redis.Client, repo.CaseKeyPattern(benchKeys, c.id)); k != "" {
+		if k := scanOne(ctx, b.redis.Client, caseKeyPattern(c.id)); k != "" {
 			measure(c.what, "", []string{k, k + ":history"})
 		}
 	}
