@@ -16,8 +16,9 @@ import (
 
 // The layers, as docs/ARCHITECTURE.md draws them, kept by a test (`make test` runs it like any
 // other): the HTTP layer (internal/handlers) calls services; services (one package per domain)
-// own their model and the small store interface they need; internal/repo implements those over
-// Redis. Only the packages that talk to Redis import rueidis.
+// own their model and the small store interface they need; a store package per domain under
+// internal/repo (sessionstore, tokenstore, ...) implements it over Redis with the shared kit
+// (internal/repo itself), and stores never import each other. Only the packages that talk to Redis import rueidis.
 //
 // A rule names the packages it applies to and the import paths they must not import; a path
 // or pattern ends in "/..." to include its sub-packages. Test files (_test.go) are checked only
@@ -58,6 +59,15 @@ var importRules = []importRule{
 		forbid: []string{module + "/internal/repo/..."}},
 	{name: "models are values: they import nothing of the project's and no I/O", pkgs: models,
 		forbid: []string{module + "/...", "github.com/redis/rueidis/...", "net/...", "github.com/labstack/echo/..."}},
+	{name: "services own their store interface: they import no store and no Redis client", pkgs: services,
+		forbid: []string{module + "/internal/repo/...", "github.com/redis/rueidis/..."}},
+	{name: "the store kit imports no store and no service", pkgs: []string{"internal/repo"},
+		forbid: append([]string{module + "/internal/repo/..."}, modulePaths(services)...)},
+	{name: "a store imports no other store", pkgs: []string{"internal/repo/sessionstore/..."}, forbid: otherStores("sessionstore")},
+	{name: "a store imports no other store", pkgs: []string{"internal/repo/tokenstore/..."}, forbid: otherStores("tokenstore")},
+	{name: "a store imports no other store", pkgs: []string{"internal/repo/quotestore/..."}, forbid: otherStores("quotestore")},
+	{name: "a store imports no other store", pkgs: []string{"internal/repo/casestore/..."}, forbid: otherStores("casestore")},
+	{name: "a store imports no other store", pkgs: []string{"internal/repo/idemstore/..."}, forbid: otherStores("idemstore")},
 	{name: "services know nothing of HTTP", pkgs: services, tests: true,
 		forbid: []string{module + "/internal/handlers/...", "github.com/labstack/echo/..."}},
 	// The Go client is for the gateway's callers: generated from the spec, it needs nothing of
@@ -66,12 +76,41 @@ var importRules = []importRule{
 		forbid: []string{module + "/internal/...", module + "/cmd/...", module + "/api", "github.com/labstack/echo/..."}},
 }
 
+// stores are the store packages under the kit (internal/repo), one per domain.
+var stores = []string{"sessionstore", "tokenstore", "quotestore", "casestore", "idemstore"}
+
+// otherStores are the import paths of every store but self.
+func otherStores(self string) []string {
+	var out []string
+	for _, s := range stores {
+		if s != self {
+			out = append(out, module+"/internal/repo/"+s+"/...")
+		}
+	}
+	return out
+}
+
+// modulePaths turns package patterns relative to the module into full import paths.
+func modulePaths(pkgs []string) []string {
+	out := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		out[i] = module + "/" + p
+	}
+	return out
+}
+
 // importException is one known edge that breaks a rule today, with the reason it is still
 // there. The check fails when a listed edge no longer exists, so the list only shrinks.
 type importException struct{ pkg, imp, why string }
 
 var importExceptions = []importException{
-	// None today: every layer edge of issue 10 is gone. A new one needs its reason here.
+	{"internal/sessions", module + "/internal/repo", "the session store is moving out of internal/repo (issue 23)"},
+	{"internal/tokens", module + "/internal/repo", "the token store is moving out of internal/repo (issue 23)"},
+	{"internal/repo", module + "/internal/sessions/session", "the session store is moving out of internal/repo (issue 23)"},
+	{"internal/repo", module + "/internal/tokens/token", "the token store is moving out of internal/repo (issue 23)"},
+	{"internal/repo", module + "/internal/quotes", "the quote store is moving out of internal/repo (issue 23)"},
+	{"internal/repo", module + "/internal/cases", "the case store is moving out of internal/repo (issue 23)"},
+	{"internal/repo", module + "/internal/idempotency", "the idempotency store is moving out of internal/repo (issue 23)"},
 }
 
 // listedPackage is what go list tells about one package.
