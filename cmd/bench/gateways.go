@@ -20,9 +20,11 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
 		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation), fmt.Sprintf("GATEWAY_TENANT_MAX_CASES=%d", benchMaxCases))
 	// Rate limits on but never reached: every bearer and session scenario pays for counting,
-	// none is refused. The gateway-nolimit phase turns them off for quote-get-nolimit: with
-	// -rounds > 0 that gateway starts right after the quote-get row, next to the first one,
-	// for the paired rounds of the two (then its phase has nothing left to run).
+	// none is refused. The limiter's cost is read from two fresh gateways that differ only in
+	// the limits: gateway-limits runs quote-get alone, and with -rounds > 0 the gateway-nolimit
+	// one starts right after that row, next to it, for the paired rounds of the two (then its
+	// own phase has nothing left to run). Measured on the gateway that had already run the
+	// rows before it, the pair also counted what those rows left behind (caches, heap).
 	limited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=1000000000/1m", "GATEWAY_RATE_LIMIT_PER_TENANT=1000000000/1m",
 		"GATEWAY_RATE_LIMIT_PER_SESSION=1000000000/1m"}
 	unlimited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=0", "GATEWAY_RATE_LIMIT_PER_TENANT=0", "GATEWAY_RATE_LIMIT_PER_SESSION=0"}
@@ -56,7 +58,8 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 		return startGateway(ctx, ph.name, bin, b.dir, append(append(slices.Clip(env), ph.limits...), "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
 	}
 	done := map[string]bool{} // measured ahead of their phase: quote-get-nolimit, next to quote-get
-	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil}, withRules,
+	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil},
+		{"gateway-limits", "true", limited, fx.limitPlans(), nil}, withRules,
 		{"gateway-nocache", "false", limited, fx.noCachePlans(), nil}, noLimit,
 		{"gateway-revoke", "true", limited, fx.revokePlans("session-revoke", "no replica: no WAIT"), nil},
 		{"gateway-revoke-replica", "true", limited, fx.revokePlans("session-revoke-replica", "one replica: WAIT 1 + WAITAOF"), b.startReplica},

@@ -72,7 +72,7 @@ func TestSetUpAgainstALiveGateway(t *testing.T) {
 	}
 	f := &fixtures{api: a, rateHint: func() float64 { return 1 },
 		cfg: config{threads: 1, connections: 3, sessions: 5, warmup: time.Second, duration: time.Second}}
-	for _, p := range f.gatewayPlans() {
+	for _, p := range append(f.gatewayPlans(), f.limitPlans()...) {
 		warm, measure, err := p.prepare(ctx)
 		if err != nil {
 			t.Errorf("%s: set-up: %v", p.Key, err)
