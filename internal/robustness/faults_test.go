@@ -115,7 +115,14 @@ func stallFor(p time.Duration) time.Duration { return min(max(p/8, 500*time.Mill
 // local).
 func (d *deployment) stall(dur time.Duration) error {
 	c := testredis.NodeClient(d.t, d.primary.Addr())
-	return testredis.Do(c, "DEBUG", "SLEEP", strconv.FormatFloat(dur.Seconds(), 'f', 3, 64)).Error()
+	start := time.Now()
+	if err := testredis.Do(c, "DEBUG", "SLEEP", strconv.FormatFloat(dur.Seconds(), 'f', 3, 64)).Error(); err != nil {
+		return fmt.Errorf("stall: %w", err)
+	}
+	if took := time.Since(start); took < dur {
+		return fmt.Errorf("stall: DEBUG SLEEP answered after %v, not %v", took, dur)
+	}
+	return nil
 }
 
 // liveGateways are the replicas not killed.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // Rate limits: a tenant of its own (limitedTenant) calls through replicas of their own, built
@@ -44,9 +46,9 @@ type limitedOp struct {
 }
 
 type limiterRun struct {
-	gws    []*gateway
-	bearer string
-	mu     sync.Mutex
+	gws     []*gateway
+	bearers []string // each replica's bearer for limitedTenant
+	mu      sync.Mutex
 	ops    []limitedOp
 }
 
@@ -56,7 +58,10 @@ func startLimited(t *testing.T, url, durable string, n int) *limiterRun {
 	cfg := gatewayConfig(t, url, durable)
 	cfg.RateLimitPerTenant = fmt.Sprintf("%d/1s", rateLimit)
 	l := &limiterRun{gws: startGateways(t, cfg, n)}
-	l.bearer = l.gws[0].bearer(t, limitedTenant, "quotes:read")
+	bearer := l.gws[0].bearer(t, limitedTenant, "quotes:read")
+	for range l.gws {
+		l.bearers = append(l.bearers, bearer)
+	}
 	return l
 }
 
@@ -64,14 +69,14 @@ func startLimited(t *testing.T, url, durable string, n int) *limiterRun {
 // one Redis read; admitted like any other answer but 429).
 func (l *limiterRun) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, g := range l.gws {
+	for i, g := range l.gws {
 		for range limitedClients {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for ctx.Err() == nil {
 					call := time.Now()
-					r := g.do("GET", "/v1/quotes/q_0000000000000000000000000z", nil, "Authorization", l.bearer)
+					r := g.do("GET", "/v1/quotes/q_0000000000000000000000000z", nil, "Authorization", l.bearers[i])
 					op := limitedOp{call: call, ret: time.Now(), unknown: r.status == 0,
 						admitted: r.status != 0 && r.status != http.StatusTooManyRequests}
 					l.mu.Lock()
@@ -132,4 +137,27 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 	}
 	r.Notes = append(r.Notes, fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax))
 	return r
+}
+
+// rateControl is the control of the rate-limits check: the limited tenant alone, with no
+// fault, on replicas configured with different GATEWAY_KEY_PREFIXes over one Redis (an operator's
+// mistake the limiter cannot detect): their counters never meet, so each admits up to the
+// limit on its own and together they admit about n × limit per window. The checker must find
+// windows over limit × (1 + quietEpsilon), or it could not see an overshoot. Two settings
+// tried first are not unsafe: GATEWAY_RATE_LIMIT_SYNC_SHARE=1 with a 10s flush (near the limit
+// every admission is sent at once; 1.02 × limit at most), and Redis made unreachable (each
+// request then waits for the Redis timeout, so the clients cannot offer more than the limit).
+func rateControl(t *testing.T, run time.Duration) result {
+	srv := testredis.StartServer(t, redisArgs...)
+	l := &limiterRun{}
+	for range *flagGateways {
+		cfg := gatewayConfig(t, srv.URL(), "auto") // a prefix of its own
+		cfg.RateLimitPerTenant = fmt.Sprintf("%d/1s", rateLimit)
+		g := startGateways(t, cfg, 1)[0]
+		l.gws, l.bearers = append(l.gws, g), append(l.bearers, g.bearer(t, limitedTenant, "quotes:read"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	l.run(ctx)
+	return l.check(result{Run: "ratelimits/prefix-per-replica (control)", Fault: "none", Durable: "auto"}, nil)
 }

@@ -81,6 +81,22 @@ func TestRobustness(t *testing.T) {
 			_ = os.WriteFile(filepath.Join(dir, "summary.md"), []byte(out), 0o644)
 		}
 	})
+	t.Run("ratelimits/prefix-per-replica", func(t *testing.T) {
+		t.Parallel()
+		r := rateControl(t, min(*flagDuration, 5*time.Second))
+		r.Seed = seed
+		t.Logf("%s", r.row())
+		for _, n := range r.Notes {
+			t.Logf("%s", n)
+		}
+		mu.Lock()
+		rows = append(rows, r.row())
+		notes = append(notes, "- "+r.Run+": "+strings.Join(r.Notes, "; "))
+		mu.Unlock()
+		if r.Violations == 0 {
+			t.Errorf("control: with a key prefix per replica the checker found no window over the limit; it cannot see an overshoot")
+		}
+	})
 	for name, rc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
