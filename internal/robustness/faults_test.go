@@ -109,7 +109,9 @@ var faults = map[string]fault{
 // stallFor is how long a stall lasts in a cycle of p: longer than GATEWAY_REDIS_TIMEOUT (1s)
 // in the long run's cycles, and shorter than the replicas' repl-timeout (2s), so the replica
 // keeps its link.
-func stallFor(p time.Duration) time.Duration { return min(max(p/8, 500*time.Millisecond), 1800*time.Millisecond) }
+func stallFor(p time.Duration) time.Duration {
+	return min(max(p/8, 500*time.Millisecond), 1800*time.Millisecond)
+}
 
 // stall blocks the primary for d (DEBUG SLEEP; the servers run with --enable-debug-command
 // local).

@@ -49,7 +49,7 @@ type limiterRun struct {
 	gws     []*gateway
 	bearers []string // each replica's bearer for limitedTenant
 	mu      sync.Mutex
-	ops    []limitedOp
+	ops     []limitedOp
 }
 
 // startLimited builds the limited tenant's replicas over url.
