@@ -63,6 +63,7 @@ type idemOut struct {
 	Unknown bool
 	Code    int
 	ID      string // create answered 201: the id it named
+	Problem string // an error answer's problem type (its last segment), for the saved history
 }
 
 // idemState is the key's object: "" none yet, "?" made by a create whose answer was lost.
@@ -93,7 +94,7 @@ var idemModel = porcupine.Model{
 		in, out := input.(idemIn), output.(idemOut)
 		res := "?"
 		if !out.Unknown {
-			res = fmt.Sprintf("%d %s", out.Code, out.ID)
+			res = strings.TrimSpace(fmt.Sprintf("%d %s%s", out.Code, out.ID, out.Problem))
 		}
 		if in.Op == idemRead {
 			return fmt.Sprintf("read(%s) → %s", in.ID, res)
@@ -136,6 +137,9 @@ func (w *world) idemStep(c int, rng *rand.Rand, g *gateway) {
 			return
 		}
 		out.Code = 0
+	}
+	if r.status >= 400 {
+		out.Problem = problemSlug(r)
 	}
 	if r.status == http.StatusCreated {
 		var v struct{ CaseID, QuoteID string }
