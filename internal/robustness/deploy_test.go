@@ -21,11 +21,15 @@ type deployment struct {
 	t                *testing.T
 	primary, replica *testredis.Server
 	link, front      *testredis.Proxy
+	// gateways are the replicas serving the workload, which a fault may kill.
+	gateways []*gateway
 }
 
 // redisArgs are the servers' settings: a fast replication handshake and a primary that notices
 // a lost replica within a second or two.
-var redisArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1", "--repl-timeout", "2"}
+// DEBUG is enabled from loopback for the stall fault (DEBUG SLEEP).
+var redisArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1", "--repl-timeout", "2",
+	"--enable-debug-command", "local"}
 
 // startDeployment starts the primary and its replica (both with extra, which a replica applies
 // once promoted) and waits until the replica is in sync. It skips the test when the Redis 8

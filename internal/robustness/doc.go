@@ -2,12 +2,17 @@
 // only): concurrent HTTP clients drive two or three gateway replicas, each built through
 // internal/app on its own loopback listener, over a Redis primary with a replica while a fault
 // schedule runs (a primary crash with failover, a partition between primary and replica before
-// it; with the default durability, with durability off as the control that must show a
-// violation, and with min-replicas-to-write). Every operation's call time, return time and result are recorded, and each history is
+// it, a Redis stall with a gateway replica killed; with the default durability, with
+// durability off as the control that must show a violation, and with min-replicas-to-write).
+// Every operation's call time, return time and result are recorded, and each history is
 // checked for linearizability with Porcupine against a model: sessions and tokens (no
 // authorization that starts after an acknowledged revocation, logout or rotation succeeds with
-// the old credential, on any replica) and quote drafts (a register with compare-and-set by
-// If-Match, submitted at most once). See docs/ROBUSTNESS.md.
+// the old credential, on any replica), quote drafts (a register with compare-and-set by
+// If-Match, submitted at most once), escalation cases (every transition valid from the state
+// the history implies, automatic escalation at most once, and exactly once for the watched
+// cases) and idempotent creates (one object per Idempotency-Key). A tenant of its own, on
+// replicas with request-rate limits on, checks the admitted requests per window against the
+// limit. See docs/ROBUSTNESS.md.
 //
 // The tests skip when the Redis 8 executables are not provided (source .cache/redis/env.sh, or
 // run `make test`), and fail then under CI=true. `make robustness` runs the long schedule.

@@ -2,7 +2,11 @@ package robustness
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // A fault is a schedule run in cycles over a deployment while the workload runs. Each cycle
@@ -13,8 +17,27 @@ type fault struct {
 	cycle func(ctx context.Context, d *deployment, period time.Duration, n *faultCounts) error
 }
 
-// faultCounts is what a run injected.
-type faultCounts struct{ Partitions, Failovers int }
+// faultCounts is what a run injected, and when (Spans: from each injection to the deployment
+// whole again, which the rate-limits model reads as disturbed windows).
+type faultCounts struct {
+	Partitions, Failovers, Stalls, Kills int
+	Spans                                [][2]time.Time
+}
+
+// span opens a span now; the function it returns closes it.
+func (n *faultCounts) span() func() {
+	i := len(n.Spans)
+	n.Spans = append(n.Spans, [2]time.Time{time.Now(), time.Now()})
+	return func() { n.Spans[i][1] = time.Now() }
+}
+
+func (n faultCounts) String() string {
+	s := fmt.Sprintf("%d partitions, %d failovers", n.Partitions, n.Failovers)
+	if n.Stalls+n.Kills > 0 {
+		s += fmt.Sprintf(", %d stalls, %d gateway kills", n.Stalls, n.Kills)
+	}
+	return s
+}
 
 var faults = map[string]fault{
 	// crash: the primary is killed (SIGKILL) a quarter into the cycle, the replica promoted and
@@ -23,6 +46,7 @@ var faults = map[string]fault{
 		if !sleep(ctx, p/4) {
 			return nil
 		}
+		defer n.span()()
 		if err := d.failover(); err != nil {
 			return err
 		}
@@ -39,6 +63,7 @@ var faults = map[string]fault{
 		if !sleep(ctx, p/5) {
 			return nil
 		}
+		defer n.span()()
 		if err := d.partition(); err != nil {
 			return err
 		}
@@ -55,6 +80,62 @@ var faults = map[string]fault{
 		}
 		return d.rejoin()
 	}},
+	// stall: a fifth into the cycle the primary stops answering for stallFor(p) (DEBUG SLEEP:
+	// requests in flight time out after GATEWAY_REDIS_TIMEOUT and answer 503); no failover, no
+	// data lost. Three fifths in, in the first cycle, a gateway replica is killed abruptly
+	// (gateway.kill: in process, its listener, connections and store closed without draining).
+	"stall": {name: "stall", cycle: func(ctx context.Context, d *deployment, p time.Duration, n *faultCounts) error {
+		if !sleep(ctx, p/5) {
+			return nil
+		}
+		end := n.span()
+		err := d.stall(stallFor(p))
+		end()
+		if err != nil {
+			return err
+		}
+		n.Stalls++
+		if !sleep(ctx, 2*p/5-stallFor(p)) {
+			return nil
+		}
+		if live := d.liveGateways(); n.Kills == 0 && len(live) > 1 {
+			live[len(live)-1].kill()
+			n.Kills++
+		}
+		return nil
+	}},
+}
+
+// stallFor is how long a stall lasts in a cycle of p: longer than GATEWAY_REDIS_TIMEOUT (1s)
+// in the long run's cycles, and shorter than the replicas' repl-timeout (2s), so the replica
+// keeps its link.
+func stallFor(p time.Duration) time.Duration {
+	return min(max(p/8, 500*time.Millisecond), 1800*time.Millisecond)
+}
+
+// stall blocks the primary for d (DEBUG SLEEP; the servers run with --enable-debug-command
+// local).
+func (d *deployment) stall(dur time.Duration) error {
+	c := testredis.NodeClient(d.t, d.primary.Addr())
+	start := time.Now()
+	if err := testredis.Do(c, "DEBUG", "SLEEP", strconv.FormatFloat(dur.Seconds(), 'f', 3, 64)).Error(); err != nil {
+		return fmt.Errorf("stall: %w", err)
+	}
+	if took := time.Since(start); took < dur {
+		return fmt.Errorf("stall: DEBUG SLEEP answered after %v, not %v", took, dur)
+	}
+	return nil
+}
+
+// liveGateways are the replicas not killed.
+func (d *deployment) liveGateways() []*gateway {
+	var out []*gateway
+	for _, g := range d.gateways {
+		if !g.dead.Load() {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // sleep waits for d or the end of ctx; it reports whether d passed.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,15 +25,24 @@ type gateway struct {
 	srv    *httptest.Server
 	client *http.Client
 	tokens *tokens.Service
+	store  *store.Store
+	app    *app.Gateway
+	dead   atomic.Bool // killed: clients send it nothing more
 }
 
 // requestTimeout bounds every HTTP call: a call still running then is recorded as a result
 // the client never learned.
 const requestTimeout = 5 * time.Second
 
-// startGateways builds n replicas over url with GATEWAY_DURABLE_REPLICAS=durable and the
-// documented defaults otherwise (the request-rate limits lifted: the workload is one tenant).
-func startGateways(t *testing.T, url, durable string, n int) []*gateway {
+// sweepInterval is the replicas' GATEWAY_CASE_SWEEP_INTERVAL: short, so overdue cases are
+// escalated during a short run.
+const sweepInterval = 200 * time.Millisecond
+
+// gatewayConfig is the replicas' configuration over url: GATEWAY_DURABLE_REPLICAS=durable,
+// GATEWAY_CASE_SWEEP_INTERVAL=sweepInterval, the request-rate limits lifted (the main
+// workload is one tenant; the rate-limits model has replicas of its own, see ratelimit_test.go)
+// and the documented defaults otherwise.
+func gatewayConfig(t *testing.T, url, durable string) config.Config {
 	t.Helper()
 	cfg, err := config.Load(func(string) string { return "" })
 	if err != nil {
@@ -41,6 +51,14 @@ func startGateways(t *testing.T, url, durable string, n int) []*gateway {
 	cfg.RedisURL, cfg.RedisTimeout, cfg.KeyPrefix = url, time.Second, testredis.Prefix(t)
 	cfg.DurableReplicas, cfg.DurableTimeout = durable, time.Second
 	cfg.RateLimitPerToken, cfg.RateLimitPerTenant, cfg.RateLimitPerSession = "0", "0", "0"
+	cfg.CaseSweepInterval = sweepInterval
+	return cfg
+}
+
+// startGateways builds n replicas with cfg, sharing its keys and prefix, and runs their
+// background loops (the case sweeper, the rate limiter's flush).
+func startGateways(t *testing.T, cfg config.Config, n int) []*gateway {
+	t.Helper()
 	authority, hasher, err := app.FreshKeys(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +81,9 @@ func startGateways(t *testing.T, url, durable string, n int) []*gateway {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &gateway{tokens: gw.Tokens, srv: httptest.NewUnstartedServer(gw.Echo),
+		gw.Start()
+		t.Cleanup(gw.Stop)
+		g := &gateway{tokens: gw.Tokens, store: s, app: gw, srv: httptest.NewUnstartedServer(gw.Echo),
 			client: &http.Client{Timeout: requestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 		g.srv.Config.ReadHeaderTimeout, g.srv.Config.WriteTimeout = cfg.ReadHeaderTimeout, cfg.WriteTimeout
 		g.srv.Start()
@@ -123,3 +143,14 @@ func (g *gateway) do(method, path string, body any, headers ...string) reply {
 }
 
 func (r reply) decode(v any) error { return json.Unmarshal(r.body, v) }
+
+// kill stops the replica abruptly, in process: its listener and every open connection are
+// closed at once (requests in flight get no answer) and its Redis connections dropped, with
+// no draining; its background loops (the sweeper) end with it. Clients send it nothing more.
+func (g *gateway) kill() {
+	g.dead.Store(true)
+	g.srv.Listener.Close()
+	g.srv.CloseClientConnections()
+	g.store.Close()
+	g.app.Stop()
+}

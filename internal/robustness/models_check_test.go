@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -18,6 +19,13 @@ func op(client int, call, ret int64, in, out any) porcupine.Operation {
 	return porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call, Return: ret}
 }
 
+type knownHistory struct {
+	name  string
+	model porcupine.Model
+	ops   []porcupine.Operation
+	legal bool
+}
+
 func TestModelsOnKnownHistories(t *testing.T) {
 	authorize := func(tok string, initial bool) sessionIn {
 		return sessionIn{Op: opAuthorize, Session: "s", Token: tok, Initial: initial}
@@ -30,12 +38,7 @@ func TestModelsOnKnownHistories(t *testing.T) {
 		return quoteIn{Op: opPatch, Quote: "q", IfMatch: ifMatch, Customer: c}
 	}
 	read := quoteIn{Op: opRead, Quote: "q"}
-	cases := []struct {
-		name  string
-		model porcupine.Model
-		ops   []porcupine.Operation
-		legal bool
-	}{
+	cases := []knownHistory{
 		{"session authorized after an acknowledged revoke", newSessionModel(false), []porcupine.Operation{
 			op(0, 0, 10, revoke, ok), op(1, 20, 30, authorize("t0", true), ok)}, false},
 		{"session authorized concurrently with a revoke", newSessionModel(false), []porcupine.Operation{
@@ -83,11 +86,98 @@ func TestModelsOnKnownHistories(t *testing.T) {
 			op(0, 0, 10, quoteIn{Op: opSubmit, Quote: "q", IfMatch: 1}, quoteOut{Status: 200, Version: 2, Customer: "c0", Submitted: true}),
 			op(1, 20, 30, quoteIn{Op: opSubmit, Quote: "q", IfMatch: 2}, quoteOut{Status: 200, Version: 3, Customer: "c0", Submitted: true})}, false},
 	}
+	cases = append(cases, caseHistories()...)
+	cases = append(cases, createHistories()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := porcupine.CheckOperations(c.model, c.ops); got != c.legal {
 				t.Errorf("linearizable = %v, want %v", got, c.legal)
 			}
 		})
+	}
+}
+
+// caseHistories: a lost transition, a second automatic escalation, one before the case was
+// due, a transition from a status that refuses it, and the sweeper winning a race with a
+// client's escalation.
+func caseHistories() []knownHistory {
+	m := caseModel.ToModel()
+	read := func(due bool) caseIn { return caseIn{Op: caseRead, Case: "c", IfMatch: -1, MayBeDue: due} }
+	tr := func(op caseOp, ifMatch int64, reason string, due bool) caseIn {
+		return caseIn{Op: op, Case: "c", IfMatch: ifMatch, Reason: reason, MayBeDue: due}
+	}
+	ok := func(status string, level int, version int64, reason string) caseOut {
+		return caseOut{Code: 200, View: caseView{Status: status, Level: level, Team: "t0", Version: version, Reason: reason}}
+	}
+	auto := ok("ESCALATED", 1, 2, "auto_escalate")
+	reopened := []porcupine.Operation{
+		op(0, 0, 10, read(true), auto),
+		op(0, 20, 30, tr(caseResolve, 2, "r1", true), ok("RESOLVED", 1, 3, "r1")),
+		op(0, 40, 50, tr(caseReopen, 3, "r2", true), ok("OPEN", 1, 4, "r2")),
+	}
+	return []knownHistory{
+		{"case transition acknowledged then lost", m, []porcupine.Operation{
+			op(0, 0, 10, tr(caseEscalate, 1, "r1", false), ok("ESCALATED", 1, 2, "r1")),
+			op(1, 20, 30, read(false), ok("OPEN", 0, 1, "created"))}, false},
+		{"case escalated automatically twice", m, append(reopened[:3:3],
+			op(1, 60, 70, read(true), ok("ESCALATED", 2, 5, "auto_escalate"))), false},
+		{"case reopened after its automatic escalation stays open", m, append(reopened[:3:3],
+			op(1, 60, 70, read(true), ok("OPEN", 1, 4, "r2"))), true},
+		{"case escalated automatically before it was due", m, []porcupine.Operation{op(0, 0, 10, read(false), auto)}, false},
+		{"case reopened while open", m, []porcupine.Operation{
+			op(0, 0, 10, tr(caseReopen, 1, "r1", false), ok("OPEN", 0, 2, "r1"))}, false},
+		{"case reopen refused while open", m, []porcupine.Operation{
+			op(0, 0, 10, tr(caseReopen, 1, "r1", false), caseOut{Code: 409, Problem: "invalid-status"})}, true},
+		{"case escalation stale after the sweeper's", m, []porcupine.Operation{
+			op(0, 0, 10, tr(caseEscalate, 1, "r1", true), caseOut{Code: 412}),
+			op(1, 20, 30, read(true), auto)}, true},
+		{"case escalation stale with no other write", m, []porcupine.Operation{
+			op(0, 0, 10, tr(caseEscalate, 1, "r1", false), caseOut{Code: 412}),
+			op(1, 20, 30, read(false), ok("OPEN", 0, 1, "created"))}, false},
+	}
+}
+
+// createHistories: two objects for one Idempotency-Key, and an acknowledged create lost.
+func createHistories() []knownHistory {
+	create := idemIn{Op: idemCreate, Key: "k"}
+	return []knownHistory{
+		{"one key answered with two objects", idemModel, []porcupine.Operation{
+			op(0, 0, 10, create, idemOut{Code: 201, ID: "c_1"}), op(1, 5, 15, create, idemOut{Code: 201, ID: "c_2"})}, false},
+		{"one key answered with one object, twice, and in flight", idemModel, []porcupine.Operation{
+			op(0, 0, 10, create, idemOut{Code: 201, ID: "c_1"}), op(1, 5, 15, create, idemOut{Code: 201, ID: "c_1"}),
+			op(2, 5, 8, create, idemOut{Code: 409})}, true},
+		{"keyed create acknowledged, then its object not found", idemModel, []porcupine.Operation{
+			op(0, 0, 10, create, idemOut{Code: 201, ID: "c_1"}), op(1, 20, 30, idemIn{Op: idemRead, Key: "k", ID: "c_1"}, idemOut{Code: 404})}, false},
+		{"keyed create whose answer was lost, then found", idemModel, []porcupine.Operation{
+			op(0, 0, -1, create, idemOut{Unknown: true}), op(1, 20, 30, idemIn{Op: idemRead, Key: "k", ID: "c_1"}, idemOut{Code: 200})}, true},
+	}
+}
+
+// TestRateLimitCheck: the window check counts only the admissions certainly inside a whole
+// window and refuses one over limit × (1 + ε).
+func TestRateLimitCheck(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	run := func(admitted int, disturbed bool) result {
+		l := &limiterRun{gws: make([]*gateway, 2)}
+		for w := range 3 { // windows 0..2: only window 1 is whole
+			for i := range admitted {
+				call := base.Add(time.Duration(w)*time.Second + time.Duration(i)*time.Millisecond)
+				l.ops = append(l.ops, limitedOp{call: call, ret: call.Add(time.Millisecond), admitted: true})
+			}
+		}
+		var spans [][2]time.Time
+		if disturbed {
+			spans = append(spans, [2]time.Time{base.Add(1500 * time.Millisecond), base.Add(1600 * time.Millisecond)})
+		}
+		return l.check(result{}, spans)
+	}
+	for _, c := range []struct {
+		admitted   int
+		disturbed  bool
+		violations int
+	}{{rateLimit, false, 0}, {rateLimit * 11 / 10, false, 0}, {rateLimit * 12 / 10, false, 1}, {rateLimit * 25 / 10, true, 0}, {rateLimit*3 + 1, true, 1}} {
+		if r := run(c.admitted, c.disturbed); r.Objects != 1 || r.Violations != c.violations {
+			t.Errorf("%d admitted (disturbed %v): %d windows, %d violations; want 1, %d", c.admitted, c.disturbed, r.Objects, r.Violations, c.violations)
+		}
 	}
 }

@@ -21,6 +21,7 @@ type result struct {
 	Undecided                  int    // objects the checker did not finish within checkTimeout
 	Visualization              string // the HTML of the violating objects' histories, if any
 	Faults                     faultCounts
+	Notes                      []string // what the check found, beyond the counts
 }
 
 // checkTimeout bounds the check of one object's history.
@@ -84,6 +85,6 @@ func saveHistory(path string, ops []porcupine.Operation, model porcupine.Model) 
 
 // row is r as a line of docs/ROBUSTNESS.md's table.
 func (r result) row() string {
-	return fmt.Sprintf("| %s | %s | %d | %d | %d | %d partitions, %d failovers | %d | %d |",
-		r.Model, r.Run, r.Ops, r.Unknown, r.Objects, r.Faults.Partitions, r.Faults.Failovers, r.Violations, r.Undecided)
+	return fmt.Sprintf("| %s | %s | %d | %d | %d | %s | %d | %d |",
+		r.Model, r.Run, r.Ops, r.Unknown, r.Objects, r.Faults, r.Violations, r.Undecided)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // Flags of the long run (`make robustness`); the defaults are the short run of the normal
@@ -43,9 +45,12 @@ var minReplicas = []string{"--min-replicas-to-write", "1", "--min-replicas-max-l
 
 // The credential models must show no violation with the default durability; the control
 // (durability off, writes acknowledged during the partition then lost on the failover) must
-// show one, or the checker could not see a loss. Quote drafts are checked and reported, not
-// asserted: their writes are not confirmed by WAIT, so a failover loses the ones the replica
-// had not received (docs/ROBUSTNESS.md, findings).
+// show one, or the checker could not see a loss. At most one object per Idempotency-Key and
+// the rate limit's bound hold in every run. The models of writes WAIT does not confirm (quote
+// drafts, cases, the objects of keyed creates, automatic escalation exactly once) must show no
+// violation where no failover loses writes (the stall run); with a failover they are checked
+// and reported, not asserted: a failover loses the writes the replica had not received
+// (docs/ROBUSTNESS.md, findings).
 func TestRobustness(t *testing.T) {
 	t.Parallel()
 	seed := *flagSeed
@@ -64,14 +69,32 @@ func TestRobustness(t *testing.T) {
 		"partition/durable=auto":          {fault: "partition", durable: "auto"},
 		"partition/durable=0":             {fault: "partition", durable: "0", control: true},
 		"partition/min-replicas-to-write": {fault: "partition", durable: "auto", redis: minReplicas},
+		"stall/durable=auto":              {fault: "stall", durable: "auto"},
 	}
 	var (
-		mu   sync.Mutex
-		rows []string
+		mu          sync.Mutex
+		rows, notes []string
 	)
 	t.Cleanup(func() {
 		if len(rows) > 0 {
-			_ = os.WriteFile(filepath.Join(dir, "summary.md"), []byte(strings.Join(rows, "\n")+"\n"), 0o644)
+			out := strings.Join(rows, "\n") + "\n\n" + strings.Join(notes, "\n") + "\n"
+			_ = os.WriteFile(filepath.Join(dir, "summary.md"), []byte(out), 0o644)
+		}
+	})
+	t.Run("ratelimits/prefix-per-replica", func(t *testing.T) {
+		t.Parallel()
+		r := rateControl(t, min(*flagDuration, 5*time.Second))
+		r.Seed = seed
+		t.Logf("%s", r.row())
+		for _, n := range r.Notes {
+			t.Logf("%s", n)
+		}
+		mu.Lock()
+		rows = append(rows, r.row())
+		notes = append(notes, "- "+r.Run+": "+strings.Join(r.Notes, "; "))
+		mu.Unlock()
+		if r.Violations == 0 {
+			t.Errorf("control: with a key prefix per replica the checker found no window over the limit; it cannot see an overshoot")
 		}
 	})
 	for name, rc := range cases {
@@ -83,12 +106,27 @@ func TestRobustness(t *testing.T) {
 				t.Logf("%s", r.row())
 				mu.Lock()
 				rows = append(rows, r.row())
+				for _, n := range r.Notes {
+					notes = append(notes, "- "+r.Run+" "+r.Model+": "+n)
+				}
 				mu.Unlock()
+				for _, n := range r.Notes {
+					t.Logf("%s: %s", r.Model, n)
+				}
 				if r.Visualization != "" {
 					t.Logf("%s: %d violating objects, visualized in %s", r.Model, r.Violations, r.Visualization)
 				}
-				if r.Model != "quotes" {
+				switch r.Model {
+				case "sessions", "tokens":
 					credential += r.Violations
+				case "creates-objects", "ratelimits":
+					if r.Violations != 0 {
+						t.Errorf("%s: %d violations (seed %d)", r.Model, r.Violations, seed)
+					}
+				default:
+					if !rc.failsOver() && r.Violations != 0 {
+						t.Errorf("%s: %d violations with no failover (seed %d; see the visualization)", r.Model, r.Violations, seed)
+					}
 				}
 			}
 			switch {
@@ -101,16 +139,35 @@ func TestRobustness(t *testing.T) {
 	}
 }
 
-// runOnce starts a deployment and the gateways, runs the workload under the fault schedule
-// and checks every model's history.
+// failsOver reports whether the run's schedule promotes a replica (and so may lose the writes
+// WAIT does not confirm).
+func (rc runCase) failsOver() bool { return rc.fault != "stall" }
+
+// historyModels are the models checked over recorded histories, by name.
+var historyModels = []struct {
+	name  string
+	model func() porcupine.Model
+}{
+	{"sessions", func() porcupine.Model { return newSessionModel(*flagStable) }},
+	{"tokens", func() porcupine.Model { return tokenModel }},
+	{"quotes", func() porcupine.Model { return quoteModel }},
+	{"cases", caseModel.ToModel},
+	{"creates", func() porcupine.Model { return idemModel }},
+}
+
+// runOnce starts a deployment, the workload's replicas and the limited tenant's, runs both
+// workloads under the fault schedule and checks every model.
 func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []result {
 	d := startDeployment(t, rc.redis...)
-	gws := startGateways(t, d.url(), rc.durable, *flagGateways)
-	w := setup(t, gws)
+	cfg := gatewayConfig(t, d.url(), rc.durable)
+	gws := startGateways(t, cfg, *flagGateways)
+	d.gateways = gws
+	lim := startLimited(t, d.url(), rc.durable, *flagGateways)
+	w := setup(t, gws, cfg.KeyPrefix, *flagDuration)
 	d.waitInSync() // the setup's creations are not what is checked
 	w.start = time.Now()
-	for _, m := range []string{"sessions", "tokens", "quotes"} {
-		w.h[m] = newHistory(w.start)
+	for _, m := range historyModels {
+		w.h[m.name] = newHistory(w.start)
 	}
 	period := *flagPeriod
 	if period <= 0 {
@@ -118,28 +175,30 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *flagDuration)
 	defer cancel()
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		w.run(ctx, *flagClients, seed, *flagPace)
+	}()
+	go func() {
+		defer wg.Done()
+		lim.run(ctx)
 	}()
 	var n faultCounts
 	f := faults[rc.fault]
 	for range max(1, int(*flagDuration/period)) {
 		if err := f.cycle(ctx, d, period, &n); err != nil {
 			cancel()
-			<-done
+			wg.Wait()
 			t.Fatalf("%s: %v", rc.fault, err)
 		}
 	}
-	<-done
+	wg.Wait()
 	var out []result
-	models := []struct {
-		name  string
-		model porcupine.Model
-	}{{"sessions", newSessionModel(*flagStable)}, {"tokens", tokenModel}, {"quotes", quoteModel}}
-	for _, m := range models {
-		r, err := check(m.model, m.name, w.h[m.name], dir, result{Run: name, Fault: rc.fault, Durable: rc.durable, Seed: seed, Faults: n})
+	base := result{Run: name, Fault: rc.fault, Durable: rc.durable, Seed: seed, Faults: n}
+	for _, m := range historyModels {
+		r, err := check(m.model(), m.name, w.h[m.name], dir, base)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,5 +207,13 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 		}
 		out = append(out, r)
 	}
-	return out
+	r, err := w.watchAuto(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, r)
+	if r, err = w.objectsPerKey(testredis.NodeClient(t, d.primary.Addr()), base); err != nil {
+		t.Fatal(err)
+	}
+	return append(out, r, lim.check(base, n.Spans))
 }

@@ -39,7 +39,12 @@ type world struct {
 	sess   []*clientSession
 	fams   [][]family
 	quotes []*clientQuote
-	seq    atomic.Int64
+	cases  []*clientCase
+	// idem: the Idempotency-Keys in use; idemKeys counts every key made.
+	idem     []*idemKey
+	idemKeys atomic.Int64
+	prefix   string // the replicas' key prefix
+	seq      atomic.Int64
 	// uncertain holds the objects (model keys) a write whose answer was lost touched: a
 	// client writes to such an object no more, it only reads it. A lost answer may be placed
 	// anywhere after its call, so each one multiplies the orders the checker must try; without
@@ -92,11 +97,13 @@ type clientQuote struct {
 	version atomic.Int64
 }
 
-// setup creates the objects through the first replica and returns the world.
-func setup(t *testing.T, gws []*gateway) *world {
+// setup creates the objects through the first replica and returns the world; run is how long
+// the workload will last (the cases' due times are spread over it).
+func setup(t *testing.T, gws []*gateway, prefix string, run time.Duration) *world {
 	t.Helper()
-	w := &world{gws: gws, h: map[string]*history{}, uncertain: map[string]bool{}}
-	w.admin = gws[0].bearer(t, tenant, "sessions:read", "sessions:write", "tokens:read", "tokens:write", "quotes:read", "quotes:write")
+	w := &world{gws: gws, h: map[string]*history{}, uncertain: map[string]bool{}, prefix: prefix}
+	w.admin = gws[0].bearer(t, tenant, "sessions:read", "sessions:write", "tokens:read", "tokens:write", "quotes:read", "quotes:write",
+		"cases:read", "cases:write")
 	for range initialSessions {
 		if err := w.createSession(gws[0]); err != nil {
 			t.Fatal(err)
@@ -111,6 +118,12 @@ func setup(t *testing.T, gws []*gateway) *world {
 		if err := w.createQuote(gws[0]); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := w.setupCases(gws[0], run); err != nil {
+		t.Fatal(err)
+	}
+	for range idemPool {
+		w.idem = append(w.idem, w.newIdemKey())
 	}
 	return w
 }
@@ -198,18 +211,25 @@ func (w *world) run(ctx context.Context, clients int, seed uint64, pace time.Dur
 	wg.Wait()
 }
 
-// step sends one operation.
+// step sends one operation to a replica not killed.
 func (w *world) step(c int, rng *rand.Rand) {
 	g := w.gws[rng.IntN(len(w.gws))]
+	for g.dead.Load() {
+		g = w.gws[rng.IntN(len(w.gws))]
+	}
 	switch p := rng.Float64(); {
 	case p < 0.03:
 		_ = w.createSession(g) // not checked: a session lost with its create only refuses
-	case p < 0.50:
+	case p < 0.40:
 		w.sessionStep(c, rng, g)
-	case p < 0.72:
+	case p < 0.57:
 		w.tokenStep(c, rng, g)
-	default:
+	case p < 0.77:
 		w.quoteStep(c, rng, g)
+	case p < 0.95:
+		w.caseStep(c, rng, g)
+	default:
+		w.idemStep(c, rng, g)
 	}
 }
 
