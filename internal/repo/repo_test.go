@@ -59,6 +59,26 @@ func TestFieldsClassify(t *testing.T) {
 	}
 }
 
+// A field the store's own rules refuse makes the hash corrupt like a missing one, and is
+// named (only its name) with the others.
+func TestFieldsBadIsCorrupt(t *testing.T) {
+	t.Parallel()
+	f := NewFields(map[string]string{"schemaVersion": "2", "flag": "maybe"})
+	if f.Opt("flag") != "0" && f.Opt("flag") != "1" {
+		f.Bad("flag")
+	}
+	_ = f.Str("missing")
+	if got := f.Schema(); got != Corrupt {
+		t.Fatalf("schema = %s, want corrupt", got)
+	}
+	if got := f.BadNames(); len(got) != 2 || got[0] != "flag" || got[1] != "missing" {
+		t.Fatalf("bad = %v, want [flag missing]", got)
+	}
+	if err := f.Err("x"); err == nil || strings.Contains(err.Error(), "maybe") {
+		t.Fatalf("err = %v: want a corrupt error naming fields, never values", err)
+	}
+}
+
 // The production script set holds only the repository's transitions: the test-only clock
 // script (testdata/time.lua) is not preloaded into Redis at start.
 func TestScriptBodiesHoldNoTestScript(t *testing.T) {
