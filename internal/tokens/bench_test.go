@@ -1,4 +1,4 @@
-package tokens
+package tokens_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // BenchmarkCheck measures the per-request token check (after signature verification) on the
@@ -23,7 +24,7 @@ func BenchmarkCheck(b *testing.B) {
 	ctx := context.Background()
 	b.Run("verify", func(b *testing.B) {
 		s := testredis.Open(b, testredis.Backends()[0])
-		out, err := e.service(b, s, nil, Options{}).Mint(ctx, mintReq(auth.ScopeTokensRead))
+		out, err := e.service(b, s, nil, tokens.Options{}).Mint(ctx, mintReq(auth.ScopeTokensRead))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,13 +52,13 @@ func BenchmarkCheck(b *testing.B) {
 		for _, mode := range []struct {
 			name string
 			ttl  time.Duration
-		}{{"cached", DefaultCacheTTL}, {"uncached", 0}} {
+		}{{"cached", tokens.DefaultCacheTTL}, {"uncached", 0}} {
 			b.Run(be.Name+"/"+mode.name, func(b *testing.B) {
 				s := testredis.Open(b, be)
 				if mode.ttl > 0 && !s.Caps.ClientCache {
 					b.Skipf("%s has no client-side caching", be.Name)
 				}
-				svc := e.service(b, s, nil, Options{CacheTTL: mode.ttl})
+				svc := e.service(b, s, nil, tokens.Options{CacheTTL: mode.ttl})
 				out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
 				if err != nil {
 					b.Fatal(err)

@@ -1,4 +1,4 @@
-package tokens
+package tokens_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // hashgate_tokens_check_cache_hit_ratio reads hits/(hits+misses) of the check's client-side
@@ -35,7 +36,7 @@ func TestCheckCacheHitRatioGauge(t *testing.T) {
 			e := newEnv(t, testredis.Prefix(t))
 			reader := sdkmetric.NewManualReader()
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-			svc := e.service(t, s, nil, Options{CacheTTL: time.Minute, Meter: mp.Meter("tokens")})
+			svc := e.service(t, s, nil, tokens.Options{CacheTTL: time.Minute, Meter: mp.Meter("tokens")})
 			ctx := context.Background()
 			if _, ok := cacheRatio(t, reader); ok {
 				t.Fatal("a hit ratio is reported before any check")

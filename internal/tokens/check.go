@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -119,10 +118,10 @@ func refusal(o outcome) error { return apperr.New(apperr.InvalidCredentials, ref
 
 // live reads the token's state (cached) and decides.
 func (s *Service) live(ctx context.Context, c *auth.Claims) (outcome, error) {
-	st, err := s.repo.State(ctx, c.Tenant, c.ID, s.cacheTTL)
+	st, err := s.store.State(ctx, c.Tenant, c.ID, s.cacheTTL)
 	if err == nil && st.CacheHit && s.revoked.Marked(tokenGroup, c.ID, s.now()) {
 		// Revoked by this gateway a moment ago: the cached copy may predate it.
-		st, err = s.repo.State(ctx, c.Tenant, c.ID, 0)
+		st, err = s.store.State(ctx, c.Tenant, c.ID, 0)
 	}
 	if err == nil {
 		s.m.cache(st.CacheHit)
@@ -131,7 +130,7 @@ func (s *Service) live(ctx context.Context, c *auth.Claims) (outcome, error) {
 	case err == nil:
 	case errors.Is(err, apperr.NotFound):
 		return outcomeUnknown, refusal(outcomeUnknown)
-	case errors.Is(err, repo.ErrCorrupt):
+	case errors.Is(err, apperr.ErrCorrupt):
 		return outcomeCorrupt, refusal(outcomeCorrupt)
 	case store.IsUnavailable(err):
 		return outcomeUnavailable, fmt.Errorf("tokens: check %s: %w", c.ID, store.Classify(err))

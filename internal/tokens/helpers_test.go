@@ -1,4 +1,4 @@
-package tokens
+package tokens_test
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/tokenstore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // down answers every command as a refused connection: Redis unreachable, nothing cached.
@@ -50,21 +51,21 @@ func newEnv(t testing.TB, prefix string) env {
 }
 
 // service builds one replica's token service over client (s.Client when nil).
-func (e env) service(t testing.TB, s *store.Store, client rueidis.Client, o Options) *Service {
+func (e env) service(t testing.TB, s *store.Store, client rueidis.Client, o tokens.Options) *tokens.Service {
 	t.Helper()
 	if client != nil {
 		cp := *s
 		cp.Client = client
 		s = &cp
 	}
-	r, err := repo.NewTokens(s, repo.TokensOptions{Prefix: e.prefix, Hasher: e.hasher, SafetyWindow: time.Minute})
+	r, err := tokenstore.New(s, tokenstore.Options{Prefix: e.prefix, Hasher: e.hasher, SafetyWindow: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.MaxTTL == 0 {
 		o.MaxTTL = 24 * time.Hour
 	}
-	svc, err := New(e.auth, r, o)
+	svc, err := tokens.New(e.auth, r, o)
 	if err != nil {
 		t.Fatal(err)
 	}

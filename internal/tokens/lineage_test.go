@@ -1,4 +1,4 @@
-package tokens
+package tokens_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 // TestMintedTokenDiesWithItsIssuer: A is a root (bootstrap/CLI path), B is minted with A's
@@ -25,8 +26,8 @@ func TestMintedTokenDiesWithItsIssuer(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, prefix)
 		const cacheTTL = time.Minute
-		one := e.service(t, s, nil, Options{CacheTTL: cacheTTL})
-		two := e.service(t, peer(t, b, s, prefix), nil, Options{CacheTTL: cacheTTL})
+		one := e.service(t, s, nil, tokens.Options{CacheTTL: cacheTTL})
+		two := e.service(t, peer(t, b, s, prefix), nil, tokens.Options{CacheTTL: cacheTTL})
 		principal := func(tok string) *auth.Principal {
 			c, err := e.auth.Verify(tok)
 			if err != nil {
@@ -38,8 +39,8 @@ func TestMintedTokenDiesWithItsIssuer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bTok, err := one.Issue(ctx, principal(a.Token), IssueRequest{Subject: "svc-b", Scopes: []string{auth.ScopeTokensWrite, auth.ScopeTokensRead},
-			TTL: 3 * time.Hour, TokenType: TypeService})
+		bTok, err := one.Issue(ctx, principal(a.Token), tokens.IssueRequest{Subject: "svc-b", Scopes: []string{auth.ScopeTokensWrite, auth.ScopeTokensRead},
+			TTL: 3 * time.Hour, TokenType: tokens.TypeService})
 		if err != nil {
 			t.Fatalf("mint B with A: %v", err)
 		}
@@ -49,8 +50,8 @@ func TestMintedTokenDiesWithItsIssuer(t *testing.T) {
 		if exp := principal(bTok.Token).ExpiresAt; !exp.Equal(a.ExpiresAt) {
 			t.Fatalf("B's JWT exp %v, want A's %v", exp, a.ExpiresAt)
 		}
-		cTok, err := two.Issue(ctx, principal(bTok.Token), IssueRequest{Subject: "svc-c", Scopes: []string{auth.ScopeTokensRead},
-			TTL: 10 * time.Minute, TokenType: TypeService})
+		cTok, err := two.Issue(ctx, principal(bTok.Token), tokens.IssueRequest{Subject: "svc-c", Scopes: []string{auth.ScopeTokensRead},
+			TTL: 10 * time.Minute, TokenType: tokens.TypeService})
 		if err != nil {
 			t.Fatalf("mint C with B: %v", err)
 		}
@@ -62,7 +63,7 @@ func TestMintedTokenDiesWithItsIssuer(t *testing.T) {
 		for name, tok := range map[string]string{"B": bTok.Token, "C": cTok.Token} {
 			c, _ := e.auth.Verify(tok)
 			claims[name] = c
-			for i, svc := range []*Service{one, two} {
+			for i, svc := range []*tokens.Service{one, two} {
 				if err := svc.Check(ctx, c); err != nil {
 					t.Fatalf("replica %d: %s refused before the revocation: %v", i+1, name, err)
 				}
@@ -80,7 +81,7 @@ func TestMintedTokenDiesWithItsIssuer(t *testing.T) {
 			tok := map[string]string{"B": bTok.Token, "C": cTok.Token}[name]
 			// The revoking replica answers at once; the other once Redis's invalidation push
 			// has reached its cached copy (as the check below).
-			for i, svc := range []*Service{one, two} {
+			for i, svc := range []*tokens.Service{one, two} {
 				deadline := time.Now().Add(5 * time.Second)
 				for {
 					in, err := svc.Introspect(ctx, adminP, tok)
@@ -118,8 +119,8 @@ func TestMintedTokenDiesWithItsIssuer(t *testing.T) {
 			t.Errorf("A's reason %q", got.RevokedReason)
 		}
 		// A revoked token mints nothing.
-		if _, err := one.Issue(ctx, principal(bTok.Token), IssueRequest{Subject: "svc-d", Scopes: []string{auth.ScopeTokensRead},
-			TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.InvalidCredentials) {
+		if _, err := one.Issue(ctx, principal(bTok.Token), tokens.IssueRequest{Subject: "svc-d", Scopes: []string{auth.ScopeTokensRead},
+			TTL: time.Hour, TokenType: tokens.TypeService}); !errors.Is(err, apperr.InvalidCredentials) {
 			t.Fatalf("a revoked issuer minted: %v", err)
 		}
 		if res, err := one.Revoke(ctx, adminP, a.TokenID, "again"); err != nil || res.String() != "already_revoked" {

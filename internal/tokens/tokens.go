@@ -1,12 +1,13 @@
 // Package tokens is the API-token service: it issues Ed25519 JWTs whose jti is the token id,
-// keeps each token's metadata in Redis (internal/repo), revokes, lists and introspects them,
-// and implements auth.Checker, the per-request check that a verified token is still live.
+// keeps each token's metadata in a Store (store.go; internal/repo/tokenstore keeps it in
+// Redis), revokes, lists and introspects them, and implements auth.Checker, the per-request
+// check that a verified token is still live.
 //
-// The check reads four fields with one HMGET through rueidis client-side caching, so a hot
-// token costs no Redis round trip; a revocation reaches every gateway replica through Redis's
-// invalidation push, and the cache TTL bounds staleness should a push be lost. It fails
-// closed: with Redis unreachable and nothing cached, the check returns an error that
-// store.IsUnavailable recognises (503), never a pass.
+// The check reads four fields of the token's record (Store.State) through the store's
+// client-side cache, so a hot token costs no Redis round trip; a revocation reaches every
+// gateway replica through Redis's invalidation push, and the cache TTL bounds staleness should
+// a push be lost. It fails closed: with Redis unreachable and nothing cached, the check
+// returns an error that store.IsUnavailable recognises (503), never a pass.
 //
 // The token string is shown once by Issue/Mint and never stored, logged or put on a span;
 // spans carry the token id.
@@ -30,7 +31,6 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/recent"
-	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
@@ -78,7 +78,7 @@ type Options struct {
 // Service issues, revokes, reads and checks API tokens. It is safe for concurrent use.
 type Service struct {
 	auth     *auth.Authority
-	repo     *repo.Tokens
+	store    Store
 	maxTTL   time.Duration
 	cacheTTL time.Duration
 	// revoked marks tokens this gateway revoked, for one cache TTL (nil with the cache off).
@@ -91,13 +91,13 @@ type Service struct {
 
 var _ auth.Checker = (*Service)(nil)
 
-// New returns the service. a signs and verifies; r stores the metadata.
-func New(a *auth.Authority, r *repo.Tokens, o Options) (*Service, error) {
+// New returns the service. a signs and verifies; store keeps the metadata.
+func New(a *auth.Authority, store Store, o Options) (*Service, error) {
 	switch {
 	case a == nil:
 		return nil, fmt.Errorf("%w: no authority", ErrConfig)
-	case r == nil:
-		return nil, fmt.Errorf("%w: no repository", ErrConfig)
+	case store == nil:
+		return nil, fmt.Errorf("%w: no store", ErrConfig)
 	case o.MaxTTL < MinTTL:
 		return nil, fmt.Errorf("%w: max TTL must be at least %s", ErrConfig, MinTTL)
 	case o.CacheTTL < 0:
@@ -119,7 +119,7 @@ func New(a *auth.Authority, r *repo.Tokens, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{auth: a, repo: r, maxTTL: o.MaxTTL, cacheTTL: min(o.CacheTTL, MaxCacheTTL),
+	s := &Service{auth: a, store: store, maxTTL: o.MaxTTL, cacheTTL: min(o.CacheTTL, MaxCacheTTL),
 		tracer: o.Tracer, log: o.Logger, now: o.Now, m: m}
 	if s.cacheTTL > 0 {
 		s.revoked = recent.New(s.cacheTTL, o.RecentWritesMax)
@@ -212,7 +212,7 @@ func (s *Service) mint(ctx context.Context, req MintRequest, parent string, pare
 	meta := token.Token{ID: id, Tenant: req.Tenant, Subject: req.Subject, Type: req.TokenType,
 		Scopes: claims.Scopes(), Description: req.Description, ParentID: parent,
 		IssuedAt: claims.IssuedAt.Time, ExpiresAt: claims.ExpiresAt.Time}
-	if err := s.repo.Create(ctx, meta); err != nil {
+	if err := s.store.Create(ctx, meta); err != nil {
 		return Issued{}, spanErr(span, createErr(err))
 	}
 	s.m.issued.Add(ctx, 1, metric.WithAttributes(attribute.String("token_type", req.TokenType)))
@@ -268,15 +268,15 @@ func hasControl(s string) bool {
 
 func createErr(err error) error {
 	switch {
-	case errors.Is(err, repo.ErrTokenExpired):
+	case errors.Is(err, ErrExpired):
 		return apperr.Wrap(apperr.Unprocessable, "The token would already be expired by the state store's clock.", err)
-	case errors.Is(err, repo.ErrTokenExists):
+	case errors.Is(err, ErrExists):
 		return apperr.Wrap(apperr.Conflict, "Token id collision; retry.", err)
-	case errors.Is(err, repo.ErrTokenLineageFull):
-		return apperr.Wrap(apperr.BoundExceeded, fmt.Sprintf("A lineage holds at most %d tokens over %d generations below its root token; mint from a token nearer the root, or from a new root.", repo.MaxTokenLineage, repo.MaxTokenDepth), err)
-	case errors.Is(err, repo.ErrTokenIssuerGone):
+	case errors.Is(err, ErrLineageFull):
+		return apperr.Wrap(apperr.BoundExceeded, fmt.Sprintf("A lineage holds at most %d tokens over %d generations below its root token; mint from a token nearer the root, or from a new root.", MaxLineage, MaxDepth), err)
+	case errors.Is(err, ErrIssuerGone):
 		return apperr.Wrap(apperr.InvalidCredentials, "Your token is no longer live: it cannot mint tokens.", err)
-	case errors.Is(err, repo.ErrTokenOutlivesIssuer):
+	case errors.Is(err, ErrOutlivesIssuer):
 		return apperr.Wrap(apperr.Unprocessable, "The token would outlive the token that mints it.", err)
 	}
 	return fmt.Errorf("tokens: create: %w", err)
@@ -296,7 +296,7 @@ func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (t
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.get", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
-	t, err := s.repo.Get(ctx, caller.Tenant, id)
+	t, err := s.store.Get(ctx, caller.Tenant, id)
 	if err != nil && !errors.Is(err, apperr.NotFound) {
 		return t, spanErr(span, err)
 	}
@@ -335,10 +335,10 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.list")
 	defer span.End()
-	list := s.repo.List
+	list := s.store.List
 	if !caller.HasScope(auth.ScopeTokensAdmin) {
 		list = func(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
-			return s.repo.ListLineage(ctx, tenant, caller.TokenID, cursor, limit)
+			return s.store.ListLineage(ctx, tenant, caller.TokenID, cursor, limit)
 		}
 	}
 	items, next, err := list(ctx, caller.Tenant, cursor, limit)
@@ -364,7 +364,7 @@ func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason
 	defer span.End()
 	if !caller.HasScope(auth.ScopeTokensAdmin) && id != caller.TokenID {
 		// The lineage of a token never changes, so this read cannot go stale before the write.
-		t, err := s.repo.Get(ctx, caller.Tenant, id)
+		t, err := s.store.Get(ctx, caller.Tenant, id)
 		switch {
 		case errors.Is(err, apperr.NotFound) || err == nil && !Reaches(caller, t):
 			span.SetAttributes(attribute.String("hashgate.token.revoke", "out_of_reach"))
@@ -375,7 +375,7 @@ func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason
 		}
 	}
 	s.revoked.Mark(tokenGroup, id, s.now()) // this gateway's next check reads Redis, not its cached copy
-	res, cascaded, err := s.repo.Revoke(ctx, caller.Tenant, id, reason)
+	res, cascaded, err := s.store.Revoke(ctx, caller.Tenant, id, reason)
 	if err != nil {
 		return res, spanErr(span, err)
 	}

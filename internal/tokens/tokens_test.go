@@ -1,4 +1,4 @@
-package tokens
+package tokens_test
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/tokenstore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 )
 
 var admin = bearer(auth.KnownScopes()...)
 
-func mintReq(scopes ...string) MintRequest {
-	return MintRequest{Tenant: "acme", Subject: "svc-a", Scopes: scopes, TTL: time.Hour, TokenType: TypeService}
+func mintReq(scopes ...string) tokens.MintRequest {
+	return tokens.MintRequest{Tenant: "acme", Subject: "svc-a", Scopes: scopes, TTL: time.Hour, TokenType: tokens.TypeService}
 }
 
 // A cached check makes no Redis call; a revocation on another replica invalidates the cached
@@ -35,8 +36,8 @@ func TestCachedCheckMakesNoRedisCallAndRevocationInvalidatesIt(t *testing.T) {
 		e := newEnv(t, prefix)
 		c := testredis.NewCounter(s.Client)
 		const cacheTTL = time.Minute // far longer than the test waits: only the push can invalidate
-		svc := e.service(t, s, c, Options{CacheTTL: cacheTTL})
-		other := e.service(t, peer(t, b, s, prefix), nil, Options{CacheTTL: cacheTTL})
+		svc := e.service(t, s, c, tokens.Options{CacheTTL: cacheTTL})
+		other := e.service(t, peer(t, b, s, prefix), nil, tokens.Options{CacheTTL: cacheTTL})
 		out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +99,7 @@ func TestCheckRefusesWhatIsNotLive(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		e := newEnv(t, prefix)
-		svc := e.service(t, s, nil, Options{CacheTTL: 5 * time.Second})
+		svc := e.service(t, s, nil, tokens.Options{CacheTTL: 5 * time.Second})
 		verified := func(tok string) *auth.Claims {
 			c, err := e.auth.Verify(tok)
 			if err != nil {
@@ -141,7 +142,7 @@ func TestCheckRefusesWhatIsNotLive(t *testing.T) {
 			}
 		}
 		// Metadata whose expiry passed (within the key's safety window) is refused too.
-		late := e.service(t, s, nil, Options{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+		late := e.service(t, s, nil, tokens.Options{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
 		if err := late.Check(ctx, verified(live.Token)); !errors.Is(err, apperr.InvalidCredentials) {
 			t.Errorf("expired record: %v", err)
 		}
@@ -152,13 +153,13 @@ func TestCheckFailsClosedWhenRedisIsDown(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
 	e := newEnv(t, testredis.Prefix(t))
-	up := e.service(t, s, nil, Options{CacheTTL: 5 * time.Second})
+	up := e.service(t, s, nil, tokens.Options{CacheTTL: 5 * time.Second})
 	out, err := up.Mint(context.Background(), mintReq(auth.ScopeTokensRead))
 	if err != nil {
 		t.Fatal(err)
 	}
 	claims, _ := e.auth.Verify(out.Token)
-	svc := e.service(t, s, down{s.Client}, Options{CacheTTL: 5 * time.Second})
+	svc := e.service(t, s, down{s.Client}, tokens.Options{CacheTTL: 5 * time.Second})
 	err = svc.Check(context.Background(), claims)
 	if err == nil || !store.IsUnavailable(err) {
 		t.Fatalf("check with Redis down = %v, want an unavailable error", err)
@@ -179,9 +180,9 @@ func TestIssueRefusalsWriteNothing(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		e := newEnv(t, prefix)
-		svc := e.service(t, s, nil, Options{MaxTTL: 24 * time.Hour})
-		ok := IssueRequest{Subject: "svc-a", Scopes: []string{auth.ScopeQuotesRead}, TTL: time.Hour, TokenType: TypeService}
-		with := func(f func(*IssueRequest)) IssueRequest {
+		svc := e.service(t, s, nil, tokens.Options{MaxTTL: 24 * time.Hour})
+		ok := tokens.IssueRequest{Subject: "svc-a", Scopes: []string{auth.ScopeQuotesRead}, TTL: time.Hour, TokenType: tokens.TypeService}
+		with := func(f func(*tokens.IssueRequest)) tokens.IssueRequest {
 			r := ok
 			r.Scopes = append([]string(nil), ok.Scopes...)
 			f(&r)
@@ -190,26 +191,26 @@ func TestIssueRefusalsWriteNothing(t *testing.T) {
 		tests := []struct {
 			name   string
 			caller *auth.Principal
-			req    IssueRequest
+			req    tokens.IssueRequest
 			want   *apperr.Kind
 		}{
 			{"no caller", nil, ok, apperr.Unauthenticated},
-			{"unknown scope", admin, with(func(r *IssueRequest) { r.Scopes = []string{"admin"} }), apperr.Validation},
-			{"custom scope on a gateway resource", admin, with(func(r *IssueRequest) { r.Scopes = []string{"sessions:admin"} }), apperr.Validation},
-			{"custom scope in upper case", admin, with(func(r *IssueRequest) { r.Scopes = []string{"Orders:write"} }), apperr.Validation},
-			{"custom scope too long", admin, with(func(r *IssueRequest) { r.Scopes = []string{"orders:" + strings.Repeat("w", 33)} }), apperr.Validation},
-			{"custom scope the caller lacks", bearer(auth.ScopeTokensWrite), with(func(r *IssueRequest) { r.Scopes = []string{"orders:write"} }), apperr.InsufficientScope},
-			{"no scopes", admin, with(func(r *IssueRequest) { r.Scopes = nil }), apperr.Validation},
+			{"unknown scope", admin, with(func(r *tokens.IssueRequest) { r.Scopes = []string{"admin"} }), apperr.Validation},
+			{"custom scope on a gateway resource", admin, with(func(r *tokens.IssueRequest) { r.Scopes = []string{"sessions:admin"} }), apperr.Validation},
+			{"custom scope in upper case", admin, with(func(r *tokens.IssueRequest) { r.Scopes = []string{"Orders:write"} }), apperr.Validation},
+			{"custom scope too long", admin, with(func(r *tokens.IssueRequest) { r.Scopes = []string{"orders:" + strings.Repeat("w", 33)} }), apperr.Validation},
+			{"custom scope the caller lacks", bearer(auth.ScopeTokensWrite), with(func(r *tokens.IssueRequest) { r.Scopes = []string{"orders:write"} }), apperr.InsufficientScope},
+			{"no scopes", admin, with(func(r *tokens.IssueRequest) { r.Scopes = nil }), apperr.Validation},
 			{"scope the caller lacks", bearer(auth.ScopeTokensWrite), ok, apperr.InsufficientScope},
-			{"ttl too short", admin, with(func(r *IssueRequest) { r.TTL = 59 * time.Second }), apperr.Validation},
-			{"ttl over the configured max", admin, with(func(r *IssueRequest) { r.TTL = 25 * time.Hour }), apperr.Validation},
-			{"negative ttl", admin, with(func(r *IssueRequest) { r.TTL = -time.Hour }), apperr.Validation},
-			{"bad subject", admin, with(func(r *IssueRequest) { r.Subject = "a b{c}" }), apperr.Validation},
-			{"empty subject", admin, with(func(r *IssueRequest) { r.Subject = "" }), apperr.Validation},
-			{"bad type", admin, with(func(r *IssueRequest) { r.TokenType = "root" }), apperr.Validation},
-			{"long description", admin, with(func(r *IssueRequest) { r.Description = strings.Repeat("é", 257) }), apperr.Validation},
-			{"control characters", admin, with(func(r *IssueRequest) { r.Description = "a\x00b" }), apperr.Validation},
-			{"invalid utf-8", admin, with(func(r *IssueRequest) { r.Description = "\xff" }), apperr.Validation},
+			{"ttl too short", admin, with(func(r *tokens.IssueRequest) { r.TTL = 59 * time.Second }), apperr.Validation},
+			{"ttl over the configured max", admin, with(func(r *tokens.IssueRequest) { r.TTL = 25 * time.Hour }), apperr.Validation},
+			{"negative ttl", admin, with(func(r *tokens.IssueRequest) { r.TTL = -time.Hour }), apperr.Validation},
+			{"bad subject", admin, with(func(r *tokens.IssueRequest) { r.Subject = "a b{c}" }), apperr.Validation},
+			{"empty subject", admin, with(func(r *tokens.IssueRequest) { r.Subject = "" }), apperr.Validation},
+			{"bad type", admin, with(func(r *tokens.IssueRequest) { r.TokenType = "root" }), apperr.Validation},
+			{"long description", admin, with(func(r *tokens.IssueRequest) { r.Description = strings.Repeat("é", 257) }), apperr.Validation},
+			{"control characters", admin, with(func(r *tokens.IssueRequest) { r.Description = "a\x00b" }), apperr.Validation},
+			{"invalid utf-8", admin, with(func(r *tokens.IssueRequest) { r.Description = "\xff" }), apperr.Validation},
 		}
 		for _, tt := range tests {
 			_, err := svc.Issue(ctx, tt.caller, tt.req)
@@ -217,7 +218,7 @@ func TestIssueRefusalsWriteNothing(t *testing.T) {
 				t.Errorf("%s: %v, want %s", tt.name, err, tt.want.Slug)
 			}
 		}
-		if _, err := svc.Mint(ctx, MintRequest{Tenant: strings.Repeat("t", 129), Subject: "x", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.Validation) {
+		if _, err := svc.Mint(ctx, tokens.MintRequest{Tenant: strings.Repeat("t", 129), Subject: "x", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: tokens.TypeService}); !errors.Is(err, apperr.Validation) {
 			t.Errorf("long tenant: %v", err)
 		}
 		if n := testredis.KeyCount(t, s, prefix); n != 0 {
@@ -229,7 +230,7 @@ func TestIssueRefusalsWriteNothing(t *testing.T) {
 		}
 		claims, err := e.auth.Verify(out.Token)
 		if err != nil || claims.ID != out.TokenID || claims.Tenant != "acme" || claims.Subject != "svc-a" ||
-			claims.Scope != auth.ScopeQuotesRead || claims.TokenType != TypeService || !claims.ExpiresAt.Equal(out.ExpiresAt) {
+			claims.Scope != auth.ScopeQuotesRead || claims.TokenType != tokens.TypeService || !claims.ExpiresAt.Equal(out.ExpiresAt) {
 			t.Fatalf("claims = %+v, %v", claims, err)
 		}
 	})
@@ -240,8 +241,8 @@ func TestIntrospect(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		e := newEnv(t, prefix)
-		svc := e.service(t, s, nil, Options{CacheTTL: 5 * time.Second})
-		must := func(out Issued, err error) Issued {
+		svc := e.service(t, s, nil, tokens.Options{CacheTTL: 5 * time.Second})
+		must := func(out tokens.Issued, err error) tokens.Issued {
 			t.Helper()
 			if err != nil {
 				t.Fatal(err)
@@ -253,11 +254,11 @@ func TestIntrospect(t *testing.T) {
 		if _, err := svc.Revoke(ctx, admin, revoked.TokenID, "x"); err != nil {
 			t.Fatal(err)
 		}
-		foreign := must(svc.Mint(ctx, MintRequest{Tenant: "other", Subject: "svc-b", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: TypeUser}))
+		foreign := must(svc.Mint(ctx, tokens.MintRequest{Tenant: "other", Subject: "svc-b", Scopes: []string{"tokens:read"}, TTL: time.Hour, TokenType: tokens.TypeUser}))
 		unknown := testauth.Mint(t, e.auth, "acme", "tokens:read")
 		in, err := svc.Introspect(ctx, admin, live.Token)
 		if err != nil || !in.Active || in.TokenID != live.TokenID || in.Tenant != "acme" || in.Subject != "svc-a" ||
-			in.Scope != "tokens:read" || in.TokenType != TypeService || in.ExpiresAt != live.ExpiresAt.Unix() || in.IssuedAt == 0 || in.Issuer != testauth.Issuer {
+			in.Scope != "tokens:read" || in.TokenType != tokens.TypeService || in.ExpiresAt != live.ExpiresAt.Unix() || in.IssuedAt == 0 || in.Issuer != testauth.Issuer {
 			t.Fatalf("introspect live = %+v, %v", in, err)
 		}
 		// Expired: the live token (metadata present, one hour long) seen by a gateway whose
@@ -266,7 +267,7 @@ func TestIntrospect(t *testing.T) {
 		future := testauth.New(t, auth.Options{Keys: e.keys, Now: later})
 		ahead := e
 		ahead.auth = future
-		if in, err := ahead.service(t, s, nil, Options{CacheTTL: 5 * time.Second, Now: later}).Introspect(ctx, admin, live.Token); err != nil || in != (Introspection{}) {
+		if in, err := ahead.service(t, s, nil, tokens.Options{CacheTTL: 5 * time.Second, Now: later}).Introspect(ctx, admin, live.Token); err != nil || in != (tokens.Introspection{}) {
 			t.Errorf("expired: %+v, %v", in, err)
 		}
 		// The live token with one character of its signature changed.
@@ -279,7 +280,7 @@ func TestIntrospect(t *testing.T) {
 		for name, tok := range map[string]string{"revoked": revoked.Token, "other tenant": foreign.Token, "unknown": unknown,
 			"garbage": "not a token", "empty": "", "huge": strings.Repeat("a", 10<<10), "bad signature": tampered} {
 			in, err := svc.Introspect(ctx, admin, tok)
-			if err != nil || in != (Introspection{}) {
+			if err != nil || in != (tokens.Introspection{}) {
 				t.Errorf("%s: %+v, %v", name, in, err)
 			}
 		}
@@ -294,7 +295,7 @@ func TestSpansCarryTokenIDAndMetricsCount(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	svc := e.service(t, s, nil, Options{Tracer: tp.Tracer("tokens"), Meter: mp.Meter("tokens")})
+	svc := e.service(t, s, nil, tokens.Options{Tracer: tp.Tracer("tokens"), Meter: mp.Meter("tokens")})
 	ctx := context.Background()
 	out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
 	if err != nil {
@@ -324,7 +325,7 @@ func TestSpansCarryTokenIDAndMetricsCount(t *testing.T) {
 			if strings.Contains(a.Value.String(), sig) {
 				t.Fatalf("span %s carries the token", sp.Name())
 			}
-			if a.Key == attrTokenID {
+			if a.Key == "hashgate.token.id" {
 				id = a.Value.AsString()
 			}
 		}
@@ -387,22 +388,24 @@ func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
 	e := newEnv(t, "p")
-	r, err := repo.NewTokens(s, repo.TokensOptions{Prefix: "p", Hasher: e.hasher})
+	r, err := tokenstore.New(s, tokenstore.Options{Prefix: "p", Hasher: e.hasher})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, f := range map[string]func() (*Service, error){
-		"no authority": func() (*Service, error) { return New(nil, r, Options{MaxTTL: time.Hour}) },
-		"no repo":      func() (*Service, error) { return New(e.auth, nil, Options{MaxTTL: time.Hour}) },
-		"short max":    func() (*Service, error) { return New(e.auth, r, Options{MaxTTL: time.Second}) },
-		"neg cache":    func() (*Service, error) { return New(e.auth, r, Options{MaxTTL: time.Hour, CacheTTL: -1}) },
+	for name, f := range map[string]func() (*tokens.Service, error){
+		"no authority": func() (*tokens.Service, error) { return tokens.New(nil, r, tokens.Options{MaxTTL: time.Hour}) },
+		"no store":     func() (*tokens.Service, error) { return tokens.New(e.auth, nil, tokens.Options{MaxTTL: time.Hour}) },
+		"short max":    func() (*tokens.Service, error) { return tokens.New(e.auth, r, tokens.Options{MaxTTL: time.Second}) },
+		"neg cache": func() (*tokens.Service, error) {
+			return tokens.New(e.auth, r, tokens.Options{MaxTTL: time.Hour, CacheTTL: -1})
+		},
 	} {
-		if _, err := f(); !errors.Is(err, ErrConfig) {
+		if _, err := f(); !errors.Is(err, tokens.ErrConfig) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	svc, err := New(e.auth, r, Options{MaxTTL: time.Hour, CacheTTL: time.Hour})
-	if err != nil || svc.cacheTTL != MaxCacheTTL {
+	svc, err := tokens.New(e.auth, r, tokens.Options{MaxTTL: time.Hour, CacheTTL: time.Hour})
+	if err != nil || tokens.CacheTTL(svc) != tokens.MaxCacheTTL {
 		t.Fatalf("cache TTL not capped: %v, %v", svc, err)
 	}
 }
@@ -419,7 +422,7 @@ func TestCachedCheckExpiresAfterCacheTTL(t *testing.T) {
 		e := newEnv(t, prefix)
 		c := testredis.NewCounter(s.Client)
 		const cacheTTL = 300 * time.Millisecond
-		svc := e.service(t, s, c, Options{CacheTTL: cacheTTL})
+		svc := e.service(t, s, c, tokens.Options{CacheTTL: cacheTTL})
 		out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
 		if err != nil {
 			t.Fatal(err)
@@ -454,7 +457,7 @@ func TestRevokedTokenRefusedAtOnceBySameGateway(t *testing.T) {
 		}
 		ctx := context.Background()
 		e := newEnv(t, prefix)
-		svc := e.service(t, s, nil, Options{CacheTTL: time.Minute})
+		svc := e.service(t, s, nil, tokens.Options{CacheTTL: time.Minute})
 		for i := range 30 {
 			out, err := svc.Mint(ctx, mintReq(auth.ScopeTokensRead))
 			if err != nil {
@@ -486,8 +489,8 @@ func TestIssueCustomScopes(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		e := newEnv(t, prefix)
-		svc := e.service(t, s, nil, Options{MaxTTL: 24 * time.Hour})
-		req := IssueRequest{Subject: "svc-orders", Scopes: []string{auth.ScopeQuotesRead, "orders:write", "billing-v2:read.all"}, TTL: time.Hour, TokenType: TypeService}
+		svc := e.service(t, s, nil, tokens.Options{MaxTTL: 24 * time.Hour})
+		req := tokens.IssueRequest{Subject: "svc-orders", Scopes: []string{auth.ScopeQuotesRead, "orders:write", "billing-v2:read.all"}, TTL: time.Hour, TokenType: tokens.TypeService}
 		out, err := svc.Issue(ctx, admin, req)
 		if err != nil {
 			t.Fatalf("root grants custom scopes: %v", err)
@@ -497,13 +500,13 @@ func TestIssueCustomScopes(t *testing.T) {
 			t.Fatalf("claims = %+v, %v", claims, err)
 		}
 		holder := bearer(auth.ScopeTokensWrite, "orders:write")
-		if _, err := svc.Issue(ctx, holder, IssueRequest{Subject: "svc-sub", Scopes: []string{"orders:write"}, TTL: time.Hour, TokenType: TypeService}); err != nil {
+		if _, err := svc.Issue(ctx, holder, tokens.IssueRequest{Subject: "svc-sub", Scopes: []string{"orders:write"}, TTL: time.Hour, TokenType: tokens.TypeService}); err != nil {
 			t.Fatalf("a holder grants its custom scope: %v", err)
 		}
-		if _, err := svc.Issue(ctx, holder, IssueRequest{Subject: "svc-sub", Scopes: []string{"orders:read"}, TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.InsufficientScope) {
+		if _, err := svc.Issue(ctx, holder, tokens.IssueRequest{Subject: "svc-sub", Scopes: []string{"orders:read"}, TTL: time.Hour, TokenType: tokens.TypeService}); !errors.Is(err, apperr.InsufficientScope) {
 			t.Fatalf("a custom scope the caller lacks: %v, want insufficient-scope", err)
 		}
-		if _, err := svc.Issue(ctx, admin, IssueRequest{Subject: "svc-sub", Scopes: []string{auth.ScopeTokensAdmin}, TTL: time.Hour, TokenType: TypeService}); !errors.Is(err, apperr.Validation) {
+		if _, err := svc.Issue(ctx, admin, tokens.IssueRequest{Subject: "svc-sub", Scopes: []string{auth.ScopeTokensAdmin}, TTL: time.Hour, TokenType: tokens.TypeService}); !errors.Is(err, apperr.Validation) {
 			t.Fatalf("tokens:admin minted: %v", err)
 		}
 	})

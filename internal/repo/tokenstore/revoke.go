@@ -1,4 +1,4 @@
-package repo
+package tokenstore
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/tokens"
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
@@ -17,14 +19,14 @@ import (
 // Revoke revokes a token of tenant and every token minted from it, transitively, in one
 // script (idempotent). It returns what happened to the token itself and the ids of the
 // descendants revoked now. Unknown ids, another tenant's included, are a no-op
-// (TokenRevokeUnknown) that writes nothing. The descendants are read first, level by level
-// (at most MaxTokenDepth round trips, at most MaxTokenLineage ids), and the script refuses
+// (token.RevokeUnknown) that writes nothing. The descendants are read first, level by level
+// (at most tokens.MaxDepth round trips, at most tokens.MaxLineage ids), and the script refuses
 // ('RETRY') when a token was minted under them meanwhile; the read is then repeated.
-func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.RevokeResult, []string, error) {
+func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (token.RevokeResult, []string, error) {
 	if !token.ValidID(id) {
 		return token.RevokeUnknown, nil, nil
 	}
-	if len(reason) > maxTokenReasonBytes || !utf8.ValidString(reason) || tokenHasControl(reason) {
+	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || hasControl(reason) {
 		return token.RevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
 	}
 	tag := r.tag(tenant)
@@ -32,7 +34,7 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 		res     token.RevokeResult
 		revoked []string
 	)
-	err := r.dur.Run(ctx, r.c, func(c rueidis.Client) (bool, error) {
+	err := r.durable.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
 		res, revoked, err = r.revoke(ctx, c, tenant, tag, id, reason)
 		switch {
@@ -41,7 +43,7 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 		case res == token.Revoked:
 			return true, nil
 		case res == token.AlreadyRevoked: // maybe by an earlier attempt whose confirmation timed out
-			return DurableMarker(ctx, c, r.keys, tag)
+			return repo.DurableMarker(ctx, c, r.keys, tag)
 		}
 		return false, nil
 	})
@@ -53,7 +55,7 @@ func (r *Tokens) Revoke(ctx context.Context, tenant, id, reason string) (token.R
 }
 
 // revoke is Revoke's optimistic loop on c.
-func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, reason string) (token.RevokeResult, []string, error) {
+func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, reason string) (token.RevokeResult, []string, error) {
 	for range maxRevokeRetries {
 		desc, err := r.descendants(ctx, c, tag, id)
 		if err != nil {
@@ -69,26 +71,26 @@ func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, 
 			keys = append(keys, r.kidsKey(tag, d))
 		}
 		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
-		rep, err := r.runOn(ctx, c, "token_revoke", scriptTokenRevoke, keys, args)
+		rep, err := repo.RunScript(ctx, c, r.metrics, "token_revoke", "token revoke", scriptRevoke, keys, args)
 		if err != nil {
 			return token.RevokeUnknown, nil, err
 		}
 		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY'} | {'RETRY'}
 		revoked, err := rep.Strs(0)
-		if err == nil && rep.Code() != CodeOK {
+		if err == nil && rep.Code() != repo.CodeOK {
 			err = rep.Want(0)
 		}
 		if err != nil {
 			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
 		}
 		switch rep.Code() {
-		case CodeRetry:
+		case repo.CodeRetry:
 			continue
-		case CodeNotFound:
+		case repo.CodeNotFound:
 			return token.RevokeUnknown, nil, nil
-		case CodeAlready:
+		case repo.CodeAlready:
 			return token.AlreadyRevoked, revoked, nil
-		case CodeOK:
+		case repo.CodeOK:
 			return token.Revoked, revoked, nil
 		default:
 			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
@@ -98,14 +100,14 @@ func (r *Tokens) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, 
 }
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children
-// sets: at most MaxTokenDepth levels and MaxTokenLineage ids (the bounds a create enforces).
-func (r *Tokens) descendants(ctx context.Context, c rueidis.Client, tag, id string) ([]string, error) {
+// sets: at most tokens.MaxDepth levels and tokens.MaxLineage ids (the bounds a create enforces).
+func (r *Store) descendants(ctx context.Context, c rueidis.Client, tag, id string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{id: true}
 	level := []string{id}
 	for depth := 0; len(level) > 0; depth++ {
-		if depth > MaxTokenDepth || len(out) > MaxTokenLineage {
-			return nil, fmt.Errorf("%w: token %s has more descendants than a lineage may hold", ErrCorrupt, id)
+		if depth > tokens.MaxDepth || len(out) > tokens.MaxLineage {
+			return nil, fmt.Errorf("%w: token %s has more descendants than a lineage may hold", repo.ErrCorrupt, id)
 		}
 		cmds := make(rueidis.Commands, 0, len(level))
 		for _, l := range level {
@@ -115,11 +117,11 @@ func (r *Tokens) descendants(ctx context.Context, c rueidis.Client, tag, id stri
 		for _, res := range c.DoMulti(ctx, cmds...) {
 			kids, err := res.AsStrSlice()
 			if err != nil {
-				return nil, CommandError("token children", err)
+				return nil, repo.CommandError("token children", err)
 			}
 			for _, k := range kids {
 				if !token.ValidID(k) {
-					return nil, fmt.Errorf("%w: a token children set holds a malformed member", ErrCorrupt)
+					return nil, fmt.Errorf("%w: a token children set holds a malformed member", repo.ErrCorrupt)
 				}
 				if !seen[k] {
 					seen[k] = true

@@ -1,4 +1,4 @@
-package repo
+package tokenstore
 
 import (
 	"context"
@@ -12,19 +12,21 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/tokens"
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Reading tokens: the full metadata (Get, List) and the per-request state (State).
 
 // Get reads a token of tenant. A token of another tenant is NotFound, like an unknown one.
-func (r *Tokens) Get(ctx context.Context, tenant, id string) (token.Token, error) {
+func (r *Store) Get(ctx context.Context, tenant, id string) (token.Token, error) {
 	if !token.ValidID(id) {
 		return token.Token{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
-	m, err := r.c.Do(ctx, r.c.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
+	m, err := r.client.Do(ctx, r.client.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
 	if err != nil {
-		return token.Token{}, CommandError("token get", err)
+		return token.Token{}, repo.CommandError("token get", err)
 	}
 	t, err := r.decode(ctx, id, m)
 	if err != nil {
@@ -37,17 +39,13 @@ func (r *Tokens) Get(ctx context.Context, tenant, id string) (token.Token, error
 }
 
 // decode classifies and decodes a token hash read with HGETALL.
-func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (token.Token, error) {
+func (r *Store) decode(ctx context.Context, id string, m map[string]string) (token.Token, error) {
 	if len(m) == 0 {
-		r.metrics.Read(ctx, tokenObj, Missing)
+		r.metrics.Read(ctx, tokenObj, repo.Missing)
 		return token.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
-	size := 0
-	for k, v := range m {
-		size += len(k) + len(v)
-	}
-	r.metrics.Payload(ctx, tokenObj, size)
-	f := NewFields(m)
+	r.metrics.Payload(ctx, tokenObj, repo.PayloadBytes(m))
+	f := repo.NewFields(m)
 	t := token.Token{
 		ID:            id,
 		Tenant:        f.Str("tenantId"),
@@ -71,71 +69,68 @@ func (r *Tokens) decode(ctx context.Context, id string, m map[string]string) (to
 		t.RevokedAt = time.UnixMilli(f.OptInt64("revokedAtMs"))
 	case "0", "":
 	default:
-		f.bad = append(f.bad, "revoked")
+		f.Bad("revoked")
 	}
 	if !validLineage(t.RootID, t.Depth, t.Ancestors) {
-		f.bad = append(f.bad, "ancestors")
+		f.Bad("ancestors")
 	}
 	o := f.Schema()
-	r.metrics.Read(ctx, tokenObj, o)
-	if o == Corrupt {
-		r.logCorrupt(ctx, f.bad)
-		return token.Token{}, fmt.Errorf("token %s: %w", id, f.Err(tokenObj))
+	if o == repo.Corrupt {
+		return token.Token{}, r.corrupt(ctx, id, f)
 	}
+	r.metrics.Read(ctx, tokenObj, o)
 	return t, nil
 }
 
-// tokenStateFields are the only fields the per-request check reads (never HGETALL).
-var tokenStateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "schemaVersion"}
+// stateFields are the only fields the per-request check reads (never HGETALL).
+var stateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "schemaVersion"}
 
 // State reads what the per-request check needs with one HMGET of tenant's token id (the
 // tenant comes from the verified JWT, so another tenant's id is simply not found). With cacheTTL > 0 it goes
 // through rueidis client-side caching: a hot token costs no round trip, and a write to its
 // hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
-// caps staleness should a push be lost. A missing hash is NotFound; a malformed one ErrCorrupt.
-func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (TokenState, error) {
+// caps staleness should a push be lost. A missing hash is NotFound; a malformed one repo.ErrCorrupt.
+func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (tokens.State, error) {
 	if !token.ValidID(id) {
-		return TokenState{}, fmt.Errorf("token: %w", apperr.NotFound)
+		return tokens.State{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
-		cmd := r.c.B().Hmget().Key(key).Field(tokenStateFields...)
+		cmd := r.client.B().Hmget().Key(key).Field(stateFields...)
 		var res rueidis.RedisResult
 		if cacheTTL > 0 {
-			res = r.c.DoCache(ctx, cmd.Cache(), cacheTTL)
+			res = r.client.DoCache(ctx, cmd.Cache(), cacheTTL)
 		} else {
-			res = r.c.Do(ctx, cmd.Build())
+			res = r.client.Do(ctx, cmd.Build())
 		}
 		vals, err := res.ToArray()
 		return vals, res.IsCacheHit(), err
 	}
 	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
 	if err != nil {
-		return TokenState{}, CommandError("token state", err)
+		return tokens.State{}, repo.CommandError("token state", err)
 	}
-	st := TokenState{CacheHit: hit}
-	m, _, err := PooledFields(vals, tokenStateFields)
+	st := tokens.State{CacheHit: hit}
+	m, _, err := repo.PooledFields(vals, stateFields)
 	if err != nil {
 		return st, fmt.Errorf("token state: %w", err)
 	}
-	defer ReleaseFields(m)
+	defer repo.ReleaseFields(m)
 	if len(m) == 0 {
-		r.metrics.Read(ctx, tokenObj, Missing)
+		r.metrics.Read(ctx, tokenObj, repo.Missing)
 		return st, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
-	f := Fields{m: m}
+	f := repo.NewFields(m)
 	switch m["revoked"] {
 	case "1":
 		st.Revoked = true
 	case "0":
 	default:
-		f.bad = append(f.bad, "revoked")
+		f.Bad("revoked")
 	}
 	st.ExpiresAtMs, st.Tenant, st.Scope = f.Int64("expiresAtMs"), f.Str("tenantId"), f.Str("scopes")
 	o := f.Schema()
-	if o == Corrupt {
-		r.metrics.Read(ctx, tokenObj, Corrupt)
-		r.logCorrupt(ctx, f.bad)
-		return TokenState{}, f.Err(tokenObj)
+	if o == repo.Corrupt {
+		return tokens.State{}, r.corrupt(ctx, id, f)
 	}
 	r.metrics.Read(ctx, tokenObj, o)
 	return st, nil
@@ -146,18 +141,18 @@ func (r *Tokens) State(ctx context.Context, tenant, id string, cacheTTL time.Dur
 // Expired index members are pruned as the index is read. Ids whose hash is gone (expired, or
 // a create that failed halfway) are skipped; the cursor still advances past them, so pages
 // neither repeat nor skip a token.
-func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
+func (r *Store) List(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
 	if err := pageArgs(cursor, limit); err != nil {
 		return nil, "", err
 	}
 	tag := r.tag(tenant)
-	rep, err := r.run(ctx, "token_list", scriptTokenList, r.indexKeys(tag),
-		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(tokenPruneMax)})
+	rep, err := repo.RunScript(ctx, r.client, r.metrics, "token_list", "token list", scriptList, r.indexKeys(tag),
+		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(pruneMax)})
 	if err != nil {
 		return nil, "", err
 	}
 	ids, err := rep.Strs(0) // {'OK', tokenId...}
-	if err == nil && rep.Code() != CodeOK {
+	if err == nil && rep.Code() != repo.CodeOK {
 		err = rep.Unexpected()
 	}
 	if err != nil {
@@ -169,9 +164,9 @@ func (r *Tokens) List(ctx context.Context, tenant, cursor string, limit int) ([]
 }
 
 // ListLineage is List restricted to the token id and the tokens minted below it (read from the
-// children sets: at most MaxTokenDepth round trips and MaxTokenLineage ids), newest first,
+// children sets: at most tokens.MaxDepth round trips and tokens.MaxLineage ids), newest first,
 // with the same cursor.
-func (r *Tokens) ListLineage(ctx context.Context, tenant, id, cursor string, limit int) ([]token.Token, string, error) {
+func (r *Store) ListLineage(ctx context.Context, tenant, id, cursor string, limit int) ([]token.Token, string, error) {
 	if err := pageArgs(cursor, limit); err != nil {
 		return nil, "", err
 	}
@@ -179,7 +174,7 @@ func (r *Tokens) ListLineage(ctx context.Context, tenant, id, cursor string, lim
 		return nil, "", nil
 	}
 	tag := r.tag(tenant)
-	desc, err := r.descendants(ctx, r.c, tag, id)
+	desc, err := r.descendants(ctx, r.client, tag, id)
 	if err != nil {
 		return nil, "", err
 	}
@@ -214,28 +209,28 @@ func pageCut(ids []string, limit int) ([]string, string) {
 }
 
 // readPage reads the hashes of ids (in order) and decodes those of tenant; missing and corrupt ones are counted and skipped.
-func (r *Tokens) readPage(ctx context.Context, tenant, tag string, ids []string) ([]token.Token, error) {
+func (r *Store) readPage(ctx context.Context, tenant, tag string, ids []string) ([]token.Token, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	cmds := make(rueidis.Commands, 0, len(ids))
 	for _, id := range ids {
 		if !token.ValidID(id) {
-			return nil, fmt.Errorf("%w: token index holds a malformed member", ErrCorrupt)
+			return nil, fmt.Errorf("%w: token index holds a malformed member", repo.ErrCorrupt)
 		}
-		cmds = append(cmds, r.c.B().Hgetall().Key(r.hashKey(tag, id)).Build())
+		cmds = append(cmds, r.client.B().Hgetall().Key(r.hashKey(tag, id)).Build())
 	}
 	maps := make([]map[string]string, len(ids))
 	var err error
-	for i, res := range r.c.DoMulti(ctx, cmds...) {
+	for i, res := range r.client.DoMulti(ctx, cmds...) {
 		if maps[i], err = res.AsStrMap(); err != nil {
-			return nil, CommandError("token list read", err)
+			return nil, repo.CommandError("token list read", err)
 		}
 	}
 	out := make([]token.Token, 0, len(ids))
 	for i, m := range maps {
 		if len(m) == 0 {
-			r.metrics.Read(ctx, tokenObj, Missing)
+			r.metrics.Read(ctx, tokenObj, repo.Missing)
 			continue
 		}
 		t, err := r.decode(ctx, ids[i], m)

@@ -1,4 +1,4 @@
-package repo
+package tokenstore
 
 import (
 	"context"
@@ -11,18 +11,20 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
-func newTokensRepo(t *testing.T, s *store.Store, prefix string, safety time.Duration, max int) *Tokens {
+func newStore(t *testing.T, s *store.Store, prefix string, safety time.Duration, max int) *Store {
 	t.Helper()
 	h, _, err := keyhash.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewTokens(s, TokensOptions{Prefix: prefix, Hasher: h, SafetyWindow: safety, MaxPerTenant: max})
+	r, err := New(s, Options{Prefix: prefix, Hasher: h, SafetyWindow: safety, MaxPerTenant: max})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestTokensCreateGetAndTTL(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		const safety = 5 * time.Minute
-		r := newTokensRepo(t, s, prefix, safety, 0)
+		r := newStore(t, s, prefix, safety, 0)
 		now := time.Now()
 		tok := newToken("acme", now, time.Hour)
 		if err := r.Create(ctx, tok); err != nil {
@@ -75,8 +77,8 @@ func TestTokensCreateGetAndTTL(t *testing.T) {
 			}
 		}
 		fields, err := s.Client.Do(ctx, s.Client.B().Hlen().Key(r.hashKey(r.tag("acme"), tok.ID)).Build()).AsInt64()
-		if err != nil || fields > tokenFieldsMax {
-			t.Fatalf("hash has %d fields (max %d), %v", fields, tokenFieldsMax, err)
+		if err != nil || fields > fieldsMax {
+			t.Fatalf("hash has %d fields (max %d), %v", fields, fieldsMax, err)
 		}
 		if _, err := r.Get(ctx, "other", tok.ID); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("other tenant's get: %v", err)
@@ -106,7 +108,7 @@ func TestTokensRevoke(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r := newTokensRepo(t, s, prefix, time.Minute, 0)
+		r := newStore(t, s, prefix, time.Minute, 0)
 		tok := newToken("acme", time.Now(), time.Hour)
 		if err := r.Create(ctx, tok); err != nil {
 			t.Fatal(err)
@@ -162,7 +164,7 @@ func TestTokensListPagesWithoutGapsOrDuplicates(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r := newTokensRepo(t, s, prefix, time.Minute, 0)
+		r := newStore(t, s, prefix, time.Minute, 0)
 		base := time.Now()
 		var want []string
 		for i := range 250 {
@@ -218,7 +220,7 @@ func TestTokensListPrunesExpiredMembers(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r := newTokensRepo(t, s, prefix, 0, 0)
+		r := newStore(t, s, prefix, 0, 0)
 		keys := r.indexKeys(r.tag("acme"))
 		live := newToken("acme", time.Now(), time.Hour)
 		short := newToken("acme", time.Now(), 0)
@@ -263,7 +265,7 @@ func TestTokensRefusalsWriteNothing(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r := newTokensRepo(t, s, prefix, time.Minute, 2)
+		r := newStore(t, s, prefix, time.Minute, 2)
 		now := time.Now()
 		long := strings.Repeat("x", 2000)
 		tests := []struct {
@@ -277,7 +279,7 @@ func TestTokensRefusalsWriteNothing(t *testing.T) {
 			{"control character", func(t *token.Token) { t.Subject = "a\nb" }, apperr.BoundExceeded},
 			{"no tenant", func(t *token.Token) { t.Tenant = "" }, apperr.BoundExceeded},
 			{"no scopes", func(t *token.Token) { t.Scopes = nil }, apperr.BoundExceeded},
-			{"already expired", func(t *token.Token) { t.IssuedAt = now.Add(-time.Hour); t.ExpiresAt = now.Add(-time.Minute) }, ErrTokenExpired},
+			{"already expired", func(t *token.Token) { t.IssuedAt = now.Add(-time.Hour); t.ExpiresAt = now.Add(-time.Minute) }, tokens.ErrExpired},
 		}
 		for _, tt := range tests {
 			tok := newToken("acme", now, time.Hour)
@@ -312,7 +314,7 @@ func TestTokensStateClassifies(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r := newTokensRepo(t, s, prefix, time.Minute, 0)
+		r := newStore(t, s, prefix, time.Minute, 0)
 		missing := auth.NewTokenID(time.Now())
 		if _, err := r.State(ctx, "a", missing, 0); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("missing: %v", err)
@@ -325,10 +327,10 @@ func TestTokensStateClassifies(t *testing.T) {
 			fields []string
 			want   error
 		}{
-			{"bad revoked", []string{"revoked", "maybe", "expiresAtMs", "1", "tenantId", "a", "scopes", "x", "schemaVersion", "2"}, ErrCorrupt},
-			{"bad expiry", []string{"revoked", "0", "expiresAtMs", "soon", "tenantId", "a", "scopes", "x", "schemaVersion", "2"}, ErrCorrupt},
-			{"no tenant", []string{"revoked", "0", "expiresAtMs", "1", "scopes", "x", "schemaVersion", "2"}, ErrCorrupt},
-			{"future schema", []string{"revoked", "0", "expiresAtMs", "1", "tenantId", "a", "scopes", "x", "schemaVersion", "9"}, ErrCorrupt},
+			{"bad revoked", []string{"revoked", "maybe", "expiresAtMs", "1", "tenantId", "a", "scopes", "x", "schemaVersion", "2"}, repo.ErrCorrupt},
+			{"bad expiry", []string{"revoked", "0", "expiresAtMs", "soon", "tenantId", "a", "scopes", "x", "schemaVersion", "2"}, repo.ErrCorrupt},
+			{"no tenant", []string{"revoked", "0", "expiresAtMs", "1", "scopes", "x", "schemaVersion", "2"}, repo.ErrCorrupt},
+			{"future schema", []string{"revoked", "0", "expiresAtMs", "1", "tenantId", "a", "scopes", "x", "schemaVersion", "9"}, repo.ErrCorrupt},
 			{"old schema", []string{"revoked", "0", "expiresAtMs", "1", "tenantId", "a", "scopes", "x", "schemaVersion", "1"}, nil},
 		}
 		for i, tt := range tests {
@@ -348,7 +350,7 @@ func TestTokensStateClassifies(t *testing.T) {
 				t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 			}
 			if tt.want != nil {
-				if _, err := r.Get(ctx, "a", id); !errors.Is(err, ErrCorrupt) {
+				if _, err := r.Get(ctx, "a", id); !errors.Is(err, repo.ErrCorrupt) {
 					t.Errorf("%s: get %v, want corrupt", tt.name, err)
 				}
 			}

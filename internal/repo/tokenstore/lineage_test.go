@@ -1,4 +1,4 @@
-package repo
+package tokenstore
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/tokens"
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
@@ -24,7 +25,7 @@ func TestTokensLineage(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r := newTokensRepo(t, s, prefix, time.Minute, 0)
+		r := newStore(t, s, prefix, time.Minute, 0)
 		r.maxLineage = 4
 		tag := r.tag("acme")
 		now := time.Now()
@@ -71,9 +72,9 @@ func TestTokensLineage(t *testing.T) {
 			tok  token.Token
 			want error
 		}{
-			"outlives its issuer":      {child(b, 31*time.Minute), ErrTokenOutlivesIssuer},
-			"issuer of another tenant": {other, ErrTokenIssuerGone},
-			"unknown issuer":           {token.Token{ID: auth.NewTokenID(now), Tenant: "acme", Subject: "s", Type: "service", Scopes: []string{"x"}, IssuedAt: now, ExpiresAt: now.Add(time.Minute), ParentID: auth.NewTokenID(now)}, ErrTokenIssuerGone},
+			"outlives its issuer":      {child(b, 31*time.Minute), tokens.ErrOutlivesIssuer},
+			"issuer of another tenant": {other, tokens.ErrIssuerGone},
+			"unknown issuer":           {token.Token{ID: auth.NewTokenID(now), Tenant: "acme", Subject: "s", Type: "service", Scopes: []string{"x"}, IssuedAt: now, ExpiresAt: now.Add(time.Minute), ParentID: auth.NewTokenID(now)}, tokens.ErrIssuerGone},
 		} {
 			if err := r.Create(ctx, tt.tok); !errors.Is(err, tt.want) {
 				t.Errorf("%s: %v, want %v", name, err, tt.want)
@@ -83,7 +84,7 @@ func TestTokensLineage(t *testing.T) {
 			t.Fatalf("refused creates changed the key count %d → %d", before, n)
 		}
 		mustCreate(tooDeep) // the 4th token under A: the lineage is now full
-		if err := r.Create(ctx, child(a, time.Minute)); !errors.Is(err, ErrTokenLineageFull) {
+		if err := r.Create(ctx, child(a, time.Minute)); !errors.Is(err, tokens.ErrLineageFull) {
 			t.Fatalf("5th token under A: %v", err)
 		}
 
@@ -141,7 +142,7 @@ func TestTokensLineage(t *testing.T) {
 		if st, _ := r.State(ctx, "acme", sibling.ID, 0); st.Revoked {
 			t.Fatal("an unrelated root was revoked")
 		}
-		if err := r.Create(ctx, child(d, time.Minute)); !errors.Is(err, ErrTokenIssuerGone) {
+		if err := r.Create(ctx, child(d, time.Minute)); !errors.Is(err, tokens.ErrIssuerGone) {
 			t.Fatalf("a revoked issuer minted: %v", err)
 		}
 	})
@@ -153,7 +154,7 @@ func TestTokenRevokeRetriesForAChildItWasNotGiven(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r := newTokensRepo(t, s, prefix, time.Minute, 0)
+		r := newStore(t, s, prefix, time.Minute, 0)
 		tag := r.tag("acme")
 		now := time.Now()
 		a := newToken("acme", now, time.Hour)
@@ -164,7 +165,7 @@ func TestTokenRevokeRetriesForAChildItWasNotGiven(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		reply, err := scriptTokenRevoke.Exec(ctx, s.Client, []string{r.hashKey(tag, a.ID), r.kidsKey(tag, a.ID)},
+		reply, err := scriptRevoke.Exec(ctx, s.Client, []string{r.hashKey(tag, a.ID), r.kidsKey(tag, a.ID)},
 			[]string{"acme", "x", "y"}).AsStrSlice()
 		if err != nil || !slices.Equal(reply, []string{"RETRY"}) {
 			t.Fatalf("reply %v, %v", reply, err)

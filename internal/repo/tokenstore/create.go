@@ -1,4 +1,4 @@
-package repo
+package tokenstore
 
 import (
 	"cmp"
@@ -9,12 +9,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/tokens"
 	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Creating a token: bounds, the issuer's lineage, and token_create.lua.
 
-// validate checks the bounds of a new token; over-bound input is refused before any write.
+// validateToken checks the bounds of a new token; over-bound input is refused before any write.
 func validateToken(t token.Token) error {
 	var bad []string
 	check := func(ok bool, name string) {
@@ -23,15 +25,15 @@ func validateToken(t token.Token) error {
 		}
 	}
 	text := func(s string, maxBytes int, required bool) bool {
-		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !tokenHasControl(s)
+		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !hasControl(s)
 	}
 	check(token.ValidID(t.ID), "id")
-	check(text(t.Tenant, maxTokenTenantBytes, true), "tenant")
-	check(text(t.Subject, maxTokenSubjectBytes, true), "subject")
-	check(text(t.Type, maxTokenTypeBytes, true), "tokenType")
-	check(text(t.Description, maxTokenDescBytes, false), "description")
+	check(text(t.Tenant, maxTenantBytes, true), "tenant")
+	check(text(t.Subject, maxSubjectBytes, true), "subject")
+	check(text(t.Type, maxTypeBytes, true), "tokenType")
+	check(text(t.Description, maxDescBytes, false), "description")
 	scope := strings.Join(t.Scopes, " ")
-	check(len(t.Scopes) > 0 && len(scope) <= maxTokenScopeBytes && !strings.ContainsAny(scope, "\t\r\n"), "scopes")
+	check(len(t.Scopes) > 0 && len(scope) <= maxScopeBytes && !strings.ContainsAny(scope, "\t\r\n"), "scopes")
 	check(!t.ExpiresAt.IsZero() && t.ExpiresAt.After(t.IssuedAt), "expiresAt")
 	if len(bad) > 0 {
 		return apperr.Newf(apperr.BoundExceeded, "Token fields out of bounds: %s.", strings.Join(bad, ", "))
@@ -39,7 +41,7 @@ func validateToken(t token.Token) error {
 	return nil
 }
 
-func tokenHasControl(s string) bool {
+func hasControl(s string) bool {
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f {
 			return true
@@ -51,29 +53,29 @@ func tokenHasControl(s string) bool {
 // Create writes a token in one script: the tenant index entry, the metadata hash with a key
 // TTL of expiry − now + the safety window and, when t.ParentID is set, the link to its issuer
 // (the issuer's children set and the root's lineage count). The issuer must be live, of the
-// same tenant, and expire no earlier than t (ErrTokenIssuerGone, ErrTokenOutlivesIssuer).
-func (r *Tokens) Create(ctx context.Context, t token.Token) error {
+// same tenant, and expire no earlier than t (tokens.ErrIssuerGone, tokens.ErrOutlivesIssuer).
+func (r *Store) Create(ctx context.Context, t token.Token) error {
 	if err := validateToken(t); err != nil {
 		return err
 	}
 	tag := r.tag(t.Tenant)
 	expMs := t.ExpiresAt.UnixMilli()
 	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID))
-	args := []string{t.ID, FormatMs(expMs), FormatMs(r.safety.Milliseconds()), strconv.Itoa(r.max), strconv.Itoa(tokenPruneMax), t.Tenant, "", ""}
+	args := []string{t.ID, repo.FormatMs(expMs), repo.FormatMs(r.safetyWindow.Milliseconds()), strconv.Itoa(r.maxPerTenant), strconv.Itoa(pruneMax), t.Tenant, "", ""}
 	fields := []string{"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
 		"scopes", strings.Join(t.Scopes, " "), "description", t.Description,
-		"issuedAtMs", FormatMs(t.IssuedAt.UnixMilli()), "expiresAtMs", FormatMs(expMs),
+		"issuedAtMs", repo.FormatMs(t.IssuedAt.UnixMilli()), "expiresAtMs", repo.FormatMs(expMs),
 		"revoked", "0", "revokedAtMs", "0", "revokedReason", "",
-		"schemaVersion", strconv.Itoa(SchemaVersion)}
+		"schemaVersion", strconv.Itoa(repo.SchemaVersion)}
 	if t.ParentID != "" {
 		parentRoot, parentAnc, err := r.lineage(ctx, tag, t.Tenant, t.ParentID)
 		if err != nil {
 			return err
 		}
 		depth := len(parentAnc)
-		if depth+1 > MaxTokenDepth {
+		if depth+1 > tokens.MaxDepth {
 			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
-			return fmt.Errorf("token %s: %d generations below its root: %w", t.ID, depth+1, ErrTokenLineageFull)
+			return fmt.Errorf("token %s: %d generations below its root: %w", t.ID, depth+1, tokens.ErrLineageFull)
 		}
 		root := parentRoot
 		if root == "" {
@@ -84,78 +86,83 @@ func (r *Tokens) Create(ctx context.Context, t token.Token) error {
 		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1),
 			"ancestors", strings.Join(append(parentAnc, t.ParentID), " "))
 	}
-	rep, err := r.run(ctx, "token_create", scriptTokenCreate, keys, append(args, fields...))
+	rep, err := repo.RunScript(ctx, r.client, r.metrics, "token_create", "token create", scriptCreate, keys, append(args, fields...))
 	if err != nil {
 		return err
 	}
 	switch rep.Code() {
-	case CodeOK: // {'OK', hash TTL in ms}
+	case repo.CodeOK: // {'OK', hash TTL in ms}
 		ttl, err := rep.Int(0)
 		if err = cmp.Or(rep.Want(1), err); err != nil || ttl <= 0 {
 			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
 		}
 		r.metrics.Transition(ctx, tokenObj, "create", "ok")
 		return nil
-	case CodeQuota: // {'QUOTA', ms until the earliest live token expires}
+	case repo.CodeQuota: // {'QUOTA', ms until the earliest live token expires}
 		ms, err := rep.Int(0)
 		if err = cmp.Or(rep.Want(1), err); err != nil {
 			return r.badReply(ctx, "token_create", err)
 		}
 		r.metrics.Transition(ctx, tokenObj, "create", "index_full")
-		return QuotaError("tokens", "GATEWAY_TENANT_MAX_TOKENS", r.max, ms)
-	case CodeBound: // {'BOUND', 'lineage'}
+		return repo.QuotaError("tokens", "GATEWAY_TENANT_MAX_TOKENS", r.maxPerTenant, ms)
+	case repo.CodeBound: // {'BOUND', 'lineage'}
 		which, err := rep.Str(0)
 		switch {
 		case rep.Want(1) == nil && err == nil && which == "lineage":
 			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
-			return fmt.Errorf("token %s: %w", t.ID, ErrTokenLineageFull)
+			return fmt.Errorf("token %s: %w", t.ID, tokens.ErrLineageFull)
 		}
 		return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
-	case CodeIssuerGone: // {'ISSUER_GONE', 'not_live' | 'lineage_changed'}
+	case repo.CodeIssuerGone: // {'ISSUER_GONE', 'not_live' | 'lineage_changed'}
 		why, err := rep.Str(0)
 		if err = cmp.Or(rep.Want(1), err); err != nil || why != "not_live" && why != "lineage_changed" {
 			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
 		}
 		r.metrics.Transition(ctx, tokenObj, "create", "issuer_gone")
-		return fmt.Errorf("token %s issuer %s: %w", t.ID, t.ParentID, ErrTokenIssuerGone)
-	case CodeExists:
-		return fmt.Errorf("token %s: %w", t.ID, ErrTokenExists)
-	case CodeExpired, CodeOutlivesIssuer:
+		return fmt.Errorf("token %s issuer %s: %w", t.ID, t.ParentID, tokens.ErrIssuerGone)
+	case repo.CodeExists, repo.CodeExpired, repo.CodeOutlivesIssuer: // no payload
 		if err := rep.Want(0); err != nil {
 			return r.badReply(ctx, "token_create", err)
 		}
-		return rep.Err("token " + t.ID)
+		return fmt.Errorf("token %s: %w", t.ID, createRefusals[rep.Code()])
 	}
 	return r.badReply(ctx, "token_create", rep.Unexpected())
 }
 
+// createRefusals are the create script's refusals without a payload.
+var createRefusals = map[repo.Code]error{
+	repo.CodeExists:         tokens.ErrExists,
+	repo.CodeExpired:        tokens.ErrExpired,
+	repo.CodeOutlivesIssuer: tokens.ErrOutlivesIssuer,
+}
+
 // lineage reads an issuer's rootId ("" when it is a root) and ancestors (root first; depth of
 // them, none for a root).
-func (r *Tokens) lineage(ctx context.Context, tag, tenant, id string) (string, []string, error) {
+func (r *Store) lineage(ctx context.Context, tag, tenant, id string) (string, []string, error) {
 	if !token.ValidID(id) {
-		return "", nil, fmt.Errorf("issuer: %w", ErrTokenIssuerGone)
+		return "", nil, fmt.Errorf("issuer: %w", tokens.ErrIssuerGone)
 	}
-	vals, err := r.c.Do(ctx, r.c.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth", "ancestors").Build()).ToArray()
+	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth", "ancestors").Build()).ToArray()
 	if err != nil {
-		return "", nil, CommandError("token lineage", err)
+		return "", nil, repo.CommandError("token lineage", err)
 	}
 	if len(vals) != 4 {
 		return "", nil, fmt.Errorf("token lineage: %d values for 4 fields", len(vals))
 	}
 	if tn, err := vals[0].ToString(); err != nil || tn != tenant {
-		return "", nil, fmt.Errorf("issuer %s: %w", id, ErrTokenIssuerGone)
+		return "", nil, fmt.Errorf("issuer %s: %w", id, tokens.ErrIssuerGone)
 	}
 	root, _ := vals[1].ToString()
 	depth := 0
 	if d, err := vals[2].ToString(); err == nil {
 		if depth, err = strconv.Atoi(d); err != nil || depth < 1 {
-			return "", nil, fmt.Errorf("%w: token %s has a bad depth", ErrCorrupt, id)
+			return "", nil, fmt.Errorf("%w: token %s has a bad depth", repo.ErrCorrupt, id)
 		}
 	}
 	anc, _ := vals[3].ToString()
 	ancestors := strings.Fields(anc)
 	if !validLineage(root, depth, ancestors) {
-		return "", nil, fmt.Errorf("%w: token %s has an inconsistent lineage", ErrCorrupt, id)
+		return "", nil, fmt.Errorf("%w: token %s has an inconsistent lineage", repo.ErrCorrupt, id)
 	}
 	return root, ancestors, nil
 }
