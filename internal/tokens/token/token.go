@@ -1,6 +1,6 @@
 // Package token is the API-token model that the token service (internal/tokens) and its Redis
-// store (internal/repo) share: a token's metadata, the shape of its id, and what a revocation
-// did. The token string itself is never part of it.
+// store (internal/repo/tokenstore) share: a token's metadata, the shape of its id, and what a
+// revocation did. The token string itself is never part of it.
 package token
 
 import "time"
