@@ -146,6 +146,17 @@ func TestCheckRefusesWhatIsNotLive(t *testing.T) {
 		if err := late.Check(ctx, verified(live.Token)); !errors.Is(err, apperr.InvalidCredentials) {
 			t.Errorf("expired record: %v", err)
 		}
+		// A record the store cannot read (written behind the gateway's back) is a 401 refusal,
+		// as the store's corrupt error reaches the service through its own interface, not an
+		// internal error. The key is docs/KEYS.md's <prefix>:v1:token:{<tenantTag>}:<tokenId>.
+		key := prefix + ":v1:token:{" + e.hasher.TenantTag("acme") + "}:" + live.TokenID
+		if err := s.Client.Do(ctx, s.Client.B().Hset().Key(key).FieldValue().FieldValue("revoked", "maybe").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		uncached := e.service(t, s, nil, tokens.Options{})
+		if err := uncached.Check(ctx, verified(live.Token)); !errors.Is(err, apperr.InvalidCredentials) || store.IsUnavailable(err) {
+			t.Errorf("corrupt record: %v, want 401 invalid-credentials", err)
+		}
 	})
 }
 
