@@ -8,15 +8,14 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/tokens"
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // TokenService is what the tokens operations call (implemented by *tokens.Service).
 type TokenService interface {
 	Issue(ctx context.Context, caller *auth.Principal, req tokens.IssueRequest) (tokens.Issued, error)
-	Get(ctx context.Context, caller *auth.Principal, id string) (token.Token, error)
+	Get(ctx context.Context, caller *auth.Principal, id string) (tokens.Token, error)
 	List(ctx context.Context, caller *auth.Principal, cursor string, limit int) (tokens.Page, error)
-	Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (token.RevokeResult, error)
+	Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (tokens.RevokeResult, error)
 	Introspect(ctx context.Context, caller *auth.Principal, token string) (tokens.Introspection, error)
 }
 
@@ -116,7 +115,7 @@ func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenReq
 	return IntrospectToken200JSONResponse{Body: introspection(in), Headers: IntrospectToken200ResponseHeaders{CacheControl: &noStore}}, nil
 }
 
-func tokenMeta(t token.Token) TokenMeta {
+func tokenMeta(t tokens.Token) TokenMeta {
 	m := TokenMeta{TokenId: t.ID, TenantId: t.Tenant, Subject: t.Subject, TokenType: t.Type, Scopes: t.Scopes,
 		IssuedAt: ts(t.IssuedAt), ExpiresAt: ts(t.ExpiresAt), Revoked: t.Revoked,
 		CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)}

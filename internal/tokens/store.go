@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Store keeps token metadata (internal/repo/tokenstore implements it over Redis). Every
@@ -15,20 +13,20 @@ import (
 type Store interface {
 	// Create writes t's metadata, linked to its issuer t.ParentID when set (the issuer live,
 	// of the same tenant, expiring no earlier than t).
-	Create(ctx context.Context, t token.Token) error
+	Create(ctx context.Context, t Token) error
 	// Get reads a token (apperr.NotFound when unknown; apperr.ErrCorrupt when unreadable).
-	Get(ctx context.Context, tenant, id string) (token.Token, error)
+	Get(ctx context.Context, tenant, id string) (Token, error)
 	// State reads what the per-request check needs; cacheTTL > 0 may answer from a
 	// client-side cache that a revocation invalidates (0 reads the store).
 	State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (State, error)
 	// List pages the tenant's tokens newest first, strictly older than cursor ("" for the
 	// first page); the next cursor is "" on the last page.
-	List(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error)
+	List(ctx context.Context, tenant, cursor string, limit int) ([]Token, string, error)
 	// ListLineage is List restricted to token id and the tokens minted below it.
-	ListLineage(ctx context.Context, tenant, id, cursor string, limit int) ([]token.Token, string, error)
+	ListLineage(ctx context.Context, tenant, id, cursor string, limit int) ([]Token, string, error)
 	// Revoke revokes a token and every token minted below it in one atomic step, and returns
-	// the ids of the descendants revoked now. An unknown id is token.RevokeUnknown.
-	Revoke(ctx context.Context, tenant, id, reason string) (token.RevokeResult, []string, error)
+	// the ids of the descendants revoked now. An unknown id is RevokeUnknown.
+	Revoke(ctx context.Context, tenant, id, reason string) (RevokeResult, []string, error)
 }
 
 // State is what the per-request check reads: four fields of the token's metadata.

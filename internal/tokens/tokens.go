@@ -31,7 +31,6 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/recent"
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Bounds of a token request.
@@ -209,7 +208,7 @@ func (s *Service) mint(ctx context.Context, req MintRequest, parent string, pare
 	if err != nil {
 		return Issued{}, spanErr(span, fmt.Errorf("tokens: mint %s: %w", id, err))
 	}
-	meta := token.Token{ID: id, Tenant: req.Tenant, Subject: req.Subject, Type: req.TokenType,
+	meta := Token{ID: id, Tenant: req.Tenant, Subject: req.Subject, Type: req.TokenType,
 		Scopes: claims.Scopes(), Description: req.Description, ParentID: parent,
 		IssuedAt: claims.IssuedAt.Time, ExpiresAt: claims.ExpiresAt.Time}
 	if err := s.store.Create(ctx, meta); err != nil {
@@ -284,15 +283,15 @@ func createErr(err error) error {
 
 // Reaches reports whether caller may read and revoke t: t is the caller's own token or was
 // minted below it, or the caller holds tokens:admin (t is always of the caller's tenant).
-func Reaches(caller *auth.Principal, t token.Token) bool {
+func Reaches(caller *auth.Principal, t Token) bool {
 	return caller.HasScope(auth.ScopeTokensAdmin) || t.Below(caller.TokenID)
 }
 
 // Get returns a token caller reaches (Reaches); any other id — another tenant's, an ancestor,
 // a sibling, an unknown one — is the same NotFound.
-func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (token.Token, error) {
+func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (Token, error) {
 	if caller == nil {
-		return token.Token{}, apperr.New(apperr.Unauthenticated, "")
+		return Token{}, apperr.New(apperr.Unauthenticated, "")
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.get", trace.WithAttributes(attribute.String(attrTokenID, id)))
 	defer span.End()
@@ -304,14 +303,14 @@ func (s *Service) Get(ctx context.Context, caller *auth.Principal, id string) (t
 		err = fmt.Errorf("token %s: out of the caller's lineage: %w", id, apperr.NotFound)
 	}
 	if err != nil {
-		return token.Token{}, apperr.Wrap(apperr.NotFound, "No such token.", err)
+		return Token{}, apperr.Wrap(apperr.NotFound, "No such token.", err)
 	}
 	return t, nil
 }
 
 // Page is one page of List.
 type Page struct {
-	Items []token.Token
+	Items []Token
 	// NextCursor is "" on the last page.
 	NextCursor string
 }
@@ -329,7 +328,7 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 		return Page{}, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1..100.",
 			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1..100"}}}
 	}
-	if cursor != "" && !token.ValidID(cursor) {
+	if cursor != "" && !ValidID(cursor) {
 		return Page{}, &apperr.Error{Kind: apperr.Validation, Detail: "The cursor is not one this gateway issued.",
 			Fields: []apperr.FieldError{{Parameter: "query:cursor", Detail: "is not a token id"}}}
 	}
@@ -337,7 +336,7 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 	defer span.End()
 	list := s.store.List
 	if !caller.HasScope(auth.ScopeTokensAdmin) {
-		list = func(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
+		list = func(ctx context.Context, tenant, cursor string, limit int) ([]Token, string, error) {
 			return s.store.ListLineage(ctx, tenant, caller.TokenID, cursor, limit)
 		}
 	}
@@ -352,12 +351,12 @@ func (s *Service) List(ctx context.Context, caller *auth.Principal, cursor strin
 // transitively, in one atomic step (idempotent). Unknown ids succeed as in RFC 7009, and so
 // does any id caller does not reach — another tenant's, its issuer, a sibling — which is left
 // untouched: the answers are the same.
-func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (token.RevokeResult, error) {
+func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason string) (RevokeResult, error) {
 	if caller == nil {
-		return token.RevokeUnknown, apperr.New(apperr.Unauthenticated, "")
+		return RevokeUnknown, apperr.New(apperr.Unauthenticated, "")
 	}
 	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || hasControl(reason) {
-		return token.RevokeUnknown, &apperr.Error{Kind: apperr.Validation, Detail: "The reason is at most 128 printable characters.",
+		return RevokeUnknown, &apperr.Error{Kind: apperr.Validation, Detail: "The reason is at most 128 printable characters.",
 			Fields: []apperr.FieldError{{Parameter: "query:reason", Detail: "at most 128 printable characters"}}}
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.revoke", trace.WithAttributes(attribute.String(attrTokenID, id)))
@@ -368,10 +367,10 @@ func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason
 		switch {
 		case errors.Is(err, apperr.NotFound) || err == nil && !Reaches(caller, t):
 			span.SetAttributes(attribute.String("hashgate.token.revoke", "out_of_reach"))
-			s.m.revoked.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", token.RevokeUnknown.String())))
-			return token.RevokeUnknown, nil
+			s.m.revoked.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", RevokeUnknown.String())))
+			return RevokeUnknown, nil
 		case err != nil:
-			return token.RevokeUnknown, spanErr(span, err)
+			return RevokeUnknown, spanErr(span, err)
 		}
 	}
 	s.revoked.Mark(tokenGroup, id, s.now()) // this gateway's next check reads Redis, not its cached copy

@@ -11,13 +11,12 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/tokens"
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Creating a token: bounds, the issuer's lineage, and token_create.lua.
 
 // validateToken checks the bounds of a new token; over-bound input is refused before any write.
-func validateToken(t token.Token) error {
+func validateToken(t tokens.Token) error {
 	var bad []string
 	check := func(ok bool, name string) {
 		if !ok {
@@ -27,7 +26,7 @@ func validateToken(t token.Token) error {
 	text := func(s string, maxBytes int, required bool) bool {
 		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !hasControl(s)
 	}
-	check(token.ValidID(t.ID), "id")
+	check(tokens.ValidID(t.ID), "id")
 	check(text(t.Tenant, maxTenantBytes, true), "tenant")
 	check(text(t.Subject, maxSubjectBytes, true), "subject")
 	check(text(t.Type, maxTypeBytes, true), "tokenType")
@@ -54,7 +53,7 @@ func hasControl(s string) bool {
 // TTL of expiry − now + the safety window and, when t.ParentID is set, the link to its issuer
 // (the issuer's children set and the root's lineage count). The issuer must be live, of the
 // same tenant, and expire no earlier than t (tokens.ErrIssuerGone, tokens.ErrOutlivesIssuer).
-func (r *Store) Create(ctx context.Context, t token.Token) error {
+func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 	if err := validateToken(t); err != nil {
 		return err
 	}
@@ -139,7 +138,7 @@ var createRefusals = map[repo.Code]error{
 // lineage reads an issuer's rootId ("" when it is a root) and ancestors (root first; depth of
 // them, none for a root).
 func (r *Store) lineage(ctx context.Context, tag, tenant, id string) (string, []string, error) {
-	if !token.ValidID(id) {
+	if !tokens.ValidID(id) {
 		return "", nil, fmt.Errorf("issuer: %w", tokens.ErrIssuerGone)
 	}
 	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth", "ancestors").Build()).ToArray()
@@ -177,7 +176,7 @@ func validLineage(root string, depth int, ancestors []string) bool {
 		return false
 	}
 	for _, a := range ancestors {
-		if !token.ValidID(a) {
+		if !tokens.ValidID(a) {
 			return false
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // TestTokensLineage: a minted token is linked to its issuer in the same script that writes it
@@ -29,12 +28,12 @@ func TestTokensLineage(t *testing.T) {
 		r.maxLineage = 4
 		tag := r.tag("acme")
 		now := time.Now()
-		child := func(parent token.Token, ttl time.Duration) token.Token {
+		child := func(parent tokens.Token, ttl time.Duration) tokens.Token {
 			x := newToken("acme", now, ttl)
 			x.ParentID = parent.ID
 			return x
 		}
-		mustCreate := func(x token.Token) token.Token {
+		mustCreate := func(x tokens.Token) tokens.Token {
 			t.Helper()
 			if err := r.Create(ctx, x); err != nil {
 				t.Fatalf("create: %v", err)
@@ -69,12 +68,12 @@ func TestTokensLineage(t *testing.T) {
 		other.ParentID = a.ID
 		tooDeep := child(c, time.Minute)
 		for name, tt := range map[string]struct {
-			tok  token.Token
+			tok  tokens.Token
 			want error
 		}{
 			"outlives its issuer":      {child(b, 31*time.Minute), tokens.ErrOutlivesIssuer},
 			"issuer of another tenant": {other, tokens.ErrIssuerGone},
-			"unknown issuer":           {token.Token{ID: auth.NewTokenID(now), Tenant: "acme", Subject: "s", Type: "service", Scopes: []string{"x"}, IssuedAt: now, ExpiresAt: now.Add(time.Minute), ParentID: auth.NewTokenID(now)}, tokens.ErrIssuerGone},
+			"unknown issuer":           {tokens.Token{ID: auth.NewTokenID(now), Tenant: "acme", Subject: "s", Type: "service", Scopes: []string{"x"}, IssuedAt: now, ExpiresAt: now.Add(time.Minute), ParentID: auth.NewTokenID(now)}, tokens.ErrIssuerGone},
 		} {
 			if err := r.Create(ctx, tt.tok); !errors.Is(err, tt.want) {
 				t.Errorf("%s: %v, want %v", name, err, tt.want)
@@ -91,24 +90,24 @@ func TestTokensLineage(t *testing.T) {
 		// Revoke B: C and its child go with it, A, D and the sibling stay.
 		res, cascaded, err := r.Revoke(ctx, "acme", b.ID, "rotated")
 		slices.Sort(cascaded)
-		if err != nil || res != token.Revoked || !slices.Equal(cascaded, sortedCopy([]string{c.ID, tooDeep.ID})) {
+		if err != nil || res != tokens.Revoked || !slices.Equal(cascaded, sortedCopy([]string{c.ID, tooDeep.ID})) {
 			t.Fatalf("revoke B = %v %v %v", res, cascaded, err)
 		}
-		for _, x := range []token.Token{c, tooDeep} {
+		for _, x := range []tokens.Token{c, tooDeep} {
 			st, err := r.State(ctx, "acme", x.ID, 0)
 			got, _ := r.Get(ctx, "acme", x.ID)
 			if err != nil || !st.Revoked || got.RevokedAt.IsZero() || got.RevokedReason == "" || !strings.Contains(got.RevokedReason, b.ID) {
 				t.Fatalf("descendant %s after B's revocation: %+v %+v %v", x.ID, st, got, err)
 			}
 		}
-		for _, x := range []token.Token{a, d, sibling} {
+		for _, x := range []tokens.Token{a, d, sibling} {
 			if st, err := r.State(ctx, "acme", x.ID, 0); err != nil || st.Revoked {
 				t.Fatalf("%s revoked with B: %+v %v", x.ID, st, err)
 			}
 		}
 		// Revoke A: D goes now; B's subtree was revoked already (and is not counted again).
 		res, cascaded, err = r.Revoke(ctx, "acme", a.ID, "leaked")
-		if err != nil || res != token.Revoked || !slices.Equal(cascaded, []string{d.ID}) {
+		if err != nil || res != tokens.Revoked || !slices.Equal(cascaded, []string{d.ID}) {
 			t.Fatalf("revoke A = %v %v %v", res, cascaded, err)
 		}
 		for _, id := range []string{a.ID, b.ID, c.ID} {
@@ -160,7 +159,7 @@ func TestTokenRevokeRetriesForAChildItWasNotGiven(t *testing.T) {
 		a := newToken("acme", now, time.Hour)
 		b := newToken("acme", now, time.Minute)
 		b.ParentID = a.ID
-		for _, x := range []token.Token{a, b} {
+		for _, x := range []tokens.Token{a, b} {
 			if err := r.Create(ctx, x); err != nil {
 				t.Fatal(err)
 			}

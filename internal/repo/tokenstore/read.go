@@ -14,39 +14,38 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/tokens"
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Reading tokens: the full metadata (Get, List) and the per-request state (State).
 
 // Get reads a token of tenant. A token of another tenant is NotFound, like an unknown one.
-func (r *Store) Get(ctx context.Context, tenant, id string) (token.Token, error) {
-	if !token.ValidID(id) {
-		return token.Token{}, fmt.Errorf("token: %w", apperr.NotFound)
+func (r *Store) Get(ctx context.Context, tenant, id string) (tokens.Token, error) {
+	if !tokens.ValidID(id) {
+		return tokens.Token{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	m, err := r.client.Do(ctx, r.client.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
 	if err != nil {
-		return token.Token{}, repo.CommandError("token get", err)
+		return tokens.Token{}, repo.CommandError("token get", err)
 	}
 	t, err := r.decode(ctx, id, m)
 	if err != nil {
-		return token.Token{}, err
+		return tokens.Token{}, err
 	}
 	if t.Tenant != tenant {
-		return token.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
+		return tokens.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
 	return t, nil
 }
 
 // decode classifies and decodes a token hash read with HGETALL.
-func (r *Store) decode(ctx context.Context, id string, m map[string]string) (token.Token, error) {
+func (r *Store) decode(ctx context.Context, id string, m map[string]string) (tokens.Token, error) {
 	if len(m) == 0 {
 		r.metrics.Read(ctx, tokenObj, repo.Missing)
-		return token.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
+		return tokens.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
 	r.metrics.Payload(ctx, tokenObj, repo.PayloadBytes(m))
 	f := repo.NewFields(m)
-	t := token.Token{
+	t := tokens.Token{
 		ID:            id,
 		Tenant:        f.Str("tenantId"),
 		Subject:       f.Str("subject"),
@@ -76,7 +75,7 @@ func (r *Store) decode(ctx context.Context, id string, m map[string]string) (tok
 	}
 	o := f.Schema()
 	if o == repo.Corrupt {
-		return token.Token{}, r.corrupt(ctx, id, f)
+		return tokens.Token{}, r.corrupt(ctx, id, f)
 	}
 	r.metrics.Read(ctx, tokenObj, o)
 	return t, nil
@@ -91,7 +90,7 @@ var stateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "sche
 // hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
 // caps staleness should a push be lost. A missing hash is NotFound; a malformed one repo.ErrCorrupt.
 func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (tokens.State, error) {
-	if !token.ValidID(id) {
+	if !tokens.ValidID(id) {
 		return tokens.State{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
@@ -141,7 +140,7 @@ func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Dura
 // Expired index members are pruned as the index is read. Ids whose hash is gone (expired, or
 // a create that failed halfway) are skipped; the cursor still advances past them, so pages
 // neither repeat nor skip a token.
-func (r *Store) List(ctx context.Context, tenant, cursor string, limit int) ([]token.Token, string, error) {
+func (r *Store) List(ctx context.Context, tenant, cursor string, limit int) ([]tokens.Token, string, error) {
 	if err := pageArgs(cursor, limit); err != nil {
 		return nil, "", err
 	}
@@ -166,11 +165,11 @@ func (r *Store) List(ctx context.Context, tenant, cursor string, limit int) ([]t
 // ListLineage is List restricted to the token id and the tokens minted below it (read from the
 // children sets: at most tokens.MaxDepth round trips and tokens.MaxLineage ids), newest first,
 // with the same cursor.
-func (r *Store) ListLineage(ctx context.Context, tenant, id, cursor string, limit int) ([]token.Token, string, error) {
+func (r *Store) ListLineage(ctx context.Context, tenant, id, cursor string, limit int) ([]tokens.Token, string, error) {
 	if err := pageArgs(cursor, limit); err != nil {
 		return nil, "", err
 	}
-	if !token.ValidID(id) {
+	if !tokens.ValidID(id) {
 		return nil, "", nil
 	}
 	tag := r.tag(tenant)
@@ -190,7 +189,7 @@ func (r *Store) ListLineage(ctx context.Context, tenant, id, cursor string, limi
 
 // pageArgs checks a page's cursor (a token id, or "") and limit.
 func pageArgs(cursor string, limit int) error {
-	if cursor != "" && !token.ValidID(cursor) {
+	if cursor != "" && !tokens.ValidID(cursor) {
 		return apperr.New(apperr.Validation, "The cursor is not one this gateway issued.")
 	}
 	if limit < 1 || limit > 1000 {
@@ -209,13 +208,13 @@ func pageCut(ids []string, limit int) ([]string, string) {
 }
 
 // readPage reads the hashes of ids (in order) and decodes those of tenant; missing and corrupt ones are counted and skipped.
-func (r *Store) readPage(ctx context.Context, tenant, tag string, ids []string) ([]token.Token, error) {
+func (r *Store) readPage(ctx context.Context, tenant, tag string, ids []string) ([]tokens.Token, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	cmds := make(rueidis.Commands, 0, len(ids))
 	for _, id := range ids {
-		if !token.ValidID(id) {
+		if !tokens.ValidID(id) {
 			return nil, fmt.Errorf("%w: token index holds a malformed member", repo.ErrCorrupt)
 		}
 		cmds = append(cmds, r.client.B().Hgetall().Key(r.hashKey(tag, id)).Build())
@@ -227,7 +226,7 @@ func (r *Store) readPage(ctx context.Context, tenant, tag string, ids []string) 
 			return nil, repo.CommandError("token list read", err)
 		}
 	}
-	out := make([]token.Token, 0, len(ids))
+	out := make([]tokens.Token, 0, len(ids))
 	for i, m := range maps {
 		if len(m) == 0 {
 			r.metrics.Read(ctx, tokenObj, repo.Missing)

@@ -11,7 +11,6 @@ import (
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/tokens"
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 // Revoking a token with its descendants (token_revoke.lua).
@@ -19,19 +18,19 @@ import (
 // Revoke revokes a token of tenant and every token minted from it, transitively, in one
 // script (idempotent). It returns what happened to the token itself and the ids of the
 // descendants revoked now. Unknown ids, another tenant's included, are a no-op
-// (token.RevokeUnknown) that writes nothing. The descendants are read first, level by level
+// (tokens.RevokeUnknown) that writes nothing. The descendants are read first, level by level
 // (at most tokens.MaxDepth round trips, at most tokens.MaxLineage ids), and the script refuses
 // ('RETRY') when a token was minted under them meanwhile; the read is then repeated.
-func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (token.RevokeResult, []string, error) {
-	if !token.ValidID(id) {
-		return token.RevokeUnknown, nil, nil
+func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (tokens.RevokeResult, []string, error) {
+	if !tokens.ValidID(id) {
+		return tokens.RevokeUnknown, nil, nil
 	}
 	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || hasControl(reason) {
-		return token.RevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
+		return tokens.RevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
 	}
 	tag := r.tag(tenant)
 	var (
-		res     token.RevokeResult
+		res     tokens.RevokeResult
 		revoked []string
 	)
 	err := r.durable.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
@@ -40,26 +39,26 @@ func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (token.Re
 		switch {
 		case err != nil:
 			return false, err
-		case res == token.Revoked:
+		case res == tokens.Revoked:
 			return true, nil
-		case res == token.AlreadyRevoked: // maybe by an earlier attempt whose confirmation timed out
+		case res == tokens.AlreadyRevoked: // maybe by an earlier attempt whose confirmation timed out
 			return repo.DurableMarker(ctx, c, r.keys, tag)
 		}
 		return false, nil
 	})
 	if err != nil {
-		return token.RevokeUnknown, nil, err
+		return tokens.RevokeUnknown, nil, err
 	}
 	r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
 	return res, revoked, nil
 }
 
 // revoke is Revoke's optimistic loop on c.
-func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, reason string) (token.RevokeResult, []string, error) {
+func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, reason string) (tokens.RevokeResult, []string, error) {
 	for range maxRevokeRetries {
 		desc, err := r.descendants(ctx, c, tag, id)
 		if err != nil {
-			return token.RevokeUnknown, nil, err
+			return tokens.RevokeUnknown, nil, err
 		}
 		keys := make([]string, 0, 2*len(desc)+2)
 		keys = append(keys, r.hashKey(tag, id))
@@ -73,7 +72,7 @@ func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, r
 		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
 		rep, err := repo.RunScript(ctx, c, r.metrics, "token_revoke", "token revoke", scriptRevoke, keys, args)
 		if err != nil {
-			return token.RevokeUnknown, nil, err
+			return tokens.RevokeUnknown, nil, err
 		}
 		// {'OK', descendant id...} | {'NOT_FOUND'} | {'ALREADY'} | {'RETRY'}
 		revoked, err := rep.Strs(0)
@@ -81,22 +80,22 @@ func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, r
 			err = rep.Want(0)
 		}
 		if err != nil {
-			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
+			return tokens.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", err)
 		}
 		switch rep.Code() {
 		case repo.CodeRetry:
 			continue
 		case repo.CodeNotFound:
-			return token.RevokeUnknown, nil, nil
+			return tokens.RevokeUnknown, nil, nil
 		case repo.CodeAlready:
-			return token.AlreadyRevoked, revoked, nil
+			return tokens.AlreadyRevoked, revoked, nil
 		case repo.CodeOK:
-			return token.Revoked, revoked, nil
+			return tokens.Revoked, revoked, nil
 		default:
-			return token.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
+			return tokens.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
 		}
 	}
-	return token.RevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
+	return tokens.RevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
 }
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children
@@ -120,7 +119,7 @@ func (r *Store) descendants(ctx context.Context, c rueidis.Client, tag, id strin
 				return nil, repo.CommandError("token children", err)
 			}
 			for _, k := range kids {
-				if !token.ValidID(k) {
+				if !tokens.ValidID(k) {
 					return nil, fmt.Errorf("%w: a token children set holds a malformed member", repo.ErrCorrupt)
 				}
 				if !seen[k] {

@@ -15,7 +15,6 @@ import (
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
-	"github.com/hashgate/hashgate/internal/tokens/token"
 )
 
 func newStore(t *testing.T, s *store.Store, prefix string, safety time.Duration, max int) *Store {
@@ -31,8 +30,8 @@ func newStore(t *testing.T, s *store.Store, prefix string, safety time.Duration,
 	return r
 }
 
-func newToken(tenant string, now time.Time, ttl time.Duration) token.Token {
-	return token.Token{ID: auth.NewTokenID(now), Tenant: tenant, Subject: "svc-a", Type: "service",
+func newToken(tenant string, now time.Time, ttl time.Duration) tokens.Token {
+	return tokens.Token{ID: auth.NewTokenID(now), Tenant: tenant, Subject: "svc-a", Type: "service",
 		Scopes: []string{"tokens:read", "quotes:read"}, Description: "test token",
 		IssuedAt: now.Truncate(time.Second), ExpiresAt: now.Truncate(time.Second).Add(ttl)}
 }
@@ -90,7 +89,7 @@ func TestTokensCreateGetAndTTL(t *testing.T) {
 		// A longer-lived token stretches the index TTL; a shorter one never shrinks it.
 		long := newToken("acme", now, 2*time.Hour)
 		short := newToken("acme", now, 10*time.Minute)
-		for _, x := range []token.Token{long, short} {
+		for _, x := range []tokens.Token{long, short} {
 			if err := r.Create(ctx, x); err != nil {
 				t.Fatalf("create: %v", err)
 			}
@@ -115,14 +114,14 @@ func TestTokensRevoke(t *testing.T) {
 		}
 		before := tokenPTTL(t, s, r.hashKey(r.tag("acme"), tok.ID))
 		// Another tenant cannot revoke it, and learns nothing: the answer is an unknown id's.
-		if res, _, err := r.Revoke(ctx, "other", tok.ID, "x"); err != nil || res != token.RevokeUnknown {
+		if res, _, err := r.Revoke(ctx, "other", tok.ID, "x"); err != nil || res != tokens.RevokeUnknown {
 			t.Fatalf("other tenant's revoke: %v, %v", res, err)
 		}
 		if got, err := r.Get(ctx, "acme", tok.ID); err != nil || got.Revoked {
 			t.Fatalf("another tenant revoked the token (or it cannot be read: %v)", err)
 		}
 		res, _, err := r.Revoke(ctx, "acme", tok.ID, "leaked")
-		if err != nil || res != token.Revoked {
+		if err != nil || res != tokens.Revoked {
 			t.Fatalf("revoke = %v, %v", res, err)
 		}
 		first, err := r.Get(ctx, "acme", tok.ID)
@@ -130,7 +129,7 @@ func TestTokensRevoke(t *testing.T) {
 			t.Fatalf("after revoke: %+v, %v", first, err)
 		}
 		res, _, err = r.Revoke(ctx, "acme", tok.ID, "again")
-		if err != nil || res != token.AlreadyRevoked {
+		if err != nil || res != tokens.AlreadyRevoked {
 			t.Fatalf("second revoke = %v, %v", res, err)
 		}
 		second, _ := r.Get(ctx, "acme", tok.ID)
@@ -148,10 +147,10 @@ func TestTokensRevoke(t *testing.T) {
 		// Unknown ids are a no-op that creates nothing.
 		n := testredis.KeyCount(t, s, prefix)
 		unknown := auth.NewTokenID(time.Now())
-		if res, _, err := r.Revoke(ctx, "acme", unknown, ""); err != nil || res != token.RevokeUnknown {
+		if res, _, err := r.Revoke(ctx, "acme", unknown, ""); err != nil || res != tokens.RevokeUnknown {
 			t.Fatalf("unknown revoke = %v, %v", res, err)
 		}
-		if res, _, err := r.Revoke(ctx, "acme", "not-an-id{x}", ""); err != nil || res != token.RevokeUnknown {
+		if res, _, err := r.Revoke(ctx, "acme", "not-an-id{x}", ""); err != nil || res != tokens.RevokeUnknown {
 			t.Fatalf("malformed id revoke = %v, %v", res, err)
 		}
 		if got := testredis.KeyCount(t, s, prefix); got != n {
@@ -226,7 +225,7 @@ func TestTokensListPrunesExpiredMembers(t *testing.T) {
 		short := newToken("acme", time.Now(), 0)
 		short.IssuedAt = time.Now().Add(-time.Second)
 		short.ExpiresAt = time.Now().Add(1200 * time.Millisecond)
-		for _, x := range []token.Token{live, short} {
+		for _, x := range []tokens.Token{live, short} {
 			if err := r.Create(ctx, x); err != nil {
 				t.Fatal(err)
 			}
@@ -270,16 +269,16 @@ func TestTokensRefusalsWriteNothing(t *testing.T) {
 		long := strings.Repeat("x", 2000)
 		tests := []struct {
 			name string
-			mod  func(*token.Token)
+			mod  func(*tokens.Token)
 			want error
 		}{
-			{"bad id", func(t *token.Token) { t.ID = "{slot}" }, apperr.BoundExceeded},
-			{"long description", func(t *token.Token) { t.Description = long }, apperr.BoundExceeded},
-			{"long subject", func(t *token.Token) { t.Subject = long }, apperr.BoundExceeded},
-			{"control character", func(t *token.Token) { t.Subject = "a\nb" }, apperr.BoundExceeded},
-			{"no tenant", func(t *token.Token) { t.Tenant = "" }, apperr.BoundExceeded},
-			{"no scopes", func(t *token.Token) { t.Scopes = nil }, apperr.BoundExceeded},
-			{"already expired", func(t *token.Token) { t.IssuedAt = now.Add(-time.Hour); t.ExpiresAt = now.Add(-time.Minute) }, tokens.ErrExpired},
+			{"bad id", func(t *tokens.Token) { t.ID = "{slot}" }, apperr.BoundExceeded},
+			{"long description", func(t *tokens.Token) { t.Description = long }, apperr.BoundExceeded},
+			{"long subject", func(t *tokens.Token) { t.Subject = long }, apperr.BoundExceeded},
+			{"control character", func(t *tokens.Token) { t.Subject = "a\nb" }, apperr.BoundExceeded},
+			{"no tenant", func(t *tokens.Token) { t.Tenant = "" }, apperr.BoundExceeded},
+			{"no scopes", func(t *tokens.Token) { t.Scopes = nil }, apperr.BoundExceeded},
+			{"already expired", func(t *tokens.Token) { t.IssuedAt = now.Add(-time.Hour); t.ExpiresAt = now.Add(-time.Minute) }, tokens.ErrExpired},
 		}
 		for _, tt := range tests {
 			tok := newToken("acme", now, time.Hour)

@@ -1,7 +1,8 @@
-// Package token is the API-token model that the token service (internal/tokens) and its Redis
-// store (internal/repo/tokenstore) share: a token's metadata, the shape of its id, and what a
-// revocation did. The token string itself is never part of it.
-package token
+package tokens
+
+// The API-token model the service and its Redis store (internal/repo/tokenstore) share: a
+// token's metadata, the shape of its id, and what a revocation did. The token string itself is
+// never part of it.
 
 import "time"
 
