@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"text/template"
 	"strconv"
 	"strings"
+	"text/template"
 )
 
 // The Lua scripts wrk runs: generated from a wrkScript (the requests a row sends) by a
