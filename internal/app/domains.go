@@ -13,6 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
@@ -64,8 +65,8 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 
-	idem, err := repo.NewIdempotency(s, repo.IdempotencyOptions{Prefix: cfg.KeyPrefix, Hasher: h,
-		TTL: cfg.IdempotencyTTL, Lease: repo.IdempotencyLeaseFor(cfg.RedisTimeout),
+	idem, err := idemstore.New(s, idemstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
+		TTL: cfg.IdempotencyTTL, Lease: idemstore.LeaseFor(cfg.RedisTimeout),
 		MaxPerTenant: cfg.TenantMaxIdempotencyKeys, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -56,7 +57,7 @@ func TestCaseHTTPInFlight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: time.Hour})
+				idem, err := idemstore.New(h.store, idemstore.Options{Prefix: h.prefix, Hasher: hasher, TTL: time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}

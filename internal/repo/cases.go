@@ -22,6 +22,10 @@ const (
 	DefaultCaseOpenTTL       = 90 * 24 * time.Hour
 	DefaultCaseResolvedTTL   = 30 * 24 * time.Hour
 	DefaultCaseHistoryMax    = 100
+	DefaultCasesPerTenant    = 50000
+	// MaxCasesPerTenant bounds GATEWAY_TENANT_MAX_CASES (the set's declared bound; a tenant's
+	// due index holds at most as many, MaxDueCases).
+	MaxCasesPerTenant = MaxDueCases
 	// MaxDueCases bounds one tenant's due index (its open cases with a due time).
 	MaxDueCases = 100_000
 	// MaxCaseTenants bounds the registry of tenants the sweepers visit.

@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -23,8 +22,12 @@ var (
 	itemIDPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
-// ErrBadOptions reports an unusable repository option.
-var ErrBadOptions = errors.New("repo: bad options")
+// Tenant quota of live drafts.
+const (
+	DefaultQuotesPerTenant = 10000
+	// MaxQuotesPerTenant bounds GATEWAY_TENANT_MAX_QUOTES (the set's declared bound).
+	MaxQuotesPerTenant = 100000
+)
 
 // QuoteOptions configure Quotes.
 type QuoteOptions struct {

@@ -9,7 +9,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -31,10 +30,6 @@ func TestQuoteCaseIdemMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := NewIdempotency(s, IdempotencyOptions{Prefix: prefix, Hasher: qcHasher(t), Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := mustCreateQuote(t, q, "acme")
 	_, _ = q.Patch(ctx, "acme", d.ID, 1, quotes.Patch{TaxMinor: ptr[int64](1)})
 	_, _ = q.Patch(ctx, "acme", d.ID, 1, quotes.Patch{TaxMinor: ptr[int64](2)}) // stale
@@ -42,14 +37,6 @@ func TestQuoteCaseIdemMetrics(t *testing.T) {
 	for range 4 {
 		_, _ = c.Escalate(ctx, change(k, "r"))
 	}
-	sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "metrics-key"}
-	cl, _ := x.Claim(ctx, sc, "h1", d.ID)
-	_ = x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: []byte("{}")})
-	for range 2 { // no longer its claim: refused, counted
-		_ = x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: []byte("{}")})
-	}
-	_, _ = x.Claim(ctx, sc, "h1", d.ID)
-	_, _ = x.Claim(ctx, sc, "h2", d.ID)
 	_ = q.Delete(ctx, "other", d.ID) // another tenant's: left alone
 	_ = q.Delete(ctx, "acme", d.ID)
 	_ = q.Delete(ctx, "acme", d.ID)
@@ -80,9 +67,6 @@ func TestQuoteCaseIdemMetrics(t *testing.T) {
 		"hashgate_repo_events event=cas_conflict object=quote":                             1,
 		"hashgate_repo_transitions object=case outcome=ok transition=escalate":             3,
 		"hashgate_repo_transitions object=case outcome=max_escalation transition=escalate": 1,
-		"hashgate_repo_events event=replay object=idempotency":                             1,
-		"hashgate_repo_events event=mismatch object=idempotency":                           1,
-		"hashgate_repo_events event=lost_lease object=idempotency":                         2,
 		"hashgate_repo_transitions object=quote outcome=ok transition=delete":              1,
 		"hashgate_repo_transitions object=quote outcome=absent transition=delete":          2,
 	}

@@ -1,4 +1,4 @@
-package repo
+package idemstore
 
 import (
 	"bytes"
@@ -12,13 +12,15 @@ import (
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/quotes"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-func newTestIdem(t *testing.T, s *store.Store, prefix string, lease time.Duration) *Idempotency {
+func newTestIdem(t *testing.T, s *store.Store, prefix string, lease time.Duration) *Store {
 	t.Helper()
-	x, err := NewIdempotency(s, IdempotencyOptions{Prefix: prefix, Hasher: qcHasher(t), TTL: time.Hour, Lease: lease})
+	x, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), TTL: time.Hour, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +30,9 @@ func newTestIdem(t *testing.T, s *store.Store, prefix string, lease time.Duratio
 func TestNewIdempotencyValidatesOptions(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
-	h := qcHasher(t)
-	for _, o := range []IdempotencyOptions{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, Lease: time.Hour, TTL: time.Minute}} {
-		if _, err := NewIdempotency(s, o); !errors.Is(err, ErrBadOptions) {
+	h := storetest.Hasher(t)
+	for _, o := range []Options{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, Lease: time.Hour, TTL: time.Minute}} {
+		if _, err := New(s, o); !errors.Is(err, repo.ErrBadOptions) {
 			t.Errorf("%+v: err = %v", o, err)
 		}
 	}
@@ -50,18 +52,18 @@ func TestIdempotencyClaimCompleteReplay(t *testing.T) {
 		}
 		// While in flight: same body → 409 with Retry-After, other body → 422.
 		_, err = x.Claim(ctx, sc, h1, quotes.NewID())
-		qcWantKind(t, err, apperr.InFlight)
+		storetest.WantKind(t, err, apperr.InFlight)
 		if e, _ := apperr.As(err); e.RetryAfter <= 0 || e.RetryAfter > time.Minute {
 			t.Fatalf("in-flight Retry-After %s", e.RetryAfter)
 		}
 		_, err = x.Claim(ctx, sc, h2, quotes.NewID())
-		qcWantKind(t, err, apperr.IdempotencyMismatch)
-		ttlBefore := qcPTTL(t, s, x.markerKey(sc))
+		storetest.WantKind(t, err, apperr.IdempotencyMismatch)
+		ttlBefore := storetest.PTTL(t, s, x.markerKey(sc))
 		body := []byte("{\"quoteId\":\"" + id + "\",\"note\":\"ü \\u003c\"}\n")
 		if err := x.Complete(ctx, cl, idempotency.Response{Status: 201, Body: body, Location: "/v1/quotes/" + id, ETag: `"1"`}); err != nil {
 			t.Fatal(err)
 		}
-		if ttl := qcPTTL(t, s, x.markerKey(sc)); ttl > ttlBefore || ttl < ttlBefore-time.Minute {
+		if ttl := storetest.PTTL(t, s, x.markerKey(sc)); ttl > ttlBefore || ttl < ttlBefore-time.Minute {
 			t.Fatalf("completion changed the TTL: %s → %s", ttlBefore, ttl)
 		}
 		r, err := x.Claim(ctx, sc, h1, quotes.NewID())
@@ -69,14 +71,14 @@ func TestIdempotencyClaimCompleteReplay(t *testing.T) {
 			t.Fatalf("replay: %+v %v", r, err)
 		}
 		_, err = x.Claim(ctx, sc, h2, quotes.NewID())
-		qcWantKind(t, err, apperr.IdempotencyMismatch)
+		storetest.WantKind(t, err, apperr.IdempotencyMismatch)
 		// Keys are scoped by tenant and operation.
 		for _, other := range []idempotency.Scope{{Tenant: "other", Operation: sc.Operation, Key: sc.Key}, {Tenant: "acme", Operation: "createCase", Key: sc.Key}} {
 			if cl, err := x.Claim(ctx, other, h1, cases.NewID()); err != nil || cl.Replay != nil {
 				t.Fatalf("scope %+v: %+v %v", other, cl, err)
 			}
 		}
-		qcRequireTTLs(t, s, prefix)
+		storetest.RequireTTLs(t, s, prefix)
 	})
 }
 
@@ -116,7 +118,7 @@ func TestIdempotencyReleaseAndTakeover(t *testing.T) {
 		if err != nil || r.Replay == nil || string(r.Replay.Body) != "winner" {
 			t.Fatalf("replay: %+v %v", r, err)
 		}
-		qcRequireTTLs(t, s, prefix)
+		storetest.RequireTTLs(t, s, prefix)
 	})
 }
 
@@ -179,7 +181,7 @@ func TestIdempotencyReadsPreviousSchemaAndRefusesCorrupt(t *testing.T) {
 		for i, v := range []string{"not json", `{"schemaVersion":9,"state":"DONE","requestHash":"x"}`, `{"schemaVersion":2,"state":"DONE","requestHash":"` + h + `"}`} {
 			sc := idempotency.Scope{Tenant: "acme", Operation: "createQuote", Key: "corrupt-" + string(rune('a'+i))}
 			set(sc, v)
-			if _, err := x.Claim(ctx, sc, h, quotes.NewID()); !errors.Is(err, ErrCorrupt) {
+			if _, err := x.Claim(ctx, sc, h, quotes.NewID()); !errors.Is(err, repo.ErrCorrupt) {
 				t.Fatalf("corrupt %q: %v", v, err)
 			}
 		}
@@ -201,17 +203,17 @@ func TestIdempotencyAbandonLostClaim(t *testing.T) {
 		lostClaim := func(owner string) {
 			t.Helper()
 			set, member := x.quotaOf(key)
-			if _, err := RunScript(ctx, x.c, x.m, "idem_claim", "test claim", scriptIdemClaim, []string{key, set},
+			if _, err := repo.RunScript(ctx, x.client, x.metrics, "idem_claim", "test claim", scriptClaim, []string{key, set},
 				[]string{owner, h1, id, "60000", "3600000", "2", "", "", "10", member}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		lostClaim("lostOwner1")
 		_, err := x.Claim(ctx, sc, h1, id)
-		qcWantKind(t, err, apperr.InFlight) // what the retry saw for a whole lease
+		storetest.WantKind(t, err, apperr.InFlight) // what the retry saw for a whole lease
 		x.abandon(ctx, key, "someoneElse")
 		_, err = x.Claim(ctx, sc, h1, id)
-		qcWantKind(t, err, apperr.InFlight) // another owner's abandon leaves the claim alone
+		storetest.WantKind(t, err, apperr.InFlight) // another owner's abandon leaves the claim alone
 		x.abandon(ctx, key, "lostOwner1")
 		cl, err := x.Claim(ctx, sc, h1, id)
 		if err != nil || cl.Replay != nil || cl.ResourceID != id {
@@ -225,7 +227,7 @@ func TestIdempotencyAbandonLostClaim(t *testing.T) {
 		if r, err := x.Claim(ctx, sc, h1, id); err != nil || r.Replay == nil {
 			t.Fatalf("the stored response went: %+v %v", r, err)
 		}
-		qcRequireTTLs(t, s, prefix)
+		storetest.RequireTTLs(t, s, prefix)
 	})
 }
 
@@ -238,15 +240,15 @@ func decodeOwner(t *testing.T, held string) string {
 	return env.Owner
 }
 
-// TestIdempotencyLeaseFor: the lease follows the Redis timeout (what a retry of a timed-out
+// TestLeaseFor: the lease follows the Redis timeout (what a retry of a timed-out
 // create may wait), within 1 s and 30 s.
-func TestIdempotencyLeaseFor(t *testing.T) {
+func TestLeaseFor(t *testing.T) {
 	t.Parallel()
 	for timeout, want := range map[time.Duration]time.Duration{
 		10 * time.Millisecond: time.Second, 500 * time.Millisecond: 5 * time.Second, time.Minute: 30 * time.Second,
 	} {
-		if got := IdempotencyLeaseFor(timeout); got != want {
-			t.Errorf("IdempotencyLeaseFor(%v) = %v, want %v", timeout, got, want)
+		if got := LeaseFor(timeout); got != want {
+			t.Errorf("LeaseFor(%v) = %v, want %v", timeout, got, want)
 		}
 	}
 }
