@@ -132,7 +132,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		measure("token metadata hash", "", ts...)
 	}
 	if q := fx.quoteSample.ID; q != "" {
-		if k := scanOne(ctx, b.redis.Client, repo.QuoteKeyPattern(benchKeys, q)); k != "" {
+		if k := scanOne(ctx, b.redis.Client, objectKeyPattern("quote", q)); k != "" {
 			measure(fmt.Sprintf("quote summary + items (%d items)", fx.quoteItems), "", []string{k, k + ":items"})
 		}
 	}

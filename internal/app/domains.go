@@ -14,6 +14,7 @@ import (
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/repo/idemstore"
+	"github.com/hashgate/hashgate/internal/repo/quotestore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
@@ -71,7 +72,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
-	qr, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: cfg.KeyPrefix, Hasher: h, TTL: cfg.QuoteTTL,
+	qr, err := quotestore.New(s, quotestore.Options{Prefix: cfg.KeyPrefix, Hasher: h, TTL: cfg.QuoteTTL,
 		MaxItems: cfg.QuoteMaxItems, MaxPerTenant: cfg.TenantMaxQuotes, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err

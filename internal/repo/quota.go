@@ -26,12 +26,19 @@ func QuotaError(quota, env string, limit int, retryMs int64) error {
 	return fmt.Errorf("%s quota: %w", quota, e)
 }
 
+// Quota is a tenant quota as its 429 names it: the objects counted ("quotes"), the variable
+// that sets it, its limit.
+type Quota struct {
+	Name, Env string
+	Limit     int
+}
+
 // QuotaRefusal answers a create's {'QUOTA', ms until the earliest live object expires}: the
-// QuotaError of quota, or a bad reply of script when the payload is not a number.
-func QuotaRefusal(ctx context.Context, m *Metrics, script string, rep Reply, quota, env string, limit int) error {
+// QuotaError of q, or a bad reply of script when the payload is not a number.
+func QuotaRefusal(ctx context.Context, m *Metrics, script string, rep Reply, q Quota) error {
 	wait, err := rep.Int(0)
 	if err != nil {
 		return BadReply(ctx, m, script, err)
 	}
-	return QuotaError(quota, env, limit, wait)
+	return QuotaError(q.Name, q.Env, q.Limit, wait)
 }

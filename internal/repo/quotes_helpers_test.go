@@ -87,9 +87,6 @@ func qcWantKind(t *testing.T, err error, k *apperr.Kind) {
 	}
 }
 
-// summaryKey and itemsKey are the keys of a draft of the tests' tenant, acme.
-func (r *Quotes) summaryKey(id string) string { return r.quoteKeys(r.h.TenantTag("acme"), id)[0] }
-func (r *Quotes) itemsKey(id string) string   { return r.quoteKeys(r.h.TenantTag("acme"), id)[1] }
 
 // hashKey and historyKey are the keys of a case of the tests' tenant, acme.
 func (r *Cases) hashKey(id string) string    { return r.caseKeys(r.TenantTag("acme"), id)[0] }

@@ -39,7 +39,7 @@ func (r *Store) Claim(ctx context.Context, sc idempotency.Scope, requestHash, re
 	for range 3 {
 		rep, err := repo.RunScript(ctx, r.client, r.metrics, "idem_claim", "idempotency claim", scriptClaim, []string{key, set},
 			[]string{owner, requestHash, resourceID, repo.FormatMs(r.lease.Milliseconds()), repo.FormatMs(r.ttl.Milliseconds()),
-				strconv.Itoa(repo.SchemaVersion), expected, created, strconv.Itoa(r.quota), member})
+				strconv.Itoa(repo.SchemaVersion), expected, created, strconv.Itoa(r.quota.Limit), member})
 		if err != nil {
 			if errors.Is(err, store.ErrUnavailable) {
 				r.abandon(ctx, key, owner)
@@ -51,7 +51,7 @@ func (r *Store) Claim(ctx context.Context, sc idempotency.Scope, requestHash, re
 		}
 		if rep.Code() == repo.CodeQuota {
 			r.metrics.Event(ctx, "idempotency", "quota")
-			return nil, repo.QuotaRefusal(ctx, r.metrics, "idem_claim", rep, "idempotency keys", "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", r.quota)
+			return nil, repo.QuotaRefusal(ctx, r.metrics, "idem_claim", rep, r.quota)
 		}
 		// {'CLAIMED', value, nowMs} | {'EXISTS', current value or '', nowMs}
 		d := rep.Reader()

@@ -80,7 +80,7 @@ type Store struct {
 	log     *slog.Logger
 	ttl     time.Duration
 	lease   time.Duration
-	quota   int // the tenant's quota of live markers
+	quota   repo.Quota // the tenant's quota of live markers
 }
 
 var _ idempotency.Store = (*Store)(nil)
@@ -101,7 +101,8 @@ func New(s *store.Store, o Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: idempotency lease %s must be ≥10ms and within the TTL %s", repo.ErrBadOptions, o.Lease, o.TTL)
 	}
 	return &Store{client: s.Client, metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
-		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, lease: o.Lease, quota: o.MaxPerTenant}, nil
+		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, lease: o.Lease,
+		quota: repo.Quota{Name: "idempotency keys", Env: "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", Limit: o.MaxPerTenant}}, nil
 }
 
 // LeaseFor is the in-flight lease for a gateway whose Redis calls are each bounded by timeout:

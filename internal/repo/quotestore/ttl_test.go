@@ -1,4 +1,4 @@
-package repo
+package quotestore
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/quotes"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -35,7 +36,7 @@ func TestQuoteTTLSlidesOnEveryWriteForBothKeys(t *testing.T) {
 		}
 		check := func(write string) {
 			t.Helper()
-			sum, items := qcPTTL(t, s, q.summaryKey(d.ID)), qcPTTL(t, s, q.itemsKey(d.ID))
+			sum, items := storetest.PTTL(t, s, q.summaryKey(d.ID)), storetest.PTTL(t, s, q.itemsKey(d.ID))
 			if sum < 59*time.Minute || items < 59*time.Minute {
 				t.Fatalf("after %s: summary TTL %v, items TTL %v, want both back at the quote TTL (1h)", write, sum, items)
 			}
@@ -70,7 +71,7 @@ func TestQuoteExpiresAfterTTL(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Hasher: qcHasher(t), TTL: time.Second, MaxItems: 10})
+		q, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), TTL: time.Second, MaxItems: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package repo
+package quotestore
 
 import (
 	"context"
@@ -11,20 +11,22 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/quotes"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-func newTestQuotes(t *testing.T, s *store.Store, prefix string, maxItems int) *Quotes {
+func newTestQuotes(t *testing.T, s *store.Store, prefix string, maxItems int) *Store {
 	t.Helper()
-	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Hasher: qcHasher(t), TTL: time.Hour, MaxItems: maxItems})
+	q, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), TTL: time.Hour, MaxItems: maxItems})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return q
 }
 
-func mustCreateQuote(t *testing.T, q *Quotes, tenant string) *quotes.Quote {
+func mustCreateQuote(t *testing.T, q *Store, tenant string) *quotes.Quote {
 	t.Helper()
 	d, err := q.Create(context.Background(), quotes.NewQuote{Tenant: tenant, CustomerID: "cust-1", SalesChannel: "web", Currency: "EUR"})
 	if err != nil {
@@ -38,13 +40,13 @@ func ptr[T any](v T) *T { return &v }
 func TestNewQuotesValidatesOptions(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
-	h := qcHasher(t)
-	for _, o := range []QuoteOptions{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, MaxItems: 5000}, {Prefix: "p", Hasher: h, TTL: time.Millisecond}, {Prefix: "p", Hasher: h, MaxPerTenant: MaxQuotesPerTenant + 1}} {
-		if _, err := NewQuotes(s, o); !errors.Is(err, ErrBadOptions) {
+	h := storetest.Hasher(t)
+	for _, o := range []Options{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, MaxItems: 5000}, {Prefix: "p", Hasher: h, TTL: time.Millisecond}, {Prefix: "p", Hasher: h, MaxPerTenant: MaxPerTenant + 1}} {
+		if _, err := New(s, o); !errors.Is(err, repo.ErrBadOptions) {
 			t.Errorf("%+v: err = %v", o, err)
 		}
 	}
-	if _, err := NewQuotes(nil, QuoteOptions{Prefix: "p"}); !errors.Is(err, ErrBadOptions) {
+	if _, err := New(nil, Options{Prefix: "p"}); !errors.Is(err, repo.ErrBadOptions) {
 		t.Errorf("nil store: err = %v", err)
 	}
 }
@@ -55,7 +57,7 @@ func TestQuoteLifecycle(t *testing.T) {
 		ctx := context.Background()
 		q := newTestQuotes(t, s, prefix, 100)
 		d := mustCreateQuote(t, q, "acme")
-		if d.Status != quotes.Draft || d.StateVersion != 1 || d.SchemaVersion != SchemaVersion || d.PricingVersion != quotes.PricingVersion ||
+		if d.Status != quotes.Draft || d.StateVersion != 1 || d.SchemaVersion != repo.SchemaVersion || d.PricingVersion != quotes.PricingVersion ||
 			d.TotalMinor != 0 || d.ExpiresAt.Sub(d.UpdatedAt) != time.Hour {
 			t.Fatalf("created %+v", d)
 		}
@@ -72,14 +74,14 @@ func TestQuoteLifecycle(t *testing.T) {
 			t.Fatalf("replace: %+v %v", d, err)
 		}
 		_, err = q.DeleteItem(ctx, "acme", d.ID, "a", 4)
-		qcWantKind(t, err, apperr.Unprocessable) // the discount (50) would exceed the empty subtotal
+		storetest.WantKind(t, err, apperr.Unprocessable) // the discount (50) would exceed the empty subtotal
 		items, got, err := q.Items(ctx, "acme", d.ID)
 		if err != nil || len(items) != 1 || items[0].LineTotalMinor != 250 || got.StateVersion != 4 {
 			t.Fatalf("items: %+v %+v %v", items, got, err)
 		}
 		_, err = q.DeleteItem(ctx, "acme", d.ID, "nope", 4)
-		qcWantKind(t, err, apperr.NotFound)
-		if qcPTTL(t, s, q.itemsKey(d.ID)) <= 0 || qcPTTL(t, s, q.summaryKey(d.ID)) <= 0 {
+		storetest.WantKind(t, err, apperr.NotFound)
+		if storetest.PTTL(t, s, q.itemsKey(d.ID)) <= 0 || storetest.PTTL(t, s, q.summaryKey(d.ID)) <= 0 {
 			t.Fatal("keys without TTL")
 		}
 		d, err = q.Submit(ctx, "acme", d.ID, 4)
@@ -87,17 +89,17 @@ func TestQuoteLifecycle(t *testing.T) {
 			t.Fatalf("submit: %+v %v", d, err)
 		}
 		_, err = q.Patch(ctx, "acme", d.ID, 5, quotes.Patch{TaxMinor: ptr[int64](1)})
-		qcWantKind(t, err, apperr.InvalidStatus)
+		storetest.WantKind(t, err, apperr.InvalidStatus)
 		_, err = q.PutItem(ctx, "acme", d.ID, 5, quotes.Item{ID: "b", SKU: "S", Quantity: 1, UnitPriceMinor: 1})
-		qcWantKind(t, err, apperr.InvalidStatus)
+		storetest.WantKind(t, err, apperr.InvalidStatus)
 		_, err = q.Submit(ctx, "acme", d.ID, 5)
-		qcWantKind(t, err, apperr.InvalidStatus)
-		qcRequireTTLs(t, s, prefix)
+		storetest.WantKind(t, err, apperr.InvalidStatus)
+		storetest.RequireTTLs(t, s, prefix)
 		// Another tenant neither sees nor deletes it.
 		_, err = q.Get(ctx, "other", d.ID)
-		qcWantKind(t, err, apperr.NotFound)
+		storetest.WantKind(t, err, apperr.NotFound)
 		_, _, err = q.Items(ctx, "other", d.ID)
-		qcWantKind(t, err, apperr.NotFound)
+		storetest.WantKind(t, err, apperr.NotFound)
 		if err := q.Delete(ctx, "other", d.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -108,8 +110,8 @@ func TestQuoteLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = q.Get(ctx, "acme", d.ID)
-		qcWantKind(t, err, apperr.NotFound)
-		if n := qcRequireTTLs(t, s, prefix); n != 0 {
+		storetest.WantKind(t, err, apperr.NotFound)
+		if n := storetest.RequireTTLs(t, s, prefix); n != 0 {
 			t.Fatalf("%d keys left after delete", n)
 		}
 	})
@@ -208,7 +210,7 @@ func TestQuoteTotalsInvariant(t *testing.T) {
 		if sum != got.SubtotalMinor || len(items) != got.ItemCount {
 			t.Fatalf("items sum %d (%d items) vs summary %+v", sum, len(items), got)
 		}
-		qcRequireTTLs(t, s, prefix)
+		storetest.RequireTTLs(t, s, prefix)
 	})
 }
 
@@ -253,7 +255,7 @@ func TestQuoteReadsPreviousSchema(t *testing.T) {
 		ctx := context.Background()
 		q := newTestQuotes(t, s, prefix, 100)
 		id := quotes.NewID()
-		qcHSet(t, s, q.summaryKey(id), map[string]string{
+		storetest.HSet(t, s, q.summaryKey(id), map[string]string{
 			"schemaVersion": "1", "quoteId": id, "tenantId": "acme", "customerId": "c1", "channel": "store",
 			"status": "DRAFT", "currency": "JPY", "subtotalMinor": "0", "discountMinor": "0", "taxMinor": "0",
 			"totalMinor": "0", "itemCount": "0", "stateVersion": "4", "createdAtMs": "1700000000000", "updatedAtMs": "1700000001000",
@@ -307,17 +309,17 @@ func TestQuoteRefusesCorrupt(t *testing.T) {
 					m[k] = v
 				}
 				delete(m, tt.drop)
-				qcHSet(t, s, q.summaryKey(id), m)
-				if _, err := q.Get(ctx, "acme", id); !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("err = %v, want ErrCorrupt", err)
+				storetest.HSet(t, s, q.summaryKey(id), m)
+				if _, err := q.Get(ctx, "acme", id); !errors.Is(err, repo.ErrCorrupt) {
+					t.Fatalf("err = %v, want repo.ErrCorrupt", err)
 				}
 			})
 		}
 		// A corrupt line item is refused by the recomputing script, not summed.
 		d := mustCreateQuote(t, q, "acme")
-		qcHSet(t, s, q.itemsKey(d.ID), map[string]string{"bad": "{not json"})
-		if _, err := q.PutItem(ctx, "acme", d.ID, 1, quotes.Item{ID: "ok", SKU: "S", Quantity: 1, UnitPriceMinor: 1}); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("err = %v, want ErrCorrupt", err)
+		storetest.HSet(t, s, q.itemsKey(d.ID), map[string]string{"bad": "{not json"})
+		if _, err := q.PutItem(ctx, "acme", d.ID, 1, quotes.Item{ID: "ok", SKU: "S", Quantity: 1, UnitPriceMinor: 1}); !errors.Is(err, repo.ErrCorrupt) {
+			t.Fatalf("err = %v, want repo.ErrCorrupt", err)
 		}
 	})
 }
@@ -348,3 +350,10 @@ func TestQuoteCreateWithPlannedID(t *testing.T) {
 		}
 	})
 }
+
+// summaryKey and itemsKey are the keys of a draft of the tests' tenant, acme.
+func (r *Store) summaryKey(id string) string { return r.quoteKeys("acme", id)[0] }
+func (r *Store) itemsKey(id string) string   { return r.quoteKeys("acme", id)[1] }
+
+// quotaKey is the tenant's quota set of live drafts.
+func (r *Store) quotaKey(tenant string) string { return r.quoteKeys(tenant, "")[2] }

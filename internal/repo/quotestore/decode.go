@@ -1,41 +1,25 @@
-package repo
+package quotestore
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/quotes"
+	"github.com/hashgate/hashgate/internal/repo"
 )
 
-// Reading a quote's stored form: the summary hash (current and previous schema, its
+// Reading a draft's stored form: the summary hash (current and previous schema, its
 // invariants) and the line items' JSON.
 
-// decodeReply decodes the summary hash a script answered as the first value of its payload.
-func (r *Quotes) decodeReply(ctx context.Context, name string, rep Reply, id string) (*quotes.Quote, error) {
-	m, err := rep.StrMap(0)
-	if err != nil {
-		return nil, BadReply(ctx, r.m, name, err)
-	}
-	return r.decode(ctx, m, id)
-}
-
-// decode classifies and maps a summary hash. Schema 2 is current. Schema 1, the previous
-// shape, named the sales channel `channel` and had neither `pricingVersion` (read as 1) nor
-// `expiresAtMs` (read as updatedAtMs + TTL); scripts never rewrite schemaVersion, so a v1
-// draft stays readable until it expires (the migration horizon is the quote TTL).
-func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*quotes.Quote, error) {
-	if len(m) == 0 {
-		r.m.Read(ctx, "quote", Missing)
-		return nil, fmt.Errorf("quote %s: %w", id, apperr.NotFound)
-	}
-	r.m.Payload(ctx, "quote", PayloadBytes(m))
-	f := NewFields(m)
-	outcome := f.Schema()
+// mapQuote maps a summary hash (repo.Objects.Decode classifies it). Schema 2 is current.
+// Schema 1, the previous shape, named the sales channel `channel` and had neither
+// `pricingVersion` (read as 1) nor `expiresAtMs` (read as updatedAtMs + TTL); scripts never
+// rewrite schemaVersion, so a v1 draft stays readable until it expires (the migration horizon
+// is the quote TTL).
+func (r *Store) mapQuote(f *repo.Fields, outcome repo.Outcome) *quotes.Quote {
 	q := &quotes.Quote{
 		ID: f.Str("quoteId"), Tenant: f.Str("tenantId"), CustomerID: f.Str("customerId"),
 		Status: f.Str("status"), Currency: f.Str("currency"),
@@ -43,49 +27,43 @@ func (r *Quotes) decode(ctx context.Context, m map[string]string, id string) (*q
 		TaxMinor: f.Int64("taxMinor"), TotalMinor: f.Int64("totalMinor"),
 		ItemCount: int(f.Int64("itemCount")), StateVersion: f.Int64("stateVersion"),
 		SchemaVersion: int(f.OptInt64("schemaVersion")),
-		CreatedAt:     TimeFromMs(f.Int64("createdAtMs")), UpdatedAt: TimeFromMs(f.Int64("updatedAtMs")),
-		SubmittedAt: TimeFromMs(f.OptInt64("submittedAtMs")),
+		CreatedAt:     repo.TimeFromMs(f.Int64("createdAtMs")), UpdatedAt: repo.TimeFromMs(f.Int64("updatedAtMs")),
+		SubmittedAt: repo.TimeFromMs(f.OptInt64("submittedAtMs")),
 	}
-	if outcome == OldSchema {
+	if outcome == repo.OldSchema {
 		q.SalesChannel = cmp.Or(f.Opt("salesChannel"), f.Opt("channel"))
 		q.PricingVersion = max(f.OptInt64("pricingVersion"), 1)
 		if exp := f.OptInt64("expiresAtMs"); exp > 0 {
-			q.ExpiresAt = TimeFromMs(exp)
+			q.ExpiresAt = repo.TimeFromMs(exp)
 		} else {
 			q.ExpiresAt = q.UpdatedAt.Add(r.ttl)
 		}
 		if q.SalesChannel == "" {
-			f.bad = append(f.bad, "channel")
+			f.Flag("channel")
 		}
 	} else {
 		q.SalesChannel = f.Str("salesChannel")
 		q.PricingVersion = f.Int64("pricingVersion")
-		q.ExpiresAt = TimeFromMs(f.Int64("expiresAtMs"))
+		q.ExpiresAt = repo.TimeFromMs(f.Int64("expiresAtMs"))
 	}
 	checkQuoteInvariants(f, q)
-	if err := f.Err("quote"); err != nil {
-		r.m.Read(ctx, "quote", Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "quote:{q_*}", "fields", f.bad)
-		return nil, err
-	}
-	r.m.Read(ctx, "quote", outcome)
-	return q, nil
+	return q
 }
 
-func checkQuoteInvariants(f *Fields, q *quotes.Quote) {
+func checkQuoteInvariants(f *repo.Fields, q *quotes.Quote) {
 	if q.Status != quotes.Draft && q.Status != quotes.Submitted && q.Status != "" {
-		f.bad = append(f.bad, "status")
+		f.Flag("status")
 	}
 	for name, v := range map[string]int64{"subtotalMinor": q.SubtotalMinor, "discountMinor": q.DiscountMinor, "taxMinor": q.TaxMinor, "totalMinor": q.TotalMinor} {
 		if v < 0 || v > quotes.MaxAmountMinor {
-			f.bad = append(f.bad, name)
+			f.Flag(name)
 		}
 	}
 	if q.TotalMinor != q.SubtotalMinor-q.DiscountMinor+q.TaxMinor {
-		f.bad = append(f.bad, "totalMinor")
+		f.Flag("totalMinor")
 	}
 	if q.StateVersion < 1 {
-		f.bad = append(f.bad, "stateVersion")
+		f.Flag("stateVersion")
 	}
 }
 
@@ -104,7 +82,7 @@ func decodeItems(raw map[string]string) ([]quotes.Item, error) {
 		var it itemJSON
 		if err := json.Unmarshal([]byte(v), &it); err != nil || it.Quantity < 1 || it.UnitPriceMinor < 0 ||
 			it.UnitPriceMinor > quotes.MaxAmountMinor || it.Quantity > quotes.MaxItemQuantity {
-			return nil, fmt.Errorf("%w: quote item has malformed fields", ErrCorrupt)
+			return nil, fmt.Errorf("%w: quote item has malformed fields", repo.ErrCorrupt)
 		}
 		line := it.Quantity * it.UnitPriceMinor // both bounded: no overflow
 		items = append(items, quotes.Item{ID: id, SKU: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,

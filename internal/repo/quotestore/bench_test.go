@@ -1,4 +1,4 @@
-package repo
+package quotestore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashgate/hashgate/internal/quotes"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -20,7 +21,7 @@ func BenchmarkQuoteWrites(b *testing.B) {
 	s := testredis.Open(b, backend)
 	prefix := testredis.Prefix(b)
 	ctx := context.Background()
-	q, err := NewQuotes(s, QuoteOptions{Prefix: prefix, Hasher: qcHasher(b)})
+	q, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
