@@ -140,7 +140,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		if c.id == "" {
 			continue
 		}
-		if k := scanOne(ctx, b.redis.Client, repo.CaseKeyPattern(benchKeys, c.id)); k != "" {
+		if k := scanOne(ctx, b.redis.Client, objectKeyPattern("case", c.id)); k != "" {
 			measure(c.what, "", []string{k, k + ":history"})
 		}
 	}

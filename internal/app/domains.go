@@ -13,6 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/casestore"
 	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/repo/quotestore"
 	"github.com/hashgate/hashgate/internal/sessions"
@@ -77,7 +78,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
-	cr, err := repo.NewCases(s, repo.CaseOptions{Prefix: cfg.KeyPrefix, Hasher: h,
+	cr, err := casestore.New(s, casestore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
 		MaxEscalation: cfg.CaseMaxEscalation, OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL,
 		HistoryMax: cfg.CaseHistoryMax, MaxPerTenant: cfg.TenantMaxCases, Metrics: rm, Logger: log})
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/casestore"
 	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -61,7 +61,7 @@ func TestCaseHTTPInFlight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, err := repo.NewCases(h.store, repo.CaseOptions{Prefix: h.prefix, Hasher: hasher, OpenTTL: 48 * time.Hour})
+				c, err := casestore.New(h.store, casestore.Options{Prefix: h.prefix, Hasher: hasher, OpenTTL: 48 * time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,7 +1,7 @@
 // Package quotes is the quote-draft domain: its model (a draft, its line items, its totals),
 // the rules a draft's fields and amounts obey, and the service the HTTP operations call. The
-// drafts are kept by a Store (internal/repo/quotestore implements it) whose scripts recompute the totals
-// and compare versions atomically.
+// drafts are kept by a Store (internal/repo/quotestore implements it) whose scripts recompute
+// the totals and compare versions atomically.
 package quotes
 
 import (

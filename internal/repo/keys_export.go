@@ -17,7 +17,3 @@ func MFACounterKey(k Keys, userTag string) string {
 // TokenKeyPattern is a SCAN MATCH pattern for the metadata hash of token id under any tenant
 // tag (the tag is a keyed hash a tool cannot compute).
 func TokenKeyPattern(k Keys, id string) string { return k.Key(tokenObj, "*", id) }
-
-// CaseKeyPattern is a SCAN MATCH pattern for the hash of case id under any tenant tag (its
-// history stream is that key + ":history").
-func CaseKeyPattern(k Keys, id string) string { return k.Key("case", "*", id) }

@@ -30,6 +30,9 @@ type Objects[T any] struct {
 // Flag records name as missing or malformed (an invariant the field breaks included).
 func (f *Fields) Flag(name string) { f.bad = append(f.bad, name) }
 
+// Flagged names the fields found missing or malformed so far (for a log: names, never values).
+func (f *Fields) Flagged() []string { return f.bad }
+
 // Decode classifies and maps a hash: none is NotFound, one with flagged fields is refused with
 // ErrCorrupt (counted, logged by key pattern and field names, never values).
 func (o *Objects[T]) Decode(ctx context.Context, hash map[string]string, id string) (*T, error) {
@@ -43,7 +46,7 @@ func (o *Objects[T]) Decode(ctx context.Context, hash map[string]string, id stri
 	v := o.Map(f, outcome)
 	if err := f.Err(o.Type); err != nil {
 		o.Metrics.Read(ctx, o.Type, Corrupt)
-		o.Log.ErrorContext(ctx, "corrupt object", "key", o.KeyPattern, "fields", f.bad)
+		o.Log.ErrorContext(ctx, "corrupt object", "key", o.KeyPattern, "fields", f.Flagged())
 		return nil, err
 	}
 	o.Metrics.Read(ctx, o.Type, outcome)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
-	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -89,115 +88,5 @@ func TestTokenQuota(t *testing.T) {
 			t.Fatalf("the tenant's count is %d, want the %d live tokens", n, limit)
 		}
 		wantQuota(t, r.Create(ctx, newToken("acme", time.Now(), time.Hour)), "tokens", limit)
-	})
-}
-
-// liveObjects counts the test's live keys matching pattern (SCAN MATCH on every node) whose
-// name does not end in one of the suffixes (the second keys of an object: items, history).
-func liveObjects(t *testing.T, s *store.Store, pattern string, suffixes ...string) int {
-	t.Helper()
-	ctx := context.Background()
-	n := 0
-	for _, node := range s.Client.Nodes() {
-		var cursor uint64
-		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				t.Fatal(err)
-			}
-		keys:
-			for _, k := range e.Elements {
-				for _, s := range suffixes {
-					if strings.HasSuffix(k, s) {
-						continue keys
-					}
-				}
-				n++
-			}
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
-		}
-	}
-	return n
-}
-
-// raceCreates runs 64 creates at once and counts those made and those refused; every refusal
-// must be the quota's.
-func raceCreates(t *testing.T, quota string, limit int, create func(i int) error) (ok, refused int) {
-	t.Helper()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := create(i)
-			mu.Lock()
-			defer mu.Unlock()
-			if err == nil {
-				ok++
-				return
-			}
-			refused++
-			wantQuota(t, err, quota, limit)
-		}()
-	}
-	wg.Wait()
-	return ok, refused
-}
-
-// TestCaseQuota: GATEWAY_TENANT_MAX_CASES is exact under 64 concurrent creates; a refused
-// create writes nothing (no case, no history, no due-index entry) and answers 429
-// quota-exceeded naming the quota; a transition that renews the open TTL keeps the case
-// counted, and a case that expires (its short resolved TTL included) frees its place, so the
-// count equals the live cases.
-func TestCaseQuota(t *testing.T) {
-	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		ctx := context.Background()
-		const limit = 10
-		repo := func(open, resolved time.Duration) *Cases {
-			c, err := NewCases(s, CaseOptions{Prefix: prefix, Hasher: qcHasher(t), OpenTTL: open, ResolvedTTL: resolved, MaxPerTenant: limit})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}
-		short, long, resolving := repo(1200*time.Millisecond, time.Hour), repo(time.Hour, time.Hour), repo(time.Hour, 1200*time.Millisecond)
-		due := func() time.Time { return time.Now().Add(time.Second) }
-		mustCreateCase(t, short, "acme", due()) // expires
-		renewed := mustCreateCase(t, short, "acme", due())
-		if _, err := long.Escalate(ctx, change(renewed, "renewed")); err != nil {
-			t.Fatal(err) // now open for an hour: still counted after the first expires
-		}
-		resolved := mustCreateCase(t, long, "acme", due())
-		if _, err := resolving.Resolve(ctx, change(resolved, "done")); err != nil {
-			t.Fatal(err) // expires with its short resolved TTL
-		}
-		keysBefore := testredis.KeyCount(t, s, prefix)
-		ok, refused := raceCreates(t, "cases", limit, func(int) error {
-			_, err := long.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/1", AssignedTeam: "ops", DueAt: time.Now().Add(time.Hour), Reason: "r", Actor: "a"})
-			return err
-		})
-		if ok != limit-3 || refused != 64-(limit-3) {
-			t.Fatalf("%d created, %d refused; want %d and %d", ok, refused, limit-3, 64-(limit-3))
-		}
-		if n := testredis.KeyCount(t, s, prefix); n != keysBefore+2*ok {
-			t.Fatalf("%d keys after %d creates (from %d): a refused create wrote", n, ok, keysBefore)
-		}
-		if n := zcard(t, s, long.dueKey(long.TenantTag("acme"))); n != 3+ok {
-			t.Fatalf("the due index holds %d cases after %d creates: a refused create wrote", n, 3+ok)
-		}
-		mustCreateCase(t, long, "other", due())
-		live := func() int { t.Helper(); return liveObjects(t, s, prefix+":v1:case:*", ":history") - 1 } // less other's
-		time.Sleep(1500 * time.Millisecond)                                                              // two cases expire: their places are free
-		mustCreateCase(t, long, "acme", due())
-		mustCreateCase(t, long, "acme", due())
-		_, err := long.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/1", AssignedTeam: "ops", DueAt: due(), Reason: "r", Actor: "a"})
-		wantQuota(t, err, "cases", limit)
-		if n, l := zcard(t, s, long.quotaKey("acme")), live(); n != limit || l != limit {
-			t.Fatalf("the tenant's count is %d with %d live cases, want both %d", n, l, limit)
-		}
 	})
 }

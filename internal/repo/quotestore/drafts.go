@@ -33,14 +33,14 @@ func (r *Store) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, 
 	}
 	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_create", "quote create", scriptCreate, r.quoteKeys(in.Tenant, in.ID),
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, repo.FormatMs(r.ttl.Milliseconds()),
-			strconv.Itoa(repo.SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.drafts.Quota.Limit)})
+			strconv.Itoa(repo.SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.objects.Quota.Limit)})
 	if err != nil {
 		return nil, err
 	}
 	if err := createReplies.Check(rep); err != nil {
 		return nil, repo.BadReply(ctx, r.metrics, "quote_create", err)
 	}
-	return r.drafts.Created(ctx, "quote_create", rep, in.Tenant, in.ID)
+	return r.objects.Created(ctx, "quote_create", rep, in.Tenant, in.ID)
 }
 
 // Get returns the tenant's quote, or NotFound (also for another tenant's quote).
@@ -48,7 +48,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*quotes.Quote, erro
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote get: %w", apperr.NotFound)
 	}
-	return r.drafts.Get(ctx, r.client, r.quoteKeys(tenant, id)[0], id)
+	return r.objects.Get(ctx, r.client, r.quoteKeys(tenant, id)[0], id)
 }
 
 // Items returns the quote's line items ordered by item id, with the stateVersion they belong
@@ -68,7 +68,7 @@ func (r *Store) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *q
 		r.metrics.Read(ctx, "quote", repo.Missing)
 		return nil, nil, fmt.Errorf("quote items: %w", rep.Err(""))
 	}
-	q, err := r.drafts.DecodeReply(ctx, "quote_read", rep, id)
+	q, err := r.objects.DecodeReply(ctx, "quote_read", rep, id)
 	if err != nil {
 		return nil, nil, err
 	}

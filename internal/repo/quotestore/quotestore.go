@@ -57,7 +57,7 @@ type Store struct {
 	log      *slog.Logger
 	ttl      time.Duration
 	maxItems int
-	drafts   repo.Objects[quotes.Quote] // how a summary hash reads, the tenant's quota
+	objects  repo.Objects[quotes.Quote] // how a summary hash reads, the tenant's quota
 }
 
 var _ quotes.Store = (*Store)(nil)
@@ -81,7 +81,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	}
 	r := &Store{client: s.Client, metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, maxItems: o.MaxItems}
-	r.drafts = repo.Objects[quotes.Quote]{Type: "quote", KeyPattern: "quote:{q_*}", Map: r.mapQuote,
+	r.objects = repo.Objects[quotes.Quote]{Type: "quote", KeyPattern: "quote:{q_*}", Map: r.mapQuote,
 		Tenant:  func(q *quotes.Quote) string { return q.Tenant },
 		Quota:   repo.Quota{Name: "quotes", Env: "GATEWAY_TENANT_MAX_QUOTES", Limit: o.MaxPerTenant},
 		Metrics: r.metrics, Log: r.log}

@@ -1,4 +1,4 @@
-package repo
+package casestore
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-func newTestCases(t *testing.T, s *store.Store, prefix string, historyMax int) *Cases {
+func newTestCases(t *testing.T, s *store.Store, prefix string, historyMax int) *Store {
 	t.Helper()
-	c, err := NewCases(s, CaseOptions{Prefix: prefix, Hasher: qcHasher(t), MaxEscalation: 3,
+	c, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), MaxEscalation: 3,
 		OpenTTL: 48 * time.Hour, ResolvedTTL: time.Hour, HistoryMax: historyMax})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +26,7 @@ func newTestCases(t *testing.T, s *store.Store, prefix string, historyMax int) *
 	return c
 }
 
-func mustCreateCase(t *testing.T, c *Cases, tenant string, due time.Time) *cases.Case {
+func mustCreateCase(t *testing.T, c *Store, tenant string, due time.Time) *cases.Case {
 	t.Helper()
 	k, err := c.Create(context.Background(), cases.NewCase{Tenant: tenant, SubjectRef: "order/42", AssignedTeam: "ops", DueAt: due, Reason: "late delivery", Actor: "svc"})
 	if err != nil {
@@ -40,9 +42,9 @@ func change(k *cases.Case, reason string) cases.Change {
 func TestNewCasesValidatesOptions(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
-	h := qcHasher(t)
-	for _, o := range []CaseOptions{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, MaxEscalation: 1000}, {Prefix: "p", Hasher: h, HistoryMax: -1}} {
-		if _, err := NewCases(s, o); !errors.Is(err, ErrBadOptions) {
+	h := storetest.Hasher(t)
+	for _, o := range []Options{{Hasher: h}, {Prefix: "p"}, {Prefix: "p", Hasher: h, MaxEscalation: 1000}, {Prefix: "p", Hasher: h, HistoryMax: -1}} {
+		if _, err := New(s, o); !errors.Is(err, repo.ErrBadOptions) {
 			t.Errorf("%+v: err = %v", o, err)
 		}
 	}
@@ -54,7 +56,7 @@ func TestCaseLifecycle(t *testing.T) {
 		ctx := context.Background()
 		c := newTestCases(t, s, prefix, 100)
 		k := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
-		if k.Status != cases.Open || k.EscalationLevel != 0 || k.StateVersion != 1 || k.LastTransitionReason != "late delivery" || k.SchemaVersion != SchemaVersion {
+		if k.Status != cases.Open || k.EscalationLevel != 0 || k.StateVersion != 1 || k.LastTransitionReason != "late delivery" || k.SchemaVersion != repo.SchemaVersion {
 			t.Fatalf("created %+v", k)
 		}
 		for level := 1; level <= 3; level++ {
@@ -64,11 +66,11 @@ func TestCaseLifecycle(t *testing.T) {
 			}
 		}
 		_, err := c.Escalate(ctx, change(k, "again"))
-		qcWantKind(t, err, apperr.MaxEscalation)
+		storetest.WantKind(t, err, apperr.MaxEscalation)
 		ch := change(k, "")
 		ch.AssignedTeam, ch.IfMatch = "billing", 1
 		_, err = c.Assign(ctx, ch)
-		qcWantKind(t, err, apperr.PreconditionFailed)
+		storetest.WantKind(t, err, apperr.PreconditionFailed)
 		ch.IfMatch = 4
 		got, err := c.Assign(ctx, ch)
 		if err != nil || got.AssignedTeam != "billing" || got.StateVersion != 5 || got.Status != cases.Escalated {
@@ -78,25 +80,25 @@ func TestCaseLifecycle(t *testing.T) {
 		if err != nil || got.Status != cases.Resolved || got.ResolvedAt.IsZero() {
 			t.Fatalf("resolve: %+v %v", got, err)
 		}
-		if ttl := qcPTTL(t, s, c.hashKey(k.ID)); ttl <= 0 || ttl > time.Hour {
+		if ttl := storetest.PTTL(t, s, c.hashKey(k.ID)); ttl <= 0 || ttl > time.Hour {
 			t.Fatalf("resolved case TTL %s, want ≤ 1h", ttl)
 		}
-		if ttl := qcPTTL(t, s, c.historyKey(k.ID)); ttl <= 0 || ttl > time.Hour {
+		if ttl := storetest.PTTL(t, s, c.historyKey(k.ID)); ttl <= 0 || ttl > time.Hour {
 			t.Fatalf("resolved history TTL %s, want ≤ 1h", ttl)
 		}
 		for _, f := range []func(context.Context, cases.Change) (*cases.Case, error){c.Escalate, c.Resolve} {
 			_, err = f(ctx, change(k, "x"))
-			qcWantKind(t, err, apperr.InvalidStatus)
+			storetest.WantKind(t, err, apperr.InvalidStatus)
 		}
 		got, err = c.Reopen(ctx, change(k, "customer called"))
 		if err != nil || got.Status != cases.Open || !got.ResolvedAt.IsZero() || got.EscalationLevel != 3 {
 			t.Fatalf("reopen: %+v %v", got, err)
 		}
-		if ttl := qcPTTL(t, s, c.hashKey(k.ID)); ttl < 47*time.Hour {
+		if ttl := storetest.PTTL(t, s, c.hashKey(k.ID)); ttl < 47*time.Hour {
 			t.Fatalf("reopened case TTL %s, want the open TTL", ttl)
 		}
 		_, err = c.Reopen(ctx, change(k, "x"))
-		qcWantKind(t, err, apperr.InvalidStatus)
+		storetest.WantKind(t, err, apperr.InvalidStatus)
 		h, err := c.History(ctx, "acme", k.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -115,16 +117,16 @@ func TestCaseLifecycle(t *testing.T) {
 		}
 		// Another tenant sees nothing.
 		_, err = c.Get(ctx, "other", k.ID)
-		qcWantKind(t, err, apperr.NotFound)
+		storetest.WantKind(t, err, apperr.NotFound)
 		_, err = c.History(ctx, "other", k.ID)
-		qcWantKind(t, err, apperr.NotFound)
+		storetest.WantKind(t, err, apperr.NotFound)
 		ch = change(k, "x")
 		ch.Tenant = "other"
 		_, err = c.Escalate(ctx, ch)
-		qcWantKind(t, err, apperr.NotFound)
+		storetest.WantKind(t, err, apperr.NotFound)
 		_, err = c.History(ctx, "acme", cases.NewID())
-		qcWantKind(t, err, apperr.NotFound)
-		qcRequireTTLs(t, s, prefix)
+		storetest.WantKind(t, err, apperr.NotFound)
+		storetest.RequireTTLs(t, s, prefix)
 	})
 }
 
@@ -180,10 +182,10 @@ func TestCaseCreateChecksBounds(t *testing.T) {
 				in := base
 				tt.edit(&in)
 				_, err := c.Create(ctx, in)
-				qcWantKind(t, err, tt.want)
+				storetest.WantKind(t, err, tt.want)
 			})
 		}
-		if n := qcRequireTTLs(t, s, prefix); n != 0 {
+		if n := storetest.RequireTTLs(t, s, prefix); n != 0 {
 			t.Fatalf("refused creates left %d keys", n)
 		}
 	})
@@ -197,7 +199,7 @@ func TestCaseReadsPreviousSchema(t *testing.T) {
 		ctx := context.Background()
 		c := newTestCases(t, s, prefix, 10)
 		id := cases.NewID()
-		qcHSet(t, s, c.hashKey(id), map[string]string{
+		storetest.HSet(t, s, c.hashKey(id), map[string]string{
 			"schemaVersion": "1", "caseId": id, "tenantId": "acme", "subjectRef": "order/7", "status": "OPEN",
 			"team": "legacy-ops", "escalationLevel": "1", "dueAtMs": "1700000000000", "stateVersion": "3",
 			"createdAtMs": "1700000000000", "updatedAtMs": "1700000000000",
@@ -226,14 +228,14 @@ func TestCaseReadsPreviousSchema(t *testing.T) {
 		if err != nil || len(fields) > 15 || slices.Contains(fields, "team") {
 			t.Fatalf("v1 case after assign and resolve holds %d fields %v (%v), want at most 15 and no \"team\"", len(fields), fields, err)
 		}
-		// Corrupt objects are refused, by readers and by transition scripts.
+		// repo.Corrupt objects are refused, by readers and by transition scripts.
 		bad := cases.NewID()
-		qcHSet(t, s, c.hashKey(bad), map[string]string{"schemaVersion": "2", "caseId": bad, "tenantId": "acme", "status": "OPEN",
+		storetest.HSet(t, s, c.hashKey(bad), map[string]string{"schemaVersion": "2", "caseId": bad, "tenantId": "acme", "status": "OPEN",
 			"stateVersion": "1", "escalationLevel": "many"})
-		if _, err := c.Get(ctx, "acme", bad); !errors.Is(err, ErrCorrupt) {
+		if _, err := c.Get(ctx, "acme", bad); !errors.Is(err, repo.ErrCorrupt) {
 			t.Fatalf("corrupt read: %v", err)
 		}
-		if _, err := c.Escalate(ctx, cases.Change{Tenant: "acme", ID: bad, IfMatch: -1, Reason: "r"}); !errors.Is(err, ErrCorrupt) {
+		if _, err := c.Escalate(ctx, cases.Change{Tenant: "acme", ID: bad, IfMatch: -1, Reason: "r"}); !errors.Is(err, repo.ErrCorrupt) {
 			t.Fatalf("corrupt escalate: %v", err)
 		}
 	})
@@ -283,6 +285,13 @@ func TestCaseAutoEscalate(t *testing.T) {
 		if due, _ := c.DueCases(ctx, tags[0], now.Add(2*time.Hour), 10); len(due) != 1 || due[0] != later.ID {
 			t.Fatalf("due after undue %v", due)
 		}
-		qcRequireTTLs(t, s, prefix)
+		storetest.RequireTTLs(t, s, prefix)
 	})
 }
+
+// hashKey and historyKey are the keys of a case of the tests' tenant, acme.
+func (r *Store) hashKey(id string) string    { return r.caseKeys(r.TenantTag("acme"), id)[0] }
+func (r *Store) historyKey(id string) string { return r.caseKeys(r.TenantTag("acme"), id)[1] }
+
+// quotaKey is the tenant's quota set of live cases.
+func (r *Store) quotaKey(tenant string) string { return r.caseKeys(r.TenantTag(tenant), "")[2] }
