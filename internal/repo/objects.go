@@ -91,6 +91,15 @@ func (o *Objects[T]) Created(ctx context.Context, script string, rep Reply, tena
 	return v, nil
 }
 
+// IfMatchArg is an expected version as the scripts take it: ” (any version) for a negative
+// one, the caller having sent no If-Match.
+func IfMatchArg(v int64) string {
+	if v < 0 {
+		return ""
+	}
+	return FormatMs(v)
+}
+
 // Change is one run of a script that changes an object.
 type Change struct {
 	Script     string // the script's name

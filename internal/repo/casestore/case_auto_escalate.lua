@@ -1,7 +1,7 @@
 -- case_auto_escalate.lua: the sweeper's transition. Escalates an overdue OPEN case once
--- (reason auto_escalate, the transition's name), re-checking here, atomically, that the case still exists, is OPEN,
--- has never been auto-escalated and is due by the server's clock — so any number of sweepers
--- racing on the same case escalate it exactly once. The open TTL is renewed on both keys and on
+-- (reason auto_escalate, the transition's name), re-checking here, atomically, that the case
+-- still exists, is OPEN, has never been auto-escalated and is due by the server's clock — so
+-- any number of sweepers racing on the same case escalate it exactly once. The open TTL is renewed on both keys and on
 -- the case's score in its tenant's quota set.
 -- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>
 -- KEYS[2] history stream  KEYS[1] .. ':history'
@@ -10,6 +10,8 @@
 -- ARGV[5] caseId (the member in KEYS[3])
 -- Reply: {'OK', HGETALL case} | {'GONE'} | {'NOT_OPEN', status} | {'ALREADY'}
 --        | {'NOT_DUE', dueAtMs} | {'MAX_ESCALATION', level} | {'CORRUPT', field}
+--#include object_keys
+--#include case_history
 local s = redis.call('HMGET', KEYS[1], 'status', 'dueAtMs', 'escalationLevel', 'autoEscalatedAtMs', 'assignedTeam', 'team')
 if not s[1] then
   return {'GONE'}
@@ -29,16 +31,7 @@ local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
 local newLevel = string.format('%.0f', level + 1)
 redis.call('HSET', KEYS[1], 'status', 'ESCALATED', 'escalationLevel', newLevel, 'updatedAtMs', now,
   'lastTransitionAtMs', now, 'lastTransitionReason', 'auto_escalate', 'autoEscalatedAtMs', now)
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], '*',
-  'atMs', now, 'transition', 'auto_escalate', 'fromStatus', 'OPEN', 'toStatus', 'ESCALATED',
-  'escalationLevel', newLevel, 'assignedTeam', s[5] or s[6] or '', 'reason', 'auto_escalate',
-  'actor', ARGV[4], 'stateVersion', tostring(v))
-local exp = string.format('%.0f', nowN + tonumber(ARGV[2]))
-redis.call('PEXPIREAT', KEYS[1], exp)
-redis.call('PEXPIREAT', KEYS[2], exp)
--- the case's place in the quota set follows its new expiry
-redis.call('ZADD', KEYS[3], exp, ARGV[5])
-if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[2]) then
-  redis.call('PEXPIREAT', KEYS[3], exp)
-end
+case_history(ARGV[3], now, 'auto_escalate', 'OPEN', 'ESCALATED', newLevel, s[5] or s[6] or '', 'auto_escalate',
+  ARGV[4], tostring(v))
+object_expire(string.format('%.0f', nowN + tonumber(ARGV[2])), tonumber(ARGV[2]), ARGV[5])
 return {'OK', redis.call('HGETALL', KEYS[1])}

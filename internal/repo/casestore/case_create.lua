@@ -13,6 +13,8 @@
 -- ARGV[11] the tenant's quota  ARGV[12] max due-index members
 -- Reply: {'OK', HGETALL case} | {'EXISTS', HGETALL case}
 --        | {'QUOTA', ms until the earliest live case expires} | {'BOUND'} the due index is full
+--#include object_keys
+--#include case_history
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'EXISTS', redis.call('HGETALL', KEYS[1])}
 end
@@ -21,12 +23,8 @@ local nowN = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now = string.format('%.0f', nowN)
 local ttl = tonumber(ARGV[8])
 local exp = string.format('%.0f', nowN + ttl)
--- A key lives while now <= its expiry: members scored before now are the expired cases.
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. now)
-if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[11]) then
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  return {'QUOTA', math.max(tonumber(first[2]) - nowN, 0)}
-end
+local wait = quota_full(KEYS[3], nowN, tonumber(ARGV[11]))
+if wait then return {'QUOTA', wait} end
 if not redis.call('ZSCORE', KEYS[4], ARGV[1]) and redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[12]) then
   return {'BOUND'}
 end
@@ -36,15 +34,8 @@ redis.call('HSET', KEYS[1],
   'status', 'OPEN', 'assignedTeam', ARGV[4], 'escalationLevel', '0', 'dueAtMs', ARGV[5],
   'stateVersion', '1', 'lastTransitionAtMs', now, 'lastTransitionReason', ARGV[6],
   'createdAtMs', now, 'updatedAtMs', now)
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[9], '*',
-  'atMs', now, 'transition', 'create', 'fromStatus', '', 'toStatus', 'OPEN', 'escalationLevel', '0',
-  'assignedTeam', ARGV[4], 'reason', ARGV[6], 'actor', ARGV[7], 'stateVersion', '1')
-redis.call('PEXPIREAT', KEYS[1], exp)
-redis.call('PEXPIREAT', KEYS[2], exp)
-redis.call('ZADD', KEYS[3], exp, ARGV[1])
-if redis.call('PTTL', KEYS[3]) < ttl then
-  redis.call('PEXPIREAT', KEYS[3], exp)
-end
+case_history(ARGV[9], now, 'create', '', 'OPEN', '0', ARGV[4], ARGV[6], ARGV[7], '1')
+object_expire(exp, ttl, ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 redis.call('PEXPIRE', KEYS[4], ttl)
 return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,7 +1,8 @@
 -- case_transition.lua: one manual case transition, checked against the table below; bump
 -- stateVersion (compare-and-set when ARGV[3] is set), record the transition on the hash and in
 -- the bounded history stream, and set the TTL of both keys (Go passes the resolved-case TTL for
--- resolve, the open-case TTL otherwise) and the case's score in its tenant's quota set. The sweeper's transition is case_auto_escalate.lua.
+-- resolve, the open-case TTL otherwise) and the case's score in its tenant's quota set. The
+-- sweeper's transition is case_auto_escalate.lua.
 --   escalate  OPEN | ESCALATED → ESCALATED, escalationLevel + 1 up to ARGV[8]
 --   assign    OPEN | ESCALATED → unchanged, assignedTeam = ARGV[9]
 --   resolve   OPEN | ESCALATED → RESOLVED, resolvedAtMs = now
@@ -14,6 +15,8 @@
 -- ARGV[8] max level (escalate)  ARGV[9] assignedTeam (assign)  ARGV[10] caseId (the member in KEYS[3])
 -- Reply: {'OK', HGETALL case} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
 --        | {'MAX_ESCALATION', level} | {'CORRUPT', field}
+--#include object_keys
+--#include case_history
 local active = {OPEN = true, ESCALATED = true}
 local rules = {
   escalate = {from = active, to = 'ESCALATED'},
@@ -24,13 +27,8 @@ local rules = {
 local op = ARGV[1]
 local rule = rules[op]
 if not rule then return redis.error_reply('case_transition: unknown transition') end
-local s = redis.call('HMGET', KEYS[1], 'tenantId', 'stateVersion', 'status', 'escalationLevel', 'assignedTeam', 'team')
-if not s[1] or s[1] ~= ARGV[2] then
-  return {'NOT_FOUND'}
-end
-local version = tonumber(s[2])
-if not version then return {'CORRUPT', 'stateVersion'} end
-if ARGV[3] ~= '' and version ~= tonumber(ARGV[3]) then return {'STALE', s[2]} end
+local s, refused = object_load(ARGV[2], ARGV[3], 'status', 'escalationLevel', 'assignedTeam', 'team')
+if refused then return refused end
 local status = s[3]
 if not status or not rule.from[status] then return {'INVALID_STATUS', tostring(status)} end
 local level, team = s[4] or '0', s[5] or s[6] or ''
@@ -57,16 +55,6 @@ if op == 'assign' then
 end
 if op == 'resolve' then redis.call('HSET', KEYS[1], 'resolvedAtMs', now) end
 if op == 'reopen' then redis.call('HDEL', KEYS[1], 'resolvedAtMs') end
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[7], '*',
-  'atMs', now, 'transition', op, 'fromStatus', status, 'toStatus', to,
-  'escalationLevel', level, 'assignedTeam', team, 'reason', ARGV[4], 'actor', ARGV[5],
-  'stateVersion', tostring(v))
-local exp = string.format('%.0f', nowN + tonumber(ARGV[6]))
-redis.call('PEXPIREAT', KEYS[1], exp)
-redis.call('PEXPIREAT', KEYS[2], exp)
--- the case's place in the quota set follows its new expiry
-redis.call('ZADD', KEYS[3], exp, ARGV[10])
-if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[6]) then
-  redis.call('PEXPIREAT', KEYS[3], exp)
-end
+case_history(ARGV[7], now, op, status, to, level, team, ARGV[4], ARGV[5], tostring(v))
+object_expire(string.format('%.0f', nowN + tonumber(ARGV[6])), tonumber(ARGV[6]), ARGV[10])
 return {'OK', redis.call('HGETALL', KEYS[1])}

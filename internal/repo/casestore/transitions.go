@@ -13,36 +13,24 @@ import (
 
 // Escalate moves an OPEN or ESCALATED case one level up (ESCALATED), up to the maximum.
 func (r *Store) Escalate(ctx context.Context, ch cases.Change) (*cases.Case, error) {
-	if err := r.checkChange(ch); err != nil {
-		return nil, err
-	}
-	return r.transition(ctx, "escalate", ch, ch.Reason, r.openTTL)
+	return r.transition(ctx, "escalate", ch, r.openTTL)
 }
 
 // Assign hands an OPEN or ESCALATED case to another team.
 func (r *Store) Assign(ctx context.Context, ch cases.Change) (*cases.Case, error) {
-	if err := r.checkChange(ch); err != nil {
-		return nil, err
-	}
-	return r.transition(ctx, "assign", ch, ch.Reason, r.openTTL)
+	return r.transition(ctx, "assign", ch, r.openTTL)
 }
 
 // Resolve moves an OPEN or ESCALATED case to RESOLVED; it then expires ResolvedTTL later.
 func (r *Store) Resolve(ctx context.Context, ch cases.Change) (*cases.Case, error) {
-	if err := r.checkChange(ch); err != nil {
-		return nil, err
-	}
-	return r.transition(ctx, "resolve", ch, ch.Reason, r.resolvedTTL)
+	return r.transition(ctx, "resolve", ch, r.resolvedTTL)
 }
 
 // Reopen moves a RESOLVED case back to OPEN. A case the sweeper never escalated goes back in
 // its tenant's due index (after the transition, as a separate step: the index is only a hint,
 // the auto-escalation script re-checks everything).
 func (r *Store) Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error) {
-	if err := r.checkChange(ch); err != nil {
-		return nil, err
-	}
-	c, err := r.transition(ctx, "reopen", ch, ch.Reason, r.openTTL)
+	c, err := r.transition(ctx, "reopen", ch, r.openTTL)
 	if err != nil || !c.AutoEscalatedAt.IsZero() {
 		return c, err
 	}
@@ -63,8 +51,13 @@ var transitionReplies = repo.ReplyShapes{
 }
 
 // transition runs case_transition.lua for one manual transition; ttl is what both keys get.
-func (r *Store) transition(ctx context.Context, name string, ch cases.Change, reason string, ttl time.Duration) (*cases.Case, error) {
-	args := []string{name, ch.Tenant, ifMatchArg(ch.IfMatch), reason, ch.Actor, repo.FormatMs(ttl.Milliseconds()),
+// An id that cannot be a case's is not found (the key guard; the transition's rules are the
+// service's, cases.Service).
+func (r *Store) transition(ctx context.Context, name string, ch cases.Change, ttl time.Duration) (*cases.Case, error) {
+	if !caseIDPattern.MatchString(ch.ID) {
+		return nil, fmt.Errorf("case %s: %w", name, apperr.NotFound)
+	}
+	args := []string{name, ch.Tenant, repo.IfMatchArg(ch.IfMatch), ch.Reason, ch.Actor, repo.FormatMs(ttl.Milliseconds()),
 		strconv.Itoa(r.historyMax), strconv.Itoa(r.maxEscalation), ch.AssignedTeam, ch.ID}
 	return r.objects.Transition(ctx, r.client, repo.Change{Script: "case_transition", Name: name, Lua: scriptTransition,
 		Keys: r.caseKeys(r.TenantTag(ch.Tenant), ch.ID), Args: args, Replies: transitionReplies, ID: ch.ID},
@@ -76,20 +69,4 @@ func (r *Store) transition(ctx context.Context, name string, ch cases.Change, re
 			return apperr.Newf(apperr.MaxEscalation, "The case is at escalation level %s, the maximum.", arg).
 				With("maxEscalationLevel", r.maxEscalation)
 		})
-}
-
-// checkChange guards the keys: an id that cannot be a case's is not found. The transition's
-// rules are the service's (cases.Service).
-func (r *Store) checkChange(ch cases.Change) error {
-	if !caseIDPattern.MatchString(ch.ID) {
-		return fmt.Errorf("case: %w", apperr.NotFound)
-	}
-	return nil
-}
-
-func ifMatchArg(v int64) string {
-	if v < 0 {
-		return ""
-	}
-	return repo.FormatMs(v)
 }

@@ -13,6 +13,7 @@
 -- Reply: {'CLAIMED', value, nowMs} | {'EXISTS', current value or '', nowMs}  (nowMs an integer,
 -- the server's clock) | {'QUOTA', ms until the earliest live marker expires}
 -- ARGV[1..3] are [A-Za-z0-9_-] (checked by the caller), so the JSON below needs no escaping.
+--#include tenant_quota
 local t = redis.call('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now = string.format('%.0f', nowMs)
@@ -26,17 +27,11 @@ if ARGV[7] == '' then
   if cur then
     return {'EXISTS', cur, nowMs}
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nowMs)
-  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[9]) then
-    local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-    return {'QUOTA', math.max(tonumber(first[2]) - nowMs, 0)}
-  end
+  local wait = quota_full(KEYS[2], nowMs, tonumber(ARGV[9]))
+  if wait then return {'QUOTA', wait} end
   local ttl = tonumber(ARGV[5])
   redis.call('SET', KEYS[1], value, 'PX', ttl)
-  redis.call('ZADD', KEYS[2], nowMs + ttl, ARGV[10])
-  if redis.call('PTTL', KEYS[2]) < ttl then
-    redis.call('PEXPIRE', KEYS[2], ttl)
-  end
+  quota_hold(KEYS[2], ARGV[10], string.format('%.0f', nowMs + ttl), ttl)
   return {'CLAIMED', value, nowMs}
 end
 local cur = redis.call('GET', KEYS[1])

@@ -10,30 +10,22 @@
 -- ARGV[6] TTL ms   ARGV[7] schemaVersion  ARGV[8] pricingVersion  ARGV[9] the tenant's quota
 -- Reply: {'OK', HGETALL summary} | {'EXISTS', HGETALL summary}
 --        | {'QUOTA', ms until the earliest live draft expires}
+--#include object_keys
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'EXISTS', redis.call('HGETALL', KEYS[1])}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[6])
-local exp = now + ttl
-local function n(x) return string.format('%.0f', x) end
--- A key lives while now <= its expiry: members scored before now are the expired drafts.
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. n(now))
-if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[9]) then
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  return {'QUOTA', math.max(tonumber(first[2]) - now, 0)}
-end
+local nowS, exp = string.format('%.0f', now), string.format('%.0f', now + ttl)
+local wait = quota_full(KEYS[3], now, tonumber(ARGV[9]))
+if wait then return {'QUOTA', wait} end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1],
   'schemaVersion', ARGV[7], 'quoteId', ARGV[1], 'tenantId', ARGV[2], 'customerId', ARGV[3],
   'salesChannel', ARGV[4], 'currency', ARGV[5], 'status', 'DRAFT',
   'subtotalMinor', '0', 'discountMinor', '0', 'taxMinor', '0', 'totalMinor', '0', 'itemCount', '0',
   'pricingVersion', ARGV[8], 'stateVersion', '1',
-  'createdAtMs', n(now), 'updatedAtMs', n(now), 'expiresAtMs', n(exp))
-redis.call('PEXPIREAT', KEYS[1], n(exp))
-redis.call('ZADD', KEYS[3], n(exp), ARGV[1])
-if redis.call('PTTL', KEYS[3]) < ttl then
-  redis.call('PEXPIREAT', KEYS[3], n(exp))
-end
+  'createdAtMs', nowS, 'updatedAtMs', nowS, 'expiresAtMs', exp)
+object_expire(exp, ttl, ARGV[1]) -- the items key is gone: its expiry is a no-op
 return {'OK', redis.call('HGETALL', KEYS[1])}

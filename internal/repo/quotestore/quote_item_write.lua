@@ -1,27 +1,22 @@
 -- quote_item_write.lua: add, replace or remove one line item of a DRAFT at an expected
 -- stateVersion, recompute subtotalMinor (Σ quantity × unitPriceMinor over every line) and
 -- totalMinor = subtotalMinor - discountMinor + taxMinor in the same step, bump stateVersion and
--- refresh the TTL of both keys (and the draft's score in its quota set). Amounts are Lua numbers (doubles): every intermediate result is
--- refused above ARGV[11] (2^53-1), below which double arithmetic on integers is exact.
+-- refresh the TTL of both keys (and the draft's score in its quota set). Amounts are Lua
+-- numbers (doubles): every intermediate result is refused above ARGV[11] (2^53-1), below which
+-- double arithmetic on integers is exact.
 -- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'  (field = itemId, value = item JSON)
 -- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
--- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; -1 matches any)  ARGV[3] 'put' | 'delete'
+-- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; '' matches any)  ARGV[3] 'put' | 'delete'
 -- ARGV[4] itemId  ARGV[5] item JSON (put)  ARGV[6] quantity  ARGV[7] unitPriceMinor
 -- ARGV[8] max items  ARGV[9] max item bytes  ARGV[10] TTL ms  ARGV[11] max amount
 -- ARGV[12] quoteId (the member in KEYS[3])
 -- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'ITEM_NOT_FOUND'} | {'STALE', current}
 --        | {'INVALID_STATUS', status} | {'BOUND', 'items'|'itemBytes'} | {'OVERFLOW', field}
 --        | {'DISCOUNT'} | {'CORRUPT', field}
-local s = redis.call('HMGET', KEYS[1], 'tenantId', 'stateVersion', 'status', 'discountMinor', 'taxMinor')
-if not s[1] or s[1] ~= ARGV[1] then
-  return {'NOT_FOUND'}
-end
-local version = tonumber(s[2])
-if not version then return {'CORRUPT', 'stateVersion'} end
-local want = tonumber(ARGV[2])
-if want ~= -1 and version ~= want then return {'STALE', s[2]} end
-if s[3] ~= 'DRAFT' then return {'INVALID_STATUS', tostring(s[3])} end
+--#include draft
+local s, refused = draft_load('discountMinor', 'taxMinor')
+if refused then return refused end
 local discount, tax = tonumber(s[4]), tonumber(s[5])
 if not discount then return {'CORRUPT', 'discountMinor'} end
 if not tax then return {'CORRUPT', 'taxMinor'} end
@@ -57,26 +52,13 @@ if put then
   if subtotal > max then return {'OVERFLOW', 'subtotalMinor'} end
   count = count + 1
 end
-if discount > subtotal then return {'DISCOUNT'} end
-local total = subtotal - discount + tax
-if total > max then return {'OVERFLOW', 'totalMinor'} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[10])
-local function n(x) return string.format('%.0f', x) end
+local total
+total, refused = draft_total(subtotal, discount, tax, max)
+if refused then return refused end
 if put then
   redis.call('HSET', KEYS[2], id, ARGV[5])
 else
   redis.call('HDEL', KEYS[2], id)
 end
-redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
-redis.call('HSET', KEYS[1], 'subtotalMinor', n(subtotal), 'totalMinor', n(total), 'itemCount', n(count),
-  'updatedAtMs', n(now), 'expiresAtMs', n(now + ttl))
-redis.call('PEXPIREAT', KEYS[1], n(now + ttl))
-redis.call('PEXPIREAT', KEYS[2], n(now + ttl))
--- the draft's place in the quota set follows its new expiry
-redis.call('ZADD', KEYS[3], n(now + ttl), ARGV[12])
-if redis.call('PTTL', KEYS[3]) < ttl then
-  redis.call('PEXPIREAT', KEYS[3], n(now + ttl))
-end
-return {'OK', redis.call('HGETALL', KEYS[1])}
+local function n(x) return string.format('%.0f', x) end
+return draft_save(draft_now(), tonumber(ARGV[10]), ARGV[12], 'subtotalMinor', n(subtotal), 'totalMinor', n(total), 'itemCount', n(count))

@@ -21,7 +21,7 @@ func (r *Store) Patch(ctx context.Context, tenant, id string, ifMatch int64, p q
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
 	}
-	args := []string{tenant, repo.FormatMs(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), "", "", "", "", id}
+	args := []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), "", "", "", "", id}
 	if p.CustomerID != nil {
 		args[4] = *p.CustomerID
 	}
@@ -47,7 +47,7 @@ func (r *Store) PutItem(ctx context.Context, tenant, id string, ifMatch int64, i
 		return nil, err
 	}
 	return r.write(ctx, scriptItem, "quote_item_write", "item_put", tenant, id,
-		[]string{tenant, repo.FormatMs(ifMatch), "put", it.ID, raw, repo.FormatMs(it.Quantity), repo.FormatMs(it.UnitPriceMinor),
+		[]string{tenant, repo.IfMatchArg(ifMatch), "put", it.ID, raw, repo.FormatMs(it.Quantity), repo.FormatMs(it.UnitPriceMinor),
 			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), id})
 }
 
@@ -57,7 +57,7 @@ func (r *Store) DeleteItem(ctx context.Context, tenant, id, itemID string, ifMat
 		return nil, fmt.Errorf("quote item delete: %w", apperr.NotFound)
 	}
 	return r.write(ctx, scriptItem, "quote_item_write", "item_delete", tenant, id,
-		[]string{tenant, repo.FormatMs(ifMatch), "delete", itemID, "", "0", "0",
+		[]string{tenant, repo.IfMatchArg(ifMatch), "delete", itemID, "", "0", "0",
 			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), id})
 }
 
@@ -66,7 +66,7 @@ func (r *Store) Submit(ctx context.Context, tenant, id string, ifMatch int64) (*
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote submit: %w", apperr.NotFound)
 	}
-	return r.write(ctx, scriptSubmit, "quote_submit", "submit", tenant, id, []string{tenant, repo.FormatMs(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), id})
+	return r.write(ctx, scriptSubmit, "quote_submit", "submit", tenant, id, []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), id})
 }
 
 // writeReplies are the replies of the write scripts (quote_patch, quote_item_write,
