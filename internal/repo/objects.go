@@ -91,7 +91,7 @@ func (o *Objects[T]) Created(ctx context.Context, script string, rep Reply, tena
 	return v, nil
 }
 
-// IfMatchArg is an expected version as the scripts take it: ” (any version) for a negative
+// IfMatchArg is an expected version as the scripts take it: empty (any version) for a negative
 // one, the caller having sent no If-Match.
 func IfMatchArg(v int64) string {
 	if v < 0 {
