@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -16,8 +14,8 @@ import (
 // refusal at the highest level included); no reply a caller did not expect.
 func TestCaseMetrics(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	m := repo.NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"))
+	meter, counters := storetest.Meter(t)
+	m := repo.NewMetrics(meter)
 	s := testredis.Open(t, testredis.Backends()[0])
 	c, err := New(s, Options{Prefix: testredis.Prefix(t), Hasher: storetest.Hasher(t), Metrics: m})
 	if err != nil {
@@ -28,7 +26,7 @@ func TestCaseMetrics(t *testing.T) {
 	for range 4 {
 		_, _ = c.Escalate(ctx, change(k, "r"))
 	}
-	storetest.WantCounters(t, storetest.Counters(t, reader), map[string]int64{
+	storetest.WantCounters(t, counters(), map[string]int64{
 		"hashgate_repo_transitions object=case outcome=ok transition=create":               1,
 		"hashgate_repo_transitions object=case outcome=ok transition=escalate":             3,
 		"hashgate_repo_transitions object=case outcome=max_escalation transition=escalate": 1,

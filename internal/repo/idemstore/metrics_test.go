@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
@@ -17,8 +15,8 @@ import (
 // completions that lost their claim; no reply a caller did not expect.
 func TestIdempotencyMetrics(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	m := repo.NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"))
+	meter, counters := storetest.Meter(t)
+	m := repo.NewMetrics(meter)
 	s := testredis.Open(t, testredis.Backends()[0])
 	x, err := New(s, Options{Prefix: testredis.Prefix(t), Hasher: storetest.Hasher(t), Metrics: m})
 	if err != nil {
@@ -33,7 +31,7 @@ func TestIdempotencyMetrics(t *testing.T) {
 	}
 	_, _ = x.Claim(ctx, sc, "h1", id)
 	_, _ = x.Claim(ctx, sc, "h2", id)
-	storetest.WantCounters(t, storetest.Counters(t, reader), map[string]int64{
+	storetest.WantCounters(t, counters(), map[string]int64{
 		"hashgate_repo_events event=replay object=idempotency":     1,
 		"hashgate_repo_events event=mismatch object=idempotency":   1,
 		"hashgate_repo_events event=lost_lease object=idempotency": 2,

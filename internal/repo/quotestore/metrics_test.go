@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/repo/storetest"
@@ -16,8 +14,8 @@ import (
 // conflicts, deletes of absent drafts; no reply a caller did not expect.
 func TestQuoteMetrics(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	m := repo.NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"))
+	meter, counters := storetest.Meter(t)
+	m := repo.NewMetrics(meter)
 	s := testredis.Open(t, testredis.Backends()[0])
 	q, err := New(s, Options{Prefix: testredis.Prefix(t), Hasher: storetest.Hasher(t), Metrics: m})
 	if err != nil {
@@ -30,7 +28,7 @@ func TestQuoteMetrics(t *testing.T) {
 	_ = q.Delete(ctx, "other", d.ID)                                            // another tenant's: left alone
 	_ = q.Delete(ctx, "acme", d.ID)
 	_ = q.Delete(ctx, "acme", d.ID)
-	storetest.WantCounters(t, storetest.Counters(t, reader), map[string]int64{
+	storetest.WantCounters(t, counters(), map[string]int64{
 		"hashgate_repo_transitions object=quote outcome=ok transition=create":     1,
 		"hashgate_repo_transitions object=quote outcome=ok transition=patch":      1,
 		"hashgate_repo_transitions object=quote outcome=stale transition=patch":   1,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -151,30 +152,34 @@ func RaceCreates(t *testing.T, quota string, limit int, create func(i int) error
 	return ok, refused
 }
 
-// Counters collects reader's integer sums as "name attr=value ..." → total.
-func Counters(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			sum, ok := mt.Data.(metricdata.Sum[int64])
-			if !ok {
-				continue
-			}
-			for _, dp := range sum.DataPoints {
-				key := mt.Name
-				for _, kv := range dp.Attributes.ToSlice() {
-					key += " " + string(kv.Key) + "=" + kv.Value.AsString()
+// Meter is a meter whose integer sums counters collects, each as "name attr=value ..." → total.
+func Meter(t *testing.T) (meter metric.Meter, counters func() map[string]int64) {
+	reader := sdkmetric.NewManualReader()
+	meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test")
+	return meter, func() map[string]int64 {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, mt := range sm.Metrics {
+				sum, ok := mt.Data.(metricdata.Sum[int64])
+				if !ok {
+					continue
 				}
-				got[key] += dp.Value
+				for _, dp := range sum.DataPoints {
+					key := mt.Name
+					for _, kv := range dp.Attributes.ToSlice() {
+						key += " " + string(kv.Key) + "=" + kv.Value.AsString()
+					}
+					got[key] += dp.Value
+				}
 			}
 		}
+		return got
 	}
-	return got
 }
 
 // WantCounters fails for each counter of want whose total differs, and for any script error
