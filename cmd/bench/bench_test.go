@@ -210,6 +210,13 @@ func TestSessionKeys(t *testing.T) {
 			t.Errorf("sessionKey(%q) = %q, want empty", bad, sessionKey(bad))
 		}
 	}
+	// Object patterns are the documented key names with the tenant tag left open.
+	for got, want := range map[string]string{quoteKeyPattern("q_1"): "hg:v1:quote:{*}:q_1",
+		caseKeyPattern("c_1"): "hg:v1:case:{*}:c_1", tokenKeyPattern("t1"): "hg:v1:token:{*}:t1"} {
+		if got != want {
+			t.Errorf("key pattern %q, want %q", got, want)
+		}
+	}
 	if jwtID("a.eyJqdGkiOiIwMWpkIn0.c") != "01jd" || jwtID("nope") != "" {
 		t.Error("jwtID")
 	}

@@ -13,6 +13,9 @@ import (
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/casestore"
+	"github.com/hashgate/hashgate/internal/repo/idemstore"
+	"github.com/hashgate/hashgate/internal/repo/quotestore"
 	"github.com/hashgate/hashgate/internal/repo/tokenstore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
@@ -65,18 +68,18 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 
-	idem, err := repo.NewIdempotency(s, repo.IdempotencyOptions{Prefix: cfg.KeyPrefix, Hasher: h,
-		TTL: cfg.IdempotencyTTL, Lease: repo.IdempotencyLeaseFor(cfg.RedisTimeout),
+	idem, err := idemstore.New(s, idemstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
+		TTL: cfg.IdempotencyTTL, Lease: idemstore.LeaseFor(cfg.RedisTimeout),
 		MaxPerTenant: cfg.TenantMaxIdempotencyKeys, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	qr, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: cfg.KeyPrefix, Hasher: h, TTL: cfg.QuoteTTL,
+	qr, err := quotestore.New(s, quotestore.Options{Prefix: cfg.KeyPrefix, Hasher: h, TTL: cfg.QuoteTTL,
 		MaxItems: cfg.QuoteMaxItems, MaxPerTenant: cfg.TenantMaxQuotes, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	cr, err := repo.NewCases(s, repo.CaseOptions{Prefix: cfg.KeyPrefix, Hasher: h,
+	cr, err := casestore.New(s, casestore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
 		MaxEscalation: cfg.CaseMaxEscalation, OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL,
 		HistoryMax: cfg.CaseHistoryMax, MaxPerTenant: cfg.TenantMaxCases, Metrics: rm, Logger: log})
 	if err != nil {

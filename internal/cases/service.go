@@ -1,7 +1,7 @@
 // Package cases is the escalation-case domain: its model (a case, its transitions, its
 // history), the rules a case's fields and transitions obey, the service the HTTP operations
 // call, and the sweeper that escalates overdue cases by themselves. Cases are kept by a Store
-// (internal/repo implements it) whose scripts check status and version atomically.
+// (internal/repo/casestore implements it) whose scripts check status and version atomically.
 package cases
 
 import (
@@ -13,7 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/idempotency"
 )
 
-// Store keeps cases (*repo.Cases implements it). Transitions compare Change.IfMatch with the
+// Store keeps cases (*casestore.Store implements it). Transitions compare Change.IfMatch with the
 // case's stateVersion when it is set and answer the case as written.
 type Store interface {
 	Create(ctx context.Context, in NewCase) (*Case, error)

@@ -11,7 +11,7 @@ import (
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/casestore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -24,7 +24,7 @@ func newService(t *testing.T, s *store.Store, prefix string, historyMax int) *ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.NewCases(s, repo.CaseOptions{Prefix: prefix, Hasher: h, MaxEscalation: 3,
+	r, err := casestore.New(s, casestore.Options{Prefix: prefix, Hasher: h, MaxEscalation: 3,
 		OpenTTL: 48 * time.Hour, ResolvedTTL: time.Hour, HistoryMax: historyMax})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@
 //
 // Finding the due indexes on a cluster: a due index lives in its tenant's slot, so a sweeper
 // cannot list them with one command. Instead tenants register their tag in one small global
-// registry key when a case is created or reopened (see repo.Cases.SweepTenants). That is a
+// registry key when a case is created or reopened (see casestore.Store.SweepTenants). That is a
 // single key, works unchanged on every topology, and is bounded and expiring.
 
 package cases
@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// DueStore is what the sweeper needs from the case store (*repo.Cases implements it).
+// DueStore is what the sweeper needs from the case store (*casestore.Store implements it).
 // AutoEscalate answers AutoCorrupt with its error for a case it cannot read.
 type DueStore interface {
 	SweepTenants(ctx context.Context) ([]string, time.Time, error)

@@ -11,25 +11,25 @@ import (
 
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/casestore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-func newCases(t *testing.T, s *store.Store, prefix string) *repo.Cases {
+func newCases(t *testing.T, s *store.Store, prefix string) *casestore.Store {
 	t.Helper()
 	h, err := keyhash.New(bytes.Repeat([]byte{3}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := repo.NewCases(s, repo.CaseOptions{Prefix: prefix, Hasher: h, OpenTTL: 24 * time.Hour, ResolvedTTL: time.Hour})
+	c, err := casestore.New(s, casestore.Options{Prefix: prefix, Hasher: h, OpenTTL: 24 * time.Hour, ResolvedTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func create(t *testing.T, c *repo.Cases, tenant string, due time.Time) string {
+func create(t *testing.T, c *casestore.Store, tenant string, due time.Time) string {
 	t.Helper()
 	k, err := c.Create(context.Background(), cases.NewCase{Tenant: tenant, SubjectRef: "order/1", AssignedTeam: "ops", DueAt: due, Reason: "r", Actor: "svc"})
 	if err != nil {
@@ -43,7 +43,7 @@ func TestNewSweeperValidates(t *testing.T) {
 	if _, err := cases.NewSweeper(nil, time.Second, nil, nil); !errors.Is(err, cases.ErrConfig) {
 		t.Fatalf("nil cases: %v", err)
 	}
-	if _, err := cases.NewSweeper(&repo.Cases{}, time.Nanosecond, nil, nil); !errors.Is(err, cases.ErrConfig) {
+	if _, err := cases.NewSweeper(&casestore.Store{}, time.Nanosecond, nil, nil); !errors.Is(err, cases.ErrConfig) {
 		t.Fatalf("tiny interval: %v", err)
 	}
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/casestore"
+	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -56,11 +57,11 @@ func TestCaseHTTPInFlight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: hasher, TTL: time.Hour})
+				idem, err := idemstore.New(h.store, idemstore.Options{Prefix: h.prefix, Hasher: hasher, TTL: time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, err := repo.NewCases(h.store, repo.CaseOptions{Prefix: h.prefix, Hasher: hasher, OpenTTL: 48 * time.Hour})
+				c, err := casestore.New(h.store, casestore.Options{Prefix: h.prefix, Hasher: hasher, OpenTTL: 48 * time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/cases"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/casestore"
 )
 
 type caseJSON struct {
@@ -132,12 +132,12 @@ func TestCaseHTTPConcurrentEscalations(t *testing.T) {
 		for _, code := range codes {
 			count[code]++
 		}
-		if count[200] != repo.DefaultCaseMaxEscalation || count[409] != 64-repo.DefaultCaseMaxEscalation {
+		if count[200] != casestore.DefaultMaxEscalation || count[409] != 64-casestore.DefaultMaxEscalation {
 			t.Fatalf("status counts %v", count)
 		}
 		rec = h.do("GET", "/v1/cases/"+c.CaseId, nil, "Authorization", auth)
 		decode(t, rec, &c)
-		if c.EscalationLevel != repo.DefaultCaseMaxEscalation {
+		if c.EscalationLevel != casestore.DefaultMaxEscalation {
 			t.Fatalf("final level %d", c.EscalationLevel)
 		}
 	})

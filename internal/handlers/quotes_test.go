@@ -14,7 +14,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/quotes"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -243,7 +243,7 @@ func TestQuoteHTTPInFlight(t *testing.T) {
 	h := newHarness(t, testredis.Backends()[0], nil)
 	auth := h.bearer("acme", "quotes:write")
 	canonical, _ := json.Marshal(QuoteCreateRequest{CustomerId: "cust-7", SalesChannel: "web", Currency: "EUR"})
-	idem, err := repo.NewIdempotency(h.store, repo.IdempotencyOptions{Prefix: h.prefix, Hasher: h.hasher, TTL: time.Hour})
+	idem, err := idemstore.New(h.store, idemstore.Options{Prefix: h.prefix, Hasher: h.hasher, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

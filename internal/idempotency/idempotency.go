@@ -1,7 +1,7 @@
 // Package idempotency runs a create at most once per Idempotency-Key: it claims the key for a
 // hash of the request, replays the stored first response to a retry, refuses a key in flight
 // or reused with another request, and releases the claim when the create fails. The store that
-// keeps the claims (internal/repo) implements Store.
+// keeps the claims (internal/repo/idemstore) implements Store.
 //
 // A keyed create's resource id is derived from the tenant, the operation, the key and the
 // request (a keyed hash, internal/keyhash), never drawn at random: every attempt of one keyed
@@ -58,7 +58,7 @@ type Lease struct {
 	CreatedAtMs int64
 }
 
-// Store keeps Idempotency-Key claims and the responses they produced (*repo.Idempotency
+// Store keeps Idempotency-Key claims and the responses they produced (*idemstore.Store
 // implements it). Claim answers a claim to proceed, a stored response to replay, or a
 // refusal: apperr.IdempotencyMismatch for another request under the key, apperr.InFlight while
 // the first request's lease lasts.

@@ -1,7 +1,7 @@
 // Package quotes is the quote-draft domain: its model (a draft, its line items, its totals),
 // the rules a draft's fields and amounts obey, and the service the HTTP operations call. The
-// drafts are kept by a Store (internal/repo implements it) whose scripts recompute the totals
-// and compare versions atomically.
+// drafts are kept by a Store (internal/repo/quotestore implements it) whose scripts recompute
+// the totals and compare versions atomically.
 package quotes
 
 import (
@@ -13,7 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/idempotency"
 )
 
-// Store keeps quote drafts (*repo.Quotes implements it). Writes compare ifMatch with the
+// Store keeps quote drafts (*quotestore.Store implements it). Writes compare ifMatch with the
 // draft's stateVersion (AnyVersion: whatever it is) and answer the draft as written.
 type Store interface {
 	Create(ctx context.Context, in NewQuote) (*Quote, error)

@@ -12,7 +12,7 @@ import (
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/quotestore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -23,7 +23,7 @@ func newService(t *testing.T, s *store.Store, prefix string, maxItems int) *quot
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.NewQuotes(s, repo.QuoteOptions{Prefix: prefix, Hasher: h, TTL: time.Hour, MaxItems: maxItems})
+	r, err := quotestore.New(s, quotestore.Options{Prefix: prefix, Hasher: h, TTL: time.Hour, MaxItems: maxItems})
 	if err != nil {
 		t.Fatal(err)
 	}

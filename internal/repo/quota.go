@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -15,21 +16,6 @@ import (
 // delete removes its member in the script that deletes the object, and an expiry needs no
 // event: the next create prunes it. So the count is the live objects, without drift.
 
-// Default tenant quotas (the configuration's defaults).
-const (
-	DefaultIdemPerTenant = 100000
-	// MaxIdemPerTenant bounds GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS (the set's declared bound).
-	MaxIdemPerTenant = 1000000
-
-	DefaultQuotesPerTenant = 10000
-	// MaxQuotesPerTenant bounds GATEWAY_TENANT_MAX_QUOTES (the set's declared bound).
-	MaxQuotesPerTenant    = 100000
-	DefaultCasesPerTenant = 50000
-	// MaxCasesPerTenant bounds GATEWAY_TENANT_MAX_CASES (the set's declared bound; a tenant's
-	// due index holds at most as many, MaxDueCases).
-	MaxCasesPerTenant = MaxDueCases
-)
-
 // QuotaError is the 429 refusal of a create over quota (the quota's name as the problem
 // names it, e.g. "tokens"), retryable once the earliest live object expires.
 func QuotaError(quota, env string, limit int, retryMs int64) error {
@@ -38,4 +24,21 @@ func QuotaError(quota, env string, limit int, retryMs int64) error {
 	e.RetryAfter = max(time.Duration(retryMs)*time.Millisecond, time.Second)
 	e.Extra = map[string]any{"quota": quota, "limit": limit}
 	return fmt.Errorf("%s quota: %w", quota, e)
+}
+
+// Quota is a tenant quota as its 429 names it: the objects counted ("quotes"), the variable
+// that sets it, its limit.
+type Quota struct {
+	Name, Env string
+	Limit     int
+}
+
+// QuotaRefusal answers a create's {'QUOTA', ms until the earliest live object expires}: the
+// QuotaError of q, or a bad reply of script when the payload is not a number.
+func QuotaRefusal(ctx context.Context, m *Metrics, script string, rep Reply, q Quota) error {
+	wait, err := rep.Int(0)
+	if err != nil {
+		return BadReply(ctx, m, script, err)
+	}
+	return QuotaError(q.Name, q.Env, q.Limit, wait)
 }

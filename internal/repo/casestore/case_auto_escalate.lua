@@ -1,0 +1,37 @@
+-- case_auto_escalate.lua: the sweeper's transition. Escalates an overdue OPEN case once
+-- (reason auto_escalate, the transition's name), re-checking here, atomically, that the case
+-- still exists, is OPEN, has never been auto-escalated and is due by the server's clock — so
+-- any number of sweepers racing on the same case escalate it exactly once. The open TTL is renewed on both keys and on
+-- the case's score in its tenant's quota set.
+-- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>
+-- KEYS[2] history stream  KEYS[1] .. ':history'
+-- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's expiry)
+-- ARGV[1] max level  ARGV[2] TTL ms (open)  ARGV[3] history max  ARGV[4] actor
+-- ARGV[5] caseId (the member in KEYS[3])
+-- Reply: {'OK', HGETALL case} | {'GONE'} | {'NOT_OPEN', status} | {'ALREADY'}
+--        | {'NOT_DUE', dueAtMs} | {'MAX_ESCALATION', level} | {'CORRUPT', field}
+--#include object_keys
+--#include case_history
+local s = redis.call('HMGET', KEYS[1], 'status', 'dueAtMs', 'escalationLevel', 'autoEscalatedAtMs', 'assignedTeam', 'team')
+if not s[1] then
+  return {'GONE'}
+end
+if s[1] ~= 'OPEN' then return {'NOT_OPEN', s[1]} end
+if s[4] then return {'ALREADY'} end
+local due = tonumber(s[2])
+if not due then return {'CORRUPT', 'dueAtMs'} end
+local level = tonumber(s[3])
+if not level then return {'CORRUPT', 'escalationLevel'} end
+local t = redis.call('TIME')
+local nowN = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if due > nowN then return {'NOT_DUE', s[2]} end
+if level >= tonumber(ARGV[1]) then return {'MAX_ESCALATION', s[3]} end
+local now = string.format('%.0f', nowN)
+local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
+local newLevel = string.format('%.0f', level + 1)
+redis.call('HSET', KEYS[1], 'status', 'ESCALATED', 'escalationLevel', newLevel, 'updatedAtMs', now,
+  'lastTransitionAtMs', now, 'lastTransitionReason', 'auto_escalate', 'autoEscalatedAtMs', now)
+case_history(ARGV[3], now, 'auto_escalate', 'OPEN', 'ESCALATED', newLevel, s[5] or s[6] or '', 'auto_escalate',
+  ARGV[4], tostring(v))
+object_expire(string.format('%.0f', nowN + tonumber(ARGV[2])), tonumber(ARGV[2]), ARGV[5])
+return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,0 +1,41 @@
+-- case_create.lua: open an escalation case (hash), start its bounded history stream and put it
+-- in its tenant's due index, all with the open-case TTL, counted in the tenant's quota set in
+-- the same step; or return the existing case when the id is already taken (an idempotent create
+-- retried after a crash). The quota set's members are the tenant's cases scored by their expiry:
+-- members whose expiry has passed (Redis TIME) are pruned first, and a full set (or a full due
+-- index) refuses before anything is written.
+-- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>
+-- KEYS[2] history stream  <p>:v1:case:{<tenantTag>}:<caseId>:history
+-- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's expiry)
+-- KEYS[4] due index       <p>:v1:casedue:{<tenantTag>}  (member caseId, score dueAtMs)
+-- ARGV[1] caseId  ARGV[2] tenantId  ARGV[3] subjectRef  ARGV[4] assignedTeam  ARGV[5] dueAtMs
+-- ARGV[6] reason  ARGV[7] actor  ARGV[8] TTL ms (open)  ARGV[9] history max  ARGV[10] schemaVersion
+-- ARGV[11] the tenant's quota  ARGV[12] max due-index members
+-- Reply: {'OK', HGETALL case} | {'EXISTS', HGETALL case}
+--        | {'QUOTA', ms until the earliest live case expires} | {'BOUND'} the due index is full
+--#include object_keys
+--#include case_history
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {'EXISTS', redis.call('HGETALL', KEYS[1])}
+end
+local t = redis.call('TIME')
+local nowN = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = string.format('%.0f', nowN)
+local ttl = tonumber(ARGV[8])
+local exp = string.format('%.0f', nowN + ttl)
+local wait = quota_full(KEYS[3], nowN, tonumber(ARGV[11]))
+if wait then return {'QUOTA', wait} end
+if not redis.call('ZSCORE', KEYS[4], ARGV[1]) and redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[12]) then
+  return {'BOUND'}
+end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1],
+  'schemaVersion', ARGV[10], 'caseId', ARGV[1], 'tenantId', ARGV[2], 'subjectRef', ARGV[3],
+  'status', 'OPEN', 'assignedTeam', ARGV[4], 'escalationLevel', '0', 'dueAtMs', ARGV[5],
+  'stateVersion', '1', 'lastTransitionAtMs', now, 'lastTransitionReason', ARGV[6],
+  'createdAtMs', now, 'updatedAtMs', now)
+case_history(ARGV[9], now, 'create', '', 'OPEN', '0', ARGV[4], ARGV[6], ARGV[7], '1')
+object_expire(exp, ttl, ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
+redis.call('PEXPIRE', KEYS[4], ttl)
+return {'OK', redis.call('HGETALL', KEYS[1])}

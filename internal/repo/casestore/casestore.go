@@ -1,0 +1,137 @@
+// Package casestore keeps escalation cases in Redis: a hash and a bounded history stream under
+// the tenant's tag, with the tenant's quota set of live cases and its due index in the same
+// slot, and a small registry of tenants for the sweepers, written only by the case_* scripts
+// beside this file. It implements cases.Store and cases.DueStore; the case rules are the
+// service's (internal/cases), the bounds the keys and scripts need are kept here.
+package casestore
+
+import (
+	"cmp"
+	"embed"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Bounds and defaults of cases.
+const (
+	DefaultMaxEscalation = 3
+	DefaultOpenTTL       = 90 * 24 * time.Hour
+	DefaultResolvedTTL   = 30 * 24 * time.Hour
+	DefaultHistoryMax    = 100
+	DefaultPerTenant     = 50000
+	// MaxPerTenant bounds GATEWAY_TENANT_MAX_CASES (the quota set's declared bound; a tenant's
+	// due index holds at most as many, MaxDueCases).
+	MaxPerTenant = MaxDueCases
+	// MaxDueCases bounds one tenant's due index (its open cases with a due time).
+	MaxDueCases = 100_000
+	// MaxTenants bounds the registry of tenants the sweepers visit.
+	MaxTenants = 10_000
+	// tenantRegistryMargin keeps a tenant registered a little longer than its due index lives.
+	tenantRegistryMargin = time.Hour
+)
+
+// caseIDPattern guards the keys: a case id reaches a key only in this shape.
+var caseIDPattern = regexp.MustCompile(`^c_[0-9a-hjkmnp-tv-z]{26}$`)
+
+// Options configure the store.
+type Options struct {
+	Prefix        string
+	Hasher        *keyhash.Hasher
+	MaxEscalation int           // default 3
+	OpenTTL       time.Duration // TTL while not resolved, refreshed on each transition; default 90 days
+	ResolvedTTL   time.Duration // TTL after resolution; default 30 days
+	HistoryMax    int           // history stream MAXLEN; default 100
+	// MaxPerTenant caps a tenant's live cases (GATEWAY_TENANT_MAX_CASES); default
+	// DefaultPerTenant, at most MaxPerTenant.
+	MaxPerTenant int
+	Metrics      *repo.Metrics
+	Logger       *slog.Logger
+}
+
+// Store keeps escalation cases (it implements cases.Store and cases.DueStore).
+type Store struct {
+	client        rueidis.Client
+	metrics       *repo.Metrics
+	hasher        *keyhash.Hasher
+	keys          repo.Keys
+	log           *slog.Logger
+	maxEscalation int
+	openTTL       time.Duration
+	resolvedTTL   time.Duration
+	historyMax    int
+	objects       repo.Objects[cases.Case] // how a case hash reads, the tenant's quota
+}
+
+var (
+	_ cases.Store    = (*Store)(nil)
+	_ cases.DueStore = (*Store)(nil)
+)
+
+// New returns the case store on s.
+func New(s *store.Store, o Options) (*Store, error) {
+	o.MaxEscalation = cmp.Or(o.MaxEscalation, DefaultMaxEscalation)
+	o.OpenTTL = cmp.Or(o.OpenTTL, DefaultOpenTTL)
+	o.ResolvedTTL = cmp.Or(o.ResolvedTTL, DefaultResolvedTTL)
+	o.HistoryMax = cmp.Or(o.HistoryMax, DefaultHistoryMax)
+	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
+	switch {
+	case s == nil || s.Client == nil:
+		return nil, fmt.Errorf("%w: cases need a store", repo.ErrBadOptions)
+	case o.Prefix == "" || o.Hasher == nil:
+		return nil, fmt.Errorf("%w: cases need a key prefix and a hasher", repo.ErrBadOptions)
+	case o.MaxEscalation < 1 || o.MaxEscalation > 100:
+		return nil, fmt.Errorf("%w: case max escalation %d not within 1..100", repo.ErrBadOptions, o.MaxEscalation)
+	case o.OpenTTL < time.Second || o.ResolvedTTL < time.Second:
+		return nil, fmt.Errorf("%w: case TTLs must be at least 1s", repo.ErrBadOptions)
+	case o.HistoryMax < 1 || o.HistoryMax > 10_000:
+		return nil, fmt.Errorf("%w: case history max %d not within 1..10000", repo.ErrBadOptions, o.HistoryMax)
+	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
+		return nil, fmt.Errorf("%w: cases per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
+	}
+	r := &Store{client: s.Client, metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
+		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), maxEscalation: o.MaxEscalation,
+		openTTL: o.OpenTTL, resolvedTTL: o.ResolvedTTL, historyMax: o.HistoryMax}
+	r.objects = repo.Objects[cases.Case]{Type: "case", KeyPattern: "case:{c_*}", Map: mapCase,
+		Tenant:  func(c *cases.Case) string { return c.Tenant },
+		Quota:   repo.Quota{Name: "cases", Env: "GATEWAY_TENANT_MAX_CASES", Limit: o.MaxPerTenant},
+		Metrics: r.metrics, Log: r.log}
+	return r, nil
+}
+
+// The keys of a case: its hash, its history and its tenant's quota set, all under the
+// tenant's tag (as its due index is), so one script creates or moves a case and counts it
+// exactly (GATEWAY_TENANT_MAX_CASES). Another tenant's id names a key that does not exist.
+func (r *Store) caseKeys(tenantTag, id string) []string {
+	hash := r.keys.Key("case", tenantTag, id)
+	return []string{hash, hash + ":history", r.keys.Key("quota", tenantTag, "cases")}
+}
+
+// dueKey is the tenant's due index.
+func (r *Store) dueKey(tenantTag string) string { return r.keys.Key("casedue", tenantTag) }
+
+// registryKey is the registry of tenants the sweepers visit.
+func (r *Store) registryKey() string { return r.keys.Key("casetenants", "all") }
+
+// TenantTag is the opaque tag naming tenant's due index (never the raw tenant id).
+func (r *Store) TenantTag(tenant string) string { return r.hasher.TenantTag(tenant) }
+
+//go:embed *.lua
+var scriptFiles embed.FS
+
+var (
+	scriptCreate     = repo.LoadScript(scriptFiles, "case_create")
+	scriptTransition = repo.LoadScript(scriptFiles, "case_transition")
+	scriptAuto       = repo.LoadScript(scriptFiles, "case_auto_escalate")
+	scriptDueAdd     = repo.LoadScript(scriptFiles, "case_due_add")
+	scriptTenantAdd  = repo.LoadScript(scriptFiles, "case_tenant_add")
+	scriptTenants    = repo.LoadScript(scriptFiles, "case_tenants")
+)

@@ -1,0 +1,31 @@
+-- quote_create.lua: create a quote draft (summary hash) with zero totals and its TTL, counted in
+-- its tenant's quota set in the same step; or return the existing draft when the id is already
+-- taken (an idempotent create retried after a crash). The quota set's members are the tenant's
+-- drafts scored by their expiry: members whose expiry has passed (Redis TIME) are pruned first,
+-- and a full set refuses before anything is written.
+-- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
+-- KEYS[2] items hash    <p>:v1:quote:{<tenantTag>}:<quoteId>:items  (removed so a new draft starts empty)
+-- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
+-- ARGV[1] quoteId  ARGV[2] tenantId  ARGV[3] customerId  ARGV[4] salesChannel  ARGV[5] currency
+-- ARGV[6] TTL ms   ARGV[7] schemaVersion  ARGV[8] pricingVersion  ARGV[9] the tenant's quota
+-- Reply: {'OK', HGETALL summary} | {'EXISTS', HGETALL summary}
+--        | {'QUOTA', ms until the earliest live draft expires}
+--#include object_keys
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {'EXISTS', redis.call('HGETALL', KEYS[1])}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[6])
+local nowS, exp = string.format('%.0f', now), string.format('%.0f', now + ttl)
+local wait = quota_full(KEYS[3], now, tonumber(ARGV[9]))
+if wait then return {'QUOTA', wait} end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1],
+  'schemaVersion', ARGV[7], 'quoteId', ARGV[1], 'tenantId', ARGV[2], 'customerId', ARGV[3],
+  'salesChannel', ARGV[4], 'currency', ARGV[5], 'status', 'DRAFT',
+  'subtotalMinor', '0', 'discountMinor', '0', 'taxMinor', '0', 'totalMinor', '0', 'itemCount', '0',
+  'pricingVersion', ARGV[8], 'stateVersion', '1',
+  'createdAtMs', nowS, 'updatedAtMs', nowS, 'expiresAtMs', exp)
+object_expire(exp, ttl, ARGV[1]) -- the items key is gone: its expiry is a no-op
+return {'OK', redis.call('HGETALL', KEYS[1])}

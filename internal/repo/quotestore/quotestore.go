@@ -1,0 +1,113 @@
+// Package quotestore keeps quote drafts in Redis: a summary hash and a line-items hash under
+// the tenant's hash tag, with the tenant's quota set of live drafts, written only by the
+// quote_* scripts beside this file. It implements quotes.Store; the draft rules are the
+// service's (internal/quotes), the bounds the scripts enforce and the tenant's quota are kept
+// here.
+package quotestore
+
+import (
+	"cmp"
+	"embed"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/quotes"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// A tenant's quota of live drafts.
+const (
+	DefaultPerTenant = 10000
+	// MaxPerTenant bounds GATEWAY_TENANT_MAX_QUOTES (the quota set's declared bound).
+	MaxPerTenant = 100000
+)
+
+// The key guards: ids and item ids reach keys and hash fields only in these shapes.
+var (
+	quoteIDPattern = regexp.MustCompile(`^q_[0-9a-hjkmnp-tv-z]{26}$`)
+	itemIDPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Options configure the store.
+type Options struct {
+	Prefix   string
+	TTL      time.Duration // after the last write; default 7 days
+	MaxItems int           // default 100
+	// Hasher names the tenant's tag, under which its drafts and their quota set live.
+	Hasher *keyhash.Hasher
+	// MaxPerTenant caps a tenant's live drafts (GATEWAY_TENANT_MAX_QUOTES); default
+	// DefaultPerTenant, at most MaxPerTenant.
+	MaxPerTenant int
+	Metrics      *repo.Metrics
+	Logger       *slog.Logger
+}
+
+// Store keeps quote drafts (it implements quotes.Store).
+type Store struct {
+	client   rueidis.Client
+	metrics  *repo.Metrics
+	hasher   *keyhash.Hasher
+	keys     repo.Keys
+	log      *slog.Logger
+	ttl      time.Duration
+	maxItems int
+	objects  repo.Objects[quotes.Quote] // how a summary hash reads, the tenant's quota
+}
+
+var _ quotes.Store = (*Store)(nil)
+
+// New returns the quote store on s.
+func New(s *store.Store, o Options) (*Store, error) {
+	o.TTL = cmp.Or(o.TTL, quotes.DefaultTTL)
+	o.MaxItems = cmp.Or(o.MaxItems, quotes.DefaultMaxItems)
+	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
+	switch {
+	case s == nil || s.Client == nil:
+		return nil, fmt.Errorf("%w: quotes need a store", repo.ErrBadOptions)
+	case o.Prefix == "" || o.Hasher == nil:
+		return nil, fmt.Errorf("%w: quotes need a key prefix and a hasher", repo.ErrBadOptions)
+	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
+		return nil, fmt.Errorf("%w: quotes per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
+	case o.TTL < time.Second:
+		return nil, fmt.Errorf("%w: quote TTL %s is under 1s", repo.ErrBadOptions, o.TTL)
+	case o.MaxItems < 1 || o.MaxItems > quotes.MaxItemsLimit:
+		return nil, fmt.Errorf("%w: quote max items %d not within 1..%d", repo.ErrBadOptions, o.MaxItems, quotes.MaxItemsLimit)
+	}
+	r := &Store{client: s.Client, metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
+		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, maxItems: o.MaxItems}
+	r.objects = repo.Objects[quotes.Quote]{Type: "quote", KeyPattern: "quote:{q_*}", Map: r.mapQuote,
+		Tenant:  func(q *quotes.Quote) string { return q.Tenant },
+		Quota:   repo.Quota{Name: "quotes", Env: "GATEWAY_TENANT_MAX_QUOTES", Limit: o.MaxPerTenant},
+		Metrics: r.metrics, Log: r.log}
+	return r, nil
+}
+
+// MaxItems is the configured bound on line items per quote.
+func (r *Store) MaxItems() int { return r.maxItems }
+
+// The keys of a draft: its summary, its items and its tenant's quota set, all under the
+// tenant's tag, so one script creates, writes or deletes a draft and counts it exactly
+// (GATEWAY_TENANT_MAX_QUOTES). Another tenant's id names a key that does not exist.
+func (r *Store) quoteKeys(tenant, id string) []string {
+	tag := r.hasher.TenantTag(tenant)
+	summary := r.keys.Key("quote", tag, id)
+	return []string{summary, summary + ":items", r.keys.Key("quota", tag, "quotes")}
+}
+
+//go:embed *.lua
+var scriptFiles embed.FS
+
+var (
+	scriptCreate = repo.LoadScript(scriptFiles, "quote_create")
+	scriptRead   = repo.LoadScript(scriptFiles, "quote_read")
+	scriptPatch  = repo.LoadScript(scriptFiles, "quote_patch")
+	scriptItem   = repo.LoadScript(scriptFiles, "quote_item_write")
+	scriptSubmit = repo.LoadScript(scriptFiles, "quote_submit")
+	scriptDelete = repo.LoadScript(scriptFiles, "quote_delete")
+)
