@@ -105,9 +105,6 @@ type importException struct{ pkg, imp, why string }
 var importExceptions = []importException{
 	{"internal/sessions", module + "/internal/repo", "the session store is moving out of internal/repo (issue 23)"},
 	{"internal/repo", module + "/internal/sessions/session", "the session store is moving out of internal/repo (issue 23)"},
-	{"internal/repo", module + "/internal/quotes", "the quote store is moving out of internal/repo (issue 23)"},
-	{"internal/repo", module + "/internal/cases", "the case store is moving out of internal/repo (issue 23)"},
-	{"internal/repo", module + "/internal/idempotency", "the idempotency store is moving out of internal/repo (issue 23)"},
 }
 
 // listedPackage is what go list tells about one package.
