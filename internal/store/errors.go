@@ -22,7 +22,8 @@ func (u *unavailable) Unwrap() []error      { return []error{ErrUnavailable, u.e
 func (u *unavailable) Is(target error) bool { return target == ErrUnavailable }
 
 // Classify wraps err with ErrUnavailable when it is a connectivity or availability failure
-// (timeout, refused or reset connection, closing client, cluster down, loading, busy script),
+// (timeout, refused or reset connection, closing client, cluster down, loading, busy script, a
+// client-side-cached read aborted by a lost connection or an aborted transaction),
 // or a slot in transit on a cluster: TRYAGAIN (a multi-key command or script whose keys are
 // split between the migrating and the importing node), an ASK or MOVED redirection the client
 // did not follow to the end, and a script refused for touching a key the node does not hold
@@ -47,7 +48,7 @@ func IsUnavailable(err error) bool {
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, rueidis.ErrClosing) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrNoSlot) {
+		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrNoSlot) || errors.Is(err, rueidis.ErrDoCacheAborted) {
 		return true
 	}
 	var ne net.Error

@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -49,5 +51,47 @@ func TestClassifyClusterTransitErrors(t *testing.T) {
 				t.Fatalf("Classify(%q) unavailable = %v, want %v", err, got, tt.unavailable)
 			}
 		})
+	}
+}
+
+// A client-side-cached read whose connection drops while other callers wait for the same key
+// fails those callers with rueidis.ErrDoCacheAborted (rueidis does not retry it). It means the
+// answer is unknown because the connection was lost: unavailable (503), never a miss or a 500.
+func TestClassifyCachedReadAbortedByLostConnection(t *testing.T) {
+	t.Parallel()
+	srv := testredis.StartServer(t)
+	front := testredis.StartProxy(t, srv.Addr(), 0)
+	ctx := context.Background()
+	s, err := store.Open(ctx, store.Options{URL: fmt.Sprintf("redis://127.0.0.1:%d", front.Port), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv.Pause()
+	defer srv.Resume()
+	read := func() error {
+		return s.Client.DoCache(ctx, s.Client.B().Hmget().Key("hg:classify:{x}").Field("f").Cache(), time.Minute).Error()
+	}
+	errs := make(chan error, 5)
+	go func() { errs <- read() }() // fetches the key for the cache
+	time.Sleep(200 * time.Millisecond)
+	for range 4 {
+		go func() { errs <- read() }() // wait for that fetch
+	}
+	time.Sleep(200 * time.Millisecond)
+	front.Cut()
+	srv.Resume()
+	aborted := 0
+	for range 5 {
+		err := <-errs
+		if errors.Is(err, rueidis.ErrDoCacheAborted) {
+			aborted++
+		}
+		if err != nil && !store.IsUnavailable(err) {
+			t.Errorf("IsUnavailable(%v) = false", err)
+		}
+	}
+	if aborted == 0 {
+		t.Fatal("no read was aborted: the cut did not reach a cached read in flight")
 	}
 }

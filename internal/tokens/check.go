@@ -32,8 +32,9 @@ type Introspection struct {
 
 // Introspect answers whether token is live for caller's tenant. Anything not live — bad
 // signature, wrong issuer or audience, expired, revoked, unknown, another tenant's — is
-// {Active:false}, never an error. The one error is Redis being unreachable (503): the answer
-// is then unknown, and claiming "inactive" would be a lie the caller might act on.
+// {Active:false}, never an error. The errors are Redis being unreachable (503) and a failure
+// to read the token's state (500): the answer is then unknown, and claiming "inactive" would be
+// a lie the caller might act on.
 func (s *Service) Introspect(ctx context.Context, caller *auth.Principal, token string) (Introspection, error) {
 	if caller == nil {
 		return Introspection{}, apperr.New(apperr.Unauthenticated, "")
@@ -45,8 +46,8 @@ func (s *Service) Introspect(ctx context.Context, caller *auth.Principal, token 
 	}
 	ctx, span := s.tracer.Start(ctx, "tokens.introspect", trace.WithAttributes(attribute.String(attrTokenID, claims.ID)))
 	defer span.End()
-	if _, err := s.live(ctx, claims); err != nil {
-		if store.IsUnavailable(err) {
+	if o, err := s.live(ctx, claims); err != nil {
+		if o == outcomeUnavailable || o == outcomeError {
 			return Introspection{}, spanErr(span, err)
 		}
 		s.m.introspect(ctx, false)
@@ -66,7 +67,8 @@ func (s *Service) Introspect(ctx context.Context, caller *auth.Principal, token 
 
 // Check implements auth.Checker: the verified token c must have live metadata — present, of
 // the same tenant and scopes, not revoked, not expired. Refusals are InvalidCredentials
-// (401); Redis unreachable with nothing cached is an error store.IsUnavailable recognises.
+// (401); Redis unreachable with nothing cached is an error store.IsUnavailable recognises; any
+// other failure to read the state is apperr.Internal (500), never a refusal.
 func (s *Service) Check(ctx context.Context, c *auth.Claims) error {
 	start := time.Now()
 	ctx, span := s.tracer.Start(ctx, "tokens.check")
@@ -135,8 +137,9 @@ func (s *Service) live(ctx context.Context, c *auth.Claims) (outcome, error) {
 	case store.IsUnavailable(err):
 		return outcomeUnavailable, fmt.Errorf("tokens: check %s: %w", c.ID, store.Classify(err))
 	default:
+		// Not an answer about the token: a 500, never a refusal its client would drop it for.
 		s.log.WarnContext(ctx, "token check failed", "token_id", c.ID, "err", err)
-		return outcomeError, fmt.Errorf("tokens: check %s: %w", c.ID, err)
+		return outcomeError, apperr.Wrap(apperr.Internal, "", fmt.Errorf("tokens: check %s: %w", c.ID, err))
 	}
 	switch {
 	case st.Tenant != c.Tenant || st.Scope != c.Scope:

@@ -2,6 +2,7 @@ package tokens_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -29,6 +30,19 @@ func refused() rueidis.RedisResult {
 func (down) Do(context.Context, rueidis.Completed) rueidis.RedisResult { return refused() }
 func (down) DoCache(context.Context, rueidis.Cacheable, time.Duration) rueidis.RedisResult {
 	return refused()
+}
+
+// failing answers every command with an error the token check does not expect (neither a
+// refusal nor Redis unavailable).
+type failing struct{ rueidis.Client }
+
+var errUnexpected = errors.New("an unexpected driver failure")
+
+func (failing) Do(context.Context, rueidis.Completed) rueidis.RedisResult {
+	return rueidis.NewErrorResult(errUnexpected)
+}
+func (failing) DoCache(context.Context, rueidis.Cacheable, time.Duration) rueidis.RedisResult {
+	return rueidis.NewErrorResult(errUnexpected)
 }
 
 // env is what several gateway replicas share: signing keys, the HMAC key and the key prefix.

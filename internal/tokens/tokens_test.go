@@ -186,6 +186,33 @@ func TestCheckFailsClosedWhenRedisIsDown(t *testing.T) {
 	}
 }
 
+// A failure reading a valid token's state says nothing about the token: the check answers an
+// internal error (500), never the 401 a client reads as "drop this token", and introspection
+// an error, never {active:false}.
+func TestCheckUnexpectedErrorIsNotARefusal(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	e := newEnv(t, testredis.Prefix(t))
+	up := e.service(t, s, nil, tokens.Options{CacheTTL: 5 * time.Second})
+	out, err := up.Mint(context.Background(), mintReq(auth.ScopeTokensRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, _ := e.auth.Verify(out.Token)
+	svc := e.service(t, s, failing{s.Client}, tokens.Options{CacheTTL: 5 * time.Second})
+	err = svc.Check(context.Background(), claims)
+	if p, ok := apperr.As(err); !ok || p.Kind != apperr.Internal {
+		t.Fatalf("check on an unexpected failure = %v, want an internal error (500)", err)
+	}
+	if !errors.Is(err, errUnexpected) {
+		t.Fatalf("check error %v does not carry the cause", err)
+	}
+	got, err := svc.Introspect(context.Background(), admin, out.Token)
+	if err == nil {
+		t.Fatalf("introspect on an unexpected failure = %+v, want an error", got)
+	}
+}
+
 func TestIssueRefusalsWriteNothing(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {

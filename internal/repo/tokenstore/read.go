@@ -2,6 +2,7 @@ package tokenstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -88,7 +89,9 @@ var stateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "sche
 // tenant comes from the verified JWT, so another tenant's id is simply not found). With cacheTTL > 0 it goes
 // through rueidis client-side caching: a hot token costs no round trip, and a write to its
 // hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
-// caps staleness should a push be lost. A missing hash is NotFound; a malformed one repo.ErrCorrupt.
+// caps staleness should a push be lost. A missing hash is NotFound; a malformed one repo.ErrCorrupt;
+// a read that could not complete (Redis unreachable, the connection lost) an error
+// store.IsUnavailable recognises, never NotFound.
 func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (tokens.State, error) {
 	if !tokens.ValidID(id) {
 		return tokens.State{}, fmt.Errorf("token: %w", apperr.NotFound)
@@ -104,7 +107,13 @@ func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Dura
 		vals, err := res.ToArray()
 		return vals, res.IsCacheHit(), err
 	}
-	vals, hit, err := read(r.hashKey(r.tag(tenant), id))
+	key := r.hashKey(r.tag(tenant), id)
+	vals, hit, err := read(key)
+	if cacheTTL > 0 && errors.Is(err, rueidis.ErrDoCacheAborted) {
+		// The connection dropped while another call fetched this key for the cache (a failover
+		// resets every connection): ask once more, on the new connection, within ctx.
+		vals, hit, err = read(key)
+	}
 	if err != nil {
 		return tokens.State{}, repo.CommandError("token state", err)
 	}
