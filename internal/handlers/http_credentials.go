@@ -104,7 +104,11 @@ func (s *Server) authBearer(ctx context.Context, r *http.Request) (*auth.Princip
 		if p := s.unavailable(err, "Cannot check the token's revocation state."); p != nil {
 			return nil, p
 		}
-		if p, ok := apperr.As(err); ok && p.Kind != apperr.InvalidCredentials && p.Kind != apperr.Unauthenticated {
+		p, ok := apperr.As(err)
+		switch {
+		case !ok:
+			return nil, err // a failure to check is not a verdict on the token: 500, never 401
+		case p.Kind != apperr.InvalidCredentials && p.Kind != apperr.Unauthenticated:
 			return nil, p
 		}
 		return nil, invalidToken(err)

@@ -76,6 +76,8 @@ func securityProblem(r *http.Request, reqs openapi3.SecurityRequirements, errs [
 	var best *apperr.Error
 	rank := func(e *apperr.Error) int {
 		switch e.Kind {
+		case apperr.Internal:
+			return 5
 		case apperr.Unavailable:
 			return 4
 		case apperr.InsufficientScope, apperr.StepUpRequired:
@@ -86,7 +88,13 @@ func securityProblem(r *http.Request, reqs openapi3.SecurityRequirements, errs [
 		return 1
 	}
 	for _, err := range errs {
-		if p, ok := apperr.As(err); ok && (best == nil || rank(p) > rank(best)) {
+		p, ok := apperr.As(err)
+		if !ok && err != nil && !errors.Is(err, errAbsent) {
+			// A credential that could not be checked (not a verdict on it): 500, never 401,
+			// which would tell the client to drop a credential that may be good.
+			p = apperr.Wrap(apperr.Internal, "The credential could not be checked.", err)
+		}
+		if p != nil && (best == nil || rank(p) > rank(best)) {
 			best = p
 		}
 	}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -462,4 +463,37 @@ func (unreachableRedis) Do(context.Context, rueidis.Completed) rueidis.RedisResu
 
 func (unreachableRedis) DoCache(context.Context, rueidis.Cacheable, time.Duration) rueidis.RedisResult {
 	return rueidis.NewErrorResult(fmt.Errorf("dial: %w", store.ErrUnavailable))
+}
+
+// A token check that fails for another reason than a verdict on the token (a bug, a reply it
+// cannot read) is a 500: a 401 would tell the client to drop a token that may be good.
+func TestTokenCheckFailureIsNotARefusal(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, testredis.Backends()[0], func(h *harness, d *Deps) { d.TokenCheck = failingCheck{} })
+	rec := h.do("GET", "/v1/tokens", nil, "Authorization", h.bearer("acme", auth.ScopeTokensRead))
+	wantProblem(t, rec, 500, "internal")
+}
+
+type failingCheck struct{}
+
+func (failingCheck) Check(context.Context, *auth.Claims) error {
+	return errors.New("token state: the reply could not be read")
+}
+
+// The same for a session that could not be checked.
+func TestSessionCheckFailureIsNotARefusal(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, testredis.Backends()[0], func(h *harness, d *Deps) { d.SessionAuth = failingSessions{} })
+	rec := h.do("GET", "/v1/session", nil, "X-Session-Token", "hgs_AAAAAAAAAAAA_"+strings.Repeat("A", 43))
+	wantProblem(t, rec, 500, "internal")
+}
+
+type failingSessions struct{}
+
+func (failingSessions) Authenticate(context.Context, string) (*auth.Principal, error) {
+	return nil, errors.New("session: the reply could not be read")
+}
+
+func (f failingSessions) AuthenticateView(ctx context.Context, tok string) (*auth.Principal, error) {
+	return f.Authenticate(ctx, tok)
 }
