@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/hashgate/hashgate/internal/accessrules"
-	"github.com/hashgate/hashgate/internal/repo"
 )
 
 func TestParseWrkOutput(t *testing.T) {
@@ -199,7 +198,7 @@ func TestSessionKeys(t *testing.T) {
 	if got := sessionKey(id); got != "hg:v1:sess:{HqmZlnfwLA7o}:v5j5-VhIs4FOwPkjw6" {
 		t.Errorf("sessionKey = %q", got)
 	}
-	if got := userKey(id, repo.MFACounterKey); got != "hg:v1:rl:{HqmZlnfwLA7o}:mfa" {
+	if got := userKey(id, mfaCounterKey); got != "hg:v1:rl:{HqmZlnfwLA7o}:mfa" {
 		t.Errorf("userKey = %q", got)
 	}
 	// Tags and parts are base64url: '_' inside them is not a separator.

@@ -10,7 +10,7 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// Key names follow docs/KEYS.md and come from internal/repo's key helpers; the ids the API
+// Key names follow docs/KEYS.md (built here from its patterns); the ids the API
 // returns map to them: a session id carries its user tag (so the session hash, the device
 // index and the MFA counter are named from it), a token's key is found by SCAN (its tenant tag
 // is a keyed hash the bench does not compute), quote and case ids are their hash tags.
@@ -26,8 +26,14 @@ func sessionKey(id string) string {
 	if !ok {
 		return ""
 	}
-	return repo.SessionKey(benchKeys, ref)
+	return benchKeys.Key("sess", ref.Tag, ref.Part)
 }
+
+// The user's keys (docs/KEYS.md, "Sessions"): the per-user layout's hash, the per-session
+// layout's device index and the MFA attempt counter, each named from the user's tag.
+func userSessionsKey(k repo.Keys, tag string) string { return k.Key("sess", tag) }
+func deviceIndexKey(k repo.Keys, tag string) string  { return k.Key("sessions", tag) }
+func mfaCounterKey(k repo.Keys, tag string) string   { return k.Key("rl", tag, "mfa") }
 
 // userKey is the key key(benchKeys, tag) of the user that session id belongs to ("" for an
 // id that is not a session id).
@@ -85,20 +91,20 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 	// its user's hash; in the per-session layout in its own hash beside the user's device index.
 	perUser := false
 	if len(fx.sessions) > 0 {
-		if k := userKey(fx.sessions[0].ID, repo.UserSessionsKey); k != "" {
+		if k := userKey(fx.sessions[0].ID, userSessionsKey); k != "" {
 			n, err := b.redis.Client.Do(ctx, b.redis.Client.B().Exists().Key(k).Build()).AsInt64()
 			perUser = err == nil && n == 1
 		}
 	}
 	sessKey := sessionKey
 	if perUser {
-		sessKey = func(id string) string { return userKey(id, repo.UserSessionsKey) }
+		sessKey = func(id string) string { return userKey(id, userSessionsKey) }
 	}
 	if len(fx.sessions) > 0 && fx.sessions[0].ID != "" {
 		var ss, idx [][]string
 		for _, s := range fx.sessions[:min(100, len(fx.sessions))] {
 			ss = append(ss, []string{sessKey(s.ID)})
-			idx = append(idx, []string{userKey(s.ID, repo.SessionDevicesKey)})
+			idx = append(idx, []string{userKey(s.ID, deviceIndexKey)})
 		}
 		if perUser {
 			measure(perUserHashObject+" (BASIC, no device info; per-user layout)", "", ss...)
@@ -113,7 +119,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 		var ss, rl [][]string
 		for _, m := range fx.mfa {
 			ss = append(ss, []string{sessKey(m.SessionID)})
-			rl = append(rl, []string{userKey(m.SessionID, repo.MFACounterKey)})
+			rl = append(rl, []string{userKey(m.SessionID, mfaCounterKey)})
 		}
 		measure("session with a pending MFA challenge (its hash)", "challenge fields carry their own TTL", ss...)
 		measure("MFA attempt counter", "", rl...)

@@ -13,6 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
@@ -45,12 +46,12 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 
-	sr, err := repo.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, repo.SessionOptions{
+	sr, err := sessionstore.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, sessionstore.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
 		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries),
-		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
-		Layout:  repo.SessionLayout(cfg.SessionLayout),
-		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
+		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: sessionstore.SessionLimitPolicy(cfg.SessionLimitPolicy),
+		Layout:  sessionstore.SessionLayout(cfg.SessionLayout),
+		MFA:     ratelimit.Policy{Name: sessionstore.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
 		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h),
 	})
 	if err != nil {

@@ -190,3 +190,8 @@ func As(err error) (*Error, bool) {
 	}
 	return nil, false
 }
+
+// ErrCorrupt marks a stored object whose fields are missing or malformed. It is never served
+// as valid; handlers render it as 500 (or 401 for credentials) and the store counts and logs it
+// without values. Stores wrap it (repo.ErrCorrupt is this error); services test for it here.
+var ErrCorrupt = errors.New("corrupt object")

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/config"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -464,9 +464,9 @@ func (g *gateway) sessionKeys(t *testing.T, s gwSession) (index, key string) {
 	t.Helper()
 	ref := g.sessionRef(t, s)
 	if g.perUser() {
-		return g.keys.Key("sessions", ref.Tag), repo.UserSessionsKey(g.keys, ref.Tag)
+		return g.keys.Key("sessions", ref.Tag), sessionstore.UserSessionsKey(g.keys, ref.Tag)
 	}
-	return g.keys.Key("sessions", ref.Tag), repo.SessionKey(g.keys, ref)
+	return g.keys.Key("sessions", ref.Tag), sessionstore.SessionKey(g.keys, ref)
 }
 
 func (g *gateway) sessionRef(t *testing.T, s gwSession) session.Ref {

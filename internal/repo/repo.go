@@ -72,6 +72,18 @@ func (f *Fields) Str(name string) string {
 
 func (f *Fields) Opt(name string) string { return f.m[name] }
 
+// Lookup is the value of name and whether the hash holds it (for fields with their own rules).
+func (f *Fields) Lookup(name string) (string, bool) {
+	v, ok := f.m[name]
+	return v, ok
+}
+
+// Bad records name as missing or malformed (Err then reports it).
+func (f *Fields) Bad(name string) { f.bad = append(f.bad, name) }
+
+// BadNames are the fields recorded missing or malformed, for logs (names, never values).
+func (f *Fields) BadNames() []string { return f.bad }
+
 func (f *Fields) Int64(name string) int64 {
 	v, ok := f.m[name]
 	if !ok {
@@ -121,10 +133,9 @@ func (f *Fields) Err(objType string) error {
 	return fmt.Errorf("%w: %s hash has missing or malformed fields %v", ErrCorrupt, objType, f.bad)
 }
 
-// ErrCorrupt marks an object whose hash is missing required fields or holds malformed values.
-// It is never served as valid; handlers render it as 500 (or 401 for credentials) and it is
-// counted and logged without values.
-var ErrCorrupt = fmt.Errorf("corrupt object")
+// ErrCorrupt marks an object whose hash is missing required fields or holds malformed values
+// (apperr.ErrCorrupt, which services test for without importing a store).
+var ErrCorrupt = apperr.ErrCorrupt
 
 // CommandError turns a driver error into a domain one: nil → ErrNotFound-wrapped, connectivity →
 // store.ErrUnavailable, anything else wrapped with the operation name.

@@ -16,6 +16,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -27,7 +28,7 @@ type svcEnv struct {
 	t       *testing.T
 	s       *store.Store
 	svc     *Service
-	r       *repo.Sessions
+	r       *sessionstore.Sessions
 	prefix  string
 	mu      sync.Mutex
 	secrets []string
@@ -42,7 +43,7 @@ func newSvcEnv(t *testing.T, s *store.Store, prefix string) *svcEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
+	r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{RefreshFraction: 0.25,
 		MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
 		t.Fatal(err)
