@@ -33,10 +33,7 @@
 --        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} |
 --        {'CORRUPT'} (the hash holds another user: nothing written)
 
--- BEGIN session_fields
-local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs', 'mfaChallengeId', 'mfaCodeMac'}
-local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs'}
--- END session_fields
+--#include session_fields
 
 local MARK = ':absoluteExpiresAtMs'
 local part = ARGV[4]

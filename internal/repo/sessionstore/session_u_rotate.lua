@@ -15,10 +15,7 @@
 --        defaults, are not written; rotation keeps both as they are; createdAtMs is the hash's
 --        when the session holds none; groups nil when the session has none)
 
--- BEGIN session_fields
-local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs', 'mfaChallengeId', 'mfaCodeMac'}
-local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs'}
--- END session_fields
+--#include session_fields
 
 -- Field names, not keys: every key touched is in KEYS.
 local oldPart, newPart = ARGV[2], ARGV[3]

@@ -26,10 +26,7 @@
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
 --        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
 
--- BEGIN session_fields
-local SESSION_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs', 'mfaChallengeId', 'mfaCodeMac'}
-local SESSION_TTL_FIELDS = {'absoluteExpiresAtMs', 'createdAtMs', 'updatedAtMs', 'status', 'authLevel', 'lastSeenAtMs', 'lastRotatedAtMs', 'mfaVerifiedAtMs', 'idleTimeoutMs', 'deviceLabel', 'ipHash', 'userAgentHash', 'failedMfaAttempts', 'loginPending', 'groups', 'mfaChallengeCreatedAtMs'}
--- END session_fields
+--#include session_fields
 
 --#include fixed_window
 

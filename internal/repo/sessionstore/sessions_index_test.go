@@ -188,7 +188,7 @@ func TestSessionCreateBoundCountsIndex(t *testing.T) {
 // says so in its comment ("-- field name").
 func TestSessionScriptsBuildNoKeys(t *testing.T) {
 	t.Parallel()
-	names, err := scriptFiles.ReadDir(".")
+	names, err := luaFiles.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestSessionScriptsBuildNoKeys(t *testing.T) {
 		if !strings.HasPrefix(n.Name(), "session_") {
 			continue
 		}
-		b, err := scriptFiles.ReadFile(n.Name())
+		b, err := luaFiles.ReadFile(n.Name())
 		if err != nil {
 			t.Fatal(err)
 		}

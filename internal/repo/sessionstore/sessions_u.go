@@ -27,8 +27,7 @@ import (
 
 // sessPartFields are the names a session's fields take in the user's hash (after "<idPart>:"):
 // HDEL of a session and HPEXPIRE of an idle refresh name them all. The scripts that need the
-// list hold a copy between "-- BEGIN session_fields" and "-- END session_fields" lines
-// (sessPartFieldsLua); TestSessionFieldListsAgree fails on drift.
+// list include the snippet session_fields, written from it (sessPartFieldsLua, scripts.go).
 var sessPartFields = []string{sfAbsoluteExpires, sfCreatedAt, sfUpdatedAt, sfStatus, sfAuthLevel, sfLastSeenAt,
 	sfLastRotatedAt, sfMFAVerifiedAt, sfIdleTimeout, sfDeviceLabel, sfIPHash, sfUserAgentHash, sfFailedMFA,
 	sfLoginPending, sfGroups, sfChallengeAt, sfChallengeID, sfCodeMAC}
@@ -39,7 +38,7 @@ var sessChallengeFields = []string{sfChallengeID, sfCodeMAC}
 // sessUserFields are the user's own fields in the user's hash.
 var sessUserFields = []string{sfUserID, sfTenantID, sfSchemaVersion, sfCreatedAt, sfUpdatedAt}
 
-// sessPartFieldsLua is the Lua block the scripts embed: SESSION_FIELDS (every name) and
+// sessPartFieldsLua is the snippet session_fields: SESSION_FIELDS (every name) and
 // SESSION_TTL_FIELDS (those an idle refresh extends).
 func sessPartFieldsLua() string {
 	q := func(names []string) string {
