@@ -1,6 +1,8 @@
 package app
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"log/slog"
@@ -50,10 +52,14 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		RefreshFraction: cfg.SessionRefreshFraction,
 		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries),
 		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: sessionstore.SessionLimitPolicy(cfg.SessionLimitPolicy),
-		Layout:  sessionstore.SessionLayout(cfg.SessionLayout),
+		Layout:  sessionLayout(cfg, s),
 		MFA:     ratelimit.Policy{Name: sessionstore.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
 		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h),
 	})
+	if errors.Is(err, sessionstore.ErrLayoutUnsupported) {
+		return nil, fmt.Errorf("GATEWAY_SESSION_LAYOUT=%s: %w; set GATEWAY_SESSION_LAYOUT=per-session (or use Redis >= 7.4)",
+			sessionLayout(cfg, s), err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -111,4 +117,18 @@ func entries(n int) int {
 		return -1
 	}
 	return n
+}
+
+// sessionLayout is GATEWAY_SESSION_LAYOUT, or when unset its default: per-user on Redis,
+// per-session on the embedded store (no REDIS_URL; it has no hash field expiry). Configuration
+// alone decides: a Redis that cannot host the layout fails the start (sessionstore.Hosts), and
+// upgrading Redis never switches it.
+func sessionLayout(cfg config.Config, s *store.Store) sessionstore.SessionLayout {
+	switch {
+	case cfg.SessionLayout != "":
+		return sessionstore.SessionLayout(cfg.SessionLayout)
+	case s.Caps.Embedded:
+		return sessionstore.LayoutPerSession
+	}
+	return sessionstore.LayoutPerUser
 }

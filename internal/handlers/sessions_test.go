@@ -36,9 +36,12 @@ func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak f
 	counter := testredis.NewCounter(s.Client)
 	counted := *s
 	counted.Client = counter
-	o := sessionstore.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
+	o := sessionstore.SessionOptions{Layout: sessionstore.LayoutPerUser, RefreshFraction: 0.25, MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
 	if tweak != nil {
 		tweak(&o)
+	}
+	if sessionstore.Hosts(s.Caps, o.Layout) != nil {
+		o.Layout = sessionstore.LayoutPerSession
 	}
 	r, err := sessionstore.NewSessions(&counted, repo.Keys{Prefix: prefix}, o)
 	if err != nil {

@@ -25,7 +25,7 @@ func absentEnv(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher) (
 	rec := testredis.NewRecorder(s.Client)
 	cp := *s
 	cp.Client = rec
-	r, err := sessionstore.NewSessions(&cp, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{RefreshFraction: 0.25,
+	r, err := sessionstore.NewSessions(&cp, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 		MaxPerUser: 50, CacheTTL: 30 * time.Second, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
 		t.Fatal(err)

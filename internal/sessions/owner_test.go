@@ -117,7 +117,7 @@ func TestNewRefusesAnotherKeysOwnerCheck(t *testing.T) {
 		{OwnerCheck(h2), false},
 		{func(string, string, string) bool { return true }, false},
 	} {
-		r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: testredis.Prefix(t)}, sessionstore.SessionOptions{RefreshFraction: 0.25,
+		r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: testredis.Prefix(t)}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 			MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}, OwnerCheck: c.check})
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +136,7 @@ func ownerRepo(tb testing.TB, s *store.Store, p string, repoChecks bool) (*sessi
 	if err != nil {
 		tb.Fatal(err)
 	}
-	o := sessionstore.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
+	o := sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
 		MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
 	if repoChecks {
 		o.OwnerCheck = OwnerCheck(h)

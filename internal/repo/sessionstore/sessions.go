@@ -1,6 +1,7 @@
 package sessionstore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,8 +63,8 @@ type SessionOptions struct {
 	// LimitPolicy is what a create does at MaxPerUser: evict the least recently used session
 	// (LimitEvictOldest; "" means the same) or refuse (LimitRefuse).
 	LimitPolicy SessionLimitPolicy
-	// Layout is where sessions live (LayoutPerUser, the default, when the server has hash field
-	// expiry; otherwise, or with LayoutPerSession, one hash per session and a device index).
+	// Layout is where sessions live: LayoutPerUser ("" means the same), which needs hash field
+	// expiry (Hosts), or LayoutPerSession. It is never picked from the server.
 	Layout SessionLayout
 	// MFA is the per-user attempt policy of MFA verification.
 	MFA ratelimit.Policy
@@ -114,7 +115,7 @@ const (
 	// the user's fields once, each session's as "<idPart>:<field>" with the session's idle
 	// deadline as their field TTL. One key per user instead of two per session (a hash and the
 	// device index): about 360 B of Redis memory per session instead of about 480 B. Needs hash
-	// field expiry (Redis >= 7.4); on older servers LayoutPerSession applies.
+	// field expiry in milliseconds (Redis >= 7.4): on another server NewSessions fails.
 	LayoutPerUser SessionLayout = "per-user"
 	// LayoutPerSession keeps one hash per session plus the user's device index (a sorted set).
 	// A gateway in one layout does not see the sessions kept in the other.
@@ -162,13 +163,27 @@ type Sessions struct {
 	// broadcast: Redis pushes every write to a session key (broadcast tracking), so the memo
 	// is filled by plain reads and rueidis keeps no copy of sessions.
 	broadcast bool
-	// perUser: sessions live in the user's hash (LayoutPerUser on a server with hash field
-	// expiry); the per-session code paths serve the other case.
+	// perUser: sessions live in the user's hash (LayoutPerUser); the per-session code paths
+	// serve the other layout.
 	perUser bool
 }
 
 // ErrSessionOptions reports unusable options.
-var ErrSessionOptions = errors.New("repo: bad session options")
+var ErrSessionOptions = errors.New("sessionstore: bad session options")
+
+// ErrLayoutUnsupported reports a layout the server cannot host (Hosts).
+var ErrLayoutUnsupported = errors.New("the server cannot host this session layout")
+
+// Hosts says whether a server with caps can host layout l: the per-user layout needs hash
+// field expiry in milliseconds (HPEXPIRE, HPTTL; Redis >= 7.4); the per-session layout runs
+// anywhere. The error names what is missing.
+func Hosts(caps store.Capabilities, l SessionLayout) error {
+	if (l == LayoutPerUser || l == "") && (caps.FieldExpiry == store.FieldExpiryFallback || !caps.FieldExpiryMs) {
+		return fmt.Errorf("%w: the per-user layout needs hash field expiry (Redis >= 7.4); %s has none",
+			ErrLayoutUnsupported, cmp.Or(caps.ServerVersion, "this server"))
+	}
+	return nil
+}
 
 // NewSessions returns the session repository over s with keys under k.Prefix.
 func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, error) {
@@ -199,6 +214,9 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := Hosts(s.Caps, o.Layout); err != nil {
+		return nil, err
+	}
 	mode := s.Caps.FieldExpiry
 	switch mode {
 	case store.FieldExpiryHSETEX, store.FieldExpiryHEXPIRE, store.FieldExpiryFallback:
@@ -210,7 +228,7 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
 		refreshing: make(chan struct{}, maxBackgroundRefreshes),
-		perUser:    mode != store.FieldExpiryFallback && s.Caps.FieldExpiryMs && o.Layout != LayoutPerSession}
+		perUser:    o.Layout != LayoutPerSession}
 	if o.AbsentTTL == 0 {
 		o.AbsentTTL = DefaultSessionAbsentTTL
 	}

@@ -70,6 +70,9 @@ func newSessEnv(t testing.TB, s *store.Store, prefix string, tweak func(*Session
 	o := sessDefaultOptions()
 	o.Metrics = repo.NewMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(e.reader)).Meter("test"))
 	o.Logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if Hosts(s.Caps, LayoutPerUser) != nil {
+		o.Layout = LayoutPerSession
+	}
 	if tweak != nil {
 		tweak(&o)
 	}

@@ -41,6 +41,34 @@ func TestNewSessionsRefusesBadOptions(t *testing.T) {
 	}
 }
 
+// The layout is configuration, never picked from the server: a server without hash field
+// expiry refuses the per-user layout (the default) with ErrLayoutUnsupported, where it used to
+// be given the per-session layout silently; a server with it keeps the per-session layout when
+// that is configured.
+func TestSessionLayoutNeverPickedFromTheServer(t *testing.T) {
+	t.Parallel()
+	for _, b := range testredis.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			s := testredis.Open(t, b)
+			for _, l := range []SessionLayout{"", LayoutPerUser, LayoutPerSession} {
+				o := sessDefaultOptions()
+				o.Layout = l
+				r, err := NewSessions(s, repo.Keys{Prefix: "hg"}, o)
+				hosts := s.Caps.FieldExpiryMs && s.Caps.FieldExpiry != store.FieldExpiryFallback
+				switch {
+				case l == LayoutPerSession && (err != nil || r.perUser):
+					t.Errorf("per-session: err %v, per-user %v", err, r != nil && r.perUser)
+				case l != LayoutPerSession && hosts && (err != nil || !r.perUser):
+					t.Errorf("%q on a server with field expiry: err %v", l, err)
+				case l != LayoutPerSession && !hosts && !errors.Is(err, ErrLayoutUnsupported):
+					t.Errorf("%q without field expiry: err %v, want ErrLayoutUnsupported", l, err)
+				}
+			}
+		})
+	}
+}
+
 func TestSessionLifecycle(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {

@@ -64,9 +64,9 @@ func (e *sessEnv) liveParts(tag string) []string {
 // cluster: per user (the default on Redis 8), per session (forced), and the fallback mode
 // (per session, challenge keys of their own).
 var sessMigrationVariants = []sessMigrationVariant{
-	{"per-user", "", ""},
+	{"per-user", "", LayoutPerUser},
 	{"per-session", "", LayoutPerSession},
-	{string(store.FieldExpiryFallback), store.FieldExpiryFallback, ""},
+	{string(store.FieldExpiryFallback), store.FieldExpiryFallback, LayoutPerSession},
 }
 
 type sessMigrationVariant struct {
