@@ -163,9 +163,8 @@ type Sessions struct {
 	// broadcast: Redis pushes every write to a session key (broadcast tracking), so the memo
 	// is filled by plain reads and rueidis keeps no copy of sessions.
 	broadcast bool
-	// perUser: sessions live in the user's hash (LayoutPerUser); the per-session code paths
-	// serve the other layout.
-	perUser bool
+	// layout is where sessions live (perSessionLayout or perUserLayout).
+	layout layout
 }
 
 // ErrSessionOptions reports unusable options.
@@ -227,8 +226,12 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 		expiry:     session.Expiry{RefreshFraction: o.RefreshFraction},
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
-		refreshing: make(chan struct{}, maxBackgroundRefreshes),
-		perUser:    o.Layout != LayoutPerSession}
+		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
+	if o.Layout == LayoutPerSession {
+		r.layout = perSessionLayout{Sessions: r, challengeKeys: mode == store.FieldExpiryFallback}
+	} else {
+		r.layout = perUserLayout{r}
+	}
 	if o.AbsentTTL == 0 {
 		o.AbsentTTL = DefaultSessionAbsentTTL
 	}

@@ -85,7 +85,7 @@ func (r *Sessions) authorizeFresh(ctx context.Context, ref session.Ref, view boo
 	if r.cacheTTL > 0 {
 		r.o.Metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
 	}
-	return r.authorizeScript(ctx, ref, view)
+	return r.layout.authorizeScript(ctx, ref, view)
 }
 
 // CacheStats returns how many authorizations the gateway's copy answered (hits) and how many
@@ -114,11 +114,11 @@ func (r *Sessions) authorize(ctx context.Context, ref session.Ref, view bool) (*
 func (r *Sessions) authorizeRead(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
 	switch {
 	case r.cacheTTL <= 0:
-		return r.authorizeScript(ctx, ref, view)
+		return r.layout.authorizeScript(ctx, ref, view)
 	case r.broadcast:
-		return r.readPlain(ctx, ref, view, now)
+		return r.layout.readPlain(ctx, ref, view, now)
 	}
-	return r.readTracked(ctx, ref, view, now)
+	return r.layout.readTracked(ctx, ref, view, now)
 }
 
 // decide applies the session model's expiry rule (session.Expiry) to a session from the
@@ -134,7 +134,7 @@ func (r *Sessions) decide(ctx context.Context, ref session.Ref, e *memoEntry, vi
 		return nil, r.missing(ctx, ref)
 	case session.RefreshDue:
 		if hit {
-			return r.authorizeScript(ctx, ref, view)
+			return r.layout.authorizeScript(ctx, ref, view)
 		}
 		r.refreshLater(ctx, ref)
 	}
@@ -160,7 +160,7 @@ func (r *Sessions) refreshLater(ctx context.Context, ref session.Ref) {
 	ctx = context.WithoutCancel(ctx) // keeps the trace; the store bounds the call's time
 	go func() {
 		defer func() { <-r.refreshing }()
-		if _, err := r.authorizeScript(ctx, ref, false); err != nil && !errors.Is(err, apperr.NotFound) {
+		if _, err := r.layout.authorizeScript(ctx, ref, false); err != nil && !errors.Is(err, apperr.NotFound) {
 			r.o.Logger.WarnContext(ctx, "background session refresh failed", "key_pattern", r.keyPattern(), "err", err)
 		}
 	}()

@@ -38,10 +38,7 @@ type hotSession struct {
 // trip (HMGET and PTTL, pipelined), decoded into the memo. Redis pushes every later write to
 // the key, read through rueidis' cache or not, and the memo's version check keeps a push that
 // overtakes this read from being undone by it.
-func (r *Sessions) readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
-	if r.perUser {
-		return r.uReadPlain(ctx, ref, view, now)
-	}
+func (r perSessionLayout) readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
 	names, v := r.readStart(ref, view)
 	key := r.sessionKey(ref)
 	res := r.client.DoMulti(ctx, r.client.B().Hmget().Key(key).Field(names...).Build(), r.client.B().Pttl().Key(key).Build())
@@ -89,10 +86,7 @@ func (r *Sessions) readPlain(ctx context.Context, ref session.Ref, view bool, no
 // readTracked is a miss or a hit of rueidis' cache under default tracking: there Redis tracks
 // (and later invalidates) only a key read through the cache, so the read is the view fields
 // through it, whatever the caller needs.
-func (r *Sessions) readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
-	if r.perUser {
-		return r.uReadTracked(ctx, ref, view, now)
-	}
+func (r perSessionLayout) readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
 	_, v := r.readStart(ref, true)
 	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessViewFields...).Cache(), r.cacheTTL)
 	hit := res.IsCacheHit()
@@ -168,10 +162,7 @@ func (r *Sessions) remember(ref session.Ref, e *memoEntry, v memoVersion, now, c
 // authorizeScript reads, decides and refreshes in one script. Under broadcast tracking its
 // answer fills the memo too (with the absolute deadline the script reports, so a session
 // whose window cannot slide further is not found due again on every request).
-func (r *Sessions) authorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
-	if r.perUser {
-		return r.uAuthorizeScript(ctx, ref, view)
-	}
+func (r perSessionLayout) authorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
 	names, v := r.readStart(ref, view)
 	start := r.now()
 	args := make([]string, 0, 2+len(names))

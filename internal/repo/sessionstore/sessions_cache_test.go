@@ -195,7 +195,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		// (No tenantId: per user, the session's marker makes it live, and corrupt.)
 		bad := sessRef(t, "")
 		badOwn := map[string]string{"tokenHash": sessRand(t, 32)}
-		if e.r.perUser {
+		if e.r.perUser() {
 			badOwn[sfAbsoluteExpires] = strconv.FormatInt(e.serverMs()+60_000, 10)
 		}
 		e.sessWriteRaw(bad, map[string]string{sfUserID: "u", sfSchemaVersion: "2"}, badOwn, 60_000)

@@ -151,7 +151,7 @@ func TestSessionRevokeAllUnderConcurrentRotations(t *testing.T) {
 		}
 		began.Store(true)
 		n, err := e.r.RevokeAll(ctx, tag, "")
-		if err != nil && !e.r.perUser && errors.Is(err, apperr.Unavailable) {
+		if err != nil && !e.r.perUser() && errors.Is(err, apperr.Unavailable) {
 			t.Logf("%s: per-session revoke-all gave up under constant rotations: %v", b.Name, err)
 			stop.Store(true)
 			wg.Wait()

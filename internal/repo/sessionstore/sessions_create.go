@@ -12,7 +12,6 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
-	"github.com/hashgate/hashgate/internal/store"
 )
 
 // Creating a session: the hash, its TTL and its device-index entry in one script, making room
@@ -39,16 +38,18 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*session.Creat
 	if err != nil {
 		return nil, err
 	}
-	if r.perUser {
-		return r.uCreate(ctx, n, own)
-	}
+	return r.layout.create(ctx, n, own)
+}
+
+// create writes n in the per-session layout (session_create.lua), within the cap.
+func (r perSessionLayout) create(ctx context.Context, n session.Record, own []string) (*session.Created, error) {
 	fields := append([]string{sfUserID, n.UserID, sfTenantID, n.TenantID, sfSchemaVersion, strconv.Itoa(repo.SchemaVersion)}, own...)
 	policy := "evict"
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
 	}
 	withChallenges := "0"
-	if r.mode == store.FieldExpiryFallback {
+	if r.challengeKeys {
 		withChallenges = "1"
 	}
 	head := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),

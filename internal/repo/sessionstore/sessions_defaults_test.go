@@ -124,7 +124,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			if _, err := e.r.Authorize(ctx, stray); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("a hash without the key fields (cached %v): %v", cached, err)
 			}
-			if _, err := e.r.Get(ctx, stray, "acme"); e.r.perUser && !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Get(ctx, stray, "acme"); e.r.perUser() && !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("a hash without the key fields, get (cached %v): %v", cached, err)
 			}
 			e.sessDelete(stray)

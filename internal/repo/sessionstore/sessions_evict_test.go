@@ -260,7 +260,7 @@ func TestSessionEvictUnreadableFirst(t *testing.T) {
 		time.Sleep(3 * time.Millisecond) // bad is the more recently created
 		bad := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
 		key := e.r.sessionKey(bad)
-		if e.r.perUser {
+		if e.r.perUser() {
 			e.sessSet(bad, sfCreatedAt, "x")
 			e.sessSet(bad, sfLastSeenAt, "y")
 			e.sessExpire(bad, time.Hour.Milliseconds())
@@ -282,7 +282,7 @@ func TestSessionEvictUnreadableFirst(t *testing.T) {
 				t.Fatalf("%s: %v", ref.ID(), err)
 			}
 		}
-		if e.r.perUser {
+		if e.r.perUser() {
 			if st := e.sessStored(bad); len(st) != 0 {
 				t.Fatalf("the unreadable session's fields are still there: %v", st)
 			}

@@ -116,7 +116,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 						t.Fatalf("%s: %s expires in %d ms, the session in %d", st.name, name, ttl, after)
 					}
 				}
-				if e.r.perUser && e.hget(e.r.userKey(ref.Tag), sfUpdatedAt) != now {
+				if e.r.perUser() && e.hget(e.r.userKey(ref.Tag), sfUpdatedAt) != now {
 					t.Fatalf("%s: the user's updatedAtMs %s, want the refresh's %s", st.name, e.hget(e.r.userKey(ref.Tag), sfUpdatedAt), now)
 				}
 				seen = now

@@ -32,11 +32,7 @@ func (r *Sessions) SetGroups(ctx context.Context, ref session.Ref, tenant string
 	var rep repo.Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		if r.perUser {
-			rep, err = r.runOn(ctx, c, "session_u_groups", scriptSessionUGroups, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part, joined})
-		} else {
-			rep, err = r.runOn(ctx, c, "session_groups", scriptSessionGroups, []string{r.sessionKey(ref)}, []string{tenant, joined})
-		}
+		rep, err = r.layout.setGroups(ctx, c, ref, tenant, joined)
 		return err == nil && rep.Code() == repo.CodeOK, err
 	})
 	if err != nil {
@@ -52,4 +48,12 @@ func (r *Sessions) SetGroups(ctx context.Context, ref session.Ref, tenant string
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "groups", "ok")
 	return r.Get(ctx, ref, tenant)
+}
+
+func (r perSessionLayout) setGroups(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, joined string) (repo.Reply, error) {
+	return r.runOn(ctx, c, "session_groups", scriptSessionGroups, []string{r.sessionKey(ref)}, []string{tenant, joined})
+}
+
+func (r perUserLayout) setGroups(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, joined string) (repo.Reply, error) {
+	return r.runOn(ctx, c, "session_u_groups", scriptSessionUGroups, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part, joined})
 }

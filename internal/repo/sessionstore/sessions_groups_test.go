@@ -59,7 +59,7 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		if after := e.sessPTTL(ref); after > before || after < before-2000 {
 			t.Fatalf("the session's idle window moved: %d ms before, %d ms after", before, after)
 		}
-		if e.r.perUser {
+		if e.r.perUser() {
 			for i, ttl := range e.fieldTTLs(e.r.userKey(ref.Tag), partField(ref.Part, sfGroups), partField(ref.Part, sfUpdatedAt)) {
 				if ttl <= 0 || ttl > before {
 					t.Fatalf("field %d's TTL is %d ms, want the session's (%d ms)", i, ttl, before)
@@ -184,7 +184,7 @@ func TestRotateAndVerifyAnswerGroups(t *testing.T) {
 }
 
 func layoutName(e *sessEnv) string {
-	if e.r.perUser {
+	if e.r.perUser() {
 		return "per-user"
 	}
 	return "per-session"

@@ -238,3 +238,9 @@ func (e *sessEnv) histogram(name string) (count uint64, sum int64) {
 }
 
 func sessAttr(k, v string) attribute.KeyValue { return attribute.String(k, v) }
+
+// perUser reports whether r keeps sessions in the per-user layout.
+func (r *Sessions) perUser() bool {
+	_, ok := r.layout.(perUserLayout)
+	return ok
+}

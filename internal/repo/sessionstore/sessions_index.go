@@ -37,15 +37,16 @@ const sessRevokeAllAttempts = 4
 // another tenant (impossible unless corrupt: the tag covers the tenant) and corrupt ones are
 // left out (and counted).
 func (r *Sessions) List(ctx context.Context, tag, tenant string) ([]session.Session, error) {
-	if r.perUser {
-		return r.uList(ctx, tag, tenant)
-	}
+	return r.layout.list(ctx, tag, tenant)
+}
+
+func (r perSessionLayout) list(ctx context.Context, tag, tenant string) ([]session.Session, error) {
 	parts, err := r.members(ctx, tag, MaxSessionsPerUser)
 	if err != nil {
 		return nil, err
 	}
 	per := 2
-	if r.mode == store.FieldExpiryFallback {
+	if r.challengeKeys {
 		per = 3
 	}
 	cmds := make(rueidis.Commands, 0, per*len(parts))
@@ -129,17 +130,18 @@ func (r *Sessions) listed(ctx context.Context, ref session.Ref, res []rueidis.Re
 // sessRevokeAllAttempts times in all (then apperr.Unavailable). When it returns without error,
 // no other earlier session of the user exists.
 func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
-	if r.perUser {
-		return r.uRevokeAll(ctx, tag, exceptPart)
-	}
-	withChallenges := r.mode == store.FieldExpiryFallback
+	return r.layout.revokeAll(ctx, tag, exceptPart)
+}
+
+func (r perSessionLayout) revokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
+	withChallenges := r.challengeKeys
 	flag := "0"
 	if withChallenges {
 		flag = "1"
 	}
 	revoked := -1
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		n, err := r.revokeAll(ctx, c, tag, exceptPart, flag, withChallenges)
+		n, err := r.revokeAllOn(ctx, c, tag, exceptPart, flag, withChallenges)
 		if err != nil {
 			return false, err
 		}
@@ -153,8 +155,8 @@ func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, 
 	return max(revoked, 0), err
 }
 
-// revokeAll is RevokeAll's optimistic loop on c.
-func (r *Sessions) revokeAll(ctx context.Context, c rueidis.Client, tag, exceptPart, flag string, withChallenges bool) (int, error) {
+// revokeAllOn is RevokeAll's optimistic loop on c.
+func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag, exceptPart, flag string, withChallenges bool) (int, error) {
 	for range sessRevokeAllAttempts {
 		parts, err := r.membersOn(ctx, c, tag, -1)
 		if err != nil {

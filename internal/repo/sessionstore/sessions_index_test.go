@@ -257,7 +257,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			}
 			moved, refused := 0, 0
 			// refusable: an error the layout may answer while the slot is split.
-			refusable := func(err error) bool { return !e.r.perUser && store.IsUnavailable(err) }
+			refusable := func(err error) bool { return !e.r.perUser() && store.IsUnavailable(err) }
 			step := func(n int) {
 				t.Helper()
 				for ref := range live {
@@ -281,7 +281,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 				case !refusable(err):
 					t.Errorf("%d keys moved: create: %v", n, err)
 				}
-				if !e.r.perUser {
+				if !e.r.perUser() {
 					return
 				}
 				for old := range live {
@@ -300,7 +300,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			}
 			m := testredis.Migration{Slot: slot, From: from, To: (from + 1) % len(cl.Nodes), Batch: 2,
 				Order: func(left []string) []string {
-					if e.r.perUser && moved == 0 {
+					if e.r.perUser() && moved == 0 {
 						step(0) // the slot migrates, the user's hash is still on the old owner
 					}
 					rest := slices.DeleteFunc(slices.Clone(left), func(k string) bool { return k == index })
@@ -313,7 +313,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 					moved = n
 					step(n)
 					// Per session: index on the old owner, then on the new one; per user: the hash moved.
-					if e.r.perUser && n != 1 || !e.r.perUser && n != count/2 && n != count/2+2 {
+					if e.r.perUser() && n != 1 || !e.r.perUser() && n != count/2 && n != count/2+2 {
 						return
 					}
 					_, err := e.r.RevokeAll(ctx, tag, "")

@@ -110,7 +110,7 @@ func TestSessionLoginPending(t *testing.T) {
 func (e *sessEnv) sessDel(ref session.Ref) {
 	e.t.Helper()
 	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
-	if e.r.perUser {
+	if e.r.perUser() {
 		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partFields(ref.Part, sessPartFields)...).Build()
 	}
 	if err := e.do(cmd).Error(); err != nil {

@@ -46,8 +46,8 @@ func TestSessionMemoryUsage(t *testing.T) {
 	for _, layout := range []SessionLayout{LayoutPerSession, LayoutPerUser} {
 		t.Run(string(layout), func(t *testing.T) {
 			e := newSessEnv(t, s, "hg", func(o *SessionOptions) { o.Layout = layout })
-			if e.r.perUser != (layout == LayoutPerUser) {
-				t.Fatalf("layout %s on Redis 8: perUser %v", layout, e.r.perUser)
+			if e.r.perUser() != (layout == LayoutPerUser) {
+				t.Fatalf("layout %s on Redis 8: perUser %v", layout, e.r.perUser())
 			}
 			ctx := context.Background()
 			ref := sessRef(t, "")
@@ -64,7 +64,7 @@ func TestSessionMemoryUsage(t *testing.T) {
 			slices.Sort(names)
 			want := []string{e.sessField(ref, sfAbsoluteExpires), sfCreatedAt, sfSchemaVersion, sfTenantID, sfUpdatedAt, sfUserID}
 			budget := int64(sessUserMemoryBudget)
-			if !e.r.perUser {
+			if !e.r.perUser() {
 				want = []string{sfAbsoluteExpires, sfCreatedAt, sfSchemaVersion, sfTenantID, sfUpdatedAt, sfUserID}
 				budget = sessMemoryBudget
 			}
@@ -72,7 +72,7 @@ func TestSessionMemoryUsage(t *testing.T) {
 			if !slices.Equal(names, want) {
 				t.Errorf("a plain session holds %v, want %v", names, want)
 			}
-			if keys := e.tagKeys(ref.Tag); len(keys) != 1+map[bool]int{true: 0, false: 1}[e.r.perUser] {
+			if keys := e.tagKeys(ref.Tag); len(keys) != 1+map[bool]int{true: 0, false: 1}[e.r.perUser()] {
 				t.Errorf("keys of a one-session user: %v", keys)
 			}
 			n, err := e.do(s.Client.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()

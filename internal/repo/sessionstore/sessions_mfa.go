@@ -13,7 +13,6 @@ import (
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
-	"github.com/hashgate/hashgate/internal/store"
 )
 
 // MFA on a session: starting a challenge (session_challenge.lua) and verifying a code with its
@@ -26,14 +25,7 @@ func (r *Sessions) StartChallenge(ctx context.Context, c session.MFAChallenge) (
 	if secs < 1 || !session.B64URL(c.ID) || c.CodeMAC == "" {
 		return time.Time{}, apperr.New(apperr.Validation, "A challenge needs an id, a code MAC and a TTL of at least 1s.")
 	}
-	var rep repo.Reply
-	var err error
-	if r.perUser {
-		rep, err = r.uChallenge(ctx, c, secs)
-	} else {
-		rep, err = r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
-			[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(repo.SchemaVersion)})
-	}
+	rep, err := r.layout.challenge(ctx, c, secs)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -59,24 +51,10 @@ func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*sess
 	if v.Next.Tag != v.Ref.Tag {
 		return nil, fmt.Errorf("session verify %s: the new reference must keep the user's tag", v.Ref.ID())
 	}
-	where := "field"
-	if r.mode == store.FieldExpiryFallback {
-		where = "key"
-	}
-	p := r.o.MFA
-	keys := []string{r.sessionKey(v.Ref), r.sessionKey(v.Next), r.devicesKey(v.Ref.Tag),
-		ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
-	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
-		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
-		v.Ref.Part, v.Next.Part}
 	var rep repo.Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		if r.perUser {
-			rep, err = r.uVerify(ctx, c, v)
-		} else {
-			rep, err = r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
-		}
+		rep, err = r.layout.verify(ctx, c, v)
 		// A step-up rotates: the old token is dead. Other outcomes end nothing.
 		return err == nil && rep.Code() == repo.CodeOK, err
 	})
@@ -141,3 +119,25 @@ func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*sess
 
 // MFAPolicy is the attempt policy Verify counts under (SessionOptions.MFA).
 func (r *Sessions) MFAPolicy() ratelimit.Policy { return r.o.MFA }
+
+// challenge stores c in the per-session layout (session_challenge.lua): in fields with their
+// own TTL, or in a key of its own (challengeKeys).
+func (r perSessionLayout) challenge(ctx context.Context, c session.MFAChallenge, secs int64) (repo.Reply, error) {
+	return r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
+		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(repo.SchemaVersion)})
+}
+
+// verify runs one attempt in the per-session layout (session_verify.lua) on c.
+func (r perSessionLayout) verify(ctx context.Context, c rueidis.Client, v session.MFAVerification) (repo.Reply, error) {
+	where := "field"
+	if r.challengeKeys {
+		where = "key"
+	}
+	p := r.o.MFA
+	keys := []string{r.sessionKey(v.Ref), r.sessionKey(v.Next), r.devicesKey(v.Ref.Tag),
+		ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
+	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
+		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
+		v.Ref.Part, v.Next.Part}
+	return r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
+}

@@ -148,7 +148,7 @@ func TestSessionVerify(t *testing.T) {
 		if e.challengeLive(next) || e.challengeLive(ref) {
 			t.Fatal("challenge left behind")
 		}
-		if st := e.sessStored(ref); e.r.perUser && len(st) != 0 {
+		if st := e.sessStored(ref); e.r.perUser() && len(st) != 0 {
 			t.Fatalf("the old reference's fields are left in the user's hash: %v", st)
 		}
 		e.sessionFieldsShareTTL(next)
@@ -168,7 +168,7 @@ func TestSessionVerify(t *testing.T) {
 // challenge's carry at most that; the key outlives them all.
 func (e *sessEnv) sessionFieldsShareTTL(ref session.Ref) {
 	e.t.Helper()
-	if !e.r.perUser {
+	if !e.r.perUser() {
 		return
 	}
 	st := e.sessStored(ref)
@@ -205,7 +205,7 @@ func TestSessionChallengeCappedByIdle(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser {
+		if !e.r.perUser() {
 			t.Skip("per-session layout: the challenge ends with the session's key")
 		}
 		ref := e.create("", "acme", "alice", time.Minute, 2*time.Hour)

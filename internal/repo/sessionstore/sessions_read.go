@@ -10,7 +10,6 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
-	"github.com/hashgate/hashgate/internal/store"
 )
 
 // Reading one session's full view (Get) and classifying what was read.
@@ -19,15 +18,16 @@ import (
 // round trip: HMGET of the view fields and PTTL (plus the challenge key's existence in the
 // fallback mode).
 func (r *Sessions) Get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
-	if r.perUser {
-		return r.uGet(ctx, ref, tenant)
-	}
+	return r.layout.get(ctx, ref, tenant)
+}
+
+func (r perSessionLayout) get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
 	key := r.sessionKey(ref)
 	cmds := rueidis.Commands{
 		r.client.B().Hmget().Key(key).Field(sessViewFields...).Build(),
 		r.client.B().Pttl().Key(key).Build(),
 	}
-	if r.mode == store.FieldExpiryFallback {
+	if r.challengeKeys {
 		cmds = append(cmds, r.client.B().Exists().Key(r.challengeKey(ref)).Build())
 	}
 	res := r.client.DoMulti(ctx, cmds...)
@@ -60,7 +60,7 @@ func (r *Sessions) Get(ctx context.Context, ref session.Ref, tenant string) (*se
 	if s.TenantID != tenant {
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 	}
-	if r.mode == store.FieldExpiryFallback {
+	if r.challengeKeys {
 		n, _ := res[2].AsInt64()
 		s.ChallengeLive = n == 1
 	}

@@ -22,15 +22,10 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
 	}
 	defer r.absent.created(next.Tag) // (once written: a miss remembered for next no longer counts)
-	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
 	var rep repo.Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		if r.perUser {
-			rep, err = r.uRotate(ctx, c, ref, tenant, next)
-		} else {
-			rep, err = r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
-		}
+		rep, err = r.layout.rotate(ctx, c, ref, tenant, next)
 		switch {
 		case err != nil:
 			return false, err
@@ -84,21 +79,11 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
 // whether a live session was deleted; another tenant's session is left alone (false).
 func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error) {
-	// Per session: the hash, its challenge key and its index member; per user
-	// (session_u_revoke.lua): the session's fields leave the user's hash.
-	name, call := "session_revoke", func(c rueidis.Client) (repo.Reply, error) {
-		return r.runOn(ctx, c, "session_revoke", scriptSessionRevoke,
-			[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
-	}
-	if r.perUser {
-		name, call = "session_u_revoke", func(c rueidis.Client) (repo.Reply, error) {
-			return r.runOn(ctx, c, "session_u_revoke", scriptSessionURevoke, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
-		}
-	}
 	var rep repo.Reply
+	var name string // the script, for metrics
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		rep, err = call(c)
+		rep, name, err = r.layout.revoke(ctx, c, ref, tenant)
 		switch n, _ := rep.Int(0); {
 		case err != nil || rep.Code() != repo.CodeOK:
 			return false, err // another tenant's session: nothing of the caller's ended
@@ -125,4 +110,24 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 	}
 	r.o.Metrics.Transition(ctx, sessObject, "revoke", outcome)
 	return outcome == "ok", nil
+}
+
+// rotate moves the session's hash to next's key (session_rotate.lua), with its challenge key
+// and index member.
+func (r perSessionLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string, next session.Ref) (repo.Reply, error) {
+	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
+	return r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+}
+
+// revoke deletes the hash, its challenge key and its index member (session_revoke.lua).
+func (r perSessionLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
+	rep, err := r.runOn(ctx, c, "session_revoke", scriptSessionRevoke,
+		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
+	return rep, "session_revoke", err
+}
+
+// revoke takes the session's fields out of the user's hash (session_u_revoke.lua).
+func (r perUserLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
+	rep, err := r.runOn(ctx, c, "session_u_revoke", scriptSessionURevoke, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
+	return rep, "session_u_revoke", err
 }

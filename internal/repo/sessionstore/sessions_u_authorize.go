@@ -80,9 +80,9 @@ func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp 
 	return m, size, false, nil
 }
 
-// uPlainCmds are the commands of a plain read (see above) of wire, the view's fields; nil wire
+// plainCmds are the commands of a plain read (see above) of wire, the view's fields; nil wire
 // is the hot read (uHotNames, built here from one string). view adds the marker's expiry.
-func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis.Commands {
+func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) rueidis.Commands {
 	key := r.userKey(ref.Tag)
 	var read, ttl rueidis.Completed
 	if wire == nil {
@@ -95,7 +95,7 @@ func (r *Sessions) uPlainCmds(ref session.Ref, wire []string, view bool) rueidis
 	}
 	cmds := rueidis.Commands{read, ttl}
 	if view {
-		cmds = append(cmds, r.uMarkerExpiry(key, ref.Part))
+		cmds = append(cmds, r.markerExpiry(key, ref.Part))
 	}
 	return cmds
 }
@@ -120,9 +120,9 @@ type uPlain struct {
 	pttl, exp int64
 }
 
-// uPlainRead runs one plain read of wire (nil: the hot fields); op names it in errors.
-func (r *Sessions) uPlainRead(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
-	res := r.client.DoMulti(ctx, r.uPlainCmds(ref, wire, view)...)
+// plainRead runs one plain read of wire (nil: the hot fields); op names it in errors.
+func (r perUserLayout) plainRead(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
+	res := r.client.DoMulti(ctx, r.plainCmds(ref, wire, view)...)
 	for _, x := range res {
 		if err := x.Error(); err != nil && !rueidis.IsRedisNil(err) {
 			return uPlain{}, r.readErr(ctx, op, err)
@@ -161,9 +161,9 @@ func uFieldTTL(res rueidis.RedisResult) (int64, error) {
 	return v[0].AsInt64()
 }
 
-// uReadPlain is readPlain in the per-user layout: a miss under broadcast tracking (Redis pushes
+// readPlain is readPlain in the per-user layout: a miss under broadcast tracking (Redis pushes
 // every write to the user's hash, read through rueidis' cache or not).
-func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
 		v = r.memo.version(ref)
@@ -174,7 +174,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 	} else {
 		flat = sessHotFields
 	}
-	p, err := r.uPlainRead(ctx, "session authorize", ref, wire, view)
+	p, err := r.plainRead(ctx, "session authorize", ref, wire, view)
 	r.misses.Add(1)
 	if err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 		return nil, r.missing(ctx, ref)
 	}
 	if p.pttl < 0 { // a marker without a field TTL (not written by a gateway): the script gives it one
-		return r.uAuthorizeScript(ctx, ref, view)
+		return r.authorizeScript(ctx, ref, view)
 	}
 	m, size, pooled, err := uFields(p.vals, ref.Part, wire, flat, p.exp)
 	if err != nil {
@@ -205,7 +205,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 	return r.decide(ctx, ref, e, view, false, now)
 }
 
-// uReadTracked is readTracked in the per-user layout: under default tracking Redis tracks (and
+// readTracked is readTracked in the per-user layout: under default tracking Redis tracks (and
 // later invalidates) only a key read through rueidis' cache, so the read is the view's fields
 // of the user's hash and the marker's HPEXPIRETIME through it (one round trip, one tracked key
 // per user).
@@ -224,7 +224,7 @@ func (r *Sessions) uReadPlain(ctx context.Context, ref session.Ref, view bool, n
 // passes needs none: the gateway refuses a copy past its end). A hit that holds no live session
 // answers missing at once: a session created later has a new id part, hence an HMGET never
 // cached.
-func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
 		v = r.memo.version(ref)
@@ -232,7 +232,7 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	wire := uViewNames(ref.Part)
 	key := r.userKey(ref.Tag)
 	both := r.client.DoMultiCache(ctx, rueidis.CT(r.client.B().Hmget().Key(key).Field(wire...).Cache(), r.cacheTTL),
-		rueidis.CT(rueidis.Cacheable(r.uMarkerExpiry(key, ref.Part)), r.cacheTTL))
+		rueidis.CT(rueidis.Cacheable(r.markerExpiry(key, ref.Part)), r.cacheTTL))
 	res := both[0]
 	hit := res.IsCacheHit()
 	if hit {
@@ -261,8 +261,8 @@ func (r *Sessions) uReadTracked(ctx context.Context, ref session.Ref, view bool,
 	return r.decideTracked(ctx, ref, m, v, res, view, now)
 }
 
-// uAuthorizeScript is authorizeScript in the per-user layout (session_u_authorize.lua).
-func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
+// authorizeScript is authorizeScript in the per-user layout (session_u_authorize.lua).
+func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
 		v = r.memo.version(ref)
@@ -299,11 +299,11 @@ func (r *Sessions) uAuthorizeScript(ctx context.Context, ref session.Ref, view b
 	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
 }
 
-// uGet is Get in the per-user layout: the view's fields of the user's hash and the session's
+// get is Get in the per-user layout: the view's fields of the user's hash and the session's
 // idle end in one round trip (uPlainRead).
-func (r *Sessions) uGet(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
+func (r perUserLayout) get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
 	wire := uViewNames(ref.Part)
-	p, err := r.uPlainRead(ctx, "session get", ref, wire, true)
+	p, err := r.plainRead(ctx, "session get", ref, wire, true)
 	if err != nil {
 		return nil, err
 	}
@@ -328,9 +328,7 @@ func (r *Sessions) uGet(ctx context.Context, ref session.Ref, tenant string) (*s
 }
 
 // keyPattern names the key holding a session in logs, in the layout in use.
-func (r *Sessions) keyPattern() string {
-	if r.perUser {
-		return r.userKeyPattern()
-	}
-	return r.sessionKeyPattern()
-}
+func (r *Sessions) keyPattern() string { return r.layout.keyPattern() }
+
+func (r perUserLayout) keyPattern() string    { return r.userKeyPattern() }
+func (r perSessionLayout) keyPattern() string { return r.sessionKeyPattern() }

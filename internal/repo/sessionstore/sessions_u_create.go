@@ -15,13 +15,13 @@ import (
 
 var scriptSessionUCreate = script("session_u_create")
 
-// uCreate is Create in the per-user layout (session_u_create.lua): the session's fields go into
+// create is Create in the per-user layout (session_u_create.lua): the session's fields go into
 // the user's hash with the session's idle window as their field TTL, in one script on one key.
 // At the cap under LimitEvictOldest the first call answers RETRY without writing and a second
 // one, a durable write (it ends the evicted sessions' credentials), evicts the least recently
 // used sessions and writes the new one; under LimitRefuse the create is refused
 // (apperr.SessionLimit). own holds the session's own field, value pairs (sessOwnFields).
-func (r *Sessions) uCreate(ctx context.Context, n session.Record, own []string) (*session.Created, error) {
+func (r perUserLayout) create(ctx context.Context, n session.Record, own []string) (*session.Created, error) {
 	policy := "evict"
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"

@@ -20,8 +20,8 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		if e.r.perUser != s.Caps.FieldExpiryMs {
-			t.Fatalf("perUser %v on a server with field expiry %q", e.r.perUser, s.Caps.FieldExpiry)
+		if e.r.perUser() != s.Caps.FieldExpiryMs {
+			t.Fatalf("perUser %v on a server with field expiry %q", e.r.perUser(), s.Caps.FieldExpiry)
 		}
 		ctx := context.Background()
 		tag := sessRand(t, 9)
@@ -29,7 +29,7 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 		if _, err := e.r.Create(ctx, session.Record{Ref: a, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		if !e.r.perUser {
+		if !e.r.perUser() {
 			if got := e.keys(); len(got) != 2 {
 				t.Fatalf("per-session layout: keys %v, want the session's hash and the device index", got)
 			}
@@ -94,7 +94,7 @@ func TestSessionPerUserOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser {
+		if !e.r.perUser() {
 			t.Skip("the per-user layout needs hash field expiry in milliseconds")
 		}
 		ctx := context.Background()

@@ -18,7 +18,7 @@ import (
 // window in ms, -2 when the session does not exist.
 func (e *sessEnv) sessPTTL(ref session.Ref) int64 {
 	e.t.Helper()
-	if !e.r.perUser {
+	if !e.r.perUser() {
 		return e.pttl(e.r.sessionKey(ref))
 	}
 	v, err := e.do(e.s.Client.B().Arbitrary("HPTTL").Keys(e.r.userKey(ref.Tag)).
@@ -37,7 +37,7 @@ func (e *sessEnv) sessPTTL(ref session.Ref) int64 {
 func (e *sessEnv) sessExpire(ref session.Ref, ms int64) {
 	e.t.Helper()
 	var cmd rueidis.Completed
-	if !e.r.perUser {
+	if !e.r.perUser() {
 		cmd = e.s.Client.B().Pexpire().Key(e.r.sessionKey(ref)).Milliseconds(ms).Build()
 	} else {
 		var names []string
@@ -56,7 +56,7 @@ func (e *sessEnv) sessExpire(ref session.Ref, ms int64) {
 
 // sessKey is the key holding the session: its hash, or the user's.
 func (e *sessEnv) sessKey(ref session.Ref) string {
-	if e.r.perUser {
+	if e.r.perUser() {
 		return e.r.userKey(ref.Tag)
 	}
 	return e.r.sessionKey(ref)
@@ -66,7 +66,7 @@ func (e *sessEnv) sessKey(ref session.Ref) string {
 // The user's own fields (userId, tenantId, schemaVersion) are not the session's in the
 // per-user layout: name them directly.
 func (e *sessEnv) sessField(ref session.Ref, field string) string {
-	if e.r.perUser {
+	if e.r.perUser() {
 		return partField(ref.Part, field)
 	}
 	return field
@@ -96,7 +96,7 @@ func (e *sessEnv) sessStored(ref session.Ref) map[string]string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if !e.r.perUser {
+	if !e.r.perUser() {
 		return m
 	}
 	out := map[string]string{}

@@ -31,7 +31,7 @@ func (e *sessEnv) sessTTLNames(ref session.Ref) []string {
 func (e *sessEnv) sessExpireAt(ref session.Ref, ms int64) {
 	e.t.Helper()
 	var cmd rueidis.Completed
-	if !e.r.perUser {
+	if !e.r.perUser() {
 		cmd = e.s.Client.B().Pexpireat().Key(e.r.sessionKey(ref)).MillisecondsTimestamp(ms).Build()
 	} else {
 		names := e.sessTTLNames(ref)
@@ -48,11 +48,11 @@ func (e *sessEnv) sessExpireAt(ref session.Ref, ms int64) {
 func (e *sessEnv) sessSetKeep(ref session.Ref, field, value string) {
 	e.t.Helper()
 	var ttl int64
-	if e.r.perUser {
+	if e.r.perUser() {
 		ttl = e.sessPTTL(ref)
 	}
 	e.sessSet(ref, field, value)
-	if e.r.perUser && ttl > 0 {
+	if e.r.perUser() && ttl > 0 {
 		e.do(e.s.Client.B().Arbitrary("HPEXPIRE").Keys(e.r.userKey(ref.Tag)).
 			Args(strconv.FormatInt(ttl, 10), "FIELDS", "1", e.sessField(ref, field)).Build())
 	}
@@ -62,7 +62,7 @@ func (e *sessEnv) sessSetKeep(ref session.Ref, field, value string) {
 func (e *sessEnv) sessDelete(ref session.Ref) {
 	e.t.Helper()
 	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
-	if e.r.perUser {
+	if e.r.perUser() {
 		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partFields(ref.Part, sessPartFields)...).Build()
 	}
 	if err := e.do(cmd).Error(); err != nil {
@@ -82,7 +82,7 @@ func (e *sessEnv) sessFieldsRead(cmds []testredis.Command) int {
 		case "HMGET":
 			n += len(c.Args) - 2 // HMGET key field...
 		case "EVALSHA", "EVAL":
-			if e.r.perUser {
+			if e.r.perUser() {
 				n += len(c.Args) - 8 // EVALSHA sha 2 userKey devicesKey part fraction idle field...
 			} else {
 				n += len(c.Args) - 6 // EVALSHA sha 1 key fraction idle field...
@@ -101,7 +101,7 @@ func (e *sessEnv) sessFieldsRead(cmds []testredis.Command) int {
 // sessViewRead is how many fields a read of the view asks for in the layout in use: the
 // view's, plus (per user) the hash's createdAtMs, the default of the session's.
 func (e *sessEnv) sessViewRead() int {
-	if e.r.perUser {
+	if e.r.perUser() {
 		return len(sessViewFields) + 1
 	}
 	return len(sessViewFields)
@@ -126,11 +126,11 @@ func (e *sessEnv) sessWriteRaw(ref session.Ref, user, own map[string]string, ttl
 	}
 	ms := strconv.FormatInt(ttlMs, 10)
 	cmds := []rueidis.Completed{set.Build(), e.s.Client.B().Pexpire().Key(key).Milliseconds(ttlMs).Build()}
-	if e.r.perUser { // the user's hash: its TTL is raised, never shortened
+	if e.r.perUser() { // the user's hash: its TTL is raised, never shortened
 		cmds[1] = e.s.Client.B().Pexpire().Key(key).Milliseconds(ttlMs).Nx().Build()
 		cmds = append(cmds, e.s.Client.B().Pexpire().Key(key).Milliseconds(ttlMs).Gt().Build())
 	}
-	if e.r.perUser && len(names) > 0 {
+	if e.r.perUser() && len(names) > 0 {
 		cmds = append(cmds, e.s.Client.B().Arbitrary("HPEXPIRE").Keys(key).
 			Args(append([]string{ms, "FIELDS", strconv.Itoa(len(names))}, names...)...).Build())
 	}
@@ -158,11 +158,11 @@ func (e *sessEnv) sessWrongType(ref session.Ref) string {
 // rueidis' cache (an HMGET; per user with the marker's HPEXPIRETIME).
 func (e *sessEnv) sessMissCmds(broadcast bool) []string {
 	switch {
-	case broadcast && e.r.perUser:
+	case broadcast && e.r.perUser():
 		return []string{"HMGET", "HPTTL", "HPEXPIRETIME"}
 	case broadcast:
 		return []string{"HMGET", "PTTL"}
-	case e.r.perUser:
+	case e.r.perUser():
 		return []string{"HMGET", "HPEXPIRETIME"}
 	}
 	return []string{"HMGET"}
@@ -172,7 +172,7 @@ func (e *sessEnv) sessMissCmds(broadcast bool) []string {
 // idle deadline, by name; nil in the per-session layout (the key's TTL is the session's).
 func (e *sessEnv) sessFieldTTLs(ref session.Ref) map[string]int64 {
 	e.t.Helper()
-	if !e.r.perUser {
+	if !e.r.perUser() {
 		return nil
 	}
 	names := e.sessTTLNames(ref)
@@ -208,7 +208,7 @@ func (e *sessEnv) sessWriteKV(ref session.Ref, ttlMs int64, kv ...string) {
 
 // sessAuthorizeScript names the layout's authorize script (in script-error metrics).
 func (e *sessEnv) sessAuthorizeScript() string {
-	if e.r.perUser {
+	if e.r.perUser() {
 		return "session_u_authorize"
 	}
 	return "session_authorize"

@@ -25,13 +25,13 @@ var (
 	scriptSessionURevokeAll = script("session_u_revoke_all")
 )
 
-// uList is List in the per-user layout: one read-only script (session_u_list.lua) answers the
+// list is List in the per-user layout: one read-only script (session_u_list.lua) answers the
 // user's hash and every live session's remaining idle window and its end (the last use derives
 // from it: uSeen); each session is decoded from it as the other readers decode (sessionView,
 // parseView). Sessions of another tenant and corrupt ones are left out (corrupt ones counted
 // and logged); at most MaxSessionsPerUser, soonest absolute deadline first (the device index's
 // order).
-func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Session, error) {
+func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.Session, error) {
 	rep, err := r.run(ctx, "session_u_list", scriptSessionUList, []string{r.userKey(tag)}, nil)
 	if errors.Is(err, repo.ErrCorrupt) { // the key holds another type: every session in it is corrupt
 		return []session.Session{}, nil
@@ -97,9 +97,9 @@ func (r *Sessions) uList(ctx context.Context, tag, tenant string) ([]session.Ses
 	return out, nil
 }
 
-// uRevokeAll is RevokeAll in the per-user layout: one atomic script
+// revokeAll is RevokeAll in the per-user layout: one atomic script
 // (session_u_revoke_all.lua) on the user's hash, confirmed as a durable write.
-func (r *Sessions) uRevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
+func (r perUserLayout) revokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
 	keys := []string{r.userKey(tag)}
 	revoked := 0
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {

@@ -26,7 +26,7 @@ func (e *sessEnv) sessAlive(ref session.Ref) bool {
 func (e *sessEnv) sessDrop(ref session.Ref) {
 	e.t.Helper()
 	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
-	if e.r.perUser {
+	if e.r.perUser() {
 		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partField(ref.Part, sfAbsoluteExpires)).Build()
 	}
 	if err := e.do(cmd).Error(); err != nil {
@@ -39,7 +39,7 @@ func (e *sessEnv) sessDrop(ref session.Ref) {
 // marker is in the user's hash.
 func (e *sessEnv) liveParts(tag string) []string {
 	e.t.Helper()
-	if !e.r.perUser {
+	if !e.r.perUser() {
 		parts, err := e.r.members(context.Background(), tag, -1)
 		if err != nil {
 			e.t.Fatal(err)
@@ -146,7 +146,7 @@ func TestSessionListOrderExpiryCorrupt(t *testing.T) {
 		if n := e.metric("hashgate_repo_reads", sessAttr("object", "session"), sessAttr("outcome", "corrupt")); n != 1 {
 			t.Fatalf("corrupt reads counted = %d, want 1", n)
 		}
-		if e.r.perUser {
+		if e.r.perUser() {
 			if !slices.Equal(cmds, []string{"EVALSHA"}) { // one round trip, one command
 				t.Fatalf("per-user list sent %v, want the script alone", cmds)
 			}
@@ -169,7 +169,7 @@ func TestSessionListReadsOnlyViewFields(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser {
+		if !e.r.perUser() {
 			t.Skip("the per-session layout reads the view fields by name (HMGET)")
 		}
 		ctx := context.Background()
@@ -230,7 +230,7 @@ func TestSessionRevokeOneOfMany(t *testing.T) {
 			t.Fatalf("revoking another session changed this one: %v, was %v", st, keptA)
 		}
 		after := e.hget(e.r.userKey(tag), sfUpdatedAt)
-		if e.r.perUser && sessAtoi(after) <= sessAtoi(updated) {
+		if e.r.perUser() && sessAtoi(after) <= sessAtoi(updated) {
 			t.Fatalf("user's updatedAtMs %s after the revoke, was %s", after, updated)
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -293,7 +293,7 @@ func TestSessionRevokeAllKeepsOne(t *testing.T) {
 		if err != nil || n != 2 {
 			t.Fatalf("revoke all but one: %d %v, want 2", n, err)
 		}
-		if cmds := slices.DeleteFunc(e.count.Reset(), func(c string) bool { return c == "ROLE" || c == "WAIT" }); e.r.perUser && !slices.Equal(cmds, []string{"EVALSHA"}) {
+		if cmds := slices.DeleteFunc(e.count.Reset(), func(c string) bool { return c == "ROLE" || c == "WAIT" }); e.r.perUser() && !slices.Equal(cmds, []string{"EVALSHA"}) {
 			t.Fatalf("per-user revoke-all sent %v, want the script alone (one round trip)", cmds)
 		}
 		for _, ref := range []session.Ref{b, c, d} {

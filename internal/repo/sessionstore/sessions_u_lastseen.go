@@ -50,8 +50,8 @@ func uSeen(m map[string]string, exp int64) {
 	m[sfLastSeenAt] = strconv.FormatInt(seen, 10)
 }
 
-// uMarkerExpiry is the command reading when the session's marker expires (HPEXPIRETIME):
+// markerExpiry is the command reading when the session's marker expires (HPEXPIRETIME):
 // -2 when it does not exist, -1 when it has no field TTL.
-func (r *Sessions) uMarkerExpiry(key, part string) rueidis.Completed {
+func (r perUserLayout) markerExpiry(key, part string) rueidis.Completed {
 	return r.client.B().Hpexpiretime().Key(key).Fields().Numfields(1).Field(partField(part, sfAbsoluteExpires)).Build()
 }

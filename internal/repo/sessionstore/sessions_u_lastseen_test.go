@@ -22,7 +22,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser {
+		if !e.r.perUser() {
 			t.Skip("per-session layout: the refresh writes lastSeenAtMs (its hash has one TTL)")
 		}
 		ctx := context.Background()

@@ -23,7 +23,7 @@ func TestSessionRotatePerUserMovesFields(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser {
+		if !e.r.perUser() {
 			t.Skip("per-session layout: rotation renames the session's hash (TestSessionRotate)")
 		}
 		ctx := context.Background()
