@@ -44,5 +44,5 @@ type perSessionLayout struct {
 }
 
 // perUserLayout keeps all of a user's sessions in the user's hash, each session's fields with
-// their own field TTL (sessions_u.go).
+// their own field TTL (per_user.go).
 type perUserLayout struct{ *Sessions }

@@ -19,7 +19,7 @@ import (
 // deadline itself is learnt from the refresh script when a refresh is due. These are a
 // compatibility contract: a later schema may add fields but must not change what these mean
 // (the hot path does not read schemaVersion; the view, the device list and the admin read do).
-var sessHotFields = []string{sfUserID, sfTenantID, sfAuthLevel, sfLoginPending, sfIdleTimeout, sfGroups}
+var sessHotFields = []string{fieldUserID, fieldTenantID, fieldAuthLevel, fieldLoginPending, fieldIdleTimeout, fieldGroups}
 
 // CheckOwner is SessionOptions.OwnerCheck's verdict on (tenantID, userID) for tag.
 func (r *Sessions) CheckOwner(tag, tenantID, userID string) session.OwnerVerdict {

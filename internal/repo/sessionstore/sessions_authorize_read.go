@@ -16,7 +16,7 @@ import (
 
 // sessKeyFields decide, for a read of the view fields, whether the session exists: a hash
 // holding none of them is taken for missing (a hash holding some but not all is corrupt).
-var sessKeyFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfAbsoluteExpires, sfIdleTimeout, sfSchemaVersion}
+var sessKeyFields = []string{fieldUserID, fieldTenantID, fieldStatus, fieldAuthLevel, fieldAbsoluteExpires, fieldIdleTimeout, fieldSchemaVersion}
 
 // hotSession is what the decision needs, as the memo keeps it.
 type hotSession struct {
@@ -250,8 +250,8 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		e.hot.owner = r.CheckOwner(ref.Tag, e.hot.tenantID, e.hot.userID)
 		return e, nil
 	}
-	e.hot = hotSession{userID: f.Str(sfUserID), tenantID: f.Str(sfTenantID), level: sessEnum(f, sfAuthLevel, session.LevelBasic),
-		pending: sessFlag(f, sfLoginPending), groups: sessGroups(f), idle: sessIdleMs(f), outcome: repo.Found}
+	e.hot = hotSession{userID: f.Str(fieldUserID), tenantID: f.Str(fieldTenantID), level: sessEnum(f, fieldAuthLevel, session.LevelBasic),
+		pending: sessFlag(f, fieldLoginPending), groups: sessGroups(f), idle: sessIdleMs(f), outcome: repo.Found}
 	sessCheckEnums(f, session.Active, e.hot.level)
 	if err := f.Err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)

@@ -107,7 +107,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 			// The copy's end is the key's PTTL as read, immune to the gateway's clock: prime
 			// with 7 of the 20 idle seconds left, then let real time pass the quarter mark
 			// (under 5 s left) on both sides.
-			set(sfLastSeenAt, e.serverMs()-13000)
+			set(fieldLastSeenAt, e.serverMs()-13000)
 			e.sessExpire(ref, 7000)
 			if ac := reread("prime"); ac.Refreshed {
 				t.Fatalf("prime: %+v", ac)
@@ -117,7 +117,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 			// 16 of the 20 idle seconds have passed, on both clocks: under 25% is left, a
 			// refresh is due.
 			now := e.serverMs()
-			set(sfLastSeenAt, now-16000)
+			set(fieldLastSeenAt, now-16000)
 			e.sessExpire(ref, 4000)
 			offset = -16 * time.Second // cache the copy while the gateway still thinks it fresh
 			if ac := reread("prime"); ac.Refreshed || time.Since(ac.LastSeenAt) < 15*time.Second {
@@ -142,7 +142,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 
 		// Due, and not cached: the read is the call's one round trip and the call does not wait
 		// for the refresh, which follows in the background.
-		set(sfLastSeenAt, e.serverMs()-16000)
+		set(fieldLastSeenAt, e.serverMs()-16000)
 		e.sessExpire(ref, 4000)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			e.count.Reset()
@@ -178,7 +178,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		// Nor past the absolute deadline, idle window or not.
 		offset = 0
 		abs := e.serverMs() + 3000
-		set(sfAbsoluteExpires, abs)
+		set(fieldAbsoluteExpires, abs)
 		if ac := reread("prime near the deadline"); ac.AbsoluteExpiresAt.UnixMilli() != abs {
 			t.Fatalf("prime near the deadline: %+v", ac)
 		}
@@ -196,9 +196,9 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		bad := sessRef(t, "")
 		badOwn := map[string]string{"tokenHash": sessRand(t, 32)}
 		if e.r.perUser() {
-			badOwn[sfAbsoluteExpires] = strconv.FormatInt(e.serverMs()+60_000, 10)
+			badOwn[fieldAbsoluteExpires] = strconv.FormatInt(e.serverMs()+60_000, 10)
 		}
-		e.sessWriteRaw(bad, map[string]string{sfUserID: "u", sfSchemaVersion: "2"}, badOwn, 60_000)
+		e.sessWriteRaw(bad, map[string]string{fieldUserID: "u", fieldSchemaVersion: "2"}, badOwn, 60_000)
 		if _, err := auth("corrupt", bad, miss...); !errors.Is(err, repo.ErrCorrupt) {
 			t.Fatalf("corrupt: %v", err)
 		}
@@ -232,7 +232,7 @@ func TestSessionAuthFields(t *testing.T) {
 			t.Errorf("sessViewFields lacks hot field %s", f)
 		}
 	}
-	for _, f := range []string{"mfaCodeMac", sfIPHash, sfUserAgentHash, "tokenHash"} {
+	for _, f := range []string{"mfaCodeMac", fieldIPHash, fieldUserAgentHash, "tokenHash"} {
 		if slices.Contains(sessHotFields, f) || slices.Contains(sessViewFields, f) {
 			t.Errorf("a session read asks for %s", f)
 		}

@@ -43,7 +43,7 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*session.Creat
 
 // create writes n in the per-session layout (session_create.lua), within the cap.
 func (r perSessionLayout) create(ctx context.Context, n session.Record, own []string) (*session.Created, error) {
-	fields := append([]string{sfUserID, n.UserID, sfTenantID, n.TenantID, sfSchemaVersion, strconv.Itoa(repo.SchemaVersion)}, own...)
+	fields := append([]string{fieldUserID, n.UserID, fieldTenantID, n.TenantID, fieldSchemaVersion, strconv.Itoa(repo.SchemaVersion)}, own...)
 	policy := "evict"
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
@@ -160,27 +160,27 @@ func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) []se
 // besides userId, tenantId, schemaVersion and the timestamps: only those that differ from their
 // default. It refuses a session over SessionMaxFields or SessionMaxBytes.
 func sessOwnFields(n session.Record) ([]string, error) {
-	pairs := [][2]string{{sfDeviceLabel, n.DeviceLabel}, {sfIPHash, n.IPHash}, {sfUserAgentHash, n.UserAgentHash}}
+	pairs := [][2]string{{fieldDeviceLabel, n.DeviceLabel}, {fieldIPHash, n.IPHash}, {fieldUserAgentHash, n.UserAgentHash}}
 	// Readers take an absent status for ACTIVE and an absent authLevel for BASIC.
 	if n.Status != session.Active {
-		pairs = append(pairs, [2]string{sfStatus, n.Status})
+		pairs = append(pairs, [2]string{fieldStatus, n.Status})
 	}
 	if n.AuthLevel != session.LevelBasic {
-		pairs = append(pairs, [2]string{sfAuthLevel, n.AuthLevel})
+		pairs = append(pairs, [2]string{fieldAuthLevel, n.AuthLevel})
 	}
 	if n.LoginPending {
-		pairs = append(pairs, [2]string{sfLoginPending, "1"})
+		pairs = append(pairs, [2]string{fieldLoginPending, "1"})
 	}
 	if len(n.Groups) > 0 {
-		pairs = append(pairs, [2]string{sfGroups, session.JoinGroups(n.Groups)})
+		pairs = append(pairs, [2]string{fieldGroups, session.JoinGroups(n.Groups)})
 	}
 	if n.Idle != ImplicitIdle { // readers fall back to ImplicitIdle
-		pairs = append(pairs, [2]string{sfIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
+		pairs = append(pairs, [2]string{fieldIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
 	}
 	var fields []string
 	// userId, tenantId and schemaVersion, then three timestamp fields added by the script,
 	// each at most 40 bytes.
-	size := len(sfUserID) + len(n.UserID) + len(sfTenantID) + len(n.TenantID) + len(sfSchemaVersion) + len(strconv.Itoa(repo.SchemaVersion)) + 3*40
+	size := len(fieldUserID) + len(n.UserID) + len(fieldTenantID) + len(n.TenantID) + len(fieldSchemaVersion) + len(strconv.Itoa(repo.SchemaVersion)) + 3*40
 	for _, p := range pairs {
 		if p[1] == "" {
 			continue

@@ -60,7 +60,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			// want checks what the hash stores ("" for absent) and what every read reports.
 			want := func(name string, ref session.Ref, storedStatus, storedLevel, status, level string) {
 				t.Helper()
-				for _, f := range []struct{ name, want string }{{sfStatus, storedStatus}, {sfAuthLevel, storedLevel}} {
+				for _, f := range []struct{ name, want string }{{fieldStatus, storedStatus}, {fieldAuthLevel, storedLevel}} {
 					v, ok := e.stored(e.sessKey(ref), e.sessField(ref, f.name))
 					if f.want == "" && ok || f.want != "" && v != f.want {
 						t.Fatalf("%s (cached %v): %s stored as %q (present %v), want %q", name, cached, f.name, v, ok, f.want)
@@ -120,7 +120,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			// session is live iff its absoluteExpiresAtMs is: other fields of its id part in the
 			// user's hash (which holds the user's fields) are missing too.
 			stray := sessRef(t, tag)
-			e.sessWriteRaw(stray, nil, map[string]string{sfLastSeenAt: "1", sfChallengeAt: "1"}, 60_000)
+			e.sessWriteRaw(stray, nil, map[string]string{fieldLastSeenAt: "1", fieldChallengeAt: "1"}, 60_000)
 			if _, err := e.r.Authorize(ctx, stray); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("a hash without the key fields (cached %v): %v", cached, err)
 			}

@@ -261,8 +261,8 @@ func TestSessionEvictUnreadableFirst(t *testing.T) {
 		bad := e.create(tag, "acme", "bob", time.Hour, 2*time.Hour)
 		key := e.r.sessionKey(bad)
 		if e.r.perUser() {
-			e.sessSet(bad, sfCreatedAt, "x")
-			e.sessSet(bad, sfLastSeenAt, "y")
+			e.sessSet(bad, fieldCreatedAt, "x")
+			e.sessSet(bad, fieldLastSeenAt, "y")
 			e.sessExpire(bad, time.Hour.Milliseconds())
 		} else {
 			if err := e.do(e.s.Client.B().Del().Key(key).Build()).Error(); err != nil {

@@ -116,8 +116,8 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 						t.Fatalf("%s: %s expires in %d ms, the session in %d", st.name, name, ttl, after)
 					}
 				}
-				if e.r.perUser() && e.hget(e.r.userKey(ref.Tag), sfUpdatedAt) != now {
-					t.Fatalf("%s: the user's updatedAtMs %s, want the refresh's %s", st.name, e.hget(e.r.userKey(ref.Tag), sfUpdatedAt), now)
+				if e.r.perUser() && e.hget(e.r.userKey(ref.Tag), fieldUpdatedAt) != now {
+					t.Fatalf("%s: the user's updatedAtMs %s, want the refresh's %s", st.name, e.hget(e.r.userKey(ref.Tag), fieldUpdatedAt), now)
 				}
 				seen = now
 			} else if after > before || now != seen {
@@ -130,7 +130,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 
 		// Never past the absolute deadline: 1.5s left, idle 10s.
 		abs := e.serverMs() + 1500
-		e.sessSet(ref, sfAbsoluteExpires, strconv.FormatInt(abs, 10))
+		e.sessSet(ref, fieldAbsoluteExpires, strconv.FormatInt(abs, 10))
 		setPTTL(300)
 		ac, err := e.r.Authorize(ctx, ref)
 		if err != nil || !ac.Refreshed {

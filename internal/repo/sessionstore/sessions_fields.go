@@ -24,51 +24,51 @@ import (
 // userId and tenantId are always written: a read that finds neither takes the session for
 // missing.
 const (
-	sfUserID          = "userId"
-	sfTenantID        = "tenantId"
-	sfStatus          = "status"
-	sfAuthLevel       = "authLevel"
-	sfCreatedAt       = "createdAtMs"
-	sfUpdatedAt       = "updatedAtMs"
-	sfLastSeenAt      = "lastSeenAtMs"
-	sfLastRotatedAt   = "lastRotatedAtMs"
-	sfMFAVerifiedAt   = "mfaVerifiedAtMs"
-	sfAbsoluteExpires = "absoluteExpiresAtMs"
-	sfIdleTimeout     = "idleTimeoutMs"
-	sfDeviceLabel     = "deviceLabel"
-	sfIPHash          = "ipHash"
-	sfUserAgentHash   = "userAgentHash"
-	sfFailedMFA       = "failedMfaAttempts"
-	sfSchemaVersion   = "schemaVersion"
-	sfChallengeID     = "mfaChallengeId"
-	sfChallengeAt     = "mfaChallengeCreatedAtMs"
-	sfCodeMAC         = "mfaCodeMac"
-	// sfLoginPending ("1") marks a session created with mfaRequired: its login is not complete
+	fieldUserID          = "userId"
+	fieldTenantID        = "tenantId"
+	fieldStatus          = "status"
+	fieldAuthLevel       = "authLevel"
+	fieldCreatedAt       = "createdAtMs"
+	fieldUpdatedAt       = "updatedAtMs"
+	fieldLastSeenAt      = "lastSeenAtMs"
+	fieldLastRotatedAt   = "lastRotatedAtMs"
+	fieldMFAVerifiedAt   = "mfaVerifiedAtMs"
+	fieldAbsoluteExpires = "absoluteExpiresAtMs"
+	fieldIdleTimeout     = "idleTimeoutMs"
+	fieldDeviceLabel     = "deviceLabel"
+	fieldIPHash          = "ipHash"
+	fieldUserAgentHash   = "userAgentHash"
+	fieldFailedMFA       = "failedMfaAttempts"
+	fieldSchemaVersion   = "schemaVersion"
+	fieldChallengeID     = "mfaChallengeId"
+	fieldChallengeAt     = "mfaChallengeCreatedAtMs"
+	fieldCodeMAC         = "mfaCodeMac"
+	// fieldLoginPending ("1") marks a session created with mfaRequired: its login is not complete
 	// until the MFA verify, which deletes the field. Written only then (a plain session never
 	// holds it); a challenge on a logged-in session (step-up) does not write it.
-	sfLoginPending = "loginPending"
-	// sfGroups holds the session's groups joined by session.GroupsSep; written only when the
+	fieldLoginPending = "loginPending"
+	// fieldGroups holds the session's groups joined by session.GroupsSep; written only when the
 	// session has any (a create with groups, a replacement of its groups).
-	sfGroups = "groups"
+	fieldGroups = "groups"
 )
 
 // sessViewFields are what the full view and the device list read: never the code MAC or the
 // device hashes.
-var sessViewFields = []string{sfUserID, sfTenantID, sfStatus, sfAuthLevel, sfCreatedAt, sfUpdatedAt, sfLastSeenAt,
-	sfLastRotatedAt, sfMFAVerifiedAt, sfAbsoluteExpires, sfIdleTimeout, sfDeviceLabel, sfFailedMFA, sfSchemaVersion,
-	sfChallengeID, sfChallengeAt, sfLoginPending, sfGroups}
+var sessViewFields = []string{fieldUserID, fieldTenantID, fieldStatus, fieldAuthLevel, fieldCreatedAt, fieldUpdatedAt, fieldLastSeenAt,
+	fieldLastRotatedAt, fieldMFAVerifiedAt, fieldAbsoluteExpires, fieldIdleTimeout, fieldDeviceLabel, fieldFailedMFA, fieldSchemaVersion,
+	fieldChallengeID, fieldChallengeAt, fieldLoginPending, fieldGroups}
 
 // decodeView maps the view fields in f to a Session and returns the session's idle timeout in
 // ms, recording missing and malformed fields in f; the caller classifies with f.schema() and
 // f.err(). Every reader (the hot path, the full view, the device list) decodes here, so a
 // field is corrupt for all of them or for none.
 func decodeView(f *repo.Fields, ref session.Ref) (session.Session, int64) {
-	s := session.Session{Ref: ref, UserID: f.Str(sfUserID), TenantID: f.Str(sfTenantID), Status: sessEnum(f, sfStatus, session.Active),
-		AuthLevel: sessEnum(f, sfAuthLevel, session.LevelBasic), CreatedAt: sessTime(f.Int64(sfCreatedAt)), LastSeenAt: sessTime(f.OptInt64(sfLastSeenAt)),
-		AbsoluteExpiresAt: sessTime(f.Int64(sfAbsoluteExpires)), UpdatedAt: sessTime(f.OptInt64(sfUpdatedAt)),
-		LastRotatedAt: sessTime(f.OptInt64(sfLastRotatedAt)), MFAVerifiedAt: sessTime(f.OptInt64(sfMFAVerifiedAt)),
-		DeviceLabel: f.Opt(sfDeviceLabel), FailedMFAAttempts: f.OptInt64(sfFailedMFA), ChallengeLive: f.Opt(sfChallengeID) != "",
-		LoginPending: sessFlag(f, sfLoginPending), Groups: sessGroups(f)}
+	s := session.Session{Ref: ref, UserID: f.Str(fieldUserID), TenantID: f.Str(fieldTenantID), Status: sessEnum(f, fieldStatus, session.Active),
+		AuthLevel: sessEnum(f, fieldAuthLevel, session.LevelBasic), CreatedAt: sessTime(f.Int64(fieldCreatedAt)), LastSeenAt: sessTime(f.OptInt64(fieldLastSeenAt)),
+		AbsoluteExpiresAt: sessTime(f.Int64(fieldAbsoluteExpires)), UpdatedAt: sessTime(f.OptInt64(fieldUpdatedAt)),
+		LastRotatedAt: sessTime(f.OptInt64(fieldLastRotatedAt)), MFAVerifiedAt: sessTime(f.OptInt64(fieldMFAVerifiedAt)),
+		DeviceLabel: f.Opt(fieldDeviceLabel), FailedMFAAttempts: f.OptInt64(fieldFailedMFA), ChallengeLive: f.Opt(fieldChallengeID) != "",
+		LoginPending: sessFlag(f, fieldLoginPending), Groups: sessGroups(f)}
 	// Written only once they differ from createdAtMs: by the first idle refresh, by rotation
 	// and step-up.
 	if s.LastSeenAt.IsZero() {
@@ -86,13 +86,13 @@ func decodeView(f *repo.Fields, ref session.Ref) (session.Session, int64) {
 // applies, never the configuration of the moment. A present value must be a positive integer;
 // anything else is recorded as bad in f (corrupt: never served with a default).
 func sessIdleMs(f *repo.Fields) int64 {
-	v, ok := f.Lookup(sfIdleTimeout)
+	v, ok := f.Lookup(fieldIdleTimeout)
 	if !ok {
 		return ImplicitIdle.Milliseconds()
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
-		f.Bad(sfIdleTimeout)
+		f.Bad(fieldIdleTimeout)
 		return 0
 	}
 	return n
@@ -110,18 +110,18 @@ func sessFlag(f *repo.Fields, name string) bool {
 // sessGroups reads the groups field: absent is none; a value that is not groups joined by
 // session.GroupsSep within their bounds is recorded as bad.
 func sessGroups(f *repo.Fields) []string {
-	v, ok := f.Lookup(sfGroups)
+	v, ok := f.Lookup(fieldGroups)
 	if !ok {
 		return nil
 	}
 	g := session.SplitGroups(v)
 	if len(g) == 0 || len(g) > session.MaxGroups {
-		f.Bad(sfGroups)
+		f.Bad(fieldGroups)
 		return nil
 	}
 	for _, x := range g {
 		if !session.ValidGroup(x) {
-			f.Bad(sfGroups)
+			f.Bad(fieldGroups)
 			return nil
 		}
 	}
@@ -134,7 +134,7 @@ func replyGroups(v string, ok bool) []string {
 	if !ok {
 		return nil
 	}
-	return sessGroups(repo.NewFields(map[string]string{sfGroups: v}))
+	return sessGroups(repo.NewFields(map[string]string{fieldGroups: v}))
 }
 
 // sessEnum is the value of the enum field name, def when the hash does not hold it (written
@@ -160,12 +160,12 @@ func sessCheckEnums(f *repo.Fields, status, level string) {
 	switch status {
 	case session.Active, session.MFARequired, session.MFAVerified:
 	default:
-		f.Bad(sfStatus)
+		f.Bad(fieldStatus)
 	}
 	switch level {
 	case session.LevelBasic, session.LevelMFA:
 	default:
-		f.Bad(sfAuthLevel)
+		f.Bad(fieldAuthLevel)
 	}
 }
 

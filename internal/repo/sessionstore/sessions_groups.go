@@ -14,8 +14,8 @@ import (
 // Replacing a session's groups (session_groups.lua, session_u_groups.lua).
 
 var (
-	scriptSessionGroups  = script("session_groups")
-	scriptSessionUGroups = script("session_u_groups")
+	scriptSessionGroups = script("session_groups")
+	scriptPerUserGroups = script("session_u_groups")
 )
 
 // SetGroups replaces the groups of the session ref of tenant in one script on the session's
@@ -55,5 +55,5 @@ func (r perSessionLayout) setGroups(ctx context.Context, c rueidis.Client, ref s
 }
 
 func (r perUserLayout) setGroups(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, joined string) (repo.Reply, error) {
-	return r.runOn(ctx, c, "session_u_groups", scriptSessionUGroups, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part, joined})
+	return r.runOn(ctx, c, "session_u_groups", scriptPerUserGroups, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part, joined})
 }

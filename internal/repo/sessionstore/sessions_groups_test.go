@@ -31,8 +31,8 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"admins", "staff"}
-		if !slices.Equal(c.Groups, want) || e.sessGet(ref, sfGroups) != "admins,staff" {
-			t.Fatalf("created with %v, stored %q", c.Groups, e.sessGet(ref, sfGroups))
+		if !slices.Equal(c.Groups, want) || e.sessGet(ref, fieldGroups) != "admins,staff" {
+			t.Fatalf("created with %v, stored %q", c.Groups, e.sessGet(ref, fieldGroups))
 		}
 		check := func(what string, want []string) {
 			t.Helper()
@@ -60,7 +60,7 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 			t.Fatalf("the session's idle window moved: %d ms before, %d ms after", before, after)
 		}
 		if e.r.perUser() {
-			for i, ttl := range e.fieldTTLs(e.r.userKey(ref.Tag), partField(ref.Part, sfGroups), partField(ref.Part, sfUpdatedAt)) {
+			for i, ttl := range e.fieldTTLs(e.r.userKey(ref.Tag), partField(ref.Part, fieldGroups), partField(ref.Part, fieldUpdatedAt)) {
 				if ttl <= 0 || ttl > before {
 					t.Fatalf("field %d's TTL is %d ms, want the session's (%d ms)", i, ttl, before)
 				}
@@ -77,7 +77,7 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		if _, err := e.r.SetGroups(ctx, unknown, "acme", []string{"x"}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("unknown session: %v, want not found", err)
 		}
-		if e.sessGet(unknown, sfGroups) != "" {
+		if e.sessGet(unknown, fieldGroups) != "" {
 			t.Fatal("a refused SetGroups wrote the unknown session's groups")
 		}
 		check("after refusals", []string{"ops"})
@@ -109,7 +109,7 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		if v, err := e.r.SetGroups(ctx, ref, "acme", nil); err != nil || v.Groups != nil {
 			t.Fatalf("clear: %+v %v", v, err)
 		}
-		if _, ok := e.sessStored(ref)[sfGroups]; ok {
+		if _, ok := e.sessStored(ref)[fieldGroups]; ok {
 			t.Fatal("an empty list left the groups field")
 		}
 		check("cleared", nil)

@@ -121,7 +121,7 @@ func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
 		// sliding cannot move it.
 		ref := e.create("", "acme", "alice", 20*time.Second, time.Hour)
 		abs := e.serverMs() + 4000
-		e.sessSet(ref, sfAbsoluteExpires, strconv.FormatInt(abs, 10))
+		e.sessSet(ref, fieldAbsoluteExpires, strconv.FormatInt(abs, 10))
 		e.sessExpireAt(ref, abs)
 		// Settle: the first reads may run the script (and the setup's pushes, delivered by each
 		// tracking connection, may drop the copy again); wait until a read costs nothing.

@@ -23,10 +23,10 @@ func TestSessionIdleWindowIsTheSessions(t *testing.T) {
 		creator := newSessEnv(t, s, prefix, nil)
 		implicit := creator.create("", "acme", "alice", ImplicitIdle, 12*time.Hour)
 		custom := creator.create("", "acme", "bob", 2*time.Hour, 12*time.Hour)
-		if got := creator.sessGet(implicit, sfIdleTimeout); got != "" {
+		if got := creator.sessGet(implicit, fieldIdleTimeout); got != "" {
 			t.Fatalf("a 30-minute session stored idleTimeoutMs=%q", got)
 		}
-		if got := creator.sessGet(custom, sfIdleTimeout); got != "7200000" {
+		if got := creator.sessGet(custom, fieldIdleTimeout); got != "7200000" {
 			t.Fatalf("a 2-hour session stored idleTimeoutMs=%q, want 7200000", got)
 		}
 		for _, cacheTTL := range []time.Duration{0, time.Minute} {

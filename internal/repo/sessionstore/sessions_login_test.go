@@ -80,7 +80,7 @@ func TestSessionLoginPending(t *testing.T) {
 					t.Fatalf("verified %d: %+v %v", i, ac, err)
 				}
 			}
-			if got := e.sessGet(next, sfLoginPending); got != "" {
+			if got := e.sessGet(next, fieldLoginPending); got != "" {
 				t.Fatalf("loginPending left after the verify: %q", got)
 			}
 
@@ -90,13 +90,13 @@ func TestSessionLoginPending(t *testing.T) {
 			if ac, err := e.r.Authorize(ctx, up); err != nil || ac.LoginPending || ac.Status != session.MFARequired {
 				t.Fatalf("step-up: %+v %v", ac, err)
 			}
-			if got := e.sessGet(up, sfLoginPending); got != "" {
+			if got := e.sessGet(up, fieldLoginPending); got != "" {
 				t.Fatalf("a step-up wrote loginPending: %q", got)
 			}
 
 			// A present value other than "1" is corrupt, never read as logged in.
 			bad := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-			e.sessSet(bad, sfLoginPending, "0")
+			e.sessSet(bad, fieldLoginPending, "0")
 			if _, err := e.r.Authorize(ctx, bad); !errors.Is(err, repo.ErrCorrupt) {
 				t.Fatalf("loginPending 0: %v", err)
 			}

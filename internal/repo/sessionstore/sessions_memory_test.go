@@ -62,10 +62,10 @@ func TestSessionMemoryUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 			slices.Sort(names)
-			want := []string{e.sessField(ref, sfAbsoluteExpires), sfCreatedAt, sfSchemaVersion, sfTenantID, sfUpdatedAt, sfUserID}
+			want := []string{e.sessField(ref, fieldAbsoluteExpires), fieldCreatedAt, fieldSchemaVersion, fieldTenantID, fieldUpdatedAt, fieldUserID}
 			budget := int64(sessUserMemoryBudget)
 			if !e.r.perUser() {
-				want = []string{sfAbsoluteExpires, sfCreatedAt, sfSchemaVersion, sfTenantID, sfUpdatedAt, sfUserID}
+				want = []string{fieldAbsoluteExpires, fieldCreatedAt, fieldSchemaVersion, fieldTenantID, fieldUpdatedAt, fieldUserID}
 				budget = sessMemoryBudget
 			}
 			slices.Sort(want)

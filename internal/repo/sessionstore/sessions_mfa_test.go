@@ -25,7 +25,7 @@ func (e *sessEnv) challengeLive(ref session.Ref) bool {
 		}
 		return n == 1
 	}
-	n, err := e.do(e.s.Client.B().Hexists().Key(e.sessKey(ref)).Field(e.sessField(ref, sfChallengeID)).Build()).AsInt64()
+	n, err := e.do(e.s.Client.B().Hexists().Key(e.sessKey(ref)).Field(e.sessField(ref, fieldChallengeID)).Build()).AsInt64()
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func (e *sessEnv) challengeTTL(ref session.Ref) time.Duration {
 	}
 	// HPTTL, not HTTL: HTTL rounds down to whole seconds (a 1s TTL reads 0 at once on the
 	// embedded store).
-	c := e.s.Client.B().Arbitrary("HPTTL").Keys(e.sessKey(ref)).Args("FIELDS", "2", e.sessField(ref, sfChallengeID), e.sessField(ref, sfCodeMAC)).Build()
+	c := e.s.Client.B().Arbitrary("HPTTL").Keys(e.sessKey(ref)).Args("FIELDS", "2", e.sessField(ref, fieldChallengeID), e.sessField(ref, fieldCodeMAC)).Build()
 	v, err := e.do(c).AsIntSlice()
 	if err != nil || len(v) != 2 || v[0]-v[1] > 5 || v[1]-v[0] > 5 {
 		e.t.Fatalf("HPTTL = %v, %v", v, err)
@@ -177,7 +177,7 @@ func (e *sessEnv) sessionFieldsShareTTL(ref session.Ref) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	mark := slices.Index(names, sfAbsoluteExpires)
+	mark := slices.Index(names, fieldAbsoluteExpires)
 	if mark < 0 {
 		e.t.Fatalf("session %s has no absoluteExpiresAtMs: %v", ref.Part, st)
 	}
@@ -185,7 +185,7 @@ func (e *sessEnv) sessionFieldsShareTTL(ref session.Ref) {
 	idle := ttls[mark] // read in the same command as the others
 	for i, n := range names {
 		switch {
-		case n == sfChallengeID || n == sfCodeMAC:
+		case n == fieldChallengeID || n == fieldCodeMAC:
 			if ttls[i] <= 0 || ttls[i] > idle {
 				e.t.Fatalf("challenge field %s: TTL %d ms, session's %d ms", n, ttls[i], idle)
 			}
@@ -253,7 +253,7 @@ func TestSessionVerifyConcurrentLimit(t *testing.T) {
 		if counts[session.VerifyWrongCode] != 5 || counts[session.VerifyLimited] != 59 {
 			t.Fatalf("outcomes %v, want 5 wrong_code and 59 rate_limited", counts)
 		}
-		if got := e.sessGet(ref, sfFailedMFA); got != "5" {
+		if got := e.sessGet(ref, fieldFailedMFA); got != "5" {
 			t.Fatalf("failedMfaAttempts = %s", got)
 		}
 		e.sessionFieldsShareTTL(ref)

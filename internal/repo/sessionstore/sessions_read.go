@@ -87,7 +87,7 @@ func (r *Sessions) parseView(ctx context.Context, ref session.Ref, m map[string]
 
 // classifyChallenge counts a session waiting in MFA_REQUIRED whose challenge has expired.
 func (r *Sessions) classifyChallenge(ctx context.Context, s *session.Session, m map[string]string) {
-	if s.Status == session.MFARequired && !s.ChallengeLive && m[sfChallengeAt] != "" {
+	if s.Status == session.MFARequired && !s.ChallengeLive && m[fieldChallengeAt] != "" {
 		r.o.Metrics.Read(ctx, sessObject, ExpiredChallenge)
 	}
 }

@@ -80,7 +80,7 @@ func TestSessionLifecycle(t *testing.T) {
 			t.Fatalf("pttl = %d, want the idle timeout", p)
 		}
 		// No hash of the token is stored (the key derives from it), and defaults are not written.
-		for _, f := range []string{"tokenHash", sfStatus, sfAuthLevel, sfFailedMFA, sfLastSeenAt, sfLastRotatedAt, sfIdleTimeout} {
+		for _, f := range []string{"tokenHash", fieldStatus, fieldAuthLevel, fieldFailedMFA, fieldLastSeenAt, fieldLastRotatedAt, fieldIdleTimeout} {
 			if v := e.sessGet(ref, f); v != "" {
 				t.Fatalf("%s stored at create", f)
 			}

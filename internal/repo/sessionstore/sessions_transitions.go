@@ -128,6 +128,6 @@ func (r perSessionLayout) revoke(ctx context.Context, c rueidis.Client, ref sess
 
 // revoke takes the session's fields out of the user's hash (session_u_revoke.lua).
 func (r perUserLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
-	rep, err := r.runOn(ctx, c, "session_u_revoke", scriptSessionURevoke, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
+	rep, err := r.runOn(ctx, c, "session_u_revoke", scriptPerUserRevoke, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
 	return rep, "session_u_revoke", err
 }

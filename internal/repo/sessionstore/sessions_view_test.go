@@ -25,7 +25,7 @@ func TestSessionViewClassifiesIdleTimeout(t *testing.T) {
 		for i, v := range bad {
 			tag := sessRand(t, 9)
 			ref := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-			e.sessSetKeep(ref, sfIdleTimeout, v)
+			e.sessSetKeep(ref, fieldIdleTimeout, v)
 			if got, err := e.r.Get(ctx, ref, "acme"); !errors.Is(err, repo.ErrCorrupt) {
 				t.Fatalf("get with idleTimeoutMs %q: %+v %v, want corrupt", v, got, err)
 			}

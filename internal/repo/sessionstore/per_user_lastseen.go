@@ -21,16 +21,16 @@ import (
 // answered when the refresh always wrote the field. session_u_create.lua's eviction order
 // takes the same newest (with lastRotatedAtMs).
 
-// uSeen gives m (a session's flat view: sessionView's map) the lastSeenAtMs its readers
+// perUserLastSeen gives m (a session's flat view: sessionView's map) the lastSeenAtMs its readers
 // decode: the marker's expiry exp (Unix ms; ≤ 0 when it has none or the session is gone) minus
 // the idle timeout, when that is newer than what m holds (the stored value, else createdAtMs).
 // A malformed value is left alone: decodeView refuses the session as corrupt, as it would have.
-func uSeen(m map[string]string, exp int64) {
+func perUserLastSeen(m map[string]string, exp int64) {
 	if exp <= 0 {
 		return
 	}
 	idle := ImplicitIdle.Milliseconds()
-	if v, ok := m[sfIdleTimeout]; ok {
+	if v, ok := m[fieldIdleTimeout]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
 			return
@@ -38,7 +38,7 @@ func uSeen(m map[string]string, exp int64) {
 		idle = n
 	}
 	seen := exp - idle
-	for _, name := range []string{sfLastSeenAt, sfCreatedAt} {
+	for _, name := range []string{fieldLastSeenAt, fieldCreatedAt} {
 		v, ok := m[name]
 		if !ok {
 			continue
@@ -47,11 +47,11 @@ func uSeen(m map[string]string, exp int64) {
 			return
 		}
 	}
-	m[sfLastSeenAt] = strconv.FormatInt(seen, 10)
+	m[fieldLastSeenAt] = strconv.FormatInt(seen, 10)
 }
 
 // markerExpiry is the command reading when the session's marker expires (HPEXPIRETIME):
 // -2 when it does not exist, -1 when it has no field TTL.
 func (r perUserLayout) markerExpiry(key, part string) rueidis.Completed {
-	return r.client.B().Hpexpiretime().Key(key).Fields().Numfields(1).Field(partField(part, sfAbsoluteExpires)).Build()
+	return r.client.B().Hpexpiretime().Key(key).Fields().Numfields(1).Field(partField(part, fieldAbsoluteExpires)).Build()
 }

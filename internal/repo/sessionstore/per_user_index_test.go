@@ -27,7 +27,7 @@ func (e *sessEnv) sessDrop(ref session.Ref) {
 	e.t.Helper()
 	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
 	if e.r.perUser() {
-		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partField(ref.Part, sfAbsoluteExpires)).Build()
+		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partField(ref.Part, fieldAbsoluteExpires)).Build()
 	}
 	if err := e.do(cmd).Error(); err != nil {
 		e.t.Fatal(err)
@@ -52,7 +52,7 @@ func (e *sessEnv) liveParts(tag string) []string {
 	}
 	var parts []string
 	for _, n := range names {
-		if p, ok := strings.CutSuffix(n, ":"+sfAbsoluteExpires); ok {
+		if p, ok := strings.CutSuffix(n, ":"+fieldAbsoluteExpires); ok {
 			parts = append(parts, p)
 		}
 	}
@@ -111,7 +111,7 @@ func TestSessionListOrderExpiryCorrupt(t *testing.T) {
 		c := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 		d := e.create(tag, "acme", "alice", time.Hour, 4*time.Hour)
 		other := e.create("", "acme", "bob", time.Hour, time.Hour)
-		e.sessSet(c, sfStatus, "BOGUS")
+		e.sessSet(c, fieldStatus, "BOGUS")
 		e.sessExpire(d, 1)
 		// Until a read of the hash no longer answers the session (HPTTL may say -2 a
 		// millisecond before HGETALL stops answering the field).
@@ -174,10 +174,10 @@ func TestSessionListReadsOnlyViewFields(t *testing.T) {
 		}
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
-		e.sessSet(ref, sfCodeMAC, "secret-mac-value")
-		e.sessSet(ref, sfChallengeID, "challenge-1")
-		e.sessSet(ref, sfChallengeAt, "1")
-		rep, err := e.r.runOn(ctx, e.s.Client, "session_u_list", scriptSessionUList, []string{e.r.userKey(ref.Tag)}, nil)
+		e.sessSet(ref, fieldCodeMAC, "secret-mac-value")
+		e.sessSet(ref, fieldChallengeID, "challenge-1")
+		e.sessSet(ref, fieldChallengeAt, "1")
+		rep, err := e.r.runOn(ctx, e.s.Client, "session_u_list", scriptPerUserList, []string{e.r.userKey(ref.Tag)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestSessionListReadsOnlyViewFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k, v := range m {
-			if strings.HasSuffix(k, ":"+sfCodeMAC) || strings.HasSuffix(k, ":"+sfIPHash) || strings.HasSuffix(k, ":"+sfUserAgentHash) || v == "secret-mac-value" {
+			if strings.HasSuffix(k, ":"+fieldCodeMAC) || strings.HasSuffix(k, ":"+fieldIPHash) || strings.HasSuffix(k, ":"+fieldUserAgentHash) || v == "secret-mac-value" {
 				t.Errorf("the list script answered %s", k)
 			}
 		}
@@ -209,8 +209,8 @@ func TestSessionRevokeOneOfMany(t *testing.T) {
 		tag := sessRand(t, 9)
 		a := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 		b := e.create(tag, "acme", "alice", time.Hour, 3*time.Hour)
-		e.sessSet(b, sfChallengeID, "challenge-1")
-		e.sessSet(b, sfCodeMAC, "mac")
+		e.sessSet(b, fieldChallengeID, "challenge-1")
+		e.sessSet(b, fieldCodeMAC, "mac")
 		keptA := e.sessStored(a)
 		if ok, err := e.r.Revoke(ctx, b, "globex"); ok || err != nil {
 			t.Fatalf("revoke by another tenant: %v %v", ok, err)
@@ -219,7 +219,7 @@ func TestSessionRevokeOneOfMany(t *testing.T) {
 			t.Fatal("another tenant's revoke deleted the session")
 		}
 		time.Sleep(2 * time.Millisecond)
-		updated := e.hget(e.r.userKey(tag), sfUpdatedAt)
+		updated := e.hget(e.r.userKey(tag), fieldUpdatedAt)
 		if ok, err := e.r.Revoke(ctx, b, "acme"); !ok || err != nil {
 			t.Fatalf("revoke: %v %v", ok, err)
 		}
@@ -229,7 +229,7 @@ func TestSessionRevokeOneOfMany(t *testing.T) {
 		if st := e.sessStored(a); !mapsEqual(st, keptA) {
 			t.Fatalf("revoking another session changed this one: %v, was %v", st, keptA)
 		}
-		after := e.hget(e.r.userKey(tag), sfUpdatedAt)
+		after := e.hget(e.r.userKey(tag), fieldUpdatedAt)
 		if e.r.perUser() && sessAtoi(after) <= sessAtoi(updated) {
 			t.Fatalf("user's updatedAtMs %s after the revoke, was %s", after, updated)
 		}
@@ -237,7 +237,7 @@ func TestSessionRevokeOneOfMany(t *testing.T) {
 		if ok, err := e.r.Revoke(ctx, b, "acme"); ok || err != nil {
 			t.Fatalf("revoke again: %v %v", ok, err)
 		}
-		if again := e.hget(e.r.userKey(tag), sfUpdatedAt); again != after {
+		if again := e.hget(e.r.userKey(tag), fieldUpdatedAt); again != after {
 			t.Fatalf("a revoke that deleted nothing moved updatedAtMs from %s to %s", after, again)
 		}
 		if list, err := e.r.List(ctx, tag, "acme"); err != nil || len(list) != 1 || list[0].Ref != a {

@@ -22,7 +22,7 @@ func (e *sessEnv) sessPTTL(ref session.Ref) int64 {
 		return e.pttl(e.r.sessionKey(ref))
 	}
 	v, err := e.do(e.s.Client.B().Arbitrary("HPTTL").Keys(e.r.userKey(ref.Tag)).
-		Args("FIELDS", "1", partField(ref.Part, sfAbsoluteExpires)).Build()).AsIntSlice()
+		Args("FIELDS", "1", partField(ref.Part, fieldAbsoluteExpires)).Build()).AsIntSlice()
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// More layout-aware test helpers (sessions_u_helpers_test.go has the first ones), for the hot
+// More layout-aware test helpers (per_user_helpers_test.go has the first ones), for the hot
 // path's tests.
 
 // sessTTLNames are the session's fields that share its idle deadline, as its key names them
@@ -19,7 +19,7 @@ import (
 func (e *sessEnv) sessTTLNames(ref session.Ref) []string {
 	var names []string
 	for _, n := range sessPartFields {
-		if n != sfChallengeID && n != sfCodeMAC {
+		if n != fieldChallengeID && n != fieldCodeMAC {
 			names = append(names, partField(ref.Part, n))
 		}
 	}
@@ -197,7 +197,7 @@ func (e *sessEnv) sessWriteKV(ref session.Ref, ttlMs int64, kv ...string) {
 	user, own := map[string]string{}, map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		switch kv[i] {
-		case sfUserID, sfTenantID, sfSchemaVersion:
+		case fieldUserID, fieldTenantID, fieldSchemaVersion:
 			user[kv[i]] = kv[i+1]
 		default:
 			own[kv[i]] = kv[i+1]

@@ -13,7 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-var scriptSessionUCreate = script("session_u_create")
+var scriptPerUserCreate = script("session_u_create")
 
 // create is Create in the per-user layout (session_u_create.lua): the session's fields go into
 // the user's hash with the session's idle window as their field TTL, in one script on one key.
@@ -32,11 +32,11 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
 			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs}, own...)
 	}
-	rep, err := r.run(ctx, "session_u_create", scriptSessionUCreate, keys, args("0"))
+	rep, err := r.run(ctx, "session_u_create", scriptPerUserCreate, keys, args("0"))
 	if err == nil && rep.Code() == repo.CodeRetry { // at the cap: evict, confirmed as a durable write
 		err = r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 			var err error
-			rep, err = r.runOn(ctx, c, "session_u_create", scriptSessionUCreate, keys, args("1"))
+			rep, err = r.runOn(ctx, c, "session_u_create", scriptPerUserCreate, keys, args("1"))
 			return err == nil && rep.Code() == repo.CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
 		})
 	}

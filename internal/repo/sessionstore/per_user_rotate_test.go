@@ -48,7 +48,7 @@ func TestSessionRotatePerUserMovesFields(t *testing.T) {
 		for n := range before {
 			beforeTTL[n] = e.fieldTTLs(key, partField(ref.Part, n))[0]
 		}
-		if beforeTTL[sfChallengeID] > 60_000 || beforeTTL[sfAbsoluteExpires] < 59*60_000 {
+		if beforeTTL[fieldChallengeID] > 60_000 || beforeTTL[fieldAbsoluteExpires] < 59*60_000 {
 			t.Fatalf("TTLs before: %v", beforeTTL)
 		}
 		otherBefore := e.sessStored(other)
@@ -73,11 +73,11 @@ func TestSessionRotatePerUserMovesFields(t *testing.T) {
 		if err != nil || got.Ref != next || got.Status != session.MFARequired || got.AuthLevel != session.LevelBasic {
 			t.Fatalf("rotate: %+v %v", got, err)
 		}
-		if got.CreatedAt.IsZero() || got.CreatedAt.UnixMilli() != sessAtoi(all()[sfCreatedAt]) {
-			t.Fatalf("createdAt %v, want the hash's %s (the session holds none of its own)", got.CreatedAt, all()[sfCreatedAt])
+		if got.CreatedAt.IsZero() || got.CreatedAt.UnixMilli() != sessAtoi(all()[fieldCreatedAt]) {
+			t.Fatalf("createdAt %v, want the hash's %s (the session holds none of its own)", got.CreatedAt, all()[fieldCreatedAt])
 		}
-		if got.AbsoluteExpiresAt.UnixMilli() != sessAtoi(before[sfAbsoluteExpires]) {
-			t.Fatalf("absolute deadline %v, want %s", got.AbsoluteExpiresAt, before[sfAbsoluteExpires])
+		if got.AbsoluteExpiresAt.UnixMilli() != sessAtoi(before[fieldAbsoluteExpires]) {
+			t.Fatalf("absolute deadline %v, want %s", got.AbsoluteExpiresAt, before[fieldAbsoluteExpires])
 		}
 		if d := time.Until(got.IdleExpiresAt); d < 59*time.Minute || d > time.Hour {
 			t.Fatalf("idle deadline in %v, want the hour kept", d)
@@ -87,13 +87,13 @@ func TestSessionRotatePerUserMovesFields(t *testing.T) {
 		}
 		after := e.sessStored(next)
 		for n, v := range before {
-			if n != sfLastRotatedAt && n != sfUpdatedAt && after[n] != v {
+			if n != fieldLastRotatedAt && n != fieldUpdatedAt && after[n] != v {
 				t.Fatalf("field %s: %q after the rotation, %q before", n, after[n], v)
 			}
 		}
-		if after[sfLastRotatedAt] != after[sfUpdatedAt] || sessAtoi(after[sfLastRotatedAt]) != got.LastRotatedAt.UnixMilli() ||
-			sessAtoi(after[sfLastRotatedAt]) <= sessAtoi(before[sfUpdatedAt]) {
-			t.Fatalf("lastRotatedAtMs %s, updatedAtMs %s (before %s), reply %v", after[sfLastRotatedAt], after[sfUpdatedAt], before[sfUpdatedAt], got.LastRotatedAt)
+		if after[fieldLastRotatedAt] != after[fieldUpdatedAt] || sessAtoi(after[fieldLastRotatedAt]) != got.LastRotatedAt.UnixMilli() ||
+			sessAtoi(after[fieldLastRotatedAt]) <= sessAtoi(before[fieldUpdatedAt]) {
+			t.Fatalf("lastRotatedAtMs %s, updatedAtMs %s (before %s), reply %v", after[fieldLastRotatedAt], after[fieldUpdatedAt], before[fieldUpdatedAt], got.LastRotatedAt)
 		}
 		if len(after) != len(before)+1 { // + lastRotatedAtMs
 			t.Fatalf("fields after %v, before %v", after, before)
@@ -103,7 +103,7 @@ func TestSessionRotatePerUserMovesFields(t *testing.T) {
 			ttl := e.fieldTTLs(key, partField(next.Part, n))[0]
 			want, ok := beforeTTL[n]
 			if !ok {
-				want = beforeTTL[sfAbsoluteExpires]
+				want = beforeTTL[fieldAbsoluteExpires]
 			}
 			if ttl > want || ttl < want-slack {
 				t.Fatalf("field %s: TTL %d ms after the rotation, %d ms before", n, ttl, want)

@@ -33,7 +33,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 		expireTime := func() int64 {
 			t.Helper()
 			v, err := e.do(s.Client.B().Hpexpiretime().Key(key).Fields().Numfields(1).
-				Field(partField(ref.Part, sfAbsoluteExpires)).Build()).AsIntSlice()
+				Field(partField(ref.Part, fieldAbsoluteExpires)).Build()).AsIntSlice()
 			if err != nil || len(v) != 1 {
 				t.Fatalf("HPEXPIRETIME: %v %v", v, err)
 			}
@@ -90,15 +90,15 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 
 		// As a session created 5 minutes ago and kept in use: a read that took its idle end from
 		// its createdAt would find it long expired.
-		e.sessSetKeep(ref, sfCreatedAt, strconv.FormatInt(e.serverMs()-5*60_000, 10))
+		e.sessSetKeep(ref, fieldCreatedAt, strconv.FormatInt(e.serverMs()-5*60_000, 10))
 		e.sessExpire(ref, 2000)
 		ac, err := e.r.Authorize(ctx, ref)
 		if err != nil || !ac.Refreshed {
 			t.Fatalf("refresh: %+v %v", ac, err)
 		}
-		seen := e.hget(key, sfUpdatedAt) // the refresh's instant (Redis TIME)
-		if st := e.sessStored(ref); st[sfLastSeenAt] != "" {
-			t.Fatalf("an uncapped refresh stored lastSeenAtMs %s: %v", st[sfLastSeenAt], st)
+		seen := e.hget(key, fieldUpdatedAt) // the refresh's instant (Redis TIME)
+		if st := e.sessStored(ref); st[fieldLastSeenAt] != "" {
+			t.Fatalf("an uncapped refresh stored lastSeenAtMs %s: %v", st[fieldLastSeenAt], st)
 		}
 		ms, _ := strconv.ParseInt(seen, 10, 64)
 		if !ac.LastSeenAt.Equal(time.UnixMilli(ms)) || expireTime() != ms+10_000 {
@@ -110,14 +110,14 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 		// the window to the deadline only, and the last use can no longer be told from the
 		// marker's expiry: it is stored.
 		abs := e.serverMs() + 8000
-		e.sessSetKeep(ref, sfAbsoluteExpires, strconv.FormatInt(abs, 10))
+		e.sessSetKeep(ref, fieldAbsoluteExpires, strconv.FormatInt(abs, 10))
 		e.sessExpire(ref, 1000)
 		if ac, err := e.r.Authorize(ctx, ref); err != nil || !ac.Refreshed {
 			t.Fatalf("capped refresh: %+v %v", ac, err)
 		}
-		seen = e.hget(key, sfUpdatedAt)
-		if st := e.sessStored(ref); st[sfLastSeenAt] != seen {
-			t.Fatalf("a capped refresh at %s stored lastSeenAtMs %q", seen, st[sfLastSeenAt])
+		seen = e.hget(key, fieldUpdatedAt)
+		if st := e.sessStored(ref); st[fieldLastSeenAt] != seen {
+			t.Fatalf("a capped refresh at %s stored lastSeenAtMs %q", seen, st[fieldLastSeenAt])
 		}
 		if got := expireTime(); got != abs {
 			t.Fatalf("capped refresh: marker expires at %d, the deadline is %d", got, abs)
@@ -127,7 +127,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 	})
 }
 
-// uSeen answers the newest of the stored lastSeenAtMs, the marker's expiry minus the idle
+// perUserLastSeen answers the newest of the stored lastSeenAtMs, the marker's expiry minus the idle
 // timeout and createdAtMs, and leaves malformed values for decodeView to refuse.
 func TestSessionLastSeenFromExpiry(t *testing.T) {
 	t.Parallel()
@@ -138,20 +138,20 @@ func TestSessionLastSeenFromExpiry(t *testing.T) {
 		exp  int64
 		want string // lastSeenAtMs after; "" absent
 	}{
-		{"refreshed", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: idle}, 100_000, "40000"},
-		{"implicit idle", map[string]string{sfCreatedAt: "1000"}, 1000 + ImplicitIdle.Milliseconds() + 5, "1005"},
-		{"never refreshed", map[string]string{sfCreatedAt: "40000", sfIdleTimeout: idle}, 100_000, ""},
-		{"capped at create", map[string]string{sfCreatedAt: "50000", sfIdleTimeout: idle}, 100_000, ""},
-		{"stored by a capped refresh", map[string]string{sfCreatedAt: "1000", sfLastSeenAt: "45000", sfIdleTimeout: idle}, 100_000, "45000"},
-		{"stored before a later refresh", map[string]string{sfCreatedAt: "1000", sfLastSeenAt: "30000", sfIdleTimeout: idle}, 100_000, "40000"},
-		{"no field TTL", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: idle}, -1, ""},
-		{"gone", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: idle}, -2, ""},
-		{"bad idle", map[string]string{sfCreatedAt: "1000", sfIdleTimeout: "x"}, 100_000, ""},
-		{"bad created", map[string]string{sfCreatedAt: "x", sfIdleTimeout: idle}, 100_000, ""},
-		{"bad stored", map[string]string{sfCreatedAt: "1000", sfLastSeenAt: "y", sfIdleTimeout: idle}, 100_000, "y"},
+		{"refreshed", map[string]string{fieldCreatedAt: "1000", fieldIdleTimeout: idle}, 100_000, "40000"},
+		{"implicit idle", map[string]string{fieldCreatedAt: "1000"}, 1000 + ImplicitIdle.Milliseconds() + 5, "1005"},
+		{"never refreshed", map[string]string{fieldCreatedAt: "40000", fieldIdleTimeout: idle}, 100_000, ""},
+		{"capped at create", map[string]string{fieldCreatedAt: "50000", fieldIdleTimeout: idle}, 100_000, ""},
+		{"stored by a capped refresh", map[string]string{fieldCreatedAt: "1000", fieldLastSeenAt: "45000", fieldIdleTimeout: idle}, 100_000, "45000"},
+		{"stored before a later refresh", map[string]string{fieldCreatedAt: "1000", fieldLastSeenAt: "30000", fieldIdleTimeout: idle}, 100_000, "40000"},
+		{"no field TTL", map[string]string{fieldCreatedAt: "1000", fieldIdleTimeout: idle}, -1, ""},
+		{"gone", map[string]string{fieldCreatedAt: "1000", fieldIdleTimeout: idle}, -2, ""},
+		{"bad idle", map[string]string{fieldCreatedAt: "1000", fieldIdleTimeout: "x"}, 100_000, ""},
+		{"bad created", map[string]string{fieldCreatedAt: "x", fieldIdleTimeout: idle}, 100_000, ""},
+		{"bad stored", map[string]string{fieldCreatedAt: "1000", fieldLastSeenAt: "y", fieldIdleTimeout: idle}, 100_000, "y"},
 	} {
-		uSeen(c.m, c.exp)
-		if got := c.m[sfLastSeenAt]; got != c.want {
+		perUserLastSeen(c.m, c.exp)
+		if got := c.m[fieldLastSeenAt]; got != c.want {
 			t.Errorf("%s: lastSeenAtMs %q, want %q", c.name, got, c.want)
 		}
 	}

@@ -22,29 +22,29 @@ import (
 //	HPTTL <userKey> FIELDS 1 <part>:absoluteExpiresAtMs
 //
 // (the view read asks for the view's fields instead of the hot six, and adds HPEXPIRETIME of
-// the marker: the session's last use derives from it, uSeen). HPTTL is the end of the idle
+// the marker: the session's last use derives from it, perUserLastSeen). HPTTL is the end of the idle
 // window and tells whether the session is live (-2: it is not).
 //
 // Under default tracking (readTracked) the read goes through rueidis' cache, and only the
-// HMGET and the HPEXPIRETIME do (uReadTracked says why).
+// HMGET and the HPEXPIRETIME do (readTracked says why).
 
-var scriptSessionUAuthorize = script("session_u_authorize")
+var scriptPerUserAuthorize = script("session_u_authorize")
 
-// uHotNames are the hot fields (sessHotFields, in that order) as the user's hash names them.
-func uHotNames(part string) []string {
-	return []string{sfUserID, sfTenantID, partField(part, sfAuthLevel), partField(part, sfLoginPending),
-		partField(part, sfIdleTimeout), partField(part, sfGroups)}
+// perUserHotNames are the hot fields (sessHotFields, in that order) as the user's hash names them.
+func perUserHotNames(part string) []string {
+	return []string{fieldUserID, fieldTenantID, partField(part, fieldAuthLevel), partField(part, fieldLoginPending),
+		partField(part, fieldIdleTimeout), partField(part, fieldGroups)}
 }
 
-// uViewNames are the view's fields (sessViewFields) as the user's hash names them: the user's
+// perUserViewNames are the view's fields (sessViewFields) as the user's hash names them: the user's
 // own (userId, tenantId, schemaVersion and the hash's createdAtMs, the session's createdAtMs
 // when it holds none), then the session's.
-func uViewNames(part string) []string {
+func perUserViewNames(part string) []string {
 	out := make([]string, 0, len(sessViewFields)+1)
-	out = append(out, sfUserID, sfTenantID, sfSchemaVersion, sfCreatedAt)
+	out = append(out, fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt)
 	for _, n := range sessViewFields {
 		switch n {
-		case sfUserID, sfTenantID, sfSchemaVersion:
+		case fieldUserID, fieldTenantID, fieldSchemaVersion:
 		default:
 			out = append(out, partField(part, n))
 		}
@@ -52,20 +52,20 @@ func uViewNames(part string) []string {
 	return out
 }
 
-// uNames is what a read of ref asks the user's hash for (wire) and, for the hot read, the
+// perUserNames is what a read of ref asks the user's hash for (wire) and, for the hot read, the
 // flat names the values decode under (nil for the view: sessionView maps those).
-func uNames(part string, view bool) (wire, flat []string) {
+func perUserNames(part string, view bool) (wire, flat []string) {
 	if view {
-		return uViewNames(part), nil
+		return perUserViewNames(part), nil
 	}
-	return uHotNames(part), sessHotFields
+	return perUserHotNames(part), sessHotFields
 }
 
-// uFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
+// perUserFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
 // per-session hash's names, the per-user layout's defaults applied, for the view the last use
-// derived from exp, the marker's expiry: uSeen). A pooled map (the hot read's, flat names)
+// derived from exp, the marker's expiry: perUserLastSeen). A pooled map (the hot read's, flat names)
 // goes back with releaseFields once read.
-func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, pooled bool, err error) {
+func perUserFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, pooled bool, err error) {
 	if flat != nil {
 		m, size, err = repo.PooledFields(vals, flat)
 		return m, size, err == nil, err
@@ -76,22 +76,22 @@ func uFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp 
 	}
 	m = sessionView(user, part)
 	repo.ReleaseFields(user)
-	uSeen(m, exp)
+	perUserLastSeen(m, exp)
 	return m, size, false, nil
 }
 
 // plainCmds are the commands of a plain read (see above) of wire, the view's fields; nil wire
-// is the hot read (uHotNames, built here from one string). view adds the marker's expiry.
+// is the hot read (perUserHotNames, built here from one string). view adds the marker's expiry.
 func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) rueidis.Commands {
 	key := r.userKey(ref.Tag)
 	var read, ttl rueidis.Completed
 	if wire == nil {
-		level, pending, idle, groups, marker := uHotParts(ref.Part)
-		read = r.client.B().Hmget().Key(key).Field(sfUserID, sfTenantID, level, pending, idle, groups).Build()
+		level, pending, idle, groups, marker := perUserHotParts(ref.Part)
+		read = r.client.B().Hmget().Key(key).Field(fieldUserID, fieldTenantID, level, pending, idle, groups).Build()
 		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(marker).Build()
 	} else {
 		read = r.client.B().Hmget().Key(key).Field(wire...).Build()
-		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, sfAbsoluteExpires)).Build()
+		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, fieldAbsoluteExpires)).Build()
 	}
 	cmds := rueidis.Commands{read, ttl}
 	if view {
@@ -100,54 +100,54 @@ func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) ruei
 	return cmds
 }
 
-// uHotParts are the session's names in uHotNames (its level, pending login, idle timeout and
+// perUserHotParts are the session's names in perUserHotNames (its level, pending login, idle timeout and
 // groups) and its marker's, cut from one string: a miss builds them all.
-func uHotParts(part string) (level, pending, idle, groups, marker string) {
-	s := part + ":" + sfAuthLevel + part + ":" + sfLoginPending + part + ":" + sfIdleTimeout + part + ":" + sfGroups +
-		part + ":" + sfAbsoluteExpires
+func perUserHotParts(part string) (level, pending, idle, groups, marker string) {
+	s := part + ":" + fieldAuthLevel + part + ":" + fieldLoginPending + part + ":" + fieldIdleTimeout + part + ":" + fieldGroups +
+		part + ":" + fieldAbsoluteExpires
 	n := len(part) + 1
-	i := n + len(sfAuthLevel)
-	j := i + n + len(sfLoginPending)
-	k := j + n + len(sfIdleTimeout)
-	l := k + n + len(sfGroups)
+	i := n + len(fieldAuthLevel)
+	j := i + n + len(fieldLoginPending)
+	k := j + n + len(fieldIdleTimeout)
+	l := k + n + len(fieldGroups)
 	return s[:i], s[i:j], s[j:k], s[k:l], s[l:]
 }
 
-// uPlain is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),
+// perUserRead is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),
 // and for a view the marker's expiry (Unix ms; 0 otherwise).
-type uPlain struct {
+type perUserRead struct {
 	vals      []rueidis.RedisMessage
 	pttl, exp int64
 }
 
 // plainRead runs one plain read of wire (nil: the hot fields); op names it in errors.
-func (r perUserLayout) plainRead(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (uPlain, error) {
+func (r perUserLayout) plainRead(ctx context.Context, op string, ref session.Ref, wire []string, view bool) (perUserRead, error) {
 	res := r.client.DoMulti(ctx, r.plainCmds(ref, wire, view)...)
 	for _, x := range res {
 		if err := x.Error(); err != nil && !rueidis.IsRedisNil(err) {
-			return uPlain{}, r.readErr(ctx, op, err)
+			return perUserRead{}, r.readErr(ctx, op, err)
 		}
 	}
 	vals, err := res[0].ToArray()
 	if err != nil {
-		return uPlain{}, r.readErr(ctx, op, err)
+		return perUserRead{}, r.readErr(ctx, op, err)
 	}
-	pttl, err := uFieldTTL(res[1])
+	pttl, err := fieldTTL(res[1])
 	if err != nil {
-		return uPlain{}, r.readErr(ctx, op, err)
+		return perUserRead{}, r.readErr(ctx, op, err)
 	}
 	var exp int64
 	if view {
-		if exp, err = uFieldTTL(res[2]); err != nil {
-			return uPlain{}, r.readErr(ctx, op, err)
+		if exp, err = fieldTTL(res[2]); err != nil {
+			return perUserRead{}, r.readErr(ctx, op, err)
 		}
 	}
-	return uPlain{vals: vals, pttl: pttl, exp: exp}, nil
+	return perUserRead{vals: vals, pttl: pttl, exp: exp}, nil
 }
 
-// uFieldTTL is the one field's HPTTL (or HPEXPIRETIME): -2 when the field (or the key) does
+// fieldTTL is the one field's HPTTL (or HPEXPIRETIME): -2 when the field (or the key) does
 // not exist, -1 when it has no TTL.
-func uFieldTTL(res rueidis.RedisResult) (int64, error) {
+func fieldTTL(res rueidis.RedisResult) (int64, error) {
 	if err := res.Error(); rueidis.IsRedisNil(err) {
 		return -2, nil
 	}
@@ -168,9 +168,9 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 	if r.memo != nil {
 		v = r.memo.version(ref)
 	}
-	var wire, flat []string // the hot read's wire names are built with its commands (uPlainCmds)
+	var wire, flat []string // the hot read's wire names are built with its commands (plainCmds)
 	if view {
-		wire = uViewNames(ref.Part)
+		wire = perUserViewNames(ref.Part)
 	} else {
 		flat = sessHotFields
 	}
@@ -185,7 +185,7 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 	if p.pttl < 0 { // a marker without a field TTL (not written by a gateway): the script gives it one
 		return r.authorizeScript(ctx, ref, view)
 	}
-	m, size, pooled, err := uFields(p.vals, ref.Part, wire, flat, p.exp)
+	m, size, pooled, err := perUserFields(p.vals, ref.Part, wire, flat, p.exp)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
@@ -215,7 +215,7 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 // the copy was filled, which a later hit would serve unchanged as time passes, sliding the idle
 // end forward with every hit. The idle end is taken instead from what the copy holds, instants
 // that only a write changes (and every write invalidates the copy): the session's last use
-// (uSeen: its lastSeenAtMs, or its marker's expiry minus its idle timeout, or its createdAtMs)
+// (perUserLastSeen: its lastSeenAtMs, or its marker's expiry minus its idle timeout, or its createdAtMs)
 // plus its idle timeout, never past its absolute deadline — the instant the field TTL was set
 // to. The marker's expiry is such an instant too: its builder has no Cache() either (nor is it
 // marked read-only), so its command is converted to a Cacheable; Redis tracks the key for it
@@ -229,7 +229,7 @@ func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bo
 	if r.memo != nil {
 		v = r.memo.version(ref)
 	}
-	wire := uViewNames(ref.Part)
+	wire := perUserViewNames(ref.Part)
 	key := r.userKey(ref.Tag)
 	both := r.client.DoMultiCache(ctx, rueidis.CT(r.client.B().Hmget().Key(key).Field(wire...).Cache(), r.cacheTTL),
 		rueidis.CT(rueidis.Cacheable(r.markerExpiry(key, ref.Part)), r.cacheTTL))
@@ -244,18 +244,18 @@ func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bo
 	if err != nil {
 		return nil, r.readErr(ctx, "session authorize", err)
 	}
-	exp, err := uFieldTTL(both[1])
+	exp, err := fieldTTL(both[1])
 	if err != nil {
 		return nil, r.readErr(ctx, "session authorize", err)
 	}
-	m, size, _, err := uFields(vals, ref.Part, wire, nil, exp)
+	m, size, _, err := perUserFields(vals, ref.Part, wire, nil, exp)
 	if err != nil {
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
 	if !hit {
 		r.o.Metrics.Payload(ctx, sessObject, size)
 	}
-	if _, ok := m[sfAbsoluteExpires]; !ok {
+	if _, ok := m[fieldAbsoluteExpires]; !ok {
 		return nil, r.missing(ctx, ref)
 	}
 	return r.decideTracked(ctx, ref, m, v, res, view, now)
@@ -267,12 +267,12 @@ func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, vie
 	if r.memo != nil {
 		v = r.memo.version(ref)
 	}
-	wire, flat := uNames(ref.Part, view)
+	wire, flat := perUserNames(ref.Part, view)
 	start := r.now()
 	args := make([]string, 0, 3+len(wire))
 	args = append(args, ref.Part, r.fraction, r.idleMs)
 	args = append(args, wire...)
-	rep, err := r.run(ctx, "session_u_authorize", scriptSessionUAuthorize, []string{r.userKey(ref.Tag)}, args)
+	rep, err := r.run(ctx, "session_u_authorize", scriptPerUserAuthorize, []string{r.userKey(ref.Tag)}, args)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, vie
 	if err := d.Err(); err != nil || rep.Len() < 6 {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: short or malformed reply: %v", err))
 	}
-	m, size, pooled, err := uFields(rep.Values(5), ref.Part, wire, flat, exp)
+	m, size, pooled, err := perUserFields(rep.Values(5), ref.Part, wire, flat, exp)
 	if err != nil {
 		return nil, r.badReply(ctx, "session_u_authorize", fmt.Errorf("session_u_authorize: %w", err))
 	}
@@ -300,9 +300,9 @@ func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, vie
 }
 
 // get is Get in the per-user layout: the view's fields of the user's hash and the session's
-// idle end in one round trip (uPlainRead).
+// idle end in one round trip (plainRead).
 func (r perUserLayout) get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error) {
-	wire := uViewNames(ref.Part)
+	wire := perUserViewNames(ref.Part)
 	p, err := r.plainRead(ctx, "session get", ref, wire, true)
 	if err != nil {
 		return nil, err
@@ -311,7 +311,7 @@ func (r perUserLayout) get(ctx context.Context, ref session.Ref, tenant string) 
 		r.o.Metrics.Read(ctx, sessObject, repo.Missing)
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 	}
-	m, size, _, err := uFields(p.vals, ref.Part, wire, nil, p.exp)
+	m, size, _, err := perUserFields(p.vals, ref.Part, wire, nil, p.exp)
 	if err != nil {
 		return nil, fmt.Errorf("session get: %w", err)
 	}

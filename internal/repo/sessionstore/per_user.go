@@ -28,15 +28,15 @@ import (
 // sessPartFields are the names a session's fields take in the user's hash (after "<idPart>:"):
 // HDEL of a session and HPEXPIRE of an idle refresh name them all. The scripts that need the
 // list include the snippet session_fields, written from it (sessPartFieldsLua, scripts.go).
-var sessPartFields = []string{sfAbsoluteExpires, sfCreatedAt, sfUpdatedAt, sfStatus, sfAuthLevel, sfLastSeenAt,
-	sfLastRotatedAt, sfMFAVerifiedAt, sfIdleTimeout, sfDeviceLabel, sfIPHash, sfUserAgentHash, sfFailedMFA,
-	sfLoginPending, sfGroups, sfChallengeAt, sfChallengeID, sfCodeMAC}
+var sessPartFields = []string{fieldAbsoluteExpires, fieldCreatedAt, fieldUpdatedAt, fieldStatus, fieldAuthLevel, fieldLastSeenAt,
+	fieldLastRotatedAt, fieldMFAVerifiedAt, fieldIdleTimeout, fieldDeviceLabel, fieldIPHash, fieldUserAgentHash, fieldFailedMFA,
+	fieldLoginPending, fieldGroups, fieldChallengeAt, fieldChallengeID, fieldCodeMAC}
 
 // sessChallengeFields keep their own TTL (the challenge's): an idle refresh does not extend them.
-var sessChallengeFields = []string{sfChallengeID, sfCodeMAC}
+var sessChallengeFields = []string{fieldChallengeID, fieldCodeMAC}
 
 // sessUserFields are the user's own fields in the user's hash.
-var sessUserFields = []string{sfUserID, sfTenantID, sfSchemaVersion, sfCreatedAt, sfUpdatedAt}
+var sessUserFields = []string{fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, fieldUpdatedAt}
 
 // sessPartFieldsLua is the snippet session_fields: SESSION_FIELDS (every name) and
 // SESSION_TTL_FIELDS (those an idle refresh extends).
@@ -86,19 +86,19 @@ func sessionView(user map[string]string, part string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	for _, n := range []string{sfUserID, sfTenantID, sfSchemaVersion} {
+	for _, n := range []string{fieldUserID, fieldTenantID, fieldSchemaVersion} {
 		if v, ok := user[n]; ok {
 			m[n] = v
 		}
 	}
-	if _, ok := m[sfCreatedAt]; !ok {
-		if v, ok := user[sfCreatedAt]; ok {
-			m[sfCreatedAt] = v
+	if _, ok := m[fieldCreatedAt]; !ok {
+		if v, ok := user[fieldCreatedAt]; ok {
+			m[fieldCreatedAt] = v
 		}
 	}
-	if _, ok := m[sfUpdatedAt]; !ok {
-		if v, ok := m[sfCreatedAt]; ok {
-			m[sfUpdatedAt] = v
+	if _, ok := m[fieldUpdatedAt]; !ok {
+		if v, ok := m[fieldCreatedAt]; ok {
+			m[fieldUpdatedAt] = v
 		}
 	}
 	return m

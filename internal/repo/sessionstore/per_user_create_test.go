@@ -39,8 +39,8 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 6 || got[sfUserID] != "ann" || got[sfTenantID] != "acme" || got[sfCreatedAt] == "" ||
-			got[sfUpdatedAt] == "" || got[sfSchemaVersion] == "" || got[partField(a.Part, sfAbsoluteExpires)] == "" {
+		if len(got) != 6 || got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || got[fieldCreatedAt] == "" ||
+			got[fieldUpdatedAt] == "" || got[fieldSchemaVersion] == "" || got[partField(a.Part, fieldAbsoluteExpires)] == "" {
 			t.Fatalf("user's hash after one plain create: %v", got)
 		}
 		if keys := e.keys(); len(keys) != 1 {
@@ -59,13 +59,13 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := e.sessStored(c)
-		if st[sfCreatedAt] == "" || st[sfDeviceLabel] != "phone" || st[sfStatus] != session.MFARequired || st[sfLoginPending] != "1" ||
-			st[sfIdleTimeout] != "60000" || st[sfAuthLevel] != "" {
+		if st[fieldCreatedAt] == "" || st[fieldDeviceLabel] != "phone" || st[fieldStatus] != session.MFARequired || st[fieldLoginPending] != "1" ||
+			st[fieldIdleTimeout] != "60000" || st[fieldAuthLevel] != "" {
 			t.Fatalf("second session's stored fields: %v", st)
 		}
 		ttls, err := e.do(e.s.Client.B().Arbitrary("HPTTL").Keys(e.r.userKey(tag)).Args("FIELDS", "5",
-			partField(c.Part, sfAbsoluteExpires), partField(c.Part, sfCreatedAt), partField(c.Part, sfDeviceLabel),
-			partField(c.Part, sfStatus), sfUserID).Build()).AsIntSlice()
+			partField(c.Part, fieldAbsoluteExpires), partField(c.Part, fieldCreatedAt), partField(c.Part, fieldDeviceLabel),
+			partField(c.Part, fieldStatus), fieldUserID).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,19 +20,19 @@ import (
 // to walk, nothing to prune: an idle-expired session's fields are gone with their field TTL.
 
 var (
-	scriptSessionUList      = script("session_u_list")
-	scriptSessionURevoke    = script("session_u_revoke")
-	scriptSessionURevokeAll = script("session_u_revoke_all")
+	scriptPerUserList      = script("session_u_list")
+	scriptPerUserRevoke    = script("session_u_revoke")
+	scriptPerUserRevokeAll = script("session_u_revoke_all")
 )
 
 // list is List in the per-user layout: one read-only script (session_u_list.lua) answers the
 // user's hash and every live session's remaining idle window and its end (the last use derives
-// from it: uSeen); each session is decoded from it as the other readers decode (sessionView,
+// from it: perUserLastSeen); each session is decoded from it as the other readers decode (sessionView,
 // parseView). Sessions of another tenant and corrupt ones are left out (corrupt ones counted
 // and logged); at most MaxSessionsPerUser, soonest absolute deadline first (the device index's
 // order).
 func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.Session, error) {
-	rep, err := r.run(ctx, "session_u_list", scriptSessionUList, []string{r.userKey(tag)}, nil)
+	rep, err := r.run(ctx, "session_u_list", scriptPerUserList, []string{r.userKey(tag)}, nil)
 	if errors.Is(err, repo.ErrCorrupt) { // the key holds another type: every session in it is corrupt
 		return []session.Session{}, nil
 	}
@@ -59,7 +59,7 @@ func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.
 	abs := make(map[string]int64, len(ttls))
 	for p := range ttls {
 		parts = append(parts, p)
-		abs[p] = sessAtoi(user[partField(p, sfAbsoluteExpires)])
+		abs[p] = sessAtoi(user[partField(p, fieldAbsoluteExpires)])
 	}
 	slices.SortFunc(parts, func(a, b string) int { return cmp.Or(cmp.Compare(abs[a], abs[b]), cmp.Compare(a, b)) })
 	if len(parts) > MaxSessionsPerUser {
@@ -78,7 +78,7 @@ func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.
 		}
 		ref := session.Ref{Tag: tag, Part: p}
 		m := sessionView(user, p)
-		uSeen(m, exp)
+		perUserLastSeen(m, exp)
 		size := 0
 		for k, v := range m {
 			size += len(k) + len(v)
@@ -103,7 +103,7 @@ func (r perUserLayout) revokeAll(ctx context.Context, tag, exceptPart string) (i
 	keys := []string{r.userKey(tag)}
 	revoked := 0
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		rep, err := r.runOn(ctx, c, "session_u_revoke_all", scriptSessionURevokeAll, keys, []string{exceptPart})
+		rep, err := r.runOn(ctx, c, "session_u_revoke_all", scriptPerUserRevokeAll, keys, []string{exceptPart})
 		if err != nil {
 			return false, err
 		}
