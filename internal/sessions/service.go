@@ -250,16 +250,7 @@ func OwnerCheck(h *keyhash.Hasher) func(tag, tenantID, userID string) bool {
 // authorize reads the session through the repository: from Redis, never a kept copy, when
 // this gateway has just changed it (internal/recent).
 func (s *Service) authorize(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
-	fresh := s.written.Marked(ref.Tag, ref.Part, time.Now())
-	switch {
-	case view && fresh:
-		return s.store.AuthorizeFresh(ctx, ref)
-	case view:
-		return s.store.Authorize(ctx, ref)
-	case fresh:
-		return s.store.AuthorizeHotFresh(ctx, ref)
-	}
-	return s.store.AuthorizeHot(ctx, ref)
+	return s.store.Authorize(ctx, ref, session.AuthorizeOptions{View: view, Fresh: s.written.Marked(ref.Tag, ref.Part, time.Now())})
 }
 
 // ref parses a session id from a path; a malformed id is simply not found.

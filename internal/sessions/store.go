@@ -14,13 +14,9 @@ import (
 type Store interface {
 	Create(ctx context.Context, n session.Record) (*session.Created, error)
 	Get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error)
-	// Authorize reads the session's full view and AuthorizeHot only its hot fields (forward
-	// auth); both slide the idle window when it is due. The Fresh forms read Redis, never the
-	// gateway's copy.
-	Authorize(ctx context.Context, ref session.Ref) (*session.AuthContext, error)
-	AuthorizeHot(ctx context.Context, ref session.Ref) (*session.AuthContext, error)
-	AuthorizeFresh(ctx context.Context, ref session.Ref) (*session.AuthContext, error)
-	AuthorizeHotFresh(ctx context.Context, ref session.Ref) (*session.AuthContext, error)
+	// Authorize reads the session (its full view, or only its hot fields: o) and slides the idle
+	// window when it is due.
+	Authorize(ctx context.Context, ref session.Ref, o session.AuthorizeOptions) (*session.AuthContext, error)
 	Rotate(ctx context.Context, ref session.Ref, tenant string, next session.Ref) (*session.Session, error)
 	SetGroups(ctx context.Context, ref session.Ref, tenant string, groups []string) (*session.Session, error)
 	Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error)

@@ -12,7 +12,7 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// The per-user layout's reads behind Authorize, AuthorizeHot (and their Fresh forms) and Get:
+// The per-user layout's reads behind Authorize (every option) and Get:
 // the same decisions, memo and reply shapes as the per-session reads (sessions_authorize_read.go,
 // sessions_read.go), on the session's fields in the user's hash.
 //

@@ -32,9 +32,9 @@ func (r *Sessions) CheckOwner(tag, tenantID, userID string) session.OwnerVerdict
 	return session.OwnerMismatch
 }
 
-// Authorize authenticates a session by its reference and returns its full view ("who am I"),
-// sliding the idle window when less than RefreshFraction of it is left, never past the
-// absolute deadline. AuthorizeHot is the same decision reading only what forward auth needs.
+// Authorize authenticates a session by its reference and returns its view: the full one ("who
+// am I") with o.View, else only the hot fields forward auth needs. It slides the idle window
+// when less than RefreshFraction of it is left, never past the absolute deadline.
 //
 // Without the client-side cache every call is one script (one round trip) that reads,
 // decides and refreshes on Redis's clock. With it, a session is kept decoded in the memo
@@ -57,28 +57,15 @@ func (r *Sessions) CheckOwner(tag, tenantID, userID string) session.OwnerVerdict
 // ref derives from 108 bits of the token's SHA-256, so finding its key proves the token (a
 // second preimage is infeasible) and no hash of the token is compared.
 //
-// A missing session (or an expired one) is apperr.NotFound; a corrupt one ErrCorrupt (counted
-// and logged without values).
-func (r *Sessions) Authorize(ctx context.Context, ref session.Ref) (*session.AuthContext, error) {
-	return r.authorize(ctx, ref, true)
-}
-
-// AuthorizeHot is Authorize reading only the hot fields (sessHotFields): the answer is Partial.
-// It is what forward auth and every operation but "who am I" need.
-func (r *Sessions) AuthorizeHot(ctx context.Context, ref session.Ref) (*session.AuthContext, error) {
-	return r.authorize(ctx, ref, false)
-}
-
-// AuthorizeFresh is Authorize reading Redis, never the gateway's copy: for a session this
-// gateway has just changed, whose copy may predate the change (Redis's invalidation push
-// trails the write's reply). It is counted as a cache bypass.
-func (r *Sessions) AuthorizeFresh(ctx context.Context, ref session.Ref) (*session.AuthContext, error) {
-	return r.authorizeFresh(ctx, ref, true)
-}
-
-// AuthorizeHotFresh is AuthorizeHot reading Redis, never the gateway's copy.
-func (r *Sessions) AuthorizeHotFresh(ctx context.Context, ref session.Ref) (*session.AuthContext, error) {
-	return r.authorizeFresh(ctx, ref, false)
+// Without o.View only the hot fields (sessHotFields) are read and the answer is Partial: what
+// forward auth and every operation but "who am I" need. With o.Fresh the kept copy is not
+// consulted (counted as a cache bypass). A missing session (or an expired one) is
+// apperr.NotFound; a corrupt one ErrCorrupt (counted and logged without values).
+func (r *Sessions) Authorize(ctx context.Context, ref session.Ref, o session.AuthorizeOptions) (*session.AuthContext, error) {
+	if o.Fresh {
+		return r.authorizeFresh(ctx, ref, o.View)
+	}
+	return r.authorize(ctx, ref, o.View)
 }
 
 func (r *Sessions) authorizeFresh(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// The reads behind Authorize and AuthorizeHot: a plain read under broadcast tracking, a read
+// The reads behind Authorize (the full view or the hot fields): a plain read under broadcast tracking, a read
 // through rueidis' cache under default tracking, and the refresh script.
 
 // sessKeyFields decide, for a read of the view fields, whether the session exists: a hash

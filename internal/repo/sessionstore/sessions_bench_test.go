@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkAuthorize(b *testing.B) {
 					e.count.Reset()
 					n := 0
 					for b.Loop() {
-						if _, err := e.r.Authorize(ctx, ref); err != nil {
+						if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
 							b.Fatal(err)
 						}
 						n++

@@ -29,7 +29,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		if !s.Caps.ClientCache {
 			e.count.Reset()
 			for range 2 {
-				if ac, err := e.r.Authorize(ctx, ref); err != nil || ac.CacheHit {
+				if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil || ac.CacheHit {
 					t.Fatalf("authorize without tracking: %+v %v", ac, err)
 				}
 			}
@@ -47,7 +47,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		auth := func(name string, ref session.Ref, want ...string) (*session.AuthContext, error) {
 			t.Helper()
 			e.count.Reset()
-			ac, err := e.r.Authorize(ctx, ref)
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 			if cmds := e.count.Reset(); !slices.Equal(cmds, want) {
 				t.Fatalf("%s: commands %v, want %v", name, cmds, want)
 			}
@@ -63,7 +63,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 			var read *session.AuthContext
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 				e.count.Reset()
-				ac, err := e.r.Authorize(ctx, ref)
+				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 				cmds := e.count.Reset()
 				switch {
 				case slices.Contains(cmds, "HMGET"):
@@ -146,7 +146,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		e.sessExpire(ref, 4000)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			e.count.Reset()
-			ac, err := e.r.Authorize(ctx, ref)
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 			cmds := e.count.Reset()
 			if err != nil {
 				t.Fatalf("due after a miss: %v", err)

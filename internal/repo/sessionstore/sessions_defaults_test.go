@@ -66,7 +66,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 						t.Fatalf("%s (cached %v): %s stored as %q (present %v), want %q", name, cached, f.name, v, ok, f.want)
 					}
 				}
-				ac, err := e.r.Authorize(ctx, ref)
+				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 				if err != nil || ac.Status != status || ac.AuthLevel != level || repo.Outcome(ac.Outcome) != repo.Found {
 					t.Fatalf("%s (cached %v): authorize %+v %v", name, cached, ac, err)
 				}
@@ -121,7 +121,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			// user's hash (which holds the user's fields) are missing too.
 			stray := sessRef(t, tag)
 			e.sessWriteRaw(stray, nil, map[string]string{fieldLastSeenAt: "1", fieldChallengeAt: "1"}, 60_000)
-			if _, err := e.r.Authorize(ctx, stray); !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, stray, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("a hash without the key fields (cached %v): %v", cached, err)
 			}
 			if _, err := e.r.Get(ctx, stray, "acme"); e.r.perUser() && !errors.Is(err, apperr.NotFound) {

@@ -36,11 +36,11 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		}
 		check := func(what string, want []string) {
 			t.Helper()
-			hot, err := e.r.AuthorizeHotFresh(ctx, ref)
+			hot, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{Fresh: true})
 			if err != nil || !slices.Equal(hot.Groups, want) {
 				t.Fatalf("%s: hot path %v %v, want %v", what, hot, err, want)
 			}
-			view, err := e.r.AuthorizeFresh(ctx, ref)
+			view, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true, Fresh: true})
 			if err != nil || !slices.Equal(view.Groups, want) {
 				t.Fatalf("%s: view %v %v, want %v", what, view, err, want)
 			}
@@ -134,7 +134,7 @@ func TestSessionGroupsBoundOnCreate(t *testing.T) {
 		if _, err := e.r.Create(ctx, rec); err != nil {
 			t.Fatalf("the largest session: %v", err)
 		}
-		got, err := e.r.AuthorizeHotFresh(ctx, rec.Ref)
+		got, err := e.r.Authorize(ctx, rec.Ref, session.AuthorizeOptions{Fresh: true})
 		if err != nil || !slices.Equal(got.Groups, full) {
 			t.Fatalf("hot read of %d groups: %d %v", len(full), len(got.Groups), err)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// The forward-auth read (AuthorizeHot) asks Redis for at most six fields in one round trip on
+// The forward-auth read (Authorize without View) asks Redis for at most six fields in one round trip on
 // a miss — never the view's eighteen — under broadcast tracking (the default) and without the
 // cache (the script answers the six); default tracking reads the view through rueidis' cache
 // (only a read through it is tracked). Its answer holds what the decision needs and nothing
@@ -37,8 +37,10 @@ func TestSessionHotMissReadsSixFields(t *testing.T) {
 			}
 			return ac, e.sessFieldsRead(e.count.Commands()), e.count.Trips()
 		}
-		hot := func() (*session.AuthContext, error) { return e.r.AuthorizeHot(ctx, ref) }
-		view := func() (*session.AuthContext, error) { return e.r.Authorize(ctx, ref) }
+		hot := func() (*session.AuthContext, error) { return e.r.Authorize(ctx, ref, session.AuthorizeOptions{}) }
+		view := func() (*session.AuthContext, error) {
+			return e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+		}
 
 		ac, fields, trips := requested("hot miss", hot)
 		// What the backend runs decides, not what the repository concluded from it: a
@@ -94,7 +96,7 @@ func TestSessionHotMissReadsSixFields(t *testing.T) {
 		// A revocation reaches the kept copy through the push.
 		e.sessDelete(ref)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			if _, err := e.r.AuthorizeHot(ctx, ref); errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{}); errors.Is(err, apperr.NotFound) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -128,7 +130,7 @@ func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
 		scripts := 0
 		for deadline := time.Now().Add(1500 * time.Millisecond); ; time.Sleep(time.Millisecond) {
 			e.count.Reset()
-			if _, err := e.r.AuthorizeHot(ctx, ref); err != nil {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{}); err != nil {
 				t.Fatalf("authorize: %v", err)
 			}
 			if e.count.Trips() == 0 {
@@ -144,7 +146,7 @@ func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
 		e.count.Reset()
 		scripts = 0
 		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			ac, err := e.r.AuthorizeHot(ctx, ref)
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{})
 			if err != nil {
 				t.Fatalf("authorize: %v", err)
 			}

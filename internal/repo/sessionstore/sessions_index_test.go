@@ -77,7 +77,7 @@ func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 						t.Fatalf("revoke-all under constant change: %d %v, want unavailable", n, err)
 					}
 					for ref, live := range all {
-						if _, err := e.r.Authorize(ctx, ref); live && err != nil {
+						if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); live && err != nil {
 							t.Fatalf("a refused revoke-all changed session %s: %v", ref.ID(), err)
 						}
 					}
@@ -87,7 +87,7 @@ func TestSessionRevokeAllRetriesOnConcurrentRotation(t *testing.T) {
 					t.Fatalf("revoke-all = %d %v, want 3", n, err)
 				}
 				for ref := range all {
-					if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
+					if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
 						t.Fatalf("session %s survived revoke-all: %v", ref.ID(), err)
 					}
 				}
@@ -261,7 +261,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			step := func(n int) {
 				t.Helper()
 				for ref := range live {
-					if _, err := e.r.Authorize(ctx, ref); err != nil {
+					if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
 						t.Errorf("%d keys moved: session %s does not authorize: %v", n, ref.ID(), err)
 					}
 				}
@@ -326,7 +326,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 					}
 					refused++
 					for ref := range live {
-						if _, err := e.r.Authorize(ctx, ref); err != nil {
+						if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
 							t.Errorf("%d keys moved: a refused revoke-all changed session %s: %v", n, ref.ID(), err)
 						}
 					}
@@ -344,7 +344,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 				t.Fatalf("revoke-all after the move: %v", err)
 			}
 			for ref := range all {
-				if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
+				if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
 					t.Errorf("session %s survived revoke-all: %v", ref.ID(), err)
 				}
 			}

@@ -33,7 +33,7 @@ func TestSessionLoginPending(t *testing.T) {
 				t.Fatalf("create: %+v %v", v, err)
 			}
 			for i := range 3 { // with the cache: a miss, then hits (memo)
-				ac, err := e.r.Authorize(ctx, ref)
+				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 				if err != nil || !ac.LoginPending || ac.Status != session.MFARequired {
 					t.Fatalf("authorize %d: %+v %v", i, ac, err)
 				}
@@ -52,7 +52,7 @@ func TestSessionLoginPending(t *testing.T) {
 
 			cid := sessRand(t, 16)
 			e.challenge(ref, "acme", cid, "good-mac", time.Minute)
-			if ac, err := e.r.Authorize(ctx, ref); err != nil || !ac.LoginPending {
+			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil || !ac.LoginPending {
 				t.Fatalf("after the challenge: %+v %v", ac, err)
 			}
 			res, next, err := e.verify(ref, "acme", cid, "good-mac")
@@ -62,11 +62,11 @@ func TestSessionLoginPending(t *testing.T) {
 			// Read fresh, the old reference is gone at once (the session service reads it so,
 			// having marked it: TestSessionWritesSeenAtOnceDespiteCache); through the cache it
 			// is gone once Redis's invalidation push has arrived.
-			if _, err := e.r.AuthorizeFresh(ctx, ref); !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true, Fresh: true}); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("the pre-verify reference still answers: %v", err)
 			}
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				_, err := e.r.Authorize(ctx, ref)
+				_, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 				if errors.Is(err, apperr.NotFound) {
 					break
 				}
@@ -75,7 +75,7 @@ func TestSessionLoginPending(t *testing.T) {
 				}
 			}
 			for i := range 3 {
-				ac, err := e.r.Authorize(ctx, next)
+				ac, err := e.r.Authorize(ctx, next, session.AuthorizeOptions{View: true})
 				if err != nil || ac.LoginPending || ac.Status != session.MFAVerified || ac.AuthLevel != session.LevelMFA {
 					t.Fatalf("verified %d: %+v %v", i, ac, err)
 				}
@@ -87,7 +87,7 @@ func TestSessionLoginPending(t *testing.T) {
 			// Step-up on a logged-in session: MFA_REQUIRED, never pending.
 			up := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 			e.challenge(up, "acme", sessRand(t, 16), "mac", time.Minute)
-			if ac, err := e.r.Authorize(ctx, up); err != nil || ac.LoginPending || ac.Status != session.MFARequired {
+			if ac, err := e.r.Authorize(ctx, up, session.AuthorizeOptions{View: true}); err != nil || ac.LoginPending || ac.Status != session.MFARequired {
 				t.Fatalf("step-up: %+v %v", ac, err)
 			}
 			if got := e.sessGet(up, fieldLoginPending); got != "" {
@@ -97,7 +97,7 @@ func TestSessionLoginPending(t *testing.T) {
 			// A present value other than "1" is corrupt, never read as logged in.
 			bad := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 			e.sessSet(bad, fieldLoginPending, "0")
-			if _, err := e.r.Authorize(ctx, bad); !errors.Is(err, repo.ErrCorrupt) {
+			if _, err := e.r.Authorize(ctx, bad, session.AuthorizeOptions{View: true}); !errors.Is(err, repo.ErrCorrupt) {
 				t.Fatalf("loginPending 0: %v", err)
 			}
 			e.sessDel(bad)

@@ -94,7 +94,7 @@ func TestSessionChallengeExpiresAlone(t *testing.T) {
 		if err != nil || v.ChallengeLive || v.Status != session.MFARequired {
 			t.Fatalf("session after the challenge expired: %+v %v", v, err)
 		}
-		if _, err := e.r.Authorize(ctx, ref); err != nil {
+		if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
 			t.Fatalf("session gone with its challenge: %v", err)
 		}
 		res, _, err := e.verify(ref, "acme", cid, "mac-1")
@@ -134,10 +134,10 @@ func TestSessionVerify(t *testing.T) {
 		if err != nil || res.Outcome != session.VerifyOK || res.Session.Ref != next || res.Session.AuthLevel != session.LevelMFA {
 			t.Fatalf("right code: %+v %v", res, err)
 		}
-		if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("the pre-step-up token still works: %v", err)
 		}
-		ac, err := e.r.Authorize(ctx, next)
+		ac, err := e.r.Authorize(ctx, next, session.AuthorizeOptions{View: true})
 		if err != nil || ac.Status != session.MFAVerified || ac.AuthLevel != session.LevelMFA {
 			t.Fatalf("stepped-up session: %+v %v", ac, err)
 		}

@@ -86,7 +86,7 @@ func TestSessionLifecycle(t *testing.T) {
 			}
 		}
 
-		ac, err := e.r.Authorize(ctx, ref)
+		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 		if err != nil || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Status != session.Active ||
 			ac.AuthLevel != session.LevelBasic || ac.Refreshed || ac.Outcome != string(repo.Found) {
 			t.Fatalf("authorize: %+v %v", ac, err)
@@ -94,7 +94,7 @@ func TestSessionLifecycle(t *testing.T) {
 		if d := time.Until(ac.AbsoluteExpiresAt); d < 23*time.Hour || d > 24*time.Hour+time.Minute {
 			t.Fatalf("absolute deadline in %v", d)
 		}
-		if _, err := e.r.Authorize(ctx, session.Ref{Tag: tag, Part: sessPart(t)}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, session.Ref{Tag: tag, Part: sessPart(t)}, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("another token of the same user: %v", err)
 		}
 
@@ -207,7 +207,7 @@ func TestSessionRotate(t *testing.T) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
-		before, _ := e.r.Authorize(ctx, ref)
+		before, _ := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
 		if _, err := e.r.StartChallenge(ctx, session.MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
@@ -222,10 +222,10 @@ func TestSessionRotate(t *testing.T) {
 		if !got.AbsoluteExpiresAt.Equal(before.AbsoluteExpiresAt) || got.IdleExpiresAt.After(before.IdleExpiresAt.Add(time.Second)) {
 			t.Fatalf("deadlines changed: %+v vs %+v", got, before)
 		}
-		if _, err := e.r.Authorize(ctx, ref); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("old token still works: %v", err)
 		}
-		if ac, err := e.r.Authorize(ctx, next); err != nil || ac.UserID != "alice" ||
+		if ac, err := e.r.Authorize(ctx, next, session.AuthorizeOptions{View: true}); err != nil || ac.UserID != "alice" ||
 			!ac.LastRotatedAt.Equal(got.LastRotatedAt) || !ac.LastRotatedAt.After(ac.CreatedAt.Add(-time.Millisecond)) {
 			t.Fatalf("new token: %+v %v", ac, err)
 		}
@@ -276,15 +276,15 @@ func TestSessionRevokeAll(t *testing.T) {
 		if err != nil || n != 2 {
 			t.Fatalf("revoke all except one: %d %v", n, err)
 		}
-		if _, err := e.r.Authorize(ctx, all[0].ref); err != nil {
+		if _, err := e.r.Authorize(ctx, all[0].ref, session.AuthorizeOptions{View: true}); err != nil {
 			t.Fatalf("the kept session: %v", err)
 		}
 		for _, x := range all[1:] {
-			if _, err := e.r.Authorize(ctx, x.ref); !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, x.ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("revoked session still works: %v", err)
 			}
 		}
-		if _, err := e.r.Authorize(ctx, other); err != nil {
+		if _, err := e.r.Authorize(ctx, other, session.AuthorizeOptions{View: true}); err != nil {
 			t.Fatalf("another user's session was touched: %v", err)
 		}
 		if n, err := e.r.RevokeAll(ctx, tag, ""); err != nil || n != 1 {

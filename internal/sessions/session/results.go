@@ -6,6 +6,17 @@ import "time"
 // the model so that the store (internal/repo/sessionstore) and the service share them without
 // either importing the other's package.
 
+// AuthorizeOptions say what an authorization reads.
+type AuthorizeOptions struct {
+	// View reads the session's full view ("who am I"); without it only the hot fields forward
+	// auth and every other operation need are read, and the answer is Partial.
+	View bool
+	// Fresh reads Redis, never the gateway's kept copy: for a session this gateway has just
+	// changed, whose copy may predate the change (Redis's invalidation push trails the write's
+	// reply).
+	Fresh bool
+}
+
 // AuthContext is what authorization learns: the session's view (who, which tenant, which
 // level, until when, and — for a view read — what "who am I" shows) and how it was read.
 type AuthContext struct {
