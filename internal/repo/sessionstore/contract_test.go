@@ -35,6 +35,17 @@ func eachStore(t *testing.T, fn func(t *testing.T, e *sessEnv)) {
 	})
 }
 
+// eachPerUser runs fn on every backend that can host the per-user layout, in that layout: the
+// tests of what only that layout stores.
+func eachPerUser(t *testing.T, fn func(t *testing.T, b testredis.Backend, s *store.Store, e *sessEnv)) {
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		if err := Hosts(s.Caps, LayoutPerUser); err != nil {
+			t.Skip(err)
+		}
+		fn(t, b, s, newSessEnv(t, s, prefix, func(o *SessionOptions) { o.Layout = LayoutPerUser }))
+	})
+}
+
 // The contract of the session store (internal/sessions.Store), the same in every layout, on
 // every backend, with and without the kept copy: what a create, the reads, the transitions and
 // the revocations answer.

@@ -92,11 +92,7 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 // (no hash yet), a second one, and a revoke of a session already gone.
 func TestSessionPerUserOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser() {
-			t.Skip("the per-user layout needs hash field expiry in milliseconds")
-		}
+	eachPerUser(t, func(t *testing.T, b testredis.Backend, s *store.Store, e *sessEnv) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		one := []string{"EVALSHA"}

@@ -167,11 +167,7 @@ func TestSessionListOrderExpiryCorrupt(t *testing.T) {
 // Redis on a list; a challenge held by the session shows as live.
 func TestSessionListReadsOnlyViewFields(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser() {
-			t.Skip("the per-session layout reads the view fields by name (HMGET)")
-		}
+	eachPerUser(t, func(t *testing.T, _ testredis.Backend, s *store.Store, e *sessEnv) {
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
 		e.sessSet(ref, fieldCodeMAC, "secret-mac-value")

@@ -21,11 +21,7 @@ import (
 // against its deadline.
 func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser() {
-			t.Skip("per-session layout: the refresh writes lastSeenAtMs (its hash has one TTL)")
-		}
+	eachPerUser(t, func(t *testing.T, b testredis.Backend, s *store.Store, e *sessEnv) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		ref := e.create(tag, "acme", "alice", 10*time.Second, time.Hour)
@@ -68,8 +64,8 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 			}
 			end := time.UnixMilli(expireTime())
 			for _, entries := range []int{0, -1} { // the memo, or rueidis' cache alone
-				c := newSessEnv(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, func(o *SessionOptions) {
-					o.CacheTTL = time.Minute
+				c := newSessEnv(t, testredis.Open(t, b, b.Tracking(e.prefix)), e.prefix, func(o *SessionOptions) {
+					o.Layout, o.CacheTTL = LayoutPerUser, time.Minute
 					o.CacheEntries = entries
 				})
 				for _, read := range []string{"miss", "hit"} {

@@ -21,11 +21,7 @@ import (
 // EXISTS, neither writing anything.
 func TestSessionRotatePerUserMovesFields(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser() {
-			t.Skip("per-session layout: rotation renames the session's hash (TestSessionRotate)")
-		}
+	eachPerUser(t, func(t *testing.T, _ testredis.Backend, s *store.Store, e *sessEnv) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		ref := e.create(tag, "acme", "alice", time.Hour, 3*time.Hour)
