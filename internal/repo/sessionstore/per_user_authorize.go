@@ -192,7 +192,7 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 	if pooled {
 		defer repo.ReleaseFields(m)
 	}
-	r.o.Metrics.Payload(ctx, sessObject, size)
+	r.metrics.Payload(ctx, sessObject, size)
 	e, err := r.decodeEntry(ctx, ref, m, view)
 	if err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bo
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
 	if !hit {
-		r.o.Metrics.Payload(ctx, sessObject, size)
+		r.metrics.Payload(ctx, sessObject, size)
 	}
 	if _, ok := m[fieldAbsoluteExpires]; !ok {
 		return nil, r.missing(ctx, ref)
@@ -295,7 +295,7 @@ func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, vie
 	if pooled {
 		defer repo.ReleaseFields(m)
 	}
-	r.o.Metrics.Payload(ctx, sessObject, size)
+	r.metrics.Payload(ctx, sessObject, size)
 	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
 }
 
@@ -308,14 +308,14 @@ func (r perUserLayout) get(ctx context.Context, ref session.Ref, tenant string) 
 		return nil, err
 	}
 	if p.pttl == -2 {
-		r.o.Metrics.Read(ctx, sessObject, repo.Missing)
+		r.metrics.Read(ctx, sessObject, repo.Missing)
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 	}
 	m, size, _, err := perUserFields(p.vals, ref.Part, wire, nil, p.exp)
 	if err != nil {
 		return nil, fmt.Errorf("session get: %w", err)
 	}
-	r.o.Metrics.Payload(ctx, sessObject, size)
+	r.metrics.Payload(ctx, sessObject, size)
 	s, err := r.parseView(ctx, ref, m, time.Now().UnixMilli(), p.pttl)
 	if err != nil {
 		return nil, err

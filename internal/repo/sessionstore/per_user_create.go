@@ -51,18 +51,18 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 		if err = cmp.Or(rep.Want(1), err); err != nil {
 			return nil, r.badReply(ctx, "session_u_create", err)
 		}
-		r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
+		r.metrics.Transition(ctx, sessObject, "create", "bound")
 		return nil, apperr.Newf(apperr.SessionLimit,
 			"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", live)
 	case repo.CodeRetry: // the second call may evict: it never answers RETRY
-		r.o.Metrics.Transition(ctx, sessObject, "create", "contended")
+		r.metrics.Transition(ctx, sessObject, "create", "contended")
 		return nil, r.badReply(ctx, "session_u_create", rep.Unexpected())
 	case repo.CodeExists:
-		r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
+		r.metrics.Transition(ctx, sessObject, "create", "exists")
 		return nil, fmt.Errorf("session create %s: id collision: %w", n.Ref.ID(), rep.Err(""))
 	case repo.CodeCorrupt:
-		r.o.Metrics.Read(ctx, sessObject, repo.Corrupt)
-		r.o.Logger.WarnContext(ctx, "user's session hash holds another user; create refused", "key_pattern", r.userKeyPattern())
+		r.metrics.Read(ctx, sessObject, repo.Corrupt)
+		r.log.WarnContext(ctx, "user's session hash holds another user; create refused", "key_pattern", r.userKeyPattern())
 		return nil, fmt.Errorf("session create %s: %w", n.Ref.ID(), rep.Err(""))
 	}
 	return nil, r.badReply(ctx, "session_u_create", rep.Unexpected())

@@ -83,7 +83,7 @@ func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.
 		for k, v := range m {
 			size += len(k) + len(v)
 		}
-		r.o.Metrics.Payload(ctx, sessObject, size)
+		r.metrics.Payload(ctx, sessObject, size)
 		s, err := r.parseView(ctx, ref, m, now, pttl)
 		if err != nil {
 			continue // corrupt: counted and logged by parseView
@@ -121,6 +121,6 @@ func (r perUserLayout) revokeAll(ctx context.Context, tag, exceptPart string) (i
 	if err != nil {
 		return 0, err
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "ok")
+	r.metrics.Transition(ctx, sessObject, "revoke_all", "ok")
 	return revoked, nil
 }

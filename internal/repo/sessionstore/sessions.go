@@ -140,7 +140,9 @@ const MaxSessionCacheTTL = time.Minute
 // (rueidis' default; replica reads are never enabled); only the authorize reads keep a copy
 // (the memo, for SessionOptions.CacheTTL).
 type Sessions struct {
-	client rueidis.Client
+	client  rueidis.Client
+	metrics *repo.Metrics
+	log     *slog.Logger
 	// dur confirms the writes that end a credential (durable.go).
 	dur      *store.Durable
 	keys     repo.Keys
@@ -222,7 +224,7 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 	default:
 		return nil, fmt.Errorf("%w: unknown field-expiry mode %q", ErrSessionOptions, mode)
 	}
-	r := &Sessions{client: s.Client, dur: s.Durable, keys: k, mode: mode, o: o, now: time.Now,
+	r := &Sessions{client: s.Client, metrics: o.Metrics, log: o.Logger, dur: s.Durable, keys: k, mode: mode, o: o, now: time.Now,
 		expiry:     session.Expiry{RefreshFraction: o.RefreshFraction},
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),

@@ -184,7 +184,7 @@ func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, v
 	fresh := false
 	switch r.absent.lookup(ref, t) {
 	case absentKnown:
-		r.o.Metrics.Event(ctx, sessObject, "missing_remembered")
+		r.metrics.Event(ctx, sessObject, "missing_remembered")
 		return nil, errAbsentSession
 	case absentVoided:
 		// Written since the miss (a create or rotation to this reference): read Redis itself,

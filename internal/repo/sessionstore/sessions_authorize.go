@@ -70,7 +70,7 @@ func (r *Sessions) Authorize(ctx context.Context, ref session.Ref, o session.Aut
 
 func (r *Sessions) authorizeFresh(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
 	if r.cacheTTL > 0 {
-		r.o.Metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
+		r.metrics.Event(ctx, sessObject, "cache_bypassed_after_write")
 	}
 	return r.layout.authorizeScript(ctx, ref, view)
 }
@@ -117,7 +117,7 @@ func (r *Sessions) decide(ctx context.Context, ref session.Ref, e *memoEntry, vi
 	switch r.expiry.JudgeEnd(t.UnixMilli(), h.end, h.idle, h.abs) {
 	case session.Expired:
 		// Past a deadline: the key is gone or about to go; a copy that outlived it is not served.
-		r.o.Metrics.Event(ctx, sessObject, "expired_in_cache")
+		r.metrics.Event(ctx, sessObject, "expired_in_cache")
 		return nil, r.missing(ctx, ref)
 	case session.RefreshDue:
 		if hit {
@@ -126,7 +126,7 @@ func (r *Sessions) decide(ctx context.Context, ref session.Ref, e *memoEntry, vi
 		r.refreshLater(ctx, ref)
 	}
 	ac := e.context(ref, view, hit)
-	r.o.Metrics.Read(ctx, sessObject, repo.Outcome(ac.Outcome))
+	r.metrics.Read(ctx, sessObject, repo.Outcome(ac.Outcome))
 	return ac, nil
 }
 
@@ -141,21 +141,21 @@ func (r *Sessions) refreshLater(ctx context.Context, ref session.Ref) {
 	select {
 	case r.refreshing <- struct{}{}:
 	default:
-		r.o.Metrics.Event(ctx, sessObject, "refresh_skipped")
+		r.metrics.Event(ctx, sessObject, "refresh_skipped")
 		return
 	}
 	ctx = context.WithoutCancel(ctx) // keeps the trace; the store bounds the call's time
 	go func() {
 		defer func() { <-r.refreshing }()
 		if _, err := r.layout.authorizeScript(ctx, ref, false); err != nil && !errors.Is(err, apperr.NotFound) {
-			r.o.Logger.WarnContext(ctx, "background session refresh failed", "key_pattern", r.keyPattern(), "err", err)
+			r.log.WarnContext(ctx, "background session refresh failed", "key_pattern", r.keyPattern(), "err", err)
 		}
 	}()
 }
 
 // missing counts a read that found no session for the token.
 func (r *Sessions) missing(ctx context.Context, ref session.Ref) error {
-	r.o.Metrics.Read(ctx, sessObject, repo.Missing)
+	r.metrics.Read(ctx, sessObject, repo.Missing)
 	return fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 }
 

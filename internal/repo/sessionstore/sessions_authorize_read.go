@@ -67,7 +67,7 @@ func (r perSessionLayout) readPlain(ctx context.Context, ref session.Ref, view b
 		return nil, fmt.Errorf("session authorize: %w", err)
 	}
 	defer repo.ReleaseFields(m)
-	r.o.Metrics.Payload(ctx, sessObject, size)
+	r.metrics.Payload(ctx, sessObject, size)
 	if !sessAnyOf(m, sessKeyFields) {
 		return nil, r.missing(ctx, ref)
 	}
@@ -105,7 +105,7 @@ func (r perSessionLayout) readTracked(ctx context.Context, ref session.Ref, view
 	}
 	defer repo.ReleaseFields(m)
 	if !hit {
-		r.o.Metrics.Payload(ctx, sessObject, size)
+		r.metrics.Payload(ctx, sessObject, size)
 	}
 	if !sessAnyOf(m, sessKeyFields) {
 		return nil, r.missing(ctx, ref)
@@ -189,7 +189,7 @@ func (r perSessionLayout) authorizeScript(ctx context.Context, ref session.Ref, 
 		return nil, r.badReply(ctx, "session_authorize", fmt.Errorf("session_authorize: %w", err))
 	}
 	defer repo.ReleaseFields(m)
-	r.o.Metrics.Payload(ctx, sessObject, size)
+	r.metrics.Payload(ctx, sessObject, size)
 	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
 }
 
@@ -225,9 +225,9 @@ func (r *Sessions) scriptAnswer(ctx context.Context, ref session.Ref, m map[stri
 	ac := e.context(ref, view, false)
 	if s.refreshed {
 		ac.Refreshed = true // (the view's lastSeenAtMs was read after the refresh wrote it)
-		r.o.Metrics.Event(ctx, sessObject, "ttl_refresh")
+		r.metrics.Event(ctx, sessObject, "ttl_refresh")
 	}
-	r.o.Metrics.Read(ctx, sessObject, repo.Outcome(ac.Outcome))
+	r.metrics.Read(ctx, sessObject, repo.Outcome(ac.Outcome))
 	return ac, nil
 }
 

@@ -90,17 +90,17 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 			if err = cmp.Or(rep.Want(1), err); err != nil {
 				return nil, r.badReply(ctx, "session_create", err)
 			}
-			r.o.Metrics.Transition(ctx, sessObject, "create", "bound")
+			r.metrics.Transition(ctx, sessObject, "create", "bound")
 			return nil, apperr.Newf(apperr.SessionLimit,
 				"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", live)
 		case repo.CodeExists:
-			r.o.Metrics.Transition(ctx, sessObject, "create", "exists")
+			r.metrics.Transition(ctx, sessObject, "create", "exists")
 			return nil, fmt.Errorf("session create %s: id collision: %w", n.Ref.ID(), rep.Err(""))
 		default:
 			return nil, r.badReply(ctx, "session_create", rep.Unexpected())
 		}
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "create", "contended")
+	r.metrics.Transition(ctx, sessObject, "create", "contended")
 	return nil, apperr.New(apperr.Unavailable, "The user's sessions kept changing while a new one was being made room for; retry shortly.")
 }
 
@@ -133,7 +133,7 @@ func (r *Sessions) created(ctx context.Context, script string, n session.Record,
 		return nil, r.badReply(ctx, script, err)
 	}
 	gone := r.evicted(ctx, n.Ref.Tag, evicted)
-	r.o.Metrics.Transition(ctx, sessObject, "create", "ok")
+	r.metrics.Transition(ctx, sessObject, "create", "ok")
 	return &session.Created{Evicted: gone, Session: session.Session{Ref: n.Ref, UserID: n.UserID, TenantID: n.TenantID, Status: n.Status, AuthLevel: n.AuthLevel,
 		LoginPending: n.LoginPending, DeviceLabel: n.DeviceLabel, Groups: n.Groups, CreatedAt: sessTime(now), UpdatedAt: sessTime(now), LastSeenAt: sessTime(now),
 		LastRotatedAt: sessTime(now), IdleExpiresAt: sessTime(now + ttl), AbsoluteExpiresAt: sessTime(abs),
@@ -151,7 +151,7 @@ func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) []se
 	var refs []session.Ref
 	for _, p := range parts {
 		refs = append(refs, session.Ref{Tag: tag, Part: p})
-		r.o.Metrics.Transition(ctx, sessObject, "evict", "lru")
+		r.metrics.Transition(ctx, sessObject, "evict", "lru")
 	}
 	return refs
 }

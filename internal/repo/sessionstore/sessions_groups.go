@@ -41,12 +41,12 @@ func (r *Sessions) SetGroups(ctx context.Context, ref session.Ref, tenant string
 	switch rep.Code() {
 	case repo.CodeOK:
 	case repo.CodeNotFound:
-		r.o.Metrics.Transition(ctx, sessObject, "groups", "missing")
+		r.metrics.Transition(ctx, sessObject, "groups", "missing")
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 	default:
 		return nil, r.badReply(ctx, "session_groups", rep.Unexpected())
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "groups", "ok")
+	r.metrics.Transition(ctx, sessObject, "groups", "ok")
 	return r.Get(ctx, ref, tenant)
 }
 

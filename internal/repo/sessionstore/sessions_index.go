@@ -75,7 +75,7 @@ func (r perSessionLayout) list(ctx context.Context, tag, tenant string) ([]sessi
 	}
 	if len(gone) > 0 {
 		if _, err := r.prune(ctx, tag, gone); err != nil {
-			r.o.Logger.DebugContext(ctx, "device index prune deferred", "key_pattern", r.devicesKeyPattern(),
+			r.log.DebugContext(ctx, "device index prune deferred", "key_pattern", r.devicesKeyPattern(),
 				"unavailable", store.IsUnavailable(err))
 		}
 	}
@@ -109,7 +109,7 @@ func (r *Sessions) listed(ctx context.Context, ref session.Ref, res []rueidis.Re
 	if len(m) == 0 || pttl == -2 {
 		return nil, true, nil
 	}
-	r.o.Metrics.Payload(ctx, sessObject, size)
+	r.metrics.Payload(ctx, sessObject, size)
 	s, err := r.parseView(ctx, ref, m, now, pttl)
 	if err != nil {
 		return nil, false, nil // corrupt: counted and logged by parseView
@@ -189,15 +189,15 @@ func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag
 		}
 		switch rep.Code() {
 		case repo.CodeOK:
-			r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "ok")
+			r.metrics.Transition(ctx, sessObject, "revoke_all", "ok")
 			return int(n), nil
 		case repo.CodeRetry:
-			r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "retry")
+			r.metrics.Transition(ctx, sessObject, "revoke_all", "retry")
 		default:
 			return 0, r.badReply(ctx, "session_revoke_all", rep.Unexpected())
 		}
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "revoke_all", "contended")
+	r.metrics.Transition(ctx, sessObject, "revoke_all", "contended")
 	return 0, apperr.New(apperr.Unavailable, "The user's sessions kept changing while they were being revoked; retry shortly.")
 }
 
@@ -218,7 +218,7 @@ func (r *Sessions) prune(ctx context.Context, tag string, gone []string) (int, e
 		return 0, r.badReply(ctx, "session_prune", cmp.Or(err, rep.Unexpected()))
 	}
 	if n > 0 {
-		r.o.Metrics.Transition(ctx, sessObject, "index_prune", "ok")
+		r.metrics.Transition(ctx, sessObject, "index_prune", "ok")
 	}
 	return int(n), nil
 }

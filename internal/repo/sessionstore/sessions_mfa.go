@@ -35,10 +35,10 @@ func (r *Sessions) StartChallenge(ctx context.Context, c session.MFAChallenge) (
 		if err = cmp.Or(rep.Want(2), err); err != nil {
 			return time.Time{}, r.badReply(ctx, "session_challenge", err)
 		}
-		r.o.Metrics.Transition(ctx, sessObject, "mfa_challenge", "ok")
+		r.metrics.Transition(ctx, sessObject, "mfa_challenge", "ok")
 		return sessTime(exp), nil
 	case repo.CodeNotFound:
-		r.o.Metrics.Transition(ctx, sessObject, "mfa_challenge", "missing")
+		r.metrics.Transition(ctx, sessObject, "mfa_challenge", "missing")
 		return time.Time{}, fmt.Errorf("session %s: %w", c.Ref.ID(), apperr.NotFound)
 	}
 	return time.Time{}, r.badReply(ctx, "session_challenge", rep.Unexpected())
@@ -63,7 +63,7 @@ func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*sess
 	}
 	switch rep.Code() {
 	case repo.CodeNotFound:
-		r.o.Metrics.Transition(ctx, sessObject, "mfa_verify", "missing")
+		r.metrics.Transition(ctx, sessObject, "mfa_verify", "missing")
 		return nil, fmt.Errorf("session %s: %w", v.Ref.ID(), apperr.NotFound)
 	case repo.CodeExists:
 		return nil, fmt.Errorf("session verify %s: id collision: %w", v.Ref.ID(), rep.Err(""))
@@ -95,7 +95,7 @@ func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*sess
 	case repo.CodeNoChallenge:
 		res.Outcome = session.VerifyNoChallenge
 		if arg == 1 {
-			r.o.Metrics.Read(ctx, sessObject, ExpiredChallenge)
+			r.metrics.Read(ctx, sessObject, ExpiredChallenge)
 		}
 	case repo.CodeWrongCode:
 		res.Outcome, res.FailedAttempts = session.VerifyWrongCode, arg
@@ -113,7 +113,7 @@ func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*sess
 			res.Session.IdleExpiresAt = sessIdleEnd(now, pttl, res.Session.AbsoluteExpiresAt)
 		}
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "mfa_verify", string(res.Outcome))
+	r.metrics.Transition(ctx, sessObject, "mfa_verify", string(res.Outcome))
 	return res, nil
 }
 

@@ -49,10 +49,10 @@ func (r perSessionLayout) get(ctx context.Context, ref session.Ref, tenant strin
 		return nil, fmt.Errorf("session get: %w", err)
 	}
 	if len(m) == 0 || pttl == -2 {
-		r.o.Metrics.Read(ctx, sessObject, repo.Missing)
+		r.metrics.Read(ctx, sessObject, repo.Missing)
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 	}
-	r.o.Metrics.Payload(ctx, sessObject, size)
+	r.metrics.Payload(ctx, sessObject, size)
 	s, err := r.parseView(ctx, ref, m, time.Now().UnixMilli(), pttl)
 	if err != nil {
 		return nil, err
@@ -81,20 +81,20 @@ func (r *Sessions) parseView(ctx context.Context, ref session.Ref, m map[string]
 	if pttl >= 0 {
 		s.IdleExpiresAt = sessIdleEnd(now, pttl, s.AbsoluteExpiresAt)
 	}
-	r.o.Metrics.Read(ctx, sessObject, outcome)
+	r.metrics.Read(ctx, sessObject, outcome)
 	return &s, nil
 }
 
 // classifyChallenge counts a session waiting in MFA_REQUIRED whose challenge has expired.
 func (r *Sessions) classifyChallenge(ctx context.Context, s *session.Session, m map[string]string) {
 	if s.Status == session.MFARequired && !s.ChallengeLive && m[fieldChallengeAt] != "" {
-		r.o.Metrics.Read(ctx, sessObject, ExpiredChallenge)
+		r.metrics.Read(ctx, sessObject, ExpiredChallenge)
 	}
 }
 
 // corrupt counts and logs a corrupt session (key pattern and field names, never values).
 func (r *Sessions) corrupt(ctx context.Context, ref session.Ref, f *repo.Fields, err error) error {
-	r.o.Metrics.Read(ctx, sessObject, repo.Corrupt)
-	r.o.Logger.WarnContext(ctx, "corrupt session hash refused", "key_pattern", r.keyPattern(), "fields", f.BadNames())
+	r.metrics.Read(ctx, sessObject, repo.Corrupt)
+	r.log.WarnContext(ctx, "corrupt session hash refused", "key_pattern", r.keyPattern(), "fields", f.BadNames())
 	return fmt.Errorf("session %s: %w", ref.ID(), err)
 }

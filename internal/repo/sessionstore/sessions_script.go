@@ -40,7 +40,7 @@ func (r *Sessions) scriptErr(ctx context.Context, name string, err error) error 
 	if store.IsUnavailable(err) {
 		return repo.CommandError(name, err)
 	}
-	r.o.Metrics.ScriptError(ctx, name)
+	r.metrics.ScriptError(ctx, name)
 	return r.readErr(ctx, name, err)
 }
 
@@ -48,8 +48,8 @@ func (r *Sessions) scriptErr(ctx context.Context, name string, err error) error 
 // session (counted, logged by key pattern); anything else as redisErr does.
 func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
 	if re, ok := rueidis.IsRedisErr(err); ok && strings.Contains(re.Error(), "WRONGTYPE") {
-		r.o.Metrics.Read(ctx, sessObject, repo.Corrupt)
-		r.o.Logger.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.keyPattern(), "op", op)
+		r.metrics.Read(ctx, sessObject, repo.Corrupt)
+		r.log.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.keyPattern(), "op", op)
 		return fmt.Errorf("%s: %w: wrong key type", op, repo.ErrCorrupt)
 	}
 	return repo.CommandError(op, err)
@@ -57,6 +57,5 @@ func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
 
 // badReply counts a reply of the wrong shape (err wraps ErrReply) as a script error.
 func (r *Sessions) badReply(ctx context.Context, name string, err error) error {
-	r.o.Metrics.ScriptError(ctx, name)
-	return err
+	return repo.BadReply(ctx, r.metrics, name, err)
 }

@@ -42,7 +42,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	switch rep.Code() {
 	case repo.CodeOK:
 	case repo.CodeNotFound:
-		r.o.Metrics.Transition(ctx, sessObject, "rotate", "missing")
+		r.metrics.Transition(ctx, sessObject, "rotate", "missing")
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
 	case repo.CodeExists:
 		return nil, fmt.Errorf("session rotate %s: id collision: %w", ref.ID(), rep.Err(""))
@@ -66,7 +66,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	if err := cmp.Or(rep.Want(7), d.Err()); err != nil {
 		return nil, r.badReply(ctx, "session_rotate", err)
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "rotate", "ok")
+	r.metrics.Transition(ctx, sessObject, "rotate", "ok")
 	s := &session.Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
 		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), Groups: replyGroups(groups, hasGroups), SchemaVersion: repo.SchemaVersion}
 	s.IdleExpiresAt = s.AbsoluteExpiresAt
@@ -108,7 +108,7 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 	default:
 		return false, r.badReply(ctx, name, rep.Unexpected())
 	}
-	r.o.Metrics.Transition(ctx, sessObject, "revoke", outcome)
+	r.metrics.Transition(ctx, sessObject, "revoke", outcome)
 	return outcome == "ok", nil
 }
 
