@@ -22,8 +22,8 @@ import (
 //	HPTTL <userKey> FIELDS 1 <part>:absoluteExpiresAtMs
 //
 // (the view read asks for the view's fields instead of the hot six, and adds HPEXPIRETIME of
-// the marker: the session's last use derives from it, perUserLastSeen). HPTTL is the end of the idle
-// window and tells whether the session is live (-2: it is not).
+// the marker: the session's last use derives from it, perUserLastSeen). HPTTL is the end of the
+// idle window and tells whether the session is live (-2: it is not).
 //
 // Under default tracking (readTracked) the read goes through rueidis' cache, and only the
 // HMGET and the HPEXPIRETIME do (readTracked says why).
@@ -63,8 +63,8 @@ func perUserNames(part string, view bool) (wire, flat []string) {
 
 // perUserFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
 // per-session hash's names, the per-user layout's defaults applied, for the view the last use
-// derived from exp, the marker's expiry: perUserLastSeen). A pooled map (the hot read's, flat names)
-// goes back with releaseFields once read.
+// derived from exp, the marker's expiry: perUserLastSeen). A pooled map (the hot read's, flat
+// names) goes back with releaseFields once read.
 func perUserFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, pooled bool, err error) {
 	if flat != nil {
 		m, size, err = repo.PooledFields(vals, flat)
@@ -100,8 +100,8 @@ func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) ruei
 	return cmds
 }
 
-// perUserHotParts are the session's names in perUserHotNames (its level, pending login, idle timeout and
-// groups) and its marker's, cut from one string: a miss builds them all.
+// perUserHotParts are the session's names in perUserHotNames (its level, pending login, idle
+// timeout and groups) and its marker's, cut from one string: a miss builds them all.
 func perUserHotParts(part string) (level, pending, idle, groups, marker string) {
 	s := part + ":" + fieldAuthLevel + part + ":" + fieldLoginPending + part + ":" + fieldIdleTimeout + part + ":" + fieldGroups +
 		part + ":" + fieldAbsoluteExpires
@@ -161,7 +161,7 @@ func fieldTTL(res rueidis.RedisResult) (int64, error) {
 	return v[0].AsInt64()
 }
 
-// readPlain is readPlain in the per-user layout: a miss under broadcast tracking (Redis pushes
+// readPlain in the per-user layout: a miss under broadcast tracking (Redis pushes
 // every write to the user's hash, read through rueidis' cache or not).
 func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
 	var v memoVersion
@@ -205,25 +205,24 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 	return r.decide(ctx, ref, e, view, false, now)
 }
 
-// readTracked is readTracked in the per-user layout: under default tracking Redis tracks (and
+// readTracked in the per-user layout: under default tracking Redis tracks (and
 // later invalidates) only a key read through rueidis' cache, so the read is the view's fields
 // of the user's hash and the marker's HPEXPIRETIME through it (one round trip, one tracked key
 // per user).
 //
-// HPTTL does not go through the cache. rueidis (v1.0.79) offers no cacheable HPTTL
-// (its builder has no Cache() for it), and rightly: a cached HPTTL is a duration measured when
-// the copy was filled, which a later hit would serve unchanged as time passes, sliding the idle
-// end forward with every hit. The idle end is taken instead from what the copy holds, instants
-// that only a write changes (and every write invalidates the copy): the session's last use
-// (perUserLastSeen: its lastSeenAtMs, or its marker's expiry minus its idle timeout, or its createdAtMs)
-// plus its idle timeout, never past its absolute deadline — the instant the field TTL was set
-// to. The marker's expiry is such an instant too: its builder has no Cache() either (nor is it
-// marked read-only), so its command is converted to a Cacheable; Redis tracks the key for it
-// like for the HMGET (no second tracking entry: same key), and any change of the expiry is a
-// write to the key, HPEXPIRE alone included, which invalidates both copies (an expiry that
-// passes needs none: the gateway refuses a copy past its end). A hit that holds no live session
-// answers missing at once: a session created later has a new id part, hence an HMGET never
-// cached.
+// HPTTL does not go through the cache. rueidis (v1.0.79) offers no cacheable HPTTL (its builder has
+// no Cache() for it), and rightly: a cached HPTTL is a duration measured when the copy was filled,
+// which a later hit would serve unchanged as time passes, sliding the idle end forward with every
+// hit. The idle end is taken instead from what the copy holds, instants that only a write changes
+// (and every write invalidates the copy): the session's last use (perUserLastSeen: its
+// lastSeenAtMs, or its marker's expiry minus its idle timeout, or its createdAtMs) plus its idle
+// timeout, never past its absolute deadline — the instant the field TTL was set to. The marker's
+// expiry is such an instant too: its builder has no Cache() either (nor is it marked read-only), so
+// its command is converted to a Cacheable; Redis tracks the key for it like for the HMGET (no
+// second tracking entry: same key), and any change of the expiry is a write to the key, HPEXPIRE
+// alone included, which invalidates both copies (an expiry that passes needs none: the gateway
+// refuses a copy past its end). A hit that holds no live session answers missing at once: a session
+// created later has a new id part, hence an HMGET never cached.
 func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
@@ -261,7 +260,7 @@ func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bo
 	return r.decideTracked(ctx, ref, m, v, res, view, now)
 }
 
-// authorizeScript is authorizeScript in the per-user layout (session_u_authorize.lua).
+// authorizeScript in the per-user layout (session_u_authorize.lua).
 func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {

@@ -27,8 +27,8 @@ var (
 
 // list is List in the per-user layout: one read-only script (session_u_list.lua) answers the
 // user's hash and every live session's remaining idle window and its end (the last use derives
-// from it: perUserLastSeen); each session is decoded from it as the other readers decode (sessionView,
-// parseView). Sessions of another tenant and corrupt ones are left out (corrupt ones counted
+// from it: perUserLastSeen); each session is decoded from it as the other readers decode
+// (sessionView, parseView). Sessions of another tenant and corrupt ones are left out (corrupt ones counted
 // and logged); at most MaxSessionsPerUser, soonest absolute deadline first (the device index's
 // order).
 func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.Session, error) {

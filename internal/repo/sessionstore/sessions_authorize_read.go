@@ -11,8 +11,8 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// The reads behind Authorize (the full view or the hot fields): a plain read under broadcast tracking, a read
-// through rueidis' cache under default tracking, and the refresh script.
+// The reads behind Authorize (the full view or the hot fields): a plain read under broadcast
+// tracking, a read through rueidis' cache under default tracking, and the refresh script.
 
 // sessKeyFields decide, for a read of the view fields, whether the session exists: a hash
 // holding none of them is taken for missing (a hash holding some but not all is corrupt).

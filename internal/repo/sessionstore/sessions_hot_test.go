@@ -15,12 +15,12 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// The forward-auth read (Authorize without View) asks Redis for at most six fields in one round trip on
-// a miss — never the view's eighteen — under broadcast tracking (the default) and without the
-// cache (the script answers the six); default tracking reads the view through rueidis' cache
-// (only a read through it is tracked). Its answer holds what the decision needs and nothing
-// else, a kept copy answers with no round trip, and "who am I" (Authorize) still gets the
-// whole view from the same kept session after one read of the view fields.
+// The forward-auth read (Authorize without View) asks Redis for at most six fields in one round
+// trip on a miss — never the view's eighteen — under broadcast tracking (the default) and without
+// the cache (the script answers the six); default tracking reads the view through rueidis' cache
+// (only a read through it is tracked). Its answer holds what the decision needs and nothing else, a
+// kept copy answers with no round trip, and "who am I" (Authorize) still gets the whole view from
+// the same kept session after one read of the view fields.
 func TestSessionHotMissReadsSixFields(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
