@@ -64,3 +64,23 @@ func TestNewBuildsEveryService(t *testing.T) {
 	g.Stop()
 	g.Stop()
 }
+
+// A Redis that cannot host the configured session layout fails the start with a message that
+// names GATEWAY_SESSION_LAYOUT, instead of the gateway switching layouts on its own: Redis 7.0
+// has no hash field expiry, which the default per-user layout needs.
+func TestNewRefusesASessionLayoutTheServerCannotHost(t *testing.T) {
+	t.Parallel()
+	b := testredis.Backends()[len(testredis.Backends())-1]
+	if b.Name != "redis7" || b.URL == "" {
+		t.Skip("no Redis 7.0 backend")
+	}
+	s := testredis.Open(t, b)
+	if _, err := app.New(defaults(t), s, app.Options{}); err == nil || !strings.Contains(err.Error(), "GATEWAY_SESSION_LAYOUT=per-user") {
+		t.Fatalf("default layout on Redis 7.0: err %v, want one naming GATEWAY_SESSION_LAYOUT", err)
+	}
+	cfg := defaults(t)
+	cfg.SessionLayout = "per-session"
+	if _, err := app.New(cfg, s, app.Options{}); err != nil {
+		t.Fatalf("per-session on Redis 7.0: %v", err)
+	}
+}

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"log/slog"
@@ -16,6 +18,7 @@ import (
 	"github.com/hashgate/hashgate/internal/repo/casestore"
 	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/repo/quotestore"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/repo/tokenstore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
@@ -49,14 +52,18 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 
-	sr, err := repo.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, repo.SessionOptions{
+	sr, err := sessionstore.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, sessionstore.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
 		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries),
-		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: repo.SessionLimitPolicy(cfg.SessionLimitPolicy),
-		Layout:  repo.SessionLayout(cfg.SessionLayout),
-		MFA:     ratelimit.Policy{Name: repo.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
+		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: sessionstore.SessionLimitPolicy(cfg.SessionLimitPolicy),
+		Layout:  sessionLayout(cfg, s),
+		MFA:     ratelimit.Policy{Name: sessionstore.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
 		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h),
 	})
+	if errors.Is(err, sessionstore.ErrLayoutUnsupported) {
+		return nil, fmt.Errorf("GATEWAY_SESSION_LAYOUT=%s: %w; set GATEWAY_SESSION_LAYOUT=per-session (or use Redis >= 7.4)",
+			sessionLayout(cfg, s), err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -114,4 +121,18 @@ func entries(n int) int {
 		return -1
 	}
 	return n
+}
+
+// sessionLayout is GATEWAY_SESSION_LAYOUT, or when unset its default: per-user on Redis,
+// per-session on the embedded store (no REDIS_URL; it has no hash field expiry). Configuration
+// alone decides: a Redis that cannot host the layout fails the start (sessionstore.Hosts), and
+// upgrading Redis never switches it.
+func sessionLayout(cfg config.Config, s *store.Store) sessionstore.SessionLayout {
+	switch {
+	case cfg.SessionLayout != "":
+		return sessionstore.SessionLayout(cfg.SessionLayout)
+	case s.Caps.Embedded:
+		return sessionstore.LayoutPerSession
+	}
+	return sessionstore.LayoutPerUser
 }

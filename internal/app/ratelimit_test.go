@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
@@ -22,12 +23,15 @@ import (
 // are 429 with Retry-After, never another status.
 func TestRateLimitAcrossThreeReplicas(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, b testredis.Backend, _ *store.Store, prefix string) {
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		if b.Name == "embedded" {
 			t.Skip("replicas need a shared Redis")
 		}
 		const limit = 600
 		cfg := defaults(t)
+		if sessionstore.Hosts(s.Caps, sessionstore.LayoutPerUser) != nil {
+			cfg.SessionLayout = "per-session"
+		}
 		cfg.KeyPrefix = prefix
 		cfg.RateLimitPerToken, cfg.RateLimitPerTenant = "0", "600/1h"
 		a, h, err := app.FreshKeys(cfg)

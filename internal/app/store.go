@@ -2,7 +2,7 @@ package app
 
 import (
 	"github.com/hashgate/hashgate/internal/config"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -11,7 +11,8 @@ import (
 func StoreOptions(cfg config.Config) store.Options {
 	var bcast []string
 	if cfg.RedisClientTracking == "bcast" {
-		bcast = repo.CachedKeyPrefixes(cfg.KeyPrefix)
+		// The session hot path and the token check read through the client-side cache.
+		bcast = []string{sessionstore.CachedKeyPrefix(cfg.KeyPrefix), cfg.KeyPrefix + ":v1:token:"}
 	}
 	return store.Options{
 		BroadcastPrefixes:  bcast,

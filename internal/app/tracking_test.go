@@ -13,7 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/tokens"
 )
 
-// With the configuration's tracking (broadcast by the prefixes repo.CachedKeyPrefixes names),
+// With the configuration's tracking (broadcast by the prefixes StoreOptions names),
 // a revocation on one gateway reaches another that has the session and the token cached: the
 // prefixes cover every key read through the client-side cache. The cache TTLs are a minute, so
 // only Redis's push can explain a refusal within seconds. Both tracking modes are checked.

@@ -86,9 +86,9 @@ type Config struct {
 	// SessionLimitPolicy is what a login does at SessionMaxPerUser: evict-oldest | refuse.
 	SessionLimitPolicy string `env:"GATEWAY_SESSION_LIMIT_POLICY" default:"evict-oldest"`
 	// SessionLayout is where sessions live: per-user (one hash per user, sessions as fields with
-	// their own TTLs; needs hash field expiry, Redis >= 7.4, else per-session applies) |
-	// per-session (one hash per session plus the user's device index).
-	SessionLayout string `env:"GATEWAY_SESSION_LAYOUT" default:"per-user"`
+	// their own TTLs; needs hash field expiry, Redis >= 7.4) | per-session (one hash per session
+	// plus the user's device index). Unset: per-user on Redis, per-session on the embedded store.
+	SessionLayout string `env:"GATEWAY_SESSION_LAYOUT"`
 
 	QuoteTTL       time.Duration `env:"GATEWAY_QUOTE_TTL" default:"168h"`
 	QuoteMaxItems  int           `env:"GATEWAY_QUOTE_MAX_ITEMS" default:"100"`

@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/config"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions/session"
-	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -464,9 +463,9 @@ func (g *gateway) sessionKeys(t *testing.T, s gwSession) (index, key string) {
 	t.Helper()
 	ref := g.sessionRef(t, s)
 	if g.perUser() {
-		return g.keys.Key("sessions", ref.Tag), repo.UserSessionsKey(g.keys, ref.Tag)
+		return g.keys.Key("sessions", ref.Tag), sessionstore.UserSessionsKey(g.keys, ref.Tag)
 	}
-	return g.keys.Key("sessions", ref.Tag), repo.SessionKey(g.keys, ref)
+	return g.keys.Key("sessions", ref.Tag), sessionstore.SessionKey(g.keys, ref)
 }
 
 func (g *gateway) sessionRef(t *testing.T, s gwSession) session.Ref {
@@ -489,8 +488,6 @@ func (g *gateway) sessionMarker(t *testing.T, s gwSession) (key, field string) {
 	return key, field
 }
 
-// perUser reports whether the gateway keeps sessions per user (GATEWAY_SESSION_LAYOUT on a
-// server with hash field expiry in milliseconds).
-func (g *gateway) perUser() bool {
-	return g.cfg.SessionLayout == "per-user" && g.store.Caps.FieldExpiryMs && g.store.Caps.FieldExpiry != store.FieldExpiryFallback
-}
+// perUser reports whether the gateway keeps sessions per user (GATEWAY_SESSION_LAYOUT, whose
+// default on Redis is per-user).
+func (g *gateway) perUser() bool { return g.cfg.SessionLayout != "per-session" }

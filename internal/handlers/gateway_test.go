@@ -6,6 +6,7 @@ import (
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -22,6 +23,9 @@ func buildGateway(s *store.Store, tg handlers.TestGateway) (*handlers.Server, *e
 		return nil, nil, err
 	}
 	cfg.KeyPrefix = tg.Prefix
+	if sessionstore.Hosts(s.Caps, sessionstore.LayoutPerUser) != nil {
+		cfg.SessionLayout = "per-session" // Redis 7.0: the default per-user layout would not start
+	}
 	if tg.Config != nil {
 		tg.Config(&cfg)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -69,8 +69,8 @@ func TestSessionCapRefusePolicy(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, b, func(h *harness, d *Deps) {
-				svc, _ := newSessionServiceWith(t, h.store, h.prefix, func(o *repo.SessionOptions) {
-					o.MaxPerUser, o.LimitPolicy = 3, repo.LimitRefuse
+				svc, _ := newSessionServiceWith(t, h.store, h.prefix, func(o *sessionstore.SessionOptions) {
+					o.MaxPerUser, o.LimitPolicy = 3, sessionstore.LimitRefuse
 				})
 				d.Sessions, d.SessionAuth = svc, svc
 			})

@@ -12,6 +12,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
@@ -23,11 +24,11 @@ import (
 // client-side cache where the store has one.
 func newSessionService(tb testing.TB, s *store.Store, prefix string, cacheTTL time.Duration) (*sessions.Service, *testredis.Recorder) {
 	tb.Helper()
-	return newSessionServiceWith(tb, s, prefix, func(o *repo.SessionOptions) { o.CacheTTL = cacheTTL })
+	return newSessionServiceWith(tb, s, prefix, func(o *sessionstore.SessionOptions) { o.CacheTTL = cacheTTL })
 }
 
 // newSessionServiceWith is newSessionService with the repository's options adjusted by tweak.
-func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak func(*repo.SessionOptions)) (*sessions.Service, *testredis.Recorder) {
+func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak func(*sessionstore.SessionOptions)) (*sessions.Service, *testredis.Recorder) {
 	tb.Helper()
 	if err := s.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
 		tb.Fatal(err)
@@ -35,11 +36,14 @@ func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak f
 	counter := testredis.NewCounter(s.Client)
 	counted := *s
 	counted.Client = counter
-	o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
+	o := sessionstore.SessionOptions{Layout: sessionstore.LayoutPerUser, RefreshFraction: 0.25, MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
 	if tweak != nil {
 		tweak(&o)
 	}
-	r, err := repo.NewSessions(&counted, repo.Keys{Prefix: prefix}, o)
+	if sessionstore.Hosts(s.Caps, o.Layout) != nil {
+		o.Layout = sessionstore.LayoutPerSession
+	}
+	r, err := sessionstore.NewSessions(&counted, repo.Keys{Prefix: prefix}, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -370,7 +374,7 @@ func TestAuthorizeRedisCommands(t *testing.T) {
 				tok := h.createSession("acme", "alice", map[string]any{"device": map[string]any{"label": "phone"}})
 				ref, _ := session.ParseID(tok.SessionId)
 				perUser, err := h.store.Client.Do(context.Background(), h.store.Client.B().Exists().
-					Key(repo.UserSessionsKey(repo.Keys{Prefix: h.prefix}, ref.Tag)).Build()).AsInt64()
+					Key(sessionstore.UserSessionsKey(repo.Keys{Prefix: h.prefix}, ref.Tag)).Build()).AsInt64()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -407,11 +411,11 @@ func (h *harness) setSessionField(t *testing.T, ref session.Ref, name, value str
 	ctx := context.Background()
 	c := h.store.Client
 	keys := repo.Keys{Prefix: h.prefix}
-	key, field := repo.SessionKey(keys, ref), name
-	if n, err := c.Do(ctx, c.B().Exists().Key(repo.UserSessionsKey(keys, ref.Tag)).Build()).AsInt64(); err != nil {
+	key, field := sessionstore.SessionKey(keys, ref), name
+	if n, err := c.Do(ctx, c.B().Exists().Key(sessionstore.UserSessionsKey(keys, ref.Tag)).Build()).AsInt64(); err != nil {
 		t.Fatal(err)
 	} else if n == 1 {
-		key, field = repo.UserSessionsKey(keys, ref.Tag), ref.Part+":"+name
+		key, field = sessionstore.UserSessionsKey(keys, ref.Tag), ref.Part+":"+name
 	}
 	if err := c.Do(ctx, c.B().Hset().Key(key).FieldValue().FieldValue(field, value).Build()).Error(); err != nil {
 		t.Fatal(err)

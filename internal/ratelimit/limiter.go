@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -14,8 +13,6 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-var fixedWindowBody = mustRead("scripts/fixed_window.lua")
-
 func mustRead(name string) string {
 	b, err := scriptFS.ReadFile(name)
 	if err != nil {
@@ -24,25 +21,9 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-const (
-	luaBegin = "-- BEGIN fixed_window\n"
-	luaEnd   = "-- END fixed_window\n"
-)
-
-// FixedWindowLua is the counter as a Lua function, fixed_window(key, nowMs, windowMs, bufferMs,
-// limit) → allowed (1|0), count, resetMs, between its BEGIN and END marker lines. Scripts that
-// count an attempt atomically with other work embed exactly this text.
-func FixedWindowLua() string {
-	i := strings.Index(fixedWindowBody, luaBegin)
-	j := strings.Index(fixedWindowBody, luaEnd)
-	if i < 0 || j < i {
-		panic("ratelimit: fixed_window markers missing")
-	}
-	return fixedWindowBody[i : j+len(luaEnd)]
-}
-
 // ScriptBodies returns the scripts the gateway runs from this package, for store.LoadScripts
-// at start. fixed_window.lua runs only embedded in session_verify.lua (FixedWindowLua).
+// at start. The counter of one attempt runs only inside the session verify scripts, which
+// include the kit's fixed_window snippet (fixed_window_attempt.lua is its test harness).
 func ScriptBodies() []string { return []string{windowAddBody} }
 
 // NewDecisionCounter is the instrument counting rate-limit decisions by policy and outcome

@@ -4,21 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// Limiter counts one attempt at a time in Redis with fixed_window.lua: the test harness of
-// that function, which production runs only embedded in session_verify.lua (the MFA attempts;
-// request rates are Sync's).
+// Limiter counts one attempt at a time in Redis with fixed_window_attempt.lua: the test harness
+// of the kit's fixed_window snippet, which production runs only inside the session verify
+// scripts (the MFA attempts; request rates are Sync's).
 
-var fixedWindow = rueidis.NewLuaScript(fixedWindowBody)
+var fixedWindow = rueidis.NewLuaScript(composeScript("fixed_window_attempt"))
+
+// composeScript is scripts/<name>.lua with its snippets put in (repo.ComposeScript).
+func composeScript(name string) string {
+	files, err := fs.Sub(scriptFS, "scripts")
+	if err != nil {
+		panic(err)
+	}
+	body, err := repo.ComposeScript(files, name)
+	if err != nil {
+		panic(err)
+	}
+	return body
+}
 
 // Limiter counts attempts per identifier under one policy.
 type Limiter struct {

@@ -3,8 +3,9 @@
 // clock (redis.call('TIME')) so replicas agree. Identifiers reach Redis only as keyed hashes.
 // It also formats the IETF RateLimit-Policy and RateLimit response headers.
 //
-// The counter logic lives in scripts/fixed_window.lua; scripts that must count an attempt
-// atomically with other work (MFA verification) embed the same function, see FixedWindowLua.
+// The counter of one attempt is the Lua function fixed_window, a snippet of the store kit
+// (internal/repo/lua/fixed_window.lua) that scripts counting an attempt atomically with other
+// work (MFA verification) include; scripts/fixed_window_attempt.lua runs it alone for tests.
 package ratelimit
 
 import (

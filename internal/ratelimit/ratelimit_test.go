@@ -77,14 +77,6 @@ func TestPolicyValidate(t *testing.T) {
 	}
 }
 
-func TestFixedWindowLuaMarkers(t *testing.T) {
-	t.Parallel()
-	f := FixedWindowLua()
-	if !strings.HasPrefix(f, luaBegin) || !strings.HasSuffix(f, luaEnd) || !strings.Contains(f, "local function fixed_window(") {
-		t.Fatalf("FixedWindowLua = %q", f)
-	}
-}
-
 func newTestLimiter(t *testing.T, s *store.Store, prefix string, p Policy) *Limiter {
 	t.Helper()
 	h, _, err := keyhash.Generate()

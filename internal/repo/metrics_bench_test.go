@@ -20,11 +20,11 @@ func BenchmarkMetricsRead(b *testing.B) {
 	ctx := context.Background()
 	for _, o := range []Outcome{Found, Missing, Corrupt} { // a few series, as a running gateway has
 		x.Read(ctx, "quote", o)
-		x.Read(ctx, sessObject, o)
+		x.Read(ctx, "session", o)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		x.Read(ctx, sessObject, Found)
+		x.Read(ctx, "session", Found)
 	}
 }
 
@@ -36,7 +36,7 @@ func TestMetricsReadConcurrent(t *testing.T) {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	x := NewMetrics(mp.Meter("test"))
 	ctx := context.Background()
-	objs := []string{"quote", sessObject, "token", "user"}
+	objs := []string{"quote", "session", "token", "user"}
 	outcomes := []Outcome{Found, Missing, Corrupt}
 	var wg sync.WaitGroup
 	done := make(chan struct{})

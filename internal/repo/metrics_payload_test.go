@@ -22,7 +22,7 @@ func TestPayloadPerObjectType(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range 100 {
-				x.Payload(ctx, sessObject, 10)
+				x.Payload(ctx, "session", 10)
 				x.Payload(ctx, "quote", 30)
 			}
 		}()
@@ -35,7 +35,7 @@ func TestPayloadPerObjectType(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[attribute.Distinct][2]int64{}
-	sess, quote := attribute.NewSet(attribute.String("object", sessObject)), attribute.NewSet(attribute.String("object", "quote"))
+	sess, quote := attribute.NewSet(attribute.String("object", "session")), attribute.NewSet(attribute.String("object", "quote"))
 	want := map[attribute.Distinct][2]int64{sess.Equivalent(): {400, 4000}, quote.Equivalent(): {400, 12000}}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {

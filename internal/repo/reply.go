@@ -287,6 +287,18 @@ func (r Reply) Bare(codes ...Code) error {
 // Unexpected is the error for a code the caller does not accept from this script.
 func (r Reply) Unexpected() error { return r.shape("code %s", r.code) }
 
+// Malformed is the error for a reply whose payload breaks its script's shape (wraps ErrReply).
+func (r Reply) Malformed(format string, args ...any) error { return r.shape(format, args...) }
+
+// Values is the raw payload from index from on (nil past the end), for a caller that decodes
+// a run of hash values itself (PooledFields).
+func (r Reply) Values(from int) []rueidis.RedisMessage {
+	if from > len(r.vals) {
+		return nil
+	}
+	return r.vals[from:]
+}
+
 func (r Reply) shape(format string, args ...any) error {
 	return fmt.Errorf("%s: %w: %s", r.script, ErrReply, fmt.Sprintf(format, args...))
 }

@@ -27,11 +27,6 @@ import (
 //go:embed lua/*.lua
 var sharedLua embed.FS
 
-// scriptFS holds the scripts of the stores still inside this package.
-//
-//go:embed scripts/*.lua
-var scriptFS embed.FS
-
 var (
 	registryMu sync.Mutex
 	registry   = map[string]string{} // script name → composed body, for ScriptBodies
@@ -86,15 +81,6 @@ func compose(files fs.FS, name string, seen []string) (string, error) {
 		return strings.TrimRight(body, "\n")
 	})
 	return out, firstErr
-}
-
-// script loads scripts/<name>.lua of the stores still inside this package.
-func script(name string) *rueidis.Lua {
-	sub, err := fs.Sub(scriptFS, "scripts")
-	if err != nil {
-		panic(err)
-	}
-	return LoadScript(sub, name)
 }
 
 // ScriptBodies returns every script the imported stores loaded, in name order, for

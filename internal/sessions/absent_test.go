@@ -12,6 +12,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -19,12 +20,12 @@ import (
 
 // absentEnv is a session service as the gateway builds it by default (the hot path's cache on,
 // default sessions options otherwise) over s, whose Redis calls rec counts.
-func absentEnv(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher) (*Service, *repo.Sessions, *testredis.Recorder) {
+func absentEnv(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher) (*Service, *sessionstore.Sessions, *testredis.Recorder) {
 	t.Helper()
 	rec := testredis.NewRecorder(s.Client)
 	cp := *s
 	cp.Client = rec
-	r, err := repo.NewSessions(&cp, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
+	r, err := sessionstore.NewSessions(&cp, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 		MaxPerUser: 50, CacheTTL: 30 * time.Second, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestAbsentCacheNeverHidesASession(t *testing.T) {
 		other, _, _ := absentEnv(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, h)
 		far, farRef := unknownToken(t, tag)
 		refused(svc, far)
-		if _, err := other.repo.Create(ctx, record(farRef)); err != nil {
+		if _, err := other.store.Create(ctx, record(farRef)); err != nil {
 			t.Fatalf("create on the other gateway: %v", err)
 		}
 		start := time.Now()

@@ -13,6 +13,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -22,7 +23,7 @@ import (
 // read through the client-side cache with cacheTTL.
 func replica(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher, cacheTTL time.Duration) *Service {
 	t.Helper()
-	r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
+	r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 		MaxPerUser: 50, CacheTTL: cacheTTL,
 		MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
@@ -265,7 +266,7 @@ func TestCacheMetrics(t *testing.T) {
 		}
 		e := newSvcEnv(t, s, prefix)
 		reader := sdkmetric.NewManualReader()
-		r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
+		r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 			MaxPerUser: 50, CacheTTL: time.Minute,
 			MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -20,7 +21,7 @@ func TestMFALimitDecisionsCounted(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		e := newSvcEnv(t, s, prefix)
 		reader := sdkmetric.NewManualReader()
-		r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
+		r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 			MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 		if err != nil {
 			t.Fatal(err)

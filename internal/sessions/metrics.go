@@ -73,4 +73,4 @@ func (x *instruments) auth(_ context.Context, r authResult) {
 
 // CacheStats returns how many authentications the client-side cache answered and how many
 // read Redis since start (both 0 with the cache off).
-func (s *Service) CacheStats() (hits, misses int64) { return s.repo.CacheStats() }
+func (s *Service) CacheStats() (hits, misses int64) { return s.store.CacheStats() }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/ratelimit"
-	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // MFA on a session: a step-up challenge and its verification (which steps up and rotates).
@@ -31,7 +31,7 @@ func (s *Service) StartChallenge(ctx context.Context, tenant, id string) (*Chall
 	}
 	c := &Challenge{ID: base64.RawURLEncoding.EncodeToString(b[:]), Code: fmt.Sprintf("%06d", n.Int64())}
 	s.wrote(r)
-	c.ExpiresAt, err = s.repo.StartChallenge(ctx, repo.MFAChallenge{Ref: r, Tenant: tenant, ID: c.ID,
+	c.ExpiresAt, err = s.store.StartChallenge(ctx, session.MFAChallenge{Ref: r, Tenant: tenant, ID: c.ID,
 		CodeMAC: s.codeMAC(r.Tag, c.ID, c.Code), TTL: s.cfg.ChallengeTTL})
 	if err != nil {
 		return nil, err
@@ -58,22 +58,24 @@ func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code stri
 		return nil, err
 	}
 	s.wrote(r)
-	res, err := s.repo.Verify(ctx, repo.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
+	res, err := s.store.Verify(ctx, session.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
 		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next})
 	if err != nil {
 		return nil, err
 	}
-	ratelimit.Record(ctx, s.m.limits, res.Limit)
+	limit := ratelimit.Decision{Policy: s.store.MFAPolicy(), Allowed: res.Attempts.Allowed, Count: res.Attempts.Count,
+		Reset: res.Attempts.Reset}
+	ratelimit.Record(ctx, s.m.limits, limit)
 	switch res.Outcome {
-	case repo.VerifyOK:
+	case session.VerifyOK:
 		return &Issued{Session: *res.Session, Token: token}, nil
-	case repo.VerifyLimited:
-		return nil, res.Limit.Err()
-	case repo.VerifyNoChallenge:
-		return nil, withHeaders(apperr.New(apperr.Gone, "No live MFA challenge with this id; start a new one."), res.Limit.Headers())
+	case session.VerifyLimited:
+		return nil, limit.Err()
+	case session.VerifyNoChallenge:
+		return nil, withHeaders(apperr.New(apperr.Gone, "No live MFA challenge with this id; start a new one."), limit.Headers())
 	default:
-		left := res.Limit.Remaining()
-		return nil, withHeaders(apperr.Newf(apperr.WrongCode, "The code is not valid; %d attempts left in this window.", left), res.Limit.Headers()).
+		left := limit.Remaining()
+		return nil, withHeaders(apperr.Newf(apperr.WrongCode, "The code is not valid; %d attempts left in this window.", left), limit.Headers()).
 			With("attemptsLeft", left)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
@@ -64,8 +63,8 @@ func (s *Service) Current(ctx context.Context, p *auth.Principal) (*session.Sess
 	}
 	v := p.Session
 	if v == nil || v.Ref != r || v.TenantID != p.Tenant {
-		v, err = s.repo.Get(ctx, r, p.Tenant)
-		if errors.Is(err, apperr.NotFound) || errors.Is(err, repo.ErrCorrupt) {
+		v, err = s.store.Get(ctx, r, p.Tenant)
+		if errors.Is(err, apperr.NotFound) || errors.Is(err, apperr.ErrCorrupt) {
 			return nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
 		}
 		if err != nil {
@@ -85,7 +84,7 @@ func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 		return err
 	}
 	s.wrote(r)
-	_, err = s.repo.Revoke(ctx, r, p.Tenant)
+	_, err = s.store.Revoke(ctx, r, p.Tenant)
 	return err
 }
 
@@ -112,7 +111,7 @@ func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string
 		return fmt.Errorf("session %s: %w", id, apperr.NotFound)
 	}
 	s.wrote(r)
-	_, err = s.repo.Revoke(ctx, r, p.Tenant)
+	_, err = s.store.Revoke(ctx, r, p.Tenant)
 	return err
 }
 
@@ -125,5 +124,5 @@ func (s *Service) RevokeOtherDevices(ctx context.Context, p *auth.Principal) (in
 		return 0, err
 	}
 	s.wrote(session.Ref{Tag: mine.Tag})
-	return s.repo.RevokeAll(ctx, mine.Tag, mine.Part)
+	return s.store.RevokeAll(ctx, mine.Tag, mine.Part)
 }

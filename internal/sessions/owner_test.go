@@ -14,6 +14,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -116,7 +117,7 @@ func TestNewRefusesAnotherKeysOwnerCheck(t *testing.T) {
 		{OwnerCheck(h2), false},
 		{func(string, string, string) bool { return true }, false},
 	} {
-		r, err := repo.NewSessions(s, repo.Keys{Prefix: testredis.Prefix(t)}, repo.SessionOptions{RefreshFraction: 0.25,
+		r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: testredis.Prefix(t)}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 			MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}, OwnerCheck: c.check})
 		if err != nil {
 			t.Fatal(err)
@@ -129,18 +130,18 @@ func TestNewRefusesAnotherKeysOwnerCheck(t *testing.T) {
 
 // ownerRepo is the sessions repository on s (prefix p) with a fresh key hasher h; with
 // repoChecks the repository checks owners (OwnerCheck(h)), as internal/app wires it.
-func ownerRepo(tb testing.TB, s *store.Store, p string, repoChecks bool) (*repo.Sessions, *keyhash.Hasher) {
+func ownerRepo(tb testing.TB, s *store.Store, p string, repoChecks bool) (*sessionstore.Sessions, *keyhash.Hasher) {
 	tb.Helper()
 	h, _, err := keyhash.Generate()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	o := repo.SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
+	o := sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25, MaxPerUser: 50, CacheTTL: time.Minute,
 		MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}}
 	if repoChecks {
 		o.OwnerCheck = OwnerCheck(h)
 	}
-	r, err := repo.NewSessions(s, repo.Keys{Prefix: p}, o)
+	r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: p}, o)
 	if err != nil {
 		tb.Fatal(err)
 	}

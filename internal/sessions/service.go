@@ -1,7 +1,7 @@
 // Package sessions is the session service: opaque session tokens that carry the user's tag,
 // sliding and absolute expiry, MFA step-up with one-time codes kept only as HMACs, token
 // rotation, devices and revocation, and the forward-auth hot path (Authenticate). State lives
-// in Redis through repo.Sessions; this package owns the token format and every secret.
+// in Redis through a Store (internal/repo/sessionstore); this package owns the token format and every secret.
 package sessions
 
 import (
@@ -20,7 +20,6 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/recent"
-	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
@@ -40,7 +39,7 @@ type Config struct {
 
 // Service implements session management and handlers.SessionAuthenticator.
 type Service struct {
-	repo   *repo.Sessions
+	store  Store
 	hasher *keyhash.Hasher
 	cfg    Config
 	m      *instruments
@@ -53,7 +52,7 @@ type Service struct {
 var ErrConfig = errors.New("sessions: bad configuration")
 
 // New returns the service over r; h keys user tags, device hashes and MFA code MACs.
-func New(r *repo.Sessions, h *keyhash.Hasher, c Config) (*Service, error) {
+func New(r Store, h *keyhash.Hasher, c Config) (*Service, error) {
 	switch {
 	case r == nil || h == nil:
 		return nil, fmt.Errorf("%w: repository and hasher are required", ErrConfig)
@@ -71,15 +70,15 @@ func New(r *repo.Sessions, h *keyhash.Hasher, c Config) (*Service, error) {
 	// A repository that checks owners must check them as this service does (OwnerCheck over
 	// the same key): its verdicts replace this service's own check.
 	probe := h.Tag(userTagPurpose, userTagBytes, "probe-tenant", "probe-user")
-	if v := r.CheckOwner(probe, "probe-tenant", "probe-user"); v == repo.OwnerMismatch ||
-		v == repo.OwnerMatches && r.CheckOwner(probe, "probe-tenant", "other-user") != repo.OwnerMismatch {
+	if v := r.CheckOwner(probe, "probe-tenant", "probe-user"); v == session.OwnerMismatch ||
+		v == session.OwnerMatches && r.CheckOwner(probe, "probe-tenant", "other-user") != session.OwnerMismatch {
 		return nil, fmt.Errorf("%w: the repository's owner check is not this service's (OwnerCheck over another key)", ErrConfig)
 	}
 	m, err := newInstruments(c.Meter, r.CacheStats)
 	if err != nil {
 		return nil, err
 	}
-	svc := &Service{repo: r, hasher: h, cfg: c, m: m}
+	svc := &Service{store: r, hasher: h, cfg: c, m: m}
 	if ttl := r.CacheTTL(); ttl > 0 {
 		svc.written = recent.New(ttl, c.RecentWritesMax)
 	}
@@ -165,7 +164,7 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 	if in.UserAgent != "" {
 		n.UserAgentHash = s.hasher.Tag("session-ua", 16, in.UserAgent)
 	}
-	v, err := s.repo.Create(ctx, n)
+	v, err := s.store.Create(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +204,7 @@ func (s *Service) authenticate(ctx context.Context, token string, view bool) (*a
 	case errors.Is(err, apperr.NotFound):
 		s.m.auth(ctx, authUnknown)
 		return nil, invalidSession()
-	case errors.Is(err, repo.ErrCorrupt):
+	case errors.Is(err, apperr.ErrCorrupt):
 		s.m.auth(ctx, authCorrupt)
 		return nil, apperr.Wrap(apperr.InvalidCredentials, invalidSessionDetail, err)
 	case err != nil:
@@ -230,17 +229,17 @@ func (s *Service) authenticate(ctx context.Context, token string, view bool) (*a
 // repository's verdict when it applies OwnerCheck (New made sure it is this service's rule;
 // the verdict is kept with the memo's copy, so a hot session is not hashed on every request),
 // else computed here.
-func (s *Service) ownerMatches(ref session.Ref, ac *repo.AuthContext) bool {
+func (s *Service) ownerMatches(ref session.Ref, ac *session.AuthContext) bool {
 	switch ac.Owner {
-	case repo.OwnerMatches:
+	case session.OwnerMatches:
 		return true
-	case repo.OwnerMismatch:
+	case session.OwnerMismatch:
 		return false
 	}
 	return s.hasher.TagEqual(ref.Tag, userTagPurpose, userTagBytes, ac.TenantID, ac.UserID)
 }
 
-// OwnerCheck is the rule ownerMatches applies, for repo.SessionOptions.OwnerCheck: the
+// OwnerCheck is the rule ownerMatches applies, for the store's owner check (sessionstore.Options.OwnerCheck): the
 // repository built with it checks owners as a Service over h does.
 func OwnerCheck(h *keyhash.Hasher) func(tag, tenantID, userID string) bool {
 	return func(tag, tenantID, userID string) bool {
@@ -250,17 +249,8 @@ func OwnerCheck(h *keyhash.Hasher) func(tag, tenantID, userID string) bool {
 
 // authorize reads the session through the repository: from Redis, never a kept copy, when
 // this gateway has just changed it (internal/recent).
-func (s *Service) authorize(ctx context.Context, ref session.Ref, view bool) (*repo.AuthContext, error) {
-	fresh := s.written.Marked(ref.Tag, ref.Part, time.Now())
-	switch {
-	case view && fresh:
-		return s.repo.AuthorizeFresh(ctx, ref)
-	case view:
-		return s.repo.Authorize(ctx, ref)
-	case fresh:
-		return s.repo.AuthorizeHotFresh(ctx, ref)
-	}
-	return s.repo.AuthorizeHot(ctx, ref)
+func (s *Service) authorize(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
+	return s.store.Authorize(ctx, ref, session.AuthorizeOptions{View: view, Fresh: s.written.Marked(ref.Tag, ref.Part, time.Now())})
 }
 
 // ref parses a session id from a path; a malformed id is simply not found.
@@ -279,8 +269,8 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*session.Session,
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.repo.Get(ctx, r, tenant)
-	if errors.Is(err, repo.ErrCorrupt) {
+	v, err := s.store.Get(ctx, r, tenant)
+	if errors.Is(err, apperr.ErrCorrupt) {
 		return nil, fmt.Errorf("%w: %w", apperr.NotFound, err)
 	}
 	return v, err
@@ -293,7 +283,7 @@ func (s *Service) Revoke(ctx context.Context, tenant, id string) error {
 		return nil
 	}
 	s.wrote(r)
-	_, err = s.repo.Revoke(ctx, r, tenant)
+	_, err = s.store.Revoke(ctx, r, tenant)
 	return err
 }
 
@@ -309,8 +299,8 @@ func (s *Service) SetGroups(ctx context.Context, tenant, id string, groups []str
 		return nil, err
 	}
 	s.wrote(r)
-	v, err := s.repo.SetGroups(ctx, r, tenant, groups)
-	if errors.Is(err, repo.ErrCorrupt) {
+	v, err := s.store.SetGroups(ctx, r, tenant, groups)
+	if errors.Is(err, apperr.ErrCorrupt) {
 		return nil, fmt.Errorf("%w: %w", apperr.NotFound, err)
 	}
 	return v, err
@@ -328,7 +318,7 @@ func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error
 		return nil, err
 	}
 	s.wrote(r)
-	v, err := s.repo.Rotate(ctx, r, tenant, next)
+	v, err := s.store.Rotate(ctx, r, tenant, next)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +334,7 @@ func (s *Service) ListUser(ctx context.Context, tenant, userID string) ([]sessio
 }
 
 func (s *Service) list(ctx context.Context, tag, tenant string) ([]session.Session, error) {
-	out, err := s.repo.List(ctx, tag, tenant)
+	out, err := s.store.List(ctx, tag, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -368,5 +358,5 @@ func (s *Service) RevokeUser(ctx context.Context, tenant, userID, except string)
 		part = r.Part
 	}
 	s.wrote(session.Ref{Tag: tag})
-	return s.repo.RevokeAll(ctx, tag, part)
+	return s.store.RevokeAll(ctx, tag, part)
 }

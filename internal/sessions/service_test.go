@@ -16,6 +16,7 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -27,7 +28,7 @@ type svcEnv struct {
 	t       *testing.T
 	s       *store.Store
 	svc     *Service
-	r       *repo.Sessions
+	r       *sessionstore.Sessions
 	prefix  string
 	mu      sync.Mutex
 	secrets []string
@@ -42,7 +43,7 @@ func newSvcEnv(t *testing.T, s *store.Store, prefix string) *svcEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.NewSessions(s, repo.Keys{Prefix: prefix}, repo.SessionOptions{RefreshFraction: 0.25,
+	r, err := sessionstore.NewSessions(s, repo.Keys{Prefix: prefix}, sessionstore.SessionOptions{Layout: hostedLayout(s), RefreshFraction: 0.25,
 		MaxPerUser: 50, MFA: ratelimit.Policy{Name: "mfa", Limit: 5, Window: 10 * time.Minute}})
 	if err != nil {
 		t.Fatal(err)
@@ -520,4 +521,13 @@ func TestParseTokenCanonicalLastCharacter(t *testing.T) {
 			t.Errorf("last character %q: parseToken ok=%v, strict decode error %v", alphabet[i], ok, decErr)
 		}
 	}
+}
+
+// hostedLayout is the per-user layout where s can host it, else the per-session one: the
+// service's tests run over whichever layout the backend holds (the store's own tests run both).
+func hostedLayout(s *store.Store) sessionstore.SessionLayout {
+	if sessionstore.Hosts(s.Caps, sessionstore.LayoutPerUser) != nil {
+		return sessionstore.LayoutPerSession
+	}
+	return sessionstore.LayoutPerUser
 }

@@ -1,7 +1,8 @@
 // Package session is the session model that the session service (internal/sessions), its Redis
-// store (internal/repo) and the authenticated principal (internal/auth) share: a session's view,
-// the reference its token carries, statuses and authentication levels, and the bounds of what a
-// caller may store. It holds values and their rules only: no I/O, no secrets.
+// store (internal/repo/sessionstore) and the authenticated principal (internal/auth) share: a
+// session's view, the reference its token carries, statuses and authentication levels, the bounds
+// of what a caller may store, and what the store takes and answers. It holds values and their
+// rules only: no I/O, no secrets.
 package session
 
 import (

@@ -1,0 +1,120 @@
+package sessionstore
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// A plain session in the per-user layout is one field of its own in the user's hash, beside the
+// user's five; a second session of the user adds its own fields to the same key. Every field of
+// a session carries the idle window as its field TTL, and the key outlives the latest absolute
+// deadline. On servers without hash field expiry (and with LayoutPerSession) the session is its
+// own hash, as before.
+func TestSessionCreatePerUserLayout(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
+		e := newSessEnv(t, s, prefix, nil)
+		if e.r.perUser() != s.Caps.FieldExpiryMs {
+			t.Fatalf("perUser %v on a server with field expiry %q", e.r.perUser(), s.Caps.FieldExpiry)
+		}
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		a := sessRef(t, tag)
+		if _, err := e.r.Create(ctx, session.Record{Ref: a, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if !e.r.perUser() {
+			if got := e.keys(); len(got) != 2 {
+				t.Fatalf("per-session layout: keys %v, want the session's hash and the device index", got)
+			}
+			return
+		}
+		got, err := e.do(e.s.Client.B().Hgetall().Key(e.r.userKey(tag)).Build()).AsStrMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 6 || got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || got[fieldCreatedAt] == "" ||
+			got[fieldUpdatedAt] == "" || got[fieldSchemaVersion] == "" || got[partField(a.Part, fieldAbsoluteExpires)] == "" {
+			t.Fatalf("user's hash after one plain create: %v", got)
+		}
+		if keys := e.keys(); len(keys) != 1 {
+			t.Fatalf("keys %v, want the user's hash alone", keys)
+		}
+		if p := e.sessPTTL(a); p <= 29*60*1000 || p > 30*60*1000 {
+			t.Fatalf("session's field TTL %d ms, want the implicit idle 30 minutes", p)
+		}
+		if p := e.pttl(e.r.userKey(tag)); p <= 119*60*1000 || p > 120*60*1000 {
+			t.Fatalf("key TTL %d ms, want the absolute 2h", p)
+		}
+		time.Sleep(3 * time.Millisecond)
+		c := sessRef(t, tag)
+		if _, err := e.r.Create(ctx, session.Record{Ref: c, UserID: "ann", TenantID: "acme", DeviceLabel: "phone",
+			Status: session.MFARequired, AuthLevel: session.LevelBasic, LoginPending: true, Idle: time.Minute, Absolute: 3 * time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		st := e.sessStored(c)
+		if st[fieldCreatedAt] == "" || st[fieldDeviceLabel] != "phone" || st[fieldStatus] != session.MFARequired || st[fieldLoginPending] != "1" ||
+			st[fieldIdleTimeout] != "60000" || st[fieldAuthLevel] != "" {
+			t.Fatalf("second session's stored fields: %v", st)
+		}
+		ttls, err := e.do(e.s.Client.B().Arbitrary("HPTTL").Keys(e.r.userKey(tag)).Args("FIELDS", "5",
+			partField(c.Part, fieldAbsoluteExpires), partField(c.Part, fieldCreatedAt), partField(c.Part, fieldDeviceLabel),
+			partField(c.Part, fieldStatus), fieldUserID).Build()).AsIntSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range ttls[:4] {
+			if p <= 0 || p > 60*1000 {
+				t.Fatalf("field %d of the second session: TTL %d, want the idle minute", i, p)
+			}
+		}
+		if ttls[4] != -1 {
+			t.Fatalf("userId has a field TTL (%d): the user's fields have none", ttls[4])
+		}
+		if p := e.pttl(e.r.userKey(tag)); p <= 179*60*1000 {
+			t.Fatalf("key TTL %d ms, want raised to the later absolute deadline (3h)", p)
+		}
+		// A create with the id of a live session is refused.
+		if _, err := e.r.Create(ctx, session.Record{Ref: a, UserID: "ann", TenantID: "acme", Idle: time.Hour, Absolute: 2 * time.Hour}); err == nil {
+			t.Fatal("create over a live session's id succeeded")
+		}
+		e.everyKeyHasTTL()
+	})
+}
+
+// Every per-user write is one round trip of one command, the script: for a user's first session
+// (no hash yet), a second one, and a revoke of a session already gone.
+func TestSessionPerUserOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	eachPerUser(t, func(t *testing.T, b testredis.Backend, s *store.Store, e *sessEnv) {
+		ctx := context.Background()
+		tag := sessRand(t, 9)
+		one := []string{"EVALSHA"}
+		for i := range 2 {
+			e.count.Reset()
+			ref := sessRef(t, tag)
+			if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			if cmds := e.count.Reset(); !slices.Equal(cmds, one) {
+				t.Fatalf("create %d sent %v, want %v in one round trip", i+1, cmds, one)
+			}
+			if _, err := e.r.Revoke(ctx, ref, "acme"); err != nil {
+				t.Fatal(err)
+			}
+			e.count.Reset()
+			if ok, err := e.r.Revoke(ctx, ref, "acme"); ok || err != nil {
+				t.Fatalf("second revoke: %v %v", ok, err)
+			}
+			if cmds := slices.DeleteFunc(e.count.Reset(), func(c string) bool { return c == "ROLE" }); !slices.Equal(cmds, one) {
+				t.Fatalf("revoke of a session already gone sent %v, want %v in one round trip", cmds, one)
+			}
+		}
+	})
+}

@@ -1,0 +1,88 @@
+package sessionstore
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// sessMemoryBudget is what a plain session hash (ACTIVE, BASIC, no device information, no MFA
+// challenge; user "user-0001", tenant "acme") costs in MEMORY USAGE on Redis 8, key included:
+// 248 B = robj 16 + listpack 136 B in a 160 B jemalloc class + key sds (44 B key, 48 B sds) in a
+// 48 B class + dict entry 24, within issue 6's 256 B. The six fields are userId, tenantId,
+// schemaVersion, createdAtMs, updatedAtMs and absoluteExpiresAtMs (readable names; the last
+// four required by the data-model rules); status and authLevel are written only once they
+// leave ACTIVE and BASIC (they took 34 B of listpack: 296 B). The key type is "sess" and the id
+// part 18 characters, so that the key fits 44 bytes (with "session" and 22 characters it took
+// a 64 B class: 264 B).
+const sessMemoryBudget = 248
+
+// sessUserMemoryBudget is what the user's hash of the per-user layout holding one plain
+// session (the same session) costs in MEMORY USAGE on Redis 8, key included, as measured:
+// 296 B for the user's five fields and the session's "<idPart>:absoluteExpiresAtMs" with its
+// field TTL (a listpackex: every entry has a TTL slot), a 25 B key. It replaces the
+// per-session layout's 248 B hash plus the user's device index (a sorted set: about 120 B of
+// used_memory more per one-session user, issue 12). MEMORY USAGE does not count the hash's
+// share of the server's field-expiry bookkeeping; docs/PERFORMANCE.md's used_memory figures
+// (make bench) do.
+const sessUserMemoryBudget = 296
+
+// TestSessionMemoryUsage measures a plain session as production names it (the default key
+// prefix "hg"; the random user tag keeps the key apart from every other test's) on Redis 8, in
+// both layouts, and checks it holds only the fields a plain session needs.
+func TestSessionMemoryUsage(t *testing.T) {
+	t.Parallel()
+	var r8 testredis.Backend
+	for _, b := range testredis.Backends() {
+		if b.Name == "redis8" {
+			r8 = b
+		}
+	}
+	s := testredis.Open(t, r8)
+	for _, layout := range []SessionLayout{LayoutPerSession, LayoutPerUser} {
+		t.Run(string(layout), func(t *testing.T) {
+			e := newSessEnv(t, s, "hg", func(o *SessionOptions) { o.Layout = layout })
+			if e.r.perUser() != (layout == LayoutPerUser) {
+				t.Fatalf("layout %s on Redis 8: perUser %v", layout, e.r.perUser())
+			}
+			ctx := context.Background()
+			ref := sessRef(t, "")
+			if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "user-0001", TenantID: "acme", Status: session.Active,
+				AuthLevel: session.LevelBasic, Idle: 30 * time.Minute, Absolute: 12 * time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			key := e.sessKey(ref)
+			t.Cleanup(func() { e.do(s.Client.B().Del().Key(key).Build()) })
+			names, err := e.do(s.Client.B().Hkeys().Key(key).Build()).AsStrSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(names)
+			want := []string{e.sessField(ref, fieldAbsoluteExpires), fieldCreatedAt, fieldSchemaVersion, fieldTenantID, fieldUpdatedAt, fieldUserID}
+			budget := int64(sessUserMemoryBudget)
+			if !e.r.perUser() {
+				want = []string{fieldAbsoluteExpires, fieldCreatedAt, fieldSchemaVersion, fieldTenantID, fieldUpdatedAt, fieldUserID}
+				budget = sessMemoryBudget
+			}
+			slices.Sort(want)
+			if !slices.Equal(names, want) {
+				t.Errorf("a plain session holds %v, want %v", names, want)
+			}
+			if keys := e.tagKeys(ref.Tag); len(keys) != 1+map[bool]int{true: 0, false: 1}[e.r.perUser()] {
+				t.Errorf("keys of a one-session user: %v", keys)
+			}
+			n, err := e.do(s.Client.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: MEMORY USAGE of a plain session's key (%d fields, key %d B): %d B", layout, len(names), len(key), n)
+			if n > budget {
+				t.Errorf("MEMORY USAGE = %d B, want at most %d", n, budget)
+			}
+		})
+	}
+}
