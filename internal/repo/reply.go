@@ -17,8 +17,9 @@ import (
 // is not a string or not in the set, a payload of the wrong length or with a value of the wrong
 // type — is an error wrapping ErrReply, never a panic and never a silent default.
 //
-// Every script and its caller use it: sessions and tokens through their run helpers, quotes,
-// cases and idempotency through runScript and a replyShapes table per script (transitions.go).
+// Every store calls its scripts through RunScript (transitions.go), or CallScript and
+// DecodeScript where a script goes in a pipeline; quotes, cases and idempotency also declare
+// each script's replies in a ReplyShapes table.
 
 // Code is a script reply's status: the first element of its array.
 type Code string

@@ -1,7 +1,8 @@
-// Package repo keeps the gateway's objects in Redis: one bounded hash per object, every key
-// with a TTL set in the same atomic step as its write, every multi-key operation inside one
-// hash tag, every transition one embedded Lua script. Exported signatures carry domain types;
-// rueidis stays inside this package. Key patterns are documented in docs/KEYS.md.
+// Package repo is the kit the stores share; each domain's store is a package below it
+// (sessionstore, tokenstore, quotestore, casestore, idemstore) implementing the Store interface
+// its service owns. The rules they all keep: one bounded hash per object, every key with a TTL
+// set in the same atomic step as its write, every multi-key operation inside one hash tag,
+// every transition one Lua script beside the Go that runs it. Key patterns: docs/KEYS.md.
 package repo
 
 import (
