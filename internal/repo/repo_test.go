@@ -17,17 +17,11 @@ func TestKeysCarryHashTag(t *testing.T) {
 	}
 }
 
-func TestScriptsLoadAndRunOnEveryBackend(t *testing.T) {
+// The tests' clock script runs on every backend (the stores' scripts: scripts_test.go).
+func TestTimeScriptRunsOnEveryBackend(t *testing.T) {
 	t.Parallel()
-	if len(ScriptBodies()) == 0 {
-		t.Fatal("no embedded scripts")
-	}
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, _ string) {
-		ctx := context.Background()
-		if err := s.LoadScripts(ctx, ScriptBodies()...); err != nil {
-			t.Fatalf("load: %v", err)
-		}
-		n, err := timeScript.Exec(ctx, s.Client, nil, nil).AsInt64()
+		n, err := timeScript.Exec(context.Background(), s.Client, nil, nil).AsInt64()
 		if err != nil || n < 1_700_000_000_000 {
 			t.Fatalf("time.lua = %d, %v", n, err)
 		}
@@ -76,16 +70,5 @@ func TestFieldsBadIsCorrupt(t *testing.T) {
 	}
 	if err := f.Err("x"); err == nil || strings.Contains(err.Error(), "maybe") {
 		t.Fatalf("err = %v: want a corrupt error naming fields, never values", err)
-	}
-}
-
-// The production script set holds only the repository's transitions: the test-only clock
-// script (testdata/time.lua) is not preloaded into Redis at start.
-func TestScriptBodiesHoldNoTestScript(t *testing.T) {
-	t.Parallel()
-	for _, b := range ScriptBodies() {
-		if strings.Contains(b, "time.lua") {
-			t.Errorf("ScriptBodies preloads the test-only clock script:\n%s", b)
-		}
 	}
 }
