@@ -25,8 +25,8 @@ func StoreOptions(cfg config.Config) store.Options {
 	}
 }
 
-// durability is the store's setting for credential-ending writes (GATEWAY_DURABLE_*).
+// durability is the store's setting for confirmed writes (GATEWAY_DURABLE_*).
 func durability(cfg config.Config) *store.Durability {
 	d := cfg.Durability()
-	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, NoAOF: d.NoAOF}
+	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, NoAOF: d.NoAOF, CredentialsOnly: d.CredentialsOnly}
 }

@@ -31,6 +31,10 @@ type Config struct {
 	// DurableAOF: auto also waits for the primary's append-only fsync (WAITAOF) when it runs
 	// with appendonly yes; off waits for the replicas only.
 	DurableAOF string `env:"GATEWAY_DURABLE_AOF" default:"auto"`
+	// DurableWrites: which acknowledged writes are confirmed that way: all (default: every
+	// write of quotes, cases and Idempotency-Key records too) or credentials (only the writes
+	// that end a credential; a failover can then lose an acknowledged quote or case write).
+	DurableWrites string `env:"GATEWAY_DURABLE_WRITES" default:"all"`
 	// RedisClientCacheBytes bounds rueidis' client-side cache of each connection to Redis (the
 	// gateway opens 2 per node on 2 or more cores, 1 on one core; README).
 	RedisClientCacheBytes int64 `env:"GATEWAY_REDIS_CLIENT_CACHE_BYTES" default:"8388608"`
@@ -149,6 +153,8 @@ type Durability struct {
 	Replicas int
 	Timeout  time.Duration
 	NoAOF    bool // GATEWAY_DURABLE_AOF=off
+	// CredentialsOnly: GATEWAY_DURABLE_WRITES=credentials.
+	CredentialsOnly bool
 }
 
 // maxDurableReplicas bounds GATEWAY_DURABLE_REPLICAS.
@@ -160,7 +166,8 @@ func (c Config) Durability() Durability {
 	if err != nil || strings.EqualFold(c.DurableReplicas, "auto") {
 		n = -1
 	}
-	return Durability{Replicas: n, Timeout: c.DurableTimeout, NoAOF: strings.EqualFold(c.DurableAOF, "off")}
+	return Durability{Replicas: n, Timeout: c.DurableTimeout, NoAOF: strings.EqualFold(c.DurableAOF, "off"),
+		CredentialsOnly: strings.EqualFold(c.DurableWrites, "credentials")}
 }
 
 // Embedded reports whether the gateway runs on the embedded store (no REDIS_URL).

@@ -115,8 +115,11 @@ func TestDurableSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Durability(); d.Replicas != -1 || d.Timeout != 2*time.Second {
-		t.Fatalf("defaults: %+v, want auto (-1) and 2s", d)
+	if d := c.Durability(); d.Replicas != -1 || d.Timeout != 2*time.Second || d.CredentialsOnly {
+		t.Fatalf("defaults: %+v, want auto (-1), 2s and every write", d)
+	}
+	if c, err := Load(env(map[string]string{"GATEWAY_DURABLE_WRITES": "credentials"})); err != nil || !c.Durability().CredentialsOnly {
+		t.Errorf("GATEWAY_DURABLE_WRITES=credentials: %+v, %v", c.Durability(), err)
 	}
 	for v, want := range map[string]int{"auto": -1, "0": 0, "2": 2} {
 		c, err := Load(env(map[string]string{"GATEWAY_DURABLE_REPLICAS": v, "GATEWAY_DURABLE_TIMEOUT": "250ms"}))
@@ -128,7 +131,7 @@ func TestDurableSettings(t *testing.T) {
 		}
 	}
 	for _, bad := range []map[string]string{{"GATEWAY_DURABLE_REPLICAS": "some"}, {"GATEWAY_DURABLE_REPLICAS": "-1"},
-		{"GATEWAY_DURABLE_REPLICAS": "100"}, {"GATEWAY_DURABLE_TIMEOUT": "0s"}} {
+		{"GATEWAY_DURABLE_REPLICAS": "100"}, {"GATEWAY_DURABLE_TIMEOUT": "0s"}, {"GATEWAY_DURABLE_WRITES": "some"}} {
 		if _, err := Load(env(bad)); err == nil || !strings.Contains(err.Error(), "GATEWAY_DURABLE_") {
 			t.Errorf("%v: err %v", bad, err)
 		}

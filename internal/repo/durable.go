@@ -30,10 +30,15 @@ const durableMarkerTTL = time.Second
 // reports that the call must be confirmed; when no confirmation will follow (durability off,
 // or auto on a deployment never seen with a replica) it writes nothing.
 func DurableMarker(ctx context.Context, c rueidis.Client, k Keys, tag string) (bool, error) {
+	return confirmMarker(ctx, c, k.Key("durable", tag))
+}
+
+// confirmMarker is DurableMarker with the marker's key.
+func confirmMarker(ctx context.Context, c rueidis.Client, key string) (bool, error) {
 	if !store.Confirms(c) {
 		return false, nil
 	}
-	err := c.Do(ctx, c.B().Set().Key(k.Key("durable", tag)).Value("1").Px(durableMarkerTTL).Build()).Error()
+	err := c.Do(ctx, c.B().Set().Key(key).Value("1").Px(durableMarkerTTL).Build()).Error()
 	if err != nil {
 		return false, CommandError("durable marker", err)
 	}

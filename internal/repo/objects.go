@@ -110,11 +110,12 @@ type Change struct {
 	ID         string      // the object's id
 }
 
-// Transition runs ch and reads its reply: {'OK', HGETALL hash} is the changed object; NOT_FOUND,
-// STALE (412 with the current ETag) and CORRUPT answer as every object does; any other code
-// ch.Replies declares goes to refuse with its one string, for the store to word.
-func (o *Objects[T]) Transition(ctx context.Context, c rueidis.Client, ch Change, refuse func(code Code, arg string) error) (*T, error) {
-	rep, err := RunScript(ctx, c, o.Metrics, ch.Script, o.Type+" "+ch.Name, ch.Lua, ch.Keys, ch.Args)
+// Transition runs ch through w (confirmed, writes.go) and reads its reply: {'OK', HGETALL hash}
+// is the changed object; NOT_FOUND, STALE (412 with the current ETag) and CORRUPT answer as
+// every object does; any other code ch.Replies declares goes to refuse with its one string, for
+// the store to word.
+func (o *Objects[T]) Transition(ctx context.Context, w Writes, ch Change, refuse func(code Code, arg string) error) (*T, error) {
+	rep, err := w.Script(ctx, ch.Script, o.Type+" "+ch.Name, ch.Lua, ch.Keys, ch.Args)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,7 @@ type caseIn struct {
 }
 
 func (in caseIn) key() string { return "case " + in.Case }
+func (in caseIn) reads() bool { return in.Op == caseRead }
 
 // caseView is a case as an answer shows it (or as the model holds it).
 type caseView struct {

@@ -22,6 +22,10 @@ type fault struct {
 type faultCounts struct {
 	Partitions, Failovers, Stalls, Kills int
 	Spans                                [][2]time.Time
+	// Cuts: from each partition to the failover that ends it, the time a primary cut off from
+	// its replica may hold a write it applied without confirming it (one in flight at the
+	// cut, whose WAIT then times out: a 503), which readers see and the failover undoes.
+	Cuts [][2]time.Time
 }
 
 // span opens a span now; the function it returns closes it.
@@ -64,6 +68,8 @@ var faults = map[string]fault{
 			return nil
 		}
 		defer n.span()()
+		cut := len(n.Cuts)
+		n.Cuts = append(n.Cuts, [2]time.Time{time.Now(), time.Now().Add(p)})
 		if err := d.partition(); err != nil {
 			return err
 		}
@@ -74,6 +80,7 @@ var faults = map[string]fault{
 		if err := d.failover(); err != nil {
 			return err
 		}
+		n.Cuts[cut][1] = time.Now()
 		n.Failovers++
 		if !sleep(ctx, 3*p/10) {
 			return nil

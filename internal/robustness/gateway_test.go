@@ -68,7 +68,7 @@ func startGateways(t *testing.T, cfg config.Config, n int) []*gateway {
 		d := cfg.Durability()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		s, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Timeout: cfg.RedisTimeout, DisableCache: !cfg.RedisClientCache,
-			ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout}})
+			ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, CredentialsOnly: d.CredentialsOnly}})
 		if err == nil {
 			t.Cleanup(s.Close)
 			err = s.LoadScripts(ctx, app.ScriptBodies()...)

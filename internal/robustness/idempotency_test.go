@@ -58,6 +58,7 @@ type idemIn struct {
 }
 
 func (in idemIn) key() string { return "key " + in.Key }
+func (in idemIn) reads() bool { return in.Op == idemRead }
 
 type idemOut struct {
 	Unknown bool

@@ -181,3 +181,38 @@ func TestRateLimitCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestLostLeavesOutCutReads: the lost count separates a lost acknowledged write from a read of
+// an unconfirmed one. A patch answered 503 at the cut, read during the cut and gone after the
+// failover is a violation and not a loss; a patch answered 200 before the cut and gone after
+// the failover is both; without the cut (a crash run) the first is a loss too.
+func TestLostLeavesOutCutReads(t *testing.T) {
+	start := time.Unix(0, 0)
+	cuts := [][2]time.Time{{start.Add(150), start.Add(500)}}
+	patch := quoteIn{Op: opPatch, Quote: "q", IfMatch: initialQuote.Version, Customer: "c1"}
+	read := quoteIn{Op: opRead, Quote: "q"}
+	before := quoteOut{Status: 200, Version: initialQuote.Version, Customer: initialQuote.Customer}
+	after := quoteOut{Status: 200, Version: initialQuote.Version + 1, Customer: "c1"}
+	for _, tc := range []struct {
+		name      string
+		ops       []porcupine.Operation
+		cuts      [][2]time.Time
+		violation bool
+		lost      bool
+	}{
+		{"an unconfirmed patch read during the cut, then undone", []porcupine.Operation{
+			op(0, 140, -1, patch, quoteOut{Unknown: true}), op(1, 200, 210, read, after), op(1, 600, 610, read, before)}, cuts, true, false},
+		{"an acknowledged patch undone", []porcupine.Operation{
+			op(0, 100, 110, patch, after), op(1, 200, 210, read, after), op(1, 600, 610, read, before)}, cuts, true, true},
+		{"an unconfirmed patch read, then undone, with no cut", []porcupine.Operation{
+			op(0, 140, -1, patch, quoteOut{Unknown: true}), op(1, 200, 210, read, after), op(1, 600, 610, read, before)}, nil, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			violation := !porcupine.CheckOperations(quoteModel, tc.ops)
+			lost := !porcupine.CheckOperations(quoteModel, withoutCutReads(tc.ops, start, tc.cuts))
+			if violation != tc.violation || lost != tc.lost {
+				t.Errorf("violation %v, lost %v; want %v, %v", violation, lost, tc.violation, tc.lost)
+			}
+		})
+	}
+}

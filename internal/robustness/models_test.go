@@ -223,6 +223,7 @@ type quoteIn struct {
 }
 
 func (in quoteIn) key() string { return "quote " + in.Quote }
+func (in quoteIn) reads() bool { return in.Op == opRead }
 
 type quoteOut struct {
 	Unknown bool

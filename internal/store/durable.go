@@ -47,6 +47,10 @@ type Durability struct {
 	// NoAOF leaves out WAITAOF: the replicas' acknowledgement alone (what a failover needs)
 	// confirms the write, without waiting up to a second for an everysec fsync.
 	NoAOF bool
+	// CredentialsOnly confirms only the writes that end a credential; the object stores'
+	// writes (quotes, cases, Idempotency-Key records) are then answered once the primary has
+	// them, and a failover can lose them (GATEWAY_DURABLE_WRITES=credentials).
+	CredentialsOnly bool
 }
 
 // ErrNotDurable reports a credential-ending write the primary applied but too few replicas
@@ -68,6 +72,24 @@ type Durable struct {
 	aof, waitAOF atomic.Bool
 	// replicated (auto): the deployment has been seen with a replica; it is never cleared.
 	replicated atomic.Bool
+	// credentialsOnly: Objects is nil (the object stores' writes are not confirmed).
+	credentialsOnly bool
+}
+
+// Waits reports whether a write run now would be confirmed: a strict replica count, or auto on
+// a deployment known to have replicas (learned at start or from a credential-ending write's
+// ROLE). False with durability off and on a nil Durable.
+func (d *Durable) Waits() bool {
+	return d != nil && !d.off && (d.replicas > 0 || d.replicated.Load())
+}
+
+// Objects is the Durable that runs the object stores' writes (repo.Writes): d itself, or nil
+// (every write runs unconfirmed, as with durability off) with Durability.CredentialsOnly.
+func (d *Durable) Objects() *Durable {
+	if d == nil || d.credentialsOnly {
+		return nil
+	}
+	return d
 }
 
 // Replicated reports whether auto mode has learned that the deployment has replicas (and so
@@ -266,6 +288,33 @@ func (p *pinned) need() int {
 		return 1
 	}
 	return 0
+}
+
+// Ready checks, on c (the client a Durable.Run write was handed), before anything is written,
+// that the replicas the write must be confirmed by are connected to the primary: ROLE, with
+// EXISTS key (a key of the write, so that a cluster's dedicated connection is pinned to the node
+// serving it) in one round trip. Fewer online than required → ErrNoReplica (unavailable),
+// and nothing was written: a write refused because the replicas are cut off is not left on the
+// primary for readers to see and a failover to undo. (A replica lost between this check and
+// the WAIT still leaves the write applied and unconfirmed: the answer is then a 503 too.)
+// A client that confirms nothing (durability off, auto on a deployment never seen with a
+// replica) is not checked.
+func Ready(ctx context.Context, c rueidis.Client, key string) error {
+	p, ok := c.(*pinned)
+	if !ok || p.need() == 0 {
+		return nil
+	}
+	p.askRole = true
+	if err := p.DoMulti(ctx, p.d.B().Exists().Key(key).Build())[0].Error(); err != nil {
+		return err // a MOVED or ASK is followed by Durable.Run
+	}
+	if p.roleErr != nil {
+		return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
+	}
+	if need := p.need(); p.online < need {
+		return fmt.Errorf("durable write: %d of %d replicas connected: %w: %w", p.online, need, ErrUnavailable, ErrNoReplica)
+	}
+	return nil
 }
 
 // Confirms reports whether c, the client a Durable.Run write was handed, will confirm the

@@ -248,3 +248,47 @@ func TestDurableAutoLearnsReplicasAtStart(t *testing.T) {
 		}
 	})
 }
+
+// Ready refuses a write before it runs when fewer replicas are connected than it needs (auto:
+// once the deployment has shown one; a strict count: that many), so nothing is left on the
+// primary unconfirmed; with them connected the write goes on and is confirmed.
+func TestReadyRefusesBeforeTheWrite(t *testing.T) {
+	t.Parallel()
+	primary, replica := primaryWithReplica(t)
+	prefix := testredis.Prefix(t)
+	readySet := func(s *store.Store, key string) error {
+		return s.Durable.Run(context.Background(), s.Client, func(c rueidis.Client) (bool, error) {
+			if err := store.Ready(context.Background(), c, key); err != nil {
+				return false, err
+			}
+			return true, setScript.Exec(context.Background(), c, []string{key}, []string{"v"}).Error()
+		})
+	}
+	auto := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: time.Second})
+	strict := openDurable(t, primary.URL(), store.Durability{Replicas: 2, Timeout: time.Second})
+	if !auto.Durable.Waits() || !strict.Durable.Waits() {
+		t.Fatalf("Waits: auto %v, strict %v; want both (the replica is seen at start)", auto.Durable.Waits(), strict.Durable.Waits())
+	}
+	if err := readySet(auto, prefix+":a"); err != nil {
+		t.Fatalf("auto with its replica: %v", err)
+	}
+	exists := func(key string) bool {
+		n, err := auto.Client.Do(context.Background(), auto.Client.B().Exists().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	if err := readySet(strict, prefix+":b"); !errors.Is(err, store.ErrNoReplica) || !store.IsUnavailable(err) || exists(prefix+":b") {
+		t.Fatalf("2 replicas required, 1 connected: %v (written: %v); want ErrNoReplica, nothing written", err, exists(prefix+":b"))
+	}
+	replica.Stop()
+	for deadline := time.Now().Add(10 * time.Second); readySet(auto, prefix+":c") == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the primary still lists its stopped replica after 10s")
+		}
+	}
+	if err := readySet(auto, prefix+":d"); !errors.Is(err, store.ErrNoReplica) || !store.IsUnavailable(err) || exists(prefix+":d") {
+		t.Fatalf("auto with its replica gone: %v (written: %v); want ErrNoReplica, nothing written", err, exists(prefix+":d"))
+	}
+}

@@ -77,8 +77,9 @@ type Options struct {
 	// host:port addresses (a cluster's seed nodes); with ?master_set=NAME the addresses are
 	// Sentinels (see ClientOption). Empty starts the embedded store.
 	URL string
-	// Durability confirms the writes that end a credential with WAIT/WAITAOF (see Durable).
-	// nil is DurableAuto with a 2s timeout; it is always off on the embedded store.
+	// Durability confirms acknowledged writes with WAIT/WAITAOF (see Durable): every write of
+	// the object stores and those that end a credential. nil is DurableAuto with a 2s timeout,
+	// every write; it is always off on the embedded store.
 	Durability *Durability
 	// Timeout bounds every Redis call (default 500ms).
 	Timeout time.Duration
@@ -233,7 +234,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: durable replicas %d: want auto (-1), 0 or a positive count", dur.Replicas)
 	}
 	s.Durable = &Durable{replicas: dur.Replicas, timeout: dur.Timeout, call: o.Timeout, noAOF: dur.NoAOF,
-		off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == ""}
+		credentialsOnly: dur.CredentialsOnly, off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == ""}
 	var opt rueidis.ClientOption
 	if strings.TrimSpace(o.URL) == "" {
 		m := miniredis.NewMiniRedis()

@@ -36,7 +36,7 @@ func (r *Store) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 	if err := r.register(ctx, tag); err != nil {
 		return nil, err
 	}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "case_create", "case create", scriptCreate,
+	rep, err := r.writes.Script(ctx, "case_create", "case create", scriptCreate,
 		append(r.caseKeys(tag, in.ID), r.dueKey(tag)),
 		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, repo.FormatMs(in.DueAt.UnixMilli()), in.Reason, in.Actor,
 			repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), strconv.Itoa(repo.SchemaVersion),
@@ -142,7 +142,7 @@ var errFull = errors.New("the set is full")
 
 // add runs a script that adds one member to a bounded set: {'OK'} | {'BOUND'} (errFull).
 func (r *Store) add(ctx context.Context, name, op string, l *rueidis.Lua, key string, args []string) error {
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, name, op, l, []string{key}, args)
+	rep, err := r.writes.Script(ctx, name, op, l, []string{key}, args)
 	if err != nil {
 		return err
 	}

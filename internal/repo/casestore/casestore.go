@@ -60,6 +60,7 @@ type Options struct {
 // Store keeps escalation cases (it implements cases.Store and cases.DueStore).
 type Store struct {
 	client        rueidis.Client
+	writes        repo.Writes // every write but the due index's removals, confirmed
 	metrics       *repo.Metrics
 	hasher        *keyhash.Hasher
 	keys          repo.Keys
@@ -97,7 +98,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
 		return nil, fmt.Errorf("%w: cases per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
 	}
-	r := &Store{client: s.Client, metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
+	r := &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), maxEscalation: o.MaxEscalation,
 		openTTL: o.OpenTTL, resolvedTTL: o.ResolvedTTL, historyMax: o.HistoryMax}
 	r.objects = repo.Objects[cases.Case]{Type: "case", KeyPattern: "case:{c_*}", Map: mapCase,

@@ -88,7 +88,7 @@ func (r *Store) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 	}
 	const script = "case_auto_escalate"
 	args := []string{strconv.Itoa(r.maxEscalation), repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), cases.SweeperActor, id}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, script, "case auto-escalate", scriptAuto, r.caseKeys(tenantTag, id), args)
+	rep, err := r.writes.Script(ctx, script, "case auto-escalate", scriptAuto, r.caseKeys(tenantTag, id), args)
 	if err != nil {
 		return "", err
 	}

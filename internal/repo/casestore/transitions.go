@@ -59,7 +59,7 @@ func (r *Store) transition(ctx context.Context, name string, ch cases.Change, tt
 	}
 	args := []string{name, ch.Tenant, repo.IfMatchArg(ch.IfMatch), ch.Reason, ch.Actor, repo.FormatMs(ttl.Milliseconds()),
 		strconv.Itoa(r.historyMax), strconv.Itoa(r.maxEscalation), ch.AssignedTeam, ch.ID}
-	return r.objects.Transition(ctx, r.client, repo.Change{Script: "case_transition", Name: name, Lua: scriptTransition,
+	return r.objects.Transition(ctx, r.writes, repo.Change{Script: "case_transition", Name: name, Lua: scriptTransition,
 		Keys: r.caseKeys(r.TenantTag(ch.Tenant), ch.ID), Args: args, Replies: transitionReplies, ID: ch.ID},
 		func(code repo.Code, arg string) error {
 			if code == repo.CodeInvalidStatus {

@@ -37,7 +37,7 @@ func (r *Store) Claim(ctx context.Context, sc idempotency.Scope, requestHash, re
 	set, member := r.quotaOf(key)
 	expected, created, tookOver := "", "", false
 	for range 3 {
-		rep, err := repo.RunScript(ctx, r.client, r.metrics, "idem_claim", "idempotency claim", scriptClaim, []string{key, set},
+		rep, err := r.writes.Script(ctx, "idem_claim", "idempotency claim", scriptClaim, []string{key, set},
 			[]string{owner, requestHash, resourceID, repo.FormatMs(r.lease.Milliseconds()), repo.FormatMs(r.ttl.Milliseconds()),
 				strconv.Itoa(repo.SchemaVersion), expected, created, strconv.Itoa(r.quota.Limit), member})
 		if err != nil {
@@ -114,7 +114,7 @@ func (r *Store) Complete(ctx context.Context, cl *idempotency.Claim, resp idempo
 	if err != nil {
 		return fmt.Errorf("idempotency complete: %w", err)
 	}
-	rep, err := r.runHeld(ctx, "idem_complete", "idempotency complete", scriptComplete, []string{cl.Lease.Marker}, []string{cl.Lease.Held, string(raw)})
+	rep, err := r.runHeld(ctx, true, "idem_complete", "idempotency complete", scriptComplete, []string{cl.Lease.Marker}, []string{cl.Lease.Held, string(raw)})
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (r *Store) Release(ctx context.Context, cl *idempotency.Claim) error {
 		return nil
 	}
 	set, member := r.quotaOf(cl.Lease.Marker)
-	_, err := r.runHeld(ctx, "idem_release", "idempotency release", scriptRelease, []string{cl.Lease.Marker, set}, []string{cl.Lease.Held, member})
+	_, err := r.runHeld(ctx, false, "idem_release", "idempotency release", scriptRelease, []string{cl.Lease.Marker, set}, []string{cl.Lease.Held, member})
 	return err
 }
 
@@ -142,7 +142,7 @@ func (r *Store) Release(ctx context.Context, cl *idempotency.Claim) error {
 // the claim, it runs after it; best effort (a failure leaves the lease to pass).
 func (r *Store) abandon(ctx context.Context, key, owner string) {
 	set, member := r.quotaOf(key)
-	rep, err := r.runHeld(context.WithoutCancel(ctx), "idem_abandon", "idempotency abandon", scriptAbandon, []string{key, set}, []string{owner, member})
+	rep, err := r.runHeld(context.WithoutCancel(ctx), false, "idem_abandon", "idempotency abandon", scriptAbandon, []string{key, set}, []string{owner, member})
 	if err != nil {
 		r.log.WarnContext(ctx, "idempotency abandon failed; a lost claim holds the key until its lease passes", "err", err)
 		return
@@ -153,9 +153,19 @@ func (r *Store) abandon(ctx context.Context, key, owner string) {
 }
 
 // runHeld runs one of the scripts that act on a claim the caller holds: {'OK'} done |
-// {'STALE'} the marker no longer holds it.
-func (r *Store) runHeld(ctx context.Context, name, op string, l *rueidis.Lua, keys, args []string) (repo.Reply, error) {
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, name, op, l, keys, args)
+// {'STALE'} the marker no longer holds it. confirmed: through r.writes (the completion, which
+// a replay answers from). A release or an abandon follows a failure and is not confirmed: if a
+// failover loses it, the key waits for its lease to pass, as after a crash.
+func (r *Store) runHeld(ctx context.Context, confirmed bool, name, op string, l *rueidis.Lua, keys, args []string) (repo.Reply, error) {
+	var (
+		rep repo.Reply
+		err error
+	)
+	if confirmed {
+		rep, err = r.writes.Script(ctx, name, op, l, keys, args)
+	} else {
+		rep, err = repo.RunScript(ctx, r.client, r.metrics, name, op, l, keys, args)
+	}
 	if err != nil {
 		return repo.Reply{}, err
 	}

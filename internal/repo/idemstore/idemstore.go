@@ -74,6 +74,7 @@ type Options struct {
 // Store stores Idempotency-Key markers and responses (it implements idempotency.Store).
 type Store struct {
 	client  rueidis.Client
+	writes  repo.Writes // the claim and the completion, confirmed
 	metrics *repo.Metrics
 	hasher  *keyhash.Hasher
 	keys    repo.Keys
@@ -100,7 +101,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	case o.Lease < 10*time.Millisecond || o.TTL < o.Lease:
 		return nil, fmt.Errorf("%w: idempotency lease %s must be ≥10ms and within the TTL %s", repo.ErrBadOptions, o.Lease, o.TTL)
 	}
-	return &Store{client: s.Client, metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
+	return &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, lease: o.Lease,
 		quota: repo.Quota{Name: "idempotency keys", Env: "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", Limit: o.MaxPerTenant}}, nil
 }

@@ -3,10 +3,13 @@ package quotestore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo/storetest"
+	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -54,5 +57,57 @@ func BenchmarkQuoteWrites(b *testing.B) {
 			}
 		})
 		_ = q.Delete(ctx, "acme", d.ID)
+	}
+}
+
+// BenchmarkConfirmedPatch measures what confirming every write costs (GATEWAY_DURABLE_WRITES):
+// a PATCH (If-Match any version) from 16 goroutines on a private Redis 8 (append-only,
+// appendfsync always) without a replica, and with one replica: the writes unconfirmed
+// (credentials), confirmed by WAIT alone (all, GATEWAY_DURABLE_AOF=off) and by WAIT and WAITAOF
+// (all, the defaults). Needs HASHGATE_REDIS8_SERVER.
+func BenchmarkConfirmedPatch(b *testing.B) {
+	primary := testredis.StartServer(b)
+	var replica *testredis.Server
+	for _, run := range []struct {
+		name    string
+		replica bool
+		dur     store.Durability
+	}{
+		{"no-replica/all", false, store.Durability{Replicas: store.DurableAuto}},
+		{"replica/credentials", true, store.Durability{Replicas: store.DurableAuto, CredentialsOnly: true}},
+		{"replica/all-aof-off", true, store.Durability{Replicas: store.DurableAuto, NoAOF: true}},
+		{"replica/all", true, store.Durability{Replicas: store.DurableAuto}},
+	} {
+		if run.replica && replica == nil {
+			replica = testredis.StartServer(b, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
+				b.Fatal(err)
+			}
+			cancel()
+		}
+		b.Run(run.name, func(b *testing.B) {
+			dur := run.dur
+			s := testredis.Open(b, testredis.Backend{Name: "private", Env: "private", URL: primary.URL()},
+				func(o *store.Options) { o.Durability = &dur })
+			q, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			d, err := q.Create(ctx, quotes.NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "EUR"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetParallelism(8) // 16 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := q.Patch(ctx, "acme", d.ID, -1, quotes.Patch{CustomerID: &d.ID}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

@@ -31,7 +31,7 @@ func (r *Store) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, 
 	case in.Tenant == "":
 		return nil, apperr.New(apperr.Unauthenticated, "The caller has no tenant.")
 	}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_create", "quote create", scriptCreate, r.quoteKeys(in.Tenant, in.ID),
+	rep, err := r.writes.Script(ctx, "quote_create", "quote create", scriptCreate, r.quoteKeys(in.Tenant, in.ID),
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, repo.FormatMs(r.ttl.Milliseconds()),
 			strconv.Itoa(repo.SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.objects.Quota.Limit)})
 	if err != nil {
@@ -91,7 +91,7 @@ func (r *Store) Delete(ctx context.Context, tenant, id string) error {
 	if !quoteIDPattern.MatchString(id) {
 		return nil
 	}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_delete", "quote delete", scriptDelete, r.quoteKeys(tenant, id), []string{tenant, id})
+	rep, err := r.writes.Script(ctx, "quote_delete", "quote delete", scriptDelete, r.quoteKeys(tenant, id), []string{tenant, id})
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,7 @@ type Options struct {
 // Store keeps quote drafts (it implements quotes.Store).
 type Store struct {
 	client   rueidis.Client
+	writes   repo.Writes // every write, confirmed
 	metrics  *repo.Metrics
 	hasher   *keyhash.Hasher
 	keys     repo.Keys
@@ -79,7 +80,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	case o.MaxItems < 1 || o.MaxItems > quotes.MaxItemsLimit:
 		return nil, fmt.Errorf("%w: quote max items %d not within 1..%d", repo.ErrBadOptions, o.MaxItems, quotes.MaxItemsLimit)
 	}
-	r := &Store{client: s.Client, metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
+	r := &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, maxItems: o.MaxItems}
 	r.objects = repo.Objects[quotes.Quote]{Type: "quote", KeyPattern: "quote:{q_*}", Map: r.mapQuote,
 		Tenant:  func(q *quotes.Quote) string { return q.Tenant },

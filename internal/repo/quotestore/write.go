@@ -80,7 +80,7 @@ var writeReplies = repo.ReplyShapes{
 // script's header lists them).
 func (r *Store) write(ctx context.Context, l *rueidis.Lua, name, transition, tenant, id string, args []string) (*quotes.Quote, error) {
 	ch := repo.Change{Script: name, Name: transition, Lua: l, Keys: r.quoteKeys(tenant, id), Args: args, Replies: writeReplies, ID: id}
-	return r.objects.Transition(ctx, r.client, ch, r.refusal)
+	return r.objects.Transition(ctx, r.writes, ch, r.refusal)
 }
 
 // refusal words the refusals of a write that only a draft has.

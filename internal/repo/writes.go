@@ -1,0 +1,73 @@
+package repo
+
+import (
+	"context"
+	"strings"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// Every write of the object stores (quote drafts, cases and the sweeper's escalation,
+// Idempotency-Key records) is confirmed as a credential-ending write is (durable.go), so
+// that a failover cannot undo what the gateway acknowledged: Writes.Script runs the script
+// inside store.Durable.Run, on one connection, after store.Ready has checked that the replicas
+// it must be confirmed by are connected (otherwise 503, nothing written), and then WAIT (and
+// WAITAOF when the primary has append-only on) confirms it. A reply that wrote nothing — a
+// refusal, an idempotent retry finding what an earlier attempt made — is confirmed through the
+// durable marker: it may stand on that earlier attempt's write, whose confirmation timed out.
+// GATEWAY_DURABLE_WRITES=credentials (store.Durability.CredentialsOnly) runs them unconfirmed.
+
+// Writes runs the scripts that change a store's objects, each confirmed before its reply is
+// returned. The zero value is not usable: NewWrites.
+type Writes struct {
+	client  rueidis.Client
+	durable *store.Durable // nil: unconfirmed (durability off, credentials only, embedded store)
+	metrics *Metrics
+}
+
+// NewWrites returns the writes of a store on s, counted in m.
+func NewWrites(s *store.Store, m *Metrics) Writes {
+	return Writes{client: s.Client, durable: s.Durable.Objects(), metrics: m}
+}
+
+// Script runs l on keys (keys[0] names the slot, and with it the node, of the whole write) as
+// RunScript does, and returns its reply once the write is confirmed: an error wrapping
+// store.ErrUnavailable (503) when the replicas are not connected (nothing was written) or did
+// not acknowledge in time (the write may be on the primary only; a retry is safe where the
+// script is idempotent, and a compare-and-set refuses a repeated one with 412).
+func (w Writes) Script(ctx context.Context, name, op string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	if !w.durable.Waits() {
+		// Nothing to confirm (no replica known: a single server, or durability off): the
+		// pipelined client, without the dedicated connection and ROLE a confirmation needs.
+		return RunScript(ctx, w.client, w.metrics, name, op, l, keys, args)
+	}
+	var rep Reply
+	err := w.durable.Run(ctx, w.client, func(c rueidis.Client) (bool, error) {
+		if err := store.Ready(ctx, c, keys[0]); err != nil {
+			return false, CommandError(op, err)
+		}
+		var err error
+		if rep, err = RunScript(ctx, c, w.metrics, name, op, l, keys, args); err != nil {
+			return false, err
+		}
+		if rep.Code() == CodeOK {
+			return true, nil
+		}
+		return confirmMarker(ctx, c, markerKey(keys[0]))
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	return rep, nil
+}
+
+// markerKey is the durable marker of the hash tag of key (<prefix>:v1:<type>:{<tag>}...):
+// <prefix>:v1:durable:{<tag>}, in key's slot.
+func markerKey(key string) string {
+	prefix, _, _ := strings.Cut(key, ":v1:")
+	_, rest, _ := strings.Cut(key, "{")
+	tag, _, _ := strings.Cut(rest, "}")
+	return Keys{Prefix: prefix}.Key("durable", tag)
+}
