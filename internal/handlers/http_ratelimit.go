@@ -64,16 +64,24 @@ func (s *Server) limitRate(c echo.Context, p *auth.Principal) error {
 	// with a limit of its own (MFA attempts) lists it first.
 	res.Before(func() {
 		h := res.Header()
-		h.Set("RateLimit-Policy", joinList(h.Get("RateLimit-Policy"), policy))
-		h.Set("RateLimit", joinList(h.Get("RateLimit"), limit))
+		h[policyHeader] = []string{joinList(h[policyHeader], policy)}
+		h[limitHeader] = []string{joinList(h[limitHeader], limit)}
 	})
 	return nil
 }
 
-// joinList appends b to the structured-field list a.
-func joinList(a, b string) string {
-	if a == "" {
+// The RateLimit fields' names in Go's canonical form (what Header.Set would make of
+// "RateLimit-Policy" and "RateLimit"), so the request path indexes the header map without
+// canonicalizing, an allocation each time.
+const (
+	policyHeader = "Ratelimit-Policy"
+	limitHeader  = "Ratelimit"
+)
+
+// joinList appends b to the structured-field list the header holds (its first value).
+func joinList(a []string, b string) string {
+	if len(a) == 0 || a[0] == "" {
 		return b
 	}
-	return a + ", " + b
+	return a[0] + ", " + b
 }

@@ -110,6 +110,18 @@ func sfString(s string) string {
 	return `"` + sfEscaper.Replace(s) + `"`
 }
 
+// appendSFString appends s to b as an RFC 8941 structured-field string.
+func appendSFString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' || s[i] == '"' {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}
+
 // sfEscaper is built once: a strings.Replacer costs kilobytes to build.
 var sfEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
@@ -129,11 +141,10 @@ func HeaderValues(ds []Decision) (policy, limit string) {
 		if i > 0 {
 			p, l = append(p, ", "...), append(l, ", "...)
 		}
-		name := sfString(d.Policy.Name)
-		p = append(append(p, name...), ";q="...)
+		p = append(appendSFString(p, d.Policy.Name), ";q="...)
 		p = append(strconv.AppendInt(p, int64(d.Policy.Limit), 10), ";w="...)
 		p = strconv.AppendInt(p, ceilSeconds(d.Policy.Window), 10)
-		l = append(append(l, name...), ";r="...)
+		l = append(appendSFString(l, d.Policy.Name), ";r="...)
 		l = append(strconv.AppendInt(l, int64(d.Remaining()), 10), ";t="...)
 		l = strconv.AppendInt(l, ceilSeconds(d.Reset), 10)
 	}
