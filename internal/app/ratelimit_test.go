@@ -19,7 +19,10 @@ import (
 
 // Three gateway replicas on one Redis, with the default flush settings, share a tenant's
 // request-rate limit: pushed together over HTTP at three times the limit, they admit at least
-// the limit and at most the limit × (1 + ε), ε ≤ 10%. The measured ε is logged. Refused answers
+// the limit and at most the limit × 1.5 — apart, they would admit 3 ×. The overshoot is what
+// the other replicas admit within a flush's round trip (1–2% here on an idle machine, logged);
+// on a loaded one that round trip has no fixed bound (713 of 600 seen once), so the algorithm's
+// own bound is held by internal/ratelimit's tests, driven by the limiters' flushes. Refused answers
 // are 429 with Retry-After, never another status.
 func TestRateLimitAcrossThreeReplicas(t *testing.T) {
 	t.Parallel()
@@ -84,8 +87,8 @@ func TestRateLimitAcrossThreeReplicas(t *testing.T) {
 		wg.Wait()
 		eps := float64(admitted.Load()-limit) / limit
 		t.Logf("%s: 3 replicas admitted %d of %d requests, tenant limit %d: ε = %.3f", b.Name, admitted.Load(), 3*limit, limit, eps)
-		if other.Load() > 0 || admitted.Load() < limit || eps > 0.10 {
-			t.Fatalf("admitted %d (want %d..%d), %d other answers", admitted.Load(), limit, limit*11/10, other.Load())
+		if other.Load() > 0 || admitted.Load() < limit || eps > 0.5 {
+			t.Fatalf("admitted %d (want %d..%d), %d other answers", admitted.Load(), limit, limit*3/2, other.Load())
 		}
 	})
 }
