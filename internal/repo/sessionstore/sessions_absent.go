@@ -176,7 +176,7 @@ func (c *absentCache) invalidate(keys []string, all bool) {
 
 // authorizeUnlessAbsent is authorizeRead answered from the absent cache when Redis has just
 // found no session for ref; a miss it reads is remembered.
-func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	t := now
 	if t.IsZero() {
 		t = r.now()
@@ -196,9 +196,9 @@ func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, v
 	var ac *session.AuthContext
 	var err error
 	if fresh {
-		ac, err = r.authorizeFresh(ctx, ref, view)
+		ac, err = r.authorizeFresh(ctx, ref, view, mac)
 	} else {
-		ac, err = r.authorizeRead(ctx, ref, view, now)
+		ac, err = r.authorizeRead(ctx, ref, view, mac, now)
 	}
 	if err != nil && errors.Is(err, apperr.NotFound) {
 		r.absent.put(ref, v, t)

@@ -44,7 +44,7 @@ func TestSessionRevokeAllUnderConcurrentCreates(t *testing.T) {
 				defer wg.Done()
 				for !stop.Load() {
 					ref := sessRef(t, tag)
-					_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme",
+					_, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme",
 						Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 					if err != nil {
 						createErrs.Add(1)
@@ -82,7 +82,7 @@ func TestSessionRevokeAllUnderConcurrentCreates(t *testing.T) {
 			if !c.at.Before(lastStart) {
 				continue
 			}
-			if _, err := e.r.Authorize(ctx, c.ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, c.ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 				t.Errorf("session %s created before the last revoke-all began survived it: %v", c.ref.ID(), err)
 			}
 		}
@@ -124,9 +124,9 @@ func TestSessionRevokeAllUnderConcurrentRotations(t *testing.T) {
 				defer wg.Done()
 				defer running.Add(-1)
 				for cur := ref; !stop.Load(); {
-					next := sessRef(t, tag)
+					next := cur // (a rotation keeps the reference)
 					done := revoked.Load()
-					_, err := e.r.Rotate(ctx, cur, "acme", next)
+					_, err := e.r.Rotate(ctx, cur, "acme", macOf(sessRand(t, 9)))
 					switch {
 					case errors.Is(err, apperr.NotFound):
 						if !began.Load() {
