@@ -37,7 +37,9 @@ func TestSessionHotMissReadsHotFields(t *testing.T) {
 			}
 			return ac, e.sessFieldsRead(e.count.Commands()), e.count.Trips()
 		}
-		hot := func() (*session.AuthContext, error) { return e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC}) }
+		hot := func() (*session.AuthContext, error) {
+			return e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC})
+		}
 		view := func() (*session.AuthContext, error) {
 			return e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 		}
