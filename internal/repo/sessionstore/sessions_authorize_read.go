@@ -3,7 +3,6 @@ package sessionstore
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -253,7 +252,7 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		s.SchemaVersion = sessSchema(outcome)
 		e.view = &s
 		e.hot = hotSession{userID: s.UserID, tenantID: s.TenantID, level: sessLevel(s.AuthLevel), pending: s.LoginPending,
-			groups: s.Groups, mac: strings.Clone(f.Str(fieldVerifierMAC)), idle: idle, abs: sessMs(s.AbsoluteExpiresAt), outcome: outcome}
+			groups: s.Groups, mac: f.Str(fieldVerifierMAC), idle: idle, abs: sessMs(s.AbsoluteExpiresAt), outcome: outcome}
 		if err := f.Err(sessObject); err != nil { // (a session without a verifier MAC is corrupt)
 			return nil, r.corrupt(ctx, ref, f, err)
 		}
@@ -261,7 +260,7 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		return e, nil
 	}
 	e.hot = hotSession{userID: f.Str(fieldUserID), tenantID: f.Str(fieldTenantID), level: sessEnum(f, fieldAuthLevel, session.LevelBasic),
-		pending: sessFlag(f, fieldLoginPending), groups: sessGroups(f), mac: strings.Clone(f.Str(fieldVerifierMAC)), idle: sessIdleMs(f), outcome: repo.Found}
+		pending: sessFlag(f, fieldLoginPending), groups: sessGroups(f), mac: f.Str(fieldVerifierMAC), idle: sessIdleMs(f), outcome: repo.Found}
 	sessCheckEnums(f, session.Active, e.hot.level)
 	if err := f.Err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)
