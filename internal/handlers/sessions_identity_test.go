@@ -240,3 +240,26 @@ func TestRotationAndStepUpKeepSessionID(t *testing.T) {
 		}
 	}
 }
+
+// The per-session request limit follows the session across a rotation: it is keyed by the
+// session id, which the rotation keeps, so a new token does not start a fresh count.
+func TestSessionRateLimitFollowsRotation(t *testing.T) {
+	t.Parallel()
+	h := limitedHarness(t, testredis.Backends()[0], "100/1m", "100/1m", "3/1m")
+	created := h.createSession("acme", "alice", nil)
+	for i := range 2 {
+		if rec := h.do("GET", "/v1/session/devices", nil, "X-Session-Token", created.Token); rec.Code != 200 {
+			t.Fatalf("devices %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	rec := h.do("POST", "/v1/sessions/"+created.SessionId+"/rotate", nil, "Authorization", h.bearer("acme", "sessions:write"))
+	var rot SessionToken
+	decode(t, rec, &rot)
+	if rec.Code != 200 {
+		t.Fatalf("rotate: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("GET", "/v1/session/devices", nil, "X-Session-Token", rot.Token); rec.Code != 200 {
+		t.Fatalf("devices with the rotated token: %d %s", rec.Code, rec.Body)
+	}
+	wantProblem(t, h.do("GET", "/v1/session/devices", nil, "X-Session-Token", rot.Token), 429, "rate-limited")
+}
