@@ -112,13 +112,23 @@ func (r *Sessions) authorizeRead(ctx context.Context, ref session.Ref, view bool
 	return r.layout.readTracked(ctx, ref, view, mac, now)
 }
 
-// decide checks the token's verifier MAC against the session's, then applies the session
-// model's expiry rule (session.Expiry) to a session from the gateway's copy (hit) or from this
+// decide checks the token's verifier MAC against the session's (a mismatch with a kept copy is
+// asked of Redis once more, one round trip), then applies the session model's expiry rule (session.Expiry) to a session from the gateway's copy (hit) or from this
 // call's own read: past either deadline it is missing, and a due refresh runs the script (in
 // the background when this call already spent its round trip).
 func (r *Sessions) decide(ctx context.Context, ref session.Ref, e *memoEntry, view bool, mac string, hit bool, t time.Time) (*session.AuthContext, error) {
 	h := &e.hot
 	if !sameMAC(h.mac, mac) {
+		if hit {
+			// A kept copy may predate a rotation or step-up on another gateway whose
+			// invalidation push has not arrived yet: Redis decides, never the copy, and a
+			// copy Redis proved stale is dropped.
+			ac, err := r.layout.authorizeScript(ctx, ref, view, mac)
+			if err == nil && r.memo != nil {
+				r.memo.remove(ref, e)
+			}
+			return ac, err
+		}
 		return nil, r.wrongVerifier(ctx, ref)
 	}
 	switch r.expiry.JudgeEnd(t.UnixMilli(), h.end, h.idle, h.abs) {

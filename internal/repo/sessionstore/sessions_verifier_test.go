@@ -37,3 +37,49 @@ func TestSessionWrongVerifierSlidesNothing(t *testing.T) {
 		}
 	})
 }
+
+// A kept copy older than a rotation (another gateway rotated; its push has not arrived) never
+// refuses the new token: a verifier the copy does not hold is asked of Redis, which knows the
+// new one, and the old token is refused there. Deterministic: the copy is put back stale by hand.
+func TestSessionStaleCopyAsksRedisForANewVerifier(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, e *sessEnv) {
+		if e.r.memo == nil {
+			t.Skip("no kept copies")
+		}
+		ctx := context.Background()
+		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
+		for range 2 {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.r.Rotate(ctx, ref, "acme", macOf("rotated")); err != nil {
+			t.Fatal(err)
+		}
+		// The copy as it was before the rotation, put back after the push dropped it.
+		var stale *memoEntry
+		for deadline := time.Now().Add(5 * time.Second); stale == nil; time.Sleep(time.Millisecond) {
+			if _, ok := e.r.memo.get(ref, time.Now()); ok {
+				if time.Now().After(deadline) {
+					t.Fatal("the rotation's push never dropped the kept copy")
+				}
+				continue
+			}
+			stale = &memoEntry{hot: hotSession{userID: "alice", tenantID: "acme", level: session.LevelBasic, mac: testMAC,
+				idle: time.Hour.Milliseconds(), end: time.Now().Add(time.Hour).UnixMilli(), abs: time.Now().Add(2 * time.Hour).UnixMilli(),
+				outcome: "found", owner: session.OwnerUnchecked}, until: time.Now().Add(time.Minute)}
+		}
+		e.r.memo.put(ref, stale, e.r.memo.version(ref), time.Now())
+		if _, ok := e.r.memo.get(ref, time.Now()); !ok {
+			t.Fatal("the stale copy was not kept")
+		}
+		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: macOf("rotated")})
+		if err != nil || ac.CacheHit || ac.UserID != "alice" {
+			t.Fatalf("the new token against a stale copy: %+v %v", ac, err)
+		}
+		if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC}); !errors.Is(err, session.ErrWrongVerifier) {
+			t.Fatalf("the old token after the rotation: %v", err)
+		}
+	})
+}
