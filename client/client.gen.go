@@ -323,7 +323,7 @@ type AuthorizeResult struct {
 	Kind   AuthorizeResultKind `json:"kind"`
 	Scopes *[]string           `json:"scopes,omitempty"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + the token's 18-character selector (108 random bits). Stable for the session's life: rotation and MFA verify keep it.
 	//
 	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId *SessionId `json:"sessionId,omitempty"`
@@ -503,13 +503,13 @@ type MfaVerified struct {
 	Groups        *SessionGroups `json:"groups,omitempty"`
 	IdleExpiresAt *time.Time     `json:"idleExpiresAt,omitempty"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + the token's 18-character selector (108 random bits). Stable for the session's life: rotation and MFA verify keep it.
 	//
 	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId         `json:"sessionId"`
 	Status    MfaVerifiedStatus `json:"status"`
 
-	// Token The rotated session token (the old one no longer works).
+	// Token The session's new token (same sessionId; the old token no longer works).
 	Token string `json:"token"`
 }
 
@@ -685,7 +685,7 @@ type Session struct {
 	LastSeenAt    time.Time      `json:"lastSeenAt"`
 	MfaVerifiedAt *time.Time     `json:"mfaVerifiedAt,omitempty"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + the token's 18-character selector (108 random bits). Stable for the session's life: rotation and MFA verify keep it.
 	//
 	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId     `json:"sessionId"`
@@ -727,7 +727,7 @@ type SessionGroupsRequest struct {
 	Groups SessionGroups `json:"groups"`
 }
 
-// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+// SessionId `s_` + the user's 12-character tag + `_` + the token's 18-character selector (108 random bits). Stable for the session's life: rotation and MFA verify keep it.
 //
 // Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 type SessionId = string
@@ -750,7 +750,7 @@ type SessionToken struct {
 	Groups        *SessionGroups `json:"groups,omitempty"`
 	IdleExpiresAt time.Time      `json:"idleExpiresAt"`
 
-	// SessionId `s_` + the user's 12-character tag + `_` + 18 characters (108 bits) derived from the token's SHA-256.
+	// SessionId `s_` + the user's 12-character tag + `_` + the token's 18-character selector (108 random bits). Stable for the session's life: rotation and MFA verify keep it.
 	//
 	// Example: s_ziPDmhHqkwjf_gRl7xT2bq0Zk9YwLm3
 	SessionId SessionId     `json:"sessionId"`
@@ -1389,7 +1389,11 @@ type ClientInterface interface {
 
 	// CreateSessionWithBody Create a session for a user who has just logged in
 	//
-	// The token is shown once; only its SHA-256 is stored.
+	// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+	// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+	// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+	// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+	// the token, never the id.
 	//
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -1398,13 +1402,13 @@ type ClientInterface interface {
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-	// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-	// every gateway replica).
+	// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+	// stops working at once, on every gateway replica).
 	//
 	// **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 	// session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 	// `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-	// rotates the token and raises the level to `MFA`.
+	// replaces the token (same `sessionId`) and raises the level to `MFA`.
 	//
 	// **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 	// cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -1418,7 +1422,11 @@ type ClientInterface interface {
 
 	// CreateSession Create a session for a user who has just logged in
 	//
-	// The token is shown once; only its SHA-256 is stored.
+	// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+	// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+	// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+	// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+	// the token, never the id.
 	//
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -1427,13 +1435,13 @@ type ClientInterface interface {
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-	// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-	// every gateway replica).
+	// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+	// stops working at once, on every gateway replica).
 	//
 	// **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 	// session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 	// `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-	// rotates the token and raises the level to `MFA`.
+	// replaces the token (same `sessionId`) and raises the level to `MFA`.
 	//
 	// **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 	// cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -1491,22 +1499,28 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/sessions/{sessionId}/mfa/challenge (the `CreateMfaChallenge` operationId).
 	CreateMfaChallenge(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyMfaWithBody Verify the MFA code; on success the session steps up and its token rotates
+	// VerifyMfaWithBody Verify the MFA code; on success the session steps up and its token is replaced
 	//
 	// Success completes a login that waited for MFA (the session is then logged in) or a
 	// step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-	// returned token; the old token answers 401 at once on every gateway replica.
+	// returned token, with the same `sessionId`; the old token answers 401 at once on every
+	// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+	// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+	// session lives on under the token the first verify returned.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/sessions/{sessionId}/mfa/verify (the `VerifyMfa` operationId).
 	VerifyMfaWithBody(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyMfa Verify the MFA code; on success the session steps up and its token rotates
+	// VerifyMfa Verify the MFA code; on success the session steps up and its token is replaced
 	//
 	// Success completes a login that waited for MFA (the session is then logged in) or a
 	// step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-	// returned token; the old token answers 401 at once on every gateway replica.
+	// returned token, with the same `sessionId`; the old token answers 401 at once on every
+	// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+	// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+	// session lives on under the token the first verify returned.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1515,7 +1529,9 @@ type ClientInterface interface {
 
 	// RotateSession Issue a new token for the session; the old one stops working at once
 	//
-	// The absolute deadline is kept.
+	// The session keeps its `sessionId` (device lists, revocation by id and the per-session
+	// rate limit follow it); only the token's secret part changes. The absolute deadline is
+	// kept.
 	//
 	// Corresponds with POST /v1/sessions/{sessionId}/rotate (the `RotateSession` operationId).
 	RotateSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2196,7 +2212,11 @@ func (c *Client) RevokeMyDevice(ctx context.Context, sessionId SessionId, reqEdi
 
 // CreateSessionWithBody Create a session for a user who has just logged in
 //
-// The token is shown once; only its SHA-256 is stored.
+// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+// the token, never the id.
 //
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -2205,13 +2225,13 @@ func (c *Client) RevokeMyDevice(ctx context.Context, sessionId SessionId, reqEdi
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-// every gateway replica).
+// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+// stops working at once, on every gateway replica).
 //
 // **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 // session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 // `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-// rotates the token and raises the level to `MFA`.
+// replaces the token (same `sessionId`) and raises the level to `MFA`.
 //
 // **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 // cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -2235,7 +2255,11 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 
 // CreateSession Create a session for a user who has just logged in
 //
-// The token is shown once; only its SHA-256 is stored.
+// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+// the token, never the id.
 //
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -2244,13 +2268,13 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-// every gateway replica).
+// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+// stops working at once, on every gateway replica).
 //
 // **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 // session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 // `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-// rotates the token and raises the level to `MFA`.
+// replaces the token (same `sessionId`) and raises the level to `MFA`.
 //
 // **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 // cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -2368,11 +2392,14 @@ func (c *Client) CreateMfaChallenge(ctx context.Context, sessionId SessionId, re
 	return c.Client.Do(req)
 }
 
-// VerifyMfaWithBody Verify the MFA code; on success the session steps up and its token rotates
+// VerifyMfaWithBody Verify the MFA code; on success the session steps up and its token is replaced
 //
 // Success completes a login that waited for MFA (the session is then logged in) or a
 // step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-// returned token; the old token answers 401 at once on every gateway replica.
+// returned token, with the same `sessionId`; the old token answers 401 at once on every
+// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+// session lives on under the token the first verify returned.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2389,11 +2416,14 @@ func (c *Client) VerifyMfaWithBody(ctx context.Context, sessionId SessionId, con
 	return c.Client.Do(req)
 }
 
-// VerifyMfa Verify the MFA code; on success the session steps up and its token rotates
+// VerifyMfa Verify the MFA code; on success the session steps up and its token is replaced
 //
 // Success completes a login that waited for MFA (the session is then logged in) or a
 // step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-// returned token; the old token answers 401 at once on every gateway replica.
+// returned token, with the same `sessionId`; the old token answers 401 at once on every
+// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+// session lives on under the token the first verify returned.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2412,7 +2442,9 @@ func (c *Client) VerifyMfa(ctx context.Context, sessionId SessionId, body Verify
 
 // RotateSession Issue a new token for the session; the old one stops working at once
 //
-// The absolute deadline is kept.
+// The session keeps its `sessionId` (device lists, revocation by id and the per-session
+// rate limit follow it); only the token's secret part changes. The absolute deadline is
+// kept.
 //
 // Corresponds with POST /v1/sessions/{sessionId}/rotate (the `RotateSession` operationId).
 func (c *Client) RotateSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4653,7 +4685,11 @@ type ClientWithResponsesInterface interface {
 
 	// CreateSessionWithBodyWithResponse Create a session for a user who has just logged in
 	//
-	// The token is shown once; only its SHA-256 is stored.
+	// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+	// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+	// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+	// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+	// the token, never the id.
 	//
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -4662,13 +4698,13 @@ type ClientWithResponsesInterface interface {
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-	// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-	// every gateway replica).
+	// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+	// stops working at once, on every gateway replica).
 	//
 	// **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 	// session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 	// `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-	// rotates the token and raises the level to `MFA`.
+	// replaces the token (same `sessionId`) and raises the level to `MFA`.
 	//
 	// **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 	// cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -4682,7 +4718,11 @@ type ClientWithResponsesInterface interface {
 
 	// CreateSessionWithResponse Create a session for a user who has just logged in
 	//
-	// The token is shown once; only its SHA-256 is stored.
+	// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+	// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+	// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+	// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+	// the token, never the id.
 	//
 	// **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 	// in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -4691,13 +4731,13 @@ type ClientWithResponsesInterface interface {
 	// a proxy sends them back to the login flow). Only the MFA operations
 	// (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 	// (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-	// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-	// every gateway replica).
+	// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+	// stops working at once, on every gateway replica).
 	//
 	// **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 	// session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 	// `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-	// rotates the token and raises the level to `MFA`.
+	// replaces the token (same `sessionId`) and raises the level to `MFA`.
 	//
 	// **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 	// cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -4761,22 +4801,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/sessions/{sessionId}/mfa/challenge (the `CreateMfaChallenge` operationId).
 	CreateMfaChallengeWithResponse(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*CreateMfaChallengeResponse, error)
 
-	// VerifyMfaWithBodyWithResponse Verify the MFA code; on success the session steps up and its token rotates
+	// VerifyMfaWithBodyWithResponse Verify the MFA code; on success the session steps up and its token is replaced
 	//
 	// Success completes a login that waited for MFA (the session is then logged in) or a
 	// step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-	// returned token; the old token answers 401 at once on every gateway replica.
+	// returned token, with the same `sessionId`; the old token answers 401 at once on every
+	// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+	// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+	// session lives on under the token the first verify returned.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{sessionId}/mfa/verify (the `VerifyMfa` operationId).
 	VerifyMfaWithBodyWithResponse(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyMfaResponse, error)
 
-	// VerifyMfaWithResponse Verify the MFA code; on success the session steps up and its token rotates
+	// VerifyMfaWithResponse Verify the MFA code; on success the session steps up and its token is replaced
 	//
 	// Success completes a login that waited for MFA (the session is then logged in) or a
 	// step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-	// returned token; the old token answers 401 at once on every gateway replica.
+	// returned token, with the same `sessionId`; the old token answers 401 at once on every
+	// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+	// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+	// session lives on under the token the first verify returned.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4785,7 +4831,9 @@ type ClientWithResponsesInterface interface {
 
 	// RotateSessionWithResponse Issue a new token for the session; the old one stops working at once
 	//
-	// The absolute deadline is kept.
+	// The session keeps its `sessionId` (device lists, revocation by id and the per-session
+	// rate limit follow it); only the token's secret part changes. The absolute deadline is
+	// kept.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11040,7 +11088,11 @@ func (c *ClientWithResponses) RevokeMyDeviceWithResponse(ctx context.Context, se
 
 // CreateSessionWithBodyWithResponse Create a session for a user who has just logged in
 //
-// The token is shown once; only its SHA-256 is stored.
+// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+// the token, never the id.
 //
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -11049,13 +11101,13 @@ func (c *ClientWithResponses) RevokeMyDeviceWithResponse(ctx context.Context, se
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-// every gateway replica).
+// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+// stops working at once, on every gateway replica).
 //
 // **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 // session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 // `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-// rotates the token and raises the level to `MFA`.
+// replaces the token (same `sessionId`) and raises the level to `MFA`.
 //
 // **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 // cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -11075,7 +11127,11 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 
 // CreateSessionWithResponse Create a session for a user who has just logged in
 //
-// The token is shown once; only its SHA-256 is stored.
+// The token is shown once: `hgs_` + the user's tag + `_` + the session's selector + `_` + a
+// secret verifier. Only a keyed MAC of the verifier is stored (under `GATEWAY_HMAC_KEY`), so
+// neither a copy of Redis nor a write to it yields a token the gateway accepts. The
+// `sessionId` (tag and selector) is the session's for life: rotation and MFA verify replace
+// the token, never the id.
 //
 // **Login-time MFA.** With `mfaRequired: true` the login is not complete: the session starts
 // in `MFA_REQUIRED` and is *not logged in*. Until its MFA is verified, `GET /v1/authorize`,
@@ -11084,13 +11140,13 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // a proxy sends them back to the login flow). Only the MFA operations
 // (`POST /v1/sessions/{sessionId}/mfa/challenge`, then `.../mfa/verify`) and logout
 // (`DELETE /v1/session`) accept it. The verify completes the login: the session becomes
-// `MFA_VERIFIED` at level `MFA` under a new token (the old one stops working at once, on
-// every gateway replica).
+// `MFA_VERIFIED` at level `MFA` under a new token, with the same `sessionId` (the old token
+// stops working at once, on every gateway replica).
 //
 // **Step-up.** A challenge started later on a logged-in (`ACTIVE`) session is a step-up: the
 // session shows `MFA_REQUIRED` but stays logged in. BASIC resources still pass;
 // `GET /v1/authorize?level=MFA` answers 403 `step-up-required` until the verify, which
-// rotates the token and raises the level to `MFA`.
+// replaces the token (same `sessionId`) and raises the level to `MFA`.
 //
 // **Session cap.** A user holds at most `GATEWAY_SESSION_MAX_PER_USER` live sessions. At the
 // cap, with `GATEWAY_SESSION_LIMIT_POLICY=evict-oldest` (the default), the create evicts
@@ -11190,11 +11246,14 @@ func (c *ClientWithResponses) CreateMfaChallengeWithResponse(ctx context.Context
 	return ParseCreateMfaChallengeResponse(rsp)
 }
 
-// VerifyMfaWithBodyWithResponse Verify the MFA code; on success the session steps up and its token rotates
+// VerifyMfaWithBodyWithResponse Verify the MFA code; on success the session steps up and its token is replaced
 //
 // Success completes a login that waited for MFA (the session is then logged in) or a
 // step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-// returned token; the old token answers 401 at once on every gateway replica.
+// returned token, with the same `sessionId`; the old token answers 401 at once on every
+// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+// session lives on under the token the first verify returned.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11207,11 +11266,14 @@ func (c *ClientWithResponses) VerifyMfaWithBodyWithResponse(ctx context.Context,
 	return ParseVerifyMfaResponse(rsp)
 }
 
-// VerifyMfaWithResponse Verify the MFA code; on success the session steps up and its token rotates
+// VerifyMfaWithResponse Verify the MFA code; on success the session steps up and its token is replaced
 //
 // Success completes a login that waited for MFA (the session is then logged in) or a
 // step-up, in one atomic step: the session becomes `MFA_VERIFIED` at level `MFA` under the
-// returned token; the old token answers 401 at once on every gateway replica.
+// returned token, with the same `sessionId`; the old token answers 401 at once on every
+// gateway replica. The challenge is used up: a replayed verify (the same `challengeId`
+// again, e.g. a retried request whose 200 was lost) answers 410 `challenge-gone` while the
+// session lives on under the token the first verify returned.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11226,7 +11288,9 @@ func (c *ClientWithResponses) VerifyMfaWithResponse(ctx context.Context, session
 
 // RotateSessionWithResponse Issue a new token for the session; the old one stops working at once
 //
-// The absolute deadline is kept.
+// The session keeps its `sessionId` (device lists, revocation by id and the per-session
+// rate limit follow it); only the token's secret part changes. The absolute deadline is
+// kept.
 //
 // Returns a wrapper object for the known response body format(s).
 //

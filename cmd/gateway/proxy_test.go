@@ -521,5 +521,5 @@ func randomSessionToken(t *testing.T) string {
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
 	}
-	return "hgs_AAAAAAAAAAAA_" + base64.RawURLEncoding.EncodeToString(b[:])
+	return "hgs_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA_" + base64.RawURLEncoding.EncodeToString(b[:])
 }

@@ -23,7 +23,7 @@ func TestAuthFailuresCountedByReason(t *testing.T) {
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	b := testredis.Named(t, "embedded")
 	h := newHarnessOn(t, testredis.Open(t, b), testredis.Prefix(t), tel, nil)
-	const unknown = "hgs_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	const unknown = "hgs_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 	for range 3 {
 		h.do("GET", "/v1/authorize", nil)
 	}

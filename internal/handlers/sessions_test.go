@@ -30,6 +30,16 @@ func newSessionService(tb testing.TB, s *store.Store, prefix string, cacheTTL ti
 // newSessionServiceWith is newSessionService with the repository's options adjusted by tweak.
 func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak func(*sessionstore.SessionOptions)) (*sessions.Service, *testredis.Recorder) {
 	tb.Helper()
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return newSessionServiceKeyed(tb, s, prefix, h, tweak)
+}
+
+// newSessionServiceKeyed is newSessionServiceWith whose service keys its secrets with h.
+func newSessionServiceKeyed(tb testing.TB, s *store.Store, prefix string, h *keyhash.Hasher, tweak func(*sessionstore.SessionOptions)) (*sessions.Service, *testredis.Recorder) {
+	tb.Helper()
 	if err := s.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
 		tb.Fatal(err)
 	}
@@ -44,10 +54,6 @@ func newSessionServiceWith(tb testing.TB, s *store.Store, prefix string, tweak f
 		o.Layout = sessionstore.LayoutPerSession
 	}
 	r, err := sessionstore.NewSessions(&counted, repo.Keys{Prefix: prefix}, o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	h, _, err := keyhash.Generate()
 	if err != nil {
 		tb.Fatal(err)
 	}

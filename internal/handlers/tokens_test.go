@@ -484,7 +484,7 @@ func (failingCheck) Check(context.Context, *auth.Claims) error {
 func TestSessionCheckFailureIsNotARefusal(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, testredis.Backends()[0], func(h *harness, d *Deps) { d.SessionAuth = failingSessions{} })
-	rec := h.do("GET", "/v1/session", nil, "X-Session-Token", "hgs_AAAAAAAAAAAA_"+strings.Repeat("A", 43))
+	rec := h.do("GET", "/v1/session", nil, "X-Session-Token", "hgs_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA_"+strings.Repeat("A", 43))
 	wantProblem(t, rec, 500, "internal")
 }
 

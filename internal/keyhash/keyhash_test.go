@@ -103,3 +103,18 @@ func TestTenantTag(t *testing.T) {
 		t.Fatalf("memoized %d tenant tags, want the bound %d", n, maxTenantTags)
 	}
 }
+
+// AppendTag appends exactly Tag's characters, keeping what dst held (its allocations:
+// BenchmarkAuthenticateHit in internal/sessions).
+func TestAppendTagIsTag(t *testing.T) {
+	h, _, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{9, 16, 32} {
+		got := string(h.AppendTag([]byte("s_prefix_"), "session-verifier", n, "tag", "selector", "verifier"))
+		if want := "s_prefix_" + h.Tag("session-verifier", n, "tag", "selector", "verifier"); got != want {
+			t.Fatalf("AppendTag(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

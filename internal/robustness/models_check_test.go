@@ -53,6 +53,11 @@ func TestModelsOnKnownHistories(t *testing.T) {
 		{"revoke by the id before a rotation ends the session only under stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"}), op(0, 20, 30, revoke, ok),
 			op(1, 40, 50, authorize("t1", false), ok)}, false},
+		{"a rotation answering another id violates stable ids", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"})}, false},
+		{"a rotation keeping the id, then a revoke by it, ends the session", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s"}), op(0, 20, 30, revoke, ok),
+			op(1, 40, 50, authorize("t1", false), refused)}, true},
 		// A logout answered 204 is recorded as its authentication and its effect over one interval.
 		{"two logouts with one token at once both answered", newSessionModel(false), []porcupine.Operation{
 			op(0, 0, 10, authorize("t0", true), ok), op(0, 0, 10, logout, ok),

@@ -83,9 +83,9 @@ func (s sessionState) live(in sessionIn) bool {
 	return !s.Ended && (s.Token == "" && in.Initial || s.Token != "" && s.Token == in.Token)
 }
 
-// names reports whether in's id names the session now. A rotation answers a new id, and the
-// gateway ends a session only by its latest one; with stableIDs (the brief's contract: "the
-// id is stable for the session's life") any id the session ever had names it.
+// names reports whether in's id names the session now. With stableIDs (the brief's contract:
+// "the id is stable for the session's life", the default) the session's id names it for life;
+// without, only the latest id a rotation answered does.
 func (s sessionState) names(in sessionIn, stableIDs bool) bool {
 	return stableIDs || s.ID == "" && in.FirstID || s.ID != "" && s.ID == in.ID
 }
@@ -127,7 +127,9 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 					}
 					return true, s
 				case out.OK:
-					return !s.Ended && s.names(in, stableIDs), sessionState{Token: out.Token, ID: out.ID}
+					// With stable ids a rotation must answer the session's own id.
+					kept := !stableIDs || out.ID == in.Session
+					return !s.Ended && s.names(in, stableIDs) && kept, sessionState{Token: out.Token, ID: out.ID}
 				}
 				return true, s
 			}

@@ -26,8 +26,8 @@ var (
 	flagGateways = flag.Int("robustness.gateways", 2, "gateway replicas per run")
 	flagClients  = flag.Int("robustness.clients", 8, "concurrent clients per run")
 	flagPace     = flag.Duration("robustness.pace", 0, "each client's pause between two operations (bounds a long run's history)")
-	flagFirstID  = flag.Bool("robustness.revoke-first-id", false, "revoke and rotate sessions by the id their create returned, not the latest rotation's")
-	flagStable   = flag.Bool("robustness.stable-ids", false, "check sessions against the brief's contract: a session keeps its id across rotations")
+	flagFirstID  = flag.Bool("robustness.revoke-first-id", true, "revoke and rotate sessions by the id their create returned (false: by the latest id a rotation answered)")
+	flagStable   = flag.Bool("robustness.stable-ids", true, "check sessions against the brief's contract: a session keeps its id across rotations (false: any id names it only until a rotation answers another)")
 )
 
 // runCase is one run: a fault schedule with a GATEWAY_DURABLE_REPLICAS setting. A control

@@ -81,9 +81,9 @@ func (w *world) record(model string, c int, in keyed, out any, call, ret time.Ti
 }
 
 // clientSession is one session as the clients know it: the id and token the create returned,
-// then each rotation's. A rotation answers a new sessionId, and a DELETE of the id known
-// before it answers 204 and leaves the rotated session alive (docs/ROBUSTNESS.md, findings),
-// so revocations and rotations name the latest id unless -robustness.revoke-first-id is set.
+// then each rotation's (the same id, as the brief requires; -robustness.stable-ids checks it).
+// Revocations and rotations name the id the create returned (-robustness.revoke-first-id, the
+// default), else the latest id a rotation answered.
 type clientSession struct {
 	id     string // as created: the model's object
 	ids    []string

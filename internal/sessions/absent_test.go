@@ -2,9 +2,8 @@ package sessions
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,19 +36,15 @@ func absentEnv(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher) (
 	return svc, r, rec
 }
 
-// unknownToken is a well-formed token of the user with tag that no session has.
-func unknownToken(t *testing.T, tag string) (string, session.Ref) {
+// unknownToken is a well-formed token of the user with tag that no session has (under svc's
+// key), its reference and its verifier's MAC.
+func unknownToken(t *testing.T, svc *Service, tag string) (string, session.Ref, string) {
 	t.Helper()
-	var b [tokenRandBytes]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	tok, ref, mac, err := newToken(svc.hasher, session.Ref{Tag: tag})
+	if err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenPrefix + tag + "_" + base64.RawURLEncoding.EncodeToString(b[:])
-	ref, _, ok := parseToken(tok)
-	if !ok {
-		t.Fatalf("not a token: %s", tok)
-	}
-	return tok, ref
+	return tok, ref, mac
 }
 
 // TestUnknownTokensCostOneReadEach: 200 authentications of 10 well-formed tokens no session has
@@ -67,7 +62,7 @@ func TestUnknownTokensCostOneReadEach(t *testing.T) {
 		const distinct, repeats = 10, 20
 		tokens := make([]string, distinct)
 		for i := range tokens {
-			tokens[i], _ = unknownToken(t, svc.userTag("acme", "user-"+string(rune('a'+i))))
+			tokens[i], _, _ = unknownToken(t, svc, svc.userTag("acme", "user-"+string(rune('a'+i))))
 		}
 		authenticate := func() {
 			for _, tok := range tokens {
@@ -110,8 +105,8 @@ func TestAbsentCacheNeverHidesASession(t *testing.T) {
 		svc, r, _ := absentEnv(t, s, prefix, h)
 		ctx := context.Background()
 		tag := svc.userTag("acme", "alice")
-		record := func(ref session.Ref) session.Record {
-			return session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
+		record := func(ref session.Ref, mac string) session.Record {
+			return session.Record{Ref: ref, VerifierMAC: mac, UserID: "alice", TenantID: "acme", Status: session.Active,
 				AuthLevel: session.LevelBasic, Idle: 30 * time.Minute, Absolute: time.Hour}
 		}
 		refused := func(svc *Service, tok string) {
@@ -122,34 +117,33 @@ func TestAbsentCacheNeverHidesASession(t *testing.T) {
 		}
 
 		// Created on this gateway for a reference it has just found missing.
-		tok, ref := unknownToken(t, tag)
+		tok, ref, mac := unknownToken(t, svc, tag)
 		refused(svc, tok)
-		if _, err := r.Create(ctx, record(ref)); err != nil {
+		if _, err := r.Create(ctx, record(ref, mac)); err != nil {
 			t.Fatalf("create: %v", err)
 		}
 		if p, err := svc.Authenticate(ctx, tok); err != nil || p.Subject != "alice" {
 			t.Fatalf("a session created for a reference just found missing: %v %+v, want alice at once", err, p)
 		}
 
-		// Rotated, on this gateway, to a reference it has just found missing.
-		next, nextRef := unknownToken(t, tag)
-		refused(svc, next)
-		if _, err := r.Rotate(ctx, ref, "acme", nextRef); err != nil {
-			t.Fatalf("rotate: %v", err)
+		// A token of the live session with another verifier is refused, again and again, and
+		// never remembered as a miss: the session's own token still works at once.
+		wrong := tok[:verifierAt] + strings.Repeat("A", verifierLen)
+		for range 3 {
+			refused(svc, wrong)
 		}
-		if p, err := svc.Authenticate(ctx, next); err != nil || p.Subject != "alice" {
-			t.Fatalf("a session rotated to a reference just found missing: %v %+v, want alice at once", err, p)
+		if p, err := svc.Authenticate(ctx, tok); err != nil || p.Subject != "alice" {
+			t.Fatalf("the session's own token after refused verifiers: %v %+v, want alice", err, p)
 		}
-		refused(svc, tok)
 
 		// Created on another gateway: this one learns of it from Redis's invalidation push.
 		if !s.Caps.ClientCache {
 			return // no tracking, no push: the random 108-bit reference is what keeps a miss safe
 		}
 		other, _, _ := absentEnv(t, testredis.Open(t, b, b.Tracking(prefix)), prefix, h)
-		far, farRef := unknownToken(t, tag)
+		far, farRef, farMAC := unknownToken(t, svc, tag)
 		refused(svc, far)
-		if _, err := other.store.Create(ctx, record(farRef)); err != nil {
+		if _, err := other.store.Create(ctx, record(farRef, farMAC)); err != nil {
 			t.Fatalf("create on the other gateway: %v", err)
 		}
 		start := time.Now()
@@ -183,8 +177,8 @@ func TestAbsentCacheKeepsNoMissACreateOvertook(t *testing.T) {
 	}
 	svc, r, rec := absentEnv(t, s, testredis.Prefix(t), h)
 	ctx := context.Background()
-	tok, ref := unknownToken(t, svc.userTag("acme", "alice"))
-	warm, _ := unknownToken(t, svc.userTag("acme", "bob"))
+	tok, ref, mac := unknownToken(t, svc, svc.userTag("acme", "alice"))
+	warm, _, _ := unknownToken(t, svc, svc.userTag("acme", "bob"))
 	_, _ = svc.Authenticate(ctx, warm) // loads the script: the read below is one EVALSHA
 	created := false
 	rec.After = func(args []string) {
@@ -192,7 +186,7 @@ func TestAbsentCacheKeepsNoMissACreateOvertook(t *testing.T) {
 			return
 		}
 		created = true // (before the create: its own script call comes back here)
-		if _, err := r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
+		if _, err := r.Create(ctx, session.Record{Ref: ref, VerifierMAC: mac, UserID: "alice", TenantID: "acme", Status: session.Active,
 			AuthLevel: session.LevelBasic, Idle: 30 * time.Minute, Absolute: time.Hour}); err != nil {
 			t.Errorf("create: %v", err)
 		}

@@ -22,10 +22,11 @@ const (
 	authUnknown
 	authCorrupt
 	authTagMismatch
+	authWrongVerifier
 	authResults
 )
 
-var authResultNames = [authResults]string{"ok", "malformed", "unknown", "corrupt", "tag_mismatch"}
+var authResultNames = [authResults]string{"ok", "malformed", "unknown", "corrupt", "tag_mismatch", "wrong_verifier"}
 
 // instruments are the service's metrics. Authentications are counted in atomics and observed
 // at collection (as the repository counts reads): one is counted on every forward-auth

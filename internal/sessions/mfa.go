@@ -39,9 +39,10 @@ func (s *Service) StartChallenge(ctx context.Context, tenant, id string) (*Chall
 	return c, nil
 }
 
-// Verify checks an MFA code. Success steps the session up and rotates its token (the returned
-// one replaces the old). A wrong code is 422 with attemptsLeft; past the per-user limit, 429
-// with Retry-After and RateLimit headers; no live challenge with that id, 410.
+// Verify checks an MFA code. Success steps the session up and replaces its token (the returned
+// one, same session id, replaces the old). A wrong code is 422 with attemptsLeft; past the per-user limit, 429
+// with Retry-After and RateLimit headers; no live challenge with that id (expired, or used: a
+// replayed verify), 410.
 func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code string) (*Issued, error) {
 	if err := checkChallengeID(challengeID); err != nil {
 		return nil, err
@@ -53,13 +54,13 @@ func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code stri
 	if err != nil {
 		return nil, err
 	}
-	token, next, err := newToken(r.Tag)
+	token, _, mac, err := newToken(s.hasher, r)
 	if err != nil {
 		return nil, err
 	}
 	s.wrote(r)
 	res, err := s.store.Verify(ctx, session.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
-		CodeMAC: s.codeMAC(r.Tag, challengeID, code), Next: next})
+		CodeMAC: s.codeMAC(r.Tag, challengeID, code), VerifierMAC: mac})
 	if err != nil {
 		return nil, err
 	}

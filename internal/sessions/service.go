@@ -148,12 +148,11 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 	if err := in.check(s.cfg.IdleTimeout, s.cfg.AbsoluteTimeout); err != nil {
 		return nil, err
 	}
-	tag := s.userTag(tenant, in.UserID)
-	token, ref, err := newToken(tag)
+	token, ref, mac, err := newToken(s.hasher, session.Ref{Tag: s.userTag(tenant, in.UserID)})
 	if err != nil {
 		return nil, err
 	}
-	n := session.Record{Ref: ref, UserID: in.UserID, TenantID: tenant, Status: session.Active,
+	n := session.Record{Ref: ref, VerifierMAC: mac, UserID: in.UserID, TenantID: tenant, Status: session.Active,
 		AuthLevel: in.AuthLevel, DeviceLabel: in.DeviceLabel, Idle: in.IdleTimeout, Absolute: in.AbsoluteTimeout, Groups: in.Groups}
 	if in.MFARequired {
 		n.Status, n.LoginPending = session.MFARequired, true
@@ -194,15 +193,18 @@ func (s *Service) AuthenticateView(ctx context.Context, token string) (*auth.Pri
 }
 
 func (s *Service) authenticate(ctx context.Context, token string, view bool) (*auth.Principal, error) {
-	ref, id, ok := parseToken(token)
+	ref, id, mac, ok := parseToken(s.hasher, token)
 	if !ok {
 		s.m.auth(ctx, authMalformed)
 		return nil, invalidSession()
 	}
-	ac, err := s.authorize(ctx, ref, view)
+	ac, err := s.authorize(ctx, ref, mac, view)
 	switch {
 	case errors.Is(err, apperr.NotFound):
 		s.m.auth(ctx, authUnknown)
+		return nil, invalidSession()
+	case errors.Is(err, session.ErrWrongVerifier):
+		s.m.auth(ctx, authWrongVerifier)
 		return nil, invalidSession()
 	case errors.Is(err, apperr.ErrCorrupt):
 		s.m.auth(ctx, authCorrupt)
@@ -247,10 +249,12 @@ func OwnerCheck(h *keyhash.Hasher) func(tag, tenantID, userID string) bool {
 	}
 }
 
-// authorize reads the session through the repository: from Redis, never a kept copy, when
-// this gateway has just changed it (internal/recent).
-func (s *Service) authorize(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
-	return s.store.Authorize(ctx, ref, session.AuthorizeOptions{View: view, Fresh: s.written.Marked(ref.Tag, ref.Part, time.Now())})
+// authorize reads the session through the repository, which accepts it only when its stored
+// verifier MAC is mac: from Redis, never a kept copy, when this gateway has just changed it
+// (internal/recent).
+func (s *Service) authorize(ctx context.Context, ref session.Ref, mac string, view bool) (*session.AuthContext, error) {
+	return s.store.Authorize(ctx, ref, session.AuthorizeOptions{View: view, VerifierMAC: mac,
+		Fresh: s.written.Marked(ref.Tag, ref.Part, time.Now())})
 }
 
 // ref parses a session id from a path; a malformed id is simply not found.
@@ -306,19 +310,19 @@ func (s *Service) SetGroups(ctx context.Context, tenant, id string, groups []str
 	return v, err
 }
 
-// Rotate gives the session a new token (and so a new id); the old token stops working at once
-// and the absolute deadline is kept.
+// Rotate gives the session a new token (a new verifier, the same id); the old token stops
+// working at once and the absolute deadline is kept.
 func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error) {
 	r, err := ref(id)
 	if err != nil {
 		return nil, err
 	}
-	token, next, err := newToken(r.Tag)
+	token, _, mac, err := newToken(s.hasher, r)
 	if err != nil {
 		return nil, err
 	}
 	s.wrote(r)
-	v, err := s.store.Rotate(ctx, r, tenant, next)
+	v, err := s.store.Rotate(ctx, r, tenant, mac)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"strings"
 	"sync"
@@ -175,23 +174,33 @@ func wantKind(t *testing.T, err error, k *apperr.Kind) *apperr.Error {
 
 func TestTokenFormat(t *testing.T) {
 	t.Parallel()
-	tok, ref, err := newToken("AbCdEfGhIj_-")
+	h, _, err := keyhash.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tok) != TokenLen || !strings.HasPrefix(tok, "hgs_AbCdEfGhIj_-_") {
-		t.Fatalf("token %q", tok)
+	tok, ref, mac, err := newToken(h, session.Ref{Tag: "AbCdEfGhIj_-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if TokenLen != 79 || len(tok) != TokenLen || !strings.HasPrefix(tok, "hgs_AbCdEfGhIj_-_"+ref.Part+"_") {
+		t.Fatalf("token %q (ref %+v)", tok, ref)
 	}
 	if _, ok := session.ParseID(ref.ID()); !ok || len(ref.ID()) != 33 {
 		t.Fatalf("session id %q", ref.ID())
 	}
-	sum := sha256.Sum256([]byte(tok))
-	if ref.Tag != "AbCdEfGhIj_-" || ref.Part != base64.RawURLEncoding.EncodeToString(sum[:14])[:18] {
-		t.Fatalf("ref %+v does not derive from the token's SHA-256", ref)
+	r2, id, mac2, ok := parseToken(h, tok)
+	if !ok || r2 != ref || id != ref.ID() || mac2 != mac || len(mac) != verifierMACLen {
+		t.Fatalf("parse: %+v %q %q %v (made %+v %q)", r2, id, mac2, ok, ref, mac)
 	}
-	r2, id, ok := parseToken(tok)
-	if !ok || r2 != ref || id != ref.ID() {
-		t.Fatalf("parse: %+v %q %v", r2, id, ok)
+	// A rotation keeps the selector (the id) and replaces the verifier, so the MAC.
+	rot, rref, rmac, err := newToken(h, ref)
+	if err != nil || rref != ref || rot == tok || rmac == mac || rot[:verifierAt] != tok[:verifierAt] {
+		t.Fatalf("rotated %q %+v %q %v", rot, rref, rmac, err)
+	}
+	// The MAC is keyed: another key gives another MAC for the same token.
+	other, _, _ := keyhash.Generate()
+	if _, _, omac, _ := parseToken(other, tok); omac == mac {
+		t.Fatal("the verifier MAC does not depend on the key")
 	}
 	last := tok[len(tok)-1]
 	tests := []struct {
@@ -203,6 +212,8 @@ func TestTokenFormat(t *testing.T) {
 		{"long", tok + "A"},
 		{"prefix", "hgx" + tok[3:]},
 		{"separator", tok[:16] + "-" + tok[17:]},
+		{"second separator", tok[:verifierAt-1] + "-" + tok[verifierAt:]},
+		{"old format", "hgs_AbCdEfGhIj_-_" + tok[verifierAt:]},
 		{"brace in tag", tok[:5] + "{" + tok[6:]},
 		{"space", tok[:30] + " " + tok[31:]},
 		// 43 base64url characters end with two spare bits: only the canonical spelling counts.
@@ -211,7 +222,7 @@ func TestTokenFormat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, _, ok := parseToken(tt.tok); ok {
+			if _, _, _, ok := parseToken(h, tt.tok); ok {
 				t.Fatalf("parseToken(%q) accepted", tt.tok)
 			}
 		})
@@ -269,7 +280,7 @@ func TestServiceFlow(t *testing.T) {
 			t.Fatalf("wrong code problem %+v", pe)
 		}
 		up, err := e.verify("acme", is.Ref.ID(), c.ID, c.Code)
-		if err != nil || up.Status != session.MFAVerified || up.AuthLevel != session.LevelMFA || up.Ref.ID() == is.Ref.ID() {
+		if err != nil || up.Status != session.MFAVerified || up.AuthLevel != session.LevelMFA || up.Ref.ID() != is.Ref.ID() || up.Token == is.Token {
 			t.Fatalf("verified %+v %v", up, err)
 		}
 		wantKind(t, authErr(e.svc.Authenticate(ctx, is.Token)), apperr.InvalidCredentials)
@@ -368,9 +379,9 @@ func TestServiceBadInput(t *testing.T) {
 		// A session whose stored owner does not hash to its token's tag (a tag no user holds: in
 		// the per-user layout a create under another user's tag is refused, since that user's
 		// hash names its owner).
-		forged, fref, _ := newToken("forgedTagQQQ")
+		forged, fref, fmac, _ := newToken(e.svc.hasher, session.Ref{Tag: "forgedTagQQQ"})
 		e.remember(forged)
-		if _, err := e.r.Create(ctx, session.Record{Ref: fref, UserID: "alice", TenantID: "acme",
+		if _, err := e.r.Create(ctx, session.Record{Ref: fref, VerifierMAC: fmac, UserID: "alice", TenantID: "acme",
 			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Minute, Absolute: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
@@ -509,15 +520,19 @@ func TestServiceVerifyConcurrent(t *testing.T) {
 // possible last character.
 func TestParseTokenCanonicalLastCharacter(t *testing.T) {
 	t.Parallel()
-	tok, _, err := newToken("AbCdEfGhIj_-")
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, _, err := newToken(h, session.Ref{Tag: "AbCdEfGhIj_-"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	for i := 0; i < len(alphabet); i++ {
 		cand := tok[:len(tok)-1] + alphabet[i:i+1]
-		_, decErr := base64.RawURLEncoding.Strict().DecodeString(cand[len(cand)-tokenRandLen:])
-		if _, _, ok := parseToken(cand); ok != (decErr == nil) {
+		_, decErr := base64.RawURLEncoding.Strict().DecodeString(cand[verifierAt:])
+		if _, _, _, ok := parseToken(h, cand); ok != (decErr == nil) {
 			t.Errorf("last character %q: parseToken ok=%v, strict decode error %v", alphabet[i], ok, decErr)
 		}
 	}

@@ -17,7 +17,9 @@ type Store interface {
 	// Authorize reads the session (its full view, or only its hot fields: o) and slides the idle
 	// window when it is due.
 	Authorize(ctx context.Context, ref session.Ref, o session.AuthorizeOptions) (*session.AuthContext, error)
-	Rotate(ctx context.Context, ref session.Ref, tenant string, next session.Ref) (*session.Session, error)
+	// Rotate replaces the session's verifier with the one whose MAC is verifierMAC: the old
+	// token stops working, the id stays.
+	Rotate(ctx context.Context, ref session.Ref, tenant, verifierMAC string) (*session.Session, error)
 	SetGroups(ctx context.Context, ref session.Ref, tenant string, groups []string) (*session.Session, error)
 	Revoke(ctx context.Context, ref session.Ref, tenant string) (bool, error)
 	List(ctx context.Context, tag, tenant string) ([]session.Session, error)

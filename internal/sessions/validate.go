@@ -145,7 +145,7 @@ func checkCode(code string) error {
 }
 
 func checkChallengeID(id string) error {
-	if len(id) != challengeIDLen || !b64url(id) {
+	if len(id) != challengeIDLen || !session.B64URL(id) {
 		return fieldErr("/challengeId", "must be 22 base64url characters")
 	}
 	return nil

@@ -53,26 +53,37 @@ func TestSessionStoreContract(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, e *sessEnv) {
 		ctx := context.Background()
-		fresh := session.AuthorizeOptions{View: true, Fresh: true}
-		hot := session.AuthorizeOptions{Fresh: true}
+		fresh := session.AuthorizeOptions{VerifierMAC: testMAC, View: true, Fresh: true}
+		hot := session.AuthorizeOptions{VerifierMAC: testMAC, Fresh: true}
 		tag := sessRand(t, 9)
 		ref := sessRef(t, tag)
-		created, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", DeviceLabel: "laptop",
+		created, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme", DeviceLabel: "laptop",
 			Groups: []string{"staff"}, Idle: 30 * time.Minute, Absolute: 24 * time.Hour})
 		if err != nil || created.Status != session.Active || created.AuthLevel != session.LevelBasic || len(created.Evicted) != 0 {
 			t.Fatalf("create: %+v %v", created, err)
 		}
 
 		// Reads: the full view, the hot fields, another tenant's and an unknown reference.
-		for _, o := range []session.AuthorizeOptions{{View: true}, {}, fresh, hot} {
+		for _, o := range []session.AuthorizeOptions{{VerifierMAC: testMAC, View: true}, {VerifierMAC: testMAC}, fresh, hot} {
 			ac, err := e.r.Authorize(ctx, ref, o)
 			if err != nil || ac.UserID != "alice" || ac.TenantID != "acme" || ac.AuthLevel != session.LevelBasic ||
 				ac.Partial == o.View || !slices.Equal(ac.Groups, []string{"staff"}) || ac.IdleExpiresAt.IsZero() {
 				t.Fatalf("authorize %+v: %+v %v", o, ac, err)
 			}
 		}
-		if _, err := e.r.Authorize(ctx, sessRef(t, tag), session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, sessRef(t, tag), session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("unknown reference: %v", err)
+		}
+		// Another verifier is refused on every read, as a wrong verifier (not a miss: nothing
+		// remembers the session as absent, so its own token still works after).
+		for _, o := range []session.AuthorizeOptions{{VerifierMAC: macOf("other"), View: true}, {VerifierMAC: macOf("other")},
+			{VerifierMAC: macOf("other"), Fresh: true}, {}} {
+			if ac, err := e.r.Authorize(ctx, ref, o); !errors.Is(err, session.ErrWrongVerifier) || errors.Is(err, apperr.NotFound) {
+				t.Fatalf("another verifier %+v: %+v %v", o, ac, err)
+			}
+		}
+		if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC}); err != nil {
+			t.Fatalf("the session's own verifier after refusals: %v", err)
 		}
 		got, err := e.r.Get(ctx, ref, "acme")
 		if err != nil || got.DeviceLabel != "laptop" || got.Status != session.Active || got.ChallengeLive {
@@ -90,27 +101,33 @@ func TestSessionStoreContract(t *testing.T) {
 			t.Fatalf("groups after the change: %+v %v", ac, err)
 		}
 
-		// Rotation: the old reference stops working, the deadline is kept.
-		next := sessRef(t, tag)
-		rotated, err := e.r.Rotate(ctx, ref, "acme", next)
-		if err != nil || rotated.Ref != next || !rotated.AbsoluteExpiresAt.Equal(created.AbsoluteExpiresAt) {
+		// Rotation: the reference is kept, the old verifier stops working, the deadline is kept.
+		rotated, err := e.r.Rotate(ctx, ref, "acme", macOf("rotated"))
+		if err != nil || rotated.Ref != ref || !rotated.AbsoluteExpiresAt.Equal(created.AbsoluteExpiresAt) {
 			t.Fatalf("rotate: %+v %v (created %v)", rotated, err, created.AbsoluteExpiresAt)
 		}
-		if _, err := e.r.Authorize(ctx, ref, fresh); !errors.Is(err, apperr.NotFound) {
-			t.Fatalf("the old reference after rotation: %v", err)
+		if _, err := e.r.Authorize(ctx, ref, fresh); !errors.Is(err, session.ErrWrongVerifier) {
+			t.Fatalf("the old verifier after rotation: %v", err)
 		}
-		ref = next
+		fresh.VerifierMAC, hot.VerifierMAC = macOf("rotated"), macOf("rotated")
+		if ac, err := e.r.Authorize(ctx, ref, fresh); err != nil || ac.LastRotatedAt.IsZero() {
+			t.Fatalf("the new verifier after rotation: %+v %v", ac, err)
+		}
+		if _, err := e.r.Rotate(ctx, ref, "globex", macOf("x")); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("rotate by another tenant: %v", err)
+		}
 
-		// MFA: no challenge, a wrong code (counted), the right one (step-up to a new reference).
-		verify := func(id, mac string, to session.Ref) *session.VerifyResult {
+		// MFA: no challenge, a wrong code (counted), the right one (step-up: a new verifier, the
+		// same reference), the same again (a replay: its challenge is used).
+		verify := func(id, mac string, to string) *session.VerifyResult {
 			t.Helper()
-			res, err := e.r.Verify(ctx, session.MFAVerification{Ref: ref, Tenant: "acme", ChallengeID: id, CodeMAC: mac, Next: to})
+			res, err := e.r.Verify(ctx, session.MFAVerification{Ref: ref, Tenant: "acme", ChallengeID: id, CodeMAC: mac, VerifierMAC: to})
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}
 			return res
 		}
-		if res := verify("none", "m", sessRef(t, tag)); res.Outcome != session.VerifyNoChallenge || res.Attempts.Count != 1 {
+		if res := verify("none", "m", macOf("x")); res.Outcome != session.VerifyNoChallenge || res.Attempts.Count != 1 {
 			t.Fatalf("verify without a challenge: %+v", res)
 		}
 		id := sessRand(t, 16)
@@ -120,27 +137,32 @@ func TestSessionStoreContract(t *testing.T) {
 		if got, err := e.r.Get(ctx, ref, "acme"); err != nil || !got.ChallengeLive || got.Status != session.MFARequired {
 			t.Fatalf("get with a live challenge: %+v %v", got, err)
 		}
-		if res := verify(id, "wrong", sessRef(t, tag)); res.Outcome != session.VerifyWrongCode || res.FailedAttempts != 1 || res.Attempts.Count != 2 {
+		if res := verify(id, "wrong", macOf("x")); res.Outcome != session.VerifyWrongCode || res.FailedAttempts != 1 || res.Attempts.Count != 2 {
 			t.Fatalf("wrong code: %+v", res)
 		}
-		stepped := sessRef(t, tag)
-		res := verify(id, "right", stepped)
-		if res.Outcome != session.VerifyOK || res.Session.Ref != stepped || res.Session.AuthLevel != session.LevelMFA || !res.Attempts.Allowed {
+		res := verify(id, "right", macOf("stepped"))
+		if res.Outcome != session.VerifyOK || res.Session.Ref != ref || res.Session.AuthLevel != session.LevelMFA || !res.Attempts.Allowed {
 			t.Fatalf("right code: %+v", res)
 		}
-		if ac, err := e.r.Authorize(ctx, stepped, fresh); err != nil || ac.AuthLevel != session.LevelMFA || ac.Status != session.MFAVerified {
+		if _, err := e.r.Authorize(ctx, ref, fresh); !errors.Is(err, session.ErrWrongVerifier) {
+			t.Fatalf("the verifier before step-up: %v", err)
+		}
+		fresh.VerifierMAC = macOf("stepped")
+		if ac, err := e.r.Authorize(ctx, ref, fresh); err != nil || ac.AuthLevel != session.LevelMFA || ac.Status != session.MFAVerified {
 			t.Fatalf("after step-up: %+v %v", ac, err)
 		}
-		if _, err := e.r.Authorize(ctx, ref, fresh); !errors.Is(err, apperr.NotFound) {
-			t.Fatalf("the reference before step-up: %v", err)
+		if res := verify(id, "right", macOf("replayed")); res.Outcome != session.VerifyNoChallenge {
+			t.Fatalf("a replayed verify: %+v", res)
 		}
-		ref = stepped
+		if _, err := e.r.Authorize(ctx, ref, fresh); err != nil {
+			t.Fatalf("the step-up's verifier after a replayed verify: %v", err)
+		}
 
 		// The cap (3): a fourth session evicts the least recently used one.
 		second := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 		third := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 		fourth := sessRef(t, tag)
-		c, err := e.r.Create(ctx, session.Record{Ref: fourth, UserID: "alice", TenantID: "acme", Idle: time.Hour, Absolute: 2 * time.Hour})
+		c, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: fourth, UserID: "alice", TenantID: "acme", Idle: time.Hour, Absolute: 2 * time.Hour})
 		if err != nil || len(c.Evicted) != 1 {
 			t.Fatalf("create at the cap: %+v %v", c, err)
 		}

@@ -19,13 +19,15 @@ type layout interface {
 	get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error)
 	// readPlain, readTracked and authorizeScript are the hot path's three reads
 	// (sessions_authorize_read.go says which runs when).
-	readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error)
-	readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error)
-	authorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error)
+	// mac is the presented token's verifier MAC: the answer is ErrWrongVerifier unless it is
+	// the session's, and the script slides the idle window only when it is.
+	readPlain(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error)
+	readTracked(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error)
+	authorizeScript(ctx context.Context, ref session.Ref, view bool, mac string) (*session.AuthContext, error)
 	// The writes run on c, the pinned connection of a durable write, and answer the script's
 	// reply for Sessions to decode.
 	setGroups(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, joined string) (repo.Reply, error)
-	rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string, next session.Ref) (repo.Reply, error)
+	rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, mac string) (repo.Reply, error)
 	revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (rep repo.Reply, script string, err error)
 	challenge(ctx context.Context, c session.MFAChallenge, secs int64) (repo.Reply, error)
 	verify(ctx context.Context, c rueidis.Client, v session.MFAVerification) (repo.Reply, error)

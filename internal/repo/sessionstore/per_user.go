@@ -30,7 +30,7 @@ import (
 // list include the snippet session_fields, written from it (sessPartFieldsLua, scripts.go).
 var sessPartFields = []string{fieldAbsoluteExpires, fieldCreatedAt, fieldUpdatedAt, fieldStatus, fieldAuthLevel, fieldLastSeenAt,
 	fieldLastRotatedAt, fieldMFAVerifiedAt, fieldIdleTimeout, fieldDeviceLabel, fieldIPHash, fieldUserAgentHash, fieldFailedMFA,
-	fieldLoginPending, fieldGroups, fieldChallengeAt, fieldChallengeID, fieldCodeMAC}
+	fieldLoginPending, fieldGroups, fieldVerifierMAC, fieldChallengeAt, fieldChallengeID, fieldCodeMAC}
 
 // sessChallengeFields keep their own TTL (the challenge's): an idle refresh does not extend them.
 var sessChallengeFields = []string{fieldChallengeID, fieldCodeMAC}

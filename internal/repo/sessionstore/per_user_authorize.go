@@ -33,7 +33,7 @@ var scriptPerUserAuthorize = script("session_u_authorize")
 // perUserHotNames are the hot fields (sessHotFields, in that order) as the user's hash names them.
 func perUserHotNames(part string) []string {
 	return []string{fieldUserID, fieldTenantID, partField(part, fieldAuthLevel), partField(part, fieldLoginPending),
-		partField(part, fieldIdleTimeout), partField(part, fieldGroups)}
+		partField(part, fieldIdleTimeout), partField(part, fieldGroups), partField(part, fieldVerifierMAC)}
 }
 
 // perUserViewNames are the view's fields (sessViewFields) as the user's hash names them: the user's
@@ -86,8 +86,8 @@ func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) ruei
 	key := r.userKey(ref.Tag)
 	var read, ttl rueidis.Completed
 	if wire == nil {
-		level, pending, idle, groups, marker := perUserHotParts(ref.Part)
-		read = r.client.B().Hmget().Key(key).Field(fieldUserID, fieldTenantID, level, pending, idle, groups).Build()
+		level, pending, idle, groups, mac, marker := perUserHotParts(ref.Part)
+		read = r.client.B().Hmget().Key(key).Field(fieldUserID, fieldTenantID, level, pending, idle, groups, mac).Build()
 		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(marker).Build()
 	} else {
 		read = r.client.B().Hmget().Key(key).Field(wire...).Build()
@@ -101,16 +101,17 @@ func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) ruei
 }
 
 // perUserHotParts are the session's names in perUserHotNames (its level, pending login, idle
-// timeout and groups) and its marker's, cut from one string: a miss builds them all.
-func perUserHotParts(part string) (level, pending, idle, groups, marker string) {
+// timeout, groups and verifier MAC) and its marker's, cut from one string: a miss builds them all.
+func perUserHotParts(part string) (level, pending, idle, groups, mac, marker string) {
 	s := part + ":" + fieldAuthLevel + part + ":" + fieldLoginPending + part + ":" + fieldIdleTimeout + part + ":" + fieldGroups +
-		part + ":" + fieldAbsoluteExpires
+		part + ":" + fieldVerifierMAC + part + ":" + fieldAbsoluteExpires
 	n := len(part) + 1
 	i := n + len(fieldAuthLevel)
 	j := i + n + len(fieldLoginPending)
 	k := j + n + len(fieldIdleTimeout)
 	l := k + n + len(fieldGroups)
-	return s[:i], s[i:j], s[j:k], s[k:l], s[l:]
+	m := l + n + len(fieldVerifierMAC)
+	return s[:i], s[i:j], s[j:k], s[k:l], s[l:m], s[m:]
 }
 
 // perUserRead is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),
@@ -163,7 +164,7 @@ func fieldTTL(res rueidis.RedisResult) (int64, error) {
 
 // readPlain in the per-user layout: a miss under broadcast tracking (Redis pushes
 // every write to the user's hash, read through rueidis' cache or not).
-func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
 		v = r.memo.version(ref)
@@ -183,7 +184,7 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 		return nil, r.missing(ctx, ref)
 	}
 	if p.pttl < 0 { // a marker without a field TTL (not written by a gateway): the script gives it one
-		return r.authorizeScript(ctx, ref, view)
+		return r.authorizeScript(ctx, ref, view, mac)
 	}
 	m, size, pooled, err := perUserFields(p.vals, ref.Part, wire, flat, p.exp)
 	if err != nil {
@@ -202,7 +203,7 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 		e.hot.end = min(e.hot.end, e.hot.abs)
 	}
 	r.remember(ref, e, v, now, time.Time{})
-	return r.decide(ctx, ref, e, view, false, now)
+	return r.decide(ctx, ref, e, view, mac, false, now)
 }
 
 // readTracked in the per-user layout: under default tracking Redis tracks (and
@@ -223,7 +224,7 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 // alone included, which invalidates both copies (an expiry that passes needs none: the gateway
 // refuses a copy past its end). A hit that holds no live session answers missing at once: a session
 // created later has a new id part, hence an HMGET never cached.
-func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
 		v = r.memo.version(ref)
@@ -257,19 +258,19 @@ func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bo
 	if _, ok := m[fieldAbsoluteExpires]; !ok {
 		return nil, r.missing(ctx, ref)
 	}
-	return r.decideTracked(ctx, ref, m, v, res, view, now)
+	return r.decideTracked(ctx, ref, m, v, res, view, mac, now)
 }
 
 // authorizeScript in the per-user layout (session_u_authorize.lua).
-func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
+func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, view bool, mac string) (*session.AuthContext, error) {
 	var v memoVersion
 	if r.memo != nil {
 		v = r.memo.version(ref)
 	}
 	wire, flat := perUserNames(ref.Part, view)
 	start := r.now()
-	args := make([]string, 0, 3+len(wire))
-	args = append(args, ref.Part, r.fraction, r.idleMs)
+	args := make([]string, 0, 4+len(wire))
+	args = append(args, ref.Part, r.fraction, r.idleMs, mac)
 	args = append(args, wire...)
 	rep, err := r.run(ctx, "session_u_authorize", scriptPerUserAuthorize, []string{r.userKey(ref.Tag)}, args)
 	if err != nil {
@@ -295,7 +296,7 @@ func (r perUserLayout) authorizeScript(ctx context.Context, ref session.Ref, vie
 		defer repo.ReleaseFields(m)
 	}
 	r.metrics.Payload(ctx, sessObject, size)
-	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
+	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v, mac: mac})
 }
 
 // get is Get in the per-user layout: the view's fields of the user's hash and the session's

@@ -26,7 +26,7 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := sessRef(t, tag)
-		if _, err := e.r.Create(ctx, session.Record{Ref: a, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
+		if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: a, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		if !e.r.perUser() {
@@ -39,8 +39,9 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 6 || got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || got[fieldCreatedAt] == "" ||
-			got[fieldUpdatedAt] == "" || got[fieldSchemaVersion] == "" || got[partField(a.Part, fieldAbsoluteExpires)] == "" {
+		if len(got) != 7 || got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || got[fieldCreatedAt] == "" ||
+			got[fieldUpdatedAt] == "" || got[fieldSchemaVersion] == "" || got[partField(a.Part, fieldAbsoluteExpires)] == "" ||
+			got[partField(a.Part, fieldVerifierMAC)] != testMAC {
 			t.Fatalf("user's hash after one plain create: %v", got)
 		}
 		if keys := e.keys(); len(keys) != 1 {
@@ -54,7 +55,7 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 		}
 		time.Sleep(3 * time.Millisecond)
 		c := sessRef(t, tag)
-		if _, err := e.r.Create(ctx, session.Record{Ref: c, UserID: "ann", TenantID: "acme", DeviceLabel: "phone",
+		if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: c, UserID: "ann", TenantID: "acme", DeviceLabel: "phone",
 			Status: session.MFARequired, AuthLevel: session.LevelBasic, LoginPending: true, Idle: time.Minute, Absolute: 3 * time.Hour}); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 			t.Fatalf("key TTL %d ms, want raised to the later absolute deadline (3h)", p)
 		}
 		// A create with the id of a live session is refused.
-		if _, err := e.r.Create(ctx, session.Record{Ref: a, UserID: "ann", TenantID: "acme", Idle: time.Hour, Absolute: 2 * time.Hour}); err == nil {
+		if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: a, UserID: "ann", TenantID: "acme", Idle: time.Hour, Absolute: 2 * time.Hour}); err == nil {
 			t.Fatal("create over a live session's id succeeded")
 		}
 		e.everyKeyHasTTL()
@@ -99,7 +100,7 @@ func TestSessionPerUserOneRoundTrip(t *testing.T) {
 		for i := range 2 {
 			e.count.Reset()
 			ref := sessRef(t, tag)
-			if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
+			if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
 				t.Fatal(err)
 			}
 			if cmds := e.count.Reset(); !slices.Equal(cmds, one) {

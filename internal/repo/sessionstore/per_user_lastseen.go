@@ -8,7 +8,7 @@ import (
 
 // Last use in the per-user layout. Every idle refresh (session_u_authorize.lua) makes the
 // session's fields expire at min(now + idle, absolute deadline), and so does a create from its
-// createdAtMs; rotation and verify move the fields with their expiry unchanged.
+// createdAtMs; rotation and verify keep the fields' expiry unchanged.
 // While that end is not the deadline, the refresh's instant is the marker's expiry
 // (HPEXPIRETIME of "<idPart>:absoluteExpiresAtMs") minus the session's idle timeout, and
 // "<idPart>:lastSeenAtMs" is not stored (it would cost each refreshed session a field: 356 B of

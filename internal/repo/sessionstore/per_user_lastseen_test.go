@@ -41,7 +41,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 		// also answer the idle end, which under default tracking derives from it.
 		check := func(name string, want time.Time) {
 			t.Helper()
-			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 			if err != nil || !ac.LastSeenAt.Equal(want) {
 				t.Fatalf("%s: script's view lastSeenAt %v, want %v (%v)", name, ac.LastSeenAt, want, err)
 			}
@@ -69,7 +69,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 					o.CacheEntries = entries
 				})
 				for _, read := range []string{"miss", "hit"} {
-					ac, err := c.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+					ac, err := c.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 					if err != nil || !ac.LastSeenAt.Equal(want) {
 						t.Fatalf("%s: cached (%d entries, %s) lastSeenAt %+v, want %v (%v)", name, entries, read, ac, want, err)
 					}
@@ -89,7 +89,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 		// its createdAt would find it long expired.
 		e.sessSetKeep(ref, fieldCreatedAt, strconv.FormatInt(e.serverMs()-5*60_000, 10))
 		e.sessExpire(ref, 2000)
-		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 		if err != nil || !ac.Refreshed {
 			t.Fatalf("refresh: %+v %v", ac, err)
 		}
@@ -109,7 +109,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 		abs := e.serverMs() + 8000
 		e.sessSetKeep(ref, fieldAbsoluteExpires, strconv.FormatInt(abs, 10))
 		e.sessExpire(ref, 1000)
-		if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil || !ac.Refreshed {
+		if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil || !ac.Refreshed {
 			t.Fatalf("capped refresh: %+v %v", ac, err)
 		}
 		seen = e.hget(key, fieldUpdatedAt)

@@ -33,11 +33,11 @@ func (r perUserLayout) verify(ctx context.Context, c rueidis.Client, v session.M
 	p := r.o.MFA
 	return r.runOn(ctx, c, "session_u_verify", scriptPerUserVerify, []string{r.userKey(v.Ref.Tag), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name)},
 		[]string{v.Tenant, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit), strconv.FormatInt(p.Window.Milliseconds(), 10),
-			strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.Ref.Part, v.Next.Part})
+			strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.Ref.Part, v.VerifierMAC})
 }
 
-// rotate moves the session ref to next within the user's hash, on c.
-func (r perUserLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string, next session.Ref) (repo.Reply, error) {
+// rotate replaces the session's verifier MAC within the user's hash, on c.
+func (r perUserLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, mac string) (repo.Reply, error) {
 	return r.runOn(ctx, c, "session_u_rotate", scriptPerUserRotate, []string{r.userKey(ref.Tag)},
-		[]string{tenant, ref.Part, next.Part})
+		[]string{tenant, ref.Part, mac})
 }

@@ -9,8 +9,8 @@ import (
 // marker's.
 func TestSessionHotReadNames(t *testing.T) {
 	for _, part := range []string{"", "p", "0123456789abcdef0123456789abcdef"} {
-		level, pending, idle, groups, marker := perUserHotParts(part)
-		if got, want := []string{fieldUserID, fieldTenantID, level, pending, idle, groups}, perUserHotNames(part); !slices.Equal(got, want) {
+		level, pending, idle, groups, mac, marker := perUserHotParts(part)
+		if got, want := []string{fieldUserID, fieldTenantID, level, pending, idle, groups, mac}, perUserHotNames(part); !slices.Equal(got, want) {
 			t.Errorf("perUserHotParts(%q) = %q, want %q", part, got, want)
 		}
 		if want := partField(part, fieldAbsoluteExpires); marker != want {

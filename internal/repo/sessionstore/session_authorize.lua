@@ -3,27 +3,29 @@
 -- deadline. Without the client-side cache every authentication runs this; with it, only the
 -- ones the gateway finds due for a refresh (everything is checked again here, on Redis's
 -- clock, and the write invalidates every replica's cached copy).
--- The key derives from 108 bits of the token's SHA-256, so finding it proves the token: no hash
--- of the token is compared.
+-- The key names the session (the token's selector); the token's verifier proves it: the window
+-- slides only when the session's verifierMac is the presented one (ARGV[3]). The caller compares
+-- the MAC it reads back in constant time and refuses any other.
 -- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
 -- ARGV[1]: refresh fraction: refresh only when less than this share of the idle window is left
 -- ARGV[2]: the implicit idle timeout in milliseconds (repo.ImplicitIdle, a constant), for
 --          hashes without idleTimeoutMs (written only when a session's timeout is another one,
 --          never by schema 1)
--- ARGV[3..]: the fields to answer with: the hot path's few, or the view's (the caller
+-- ARGV[3]: the presented token's verifier MAC
+-- ARGV[4..]: the fields to answer with: the hot path's few, or the view's (the caller
 --          classifies what it reads as found, old schema or corrupt). The refresh decision
 --          reads its own (userId, tenantId, schemaVersion, absoluteExpiresAtMs,
 --          idleTimeoutMs; status and authLevel for existence), so what the caller asks for
 --          never changes what is extended.
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
---         <one value per ARGV[3..] field, nil when absent>}
+--         <one value per ARGV[4..] field, nil when absent>}
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -2 then
   return {'NOT_FOUND'}
 end
 local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', 'absoluteExpiresAtMs', 'idleTimeoutMs',
-  'status', 'authLevel')
+  'status', 'authLevel', 'verifierMac')
 -- Existence rests on the fields every session holds or its transitions write: a hash holding
 -- none of them (stray fields only) is missing, not corrupt.
 if not (d[1] or d[2] or d[3] or d[4] or d[5] or d[6] or d[7]) then
@@ -37,8 +39,9 @@ if d[5] then
   idle = tonumber(d[5])
 end
 local refreshed = 0
--- Refresh only a complete hash: a corrupt one is refused by the caller and never extended.
-if d[1] and d[2] and d[3] and abs and idle and idle > 0 and abs > now then
+-- Refresh only a complete hash proven by the token: a corrupt one, or another token, is refused
+-- by the caller and never extended.
+if d[1] and d[2] and d[3] and d[8] == ARGV[3] and abs and idle and idle > 0 and abs > now then
   if pttl < idle * tonumber(ARGV[1]) then
     local want = math.min(idle, abs - now)
     if want > pttl then
@@ -50,7 +53,7 @@ if d[1] and d[2] and d[3] and abs and idle and idle > 0 and abs > now then
   end
 end
 local out = {'OK', now, pttl, refreshed, math.floor(abs or 0)}
-local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4))
 for i = 1, #v do
   out[#out + 1] = v[i]
 end

@@ -36,14 +36,15 @@
 -- ARGV[6]: n, the number of candidates (0 on the first call)
 -- ARGV[7]: '1' when the candidates' challenge keys follow their session keys, else '0'
 -- ARGV[8..n+7]: the candidates' idParts, in the order of KEYS[3..n+2]
--- ARGV[n+8..]: field, value pairs (userId, tenantId, schemaVersion, and only when given: device
+-- ARGV[n+8..]: field, value pairs (userId, tenantId, schemaVersion, verifierMac — the token's
+--          verifier as a keyed MAC, never the token or an unkeyed hash —, and only when given: device
 --          label and hashes, status when it is not ACTIVE, authLevel when it is not BASIC,
 --          loginPending '1' when the login waits for MFA, idleTimeoutMs when it is not the
 --          default); the
 --          timestamps createdAtMs, updatedAtMs, absoluteExpiresAtMs are added here from the
 --          server's clock. failedMfaAttempts, lastSeenAtMs and lastRotatedAtMs are written only
 --          once they differ from their defaults (0, createdAtMs, createdAtMs: by a wrong MFA code,
---          an idle refresh, a rotation); no hash of the token is stored.
+--          an idle refresh, a rotation).
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', members, <idPart>...} (at the cap: call again with these candidates) |
 --        {'BOUND', live members} (policy refuse) | {'EXISTS'}

@@ -2,14 +2,11 @@
 -- atomic step. The caller reads the device index first and passes every member's keys in KEYS,
 -- so the script touches only declared keys: while the user's slot migrates Redis refuses the
 -- whole call (TRYAGAIN/ASK, answered 503) instead of running it on a partial view.
--- An index member that was not passed joined the index after the caller's read. A session
--- created since then is concurrent with this revoke-all and may stay (it is ordered after
--- it). A session rotated since then (its member's score carries the rotation mark, a half
--- millisecond: session_rotate.lua, session_verify.lua) may be an earlier session under a new
--- token: the script answers 'RETRY' without changing anything and the caller reads the index
--- again. So when this answers 'OK', no session of the user that existed when the caller read
--- the index exists any more (under any token), logins racing with the call do not make it
--- fail (only rotations do, rarely), and a retry after a gateway crash finds less to do.
+-- An index member that was not passed joined the index after the caller's read: a session
+-- created since then is concurrent with this revoke-all and may stay (it is ordered after it).
+-- Rotation and MFA step-up keep a session's member (its id), so every session that existed
+-- when the caller read the index is passed and deleted here; a retry after a gateway crash finds
+-- less to do.
 -- KEYS[1]: device index <prefix>:v1:sessions:{<userTag>}
 -- KEYS[2..n+1]: the session hashes <prefix>:v1:sess:{<userTag>}:<idPart> to delete
 -- KEYS[n+2..2n+1]: their challenge keys <prefix>:v1:mfa:{<userTag>}:<idPart>, only when ARGV[2]
@@ -17,7 +14,7 @@
 -- ARGV[1]: idPart to keep, or '' for none
 -- ARGV[2]: '1' when the challenge keys follow the session keys, else '0'
 -- ARGV[3..n+2]: the idParts to revoke, in the order of KEYS[2..n+1]
--- Reply: {'OK', live sessions deleted} | {'RETRY', rotated index members not passed}
+-- Reply: {'OK', live sessions deleted}
 local n = #ARGV - 2
 local withChallenges = ARGV[2] == '1'
 local want = 1 + n
@@ -26,21 +23,6 @@ if withChallenges then
 end
 if n < 0 or #KEYS ~= want then
   return redis.error_reply('ERR session_revoke_all: KEYS do not match the members')
-end
-local passed = {}
-for i = 1, n do
-  passed[ARGV[i + 2]] = true
-end
-local unknown = 0
-local members = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-for i = 1, #members, 2 do
-  local m, score = members[i], tonumber(members[i + 1])
-  if m ~= ARGV[1] and not passed[m] and score ~= math.floor(score) then
-    unknown = unknown + 1
-  end
-end
-if unknown > 0 then
-  return {'RETRY', unknown}
 end
 local deleted = 0
 for i = 1, n do

@@ -13,14 +13,16 @@
 -- ARGV[2]: refresh fraction: refresh only when less than this share of the idle window is left
 -- ARGV[3]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
 --          <idPart>:idleTimeoutMs
--- ARGV[4..]: the fields to answer with, as named in the user's hash (the user's own, or
+-- ARGV[4]: the presented token's verifier MAC: the window slides only when it is the session's
+--          <idPart>:verifierMac (the caller compares what it reads back in constant time)
+-- ARGV[5..]: the fields to answer with, as named in the user's hash (the user's own, or
 --          '<idPart>:<name>'); the caller classifies what it reads. The refresh decision reads
 --          its own (userId, tenantId, schemaVersion, the session's absoluteExpiresAtMs and
 --          idleTimeoutMs), so what the caller asks for never changes what is extended.
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
 --         expireAtMs (HPEXPIRETIME of the marker: its readers derive the last use from it),
---         <one value per ARGV[4..] field, nil when absent>}
+--         <one value per ARGV[5..] field, nil when absent>}
 
 --#include session_fields
 
@@ -38,7 +40,7 @@ if pttl == -2 then
   return {'NOT_FOUND'}
 end
 local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', p .. 'absoluteExpiresAtMs',
-  p .. 'idleTimeoutMs')
+  p .. 'idleTimeoutMs', p .. 'verifierMac')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local abs = tonumber(d[4])
@@ -47,8 +49,9 @@ if d[5] then
   idle = tonumber(d[5])
 end
 local refreshed = 0
--- Refresh only a complete session: a corrupt one is refused by the caller and never extended.
-if d[1] and d[2] and d[3] and abs and idle and idle > 0 and abs > now then
+-- Refresh only a complete session proven by the token: a corrupt one, or another token, is
+-- refused by the caller and never extended.
+if d[1] and d[2] and d[3] and d[6] == ARGV[4] and abs and idle and idle > 0 and abs > now then
   if pttl < idle * tonumber(ARGV[2]) then
     local want = math.min(idle, abs - now)
     if want > pttl then -- (want >= 1: an expiry not after now would delete the fields)
@@ -78,7 +81,7 @@ if d[1] and d[2] and d[3] and abs and idle and idle > 0 and abs > now then
 end
 local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')[1]
 local out = {'OK', now, pttl, refreshed, math.floor(abs or 0), exp}
-local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4))
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 5))
 for i = 1, #v do
   out[#out + 1] = v[i]
 end

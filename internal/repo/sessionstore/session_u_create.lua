@@ -23,11 +23,11 @@
 -- ARGV[7]: userId, ARGV[8]: tenantId, ARGV[9]: schema version
 -- ARGV[10]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
 --          <idPart>:idleTimeoutMs
--- ARGV[11..]: the session's own field, value pairs, unprefixed (device label and hashes, status
+-- ARGV[11..]: the session's own field, value pairs, unprefixed (verifierMac — the token's verifier
+--          as a keyed MAC, never the token or an unkeyed hash —, device label and hashes, status
 --          when it is not ACTIVE, authLevel when it is not BASIC, loginPending '1', idleTimeoutMs
 --          when it is not the implicit one); absoluteExpiresAtMs (and createdAtMs when the
---          hash's is another instant) are added from the server's clock. No hash of the token
---          is stored.
+--          hash's is another instant) are added from the server's clock.
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', live sessions} (at the cap, evict policy, ARGV[6] '0') |
 --        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} |

@@ -3,11 +3,11 @@
 -- with the live challenge's ("<idPart>:mfaChallengeId", "<idPart>:mfaCodeMac"), and on success
 -- step the session up (MFA_VERIFIED, authLevel MFA, mfaVerifiedAtMs, lastRotatedAtMs,
 -- updatedAtMs), delete the challenge, complete a login that waited for MFA (loginPending is
--- deleted) and rotate the token: every other field "<oldIdPart>:<name>" moves to
--- "<newIdPart>:<name>" with its own remaining field TTL, the fields written take the session's
--- (that of its absoluteExpiresAtMs), and nothing is left under the old id part. Until this
+-- deleted) and replace the token's verifier ("<idPart>:verifierMac": a new token, the same id);
+-- the fields written take the session's field TTL (that of its absoluteExpiresAtMs). Until this
 -- succeeds, a session created with mfaRequired is not logged in; after it, only the new token
--- exists. A wrong code increments "<idPart>:failedMfaAttempts" and writes
+-- is accepted, and the used challenge is gone: a replayed verify answers NO_CHALLENGE. A wrong
+-- code increments "<idPart>:failedMfaAttempts" and writes
 -- "<idPart>:updatedAtMs", both with the session's field TTL. Every write sets the hash's
 -- updatedAtMs; the key's TTL is raised (never shortened) to the absolute deadline.
 -- Comparison: the gateway sends the HMAC of the candidate code, never the code. Both strings are
@@ -19,14 +19,12 @@
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND', uncounted)
 -- ARGV[2]: challenge id, ARGV[3]: HMAC of the candidate code (base64url)
 -- ARGV[4]: attempt limit, ARGV[5]: window ms, ARGV[6]: counter buffer ms
--- ARGV[7]: old idPart, ARGV[8]: new idPart
--- Reply: {'NOT_FOUND'} | {'EXISTS'} |
+-- ARGV[7]: idPart, ARGV[8]: the new token's verifier MAC
+-- Reply: {'NOT_FOUND'} |
 --        {'LIMITED', count, resetMs} |
 --        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
 --        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
-
---#include session_fields
 
 --#include fixed_window
 
@@ -44,8 +42,8 @@ local function same(a, b)
 end
 
 -- Field names, not keys: every key touched is in KEYS.
-local oldPart, newPart = ARGV[7], ARGV[8]
-local old, new = oldPart .. ':', newPart .. ':'
+local part = ARGV[7]
+local old = part .. ':'
 local s = redis.call('HMGET', KEYS[1], 'tenantId', old .. 'absoluteExpiresAtMs', old .. 'mfaChallengeId',
   old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'groups')
 if not s[2] or not s[1] or s[1] ~= ARGV[1] then
@@ -79,38 +77,19 @@ if not same(mac, ARGV[3]) then
   return {'WRONG_CODE', count, reset, failed}
 end
 
-if redis.call('HEXISTS', KEYS[1], new .. 'absoluteExpiresAtMs') == 1 then
-  return {'EXISTS'}
+-- Step up: the fields written take the session's field TTL; the challenge's go.
+local set = {'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
+  'lastRotatedAtMs', nowS, 'verifierMac', ARGV[8]}
+local out, names = {}, {}
+for i = 1, #set, 2 do
+  out[#out + 1] = old .. set[i]
+  out[#out + 1] = set[i + 1]
+  names[#names + 1] = old .. set[i]
 end
--- Step up and move every other field with its own TTL; the fields written now take the session's.
-local names = {}
-for i, name in ipairs(SESSION_FIELDS) do
-  names[i] = old .. name
-end
-local vals = redis.call('HMGET', KEYS[1], unpack(names))
-local ttls = redis.call('HPTTL', KEYS[1], 'FIELDS', #names, unpack(names))
-local set = {status = 'MFA_VERIFIED', authLevel = 'MFA', mfaVerifiedAtMs = nowS, updatedAtMs = nowS, lastRotatedAtMs = nowS}
-local drop = {mfaChallengeId = true, mfaCodeMac = true, mfaChallengeCreatedAtMs = true, loginPending = true}
-local out, byTTL = {}, {}
-for i, name in ipairs(SESSION_FIELDS) do
-  local val, ttl = vals[i], ttls[i]
-  if set[name] then
-    val, ttl = set[name], pttl
-  end
-  if val and not drop[name] then
-    out[#out + 1] = new .. name
-    out[#out + 1] = val
-    if ttl > 0 then
-      local group = byTTL[ttl] or {}
-      group[#group + 1] = new .. name
-      byTTL[ttl] = group
-    end
-  end
-end
-redis.call('HDEL', KEYS[1], unpack(names))
+redis.call('HDEL', KEYS[1], old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'loginPending')
 redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, unpack(out))
-for ttl, group in pairs(byTTL) do
-  redis.call('HPEXPIRE', KEYS[1], string.format('%d', ttl), 'FIELDS', #group, unpack(group))
+if pttl > 0 then
+  redis.call('HPEXPIRE', KEYS[1], string.format('%d', pttl), 'FIELDS', #names, unpack(names))
 end
 local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
 if redis.call('PTTL', KEYS[1]) < abs - now then

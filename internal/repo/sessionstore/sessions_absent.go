@@ -20,9 +20,10 @@ import (
 // is bounded (SessionOptions.AbsentEntries: past it the oldest entry goes) and it never hides a
 // session:
 //
-//   - a reference derives from 108 bits of a fresh random token's SHA-256, so no one can ask for
-//     a session's reference before it is created, except by a 2^-108 chance;
-//   - a create or a rotation on this gateway bumps the version of the user's tag (created), and
+//   - a reference is a fresh token's 108-bit random selector, so no one can ask for a session's
+//     reference before it is created, except by a 2^-108 chance (rotation and step-up keep the
+//     reference; a token with a wrong verifier is refused as ErrWrongVerifier, never stored here);
+//   - a create on this gateway bumps the version of the user's tag (created), and
 //     Redis's invalidation push for the user's keys does the same for a write on another
 //     gateway (when the client-side cache is on: every read that finds nothing then tracks the
 //     key). An entry counts only while its tag's version (and the epoch, bumped when
@@ -150,8 +151,8 @@ func (c *absentCache) put(ref session.Ref, v absentVersion, now time.Time) {
 	sh.m[k] = e
 }
 
-// created voids every entry of the user with tag: a session was just created or rotated
-// to a new reference there. Safe on a nil cache.
+// created voids every entry of the user with tag: a session was just created there. Safe on a
+// nil cache.
 func (c *absentCache) created(tag string) {
 	if c != nil {
 		c.stripe(tag).Add(1)
@@ -176,7 +177,7 @@ func (c *absentCache) invalidate(keys []string, all bool) {
 
 // authorizeUnlessAbsent is authorizeRead answered from the absent cache when Redis has just
 // found no session for ref; a miss it reads is remembered.
-func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	t := now
 	if t.IsZero() {
 		t = r.now()
@@ -187,7 +188,7 @@ func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, v
 		r.metrics.Event(ctx, sessObject, "missing_remembered")
 		return nil, errAbsentSession
 	case absentVoided:
-		// Written since the miss (a create or rotation to this reference): read Redis itself,
+		// Written since the miss (a create of this reference): read Redis itself,
 		// never the client-side copy of the miss, which the write's invalidation push may not
 		// have reached yet.
 		fresh = true
@@ -196,9 +197,9 @@ func (r *Sessions) authorizeUnlessAbsent(ctx context.Context, ref session.Ref, v
 	var ac *session.AuthContext
 	var err error
 	if fresh {
-		ac, err = r.authorizeFresh(ctx, ref, view)
+		ac, err = r.authorizeFresh(ctx, ref, view, mac)
 	} else {
-		ac, err = r.authorizeRead(ctx, ref, view, now)
+		ac, err = r.authorizeRead(ctx, ref, view, mac, now)
 	}
 	if err != nil && errors.Is(err, apperr.NotFound) {
 		r.absent.put(ref, v, t)

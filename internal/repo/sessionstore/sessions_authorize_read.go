@@ -24,6 +24,7 @@ type hotSession struct {
 	level            string   // session.LevelBasic or session.LevelMFA (the constants: no copy kept)
 	pending          bool     // the login waits for its MFA verify
 	groups           []string // (nil: none)
+	mac              string   // the stored verifier MAC
 	idle             int64    // the idle timeout, ms
 	// end is when the key expires (the end of the idle window, never past the absolute
 	// deadline), Unix ms on the gateway's clock; 0 when unknown.
@@ -38,7 +39,7 @@ type hotSession struct {
 // trip (HMGET and PTTL, pipelined), decoded into the memo. Redis pushes every later write to
 // the key, read through rueidis' cache or not, and the memo's version check keeps a push that
 // overtakes this read from being undone by it.
-func (r perSessionLayout) readPlain(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r perSessionLayout) readPlain(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	names, v := r.readStart(ref, view)
 	key := r.sessionKey(ref)
 	res := r.client.DoMulti(ctx, r.client.B().Hmget().Key(key).Field(names...).Build(), r.client.B().Pttl().Key(key).Build())
@@ -60,7 +61,7 @@ func (r perSessionLayout) readPlain(ctx context.Context, ref session.Ref, view b
 		return nil, r.missing(ctx, ref)
 	}
 	if pttl < 0 { // a hash without expiry (not written by a gateway): the script gives it one
-		return r.authorizeScript(ctx, ref, view)
+		return r.authorizeScript(ctx, ref, view, mac)
 	}
 	m, size, err := repo.PooledFields(vals, names)
 	if err != nil {
@@ -80,13 +81,13 @@ func (r perSessionLayout) readPlain(ctx context.Context, ref session.Ref, view b
 		e.hot.end = min(e.hot.end, e.hot.abs)
 	}
 	r.remember(ref, e, v, now, time.Time{})
-	return r.decide(ctx, ref, e, view, false, now)
+	return r.decide(ctx, ref, e, view, mac, false, now)
 }
 
 // readTracked is a miss or a hit of rueidis' cache under default tracking: there Redis tracks
 // (and later invalidates) only a key read through the cache, so the read is the view fields
 // through it, whatever the caller needs.
-func (r perSessionLayout) readTracked(ctx context.Context, ref session.Ref, view bool, now time.Time) (*session.AuthContext, error) {
+func (r perSessionLayout) readTracked(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	_, v := r.readStart(ref, true)
 	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessViewFields...).Cache(), r.cacheTTL)
 	hit := res.IsCacheHit()
@@ -110,12 +111,12 @@ func (r perSessionLayout) readTracked(ctx context.Context, ref session.Ref, view
 	if !sessAnyOf(m, sessKeyFields) {
 		return nil, r.missing(ctx, ref)
 	}
-	return r.decideTracked(ctx, ref, m, v, res, view, now)
+	return r.decideTracked(ctx, ref, m, v, res, view, mac, now)
 }
 
 // decideTracked decodes the view fields m of a read through rueidis' cache (res, taken at
 // memo version v) in either layout, keeps the decoded copy and decides.
-func (r *Sessions) decideTracked(ctx context.Context, ref session.Ref, m map[string]string, v memoVersion, res rueidis.RedisResult, view bool, now time.Time) (*session.AuthContext, error) {
+func (r *Sessions) decideTracked(ctx context.Context, ref session.Ref, m map[string]string, v memoVersion, res rueidis.RedisResult, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	e, err := r.decodeEntry(ctx, ref, m, true)
 	if err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func (r *Sessions) decideTracked(ctx context.Context, ref session.Ref, m map[str
 		copyEnd = time.UnixMilli(px)
 	}
 	r.remember(ref, e, v, now, copyEnd)
-	return r.decide(ctx, ref, e, view, hit, now)
+	return r.decide(ctx, ref, e, view, mac, hit, now)
 }
 
 // readStart is what a read of ref asks for (the view's fields or the hot ones) and the memo's
@@ -159,14 +160,15 @@ func (r *Sessions) remember(ref session.Ref, e *memoEntry, v memoVersion, now, c
 	}
 }
 
-// authorizeScript reads, decides and refreshes in one script. Under broadcast tracking its
+// authorizeScript reads, decides and refreshes in one script (the refresh only for the
+// session whose verifier MAC is mac). Under broadcast tracking its
 // answer fills the memo too (with the absolute deadline the script reports, so a session
 // whose window cannot slide further is not found due again on every request).
-func (r perSessionLayout) authorizeScript(ctx context.Context, ref session.Ref, view bool) (*session.AuthContext, error) {
+func (r perSessionLayout) authorizeScript(ctx context.Context, ref session.Ref, view bool, mac string) (*session.AuthContext, error) {
 	names, v := r.readStart(ref, view)
 	start := r.now()
-	args := make([]string, 0, 2+len(names))
-	args = append(args, r.fraction, r.idleMs)
+	args := make([]string, 0, 3+len(names))
+	args = append(args, r.fraction, r.idleMs, mac)
 	args = append(args, names...)
 	rep, err := r.run(ctx, "session_authorize", scriptSessionAuthorize, []string{r.sessionKey(ref)}, args)
 	if err != nil {
@@ -190,7 +192,7 @@ func (r perSessionLayout) authorizeScript(ctx context.Context, ref session.Ref, 
 	}
 	defer repo.ReleaseFields(m)
 	r.metrics.Payload(ctx, sessObject, size)
-	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v})
+	return r.scriptAnswer(ctx, ref, m, view, scriptRead{pttl: pttl, refreshed: refreshed == 1, abs: abs, start: start, v: v, mac: mac})
 }
 
 // scriptRead is what an authorize script answered beside the fields (either layout's).
@@ -199,6 +201,7 @@ type scriptRead struct {
 	refreshed bool
 	start     time.Time // when the call started, on the gateway's clock
 	v         memoVersion
+	mac       string // the presented token's verifier MAC
 }
 
 // scriptAnswer decodes the fields an authorize script read (m, flat names), keeps the result
@@ -221,6 +224,9 @@ func (r *Sessions) scriptAnswer(ctx context.Context, ref session.Ref, m map[stri
 	}
 	if r.memo != nil && r.broadcast {
 		r.remember(ref, e, s.v, s.start, time.Time{})
+	}
+	if !sameMAC(e.hot.mac, s.mac) {
+		return nil, r.wrongVerifier(ctx, ref)
 	}
 	ac := e.context(ref, view, false)
 	if s.refreshed {
@@ -246,12 +252,15 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 		s.SchemaVersion = sessSchema(outcome)
 		e.view = &s
 		e.hot = hotSession{userID: s.UserID, tenantID: s.TenantID, level: sessLevel(s.AuthLevel), pending: s.LoginPending,
-			groups: s.Groups, idle: idle, abs: sessMs(s.AbsoluteExpiresAt), outcome: outcome}
+			groups: s.Groups, mac: f.Str(fieldVerifierMAC), idle: idle, abs: sessMs(s.AbsoluteExpiresAt), outcome: outcome}
+		if err := f.Err(sessObject); err != nil { // (a session without a verifier MAC is corrupt)
+			return nil, r.corrupt(ctx, ref, f, err)
+		}
 		e.hot.owner = r.CheckOwner(ref.Tag, e.hot.tenantID, e.hot.userID)
 		return e, nil
 	}
 	e.hot = hotSession{userID: f.Str(fieldUserID), tenantID: f.Str(fieldTenantID), level: sessEnum(f, fieldAuthLevel, session.LevelBasic),
-		pending: sessFlag(f, fieldLoginPending), groups: sessGroups(f), idle: sessIdleMs(f), outcome: repo.Found}
+		pending: sessFlag(f, fieldLoginPending), groups: sessGroups(f), mac: f.Str(fieldVerifierMAC), idle: sessIdleMs(f), outcome: repo.Found}
 	sessCheckEnums(f, session.Active, e.hot.level)
 	if err := f.Err(sessObject); err != nil {
 		return nil, r.corrupt(ctx, ref, f, err)

@@ -44,7 +44,7 @@ func BenchmarkAuthorize(b *testing.B) {
 					e.count.Reset()
 					n := 0
 					for b.Loop() {
-						if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
+						if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 							b.Fatal(err)
 						}
 						n++

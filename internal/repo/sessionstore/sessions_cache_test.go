@@ -29,7 +29,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		if !s.Caps.ClientCache {
 			e.count.Reset()
 			for range 2 {
-				if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil || ac.CacheHit {
+				if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil || ac.CacheHit {
 					t.Fatalf("authorize without tracking: %+v %v", ac, err)
 				}
 			}
@@ -47,7 +47,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		auth := func(name string, ref session.Ref, want ...string) (*session.AuthContext, error) {
 			t.Helper()
 			e.count.Reset()
-			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 			if cmds := e.count.Reset(); !slices.Equal(cmds, want) {
 				t.Fatalf("%s: commands %v, want %v", name, cmds, want)
 			}
@@ -63,7 +63,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 			var read *session.AuthContext
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 				e.count.Reset()
-				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 				cmds := e.count.Reset()
 				switch {
 				case slices.Contains(cmds, "HMGET"):
@@ -146,7 +146,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		e.sessExpire(ref, 4000)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			e.count.Reset()
-			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 			cmds := e.count.Reset()
 			if err != nil {
 				t.Fatalf("due after a miss: %v", err)
@@ -219,12 +219,13 @@ func TestSessionAuthorizeCached(t *testing.T) {
 	})
 }
 
-// The hot path reads at most six fields (the groups are the access rules' sixth), the view read what "who am I" shows: neither ever
+// The hot path reads at most seven fields (the groups are the access rules' sixth, the verifier
+// MAC the seventh), the view read what "who am I" shows: neither ever
 // reads the code MAC, the device hashes or an old hash's tokenHash, and the view holds every
 // hot field (a view read fills the memo for both).
 func TestSessionAuthFields(t *testing.T) {
 	t.Parallel()
-	if len(sessHotFields) > 6 {
+	if len(sessHotFields) > 7 {
 		t.Errorf("the hot path reads %d fields: %v", len(sessHotFields), sessHotFields)
 	}
 	for _, f := range sessHotFields {

@@ -56,7 +56,7 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 				kv = append([]string{"tokenHash", sessRand(t, 32)}, kv...)
 			}
 			write(ref, kv...)
-			_, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+			_, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 			if !errors.Is(err, repo.ErrCorrupt) {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
@@ -78,7 +78,7 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 		// script error.
 		wrong := sessRef(t, "")
 		wrongKey := e.sessWrongType(wrong)
-		if _, err := e.r.Authorize(ctx, wrong, session.AuthorizeOptions{View: true}); !errors.Is(err, repo.ErrCorrupt) {
+		if _, err := e.r.Authorize(ctx, wrong, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, repo.ErrCorrupt) {
 			t.Fatalf("wrong type: %v", err)
 		}
 		// The deliberately wrong-typed key goes: the keyspace audit after the suite checks
@@ -91,10 +91,10 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 		}
 
 		old := sessRef(t, "")
-		write(old, "tokenHash", sessRand(t, 32), "userId", "u1", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC",
+		write(old, "tokenHash", sessRand(t, 32), "verifierMac", testMAC, "userId", "u1", "tenantId", "acme", "status", "ACTIVE", "authLevel", "BASIC",
 			"absoluteExpiresAtMs", abs, "createdAtMs", "1", "lastSeenAtMs", "1", "schemaVersion", "1")
 		e.sessExpire(old, 1000)
-		ac, err := e.r.Authorize(ctx, old, session.AuthorizeOptions{View: true})
+		ac, err := e.r.Authorize(ctx, old, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 		if err != nil || repo.Outcome(ac.Outcome) != repo.OldSchema || !ac.Refreshed || ac.Status != session.Active || ac.AuthLevel != session.LevelBasic {
 			t.Fatalf("schema 1: %+v %v", ac, err)
 		}
@@ -125,10 +125,10 @@ func TestSessionCorruptAndOldSchema(t *testing.T) {
 		}
 		for _, sh := range shapes {
 			ref := sessRef(t, "")
-			write(ref, append(sh.kv, "userId", "u2", "tenantId", "acme",
+			write(ref, append(sh.kv, "verifierMac", testMAC, "userId", "u2", "tenantId", "acme",
 				"absoluteExpiresAtMs", abs, "createdAtMs", seen, "updatedAtMs", seen, "lastSeenAtMs", seen, "schemaVersion", "2")...)
 			e.sessExpire(ref, 1000)
-			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 			if err != nil || repo.Outcome(ac.Outcome) != repo.Found || !ac.Refreshed || ac.FailedMFAAttempts != 0 ||
 				ac.LastRotatedAt.UnixMilli() != now || ac.Status != session.Active || ac.AuthLevel != session.LevelBasic {
 				t.Fatalf("%s: %+v %v", sh.name, ac, err)

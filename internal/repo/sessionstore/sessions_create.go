@@ -160,7 +160,7 @@ func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) []se
 // besides userId, tenantId, schemaVersion and the timestamps: only those that differ from their
 // default. It refuses a session over SessionMaxFields or SessionMaxBytes.
 func sessOwnFields(n session.Record) ([]string, error) {
-	pairs := [][2]string{{fieldDeviceLabel, n.DeviceLabel}, {fieldIPHash, n.IPHash}, {fieldUserAgentHash, n.UserAgentHash}}
+	pairs := [][2]string{{fieldVerifierMAC, n.VerifierMAC}, {fieldDeviceLabel, n.DeviceLabel}, {fieldIPHash, n.IPHash}, {fieldUserAgentHash, n.UserAgentHash}}
 	// Readers take an absent status for ACTIVE and an absent authLevel for BASIC.
 	if n.Status != session.Active {
 		pairs = append(pairs, [2]string{fieldStatus, n.Status})
@@ -200,7 +200,7 @@ func checkRecord(n session.Record) error {
 		return apperr.Newf(apperr.BoundExceeded, "The session's %s exceeds its bound.", what)
 	}
 	switch {
-	case n.UserID == "" || n.TenantID == "" || !session.B64URL(n.Ref.Tag) || !session.B64URL(n.Ref.Part):
+	case n.UserID == "" || n.TenantID == "" || !session.B64URL(n.Ref.Tag) || !session.B64URL(n.Ref.Part) || !validMAC(n.VerifierMAC):
 		return apperr.New(apperr.Validation, "A session needs a user, a tenant and a token.")
 	case len(n.UserID) > session.MaxUserIDBytes:
 		return bad("userId")

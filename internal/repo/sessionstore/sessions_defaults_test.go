@@ -51,7 +51,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			create := func(status, level string) session.Ref {
 				t.Helper()
 				ref := sessRef(t, tag)
-				if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: status,
+				if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme", Status: status,
 					AuthLevel: level, Idle: time.Hour, Absolute: 2 * time.Hour}); err != nil {
 					t.Fatal(err)
 				}
@@ -66,7 +66,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 						t.Fatalf("%s (cached %v): %s stored as %q (present %v), want %q", name, cached, f.name, v, ok, f.want)
 					}
 				}
-				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 				if err != nil || ac.Status != status || ac.AuthLevel != level || repo.Outcome(ac.Outcome) != repo.Found {
 					t.Fatalf("%s (cached %v): authorize %+v %v", name, cached, ac, err)
 				}
@@ -91,8 +91,8 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 
 			plain := create(session.Active, session.LevelBasic)
 			want("plain", plain, "", "", session.Active, session.LevelBasic)
-			next := sessRef(t, tag)
-			rot, err := e.r.Rotate(ctx, plain, "acme", next)
+			next := plain // (a rotation keeps the reference)
+			rot, err := e.r.Rotate(ctx, plain, "acme", testMAC)
 			if err != nil || rot.Status != session.Active || rot.AuthLevel != session.LevelBasic {
 				t.Fatalf("rotate a plain session: %+v %v", rot, err)
 			}
@@ -121,7 +121,7 @@ func TestSessionStatusAndLevelDefaults(t *testing.T) {
 			// user's hash (which holds the user's fields) are missing too.
 			stray := sessRef(t, tag)
 			e.sessWriteRaw(stray, nil, map[string]string{fieldLastSeenAt: "1", fieldChallengeAt: "1"}, 60_000)
-			if _, err := e.r.Authorize(ctx, stray, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, stray, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("a hash without the key fields (cached %v): %v", cached, err)
 			}
 			if _, err := e.r.Get(ctx, stray, "acme"); e.r.perUser() && !errors.Is(err, apperr.NotFound) {

@@ -18,7 +18,7 @@ import (
 func (e *sessEnv) touch(ref session.Ref) {
 	e.t.Helper()
 	e.sessExpire(ref, 2000)
-	ac, err := e.r.Authorize(context.Background(), ref, session.AuthorizeOptions{View: true})
+	ac, err := e.r.Authorize(context.Background(), ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 	if err != nil || !ac.Refreshed {
 		e.t.Fatalf("touch %s: %+v %v", ref.ID(), ac, err)
 	}
@@ -40,7 +40,7 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		tag := sessRand(t, 9)
 		newOne := func() (session.Ref, error) {
 			ref := sessRef(t, tag)
-			_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "bob", TenantID: "acme",
+			_, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "bob", TenantID: "acme",
 				Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 			return ref, err
 		}
@@ -58,11 +58,11 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create at the cap: %v", err)
 		}
-		if _, err := e.r.Authorize(ctx, b, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, b, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("the least recently used session survived: %v", err)
 		}
 		for _, ref := range []session.Ref{a, c, d} {
-			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 				t.Fatalf("session %s was evicted instead: %v", ref.ID(), err)
 			}
 		}
@@ -83,7 +83,7 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		if _, err := newOne(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.r.Authorize(ctx, c, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, c, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("c survived: %v", err)
 		}
 
@@ -92,7 +92,7 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		if _, err := newOne(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.r.Authorize(ctx, a, session.AuthorizeOptions{View: true}); err != nil {
+		if _, err := e.r.Authorize(ctx, a, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 			t.Fatalf("a live session was evicted while a gone one could be dropped: %v", err)
 		}
 		if n := e.metric("hashgate_repo_transitions", sessAttr("transition", "evict")); n != 2 {
@@ -104,7 +104,7 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		r := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.MaxPerUser = limit; o.LimitPolicy = LimitRefuse })
 		before := r.liveParts(tag)
 		ref := sessRef(t, tag)
-		_, err = r.r.Create(ctx, session.Record{Ref: ref, UserID: "bob", TenantID: "acme",
+		_, err = r.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "bob", TenantID: "acme",
 			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 		if !errors.Is(err, apperr.SessionLimit) {
 			t.Fatalf("refuse policy: %v", err)
@@ -113,7 +113,7 @@ func TestSessionCreateEvictsLeastRecentlyUsed(t *testing.T) {
 		if !slices.Equal(before, after) || len(after) != limit {
 			t.Fatalf("a refused create changed the sessions: %v → %v", before, after)
 		}
-		if _, err := r.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := r.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("a refused create wrote its session: %v", err)
 		}
 	})
@@ -133,7 +133,7 @@ func TestSessionCreateEvictsUnderConcurrency(t *testing.T) {
 		for range logins {
 			go func() {
 				ref := sessRef(t, tag)
-				_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "bob", TenantID: "acme",
+				_, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "bob", TenantID: "acme",
 					Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 				errs <- err
 				refs <- ref
@@ -148,7 +148,7 @@ func TestSessionCreateEvictsUnderConcurrency(t *testing.T) {
 		}
 		live := 0
 		for _, ref := range all {
-			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err == nil {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err == nil {
 				live++
 			}
 		}
@@ -196,7 +196,7 @@ func TestSessionEvictDuringSlotMigration(t *testing.T) {
 			step := func(n int) {
 				t.Helper()
 				ref := sessRef(t, tag)
-				_, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme",
+				_, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme",
 					Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 				gone := 0
 				for r := range live {
@@ -272,13 +272,13 @@ func TestSessionEvictUnreadableFirst(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		next, err := e.r.Create(ctx, session.Record{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
+		next, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
 			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour})
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
 		for _, ref := range []session.Ref{good, next.Ref} {
-			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 				t.Fatalf("%s: %v", ref.ID(), err)
 			}
 		}

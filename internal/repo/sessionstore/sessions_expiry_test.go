@@ -27,7 +27,7 @@ func TestSessionIdleAndAbsoluteExpiry(t *testing.T) {
 		absRef := e.create("", "acme", "busy", 2*time.Second, 3*time.Second)
 		refreshed := 0
 		for time.Since(start) < 2600*time.Millisecond {
-			ac, err := e.r.Authorize(ctx, absRef, session.AuthorizeOptions{View: true})
+			ac, err := e.r.Authorize(ctx, absRef, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 			if err != nil {
 				t.Fatalf("busy session refused after %v: %v", time.Since(start), err)
 			}
@@ -42,11 +42,11 @@ func TestSessionIdleAndAbsoluteExpiry(t *testing.T) {
 		if refreshed == 0 {
 			t.Fatal("the idle window never slid")
 		}
-		if _, err := e.r.Authorize(ctx, idleRef, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, idleRef, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("idle session still alive: %v", err)
 		}
 		time.Sleep(time.Until(start.Add(3300 * time.Millisecond)))
-		if _, err := e.r.Authorize(ctx, absRef, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, absRef, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("session alive past its absolute deadline: %v", err)
 		}
 		if list, err := e.r.List(ctx, absRef.Tag, "acme"); err != nil || len(list) != 0 {
@@ -93,7 +93,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 			}
 			before := e.sessPTTL(ref)
 			e.count.Reset()
-			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 			if err != nil {
 				t.Fatalf("%s: %v", st.name, err)
 			}
@@ -132,7 +132,7 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 		abs := e.serverMs() + 1500
 		e.sessSet(ref, fieldAbsoluteExpires, strconv.FormatInt(abs, 10))
 		setPTTL(300)
-		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 		if err != nil || !ac.Refreshed {
 			t.Fatalf("near the deadline: %+v %v", ac, err)
 		}

@@ -50,13 +50,24 @@ const (
 	// fieldGroups holds the session's groups joined by session.GroupsSep; written only when the
 	// session has any (a create with groups, a replacement of its groups).
 	fieldGroups = "groups"
+	// fieldVerifierMAC is the token's verifier as a keyed MAC (session.Record.VerifierMAC):
+	// the hot path accepts a token only when its verifier's MAC is this one. Written by the
+	// create, replaced by rotation and step-up; never in a view.
+	fieldVerifierMAC = "verifierMac"
 )
 
+// maxMACBytes bounds a verifier MAC (22 base64url characters as the service makes them).
+const maxMACBytes = 64
+
+// validMAC reports whether mac can be a stored verifier MAC.
+func validMAC(mac string) bool { return len(mac) <= maxMACBytes && session.B64URL(mac) }
+
 // sessViewFields are what the full view and the device list read: never the code MAC or the
-// device hashes.
+// device hashes. The verifier MAC is read with them (the hot path's view read compares it) but
+// never decoded into a view.
 var sessViewFields = []string{fieldUserID, fieldTenantID, fieldStatus, fieldAuthLevel, fieldCreatedAt, fieldUpdatedAt, fieldLastSeenAt,
 	fieldLastRotatedAt, fieldMFAVerifiedAt, fieldAbsoluteExpires, fieldIdleTimeout, fieldDeviceLabel, fieldFailedMFA, fieldSchemaVersion,
-	fieldChallengeID, fieldChallengeAt, fieldLoginPending, fieldGroups}
+	fieldChallengeID, fieldChallengeAt, fieldLoginPending, fieldGroups, fieldVerifierMAC}
 
 // decodeView maps the view fields in f to a Session and returns the session's idle timeout in
 // ms, recording missing and malformed fields in f; the caller classifies with f.schema() and

@@ -28,23 +28,23 @@ func TestAuthorizeFreshReadsRedis(t *testing.T) {
 		for range 10 {
 			ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
 			for range 3 {
-				if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
+				if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil || !ac.CacheHit {
+			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil || !ac.CacheHit {
 				t.Fatalf("not served from the cache: %+v %v", ac, err)
 			}
 			if _, err := other.r.StartChallenge(ctx, session.MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
-			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true, Fresh: true}); err != nil || ac.CacheHit || ac.Status != session.MFARequired {
+			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true, Fresh: true}); err != nil || ac.CacheHit || ac.Status != session.MFARequired {
 				t.Fatalf("fresh read: %+v %v, want MFA_REQUIRED read from Redis", ac, err)
 			}
 			if ok, err := other.r.Revoke(ctx, ref, "acme"); err != nil || !ok {
 				t.Fatalf("revoke: %v %v", ok, err)
 			}
-			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true, Fresh: true}); !errors.Is(err, apperr.NotFound) {
+			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true, Fresh: true}); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("fresh read after a revoke: %+v %v", ac, err)
 			}
 		}

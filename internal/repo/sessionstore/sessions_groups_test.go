@@ -25,7 +25,7 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
 		ref := sessRef(t, "")
-		c, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
+		c, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
 			AuthLevel: session.LevelBasic, Groups: []string{"admins", "staff"}, Idle: 10 * time.Minute, Absolute: time.Hour})
 		if err != nil {
 			t.Fatal(err)
@@ -34,13 +34,14 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		if !slices.Equal(c.Groups, want) || e.sessGet(ref, fieldGroups) != "admins,staff" {
 			t.Fatalf("created with %v, stored %q", c.Groups, e.sessGet(ref, fieldGroups))
 		}
+		mac := testMAC
 		check := func(what string, want []string) {
 			t.Helper()
-			hot, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{Fresh: true})
+			hot, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: mac, Fresh: true})
 			if err != nil || !slices.Equal(hot.Groups, want) {
 				t.Fatalf("%s: hot path %v %v, want %v", what, hot, err, want)
 			}
-			view, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true, Fresh: true})
+			view, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: mac, View: true, Fresh: true})
 			if err != nil || !slices.Equal(view.Groups, want) {
 				t.Fatalf("%s: view %v %v, want %v", what, view, err, want)
 			}
@@ -97,12 +98,11 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		}
 		check("after bad input", []string{"ops"})
 
-		// Rotation carries the groups to the new reference.
-		next := session.Ref{Tag: ref.Tag, Part: sessPart(t)}
-		if _, err := e.r.Rotate(ctx, ref, "acme", next); err != nil {
+		// Rotation keeps the groups.
+		mac = macOf("rotated")
+		if _, err := e.r.Rotate(ctx, ref, "acme", mac); err != nil {
 			t.Fatal(err)
 		}
-		ref = next
 		check("rotated", []string{"ops"})
 
 		// An empty list removes the field.
@@ -128,13 +128,13 @@ func TestSessionGroupsBoundOnCreate(t *testing.T) {
 		for i := range full {
 			full[i] = strings.Repeat(string(rune('a'+i%26)), session.MaxGroupBytes-2) + string(rune('A'+i/26)) + "x"
 		}
-		rec := session.Record{Ref: sessRef(t, ""), UserID: strings.Repeat("u", session.MaxUserIDBytes), TenantID: strings.Repeat("t", session.MaxTenantBytes),
+		rec := session.Record{VerifierMAC: testMAC, Ref: sessRef(t, ""), UserID: strings.Repeat("u", session.MaxUserIDBytes), TenantID: strings.Repeat("t", session.MaxTenantBytes),
 			Status: session.Active, AuthLevel: session.LevelMFA, DeviceLabel: strings.Repeat("d", session.MaxDeviceLabelBytes),
 			IPHash: sessRand(t, 16), UserAgentHash: sessRand(t, 16), Groups: full, Idle: 10 * time.Minute, Absolute: time.Hour}
 		if _, err := e.r.Create(ctx, rec); err != nil {
 			t.Fatalf("the largest session: %v", err)
 		}
-		got, err := e.r.Authorize(ctx, rec.Ref, session.AuthorizeOptions{Fresh: true})
+		got, err := e.r.Authorize(ctx, rec.Ref, session.AuthorizeOptions{VerifierMAC: testMAC, Fresh: true})
 		if err != nil || !slices.Equal(got.Groups, full) {
 			t.Fatalf("hot read of %d groups: %d %v", len(full), len(got.Groups), err)
 		}
@@ -163,12 +163,12 @@ func TestRotateAndVerifyAnswerGroups(t *testing.T) {
 			e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.Layout = layout })
 			for _, groups := range [][]string{{"admins", "staff"}, nil} {
 				ref := sessRef(t, "")
-				if _, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
+				if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme", Status: session.Active,
 					AuthLevel: session.LevelBasic, Groups: groups, Idle: 10 * time.Minute, Absolute: time.Hour}); err != nil {
 					t.Fatal(err)
 				}
-				next := session.Ref{Tag: ref.Tag, Part: sessPart(t)}
-				v, err := e.r.Rotate(ctx, ref, "acme", next)
+				next := ref
+				v, err := e.r.Rotate(ctx, ref, "acme", macOf("rotated"))
 				if err != nil || !slices.Equal(v.Groups, groups) {
 					t.Fatalf("%s layout: rotate answered groups %v (%v), want %v", layoutName(e), v.Groups, err, groups)
 				}

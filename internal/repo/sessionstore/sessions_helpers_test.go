@@ -107,7 +107,7 @@ func sessRef(t testing.TB, tag string) session.Ref {
 func (e *sessEnv) create(tag, tenant, user string, idle, abs time.Duration) session.Ref {
 	e.t.Helper()
 	ref := sessRef(e.t, tag)
-	_, err := e.r.Create(context.Background(), session.Record{Ref: ref, UserID: user, TenantID: tenant,
+	_, err := e.r.Create(context.Background(), session.Record{VerifierMAC: testMAC, Ref: ref, UserID: user, TenantID: tenant,
 		Status: session.Active, AuthLevel: session.LevelBasic, DeviceLabel: "laptop", IPHash: sessRand(e.t, 16),
 		UserAgentHash: sessRand(e.t, 16), Idle: idle, Absolute: abs})
 	if err != nil {
@@ -244,3 +244,10 @@ func (r *Sessions) perUser() bool {
 	_, ok := r.layout.(perUserLayout)
 	return ok
 }
+
+// testMAC is the verifier MAC the tests' sessions are created with (the store compares MACs,
+// it does not make them: internal/sessions does).
+const testMAC = "dGVzdC12ZXJpZmllci1tYWM"
+
+// macOf is a verifier MAC made of name (distinct names, distinct MACs).
+func macOf(name string) string { return base64.RawURLEncoding.EncodeToString([]byte("mac-" + name)) }

@@ -15,13 +15,13 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// The forward-auth read (Authorize without View) asks Redis for at most six fields in one round
+// The forward-auth read (Authorize without View) asks Redis for at most seven fields (sessHotFields) in one round
 // trip on a miss — never the view's eighteen — under broadcast tracking (the default) and without
-// the cache (the script answers the six); default tracking reads the view through rueidis' cache
+// the cache (the script answers the seven); default tracking reads the view through rueidis' cache
 // (only a read through it is tracked). Its answer holds what the decision needs and nothing else, a
 // kept copy answers with no round trip, and "who am I" (Authorize) still gets the whole view from
 // the same kept session after one read of the view fields.
-func TestSessionHotMissReadsSixFields(t *testing.T) {
+func TestSessionHotMissReadsHotFields(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		e := newSessEnv(t, s, prefix, func(o *SessionOptions) { o.CacheTTL = time.Minute })
@@ -37,15 +37,17 @@ func TestSessionHotMissReadsSixFields(t *testing.T) {
 			}
 			return ac, e.sessFieldsRead(e.count.Commands()), e.count.Trips()
 		}
-		hot := func() (*session.AuthContext, error) { return e.r.Authorize(ctx, ref, session.AuthorizeOptions{}) }
+		hot := func() (*session.AuthContext, error) {
+			return e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC})
+		}
 		view := func() (*session.AuthContext, error) {
-			return e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+			return e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 		}
 
 		ac, fields, trips := requested("hot miss", hot)
 		// What the backend runs decides, not what the repository concluded from it: a
-		// broadcast backend must get the six-field read.
-		want := 6
+		// broadcast backend must get the seven-field read.
+		want := len(sessHotFields)
 		if s.Caps.ClientCache && !b.Broadcast {
 			want = e.sessViewRead()
 		}
@@ -96,7 +98,7 @@ func TestSessionHotMissReadsSixFields(t *testing.T) {
 		// A revocation reaches the kept copy through the push.
 		e.sessDelete(ref)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{}); errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC}); errors.Is(err, apperr.NotFound) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -107,7 +109,7 @@ func TestSessionHotMissReadsSixFields(t *testing.T) {
 }
 
 // Near its absolute deadline a session's idle window cannot slide any further. The hot read
-// does not know the deadline (it reads six fields), so the first time the window looks due
+// does not know the deadline (it reads seven fields), so the first time the window looks due
 // the refresh script runs; it answers the deadline, the kept copy learns it, and later requests
 // are served without running the script again on every hit (under broadcast tracking; default
 // tracking reads the view, which holds the deadline).
@@ -130,7 +132,7 @@ func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
 		scripts := 0
 		for deadline := time.Now().Add(1500 * time.Millisecond); ; time.Sleep(time.Millisecond) {
 			e.count.Reset()
-			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{}); err != nil {
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC}); err != nil {
 				t.Fatalf("authorize: %v", err)
 			}
 			if e.count.Trips() == 0 {
@@ -146,7 +148,7 @@ func TestSessionNearDeadlineNotRefreshedOnEveryHit(t *testing.T) {
 		e.count.Reset()
 		scripts = 0
 		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{})
+			ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC})
 			if err != nil {
 				t.Fatalf("authorize: %v", err)
 			}

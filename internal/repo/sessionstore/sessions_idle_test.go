@@ -35,7 +35,7 @@ func TestSessionIdleWindowIsTheSessions(t *testing.T) {
 				ref  session.Ref
 				idle time.Duration
 			}{{implicit, ImplicitIdle}, {custom, 2 * time.Hour}} {
-				ac, err := reader.r.Authorize(ctx, c.ref, session.AuthorizeOptions{View: true})
+				ac, err := reader.r.Authorize(ctx, c.ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 				if err != nil {
 					t.Fatalf("cache %v: %v", cacheTTL, err)
 				}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
@@ -23,11 +22,6 @@ import (
 // TRYAGAIN), which the caller answers with 503 — never a script that sees part of the user's
 // keys as missing. Reads of single sessions are single-key commands, which rueidis follows
 // through ASK/MOVED, so a session in transit is never taken for missing.
-
-// sessRevokeAllAttempts bounds RevokeAll's optimistic loop: each attempt reads the index and
-// runs the script with every member's keys; a session created or rotated in between makes the
-// script refuse (nothing changed) and the loop read again.
-const sessRevokeAllAttempts = 4
 
 // List returns the live sessions of the user with tag: the device index (at most
 // MaxSessionsPerUser members), then one pipeline of single-key reads per member (HMGET of the
@@ -125,10 +119,9 @@ func (r *Sessions) listed(ctx context.Context, ref session.Ref, res []rueidis.Re
 // RevokeAll deletes every session of the user with tag except the one whose id part is
 // exceptPart ("" for none), in one atomic script, and returns how many live sessions it
 // deleted. It reads the device index, then runs session_revoke_all.lua with every member's
-// session key (and, in the fallback mode, challenge key) declared in KEYS; the script refuses
-// when the index gained a member since the read, and the read is repeated, at most
-// sessRevokeAllAttempts times in all (then apperr.Unavailable). When it returns without error,
-// no other earlier session of the user exists.
+// session key (and, in the fallback mode, challenge key) declared in KEYS. A session created
+// after the read may stay (it is concurrent); rotation and step-up keep a session's member, so
+// when it returns without error no other earlier session of the user exists.
 func (r *Sessions) RevokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
 	return r.layout.revokeAll(ctx, tag, exceptPart)
 }
@@ -155,50 +148,42 @@ func (r perSessionLayout) revokeAll(ctx context.Context, tag, exceptPart string)
 	return max(revoked, 0), err
 }
 
-// revokeAllOn is RevokeAll's optimistic loop on c.
+// revokeAllOn reads the index and runs session_revoke_all.lua over its members, on c.
 func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag, exceptPart, flag string, withChallenges bool) (int, error) {
-	for range sessRevokeAllAttempts {
-		parts, err := r.membersOn(ctx, c, tag, -1)
-		if err != nil {
-			return 0, err
-		}
-		revoke := make([]string, 0, len(parts))
-		for _, p := range parts {
-			if p != exceptPart {
-				revoke = append(revoke, p)
-			}
-		}
-		keys := make([]string, 0, 1+2*len(revoke))
-		keys = append(keys, r.devicesKey(tag))
-		for _, p := range revoke {
-			keys = append(keys, r.sessionKey(session.Ref{Tag: tag, Part: p}))
-		}
-		if withChallenges {
-			for _, p := range revoke {
-				keys = append(keys, r.challengeKey(session.Ref{Tag: tag, Part: p}))
-			}
-		}
-		rep, err := r.runOn(ctx, c, "session_revoke_all", scriptSessionRevokeAll, keys, append([]string{exceptPart, flag}, revoke...))
-		if err != nil {
-			return 0, err
-		}
-		// {'OK', live sessions deleted} | {'RETRY', index members not passed}
-		n, err := rep.Int(0)
-		if err = cmp.Or(rep.Want(1), err); err != nil {
-			return 0, r.badReply(ctx, "session_revoke_all", err)
-		}
-		switch rep.Code() {
-		case repo.CodeOK:
-			r.metrics.Transition(ctx, sessObject, "revoke_all", "ok")
-			return int(n), nil
-		case repo.CodeRetry:
-			r.metrics.Transition(ctx, sessObject, "revoke_all", "retry")
-		default:
-			return 0, r.badReply(ctx, "session_revoke_all", rep.Unexpected())
+	parts, err := r.membersOn(ctx, c, tag, -1)
+	if err != nil {
+		return 0, err
+	}
+	revoke := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p != exceptPart {
+			revoke = append(revoke, p)
 		}
 	}
-	r.metrics.Transition(ctx, sessObject, "revoke_all", "contended")
-	return 0, apperr.New(apperr.Unavailable, "The user's sessions kept changing while they were being revoked; retry shortly.")
+	keys := make([]string, 0, 1+2*len(revoke))
+	keys = append(keys, r.devicesKey(tag))
+	for _, p := range revoke {
+		keys = append(keys, r.sessionKey(session.Ref{Tag: tag, Part: p}))
+	}
+	if withChallenges {
+		for _, p := range revoke {
+			keys = append(keys, r.challengeKey(session.Ref{Tag: tag, Part: p}))
+		}
+	}
+	rep, err := r.runOn(ctx, c, "session_revoke_all", scriptSessionRevokeAll, keys, append([]string{exceptPart, flag}, revoke...))
+	if err != nil {
+		return 0, err
+	}
+	// {'OK', live sessions deleted}
+	n, err := rep.Int(0)
+	if err = cmp.Or(rep.Want(1), err); err != nil {
+		return 0, r.badReply(ctx, "session_revoke_all", err)
+	}
+	if rep.Code() != repo.CodeOK {
+		return 0, r.badReply(ctx, "session_revoke_all", rep.Unexpected())
+	}
+	r.metrics.Transition(ctx, sessObject, "revoke_all", "ok")
+	return int(n), nil
 }
 
 // prune runs session_prune.lua over the members found gone: it removes those whose session

@@ -27,13 +27,13 @@ func TestSessionLoginPending(t *testing.T) {
 			ctx := context.Background()
 			tag := sessRand(t, 9)
 			ref := sessRef(t, tag)
-			v, err := e.r.Create(ctx, session.Record{Ref: ref, UserID: "alice", TenantID: "acme", Status: session.MFARequired,
+			v, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme", Status: session.MFARequired,
 				LoginPending: true, Idle: time.Hour, Absolute: 2 * time.Hour})
 			if err != nil || !v.LoginPending || v.Status != session.MFARequired {
 				t.Fatalf("create: %+v %v", v, err)
 			}
 			for i := range 3 { // with the cache: a miss, then hits (memo)
-				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+				ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 				if err != nil || !ac.LoginPending || ac.Status != session.MFARequired {
 					t.Fatalf("authorize %d: %+v %v", i, ac, err)
 				}
@@ -45,29 +45,30 @@ func TestSessionLoginPending(t *testing.T) {
 				t.Fatalf("list: %+v %v", l, err)
 			}
 			// A bad LoginPending combination is refused before any write.
-			if _, err := e.r.Create(ctx, session.Record{Ref: sessRef(t, tag), UserID: "alice", TenantID: "acme", Status: session.Active,
+			if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: sessRef(t, tag), UserID: "alice", TenantID: "acme", Status: session.Active,
 				LoginPending: true, Idle: time.Hour, Absolute: 2 * time.Hour}); !errors.Is(err, apperr.Validation) {
 				t.Fatalf("pending but ACTIVE: %v", err)
 			}
 
 			cid := sessRand(t, 16)
 			e.challenge(ref, "acme", cid, "good-mac", time.Minute)
-			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil || !ac.LoginPending {
+			if ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil || !ac.LoginPending {
 				t.Fatalf("after the challenge: %+v %v", ac, err)
 			}
-			res, next, err := e.verify(ref, "acme", cid, "good-mac")
+			next := ref // (the verify keeps the reference, replacing the verifier)
+			res, err := e.r.Verify(ctx, session.MFAVerification{Ref: ref, Tenant: "acme", ChallengeID: cid, CodeMAC: "good-mac", VerifierMAC: macOf("verified")})
 			if err != nil || res.Outcome != session.VerifyOK || res.Session.LoginPending {
 				t.Fatalf("verify: %+v %v", res, err)
 			}
-			// Read fresh, the old reference is gone at once (the session service reads it so,
+			// Read fresh, the old verifier is refused at once (the session service reads it so,
 			// having marked it: TestSessionWritesSeenAtOnceDespiteCache); through the cache it
-			// is gone once Redis's invalidation push has arrived.
-			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true, Fresh: true}); !errors.Is(err, apperr.NotFound) {
-				t.Fatalf("the pre-verify reference still answers: %v", err)
+			// is refused once Redis's invalidation push has arrived.
+			if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true, Fresh: true}); !errors.Is(err, session.ErrWrongVerifier) {
+				t.Fatalf("the pre-verify token still answers: %v", err)
 			}
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				_, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
-				if errors.Is(err, apperr.NotFound) {
+				_, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
+				if errors.Is(err, session.ErrWrongVerifier) {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -75,7 +76,7 @@ func TestSessionLoginPending(t *testing.T) {
 				}
 			}
 			for i := range 3 {
-				ac, err := e.r.Authorize(ctx, next, session.AuthorizeOptions{View: true})
+				ac, err := e.r.Authorize(ctx, next, session.AuthorizeOptions{VerifierMAC: macOf("verified"), View: true})
 				if err != nil || ac.LoginPending || ac.Status != session.MFAVerified || ac.AuthLevel != session.LevelMFA {
 					t.Fatalf("verified %d: %+v %v", i, ac, err)
 				}
@@ -87,7 +88,7 @@ func TestSessionLoginPending(t *testing.T) {
 			// Step-up on a logged-in session: MFA_REQUIRED, never pending.
 			up := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 			e.challenge(up, "acme", sessRand(t, 16), "mac", time.Minute)
-			if ac, err := e.r.Authorize(ctx, up, session.AuthorizeOptions{View: true}); err != nil || ac.LoginPending || ac.Status != session.MFARequired {
+			if ac, err := e.r.Authorize(ctx, up, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil || ac.LoginPending || ac.Status != session.MFARequired {
 				t.Fatalf("step-up: %+v %v", ac, err)
 			}
 			if got := e.sessGet(up, fieldLoginPending); got != "" {
@@ -97,7 +98,7 @@ func TestSessionLoginPending(t *testing.T) {
 			// A present value other than "1" is corrupt, never read as logged in.
 			bad := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
 			e.sessSet(bad, fieldLoginPending, "0")
-			if _, err := e.r.Authorize(ctx, bad, session.AuthorizeOptions{View: true}); !errors.Is(err, repo.ErrCorrupt) {
+			if _, err := e.r.Authorize(ctx, bad, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, repo.ErrCorrupt) {
 				t.Fatalf("loginPending 0: %v", err)
 			}
 			e.sessDel(bad)

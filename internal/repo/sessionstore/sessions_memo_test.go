@@ -37,11 +37,11 @@ func TestSessionRevokedElsewhereSeenThroughPush(t *testing.T) {
 			for range 5 {
 				ref := here.create("", "acme", "alice", time.Hour, 2*time.Hour)
 				for range 3 {
-					if _, err := here.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil {
+					if _, err := here.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if ac, err := here.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); err != nil || !ac.CacheHit {
+				if ac, err := here.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil || !ac.CacheHit {
 					t.Fatalf("not cached: %+v %v", ac, err)
 				}
 				if ok, err := there.r.Revoke(ctx, ref, "acme"); err != nil || !ok {
@@ -49,7 +49,7 @@ func TestSessionRevokedElsewhereSeenThroughPush(t *testing.T) {
 				}
 				deadline := time.Now().Add(5 * time.Second)
 				for {
-					_, err := here.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+					_, err := here.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 					if errors.Is(err, apperr.NotFound) {
 						break
 					}

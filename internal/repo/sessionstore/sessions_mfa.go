@@ -16,7 +16,7 @@ import (
 )
 
 // MFA on a session: starting a challenge (session_challenge.lua) and verifying a code with its
-// attempt counter, step-up and rotation (session_verify.lua).
+// attempt counter, step-up and the token's new verifier (session_verify.lua).
 
 // StartChallenge stores c with its own TTL (per the server's field-expiry mode) and sets the
 // session MFA_REQUIRED; it returns when the challenge expires.
@@ -46,16 +46,16 @@ func (r *Sessions) StartChallenge(ctx context.Context, c session.MFAChallenge) (
 
 // Verify runs one attempt in one script: count it in the user's fixed-window counter, compare
 // the code's MAC with the live challenge's, and on success step up, delete the challenge and
-// rotate. A missing session (or another tenant's) is apperr.NotFound and is not counted.
+// replace the token's verifier MAC with v.VerifierMAC (the session keeps its id). A missing session (or another tenant's) is apperr.NotFound and is not counted.
 func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*session.VerifyResult, error) {
-	if v.Next.Tag != v.Ref.Tag {
-		return nil, fmt.Errorf("session verify %s: the new reference must keep the user's tag", v.Ref.ID())
+	if !validMAC(v.VerifierMAC) {
+		return nil, fmt.Errorf("session verify %s: %w", v.Ref.ID(), apperr.New(apperr.Validation, "A verification needs the new token's verifier MAC."))
 	}
 	var rep repo.Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
 		rep, err = r.layout.verify(ctx, c, v)
-		// A step-up rotates: the old token is dead. Other outcomes end nothing.
+		// A step-up replaces the verifier: the old token is dead. Other outcomes end nothing.
 		return err == nil && rep.Code() == repo.CodeOK, err
 	})
 	if err != nil {
@@ -65,8 +65,6 @@ func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*sess
 	case repo.CodeNotFound:
 		r.metrics.Transition(ctx, sessObject, "mfa_verify", "missing")
 		return nil, fmt.Errorf("session %s: %w", v.Ref.ID(), apperr.NotFound)
-	case repo.CodeExists:
-		return nil, fmt.Errorf("session verify %s: id collision: %w", v.Ref.ID(), rep.Err(""))
 	case repo.CodeLimited, repo.CodeNoChallenge, repo.CodeWrongCode, repo.CodeOK:
 	default:
 		return nil, r.badReply(ctx, "session_verify", rep.Unexpected())
@@ -106,7 +104,7 @@ func (r *Sessions) Verify(ctx context.Context, v session.MFAVerification) (*sess
 			return nil, r.badReply(ctx, "session_verify", err)
 		}
 		res.Outcome = session.VerifyOK
-		res.Session = &session.Session{Ref: v.Next, TenantID: v.Tenant, Status: session.MFAVerified, AuthLevel: session.LevelMFA,
+		res.Session = &session.Session{Ref: v.Ref, TenantID: v.Tenant, Status: session.MFAVerified, AuthLevel: session.LevelMFA,
 			MFAVerifiedAt: sessTime(now), UpdatedAt: sessTime(now), LastRotatedAt: sessTime(now),
 			AbsoluteExpiresAt: sessTime(abs), IdleExpiresAt: sessTime(abs), Groups: replyGroups(groups, hasGroups), SchemaVersion: repo.SchemaVersion}
 		if pttl >= 0 {
@@ -134,10 +132,8 @@ func (r perSessionLayout) verify(ctx context.Context, c rueidis.Client, v sessio
 		where = "key"
 	}
 	p := r.o.MFA
-	keys := []string{r.sessionKey(v.Ref), r.sessionKey(v.Next), r.devicesKey(v.Ref.Tag),
-		ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
+	keys := []string{r.sessionKey(v.Ref), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
-		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10),
-		v.Ref.Part, v.Next.Part}
+		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.VerifierMAC}
 	return r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
 }

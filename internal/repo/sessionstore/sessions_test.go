@@ -86,7 +86,7 @@ func TestSessionLifecycle(t *testing.T) {
 			}
 		}
 
-		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+		ac, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 		if err != nil || ac.UserID != "alice" || ac.TenantID != "acme" || ac.Status != session.Active ||
 			ac.AuthLevel != session.LevelBasic || ac.Refreshed || ac.Outcome != string(repo.Found) {
 			t.Fatalf("authorize: %+v %v", ac, err)
@@ -94,7 +94,7 @@ func TestSessionLifecycle(t *testing.T) {
 		if d := time.Until(ac.AbsoluteExpiresAt); d < 23*time.Hour || d > 24*time.Hour+time.Minute {
 			t.Fatalf("absolute deadline in %v", d)
 		}
-		if _, err := e.r.Authorize(ctx, session.Ref{Tag: tag, Part: sessPart(t)}, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, session.Ref{Tag: tag, Part: sessPart(t)}, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("another token of the same user: %v", err)
 		}
 
@@ -153,7 +153,7 @@ func TestSessionCreateBound(t *testing.T) {
 		tag := sessRand(t, 9)
 		a := e.create(tag, "acme", "bob", time.Minute, time.Hour)
 		e.create(tag, "acme", "bob", time.Minute, time.Hour)
-		_, err := e.r.Create(ctx, session.Record{Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
+		_, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: sessRef(t, tag), UserID: "bob", TenantID: "acme",
 			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Minute, Absolute: time.Hour})
 		if !errors.Is(err, apperr.SessionLimit) {
 			t.Fatalf("third session: %v", err)
@@ -171,10 +171,10 @@ func TestSessionCreateBound(t *testing.T) {
 			{"long label", session.Record{DeviceLabel: strings.Repeat("x", session.MaxDeviceLabelBytes+1)}, apperr.BoundExceeded},
 			{"long user", session.Record{UserID: strings.Repeat("u", session.MaxUserIDBytes+1)}, apperr.BoundExceeded},
 			{"idle over absolute", session.Record{Idle: 2 * time.Hour}, apperr.Validation},
-			{"no reference", session.Record{Ref: session.Ref{Tag: "-"}}, apperr.Validation},
+			{"no reference", session.Record{VerifierMAC: testMAC, Ref: session.Ref{Tag: "-"}}, apperr.Validation},
 		}
 		for _, tt := range tests {
-			n := session.Record{Ref: sessRef(t, ""), UserID: "carol", TenantID: "acme",
+			n := session.Record{VerifierMAC: testMAC, Ref: sessRef(t, ""), UserID: "carol", TenantID: "acme",
 				Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Minute, Absolute: time.Hour}
 			if tt.n.DeviceLabel != "" {
 				n.DeviceLabel = tt.n.DeviceLabel
@@ -207,25 +207,25 @@ func TestSessionRotate(t *testing.T) {
 		e := newSessEnv(t, s, prefix, nil)
 		ctx := context.Background()
 		ref := e.create("", "acme", "alice", time.Hour, 2*time.Hour)
-		before, _ := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true})
+		before, _ := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true})
 		if _, err := e.r.StartChallenge(ctx, session.MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		next := session.Ref{Tag: ref.Tag, Part: sessPart(t)}
-		if _, err := e.r.Rotate(ctx, ref, "globex", next); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Rotate(ctx, ref, "globex", macOf("next")); !errors.Is(err, apperr.NotFound) {
 			t.Fatalf("rotate by another tenant: %v", err)
 		}
-		got, err := e.r.Rotate(ctx, ref, "acme", next)
-		if err != nil || got.Ref != next || got.Status != session.MFARequired || got.AuthLevel != session.LevelBasic {
+		got, err := e.r.Rotate(ctx, ref, "acme", macOf("next"))
+		if err != nil || got.Ref != ref || got.Status != session.MFARequired || got.AuthLevel != session.LevelBasic {
 			t.Fatalf("rotate: %+v %v", got, err)
 		}
 		if !got.AbsoluteExpiresAt.Equal(before.AbsoluteExpiresAt) || got.IdleExpiresAt.After(before.IdleExpiresAt.Add(time.Second)) {
 			t.Fatalf("deadlines changed: %+v vs %+v", got, before)
 		}
-		if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+		if _, err := e.r.Authorize(ctx, ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, session.ErrWrongVerifier) {
 			t.Fatalf("old token still works: %v", err)
 		}
-		if ac, err := e.r.Authorize(ctx, next, session.AuthorizeOptions{View: true}); err != nil || ac.UserID != "alice" ||
+		next := ref
+		if ac, err := e.r.Authorize(ctx, next, session.AuthorizeOptions{VerifierMAC: macOf("next"), View: true}); err != nil || ac.UserID != "alice" ||
 			!ac.LastRotatedAt.Equal(got.LastRotatedAt) || !ac.LastRotatedAt.After(ac.CreatedAt.Add(-time.Millisecond)) {
 			t.Fatalf("new token: %+v %v", ac, err)
 		}
@@ -237,11 +237,14 @@ func TestSessionRotate(t *testing.T) {
 			t.Fatalf("the pending challenge did not survive the rotation: %+v %v", view, err)
 		}
 		list, _ := e.r.List(ctx, ref.Tag, "acme")
-		if len(list) != 1 || list[0].Ref != next {
-			t.Fatalf("index not updated: %+v", list)
+		if len(list) != 1 || list[0].Ref != ref {
+			t.Fatalf("the device list after rotation: %+v", list)
 		}
-		if _, err := e.r.Rotate(ctx, ref, "acme", session.Ref{Tag: ref.Tag, Part: sessPart(t)}); !errors.Is(err, apperr.NotFound) {
-			t.Fatalf("rotating the dead reference: %v", err)
+		if _, err := e.r.Revoke(ctx, ref, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.r.Rotate(ctx, ref, "acme", macOf("again")); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("rotating a revoked session: %v", err)
 		}
 		e.everyKeyHasTTL()
 	})
@@ -276,15 +279,15 @@ func TestSessionRevokeAll(t *testing.T) {
 		if err != nil || n != 2 {
 			t.Fatalf("revoke all except one: %d %v", n, err)
 		}
-		if _, err := e.r.Authorize(ctx, all[0].ref, session.AuthorizeOptions{View: true}); err != nil {
+		if _, err := e.r.Authorize(ctx, all[0].ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 			t.Fatalf("the kept session: %v", err)
 		}
 		for _, x := range all[1:] {
-			if _, err := e.r.Authorize(ctx, x.ref, session.AuthorizeOptions{View: true}); !errors.Is(err, apperr.NotFound) {
+			if _, err := e.r.Authorize(ctx, x.ref, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, apperr.NotFound) {
 				t.Fatalf("revoked session still works: %v", err)
 			}
 		}
-		if _, err := e.r.Authorize(ctx, other, session.AuthorizeOptions{View: true}); err != nil {
+		if _, err := e.r.Authorize(ctx, other, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); err != nil {
 			t.Fatalf("another user's session was touched: %v", err)
 		}
 		if n, err := e.r.RevokeAll(ctx, tag, ""); err != nil || n != 1 {

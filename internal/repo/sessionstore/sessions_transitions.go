@@ -15,26 +15,18 @@ import (
 // Transitions of one session: rotation to a new token (session_rotate.lua) and revocation
 // (session_revoke.lua).
 
-// Rotate moves the session to next (the new token's reference) in one script: the old token
-// stops working at once, the TTL and absolute deadline are kept, the index swaps members.
-func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, next session.Ref) (*session.Session, error) {
-	if next.Tag != ref.Tag {
-		return nil, fmt.Errorf("session rotate %s: the new reference must keep the user's tag", ref.ID())
+// Rotate replaces the session's verifier MAC with mac (the new token's) in one script: the old
+// token stops working at once, the id, the TTL and the absolute deadline are kept.
+func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant, mac string) (*session.Session, error) {
+	if !validMAC(mac) {
+		return nil, fmt.Errorf("session rotate %s: %w", ref.ID(), apperr.New(apperr.Validation, "A rotation needs the new token's verifier MAC."))
 	}
-	defer r.absent.created(next.Tag) // (once written: a miss remembered for next no longer counts)
 	var rep repo.Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		rep, err = r.layout.rotate(ctx, c, ref, tenant, next)
-		switch {
-		case err != nil:
-			return false, err
-		case rep.Code() == repo.CodeOK: // the old token is dead
-			return true, nil
-		case rep.Code() == repo.CodeNotFound: // maybe rotated by an earlier attempt whose confirmation timed out
-			return repo.DurableMarker(ctx, c, r.keys, ref.Tag)
-		}
-		return false, nil
+		rep, err = r.layout.rotate(ctx, c, ref, tenant, mac)
+		// The old token is dead once the write is durable; a retry writes the same MAC again.
+		return err == nil && rep.Code() == repo.CodeOK, err
 	})
 	if err != nil {
 		return nil, err
@@ -44,8 +36,6 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 	case repo.CodeNotFound:
 		r.metrics.Transition(ctx, sessObject, "rotate", "missing")
 		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
-	case repo.CodeExists:
-		return nil, fmt.Errorf("session rotate %s: id collision: %w", ref.ID(), rep.Err(""))
 	default:
 		return nil, r.badReply(ctx, "session_rotate", rep.Unexpected())
 	}
@@ -67,7 +57,7 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant string, n
 		return nil, r.badReply(ctx, "session_rotate", err)
 	}
 	r.metrics.Transition(ctx, sessObject, "rotate", "ok")
-	s := &session.Session{Ref: next, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
+	s := &session.Session{Ref: ref, TenantID: tenant, Status: status, AuthLevel: level, CreatedAt: sessTime(sessAtoi(created)),
 		LastRotatedAt: sessTime(now), UpdatedAt: sessTime(now), AbsoluteExpiresAt: sessTime(sessAtoi(abs)), Groups: replyGroups(groups, hasGroups), SchemaVersion: repo.SchemaVersion}
 	s.IdleExpiresAt = s.AbsoluteExpiresAt
 	if pttl >= 0 {
@@ -112,11 +102,9 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 	return outcome == "ok", nil
 }
 
-// rotate moves the session's hash to next's key (session_rotate.lua), with its challenge key
-// and index member.
-func (r perSessionLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string, next session.Ref) (repo.Reply, error) {
-	keys := []string{r.sessionKey(ref), r.sessionKey(next), r.devicesKey(ref.Tag), r.challengeKey(ref), r.challengeKey(next)}
-	return r.runOn(ctx, c, "session_rotate", scriptSessionRotate, keys, []string{tenant, ref.Part, next.Part})
+// rotate replaces the session's verifier MAC in its hash (session_rotate.lua).
+func (r perSessionLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, mac string) (repo.Reply, error) {
+	return r.runOn(ctx, c, "session_rotate", scriptSessionRotate, []string{r.sessionKey(ref)}, []string{tenant, mac})
 }
 
 // revoke deletes the hash, its challenge key and its index member (session_revoke.lua).

@@ -1,6 +1,13 @@
 package session
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrWrongVerifier is the store's answer to a token whose verifier is not the session's: the
+// session exists, the token does not prove it. It is not a miss (nothing remembers it as one).
+var ErrWrongVerifier = errors.New("session: the token's verifier is not the session's")
 
 // What the session store takes and answers (internal/sessions' Store interface). They live in
 // the model so that the store (internal/repo/sessionstore) and the service share them without
@@ -15,6 +22,9 @@ type AuthorizeOptions struct {
 	// changed, whose copy may predate the change (Redis's invalidation push trails the write's
 	// reply).
 	Fresh bool
+	// VerifierMAC is the MAC of the presented token's verifier (Record.VerifierMAC's rule): a
+	// session is authorized, or its idle window slid, only when it is the stored one.
+	VerifierMAC string
 }
 
 // AuthContext is what authorization learns: the session's view (who, which tenant, which
@@ -59,13 +69,14 @@ type MFAChallenge struct {
 	TTL     time.Duration
 }
 
-// MFAVerification is one MFA verification attempt; on success the session moves to Next.
+// MFAVerification is one MFA verification attempt; on success the session's verifier is
+// replaced by the one whose MAC is VerifierMAC (a new token, the same id).
 type MFAVerification struct {
 	Ref         Ref
 	Tenant      string
 	ChallengeID string
 	CodeMAC     string
-	Next        Ref
+	VerifierMAC string
 }
 
 // VerifyOutcome is how an attempt ended.
@@ -94,6 +105,6 @@ type VerifyResult struct {
 	Outcome        VerifyOutcome
 	Attempts       Attempts
 	FailedAttempts int64
-	// Session is set on success: the stepped-up session under its new reference.
+	// Session is set on success: the stepped-up session (same reference, new verifier).
 	Session *Session
 }

@@ -26,8 +26,10 @@ const (
 	MaxDeviceLabelBytes = 256
 )
 
-// Ref locates a session: the user's 12-character tag and the 18-character part derived from
-// the token's SHA-256 (its first 108 bits). The session id is "s_" + Tag + "_" + Part.
+// Ref locates a session: the user's 12-character tag and the token's 18-character selector
+// (108 random bits), both carried in the clear by the token. The session id is "s_" + Tag +
+// "_" + Part; it stays the session's for life (rotation and step-up replace only the token's
+// verifier). Knowing a Ref proves nothing: the token's verifier does (Record.VerifierMAC).
 type Ref struct {
 	Tag  string
 	Part string
@@ -74,13 +76,14 @@ func B64URL(s string) bool {
 
 // Record is a new session as the store writes it.
 type Record struct {
-	// Ref derives from the token's SHA-256: finding the key proves the token, so no hash of the
-	// token is stored.
-	Ref       Ref
-	UserID    string
-	TenantID  string
-	Status    string
-	AuthLevel string
+	Ref Ref
+	// VerifierMAC is the stored form of the token's verifier: a keyed MAC (GATEWAY_HMAC_KEY) of
+	// the session id and the verifier, never the verifier or an unkeyed hash of it.
+	VerifierMAC string
+	UserID      string
+	TenantID    string
+	Status      string
+	AuthLevel   string
 	// LoginPending: the login waits for its MFA verify (Status must be MFA_REQUIRED).
 	LoginPending bool
 	// DeviceLabel is shown in device lists; IPHash and UserAgentHash are keyed hashes.
