@@ -201,19 +201,19 @@ func TestCaseReadsPreviousSchema(t *testing.T) {
 		id := cases.NewID()
 		storetest.HSet(t, s, c.hashKey(id), map[string]string{
 			"schemaVersion": "1", "caseId": id, "tenantId": "acme", "subjectRef": "order/7", "status": "OPEN",
-			"team": "legacy-ops", "escalationLevel": "1", "dueAtMs": "1700000000000", "stateVersion": "3",
+			"team": "ops-schema1", "escalationLevel": "1", "dueAtMs": "1700000000000", "stateVersion": "3",
 			"createdAtMs": "1700000000000", "updatedAtMs": "1700000000000",
 		})
 		k, err := c.Get(ctx, "acme", id)
-		if err != nil || k.AssignedTeam != "legacy-ops" || k.SchemaVersion != 1 || !k.LastTransitionAt.IsZero() {
+		if err != nil || k.AssignedTeam != "ops-schema1" || k.SchemaVersion != 1 || !k.LastTransitionAt.IsZero() {
 			t.Fatalf("v1 read: %+v %v", k, err)
 		}
 		k, err = c.Escalate(ctx, cases.Change{Tenant: "acme", ID: id, IfMatch: 3, Reason: "r", Actor: "svc"})
-		if err != nil || k.EscalationLevel != 2 || k.AssignedTeam != "legacy-ops" || k.LastTransitionReason != "r" {
+		if err != nil || k.EscalationLevel != 2 || k.AssignedTeam != "ops-schema1" || k.LastTransitionReason != "r" {
 			t.Fatalf("v1 escalate: %+v %v", k, err)
 		}
 		h, err := c.History(ctx, "acme", id)
-		if err != nil || len(h) != 1 || h[0].AssignedTeam != "legacy-ops" {
+		if err != nil || len(h) != 1 || h[0].AssignedTeam != "ops-schema1" {
 			t.Fatalf("v1 history: %+v %v", h, err)
 		}
 		// Assigning writes the new name and drops the old one: a v1 case taken through every
