@@ -24,8 +24,9 @@ import (
 // or pattern ends in "/..." to include its sub-packages. A rule with deps set checks every
 // package the non-test code reaches (go list's Deps), not only what it imports itself: a
 // service must not reach rueidis through a package it shares with the Redis side. Test files
-// (_test.go) are checked only by rules with tests set: a test may wrap a rueidis client to inject faults anywhere, and the
-// handler tests still build repositories until the composition root builds them.
+// (_test.go) are checked only by rules with tests set: a test may wrap a rueidis client to
+// inject faults anywhere, and the handler tests still build repositories until the
+// composition root builds them.
 
 // module is this module's path; rules name packages relative to it.
 const module = "github.com/hashgate/hashgate"
@@ -40,10 +41,10 @@ type importRule struct {
 }
 
 // rueidisUsers talk to Redis: the store (connections, capabilities), the repositories, the
-// request-rate limiter's Redis sync (ratesync), the traced client (redistrace), the test
-// servers and recorder, and two
-// tools that read Redis directly: the keyspace audit (cmd/keyaudit, internal/keyaudit) and the
-// load benchmark (cmd/bench, whose baselines are plain rueidis clients).
+// request-rate limiter (ratelimit/ratesync), the traced client (telemetry/redistrace), the
+// test servers and recorder, and two tools that read Redis directly: the keyspace audit
+// (cmd/keyaudit, internal/keyaudit) and the load benchmark (cmd/bench, whose baselines are
+// plain rueidis clients).
 var rueidisUsers = []string{"internal/store/...", "internal/repo/...", "internal/ratelimit/ratesync", "internal/telemetry/redistrace",
 	"internal/testredis/...", "internal/keyaudit/...", "cmd/keyaudit", "cmd/bench"}
 
