@@ -21,9 +21,12 @@ import (
 // (internal/repo itself), and stores never import each other. Only the packages that talk to Redis import rueidis.
 //
 // A rule names the packages it applies to and the import paths they must not import; a path
-// or pattern ends in "/..." to include its sub-packages. Test files (_test.go) are checked only
-// by rules with tests set: a test may wrap a rueidis client to inject faults anywhere, and the
-// handler tests still build repositories until the composition root builds them.
+// or pattern ends in "/..." to include its sub-packages. A rule with deps set checks every
+// package the non-test code reaches (go list's Deps), not only what it imports itself: a
+// service must not reach rueidis through a package it shares with the Redis side. Test files
+// (_test.go) are checked only by rules with tests set: a test may wrap a rueidis client to
+// inject faults anywhere, and the handler tests still build repositories until the
+// composition root builds them.
 
 // module is this module's path; rules name packages relative to it.
 const module = "github.com/hashgate/hashgate"
@@ -34,13 +37,15 @@ type importRule struct {
 	except []string // packages it does not apply to
 	forbid []string // import paths they must not import (full paths; "/..." for sub-packages)
 	tests  bool     // also check the imports of the packages' test files
+	deps   bool     // check everything the packages' non-test code depends on, not only what it imports
 }
 
 // rueidisUsers talk to Redis: the store (connections, capabilities), the repositories, the
-// rate-limit counter, telemetry (the traced client), the test servers and recorder, and two
-// tools that read Redis directly: the keyspace audit (cmd/keyaudit, internal/keyaudit) and the
-// load benchmark (cmd/bench, whose baselines are plain rueidis clients).
-var rueidisUsers = []string{"internal/store/...", "internal/repo/...", "internal/ratelimit/...", "internal/telemetry/...",
+// request-rate limiter (ratelimit/ratesync), the traced client (telemetry/redistrace), the
+// test servers and recorder, and two tools that read Redis directly: the keyspace audit
+// (cmd/keyaudit, internal/keyaudit) and the load benchmark (cmd/bench, whose baselines are
+// plain rueidis clients).
+var rueidisUsers = []string{"internal/store/...", "internal/repo/...", "internal/ratelimit/ratesync", "internal/telemetry/redistrace",
 	"internal/testredis/...", "internal/keyaudit/...", "cmd/keyaudit", "cmd/bench"}
 
 // services are the domain packages, one per domain.
@@ -60,6 +65,8 @@ var importRules = []importRule{
 		forbid: []string{module + "/...", "github.com/redis/rueidis/...", "net/...", "github.com/labstack/echo/..."}},
 	{name: "services own their store interface: they import no store and no Redis client", pkgs: services,
 		forbid: []string{module + "/internal/repo/...", "github.com/redis/rueidis/..."}},
+	{name: "no service depends on rueidis, even through the packages it imports", pkgs: services, deps: true,
+		forbid: []string{"github.com/redis/rueidis/..."}},
 	{name: "the store kit imports no store and no service", pkgs: []string{"internal/repo"},
 		forbid: append([]string{module + "/internal/repo/..."}, modulePaths(services)...)},
 	{name: "a store imports no other store", pkgs: []string{"internal/repo/sessionstore/..."}, forbid: otherStores("sessionstore")},
@@ -110,6 +117,7 @@ var importExceptions = []importException{
 type listedPackage struct {
 	ImportPath   string
 	Imports      []string
+	Deps         []string // every package the non-test code depends on, transitively
 	TestImports  []string
 	XTestImports []string
 }
@@ -125,8 +133,9 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// The check catches a forbidden import, in a test file where the rule says so, allows what a
-// rule exempts, and reports an exception that is no longer needed.
+// The check catches a forbidden import, in a test file where the rule says so, a service that
+// reaches rueidis through a package it imports, allows what a rule exempts, and reports an
+// exception that is no longer needed.
 func TestImportRulesCatchViolations(t *testing.T) {
 	t.Parallel()
 	pkgs := []listedPackage{
@@ -134,6 +143,12 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{ImportPath: module + "/internal/handlers/plumbing", Imports: []string{module + "/internal/repo/sessions"}},
 		{ImportPath: module + "/internal/quotes", TestImports: []string{"github.com/labstack/echo/v4"}},
 		{ImportPath: module + "/internal/cases", TestImports: []string{"github.com/redis/rueidis/mock"}},
+		{ImportPath: module + "/internal/tokens", Imports: []string{module + "/internal/apperr", module + "/internal/store"},
+			Deps: []string{module + "/internal/apperr", module + "/internal/store", "github.com/redis/rueidis", "github.com/redis/rueidis/internal/cmds"}},
+		{ImportPath: module + "/internal/store", Imports: []string{"github.com/redis/rueidis"},
+			Deps: []string{"github.com/redis/rueidis", "github.com/redis/rueidis/internal/cmds"}},
+		{ImportPath: module + "/internal/idempotency", Imports: []string{module + "/internal/store/storeerr"},
+			Deps: []string{module + "/internal/store/storeerr"}},
 		{ImportPath: module + "/internal/repo/tokens", Imports: []string{"github.com/redis/rueidis"}},
 		{ImportPath: module + "/cmd/gateway", Imports: []string{"github.com/redis/rueidisx"}},
 		{ImportPath: module + "/client", Imports: []string{module + "/internal/auth", module + "/api"},
@@ -146,6 +161,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		`internal/handlers imports github.com/hashgate/hashgate/internal/repo: breaks "handlers call services, never repositories"`,
 		`internal/handlers/plumbing imports github.com/hashgate/hashgate/internal/repo/sessions: breaks "handlers call services, never repositories"`,
 		`internal/quotes (tests) imports github.com/labstack/echo/v4: breaks "services know nothing of HTTP"`,
+		`internal/tokens depends on github.com/redis/rueidis (through internal/store): breaks "no service depends on rueidis, even through the packages it imports"`,
 		`client imports github.com/hashgate/hashgate/internal/auth: breaks "the public client imports nothing of the gateway"`,
 		`client imports github.com/hashgate/hashgate/api: breaks "the public client imports nothing of the gateway"`,
 		`exception cmd/gateway → github.com/redis/rueidis is no longer needed: remove it from importExceptions`,
@@ -160,6 +176,10 @@ func TestImportRulesCatchViolations(t *testing.T) {
 func checkImports(pkgs []listedPackage, rules []importRule, exceptions []importException) []string {
 	var out []string
 	used := make([]bool, len(exceptions))
+	byPath := make(map[string]listedPackage, len(pkgs))
+	for _, p := range pkgs {
+		byPath[p.ImportPath] = p
+	}
 	for _, p := range pkgs {
 		rel, ok := relative(p.ImportPath)
 		if !ok {
@@ -167,6 +187,10 @@ func checkImports(pkgs []listedPackage, rules []importRule, exceptions []importE
 		}
 		for _, r := range rules {
 			if !matchAny(rel, r.pkgs) || matchAny(rel, r.except) {
+				continue
+			}
+			if r.deps {
+				out = append(out, checkDeps(rel, p, byPath, r)...)
 				continue
 			}
 			lists := [][]string{p.Imports}
@@ -195,6 +219,27 @@ func checkImports(pkgs []listedPackage, rules []importRule, exceptions []importE
 		if !used[i] {
 			out = append(out, fmt.Sprintf("exception %s → %s is no longer needed: remove it from importExceptions", e.pkg, e.imp))
 		}
+	}
+	return out
+}
+
+// checkDeps returns one line per forbidden pattern that p's non-test code reaches, naming the
+// first such package and the imports of p that lead to it.
+func checkDeps(rel string, p listedPackage, byPath map[string]listedPackage, r importRule) []string {
+	var out []string
+	for _, f := range r.forbid {
+		i := slices.IndexFunc(p.Deps, func(d string) bool { return matchAny(d, []string{f}) })
+		if i < 0 {
+			continue
+		}
+		dep := p.Deps[i]
+		var through []string
+		for _, imp := range p.Imports {
+			if imp == dep || slices.Contains(byPath[imp].Deps, dep) {
+				through = append(through, strings.TrimPrefix(imp, module+"/"))
+			}
+		}
+		out = append(out, fmt.Sprintf("%s depends on %s (through %s): breaks %q", rel, dep, strings.Join(through, ", "), r.name))
 	}
 	return out
 }
@@ -229,7 +274,7 @@ func goList(t *testing.T) []listedPackage {
 	if p, err := exec.LookPath("go"); err == nil {
 		gobin = p
 	}
-	cmd := exec.Command(gobin, "list", "-json=ImportPath,Imports,TestImports,XTestImports", "./...")
+	cmd := exec.Command(gobin, "list", "-json=ImportPath,Imports,Deps,TestImports,XTestImports", "./...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()

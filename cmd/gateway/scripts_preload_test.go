@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/ratelimit/ratesync"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -43,7 +43,7 @@ func TestScriptsPreloadedAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bodies := append(repo.ScriptBodies(), ratelimit.ScriptBodies()...)
+	bodies := append(repo.ScriptBodies(), ratesync.ScriptBodies()...)
 	shas := make([]string, len(bodies))
 	for i, b := range bodies {
 		sum := sha1.Sum([]byte(b))

@@ -8,6 +8,7 @@ import (
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/telemetry/redistrace"
 )
 
 // gateway is what build returns: the configuration, the store (the caller closes it) and the
@@ -27,7 +28,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 		return nil, err
 	}
 	so := app.StoreOptions(cfg)
-	so.NewClient = tel.RedisClient
+	so.NewClient = redistrace.For(tel)
 	s, err := store.Open(ctx, so)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ import (
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/keyhash"
-	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/ratelimit/ratesync"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
@@ -140,5 +140,5 @@ func (g *Gateway) Stop() {
 
 // ScriptBodies are the Lua scripts the gateway runs, for store.LoadScripts at start.
 func ScriptBodies() []string {
-	return append(repo.ScriptBodies(), ratelimit.ScriptBodies()...)
+	return append(repo.ScriptBodies(), ratesync.ScriptBodies()...)
 }

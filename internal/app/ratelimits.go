@@ -7,13 +7,14 @@ import (
 	"github.com/hashgate/hashgate/internal/handlers"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
+	"github.com/hashgate/hashgate/internal/ratelimit/ratesync"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
 )
 
 // buildRateLimits makes the request-rate policies from cfg and, when any is on, the limiter
 // that counts them (its flush loop is one of the gateway's background loops).
-func buildRateLimits(cfg config.Config, s *store.Store, h *keyhash.Hasher, tel *telemetry.Telemetry, log *slog.Logger) (handlers.RateLimits, *ratelimit.Sync, error) {
+func buildRateLimits(cfg config.Config, s *store.Store, h *keyhash.Hasher, tel *telemetry.Telemetry, log *slog.Logger) (handlers.RateLimits, *ratesync.Limiter, error) {
 	var rl handlers.RateLimits
 	policy := func(name, v string) (*ratelimit.Policy, error) {
 		n, w, err := config.ParseRate(v)
@@ -36,7 +37,7 @@ func buildRateLimits(cfg config.Config, s *store.Store, h *keyhash.Hasher, tel *
 	if rl.PerToken == nil && rl.PerTenant == nil && rl.PerSession == nil {
 		return rl, nil, nil
 	}
-	l, err := ratelimit.NewSync(s, cfg.KeyPrefix, h, ratelimit.SyncOptions{
+	l, err := ratesync.New(s, cfg.KeyPrefix, h, ratesync.Options{
 		FlushInterval: cfg.RateLimitFlushInterval, SyncShare: cfg.RateLimitSyncShare, MaxCounters: cfg.RateLimitMaxCounters,
 		Meter: tel.Meter("github.com/hashgate/hashgate/internal/ratelimit"), Logger: log})
 	if err != nil {

@@ -110,7 +110,7 @@ type Config struct {
 	CaseHistoryMax    int           `env:"GATEWAY_CASE_HISTORY_MAX" default:"100"`
 	CaseSweepInterval time.Duration `env:"GATEWAY_CASE_SWEEP_INTERVAL" default:"10s"`
 
-	// Request-rate limits (internal/ratelimit.Sync): "<requests>/<window>", e.g. 6000/1m, or
+	// Request-rate limits (internal/ratelimit/ratesync): "<requests>/<window>", e.g. 6000/1m, or
 	// "0" for off. Per API token and per tenant on every operation a bearer token calls, per
 	// session on the end user's operations; the meta endpoints and the forward-auth routes
 	// (GET /v1/authorize, GET /v1/session) are exempt.

@@ -14,6 +14,7 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/telemetry/redistrace"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -55,7 +56,7 @@ func BenchmarkAuthorizeGateway(b *testing.B) {
 				b.Fatal(err)
 			}
 			s := testredis.Open(b, be, be.Tracking(prefix), func(o *store.Options) {
-				o.NewClient, o.Timeout = tel.RedisClient, cfg.RedisTimeout
+				o.NewClient, o.Timeout = redistrace.For(tel), cfg.RedisTimeout
 			})
 			h := newHarnessWith(b, s, TestGateway{Prefix: prefix, Telemetry: tel, Config: func(cfg *config.Config) {
 				if c.entries > 0 {

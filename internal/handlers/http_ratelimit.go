@@ -10,7 +10,7 @@ import (
 )
 
 // RequestLimiter decides from memory whether a request is within its rate limits and counts
-// it (ratelimit.Sync): no Redis round trip on the request path.
+// it (ratesync.Limiter): no Redis round trip on the request path.
 type RequestLimiter interface {
 	Take(ctx context.Context, reqs ...ratelimit.Request) ([]ratelimit.Decision, bool)
 }

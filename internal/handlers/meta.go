@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 )
 
 // GetHealthz is liveness: the process answers; Redis is not touched.
@@ -66,7 +66,7 @@ func (s *Server) ping(ctx context.Context) (time.Duration, error) {
 	d, err := s.Store.Ping(ctx)
 	if err != nil {
 		s.Logger.WarnContext(ctx, "readiness check failed", "err", err)
-		return 0, s.unavailable(fmt.Errorf("readiness ping: %w: %w", store.ErrUnavailable, err), "Redis does not answer.")
+		return 0, s.unavailable(fmt.Errorf("readiness ping: %w: %w", storeerr.ErrUnavailable, err), "Redis does not answer.")
 	}
 	return d, nil
 }

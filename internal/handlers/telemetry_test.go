@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/rueidis"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/telemetry/redistrace"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -27,7 +27,7 @@ func tracedHarness(t *testing.T, b testredis.Backend, configure func(h *harness,
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	s := testredis.Open(t, b, func(o *store.Options) {
-		o.NewClient = func(opt rueidis.ClientOption) (rueidis.Client, error) { return telemetry.NewRedisClient(opt, tel) }
+		o.NewClient = redistrace.For(tel)
 	})
 	exp.Reset()
 	return newHarnessOn(t, s, testredis.Prefix(t), tel, configure), exp

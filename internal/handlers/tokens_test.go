@@ -18,6 +18,7 @@ import (
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
@@ -458,11 +459,11 @@ func TestTokenCheckFailsClosed(t *testing.T) {
 type unreachableRedis struct{ rueidis.Client }
 
 func (unreachableRedis) Do(context.Context, rueidis.Completed) rueidis.RedisResult {
-	return rueidis.NewErrorResult(fmt.Errorf("dial: %w", store.ErrUnavailable))
+	return rueidis.NewErrorResult(fmt.Errorf("dial: %w", storeerr.ErrUnavailable))
 }
 
 func (unreachableRedis) DoCache(context.Context, rueidis.Cacheable, time.Duration) rueidis.RedisResult {
-	return rueidis.NewErrorResult(fmt.Errorf("dial: %w", store.ErrUnavailable))
+	return rueidis.NewErrorResult(fmt.Errorf("dial: %w", storeerr.ErrUnavailable))
 }
 
 // A token check that fails for another reason than a verdict on the token (a bug, a reply it

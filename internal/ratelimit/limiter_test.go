@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,7 +19,10 @@ import (
 
 // Limiter counts one attempt at a time in Redis with fixed_window_attempt.lua: the test harness
 // of the kit's fixed_window snippet, which production runs only inside the session verify
-// scripts (the MFA attempts; request rates are Sync's).
+// scripts (the MFA attempts; request rates are ratesync's).
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
 
 var fixedWindow = rueidis.NewLuaScript(composeScript("fixed_window_attempt"))
 

@@ -1,7 +1,9 @@
-// Package ratelimit is the gateway's fixed-window counter: one small hash per identifier and
-// purpose, co-located with the identifier's hash tag, whose window comes from the server's
-// clock (redis.call('TIME')) so replicas agree. Identifiers reach Redis only as keyed hashes.
-// It also formats the IETF RateLimit-Policy and RateLimit response headers.
+// Package ratelimit holds the gateway's rate-limit vocabulary, with no Redis code: policies,
+// decisions, their metric, key names and the IETF RateLimit-Policy and RateLimit response
+// headers. The counters themselves live in Redis, one small hash per identifier and purpose,
+// co-located with the identifier's hash tag, whose window comes from the server's clock
+// (redis.call('TIME')) so replicas agree; identifiers reach Redis only as keyed hashes. The
+// request-rate limiter that keeps them is the sub-package ratesync.
 //
 // The counter of one attempt is the Lua function fixed_window, a snippet of the store kit
 // (internal/repo/lua/fixed_window.lua) that scripts counting an attempt atomically with other
@@ -60,6 +62,13 @@ func (p Policy) PolicyHeader() string {
 // the identifier's other keys.
 func Key(prefix, tag, purpose string) string {
 	return prefix + ":v1:rl:{" + tag + "}:" + purpose
+}
+
+// Request names one counter a request counts against: its policy and the identifier (a token
+// id, a tenant, a session id), which reaches Redis only as a keyed hash.
+type Request struct {
+	Policy *Policy
+	ID     string
 }
 
 // Decision is the outcome of one counted attempt.

@@ -139,7 +139,7 @@ func (f *Fields) Err(objType string) error {
 var ErrCorrupt = apperr.ErrCorrupt
 
 // CommandError turns a driver error into a domain one: nil → ErrNotFound-wrapped, connectivity →
-// store.ErrUnavailable, anything else wrapped with the operation name.
+// storeerr.ErrUnavailable, anything else wrapped with the operation name.
 func CommandError(op string, err error) error {
 	if err == nil {
 		return nil

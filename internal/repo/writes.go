@@ -34,7 +34,7 @@ func NewWrites(s *store.Store, m *Metrics) Writes {
 
 // Script runs l on keys (keys[0] names the slot, and with it the node, of the whole write) as
 // RunScript does, and returns its reply once the write is confirmed: an error wrapping
-// store.ErrUnavailable (503) when the replicas are not connected (nothing was written) or did
+// storeerr.ErrUnavailable (503) when the replicas are not connected (nothing was written) or did
 // not acknowledge in time (the write may be on the primary only; a retry is safe where the
 // script is idempotent, and a compare-and-set refuses a repeated one with 412).
 func (w Writes) Script(ctx context.Context, name, op string, l *rueidis.Lua, keys, args []string) (Reply, error) {

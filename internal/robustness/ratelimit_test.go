@@ -14,11 +14,11 @@ import (
 // Rate limits: a tenant of its own (limitedTenant) calls through replicas of their own, built
 // with the per-tenant request-rate limit on (rateLimit per second; the main workload's
 // replicas run with the limits off) over the same deployment, so every fault reaches the
-// limiter too. The limiter (internal/ratelimit.Sync) decides from memory and syncs the
+// limiter too. The limiter (internal/ratelimit/ratesync) decides from memory and syncs the
 // counts through Redis; windows are fixed, aligned on the server's clock (here the test's).
 //
 // The property: in every window, the requests admitted (any answer but 429) across all the
-// replicas stay within limit × (1 + ε). ε is what the limiter's design allows (ratelimit.Sync):
+// replicas stay within limit × (1 + ε). ε is what the limiter's design allows (ratesync.Limiter):
 //   - while Redis answers, a replica overshoots by what the others admitted and had not yet
 //     sent: at most (n − 1) × (SyncShare × limit + what one replica admits during a flush's
 //     round trip) — with n = 2, SyncShare = 0.02 and a few admissions per round trip,

@@ -10,7 +10,7 @@ import (
 
 // Store keeps sessions in Redis (internal/repo/sessionstore implements it; internal/app builds
 // it). A missing session is apperr.NotFound, an unreadable one wraps apperr.ErrCorrupt, Redis
-// trouble wraps store.ErrUnavailable.
+// trouble wraps storeerr.ErrUnavailable.
 type Store interface {
 	Create(ctx context.Context, n session.Record) (*session.Created, error)
 	Get(ctx context.Context, ref session.Ref, tenant string) (*session.Session, error)

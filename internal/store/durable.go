@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/redis/rueidis"
 )
 
@@ -200,7 +201,7 @@ func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidi
 		}
 		if d.replicas == DurableAuto && !p.askRole && p.need() > 0 && p.online == 0 {
 			// ROLE listed no replica connected: a WAIT would only run out its timeout.
-			return fmt.Errorf("durable write: %w: %w", ErrUnavailable, ErrNoReplica)
+			return fmt.Errorf("durable write: %w: %w", storeerr.ErrUnavailable, ErrNoReplica)
 		}
 		return d.confirm(ctx, dc, p.need())
 	})
@@ -234,7 +235,7 @@ func (d *Durable) confirm(ctx context.Context, dc rueidis.DedicatedClient, need 
 			return fmt.Errorf("durable write: WAIT: %w", Classify(err))
 		}
 		if n < int64(need) {
-			return fmt.Errorf("durable write: %d of %d replicas acknowledged within %v: %w: %w", n, need, d.timeout, ErrUnavailable, ErrNotDurable)
+			return fmt.Errorf("durable write: %d of %d replicas acknowledged within %v: %w: %w", n, need, d.timeout, storeerr.ErrUnavailable, ErrNotDurable)
 		}
 		res = res[1:]
 	}
@@ -246,7 +247,7 @@ func (d *Durable) confirm(ctx context.Context, dc rueidis.DedicatedClient, need 
 		case err != nil:
 			return fmt.Errorf("durable write: WAITAOF: %w", Classify(err))
 		case len(counts) < 1 || counts[0] < 1:
-			return fmt.Errorf("durable write: not fsynced to the append-only file within %v: %w: %w", d.timeout, ErrUnavailable, ErrNotDurable)
+			return fmt.Errorf("durable write: not fsynced to the append-only file within %v: %w: %w", d.timeout, storeerr.ErrUnavailable, ErrNotDurable)
 		}
 	}
 	return nil
@@ -312,7 +313,7 @@ func Ready(ctx context.Context, c rueidis.Client, key string) error {
 		return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
 	}
 	if need := p.need(); p.online < need {
-		return fmt.Errorf("durable write: %d of %d replicas connected: %w: %w", p.online, need, ErrUnavailable, ErrNoReplica)
+		return fmt.Errorf("durable write: %d of %d replicas connected: %w: %w", p.online, need, storeerr.ErrUnavailable, ErrNoReplica)
 	}
 	return nil
 }
@@ -389,7 +390,7 @@ func onlineReplicas(r rueidis.RedisResult) (int, error) {
 		return 0, fmt.Errorf("unexpected ROLE reply")
 	}
 	if role, _ := arr[0].ToString(); role != "master" {
-		return 0, fmt.Errorf("%w: the node is a %s, not the primary", ErrUnavailable, role)
+		return 0, fmt.Errorf("%w: the node is a %s, not the primary", storeerr.ErrUnavailable, role)
 	}
 	reps, err := arr[2].ToArray()
 	if err != nil {

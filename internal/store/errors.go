@@ -9,19 +9,17 @@ import (
 	"syscall"
 
 	"github.com/redis/rueidis"
-)
 
-// ErrUnavailable marks an error that means "Redis cannot serve right now": the caller should
-// answer 503 with Retry-After, not 500.
-var ErrUnavailable = errors.New("redis unavailable")
+	"github.com/hashgate/hashgate/internal/store/storeerr"
+)
 
 type unavailable struct{ err error }
 
 func (u *unavailable) Error() string        { return "redis unavailable: " + u.err.Error() }
-func (u *unavailable) Unwrap() []error      { return []error{ErrUnavailable, u.err} }
-func (u *unavailable) Is(target error) bool { return target == ErrUnavailable }
+func (u *unavailable) Unwrap() []error      { return []error{storeerr.ErrUnavailable, u.err} }
+func (u *unavailable) Is(target error) bool { return target == storeerr.ErrUnavailable }
 
-// Classify wraps err with ErrUnavailable when it is a connectivity or availability failure
+// Classify wraps err with storeerr.ErrUnavailable when it is a connectivity or availability failure
 // (timeout, refused or reset connection, closing client, cluster down, loading, busy script, a
 // client-side-cached read aborted by a lost connection or an aborted transaction),
 // or a slot in transit on a cluster: TRYAGAIN (a multi-key command or script whose keys are
@@ -31,7 +29,7 @@ func (u *unavailable) Is(target error) bool { return target == ErrUnavailable }
 // of defence: the repositories declare every key a script touches, so Redis refuses the call
 // with TRYAGAIN/ASK before running it. Other errors (including Redis nil and script refusals) are returned unchanged.
 func Classify(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) {
+	if err == nil || errors.Is(err, storeerr.ErrUnavailable) {
 		return err
 	}
 	if IsUnavailable(err) {
@@ -45,7 +43,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+	if errors.Is(err, storeerr.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, rueidis.ErrClosing) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrNoSlot) || errors.Is(err, rueidis.ErrDoCacheAborted) {

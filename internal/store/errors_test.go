@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -47,7 +48,7 @@ func TestClassifyClusterTransitErrors(t *testing.T) {
 			if got := store.IsUnavailable(err); got != tt.unavailable {
 				t.Fatalf("IsUnavailable(%q) = %v, want %v", err, got, tt.unavailable)
 			}
-			if got := errors.Is(store.Classify(err), store.ErrUnavailable); got != tt.unavailable {
+			if got := errors.Is(store.Classify(err), storeerr.ErrUnavailable); got != tt.unavailable {
 				t.Fatalf("Classify(%q) unavailable = %v, want %v", err, got, tt.unavailable)
 			}
 		})

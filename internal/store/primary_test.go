@@ -14,7 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/store"
-	"github.com/hashgate/hashgate/internal/telemetry"
+	"github.com/hashgate/hashgate/internal/telemetry/redistrace"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -22,7 +22,7 @@ import (
 // revoked or rotated session could still be served from it.
 //
 // These tests run real replicas. The store is opened the way cmd/gateway opens it (store.Open
-// with the rueidisotel client from telemetry.NewRedisClient), against a private primary with
+// with the rueidisotel client from redistrace.NewClient), against a private primary with
 // a replica, and against a private cluster whose every master has a replica — the topology
 // production is pointed at with a seed list, where rueidis learns the replicas from CLUSTER
 // SHARDS and would route read-only commands to them if SendToReplicas (or ReplicaOnly) were
@@ -170,7 +170,7 @@ func openLikeProduction(t *testing.T, url string, cacheOn bool, misroute func(*r
 			if misroute != nil {
 				misroute(&o)
 			}
-			return telemetry.NewRedisClient(o, nil)
+			return redistrace.NewClient(o, nil)
 		},
 	})
 	if err != nil {

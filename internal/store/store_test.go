@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -56,8 +57,8 @@ func TestUnreachableRedisFailsFastAsUnavailable(t *testing.T) {
 	if err == nil {
 		t.Fatal("open succeeded against a closed port")
 	}
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("err = %v, want ErrUnavailable", err)
+	if !errors.Is(err, storeerr.ErrUnavailable) {
+		t.Fatalf("err = %v, want storeerr.ErrUnavailable", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("open took %v", d)

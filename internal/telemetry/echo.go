@@ -23,7 +23,7 @@ func skipObservability(c echo.Context) bool {
 // template is known.
 func EchoMiddleware(t *Telemetry, service string) echo.MiddlewareFunc {
 	tracing := otelecho.Middleware(service,
-		otelecho.WithTracerProvider(t.spanProvider()),
+		otelecho.WithTracerProvider(t.Spans()),
 		otelecho.WithPropagators(t.propagator()),
 		otelecho.WithSkipper(skipObservability),
 	)

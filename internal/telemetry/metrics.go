@@ -12,7 +12,7 @@ import (
 // importing package's path). Instruments it creates appear in
 // [Telemetry.MetricsHandler]. A nil t yields a no-op meter.
 func (t *Telemetry) Meter(name string, opts ...metric.MeterOption) metric.Meter {
-	return t.meterProvider().Meter(name, opts...)
+	return t.Meters().Meter(name, opts...)
 }
 
 // Tracer returns a tracer for instrumentation scope name. A nil t yields a
@@ -21,7 +21,9 @@ func (t *Telemetry) Tracer(name string, opts ...trace.TracerOption) trace.Tracer
 	return t.tracerProvider().Tracer(name, opts...)
 }
 
-func (t *Telemetry) meterProvider() metric.MeterProvider {
+// Meters is the meter provider behind [Telemetry.Meter], for libraries that take a provider
+// (the traced Redis client); a no-op one for a nil t.
+func (t *Telemetry) Meters() metric.MeterProvider {
 	if t == nil || t.MeterProvider == nil {
 		return metricnoop.NewMeterProvider()
 	}
@@ -31,9 +33,12 @@ func (t *Telemetry) meterProvider() metric.MeterProvider {
 // Recording reports whether spans are collected (an exporter or a span processor is set).
 func (t *Telemetry) Recording() bool { return t != nil && t.recording }
 
-// spanProvider is the tracer provider for per-request and per-command spans: the no-op one
-// when nothing records them, so the hot paths pay nothing for tracing that goes nowhere.
-func (t *Telemetry) spanProvider() trace.TracerProvider {
+// RedisCommandLabels reports Config.RedisCommandLabels (false for a nil t).
+func (t *Telemetry) RedisCommandLabels() bool { return t != nil && t.commandLabels }
+
+// Spans is the tracer provider for per-request and per-command spans: the no-op one when
+// nothing records them, so the hot paths pay nothing for tracing that goes nowhere.
+func (t *Telemetry) Spans() trace.TracerProvider {
 	if !t.Recording() {
 		return tracenoop.NewTracerProvider()
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 )
 
 // Introspection is the RFC 7662 answer. Only Active is set for a token that is not live.
@@ -67,8 +67,9 @@ func (s *Service) Introspect(ctx context.Context, caller *auth.Principal, token 
 
 // Check implements auth.Checker: the verified token c must have live metadata — present, of
 // the same tenant and scopes, not revoked, not expired. Refusals are InvalidCredentials
-// (401); Redis unreachable with nothing cached is an error store.IsUnavailable recognises; any
-// other failure to read the state is apperr.Internal (500), never a refusal.
+// (401); Redis unreachable with nothing cached is an error wrapping storeerr.ErrUnavailable
+// (the store classifies it); any other failure to read the state is apperr.Internal (500),
+// never a refusal.
 func (s *Service) Check(ctx context.Context, c *auth.Claims) error {
 	start := time.Now()
 	ctx, span := s.tracer.Start(ctx, "tokens.check")
@@ -134,8 +135,8 @@ func (s *Service) live(ctx context.Context, c *auth.Claims) (outcome, error) {
 		return outcomeUnknown, refusal(outcomeUnknown)
 	case errors.Is(err, apperr.ErrCorrupt):
 		return outcomeCorrupt, refusal(outcomeCorrupt)
-	case store.IsUnavailable(err):
-		return outcomeUnavailable, fmt.Errorf("tokens: check %s: %w", c.ID, store.Classify(err))
+	case errors.Is(err, storeerr.ErrUnavailable):
+		return outcomeUnavailable, fmt.Errorf("tokens: check %s: %w", c.ID, err)
 	default:
 		// Not an answer about the token: a 500, never a refusal its client would drop it for.
 		s.log.WarnContext(ctx, "token check failed", "token_id", c.ID, "err", err)

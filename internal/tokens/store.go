@@ -8,8 +8,8 @@ import (
 
 // Store keeps token metadata (internal/repo/tokenstore implements it over Redis). Every
 // method is scoped to a tenant: another tenant's id answers as an unknown one. Refusals are
-// the errors below or apperr kinds; Redis unreachable is an error store.IsUnavailable
-// recognises.
+// the errors below or apperr kinds; Redis unreachable is an error wrapping
+// storeerr.ErrUnavailable (the store classifies driver errors before returning them).
 type Store interface {
 	// Create writes t's metadata, linked to its issuer t.ParentID when set (the issuer live,
 	// of the same tenant, expiring no earlier than t).

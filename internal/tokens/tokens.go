@@ -7,7 +7,7 @@
 // client-side cache, so a hot token costs no Redis round trip; a revocation reaches every
 // gateway replica through Redis's invalidation push, and the cache TTL bounds staleness should
 // a push be lost. It fails closed: with Redis unreachable and nothing cached, the check
-// returns an error that store.IsUnavailable recognises (503), never a pass.
+// returns an error wrapping storeerr.ErrUnavailable (503), never a pass.
 //
 // The token string is shown once by Issue/Mint and never stored, logged or put on a span;
 // spans carry the token id.

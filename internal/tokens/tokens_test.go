@@ -16,6 +16,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/repo/tokenstore"
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
@@ -154,7 +155,7 @@ func TestCheckRefusesWhatIsNotLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		uncached := e.service(t, s, nil, tokens.Options{})
-		if err := uncached.Check(ctx, verified(live.Token)); !errors.Is(err, apperr.InvalidCredentials) || store.IsUnavailable(err) {
+		if err := uncached.Check(ctx, verified(live.Token)); !errors.Is(err, apperr.InvalidCredentials) || errors.Is(err, storeerr.ErrUnavailable) {
 			t.Errorf("corrupt record: %v, want 401 invalid-credentials", err)
 		}
 	})
@@ -172,7 +173,7 @@ func TestCheckFailsClosedWhenRedisIsDown(t *testing.T) {
 	claims, _ := e.auth.Verify(out.Token)
 	svc := e.service(t, s, down{s.Client}, tokens.Options{CacheTTL: 5 * time.Second})
 	err = svc.Check(context.Background(), claims)
-	if err == nil || !store.IsUnavailable(err) {
+	if err == nil || !errors.Is(err, storeerr.ErrUnavailable) {
 		t.Fatalf("check with Redis down = %v, want an unavailable error", err)
 	}
 	if _, ok := apperr.As(err); ok {
@@ -181,7 +182,7 @@ func TestCheckFailsClosedWhenRedisIsDown(t *testing.T) {
 	if strings.Contains(err.Error(), out.Token) {
 		t.Fatal("error carries the token")
 	}
-	if _, err := svc.Introspect(context.Background(), admin, out.Token); !store.IsUnavailable(err) {
+	if _, err := svc.Introspect(context.Background(), admin, out.Token); !errors.Is(err, storeerr.ErrUnavailable) {
 		t.Fatalf("introspect with Redis down = %v", err)
 	}
 }

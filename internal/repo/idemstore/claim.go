@@ -16,7 +16,7 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/repo"
-	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 )
 
 // The key guards: an operation, a request hash and a resource id reach keys and the marker's
@@ -41,7 +41,7 @@ func (r *Store) Claim(ctx context.Context, sc idempotency.Scope, requestHash, re
 			[]string{owner, requestHash, resourceID, repo.FormatMs(r.lease.Milliseconds()), repo.FormatMs(r.ttl.Milliseconds()),
 				strconv.Itoa(repo.SchemaVersion), expected, created, strconv.Itoa(r.quota.Limit), member})
 		if err != nil {
-			if errors.Is(err, store.ErrUnavailable) {
+			if errors.Is(err, storeerr.ErrUnavailable) {
 				r.abandon(ctx, key, owner)
 			}
 			return nil, err

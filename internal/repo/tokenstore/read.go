@@ -91,7 +91,7 @@ var stateFields = []string{"revoked", "expiresAtMs", "tenantId", "scopes", "sche
 // hash (a revocation) invalidates every replica's copy through Redis's tracking push; cacheTTL
 // caps staleness should a push be lost. A missing hash is NotFound; a malformed one repo.ErrCorrupt;
 // a read that could not complete (Redis unreachable, the connection lost) an error
-// store.IsUnavailable recognises, never NotFound.
+// wrapping storeerr.ErrUnavailable, never NotFound.
 func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Duration) (tokens.State, error) {
 	if !tokens.ValidID(id) {
 		return tokens.State{}, fmt.Errorf("token: %w", apperr.NotFound)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
-	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
 
@@ -95,7 +95,7 @@ func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, r
 			return tokens.RevokeUnknown, nil, r.badReply(ctx, "token_revoke", rep.Unexpected())
 		}
 	}
-	return tokens.RevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, store.ErrUnavailable)
+	return tokens.RevokeUnknown, nil, fmt.Errorf("token revoke %s: tokens kept being minted under it: %w", id, storeerr.ErrUnavailable)
 }
 
 // descendants lists the ids minted from id, transitively, breadth first, from the children

@@ -1,4 +1,4 @@
-package ratelimit
+package ratesync
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-func newSync(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher, o SyncOptions) *Sync {
+func newLimiter(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher, o Options) *Limiter {
 	t.Helper()
-	l, err := NewSync(s, prefix, h, o)
+	l, err := New(s, prefix, h, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func newSync(t *testing.T, s *store.Store, prefix string, h *keyhash.Hasher, o S
 }
 
 // run starts l's flush loop for the test's life.
-func run(t *testing.T, l *Sync) {
+func run(t *testing.T, l *Limiter) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); l.Run(ctx) }()
@@ -32,7 +33,7 @@ func run(t *testing.T, l *Sync) {
 }
 
 // hammer sends n requests from workers goroutines through l and returns how many were admitted.
-func hammer(l *Sync, workers, n int, reqs ...Request) int64 {
+func hammer(l *Limiter, workers, n int, reqs ...ratelimit.Request) int64 {
 	var admitted, left atomic.Int64
 	left.Store(int64(n))
 	var wg sync.WaitGroup
@@ -55,16 +56,16 @@ func TestSyncExactWithOneReplica(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		h, _, _ := keyhash.Generate()
-		l := newSync(t, s, prefix, h, SyncOptions{FlushInterval: 5 * time.Millisecond})
+		l := newLimiter(t, s, prefix, h, Options{FlushInterval: 5 * time.Millisecond})
 		run(t, l)
-		p := &Policy{Name: "token", Limit: 137, Window: time.Hour}
-		if got := hammer(l, 64, 1000, Request{Policy: p, ID: "tok-1"}); got != int64(p.Limit) {
+		p := &ratelimit.Policy{Name: "token", Limit: 137, Window: time.Hour}
+		if got := hammer(l, 64, 1000, ratelimit.Request{Policy: p, ID: "tok-1"}); got != int64(p.Limit) {
 			t.Fatalf("admitted %d of 1000, want exactly %d", got, p.Limit)
 		}
 		if err := l.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		key := Key(prefix, h.Tag("rl", 9, "token", "tok-1"), "token")
+		key := ratelimit.Key(prefix, h.Tag("rl", 9, "token", "tok-1"), "token")
 		n, err := s.Client.Do(context.Background(), s.Client.B().Hget().Key(key).Field("count").Build()).AsInt64()
 		if err != nil || n != int64(p.Limit) {
 			t.Fatalf("Redis holds %d (%v), want %d", n, err, p.Limit)
@@ -85,26 +86,26 @@ func TestSyncAllOrNothing(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
 	h, _, _ := keyhash.Generate()
-	l := newSync(t, s, testredis.Prefix(t), h, SyncOptions{})
-	tok := &Policy{Name: "token", Limit: 10, Window: time.Minute}
-	ten := &Policy{Name: "tenant", Limit: 3, Window: time.Minute}
+	l := newLimiter(t, s, testredis.Prefix(t), h, Options{})
+	tok := &ratelimit.Policy{Name: "token", Limit: 10, Window: time.Minute}
+	ten := &ratelimit.Policy{Name: "tenant", Limit: 3, Window: time.Minute}
 	ctx := context.Background()
 	for i := range 3 {
-		ds, ok := l.Take(ctx, Request{tok, "a"}, Request{ten, "acme"})
+		ds, ok := l.Take(ctx, ratelimit.Request{Policy: tok, ID: "a"}, ratelimit.Request{Policy: ten, ID: "acme"})
 		if !ok || len(ds) != 2 || ds[0].Count != i+1 || ds[1].Count != i+1 || ds[1].Reset <= 0 || ds[1].Reset > time.Minute {
 			t.Fatalf("request %d: %v %+v", i, ok, ds)
 		}
 	}
-	ds, ok := l.Take(ctx, Request{tok, "a"}, Request{ten, "acme"})
+	ds, ok := l.Take(ctx, ratelimit.Request{Policy: tok, ID: "a"}, ratelimit.Request{Policy: ten, ID: "acme"})
 	if ok || !ds[0].Allowed || ds[1].Allowed {
 		t.Fatalf("over the tenant's limit: %v %+v", ok, ds)
 	}
-	e, isProblem := apperr.As(Refusal(ds))
+	e, isProblem := apperr.As(ratelimit.Refusal(ds))
 	if !isProblem || e.Kind != apperr.RateLimited || e.RetryAfter < time.Second || !strings.Contains(e.Detail, "tenant") ||
 		e.Headers["RateLimit"] != `"token";r=7;t=`+e.Headers["RateLimit"][len(`"token";r=7;t=`):] {
 		t.Fatalf("refusal %+v", e)
 	}
-	if ds, ok := l.Take(ctx, Request{tok, "a"}); !ok || ds[0].Count != 4 {
+	if ds, ok := l.Take(ctx, ratelimit.Request{Policy: tok, ID: "a"}); !ok || ds[0].Count != 4 {
 		t.Fatalf("the refused request used the token's budget: %+v", ds)
 	}
 }
@@ -120,11 +121,11 @@ func TestSyncWithoutRedis(t *testing.T) {
 	}
 	t.Cleanup(s.Close)
 	h, _, _ := keyhash.Generate()
-	l := newSync(t, s, testredis.Prefix(t), h, SyncOptions{})
-	p := &Policy{Name: "token", Limit: 20, Window: time.Hour}
+	l := newLimiter(t, s, testredis.Prefix(t), h, Options{})
+	p := &ratelimit.Policy{Name: "token", Limit: 20, Window: time.Hour}
 	ctx := context.Background()
 	srv.Stop()
-	if got := hammer(l, 8, 15, Request{p, "x"}); got != 15 {
+	if got := hammer(l, 8, 15, ratelimit.Request{Policy: p, ID: "x"}); got != 15 {
 		t.Fatalf("admitted %d with Redis down, want 15", got)
 	}
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -132,7 +133,7 @@ func TestSyncWithoutRedis(t *testing.T) {
 		t.Fatal("flush to a stopped Redis succeeded")
 	}
 	cancel()
-	if got := hammer(l, 8, 15, Request{p, "x"}); got != 5 {
+	if got := hammer(l, 8, 15, ratelimit.Request{Policy: p, ID: "x"}); got != 5 {
 		t.Fatalf("admitted %d more with Redis down, want 5 (the limit holds locally)", got)
 	}
 	srv.Start()
@@ -143,7 +144,7 @@ func TestSyncWithoutRedis(t *testing.T) {
 			t.Fatalf("flush after restart: %v", err)
 		}
 	}
-	key := Key(l.prefix, h.Tag("rl", 9, "token", "x"), "token")
+	key := ratelimit.Key(l.prefix, h.Tag("rl", 9, "token", "x"), "token")
 	if n, err := s.Client.Do(ctx, s.Client.B().Hget().Key(key).Field("count").Build()).AsInt64(); err != nil || n != 20 {
 		t.Fatalf("Redis holds %d (%v) after the restart, want the 20 admitted", n, err)
 	}
@@ -161,10 +162,10 @@ func TestSyncReplicasShareTheLimit(t *testing.T) {
 			t.Skip("replicas need a shared Redis")
 		}
 		h, _, _ := keyhash.Generate()
-		p := &Policy{Name: "tenant", Limit: 1500, Window: time.Hour}
-		var ls []*Sync
+		p := &ratelimit.Policy{Name: "tenant", Limit: 1500, Window: time.Hour}
+		var ls []*Limiter
 		for range 3 {
-			ls = append(ls, newSync(t, testredis.Open(t, b), prefix, h, SyncOptions{}))
+			ls = append(ls, newLimiter(t, testredis.Open(t, b), prefix, h, Options{}))
 		}
 		var total atomic.Int64
 		var wg sync.WaitGroup
@@ -172,7 +173,7 @@ func TestSyncReplicasShareTheLimit(t *testing.T) {
 		for _, l := range ls {
 			wg.Go(func() {
 				for i := range p.Limit {
-					if _, ok := l.Take(ctx, Request{p, "acme"}); ok {
+					if _, ok := l.Take(ctx, ratelimit.Request{Policy: p, ID: "acme"}); ok {
 						total.Add(1)
 					}
 					flush := i%25 == 24

@@ -1,7 +1,12 @@
-package ratelimit
+// Package ratesync is the gateway's request-rate limiter: it decides every request from memory
+// and sends its counts to Redis in the background (window_add.lua), so replicas share the
+// limits. The policies, decisions and headers it works with are internal/ratelimit's, which
+// holds no Redis code, so the services that count decisions do not depend on the Redis client.
+package ratesync
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,18 +18,24 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
-var windowAddBody = mustRead("scripts/window_add.lua")
+//go:embed scripts/window_add.lua
+var windowAddBody string
+
+// ScriptBodies returns the scripts the limiter runs, for store.LoadScripts at start.
+func ScriptBodies() []string { return []string{windowAddBody} }
 
 var windowAdd = rueidis.NewLuaScript(windowAddBody)
 
-// Sync is the gateway's request-rate limiter. It decides every request from memory, with no
+// Limiter is the gateway's request-rate limiter. It decides every request from memory, with no
 // Redis round trip: a counter admits while the last total Redis answered for its window (what
 // every replica together admitted) plus what this replica admitted since stays under the limit.
 // A background loop (Run) sends what each counter admitted to Redis (window_add.lua) every
@@ -39,11 +50,11 @@ var windowAdd = rueidis.NewLuaScript(windowAddBody)
 //
 // Windows are fixed and aligned on the server's clock: each reply carries the server's time, and
 // the replica keeps the offset to its own clock.
-type Sync struct {
+type Limiter struct {
 	client    rueidis.Client
 	prefix    string
 	hasher    *keyhash.Hasher
-	o         SyncOptions
+	o         Options
 	decisions metric.Int64Counter
 	untracked metric.Int64Counter
 
@@ -58,8 +69,8 @@ type Sync struct {
 	now     func() time.Time
 }
 
-// SyncOptions configure NewSync. Zero values take the defaults.
-type SyncOptions struct {
+// Options configure New. Zero values take the defaults.
+type Options struct {
 	// FlushInterval is how often admissions are sent (default 100ms).
 	FlushInterval time.Duration
 	// SyncShare: a counter is sent at once, without waiting for the interval, when it has
@@ -73,40 +84,33 @@ type SyncOptions struct {
 	Logger      *slog.Logger
 }
 
-// Request names one counter a request counts against: its policy and the identifier (a token
-// id, a tenant, a session id), which reaches Redis only as a keyed hash.
-type Request struct {
-	Policy *Policy
-	ID     string
-}
-
 type counterKey struct{ policy, id string }
 
 // counter is one identifier's count under one policy. Its fields are guarded by mu.
 type counter struct {
 	mu     sync.Mutex
-	p      Policy
+	p      ratelimit.Policy
 	key    string
 	window int64 // start (server ms) of the window the counts below belong to
 	global int64 // the last total Redis answered for window (every replica's, this one's sent ones included)
 	sent   int64 // admitted, sent, not yet answered
 	unsent int64 // admitted, not yet sent
-	dirty  bool  // listed in Sync.dirty
+	dirty  bool  // listed in Limiter.dirty
 	// allowed and limited are the decision counter's attributes, built once.
 	allowed, limited metric.AddOption
 	kickAt           int64 // unsent at which a flush is asked for at once
 }
 
-// ErrBadSync reports a missing dependency.
-var ErrBadSync = errors.New("ratelimit: bad sync limiter options")
+// ErrBadOptions reports a missing dependency.
+var ErrBadOptions = errors.New("ratesync: bad limiter options")
 
-// NewSync returns a limiter over s; counter keys start with prefix.
-func NewSync(s *store.Store, prefix string, h *keyhash.Hasher, o SyncOptions) (*Sync, error) {
+// New returns a limiter over s; counter keys start with prefix.
+func New(s *store.Store, prefix string, h *keyhash.Hasher, o Options) (*Limiter, error) {
 	if s == nil || s.Client == nil || h == nil {
-		return nil, fmt.Errorf("%w: store and hasher are required", ErrBadSync)
+		return nil, fmt.Errorf("%w: store and hasher are required", ErrBadOptions)
 	}
 	if prefix == "" || strings.ContainsAny(prefix, ":{} ") {
-		return nil, fmt.Errorf("%w: prefix must be non-empty without ':', '{', '}' or spaces", ErrBadSync)
+		return nil, fmt.Errorf("%w: prefix must be non-empty without ':', '{', '}' or spaces", ErrBadOptions)
 	}
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = 100 * time.Millisecond
@@ -123,7 +127,7 @@ func NewSync(s *store.Store, prefix string, h *keyhash.Hasher, o SyncOptions) (*
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	d, err := NewDecisionCounter(o.Meter)
+	d, err := ratelimit.NewDecisionCounter(o.Meter)
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +136,14 @@ func NewSync(s *store.Store, prefix string, h *keyhash.Hasher, o SyncOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Sync{client: s.Client, prefix: prefix, hasher: h, o: o, decisions: d, untracked: u,
+	return &Limiter{client: s.Client, prefix: prefix, hasher: h, o: o, decisions: d, untracked: u,
 		counters: make(map[counterKey]*counter), kick: make(chan struct{}, 1), now: time.Now}, nil
 }
 
 // Take counts one request against every counter of reqs when each has room, and returns each
 // counter's decision (in reqs' order, skipping a counter the full table could not hold) and
 // whether the request is allowed. A refused request is counted nowhere. It never calls Redis.
-func (l *Sync) Take(ctx context.Context, reqs ...Request) ([]Decision, bool) {
+func (l *Limiter) Take(ctx context.Context, reqs ...ratelimit.Request) ([]ratelimit.Decision, bool) {
 	srv := l.now().UnixMilli() + l.offset.Load()
 	cs := make([]*counter, 0, len(reqs))
 	for _, r := range reqs {
@@ -159,7 +163,7 @@ func (l *Sync) Take(ctx context.Context, reqs ...Request) ([]Decision, bool) {
 	for _, c := range locks {
 		c.mu.Lock()
 	}
-	out := make([]Decision, len(cs))
+	out := make([]ratelimit.Decision, len(cs))
 	allowed := true
 	for i, c := range cs {
 		w := c.p.Window.Milliseconds()
@@ -169,7 +173,7 @@ func (l *Sync) Take(ctx context.Context, reqs ...Request) ([]Decision, bool) {
 			c.window, c.global, c.sent, c.unsent = start, 0, 0, 0
 		}
 		n := c.global + c.sent + c.unsent
-		out[i] = Decision{Policy: c.p, Allowed: n < int64(c.p.Limit), Count: int(min(n, int64(c.p.Limit))),
+		out[i] = ratelimit.Decision{Policy: c.p, Allowed: n < int64(c.p.Limit), Count: int(min(n, int64(c.p.Limit))),
 			Reset: time.Duration(c.window+w-srv) * time.Millisecond}
 		allowed = allowed && out[i].Allowed
 	}
@@ -204,7 +208,7 @@ func (l *Sync) Take(ctx context.Context, reqs ...Request) ([]Decision, bool) {
 }
 
 // markDirty lists c for the next flush (c.mu held).
-func (l *Sync) markDirty(c *counter) {
+func (l *Limiter) markDirty(c *counter) {
 	if c.dirty {
 		return
 	}
@@ -215,7 +219,7 @@ func (l *Sync) markDirty(c *counter) {
 }
 
 // counter finds or makes the counter of r; nil when the table is full.
-func (l *Sync) counter(ctx context.Context, r Request) *counter {
+func (l *Limiter) counter(ctx context.Context, r ratelimit.Request) *counter {
 	k := counterKey{r.Policy.Name, r.ID}
 	l.mu.RLock()
 	c := l.counters[k]
@@ -233,7 +237,7 @@ func (l *Sync) counter(ctx context.Context, r Request) *counter {
 		return nil
 	}
 	tag := l.hasher.Tag("rl", 9, r.Policy.Name, r.ID)
-	c = &counter{p: *r.Policy, key: Key(l.prefix, tag, r.Policy.Name),
+	c = &counter{p: *r.Policy, key: ratelimit.Key(l.prefix, tag, r.Policy.Name),
 		kickAt:  max(1, int64(float64(r.Policy.Limit)*l.o.SyncShare)),
 		allowed: decisionAttrs(r.Policy.Name, true), limited: decisionAttrs(r.Policy.Name, false)}
 	l.counters[k] = c
@@ -241,7 +245,7 @@ func (l *Sync) counter(ctx context.Context, r Request) *counter {
 }
 
 // Run sends admissions until ctx ends (one loop per gateway), then sends what is left once.
-func (l *Sync) Run(ctx context.Context) {
+func (l *Limiter) Run(ctx context.Context) {
 	t := time.NewTicker(l.o.FlushInterval)
 	defer t.Stop()
 	sweepEvery := max(1, int(time.Second/l.o.FlushInterval))
@@ -280,7 +284,7 @@ type flushItem struct {
 // Flush sends every counter's unsent admissions in one batch (one round trip per Redis node)
 // and takes the totals Redis answers. On error the admissions are kept and sent next time.
 // When it returns nil, everything admitted before the call is in Redis.
-func (l *Sync) Flush(ctx context.Context) error {
+func (l *Limiter) Flush(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.dirtyMu.Lock()
@@ -365,7 +369,7 @@ func parseWindowAdd(r rueidis.RedisResult) (total, now int64, err error) {
 
 // sweep drops the counters whose window has ended with nothing left to send, so the table
 // holds only counters in use.
-func (l *Sync) sweep() {
+func (l *Limiter) sweep() {
 	srv := l.now().UnixMilli() + l.offset.Load()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -377,4 +381,13 @@ func (l *Sync) sweep() {
 			delete(l.counters, k)
 		}
 	}
+}
+
+// decisionAttrs are the attributes of a decision by policy and outcome.
+func decisionAttrs(policy string, allowed bool) metric.AddOption {
+	outcome := "allowed"
+	if !allowed {
+		outcome = "limited"
+	}
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("policy", policy), attribute.String("outcome", outcome)))
 }

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"embed"
 	"fmt"
 	"time"
 
@@ -10,35 +9,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-//go:embed scripts/*.lua
-var scriptFS embed.FS
-
-func mustRead(name string) string {
-	b, err := scriptFS.ReadFile(name)
-	if err != nil {
-		panic(fmt.Sprintf("ratelimit: missing script %s: %v", name, err))
-	}
-	return string(b)
-}
-
-// ScriptBodies returns the scripts the gateway runs from this package, for store.LoadScripts
-// at start. The counter of one attempt runs only inside the session verify scripts, which
-// include the kit's fixed_window snippet (fixed_window_attempt.lua is its test harness).
-func ScriptBodies() []string { return []string{windowAddBody} }
-
 // NewDecisionCounter is the instrument counting rate-limit decisions by policy and outcome
 // (allowed, limited); the MFA verification path records into the same one.
 func NewDecisionCounter(m metric.Meter) (metric.Int64Counter, error) {
 	return m.Int64Counter("hashgate_ratelimit_decisions", metric.WithDescription("Rate-limit decisions by policy and outcome."))
-}
-
-// decisionAttrs are the attributes of a decision by policy and outcome.
-func decisionAttrs(policy string, allowed bool) metric.AddOption {
-	outcome := "allowed"
-	if !allowed {
-		outcome = "limited"
-	}
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("policy", policy), attribute.String("outcome", outcome)))
 }
 
 // Record counts d on c (nil-safe).

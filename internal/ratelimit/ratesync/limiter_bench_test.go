@@ -1,4 +1,4 @@
-package ratelimit
+package ratesync
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -14,21 +15,21 @@ import (
 func BenchmarkSyncTake(b *testing.B) {
 	s := testredis.Open(b, testredis.Backends()[0])
 	h, _, _ := keyhash.Generate()
-	l, err := NewSync(s, testredis.Prefix(b), h, SyncOptions{})
+	l, err := New(s, testredis.Prefix(b), h, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	tok := &Policy{Name: "token", Limit: 1 << 30, Window: time.Minute}
-	ten := &Policy{Name: "tenant", Limit: 1 << 30, Window: time.Minute}
+	tok := &ratelimit.Policy{Name: "token", Limit: 1 << 30, Window: time.Minute}
+	ten := &ratelimit.Policy{Name: "tenant", Limit: 1 << 30, Window: time.Minute}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			ds, ok := l.Take(ctx, Request{tok, "tok-1"}, Request{ten, "acme"})
+			ds, ok := l.Take(ctx, ratelimit.Request{Policy: tok, ID: "tok-1"}, ratelimit.Request{Policy: ten, ID: "acme"})
 			if !ok {
 				b.Fatal("refused")
 			}
-			_, _ = HeaderValues(ds)
+			_, _ = ratelimit.HeaderValues(ds)
 		}
 	})
 }

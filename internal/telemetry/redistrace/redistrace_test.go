@@ -1,4 +1,4 @@
-package telemetry
+package redistrace
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/hashgate/hashgate/internal/telemetry"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/rueidis"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -61,14 +63,15 @@ func TestRedisSpansCarryNoArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := miniredis.RunT(t)
-			tel, exp := newTestTelemetry(t)
-			client, err := NewRedisClient(rueidis.ClientOption{
+			exp := tracetest.NewInMemoryExporter()
+			tel := setup(t, telemetry.Config{ServiceName: "hashgate-test"}, telemetry.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp)))
+			client, err := NewClient(rueidis.ClientOption{
 				InitAddress:       []string{srv.Addr()},
 				DisableCache:      true, // miniredis has no client-side caching
 				ForceSingleClient: true,
 			}, tel)
 			if err != nil {
-				t.Fatalf("NewRedisClient: %v", err)
+				t.Fatalf("NewClient: %v", err)
 			}
 			defer client.Close()
 
@@ -120,17 +123,13 @@ func TestRedisCommandMetrics(t *testing.T) {
 			t.Run(fmt.Sprintf("labels=%v,recording=%v", labels, recording), func(t *testing.T) {
 				t.Parallel()
 				exp := tracetest.NewInMemoryExporter()
-				var opts []Option
+				var opts []telemetry.Option
 				if recording {
-					opts = append(opts, WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp)))
+					opts = append(opts, telemetry.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp)))
 				}
-				tel, err := Setup(context.Background(), Config{ServiceName: "hashgate-test", RedisCommandLabels: labels}, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+				tel := setup(t, telemetry.Config{ServiceName: "hashgate-test", RedisCommandLabels: labels}, opts...)
 				srv := miniredis.RunT(t)
-				client, err := NewRedisClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true}, tel)
+				client, err := NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true}, tel)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -177,4 +176,42 @@ func TestRedisCommandMetrics(t *testing.T) {
 			})
 		}
 	}
+}
+
+// setup is a Telemetry for one test, shut down at its end. Read the spans before the test
+// ends: Shutdown empties an in-memory exporter.
+func setup(t *testing.T, cfg telemetry.Config, opts ...telemetry.Option) *telemetry.Telemetry {
+	t.Helper()
+	tel, err := telemetry.Setup(context.Background(), cfg, opts...)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel
+}
+
+// findMetric returns the sample of family name whose labels include want.
+func findMetric(t *testing.T, tel *telemetry.Telemetry, name string, want map[string]string) *dto.Metric {
+	t.Helper()
+	families, err := tel.Registry.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			matched := 0
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+					matched++
+				}
+			}
+			if matched == len(want) {
+				return m
+			}
+		}
+	}
+	return nil
 }

@@ -8,7 +8,7 @@
 -- ARGV[4]: how many requests to add (≥ 0; 0 only reads)
 -- Reply: {'OK', count in that window after the call, server time in ms}
 --
--- A replica counts on its own between flushes (internal/ratelimit.Sync) and sends what it
+-- A replica counts on its own between flushes (internal/ratelimit/ratesync) and sends what it
 -- admitted, batched with its other counters, in the background. The window a count belongs to
 -- is the replica's: the counter keeps the newest window it was told of, and an addition for an
 -- older window (a flush that arrives after the window turned) is not counted and answers the
