@@ -25,13 +25,14 @@ import (
 
 // sessEnv is one session repository under test with its instruments.
 type sessEnv struct {
-	t      testing.TB
-	s      *store.Store
-	r      *Sessions
-	prefix string
-	reader *sdkmetric.ManualReader
-	logs   *sessLogBuffer
-	count  *testredis.Recorder // every command sent, kept
+	storedForm // the session as the layout under test stores it
+	t          testing.TB
+	s          *store.Store
+	r          *Sessions
+	prefix     string
+	reader     *sdkmetric.ManualReader
+	logs       *sessLogBuffer
+	count      *testredis.Recorder // every command sent, kept
 }
 
 type sessLogBuffer struct {
@@ -81,6 +82,7 @@ func newSessEnv(t testing.TB, s *store.Store, prefix string, tweak func(*Session
 		t.Fatal(err)
 	}
 	e.r = r
+	e.storedForm = newStoredForm(e)
 	return e
 }
 
