@@ -20,46 +20,6 @@ func (e *sessEnv) sessAlive(ref session.Ref) bool {
 	return e.sessPTTL(ref) != -2
 }
 
-// sessDrop ends the session the way a crash between two non-atomic steps or an idle expiry
-// that raced a read would leave it: its hash deleted (the device index keeps its member), or
-// its live marker deleted from the user's hash (its other fields stay behind).
-func (e *sessEnv) sessDrop(ref session.Ref) {
-	e.t.Helper()
-	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
-	if e.r.perUser() {
-		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partField(ref.Part, fieldAbsoluteExpires)).Build()
-	}
-	if err := e.do(cmd).Error(); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
-// liveParts are the id parts of the user's sessions as the layout keeps them: the device
-// index's members (which may include ended sessions until pruned), or the parts whose live
-// marker is in the user's hash.
-func (e *sessEnv) liveParts(tag string) []string {
-	e.t.Helper()
-	if !e.r.perUser() {
-		parts, err := e.r.members(context.Background(), tag, -1)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return parts
-	}
-	names, err := e.do(e.s.Client.B().Hkeys().Key(e.r.userKey(tag)).Build()).AsStrSlice()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var parts []string
-	for _, n := range names {
-		if p, ok := strings.CutSuffix(n, ":"+fieldAbsoluteExpires); ok {
-			parts = append(parts, p)
-		}
-	}
-	slices.Sort(parts)
-	return parts
-}
-
 // sessMigrationVariants are the layouts the slot-migration tests run in, each on a private
 // cluster: per user (the default on Redis 8), per session (forced), and the fallback mode
 // (per session, challenge keys of their own).

@@ -1,6 +1,7 @@
 package sessionstore
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,23 @@ type storedForm interface {
 	sessMissCmds(broadcast bool) []string
 	// sessAuthorizeScript names the layout's authorize script (in script-error metrics).
 	sessAuthorizeScript() string
+	// sessLayoutName names the layout, in messages.
+	sessLayoutName() string
+	// sessDrop ends the session the way a crash between two non-atomic steps or an idle expiry
+	// that raced a read would leave it: its hash deleted (the device index keeps its member),
+	// or its live marker deleted from the user's hash (its other fields stay behind).
+	sessDrop(ref session.Ref)
+	// liveParts are the id parts of the user's sessions as the layout keeps them: the device
+	// index's members (which may include ended sessions until pruned), or the parts whose live
+	// marker is in the user's hash.
+	liveParts(tag string) []string
+	// sessFieldsShareTTL fails unless every field of the session but the live challenge's
+	// carries the session's TTL, and the challenge's at most that, the key outliving them all
+	// (per user; per session the key's TTL is every field's).
+	sessFieldsShareTTL(ref session.Ref)
+	// sessSpoil makes the session unreadable as its layout can hold it: a string in place of
+	// its hash, or values that do not parse in its fields.
+	sessSpoil(ref session.Ref)
 }
 
 // newStoredForm is the storedForm of e's layout.
@@ -113,6 +131,23 @@ func (f perSessionForm) sessMissCmds(broadcast bool) []string {
 		return []string{"HMGET", "PTTL"}
 	}
 	return []string{"HMGET"}
+}
+
+func (f perSessionForm) sessLayoutName() string         { return "per-session" }
+func (f perSessionForm) sessDrop(ref session.Ref)       { f.sessDelete(ref) }
+func (f perSessionForm) sessFieldsShareTTL(session.Ref) {}
+
+func (f perSessionForm) liveParts(tag string) []string {
+	parts, err := f.e.r.members(context.Background(), tag, -1)
+	if err != nil {
+		f.e.t.Fatal(err)
+	}
+	return parts
+}
+
+func (f perSessionForm) sessSpoil(ref session.Ref) {
+	f.sessDelete(ref)
+	f.e.must(f.e.s.Client.B().Set().Key(f.sessKey(ref)).Value("x").Px(time.Hour).Build())
 }
 
 // perUserForm: the session's fields in the user's hash, each with the idle window as its field
@@ -309,4 +344,61 @@ func (e *sessEnv) hgetall(key string) map[string]string {
 		e.t.Fatal(err)
 	}
 	return m
+}
+
+func (f perUserForm) sessLayoutName() string { return "per-user" }
+
+func (f perUserForm) sessDrop(ref session.Ref) {
+	f.e.must(f.e.s.Client.B().Hdel().Key(f.sessKey(ref)).Field(partField(ref.Part, fieldAbsoluteExpires)).Build())
+}
+
+func (f perUserForm) liveParts(tag string) []string {
+	names, err := f.e.do(f.e.s.Client.B().Hkeys().Key(f.e.r.userKey(tag)).Build()).AsStrSlice()
+	if err != nil {
+		f.e.t.Fatal(err)
+	}
+	var parts []string
+	for _, n := range names {
+		if p, ok := strings.CutSuffix(n, ":"+fieldAbsoluteExpires); ok {
+			parts = append(parts, p)
+		}
+	}
+	slices.Sort(parts)
+	return parts
+}
+
+func (f perUserForm) sessFieldsShareTTL(ref session.Ref) {
+	e := f.e
+	e.t.Helper()
+	st := f.sessStored(ref)
+	names := make([]string, 0, len(st))
+	for n := range st {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	mark := slices.Index(names, fieldAbsoluteExpires)
+	if mark < 0 {
+		e.t.Fatalf("session %s has no absoluteExpiresAtMs: %v", ref.Part, st)
+	}
+	ttls := e.fieldTTLs(f.sessKey(ref), partFields(ref.Part, names)...)
+	idle := ttls[mark] // read in the same command as the others
+	for i, n := range names {
+		switch {
+		case slices.Contains(sessChallengeFields, n):
+			if ttls[i] <= 0 || ttls[i] > idle {
+				e.t.Fatalf("challenge field %s: TTL %d ms, session's %d ms", n, ttls[i], idle)
+			}
+		case ttls[i] > idle || ttls[i] < idle-2000:
+			e.t.Fatalf("field %s: TTL %d ms, want the session's %d ms (all: %v %v)", n, ttls[i], idle, names, ttls)
+		}
+	}
+	if p := e.pttl(f.sessKey(ref)); p < idle {
+		e.t.Fatalf("the user's hash (pttl %d) ends before the session's fields (%d)", p, idle)
+	}
+}
+
+func (f perUserForm) sessSpoil(ref session.Ref) {
+	f.e.sessSet(ref, fieldCreatedAt, "x")
+	f.e.sessSet(ref, fieldLastSeenAt, "y")
+	f.sessExpire(ref, time.Hour.Milliseconds())
 }
