@@ -241,10 +241,12 @@ func (e *sessEnv) histogram(name string) (count uint64, sum int64) {
 
 func sessAttr(k, v string) attribute.KeyValue { return attribute.String(k, v) }
 
-// perUser reports whether r keeps sessions in the per-user layout.
-func (r *Sessions) perUser() bool {
-	_, ok := r.layout.(perUserLayout)
-	return ok
+// layoutIn is the layout r keeps sessions in, for the tests of the layout's choice.
+func (r *Sessions) layoutIn() SessionLayout {
+	if _, ok := r.layout.(perUserLayout); ok {
+		return LayoutPerUser
+	}
+	return LayoutPerSession
 }
 
 // testMAC is the verifier MAC the tests' sessions are created with (the store compares MACs,

@@ -166,11 +166,7 @@ func TestSessionVerify(t *testing.T) {
 // StartChallenge answers.
 func TestSessionChallengeCappedByIdle(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser() {
-			t.Skip("per-session layout: the challenge ends with the session's key")
-		}
+	eachPerUser(t, func(t *testing.T, _ testredis.Backend, _ *store.Store, e *sessEnv) {
 		ref := e.create("", "acme", "alice", time.Minute, 2*time.Hour)
 		exp, err := e.r.StartChallenge(context.Background(), session.MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: 5 * time.Minute})
 		if err != nil {

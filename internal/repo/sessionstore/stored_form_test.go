@@ -74,6 +74,25 @@ type storedForm interface {
 	// sessSpoil makes the session unreadable as its layout can hold it: a string in place of
 	// its hash, or values that do not parse in its fields.
 	sessSpoil(ref session.Ref)
+	// sessMigration is how the user's keys move with their slot (TestSessionIndexDuringSlotMigration).
+	sessMigration() sessMigrationShape
+	// sessSent fails unless cmds are what the layout sends for op ("list", "revoke-all"): per
+	// user the script alone (one round trip); per session a list reads the device index
+	// (ZRANGE) and prunes its expired member.
+	sessSent(op string, cmds []string)
+	// sessUserUpdated fails unless the user's updatedAtMs (per user: the hash's own) satisfies
+	// ok; per session there is no such field.
+	sessUserUpdated(tag string, ok func(at string) bool)
+}
+
+// sessMigrationShape is how a layout's keys of one user move with their slot.
+type sessMigrationShape struct {
+	split  bool // several keys: while some have moved, a call may be refused as unavailable
+	oneKey bool // one key: the checks run before it moves too, while the slot migrates
+	rotate bool // rotation and a challenge run at every step (nothing may be refused)
+	// revokeAt: after n of count keys moved, a revoke-all is sent (per session: index on the
+	// old owner, then on the new one; per user: the hash moved).
+	revokeAt func(n, count int) bool
 }
 
 // newStoredForm is the storedForm of e's layout.
@@ -131,6 +150,19 @@ func (f perSessionForm) sessMissCmds(broadcast bool) []string {
 		return []string{"HMGET", "PTTL"}
 	}
 	return []string{"HMGET"}
+}
+
+func (f perSessionForm) sessMigration() sessMigrationShape {
+	return sessMigrationShape{split: true, revokeAt: func(n, count int) bool { return n == count/2 || n == count/2+2 }}
+}
+
+func (f perSessionForm) sessUserUpdated(string, func(string) bool) {}
+
+func (f perSessionForm) sessSent(op string, cmds []string) {
+	f.e.t.Helper()
+	if op == "list" && (!slices.Contains(cmds, "ZRANGE") || f.e.metric("hashgate_repo_transitions", sessAttr("transition", "index_prune")) != 1) {
+		f.e.t.Fatalf("per-session list sent %v: want the index read and the expired member pruned", cmds)
+	}
 }
 
 func (f perSessionForm) sessLayoutName() string         { return "per-session" }
@@ -401,4 +433,22 @@ func (f perUserForm) sessSpoil(ref session.Ref) {
 	f.e.sessSet(ref, fieldCreatedAt, "x")
 	f.e.sessSet(ref, fieldLastSeenAt, "y")
 	f.sessExpire(ref, time.Hour.Milliseconds())
+}
+
+func (f perUserForm) sessMigration() sessMigrationShape {
+	return sessMigrationShape{oneKey: true, rotate: true, revokeAt: func(n, _ int) bool { return n == 1 }}
+}
+
+func (f perUserForm) sessSent(op string, cmds []string) {
+	f.e.t.Helper()
+	if !slices.Equal(cmds, []string{"EVALSHA"}) {
+		f.e.t.Fatalf("per-user %s sent %v, want the script alone (one round trip)", op, cmds)
+	}
+}
+
+func (f perUserForm) sessUserUpdated(tag string, ok func(at string) bool) {
+	f.e.t.Helper()
+	if at := f.e.hget(f.e.r.userKey(tag), fieldUpdatedAt); !ok(at) {
+		f.e.t.Fatalf("the user's updatedAtMs is %s", at)
+	}
 }
