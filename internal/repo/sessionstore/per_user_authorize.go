@@ -234,15 +234,9 @@ func (r perUserLayout) readTracked(ctx context.Context, ref session.Ref, view bo
 	both := r.client.DoMultiCache(ctx, rueidis.CT(r.client.B().Hmget().Key(key).Field(wire...).Cache(), r.cacheTTL),
 		rueidis.CT(rueidis.Cacheable(r.markerExpiry(key, ref.Part)), r.cacheTTL))
 	res := both[0]
-	hit := res.IsCacheHit()
-	if hit {
-		r.hits.Add(1)
-	} else {
-		r.misses.Add(1)
-	}
-	vals, err := res.ToArray()
+	vals, hit, err := r.cachedArray(ctx, res)
 	if err != nil {
-		return nil, r.readErr(ctx, "session authorize", err)
+		return nil, err
 	}
 	exp, err := fieldTTL(both[1])
 	if err != nil {

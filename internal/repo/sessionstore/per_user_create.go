@@ -1,14 +1,12 @@
 package sessionstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/rueidis"
 
-	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
@@ -47,13 +45,7 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 	case repo.CodeOK: // {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <evicted idPart>...}
 		return r.created(ctx, "session_u_create", n, rep)
 	case repo.CodeBound: // {'BOUND', live sessions}: the refuse policy
-		live, err := rep.Int(0)
-		if err = cmp.Or(rep.Want(1), err); err != nil {
-			return nil, r.badReply(ctx, "session_u_create", err)
-		}
-		r.metrics.Transition(ctx, sessObject, "create", "bound")
-		return nil, apperr.Newf(apperr.SessionLimit,
-			"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", live)
+		return nil, r.bound(ctx, "session_u_create", rep)
 	case repo.CodeRetry: // the second call may evict: it never answers RETRY
 		r.metrics.Transition(ctx, sessObject, "create", "contended")
 		return nil, r.badReply(ctx, "session_u_create", rep.Unexpected())

@@ -14,26 +14,15 @@ import (
 // A plain session in the per-user layout is one field of its own in the user's hash, beside the
 // user's five; a second session of the user adds its own fields to the same key. Every field of
 // a session carries the idle window as its field TTL, and the key outlives the latest absolute
-// deadline. On servers without hash field expiry (and with LayoutPerSession) the session is its
-// own hash, as before.
+// deadline.
 func TestSessionCreatePerUserLayout(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
-		if e.r.perUser() != s.Caps.FieldExpiryMs {
-			t.Fatalf("perUser %v on a server with field expiry %q", e.r.perUser(), s.Caps.FieldExpiry)
-		}
+	eachPerUser(t, func(t *testing.T, _ testredis.Backend, _ *store.Store, e *sessEnv) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := sessRef(t, tag)
 		if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: a, UserID: "ann", TenantID: "acme", Idle: ImplicitIdle, Absolute: 2 * time.Hour}); err != nil {
 			t.Fatal(err)
-		}
-		if !e.r.perUser() {
-			if got := e.keys(); len(got) != 2 {
-				t.Fatalf("per-session layout: keys %v, want the session's hash and the device index", got)
-			}
-			return
 		}
 		got, err := e.do(e.s.Client.B().Hgetall().Key(e.r.userKey(tag)).Build()).AsStrMap()
 		if err != nil {

@@ -20,41 +20,28 @@
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
 --         <one value per ARGV[4..] field, nil when absent>}
+
+--#include idle_refresh
+--#include session_clock
+
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -2 then
   return {'NOT_FOUND'}
 end
 local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', 'absoluteExpiresAtMs', 'idleTimeoutMs',
-  'status', 'authLevel', 'verifierMac')
+  'verifierMac', 'status', 'authLevel')
 -- Existence rests on the fields every session holds or its transitions write: a hash holding
 -- none of them (stray fields only) is missing, not corrupt.
-if not (d[1] or d[2] or d[3] or d[4] or d[5] or d[6] or d[7]) then
+if not (d[1] or d[2] or d[3] or d[4] or d[5] or d[7] or d[8]) then
   return {'NOT_FOUND'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local abs = tonumber(d[4])
-local idle = tonumber(ARGV[2])
-if d[5] then
-  idle = tonumber(d[5])
-end
+local now, nowS = session_now()
+local abs, _, want = idle_refresh_want(d, ARGV[3], ARGV[2], ARGV[1], pttl, now)
 local refreshed = 0
--- Refresh only a complete hash proven by the token: a corrupt one, or another token, is refused
--- by the caller and never extended.
-if d[1] and d[2] and d[3] and d[8] == ARGV[3] and abs and idle and idle > 0 and abs > now then
-  if pttl < idle * tonumber(ARGV[1]) then
-    local want = math.min(idle, abs - now)
-    if want > pttl then
-      redis.call('PEXPIRE', KEYS[1], string.format('%d', want))
-      redis.call('HSET', KEYS[1], 'lastSeenAtMs', string.format('%d', now))
-      pttl = want
-      refreshed = 1
-    end
-  end
+if want then
+  redis.call('PEXPIRE', KEYS[1], string.format('%d', want))
+  redis.call('HSET', KEYS[1], 'lastSeenAtMs', nowS)
+  pttl = want
+  refreshed = 1
 end
-local out = {'OK', now, pttl, refreshed, math.floor(abs or 0)}
-local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 4))
-for i = 1, #v do
-  out[#out + 1] = v[i]
-end
-return out
+return idle_refresh_answer({'OK', now, pttl, refreshed, math.floor(abs or 0)}, 4)

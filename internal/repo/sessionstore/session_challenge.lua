@@ -10,13 +10,14 @@
 -- ARGV[5]: challenge TTL in seconds
 -- ARGV[6]: schema version (for the fallback key's hash)
 -- Reply: {'NOT_FOUND'} | {'OK', nowMs, expiresAtMs}
+
+--#include session_clock
+
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if not tenant or tenant ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowS = string.format('%d', now)
+local now, nowS = session_now()
 local ttl = tonumber(ARGV[5])
 local mode = ARGV[2]
 if mode == 'hsetex' then

@@ -48,34 +48,36 @@
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', members, <idPart>...} (at the cap: call again with these candidates) |
 --        {'BOUND', live members} (policy refuse) | {'EXISTS'}
-local n = tonumber(ARGV[6]) or -1
-local want = 2 + n
-local withChallenges = ARGV[7] == '1'
-if withChallenges then
-  want = 2 + 2 * n
+
+--#include create_window
+--#include session_keys_check
+
+-- retry answers 'RETRY' with the index's members (the caller names them as candidates).
+local function retry(members)
+  local out = {'RETRY', members}
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+    out[#out + 1] = m
+  end
+  return out
 end
-if n < 0 or #KEYS ~= want then
-  return redis.error_reply('ERR session_create: KEYS do not match the candidates')
+
+local n = tonumber(ARGV[6]) or -1
+local withChallenges = ARGV[7] == '1'
+local refused = session_keys_check(2, n, withChallenges, 'ERR session_create: KEYS do not match the candidates')
+if refused then
+  return refused
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'EXISTS'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local idle = tonumber(ARGV[2])
-local abs = now + tonumber(ARGV[3])
-local max = tonumber(ARGV[1])
+local now, nowS, max, abs, ttl = create_window()
 
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nowS)
 local members = redis.call('ZCARD', KEYS[2])
 local evicted = {}
 if members >= max then
   if n == 0 then
-    local out = {'RETRY', members}
-    for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-      out[#out + 1] = m
-    end
-    return out
+    return retry(members)
   end
   -- Classify the candidates that are still members: gone (hash ended) or live (with last use).
   local gone, live = {}, {}
@@ -102,11 +104,7 @@ if members >= max then
   local need = members - max + 1 - #gone
   if need > 0 and ARGV[5] == 'evict' and need > #live then
     -- The index changed since the caller read it: nothing written, read again.
-    local out = {'RETRY', members}
-    for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-      out[#out + 1] = m
-    end
-    return out
+    return retry(members)
   end
   for _, part in ipairs(gone) do
     redis.call('ZREM', KEYS[2], part)
@@ -137,24 +135,14 @@ local fields = {}
 for i = 8 + n, #ARGV do
   fields[#fields + 1] = ARGV[i]
 end
-local nowS = string.format('%d', now)
 for _, kv in ipairs({
   {'createdAtMs', nowS}, {'updatedAtMs', nowS}, {'absoluteExpiresAtMs', string.format('%d', abs)},
 }) do
   fields[#fields + 1] = kv[1]
   fields[#fields + 1] = kv[2]
 end
-local ttl = math.min(idle, abs - now)
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PEXPIRE', KEYS[1], string.format('%d', ttl))
 
--- The index lives as long as its longest-lived member can.
 redis.call('ZADD', KEYS[2], string.format('%d', abs), ARGV[4])
-if redis.call('PTTL', KEYS[2]) < abs - now then
-  redis.call('PEXPIRE', KEYS[2], string.format('%d', abs - now))
-end
-local out = {'OK', now, ttl, abs}
-for _, part in ipairs(evicted) do
-  out[#out + 1] = part
-end
-return out
+return create_done(KEYS[2], now, ttl, abs, evicted)

@@ -5,6 +5,9 @@
 -- ARGV[1]: tenant of the caller; another tenant's session is left untouched
 -- ARGV[2]: the groups joined by ',' ('' removes the field: no groups)
 -- Reply: {'OK', nowMs} | {'NOT_FOUND'} (no such session, or another tenant's: untouched)
+
+--#include session_clock
+
 if redis.call('PTTL', KEYS[1]) < 0 then
   return {'NOT_FOUND'}
 end
@@ -12,9 +15,7 @@ local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if tenant ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowS = string.format('%d', now)
+local now, nowS = session_now()
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], 'groups')
   redis.call('HSET', KEYS[1], 'updatedAtMs', nowS)

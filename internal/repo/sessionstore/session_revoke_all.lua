@@ -15,14 +15,14 @@
 -- ARGV[2]: '1' when the challenge keys follow the session keys, else '0'
 -- ARGV[3..n+2]: the idParts to revoke, in the order of KEYS[2..n+1]
 -- Reply: {'OK', live sessions deleted}
+
+--#include session_keys_check
+
 local n = #ARGV - 2
 local withChallenges = ARGV[2] == '1'
-local want = 1 + n
-if withChallenges then
-  want = 1 + 2 * n
-end
-if n < 0 or #KEYS ~= want then
-  return redis.error_reply('ERR session_revoke_all: KEYS do not match the members')
+local refused = session_keys_check(1, n, withChallenges, 'ERR session_revoke_all: KEYS do not match the members')
+if refused then
+  return refused
 end
 local deleted = 0
 for i = 1, n do

@@ -10,12 +10,13 @@
 --        (status and authLevel nil when the hash does not hold them: ACTIVE and BASIC, the
 --        defaults, are not written; rotation keeps both as they are; groups nil when the
 --        session has none)
+
+--#include session_clock
+
 local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs', 'groups')
 if not v[1] or v[1] ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowS = string.format('%d', now)
+local now, nowS = session_now()
 redis.call('HSET', KEYS[1], 'verifierMac', ARGV[2], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
 return {'OK', now, redis.call('PTTL', KEYS[1]), v[2], v[3], v[4], v[5], v[6]}

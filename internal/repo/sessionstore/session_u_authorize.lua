@@ -25,6 +25,9 @@
 --         <one value per ARGV[5..] field, nil when absent>}
 
 --#include session_fields
+--#include idle_refresh
+--#include key_ttl
+--#include session_clock
 
 -- (field names of the session, not keys: every key is in KEYS)
 local part = ARGV[1]
@@ -41,48 +44,29 @@ if pttl == -2 then
 end
 local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', p .. 'absoluteExpiresAtMs',
   p .. 'idleTimeoutMs', p .. 'verifierMac')
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local abs = tonumber(d[4])
-local idle = tonumber(ARGV[3])
-if d[5] then
-  idle = tonumber(d[5])
-end
+local now, nowS = session_now()
+local abs, idle, want = idle_refresh_want(d, ARGV[4], ARGV[3], ARGV[2], pttl, now)
 local refreshed = 0
--- Refresh only a complete session proven by the token: a corrupt one, or another token, is
--- refused by the caller and never extended.
-if d[1] and d[2] and d[3] and d[6] == ARGV[4] and abs and idle and idle > 0 and abs > now then
-  if pttl < idle * tonumber(ARGV[2]) then
-    local want = math.min(idle, abs - now)
-    if want > pttl then -- (want >= 1: an expiry not after now would delete the fields)
-      local nowS = string.format('%d', now)
-      -- The last use is the new expiry minus idle while the window is not capped by the
-      -- deadline: lastSeenAtMs is stored only when it is (docs/KEYS.md, "Sessions").
-      if want < idle then
-        redis.call('HSET', KEYS[1], p .. 'lastSeenAtMs', nowS, 'updatedAtMs', nowS)
-      else
-        redis.call('HDEL', KEYS[1], p .. 'lastSeenAtMs')
-        redis.call('HSET', KEYS[1], 'updatedAtMs', nowS)
-      end
-      local names = {}
-      for i, name in ipairs(SESSION_TTL_FIELDS) do
-        names[i] = p .. name
-      end
-      -- At now + want on this clock (TIME), exactly: the expiry minus idle is this instant.
-      redis.call('HPEXPIREAT', KEYS[1], string.format('%d', now + want), 'FIELDS', #names, unpack(names))
-      -- The key outlives every field (it has no TTL only if something else wrote it).
-      if redis.call('PTTL', KEYS[1]) < abs - now then
-        redis.call('PEXPIRE', KEYS[1], string.format('%d', abs - now))
-      end
-      pttl = want
-      refreshed = 1
-    end
+if want then -- (want >= 1: an expiry not after now would delete the fields)
+  -- The last use is the new expiry minus idle while the window is not capped by the
+  -- deadline: lastSeenAtMs is stored only when it is (docs/KEYS.md, "Sessions").
+  if want < idle then
+    redis.call('HSET', KEYS[1], p .. 'lastSeenAtMs', nowS, 'updatedAtMs', nowS)
+  else
+    redis.call('HDEL', KEYS[1], p .. 'lastSeenAtMs')
+    redis.call('HSET', KEYS[1], 'updatedAtMs', nowS)
   end
+  local names = {}
+  for i, name in ipairs(SESSION_TTL_FIELDS) do
+    names[i] = p .. name
+  end
+  -- At now + want on this clock (TIME), exactly: the expiry minus idle is this instant.
+  redis.call('HPEXPIREAT', KEYS[1], string.format('%d', now + want), 'FIELDS', #names, unpack(names))
+  -- The key outlives every field (it has no TTL only if something else wrote it).
+  key_ttl_at_least(KEYS[1], abs - now)
+  pttl = want
+  refreshed = 1
 end
 local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')[1]
 local out = {'OK', now, pttl, refreshed, math.floor(abs or 0), exp}
-local v = redis.call('HMGET', KEYS[1], unpack(ARGV, 5))
-for i = 1, #v do
-  out[#out + 1] = v[i]
-end
-return out
+return idle_refresh_answer(out, 5)

@@ -34,6 +34,7 @@
 --        {'CORRUPT'} (the hash holds another user: nothing written)
 
 --#include session_fields
+--#include create_window
 
 local MARK = ':absoluteExpiresAtMs'
 local part = ARGV[4]
@@ -44,11 +45,7 @@ local user = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'createdAtMs')
 if (user[1] and user[1] ~= ARGV[7]) or (user[2] and user[2] ~= ARGV[8]) then
   return {'CORRUPT'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local idle = tonumber(ARGV[2])
-local abs = now + tonumber(ARGV[3])
-local max = tonumber(ARGV[1])
+local now, nowS, max, abs, ttl = create_window()
 
 -- The live sessions: fields whose TTL passed are never returned.
 local parts = {}
@@ -113,7 +110,6 @@ if #parts >= max then
   end
 end
 
-local nowS = string.format('%d', now)
 if not user[1] then
   -- A new hash, or one whose user fields are gone: the user's fields, once.
   redis.call('HSET', KEYS[1], 'userId', ARGV[7], 'tenantId', ARGV[8], 'schemaVersion', ARGV[9], 'createdAtMs', nowS)
@@ -128,19 +124,10 @@ for i = 11, #ARGV, 2 do
   fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name
   fields[#fields + 1] = ARGV[i + 1]
 end
-local ttl = math.min(idle, abs - now)
 redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, unpack(fields))
 local names = {}
 for i = 1, #fields, 2 do
   names[#names + 1] = fields[i]
 end
 redis.call('HPEXPIRE', KEYS[1], string.format('%d', ttl), 'FIELDS', #names, unpack(names))
--- The key lives as long as its longest-lived session can.
-if redis.call('PTTL', KEYS[1]) < abs - now then
-  redis.call('PEXPIRE', KEYS[1], string.format('%d', abs - now))
-end
-local out = {'OK', now, ttl, abs}
-for _, p in ipairs(evicted) do
-  out[#out + 1] = p
-end
-return out
+return create_done(KEYS[1], now, ttl, abs, evicted)

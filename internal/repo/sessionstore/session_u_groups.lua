@@ -9,6 +9,9 @@
 -- ARGV[2]: idPart
 -- ARGV[3]: the groups joined by ',' ('' removes the field: no groups)
 -- Reply: {'OK', nowMs} | {'NOT_FOUND'} (no live session, or another tenant's: untouched)
+
+--#include session_clock
+
 local p = ARGV[2] .. ':' -- field name prefix (not a key: every key is in KEYS)
 local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')
 if type(exp) ~= 'table' or not exp[1] or tonumber(exp[1]) <= 0 then
@@ -18,9 +21,7 @@ if redis.call('HGET', KEYS[1], 'tenantId') ~= ARGV[1] then
   return {'NOT_FOUND'}
 end
 local at = string.format('%d', exp[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowS = string.format('%d', now)
+local now, nowS = session_now()
 redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, p .. 'updatedAtMs', nowS)
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], p .. 'groups')

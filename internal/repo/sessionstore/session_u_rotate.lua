@@ -13,22 +13,15 @@
 --        defaults, are not written; rotation keeps both as they are; createdAtMs is the hash's
 --        when the session holds none; groups nil when the session has none)
 
--- Field names, not keys: every key touched is in KEYS.
-local part = ARGV[2]
-local p = part .. ':'
-local v = redis.call('HMGET', KEYS[1], 'tenantId', p .. 'absoluteExpiresAtMs', p .. 'status', p .. 'authLevel',
-  p .. 'createdAtMs', 'createdAtMs', p .. 'groups')
-if not v[2] or not v[1] or v[1] ~= ARGV[1] then
+--#include session_part
+--#include session_clock
+
+local p = ARGV[2] .. ':' -- field name prefix
+local v = part_load(ARGV[1], p, p .. 'status', p .. 'authLevel', p .. 'createdAtMs', 'createdAtMs', p .. 'groups')
+if not v then
   return {'NOT_FOUND'}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowS = string.format('%d', now)
-local pttl = redis.call('HPTTL', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')[1]
-redis.call('HSET', KEYS[1], p .. 'verifierMac', ARGV[3], p .. 'lastRotatedAtMs', nowS, p .. 'updatedAtMs', nowS,
-  'updatedAtMs', nowS)
-if pttl > 0 then
-  redis.call('HPEXPIRE', KEYS[1], string.format('%d', pttl), 'FIELDS', 3, p .. 'verifierMac', p .. 'lastRotatedAtMs',
-    p .. 'updatedAtMs')
-end
+local now, nowS = session_now()
+local pttl = part_idle(p)
+part_write(pttl, p, nowS, 'verifierMac', ARGV[3], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
 return {'OK', now, pttl, v[3], v[4], v[5] or v[6], v[2], v[7]}

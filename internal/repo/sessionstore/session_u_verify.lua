@@ -26,73 +26,30 @@
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
 --        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
 
---#include fixed_window
+--#include mfa_code
+--#include session_part
+--#include key_ttl
 
-local function same(a, b)
-  if #a ~= #b then
-    return false
-  end
-  local diff = 0
-  for i = 1, #a do
-    if string.byte(a, i) ~= string.byte(b, i) then
-      diff = diff + 1
-    end
-  end
-  return diff == 0
+local old = ARGV[7] .. ':' -- field name prefix
+local s = part_load(ARGV[1], old, old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs',
+  old .. 'groups') or {}
+local a = mfa_attempt(s[1], s[3], s[4], s[5], ARGV[2], KEYS[2], ARGV[4], ARGV[5], ARGV[6])
+if a.refused then
+  return a.refused
 end
-
--- Field names, not keys: every key touched is in KEYS.
-local part = ARGV[7]
-local old = part .. ':'
-local s = redis.call('HMGET', KEYS[1], 'tenantId', old .. 'absoluteExpiresAtMs', old .. 'mfaChallengeId',
-  old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'groups')
-if not s[2] or not s[1] or s[1] ~= ARGV[1] then
-  return {'NOT_FOUND'}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowS = string.format('%d', now)
-local allowed, count, reset = fixed_window(KEYS[2], now, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[4]))
-if allowed == 0 then
-  return {'LIMITED', count, reset}
-end
-
-local cid, mac = s[3], s[4]
-if not cid or not mac or cid ~= ARGV[2] then
-  local had = 0
-  if s[5] then
-    had = 1
-  end
-  return {'NO_CHALLENGE', count, reset, had}
-end
--- The session's field TTL: what is left of its idle window (-1: none, corrupt but bounded by
--- the key's TTL).
-local pttl = redis.call('HPTTL', KEYS[1], 'FIELDS', 1, old .. 'absoluteExpiresAtMs')[1]
-if not same(mac, ARGV[3]) then
+local now, nowS, count, reset = a.now, a.nowS, a.count, a.reset
+local pttl = part_idle(old)
+if not mfa_same(s[4], ARGV[3]) then
   local failed = redis.call('HINCRBY', KEYS[1], old .. 'failedMfaAttempts', 1)
-  redis.call('HSET', KEYS[1], old .. 'updatedAtMs', nowS, 'updatedAtMs', nowS)
-  if pttl > 0 then
-    redis.call('HPEXPIRE', KEYS[1], string.format('%d', pttl), 'FIELDS', 2, old .. 'failedMfaAttempts', old .. 'updatedAtMs')
-  end
+  part_write(pttl, old, nowS, 'updatedAtMs', nowS)
+  part_expire(pttl, old, 'failedMfaAttempts')
   return {'WRONG_CODE', count, reset, failed}
 end
 
 -- Step up: the fields written take the session's field TTL; the challenge's go.
-local set = {'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
-  'lastRotatedAtMs', nowS, 'verifierMac', ARGV[8]}
-local out, names = {}, {}
-for i = 1, #set, 2 do
-  out[#out + 1] = old .. set[i]
-  out[#out + 1] = set[i + 1]
-  names[#names + 1] = old .. set[i]
-end
 redis.call('HDEL', KEYS[1], old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'loginPending')
-redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, unpack(out))
-if pttl > 0 then
-  redis.call('HPEXPIRE', KEYS[1], string.format('%d', pttl), 'FIELDS', #names, unpack(names))
-end
+part_write(pttl, old, nowS, 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
+  'lastRotatedAtMs', nowS, 'verifierMac', ARGV[8])
 local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
-if redis.call('PTTL', KEYS[1]) < abs - now then
-  redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(abs - now, 1)))
-end
+key_ttl_at_least(KEYS[1], abs - now)
 return {'OK', count, reset, now, pttl, abs, s[6]}

@@ -25,51 +25,25 @@
 --        {'WRONG_CODE', count, resetMs, failedMfaAttempts} |
 --        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
 
---#include fixed_window
-
-local function same(a, b)
-  if #a ~= #b then
-    return false
-  end
-  local diff = 0
-  for i = 1, #a do
-    if string.byte(a, i) ~= string.byte(b, i) then
-      diff = diff + 1
-    end
-  end
-  return diff == 0
-end
+--#include mfa_code
 
 local s = redis.call('HMGET', KEYS[1], 'tenantId', 'absoluteExpiresAtMs', 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'groups')
-if not s[1] or s[1] ~= ARGV[1] then
-  return {'NOT_FOUND'}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local allowed, count, reset = fixed_window(KEYS[2], now, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[5]))
-if allowed == 0 then
-  return {'LIMITED', count, reset}
-end
-
 local cid, mac = s[3], s[4]
 if ARGV[2] == 'key' then
   local c = redis.call('HMGET', KEYS[3], 'challengeId', 'codeMac')
   cid, mac = c[1], c[2]
 end
-if not cid or not mac or cid ~= ARGV[3] then
-  local had = 0
-  if s[5] then
-    had = 1
-  end
-  return {'NO_CHALLENGE', count, reset, had}
+local a = mfa_attempt(s[1] and s[1] == ARGV[1], cid, mac, s[5], ARGV[3], KEYS[2], ARGV[5], ARGV[6], ARGV[7])
+if a.refused then
+  return a.refused
 end
-if not same(mac, ARGV[4]) then
+local now, nowS, count, reset = a.now, a.nowS, a.count, a.reset
+if not mfa_same(mac, ARGV[4]) then
   local failed = redis.call('HINCRBY', KEYS[1], 'failedMfaAttempts', 1)
-  redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', now))
+  redis.call('HSET', KEYS[1], 'updatedAtMs', nowS)
   return {'WRONG_CODE', count, reset, failed}
 end
 
-local nowS = string.format('%d', now)
 redis.call('HSET', KEYS[1], 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS,
   'updatedAtMs', nowS, 'lastRotatedAtMs', nowS, 'verifierMac', ARGV[8])
 redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'loginPending')

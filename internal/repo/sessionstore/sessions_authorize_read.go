@@ -90,15 +90,9 @@ func (r perSessionLayout) readPlain(ctx context.Context, ref session.Ref, view b
 func (r perSessionLayout) readTracked(ctx context.Context, ref session.Ref, view bool, mac string, now time.Time) (*session.AuthContext, error) {
 	_, v := r.readStart(ref, true)
 	res := r.client.DoCache(ctx, r.client.B().Hmget().Key(r.sessionKey(ref)).Field(sessViewFields...).Cache(), r.cacheTTL)
-	hit := res.IsCacheHit()
-	if hit {
-		r.hits.Add(1)
-	} else {
-		r.misses.Add(1)
-	}
-	vals, err := res.ToArray()
+	vals, hit, err := r.cachedArray(ctx, res)
 	if err != nil {
-		return nil, r.readErr(ctx, "session authorize", err)
+		return nil, err
 	}
 	m, size, err := repo.PooledFields(vals, sessViewFields)
 	if err != nil {

@@ -194,10 +194,7 @@ func TestSessionAuthorizeCached(t *testing.T) {
 		// Corrupt hashes and keys of the wrong type are refused through the cache too.
 		// (No tenantId: per user, the session's marker makes it live, and corrupt.)
 		bad := sessRef(t, "")
-		badOwn := map[string]string{"tokenHash": sessRand(t, 32)}
-		if e.r.perUser() {
-			badOwn[fieldAbsoluteExpires] = strconv.FormatInt(e.serverMs()+60_000, 10)
-		}
+		badOwn := map[string]string{"tokenHash": sessRand(t, 32), fieldAbsoluteExpires: strconv.FormatInt(e.serverMs()+60_000, 10)}
 		e.sessWriteRaw(bad, map[string]string{fieldUserID: "u", fieldSchemaVersion: "2"}, badOwn, 60_000)
 		if _, err := auth("corrupt", bad, miss...); !errors.Is(err, repo.ErrCorrupt) {
 			t.Fatalf("corrupt: %v", err)

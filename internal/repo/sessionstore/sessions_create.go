@@ -86,13 +86,7 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 				return nil, r.badReply(ctx, "session_create", rep.Unexpected())
 			}
 		case repo.CodeBound: // {'BOUND', live members}: the refuse policy
-			live, err := rep.Int(0)
-			if err = cmp.Or(rep.Want(1), err); err != nil {
-				return nil, r.badReply(ctx, "session_create", err)
-			}
-			r.metrics.Transition(ctx, sessObject, "create", "bound")
-			return nil, apperr.Newf(apperr.SessionLimit,
-				"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", live)
+			return nil, r.bound(ctx, "session_create", rep)
 		case repo.CodeExists:
 			r.metrics.Transition(ctx, sessObject, "create", "exists")
 			return nil, fmt.Errorf("session create %s: id collision: %w", n.Ref.ID(), rep.Err(""))
@@ -102,6 +96,18 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 	}
 	r.metrics.Transition(ctx, sessObject, "create", "contended")
 	return nil, apperr.New(apperr.Unavailable, "The user's sessions kept changing while a new one was being made room for; retry shortly.")
+}
+
+// bound reads script's {'BOUND', live sessions} (the refuse policy at the cap): the 422 naming
+// the cap, counted as "bound".
+func (r *Sessions) bound(ctx context.Context, script string, rep repo.Reply) error {
+	live, err := rep.Int(0)
+	if err = cmp.Or(rep.Want(1), err); err != nil {
+		return r.badReply(ctx, script, err)
+	}
+	r.metrics.Transition(ctx, sessObject, "create", "bound")
+	return apperr.Newf(apperr.SessionLimit,
+		"The user already has %d live sessions, the maximum (GATEWAY_SESSION_MAX_PER_USER); revoke one first.", live)
 }
 
 // createRound runs session_create.lua once. A round that names candidates may evict some

@@ -2,11 +2,9 @@ package sessionstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/rueidis"
 
-	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
@@ -29,22 +27,10 @@ func (r *Sessions) SetGroups(ctx context.Context, ref session.Ref, tenant string
 	joined := session.JoinGroups(groups)
 	// Durable like a revocation: taking a group away ends an access, which a failover to a
 	// replica that missed the write must not give back.
-	var rep repo.Reply
-	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		var err error
-		rep, err = r.layout.setGroups(ctx, c, ref, tenant, joined)
-		return err == nil && rep.Code() == repo.CodeOK, err
-	})
-	if err != nil {
+	if _, err := r.transition(ctx, ref, "groups", "session_groups", func(c rueidis.Client) (repo.Reply, error) {
+		return r.layout.setGroups(ctx, c, ref, tenant, joined)
+	}); err != nil {
 		return nil, err
-	}
-	switch rep.Code() {
-	case repo.CodeOK:
-	case repo.CodeNotFound:
-		r.metrics.Transition(ctx, sessObject, "groups", "missing")
-		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
-	default:
-		return nil, r.badReply(ctx, "session_groups", rep.Unexpected())
 	}
 	r.metrics.Transition(ctx, sessObject, "groups", "ok")
 	return r.Get(ctx, ref, tenant)

@@ -60,11 +60,9 @@ func TestSessionGroupsStoredAndReplaced(t *testing.T) {
 		if after := e.sessPTTL(ref); after > before || after < before-2000 {
 			t.Fatalf("the session's idle window moved: %d ms before, %d ms after", before, after)
 		}
-		if e.r.perUser() {
-			for i, ttl := range e.fieldTTLs(e.r.userKey(ref.Tag), partField(ref.Part, fieldGroups), partField(ref.Part, fieldUpdatedAt)) {
-				if ttl <= 0 || ttl > before {
-					t.Fatalf("field %d's TTL is %d ms, want the session's (%d ms)", i, ttl, before)
-				}
+		for name, ttl := range e.sessFieldTTLs(ref) { // per user: the fields written keep the session's TTL
+			if ttl <= 0 || ttl > before {
+				t.Fatalf("field %s's TTL is %d ms, want the session's (%d ms)", name, ttl, before)
 			}
 		}
 		check("replaced", []string{"ops"})
@@ -170,22 +168,15 @@ func TestRotateAndVerifyAnswerGroups(t *testing.T) {
 				next := ref
 				v, err := e.r.Rotate(ctx, ref, "acme", macOf("rotated"))
 				if err != nil || !slices.Equal(v.Groups, groups) {
-					t.Fatalf("%s layout: rotate answered groups %v (%v), want %v", layoutName(e), v.Groups, err, groups)
+					t.Fatalf("%s layout: rotate answered groups %v (%v), want %v", e.sessLayoutName(), v.Groups, err, groups)
 				}
 				id := sessRand(t, 16)
 				e.challenge(next, "acme", id, "mac", 5*time.Minute)
 				res, _, err := e.verify(next, "acme", id, "mac")
 				if err != nil || res.Outcome != session.VerifyOK || !slices.Equal(res.Session.Groups, groups) {
-					t.Fatalf("%s layout: verify answered %+v (%v), want groups %v", layoutName(e), res, err, groups)
+					t.Fatalf("%s layout: verify answered %+v (%v), want groups %v", e.sessLayoutName(), res, err, groups)
 				}
 			}
 		}
 	})
-}
-
-func layoutName(e *sessEnv) string {
-	if e.r.perUser() {
-		return "per-user"
-	}
-	return "per-session"
 }

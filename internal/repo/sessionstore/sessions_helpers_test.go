@@ -25,13 +25,14 @@ import (
 
 // sessEnv is one session repository under test with its instruments.
 type sessEnv struct {
-	t      testing.TB
-	s      *store.Store
-	r      *Sessions
-	prefix string
-	reader *sdkmetric.ManualReader
-	logs   *sessLogBuffer
-	count  *testredis.Recorder // every command sent, kept
+	storedForm // the session as the layout under test stores it
+	t          testing.TB
+	s          *store.Store
+	r          *Sessions
+	prefix     string
+	reader     *sdkmetric.ManualReader
+	logs       *sessLogBuffer
+	count      *testredis.Recorder // every command sent, kept
 }
 
 type sessLogBuffer struct {
@@ -81,6 +82,7 @@ func newSessEnv(t testing.TB, s *store.Store, prefix string, tweak func(*Session
 		t.Fatal(err)
 	}
 	e.r = r
+	e.storedForm = newStoredForm(e)
 	return e
 }
 
@@ -239,10 +241,12 @@ func (e *sessEnv) histogram(name string) (count uint64, sum int64) {
 
 func sessAttr(k, v string) attribute.KeyValue { return attribute.String(k, v) }
 
-// perUser reports whether r keeps sessions in the per-user layout.
-func (r *Sessions) perUser() bool {
-	_, ok := r.layout.(perUserLayout)
-	return ok
+// layoutIn is the layout r keeps sessions in, for the tests of the layout's choice.
+func (r *Sessions) layoutIn() SessionLayout {
+	if _, ok := r.layout.(perUserLayout); ok {
+		return LayoutPerUser
+	}
+	return LayoutPerSession
 }
 
 // testMAC is the verifier MAC the tests' sessions are created with (the store compares MACs,

@@ -172,8 +172,9 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			moved, refused := 0, 0
+			mig := e.sessMigration()
 			// refusable: an error the layout may answer while the slot is split.
-			refusable := func(err error) bool { return !e.r.perUser() && store.IsUnavailable(err) }
+			refusable := func(err error) bool { return mig.split && store.IsUnavailable(err) }
 			step := func(n int) {
 				t.Helper()
 				for ref := range live {
@@ -197,10 +198,10 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 				case !refusable(err):
 					t.Errorf("%d keys moved: create: %v", n, err)
 				}
-				if !e.r.perUser() {
-					return
-				}
 				for old := range live {
+					if !mig.rotate {
+						break
+					}
 					next := old // (a rotation keeps the reference)
 					if _, err := e.r.Rotate(ctx, old, "acme", testMAC); err != nil {
 						t.Errorf("%d keys moved: rotate: %v", n, err)
@@ -216,7 +217,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 			}
 			m := testredis.Migration{Slot: slot, From: from, To: (from + 1) % len(cl.Nodes), Batch: 2,
 				Order: func(left []string) []string {
-					if e.r.perUser() && moved == 0 {
+					if mig.oneKey && moved == 0 {
 						step(0) // the slot migrates, the user's hash is still on the old owner
 					}
 					rest := slices.DeleteFunc(slices.Clone(left), func(k string) bool { return k == index })
@@ -229,7 +230,7 @@ func TestSessionIndexDuringSlotMigration(t *testing.T) {
 					moved = n
 					step(n)
 					// Per session: index on the old owner, then on the new one; per user: the hash moved.
-					if e.r.perUser() && n != 1 || !e.r.perUser() && n != count/2 && n != count/2+2 {
+					if !mig.revokeAt(n, count) {
 						return
 					}
 					_, err := e.r.RevokeAll(ctx, tag, "")

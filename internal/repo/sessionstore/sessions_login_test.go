@@ -101,20 +101,8 @@ func TestSessionLoginPending(t *testing.T) {
 			if _, err := e.r.Authorize(ctx, bad, session.AuthorizeOptions{VerifierMAC: testMAC, View: true}); !errors.Is(err, repo.ErrCorrupt) {
 				t.Fatalf("loginPending 0: %v", err)
 			}
-			e.sessDel(bad)
+			e.sessDelete(bad)
 			e.everyKeyHasTTL()
 		}
 	})
-}
-
-// sessDel deletes the session as stored: its hash, or its fields in the user's hash.
-func (e *sessEnv) sessDel(ref session.Ref) {
-	e.t.Helper()
-	cmd := e.s.Client.B().Del().Key(e.r.sessionKey(ref)).Build()
-	if e.r.perUser() {
-		cmd = e.s.Client.B().Hdel().Key(e.r.userKey(ref.Tag)).Field(partFields(ref.Part, sessPartFields)...).Build()
-	}
-	if err := e.do(cmd).Error(); err != nil {
-		e.t.Fatal(err)
-	}
 }

@@ -46,8 +46,8 @@ func TestSessionMemoryUsage(t *testing.T) {
 	for _, layout := range []SessionLayout{LayoutPerSession, LayoutPerUser} {
 		t.Run(string(layout), func(t *testing.T) {
 			e := newSessEnv(t, s, "hg", func(o *SessionOptions) { o.Layout = layout })
-			if e.r.perUser() != (layout == LayoutPerUser) {
-				t.Fatalf("layout %s on Redis 8: perUser %v", layout, e.r.perUser())
+			if got := e.r.layoutIn(); got != layout {
+				t.Fatalf("layout %s on Redis 8: got %s", layout, got)
 			}
 			ctx := context.Background()
 			ref := sessRef(t, "")
@@ -64,17 +64,15 @@ func TestSessionMemoryUsage(t *testing.T) {
 			slices.Sort(names)
 			want := []string{e.sessField(ref, fieldAbsoluteExpires), e.sessField(ref, fieldVerifierMAC), fieldCreatedAt, fieldSchemaVersion,
 				fieldTenantID, fieldUpdatedAt, fieldUserID}
-			budget := int64(sessUserMemoryBudget)
-			if !e.r.perUser() {
-				want = []string{fieldAbsoluteExpires, fieldCreatedAt, fieldSchemaVersion, fieldTenantID, fieldUpdatedAt, fieldUserID, fieldVerifierMAC}
-				budget = sessMemoryBudget
-			}
+			// The session's own key: its hash (and the device index), or the user's hash alone.
+			budget, wantKeys := map[SessionLayout]int64{LayoutPerSession: sessMemoryBudget, LayoutPerUser: sessUserMemoryBudget}[layout],
+				map[SessionLayout]int{LayoutPerSession: 2, LayoutPerUser: 1}[layout]
 			slices.Sort(want)
 			if !slices.Equal(names, want) {
 				t.Errorf("a plain session holds %v, want %v", names, want)
 			}
 			keys := e.tagKeys(ref.Tag)
-			if len(keys) != 1+map[bool]int{true: 0, false: 1}[e.r.perUser()] {
+			if len(keys) != wantKeys {
 				t.Errorf("keys of a one-session user: %v", keys)
 			}
 			var all int64

@@ -3,7 +3,6 @@ package sessionstore
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +82,7 @@ func TestSessionChallengeExpiresAlone(t *testing.T) {
 		if v, _ := e.r.Get(ctx, ref, "acme"); v.Status != session.MFARequired || !v.ChallengeLive {
 			t.Fatalf("after challenge: %+v", v)
 		}
-		e.sessionFieldsShareTTL(ref)
+		e.sessFieldsShareTTL(ref)
 		time.Sleep(1600 * time.Millisecond)
 		if e.challengeLive(ref) {
 			t.Fatal("the challenge outlived its TTL")
@@ -150,7 +149,7 @@ func TestSessionVerify(t *testing.T) {
 		if e.challengeLive(next) || e.challengeLive(ref) {
 			t.Fatal("challenge left behind")
 		}
-		e.sessionFieldsShareTTL(next)
+		e.sessFieldsShareTTL(next)
 		res, _, err = e.verify(next, "acme", cid, "good-mac")
 		if err != nil || res.Outcome != session.VerifyNoChallenge {
 			t.Fatalf("replay: %+v %v", res, err)
@@ -162,51 +161,12 @@ func TestSessionVerify(t *testing.T) {
 	})
 }
 
-// sessionFieldsShareTTL fails unless, in the per-user layout, every field of the session but
-// the live challenge's carries the session's TTL (that of its absoluteExpiresAtMs), and the
-// challenge's carry at most that; the key outlives them all.
-func (e *sessEnv) sessionFieldsShareTTL(ref session.Ref) {
-	e.t.Helper()
-	if !e.r.perUser() {
-		return
-	}
-	st := e.sessStored(ref)
-	names := make([]string, 0, len(st))
-	for n := range st {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	mark := slices.Index(names, fieldAbsoluteExpires)
-	if mark < 0 {
-		e.t.Fatalf("session %s has no absoluteExpiresAtMs: %v", ref.Part, st)
-	}
-	ttls := e.fieldTTLs(e.r.userKey(ref.Tag), partFields(ref.Part, names)...)
-	idle := ttls[mark] // read in the same command as the others
-	for i, n := range names {
-		switch {
-		case n == fieldChallengeID || n == fieldCodeMAC:
-			if ttls[i] <= 0 || ttls[i] > idle {
-				e.t.Fatalf("challenge field %s: TTL %d ms, session's %d ms", n, ttls[i], idle)
-			}
-		case ttls[i] > idle || ttls[i] < idle-2000:
-			e.t.Fatalf("field %s: TTL %d ms, want the session's %d ms (all: %v %v)", n, ttls[i], idle, names, ttls)
-		}
-	}
-	if p := e.pttl(e.r.userKey(ref.Tag)); p < idle {
-		e.t.Fatalf("the user's hash (pttl %d) ends before the session's fields (%d)", p, idle)
-	}
-}
-
 // In the per-user layout the challenge's fields never outlive the session's idle window: their
 // TTL is the shorter of the challenge's and what is left of the window, and so is the expiry
 // StartChallenge answers.
 func TestSessionChallengeCappedByIdle(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		e := newSessEnv(t, s, prefix, nil)
-		if !e.r.perUser() {
-			t.Skip("per-session layout: the challenge ends with the session's key")
-		}
+	eachPerUser(t, func(t *testing.T, _ testredis.Backend, _ *store.Store, e *sessEnv) {
 		ref := e.create("", "acme", "alice", time.Minute, 2*time.Hour)
 		exp, err := e.r.StartChallenge(context.Background(), session.MFAChallenge{Ref: ref, Tenant: "acme", ID: sessRand(t, 16), CodeMAC: "m", TTL: 5 * time.Minute})
 		if err != nil {
@@ -218,7 +178,7 @@ func TestSessionChallengeCappedByIdle(t *testing.T) {
 		if now := time.UnixMilli(e.serverMs()); exp.After(now.Add(time.Minute)) || !exp.After(now) {
 			t.Fatalf("challenge expires at %v, server time %v: want within the idle minute", exp, now)
 		}
-		e.sessionFieldsShareTTL(ref)
+		e.sessFieldsShareTTL(ref)
 	})
 }
 
@@ -255,7 +215,7 @@ func TestSessionVerifyConcurrentLimit(t *testing.T) {
 		if got := e.sessGet(ref, fieldFailedMFA); got != "5" {
 			t.Fatalf("failedMfaAttempts = %s", got)
 		}
-		e.sessionFieldsShareTTL(ref)
+		e.sessFieldsShareTTL(ref)
 		// Even the right code is refused once the window is spent.
 		if res, _, err := e.verify(ref, "acme", cid, "good-mac"); err != nil || res.Outcome != session.VerifyLimited {
 			t.Fatalf("right code after the limit: %+v %v", res, err)

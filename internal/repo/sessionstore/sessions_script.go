@@ -55,6 +55,22 @@ func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
 	return repo.CommandError(op, err)
 }
 
+// cachedArray reads an HMGET sent through rueidis' cache, counting a cache hit or miss: its
+// values and whether the gateway's copy answered.
+func (r *Sessions) cachedArray(ctx context.Context, res rueidis.RedisResult) ([]rueidis.RedisMessage, bool, error) {
+	hit := res.IsCacheHit()
+	if hit {
+		r.hits.Add(1)
+	} else {
+		r.misses.Add(1)
+	}
+	vals, err := res.ToArray()
+	if err != nil {
+		return nil, hit, r.readErr(ctx, "session authorize", err)
+	}
+	return vals, hit, nil
+}
+
 // badReply counts a reply of the wrong shape (err wraps ErrReply) as a script error.
 func (r *Sessions) badReply(ctx context.Context, name string, err error) error {
 	return repo.BadReply(ctx, r.metrics, name, err)

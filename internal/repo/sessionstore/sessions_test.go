@@ -57,9 +57,9 @@ func TestSessionLayoutNeverPickedFromTheServer(t *testing.T) {
 				r, err := NewSessions(s, repo.Keys{Prefix: "hg"}, o)
 				hosts := s.Caps.FieldExpiryMs && s.Caps.FieldExpiry != store.FieldExpiryFallback
 				switch {
-				case l == LayoutPerSession && (err != nil || r.perUser()):
-					t.Errorf("per-session: err %v, per-user %v", err, r != nil && r.perUser())
-				case l != LayoutPerSession && hosts && (err != nil || !r.perUser()):
+				case l == LayoutPerSession && (err != nil || r.layoutIn() != LayoutPerSession):
+					t.Errorf("per-session: err %v, %+v", err, r)
+				case l != LayoutPerSession && hosts && (err != nil || r.layoutIn() != LayoutPerUser):
 					t.Errorf("%q on a server with field expiry: err %v", l, err)
 				case l != LayoutPerSession && !hosts && !errors.Is(err, ErrLayoutUnsupported):
 					t.Errorf("%q without field expiry: err %v, want ErrLayoutUnsupported", l, err)

@@ -21,23 +21,12 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant, mac stri
 	if !validMAC(mac) {
 		return nil, fmt.Errorf("session rotate %s: %w", ref.ID(), apperr.New(apperr.Validation, "A rotation needs the new token's verifier MAC."))
 	}
-	var rep repo.Reply
-	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		var err error
-		rep, err = r.layout.rotate(ctx, c, ref, tenant, mac)
-		// The old token is dead once the write is durable; a retry writes the same MAC again.
-		return err == nil && rep.Code() == repo.CodeOK, err
+	// The old token is dead once the write is durable; a retry writes the same MAC again.
+	rep, err := r.transition(ctx, ref, "rotate", "session_rotate", func(c rueidis.Client) (repo.Reply, error) {
+		return r.layout.rotate(ctx, c, ref, tenant, mac)
 	})
 	if err != nil {
 		return nil, err
-	}
-	switch rep.Code() {
-	case repo.CodeOK:
-	case repo.CodeNotFound:
-		r.metrics.Transition(ctx, sessObject, "rotate", "missing")
-		return nil, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
-	default:
-		return nil, r.badReply(ctx, "session_rotate", rep.Unexpected())
 	}
 	// {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs, groups}
 	d := rep.Reader()
@@ -64,6 +53,32 @@ func (r *Sessions) Rotate(ctx context.Context, ref session.Ref, tenant, mac stri
 		s.IdleExpiresAt = sessIdleEnd(now, pttl, s.AbsoluteExpiresAt)
 	}
 	return s, nil
+}
+
+// transition runs one session's transition through run, confirmed by a replica (r.dur: a
+// retry writes the same again), and reads its code: the reply when 'OK'; apperr.NotFound,
+// counted as "missing", for a missing session or another tenant's; a bad reply otherwise
+// (script names the script, for metrics).
+func (r *Sessions) transition(ctx context.Context, ref session.Ref, name, script string,
+	run func(c rueidis.Client) (repo.Reply, error)) (repo.Reply, error) {
+	var rep repo.Reply
+	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
+		var err error
+		rep, err = run(c)
+		return err == nil && rep.Code() == repo.CodeOK, err
+	})
+	if err != nil {
+		return rep, err
+	}
+	switch rep.Code() {
+	case repo.CodeOK:
+		return rep, nil
+	case repo.CodeNotFound:
+		r.metrics.Transition(ctx, sessObject, name, "missing")
+		return rep, fmt.Errorf("session %s: %w", ref.ID(), apperr.NotFound)
+	default:
+		return rep, r.badReply(ctx, script, rep.Unexpected())
+	}
 }
 
 // Revoke deletes one session of tenant with its challenge key and index entry. It reports
