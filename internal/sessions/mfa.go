@@ -50,15 +50,10 @@ func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code stri
 	if err := checkCode(code); err != nil {
 		return nil, err
 	}
-	r, err := ref(id)
+	r, token, mac, err := s.newVerifier(id)
 	if err != nil {
 		return nil, err
 	}
-	token, _, mac, err := newToken(s.hasher, r)
-	if err != nil {
-		return nil, err
-	}
-	s.wrote(r)
 	res, err := s.store.Verify(ctx, session.MFAVerification{Ref: r, Tenant: tenant, ChallengeID: challengeID,
 		CodeMAC: s.codeMAC(r.Tag, challengeID, code), VerifierMAC: mac})
 	if err != nil {

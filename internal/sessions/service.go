@@ -257,6 +257,20 @@ func (s *Service) authorize(ctx context.Context, ref session.Ref, mac string, vi
 		Fresh: s.written.Marked(ref.Tag, ref.Part, time.Now())})
 }
 
+// newVerifier is a new token for the session id names (the same selector, a new verifier) and
+// its MAC, for a rotation or a step-up; the session is marked written, so this gateway's next
+// read of it goes to Redis.
+func (s *Service) newVerifier(id string) (r session.Ref, token, mac string, err error) {
+	if r, err = ref(id); err != nil {
+		return r, "", "", err
+	}
+	if token, _, mac, err = newToken(s.hasher, r); err != nil {
+		return r, "", "", err
+	}
+	s.wrote(r)
+	return r, token, mac, nil
+}
+
 // ref parses a session id from a path; a malformed id is simply not found.
 func ref(id string) (session.Ref, error) {
 	r, ok := session.ParseID(id)
@@ -313,15 +327,10 @@ func (s *Service) SetGroups(ctx context.Context, tenant, id string, groups []str
 // Rotate gives the session a new token (a new verifier, the same id); the old token stops
 // working at once and the absolute deadline is kept.
 func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error) {
-	r, err := ref(id)
+	r, token, mac, err := s.newVerifier(id)
 	if err != nil {
 		return nil, err
 	}
-	token, _, mac, err := newToken(s.hasher, r)
-	if err != nil {
-		return nil, err
-	}
-	s.wrote(r)
 	v, err := s.store.Rotate(ctx, r, tenant, mac)
 	if err != nil {
 		return nil, err

@@ -99,7 +99,9 @@ func (c *Cluster) connect(ctx context.Context) error {
 		n.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{n.Addr()},
 			ForceSingleClient: true, DisableCache: true, DisableRetry: true})
 		if err != nil {
-			return fmt.Errorf("admin client %s: %w", n.Addr(), err)
+			// Something answered the port and dropped the connection: not a Redis node of ours
+			// (ours failed to bind a port taken meanwhile), so the cluster starts over.
+			return fmt.Errorf("admin client %s: %w (%w?)", n.Addr(), err, errPortTaken)
 		}
 		if n.cmd != nil { // (nil: a node started outside the test, env.go's)
 			if err := checkOwn(ctx, n.admin, n.cmd); err != nil {

@@ -84,3 +84,14 @@ func ValidID(id string) bool {
 	}
 	return true
 }
+
+// HasControl reports whether s holds a control character, which no stored token field may
+// (the service refuses it; the store refuses it again before writing).
+func HasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}

@@ -221,7 +221,7 @@ func (s *Service) mint(ctx context.Context, req MintRequest, parent string, pare
 func (s *Service) validate(req MintRequest) error {
 	var fields []apperr.FieldError
 	add := func(ptr, detail string) { fields = append(fields, apperr.FieldError{Pointer: ptr, Detail: detail}) }
-	if req.Tenant == "" || len(req.Tenant) > maxTenantBytes || !utf8.ValidString(req.Tenant) || hasControl(req.Tenant) {
+	if req.Tenant == "" || len(req.Tenant) > maxTenantBytes || !utf8.ValidString(req.Tenant) || HasControl(req.Tenant) {
 		add("/tenant", "must be 1..128 bytes of printable UTF-8")
 	}
 	if !subjectPattern.MatchString(req.Subject) {
@@ -233,7 +233,7 @@ func (s *Service) validate(req MintRequest) error {
 	if req.TokenType != TypeService && req.TokenType != TypeUser {
 		add("/tokenType", "must be service or user")
 	}
-	if utf8.RuneCountInString(req.Description) > maxDescRunes || !utf8.ValidString(req.Description) || hasControl(req.Description) {
+	if utf8.RuneCountInString(req.Description) > maxDescRunes || !utf8.ValidString(req.Description) || HasControl(req.Description) {
 		add("/description", "must be at most 256 printable characters")
 	}
 	if len(fields) > 0 {
@@ -256,14 +256,6 @@ func validScopes(scopes []string) error {
 	return nil
 }
 
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
-}
 
 func createErr(err error) error {
 	switch {
@@ -355,7 +347,7 @@ func (s *Service) Revoke(ctx context.Context, caller *auth.Principal, id, reason
 	if caller == nil {
 		return RevokeUnknown, apperr.New(apperr.Unauthenticated, "")
 	}
-	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || hasControl(reason) {
+	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || HasControl(reason) {
 		return RevokeUnknown, &apperr.Error{Kind: apperr.Validation, Detail: "The reason is at most 128 printable characters.",
 			Fields: []apperr.FieldError{{Parameter: "query:reason", Detail: "at most 128 printable characters"}}}
 	}

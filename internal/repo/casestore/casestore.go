@@ -84,11 +84,10 @@ func New(s *store.Store, o Options) (*Store, error) {
 	o.ResolvedTTL = cmp.Or(o.ResolvedTTL, DefaultResolvedTTL)
 	o.HistoryMax = cmp.Or(o.HistoryMax, DefaultHistoryMax)
 	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
+	if err := repo.CheckBase("cases", s, o.Prefix, o.Hasher); err != nil {
+		return nil, err
+	}
 	switch {
-	case s == nil || s.Client == nil:
-		return nil, fmt.Errorf("%w: cases need a store", repo.ErrBadOptions)
-	case o.Prefix == "" || o.Hasher == nil:
-		return nil, fmt.Errorf("%w: cases need a key prefix and a hasher", repo.ErrBadOptions)
 	case o.MaxEscalation < 1 || o.MaxEscalation > 100:
 		return nil, fmt.Errorf("%w: case max escalation %d not within 1..100", repo.ErrBadOptions, o.MaxEscalation)
 	case o.OpenTTL < time.Second || o.ResolvedTTL < time.Second:

@@ -91,11 +91,10 @@ func New(s *store.Store, o Options) (*Store, error) {
 	o.TTL = cmp.Or(o.TTL, DefaultTTL)
 	o.Lease = cmp.Or(o.Lease, DefaultLease)
 	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
+	if err := repo.CheckBase("idempotency records", s, o.Prefix, o.Hasher); err != nil {
+		return nil, err
+	}
 	switch {
-	case s == nil || s.Client == nil:
-		return nil, fmt.Errorf("%w: idempotency needs a store", repo.ErrBadOptions)
-	case o.Prefix == "" || o.Hasher == nil:
-		return nil, fmt.Errorf("%w: idempotency needs a key prefix and a hasher", repo.ErrBadOptions)
 	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
 		return nil, fmt.Errorf("%w: idempotency keys per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
 	case o.Lease < 10*time.Millisecond || o.TTL < o.Lease:

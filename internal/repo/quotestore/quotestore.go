@@ -68,11 +68,10 @@ func New(s *store.Store, o Options) (*Store, error) {
 	o.TTL = cmp.Or(o.TTL, quotes.DefaultTTL)
 	o.MaxItems = cmp.Or(o.MaxItems, quotes.DefaultMaxItems)
 	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
+	if err := repo.CheckBase("quotes", s, o.Prefix, o.Hasher); err != nil {
+		return nil, err
+	}
 	switch {
-	case s == nil || s.Client == nil:
-		return nil, fmt.Errorf("%w: quotes need a store", repo.ErrBadOptions)
-	case o.Prefix == "" || o.Hasher == nil:
-		return nil, fmt.Errorf("%w: quotes need a key prefix and a hasher", repo.ErrBadOptions)
 	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
 		return nil, fmt.Errorf("%w: quotes per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
 	case o.TTL < time.Second:

@@ -169,9 +169,6 @@ type Sessions struct {
 	layout layout
 }
 
-// ErrSessionOptions reports unusable options.
-var ErrSessionOptions = errors.New("sessionstore: bad session options")
-
 // ErrLayoutUnsupported reports a layout the server cannot host (Hosts).
 var ErrLayoutUnsupported = errors.New("the server cannot host this session layout")
 
@@ -190,27 +187,27 @@ func Hosts(caps store.Capabilities, l SessionLayout) error {
 func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, error) {
 	switch {
 	case s == nil || s.Client == nil:
-		return nil, fmt.Errorf("%w: no store", ErrSessionOptions)
+		return nil, fmt.Errorf("%w: no store", repo.ErrBadOptions)
 	case k.Prefix == "":
-		return nil, fmt.Errorf("%w: empty key prefix", ErrSessionOptions)
+		return nil, fmt.Errorf("%w: empty key prefix", repo.ErrBadOptions)
 	case !(o.RefreshFraction > 0 && o.RefreshFraction < 1):
-		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", ErrSessionOptions)
+		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", repo.ErrBadOptions)
 	case o.MaxPerUser < 1 || o.MaxPerUser > MaxSessionsPerUser:
-		return nil, fmt.Errorf("%w: max sessions per user must be within 1..%d", ErrSessionOptions, MaxSessionsPerUser)
+		return nil, fmt.Errorf("%w: max sessions per user must be within 1..%d", repo.ErrBadOptions, MaxSessionsPerUser)
 	case o.LimitPolicy != "" && o.LimitPolicy != LimitEvictOldest && o.LimitPolicy != LimitRefuse:
-		return nil, fmt.Errorf("%w: unknown session limit policy %q", ErrSessionOptions, o.LimitPolicy)
+		return nil, fmt.Errorf("%w: unknown session limit policy %q", repo.ErrBadOptions, o.LimitPolicy)
 	case o.Layout != "" && o.Layout != LayoutPerUser && o.Layout != LayoutPerSession:
-		return nil, fmt.Errorf("%w: unknown session layout %q", ErrSessionOptions, o.Layout)
+		return nil, fmt.Errorf("%w: unknown session layout %q", repo.ErrBadOptions, o.Layout)
 	case o.CacheTTL < 0 || o.CacheTTL > MaxSessionCacheTTL:
-		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", ErrSessionOptions, MaxSessionCacheTTL)
+		return nil, fmt.Errorf("%w: cache TTL must be within 0..%v", repo.ErrBadOptions, MaxSessionCacheTTL)
 	case o.AbsentTTL > MaxSessionAbsentTTL:
-		return nil, fmt.Errorf("%w: absent cache TTL must be at most %v", ErrSessionOptions, MaxSessionAbsentTTL)
+		return nil, fmt.Errorf("%w: absent cache TTL must be at most %v", repo.ErrBadOptions, MaxSessionAbsentTTL)
 	}
 	if o.MFA.Name == "" {
 		o.MFA.Name = MFAPolicyName
 	}
 	if err := o.MFA.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSessionOptions, err)
+		return nil, fmt.Errorf("%w: %w", repo.ErrBadOptions, err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -222,7 +219,7 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 	switch mode {
 	case store.FieldExpiryHSETEX, store.FieldExpiryHEXPIRE, store.FieldExpiryFallback:
 	default:
-		return nil, fmt.Errorf("%w: unknown field-expiry mode %q", ErrSessionOptions, mode)
+		return nil, fmt.Errorf("%w: unknown field-expiry mode %q", repo.ErrBadOptions, mode)
 	}
 	r := &Sessions{client: s.Client, metrics: o.Metrics, log: o.Logger, dur: s.Durable, keys: k, mode: mode, o: o, now: time.Now,
 		expiry:     session.Expiry{RefreshFraction: o.RefreshFraction},

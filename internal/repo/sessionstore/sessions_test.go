@@ -34,7 +34,7 @@ func TestNewSessionsRefusesBadOptions(t *testing.T) {
 			t.Parallel()
 			o := sessDefaultOptions()
 			tt.tweak(&o)
-			if _, err := NewSessions(s, repo.Keys{Prefix: "hg"}, o); !errors.Is(err, ErrSessionOptions) {
+			if _, err := NewSessions(s, repo.Keys{Prefix: "hg"}, o); !errors.Is(err, repo.ErrBadOptions) {
 				t.Fatalf("err = %v", err)
 			}
 		})

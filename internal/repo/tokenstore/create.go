@@ -24,7 +24,7 @@ func validateToken(t tokens.Token) error {
 		}
 	}
 	text := func(s string, maxBytes int, required bool) bool {
-		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !hasControl(s)
+		return (!required || s != "") && len(s) <= maxBytes && utf8.ValidString(s) && !tokens.HasControl(s)
 	}
 	check(tokens.ValidID(t.ID), "id")
 	check(text(t.Tenant, maxTenantBytes, true), "tenant")
@@ -38,15 +38,6 @@ func validateToken(t tokens.Token) error {
 		return apperr.Newf(apperr.BoundExceeded, "Token fields out of bounds: %s.", strings.Join(bad, ", "))
 	}
 	return nil
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
 }
 
 // Create writes a token in one script: the tenant index entry, the metadata hash with a key

@@ -25,7 +25,7 @@ func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (tokens.R
 	if !tokens.ValidID(id) {
 		return tokens.RevokeUnknown, nil, nil
 	}
-	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || hasControl(reason) {
+	if len(reason) > maxReasonBytes || !utf8.ValidString(reason) || tokens.HasControl(reason) {
 		return tokens.RevokeUnknown, nil, apperr.New(apperr.Validation, "The revocation reason is too long or has control characters.")
 	}
 	tag := r.tag(tenant)

@@ -18,7 +18,6 @@ package tokenstore
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -53,9 +52,6 @@ const (
 	// pruneMax bounds how many expired index members one call removes.
 	pruneMax = 500
 )
-
-// ErrConfig reports a bad New option.
-var ErrConfig = errors.New("tokenstore: bad configuration")
 
 // Options configure New.
 type Options struct {
@@ -103,15 +99,15 @@ var (
 func New(s *store.Store, o Options) (*Store, error) {
 	switch {
 	case s == nil || s.Client == nil:
-		return nil, fmt.Errorf("%w: no store", ErrConfig)
+		return nil, fmt.Errorf("%w: no store", repo.ErrBadOptions)
 	case o.Hasher == nil:
-		return nil, fmt.Errorf("%w: no hasher", ErrConfig)
+		return nil, fmt.Errorf("%w: no hasher", repo.ErrBadOptions)
 	case o.Prefix == "" || strings.ContainsAny(o.Prefix, ":{} "):
-		return nil, fmt.Errorf("%w: bad key prefix", ErrConfig)
+		return nil, fmt.Errorf("%w: bad key prefix", repo.ErrBadOptions)
 	case o.SafetyWindow < 0:
-		return nil, fmt.Errorf("%w: negative safety window", ErrConfig)
+		return nil, fmt.Errorf("%w: negative safety window", repo.ErrBadOptions)
 	case o.MaxPerTenant < 0 || o.MaxPerTenant > MaxPerTenant:
-		return nil, fmt.Errorf("%w: max per tenant not within 0..%d", ErrConfig, MaxPerTenant)
+		return nil, fmt.Errorf("%w: max per tenant not within 0..%d", repo.ErrBadOptions, MaxPerTenant)
 	}
 	if o.MaxPerTenant == 0 {
 		o.MaxPerTenant = MaxPerTenant
