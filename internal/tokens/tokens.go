@@ -256,7 +256,6 @@ func validScopes(scopes []string) error {
 	return nil
 }
 
-
 func createErr(err error) error {
 	switch {
 	case errors.Is(err, ErrExpired):
