@@ -197,14 +197,23 @@ func (f *fixtures) noCachePlans() []plan {
 	}
 }
 
-func (f *fixtures) authzSession(ctx context.Context) (wrkScript, wrkScript, error) {
+// sessionTokens are the tokens of the sessions the session scenarios rotate over.
+func (f *fixtures) sessionTokens(ctx context.Context) ([]string, error) {
 	ss, err := f.loadSessions(ctx)
 	if err != nil {
-		return wrkScript{}, wrkScript{}, err
+		return nil, err
 	}
 	toks := make([]string, len(ss))
 	for i, s := range ss {
 		toks[i] = s.Token
+	}
+	return toks, nil
+}
+
+func (f *fixtures) authzSession(ctx context.Context) (wrkScript, wrkScript, error) {
+	toks, err := f.sessionTokens(ctx)
+	if err != nil {
+		return wrkScript{}, wrkScript{}, err
 	}
 	return same(wrkScript{Method: "GET", Items: itemsWithHeader("/v1/authorize", "Cookie", sessionCookie+"=", toks)})
 }
@@ -218,13 +227,9 @@ func (f *fixtures) authzBearer(ctx context.Context) (wrkScript, wrkScript, error
 }
 
 func (f *fixtures) whoami(ctx context.Context) (wrkScript, wrkScript, error) {
-	ss, err := f.loadSessions(ctx)
+	toks, err := f.sessionTokens(ctx)
 	if err != nil {
 		return wrkScript{}, wrkScript{}, err
-	}
-	toks := make([]string, len(ss))
-	for i, s := range ss {
-		toks[i] = s.Token
 	}
 	return same(wrkScript{Method: "GET", Items: itemsWithHeader("/v1/session", sessionHeader, "", toks)})
 }

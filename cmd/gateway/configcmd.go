@@ -13,12 +13,8 @@ import (
 // and where the value came from (env, env file, default), then the misspelt GATEWAY_* names.
 func configCommand(args []string, env environ, stdout io.Writer) error {
 	fs := newFlagSet("config", "print every setting, its default and where its value came from (env, env file, default); secrets masked")
-	envFile := envFileFlag(fs)
-	if help, err := parseFlags(fs, args, stdout); help || err != nil {
-		return err
-	}
-	e, err := loadEnv(env, *envFile)
-	if err != nil {
+	e, done, err := envOnly(fs, args, env, stdout)
+	if done {
 		return err
 	}
 	cfg, cerr := config.LoadEnv(e)

@@ -59,6 +59,17 @@ func flagUsage(fs *cmdFlags) string {
 	return b.String()
 }
 
+// envOnly parses the flags of a subcommand whose only flag is --env-file and loads the
+// settings; done is true when the command has nothing more to do (--help answered, or err).
+func envOnly(fs *cmdFlags, args []string, env environ, stdout io.Writer) (e config.Env, done bool, err error) {
+	envFile := envFileFlag(fs)
+	if help, err := parseFlags(fs, args, stdout); help || err != nil {
+		return e, true, err
+	}
+	e, err = loadEnv(env, *envFile)
+	return e, err != nil, err
+}
+
 // envFileFlag adds --env-file to fs.
 func envFileFlag(fs *cmdFlags) *string {
 	return fs.String("env-file", "", "read settings from this env file under the environment (default: $"+config.EnvFileVar+", else $XDG_STATE_HOME/hashgate/hashgate.env when it exists)")

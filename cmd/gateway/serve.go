@@ -22,12 +22,8 @@ const maxHeaderBytes = 32 << 10
 // serveCommand is `gateway [serve] [--env-file F]`.
 func serveCommand(ctx context.Context, args []string, env environ, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", "serve the API until SIGINT/SIGTERM (settings: environment variables, README \"Configure it\")")
-	envFile := envFileFlag(fs)
-	if help, err := parseFlags(fs, args, stdout); help || err != nil {
-		return err
-	}
-	e, err := loadEnv(env, *envFile)
-	if err != nil {
+	e, done, err := envOnly(fs, args, env, stdout)
+	if done {
 		return err
 	}
 	return serveWith(ctx, e, env.names, stdout, stderr, nil)
