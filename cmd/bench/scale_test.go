@@ -269,3 +269,31 @@ func TestProcCPU(t *testing.T) {
 		}
 	}
 }
+
+// A script with Tally counts every answer by status, whichever request shape it sends.
+func TestTallyUnderWrk(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("wrk")
+	if err != nil {
+		t.Skip("wrk is not installed (scripts/bench.sh installs it)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gone" {
+			w.WriteHeader(http.StatusGone)
+		}
+	}))
+	defer srv.Close()
+	w := wrkRunner{Bin: bin, Threads: 1, Connections: 1, Timeout: 2 * time.Second, Dir: t.TempDir()}
+	for name, s := range map[string]wrkScript{
+		"items":  {Method: "GET", Tally: true, Items: []wrkItem{{Path: "/ok"}, {Path: "/gone"}}},
+		"sample": {Method: "GET", Tally: true, Sample: &wrkSample{Path: "/gone", Header: "Cookie", Prefix: "c=", Tokens: []string{"a"}}},
+	} {
+		res, err := w.run(context.Background(), name, s, srv.URL, time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.Statuses[410] == 0 || (name == "items" && res.Statuses[200] == 0) {
+			t.Errorf("%s: statuses %v, want 410s (and 200s for items)", name, res.Statuses)
+		}
+	}
+}

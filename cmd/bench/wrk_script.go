@@ -172,11 +172,6 @@ elseif SAMPLE then
     h[SAMPLE_HEADER] = SAMPLE_PREFIX .. tok
     return wrk.format(METHOD, SAMPLE_PATH, h, nil)
   end
-  if TALLY then
-    function response(status, hdrs, body)
-      statuses[status] = (statuses[status] or 0) + 1
-    end
-  end
 else
   function request()
     n = n + 1
@@ -187,10 +182,10 @@ else
     if COUNTER_BODY then body = string.format(COUNTER_BODY, tid, n) end
     return wrk.format(METHOD, it[1], h, body)
   end
-  if TALLY then
-    function response(status, hdrs, body)
-      statuses[status] = (statuses[status] or 0) + 1
-    end
+end
+if TALLY then
+  function response(status, hdrs, body)
+    statuses[status] = (statuses[status] or 0) + 1
   end
 end
 
