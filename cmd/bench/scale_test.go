@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -295,5 +296,29 @@ func TestTallyUnderWrk(t *testing.T) {
 		if res.Statuses[410] == 0 || (name == "items" && res.Statuses[200] == 0) {
 			t.Errorf("%s: statuses %v, want 410s (and 200s for items)", name, res.Statuses)
 		}
+	}
+	// A quote-patch script tallies too, and keeps following each answer's ETag: a server that
+	// answers 412 to any other If-Match than the last ETag it gave sees only current ones.
+	var mu sync.Mutex
+	version := 1
+	patch := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("If-Match") != fmt.Sprintf(`"%d"`, version) {
+			w.WriteHeader(http.StatusPreconditionFailed)
+			return
+		}
+		version++
+		w.Header().Set("ETag", fmt.Sprintf(`"%d"`, version))
+		fmt.Fprint(w, `{"quoteId":"q_1"}`)
+	}))
+	defer patch.Close()
+	res, err := w.run(context.Background(), "patch", wrkScript{QuotePatch: true, Tally: true,
+		Items: []wrkItem{{Path: "q_1", Value: `"1"`}}}, patch.URL, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Statuses[200] < 2 || res.Statuses[412] > 0 {
+		t.Errorf("quote patch: statuses %v, want only 200s (each If-Match the last ETag)", res.Statuses)
 	}
 }

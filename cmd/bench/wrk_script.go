@@ -183,7 +183,7 @@ else
     return wrk.format(METHOD, it[1], h, body)
   end
 end
-if TALLY then
+if TALLY and not QUOTE_PATCH then -- QUOTE_PATCH's response tallies and keeps ETags
   function response(status, hdrs, body)
     statuses[status] = (statuses[status] or 0) + 1
   end
