@@ -2,8 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -25,12 +23,4 @@ func Record(ctx context.Context, c metric.Int64Counter, d Decision) {
 		outcome = "limited"
 	}
 	c.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", d.Policy.Name), attribute.String("outcome", outcome)))
-}
-
-// ParseReply turns the fixed_window reply {allowed, count, resetMs} into a Decision.
-func ParseReply(p Policy, r []int64) (Decision, error) {
-	if len(r) != 3 || r[0] < 0 || r[0] > 1 || r[1] < 0 || r[2] < 0 {
-		return Decision{}, fmt.Errorf("ratelimit %s: unexpected script reply %v", p.Name, r)
-	}
-	return Decision{Policy: p, Allowed: r[0] == 1, Count: int(r[1]), Reset: time.Duration(r[2]) * time.Millisecond}, nil
 }

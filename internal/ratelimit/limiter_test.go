@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
@@ -97,4 +98,12 @@ func (l *Limiter) AllowTag(ctx context.Context, tag string) (Decision, error) {
 	}
 	Record(ctx, l.decisions, d)
 	return d, nil
+}
+
+// ParseReply turns the fixed_window reply {allowed, count, resetMs} into a Decision.
+func ParseReply(p Policy, r []int64) (Decision, error) {
+	if len(r) != 3 || r[0] < 0 || r[0] > 1 || r[1] < 0 || r[2] < 0 {
+		return Decision{}, fmt.Errorf("ratelimit %s: unexpected script reply %v", p.Name, r)
+	}
+	return Decision{Policy: p, Allowed: r[0] == 1, Count: int(r[1]), Reset: time.Duration(r[2]) * time.Millisecond}, nil
 }

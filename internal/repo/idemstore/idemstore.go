@@ -140,12 +140,6 @@ func (r *Store) markerKey(sc idempotency.Scope) string {
 	return r.keys.Key("idem", r.hasher.TenantTag(sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
 }
 
-// quotaKey is the tenant's set of live markers (member <operation>:<keyHash>, score the
-// marker's expiry in ms): its Idempotency-Key quota.
-func (r *Store) quotaKey(tenant string) string {
-	return r.keys.Key("quota", r.hasher.TenantTag(tenant), "idem")
-}
-
 // quotaOf is the tenant's quota set and the marker's member in it (<operation>:<keyHash>, the
 // marker key's part after its tag) for the marker key.
 func (r *Store) quotaOf(marker string) (set, member string) {

@@ -60,15 +60,6 @@ func sessPartFieldsLua() string {
 // partField is the name of a session's field in the user's hash.
 func partField(part, name string) string { return part + ":" + name }
 
-// partFields names a session's fields in the user's hash.
-func partFields(part string, names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = partField(part, n)
-	}
-	return out
-}
-
 // sessionView is the flat field map (the per-session hash's names, what decodeView reads) of
 // the session part, from user holding the user's hash's fields (all of them, or the user's
 // fields and the session's that were asked for). The defaults of the per-user layout are

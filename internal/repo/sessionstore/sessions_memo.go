@@ -175,15 +175,6 @@ func (m *authMemo) keyOf(key string) (tag, part string, ok bool) {
 	return tag, part, true
 }
 
-// refOf is the reference a session's own key names: "<keyPrefix><tag>}:<part>".
-func (m *authMemo) refOf(key string) (session.Ref, bool) {
-	tag, part, ok := m.keyOf(key)
-	if !ok || part == "" {
-		return session.Ref{}, false
-	}
-	return session.Ref{Tag: tag, Part: part}, true
-}
-
 // stripe is the version counter of the user with tag: every push for one of the user's keys
 // (the user's hash or one session's) bumps it.
 func (m *authMemo) stripe(tag string) *atomic.Uint64 {

@@ -310,3 +310,12 @@ func TestAuthMemo(t *testing.T) {
 		}
 	})
 }
+
+// refOf is the reference a session's own key names: "<keyPrefix><tag>}:<part>".
+func (m *authMemo) refOf(key string) (session.Ref, bool) {
+	tag, part, ok := m.keyOf(key)
+	if !ok || part == "" {
+		return session.Ref{}, false
+	}
+	return session.Ref{Tag: tag, Part: part}, true
+}

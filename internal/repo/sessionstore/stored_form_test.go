@@ -452,3 +452,12 @@ func (f perUserForm) sessUserUpdated(tag string, ok func(at string) bool) {
 		f.e.t.Fatalf("the user's updatedAtMs is %s", at)
 	}
 }
+
+// partFields names a session's fields in the user's hash.
+func partFields(part string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = partField(part, n)
+	}
+	return out
+}
