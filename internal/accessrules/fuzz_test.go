@@ -12,7 +12,7 @@ import (
 // ./ and x/../ segments, repeated slashes, ;parameters, trailing dots, backslashes) is decided
 // by another rule than the path itself.
 func FuzzNormalizedPath(f *testing.F) {
-	for _, s := range []string{"/admin", "/admin/users", "/public/app.js", "/reports/q1/pdf", "/files/a.json", "/", "/a/b/c", "/%25", "/100%25off"} {
+	for _, s := range []string{"/admin", "/admin/users", "/public/app.js", "/reports/q1/pdf", "/files/a.json", "/", "/a/b/c", "/%25", "/100%25off", "/%23", "/a%3fb"} {
 		f.Add(s, uint64(1))
 	}
 	set := exampleSet(f)
@@ -58,8 +58,9 @@ func respell(rng *rand.Rand, p string) string {
 		}
 		for i := 0; i < len(seg); i++ {
 			c := seg[i]
-			if c == '%' { // the normal form's %25, a literal percent sign: spelled once or twice encoded
-				b.WriteString([]string{"%25", "%2525"}[rng.IntN(2)])
+			if c == '%' { // the normal form's %25, %23 or %3f, a literal %, # or ?: spelled once or twice encoded
+				esc := seg[i+1 : i+3]
+				b.WriteString([]string{"%" + esc, "%25" + esc}[rng.IntN(2)])
 				i += 2
 				continue
 			}

@@ -9,6 +9,11 @@ import (
 // after that many is refused rather than guessed at.
 const maxDecodeRounds = 8
 
+// literalEscaper writes back the characters a decoded path may hold that a request-target
+// reads otherwise (a literal %, and # or ? that would end the path), so the normal form
+// normalizes to itself.
+var literalEscaper = strings.NewReplacer("%", "%25", "#", "%23", "?", "%3f")
+
 // NormalizePath returns the path an upstream may read a request-target as, the one the rules
 // decide on: the query and fragment dropped (an absolute-form target reduced to its path),
 // percent-encodings decoded until none is left (%2F is a slash and %2e a dot, as many
@@ -16,7 +21,8 @@ const maxDecodeRounds = 8
 // `;` parameters dropped from each segment (/admin;x=1/ is /admin/, ..;/ is ../), dot
 // segments resolved (never above the root), repeated slashes merged, trailing dots dropped
 // from a segment (/admin./ is /admin/), and the whole lower-cased, without a trailing slash; a
-// literal percent sign left once decoded is written %25 (/100%25off stays /100%25off).
+// literal %, # or ? left once decoded is written %25, %23 or %3f (/100%25off stays
+// /100%25off).
 // ok is false for a target that is not a path or holds an invalid percent-encoding in the
 // first round, invalid UTF-8 or a control character once decoded: such a request is denied.
 // A path already in normal form is returned as is, without allocating.
@@ -73,9 +79,7 @@ func NormalizePath(raw string) (string, bool) {
 			segs = append(segs, seg)
 		}
 	}
-	// A percent sign left after decoding is a literal one: written back as %25, the result
-	// stays a path that normalizes to itself.
-	return strings.ReplaceAll("/"+strings.Join(segs, "/"), "%", "%25"), true
+	return literalEscaper.Replace("/" + strings.Join(segs, "/")), true
 }
 
 // isNormal reports whether p (starting with a slash) is already in NormalizePath's form: only
