@@ -374,6 +374,9 @@ type CaseCreateRequest struct {
 // CaseHistory defines model for CaseHistory.
 type CaseHistory struct {
 	Items []CaseHistoryEntry `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
@@ -606,8 +609,11 @@ type QuoteItem struct {
 
 // QuoteItemList defines model for QuoteItemList.
 type QuoteItemList struct {
-	Items        []QuoteItem `json:"items"`
-	StateVersion int64       `json:"stateVersion"`
+	Items []QuoteItem `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor   *string `json:"nextCursor,omitempty"`
+	StateVersion int64   `json:"stateVersion"`
 }
 
 // QuoteItemPut defines model for QuoteItemPut.
@@ -720,6 +726,9 @@ type SessionId = string
 // SessionList defines model for SessionList.
 type SessionList struct {
 	Items []Session `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // SessionStatus defines model for SessionStatus.
@@ -936,6 +945,19 @@ type EscalateCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// GetCaseHistoryParams defines parameters for GetCaseHistory.
+type GetCaseHistoryParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ReopenCaseParams defines parameters for ReopenCase.
 type ReopenCaseParams struct {
 	// IfMatch When present, the transition happens only if the case is still at this ETag (else 412).
@@ -962,6 +984,19 @@ type PatchQuoteParams struct {
 	IfMatch IfMatch `json:"If-Match"`
 }
 
+// ListQuoteItemsParams defines parameters for ListQuoteItems.
+type ListQuoteItemsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
@@ -978,6 +1013,19 @@ type PutQuoteItemParams struct {
 type SubmitQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch IfMatch `json:"If-Match"`
+}
+
+// ListMyDevicesParams defines parameters for ListMyDevices.
+type ListMyDevicesParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -1002,6 +1050,19 @@ type RevokeTokenParams struct {
 type RevokeUserSessionsParams struct {
 	// Except A session id to keep.
 	Except *SessionId `form:"except,omitempty" json:"except,omitempty"`
+}
+
+// ListUserSessionsParams defines parameters for ListUserSessions.
+type ListUserSessionsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CreateCaseJSONRequestBody defines body for CreateCase for application/json ContentType.
@@ -1075,9 +1136,9 @@ type ServerInterface interface {
 	// EscalateCase OPEN or ESCALATED → ESCALATED, one level up to the maximum
 	// (POST /v1/cases/{caseId}/escalate)
 	EscalateCase(ctx echo.Context, caseId CaseId, params EscalateCaseParams) error
-	// GetCaseHistory The case's transitions, newest first
+	// GetCaseHistory The case's transitions, newest first, with cursor paging
 	// (GET /v1/cases/{caseId}/history)
-	GetCaseHistory(ctx echo.Context, caseId CaseId) error
+	GetCaseHistory(ctx echo.Context, caseId CaseId, params GetCaseHistoryParams) error
 	// ReopenCase RESOLVED → OPEN
 	// (POST /v1/cases/{caseId}/reopen)
 	ReopenCase(ctx echo.Context, caseId CaseId, params ReopenCaseParams) error
@@ -1096,9 +1157,9 @@ type ServerInterface interface {
 	// PatchQuote Merge-patch the draft (If-Match required)
 	// (PATCH /v1/quotes/{quoteId})
 	PatchQuote(ctx echo.Context, quoteId QuoteId, params PatchQuoteParams) error
-	// ListQuoteItems The draft's line items
+	// ListQuoteItems The draft's line items, by item id, with cursor paging
 	// (GET /v1/quotes/{quoteId}/items)
-	ListQuoteItems(ctx echo.Context, quoteId QuoteId) error
+	ListQuoteItems(ctx echo.Context, quoteId QuoteId, params ListQuoteItemsParams) error
 	// DeleteQuoteItem Remove a line item; totals are recomputed in the same step
 	// (DELETE /v1/quotes/{quoteId}/items/{itemId})
 	DeleteQuoteItem(ctx echo.Context, quoteId QuoteId, itemId ItemId, params DeleteQuoteItemParams) error
@@ -1117,9 +1178,9 @@ type ServerInterface interface {
 	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
 	// (DELETE /v1/session/devices)
 	RevokeMyOtherDevices(ctx echo.Context) error
-	// ListMyDevices The caller's live sessions on every device
+	// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
 	// (GET /v1/session/devices)
-	ListMyDevices(ctx echo.Context) error
+	ListMyDevices(ctx echo.Context, params ListMyDevicesParams) error
 	// RevokeMyDevice Sign out one of the caller's devices (idempotent)
 	// (DELETE /v1/session/devices/{sessionId})
 	RevokeMyDevice(ctx echo.Context, sessionId SessionId) error
@@ -1162,9 +1223,9 @@ type ServerInterface interface {
 	// RevokeUserSessions Revoke every session of the user, optionally keeping one
 	// (DELETE /v1/users/{userId}/sessions)
 	RevokeUserSessions(ctx echo.Context, userId UserId, params RevokeUserSessionsParams) error
-	// ListUserSessions The user's live sessions (devices)
+	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
-	ListUserSessions(ctx echo.Context, userId UserId) error
+	ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1354,8 +1415,24 @@ func (w *ServerInterfaceWrapper) GetCaseHistory(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter caseId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCaseHistoryParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetCaseHistory(ctx, caseId)
+	err = w.Handler.GetCaseHistory(ctx, caseId, params)
 	return err
 }
 
@@ -1541,8 +1618,24 @@ func (w *ServerInterfaceWrapper) ListQuoteItems(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quoteId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListQuoteItemsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListQuoteItems(ctx, quoteId)
+	err = w.Handler.ListQuoteItems(ctx, quoteId, params)
 	return err
 }
 
@@ -1707,8 +1800,24 @@ func (w *ServerInterfaceWrapper) RevokeMyOtherDevices(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListMyDevices(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMyDevicesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListMyDevices(ctx)
+	err = w.Handler.ListMyDevices(ctx, params)
 	return err
 }
 
@@ -1953,8 +2062,24 @@ func (w *ServerInterfaceWrapper) ListUserSessions(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter userId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListUserSessionsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListUserSessions(ctx, userId)
+	err = w.Handler.ListUserSessions(ctx, userId, params)
 	return err
 }
 
@@ -3582,6 +3707,7 @@ func (response EscalateCasedefaultApplicationProblemPlusJSONResponse) VisitEscal
 
 type GetCaseHistoryRequestObject struct {
 	CaseId CaseId `json:"caseId"`
+	Params GetCaseHistoryParams
 }
 
 type GetCaseHistoryResponseObject interface {
@@ -3589,6 +3715,7 @@ type GetCaseHistoryResponseObject interface {
 }
 
 type GetCaseHistory200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -3605,6 +3732,9 @@ func (response GetCaseHistory200JSONResponse) VisitGetCaseHistoryResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -5171,6 +5301,7 @@ func (response PatchQuotedefaultApplicationProblemPlusJSONResponse) VisitPatchQu
 
 type ListQuoteItemsRequestObject struct {
 	QuoteId QuoteId `json:"quoteId"`
+	Params  ListQuoteItemsParams
 }
 
 type ListQuoteItemsResponseObject interface {
@@ -5179,6 +5310,7 @@ type ListQuoteItemsResponseObject interface {
 
 type ListQuoteItems200ResponseHeaders struct {
 	ETag            *string
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -5197,6 +5329,9 @@ func (response ListQuoteItems200JSONResponse) VisitListQuoteItemsResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
 	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
@@ -6520,6 +6655,7 @@ func (response RevokeMyOtherDevicesdefaultApplicationProblemPlusJSONResponse) Vi
 }
 
 type ListMyDevicesRequestObject struct {
+	Params ListMyDevicesParams
 }
 
 type ListMyDevicesResponseObject interface {
@@ -6527,6 +6663,7 @@ type ListMyDevicesResponseObject interface {
 }
 
 type ListMyDevices200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -6543,6 +6680,9 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -6550,6 +6690,28 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyDevices400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListMyDevices400ApplicationProblemPlusJSONResponse) VisitListMyDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9331,6 +9493,7 @@ func (response RevokeUserSessionsdefaultApplicationProblemPlusJSONResponse) Visi
 
 type ListUserSessionsRequestObject struct {
 	UserId UserId `json:"userId"`
+	Params ListUserSessionsParams
 }
 
 type ListUserSessionsResponseObject interface {
@@ -9338,6 +9501,7 @@ type ListUserSessionsResponseObject interface {
 }
 
 type ListUserSessions200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -9354,6 +9518,9 @@ func (response ListUserSessions200JSONResponse) VisitListUserSessionsResponse(w 
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -9524,7 +9691,7 @@ type StrictServerInterface interface {
 	// EscalateCase OPEN or ESCALATED → ESCALATED, one level up to the maximum
 	// (POST /v1/cases/{caseId}/escalate)
 	EscalateCase(ctx context.Context, request EscalateCaseRequestObject) (EscalateCaseResponseObject, error)
-	// GetCaseHistory The case's transitions, newest first
+	// GetCaseHistory The case's transitions, newest first, with cursor paging
 	// (GET /v1/cases/{caseId}/history)
 	GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error)
 	// ReopenCase RESOLVED → OPEN
@@ -9545,7 +9712,7 @@ type StrictServerInterface interface {
 	// PatchQuote Merge-patch the draft (If-Match required)
 	// (PATCH /v1/quotes/{quoteId})
 	PatchQuote(ctx context.Context, request PatchQuoteRequestObject) (PatchQuoteResponseObject, error)
-	// ListQuoteItems The draft's line items
+	// ListQuoteItems The draft's line items, by item id, with cursor paging
 	// (GET /v1/quotes/{quoteId}/items)
 	ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error)
 	// DeleteQuoteItem Remove a line item; totals are recomputed in the same step
@@ -9566,7 +9733,7 @@ type StrictServerInterface interface {
 	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
 	// (DELETE /v1/session/devices)
 	RevokeMyOtherDevices(ctx context.Context, request RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error)
-	// ListMyDevices The caller's live sessions on every device
+	// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
 	// (GET /v1/session/devices)
 	ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error)
 	// RevokeMyDevice Sign out one of the caller's devices (idempotent)
@@ -9611,7 +9778,7 @@ type StrictServerInterface interface {
 	// RevokeUserSessions Revoke every session of the user, optionally keeping one
 	// (DELETE /v1/users/{userId}/sessions)
 	RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error)
-	// ListUserSessions The user's live sessions (devices)
+	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error)
 }
@@ -9917,10 +10084,11 @@ func (sh *strictHandler) EscalateCase(ctx echo.Context, caseId CaseId, params Es
 }
 
 // GetCaseHistory operation middleware
-func (sh *strictHandler) GetCaseHistory(ctx echo.Context, caseId CaseId) error {
+func (sh *strictHandler) GetCaseHistory(ctx echo.Context, caseId CaseId, params GetCaseHistoryParams) error {
 	var request GetCaseHistoryRequestObject
 
 	request.CaseId = caseId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetCaseHistory(ctx.Request().Context(), request.(GetCaseHistoryRequestObject))
@@ -10187,10 +10355,11 @@ func (sh *strictHandler) PatchQuote(ctx echo.Context, quoteId QuoteId, params Pa
 }
 
 // ListQuoteItems operation middleware
-func (sh *strictHandler) ListQuoteItems(ctx echo.Context, quoteId QuoteId) error {
+func (sh *strictHandler) ListQuoteItems(ctx echo.Context, quoteId QuoteId, params ListQuoteItemsParams) error {
 	var request ListQuoteItemsRequestObject
 
 	request.QuoteId = quoteId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListQuoteItems(ctx.Request().Context(), request.(ListQuoteItemsRequestObject))
@@ -10384,8 +10553,10 @@ func (sh *strictHandler) RevokeMyOtherDevices(ctx echo.Context) error {
 }
 
 // ListMyDevices operation middleware
-func (sh *strictHandler) ListMyDevices(ctx echo.Context) error {
+func (sh *strictHandler) ListMyDevices(ctx echo.Context, params ListMyDevicesParams) error {
 	var request ListMyDevicesRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListMyDevices(ctx.Request().Context(), request.(ListMyDevicesRequestObject))
@@ -10882,10 +11053,11 @@ func (sh *strictHandler) RevokeUserSessions(ctx echo.Context, userId UserId, par
 }
 
 // ListUserSessions operation middleware
-func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error {
+func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error {
 	var request ListUserSessionsRequestObject
 
 	request.UserId = userId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListUserSessions(ctx.Request().Context(), request.(ListUserSessionsRequestObject))
@@ -10911,308 +11083,315 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchs3tij6Kijufcqk06QoSnZsqlJ7a2Q5UWLZjiTHMxN6q6FukETUBJgGKJpxXHV+3bq/z73vcN7j",
-	"PMp+klNYC0Cjm02JkiXHyWiqpiKzu/GxsLC+Pz40EjmZSsGEVo3+h8aY0ZTl8OceTcasvSeFzmXWfinb",
-	"x1rmzDxJmUpyPtVcika/ccTUVArFFEloni+4GJEkZykTmtNMEZozItgFy0liBkw7jaihkjGbUDMUE7NJ",
-	"o/9zQ8i2guHfRQ29mLJGv6F0zsWo8fFj1Ng/oaPliU/GjMizX1iiHygSK001+4nliksRE6oIJUrnUoyI",
-	"WYleEE1HEWGdUYfEg8bWoBGXVzKh718wMdLjRr/36HHdKg5SNplKzYRuH7FpRhcsXV5UrPMZi8l8zATR",
-	"Y65IbsFDuCJ6zAhsMy1+lkNCBWE0zzjLSc5+nTGlyZzrMb5OJ4z4mZNF+we2qAehmbgefC+4OK85t+d7",
-	"5EnvyZM+zCPYe02mdMQiEg9m3e5WsnGxuaHlORPqPzI+4fqbnvm99ziZ5Urm3xxebL/vdDrwLtshOcu+",
-	"GTTMKINGHBFqfqCaX7CByNmQ5UwkjExoChu2gIGtPlBEzgWZUj0mVKTk1xnLF7h/KbIFiXG+mOQG5glL",
-	"ydnCrHggzmS6MCdvJt2zLzUNpi2I1GOWkynN6YRplpNzNtUGJxQTutUhu2fmDyIFbD2jCrfeGYiVKNHd",
-	"flILWplQhGcddiY5oxoPW87yhF0X446oZi8M7JeHP9g/eU788z6Zmv3KjCeLCDZloatIxoaacEG4VmTO",
-	"RSrnAGbALZZIkSoyE5pnCFP7BhOpKi4LYMGgsZN/8+jp0+6O/mZ7MyKDhmaCCg2/954+fYQP4suAeMUu",
-	"269hA1dt1r7WJ3jWuGuix1QTOp1mnKVEyxAIEZGCkYwrTbhmE8JoMh6IZgz7iiMS407MX4opICARACme",
-	"DGls0OTw+S65YDkfcjzuFgJnIALo/PrN4263uzP/5nG3BJ1fv9nqugdxhxxbzMPFU6HmLAciQHKqWRuu",
-	"GksHQk5ZDnORJs0ycjbTsKUJ09Qcz1RyoZU/yqHM5zRP23SmxySXM81UROJv90+IucbmV5nz31g8ELAv",
-	"98Btt0WkuZ8GRxKaZSw31Mp8ZWhnYnC4TyjZ7m5GRObw15aZklAy4UpxMRoIlcgpi8x3KUt4au4pG8qc",
-	"ESoWemy4AlckkTNhLoRZhOEWnCkiGIfbOuQsS2+APUzni/buULN8GXGOLYZrSeaUa7ek3HzDxah8H4cy",
-	"n1Dd6De40Fu9RmQm5xNDXHub219vP9l6vP111JhwgT92/Wq40GzE8kbUeN8eyXbxa+OjWaEnQ5atKnYA",
-	"jIObFRq614gagk7MNwk+jBoGc3luGIwh6+Eq/z1nw0a/8W8bBePewKdqw45tJkWCWE+WShQTyDEj05xd",
-	"cDlTQAgNyinpqEZs+Ee/TOFbEZFT+uuM7RA54eZeDYRBCMBFnjuCarA9JbzKzyrkWRnSDIswc8NFHtEL",
-	"g459QgcCGQD+nkqDMVKTIdfhFTfItd3tEkEnBtUc00B0AkADXwkgjfC5DNemVGuWm2//6+fd9j9p+7du",
-	"++lp+91X/964VDxIFj+wGiK2S5KMG+EhGUvFBDlnC9J88t//8//rPXpEpjkXmp5ljCRjmtPEQMUwKkTV",
-	"CvjMl+YGGQZo2KuRRVQAeidb7JQ/gUGoQOCbbwFovd4OcGuYZswzhozAjeShywUZZnw0tqB+GoAWhcYC",
-	"thVxZTWQH8F1cv9+Ugb5YPC+t9keDN5/vb8S5MNDqpNxPZYboRF5e85oSpqh6NdCoWeec83ImE6nTCgU",
-	"Nzheh19nUoPIpjTPMkI1ot8FypcRYZliZHuz1yFH9qYiFAvpTc7MrQA6CjSepWS796RD4ocxmZhVM0Xm",
-	"Y6pBNLbjAomc5blhEU0jnz3d3OyS//O/N7c6m53NVkSUrFn3TBgix83WaZYtIuAVsBkpCLVbgeWz91xp",
-	"1TcC50ycCyN34dOmoeUWM5BxPVCtYvvb3e3OysMetvEQLiNawak/3r7kJF9NcRfLJ/rWCNTTnBnBDSUc",
-	"nVOhYNe1J2hIaeUAuUKkaLrTa62zq+vsQrPJStrO8eE1wBTcjc1rk6MVcqO5GRNpJSGjJAHNHcssVaS5",
-	"aRjlZrcLlAceTOgCHpIhM3KKoToIULMpQkFtGAjzap/MaXZuZckShzFXAATuDtkHoQcksZwNZ0ZppFbi",
-	"L4R1jmR+IAydT9mQC0aaAXHnGm8CCB9m4ykZ8sx8iXqmGV6hfAWCx2omAMJW6YhTNqSzTDf6j7rRJQLB",
-	"ZrcbSAKba0kCUeNHc9dW4sev9ulNmb8b3cx0jHLdyrmUf37T2YoZzHwnRgZeOZu2T286lxvdzPRGsXzl",
-	"RDN8eNN57NggtDkeCjLb32h6hKTd/CuRQjMBf4K+gSrBxjSXZxmbfPWLQnVwvTlf41c46fJVdRzFyz3A",
-	"OpDASaGNpLBDYpbnMlcxXEoF6g0ZUp6Zy4JSdSMKLTsltbJucfbdjeLFFWraWh+792GLRkQ98ZQbLSgr",
-	"AHo9QJqBV0EReAE1KkKFc1QA4+xMl20L3qnq5p8biFIMM558dmz01jYwthVISbNMzpHBWjGLiwua8bRt",
-	"Xpwpo1lP6Ps2UwnNYH1xVMiWTrBsfUFoum9u1OcE764gcIs7Zg/PZX7G05SJz33AoeE2o8k5ocTq9aDs",
-	"K82m7dmUWOudobBf0Jl9KwX7nAB7KUnGLxgYh5IxzTImjOrM3k8NYCJvsETgZUYLWZCZQgsmRXuStVt5",
-	"2yaa5YC1PlAEGOeXdC1eSv1czkT6mcGsZsnYG1ENwUABP8tYbqAECssXBKXXOfMa2XPKM5Z+7nvs1BfU",
-	"d0ALohn7QkF05IW1zwckD6Avk5RZ6fqN8JbbzwqdQzTqRsSy8YhYomYoWc4u5DlLHZlCIkWanuUHPCSO",
-	"BiKeiZIhGUyHwEzs9/OxVIxkcsQFGGkVWJbNf73VfUGa8WRI2+6k4v5AON8KWLXMU4dGfQIuuB20BhhK",
-	"Ycbx5nS0mWdyJGea0CRhU6MLt1BJ/AKOP2q8ffu2vRuArHykV1nEUR2Th1QsrM6iPqscA24MApo1mVNz",
-	"u8DtS5px6N9wFrjd1weIQA8Usafu7E9eQDTfDUQz/nb3ZP/t7j9Oj3ZP9k9fHBwenJy+3j86PXn1w/5L",
-	"I2Guer7/cvfliUG7EnO9ZMTj/ePjg1cv4xaReVTn/sGhjLb5QBGqNZtMteoQcEUMBCoaceCYiJ2rbcfa",
-	"rIcgBnhzIQ08IyPKhdJESMGcbR5gpr4gDK34XC79PHi1Djdf5T/OpKZfIopeD0Mjchl+AtG5FEFvhBoT",
-	"R0xxSWDNpYanwSCzKWla6BFDJkjc6XQ24J02e58wlrI03rHuH3jtgSIxPHe2BK7REQowicmIX8CPiij+",
-	"G2v1CfpQVUyabnO4m9PD3b/jzo9bQM9fvzpGlyN+EOE8bMWXP755dbJf/RI/iEhs1PkVH+7tHi99B69H",
-	"JOaFW4Kcs8WKEQ6e7R++fnWy/3LvH6c/7P/DDkatL985UZZCMshLiV5Oc2LznGvNhKUIiP0u/kPzCSs8",
-	"7gUuYQSI0qhToKaNp0w1OecitTxYdciu5bmAGM59z7V7gTQdi5a5Uc9bO94LkOZ0qIsPwFmbMY2v+s8d",
-	"VOAUTk9OXljbiTl3cKiA/wGGBcvK8gLcCOY4Tl+93n9ZN0phhinuDnxwtH/86sVP+88qHxkFIJuB+91M",
-	"PaH5Ocv95IqYt5lIFWlSMH+x1BwzS93R5SxjBhXgZTkXhGpwe38pCtan0dUvWlYMZMLOX0fMeiPoBeUZ",
-	"Pcs+q93hiKXm4vIUbW8YQWLoklOMpRjy0cwcgSE2Rs5typwkFBwqZ8zxuxYQLRcz00f7XRF2AuJzzqi5",
-	"UMISN+rCQ3JmiBWxLssxFSOWolfGxVbYi1uhgIoOl9TQT0N6dwJ7zgLzJz2KN9YhOx8zcMPSwKZkeIrS",
-	"NNcstTzFxtMYcPbBDTcPXrfWJKPpLCw7EQwOx6tEiUy9eFl8uJAzMmcQs2Nd1lwRuNV3dGaF3/ovcmoW",
-	"nu7Q7N0KDq0S2BmYIfAsC/c+hEtNpjRnbSrStmIQNhaGucKRIhtHz6cPf5vzhO04TziGclg1JVyWlTi1",
-	"j0NTZHuzVyzRhSLsn9ARBsRR8u3+CVFjOVelLaN0gV7kAgR3hDSel+zBLH8hzCmbVFA1QcMwkmqDIkRb",
-	"GkvOMi7SbNG/8pxRXZVZagd2tmh/6N1NH0hoKInRL8zniFTmtIUPPamgS3d7p7RyFHIFyaTSfkyjKBPF",
-	"RwKiiECN6ZCDYTCemiVGHVHRio2Igk/dDVIVsd3/KoTI06AgxgtJEFIUry3pytmbLRqdAZRDmZMhNzI3",
-	"BG0IhlTCYoefAo5XgWCOEmGbZplTX4AnzcdUB3NwrVg2dOKjkfatwQ6NhaspWoDSrbvBlB+MSrEHGsVf",
-	"CFWsvgnmBjSsdsjbelU3KkS81WGJZYZmR+cpapw5v2ApGeZyEqjAePXdGKXo7VrS0+tuFvODRQQncaOg",
-	"/aKZ20wNfLcmhQMjn5fJjkPzdIdsd5+6xbS5aNswSBgwFG8xepJrGyGVz4RqIRTB1LwESB92OaELp6NS",
-	"aym0u7kbFLbehb8cEnuPQojFhm8WtKzvgY4vKB/2aD/ukF2LCG4052igYjGniypjNOyYioVBwCbYBoHD",
-	"cgUcsLVj0MHSOS3nNEfMnrK8DUwxodPAgMHTjPmNM6SqEFGfcaXRbewC983XauMDBjx9dHH8ygbWC4QV",
-	"6t5md3ckikFg1l8OjQrpiys1uwyH4HmBQvBhgUAOFcwYq7CnaSb8/u2JxxgI3nVa15Jlbccy52WEcGZV",
-	"0MDNwRMMkM8ZiocUQsc0y9UdoYI35v2VMKEIMS4JUcAZve5Ga4P0q6odaRrdagWzCUbfgSP1EcxaEsVY",
-	"wEeWpjXcw3y7AGO94x9gZm7agCtkkBm7YBmZyJztEKqMPE5omqrimzFXWuYLwoTOFztob71AkS5ncmo0",
-	"B4SwYYjlCC+0/Sgm0mKBkAO5kDMyYVR4teVW0W+aSyNYfm4L3FuWZe2hzCfmDs6099o0KTmTM5FGhJKz",
-	"meLCCL35LGPmhzkko0KwkEzZlxTV80ao2XQqc83SQ5ZyegK2zj8m0NUmddqp0W3FrQIIzvovKE7jowss",
-	"hnXsJrou4QrSbB8/3SLUPCdJRvnE6syzwMnj2A5Sag4OPzTIChZZkZjqwhM5F3ZAwZSFyTSXU5ZrjjHL",
-	"NNFXHQmu2OxidrZesl0RV/0zfFSkG6O8agbbnenxC0NqwuTkv+0eH+w1osbh892aHGX8CHwXR0xB/P2H",
-	"5e2sSmcz0AKN1sLGwjWyjjuEqwVpKQfKRq5QReK/gyugDRCJ4W5eAYyoQcN9Xgpm/+LHqDHK5Wyq1oyu",
-	"/xZf/hg1zrlI65JieDJG56AcBk4WMqUK6VGxtR+4SHFn7kys0NiIMEC/9lwg+hOWC/kia2AJQO4AX97s",
-	"dossSZrnFBwvKkxOWDPHAHAUMGydFaBGiRNcD6kBzsVkwVDhgdehPcSfL6Mt8FmWnjA6WWvpiU8PXSfR",
-	"M2pY7WRXlzJYU6pZ24gAZUSuyVqKGumMfcLXRUi3vwt3kUcbNTKqdCFkfsKKywMdMapWpe/n8MxH4ZR9",
-	"1jskpjMtT52IFaMsX7zwQIENouVqQTAyopoZJcB9gsqgvGB5OnMJa2D4Wov+WPHsU44+dCZUT+7xdnhy",
-	"T7vdrzefPu092v56u/v06eal52dHnql10PgY3yxu+JF5/3YvedSYTdNPuiYVMuHztAPyECzf7z8qE4Dl",
-	"6+KuX+UswnsdLn4V4dmFWYIcJZo6x9rrgB4NaaZYtD6JWjMJsbMiC9HAzN2u6gmVh70c2qUVrgIBmiG+",
-	"PBB8Gnm9IQAvuUybvSdr7qi/8W8rs0srgmCB+BV8d9ht97Hq8L5DzXOZf3qpw/9xFT2xQ+0bHfZqaaSy",
-	"FZzlilXi0Ksl1Kslx+sKBfRPwJ+HuZwce6q/zEyRIroKHGVWuWMThF1FHmsMBzvEmrxw1TX5jDxPy+Mb",
-	"cD1dMpw52RwhUDAM5q9Ww3N++EtOmUDZtBBF6qtAlSgqiLbFzMHi63hUCWarbgdyYvaeTqYZVNg47W5O",
-	"niRP8u3pNBePN4XKx2OVdMWjc1E50zJF6pULQSSnP3fbT2l7/Mv5REzb+qL927sPvccfa6ltANsAmq9e",
-	"779sRI39473dF7sn+88aUcPFGNZqPeUk1ZvxlNthfZfRTRe2sywC9crw7K0uHvCh11sBSIj9qC3GdPyK",
-	"bPc2vyY0m47pGdM8AYtW5aJuldawtbSEdx+26md+xi54wg7EUF4T4nxagcP2o/Ks3fbT3fZz2h72O+8e",
-	"1s6d0TOkkVeR1Zli+e7IGseClx9t9uqOdOnwnnOWpT7JtLyPlGnKszUGDkoLLR/TSyi0M4QKD3oc2SoL",
-	"Mido0SrqLVTODeSD5YmkIXQ103x//OoleY1PCRe28NaZTNch3BVktxuvQ/bvGM30eBlWaumuy/OryZ/9",
-	"qm6iA6FzqaYgz9zk2qMppXx2Tzaf9q4U2ODDU/Pz6Zgv4dXVKknVhlO3Jctkbm4opInmF2DmsLOcSZkx",
-	"KkDSeD+9XX7KK2LPpw+o1jNg/aL5eqJEItFQfvWbaxlYyzrtsgjlDJw22aNJBWHvNRPgpp6wyRnLI3L0",
-	"fI98/fhxj/yf/93r9HbABpESaguizMEjCPVvrIts9/XBevbOAkFr0fsKgQMRpw49v3/7Qw1SZqPwUu+n",
-	"z47rDcdJflF+sffo0ebT2lfP+Xq2gnO9KAkPP7yuHW6G9j5vTeWj2tfe38AIqRcN3Jn5HBe+AnLHy6A7",
-	"Z4v1NSYD/OsqSTBB3XoOh7QUhV1eV1KWVy6VkINXzRnLtKbu7DOW8QuWEzkDF8oZFemO861DjdUKVpcl",
-	"r8dLosG7DytkSut7vzXbUbA5u7dwjhWA/QnSDzG1o3JVziAthu1/4jIrHg2H16s8Njd0ZPA0u4WV3tCF",
-	"sCQsHD7fPf1p/+jg+cEKTcCz8xqF1pdpEGzufEkY7ugm3akE3gpJMilGLCdzmZ+rKt1dh5CGlZtwcaGx",
-	"8VIPhcOixc0km0+/v59+Ga++SrUbl4ItDrmocyDuCkIncia0LythFZ8HikzMJ2QmuFakSTXWTev916Mt",
-	"8t//7/8imxFh72kCH2IxV5CFpzRXLIejvT3JxTnPa73LT7cffe0SOAnK0KrGH2zTlF+wYU1ZuMPnuz6R",
-	"2ZcMhlwEKAhc3c3tmY1qlZ3aastRA8tcLS/+lbC2IqiCXKp8ZRSekqazFlcMtLMqc1x2Z3KhNBUJW0th",
-	"s2EOSyp7vdYFATOXl7aNjGhnzyoMRkUt7+7OraClq8d/9PRpWCWvu+bQmutsPbHaCaPLxDlMe8YY5DdH",
-	"B0ZMMHcZS9xiEWT7otr4oLLZ6GPcishMpDb+yzrsHqiBmM7OMp6QN0cv0J/nawe8fvO3Fwd7p2+OXkCl",
-	"Q8W0rQ4K8RpY1jyD8FAXT8W1S+UeiCDO+YEyo7c65MAlyCo2mjCBNUSJwvKwZpUQFDbnOhkTKbAsQGF2",
-	"K3YE8VnU2vf8Kc1y3vYV2a+tosNTd0TRZYo0lCOskQI/2V+dBJapS5mQew++UVpOXOXAK/Eq5QqCdj3P",
-	"uD1Kzj5Z9jEUbM+s7u5s+dOcJ1yM7sRK/mtRBHOtapZRQ9GMqb0xFWLJNve5TfzLEuSzo93nJ42ocfzm",
-	"b4cHJycrxEg1O5tw/Wl4r2ZnWmqa3QFSavr+Lka9joP+rrZ2y47/okhr4PkPqEsFWwPZ3JOt6klWyU1w",
-	"HCWwhDd/6YquGT9wlaIJt+5TPOm3SpzX9r33VznfLyEdW71PcuxXNZFLUMDDZCXEq66zX2/JdfbrdVxn",
-	"uBKNWkbVIxHIV2tcZu7rYF/5asYFO7mju//rjELrn1vmAeez9UKOBNevc56wW99ZTdAC4t35rBHsemkJ",
-	"S9BejZCaTV5wpT81IKPAqXXiQu+IbdfGeKzh1PaLfz27Lhm87oVZD1MN2LpXVB6vRdD1CenGKkq6jM2X",
-	"nXtgcVkyYF2BpCtP4rVr9XDpOVRLfYFNZsLyETO6WDLGvgpfbz193HKBnSzlqFuBxQBMJxMuwrE3l9nc",
-	"nbGsJd1jXTjfJbcri4jXOPmlozxiNIW8mM/gyz3CDEivLFUDNODpnXX+qQZy4Gx16zx2fsQq8p7NeKbb",
-	"XGARZtJ07alUP2c0DfpVqT7UDIFeVpAI6F+w//SPsYiaf2z/6R9DrTT/FP9VHZqmEw4to6BIDdwEzFKx",
-	"jeNcoV5sDdfHHyl4n/Gn2KbxFxV9VaneoTe7QJpLsetiDcXS/TLNH+zC4KL5a87OxlKeq7jVJ5mcs7xt",
-	"XnKt0ey00O5iqxe03DEriGn7N9JtPyWnpB1j2R2f605Jxsy1wYFwT36Y8red1V+TZizzlOUBaM94lnEx",
-	"QshD+w0LWDz5UU6FNkDyMeS+TlPfLiVxuWbqAYkt5nUwfSMmVJ3bqqqkmcpEbbw+evX3g/3jziSNyKCx",
-	"G3w9aOD0WOfJTkzLy+Eaa71g8UGxKD/FiqwlZCHNXEqbvaRanerTjGlVxtyNMuJinqY1s6MvxWVN2eIB",
-	"QuqgupErDW3wx8g8dMRsPdhgHRiwfyalVjqnU/w1IrEDcZE4FLewCQrXti9cpZph7LuZaIkgA0hvd7uY",
-	"cOMF+/DYl1XP1fFStP3bu5+LoK1utLX5sV/6teN+rqXe1g322ZyHa6dD3ZY5sK7TTT6DvnjLGOEy+5tM",
-	"pJiHf8HZHN1xy3EtKcSjreloxOA1iIeFCoSHQ7pr3Sp3Z677Q12xGVX6SOpPPEUzyjFjn5LXMymc5H+g",
-	"Z3mNT4LY32ulsPjON2v1sFntNvZdcsLklWUXctmGFBxQFXOiGipSK+aEZUdumKhhJzrBZH7rA6uLDYE2",
-	"Tv2KOOHKAVDX++WS+/joaa+sa22t67+6GSVcj8wEwbGfdvHvHoJPHm+X4Pd4TfAFpdxLHblqFbwXcsQF",
-	"3G1y+Hy3jwIX4YLEh893T4/2f3xzcLT/LEb5IJOjEUvN06L+blhj3jZRHUAl1cgIqXTCfTkiPKByIXlb",
-	"DWGTlMvTQ8UDKAdk68ovc5VPus3+Bl8e8FHmSbV+UrupFdVzQJSLiC3NBbEtUI4u8Dn72rqYvt+MccQO",
-	"RFIbSfaVE8rgFyPqQzNmI+UZpbtfVIijIyaKonE0TXMjlNLc98ymyhb0HVM1ZljsxhY+tPUqfWtnn3Pp",
-	"FoZhkELiMpbDI9aM/K4cBH51Cey/9Td0Gfa2fjxe4siLKitEeXwtJk0jb8thq6iuN1U6Z3RCmi7VGyeN",
-	"rZKilNklBCrFdpBWn7hwlq1ehA3DQIt5vF1Vhnbb/yROqemQU9In/0k2yFdGuWkKSRI5mVCjBagpTVif",
-	"VJZAfpFcQCG4CaoF8D5KWnUJ5eubT/5z46tVporCzrjVq1gZwdr064zZ5zqfsepZ3Ywx3YgSV5DJjnEJ",
-	"NtUFBsfqNCZfhQ0JNnttf4hE0xH5isT+HRdDvPkkeEmxjEExieZm9wnJqUjlhJxxbVS1Y2sbk3mlOVHG",
-	"h6xPciP6GbJh0DEgpueMTQnXZfVHnf7GXz+bjL/79Xz+y/B0dJR9/f6kd/Zr95/nT/8xfzHZqqSQVHJI",
-	"ykqROi1nsmz2PlZ/eXKpNnQbBm6nWN1eomFZSAyMYbt7Jwc/7WMNDc/Z7D8vjWG0I564UMa/mgb4p45E",
-	"vZ6+UB+NegylxKRI2A6WYOLaddSOT0+/k0q3x6NT1+udJFKec2aIdvz3tp2jDdgR311AalmbuJkCEXQZ",
-	"rVpKe48LchZB8as22FqMuAdFUYYco+EKYrS2i7Ucq9pbDlZd08GKy1dqdkPl57pOpZraLZdiG1ihS4QM",
-	"ncuOqq3FS+vLtKyfdP6f/ZV8HbDL1aYqitjkIN2iRF0fw62zlWpOUHqKpcDSdkiS0cmUpcTmsnGlZmF5",
-	"oZxNKBfmF/M6aSrGSOzDKmInGKNI2rpcR9rafLT1uHsDNak+Bb/hD7206xB0q+8V1Clc5g+lgLWantxF",
-	"6Spfo9DK5L7fahWC8OKiBJlrkdxPxut6//OV1DW6LL2kllZGvvfxui2Ob4rmddmAJZrMAnJbIMnVeHHI",
-	"sDvTbYdxXpea3ULgJGD4JwwwpTlz5jqaZa+Gjf7Pax7ru2hVPp/1hYWdVyvl33x1BKxnBh6MZuG2gBBj",
-	"w8zr/BYdDCP3ns5lQ4R9+Ek1SmCENSopjfgFE46ums+wouBOqVKbq1vrOi1RkTBz4yKjCwePoGKuOdIc",
-	"lBFw8vT92wTdjvYeoN/RVtSHMeK1ch7vpPzZ3RQy+2RSczUtu+VYyoBGLVVRKtGmgGD5O1wmaA7Dr1M3",
-	"CeDwmtalKl5PByzI5BqnL9h7vTfLVW0uUqkICqQATOmIXT+RfrV2WbTPv13pDDShZJZzvTg2YEE4njGa",
-	"s9yoe8W/nju8+f7tSaOmC7bN4G1jiRyojdyE9N+IxOc8jW1mS0RirlS8EdNZGm8Y+Sv2jVwjMpRZJue2",
-	"zcFAHD3fe/J17xEMdsaU9p1NpkZj4AlTLVen+WyBdNcR0+aSr7feQxwRmWM6R8Wh3OoQkEBUn5SiN0g5",
-	"dIME3m8S+r4HIgjZIGG8BimCNUgQqRGR0Lle8ryDC7yFPmx02Q/E+kEbeAlr7ZQoBYPCCZs1L5vL0eqQ",
-	"3YG4qgJnQvOcgz2X+GqpMU10jNVS+yT+MDCEYdDoO7JelP20wxd1P3G5H+OoKMhcrRBqBDqcAKunGpmd",
-	"azTVw8KBRwK6Fqg+1noaaPx7oEXXszs5pb/Oqu1cuCDU6+NOCwdDqPkM/9mIGoLC7Et6e7EQOuU/sLCS",
-	"5ndwI667FFsHpDmELoGifZbLOdSkz7ghby2/NHyxWFrFaLC8sI+QFYf1W8orGlM1NpcHzIOKqLHMdTuD",
-	"dhDer0IzbHJkVon1vc/YmAsrDyVSaHNp+7arjL1EA9FUGU+h75hIibMnWFUjAsuk7V4fWacHmtyhJj+d",
-	"6XErIruvD9oWV5mmKdWUNL9/ezIQhjZQUAAKoSUiPKyr0YrCFouKNOVU8wlXWB1HuBjwKKgj71oQtAbC",
-	"rLkou4S3mTSplhOeWGgU1ZpUqzMQA/Fv/0a+ZRrw2vYGM7/GI0nymSCdjWSSblhCFZNpzoWGnk05hO9A",
-	"AXnbL4CShw8LooVUA8Dw8CHUmPAdUAcCbhRG4QA1aHXIa/DSPHzoK/g+fEjOWCbnEZlSpZk1RsUFL4iR",
-	"AD08gUYvRM70QwIG5MVAeCzokH2YxgdrmTHFCCJsXLvTnYKOFB1Z7etBhyKntm13tyzg/o1g5dygYu5I",
-	"Mgse88rv4aPfjYhum1txDf+0UISPfg9dgr8PxO/tdrv0fzOchyFpUsOGWuR3ckaTcyYMI8gtPuJAMld9",
-	"7I5yDd5DalgP+Z3E7lhsrNjf4BQI9kwmv+NZYm8/THuMNy42Y8LeQ19siI4VqXMsANk0q3G9MjqdGHa8",
-	"1At8PFKn5qnZZmUQR2YktCtb2qiP9SNN5RVvN8ySvdILAxYAl5g7fy8t3UAy+OeGJQnFjhgHxPrd3HiW",
-	"K8gofc8DouF6KNlt/W6QnJ7JC5jJdWXwLTlh1IHYrUAK5D1zO2qPKcbu9La2/HZ3MyKKYuOdEAMtQ1fS",
-	"ECoSXlgnSoZn6HG1kEuoKH42upRMzglPpLA9dMDtY14dCK6JYCxVZjVbJOZCzYZDnhiG0VbI+OFCzrli",
-	"LX/ZwDPvuw7CpdHjXM5GY7KQs9xdAPP6Zof8w/yE7eDtA9+rJXBA9etxZlU3eJQDCbED24ryrsdPEA+A",
-	"7qsdkB3kTEeEkoxqwxZ9l0SbjgvMxGyy1yEH5hTPlWsV7F6tW+TGB28x/7gxGdIN/3bsiBYsNP4QVDeI",
-	"AHSutara1R/jDnn48CQoKqygYYxr1Gl1bHPoDx/2K2AmhKRYPEUFzSCLMiqkeXx4HBHWnlCeRaCDF31S",
-	"ZW6uwmQKLfO3OsR5siHVOhgPaoHBvHQ63SmtwK6V6z7u9GoY4anENrR0GTIGHL1ul+RMz3LD1ohgcxi8",
-	"fN+otl0w4sPnu7Zis8xSaI+htJwqKMzBxai1Q7Z7PQzrMBO0bbuL2DVygMFho804LK0QtyKyvdklsV9j",
-	"eyQFnG3YGBeutH8lItu9p0RLSSbABQkpusq7SwTlCJT5FzJGKIZAuJeaS1UgmvGqhg0xNO1emJtqG1Lb",
-	"xHgKuqZRYag2ZEZhDAXXZEynUycrYJ82SVJJmvFS8rzLna9NjjfDDYRiuhWRGMs+xDgetsyWRUMxrorm",
-	"XzFWfYgxSqFc3OHM1dzA+nPRQMS+wEJsW+cLX+mqiGLK5Eh1yKPuFuzJwN6oIItyz/4OCgK2bunvpZIC",
-	"hh9xnbElfm++2O52ye/k53hCM+wR0raLit81PcSWHhoeFzbCsCRqHrQa+e7k5DUpTVGk+IdjF79WB00N",
-	"7TXDTiAXxrbIAYHaDbwJA7vuLoFZMpyh5rGbKjRk0pzBbNjMqDRBKV4qhEvwuxvyMprNtQLhnisk3ZxV",
-	"JpqJgHiV56o8MtMFDaEN1XArcUNuwZCo+bZTJnh5wNIDt/qSnozcvITi5bFrWGoJ7tWndWDPaHIO7YHs",
-	"4jEsvzSNZV+1R1B9BnAhSudYuoiWQYT01G4nhNU2TCSkbg/lTJRm8D+aoV9KombJuBDd7fePEE+YHsu0",
-	"bb6gWSbnFWxZempGPIRfsWcM/urGfApjJlIMM56U7qP7rbgxuJoHyupf/urAkHiCpVHLDZHqbottlWRn",
-	"CJpLcVVarO+M6MxUjgaF003o+3ahMpZJS/jEIwi0F1BF81cU760rMtQ+8URLky11PwznW3qICOPQu6Dp",
-	"1f6HXNlWiWfM0HTbzMmf1ibSuAojDc+s9MTiEvS7hi5LXmCzw/VguGkOXlEAfBuD9MMxax47CPrGVvsn",
-	"FLtva5r50fFeTekikzRtaynbGc1HpfUuPaySZ9c500gC8IIb/JElZb5PU3vCUk7BJVymaHVvmGmCHk/l",
-	"5kp2hq9hBvZ+yhIM6KqBzfJTt4HgSdBcbcIccesh7KE5VtsolywtD11+4oZ1XUnlLEsJPgSCn7Iko4bU",
-	"wGeqPAkPsOycLdo5M8JW6T7WvuGPuYKlRjoBcc3mcKV8CNVzdIWA2+mXJMYKcwufuSldUzBHCEJ+aYe1",
-	"cmw7gx5Utm1diWrXveAmwPhae/PHNjbIXX0xm5wZhXyId8f3kizNPwt7rZVRLnhQRegCF6qXu/dk+TbW",
-	"MaPaF8w0YX+9CuvpIdH6dSY1rcW28hMkV7aoKjwyY7L3YzoD43Bp0JxqhjAuDxn+DlCwwrwDhQPnFkol",
-	"aLeoJxPVZ1WgWsMtZiuDjFWhF4+sdAhCsaBZmRfhbwBC+zfoZSy3KoUdYnOJ5ADDGrLcoDAXo1V0p/Ja",
-	"lfi4xwQfu+m2nLDmGkpWBDX3swMGMmWIxDCnFbzhRkSaOdZ62r7ALH+QE/xKSiBf+ZaZD+Ru+xTuZ7Gb",
-	"38FnkPGECSwHa23ku1Nz/9q9TrcRNWZ5Zv0Hqr+xMZ/POxQed2Q+2rDfqo0XB3v7L4/34ZuiCpo3mTei",
-	"xoWrjdDY7HTxLTllgk55o9/Y6nQ7Ww3w3I3B+bbRAd0Bulpu/DI/Vx3XsG/EwIPrbT4HaaPf+JZpqCcL",
-	"7QWm0izJvNTrdi9pBXi9FoAw/or+f6DHvWVnxJDcY6Y7GCNicz/qx/UL3bC1+gIvZKP/87uooWaTCc0X",
-	"jX4DleZztsC6bFZXUBXF8Pu3J8pWCHi0+TUWU37S3fq6BVV5RqrR/7kxYZo23pm5NlKZGCC5Pzc+UKWY",
-	"/mh/GkPN8t8ug/h39pU7BLqtnL4C7JYswxWa3jbMX/ALBi0wm1541tKI+uDWWQFTi9GdBZ1kl4Hu1ZSJ",
-	"3dcH1wOdG7QA3VWO9Vqo2blJKpPZhIlbR9aT0NNVD6aK6cWiHDD4EOPKa+91u2jVQRcOetemOTfTeo8J",
-	"JVMuRhHQ5K/KJhH8WIpCGwL730BYBQUKHfatdRpH5yoCkc2RzyKbSrMEhFE6pWc84xo8wDmzNmvnCpK5",
-	"9VVB2ryzK+0+Ozx4ebr77NlRHJFMyumZUXnPFsQeQss6f2OjIeY8UTE6d5ew6AgBdof3ryh4Udu/2Ahk",
-	"0OM3v2CARo+6W5+/g/JSQ+Rb7NJ7i/fCw5I0cd2wWhALIqckS5Et6q9M6I9ZeUV2oclsydVgPUjRpS4o",
-	"rIaBTk7DRjrklSBqhrYfwGeXGvXQfaKs1RFCZMF4oxc+usJldXXKDTydZTbo+zkQS40/+y6YroiKMBR+",
-	"PqYaPKHmQk6wZQfkxUHzZiqKVDLDIweCJtq5NECBmMyURipOz1kwhVvhMU4VY/IB1c7nBPa7jpGx0Yt8",
-	"SS/WJY9ni9BMSR8iUm7UGpHLAkGwIf/3b08eqNq4EnRQPXwYVr/oPHyI3b0LUrO3t398fHr05sX+cYzl",
-	"XaF/N3oBWRoabFOW8BSCiDAUCJt8g63ViLpmBqxbQTUZ8ozZSrGo0sItuaQ8x0C4+hx9PEC0cjXjv7ef",
-	"u8W00fQV2+SOVzkfcUEz9/OOq0xbWB8fqIEREKGM8L64kAvvnGlFZCwhpTOc4DupdGyTD43GUX3+Jucx",
-	"hEKF0785OohbkY10hXhVrhAsLLVx4kLmE5pZByhpTlmeMKHbKUM1ISLx/+g9jzFSIv4fPRYTLpJslrJ0",
-	"h6TS18pVOyTeiYuSz2qH5GyKyawqg7TRHVeFJaGKYYBSnDKxiH2nblghHJKXW2AdLCJCBiePAPDOZ8iP",
-	"BU8SE3og9Jwn2DzdWwyyRZEzDKgY2pF3zA2MwQaIS/Ecudfddv5IQgdoOggDFJrA1w3WSsFaO4T6rNHK",
-	"QNvdzWIgtDKUqAd4Q7pbhig497b93np+zLFxpawL2mcAu++HNMtsVM9ANJeNzE5+cBnBYGg0MA7624MT",
-	"luYcVLnSTRuIim/ESDv2Djuy4JJdzT1Gkd/AxlGPEqWlRtT5/u1JifAlVFgXMAa7wIrymdIOHtNcvl/0",
-	"iY1ItEGKPtDM6BdySOJ63Ss2QDnnqbkLEL1Y0T4wmjkiENNIYqf5td3qYtK0qRW2EzrsQRhCjWwG4g0j",
-	"EqvZGdRKApNGDIGTAgo6AcQhisRlE3trD+A7MiQqFjAKT4MXoN5TrOE3W8cnGggkp00XsW5/JzGnMC+E",
-	"ZTYfd4lCL7p59IvmMbqN4cL4/GSsno1h7gNBS3glczKbGjlpu0vQJXpUDssgTTHi4j305B2fOn9bRPZo",
-	"mi5IbHHolGL40UlO2ZCf+98xKmkgkADG7L2GN3+LWz5EDDzFlp4FFbsdJ3e4YgjzmUwXhgOb/7YzpNwB",
-	"4sIJuqgOLMqkSLyH8l77ZDFlNkDKkBLLIxeO2p/NNPluf/fZQDRxsRhIV1odvtpC3zDmxSNH5op8u3/S",
-	"IW/Rx10u5qAQ7uBlBSQHYZwLUmFIpDlo/A0D8sCnD+8OGshMwa8xl2DQHGZy7mskBCSwPxBt8vBhuXID",
-	"hJoVAldQfqAumgPLOXh/34LpVt9FeICkYgmEL/gANQwMGOEC9LFkw0at09FoCoS8tmhl7p3GgDkj8ogF",
-	"fArhNszl30PwA8ZboKdyCNFvKKTlM6Hc0gqPhBnAJkpbhUgY0QIP0rcT6SCkjpGMIoiKMYwyZXcIJeIQ",
-	"dq0+gV773oGlMBUbz8Gceq/b3TGrif8DgPENREIUHGIrBMwyBfeRMmYI3IJj7EUbFNgPiKKqEnJRp4b5",
-	"yMFG0NBOQW7Nsupd630slUGwa1U+fhU63xXhq5lrarmW6hTkKn98d4dqogfCEVNGW6pR1XbRPVhRzfbA",
-	"0GjIRy6zq5Sz0svtl7J9rGUOyXGhXL2i342Vql3hNXvSVJfylawGZMV5IG2BxF1KZfKsx1yBIEq9Uzqc",
-	"qzMfqry/fvllvh9GHgN/aiFLNwJBZCkLSCDWjFDPz/urWfV1uLDjtY7BRgizMht1nHMVcLa7Ty+DzqpC",
-	"JHtyMqFtxczFM4eIS/JsP4wrKE7Py37+LStgCSnY6uPrfv30khUa/bauvIWL42xSp0+WY7pkbhV0K6Gg",
-	"Vt4MlfFWeU1FUqWPrK80T1xenS9sUFkeEFs8OqBvN8PdY59nVsk9ndKEBadjUzCadmvh4aycebPb275s",
-	"6qI04MoeV4Sn9Rhx0+0WKXD1ZXHMhNJREUt4bjjXCVy/FQ0V4dn1BjZD97rb9Z2kCkuCJRxTmfHESIOo",
-	"1nmdV0AtoiVNLqETyGGUYjGRM2UHBLXT0y9Ly++UDay4i35hcf2F8s/rrpIB3DZyzMvtgH+jqSuQAJ9s",
-	"XsMeass7YPIeasq+7klhR9x1WaBRKSZTAH0vk5dG1Lig2YyFjXlLV8Nm1ASO+76RF8HAYUP8SrPYmVE6",
-	"cZ2jKsbJokDIdnezcAVeGl5XpOFsXBamB1cDxNTDIX3NRGoOpwScakm1kM5X5eqlwOmV4KqN4es7IdhF",
-	"8UEQBFrNmutGBbduCsprhhXWAThUHFBk+2SD/MsQvn1z84vTg1hse6h1SGVUxoFo1kZvRmQpFLKF9XuL",
-	"ym8gxiNY5pRb468FxUC4Mnnl2E1b4S4gRW/fvm0HcZTsmg43uPNbN7zzSDCfgUWtcufL5NlpCWb7EB5Z",
-	"yLQZTc7VSkQul2eDsXqkiYV925CA2QoHtzn+zkBkGXiYxrk2+m6V0fequNI6fC1ZHNHVotn0zTQsuFiA",
-	"zCqe/ZKeidqlQ5ki60HAfXFa5wrw8SBDCxNJ7HdW0bwJLK4RmloHkqqKe0vX2G+pFJ/UDJVuWz07PMgH",
-	"ymoHfWLfMEo+gHwgnIbvDc71GFDnm2hWbM3WWoInE6T5lK29Fesu3Au47oWb8nJO/qaIyvl0D/mHaubt",
-	"z+8+Rh+qObD4Y5h4/vO7jyUnovVVtA2ykGTMEiyNnlcNimb3Y4kt/MJYhWHwfeFZhJRNqCQgVU3AAha9",
-	"3aOqxshRB4vilY0gHhGya9/5LpJ/k+ni1gwQZm3l0rwfy2UFbIGnigVk81YXsCrgwkC3IvDun9DRVXIu",
-	"vPMxangQ6vYRm2Z0wdKrPq375GPUeGGzf6/63L/3MWocUc1e8AnXV7rO/YvhV+3XoEOs/bF7/xMF7itv",
-	"tqPLaaPg2Jd/9FzmZzxNmcAvnl79xZ6NyocPNh+tsy4fm3fIUk6hfoj5uNdb5+MglBW/WmONJ1IeUuGa",
-	"KqtX+Y8zibVArksjf2ALluIdvA1yWSKCjaBCRKNCEV9NmYD8tHIGOmmOpZCzfClwP6SGSPfKZHDjg/nP",
-	"QfrxsvgtSwvvzKB6h+Tk/kLXX+jtq794KfVzORPpTW/XHyV61N2lnNG0epV2Abdq7sd1uf4e3KDGx3e1",
-	"F2uDKsVHWM31ZsNGKwSVXRj4ZoLKEALyX02xisedSiq4zGtJKmvcGzPyiU/Lchfhr3Phrs9y1+Car4MM",
-	"jeeQFXQL3PrzUIbirD8rv/3OBcECl9UyKGNCJ6T56vX+S6Pi7R/v7b7YPdl/tja/3bAcnN0BYdi3Q3/x",
-	"pKE41HvycE8e/oTkYen+k//+f/5X8a8IAoPQtoVBUUEy39qUYsyVlvniKgn9O/vaHQvqbpoV8rpdbDUo",
-	"/V4MvxfD68Vwp+Q9UGHdtIgINmdKo4fp7oX0nMkpuwsh/QgGvufE95z4nhPfJSc+2j9+9eIny4ANW16b",
-	"veZMyeyC3cndh5HvL//95b+//J9fDHckYTUlQN/+Va5AaGn/pfoCYXF/qDMQwbNCHYASu/fuwHt34L07",
-	"8MaEL4xAqlI+nJPQsKL1Ws5AS/oqpHDjA/zX+gNTljE0UJbJ4jP43ZHFCmHZrmtQa95PMYjGVjYa2fDz",
-	"eyPBVbftM7Hugmx+XgxG5MBCE4C9VGDlMOiMQZpFEfZa9I1W2sRW4Gf3z8H47i/Dv7jFLGglsuy5Dqh9",
-	"/aW4nqz6IxJ9VGWN2rl8oV6bn28oCaMqew0ReMLyEWvDSr66wZ18jdOtrcPePTWw7Y3uqcK93v5ZhN8n",
-	"11utjyn/jBRzz01Os88rcBwWxCWQOpq+SKWvXHkNaXnDdx+rlUZecIXiCPYbu2sqZGaBjtkrqBEs1kjj",
-	"2HX3bAG/EJ7eU6Z7eeUO5BUvD9vuj4iAtyu4XHoxNz6Y/6yv1ZoL9Ilizr2UcX+XP6eUcc/yL2H5R2wi",
-	"LxihBfXZIVpql5hrwDKZzmx3QV8fTGk2vVUiFV1NQ4BMoR42qxEkXs/0bRGoO3JFmJW9nul77eueLt5r",
-	"X/ekeIkU76Y2C36a0eTWSPIq6U/Nzux1/QSDWK1r+BhGvg2D2B9BEREuBroAqnuaeC8r3hMoax4ykmJh",
-	"F4IGT8+Odp+fEC3J8Zu/HR6cnOw/u6a9SIWVm5z6WV/Nur7GBzZfWqr0YYuydJYK9b2QIznTa3lnX2AF",
-	"EzmrikZ7GaN5+5hr1n5GNa0pMjSwvbDVoBGRQUNpmdMRGzTia9Z/+qOISNQ4Zrq9qj047F/VNaq9fhmq",
-	"m9GdP6Xrd83SD+X2E3IEXU2bWB2nVNM9IgkeBLZAxPruWPm6gqHhDXQ3LvAQL1X9WKeWjit71Lyq0GnL",
-	"licaiKAkEBQvLZcsJc9mUNvT96Vdq1QolIsZiKLMtK0iHWOdFahBcnq0/+Obg6P9Z6s6KOxhj7pjX0vv",
-	"zoQPN8XKpO4sC8sD3kWBtLVvnV1r9fJ9wVVTSlfn7VgSOiEH5u4Mc6bGvng2VLYTqZxjGW+oBJlxrbGy",
-	"PRY+y9hQ11+bMudyXbcv42BH9u7apvP2dtkapHjkYbdyqJkMV882/A0LXll8961lOfYy8W322RSrvvhC",
-	"7lSR+Nn+i/2TfShENlMGNz6Y/4AeYOuS/QfO/00cDUSSzZRmeVvRIeuH/cF9sVM1xiYnjIypGhNNR62O",
-	"be+FNbywCGpRKH6TUD0QUiRwjxEOrumz0Xh4QjtFUJbuA7M3YhaAx1f2jT/YCfqk+7H2MiOoDxev9Jjl",
-	"z+zR3Og+hxW5sET6q5nezxSDzjDlIlMnc4k9w4nFBldUHUUNX0XKrr7R712jQBNuKd2TM1HruPpOzrFL",
-	"G67AH9Kc5Sys1PfFBJTdnPT86/D9Yz4SwPjhrmAzIuh70cTLUzrrMinZKbVdxa7gdKGukAGW/bKHi0+6",
-	"P9fih6ucsi/CZo7l1LedYMsPFJFzgfUqc0N/Yrv9+B7x/xS8uiT7lDt4en6BpPUaLDmstXmZf9PxjGdu",
-	"gqtVwyNXevVfL3B3FYZ+qQ79L4iWG1pcItUPlBcYVoTzhpT6erbUY4f7RQyAu1NhXk9NQWlXDFiNDVE1",
-	"QlufxOOROo3JV6E4qOmIfEVi/7MdHgTFjCVa5v4xHQjFkpz5hhd5h7wysjcl52zBUnK4u+dA497A7tQS",
-	"Sk7ORMryop/Vd4e7e6c/7P8jbkVEyYEQjAM/pCSRU+heg63VBJSGBWsW0dJI9gvbcLZo8uDlUGxIo2w3",
-	"wNjTjpg0zU6xXwbuC1Ta8paH0OTPCMy5tE2kzReBomwt+9hVC6aPbCMV1EpsF6By6eKil9eyYh1061iq",
-	"SRwWPFaa5loNBBdQ373QhjGiXJGHpXrIDzvkzar6wRGJv93Hisb++huVwf/qK90XPRINfhNPcX2RTzN6",
-	"UFh2u7s5EKvamZDmdncTG6Zsd7cKnaSmR4pBB2qbv6AtRI/ZhEBvxaUGJy2Lhdr2ry5WORBBG7eVxZu9",
-	"dQK7uAkSdzqdoKyzbTKWgc3RDBkoYg5SLYt4hGMjSocu7ixVsebysZ6xRE6YGgg41J/2jw6eH8ChlpqV",
-	"ELw6tOhsEgWVfI2SWMZ0o39mqetyp7ScKjK3vXaoBmoQrdThXDc6W3TXIG/Ywx4QkaXYRqlq0GnGu3sn",
-	"Bz/tx62wUrc3Btlqrx6nx3Kuquh8NtMo6xYI0VnqJIMG4ylVaifAW4/NKxvKXNJGJughw5OxUc7hpqug",
-	"HnOzCmrEjJxy5U4Yu8BI32MGAOl7U1hgAtaPJdAwTSZS6YIqHu8fHx+8enl6uPv309f7R6dvjveP4rI0",
-	"1SG7GgGZ0KnrL1r9/sXB4cHJ6etXLw72/vGNub66LbOUKW3xo+hPaovrUs0IvKeQuLmWiYwqTXKWYNc4",
-	"6BXljzbwXZZsFwVZCBu+OetBgHoO5XbsLpCsxIbI+y97PbKi6Xyd7QBTxkIj4HVCQUJ7AdzWarn+aUa5",
-	"sMSnWVSft5eqFdoJqG/Y028A/jaM5ALSqRmdnsGT5zxnQ/negOQFF7P3Rr5Bu06j36CZedsXyjc8pGif",
-	"Ei4LFwRN01x/OHt+ro3KsKZU8wPfnq9jG8BcuYGRnf7nhtJ0OGxEDZpOuIA+C5ct+3BIr2jsUV/Q/1r0",
-	"2zZlrJBvbH7K0h3fQg0KLmNxaUknPLRwlc3ZAzFhVMzHPGMhWX/gjWJhP79CGMFGXGCQlCNlNmOwG7F1",
-	"VXuDCK/OZh+o2lyaZdrmepEtTG5InpaGp7CrjimQMzA6qeZ01rZd2ct0R2nYV1y5Fw4hSls+UzKbabYP",
-	"jQfUroaW0r3H7e5mu/v4pPu03+32u91/GvSsgY51dpQ/e1T6jKdZ/ejw2pZ7zaNio99Qpz/2xuOzSZqd",
-	"vH3z/pR++5M6+/aJTntPF2ff/qgPT4K68Q1kk77hT79hRPMrvj8VUrcNdtKs7eTrthTZok1F24Kx3YX/",
-	"bdbevgKqL1f0zigk3T8buJPeT7+c9R6dv/j7yyzZejk964XgDkWMy4C+PMo1gN67waXCnjCr4lhcbwOb",
-	"M4q9+O6k3c59oEttoMufI7X/JhaVElG//RgUx62vyOt3GB709p6PJRlTRX6ZqYBGLVtTluNP1rYVYi7E",
-	"SkfxvanwPsf/eviM6BHg8+WGwMsz+//4AIb6uIV75P4Xz4Hzd2BVFtxwlmXkgrM5kcPwMqCBtDAKQLeh",
-	"BYYdQKzGyjtya9byktY48jr0zcf3KSxVRhFYjazuXdeftEkFYZOpXpCMg31lIi+YNXPSLGuVQ0IGApRD",
-	"6HFb9Nku7NbQgG3RsY3mK/Y8b0kpqb/OfDgQgs3dSq0ZgzTjUrNWNIwWDdIfqKBj7JJRYSCWrAoRoYpw",
-	"TRSDVmQ5u7BlqPrWxj+dFZE92DIOre9yaA1F52yqByKR00WH7Poi5YIKHbRhdRuFZvS+i6IBY3O7u92q",
-	"Mxcde3prDSufYjGa5nIidSWs5JCes8IqQAUBgwlBewz3iw/1rdVGlusrGLit61c+/Ix8BnHRkIcCFe95",
-	"z53wnj9DlcXPL7xhsk6ZpI4cObie2lG2SH4yi6n176LPVZDvAn8r9Cv1vlYbVuN9NtigE8IwzDWTc9Eh",
-	"r0TAoq2JZiDmq92UXDmHKdiVgO5CdN+QJlrmS+7KRWjRBcdlc9nC2lpywNiVLQUJ25DOa/uS0HVkOZSh",
-	"alzMmNohYQPEIDA6WMhK78LhkO75I77D2pOleVYFG/tDdlYiKRhalQ1O3FuL/lJpUZ8rPanAus9Li481",
-	"zbVrxVqgdjMr+Upss2CkA60whpCkLOMXzKdTpAxjdobkjIr0ZtTc2sPvhJQfzxxdcnEC1PryQNY3ZIml",
-	"QJfMtpuVDtjOxYQmshaABVWF9mxaF1VeG3tA1gk9AFqbMz3LhYsMvyQEAY/EhyBUvMCkFEI+EEsx5GW6",
-	"xhV6nbH/b26L3vrMlWJ+/8lBGg8EHVEuIsI6ow58pnMe9KHF0HxINKGKZFLpVrHKzW4wWHskBYsJOAHL",
-	"LMdgGvBUD6LAB4i9w33UEAKujqX8BK8cDmnjbuoWHA4pTvEH6QBufu46GldugGbTKZwuIo2PcCGlAAyD",
-	"S8v21nt29mVpF2ts5Vsp2F/ctbLnO1XvjekfwETxunt/ruGCO4ZMKctsynI6myoym5Z9jNgqHK7fDZgm",
-	"xE7eke4Tmg3QEmYWXYp+s8GKGVdaRYGtCSrBpT6mccrytv1sIHKqzRcTrslQZpmcE65bO5hZ5uk6ajw5",
-	"02RqpJQEDhdDTYlzkZOU0RSLPqiBOGdTXZvgBBD6fIb+dbzMD1RBe+/J7L0D4Q8nYwdKzVgY8+r1c/vd",
-	"TigZkNoo10uJF+Y3BmUty3cDI7bxpT4YYGPSzKXUNjGyFVnbtHVqVHIC0Dq9g0lec66YfwwRekhmtWLZ",
-	"0JMkm3A54cJI/WcM6VDkO4ddsGzhkshh04pwkWSz1MhPzoyysNaeVk3ZBK70CW76uq4Vdx2vbhs0y5U5",
-	"+bss/gJ7eE3rjSKvBCNTOqqKii+4OL+yOYZ5555Q/cFu/NunM/YOr3Jb2msXWBEwwLiSq2j13QQQ3KAY",
-	"F6OAvlhqAl7LlaJLQcvM7RYj5dIZKmQDSIKNECdqdqaYXiIwKpFTI34cgF3UEY1FDZmBeGxuyGmOEevo",
-	"kJUzjSos133Mn4+1zo7BqKtiMpezLEVQkClVmNaOo3iXI7r/8G+ziiSjkykYCEpvR57EoY79QJGYuXC/",
-	"mDTd0+/fnthHcYsouiBKdggEV7ioZhyR5KVkfNylhQCUtKlSzcgxhA45KRNZhNeZlFrpnE7JlOoxkTmJ",
-	"nVWiGDwmY3rBiJBuFU0j6NERI4YrqFaH7BL3Szm6f7Pb7To0kwb0T8iICZ9M4yi9goFIE0Lezwy/b7P3",
-	"CWMpS2N3BNTIpVSUAZESH6dsTmG7u7njs6PgRdgo9Z7hC5ZbC9BQ5s5q4ZaeUCGkhh3DUvr4JzJiWCA6",
-	"CWoAZAsImBe/f3tCBJ0wFNA92qjZ2S8s0RAzL8jR8z3y5PHTLRLTRMcGe/gELTr+AzkX9qlgSrO0ZRM0",
-	"qsHc3vPrXNe7iZZ53KlycK4s9o9yChgAWdnN7W631Ud5P2DxcIyE62VWCsIJitV3Y7aBsWGWP6jxVbGA",
-	"dJXmcIe6wn0/q3+xGNZPaE8FmHpXgayWelymoQiy+/rAsdrv3560dqyvssi9DbguemjrBIeSWrLBzaVQ",
-	"U5bo1R38Dvw7d0mKilkKUhSVxnvfns/n7aHMJ+1ZnjGRyBQ72d18gs9qoy4WcEm0ircBaarvDdF/Hgr2",
-	"F9RajNz09ePHPSfihehLmkZc4hesP6SZYjHG1ouFHhsZGiIy+AVrXU2APsB/l0Lp66tiFc4vKtJoVWZo",
-	"tLbA3iegd4CHM/QeSkFmCslpZZuyAofokiJVRYWEnCUyTxWJrSBt1BEYPGdUSRHvgPhq9sxESoUR0eGL",
-	"pQ8owS+M0IvKCleeZPDU6AZ217AQiBdfy/yzQ4qyUN7SBJZ61BQ1NfC/xE4FUq1RToqQSJ4ajawcRYk6",
-	"mhQsVITNYg3K2AUHimRkFFN+ZrTMFinKexXH3utuw4hoJjejGATsrCj25fhXxSrFDY79OmP5ohE1jDrR",
-	"6DcQzqtqVG72nkCXL81y8+1//bzb/idt/9ZtPyWd03773cN/byzXsHx3rRwQlwCSB0khFrL3YYv/Ivkg",
-	"l4mFPhvEE8RLyF6YKrITXFCfYgz3CJKIgep3u09b9VanWiP2ySqbs8zhrtcSm5JB25KZ+VXWcENgHJ3i",
-	"Kfnv//n/15CYkgFriZDYj5Dae0KyjQAoR3R36iqAFkLwXRqeD5lRU+plxAnTNKWa3tOB+9SZNWW5XS8l",
-	"OORxCTOFTIV3dsW9v54jB806QYbMilqiV9dae6NYfuzeXlrGqnLEHIzD54xNzR2p4+9YxLRxzTwHs6U7",
-	"dTqtXcHzy6/deS8Y/MGJorU1hM0NjIicYluAbAGXxHBFKdi1ckhfcKUrl/MLLP15fyP+0j7XK5NFXX2p",
-	"Up1QG7ylbikh9A3WvPn47vLFwursdEsR2vaSTqigIzZhQoNBRbEcosxQmFU2Qt39bJRpyPLTUmYKIjEs",
-	"c/Ob+RjViepMpA4wRtD1PQLK1cOt09LRD++GKc+xYoqx1OjkHEKjoguWKwal9iAtVYy4eA/Tnfrq5Cc5",
-	"ZUN+Tp6jx80ALSL74kIuwp1Zf1zbfFsztTeRK7SRo0IRROd56cdoOizlKhjbSjvLo/5YdApXOGLRgRNp",
-	"6YQrzROSSIHVhJMFhjp6FmBzn8LpbH+T5en2VUIzXG5CFRwzUROaZRB3NDQ6FFiHyYQmY45aih0T3q8Z",
-	"0lBIwRREKtKU45+YvCB0ThMdWonA/CI0y9H0RXI2ZGZPDD+xdReJXkwxBkZhwUs+EoaPnLNFuMsJ6DHv",
-	"Pv7fAAAA//8=",
+	"7L3tchu3sij6Kijufcqk15CiKNmxqUrtzchyosSyHUmO11qhtwaaAUlEQ4AZgKIZx1Xn1637+9z7Duc9",
+	"zqPsJzmFbgCDIYcUJUuOk6VVtSoyZwYfje5Gf/eHWiLHEymY0KrW/VAbMZqyHP7cp8mINfel0LnMmi9l",
+	"80TLnJknKVNJzieaS1Hr1o6ZmkihmCIJzfM5F0OS5CxlQnOaKUJzRgS7ZDlJzIBpqxbVVDJiY2qGYmI6",
+	"rnV/rgnZVDD8u6im5xNW69aUzrkY1j5+jGoHp3S4PPHpiBF5/gtL9ANFYqWpZj+xXHEpYkIVoUTpXIoh",
+	"MSvRc6LpMCKsNWyRuF/b6dfi8krG9P0LJoZ6VOt2Hj2uWsVhysYTqZnQzWM2yeicpcuLinU+ZTGZjZgg",
+	"esQVyS14CFdEjxiBbabFz3JAqCCM5hlnOcnZr1OmNJlxPcLX6ZgRP3Myb/7A5tUgNBNXg+8FFxcV5/Z8",
+	"nzzpPHnShXkEe6/JhA5ZROL+tN3eSbYut7e0vGBC/UfGx1x/3TG/dx4n01zJ/Oujy933rVYL3mV7JGfZ",
+	"1/2aGaVfiyNCzQ9U80vWFzkbsJyJhJExTWHDFjCw1QeKyJkgE6pHhIqU/Dpl+Rz3L0U2JzHOF5PcwDxh",
+	"KTmfmxX3xblM5+bkzaT79qW6wbQ5kXrEcjKhOR0zzXJywSba4IRiQjdapHdu/iBSwNYzqnDrrb5YiRLt",
+	"3SeVoJUJRXhWYWeSM6rxsOU0T9h1Me6YavbCwH55+MOD0+fEP++SidmvzHgyj2BTFrqKZGygCReEa0Vm",
+	"XKRyBmAG3GKJFKkiU6F5hjC1bzCRqoJYAAv6tb3860dPn7b39Ne72xHp1zQTVGj4vfP06SN8EK8D4hW7",
+	"bL6GDVy1Wftal+BZ466JHlFN6GSScZYSLUMgREQKRjKuNOGajQmjyagv6jHsK45IjDsxfymmgIFEAKR4",
+	"PKCxQZOj5z1yyXI+4HjcDQROXwTQ+fXrx+12e2/29eN2CTq/fr3Tdg/iFjmxmIeLp0LNWA5MgORUsyaQ",
+	"Gkv7Qk5YDnOROs0ycj7VsKUx09Qcz0RyoZU/yoHMZzRPm3SqRySXU81UROJvD06JIWPzq8z5byzuC9iX",
+	"e+C22yDS0KfBkYRmGcsNtzJfGd6ZGBzuEkp229sRkTn8tWOmJJSMuVJcDPtCJXLCIvNdyhKeGjplA5kz",
+	"QsVcj8ytwBVJ5FQYgjCLMLcFZ4oIxoFaB5xl6Q2wh+l83uwNNMuXEefEYriWZEa5dkvKzTdcDMv0OJD5",
+	"mOpat8aF3unUIjM5Hxvm2tne/Wr3yc7j3a+i2pgL/LHtV8OFZkOW16La++ZQNotfax/NCj0bsteqYodw",
+	"cXCzQsP3alFN0LH5JsGHUc1gLs/NBWPYerjKf8/ZoNat/dtWcXFv4VO1Zcc2kyJDrGZLJY4J7JiRSc4u",
+	"uZwqYIQG5ZR0XCM290e3zOEbEZET+uuU7RE55oau+sIgBOAizx1DNdieEr54ny2wZ2VYMyzCzA2EPKSX",
+	"Bh27hPYFXgD4eyoNxkhNBlyHJG6Qa7fdJoKODaq5SwPRCQAN90oAaYTPOlybUK1Zbr79r597zX/S5m/t",
+	"5tOz5ru//XttrXiQzH9gFUysR5KMG+EhGUnFBLlgc1J/8t//8//rPHpEJjkXmp5njCQjmtPEQMVcVIiq",
+	"C+AzXxoKMheguV6NLKIC0DvZYq/8CQxCBQLffAtA63T24LaGaUY8Y3gRuJE8dLkgg4wPRxbUTwPQotBY",
+	"wHZBXFkN5EdATu7fT8og7/ffd7ab/f77rw5WgnxwRHUyqsZyIzTi3Z4zmpJ6KPo1UOiZ5VwzMqKTCRMK",
+	"xQ2O5PDrVGoQ2ZTmWUaoRvS7RPkyIixTjOxud1rk2FIqQrGQ3uTUUAXwUeDxLCW7nSctEj+Mydismiky",
+	"G1ENorEdF1jkNM/NFVE38tnT7e02+T//e3untd3abkREyYp1T4VhctxsnWbZPIK7AjYjBaF2K7B89p4r",
+	"rbpG4JyKC2HkLnxaN7zcYgZeXA9Uo9j+bnu3tfKwB008hHVMKzj1x7trTvLVBHexfKJvjUA9yZkR3FDC",
+	"0TkVCnZdeYKGlS4cIFeIFHV3eo1NdnWdXWg2XsnbOT68BpgC2ti+NjtaITcayhhLKwkZJQl47khmqSL1",
+	"bXNRbrfbwHngwZjO4SEZMCOnGK6DADWbIhTUhr4wr3bJjGYXVpYs3TCGBEDgbpEDEHpAEsvZYGqURmol",
+	"/kJY58jm+8Lw+ZQNuGCkHjB3rpESQPgwG0/JgGfmS9QzzfAK5SsQPFZfAiBslY44ZQM6zXSt+6gdrREI",
+	"ttvtQBLY3kgSiGo/GlpbiR+/2qc3vfzd6GamE5TrVs6l/PObzlbMYOY7NTLwytm0fXrTudzoZqY3iuUr",
+	"J5riw5vOY8cGoc3doSCzfUPTY2Tt5l+JFJoJ+BP0DVQJtia5PM/Y+G+/KFQHN5vzNX6Fky6TqrtRvNwD",
+	"VwcyOCm0kRT2SMzyXOYqBqJUoN6QAeWZIRaUqmtRaNkpqZVVi7PvbhUvrlDTNvrYvQ9bNCLqqefcaEFZ",
+	"AdDrAdIMvAqKcBdQoyIs3BwLgHF2pnXbgncWdfPPDUQpBhlPPjs2emsbGNsKpKRZJmd4wVoxi4tLmvG0",
+	"aV6cKqNZj+n7JlMJzWB9cVTIlk6wbHxBaHpgKOpzgrcnCFBxy+zhuczPeZoy8bkPODTcZjS5IJRYvR6U",
+	"faXZpDmdEGu9Mxz2Czqzb6VgnxNgLyXJ+CUD41AyolnGhFGd2fuJAUzkDZYIvMxoIXMyVWjBpGhPsnYr",
+	"b9tEsxxcrQ8UgYvzSyKLl1I/l1ORfmYwq2ky8kZUwzBQwM8ylhsogcLyBUHpdc68Rvac8oyln5uOnfqC",
+	"+g5oQTRjXyiIjr2w9vmA5AH0ZbIyK12/Ed5y+1mhc4RG3YjYazwilqkZTpazS3nBUsemkEmRur/ygzsk",
+	"jvoinoqSIRlMh3CZ2O9nI6kYyeSQCzDSKrAsm/96q/uc1OPxgDbdScXdvnC+FbBqmacOjboEXHB7aA0w",
+	"nMKM483paDPP5FBONaFJwiZGF26gkvgFHH9Ue/v2bbMXgKx8pFdZxFEdk0dUzK3Ooj6rHANuDAKaNZlR",
+	"Q13g9iX1OPRvOAtc7/UhItADReypO/uTFxDNd31Rj7/tnR687f3j7Lh3enD24vDo8PTs9cHx2emrHw5e",
+	"Gglz1fODl72XpwbtSpfrmhFPDk5ODl+9jBtE5lGV+weHMtrmA0Wo1mw80apFwBXRF6hoxIFjInautj1r",
+	"sx6AGODNhTTwjAwpF0oTIQVztnmAmfqCMHTB57L28+DVKtx8lf84lZp+iSh6PQyNyDr8BKazFkFvhBpj",
+	"x0xxSWDNpeZOg0GmE1K30COGTZC41WptwTtN9j5hLGVpvGfdP/DaA0VieO5sCVyjIxRgEpMhv4QfFVH8",
+	"N9boEvShqpjU3eZwN2dHvb/jzk8awM9fvzpBlyN+EOE8bMWXP755dXqw+CV+EJHYqPMrPtzvnSx9B69H",
+	"JOaFW4JcsPmKEQ6fHRy9fnV68HL/H2c/HPzDDkatL985UZZCMshLiV5Oc2KznGvNhOUIiP0u/kPzMSs8",
+	"7gUuYQSI0qhToKaNp0w1ueAitXewapGevXMBMZz7nmv3Aqm7K1rmRj1v7HkvQJrTgS4+AGdtxjS+6j93",
+	"UIFTODs9fWFtJ+bcwaEC/gcYFiwrywtwI5jjOHv1+uBl1SiFGaagHfjg+ODk1YufDp4tfGQUgGwK7ncz",
+	"9ZjmFyz3kyti3mYiVaROwfzFUnPMLHVHl7OMGVSAl+VMEKrB7f2lKFifxle/aFkxkAlbfx0x642gl5Rn",
+	"9Dz7rHaHY5YawuUp2t4wgsTwJacYSzHgw6k5AsNsjJxblzlJKDhUzpm77xrAtFzMTBftd0XYCYjPOaOG",
+	"oIRlbtSFh+TMMCtiXZYjKoYsRa+Mi62whLvAARUdLKmhn4b07gT2nQXmT3oUb6xDdjZi4IalgU3J3ClK",
+	"01yz1N4pNp7GgLMLbrhZ8Lq1JhlNZ26vE8HgcLxKlMjUi5fFh3M5JTMGMTvWZc0VAaq+ozMr/NZ/kVOz",
+	"8HSHZmkrOLSFwM7ADIFnWbj3IVxqPKE5a1KRNhWDsLEwzBWOFK9x9Hz68LcZT9ie84RjKIdVU8JlWYlT",
+	"+zg0RXa3O8USXSjCwSkdYkAcJd8enBI1kjNV2jJKF+hFLkBwR0jj75J9mOUvhDllkwqqJmgYRlZtUIRo",
+	"y2PJecZFms27V54zqqsyS+3AzhbtD7297QMJDScx+oX5HJHKnLbwoScL6NLe3SutHIVcQTKptB/TKMpE",
+	"8aGAKCJQY1rkcBCMp6aJUUdUtGIjorin7gapitjufxVG5HlQEOOFLAg5iteW9MLZmy0anQGUQ5mTATcy",
+	"NwRtCIZcwmKHnwKOV4FgjhJhk2aZU1/gTpqNqA7m4FqxbODERyPtW4MdGgtXc7QApRt3gyk/GJViHzSK",
+	"vxCqWH0TzA1oWG2Rt9WqblSIeKvDEssXmh2dp6hx5vySpWSQy3GgAiPpuzFK0duVrKfT3i7mB4sITuJG",
+	"QftFPbeZGvhuRQoHRj4vsx2H5uke2W0/dYtpctG0YZAwYCjeYvQk1zZCKp8K1UAogql5CZA+7HJM505H",
+	"pdZSaHdzNyhsvQt/OST2HoUQi829WfCyrgc6vqB82KP9uEV6FhHcaM7RQMV8RueLF6O5jqmYGwSsg20Q",
+	"bliu4AZs7Bl0sHxOyxnNEbMnLG/CpZjQSWDA4GnG/MYZclWIqM+40ug2doH75mu19QEDnj66OH5lA+sF",
+	"wgp1b7O7OxLFIDDrL4dGhfTFlZquwyF4XqAQfFggkEMFM8Yq7KmbCb9/e+oxBoJ3nda1ZFnbs5fzMkI4",
+	"sypo4ObgCQbI5wzFQwqhY5rl6o5QwRvz/kqYUIQYl4QouBm97kYrg/QXVTtSN7rVissmGH0PjtRHMGtJ",
+	"FGPBPbI0rbk9zLdzMNa7+wPMzHUbcIUXZMYuWUbGMmd7hCojjxOapqr4ZsSVlvmcMKHz+R7aWy9RpMuZ",
+	"nBjNASFsLsRyhBfafhQTabFAyIGcyykZMyq82nKr6DfJpREsP7cF7i3LsuZA5mNDg1PtvTZ1Ss7lVKQR",
+	"oeR8qrgwQm8+zZj5YQbJqBAsJFP2JUX1vBFqOpnIXLP0iKWcnoKt848JdLVJnXZqdFtxqwCCs/4LitP4",
+	"6AKLYR29RFclXEGa7eOnO4Sa5yTJKB9bnXkaOHnctYOcmoPDDw2ygkVWJKa68ETOhB1QMGVhMsnlhOWa",
+	"Y8wyTfRVR4IrNruYnm+WbFfEVf8MHxXpxiivmsF6Uz16YVhNmJz8Te/kcL8W1Y6e9ypylPEj8F0cMwXx",
+	"9x+Wt7Mqnc1ACzRaCxsL18g67hCuFqSlHCgbuUIVif8OroAmQCQG2rwCGFGNhvtcC2b/4seoNszldKI2",
+	"jK7/Fl/+GNUuuEirkmJ4MkLnoBwEThYyoQr5UbG1H7hIcWfuTKzQWIswQL/yXCD6E5YL+SIbYAlA7hBf",
+	"3m63iyxJmucUHC8qTE7YMMcAcBQwbJMVoEaJE1wPqQHOxWTBUOGBV6E9xJ8voy3csyw9ZXS80dITnx66",
+	"SaJnVLPaSU+XMlhTqlnTiABlRK7IWopq6ZR9wtdFSLenhbvIo41qGVW6EDI/YcXlgY4ZVavS93N45qNw",
+	"yj7rPRLTqZZnTsSKUZYvXnigwAbRcLUgGBlSzYwS4D5BZVBesjyduoQ1MHxtxH+sePYpRx86ExZP7vFu",
+	"eHJP2+2vtp8+7Tza/Wq3/fTp9trzsyNP1SZofIJvFhR+bN6/XSKPatNJ+klkssAmfJ52wB6C5fv9R2UG",
+	"sEwujvwWziKk63DxqxhPD2YJcpRo6hxrrwN+NKCZYtHmLGrDJMTWiixEAzNHXYsnVB52PbRLK1wFAjRD",
+	"fHkg+DT2ekMAriGm7c6TDXfU3fq3ldmlC4JggfgL+O6w2+5j1eF9h5rn8v3ppQ7/x1X8xA51YHTYJWlk",
+	"WRgpElVXlHDB4gP2DvBVckhd2coGRsSy1QYaezbRdbmyzNUMfQGouN8r4IWbXC0rXy3DXlc8oX8CSWGQ",
+	"y/GJv3+WjxR5s6sFUr60F0/QmuXBIrLhrbyKYD/j7avlyQ3uX10y4TktASFQXF3ME3nNyyDwl5wwgVJy",
+	"IRRV16Mq8XYQsouZg8VX3ZYlmK2iDpQJ2Hs6nmRQ6+OsvT1+kjzJdyeTXDzeFiofjVTSFo8uxMKZlnlj",
+	"p1ySIjn7ud18SpujXy7GYtLUl83f3n3oPP5YyfcD2AbQfPX64GUtqh2c7Pde9E4PntWimot2rNS/yumy",
+	"N7vdbucSXsfBXQDRsjDWKcOzs7qMwYdOZwUgIQqlsizUySuy29n+itBsMqLnTPMEbGsLhLpTWsPO0hLe",
+	"fdipnvkZu+QJOxQDeU2I88kCHHYflWdtN5/2ms9pc9BtvXtYOXdGz5FHXsVWp4rlvaE10wUvP9ruVB3p",
+	"0uE95yxLfbpreR8p05RnGwwcFDlaPqaXUPJnALUm9Ciy9R5kTtC2VlR+WDg3kFSWJ5KG0VVM8/3Jq5fk",
+	"NT4lXNgSYOcynV//9rUbr0L27xjN9GgZVmqJ1uXF1ezPflU10aHQuVQTkKxuQvZo1Cmf3ZPtp50rRUf4",
+	"8Mz8fDbiS3h1tXK0aE2q2pK9ZG5usqSJ5pdgcLGznEuZMSpA0ng/ud37lC+IPZ8+oNrMlPaL5puJEolE",
+	"k/3Vb25k6i1r18silDO12rSTOhWEvddMgMN8zMbnLI/I8fN98tXjxx3yf/53p9XZA2tIauRlKM0yA98k",
+	"VOKxzrre68PNLK8Fglai9xUCByJOFXp+//aHCqTMhiFRH6TPTqpN2El+WX6x8+jR9tPKVy/4ZlaLCz0v",
+	"CQ8/vK4cboqWR2/X5cPK197fwByq5zXcmfkcF74CcifLoLtg8811NwP8K43Hi8szE1St52hAS/Hg5XUl",
+	"ZXllrYQcvGrOWKYVFXCfsYxfspzIKThzzqlI95yXH6q9LmB1WfJ6vCQavPuwQqa0UQC3ZsUKNmf3Fs6x",
+	"ArA/QSIkJpkskMo5JOiwg09c5oJvxeH1Kt/RDV0qPM1uYaU3dGYsCQtHz3tnPx0cHz4/XKEJ+Ou8QqH1",
+	"BSMEmzmvFgZeukn3FkKAhSSZFEOWk5nML9Qi392EkYY1pHBxodlzra/EYdH8ZpLNp9PvpxPj1aRUuXEp",
+	"2PyIiyprU08QOpZToX2BC6v4PFBkbD4hU8G1InWqsYJb578e7ZD//n//F9mOCHtPE/gQy8qCLDyhuWI5",
+	"HO3tSS7OjV/p5366++grl0pKUIZWFZ5pmzD9gg0qCtQdPe/5lGpfvBiyIqA08eJubs9sVKnsVNZ9jmpY",
+	"cGt58a+EtRVBPeZSDS6j8JQ0nY1uxUA7u9qWyYXSVCRsI4XNBlwsqezVWheE7qwvshsZ0c6eVRgWi1re",
+	"3Z1bwUtXj//o6dOwXl97w6E119lmYrUTRpeZc5iAjdHQb44PjZhgaBlNyViO2b6otj6obDr8GDciMhWp",
+	"jUSzrsMHqi8m0/OMJ+TN8Qv0LPoqBq/ffPPicP/szfELqLmomLZ1SiFyBAusZxCo6iK7uHZJ5X0RRFw/",
+	"UGb0RosculRdxYZjJrCaKVFYqNasEsLTZlwnIyIFFigozG7FjiBSjFr7nj+lac6bvjb8tVV0eOqOKFqn",
+	"SENhxAop8JM950lgmVp7Cbn34Bul5djVMLwSr1KuIHzY3xm3x8nZJ8s+hoPtm9XdnS1/kvOEi+GdWMl/",
+	"LcpxblRXM6opmjG1P6JCLNnmPreJf1mCfHbce35ai2onb745Ojw9XSFGqun5mOtPw3s1PddS0+wOkFLT",
+	"93cx6nVCBe5qa7ccglCUiw1iEALusoCtgWzu2dbiSS6ym+A4SmAJKX+JRDeMZLhK0QSq+xSf/q0y542j",
+	"ALqrwgDWsI6dzieFGCxqImtQwMNkJcQXXWe/3pLr7NfruM5wJRq1jEWPRCBfbUDM3FfkvvLVjAt2eke0",
+	"/+uUQhOiW74DLqabBT8Jrl/nPGG3vrOKoAXEu4tpLdj10hKWoL0aITUbv+BKf2poSIFTf6KYkLsTICqj",
+	"TTZwr3swvp5elyFfl3Q3o5ntNvxvbTX2SlLZnKVvreLpy3S1DgMD28+SKe0Kcll5Eq9d+4u157BY/gys",
+	"Q2OWD5nRCpMR9pr4aufp44ZDapZy1PLAdgFGnDEX4djbyxfunV2eS1rQpnC+y3u3LKxe4+SXjvKY0RRy",
+	"hT6DV/kYs0K92rYYKgJP76wb0mJICc5Wtc4T59FcRN7zKc90kwssTE3qrmWX6uaMpkEPL9WFOirQ3wuS",
+	"I/0L9p/+MRaW84/tP/1jqB/nn+K/Foem6ZhDGy0o3AOUgJk7tpmeK16M7fK6+CMFPzj+FNvSBkWVY1Wq",
+	"AekNQJD6U+y6WEOxdL9M8we7NLho/pqx85GUFypudEkmZyxvmpdcuzg7LbQA2ekEbYjMCmLa/I20m0/J",
+	"GWnGWIrI5/9TkjFDNjgQ7skPU/62tfprUo9lnrI8AO05zzIuhgh5aEliAYsnP8yp0AZIPq7e167q2qUk",
+	"Lv9OPSCxxbwWprTEhKoLW2mW1FOZqK3Xx6/+fnhw0hqnEenXesHX/RpOj7Wv7MS0vByusf4NFmQU8/JT",
+	"rFJbQhZSz6W0GV2q0Vp8mjGtypi7VUZczF21Bn/06rhMMltQQUgdVHxy5bIN/hjpiw6ZrZEbrAOTGM6l",
+	"1ErndIK/RiR2IC6SqeIGNobh2vbKW6jwGPsOL1oiyADSu+02JiF5FSM89mUleHXkFm3+9u7nInysHe1s",
+	"f+yWfm25nyu5t3XIfTY35sYpYrdlmKzq/pNPoVfgMka4agd1JlKsTXDJ2Qwdg8sRNilExm3o8sQwOojM",
+	"haqMRwPasw6euzMc/qFOYSPjH0v9iadoRjlh7FNyncaFu/4P9HFv8EkQhXyttB7fDWijvj6rHdi+c1CY",
+	"0LPszC5bs4IDWsScqIKLVIo5YSmWGyav2IlOscCB9cZVRalAa6vugjjhSiRQ1w9nDT0+etop61o7m3rS",
+	"bsYJN2MzQZjupxH+3UPwyePdEvwebwi+oLx9qUtZpYL3Qg65ANomR897XRS4CBckPnreOzs++PHN4fHB",
+	"sxjlg0wOhyw1T4uaxGHdfdtYtg/VZSMjpNIx9yWa8IDKxfVthYhtUi7ZD1UgoESSrbW/fKt8EjV7Cl4f",
+	"elK+kyrNO3ZTKyoKgSgXEVuuDKJsoERf4P329YaxpEE9xhFbENNtJNlXTiiDX4yoDw2qjZRnlO5uUTWP",
+	"DpkoCunRNM2NUEpz30ecKlvkeETViGEBIFsM0tbw9O2ufR6qWxgGZAqJy1gO1NgwBn3hIPCrNbD/1lPo",
+	"MuxtTX0k4siLKitEeXwtJnUjb8tBo6g4OFE6Z3RM6i79HSeNrZKilNklhEzFdpBGl7jAmp1OhE3UQIt5",
+	"vLuoDPWa/yROqWmRM9Il/0m2yN+MclMXkiRyPKZGC1ATmrAuWVgC+UVyAcXxxqgWwPsoaVUl2W9uPvnP",
+	"rb+tMlUUFs+dzoLBE6xNv06Zfa7zKVs8q5tdTDfixAvIZMdYg01VIcqxOovJ38ImDdudpj9EoumQ/I3E",
+	"/h0Xzbz9JHhJsYxBgY36dvsJyalI5Zicc21UtRNrG5P5QsOmjA9Yl+RG9DNsw6BjwEwvGJsQrsvqjzr7",
+	"jb9+Nh599+vF7JfB2fA4++r9aef81/Y/L57+Y/ZivLOQzLKQzVJWitRZOadmu/Nx8Zcna7Wh2zC1O8Xq",
+	"r5h8WRZXA7Ncb//08KcDrHDi71j7z7VxnXbEUxfe+VfTRf/U0bnX01yqI3RPoNCbFAnbIwHeGhSNz86+",
+	"k0o3R8Mz14mfJFJecGauj/jvTTtHE7Ajvrsg3bJeczNVJugBu2iz7TwuGGsEpcmaYPUxgieUrBlwjBAs",
+	"2OLGbudy/G5nOYB3Q6czLl+p6Q3VsOu6tyoq66zFNrCHl1gqOtwdf93oVq8uorN5SYD/7K6UMAC7XOWw",
+	"osRQDnI2yvbVce06W6lwBYXBWAqX6x5JMjqesJTY/D6u1DQs/pSzMeXC/GJeNzcFI7EPNYmdiI7CcWO9",
+	"traz/WjncfsGClt1gYSaP/TSrkPQraYrqCK5fD+UgvgqOqYXhcV8BUmrHfhuuIsQhBfnJchci+V+Ml5X",
+	"V426krtG61JuKnll5DtTb9qA+qZoXpUhWeLJLGC3BZJcjRdHDHtn3XZo63W52S0EkwKGf8IAE5ozZzik",
+	"WfZqUOv+vOGxvotW5Thar1zYF3ehOJ8XO7HaHPhS6oUDBcKuzWVe5UFpYWi997kum0Tsw0+qIAMjbFDn",
+	"asgvmXB81XyG9R73SnX0XFVh1weLioQZiouMVh48gnrG5khzUIvA3dT1bxN0gFo6QA+o7XcAY8SbBcfc",
+	"RXG6uykz98ms5mpedsvxpQGPWqpxVeJNAcPyNFxmaA7Dr1PVCuDwmlalb15PGy3Y5Aanv04h7d29dvlG",
+	"VYTP3IJ0BppQMs25np8YsCAczxnNWW7UveJfzx3efP/2tFbRo9xmNTexbBBUrq5DSnRE4guexjbbJyIx",
+	"Vyreiuk0jbeM/BX7NrsRGcgskzPbhKIvjp/vP/mq8wgGO2dK+74zE6Mx8ISphquifT5HvuuYaX3J61zt",
+	"q46IzDHFZcG13WgRkEBUl5TiSEg5iIQEfngSeuH7IggeIWHkCCnCRkgQMxKR0M1figEAZ3wDvekYPNAX",
+	"m4ePIBFWWkxRCgaFEzZrXjbE0WiRXl9cVR81oXnOwbJMfC3bmCY6xlq2XRJ/6BvG0K91HVsvirLa4Yuq",
+	"rLjcj3FUlMterN9qBDqcAGvbGpmda3QawMLhjgR0LVB9pPUk0Pj3QYuuvu7khP46XWy2wwWhXh93WjiY",
+	"ZM1n+M9aVBMUZl/S24uF0An/gYV1Tr8DirjuUmxtlPoAejiK5nkuZ9AxIOOGvTX80vDFYmkLRoPlhX2E",
+	"TEGsaVNe0YiqkSEeMFQqokYy180MmnV4Dw/NsAWVWSVWXz9nIy6sPJRIoQ3Rdm3PH0tEfVFXGU+hK5xI",
+	"ibMnWFUjAhup0mzSnE4i635B4z90TKBTPWpEpPf6sGlxlWmaUk1J/fu3p31heAMFBaAQWiLCw1ojjShs",
+	"gKlIXU40H3OFFYOEi4uPgir/rkFEoy/MmotSVEjNpE61HPPEQqOoYKUarb7oi3/7N/It04DXtnOb+TUe",
+	"SpJPBWltJeN0yzKqmExyLjR01MohkAjK+9tuDpQ8fFgwLeQaAIaHD6Huhu9P2xdAURgPBNyg0SKvwV/0",
+	"8KGvr/zwITlnmZxFZEKVZs6IWtwFMTKgh6fQhofIqX5IwJQ97wuPBS1yANP4sDEzphhCrI9rRrtX8JGi",
+	"X659Pegf5dS23faOBdy/EaxrHNQzHkpmwWNe+T189LsR0W3rMa7hnxaK8NHvoXPy9774vdlslv5vhvMw",
+	"JHVqrqEG+Z2c0+SCCXMR5BYfcSCZqy72rrnG3UMqrh7yO4ndsdiotW/gFAh2tCa/41li50VMBY23Lrdj",
+	"wt5D13KI0xWpc3EA2zSrcZ1MWq0YdrzUqX00VGfmqdnmwiCOzUhoJre0UR91SOrKK95umCV7pRcGLADW",
+	"mDt/Ly3dQDL455ZlCcWOGAfE+t1QPMsVZNm+5wHTcB2u7LZ+N0hOz+UlzOR6ZviGqTBqX/QWIAXynqGO",
+	"ymOCJFtf+X+3vR0RRbEtUoiB9kJX0jAqEhKsEyXDM/S4WsglVBQ/G11KJheEJ1LYDkfggDKv9gXXRDCW",
+	"KrOaHRJzoaaDAU/MhdFUePEDQc64Yg1PbBAj4HtCAtHoUS6nwxGZy2nuCMC8vt0i/zA/YbN++8B30glc",
+	"Yd1qnFnVqx/lQELswLbev+vAFEQmoCNtD2QHOdURoSSj2lyLvoelTVGGy8RsstMih+YUL5Rr5OxerVrk",
+	"1gdvMf+4NR7QLf927JgWLDT+EFR8iAB0rvGt6umPcYs8fHgalHxW0M7HtVG1OrY59IcPuwtgJoSkWFBG",
+	"Ba06i9IypH5ydBIR1hxTnkWggxddbGVuSGE80WbrOy3ifOqQfh6MB/XRYF46meyVVmDXynUXd3o1jPBU",
+	"YhvkugwZA45Ou01ypqe5udaIYDMYvExvVNseJfHR856tpy2zFJqXKC0nCoqVcDFs7JHdTgcDTMwETduM",
+	"JHZtNmBw2Gg9DstNxI2I7G63SezX2BxKAWcbti0GkvavRGS385RoKckYbkFCip7/joigRIMy/8KLEQpE",
+	"EO6l5lJljHq8qp1GDC3V54ZSbbtwWyyAgq5pVBiqDZtRGM3BNRnRycTJCthFT5JUknq8VFDA1ROoLBhg",
+	"husLxXQjIjGWwohxPGxoLot2b1wVrdlirIQRY7xEueDFuatDgjX5or6IfdGJGJVoLnz1ryKeKpND1SKP",
+	"2juwJwN7o4LMSRxUlYhbKAjYWq6/l8osmPuI64wt3ffmi912m/xOfo7HNMMOLk27qPhd3UNs6aG548I2",
+	"JZZFzYJGMN+dnr4mpSmKsgfh2MWvi4OmhveaYceQlWMbGIFA7QbehoFd753ALBnOUPHYTRUaMmnOYDZs",
+	"NVWaoBS5FcIl+N0NuY5nc61AuOcKWTdnCxNNRcC8ynMtPDLTBe26DddwK3FD7sCQqPk2UyZ4ecDSA7f6",
+	"kp6Mt3kJxctjV1ypJbgvPq0Ce0aTC2jeZBePCQKlaez1VXkEi88ALkTpHMs50TKIkJ/a7YSw2oWJhNTN",
+	"gZyK0gz+RzP0S0nUNBkVorv9/hHiCdMjmTbNFzTL5GwBW5aemhGP4Ffs6IO/ujGfwpiJFIOMJyV6dL8V",
+	"FIOreaCs/uVJB4bEEyyNWm5XVUUttpGVnSFo/cVVabG+b6UzUzkeFE43pu+bhcpYZi3hE48g0PxBFa15",
+	"Uby3rshQ+8QTLU221JsynG/pISKMQ++Cpy92p+TKNrI8Z4an21Zb/rS2kcctXKThmZWeWFyCbuTQA8sL",
+	"bHa4Dgw3ycErCoBvYrpAOGbFYwdB33bs4JRib3RNMz860tWEzjNJ06aWspnRfFha79LDRfbs+poaSQBe",
+	"cIM/sqzMd9FqjlnKKbiEyxyt6g0zTdCBq9z6ys7wFczA3k9YgqFlFbBZfuo2EDwJWt+NmWNuHYQ9tC5r",
+	"GuWSpeWhy0/csK5nrJxmKcGHwPBTlmTUsBr4TJUn4QGWXbB5M2dG2CrRY+Ub/pgXsNRIJyCu2WyylA+g",
+	"opBeYOB2+iWJceFyC5+5KV3LNscIwvvSDmvl2GYGHcJsU8ES1656wU2Akb6W8kc2NsiRvpiOzxnEwAHt",
+	"+E6fpfmnYSe8MsoFDxYRusCFReLuPFmmxqrLqPIFM03Y/XDh6ukg0/p1KjWtxLbyE2RXttAsPDJjsvcj",
+	"OgXjcGnQnGqGMC4PGf4OULDCvAOFA+cOSiVot6hmE4vPFoFqDbeYNw0y1gK/eGSlQxCKBc3KdxH+BiC0",
+	"f4NexnKrUtghtpdYDlxYA5YbFOZiuIrvLLy2yHzcY4KP3XQ7Tlhz7T4XBDX3swMGXsoQiWFOK3jDjYg8",
+	"c6T1pHmJ9QZATvArKYF85VtmPpC77VOgz2I3v4PPIOMJE1gi19rIexNDf81Oq12LatM8s/4D1d3ams1m",
+	"LQqPWzIfbtlv1daLw/2DlycH8E1RGc6bzGtR7dJVaahtt9r4lpwwQSe81q3ttNqtnRp47kbgfNtqge4A",
+	"PUe3fpldqJZrpzhk4MH1Np/DtNatfcs01NiFlgsTaZZkXuq022saNV6vQSOMv6I7I+hxb9k5MSz3hOkW",
+	"xojYLJTqcf1Ct2z9wsALWev+/C6qqel4TPN5rVtDpfmCzbFWndUV1IJi+P3bU2VrFTza/goLTD9p73zV",
+	"gEpFQ1Xr/lwbM01r78xcW6lMDJDcn1sfqFJMf7Q/jaCO+2/rIP6dfeUOgW6rya8Au2XLQEKT24b5C37J",
+	"oEFp3QvPWhpRH9w6K2BqMbo1p+NsHeheTZjovT68HujcoAXornKsV0LNzk1SmUzHTNw6sp6Gnq5qMC2Y",
+	"XizKwQUfYlx57Z12G6066MJB79ok52Za7zGhZMLFMAKe/LeySQQ/lqLQhsD+1xdWQYHij11rncbRuYpA",
+	"ZHPss8jr0iwBYZRO6DnPuAYPcM6szdq5gmRufVWQwO/sSr1nR4cvz3rPnh3HEcmknJwblfd8TuwhNKzz",
+	"NzYaYs4TFaNzdwmLjhFgd0h/RemNyu7SRiCDDsz5JQM0etTe+fz9rZfaVd9iD+VbpAsPS1LHdcNqQSyI",
+	"nJIsRTavJpnQH7OSRHrQArjkarAepGitCwrrcqCT01wjLfJKEDVF2w/gs0vSeug+UdbqCCGyYLzRcx9d",
+	"4fLLWuX2qs4yG3Rl7YultqxdF0xXREUYDj8bUQ2eUEOQY2xjAhl60FqbiiKpzdyRfUET7VwaoECMp0oj",
+	"F6cXLJjCrfAEp4ox+YBq53MC+13LyNjoRV7TKXfJ49kgNFPSh4iU2+hGZF0gCKmbfX7/9vSBqowrQQfV",
+	"w4dhHY7Ww4fYe71gNfv7BycnZ8dvXhycxFjyFrqroxeQpaHBNmUJTyGICEOBsAU72FqNqGtmwFQjqsmA",
+	"Z8xWz0WVFqhkTaGQvnCVQrp4gGjlqsd/bz53i2mi6Su2yR2vcj7kgmbu5z1XrbewPj5QfSMgQmnlA3Ep",
+	"594504jISEJyaTjBd1Lp2KZBGo1j8fmbnMcQChVO/+b4MG5ENtIV4lW5QrCw1MaJC5mPaWYdoKQ+YXnC",
+	"hG6mDNWEiMT/o/M8xkiJ+H90WEy4SLJpytI9kkpfP1jtkXgvLspgqz2Sswmm1aoMElj3XD2YhCqGAUpx",
+	"ysQ89n3UYYVwSF5ugXWwiAgZnDwCwDufIVMXPElM6L7QM55ga3tvMcjmRfYyoGJoR94zFBiDDRCX4m/k",
+	"TnvX+SMJ7aPpIAxQqMO9brBWCtbYI9Tnry4MtNveLgZCK0OJe4A3pL1jmIJzb9vvrefHHBtXyrqgfS6y",
+	"+35As8xG9fRFfdnI7OQHl5sMhkYD40YLqM6sC5ywNOegypUorS8WfCNG2rE07NiCS7s1dIwiv4GN4x4l",
+	"TkuNqPP929MS40uosC5gDHaBFeVTpR08Jrl8P+8SG5FogxR9oJnRL+SAxNW6V2yAcsFTQwsQvbigfWA0",
+	"c0QgppHETvNrutXFpG5TK2yfetiDMIwarxmIN4xIrKbnULUJTBoxBE4KKC0FEIcoEpfX7K09gO94IVEx",
+	"h1F4GrwAladiDb/ZikJRXyA7rbuIdfs7iTmFeSEss/64TRR60c2jXzSP0W0MBOMzpbGiOIa59wUt4ZXM",
+	"yXRi5KTdNkGX6HE5LIPUxZCL99AxeXTm/G0R2adpOiexxaEziuFHpzllA37hf8eopL5ABhiz9xre/C1u",
+	"+BAx8BRbfhZUMXc3ucMVw5jPZTo3N7D5bzNDzh0gLpygi+rA8lCKxPso7zVP5xNmA6QMK7F35Nxx+/Op",
+	"Jt8d9J71RR0Xi4F0pdXhqw30DWOGPt7IXJFvD05b5C36uMtlJRTCHbysgOQgjHNBFi4kUu/XvsGAPPDp",
+	"w7v9Gl6m4NeYSTBoDjI589UaAhbY7YsmefiwXEMCQs0KgSsohFAVzYGFJby/b850o+siPEBSsQzCl56A",
+	"agoGjEAAXSwesVXpdDSaAiGvLVoZutMYMGdEHjGHTyHchrlKABD8gPEW6KkcQPQbCmn5VCi3tMIjYQaw",
+	"KdtWIRJGtFA2C9m2WGkhpE6QjSKIijGMMmV3CMXqEHaNLvmmd3K47x1YCpPC8RzMqXfa7T2zmvg/ABhf",
+	"QyREcUPshIBZ5uA+UsYMgVtwF3vRGgb2A6KoWgi5qFLDfORgLWjypyC3Zln1rvQ+lgoy2LUqH78K3QCL",
+	"8NXMNfrcSHUKcpU/vrtDNdED4Zgpoy1VqGo9dA8uqGb7YGg07COX2VXKWenl5kvZPNEyh+S4UK5e0QPI",
+	"StWuBJw9aapL+UpWA7LiPLC2QOIupTL5q8eQQBCl3iodztWZD4t3f/Xyy/d+GHkM91MDr3QjEESWs4AE",
+	"Ys0I1fd5d/VVfZ1b2N217oKNEGbla9TdnKuAs9t+ug46q0qi7MvxmDYVM4RnDhGX5K/9MK6gOD0v+/m3",
+	"rIAlpGCrj6/91dM1KzT6bVWhDRfHWadOnyzHdMncKuhWQkGtvB4q443ymoqkSh9Zv9BQcnl1vrDBwvKA",
+	"2eLRAX+7Ge6e+DyzhdzTCU1YcDo2BaNutxYezsqZt9ud3XVTF0UKV/b9IjytxoibbrdIgasu0GMmlI6L",
+	"WMZzw7lOgfxWNJmEZ9cb2Azdae9Wd9cqLAmWcUxkxhMjDaJa53VeAVWRljS5hI4hh1GK+VhOlR0Q1E7P",
+	"vywvv9NrYAUt+oXF1QTln1eRkgHcLt6Y6+2A39DUFUiAT7avYQ+15R0weQ81ZV/3pLAj9lwWaFSKyRTA",
+	"38vspRbVLmk2ZWGz4hJp2IyawHHfNfIiGDhsiF9pFjszSieum9aCcbIoELLb3i5cgWvD64o0nK11YXpA",
+	"GiCmHg3oayZSczgl4CwWdwv5/KJcvRQ4vRJclTF8XScEuyg+CIJAq1l906jgxk1Bec2wwioAh4oDimyf",
+	"bJB/GcK3ayi/OD2IxbaHWoVURmXsi3pl9GZElkIhG1hJuKhBB2I8gmVGuTX+WlD0hSvYV47dtLX2Alb0",
+	"9u3bZhBHya7pcAOa37khzSPDfAYWtQWaL7NnpyWY7UN4ZCHTZjS5UCsRuVwoDsbqkDqWGG5CAmYjHNzm",
+	"+DsDkb3AwzTOjdF3p4y+V8WVVuFryeKIrhbNJm8mYenHAmRW8eyW9EzULh3KFFkPAujFaZ0rwMeDDC1M",
+	"JLHfWUXzJrC4RmhqFUgWVdxbImO/pVJ8Uj1Uum0d7/AgHyirHXSJfcMo+QDyvnAavjc4V2NAlW+ivmBr",
+	"ttYSPJkgzads7V2w7gJdALkXbsr1N/mbIirn0z3kHxYzb39+9zH6sJgDiz+Giec/v/tYciJaX0XTIAtJ",
+	"RizBIu35okHR7H4ksa1hGKswCL4vPIuQsgmVBKSqCFjA8rv7VFUYOapgUbyyFcQjQnbtO99Z8xuZzm/N",
+	"AGHWVi4S/LFcVsAWeFqwgGzf6gJWBVwY6C4IvAendHiVnAvvfIxqHoS6ecwmGZ2z9KpPqz75GNVe2Ozf",
+	"qz73732MasdUsxd8zPWVrnP/YvhV8zXoEBt/7N7/RIH7Ssp2fDmtFTf2+o+ey/ycpykT+MXTq7/Yt1H5",
+	"8MH2o03W5WPzjljKKdQPMR93Opt8HISy4lcbrPFUyiMqXKNp9Sr/cSqxFsh1eeQPbM5SpMHbYJclJlgL",
+	"KkTUFjjiqwkTkJ9WzkAn9ZEUcpovBe6H3BD5XpkNbn0w/zlMP66L37K88M4MqnfITu4Jupqgd6/+4qXU",
+	"z+VUpDelrj9K9KiipZzRdJGUeoBbFfRx3Vt/Hyio9vFdJWFtUaX4EKu53mzYaIWg0oOBbyaoDCAg/9UE",
+	"q3jcqaSCy7yWpLIB3ZiRT31aliOEvw7BXf/K3eDWfB1kaDyHrKBbuK0/D2cozvqz3rffuSBYuGW1DMqY",
+	"0DGpv3p98NKoeAcn+70XvdODZxvft1v2Bmd3wBgO7NBfPGsoDvWePdyzhz8he1iif/Lf/8//Kv4VQWAQ",
+	"2rYwKCpI5tuYU4y40jKfr4yDfslmTGm0xe/Z4hC2BpIuJS8rIrMUCv1SYSPk2CWXUwWfPFBQxxADjMmM",
+	"ZhcQzm87DxYhkuqCT/BHCJyxoX/AHzHCaSwvuRhiRAEEmgQLgBQ4V77fzPFANTDCzO4yiJIyQz7AaDSl",
+	"iyjf/d7Jwdl3hyenr47/cXbU+3scTrBntygFUyRj9JLZHguVSs13FrLX5ZFOUbiaVWP5yDsNRwk3UqFE",
+	"vRIMMcIGg1g4R+ZoPNosaFgvuLi40mxi3rnXsO41rNUa1mlBxAGJljHPZv/Y5h4TOuRiePc6Wc7khN2F",
+	"TnYMA98LXveC173gdZeC1/HByasXP1l5y0hhG0tTOVMyu2R3Qvsw8j3x3xP/PfF/fq3LsYTVnABDOa7y",
+	"/P5o3vpSXb+wuD/U94vgWeGtgYrK997fe+/vvff3xowvDDhb5Hw4J6FhAfONfL+W9S2wwq0P8F/r/k1Z",
+	"xtAeXWaLz+B3xxYXGMtuVWdk836KMVO2kNXQZhuEhQruqa2K2j7T1V2wzc+LwYgcWFcEsJcKLBQHjVBI",
+	"vai5X4m+0coghRX42f5zXHz3xPAvbkULOscsByoE3L6aKK4nq/6ITB9VWaN2LhPUa/PzDSVhVGWvIQKP",
+	"WT5kTVjJ325Ak69xuo112LvnBrab1T1XuNfbP4vw++R6q/UpBJ+RY+67yWn2eQWOo4K5BFJH3dck9YVK",
+	"ryEtb/lmc5UO2Ve2nfH5HKQaSMk8n2tGIPWk0V320aLwU7RhrXLMEp5W+WZxiir3LGZ8K03nytXVx82P",
+	"GRXguW2RA6ghQYdF4Rn/2gNFYijd+RPWg4tJHSr6GOYUNwjFChrmwurCCIrIARbCMMvDmjxQSgJbdpFE",
+	"jhnWyy7K8tpSc8o5Jz3DLN9GL7hC+Q779f2p3bV+H9Bd/wqHLeBFROQSQn3CpXLv3L0XS29DLD0NGAX2",
+	"7kBkLZD0Ct/uLciva/nz1gfzn82NG4YoP1HavRc272n9cwqb95LfGsnvmI3lJSO04E57REvt0vENWMaT",
+	"qe0p6qsCKs0mt8qkrhY7DoFNoTo+rbBuvZ7q22JQd+SRMit7PdX3Svg9X7xXwu9Z8RIr7qW29sUko8mt",
+	"seRV0p+anlty/QS7aGWEwAmMfBt20T+CIyJcDHQBVPc88V5WvGdQ1kpoJMXCQgZmqmfHveenREty8uab",
+	"o8PT04Nn1zQbqrBem1M/q2vYV1f2wZZrS/V9bCmmCjuZHMqp3shJ/wLrFsnpomi0nzGaN0+4Zs1nVNOK",
+	"0mJ92wFf9WsR6deUljkdsn4tvmbVtz+KiUS1E6abrjTJUpVFs39V1Z76+sXnbsZ3/pQRABsWfCk3nZFD",
+	"6GVcx5pYpU4OEUnwILDxKXZ1wHr3CxgaUqCjuCBQYKnWzyYVtFyxs/pV5Y0btihZXwSFwKBkcblQMXk2",
+	"hYq+vhv1RgWCoUhUXxTF5W3t+BirK0HlobPjgx/fHB4fPFvVN2UfO1Oe+AqadyZ8uClWlnLIsrAo6F2U",
+	"RdyY6uxaF4nvC66VVCKdtyNJ6JgcGtoZ5EyNfMl8qGcpUjnD4v1Q/zXjWmfWoWAQNmMDXU025ZvL9dpf",
+	"d4MdW9rFPkWOuqw/B48c+kFOsEgVOIiA9Gyb77DMncV331CaYwcjquWYJ0A5WOvJt2+gisTPDl4cnB5A",
+	"+cGpMrjxwfwH9ABbjfA/cP6v46gvkmyqNMubig5Y1xcFL5BSETXC1kaMjKgaEU2HNkPRVe7D0sdFe4ht",
+	"QnVfSJEAHSMcXKt3o/HwhLaK2DzdhcveiFkAHu94iz/YCbqk/bGSmBHUR/NXesTyZ/ZobkTPYR0+bIzw",
+	"aqoPMsWgH1S5tNzpTBLMebfY4FopoKjha8fZ1de6nWuUZcMtpftyKiqdYd/JGfZmxBX4Q5qxnIX1Ob+Y",
+	"uMKbs55/nXv/hA8FXPxAK9iCDLrd1JF4SmddZiV7pWbL0MFF07m6lgzg3PNUpOBohZYL8bcHp+t4SBxw",
+	"nowrX1sdfjAvN6rd1kfzglD/xF5ri7Ob+KxLnWnLyZ57wUk+UETOBBbfzQ1bje2pxvfJyF8Su/ijmERJ",
+	"Yix3O/a3LF5I10oovkrUCSsXr/Mbu7sYqXsjlfvYFbL+14uLX4XDX2ogxRd0R5o7rnQFPlBeEFsRLR/e",
+	"gNe7c04c7hexFY7qwrS5ivL8rrS6GhmuboThLolHQ3UWk7+FYramQ/I3Evuf7fAggGcs0TL3j2lfKJbk",
+	"zLcPylvkldFpKLlgc5aSo96+A417A3v9SyjgOxUpy4u6Id8d9fbPfjj4R9yIiJJ9IRgHOYOSRE6gFxg2",
+	"qhRQaBushERLozHNbfvuomWOl++xvZeyvVVjzzuMuECHtvsQ7gtMBeUtD6BlqlFEcmlb8psvAgOE9Zhg",
+	"j0KYPrJtqVDbsz3VyoXgi86IywaLoPfRUoX3sHy80jTXqi+4gG4ZhZUBEzYUeViqLv+wRd6sqsYeFcKV",
+	"J3+jivlffd+QouOswW/iOa4vmWxGD8p077a3+2JVcyhS321vY/up3fZOoetVdJwy6EBtKy20MekRGxPo",
+	"VLvULqphsdD8anZarLIvgqaYK0vhe6sP9sQUJG61WkGRfNuyMQNbrhkyUHAdpBoW8QjHtr4OXdxZqmLN",
+	"5WM9Z4kcM9UXcKg/HRwfPj+EQy21fiJIOrToExUFddGNxFvGdKPXZ6nrGaq0nCgys53LqAZuEK3UjV1v",
+	"T1vC3CBvLzCNASKyFJvSLRrK6nFv//Twp4O4EfY98EY2Wzvb4/RIztQiOp9PXYysR4jWUl8uNMRPqFJ7",
+	"Ad56bF7ZnmtNU66gIxdPRn1hKV0F1e3ri6BGzMgpV+6EsaeW9B27AJC+048FJmA9BhtTTcYyrKZ0cnBy",
+	"cvjq5dlR7+9nrw+Oz96cHBzHZXmrRXoaAZnQievWvPj9i8Ojw9Oz169eHO7/42tDvrops5QpbfGj6PZs",
+	"S5VTzQi8p5C5uQa0jCpNcpZgD07ovOePNvAJl2xCBVsI22c6q0yAeg7l9uwukK3Ehsn7LzsdD/JmBhKS",
+	"bbRcaZPBjMzQuHqdEJvQDgPUutj8ZJJRLizzqRe9PCxRNUL7C/Xtz7o1wN+akVxAOjWj03N48pznbCDf",
+	"G5C84GL63sg3qOvWujWambd92xFzhxTNqMJl4YKgBaXrtmnPzzWlGlQUvn/gm522bDutKzcwtNP/XFOa",
+	"Dga1qEbTMRfQtWbdso8G9Io2SdXtUa7Fv22L2wX2ja2kWbrnG1JC+Xos1S/pmIeWw7KboC+C0PyCrT/w",
+	"xsawO2ohjGBbQzD0yiHE+hvsRmxd1SwmQtLZ7gJXm0mzTNuqNLJtHgzL0xLi9q86pkDOwKivitPZ2CZo",
+	"iemOqhxcQXIvHEKUtnyuZDbV7ADauKiehgb9ncfN9naz/fi0/bTbbnfb7X8a9KyAjnUilT97VPqMp1n1",
+	"6PDajnvNo2KtW1NnP3ZGo/Nxmp2+ffP+jH77kzr/9olOO0/n59/+qI9Ogy4cNbwmffu0bs2I5ld8fyak",
+	"bhrspFnTyddNKbJ5k4qmBWOzDf/brqS+AqovV3QiKiTdPxu4k85Pv5x3Hl28+PvLLNl5OTnvhOAORYx1",
+	"QF8e5RpA79yAqLDD1qr4INcpxqZkY2fTO2ledh9AVBlA9OeonHETi0qJqd9+bI+7ra8om+EwHNog4b05",
+	"G0kyoor8MlUBj1q2pizH9WxsK8Qck5UO+HtT4X0JjevhM6JHgM/rDYHrC2f88YEh1fEg98j9L5576Glg",
+	"VfbhYJpl5JKzGZGDkBjQQFoYBaB32xzDOSAGZiWN3Jq1vKQ1Dr0OffPxfWrQ4kURWI2s7l3V7blOBWHj",
+	"iZ6j8zqH1Chr5qRZ1iiH2vQFKIeQw13U4y7s1tDOct4iB1X2PG9JKam/znzYF4LN3EqtGYPU41LrazSM",
+	"Euq6hD9QQf/tJaNCXyxZFSJCFeGaKAaNHXN2aau8da2NfzItIqawASda3+XAGoou2ET3RSIn8xbp+ZYP",
+	"ggodNLV2G6XQG9H1pDVgrO+2dxtV5qITz2+tYeVTLEaTXI6lXgjXOaIXrLAKUEHAYELQHsP94kN9a7WR",
+	"5foKBm7r+oVFP+M9g7joqtPj5u/vnju5e/4MRUw/v/CGSVBlljp07OB6akfZIvnJV0ylfxd9roJ8F/hb",
+	"ofuz97XauB7vs8F2xxCoYchMzkSLvBLBFW1NNH0xW+2m5Mo5TMGuBHwXoiYHNNEyX3JXzkOLLjgu68sW",
+	"1saSA8aubCn42obKXtuXhK4je0MZrsbFlKk9EraTDQLOg4Ws9C4cDei+P+I7LO1ammdVELc/ZGclkoKh",
+	"VdngxL216C+Vbva50r4KrPu8vPhE01y7xtYFatezkq/Etl5HPtAIgxhJyjJ+yXyaSsowZmdAzqlIb8bN",
+	"rT38Tlj5ydTxJRcnQK0vD2R9w5ZYCnzJbLuuyw4z52JCE1kDwIKqQnM6qYrWr4w9IJuEHgCvzZme5sJF",
+	"3K8JQcAj8SEIC15gUgrN74ul2PwyX+MKvc7YTT23NaV9RlAxv//kMI37gg4pFxFhrWELPtM5D7p6Y8oD",
+	"JPBQRTKpdKNY5XY7GKw5lILFRWel4soxmAZ3qgdR4AOE2MciaggBV3Wl/ASvHA1o7W7qQRwNKE7xB+kA",
+	"bn7u+sMvUIBmkwmc7p5tRGUjXEgpAMPg0rK99f46+7K0iw228q0U7C/uWtn3ff/3R/QPuESR3L0/19yC",
+	"e4ZNKXvZlOV0NlFkOin7GA3PteR3g0sTYifvSPcJzQZoCTOLLkW/2WBFqMcYBbYmKISW+pjGCcub9rO+",
+	"yKk2X4y5JgOZZXJGuG7sYcae5+uo8eRMk4mRUhI4XAw1Jc5FTlJGUyymofrigk10ZeIYQOjzGfo38TI/",
+	"UAXvvWez9w6EP5yNHSo1ZWHMq9fP7Xd7oWRAKqNc1zIvzBtdWTUWI7bxpS4YYGNSz6XUNuG0EVnbtHVq",
+	"LOQEoHV6D5PnZlwx/xgi9JDNasWygWdJNpF1zIWR+s8Z8qHIN+u7ZNncJeen2FKTiySbpkZ+cmaUubX2",
+	"rMh/O8VN/6mT32APr2m1UcSlvt1nrf1J3fi3z2csDa9yW1qyC6wIGGB8vc6YlpuA13Kl6FLwMkPdYqhc",
+	"OsMC2wCWYCPEiZqeK6aXGIxK5MSIH4dgF3VMY17BZiAemxt2mmPEOjpk5VSjCst1F+sSxFpnJ2DUVTGZ",
+	"yWmWIijIhCosF4CjeJcjuv/wb7OKJKPjCRgISm9HnsWhjv1AkZi5cD9bx9o8/f7tqX0UN4iic6Jki0Bw",
+	"hYtqxhFJXipygLu0EIBSQYtcM3IXQouclpkswutcSq10TidkQvWIyJzEzipRDB6TEb1kUOIbV1E3gh4d",
+	"MmJuBdVokR5xv5Sj+7fb7bZDM2lA/4QMmfDJNI7TKxiI1CHk/dzc9032PmEsZWnsjoAauZSKMiDSooS4",
+	"OYXd9vaez46CF2Gj1HuGbZlvcs4GMndWC7f0hAohNewYltLFP/EihgWik6ACQLYwg3nx+7enRNAxQwHd",
+	"o42anv/CEg0x84IcP98nTx4/3SExTXRssIeP0aLjP5AzYZ8KpjRLGzZBYzGY23t+neu6l2iZx63FG5wr",
+	"i/3DnAIGQLZ7fbfdbnRR3g+ueDjGyobVIJygWH03ZhsYG2b5g/rKFQtIV2kOd6gr3LeL+xeLYf2E7m+A",
+	"qXcVyGq5xzoNRZDe60N31X7/9rSxZ32VRe5tcOuih7ZKcCipJVvcEIWasESvbpB56N+5S1ZUzFKwoqg0",
+	"3vvmbDZrDmQ+bk7zjIlEptgo8uYTfFYbdbGANdEq3gakqb43RP95ONhfUGsxctNXjx93nIgXoi+pG3GJ",
+	"X7LugGaKxRhbL+Z6ZGRoiMjgl6xxNQP6AP9dCqWvrjZWOL+oSKNVmaHRxgJ7l4DeAR7O0HsoBZkqZKcL",
+	"25QLcIjWFP8qKiTkLJF5qkhsBWmjjsDgOaNKingPxFezZyZSKqDBjvli6QNK8Asj9KKywpVnGTw1uoHd",
+	"NSwE4sU3Mv/skaLclrc0gaUeNUVNDfzX2KlAqjXKSRESyVOjkZWjKFFHwzZFXhE2izUoYxccKJKRUUz5",
+	"udEyG6Qom1Yce6e9CyOimdyMYhCwtaKImru/FqxS3ODYr1OWz2tRzagTtW4N4byq9ud25wk00dMsN9/+",
+	"18+95j9p87d28ylpnXWb7x7+e225Nui7a+WAuASQPEgKsZC9D1v8F8kHWScW+mwQzxDXsL0wVWQvIFCf",
+	"Ygx0BEnEwPXb7aeNaqtTpRH7dJXNWeZA65XMpmTQtmxmdpU13DAYx6d4Sv77f/7/FSymZMBaYiT2o6Lv",
+	"GTCSXQRAOaK7VVVZtRCC79LwfMSMmlItI46ZpinV9J4P3KfObCjL9byU4JDHJcwUMhXS7Aq6v54jB806",
+	"QYbMivqKV9dae6NYfuLeXlrGqjLPHIzDF4xNDI1U3e9YHLZ2zTwHs6U7dTptXBn1y6+Jei8Y/MGJopW1",
+	"mQ0FRkROsN1CNgciMbeiFOyKHNIyJr4MnFbkfI7B/WYiiJ+tg051Pg8ostENUgGKqBpMi3BV2GcjmTGo",
+	"jmbu/aA6miugbj4kXDfCpqh2a9iO1HVINSrGFe1Rod5RUXul0pO9nv/86xVzvXd43zu8N83UdcW9SmVc",
+	"beScatykgOtNZJE3WJLo47v124H12+mWAugt1xpTQYdszIQGhqVYDkGAqGsom0DgflaRTcLUUmYKAmWs",
+	"7OE3YzjDsnjPROpAZ/QQ3xqjXDTf+pQdQ/VesvIcK6YYSY0+6AH057pkuWJQCRGyhsWQi/cw3Zkvyn+a",
+	"UzbgF+Q5OkQN0CJyIC7lPNyZdZc2zbcVU3sPhkIXBp55EDzphVOjiLKUq2BsK4wujwrdr7CFj8IRw8a0",
+	"5qobc6V5QhIpsNp0MsdIVH9D29S0cDrb1md5ugOV0AyXm1AFx0zUmGYZhIUNjIoLxnsypsmIoxJpx4T3",
+	"K4Z8wS+ZYAoCSWnK8U/MLRE6p4kOjXhgHROa5WiZJDmDttoJi2wTcSiLSfR84q5EuAH5UJhr/oLNw12O",
+	"Qc189/H/BgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -11,15 +11,16 @@ package handlers
 //
 // Its handler then does:
 //
-//	limit, err := pageLimit(request.Params.Limit) // 50 when absent; 400 naming `limit` outside 1..100
+//	cursor, limit, err := pageParams(request.Params.Cursor, request.Params.Limit) // limit 50 when absent
 //	...
-//	page, err := s.Things.List(ctx, p, deref(request.Params.Cursor), limit)
+//	page, err := s.Things.List(ctx, p, cursor, limit)
 //	...
 //	return ListThings200JSONResponse{Body: ..., Headers: ListThings200ResponseHeaders{
 //		Link: nextLink(ctx, page.NextCursor)}}, nil // nil on the last page
 //
 // The cursor itself is the domain's (opaque to this package): its service refuses one that
-// does not fit with a 400 naming `query:cursor` (badCursor builds that refusal).
+// does not fit with a 400 naming `query:cursor` (internal/page: BadCursor, and the cursor
+// codec of a list read whole or by exact position).
 
 import (
 	"context"
@@ -40,25 +41,18 @@ const (
 	MaxPageLimit     = 100
 )
 
-// pageLimit is the page size the request asks for: DefaultPageLimit when absent, a 400
-// naming `limit` outside 1..MaxPageLimit (the validator refuses that first; this keeps a
-// handler called without it honest).
-func pageLimit(limit *int) (int, error) {
+// pageParams is the cursor ("" for the first page) and the page size a list request asks
+// for: DefaultPageLimit when absent, a 400 naming `limit` outside 1..MaxPageLimit (the
+// validator refuses that first; this keeps a handler called without it honest).
+func pageParams(cursor *string, limit *int) (string, int, error) {
 	if limit == nil {
-		return DefaultPageLimit, nil
+		return deref(cursor), DefaultPageLimit, nil
 	}
 	if *limit < 1 || *limit > MaxPageLimit {
-		return 0, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1.." + strconv.Itoa(MaxPageLimit) + ".",
+		return "", 0, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1.." + strconv.Itoa(MaxPageLimit) + ".",
 			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1.." + strconv.Itoa(MaxPageLimit)}}}
 	}
-	return *limit, nil
-}
-
-// badCursor is the refusal of a cursor that this list did not issue, or issued for another
-// query: a 400 naming `cursor`.
-func badCursor(why string) error {
-	return &apperr.Error{Kind: apperr.Validation, Detail: "The cursor does not fit this request: send the nextCursor of the previous page with the same other parameters, or none for the first page.",
-		Fields: []apperr.FieldError{{Parameter: "query:cursor", Detail: why}}}
+	return deref(cursor), *limit, nil
 }
 
 // pageURLKey carries a list request's escaped path and raw query (listQuery puts it there).
