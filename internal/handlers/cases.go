@@ -127,11 +127,11 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 	if err != nil {
 		return nil, err
 	}
-	cursor, limit, err := pageParams(request.Params.Cursor, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	events, err := s.Cases.History(ctx, p.Tenant, request.CaseId, cursor, limit)
+	events, err := s.Cases.History(ctx, p.Tenant, request.CaseId, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}

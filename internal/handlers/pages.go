@@ -11,9 +11,9 @@ package handlers
 //
 // Its handler then does:
 //
-//	cursor, limit, err := pageParams(request.Params.Cursor, request.Params.Limit) // limit 50 when absent
+//	limit, err := pageLimit(request.Params.Limit) // 50 when absent; 400 naming `limit` outside 1..100
 //	...
-//	page, err := s.Things.List(ctx, p, cursor, limit)
+//	page, err := s.Things.List(ctx, p, deref(request.Params.Cursor), limit)
 //	...
 //	return ListThings200JSONResponse{Body: ..., Headers: ListThings200ResponseHeaders{
 //		Link: nextLink(ctx, page.NextCursor)}}, nil // nil on the last page
@@ -41,18 +41,18 @@ const (
 	MaxPageLimit     = 100
 )
 
-// pageParams is the cursor ("" for the first page) and the page size a list request asks
-// for: DefaultPageLimit when absent, a 400 naming `limit` outside 1..MaxPageLimit (the
-// validator refuses that first; this keeps a handler called without it honest).
-func pageParams(cursor *string, limit *int) (string, int, error) {
+// pageLimit is the page size the request asks for: DefaultPageLimit when absent, a 400
+// naming `limit` outside 1..MaxPageLimit (the validator refuses that first; this keeps a
+// handler called without it honest).
+func pageLimit(limit *int) (int, error) {
 	if limit == nil {
-		return deref(cursor), DefaultPageLimit, nil
+		return DefaultPageLimit, nil
 	}
 	if *limit < 1 || *limit > MaxPageLimit {
-		return "", 0, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1.." + strconv.Itoa(MaxPageLimit) + ".",
+		return 0, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1.." + strconv.Itoa(MaxPageLimit) + ".",
 			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1.." + strconv.Itoa(MaxPageLimit)}}}
 	}
-	return deref(cursor), *limit, nil
+	return *limit, nil
 }
 
 // pageURLKey carries a list request's escaped path and raw query (listQuery puts it there).

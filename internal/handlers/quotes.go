@@ -103,11 +103,11 @@ func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsReque
 	if err != nil {
 		return nil, err
 	}
-	cursor, limit, err := pageParams(request.Params.Cursor, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	items, q, err := s.Quotes.Items(ctx, p.Tenant, request.QuoteId, cursor, limit)
+	items, q, err := s.Quotes.Items(ctx, p.Tenant, request.QuoteId, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}

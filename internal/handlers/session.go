@@ -44,11 +44,11 @@ func (s *Server) ListMyDevices(ctx context.Context, request ListMyDevicesRequest
 	if err != nil {
 		return nil, err
 	}
-	cursor, limit, err := pageParams(request.Params.Cursor, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.Sessions.Devices(ctx, p, cursor, limit)
+	list, err := s.Sessions.Devices(ctx, p, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}

@@ -143,11 +143,11 @@ func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsR
 	if err != nil {
 		return nil, err
 	}
-	cursor, limit, err := pageParams(request.Params.Cursor, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.Sessions.ListUser(ctx, p.Tenant, request.UserId, cursor, limit)
+	list, err := s.Sessions.ListUser(ctx, p.Tenant, request.UserId, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}

@@ -56,11 +56,11 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 	if err != nil {
 		return nil, err
 	}
-	cursor, limit, err := pageParams(request.Params.Cursor, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Tokens.List(ctx, p, cursor, limit)
+	page, err := s.Tokens.List(ctx, p, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
