@@ -15,14 +15,20 @@ import (
 
 // deployment is a Redis primary with one replica and the gateways' way to it. The replica
 // replicates through link (a testredis.Proxy that can partition the replication link); the
-// gateways connect through front, a proxy that plays the floating address a failover moves to
-// the promoted replica.
+// gateways connect through fronts, proxies that play the floating address a failover moves to
+// the promoted replica (one per gateway replica, so a partition can cut some of them off
+// the primary). A Sentinel deployment (sentinel_test.go) has sentinels instead of link and
+// fronts.
 type deployment struct {
 	t                *testing.T
 	primary, replica *testredis.Server
-	link, front      *testredis.Proxy
-	// gateways are the replicas serving the workload, which a fault may kill.
+	link             *testredis.Proxy
+	fronts           []*testredis.Proxy
+	sentinels        *sentinels
+	// gateways are the replicas serving the workload, which a fault may kill; gwFronts[i] is
+	// the front gateways[i] reaches Redis through (standalone).
 	gateways []*gateway
+	gwFronts []*testredis.Proxy
 }
 
 // redisArgs are the servers' settings: a fast replication handshake and a primary that notices
@@ -44,13 +50,35 @@ func startDeployment(t *testing.T, extra ...string) *deployment {
 	d.primary = testredis.StartServer(t, args...)
 	d.link = testredis.StartProxy(t, d.primary.Addr(), 0)
 	d.replica = testredis.StartServer(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.link.Port)}, args...)...)
-	d.front = testredis.StartProxy(t, d.primary.Addr(), 0)
 	d.waitInSync()
 	return d
 }
 
-// url is the gateways' REDIS_URL: the floating address.
-func (d *deployment) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", d.front.Port) }
+// url is a REDIS_URL for gateways: a floating address of their own (a new front), or the
+// Sentinels.
+func (d *deployment) url() string {
+	if d.sentinels != nil {
+		return d.sentinels.url()
+	}
+	front := testredis.StartProxy(d.t, d.primary.Addr(), 0)
+	d.fronts = append(d.fronts, front)
+	return fmt.Sprintf("redis://127.0.0.1:%d", front.Port)
+}
+
+// specs is spec for n gateway replicas, each with a way to Redis of its own: its own front
+// (standalone), or its own loopback source address (Sentinel: gatewayIP).
+func (d *deployment) specs(spec gatewaySpec, n int) []gatewaySpec {
+	out := make([]gatewaySpec, n)
+	for i := range out {
+		out[i] = spec.with("REDIS_URL", d.url())
+		if d.sentinels != nil {
+			out[i].source = gatewayIP(i)
+		} else {
+			d.gwFronts = append(d.gwFronts, d.fronts[len(d.fronts)-1])
+		}
+	}
+	return out
+}
 
 // waitInSync waits until the replica's link is up and it holds every write made so far on the
 // primary (WAIT from a connection that just wrote there).
@@ -81,15 +109,7 @@ func (d *deployment) waitInSync() {
 // lists no replica online.
 func (d *deployment) partition() error {
 	d.link.Partition()
-	c := testredis.NodeClient(d.t, d.primary.Addr())
-	return poll(10*time.Second, "the primary lost sight of its replica", func() bool {
-		r, err := testredis.Do(c, "ROLE").ToArray()
-		if err != nil || len(r) < 3 {
-			return false
-		}
-		reps, err := r[2].ToArray()
-		return err == nil && len(reps) == 0
-	})
+	return d.waitNoReplica()
 }
 
 // failover kills the primary (SIGKILL) with whatever the link still holds, promotes the
@@ -101,8 +121,10 @@ func (d *deployment) failover() error {
 	if err := testredis.Do(testredis.NodeClient(d.t, d.replica.Addr()), "REPLICAOF", "NO", "ONE").Error(); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
-	d.front.Retarget(d.replica.Addr())
-	d.front.Cut()
+	for _, f := range d.fronts {
+		f.Retarget(d.replica.Addr())
+		f.Cut()
+	}
 	return nil
 }
 

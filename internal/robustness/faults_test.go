@@ -21,7 +21,10 @@ type fault struct {
 // whole again, which the rate-limits model reads as disturbed windows).
 type faultCounts struct {
 	Partitions, Failovers, Stalls, Kills int
-	Spans                                [][2]time.Time
+	// GatewayCuts: gateway replicas cut off from the primary (the others not); Restarts: killed
+	// gateway processes started again.
+	GatewayCuts, Restarts int
+	Spans                 [][2]time.Time
 	// Cuts: from each partition to the failover that ends it, the time a primary cut off from
 	// its replica may hold a write it applied without confirming it (one in flight at the
 	// cut, whose WAIT then times out: a 503), which readers see and the failover undoes.
@@ -39,6 +42,9 @@ func (n faultCounts) String() string {
 	s := fmt.Sprintf("%d partitions, %d failovers", n.Partitions, n.Failovers)
 	if n.Stalls+n.Kills > 0 {
 		s += fmt.Sprintf(", %d stalls, %d gateway kills", n.Stalls, n.Kills)
+	}
+	if n.GatewayCuts+n.Restarts > 0 {
+		s += fmt.Sprintf(", %d gateway↔primary cuts, %d gateway restarts", n.GatewayCuts, n.Restarts)
 	}
 	return s
 }
@@ -110,6 +116,37 @@ var faults = map[string]fault{
 			n.Kills++
 		}
 		return nil
+	}},
+	// gateway: the gateways' own faults, Redis whole. A fifth into the cycle the second replica
+	// is cut off from the primary (its front blocked: its connections reset, new ones refused)
+	// while the others are not, for a fifth of the cycle; three fifths in, the last replica, a
+	// cmd/gateway process, is killed with SIGKILL (requests in flight get no answer, recorded
+	// as unknown) and started again on its port four fifths in. No failover: nothing may be
+	// lost and no model may show a violation.
+	"gateway": {name: "gateway", cycle: func(ctx context.Context, d *deployment, p time.Duration, n *faultCounts) error {
+		if !sleep(ctx, p/5) {
+			return nil
+		}
+		end := n.span()
+		cut := d.gwFronts[1]
+		cut.Block()
+		n.GatewayCuts++
+		ok := sleep(ctx, p/5)
+		cut.Heal()
+		end()
+		if !ok || !sleep(ctx, p/5) {
+			return nil
+		}
+		g := d.gateways[len(d.gateways)-1]
+		end = n.span()
+		defer end()
+		g.kill()
+		n.Kills++
+		if !sleep(ctx, p/5) {
+			return nil
+		}
+		n.Restarts++
+		return g.restart(context.Background())
 	}},
 }
 

@@ -37,6 +37,12 @@ type runCase struct {
 	control        bool
 	// redis: the servers' extra settings.
 	redis []string
+	// sentinel: the gateways find the primary through three Sentinels (sentinel_test.go), which
+	// fail over on their own.
+	sentinel bool
+	// processes: how many of the workload's replicas are cmd/gateway processes (at least one
+	// more runs in process: setup mints its bearer there).
+	processes int
 }
 
 // minReplicas makes a primary refuse every write while no replica is connected and has
@@ -72,6 +78,14 @@ func TestRobustness(t *testing.T) {
 		"partition/durable=0":             {fault: "partition", durable: "0", control: true},
 		"partition/min-replicas-to-write": {fault: "partition", durable: "auto", redis: minReplicas},
 		"stall/durable=auto":              {fault: "stall", durable: "auto"},
+		"gateway/durable=auto":            {fault: "gateway", durable: "auto", processes: 2},
+		"sentinel-crash/durable=auto":     {fault: "sentinel-crash", durable: "auto", sentinel: true},
+		"sentinel-partition/durable=auto": {fault: "sentinel-partition", durable: "auto", sentinel: true},
+		"sentinel-split/durable=auto":     {fault: "sentinel-split", durable: "auto", sentinel: true},
+		"sentinel-split/durable=0":        {fault: "sentinel-split", durable: "0", sentinel: true, control: true},
+	}
+	if os.Getenv(testredis.EnvRedis8Server) != "" {
+		gatewayBin = buildGateway(t, t.TempDir())
 	}
 	var (
 		mu          sync.Mutex
@@ -149,7 +163,10 @@ func TestRobustness(t *testing.T) {
 
 // failsOver reports whether the run's schedule promotes a replica (and so may lose the writes
 // WAIT does not confirm).
-func (rc runCase) failsOver() bool { return rc.fault != "stall" }
+func (rc runCase) failsOver() bool { return rc.fault != "stall" && rc.fault != "gateway" }
+
+// gatewayBin is the built cmd/gateway the process replicas run.
+var gatewayBin string
 
 // historyModels are the models checked over recorded histories, by name.
 var historyModels = []struct {
@@ -166,12 +183,23 @@ var historyModels = []struct {
 // runOnce starts a deployment, the workload's replicas and the limited tenant's, runs both
 // workloads under the fault schedule and checks every model.
 func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []result {
-	d := startDeployment(t, rc.redis...)
-	cfg := gatewayConfig(t, d.url(), rc.durable)
-	gws := startGateways(t, cfg, *flagGateways)
+	var d *deployment
+	if rc.sentinel {
+		d = startSentinelDeployment(t, rc.redis...)
+	} else {
+		d = startDeployment(t, rc.redis...)
+	}
+	spec := gatewayConfig(t, "", rc.durable)
+	replicas := *flagGateways
+	if rc.processes > 0 {
+		replicas = max(replicas, rc.processes+1)
+	}
+	specs := d.specs(spec, replicas)
+	gws := startGateways(t, specs[:replicas-rc.processes]...)
+	gws = append(gws, startProcesses(t, gatewayBin, specs[replicas-rc.processes:]...)...)
 	d.gateways = gws
 	lim := startLimited(t, d.url(), rc.durable, *flagGateways)
-	w := setup(t, gws, cfg.KeyPrefix, *flagDuration)
+	w := setup(t, gws, spec.env["GATEWAY_KEY_PREFIX"], *flagDuration)
 	d.waitInSync() // the setup's creations are not what is checked
 	w.start = time.Now()
 	for _, m := range historyModels {
