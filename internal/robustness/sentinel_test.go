@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -50,6 +52,7 @@ type sentinels struct {
 	t       *testing.T
 	ports   []int
 	proxies []*testredis.Proxy
+	clients []rueidis.Client // to each Sentinel directly
 	// proxy and ip of each Redis server (keyed by the server, whose role changes).
 	proxy map[*testredis.Server]*testredis.Proxy
 	ip    map[*testredis.Server]string
@@ -125,7 +128,18 @@ func (s *sentinels) start(bin string, i, primaryPort int) {
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	if err := poll(10*time.Second, "sentinel on "+addr+" listens", func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	s.ports, s.proxies = append(s.ports, port), append(s.proxies, px)
+	s.clients = append(s.clients, testredis.NodeClient(t, addr))
 }
 
 // url is the gateways' REDIS_URL: the Sentinels' proxies and the master set.
@@ -139,7 +153,7 @@ func (s *sentinels) url() string {
 
 // ask sends one command to Sentinel i (directly, not through its proxy).
 func (s *sentinels) ask(i int, args ...string) ([]string, error) {
-	return testredis.Do(testredis.NodeClient(s.t, "127.0.0.1:"+strconv.Itoa(s.ports[i])), args...).AsStrSlice()
+	return testredis.Do(s.clients[i], args...).AsStrSlice()
 }
 
 // waitKnown waits until every Sentinel sees one replica and the two other Sentinels.
@@ -148,7 +162,7 @@ func (s *sentinels) waitKnown(ctx context.Context) error {
 	for ctx.Err() == nil {
 		why = ""
 		for i := range s.ports {
-			m, err := testredis.Do(testredis.NodeClient(s.t, "127.0.0.1:"+strconv.Itoa(s.ports[i])), "SENTINEL", "MASTER", masterSet).AsStrMap()
+			m, err := testredis.Do(s.clients[i], "SENTINEL", "MASTER", masterSet).AsStrMap()
 			switch {
 			case err != nil:
 				why = err.Error()
