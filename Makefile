@@ -32,7 +32,7 @@ bench:
 ROBUSTNESS_DIR ?= .cache/robustness/$(shell date -u +%Y%m%dT%H%M%SZ)
 robustness:
 	$(GO) test -count=1 -timeout 3h -parallel 6 -run TestRobustness -v ./internal/robustness/ -args \
-	  -robustness.duration=10m -robustness.period=30s -robustness.pace=5ms -robustness.dir=$(abspath $(ROBUSTNESS_DIR)) $(ROBUSTNESS_FLAGS)
+	  -robustness.all -robustness.duration=10m -robustness.period=30s -robustness.pace=5ms -robustness.dir=$(abspath $(ROBUSTNESS_DIR)) $(ROBUSTNESS_FLAGS)
 
 # Leave a real-Redis environment running for manual work: eval "$$(scripts/redis-env.sh env)"
 redis-up:

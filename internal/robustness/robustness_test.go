@@ -27,6 +27,7 @@ var (
 	flagClients  = flag.Int("robustness.clients", 8, "concurrent clients per run")
 	flagPace     = flag.Duration("robustness.pace", 0, "each client's pause between two operations (bounds a long run's history)")
 	flagFirstID  = flag.Bool("robustness.revoke-first-id", true, "revoke and rotate sessions by the id their create returned (false: by the latest id a rotation answered)")
+	flagAll      = flag.Bool("robustness.all", false, "run every schedule (make robustness); without it the short run leaves out the ones marked long")
 	flagStable   = flag.Bool("robustness.stable-ids", true, "check sessions against the brief's contract: a session keeps its id across rotations (false: any id names it only until a rotation answers another)")
 )
 
@@ -43,6 +44,9 @@ type runCase struct {
 	// processes: how many of the workload's replicas are cmd/gateway processes (at least one
 	// more runs in process: setup mints its bearer there).
 	processes int
+	// long: only with -robustness.all (make robustness), so the short run in make test stays
+	// within its time.
+	long bool
 }
 
 // minReplicas makes a primary refuse every write while no replica is connected and has
@@ -79,10 +83,10 @@ func TestRobustness(t *testing.T) {
 		"partition/min-replicas-to-write": {fault: "partition", durable: "auto", redis: minReplicas},
 		"stall/durable=auto":              {fault: "stall", durable: "auto"},
 		"gateway/durable=auto":            {fault: "gateway", durable: "auto", processes: 2},
-		"sentinel-crash/durable=auto":     {fault: "sentinel-crash", durable: "auto", sentinel: true},
-		"sentinel-partition/durable=auto": {fault: "sentinel-partition", durable: "auto", sentinel: true},
+		"sentinel-crash/durable=auto":     {fault: "sentinel-crash", durable: "auto", sentinel: true, long: true},
+		"sentinel-partition/durable=auto": {fault: "sentinel-partition", durable: "auto", sentinel: true, long: true},
 		"sentinel-split/durable=auto":     {fault: "sentinel-split", durable: "auto", sentinel: true},
-		"sentinel-split/durable=0":        {fault: "sentinel-split", durable: "0", sentinel: true, control: true},
+		"sentinel-split/durable=0":        {fault: "sentinel-split", durable: "0", sentinel: true, control: true, long: true},
 	}
 	if os.Getenv(testredis.EnvRedis8Server) != "" {
 		gatewayBin = buildGateway(t, t.TempDir())
@@ -115,6 +119,9 @@ func TestRobustness(t *testing.T) {
 	})
 	for name, rc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if rc.long && !*flagAll {
+				t.Skip("a long schedule: make robustness, or -robustness.all")
+			}
 			t.Parallel()
 			results := runOnce(t, name, rc, seed, dir)
 			credential, lost := 0, 0
