@@ -29,6 +29,8 @@ type deployment struct {
 	// the front gateways[i] reaches Redis through (standalone).
 	gateways []*gateway
 	gwFronts []*testredis.Proxy
+	// clock: the first gateway's clock, which the gateway fault steps.
+	clock *steppedClock
 }
 
 // redisArgs are the servers' settings: a fast replication handshake and a primary that notices

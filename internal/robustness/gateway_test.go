@@ -54,6 +54,7 @@ const sweepInterval = 200 * time.Millisecond
 type gatewaySpec struct {
 	env    map[string]string
 	source string // "" : the default (127.0.0.1)
+	clock  *steppedClock
 }
 
 // gatewayConfig is the replicas' configuration over url: GATEWAY_DURABLE_REPLICAS=durable,
@@ -84,7 +85,7 @@ func gatewayConfig(t *testing.T, url, durable string) gatewaySpec {
 func (s gatewaySpec) with(name, value string) gatewaySpec {
 	env := maps.Clone(s.env)
 	env[name] = value
-	return gatewaySpec{env: env, source: s.source}
+	return gatewaySpec{env: env, source: s.source, clock: s.clock}
 }
 
 // config is s as the gateway reads it.
@@ -117,7 +118,11 @@ func startGateways(t *testing.T, specs ...gatewaySpec) []*gateway {
 		if err != nil {
 			t.Fatalf("gateway %d store: %v", i, err)
 		}
-		gw, err := app.New(cfg, s, app.Options{Version: "robustness"})
+		var now func() time.Time
+		if spec.clock != nil {
+			now = spec.clock.now
+		}
+		gw, err := app.New(cfg, s, app.Options{Version: "robustness", Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,6 +138,20 @@ func startGateways(t *testing.T, specs ...gatewaySpec) []*gateway {
 	}
 	return out
 }
+
+// steppedClock is a gateway's clock that a fault steps (app.Options.Now: the JWT authority
+// and the token checks). Its readings carry no monotonic part, so every comparison the
+// gateway makes between them sees a step too (a real step of the system clock moves only
+// the wall clock, which Go's comparisons of time.Now readings ignore): harsher than a real
+// step.
+type steppedClock struct{ offset atomic.Int64 }
+
+func (c *steppedClock) now() time.Time {
+	return time.Now().Round(0).Add(time.Duration(c.offset.Load()))
+}
+
+// step moves the clock by d.
+func (c *steppedClock) step(d time.Duration) { c.offset.Add(int64(d)) }
 
 // newClient is a client's HTTP client for one replica.
 func newClient() *http.Client {

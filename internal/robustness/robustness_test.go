@@ -27,6 +27,7 @@ var (
 	flagClients  = flag.Int("robustness.clients", 8, "concurrent clients per run")
 	flagPace     = flag.Duration("robustness.pace", 0, "each client's pause between two operations (bounds a long run's history)")
 	flagFirstID  = flag.Bool("robustness.revoke-first-id", true, "revoke and rotate sessions by the id their create returned (false: by the latest id a rotation answered)")
+	flagBehind   = flag.Bool("robustness.clock-behind", false, "the gateway fault steps the clock back to 10 minutes behind the true time, not to it (its replica then refuses fresh bearers: 401)")
 	flagAll      = flag.Bool("robustness.all", false, "run every schedule (make robustness); without it the short run leaves out the ones marked long")
 	flagStable   = flag.Bool("robustness.stable-ids", true, "check sessions against the brief's contract: a session keeps its id across rotations (false: any id names it only until a rotation answers another)")
 )
@@ -202,6 +203,10 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 		replicas = max(replicas, rc.processes+1)
 	}
 	specs := d.specs(spec, replicas)
+	if rc.fault == "gateway" {
+		d.clock = &steppedClock{}
+		specs[0].clock = d.clock
+	}
 	gws := startGateways(t, specs[:replicas-rc.processes]...)
 	gws = append(gws, startProcesses(t, gatewayBin, specs[replicas-rc.processes:]...)...)
 	d.gateways = gws
