@@ -31,7 +31,7 @@ bench:
 # make robustness ROBUSTNESS_FLAGS='-robustness.duration=30m -robustness.seed=42'
 ROBUSTNESS_DIR ?= .cache/robustness/$(shell date -u +%Y%m%dT%H%M%SZ)
 robustness:
-	$(GO) test -count=1 -timeout 3h -parallel 6 -run TestRobustness -v ./internal/robustness/ -args \
+	$(GO) test -count=1 -timeout 3h -parallel 12 -run TestRobustness -v ./internal/robustness/ -args \
 	  -robustness.all -robustness.duration=10m -robustness.period=30s -robustness.pace=5ms -robustness.dir=$(abspath $(ROBUSTNESS_DIR)) $(ROBUSTNESS_FLAGS)
 
 # Leave a real-Redis environment running for manual work: eval "$$(scripts/redis-env.sh env)"

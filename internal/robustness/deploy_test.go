@@ -31,6 +31,12 @@ type deployment struct {
 	gwFronts []*testredis.Proxy
 	// clock: the first gateway's clock, which the gateway fault steps.
 	clock *steppedClock
+	// cluster (cluster_test.go): its masters' addresses now, the masters crashed, and the
+	// workload's key prefix (the migration picks a quote's slot).
+	cluster *testredis.ReplicatedCluster
+	masters []string
+	crashed map[int]bool
+	prefix  string
 }
 
 // redisArgs are the servers' settings: a fast replication handshake and a primary that notices
@@ -44,9 +50,7 @@ var redisArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica
 // executables are not provided, and fails it under CI=true.
 func startDeployment(t *testing.T, extra ...string) *deployment {
 	t.Helper()
-	if os.Getenv(testredis.EnvRedis8Server) == "" && os.Getenv("CI") == "true" {
-		t.Fatalf("%s is unset under CI=true: the robustness checks must run", testredis.EnvRedis8Server)
-	}
+	testredisUnset(t)
 	d := &deployment{t: t}
 	args := append(append([]string(nil), redisArgs...), extra...)
 	d.primary = testredis.StartServer(t, args...)
@@ -56,11 +60,33 @@ func startDeployment(t *testing.T, extra ...string) *deployment {
 	return d
 }
 
+// testredisUnset fails the test under CI=true when the Redis 8 executables are not provided
+// (testredis skips it otherwise); it reports whether they are not.
+func testredisUnset(t *testing.T) bool {
+	t.Helper()
+	unset := os.Getenv(testredis.EnvRedis8Server) == ""
+	if unset && os.Getenv("CI") == "true" {
+		t.Fatalf("%s is unset under CI=true: the robustness checks must run", testredis.EnvRedis8Server)
+	}
+	return unset
+}
+
+// primaries are the addresses of the masters now (one, but for a cluster).
+func (d *deployment) primaries() []string {
+	if d.cluster != nil {
+		return d.masters
+	}
+	return []string{d.primary.Addr()}
+}
+
 // url is a REDIS_URL for gateways: a floating address of their own (a new front), or the
 // Sentinels.
 func (d *deployment) url() string {
 	if d.sentinels != nil {
 		return d.sentinels.url()
+	}
+	if d.cluster != nil {
+		return d.cluster.URL()
 	}
 	front := testredis.StartProxy(d.t, d.primary.Addr(), 0)
 	d.fronts = append(d.fronts, front)
@@ -75,7 +101,7 @@ func (d *deployment) specs(spec gatewaySpec, n int) []gatewaySpec {
 		out[i] = spec.with("REDIS_URL", d.url())
 		if d.sentinels != nil {
 			out[i].source = gatewayIP(i)
-		} else {
+		} else if d.cluster == nil {
 			d.gwFronts = append(d.gwFronts, d.fronts[len(d.fronts)-1])
 		}
 	}
@@ -86,6 +112,12 @@ func (d *deployment) specs(spec gatewaySpec, n int) []gatewaySpec {
 // primary (WAIT from a connection that just wrote there).
 func (d *deployment) waitInSync() {
 	d.t.Helper()
+	if d.cluster != nil {
+		if err := d.clusterInSync(); err != nil {
+			d.t.Fatal(err)
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := testredis.WaitLinkUp(ctx, d.replica.Port); err != nil {

@@ -24,6 +24,7 @@ type faultCounts struct {
 	// GatewayCuts: gateway replicas cut off from the primary (the others not); Restarts: killed
 	// gateway processes started again; ClockSteps: steps of a gateway's clock.
 	GatewayCuts, Restarts, ClockSteps int
+	Migrations                        int // slots migrated (cluster)
 	Spans                             [][2]time.Time
 	// Cuts: from each partition to the failover that ends it, the time a primary cut off from
 	// its replica may hold a write it applied without confirming it (one in flight at the
@@ -42,6 +43,9 @@ func (n faultCounts) String() string {
 	s := fmt.Sprintf("%d partitions, %d failovers", n.Partitions, n.Failovers)
 	if n.Stalls+n.Kills > 0 {
 		s += fmt.Sprintf(", %d stalls, %d gateway kills", n.Stalls, n.Kills)
+	}
+	if n.Migrations > 0 {
+		s += fmt.Sprintf(", %d slot migrations", n.Migrations)
 	}
 	if n.GatewayCuts+n.Restarts+n.ClockSteps > 0 {
 		s += fmt.Sprintf(", %d gateway↔primary cuts, %d gateway restarts, %d clock steps", n.GatewayCuts, n.Restarts, n.ClockSteps)

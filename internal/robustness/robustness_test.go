@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -45,6 +46,8 @@ type runCase struct {
 	// processes: how many of the workload's replicas are cmd/gateway processes (at least one
 	// more runs in process: setup mints its bearer there).
 	processes int
+	// cluster: a three-master cluster with a replica each (cluster_test.go).
+	cluster bool
 	// long: only with -robustness.all (make robustness), so the short run in make test stays
 	// within its time.
 	long bool
@@ -88,6 +91,7 @@ func TestRobustness(t *testing.T) {
 		"sentinel-partition/durable=auto": {fault: "sentinel-partition", durable: "auto", sentinel: true, long: true},
 		"sentinel-split/durable=auto":     {fault: "sentinel-split", durable: "auto", sentinel: true},
 		"sentinel-split/durable=0":        {fault: "sentinel-split", durable: "0", sentinel: true, control: true, long: true},
+		"cluster/durable=auto":            {fault: "cluster", durable: "auto", cluster: true, long: true},
 	}
 	if os.Getenv(testredis.EnvRedis8Server) != "" {
 		gatewayBin = buildGateway(t, t.TempDir())
@@ -192,12 +196,16 @@ var historyModels = []struct {
 // workloads under the fault schedule and checks every model.
 func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []result {
 	var d *deployment
-	if rc.sentinel {
+	switch {
+	case rc.sentinel:
 		d = startSentinelDeployment(t, rc.redis...)
-	} else {
+	case rc.cluster:
+		d = startClusterDeployment(t)
+	default:
 		d = startDeployment(t, rc.redis...)
 	}
 	spec := gatewayConfig(t, "", rc.durable)
+	d.prefix = spec.env["GATEWAY_KEY_PREFIX"]
 	replicas := *flagGateways
 	if rc.processes > 0 {
 		replicas = max(replicas, rc.processes+1)
@@ -260,7 +268,11 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 		t.Fatal(err)
 	}
 	out = append(out, r)
-	if r, err = w.objectsPerKey(testredis.NodeClient(t, d.primary.Addr()), base); err != nil {
+	var nodes []rueidis.Client
+	for _, addr := range d.primaries() {
+		nodes = append(nodes, testredis.NodeClient(t, addr))
+	}
+	if r, err = w.objectsPerKey(base, nodes...); err != nil {
 		t.Fatal(err)
 	}
 	return append(out, r, lim.check(base, n.Spans))
