@@ -13,15 +13,11 @@ import (
 
 // A cluster deployment: three masters, each with a replica (testredis.StartReplicatedCluster;
 // the masters announce proxies, which a crash cuts), the gateways given the seed list. Its
-// fault migrates a slot holding a quote draft between two masters while the workload runs
-// (MIGRATE in batches of one key, a pause after each, so requests meet the slot MIGRATING and
-// IMPORTING and get ASK redirections), then crashes the master that received it and promotes
-// its replica (CLUSTER FAILOVER FORCE, as the failover suite does: the cluster's own
+// fault migrates the slot holding the quote drafts (the tenant's tag) between two masters
+// while the workload runs (MIGRATE in about a dozen batches, a pause after each, so requests
+// meet the slot MIGRATING and IMPORTING and get ASK redirections), then crashes the master
+// that received it and promotes its replica (CLUSTER FAILOVER FORCE, as the failover suite does: the cluster's own
 // detection takes cluster-node-timeout more).
-
-// clusterVictim is the master the fault migrates a slot to and then crashes; the slot comes
-// from master 0 (testredis.Cluster asks node 0 about slots, so node 0 stays up).
-const clusterVictim = 1
 
 // startClusterDeployment starts the cluster and waits until every replica holds its master's
 // writes.
@@ -74,23 +70,44 @@ func infoInt(info, name string) int64 {
 	return -1
 }
 
-// migrateQuoteSlot moves the slot of a quote draft master 0 holds to clusterVictim.
-func (d *deployment) migrateQuoteSlot(ctx context.Context) error {
+// migrateQuoteSlot moves the slot of a quote draft (the tenant's drafts share its tag) from
+// the master holding it to the next one, in about migrationBatches batches with a pause after
+// each, and returns the master it moved to.
+func (d *deployment) migrateQuoteSlot(ctx context.Context) (int, error) {
 	rc := d.cluster
-	keys, err := rc.Do(ctx, 0, "KEYS", d.prefix+":v1:quote:*").AsStrSlice()
-	if err != nil || len(keys) == 0 {
-		return fmt.Errorf("no quote on master 0 to migrate (%v)", err)
+	from, slot := -1, 0
+	var key string
+	for i := range rc.Nodes {
+		keys, err := rc.Do(ctx, i, "KEYS", d.prefix+":v1:quote:*").AsStrSlice()
+		if err != nil {
+			return 0, err
+		}
+		if len(keys) > 0 {
+			from, key = i, keys[0]
+			break
+		}
 	}
-	slot, err := rc.KeySlot(ctx, keys[0])
+	if from < 0 {
+		return 0, fmt.Errorf("no quote draft on any master")
+	}
+	slot, err := rc.KeySlot(ctx, key)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	n, err := rc.CountKeysInSlot(ctx, from, slot)
+	if err != nil {
+		return 0, err
+	}
+	to := (from + 1) % len(rc.Nodes)
 	start := time.Now()
-	moved, err := rc.Migrate(ctx, testredis.Migration{Slot: slot, From: 0, To: clusterVictim, Batch: 1,
+	moved, err := rc.Migrate(ctx, testredis.Migration{Slot: slot, From: from, To: to, Batch: max(1, int(n)/migrationBatches),
 		After: func(int) { time.Sleep(300 * time.Millisecond) }})
-	d.t.Logf("slot %d (%s): %d keys moved from master 0 to master %d in %v", slot, keys[0], moved, clusterVictim, time.Since(start).Round(time.Millisecond))
-	return err
+	d.t.Logf("slot %d (%s): %d keys moved from master %d to master %d in %v", slot, key, moved, from, to, time.Since(start).Round(time.Millisecond))
+	return to, err
 }
+
+// migrationBatches is about how many MIGRATE batches move a slot (300 ms apart).
+const migrationBatches = 12
 
 // crashMaster kills master i, cuts its proxy and promotes its replica.
 func (d *deployment) crashMaster(i int) error {
@@ -118,9 +135,9 @@ func (d *deployment) crashMaster(i int) error {
 }
 
 func init() {
-	// cluster: a fifth into the first cycle a slot holding a quote draft migrates from master
-	// 0 to master 1, key by key; at half the cycle master 1 is killed (SIGKILL) and its
-	// replica promoted. Once per run: testredis' migration needs every master up, and a
+	// cluster: a fifth into the first cycle the slot holding the quote drafts migrates from
+	// its master to the next, in batches; at half the cycle the master that received it is
+	// killed (SIGKILL) and its replica promoted. Once per run: testredis' migration needs every master up, and a
 	// crashed node is not restarted (its replica, promoted, has no replica after: the
 	// gateways refuse writes to its slots, 503).
 	faults["cluster"] = fault{name: "cluster", cycle: func(ctx context.Context, d *deployment, p time.Duration, n *faultCounts) error {
@@ -129,7 +146,8 @@ func init() {
 		}
 		at := time.Now()
 		end := n.span()
-		if err := d.migrateQuoteSlot(context.Background()); err != nil {
+		victim, err := d.migrateQuoteSlot(context.Background())
+		if err != nil {
 			return err
 		}
 		n.Migrations++
@@ -138,7 +156,7 @@ func init() {
 			return nil
 		}
 		defer n.span()()
-		if err := d.crashMaster(clusterVictim); err != nil {
+		if err := d.crashMaster(victim); err != nil {
 			return err
 		}
 		n.Failovers++
