@@ -25,7 +25,7 @@ run:
 bench:
 	scripts/bench.sh $(BENCH_FLAGS)
 
-# Linearizability under faults (docs/ROBUSTNESS.md): the five runs and the rate-limit control at once, 10 minutes each; histories,
+# Linearizability under faults (docs/ROBUSTNESS.md): every run and the rate-limit control at once, 10 minutes each; histories,
 # Porcupine's HTML of a failing one and summary.md under .cache/robustness/<time>/.
 # Needs the Redis 8 executables: eval "$$(scripts/redis-env.sh env)". E.g.
 # make robustness ROBUSTNESS_FLAGS='-robustness.duration=30m -robustness.seed=42'

@@ -220,14 +220,26 @@ func (d *deployment) sentinelRejoin() error {
 	return d.sentinelWhole()
 }
 
-// sentinelWhole waits until every Sentinel names the primary and the replica's link is up.
+// sentinelWhole waits until every Sentinel names the primary and the replica's link is up; on
+// failure it says what each Sentinel and the replica report.
 func (d *deployment) sentinelWhole() error {
-	if err := d.waitMaster(d.primary, 30*time.Second, allSentinels...); err != nil {
-		return err
+	err := d.waitMaster(d.primary, time.Minute, allSentinels...)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err = testredis.WaitLinkUp(ctx, d.replica.Port)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return testredis.WaitLinkUp(ctx, d.replica.Port)
+	if err != nil {
+		s := d.sentinels
+		for i := range s.ports {
+			m, _ := testredis.Do(s.clients[i], "SENTINEL", "MASTER", masterSet).AsStrMap()
+			err = fmt.Errorf("%w; sentinel %d: master port %s flags %s epoch %s replicas %s", err, i, m["port"], m["flags"], m["config-epoch"], m["num-slaves"])
+		}
+		info, _ := testredis.Do(testredis.NodeClient(d.t, d.replica.Addr()), "INFO", "replication").ToString()
+		err = fmt.Errorf("%w; primary's proxy %d, replica (proxy %d): %s", err, s.proxy[d.primary].Port, s.proxy[d.replica].Port,
+			strings.ReplaceAll(tail(info, 400), "\r\n", " "))
+	}
+	return err
 }
 
 // split partitions the deployment in two: the processes of minority (source addresses)
