@@ -25,7 +25,10 @@ type faultCounts struct {
 	// gateway processes started again; ClockSteps: steps of a gateway's clock.
 	GatewayCuts, Restarts, ClockSteps int
 	Migrations                        int // slots migrated (cluster)
-	Spans                             [][2]time.Time
+	// Reverted: splits after which the Sentinels settled on the primary the majority's failover
+	// had replaced (the promoted one made its replica again).
+	Reverted int
+	Spans    [][2]time.Time
 	// Cuts: from each partition to the failover that ends it, the time a primary cut off from
 	// its replica may hold a write it applied without confirming it (one in flight at the
 	// cut, whose WAIT then times out: a 503), which readers see and the failover undoes.
@@ -43,6 +46,9 @@ func (n faultCounts) String() string {
 	s := fmt.Sprintf("%d partitions, %d failovers", n.Partitions, n.Failovers)
 	if n.Stalls+n.Kills > 0 {
 		s += fmt.Sprintf(", %d stalls, %d gateway kills", n.Stalls, n.Kills)
+	}
+	if n.Reverted > 0 {
+		s += fmt.Sprintf(", %d failovers undone", n.Reverted)
 	}
 	if n.Migrations > 0 {
 		s += fmt.Sprintf(", %d slot migrations", n.Migrations)

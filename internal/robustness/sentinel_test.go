@@ -217,20 +217,48 @@ func (d *deployment) sentinelRejoin() error {
 	}); perr != nil {
 		return fmt.Errorf("rejoin: %w (%w)", perr, err)
 	}
-	return d.sentinelWhole()
+	return d.sentinelWhole(nil)
 }
 
-// sentinelWhole waits until every Sentinel names the primary and the replica's link is up; on
-// failure it says what each Sentinel and the replica report.
-func (d *deployment) sentinelWhole() error {
-	err := d.waitMaster(d.primary, time.Minute, allSentinels...)
+// sentinelWhole waits until every Sentinel names the same primary, takes it as the
+// deployment's primary (after a split it may be the one the failover replaced: see
+// faultCounts.Reverted) and waits until the other's link is up; on failure it says what each
+// Sentinel and the replica report.
+func (d *deployment) sentinelWhole(n *faultCounts) error {
+	s := d.sentinels
+	var agreed *testredis.Server
+	err := poll(time.Minute, "the Sentinels agree on a primary", func() bool {
+		agreed = nil
+		for i := range s.ports {
+			r, err := s.ask(i, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", masterSet)
+			if err != nil || len(r) != 2 {
+				return false
+			}
+			var named *testredis.Server
+			for srv, px := range s.proxy {
+				if strconv.Itoa(px.Port) == r[1] {
+					named = srv
+				}
+			}
+			if named == nil || agreed != nil && named != agreed {
+				return false
+			}
+			agreed = named
+		}
+		return true
+	})
 	if err == nil {
+		if agreed != d.primary {
+			d.primary, d.replica = d.replica, d.primary
+			if n != nil {
+				n.Reverted++
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		err = testredis.WaitLinkUp(ctx, d.replica.Port)
 	}
 	if err != nil {
-		s := d.sentinels
 		for i := range s.ports {
 			m, _ := testredis.Do(s.clients[i], "SENTINEL", "MASTER", masterSet).AsStrMap()
 			err = fmt.Errorf("%w; sentinel %d: master port %s flags %s epoch %s replicas %s", err, i, m["port"], m["flags"], m["config-epoch"], m["num-slaves"])
@@ -362,7 +390,7 @@ func init() {
 		}
 		d.heal()
 		if err == nil {
-			err = d.sentinelWhole()
+			err = d.sentinelWhole(n)
 		}
 		n.Cuts[cut][1] = time.Now()
 		return err
