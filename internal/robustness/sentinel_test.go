@@ -56,6 +56,15 @@ type sentinels struct {
 	// proxy and ip of each Redis server (keyed by the server, whose role changes).
 	proxy map[*testredis.Server]*testredis.Proxy
 	ip    map[*testredis.Server]string
+	nodes map[*testredis.Server]rueidis.Client // to each server directly, made once
+}
+
+// node is a client to srv directly (no proxy), made on first use.
+func (s *sentinels) node(srv *testredis.Server) rueidis.Client {
+	if s.nodes[srv] == nil {
+		s.nodes[srv] = testredis.NodeClient(s.t, srv.Addr())
+	}
+	return s.nodes[srv]
 }
 
 // startSentinelDeployment starts both servers (with extra), the three Sentinels and every
@@ -67,7 +76,8 @@ func startSentinelDeployment(t *testing.T, extra ...string) *deployment {
 		t.Skipf("%s is unset (run `make test`)", testredis.EnvRedis8Server)
 	}
 	bin := os.Getenv(testredis.EnvRedis8Server)
-	s := &sentinels{t: t, proxy: map[*testredis.Server]*testredis.Proxy{}, ip: map[*testredis.Server]string{}}
+	s := &sentinels{t: t, proxy: map[*testredis.Server]*testredis.Proxy{}, ip: map[*testredis.Server]string{},
+		nodes: map[*testredis.Server]rueidis.Client{}}
 	d := &deployment{t: t, sentinels: s}
 	var servers [2]*testredis.Server
 	for i := range servers {
@@ -220,15 +230,16 @@ func (d *deployment) sentinelRejoin() error {
 	return d.sentinelWhole(nil)
 }
 
-// sentinelWhole waits until every Sentinel names the same primary, takes it as the
-// deployment's primary (after a split it may be the one the failover replaced: see
-// faultCounts.Reverted) and waits until the other's link is up; on failure it says what each
-// Sentinel and the replica report.
+// sentinelWhole waits until the deployment is settled: every Sentinel names the same primary
+// and the other server replicates from it with its link up (after a split the Sentinels may
+// pass through several primaries before they settle, and may settle on the one the failover
+// replaced: faultCounts.Reverted). It takes that primary as the deployment's; on failure it
+// says what each Sentinel and each server report.
 func (d *deployment) sentinelWhole(n *faultCounts) error {
 	s := d.sentinels
-	var agreed *testredis.Server
-	err := poll(time.Minute, "the Sentinels agree on a primary", func() bool {
-		agreed = nil
+	was := d.primary
+	err := poll(2*time.Minute, "the Sentinels settle on a primary and its replica's link is up", func() bool {
+		var agreed *testredis.Server
 		for i := range s.ports {
 			r, err := s.ask(i, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", masterSet)
 			if err != nil || len(r) != 2 {
@@ -245,27 +256,29 @@ func (d *deployment) sentinelWhole(n *faultCounts) error {
 			}
 			agreed = named
 		}
+		other := d.primary
+		if agreed == d.primary {
+			other = d.replica
+		}
+		info, err := testredis.Do(s.node(other), "INFO", "replication").ToString()
+		if err != nil || !strings.Contains(info, "master_link_status:up") || infoInt(info, "master_port") != int64(s.proxy[agreed].Port) {
+			return false
+		}
+		d.primary, d.replica = agreed, other
 		return true
 	})
-	if err == nil {
-		if agreed != d.primary {
-			d.primary, d.replica = d.replica, d.primary
-			if n != nil {
-				n.Reverted++
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		err = testredis.WaitLinkUp(ctx, d.replica.Port)
+	if err == nil && n != nil && d.primary != was {
+		n.Reverted++
 	}
 	if err != nil {
 		for i := range s.ports {
 			m, _ := testredis.Do(s.clients[i], "SENTINEL", "MASTER", masterSet).AsStrMap()
-			err = fmt.Errorf("%w; sentinel %d: master port %s flags %s epoch %s replicas %s", err, i, m["port"], m["flags"], m["config-epoch"], m["num-slaves"])
+			err = fmt.Errorf("%w; sentinel %d: master port %s flags %s epoch %s", err, i, m["port"], m["flags"], m["config-epoch"])
 		}
-		info, _ := testredis.Do(testredis.NodeClient(d.t, d.replica.Addr()), "INFO", "replication").ToString()
-		err = fmt.Errorf("%w; primary's proxy %d, replica (proxy %d): %s", err, s.proxy[d.primary].Port, s.proxy[d.replica].Port,
-			strings.ReplaceAll(tail(info, 400), "\r\n", " "))
+		for srv, px := range s.proxy {
+			info, _ := testredis.Do(s.node(srv), "INFO", "replication").ToString()
+			err = fmt.Errorf("%w; server behind proxy %d: %s", err, px.Port, strings.ReplaceAll(tail(info, 300), "\r\n", " "))
+		}
 	}
 	return err
 }
