@@ -190,8 +190,29 @@ func (p *Proxy) serve(down net.Conn) {
 		return
 	}
 	var repl atomic.Bool
-	go p.pipe(up, down, &repl, true)
-	go p.pipe(down, up, &repl, false)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(up, down, &repl, true) }()
+	go func() { defer wg.Done(); p.pipe(down, up, &repl, false) }()
+	go func() {
+		// Both directions have ended: close both ends (a half-closed socket keeps its
+		// descriptor until it is closed) and forget them.
+		wg.Wait()
+		down.Close()
+		up.Close()
+		p.untrack(down, up)
+	}()
+}
+
+// untrack forgets closed connections.
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.conns, c)
+		delete(p.repl, c)
+		delete(p.from, c)
+	}
 }
 
 type chunk struct {
