@@ -25,14 +25,14 @@ run:
 bench:
 	scripts/bench.sh $(BENCH_FLAGS)
 
-# Linearizability under faults (docs/ROBUSTNESS.md): the five runs and the rate-limit control at once, 10 minutes each; histories,
+# Linearizability under faults (docs/ROBUSTNESS.md): every run and the rate-limit control at once, 10 minutes each; histories,
 # Porcupine's HTML of a failing one and summary.md under .cache/robustness/<time>/.
 # Needs the Redis 8 executables: eval "$$(scripts/redis-env.sh env)". E.g.
 # make robustness ROBUSTNESS_FLAGS='-robustness.duration=30m -robustness.seed=42'
 ROBUSTNESS_DIR ?= .cache/robustness/$(shell date -u +%Y%m%dT%H%M%SZ)
 robustness:
-	$(GO) test -count=1 -timeout 3h -parallel 6 -run TestRobustness -v ./internal/robustness/ -args \
-	  -robustness.duration=10m -robustness.period=30s -robustness.pace=5ms -robustness.dir=$(abspath $(ROBUSTNESS_DIR)) $(ROBUSTNESS_FLAGS)
+	$(GO) test -count=1 -timeout 3h -parallel 12 -run TestRobustness -v ./internal/robustness/ -args \
+	  -robustness.all -robustness.duration=10m -robustness.period=30s -robustness.pace=5ms -robustness.dir=$(abspath $(ROBUSTNESS_DIR)) $(ROBUSTNESS_FLAGS)
 
 # Leave a real-Redis environment running for manual work: eval "$$(scripts/redis-env.sh env)"
 redis-up:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,6 +38,10 @@ type Options struct {
 	// Override adjusts the server's dependencies after the services are built and before the
 	// server is: a test's seam to wrap or replace one service. The result is still checked.
 	Override func(*handlers.Deps)
+	// Now is the clock of the JWT authority (built here when Auth is nil) and of the token
+	// checks (tests step it); nil: time.Now. What Redis decides (expiry, due times, rate
+	// windows in scripts) runs on Redis TIME whatever this says.
+	Now func() time.Time
 }
 
 // Gateway is the built gateway: the HTTP handler, the services behind it and the background
@@ -66,7 +71,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 	}
 	g := &Gateway{Auth: o.Auth, Hasher: o.Hasher}
 	if g.Auth == nil || g.Hasher == nil {
-		a, h, err := Keys(cfg, o.Logger)
+		a, h, err := keys(cfg, o.Logger, o.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +82,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 			g.Hasher = h
 		}
 	}
-	d, err := buildDomains(cfg, s, g.Auth, g.Hasher, o.Telemetry, o.Logger)
+	d, err := buildDomains(cfg, s, g.Auth, g.Hasher, o.Telemetry, o.Logger, o.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,8 @@ type Domains struct {
 }
 
 // buildDomains wires every domain over s with cfg. tel may be nil (no telemetry).
-func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hasher, tel *telemetry.Telemetry, log *slog.Logger) (*Domains, error) {
+func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyhash.Hasher, tel *telemetry.Telemetry, log *slog.Logger,
+	now func() time.Time) (*Domains, error) {
 	rm := repo.NewMetrics(tel.Meter("github.com/hashgate/hashgate/internal/repo"))
 	var d Domains
 
@@ -48,7 +49,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	}
 	if d.Tokens, err = tokens.New(a, tr, tokens.Options{MaxTTL: cfg.TokenMaxTTL, CacheTTL: cfg.TokenCacheTTL, RecentWritesMax: cfg.RecentWritesMax,
 		Meter:  tel.Meter("github.com/hashgate/hashgate/internal/tokens"),
-		Tracer: tel.Tracer("github.com/hashgate/hashgate/internal/tokens"), Logger: log}); err != nil {
+		Tracer: tel.Tracer("github.com/hashgate/hashgate/internal/tokens"), Logger: log, Now: now}); err != nil {
 		return nil, err
 	}
 

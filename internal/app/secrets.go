@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
@@ -13,15 +14,20 @@ import (
 // Keys are the JWT authority and the HMAC hasher from cfg (see secrets). cmd/gateway calls it
 // before connecting to Redis, so a key error is reported first.
 func Keys(cfg config.Config, log *slog.Logger) (*auth.Authority, *keyhash.Hasher, error) {
+	return keys(cfg, log, nil)
+}
+
+// keys is Keys with the authority's clock (nil: time.Now).
+func keys(cfg config.Config, log *slog.Logger, now func() time.Time) (*auth.Authority, *keyhash.Hasher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	keys, h, err := secrets(cfg, log)
+	ks, h, err := secrets(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: keys,
-		VerifyCacheSize: entries(cfg.TokenVerifyCacheEntries)})
+	a, err := auth.New(auth.Options{Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Keys: ks,
+		VerifyCacheSize: entries(cfg.TokenVerifyCacheEntries), Now: now})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", err)
 	}

@@ -15,14 +15,28 @@ import (
 
 // deployment is a Redis primary with one replica and the gateways' way to it. The replica
 // replicates through link (a testredis.Proxy that can partition the replication link); the
-// gateways connect through front, a proxy that plays the floating address a failover moves to
-// the promoted replica.
+// gateways connect through fronts, proxies that play the floating address a failover moves to
+// the promoted replica (one per gateway replica, so a partition can cut some of them off
+// the primary). A Sentinel deployment (sentinel_test.go) has sentinels instead of link and
+// fronts.
 type deployment struct {
 	t                *testing.T
 	primary, replica *testredis.Server
-	link, front      *testredis.Proxy
-	// gateways are the replicas serving the workload, which a fault may kill.
+	link             *testredis.Proxy
+	fronts           []*testredis.Proxy
+	sentinels        *sentinels
+	// gateways are the replicas serving the workload, which a fault may kill; gwFronts[i] is
+	// the front gateways[i] reaches Redis through (standalone).
 	gateways []*gateway
+	gwFronts []*testredis.Proxy
+	// clock: the first gateway's clock, which the gateway fault steps.
+	clock *steppedClock
+	// cluster (cluster_test.go): its masters' addresses now, the masters crashed, and the
+	// workload's key prefix (the migration picks a quote's slot).
+	cluster *testredis.ReplicatedCluster
+	masters []string
+	crashed map[int]bool
+	prefix  string
 }
 
 // redisArgs are the servers' settings: a fast replication handshake and a primary that notices
@@ -36,26 +50,74 @@ var redisArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica
 // executables are not provided, and fails it under CI=true.
 func startDeployment(t *testing.T, extra ...string) *deployment {
 	t.Helper()
-	if os.Getenv(testredis.EnvRedis8Server) == "" && os.Getenv("CI") == "true" {
-		t.Fatalf("%s is unset under CI=true: the robustness checks must run", testredis.EnvRedis8Server)
-	}
+	testredisUnset(t)
 	d := &deployment{t: t}
 	args := append(append([]string(nil), redisArgs...), extra...)
 	d.primary = testredis.StartServer(t, args...)
 	d.link = testredis.StartProxy(t, d.primary.Addr(), 0)
 	d.replica = testredis.StartServer(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.link.Port)}, args...)...)
-	d.front = testredis.StartProxy(t, d.primary.Addr(), 0)
 	d.waitInSync()
 	return d
 }
 
-// url is the gateways' REDIS_URL: the floating address.
-func (d *deployment) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", d.front.Port) }
+// testredisUnset fails the test under CI=true when the Redis 8 executables are not provided
+// (testredis skips it otherwise); it reports whether they are not.
+func testredisUnset(t *testing.T) bool {
+	t.Helper()
+	unset := os.Getenv(testredis.EnvRedis8Server) == ""
+	if unset && os.Getenv("CI") == "true" {
+		t.Fatalf("%s is unset under CI=true: the robustness checks must run", testredis.EnvRedis8Server)
+	}
+	return unset
+}
+
+// primaries are the addresses of the masters now (one, but for a cluster).
+func (d *deployment) primaries() []string {
+	if d.cluster != nil {
+		return d.masters
+	}
+	return []string{d.primary.Addr()}
+}
+
+// url is a REDIS_URL for gateways: a floating address of their own (a new front), or the
+// Sentinels.
+func (d *deployment) url() string {
+	if d.sentinels != nil {
+		return d.sentinels.url()
+	}
+	if d.cluster != nil {
+		return d.cluster.URL()
+	}
+	front := testredis.StartProxy(d.t, d.primary.Addr(), 0)
+	d.fronts = append(d.fronts, front)
+	return fmt.Sprintf("redis://127.0.0.1:%d", front.Port)
+}
+
+// specs is spec for n gateway replicas, each with a way to Redis of its own: its own front
+// (standalone), or its own loopback source address (Sentinel: gatewayIP).
+func (d *deployment) specs(spec gatewaySpec, n int) []gatewaySpec {
+	out := make([]gatewaySpec, n)
+	for i := range out {
+		out[i] = spec.with("REDIS_URL", d.url())
+		if d.sentinels != nil {
+			out[i].source = gatewayIP(i)
+		} else if d.cluster == nil {
+			d.gwFronts = append(d.gwFronts, d.fronts[len(d.fronts)-1])
+		}
+	}
+	return out
+}
 
 // waitInSync waits until the replica's link is up and it holds every write made so far on the
 // primary (WAIT from a connection that just wrote there).
 func (d *deployment) waitInSync() {
 	d.t.Helper()
+	if d.cluster != nil {
+		if err := d.clusterInSync(); err != nil {
+			d.t.Fatal(err)
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := testredis.WaitLinkUp(ctx, d.replica.Port); err != nil {
@@ -81,15 +143,7 @@ func (d *deployment) waitInSync() {
 // lists no replica online.
 func (d *deployment) partition() error {
 	d.link.Partition()
-	c := testredis.NodeClient(d.t, d.primary.Addr())
-	return poll(10*time.Second, "the primary lost sight of its replica", func() bool {
-		r, err := testredis.Do(c, "ROLE").ToArray()
-		if err != nil || len(r) < 3 {
-			return false
-		}
-		reps, err := r[2].ToArray()
-		return err == nil && len(reps) == 0
-	})
+	return d.waitNoReplica()
 }
 
 // failover kills the primary (SIGKILL) with whatever the link still holds, promotes the
@@ -101,8 +155,10 @@ func (d *deployment) failover() error {
 	if err := testredis.Do(testredis.NodeClient(d.t, d.replica.Addr()), "REPLICAOF", "NO", "ONE").Error(); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
-	d.front.Retarget(d.replica.Addr())
-	d.front.Cut()
+	for _, f := range d.fronts {
+		f.Retarget(d.replica.Addr())
+		f.Cut()
+	}
 	return nil
 }
 

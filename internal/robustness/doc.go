@@ -1,9 +1,13 @@
 // Package robustness checks the gateway as Jepsen and etcd's robustness tests do (test files
 // only): concurrent HTTP clients drive two or three gateway replicas, each built through
-// internal/app on its own loopback listener, over a Redis primary with a replica while a fault
-// schedule runs (a primary crash with failover, a partition between primary and replica before
-// it, a Redis stall with a gateway replica killed; with the default durability, with
-// durability off as the control that must show a violation, and with min-replicas-to-write).
+// internal/app on its own loopback listener or run as a cmd/gateway process, over a Redis
+// primary with a replica (reached through a floating address, or through three Sentinels), or
+// over a replicated cluster, while a fault schedule runs (a primary crash with failover, a
+// partition between primary and replica before it, Sentinels split into a majority and a
+// minority isolated with the primary and a gateway still writing to it, a slot migration then
+// a master crash, a Redis stall, a gateway cut off from the primary, SIGKILLed and restarted,
+// or with its clock stepped; with the default durability, with durability off as the controls
+// that must show a violation, and with min-replicas-to-write).
 // Every operation's call time, return time and result are recorded, and each history is
 // checked for linearizability with Porcupine against a model: sessions and tokens (no
 // authorization that starts after an acknowledged revocation, logout or rotation succeeds with

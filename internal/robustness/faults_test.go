@@ -21,7 +21,14 @@ type fault struct {
 // whole again, which the rate-limits model reads as disturbed windows).
 type faultCounts struct {
 	Partitions, Failovers, Stalls, Kills int
-	Spans                                [][2]time.Time
+	// GatewayCuts: gateway replicas cut off from the primary (the others not); Restarts: killed
+	// gateway processes started again; ClockSteps: steps of a gateway's clock.
+	GatewayCuts, Restarts, ClockSteps int
+	Migrations                        int // slots migrated (cluster)
+	// Reverted: splits after which the Sentinels settled on the primary the majority's failover
+	// had replaced (the promoted one made its replica again).
+	Reverted int
+	Spans    [][2]time.Time
 	// Cuts: from each partition to the failover that ends it, the time a primary cut off from
 	// its replica may hold a write it applied without confirming it (one in flight at the
 	// cut, whose WAIT then times out: a 503), which readers see and the failover undoes.
@@ -39,6 +46,15 @@ func (n faultCounts) String() string {
 	s := fmt.Sprintf("%d partitions, %d failovers", n.Partitions, n.Failovers)
 	if n.Stalls+n.Kills > 0 {
 		s += fmt.Sprintf(", %d stalls, %d gateway kills", n.Stalls, n.Kills)
+	}
+	if n.Reverted > 0 {
+		s += fmt.Sprintf(", %d failovers undone", n.Reverted)
+	}
+	if n.Migrations > 0 {
+		s += fmt.Sprintf(", %d slot migrations", n.Migrations)
+	}
+	if n.GatewayCuts+n.Restarts+n.ClockSteps > 0 {
+		s += fmt.Sprintf(", %d gateway↔primary cuts, %d gateway restarts, %d clock steps", n.GatewayCuts, n.Restarts, n.ClockSteps)
 	}
 	return s
 }
@@ -111,7 +127,51 @@ var faults = map[string]fault{
 		}
 		return nil
 	}},
+	// gateway: the gateways' own faults, Redis whole. A fifth into the cycle the first
+	// replica's clock steps 10 minutes ahead and the second replica is cut off from the
+	// primary (its front blocked: its connections reset, new ones refused) while the others
+	// are not, for a fifth of the cycle; three fifths in, the clock steps back 10 minutes (to
+	// the true time) and the last replica, a cmd/gateway process, is killed with SIGKILL (requests in
+	// flight get no answer, recorded as unknown) and started again on its port four fifths in.
+	// No failover: nothing may be lost and no model may show a violation.
+	"gateway": {name: "gateway", cycle: func(ctx context.Context, d *deployment, p time.Duration, n *faultCounts) error {
+		if !sleep(ctx, p/5) {
+			return nil
+		}
+		d.clock.step(clockStep)
+		n.ClockSteps++
+		end := n.span()
+		cut := d.gwFronts[1]
+		cut.Block()
+		n.GatewayCuts++
+		ok := sleep(ctx, p/5)
+		cut.Heal()
+		end()
+		if !ok || !sleep(ctx, p/5) {
+			return nil
+		}
+		if d.clock.step(-clockStep); *flagBehind {
+			d.clock.step(-clockStep)
+		}
+		n.ClockSteps++
+		g := d.gateways[len(d.gateways)-1]
+		end = n.span()
+		defer end()
+		g.kill()
+		n.Kills++
+		if !sleep(ctx, p/5) {
+			return nil
+		}
+		n.Restarts++
+		return g.restart(context.Background())
+	}},
 }
+
+// clockStep is how far the gateway fault steps a replica's clock, ahead then back: well within
+// the workload's tokens' hour of life, so no token expires on the stepped replica alone. (A
+// replica running behind the true time by more than the JWT leeway, 30 s, refuses every bearer
+// minted since: nbf and iat are in its future. docs/ROBUSTNESS.md, "Clock steps".)
+const clockStep = 10 * time.Minute
 
 // stallFor is how long a stall lasts in a cycle of p: longer than GATEWAY_REDIS_TIMEOUT (1s)
 // in the long run's cycles, and shorter than the replicas' repl-timeout (2s), so the replica

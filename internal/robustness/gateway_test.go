@@ -5,29 +5,39 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/hashgate/hashgate/internal/app"
+	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
 
-// gateway is one replica of the whole HTTP stack, built through internal/app as cmd/gateway
-// builds it and served on its own loopback listener. The replicas share keys and a key
-// prefix, as the replicas of one deployment do.
+// gateway is one replica of the whole HTTP stack: built through internal/app as cmd/gateway
+// builds it and served on its own loopback listener (in process), or the built cmd/gateway
+// run as a process of its own (proc, process_test.go), which a fault can SIGKILL and restart.
+// The replicas share keys and a key prefix, as the replicas of one deployment do.
 type gateway struct {
-	srv    *httptest.Server
+	url    string // http://host:port
 	client *http.Client
+	// In process only: the listener, the services, the store.
+	srv    *httptest.Server
 	tokens *tokens.Service
 	store  *store.Store
 	app    *app.Gateway
-	dead   atomic.Bool // killed: clients send it nothing more
+	proc   *gatewayProc
+	dead   atomic.Bool // killed: clients send it nothing until it is back
 }
 
 // requestTimeout bounds every HTTP call: a call still running then is recorded as a result
@@ -38,37 +48,68 @@ const requestTimeout = 5 * time.Second
 // escalated during a short run.
 const sweepInterval = 200 * time.Millisecond
 
-// gatewayConfig is the replicas' configuration over url: GATEWAY_DURABLE_REPLICAS=durable,
-// GATEWAY_CASE_SWEEP_INTERVAL=sweepInterval, the request-rate limits lifted (the main
-// workload is one tenant; the rate-limits model has replicas of its own, see ratelimit_test.go)
-// and the documented defaults otherwise.
-func gatewayConfig(t *testing.T, url, durable string) config.Config {
-	t.Helper()
-	cfg, err := config.Load(func(string) string { return "" })
-	if err != nil {
-		t.Fatalf("config defaults: %v", err)
-	}
-	cfg.RedisURL, cfg.RedisTimeout, cfg.KeyPrefix = url, time.Second, testredis.Prefix(t)
-	cfg.DurableReplicas, cfg.DurableTimeout = durable, time.Second
-	cfg.RateLimitPerToken, cfg.RateLimitPerTenant, cfg.RateLimitPerSession = "0", "0", "0"
-	cfg.CaseSweepInterval = sweepInterval
-	return cfg
+// gatewaySpec is one replica's configuration: the environment variables cmd/gateway reads
+// (the same for a replica in process, through config.Load), and, in process only, the
+// loopback address its Redis connections leave from (so a proxy can partition it apart).
+type gatewaySpec struct {
+	env    map[string]string
+	source string // "" : the default (127.0.0.1)
+	clock  *steppedClock
 }
 
-// startGateways builds n replicas with cfg, sharing its keys and prefix, and runs their
-// background loops (the case sweeper, the rate limiter's flush).
-func startGateways(t *testing.T, cfg config.Config, n int) []*gateway {
+// gatewayConfig is the replicas' configuration over url: GATEWAY_DURABLE_REPLICAS=durable,
+// GATEWAY_CASE_SWEEP_INTERVAL=sweepInterval, the request-rate limits lifted (the main
+// workload is one tenant; the rate-limits model has replicas of its own, see ratelimit_test.go),
+// fresh signing and HMAC keys and a key prefix of its own, and the documented defaults
+// otherwise.
+func gatewayConfig(t *testing.T, url, durable string) gatewaySpec {
 	t.Helper()
-	authority, hasher, err := app.FreshKeys(cfg)
+	ks, err := auth.GenerateKeySet()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]*gateway, n)
-	for i := range out {
+	_, hmacKey, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gatewaySpec{env: map[string]string{
+		"REDIS_URL": url, "GATEWAY_REDIS_TIMEOUT": "1s", "GATEWAY_KEY_PREFIX": testredis.Prefix(t),
+		"GATEWAY_DURABLE_REPLICAS": durable, "GATEWAY_DURABLE_TIMEOUT": "1s",
+		"GATEWAY_RATE_LIMIT_PER_TOKEN": "0", "GATEWAY_RATE_LIMIT_PER_TENANT": "0", "GATEWAY_RATE_LIMIT_PER_SESSION": "0",
+		"GATEWAY_CASE_SWEEP_INTERVAL": sweepInterval.String(),
+		"GATEWAY_SIGNING_KEYS":        ks.SeedString(), "GATEWAY_HMAC_KEY": hmacKey,
+	}}
+}
+
+// with is a copy of s with name set to value.
+func (s gatewaySpec) with(name, value string) gatewaySpec {
+	env := maps.Clone(s.env)
+	env[name] = value
+	return gatewaySpec{env: env, source: s.source, clock: s.clock}
+}
+
+// config is s as the gateway reads it.
+func (s gatewaySpec) config(t *testing.T) config.Config {
+	t.Helper()
+	cfg, err := config.Load(func(name string) string { return s.env[name] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+// startGateways builds a replica in process for each spec and runs its background loops (the
+// case sweeper, the rate limiter's flush).
+func startGateways(t *testing.T, specs ...gatewaySpec) []*gateway {
+	t.Helper()
+	out := make([]*gateway, len(specs))
+	for i, spec := range specs {
+		cfg := spec.config(t)
 		d := cfg.Durability()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		s, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Timeout: cfg.RedisTimeout, DisableCache: !cfg.RedisClientCache,
-			ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, CredentialsOnly: d.CredentialsOnly}})
+			ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, CredentialsOnly: d.CredentialsOnly},
+			NewClient: fromAddress(spec.source)})
 		if err == nil {
 			t.Cleanup(s.Close)
 			err = s.LoadScripts(ctx, app.ScriptBodies()...)
@@ -77,21 +118,56 @@ func startGateways(t *testing.T, cfg config.Config, n int) []*gateway {
 		if err != nil {
 			t.Fatalf("gateway %d store: %v", i, err)
 		}
-		gw, err := app.New(cfg, s, app.Options{Version: "robustness", Auth: authority, Hasher: hasher})
+		var now func() time.Time
+		if spec.clock != nil {
+			now = spec.clock.now
+		}
+		gw, err := app.New(cfg, s, app.Options{Version: "robustness", Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		gw.Start()
 		t.Cleanup(gw.Stop)
-		g := &gateway{tokens: gw.Tokens, store: s, app: gw, srv: httptest.NewUnstartedServer(gw.Echo),
-			client: &http.Client{Timeout: requestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+		g := &gateway{tokens: gw.Tokens, store: s, app: gw, srv: httptest.NewUnstartedServer(gw.Echo), client: newClient()}
 		g.srv.Config.ReadHeaderTimeout, g.srv.Config.WriteTimeout = cfg.ReadHeaderTimeout, cfg.WriteTimeout
 		g.srv.Start()
+		g.url = g.srv.URL
 		t.Cleanup(g.srv.Close)
 		t.Cleanup(g.client.CloseIdleConnections)
 		out[i] = g
 	}
 	return out
+}
+
+// steppedClock is a gateway's clock that a fault steps (app.Options.Now: the JWT authority
+// and the token checks). Its readings carry no monotonic part, so every comparison the
+// gateway makes between them sees a step too (a real step of the system clock moves only
+// the wall clock, which Go's comparisons of time.Now readings ignore): harsher than a real
+// step.
+type steppedClock struct{ offset atomic.Int64 }
+
+func (c *steppedClock) now() time.Time {
+	return time.Now().Round(0).Add(time.Duration(c.offset.Load()))
+}
+
+// step moves the clock by d.
+func (c *steppedClock) step(d time.Duration) { c.offset.Add(int64(d)) }
+
+// newClient is a client's HTTP client for one replica.
+func newClient() *http.Client {
+	return &http.Client{Timeout: requestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+}
+
+// fromAddress builds the store's Redis client with every connection (to Redis and to the
+// Sentinels) leaving from the loopback address ip; "" keeps the default.
+func fromAddress(ip string) func(rueidis.ClientOption) (rueidis.Client, error) {
+	return func(o rueidis.ClientOption) (rueidis.Client, error) {
+		if ip != "" {
+			local := &net.TCPAddr{IP: net.ParseIP(ip)}
+			o.Dialer.LocalAddr, o.Sentinel.Dialer.LocalAddr = local, local
+		}
+		return rueidis.NewClient(o)
+	}
 }
 
 // bearer mints a root service token for tenant (setup only: the workload goes over HTTP).
@@ -120,7 +196,7 @@ func (g *gateway) do(method, path string, body any, headers ...string) reply {
 		raw, _ := json.Marshal(body)
 		r = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, g.srv.URL+path, r)
+	req, err := http.NewRequest(method, g.url+path, r)
 	if err != nil {
 		return reply{}
 	}
@@ -144,10 +220,15 @@ func (g *gateway) do(method, path string, body any, headers ...string) reply {
 
 func (r reply) decode(v any) error { return json.Unmarshal(r.body, v) }
 
-// kill stops the replica abruptly, in process: its listener and every open connection are
-// closed at once (requests in flight get no answer) and its Redis connections dropped, with
-// no draining; its background loops (the sweeper) end with it. Clients send it nothing more.
+// kill stops the replica abruptly: a process gets SIGKILL (sigkill, process_test.go); in
+// process, its listener and every open connection are closed at once (requests in flight get
+// no answer) and its Redis connections dropped, with no draining; its background loops (the
+// sweeper) end with it. Clients send it nothing more.
 func (g *gateway) kill() {
+	if g.proc != nil {
+		g.sigkill()
+		return
+	}
 	g.dead.Store(true)
 	g.srv.Listener.Close()
 	g.srv.CloseClientConnections()

@@ -157,22 +157,40 @@ func (w *world) idemStep(c int, rng *rand.Rand, g *gateway) {
 	w.h["creates"].add(c, in, out, call, ret, out.Unknown)
 }
 
-// objectsPerKey counts, on the primary at addr, the case and quote hashes each key's create
-// made (by their subjectRef or customerId): a key with more than one is a violation. The
-// result is a row: operations = keys sent, objects = hashes found.
-func (w *world) objectsPerKey(c rueidis.Client, r result) (result, error) {
+// objectsPerKey counts, on the primaries (nodes: one, or a cluster's masters), the case and
+// quote hashes each key's create made (by their subjectRef or customerId): a key with more
+// than one is a violation. The result is a row: operations = keys sent, objects = hashes
+// found.
+func (w *world) objectsPerKey(r result, nodes ...rueidis.Client) (result, error) {
 	refs := map[string]int{}
+	for _, c := range nodes {
+		if err := w.countObjects(c, refs, &r); err != nil {
+			return r, err
+		}
+	}
+	r.Model, r.Ops = "creates-objects", int(w.idemKeys.Load())
+	for ref, n := range refs {
+		if n > 1 {
+			r.Violations++
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d objects", ref, n))
+		}
+	}
+	return r, nil
+}
+
+// countObjects adds the case and quote hashes of the node c holds to refs, by key.
+func (w *world) countObjects(c rueidis.Client, refs map[string]int, r *result) error {
 	for _, typ := range []string{"case", "quote"} {
 		cursor := uint64(0)
 		for {
 			e, err := c.Do(context.Background(), c.B().Scan().Cursor(cursor).Match(w.prefix+":v1:"+typ+":*").Count(1000).Type("hash").Build()).AsScanEntry()
 			if err != nil {
-				return r, err
+				return err
 			}
 			for _, key := range e.Elements {
 				vals, err := c.Do(context.Background(), c.B().Hmget().Key(key).Field("subjectRef", "customerId").Build()).ToArray()
 				if err != nil {
-					return r, err
+					return err
 				}
 				for _, v := range vals {
 					if s, err := v.ToString(); err == nil && strings.HasPrefix(s, "idem-") {
@@ -186,12 +204,5 @@ func (w *world) objectsPerKey(c rueidis.Client, r result) (result, error) {
 			}
 		}
 	}
-	r.Model, r.Ops = "creates-objects", int(w.idemKeys.Load())
-	for ref, n := range refs {
-		if n > 1 {
-			r.Violations++
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d objects", ref, n))
-		}
-	}
-	return r, nil
+	return nil
 }

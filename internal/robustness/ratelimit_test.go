@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -55,9 +56,8 @@ type limiterRun struct {
 // startLimited builds the limited tenant's replicas over url.
 func startLimited(t *testing.T, url, durable string, n int) *limiterRun {
 	t.Helper()
-	cfg := gatewayConfig(t, url, durable)
-	cfg.RateLimitPerTenant = fmt.Sprintf("%d/1s", rateLimit)
-	l := &limiterRun{gws: startGateways(t, cfg, n)}
+	spec := gatewayConfig(t, url, durable).with("GATEWAY_RATE_LIMIT_PER_TENANT", fmt.Sprintf("%d/1s", rateLimit))
+	l := &limiterRun{gws: startGateways(t, slices.Repeat([]gatewaySpec{spec}, n)...)}
 	bearer := l.gws[0].bearer(t, limitedTenant, "quotes:read")
 	for range l.gws {
 		l.bearers = append(l.bearers, bearer)
@@ -151,9 +151,8 @@ func rateControl(t *testing.T, run time.Duration) result {
 	srv := testredis.StartServer(t, redisArgs...)
 	l := &limiterRun{}
 	for range *flagGateways {
-		cfg := gatewayConfig(t, srv.URL(), "auto") // a prefix of its own
-		cfg.RateLimitPerTenant = fmt.Sprintf("%d/1s", rateLimit)
-		g := startGateways(t, cfg, 1)[0]
+		// A prefix of its own.
+		g := startGateways(t, gatewayConfig(t, srv.URL(), "auto").with("GATEWAY_RATE_LIMIT_PER_TENANT", fmt.Sprintf("%d/1s", rateLimit)))[0]
 		l.gws, l.bearers = append(l.gws, g), append(l.bearers, g.bearer(t, limitedTenant, "quotes:read"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), run)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -27,6 +28,8 @@ var (
 	flagClients  = flag.Int("robustness.clients", 8, "concurrent clients per run")
 	flagPace     = flag.Duration("robustness.pace", 0, "each client's pause between two operations (bounds a long run's history)")
 	flagFirstID  = flag.Bool("robustness.revoke-first-id", true, "revoke and rotate sessions by the id their create returned (false: by the latest id a rotation answered)")
+	flagBehind   = flag.Bool("robustness.clock-behind", false, "the gateway fault steps the clock back to 10 minutes behind the true time, not to it (its replica then refuses fresh bearers: 401)")
+	flagAll      = flag.Bool("robustness.all", false, "run every schedule (make robustness); without it the short run leaves out the ones marked long")
 	flagStable   = flag.Bool("robustness.stable-ids", true, "check sessions against the brief's contract: a session keeps its id across rotations (false: any id names it only until a rotation answers another)")
 )
 
@@ -37,6 +40,17 @@ type runCase struct {
 	control        bool
 	// redis: the servers' extra settings.
 	redis []string
+	// sentinel: the gateways find the primary through three Sentinels (sentinel_test.go), which
+	// fail over on their own.
+	sentinel bool
+	// processes: how many of the workload's replicas are cmd/gateway processes (at least one
+	// more runs in process: setup mints its bearer there).
+	processes int
+	// cluster: a three-master cluster with a replica each (cluster_test.go).
+	cluster bool
+	// long: only with -robustness.all (make robustness), so the short run in make test stays
+	// within its time.
+	long bool
 }
 
 // minReplicas makes a primary refuse every write while no replica is connected and has
@@ -72,6 +86,15 @@ func TestRobustness(t *testing.T) {
 		"partition/durable=0":             {fault: "partition", durable: "0", control: true},
 		"partition/min-replicas-to-write": {fault: "partition", durable: "auto", redis: minReplicas},
 		"stall/durable=auto":              {fault: "stall", durable: "auto"},
+		"gateway/durable=auto":            {fault: "gateway", durable: "auto", processes: 2},
+		"sentinel-crash/durable=auto":     {fault: "sentinel-crash", durable: "auto", sentinel: true, long: true},
+		"sentinel-partition/durable=auto": {fault: "sentinel-partition", durable: "auto", sentinel: true, long: true},
+		"sentinel-split/durable=auto":     {fault: "sentinel-split", durable: "auto", sentinel: true},
+		"sentinel-split/durable=0":        {fault: "sentinel-split", durable: "0", sentinel: true, control: true, long: true},
+		"cluster/durable=auto":            {fault: "cluster", durable: "auto", cluster: true, long: true},
+	}
+	if os.Getenv(testredis.EnvRedis8Server) != "" {
+		gatewayBin = buildGateway(t, t.TempDir())
 	}
 	var (
 		mu          sync.Mutex
@@ -101,6 +124,9 @@ func TestRobustness(t *testing.T) {
 	})
 	for name, rc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if rc.long && !*flagAll {
+				t.Skip("a long schedule: make robustness, or -robustness.all")
+			}
 			t.Parallel()
 			results := runOnce(t, name, rc, seed, dir)
 			credential, lost := 0, 0
@@ -149,7 +175,10 @@ func TestRobustness(t *testing.T) {
 
 // failsOver reports whether the run's schedule promotes a replica (and so may lose the writes
 // WAIT does not confirm).
-func (rc runCase) failsOver() bool { return rc.fault != "stall" }
+func (rc runCase) failsOver() bool { return rc.fault != "stall" && rc.fault != "gateway" }
+
+// gatewayBin is the built cmd/gateway the process replicas run.
+var gatewayBin string
 
 // historyModels are the models checked over recorded histories, by name.
 var historyModels = []struct {
@@ -166,12 +195,31 @@ var historyModels = []struct {
 // runOnce starts a deployment, the workload's replicas and the limited tenant's, runs both
 // workloads under the fault schedule and checks every model.
 func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []result {
-	d := startDeployment(t, rc.redis...)
-	cfg := gatewayConfig(t, d.url(), rc.durable)
-	gws := startGateways(t, cfg, *flagGateways)
+	var d *deployment
+	switch {
+	case rc.sentinel:
+		d = startSentinelDeployment(t, rc.redis...)
+	case rc.cluster:
+		d = startClusterDeployment(t)
+	default:
+		d = startDeployment(t, rc.redis...)
+	}
+	spec := gatewayConfig(t, "", rc.durable)
+	d.prefix = spec.env["GATEWAY_KEY_PREFIX"]
+	replicas := *flagGateways
+	if rc.processes > 0 {
+		replicas = max(replicas, rc.processes+1)
+	}
+	specs := d.specs(spec, replicas)
+	if rc.fault == "gateway" {
+		d.clock = &steppedClock{}
+		specs[0].clock = d.clock
+	}
+	gws := startGateways(t, specs[:replicas-rc.processes]...)
+	gws = append(gws, startProcesses(t, gatewayBin, specs[replicas-rc.processes:]...)...)
 	d.gateways = gws
 	lim := startLimited(t, d.url(), rc.durable, *flagGateways)
-	w := setup(t, gws, cfg.KeyPrefix, *flagDuration)
+	w := setup(t, gws, spec.env["GATEWAY_KEY_PREFIX"], *flagDuration)
 	d.waitInSync() // the setup's creations are not what is checked
 	w.start = time.Now()
 	for _, m := range historyModels {
@@ -220,7 +268,11 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 		t.Fatal(err)
 	}
 	out = append(out, r)
-	if r, err = w.objectsPerKey(testredis.NodeClient(t, d.primary.Addr()), base); err != nil {
+	var nodes []rueidis.Client
+	for _, addr := range d.primaries() {
+		nodes = append(nodes, testredis.NodeClient(t, addr))
+	}
+	if r, err = w.objectsPerKey(base, nodes...); err != nil {
 		t.Fatal(err)
 	}
 	return append(out, r, lim.check(base, n.Spans))

@@ -20,7 +20,8 @@ import (
 // whose cluster node announces the proxy's port) pass without delay. Cut drops every byte the
 // proxy holds and resets every connection, as a crash of the primary loses what its socket
 // buffers and the network still carried. Partition cuts the replication links only (a network
-// partition between primary and replica) until Heal.
+// partition between primary and replica) until Heal. Block cuts and refuses the connections of
+// chosen source addresses (a partition between the server and some of its clients) until Heal.
 type Proxy struct {
 	t      testing.TB
 	ln     net.Listener
@@ -32,6 +33,11 @@ type Proxy struct {
 	// repl holds both ends of every replication link; severed: Partition is in force.
 	repl    map[net.Conn]struct{}
 	severed bool
+	// from is each tracked connection's client address (IP), for both of its ends; blocked the
+	// addresses Block refuses (all: every address).
+	from    map[net.Conn]string
+	blocked map[string]bool
+	all     bool
 }
 
 // Retarget sends every connection accepted from now on to target (host:port), as a floating
@@ -51,7 +57,7 @@ func StartProxy(t testing.TB, target string, delay time.Duration) *Proxy {
 		t.Fatal(err)
 	}
 	p := &Proxy{t: t, ln: ln, target: target, Port: ln.Addr().(*net.TCPAddr).Port, conns: map[net.Conn]struct{}{},
-		repl: map[net.Conn]struct{}{}}
+		repl: map[net.Conn]struct{}{}, from: map[net.Conn]string{}, blocked: map[string]bool{}}
 	p.delay.Store(int64(delay))
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -65,9 +71,33 @@ func (p *Proxy) Cut() {
 	for c := range p.conns {
 		reset(c)
 	}
-	p.conns, p.repl = map[net.Conn]struct{}{}, map[net.Conn]struct{}{}
+	p.conns, p.repl, p.from = map[net.Conn]struct{}{}, map[net.Conn]struct{}{}, map[net.Conn]string{}
 	p.mu.Unlock()
 }
+
+// Block resets every connection from the client addresses ips (IPs; none: every address) and,
+// until Heal, refuses new ones from them: a network partition between the server and those
+// clients. Processes on loopback pick their source address with bind-source-addr (Redis) or
+// a dialer's LocalAddr (Go); every 127.0.0.0/8 address is the loopback's.
+func (p *Proxy) Block(ips ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all = p.all || len(ips) == 0
+	for _, ip := range ips {
+		p.blocked[ip] = true
+	}
+	for c, ip := range p.from {
+		if p.refuses(ip) {
+			reset(c)
+			delete(p.conns, c)
+			delete(p.repl, c)
+			delete(p.from, c)
+		}
+	}
+}
+
+// refuses reports whether a connection from ip is blocked (p.mu held).
+func (p *Proxy) refuses(ip string) bool { return p.all || p.blocked[ip] }
 
 // Partition resets every replication link and, until Heal, every connection that becomes one
 // (before its PSYNC reaches the primary): the primary loses sight of its replica at once (the
@@ -82,10 +112,10 @@ func (p *Proxy) Partition() {
 	p.repl = map[net.Conn]struct{}{}
 }
 
-// Heal ends a Partition: the replica's next attempt syncs again.
+// Heal ends a Partition and every Block: the replica's next attempt syncs again.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
-	p.severed = false
+	p.severed, p.all, p.blocked = false, false, map[string]bool{}
 	p.mu.Unlock()
 }
 
@@ -117,13 +147,15 @@ func (p *Proxy) Close() {
 	p.Cut()
 }
 
-func (p *Proxy) track(c net.Conn) bool {
+// track records c, a connection for the client at ip; it reports false when the proxy is
+// closed or ip is blocked.
+func (p *Proxy) track(c net.Conn, ip string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.conns == nil {
+	if p.conns == nil || p.refuses(ip) {
 		return false
 	}
-	p.conns[c] = struct{}{}
+	p.conns[c], p.from[c] = struct{}{}, ip
 	return true
 }
 
@@ -140,20 +172,47 @@ func (p *Proxy) accept() {
 func (p *Proxy) serve(down net.Conn) {
 	p.mu.Lock()
 	target := p.target
+	ip, _, _ := net.SplitHostPort(down.RemoteAddr().String())
+	refused := p.refuses(ip)
 	p.mu.Unlock()
+	if refused {
+		reset(down)
+		return
+	}
 	up, err := net.DialTimeout("tcp", target, time.Second)
 	if err != nil {
 		down.Close()
 		return
 	}
-	if !p.track(down) || !p.track(up) {
-		down.Close()
-		up.Close()
+	if !p.track(down, ip) || !p.track(up, ip) {
+		reset(down)
+		reset(up)
 		return
 	}
 	var repl atomic.Bool
-	go p.pipe(up, down, &repl, true)
-	go p.pipe(down, up, &repl, false)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(up, down, &repl, true) }()
+	go func() { defer wg.Done(); p.pipe(down, up, &repl, false) }()
+	go func() {
+		// Both directions have ended: close both ends (a half-closed socket keeps its
+		// descriptor until it is closed) and forget them.
+		wg.Wait()
+		down.Close()
+		up.Close()
+		p.untrack(down, up)
+	}()
+}
+
+// untrack forgets closed connections.
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.conns, c)
+		delete(p.repl, c)
+		delete(p.from, c)
+	}
 }
 
 type chunk struct {
