@@ -69,7 +69,7 @@ func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, erro
 	keys := append([]string{r.keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
 	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_list", "quote list", scriptList, keys, []string{
 		q.Tenant, r.keys.Key("quote", tag) + ":", strconv.Itoa(index), vtag, cursor, since,
-		strconv.Itoa(q.Limit), strconv.Itoa(q.Limit*scanFactor), strconv.Itoa(pruneMax),
+		strconv.Itoa(q.Limit), strconv.Itoa(q.Limit * scanFactor), strconv.Itoa(pruneMax),
 		q.CustomerID, q.SalesChannel, strings.Join(q.Statuses, " ")})
 	if err != nil {
 		return quotes.Page{}, err
