@@ -214,16 +214,16 @@ func (e MfaVerifiedStatus) Valid() bool {
 
 // Defines values for QuoteStatus.
 const (
-	DRAFT     QuoteStatus = "DRAFT"
-	SUBMITTED QuoteStatus = "SUBMITTED"
+	QuoteStatusDRAFT     QuoteStatus = "DRAFT"
+	QuoteStatusSUBMITTED QuoteStatus = "SUBMITTED"
 )
 
 // Valid indicates whether the value is a known member of the QuoteStatus enum.
 func (e QuoteStatus) Valid() bool {
 	switch e {
-	case DRAFT:
+	case QuoteStatusDRAFT:
 		return true
-	case SUBMITTED:
+	case QuoteStatusSUBMITTED:
 		return true
 	default:
 		return false
@@ -296,6 +296,24 @@ func (e TokenIssuedTokenType) Valid() bool {
 	case TokenIssuedTokenTypeService:
 		return true
 	case TokenIssuedTokenTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListQuotesParamsStatus.
+const (
+	ListQuotesParamsStatusDRAFT     ListQuotesParamsStatus = "DRAFT"
+	ListQuotesParamsStatusSUBMITTED ListQuotesParamsStatus = "SUBMITTED"
+)
+
+// Valid indicates whether the value is a known member of the ListQuotesParamsStatus enum.
+func (e ListQuotesParamsStatus) Valid() bool {
+	switch e {
+	case ListQuotesParamsStatusDRAFT:
+		return true
+	case ListQuotesParamsStatusSUBMITTED:
 		return true
 	default:
 		return false
@@ -618,6 +636,14 @@ type QuoteItemPut struct {
 
 	// UnitPriceMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 	UnitPriceMinor MoneyMinor `json:"unitPriceMinor"`
+}
+
+// QuotePage defines model for QuotePage.
+type QuotePage struct {
+	Items []Quote `json:"items"`
+
+	// NextCursor The next page's `cursor`; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // QuotePatch A JSON merge patch (RFC 7396) of the editable fields.
@@ -948,6 +974,34 @@ type ResolveCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// ListQuotesParams defines parameters for ListQuotes.
+type ListQuotesParams struct {
+	// CustomerId The drafts of one customer (the `customerId` they hold now).
+	CustomerId *string `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Status One or several statuses, e.g. `status=DRAFT&status=SUBMITTED` (any of them).
+	Status *[]ListQuotesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// SalesChannel The drafts of one sales channel.
+	SalesChannel *string `form:"salesChannel,omitempty" json:"salesChannel,omitempty"`
+
+	// UpdatedSince Only drafts whose last change (`updatedAt`) is at or after this time.
+	UpdatedSince *Timestamp `form:"updatedSince,omitempty" json:"updatedSince,omitempty"`
+
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListQuotesParamsStatus defines parameters for ListQuotes.
+type ListQuotesParamsStatus string
+
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1084,6 +1138,9 @@ type ServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx echo.Context, caseId CaseId, params ResolveCaseParams) error
+	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+	// (GET /v1/quotes)
+	ListQuotes(ctx echo.Context, params ListQuotesParams) error
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
@@ -1428,6 +1485,59 @@ func (w *ServerInterfaceWrapper) ResolveCase(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveCase(ctx, caseId, params)
+	return err
+}
+
+// ListQuotes converts echo context to params.
+func (w *ServerInterfaceWrapper) ListQuotes(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListQuotesParams
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "salesChannel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "salesChannel", ctx.QueryParams(), &params.SalesChannel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter salesChannel: %s", err))
+	}
+
+	// ------------- Optional query parameter "updatedSince" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "updatedSince", ctx.QueryParams(), &params.UpdatedSince, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter updatedSince: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListQuotes(ctx, params)
 	return err
 }
 
@@ -2029,6 +2139,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/tokens/introspect", wrapper.IntrospectToken, options.OperationMiddlewares["introspectToken"]...)
 	router.DELETE(options.BaseURL+"/v1/tokens/:tokenId", wrapper.RevokeToken, options.OperationMiddlewares["revokeToken"]...)
 	router.GET(options.BaseURL+"/v1/tokens/:tokenId", wrapper.GetToken, options.OperationMiddlewares["getToken"]...)
+	router.GET(options.BaseURL+"/v1/quotes", wrapper.ListQuotes, options.OperationMiddlewares["listQuotes"]...)
 	router.POST(options.BaseURL+"/v1/quotes", wrapper.CreateQuote, options.OperationMiddlewares["createQuote"]...)
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId", wrapper.DeleteQuote, options.OperationMiddlewares["deleteQuote"]...)
 	router.GET(options.BaseURL+"/v1/quotes/:quoteId", wrapper.GetQuote, options.OperationMiddlewares["getQuote"]...)
@@ -4259,6 +4370,176 @@ type ResolveCasedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ResolveCasedefaultApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotesRequestObject struct {
+	Params ListQuotesParams
+}
+
+type ListQuotesResponseObject interface {
+	VisitListQuotesResponse(w http.ResponseWriter) error
+}
+
+type ListQuotes200ResponseHeaders struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListQuotes200JSONResponse struct {
+	Body    QuotePage
+	Headers ListQuotes200ResponseHeaders
+}
+
+func (response ListQuotes200JSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes400ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes401ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes403ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes429ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes503ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListQuotesdefaultApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9533,6 +9814,9 @@ type StrictServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error)
+	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+	// (GET /v1/quotes)
+	ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error)
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error)
@@ -10033,6 +10317,31 @@ func (sh *strictHandler) ResolveCase(ctx echo.Context, caseId CaseId, params Res
 		return err
 	} else if validResponse, ok := response.(ResolveCaseResponseObject); ok {
 		return validResponse.VisitResolveCaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListQuotes operation middleware
+func (sh *strictHandler) ListQuotes(ctx echo.Context, params ListQuotesParams) error {
+	var request ListQuotesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListQuotes(ctx.Request().Context(), request.(ListQuotesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListQuotes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListQuotesResponseObject); ok {
+		return validResponse.VisitListQuotesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10911,308 +11220,328 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchs3tij6Kijufcqk06QoSnZsqlJ7a2Q5UWLZjiTHMxN6q6FukETUBJgGKJpxXHV+3bq/z73vcN7j",
-	"PMp+klNYC0Cjm02JkiXHyWiqpiKzu/GxsLC+Pz40EjmZSsGEVo3+h8aY0ZTl8OceTcasvSeFzmXWfinb",
-	"x1rmzDxJmUpyPtVcika/ccTUVArFFEloni+4GJEkZykTmtNMEZozItgFy0liBkw7jaihkjGbUDMUE7NJ",
-	"o/9zQ8i2guHfRQ29mLJGv6F0zsWo8fFj1Ng/oaPliU/GjMizX1iiHygSK001+4nliksRE6oIJUrnUoyI",
-	"WYleEE1HEWGdUYfEg8bWoBGXVzKh718wMdLjRr/36HHdKg5SNplKzYRuH7FpRhcsXV5UrPMZi8l8zATR",
-	"Y65IbsFDuCJ6zAhsMy1+lkNCBWE0zzjLSc5+nTGlyZzrMb5OJ4z4mZNF+we2qAehmbgefC+4OK85t+d7",
-	"5EnvyZM+zCPYe02mdMQiEg9m3e5WsnGxuaHlORPqPzI+4fqbnvm99ziZ5Urm3xxebL/vdDrwLtshOcu+",
-	"GTTMKINGHBFqfqCaX7CByNmQ5UwkjExoChu2gIGtPlBEzgWZUj0mVKTk1xnLF7h/KbIFiXG+mOQG5glL",
-	"ydnCrHggzmS6MCdvJt2zLzUNpi2I1GOWkynN6YRplpNzNtUGJxQTutUhu2fmDyIFbD2jCrfeGYiVKNHd",
-	"flILWplQhGcddiY5oxoPW87yhF0X446oZi8M7JeHP9g/eU788z6Zmv3KjCeLCDZloatIxoaacEG4VmTO",
-	"RSrnAGbALZZIkSoyE5pnCFP7BhOpKi4LYMGgsZN/8+jp0+6O/mZ7MyKDhmaCCg2/954+fYQP4suAeMUu",
-	"269hA1dt1r7WJ3jWuGuix1QTOp1mnKVEyxAIEZGCkYwrTbhmE8JoMh6IZgz7iiMS407MX4opICARACme",
-	"DGls0OTw+S65YDkfcjzuFgJnIALo/PrN4263uzP/5nG3BJ1fv9nqugdxhxxbzMPFU6HmLAciQHKqWRuu",
-	"GksHQk5ZDnORJs0ycjbTsKUJ09Qcz1RyoZU/yqHM5zRP23SmxySXM81UROJv90+IucbmV5nz31g8ELAv",
-	"98Btt0WkuZ8GRxKaZSw31Mp8ZWhnYnC4TyjZ7m5GRObw15aZklAy4UpxMRoIlcgpi8x3KUt4au4pG8qc",
-	"ESoWemy4AlckkTNhLoRZhOEWnCkiGIfbOuQsS2+APUzni/buULN8GXGOLYZrSeaUa7ek3HzDxah8H4cy",
-	"n1Dd6De40Fu9RmQm5xNDXHub219vP9l6vP111JhwgT92/Wq40GzE8kbUeN8eyXbxa+OjWaEnQ5atKnYA",
-	"jIObFRq614gagk7MNwk+jBoGc3luGIwh6+Eq/z1nw0a/8W8bBePewKdqw45tJkWCWE+WShQTyDEj05xd",
-	"cDlTQAgNyinpqEZs+Ee/TOFbEZFT+uuM7RA54eZeDYRBCMBFnjuCarA9JbzKzyrkWRnSDIswc8NFHtEL",
-	"g459QgcCGQD+nkqDMVKTIdfhFTfItd3tEkEnBtUc00B0AkADXwkgjfC5DNemVGuWm2//6+fd9j9p+7du",
-	"++lp+91X/964VDxIFj+wGiK2S5KMG+EhGUvFBDlnC9J88t//8//rPXpEpjkXmp5ljCRjmtPEQMUwKkTV",
-	"CvjMl+YGGQZo2KuRRVQAeidb7JQ/gUGoQOCbbwFovd4OcGuYZswzhozAjeShywUZZnw0tqB+GoAWhcYC",
-	"thVxZTWQH8F1cv9+Ugb5YPC+t9keDN5/vb8S5MNDqpNxPZYboRF5e85oSpqh6NdCoWeec83ImE6nTCgU",
-	"Nzheh19nUoPIpjTPMkI1ot8FypcRYZliZHuz1yFH9qYiFAvpTc7MrQA6CjSepWS796RD4ocxmZhVM0Xm",
-	"Y6pBNLbjAomc5blhEU0jnz3d3OyS//O/N7c6m53NVkSUrFn3TBgix83WaZYtIuAVsBkpCLVbgeWz91xp",
-	"1TcC50ycCyN34dOmoeUWM5BxPVCtYvvb3e3OysMetvEQLiNawak/3r7kJF9NcRfLJ/rWCNTTnBnBDSUc",
-	"nVOhYNe1J2hIaeUAuUKkaLrTa62zq+vsQrPJStrO8eE1wBTcjc1rk6MVcqO5GRNpJSGjJAHNHcssVaS5",
-	"aRjlZrcLlAceTOgCHpIhM3KKoToIULMpQkFtGAjzap/MaXZuZckShzFXAATuDtkHoQcksZwNZ0ZppFbi",
-	"L4R1jmR+IAydT9mQC0aaAXHnGm8CCB9m4ykZ8sx8iXqmGV6hfAWCx2omAMJW6YhTNqSzTDf6j7rRJQLB",
-	"ZrcbSAKba0kCUeNHc9dW4sev9ulNmb8b3cx0jHLdyrmUf37T2YoZzHwnRgZeOZu2T286lxvdzPRGsXzl",
-	"RDN8eNN57NggtDkeCjLb32h6hKTd/CuRQjMBf4K+gSrBxjSXZxmbfPWLQnVwvTlf41c46fJVdRzFyz3A",
-	"OpDASaGNpLBDYpbnMlcxXEoF6g0ZUp6Zy4JSdSMKLTsltbJucfbdjeLFFWraWh+792GLRkQ98ZQbLSgr",
-	"AHo9QJqBV0EReAE1KkKFc1QA4+xMl20L3qnq5p8biFIMM558dmz01jYwthVISbNMzpHBWjGLiwua8bRt",
-	"Xpwpo1lP6Ps2UwnNYH1xVMiWTrBsfUFoum9u1OcE764gcIs7Zg/PZX7G05SJz33AoeE2o8k5ocTq9aDs",
-	"K82m7dmUWOudobBf0Jl9KwX7nAB7KUnGLxgYh5IxzTImjOrM3k8NYCJvsETgZUYLWZCZQgsmRXuStVt5",
-	"2yaa5YC1PlAEGOeXdC1eSv1czkT6mcGsZsnYG1ENwUABP8tYbqAECssXBKXXOfMa2XPKM5Z+7nvs1BfU",
-	"d0ALohn7QkF05IW1zwckD6Avk5RZ6fqN8JbbzwqdQzTqRsSy8YhYomYoWc4u5DlLHZlCIkWanuUHPCSO",
-	"BiKeiZIhGUyHwEzs9/OxVIxkcsQFGGkVWJbNf73VfUGa8WRI2+6k4v5AON8KWLXMU4dGfQIuuB20BhhK",
-	"Ycbx5nS0mWdyJGea0CRhU6MLt1BJ/AKOP2q8ffu2vRuArHykV1nEUR2Th1QsrM6iPqscA24MApo1mVNz",
-	"u8DtS5px6N9wFrjd1weIQA8Usafu7E9eQDTfDUQz/nb3ZP/t7j9Oj3ZP9k9fHBwenJy+3j86PXn1w/5L",
-	"I2Guer7/cvfliUG7EnO9ZMTj/ePjg1cv4xaReVTn/sGhjLb5QBGqNZtMteoQcEUMBCoaceCYiJ2rbcfa",
-	"rIcgBnhzIQ08IyPKhdJESMGcbR5gpr4gDK34XC79PHi1Djdf5T/OpKZfIopeD0Mjchl+AtG5FEFvhBoT",
-	"R0xxSWDNpYanwSCzKWla6BFDJkjc6XQ24J02e58wlrI03rHuH3jtgSIxPHe2BK7REQowicmIX8CPiij+",
-	"G2v1CfpQVUyabnO4m9PD3b/jzo9bQM9fvzpGlyN+EOE8bMWXP755dbJf/RI/iEhs1PkVH+7tHi99B69H",
-	"JOaFW4Kcs8WKEQ6e7R++fnWy/3LvH6c/7P/DDkatL985UZZCMshLiV5Oc2LznGvNhKUIiP0u/kPzCSs8",
-	"7gUuYQSI0qhToKaNp0w1OecitTxYdciu5bmAGM59z7V7gTQdi5a5Uc9bO94LkOZ0qIsPwFmbMY2v+s8d",
-	"VOAUTk9OXljbiTl3cKiA/wGGBcvK8gLcCOY4Tl+93n9ZN0phhinuDnxwtH/86sVP+88qHxkFIJuB+91M",
-	"PaH5Ocv95IqYt5lIFWlSMH+x1BwzS93R5SxjBhXgZTkXhGpwe38pCtan0dUvWlYMZMLOX0fMeiPoBeUZ",
-	"Pcs+q93hiKXm4vIUbW8YQWLoklOMpRjy0cwcgSE2Rs5typwkFBwqZ8zxuxYQLRcz00f7XRF2AuJzzqi5",
-	"UMISN+rCQ3JmiBWxLssxFSOWolfGxVbYi1uhgIoOl9TQT0N6dwJ7zgLzJz2KN9YhOx8zcMPSwKZkeIrS",
-	"NNcstTzFxtMYcPbBDTcPXrfWJKPpLCw7EQwOx6tEiUy9eFl8uJAzMmcQs2Nd1lwRuNV3dGaF3/ovcmoW",
-	"nu7Q7N0KDq0S2BmYIfAsC/c+hEtNpjRnbSrStmIQNhaGucKRIhtHz6cPf5vzhO04TziGclg1JVyWlTi1",
-	"j0NTZHuzVyzRhSLsn9ARBsRR8u3+CVFjOVelLaN0gV7kAgR3hDSel+zBLH8hzCmbVFA1QcMwkmqDIkRb",
-	"GkvOMi7SbNG/8pxRXZVZagd2tmh/6N1NH0hoKInRL8zniFTmtIUPPamgS3d7p7RyFHIFyaTSfkyjKBPF",
-	"RwKiiECN6ZCDYTCemiVGHVHRio2Igk/dDVIVsd3/KoTI06AgxgtJEFIUry3pytmbLRqdAZRDmZMhNzI3",
-	"BG0IhlTCYoefAo5XgWCOEmGbZplTX4AnzcdUB3NwrVg2dOKjkfatwQ6NhaspWoDSrbvBlB+MSrEHGsVf",
-	"CFWsvgnmBjSsdsjbelU3KkS81WGJZYZmR+cpapw5v2ApGeZyEqjAePXdGKXo7VrS0+tuFvODRQQncaOg",
-	"/aKZ20wNfLcmhQMjn5fJjkPzdIdsd5+6xbS5aNswSBgwFG8xepJrGyGVz4RqIRTB1LwESB92OaELp6NS",
-	"aym0u7kbFLbehb8cEnuPQojFhm8WtKzvgY4vKB/2aD/ukF2LCG4052igYjGniypjNOyYioVBwCbYBoHD",
-	"cgUcsLVj0MHSOS3nNEfMnrK8DUwxodPAgMHTjPmNM6SqEFGfcaXRbewC983XauMDBjx9dHH8ygbWC4QV",
-	"6t5md3ckikFg1l8OjQrpiys1uwyH4HmBQvBhgUAOFcwYq7CnaSb8/u2JxxgI3nVa15Jlbccy52WEcGZV",
-	"0MDNwRMMkM8ZiocUQsc0y9UdoYI35v2VMKEIMS4JUcAZve5Ga4P0q6odaRrdagWzCUbfgSP1EcxaEsVY",
-	"wEeWpjXcw3y7AGO94x9gZm7agCtkkBm7YBmZyJztEKqMPE5omqrimzFXWuYLwoTOFztob71AkS5ncmo0",
-	"B4SwYYjlCC+0/Sgm0mKBkAO5kDMyYVR4teVW0W+aSyNYfm4L3FuWZe2hzCfmDs6099o0KTmTM5FGhJKz",
-	"meLCCL35LGPmhzkko0KwkEzZlxTV80ao2XQqc83SQ5ZyegK2zj8m0NUmddqp0W3FrQIIzvovKE7jowss",
-	"hnXsJrou4QrSbB8/3SLUPCdJRvnE6syzwMnj2A5Sag4OPzTIChZZkZjqwhM5F3ZAwZSFyTSXU5ZrjjHL",
-	"NNFXHQmu2OxidrZesl0RV/0zfFSkG6O8agbbnenxC0NqwuTkv+0eH+w1osbh892aHGX8CHwXR0xB/P2H",
-	"5e2sSmcz0AKN1sLGwjWyjjuEqwVpKQfKRq5QReK/gyugDRCJ4W5eAYyoQcN9Xgpm/+LHqDHK5Wyq1oyu",
-	"/xZf/hg1zrlI65JieDJG56AcBk4WMqUK6VGxtR+4SHFn7kys0NiIMEC/9lwg+hOWC/kia2AJQO4AX97s",
-	"dossSZrnFBwvKkxOWDPHAHAUMGydFaBGiRNcD6kBzsVkwVDhgdehPcSfL6Mt8FmWnjA6WWvpiU8PXSfR",
-	"M2pY7WRXlzJYU6pZ24gAZUSuyVqKGumMfcLXRUi3vwt3kUcbNTKqdCFkfsKKywMdMapWpe/n8MxH4ZR9",
-	"1jskpjMtT52IFaMsX7zwQIENouVqQTAyopoZJcB9gsqgvGB5OnMJa2D4Wov+WPHsU44+dCZUT+7xdnhy",
-	"T7vdrzefPu092v56u/v06eal52dHnql10PgY3yxu+JF5/3YvedSYTdNPuiYVMuHztAPyECzf7z8qE4Dl",
-	"6+KuX+UswnsdLn4V4dmFWYIcJZo6x9rrgB4NaaZYtD6JWjMJsbMiC9HAzN2u6gmVh70c2qUVrgIBmiG+",
-	"PBB8Gnm9IQAvuUybvSdr7qi/8W8rs0srgmCB+BV8d9ht97Hq8L5DzXOZf3qpw/9xFT2xQ+0bHfZqaaSy",
-	"FZzlilXi0Ksl1Kslx+sKBfRPwJ+HuZwce6q/zEyRIroKHGVWuWMThF1FHmsMBzvEmrxw1TX5jDxPy+Mb",
-	"cD1dMpw52RwhUDAM5q9Ww3N++EtOmUDZtBBF6qtAlSgqiLbFzMHi63hUCWarbgdyYvaeTqYZVNg47W5O",
-	"niRP8u3pNBePN4XKx2OVdMWjc1E50zJF6pULQSSnP3fbT2l7/Mv5REzb+qL927sPvccfa6ltANsAmq9e",
-	"779sRI39473dF7sn+88aUcPFGNZqPeUk1ZvxlNthfZfRTRe2sywC9crw7K0uHvCh11sBSIj9qC3GdPyK",
-	"bPc2vyY0m47pGdM8AYtW5aJuldawtbSEdx+26md+xi54wg7EUF4T4nxagcP2o/Ks3fbT3fZz2h72O+8e",
-	"1s6d0TOkkVeR1Zli+e7IGseClx9t9uqOdOnwnnOWpT7JtLyPlGnKszUGDkoLLR/TSyi0M4QKD3oc2SoL",
-	"Mido0SrqLVTODeSD5YmkIXQ103x//OoleY1PCRe28NaZTNch3BVktxuvQ/bvGM30eBlWaumuy/OryZ/9",
-	"qm6iA6FzqaYgz9zk2qMppXx2Tzaf9q4U2ODDU/Pz6Zgv4dXVKknVhlO3Jctkbm4opInmF2DmsLOcSZkx",
-	"KkDSeD+9XX7KK2LPpw+o1jNg/aL5eqJEItFQfvWbaxlYyzrtsgjlDJw22aNJBWHvNRPgpp6wyRnLI3L0",
-	"fI98/fhxj/yf/93r9HbABpESaguizMEjCPVvrIts9/XBevbOAkFr0fsKgQMRpw49v3/7Qw1SZqPwUu+n",
-	"z47rDcdJflF+sffo0ebT2lfP+Xq2gnO9KAkPP7yuHW6G9j5vTeWj2tfe38AIqRcN3Jn5HBe+AnLHy6A7",
-	"Z4v1NSYD/OsqSTBB3XoOh7QUhV1eV1KWVy6VkINXzRnLtKbu7DOW8QuWEzkDF8oZFemO861DjdUKVpcl",
-	"r8dLosG7DytkSut7vzXbUbA5u7dwjhWA/QnSDzG1o3JVziAthu1/4jIrHg2H16s8Njd0ZPA0u4WV3tCF",
-	"sCQsHD7fPf1p/+jg+cEKTcCz8xqF1pdpEGzufEkY7ugm3akE3gpJMilGLCdzmZ+rKt1dh5CGlZtwcaGx",
-	"8VIPhcOixc0km0+/v59+Ga++SrUbl4ItDrmocyDuCkIncia0LythFZ8HikzMJ2QmuFakSTXWTev916Mt",
-	"8t//7/8imxFh72kCH2IxV5CFpzRXLIejvT3JxTnPa73LT7cffe0SOAnK0KrGH2zTlF+wYU1ZuMPnuz6R",
-	"2ZcMhlwEKAhc3c3tmY1qlZ3aastRA8tcLS/+lbC2IqiCXKp8ZRSekqazFlcMtLMqc1x2Z3KhNBUJW0th",
-	"s2EOSyp7vdYFATOXl7aNjGhnzyoMRkUt7+7OraClq8d/9PRpWCWvu+bQmutsPbHaCaPLxDlMe8YY5DdH",
-	"B0ZMMHcZS9xiEWT7otr4oLLZ6GPcishMpDb+yzrsHqiBmM7OMp6QN0cv0J/nawe8fvO3Fwd7p2+OXkCl",
-	"Q8W0rQ4K8RpY1jyD8FAXT8W1S+UeiCDO+YEyo7c65MAlyCo2mjCBNUSJwvKwZpUQFDbnOhkTKbAsQGF2",
-	"K3YE8VnU2vf8Kc1y3vYV2a+tosNTd0TRZYo0lCOskQI/2V+dBJapS5mQew++UVpOXOXAK/Eq5QqCdj3P",
-	"uD1Kzj5Z9jEUbM+s7u5s+dOcJ1yM7sRK/mtRBHOtapZRQ9GMqb0xFWLJNve5TfzLEuSzo93nJ42ocfzm",
-	"b4cHJycrxEg1O5tw/Wl4r2ZnWmqa3QFSavr+Lka9joP+rrZ2y47/okhr4PkPqEsFWwPZ3JOt6klWyU1w",
-	"HCWwhDd/6YquGT9wlaIJt+5TPOm3SpzX9r33VznfLyEdW71PcuxXNZFLUMDDZCXEq66zX2/JdfbrdVxn",
-	"uBKNWkbVIxHIV2tcZu7rYF/5asYFO7mju//rjELrn1vmAeez9UKOBNevc56wW99ZTdAC4t35rBHsemkJ",
-	"S9BejZCaTV5wpT81IKPAqXXiQu+IbdfGeKzh1PaLfz27Lhm87oVZD1MN2LpXVB6vRdD1CenGKkq6jM2X",
-	"nXtgcVkyYF2BpCtP4rVr9XDpOVRLfYFNZsLyETO6WDLGvgpfbz193HKBnSzlqFuBxQBMJxMuwrE3l9nc",
-	"nbGsJd1jXTjfJbcri4jXOPmlozxiNIW8mM/gyz3CDEivLFUDNODpnXX+qQZy4Gx16zx2fsQq8p7NeKbb",
-	"XGARZtJ07alUP2c0DfpVqT7UDIFeVpAI6F+w//SPsYiaf2z/6R9DrTT/FP9VHZqmEw4to6BIDdwEzFKx",
-	"jeNcoV5sDdfHHyl4n/Gn2KbxFxV9VaneoTe7QJpLsetiDcXS/TLNH+zC4KL5a87OxlKeq7jVJ5mcs7xt",
-	"XnKt0ey00O5iqxe03DEriGn7N9JtPyWnpB1j2R2f605Jxsy1wYFwT36Y8red1V+TZizzlOUBaM94lnEx",
-	"QshD+w0LWDz5UU6FNkDyMeS+TlPfLiVxuWbqAYkt5nUwfSMmVJ3bqqqkmcpEbbw+evX3g/3jziSNyKCx",
-	"G3w9aOD0WOfJTkzLy+Eaa71g8UGxKD/FiqwlZCHNXEqbvaRanerTjGlVxtyNMuJinqY1s6MvxWVN2eIB",
-	"QuqgupErDW3wx8g8dMRsPdhgHRiwfyalVjqnU/w1IrEDcZE4FLewCQrXti9cpZph7LuZaIkgA0hvd7uY",
-	"cOMF+/DYl1XP1fFStP3bu5+LoK1utLX5sV/6teN+rqXe1g322ZyHa6dD3ZY5sK7TTT6DvnjLGOEy+5tM",
-	"pJiHf8HZHN1xy3EtKcSjreloxOA1iIeFCoSHQ7pr3Sp3Z677Q12xGVX6SOpPPEUzyjFjn5LXMymc5H+g",
-	"Z3mNT4LY32ulsPjON2v1sFntNvZdcsLklWUXctmGFBxQFXOiGipSK+aEZUdumKhhJzrBZH7rA6uLDYE2",
-	"Tv2KOOHKAVDX++WS+/joaa+sa22t67+6GSVcj8wEwbGfdvHvHoJPHm+X4Pd4TfAFpdxLHblqFbwXcsQF",
-	"3G1y+Hy3jwIX4YLEh893T4/2f3xzcLT/LEb5IJOjEUvN06L+blhj3jZRHUAl1cgIqXTCfTkiPKByIXlb",
-	"DWGTlMvTQ8UDKAdk68ovc5VPus3+Bl8e8FHmSbV+UrupFdVzQJSLiC3NBbEtUI4u8Dn72rqYvt+MccQO",
-	"RFIbSfaVE8rgFyPqQzNmI+UZpbtfVIijIyaKonE0TXMjlNLc98ymyhb0HVM1ZljsxhY+tPUqfWtnn3Pp",
-	"FoZhkELiMpbDI9aM/K4cBH51Cey/9Td0Gfa2fjxe4siLKitEeXwtJk0jb8thq6iuN1U6Z3RCmi7VGyeN",
-	"rZKilNklBCrFdpBWn7hwlq1ehA3DQIt5vF1Vhnbb/yROqemQU9In/0k2yFdGuWkKSRI5mVCjBagpTVif",
-	"VJZAfpFcQCG4CaoF8D5KWnUJ5eubT/5z46tVporCzrjVq1gZwdr064zZ5zqfsepZ3Ywx3YgSV5DJjnEJ",
-	"NtUFBsfqNCZfhQ0JNnttf4hE0xH5isT+HRdDvPkkeEmxjEExieZm9wnJqUjlhJxxbVS1Y2sbk3mlOVHG",
-	"h6xPciP6GbJh0DEgpueMTQnXZfVHnf7GXz+bjL/79Xz+y/B0dJR9/f6kd/Zr95/nT/8xfzHZqqSQVHJI",
-	"ykqROi1nsmz2PlZ/eXKpNnQbBm6nWN1eomFZSAyMYbt7Jwc/7WMNDc/Z7D8vjWG0I564UMa/mgb4p45E",
-	"vZ6+UB+NegylxKRI2A6WYOLaddSOT0+/k0q3x6NT1+udJFKec2aIdvz3tp2jDdgR311AalmbuJkCEXQZ",
-	"rVpKe48LchZB8as22FqMuAdFUYYco+EKYrS2i7Ucq9pbDlZd08GKy1dqdkPl57pOpZraLZdiG1ihS4QM",
-	"ncuOqq3FS+vLtKyfdP6f/ZV8HbDL1aYqitjkIN2iRF0fw62zlWpOUHqKpcDSdkiS0cmUpcTmsnGlZmF5",
-	"oZxNKBfmF/M6aSrGSOzDKmInGKNI2rpcR9rafLT1uHsDNak+Bb/hD7206xB0q+8V1Clc5g+lgLWantxF",
-	"6Spfo9DK5L7fahWC8OKiBJlrkdxPxut6//OV1DW6LL2kllZGvvfxui2Ob4rmddmAJZrMAnJbIMnVeHHI",
-	"sDvTbYdxXpea3ULgJGD4JwwwpTlz5jqaZa+Gjf7Pax7ru2hVPp/1hYWdVyvl33x1BKxnBh6MZuG2gBBj",
-	"w8zr/BYdDCP3ns5lQ4R9+Ek1SmCENSopjfgFE46ums+wouBOqVKbq1vrOi1RkTBz4yKjCwePoGKuOdIc",
-	"lBFw8vT92wTdjvYeoN/RVtSHMeK1ch7vpPzZ3RQy+2RSczUtu+VYyoBGLVVRKtGmgGD5O1wmaA7Dr1M3",
-	"CeDwmtalKl5PByzI5BqnL9h7vTfLVW0uUqkICqQATOmIXT+RfrV2WbTPv13pDDShZJZzvTg2YEE4njGa",
-	"s9yoe8W/nju8+f7tSaOmC7bN4G1jiRyojdyE9N+IxOc8jW1mS0RirlS8EdNZGm8Y+Sv2jVwjMpRZJue2",
-	"zcFAHD3fe/J17xEMdsaU9p1NpkZj4AlTLVen+WyBdNcR0+aSr7feQxwRmWM6R8Wh3OoQkEBUn5SiN0g5",
-	"dIME3m8S+r4HIgjZIGG8BimCNUgQqRGR0Lle8ryDC7yFPmx02Q/E+kEbeAlr7ZQoBYPCCZs1L5vL0eqQ",
-	"3YG4qgJnQvOcgz2X+GqpMU10jNVS+yT+MDCEYdDoO7JelP20wxd1P3G5H+OoKMhcrRBqBDqcAKunGpmd",
-	"azTVw8KBRwK6Fqg+1noaaPx7oEXXszs5pb/Oqu1cuCDU6+NOCwdDqPkM/9mIGoLC7Et6e7EQOuU/sLCS",
-	"5ndwI667FFsHpDmELoGifZbLOdSkz7ghby2/NHyxWFrFaLC8sI+QFYf1W8orGlM1NpcHzIOKqLHMdTuD",
-	"dhDer0IzbHJkVon1vc/YmAsrDyVSaHNp+7arjL1EA9FUGU+h75hIibMnWFUjAsuk7V4fWacHmtyhJj+d",
-	"6XErIruvD9oWV5mmKdWUNL9/ezIQhjZQUAAKoSUiPKyr0YrCFouKNOVU8wlXWB1HuBjwKKgj71oQtAbC",
-	"rLkou4S3mTSplhOeWGgU1ZpUqzMQA/Fv/0a+ZRrw2vYGM7/GI0nymSCdjWSSblhCFZNpzoWGnk05hO9A",
-	"AXnbL4CShw8LooVUA8Dw8CHUmPAdUAcCbhRG4QA1aHXIa/DSPHzoK/g+fEjOWCbnEZlSpZk1RsUFL4iR",
-	"AD08gUYvRM70QwIG5MVAeCzokH2YxgdrmTHFCCJsXLvTnYKOFB1Z7etBhyKntm13tyzg/o1g5dygYu5I",
-	"Mgse88rv4aPfjYhum1txDf+0UISPfg9dgr8PxO/tdrv0fzOchyFpUsOGWuR3ckaTcyYMI8gtPuJAMld9",
-	"7I5yDd5DalgP+Z3E7lhsrNjf4BQI9kwmv+NZYm8/THuMNy42Y8LeQ19siI4VqXMsANk0q3G9MjqdGHa8",
-	"1At8PFKn5qnZZmUQR2YktCtb2qiP9SNN5RVvN8ySvdILAxYAl5g7fy8t3UAy+OeGJQnFjhgHxPrd3HiW",
-	"K8gofc8DouF6KNlt/W6QnJ7JC5jJdWXwLTlh1IHYrUAK5D1zO2qPKcbu9La2/HZ3MyKKYuOdEAMtQ1fS",
-	"ECoSXlgnSoZn6HG1kEuoKH42upRMzglPpLA9dMDtY14dCK6JYCxVZjVbJOZCzYZDnhiG0VbI+OFCzrli",
-	"LX/ZwDPvuw7CpdHjXM5GY7KQs9xdAPP6Zof8w/yE7eDtA9+rJXBA9etxZlU3eJQDCbED24ryrsdPEA+A",
-	"7qsdkB3kTEeEkoxqwxZ9l0SbjgvMxGyy1yEH5hTPlWsV7F6tW+TGB28x/7gxGdIN/3bsiBYsNP4QVDeI",
-	"AHSutara1R/jDnn48CQoKqygYYxr1Gl1bHPoDx/2K2AmhKRYPEUFzSCLMiqkeXx4HBHWnlCeRaCDF31S",
-	"ZW6uwmQKLfO3OsR5siHVOhgPaoHBvHQ63SmtwK6V6z7u9GoY4anENrR0GTIGHL1ul+RMz3LD1ohgcxi8",
-	"fN+otl0w4sPnu7Zis8xSaI+htJwqKMzBxai1Q7Z7PQzrMBO0bbuL2DVygMFho804LK0QtyKyvdklsV9j",
-	"eyQFnG3YGBeutH8lItu9p0RLSSbABQkpusq7SwTlCJT5FzJGKIZAuJeaS1UgmvGqhg0xNO1emJtqG1Lb",
-	"xHgKuqZRYag2ZEZhDAXXZEynUycrYJ82SVJJmvFS8rzLna9NjjfDDYRiuhWRGMs+xDgetsyWRUMxrorm",
-	"XzFWfYgxSqFc3OHM1dzA+nPRQMS+wEJsW+cLX+mqiGLK5Eh1yKPuFuzJwN6oIItyz/4OCgK2bunvpZIC",
-	"hh9xnbElfm++2O52ye/k53hCM+wR0raLit81PcSWHhoeFzbCsCRqHrQa+e7k5DUpTVGk+IdjF79WB00N",
-	"7TXDTiAXxrbIAYHaDbwJA7vuLoFZMpyh5rGbKjRk0pzBbNjMqDRBKV4qhEvwuxvyMprNtQLhnisk3ZxV",
-	"JpqJgHiV56o8MtMFDaEN1XArcUNuwZCo+bZTJnh5wNIDt/qSnozcvITi5bFrWGoJ7tWndWDPaHIO7YHs",
-	"4jEsvzSNZV+1R1B9BnAhSudYuoiWQYT01G4nhNU2TCSkbg/lTJRm8D+aoV9KombJuBDd7fePEE+YHsu0",
-	"bb6gWSbnFWxZempGPIRfsWcM/urGfApjJlIMM56U7qP7rbgxuJoHyupf/urAkHiCpVHLDZHqbottlWRn",
-	"CJpLcVVarO+M6MxUjgaF003o+3ahMpZJS/jEIwi0F1BF81cU760rMtQ+8URLky11PwznW3qICOPQu6Dp",
-	"1f6HXNlWiWfM0HTbzMmf1ibSuAojDc+s9MTiEvS7hi5LXmCzw/VguGkOXlEAfBuD9MMxax47CPrGVvsn",
-	"FLtva5r50fFeTekikzRtaynbGc1HpfUuPaySZ9c500gC8IIb/JElZb5PU3vCUk7BJVymaHVvmGmCHk/l",
-	"5kp2hq9hBvZ+yhIM6KqBzfJTt4HgSdBcbcIccesh7KE5VtsolywtD11+4oZ1XUnlLEsJPgSCn7Iko4bU",
-	"wGeqPAkPsOycLdo5M8JW6T7WvuGPuYKlRjoBcc3mcKV8CNVzdIWA2+mXJMYKcwufuSldUzBHCEJ+aYe1",
-	"cmw7gx5Utm1diWrXveAmwPhae/PHNjbIXX0xm5wZhXyId8f3kizNPwt7rZVRLnhQRegCF6qXu/dk+TbW",
-	"MaPaF8w0YX+9CuvpIdH6dSY1rcW28hMkV7aoKjwyY7L3YzoD43Bp0JxqhjAuDxn+DlCwwrwDhQPnFkol",
-	"aLeoJxPVZ1WgWsMtZiuDjFWhF4+sdAhCsaBZmRfhbwBC+zfoZSy3KoUdYnOJ5ADDGrLcoDAXo1V0p/Ja",
-	"lfi4xwQfu+m2nLDmGkpWBDX3swMGMmWIxDCnFbzhRkSaOdZ62r7ALH+QE/xKSiBf+ZaZD+Ru+xTuZ7Gb",
-	"38FnkPGECSwHa23ku1Nz/9q9TrcRNWZ5Zv0Hqr+xMZ/POxQed2Q+2rDfqo0XB3v7L4/34ZuiCpo3mTei",
-	"xoWrjdDY7HTxLTllgk55o9/Y6nQ7Ww3w3I3B+bbRAd0Bulpu/DI/Vx3XsG/EwIPrbT4HaaPf+JZpqCcL",
-	"7QWm0izJvNTrdi9pBXi9FoAw/or+f6DHvWVnxJDcY6Y7GCNicz/qx/UL3bC1+gIvZKP/87uooWaTCc0X",
-	"jX4DleZztsC6bFZXUBXF8Pu3J8pWCHi0+TUWU37S3fq6BVV5RqrR/7kxYZo23pm5NlKZGCC5Pzc+UKWY",
-	"/mh/GkPN8t8ug/h39pU7BLqtnL4C7JYswxWa3jbMX/ALBi0wm1541tKI+uDWWQFTi9GdBZ1kl4Hu1ZSJ",
-	"3dcH1wOdG7QA3VWO9Vqo2blJKpPZhIlbR9aT0NNVD6aK6cWiHDD4EOPKa+91u2jVQRcOetemOTfTeo8J",
-	"JVMuRhHQ5K/KJhH8WIpCGwL730BYBQUKHfatdRpH5yoCkc2RzyKbSrMEhFE6pWc84xo8wDmzNmvnCpK5",
-	"9VVB2ryzK+0+Ozx4ebr77NlRHJFMyumZUXnPFsQeQss6f2OjIeY8UTE6d5ew6AgBdof3ryh4Udu/2Ahk",
-	"0OM3v2CARo+6W5+/g/JSQ+Rb7NJ7i/fCw5I0cd2wWhALIqckS5Et6q9M6I9ZeUV2oclsydVgPUjRpS4o",
-	"rIaBTk7DRjrklSBqhrYfwGeXGvXQfaKs1RFCZMF4oxc+usJldXXKDTydZTbo+zkQS40/+y6YroiKMBR+",
-	"PqYaPKHmQk6wZQfkxUHzZiqKVDLDIweCJtq5NECBmMyURipOz1kwhVvhMU4VY/IB1c7nBPa7jpGx0Yt8",
-	"SS/WJY9ni9BMSR8iUm7UGpHLAkGwIf/3b08eqNq4EnRQPXwYVr/oPHyI3b0LUrO3t398fHr05sX+cYzl",
-	"XaF/N3oBWRoabFOW8BSCiDAUCJt8g63ViLpmBqxbQTUZ8ozZSrGo0sItuaQ8x0C4+hx9PEC0cjXjv7ef",
-	"u8W00fQV2+SOVzkfcUEz9/OOq0xbWB8fqIEREKGM8L64kAvvnGlFZCwhpTOc4DupdGyTD43GUX3+Jucx",
-	"hEKF0785OohbkY10hXhVrhAsLLVx4kLmE5pZByhpTlmeMKHbKUM1ISLx/+g9jzFSIv4fPRYTLpJslrJ0",
-	"h6TS18pVOyTeiYuSz2qH5GyKyawqg7TRHVeFJaGKYYBSnDKxiH2nblghHJKXW2AdLCJCBiePAPDOZ8iP",
-	"BU8SE3og9Jwn2DzdWwyyRZEzDKgY2pF3zA2MwQaIS/Ecudfddv5IQgdoOggDFJrA1w3WSsFaO4T6rNHK",
-	"QNvdzWIgtDKUqAd4Q7pbhig497b93np+zLFxpawL2mcAu++HNMtsVM9ANJeNzE5+cBnBYGg0MA7624MT",
-	"luYcVLnSTRuIim/ESDv2Djuy4JJdzT1Gkd/AxlGPEqWlRtT5/u1JifAlVFgXMAa7wIrymdIOHtNcvl/0",
-	"iY1ItEGKPtDM6BdySOJ63Ss2QDnnqbkLEL1Y0T4wmjkiENNIYqf5td3qYtK0qRW2EzrsQRhCjWwG4g0j",
-	"EqvZGdRKApNGDIGTAgo6AcQhisRlE3trD+A7MiQqFjAKT4MXoN5TrOE3W8cnGggkp00XsW5/JzGnMC+E",
-	"ZTYfd4lCL7p59IvmMbqN4cL4/GSsno1h7gNBS3glczKbGjlpu0vQJXpUDssgTTHi4j305B2fOn9bRPZo",
-	"mi5IbHHolGL40UlO2ZCf+98xKmkgkADG7L2GN3+LWz5EDDzFlp4FFbsdJ3e4YgjzmUwXhgOb/7YzpNwB",
-	"4sIJuqgOLMqkSLyH8l77ZDFlNkDKkBLLIxeO2p/NNPluf/fZQDRxsRhIV1odvtpC3zDmxSNH5op8u3/S",
-	"IW/Rx10u5qAQ7uBlBSQHYZwLUmFIpDlo/A0D8sCnD+8OGshMwa8xl2DQHGZy7mskBCSwPxBt8vBhuXID",
-	"hJoVAldQfqAumgPLOXh/34LpVt9FeICkYgmEL/gANQwMGOEC9LFkw0at09FoCoS8tmhl7p3GgDkj8ogF",
-	"fArhNszl30PwA8ZboKdyCNFvKKTlM6Hc0gqPhBnAJkpbhUgY0QIP0rcT6SCkjpGMIoiKMYwyZXcIJeIQ",
-	"dq0+gV773oGlMBUbz8Gceq/b3TGrif8DgPENREIUHGIrBMwyBfeRMmYI3IJj7EUbFNgPiKKqEnJRp4b5",
-	"yMFG0NBOQW7Nsupd630slUGwa1U+fhU63xXhq5lrarmW6hTkKn98d4dqogfCEVNGW6pR1XbRPVhRzfbA",
-	"0GjIRy6zq5Sz0svtl7J9rGUOyXGhXL2i342Vql3hNXvSVJfylawGZMV5IG2BxF1KZfKsx1yBIEq9Uzqc",
-	"qzMfqry/fvllvh9GHgN/aiFLNwJBZCkLSCDWjFDPz/urWfV1uLDjtY7BRgizMht1nHMVcLa7Ty+DzqpC",
-	"JHtyMqFtxczFM4eIS/JsP4wrKE7Py37+LStgCSnY6uPrfv30khUa/bauvIWL42xSp0+WY7pkbhV0K6Gg",
-	"Vt4MlfFWeU1FUqWPrK80T1xenS9sUFkeEFs8OqBvN8PdY59nVsk9ndKEBadjUzCadmvh4aycebPb275s",
-	"6qI04MoeV4Sn9Rhx0+0WKXD1ZXHMhNJREUt4bjjXCVy/FQ0V4dn1BjZD97rb9Z2kCkuCJRxTmfHESIOo",
-	"1nmdV0AtoiVNLqETyGGUYjGRM2UHBLXT0y9Ly++UDay4i35hcf2F8s/rrpIB3DZyzMvtgH+jqSuQAJ9s",
-	"XsMeass7YPIeasq+7klhR9x1WaBRKSZTAH0vk5dG1Lig2YyFjXlLV8Nm1ASO+76RF8HAYUP8SrPYmVE6",
-	"cZ2jKsbJokDIdnezcAVeGl5XpOFsXBamB1cDxNTDIX3NRGoOpwScakm1kM5X5eqlwOmV4KqN4es7IdhF",
-	"8UEQBFrNmutGBbduCsprhhXWAThUHFBk+2SD/MsQvn1z84vTg1hse6h1SGVUxoFo1kZvRmQpFLKF9XuL",
-	"ym8gxiNY5pRb468FxUC4Mnnl2E1b4S4gRW/fvm0HcZTsmg43uPNbN7zzSDCfgUWtcufL5NlpCWb7EB5Z",
-	"yLQZTc7VSkQul2eDsXqkiYV925CA2QoHtzn+zkBkGXiYxrk2+m6V0fequNI6fC1ZHNHVotn0zTQsuFiA",
-	"zCqe/ZKeidqlQ5ki60HAfXFa5wrw8SBDCxNJ7HdW0bwJLK4RmloHkqqKe0vX2G+pFJ/UDJVuWz07PMgH",
-	"ymoHfWLfMEo+gHwgnIbvDc71GFDnm2hWbM3WWoInE6T5lK29Fesu3Au47oWb8nJO/qaIyvl0D/mHaubt",
-	"z+8+Rh+qObD4Y5h4/vO7jyUnovVVtA2ykGTMEiyNnlcNimb3Y4kt/MJYhWHwfeFZhJRNqCQgVU3AAha9",
-	"3aOqxshRB4vilY0gHhGya9/5LpJ/k+ni1gwQZm3l0rwfy2UFbIGnigVk81YXsCrgwkC3IvDun9DRVXIu",
-	"vPMxangQ6vYRm2Z0wdKrPq375GPUeGGzf6/63L/3MWocUc1e8AnXV7rO/YvhV+3XoEOs/bF7/xMF7itv",
-	"tqPLaaPg2Jd/9FzmZzxNmcAvnl79xZ6NyocPNh+tsy4fm3fIUk6hfoj5uNdb5+MglBW/WmONJ1IeUuGa",
-	"KqtX+Y8zibVArksjf2ALluIdvA1yWSKCjaBCRKNCEV9NmYD8tHIGOmmOpZCzfClwP6SGSPfKZHDjg/nP",
-	"QfrxsvgtSwvvzKB6h+Tk/kLXX+jtq794KfVzORPpTW/XHyV61N2lnNG0epV2Abdq7sd1uf4e3KDGx3e1",
-	"F2uDKsVHWM31ZsNGKwSVXRj4ZoLKEALyX02xisedSiq4zGtJKmvcGzPyiU/Lchfhr3Phrs9y1+Car4MM",
-	"jeeQFXQL3PrzUIbirD8rv/3OBcECl9UyKGNCJ6T56vX+S6Pi7R/v7b7YPdl/tja/3bAcnN0BYdi3Q3/x",
-	"pKE41HvycE8e/oTkYen+k//+f/5X8a8IAoPQtoVBUUEy39qUYsyVlvniKgn9O/vaHQvqbpoV8rpdbDUo",
-	"/V4MvxfD68Vwp+Q9UGHdtIgINmdKo4fp7oX0nMkpuwsh/QgGvufE95z4nhPfJSc+2j9+9eIny4ANW16b",
-	"veZMyeyC3cndh5HvL//95b+//J9fDHckYTUlQN/+Va5AaGn/pfoCYXF/qDMQwbNCHYASu/fuwHt34L07",
-	"8MaEL4xAqlI+nJPQsKL1Ws5AS/oqpHDjA/zX+gNTljE0UJbJ4jP43ZHFCmHZrmtQa95PMYjGVjYa2fDz",
-	"eyPBVbftM7Hugmx+XgxG5MBCE4C9VGDlMOiMQZpFEfZa9I1W2sRW4Gf3z8H47i/Dv7jFLGglsuy5Dqh9",
-	"/aW4nqz6IxJ9VGWN2rl8oV6bn28oCaMqew0ReMLyEWvDSr66wZ18jdOtrcPePTWw7Y3uqcK93v5ZhN8n",
-	"11utjyn/jBRzz01Os88rcBwWxCWQOpq+SKWvXHkNaXnDdx+rlUZecIXiCPYbu2sqZGaBjtkrqBEs1kjj",
-	"2HX3bAG/EJ7eU6Z7eeUO5BUvD9vuj4iAtyu4XHoxNz6Y/6yv1ZoL9Ilizr2UcX+XP6eUcc/yL2H5R2wi",
-	"LxihBfXZIVpql5hrwDKZzmx3QV8fTGk2vVUiFV1NQ4BMoR42qxEkXs/0bRGoO3JFmJW9nul77eueLt5r",
-	"X/ekeIkU76Y2C36a0eTWSPIq6U/Nzux1/QSDWK1r+BhGvg2D2B9BEREuBroAqnuaeC8r3hMoax4ykmJh",
-	"F4IGT8+Odp+fEC3J8Zu/HR6cnOw/u6a9SIWVm5z6WV/Nur7GBzZfWqr0YYuydJYK9b2QIznTa3lnX2AF",
-	"EzmrikZ7GaN5+5hr1n5GNa0pMjSwvbDVoBGRQUNpmdMRGzTia9Z/+qOISNQ4Zrq9qj047F/VNaq9fhmq",
-	"m9GdP6Xrd83SD+X2E3IEXU2bWB2nVNM9IgkeBLZAxPruWPm6gqHhDXQ3LvAQL1X9WKeWjit71Lyq0GnL",
-	"licaiKAkEBQvLZcsJc9mUNvT96Vdq1QolIsZiKLMtK0iHWOdFahBcnq0/+Obg6P9Z6s6KOxhj7pjX0vv",
-	"zoQPN8XKpO4sC8sD3kWBtLVvnV1r9fJ9wVVTSlfn7VgSOiEH5u4Mc6bGvng2VLYTqZxjGW+oBJlxrbGy",
-	"PRY+y9hQ11+bMudyXbcv42BH9u7apvP2dtkapHjkYbdyqJkMV882/A0LXll8961lOfYy8W322RSrvvhC",
-	"7lSR+Nn+i/2TfShENlMGNz6Y/4AeYOuS/QfO/00cDUSSzZRmeVvRIeuH/cF9sVM1xiYnjIypGhNNR62O",
-	"be+FNbywCGpRKH6TUD0QUiRwjxEOrumz0Xh4QjtFUJbuA7M3YhaAx1f2jT/YCfqk+7H2MiOoDxev9Jjl",
-	"z+zR3Og+hxW5sET6q5nezxSDzjDlIlMnc4k9w4nFBldUHUUNX0XKrr7R712jQBNuKd2TM1HruPpOzrFL",
-	"G67AH9Kc5Sys1PfFBJTdnPT86/D9Yz4SwPjhrmAzIuh70cTLUzrrMinZKbVdxa7gdKGukAGW/bKHi0+6",
-	"P9fih6ucsi/CZo7l1LedYMsPFJFzgfUqc0N/Yrv9+B7x/xS8uiT7lDt4en6BpPUaLDmstXmZf9PxjGdu",
-	"gqtVwyNXevVfL3B3FYZ+qQ79L4iWG1pcItUPlBcYVoTzhpT6erbUY4f7RQyAu1NhXk9NQWlXDFiNDVE1",
-	"QlufxOOROo3JV6E4qOmIfEVi/7MdHgTFjCVa5v4xHQjFkpz5hhd5h7wysjcl52zBUnK4u+dA497A7tQS",
-	"Sk7ORMryop/Vd4e7e6c/7P8jbkVEyYEQjAM/pCSRU+heg63VBJSGBWsW0dJI9gvbcLZo8uDlUGxIo2w3",
-	"wNjTjpg0zU6xXwbuC1Ta8paH0OTPCMy5tE2kzReBomwt+9hVC6aPbCMV1EpsF6By6eKil9eyYh1061iq",
-	"SRwWPFaa5loNBBdQ373QhjGiXJGHpXrIDzvkzar6wRGJv93Hisb++huVwf/qK90XPRINfhNPcX2RTzN6",
-	"UFh2u7s5EKvamZDmdncTG6Zsd7cKnaSmR4pBB2qbv6AtRI/ZhEBvxaUGJy2Lhdr2ry5WORBBG7eVxZu9",
-	"dQK7uAkSdzqdoKyzbTKWgc3RDBkoYg5SLYt4hGMjSocu7ixVsebysZ6xRE6YGgg41J/2jw6eH8ChlpqV",
-	"ELw6tOhsEgWVfI2SWMZ0o39mqetyp7ScKjK3vXaoBmoQrdThXDc6W3TXIG/Ywx4QkaXYRqlq0GnGu3sn",
-	"Bz/tx62wUrc3Btlqrx6nx3Kuquh8NtMo6xYI0VnqJIMG4ylVaifAW4/NKxvKXNJGJughw5OxUc7hpqug",
-	"HnOzCmrEjJxy5U4Yu8BI32MGAOl7U1hgAtaPJdAwTSZS6YIqHu8fHx+8enl6uPv309f7R6dvjveP4rI0",
-	"1SG7GgGZ0KnrL1r9/sXB4cHJ6etXLw72/vGNub66LbOUKW3xo+hPaovrUs0IvKeQuLmWiYwqTXKWYNc4",
-	"6BXljzbwXZZsFwVZCBu+OetBgHoO5XbsLpCsxIbI+y97PbKi6Xyd7QBTxkIj4HVCQUJ7AdzWarn+aUa5",
-	"sMSnWVSft5eqFdoJqG/Y028A/jaM5ALSqRmdnsGT5zxnQ/negOQFF7P3Rr5Bu06j36CZedsXyjc8pGif",
-	"Ei4LFwRN01x/OHt+ro3KsKZU8wPfnq9jG8BcuYGRnf7nhtJ0OGxEDZpOuIA+C5ct+3BIr2jsUV/Q/1r0",
-	"2zZlrJBvbH7K0h3fQg0KLmNxaUknPLRwlc3ZAzFhVMzHPGMhWX/gjWJhP79CGMFGXGCQlCNlNmOwG7F1",
-	"VXuDCK/OZh+o2lyaZdrmepEtTG5InpaGp7CrjimQMzA6qeZ01rZd2ct0R2nYV1y5Fw4hSls+UzKbabYP",
-	"jQfUroaW0r3H7e5mu/v4pPu03+32u91/GvSsgY51dpQ/e1T6jKdZ/ejw2pZ7zaNio99Qpz/2xuOzSZqd",
-	"vH3z/pR++5M6+/aJTntPF2ff/qgPT4K68Q1kk77hT79hRPMrvj8VUrcNdtKs7eTrthTZok1F24Kx3YX/",
-	"bdbevgKqL1f0zigk3T8buJPeT7+c9R6dv/j7yyzZejk964XgDkWMy4C+PMo1gN67waXCnjCr4lhcbwOb",
-	"M4q9+O6k3c59oEttoMufI7X/JhaVElG//RgUx62vyOt3GB709p6PJRlTRX6ZqYBGLVtTluNP1rYVYi7E",
-	"SkfxvanwPsf/eviM6BHg8+WGwMsz+//4AIb6uIV75P4Xz4Hzd2BVFtxwlmXkgrM5kcPwMqCBtDAKQLeh",
-	"BYYdQKzGyjtya9byktY48jr0zcf3KSxVRhFYjazuXdeftEkFYZOpXpCMg31lIi+YNXPSLGuVQ0IGApRD",
-	"6HFb9Nku7NbQgG3RsY3mK/Y8b0kpqb/OfDgQgs3dSq0ZgzTjUrNWNIwWDdIfqKBj7JJRYSCWrAoRoYpw",
-	"TRSDVmQ5u7BlqPrWxj+dFZE92DIOre9yaA1F52yqByKR00WH7Poi5YIKHbRhdRuFZvS+i6IBY3O7u92q",
-	"Mxcde3prDSufYjGa5nIidSWs5JCes8IqQAUBgwlBewz3iw/1rdVGlusrGLit61c+/Ix8BnHRkIcCFe95",
-	"z53wnj9DlcXPL7xhsk6ZpI4cObie2lG2SH4yi6n176LPVZDvAn8r9Cv1vlYbVuN9NtigE8IwzDWTc9Eh",
-	"r0TAoq2JZiDmq92UXDmHKdiVgO5CdN+QJlrmS+7KRWjRBcdlc9nC2lpywNiVLQUJ25DOa/uS0HVkOZSh",
-	"alzMmNohYQPEIDA6WMhK78LhkO75I77D2pOleVYFG/tDdlYiKRhalQ1O3FuL/lJpUZ8rPanAus9Li481",
-	"zbVrxVqgdjMr+Upss2CkA60whpCkLOMXzKdTpAxjdobkjIr0ZtTc2sPvhJQfzxxdcnEC1PryQNY3ZIml",
-	"QJfMtpuVDtjOxYQmshaABVWF9mxaF1VeG3tA1gk9AFqbMz3LhYsMvyQEAY/EhyBUvMCkFEI+EEsx5GW6",
-	"xhV6nbH/b26L3vrMlWJ+/8lBGg8EHVEuIsI6ow58pnMe9KHF0HxINKGKZFLpVrHKzW4wWHskBYsJOAHL",
-	"LMdgGvBUD6LAB4i9w33UEAKujqX8BK8cDmnjbuoWHA4pTvEH6QBufu46GldugGbTKZwuIo2PcCGlAAyD",
-	"S8v21nt29mVpF2ts5Vsp2F/ctbLnO1XvjekfwETxunt/ruGCO4ZMKctsynI6myoym5Z9jNgqHK7fDZgm",
-	"xE7eke4Tmg3QEmYWXYp+s8GKGVdaRYGtCSrBpT6mccrytv1sIHKqzRcTrslQZpmcE65bO5hZ5uk6ajw5",
-	"02RqpJQEDhdDTYlzkZOU0RSLPqiBOGdTXZvgBBD6fIb+dbzMD1RBe+/J7L0D4Q8nYwdKzVgY8+r1c/vd",
-	"TigZkNoo10uJF+Y3BmUty3cDI7bxpT4YYGPSzKXUNjGyFVnbtHVqVHIC0Dq9g0lec66YfwwRekhmtWLZ",
-	"0JMkm3A54cJI/WcM6VDkO4ddsGzhkshh04pwkWSz1MhPzoyysNaeVk3ZBK70CW76uq4Vdx2vbhs0y5U5",
-	"+bss/gJ7eE3rjSKvBCNTOqqKii+4OL+yOYZ5555Q/cFu/NunM/YOr3Jb2msXWBEwwLiSq2j13QQQ3KAY",
-	"F6OAvlhqAl7LlaJLQcvM7RYj5dIZKmQDSIKNECdqdqaYXiIwKpFTI34cgF3UEY1FDZmBeGxuyGmOEevo",
-	"kJUzjSos133Mn4+1zo7BqKtiMpezLEVQkClVmNaOo3iXI7r/8G+ziiSjkykYCEpvR57EoY79QJGYuXC/",
-	"mDTd0+/fnthHcYsouiBKdggEV7ioZhyR5KVkfNylhQCUtKlSzcgxhA45KRNZhNeZlFrpnE7JlOoxkTmJ",
-	"nVWiGDwmY3rBiJBuFU0j6NERI4YrqFaH7BL3Szm6f7Pb7To0kwb0T8iICZ9M4yi9goFIE0Lezwy/b7P3",
-	"CWMpS2N3BNTIpVSUAZESH6dsTmG7u7njs6PgRdgo9Z7hC5ZbC9BQ5s5q4ZaeUCGkhh3DUvr4JzJiWCA6",
-	"CWoAZAsImBe/f3tCBJ0wFNA92qjZ2S8s0RAzL8jR8z3y5PHTLRLTRMcGe/gELTr+AzkX9qlgSrO0ZRM0",
-	"qsHc3vPrXNe7iZZ53KlycK4s9o9yChgAWdnN7W631Ud5P2DxcIyE62VWCsIJitV3Y7aBsWGWP6jxVbGA",
-	"dJXmcIe6wn0/q3+xGNZPaE8FmHpXgayWelymoQiy+/rAsdrv3560dqyvssi9DbguemjrBIeSWrLBzaVQ",
-	"U5bo1R38Dvw7d0mKilkKUhSVxnvfns/n7aHMJ+1ZnjGRyBQ72d18gs9qoy4WcEm0ircBaarvDdF/Hgr2",
-	"F9RajNz09ePHPSfihehLmkZc4hesP6SZYjHG1ouFHhsZGiIy+AVrXU2APsB/l0Lp66tiFc4vKtJoVWZo",
-	"tLbA3iegd4CHM/QeSkFmCslpZZuyAofokiJVRYWEnCUyTxWJrSBt1BEYPGdUSRHvgPhq9sxESoUR0eGL",
-	"pQ8owS+M0IvKCleeZPDU6AZ217AQiBdfy/yzQ4qyUN7SBJZ61BQ1NfC/xE4FUq1RToqQSJ4ajawcRYk6",
-	"mhQsVITNYg3K2AUHimRkFFN+ZrTMFinKexXH3utuw4hoJjejGATsrCj25fhXxSrFDY79OmP5ohE1jDrR",
-	"6DcQzqtqVG72nkCXL81y8+1//bzb/idt/9ZtPyWd03773cN/byzXsHx3rRwQlwCSB0khFrL3YYv/Ivkg",
-	"l4mFPhvEE8RLyF6YKrITXFCfYgz3CJKIgep3u09b9VanWiP2ySqbs8zhrtcSm5JB25KZ+VXWcENgHJ3i",
-	"Kfnv//n/15CYkgFriZDYj5Dae0KyjQAoR3R36iqAFkLwXRqeD5lRU+plxAnTNKWa3tOB+9SZNWW5XS8l",
-	"OORxCTOFTIV3dsW9v54jB806QYbMilqiV9dae6NYfuzeXlrGqnLEHIzD54xNzR2p4+9YxLRxzTwHs6U7",
-	"dTqtXcHzy6/deS8Y/MGJorU1hM0NjIicYluAbAGXxHBFKdi1ckhfcKUrl/MLLP15fyP+0j7XK5NFXX2p",
-	"Up1QG7ylbikh9A3WvPn47vLFwursdEsR2vaSTqigIzZhQoNBRbEcosxQmFU2Qt39bJRpyPLTUmYKIjEs",
-	"c/Ob+RjViepMpA4wRtD1PQLK1cOt09LRD++GKc+xYoqx1OjkHEKjoguWKwal9iAtVYy4eA/Tnfrq5Cc5",
-	"ZUN+Tp6jx80ALSL74kIuwp1Zf1zbfFsztTeRK7SRo0IRROd56cdoOizlKhjbSjvLo/5YdApXOGLRgRNp",
-	"6YQrzROSSIHVhJMFhjp6FmBzn8LpbH+T5en2VUIzXG5CFRwzUROaZRB3NDQ6FFiHyYQmY45aih0T3q8Z",
-	"0lBIwRREKtKU45+YvCB0ThMdWonA/CI0y9H0RXI2ZGZPDD+xdReJXkwxBkZhwUs+EoaPnLNFuMsJ6DHv",
-	"Pv7fAAAA//8=",
+	"7L3rchu3tiD8KiiemTLp3aQoSr5RlTqjyHKixLIdSY6THXrUUDdIImoCTAMUzTiuOr+++n7PN+8w7zGP",
+	"sp/kK6wFoNHNpkTJluNk69TZFZndjcvCwrpf3jcSOZlKwYRWjf77xpjRlOXw5x5Nxqy9J4XOZdZ+IdvH",
+	"WubMPEmZSnI+1VyKRr9xxNRUCsUUSWieL7gYkSRnKROa00wRmjMi2AXLSWIGTDuNqKGSMZtQMxQTs0mj",
+	"/0tDyLaC4d9GDb2Yska/oXTOxajx4UPU2D+ho+WJT8aMyLNfWaLvKRIrTTX7keWKSxETqgglSudSjIhZ",
+	"iV4QTUcRYZ1Rh8SDxtagEZdXMqHvnjMx0uNGv/fgYd0qDlI2mUrNhG4fsWlGFyxdXlSs8xmLyXzMBNFj",
+	"rkhuwUO4InrMCGwzLX6WQ0IFYTTPOMtJzn6bMaXJnOsxvk4njPiZk0X7e7aoB6GZuB58z7k4rzm3Z3vk",
+	"ce/x4z7MI9g7TaZ0xCISD2bd7laycbG5oeU5E+o/Mz7h+que+b33MJnlSuZfHV5sv+t0OvAu2yE5y74a",
+	"NMwog0YcEWp+oJpfsIHI2ZDlTCSMTGgKG7aAga3eU0TOBZlSPSZUpOS3GcsXuH8psgWJcb6Y5AbmCUvJ",
+	"2cKseCDOZLowJ28m3bMvNQ2mLYjUY5aTKc3phGmWk3M21QYnFBO61SG7Z+YPIgVsPaMKt94ZiJUo0d1+",
+	"XAtamVCEZx12JjmjGg9bzvKEXRfjjqhmzw3sl4c/2D95RvzzPpma/cqMJ4sINmWhq0jGhppwQbhWZM5F",
+	"KucAZsAtlkiRKjITmmcIU/sGE6kqLgtgwaCxk3/14MmT7o7+anszIoOGZoIKDb/3njx5gA/iy4B4xS7b",
+	"r2ADV23WvtYneNa4a6LHVBM6nWacpUTLEAgRkYKRjCtNuGYTwmgyHohmDPuKIxLjTsxfiikgIBEAKZ4M",
+	"aWzQ5PDZLrlgOR9yPO4WAmcgAuj89tXDbre7M//qYbcEnd++2uq6B3GHHFvMw8VToeYsByJAcqpZG64a",
+	"SwdCTlkOc5EmzTJyNtOwpQnT1BzPVHKhlT/KocznNE/bdKbHJJczzVRE4m/2T4i5xuZXmfPfWTwQsC/3",
+	"wG23RaS5nwZHEpplLDfUynxlaGdicLhPKNnubkZE5vDXlpmSUDLhSnExGgiVyCmLzHcpS3hq7ikbypwR",
+	"KhZ6bLgCVySRM2EuhFmE4RacKSIYh9s65CxLb4A9TOeL9u5Qs3wZcY4thmtJ5pRrt6TcfMPFqHwfhzKf",
+	"UN3oN7jQW71GZCbnE0Nce5vbj7Yfbz3cfhQ1Jlzgj12/Gi40G7G8ETXetUeyXfza+GBW6MmQZauKHQDj",
+	"4GaFhu41ooagE/NNgg+jhsFcnhsGY8h6uMr/lrNho9/4j42CcW/gU7VhxzaTIkGsJ0slignkmJFpzi64",
+	"nCkghAbllHRUIzb8o1+m8K2IyCn9bcZ2iJxwc68GwiAE4CLPHUE12J4SXuVnFfKsDGmGRZi54SKP6IVB",
+	"xz6hA4EMAH9PpcEYqcmQ6/CKG+Ta7naJoBODao5pIDoBoIGvBJBG+FyGa1OqNcvNt//zl932P2n79277",
+	"yWn77T/+W+NS8SBZfM9qiNguSTJuhIdkLBUT5JwtSPPxv/7r/+s9eECmOReanmWMJGOa08RAxTAqRNUK",
+	"+MyX5gYZBmjYq5FFVAB6J1vslD+BQahA4JtvAWi93g5wa5hmzDOGjMCN5KHLBRlmfDS2oH4SgBaFxgK2",
+	"FXFlNZAfwHVy/35cBvlg8K632R4M3j3aXwny4SHVybgey43QiLw9ZzQlzVD0a6HQM8+5ZmRMp1MmFIob",
+	"HK/DbzOpQWRTmmcZoRrR7wLly4iwTDGyvdnrkCN7UxGKhfQmZ+ZWAB0FGs9Sst173CHx/ZhMzKqZIvMx",
+	"1SAa23GBRM7y3LCIppHPnmxudsn//T+bW53NzmYrIkrWrHsmDJHjZus0yxYR8ArYjBSE2q3A8tk7rrTq",
+	"G4FzJs6FkbvwadPQcosZyLjuqVax/e3udmflYQ/beAiXEa3g1B9uX3KSL6e4i+UTfWME6mnOjOCGEo7O",
+	"qVCw69oTNKS0coBcIVI03em11tnVdXah2WQlbef48BpgCu7G5rXJ0Qq50dyMibSSkFGSgOaOZZYq0tw0",
+	"jHKz2wXKAw8mdAEPyZAZOcVQHQSo2RShoDYMhHm1T+Y0O7eyZInDmCsAAneH7IPQA5JYzoYzozRSK/EX",
+	"wjpHMj8Qhs6nbMgFI82AuHONNwGED7PxlAx5Zr5EPdMMr1C+AsFjNRMAYat0xCkb0lmmG/0H3egSgWCz",
+	"2w0kgc21JIGo8YO5ayvx4zf79KbM341uZjpGuW7lXMo/v+lsxQxmvhMjA6+cTdunN53LjW5meq1YvnKi",
+	"GT686Tx2bBDaHA8Fme1rmh4haTf/SqTQTMCfoG+gSrAxzeVZxib/+FWhOrjenK/wK5x0+ao6juLlHmAd",
+	"SOCk0EZS2CExy3OZqxgupQL1hgwpz8xlQam6EYWWnZJaWbc4++5G8eIKNW2tj937sEUjop54yo0WlBUA",
+	"vR4gzcCroAi8gBoVocI5KoBxdqbLtgXvVHXzzw1EKYYZTz47NnprGxjbCqSkWSbnyGCtmMXFBc142jYv",
+	"zpTRrCf0XZuphGawvjgqZEsnWLa+IDTdNzfqc4J3VxC4xR2zh2cyP+NpysTnPuDQcJvR5JxQYvV6UPaV",
+	"ZtP2bEqs9c5Q2C/ozL6Rgn1OgL2QJOMXDIxDyZhmGRNGdWbvpgYwkTdYIvAyo4UsyEyhBZOiPcnarbxt",
+	"E81ywFrvKQKM80u6Fi+kfiZnIv3MYFazZOyNqIZgoICfZSw3UAKF5QuC0quceY3sGeUZSz/3PXbqC+o7",
+	"oAXRjH2hIDrywtrnA5IH0JdJyqx0/Vp4y+1nhc4hGnUjYtl4RCxRM5QsZxfynKWOTCGRIk3P8gMeEkcD",
+	"Ec9EyZAMpkNgJvb7+VgqRjI54gKMtAosy+a/3uq+IM14MqRtd1JxfyCcbwWsWuapQ6M+ARfcDloDDKUw",
+	"43hzOtrMMzmSM01okrCp0YVbqCR+AccfNd68edPeDUBWPtKrLOKojslDKhZWZ1GfVY4BNwYBzZrMqbld",
+	"4PYlzTj0bzgL3O6rA0Sge4rYU3f2Jy8gmu8Gohl/s3uy/2b359Oj3ZP90+cHhwcnp6/2j05PXn6//8JI",
+	"mKue77/YfXFi0K7EXC8Z8Xj/+Pjg5Yu4RWQe1bl/cCijbd5ThGrNJlOtOgRcEQOBikYcOCZi52rbsTbr",
+	"IYgB3lxIA8/IiHKhNBFSMGebB5ipLwhDKz6XSz8PXq3DzZf5DzOp6ZeIotfD0Ihchp9AdC5F0BuhxsQR",
+	"U1wSWHOp4WkwyGxKmhZ6xJAJEnc6nQ14p83eJYylLI13rPsHXrunSAzPnS2Ba3SEAkxiMuIX8KMiiv/O",
+	"Wn2CPlQVk6bbHO7m9HD3J9z5cQvo+auXx+hyxA8inIet+PKH1y9P9qtf4gcRiY06v+LDvd3jpe/g9YjE",
+	"vHBLkHO2WDHCwdP9w1cvT/Zf7P18+v3+z3Ywan35zomyFJJBXkj0cpoTm+dcayYsRUDsd/Efmk9Y4XEv",
+	"cAkjQJRGnQI1bTxlqsk5F6nlwapDdi3PBcRw7nuu3Quk6Vi0zI163trxXoA0p0NdfADO2oxpfNV/7qAC",
+	"p3B6cvLc2k7MuYNDBfwPMCxYVpYX4EYwx3H68tX+i7pRCjNMcXfgg6P945fPf9x/WvnIKADZDNzvZuoJ",
+	"zc9Z7idXxLzNRKpIk4L5i6XmmFnqji5nGTOoAC/LuSBUg9v7S1GwPo6uftGyYiATdv4+YtZrQS8oz+hZ",
+	"9lntDkcsNReXp2h7wwgSQ5ecYizFkI9m5ggMsTFyblPmJKHgUDljjt+1gGi5mJk+2u+KsBMQn3NGzYUS",
+	"lrhRFx6SM0OsiHVZjqkYsRS9Mi62wl7cCgVUdLikhn4c0rsT2HMWmL/oUby2Dtn5mIEblgY2JcNTlKa5",
+	"ZqnlKTaexoCzD264efC6tSYZTWdh2YlgcDheJUpk6sXL4sOFnJE5g5gd67LmisCtvqUzK/zWf5NTs/B0",
+	"h2bvVnBolcDOwAyBZ1m49yFcajKlOWtTkbYVg7CxMMwVjhTZOHo+ffjbnCdsx3nCMZTDqinhsqzEqX0c",
+	"miLbm71iiS4UYf+EjjAgjpJv9k+IGsu5Km0ZpQv0IhcguCWk8bxkD2b5G2FO2aSCqgkahpFUGxQh2tJY",
+	"cpZxkWaL/pXnjOqqzFI7sLNF+0PvbvpAQkNJjH5hPkekMqctfOhJBV262zullaOQK0gmlfZjGkWZKD4S",
+	"EEUEakyHHAyD8dQsMeqIilZsRBR86naQqojt/nchRJ4GBTFeSIKQonhtSVfO3mzR6AygHMqcDLmRuSFo",
+	"QzCkEhY7/BRwvAoEc5QI2zTLnPoCPGk+pjqYg2vFsqETH420bw12aCxcTdEClG7dDqZ8b1SKPdAo/kao",
+	"YvVNMDegYbVD3tSrulEh4q0OSywzNDs6T1HjzPkFS8kwl5NABcar78YoRW/Xkp5ed7OYHywiOIkbBe0X",
+	"zdxmauC7NSkcGPm8THYcmqc7ZLv7xC2mzUXbhkHCgKF4i9GTXNsIqXwmVAuhCKbmJUD6sMsJXTgdlVpL",
+	"od3N7aCw9S787ZDYexRCLDZ8s6BlfQ90fEH5sEf7cYfsWkRwozlHAxWLOV1UGaNhx1QsDAI2wTYIHJYr",
+	"4ICtHYMOls5pOac5YvaU5W1gigmdBgYMnmbMb5whVYWI+owrjW5jF7hvvlYb7zHg6YOL41c2sF4grFD3",
+	"Nru7JVEMArP+dmhUSF9cqdllOATPCxSCDwsEcqhgxliFPU0z4XdvTjzGQPCu07qWLGs7ljkvI4Qzq4IG",
+	"bg6eYIB8zlA8pBA6plmubgkVvDHv74QJRYhxSYgCzuh1N1obpF9V7UjT6FYrmE0w+g4cqY9g1pIoxgI+",
+	"sjSt4R7m2wUY6x3/ADNz0wZcIYPM2AXLyETmbIdQZeRxQtNUFd+MudIyXxAmdL7YQXvrBYp0OZNTozkg",
+	"hA1DLEd4oe1HMZEWC4QcyIWckQmjwqstnxT9prk0guXntsC9YVnWHsp8Yu7gTHuvTZOSMzkTaUQoOZsp",
+	"LozQm88yZn6YQzIqBAvJlH1JUT2vhZpNpzLXLD1kKacnYOv8cwJdbVKnnRrdVtwqgOCs/4LiND64wGJY",
+	"x26i6xKuIM324ZMtQs1zkmSUT6zOPAucPI7tIKXm4PBDg6xgkRWJqS48kXNhBxRMWZhMczllueYYs0wT",
+	"fdWR4IrNLmZn6yXbFXHVv8BHRboxyqtmsN2ZHj83pCZMTv569/hgrxE1Dp/t1uQo40fguzhiCuLv3y9v",
+	"Z1U6m4EWaLQWNhaukXXcIVwtSEs5UDZyhSoS/wSugDZAJIa7eQUwogYN93kpmP2LH6LGKJezqVozuv4b",
+	"fPlD1DjnIq1LiuHJGJ2Dchg4WciUKqRHxda+5yLFnbkzsUJjI8IA/dpzgehPWC7ki6yBJQC5A3x5s9st",
+	"siRpnlNwvKgwOWHNHAPAUcCwdVaAGiVOcD2kBjgXkwVDhQdeh/YQf76MtsBnWXrC6GStpSc+PXSdRM+o",
+	"YbWTXV3KYE2pZm0jApQRuSZrKWqkM/YRXxch3f4u3EYebdTIqNKFkPkRKy4PdMSoWpW+n8MzH4VT9lnv",
+	"kJjOtDx1IlaMsnzxwj0FNoiWqwXByIhqZpQA9wkqg/KC5enMJayB4Wst+mPFs485+tCZUD25h9vhyT3p",
+	"dh9tPnnSe7D9aLv75MnmpednR56pddD4GN8sbviRef/TXvKoMZumH3VNKmTC52kH5CFYvt9/VCYAy9fF",
+	"Xb/KWYT3Olz8KsKzC7MEOUo0dY61VwE9GtJMsWh9ErVmEmJnRRaigZm7XdUTKg97ObRLK1wFAjRDfHkg",
+	"+DjyekMAXnKZNnuP19xRf+M/VmaXVgTBAvEr+O6w2+5j1eF9i5rnMv/0Uof/4yp6YofaNzrs1dJIZSs4",
+	"yxWrxKFXS6hXS47XFQroX4A/D3M5OfZUf5mZIkV0FTjKrHLHJgi7ijzWGA52iDV54apr8hl5npbHN+B6",
+	"umQ4c7I5QqBgGMxfrYbn/PCXnDKBsmkhitRXgSpRVBBti5mDxdfxqBLMVt0O5MTsHZ1MM6iwcdrdnDxO",
+	"Hufb02kuHm4KlY/HKumKB+eicqZlitQrF4JITn/ptp/Q9vjX84mYtvVF+/e373sPP9RS2wC2ATRfvtp/",
+	"0Yga+8d7u893T/afNqKGizGs1XrKSao34ymfhvVdRjdd2M6yCNQrw7O3unjA+15vBSAh9qO2GNPxS7Ld",
+	"23xEaDYd0zOmeQIWrcpF3SqtYWtpCW/fb9XP/JRd8IQdiKG8JsT5tAKH7QflWbvtJ7vtZ7Q97Hfe3q+d",
+	"O6NnSCOvIqszxfLdkTWOBS8/2OzVHenS4T3jLEt9kml5HynTlGdrDByUFlo+phdQaGcIFR70OLJVFmRO",
+	"0KJV1FuonBvIB8sTSUPoaqb57vjlC/IKnxIubOGtM5muQ7gryG43Xofs3zKa6fEyrNTSXZfnV5M/+1Xd",
+	"RAdC51JNQZ65ybVHU0r57B5vPuldKbDBh6fm59MxX8Krq1WSqg2nbkuWydzcUEgTzS/AzGFnOZMyY1SA",
+	"pPFu+mn5Ka+IPR8/oFrPgPWr5uuJEolEQ/nVb65lYC3rtMsilDNw2mSPJhWEvdNMgJt6wiZnLI/I0bM9",
+	"8ujhwx75v/+n1+ntgA0iJdQWRJmDRxDq31gX2e6rg/XsnQWC1qL3FQIHIk4den735vsapMxG4aXeT58e",
+	"1xuOk/yi/GLvwYPNJ7WvnvP1bAXnelESHr5/VTvcDO193prKR7WvvbuBEVIvGrgz8zkufAXkjpdBd84W",
+	"62tMBvjXVZJggrr1HA5pKQq7vK6kLK9cKiEHr5ozlmlN3dmnLOMXLCdyBi6UMyrSHedbhxqrFawuS14P",
+	"l0SDt+9XyJTW9/7JbEfB5uzewjlWAPZHSD/E1I7KVTmDtBi2/5HLrHg0HF6v8tjc0JHB0+wTrPSGLoQl",
+	"YeHw2e7pj/tHB88OVmgCnp3XKLS+TINgc+dLwnBHN+lOJfBWSJJJMWI5mcv8XFXp7jqENKzchIsLjY2X",
+	"eigcFi1uJtl8/P39+Mt49VWq3bgUbHHIRZ0DcVcQOpEzoX1ZCav43FNkYj4hM8G1Ik2qsW5a738+2CL/",
+	"+n//F9mMCHtHE/gQi7mCLDyluWI5HO2nk1yc87zWu/xk+8Ejl8BJUIZWNf5gm6b8nA1rysIdPtv1icy+",
+	"ZDDkIkBB4OpuPp3ZqFbZqa22HDWwzNXy4l8KayuCKsilyldG4SlpOmtxxUA7qzLHZXcmF0pTkbC1FDYb",
+	"5rCkstdrXRAwc3lp28iIdvaswmBU1PJu79wKWrp6/AdPnoRV8rprDq25ztYTq50wukycw7RnjEF+fXRg",
+	"xARzl7HELRZBti+qjfcqm40+xK2IzERq47+sw+6eGojp7CzjCXl99Bz9eb52wKvXXz8/2Dt9ffQcKh0q",
+	"pm11UIjXwLLmGYSHungqrl0q90AEcc73lBm91SEHLkFWsdGECawhShSWhzWrhKCwOdfJmEiBZQEKs1ux",
+	"I4jPota+509plvO2r8h+bRUdnrojii5TpKEcYY0U+NH+6iSwTF3KhNx78I3ScuIqB16JVylXELTrecan",
+	"o+Tso2UfQ8H2zOpuz5Y/zXnCxehWrOS/FUUw16pmGTUUzZjaG1Mhlmxzn9vEvyxBPj3afXbSiBrHr78+",
+	"PDg5WSFGqtnZhOuPw3s1O9NS0+wWkFLTd7cx6nUc9Le1tU/s+C+KtAae/4C6VLA1kM092aqeZJXcBMdR",
+	"Akt485eu6JrxA1cpmnDrPsaT/kmJ89q+9/4q5/slpGOr91GO/aomcgkKeJishHjVdfbbJ3Kd/XYd1xmu",
+	"RKOWUfVIBPLVGpeZ+zrYV76accFObunu/zaj0PrnE/OA89l6IUeC61c5T9gn31lN0ALi3fmsEex6aQlL",
+	"0F6NkJpNnnOlPzYgo8CpdeJCb4lt18Z4rOHU9ot/NbsuGbzuhVkPUw3YuldUHq9F0PUJ6cYqSrqMzZed",
+	"e2BxWTJgXYGkK0/iFa2zKt8AH9fQ6Yvy9fXqpe+WdU/5XiPVIJairdS1tazVYUgWErbpxaUYWS16Btap",
+	"CctHzGilyRg7TDzaevKw5UJcWcpRywTbCRiRJlyEY28uM/xbY95LWti6GHebfL8sLF/jDiwd5RGjKWQI",
+	"fQav9hHmgnq1sRqqAk9vrQdSNaQFZ6tb57HzqFaR92zGM93mAstRk6Zr1KX6OaNp0LlL9aF6CnT1gpRI",
+	"/4L9p3+M5eT8Y/tP/xiqxvmn+K/q0DSdcGieBeV64CZgvo5toedKFmOTvD7+SMEPjz/FtqBBUdtYlSo/",
+	"egMUJPwUuy7WUCzdL9P8wS4MLpq/5uxsLOW5ilt9ksk5y9vmJdckzk4LjT+2ekHzIbOCmLZ/J932E3JK",
+	"2jEWIPJZ/5RkzFwbHAj35Icpf9tZ/TVpxjJPWR6A9oxnGRcjhDw0IrGAxZMf5VRoAyQfTe8rVvXtUhKX",
+	"dafukdhiXgcTWWJC1bmtL0uaqUzUxqujlz8d7B93JmlEBo3d4OtBA6fHild2YlpeDtdY9QbLMIpF+SnW",
+	"pi0hC2nmUto8LtXqVJ9mTKsy5m6UERczVq3DAb1KLn/MllEQUgd1nlyRbIM/RvqjI2Yr4wbrwNSFMym1",
+	"0jmd4q8RiR2IixSquIXtYLi2HfIqdR1j39dFSwQZQHq728XUI6/ihMe+rISvjhyj7d/f/lKEr3Wjrc0P",
+	"/dKvHfdzLfW2DsHP5kZdOzHsUxlG63r+5DPoELiMEa7GQZOJFCsSXHA2R8fkcoRPCpF5a7pcMYwPIoOh",
+	"FuPhkO5aB9PtGS7/VKe0EfiOpP7IUzSjHDP2MRlOkyJc4E/0sa/xSRAFfa1kHt8DaK1uPqsd6L5fUJjG",
+	"s+xML1vTggOqYk5UQ0VqxZywAMsNU1bsRCdY1sB6A+uiZKChVb8iTrjCCNR1wbnkPj540itrnVvrevJu",
+	"RgnXIzNBmPDHXfzbh+Djh9sl+D1cE3xBUftSb7JaBe+5HHEBd5scPtvto8BFuCDx4bPd06P9H14fHO0/",
+	"jVE+yORoxFLztKhEHFbbt+1kB1BTNjJCKp1wX5gJD6hcUt/Whdgk5UL9UPsBCiPZCvvLXOWjbrO/wZeH",
+	"vpR5Uq1Kbze1oo4QiHIRsUXKIMoHCvMF3ndfZRgLGTRjHLEDMeVGkn3phDL4xYj60JbaSHlG6e4XtfLo",
+	"iImifB5N09wIpTT33cOpsqWNx1SNGZb9sSUgbeVO3+TaZ5+6hWFAqJC4jOVAkTVj4CsHgV9dAvtv/A1d",
+	"hr2tpI+XOPKiygpRHl+LSdPI23LYKuoMTpXOGZ2Qpkt6x0ljq6QoZXYJIVuxHaTVJy6wZ6sXYes00GIe",
+	"bleVod32P4lTajrklPTJ/yAb5B9GuWkKSRI5mVCjBagpTVifVJZAfpVcQEm8CaoF8D5KWnWp9eubT/7H",
+	"xj9WmSoKK9dWr2LkArvbbzNmn+t8xqpndTPGdCNKXEEmO8Yl2FQXIh2r05j8I2zNsNlr+0Mkmo7IP0js",
+	"33HR1JuPg5cUyxiU1Whudh+TnIpUTsgZ10ZVO7a2MZlX2jRlfMj6JDeinyEbBh0DYnrO2JRwXVZ/1Onv",
+	"/NXTyfjb387nvw5PR0fZo3cnvbPfuv88f/Lz/Plkq5JMU8mmKStF6rSc07PZ+1D95fGl2tCnMPU7xerT",
+	"pVyWhcTAGLa7d3Lw4z5WE/Gczf7z0mhOO+KJC+r8u2mAf+mY3OvpC/VxucdQVE2KhO1gMSquXW/x+PT0",
+	"W6l0ezw6dV3vSSLlOWeGaMc/te0cbcCO+PZCc8vaxM0UiKDfatVS2ntYkLMIyoC1wdZixD0oDzPkGBdY",
+	"EKO1nc3lqN3ectjumq5mXL5SsxsqP9d1r9VUsbkU28AKXSJk6GZ3VG0tXlpfsGb99Pv/0V/J1wG7XJWu",
+	"opxPDtItStT10ew6W6nmBEW4WAosbYckGZ1MWUpsVh9XahYWWsrZhHJhfjGvk6ZijMQ+wCR2gjGKpK3L",
+	"daStzQdbD7s3UJPqixE0/KGXdh2CbvW9goqNy/yhFLpX0528KOLlqzVamdx3nq1CEF5clCBzLZL70Xhd",
+	"74m/krpGlyXa1NLKyHeBXrfZ803RvC4vskSTWUBuCyS5Gi8OGfap+tQBrdelZp8ghBQw/CMGmNKcOXMd",
+	"zbKXw0b/lzWP9W20KrPR+sLCHrSVQnjexY6V3cCD0SzcFhBsbZh5nd+igwH13tO5bIiwDz+qWguMsEZN",
+	"qRG/YMLRVfMZ1lbcKdWscxV8Xc8pKhJmblxkdOHgEdQONkeagzICTp6+f5ug29HeA/Q72t4CMEa8Vvbn",
+	"rRSCu52Sbh9Naq6mZZ84qjSgUUv1pEq0KSBY/g6XCZrD8OtUkAI4fIrwmoJMrnH6l8XY7N5+JM1rVRO0",
+	"8gmkM9CEklnO9eLYgAXheMZoznKj7hX/eubw5rs3J42afuA2l7mNxYKgSnQTEqEjEp/zNLY5PhGJuVLx",
+	"Rkxnabxh5K/Yt7SNyFBmmZzbhg8DcfRs7/Gj3gMY7Iwp7Xu8TI3GwBOmWq5i9dkC6a4jps0lX2+9hzgi",
+	"MsfElopDudUhIIGoPilFb5By6AYJvN8k9H0PRBCyQcJ4DVIEa5AgUiMioXO95HkHF3gLfdjosh+I9YM2",
+	"8BLW2ilRCgaFEzZrXjaXo9UhuwNxVS3ShOY5B3su8XVjY5roGOvG9kn8fmAIw6DRd2S9KIBqhy8qoOJy",
+	"P8RRUZq6WivVCHQ4AdaRNTI712iqh4UDjwR0LVB9rPU00Pj3QIuuZ3dySn+bVRvbcEGo18edFg6GUPMZ",
+	"/rMRNQSF2Zf09mIhdMq/Z2FN0W/hRlx3KbYiSnMI/RJF+yyXc6jOn3FD3lp+afhisbSK0WB5YR8gPxAr",
+	"2ZRXNKZqbC4PmAcVUWOZ63YGjTG8X4Vm2O7JrBIrnZ+xMRdWHkqk0ObS9m1/HXuJBqKpMp5CBzaREmdP",
+	"sKpGBJZJ28c/sk4PNLlDdwI60+NWRHZfHbQtrjJNU6opaX735mQgDG2goAAUQktEeFhhpBWFzSYVacqp",
+	"5hOusE6QcNHwUVBR3zVjaA2EWXNRgApvM2lSLSc8sdAo6lapVmcgBuI//oN8wzTgte2SZn6NR5LkM0E6",
+	"G8kk3bCEKibTnAsN3atyCN+BUvq2cwIl9+8XRAupBoDh/n2otuF7wQ4E3CiMwgFq0OqQV+CluX/f1zK+",
+	"f5+csUzOIzKlSjNrjIoLXhAjAbp/Ai1viJzp+wQMyIuB8FjQIfswjQ/WMmOKEUTYuMavOwUdKXrT2teD",
+	"Xk1ObdvublnA/QfBGsJB7eCRZBY85pU/wkd/GBHdtvniGv5poQgf/RG6BP8YiD/a7Xbpf2Y4D0PSpIYN",
+	"tcgf5Iwm50wYRpBbfMSBZK762CfmGryH1LAe8geJ3bHYWLGv4RQIdo8mf+BZYpdDTACNNy42Y8LeQYdw",
+	"iI4VqXMsANk0q3FdQzqdGHa81BV9PFKn5qnZZmUQR2YkNG5b2qiP9SNN5RVvN8ySvdILAxYAl5g7/ygt",
+	"3UAy+OeGJQnFjhgHxPrD3HiWK8itfccDouG6Sdlt/WGQnJ7JC5jJ9afwzUlh1IHYrUAK5D1zO2qPKcY+",
+	"/bbK/nZ3MyKKYguiEAMtQ1fSECoSXlgnSoZn6HG1kEuoKH42upRMzglPpLDdhMDtY14dCK6JYCxVZjVb",
+	"JOZCzYZDnhiG0VbI+OFCzrliLX/ZwDPv+y/CpdHjXM5GY7KQs9xdAPP6Zof8bH7Cxvj2ge9aEzig+vU4",
+	"s6ovPsqBhNiBbW191+0oiAdA99UOyA5ypiNCSUa1YYu+X6RNTAZmYjbZ65ADc4rnyjVNdq/WLXLjvbeY",
+	"f9iYDOmGfzt2RAsWGr8P6jxEADrXZFbt6g9xh9y/fxKUV1bQOse1LLU6tjn0+/f7FTATQlIsI6OCtphF",
+	"QRnSPD48jghrTyjPItDBi46xMjdXYTLVZutbHeI82ZB0HowHVdFgXjqd7pRWYNfKdR93ejWM8FRiG1q6",
+	"DBkDjl63S3KmZ7lha0SwOQxevm9U234g8eGzXVu7WmYpNApRWk4VlCjhYtTaIdu9HoZ1mAnatvFH7Fpa",
+	"wOCw0WYcFpmIWxHZ3uyS2K+xPZICzjZsEQxX2r8Ske3eE6KlJBPggoQU/fXdJYLCDMr8CxkjlIUg3EvN",
+	"pXoYzXhV64oY2pcvzE21rbltiQAKuqZRYag2ZEZhDAXXZEynUycrYMc6SVJJmvFSGQFXRaC2TIAZbiAU",
+	"062IxFgAI8bxsHm4LFqrcVW0QYux/kWMUQrlMhdnrvoIVuKLBiL2pSZiVKK58DW/iiimTI5UhzzobsGe",
+	"DOyNCrIgcVBLIu6gIGAruP5RKq5g+BHXGVvi9+aL7W6X/EF+iSc0w24pbbuo+G3TQ2zpoeFxYUsQS6Lm",
+	"QdOVb09OXpHSFEWxg3Ds4tfqoKmhvWbYCeTC2GZBIFC7gTdhYNfnJjBLhjPUPHZThYZMmjOYDds6lSYo",
+	"xUuFcAl+d0NeRrO5ViDcc4Wkm7PKRDMREK/yXJVHZrqgNbahGm4lbsgtGBI133bKBC8PWHrgVl/Sk5Gb",
+	"l1C8PHYNSy3Bvfq0DuwZTc6hUZJdPIbll6ax7Kv2CKrPAC5E6RyLONEyiJCe2u2EsNqGiYTU7aGcidIM",
+	"/kcz9AtJ1CwZF6K7/f4B4gnTY5m2zRc0y+S8gi1LT82Ih/Ards/BX92YT2DMRIphxpPSfXS/FTcGV3NP",
+	"Wf3LXx0YEk+wNGq5NVTdbbFNo+wMQZstrkqL9T0inZnK0aBwugl91y5UxjJpCZ94BIFGC6pog4vivXVF",
+	"htonnmhpsqU+kOF8Sw8RYRx6FzS92gmSK9s08owZmm7bWvnT2kQaV2Gk4ZmVnlhcgs7f0G/KC2x2uB4M",
+	"N83BKwqAb2OQfjhmzWMHQd/ia/+EYh9yTTM/Ot6rKV1kkqZtLWU7o/motN6lh1Xy7HqIGkkAXnCDP7Ck",
+	"zHesak9Yyim4hMsUre4NM03Q7arcZsrO8AhmYO+mLMGArhrYLD91GwieBG3mJswRtx7CHtqEtY1yydLy",
+	"0OUnbljXn1XOspTgQyD4KUsyakgNfKbKk/AAy87Zop0zI2yV7mPtG/6YK1hqpBMQ12wOV8qHUEdIVwi4",
+	"nX5JYqwwt/CZm9K1R3OEIOSXdlgrx7Yz6MZlG/iVqHbdC24CjK+1N39sY4Pc1RezyZlRyId4d3xXzdL8",
+	"s7DrXBnlggdVhC5woXq5e4+Xb2MdM6p9wUwTdhqssJ4eEq3fZlLTWmwrP0FyZcvLwiMzJns3pjMwDpcG",
+	"zalmCOPykOHvAAUrzDtQOHBuoVSCdot6MlF9VgWqNdxitjLIWBV68cBKhyAUC5qVeRH+BiC0f4NexnKr",
+	"UtghNpdIDjCsIcsNCnMxWkV3Kq9ViY97TPCxm27LCWuutWZFUHM/O2AgU4ZIDHNawRtuRKSZY62n7Qus",
+	"dwBygl9JCeQr3zLzgdxtn8L9LHbzB/gMMp4wgYVxrY18d2ruX7vX6TaixizPrP9A9Tc25vN5h8LjjsxH",
+	"G/ZbtfH8YG//xfE+fFPUg/Mm80bUuHBVIhqbnS6+JadM0Clv9BtbnW5nqwGeuzE43zY6oDtAf8+NX+fn",
+	"quNaF44YeHC9zecgbfQb3zANlXWh0cJUmiWZl3rd7iVNEa/XDBHGX9EJEfS4N+yMGJJ7zHQHY0Rs7kf9",
+	"uH6hG7ZqYeCFbPR/eRs11Gwyofmi0W+g0nzOFlihzuoKqqIYfvfmRNkKAQ82H2FZ6cfdrUctqE80Uo3+",
+	"L40J07Tx1sy1kcrEAMn9ufGeKsX0B/vTGKq3/34ZxL+1r9wi0G0N+RVgt2QZrtD0U8P8Ob9g0Ay06YVn",
+	"LY2oD26dFTC1GN1Z0El2GeheTpnYfXVwPdC5QQvQXeVYr4WanZukMplNmPjkyHoSerrqwVQxvViUAwYf",
+	"Ylx57b1uF6066MJB79o052Za7zGhZMrFKAKa/I+ySQQ/lqLQhsD+NxBWQYGSj31rncbRuYpAZHPks8im",
+	"0iwBYZRO6RnPuAYPcM6szdq5gmRufVWQNu/sSrtPDw9enO4+fXoURySTcnpmVN6zBbGH0LLO39hoiDlP",
+	"VIzO3SUsOkKA3eL9Kwpe1HZyNgIZdDvOLxig0YPu1ufvJb3UGvoT9iv+hPfCw5I0cd2wWhALIqckS5Et",
+	"6q9M6I9ZeUV2od1uydVgPUjRpS4orIaBTk7DRjrkpSBqhrYfwGeXGnXffaKs1RFCZMF4oxc+usJldXXK",
+	"rUydZTbogDoQSy1Q+y6YroiKMBR+PqYaPKHmQk6weQnkxUEbayqKVDLDIweCJtq5NECBmMyURipOz1kw",
+	"hVvhMU4VY/IB1c7nBPa7jpGx0Yt8SVfaJY9ni9BMSR8iUm5ZG5HLAkFI0+zzuzcn91RtXAk6qO7fD6tf",
+	"dO7fxz7nBanZ29s/Pj49ev18/zjGQrfQyRy9gCwNDbYpS3gKQUQYCoTtzsHWakRdMwPWraCaDHnGbM1c",
+	"VGnhllxSnmMgXH2OPh4gWrma8U/tZ24xbTR9xTa542XOR1zQzP2842r0FtbHe2pgBEQoqLwvLuTCO2da",
+	"ERlLSOkMJ/hWKh3b5EOjcVSfv855DKFQ4fSvjw7iVmQjXSFelSsEC0ttnLiQ+YRm1gFKmlOWJ0zodspQ",
+	"TYhI/N97z2KMlIj/e4/FhIskm6Us3SGp9FWD1Q6Jd+Ki+LXaITmbYjKryiBtdMdVYUmoYhigFKdMLGLf",
+	"sxxWCIfk5RZYB4uIkMHJIwC88xnyY8GTxIQeCD3nCbaR9xaDbFHkDAMqhnbkHXMDY7AB4lI8R+51t50/",
+	"ktABmg7CAIUm8HWDtVKw1g6hPmu0MtB2d7MYCK0MJeoB3pDuliEKzr1tv7eeH3NsXCnrgvYZwO77Ic0y",
+	"G9UzEM1lI7OTH1xGMBgaDYyDTv/ghKU5B1WudNMGouIbMdKOvcOOLLhkV3OPUeQ3sHHUo0RpqRF1vntz",
+	"UiJ8CRXWBYzBLrCifKa0g8c0l+8WfWIjEm2Qog80M/qFHJK4XveKDVDOeWruAkQvVrQPjGaOCMQ0kthp",
+	"fm23upg0bWqF7QkPexCGUCObgXjDiMRqdga1ksCkEUPgpICCTgBxiCJx2cTe2gP4jgyJigWMwtPgBaj3",
+	"FGv4zdbxiQYCyWnTRazb30nMKcwLYZnNh12i0ItuHv2qeYxuY7gwPj8Z64hjmPtA0BJeyZzMpkZO2u4S",
+	"dIkelcMySFOMuHgH3YnHp87fFpE9mqYLElscOqUYfnSSUzbk5/53jEoaCCSAMXun4c3f45YPEQNPsaVn",
+	"Qe1yx8kdrhjCfCbTheHA5r/tDCl3gLhwgi6qA4syKRLvobzXPllMmQ2QMqTE8siFo/ZnM02+3d99OhBN",
+	"XCwG0pVWh6+20DeMefHIkbki3+yfdMgb9HGXizkohDt4WQHJQRjnglQYEmkOGl9jQB749OHdQQOZKfg1",
+	"5hIMmsNMzn2NhIAE9geiTe7fL1dugFCzQuAKyg/URXNgOQfv71sw3eq7CA+QVCyB8AUfoIaBASNcgD6W",
+	"bNiodToaTYGQVxatzL3TGDBnRB6xgE8h3Ia5/HsIfsB4C/RUDiH6DYW0fCaUW1rhkTAD2ERpqxAJI1rg",
+	"QfrGKh2E1DGSUQRRMYZRpuwOoUQcwq7VJ1/vHh/seQeWwlRsPAdz6r1ud8esJv5PAMZXEAlRcIitEDDL",
+	"FNxHypghcAuOsRcNYWA/IIqqSshFnRrmIwcbQWs/Bbk1y6p3rfexVAbBrlX5+FXoAViEr2auvedaqlOQ",
+	"q/zh7S2qiR4IR0wZbalGVdtF92BFNdsDQ6MhH7nMrlLOSi+3X8j2sZY5JMeFcvWKzj9WqnaF1+xJU13K",
+	"V7IakBXngbQFEncplcmzHnMFgij1Tulwrs58qPL++uWX+X4YeQz8qYUs3QgEkaUsIIFYM0I9P++vZtXX",
+	"4cKO1zoGGyHMymzUcc5VwNnuPrkMOqsKkezJyYS2FTMXzxwiLsmz/TCuoDg9L/v5t6yAJaRgq4+v++jJ",
+	"JSs0+m1deQsXx9mkTp8sx3TJ3CroVkJBrbwZKuOt8pqKpEofWV9pI7m8Ol/YoLI8ILZ4dEDfboa7xz7P",
+	"rJJ7OqUJC07HpmA07dbCw1k582a3t33Z1EVpwJXdvghP6zHiptstUuDqy+KYCaWjIpbw3HCuE7h+K1pL",
+	"wrPrDWyG7nW363tqFZYESzimMuOJkQZRrfM6r4BaREuaXEInkMMoxWIiZ8oOCGqnp1+Wlt8qG1hxF/3C",
+	"4voL5Z/XXSUDuG3kmJfbAb+mqSuQAJ9sXsMeass7YPIeasq+7klhR9x1WaBRKSZTAH0vk5dG1Lig2YyF",
+	"LYpLV8Nm1ASO+76RF8HAYUP8SrPYmVE6cT20KsbJokDIdnezcAVeGl5XpOFsXBamB1cDxNTDIX3FRGoO",
+	"pwScakm1kM5X5eqlwOmV4KqN4es7IdhF8UEQBFrNmutGBbduCsprhhXWAThUHFBk+2iD/IsQvn1z84vT",
+	"g1hse6h1SGVUxoFo1kZvRmQpFLKF9XuLym8gxiNY5pRb468FxUC4Mnnl2E1b4S4gRW/evGkHcZTsmg43",
+	"uPNbN7zzSDCfgkWtcufL5NlpCWb7EB5ZyLQZTc7VSkQul2eDsXqkiYV925CA2QoHtzn+zkBkGXiYxrk2",
+	"+m6V0fequNI6fC1ZHNHVotn09TQsuFiAzCqe/ZKeidqlQ5ki60HAfXFa5wrw8SBDCxNJ7HdW0bwJLK4R",
+	"mloHkqqK+4musd9SKT6pGSrdtnp2eJD3lNUO+sS+YZR8APlAOA3fG5zrMaDON9Gs2JqttQRPJkjzKVt7",
+	"K9ZduBdw3Qs35eWc/HURlfPxHvL31czbX95+iN5Xc2DxxzDx/Je3H0pOROuraBtkIcmYJVgaPa8aFM3u",
+	"xxKbGYaxCsPg+8KzCCmbUElAqpqABSx6u0dVjZGjDhbFKxtBPCJk1771/TS/lunikxkgzNrKpXk/lMsK",
+	"2AJPFQvI5iddwKqACwPdisC7f0JHV8m58M6HqOFBqNtHbJrRBUuv+rTukw9R47nN/r3qc//eh6hxRDV7",
+	"zidcX+k69y+GX7VfgQ6x9sfu/Y8UuK+82Y4up42CY1/+0TOZn/E0ZQK/eHL1F3s2Kh8+2Hywzrp8bN4h",
+	"SzmF+iHm415vnY+DUFb8ao01nkh5SIVrL61e5j/MJNYCuS6N/J4tWIp38FOQyxIRbAQVIhoVivhyygTk",
+	"p5Uz0ElzLIWc5UuB+yE1RLpXJoMb781/DtIPl8VvWVp4awbVWyQndxe6/kJvX/3FC6mfyZlIb3q7/izR",
+	"o+4u5Yym1au0C7hVcz+uy/X34AY1PrytvVgbVCk+wmquNxs2WiGo7MLANxNUhhCQ/3KKVTxuVVLBZV5L",
+	"Ulnj3piRT3xalrsIf58Ld32WuwbXfBVkaDyDrKBPwK0/D2Uozvqz8ttvXRAscFktgzImdEKaL1/tvzAq",
+	"3v7x3u7z3ZP9p2vz2w3LwdktEIZ9O/QXTxqKQ70jD3fk4S9IHpbuP/nX//O/in9FEBiEti0MigqS+dam",
+	"FGOutMwXV0no39rXbllQd9OskNftYqtB6Xdi+J0YXi+GOyXvngrrpkVEsDlTGj1Mty+k50xO2W0I6Ucw",
+	"8B0nvuPEd5z4Njnx0f7xy+c/WgZs2PLa7DVnSmYX7FbuPox8d/nvLv/d5f/8YrgjCaspAfr2VyYYYlbK",
+	"kGca49SlvYwuEHxBEjk544KR5u6Lp60dEtuCQmRCF+SM2SL6il2wnGbQ6kYNhO0KB53WWphdAe3dcpZg",
+	"3lEypmLEUixPa6ZgygXaxL5OetyHEHesLv2v//rfAwE98yNbRk2zSUTU7GzCtXlKJvICYhxwTKuIDHMp",
+	"dKtD9mkyhk9cnTl4654aCAtiSDnzlTIRahvv4b8H6YciJJ3rHYhB8WvAwCeqB2Ll1xvwHpZwe0VHXIz6",
+	"EI+OKZxFDfbYwMyoU1M6gq6GcWJ/LyI26ITZ48L2zkyj89yMsmNDvWh95fbIpzvHz7k497miYT4SjG/G",
+	"svX3IDz59dHzDtnFVRn5VkE6yUykkMYGbSgxCpuLlL2D9E2zC4Mh0Kh6yObQe4UKEkNRknggXGFiZtBH",
+	"QMEkyGOACkxjesEILYGmj4kDRSl1rn1wFOFqIHDTZp1zmp2XOjEGW7PI4ZPh3AuYgm6fQq4dh5JdA4Go",
+	"StJZ7pKuzPg7HtEcKvsmmxYRQwSMCDWwtmAaCDxWAJQbMCiGxxjkeNARxTxVfBvSXG3sDtrnHBpwSOnx",
+	"dVm7LmHOYU8LcBtrM7qoQshCKBITS99xjekzu3aHXGHSe1oA3Fb+JM1HJKULZbMm4V4YbMMrGyTAEygO",
+	"ORApy5hmad9XBi3GBqivcQG3u9tkKPO61I3nXOkfkN6tkbthMdBeOSxAbyABF8T901ZutIgs5LzSQt28",
+	"195+tLm5Ir2jGGdVWO/6TSZX9Tqobu6lgHZqjiYjwWYqIqwz6jgC/tXTo91nJ4NZt9t7aH85fv314cHJ",
+	"yf5T39bTEvBix9hHQWIHhYI5PUVQwgUGgmwO9Dd3Ejb06pcGTNmIGn4iUHLxHGoHRGpgtEtznfCmLQ8I",
+	"vI69m2YyZSjI1Z+F7wNXnIPvqOFihmuWeGlTld4NepLpBaDOUOaTxvLpLaOmohlTsHuBvWIL9JuzsxWI",
+	"Bx/t4TerUG+rtybqrY952cIt3oZvGnJgSWjI2jEfUEPMme3MZRgzn7DyBnvd3sP25ma79/Ck2+3D//9z",
+	"xY7t4MdcJKy04xv1hrlSe3EmvKt1KOyvcsN8rfDiOWJSDR93v2NBbWFPoE/KxPQ/C1r0lSdbJQIQkARg",
+	"01/1wsBJe1d+KbXbKh3Q4/5mr7/d7Wz24JBclwEjZr4+gh88MSxTzpSrRM6EPuRC5q5XTdBiy87Sa3e3",
+	"TrpP+lvdfrfXebC5/U/buHfPfAyXcZrzhIvRj6421WbUsCzEIMwpdFk8673bvngiHv22lT9Qj3V33lts",
+	"/24wJrwy7m5BZS8/3HYR9elJhZqdaalp5haPjdo1fWd/6HWfdMPeSQ2aAAaWPtqCl4KWRiXAlrZsUK72",
+	"BB6cbD7qbz/od7udbnfzo05gFfh7S1ME4O+uB/4nw0067p1tJdvpA/Zw+Gj0ePzk12XwT2muBTT6KB/B",
+	"5tVHUAL/lbBfBfcqOM0FDvslNZLjB9/98/yf3Zf7une0+Hrv58n+9vGb8Uva/WEz3fr68eFJ0nvxdPfB",
+	"4a+H88Onu/PDn969++n33XdnJ+NfX775+d3Pb0aLn3998euLb37Y/OfJPycvesk2fZr9hkkRFM0tZSuy",
+	"l+XrLubba8QKg5gE7aZqnBwvrQpS8XAYpeHKSEPzzl1Q0irry1/WuRF0farzbviOJ2HXmchqKCz1rg4r",
+	"CYCqb4tiWe1mCnpxYMew4iO4QS4JYgZE/lKjmGFxf2oYM4JnhSMTjukukPkukPkukPljCWOtzRbnJDSk",
+	"imuFMXvaVzLiFtYQtONmDEOrymTxKfzuyGKFsNQkCuP7Kab/2JrMI5s4fxfe8IUw9IJsfl4MRuQoDOZg",
+	"4oFWt2D5bhbt41r1rHtVNM8K/Oz+NRjf3WX4N4/1uUQc3g2p/Qp59lqy6g9WgQYnPNXJePlCvTI/31AS",
+	"Rif8NUTgCctHrA0r+ccN7uQrnG5t7/vtUwOr/d9RhbuIg88i/D6+3mp9NvxnpJh7bnKafV6B47AgLoHU",
+	"0fTtNXzPjWtIyxvey1MrjXivIbppbpsKmVnMlKuoESzWSOMplEo8W9iwhfSOMt3JK7dkvrPBMEFQy6cV",
+	"XC69mBvvzX/W12rNBfpIMedOyri7y59Tyrhj+Zew/CM2kRDu5anPDgH/HEbWGbBMpjONFb58IJfSbPpJ",
+	"idTVjvwDIFOoh81qBIlXM/2pCNQtuSLMyl7N9J32dUcX77SvO1K8RIp3U1u/b5rR5JOR5FXSH4YKXj8p",
+	"pWQQq3UNH8PIn8Ig9mdQxEoI5R1NvJMV7wiUNQ8ZSbGwC0FraggCI1oSH7N7TXuRCmtOO/Wzvg9XfXVS",
+	"DFNeqlFqy8l2luPU5UjO9Fre2edYe1XOqqLRXsZo3j7mmrWfUk1ryiMPGliIXA0aERk0lJY5HbFBI75m",
+	"5eo/i4hEjWOm26684lKleLN/ReLT02+l0u3x6NSVZr9+Ae2b0Z2/pOt3zaKV5caZcmQQkDSxrm+pG11E",
+	"EjwIKCBjO9Nhz64KhoY30N24wEO8VK90nSrArmBz86oWLS1bWHkggmLG0Hal3GyFPMU0H+rrpa7T5ASC",
+	"1weiaJBl+1/ZVAuonnp6tP/D64Oj/aerej/uYXf9Y98F4NaEDzfFynJ0WRY2NriN0u5r3zq71url+4Lr",
+	"vZauzpuxJHRCDszdGeZMjX3bL6jJL1I5xwZk0MMi41pjTz7M48vYUNdfmzLn2kjZBU9cx4Z6DnZk7y4m",
+	"urnbZfP28Mihp/0UC+1Ctye4elgyulSq2+K7NVNERgkw71MtJzyBm4NZVL4FHVUkfrr/fP9kH/IRZsrg",
+	"xnvzH9ADbEX1/8T5v4qjgUiymdIsbys6ZH3f2KhASkXUGNuzMjKmakw0HdlMU1d9HNu3FC3uNiFJU4oE",
+	"7jHCwXY7A42HJ7RTBGXpPjB7I2YBeHz+WfzeTtAn3Q+1lxlBfbh4qccsf2qP5qOTP7C528uZ3s8Ug562",
+	"lfDwubR5gRYbXDs4FDV8tLhdfaPfu0a4OG4pxUD/GrrxrZxjf3lcgT+kOctZ2GPgiwkouznp+ffh+8d8",
+	"JIDxw13BNsrQsbOJl6d01mVSsoN/I0vDJDZNF+oKGWDZL3u4+Kj7cy1+uMop+5xfeHGnUrRnJ9jyPUXk",
+	"XGCnjdzQn9huP75D/L8Ery7JPll46AW/QNJ6DZYcdgm5zL/peMZTN8HVquGRaxrz7xe4uwpDv1SH/hdE",
+	"yw0tLpHqe8oLDCvCeUNKfT1b6rHD/SIGwN2psDlBTSss18ZIjQ1RNUJbn8TjkTqNyT9CcVDTEfkHif3P",
+	"dngQFDOWaJn7x3QgFEty5lt15h0CCcuUnLMFS8nh7p4DjXsDlmBUlpQ0ZyJledGJ+9vD3b3T7/d/jlsR",
+	"UXIgBOPADylJ5BSS57EpvICmNlgRQUsj2S84y9KiG0vQdde20lUgyA5E7GlHTJpmp9jpE/fVcpVMii0b",
+	"zTjjRmDOpcbK6eaLQFG2ln3sBw7TR7ZSBmoltn9xuelS0YV8WbEO+owudVMKWzUpTXOtBoIL6ExXaMMY",
+	"Ua7I/VInp/sd8npV56OoqBLhr79RGfyvvkefK3eC+E08xfXtSczoQUuc7e7mQKxqxEqa291NbPW63d0q",
+	"dJKa7q4GHahtW4u2ED1mE3JGk/Pl1qwti4XmV7PTYpUDETSgX9l2ylsnsP+8IHGn0wkaUtn26BnYHM2Q",
+	"gSLmINWyiEe4Rh3Koos7S1WsuXysZwxq9wwEHOqP+0cHzw7gUEttVgleHVr0ZI0qFW3KmG70zyx1/fmV",
+	"llNF5rZLMNVADaKVOpzro2/bBRnk3Q1MOICILMUG0FWDTjPe3Ts5+HE/boU9xrwxyPap8Tg9lnNVReez",
+	"mUZZt0CIzlIPXDQYT6lSOwHeemxe2Qr3kga4QfdbnoyNcg43XQWdpJpVUCNm5JQrd8LYv1b67rgASN9V",
+	"0wITsH4sgYZpLOzkqeLx/vHxwcsXp4e7P52+2j86fX28fxSXpakO2bU1ixI6tYiw9P3zg8ODk9NXL58f",
+	"7P38lbm+ui2zlClt8cMVlolcWyCqGYH3FBI3yx8yRsO6U1Ajxx9t4Lss2S4KshC2qnfWgwD1HMrt2F0g",
+	"WYmheo/7stfzIG9DVYV2zmgyxtbOS7YDTBkLjYDXCQUJ7QVwW6uVIqYZ5cISn2bRN89eqlZoJ6C+1XC/",
+	"AfjbMJILSKdmdHoGT57xnA3lOwOS51zM3hn5Bu06jX6DZuZt3+LP8JCi8Wu4LFwQtHt3RZbs+bkGsMOa",
+	"JlP3DMDhInRs69orNzCy0//SUJoOh42oQdMJF9Ah8rJlHw7pFS1J61sRXot+D4S5jlXyTdQsSRhLd3zz",
+	"d2gVhW2xJJ3w0MJVNmcPhC9KFZL1e94oFlb+KoQRbCEOBkk5UmYzBrsRW1c1Zozw6mxiYbO5NMsElmL4",
+	"NbZUMyRPSyj2dtUxBXKGK+izdDpr267sZbqlNOwrrtxzhxClLZ8pmc0026+W2OhutrtQ7sMXuqmDzlLx",
+	"D/PZg9JnPM3qR3/gionAax4VG/2GOv2hNx6fTdLs5M3rd6f0mx/V2TePddp7sjj75gd9eBJ0vGsgm/St",
+	"ivsNI5pf8f2pkLptsJNmbSdft6XIFm0q2haM7S7832bt7Sug+mJF189C0v2rgTvp/fjrWe/B+fOfXmTJ",
+	"1ovpWS8EdyhiXAb05VGuAfTeDS4VdrNdFcfiujLanFFY9u00Cr4LdKkNdPlrpPbfxKJSIuqfPgbFcesr",
+	"8vodhkPLUeSb87EkY6rIrzMV0Khla8py/MnatkLMhVjpKL4zFd7l+F8PnxE9Any+3BB4eWb/nx/AUB+3",
+	"cIfc/+Y5cP4OrMqCG86yjFxwNidyGF4GNJAWRgHok7zAsAOI1Vh5Rz6ZtbykNY68Dn3z8X0KS5VRBFYj",
+	"q3uH9j6nMDapIGwy1Quo3ktyZmsej9mE0CxrlUNCBgKUQ6jwe87YtGq3hlKDiw7Zr7PneUtKSf115sOB",
+	"EGzuVmrNGKQZ/wQt39tobUDDKKFKsVzjjPGo9CQ0KgzEklUB6ydrohgUGM/ZhS1D1bc2/umsiOzBZvdo",
+	"fZdDayg6Z1M9EImcLjpk17dXszXTCjkZN0pLlZoNGJvb3e1Wnbno2NNba1j5GIvRNJcTqSthJYf0nBVW",
+	"ASoIGEwI2mO4X3yob602slxfwcBtXb9nw2fkM4iLhjwUqHjHe26F9/wV+kN8fuENk3XKJHXkyMH11I6y",
+	"RfKjWUytfxd9roJ8G/hbE5mywtdqw2q8z8ZVm5cCrpmciw55KQIWbU00AzFf7abkyjlMwa4EdBei+4Y0",
+	"0TJfclcuQosuOC6byxbW1pIDxq5sKUjYtWa4ri8JXUeWQxmqxsWMqR0Sh06iIjA6WMhK78LhkO75I77F",
+	"2pOleVYFG/tDdlYiKbBGN+DEnbXob5UW9bnSkwqs+7y0+FjTXBvadvgs9Dk3s5KvBBQIRwdaYQwhSVnG",
+	"L5hPp0gZxuwMyRkV6c2oubWH3wopP545uuTiBKj15YGsb8gSS4EumW03ddlh5lxMaCKDHiEUVYX2bFoX",
+	"VV4be0DWCT0AWpszPcuFiwy/JAQBj8SHIFS8wKQUQj4QSzHkZbrGFXqdDcmnGICzYKnPXCnm958cpPFA",
+	"QPcX27LDfKZzzlJihXsbmg+JJlSRTCrdKla52Q0Ga4+kYDHBzjQllmMwDXiqB1HgA8RmTD5qCAFXx1J+",
+	"hFcOh7RxO3ULDocUp/iTdAA3PzdkdZmHHWs2ncLpItL4CBdSCsAwuLRsb71jZ1+WdrHGVr6Rgv3NXSt7",
+	"OUuZ0Jxme9hw5zMzUbzu3p9ruOCOIVPKMpuynM6misymZR+jobn2+t2AaULs5C3pPqHZAC1hZtGl6Dcb",
+	"rJhxpVUU2JqgElzqYxqnLG/bzwYip9p8MeHaNkgjXLd2MLPM03XUeHKmydRIKViKH0NNiXORk5TRFIs+",
+	"qIE4Z1Ndm+AEEPp8hv51vMz3VEF778jsnQPhTydjB0rNWBjz6vVz+91OKBmQ2ijXS4kX5jeu7OyJEdv4",
+	"Uh8MsDFp5lJqmxjZiqxt2jo1KjkBaJ3ewSSvOVfMP4YIPSSzWrFs6EmSTbiccGGk/jOGdCjyPc8vWLZw",
+	"SeSwaUW4SLJZ6jsLQqc9tPa0OrXt/U5w09d1rXymZl3rUTXYw13vnbveO2vSGXuHV/bewWsXWBEwwLiS",
+	"q3hFux1LTcJ2O8u8tqBl5naLke9yWiEbQBJshDhRszPF9BKBUYmcGvHjAOyijmgsasgMxGNzQ05zjFhH",
+	"h6ycaVRhue5j/nysdXYMRl0Vk7mcZSmCgkypwrR2HMW7HNH9h3+bVSQZnUzBQFB6u2icizr2PUVi3x4N",
+	"mmXi0+/enNhHcYsouiBKdggEV7ioZhyR5KVkfNylhQCUtKlSzcgxhA45KRNZhNeZlFrpnE7JlOoxkTmJ",
+	"nVWiGDzGtrpCulU0jaAHPX3N560O2SXul3J0/2a323VoJg3oH5MREz6ZxlF6BQORJoS8Q3/gNnuXMJay",
+	"NHZHQI1cSkUZEGHzXA5mlh2fHQUvwkap9wxfYC84csaGMndWC7f0hAroossFLqWPfyIjhgWik6AGQLaA",
+	"gHnxuzcnRNAJQwHdo42anf3KEg0x84IcPdsjjx8+2SIxTXRssIdP0KLjP5BzYZ8KpjRLWzZBoxrM7T2/",
+	"znW9m2iZx50qB+fKYv8op4ABkJXd3O52W32U9wMWj01ruV5mpSCcoFh9O2YbGBtm+ZMaXxULSFdpDreo",
+	"K9z1s/o3i2H9iPZUgKm3FchqqcdlGoogu68OHKv97s1Jy7WRL3JvA66LHto6waGklmxwcynUlCU6zPSt",
+	"UCH/zm2SomKWghRFpfHetefzeXso80l7lmdMJDLFTnY3n+Cz2qiLBVwSreJtQJrqO0P0X4eC/Q21FiM3",
+	"PXr4sOdEvBB9SdOIS/yC9Yc0UyzG2Hqx0GMjQ0NEBr9grasJ0Hv471IofX1VrML5RUUarcoMjdYW2PsE",
+	"9A7wcIbeQynITCE5rWxTVuAQXVKkqqiQkLNE5qkisRWkjToCg+eMKiniHRBfzZ6ZSKkwIjp8sfQBJfiF",
+	"EXpRWeHKkwyeGt3A7hoWAvHia5l/dkhRFspbmsBSj5qipgb+l9ipQKo1ykkREslTo5GVoyhRR5OChYqw",
+	"WaxBGbvgQJGMjGLKz4yW2SJFea/i2HvdbRjRdqw1s3Ex6qwo9uX4V8UqVdemHuG8qkblZu/xii78pHPa",
+	"b7+9X9eH/+21ckBcAkgeJIVYyN6FLf6b5INcJhb6bBBPEC8he2GqyE5wQX2KMdwjSCIGqt/tPmnVW51q",
+	"jdgnq2zOMoe7XktsSgZtS2bmV1nDDYFxdIqn5F//9b9rSEzJgLVESOxHSO09IdlGAJQjujt1FUALIfg2",
+	"Dc+HzKgp9TLihGmaUk3v6MBd6syastyulxIc8riEmUKmwju74t5fz5GDZp0gQ2ZFLdGra629Viw/dm8v",
+	"LWNVOWIOxuFzxqbmjtTxdyxi2rhmnoPZ0q06ndau4Pnl1+68Ewz+5ETR2hrC5gZGRE6xLUC2gEtiuKIU",
+	"7Fo5pM+50pXL+QWW/ry7EX9rn+uVyaKuvlSpTqgN3lKfKCH0Nda8+fD28sXC6ux0SxHa9pJOqKAjNmFC",
+	"g0FFsRyizFCYVTZC3f1slGnI8tNSZgoiMSxz85v5ENWJ6kykDjBG0PU9AsrVw63T0tEP74Ypz7FiirHU",
+	"6OQcQqOiC5YrBqX2IC1VjLh4B9Od+urkJzllQ35OnqHHzQAtIvviQi7CnVl/XNt8WzO1N5ErtJGjQhFE",
+	"53npx2g6LOUqGNtKO8uj/lB0Clc4YtGBE2nphCvNE5JIgdWEkwWGOnoWYHOfwulsf5Pl6fZVQjNcbkIV",
+	"HDNRE5plEHc0NDoUWIfJhCZjjlqKHRPerxnSUEjBFEQq0pTjn5i8IHROEx1aicD8IjTL0fRFcjZkZk8M",
+	"P7F1F4leTDEGRmHBSz4Sho+cs0W4ywnoMW8//P8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
