@@ -63,7 +63,7 @@ func Example_sessions() {
 
 	// Verification rotates the token: the user goes on with the new one.
 	user, _ = client.NewClientWithResponses(baseURL, client.WithSessionToken(v.JSON200.Token))
-	devices, err := client.Check(user.ListMyDevicesWithResponse(ctx))
+	devices, err := client.Check(user.ListMyDevicesWithResponse(ctx, nil))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func Example_cases() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.JSON200.Status)
-	hist, err := client.Check(c.GetCaseHistoryWithResponse(ctx, id))
+	hist, err := client.Check(c.GetCaseHistoryWithResponse(ctx, id, nil))
 	if err != nil {
 		log.Fatal(err)
 	}

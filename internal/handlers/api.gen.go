@@ -392,6 +392,9 @@ type CaseCreateRequest struct {
 // CaseHistory defines model for CaseHistory.
 type CaseHistory struct {
 	Items []CaseHistoryEntry `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
@@ -624,8 +627,11 @@ type QuoteItem struct {
 
 // QuoteItemList defines model for QuoteItemList.
 type QuoteItemList struct {
-	Items        []QuoteItem `json:"items"`
-	StateVersion int64       `json:"stateVersion"`
+	Items []QuoteItem `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor   *string `json:"nextCursor,omitempty"`
+	StateVersion int64   `json:"stateVersion"`
 }
 
 // QuoteItemPut defines model for QuoteItemPut.
@@ -746,6 +752,9 @@ type SessionId = string
 // SessionList defines model for SessionList.
 type SessionList struct {
 	Items []Session `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // SessionStatus defines model for SessionStatus.
@@ -962,6 +971,19 @@ type EscalateCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// GetCaseHistoryParams defines parameters for GetCaseHistory.
+type GetCaseHistoryParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ReopenCaseParams defines parameters for ReopenCase.
 type ReopenCaseParams struct {
 	// IfMatch When present, the transition happens only if the case is still at this ETag (else 412).
@@ -1016,6 +1038,19 @@ type PatchQuoteParams struct {
 	IfMatch IfMatch `json:"If-Match"`
 }
 
+// ListQuoteItemsParams defines parameters for ListQuoteItems.
+type ListQuoteItemsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
@@ -1032,6 +1067,19 @@ type PutQuoteItemParams struct {
 type SubmitQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch IfMatch `json:"If-Match"`
+}
+
+// ListMyDevicesParams defines parameters for ListMyDevices.
+type ListMyDevicesParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -1056,6 +1104,19 @@ type RevokeTokenParams struct {
 type RevokeUserSessionsParams struct {
 	// Except A session id to keep.
 	Except *SessionId `form:"except,omitempty" json:"except,omitempty"`
+}
+
+// ListUserSessionsParams defines parameters for ListUserSessions.
+type ListUserSessionsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CreateCaseJSONRequestBody defines body for CreateCase for application/json ContentType.
@@ -1129,9 +1190,9 @@ type ServerInterface interface {
 	// EscalateCase OPEN or ESCALATED → ESCALATED, one level up to the maximum
 	// (POST /v1/cases/{caseId}/escalate)
 	EscalateCase(ctx echo.Context, caseId CaseId, params EscalateCaseParams) error
-	// GetCaseHistory The case's transitions, newest first
+	// GetCaseHistory The case's transitions, newest first, with cursor paging
 	// (GET /v1/cases/{caseId}/history)
-	GetCaseHistory(ctx echo.Context, caseId CaseId) error
+	GetCaseHistory(ctx echo.Context, caseId CaseId, params GetCaseHistoryParams) error
 	// ReopenCase RESOLVED → OPEN
 	// (POST /v1/cases/{caseId}/reopen)
 	ReopenCase(ctx echo.Context, caseId CaseId, params ReopenCaseParams) error
@@ -1153,9 +1214,9 @@ type ServerInterface interface {
 	// PatchQuote Merge-patch the draft (If-Match required)
 	// (PATCH /v1/quotes/{quoteId})
 	PatchQuote(ctx echo.Context, quoteId QuoteId, params PatchQuoteParams) error
-	// ListQuoteItems The draft's line items
+	// ListQuoteItems The draft's line items, by item id, with cursor paging
 	// (GET /v1/quotes/{quoteId}/items)
-	ListQuoteItems(ctx echo.Context, quoteId QuoteId) error
+	ListQuoteItems(ctx echo.Context, quoteId QuoteId, params ListQuoteItemsParams) error
 	// DeleteQuoteItem Remove a line item; totals are recomputed in the same step
 	// (DELETE /v1/quotes/{quoteId}/items/{itemId})
 	DeleteQuoteItem(ctx echo.Context, quoteId QuoteId, itemId ItemId, params DeleteQuoteItemParams) error
@@ -1174,9 +1235,9 @@ type ServerInterface interface {
 	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
 	// (DELETE /v1/session/devices)
 	RevokeMyOtherDevices(ctx echo.Context) error
-	// ListMyDevices The caller's live sessions on every device
+	// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
 	// (GET /v1/session/devices)
-	ListMyDevices(ctx echo.Context) error
+	ListMyDevices(ctx echo.Context, params ListMyDevicesParams) error
 	// RevokeMyDevice Sign out one of the caller's devices (idempotent)
 	// (DELETE /v1/session/devices/{sessionId})
 	RevokeMyDevice(ctx echo.Context, sessionId SessionId) error
@@ -1219,9 +1280,9 @@ type ServerInterface interface {
 	// RevokeUserSessions Revoke every session of the user, optionally keeping one
 	// (DELETE /v1/users/{userId}/sessions)
 	RevokeUserSessions(ctx echo.Context, userId UserId, params RevokeUserSessionsParams) error
-	// ListUserSessions The user's live sessions (devices)
+	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
-	ListUserSessions(ctx echo.Context, userId UserId) error
+	ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1411,8 +1472,24 @@ func (w *ServerInterfaceWrapper) GetCaseHistory(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter caseId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCaseHistoryParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetCaseHistory(ctx, caseId)
+	err = w.Handler.GetCaseHistory(ctx, caseId, params)
 	return err
 }
 
@@ -1651,8 +1728,24 @@ func (w *ServerInterfaceWrapper) ListQuoteItems(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quoteId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListQuoteItemsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListQuoteItems(ctx, quoteId)
+	err = w.Handler.ListQuoteItems(ctx, quoteId, params)
 	return err
 }
 
@@ -1817,8 +1910,24 @@ func (w *ServerInterfaceWrapper) RevokeMyOtherDevices(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListMyDevices(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMyDevicesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListMyDevices(ctx)
+	err = w.Handler.ListMyDevices(ctx, params)
 	return err
 }
 
@@ -2063,8 +2172,24 @@ func (w *ServerInterfaceWrapper) ListUserSessions(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter userId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListUserSessionsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListUserSessions(ctx, userId)
+	err = w.Handler.ListUserSessions(ctx, userId, params)
 	return err
 }
 
@@ -3693,6 +3818,7 @@ func (response EscalateCasedefaultApplicationProblemPlusJSONResponse) VisitEscal
 
 type GetCaseHistoryRequestObject struct {
 	CaseId CaseId `json:"caseId"`
+	Params GetCaseHistoryParams
 }
 
 type GetCaseHistoryResponseObject interface {
@@ -3700,6 +3826,7 @@ type GetCaseHistoryResponseObject interface {
 }
 
 type GetCaseHistory200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -3716,6 +3843,9 @@ func (response GetCaseHistory200JSONResponse) VisitGetCaseHistoryResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -5452,6 +5582,7 @@ func (response PatchQuotedefaultApplicationProblemPlusJSONResponse) VisitPatchQu
 
 type ListQuoteItemsRequestObject struct {
 	QuoteId QuoteId `json:"quoteId"`
+	Params  ListQuoteItemsParams
 }
 
 type ListQuoteItemsResponseObject interface {
@@ -5460,6 +5591,7 @@ type ListQuoteItemsResponseObject interface {
 
 type ListQuoteItems200ResponseHeaders struct {
 	ETag            *string
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -5478,6 +5610,9 @@ func (response ListQuoteItems200JSONResponse) VisitListQuoteItemsResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
 	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
@@ -6801,6 +6936,7 @@ func (response RevokeMyOtherDevicesdefaultApplicationProblemPlusJSONResponse) Vi
 }
 
 type ListMyDevicesRequestObject struct {
+	Params ListMyDevicesParams
 }
 
 type ListMyDevicesResponseObject interface {
@@ -6808,6 +6944,7 @@ type ListMyDevicesResponseObject interface {
 }
 
 type ListMyDevices200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -6824,6 +6961,9 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -6831,6 +6971,28 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyDevices400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListMyDevices400ApplicationProblemPlusJSONResponse) VisitListMyDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9612,6 +9774,7 @@ func (response RevokeUserSessionsdefaultApplicationProblemPlusJSONResponse) Visi
 
 type ListUserSessionsRequestObject struct {
 	UserId UserId `json:"userId"`
+	Params ListUserSessionsParams
 }
 
 type ListUserSessionsResponseObject interface {
@@ -9619,6 +9782,7 @@ type ListUserSessionsResponseObject interface {
 }
 
 type ListUserSessions200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -9635,6 +9799,9 @@ func (response ListUserSessions200JSONResponse) VisitListUserSessionsResponse(w 
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -9805,7 +9972,7 @@ type StrictServerInterface interface {
 	// EscalateCase OPEN or ESCALATED → ESCALATED, one level up to the maximum
 	// (POST /v1/cases/{caseId}/escalate)
 	EscalateCase(ctx context.Context, request EscalateCaseRequestObject) (EscalateCaseResponseObject, error)
-	// GetCaseHistory The case's transitions, newest first
+	// GetCaseHistory The case's transitions, newest first, with cursor paging
 	// (GET /v1/cases/{caseId}/history)
 	GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error)
 	// ReopenCase RESOLVED → OPEN
@@ -9829,7 +9996,7 @@ type StrictServerInterface interface {
 	// PatchQuote Merge-patch the draft (If-Match required)
 	// (PATCH /v1/quotes/{quoteId})
 	PatchQuote(ctx context.Context, request PatchQuoteRequestObject) (PatchQuoteResponseObject, error)
-	// ListQuoteItems The draft's line items
+	// ListQuoteItems The draft's line items, by item id, with cursor paging
 	// (GET /v1/quotes/{quoteId}/items)
 	ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error)
 	// DeleteQuoteItem Remove a line item; totals are recomputed in the same step
@@ -9850,7 +10017,7 @@ type StrictServerInterface interface {
 	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
 	// (DELETE /v1/session/devices)
 	RevokeMyOtherDevices(ctx context.Context, request RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error)
-	// ListMyDevices The caller's live sessions on every device
+	// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
 	// (GET /v1/session/devices)
 	ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error)
 	// RevokeMyDevice Sign out one of the caller's devices (idempotent)
@@ -9895,7 +10062,7 @@ type StrictServerInterface interface {
 	// RevokeUserSessions Revoke every session of the user, optionally keeping one
 	// (DELETE /v1/users/{userId}/sessions)
 	RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error)
-	// ListUserSessions The user's live sessions (devices)
+	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error)
 }
@@ -10201,10 +10368,11 @@ func (sh *strictHandler) EscalateCase(ctx echo.Context, caseId CaseId, params Es
 }
 
 // GetCaseHistory operation middleware
-func (sh *strictHandler) GetCaseHistory(ctx echo.Context, caseId CaseId) error {
+func (sh *strictHandler) GetCaseHistory(ctx echo.Context, caseId CaseId, params GetCaseHistoryParams) error {
 	var request GetCaseHistoryRequestObject
 
 	request.CaseId = caseId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetCaseHistory(ctx.Request().Context(), request.(GetCaseHistoryRequestObject))
@@ -10496,10 +10664,11 @@ func (sh *strictHandler) PatchQuote(ctx echo.Context, quoteId QuoteId, params Pa
 }
 
 // ListQuoteItems operation middleware
-func (sh *strictHandler) ListQuoteItems(ctx echo.Context, quoteId QuoteId) error {
+func (sh *strictHandler) ListQuoteItems(ctx echo.Context, quoteId QuoteId, params ListQuoteItemsParams) error {
 	var request ListQuoteItemsRequestObject
 
 	request.QuoteId = quoteId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListQuoteItems(ctx.Request().Context(), request.(ListQuoteItemsRequestObject))
@@ -10693,8 +10862,10 @@ func (sh *strictHandler) RevokeMyOtherDevices(ctx echo.Context) error {
 }
 
 // ListMyDevices operation middleware
-func (sh *strictHandler) ListMyDevices(ctx echo.Context) error {
+func (sh *strictHandler) ListMyDevices(ctx echo.Context, params ListMyDevicesParams) error {
 	var request ListMyDevicesRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListMyDevices(ctx.Request().Context(), request.(ListMyDevicesRequestObject))
@@ -11191,10 +11362,11 @@ func (sh *strictHandler) RevokeUserSessions(ctx echo.Context, userId UserId, par
 }
 
 // ListUserSessions operation middleware
-func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error {
+func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error {
 	var request ListUserSessionsRequestObject
 
 	request.UserId = userId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListUserSessions(ctx.Request().Context(), request.(ListUserSessionsRequestObject))
@@ -11220,328 +11392,335 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchu3tiD8KiiemTLp3aQoSr5RlTqjyHKixLIdSY6THXrUUDdIImoCTAMUzTiuOr+++n7PN+8w7zGP",
-	"sp/kK6wFoNHNpkTJluNk69TZFZndjcvCwrpf3jcSOZlKwYRWjf77xpjRlOXw5x5Nxqy9J4XOZdZ+IdvH",
-	"WubMPEmZSnI+1VyKRr9xxNRUCsUUSWieL7gYkSRnKROa00wRmjMi2AXLSWIGTDuNqKGSMZtQMxQTs0mj",
-	"/0tDyLaC4d9GDb2Yska/oXTOxajx4UPU2D+ho+WJT8aMyLNfWaLvKRIrTTX7keWKSxETqgglSudSjIhZ",
-	"iV4QTUcRYZ1Rh8SDxtagEZdXMqHvnjMx0uNGv/fgYd0qDlI2mUrNhG4fsWlGFyxdXlSs8xmLyXzMBNFj",
-	"rkhuwUO4InrMCGwzLX6WQ0IFYTTPOMtJzn6bMaXJnOsxvk4njPiZk0X7e7aoB6GZuB58z7k4rzm3Z3vk",
-	"ce/x4z7MI9g7TaZ0xCISD2bd7laycbG5oeU5E+o/Mz7h+que+b33MJnlSuZfHV5sv+t0OvAu2yE5y74a",
-	"NMwog0YcEWp+oJpfsIHI2ZDlTCSMTGgKG7aAga3eU0TOBZlSPSZUpOS3GcsXuH8psgWJcb6Y5AbmCUvJ",
-	"2cKseCDOZLowJ28m3bMvNQ2mLYjUY5aTKc3phGmWk3M21QYnFBO61SG7Z+YPIgVsPaMKt94ZiJUo0d1+",
-	"XAtamVCEZx12JjmjGg9bzvKEXRfjjqhmzw3sl4c/2D95RvzzPpma/cqMJ4sINmWhq0jGhppwQbhWZM5F",
-	"KucAZsAtlkiRKjITmmcIU/sGE6kqLgtgwaCxk3/14MmT7o7+anszIoOGZoIKDb/3njx5gA/iy4B4xS7b",
-	"r2ADV23WvtYneNa4a6LHVBM6nWacpUTLEAgRkYKRjCtNuGYTwmgyHohmDPuKIxLjTsxfiikgIBEAKZ4M",
-	"aWzQ5PDZLrlgOR9yPO4WAmcgAuj89tXDbre7M//qYbcEnd++2uq6B3GHHFvMw8VToeYsByJAcqpZG64a",
-	"SwdCTlkOc5EmzTJyNtOwpQnT1BzPVHKhlT/KocznNE/bdKbHJJczzVRE4m/2T4i5xuZXmfPfWTwQsC/3",
-	"wG23RaS5nwZHEpplLDfUynxlaGdicLhPKNnubkZE5vDXlpmSUDLhSnExGgiVyCmLzHcpS3hq7ikbypwR",
-	"KhZ6bLgCVySRM2EuhFmE4RacKSIYh9s65CxLb4A9TOeL9u5Qs3wZcY4thmtJ5pRrt6TcfMPFqHwfhzKf",
-	"UN3oN7jQW71GZCbnE0Nce5vbj7Yfbz3cfhQ1Jlzgj12/Gi40G7G8ETXetUeyXfza+GBW6MmQZauKHQDj",
-	"4GaFhu41ooagE/NNgg+jhsFcnhsGY8h6uMr/lrNho9/4j42CcW/gU7VhxzaTIkGsJ0slignkmJFpzi64",
-	"nCkghAbllHRUIzb8o1+m8K2IyCn9bcZ2iJxwc68GwiAE4CLPHUE12J4SXuVnFfKsDGmGRZi54SKP6IVB",
-	"xz6hA4EMAH9PpcEYqcmQ6/CKG+Ta7naJoBODao5pIDoBoIGvBJBG+FyGa1OqNcvNt//zl932P2n79277",
-	"yWn77T/+W+NS8SBZfM9qiNguSTJuhIdkLBUT5JwtSPPxv/7r/+s9eECmOReanmWMJGOa08RAxTAqRNUK",
-	"+MyX5gYZBmjYq5FFVAB6J1vslD+BQahA4JtvAWi93g5wa5hmzDOGjMCN5KHLBRlmfDS2oH4SgBaFxgK2",
-	"FXFlNZAfwHVy/35cBvlg8K632R4M3j3aXwny4SHVybgey43QiLw9ZzQlzVD0a6HQM8+5ZmRMp1MmFIob",
-	"HK/DbzOpQWRTmmcZoRrR7wLly4iwTDGyvdnrkCN7UxGKhfQmZ+ZWAB0FGs9Sst173CHx/ZhMzKqZIvMx",
-	"1SAa23GBRM7y3LCIppHPnmxudsn//T+bW53NzmYrIkrWrHsmDJHjZus0yxYR8ArYjBSE2q3A8tk7rrTq",
-	"G4FzJs6FkbvwadPQcosZyLjuqVax/e3udmflYQ/beAiXEa3g1B9uX3KSL6e4i+UTfWME6mnOjOCGEo7O",
-	"qVCw69oTNKS0coBcIVI03em11tnVdXah2WQlbef48BpgCu7G5rXJ0Qq50dyMibSSkFGSgOaOZZYq0tw0",
-	"jHKz2wXKAw8mdAEPyZAZOcVQHQSo2RShoDYMhHm1T+Y0O7eyZInDmCsAAneH7IPQA5JYzoYzozRSK/EX",
-	"wjpHMj8Qhs6nbMgFI82AuHONNwGED7PxlAx5Zr5EPdMMr1C+AsFjNRMAYat0xCkb0lmmG/0H3egSgWCz",
-	"2w0kgc21JIGo8YO5ayvx4zf79KbM341uZjpGuW7lXMo/v+lsxQxmvhMjA6+cTdunN53LjW5meq1YvnKi",
-	"GT686Tx2bBDaHA8Fme1rmh4haTf/SqTQTMCfoG+gSrAxzeVZxib/+FWhOrjenK/wK5x0+ao6juLlHmAd",
-	"SOCk0EZS2CExy3OZqxgupQL1hgwpz8xlQam6EYWWnZJaWbc4++5G8eIKNW2tj937sEUjop54yo0WlBUA",
-	"vR4gzcCroAi8gBoVocI5KoBxdqbLtgXvVHXzzw1EKYYZTz47NnprGxjbCqSkWSbnyGCtmMXFBc142jYv",
-	"zpTRrCf0XZuphGawvjgqZEsnWLa+IDTdNzfqc4J3VxC4xR2zh2cyP+NpysTnPuDQcJvR5JxQYvV6UPaV",
-	"ZtP2bEqs9c5Q2C/ozL6Rgn1OgL2QJOMXDIxDyZhmGRNGdWbvpgYwkTdYIvAyo4UsyEyhBZOiPcnarbxt",
-	"E81ywFrvKQKM80u6Fi+kfiZnIv3MYFazZOyNqIZgoICfZSw3UAKF5QuC0quceY3sGeUZSz/3PXbqC+o7",
-	"oAXRjH2hIDrywtrnA5IH0JdJyqx0/Vp4y+1nhc4hGnUjYtl4RCxRM5QsZxfynKWOTCGRIk3P8gMeEkcD",
-	"Ec9EyZAMpkNgJvb7+VgqRjI54gKMtAosy+a/3uq+IM14MqRtd1JxfyCcbwWsWuapQ6M+ARfcDloDDKUw",
-	"43hzOtrMMzmSM01okrCp0YVbqCR+AccfNd68edPeDUBWPtKrLOKojslDKhZWZ1GfVY4BNwYBzZrMqbld",
-	"4PYlzTj0bzgL3O6rA0Sge4rYU3f2Jy8gmu8Gohl/s3uy/2b359Oj3ZP90+cHhwcnp6/2j05PXn6//8JI",
-	"mKue77/YfXFi0K7EXC8Z8Xj/+Pjg5Yu4RWQe1bl/cCijbd5ThGrNJlOtOgRcEQOBikYcOCZi52rbsTbr",
-	"IYgB3lxIA8/IiHKhNBFSMGebB5ipLwhDKz6XSz8PXq3DzZf5DzOp6ZeIotfD0Ihchp9AdC5F0BuhxsQR",
-	"U1wSWHOp4WkwyGxKmhZ6xJAJEnc6nQ14p83eJYylLI13rPsHXrunSAzPnS2Ba3SEAkxiMuIX8KMiiv/O",
-	"Wn2CPlQVk6bbHO7m9HD3J9z5cQvo+auXx+hyxA8inIet+PKH1y9P9qtf4gcRiY06v+LDvd3jpe/g9YjE",
-	"vHBLkHO2WDHCwdP9w1cvT/Zf7P18+v3+z3Ywan35zomyFJJBXkj0cpoTm+dcayYsRUDsd/Efmk9Y4XEv",
-	"cAkjQJRGnQI1bTxlqsk5F6nlwapDdi3PBcRw7nuu3Quk6Vi0zI163trxXoA0p0NdfADO2oxpfNV/7qAC",
-	"p3B6cvLc2k7MuYNDBfwPMCxYVpYX4EYwx3H68tX+i7pRCjNMcXfgg6P945fPf9x/WvnIKADZDNzvZuoJ",
-	"zc9Z7idXxLzNRKpIk4L5i6XmmFnqji5nGTOoAC/LuSBUg9v7S1GwPo6uftGyYiATdv4+YtZrQS8oz+hZ",
-	"9lntDkcsNReXp2h7wwgSQ5ecYizFkI9m5ggMsTFyblPmJKHgUDljjt+1gGi5mJk+2u+KsBMQn3NGzYUS",
-	"lrhRFx6SM0OsiHVZjqkYsRS9Mi62wl7cCgVUdLikhn4c0rsT2HMWmL/oUby2Dtn5mIEblgY2JcNTlKa5",
-	"ZqnlKTaexoCzD264efC6tSYZTWdh2YlgcDheJUpk6sXL4sOFnJE5g5gd67LmisCtvqUzK/zWf5NTs/B0",
-	"h2bvVnBolcDOwAyBZ1m49yFcajKlOWtTkbYVg7CxMMwVjhTZOHo+ffjbnCdsx3nCMZTDqinhsqzEqX0c",
-	"miLbm71iiS4UYf+EjjAgjpJv9k+IGsu5Km0ZpQv0IhcguCWk8bxkD2b5G2FO2aSCqgkahpFUGxQh2tJY",
-	"cpZxkWaL/pXnjOqqzFI7sLNF+0PvbvpAQkNJjH5hPkekMqctfOhJBV262zullaOQK0gmlfZjGkWZKD4S",
-	"EEUEakyHHAyD8dQsMeqIilZsRBR86naQqojt/nchRJ4GBTFeSIKQonhtSVfO3mzR6AygHMqcDLmRuSFo",
-	"QzCkEhY7/BRwvAoEc5QI2zTLnPoCPGk+pjqYg2vFsqETH420bw12aCxcTdEClG7dDqZ8b1SKPdAo/kao",
-	"YvVNMDegYbVD3tSrulEh4q0OSywzNDs6T1HjzPkFS8kwl5NABcar78YoRW/Xkp5ed7OYHywiOIkbBe0X",
-	"zdxmauC7NSkcGPm8THYcmqc7ZLv7xC2mzUXbhkHCgKF4i9GTXNsIqXwmVAuhCKbmJUD6sMsJXTgdlVpL",
-	"od3N7aCw9S787ZDYexRCLDZ8s6BlfQ90fEH5sEf7cYfsWkRwozlHAxWLOV1UGaNhx1QsDAI2wTYIHJYr",
-	"4ICtHYMOls5pOac5YvaU5W1gigmdBgYMnmbMb5whVYWI+owrjW5jF7hvvlYb7zHg6YOL41c2sF4grFD3",
-	"Nru7JVEMArP+dmhUSF9cqdllOATPCxSCDwsEcqhgxliFPU0z4XdvTjzGQPCu07qWLGs7ljkvI4Qzq4IG",
-	"bg6eYIB8zlA8pBA6plmubgkVvDHv74QJRYhxSYgCzuh1N1obpF9V7UjT6FYrmE0w+g4cqY9g1pIoxgI+",
-	"sjSt4R7m2wUY6x3/ADNz0wZcIYPM2AXLyETmbIdQZeRxQtNUFd+MudIyXxAmdL7YQXvrBYp0OZNTozkg",
-	"hA1DLEd4oe1HMZEWC4QcyIWckQmjwqstnxT9prk0guXntsC9YVnWHsp8Yu7gTHuvTZOSMzkTaUQoOZsp",
-	"LozQm88yZn6YQzIqBAvJlH1JUT2vhZpNpzLXLD1kKacnYOv8cwJdbVKnnRrdVtwqgOCs/4LiND64wGJY",
-	"x26i6xKuIM324ZMtQs1zkmSUT6zOPAucPI7tIKXm4PBDg6xgkRWJqS48kXNhBxRMWZhMczllueYYs0wT",
-	"fdWR4IrNLmZn6yXbFXHVv8BHRboxyqtmsN2ZHj83pCZMTv569/hgrxE1Dp/t1uQo40fguzhiCuLv3y9v",
-	"Z1U6m4EWaLQWNhaukXXcIVwtSEs5UDZyhSoS/wSugDZAJIa7eQUwogYN93kpmP2LH6LGKJezqVozuv4b",
-	"fPlD1DjnIq1LiuHJGJ2Dchg4WciUKqRHxda+5yLFnbkzsUJjI8IA/dpzgehPWC7ki6yBJQC5A3x5s9st",
-	"siRpnlNwvKgwOWHNHAPAUcCwdVaAGiVOcD2kBjgXkwVDhQdeh/YQf76MtsBnWXrC6GStpSc+PXSdRM+o",
-	"YbWTXV3KYE2pZm0jApQRuSZrKWqkM/YRXxch3f4u3EYebdTIqNKFkPkRKy4PdMSoWpW+n8MzH4VT9lnv",
-	"kJjOtDx1IlaMsnzxwj0FNoiWqwXByIhqZpQA9wkqg/KC5enMJayB4Wst+mPFs485+tCZUD25h9vhyT3p",
-	"dh9tPnnSe7D9aLv75MnmpednR56pddD4GN8sbviRef/TXvKoMZumH3VNKmTC52kH5CFYvt9/VCYAy9fF",
-	"Xb/KWYT3Olz8KsKzC7MEOUo0dY61VwE9GtJMsWh9ErVmEmJnRRaigZm7XdUTKg97ObRLK1wFAjRDfHkg",
-	"+DjyekMAXnKZNnuP19xRf+M/VmaXVgTBAvEr+O6w2+5j1eF9i5rnMv/0Uof/4yp6YofaNzrs1dJIZSs4",
-	"yxWrxKFXS6hXS47XFQroX4A/D3M5OfZUf5mZIkV0FTjKrHLHJgi7ijzWGA52iDV54apr8hl5npbHN+B6",
-	"umQ4c7I5QqBgGMxfrYbn/PCXnDKBsmkhitRXgSpRVBBti5mDxdfxqBLMVt0O5MTsHZ1MM6iwcdrdnDxO",
-	"Hufb02kuHm4KlY/HKumKB+eicqZlitQrF4JITn/ptp/Q9vjX84mYtvVF+/e373sPP9RS2wC2ATRfvtp/",
-	"0Yga+8d7u893T/afNqKGizGs1XrKSao34ymfhvVdRjdd2M6yCNQrw7O3unjA+15vBSAh9qO2GNPxS7Ld",
-	"23xEaDYd0zOmeQIWrcpF3SqtYWtpCW/fb9XP/JRd8IQdiKG8JsT5tAKH7QflWbvtJ7vtZ7Q97Hfe3q+d",
-	"O6NnSCOvIqszxfLdkTWOBS8/2OzVHenS4T3jLEt9kml5HynTlGdrDByUFlo+phdQaGcIFR70OLJVFmRO",
-	"0KJV1FuonBvIB8sTSUPoaqb57vjlC/IKnxIubOGtM5muQ7gryG43Xofs3zKa6fEyrNTSXZfnV5M/+1Xd",
-	"RAdC51JNQZ65ybVHU0r57B5vPuldKbDBh6fm59MxX8Krq1WSqg2nbkuWydzcUEgTzS/AzGFnOZMyY1SA",
-	"pPFu+mn5Ka+IPR8/oFrPgPWr5uuJEolEQ/nVb65lYC3rtMsilDNw2mSPJhWEvdNMgJt6wiZnLI/I0bM9",
-	"8ujhwx75v/+n1+ntgA0iJdQWRJmDRxDq31gX2e6rg/XsnQWC1qL3FQIHIk4den735vsapMxG4aXeT58e",
-	"1xuOk/yi/GLvwYPNJ7WvnvP1bAXnelESHr5/VTvcDO193prKR7WvvbuBEVIvGrgz8zkufAXkjpdBd84W",
-	"62tMBvjXVZJggrr1HA5pKQq7vK6kLK9cKiEHr5ozlmlN3dmnLOMXLCdyBi6UMyrSHedbhxqrFawuS14P",
-	"l0SDt+9XyJTW9/7JbEfB5uzewjlWAPZHSD/E1I7KVTmDtBi2/5HLrHg0HF6v8tjc0JHB0+wTrPSGLoQl",
-	"YeHw2e7pj/tHB88OVmgCnp3XKLS+TINgc+dLwnBHN+lOJfBWSJJJMWI5mcv8XFXp7jqENKzchIsLjY2X",
-	"eigcFi1uJtl8/P39+Mt49VWq3bgUbHHIRZ0DcVcQOpEzoX1ZCav43FNkYj4hM8G1Ik2qsW5a738+2CL/",
-	"+n//F9mMCHtHE/gQi7mCLDyluWI5HO2nk1yc87zWu/xk+8Ejl8BJUIZWNf5gm6b8nA1rysIdPtv1icy+",
-	"ZDDkIkBB4OpuPp3ZqFbZqa22HDWwzNXy4l8KayuCKsilyldG4SlpOmtxxUA7qzLHZXcmF0pTkbC1FDYb",
-	"5rCkstdrXRAwc3lp28iIdvaswmBU1PJu79wKWrp6/AdPnoRV8rprDq25ztYTq50wukycw7RnjEF+fXRg",
-	"xARzl7HELRZBti+qjfcqm40+xK2IzERq47+sw+6eGojp7CzjCXl99Bz9eb52wKvXXz8/2Dt9ffQcKh0q",
-	"pm11UIjXwLLmGYSHungqrl0q90AEcc73lBm91SEHLkFWsdGECawhShSWhzWrhKCwOdfJmEiBZQEKs1ux",
-	"I4jPota+509plvO2r8h+bRUdnrojii5TpKEcYY0U+NH+6iSwTF3KhNx78I3ScuIqB16JVylXELTrecan",
-	"o+Tso2UfQ8H2zOpuz5Y/zXnCxehWrOS/FUUw16pmGTUUzZjaG1Mhlmxzn9vEvyxBPj3afXbSiBrHr78+",
-	"PDg5WSFGqtnZhOuPw3s1O9NS0+wWkFLTd7cx6nUc9Le1tU/s+C+KtAae/4C6VLA1kM092aqeZJXcBMdR",
-	"Akt485eu6JrxA1cpmnDrPsaT/kmJ89q+9/4q5/slpGOr91GO/aomcgkKeJishHjVdfbbJ3Kd/XYd1xmu",
-	"RKOWUfVIBPLVGpeZ+zrYV76accFObunu/zaj0PrnE/OA89l6IUeC61c5T9gn31lN0ALi3fmsEex6aQlL",
-	"0F6NkJpNnnOlPzYgo8CpdeJCb4lt18Z4rOHU9ot/NbsuGbzuhVkPUw3YuldUHq9F0PUJ6cYqSrqMzZed",
-	"e2BxWTJgXYGkK0/iFa2zKt8AH9fQ6Yvy9fXqpe+WdU/5XiPVIJairdS1tazVYUgWErbpxaUYWS16Btap",
-	"CctHzGilyRg7TDzaevKw5UJcWcpRywTbCRiRJlyEY28uM/xbY95LWti6GHebfL8sLF/jDiwd5RGjKWQI",
-	"fQav9hHmgnq1sRqqAk9vrQdSNaQFZ6tb57HzqFaR92zGM93mAstRk6Zr1KX6OaNp0LlL9aF6CnT1gpRI",
-	"/4L9p3+M5eT8Y/tP/xiqxvmn+K/q0DSdcGieBeV64CZgvo5toedKFmOTvD7+SMEPjz/FtqBBUdtYlSo/",
-	"egMUJPwUuy7WUCzdL9P8wS4MLpq/5uxsLOW5ilt9ksk5y9vmJdckzk4LjT+2ekHzIbOCmLZ/J932E3JK",
-	"2jEWIPJZ/5RkzFwbHAj35Icpf9tZ/TVpxjJPWR6A9oxnGRcjhDw0IrGAxZMf5VRoAyQfTe8rVvXtUhKX",
-	"dafukdhiXgcTWWJC1bmtL0uaqUzUxqujlz8d7B93JmlEBo3d4OtBA6fHild2YlpeDtdY9QbLMIpF+SnW",
-	"pi0hC2nmUto8LtXqVJ9mTKsy5m6UERczVq3DAb1KLn/MllEQUgd1nlyRbIM/RvqjI2Yr4wbrwNSFMym1",
-	"0jmd4q8RiR2IixSquIXtYLi2HfIqdR1j39dFSwQZQHq728XUI6/ihMe+rISvjhyj7d/f/lKEr3Wjrc0P",
-	"/dKvHfdzLfW2DsHP5kZdOzHsUxlG63r+5DPoELiMEa7GQZOJFCsSXHA2R8fkcoRPCpF5a7pcMYwPIoOh",
-	"FuPhkO5aB9PtGS7/VKe0EfiOpP7IUzSjHDP2MRlOkyJc4E/0sa/xSRAFfa1kHt8DaK1uPqsd6L5fUJjG",
-	"s+xML1vTggOqYk5UQ0VqxZywAMsNU1bsRCdY1sB6A+uiZKChVb8iTrjCCNR1wbnkPj540itrnVvrevJu",
-	"RgnXIzNBmPDHXfzbh+Djh9sl+D1cE3xBUftSb7JaBe+5HHEBd5scPtvto8BFuCDx4bPd06P9H14fHO0/",
-	"jVE+yORoxFLztKhEHFbbt+1kB1BTNjJCKp1wX5gJD6hcUt/Whdgk5UL9UPsBCiPZCvvLXOWjbrO/wZeH",
-	"vpR5Uq1Kbze1oo4QiHIRsUXKIMoHCvMF3ndfZRgLGTRjHLEDMeVGkn3phDL4xYj60JbaSHlG6e4XtfLo",
-	"iImifB5N09wIpTT33cOpsqWNx1SNGZb9sSUgbeVO3+TaZ5+6hWFAqJC4jOVAkTVj4CsHgV9dAvtv/A1d",
-	"hr2tpI+XOPKiygpRHl+LSdPI23LYKuoMTpXOGZ2Qpkt6x0ljq6QoZXYJIVuxHaTVJy6wZ6sXYes00GIe",
-	"bleVod32P4lTajrklPTJ/yAb5B9GuWkKSRI5mVCjBagpTVifVJZAfpVcQEm8CaoF8D5KWnWp9eubT/7H",
-	"xj9WmSoKK9dWr2LkArvbbzNmn+t8xqpndTPGdCNKXEEmO8Yl2FQXIh2r05j8I2zNsNlr+0Mkmo7IP0js",
-	"33HR1JuPg5cUyxiU1Whudh+TnIpUTsgZ10ZVO7a2MZlX2jRlfMj6JDeinyEbBh0DYnrO2JRwXVZ/1Onv",
-	"/NXTyfjb387nvw5PR0fZo3cnvbPfuv88f/Lz/Plkq5JMU8mmKStF6rSc07PZ+1D95fGl2tCnMPU7xerT",
-	"pVyWhcTAGLa7d3Lw4z5WE/Gczf7z0mhOO+KJC+r8u2mAf+mY3OvpC/VxucdQVE2KhO1gMSquXW/x+PT0",
-	"W6l0ezw6dV3vSSLlOWeGaMc/te0cbcCO+PZCc8vaxM0UiKDfatVS2ntYkLMIyoC1wdZixD0oDzPkGBdY",
-	"EKO1nc3lqN3ectjumq5mXL5SsxsqP9d1r9VUsbkU28AKXSJk6GZ3VG0tXlpfsGb99Pv/0V/J1wG7XJWu",
-	"opxPDtItStT10ew6W6nmBEW4WAosbYckGZ1MWUpsVh9XahYWWsrZhHJhfjGvk6ZijMQ+wCR2gjGKpK3L",
-	"daStzQdbD7s3UJPqixE0/KGXdh2CbvW9goqNy/yhFLpX0528KOLlqzVamdx3nq1CEF5clCBzLZL70Xhd",
-	"74m/krpGlyXa1NLKyHeBXrfZ803RvC4vskSTWUBuCyS5Gi8OGfap+tQBrdelZp8ghBQw/CMGmNKcOXMd",
-	"zbKXw0b/lzWP9W20KrPR+sLCHrSVQnjexY6V3cCD0SzcFhBsbZh5nd+igwH13tO5bIiwDz+qWguMsEZN",
-	"qRG/YMLRVfMZ1lbcKdWscxV8Xc8pKhJmblxkdOHgEdQONkeagzICTp6+f5ug29HeA/Q72t4CMEa8Vvbn",
-	"rRSCu52Sbh9Naq6mZZ84qjSgUUv1pEq0KSBY/g6XCZrD8OtUkAI4fIrwmoJMrnH6l8XY7N5+JM1rVRO0",
-	"8gmkM9CEklnO9eLYgAXheMZoznKj7hX/eubw5rs3J42afuA2l7mNxYKgSnQTEqEjEp/zNLY5PhGJuVLx",
-	"Rkxnabxh5K/Yt7SNyFBmmZzbhg8DcfRs7/Gj3gMY7Iwp7Xu8TI3GwBOmWq5i9dkC6a4jps0lX2+9hzgi",
-	"MsfElopDudUhIIGoPilFb5By6AYJvN8k9H0PRBCyQcJ4DVIEa5AgUiMioXO95HkHF3gLfdjosh+I9YM2",
-	"8BLW2ilRCgaFEzZrXjaXo9UhuwNxVS3ShOY5B3su8XVjY5roGOvG9kn8fmAIw6DRd2S9KIBqhy8qoOJy",
-	"P8RRUZq6WivVCHQ4AdaRNTI712iqh4UDjwR0LVB9rPU00Pj3QIuuZ3dySn+bVRvbcEGo18edFg6GUPMZ",
-	"/rMRNQSF2Zf09mIhdMq/Z2FN0W/hRlx3KbYiSnMI/RJF+yyXc6jOn3FD3lp+afhisbSK0WB5YR8gPxAr",
-	"2ZRXNKZqbC4PmAcVUWOZ63YGjTG8X4Vm2O7JrBIrnZ+xMRdWHkqk0ObS9m1/HXuJBqKpMp5CBzaREmdP",
-	"sKpGBJZJ28c/sk4PNLlDdwI60+NWRHZfHbQtrjJNU6opaX735mQgDG2goAAUQktEeFhhpBWFzSYVacqp",
-	"5hOusE6QcNHwUVBR3zVjaA2EWXNRgApvM2lSLSc8sdAo6lapVmcgBuI//oN8wzTgte2SZn6NR5LkM0E6",
-	"G8kk3bCEKibTnAsN3atyCN+BUvq2cwIl9+8XRAupBoDh/n2otuF7wQ4E3CiMwgFq0OqQV+CluX/f1zK+",
-	"f5+csUzOIzKlSjNrjIoLXhAjAbp/Ai1viJzp+wQMyIuB8FjQIfswjQ/WMmOKEUTYuMavOwUdKXrT2teD",
-	"Xk1ObdvublnA/QfBGsJB7eCRZBY85pU/wkd/GBHdtvniGv5poQgf/RG6BP8YiD/a7Xbpf2Y4D0PSpIYN",
-	"tcgf5Iwm50wYRpBbfMSBZK762CfmGryH1LAe8geJ3bHYWLGv4RQIdo8mf+BZYpdDTACNNy42Y8LeQYdw",
-	"iI4VqXMsANk0q3FdQzqdGHa81BV9PFKn5qnZZmUQR2YkNG5b2qiP9SNN5RVvN8ySvdILAxYAl5g7/ygt",
-	"3UAy+OeGJQnFjhgHxPrD3HiWK8itfccDouG6Sdlt/WGQnJ7JC5jJ9afwzUlh1IHYrUAK5D1zO2qPKcY+",
-	"/bbK/nZ3MyKKYguiEAMtQ1fSECoSXlgnSoZn6HG1kEuoKH42upRMzglPpLDdhMDtY14dCK6JYCxVZjVb",
-	"JOZCzYZDnhiG0VbI+OFCzrliLX/ZwDPv+y/CpdHjXM5GY7KQs9xdAPP6Zof8bH7Cxvj2ge9aEzig+vU4",
-	"s6ovPsqBhNiBbW191+0oiAdA99UOyA5ypiNCSUa1YYu+X6RNTAZmYjbZ65ADc4rnyjVNdq/WLXLjvbeY",
-	"f9iYDOmGfzt2RAsWGr8P6jxEADrXZFbt6g9xh9y/fxKUV1bQOse1LLU6tjn0+/f7FTATQlIsI6OCtphF",
-	"QRnSPD48jghrTyjPItDBi46xMjdXYTLVZutbHeI82ZB0HowHVdFgXjqd7pRWYNfKdR93ejWM8FRiG1q6",
-	"DBkDjl63S3KmZ7lha0SwOQxevm9U234g8eGzXVu7WmYpNApRWk4VlCjhYtTaIdu9HoZ1mAnatvFH7Fpa",
-	"wOCw0WYcFpmIWxHZ3uyS2K+xPZICzjZsEQxX2r8Ske3eE6KlJBPggoQU/fXdJYLCDMr8CxkjlIUg3EvN",
-	"pXoYzXhV64oY2pcvzE21rbltiQAKuqZRYag2ZEZhDAXXZEynUycrYMc6SVJJmvFSGQFXRaC2TIAZbiAU",
-	"062IxFgAI8bxsHm4LFqrcVW0QYux/kWMUQrlMhdnrvoIVuKLBiL2pSZiVKK58DW/iiimTI5UhzzobsGe",
-	"DOyNCrIgcVBLIu6gIGAruP5RKq5g+BHXGVvi9+aL7W6X/EF+iSc0w24pbbuo+G3TQ2zpoeFxYUsQS6Lm",
-	"QdOVb09OXpHSFEWxg3Ds4tfqoKmhvWbYCeTC2GZBIFC7gTdhYNfnJjBLhjPUPHZThYZMmjOYDds6lSYo",
-	"xUuFcAl+d0NeRrO5ViDcc4Wkm7PKRDMREK/yXJVHZrqgNbahGm4lbsgtGBI133bKBC8PWHrgVl/Sk5Gb",
-	"l1C8PHYNSy3Bvfq0DuwZTc6hUZJdPIbll6ax7Kv2CKrPAC5E6RyLONEyiJCe2u2EsNqGiYTU7aGcidIM",
-	"/kcz9AtJ1CwZF6K7/f4B4gnTY5m2zRc0y+S8gi1LT82Ih/Ards/BX92YT2DMRIphxpPSfXS/FTcGV3NP",
-	"Wf3LXx0YEk+wNGq5NVTdbbFNo+wMQZstrkqL9T0inZnK0aBwugl91y5UxjJpCZ94BIFGC6pog4vivXVF",
-	"htonnmhpsqU+kOF8Sw8RYRx6FzS92gmSK9s08owZmm7bWvnT2kQaV2Gk4ZmVnlhcgs7f0G/KC2x2uB4M",
-	"N83BKwqAb2OQfjhmzWMHQd/ia/+EYh9yTTM/Ot6rKV1kkqZtLWU7o/motN6lh1Xy7HqIGkkAXnCDP7Ck",
-	"zHesak9Yyim4hMsUre4NM03Q7arcZsrO8AhmYO+mLMGArhrYLD91GwieBG3mJswRtx7CHtqEtY1yydLy",
-	"0OUnbljXn1XOspTgQyD4KUsyakgNfKbKk/AAy87Zop0zI2yV7mPtG/6YK1hqpBMQ12wOV8qHUEdIVwi4",
-	"nX5JYqwwt/CZm9K1R3OEIOSXdlgrx7Yz6MZlG/iVqHbdC24CjK+1N39sY4Pc1RezyZlRyId4d3xXzdL8",
-	"s7DrXBnlggdVhC5woXq5e4+Xb2MdM6p9wUwTdhqssJ4eEq3fZlLTWmwrP0FyZcvLwiMzJns3pjMwDpcG",
-	"zalmCOPykOHvAAUrzDtQOHBuoVSCdot6MlF9VgWqNdxitjLIWBV68cBKhyAUC5qVeRH+BiC0f4NexnKr",
-	"UtghNpdIDjCsIcsNCnMxWkV3Kq9ViY97TPCxm27LCWuutWZFUHM/O2AgU4ZIDHNawRtuRKSZY62n7Qus",
-	"dwBygl9JCeQr3zLzgdxtn8L9LHbzB/gMMp4wgYVxrY18d2ruX7vX6TaixizPrP9A9Tc25vN5h8LjjsxH",
-	"G/ZbtfH8YG//xfE+fFPUg/Mm80bUuHBVIhqbnS6+JadM0Clv9BtbnW5nqwGeuzE43zY6oDtAf8+NX+fn",
-	"quNaF44YeHC9zecgbfQb3zANlXWh0cJUmiWZl3rd7iVNEa/XDBHGX9EJEfS4N+yMGJJ7zHQHY0Rs7kf9",
-	"uH6hG7ZqYeCFbPR/eRs11Gwyofmi0W+g0nzOFlihzuoKqqIYfvfmRNkKAQ82H2FZ6cfdrUctqE80Uo3+",
-	"L40J07Tx1sy1kcrEAMn9ufGeKsX0B/vTGKq3/34ZxL+1r9wi0G0N+RVgt2QZrtD0U8P8Ob9g0Ay06YVn",
-	"LY2oD26dFTC1GN1Z0El2GeheTpnYfXVwPdC5QQvQXeVYr4WanZukMplNmPjkyHoSerrqwVQxvViUAwYf",
-	"Ylx57b1uF6066MJB79o052Za7zGhZMrFKAKa/I+ySQQ/lqLQhsD+NxBWQYGSj31rncbRuYpAZHPks8im",
-	"0iwBYZRO6RnPuAYPcM6szdq5gmRufVWQNu/sSrtPDw9enO4+fXoURySTcnpmVN6zBbGH0LLO39hoiDlP",
-	"VIzO3SUsOkKA3eL9Kwpe1HZyNgIZdDvOLxig0YPu1ufvJb3UGvoT9iv+hPfCw5I0cd2wWhALIqckS5Et",
-	"6q9M6I9ZeUV2od1uydVgPUjRpS4orIaBTk7DRjrkpSBqhrYfwGeXGnXffaKs1RFCZMF4oxc+usJldXXK",
-	"rUydZTbogDoQSy1Q+y6YroiKMBR+PqYaPKHmQk6weQnkxUEbayqKVDLDIweCJtq5NECBmMyURipOz1kw",
-	"hVvhMU4VY/IB1c7nBPa7jpGx0Yt8SVfaJY9ni9BMSR8iUm5ZG5HLAkFI0+zzuzcn91RtXAk6qO7fD6tf",
-	"dO7fxz7nBanZ29s/Pj49ev18/zjGQrfQyRy9gCwNDbYpS3gKQUQYCoTtzsHWakRdMwPWraCaDHnGbM1c",
-	"VGnhllxSnmMgXH2OPh4gWrma8U/tZ24xbTR9xTa542XOR1zQzP2842r0FtbHe2pgBEQoqLwvLuTCO2da",
-	"ERlLSOkMJ/hWKh3b5EOjcVSfv855DKFQ4fSvjw7iVmQjXSFelSsEC0ttnLiQ+YRm1gFKmlOWJ0zodspQ",
-	"TYhI/N97z2KMlIj/e4/FhIskm6Us3SGp9FWD1Q6Jd+Ki+LXaITmbYjKryiBtdMdVYUmoYhigFKdMLGLf",
-	"sxxWCIfk5RZYB4uIkMHJIwC88xnyY8GTxIQeCD3nCbaR9xaDbFHkDAMqhnbkHXMDY7AB4lI8R+51t50/",
-	"ktABmg7CAIUm8HWDtVKw1g6hPmu0MtB2d7MYCK0MJeoB3pDuliEKzr1tv7eeH3NsXCnrgvYZwO77Ic0y",
-	"G9UzEM1lI7OTH1xGMBgaDYyDTv/ghKU5B1WudNMGouIbMdKOvcOOLLhkV3OPUeQ3sHHUo0RpqRF1vntz",
-	"UiJ8CRXWBYzBLrCifKa0g8c0l+8WfWIjEm2Qog80M/qFHJK4XveKDVDOeWruAkQvVrQPjGaOCMQ0kthp",
-	"fm23upg0bWqF7QkPexCGUCObgXjDiMRqdga1ksCkEUPgpICCTgBxiCJx2cTe2gP4jgyJigWMwtPgBaj3",
-	"FGv4zdbxiQYCyWnTRazb30nMKcwLYZnNh12i0ItuHv2qeYxuY7gwPj8Z64hjmPtA0BJeyZzMpkZO2u4S",
-	"dIkelcMySFOMuHgH3YnHp87fFpE9mqYLElscOqUYfnSSUzbk5/53jEoaCCSAMXun4c3f45YPEQNPsaVn",
-	"Qe1yx8kdrhjCfCbTheHA5r/tDCl3gLhwgi6qA4syKRLvobzXPllMmQ2QMqTE8siFo/ZnM02+3d99OhBN",
-	"XCwG0pVWh6+20DeMefHIkbki3+yfdMgb9HGXizkohDt4WQHJQRjnglQYEmkOGl9jQB749OHdQQOZKfg1",
-	"5hIMmsNMzn2NhIAE9geiTe7fL1dugFCzQuAKyg/URXNgOQfv71sw3eq7CA+QVCyB8AUfoIaBASNcgD6W",
-	"bNiodToaTYGQVxatzL3TGDBnRB6xgE8h3Ia5/HsIfsB4C/RUDiH6DYW0fCaUW1rhkTAD2ERpqxAJI1rg",
-	"QfrGKh2E1DGSUQRRMYZRpuwOoUQcwq7VJ1/vHh/seQeWwlRsPAdz6r1ud8esJv5PAMZXEAlRcIitEDDL",
-	"FNxHypghcAuOsRcNYWA/IIqqSshFnRrmIwcbQWs/Bbk1y6p3rfexVAbBrlX5+FXoAViEr2auvedaqlOQ",
-	"q/zh7S2qiR4IR0wZbalGVdtF92BFNdsDQ6MhH7nMrlLOSi+3X8j2sZY5JMeFcvWKzj9WqnaF1+xJU13K",
-	"V7IakBXngbQFEncplcmzHnMFgij1Tulwrs58qPL++uWX+X4YeQz8qYUs3QgEkaUsIIFYM0I9P++vZtXX",
-	"4cKO1zoGGyHMymzUcc5VwNnuPrkMOqsKkezJyYS2FTMXzxwiLsmz/TCuoDg9L/v5t6yAJaRgq4+v++jJ",
-	"JSs0+m1deQsXx9mkTp8sx3TJ3CroVkJBrbwZKuOt8pqKpEofWV9pI7m8Ol/YoLI8ILZ4dEDfboa7xz7P",
-	"rJJ7OqUJC07HpmA07dbCw1k582a3t33Z1EVpwJXdvghP6zHiptstUuDqy+KYCaWjIpbw3HCuE7h+K1pL",
-	"wrPrDWyG7nW363tqFZYESzimMuOJkQZRrfM6r4BaREuaXEInkMMoxWIiZ8oOCGqnp1+Wlt8qG1hxF/3C",
-	"4voL5Z/XXSUDuG3kmJfbAb+mqSuQAJ9sXsMeass7YPIeasq+7klhR9x1WaBRKSZTAH0vk5dG1Lig2YyF",
-	"LYpLV8Nm1ASO+76RF8HAYUP8SrPYmVE6cT20KsbJokDIdnezcAVeGl5XpOFsXBamB1cDxNTDIX3FRGoO",
-	"pwScakm1kM5X5eqlwOmV4KqN4es7IdhF8UEQBFrNmutGBbduCsprhhXWAThUHFBk+2iD/IsQvn1z84vT",
-	"g1hse6h1SGVUxoFo1kZvRmQpFLKF9XuLym8gxiNY5pRb468FxUC4Mnnl2E1b4S4gRW/evGkHcZTsmg43",
-	"uPNbN7zzSDCfgkWtcufL5NlpCWb7EB5ZyLQZTc7VSkQul2eDsXqkiYV925CA2QoHtzn+zkBkGXiYxrk2",
-	"+m6V0fequNI6fC1ZHNHVotn09TQsuFiAzCqe/ZKeidqlQ5ki60HAfXFa5wrw8SBDCxNJ7HdW0bwJLK4R",
-	"mloHkqqK+4musd9SKT6pGSrdtnp2eJD3lNUO+sS+YZR8APlAOA3fG5zrMaDON9Gs2JqttQRPJkjzKVt7",
-	"K9ZduBdw3Qs35eWc/HURlfPxHvL31czbX95+iN5Xc2DxxzDx/Je3H0pOROuraBtkIcmYJVgaPa8aFM3u",
-	"xxKbGYaxCsPg+8KzCCmbUElAqpqABSx6u0dVjZGjDhbFKxtBPCJk1771/TS/lunikxkgzNrKpXk/lMsK",
-	"2AJPFQvI5iddwKqACwPdisC7f0JHV8m58M6HqOFBqNtHbJrRBUuv+rTukw9R47nN/r3qc//eh6hxRDV7",
-	"zidcX+k69y+GX7VfgQ6x9sfu/Y8UuK+82Y4up42CY1/+0TOZn/E0ZQK/eHL1F3s2Kh8+2Hywzrp8bN4h",
-	"SzmF+iHm415vnY+DUFb8ao01nkh5SIVrL61e5j/MJNYCuS6N/J4tWIp38FOQyxIRbAQVIhoVivhyygTk",
-	"p5Uz0ElzLIWc5UuB+yE1RLpXJoMb781/DtIPl8VvWVp4awbVWyQndxe6/kJvX/3FC6mfyZlIb3q7/izR",
-	"o+4u5Yym1au0C7hVcz+uy/X34AY1PrytvVgbVCk+wmquNxs2WiGo7MLANxNUhhCQ/3KKVTxuVVLBZV5L",
-	"Ulnj3piRT3xalrsIf58Ld32WuwbXfBVkaDyDrKBPwK0/D2Uozvqz8ttvXRAscFktgzImdEKaL1/tvzAq",
-	"3v7x3u7z3ZP9p2vz2w3LwdktEIZ9O/QXTxqKQ70jD3fk4S9IHpbuP/nX//O/in9FEBiEti0MigqS+dam",
-	"FGOutMwXV0no39rXbllQd9OskNftYqtB6Xdi+J0YXi+GOyXvngrrpkVEsDlTGj1Mty+k50xO2W0I6Ucw",
-	"8B0nvuPEd5z4Njnx0f7xy+c/WgZs2PLa7DVnSmYX7FbuPox8d/nvLv/d5f/8YrgjCaspAfr2VyYYYlbK",
-	"kGca49SlvYwuEHxBEjk544KR5u6Lp60dEtuCQmRCF+SM2SL6il2wnGbQ6kYNhO0KB53WWphdAe3dcpZg",
-	"3lEypmLEUixPa6ZgygXaxL5OetyHEHesLv2v//rfAwE98yNbRk2zSUTU7GzCtXlKJvICYhxwTKuIDHMp",
-	"dKtD9mkyhk9cnTl4654aCAtiSDnzlTIRahvv4b8H6YciJJ3rHYhB8WvAwCeqB2Ll1xvwHpZwe0VHXIz6",
-	"EI+OKZxFDfbYwMyoU1M6gq6GcWJ/LyI26ITZ48L2zkyj89yMsmNDvWh95fbIpzvHz7k497miYT4SjG/G",
-	"svX3IDz59dHzDtnFVRn5VkE6yUykkMYGbSgxCpuLlL2D9E2zC4Mh0Kh6yObQe4UKEkNRknggXGFiZtBH",
-	"QMEkyGOACkxjesEILYGmj4kDRSl1rn1wFOFqIHDTZp1zmp2XOjEGW7PI4ZPh3AuYgm6fQq4dh5JdA4Go",
-	"StJZ7pKuzPg7HtEcKvsmmxYRQwSMCDWwtmAaCDxWAJQbMCiGxxjkeNARxTxVfBvSXG3sDtrnHBpwSOnx",
-	"dVm7LmHOYU8LcBtrM7qoQshCKBITS99xjekzu3aHXGHSe1oA3Fb+JM1HJKULZbMm4V4YbMMrGyTAEygO",
-	"ORApy5hmad9XBi3GBqivcQG3u9tkKPO61I3nXOkfkN6tkbthMdBeOSxAbyABF8T901ZutIgs5LzSQt28",
-	"195+tLm5Ir2jGGdVWO/6TSZX9Tqobu6lgHZqjiYjwWYqIqwz6jgC/tXTo91nJ4NZt9t7aH85fv314cHJ",
-	"yf5T39bTEvBix9hHQWIHhYI5PUVQwgUGgmwO9Dd3Ejb06pcGTNmIGn4iUHLxHGoHRGpgtEtznfCmLQ8I",
-	"vI69m2YyZSjI1Z+F7wNXnIPvqOFihmuWeGlTld4NepLpBaDOUOaTxvLpLaOmohlTsHuBvWIL9JuzsxWI",
-	"Bx/t4TerUG+rtybqrY952cIt3oZvGnJgSWjI2jEfUEPMme3MZRgzn7DyBnvd3sP25ma79/Ck2+3D//9z",
-	"xY7t4MdcJKy04xv1hrlSe3EmvKt1KOyvcsN8rfDiOWJSDR93v2NBbWFPoE/KxPQ/C1r0lSdbJQIQkARg",
-	"01/1wsBJe1d+KbXbKh3Q4/5mr7/d7Wz24JBclwEjZr4+gh88MSxTzpSrRM6EPuRC5q5XTdBiy87Sa3e3",
-	"TrpP+lvdfrfXebC5/U/buHfPfAyXcZrzhIvRj6421WbUsCzEIMwpdFk8673bvngiHv22lT9Qj3V33lts",
-	"/24wJrwy7m5BZS8/3HYR9elJhZqdaalp5haPjdo1fWd/6HWfdMPeSQ2aAAaWPtqCl4KWRiXAlrZsUK72",
-	"BB6cbD7qbz/od7udbnfzo05gFfh7S1ME4O+uB/4nw0067p1tJdvpA/Zw+Gj0ePzk12XwT2muBTT6KB/B",
-	"5tVHUAL/lbBfBfcqOM0FDvslNZLjB9/98/yf3Zf7une0+Hrv58n+9vGb8Uva/WEz3fr68eFJ0nvxdPfB",
-	"4a+H88Onu/PDn969++n33XdnJ+NfX775+d3Pb0aLn3998euLb37Y/OfJPycvesk2fZr9hkkRFM0tZSuy",
-	"l+XrLubba8QKg5gE7aZqnBwvrQpS8XAYpeHKSEPzzl1Q0irry1/WuRF0farzbviOJ2HXmchqKCz1rg4r",
-	"CYCqb4tiWe1mCnpxYMew4iO4QS4JYgZE/lKjmGFxf2oYM4JnhSMTjukukPkukPkukPljCWOtzRbnJDSk",
-	"imuFMXvaVzLiFtYQtONmDEOrymTxKfzuyGKFsNQkCuP7Kab/2JrMI5s4fxfe8IUw9IJsfl4MRuQoDOZg",
-	"4oFWt2D5bhbt41r1rHtVNM8K/Oz+NRjf3WX4N4/1uUQc3g2p/Qp59lqy6g9WgQYnPNXJePlCvTI/31AS",
-	"Rif8NUTgCctHrA0r+ccN7uQrnG5t7/vtUwOr/d9RhbuIg88i/D6+3mp9NvxnpJh7bnKafV6B47AgLoHU",
-	"0fTtNXzPjWtIyxvey1MrjXivIbppbpsKmVnMlKuoESzWSOMplEo8W9iwhfSOMt3JK7dkvrPBMEFQy6cV",
-	"XC69mBvvzX/W12rNBfpIMedOyri7y59Tyrhj+Zew/CM2kRDu5anPDgH/HEbWGbBMpjONFb58IJfSbPpJ",
-	"idTVjvwDIFOoh81qBIlXM/2pCNQtuSLMyl7N9J32dUcX77SvO1K8RIp3U1u/b5rR5JOR5FXSH4YKXj8p",
-	"pWQQq3UNH8PIn8Ig9mdQxEoI5R1NvJMV7wiUNQ8ZSbGwC0FraggCI1oSH7N7TXuRCmtOO/Wzvg9XfXVS",
-	"DFNeqlFqy8l2luPU5UjO9Fre2edYe1XOqqLRXsZo3j7mmrWfUk1ryiMPGliIXA0aERk0lJY5HbFBI75m",
-	"5eo/i4hEjWOm26684lKleLN/ReLT02+l0u3x6NSVZr9+Ae2b0Z2/pOt3zaKV5caZcmQQkDSxrm+pG11E",
-	"EjwIKCBjO9Nhz64KhoY30N24wEO8VK90nSrArmBz86oWLS1bWHkggmLG0Hal3GyFPMU0H+rrpa7T5ASC",
-	"1weiaJBl+1/ZVAuonnp6tP/D64Oj/aerej/uYXf9Y98F4NaEDzfFynJ0WRY2NriN0u5r3zq71url+4Lr",
-	"vZauzpuxJHRCDszdGeZMjX3bL6jJL1I5xwZk0MMi41pjTz7M48vYUNdfmzLn2kjZBU9cx4Z6DnZk7y4m",
-	"urnbZfP28Mihp/0UC+1Ctye4elgyulSq2+K7NVNERgkw71MtJzyBm4NZVL4FHVUkfrr/fP9kH/IRZsrg",
-	"xnvzH9ADbEX1/8T5v4qjgUiymdIsbys6ZH3f2KhASkXUGNuzMjKmakw0HdlMU1d9HNu3FC3uNiFJU4oE",
-	"7jHCwXY7A42HJ7RTBGXpPjB7I2YBeHz+WfzeTtAn3Q+1lxlBfbh4qccsf2qP5qOTP7C528uZ3s8Ug562",
-	"lfDwubR5gRYbXDs4FDV8tLhdfaPfu0a4OG4pxUD/GrrxrZxjf3lcgT+kOctZ2GPgiwkouznp+ffh+8d8",
-	"JIDxw13BNsrQsbOJl6d01mVSsoN/I0vDJDZNF+oKGWDZL3u4+Kj7cy1+uMop+5xfeHGnUrRnJ9jyPUXk",
-	"XGCnjdzQn9huP75D/L8Ery7JPll46AW/QNJ6DZYcdgm5zL/peMZTN8HVquGRaxrz7xe4uwpDv1SH/hdE",
-	"yw0tLpHqe8oLDCvCeUNKfT1b6rHD/SIGwN2psDlBTSss18ZIjQ1RNUJbn8TjkTqNyT9CcVDTEfkHif3P",
-	"dngQFDOWaJn7x3QgFEty5lt15h0CCcuUnLMFS8nh7p4DjXsDlmBUlpQ0ZyJledGJ+9vD3b3T7/d/jlsR",
-	"UXIgBOPADylJ5BSS57EpvICmNlgRQUsj2S84y9KiG0vQdde20lUgyA5E7GlHTJpmp9jpE/fVcpVMii0b",
-	"zTjjRmDOpcbK6eaLQFG2ln3sBw7TR7ZSBmoltn9xuelS0YV8WbEO+owudVMKWzUpTXOtBoIL6ExXaMMY",
-	"Ua7I/VInp/sd8npV56OoqBLhr79RGfyvvkefK3eC+E08xfXtSczoQUuc7e7mQKxqxEqa291NbPW63d0q",
-	"dJKa7q4GHahtW4u2ED1mE3JGk/Pl1qwti4XmV7PTYpUDETSgX9l2ylsnsP+8IHGn0wkaUtn26BnYHM2Q",
-	"gSLmINWyiEe4Rh3Koos7S1WsuXysZwxq9wwEHOqP+0cHzw7gUEttVgleHVr0ZI0qFW3KmG70zyx1/fmV",
-	"llNF5rZLMNVADaKVOpzro2/bBRnk3Q1MOICILMUG0FWDTjPe3Ts5+HE/boU9xrwxyPap8Tg9lnNVReez",
-	"mUZZt0CIzlIPXDQYT6lSOwHeemxe2Qr3kga4QfdbnoyNcg43XQWdpJpVUCNm5JQrd8LYv1b67rgASN9V",
-	"0wITsH4sgYZpLOzkqeLx/vHxwcsXp4e7P52+2j86fX28fxSXpakO2bU1ixI6tYiw9P3zg8ODk9NXL58f",
-	"7P38lbm+ui2zlClt8cMVlolcWyCqGYH3FBI3yx8yRsO6U1Ajxx9t4Lss2S4KshC2qnfWgwD1HMrt2F0g",
-	"WYmheo/7stfzIG9DVYV2zmgyxtbOS7YDTBkLjYDXCQUJ7QVwW6uVIqYZ5cISn2bRN89eqlZoJ6C+1XC/",
-	"AfjbMJILSKdmdHoGT57xnA3lOwOS51zM3hn5Bu06jX6DZuZt3+LP8JCi8Wu4LFwQtHt3RZbs+bkGsMOa",
-	"JlP3DMDhInRs69orNzCy0//SUJoOh42oQdMJF9Ah8rJlHw7pFS1J61sRXot+D4S5jlXyTdQsSRhLd3zz",
-	"d2gVhW2xJJ3w0MJVNmcPhC9KFZL1e94oFlb+KoQRbCEOBkk5UmYzBrsRW1c1Zozw6mxiYbO5NMsElmL4",
-	"NbZUMyRPSyj2dtUxBXKGK+izdDpr267sZbqlNOwrrtxzhxClLZ8pmc0026+W2OhutrtQ7sMXuqmDzlLx",
-	"D/PZg9JnPM3qR3/gionAax4VG/2GOv2hNx6fTdLs5M3rd6f0mx/V2TePddp7sjj75gd9eBJ0vGsgm/St",
-	"ivsNI5pf8f2pkLptsJNmbSdft6XIFm0q2haM7S7832bt7Sug+mJF189C0v2rgTvp/fjrWe/B+fOfXmTJ",
-	"1ovpWS8EdyhiXAb05VGuAfTeDS4VdrNdFcfiujLanFFY9u00Cr4LdKkNdPlrpPbfxKJSIuqfPgbFcesr",
-	"8vodhkPLUeSb87EkY6rIrzMV0Khla8py/MnatkLMhVjpKL4zFd7l+F8PnxE9Any+3BB4eWb/nx/AUB+3",
-	"cIfc/+Y5cP4OrMqCG86yjFxwNidyGF4GNJAWRgHok7zAsAOI1Vh5Rz6ZtbykNY68Dn3z8X0KS5VRBFYj",
-	"q3uH9j6nMDapIGwy1Quo3ktyZmsej9mE0CxrlUNCBgKUQ6jwe87YtGq3hlKDiw7Zr7PneUtKSf115sOB",
-	"EGzuVmrNGKQZ/wQt39tobUDDKKFKsVzjjPGo9CQ0KgzEklUB6ydrohgUGM/ZhS1D1bc2/umsiOzBZvdo",
-	"fZdDayg6Z1M9EImcLjpk17dXszXTCjkZN0pLlZoNGJvb3e1Wnbno2NNba1j5GIvRNJcTqSthJYf0nBVW",
-	"ASoIGEwI2mO4X3yob602slxfwcBtXb9nw2fkM4iLhjwUqHjHe26F9/wV+kN8fuENk3XKJHXkyMH11I6y",
-	"RfKjWUytfxd9roJ8G/hbE5mywtdqw2q8z8ZVm5cCrpmciw55KQIWbU00AzFf7abkyjlMwa4EdBei+4Y0",
-	"0TJfclcuQosuOC6byxbW1pIDxq5sKUjYtWa4ri8JXUeWQxmqxsWMqR0Sh06iIjA6WMhK78LhkO75I77F",
-	"2pOleVYFG/tDdlYiKbBGN+DEnbXob5UW9bnSkwqs+7y0+FjTXBvadvgs9Dk3s5KvBBQIRwdaYQwhSVnG",
-	"L5hPp0gZxuwMyRkV6c2oubWH3wopP545uuTiBKj15YGsb8gSS4EumW03ddlh5lxMaCKDHiEUVYX2bFoX",
-	"VV4be0DWCT0AWpszPcuFiwy/JAQBj8SHIFS8wKQUQj4QSzHkZbrGFXqdDcmnGICzYKnPXCnm958cpPFA",
-	"QPcX27LDfKZzzlJihXsbmg+JJlSRTCrdKla52Q0Ga4+kYDHBzjQllmMwDXiqB1HgA8RmTD5qCAFXx1J+",
-	"hFcOh7RxO3ULDocUp/iTdAA3PzdkdZmHHWs2ncLpItL4CBdSCsAwuLRsb71jZ1+WdrHGVr6Rgv3NXSt7",
-	"OUuZ0Jxme9hw5zMzUbzu3p9ruOCOIVPKMpuynM6misymZR+jobn2+t2AaULs5C3pPqHZAC1hZtGl6Dcb",
-	"rJhxpVUU2JqgElzqYxqnLG/bzwYip9p8MeHaNkgjXLd2MLPM03XUeHKmydRIKViKH0NNiXORk5TRFIs+",
-	"qIE4Z1Ndm+AEEPp8hv51vMz3VEF778jsnQPhTydjB0rNWBjz6vVz+91OKBmQ2ijXS4kX5jeu7OyJEdv4",
-	"Uh8MsDFp5lJqmxjZiqxt2jo1KjkBaJ3ewSSvOVfMP4YIPSSzWrFs6EmSTbiccGGk/jOGdCjyPc8vWLZw",
-	"SeSwaUW4SLJZ6jsLQqc9tPa0OrXt/U5w09d1rXymZl3rUTXYw13vnbveO2vSGXuHV/bewWsXWBEwwLiS",
-	"q3hFux1LTcJ2O8u8tqBl5naLke9yWiEbQBJshDhRszPF9BKBUYmcGvHjAOyijmgsasgMxGNzQ05zjFhH",
-	"h6ycaVRhue5j/nysdXYMRl0Vk7mcZSmCgkypwrR2HMW7HNH9h3+bVSQZnUzBQFB6u2icizr2PUVi3x4N",
-	"mmXi0+/enNhHcYsouiBKdggEV7ioZhyR5KVkfNylhQCUtKlSzcgxhA45KRNZhNeZlFrpnE7JlOoxkTmJ",
-	"nVWiGDzGtrpCulU0jaAHPX3N560O2SXul3J0/2a323VoJg3oH5MREz6ZxlF6BQORJoS8Q3/gNnuXMJay",
-	"NHZHQI1cSkUZEGHzXA5mlh2fHQUvwkap9wxfYC84csaGMndWC7f0hAroossFLqWPfyIjhgWik6AGQLaA",
-	"gHnxuzcnRNAJQwHdo42anf3KEg0x84IcPdsjjx8+2SIxTXRssIdP0KLjP5BzYZ8KpjRLWzZBoxrM7T2/",
-	"znW9m2iZx50qB+fKYv8op4ABkJXd3O52W32U9wMWj01ruV5mpSCcoFh9O2YbGBtm+ZMaXxULSFdpDreo",
-	"K9z1s/o3i2H9iPZUgKm3FchqqcdlGoogu68OHKv97s1Jy7WRL3JvA66LHto6waGklmxwcynUlCU6zPSt",
-	"UCH/zm2SomKWghRFpfHetefzeXso80l7lmdMJDLFTnY3n+Cz2qiLBVwSreJtQJrqO0P0X4eC/Q21FiM3",
-	"PXr4sOdEvBB9SdOIS/yC9Yc0UyzG2Hqx0GMjQ0NEBr9grasJ0Hv471IofX1VrML5RUUarcoMjdYW2PsE",
-	"9A7wcIbeQynITCE5rWxTVuAQXVKkqqiQkLNE5qkisRWkjToCg+eMKiniHRBfzZ6ZSKkwIjp8sfQBJfiF",
-	"EXpRWeHKkwyeGt3A7hoWAvHia5l/dkhRFspbmsBSj5qipgb+l9ipQKo1ykkREslTo5GVoyhRR5OChYqw",
-	"WaxBGbvgQJGMjGLKz4yW2SJFea/i2HvdbRjRdqw1s3Ex6qwo9uX4V8UqVdemHuG8qkblZu/xii78pHPa",
-	"b7+9X9eH/+21ckBcAkgeJIVYyN6FLf6b5INcJhb6bBBPEC8he2GqyE5wQX2KMdwjSCIGqt/tPmnVW51q",
-	"jdgnq2zOMoe7XktsSgZtS2bmV1nDDYFxdIqn5F//9b9rSEzJgLVESOxHSO09IdlGAJQjujt1FUALIfg2",
-	"Dc+HzKgp9TLihGmaUk3v6MBd6syastyulxIc8riEmUKmwju74t5fz5GDZp0gQ2ZFLdGra629Viw/dm8v",
-	"LWNVOWIOxuFzxqbmjtTxdyxi2rhmnoPZ0q06ndau4Pnl1+68Ewz+5ETR2hrC5gZGRE6xLUC2gEtiuKIU",
-	"7Fo5pM+50pXL+QWW/ry7EX9rn+uVyaKuvlSpTqgN3lKfKCH0Nda8+fD28sXC6ux0SxHa9pJOqKAjNmFC",
-	"g0FFsRyizFCYVTZC3f1slGnI8tNSZgoiMSxz85v5ENWJ6kykDjBG0PU9AsrVw63T0tEP74Ypz7FiirHU",
-	"6OQcQqOiC5YrBqX2IC1VjLh4B9Od+urkJzllQ35OnqHHzQAtIvviQi7CnVl/XNt8WzO1N5ErtJGjQhFE",
-	"53npx2g6LOUqGNtKO8uj/lB0Clc4YtGBE2nphCvNE5JIgdWEkwWGOnoWYHOfwulsf5Pl6fZVQjNcbkIV",
-	"HDNRE5plEHc0NDoUWIfJhCZjjlqKHRPerxnSUEjBFEQq0pTjn5i8IHROEx1aicD8IjTL0fRFcjZkZk8M",
-	"P7F1F4leTDEGRmHBSz4Sho+cs0W4ywnoMW8//P8BAAD//w==",
+	"7L37chu3kyj8KijuOWXSGVIUJd+oSu0yspwosWxHkuNc6NVAMyCJaAjQA1AU47hq//rq+/t85x3Oe5xH",
+	"2Sf5Ct0ABkMOJUq2HCc//Wq3InNmcGl0N/re72uJHE+kYEKrWvd9bcRoynL4c5cmI9bclULnMmu+kM0j",
+	"LXNmnqRMJTmfaC5FrVs7ZGoihWKKJDTP51wMSZKzlAnNaaYIzRkR7JzlJDEDpq1aVFPJiI2pGYqJ6bjW",
+	"/a0mZFPB8G+jmp5PWK1bUzrnYlj78CGq7R3T4fLExyNG5OnvLNH3FImVppr9xHLFpYgJVYQSpXMphsSs",
+	"RM+JpsOIsNawReJ+batfi8srGdOL50wM9ajW7Tx4WLWK/ZSNJ1IzoZuHbJLROUuXFxXrfMpiMhsxQfSI",
+	"K5Jb8BCuiB4xAttMi5/lgFBBGM0zznKSs3dTpjSZcT3C1+mYET9zMm/+wObVIDQTV4PvORdnFef2bJc8",
+	"7jx+3IV5BLvQZEKHLCJxf9pubyUb55sbWp4xof4942Ouv+6Y3zsPk2muZP71wfn2RavVgnfZDslZ9nW/",
+	"Zkbp1+KIUPMD1fyc9UXOBixnImFkTFPYsAUMbPWeInImyITqEaEiJe+mLJ/j/qXI5iTG+WKSG5gnLCWn",
+	"c7PivjiV6dycvJl0175UN5g2J1KPWE4mNKdjpllOzthEG5xQTOhGi/ROzR9ECth6RhVuvdUXK1Givf24",
+	"ErQyoQjPKuxMckY1Hrac5gm7LsYdUs2eG9gvD7+/d/yM+OddMjH7lRlP5hFsykJXkYwNNOGCcK3IjItU",
+	"zgDMgFsskSJVZCo0zxCm9g0mUlUQC2BBv7aTf/3gyZP2jv56ezMi/ZpmggoNv3eePHmAD+LLgHjFLpuv",
+	"YANXbda+1iV41rhrokdUEzqZZJylRMsQCBGRgpGMK024ZmPCaDLqi3oM+4ojEuNOzF+KKWAgEQApHg9o",
+	"bNDk4FmPnLOcDzgedwOB0xcBdN59/bDdbu/Mvn7YLkHn3ddbbfcgbpEji3m4eCrUjOXABEhONWsCqbG0",
+	"L+SE5TAXqdMsI6dTDVsaM03N8UwkF1r5oxzIfEbztEmnekRyOdVMRST+du+YGDI2v8qc/8HivoB9uQdu",
+	"uw0iDX0aHElolrHccCvzleGdicHhLqFku70ZEZnDX1tmSkLJmCvFxbAvVCInLDLfpSzhqaFTNpA5I1TM",
+	"9cjcClyRRE6FIQizCHNbcKaIYByodcBZlt4Ae5jO583eQLN8GXGOLIZrSWaUa7ek3HzDxbBMjwOZj6mu",
+	"dWtc6K1OLTKT87Fhrp3N7Ufbj7cebj+KamMu8Me2Xw0Xmg1ZXotqF82hbBa/1j6YFXo2ZK9Vxfbh4uBm",
+	"hYbv1aKaoGPzTYIPo5rBXJ6bC8aw9XCV/yNng1q39m8bxcW9gU/Vhh3bTIoMsZotlTgmsGNGJjk753Kq",
+	"gBEalFPScY3Y3B/dModvRERO6Lsp2yFyzA1d9YVBCMBFnjuGarA9JXzxPltgz8qwZliEmRsIeUjPDTp2",
+	"Ce0LvADw91QajJGaDLgOSdwg13a7TQQdG1RzlwaiEwAa7pUA0gify3BtQrVmufn2P3/rNX+lzT/azScn",
+	"zbdf/Y/apeJBMv+BVTCxHkkyboSHZCQVE+SMzUn98X//1//XefCATHIuND3NGElGNKeJgYq5qBBVF8Bn",
+	"vjQUZC5Ac70aWUQFoHeyxU75ExiECgS++RaA1unswG0N04x4xvAicCN56HJBBhkfjiyonwSgRaGxgO2C",
+	"uLIayA+AnNy/H5dB3u9fdDab/f7Fo72VIB8cUJ2MqrHcCI14t+eMpqQein4NFHpmOdeMjOhkwoRCcYMj",
+	"ObybSg0im9I8ywjViH7nKF9GhGWKke3NToscWkpFKBbSm5waqgA+CjyepWS787hF4vsxGZtVM0VmI6pB",
+	"NLbjAouc5rm5IupGPnuyudkm//f/bG61NlubjYgoWbHuqTBMjput0yybR3BXwGakINRuBZbPLrjSqmsE",
+	"zqk4E0buwqd1w8stZuDFdU81iu1vt7dbKw970MRDuIxpBaf+cPuSk3w5wV0sn+gbI1BPcmYEN5RwdE6F",
+	"gl1XnqBhpQsHyBUiRd2dXmOdXV1nF5qNV/J2jg+vAaaANjavzY5WyI2GMsbSSkJGSQKeO5JZqkh901yU",
+	"m+02cB54MKZzeEgGzMgphusgQM2mCAW1oS/Mq10yo9mZlSVLN4whARC4W2QPhB6QxHI2mBqlkVqJvxDW",
+	"ObL5vjB8PmUDLhipB8yda6QEED7MxlMy4Jn5EvVMM7xC+QoEj9WXAAhbpSNO2YBOM13rPmhHlwgEm+12",
+	"IAlsriUJRLUfDa2txI939ulNL383upnpCOW6lXMp//ymsxUzmPmOjQy8cjZtn950Lje6mem1YvnKiab4",
+	"8Kbz2LFBaHN3KMhs39D0EFm7+VcihWYC/gR9A1WCjUkuTzM2/up3hergenO+wq9w0mVSdTeKl3vg6kAG",
+	"J4U2ksIOiVmey1zFQJQK1BsyoDwzxIJSdS0KLTsltbJqcfbdjeLFFWraWh+792GLRkQ99pwbLSgrAHo9",
+	"QJqBV0ER7gJqVISFm2MBMM7OdNm24J1F3fxzA1GKQcaTz46N3toGxrYCKWmWyRlesFbM4uKcZjxtmhen",
+	"ymjWY3rRZCqhGawvjgrZ0gmWjS8ITfcMRX1O8PYEASpumT08k/kpT1MmPvcBh4bbjCZnhBKr14OyrzSb",
+	"NKcTYq13hsN+QWf2rRTscwLshSQZP2dgHEpGNMuYMKozu5gYwETeYInAy4wWMidThRZMivYka7fytk00",
+	"y8HVek8RuDi/JLJ4IfUzORXpZwazmiYjb0Q1DAMF/CxjuYESKCxfEJRe5cxrZM8oz1j6uenYqS+o74AW",
+	"RDP2hYLo0Atrnw9IHkBfJiuz0vVr4S23nxU6B2jUjYi9xiNimZrhZDk7l2csdWwKmRSp+ys/uEPiqC/i",
+	"qSgZksF0CJeJ/X42koqRTA65ACOtAsuy+a+3us9JPR4PaNOdVNztC+dbAauWeerQqEvABbeD1gDDKcw4",
+	"3pyONvNMDuVUE5okbGJ04QYqiV/A8Ue1N2/eNHsByMpHepVFHNUxeUDF3Oos6rPKMeDGIKBZkxk11AVu",
+	"X1KPQ/+Gs8D1Xu0jAt1TxJ66sz95AdF81xf1+Nve8d6b3i8nh73jvZPn+wf7xyev9g5Pjl/+sPfCSJir",
+	"nu+96L04NmhXulwvGfFo7+ho/+WLuEFkHlW5f3Aoo23eU4RqzcYTrVoEXBF9gYpGHDgmYudq27E26wGI",
+	"Ad5cSAPPyJByoTQRUjBnmweYqS8IQxd8Lpd+HrxahZsv8x+nUtMvEUWvh6ERuQw/gelciqA3Qo2xY6a4",
+	"JLDmUnOnwSDTCalb6BHDJkjcarU24J0mu0gYS1ka71j3D7x2T5EYnjtbAtfoCAWYxGTIz+FHRRT/gzW6",
+	"BH2oKiZ1tznczclB72fc+VED+Pmrl0focsQPIpyHrfjyx9cvj/cWv8QPIhIbdX7Fh7u9o6Xv4PWIxLxw",
+	"S5AzNl8xwv7TvYNXL4/3Xuz+cvLD3i92MGp9+c6JshSSQV5I9HKaE5vlXGsmLEdA7HfxH5qPWeFxL3AJ",
+	"I0CURp0CNW08ZarJGRepvYNVi/TsnQuI4dz3XLsXSN1d0TI36nljx3sB0pwOdPEBOGszpvFV/7mDCpzC",
+	"yfHxc2s7MecODhXwP8CwYFlZXoAbwRzHyctXey+qRinMMAXtwAeHe0cvn/+093ThI6MAZFNwv5upxzQ/",
+	"Y7mfXBHzNhOpInUK5i+WmmNmqTu6nGXMoAK8LGeCUA1u7y9Fwfo4vvpFy4qBTNj654hZrwU9pzyjp9ln",
+	"tTscstQQLk/R9oYRJIYvOcVYigEfTs0RGGZj5Ny6zElCwaFyytx91wCm5WJmumi/K8JOQHzOGTUEJSxz",
+	"oy48JGeGWRHrshxRMWQpemVcbIUl3AUOqOhgSQ39OKR3J7DrLDB/06N4bR2ysxEDNywNbErmTlGa5pql",
+	"9k6x8TQGnF1ww82C1601yWg6c3udCAaH41WiRKZevCw+nMspmTGI2bEua64IUPUtnVnht/6HnJqFpzs0",
+	"S1vBoS0EdgZmCDzLwr0P4VLjCc1Zk4q0qRiEjYVhrnCkeI2j59OHv814wnacJxxDOayaEi7LSpzax6Ep",
+	"sr3ZKZboQhH2jukQA+Io+XbvmKiRnKnSllG6QC9yAYJbQhp/l+zCLP8gzCmbVFA1QcMwsmqDIkRbHktO",
+	"My7SbN698pxRXZVZagd2tmh/6O1NH0hoOInRL8zniFTmtIUPPVlAl/b2TmnlKOQKkkml/ZhGUSaKDwVE",
+	"EYEa0yL7g2A8NU2MOqKiFRsRxT11O0hVxHb/qzAiz4OCGC9kQchRvLakF87ebNHoDKAcypwMuJG5IWhD",
+	"MOQSFjv8FHC8CgRzlAibNMuc+gJ30mxEdTAH14plAyc+GmnfGuzQWLiaowUo3bgdTPnBqBS7oFH8g1DF",
+	"6ptgbkDDaou8qVZ1o0LEWx2WWL7Q7Og8RY0z5+csJYNcjgMVGEnfjVGK3q5kPZ32ZjE/WERwEjcK2i/q",
+	"uc3UwHcrUjgw8nmZ7Tg0T3fIdvuJW0yTi6YNg4QBQ/EWoye5thFS+VSoBkIRTM1LgPRhl2M6dzoqtZZC",
+	"u5vbQWHrXfjHIbH3KIRYbO7Ngpd1PdDxBeXDHu3HLdKziOBGc44GKuYzOl+8GM11TMXcIGAdbINww3IF",
+	"N2Bjx6CD5XNazmiOmD1heRMuxYROAgMGTzPmN86Qq0JEfcaVRrexC9w3X6uN9xjw9MHF8SsbWC8QVqh7",
+	"m93dkigGgVn/ODQqpC+u1PQyHILnBQrBhwUCOVQwY6zCnrqZ8Ps3xx5jIHjXaV1LlrUdezkvI4Qzq4IG",
+	"bg6eYIB8zlA8pBA6plmubgkVvDHvn4QJRYhxSYiCm9HrbrQySH9RtSN1o1utuGyC0XfgSH0Es5ZEMRbc",
+	"I0vTmtvDfDsHY727P8DMXLcBV3hBZuycZWQsc7ZDqDLyOKFpqopvRlxpmc8JEzqf76C99RxFupzJidEc",
+	"EMLmQixHeKHtRzGRFguEHMi5nJIxo8KrLZ8U/Sa5NILl57bAvWFZ1hzIfGxocKq916ZOyamcijQilJxO",
+	"FRdG6M2nGTM/zCAZFYKFZMq+pKie10JNJxOZa5YesJTTY7B1/jWBrjap006NbituFUBw1n9BcRofXGAx",
+	"rKOX6KqEK0izffhki1DznCQZ5WOrM08DJ4+7dpBTc3D4oUFWsMiKxFQXnsiZsAMKpixMJrmcsFxzjFmm",
+	"ib7qSHDFZhfT0/WS7Yq46t/goyLdGOVVM1hvqkfPDasJk5O/6R3t79ai2sGzXkWOMn4EvotDpiD+/v3y",
+	"dlalsxlogUZrYWPhGlnHHcLVgrSUA2UjV6gi8c/gCmgCRGKgzSuAEdVouM9Lwexf/BDVhrmcTtSa0fXf",
+	"4ssfotoZF2lVUgxPRugclIPAyUImVCE/Krb2Axcp7sydiRUaaxEG6FeeC0R/wnIhX2QNLAHI7ePLm+12",
+	"kSVJ85yC40WFyQlr5hgAjgKGrbMC1ChxgushNcC5mCwYKjzwKrSH+PNltIV7lqXHjI7XWnri00PXSfSM",
+	"alY76elSBmtKNWsaEaCMyBVZS1EtnbKP+LoI6fa0cBt5tFEto0oXQuZHrLg80CGjalX6fg7PfBRO2We9",
+	"Q2I61fLEiVgxyvLFC/cU2CAarhYEI0OqmVEC3CeoDMpzlqdTl7AGhq+1+I8Vzz7m6ENnwuLJPdwOT+5J",
+	"u/1o88mTzoPtR9vtJ082Lz0/O/JUrYPGR/hmQeGH5v1PS+RRbTpJP4pMFtiEz9MO2EOwfL//qMwAlsnF",
+	"kd/CWYR0HS5+FePpwSxBjhJNnWPtVcCPBjRTLFqfRa2ZhNhakYVoYOaoa/GEysNeDu3SCleBAM0QXx4I",
+	"Po693hCAlxDTZufxmjvqbvzbyuzSBUGwQPwFfHfYbfex6vC+Q81z+f70Uof/4yp+YofaMzrskjSyLIwU",
+	"iaorSrhg8QF7B/gqOaSubGUDI2LZagONHZvoulxZ5mqGvgBU3O8V8MJNrpaVr5Zhryue0L+BpDDI5fjI",
+	"3z/LR4q82dUCKV/aiydozfJgEVnzVl5FsJ/x9tXy6Ab3ry6Z8JyWgBAori7mibzmZRD4S06YQCm5EIqq",
+	"61GVeDsI2cXMweKrbssSzFZRB8oE7IKOJxnU+jhpb44fJ4/z7ckkFw83hcpHI5W0xYMzsXCmZd7YKZek",
+	"SE5+azef0Obo97OxmDT1efOPt+87Dz9U8v0AtgE0X77ae1GLantHu73nveO9p7Wo5qIdK/WvcrrszW63",
+	"T3MJX8bBXQDRsjDWKcOzs7qMwftOZwUgIQqlsizU0Uuy3dl8RGg2GdFTpnkCtrUFQt0qrWFraQlv329V",
+	"z/yUnfOE7YuBvCbE+WQBDtsPyrO2m096zWe0Oei23t6vnDujp8gjr2KrU8Xy3tCa6YKXH2x2qo506fCe",
+	"cZalPt21vI+UacqzNQYOihwtH9MLKPkzgFoTehTZeg8yJ2hbKyo/LJwbSCrLE0nD6Cqm+f7o5QvyCp8S",
+	"LmwJsFOZzq9/+9qNVyH7d4xmerQMK7VE6/LsavZnv6qaaF/oXKoJSFY3IXs06pTP7vHmk86VoiN8eGJ+",
+	"PhnxJby6WjlatCZVbcleMjc3WdJE83MwuNhZTqXMGBUgaVxMPu19yhfEno8fUK1nSvtd8/VEiUSiyf7q",
+	"N9cy9Za162URyplabdpJnQrCLjQT4DAfs/EpyyNy+GyXPHr4sEP+7//ptDo7YA1JjbwMpVlm4JuESjzW",
+	"Wdd7tb+e5bVA0Er0vkLgQMSpQs/v3/xQgZTZMCTqvfTpUbUJO8nPyy92HjzYfFL56hlfz2pxpucl4eGH",
+	"V5XDTdHy6O26fFj52sUNzKF6XsOdmc9x4Ssgd7QMujM2X193M8C/0ni8uDwzQdV6Dga0FA9eXldSllcu",
+	"lZCDV80Zy7SiAu5TlvFzlhM5BWfOKRXpjvPyQ7XXBawuS14Pl0SDt+9XyJQ2CuCTWbGCzdm9hXOsAOxP",
+	"kAiJSSYLpHIKCTps7yOXueBbcXi9ynd0Q5cKT7NPsNIbOjOWhIWDZ72Tn/YO95/tr9AE/HVeodD6ghGC",
+	"zZxXCwMv3aQ7CyHAQpJMiiHLyUzmZ2qR767DSMMaUri40Ox5qa/EYdH8ZpLNx9PvxxPj1aRUuXEp2PyA",
+	"iyprU08QOpZToX2BC6v43FNkbD4hU8G1InWqsYJb5z8fbJH//n//F9mMCLugCXyIZWVBFp7QXLEcjvbT",
+	"SS7OjV/p536y/eCRSyUlKEOrCs+0TZh+zgYVBeoOnvV8SrUvXgxZEVCaeHE3n85sVKnsVNZ9jmpYcGt5",
+	"8S+FtRVBPeZSDS6j8JQ0nbVuxUA7u9qWyYXSVCRsLYXNBlwsqezVWheE7lxeZDcyop09qzAsFrW82zu3",
+	"gpeuHv/Bkydhvb72mkNrrrP1xGonjC4z5zABG6OhXx/uGzHB0DKakrEcs31RbbxX2XT4IW5EZCpSG4lm",
+	"XYf3VF9MpqcZT8jrw+foWfRVDF69/ub5/u7J68PnUHNRMW3rlELkCBZYzyBQ1UV2ce2SyvsiiLi+p8zo",
+	"jRbZd6m6ig3HTGA1U6KwUK1ZJYSnzbhORkQKLFBQmN2KHUGkGLX2PX9K05w3fW34a6vo8NQdUXSZIg2F",
+	"ESukwI/2nCeBZerSS8i9B98oLceuhuGVeJVyBeHD/s74dJycfbTsYzjYrlnd7dnyJzlPuBjeipX8XVGO",
+	"c626mlFN0Yyp3REVYsk297lN/MsS5NPD3rPjWlQ7ev3Nwf7x8QoxUk1Px1x/HN6r6amWmma3gJSaXtzG",
+	"qNcJFbitrX3iEISiXGwQgxBwlwVsDWRzz7YWT3KR3QTHUQJLSPlLJLpmJMNViiZQ3cf49D8pc147CqC7",
+	"KgzgEtax1fmoEINFTeQSFPAwWQnxRdfZu0/kOnt3HdcZrkSjlrHokQjkqzWImfuK3Fe+mnHBjm+J9t9N",
+	"KTQh+sR3wNl0veAnwfWrnCfsk++sImgB8e5sWgt2vbSEJWivRkjNxs+50h8bGlLg1N8oJuT2BIjKaJM1",
+	"3OsejK+m12XI1yXd9Whmsw3/u7QaeyWprM/SN1bx9GW6ugwDA9vPkintCnJZeRKvaJV9+waU8QmowtPB",
+	"vQL7P0tAlIWEbQRyKUYuFoIDO9mY5UNm9ONkhF03Hm09edhw5M1SjvouWHHAnDXmIhx7c1n0uDUxYkkf",
+	"XBfjblMCKYvt16CBpaM8ZDSFrKnP4F8/xPxYr8AuBs3A01vrC7UYXIOzVa3zyPl2F5H3dMoz3eQCS3ST",
+	"umtepro5o2nQzUx1oaIMdDqDNFH/gv2nf4wl9vxj+0//GCrp+af4r8WhaTrm0FAMShgBJWAOk20r6Mo4",
+	"Y+PALv5IISIAf4ptkYei3rMqVcP0pjBIgip2XayhWLpfpvmDnRtcNH/N2OlIyjMVN7okkzOWN81LrnGe",
+	"nRaaoWx1goZMZgUxbf5B2s0n5IQ0YyzK5CshUJIxQzY4EO7JD1P+trX6a1KPZZ6yPADtKc8yLoYIeWjO",
+	"YgGLJz/MqdAGSD7DwFfx6tqlJC4TUd0jscW8Fib3xISqM1tzl9RTmaiNV4cvf97fO2qN04j0a73g634N",
+	"p8cqYHZiWl4O11gJCEtTinn5KdbrLSELqedS2tw21WgtPs2YVmXM3SgjLmbxWtcH+rdcTp0tLSGkDmpf",
+	"ucLhBn+MHEqHzFYLDtaB6RynUmqlczrBXyMSOxAXaWVxA1vkcG27Bi7Uuox9rxstEWQA6e12G9OxvLIV",
+	"HvuyOWB1DBtt/vH2tyKQrh1tbX7oln5tuZ8rubd1TX42h+7ayXKfykRb1Qcpn0LXxGWMcHUf6kykWKXh",
+	"nLMZukiXY41SiBFc0/mLAYUQowz1KQ8GtGddXbdnQv1L3eNG4DuU+iNP0YxyxNjHZH2Ni8CFv9Dbv8Yn",
+	"QTz2tRKcfF+ktTocrXbl+x5KYWrTslu/bNcLDmgRc6IKLlIp5oRFaW6YxmMnOsZSD9YvWRWvA02+ugvi",
+	"hCsWQV1noEvo8cGTTlnr3FrXp3gzTrgemwkClj+O8G8fgo8fbpfg93BN8AWF/kv92ioVvOdyyAXQNjl4",
+	"1uuiwEW4IPHBs97J4d6Pr/cP957GKB9kcjhkqXlaVGcOOxDYFrt9qLMbGSGVjrkvVoUHVG4zYGtlbJJy",
+	"8wKohwHFomzXgeVb5aOo2VPw5UE45TupUqW3m1pRWwlEuYjYwm0QbwTFCoM4AF95GYs71GMcsQXR7UaS",
+	"femEMvjFiPrQqttIeUbp7hb1A+mQiaKkIE3T3AilNPcd1amy5Z5HVI0YlkKyZTFtNVPf+Ntn5LqFYWiq",
+	"kLiM5ZCVNaPxFw4Cv7oE9t96Cl2Gve0ugEQceVFlhSiPr8WkbuRtOWgUtRcnSueMjkndFQLASWOrpChl",
+	"dgnBY7EdpNElLsRoqxNhOznQYh5uLypDveavxCk1LXJCuuQ/yAb5yig3dSFJIsdjarQANaEJ65KFJZDf",
+	"JRdQJnCMagG8j5JWVbmB9c0n/7Hx1SpTRWHl2uosGLnA7vZuyuxznU/Z4lnd7GK6ESdeQCY7xiXYVBWs",
+	"HauTmHwVtqvY7DT9IRJNh+QrEvt3XFz35uPgJcUyBqVG6pvtxySnIpVjcsq1UdWOrG1M5gutqzI+YF2S",
+	"G9HPsA2DjgEzPWNsQrguqz/q5A/+6ul49N27s9nvg5PhYfbo4rhz+q7969mTX2bPx1sLaT0LeT1lpUid",
+	"lLOLNjsfFn95fKk29CmcDk6x+iemoZbF1cAs19s93v9pD2u9+DvW/vPSCFc74rELdP2n6aJ/6zjl62ku",
+	"1bHKR1DyToqE7ZAAbw2Kxicn30mlm6PhiV1pTBIpzzgz10f8c9PO0QTsiG8vXLms19xMlQm64S7abDsP",
+	"C8YaQZG2Jlh9jOAJxXsGHGMlC7a4tgO+HMncWQ5lXtP9jstXanpDNey6jr6KGkOXYhvYw0ssFUMPHH9d",
+	"61avLie0fnGE/+iulDAAu1wNtaLYUg5yNsr21RH+OlupcAUl0lgKl+sOSTI6nrCU2ExHrtQ0LIOVszHl",
+	"wvxiXjc3BSOxD7qJnYiOwnHjcm1ta/PB1sP2DRS26lIRNX/opV2HoFtNV1BPc/l+KIUzVvSOL0qs+Vqa",
+	"VjvwfYEXIQgvzkuQuRbL/Wi8rq6fdSV3jS5LPqrklZHv0b1uK+6bonlVrmiJJ7OA3RZIcjVeHDDsIvap",
+	"g3yvy80+QVgtYPhHDDChOXOGQ5plLwe17m9rHuvbaFW2p/XKhR2CF8oUerET6+6BL6VeOFAgAN1c5lUe",
+	"lBYmGXif67JJxD78qFo6MMIaFb+G/JwJx1fNZ1j5cqdUUdDVV3YdwahImKG4yGjlwSOo7GyONAe1CNxN",
+	"Xf82QQeopQP0gNrODzBGvF6Y0G2U6budgnsfzWqu5mWfONI24FFL1b5KvClgWJ6GywzNYfh16nsBHD5F",
+	"oE/BJtc4/csU0t7ta5evVUX4zCeQzkATSqY51/MjAxaE4ymjOcuNulf865nDm+/fHNcqurXb/O4mFlCC",
+	"Gt51SA6PSHzG09jmPUUk5krFGzGdpvGGkb9i33A4IgOZZXJm23H0xeGz3cePOg9gsFOmtO/AMzEaA0+Y",
+	"arh64qdz5LuOmdaXvM7VvuqIyByTfRZc240WAQlEdUkpjoSUg0hI4IcnoRe+L4LgERJGjpAibIQEMSMR",
+	"Cd38pRgAcMY30JuOwQN9sX74CBJhpcUUpWBQOGGz5mVDHI0W6fXFVZViE5rnHCzLxFf1jWmiY6zq2yXx",
+	"+75hDP1a17H1ojytHb6oT4vL/RBHReHwxUq2RqDDCbDKr5HZuUanASwc7khA1wLVR1pPAo1/F7To6utO",
+	"Tui76WLbIS4I9fq408LBJGs+w3/WopqgMPuS3l4shE74Dyys+PodUMR1l2KrxNQH0M1SNE9zOYPeCRk3",
+	"7K3hl4YvFktbMBosL+wD5ExidZ/yikZUjQzxgKFSETWSuW5m0LbEe3hohs24zCqxDv0pG3Fh5aFECm2I",
+	"tmu7H1ki6ou6yngK/fFESpw9waoaEdhIlWaT5nQSWfcLGv+hdwSd6lEjIr1X+02Lq0zTlGpK6t+/Oe4L",
+	"wxsoKACF0BIRHlZdaURhK1BF6nKi+ZgrrJ0kXIZAFPQ7cK0yGn1h1lwU5UJqJnWq5ZgnFhpFLS/VaPVF",
+	"X/zbv5FvmQa8tj3szK/xUJJ8KkhrIxmnG5ZRxWSSc6Ght1gOgUTQ6MD2taDk/v2CaSHXADDcvw8VSHyn",
+	"3r4AisJ4IOAGjRZ5Bf6i+/d9pen798kpy+QsIhOqNHNG1OIuiJEB3T+GhkRETvV9AqbseV94LGiRPZjG",
+	"h42ZMcUQYn1cW96dgo8UnYPt60EnLae2bbe3LOD+jWCF56Cy81AyCx7zyp/hoz+NiG6bsHEN/7RQhI/+",
+	"DJ2Tf/bFn81ms/T/ZjgPQ1Kn5hpqkD/JKU3OmDAXQW7xEQeSuepiF59r3D2k4uohf5LYHYuNWvsGToFg",
+	"b2/yJ54l9qDEpNh443wzJuwC+rdDnK5InYsD2KZZjevp0mrFsOOlnvWjoToxT802FwZxbEZCW72ljfqo",
+	"Q1JXXvF2wyzZK70wYAFwibnzz9LSDSSDf25YllDsiHFArD8NxbNcQb7xBQ+Yhuv1Zbf1p0FyeirPYSbX",
+	"PcS3joVR+6K3ACmQ9wx1VB4TpBv7Hgjb7c2IKIoNokIMtBe6koZRkZBgnSgZnqHH1UIuoaL42ehSMjkj",
+	"PJHC9noCB5R5tS+4JoKxVJnVbJGYCzUdDHhiLoymwosfCHLGFWt4YoMYAd8dE4hGj3I5HY7IXE5zRwDm",
+	"9c0W+cX8lMkhF+6B7ykUuMK61TiDUZBBMEOX6HzKYpQDCbED284HrhdVEJmAjrQdkB3kVEeEkoxqcy36",
+	"bp42WRsuE7PJTovsm1M8U66ltXu1apEb773F/MPGeEA3/NuxY1qw0Ph9UPsiAtC5FsCqpz/ELXL//nFQ",
+	"/FpBYyPXUNbq2ObQ79/vLoCZEJJiaR0VNC0tiuyQ+tHBUURYc0x5FoEOXvTzlbkhhfFEm61vtYjzqUMi",
+	"fjAeVIqDeelkslNagV0r113c6dUwwlOJbZDrMmQMODrtNsmZnubmWiOCzWDwMr1Rbbu1xAfPerayuMxS",
+	"aOOitJwoKNvCxbCxQ7Y7HQwwMRM0bVuW2DUcgcFho/U4LLwRNyKyvdkmsV9jcygFnG3YwBlI2r8Ske3O",
+	"E6KlJGO4BQnxpTo8EUGxCmX+hRcjlMog3EvNpRoh9XhVY5EYmsvPDaXaxum2bAIFXdOoMFQbNqMwmoNr",
+	"MqKTiZMVsJ+gJKkk9XiptIKrrFBZOsEM1xeK6UZEYiwKEuN42NpdFo3vgO3ZJnUx1gSJMV6iXPrj1FVk",
+	"weqEUV/EvvxGjEo0F74OWhFPlcmhapEH7S3Yk4G9UUHmJA7qa8QtFARsVds/SwUnzH3EdcaW7nvzxXa7",
+	"Tf4kv8VjmmEvm6ZdVPy27iG29NDccWHDFsuiZkFLnO+Oj1+R0hRFAYhw7OLXxUFTw3vNsGPIyrGtnECg",
+	"dgNvwsCuC1FglgxnqHjspgoNmTRnMBs23SpNUIrcCuES/O6GvIxnc61AuOcKWTdnCxNNRcC8ynMtPDLT",
+	"BY3LDddwK3FDbsGQqPk2UyZ4ecDSA7f6kp6Mt3kJxctjV1ypJbgvPq0Ce0aTM2hjZRePCQKlaez1VXkE",
+	"i88ALkTpHAtb0TKIkJ/a7YSw2oaJhNTNgZyK0gz+RzP0C0nUNBkVorv9/gHiCdMjmTbNFzTL5GwBW5ae",
+	"mhEP4FfsbYS/ujGfwJiJFIOMJyV6dL8VFIOruaes/uVJB4bEEyyNWm7cVUUttqWXnSFogsZVabG+g6cz",
+	"UzkeFE43phfNQmUss5bwiUcQaIOhiibFKN5bV2SofeKJliZb6tIZzrf0EBHGoXfB0xf7dHJlW3qeMsPT",
+	"bdMxf1qbyOMWLtLwzEpPLC5BX3boBuYFNjtcB4ab5OAVBcA3MV0gHLPisYOgb8C2d0yxS7ymmR8d6WpC",
+	"55mkaVNL2cxoPiytd+nhInt2HV6NJAAvuMEfWFbm+4k1xyzlFFzCZY5W9YaZJuhFVm4CZmd4BDOwiwlL",
+	"MLSsAjbLT90GgidBE8Axc8ytg7CHJm5No1yytDx0+Ykb1nXPldMsJfgQGH7KkowaVgOfqfIkPMCyMzZv",
+	"5swIWyV6rHzDH/MClhrpBMQ1m02W8gHUVtILDNxOvyQxLlxu4TM3pWte5xhBeF/aYa0c28ygV5ptr1ji",
+	"2lUvuAkw0tdS/sjGBjnSF9PxKYMYOKAd3/O0NP807AlYRrngwSJCF7iwSNydx8vUWHUZVb5gpgn7QC5c",
+	"PR1kWu+mUtNKbCs/QXZlS+7CIzMmuxjRKRiHS4PmVDOEcXnI8HeAghXmHSgcOLdQKkG7RTWbWHy2CFRr",
+	"uMW8aZCxFvjFAysdglAsaFa+i/A3AKH9G/QylluVwg6xucRy4MIasNygMBfDVXxn4bVF5uMeE3zsptty",
+	"wpprfLogqLmfHTDwUoZIDHNawRtuROSZI60nzXOsvABygl9JCeQr3zLzgdxtnwJ9Frv5E3wGGU+YwGLB",
+	"1kbemxj6a3Za7VpUm+aZ9R+o7sbGbDZrUXjckvlww36rNp7v7+69ONqDb4oaed5kXotq565eRW2z1ca3",
+	"5IQJOuG1bm2r1W5t1cBzNwLn20YLdAfovrrx++xMtVxjySEDD663+eyntW7tW6ah2jA0n5hIsyTzUqfd",
+	"vqRl5fVaVcL4K/pUgh73hp0Sw3KPmG5hjIjNQqke1y90w1ZyDLyQte5vb6Oamo7HNJ/XujVUms/YHKv2",
+	"WV1BLSiG3785VrZWwYPNR1hq+3F761EDajYNVa37W23MNK29NXNtpDIxQHJ/brynSjH9wf40gor2f1wG",
+	"8e/sK7cIdFtXfwXYLVsGEpp8apg/5+cMWrXWvfCspRH1wa2zAqYWo1tzOs4uA93LCRO9V/vXA50btADd",
+	"VY71SqjZuUkqk+mYiU+OrMehp6saTAumF4tycMGHGFdee6fdRqsOunDQuzbJuZnWe0womXAxjIAnf1U2",
+	"ieDHUhTaENj/+sIqKFAGs2ut0zg6VxGIbI59FnldmiUgjNIJPeUZ1+ABzpm1WTtXkMytrwoS+J1dqff0",
+	"YP/FSe/p08M4IpmUk1Oj8p7OiT2EhnX+xkZDzHmiYnTuLmHRIQLsFumvKL1R2WfbCGTQizo/Z4BGD9pb",
+	"n7/T91Lj7k/YTfoT0oWHJanjumG1IBZETkmWIptXk0zoj1lJIj1ohlxyNVgPUnSpCwrrcqCT01wjLfJS",
+	"EDVF2w/gs0vSuu8+UdbqCCGyYLzRcx9d4fLLWuVGs84yG/Sn7YulBrVdF0xXREUYDj8bUQ2eUEOQY2zo",
+	"Ahl60GSciiKpzdyRfUET7VwaoECMp0ojF6dnLJjCrfAIp4ox+YBq53MC+13LyNjoRb6kZ/CSx7NBaKak",
+	"DxEpNxSOyGWBIKRu9vn9m+N7qjKuBB1U9++HdTha9+9jF/qC1ezu7h0dnRy+fr53FGPxX+gzj15AloYG",
+	"25QlPIUgIgwFwmb0YGs1oq6ZAVONqCYDnjFbRxhVWqCSSwqF9IWrFNLFA0QrVz3+ufnMLaaJpq/YJne8",
+	"zPmQC5q5n3dc3eLC+nhP9Y2ACEWm98S5nHvnTCMiIwnJpeEE30mlY5sGaTSOxeevcx5DKFQ4/evD/bgR",
+	"2UhXiFflCsHCUhsnLmQ+ppl1gJL6hOUJE7qZMlQTIhL/z86zGCMl4v/ZYTHhIsmmKUt3SCp9JWW1Q+Kd",
+	"uCgIrnZIziaYVqsySGDdcfVgEqoYBijFKRPz2HeUhxXCIXm5BdbBIiJkcPIIAO98hkxd8CQxoftCz3iC",
+	"Tf69xSCbF9nLgIqhHXnHUGAMNkBcir+RO+1t548ktI+mgzBAoQ73usFaKVhjh1Cfv7ow0HZ7sxgIrQwl",
+	"7gHekPaWYQrOvW2/t54fc2xcKeuC9rnI7vsBzTIb1dMX9WUjs5MfXG4yGBoNjBstoDqzLnDC0pyDKlei",
+	"tL5Y8I0YacfSsGMLLu3W0DGK/AY2jnuUOC01os73b45LjC+hwrqAMdgFVpRPlXbwmOTyYt4lNiLRBin6",
+	"QDOjX8gBiat1r9gA5YynhhYgenFB+8Bo5ohATCOJnebXdKuLSd2mVtiO/bAHYRg1XjMQbxiRWE1PoWoT",
+	"mDRiCJwUUFoKIA5RJC6v2Vt7AN/xQqJiDqPwNHgBKk/FGn6zFYWivkB2WncR6/Z3EnMK80JYZv1hmyj0",
+	"optHv2seo9sYCMZnSmNtdQxz7wtawiuZk+nEyEnbbYIu0cNyWAapiyEXF9A7enTi/G0R2aVpOiexxaET",
+	"iuFHxzllA37mf8eopL5ABhizCw1v/hE3fIgYeIotPwvqubub3OGKYcynMp2bG9j8t5kh5w4QF07QRXVg",
+	"eShF4l2U95rH8wmzAVKGldg7cu64/elUk+/2ek/7oo6LxUC60urw1Qb6hjFDH29krsi3e8ct8gZ93OWy",
+	"EgrhDl5WQHIQxrkgCxcSqfdr32BAHvj04d1+DS9T8GvMJBg0B5mc+WoNAQvs9kWT3L9friEBoWaFwBUU",
+	"QqiK5sDCEt7fN2e60XURHiCpWAbhS09ANQUDRiCALhaP2Kh0OhpNgZBXFq0M3WkMmDMij5jDpxBuw1wl",
+	"AAh+wHgL9FQOIPoNhbR8KpRbWuGRMAPYlG2rEAkjWiibhWybzbQQUkfIRhFExRhGmbI7hGJ1CLtGl3zT",
+	"O9rf9Q4shUnheA7m1Dvt9o5ZTfzvAIyvIRKiuCG2QsAsc3AfKWOGwC24i71okgP7AVFULYRcVKlhPnKw",
+	"FrQ7VJBbs6x6V3ofSwUZ7FqVj1+FvohF+GrmWp6upToFucof3t6imuiBcMiU0ZYqVLUeugcXVLNdMDQa",
+	"9pHL7CrlrPRy84VsHmmZQ3JcKFev6IZkpWpXAs6eNNWlfCWrAVlxHlhbIHGXUpn81WNIIIhSb5UO5+rM",
+	"h8W7v3r55Xs/jDyG+6mBV7oRCCLLWUACsWaE6vu8u/qqvs4t7O5ad8FGCLPyNepuzlXA2W4/uQw6q0qi",
+	"7MrxmDYVM4RnDhGX5K/9MK6gOD0v+/m3rIAlpGCrj6/96MklKzT6bVWhDRfHWadOnyzHdMncKuhWQkGt",
+	"vB4q443ymoqkSh9Zv9Bac3l1vrDBwvKA2eLRAX+7Ge4e+TyzhdzTCU1YcDo2BaNutxYezsqZN9ud7cum",
+	"LooUruyARnhajRE33W6RAlddoMdMKB0XsYznhnMdA/mtaLcJz643sBm6096u7jNWWBIs45jIjCdGGkS1",
+	"zuu8AqoiLWlyCR1DDqMU87GcKjsgqJ2ef1lefqvXwApa9AuLqwnKP68iJQO4bbwxL7cDfkNTVyABPtm8",
+	"hj3UlnfA5D3UlH3dk8KO2HNZoFEpJlMAfy+zl1pUO6fZlIVtm0ukYTNqAsd918iLYOCwIX6lWezMKJ24",
+	"vmILxsmiQMh2e7NwBV4aXlek4WxcFqYHpAFi6sGAvmIiNYdTAs5icbeQzy/K1UuB0yvBVRnD13VCsIvi",
+	"gyAItJrV140KbtwUlNcMK6wCcKg4oMj20Qb5FyF8u4byi9ODWGx7qFVIZVTGvqhXRm9GZCkUsoGVhIsa",
+	"dCDGI1hmlFvjrwVFX7iCfeXYTVtrL2BFb968aQZxlOyaDjeg+a0b0jwyzKdgUVug+TJ7dlqC2T6ERxYy",
+	"bUaTM7USkcuF4mCsDqljieEmJGA2wsFtjr8zENkLPEzjXBt9t8roe1VcaRW+liyO6GrRbPJ6EpZ+LEBm",
+	"Fc9uSc9E7dKhTJH1IIBenNa5Anw8yNDCRBL7nVU0bwKLa4SmVoFkUcX9RGTst1SKT6qHSret4x0e5D1l",
+	"tYMusW8YJR9A3hdOw/cG52oMqPJN1BdszdZagicTpPmUrb0L1l2gCyD3wk15+U3+uojK+XgP+fvFzNvf",
+	"3n6I3i/mwOKPYeL5b28/lJyI1lfRNMhCkhFLsEh7vmhQNLsfSWzwGMYqDILvC88ipGxCJQGpKgIWsPzu",
+	"LlUVRo4qWBSvbATxiJBd+9b3GP1GpvNPZoAwaysXCf5QLitgCzwtWEA2P+kCVgVcGOguCLx7x3R4lZwL",
+	"73yIah6EunnIJhmds/SqT6s++RDVntvs36s+9+99iGqHVLPnfMz1la5z/2L4VfMV6BBrf+ze/0iB+0rK",
+	"dnw5rRU39uUfPZP5KU9TJvCLJ1d/sWuj8uGDzQfrrMvH5h2wlFOoH2I+7nTW+TgIZcWv1ljjsZQHVLiW",
+	"2+pl/uNUYi2Q6/LIH9icpUiDn4JdlphgLagQUVvgiC8nTEB+WjkDndRHUshpvhS4H3JD5HtlNrjx3vxn",
+	"P/1wWfyW5YW3ZlC9RXZyR9DVBL199RcvpH4mpyK9KXX9VaJHFS3ljKaLpNQD3Kqgj+ve+rtAQbUPbysJ",
+	"a4MqxYdYzfVmw0YrBJUeDHwzQWUAAfkvJ1jF41YlFVzmtSSVNejGjHzs07IcIfxzCO76V+4at+arIEPj",
+	"GWQFfYLb+vNwhuKsP+t9+50LgoVbVsugjAkdk/rLV3svjIq3d7Tbe9473nu69n27YW9wdguMYc8O/cWz",
+	"huJQ79jDHXv4G7KHJfon//3//K/iXxEEBqFtC4OigmS+tTnFiCst8/nKOOgXbMaURlv8ji0OYWsg6VLy",
+	"siIyS6HQLxU2Qo6dczlVrmdpRpXGAGMyo9kZhPPbzoNFiKQ64xP8EQJnbOgf8EeMcBrLcy6GGFEAgSbB",
+	"AiAFzpXvN3PcUw2MMLO7DKKkzJD3MBpN6SLKd7d3tHfy3f7R8cvDX04Oej/H4QQ7dotSMEUyRs+Z7bFQ",
+	"qdR8ZyF7XR7pFIWrWTWWj7zVcJRwIxVK1EvBECNsMIiFc2SOxqPNgob1nIuzK80m5p07DetOw1qtYR0X",
+	"RByQaBnzbPaPbe4xoUMuhrevk+VMTtht6GSHMPCd4HUneN0JXrcpeB3uHb18/pOVt4wUtrY0lTMls3N2",
+	"K7QPI98R/x3x3xH/59e6HEtYzQkwlGOlHoVJSAOeaUxLkJYYXdz/nCRyfMoFI/Xei6eNHRLb+lFkTOfk",
+	"lNmeCYqds5xm0NlI9YVtRwgt/qyqA30Fc5ZgmlkyomLIUqxGbKZgysVVxb4sftyFjAYsJv7f//W/+2Ji",
+	"+EVkq+ZpNo6Imp6OuTZPjQoGIS04ptU7B7kUutEiezQZwSeurCC8dU/1hQUxZBj6wqgItY338N/99EOR",
+	"gcD1DoQc+TWgfkd1X6z8egPew4p9r0Da60L6AWbsFiX3YwMz6XSXoLVbEKBDx8weF/YVZxpjJcwoOzay",
+	"b0UbuMhnt8dGkfGpwWH6GYzv+8z1BUSjvz583iI9XJWReRVkD01FClmL0P8U9SwuUnYByrTZhcEQ6JA+",
+	"YDOngcdQgybuC1eHmhn0EVAfCxRtKLg1MjosLYGmi3kiReV8rn0sHOGqL3DTZp2gxoctQIOtWeTwir17",
+	"ASsO2KeQWsmhQltfIKqSdJq7HDsz/o5HNIfKvrurRcQQASNCDawtmPoCjxUA5QYMah8yBik9dEgxLdnq",
+	"CZr6UC00xzo04JDB5cvwtl1+pG8MCLiNpThdECkknRR5qKXvuMZsqZ7dIVdY4yAtAG4LvZL6I5LSubJJ",
+	"skAXBtuQZIN6BwRqgfZFyjKmWdr1hWCLsQHqaxDgdnubDGRelanznCv9I/K7NVJ1LAZaksN+AwYSQCDu",
+	"n7ZQp0VkIWcLvfvNe83tR5ubK7J5inFWRXGv3910VWuL9xXWD8hfQZ6MDJupiLDWsOUY+NdPD3vPjvvT",
+	"drvz0P5y9Pqbg/3j472nvp+sZeDFjrFthsSGGcXl9BRBCQQMDNkc6Dt3EjbS7rcaTFmLan4iUHLxHCoH",
+	"RG5gtEtDTkhpywPCXccuJplMGQpy1Wfh2/4V5+AbqLgQ8YolXtpDp3ODFnR6DqgzkPm4tnx6y6ipaMYU",
+	"7F5gk+IC/WbsdAXiwUe7+M0q1NvqrIl662NeNneLt9G6hh1YFhpe7Zj+qSHE0DZiMxczH7PyBjvtzsPm",
+	"5maz8/C43e7C//26Ysd28CMuElba8Y1aAX0p9tCQ8BwzWcwWcL9j/XRhT6BLysz03wte9LVnWyUGELAE",
+	"uKa/7oRxspZWfit1Vysd0OPuZqe73W5tduCQXFMJI2a+PoQfPDMsc86Uq0ROhT7gQuauNVHQUc3O0mm2",
+	"t47bT7pb7W6703qwuf2r7Ri9az4GYpzkPOFi+JMrRbYZ1ewVYhDmBJpqnnYuts+fiEfvtvIH6rFuzzrz",
+	"7T8MxoQk42gLCrn54baLIF/PKtT0VEtNM7f4DjZWohf2h077STtslVWjCWBg6aMteCnoYFUCbGnLBuUq",
+	"T+DB8eaj7vaDbrvdarc3P+oEVoG/szRFAP72euB/Mtiko87pVrKdPmAPB4+Gj0dPfl8G/4TmWkBfl/IR",
+	"bF59BCXwXwn7VXBfBKch4LA9Vi05evD9r2e/tl/u6c7h/JvdX8Z720dvRi9p+8fNdOubxwfHSefF096D",
+	"g98PZgdPe7ODny8ufv6jd3F6PPr95ZtfLn55M5z/8vuL3198++Pmr8e/jl90km36NHuHOTAUzS1ly7KX",
+	"5asI8+01QsNBTILuYpe4T+48JJ/a+vK3dXgETb6qPB6+wU3YZCiyGgpLvfvDSgLreEGs+AhukEti1gGR",
+	"v9SgdVjcXxq1juBZEWcKx3QXt34Xt34Xt/6xjLHSZotzEhpyxbWi1j3vKxlxC2sI2nEzhpF0Zbb4FH53",
+	"bHGBsVTkheP7KWZ72RLcQ1snISyxeEdtf+GFXrDNz4vBiByFwRxMPNDZGCzf9aJbYKP66l6VXrECP9t/",
+	"j4vvjhj+xeN/LhGHeyG3XyHPXktW/dEq0OCEpzoZLRPUK/PzDSVhdMJfQwQes3zImrCSr25Ak69wurW9",
+	"77fPDaz2f8cV7iIOPovw+/h6q/XFDz4jx9x1k9Ps8wocBwVzCaSOuu+m4lusXENa3vBensoQiJd5CjUo",
+	"T+c2QCAl9dO5ZgSKZjS6y9Hl1u1v/RbVIeWEp1VR5ThFVWA5OkCVpnPlOgLi5r1j2UYxYHBA4Ni2oQzo",
+	"2XOGUvDhpSQ2zCluEIq1P82F1YURvHcJlmdd3oMBy7HZOMRkYKevoqGQLZKvnLvfM8wVblj0e/2tA839",
+	"Psymrgo1B7yIEG9KCPURl8qd0fVOLP1UVlrHKIrYpShA0mvYY28ov17Knzfem/+sb9wwRPmR0u6dsHlH",
+	"659T2LyT/C6R/A7ZWELUn+dOOwTctBhgacAynkw11vXz8XxKs8knZVJXix37wKZQHZ9WWLdeTfWnYlC3",
+	"5JEyK3s11XdK+B1fvFPC71jxEivupbZq5ySjySdjyaukP4wYvX5uUskuWhkhcAQjfwq76F/BERciae94",
+	"4p2seMegrJXQSIqFhQzMVBALSLQkPnT7mmZDFVaad+pndfe96prEGK2+VJnYFpGusJPJoZzqtZz0z7Hi",
+	"spwuika7GaN584hr1nxKNa0oit6vYfsB1a9FpF9TWuZ0yPq1+Jr16v8qJhLVjphuuqKqS/0hzP4ViU9O",
+	"vpNKN0fDE9eQ4fpl82/Gd/6WEQBrlqott8uVQ4OApI7VvEs9KCOS4EFADRPbjxI79S1gaEiBjuKCQIGl",
+	"KsXr1P52ZdrrVzVmathy6n0RlDCHZkvlFkvkKWZ7UV8leZ3WRpDD0BdFWzzb9c5m3EDN5JPDvR9f7x/u",
+	"PV3V8XUXQrb1ke/9cWvCh5tiZRHKLAvbmdxGQ4e1qc6udZH4vuAqzyXSeTOShI7JvqGdQc7UyDf7g04c",
+	"IpUzbDsInWsyrnVmHQqQIMcGuppsyjfXRsrOeeL6tFTfYIeWdjHf0VGX9efgkRN2YW45bNommCU9LBRf",
+	"KtBv8d2aKSKjBJj3qZZjngDlYDKdbzxJFYmf7j3fO96DtJSpMrjx3vwH9ADbR+Hfcf6v46gvkmyqNMub",
+	"ig5Y17czK5BSETXCpsyMjKgaEU2HNuHY9RzApk1FY8tNyNWVIgE6RjjYHoeg8fCEtorYPN2Fy96IWQAe",
+	"73iL39sJuqT9oZKYEdQH85d6xPKn9mg+OgcIWzq+nOq9TDHoZL2QJTCTNj3UYoNrAomihk8asKuvdTvX",
+	"yBrALaWY71HBN76TMzKG1EFYgT+kGctZ2Fnki4krvDnr+de594/4UMDFD7SCzdOhT28diad01mVWsoN/",
+	"45WGuYyaztW1ZADnnqciBUdrWkrUX8FD4oDzZFz5rnDwg3m5Ue22PpgXhPo39lpbnF3HZ53xcy/FLZSp",
+	"2glO8p4iciawbVBu2GpsTzW+SxL6ktjFX8UkShJjCaeKWxYvpGuVQrtK1Al7Ll3mN3Z3MVL3Wir3oWvB",
+	"9a8XF78Kh7/UQIov6I40d1zpCrynvCC2Ilo+vAGvd+ccOdwvYisc1YWtXioaC7qmcGpkuLoRhrskHg3V",
+	"SUy+CsVsTYfkKxL7n+3wIIBnLNEy949pXyiW5Mw3Ps5bBOoBUHLG5iwlB71dBxr3BizBqIIpqU9FyvKi",
+	"4ul3B73dkx/2fokbEVGyLwTjIGdQksgJ1KY4ZClo8+Y3LDiipdGY5pxladHbKuhhbhuTK1AQ+iL2vMOI",
+	"C3Ro+ybjvhquUFCx5YHMScaNIpJLjX0ozBeBAcJ6TPrCd+uKbCEa1PZsN/hyC7vW/fvQXb7KYBF0bV7q",
+	"TRc2vlOa5lr1BRfQ57OwMmDChiL3S33x7rfI61V95KJCuPLkb1Qx/6vveOqqCSF+E89xfbMnM3rQYGy7",
+	"vdkXq9pak/p2exMbZ2+3twpdr6JXtkEHapuAo41Jj9iYnNLkbLnRdcNiofnV7LRYZV/U46ub+HmrTxxh",
+	"3+i41WoF7f1irFuUgS3XDBkouA5SDYt4hGvUTS26uLNUxZrLx3rKoDRWX8Ch/rR3uP9sHw611LSaIOnQ",
+	"osN1tFAwqozpRq/PrGLcF0rLiSIz23OdauAG0UrduGFx2DZfM8jbC0xjgIgsxXb6i4ayetzbPd7/aS9u",
+	"hB0bvZHNdv3yOD2SM7WIzqdTFyPrEaK11FEcDfETqtROgLcem1c2Fr+knXjQS5wno76wlK6Cvnz1RVAj",
+	"ZuSUK3fC2A1c+l7jAEjfo9gCE7Aeg42pxrppnise7R0d7b98cXLQ+/nk1d7hyeujvcO4LG+1SM+WBEvo",
+	"xCLC0vfP9w/2j09evXy+v/vL14Z8dVNmKVPa4oer2xS5JmtUMwLvKWRu9n7IGA3LukEJKn+0gU+4ZBMq",
+	"2EIB/cIqE6CeQ7kduwtkKzEUx3Jfdjoe5E0oWtLMGU1G2Ch/ScfDjMzQuHqdEJvQDgPUuliIZZJRLizz",
+	"qRddSC1RNUL7C/WN27s1wN+akVxAOjWj01N48oznbCAvDEieczG9MPIN6rq1bo1m5m3fMNXcIUUb7XBZ",
+	"uKCE5vnc1TCz5+faaQ8qWvbdMwAHQmjZRuBXbmBop/+tpjQdDGpRjaZjLqDf7mXLPhjQKxo8Vzd2vRb/",
+	"7gsIiF9g30RNk4SxdMe1JQQbp20yKOmYh5bDspugL4LQ/IKt3/PGxrCwXiGMAH3DVZLJIcT6G+xGbF3V",
+	"5jZC0tnEuoEzaZYJV4q5r7FBpWF5WkLc/lXHFMgZrl7W0umsbRO0xHRLVQ6uILnnDiFKWz5VMptqtrdY",
+	"waa92WxDNR1fR6oKOku1dcxnD0qf8TSrHv2Bq9UDr3lUrHVr6uTHzmh0Ok6z4zevL07otz+p028f67Tz",
+	"ZH767Y/64DjoH1rDa9I3fu/WjGh+xfcnQuqmwU6aNZ183ZQimzepaFowNtvwv81K6iug+mJFD+VC0v27",
+	"gTvp/PT7aefB2fOfX2TJ1ovJaScEdyhiXAb05VGuAfTODYgKe4Ovig9yPW5tSjYs+3bart8FEFUGEP09",
+	"KmfcxKJSYuqfPrbH3dZXlM1wGA4NnPHenI0kGVFFfp+qgEctW1OW43rWthVijslKB/ydqfCuhMb18BnR",
+	"I8Dnyw2BlxfO+OsDQ6rjQe6Q+18899DTwKrsw8E0y8g5ZzMiByExoIG0MApA1/k5hnNADMxKGvlk1vKS",
+	"1jj0OvTNx/epQYsXRWA1srp3aO9zCmOdCsLGEz1H53XObEnxERsTmmWNcqhNX4ByCDncRSexwm4NlTzn",
+	"LbJXZc/zlpSS+uvMh30h2Myt1JoxSD3+uWlOvYnWBjSMEqoUyzXOGA9LT0KjQl8sWRWwPLkmikH9/pyd",
+	"2ypvXWvjn0yLiClxTjOeovVdDqyh6IxNdF8kcjJvkZ5vVmlLEhZyMm6UlgqhGzDWt9vbjSpz0ZHnt9aw",
+	"8jEWo0kux1IvhOsc0DNWWAWoIGAwIWiP4X7xob612shyfQUDt3X9liif8Z5BXHR99XDzd3fPrdw9f4f2",
+	"K59feMMkqDJLHTp2cD21o2yR/OgrptK/iz5XQb4L/K2JTFnha7VxPd5n45o5SAFkJmeiRV6K4Iq2Jpq+",
+	"mK12U3LlHKZgVwK+C1GTA5pomS+5K+ehRRccl/VlC2tjyQFjV7YUfO06n1zXl4SuI3tDGa7GxZSpHRKH",
+	"TqIi4DxYyErvwsGA7vojvsXSrqV5VgVx+0N2ViIpsAQ+4MSdtegflW72udK+Cqz7vLz4SNNcG9528Cz0",
+	"Odezkq8EFAjHBxphECNJWcbPmU9TSRnG7AzIKRXpzbi5tYffCis/mjq+5OIEqPXlgaxv2BJLgS+Zbdd1",
+	"2WHmXExoIoMWPBRVheZ0UhWtXxl7QNYJPQBemzM9zYWLuL8kBAGPxIcgLHiBSSk0vy+WYvPLfI0r9Dob",
+	"lk8xAGfOUp8RVMzvP9lP476A5kq2I475TOecpcQK9zblARJ4qCKZVLpRrHKzHQzWHErB4qIndHHlGEyD",
+	"O9WDKPABYq8zHzWEgKu6Un6CVw4GtHY79SAOBhSn+It0ADc/N2x1+Q470mwygdPdsS20bYQLKQVgGFxa",
+	"trfeXWdflnaxxla+lYL9w10ruzlLmdCcZrvYz+ozX6JI7t6fa27BHcOmlL1synI6mygynZR9jIbnWvK7",
+	"waUJsZO3pPuEZgO0hJlFl6LfbLAi1GOMAlsTFEJLfUzjhOVN+1lf5FSbL8Zc2/6DhOvGDmbseb6OGk/O",
+	"NJkYKQU7XWCoKXEucpIymmIxDdUXZ2yiKxPHAEKfz9C/jpf5nip47x2bvXMg/OVsbF+pKQtjXr1+br/b",
+	"CSUDUhnleinzwrzRlVVjMWIbX+qCATYm9VxKbRNOG5G1TVunxkJOAFqndzB5bsYV848hQg/ZrFYsG3iW",
+	"ZBNZx1wYqf+UIR+KiLYNic9ZNnfJ+bBpRbhIsmnqG3dCI0u09qzIfzvGTf+tk99gD3etre5aW63JZywN",
+	"r2xthWQXWBEwwFhdK5HNcpOwm9XyXVvwMkPdYuibCC+wDWAJNkKcqOmpYnqJwahEToz4sQ92Ucc05hVs",
+	"BuKxuWGnOUaso0NWTjWqsFx3sS5BrHV2BEZdFZOZnGYpgoJMqMJyATiKdzmi+w//NqtIMjqegIGg9HbR",
+	"lxp17HuKxL77oK1jbZ5+/+bYPoobRNE5UbJFILjCRTXjiCQvFTnAXVoIQKmgRa4ZuQuhRY7LTBbhdSql",
+	"VjqnEzKhekRkTmJnlSgGj7FrtZBuFXUj6EHLbPN5o0V6xP1Sju7fbLfbDs2kAf1jMmTCJ9M4Tq9gIFKH",
+	"kHdov91kFwljKUtjdwTUyKVUlAER9qbmYGbZ8dlR8CJslHrPsC3zTU7ZQObOauGWnlABTaq5wKV08U+8",
+	"iGGB6CSoAJAtzGBe/P7NMRF0zFBA92ijpqe/s0RDzLwgh892yeOHT7ZITBMdG+zhY7To+A/kTNinginN",
+	"0oZN0FgM5vaeX+e67iVa5nFr8QbnymL/MKeAAZDtXt9utxtdlPeDKx57QvOKCuggnKBYfTtmGxgbZvmL",
+	"+soVC0hXaQ63qCvctYv7F4th/Yjub4CptxXIarnHZRqKIL1X++6q/f7NcWPH+iqL3Nvg1kUPbZXgUFJL",
+	"NrghCjVhiQ4zfRe4kH/nNllRMUvBiqLSeBfN2WzWHMh83JzmGROJTLFR5M0n+Kw26mIBl0SreBuQpvrO",
+	"EP334WD/QK3FyE2PHj7sOBEvRF9SN+ISP2fdAc0UizG2Xsz1yMjQEJHBz1njagb0Hv67FEpfXW2scH5R",
+	"kUarMkOjtQX2LgG9AzycofdQCjJVyE4XtikX4BBdUvyrqJCQs0TmqSKxFaSNOgKD54wqKeIdEF/NnplI",
+	"qYAGO+aLpQ8owS+M0IvKCleeZfDU6AZ217AQiBdfy/yzQ4pyW97SBJZ61BQ1NfC/xE4FUq1RToqQSJ4a",
+	"jawcRYk6GrYp8oqwWaxBGbvgQJGMjGLKT42W2SBF2bTi2DvtbRjRNoQ2s3ExbK0oouburwWrFDc49m7K",
+	"8nktqhl1otatIZxX1f7c7DyGJnqa5ebb//yt1/yVNv9oN5+Q1km3+fb+/6gt1wZ9e60cEJcAkgdJIRay",
+	"d2GL/yL5IJeJhT4bxDPES9hemCqyExCoTzEGOoIkYuD67faTRrXVqdKIfbzK5ixzoPVKZlMyaFs2M7vK",
+	"Gm4YjONTPCX//V//u4LFlAxYS4zEflT0PQNGso0AKEd0t6oqqxZC8G0ang+YUVOqZcQx0zSlmt7xgbvU",
+	"mTVluZ6XEhzyuISZQqZCml1B99dz5KBZJ8iQWVFf8epaa68Vy4/c20vLWFXmmYNx+IyxiaGRqvsdi8PW",
+	"rpnnYLZ0q06ntSujfvk1Ue8Eg784UbSyNrOhwIjICbZbyOZAJOZWlIJdkUNaxsQXgdOKnM4xuN9MBPGz",
+	"ddCpTucBRTa6QSpAEVWDaRGuCvtsJDMG1dHMvR9UR3MF1M2HhOtG2BTVbg3bkboOqUbFuKI9KtQ7Kmqv",
+	"VHqyL+c//3rFXO8c3ncO73UzdV1xr1IZVxs5pxo3KeB6E1nkNZYk+vD28u3A+u10SwH0lmuNqaBDNmZC",
+	"A8NSLIcgQNQ1lE0gcD+ryCZhaikzBYEyVvbwmzGcYVm8ZyJ1oDN6iG+NUS6ab33KjqF6L1l5jhVTjKRG",
+	"H/QA+nOds1wxqIQIWcNiyMUFTHfii/If55QN+Bl5hg5RA7SI7IlzOQ93Zt2lTfNtxdTeg6HQhYFnHgRP",
+	"euHUKKIs5SoY2wqjy6NC9yts4aNwxLAxrbnqxlxpnpBECqw2ncwxEtXf0DY1LZzOtvVZnm5PJTTD5SZU",
+	"wTETNaZZBmFhA6PigvGejGky4qhE2jHh/Yohn/NzJpiCQFKacvwTc0uEzmmiQyMeWMeEZjlaJknOoK12",
+	"wiLbRBzKYhI9n7grEW5APhTmmj9j83CXY1Az3374/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
