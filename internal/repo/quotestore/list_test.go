@@ -365,3 +365,28 @@ func TestQuoteIndexMemoryPerDraft(t *testing.T) {
 	}
 	t.Logf("indexes: %d bytes for %d drafts, %d bytes per draft", total, n, per)
 }
+
+// A page examines a bounded slice of the index (4 × its size): when the filters the index does
+// not cover match little, pages come back short, even empty, each with a next cursor, and the
+// walk still ends with exactly the matches.
+func TestQuoteListShortPagesStillWalk(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	ctx := context.Background()
+	r := newTestQuotes(t, s, testredis.Prefix(t), 10)
+	first := mustCreateQuote(t, r, "acme")
+	if _, err := r.Submit(ctx, "acme", first.ID, quotes.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		mustCreateQuote(t, r, "acme")
+	}
+	q := quotes.ListQuery{Tenant: "acme", CustomerID: "cust-1", Statuses: []string{quotes.Submitted}, Limit: 1}
+	p, err := r.List(ctx, q)
+	if err != nil || len(p.Items) != 0 || p.NextCursor == "" {
+		t.Fatalf("first page: %d items, next %q, %v: want an empty page with a next cursor", len(p.Items), p.NextCursor, err)
+	}
+	if got := walk(t, r, q, 1); !slices.Equal(got, []string{first.ID}) {
+		t.Fatalf("walk = %v, want only %s", got, first.ID)
+	}
+}
