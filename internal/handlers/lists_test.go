@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +99,16 @@ func concurrently(n, max int, write func(w, i int)) (stop func()) {
 	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
+// wantOrder checks that each entry of walked comes before the next by before.
+func wantOrder(t *testing.T, walked []string, before func(a, b string) bool) {
+	t.Helper()
+	for i := 1; i < len(walked); i++ {
+		if !before(walked[i-1], walked[i]) {
+			t.Fatalf("%s listed before %s: %v", walked[i-1], walked[i], walked)
+		}
+	}
+}
+
 // lastWords is the last space-separated word of each of s.
 func lastWords(s []string) []string {
 	out := make([]string, len(s))
@@ -147,11 +158,7 @@ func TestListPageWalksWithConcurrentWriters(t *testing.T) {
 			stop()
 			for _, walked := range [][]string{users, devices} {
 				// Newest first (then by id): a timestamp always has milliseconds, so strings order.
-				for i := 1; i < len(walked); i++ {
-					if walked[i-1] <= walked[i] {
-						t.Fatalf("not newest first: %v", walked)
-					}
-				}
+				wantOrder(t, walked, func(a, b string) bool { return a > b })
 				wantWalk(t, lastWords(walked), stable)
 			}
 		})
@@ -184,11 +191,7 @@ func TestListPageWalksWithConcurrentWriters(t *testing.T) {
 			walked := walkPages(t, h, path+"/items?limit=3", []string{"itemId"}, pause, "Authorization", auth)
 			stop()
 			wantWalk(t, walked, stable)
-			for i := 1; i < len(walked); i++ {
-				if walked[i-1] >= walked[i] {
-					t.Fatalf("not by item id: %v", walked)
-				}
-			}
+			wantOrder(t, walked, func(a, b string) bool { return a < b })
 		})
 		t.Run("case history", func(t *testing.T) {
 			auth := h.bearer("acme", "cases:read", "cases:write")
@@ -212,14 +215,11 @@ func TestListPageWalksWithConcurrentWriters(t *testing.T) {
 			walked := walkPages(t, h, path+"/history?limit=3", []string{"stateVersion"}, pause, "Authorization", auth)
 			stop()
 			wantWalk(t, walked, stable)
-			for i := 1; i < len(walked); i++ {
-				var a, b int
-				fmt.Sscan(walked[i-1], &a)
-				fmt.Sscan(walked[i], &b)
-				if a <= b {
-					t.Fatalf("not newest first: %v", walked)
-				}
-			}
+			wantOrder(t, walked, func(a, b string) bool { // stateVersion descending
+				va, _ := strconv.Atoi(a)
+				vb, _ := strconv.Atoi(b)
+				return va > vb
+			})
 		})
 	})
 }

@@ -32,6 +32,18 @@ func TestListRefusesUnknownQueryParameter(t *testing.T) {
 		t.Fatalf("two unknown: %+v", p)
 	}
 	wantProblem(t, h.do("GET", "/v1/tokens?limit=2;cursor=x", nil, "Authorization", admin), 400, "validation")
+	// Every list, whatever its path parameters hold (the refusal comes before they are checked).
+	every := h.bearer("acme", "sessions:read", "quotes:read", "cases:read")
+	for _, list := range []string{"/v1/users/u1/sessions", "/v1/quotes/q_x/items", "/v1/cases/c_x/history"} {
+		p := wantProblem(t, h.do("GET", list+"?limit=1&statsu=OPEN", nil, "Authorization", every), 400, "validation")
+		if len(p.Errors) != 1 || p.Errors[0].Parameter != "query:statsu" {
+			t.Fatalf("%s: %+v", list, p)
+		}
+	}
+	p = wantProblem(t, h.do("GET", "/v1/session/devices?order=asc", nil, "X-Session-Token", h.createSession("acme", "ann", nil).Token), 400, "validation")
+	if len(p.Errors) != 1 || p.Errors[0].Parameter != "query:order" {
+		t.Fatalf("devices: %+v", p)
+	}
 	wantProblem(t, h.do("GET", "/v1/tokens?bogus=1", nil), 401, "")
 	if rec := h.do("GET", "/v1/tokens?limit=1", nil, "Authorization", admin); rec.Code != 200 {
 		t.Fatalf("known parameters: %d %s", rec.Code, rec.Body)
