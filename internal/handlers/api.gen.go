@@ -214,16 +214,16 @@ func (e MfaVerifiedStatus) Valid() bool {
 
 // Defines values for QuoteStatus.
 const (
-	DRAFT     QuoteStatus = "DRAFT"
-	SUBMITTED QuoteStatus = "SUBMITTED"
+	QuoteStatusDRAFT     QuoteStatus = "DRAFT"
+	QuoteStatusSUBMITTED QuoteStatus = "SUBMITTED"
 )
 
 // Valid indicates whether the value is a known member of the QuoteStatus enum.
 func (e QuoteStatus) Valid() bool {
 	switch e {
-	case DRAFT:
+	case QuoteStatusDRAFT:
 		return true
-	case SUBMITTED:
+	case QuoteStatusSUBMITTED:
 		return true
 	default:
 		return false
@@ -296,6 +296,24 @@ func (e TokenIssuedTokenType) Valid() bool {
 	case TokenIssuedTokenTypeService:
 		return true
 	case TokenIssuedTokenTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListQuotesParamsStatus.
+const (
+	ListQuotesParamsStatusDRAFT     ListQuotesParamsStatus = "DRAFT"
+	ListQuotesParamsStatusSUBMITTED ListQuotesParamsStatus = "SUBMITTED"
+)
+
+// Valid indicates whether the value is a known member of the ListQuotesParamsStatus enum.
+func (e ListQuotesParamsStatus) Valid() bool {
+	switch e {
+	case ListQuotesParamsStatusDRAFT:
+		return true
+	case ListQuotesParamsStatusSUBMITTED:
 		return true
 	default:
 		return false
@@ -624,6 +642,14 @@ type QuoteItemPut struct {
 
 	// UnitPriceMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 	UnitPriceMinor MoneyMinor `json:"unitPriceMinor"`
+}
+
+// QuotePage defines model for QuotePage.
+type QuotePage struct {
+	Items []Quote `json:"items"`
+
+	// NextCursor The next page's `cursor`; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // QuotePatch A JSON merge patch (RFC 7396) of the editable fields.
@@ -970,6 +996,34 @@ type ResolveCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// ListQuotesParams defines parameters for ListQuotes.
+type ListQuotesParams struct {
+	// CustomerId The drafts of one customer (the `customerId` they hold now).
+	CustomerId *string `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Status One or several statuses, e.g. `status=DRAFT&status=SUBMITTED` (any of them).
+	Status *[]ListQuotesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// SalesChannel The drafts of one sales channel.
+	SalesChannel *string `form:"salesChannel,omitempty" json:"salesChannel,omitempty"`
+
+	// UpdatedSince Only drafts whose last change (`updatedAt`) is at or after this time.
+	UpdatedSince *Timestamp `form:"updatedSince,omitempty" json:"updatedSince,omitempty"`
+
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListQuotesParamsStatus defines parameters for ListQuotes.
+type ListQuotesParamsStatus string
+
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1145,6 +1199,9 @@ type ServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx echo.Context, caseId CaseId, params ResolveCaseParams) error
+	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+	// (GET /v1/quotes)
+	ListQuotes(ctx echo.Context, params ListQuotesParams) error
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
@@ -1505,6 +1562,59 @@ func (w *ServerInterfaceWrapper) ResolveCase(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveCase(ctx, caseId, params)
+	return err
+}
+
+// ListQuotes converts echo context to params.
+func (w *ServerInterfaceWrapper) ListQuotes(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListQuotesParams
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "salesChannel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "salesChannel", ctx.QueryParams(), &params.SalesChannel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter salesChannel: %s", err))
+	}
+
+	// ------------- Optional query parameter "updatedSince" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "updatedSince", ctx.QueryParams(), &params.UpdatedSince, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter updatedSince: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListQuotes(ctx, params)
 	return err
 }
 
@@ -2154,6 +2264,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/tokens/introspect", wrapper.IntrospectToken, options.OperationMiddlewares["introspectToken"]...)
 	router.DELETE(options.BaseURL+"/v1/tokens/:tokenId", wrapper.RevokeToken, options.OperationMiddlewares["revokeToken"]...)
 	router.GET(options.BaseURL+"/v1/tokens/:tokenId", wrapper.GetToken, options.OperationMiddlewares["getToken"]...)
+	router.GET(options.BaseURL+"/v1/quotes", wrapper.ListQuotes, options.OperationMiddlewares["listQuotes"]...)
 	router.POST(options.BaseURL+"/v1/quotes", wrapper.CreateQuote, options.OperationMiddlewares["createQuote"]...)
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId", wrapper.DeleteQuote, options.OperationMiddlewares["deleteQuote"]...)
 	router.GET(options.BaseURL+"/v1/quotes/:quoteId", wrapper.GetQuote, options.OperationMiddlewares["getQuote"]...)
@@ -4389,6 +4500,176 @@ type ResolveCasedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ResolveCasedefaultApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotesRequestObject struct {
+	Params ListQuotesParams
+}
+
+type ListQuotesResponseObject interface {
+	VisitListQuotesResponse(w http.ResponseWriter) error
+}
+
+type ListQuotes200ResponseHeaders struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListQuotes200JSONResponse struct {
+	Body    QuotePage
+	Headers ListQuotes200ResponseHeaders
+}
+
+func (response ListQuotes200JSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes400ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes401ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes403ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes429ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes503ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListQuotesdefaultApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9700,6 +9981,9 @@ type StrictServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error)
+	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+	// (GET /v1/quotes)
+	ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error)
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error)
@@ -10201,6 +10485,31 @@ func (sh *strictHandler) ResolveCase(ctx echo.Context, caseId CaseId, params Res
 		return err
 	} else if validResponse, ok := response.(ResolveCaseResponseObject); ok {
 		return validResponse.VisitResolveCaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListQuotes operation middleware
+func (sh *strictHandler) ListQuotes(ctx echo.Context, params ListQuotesParams) error {
+	var request ListQuotesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListQuotes(ctx.Request().Context(), request.(ListQuotesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListQuotes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListQuotesResponseObject); ok {
+		return validResponse.VisitListQuotesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11083,315 +11392,335 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, param
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchu3sij6Kijufcqk15CiKNmxqUrtzchyosSyHUmO11qhtwaaAUlEQ4AZgKIZx1Xn1637+9z7Duc9",
-	"zqPsJzmFbgCDIYcUJUuOk6VVtSoyZwYfje5Gf/eHWiLHEymY0KrW/VAbMZqyHP7cp8mINfel0LnMmi9l",
-	"80TLnJknKVNJzieaS1Hr1o6ZmkihmCIJzfM5F0OS5CxlQnOaKUJzRgS7ZDlJzIBpqxbVVDJiY2qGYmI6",
-	"rnV/rgnZVDD8u6im5xNW69aUzrkY1j5+jGoHp3S4PPHpiBF5/gtL9ANFYqWpZj+xXHEpYkIVoUTpXIoh",
-	"MSvRc6LpMCKsNWyRuF/b6dfi8krG9P0LJoZ6VOt2Hj2uWsVhysYTqZnQzWM2yeicpcuLinU+ZTGZjZgg",
-	"esQVyS14CFdEjxiBbabFz3JAqCCM5hlnOcnZr1OmNJlxPcLX6ZgRP3Myb/7A5tUgNBNXg+8FFxcV5/Z8",
-	"nzzpPHnShXkEe6/JhA5ZROL+tN3eSbYut7e0vGBC/UfGx1x/3TG/dx4n01zJ/Oujy933rVYL3mV7JGfZ",
-	"1/2aGaVfiyNCzQ9U80vWFzkbsJyJhJExTWHDFjCw1QeKyJkgE6pHhIqU/Dpl+Rz3L0U2JzHOF5PcwDxh",
-	"KTmfmxX3xblM5+bkzaT79qW6wbQ5kXrEcjKhOR0zzXJywSba4IRiQjdapHdu/iBSwNYzqnDrrb5YiRLt",
-	"3SeVoJUJRXhWYWeSM6rxsOU0T9h1Me6YavbCwH55+MOD0+fEP++SidmvzHgyj2BTFrqKZGygCReEa0Vm",
-	"XKRyBmAG3GKJFKkiU6F5hjC1bzCRqoJYAAv6tb3860dPn7b39Ne72xHp1zQTVGj4vfP06SN8EK8D4hW7",
-	"bL6GDVy1Wftal+BZ466JHlFN6GSScZYSLUMgREQKRjKuNOGajQmjyagv6jHsK45IjDsxfymmgIFEAKR4",
-	"PKCxQZOj5z1yyXI+4HjcDQROXwTQ+fXrx+12e2/29eN2CTq/fr3Tdg/iFjmxmIeLp0LNWA5MgORUsyaQ",
-	"Gkv7Qk5YDnOROs0ycj7VsKUx09Qcz0RyoZU/yoHMZzRPm3SqRySXU81UROJvD06JIWPzq8z5byzuC9iX",
-	"e+C22yDS0KfBkYRmGcsNtzJfGd6ZGBzuEkp229sRkTn8tWOmJJSMuVJcDPtCJXLCIvNdyhKeGjplA5kz",
-	"QsVcj8ytwBVJ5FQYgjCLMLcFZ4oIxoFaB5xl6Q2wh+l83uwNNMuXEefEYriWZEa5dkvKzTdcDMv0OJD5",
-	"mOpat8aF3unUIjM5Hxvm2tne/Wr3yc7j3a+i2pgL/LHtV8OFZkOW16La++ZQNotfax/NCj0bsteqYodw",
-	"cXCzQsP3alFN0LH5JsGHUc1gLs/NBWPYerjKf8/ZoNat/dtWcXFv4VO1Zcc2kyJDrGZLJY4J7JiRSc4u",
-	"uZwqYIQG5ZR0XCM290e3zOEbEZET+uuU7RE55oau+sIgBOAizx1DNdieEr54ny2wZ2VYMyzCzA2EPKSX",
-	"Bh27hPYFXgD4eyoNxkhNBlyHJG6Qa7fdJoKODaq5SwPRCQAN90oAaYTPOlybUK1Zbr79r597zX/S5m/t",
-	"5tOz5ru//XttrXiQzH9gFUysR5KMG+EhGUnFBLlgc1J/8t//8//rPHpEJjkXmp5njCQjmtPEQMVcVIiq",
-	"C+AzXxoKMheguV6NLKIC0DvZYq/8CQxCBQLffAtA63T24LaGaUY8Y3gRuJE8dLkgg4wPRxbUTwPQotBY",
-	"wHZBXFkN5EdATu7fT8og7/ffd7ab/f77rw5WgnxwRHUyqsZyIzTi3Z4zmpJ6KPo1UOiZ5VwzMqKTCRMK",
-	"xQ2O5PDrVGoQ2ZTmWUaoRvS7RPkyIixTjOxud1rk2FIqQrGQ3uTUUAXwUeDxLCW7nSctEj+Mydismiky",
-	"G1ENorEdF1jkNM/NFVE38tnT7e02+T//e3untd3abkREyYp1T4VhctxsnWbZPIK7AjYjBaF2K7B89p4r",
-	"rbpG4JyKC2HkLnxaN7zcYgZeXA9Uo9j+bnu3tfKwB008hHVMKzj1x7trTvLVBHexfKJvjUA9yZkR3FDC",
-	"0TkVCnZdeYKGlS4cIFeIFHV3eo1NdnWdXWg2XsnbOT68BpgC2ti+NjtaITcayhhLKwkZJQl47khmqSL1",
-	"bXNRbrfbwHngwZjO4SEZMCOnGK6DADWbIhTUhr4wr3bJjGYXVpYs3TCGBEDgbpEDEHpAEsvZYGqURmol",
-	"/kJY58jm+8Lw+ZQNuGCkHjB3rpESQPgwG0/JgGfmS9QzzfAK5SsQPFZfAiBslY44ZQM6zXSt+6gdrREI",
-	"ttvtQBLY3kgSiGo/GlpbiR+/2qc3vfzd6GamE5TrVs6l/PObzlbMYOY7NTLwytm0fXrTudzoZqY3iuUr",
-	"J5riw5vOY8cGoc3doSCzfUPTY2Tt5l+JFJoJ+BP0DVQJtia5PM/Y+G+/KFQHN5vzNX6Fky6TqrtRvNwD",
-	"VwcyOCm0kRT2SMzyXOYqBqJUoN6QAeWZIRaUqmtRaNkpqZVVi7PvbhUvrlDTNvrYvQ9bNCLqqefcaEFZ",
-	"AdDrAdIMvAqKcBdQoyIs3BwLgHF2pnXbgncWdfPPDUQpBhlPPjs2emsbGNsKpKRZJmd4wVoxi4tLmvG0",
-	"aV6cKqNZj+n7JlMJzWB9cVTIlk6wbHxBaHpgKOpzgrcnCFBxy+zhuczPeZoy8bkPODTcZjS5IJRYvR6U",
-	"faXZpDmdEGu9Mxz2Czqzb6VgnxNgLyXJ+CUD41AyolnGhFGd2fuJAUzkDZYIvMxoIXMyVWjBpGhPsnYr",
-	"b9tEsxxcrQ8UgYvzSyKLl1I/l1ORfmYwq2ky8kZUwzBQwM8ylhsogcLyBUHpdc68Rvac8oyln5uOnfqC",
-	"+g5oQTRjXyiIjr2w9vmA5AH0ZbIyK12/Ed5y+1mhc4RG3YjYazwilqkZTpazS3nBUsemkEmRur/ygzsk",
-	"jvoinoqSIRlMh3CZ2O9nI6kYyeSQCzDSKrAsm/96q/uc1OPxgDbdScXdvnC+FbBqmacOjboEXHB7aA0w",
-	"nMKM483paDPP5FBONaFJwiZGF26gkvgFHH9Ue/v2bbMXgKx8pFdZxFEdk0dUzK3Ooj6rHANuDAKaNZlR",
-	"Q13g9iX1OPRvOAtc7/UhItADReypO/uTFxDNd31Rj7/tnR687f3j7Lh3enD24vDo8PTs9cHx2emrHw5e",
-	"Gglz1fODl72XpwbtSpfrmhFPDk5ODl+9jBtE5lGV+weHMtrmA0Wo1mw80apFwBXRF6hoxIFjInautj1r",
-	"sx6AGODNhTTwjAwpF0oTIQVztnmAmfqCMHTB57L28+DVKtx8lf84lZp+iSh6PQyNyDr8BKazFkFvhBpj",
-	"x0xxSWDNpeZOg0GmE1K30COGTZC41WptwTtN9j5hLGVpvGfdP/DaA0VieO5sCVyjIxRgEpMhv4QfFVH8",
-	"N9boEvShqpjU3eZwN2dHvb/jzk8awM9fvzpBlyN+EOE8bMWXP755dXqw+CV+EJHYqPMrPtzvnSx9B69H",
-	"JOaFW4JcsPmKEQ6fHRy9fnV68HL/H2c/HPzDDkatL985UZZCMshLiV5Oc2KznGvNhOUIiP0u/kPzMSs8",
-	"7gUuYQSI0qhToKaNp0w1ueAitXewapGevXMBMZz7nmv3Aqm7K1rmRj1v7HkvQJrTgS4+AGdtxjS+6j93",
-	"UIFTODs9fWFtJ+bcwaEC/gcYFiwrywtwI5jjOHv1+uBl1SiFGaagHfjg+ODk1YufDp4tfGQUgGwK7ncz",
-	"9ZjmFyz3kyti3mYiVaROwfzFUnPMLHVHl7OMGVSAl+VMEKrB7f2lKFifxle/aFkxkAlbfx0x642gl5Rn",
-	"9Dz7rHaHY5YawuUp2t4wgsTwJacYSzHgw6k5AsNsjJxblzlJKDhUzpm77xrAtFzMTBftd0XYCYjPOaOG",
-	"oIRlbtSFh+TMMCtiXZYjKoYsRa+Mi62whLvAARUdLKmhn4b07gT2nQXmT3oUb6xDdjZi4IalgU3J3ClK",
-	"01yz1N4pNp7GgLMLbrhZ8Lq1JhlNZ26vE8HgcLxKlMjUi5fFh3M5JTMGMTvWZc0VAaq+ozMr/NZ/kVOz",
-	"8HSHZmkrOLSFwM7ADIFnWbj3IVxqPKE5a1KRNhWDsLEwzBWOFK9x9Hz68LcZT9ie84RjKIdVU8JlWYlT",
-	"+zg0RXa3O8USXSjCwSkdYkAcJd8enBI1kjNV2jJKF+hFLkBwR0jj75J9mOUvhDllkwqqJmgYRlZtUIRo",
-	"y2PJecZFms27V54zqqsyS+3AzhbtD7297QMJDScx+oX5HJHKnLbwoScL6NLe3SutHIVcQTKptB/TKMpE",
-	"8aGAKCJQY1rkcBCMp6aJUUdUtGIjorin7gapitjufxVG5HlQEOOFLAg5iteW9MLZmy0anQGUQ5mTATcy",
-	"NwRtCIZcwmKHnwKOV4FgjhJhk2aZU1/gTpqNqA7m4FqxbODERyPtW4MdGgtXc7QApRt3gyk/GJViHzSK",
-	"vxCqWH0TzA1oWG2Rt9WqblSIeKvDEssXmh2dp6hx5vySpWSQy3GgAiPpuzFK0duVrKfT3i7mB4sITuJG",
-	"QftFPbeZGvhuRQoHRj4vsx2H5uke2W0/dYtpctG0YZAwYCjeYvQk1zZCKp8K1UAogql5CZA+7HJM505H",
-	"pdZSaHdzNyhsvQt/OST2HoUQi829WfCyrgc6vqB82KP9uEV6FhHcaM7RQMV8RueLF6O5jqmYGwSsg20Q",
-	"bliu4AZs7Bl0sHxOyxnNEbMnLG/CpZjQSWDA4GnG/MYZclWIqM+40ug2doH75mu19QEDnj66OH5lA+sF",
-	"wgp1b7O7OxLFIDDrL4dGhfTFlZquwyF4XqAQfFggkEMFM8Yq7KmbCb9/e+oxBoJ3nda1ZFnbs5fzMkI4",
-	"sypo4ObgCQbI5wzFQwqhY5rl6o5QwRvz/kqYUIQYl4QouBm97kYrg/QXVTtSN7rVissmGH0PjtRHMGtJ",
-	"FGPBPbI0rbk9zLdzMNa7+wPMzHUbcIUXZMYuWUbGMmd7hCojjxOapqr4ZsSVlvmcMKHz+R7aWy9RpMuZ",
-	"nBjNASFsLsRyhBfafhQTabFAyIGcyykZMyq82nKr6DfJpREsP7cF7i3LsuZA5mNDg1PtvTZ1Ss7lVKQR",
-	"oeR8qrgwQm8+zZj5YQbJqBAsJFP2JUX1vBFqOpnIXLP0iKWcnoKt848JdLVJnXZqdFtxqwCCs/4LitP4",
-	"6AKLYR29RFclXEGa7eOnO4Sa5yTJKB9bnXkaOHnctYOcmoPDDw2ygkVWJKa68ETOhB1QMGVhMsnlhOWa",
-	"Y8wyTfRVR4IrNruYnm+WbFfEVf8MHxXpxiivmsF6Uz16YVhNmJz8Te/kcL8W1Y6e9ypylPEj8F0cMwXx",
-	"9x+Wt7Mqnc1ACzRaCxsL18g67hCuFqSlHCgbuUIVif8OroAmQCQG2rwCGFGNhvtcC2b/4seoNszldKI2",
-	"jK7/Fl/+GNUuuEirkmJ4MkLnoBwEThYyoQr5UbG1H7hIcWfuTKzQWIswQL/yXCD6E5YL+SIbYAlA7hBf",
-	"3m63iyxJmucUHC8qTE7YMMcAcBQwbJMVoEaJE1wPqQHOxWTBUOGBV6E9xJ8voy3csyw9ZXS80dITnx66",
-	"SaJnVLPaSU+XMlhTqlnTiABlRK7IWopq6ZR9wtdFSLenhbvIo41qGVW6EDI/YcXlgY4ZVavS93N45qNw",
-	"yj7rPRLTqZZnTsSKUZYvXnigwAbRcLUgGBlSzYwS4D5BZVBesjyduoQ1MHxtxH+sePYpRx86ExZP7vFu",
-	"eHJP2+2vtp8+7Tza/Wq3/fTp9trzsyNP1SZofIJvFhR+bN6/XSKPatNJ+klkssAmfJ52wB6C5fv9R2UG",
-	"sEwujvwWziKk63DxqxhPD2YJcpRo6hxrrwN+NKCZYtHmLGrDJMTWiixEAzNHXYsnVB52PbRLK1wFAjRD",
-	"fHkg+DT2ekMAriGm7c6TDXfU3fq3ldmlC4JggfgL+O6w2+5j1eF9h5rn8v3ppQ7/x1X8xA51YHTYJWlk",
-	"WRgpElVXlHDB4gP2DvBVckhd2coGRsSy1QYaezbRdbmyzNUMfQGouN8r4IWbXC0rXy3DXlc8oX8CSWGQ",
-	"y/GJv3+WjxR5s6sFUr60F0/QmuXBIrLhrbyKYD/j7avlyQ3uX10y4TktASFQXF3ME3nNyyDwl5wwgVJy",
-	"IRRV16Mq8XYQsouZg8VX3ZYlmK2iDpQJ2Hs6nmRQ6+OsvT1+kjzJdyeTXDzeFiofjVTSFo8uxMKZlnlj",
-	"p1ySIjn7ud18SpujXy7GYtLUl83f3n3oPP5YyfcD2AbQfPX64GUtqh2c7Pde9E4PntWimot2rNS/yumy",
-	"N7vdbucSXsfBXQDRsjDWKcOzs7qMwYdOZwUgIQqlsizUySuy29n+itBsMqLnTPMEbGsLhLpTWsPO0hLe",
-	"fdipnvkZu+QJOxQDeU2I88kCHHYflWdtN5/2ms9pc9BtvXtYOXdGz5FHXsVWp4rlvaE10wUvP9ruVB3p",
-	"0uE95yxLfbpreR8p05RnGwwcFDlaPqaXUPJnALUm9Ciy9R5kTtC2VlR+WDg3kFSWJ5KG0VVM8/3Jq5fk",
-	"NT4lXNgSYOcynV//9rUbr0L27xjN9GgZVmqJ1uXF1ezPflU10aHQuVQTkKxuQvZo1Cmf3ZPtp50rRUf4",
-	"8Mz8fDbiS3h1tXK0aE2q2pK9ZG5usqSJ5pdgcLGznEuZMSpA0ng/ud37lC+IPZ8+oNrMlPaL5puJEolE",
-	"k/3Vb25k6i1r18silDO12rSTOhWEvddMgMN8zMbnLI/I8fN98tXjxx3yf/53p9XZA2tIauRlKM0yA98k",
-	"VOKxzrre68PNLK8Fglai9xUCByJOFXp+//aHCqTMhiFRH6TPTqpN2El+WX6x8+jR9tPKVy/4ZlaLCz0v",
-	"CQ8/vK4cboqWR2/X5cPK197fwByq5zXcmfkcF74CcifLoLtg8811NwP8K43Hi8szE1St52hAS/Hg5XUl",
-	"ZXllrYQcvGrOWKYVFXCfsYxfspzIKThzzqlI95yXH6q9LmB1WfJ6vCQavPuwQqa0UQC3ZsUKNmf3Fs6x",
-	"ArA/QSIkJpkskMo5JOiwg09c5oJvxeH1Kt/RDV0qPM1uYaU3dGYsCQtHz3tnPx0cHz4/XKEJ+Ou8QqH1",
-	"BSMEmzmvFgZeukn3FkKAhSSZFEOWk5nML9Qi392EkYY1pHBxodlzra/EYdH8ZpLNp9PvpxPj1aRUuXEp",
-	"2PyIiyprU08QOpZToX2BC6v4PFBkbD4hU8G1InWqsYJb578e7ZD//n//F9mOCHtPE/gQy8qCLDyhuWI5",
-	"HO3tSS7OjV/p5366++grl0pKUIZWFZ5pmzD9gg0qCtQdPe/5lGpfvBiyIqA08eJubs9sVKnsVNZ9jmpY",
-	"cGt58a+EtRVBPeZSDS6j8JQ0nY1uxUA7u9qWyYXSVCRsI4XNBlwsqezVWheE7qwvshsZ0c6eVRgWi1re",
-	"3Z1bwUtXj//o6dOwXl97w6E119lmYrUTRpeZc5iAjdHQb44PjZhgaBlNyViO2b6otj6obDr8GDciMhWp",
-	"jUSzrsMHqi8m0/OMJ+TN8Qv0LPoqBq/ffPPicP/szfELqLmomLZ1SiFyBAusZxCo6iK7uHZJ5X0RRFw/",
-	"UGb0RosculRdxYZjJrCaKVFYqNasEsLTZlwnIyIFFigozG7FjiBSjFr7nj+lac6bvjb8tVV0eOqOKFqn",
-	"SENhxAop8JM950lgmVp7Cbn34Bul5djVMLwSr1KuIHzY3xm3x8nZJ8s+hoPtm9XdnS1/kvOEi+GdWMl/",
-	"LcpxblRXM6opmjG1P6JCLNnmPreJf1mCfHbce35ai2onb745Ojw9XSFGqun5mOtPw3s1PddS0+wOkFLT",
-	"93cx6nVCBe5qa7ccglCUiw1iEALusoCtgWzu2dbiSS6ym+A4SmAJKX+JRDeMZLhK0QSq+xSf/q0y542j",
-	"ALqrwgDWsI6dzieFGCxqImtQwMNkJcQXXWe/3pLr7NfruM5wJRq1jEWPRCBfbUDM3FfkvvLVjAt2eke0",
-	"/+uUQhOiW74DLqabBT8Jrl/nPGG3vrOKoAXEu4tpLdj10hKWoL0aITUbv+BKf2poSIFTf6KYkLsTICqj",
-	"TTZwr3swvp5elyFfl3Q3o5ntNvxvbTX2SlLZnKVvreLpy3S1DgMD28+SKe0Kcll5Eq9d+4u157BY/gys",
-	"Q2OWD5nRCpMR9pr4aufp44ZDapZy1PLAdgFGnDEX4djbyxfunV2eS1rQpnC+y3u3LKxe4+SXjvKY0RRy",
-	"hT6DV/kYs0K92rYYKgJP76wb0mJICc5Wtc4T59FcRN7zKc90kwssTE3qrmWX6uaMpkEPL9WFOirQ3wuS",
-	"I/0L9p/+MRaW84/tP/1jqB/nn+K/Foem6ZhDGy0o3AOUgJk7tpmeK16M7fK6+CMFPzj+FNvSBkWVY1Wq",
-	"AekNQJD6U+y6WEOxdL9M8we7NLho/pqx85GUFypudEkmZyxvmpdcuzg7LbQA2ekEbYjMCmLa/I20m0/J",
-	"GWnGWIrI5/9TkjFDNjgQ7skPU/62tfprUo9lnrI8AO05zzIuhgh5aEliAYsnP8yp0AZIPq7e167q2qUk",
-	"Lv9OPSCxxbwWprTEhKoLW2mW1FOZqK3Xx6/+fnhw0hqnEenXesHX/RpOj7Wv7MS0vByusf4NFmQU8/JT",
-	"rFJbQhZSz6W0GV2q0Vp8mjGtypi7VUZczF21Bn/06rhMMltQQUgdVHxy5bIN/hjpiw6ZrZEbrAOTGM6l",
-	"1ErndIK/RiR2IC6SqeIGNobh2vbKW6jwGPsOL1oiyADSu+02JiF5FSM89mUleHXkFm3+9u7nInysHe1s",
-	"f+yWfm25nyu5t3XIfTY35sYpYrdlmKzq/pNPoVfgMka4agd1JlKsTXDJ2Qwdg8sRNilExm3o8sQwOojM",
-	"haqMRwPasw6euzMc/qFOYSPjH0v9iadoRjlh7FNyncaFu/4P9HFv8EkQhXyttB7fDWijvj6rHdi+c1CY",
-	"0LPszC5bs4IDWsScqIKLVIo5YSmWGyav2IlOscCB9cZVRalAa6vugjjhSiRQ1w9nDT0+etop61o7m3rS",
-	"bsYJN2MzQZjupxH+3UPwyePdEvwebwi+oLx9qUtZpYL3Qg65ANomR897XRS4CBckPnreOzs++PHN4fHB",
-	"sxjlg0wOhyw1T4uaxGHdfdtYtg/VZSMjpNIx9yWa8IDKxfVthYhtUi7ZD1UgoESSrbW/fKt8EjV7Cl4f",
-	"elK+kyrNO3ZTKyoKgSgXEVuuDKJsoERf4P329YaxpEE9xhFbENNtJNlXTiiDX4yoDw2qjZRnlO5uUTWP",
-	"DpkoCunRNM2NUEpz30ecKlvkeETViGEBIFsM0tbw9O2ufR6qWxgGZAqJy1gO1NgwBn3hIPCrNbD/1lPo",
-	"MuxtTX0k4siLKitEeXwtJnUjb8tBo6g4OFE6Z3RM6i79HSeNrZKilNklhEzFdpBGl7jAmp1OhE3UQIt5",
-	"vLuoDPWa/yROqWmRM9Il/0m2yN+MclMXkiRyPKZGC1ATmrAuWVgC+UVyAcXxxqgWwPsoaVUl2W9uPvnP",
-	"rb+tMlUUFs+dzoLBE6xNv06Zfa7zKVs8q5tdTDfixAvIZMdYg01VIcqxOovJ38ImDdudpj9EoumQ/I3E",
-	"/h0Xzbz9JHhJsYxBgY36dvsJyalI5Zicc21UtRNrG5P5QsOmjA9Yl+RG9DNsw6BjwEwvGJsQrsvqjzr7",
-	"jb9+Nh599+vF7JfB2fA4++r9aef81/Y/L57+Y/ZivLOQzLKQzVJWitRZOadmu/Nx8Zcna7Wh2zC1O8Xq",
-	"r5h8WRZXA7Ncb//08KcDrHDi71j7z7VxnXbEUxfe+VfTRf/U0bnX01yqI3RPoNCbFAnbIwHeGhSNz86+",
-	"k0o3R8Mz14mfJFJecGauj/jvTTtHE7Ajvrsg3bJeczNVJugBu2iz7TwuGGsEpcmaYPUxgieUrBlwjBAs",
-	"2OLGbudy/G5nOYB3Q6czLl+p6Q3VsOu6tyoq66zFNrCHl1gqOtwdf93oVq8uorN5SYD/7K6UMAC7XOWw",
-	"osRQDnI2yvbVce06W6lwBYXBWAqX6x5JMjqesJTY/D6u1DQs/pSzMeXC/GJeNzcFI7EPNYmdiI7CcWO9",
-	"traz/WjncfsGClt1gYSaP/TSrkPQraYrqCK5fD+UgvgqOqYXhcV8BUmrHfhuuIsQhBfnJchci+V+Ml5X",
-	"V426krtG61JuKnll5DtTb9qA+qZoXpUhWeLJLGC3BZJcjRdHDHtn3XZo63W52S0EkwKGf8IAE5ozZzik",
-	"WfZqUOv+vOGxvotW5Thar1zYF3ehOJ8XO7HaHPhS6oUDBcKuzWVe5UFpYWi997kum0Tsw0+qIAMjbFDn",
-	"asgvmXB81XyG9R73SnX0XFVh1weLioQZiouMVh48gnrG5khzUIvA3dT1bxN0gFo6QA+o7XcAY8SbBcfc",
-	"RXG6uykz98ms5mpedsvxpQGPWqpxVeJNAcPyNFxmaA7Dr1PVCuDwmlalb15PGy3Y5Aanv04h7d29dvlG",
-	"VYTP3IJ0BppQMs25np8YsCAczxnNWW7UveJfzx3efP/2tFbRo9xmNTexbBBUrq5DSnRE4guexjbbJyIx",
-	"Vyreiuk0jbeM/BX7NrsRGcgskzPbhKIvjp/vP/mq8wgGO2dK+74zE6Mx8ISphquifT5HvuuYaX3J61zt",
-	"q46IzDHFZcG13WgRkEBUl5TiSEg5iIQEfngSeuH7IggeIWHkCCnCRkgQMxKR0M1figEAZ3wDvekYPNAX",
-	"m4ePIBFWWkxRCgaFEzZrXjbE0WiRXl9cVR81oXnOwbJMfC3bmCY6xlq2XRJ/6BvG0K91HVsvirLa4Yuq",
-	"rLjcj3FUlMterN9qBDqcAGvbGpmda3QawMLhjgR0LVB9pPUk0Pj3QYuuvu7khP46XWy2wwWhXh93WjiY",
-	"ZM1n+M9aVBMUZl/S24uF0An/gYV1Tr8DirjuUmxtlPoAejiK5nkuZ9AxIOOGvTX80vDFYmkLRoPlhX2E",
-	"TEGsaVNe0YiqkSEeMFQqokYy180MmnV4Dw/NsAWVWSVWXz9nIy6sPJRIoQ3Rdm3PH0tEfVFXGU+hK5xI",
-	"ibMnWFUjAhup0mzSnE4i635B4z90TKBTPWpEpPf6sGlxlWmaUk1J/fu3p31heAMFBaAQWiLCw1ojjShs",
-	"gKlIXU40H3OFFYOEi4uPgir/rkFEoy/MmotSVEjNpE61HPPEQqOoYKUarb7oi3/7N/It04DXtnOb+TUe",
-	"SpJPBWltJeN0yzKqmExyLjR01MohkAjK+9tuDpQ8fFgwLeQaAIaHD6Huhu9P2xdAURgPBNyg0SKvwV/0",
-	"8KGvr/zwITlnmZxFZEKVZs6IWtwFMTKgh6fQhofIqX5IwJQ97wuPBS1yANP4sDEzphhCrI9rRrtX8JGi",
-	"X659Pegf5dS23faOBdy/EaxrHNQzHkpmwWNe+T189LsR0W3rMa7hnxaK8NHvoXPy9774vdlslv5vhvMw",
-	"JHVqrqEG+Z2c0+SCCXMR5BYfcSCZqy72rrnG3UMqrh7yO4ndsdiotW/gFAh2tCa/41li50VMBY23Lrdj",
-	"wt5D13KI0xWpc3EA2zSrcZ1MWq0YdrzUqX00VGfmqdnmwiCOzUhoJre0UR91SOrKK95umCV7pRcGLADW",
-	"mDt/Ly3dQDL455ZlCcWOGAfE+t1QPMsVZNm+5wHTcB2u7LZ+N0hOz+UlzOR6ZviGqTBqX/QWIAXynqGO",
-	"ymOCJFtf+X+3vR0RRbEtUoiB9kJX0jAqEhKsEyXDM/S4WsglVBQ/G11KJheEJ1LYDkfggDKv9gXXRDCW",
-	"KrOaHRJzoaaDAU/MhdFUePEDQc64Yg1PbBAj4HtCAtHoUS6nwxGZy2nuCMC8vt0i/zA/YbN++8B30glc",
-	"Yd1qnFnVqx/lQELswLbev+vAFEQmoCNtD2QHOdURoSSj2lyLvoelTVGGy8RsstMih+YUL5Rr5OxerVrk",
-	"1gdvMf+4NR7QLf927JgWLDT+EFR8iAB0rvGt6umPcYs8fHgalHxW0M7HtVG1OrY59IcPuwtgJoSkWFBG",
-	"Ba06i9IypH5ydBIR1hxTnkWggxddbGVuSGE80WbrOy3ifOqQfh6MB/XRYF46meyVVmDXynUXd3o1jPBU",
-	"YhvkugwZA45Ou01ypqe5udaIYDMYvExvVNseJfHR856tpy2zFJqXKC0nCoqVcDFs7JHdTgcDTMwETduM",
-	"JHZtNmBw2Gg9DstNxI2I7G63SezX2BxKAWcbti0GkvavRGS385RoKckYbkFCip7/joigRIMy/8KLEQpE",
-	"EO6l5lJljHq8qp1GDC3V54ZSbbtwWyyAgq5pVBiqDZtRGM3BNRnRycTJCthFT5JUknq8VFDA1ROoLBhg",
-	"husLxXQjIjGWwohxPGxoLot2b1wVrdlirIQRY7xEueDFuatDgjX5or6IfdGJGJVoLnz1ryKeKpND1SKP",
-	"2juwJwN7o4LMSRxUlYhbKAjYWq6/l8osmPuI64wt3ffmi912m/xOfo7HNMMOLk27qPhd3UNs6aG548I2",
-	"JZZFzYJGMN+dnr4mpSmKsgfh2MWvi4OmhveaYceQlWMbGIFA7QbehoFd753ALBnOUPHYTRUaMmnOYDZs",
-	"NVWaoBS5FcIl+N0NuY5nc61AuOcKWTdnCxNNRcC8ynMtPDLTBe26DddwK3FD7sCQqPk2UyZ4ecDSA7f6",
-	"kp6Mt3kJxctjV1ypJbgvPq0Ce0aTC2jeZBePCQKlaez1VXkEi88ALkTpHMs50TKIkJ/a7YSw2oWJhNTN",
-	"gZyK0gz+RzP0S0nUNBkVorv9/hHiCdMjmTbNFzTL5GwBW5aemhGP4Ffs6IO/ujGfwpiJFIOMJyV6dL8V",
-	"FIOreaCs/uVJB4bEEyyNWm5XVUUttpGVnSFo/cVVabG+b6UzUzkeFE43pu+bhcpYZi3hE48g0PxBFa15",
-	"Uby3rshQ+8QTLU221JsynG/pISKMQ++Cpy92p+TKNrI8Z4an21Zb/rS2kcctXKThmZWeWFyCbuTQA8sL",
-	"bHa4Dgw3ycErCoBvYrpAOGbFYwdB33bs4JRib3RNMz860tWEzjNJ06aWspnRfFha79LDRfbs+poaSQBe",
-	"cIM/sqzMd9FqjlnKKbiEyxyt6g0zTdCBq9z6ys7wFczA3k9YgqFlFbBZfuo2EDwJWt+NmWNuHYQ9tC5r",
-	"GuWSpeWhy0/csK5nrJxmKcGHwPBTlmTUsBr4TJUn4QGWXbB5M2dG2CrRY+Ub/pgXsNRIJyCu2WyylA+g",
-	"opBeYOB2+iWJceFyC5+5KV3LNscIwvvSDmvl2GYGHcJsU8ES1656wU2Akb6W8kc2NsiRvpiOzxnEwAHt",
-	"+E6fpfmnYSe8MsoFDxYRusCFReLuPFmmxqrLqPIFM03Y/XDh6ukg0/p1KjWtxLbyE2RXttAsPDJjsvcj",
-	"OgXjcGnQnGqGMC4PGf4OULDCvAOFA+cOSiVot6hmE4vPFoFqDbeYNw0y1gK/eGSlQxCKBc3KdxH+BiC0",
-	"f4NexnKrUtghtpdYDlxYA5YbFOZiuIrvLLy2yHzcY4KP3XQ7Tlhz7T4XBDX3swMGXsoQiWFOK3jDjYg8",
-	"c6T1pHmJ9QZATvArKYF85VtmPpC77VOgz2I3v4PPIOMJE1gi19rIexNDf81Oq12LatM8s/4D1d3ams1m",
-	"LQqPWzIfbtlv1daLw/2DlycH8E1RGc6bzGtR7dJVaahtt9r4lpwwQSe81q3ttNqtnRp47kbgfNtqge4A",
-	"PUe3fpldqJZrpzhk4MH1Np/DtNatfcs01NiFlgsTaZZkXuq022saNV6vQSOMv6I7I+hxb9k5MSz3hOkW",
-	"xojYLJTqcf1Ct2z9wsALWev+/C6qqel4TPN5rVtDpfmCzbFWndUV1IJi+P3bU2VrFTza/goLTD9p73zV",
-	"gEpFQ1Xr/lwbM01r78xcW6lMDJDcn1sfqFJMf7Q/jaCO+2/rIP6dfeUOgW6rya8Au2XLQEKT24b5C37J",
-	"oEFp3QvPWhpRH9w6K2BqMbo1p+NsHeheTZjovT68HujcoAXornKsV0LNzk1SmUzHTNw6sp6Gnq5qMC2Y",
-	"XizKwQUfYlx57Z12G6066MJB79ok52Za7zGhZMLFMAKe/LeySQQ/lqLQhsD+1xdWQYHij11rncbRuYpA",
-	"ZHPss8jr0iwBYZRO6DnPuAYPcM6szdq5gmRufVWQwO/sSr1nR4cvz3rPnh3HEcmknJwblfd8TuwhNKzz",
-	"NzYaYs4TFaNzdwmLjhFgd0h/RemNyu7SRiCDDsz5JQM0etTe+fz9rZfaVd9iD+VbpAsPS1LHdcNqQSyI",
-	"nJIsRTavJpnQH7OSRHrQArjkarAepGitCwrrcqCT01wjLfJKEDVF2w/gs0vSeug+UdbqCCGyYLzRcx9d",
-	"4fLLWuX2qs4yG3Rl7YultqxdF0xXREUYDj8bUQ2eUEOQY2xjAhl60FqbiiKpzdyRfUET7VwaoECMp0oj",
-	"F6cXLJjCrfAEp4ox+YBq53MC+13LyNjoRV7TKXfJ49kgNFPSh4iU2+hGZF0gCKmbfX7/9vSBqowrQQfV",
-	"w4dhHY7Ww4fYe71gNfv7BycnZ8dvXhycxFjyFrqroxeQpaHBNmUJTyGICEOBsAU72FqNqGtmwFQjqsmA",
-	"Z8xWz0WVFqhkTaGQvnCVQrp4gGjlqsd/bz53i2mi6Su2yR2vcj7kgmbu5z1XrbewPj5QfSMgQmnlA3Ep",
-	"594504jISEJyaTjBd1Lp2KZBGo1j8fmbnMcQChVO/+b4MG5ENtIV4lW5QrCw1MaJC5mPaWYdoKQ+YXnC",
-	"hG6mDNWEiMT/o/M8xkiJ+H90WEy4SLJpytI9kkpfP1jtkXgvLspgqz2Sswmm1aoMElj3XD2YhCqGAUpx",
-	"ysQ89n3UYYVwSF5ugXWwiAgZnDwCwDufIVMXPElM6L7QM55ga3tvMcjmRfYyoGJoR94zFBiDDRCX4m/k",
-	"TnvX+SMJ7aPpIAxQqMO9brBWCtbYI9Tnry4MtNveLgZCK0OJe4A3pL1jmIJzb9vvrefHHBtXyrqgfS6y",
-	"+35As8xG9fRFfdnI7OQHl5sMhkYD40YLqM6sC5ywNOegypUorS8WfCNG2rE07NiCS7s1dIwiv4GN4x4l",
-	"TkuNqPP929MS40uosC5gDHaBFeVTpR08Jrl8P+8SG5FogxR9oJnRL+SAxNW6V2yAcsFTQwsQvbigfWA0",
-	"c0QgppHETvNrutXFpG5TK2yfetiDMIwarxmIN4xIrKbnULUJTBoxBE4KKC0FEIcoEpfX7K09gO94IVEx",
-	"h1F4GrwAladiDb/ZikJRXyA7rbuIdfs7iTmFeSEss/64TRR60c2jXzSP0W0MBOMzpbGiOIa59wUt4ZXM",
-	"yXRi5KTdNkGX6HE5LIPUxZCL99AxeXTm/G0R2adpOiexxaEziuFHpzllA37hf8eopL5ABhiz9xre/C1u",
-	"+BAx8BRbfhZUMXc3ucMVw5jPZTo3N7D5bzNDzh0gLpygi+rA8lCKxPso7zVP5xNmA6QMK7F35Nxx+/Op",
-	"Jt8d9J71RR0Xi4F0pdXhqw30DWOGPt7IXJFvD05b5C36uMtlJRTCHbysgOQgjHNBFi4kUu/XvsGAPPDp",
-	"w7v9Gl6m4NeYSTBoDjI589UaAhbY7YsmefiwXEMCQs0KgSsohFAVzYGFJby/b850o+siPEBSsQzCl56A",
-	"agoGjEAAXSwesVXpdDSaAiGvLVoZutMYMGdEHjGHTyHchrlKABD8gPEW6KkcQPQbCmn5VCi3tMIjYQaw",
-	"KdtWIRJGtFA2C9m2WGkhpE6QjSKIijGMMmV3CMXqEHaNLvmmd3K47x1YCpPC8RzMqXfa7T2zmvg/ABhf",
-	"QyREcUPshIBZ5uA+UsYMgVtwF3vRGgb2A6KoWgi5qFLDfORgLWjypyC3Zln1rvQ+lgoy2LUqH78K3QCL",
-	"8NXMNfrcSHUKcpU/vrtDNdED4Zgpoy1VqGo9dA8uqGb7YGg07COX2VXKWenl5kvZPNEyh+S4UK5e0QPI",
-	"StWuBJw9aapL+UpWA7LiPLC2QOIupTL5q8eQQBCl3iodztWZD4t3f/Xyy/d+GHkM91MDr3QjEESWs4AE",
-	"Ys0I1fd5d/VVfZ1b2N217oKNEGbla9TdnKuAs9t+ug46q0qi7MvxmDYVM4RnDhGX5K/9MK6gOD0v+/m3",
-	"rIAlpGCrj6/91dM1KzT6bVWhDRfHWadOnyzHdMncKuhWQkGtvB4q443ymoqkSh9Zv9BQcnl1vrDBwvKA",
-	"2eLRAX+7Ge6e+DyzhdzTCU1YcDo2BaNutxYezsqZt9ud3XVTF0UKV/b9IjytxoibbrdIgasu0GMmlI6L",
-	"WMZzw7lOgfxWNJmEZ9cb2Azdae9Wd9cqLAmWcUxkxhMjDaJa53VeAVWRljS5hI4hh1GK+VhOlR0Q1E7P",
-	"vywvv9NrYAUt+oXF1QTln1eRkgHcLt6Y6+2A39DUFUiAT7avYQ+15R0weQ81ZV/3pLAj9lwWaFSKyRTA",
-	"38vspRbVLmk2ZWGz4hJp2IyawHHfNfIiGDhsiF9pFjszSieum9aCcbIoELLb3i5cgWvD64o0nK11YXpA",
-	"GiCmHg3oayZSczgl4CwWdwv5/KJcvRQ4vRJclTF8XScEuyg+CIJAq1l906jgxk1Bec2wwioAh4oDimyf",
-	"bJB/GcK3ayi/OD2IxbaHWoVURmXsi3pl9GZElkIhG1hJuKhBB2I8gmVGuTX+WlD0hSvYV47dtLX2Alb0",
-	"9u3bZhBHya7pcAOa37khzSPDfAYWtQWaL7NnpyWY7UN4ZCHTZjS5UCsRuVwoDsbqkDqWGG5CAmYjHNzm",
-	"+DsDkb3AwzTOjdF3p4y+V8WVVuFryeKIrhbNJm8mYenHAmRW8eyW9EzULh3KFFkPAujFaZ0rwMeDDC1M",
-	"JLHfWUXzJrC4RmhqFUgWVdxbImO/pVJ8Uj1Uum0d7/AgHyirHXSJfcMo+QDyvnAavjc4V2NAlW+ivmBr",
-	"ttYSPJkgzads7V2w7gJdALkXbsr1N/mbIirn0z3kHxYzb39+9zH6sJgDiz+Giec/v/tYciJaX0XTIAtJ",
-	"RizBIu35okHR7H4ksa1hGKswCL4vPIuQsgmVBKSqCFjA8rv7VFUYOapgUbyyFcQjQnbtO99Z8xuZzm/N",
-	"AGHWVi4S/LFcVsAWeFqwgGzf6gJWBVwY6C4IvAendHiVnAvvfIxqHoS6ecwmGZ2z9KpPqz75GNVe2Ozf",
-	"qz73732MasdUsxd8zPWVrnP/YvhV8zXoEBt/7N7/RIH7Ssp2fDmtFTf2+o+ey/ycpykT+MXTq7/Yt1H5",
-	"8MH2o03W5WPzjljKKdQPMR93Opt8HISy4lcbrPFUyiMqXKNp9Sr/cSqxFsh1eeQPbM5SpMHbYJclJlgL",
-	"KkTUFjjiqwkTkJ9WzkAn9ZEUcpovBe6H3BD5XpkNbn0w/zlMP66L37K88M4MqnfITu4Jupqgd6/+4qXU",
-	"z+VUpDelrj9K9KiipZzRdJGUeoBbFfRx3Vt/Hyio9vFdJWFtUaX4EKu53mzYaIWg0oOBbyaoDCAg/9UE",
-	"q3jcqaSCy7yWpLIB3ZiRT31aliOEvw7BXf/K3eDWfB1kaDyHrKBbuK0/D2cozvqz3rffuSBYuGW1DMqY",
-	"0DGpv3p98NKoeAcn+70XvdODZxvft1v2Bmd3wBgO7NBfPGsoDvWePdyzhz8he1iif/Lf/8//Kv4VQWAQ",
-	"2rYwKCpI5tuYU4y40jKfr4yDfslmTGm0xe/Z4hC2BpIuJS8rIrMUCv1SYSPk2CWXUwWfPFBQxxADjMmM",
-	"ZhcQzm87DxYhkuqCT/BHCJyxoX/AHzHCaSwvuRhiRAEEmgQLgBQ4V77fzPFANTDCzO4yiJIyQz7AaDSl",
-	"iyjf/d7Jwdl3hyenr47/cXbU+3scTrBntygFUyRj9JLZHguVSs13FrLX5ZFOUbiaVWP5yDsNRwk3UqFE",
-	"vRIMMcIGg1g4R+ZoPNosaFgvuLi40mxi3rnXsO41rNUa1mlBxAGJljHPZv/Y5h4TOuRiePc6Wc7khN2F",
-	"TnYMA98LXveC173gdZeC1/HByasXP1l5y0hhG0tTOVMyu2R3Qvsw8j3x3xP/PfF/fq3LsYTVnABDOa7y",
-	"/P5o3vpSXb+wuD/U94vgWeGtgYrK997fe+/vvff3xowvDDhb5Hw4J6FhAfONfL+W9S2wwq0P8F/r/k1Z",
-	"xtAeXWaLz+B3xxYXGMtuVWdk836KMVO2kNXQZhuEhQruqa2K2j7T1V2wzc+LwYgcWFcEsJcKLBQHjVBI",
-	"vai5X4m+0coghRX42f5zXHz3xPAvbkULOscsByoE3L6aKK4nq/6ITB9VWaN2LhPUa/PzDSVhVGWvIQKP",
-	"WT5kTVjJ325Ak69xuo112LvnBrab1T1XuNfbP4vw++R6q/UpBJ+RY+67yWn2eQWOo4K5BFJH3dck9YVK",
-	"ryEtb/lmc5UO2Ve2nfH5HKQaSMk8n2tGIPWk0V320aLwU7RhrXLMEp5W+WZxiir3LGZ8K03nytXVx82P",
-	"GRXguW2RA6ghQYdF4Rn/2gNFYijd+RPWg4tJHSr6GOYUNwjFChrmwurCCIrIARbCMMvDmjxQSgJbdpFE",
-	"jhnWyy7K8tpSc8o5Jz3DLN9GL7hC+Q779f2p3bV+H9Bd/wqHLeBFROQSQn3CpXLv3L0XS29DLD0NGAX2",
-	"7kBkLZD0Ct/uLciva/nz1gfzn82NG4YoP1HavRc272n9cwqb95LfGsnvmI3lJSO04E57REvt0vENWMaT",
-	"qe0p6qsCKs0mt8qkrhY7DoFNoTo+rbBuvZ7q22JQd+SRMit7PdX3Svg9X7xXwu9Z8RIr7qW29sUko8mt",
-	"seRV0p+anlty/QS7aGWEwAmMfBt20T+CIyJcDHQBVPc88V5WvGdQ1kpoJMXCQgZmqmfHveenREty8uab",
-	"o8PT04Nn1zQbqrBem1M/q2vYV1f2wZZrS/V9bCmmCjuZHMqp3shJ/wLrFsnpomi0nzGaN0+4Zs1nVNOK",
-	"0mJ92wFf9WsR6deUljkdsn4tvmbVtz+KiUS1E6abrjTJUpVFs39V1Z76+sXnbsZ3/pQRABsWfCk3nZFD",
-	"6GVcx5pYpU4OEUnwILDxKXZ1wHr3CxgaUqCjuCBQYKnWzyYVtFyxs/pV5Y0btihZXwSFwKBkcblQMXk2",
-	"hYq+vhv1RgWCoUhUXxTF5W3t+BirK0HlobPjgx/fHB4fPFvVN2UfO1Oe+AqadyZ8uClWlnLIsrAo6F2U",
-	"RdyY6uxaF4nvC66VVCKdtyNJ6JgcGtoZ5EyNfMl8qGcpUjnD4v1Q/zXjWmfWoWAQNmMDXU025ZvL9dpf",
-	"d4MdW9rFPkWOuqw/B48c+kFOsEgVOIiA9Gyb77DMncV331CaYwcjquWYJ0A5WOvJt2+gisTPDl4cnB5A",
-	"+cGpMrjxwfwH9ABbjfA/cP6v46gvkmyqNMubig5Y1xcFL5BSETXC1kaMjKgaEU2HNkPRVe7D0sdFe4ht",
-	"QnVfSJEAHSMcXKt3o/HwhLaK2DzdhcveiFkAHu94iz/YCbqk/bGSmBHUR/NXesTyZ/ZobkTPYR0+bIzw",
-	"aqoPMsWgH1S5tNzpTBLMebfY4FopoKjha8fZ1de6nWuUZcMtpftyKiqdYd/JGfZmxBX4Q5qxnIX1Ob+Y",
-	"uMKbs55/nXv/hA8FXPxAK9iCDLrd1JF4SmddZiV7pWbL0MFF07m6lgzg3PNUpOBohZYL8bcHp+t4SBxw",
-	"nowrX1sdfjAvN6rd1kfzglD/xF5ri7Ob+KxLnWnLyZ57wUk+UETOBBbfzQ1bje2pxvfJyF8Su/ijmERJ",
-	"Yix3O/a3LF5I10oovkrUCSsXr/Mbu7sYqXsjlfvYFbL+14uLX4XDX2ogxRd0R5o7rnQFPlBeEFsRLR/e",
-	"gNe7c04c7hexFY7qwrS5ivL8rrS6GhmuboThLolHQ3UWk7+FYramQ/I3Evuf7fAggGcs0TL3j2lfKJbk",
-	"zLcPylvkldFpKLlgc5aSo96+A417A3v9SyjgOxUpy4u6Id8d9fbPfjj4R9yIiJJ9IRgHOYOSRE6gFxg2",
-	"qhRQaBushERLozHNbfvuomWOl++xvZeyvVVjzzuMuECHtvsQ7gtMBeUtD6BlqlFEcmlb8psvAgOE9Zhg",
-	"j0KYPrJtqVDbsz3VyoXgi86IywaLoPfRUoX3sHy80jTXqi+4gG4ZhZUBEzYUeViqLv+wRd6sqsYeFcKV",
-	"J3+jivlffd+QouOswW/iOa4vmWxGD8p077a3+2JVcyhS321vY/up3fZOoetVdJwy6EBtKy20MekRGxPo",
-	"VLvULqphsdD8anZarLIvgqaYK0vhe6sP9sQUJG61WkGRfNuyMQNbrhkyUHAdpBoW8QjHtr4OXdxZqmLN",
-	"5WM9Z4kcM9UXcKg/HRwfPj+EQy21fiJIOrToExUFddGNxFvGdKPXZ6nrGaq0nCgys53LqAZuEK3UjV1v",
-	"T1vC3CBvLzCNASKyFJvSLRrK6nFv//Twp4O4EfY98EY2Wzvb4/RIztQiOp9PXYysR4jWUl8uNMRPqFJ7",
-	"Ad56bF7ZnmtNU66gIxdPRn1hKV0F1e3ri6BGzMgpV+6EsaeW9B27AJC+048FJmA9BhtTTcYyrKZ0cnBy",
-	"cvjq5dlR7+9nrw+Oz96cHBzHZXmrRXoaAZnQievWvPj9i8Ojw9Oz169eHO7/42tDvrops5QpbfGj6PZs",
-	"S5VTzQi8p5C5uQa0jCpNcpZgD07ovOePNvAJl2xCBVsI22c6q0yAeg7l9uwukK3Ehsn7LzsdD/JmBhKS",
-	"bbRcaZPBjMzQuHqdEJvQDgPUutj8ZJJRLizzqRe9PCxRNUL7C/Xtz7o1wN+akVxAOjWj03N48pznbCDf",
-	"G5C84GL63sg3qOvWujWambd92xFzhxTNqMJl4YKgBaXrtmnPzzWlGlQUvn/gm522bDutKzcwtNP/XFOa",
-	"Dga1qEbTMRfQtWbdso8G9Io2SdXtUa7Fv22L2wX2ja2kWbrnG1JC+Xos1S/pmIeWw7KboC+C0PyCrT/w",
-	"xsawO2ohjGBbQzD0yiHE+hvsRmxd1SwmQtLZ7gJXm0mzTNuqNLJtHgzL0xLi9q86pkDOwKivitPZ2CZo",
-	"iemOqhxcQXIvHEKUtnyuZDbV7ADauKiehgb9ncfN9naz/fi0/bTbbnfb7X8a9KyAjnUilT97VPqMp1n1",
-	"6PDajnvNo2KtW1NnP3ZGo/Nxmp2+ffP+jH77kzr/9olOO0/n59/+qI9Ogy4cNbwmffu0bs2I5ld8fyak",
-	"bhrspFnTyddNKbJ5k4qmBWOzDf/brqS+AqovV3QiKiTdPxu4k85Pv5x3Hl28+PvLLNl5OTnvhOAORYx1",
-	"QF8e5RpA79yAqLDD1qr4INcpxqZkY2fTO2ledh9AVBlA9OeonHETi0qJqd9+bI+7ra8om+EwHNog4b05",
-	"G0kyoor8MlUBj1q2pizH9WxsK8Qck5UO+HtT4X0JjevhM6JHgM/rDYHrC2f88YEh1fEg98j9L5576Glg",
-	"VfbhYJpl5JKzGZGDkBjQQFoYBaB32xzDOSAGZiWN3Jq1vKQ1Dr0OffPxfWrQ4kURWI2s7l3V7blOBWHj",
-	"iZ6j8zqH1Chr5qRZ1iiH2vQFKIeQw13U4y7s1tDOct4iB1X2PG9JKam/znzYF4LN3EqtGYPU41LrazSM",
-	"Euq6hD9QQf/tJaNCXyxZFSJCFeGaKAaNHXN2aau8da2NfzItIqawASda3+XAGoou2ET3RSIn8xbp+ZYP",
-	"ggodNLV2G6XQG9H1pDVgrO+2dxtV5qITz2+tYeVTLEaTXI6lXgjXOaIXrLAKUEHAYELQHsP94kN9a7WR",
-	"5foKBm7r+oVFP+M9g7joqtPj5u/vnju5e/4MRUw/v/CGSVBlljp07OB6akfZIvnJV0ylfxd9roJ8F/hb",
-	"ofuz97XauB7vs8F2xxCoYchMzkSLvBLBFW1NNH0xW+2m5Mo5TMGuBHwXoiYHNNEyX3JXzkOLLjgu68sW",
-	"1saSA8aubCn42obKXtuXhK4je0MZrsbFlKk9EraTDQLOg4Ws9C4cDei+P+I7LO1ammdVELc/ZGclkoKh",
-	"VdngxL216C+Vbva50r4KrPu8vPhE01y7xtYFatezkq/Etl5HPtAIgxhJyjJ+yXyaSsowZmdAzqlIb8bN",
-	"rT38Tlj5ydTxJRcnQK0vD2R9w5ZYCnzJbLuuyw4z52JCE1kDwIKqQnM6qYrWr4w9IJuEHgCvzZme5sJF",
-	"3K8JQcAj8SEIC15gUgrN74ul2PwyX+MKvc7YTT23NaV9RlAxv//kMI37gg4pFxFhrWELPtM5D7p6Y8oD",
-	"JPBQRTKpdKNY5XY7GKw5lILFRWel4soxmAZ3qgdR4AOE2MciaggBV3Wl/ASvHA1o7W7qQRwNKE7xB+kA",
-	"bn7u+sMvUIBmkwmc7p5tRGUjXEgpAMPg0rK99f46+7K0iw228q0U7C/uWtn3ff/3R/QPuESR3L0/19yC",
-	"e4ZNKXvZlOV0NlFkOin7GA3PteR3g0sTYifvSPcJzQZoCTOLLkW/2WBFqMcYBbYmKISW+pjGCcub9rO+",
-	"yKk2X4y5JgOZZXJGuG7sYcae5+uo8eRMk4mRUhI4XAw1Jc5FTlJGUyymofrigk10ZeIYQOjzGfo38TI/",
-	"UAXvvWez9w6EP5yNHSo1ZWHMq9fP7Xd7oWRAKqNc1zIvzBtdWTUWI7bxpS4YYGNSz6XUNuG0EVnbtHVq",
-	"LOQEoHV6D5PnZlwx/xgi9JDNasWygWdJNpF1zIWR+s8Z8qHIN+u7ZNncJeen2FKTiySbpkZ+cmaUubX2",
-	"rMh/O8VN/6mT32APr2m1UcSlvt1nrf1J3fi3z2csDa9yW1qyC6wIGGB8vc6YlpuA13Kl6FLwMkPdYqhc",
-	"OsMC2wCWYCPEiZqeK6aXGIxK5MSIH4dgF3VMY17BZiAemxt2mmPEOjpk5VSjCst1F+sSxFpnJ2DUVTGZ",
-	"yWmWIijIhCosF4CjeJcjuv/wb7OKJKPjCRgISm9HnsWhjv1AkZi5cD9bx9o8/f7tqX0UN4iic6Jki0Bw",
-	"hYtqxhFJXipygLu0EIBSQYtcM3IXQouclpkswutcSq10TidkQvWIyJzEzipRDB6TEb1kUOIbV1E3gh4d",
-	"MmJuBdVokR5xv5Sj+7fb7bZDM2lA/4QMmfDJNI7TKxiI1CHk/dzc9032PmEsZWnsjoAauZSKMiDSooS4",
-	"OYXd9vaez46CF2Gj1HuGbZlvcs4GMndWC7f0hAohNewYltLFP/EihgWik6ACQLYwg3nx+7enRNAxQwHd",
-	"o42anv/CEg0x84IcP98nTx4/3SExTXRssIeP0aLjP5AzYZ8KpjRLGzZBYzGY23t+neu6l2iZx63FG5wr",
-	"i/3DnAIGQLZ7fbfdbnRR3g+ueDjGyobVIJygWH03ZhsYG2b5g/rKFQtIV2kOd6gr3LeL+xeLYf2E7m+A",
-	"qXcVyGq5xzoNRZDe60N31X7/9rSxZ32VRe5tcOuih7ZKcCipJVvcEIWasESvbpB56N+5S1ZUzFKwoqg0",
-	"3vvmbDZrDmQ+bk7zjIlEptgo8uYTfFYbdbGANdEq3gakqb43RP95ONhfUGsxctNXjx93nIgXoi+pG3GJ",
-	"X7LugGaKxRhbL+Z6ZGRoiMjgl6xxNQP6AP9dCqWvrjZWOL+oSKNVmaHRxgJ7l4DeAR7O0HsoBZkqZKcL",
-	"25QLcIjWFP8qKiTkLJF5qkhsBWmjjsDgOaNKingPxFezZyZSKqDBjvli6QNK8Asj9KKywpVnGTw1uoHd",
-	"NSwE4sU3Mv/skaLclrc0gaUeNUVNDfzX2KlAqjXKSRESyVOjkZWjKFFHwzZFXhE2izUoYxccKJKRUUz5",
-	"udEyG6Qom1Yce6e9CyOimdyMYhCwtaKImru/FqxS3ODYr1OWz2tRzagTtW4N4byq9ud25wk00dMsN9/+",
-	"18+95j9p87d28ylpnXWb7x7+e225Nui7a+WAuASQPEgKsZC9D1v8F8kHWScW+mwQzxDXsL0wVWQvIFCf",
-	"Ygx0BEnEwPXb7aeNaqtTpRH7dJXNWeZA65XMpmTQtmxmdpU13DAYx6d4Sv77f/7/FSymZMBaYiT2o6Lv",
-	"GTCSXQRAOaK7VVVZtRCC79LwfMSMmlItI46ZpinV9J4P3KfObCjL9byU4JDHJcwUMhXS7Aq6v54jB806",
-	"QYbMivqKV9dae6NYfuLeXlrGqjLPHIzDF4xNDI1U3e9YHLZ2zTwHs6U7dTptXBn1y6+Jei8Y/MGJopW1",
-	"mQ0FRkROsN1CNgciMbeiFOyKHNIyJr4MnFbkfI7B/WYiiJ+tg051Pg8ostENUgGKqBpMi3BV2GcjmTGo",
-	"jmbu/aA6miugbj4kXDfCpqh2a9iO1HVINSrGFe1Rod5RUXul0pO9nv/86xVzvXd43zu8N83UdcW9SmVc",
-	"beScatykgOtNZJE3WJLo47v124H12+mWAugt1xpTQYdszIQGhqVYDkGAqGsom0DgflaRTcLUUmYKAmWs",
-	"7OE3YzjDsnjPROpAZ/QQ3xqjXDTf+pQdQ/VesvIcK6YYSY0+6AH057pkuWJQCRGyhsWQi/cw3Zkvyn+a",
-	"UzbgF+Q5OkQN0CJyIC7lPNyZdZc2zbcVU3sPhkIXBp55EDzphVOjiLKUq2BsK4wujwrdr7CFj8IRw8a0",
-	"5qobc6V5QhIpsNp0MsdIVH9D29S0cDrb1md5ugOV0AyXm1AFx0zUmGYZhIUNjIoLxnsypsmIoxJpx4T3",
-	"K4Z8wS+ZYAoCSWnK8U/MLRE6p4kOjXhgHROa5WiZJDmDttoJi2wTcSiLSfR84q5EuAH5UJhr/oLNw12O",
-	"Qc189/H/BgAA//8=",
+	"7L37chu3kyj8KijuOWXSGVIUJd+oSu0yspwosWxHkuNc6NVAMyCJaAjQA1AU47hq//rq+/t85x3Oe5xH",
+	"2Sf5Ct0ABkMOJUq2HCc//Wq3InNmcGl0N/re72uJHE+kYEKrWvd9bcRoynL4c5cmI9bclULnMmu+kM0j",
+	"LXNmnqRMJTmfaC5FrVs7ZGoihWKKJDTP51wMSZKzlAnNaaYIzRkR7JzlJDEDpq1aVFPJiI2pGYqJ6bjW",
+	"/a0mZFPB8G+jmp5PWK1bUzrnYlj78CGq7R3T4fLExyNG5OnvLNH3FImVppr9xHLFpYgJVYQSpXMphsSs",
+	"RM+JpsOIsNawReJ+batfi8srGdOL50wM9ajW7Tx4WLWK/ZSNJ1IzoZuHbJLROUuXFxXrfMpiMhsxQfSI",
+	"K5Jb8BCuiB4xAttMi5/lgFBBGM0zznKSs3dTpjSZcT3C1+mYET9zMm/+wObVIDQTV4PvORdnFef2bJc8",
+	"7jx+3IV5BLvQZEKHLCJxf9pubyUb55sbWp4xof4942Ouv+6Y3zsPk2muZP71wfn2RavVgnfZDslZ9nW/",
+	"Zkbp1+KIUPMD1fyc9UXOBixnImFkTFPYsAUMbPWeInImyITqEaEiJe+mLJ/j/qXI5iTG+WKSG5gnLCWn",
+	"c7PivjiV6dycvJl0175UN5g2J1KPWE4mNKdjpllOzthEG5xQTOhGi/ROzR9ECth6RhVuvdUXK1Givf24",
+	"ErQyoQjPKuxMckY1Hrac5gm7LsYdUs2eG9gvD7+/d/yM+OddMjH7lRlP5hFsykJXkYwNNOGCcK3IjItU",
+	"zgDMgFsskSJVZCo0zxCm9g0mUlUQC2BBv7aTf/3gyZP2jv56ezMi/ZpmggoNv3eePHmAD+LLgHjFLpuv",
+	"YANXbda+1iV41rhrokdUEzqZZJylRMsQCBGRgpGMK024ZmPCaDLqi3oM+4ojEuNOzF+KKWAgEQApHg9o",
+	"bNDk4FmPnLOcDzgedwOB0xcBdN59/bDdbu/Mvn7YLkHn3ddbbfcgbpEji3m4eCrUjOXABEhONWsCqbG0",
+	"L+SE5TAXqdMsI6dTDVsaM03N8UwkF1r5oxzIfEbztEmnekRyOdVMRST+du+YGDI2v8qc/8HivoB9uQdu",
+	"uw0iDX0aHElolrHccCvzleGdicHhLqFku70ZEZnDX1tmSkLJmCvFxbAvVCInLDLfpSzhqaFTNpA5I1TM",
+	"9cjcClyRRE6FIQizCHNbcKaIYByodcBZlt4Ae5jO583eQLN8GXGOLIZrSWaUa7ek3HzDxbBMjwOZj6mu",
+	"dWtc6K1OLTKT87Fhrp3N7Ufbj7cebj+KamMu8Me2Xw0Xmg1ZXotqF82hbBa/1j6YFXo2ZK9Vxfbh4uBm",
+	"hYbv1aKaoGPzTYIPo5rBXJ6bC8aw9XCV/yNng1q39m8bxcW9gU/Vhh3bTIoMsZotlTgmsGNGJjk753Kq",
+	"gBEalFPScY3Y3B/dModvRERO6Lsp2yFyzA1d9YVBCMBFnjuGarA9JXzxPltgz8qwZliEmRsIeUjPDTp2",
+	"Ce0LvADw91QajJGaDLgOSdwg13a7TQQdG1RzlwaiEwAa7pUA0gify3BtQrVmufn2P3/rNX+lzT/azScn",
+	"zbdf/Y/apeJBMv+BVTCxHkkyboSHZCQVE+SMzUn98X//1//XefCATHIuND3NGElGNKeJgYq5qBBVF8Bn",
+	"vjQUZC5Ac70aWUQFoHeyxU75ExiECgS++RaA1unswG0N04x4xvAicCN56HJBBhkfjiyonwSgRaGxgO2C",
+	"uLIayA+AnNy/H5dB3u9fdDab/f7Fo72VIB8cUJ2MqrHcCI14t+eMpqQein4NFHpmOdeMjOhkwoRCcYMj",
+	"ObybSg0im9I8ywjViH7nKF9GhGWKke3NToscWkpFKBbSm5waqgA+CjyepWS787hF4vsxGZtVM0VmI6pB",
+	"NLbjAouc5rm5IupGPnuyudkm//f/bG61NlubjYgoWbHuqTBMjput0yybR3BXwGakINRuBZbPLrjSqmsE",
+	"zqk4E0buwqd1w8stZuDFdU81iu1vt7dbKw970MRDuIxpBaf+cPuSk3w5wV0sn+gbI1BPcmYEN5RwdE6F",
+	"gl1XnqBhpQsHyBUiRd2dXmOdXV1nF5qNV/J2jg+vAaaANjavzY5WyI2GMsbSSkJGSQKeO5JZqkh901yU",
+	"m+02cB54MKZzeEgGzMgphusgQM2mCAW1oS/Mq10yo9mZlSVLN4whARC4W2QPhB6QxHI2mBqlkVqJvxDW",
+	"ObL5vjB8PmUDLhipB8yda6QEED7MxlMy4Jn5EvVMM7xC+QoEj9WXAAhbpSNO2YBOM13rPmhHlwgEm+12",
+	"IAlsriUJRLUfDa2txI939ulNL383upnpCOW6lXMp//ymsxUzmPmOjQy8cjZtn950Lje6mem1YvnKiab4",
+	"8Kbz2LFBaHN3KMhs39D0EFm7+VcihWYC/gR9A1WCjUkuTzM2/up3hergenO+wq9w0mVSdTeKl3vg6kAG",
+	"J4U2ksIOiVmey1zFQJQK1BsyoDwzxIJSdS0KLTsltbJqcfbdjeLFFWraWh+792GLRkQ99pwbLSgrAHo9",
+	"QJqBV0ER7gJqVISFm2MBMM7OdNm24J1F3fxzA1GKQcaTz46N3toGxrYCKWmWyRlesFbM4uKcZjxtmhen",
+	"ymjWY3rRZCqhGawvjgrZ0gmWjS8ITfcMRX1O8PYEASpumT08k/kpT1MmPvcBh4bbjCZnhBKr14OyrzSb",
+	"NKcTYq13hsN+QWf2rRTscwLshSQZP2dgHEpGNMuYMKozu5gYwETeYInAy4wWMidThRZMivYka7fytk00",
+	"y8HVek8RuDi/JLJ4IfUzORXpZwazmiYjb0Q1DAMF/CxjuYESKCxfEJRe5cxrZM8oz1j6uenYqS+o74AW",
+	"RDP2hYLo0Atrnw9IHkBfJiuz0vVr4S23nxU6B2jUjYi9xiNimZrhZDk7l2csdWwKmRSp+ys/uEPiqC/i",
+	"qSgZksF0CJeJ/X42koqRTA65ACOtAsuy+a+3us9JPR4PaNOdVNztC+dbAauWeerQqEvABbeD1gDDKcw4",
+	"3pyONvNMDuVUE5okbGJ04QYqiV/A8Ue1N2/eNHsByMpHepVFHNUxeUDF3Oos6rPKMeDGIKBZkxk11AVu",
+	"X1KPQ/+Gs8D1Xu0jAt1TxJ66sz95AdF81xf1+Nve8d6b3i8nh73jvZPn+wf7xyev9g5Pjl/+sPfCSJir",
+	"nu+96L04NmhXulwvGfFo7+ho/+WLuEFkHlW5f3Aoo23eU4RqzcYTrVoEXBF9gYpGHDgmYudq27E26wGI",
+	"Ad5cSAPPyJByoTQRUjBnmweYqS8IQxd8Lpd+HrxahZsv8x+nUtMvEUWvh6ERuQw/gelciqA3Qo2xY6a4",
+	"JLDmUnOnwSDTCalb6BHDJkjcarU24J0mu0gYS1ka71j3D7x2T5EYnjtbAtfoCAWYxGTIz+FHRRT/gzW6",
+	"BH2oKiZ1tznczclB72fc+VED+Pmrl0focsQPIpyHrfjyx9cvj/cWv8QPIhIbdX7Fh7u9o6Xv4PWIxLxw",
+	"S5AzNl8xwv7TvYNXL4/3Xuz+cvLD3i92MGp9+c6JshSSQV5I9HKaE5vlXGsmLEdA7HfxH5qPWeFxL3AJ",
+	"I0CURp0CNW08ZarJGRepvYNVi/TsnQuI4dz3XLsXSN1d0TI36nljx3sB0pwOdPEBOGszpvFV/7mDCpzC",
+	"yfHxc2s7MecODhXwP8CwYFlZXoAbwRzHyctXey+qRinMMAXtwAeHe0cvn/+093ThI6MAZFNwv5upxzQ/",
+	"Y7mfXBHzNhOpInUK5i+WmmNmqTu6nGXMoAK8LGeCUA1u7y9Fwfo4vvpFy4qBTNj654hZrwU9pzyjp9ln",
+	"tTscstQQLk/R9oYRJIYvOcVYigEfTs0RGGZj5Ny6zElCwaFyytx91wCm5WJmumi/K8JOQHzOGTUEJSxz",
+	"oy48JGeGWRHrshxRMWQpemVcbIUl3AUOqOhgSQ39OKR3J7DrLDB/06N4bR2ysxEDNywNbErmTlGa5pql",
+	"9k6x8TQGnF1ww82C1601yWg6c3udCAaH41WiRKZevCw+nMspmTGI2bEua64IUPUtnVnht/6HnJqFpzs0",
+	"S1vBoS0EdgZmCDzLwr0P4VLjCc1Zk4q0qRiEjYVhrnCkeI2j59OHv814wnacJxxDOayaEi7LSpzax6Ep",
+	"sr3ZKZboQhH2jukQA+Io+XbvmKiRnKnSllG6QC9yAYJbQhp/l+zCLP8gzCmbVFA1QcMwsmqDIkRbHktO",
+	"My7SbN698pxRXZVZagd2tmh/6O1NH0hoOInRL8zniFTmtIUPPVlAl/b2TmnlKOQKkkml/ZhGUSaKDwVE",
+	"EYEa0yL7g2A8NU2MOqKiFRsRxT11O0hVxHb/qzAiz4OCGC9kQchRvLakF87ebNHoDKAcypwMuJG5IWhD",
+	"MOQSFjv8FHC8CgRzlAibNMuc+gJ30mxEdTAH14plAyc+GmnfGuzQWLiaowUo3bgdTPnBqBS7oFH8g1DF",
+	"6ptgbkDDaou8qVZ1o0LEWx2WWL7Q7Og8RY0z5+csJYNcjgMVGEnfjVGK3q5kPZ32ZjE/WERwEjcK2i/q",
+	"uc3UwHcrUjgw8nmZ7Tg0T3fIdvuJW0yTi6YNg4QBQ/EWoye5thFS+VSoBkIRTM1LgPRhl2M6dzoqtZZC",
+	"u5vbQWHrXfjHIbH3KIRYbO7Ngpd1PdDxBeXDHu3HLdKziOBGc44GKuYzOl+8GM11TMXcIGAdbINww3IF",
+	"N2Bjx6CD5XNazmiOmD1heRMuxYROAgMGTzPmN86Qq0JEfcaVRrexC9w3X6uN9xjw9MHF8SsbWC8QVqh7",
+	"m93dkigGgVn/ODQqpC+u1PQyHILnBQrBhwUCOVQwY6zCnrqZ8Ps3xx5jIHjXaV1LlrUdezkvI4Qzq4IG",
+	"bg6eYIB8zlA8pBA6plmubgkVvDHvn4QJRYhxSYiCm9HrbrQySH9RtSN1o1utuGyC0XfgSH0Es5ZEMRbc",
+	"I0vTmtvDfDsHY727P8DMXLcBV3hBZuycZWQsc7ZDqDLyOKFpqopvRlxpmc8JEzqf76C99RxFupzJidEc",
+	"EMLmQixHeKHtRzGRFguEHMi5nJIxo8KrLZ8U/Sa5NILl57bAvWFZ1hzIfGxocKq916ZOyamcijQilJxO",
+	"FRdG6M2nGTM/zCAZFYKFZMq+pKie10JNJxOZa5YesJTTY7B1/jWBrjap006NbituFUBw1n9BcRofXGAx",
+	"rKOX6KqEK0izffhki1DznCQZ5WOrM08DJ4+7dpBTc3D4oUFWsMiKxFQXnsiZsAMKpixMJrmcsFxzjFmm",
+	"ib7qSHDFZhfT0/WS7Yq46t/goyLdGOVVM1hvqkfPDasJk5O/6R3t79ai2sGzXkWOMn4EvotDpiD+/v3y",
+	"dlalsxlogUZrYWPhGlnHHcLVgrSUA2UjV6gi8c/gCmgCRGKgzSuAEdVouM9Lwexf/BDVhrmcTtSa0fXf",
+	"4ssfotoZF2lVUgxPRugclIPAyUImVCE/Krb2Axcp7sydiRUaaxEG6FeeC0R/wnIhX2QNLAHI7ePLm+12",
+	"kSVJ85yC40WFyQlr5hgAjgKGrbMC1ChxgushNcC5mCwYKjzwKrSH+PNltIV7lqXHjI7XWnri00PXSfSM",
+	"alY76elSBmtKNWsaEaCMyBVZS1EtnbKP+LoI6fa0cBt5tFEto0oXQuZHrLg80CGjalX6fg7PfBRO2We9",
+	"Q2I61fLEiVgxyvLFC/cU2CAarhYEI0OqmVEC3CeoDMpzlqdTl7AGhq+1+I8Vzz7m6ENnwuLJPdwOT+5J",
+	"u/1o88mTzoPtR9vtJ082Lz0/O/JUrYPGR/hmQeGH5v1PS+RRbTpJP4pMFtiEz9MO2EOwfL//qMwAlsnF",
+	"kd/CWYR0HS5+FePpwSxBjhJNnWPtVcCPBjRTLFqfRa2ZhNhakYVoYOaoa/GEysNeDu3SCleBAM0QXx4I",
+	"Po693hCAlxDTZufxmjvqbvzbyuzSBUGwQPwFfHfYbfex6vC+Q81z+f70Uof/4yp+YofaMzrskjSyLIwU",
+	"iaorSrhg8QF7B/gqOaSubGUDI2LZagONHZvoulxZ5mqGvgBU3O8V8MJNrpaVr5Zhryue0L+BpDDI5fjI",
+	"3z/LR4q82dUCKV/aiydozfJgEVnzVl5FsJ/x9tXy6Ab3ry6Z8JyWgBAori7mibzmZRD4S06YQCm5EIqq",
+	"61GVeDsI2cXMweKrbssSzFZRB8oE7IKOJxnU+jhpb44fJ4/z7ckkFw83hcpHI5W0xYMzsXCmZd7YKZek",
+	"SE5+azef0Obo97OxmDT1efOPt+87Dz9U8v0AtgE0X77ae1GLantHu73nveO9p7Wo5qIdK/WvcrrszW63",
+	"T3MJX8bBXQDRsjDWKcOzs7qMwftOZwUgIQqlsizU0Uuy3dl8RGg2GdFTpnkCtrUFQt0qrWFraQlv329V",
+	"z/yUnfOE7YuBvCbE+WQBDtsPyrO2m096zWe0Oei23t6vnDujp8gjr2KrU8Xy3tCa6YKXH2x2qo506fCe",
+	"cZalPt21vI+UacqzNQYOihwtH9MLKPkzgFoTehTZeg8yJ2hbKyo/LJwbSCrLE0nD6Cqm+f7o5QvyCp8S",
+	"LmwJsFOZzq9/+9qNVyH7d4xmerQMK7VE6/LsavZnv6qaaF/oXKoJSFY3IXs06pTP7vHmk86VoiN8eGJ+",
+	"PhnxJby6WjlatCZVbcleMjc3WdJE83MwuNhZTqXMGBUgaVxMPu19yhfEno8fUK1nSvtd8/VEiUSiyf7q",
+	"N9cy9Za162URyplabdpJnQrCLjQT4DAfs/EpyyNy+GyXPHr4sEP+7//ptDo7YA1JjbwMpVlm4JuESjzW",
+	"Wdd7tb+e5bVA0Er0vkLgQMSpQs/v3/xQgZTZMCTqvfTpUbUJO8nPyy92HjzYfFL56hlfz2pxpucl4eGH",
+	"V5XDTdHy6O26fFj52sUNzKF6XsOdmc9x4Ssgd7QMujM2X193M8C/0ni8uDwzQdV6Dga0FA9eXldSllcu",
+	"lZCDV80Zy7SiAu5TlvFzlhM5BWfOKRXpjvPyQ7XXBawuS14Pl0SDt+9XyJQ2CuCTWbGCzdm9hXOsAOxP",
+	"kAiJSSYLpHIKCTps7yOXueBbcXi9ynd0Q5cKT7NPsNIbOjOWhIWDZ72Tn/YO95/tr9AE/HVeodD6ghGC",
+	"zZxXCwMv3aQ7CyHAQpJMiiHLyUzmZ2qR767DSMMaUri40Ox5qa/EYdH8ZpLNx9PvxxPj1aRUuXEp2PyA",
+	"iyprU08QOpZToX2BC6v43FNkbD4hU8G1InWqsYJb5z8fbJH//n//F9mMCLugCXyIZWVBFp7QXLEcjvbT",
+	"SS7OjV/p536y/eCRSyUlKEOrCs+0TZh+zgYVBeoOnvV8SrUvXgxZEVCaeHE3n85sVKnsVNZ9jmpYcGt5",
+	"8S+FtRVBPeZSDS6j8JQ0nbVuxUA7u9qWyYXSVCRsLYXNBlwsqezVWheE7lxeZDcyop09qzAsFrW82zu3",
+	"gpeuHv/Bkydhvb72mkNrrrP1xGonjC4z5zABG6OhXx/uGzHB0DKakrEcs31RbbxX2XT4IW5EZCpSG4lm",
+	"XYf3VF9MpqcZT8jrw+foWfRVDF69/ub5/u7J68PnUHNRMW3rlELkCBZYzyBQ1UV2ce2SyvsiiLi+p8zo",
+	"jRbZd6m6ig3HTGA1U6KwUK1ZJYSnzbhORkQKLFBQmN2KHUGkGLX2PX9K05w3fW34a6vo8NQdUXSZIg2F",
+	"ESukwI/2nCeBZerSS8i9B98oLceuhuGVeJVyBeHD/s74dJycfbTsYzjYrlnd7dnyJzlPuBjeipX8XVGO",
+	"c626mlFN0Yyp3REVYsk297lN/MsS5NPD3rPjWlQ7ev3Nwf7x8QoxUk1Px1x/HN6r6amWmma3gJSaXtzG",
+	"qNcJFbitrX3iEISiXGwQgxBwlwVsDWRzz7YWT3KR3QTHUQJLSPlLJLpmJMNViiZQ3cf49D8pc147CqC7",
+	"KgzgEtax1fmoEINFTeQSFPAwWQnxRdfZu0/kOnt3HdcZrkSjlrHokQjkqzWImfuK3Fe+mnHBjm+J9t9N",
+	"KTQh+sR3wNl0veAnwfWrnCfsk++sImgB8e5sWgt2vbSEJWivRkjNxs+50h8bGlLg1N8oJuT2BIjKaJM1",
+	"3OsejK+m12XI1yXd9Whmsw3/u7QaeyWprM/SN1bx9GW6ugwDA9vPkintCnJZeRKvaJV9+waU8QmowtPB",
+	"vQL7P0tAlIWEbQRyKUYuFoIDO9mY5UNm9ONkhF03Hm09edhw5M1SjvouWHHAnDXmIhx7c1n0uDUxYkkf",
+	"XBfjblMCKYvt16CBpaM8ZDSFrKnP4F8/xPxYr8AuBs3A01vrC7UYXIOzVa3zyPl2F5H3dMoz3eQCS3ST",
+	"umtepro5o2nQzUx1oaIMdDqDNFH/gv2nf4wl9vxj+0//GCrp+af4r8WhaTrm0FAMShgBJWAOk20r6Mo4",
+	"Y+PALv5IISIAf4ptkYei3rMqVcP0pjBIgip2XayhWLpfpvmDnRtcNH/N2OlIyjMVN7okkzOWN81LrnGe",
+	"nRaaoWx1goZMZgUxbf5B2s0n5IQ0YyzK5CshUJIxQzY4EO7JD1P+trX6a1KPZZ6yPADtKc8yLoYIeWjO",
+	"YgGLJz/MqdAGSD7DwFfx6tqlJC4TUd0jscW8Fib3xISqM1tzl9RTmaiNV4cvf97fO2qN04j0a73g634N",
+	"p8cqYHZiWl4O11gJCEtTinn5KdbrLSELqedS2tw21WgtPs2YVmXM3SgjLmbxWtcH+rdcTp0tLSGkDmpf",
+	"ucLhBn+MHEqHzFYLDtaB6RynUmqlczrBXyMSOxAXaWVxA1vkcG27Bi7Uuox9rxstEWQA6e12G9OxvLIV",
+	"HvuyOWB1DBtt/vH2tyKQrh1tbX7oln5tuZ8rubd1TX42h+7ayXKfykRb1Qcpn0LXxGWMcHUf6kykWKXh",
+	"nLMZukiXY41SiBFc0/mLAYUQowz1KQ8GtGddXbdnQv1L3eNG4DuU+iNP0YxyxNjHZH2Ni8CFv9Dbv8Yn",
+	"QTz2tRKcfF+ktTocrXbl+x5KYWrTslu/bNcLDmgRc6IKLlIp5oRFaW6YxmMnOsZSD9YvWRWvA02+ugvi",
+	"hCsWQV1noEvo8cGTTlnr3FrXp3gzTrgemwkClj+O8G8fgo8fbpfg93BN8AWF/kv92ioVvOdyyAXQNjl4",
+	"1uuiwEW4IPHBs97J4d6Pr/cP957GKB9kcjhkqXlaVGcOOxDYFrt9qLMbGSGVjrkvVoUHVG4zYGtlbJJy",
+	"8wKohwHFomzXgeVb5aOo2VPw5UE45TupUqW3m1pRWwlEuYjYwm0QbwTFCoM4AF95GYs71GMcsQXR7UaS",
+	"femEMvjFiPrQqttIeUbp7hb1A+mQiaKkIE3T3AilNPcd1amy5Z5HVI0YlkKyZTFtNVPf+Ntn5LqFYWiq",
+	"kLiM5ZCVNaPxFw4Cv7oE9t96Cl2Gve0ugEQceVFlhSiPr8WkbuRtOWgUtRcnSueMjkndFQLASWOrpChl",
+	"dgnBY7EdpNElLsRoqxNhOznQYh5uLypDveavxCk1LXJCuuQ/yAb5yig3dSFJIsdjarQANaEJ65KFJZDf",
+	"JRdQJnCMagG8j5JWVbmB9c0n/7Hx1SpTRWHl2uosGLnA7vZuyuxznU/Z4lnd7GK6ESdeQCY7xiXYVBWs",
+	"HauTmHwVtqvY7DT9IRJNh+QrEvt3XFz35uPgJcUyBqVG6pvtxySnIpVjcsq1UdWOrG1M5gutqzI+YF2S",
+	"G9HPsA2DjgEzPWNsQrguqz/q5A/+6ul49N27s9nvg5PhYfbo4rhz+q7969mTX2bPx1sLaT0LeT1lpUid",
+	"lLOLNjsfFn95fKk29CmcDk6x+iemoZbF1cAs19s93v9pD2u9+DvW/vPSCFc74rELdP2n6aJ/6zjl62ku",
+	"1bHKR1DyToqE7ZAAbw2Kxicn30mlm6PhiV1pTBIpzzgz10f8c9PO0QTsiG8vXLms19xMlQm64S7abDsP",
+	"C8YaQZG2Jlh9jOAJxXsGHGMlC7a4tgO+HMncWQ5lXtP9jstXanpDNey6jr6KGkOXYhvYw0ssFUMPHH9d",
+	"61avLie0fnGE/+iulDAAu1wNtaLYUg5yNsr21RH+OlupcAUl0lgKl+sOSTI6nrCU2ExHrtQ0LIOVszHl",
+	"wvxiXjc3BSOxD7qJnYiOwnHjcm1ta/PB1sP2DRS26lIRNX/opV2HoFtNV1BPc/l+KIUzVvSOL0qs+Vqa",
+	"VjvwfYEXIQgvzkuQuRbL/Wi8rq6fdSV3jS5LPqrklZHv0b1uK+6bonlVrmiJJ7OA3RZIcjVeHDDsIvap",
+	"g3yvy80+QVgtYPhHDDChOXOGQ5plLwe17m9rHuvbaFW2p/XKhR2CF8oUerET6+6BL6VeOFAgAN1c5lUe",
+	"lBYmGXif67JJxD78qFo6MMIaFb+G/JwJx1fNZ1j5cqdUUdDVV3YdwahImKG4yGjlwSOo7GyONAe1CNxN",
+	"Xf82QQeopQP0gNrODzBGvF6Y0G2U6budgnsfzWqu5mWfONI24FFL1b5KvClgWJ6GywzNYfh16nsBHD5F",
+	"oE/BJtc4/csU0t7ta5evVUX4zCeQzkATSqY51/MjAxaE4ymjOcuNulf865nDm+/fHNcqurXb/O4mFlCC",
+	"Gt51SA6PSHzG09jmPUUk5krFGzGdpvGGkb9i33A4IgOZZXJm23H0xeGz3cePOg9gsFOmtO/AMzEaA0+Y",
+	"arh64qdz5LuOmdaXvM7VvuqIyByTfRZc240WAQlEdUkpjoSUg0hI4IcnoRe+L4LgERJGjpAibIQEMSMR",
+	"Cd38pRgAcMY30JuOwQN9sX74CBJhpcUUpWBQOGGz5mVDHI0W6fXFVZViE5rnHCzLxFf1jWmiY6zq2yXx",
+	"+75hDP1a17H1ojytHb6oT4vL/RBHReHwxUq2RqDDCbDKr5HZuUanASwc7khA1wLVR1pPAo1/F7To6utO",
+	"Tui76WLbIS4I9fq408LBJGs+w3/WopqgMPuS3l4shE74Dyys+PodUMR1l2KrxNQH0M1SNE9zOYPeCRk3",
+	"7K3hl4YvFktbMBosL+wD5ExidZ/yikZUjQzxgKFSETWSuW5m0LbEe3hohs24zCqxDv0pG3Fh5aFECm2I",
+	"tmu7H1ki6ou6yngK/fFESpw9waoaEdhIlWaT5nQSWfcLGv+hdwSd6lEjIr1X+02Lq0zTlGpK6t+/Oe4L",
+	"wxsoKACF0BIRHlZdaURhK1BF6nKi+ZgrrJ0kXIZAFPQ7cK0yGn1h1lwU5UJqJnWq5ZgnFhpFLS/VaPVF",
+	"X/zbv5FvmQa8tj3szK/xUJJ8KkhrIxmnG5ZRxWSSc6Ght1gOgUTQ6MD2taDk/v2CaSHXADDcvw8VSHyn",
+	"3r4AisJ4IOAGjRZ5Bf6i+/d9pen798kpy+QsIhOqNHNG1OIuiJEB3T+GhkRETvV9AqbseV94LGiRPZjG",
+	"h42ZMcUQYn1cW96dgo8UnYPt60EnLae2bbe3LOD+jWCF56Cy81AyCx7zyp/hoz+NiG6bsHEN/7RQhI/+",
+	"DJ2Tf/bFn81ms/T/ZjgPQ1Kn5hpqkD/JKU3OmDAXQW7xEQeSuepiF59r3D2k4uohf5LYHYuNWvsGToFg",
+	"b2/yJ54l9qDEpNh443wzJuwC+rdDnK5InYsD2KZZjevp0mrFsOOlnvWjoToxT802FwZxbEZCW72ljfqo",
+	"Q1JXXvF2wyzZK70wYAFwibnzz9LSDSSDf25YllDsiHFArD8NxbNcQb7xBQ+Yhuv1Zbf1p0FyeirPYSbX",
+	"PcS3joVR+6K3ACmQ9wx1VB4TpBv7Hgjb7c2IKIoNokIMtBe6koZRkZBgnSgZnqHH1UIuoaL42ehSMjkj",
+	"PJHC9noCB5R5tS+4JoKxVJnVbJGYCzUdDHhiLoymwosfCHLGFWt4YoMYAd8dE4hGj3I5HY7IXE5zRwDm",
+	"9c0W+cX8lMkhF+6B7ykUuMK61TiDUZBBMEOX6HzKYpQDCbED284HrhdVEJmAjrQdkB3kVEeEkoxqcy36",
+	"bp42WRsuE7PJTovsm1M8U66ltXu1apEb773F/MPGeEA3/NuxY1qw0Ph9UPsiAtC5FsCqpz/ELXL//nFQ",
+	"/FpBYyPXUNbq2ObQ79/vLoCZEJJiaR0VNC0tiuyQ+tHBUURYc0x5FoEOXvTzlbkhhfFEm61vtYjzqUMi",
+	"fjAeVIqDeelkslNagV0r113c6dUwwlOJbZDrMmQMODrtNsmZnubmWiOCzWDwMr1Rbbu1xAfPerayuMxS",
+	"aOOitJwoKNvCxbCxQ7Y7HQwwMRM0bVuW2DUcgcFho/U4LLwRNyKyvdkmsV9jcygFnG3YwBlI2r8Ske3O",
+	"E6KlJGO4BQnxpTo8EUGxCmX+hRcjlMog3EvNpRoh9XhVY5EYmsvPDaXaxum2bAIFXdOoMFQbNqMwmoNr",
+	"MqKTiZMVsJ+gJKkk9XiptIKrrFBZOsEM1xeK6UZEYiwKEuN42NpdFo3vgO3ZJnUx1gSJMV6iXPrj1FVk",
+	"weqEUV/EvvxGjEo0F74OWhFPlcmhapEH7S3Yk4G9UUHmJA7qa8QtFARsVds/SwUnzH3EdcaW7nvzxXa7",
+	"Tf4kv8VjmmEvm6ZdVPy27iG29NDccWHDFsuiZkFLnO+Oj1+R0hRFAYhw7OLXxUFTw3vNsGPIyrGtnECg",
+	"dgNvwsCuC1FglgxnqHjspgoNmTRnMBs23SpNUIrcCuES/O6GvIxnc61AuOcKWTdnCxNNRcC8ynMtPDLT",
+	"BY3LDddwK3FDbsGQqPk2UyZ4ecDSA7f6kp6Mt3kJxctjV1ypJbgvPq0Ce0aTM2hjZRePCQKlaez1VXkE",
+	"i88ALkTpHAtb0TKIkJ/a7YSw2oaJhNTNgZyK0gz+RzP0C0nUNBkVorv9/gHiCdMjmTbNFzTL5GwBW5ae",
+	"mhEP4FfsbYS/ujGfwJiJFIOMJyV6dL8VFIOruaes/uVJB4bEEyyNWm7cVUUttqWXnSFogsZVabG+g6cz",
+	"UzkeFE43phfNQmUss5bwiUcQaIOhiibFKN5bV2SofeKJliZb6tIZzrf0EBHGoXfB0xf7dHJlW3qeMsPT",
+	"bdMxf1qbyOMWLtLwzEpPLC5BX3boBuYFNjtcB4ab5OAVBcA3MV0gHLPisYOgb8C2d0yxS7ymmR8d6WpC",
+	"55mkaVNL2cxoPiytd+nhInt2HV6NJAAvuMEfWFbm+4k1xyzlFFzCZY5W9YaZJuhFVm4CZmd4BDOwiwlL",
+	"MLSsAjbLT90GgidBE8Axc8ytg7CHJm5No1yytDx0+Ykb1nXPldMsJfgQGH7KkowaVgOfqfIkPMCyMzZv",
+	"5swIWyV6rHzDH/MClhrpBMQ1m02W8gHUVtILDNxOvyQxLlxu4TM3pWte5xhBeF/aYa0c28ygV5ptr1ji",
+	"2lUvuAkw0tdS/sjGBjnSF9PxKYMYOKAd3/O0NP807AlYRrngwSJCF7iwSNydx8vUWHUZVb5gpgn7QC5c",
+	"PR1kWu+mUtNKbCs/QXZlS+7CIzMmuxjRKRiHS4PmVDOEcXnI8HeAghXmHSgcOLdQKkG7RTWbWHy2CFRr",
+	"uMW8aZCxFvjFAysdglAsaFa+i/A3AKH9G/QylluVwg6xucRy4MIasNygMBfDVXxn4bVF5uMeE3zsptty",
+	"wpprfLogqLmfHTDwUoZIDHNawRtuROSZI60nzXOsvABygl9JCeQr3zLzgdxtnwJ9Frv5E3wGGU+YwGLB",
+	"1kbemxj6a3Za7VpUm+aZ9R+o7sbGbDZrUXjckvlww36rNp7v7+69ONqDb4oaed5kXotq565eRW2z1ca3",
+	"5IQJOuG1bm2r1W5t1cBzNwLn20YLdAfovrrx++xMtVxjySEDD663+eyntW7tW6ah2jA0n5hIsyTzUqfd",
+	"vqRl5fVaVcL4K/pUgh73hp0Sw3KPmG5hjIjNQqke1y90w1ZyDLyQte5vb6Oamo7HNJ/XujVUms/YHKv2",
+	"WV1BLSiG3785VrZWwYPNR1hq+3F761EDajYNVa37W23MNK29NXNtpDIxQHJ/brynSjH9wf40gor2f1wG",
+	"8e/sK7cIdFtXfwXYLVsGEpp8apg/5+cMWrXWvfCspRH1wa2zAqYWo1tzOs4uA93LCRO9V/vXA50btADd",
+	"VY71SqjZuUkqk+mYiU+OrMehp6saTAumF4tycMGHGFdee6fdRqsOunDQuzbJuZnWe0womXAxjIAnf1U2",
+	"ieDHUhTaENj/+sIqKFAGs2ut0zg6VxGIbI59FnldmiUgjNIJPeUZ1+ABzpm1WTtXkMytrwoS+J1dqff0",
+	"YP/FSe/p08M4IpmUk1Oj8p7OiT2EhnX+xkZDzHmiYnTuLmHRIQLsFumvKL1R2WfbCGTQizo/Z4BGD9pb",
+	"n7/T91Lj7k/YTfoT0oWHJanjumG1IBZETkmWIptXk0zoj1lJIj1ohlxyNVgPUnSpCwrrcqCT01wjLfJS",
+	"EDVF2w/gs0vSuu8+UdbqCCGyYLzRcx9d4fLLWuVGs84yG/Sn7YulBrVdF0xXREUYDj8bUQ2eUEOQY2zo",
+	"Ahl60GSciiKpzdyRfUET7VwaoECMp0ojF6dnLJjCrfAIp4ox+YBq53MC+13LyNjoRb6kZ/CSx7NBaKak",
+	"DxEpNxSOyGWBIKRu9vn9m+N7qjKuBB1U9++HdTha9+9jF/qC1ezu7h0dnRy+fr53FGPxX+gzj15AloYG",
+	"25QlPIUgIgwFwmb0YGs1oq6ZAVONqCYDnjFbRxhVWqCSSwqF9IWrFNLFA0QrVz3+ufnMLaaJpq/YJne8",
+	"zPmQC5q5n3dc3eLC+nhP9Y2ACEWm98S5nHvnTCMiIwnJpeEE30mlY5sGaTSOxeevcx5DKFQ4/evD/bgR",
+	"2UhXiFflCsHCUhsnLmQ+ppl1gJL6hOUJE7qZMlQTIhL/z86zGCMl4v/ZYTHhIsmmKUt3SCp9JWW1Q+Kd",
+	"uCgIrnZIziaYVqsySGDdcfVgEqoYBijFKRPz2HeUhxXCIXm5BdbBIiJkcPIIAO98hkxd8CQxoftCz3iC",
+	"Tf69xSCbF9nLgIqhHXnHUGAMNkBcir+RO+1t548ktI+mgzBAoQ73usFaKVhjh1Cfv7ow0HZ7sxgIrQwl",
+	"7gHekPaWYQrOvW2/t54fc2xcKeuC9rnI7vsBzTIb1dMX9WUjs5MfXG4yGBoNjBstoDqzLnDC0pyDKlei",
+	"tL5Y8I0YacfSsGMLLu3W0DGK/AY2jnuUOC01os73b45LjC+hwrqAMdgFVpRPlXbwmOTyYt4lNiLRBin6",
+	"QDOjX8gBiat1r9gA5YynhhYgenFB+8Bo5ohATCOJnebXdKuLSd2mVtiO/bAHYRg1XjMQbxiRWE1PoWoT",
+	"mDRiCJwUUFoKIA5RJC6v2Vt7AN/xQqJiDqPwNHgBKk/FGn6zFYWivkB2WncR6/Z3EnMK80JYZv1hmyj0",
+	"optHv2seo9sYCMZnSmNtdQxz7wtawiuZk+nEyEnbbYIu0cNyWAapiyEXF9A7enTi/G0R2aVpOiexxaET",
+	"iuFHxzllA37mf8eopL5ABhizCw1v/hE3fIgYeIotPwvqubub3OGKYcynMp2bG9j8t5kh5w4QF07QRXVg",
+	"eShF4l2U95rH8wmzAVKGldg7cu64/elUk+/2ek/7oo6LxUC60urw1Qb6hjFDH29krsi3e8ct8gZ93OWy",
+	"EgrhDl5WQHIQxrkgCxcSqfdr32BAHvj04d1+DS9T8GvMJBg0B5mc+WoNAQvs9kWT3L9friEBoWaFwBUU",
+	"QqiK5sDCEt7fN2e60XURHiCpWAbhS09ANQUDRiCALhaP2Kh0OhpNgZBXFq0M3WkMmDMij5jDpxBuw1wl",
+	"AAh+wHgL9FQOIPoNhbR8KpRbWuGRMAPYlG2rEAkjWiibhWybzbQQUkfIRhFExRhGmbI7hGJ1CLtGl3zT",
+	"O9rf9Q4shUnheA7m1Dvt9o5ZTfzvAIyvIRKiuCG2QsAsc3AfKWOGwC24i71okgP7AVFULYRcVKlhPnKw",
+	"FrQ7VJBbs6x6V3ofSwUZ7FqVj1+FvohF+GrmWp6upToFucof3t6imuiBcMiU0ZYqVLUeugcXVLNdMDQa",
+	"9pHL7CrlrPRy84VsHmmZQ3JcKFev6IZkpWpXAs6eNNWlfCWrAVlxHlhbIHGXUpn81WNIIIhSb5UO5+rM",
+	"h8W7v3r55Xs/jDyG+6mBV7oRCCLLWUACsWaE6vu8u/qqvs4t7O5ad8FGCLPyNepuzlXA2W4/uQw6q0qi",
+	"7MrxmDYVM4RnDhGX5K/9MK6gOD0v+/m3rIAlpGCrj6/96MklKzT6bVWhDRfHWadOnyzHdMncKuhWQkGt",
+	"vB4q443ymoqkSh9Zv9Bac3l1vrDBwvKA2eLRAX+7Ge4e+TyzhdzTCU1YcDo2BaNutxYezsqZN9ud7cum",
+	"LooUruyARnhajRE33W6RAlddoMdMKB0XsYznhnMdA/mtaLcJz643sBm6096u7jNWWBIs45jIjCdGGkS1",
+	"zuu8AqoiLWlyCR1DDqMU87GcKjsgqJ2ef1lefqvXwApa9AuLqwnKP68iJQO4bbwxL7cDfkNTVyABPtm8",
+	"hj3UlnfA5D3UlH3dk8KO2HNZoFEpJlMAfy+zl1pUO6fZlIVtm0ukYTNqAsd918iLYOCwIX6lWezMKJ24",
+	"vmILxsmiQMh2e7NwBV4aXlek4WxcFqYHpAFi6sGAvmIiNYdTAs5icbeQzy/K1UuB0yvBVRnD13VCsIvi",
+	"gyAItJrV140KbtwUlNcMK6wCcKg4oMj20Qb5FyF8u4byi9ODWGx7qFVIZVTGvqhXRm9GZCkUsoGVhIsa",
+	"dCDGI1hmlFvjrwVFX7iCfeXYTVtrL2BFb968aQZxlOyaDjeg+a0b0jwyzKdgUVug+TJ7dlqC2T6ERxYy",
+	"bUaTM7USkcuF4mCsDqljieEmJGA2wsFtjr8zENkLPEzjXBt9t8roe1VcaRW+liyO6GrRbPJ6EpZ+LEBm",
+	"Fc9uSc9E7dKhTJH1IIBenNa5Anw8yNDCRBL7nVU0bwKLa4SmVoFkUcX9RGTst1SKT6qHSret4x0e5D1l",
+	"tYMusW8YJR9A3hdOw/cG52oMqPJN1BdszdZagicTpPmUrb0L1l2gCyD3wk15+U3+uojK+XgP+fvFzNvf",
+	"3n6I3i/mwOKPYeL5b28/lJyI1lfRNMhCkhFLsEh7vmhQNLsfSWzwGMYqDILvC88ipGxCJQGpKgIWsPzu",
+	"LlUVRo4qWBSvbATxiJBd+9b3GP1GpvNPZoAwaysXCf5QLitgCzwtWEA2P+kCVgVcGOguCLx7x3R4lZwL",
+	"73yIah6EunnIJhmds/SqT6s++RDVntvs36s+9+99iGqHVLPnfMz1la5z/2L4VfMV6BBrf+ze/0iB+0rK",
+	"dnw5rRU39uUfPZP5KU9TJvCLJ1d/sWuj8uGDzQfrrMvH5h2wlFOoH2I+7nTW+TgIZcWv1ljjsZQHVLiW",
+	"2+pl/uNUYi2Q6/LIH9icpUiDn4JdlphgLagQUVvgiC8nTEB+WjkDndRHUshpvhS4H3JD5HtlNrjx3vxn",
+	"P/1wWfyW5YW3ZlC9RXZyR9DVBL199RcvpH4mpyK9KXX9VaJHFS3ljKaLpNQD3Kqgj+ve+rtAQbUPbysJ",
+	"a4MqxYdYzfVmw0YrBJUeDHwzQWUAAfkvJ1jF41YlFVzmtSSVNejGjHzs07IcIfxzCO76V+4at+arIEPj",
+	"GWQFfYLb+vNwhuKsP+t9+50LgoVbVsugjAkdk/rLV3svjIq3d7Tbe9473nu69n27YW9wdguMYc8O/cWz",
+	"huJQ79jDHXv4G7KHJfon//3//K/iXxEEBqFtC4OigmS+tTnFiCst8/nKOOgXbMaURlv8ji0OYWsg6VLy",
+	"siIyS6HQLxU2Qo6dczlVrmdpRpXGAGMyo9kZhPPbzoNFiKQ64xP8EQJnbOgf8EeMcBrLcy6GGFEAgSbB",
+	"AiAFzpXvN3PcUw2MMLO7DKKkzJD3MBpN6SLKd7d3tHfy3f7R8cvDX04Oej/H4QQ7dotSMEUyRs+Z7bFQ",
+	"qdR8ZyF7XR7pFIWrWTWWj7zVcJRwIxVK1EvBECNsMIiFc2SOxqPNgob1nIuzK80m5p07DetOw1qtYR0X",
+	"RByQaBnzbPaPbe4xoUMuhrevk+VMTtht6GSHMPCd4HUneN0JXrcpeB3uHb18/pOVt4wUtrY0lTMls3N2",
+	"K7QPI98R/x3x3xH/59e6HEtYzQkwlGOlHoVJSAOeaUxLkJYYXdz/nCRyfMoFI/Xei6eNHRLb+lFkTOfk",
+	"lNmeCYqds5xm0NlI9YVtRwgt/qyqA30Fc5ZgmlkyomLIUqxGbKZgysVVxb4sftyFjAYsJv7f//W/+2Ji",
+	"+EVkq+ZpNo6Imp6OuTZPjQoGIS04ptU7B7kUutEiezQZwSeurCC8dU/1hQUxZBj6wqgItY338N/99EOR",
+	"gcD1DoQc+TWgfkd1X6z8egPew4p9r0Da60L6AWbsFiX3YwMz6XSXoLVbEKBDx8weF/YVZxpjJcwoOzay",
+	"b0UbuMhnt8dGkfGpwWH6GYzv+8z1BUSjvz583iI9XJWReRVkD01FClmL0P8U9SwuUnYByrTZhcEQ6JA+",
+	"YDOngcdQgybuC1eHmhn0EVAfCxRtKLg1MjosLYGmi3kiReV8rn0sHOGqL3DTZp2gxoctQIOtWeTwir17",
+	"ASsO2KeQWsmhQltfIKqSdJq7HDsz/o5HNIfKvrurRcQQASNCDawtmPoCjxUA5QYMah8yBik9dEgxLdnq",
+	"CZr6UC00xzo04JDB5cvwtl1+pG8MCLiNpThdECkknRR5qKXvuMZsqZ7dIVdY4yAtAG4LvZL6I5LSubJJ",
+	"skAXBtuQZIN6BwRqgfZFyjKmWdr1hWCLsQHqaxDgdnubDGRelanznCv9I/K7NVJ1LAZaksN+AwYSQCDu",
+	"n7ZQp0VkIWcLvfvNe83tR5ubK7J5inFWRXGv3910VWuL9xXWD8hfQZ6MDJupiLDWsOUY+NdPD3vPjvvT",
+	"drvz0P5y9Pqbg/3j472nvp+sZeDFjrFthsSGGcXl9BRBCQQMDNkc6Dt3EjbS7rcaTFmLan4iUHLxHCoH",
+	"RG5gtEtDTkhpywPCXccuJplMGQpy1Wfh2/4V5+AbqLgQ8YolXtpDp3ODFnR6DqgzkPm4tnx6y6ipaMYU",
+	"7F5gk+IC/WbsdAXiwUe7+M0q1NvqrIl662NeNneLt9G6hh1YFhpe7Zj+qSHE0DZiMxczH7PyBjvtzsPm",
+	"5maz8/C43e7C//26Ysd28CMuElba8Y1aAX0p9tCQ8BwzWcwWcL9j/XRhT6BLysz03wte9LVnWyUGELAE",
+	"uKa/7oRxspZWfit1Vysd0OPuZqe73W5tduCQXFMJI2a+PoQfPDMsc86Uq0ROhT7gQuauNVHQUc3O0mm2",
+	"t47bT7pb7W6703qwuf2r7Ri9az4GYpzkPOFi+JMrRbYZ1ewVYhDmBJpqnnYuts+fiEfvtvIH6rFuzzrz",
+	"7T8MxoQk42gLCrn54baLIF/PKtT0VEtNM7f4DjZWohf2h077STtslVWjCWBg6aMteCnoYFUCbGnLBuUq",
+	"T+DB8eaj7vaDbrvdarc3P+oEVoG/szRFAP72euB/Mtiko87pVrKdPmAPB4+Gj0dPfl8G/4TmWkBfl/IR",
+	"bF59BCXwXwn7VXBfBKch4LA9Vi05evD9r2e/tl/u6c7h/JvdX8Z720dvRi9p+8fNdOubxwfHSefF096D",
+	"g98PZgdPe7ODny8ufv6jd3F6PPr95ZtfLn55M5z/8vuL3198++Pmr8e/jl90km36NHuHOTAUzS1ly7KX",
+	"5asI8+01QsNBTILuYpe4T+48JJ/a+vK3dXgETb6qPB6+wU3YZCiyGgpLvfvDSgLreEGs+AhukEti1gGR",
+	"v9SgdVjcXxq1juBZEWcKx3QXt34Xt34Xt/6xjLHSZotzEhpyxbWi1j3vKxlxC2sI2nEzhpF0Zbb4FH53",
+	"bHGBsVTkheP7KWZ72RLcQ1snISyxeEdtf+GFXrDNz4vBiByFwRxMPNDZGCzf9aJbYKP66l6VXrECP9t/",
+	"j4vvjhj+xeN/LhGHeyG3XyHPXktW/dEq0OCEpzoZLRPUK/PzDSVhdMJfQwQes3zImrCSr25Ak69wurW9",
+	"77fPDaz2f8cV7iIOPovw+/h6q/XFDz4jx9x1k9Ps8wocBwVzCaSOuu+m4lusXENa3vBensoQiJd5CjUo",
+	"T+c2QCAl9dO5ZgSKZjS6y9Hl1u1v/RbVIeWEp1VR5ThFVWA5OkCVpnPlOgLi5r1j2UYxYHBA4Ni2oQzo",
+	"2XOGUvDhpSQ2zCluEIq1P82F1YURvHcJlmdd3oMBy7HZOMRkYKevoqGQLZKvnLvfM8wVblj0e/2tA839",
+	"Psymrgo1B7yIEG9KCPURl8qd0fVOLP1UVlrHKIrYpShA0mvYY28ov17Knzfem/+sb9wwRPmR0u6dsHlH",
+	"659T2LyT/C6R/A7ZWELUn+dOOwTctBhgacAynkw11vXz8XxKs8knZVJXix37wKZQHZ9WWLdeTfWnYlC3",
+	"5JEyK3s11XdK+B1fvFPC71jxEivupbZq5ySjySdjyaukP4wYvX5uUskuWhkhcAQjfwq76F/BERciae94",
+	"4p2seMegrJXQSIqFhQzMVBALSLQkPnT7mmZDFVaad+pndfe96prEGK2+VJnYFpGusJPJoZzqtZz0z7Hi",
+	"spwuika7GaN584hr1nxKNa0oit6vYfsB1a9FpF9TWuZ0yPq1+Jr16v8qJhLVjphuuqKqS/0hzP4ViU9O",
+	"vpNKN0fDE9eQ4fpl82/Gd/6WEQBrlqott8uVQ4OApI7VvEs9KCOS4EFADRPbjxI79S1gaEiBjuKCQIGl",
+	"KsXr1P52ZdrrVzVmathy6n0RlDCHZkvlFkvkKWZ7UV8leZ3WRpDD0BdFWzzb9c5m3EDN5JPDvR9f7x/u",
+	"PV3V8XUXQrb1ke/9cWvCh5tiZRHKLAvbmdxGQ4e1qc6udZH4vuAqzyXSeTOShI7JvqGdQc7UyDf7g04c",
+	"IpUzbDsInWsyrnVmHQqQIMcGuppsyjfXRsrOeeL6tFTfYIeWdjHf0VGX9efgkRN2YW45bNommCU9LBRf",
+	"KtBv8d2aKSKjBJj3qZZjngDlYDKdbzxJFYmf7j3fO96DtJSpMrjx3vwH9ADbR+Hfcf6v46gvkmyqNMub",
+	"ig5Y17czK5BSETXCpsyMjKgaEU2HNuHY9RzApk1FY8tNyNWVIgE6RjjYHoeg8fCEtorYPN2Fy96IWQAe",
+	"73iL39sJuqT9oZKYEdQH85d6xPKn9mg+OgcIWzq+nOq9TDHoZL2QJTCTNj3UYoNrAomihk8asKuvdTvX",
+	"yBrALaWY71HBN76TMzKG1EFYgT+kGctZ2Fnki4krvDnr+de594/4UMDFD7SCzdOhT28diad01mVWsoN/",
+	"45WGuYyaztW1ZADnnqciBUdrWkrUX8FD4oDzZFz5rnDwg3m5Ue22PpgXhPo39lpbnF3HZ53xcy/FLZSp",
+	"2glO8p4iciawbVBu2GpsTzW+SxL6ktjFX8UkShJjCaeKWxYvpGuVQrtK1Al7Ll3mN3Z3MVL3Wir3oWvB",
+	"9a8XF78Kh7/UQIov6I40d1zpCrynvCC2Ilo+vAGvd+ccOdwvYisc1YWtXioaC7qmcGpkuLoRhrskHg3V",
+	"SUy+CsVsTYfkKxL7n+3wIIBnLNEy949pXyiW5Mw3Ps5bBOoBUHLG5iwlB71dBxr3BizBqIIpqU9FyvKi",
+	"4ul3B73dkx/2fokbEVGyLwTjIGdQksgJ1KY4ZClo8+Y3LDiipdGY5pxladHbKuhhbhuTK1AQ+iL2vMOI",
+	"C3Ro+ybjvhquUFCx5YHMScaNIpJLjX0ozBeBAcJ6TPrCd+uKbCEa1PZsN/hyC7vW/fvQXb7KYBF0bV7q",
+	"TRc2vlOa5lr1BRfQ57OwMmDChiL3S33x7rfI61V95KJCuPLkb1Qx/6vveOqqCSF+E89xfbMnM3rQYGy7",
+	"vdkXq9pak/p2exMbZ2+3twpdr6JXtkEHapuAo41Jj9iYnNLkbLnRdcNiofnV7LRYZV/U46ub+HmrTxxh",
+	"3+i41WoF7f1irFuUgS3XDBkouA5SDYt4hGvUTS26uLNUxZrLx3rKoDRWX8Ch/rR3uP9sHw611LSaIOnQ",
+	"osN1tFAwqozpRq/PrGLcF0rLiSIz23OdauAG0UrduGFx2DZfM8jbC0xjgIgsxXb6i4ayetzbPd7/aS9u",
+	"hB0bvZHNdv3yOD2SM7WIzqdTFyPrEaK11FEcDfETqtROgLcem1c2Fr+knXjQS5wno76wlK6Cvnz1RVAj",
+	"ZuSUK3fC2A1c+l7jAEjfo9gCE7Aeg42pxrppnise7R0d7b98cXLQ+/nk1d7hyeujvcO4LG+1SM+WBEvo",
+	"xCLC0vfP9w/2j09evXy+v/vL14Z8dVNmKVPa4oer2xS5JmtUMwLvKWRu9n7IGA3LukEJKn+0gU+4ZBMq",
+	"2EIB/cIqE6CeQ7kduwtkKzEUx3Jfdjoe5E0oWtLMGU1G2Ch/ScfDjMzQuHqdEJvQDgPUuliIZZJRLizz",
+	"qRddSC1RNUL7C/WN27s1wN+akVxAOjWj01N48oznbCAvDEieczG9MPIN6rq1bo1m5m3fMNXcIUUb7XBZ",
+	"uKCE5vnc1TCz5+faaQ8qWvbdMwAHQmjZRuBXbmBop/+tpjQdDGpRjaZjLqDf7mXLPhjQKxo8Vzd2vRb/",
+	"7gsIiF9g30RNk4SxdMe1JQQbp20yKOmYh5bDspugL4LQ/IKt3/PGxrCwXiGMAH3DVZLJIcT6G+xGbF3V",
+	"5jZC0tnEuoEzaZYJV4q5r7FBpWF5WkLc/lXHFMgZrl7W0umsbRO0xHRLVQ6uILnnDiFKWz5VMptqtrdY",
+	"waa92WxDNR1fR6oKOku1dcxnD0qf8TSrHv2Bq9UDr3lUrHVr6uTHzmh0Ok6z4zevL07otz+p028f67Tz",
+	"ZH767Y/64DjoH1rDa9I3fu/WjGh+xfcnQuqmwU6aNZ183ZQimzepaFowNtvwv81K6iug+mJFD+VC0v27",
+	"gTvp/PT7aefB2fOfX2TJ1ovJaScEdyhiXAb05VGuAfTODYgKe4Ovig9yPW5tSjYs+3bart8FEFUGEP09",
+	"KmfcxKJSYuqfPrbH3dZXlM1wGA4NnPHenI0kGVFFfp+qgEctW1OW43rWthVijslKB/ydqfCuhMb18BnR",
+	"I8Dnyw2BlxfO+OsDQ6rjQe6Q+18899DTwKrsw8E0y8g5ZzMiByExoIG0MApA1/k5hnNADMxKGvlk1vKS",
+	"1jj0OvTNx/epQYsXRWA1srp3aO9zCmOdCsLGEz1H53XObEnxERsTmmWNcqhNX4ByCDncRSexwm4NlTzn",
+	"LbJXZc/zlpSS+uvMh30h2Myt1JoxSD3+uWlOvYnWBjSMEqoUyzXOGA9LT0KjQl8sWRWwPLkmikH9/pyd",
+	"2ypvXWvjn0yLiClxTjOeovVdDqyh6IxNdF8kcjJvkZ5vVmlLEhZyMm6UlgqhGzDWt9vbjSpz0ZHnt9aw",
+	"8jEWo0kux1IvhOsc0DNWWAWoIGAwIWiP4X7xob612shyfQUDt3X9liif8Z5BXHR99XDzd3fPrdw9f4f2",
+	"K59feMMkqDJLHTp2cD21o2yR/OgrptK/iz5XQb4L/K2JTFnha7VxPd5n45o5SAFkJmeiRV6K4Iq2Jpq+",
+	"mK12U3LlHKZgVwK+C1GTA5pomS+5K+ehRRccl/VlC2tjyQFjV7YUfO06n1zXl4SuI3tDGa7GxZSpHRKH",
+	"TqIi4DxYyErvwsGA7vojvsXSrqV5VgVx+0N2ViIpsAQ+4MSdtegflW72udK+Cqz7vLz4SNNcG9528Cz0",
+	"Odezkq8EFAjHBxphECNJWcbPmU9TSRnG7AzIKRXpzbi5tYffCis/mjq+5OIEqPXlgaxv2BJLgS+Zbdd1",
+	"2WHmXExoIoMWPBRVheZ0UhWtXxl7QNYJPQBemzM9zYWLuL8kBAGPxIcgLHiBSSk0vy+WYvPLfI0r9Dob",
+	"lk8xAGfOUp8RVMzvP9lP476A5kq2I475TOecpcQK9zblARJ4qCKZVLpRrHKzHQzWHErB4qIndHHlGEyD",
+	"O9WDKPABYq8zHzWEgKu6Un6CVw4GtHY79SAOBhSn+It0ADc/N2x1+Q470mwygdPdsS20bYQLKQVgGFxa",
+	"trfeXWdflnaxxla+lYL9w10ruzlLmdCcZrvYz+ozX6JI7t6fa27BHcOmlL1synI6mygynZR9jIbnWvK7",
+	"waUJsZO3pPuEZgO0hJlFl6LfbLAi1GOMAlsTFEJLfUzjhOVN+1lf5FSbL8Zc2/6DhOvGDmbseb6OGk/O",
+	"NJkYKQU7XWCoKXEucpIymmIxDdUXZ2yiKxPHAEKfz9C/jpf5nip47x2bvXMg/OVsbF+pKQtjXr1+br/b",
+	"CSUDUhnleinzwrzRlVVjMWIbX+qCATYm9VxKbRNOG5G1TVunxkJOAFqndzB5bsYV848hQg/ZrFYsG3iW",
+	"ZBNZx1wYqf+UIR+KiLYNic9ZNnfJ+bBpRbhIsmnqG3dCI0u09qzIfzvGTf+tk99gD3etre5aW63JZywN",
+	"r2xthWQXWBEwwFhdK5HNcpOwm9XyXVvwMkPdYuibCC+wDWAJNkKcqOmpYnqJwahEToz4sQ92Ucc05hVs",
+	"BuKxuWGnOUaso0NWTjWqsFx3sS5BrHV2BEZdFZOZnGYpgoJMqMJyATiKdzmi+w//NqtIMjqegIGg9HbR",
+	"lxp17HuKxL77oK1jbZ5+/+bYPoobRNE5UbJFILjCRTXjiCQvFTnAXVoIQKmgRa4ZuQuhRY7LTBbhdSql",
+	"VjqnEzKhekRkTmJnlSgGj7FrtZBuFXUj6EHLbPN5o0V6xP1Sju7fbLfbDs2kAf1jMmTCJ9M4Tq9gIFKH",
+	"kHdov91kFwljKUtjdwTUyKVUlAER9qbmYGbZ8dlR8CJslHrPsC3zTU7ZQObOauGWnlABTaq5wKV08U+8",
+	"iGGB6CSoAJAtzGBe/P7NMRF0zFBA92ijpqe/s0RDzLwgh892yeOHT7ZITBMdG+zhY7To+A/kTNinginN",
+	"0oZN0FgM5vaeX+e67iVa5nFr8QbnymL/MKeAAZDtXt9utxtdlPeDKx57QvOKCuggnKBYfTtmGxgbZvmL",
+	"+soVC0hXaQ63qCvctYv7F4th/Yjub4CptxXIarnHZRqKIL1X++6q/f7NcWPH+iqL3Nvg1kUPbZXgUFJL",
+	"NrghCjVhiQ4zfRe4kH/nNllRMUvBiqLSeBfN2WzWHMh83JzmGROJTLFR5M0n+Kw26mIBl0SreBuQpvrO",
+	"EP334WD/QK3FyE2PHj7sOBEvRF9SN+ISP2fdAc0UizG2Xsz1yMjQEJHBz1njagb0Hv67FEpfXW2scH5R",
+	"kUarMkOjtQX2LgG9AzycofdQCjJVyE4XtikX4BBdUvyrqJCQs0TmqSKxFaSNOgKD54wqKeIdEF/NnplI",
+	"qYAGO+aLpQ8owS+M0IvKCleeZfDU6AZ217AQiBdfy/yzQ4pyW97SBJZ61BQ1NfC/xE4FUq1RToqQSJ4a",
+	"jawcRYk6GrYp8oqwWaxBGbvgQJGMjGLKT42W2SBF2bTi2DvtbRjRNoQ2s3ExbK0oouburwWrFDc49m7K",
+	"8nktqhl1otatIZxX1f7c7DyGJnqa5ebb//yt1/yVNv9oN5+Q1km3+fb+/6gt1wZ9e60cEJcAkgdJIRay",
+	"d2GL/yL5IJeJhT4bxDPES9hemCqyExCoTzEGOoIkYuD67faTRrXVqdKIfbzK5ixzoPVKZlMyaFs2M7vK",
+	"Gm4YjONTPCX//V//u4LFlAxYS4zEflT0PQNGso0AKEd0t6oqqxZC8G0ang+YUVOqZcQx0zSlmt7xgbvU",
+	"mTVluZ6XEhzyuISZQqZCml1B99dz5KBZJ8iQWVFf8epaa68Vy4/c20vLWFXmmYNx+IyxiaGRqvsdi8PW",
+	"rpnnYLZ0q06ntSujfvk1Ue8Eg784UbSyNrOhwIjICbZbyOZAJOZWlIJdkUNaxsQXgdOKnM4xuN9MBPGz",
+	"ddCpTucBRTa6QSpAEVWDaRGuCvtsJDMG1dHMvR9UR3MF1M2HhOtG2BTVbg3bkboOqUbFuKI9KtQ7Kmqv",
+	"VHqyL+c//3rFXO8c3ncO73UzdV1xr1IZVxs5pxo3KeB6E1nkNZYk+vD28u3A+u10SwH0lmuNqaBDNmZC",
+	"A8NSLIcgQNQ1lE0gcD+ryCZhaikzBYEyVvbwmzGcYVm8ZyJ1oDN6iG+NUS6ab33KjqF6L1l5jhVTjKRG",
+	"H/QA+nOds1wxqIQIWcNiyMUFTHfii/If55QN+Bl5hg5RA7SI7IlzOQ93Zt2lTfNtxdTeg6HQhYFnHgRP",
+	"euHUKKIs5SoY2wqjy6NC9yts4aNwxLAxrbnqxlxpnpBECqw2ncwxEtXf0DY1LZzOtvVZnm5PJTTD5SZU",
+	"wTETNaZZBmFhA6PigvGejGky4qhE2jHh/Yohn/NzJpiCQFKacvwTc0uEzmmiQyMeWMeEZjlaJknOoK12",
+	"wiLbRBzKYhI9n7grEW5APhTmmj9j83CXY1Az3374/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -22,7 +22,8 @@ import (
 //	--#include fixed_window
 //
 // A snippet is looked up first among the store's own files (<name>.lua), then among the
-// kit's (internal/repo/lua/<name>.lua). Snippets may include snippets.
+// kit's (internal/repo/lua/<name>.lua). Snippets may include snippets; a snippet is put in
+// once per script, where it is first named (two snippets may both include a third).
 
 //go:embed lua/*.lua
 var sharedLua embed.FS
@@ -55,10 +56,11 @@ func LoadScript(files fs.FS, name string) *rueidis.Lua {
 // ComposeScript is the body LoadScript runs: <name>.lua with every --#include line replaced
 // by its snippet.
 func ComposeScript(files fs.FS, name string) (string, error) {
-	return compose(files, name, nil)
+	return compose(files, name, nil, map[string]bool{})
 }
 
-func compose(files fs.FS, name string, seen []string) (string, error) {
+// compose puts name's snippets in; seen is the include chain (cycles), done what is in already.
+func compose(files fs.FS, name string, seen []string, done map[string]bool) (string, error) {
 	for _, s := range seen {
 		if s == name {
 			return "", fmt.Errorf("include cycle %s", strings.Join(append(seen, name), " → "))
@@ -74,7 +76,11 @@ func compose(files fs.FS, name string, seen []string) (string, error) {
 	var firstErr error
 	out := includeLine.ReplaceAllStringFunc(string(b), func(line string) string {
 		snippet := includeLine.FindStringSubmatch(line)[1]
-		body, err := compose(files, snippet, append(seen, name))
+		if done[snippet] {
+			return "-- (" + snippet + " is above)"
+		}
+		body, err := compose(files, snippet, append(seen, name), done)
+		done[snippet] = true
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("%s: %w", name, err)
 		}
