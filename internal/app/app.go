@@ -102,7 +102,8 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
 		Quotes: d.Quotes, Cases: d.Cases, RateLimits: limits,
-		Meter: o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
+		Meter:            o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
+		AssertionEntries: assertionEntries(cfg),
 	}
 	if cfg.AccessRules != "" {
 		rules, err := accessrules.Open(cfg.AccessRules, o.Logger, o.Telemetry.Meter("github.com/hashgate/hashgate/internal/accessrules"))
@@ -146,4 +147,11 @@ func (g *Gateway) Stop() {
 // ScriptBodies are the Lua scripts the gateway runs, for store.LoadScripts at start.
 func ScriptBodies() []string {
 	return append(repo.ScriptBodies(), ratesync.ScriptBodies()...)
+}
+
+// assertionEntries bounds forward auth's kept assertions by the credentials the gateway keeps
+// decoded (the session memo and the verified-token cache), so a credential answered from those
+// is not signed again, at most auth.DefaultAssertionCacheSize and at least 1,024.
+func assertionEntries(cfg config.Config) int {
+	return max(min(cfg.SessionCacheEntries+cfg.TokenVerifyCacheEntries, auth.DefaultAssertionCacheSize), 1024)
 }

@@ -478,12 +478,12 @@ func (g *gateway) sessionRef(t *testing.T, s gwSession) session.Ref {
 }
 
 // sessionMarker is where s's existence shows: its key (field ""), or in the per-user layout
-// its absoluteExpiresAtMs field in the user's hash.
+// its live marker field in the user's hash.
 func (g *gateway) sessionMarker(t *testing.T, s gwSession) (key, field string) {
 	t.Helper()
 	_, key = g.sessionKeys(t, s)
 	if g.perUser() {
-		field = g.sessionRef(t, s).Part + ":absoluteExpiresAtMs"
+		field = g.sessionRef(t, s).Part + ":live"
 	}
 	return key, field
 }

@@ -56,6 +56,9 @@ type Deps struct {
 	// PublicURL is the gateway's URL as its callers reach it (GATEWAY_PUBLIC_URL): problem
 	// type URIs are its /problems/{slug} pages. Empty: the pages' paths alone.
 	PublicURL string
+	// AssertionEntries bounds the X-Auth-Assertion values kept for reuse, one per credential
+	// (0: auth.DefaultAssertionCacheSize).
+	AssertionEntries int
 }
 
 // Server implements the generated StrictServerInterface.
@@ -101,5 +104,5 @@ func NewServer(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{Deps: d, failures: failures, assertions: auth.NewAsserter(d.Auth, 0)}, nil
+	return &Server{Deps: d, failures: failures, assertions: auth.NewAsserter(d.Auth, d.AssertionEntries)}, nil
 }

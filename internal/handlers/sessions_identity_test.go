@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +46,8 @@ func sha(s string) string {
 
 // forgeSession writes a complete MFA-level session of alice (tag) for tenant acme straight into
 // Redis, as someone with write access to Redis but not the gateway's HMAC key would: every field
-// a gateway writes, in the layout's shape, under part, with verifierMac mac ("" leaves it out).
+// a gateway writes, in the layout's shape, under part, with verifierMac mac ("" leaves it out;
+// per user the live marker holds the deadline and the MAC: "<absoluteExpiresAtMs>.<verifierMac>").
 func (h *harness) forgeSession(t *testing.T, ref session.Ref, mac string) {
 	t.Helper()
 	ctx := context.Background()
@@ -70,6 +72,13 @@ func (h *harness) forgeSession(t *testing.T, ref session.Ref, mac string) {
 		for k, v := range user {
 			cmd = cmd.FieldValue(k, v)
 		}
+		live := fields["absoluteExpiresAtMs"]
+		if mac != "" {
+			live += "." + mac
+		}
+		fields["live"] = live
+		delete(fields, "absoluteExpiresAtMs")
+		delete(fields, "verifierMac")
 		var names []string
 		for k, v := range fields {
 			cmd = cmd.FieldValue(ref.Part+":"+k, v)
@@ -99,14 +108,22 @@ func (h *harness) forgeSession(t *testing.T, ref session.Ref, mac string) {
 	}
 }
 
-// readField reads a session's field as the layout stores it.
+// readField reads a session's field as the layout stores it (per user, verifierMac from the
+// live marker).
 func (h *harness) readField(t *testing.T, ref session.Ref, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	c := h.store.Client
 	keys := repo.Keys{Prefix: h.prefix}
-	v, err := c.Do(ctx, c.B().Hget().Key(sessionstore.UserSessionsKey(keys, ref.Tag)).Field(ref.Part+":"+name).Build()).ToString()
+	wire := name
+	if name == "verifierMac" {
+		wire = "live"
+	}
+	v, err := c.Do(ctx, c.B().Hget().Key(sessionstore.UserSessionsKey(keys, ref.Tag)).Field(ref.Part+":"+wire).Build()).ToString()
 	if err == nil {
+		if wire == "live" {
+			_, v, _ = strings.Cut(v, ".")
+		}
 		return v
 	}
 	v, _ = c.Do(ctx, c.B().Hget().Key(sessionstore.SessionKey(keys, ref)).Field(name).Build()).ToString()

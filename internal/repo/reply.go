@@ -17,8 +17,8 @@ import (
 // is not a string or not in the set, a payload of the wrong length or with a value of the wrong
 // type — is an error wrapping ErrReply, never a panic and never a silent default.
 //
-// Every store calls its scripts through RunScript (transitions.go), or CallScript and
-// DecodeScript where a script goes in a pipeline; quotes, cases and idempotency also declare
+// Every store calls its scripts through RunScript (transitions.go), or callScript and
+// decodeScript where a script goes in a pipeline; quotes, cases and idempotency also declare
 // each script's replies in a ReplyShapes table.
 
 // Code is a script reply's status: the first element of its array.
@@ -148,14 +148,14 @@ func parseReply(script string, arr []rueidis.RedisMessage) (Reply, error) {
 	return Reply{script: script, code: c, vals: arr[1:]}, nil
 }
 
-// CallScript runs l and decodes its reply. Driver errors come back as they are (the caller
+// callScript runs l and decodes its reply. Driver errors come back as they are (the caller
 // classifies them); a reply that breaks the convention wraps ErrReply.
-func CallScript(ctx context.Context, c rueidis.Client, script string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	return DecodeScript(script, l.Exec(ctx, c, keys, args))
+func callScript(ctx context.Context, c rueidis.Client, script string, l *rueidis.Lua, keys, args []string) (Reply, error) {
+	return decodeScript(script, l.Exec(ctx, c, keys, args))
 }
 
-// DecodeScript decodes the result of a script call as callScript does.
-func DecodeScript(script string, res rueidis.RedisResult) (Reply, error) {
+// decodeScript decodes the result of a script call as callScript does.
+func decodeScript(script string, res rueidis.RedisResult) (Reply, error) {
 	if err := res.Error(); err != nil {
 		return Reply{}, err
 	}

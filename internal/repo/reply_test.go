@@ -24,7 +24,7 @@ func TestReplyIsStrict(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, _ string) {
 		ctx := context.Background()
 		call := func(body string) (Reply, error) {
-			return CallScript(ctx, s.Client, "test_reply", rueidis.NewLuaScript(body), nil, nil)
+			return callScript(ctx, s.Client, "test_reply", rueidis.NewLuaScript(body), nil, nil)
 		}
 		for _, tt := range []struct{ name, body string }{
 			{"not an array", "return 5"},

@@ -139,13 +139,17 @@ func (f *Fields) Err(objType string) error {
 var ErrCorrupt = apperr.ErrCorrupt
 
 // CommandError turns a driver error into a domain one: nil → ErrNotFound-wrapped, connectivity →
-// storeerr.ErrUnavailable, anything else wrapped with the operation name.
+// storeerr.ErrUnavailable, a key of the wrong type where the operation's object belongs →
+// ErrCorrupt (refused, never served), anything else wrapped with the operation name.
 func CommandError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if rueidis.IsRedisNil(err) {
 		return fmt.Errorf("%s: %w", op, apperr.NotFound)
+	}
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.Contains(re.Error(), "WRONGTYPE") {
+		return fmt.Errorf("%s: %w: a key of the wrong type", op, ErrCorrupt)
 	}
 	return fmt.Errorf("%s: %w", op, store.Classify(err))
 }

@@ -21,7 +21,7 @@ import (
 // name: a driver failure comes back classified (redisErr: unavailable → 503) under op; a
 // reply that breaks the convention comes back as it is (it wraps ErrReply).
 func RunScript(ctx context.Context, c rueidis.Client, m *Metrics, name, op string, l *rueidis.Lua, keys, args []string) (Reply, error) {
-	rep, err := CallScript(ctx, c, name, l, keys, args)
+	rep, err := callScript(ctx, c, name, l, keys, args)
 	if err != nil {
 		m.ScriptError(ctx, name)
 		if errors.Is(err, ErrReply) {

@@ -19,7 +19,7 @@ func TestReplyShapes(t *testing.T) {
 	ctx := context.Background()
 	call := func(body string) Reply {
 		t.Helper()
-		rep, err := CallScript(ctx, s.Client, "test_shapes", rueidis.NewLuaScript(body), nil, nil)
+		rep, err := callScript(ctx, s.Client, "test_shapes", rueidis.NewLuaScript(body), nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}

@@ -12,12 +12,13 @@ import (
 //     createdAtMs (when the hash was created), updatedAtMs (the last write to any session);
 //   - each session's fields as "<idPart>:<name>", every one with the session's idle deadline
 //     (never past its absolute deadline) as its field TTL, except the live MFA challenge's
-//     (mfaChallengeId, mfaCodeMac: their own, shorter). "<idPart>:absoluteExpiresAtMs" is
-//     always present: it marks the session as live, and its field TTL is the end of the idle
-//     window (what PTTL of a per-session hash is). The other names are the per-session hash's
-//     (sessions_fields.go), written under the same rule (only once they differ from their
-//     default), with two more defaults: "<idPart>:createdAtMs" is the hash's createdAtMs when
-//     absent, "<idPart>:updatedAtMs" the session's createdAtMs;
+//     (mfaChallengeId, mfaCodeMac: their own, shorter). "<idPart>:live" is always present: it
+//     marks the session as live, its field TTL is the end of the idle window (what PTTL of a
+//     per-session hash is), and its value is "<absoluteExpiresAtMs>.<verifierMac>" (one field
+//     for two: a field of its own costs a session about 64 B of Redis). The other names are the
+//     per-session hash's (sessions_fields.go), written under the same rule (only once they
+//     differ from their default), with two more defaults: "<idPart>:createdAtMs" is the hash's
+//     createdAtMs when absent, "<idPart>:updatedAtMs" the session's createdAtMs;
 //   - the key's own TTL is raised (never shortened) to the latest absolute deadline of any
 //     session it received, so it outlives every field.
 //
@@ -28,9 +29,9 @@ import (
 // sessPartFields are the names a session's fields take in the user's hash (after "<idPart>:"):
 // HDEL of a session and HPEXPIRE of an idle refresh name them all. The scripts that need the
 // list include the snippet session_fields, written from it (sessPartFieldsLua, scripts.go).
-var sessPartFields = []string{fieldAbsoluteExpires, fieldCreatedAt, fieldUpdatedAt, fieldStatus, fieldAuthLevel, fieldLastSeenAt,
+var sessPartFields = []string{fieldLive, fieldCreatedAt, fieldUpdatedAt, fieldStatus, fieldAuthLevel, fieldLastSeenAt,
 	fieldLastRotatedAt, fieldMFAVerifiedAt, fieldIdleTimeout, fieldDeviceLabel, fieldIPHash, fieldUserAgentHash, fieldFailedMFA,
-	fieldLoginPending, fieldGroups, fieldVerifierMAC, fieldChallengeAt, fieldChallengeID, fieldCodeMAC}
+	fieldLoginPending, fieldGroups, fieldChallengeAt, fieldChallengeID, fieldCodeMAC}
 
 // sessChallengeFields keep their own TTL (the challenge's): an idle refresh does not extend them.
 var sessChallengeFields = []string{fieldChallengeID, fieldCodeMAC}
@@ -38,8 +39,8 @@ var sessChallengeFields = []string{fieldChallengeID, fieldCodeMAC}
 // sessUserFields are the user's own fields in the user's hash.
 var sessUserFields = []string{fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, fieldUpdatedAt}
 
-// sessPartFieldsLua is the snippet session_fields: SESSION_FIELDS (every name) and
-// SESSION_TTL_FIELDS (those an idle refresh extends).
+// sessPartFieldsLua is the snippet session_fields: SESSION_FIELDS (every name),
+// SESSION_TTL_FIELDS (those an idle refresh extends) and LIVE (the live marker's name).
 func sessPartFieldsLua() string {
 	q := func(names []string) string {
 		out := make([]string, len(names))
@@ -54,7 +55,30 @@ func sessPartFieldsLua() string {
 			ttl = append(ttl, n)
 		}
 	}
-	return "local SESSION_FIELDS = {" + q(sessPartFields) + "}\nlocal SESSION_TTL_FIELDS = {" + q(ttl) + "}\n"
+	return "local SESSION_FIELDS = {" + q(sessPartFields) + "}\nlocal SESSION_TTL_FIELDS = {" + q(ttl) + "}\nlocal LIVE = '" + fieldLive + "'\n"
+}
+
+// splitLive replaces the live marker in m (a session's flat fields) with the absoluteExpiresAtMs
+// and verifierMac it holds; a marker without the separator yields no verifierMac, so its
+// readers refuse the session as corrupt.
+func splitLive(m map[string]string) {
+	v, ok := m[fieldLive]
+	if !ok {
+		return
+	}
+	delete(m, fieldLive)
+	abs, mac, ok := strings.Cut(v, liveSep)
+	m[fieldAbsoluteExpires] = abs
+	if ok {
+		m[fieldVerifierMAC] = mac
+	}
+}
+
+// liveAbs is the absolute deadline (ms) in the live marker of the session part in user (the
+// user's hash's fields); 0 when it is absent or does not parse.
+func liveAbs(user map[string]string, part string) int64 {
+	abs, _, _ := strings.Cut(user[partField(part, fieldLive)], liveSep)
+	return sessAtoi(abs)
 }
 
 // partField is the name of a session's field in the user's hash.
@@ -64,8 +88,9 @@ func partField(part, name string) string { return part + ":" + name }
 // the session part, from user holding the user's hash's fields (all of them, or the user's
 // fields and the session's that were asked for). The defaults of the per-user layout are
 // applied: createdAtMs is the hash's when the session holds none, updatedAtMs the session's
-// createdAtMs. A session without its absoluteExpiresAtMs yields the user's fields only (the
-// caller decides whether that is missing or corrupt).
+// createdAtMs; the live marker becomes absoluteExpiresAtMs and verifierMac. A session without
+// its marker yields the user's fields only (the caller decides whether that is missing or
+// corrupt).
 func sessionView(user map[string]string, part string) map[string]string {
 	m := make(map[string]string, len(sessViewFields))
 	prefix := part + ":"
@@ -74,6 +99,7 @@ func sessionView(user map[string]string, part string) map[string]string {
 			m[name] = v
 		}
 	}
+	splitLive(m)
 	if len(m) == 0 {
 		return m
 	}

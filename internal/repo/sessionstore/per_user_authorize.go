@@ -18,10 +18,10 @@ import (
 //
 // A plain read is ONE round trip of two pipelined commands on the user's key:
 //
-//	HMGET <userKey> userId tenantId <part>:authLevel <part>:loginPending <part>:idleTimeoutMs <part>:groups
-//	HPTTL <userKey> FIELDS 1 <part>:absoluteExpiresAtMs
+//	HMGET <userKey> userId tenantId <part>:authLevel <part>:loginPending <part>:idleTimeoutMs <part>:groups <part>:live
+//	HPTTL <userKey> FIELDS 1 <part>:live
 //
-// (the view read asks for the view's fields instead of the hot six, and adds HPEXPIRETIME of
+// (the view read asks for the view's fields instead of the hot seven, and adds HPEXPIRETIME of
 // the marker: the session's last use derives from it, perUserLastSeen). HPTTL is the end of the
 // idle window and tells whether the session is live (-2: it is not).
 //
@@ -30,21 +30,27 @@ import (
 
 var scriptPerUserAuthorize = script("session_u_authorize")
 
-// perUserHotNames are the hot fields (sessHotFields, in that order) as the user's hash names them.
+// perUserHotNames are the hot fields as the user's hash names them (perUserHotFlat, in that
+// order): sessHotFields, the live marker in place of verifierMac (it holds it).
 func perUserHotNames(part string) []string {
 	return []string{fieldUserID, fieldTenantID, partField(part, fieldAuthLevel), partField(part, fieldLoginPending),
-		partField(part, fieldIdleTimeout), partField(part, fieldGroups), partField(part, fieldVerifierMAC)}
+		partField(part, fieldIdleTimeout), partField(part, fieldGroups), partField(part, fieldLive)}
 }
+
+// perUserHotFlat are the flat names the hot read's values decode under (splitLive then cuts the
+// marker into absoluteExpiresAtMs and verifierMac).
+var perUserHotFlat = []string{fieldUserID, fieldTenantID, fieldAuthLevel, fieldLoginPending, fieldIdleTimeout, fieldGroups, fieldLive}
 
 // perUserViewNames are the view's fields (sessViewFields) as the user's hash names them: the user's
 // own (userId, tenantId, schemaVersion and the hash's createdAtMs, the session's createdAtMs
-// when it holds none), then the session's.
+// when it holds none), then the session's, the live marker for absoluteExpiresAtMs and
+// verifierMac.
 func perUserViewNames(part string) []string {
-	out := make([]string, 0, len(sessViewFields)+1)
-	out = append(out, fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt)
+	out := make([]string, 0, len(sessViewFields))
+	out = append(out, fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, partField(part, fieldLive))
 	for _, n := range sessViewFields {
 		switch n {
-		case fieldUserID, fieldTenantID, fieldSchemaVersion:
+		case fieldUserID, fieldTenantID, fieldSchemaVersion, fieldAbsoluteExpires, fieldVerifierMAC:
 		default:
 			out = append(out, partField(part, n))
 		}
@@ -58,7 +64,7 @@ func perUserNames(part string, view bool) (wire, flat []string) {
 	if view {
 		return perUserViewNames(part), nil
 	}
-	return perUserHotNames(part), sessHotFields
+	return perUserHotNames(part), perUserHotFlat
 }
 
 // perUserFields decodes an HMGET reply of wire into the flat field map decodeView reads (the
@@ -67,8 +73,11 @@ func perUserNames(part string, view bool) (wire, flat []string) {
 // names) goes back with releaseFields once read.
 func perUserFields(vals []rueidis.RedisMessage, part string, wire, flat []string, exp int64) (m map[string]string, size int, pooled bool, err error) {
 	if flat != nil {
-		m, size, err = repo.PooledFields(vals, flat)
-		return m, size, err == nil, err
+		if m, size, err = repo.PooledFields(vals, flat); err != nil {
+			return nil, 0, false, err
+		}
+		splitLive(m)
+		return m, size, true, nil
 	}
 	user, size, err := repo.PooledFields(vals, wire)
 	if err != nil {
@@ -86,12 +95,12 @@ func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) ruei
 	key := r.userKey(ref.Tag)
 	var read, ttl rueidis.Completed
 	if wire == nil {
-		level, pending, idle, groups, mac, marker := perUserHotParts(ref.Part)
-		read = r.client.B().Hmget().Key(key).Field(fieldUserID, fieldTenantID, level, pending, idle, groups, mac).Build()
-		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(marker).Build()
+		level, pending, idle, groups, live := perUserHotParts(ref.Part)
+		read = r.client.B().Hmget().Key(key).Field(fieldUserID, fieldTenantID, level, pending, idle, groups, live).Build()
+		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(live).Build()
 	} else {
 		read = r.client.B().Hmget().Key(key).Field(wire...).Build()
-		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, fieldAbsoluteExpires)).Build()
+		ttl = r.client.B().Hpttl().Key(key).Fields().Numfields(1).Field(partField(ref.Part, fieldLive)).Build()
 	}
 	cmds := rueidis.Commands{read, ttl}
 	if view {
@@ -101,17 +110,16 @@ func (r perUserLayout) plainCmds(ref session.Ref, wire []string, view bool) ruei
 }
 
 // perUserHotParts are the session's names in perUserHotNames (its level, pending login, idle
-// timeout, groups and verifier MAC) and its marker's, cut from one string: a miss builds them all.
-func perUserHotParts(part string) (level, pending, idle, groups, mac, marker string) {
+// timeout, groups and live marker), cut from one string: a miss builds them all.
+func perUserHotParts(part string) (level, pending, idle, groups, live string) {
 	s := part + ":" + fieldAuthLevel + part + ":" + fieldLoginPending + part + ":" + fieldIdleTimeout + part + ":" + fieldGroups +
-		part + ":" + fieldVerifierMAC + part + ":" + fieldAbsoluteExpires
+		part + ":" + fieldLive
 	n := len(part) + 1
 	i := n + len(fieldAuthLevel)
 	j := i + n + len(fieldLoginPending)
 	k := j + n + len(fieldIdleTimeout)
 	l := k + n + len(fieldGroups)
-	m := l + n + len(fieldVerifierMAC)
-	return s[:i], s[i:j], s[j:k], s[k:l], s[l:m], s[m:]
+	return s[:i], s[i:j], s[j:k], s[k:l], s[l:]
 }
 
 // perUserRead is a plain read's reply: the HMGET values, the marker's HPTTL (-2: no live session),
@@ -173,7 +181,7 @@ func (r perUserLayout) readPlain(ctx context.Context, ref session.Ref, view bool
 	if view {
 		wire = perUserViewNames(ref.Part)
 	} else {
-		flat = sessHotFields
+		flat = perUserHotFlat
 	}
 	p, err := r.plainRead(ctx, "session authorize", ref, wire, view)
 	r.misses.Add(1)

@@ -18,7 +18,8 @@ var scriptPerUserCreate = script("session_u_create")
 // At the cap under LimitEvictOldest the first call answers RETRY without writing and a second
 // one, a durable write (it ends the evicted sessions' credentials), evicts the least recently
 // used sessions and writes the new one; under LimitRefuse the create is refused
-// (apperr.SessionLimit). own holds the session's own field, value pairs (sessOwnFields).
+// (apperr.SessionLimit). own holds the session's own field, value pairs (sessOwnFields); the
+// verifier MAC goes into the live marker.
 func (r perUserLayout) create(ctx context.Context, n session.Record, own []string) (*session.Created, error) {
 	policy := "evict"
 	if r.o.LimitPolicy == LimitRefuse {
@@ -28,7 +29,7 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 	args := func(mayEvict string) []string {
 		return append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
-			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs}, own...)
+			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs, n.VerifierMAC}, own...)
 	}
 	rep, err := r.run(ctx, "session_u_create", scriptPerUserCreate, keys, args("0"))
 	if err == nil && rep.Code() == repo.CodeRetry { // at the cap: evict, confirmed as a durable write

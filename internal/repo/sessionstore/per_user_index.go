@@ -59,7 +59,7 @@ func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.
 	abs := make(map[string]int64, len(ttls))
 	for p := range ttls {
 		parts = append(parts, p)
-		abs[p] = sessAtoi(user[partField(p, fieldAbsoluteExpires)])
+		abs[p] = liveAbs(user, p)
 	}
 	slices.SortFunc(parts, func(a, b string) int { return cmp.Or(cmp.Compare(abs[a], abs[b]), cmp.Compare(a, b)) })
 	if len(parts) > MaxSessionsPerUser {

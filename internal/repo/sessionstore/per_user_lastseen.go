@@ -10,7 +10,7 @@ import (
 // session's fields expire at min(now + idle, absolute deadline), and so does a create from its
 // createdAtMs; rotation and verify keep the fields' expiry unchanged.
 // While that end is not the deadline, the refresh's instant is the marker's expiry
-// (HPEXPIRETIME of "<idPart>:absoluteExpiresAtMs") minus the session's idle timeout, and
+// (HPEXPIRETIME of the live marker "<idPart>:live") minus the session's idle timeout, and
 // "<idPart>:lastSeenAtMs" is not stored (it would cost each refreshed session a field: 356 B of
 // Redis per session become 420 B). A refresh capped by the deadline stores it; one that is not
 // deletes a stored one (a capped refresh's).
@@ -53,5 +53,5 @@ func perUserLastSeen(m map[string]string, exp int64) {
 // markerExpiry is the command reading when the session's marker expires (HPEXPIRETIME):
 // -2 when it does not exist, -1 when it has no field TTL.
 func (r perUserLayout) markerExpiry(key, part string) rueidis.Completed {
-	return r.client.B().Hpexpiretime().Key(key).Fields().Numfields(1).Field(partField(part, fieldAbsoluteExpires)).Build()
+	return r.client.B().Hpexpiretime().Key(key).Fields().Numfields(1).Field(partField(part, fieldLive)).Build()
 }

@@ -30,7 +30,7 @@ func TestSessionRefreshDerivesLastSeen(t *testing.T) {
 		expireTime := func() int64 {
 			t.Helper()
 			v, err := e.do(s.Client.B().Hpexpiretime().Key(key).Fields().Numfields(1).
-				Field(partField(ref.Part, fieldAbsoluteExpires)).Build()).AsIntSlice()
+				Field(partField(ref.Part, fieldLive)).Build()).AsIntSlice()
 			if err != nil || len(v) != 1 {
 				t.Fatalf("HPEXPIRETIME: %v %v", v, err)
 			}

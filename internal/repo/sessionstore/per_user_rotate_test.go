@@ -38,7 +38,7 @@ func TestSessionRotatePerUserReplacesVerifier(t *testing.T) {
 		before := e.sessStored(ref)
 		beforeTTL := map[string]int64{}
 		for n := range before {
-			beforeTTL[n] = e.fieldTTLs(key, partField(ref.Part, n))[0]
+			beforeTTL[n] = e.fieldTTLs(key, e.sessField(ref, n))[0]
 		}
 		otherBefore := e.sessStored(other)
 
@@ -77,7 +77,7 @@ func TestSessionRotatePerUserReplacesVerifier(t *testing.T) {
 		}
 		const slack = 5000
 		for n := range after {
-			ttl := e.fieldTTLs(key, partField(ref.Part, n))[0]
+			ttl := e.fieldTTLs(key, e.sessField(ref, n))[0]
 			want, ok := beforeTTL[n]
 			if !ok || written[n] {
 				want = beforeTTL[fieldAbsoluteExpires]

@@ -1,20 +1,23 @@
 -- session_part: one session's fields in the per-user layout's hash KEYS[1], "<idPart>:<name>"
 -- (--#include session_part). p is the session's field-name prefix, "<idPart>:" (field names, not
 -- keys: every key is in KEYS).
--- part_load(tenant, p, ...) reads tenantId, the session's absoluteExpiresAtMs (its marker: the
--- session is live iff it exists) and the fields named (full names): the values, or nil when the
--- session is missing or another tenant's.
+--#include session_fields
+--#include session_live
+-- part_load(tenant, p, ...) reads tenantId, the session's live marker and the fields named (full
+-- names): the values, then the session's absolute deadline (ms), or nil when the session is
+-- missing, another tenant's, or its marker does not parse.
 local function part_load(tenant, p, ...)
-  local v = redis.call('HMGET', KEYS[1], 'tenantId', p .. 'absoluteExpiresAtMs', ...)
-  if not v[2] or not v[1] or v[1] ~= tenant then
+  local v = redis.call('HMGET', KEYS[1], 'tenantId', p .. LIVE, ...)
+  local abs = live_split(v[2])
+  if not abs or not v[1] or v[1] ~= tenant then
     return nil
   end
-  return v
+  return v, abs
 end
 -- part_idle(p) is the session's field TTL in ms: what is left of its idle window (-1: none,
 -- corrupt but bounded by the key's TTL).
 local function part_idle(p)
-  return redis.call('HPTTL', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')[1]
+  return redis.call('HPTTL', KEYS[1], 'FIELDS', 1, p .. LIVE)[1]
 end
 -- part_expire(ttl, p, ...) gives the session's fields named (unprefixed) the field TTL ttl ms,
 -- when ttl > 0.

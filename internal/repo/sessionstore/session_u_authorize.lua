@@ -5,8 +5,8 @@
 -- two keep their own. As session_authorize.lua: without the client-side cache every
 -- authentication runs this; with it, only the ones the gateway finds due for a refresh
 -- (checked again here, on Redis's clock; the write invalidates every replica's copy).
--- The session is live iff <idPart>:absoluteExpiresAtMs exists; its field TTL is the end of the
--- idle window.
+-- The session is live iff its marker <idPart>:live exists (session_live); its field TTL is the
+-- end of the idle window.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, the only key: a single-key script is
 --          served while the user's slot migrates.
 -- ARGV[1]: idPart
@@ -14,17 +14,17 @@
 -- ARGV[3]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
 --          <idPart>:idleTimeoutMs
 -- ARGV[4]: the presented token's verifier MAC: the window slides only when it is the session's
---          <idPart>:verifierMac (the caller compares what it reads back in constant time)
+--          session's (in <idPart>:live; the caller compares what it reads back in constant time)
 -- ARGV[5..]: the fields to answer with, as named in the user's hash (the user's own, or
 --          '<idPart>:<name>'); the caller classifies what it reads. The refresh decision reads
---          its own (userId, tenantId, schemaVersion, the session's absoluteExpiresAtMs and
---          idleTimeoutMs), so what the caller asks for never changes what is extended.
+--          its own (userId, tenantId, schemaVersion, the session's live marker and idleTimeoutMs), so what the caller asks for never changes what is extended.
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
 --         expireAtMs (HPEXPIRETIME of the marker: its readers derive the last use from it),
 --         <one value per ARGV[5..] field, nil when absent>}
 
 --#include session_fields
+--#include session_live
 --#include idle_refresh
 --#include key_ttl
 --#include session_clock
@@ -34,7 +34,7 @@ local part = ARGV[1]
 local p = part .. ':'
 -- HPTTL answers -2 for a missing field (an empty or nil reply for a missing key on some
 -- versions).
-local r = redis.call('HPTTL', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')
+local r = redis.call('HPTTL', KEYS[1], 'FIELDS', 1, p .. LIVE)
 local pttl = -2
 if type(r) == 'table' and r[1] then
   pttl = tonumber(r[1])
@@ -42,8 +42,8 @@ end
 if pttl == -2 then
   return {'NOT_FOUND'}
 end
-local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', p .. 'absoluteExpiresAtMs',
-  p .. 'idleTimeoutMs', p .. 'verifierMac')
+local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', p .. LIVE, p .. 'idleTimeoutMs')
+d[4], d[6] = live_split(d[4])
 local now, nowS = session_now()
 local abs, idle, want = idle_refresh_want(d, ARGV[4], ARGV[3], ARGV[2], pttl, now)
 local refreshed = 0
@@ -67,6 +67,6 @@ if want then -- (want >= 1: an expiry not after now would delete the fields)
   pttl = want
   refreshed = 1
 end
-local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')[1]
+local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. LIVE)[1]
 local out = {'OK', now, pttl, refreshed, math.floor(abs or 0), exp}
 return idle_refresh_answer(out, 5)

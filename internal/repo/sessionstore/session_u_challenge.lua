@@ -3,7 +3,7 @@
 -- and "<idPart>:mfaCodeMac" with their own field TTL: the challenge's, never past what is left of
 -- the session's idle window. A new challenge replaces a live one. The session becomes
 -- MFA_REQUIRED: "<idPart>:status", "<idPart>:mfaChallengeCreatedAtMs" and "<idPart>:updatedAtMs"
--- are written with the session's field TTL (that of its absoluteExpiresAtMs); the hash's
+-- are written with the session's field TTL (that of its live marker); the hash's
 -- updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
 --          (the only key: a single-key script is served while the user's slot migrates)

@@ -7,7 +7,7 @@
 -- pruning before the count.
 --
 -- Last use is the newest of <part>:lastSeenAtMs (stored by an idle refresh the absolute
--- deadline capped), the expiry of <part>:absoluteExpiresAtMs minus the session's idle timeout
+-- deadline capped), the expiry of its live marker <part>:live minus the session's idle timeout
 -- (an idle refresh's instant: it stores no lastSeenAtMs otherwise), <part>:lastRotatedAtMs
 -- (rotation, MFA verify) and the session's createdAtMs, in ms; ties go to the soonest absolute
 -- deadline, then the smaller idPart. A session whose values do not parse counts as never used.
@@ -23,20 +23,22 @@
 -- ARGV[7]: userId, ARGV[8]: tenantId, ARGV[9]: schema version
 -- ARGV[10]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
 --          <idPart>:idleTimeoutMs
--- ARGV[11..]: the session's own field, value pairs, unprefixed (verifierMac — the token's verifier
---          as a keyed MAC, never the token or an unkeyed hash —, device label and hashes, status
+-- ARGV[11]: the token's verifier as a keyed MAC (never the token or an unkeyed hash): the live
+--          marker <idPart>:live holds it with the absolute deadline (session_live)
+-- ARGV[12..]: the session's own field, value pairs, unprefixed (device label and hashes, status
 --          when it is not ACTIVE, authLevel when it is not BASIC, loginPending '1', idleTimeoutMs
---          when it is not the implicit one); absoluteExpiresAtMs (and createdAtMs when the
---          hash's is another instant) are added from the server's clock.
+--          when it is not the implicit one); the live marker (and createdAtMs when the hash's is
+--          another instant) are added from the server's clock.
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', live sessions} (at the cap, evict policy, ARGV[6] '0') |
 --        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} |
 --        {'CORRUPT'} (the hash holds another user: nothing written)
 
 --#include session_fields
+--#include session_live
 --#include create_window
 
-local MARK = ':absoluteExpiresAtMs'
+local MARK = ':' .. LIVE
 local part = ARGV[4]
 if redis.call('HEXISTS', KEYS[1], part .. MARK) == 1 then
   return {'EXISTS'}
@@ -88,7 +90,7 @@ if #parts >= max then
         used = x
       end
     end
-    live[#live + 1] = {part = p, used = used, abs = tonumber(v[4]) or 0}
+    live[#live + 1] = {part = p, used = used, abs = live_split(v[4]) or 0}
   end
   table.sort(live, function(a, b)
     if a.used ~= b.used then
@@ -115,12 +117,12 @@ if not user[1] then
   redis.call('HSET', KEYS[1], 'userId', ARGV[7], 'tenantId', ARGV[8], 'schemaVersion', ARGV[9], 'createdAtMs', nowS)
   user[3] = nowS
 end
-local fields = {part .. MARK, string.format('%d', abs)}
+local fields = {part .. MARK, live_value(abs, ARGV[11])}
 if user[3] ~= nowS then
   fields[#fields + 1] = part .. ':createdAtMs'
   fields[#fields + 1] = nowS
 end
-for i = 11, #ARGV, 2 do
+for i = 12, #ARGV, 2 do
   fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name
   fields[#fields + 1] = ARGV[i + 1]
 end

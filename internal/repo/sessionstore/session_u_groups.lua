@@ -11,9 +11,10 @@
 -- Reply: {'OK', nowMs} | {'NOT_FOUND'} (no live session, or another tenant's: untouched)
 
 --#include session_clock
+--#include session_fields
 
 local p = ARGV[2] .. ':' -- field name prefix (not a key: every key is in KEYS)
-local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. 'absoluteExpiresAtMs')
+local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. LIVE)
 if type(exp) ~= 'table' or not exp[1] or tonumber(exp[1]) <= 0 then
   return {'NOT_FOUND'}
 end

@@ -1,15 +1,16 @@
 -- session_u_list.lua: the per-user layout's device list (docs/KEYS.md, "Sessions"). Read the
 -- user's hash and the remaining idle window of every live session in one step, writing
--- nothing. A session is live while its <idPart>:absoluteExpiresAtMs field exists (its field
+-- nothing. A session is live while its <idPart>:live field exists (its field
 -- TTL is the end of the idle window): fields whose TTL passed are never returned, so an
 -- idle-expired session is simply absent and nothing needs pruning. The fields no view reads
 -- (the MFA code's MAC, the device hashes) are left out of the reply.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
 --          (the only key: a single-key script is served while the user's slot migrates)
 -- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}, {idPart, expireAtMs, ...}}
---        (HPTTL and HPEXPIRETIME of each live session's absoluteExpiresAtMs field, as strings;
+--        (HPTTL and HPEXPIRETIME of each live session's live field, as strings;
 --        -1 when it has no field TTL; the last use derives from the expiry)
-local MARK = ':absoluteExpiresAtMs'
+--#include session_fields
+local MARK = ':' .. LIVE
 local HIDDEN = {mfaCodeMac = true, ipHash = true, userAgentHash = true}
 local all = redis.call('HGETALL', KEYS[1])
 local fields, marks, parts = {}, {}, {}

@@ -11,7 +11,7 @@
 
 --#include session_fields
 
-local MARK = ':absoluteExpiresAtMs'
+local MARK = ':' .. LIVE
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if tenant and tenant ~= ARGV[1] then
   return {'NOT_FOUND'}

@@ -8,7 +8,9 @@
 --          (the only key: a single-key script is served while the user's slot migrates)
 -- ARGV[1]: idPart to keep, or '' for none
 -- Reply: {'OK', live sessions deleted}
-local MARK = ':absoluteExpiresAtMs'
+
+--#include session_fields
+local MARK = ':' .. LIVE
 local keep = ARGV[1]
 local names = redis.call('HKEYS', KEYS[1])
 local live, kept = 0, false

@@ -1,6 +1,6 @@
 -- session_u_rotate.lua: the per-user layout's rotation (docs/KEYS.md, "Sessions"): give a
--- session a new token. The session keeps its id part; "<idPart>:verifierMac" is replaced by the
--- new token's and lastRotatedAtMs and updatedAtMs are written, all with the session's field TTL
+-- session a new token. The session keeps its id part; the verifier MAC in "<idPart>:live" is
+-- replaced by the new token's and lastRotatedAtMs and updatedAtMs are written, all with the session's field TTL
 -- (what is left of its idle window), in one atomic step: the old token stops working at once,
 -- the idle window and the absolute deadline are kept. The hash's updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
@@ -17,11 +17,11 @@
 --#include session_clock
 
 local p = ARGV[2] .. ':' -- field name prefix
-local v = part_load(ARGV[1], p, p .. 'status', p .. 'authLevel', p .. 'createdAtMs', 'createdAtMs', p .. 'groups')
+local v, abs = part_load(ARGV[1], p, p .. 'status', p .. 'authLevel', p .. 'createdAtMs', 'createdAtMs', p .. 'groups')
 if not v then
   return {'NOT_FOUND'}
 end
 local now, nowS = session_now()
 local pttl = part_idle(p)
-part_write(pttl, p, nowS, 'verifierMac', ARGV[3], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
-return {'OK', now, pttl, v[3], v[4], v[5] or v[6], v[2], v[7]}
+part_write(pttl, p, nowS, LIVE, live_value(abs, ARGV[3]), 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
+return {'OK', now, pttl, v[3], v[4], v[5] or v[6], string.format('%d', abs), v[7]}

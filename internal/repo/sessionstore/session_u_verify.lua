@@ -3,8 +3,8 @@
 -- with the live challenge's ("<idPart>:mfaChallengeId", "<idPart>:mfaCodeMac"), and on success
 -- step the session up (MFA_VERIFIED, authLevel MFA, mfaVerifiedAtMs, lastRotatedAtMs,
 -- updatedAtMs), delete the challenge, complete a login that waited for MFA (loginPending is
--- deleted) and replace the token's verifier ("<idPart>:verifierMac": a new token, the same id);
--- the fields written take the session's field TTL (that of its absoluteExpiresAtMs). Until this
+-- deleted) and replace the token's verifier MAC in "<idPart>:live" (a new token, the same id);
+-- the fields written take the session's field TTL (that of its live marker). Until this
 -- succeeds, a session created with mfaRequired is not logged in; after it, only the new token
 -- is accepted, and the used challenge is gone: a replayed verify answers NO_CHALLENGE. A wrong
 -- code increments "<idPart>:failedMfaAttempts" and writes
@@ -31,8 +31,9 @@
 --#include key_ttl
 
 local old = ARGV[7] .. ':' -- field name prefix
-local s = part_load(ARGV[1], old, old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs',
-  old .. 'groups') or {}
+local s, abs = part_load(ARGV[1], old, old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs',
+  old .. 'groups')
+s = s or {}
 local a = mfa_attempt(s[1], s[3], s[4], s[5], ARGV[2], KEYS[2], ARGV[4], ARGV[5], ARGV[6])
 if a.refused then
   return a.refused
@@ -49,7 +50,6 @@ end
 -- Step up: the fields written take the session's field TTL; the challenge's go.
 redis.call('HDEL', KEYS[1], old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'loginPending')
 part_write(pttl, old, nowS, 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
-  'lastRotatedAtMs', nowS, 'verifierMac', ARGV[8])
-local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
+  'lastRotatedAtMs', nowS, LIVE, live_value(abs, ARGV[8]))
 key_ttl_at_least(KEYS[1], abs - now)
 return {'OK', count, reset, now, pttl, abs, s[6]}

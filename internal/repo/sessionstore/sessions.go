@@ -185,11 +185,10 @@ func Hosts(caps store.Capabilities, l SessionLayout) error {
 
 // NewSessions returns the session repository over s with keys under k.Prefix.
 func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, error) {
+	if err := repo.CheckBase("sessions", s, k.Prefix); err != nil {
+		return nil, err
+	}
 	switch {
-	case s == nil || s.Client == nil:
-		return nil, fmt.Errorf("%w: no store", repo.ErrBadOptions)
-	case k.Prefix == "":
-		return nil, fmt.Errorf("%w: empty key prefix", repo.ErrBadOptions)
 	case !(o.RefreshFraction > 0 && o.RefreshFraction < 1):
 		return nil, fmt.Errorf("%w: refresh fraction must be within (0, 1)", repo.ErrBadOptions)
 	case o.MaxPerUser < 1 || o.MaxPerUser > MaxSessionsPerUser:

@@ -43,7 +43,8 @@ func (r *Sessions) Create(ctx context.Context, n session.Record) (*session.Creat
 
 // create writes n in the per-session layout (session_create.lua), within the cap.
 func (r perSessionLayout) create(ctx context.Context, n session.Record, own []string) (*session.Created, error) {
-	fields := append([]string{fieldUserID, n.UserID, fieldTenantID, n.TenantID, fieldSchemaVersion, strconv.Itoa(repo.SchemaVersion)}, own...)
+	fields := append([]string{fieldUserID, n.UserID, fieldTenantID, n.TenantID, fieldSchemaVersion, strconv.Itoa(repo.SchemaVersion),
+		fieldVerifierMAC, n.VerifierMAC}, own...)
 	policy := "evict"
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
@@ -163,10 +164,10 @@ func (r *Sessions) evicted(ctx context.Context, tag string, parts []string) []se
 }
 
 // sessOwnFields are the field, value pairs of n's own (unprefixed names) that a create writes
-// besides userId, tenantId, schemaVersion and the timestamps: only those that differ from their
-// default. It refuses a session over SessionMaxFields or SessionMaxBytes.
+// besides userId, tenantId, schemaVersion, the verifier MAC and the timestamps: only those that
+// differ from their default. It refuses a session over SessionMaxFields or SessionMaxBytes.
 func sessOwnFields(n session.Record) ([]string, error) {
-	pairs := [][2]string{{fieldVerifierMAC, n.VerifierMAC}, {fieldDeviceLabel, n.DeviceLabel}, {fieldIPHash, n.IPHash}, {fieldUserAgentHash, n.UserAgentHash}}
+	pairs := [][2]string{{fieldDeviceLabel, n.DeviceLabel}, {fieldIPHash, n.IPHash}, {fieldUserAgentHash, n.UserAgentHash}}
 	// Readers take an absent status for ACTIVE and an absent authLevel for BASIC.
 	if n.Status != session.Active {
 		pairs = append(pairs, [2]string{fieldStatus, n.Status})
@@ -184,9 +185,10 @@ func sessOwnFields(n session.Record) ([]string, error) {
 		pairs = append(pairs, [2]string{fieldIdleTimeout, strconv.FormatInt(n.Idle.Milliseconds(), 10)})
 	}
 	var fields []string
-	// userId, tenantId and schemaVersion, then three timestamp fields added by the script,
-	// each at most 40 bytes.
-	size := len(fieldUserID) + len(n.UserID) + len(fieldTenantID) + len(n.TenantID) + len(fieldSchemaVersion) + len(strconv.Itoa(repo.SchemaVersion)) + 3*40
+	// userId, tenantId, schemaVersion and verifierMac, then three timestamp fields added by the
+	// script, each at most 40 bytes.
+	size := len(fieldUserID) + len(n.UserID) + len(fieldTenantID) + len(n.TenantID) + len(fieldSchemaVersion) + len(strconv.Itoa(repo.SchemaVersion)) +
+		len(fieldVerifierMAC) + len(n.VerifierMAC) + 3*40
 	for _, p := range pairs {
 		if p[1] == "" {
 			continue
@@ -194,7 +196,7 @@ func sessOwnFields(n session.Record) ([]string, error) {
 		fields = append(fields, p[0], p[1])
 		size += len(p[0]) + len(p[1])
 	}
-	if nf := len(fields)/2 + 6; nf > SessionMaxFields || size > SessionMaxBytes {
+	if nf := len(fields)/2 + 7; nf > SessionMaxFields || size > SessionMaxBytes {
 		return nil, apperr.Newf(apperr.BoundExceeded, "A session holds at most %d fields and %d bytes.", SessionMaxFields, SessionMaxBytes)
 	}
 	return fields, nil

@@ -54,6 +54,10 @@ const (
 	// the hot path accepts a token only when its verifier's MAC is this one. Written by the
 	// create, replaced by rotation and step-up; never in a view.
 	fieldVerifierMAC = "verifierMac"
+	// fieldLive is the per-user layout's live marker, "<idPart>:live" (per_user.go): the
+	// session's absoluteExpiresAtMs and verifierMac joined by liveSep, in one field.
+	fieldLive = "live"
+	liveSep   = "."
 )
 
 // maxMACBytes bounds a verifier MAC (22 base64url characters as the service makes them).

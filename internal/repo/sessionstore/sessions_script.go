@@ -2,30 +2,28 @@ package sessionstore
 
 import (
 	"context"
-	"fmt"
-	"strings"
+	"errors"
 
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/repo"
-	"github.com/hashgate/hashgate/internal/store"
 )
 
-// How session operations call their scripts and classify failures (unavailable, wrong key
-// type, a reply of the wrong shape).
+// How session operations call their scripts and classify failures: through the kit
+// (repo.RunScript, repo.CommandError: unavailable → 503, a key of the wrong type → corrupt),
+// a corrupt session also counted and logged by key pattern.
 
-// run executes a session script and decodes its reply (reply.go). A driver failure is
-// classified by scriptErr; a reply that breaks its script's declared shape is counted as a
-// script error. NOT_FOUND and EXISTS carry no payload in any session script.
+// run executes a session script on the store's client (repo.RunScript); NOT_FOUND and EXISTS
+// carry no payload in any session script, so a reply holding one is counted as a script error.
 func (r *Sessions) run(ctx context.Context, name string, l *rueidis.Lua, keys, args []string) (repo.Reply, error) {
 	return r.runOn(ctx, r.client, name, l, keys, args)
 }
 
 // runOn is run on c (the pinned connection of a durable write).
 func (r *Sessions) runOn(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, keys, args []string) (repo.Reply, error) {
-	rep, err := repo.CallScript(ctx, c, name, l, keys, args)
+	rep, err := repo.RunScript(ctx, c, r.metrics, name, name, l, keys, args)
 	if err != nil {
-		return repo.Reply{}, r.scriptErr(ctx, name, err)
+		return repo.Reply{}, r.noteCorrupt(ctx, name, err)
 	}
 	if err := rep.Bare(repo.CodeNotFound, repo.CodeExists); err != nil {
 		return repo.Reply{}, r.badReply(ctx, name, err)
@@ -33,26 +31,19 @@ func (r *Sessions) runOn(ctx context.Context, c rueidis.Client, name string, l *
 	return rep, nil
 }
 
-// scriptErr classifies a script failure: connectivity → unavailable; anything else is a Lua
-// transition error, counted by script. A key of the wrong type where a session belongs is a
-// corrupt session (refused, never served).
-func (r *Sessions) scriptErr(ctx context.Context, name string, err error) error {
-	if store.IsUnavailable(err) {
-		return repo.CommandError(name, err)
-	}
-	r.metrics.ScriptError(ctx, name)
-	return r.readErr(ctx, name, err)
+// readErr classifies a failed read of a session key as the kit does (repo.CommandError).
+func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
+	return r.noteCorrupt(ctx, op, repo.CommandError(op, err))
 }
 
-// readErr classifies a failed read of a session key: a key of the wrong type is a corrupt
-// session (counted, logged by key pattern); anything else as redisErr does.
-func (r *Sessions) readErr(ctx context.Context, op string, err error) error {
-	if re, ok := rueidis.IsRedisErr(err); ok && strings.Contains(re.Error(), "WRONGTYPE") {
+// noteCorrupt counts and logs (by key pattern, never a value) a session found corrupt by the
+// Redis side (a key of the wrong type where a session belongs), and returns err.
+func (r *Sessions) noteCorrupt(ctx context.Context, op string, err error) error {
+	if errors.Is(err, repo.ErrCorrupt) {
 		r.metrics.Read(ctx, sessObject, repo.Corrupt)
 		r.log.WarnContext(ctx, "session key holds the wrong type", "key_pattern", r.keyPattern(), "op", op)
-		return fmt.Errorf("%s: %w: wrong key type", op, repo.ErrCorrupt)
 	}
-	return repo.CommandError(op, err)
+	return err
 }
 
 // cachedArray reads an HMGET sent through rueidis' cache, counting a cache hit or miss: its

@@ -2,6 +2,7 @@ package sessionstore
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +24,13 @@ type storedForm interface {
 	sessKey(ref session.Ref) string
 	// sessField is the name field takes for the session in its key. The user's own fields
 	// (userId, tenantId, schemaVersion) are not the session's per user: name them directly.
+	// Per user, absoluteExpiresAtMs and verifierMac are both the live marker.
 	sessField(ref session.Ref, field string) string
+	// sessStoreValue is what value becomes in sessField(ref, field): per user, a deadline or a
+	// MAC joined with the other half of the session's live marker.
+	sessStoreValue(ref session.Ref, field, value string) string
+	// sessLoadValue is field's value from what sessField(ref, field) holds.
+	sessLoadValue(field, stored string) string
 	// sessPTTL is the end of the session's idle window in ms (PTTL of its hash, HPTTL of its
 	// marker), -2 when the session does not exist.
 	sessPTTL(ref session.Ref) int64
@@ -106,9 +113,11 @@ func newStoredForm(e *sessEnv) storedForm {
 // perSessionForm: one hash per session, its key's TTL the idle window.
 type perSessionForm struct{ e *sessEnv }
 
-func (f perSessionForm) sessKey(ref session.Ref) string              { return f.e.r.sessionKey(ref) }
-func (f perSessionForm) sessField(_ session.Ref, name string) string { return name }
-func (f perSessionForm) sessPTTL(ref session.Ref) int64              { return f.e.pttl(f.sessKey(ref)) }
+func (f perSessionForm) sessKey(ref session.Ref) string                   { return f.e.r.sessionKey(ref) }
+func (f perSessionForm) sessField(_ session.Ref, name string) string      { return name }
+func (f perSessionForm) sessStoreValue(_ session.Ref, _, v string) string { return v }
+func (f perSessionForm) sessLoadValue(_, stored string) string            { return stored }
+func (f perSessionForm) sessPTTL(ref session.Ref) int64                   { return f.e.pttl(f.sessKey(ref)) }
 
 func (f perSessionForm) sessExpire(ref session.Ref, ms int64) {
 	f.e.must(f.e.s.Client.B().Pexpire().Key(f.sessKey(ref)).Milliseconds(ms).Build())
@@ -186,11 +195,47 @@ func (f perSessionForm) sessSpoil(ref session.Ref) {
 // TTL (the challenge's two keep their own); the hash's TTL is only ever raised.
 type perUserForm struct{ e *sessEnv }
 
-func (f perUserForm) sessKey(ref session.Ref) string                { return f.e.r.userKey(ref.Tag) }
-func (f perUserForm) sessField(ref session.Ref, name string) string { return partField(ref.Part, name) }
+func (f perUserForm) sessKey(ref session.Ref) string { return f.e.r.userKey(ref.Tag) }
+func (f perUserForm) sessField(ref session.Ref, name string) string {
+	if inLive(name) {
+		name = fieldLive
+	}
+	return partField(ref.Part, name)
+}
+
+// inLive: the live marker holds the session's absoluteExpiresAtMs and verifierMac.
+func inLive(name string) bool { return name == fieldAbsoluteExpires || name == fieldVerifierMAC }
+
+func (f perUserForm) sessStoreValue(ref session.Ref, field, v string) string {
+	if !inLive(field) {
+		return v
+	}
+	m := map[string]string{fieldLive: f.e.hget(f.sessKey(ref), partField(ref.Part, fieldLive))}
+	splitLive(m)
+	m[field] = v
+	return liveOf(m)
+}
+
+func (f perUserForm) sessLoadValue(field, stored string) string {
+	if !inLive(field) {
+		return stored
+	}
+	m := map[string]string{fieldLive: stored}
+	splitLive(m)
+	return m[field]
+}
+
+// liveOf is the live marker holding m's absoluteExpiresAtMs and verifierMac (the deadline alone
+// without a MAC).
+func liveOf(m map[string]string) string {
+	if mac, ok := m[fieldVerifierMAC]; ok {
+		return m[fieldAbsoluteExpires] + liveSep + mac
+	}
+	return m[fieldAbsoluteExpires]
+}
 
 func (f perUserForm) sessPTTL(ref session.Ref) int64 {
-	return f.e.fieldTTLs(f.sessKey(ref), partField(ref.Part, fieldAbsoluteExpires))[0]
+	return f.e.fieldTTLs(f.sessKey(ref), partField(ref.Part, fieldLive))[0]
 }
 
 // sessTTLNames are the session's fields that share its idle deadline, as the user's hash names
@@ -233,6 +278,13 @@ func (f perUserForm) sessDelete(ref session.Ref) {
 }
 
 func (f perUserForm) sessStored(ref session.Ref) map[string]string {
+	out := f.sessStoredRaw(ref)
+	splitLive(out)
+	return out
+}
+
+// sessStoredRaw is sessStored with the live marker as stored.
+func (f perUserForm) sessStoredRaw(ref session.Ref) map[string]string {
 	out := map[string]string{}
 	for k, v := range f.e.hgetall(f.sessKey(ref)) {
 		if name, ok := strings.CutPrefix(k, ref.Part+":"); ok {
@@ -249,6 +301,12 @@ func (f perUserForm) sessWriteRaw(ref session.Ref, user, own map[string]string, 
 	for k, v := range user {
 		set = set.FieldValue(k, v)
 	}
+	own = maps.Clone(own)
+	if _, ok := own[fieldAbsoluteExpires]; ok {
+		own[fieldLive] = liveOf(own)
+	}
+	delete(own, fieldAbsoluteExpires)
+	delete(own, fieldVerifierMAC)
 	for k, v := range own {
 		set = set.FieldValue(f.sessField(ref, k), v)
 		names = append(names, f.sessField(ref, k))
@@ -275,7 +333,7 @@ func (f perUserForm) sessFieldTTLs(ref session.Ref) map[string]int64 {
 }
 
 func (f perUserForm) sessScriptArgs() int         { return 8 } // EVALSHA sha 1 userKey part fraction idle mac
-func (f perUserForm) sessViewRead() int           { return len(sessViewFields) + 1 }
+func (f perUserForm) sessViewRead() int           { return len(sessViewFields) }
 func (f perUserForm) sessAuthorizeScript() string { return "session_u_authorize" }
 
 func (f perUserForm) sessMissCmds(broadcast bool) []string {
@@ -290,14 +348,14 @@ func (f perUserForm) sessMissCmds(broadcast bool) []string {
 // sessGet is the session's field as stored ("" when absent; no default applied).
 func (e *sessEnv) sessGet(ref session.Ref, field string) string {
 	e.t.Helper()
-	return e.hget(e.sessKey(ref), e.sessField(ref, field))
+	return e.sessLoadValue(field, e.hget(e.sessKey(ref), e.sessField(ref, field)))
 }
 
 // sessSet writes the session's field as stored (the field keeps or gets no TTL of its own: in
 // the per-user layout a new field written this way has none, use sessExpire after).
 func (e *sessEnv) sessSet(ref session.Ref, field, value string) {
 	e.t.Helper()
-	e.must(e.s.Client.B().Hset().Key(e.sessKey(ref)).FieldValue().FieldValue(e.sessField(ref, field), value).Build())
+	e.must(e.s.Client.B().Hset().Key(e.sessKey(ref)).FieldValue().FieldValue(e.sessField(ref, field), e.sessStoreValue(ref, field, value)).Build())
 }
 
 // sessWriteKV is sessWriteRaw of field, value pairs in the per-session hash's names: userId,
@@ -339,7 +397,7 @@ func (e *sessEnv) sessFieldsRead(cmds []testredis.Command) int {
 		case "EVALSHA", "EVAL":
 			n += len(c.Args) - e.sessScriptArgs()
 		case "HPTTL":
-			if len(c.Args) != 5 { // HPTTL key FIELDS 1 <part>:absoluteExpiresAtMs
+			if len(c.Args) != 5 { // HPTTL key FIELDS 1 <part>:live
 				e.t.Fatalf("HPTTL of more than the marker: %v", c)
 			}
 		case "HGETALL", "HGET", "HGETEX":
@@ -381,7 +439,7 @@ func (e *sessEnv) hgetall(key string) map[string]string {
 func (f perUserForm) sessLayoutName() string { return "per-user" }
 
 func (f perUserForm) sessDrop(ref session.Ref) {
-	f.e.must(f.e.s.Client.B().Hdel().Key(f.sessKey(ref)).Field(partField(ref.Part, fieldAbsoluteExpires)).Build())
+	f.e.must(f.e.s.Client.B().Hdel().Key(f.sessKey(ref)).Field(partField(ref.Part, fieldLive)).Build())
 }
 
 func (f perUserForm) liveParts(tag string) []string {
@@ -391,7 +449,7 @@ func (f perUserForm) liveParts(tag string) []string {
 	}
 	var parts []string
 	for _, n := range names {
-		if p, ok := strings.CutSuffix(n, ":"+fieldAbsoluteExpires); ok {
+		if p, ok := strings.CutSuffix(n, ":"+fieldLive); ok {
 			parts = append(parts, p)
 		}
 	}
@@ -402,15 +460,15 @@ func (f perUserForm) liveParts(tag string) []string {
 func (f perUserForm) sessFieldsShareTTL(ref session.Ref) {
 	e := f.e
 	e.t.Helper()
-	st := f.sessStored(ref)
+	st := f.sessStoredRaw(ref)
 	names := make([]string, 0, len(st))
 	for n := range st {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	mark := slices.Index(names, fieldAbsoluteExpires)
+	mark := slices.Index(names, fieldLive)
 	if mark < 0 {
-		e.t.Fatalf("session %s has no absoluteExpiresAtMs: %v", ref.Part, st)
+		e.t.Fatalf("session %s has no live marker: %v", ref.Part, st)
 	}
 	ttls := e.fieldTTLs(f.sessKey(ref), partFields(ref.Part, names)...)
 	idle := ttls[mark] // read in the same command as the others

@@ -20,7 +20,6 @@ import (
 	"embed"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -97,13 +96,10 @@ var (
 
 // New returns the store over s.
 func New(s *store.Store, o Options) (*Store, error) {
+	if err := repo.CheckBase("tokens", s, o.Prefix, o.Hasher); err != nil {
+		return nil, err
+	}
 	switch {
-	case s == nil || s.Client == nil:
-		return nil, fmt.Errorf("%w: no store", repo.ErrBadOptions)
-	case o.Hasher == nil:
-		return nil, fmt.Errorf("%w: no hasher", repo.ErrBadOptions)
-	case o.Prefix == "" || strings.ContainsAny(o.Prefix, ":{} "):
-		return nil, fmt.Errorf("%w: bad key prefix", repo.ErrBadOptions)
 	case o.SafetyWindow < 0:
 		return nil, fmt.Errorf("%w: negative safety window", repo.ErrBadOptions)
 	case o.MaxPerTenant < 0 || o.MaxPerTenant > MaxPerTenant:
