@@ -82,7 +82,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.Domains = d
-	g.loops = append(g.loops, d.Sweeper.Run)
+	g.loops = append(g.loops, d.Sweeper.Run, d.Deliverer.Run)
 	limits, limiter, err := buildRateLimits(cfg, s, g.Hasher, o.Telemetry, o.Logger)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		RetryAfter: cfg.RetryAfter, BodyLimitBytes: cfg.BodyLimitBytes, Spec: o.Spec, PublicURL: cfg.PublicURL,
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
-		Quotes: d.Quotes, Cases: d.Cases, RateLimits: limits,
+		Quotes: d.Quotes, Cases: d.Cases, Webhooks: d.Webhooks, RateLimits: limits,
 		Meter: o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
 	}
 	if cfg.AccessRules != "" {
@@ -120,7 +120,8 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 	return g, nil
 }
 
-// Start runs the background loops (the case sweeper, the rate limiter's flush) until Stop.
+// Start runs the background loops (the case sweeper, the webhook deliverer, the rate
+// limiter's flush) until Stop.
 func (g *Gateway) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel

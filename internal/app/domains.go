@@ -20,10 +20,12 @@ import (
 	"github.com/hashgate/hashgate/internal/repo/quotestore"
 	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/repo/tokenstore"
+	"github.com/hashgate/hashgate/internal/repo/webhookstore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
 	"github.com/hashgate/hashgate/internal/tokens"
+	"github.com/hashgate/hashgate/internal/webhooks"
 )
 
 // Domains are the built services.
@@ -33,7 +35,10 @@ type Domains struct {
 	Quotes   *quotes.Service
 	Cases    *cases.Service
 	// Sweeper escalates overdue cases; Gateway.Start runs its loop.
-	Sweeper *cases.Sweeper
+	Sweeper  *cases.Sweeper
+	Webhooks *webhooks.Service
+	// Deliverer delivers the tenants' events to their webhooks; Gateway.Start runs its loop.
+	Deliverer *webhooks.Deliverer
 }
 
 // buildDomains wires every domain over s with cfg. tel may be nil (no telemetry).
@@ -102,6 +107,9 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if d.Sweeper, err = cases.NewSweeper(cr, cfg.CaseSweepInterval, log, rm); err != nil {
 		return nil, err
 	}
+	if err := buildWebhooks(&d, cfg, s, h, rm, log); err != nil {
+		return nil, err
+	}
 	return &d, nil
 }
 
@@ -135,4 +143,20 @@ func sessionLayout(cfg config.Config, s *store.Store) sessionstore.SessionLayout
 		return sessionstore.LayoutPerSession
 	}
 	return sessionstore.LayoutPerUser
+}
+
+// buildWebhooks wires the webhook store, the service and the deliverer into d.
+func buildWebhooks(d *Domains, cfg config.Config, s *store.Store, h *keyhash.Hasher, rm *repo.Metrics, log *slog.Logger) error {
+	wr, err := webhookstore.New(s, webhookstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
+		MaxPerTenant: cfg.TenantMaxWebhooks, Metrics: rm, Logger: log})
+	if err != nil {
+		return err
+	}
+	if d.Webhooks, err = webhooks.New(wr, h, webhooks.Options{TTL: cfg.WebhookTTL, AllowPrivate: cfg.WebhookAllowPrivate,
+		Timeout: cfg.WebhookTimeout, Logger: log}); err != nil {
+		return err
+	}
+	d.Deliverer, err = webhooks.NewDeliverer(wr, h, webhooks.DeliverOptions{RetryBase: cfg.WebhookRetryBase,
+		RetryWindow: cfg.WebhookRetryWindow, Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Logger: log})
+	return err
 }

@@ -302,6 +302,27 @@ func (e TokenIssuedTokenType) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryStatus.
+const (
+	DELIVERED WebhookDeliveryStatus = "DELIVERED"
+	FAILED    WebhookDeliveryStatus = "FAILED"
+	PENDING   WebhookDeliveryStatus = "PENDING"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case DELIVERED:
+		return true
+	case FAILED:
+		return true
+	case PENDING:
+		return true
+	default:
+		return false
+	}
+}
+
 // Actor RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
 type Actor struct {
 	// Act RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
@@ -645,7 +666,7 @@ type RevokedCount struct {
 	Revoked int `json:"revoked"`
 }
 
-// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
+// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `webhooks:read`, `webhooks:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
 //
 // Example: orders:write
 type Scope = string
@@ -820,6 +841,77 @@ type TokenPage struct {
 // UserId defines model for UserId.
 type UserId = string
 
+// Webhook defines model for Webhook.
+type Webhook struct {
+	CreatedAt Timestamp `json:"createdAt"`
+	Events    []string  `json:"events"`
+
+	// ExpiresAt When the webhook ends (GATEWAY_WEBHOOK_TTL after its creation); register it again before.
+	ExpiresAt Timestamp `json:"expiresAt"`
+	Url       string    `json:"url"`
+	WebhookId string    `json:"webhookId"`
+}
+
+// WebhookCreateRequest defines model for WebhookCreateRequest.
+type WebhookCreateRequest struct {
+	// Events Event types to deliver: a type (`session.revoked`), every type under a prefix (`token.*`), or `*` for all.
+	Events []string `json:"events"`
+
+	// Url An absolute http(s) URL, without user information or fragment.
+	//
+	// Example: https://hooks.example.com/hashgate
+	Url string `json:"url"`
+}
+
+// WebhookCreated defines model for WebhookCreated.
+type WebhookCreated struct {
+	CreatedAt Timestamp `json:"createdAt"`
+	Events    []string  `json:"events"`
+
+	// ExpiresAt When the webhook ends (GATEWAY_WEBHOOK_TTL after its creation); register it again before.
+	ExpiresAt Timestamp `json:"expiresAt"`
+
+	// Secret The signing secret, shown this once: `whsec_` and the base64 of 32 bytes. Verify with the decoded bytes.
+	//
+	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+	Secret    string `json:"secret"`
+	Url       string `json:"url"`
+	WebhookId string `json:"webhookId"`
+}
+
+// WebhookDeliveries defines model for WebhookDeliveries.
+type WebhookDeliveries struct {
+	Items []WebhookDelivery `json:"items"`
+}
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempts  int     `json:"attempts"`
+	EventType *string `json:"eventType,omitempty"`
+
+	// LastError Why the last attempt failed (an HTTP status, a timeout, a refused address).
+	LastError *string `json:"lastError,omitempty"`
+
+	// MessageId The webhook-id sent: the event's id (a ping's own).
+	MessageId string `json:"messageId"`
+
+	// NextAttemptAt When the next attempt is due (PENDING only).
+	NextAttemptAt *Timestamp            `json:"nextAttemptAt,omitempty"`
+	Status        WebhookDeliveryStatus `json:"status"`
+
+	// StatusCode The receiver's last HTTP status; absent when none answered.
+	StatusCode *int      `json:"statusCode,omitempty"`
+	UpdatedAt  Timestamp `json:"updatedAt"`
+}
+
+// WebhookDeliveryStatus defines model for WebhookDelivery.Status.
+type WebhookDeliveryStatus string
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Items []Webhook `json:"items"`
+}
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -831,6 +923,9 @@ type IfMatchOptional = string
 
 // ItemId defines model for ItemId.
 type ItemId = string
+
+// WebhookId Example: wh_01jd6xw4f1r2k9ps5g3tq8v7ne
+type WebhookId = string
 
 // BadRequest RFC 9457 problem details.
 type BadRequest = Problem
@@ -897,6 +992,9 @@ type UnavailableTokenCreate = Problem
 
 // UnavailableTransition RFC 9457 problem details.
 type UnavailableTransition = Problem
+
+// UnavailableWebhookCreate RFC 9457 problem details.
+type UnavailableWebhookCreate = Problem
 
 // Unprocessable RFC 9457 problem details.
 type Unprocessable = Problem
@@ -1035,6 +1133,9 @@ type IntrospectTokenJSONRequestBody = IntrospectRequest
 // IntrospectTokenFormdataRequestBody defines body for IntrospectToken for application/x-www-form-urlencoded ContentType.
 type IntrospectTokenFormdataRequestBody = IntrospectRequest
 
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookCreateRequest
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetJWKS Every key that verifies the gateway's JWTs (RFC 7517, RFC 8037)
@@ -1154,6 +1255,24 @@ type ServerInterface interface {
 	// ListUserSessions The user's live sessions (devices)
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx echo.Context, userId UserId) error
+	// ListWebhooks The tenant's webhooks
+	// (GET /v1/webhooks)
+	ListWebhooks(ctx echo.Context) error
+	// CreateWebhook Register a webhook (its signing secret is shown once)
+	// (POST /v1/webhooks)
+	CreateWebhook(ctx echo.Context) error
+	// DeleteWebhook Remove a webhook and its delivery records (idempotent)
+	// (DELETE /v1/webhooks/{webhookId})
+	DeleteWebhook(ctx echo.Context, webhookId WebhookId) error
+	// GetWebhook A webhook (never its secret)
+	// (GET /v1/webhooks/{webhookId})
+	GetWebhook(ctx echo.Context, webhookId WebhookId) error
+	// ListWebhookDeliveries The webhook's recent deliveries, newest first
+	// (GET /v1/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error
+	// PingWebhook Send the webhook a signed test event now, once
+	// (POST /v1/webhooks/{webhookId}/ping)
+	PingWebhook(ctx echo.Context, webhookId WebhookId) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1947,6 +2066,88 @@ func (w *ServerInterfaceWrapper) ListUserSessions(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhooks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhooks(ctx)
+	return err
+}
+
+// CreateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhook(ctx)
+	return err
+}
+
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, webhookId)
+	return err
+}
+
+// GetWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhook(ctx, webhookId)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, webhookId)
+	return err
+}
+
+// PingWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) PingWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PingWebhook(ctx, webhookId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -2033,6 +2234,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/cases/:caseId/resolve", wrapper.ResolveCase, options.OperationMiddlewares["resolveCase"]...)
 	router.POST(options.BaseURL+"/v1/cases/:caseId/reopen", wrapper.ReopenCase, options.OperationMiddlewares["reopenCase"]...)
 	router.GET(options.BaseURL+"/v1/cases/:caseId/history", wrapper.GetCaseHistory, options.OperationMiddlewares["getCaseHistory"]...)
+	router.GET(options.BaseURL+"/v1/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
+	router.POST(options.BaseURL+"/v1/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/v1/webhooks/:webhookId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.GET(options.BaseURL+"/v1/webhooks/:webhookId", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
+	router.POST(options.BaseURL+"/v1/webhooks/:webhookId/ping", wrapper.PingWebhook, options.OperationMiddlewares["pingWebhook"]...)
+	router.GET(options.BaseURL+"/v1/webhooks/:webhookId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 
 }
 
@@ -2242,6 +2449,15 @@ type UnavailableTransitionApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnavailableTransitionResponseHeaders
+}
+
+type UnavailableWebhookCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableWebhookCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableWebhookCreateResponseHeaders
 }
 
 type UnprocessableResponseHeaders struct {
@@ -9480,6 +9696,1111 @@ func (response ListUserSessionsdefaultApplicationProblemPlusJSONResponse) VisitL
 	return err
 }
 
+type ListWebhooksRequestObject struct {
+}
+
+type ListWebhooksResponseObject interface {
+	VisitListWebhooksResponse(w http.ResponseWriter) error
+}
+
+type ListWebhooks200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListWebhooks200JSONResponse struct {
+	Body    WebhookList
+	Headers ListWebhooks200ResponseHeaders
+}
+
+func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks400ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks401ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks403ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks429ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks503ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListWebhooksdefaultApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRequestObject struct {
+	Body *CreateWebhookJSONRequestBody
+}
+
+type CreateWebhookResponseObject interface {
+	VisitCreateWebhookResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhook201ResponseHeaders struct {
+	CacheControl    *string
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type CreateWebhook201JSONResponse struct {
+	Body    WebhookCreated
+	Headers CreateWebhook201ResponseHeaders
+}
+
+func (response CreateWebhook201JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.CacheControl != nil {
+		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook400ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook401ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook403ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook415ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook422ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsOrQuotaApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook429ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableWebhookCreateApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook503ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateWebhookdefaultApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type DeleteWebhook204Response struct {
+	Headers DeleteWebhook204ResponseHeaders
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response DeleteWebhookdefaultApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type GetWebhookResponseObject interface {
+	VisitGetWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetWebhook200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type GetWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers GetWebhook200ResponseHeaders
+}
+
+func (response GetWebhook200JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook400ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook401ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook403ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook404ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook429ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook503ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetWebhookdefaultApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveries
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries403ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type PingWebhookResponseObject interface {
+	VisitPingWebhookResponse(w http.ResponseWriter) error
+}
+
+type PingWebhook200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type PingWebhook200JSONResponse struct {
+	Body    WebhookDelivery
+	Headers PingWebhook200ResponseHeaders
+}
+
+func (response PingWebhook200JSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook400ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook401ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook403ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook404ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook429ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook503ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response PingWebhookdefaultApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetJWKS Every key that verifies the gateway's JWTs (RFC 7517, RFC 8037)
@@ -9599,6 +10920,24 @@ type StrictServerInterface interface {
 	// ListUserSessions The user's live sessions (devices)
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error)
+	// ListWebhooks The tenant's webhooks
+	// (GET /v1/webhooks)
+	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
+	// CreateWebhook Register a webhook (its signing secret is shown once)
+	// (POST /v1/webhooks)
+	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Remove a webhook and its delivery records (idempotent)
+	// (DELETE /v1/webhooks/{webhookId})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// GetWebhook A webhook (never its secret)
+	// (GET /v1/webhooks/{webhookId})
+	GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error)
+	// ListWebhookDeliveries The webhook's recent deliveries, newest first
+	// (GET /v1/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// PingWebhook Send the webhook a signed test event now, once
+	// (POST /v1/webhooks/{webhookId}/ping)
+	PingWebhook(ctx context.Context, request PingWebhookRequestObject) (PingWebhookResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -10891,307 +12230,507 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 	return nil
 }
 
+// ListWebhooks operation middleware
+func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
+	var request ListWebhooksRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhooks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhooksResponseObject); ok {
+		return validResponse.VisitListWebhooksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhook operation middleware
+func (sh *strictHandler) CreateWebhook(ctx echo.Context) error {
+	var request CreateWebhookRequestObject
+
+	var body CreateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhook(ctx.Request().Context(), request.(CreateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookResponseObject); ok {
+		return validResponse.VisitCreateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, webhookId WebhookId) error {
+	var request DeleteWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhook operation middleware
+func (sh *strictHandler) GetWebhook(ctx echo.Context, webhookId WebhookId) error {
+	var request GetWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhook(ctx.Request().Context(), request.(GetWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookResponseObject); ok {
+		return validResponse.VisitGetWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PingWebhook operation middleware
+func (sh *strictHandler) PingWebhook(ctx echo.Context, webhookId WebhookId) error {
+	var request PingWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PingWebhook(ctx.Request().Context(), request.(PingWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PingWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PingWebhookResponseObject); ok {
+		return validResponse.VisitPingWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tchs3tigM3wqKs0+ZdJoURcmOTdXU2YosJ0os25HkeGZCbzXUDZKImgDTAEUzjqvOr7fe3+d57uHc",
-	"x7mUfSVPYS0AjW42JUqWHCejqZqKxe7Gx8LC+v740EjkZCoFE1o1+h8aY0ZTlsM/92gyZu09KXQus/ZL",
-	"2T7WMmfmScpUkvOp5lI0+o0jpqZSKKZIQvN8wcWIJDlLmdCcZorQnBHBLlhOEjNg2mlEDZWM2YSaoZiY",
-	"TRr9nxtCthUM/y5q6MWUNfoNpXMuRo2PH6PG/gkdLU98MmZEnv3CEv1AkVhpqtlPLFdciphQRShROpdi",
-	"RMxK9IJoOooI64w6JB40tgaNuLySCX3/gomRHjf6vUeP61ZxkLLJVGomdPuITTO6YOnyomKdz1hM5mMm",
-	"iB5zRXILHsIV0WNGYJtp8bMcEioIo3nGWU5y9uuMKU3mXI/xdTphxM+cLNo/sEU9CM3E9eB7IROKy6sD",
-	"YZIzqnFFcpYn7LpgOaKaveATrpeHP9g/eU788z6ZspxMZcaTRQSbs7tVJGNDTbggXCsy5yKVc0JFigBg",
-	"iRSpIjOheWZ+GQj7BhOpKk5Uy3MmBo2d/O+Pnj7t7ui/b29GZNDQTFCh4ffe06eP8EHcGYib7rL9GjZw",
-	"1Wbta31iUH9hd030mGpCp9OMs5RoGQIhIlIwknGlCddsQhhNxgPRjGFfcURi3In5l2IKsDwCIMWTIY2J",
-	"FOTw+S65YDkfcjzuFgJnIALo/Pr3x91ud2f+98fdEnR+/ftW1z2IO+SYCW2GxMVToeYsB0wlOdWsnZkd",
-	"snQg5JTlMBdp0iwjZzMNW5owTc3xTCUXWvmjHMp8TvO0TWd6THI500xFJP52/4RsXGxumF9lzn9j8UDA",
-	"vtwDt90WkSJhgCMJzTKWmytlvjIXPDE43CeUbHc3IyJz+NeWmZJQMuFKcTEaCJXIKYvMdylLeMpScsaG",
-	"MmeEioUeG9LFFUnkTJgLYRZhSBpnigjG9ZjlZMhZlt4Ae5jOF+3doWb5MuIcWwzXkswp125JufmGi1H5",
-	"Pg5lPqG60W9wobd6jchMzieGAvQ2t7/efrL1ePvrqDHhAn/s+tVwodmI5Y2o8b49ku3i18ZHs8IpzemE",
-	"aU/7FTsA6sbNCqdUjxtRQ9CJ+SbBh1HDYC7PDRU0tCdc5X/kbNjoN/62UXCXDXyqNuzYJYqaLH5gNVdq",
-	"lyQZN/Q2GUvFBDlnC9J88t//6//pPXpEpjkXmp5ljCRjmtPErL3VIbsIuAoFNV+a8zyT6WIgciDfSI+H",
-	"PFfak+Od8icwCBUSzt58a/Bju9fbMTcBpxnzjCFZciMhBefKELRhxkdj+GO7+xTxBiCKfLaAaYXCr0av",
-	"R3C47u8n5uC0ZrkZ879+Hgze9zbbg8H7r/ffffUfjVomNjykOhnXswLDZ0lGYRc0Jc2QW7b6AJp5zjUj",
-	"YzqdMqGIFNmC8CE8+XUmNXA5pXmWEaqR2l0gS44IyxQj25u9DjmyeINQLBienBnaB7caKA5LyXbvSYfE",
-	"D2MyMatmiszHVIM0YceFCzvLc0OwmkfP98jTzc0u+b//Z3Ors9nZbEVEyZp1z4S5ctxsnWbZIgLKBZuR",
-	"glC7FVg+e8+VVn3Do2fiXMi5sE+bhrJYzEAy+kC1iu1vd7c7Kw972MZDuOwKBaf+ePuSk3w1xV0sn+hb",
-	"I4NMc6aY0MhvdU6Fgl3XnqC52JUD5AqRoulOr7XOrq6zC80mKykNx4fXAFNwNzbLd2O3/S/a/q3bfnra",
-	"XnU3fjQHu3Ixv9qnN6V7bnQz0zGytJVzKf/8prMVM5j5Tgz7Xzmbtk9vOpcb3cz0RrF85UQzfHjTeezY",
-	"wK8cwQZ29Q1Nj5COmL8SKYyQbv4JohZKQxvTXJ5lbPLVLwol4fXmfI1f4aTLFNORr1QaIUFqpFN4m4zm",
-	"RBO9Q2KW5zJXMTFgUCDZkSHlmZE3UKBoRKHmVZKo6xZn390oXlwhoa71sXsftmi484knE6jhrADo9QBp",
-	"Bl4FRSA81EhHFTJVAYzTAy/bFrxTVUs+NxClGGY8+ezY6LVhUIYLpKRZJudIzS1P5+KCZjxtmxdnyigV",
-	"E/q+zVRCM1hfHBWCjJNiWl8Qmu6bG/U5wbsrCNzijtnDc5mf8TRl4nMfcGhYyWhyTiixKg3oOUqzaXs2",
-	"JWB2QAr7BZ3Zt1Kwzwmwl5Jk/IKBXpyMjcYoRow02fupAYxB8GlGE/MvA7zMiLwLMlNGKVwQiqq0Vdnd",
-	"q9YiAaz1gdHYzpn4kq7FS6mfy5lIPzOY1SwZe/uRIRgoTRod3UAJpOMvCEqvc+bF/+eUZyz93PfYycoo",
-	"XIPITTP2hYLoyAtrnw9IHkBfJimz0vUb4Y1WnxU6h2jPiohl4xGxRM1QspxdyHOWOjKFRIo0PcsPeEgc",
-	"DUQ8EyUbWtxyzMR+Px9LxUgmR1yAfUqBUc381xscF6QZT4a07U4q7g+EMyuDCcU8dWjUJ2Ai30HV01AK",
-	"M463JKK5MJMjOdOEJgmbasJ1C20nX8DxR423b9+2dwOQlY/0KmMgqmPykIqF1VnUZ5VjwIJLwIJL5tTc",
-	"LnDLkGYcmnaduWf39QEi0ANF7Kk7Y4cXEM13A9GMv9092X+7+8/To92T/dMXB4cHJ6ev949OT179sP/S",
-	"SJirnu+/3H15YtCuxFwvGfF4//j44NXLuEVkHtVZvnEoo20+UIRqzSZTrToErLADgYpGHNhkY+dl2LEW",
-	"+SGIAd42RQOj8IhyoTQRUoDvxrwPMFNfEIZWzM2Xfh68Woebr/IfZ1LTLxFFr4ehEbkMP4HoXIqgN0KN",
-	"iSOmuCQwHVLD02CQ2ZQ0LfSIIRMk7nQ6G/BOm71PGEtZGuO89rUHisTw3NkSuEYfEMAkJiN+AT8qovhv",
-	"rNUn6D5SMWm6zeFuTg93/4E7P24BPX/96hi9LfhBhPOwFV/++ObVyX71S/wgIrFR51d8uLd7vPQdvB6R",
-	"mBc2cHLOFitGOHi2f/j61cn+y71/nv6w/087GLVuTGexX3KZkpcSHTzmxOY515oJSxEQ+51/VvMJK5yN",
-	"BS6hh1Zp1ClQ08ZTppqcc5FaHqw6ZNfyXEAM57nk2r1Amo5Fy9yo560db3JOczrUxQfgp8qYxlf95w4q",
-	"cAqnJycvrO3EnDtY78HYDcOCZWV5AW4Ecxynr17vv6wbpTDDFHcHPjjaP3714qf9Z5WPjAKQzcDzaKae",
-	"0Pyc5X5yRczbTKSKNCmYv1hqjpml7uhyljGDCvCynAtCNXj8vhQF69Po6hctKwYyYeevI2a9EfSC8oye",
-	"ZZ/V7nDEUnNxeYq2N3SeG7rkFGMphnw0M0dgiI2Rc5syJwkV5v0z5vhdC4iWCxfoo/2u8LiD+Jwzai6U",
-	"sMSNOs94zgyxItY/NqZixFJ0hjm3sr24FQqo6HBJDf00pHcnsOcsMH/So3hjvX/zMQOfHw1sSoanKE1z",
-	"zVLLU2wogQFnn1Ai2Dx43VqTjKazsOxEMDgcrxIlMvXiZfHhQs7InEG4gvWPckXgVt/RmRVO0r/IqVl4",
-	"ukOzdys4tErgVWCGwLMsfMkQKTKZ0py1qUjbikHETBiGBkeKbBwj4Hzkz5wnbMe5XTFuwKop4bKsxKl9",
-	"CI4i25u9YonO771/QkcYC0TJt/snRI3lXJW2jNLFWGapCkBwR0jjeckezPIXwpyySQVVEzQMI6k2KEK0",
-	"pbHkLOMizRb9K88Z1VWZpXZgZ4v2h97d9DFUhpIY/cJ8jkhlTlv4OIcKunS3d0orRyFXkEwq7cc0ijJR",
-	"fCQgZAXUmA45GAbjqVli1BEVrdiIKPjU3SBVEXv570KIPA0KAoqQBCFF8dqSrpy92aLRGUA5lDkZciNz",
-	"c01SgzdAJSx2+CngeBUI5igRtmmWOfUFeNJ8THUwB9eKZUMnPhpp3xrs0Fi4mqIFKN26G0z5wagUe6BR",
-	"/IVQxeqbYG5Aw2qHvK1XdaNCxFsdA1dmaHZ0nqLGmfMLlpJhLieBCoxX341RClytJT297mYxP1hEcBI3",
-	"CtovmrmNpMZ3a0KsMehzmew4NE93yHb3qVtMm4u2jbmDAUPxFkP1uLbxTflMqBZCEUzNS4D0MX4TunA6",
-	"KrWWQrubu0Fh6134yyGx9yiEWGz4ZkHL+h7o+ILyMXb24w7ZtYjgRnOOBioWc7qoMkbDjqlYGARsgm0Q",
-	"OCxXwAFbOwYdLJ3Tck5zxOwpy9vAFBM6DQwYPM2Y3zhDqgrBxBlXGt3GLmbZfK02PmDA00cXwqxsTLFA",
-	"WKHubXZ3R6IYBGb95dCokL64UrPLcAieFygEHxYI5FDBjLEKe5pmwu/fnniMgUhRp3UtWdZ2LHNeRghn",
-	"VgUN3By8eROOHsVDCqFjmuXqjlDBG/P+SphQxLOWhCjgjF53o7UR4VXVjjSNbrWC2QSj78CR+nBZLYli",
-	"LOAjS9Ma7mG+XYCx3vEPMDM3bcAVMsiMXbCMTGTOdghVRh4nNE1V8c2YKy3zBWFC54sdtLdeoEiXMzk1",
-	"mgNC2DDEcoQX2n4UE2mxQMhRWsgZmTAqvNpyq+g3zaURLD+3Be4ty7L2UOYTcwdn2nttmpScyZlII0LJ",
-	"2UxxYYTefJYx88McksUgWEim7EuK6nkj1Gw6lblm6SFLOT0BW+cfE+hqhMcHitip0W3FrQIIzvovKE7j",
-	"owsshnXsJlrWZN8cPd8jTx4/3SLUPCdJRvnE6syzwMnj2A5Sag4OPzTIChZZkZjqwhM5F3ZAwZSFyTSX",
-	"U5ZrjjHLNNFXHQmu2OxidrZenlERV/0zfFSkA6K8agbbnenxC0NqwuTBb3aPD/YaUePw+W5NDiF+BL6L",
-	"I6ZmGax8aTt10DWoY6AFGq2FjYVrZB13CFcL0lLCjY1coYrE/wBXQBsgEsPdvAIYUYOG+7wUzP7Fj1Fj",
-	"lMvZVK0ZXf8tvvwxapxzkdZlYPBkjM5BOQycLGRKFdKjYms/cJHiztyZWKGxEWGAfu25QPQnLJdrNlFr",
-	"YAlA7gBf3ux2iwQxmucUHC8qTE5YM8cAcBQwbJ0VoEaJE1wPqQHOxWTBUOGB16E9xJ8voy3wWZaeMDpZ",
-	"a+mJz4xbJ8ctaljtZFeXkvdSqlnbiABlRK5JkYka6Yx9wtdFSLe/C3eRQhg1Mqp0IWR+worLAx0xqlZl",
-	"LufwzEfhlH3WOySmMy1PnYgVoyxfvPBAgQ2i5XK1GRlRzYwS4D5BZVBesDyduewoMHytRX+sePYpRx86",
-	"E6on93g7PLmn3e7Xm0+f9h5tf73dffp089LzsyPP1DpofIxvFjf8yLx/u5c8asym6SddkwqZ8CmqAXkI",
-	"lu/3H5UJwPJ1cdevchbhvQ4Xv4rw7MIsQY4STZ1j7XVAj4Y0Uyxan0StmfHWWZHyZmDmblf1hMrDXg7t",
-	"0gpXgQDNEF8eCD6NvN4QgJdcps3ekzV31N/428pUxoogWCB+Bd8ddtt9rDq871DzXOafXurw/7iKntih",
-	"9o0Oe7U0UtkKznLFKnHo1RLq1ZLjdYUC+ifgz8NcTo491V9mpkgRXfGBMqvcIfRM2ZIQ2pcMQTvEmrxw",
-	"1TX5jDxPy+MbcD1dMpw52RwhUDAM5q9Ww3N++JecMoGyaSGK1FdpKVFUEG2LmYPF1/GoEsxW3Q7kxOw9",
-	"nUwzKONw2t2cPEme5NvTaS4ebwqVj8cq6YpH56JypmWK1CtXHUhOf+62n9L2+JfziZi29UX7t3cfeo8/",
-	"1lLbALYBNF+93n/ZiBr7x3u7L3ZP9p81ooaLMazVespJqjfjKbfD+i6jmy5sZ1kE6pXh2Vudqf6h11sB",
-	"SIj9qK1Dc/yKbPc2vyY0m47pGdM8AYtW5aJuldawtbSEdx+26md+xi54wg7EUF4T4nxagcP2o/Ks3fbT",
-	"3fZz2h72O+8e1s6d0TOkkVeR1Zli+e7IGseClx9t9uqOdOnwnnOWpT7JtLyPlGnKszUGDqqqLB/TSzrB",
-	"4k9kSvU4Ir/OWL4gMido0SL+08q5gXywPJE0hK5mmu+PX70kr/Ep4cLWHDqT6TqEu4LsduN1yP4do5ke",
-	"L8NKLd11eX41+bNf1U10IHQu1RTkmZtcezSllM/uyebT3pUCG3x4an4+HfMlvLpaJanacOq2ZJnMzQ2F",
-	"NNH8AswcdpYzKTNGBUga76e3y095Rez59AHVegasXzRfT5RIJBrKr35zLQNrWaddFqGcgdMmezSpIOy9",
-	"ZgLc1BM2OWN5RI6e75GvHz/ukf/7f3qd3g7YIFJCFdbamoNHEIqtWBfZ7uuD9eydBYLWovcVAgciTh16",
-	"fv/2hxqkzEbhpd5Pnx3XG46T/KL8Yu/Ro82nta+e8/VsBed6URIefnhdO9wM7X3emspHta+9v4ERUi8a",
-	"uDPzOS58BeSOl0F3zhbra0wG+NdVkmCCuvUcDmkpCru8rqQsr1wqIQevmjOWaU1dyGcs4xcsJ3IGLpQz",
-	"KtId51uHGogVrC5LXo+XRIN3H1bIlNb3fmu2o2Bzdm/hHCsA+xOkH2JqR+WqnEFaDNv/xGVWPBoOr1d5",
-	"bG7oyOBpdgsrvaELYUlYOHy+e/rT/tHB84MVmoBn5zUKrS/TINjc+ZIw3NFNulMJvBWSZFKMWE7mMj9X",
-	"Vbq7DiENKzfh4kJj46UeCodFi5tJNp9+fz/9Ml59lWo3LgVbHHJR50DcFYRO5ExoX1bCKj4PFJmYT8hM",
-	"cK1Ik2oykUqT3n892iL//f//32QzIuw9TeBDrGMJsvCU5orlcLS3J7k453mtd/np9qOvXQInQRla1fiD",
-	"bZryCzasqaR6+HzXJzL7aqmQiwC1UKu7uT2zUa2y0+tu1ykhWOZqefGvhLUVQQHYUuUro/CUNJ21uGKg",
-	"nVWZ47I7kwulqUjYWgqbDXNYUtnrtS4ImLm8qmdkRDt7VmEwKmp5d3duBS1dPf6jp0+DgUPgXTq05jpb",
-	"T6x2wugycQ7TnjEG+c3RgRETzF2e0hEjTaz/al9UGx9UNht9jFsRmYnUxn9Zh90DNRDT2VnGE/Lm6AX6",
-	"83ztgNdvvnlxsHf65uhFDKFeTNtSlBCvYXRvQjMID3XxVFy7VO6BCOKcHygzeqtDDlyCrGKjCRNYsJIo",
-	"rEVqVglBYXOukzGRAssCFGa3YkcQn0Wtfc+f0izn7ZwNmSFy7NoqOjx1RxRdpkhDOcIaKfCT/dVJYJm6",
-	"lAm59+AbpeXEVQ68Eq9SriBo1/OM26Pk7JNlH0PB9szq7s6WP815wsXoTqzkvxZFMNeqZhk1FM2Y2htT",
-	"IZZsc5/bxL8sQT472n1+0ogax2++OTw4OVkhRqrZ2YTrT8N7NTvTUtPsDpBS0/d3Mep1HPR3tbVbdvwX",
-	"RVoDz39AXSrYGsjmnmxVT7JKboLjKIElvPlLV3TN+IGrFE24dZ/iSb9V4ry2772/yvl+CenY6n2SY7+q",
-	"iVyCAh4mKyFedZ39ekuus1+v4zrDlWjUMqoeiUC+WuMyc190+cpXMy7YyR3d/V9nFFpz3DIPOJ+tF3Ik",
-	"uH6d84Td+s5qghYQ785njWDXS0tYgvZqhNRs8oIr/akBGQVOrRMXekdsuzbGYw2ntl/869l1yeB1L8x6",
-	"mGrABpArdKr1EHR9QrqxipIuY/Nl5x5YXJYMWFcg6cqTeO36Clx6DtVSX2CTmbB8xIwuloyxiP/XW08f",
-	"t1xgJ0s56lZgMQDTyYSLcOzNZTZ3ZyxrSfdYF853ye3KIuI1Tn7pKI8YTSEv5jP4co8wA9IrS9UADXh6",
-	"Z01PqoEcOFvdOo+dH7GKvGcznuk2F1iEmTRdZx7VzxlNg1Y9qg81Q6CNDyQC+hfsn/4xFlHzj+2f/jHU",
-	"SvNP8a/q0DSdcOiWA0Vq4CZglko8mHW7W4kr1At/sT7+SMH7jD/FNo2/qOirSvUOvdkF0lyKXRdrKJbu",
-	"l2n+wS4MLpp/zdnZWMpzFbf6JJNzlrfNS64rlJ12k2hJtnpBfxezgpi2fyPd9lNyStoxlt3xue6UZMxc",
-	"GxwI9+SHKX/bWf01acYyT1kegPaMZxkXI4Q8dJmxgMWTH+VUaAMkH0Pu6zT17VISl2umHpDYYl4H0zdi",
-	"QtW5rapKmqlM1Mbro1f/ONg/7kzSiAwau8HXgwZOj3We7MS0vByusdYLFh8Ui/JTrMhaQhbSzKW02Uuq",
-	"1ak+zZhWZczdKCMu5mlaMzv6UlzWlC0eIKQOqhu50tAGf4zMQ0fM1oMN1oEB+2dSaqVzOsVfIxI7EBeJ",
-	"Q3EL9gvp2FAOsVLNMLYZgNBjCUAGkN7udjHhxgv24bEvq56r46Vo+7d3PxdBW91oa/Njv/Rrx/1cS72t",
-	"G+yzOQ/XToe6LXNgjUvjJJ9BS7BljHCZ/U0mUszDv+Bsju645biWFOLR1nQ0YvAaxMNCBcLDId21bpW7",
-	"M9f9oa7YjCp9JPUnnqIZ5ZixT8nrmRRO8j/Qs7zGJ0Hs77VSWHznm7V62Kx2G/suOWHyyrILuWxDCg6o",
-	"ijlRDRWpFXPCsiM3TNSwE51gMr/1gdXFhgzpLNP9ijjhygFQ1/vlkvv46GmvrGttreu/uhklXI/MBMGx",
-	"n3bx7x6CTx5vl+D3eE3wBaXccVmwkBUK3gs54gLuNjl8vttHgYtwQeLD57unR/s/vjk42n8Wo3yQydGI",
-	"peZpUX83rDFv+0cOoJJqZIRUOuG+HBEeULmQvK2GsEnK5emh4gGUA7J15Ze5yifdZn+DLw/4KPOkWj+p",
-	"3dSK6jkgykXEluaC2BYoRxf4nH1tXUzfb8Y4YgciqY0k+8oJZfCLEfXP2RQbABqlu19UiKMjJoqicTRN",
-	"cyOU0tz3tKXKFvQdUzVmWOzGFj609So7ZBcTSXzOpVsYhkEKictYDo9YM/K7chD41SWw/9bf0GXY2/rx",
-	"eIkjL6qsEOXxtZg0jbwth62iut5U6ZzRCWm6VG+cNLZKilJmlxCoFNtBWn3iwlm2ehE2DAMt5vF2VRna",
-	"bf+LOKWmQ05Jn/wn2SBfGeWmKSRJ5GRCjRagpjRhfVJZAvlFcgGF4CaoFsD7KGnVJZSvbz75z42vVpkq",
-	"CjvjVq9iZQRr068zZp/rfMaqZ3UzxnQjSlxBJjvGJdhUFxgcq9OYfBU2JNjstf0hEk1H5CsS+3dcDPHm",
-	"k+AlxTIGxSSam90nJKcilRNyxrVR1Y6tbUzmleZEGR+yPsmN6GfIhkHHgJieMzYlXJfVH3X6G3/9bDL+",
-	"7tfz+S/D09FR9vX7k97Zr91/nT/95/zFZKuSQlLJISkrReq0nMmy2ftY/eXJpdrQbRi4nWJ1e4mGZSEx",
-	"MIbt7p0c/LSPNTQ8Z7N/XhrDaEc8caGMfzUN8E8diXo9faE+GvUYSolJkbAdLMHEteGV5rrGp6ffSaXb",
-	"49Gpa3NNEinPOTNEO/5H287RBuyI7y4gtaxN3EyBCLqMVi2lvccFOYug+FUbbC1G3IOiKEOO0XAFMVrb",
-	"xVqOVe0tB6uu6WDF5Ss1u6Hyc12nUk3tlkuxDazQJUKGzmVH1dbipfVlWtZPOv/P/kq+DtjlalMVRWxy",
-	"kG5Roq6P4dbZSjUnKD3FUmBpOyTJ6GRa9M/nSs3C8kI5m1AuzC/mddJUjJHYh1XETjBGkbR1uY60tflo",
-	"63H3BmpSfQp+wx96adch6FbfK6hTuMwfSgFrNQ2gi9JVvkahlcl9v9UqBOHFRQky1yK5n4zX9f7nK6lr",
-	"dFl6SS2tjHzv43VbHN8UzeuyAUs0mQXktkCSq/HikGF3ptsO47wuNbuFwEnA8E8YYEpz5sx1NMteDRv9",
-	"n9c81nfRqnw+6wsLO69Wyr/56ghYzww8GM3CbQEhxoaZ1/ktOhhG7j2dy4YI+/CTapTACGtUUhrxCyYc",
-	"XTWfYUXBnVKlNle31nVaoiJh5sZFRhcOHkHFXHOkOSgj4OTp+7cJuh3tPUC/o62oD2PEa+U83kn5s7sp",
-	"ZPbJpOZqWnbLsZQBjVqqolSiTQHB8ne4TNAchl+nbhLA4TWtS1W8ng5YkMk1Tl+w93pvlqvaXKRSERRI",
-	"AZjSEbt+Iv1q7bJon3+70hloQsks53pxbMCCcDxjNGe5UfeKv547vPn+7Umjpgu2zeBtY4kcqI3chPTf",
-	"iMTnPI1tZktEYq5UvBHTWRpvGPkr9o1cIzKUWSbnts3BQBw933vyde8RDHbGlPadTaZGY+AJUy1Xp/ls",
-	"gXTXEdPmkq+33kMcEZljOkfFodzqEJBAVJ+UojdIOXSDBN5vEvq+ByII2SBhvAYpgjVIEKkRkdC5XvK8",
-	"gwu8hT5sdNkPxPpBG3gJa+2UKAWDwgmbNS+by9HqkN2BuKoCZ0LznIM9l/hqqTFNdIzVUvsk/jAwhGHQ",
-	"6DuyXpT9tMMXdT9xuR/jqCjIXK0QagQ6nACrpxqZnWs01cPCgUcCuhaoPtZ6Gmj8e6BF17M7OaW/zqrt",
-	"XLgg1OvjTgsHQ6j5DP9sRA1BYfYlvb1YCJ3yH1hYSfM7uBHXXYqtA9IcQpdA0T7L5Rxq0mfckLeWXxq+",
-	"WCytYjRYXthHyIrD+i3lFY2pGpvLA+ZBRdRY5rqdQTsI71ehGTY5MqvE+t5nbMyFlYcSKbS5tH3bVcZe",
-	"ooFoqoyn0HdMpMTZE6yqEYFl0navj6zTA03uUJOfzvS4FZHd1wdti6tM05RqSprfvz0ZCEMbKCgAhdAS",
-	"ER7W1WhFYYtFRZpyqvmEK6yOI1wMeBTUkXctCFoDYdZclF3C20yaVMsJTyw0impNqtUZiIH429/It0wD",
-	"XtveYObXeCRJPhOks5FM0g1LqGIyzbnQ0LMph/AdKCBv+wVQ8vBhQbSQagAYHj6EGhO+A+pAwI3CKByg",
-	"Bq0OeQ1emocPfQXfhw/JGcvkPCJTqjSzxqi44AUxEqCHJ9DohciZfkjAgLwYCI8FHbIP0/hgLTOmGEGE",
-	"jWt3ulPQkaIjq3096FDk1Lbt7pYF3N8IVs4NKuaOJLPgMa/8Hj763YjotrkV1/CnhSJ89HvoEvx9IH5v",
-	"t9ul/5vhPAxJkxo21CK/kzOanDNhGEFu8REHkrnqY3eUa/AeUsN6yO8kdsdiY8W+gVMg2DOZ/I5nib39",
-	"MO0x3rjYjAl7D32xITpWpM6xAGTTrMb1yuh0YtjxUi/w8Uidmqdmm5VBHJmR0K5saaM+1o80lVe83TBL",
-	"9kovDFgAXGLu/L20dAPJ4M8NSxKKHTEOiPW7ufEsV5BR+p4HRMP1ULLb+t0gOT2TFzCT68rgW3LCqAOx",
-	"W4EUyHvmdtQeU4zd6W1t+e3uZkQUxcY7IQZahq6kIVQkvLBOlAzP0ONqIZdQUfxsdCmZnBOeSGF76IDb",
-	"x7w6EFwTwViqzGq2SMyFmg2HPDEMo62Q8cOFnHPFWv6ygWfedx2ES6PHuZyNxmQhZ7m7AOb1zQ75p/kJ",
-	"28HbB75XS+CA6tfjzKpu8CgHEmIHthXlXY+fIB4A3Vc7IDvImY4IJRnVhi36Lok2HReYidlkr0MOzCme",
-	"K9cq2L1at8iND95i/nFjMqQb/u3YES1YaPwhqG4QAehca1W1qz/GHfLw4UlQVFhBwxjXqNPq2ObQHz7s",
-	"V8BMCEmxeIoKmkEWZVRI8/jwOCKsPaE8i0AHL/qkytxchckUWuZvdYjzZEOqdTAe1AKDeel0ulNagV0r",
-	"133c6dUwwlOJbWjpMmQMOHrdLsmZnuWGrRHB5jB4+b5RbbtgxIfPd23FZpml0B5DaTlVUJiDi1Frh2z3",
-	"ehjWYSZo23YXsWvkAIPDRptxWFohbkVke7NLYr/G9kgKONuwMS5caf9KRLZ7T4mWkkyACxJSdJV3lwjK",
-	"ESjzFzJGKIZAuJeaS1UgmvGqhg0xNO1emJtqG1LbxHgKuqZRYag2ZEZhDAXXZEynUycrYJ82SVJJmvFS",
-	"8rzLna9NjjfDDYRiuhWRGMs+xDgetsyWRUMxrormXzFWfYgxSqFc3OHM1dzA+nPRQMS+wEJsW+cLX+mq",
-	"iGLK5Eh1yKPuFuzJwN6oIItyz/4OCgK2bunvpZIChh9xnbElfm++2O52ye/k53hCM+wR0raLit81PcSW",
-	"HhoeFzbCsCRqHrQa+e7k5DUpTVGk+IdjF79WB00N7TXDTiAXxrbIAYHaDbwJA7vuLoFZMpyh5rGbKjRk",
-	"0pzBbNjMqDRBKV4qhEvwuxvyMprNtQLhnisk3ZxVJpqJgHiV56o8MtMFDaEN1XArcUNuwZCo+bZTJnh5",
-	"wNIDt/qSnozcvITi5bFrWGoJ7tWndWDPaHIO7YHs4jEsvzSNZV+1R1B9BnAhSudYuoiWQYT01G4nhNU2",
-	"TCSkbg/lTJRm8D+aoV9KombJuBDd7fePEE+YHsu0bb6gWSbnFWxZempGPIRfsWcM/urGfApjJlIMM56U",
-	"7qP7rbgxuJoHyupf/urAkHiCpVHLDZHqbottlWRnCJpLcVVarO+M6MxUjgaF003o+3ahMpZJS/jEIwi0",
-	"F1BF81cU760rMtQ+8URLky11PwznW3qICOPQu6Dp1f6HXNlWiWfM0HTbzMmf1ibSuAojDc+s9MTiEvS7",
-	"hi5LXmCzw/VguGkOXlEAfBuD9MMxax47CPrGVvsnFLtva5r50fFeTekikzRtaynbGc1HpfUuPaySZ9c5",
-	"00gC8IIb/JElZb5PU3vCUk7BJVymaHVvmGmCHk/l5kp2hq9hBvZ+yhIM6KqBzfJTt4HgSdBcbcIccesh",
-	"7KE5VtsolywtD11+4oZ1XUnlLEsJPgSCn7Iko4bUwGeqPAkPsOycLdo5M8JW6T7WvuGPuYKlRjoBcc3m",
-	"cKV8CNVzdIWA2+mXJMYKcwufuSldUzBHCEJ+aYe1cmw7gx5Utm1diWrXveAmwPhae/PHNjbIXX0xm5wZ",
-	"hXyId8f3kizNPwt7rZVRLnhQRegCF6qXu/dk+TbWMaPaF8w0YX+9CuvpIdH6dSY1rcW28hMkV7aoKjwy",
-	"Y7L3YzoD43Bp0JxqhjAuDxn+DlCwwrwDhQPnFkolaLeoJxPVZ1WgWsMtZiuDjFWhF4+sdAhCsaBZmRfh",
-	"bwBC+2/Qy1huVQo7xOYSyQGGNWS5QWEuRqvoTuW1KvFxjwk+dtNtOWHNNZSsCGruZwcMZMoQiWFOK3jD",
-	"jYg0c6z1tH2BWf4gJ/iVlEC+8i0zH8jd9incz2I3v4PPIOMJE1gO1trId6fm/rV7nW4jaszyzPoPVH9j",
-	"Yz6fdyg87sh8tGG/VRsvDvb2Xx7vwzdFFTRvMm9EjQtXG6Gx2eniW3LKBJ3yRr+x1el2thrguRuD822j",
-	"A7oDdLXc+GV+rjquYd+IgQfX23wO0ka/8S3TUE8W2gtMpVmSeanX7V7SCvB6LQBh/BX9/0CPe8vOiCG5",
-	"x0x3MEbE5n7Uj+sXumFr9QVeyEb/53dRQ80mE5ovGv0GKs3nbIF12ayuoCqK4fdvT5StEPBo82sspvyk",
-	"u/V1C6ryjFSj/3NjwjRtvDNzbaQyMUBy/9z4QJVi+qP9aQw1y3+7DOLf2VfuEOi2cvoKsFuyDFdoetsw",
-	"f8EvGLTAbHrhWUsj6oNbZwVMLUZ3FnSSXQa6V1Mmdl8fXA90btACdFc51muhZucmqUxmEyZuHVlPQk9X",
-	"PZgqpheLcsDgQ4wrr73X7aJVB1046F2b5txM6z0mlEy5GEVAk78qm0TwYykKbQjsfwNhFRQodNi31mkc",
-	"nasIRDZHPotsKs0SEEbplJ7xjGvwAOfM2qydK0jm1lcFafPOrrT77PDg5enus2dHcUQyKadnRuU9WxB7",
-	"CC3r/I2NhpjzRMXo3F3CoiME2B3ev6LgRW3/YiOQQY/f/IIBGj3qbn3+DspLDZFvsUvvLd4LD0vSxHXD",
-	"akEsiJySLEW2qL8yoT9m5RXZhSazJVeD9SBFl7qgsBoGOjkNG+mQV4KoGdp+AJ9datRD94myVkcIkQXj",
-	"jV746AqX1dUpN/B0ltmg7+dALDX+7LtguiIqwlD4+Zhq8ISaCznBlh2QFwfNm6koUskMjxwImmjn0gAF",
-	"YjJTGqk4PWfBFG6FxzhVjMkHVDufE9jvOkbGRi/yJb1YlzyeLUIzJX2ISLlRa0QuCwTBhvzfvz15oGrj",
-	"StBB9fBhWP2i8/AhdvcuSM3e3v7x8enRmxf7xzGWd4X+3egFZGlosE1ZwlMIIsJQIGzyDbZWI+qaGbBu",
-	"BdVkyDNmK8WiSgu35JLyHAPh6nP08QDRytWM/9F+7hbTRtNXbJM7XuV8xAXN3M87rjJtYX18oAZGQIQy",
-	"wvviQi68c6YVkbGElM5wgu+k0rFNPjQaR/X5m5zHEAoVTv/m6CBuRTbSFeJVuUKwsNTGiQuZT2hmHaCk",
-	"OWV5woRupwzVhIjE/6P3PMZIifh/9FhMuEiyWcrSHZJKXytX7ZB4Jy5KPqsdkrMpJrOqDNJGd1wVloQq",
-	"hgFKccrEIvadumGFcEheboF1sIgIGZw8AsA7nyE/FjxJTOiB0HOeYPN0bzHIFkXOMKBiaEfeMTcwBhsg",
-	"LsVz5F532/kjCR2g6SAMUGgCXzdYKwVr7RDqs0YrA213N4uB0MpQoh7gDeluGaLg3Nv2e+v5McfGlbIu",
-	"aJ8B7L4f0iyzUT0D0Vw2Mjv5wWUEg6HRwDjobw9OWJpzUOVKN20gKr4RI+3YO+zIgkt2NfcYRX4DG0c9",
-	"SpSWGlHn+7cnJcKXUGFdwBjsAivKZ0o7eExz+X7RJzYi0QYp+kAzo1/IIYnrda/YAOWcp+YuQPRiRfvA",
-	"aOaIQEwjiZ3m13ari0nTplbYTuiwB2EINbIZiDeMSKxmZ1ArCUwaMQROCijoBBCHKBKXTeytPYDvyJCo",
-	"WMAoPA1egHpPsYbfbB2faCCQnDZdxLr9ncScwrwQltl83CUKvejm0S+ax+g2hgvj85OxejaGuQ8ELeGV",
-	"zMlsauSk7S5Bl+hROSyDNMWIi/fQk3d86vxtEdmjabogscWhU4rhRyc5ZUN+7n/HqKSBQAIYs/ca3vwt",
-	"bvkQMfAUW3oWVOx2nNzhiiHMZzJdGA5s/tvOkHIHiAsn6KI6sCiTIvEeynvtk8WU2QApQ0osj1w4an82",
-	"0+S7/d1nA9HExWIgXWl1+GoLfcOYF48cmSvy7f5Jh7xFH3e5mINCuIOXFZAchHEuSIUhkeag8Q0G5IFP",
-	"H94dNJCZgl9jLsGgOczk3NdICEhgfyDa5OHDcuUGCDUrBK6g/EBdNAeWc/D+vgXTrb6L8ABJxRIIX/AB",
-	"ahgYMMIF6GPJho1ap6PRFAh5bdHK3DuNAXNG5BEL+BTCbZjLv4fgB4y3QE/lEKLfUEjLZ0K5pRUeCTOA",
-	"TZS2CpEwogUepG8n0kFIHSMZRRAVYxhlyu4QSsQh7Fp9Ar32vQNLYSo2noM59V63u2NWE/9PAMbfIRKi",
-	"4BBbIWCWKbiPlDFD4BYcYy/aoMB+QBRVlZCLOjXMRw42goZ2CnJrllXvWu9jqQyCXavy8avQ+a4IX81c",
-	"U8u1VKcgV/njuztUEz0Qjpgy2lKNqraL7sGKarYHhkZDPnKZXaWclV5uv5TtYy1zSI4L5eoV/W6sVO0K",
-	"r9mTprqUr2Q1ICvOA2kLJO5SKpNnPeYKBFHqndLhXJ35UOX99csv8/0w8hj4UwtZuhEIIktZQAKxZoR6",
-	"ft5fzaqvw4Udr3UMNkKYldmo45yrgLPdfXoZdFYVItmTkwltK2YunjlEXJJn+2FcQXF6Xvbzb1kBS0jB",
-	"Vh9f9+unl6zQ6Ld15S1cHGeTOn2yHNMlc6ugWwkFtfJmqIy3ymsqkip9ZH2leeLy6nxhg8rygNji0QF9",
-	"uxnuHvs8s0ru6ZQmLDgdm4LRtFsLD2flzJvd3vZlUxelAVf2uCI8rceIm263SIGrL4tjJpSOiljCc8O5",
-	"TuD6rWioCM+uN7AZutfdru8kVVgSLOGYyownRhpEtc7rvAJqES1pcgmdQA6jFIuJnCk7IKidnn5ZWn6n",
-	"bGDFXfQLi+svlH9ed5UM4LaRY15uB/yGpq5AAnyyeQ17qC3vgMl7qCn7uieFHXHXZYFGpZhMAfS9TF4a",
-	"UeOCZjMWNuYtXQ2bURM47vtGXgQDhw3xK81iZ0bpxHWOqhgniwIh293NwhV4aXhdkYazcVmYHlwNEFMP",
-	"h/Q1E6k5nBJwqiXVQjpflauXAqdXgqs2hq/vhGAXxQdBEGg1a64bFdy6KSivGVZYB+BQcUCR7ZMN8i9D",
-	"+PbNzS9OD2Kx7aHWIZVRGQeiWRu9GZGlUMgW1u8tKr+BGI9gmVNujb8WFAPhyuSVYzdthbuAFL19+7Yd",
-	"xFGyazrc4M5v3fDOI8F8Bha1yp0vk2enJZjtQ3hkIdNmNDlXKxG5XJ4NxuqRJhb2bUMCZisc3Ob4OwOR",
-	"ZeBhGufa6LtVRt+r4krr8LVkcURXi2bTN9Ow4GIBMqt49kt6JmqXDmWKrAcB98VpnSvAx4MMLUwksd9Z",
-	"RfMmsLhGaGodSKoq7i1dY7+lUnxSM1S6bfXs8CAfKKsd9Il9wyj5APKBcBq+NzjXY0Cdb6JZsTVbawme",
-	"TJDmU7b2Vqy7cC/guhduyss5+ZsiKufTPeQfqpm3P7/7GH2o5sDij2Hi+c/vPpaciNZX0TbIQpIxS7A0",
-	"el41KJrdjyW28AtjFYbB94VnEVI2oZKAVDUBC1j0do+qGiNHHSyKVzaCeETIrn3nu0h+I9PFrRkgzNrK",
-	"pXk/lssK2AJPFQvI5q0uYFXAhYFuReDdP6Gjq+RceOdj1PAg1O0jNs3ogqVXfVr3yceo8cJm/171uX/v",
-	"Y9Q4opq94BOur3Sd+xfDr9qvQYdY+2P3/icK3FfebEeX00bBsS//6LnMz3iaMoFfPL36iz0blQ8fbD5a",
-	"Z10+Nu+QpZxC/RDzca+3zsdBKCt+tcYaT6Q8pMI1VVav8h9nEmuBXJdG/sAWLMU7eBvkskQEG0GFiEaF",
-	"Ir6aMgH5aeUMdNIcSyFn+VLgfkgNke6VyeDGB/Ofg/TjZfFblhbemUH1DsnJ/YWuv9DbV3/xUurncibS",
-	"m96uP0r0qLtLOaNp9SrtAm7V3I/rcv09uEGNj+9qL9YGVYqPsJrrzYaNVggquzDwzQSVIQTkv5piFY87",
-	"lVRwmdeSVNa4N2bkE5+W5S7CX+fCXZ/lrsE1XwcZGs8hK+gWuPXnoQzFWX9WfvudC4IFLqtlUMaETkjz",
-	"1ev9l0bF2z/e232xe7L/bG1+u2E5OLsDwrBvh/7iSUNxqPfk4Z48/AnJw9L9J//9//vfxV8RBAahbQuD",
-	"ooJkvrUpxZgrLfPFVRL6d/a1OxbU3TQr5HW72GpQ+r0Yfi+G14vhTsl7oMK6aRERbM6URg/T3QvpOZNT",
-	"dhdC+hEMfM+J7znxPSe+S058tH/86sVPlgEbtrw2e82ZktkFu5O7DyPfX/77y39/+T+/GO5IwmpKgL79",
-	"q1yB0NL+S/UFwuL+UGcggmeFOgAldu/dgffuwHt34I0JXxiBVKV8OCehYUXrtZyBlvRVSOHGB/iv9Qem",
-	"LGNooCyTxWfwuyOLFcKyXdeg1ryfYhCNrWw0suHn90aCq27bZ2LdBdn8vBiMyIGFJgB7qcDKYdAZgzSL",
-	"Iuy16ButtImtwM/un4Px3V+Gf3OLWdBKZNlzHVD7+ktxPVn1RyT6qMoatXP5Qr02P99QEkZV9hoi8ITl",
-	"I9aGlXx1gzv5GqdbW4e9e2pg2xvdU4V7vf2zCL9PrrdaH1P+GSnmnpucZp9X4DgsiEsgdTR9kUpfufIa",
-	"0vKG7z5WK4284ArFEew3dtdUyMwCHbNXUCNYrJHGsevu2QJ+ITy9p0z38sodyCteHrbdHxEBb1dwufRi",
-	"bnww/1lfqzUX6BPFnHsp4/4uf04p457lX8Lyj9hEXjBCC+qzQ7TULjHXgGUyndnugr4+mNJseqtEKrqa",
-	"hgCZQj1sViNIvJ7p2yJQd+SKMCt7PdP32tc9XbzXvu5J8RIp3k1tFvw0o8mtkeRV0p+andnr+gkGsVrX",
-	"8DGMfBsGsT+CIiJcDHQBVPc08V5WvCdQ1jxkJMXCLgQNnp4d7T4/IVqS4zffHB6cnOw/u6a9SIWVm5z6",
-	"WV/Nur7GBzZfWqr0YYuydJYK9b2QIznTa3lnX2AFEzmrikZ7GaN5+5hr1n5GNa0pMjSwvbDVoBGRQUNp",
-	"mdMRGzTia9Z/+qOISNQ4Zrq9qj047F/VNaq9fhmqm9GdP6Xrd83SD+X2E3IEXU2bWB2nVNM9IgkeBLZA",
-	"xPruWPm6gqHhDXQ3LvAQL1X9WKeWjit71Lyq0GnLlicaiKAkEBQvLZcsJc9mUNvT96Vdq1QolIsZiKLM",
-	"tK0iHWOdFahBcnq0/+Obg6P9Z6s6KOxhj7pjX0vvzoQPN8XKpO4sC8sD3kWBtLVvnV1r9fJ9wVVTSlfn",
-	"7VgSOiEH5u4Mc6bGvng2VLYTqZxjGW+oBJlxrbGyPRY+y9hQ11+bMudyXbcv42BH9u7apvP2dtkapHjk",
-	"YbdyqJkMV882/A0LXll8961lOfYy8W322RSrvvhC7lSR+Nn+i/2TfShENlMGNz6Y/4AeYOuS/U+c/+9x",
-	"NBBJNlOa5W1Fh6wf9gf3xU7VGJucMDKmakw0HbU6tr0X1vDCIqhFofhNQvVASJHAPUY4uKbPRuPhCe0U",
-	"QVm6D8zeiFkAHl/ZN/5gJ+iT7sfay4ygPly80mOWP7NHc6P7HFbkwhLpr2Z6P1MMOsOUi0ydzCX2DCcW",
-	"G1xRdRQ1fBUpu/pGv3eNAk24pXRPzkSt4+o7OccubbgCf0hzlrOwUt8XE1B2c9Lz78P3j/lIAOOHu4LN",
-	"iKDvRRMvT+msy6Rkp9R2FbuC04W6QgZY9sseLj7p/lyLH65yyr4ImzmWU992gi0/UETOBdarzA39ie32",
-	"43vE/1Pw6pLsU+7g6fkFktZrsOSw1uZl/k3HM565Ca5WDY9c6dV/v8DdVRj6pTr0vyBabmhxiVQ/UF5g",
-	"WBHOG1Lq69lSjx3uFzEA7k6FeT01BaVdMWA1NkTVCG19Eo9H6jQmX4XioKYj8hWJ/c92eBAUM5ZomfvH",
-	"dCAUS3LmG17kHfLKyN6UnLMFS8nh7p4DjXsDu1NLKDk5EynLi35W3x3u7p3+sP/PuBURJQdCMA78kJJE",
-	"TqF7DbZWE1AaFqxZREsj2S9sw9miyYOXQ7EhjbLdAGNPO2LSNDvFfhm4L1Bpy1seQpM/IzDn0jaRNl8E",
-	"irK17GNXLZg+so1UUCuxXYDKpYuLXl7LinXQrWOpJnFY8Fhpmms1EFxAffdCG8aIckUeluohP+yQN6vq",
-	"B0ck/nYfKxr7629UBv+rr3Rf9Eg0+E08xfVFPs3oQWHZ7e7mQKxqZ0Ka291NbJiy3d0qdJKaHikGHaht",
-	"/oK2ED1mEwK9FZcanLQsFmrbv7pY5UAEbdxWFm/21gns4iZI3Ol0grLOtslYBjZHM2SgiDlItSziEY6N",
-	"KB26uLNUxZrLx3rGEjlhaiDgUH/aPzp4fgCHWmpWQvDq0KKzSRRU8jVKYhnTjf6Zpa7LndJyqsjc9tqh",
-	"GqhBtFKHc93obNFdg7xhD3tARJZiG6WqQacZ7+6dHPy0H7fCSt3eGGSrvXqcHsu5qqLz2UyjrFsgRGep",
-	"kwwajKdUqZ0Abz02r2woc0kbmaCHDE/GRjmHm66CeszNKqgRM3LKlTth7AIjfY8ZAKTvTWGBCVg/lkDD",
-	"NJlIpQuqeLx/fHzw6uXp4e4/Tl/vH52+Od4/isvSVIfsagRkQqeuv2j1+xcHhwcnp69fvTjY++ffzfXV",
-	"bZmlTGmLH0V/Ultcl2pG4D2FxM21TGRUaZKzBLvGQa8of7SB77JkuyjIQtjwzVkPAtRzKLdjd4FkJTZE",
-	"3n/Z65EVTefrbAeYMhYaAa8TChLaC+C2Vsv1TzPKhSU+zaL6vL1UrdBOQH3Dnn4D8LdhJBeQTs3o9Aye",
-	"POc5G8r3BiQvuJi9N/IN2nUa/QbNzNu+UL7hIUX7lHBZuCBomub6w9nzc21UhjWlmh/49nwd2wDmyg2M",
-	"7PQ/N5Smw2EjatB0wgX0Wbhs2YdDekVjj/qC/tei37YpY4V8Y/NTlu74FmpQcBmLS0s64aGFq2zOHogJ",
-	"o2I+5hkLyfoDbxQL+/kVwgg24gKDpBwpsxmD3Yitq9obRHh1NvtA1ebSLNM214tsYXJD8rQ0PIVddUyB",
-	"nIHRSTWns7btyl6mO0rDvuLKvXAIUdrymZLZTLN9aDygdjW0lO49bnc3293HJ92n/W633+3+y6BnDXSs",
-	"s6P82aPSZzzN6keH17bcax4VG/2GOv2xNx6fTdLs5O2b96f025/U2bdPdNp7ujj79kd9eBLUjW8gm/QN",
-	"f/oNI5pf8f2pkLptsJNmbSdft6XIFm0q2haM7S78b7P29hVQfbmid0Yh6f7ZwJ30fvrlrPfo/MU/XmbJ",
-	"1svpWS8EdyhiXAb05VGuAfTeDS4V9oRZFcfiehvYnFHsxXcn7XbuA11qA13+HKn9N7GolIj67cegOG59",
-	"RV6/w/Cgt/d8LMmYKvLLTAU0atmashx/sratEHMhVjqK702F9zn+18NnRI8Any83BF6e2f/HBzDUxy3c",
-	"I/e/eQ6cvwOrsuCGsywjF5zNiRyGlwENpIVRALoNLTDsAGI1Vt6RW7OWl7TGkdehbz6+T2GpMorAamR1",
-	"77r+pE0qCJtM9YJkHOwrE3nBrJmTZlmrHBIyEKAcQo/bos92YbeGBmyLjm00X7HneUtKSf115sOBEGzu",
-	"VmrNGKQZl5q1omG0aJD+QAUdY5eMCgOxZFWICFWEa6IYtCLL2YUtQ9W3Nv7prIjswZZxaH2XQ2soOmdT",
-	"PRCJnC46ZNcXKRdU6KANq9soNKP3XRQNGJvb3e1Wnbno2NNba1j5FIvRNJcTqSthJYf0nBVWASoIGEwI",
-	"2mO4X3yob602slxfwcBtXb/y4WfkM4iLhjwUqHjPe+6E9/wZqix+fuENk3XKJHXkyMH11I6yRfKTWUyt",
-	"fxd9roJ8F/hboV+p97XasBrvs8EGnRCGYa6ZnIsOeSUCFm1NNAMxX+2m5Mo5TMGuBHQXovuGNNEyX3JX",
-	"LkKLLjgum8sW1taSA8aubClI2IZ0XtuXhK4jy6EMVeNixtQOCRsgBoHRwUJWehcOh3TPH/Ed1p4szbMq",
-	"2NgfsrMSScHQqmxw4t5a9JdKi/pc6UkF1n1eWnysaa5dK9YCtZtZyVdimwUjHWiFMYQkZRm/YD6dImUY",
-	"szMkZ1SkN6Pm1h5+J6T8eObokosToNaXB7K+IUssBbpktt2sdMB2LiY0kbUALKgqtGfTuqjy2tgDsk7o",
-	"AdDanOlZLlxk+CUhCHgkPgSh4gUmpRDygViKIS/TNa7Q64z9f3Nb9NZnrhTz+08O0ngg6IhyERHWGXXg",
-	"M53zoA8thuZDoglVJJNKt4pVbnaDwdojKVhMwAlYZjkG04CnehAFPkDsHe6jhhBwdSzlJ3jlcEgbd1O3",
-	"4HBIcYo/SAdw83PX0bhyAzSbTuF0EWl8hAspBWAYXFq2t96zsy9Lu1hjK99Kwf7irpU936l6b0z/ACaK",
-	"1937cw0X3DFkSllmU5bT2VSR2bTsY8RW4XD9bsA0IXbyjnSf0GyAljCz6FL0mw1WzLjSKgpsTVAJLvUx",
-	"jVOWt+1nA5FTbb6YcE2GMsvknHDd2sHMMk/XUePJmSZTI6UkcLgYakqci5ykjKZY9EENxDmb6toEJ4DQ",
-	"5zP0r+NlfqAK2ntPZu8dCH84GTtQasbCmFevn9vvdkLJgNRGuV5KvDC/MShrWb4bGLGNL/XBABuTZi6l",
-	"tomRrcjapq1To5ITgNbpHUzymnPF/GOI0EMyqxXLhp4k2YTLCRdG6j9jSIci3znsgmULl0QOm1aEiySb",
-	"pUZ+cmaUhbX2tGrKJnClT3DTS64Vbrb864xBiz1BJ6zRbwBBLBUD8Of/qBs1hjKfUN3oN7jQW71G1HCt",
-	"//qb3W7UmHBh//JFA8zGRixvRI337ZFsF78aTKkj9bFg7/XeLFcyjx2Epzm74HKmyJSOQCCsW3oC36wq",
-	"ZLDZewKloDXLzbf/9fNu+1+0/Vu3/fS0/e6r/2gsVzm4y1o2cCSvab2N55VgfqP3BvEvJNLg9kmhJTOr",
-	"PKuWMgSGDoyBrqRTWpUckd+gjUHeggRaggeO1ZXSVUFuDQESI+UyLiqUDaiWDWInanammF6igSqRUyMh",
-	"HYDp1tG1RQ0lhJBxbih+jkH16DOWM41aNtd9TPGPtc6Owe6sYjKXsyxFUJApVZh5j6N4ryh6KPHfZhVJ",
-	"RidTsGGU3o48FUYzwANFYuYiEmPSdE+/f3tiH8UtouiCKNkhEP/hAq9xRJKX6gXgLi0EoOpOlbBHjmd1",
-	"yEmZDyC8zqTUSud0SqZUj4nMSewMJ8XgMRnTC0aEdKtoGlmUjhgxjEu1OmSXuF/KCQib3W7XoZk0oH9C",
-	"Rkz4fB/HjBQMRJoQlX9mRJI2e58wlrI0dkdAjehMRRkQKfGh1OYUtrubOz6BC16EjVLvvL5guTVSDWXu",
-	"DCtu6QkVQmrYMSylj/9EWQEWiH6MGgDZGgfmxe/fnhDDLlCH8GijZme/sERDWL8gR8/3yJPHT7dITBMd",
-	"G+zhEzQ6+Q/kXNinginN0pbNIanGm3vntPOu7yZa5nGnKmRwZbF/lFPAAEgcb253u60+qiSBFALHSLhe",
-	"5vYgP6HkfzeWJRgbZvmDenMVC0hXKTd3qM7ct9z6Nwuz/YQOWoCpdxVra6nHZUqUILuvDxyr/f7tSWvH",
-	"ulOL9OCA66ITuU5wKGlOG9xcCjVliV7dZPDAv3OXpKiYpSBFUWm89+35fN42Kkt7lmdMJDLFZns3n+Cz",
-	"mtGLBVwSUOPNVJrqe1v5n4eC/QW1FiM3ff34cc+JeCH6kqYRl/gF6w9ppliM4f9iocdGhoagEX7BWlcT",
-	"oA/w36Vo//rCXYV/joo0WpW8Gq0tsPcJ6B3ghA0dnFKQmUJyWtmmrMAhuqSOVlHEIWeJzFNFYitIG3UE",
-	"Bs8ZVVLEOyC+mj0zkVJhRHT4YukDSvALI/SissKVJxk8NbqB3TUsBELa17JQ7ZCicpU3hoEzATVFTQ38",
-	"LzGlgVRrlJMiapOnRiMrB3qijiYFCxVhs1iDMnbBgSIZGcWUnxkts0WKCmTFsfe62zAiWvLNKAYBOyvq",
-	"kTn+tYbhDOF8fesT6Zz22+8ermeAuixNxeWo5EHeioXsvSHp3yRl5TKx0CeseIJ4CdkLs1l2ggvqs6Dh",
-	"HkGeM1D9bvdpq97qVGtnP1llFpc53PVaYlOyuVsyM7/KYG8IjKNTPCX//b/+3xoSUzJgLRES+xFSe09I",
-	"thEA5aDzTl2R0kIIvktj8iEzakq9jDhhmqZU03s6cJ/ds6Yst+ulBIc8LqenkKnwzq6499eLA0CzTpDE",
-	"s6Lc6dXl4N4olh+7t5eWsapiMgfj8Dlj01XeJayz2rhmKobZ0p06ktYuMvrllxe9Fwz+4FzW2jLH5gZG",
-	"RE6xc0G2gEtiuKIU7Fppri+40pXL+QVWJ72/EX9pn+uV+ayuBFaplKmNL1O3lLP6BsvyfHx3+WJhdXa6",
-	"pSBye0knVNARmzChwaCiWA6BcCjMKhtE7342yjQkImopMwXBIpa5+c3Uh2QwkTrAGEHXtzEoFzi3TktH",
-	"P7wbpjzHiinGUqOTcwi9lC5YrhhUA4TMWTHi4j1Md+oLqJ/klA35OXmOHjcDtIjsiwu5CHdm/XFt823N",
-	"1N5ErtBGjgpFEEDopR+j6bCUq2BsK+0sj/pj0cxc4YhFk1CkpROuNE9IIgUWPE4WGI3pWYBNzwqnsy1Y",
-	"lqfbVwnNcLkJVXDMRE1olkFo1NDoUGAdJhOajDlqKS5mxrxfM6ShkIIpCKakKcd/Yn6F0DlNdGglAvOL",
-	"0CxH0xfJ2ZCZPbHIBu9AaUiiF1OMa1FYk5OPhOEj52wR7nICesy7j/9fAAAA//8=",
+	"7L3rchs3tij8Kijufcqk06QoSnZsqqb2ZmQ5USJZiiTHMxN6q6FukETUBJgGKIpxXHV+ffX9Pt/3Duc9",
+	"zqPsJzmFtQD0hU2KkiXHyWiqpmKxu3FZWFj3y4daJMcTKZjQqtb9UBsxGrMU/rlLoxFr7kqhU5k038jm",
+	"qZYpM09ipqKUTzSXotatnTA1kUIxRSKapnMuhiRKWcyE5jRRhKaMCHbFUhKZAeNWLaipaMTG1AzFxHRc",
+	"6/5cE7KpYPj3QU3PJ6zWrSmdcjGsffwY1PbO6HBx4rMRI/LiFxbpJ4qESlPNfmKp4lKEhCpCidKpFENi",
+	"VqLnRNNhQFhr2CJhv7bVr4XFlYzp9QETQz2qdTvPnletYj9m44nUTOjmCZskdM7ixUWFOp2ykMxGTBA9",
+	"4oqkFjyEK6JHjMA24+xnOSBUEEbThLOUpOzXKVOazLge4et0zIifOZo3f2DzahCaiavBdyAjisurAmGU",
+	"MqpxRXKaRuy2YDmhmh3wMdeLw+/vnb0m/nmXTFhKJjLh0TyAzdndKpKwgSZcEK4VmXERyxmhIkYAsEiK",
+	"WJGp0Dwxv/SFfYOJWGUnquUlE/3aTvq3Zy9ftnf037Y3A9KvaSao0PB75+XLZ/ggbPXFXXfZPIYN3LRZ",
+	"+1qXGNSf210TPaKa0Mkk4SwmWuaBEBApGEm40oRrNiaMRqO+qIewrzAgIe7E/EsxBVgeAJDC8YCGRApy",
+	"+LpHrljKBxyPu4HA6YscdH792/N2u70z+9vzdgE6v/5tq+0ehC1yyoQ2Q+LiqVAzlgKmkpRq1kzMDlnc",
+	"F3LCUpiL1GmSkIuphi2NmabmeCaSC638UQ5kOqNp3KRTPSKpnGqmAhJ+u3dGNq42N8yvMuW/sbAvYF/u",
+	"gdtug0gRMcCRiCYJS82VMl+ZCx4ZHO4SSrbbmwGRKfxry0xJKBlzpbgY9oWK5IQF5ruYRTxmMblgA5ky",
+	"QsVcjwzp4opEcirMhTCLMCSNM0UE43rEUjLgLInvgD1Mp/Nmb6BZuog4pxbDtSQzyrVbUmq+4WJYvI8D",
+	"mY6prnVrXOitTi0wk/OxoQCdze2vt19sPd/+OqiNucAf2341XGg2ZGktqF03h7KZ/Vr7aFY4oSkdM+1p",
+	"v2L7QN24WeGE6lEtqAk6Nt9E+DCoGczlqaGChvbkV/nvKRvUurV/28i4ywY+VRt27AJFjeY/sIor1SNR",
+	"wg29jUZSMUEu2ZzUX/z3//z/Os+ekUnKhaYXCSPRiKY0MmtvtEgPAVeioOZLc54XMp73RQrkG+nxgKdK",
+	"e3K8U/wEBqFCwtmbbw1+bHc6O+Ym4DQjnjAkS24kpOBcGYI2SPhwBH9st18i3gBEkc9mMC1R+OXo9QwO",
+	"1/39whyc1iw1Y/7Xz/3+dWez2e9ff733/qt/r1UyscEh1dGomhUYPksSCrugMannuWWjC6CZpVwzMqKT",
+	"CROKSJHMCR/Ak1+nUgOXU5onCaEaqd0VsuSAsEQxsr3ZaZETizcIxYzhyamhfXCrgeKwmGx3XrRI+DQk",
+	"Y7NqpshsRDVIE3ZcuLDTNDUEq37yepe83Nxsk//zvze3WputzUZAlKxY91SYK8fN1mmSzAOgXLAZKQi1",
+	"W4Hls2uutOoaHj0Vl0LOhH1aN5TFYgaS0SeqkW1/u73dWnrYgyYewqorlDv159srTvJogrtYPNF3RgaZ",
+	"pEwxoZHf6pQKBbuuPEFzsUsHyBUiRd2dXmOdXd1mF5qNl1Iajg9vAabc3dgs3o1e85+0+Vu7+fK8uexu",
+	"/GgOdulifrVP70r33OhmplNkaUvnUv75XWfLZjDznRn2v3Q2bZ/edS43upnprWLp0omm+PCu89ixzTTv",
+	"2MVIysulM83881WTsWs6niTw/ui8vflL/Px6tj3YTDuXLyfq2XBL//ri6mvBkMveE5p9NAuyGpNZwzc0",
+	"PkEaaP6KpDAKhvkniIkoyW1MUnmRsPFXvyiU4teD1zF+hZMuUntHemNpBBypkcYiJTBaH430DglZmspU",
+	"hcQAVoFUSgaUJ0ZWQmGoFuS1xoI2ULU4++5G9uIS6Xqtj937sEUjWZx5Eofa2RKA3g6QZuBlUASiSY1k",
+	"VyKxJcA4HXbVtuCdskr1uYEoxSDh0WfHRq/JgyKfISVNEjlDTmTlES6uaMLjpnlxqoxCNKbXTaYimsD6",
+	"wiATwpwE1viC0HTP3KjPCd6eIHCLW2YPr2V6weOYic99wHmjUEKjS0KJVcdAR1OaTZrTCQGTCRLsL+jM",
+	"vpWCfU6AvZEk4VcMdPpoZLRdMWSkzq4nBjAGwScJjcy/DPASI67PyVQZhXZOKJoBrLnBvWqtKSAWPDHa",
+	"5iUTX9K1eCP1azkV8WcGs5pGI2/7MgQDJeEkYamBEkj2XxCUjlPmVZfXlCcs/tz32Mn5qBiAukAT9oWC",
+	"6MTLfp8PSB5AXyYps5rBW+ENbp8VOodoiwuIZeMBsUTNULKUXclLFjsyhUSK1D3Lz/GQMOiLcCoK9r+w",
+	"4ZiJ/X42koqRRA65ANuaAoOg+a83ls5JPRwPaNOdVNjtC2cSB/OPeerQqEvAvL+DarOhFGYcbwVFU2ci",
+	"h3KqCY0iNtGE6wbafb6A4w9q7969a/ZyICse6U2GTFQl5SEVc6uzqM8qx4D1mYD1mcyouV3gUiL1MG+W",
+	"dqaq3vE+ItATReypO0ONFxDNd31RD7/tne296/3j/KR3tnd+sH+4f3Z+vHdyfnb0w94bI2Eue773pvfm",
+	"zKBdgbmuGPF07/R0/+hN2CAyDaqs9jiU0ZSfKGIUy/FEqxYBC3JfoKIR5uzJofOQ7FhvwgDEAG9XozmD",
+	"9pByoTQRUoDfybwPMFNfEIaWTOUrP8+9WoWbR+mPU6npl4iit8PQgKzCTyA6KxH0TqgxdsQUlwRmT2p4",
+	"GgwynZC6hR4xZIKErVZrA95psuuIsZjFIc5rX3uiSAjPnS2Ba/RfAUxCMuRX8KMiiv/GGl2Cri8Vkrrb",
+	"HO7m/LD3d9z5aQPo+fHRKXqK8IMA52FLvvzx7dHZXvlL/CAgoVHnl3y42ztd+A5eD0jIM/s9uWTzJSPs",
+	"v9o7PD4623uz+4/zH/b+YQej1gXrvA0L7l7yRqJzypzYLOVaM2EpAmK/8y1rPmaZozTDJfQuK406BWra",
+	"eMpUk0suYsuDVYv0LM8FxHBeV67dC6TuWLRMjXre2PHm8jilA519AD62hGl81X/uoAKncH52dmBtJ+bc",
+	"wfMAhnoYFiwriwtwI5jjOD863ntTNUpmhsnuDnxwsnd6dPDT3qvSR0YBSKbgNTVTj2l6yVI/uSLmbSZi",
+	"ReoUzF8sNsfMYnd0KUuYQQV4Wc4EoRq8lV+KgvVpdPWLlhVzMmHrryNmvRX0ivKEXiSf1e5wwmJzcXmM",
+	"tjd0/Bu65BRjKQZ8ODVHYIiNkXPrMiURFeb9C+b4XQOIlgt16KL9LosWAPE5ZdRcKGGJG3Ve/ZQZYkWs",
+	"b29ExZDF6MhzLnF7cUsUUNHBghr6aUjvTmDXWWD+pEfx1nouZyMG/kqasykZnqI0TTWLLU+xYRAGnF1C",
+	"iWCz3OvWmmQ0nbllJ4LB4XiVKJKxFy+zD+dySmYMQi2sb5crArf6gc4sc/D+RU7NwtMdmr1buUMrBY3l",
+	"zBB4lpkfHKJcxhOasiYVcVMxiPbJh9DBkSIbx+g9H7U04xHbcS5jjHmwakp+WVbi1D58SJHtzU62ROez",
+	"3zujQ4xjouTbvTOiRnKmCltG6WIkk1jlQPBASON5yS7M8hfCnKJJBVUTNAwjqTYoQrSlseQi4SJO5t0b",
+	"zxnVVZnEdmBni/aH3t708V+Gkhj9wnyOSGVOW/gYjRK6tLd3CitHIVeQRCrtxzSKMlF8KCDcBtSYFtkf",
+	"5MZT08ioIypYshGR8amHQaosbvRfhRB5GpQLhkIShBTFa0u6dPZmi0ZnAOVQpmTAjczNNYkN3gCVsNjh",
+	"p4DjVSCYo0TYpEni1BfgSbMR1bk5uFYsGTjx0Uj71mCHxsLlFC2H0o2HwZQfjEqxCxrFXwhVrL4J5gY0",
+	"rLbIu2pVN8hEvOXxe0WGZkfnMWqcKb9iMRmkcpxTgfHquzEKQbeVpKfT3szmB4sITuJGQftFPbVR4Phu",
+	"RXg4Bqwukh2H5vEO2W6/dItpctG08YIwYF68xTBDrm1sVjoVqoFQBFPzAiB9fOKYzp2OSq2l0O7mYVDY",
+	"ehf+ckjsPQp5LDZ8M6NlXQ90fEH5+ED7cYv0LCK40ZyjgYr5jM7LjNGwYyrmBgHrYBsEDssVcMDGjkEH",
+	"S+e0nNEUMXvC0iYwxYhOcgYMHifMb5whVYVA6IQrjW5jF29tvlYbHzBY66MLv1Y2HlogrFD3Nrt7IFEM",
+	"gsr+cmiUSV9cqekqHILnGQrBhxkCOVQwYyzDnrqZ8Pt3Zx5jIMrVaV0LlrUdy5wXEcKZVUEDNwdv3oSj",
+	"R/GQQuiYZql6IFTwxry/EiZksbgFIQo4o9fdaGU0e1m1I3WjWy1hNrnRd+BIfaivlkQxluMjC9Ma7mG+",
+	"nYOx3vEPMDPXbcAVMsiEXbGEjGXKdghVRh4nNI5V9s2IKy3TOWFCp/MdtLdeoUiXMjkxmgNC2DDEYoQX",
+	"2n4UE3G2QMivmsspGTMqvNryMOhnY03/crTIxshaXXBorn26iiK5dzxRysiRQYFsiGUECXw7LEqZXk5r",
+	"7KKQ2qADwVObez3eSSqN3vC5DazvWJI0BzIdm21PtXfK1Sm5kFMRB4SSi6niwug06TRh5ocZ5DFCLJiM",
+	"2ZcUtPVWqOlkIlPN4kMWc3oGpuw/Jo7Z6AZPFLFTo1eSW/0eYjG+oDCcjy4MHdbRi7SsSAw7eb1LXjx/",
+	"uUWoeU6ihPKxNYlMcz48J1UgI+bgz0V7u2CB1XiozhzNM2EHFExZmExSOWGp5hiSTiN905Hgis0uphfr",
+	"pcBlUfg/w0dZpiqqI2aw3lSPDgwnyee1ftM73d+tBbXD172K9Fb8CFxTJ0xNE1j5wnaqoGtQx0ALDBYW",
+	"NhaugfXLIlwtSAu5YDYwiSoS/h08PU2ASAh38wZgBDWa3+dKMPsXPwa1YSqnE7Vm4se3+PLHoHbJRVyV",
+	"HMSjEfp+5SDnQyMTqpAeZVv7gYsYd+bOxOoEtQBzRyrPBYJ7Yblcs7FaA0sAcvv48ma7neUu0jSl4FdT",
+	"+byZNdNfAEcBw9ZZARoMcILbITXAOZssN1T+wKvQHtILFtEWxCgWnzE6XmvpkU/aXCf9MqhZ5bOnC3ml",
+	"MdWsacSJxayXhRnjKfuEr7OIfX8XHiK7NaglVOlMh/iEFRcHOmFULUuqT+GZD7IqhiTskJBOtTx3EnSI",
+	"qlr2whMFJqaGKyPAyJBqZkQq9wnq+vKKpfHUJe6BXXMt+mOl7085+ryvqHxyz7fzJ/ey3f568+XLzrPt",
+	"r7fbL19urjw/O/JUrYPGp/hmdsNPzPv3e8mD2nQSf9I1KZEJnz2dIw+55fv9B0UCsHhd3PUrnUX+XucX",
+	"v4zw9GCWXAoajZ3f9DhHjwY0USxYn0StmSXXWpImZ2Dmblf5hIrDroZ2YYXLQICa3ZcHgk8jr3cE4IrL",
+	"tNl5seaOuhv/tjTLtiQIZohfwneH3XYfyw7vOzQsLPJPL3X4f9xET+xQe0Kn85ulkdJWcJYbVolDL5dQ",
+	"b5YcbysU0D8Bfx6kcnzqqf4iM0WK6OpiFFnlDqEXylYr0b6aDZqZ1uSFy67JZ+R5Wp7egevpgl3UyeYI",
+	"gYxhMH+1ap7zw7/khAmUTTNRpLqAUIGigmibzZxbfBWPKsBs2e1ATpxlY0fn7c3xi+hFuj2ZpOL5plDp",
+	"aKSitnh2KUpnWqRInWJBjOj853bzJW2Ofrkci0lTXzV/e/+h8/xjJbXNwTYHzaPjvTe1oLZ3uts76J3t",
+	"vaoFNRdCWqn1FHOQ78ZT7of1raKbLiprUQTqFOHZWZ7d/qHTWQJICO2pLJF0ekS2O5tfE5pMRvSCaR6B",
+	"Rat0UbcKa9haWML7D1vVM79iVzxi+2IgbwlxPinBYftZcdZ282Wv+Zo2B93W+6eVcyf0AmnkTWR1qlja",
+	"G1rjWO7lZ5udqiNdOLzXnCWxzyEu7iNmmvJkjYFzBX8Wj+kNHWNdMjKhehSQX6csnROZErRoEf9p6dxA",
+	"PlicSBpCVzHN96dHb8gxPiVc2HJYFzJeh3CXkN1uvArZv2M00aNFWKmFuy4vbyZ/9quqifaFTqWagDxz",
+	"l2uPppTi2b3YfNm5UWCDD8/Nz+cjvoBXN6skZRtO1ZYsk7m7oZBGml+BmcPOciFlwqgASeN6cr/8lJfE",
+	"nk8fUK1nwPpF8/VEiUiiofzmN9cysBZ12kURyhk4bS5PnQrCrjUTEIUwZuMLlgbk5PUu+fr58w75P/+7",
+	"0+rsgA0iJlRhGbgZOHyhDpD1P/WO99ezd2YIWoneNwgciDhV6Pn9ux8qkDIZ5i/1XvzqtNpwHKVXxRc7",
+	"z55tvqx89ZKvZyu41POC8PDDceVwU7T3eWsqH1a+dn0HI6Se13Bn5nNc+BLInS6C7pLN19eYDPBvqyTB",
+	"BFXrORzQQpB9cV1RUV5ZKSHnXjVnLOOKkqWvWMKvWErkFFwoF1TEO85TCeU5S1hdlLyeL4gG7z8skSlt",
+	"aMW92Y5ym7N7y8+xBLA/QXYpZu6UrsoFZD2xvU9cZsmj4fB6mcfmjo4MHif3sNI7uhAWhIXD173zn/ZO",
+	"9l/vL9EEPDuvUGh9FQ7BZs6XhNGsbtKdUly1kCSRYshSMpPppSrT3XUIab6oGC4ub2xc6aFwWDS/m2Tz",
+	"6ff30y/jzVepcuNSsPkhF1UOxJ4gdCynQvuqIVbxeaLI2HxCpoJrRepUk7FUmnT+69kW+e//93+RzYCw",
+	"axrBh1hiFWThCU0VS+Fo709ycc7zSu/yy+1nX7v8XIIytKrwB9ss9AM2qCjye/i65/PUfSFfiC+BMr3l",
+	"3dyf2ahS2em0t6uUEKxitrj4I2FtRVCbuFDYzCg8BU1nLa6Y087KzHHRncmF0lREbC2FzYY5LKjs1VoX",
+	"hOysLjgbGNHOnlU+1hi1vIc7t4yWLh//2cuXuYHzwFs5tOY6WU+sdsLoInHOZ7VjiPnbk30jJpi7PKFD",
+	"RupYmti+qDY+qGQ6/Bg2AjIVsQ2usg67J6ovJtOLhEfk7ckB+vN8aYjjt98c7O+evz05CCGSj2lbJRXi",
+	"NYzuTWgC0b8uXI5rl6nfF7kw9ifKjN5okX2X/6zYcMwE1lIlCsvkmlVCzN+M62hEpMCqD5nZLdsRhN9R",
+	"a9/zpzRNeTNlA2aIHLu1ig5P3REFqxRpqJRZIQV+sr86ylmmVjIh9x58o7Qcu6KWN+JVzBXEZHuecX+U",
+	"nH2y7GMo2K5Z3cPZ8icpj7gYPoiV/NesPutahVaDmqIJU7sjKsSCbe5zm/gXJchXJ73XZ7Wgdvr2m8P9",
+	"s7MlYqSaXoy5/jS8V9MLLTVNHgApNb1+iFFv46B/qK3ds+M/qx+c8/znqEsJW3OyuSdb5ZMsk5vccRTA",
+	"kr/5C1d0zfiBmxRNuHWf4km/V+K8tu+9u8z5voJ0bHU+ybFf1kRWoICHyVKIl11nv96T6+zX27jOcCUa",
+	"tYyyRyInX61xmbmvB37jqwkX7OyB7v6vUwpdY+6ZB1xO1ws5Elwfpzxi976ziqAFxLvLaS2364UlLEB7",
+	"OUJqNj7gSn9qQEaGU+vEhT4Q266M8VjDqe0Xfzy9LRm87YVZD1MN2ABymU61HoKuT0g3llHSRWxede45",
+	"i8uCAesGJF16Eseu5cXKcyhXcgObzJilQ2Z0sWiE/SW+3nr5vOECO1nMUbcCiwGYTsZc5MfeXGRzD8ay",
+	"FnSPdeH8kNyuKCLe4uQXjvKE0RjyYj6DL/cEE1y9slQO0ICnD9aPpxzIgbNVrfPU+RHLyHsx5YlucoE1",
+	"tkndNY1S3ZTRONdFSnWhJAx0mII8T/+C/dM/xhp5/rH90z+GUnj+Kf7lH7q0Lv/c/1CencZjDr2eoEwR",
+	"XBZMZAn703Z7K3KlmuEv1sUfKTio8afQFnLIajqrQsVLb5mBTJgMMNkast35nZh/sCuDrvnFh40uSeSM",
+	"pU3zkutpZqfdJFqSrU6uO5FZQUibv5F28yU5J80QCy/5ageUJMzcLBwI9+SHKX7bWv41qYcyjVmaA+0F",
+	"TxIuhgh86JFkAYvIMUyp0AZIPszcV+rq2qVELh1NPSGhRc4WZniEhKpLW1eX1GMZqY3jk6O/7++dtsZx",
+	"QPq1Xu7rfg2nx0pfdmJaXA7XWO0Hy0+KefEp1uQtIAupp1LaBCfVaJWfJkyrInJvFHEb8yStJR7dLS6x",
+	"ypaPEFLn6lu54uAGf4xYRIfMVgTOrQNj+i+k1EqndIK/BiR0IM5yi8IG7BcS8qEgZqmeZWiTBKFDGIAM",
+	"IL3dbmNOjpf988e+smdJKaSKNn97/3MW19UOtjY/dgu/ttzPlQTeeso+m39x7Yyp+7IYVng9ztIpNLRb",
+	"xAhX26HORIyVGK44m6HHbjH0JYaQtTV9kRjfBiGzUIPycEB71vPycBa9P9Rbm1ClT6T+xFM0o5wy9imp",
+	"P+PMj/4HOp/X+CQXHnyrLBfft2nNDkzLPMu+x1M+v2XRy1w0M+UOqIw5QQUVqZSE8oVn7pjLYSc6w2R6",
+	"6yarCh8Z0GmiuyVxwqXjU9f9Z8V9fPayU1THttZ1cd2NEq5HZnLxs5928R8egi+ebxfg93xN8OWK+eOy",
+	"YCFLdMADOeQC7jY5fN3rosBFuCDh4eve+cnej2/3T/ZehSgfJHI4ZLF5mlVgzncZsN1P+1BLNzBCKh1z",
+	"X5AKD6jYSsDWw9gkxQYFUPMCCkLZzgKLXOWTbrO/watjQoo8qdKVaje1pH4SiHIBscXZIPwFChLm3NK+",
+	"ujJm+NdDHLEFwdZGkj1yQhn8YkT9SzbB9pVGL+9mNQLpkImsbCCN49QIpTT1HZmpsiWdR1SNGJY7sqUv",
+	"bcXSFulhrolPy3QLw0hJIXEZixEUawaHlw4Cv1oB+2/9DV2Eve0ggJc48KLKElEeXwtJ3cjbctDI6itO",
+	"lE4ZHZO6ywbHSUOrpChldgmxTKEdpNElLuJlqxNgyzjQYp5vl5WhXvOfxCk1LXJOuuQ/yQb5yig3dSFJ",
+	"JMdjarQANaER65LSEsgvkgsoBThGtQDeR0mrKud8fQvLf258tcyakZkitzolQyQYpH6dMvtcp1NWPqu7",
+	"MaY7UeISMtkxVmBTVexwqM5D8lW+JcVmp+kPkWg6JF+R0L/jwow3X+ReUixhUG+ivtl+QVIqYjkmF1wb",
+	"Ve3Ums9kWmpPlfAB65LUiH6GbBh0zBHTS8YmhOui+qPOf+PHr8aj7369nP0yOB+eJF9fn3Uufm3/8/Ll",
+	"P2YH461SlkkpzaSoFKnzYrLLZudj+ZcXK7Wh+7CBO8Xq/nIRi0Jizl7W2z3b/2kPy2x4zmb/XBnmaEc8",
+	"c9GOfzUN8E8drHo7faE6YPUUajdJEbEdLMLFteGV5rqG5+ffSaWbo+G5a9JOIikvOTNEO/x7087RBOwI",
+	"Hy5mtahN3E2ByPXILRtTO88zchZAra0m2FqMuAd1UwYcA+YyYrS2F7YYztpZjGdd0weLy1dqekfl57Z+",
+	"p4ryLiuxDQzVBUKG/mdH1dbipdWVXNbPS//P7lK+DtjlyldldW5SkG5Roq4O89bJUjUnV52KxcDSdkiU",
+	"0PGExcSmu3GlpvkKRCkbUy7ML+Z1UleMkdBHXoROMEaRtLFaR9rafLb1vH0HNak6S7/mD72w6zzolt8r",
+	"qFS5yB8KMW0V7cuz6la+SqWVyX3H3TIE4cV5ATK3IrmfjNfVLuobqWuwKgOlklYGvnP3ug2674rmVQmD",
+	"BZrMcuQ2Q5Kb8eKQYX+u+470vC01u4fYSsDwTxhgQlPmzHU0SY4Gte7Pax7r+2BZyp/1heV775YqxPkC",
+	"CljyDDwY9cxtAVHIhplX+S1aGGnunaGLhgj78JPKmMAIaxRbGvIrJhxdNZ9h0cGdQjE3V7nY9dqiImLm",
+	"xgVGF849gprJ5khTUEbAydP1bxN0O9p7gH5HW0cTxgjXSot8kAppD1Pr7JNJzc207J7DLXM0aqHQUoE2",
+	"5QiWv8NFguYw/DallQAOx7Qqm/F2OmBGJtc4fcGu9e40VZXpSoU6KZAlMKFDdvtc++Xa5VtVEddyL9KZ",
+	"rcH7EKwC3frLbmG1M2i5DajMS5bINK72LvaUcwkh7/a++e7o6IdSbzrYInamczV2fSKILYpzZ2lnmq6Z",
+	"QGUXXBm1tBpdsi9xOg/x4nVaHV1cqMF8NwUnO+fimexduWqx4GCPMTe4azjGPB8503K0vRG4UAHzHFN+",
+	"KJmkbMCvSR1DC1pPbS/i8GmI/CdJ7mSWrPf7T38v+OLfP633+63STw34sd9/2viPxhpmy+V6V4YTi8mO",
+	"Vo0mI60nddUgb08OAuCWcqrRyM4FYiH0eEvJIKWQhlRUjc3nqruxASE0Lft7K5LjjRFVoyEtBy8gRt6m",
+	"9E0BzW5Ep1tIXI4MfQwWItCgrvWSdF8+BI0O3wlccwcUwMCuPRspFp2H3up+QRV7vk3kgGx1yMVcM9Ui",
+	"mICbVYKPWSRjKJ5tHhcgjMMdDn748WX64tsf/vFrejb75e3xqxf7B8f/3JedA3pAT2c3F29ZMMbAHhcB",
+	"+j4DqU2tt1D5FMZXHPA+C7KVR160Wj54UAXgZoVstDR8wRf8KTOUecbOXcV/26C0TgX57uzs2NZPCwxF",
+	"Q79sADXdsfC49YStV8hjzJSiLo17EdEtqW/ymCgoHQ8xsmarTxThUOR8wsUQA2XKM1Zu3Qg0NsRlJT81",
+	"7/n9c0XiKSP14703r/bffAuhWY27GwQWbOV23FpQe7V3sP/THlrKX/f2D5blcMEQu5W1KFCBiZhBxSc2",
+	"ezN3al49A5+jwDZY1h250vjzspBBuyZa3rMMnqFL3mrrLtdNIrS9pvfhSMno9uqU7DVJCFjmo2nK9fzU",
+	"zIBLumA0ZWlvisWm8K/XDobfvzurBYs81RadaWJVR+jWUoeKNQEJL3kc2mTsgIRcqXAjpNM43AjZ9SQk",
+	"bqEBGcgkkTPbeK0vTl7vvvi68wwGu2BK+16Lk5RGmkdMNVznmIs5siGn3NcXYg+rIxaNaIMZyKUAx0aL",
+	"gEVMdUkh4JgUo41JLhqT5GMx+yIXZUzyIcYkiy8mueBiUogsJsWw4oDkI0ELYaJIFDDgEuNL+2L9CGPU",
+	"GCud6miyBe8IQMK8bJCw0SK9vriponxEU8M7CRXEV/8PaaRDrP7fJeGHvtFi+7Wus0FkZezt8Fkde1zu",
+	"xzDIpIZyxXsjieAE2A2AcEG4xrgSWDgYdACXM7HSSHA599QuuHyqSZuc0F+n5e6TXBDqnUfOZQTisfkM",
+	"/6wFNUFh9gUnU7YQOuE/sHxl+O/gutx2KbauXX0ATc1F8yKVM2ihlXBDRhp+afhitrSSh2txYR+hygPW",
+	"IyyuyMm64MtWRiZMdTOB7nU+CIgm2JPVrBKbwVywERfWeBdJoc2N7tommPaG9UVdJTyGNskizqR2tIsH",
+	"4EZXmk2a00lgI3QwPgRaiNGpHjUC0jveb1pcZZrGVFNS//7dWV8YwkHBWp1Z2ALC83XiGkG+I7widTnR",
+	"fMwVVnsULqcxyDWZcR3TGn1h1pyVEcWrTupUyzGPLDSy6qOq0eqLvvi3fyPfMg14bVsZm1/DoSTpVJDW",
+	"RjSONywVC8kk5UJDi9kUYs2hB41tb0bJ06cZRUOqAWB4+hTEqd7xPv7dF3CjUA8EatBokWMIKXr61Hek",
+	"ePqUXLBEzgIyoQob2VBFwoxRhEiAnp5BX0oip/opgWiHeV94LGiRPZjGZxaYMcUQtFVqQ9R3Mjrimv77",
+	"13MNVZ2PYbu9ZQH3bwQ7QeQ6QAwls+Axr/yef/Q7mY2k7cXLNfxpoQgf/Z6PX/u9L35vNpuF/5vhPAyN",
+	"OPj9u7MG+Z1c0OiSCcMlUouPOJBMVRebOd6CMZEKvkR+J6E7FpvY8A2cAjk7+mHvTUh+x7PEVuSo04cb",
+	"V5shYdcRm2CImlmhjYIBsmlW44wDrVYIOy6Rl3o4Gqpz89RsszSIIzMSuisvbNQnppC68l4iN8yCc91L",
+	"ChYAK3zzvxeWbiCZ+3PDkoRsR4wDYv1ubjxLFVRIueY5ouFavtpt/W6QnF7IK5jJNXai7lLAqH3RK0EK",
+	"hFxzOyqPCQqk+F5J2+3NgCiKfULzGGgZupKGUJH8hXV2z/wZelzNhBYqsp+NNC6jS8IjKWzLT4hRMq/2",
+	"BddEMBYrs5otEnKhpoMBjwzDaCpk/HAhZ1yxhr9sEEbqm6TDpdGjVE6HIzKX09RdAPP6Zov8w/yUyCEX",
+	"7oFvLZmLlupW4wwmyuTiXbtEp1MWopBIiB3YdkhyLUlzwasYa7XjLDxGaUyoNmzRN3W35WWAmZhNdlpk",
+	"35zipbJOF/9q1SI3Pvjwjo8b4wHd8G+HjmjBQsMPuWpdAYAuIN5e+DFskadPz3JNMhRYVQ09REnHI+fT",
+	"p90SmAlxBj+V612flQUk9dPD04Cw5pjyJACH0VSPDDWMDHUyV2E80WbrWy3iwi6dMdGNB7VtYV46mewU",
+	"VmDXynUXd3ozjPBUQpsHtQgZA45Ou01SpqepYWtEsBkMXrxvVNumfeHh657tQCKTGFq5KS0nCgrNcTFs",
+	"7JDtTgdjkM0ETdudL3SNyWBw2Gg9zJcKCxsB2d5sk9CvsTmUAs7Wnh7U2IIr7V8JyHbnJdFSkjFwQUJ8",
+	"cTF/icAWosxfyBihuBfhXmouVDWrh8sakIWNLgnNUYW2tbgr9ETBMWL0G6oNmVGofHNNRnQycbICtpWW",
+	"JJakHi4Ug3K1oCqLPZnh+kIx3QhIiGXMQhxvRpXt9mYldiB7tldxiFXMQgypLRYru3A15LCectAXoS8Y",
+	"FqKJiAtfuTULuU/kULXIs/YW7MnA3qggcxLmKoKFLRQEbB3+3wslsgw/4jphC/zefLHdbpPfyc/hmCbY",
+	"865pFxW+r3uILTw0PC7f2M2SqFmudR5YSApTZCWr8mNnv5YHjQ3tNcOOIbfb9lMEgdoNvAkDu2aUOR96",
+	"foaKx26qvNedpgxmw96rhQkKwf15uOR+d0OuotlcKxDuuULSzVlpoqnIEa/iXKVHZrpe9oOhGm4lbsgt",
+	"GBI132bMBC8OWHjgVl/Qk5GbF1C8OHYFSy3Avfy0CuwJjS7B2GkXjzmkhWks+6o8gvIzgAtROsVSnLQI",
+	"IqSndjt5WG3DRELq5kBORWEG/6MZ+o0kahqNMtHdfv8M8YTpkYyb5guaJHJWwpaFp2bEQ/gVeyDir27M",
+	"lzBmJMUg4VHhPrrfshuDq3mirP7lrw4MiSdYGLXYv7XqttjOrnaGXC9crgqL9Y3cnQ3L0aD8dGN63cxU",
+	"xiJpyT/xCALtshShScpoPHcZKNZ0mtc+8UQLky00a8/Pt/AQEcahd0bTy+3aubKd3S+Yoem2Oak/rU2k",
+	"cSVGmj+zwhOLS0auwa6hXmCzw3VguEkKIXwA+CY6DfJjVjx2EPR9ePfO6BAXTxM/Ot6rCZ0nksZNLWUz",
+	"oemwsN6Fh2Xy7Br9G0kAXnCDP7OkzPcdbY5ZzCkYsosUreoNM02uZ2mxWaid4WuYgV1PWITZBxWwWXzq",
+	"NpB7kuvEO2aOuHUQ9tDstWmUSxYXhy4+ccOi6ZnM5DSJCT4Egh+zKKGG1MBnqjgJz2HZJZs3U2aErcJ9",
+	"rHzDH3MJS410AuKaLTgQ8wFUg9QlAm6nX5AYS8wt/8xN6ZrcOkKQ55d2WCvHNhPoqWp7HBeodtULbgJM",
+	"BrM3f2QD2d3VF9PxhVHIB3h3fOv7wvzTfO/gIsrlHpQROsOF8uXuvFi8jVXMqPIFM02+HXiJ9XSQaP06",
+	"lZpWYlvxCZIr2yQAHpkx2fWITsE4XBg0pZohjItD5n8HKFhh3oHCgXMLpRK0W1STifKzMlCt4Rar74CM",
+	"VaIXz6x0CEKxoEmRF+FvAEL7b9DLWGpVCjvE5gLJAYY1YKlBYS6Gy+hO6bUy8XGPCT520205Yc01IC8J",
+	"au5nBwxkyhA2bE4r94YbEWnmSOtJ8wqrVoGc4FdSAPnSt8x8IHfbp3A/s938Dj6DhEdMYHsDayPvTcz9",
+	"a3ZabRsAlEWAzGazFoXHLZkON+y3auNgf3fvzekefJNV9a3lwkOuXK2v2marjW/JCRN0wmvd2lar3dqq",
+	"QRjNCDxzGy3QHaAF+sYvs0vVcg2ohxiz4W0++3GtW/uWaeiPAO2yJtIsybzUabdXtLa+XUtrGH9JP2vQ",
+	"496xC2JI7inTLQxotonK1eP6hW7Y2tM5F2Wt+/P7oKam4zFN5xjwlM7JJZtjnWGrK6iSYvj9uzNlK149",
+	"2/wam4O8aG993YAqk0OF/l1Na+/NXBuxjAyQ3D83PlClmP5ofxpBD57fVkH8O/vKAwLddgJaAnZLluEK",
+	"Te4b5gf8ikFL97oXnrU0oj64dZbA1GJ0a07HySrQHU2Y6B3v3w50btAMdDdFgVZCzc5NYhlNMdTrfgF3",
+	"lvd0VYOpZHqxKAcMPo9xxbV32m206qALB71rk5Sbab3HBMNVAqDJXxVNIvixFJk2BPa/vrAKChTu7lrr",
+	"NI7OVQAimyOfWeq/ZhEIo3RCL3jCNXiAU2Zt1s4VJFPrq4IaT86u1Ht1uP/mvPfq1UkYkETKyYVReS/m",
+	"xB5Cwzp/Q6MhpjxSITp3F7DoBAH2gPcvK+BWgUwwPZQnNxwY0OhZe2vF3HlT3vprcO0QKldgTimT06zg",
+	"2KoF1u8LAMkhwY2N/3Ov2vnu7V54WJI6rhtWC2JB4JRkKZJ59ZXJ+2OWXpFeFLGJLrgarAcpWOmCwtJt",
+	"6OQ0bKRFjgRRU7T9AD67PP6n7hNlrY6QzwXGGz330RWuBEGr2JDeWWZzfez7YqGRfddlfmRREYbCz0ZU",
+	"gyfUXMgxtqCDIg4BUZJQkdU9MDyyL2iknUsDFIjxVGmk4vSS5aZwKzzFqULMlKXa+ZzAftcyMjZ6kZdH",
+	"giyG4jQITZT0ISJuKuiwZssxLAsEIXWzz+/fnT1RlXEl6KB6+jRfqq319Cl5B5TDk5rd3b3T0/OTtwd7",
+	"pyG2KzCTWi8gi/MG25hFHKNTMU5owFNlba1G1DUzYJE1qsmAJ8x2PkCVFm7JilpyfeGKyXXxANHKVQ//",
+	"3nztFtNE01doM5GPUj7kgibu5x3XaSGzPj5RfSMgQluMPXEl59450wjISEL9kfwE30mlQ1spw2gc5edv",
+	"Ux5CnFR++rcn+2EjsGlZkFzFFYKFxTbmX8h0TBPrACX1CUsjJnQT4n2BHYX/o/M6xEiJ8H90WEi4iJJp",
+	"zOIdEkvf+0HtkHAnzFqYqB2SsglWXlEJ1DjZcSUDI6oYBiiFMRPzEM4nsA0g8ZC83IJxxwERMnfyCADv",
+	"fIZiLuBJYkL3hZ5xiEOIM4tBMs8K3AAq5u3IO+YGhmADxKV4jtxpb/uIc9pH00E+QKEOfN1grRSssUOo",
+	"L3FSGmi7vZkNhFaGAvUAb0h7yxAF596231vPjzk2rpR1QftyNe77AU0SG9XTF/VFI7OTH1z5GjA0Ghg3",
+	"WnDrzLrACUtTDqpc4ab1Rck3YqQde4cdWXCVWcw9RpHfwMZRjwKlpUbU+f7dWYHwRVRYFzAGu8CK0qnS",
+	"Dh6TVF7Pu8SGK9oIRh9oZvQLOSBhte4VGqBcckimgNDGkvaBqXcBgYBHEjrNr+lWF5K6zQMGJoXle6gw",
+	"hBrZDAQjBiRU0wso7AkmjRCiKgUUIAWIQxSJK33jrT2A78iQqJjDKDzOvQDFSUMNv9mik0FfIDmtu/RK",
+	"+zsJOYV5IWaz/rxNFHrRzaNfNA/RbQwXxhfTwW4wmJPZF7SAVzIl04mRk7bbBF2iJ8WwDFIXQy6uDej0",
+	"6Nz52wKyS+N4TkKLQ+cUw4/OUsoG/NL/jlFJfYEEMGTXGt78LWz4EDHwFFt6lutA4zi5wxVDmC9kPDcc",
+	"2Py3mSDlziEunKCL6sAKooqEuyjvNc/mE2YDpAwpsTxy7qj9xVST7/Z6r/qijovFQLrC6vDVBvqGMWoa",
+	"OTJX5Nu9sxZ5hz7uYuUxhXAHLysgOQjjXJASQyL1fu0bDMgDnz68268hMwW/xkyCQXOQyJkv6JUjgd2+",
+	"aJKnT4tlxiDULBO4crWyqqI5sPaY9/fNmW50XYQHpuSoYnUyKLhlwAgXoIv1xTYqnY5GUyDk2KKVuXca",
+	"A+aMyCPm8CmE2zBXLAqCHzDeAj2VA4h+QyEtnQrllpZ5JMwAtqqPVYiEES2UDeu37fFaCKlTJKMIomwM",
+	"o0zZHULJY4Rdo0u+6Z3u73oHlsK6QXgO5tQ77faOWU34HwCMv0EkRMYhtvKAWaTgPlLGDIFbcIw9a+sH",
+	"+wFRVJVCLqrUMB85WMs1aFaQlrSoeld6Hws1u+xalY9fhU7OWfhq4pq0r6U65QrrfHz/gGqiB8IJU0Zb",
+	"qlDVeugeLKlmu2BoNOQjlclNylnh5eYb2TzVMoVKDnm5eklCl5WqXZVge9JUF5LrrQZkxXkgbTmJu5B3",
+	"71mPuQK5KPVW4XBuTtMt8/7q5Rf5fj7yGPhTA1m6EQgCS1lAArFmhGp+3l3Oqm/DhR2vdQw2QJgV2ajj",
+	"nMuAs91+uQo6y6rm7crxmDYVMxfPHCIuybP9fFxBo5iWU9CQrYAlpGDLj6/99csVKzT6bVUtNhfHWadO",
+	"nyzGdMnUKuhWQkGtvJ5XxhvFNWUVQHxkfakZ+OLqfBWu0vKA2OLRAX27G+6e+qIIpUIpExqx3OnYFIy6",
+	"3Vr+cJbOvNnubK+aOqtjvbRnK6SxVWHEXbeb1WuoruFoJpSOiljCc8e5zuD6LWkQDs9uN7AZutPerk4W",
+	"ziwJlnBMZMIjIw2iWud1XgGFMxc0uYiOoeCGFPOxnCo7IKidnn5ZWv6gbGDJXfQLC6svlH9edZUM4LaR",
+	"Y662A35DY5fsDp9s3sIeatOBMUkONWVfpC+zI/ZcyZKgEJMpgL4XyUstqF3RZGoTfbD3auFq2IyanOO+",
+	"a+RFMHDYEL/CLHZmlE5cJ9SScTLLv9xub2auwJXhdVkazsaqMD24GiCmHg7oMROxOZwCcMr1f/N0vixX",
+	"LwROLwVXZQxf1wnBLooPgiDQalZfNyq4cVdQ3jKssArAecUBRbZPNsi/ycO3a25+dnoQi20PtQqpjMrY",
+	"F/XK6M2ALIRCYrGGTO1CMR7BMqPcGn8tKPrC1XQuxm7acsw5UvTu3btmLo6S3dLhBnd+6453HgnmK7Co",
+	"le58kTw7LcFsH8IjM5k2odGlWorIxVrCMFaH1LELRRMSMBv5wW1BKmcgsgw8n+O5NvpuFdH3prjSKnwt",
+	"WBzR1aLZ5O0kXx08A5lVPLsFPRO1S4cyWdaDgPvitM4l4OO5DC1MJLHfWUXzLrC4RWhqFUjKKu49XWO/",
+	"pUJ8Uj2vdNtWL/mDfKKsdtAl9g2j5API+8Jp+N7gXI0BVb6JesnWbK0leDK5NJ+itbdk3YV7Adc9c1Ou",
+	"5uRvs6icT/eQfyhn3v78/mPwoZwDiz/ms9J/fv+x4ES0voqmQRYSjViEfXzSskHR7H4ksSV1PlZhkPs+",
+	"8yxCyiZk7EtVEbCARVd2qaowclTBIntlIxePCNm1731X9G9kPL83A4RZW7HS0MdiZQBbjbRkAdm81wUs",
+	"C7gw0C0JvHtndHiTnAvvfAxqHoS6ecImCZ2z+KZPqz75GNQObPbvTZ/79z4GtROq2QEfc32j69y/mP+q",
+	"eQw6xNofu/c/UeC+8WY7uhzXMo69+qPXMr3gccwEfvHy5i92bVQ+fLD5bJ11+di8QxZzCtVmzMedzjof",
+	"50JZ8as11ngm5SEVcwtBdZT+OJVYuO62NPIHNmcx3sH7IJcFIljLlY+olSji0YQJyE8rZqCT+kgKOU0X",
+	"Avfz1BDpXpEMbnww/9mPP66K37K08MEMqg9ITh4vdPWF3r75izdSv5ZTEd/1dv1RokfVXUoZjctXqQe4",
+	"VXE/bsv1d+EGYZWxxYu1QZXiQ2w9cLdhgyWCSg8GvpugMoCA/KMJVvF4UEkFl3krSWWNe2NGPvNpWe4i",
+	"/HUu3O1Z7hpc8ziXofEasoLugVt/HsqQnfVn5bffuSBY4LJa5sqY0DGpHx3vvTEq3t7pbu+gd7b3am1+",
+	"u2E5OHsAwrBnh/7iSUN2qI/k4ZE8/AnJw8L9J//9//yv7K8AAoPQtoVBUblkvrUpxYgrLbEM6CoJ/Tv7",
+	"2gML6m6aJfK6XWw5KP1RDH8Uw6vFcKfkPVH5umkBEWzGlEYP08ML6SmTE/YQQvoJDPzIiR858SMnfkhO",
+	"fLJ3enTwk2XAhi2vzV5TpmRyxR7k7sPIj5f/8fI/Xv7PL4Y7krCcEqBv/yZX4I/mrS/VFwiL+0OdgQie",
+	"JeoAlNh9dAc+ugMf3YF3Jnz5CKQy5cM5Cc1XtF7LGWhJX4kUbnyA/1p/YMwShgbKIll8Bb87slgiLBXh",
+	"tvh+jEE0trLR0IafPxoJbrptn4l1Z2Tz82IwIgcWmgDspQIrh0FzC1LPirBXom+w1Ca2BD/bfw7G93gZ",
+	"/sUtZrk+I4ue6xy1r74Ut5NVf0Sij6qsUTsXL9Sx+fmOkjCqsrcQgccsHbImrOSrO9zJY5xubR324amB",
+	"bST0SBUe9fbPIvy+uN1qfUz5Z6SYu25ymnxegeMwIy45qaPui1T6ypW3kJY3fJevSmnkgCsUR7Cz10NT",
+	"ITMLdCVbQo1gsUYaj6HgwMUcfiE8fqRMj/LKA8grXh62rcoRAe9XcFl5MTc+mP+sr9WaC/SJYs6jlPF4",
+	"lz+nlPHI8lew/BM2lleM0Iz67BAttUvMNWAZT6a2u6CvD6Y0m9wrkQpupiFAplAPm1YIEsdTfV8E6oFc",
+	"EWZlx1P9qH090sVH7euRFC+Q4l5ss+AnCY3ujSQvk/7U9MJe108wiFW6hk9h5PswiP0RFBHhYqALoHqk",
+	"iY+y4iOBsuYhIylmdiFo8PTqpPf6jGhJTt9+c7h/drb36pb2IpWv3OTUz+pq1tU1PrD50kKlD1uUpbVQ",
+	"qO9ADuVUr+WdPcAKJnJaFo12E0bT5inXrPmKalpRZKhve2Grfi0g/ZrSMqVD1q+Ft6z/9EcRkaB2ynRz",
+	"WXtw2L+qalR7+zJUd6M7f0rX75qlH4rtJ+QQuprWsTpOoaZ7QCI8CGyBiPXdsfJ1CUPzN9DduJyHeKHq",
+	"xzq1dFzZo/pNhU4btjxRX+RKAkHx0mLJUvJqCrU9fV/atUqFQrmYvsjKTNsq0iHWWYEaJOcnez++3T/Z",
+	"e7Wsg8Iu9qg79bX0Hkz4cFMsTepOknx5wIcokLb2rbNrLV++L7hqSuHqvBtJQsdk39ydQcrUyBfPhsp2",
+	"IpYzLOMNlSATrjVWtsfCZwkb6OprU+Rcruv2Kg52Yu+ubTpvb5etQYpHnu9WDjWT4erZhr/5glcW331r",
+	"WY69THybfTbBqi++kDtVJHy1d7B3tgeFyKbK4MYH8x/QA2xdsv/A+f8WBn0RJVOlWdpUdMC6+f7gvtip",
+	"GmGTE0ZGVI2IpsNGy7b3whpeWAQ1KxS/SajuCykiuMcIB9f02Wg8PKKtLChLd4HZGzELwOMr+4Yf7ARd",
+	"0v5YeZkR1IfzIz1i6St7NHe6z/mKXFgi/Wiq9xLFoDNMscjU2Uxiz3BiscEVVUdRw1eRsquvdTu3KNCE",
+	"W4p35VRUOq6+kzPs0oYr8Ic0YynLV+r7YgLK7k56/nX4/ikfCmD8cFewGRH0vajj5SmcdZGU7BTarmJX",
+	"cDpXN8gAi37Zw/kn3Z9b8cNlTtmDfDPHYurbTm7LTxSRM4H1KlNDf0K7/fAR8f8UvLog+xQ7eHp+gaT1",
+	"Fiw5X2tzlX/T8YxXboKbVcMTV3r1Xy9wdxmGfqkO/S+IlhtaXCDVT5QXGJaE8+Yp9e1sqacO97MYAHen",
+	"8nk9FQWlXTFgNTJE1QhtXRKOhuo8JF/lxUFNh+QrEvqf7fAgKCYs0jL1j2lfKBalzDe8SFvkyMjelFyy",
+	"OYvJYW/Xgca9gd2pJZScnIqYpVk/q+8Oe7vnP+z9I2wERMm+EIwDP6QkkhPoXoOt1QSUhgVrFtHSSPZz",
+	"23A2a/Lg5VBsSKNsN8DQ046Q1M1OsV8G7gtU2uKWB9DkzwjMqbRNpM0XOUXZWvaxqxZMH9hGKqiV2C5A",
+	"xdLFWS+vRcU6161joSZxvuCx0jTVqi+4gPrumTaMEeWKPC3UQ37aIm+X1Q8OSPjtHlY09tffqAz+V1/p",
+	"PuuRaPCbeIrri3ya0XOFZbfbm32xrJ0JqW+3N7FhynZ7K9NJKnqkGHSgtvkL2kL0iI0J9FZcaHDSsFio",
+	"bf/qbJV9kWvjtrR4s7dOYBc3QcJWq5Ur62ybjCVgczRD5hQxB6mGRTzCsRGlQxd3lipbc/FYL1gkx0z1",
+	"BRzqT3sn+6/34VALzUoIXh2adTYJcpV8jZJYxHSjfyax63KntJwoMrO9dqgGahAs1eFcNzpbdNcgb76H",
+	"PSAii7GNUtmgUw97u2f7P+2FjXylbm8MstVePU6P5EyV0fliqlHWzRCitdBJBg3GE6rUTg5vPTYvbSiz",
+	"oo1MrocMj0ZGOYebrnL1mOtlUCNmpJQrd8LYBUb6HjMASN+bwgITsH4kgYZpMpZKZ1TxdO/0dP/ozflh",
+	"7+/nx3sn529P907CojTVIj2NgIzoxPUXLX9/sH+4f3Z+fHSwv/uPv5nrq5syiZnSFj+y/qS2uC7VjMB7",
+	"Comba5nIqNIkZRF2jYNeUf5oc77Lgu0iIwv5hm/OepBDPYdyO3YXSFZCQ+T9l50OWdJ0vsp2gCljeSPg",
+	"bUJB8vYCuK3lcv2ThHJhiU89qz5vL1UjbyegvmFPtwb4WzOSC0inZnR6AU9e85QN5LUByQEX02sj36Bd",
+	"p9at0cS87QvlGx6StU/JLwsXBE3TXH84e36ujcqgolTzE9+er2UbwNy4gaGd/uea0nQwqAU1Go+5gD4L",
+	"q5Z9OKA3NPaoLuh/K/ptmzKWyDc2P2Xxjm+hBgWXsbi0pGOet3AVzdl9MWZUzEY8YXmy/sQbxfL9/DJh",
+	"BBtxgUFSDpXZjMFuxNZl7Q0CvDqbXaBqM2mWaZvrBbYwuSF5Whqewm46ppycgdFJFaeztu3KXqYHSsO+",
+	"4codOIQobPlCyWSq2R40HlA9DS2lO8+b7c1m+/lZ+2W33e622/806FkBHevsKH72rPAZj5Pq0eG1Lfea",
+	"R8Vat6bOf+yMRhfjODl79/b6nH77k7r49oWOOy/nF9/+qA/PcnXja8gmfcOfbs2I5jd8fy6kbhrspEnT",
+	"yddNKZJ5k4qmBWOzDf/brLx9GVTfLOmdkUm6fzZwR52ffrnoPLs8+PubJNp6M7no5MGdFzFWAX1xlFsA",
+	"vXOHS4U9YZbFsbjeBjZnFHvxPUi7ncdAl8pAlz9Hav9dLCoFon7/MSiOW9+Q1+8wPNfbezaSZEQV+WWq",
+	"cjRq0ZqyGH+ytq0QcyGWOoofTYWPOf63w2dEjxw+rzYErs7s/+MDGKrjFh6R+188B87fgWVZcINpkpAr",
+	"zmZEDvKXAQ2kmVEAug3NMewAYjWW3pF7s5YXtMah16HvPr5PYSkzipzVyOreVf1J61QQNp7oOUk42FfG",
+	"8opZMydNkkYxJKQvQDmEHrdZn+3Mbg0N2OYt22i+ZM/zlpSC+uvMh30h2Myt1JoxSD0sNGtFw2jWIP2J",
+	"ynWMXTAq9MWCVSEgVBGuiWLQiixlV7YMVdfa+CfTLLIHW8ah9V0OrKHokk10X0RyMm+Rni9SLqjQuTas",
+	"bqPQjN53UTRgrG+3txtV5qJTT2+tYeVTLEaTVI6lLoWVHNJLllkFqCBgMCFoj+F+8Xl9a7mR5fYKBm7r",
+	"9pUPPyOfQVw05CFDxUfe8yC8589QZfHzC2+YrFMkqUNHDm6ndhQtkp/MYir9u+hzFeS7nL8V+pV6X6sN",
+	"q/E+G2zQCWEY5prJmWiRI5Fj0dZE0xez5W5KrpzDFOxKQHchum9AIy3TBXflPG/RBcdlfdHC2lhwwNiV",
+	"LQQJ25DOW/uS0HVkOZShalxMmdoh+QaIucDo3EKWehcOB3TXH/ED1p4szLMs2NgfsrMSScHQqmxw4tFa",
+	"9JdKi/pc6UkZ1n1eWnyqaapdK9YMtetJwVdimwUjHWjkYwhJzBJ+xXw6RcwwZmdALqiI70bNrT38QUj5",
+	"6dTRJRcnQK0vD2R9Q5ZYDHTJbLte6oDtXExoImsAWFBVaE4nVVHllbEHZJ3QA6C1KdPTVLjI8BUhCHgk",
+	"PgSh5AUmhRDyvliIIS/SNa7Q64z9f1Nb9NZnrmTz+0/247Av6JByERDWGrbgM53yXB9aDM2HRBOqSCKV",
+	"bmSr3GznBmsOpWAhASdgkeUYTAOe6kGU8wFi73AfNYSAq2IpP8ErhwNae5i6BYcDilP8QTqAm5+7jsal",
+	"G6DZZAKni0jjI1xIIQDD4NKivfWRnX1Z2sUaW/lWCvYXd63s+k7VuyP6BzBRvO7en2u44I4hU8oym6Kc",
+	"ziaKTCdFHyO2CofrdwemCbGTD6T75M0GaAkziy5Ev9lgxYQrrYKcrQkqwcU+pnHC0qb9rC9Sqs0XY67J",
+	"QCaJnBGuGzuYWebpOmo8KdNkYqSUCA4XQ02Jc5GTmNEYiz6ovrhkE12Z4AQQ+nyG/nW8zE9URnsfyeyj",
+	"A+EPJ2P7Sk1ZPubV6+f2u528ZEAqo1xXEi/Mb8yVtSzeDYzYxpe6YIANST2VUtvEyEZgbdPWqVHKCUDr",
+	"9A4mec24Yv4xROghmdWKJQNPkmzC5ZgLI/VfMKRDge8cdsWSuUsih00rwkWUTGMjPzkzytxaexoVZRO4",
+	"0me46QXXCjdb/nXKoMWeoGNW69aAIBaKAfjzf9YOagOZjqmudWtc6K1OLai51n/dzXY7qI25sH/5ogFm",
+	"Y0OW1oLadXMom9mvBlOqSH0o2LXenaZKpqGD8CRlV1xOFZnQIQiEVUuP4JtlhQw2Oy+gFLRmqfn2v37u",
+	"Nf9Jm7+1my/Pm++/+vfaYpWDh6xlA0dyTKttPEeC+Y0+GsS/kEiD+yeFlsws86xaypAzdGAMdCmd0qrk",
+	"iPwGbQzyZiTQEjxwrC6VrjJyawiQGCqXcVGibEC1bBA7UdMLxfQCDVSRnBgJaR9Mt46uzSsoIYSMc0Px",
+	"UwyqR5+xnGrUsrnuYop/qHVyCnZnFZKZnCYxgoJMqMLMexzFe0XRQ4n/NquIEjqegA2j8HbgqTCaAZ4o",
+	"EjIXkRiSunv6/bsz+yhsEEXnRMkWgfgPF3iNI5K0UC8Ad2khAFV3yoQ9cDyrRc6KfADhdSGlVjqlEzKh",
+	"ekRkSkJnOMkGD8mIXjEipFtF3ciidMiIYVyq0SI94n4pJiBstttth2bSgP4FGTLh830cM1IwEKlDVP6F",
+	"EUma7DpiLGZx6I6AGtGZiiIgYuJDqc0pbLc3d3wCF7wIG6XeeX3FUmukGsjUGVbc0iMqhNSwY1hKF/+J",
+	"sgIsEP0YFQCyNQ7Mi9+/OyOGXaAO4dFGTS9+YZGGsH5BTl7vkhfPX26RkEY6NNjDx2h08h/ImbBPBVOa",
+	"xQ2bQ1KON/fOaedd70VapmGrLGRwZbF/mFLAAEgcr2+3240uqiQ5KQSOkXC9yO1BfkLJ/2EsSzA2zPIH",
+	"9ebKFhAvU24eUJ15bLn1LxZm+wkdtABTHyrW1lKPVUqUIL3jfcdqv3931tix7tQsPTjHddGJXCU4FDSn",
+	"DW4uhZqwSC9vMrjv33lIUpTNkpGioDDedXM2mzWNytKcpgkTkYyx2d7dJ/isZvRsASsCaryZSlP9aCv/",
+	"81Cwv6DWYuSmr58/7zgRL4++pG7EJX7FugOaKBZi+L+Y65GRoSFohF+xxs0E6AP8dyHav7pwV+afoyIO",
+	"liWvBmsL7F0Cegc4YfMOTinIVCE5LW1TluAQrKijlRVxSFkk01iR0ArSRh2BwVNGlRThDoivZs9MxFQY",
+	"ER2+WPiAEvzCCL2orHDlSQaPjW5gdw0LgZD2tSxUOySrXOWNYeBMQE1RUwP/FaY0kGqNcpJFbfLYaGTF",
+	"QE/U0aRgeUXYLNagjF1wTpEMjGLKL4yW2SBZBbLs2DvtbRgRLflmFIOArSX1yBz/WsNwhnC+vfWJtM67",
+	"zfdP1zNArUpTcTkqaS5vxUL20ZD0L5Kyskos9AkrniCuIHv5bJad3AX1WdBwjyDPGah+u/2yUW11qrSz",
+	"ny0zi8sU7nolsSnY3C2Zmd1ksDcExtEpHpP//p//fwWJKRiwFgiJ/QipvSck2wiAYtB5q6pIaSYEP6Qx",
+	"+ZAZNaVaRhwzTWOq6SMdeMzuWVOW63kpwSGPy+nJZCq8s0vu/e3iANCsk0viWVLu9OZycG8VS0/d2wvL",
+	"WFYxmYNx+JKxyTLvEtZZrd0yFcNs6UEdSWsXGf3yy4s+CgZ/cC5rZZljcwMDIifYuSCZwyUxXFEKdqs0",
+	"1wOudOlyfoHVSR9vxF/a53pjPqsrgVUoZWrjy9Q95ay+xbI8ntfN2MVIysvV3VbfuZce8NrYOVZ1WnVr",
+	"DQiWFrNBz3XnU3Q1yc723vTenEFJs3d733x3dPTDaePxbv2l75ZDjeURDS55d5bhsrtO/qfVkQp+CHZl",
+	"lui1wfmEKQj/ZDF02zo+Oj1Dh384TZPQaGrfnx69CVx9d6owrv/nU01FTNOYuPv1vj7SeqK6Gxuz2ayl",
+	"7GO3vFYkxxsNoiYs4gN7yYiic9UlFuH6IrQvN7krzAiLBYNbQHI1/n1BPJ3OuyRm8RQvLsOkvUaQG0vz",
+	"MVOajichqb8V/Nom4nkIUK3ZeKIxkMJ/ZXZL9TRlYV/Uw6vNoD9tt7eiC6rY823z6XeHvd3m6Xe9zrPn",
+	"5s9+DV/IdgB/s1bxZ7+YwtMLGc/xBzsMC22R2CzxHGduxgx8MeRiDvkvA81SEs5GikXnPubLxt2i4m09",
+	"4o0WeYXZPhDXAWkrVLkOBRDPLLALNJmw1Ln1d8AMGjHznR0P4gWd9fliqknn+prUUxbzlEVYcxWD7LoY",
+	"X2dwSkgXKcziBoZLY4IJbI9d47XhNIGipXKAJtRfuDa7G8i0LxxxtBTx/GTv7OQf5+/237w6ekfqnW0y",
+	"ath6pFiuMdupK4/+urd/sPcKTtNVwHSoufHB/svoS/ZbzlToaqXaG2MEQM2EBbrOSDqZUdUXrimM2bBi",
+	"QrfIccqvqGYBSaScQDlWKI3KxWUzkRFNCI3jlCnFXJ+7AabuiIQptbjn3sHB0bvz45P9n3pne3/T6ZQt",
+	"T7q0d/KBHIh29AeqcXeHNcQ3MN0gy5o3F9ugrr0kdfTpgnUfilI+hj88hj/8seEPBcx+QGFjiUI7NLIA",
+	"FBG31K1ecW0KwRCNammkJKPnqezN9cbyBOxmR85YXlXUG+s6JxUZyxQC6SxxR/mGP6qs/ypGnJtw3rYE",
+	"dxjv0ru8HOG8yksqlRVE8GWVypZi9L1roTcww0esf/RlrK199jI2kBUmQyaw9AbczqbzznGFRbPOEsF8",
+	"aRLSkWAunMMoMSC3YzC6+XPCxbDRJeHx3ptX+2++hTB19GdaFdBoRZBD08O/ezpsBNBKbv+nvZO9VyFw",
+	"GKdJoIIKKqjrrcdEbNmQ112hqx5qZTpldPwElB+j7UiBFqAsxpphZDkoA5dsogMI9fmaxHSuMq2DpySh",
+	"ymVUVuctWZi+ykD28FQnN9kS+pOd4CMJeiRBtzKA2Rfg9kTmWmW4VPRCfF6aZEjK7VO386MvM9kdH52e",
+	"KUK9QaplpgodSQshJsEvBJoCefOc6x3mbSAYCebiMGYjigTJG3ZiHrfIG4gKA7PMjiWiZrixtIk6ucuL",
+	"lUBGVHuvdslGxOKu60Ybgo2PzEYMA0m0L9S/SLmOuRh+PinJmcOWUSvLFB5J1SOpWl+VOGU29tOrEu5i",
+	"akOi8PoKOQvKCdd5vXnlAmBC+9VCgSTrgB5TQYdsbOYyEoRiKRR5wEAtZQtEuZ8NeYAim1rKRIH9ywZu",
+	"eEdddbqx2ap1+smZyFp0F5v32oQ85xv3KUbFOZZMMZIaE/jMNlJDbhSDTldQFVYMubiG6c59c+CzlLIB",
+	"vySvMZvMAC0ge+JKzvM7s7lmTfNtxdQ+/UNh/gdaD3PFMXxkDxdYkzU3to3kWRz1x6nUjMQpHWiFI2Lp",
+	"C83GCuMExlxpHpFICmzmGc1RFfVKpy09mJ/uVzNq1XR7KqIJLjeiCo6ZqDFNEkj7HyRyhpkPZEyjEccI",
+	"PJcPbt5fciRlP1LmLzKaARPxRHKhVZ4hLXiKDE/ITedxf3HGA37FBFNQmoTGHP+J1cqETmmk8zHXEMws",
+	"NEsxkJykbMAMFFlgU+Gh0Rq4vCBLXGGHO2vZumTzPFzHEBX4/uP/DQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

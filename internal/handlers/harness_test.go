@@ -203,7 +203,7 @@ func wantProblem(t testing.TB, rec *httptest.ResponseRecorder, status int, slug 
 // of them reached Redis.
 func recordSecrets(body []byte) {
 	path := os.Getenv("HASHGATE_SECRETS_FILE")
-	if path == "" || !bytes.Contains(body, []byte(`"token"`)) && !bytes.Contains(body, []byte(`"code"`)) {
+	if path == "" || !bytes.Contains(body, []byte(`"token"`)) && !bytes.Contains(body, []byte(`"code"`)) && !bytes.Contains(body, []byte(`"secret"`)) {
 		return
 	}
 	var m map[string]any
@@ -216,6 +216,9 @@ func recordSecrets(body []byte) {
 	}
 	if v, ok := m["code"].(string); ok && v != "" {
 		lines = append(lines, "code "+v)
+	}
+	if v, ok := m["secret"].(string); ok && v != "" {
+		lines = append(lines, "secret "+v, "secret "+strings.TrimPrefix(v, "whsec_"))
 	}
 	writeSecrets(lines...)
 }

@@ -38,6 +38,7 @@ type Deps struct {
 	Sessions SessionService
 	Quotes   QuoteService
 	Cases    CaseService
+	Webhooks WebhookService
 
 	// RateLimits are the request-rate limits (all off when its Limiter is nil).
 	RateLimits RateLimits
@@ -78,7 +79,7 @@ func NewServer(d Deps) (*Server, error) {
 	for name, absent := range map[string]bool{
 		"Store": d.Store == nil, "Auth": d.Auth == nil, "TokenCheck": d.TokenCheck == nil,
 		"SessionAuth": d.SessionAuth == nil, "Tokens": d.Tokens == nil, "Sessions": d.Sessions == nil,
-		"Quotes": d.Quotes == nil, "Cases": d.Cases == nil,
+		"Quotes": d.Quotes == nil, "Cases": d.Cases == nil, "Webhooks": d.Webhooks == nil,
 	} {
 		if absent {
 			missing = append(missing, name)

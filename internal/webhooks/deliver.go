@@ -50,6 +50,8 @@ const (
 	maxBatch = 100
 	// maxParallel bounds the webhooks one replica delivers to at once.
 	maxParallel = 8
+	// maxConsumerBytes bounds a consumer name (the lease's value, docs/KEYS.md).
+	maxConsumerBytes = 100
 )
 
 // DeliverOptions configure a Deliverer.
@@ -93,6 +95,9 @@ func NewDeliverer(q Queue, h *keyhash.Hasher, o DeliverOptions) (*Deliverer, err
 	}
 	if o.Consumer == "" {
 		o.Consumer = consumerName()
+	}
+	if len(o.Consumer) > maxConsumerBytes {
+		o.Consumer = o.Consumer[len(o.Consumer)-maxConsumerBytes:] // the pid and random part are at the end
 	}
 	return &Deliverer{q: q, hasher: h, client: NewClient(o.Timeout, o.AllowPrivate), o: o,
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), running: map[string]bool{}}, nil

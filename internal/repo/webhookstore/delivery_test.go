@@ -2,8 +2,14 @@ package webhookstore
 
 import (
 	"context"
+	"errors"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/keyaudit"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -159,4 +165,56 @@ func pendingOf(t *testing.T, f *fixture, consumer string) int64 {
 func wantNoPending(t *testing.T, f *fixture) {
 	t.Helper()
 	eventually(t, 5*time.Second, "no entry left pending", func() bool { return pendingOf(t, f, "") == 0 })
+}
+
+// TestWebhookKeysAudited: after creates, deliveries, a ping's record and a delete, every key
+// under the test's prefix has a TTL and matches a pattern docs/KEYS.md declares, within bounds.
+func TestWebhookKeysAudited(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		f := newFixture(t, s, prefix)
+		ids := f.emitMany(5, 2)
+		f.deliverer(f.st, "g1", webhooks.DeliverOptions{})
+		eventually(t, 20*time.Second, "every event delivered", func() bool { return f.rcv.distinct() >= len(ids) })
+		ctx := context.Background()
+		if err := f.st.Record(ctx, "acme", f.w.ID, webhooks.Delivery{MessageID: "ping_1", EventType: webhooks.PingType, Status: webhooks.StatusDelivered, Attempts: 1}); err != nil {
+			t.Fatal(err)
+		}
+		gone, err := f.st.Create(ctx, &webhooks.Webhook{ID: webhooks.NewID(), Tenant: "acme", URL: "https://x.example/h", Events: []string{"*"}}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.Delete(ctx, "acme", gone.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.Get(ctx, "acme", gone.ID); !errors.Is(err, apperr.NotFound) {
+			t.Fatalf("deleted webhook: %v", err)
+		}
+		storetest.RequireTTLs(t, s, prefix)
+		auditKeys(t, s, prefix)
+	})
+}
+
+// auditKeys runs the keyspace audit (docs/KEYS.md's declarations) over the test's keys.
+func auditKeys(t *testing.T, s *store.Store, prefix string) {
+	t.Helper()
+	doc, err := os.Open("../../../docs/KEYS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer doc.Close()
+	decls, err := keyaudit.ParseDecls(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := (&keyaudit.Auditor{Client: s.Client, Decls: decls, Match: prefix + ":*"}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("keyaudit: %s", v)
+	}
+	if rep.Keys == 0 {
+		t.Fatal("the audit saw no key")
+	}
 }
