@@ -17,6 +17,7 @@ const (
 	ScopeQuotesWrite   = "quotes:write"
 	ScopeCasesRead     = "cases:read"
 	ScopeCasesWrite    = "cases:write"
+	ScopeEventsRead    = "events:read"
 	// ScopeTokensAdmin widens tokens:read and tokens:write from the caller's own lineage (itself
 	// and the tokens minted below it) to every token of its tenant. Only root tokens (the
 	// bootstrap token, `gateway token mint`) hold it: POST /v1/tokens never grants it.
@@ -28,6 +29,7 @@ var knownScopes = []string{
 	ScopeTokensRead, ScopeTokensWrite,
 	ScopeQuotesRead, ScopeQuotesWrite,
 	ScopeCasesRead, ScopeCasesWrite,
+	ScopeEventsRead,
 	ScopeTokensAdmin,
 }
 

@@ -107,6 +107,75 @@ func (e CaseStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventType.
+const (
+	EventTypeCaseAssigned         EventType = "case.assigned"
+	EventTypeCaseCreated          EventType = "case.created"
+	EventTypeCaseEscalated        EventType = "case.escalated"
+	EventTypeCaseReopened         EventType = "case.reopened"
+	EventTypeCaseResolved         EventType = "case.resolved"
+	EventTypeQuoteCreated         EventType = "quote.created"
+	EventTypeQuoteDeleted         EventType = "quote.deleted"
+	EventTypeQuoteSubmitted       EventType = "quote.submitted"
+	EventTypeSessionCreated       EventType = "session.created"
+	EventTypeSessionEvicted       EventType = "session.evicted"
+	EventTypeSessionLoggedOut     EventType = "session.logged_out"
+	EventTypeSessionMfaChallenged EventType = "session.mfa_challenged"
+	EventTypeSessionMfaFailed     EventType = "session.mfa_failed"
+	EventTypeSessionMfaLocked     EventType = "session.mfa_locked"
+	EventTypeSessionMfaVerified   EventType = "session.mfa_verified"
+	EventTypeSessionRevoked       EventType = "session.revoked"
+	EventTypeSessionRotated       EventType = "session.rotated"
+	EventTypeTokenIssued          EventType = "token.issued"
+	EventTypeTokenRevoked         EventType = "token.revoked"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypeCaseAssigned:
+		return true
+	case EventTypeCaseCreated:
+		return true
+	case EventTypeCaseEscalated:
+		return true
+	case EventTypeCaseReopened:
+		return true
+	case EventTypeCaseResolved:
+		return true
+	case EventTypeQuoteCreated:
+		return true
+	case EventTypeQuoteDeleted:
+		return true
+	case EventTypeQuoteSubmitted:
+		return true
+	case EventTypeSessionCreated:
+		return true
+	case EventTypeSessionEvicted:
+		return true
+	case EventTypeSessionLoggedOut:
+		return true
+	case EventTypeSessionMfaChallenged:
+		return true
+	case EventTypeSessionMfaFailed:
+		return true
+	case EventTypeSessionMfaLocked:
+		return true
+	case EventTypeSessionMfaVerified:
+		return true
+	case EventTypeSessionRevoked:
+		return true
+	case EventTypeSessionRotated:
+		return true
+	case EventTypeTokenIssued:
+		return true
+	case EventTypeTokenRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -417,6 +486,51 @@ type DeviceInfo struct {
 	Label     *string `json:"label,omitempty"`
 	UserAgent *string `json:"userAgent,omitempty"`
 }
+
+// Event One change, written in the same atomic step as the change. Never a secret.
+type Event struct {
+	// Actor Who caused it: `token:<tokenId>`, `session:<sessionId>` or `system`.
+	Actor string `json:"actor"`
+
+	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`.
+	Data map[string]interface{} `json:"data"`
+
+	// Id Stable, ordered (`<ms>-<seq>`): the cursor, the SSE id and the webhook id.
+	Id string `json:"id"`
+
+	// RequestId The X-Request-Id of the request that made the change.
+	RequestId *string `json:"requestId,omitempty"`
+
+	// Subject What changed, as a keyed id: a token id, a session id (never a token or a raw user id).
+	Subject string `json:"subject"`
+	Tenant  string `json:"tenant"`
+
+	// Time Redis's clock when the change happened.
+	Time Timestamp `json:"time"`
+
+	// TraceId The W3C trace id of that request.
+	TraceId *string `json:"traceId,omitempty"`
+
+	// Type The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
+	// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
+	// lines in the audit log. The quote and case types are reserved: the gateway does not
+	// write them yet.
+	Type EventType `json:"type"`
+}
+
+// EventPage defines model for EventPage.
+type EventPage struct {
+	Items []Event `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// EventType The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
+// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
+// lines in the audit log. The quote and case types are reserved: the gateway does not
+// write them yet.
+type EventType string
 
 // FieldError defines model for FieldError.
 type FieldError struct {
@@ -942,6 +1056,28 @@ type ResolveCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Type Only events of these types (repeat the parameter, or separate by commas).
+	Type *[]EventType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Subject Only events about this subject (a token id, a session id).
+	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
+	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, or an event id (events after it).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// After Start after this event id (as `Last-Event-ID`; the header wins).
+	After       *string      `form:"after,omitempty" json:"after,omitempty"`
+	Type        *[]EventType `form:"type,omitempty" json:"type,omitempty"`
+	Subject     *string      `form:"subject,omitempty" json:"subject,omitempty"`
+	LastEventID *string      `json:"Last-Event-ID,omitempty"`
+}
+
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1073,6 +1209,12 @@ type ServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx echo.Context, caseId CaseId, params ResolveCaseParams) error
+	// ListEvents The tenant's events, oldest first, with cursor paging
+	// (GET /v1/events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// StreamEvents The tenant's events as Server-Sent Events, live
+	// (GET /v1/events/stream)
+	StreamEvents(ctx echo.Context, params StreamEventsParams) error
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
@@ -1417,6 +1559,94 @@ func (w *ServerInterfaceWrapper) ResolveCase(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveCase(ctx, caseId, params)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// StreamEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamEventsParams
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamEvents(ctx, params)
 	return err
 }
 
@@ -2018,6 +2248,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/tokens/introspect", wrapper.IntrospectToken, options.OperationMiddlewares["introspectToken"]...)
 	router.DELETE(options.BaseURL+"/v1/tokens/:tokenId", wrapper.RevokeToken, options.OperationMiddlewares["revokeToken"]...)
 	router.GET(options.BaseURL+"/v1/tokens/:tokenId", wrapper.GetToken, options.OperationMiddlewares["getToken"]...)
+	router.GET(options.BaseURL+"/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/v1/events/stream", wrapper.StreamEvents, options.OperationMiddlewares["streamEvents"]...)
 	router.POST(options.BaseURL+"/v1/quotes", wrapper.CreateQuote, options.OperationMiddlewares["createQuote"]...)
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId", wrapper.DeleteQuote, options.OperationMiddlewares["deleteQuote"]...)
 	router.GET(options.BaseURL+"/v1/quotes/:quoteId", wrapper.GetQuote, options.OperationMiddlewares["getQuote"]...)
@@ -4248,6 +4480,365 @@ type ResolveCasedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ResolveCasedefaultApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    EventPage
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents403ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListEventsdefaultApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEventsRequestObject struct {
+	Params StreamEventsParams
+}
+
+type StreamEventsResponseObject interface {
+	VisitStreamEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamEvents200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type StreamEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	Headers       StreamEvents200ResponseHeaders
+	ContentLength int64
+}
+
+func (response StreamEvents200TexteventStreamResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents400ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents401ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents403ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents429ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents503ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StreamEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9518,6 +10109,12 @@ type StrictServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error)
+	// ListEvents The tenant's events, oldest first, with cursor paging
+	// (GET /v1/events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// StreamEvents The tenant's events as Server-Sent Events, live
+	// (GET /v1/events/stream)
+	StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error)
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error)
@@ -10018,6 +10615,56 @@ func (sh *strictHandler) ResolveCase(ctx echo.Context, caseId CaseId, params Res
 		return err
 	} else if validResponse, ok := response.(ResolveCaseResponseObject); ok {
 		return validResponse.VisitResolveCaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamEvents operation middleware
+func (sh *strictHandler) StreamEvents(ctx echo.Context, params StreamEventsParams) error {
+	var request StreamEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamEvents(ctx.Request().Context(), request.(StreamEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamEventsResponseObject); ok {
+		return validResponse.VisitStreamEventsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10896,302 +11543,326 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tchs3tigM3wqKs0+ZdJoURcmOTdXU2YosJ0os25HkeGZCbzXUDZKImgDTAEUzjqvOr7fe3+d57uHc",
-	"x7mUfSVPYS0AjW42JUqWHCejqZqKxe7Gx8LC+v740EjkZCoFE1o1+h8aY0ZTlsM/92gyZu09KXQus/ZL",
-	"2T7WMmfmScpUkvOp5lI0+o0jpqZSKKZIQvN8wcWIJDlLmdCcZorQnBHBLlhOEjNg2mlEDZWM2YSaoZiY",
-	"TRr9nxtCthUM/y5q6MWUNfoNpXMuRo2PH6PG/gkdLU98MmZEnv3CEv1AkVhpqtlPLFdciphQRShROpdi",
-	"RMxK9IJoOooI64w6JB40tgaNuLySCX3/gomRHjf6vUeP61ZxkLLJVGomdPuITTO6YOnyomKdz1hM5mMm",
-	"iB5zRXILHsIV0WNGYJtp8bMcEioIo3nGWU5y9uuMKU3mXI/xdTphxM+cLNo/sEU9CM3E9eB7IROKy6sD",
-	"YZIzqnFFcpYn7LpgOaKaveATrpeHP9g/eU788z6ZspxMZcaTRQSbs7tVJGNDTbggXCsy5yKVc0JFigBg",
-	"iRSpIjOheWZ+GQj7BhOpKk5Uy3MmBo2d/O+Pnj7t7ui/b29GZNDQTFCh4ffe06eP8EHcGYib7rL9GjZw",
-	"1Wbta31iUH9hd030mGpCp9OMs5RoGQIhIlIwknGlCddsQhhNxgPRjGFfcURi3In5l2IKsDwCIMWTIY2J",
-	"FOTw+S65YDkfcjzuFgJnIALo/Pr3x91ud2f+98fdEnR+/ftW1z2IO+SYCW2GxMVToeYsB0wlOdWsnZkd",
-	"snQg5JTlMBdp0iwjZzMNW5owTc3xTCUXWvmjHMp8TvO0TWd6THI500xFJP52/4RsXGxumF9lzn9j8UDA",
-	"vtwDt90WkSJhgCMJzTKWmytlvjIXPDE43CeUbHc3IyJz+NeWmZJQMuFKcTEaCJXIKYvMdylLeMpScsaG",
-	"MmeEioUeG9LFFUnkTJgLYRZhSBpnigjG9ZjlZMhZlt4Ae5jOF+3doWb5MuIcWwzXkswp125JufmGi1H5",
-	"Pg5lPqG60W9wobd6jchMzieGAvQ2t7/efrL1ePvrqDHhAn/s+tVwodmI5Y2o8b49ku3i18ZHs8IpzemE",
-	"aU/7FTsA6sbNCqdUjxtRQ9CJ+SbBh1HDYC7PDRU0tCdc5X/kbNjoN/62UXCXDXyqNuzYJYqaLH5gNVdq",
-	"lyQZN/Q2GUvFBDlnC9J88t//6//pPXpEpjkXmp5ljCRjmtPErL3VIbsIuAoFNV+a8zyT6WIgciDfSI+H",
-	"PFfak+Od8icwCBUSzt58a/Bju9fbMTcBpxnzjCFZciMhBefKELRhxkdj+GO7+xTxBiCKfLaAaYXCr0av",
-	"R3C47u8n5uC0ZrkZ879+Hgze9zbbg8H7r/ffffUfjVomNjykOhnXswLDZ0lGYRc0Jc2QW7b6AJp5zjUj",
-	"YzqdMqGIFNmC8CE8+XUmNXA5pXmWEaqR2l0gS44IyxQj25u9DjmyeINQLBienBnaB7caKA5LyXbvSYfE",
-	"D2MyMatmiszHVIM0YceFCzvLc0OwmkfP98jTzc0u+b//Z3Ors9nZbEVEyZp1z4S5ctxsnWbZIgLKBZuR",
-	"glC7FVg+e8+VVn3Do2fiXMi5sE+bhrJYzEAy+kC1iu1vd7c7Kw972MZDuOwKBaf+ePuSk3w1xV0sn+hb",
-	"I4NMc6aY0MhvdU6Fgl3XnqC52JUD5AqRoulOr7XOrq6zC80mKykNx4fXAFNwNzbLd2O3/S/a/q3bfnra",
-	"XnU3fjQHu3Ixv9qnN6V7bnQz0zGytJVzKf/8prMVM5j5Tgz7Xzmbtk9vOpcb3cz0RrF85UQzfHjTeezY",
-	"wK8cwQZ29Q1Nj5COmL8SKYyQbv4JohZKQxvTXJ5lbPLVLwol4fXmfI1f4aTLFNORr1QaIUFqpFN4m4zm",
-	"RBO9Q2KW5zJXMTFgUCDZkSHlmZE3UKBoRKHmVZKo6xZn390oXlwhoa71sXsftmi484knE6jhrADo9QBp",
-	"Bl4FRSA81EhHFTJVAYzTAy/bFrxTVUs+NxClGGY8+ezY6LVhUIYLpKRZJudIzS1P5+KCZjxtmxdnyigV",
-	"E/q+zVRCM1hfHBWCjJNiWl8Qmu6bG/U5wbsrCNzijtnDc5mf8TRl4nMfcGhYyWhyTiixKg3oOUqzaXs2",
-	"JWB2QAr7BZ3Zt1Kwzwmwl5Jk/IKBXpyMjcYoRow02fupAYxB8GlGE/MvA7zMiLwLMlNGKVwQiqq0Vdnd",
-	"q9YiAaz1gdHYzpn4kq7FS6mfy5lIPzOY1SwZe/uRIRgoTRod3UAJpOMvCEqvc+bF/+eUZyz93PfYycoo",
-	"XIPITTP2hYLoyAtrnw9IHkBfJimz0vUb4Y1WnxU6h2jPiohl4xGxRM1QspxdyHOWOjKFRIo0PcsPeEgc",
-	"DUQ8EyUbWtxyzMR+Px9LxUgmR1yAfUqBUc381xscF6QZT4a07U4q7g+EMyuDCcU8dWjUJ2Ai30HV01AK",
-	"M463JKK5MJMjOdOEJgmbasJ1C20nX8DxR423b9+2dwOQlY/0KmMgqmPykIqF1VnUZ5VjwIJLwIJL5tTc",
-	"LnDLkGYcmnaduWf39QEi0ANF7Kk7Y4cXEM13A9GMv9092X+7+8/To92T/dMXB4cHJ6ev949OT179sP/S",
-	"SJirnu+/3H15YtCuxFwvGfF4//j44NXLuEVkHtVZvnEoo20+UIRqzSZTrToErLADgYpGHNhkY+dl2LEW",
-	"+SGIAd42RQOj8IhyoTQRUoDvxrwPMFNfEIZWzM2Xfh68Woebr/IfZ1LTLxFFr4ehEbkMP4HoXIqgN0KN",
-	"iSOmuCQwHVLD02CQ2ZQ0LfSIIRMk7nQ6G/BOm71PGEtZGuO89rUHisTw3NkSuEYfEMAkJiN+AT8qovhv",
-	"rNUn6D5SMWm6zeFuTg93/4E7P24BPX/96hi9LfhBhPOwFV/++ObVyX71S/wgIrFR51d8uLd7vPQdvB6R",
-	"mBc2cHLOFitGOHi2f/j61cn+y71/nv6w/087GLVuTGexX3KZkpcSHTzmxOY515oJSxEQ+51/VvMJK5yN",
-	"BS6hh1Zp1ClQ08ZTppqcc5FaHqw6ZNfyXEAM57nk2r1Amo5Fy9yo560db3JOczrUxQfgp8qYxlf95w4q",
-	"cAqnJycvrO3EnDtY78HYDcOCZWV5AW4Ecxynr17vv6wbpTDDFHcHPjjaP3714qf9Z5WPjAKQzcDzaKae",
-	"0Pyc5X5yRczbTKSKNCmYv1hqjpml7uhyljGDCvCynAtCNXj8vhQF69Po6hctKwYyYeevI2a9EfSC8oye",
-	"ZZ/V7nDEUnNxeYq2N3SeG7rkFGMphnw0M0dgiI2Rc5syJwkV5v0z5vhdC4iWCxfoo/2u8LiD+Jwzai6U",
-	"sMSNOs94zgyxItY/NqZixFJ0hjm3sr24FQqo6HBJDf00pHcnsOcsMH/So3hjvX/zMQOfHw1sSoanKE1z",
-	"zVLLU2wogQFnn1Ai2Dx43VqTjKazsOxEMDgcrxIlMvXiZfHhQs7InEG4gvWPckXgVt/RmRVO0r/IqVl4",
-	"ukOzdys4tErgVWCGwLMsfMkQKTKZ0py1qUjbikHETBiGBkeKbBwj4Hzkz5wnbMe5XTFuwKop4bKsxKl9",
-	"CI4i25u9YonO771/QkcYC0TJt/snRI3lXJW2jNLFWGapCkBwR0jjeckezPIXwpyySQVVEzQMI6k2KEK0",
-	"pbHkLOMizRb9K88Z1VWZpXZgZ4v2h97d9DFUhpIY/cJ8jkhlTlv4OIcKunS3d0orRyFXkEwq7cc0ijJR",
-	"fCQgZAXUmA45GAbjqVli1BEVrdiIKPjU3SBVEXv570KIPA0KAoqQBCFF8dqSrpy92aLRGUA5lDkZciNz",
-	"c01SgzdAJSx2+CngeBUI5igRtmmWOfUFeNJ8THUwB9eKZUMnPhpp3xrs0Fi4mqIFKN26G0z5wagUe6BR",
-	"/IVQxeqbYG5Aw2qHvK1XdaNCxFsdA1dmaHZ0nqLGmfMLlpJhLieBCoxX341RClytJT297mYxP1hEcBI3",
-	"CtovmrmNpMZ3a0KsMehzmew4NE93yHb3qVtMm4u2jbmDAUPxFkP1uLbxTflMqBZCEUzNS4D0MX4TunA6",
-	"KrWWQrubu0Fh6134yyGx9yiEWGz4ZkHL+h7o+ILyMXb24w7ZtYjgRnOOBioWc7qoMkbDjqlYGARsgm0Q",
-	"OCxXwAFbOwYdLJ3Tck5zxOwpy9vAFBM6DQwYPM2Y3zhDqgrBxBlXGt3GLmbZfK02PmDA00cXwqxsTLFA",
-	"WKHubXZ3R6IYBGb95dCokL64UrPLcAieFygEHxYI5FDBjLEKe5pmwu/fnniMgUhRp3UtWdZ2LHNeRghn",
-	"VgUN3By8eROOHsVDCqFjmuXqjlDBG/P+SphQxLOWhCjgjF53o7UR4VXVjjSNbrWC2QSj78CR+nBZLYli",
-	"LOAjS9Ma7mG+XYCx3vEPMDM3bcAVMsiMXbCMTGTOdghVRh4nNE1V8c2YKy3zBWFC54sdtLdeoEiXMzk1",
-	"mgNC2DDEcoQX2n4UE2mxQMhRWsgZmTAqvNpyq+g3zaURLD+3Be4ty7L2UOYTcwdn2nttmpScyZlII0LJ",
-	"2UxxYYTefJYx88McksUgWEim7EuK6nkj1Gw6lblm6SFLOT0BW+cfE+hqhMcHitip0W3FrQIIzvovKE7j",
-	"owsshnXsJlrWZN8cPd8jTx4/3SLUPCdJRvnE6syzwMnj2A5Sag4OPzTIChZZkZjqwhM5F3ZAwZSFyTSX",
-	"U5ZrjjHLNNFXHQmu2OxidrZenlERV/0zfFSkA6K8agbbnenxC0NqwuTBb3aPD/YaUePw+W5NDiF+BL6L",
-	"I6ZmGax8aTt10DWoY6AFGq2FjYVrZB13CFcL0lLCjY1coYrE/wBXQBsgEsPdvAIYUYOG+7wUzP7Fj1Fj",
-	"lMvZVK0ZXf8tvvwxapxzkdZlYPBkjM5BOQycLGRKFdKjYms/cJHiztyZWKGxEWGAfu25QPQnLJdrNlFr",
-	"YAlA7gBf3ux2iwQxmucUHC8qTE5YM8cAcBQwbJ0VoEaJE1wPqQHOxWTBUOGB16E9xJ8voy3wWZaeMDpZ",
-	"a+mJz4xbJ8ctaljtZFeXkvdSqlnbiABlRK5JkYka6Yx9wtdFSLe/C3eRQhg1Mqp0IWR+worLAx0xqlZl",
-	"LufwzEfhlH3WOySmMy1PnYgVoyxfvPBAgQ2i5XK1GRlRzYwS4D5BZVBesDyduewoMHytRX+sePYpRx86",
-	"E6on93g7PLmn3e7Xm0+f9h5tf73dffp089LzsyPP1DpofIxvFjf8yLx/u5c8asym6SddkwqZ8CmqAXkI",
-	"lu/3H5UJwPJ1cdevchbhvQ4Xv4rw7MIsQY4STZ1j7XVAj4Y0Uyxan0StmfHWWZHyZmDmblf1hMrDXg7t",
-	"0gpXgQDNEF8eCD6NvN4QgJdcps3ekzV31N/428pUxoogWCB+Bd8ddtt9rDq871DzXOafXurw/7iKntih",
-	"9o0Oe7U0UtkKznLFKnHo1RLq1ZLjdYUC+ifgz8NcTo491V9mpkgRXfGBMqvcIfRM2ZIQ2pcMQTvEmrxw",
-	"1TX5jDxPy+MbcD1dMpw52RwhUDAM5q9Ww3N++JecMoGyaSGK1FdpKVFUEG2LmYPF1/GoEsxW3Q7kxOw9",
-	"nUwzKONw2t2cPEme5NvTaS4ebwqVj8cq6YpH56JypmWK1CtXHUhOf+62n9L2+JfziZi29UX7t3cfeo8/",
-	"1lLbALYBNF+93n/ZiBr7x3u7L3ZP9p81ooaLMazVespJqjfjKbfD+i6jmy5sZ1kE6pXh2Vudqf6h11sB",
-	"SIj9qK1Dc/yKbPc2vyY0m47pGdM8AYtW5aJuldawtbSEdx+26md+xi54wg7EUF4T4nxagcP2o/Ks3fbT",
-	"3fZz2h72O+8e1s6d0TOkkVeR1Zli+e7IGseClx9t9uqOdOnwnnOWpT7JtLyPlGnKszUGDqqqLB/TSzrB",
-	"4k9kSvU4Ir/OWL4gMido0SL+08q5gXywPJE0hK5mmu+PX70kr/Ep4cLWHDqT6TqEu4LsduN1yP4do5ke",
-	"L8NKLd11eX41+bNf1U10IHQu1RTkmZtcezSllM/uyebT3pUCG3x4an4+HfMlvLpaJanacOq2ZJnMzQ2F",
-	"NNH8AswcdpYzKTNGBUga76e3y095Rez59AHVegasXzRfT5RIJBrKr35zLQNrWaddFqGcgdMmezSpIOy9",
-	"ZgLc1BM2OWN5RI6e75GvHz/ukf/7f3qd3g7YIFJCFdbamoNHEIqtWBfZ7uuD9eydBYLWovcVAgciTh16",
-	"fv/2hxqkzEbhpd5Pnx3XG46T/KL8Yu/Ro82nta+e8/VsBed6URIefnhdO9wM7X3emspHta+9v4ERUi8a",
-	"uDPzOS58BeSOl0F3zhbra0wG+NdVkmCCuvUcDmkpCru8rqQsr1wqIQevmjOWaU1dyGcs4xcsJ3IGLpQz",
-	"KtId51uHGogVrC5LXo+XRIN3H1bIlNb3fmu2o2Bzdm/hHCsA+xOkH2JqR+WqnEFaDNv/xGVWPBoOr1d5",
-	"bG7oyOBpdgsrvaELYUlYOHy+e/rT/tHB84MVmoBn5zUKrS/TINjc+ZIw3NFNulMJvBWSZFKMWE7mMj9X",
-	"Vbq7DiENKzfh4kJj46UeCodFi5tJNp9+fz/9Ml59lWo3LgVbHHJR50DcFYRO5ExoX1bCKj4PFJmYT8hM",
-	"cK1Ik2oykUqT3n892iL//f//32QzIuw9TeBDrGMJsvCU5orlcLS3J7k453mtd/np9qOvXQInQRla1fiD",
-	"bZryCzasqaR6+HzXJzL7aqmQiwC1UKu7uT2zUa2y0+tu1ykhWOZqefGvhLUVQQHYUuUro/CUNJ21uGKg",
-	"nVWZ47I7kwulqUjYWgqbDXNYUtnrtS4ImLm8qmdkRDt7VmEwKmp5d3duBS1dPf6jp0+DgUPgXTq05jpb",
-	"T6x2wugycQ7TnjEG+c3RgRETzF2e0hEjTaz/al9UGx9UNht9jFsRmYnUxn9Zh90DNRDT2VnGE/Lm6AX6",
-	"83ztgNdvvnlxsHf65uhFDKFeTNtSlBCvYXRvQjMID3XxVFy7VO6BCOKcHygzeqtDDlyCrGKjCRNYsJIo",
-	"rEVqVglBYXOukzGRAssCFGa3YkcQn0Wtfc+f0izn7ZwNmSFy7NoqOjx1RxRdpkhDOcIaKfCT/dVJYJm6",
-	"lAm59+AbpeXEVQ68Eq9SriBo1/OM26Pk7JNlH0PB9szq7s6WP815wsXoTqzkvxZFMNeqZhk1FM2Y2htT",
-	"IZZsc5/bxL8sQT472n1+0ogax2++OTw4OVkhRqrZ2YTrT8N7NTvTUtPsDpBS0/d3Mep1HPR3tbVbdvwX",
-	"RVoDz39AXSrYGsjmnmxVT7JKboLjKIElvPlLV3TN+IGrFE24dZ/iSb9V4ry2772/yvl+CenY6n2SY7+q",
-	"iVyCAh4mKyFedZ39ekuus1+v4zrDlWjUMqoeiUC+WuMyc190+cpXMy7YyR3d/V9nFFpz3DIPOJ+tF3Ik",
-	"uH6d84Td+s5qghYQ785njWDXS0tYgvZqhNRs8oIr/akBGQVOrRMXekdsuzbGYw2ntl/869l1yeB1L8x6",
-	"mGrABpArdKr1EHR9QrqxipIuY/Nl5x5YXJYMWFcg6cqTeO36Clx6DtVSX2CTmbB8xIwuloyxiP/XW08f",
-	"t1xgJ0s56lZgMQDTyYSLcOzNZTZ3ZyxrSfdYF853ye3KIuI1Tn7pKI8YTSEv5jP4co8wA9IrS9UADXh6",
-	"Z01PqoEcOFvdOo+dH7GKvGcznuk2F1iEmTRdZx7VzxlNg1Y9qg81Q6CNDyQC+hfsn/4xFlHzj+2f/jHU",
-	"SvNP8a/q0DSdcOiWA0Vq4CZglko8mHW7W4kr1At/sT7+SMH7jD/FNo2/qOirSvUOvdkF0lyKXRdrKJbu",
-	"l2n+wS4MLpp/zdnZWMpzFbf6JJNzlrfNS64rlJ12k2hJtnpBfxezgpi2fyPd9lNyStoxlt3xue6UZMxc",
-	"GxwI9+SHKX/bWf01acYyT1kegPaMZxkXI4Q8dJmxgMWTH+VUaAMkH0Pu6zT17VISl2umHpDYYl4H0zdi",
-	"QtW5rapKmqlM1Mbro1f/ONg/7kzSiAwau8HXgwZOj3We7MS0vByusdYLFh8Ui/JTrMhaQhbSzKW02Uuq",
-	"1ak+zZhWZczdKCMu5mlaMzv6UlzWlC0eIKQOqhu50tAGf4zMQ0fM1oMN1oEB+2dSaqVzOsVfIxI7EBeJ",
-	"Q3EL9gvp2FAOsVLNMLYZgNBjCUAGkN7udjHhxgv24bEvq56r46Vo+7d3PxdBW91oa/Njv/Rrx/1cS72t",
-	"G+yzOQ/XToe6LXNgjUvjJJ9BS7BljHCZ/U0mUszDv+Bsju645biWFOLR1nQ0YvAaxMNCBcLDId21bpW7",
-	"M9f9oa7YjCp9JPUnnqIZ5ZixT8nrmRRO8j/Qs7zGJ0Hs77VSWHznm7V62Kx2G/suOWHyyrILuWxDCg6o",
-	"ijlRDRWpFXPCsiM3TNSwE51gMr/1gdXFhgzpLNP9ijjhygFQ1/vlkvv46GmvrGttreu/uhklXI/MBMGx",
-	"n3bx7x6CTx5vl+D3eE3wBaXccVmwkBUK3gs54gLuNjl8vttHgYtwQeLD57unR/s/vjk42n8Wo3yQydGI",
-	"peZpUX83rDFv+0cOoJJqZIRUOuG+HBEeULmQvK2GsEnK5emh4gGUA7J15Ze5yifdZn+DLw/4KPOkWj+p",
-	"3dSK6jkgykXEluaC2BYoRxf4nH1tXUzfb8Y4YgciqY0k+8oJZfCLEfXP2RQbABqlu19UiKMjJoqicTRN",
-	"cyOU0tz3tKXKFvQdUzVmWOzGFj609So7ZBcTSXzOpVsYhkEKictYDo9YM/K7chD41SWw/9bf0GXY2/rx",
-	"eIkjL6qsEOXxtZg0jbwth62iut5U6ZzRCWm6VG+cNLZKilJmlxCoFNtBWn3iwlm2ehE2DAMt5vF2VRna",
-	"bf+LOKWmQ05Jn/wn2SBfGeWmKSRJ5GRCjRagpjRhfVJZAvlFcgGF4CaoFsD7KGnVJZSvbz75z42vVpkq",
-	"CjvjVq9iZQRr068zZp/rfMaqZ3UzxnQjSlxBJjvGJdhUFxgcq9OYfBU2JNjstf0hEk1H5CsS+3dcDPHm",
-	"k+AlxTIGxSSam90nJKcilRNyxrVR1Y6tbUzmleZEGR+yPsmN6GfIhkHHgJieMzYlXJfVH3X6G3/9bDL+",
-	"7tfz+S/D09FR9vX7k97Zr91/nT/95/zFZKuSQlLJISkrReq0nMmy2ftY/eXJpdrQbRi4nWJ1e4mGZSEx",
-	"MIbt7p0c/LSPNTQ8Z7N/XhrDaEc8caGMfzUN8E8diXo9faE+GvUYSolJkbAdLMHEteGV5rrGp6ffSaXb",
-	"49Gpa3NNEinPOTNEO/5H287RBuyI7y4gtaxN3EyBCLqMVi2lvccFOYug+FUbbC1G3IOiKEOO0XAFMVrb",
-	"xVqOVe0tB6uu6WDF5Ss1u6Hyc12nUk3tlkuxDazQJUKGzmVH1dbipfVlWtZPOv/P/kq+DtjlalMVRWxy",
-	"kG5Roq6P4dbZSjUnKD3FUmBpOyTJ6GRa9M/nSs3C8kI5m1AuzC/mddJUjJHYh1XETjBGkbR1uY60tflo",
-	"63H3BmpSfQp+wx96adch6FbfK6hTuMwfSgFrNQ2gi9JVvkahlcl9v9UqBOHFRQky1yK5n4zX9f7nK6lr",
-	"dFl6SS2tjHzv43VbHN8UzeuyAUs0mQXktkCSq/HikGF3ptsO47wuNbuFwEnA8E8YYEpz5sx1NMteDRv9",
-	"n9c81nfRqnw+6wsLO69Wyr/56ghYzww8GM3CbQEhxoaZ1/ktOhhG7j2dy4YI+/CTapTACGtUUhrxCyYc",
-	"XTWfYUXBnVKlNle31nVaoiJh5sZFRhcOHkHFXHOkOSgj4OTp+7cJuh3tPUC/o62oD2PEa+U83kn5s7sp",
-	"ZPbJpOZqWnbLsZQBjVqqolSiTQHB8ne4TNAchl+nbhLA4TWtS1W8ng5YkMk1Tl+w93pvlqvaXKRSERRI",
-	"AZjSEbt+Iv1q7bJon3+70hloQsks53pxbMCCcDxjNGe5UfeKv547vPn+7Umjpgu2zeBtY4kcqI3chPTf",
-	"iMTnPI1tZktEYq5UvBHTWRpvGPkr9o1cIzKUWSbnts3BQBw933vyde8RDHbGlPadTaZGY+AJUy1Xp/ls",
-	"gXTXEdPmkq+33kMcEZljOkfFodzqEJBAVJ+UojdIOXSDBN5vEvq+ByII2SBhvAYpgjVIEKkRkdC5XvK8",
-	"gwu8hT5sdNkPxPpBG3gJa+2UKAWDwgmbNS+by9HqkN2BuKoCZ0LznIM9l/hqqTFNdIzVUvsk/jAwhGHQ",
-	"6DuyXpT9tMMXdT9xuR/jqCjIXK0QagQ6nACrpxqZnWs01cPCgUcCuhaoPtZ6Gmj8e6BF17M7OaW/zqrt",
-	"XLgg1OvjTgsHQ6j5DP9sRA1BYfYlvb1YCJ3yH1hYSfM7uBHXXYqtA9IcQpdA0T7L5Rxq0mfckLeWXxq+",
-	"WCytYjRYXthHyIrD+i3lFY2pGpvLA+ZBRdRY5rqdQTsI71ehGTY5MqvE+t5nbMyFlYcSKbS5tH3bVcZe",
-	"ooFoqoyn0HdMpMTZE6yqEYFl0navj6zTA03uUJOfzvS4FZHd1wdti6tM05RqSprfvz0ZCEMbKCgAhdAS",
-	"ER7W1WhFYYtFRZpyqvmEK6yOI1wMeBTUkXctCFoDYdZclF3C20yaVMsJTyw0impNqtUZiIH429/It0wD",
-	"XtveYObXeCRJPhOks5FM0g1LqGIyzbnQ0LMph/AdKCBv+wVQ8vBhQbSQagAYHj6EGhO+A+pAwI3CKByg",
-	"Bq0OeQ1emocPfQXfhw/JGcvkPCJTqjSzxqi44AUxEqCHJ9DohciZfkjAgLwYCI8FHbIP0/hgLTOmGEGE",
-	"jWt3ulPQkaIjq3096FDk1Lbt7pYF3N8IVs4NKuaOJLPgMa/8Hj763YjotrkV1/CnhSJ89HvoEvx9IH5v",
-	"t9ul/5vhPAxJkxo21CK/kzOanDNhGEFu8REHkrnqY3eUa/AeUsN6yO8kdsdiY8W+gVMg2DOZ/I5nib39",
-	"MO0x3rjYjAl7D32xITpWpM6xAGTTrMb1yuh0YtjxUi/w8Uidmqdmm5VBHJmR0K5saaM+1o80lVe83TBL",
-	"9kovDFgAXGLu/L20dAPJ4M8NSxKKHTEOiPW7ufEsV5BR+p4HRMP1ULLb+t0gOT2TFzCT68rgW3LCqAOx",
-	"W4EUyHvmdtQeU4zd6W1t+e3uZkQUxcY7IQZahq6kIVQkvLBOlAzP0ONqIZdQUfxsdCmZnBOeSGF76IDb",
-	"x7w6EFwTwViqzGq2SMyFmg2HPDEMo62Q8cOFnHPFWv6ygWfedx2ES6PHuZyNxmQhZ7m7AOb1zQ75p/kJ",
-	"28HbB75XS+CA6tfjzKpu8CgHEmIHthXlXY+fIB4A3Vc7IDvImY4IJRnVhi36Lok2HReYidlkr0MOzCme",
-	"K9cq2L1at8iND95i/nFjMqQb/u3YES1YaPwhqG4QAehca1W1qz/GHfLw4UlQVFhBwxjXqNPq2ObQHz7s",
-	"V8BMCEmxeIoKmkEWZVRI8/jwOCKsPaE8i0AHL/qkytxchckUWuZvdYjzZEOqdTAe1AKDeel0ulNagV0r",
-	"133c6dUwwlOJbWjpMmQMOHrdLsmZnuWGrRHB5jB4+b5RbbtgxIfPd23FZpml0B5DaTlVUJiDi1Frh2z3",
-	"ehjWYSZo23YXsWvkAIPDRptxWFohbkVke7NLYr/G9kgKONuwMS5caf9KRLZ7T4mWkkyACxJSdJV3lwjK",
-	"ESjzFzJGKIZAuJeaS1UgmvGqhg0xNO1emJtqG1LbxHgKuqZRYag2ZEZhDAXXZEynUycrYJ82SVJJmvFS",
-	"8rzLna9NjjfDDYRiuhWRGMs+xDgetsyWRUMxrormXzFWfYgxSqFc3OHM1dzA+nPRQMS+wEJsW+cLX+mq",
-	"iGLK5Eh1yKPuFuzJwN6oIItyz/4OCgK2bunvpZIChh9xnbElfm++2O52ye/k53hCM+wR0raLit81PcSW",
-	"HhoeFzbCsCRqHrQa+e7k5DUpTVGk+IdjF79WB00N7TXDTiAXxrbIAYHaDbwJA7vuLoFZMpyh5rGbKjRk",
-	"0pzBbNjMqDRBKV4qhEvwuxvyMprNtQLhnisk3ZxVJpqJgHiV56o8MtMFDaEN1XArcUNuwZCo+bZTJnh5",
-	"wNIDt/qSnozcvITi5bFrWGoJ7tWndWDPaHIO7YHs4jEsvzSNZV+1R1B9BnAhSudYuoiWQYT01G4nhNU2",
-	"TCSkbg/lTJRm8D+aoV9KombJuBDd7fePEE+YHsu0bb6gWSbnFWxZempGPIRfsWcM/urGfApjJlIMM56U",
-	"7qP7rbgxuJoHyupf/urAkHiCpVHLDZHqbottlWRnCJpLcVVarO+M6MxUjgaF003o+3ahMpZJS/jEIwi0",
-	"F1BF81cU760rMtQ+8URLky11PwznW3qICOPQu6Dp1f6HXNlWiWfM0HTbzMmf1ibSuAojDc+s9MTiEvS7",
-	"hi5LXmCzw/VguGkOXlEAfBuD9MMxax47CPrGVvsnFLtva5r50fFeTekikzRtaynbGc1HpfUuPaySZ9c5",
-	"00gC8IIb/JElZb5PU3vCUk7BJVymaHVvmGmCHk/l5kp2hq9hBvZ+yhIM6KqBzfJTt4HgSdBcbcIccesh",
-	"7KE5VtsolywtD11+4oZ1XUnlLEsJPgSCn7Iko4bUwGeqPAkPsOycLdo5M8JW6T7WvuGPuYKlRjoBcc3m",
-	"cKV8CNVzdIWA2+mXJMYKcwufuSldUzBHCEJ+aYe1cmw7gx5Utm1diWrXveAmwPhae/PHNjbIXX0xm5wZ",
-	"hXyId8f3kizNPwt7rZVRLnhQRegCF6qXu/dk+TbWMaPaF8w0YX+9CuvpIdH6dSY1rcW28hMkV7aoKjwy",
-	"Y7L3YzoD43Bp0JxqhjAuDxn+DlCwwrwDhQPnFkolaLeoJxPVZ1WgWsMtZiuDjFWhF4+sdAhCsaBZmRfh",
-	"bwBC+2/Qy1huVQo7xOYSyQGGNWS5QWEuRqvoTuW1KvFxjwk+dtNtOWHNNZSsCGruZwcMZMoQiWFOK3jD",
-	"jYg0c6z1tH2BWf4gJ/iVlEC+8i0zH8jd9incz2I3v4PPIOMJE1gO1trId6fm/rV7nW4jaszyzPoPVH9j",
-	"Yz6fdyg87sh8tGG/VRsvDvb2Xx7vwzdFFTRvMm9EjQtXG6Gx2eniW3LKBJ3yRr+x1el2thrguRuD822j",
-	"A7oDdLXc+GV+rjquYd+IgQfX23wO0ka/8S3TUE8W2gtMpVmSeanX7V7SCvB6LQBh/BX9/0CPe8vOiCG5",
-	"x0x3MEbE5n7Uj+sXumFr9QVeyEb/53dRQ80mE5ovGv0GKs3nbIF12ayuoCqK4fdvT5StEPBo82sspvyk",
-	"u/V1C6ryjFSj/3NjwjRtvDNzbaQyMUBy/9z4QJVi+qP9aQw1y3+7DOLf2VfuEOi2cvoKsFuyDFdoetsw",
-	"f8EvGLTAbHrhWUsj6oNbZwVMLUZ3FnSSXQa6V1Mmdl8fXA90btACdFc51muhZucmqUxmEyZuHVlPQk9X",
-	"PZgqpheLcsDgQ4wrr73X7aJVB1046F2b5txM6z0mlEy5GEVAk78qm0TwYykKbQjsfwNhFRQodNi31mkc",
-	"nasIRDZHPotsKs0SEEbplJ7xjGvwAOfM2qydK0jm1lcFafPOrrT77PDg5enus2dHcUQyKadnRuU9WxB7",
-	"CC3r/I2NhpjzRMXo3F3CoiME2B3ev6LgRW3/YiOQQY/f/IIBGj3qbn3+DspLDZFvsUvvLd4LD0vSxHXD",
-	"akEsiJySLEW2qL8yoT9m5RXZhSazJVeD9SBFl7qgsBoGOjkNG+mQV4KoGdp+AJ9datRD94myVkcIkQXj",
-	"jV746AqX1dUpN/B0ltmg7+dALDX+7LtguiIqwlD4+Zhq8ISaCznBlh2QFwfNm6koUskMjxwImmjn0gAF",
-	"YjJTGqk4PWfBFG6FxzhVjMkHVDufE9jvOkbGRi/yJb1YlzyeLUIzJX2ISLlRa0QuCwTBhvzfvz15oGrj",
-	"StBB9fBhWP2i8/AhdvcuSM3e3v7x8enRmxf7xzGWd4X+3egFZGlosE1ZwlMIIsJQIGzyDbZWI+qaGbBu",
-	"BdVkyDNmK8WiSgu35JLyHAPh6nP08QDRytWM/9F+7hbTRtNXbJM7XuV8xAXN3M87rjJtYX18oAZGQIQy",
-	"wvviQi68c6YVkbGElM5wgu+k0rFNPjQaR/X5m5zHEAoVTv/m6CBuRTbSFeJVuUKwsNTGiQuZT2hmHaCk",
-	"OWV5woRupwzVhIjE/6P3PMZIifh/9FhMuEiyWcrSHZJKXytX7ZB4Jy5KPqsdkrMpJrOqDNJGd1wVloQq",
-	"hgFKccrEIvadumGFcEheboF1sIgIGZw8AsA7nyE/FjxJTOiB0HOeYPN0bzHIFkXOMKBiaEfeMTcwBhsg",
-	"LsVz5F532/kjCR2g6SAMUGgCXzdYKwVr7RDqs0YrA213N4uB0MpQoh7gDeluGaLg3Nv2e+v5McfGlbIu",
-	"aJ8B7L4f0iyzUT0D0Vw2Mjv5wWUEg6HRwDjobw9OWJpzUOVKN20gKr4RI+3YO+zIgkt2NfcYRX4DG0c9",
-	"SpSWGlHn+7cnJcKXUGFdwBjsAivKZ0o7eExz+X7RJzYi0QYp+kAzo1/IIYnrda/YAOWcp+YuQPRiRfvA",
-	"aOaIQEwjiZ3m13ari0nTplbYTuiwB2EINbIZiDeMSKxmZ1ArCUwaMQROCijoBBCHKBKXTeytPYDvyJCo",
-	"WMAoPA1egHpPsYbfbB2faCCQnDZdxLr9ncScwrwQltl83CUKvejm0S+ax+g2hgvj85OxejaGuQ8ELeGV",
-	"zMlsauSk7S5Bl+hROSyDNMWIi/fQk3d86vxtEdmjabogscWhU4rhRyc5ZUN+7n/HqKSBQAIYs/ca3vwt",
-	"bvkQMfAUW3oWVOx2nNzhiiHMZzJdGA5s/tvOkHIHiAsn6KI6sCiTIvEeynvtk8WU2QApQ0osj1w4an82",
-	"0+S7/d1nA9HExWIgXWl1+GoLfcOYF48cmSvy7f5Jh7xFH3e5mINCuIOXFZAchHEuSIUhkeag8Q0G5IFP",
-	"H94dNJCZgl9jLsGgOczk3NdICEhgfyDa5OHDcuUGCDUrBK6g/EBdNAeWc/D+vgXTrb6L8ABJxRIIX/AB",
-	"ahgYMMIF6GPJho1ap6PRFAh5bdHK3DuNAXNG5BEL+BTCbZjLv4fgB4y3QE/lEKLfUEjLZ0K5pRUeCTOA",
-	"TZS2CpEwogUepG8n0kFIHSMZRRAVYxhlyu4QSsQh7Fp9Ar32vQNLYSo2noM59V63u2NWE/9PAMbfIRKi",
-	"4BBbIWCWKbiPlDFD4BYcYy/aoMB+QBRVlZCLOjXMRw42goZ2CnJrllXvWu9jqQyCXavy8avQ+a4IX81c",
-	"U8u1VKcgV/njuztUEz0Qjpgy2lKNqraL7sGKarYHhkZDPnKZXaWclV5uv5TtYy1zSI4L5eoV/W6sVO0K",
-	"r9mTprqUr2Q1ICvOA2kLJO5SKpNnPeYKBFHqndLhXJ35UOX99csv8/0w8hj4UwtZuhEIIktZQAKxZoR6",
-	"ft5fzaqvw4Udr3UMNkKYldmo45yrgLPdfXoZdFYVItmTkwltK2YunjlEXJJn+2FcQXF6Xvbzb1kBS0jB",
-	"Vh9f9+unl6zQ6Ld15S1cHGeTOn2yHNMlc6ugWwkFtfJmqIy3ymsqkip9ZH2leeLy6nxhg8rygNji0QF9",
-	"uxnuHvs8s0ru6ZQmLDgdm4LRtFsLD2flzJvd3vZlUxelAVf2uCI8rceIm263SIGrL4tjJpSOiljCc8O5",
-	"TuD6rWioCM+uN7AZutfdru8kVVgSLOGYyownRhpEtc7rvAJqES1pcgmdQA6jFIuJnCk7IKidnn5ZWn6n",
-	"bGDFXfQLi+svlH9ed5UM4LaRY15uB/yGpq5AAnyyeQ17qC3vgMl7qCn7uieFHXHXZYFGpZhMAfS9TF4a",
-	"UeOCZjMWNuYtXQ2bURM47vtGXgQDhw3xK81iZ0bpxHWOqhgniwIh293NwhV4aXhdkYazcVmYHlwNEFMP",
-	"h/Q1E6k5nBJwqiXVQjpflauXAqdXgqs2hq/vhGAXxQdBEGg1a64bFdy6KSivGVZYB+BQcUCR7ZMN8i9D",
-	"+PbNzS9OD2Kx7aHWIZVRGQeiWRu9GZGlUMgW1u8tKr+BGI9gmVNujb8WFAPhyuSVYzdthbuAFL19+7Yd",
-	"xFGyazrc4M5v3fDOI8F8Bha1yp0vk2enJZjtQ3hkIdNmNDlXKxG5XJ4NxuqRJhb2bUMCZisc3Ob4OwOR",
-	"ZeBhGufa6LtVRt+r4krr8LVkcURXi2bTN9Ow4GIBMqt49kt6JmqXDmWKrAcB98VpnSvAx4MMLUwksd9Z",
-	"RfMmsLhGaGodSKoq7i1dY7+lUnxSM1S6bfXs8CAfKKsd9Il9wyj5APKBcBq+NzjXY0Cdb6JZsTVbawme",
-	"TJDmU7b2Vqy7cC/guhduyss5+ZsiKufTPeQfqpm3P7/7GH2o5sDij2Hi+c/vPpaciNZX0TbIQpIxS7A0",
-	"el41KJrdjyW28AtjFYbB94VnEVI2oZKAVDUBC1j0do+qGiNHHSyKVzaCeETIrn3nu0h+I9PFrRkgzNrK",
-	"pXk/lssK2AJPFQvI5q0uYFXAhYFuReDdP6Gjq+RceOdj1PAg1O0jNs3ogqVXfVr3yceo8cJm/171uX/v",
-	"Y9Q4opq94BOur3Sd+xfDr9qvQYdY+2P3/icK3FfebEeX00bBsS//6LnMz3iaMoFfPL36iz0blQ8fbD5a",
-	"Z10+Nu+QpZxC/RDzca+3zsdBKCt+tcYaT6Q8pMI1VVav8h9nEmuBXJdG/sAWLMU7eBvkskQEG0GFiEaF",
-	"Ir6aMgH5aeUMdNIcSyFn+VLgfkgNke6VyeDGB/Ofg/TjZfFblhbemUH1DsnJ/YWuv9DbV3/xUurncibS",
-	"m96uP0r0qLtLOaNp9SrtAm7V3I/rcv09uEGNj+9qL9YGVYqPsJrrzYaNVggquzDwzQSVIQTkv5piFY87",
-	"lVRwmdeSVNa4N2bkE5+W5S7CX+fCXZ/lrsE1XwcZGs8hK+gWuPXnoQzFWX9WfvudC4IFLqtlUMaETkjz",
-	"1ev9l0bF2z/e232xe7L/bG1+u2E5OLsDwrBvh/7iSUNxqPfk4Z48/AnJw9L9J//9//vfxV8RBAahbQuD",
-	"ooJkvrUpxZgrLfPFVRL6d/a1OxbU3TQr5HW72GpQ+r0Yfi+G14vhTsl7oMK6aRERbM6URg/T3QvpOZNT",
-	"dhdC+hEMfM+J7znxPSe+S058tH/86sVPlgEbtrw2e82ZktkFu5O7DyPfX/77y39/+T+/GO5IwmpKgL79",
-	"q1yB0NL+S/UFwuL+UGcggmeFOgAldu/dgffuwHt34I0JXxiBVKV8OCehYUXrtZyBlvRVSOHGB/iv9Qem",
-	"LGNooCyTxWfwuyOLFcKyXdeg1ryfYhCNrWw0suHn90aCq27bZ2LdBdn8vBiMyIGFJgB7qcDKYdAZgzSL",
-	"Iuy16ButtImtwM/un4Px3V+Gf3OLWdBKZNlzHVD7+ktxPVn1RyT6qMoatXP5Qr02P99QEkZV9hoi8ITl",
-	"I9aGlXx1gzv5GqdbW4e9e2pg2xvdU4V7vf2zCL9PrrdaH1P+GSnmnpucZp9X4DgsiEsgdTR9kUpfufIa",
-	"0vKG7z5WK4284ArFEew3dtdUyMwCHbNXUCNYrJHGsevu2QJ+ITy9p0z38sodyCteHrbdHxEBb1dwufRi",
-	"bnww/1lfqzUX6BPFnHsp4/4uf04p457lX8Lyj9hEXjBCC+qzQ7TULjHXgGUyndnugr4+mNJseqtEKrqa",
-	"hgCZQj1sViNIvJ7p2yJQd+SKMCt7PdP32tc9XbzXvu5J8RIp3k1tFvw0o8mtkeRV0p+andnr+gkGsVrX",
-	"8DGMfBsGsT+CIiJcDHQBVPc08V5WvCdQ1jxkJMXCLgQNnp4d7T4/IVqS4zffHB6cnOw/u6a9SIWVm5z6",
-	"WV/Nur7GBzZfWqr0YYuydJYK9b2QIznTa3lnX2AFEzmrikZ7GaN5+5hr1n5GNa0pMjSwvbDVoBGRQUNp",
-	"mdMRGzTia9Z/+qOISNQ4Zrq9qj047F/VNaq9fhmqm9GdP6Xrd83SD+X2E3IEXU2bWB2nVNM9IgkeBLZA",
-	"xPruWPm6gqHhDXQ3LvAQL1X9WKeWjit71Lyq0GnLlicaiKAkEBQvLZcsJc9mUNvT96Vdq1QolIsZiKLM",
-	"tK0iHWOdFahBcnq0/+Obg6P9Z6s6KOxhj7pjX0vvzoQPN8XKpO4sC8sD3kWBtLVvnV1r9fJ9wVVTSlfn",
-	"7VgSOiEH5u4Mc6bGvng2VLYTqZxjGW+oBJlxrbGyPRY+y9hQ11+bMudyXbcv42BH9u7apvP2dtkapHjk",
-	"YbdyqJkMV882/A0LXll8961lOfYy8W322RSrvvhC7lSR+Nn+i/2TfShENlMGNz6Y/4AeYOuS/U+c/+9x",
-	"NBBJNlOa5W1Fh6wf9gf3xU7VGJucMDKmakw0HbU6tr0X1vDCIqhFofhNQvVASJHAPUY4uKbPRuPhCe0U",
-	"QVm6D8zeiFkAHl/ZN/5gJ+iT7sfay4ygPly80mOWP7NHc6P7HFbkwhLpr2Z6P1MMOsOUi0ydzCX2DCcW",
-	"G1xRdRQ1fBUpu/pGv3eNAk24pXRPzkSt4+o7OccubbgCf0hzlrOwUt8XE1B2c9Lz78P3j/lIAOOHu4LN",
-	"iKDvRRMvT+msy6Rkp9R2FbuC04W6QgZY9sseLj7p/lyLH65yyr4ImzmWU992gi0/UETOBdarzA39ie32",
-	"43vE/1Pw6pLsU+7g6fkFktZrsOSw1uZl/k3HM565Ca5WDY9c6dV/v8DdVRj6pTr0vyBabmhxiVQ/UF5g",
-	"WBHOG1Lq69lSjx3uFzEA7k6FeT01BaVdMWA1NkTVCG19Eo9H6jQmX4XioKYj8hWJ/c92eBAUM5ZomfvH",
-	"dCAUS3LmG17kHfLKyN6UnLMFS8nh7p4DjXsDu1NLKDk5EynLi35W3x3u7p3+sP/PuBURJQdCMA78kJJE",
-	"TqF7DbZWE1AaFqxZREsj2S9sw9miyYOXQ7EhjbLdAGNPO2LSNDvFfhm4L1Bpy1seQpM/IzDn0jaRNl8E",
-	"irK17GNXLZg+so1UUCuxXYDKpYuLXl7LinXQrWOpJnFY8Fhpmms1EFxAffdCG8aIckUeluohP+yQN6vq",
-	"B0ck/nYfKxr7629UBv+rr3Rf9Eg0+E08xfVFPs3oQWHZ7e7mQKxqZ0Ka291NbJiy3d0qdJKaHikGHaht",
-	"/oK2ED1mEwK9FZcanLQsFmrbv7pY5UAEbdxWFm/21gns4iZI3Ol0grLOtslYBjZHM2SgiDlItSziEY6N",
-	"KB26uLNUxZrLx3rGEjlhaiDgUH/aPzp4fgCHWmpWQvDq0KKzSRRU8jVKYhnTjf6Zpa7LndJyqsjc9tqh",
-	"GqhBtFKHc93obNFdg7xhD3tARJZiG6WqQacZ7+6dHPy0H7fCSt3eGGSrvXqcHsu5qqLz2UyjrFsgRGep",
-	"kwwajKdUqZ0Abz02r2woc0kbmaCHDE/GRjmHm66CeszNKqgRM3LKlTth7AIjfY8ZAKTvTWGBCVg/lkDD",
-	"NJlIpQuqeLx/fHzw6uXp4e4/Tl/vH52+Od4/isvSVIfsagRkQqeuv2j1+xcHhwcnp69fvTjY++ffzfXV",
-	"bZmlTGmLH0V/Ultcl2pG4D2FxM21TGRUaZKzBLvGQa8of7SB77JkuyjIQtjwzVkPAtRzKLdjd4FkJTZE",
-	"3n/Z65EVTefrbAeYMhYaAa8TChLaC+C2Vsv1TzPKhSU+zaL6vL1UrdBOQH3Dnn4D8LdhJBeQTs3o9Aye",
-	"POc5G8r3BiQvuJi9N/IN2nUa/QbNzNu+UL7hIUX7lHBZuCBomub6w9nzc21UhjWlmh/49nwd2wDmyg2M",
-	"7PQ/N5Smw2EjatB0wgX0Wbhs2YdDekVjj/qC/tei37YpY4V8Y/NTlu74FmpQcBmLS0s64aGFq2zOHogJ",
-	"o2I+5hkLyfoDbxQL+/kVwgg24gKDpBwpsxmD3Yitq9obRHh1NvtA1ebSLNM214tsYXJD8rQ0PIVddUyB",
-	"nIHRSTWns7btyl6mO0rDvuLKvXAIUdrymZLZTLN9aDygdjW0lO49bnc3293HJ92n/W633+3+y6BnDXSs",
-	"s6P82aPSZzzN6keH17bcax4VG/2GOv2xNx6fTdLs5O2b96f025/U2bdPdNp7ujj79kd9eBLUjW8gm/QN",
-	"f/oNI5pf8f2pkLptsJNmbSdft6XIFm0q2haM7S78b7P29hVQfbmid0Yh6f7ZwJ30fvrlrPfo/MU/XmbJ",
-	"1svpWS8EdyhiXAb05VGuAfTeDS4V9oRZFcfiehvYnFHsxXcn7XbuA11qA13+HKn9N7GolIj67cegOG59",
-	"RV6/w/Cgt/d8LMmYKvLLTAU0atmashx/sratEHMhVjqK702F9zn+18NnRI8Any83BF6e2f/HBzDUxy3c",
-	"I/e/eQ6cvwOrsuCGsywjF5zNiRyGlwENpIVRALoNLTDsAGI1Vt6RW7OWl7TGkdehbz6+T2GpMorAamR1",
-	"77r+pE0qCJtM9YJkHOwrE3nBrJmTZlmrHBIyEKAcQo/bos92YbeGBmyLjm00X7HneUtKSf115sOBEGzu",
-	"VmrNGKQZl5q1omG0aJD+QAUdY5eMCgOxZFWICFWEa6IYtCLL2YUtQ9W3Nv7prIjswZZxaH2XQ2soOmdT",
-	"PRCJnC46ZNcXKRdU6KANq9soNKP3XRQNGJvb3e1Wnbno2NNba1j5FIvRNJcTqSthJYf0nBVWASoIGEwI",
-	"2mO4X3yob602slxfwcBtXb/y4WfkM4iLhjwUqHjPe+6E9/wZqix+fuENk3XKJHXkyMH11I6yRfKTWUyt",
-	"fxd9roJ8F/hboV+p97XasBrvs8EGnRCGYa6ZnIsOeSUCFm1NNAMxX+2m5Mo5TMGuBHQXovuGNNEyX3JX",
-	"LkKLLjgum8sW1taSA8aubClI2IZ0XtuXhK4jy6EMVeNixtQOCRsgBoHRwUJWehcOh3TPH/Ed1p4szbMq",
-	"2NgfsrMSScHQqmxw4t5a9JdKi/pc6UkF1n1eWnysaa5dK9YCtZtZyVdimwUjHWiFMYQkZRm/YD6dImUY",
-	"szMkZ1SkN6Pm1h5+J6T8eObokosToNaXB7K+IUssBbpktt2sdMB2LiY0kbUALKgqtGfTuqjy2tgDsk7o",
-	"AdDanOlZLlxk+CUhCHgkPgSh4gUmpRDygViKIS/TNa7Q64z9f3Nb9NZnrhTz+08O0ngg6IhyERHWGXXg",
-	"M53zoA8thuZDoglVJJNKt4pVbnaDwdojKVhMwAlYZjkG04CnehAFPkDsHe6jhhBwdSzlJ3jlcEgbd1O3",
-	"4HBIcYo/SAdw83PX0bhyAzSbTuF0EWl8hAspBWAYXFq2t96zsy9Lu1hjK99Kwf7irpU936l6b0z/ACaK",
-	"1937cw0X3DFkSllmU5bT2VSR2bTsY8RW4XD9bsA0IXbyjnSf0GyAljCz6FL0mw1WzLjSKgpsTVAJLvUx",
-	"jVOWt+1nA5FTbb6YcE2GMsvknHDd2sHMMk/XUePJmSZTI6UkcLgYakqci5ykjKZY9EENxDmb6toEJ4DQ",
-	"5zP0r+NlfqAK2ntPZu8dCH84GTtQasbCmFevn9vvdkLJgNRGuV5KvDC/MShrWb4bGLGNL/XBABuTZi6l",
-	"tomRrcjapq1To5ITgNbpHUzymnPF/GOI0EMyqxXLhp4k2YTLCRdG6j9jSIci3znsgmULl0QOm1aEiySb",
-	"pUZ+cmaUhbX2tGrKJnClT3DTS64Vbrb864xBiz1BJ6zRbwBBLBUD8Of/qBs1hjKfUN3oN7jQW71G1HCt",
-	"//qb3W7UmHBh//JFA8zGRixvRI337ZFsF78aTKkj9bFg7/XeLFcyjx2Epzm74HKmyJSOQCCsW3oC36wq",
-	"ZLDZewKloDXLzbf/9fNu+1+0/Vu3/fS0/e6r/2gsVzm4y1o2cCSvab2N55VgfqP3BvEvJNLg9kmhJTOr",
-	"PKuWMgSGDoyBrqRTWpUckd+gjUHeggRaggeO1ZXSVUFuDQESI+UyLiqUDaiWDWInanammF6igSqRUyMh",
-	"HYDp1tG1RQ0lhJBxbih+jkH16DOWM41aNtd9TPGPtc6Owe6sYjKXsyxFUJApVZh5j6N4ryh6KPHfZhVJ",
-	"RidTsGGU3o48FUYzwANFYuYiEmPSdE+/f3tiH8UtouiCKNkhEP/hAq9xRJKX6gXgLi0EoOpOlbBHjmd1",
-	"yEmZDyC8zqTUSud0SqZUj4nMSewMJ8XgMRnTC0aEdKtoGlmUjhgxjEu1OmSXuF/KCQib3W7XoZk0oH9C",
-	"Rkz4fB/HjBQMRJoQlX9mRJI2e58wlrI0dkdAjehMRRkQKfGh1OYUtrubOz6BC16EjVLvvL5guTVSDWXu",
-	"DCtu6QkVQmrYMSylj/9EWQEWiH6MGgDZGgfmxe/fnhDDLlCH8GijZme/sERDWL8gR8/3yJPHT7dITBMd",
-	"G+zhEzQ6+Q/kXNinginN0pbNIanGm3vntPOu7yZa5nGnKmRwZbF/lFPAAEgcb253u60+qiSBFALHSLhe",
-	"5vYgP6HkfzeWJRgbZvmDenMVC0hXKTd3qM7ct9z6Nwuz/YQOWoCpdxVra6nHZUqUILuvDxyr/f7tSWvH",
-	"ulOL9OCA66ITuU5wKGlOG9xcCjVliV7dZPDAv3OXpKiYpSBFUWm89+35fN42Kkt7lmdMJDLFZns3n+Cz",
-	"mtGLBVwSUOPNVJrqe1v5n4eC/QW1FiM3ff34cc+JeCH6kqYRl/gF6w9ppliM4f9iocdGhoagEX7BWlcT",
-	"oA/w36Vo//rCXYV/joo0WpW8Gq0tsPcJ6B3ghA0dnFKQmUJyWtmmrMAhuqSOVlHEIWeJzFNFYitIG3UE",
-	"Bs8ZVVLEOyC+mj0zkVJhRHT4YukDSvALI/SissKVJxk8NbqB3TUsBELa17JQ7ZCicpU3hoEzATVFTQ38",
-	"LzGlgVRrlJMiapOnRiMrB3qijiYFCxVhs1iDMnbBgSIZGcWUnxkts0WKCmTFsfe62zAiWvLNKAYBOyvq",
-	"kTn+tYbhDOF8fesT6Zz22+8ermeAuixNxeWo5EHeioXsvSHp3yRl5TKx0CeseIJ4CdkLs1l2ggvqs6Dh",
-	"HkGeM1D9bvdpq97qVGtnP1llFpc53PVaYlOyuVsyM7/KYG8IjKNTPCX//b/+3xoSUzJgLRES+xFSe09I",
-	"thEA5aDzTl2R0kIIvktj8iEzakq9jDhhmqZU03s6cJ/ds6Yst+ulBIc8LqenkKnwzq6499eLA0CzTpDE",
-	"s6Lc6dXl4N4olh+7t5eWsapiMgfj8Dlj01XeJayz2rhmKobZ0p06ktYuMvrllxe9Fwz+4FzW2jLH5gZG",
-	"RE6xc0G2gEtiuKIU7Fppri+40pXL+QVWJ72/EX9pn+uV+ayuBFaplKmNL1O3lLP6BsvyfHx3+WJhdXa6",
-	"pSBye0knVNARmzChwaCiWA6BcCjMKhtE7342yjQkImopMwXBIpa5+c3Uh2QwkTrAGEHXtzEoFzi3TktH",
-	"P7wbpjzHiinGUqOTcwi9lC5YrhhUA4TMWTHi4j1Md+oLqJ/klA35OXmOHjcDtIjsiwu5CHdm/XFt823N",
-	"1N5ErtBGjgpFEEDopR+j6bCUq2BsK+0sj/pj0cxc4YhFk1CkpROuNE9IIgUWPE4WGI3pWYBNzwqnsy1Y",
-	"lqfbVwnNcLkJVXDMRE1olkFo1NDoUGAdJhOajDlqKS5mxrxfM6ShkIIpCKakKcd/Yn6F0DlNdGglAvOL",
-	"0CxH0xfJ2ZCZPbHIBu9AaUiiF1OMa1FYk5OPhOEj52wR7nICesy7j/9fAAAA//8=",
+	"7L3rchu3tiD8KiiemTLpNCnq4htVu+YoMp0osWxHkuO9T+hRQ90giagJMA1QNLfjqvk19f0+3/cO8x7z",
+	"KOdJvsJaABrdbEqULDlOtnbVrljsblwWFtb98rGRyMlUCia0avQ+NsaMpiyHf+7TZMza+1LoXGbtV7J9",
+	"rGXOzJOUqSTnU82laPQaR0xNpVBMkYTm+YKLEUlyljKhOc0UoTkjgl2wnCRmwLTTiBoqGbMJNUMxMZs0",
+	"er80hGwrGP591NCLKWv0GkrnXIwanz5Fjf4JHS1PfDJmRJ79yhL9QJFYaarZzyxXXIqYUEUoUTqXYkTM",
+	"SvSCaDqKCOuMOiQeNLYHjbi8kgn98JKJkR43eluPHtet4iBlk6nUTOj2EZtmdMHS5UXFOp+xmMzHTBA9",
+	"5orkFjyEK6LHjMA20+JnOSRUEEbzjLOc5Oy3GVOazLke4+t0woifOVm0f2SLehCaievB91ImFJdXB8Ik",
+	"Z1TjiuQsT9h1wXJENXvJJ1wvD3/QP3lB/PMembKcTGXGk0UEm7O7VSRjQ024IFwrMucilXNCRYoAYIkU",
+	"qSIzoXlmfhkI+wYTqSpOVMtzJgaN3fxvj5496+7qv+1sRmTQ0ExQoeH3rWfPHuGDuDMQN91l+w1s4KrN",
+	"2td6xKD+wu6a6DHVhE6nGWcp0TIEQkSkYCTjShOu2YQwmowHohnDvuKIxLgT8y/FFGB5BECKJ0MaEynI",
+	"4Ys9csFyPuR43C0EzkAE0Pntb4+73e7u/G+PuyXo/Pa37a57EHfIMRPaDImLp0LNWQ6YSnKqWTszO2Tp",
+	"QMgpy2Eu0qRZRs5mGrY0YZqa45lKLrTyRzmU+ZzmaZvO9JjkcqaZikj8Xf+EbFxsbphfZc7/yeKBgH25",
+	"B267LSJFwgBHEpplLDdXynxlLnhicLhHKNnpbkZE5vCvbTMloWTCleJiNBAqkVMWme9SlvCUpeSMDWXO",
+	"CBULPTakiyuSyJkwF8IswpA0zhQRjOsxy8mQsyy9AfYwnS/ae0PN8mXEObYYriWZU67dknLzDRej8n0c",
+	"ynxCdaPX4EJvbzUiMzmfGAqwtbnzZOfp9uOdJ1FjwgX+2PWr4UKzEcsbUeNDeyTbxa+NT2aFU5rTCdOe",
+	"9it2ANSNmxVOqR43ooagE/NNgg+jhsFcnhsqaGhPuMr/lrNho9f4t42Cu2zgU7Vhxy5R1GTxI6u5Unsk",
+	"ybiht8lYKibIOVuQ5tP/+l//79ajR2Sac6HpWcZIMqY5TczaWx2yh4CrUFDzpTnPM5kuBiIH8o30eMhz",
+	"pT053i1/AoNQIeHszbcGP3a2tnbNTcBpxjxjSJbcSEjBuTIEbZjx0Rj+2Ok+Q7wBiCKfLWBaofCr0esR",
+	"HK77+6k5OK1Zbsb8n78MBh+2NtuDwYcn/fff/LdGLRMbHlKdjOtZgeGzJKOwC5qSZsgtWz0AzTznmpEx",
+	"nU6ZUESKbEH4EJ78NpMauJzSPMsI1UjtLpAlR4RlipGdza0OObJ4g1AsGJ6cGdoHtxooDkvJztbTDokf",
+	"xmRiVs0UmY+pBmnCjgsXdpbnhmA1j17sk2ebm13yf//P5nZns7PZioiSNeueCXPluNk6zbJFBJQLNiMF",
+	"oXYrsHz2gSuteoZHz8S5kHNhnzYNZbGYgWT0gWoV29/p7nRWHvawjYdw2RUKTv3xziUn+XqKu1g+0XdG",
+	"BpnmTDGhkd/qnAoFu649QXOxKwfIFSJF051ea51dXWcXmk1WUhqOD68BpuBubJbvxl77P2j7n932s9P2",
+	"qrvxkznYlYv5zT69Kd1zo5uZjpGlrZxL+ec3na2Ywcx3Ytj/ytm0fXrTudzoZqa3iuUrJ5rhw5vOY8cG",
+	"fuUINrCrb2l6hHTE/JVIYYR0808QtVAa2pjm8ixjk29+VSgJrzfnG/wKJ12mmI58pdIICVIjncLbZDQn",
+	"muhdErM8l7mKiQGDAsmODCnPjLyBAkUjCjWvkkRdtzj77kbx4goJda2P3fuwRcOdTzyZQA1nBUCvB0gz",
+	"8CooAuGhRjqqkKkKYJweeNm24J2qWvKlgSjFMOPJF8dGrw2DMlwgJc0yOUdqbnk6Fxc042nbvDhTRqmY",
+	"0A9tphKawfriqBBknBTT+orQtG9u1JcE754gcIs7Zg8vZH7G05SJL33AoWElo8k5ocSqNKDnKM2m7dmU",
+	"gNkBKexXdGbfScG+JMBeSZLxCwZ6cTI2GqMYMdJkH6YGMAbBpxlNzL8M8DIj8i7ITBmlcEEoqtJWZXev",
+	"WosEsNYHRmM7Z+JruhavpH4hZyL9wmBWs2Ts7UeGYKA0aXR0AyWQjr8iKL3JmRf/X1CesfRL32MnK6Nw",
+	"DSI3zdhXCqIjL6x9OSB5AH2dpMxK12+FN1p9Uegcoj0rIpaNR8QSNUPJcnYhz1nqyBQSKdL0LD/gIXE0",
+	"EPFMlGxoccsxE/v9fCwVI5kccQH2KQVGNfNfb3BckGY8GdK2O6m4NxDOrAwmFPPUoVGPgIl8F1VPQynM",
+	"ON6SiObCTI7kTBOaJGyqCdcttJ18BccfNd69e9feC0BWPtKrjIGojslDKhZWZ1FfVI4BCy4BCy6ZU3O7",
+	"wC1DmnFo2nXmnr03B4hADxSxp+6MHV5ANN8NRDP+bu+k/27vH6dHeyf905cHhwcnp2/6R6cnr3/svzIS",
+	"5qrn/Vd7r04M2pWY6yUjHvePjw9ev4pbROZRneUbhzLa5gNFqNZsMtWqQ8AKOxCoaMSBTTZ2XoZda5Ef",
+	"ghjgbVM0MAqPKBdKEyEF+G7M+wAz9RVhaMXcfOnnwat1uPk6/2kmNf0aUfR6GBqRy/ATiM6lCHoj1Jg4",
+	"YopLAtMhNTwNBplNSdNCjxgyQeJOp7MB77TZh4SxlKUxzmtfe6BIDM+dLYFr9AEBTGIy4hfwoyKK/5O1",
+	"egTdRyomTbc53M3p4d7fcefHLaDnb14fo7cFP4hwHrbiy5/evj7pV7/EDyISG3V+xYf7e8dL38HrEYl5",
+	"YQMn52yxYoSD5/3DN69P+q/2/3H6Y/8fdjBq3ZjOYr/kMiWvJDp4zInNc641E5YiIPY7/6zmE1Y4Gwtc",
+	"Qg+t0qhToKaNp0w1OecitTxYdcie5bmAGM5zybV7gTQdi5a5Uc9bu97knOZ0qIsPwE+VMY2v+s8dVOAU",
+	"Tk9OXlrbiTl3sN6DsRuGBcvK8gLcCOY4Tl+/6b+qG6UwwxR3Bz446h+/fvlz/3nlI6MAZDPwPJqpJzQ/",
+	"Z7mfXBHzNhOpIk0K5i+WmmNmqTu6nGXMoAK8LOeCUA0ev69Fwfo8uvpVy4qBTNj564hZbwW9oDyjZ9kX",
+	"tTscsdRcXJ6i7Q2d54YuOcVYiiEfzcwRGGJj5NymzElChXn/jDl+1wKi5cIFemi/KzzuID7njJoLJSxx",
+	"o84znjNDrIj1j42pGLEUnWHOrWwvboUCKjpcUkM/D+ndCew7C8yf9CjeWu/ffMzA50cDm5LhKUrTXLPU",
+	"8hQbSmDA2SOUCDYPXrfWJKPpLCw7EQwOx6tEiUy9eFl8uJAzMmcQrmD9o1wRuNV3dGaFk/QvcmoWnu7Q",
+	"7N0KDq0SeBWYIfAsC18yRIpMpjRnbSrStmIQMROGocGRIhvHCDgf+TPnCdt1bleMG7BqSrgsK3FqH4Kj",
+	"yM7mVrFE5/fun9ARxgJR8l3/hKixnKvSllG6GMssVQEI7ghpPC/Zh1n+QphTNqmgaoKGYSTVBkWItjSW",
+	"nGVcpNmid+U5o7oqs9QO7GzR/tC7mz6GylASo1+YzxGpzGkLH+dQQZfuzm5p5SjkCpJJpf2YRlEmio8E",
+	"hKyAGtMhB8NgPDVLjDqiohUbEQWfuhukKmIv/1UIkadBQUARkiCkKF5b0pWzN1s0OgMohzInQ25kbq5J",
+	"avAGqITFDj8FHK8CwRwlwjbNMqe+AE+aj6kO5uBasWzoxEcj7VuDHRoLV1O0AKVbd4MpPxqVYh80ir8Q",
+	"qlh9E8wNaFjtkHf1qm5UiHirY+DKDM2OzlPUOHN+wVIyzOUkUIHx6rsxSoGrtaRnq7tZzA8WEZzEjYL2",
+	"i2ZuI6nx3ZoQawz6XCY7Ds3TXbLTfeYW0+aibWPuYMBQvMVQPa5tfFM+E6qFUART8xIgfYzfhC6cjkqt",
+	"pdDu5m5Q2HoX/nJI7D0KIRYbvlnQsp4HOr6gfIyd/bhD9iwiuNGco4GKxZwuqozRsGMqFgYBm2AbBA7L",
+	"FXDA1q5BB0vntJzTHDF7yvI2MMWETgMDBk8z5jfOkKpCMHHGlUa3sYtZNl+rjY8Y8PTJhTArG1MsEFao",
+	"e5vd3ZEoBoFZfzk0KqQvrtTsMhyC5wUKwYcFAjlUMGOswp6mmfCHdyceYyBS1GldS5a1XcuclxHCmVVB",
+	"AzcHb96Eo0fxkELomGa5uiNU8Ma8vxImFPGsJSEKOKPX3WhtRHhVtSNNo1utYDbB6LtwpD5cVkuiGAv4",
+	"yNK0hnuYbxdgrHf8A8zMTRtwhQwyYxcsIxOZs11ClZHHCU1TVXwz5krLfEGY0PliF+2tFyjS5UxOjeaA",
+	"EDYMsRzhhbYfxURaLBBylBZyRiaMCq+23Cr6TXNpBMsvbYF7x7KsPZT5xNzBmfZemyYlZ3Im0ohQcjZT",
+	"XBihN59lzPwwh2QxCBaSKfuaonreCjWbTmWuWXrIUk5PwNb5xwS6GuHxgSJ2anRbcasAgrP+K4rT+OQC",
+	"i2Ede4mWNdk3Ry/2ydPHz7YJNc9JklE+sTrzLHDyOLaDlJqDww8NsoJFViSmuvBEzoUdUDBlYTLN5ZTl",
+	"mmPMMk30VUeCKza7mJ2tl2dUxFX/Ah8V6YAor5rB9mZ6/NKQmjB58Nu944P9RtQ4fLFXk0OIH4Hv4oip",
+	"WQYrX9pOHXQN6hhogUZrYWPhGlnHHcLVgrSUcGMjV6gi8d/BFdAGiMRwN68ARtSg4T4vBbN/8VPUGOVy",
+	"NlVrRtd/hy9/ihrnXKR1GRg8GaNzUA4DJwuZUoX0qNjaj1ykuDN3JlZobEQYoF97LhD9Ccvlmk3UGlgC",
+	"kDvAlze73SJBjOY5BceLCpMT1swxABwFDFtnBahR4gTXQ2qAczFZMFR44HVoD/Hny2gLfJalJ4xO1lp6",
+	"4jPj1slxixpWO9nTpeS9lGrWNiJAGZFrUmSiRjpjn/F1EdLt78JdpBBGjYwqXQiZn7Hi8kBHjKpVmcs5",
+	"PPNROGWf9S6J6UzLUydixSjLFy88UGCDaLlcbUZGVDOjBLhPUBmUFyxPZy47Cgxfa9EfK559ztGHzoTq",
+	"yT3eCU/uWbf7ZPPZs61HO092us+ebV56fnbkmVoHjY/xzeKGH5n3b/eSR43ZNP2sa1IhEz5FNSAPwfL9",
+	"/qMyAVi+Lu76Vc4ivNfh4lcRnj2YJchRoqlzrL0J6NGQZopF65OoNTPeOitS3gzM3O2qnlB52MuhXVrh",
+	"KhCgGeLrA8HnkdcbAvCSy7S59XTNHfU2/m1lKmNFECwQv4LvDrvtPlYd3veoeS7zTy91+H9cRU/sUH2j",
+	"w14tjVS2grNcsUocerWEerXkeF2hgP4J+PMwl5NjT/WXmSlSRFd8oMwqdwk9U7YkhPYlQ9AOsSYvXHVN",
+	"viDP0/L4BlxPlwxnTjZHCBQMg/mr1fCcH/4lp0ygbFqIIvVVWkoUFUTbYuZg8XU8qgSzVbcDOTH7QCfT",
+	"DMo4nHY3J0+Tp/nOdJqLx5tC5eOxSrri0bmonGmZIm2Vqw4kp790289oe/zr+URM2/qi/c/3H7cef6ql",
+	"tgFsA2i+ftN/1Yga/eP9vZd7J/3njajhYgxrtZ5ykurNeMrtsL7L6KYL21kWgbbK8Nxanan+cWtrBSAh",
+	"9qO2Ds3xa7KztfmE0Gw6pmdM8wQsWpWLul1aw/bSEt5/3K6f+Tm74Ak7EEN5TYjzaQUOO4/Ks3bbz/ba",
+	"L2h72Ou8f1g7d0bPkEZeRVZniuV7I2scC15+tLlVd6RLh9e/sN+WYftaOK995IKIXbobGJWplhOeQB4m",
+	"oaVQG/IKI4CIYknOdK09qM6A8m4sSULBesm1i+fuDWbd7nZi8/bhDxYUBrKPvR5vXyAyJ7FaKM0mcQUZ",
+	"Nh9360QjioH/9WeMmfvLjMQM80AR83GPxFgbAHwsz6mmZpXw0xF6v9xv1pQAYIff7ALDCTcf1xwUrzG7",
+	"HENZmIjIPIUguWaMAJkohETbwec3Cxmb7JLMciVzdHQfH/cJT72ve87OxlKeE4y0u1oqBIp0kNaz2r+3",
+	"LclqH6ROe3X2VesJSlklTutKVbEwv1QRiGoXARphXTSMuuZQLsk6wcAk7oOEUtK0AWv2ORjqcjrHUCGe",
+	"Vi1wILSu0ADr5NvlV420VFNaLuXqgSJJJpPzQk+3cTNYwgRtq1fJXttbdZPmNGGrDund9j6BFww4XJy/",
+	"PaXOOoNbI/1lkgagO1jzlwTd1JE/CxsPzdD4hTTDXtT3q8jYGzpinyu5Iz2siuvLtkPBPuh9uEY11ZxK",
+	"MiSYa6Z0HexeWwko4Fl7pMw8JgnVNJOjGSPNVCZqo/9z/9XJcWeStjqkT5OxI2CxgWrsy/YBIMBilPqc",
+	"B1+frYNe5Jj81//+z2Wa1+qQY5bMcq4XuAZFmt4fbCMDWlAokWZKEi6GciAyLphyzIXOUq5JJkcdcuLD",
+	"OTGWQCHFxUKLOVMsv8Bg8cKe5epADARGruoxm5AF05ix5usHBhtxNueODVJoeKtwxxo+gl8mQ3rqY5Sr",
+	"DzAtb+lnzP+o/GhueenHXOrKXMvryeRoxNJTOdPBj0ZEwQ8BVMGi8W81O5sY7l38YvNsGmjhDT6AP71F",
+	"0P3gVET3tzP2FX9LoE214usLzrLUV7AoX8uUacqzNaSWoGTbMra/MsII1OubUj2OyG8zli8MFUd3GfGf",
+	"rkXHoYxf3TQ/HL9+Rd7gU8KFLWh4JtN1tMLKrbYbr7vW3zOa6fEyrNSSIiHPr9at7Fd1Ex0InUs1BWPJ",
+	"TXQK9NOUz+7p5rOtK61B8OGp+fl0zJdY5tUkseogqtuS1WBv7oWkieYXQFrtLGdSZowKMGN8mN6uss4r",
+	"NpXPH1Ct5x37VfP17BSJRD5z9ZtreW/LBvMasdp6T20maZMKwj5oJkBim7DJGcsjcvRinzx5/HiL/N//",
+	"s9XZ2nXsSmEhzzmEG0ElN8tX9t4crOdMLRC0Fr2vsGYg4tSh5w/vfqxBymwUXup++vy43iud5BflF7ce",
+	"Pdp8VvvqOV/PEXGuFyXLxI9vaoeboTPRu2r5qPa1DzfwcOpFA3dmPseFr4Dc8TLoztlifaHOAP+6FliY",
+	"oG49h0NaSvEqryspG0MuNb8Fr5ozlmmNOPecZdwoKHIG8RlnVKS7LnAPCixXpcoSCX68ZHd4/3GFwcoG",
+	"9t2aYyrYnN1bOMcKwP7shKjlq3IGObes/5nLrIRLOLxeFQ5ywygJnma3sNIbxicsCQuHL/ZOf+4fHbw4",
+	"WGFm9Oy8xlrua0AJNneBKphL4SbdrWT1CEkyKUYsJ3OZn6sq3V2HkIZlIXFxoSfz0vAHh0WLm0k2n39/",
+	"P/8yXn2VajcuBVscclGrkQpCJ3ImtK9ZZa2qDxSZmE/ITHCjrVFNJlJpsvU/H22T//p//pNsRoR9oAl8",
+	"iEWyQRae0lyxvFWySHy25OIi82pD157tPHriqkMQlKFVjXHR1kB5yYY1JqLDF3u+SoovxQ5WLyi0Xt3N",
+	"7fmkapWdre5OnRKCNTTrTbLgiILq8qWymkbhKWk6a3HFQDu72t7BhdJUJGwtha1kFrxS64Jo3MtLhoM9",
+	"z55VmOmCWt7dnVtBS1eP/+jZs2DgEHiXDq25ztYTq/VKO09YUwUtIW+PDoyYYO7ylI4YaWJxefui2vio",
+	"stnoU9yKyEykNrjcWk8eqIGYzs4ynpC3Ry/RCOkLE715++3Lg/3Tt0cvwVCkmLZ1rsFaaHRvQjPIPXHB",
+	"2ly7OjEDEdh9HygzeqtDDlz1DcVGEyawGjZRWOjcrBIizudcJ2MihbXgeJ9esSMI/qbWeehPaZbzds6G",
+	"zBA5dm0V3dsjzRFFlynSUOu4Rgr87GC4JHB7XcqE3HvwjdJy4soSX4lXKVeQEeR5xu1RcvbZso+hYPtm",
+	"dXcXKDDNecLF6E5c8L8VFbbXKpUdNRTNmNofUyGWHH9fOn5gWYJ8frT34qQRNY7ffnt4cHKyQoz0xsbP",
+	"kXlnZ1pqmt0BUmr64S5GvU70311t7ZajCosK8EFYYUBdKtgayOaebFVPskpuguMogSW8+UtXdM3gxKsU",
+	"Tbh1nxOmd6vEee3Avt6qyL5LSMf21mdFDVY1kUtQwMNkJcSrcTm/3VJczm/XicvBlWjUMqoeiUC+WuMy",
+	"c9/R4cpXMy7YyR3d/d9mFPp+3TIPOJ+tF88suH6T84Td+s5qnKGId+ezRrDrpSUsQXs1Qmo2ecmV/lyf",
+	"cYFT6ySd3BHbrvUdrxEx5xf/ZnZdMnjdC7MephqwAeQKnWo9BF2fkG6soqTL2HzZuQcWlyUD1hVIuvIk",
+	"3rimRZeeQ7WOKNhkJiwfMaOLJWPsEPRk+9njlou7YSlH3QosBmA6mXBRCjtaZnN3xrKWdI914XyX3K4s",
+	"Il7j5JeO8ojRFJJuv4Av1waYeWWpGv2JcQR31VGtGiWKs9Wt89j5EavIezbjmW5zgR0eSNNF96lezmga",
+	"hPupHoR1QI9AiCrxL9g//WOs0Oof2z/9YyjE6p/iX9WhaTrh0IoPKuDBTcAUWBtj57oAYGSdjUSk4H12",
+	"YYhYI6hoF6BKxZS92QVyaItdF2solu6Xaf6BkTXmXzZYT8WtHsnknOVt85JrOWmn3SRaku2toHmcWUFM",
+	"2/8k3fYzckraMdb084V0KMmYuTY4EO7JD1P+trP6a9KMIS4xAO0ZzzIuRgh5aGFnAYsnP8qp0AZIPqDH",
+	"F4Hs2aUkLpFdPSCxxbwO5obGhKpzW7LdRjy9OXr994P+cWeSRmTQ2Au+HjRweiwiaSem5eVwjYXksLKx",
+	"WJSfYrn3ErKQZi6lTY1WrU71aca0KmPuRhlxsQiENbPbeMRhqTKRkDoonej6Thj8MTIPHTFbbD5YB2YD",
+	"nkmplc7pFH+NSOxAXGQlxy3YL9R6gVrLlVLJsS0vAA0cAWQA6Z1uF7N5vWAfHvuy6rk6GJu2//n+lyIi",
+	"vBttb37qlX7tuJ9rqbd1g30x5+Hauda3ZQ6scWmc5DPoN7qMES7ItclEikV+LjiboztuOa4lhWD3NR2N",
+	"GBkPyTYQ3nY4pHvWrXJ35ro/1BWbUaWPMEjvM0c5ZuxzkoYnhZP8D/Qsr/FJkFh0rfxY31ZvrQZ5q93G",
+	"vgVfmBm77EIu25CCA6piTlRDRWrFnLCm2Q2zQO1EJ1gpyPrA6mJDhnSW6V5FnHC1hqhrLHfJfXz0bKus",
+	"a22v67+6GSVcj8wEmTefd/HvHoJPH++U4Pd4TfAFfWJwWbCQFQreSzniAu42OXyx10OBi3BB4sMXe6dH",
+	"/Z/eHhz1n8coH2CcsHlaFPcPG9jY5tQDKNMeGSGVTrjP/8ADKnepsaWWNkm59w2UU4Jag7ZpzTJX+azb",
+	"7G/w5QEfZZ5U6ye1m1pRmg9EuYjYup8Q2wK1bgOfsy/cj7krzRhH7ECalpFkXzuhDH4xov45m2J3YaN0",
+	"94rys3TERFGRlqZpboRSmvuG+VTZvJUxVWOGlfRskootht0hNsPAJ4q4hWEYpJC4jOXwiDXTyioHgV9d",
+	"Avvv/A1dhr1tToOXOPKiygpRHl+LSdPI23LYKkr3TpXOGZ2Qpqsjg5PGVklRyuwSApViO0irR1w4y/ZW",
+	"hN1IQYt5vFNVhvba/0GcUtMhp6RH/p1skG+MctMUkiRyMqFGC1BTmrAeqSyB/Cq5UJhtAGoBvI+SVl21",
+	"mvXNJ/++8c0qU0VhZwyyctDKCNam32bMPtf5jFXP6maM6UaUuIJMdoxLsKkuMDhWpzH5Jux2tLnV9odI",
+	"NB2Rb0js33ExxJtPg5cUyxhUqmpudp+SnIpUTsgZ10ZVO7a2MZlXOh9mfMh6BPIzDNkw6BgQ03PGpoTr",
+	"svqjTv/J3zyfjL//7Xz+6/B0dJQ9+XCydfZb9z/On/1j/nKyXUmqqiSolpUidVpOk93c+lT95eml2tBt",
+	"GLidYnV7VQzKQmJgDNvbPzn4uY8Fujxns39eGsNoRzxxoYx/NQ3wTx2Jej19oT4a9RjqlEqRsF2s78i1",
+	"Sz2OT0+/l0q3x6NTu9KYJFKecwapwH9v2znagB3x3QWklrWJmykQQQvzqqV063FBziKorNl2qb8cKq4N",
+	"OUbDFcRobRdrOVZ1azlYdU0Ha5ETeDMec12nUk1huEuxDazQJUKGzmVH1dbipfU14NavaPPvvZV8HbDL",
+	"pXYWFfJykG5Roq6P4dbZSjUnqGvJUmBpuyTJ6GTKUmJz2bhSs7B2Yc4mlAvzi3mdNBVjJPZhFbHP1wSR",
+	"tHW5jrS9+Wj7cfcGalJ9fZ+GP/TSrkPQrb5XmPW5xB9KAWvVvHIrZKOl1BdAtjK5b+ZehSC8uFgnZ7ue",
+	"5H42Xtf7n6+krtFl6SW1tNIOejV3cKTtxmhelw1YosksILcFklyNF4cMK0DcdhjndanZLQROAoZ/xgBT",
+	"mjNnrqNZ9nrY6P2y5rG+j1bl81lfWNjWvVJb1pdewmKp4MFoFm4LCDE2zLzOb9HBMHLv6Vw2RNiHn1UA",
+	"DUZYo0zjiF8w4eiq+QzLFe+WysC6oviujSMVCTM3LjK6cPAIyvGbI81BGQEnT8+/TWrqo9h2PTBGvFbO",
+	"453UVr2bKqmfTWqupmW3HEsZ0KilEo0l2hQQLH+HywStqAmwflFGgMNtFMYoyOQap//51THWiNJfrV2+",
+	"VTVBK7cgnYEmhPUtjg1YEI5njOYsN+pe8dcLhzc/vDtpRMvZWDaDt43FFaDxQhPSfyMSn/M0tpktEYm5",
+	"UvFGTGdpvGHkr9h3iY/IUGaZnNseSgNx9GL/6ZOtRzDYGVPat02bGo2BJ0y1XBOIswXSXUdMm0u+3noP",
+	"cURkjukcFYdyq0NAAlE9UoreIOXQDRJ4v0no+x6IIGSDhPEapAjWIEGkhq0vAr9HJHS0l7zw4A5voT8b",
+	"3fcDsX4AB17IWpslSsSgfMLGY1s4pdUhewNxVanvhOY5B9su8WXZY5roGMuy90j8cWCIxKDRcyS+qC9u",
+	"hy8KjONyP8VR0fmhWorcCHc4AZZpN/I7t3VRYOHALwF1C7Qfaz0NtP990KjrWZ+c0t9m1b5xXBDqdXOn",
+	"kYNR1HyGfzaihqAw+5IOXyyETvmPLCzZ/T3cjusuxdYEaQ6hHbFon+VyDs1vMm5wqeWXhi8WS6sYEJYX",
+	"9gky5LBQXHlFY6rG5iKBqVARNZa5bmfQd8r7WGiG3RTNKrGRyBkbc2Flo0QKbS5wz7avsxdqIJoq4yk0",
+	"OBUpcbYFq3ZEYKVUmk3bs2lkHSBofofmP3Smx62I7L05aFtcZZqmVFPS/OHdyUAYOkFBGSgEmIjwsMZG",
+	"Kwp7OSvSlFPNJ1xhGT7h4sGjoGGN63XUGgiz5qK+I95s0vRl5Qw0irKQqtUZiIH4t38j3zENeG2bkJpf",
+	"45Ek+UyQzkYySTcs0YrJNOdCQ3PIHEJ5oFONbUxEycOHBQFDqgFgePgQ6k34VusDATcKI3KAGrQ65A14",
+	"bB4+9K0CHj4kZyyT84hMqdLMGqbigi/ESIAenkBHOSJn+iEBY/JiIDwWdEgfpvGBW2ZMMYJoG9dXfbeg",
+	"I0Xrd/t60ArRqXA73W0LuH8jWKI/KM0/ksyCx7zye/jodyOu2y6aXMOfForw0e+he/D3gfi93W6X/m+G",
+	"8zAkTWpYUov8Ts5ocs6EYQq5xUccSOaqh23YrsGHSA0bIr+T2B2LjRv7Fk6BQAv4mPyOZ4lNhDEFMt64",
+	"2IwJ+5CwKXoAzQqtkwHIplmNq7fU6cSw4wp5acbjkTo1T802K4M4MiOhL+rSRn3cH2kqr4S7YZZsl14w",
+	"sAC4xPT5e2npBpLBnxuWJBQ7YhwQ63dz41muILv0Aw+IhmvWaLf1O9TYO5MXMJNr/+R7f8OoA7FXgRTI",
+	"fuZ21B4TJJf6JjY73c2IKIod/kIMtAxdSUOoSHhhnVgZnqHH1UJGoaL42ehVMjknPJHCNuvDOmhyygaC",
+	"ayIYS5VZzTaJuVCz4ZAnhmG0FTJ+uJBzrljLXzbw0vv2xnBp9DiXs9GYLOQsdxfAvL7ZIf8wP2VyxIV7",
+	"4JvCBc6oXj3OYBxiEE7QIzqfsRhlQkLswLZ1jWsmGMQGoCtrF2QHOdMRoSSj2rBF347ZpuYCMzGb3OqQ",
+	"A3OK58rqtP7VukVufPTW808bkyHd8G/HjmjBQuOPQaWDCEDnerirPf0p7pCHD0+Cam8KOtO5juBW3zaH",
+	"/vBhrwJmQkiKhVRU0HW6KKlCmseHxxFh7QnlWQT6eNGQXebmKkym2mx9GwvTASvGcnR+PKgLBvPS6XS3",
+	"tAK7Vq57uNOrYYSnEtsw02XIGHBsdbskZ3qWG7ZGBJvD4OX7RrVttxUfvtizrSFklkIfLqXlVEGRDi5G",
+	"rV2ys7WFIR5mgrbtqxW7jlEwOGy0GYdlFuJWRHY2uyT2a2yPpICzDTvww5X2r0RkZ+sZ0VKSCXBBQnxh",
+	"Bn+JoDSBMn8hY4TCCIR7qblUEaIZr+oMFbd6JDZH5Usc2iR5CnqnUWeoNmRGYTwF17bgJsoK2BBWklSS",
+	"ZryUSO/y6GsT5c1wA6GYbkUkxhIQMY43p8q24bISO5A922U0xgoQMUYslAs9nLn6G1iLLhqI2BdbiFGh",
+	"5sJXvSoimjI5Uh3yqLsNezKwNyrIgsRBNYW4g4KALZD+e6m8gOFHXGdsid+bL3a6XfI7+SWe0AybkbXt",
+	"ouL3TQ+xpYeGx4UdtyyJmgc9zb4/OXlDSlMU6f7h2MWv1UFdSUgygbwY24sPBGo38CYM7NrIBSbKcIaa",
+	"x26q0KhJcwazYdfE0gSl2KkQLsHvbsjLaDbXCoR7roirOVmeaCYC4lWeq/LITLdX/GCohluJG3IbhkTN",
+	"t50ywcsDlh641Zf0ZOTmJRQvj13DUktwrz6tA3tGk3PoQ2gXjyH6pWks+6o9guozgAtROscyRrQMIqSn",
+	"djshrHZgIiF1eyhnojSD/9EM/UoSNUvGhehuv3+EeML0WKZt8wXNMjmvYMvSUzPiIfyKzenwVzfmMxgz",
+	"kWKY8aR0H91vxY3B1TxQVv/yVweGxBMsjVruvFh3W2xPRjtD0MWSq9JifQtmZ7JyNCicbkI/tAuVsUxa",
+	"wiceQaCPkSq6zKN4b92SofaJJ1qabKnNcjjf0kNEGIfeBU2vNlrmyvZkPmOGptuukf60NpHGVRhpeGal",
+	"JxaXjFyD7Ry9wGaH24Lhpjl4SAHwbQzYD8eseewg6Dto9k/oCBdPMz863qspXWSSpm0tZTuj+ai03qWH",
+	"VfLsWnQbSQBecIM/sqTMN4RsT1jKKbiHyxSt7g0zTdBMstzF0c7wBGZgH6YsweCuGtgsP3UbCJ4EXVwn",
+	"zBG3LYQ9dOFsG+WSpeWhy0/csK79uZxlKcGHQPBTlmTUkBr4TJUn4QGWnbNFO2dG2Crdx9o3/DFXsNRI",
+	"JyCu2XyulA+hko6uEHA7/ZLEWGFu4TM3pes+6ghByC/tsFaObWfQ7NL2xy1R7boX3AQYa2tv/tjGCbmr",
+	"L2aTM6OQD/Hu+KbVpflnYVPXMsoFD6oIXeBC9XJvPV2+jXXMqPYFM03YyLfCeraQaP02k5rWYlv5CZIr",
+	"W2AVHpkx2YcxnYFxuDRoTjVDGJeHDH8HKFhh3oHCgXMbpRK0W9STieqzKlCt4RYzl0HGqtCLR1Y6BKFY",
+	"0KzMi/A3AKH9N+hlLLcqhR1ic4nkAMMastygMBejVXSn8lqV+LjHBB+76badsOY6V1cENfezAwYyZYjK",
+	"MKcVvOFGRJo51nravsCMf5AT/EpKIF/5lpkP5G77FO5nsZvfwWeQ8YQJLA1rbeR7U3P/2ludbiNqzPLM",
+	"+g9Ub2NjPp93KDzuyHy0Yb9VGy8P9vuvjvvwTVERzZvMG1HjwtVJaGx2uviWnDJBp7zRa2x3up3tBnjx",
+	"xuCI2+iA7gDtszd+nZ+rjusMPGLgzfU2n4O00Wt8xzTUloU+RlNplmRe2up2L+k5fL1ewzD+ikbDoMe9",
+	"Y2fEkNxjpjsYL2LzQOrH9QvdsHX7Ao9ko/fL+6ihZpMJzReNXgOV5nO2wBptVldQFcXwh3cnylYLeLT5",
+	"BAsrP+1uP2lBhZ6RavR+aUyYpo33Zq6NVCYGSO6fGx+pUkx/sj+NoX75Py+D+Pf2lTsEuq2ivgLslizD",
+	"FZreNsxf8gsGvbabXnjW0oj64NZZAVOL0Z0FnWSXge71lIm9NwfXA50btADdVU72WqjZuUkqk9mEiVtH",
+	"1pPQ01UPporpxaIcMPgQ48pr3+p20aqDLhz0rk1zbqb1HhNKplyMIqDJ35RNIvixFIU2BPa/gbAKChQ9",
+	"7FnrNI7OVQQimyOfRWaVZgkIo3RKz3jGNbfNLNBm7VxBMre+Kkihd3alveeHB69O954/P4ojkkk5PTMq",
+	"79mC2ENoWedvbDTEnCcqRufuEhYdIcDu8P4VxS9qkAmmh9KOhgMDGj3qbn/JJu94SoWcZgXHajP3oMf/",
+	"VR3Zg1ftfLd2LzwsSRPXDasFsSBySrIU2aL+yoT+mJVXZA+62ZdcDdaDFF3qgsLKGOjkNGykQ14LomZo",
+	"+wF8dmlSD90nylodIVwWjDd64aMrXIZXp9wp3FlmgwbjA7HUYdx3eCqiIgyFn4+pBk+ouZATbN8BOXIR",
+	"UZJQUaSVGR45EDTRzqUBCsRkpjRScXrOgincCo9xqhgTEah2Piew33WMjI1e5Euavi95PFvYHMeFiJQ7",
+	"wkfkskAQ0jT7/OHdyQNVG1eCDqqHD8NKGJ2HD8k7oBye1Ozv94+PT4/evuwfx1jq1UxqvYAsDQ22KUt4",
+	"CgFFGBY05LmytlYj6poZfE+pIc+YrRqLKi3ckktKdQyEq9XRwwNEK1cz/nv7hVtMG01fsU30eJ3zERc0",
+	"cz/vuiq1hfXxgRoYARFKCvfFhVx450wrImMJ6Z3hBN9LpWObiGg0jurztzmPISwqnP7t0UHcimzUK8Su",
+	"coVg8V2VhMwnNLMOUNKcsjxhQrdThmpCROL/vvUixkiJ+L9vsZhwkWSzlKW7JJW+bq7aJfFuXJR/Vrsk",
+	"Z1NMbFUZpJDuuoosCVUMA5TilIlFDOcT2eY5eEheboF1sIgIGZw8AsA7nyFXFjxJTOiB0HOeYLcmbzHI",
+	"FkX+MKBiaEfeNTcwBhsgLsVz5K3ujvNHEjpA00EYoNAEvm6wVgrW2iXUZ5BWBtrpbhYDoZWhRD3AG9Ld",
+	"NkTBubft99bzY46NK2Vd0D4b2H0/pFlmo3oGorlsZHbyg8sOBkOjgXGrA7fOrAucsDTnoMqVbtpAVHwj",
+	"Rtqxd9iRBZf4au4xivwGNo56lCgt9MT74d1JifAlVFgXMAa7wIrymdIOHtNcflj0iI1OtAGLPtDM6Bdy",
+	"SOJ63Ss2QDnnqbkLEMlY0T4wsjkiEN9IYqf5td3qYt+fD5gUZkdTYQg1shmIPYxIrGZnUDcJTBoxBFEK",
+	"KO4EEIcoEpdZ7K09gO/IkKhYwCg8DV6A2k+xht9sTZ9oIJCcNl30uv2dxJzCvBCi2XzcJQq96ObRr5rH",
+	"6DbG3pnuyLCSNoa8DwQt4ZXMyWxq5KSdLkGX6FE5LIM0xYiLD9D8f3zq/G0R2adpuiCxxaFTiuFHJzll",
+	"Q37uf8eopIFAAhizDxre/Gfc8iFi4Cm29Cyo3u04ucMVQ5jPZLowHNj8t50h5Q4QF07QRXVggSZF4n2U",
+	"99oniymzAVKGlFgeuXDU/mymyff9vecD0cTFYiBdaXX4agt9w5gjjxyZK/Jd/6RD3qGPu1zYQSHcwcsK",
+	"SA7COBekwpBIc9D4FgPywKcP7w4ayEzBrzGXYNAcZnLu6yUEJLA3EG3y8GG5igOEmhUCV1CKoC6aA0s7",
+	"eH/fgmls5TkQxLaqVOXiD1DPwIARLkAPyzds1DodjaZAyBuLVubeaQyYMyKPWMCnEG7DXC4+BD9gvAV6",
+	"KocQ/YZCWj4Tyi2t8EiYAWzStFWIhBEt8CB9a5EOQuoYySiCqBjDKFN2h1AuDmHX6pFv944P9r0DS2Fa",
+	"Np6DOfWtbnfXrCb+HwCMv0EkRMEhtkPALFNwHyljhsAtOMZetESB/YAoqiohF3VqmI8cbATN7RTk2Syr",
+	"3rXex1JJBLtW5eNXoQteEb6aue7Za6lOQd7yp/d3qCZ6IBwxZbSlGlVtD92DFdVsHwyNhnzkMrtKOSu9",
+	"3H4l28da5pAoF8rVK3rfWKnaFWGzJ011KXfJakBWnAfSFkjcpbQmz3rMFQii1Dulw7k6C6LK++uXX+b7",
+	"YeQx8KcWsnQjEESWsoAEYs0I9fy8t5pVX4cLO17rGGyEMCuzUcc5VwFnp/vsMuisKkqyLycT2lbMXDxz",
+	"iLgkz/bDuILi9Lzs59+yApaQgq0+vu6TZ5es0Oi3daUuXBxnkzp9shzTJXOroFsJBbXyZqiMt8prKhIs",
+	"fWR9pZHi8up8kYPK8oDY4tEBfbsZ7h77nLNKHuqUJiw4HZuC0bRbCw9n5cyb3a2dy6YuygSu7HcFraHr",
+	"MOKm213Vtdr7KjlEydkgWXz7hnOd+G7UNcmY8Ox6A5uht7o79V2lCkuCJRxTmfHESIOo1nmdV0BdoiVN",
+	"LqETyGeUYjGRM2UHBLXT0y9Ly++UDay4i35hcf2F8s/rrpIB3A5yzMvtgN/S1BVLgE82r2EPtaUeMJEP",
+	"NWVfA6WwI+65jNCoFJMpgL6XyUsjalzQbMbCJr2lq2EzagLHfc/Ii2DgsCF+pVnszCiduC5SFeNkUSxk",
+	"p7tZuAIvDa8r0nA2LgvTg6sBYurhkL5hIjWHUwJOtbxaSOercvVS4PRKcNXG8PWcEOyi+CAIAq1mzXWj",
+	"gls3BeU1wwrrABwqDiiyfbZB/lUI3565+cXpQSy2PdQ6pDIq40A0a6M3I7IUCtnCWr5FFTgQ4xEsc8qt",
+	"8deCYiBcybxy7KatdheQonfv3rWDOEp2TYcb3PntG955JJjPwaJWufNl8uy0BLN9CI8sZNqMJudqJSKX",
+	"S7XBWFukiUV+25CM2QoHt/n+zkBkGXiY0rk2+m6X0fequNI6fC1ZHNHVotn07TQsvliAzCqevZKeidql",
+	"Q5ki60HAfXFa5wrw8SBDCxNJ7HdW0bwJLK4RmloHkqqKe0vX2G+pFJ/UDJVuW0k7PMgHymoHPWLfMEo+",
+	"gHwgnIbvDc71GFDnm2hWbM3WWoInE6T5lK29Fesu3Au47oWb8nJO/raIyvl8D/nHaubtL+8/RR+rObD4",
+	"Y5iE/sv7TyUnovVVtA2ykGTMEiyTnlcNimb3Y4nt/MJYhWHwfeFZhJRNqCogVU3AAhbA3aeqxshRB4vi",
+	"lY0gHhGya9/7jpLfynRxawYIs7Zymd5P5RIDtthTxQKyeasLWBVwYaBbEXj7J3R0lZwL73yKGh6Eun3E",
+	"phldsPSqT+s++RQ1Xtrs36s+9+99ihpHVLOXfML1la5z/2L4VfsN6BBrf+ze/0yB+8qb7ehy2ig49uUf",
+	"vZD5GU9TJvCLZ1d/sW+j8uGDzUfrrMvH5h2ylFOoJWI+3tpa5+MglBW/WmONJ1IeUuEaLKvX+U8ziXVB",
+	"rksjf2QLluIdvA1yWSKCjaBaRKNCEV9PmYD8tHIGOmmOpZCzfClwP6SGSPfKZHDjo/nPQfrpsvgtSwvv",
+	"zKB6h+Tk/kLXX+idq794JfULORPpTW/XHyV61N2lnNG0epX2ALdq7sd1uf4+3KDGp/e1F2uDKsVHWNn1",
+	"ZsNGKwSVPRj4ZoLKEALyX0+xisedSiq4zGtJKmvcGzPyiU/Lchfhr3Phrs9y1+Cab4IMjReQFXQL3PrL",
+	"UIbirL8ov/3eBcECl9UyKGNCJ6T5+k3/lVHx+sf7ey/3TvrP1+a3G5aDszsgDH079FdPGopDvScP9+Th",
+	"T0gelu4/+a///Z/FXxEEBqFtC4OigmS+tSnFmCst88VVEvr39rU7FtTdNCvkdbvYalD6vRh+L4bXi+FO",
+	"yXugwrppERFszpRGD9PdC+k5k1N2F0L6EQx8z4nvOfE9J75LTnzUP3798mfLgA1bXpu95kzJ7ILdyd2H",
+	"ke8v//3lv7/8X14MdyRhNSXAUswrEwwxKyUZUzFiNnwW6m6riJhlaCzP6/OJfA1YNnX9fey3TSqw7DNh",
+	"H7jSivChTRvIFubfXCv3KlZwY2nLlmGkmmZyNGOuBFzcN+NA6gFhYjax7eH0Ygoe6ZRqGmOaApZfNm9i",
+	"meXn8AjvfYf8yKYY2uuz5/o/91+dHJ8e7v39dO+7fkyaLs/tyRYZYxqZ60pHz+RM1375sv8q+HKz2+12",
+	"W7biNZn66q8d8oaOmILqtzJLvZxnK4wmUIA9Jk32Iclmil+w1i6Ji9LsUA+Pumrstj/ilI5cSqzylTRt",
+	"ALTLz9xzx8BTWxTItziEE+QQKIUZ12a8yJ3v8XHfDgJw4ILYDuauOiPHIPYy/X/Jle4jil0RLg9dGC2Y",
+	"cM2K2SqNTUyKs3u0Y0BcgYs1JWeLsHEf+zDNZMp8l6K6wHrt6vY7FrFWJX2Pele08YNYlQVEfAxlPml8",
+	"ii7bLyIThMP4bFAXjMPTKAh64mlrVaZA2GGnLrB27RL6vVUF9D/WZyiArhrO6oneo+5lrYU2S12FNtdr",
+	"KlQXGFu6Fxbfpzm74HKmLBJj7IrH/KYDPGRzcr0SqHgPV8H08c5Sp63337TxP3UQvMuUDMBMaBZRY5Z4",
+	"LZhv1HBvk7hKBvrTmhiCvgp1NgZfdxzfi0qMx9agQIQ3yGJQthAbrJxQkRs2kCOsFB9izT5ofLdtU016",
+	"yK3tVVQk5qnrk+Cup23hEJEYfvFtFDwfN48Mm3dPAPeNwPHD8etX9pVdQoElmCdQV7UZ9yC5rE0Nu4pb",
+	"lslVWfiP/f6bvZcHP4fsf/MRUa0OOWJqNmGOasQvqdJtmLp98DwmTVfVm2L1Ec+pWpiBAq2FbA49lMDH",
+	"PEzHA5w4BfxfyDmRUIQgx3oNWkqiMjn3Ma5QS46l5Gw2HGIKYcpVIoXAOiWQpGSXCyOab6BfC093A4GA",
+	"QPq8FESNZzqVc9EhL3gGvXWpKiqD4xrjZf5+DKOs4vC1DRlKYLstyrrEF46hzbbr8MZVQPvNxspnhxCx",
+	"pTHmXKiV/AAGvMVFf52Syh8iXlzNHJeIycpY7c3uk+0nO5tP63KJam32OF4UZAhgYxEXvOrqlttqE/d8",
+	"9J6Pej5qKOUx1CRsHxuU6VvuatjMJRwUo+qvCsL9ybz1tUbhwuL+0DBcBM+KSw3Nbe4Dce8Dce8DcW9M",
+	"CsPcnyotxDkJDXtJrRWGa0lfhRRufIT/2kjclGUMQ4PKZPE5/O7IYoWw1CS64vspmgBsTeGRTfy+Z+Ff",
+	"CQsvyOaXxWBEDizxCNgLpk1tRDw2UaRZtD+rRd9oZTTKCvzs/jkY3/1l+BePVQkaei7HjAfUvv5SXE9W",
+	"/QmJPjqRqU7Gyxfqjfn5hpIwOpGvIQJPWD5ibVjJNze4k29wurW9x3dPDWyT4XuqcO8x/yLC79PrrdZn",
+	"c39BirnvJqfZlxU4DgviEkgdTd8ewveMuIa0vOHtgbXSyEuuUBxBC+BdUyEzi5lyFTWCxRppPIVSf2cL",
+	"+IXw9J4y3csrdyCveHn4gbL99ew1uEXB5dKLufHR/Gd9rdZcoM8Uc+6ljPu7/CWljHuWfwnLP2ITecEI",
+	"LajPLtFSu5JYBiyT6cz29fdxWEqz6a0SqehqGgJkCvWwWY0g8Wamb4tA3ZErwqzszUzfa1/3dPFe+7on",
+	"xUukeC+19eemGU1ujSSvkv7U7Mxe188wiNW6ho9h5NswiP0RFBHhYqALoLqnifey4j2BsuYhIykWdiGI",
+	"3Ht+tPfihGhJjt9+e3hwctJ/fk17kQprJjv1s76PVH11TWx7vFRj05ZDrQn6lyM502t5Z19i7VA5q4pG",
+	"+xmjefuYa9Z+TjWtCS0dNLCQtho0IjJoKC1zOmKDRnzNyst/FBGJGsdMt115wKVK52b/isSnp99Lpdvj",
+	"0akrLX79AtA3ozt/StfvmkUXy40f5cggIGliXdpSN7WIJHgQEBJoO6thz6kKhoY30N24wEO8VG9znSq2",
+	"ruBw86oWIy1bGHgggmK80Dak3CyEPJ9BVw3q632u06QDAmgHomjwZPs3xVjhFKp/nh71f3p7cNR/vqp3",
+	"4T52hz/2VezvTPhwU6wsp5ZlYWH+uyhNvvats2utXr6vuF5p6eq8G0tCJ+TA3J1hztTYt62CmvIihTj2",
+	"bIER8BnXGnvKYcnxjA11/bUpc66NlF3wxHUcqOdgR/buYlC/u102GQiPHHqyTzGNDLoVwdXDLKtSqWmL",
+	"79ZMARlw5v0wubFZaqFGFYmf91/2T/oQLT9TBjc+mv+AHmArgv8PnP9vcTQQSTZTmuVtRYc2+67cLUIR",
+	"Ncb2ooyMqRoTTUetjm2sjdWzsf1I0aJtk1A9EJAMKF0GnwtbNhoPT2inCMrSPWD2RswC8PieOvFHO0GP",
+	"dD/VXmYE9eHitR6z/Lk9mhvd57AWNjYnez3T/Uwx6MlaLu98MpcE605ZbHDtzFDU8PWb7eobva1rlEbG",
+	"LaX7ciZqHVffyzn2R8cV+EOas5yFNfK/moCym5Oefx2+f8xHAhg/3BVsAwzZOU28PKWzLpMSTBhJkKVh",
+	"F0VNF+oKGWDZL3u4+Kz7cy1+uMop+5JfeHGnUnRmN9jyA0XkXGCniNzQn9huP75H/D8Fry7JPll46AW/",
+	"QNJ6DZYcdrm4zL/peMZzN8HVquGRa3ryrxe4uwpDv1aH/ldEyw0tLpHqB8oLDCvCeUNKfT1b6rHD/SIG",
+	"wN2pMK+nppWTa8OjxoaoGqGtR+LxSJ3G5JtQHNR0RL4hsf/ZDg+CYsYSLXP/mA6EYknOfKvJvEOgyAAl",
+	"52zBUnK4t+9A497AEhASmj3MRMqCWhjfH+7tn/7Y/0fcioiSAyEYB35ISSKn0DcWm5oLaMoC1iyipZHs",
+	"F5xladFNJEyfw1awyvbhjz3tiEnT7BQ7VeK+Wq7cR7HlIbTXNwJzLjVW/jZfBIqytexjP2uYPrItTFEr",
+	"sf13y02Dii7ay4p10CdzqRtQ2GoIE3oHggvorFZowxhRrsjDUieihx3ydlXnnqhIu/XX36gM/lffY84V",
+	"ZkX8Jp7i+vYaZvSgpctOd3MgVjUSJc2d7ia2Kt3pbhc6SU13UoMO1LZdRVuIHrMJOaPJ+XJr0ZbFQvOr",
+	"2WmxyoEIGqivbJvkrRPYP12QuNPpBA2VbHvvDGyOZshAEXOQalnEI1yjDmXRxZ2lKtZcPtYzlsgJUwMB",
+	"h/pz/+jgxQEcaqlNKMGrQ4ueolHQQ8coiWVMN/pnlrr+8krLqSJz2+WWYj2XaKUO5/rA23Y3Bnn3AhMO",
+	"ICJLsYFx1aDTjPf2Tw5+7setsEeWNwbZPisep8dyrqrofDbTKOsWCNFZ6uGKBuMpVWo3wFuPzStbuV7S",
+	"wDXo3sqTsVHO4aaroBNSswpqxIyccuVOGPuvSt/dFQDpu0JaYALWjyXQMFvtx1PF4/7x8cHrV1Do503/",
+	"6PTtcf8oLktTHbKnEZAJnVpEWPr+5cHhwcnpm9cvD/b/8TdzfXUbizFY/LA8tBW5tjZUMwLvKSRulj9k",
+	"jCpNcpZgv3bo0uyPdkVhpmZBFsJW6856EKCeQ7lduwskK7Eh8v7LrS0P8jaUgmljBaK01naAKWOhEfA6",
+	"oSChvQBua7VR3jSjXFji0yz6vtlL1QrtBNS3yu01AH8bRnIB6dSMTs/gyQues6H8YEDykovZByPfoF2n",
+	"0WvQzLztW9QZHlI0Lg2XhQuCduWuM7s9P9fAdFjTJOmBb4zfsa1Xr9zAyE7/S0NpOhw2ogZNJ1xAh8PL",
+	"ln04pFe01KxvpXct+j0Q5jpWyTdRsyRhLN31zcuh1RG2dZJ0wkMLV9mcPRATRsV8zDMWkvUH3igWdtIv",
+	"hBFsgQ0GSTlSUMmK6zFi66rGghFenc0eULW5NMu0be0j2xLMkDwtDU9hVx1TIGdgdFLN6axtu7KX6Y7S",
+	"sK+4ci8dQpS2fKZkNtOsDy3/1J5u9Bpb3a3H7e5mu/v4pPus1+32ut3/MOhZAx3r7Ch/9qj0GU+z+tHh",
+	"tW33mkfFRq+hTn/aGo/PJml28u7th1P63c/q7LunOt16tjj77id9eBJ0bGsgm/StdnsNI5pf8f2pkLpt",
+	"sJNmbSdft6XIFm0q2haM7S78b7P29hVQfbWia2Uh6f7ZwJ1s/fzr2daj85d/f5Ul26+mZ1shuEMR4zKg",
+	"L49yDaBv3eBSYTfWVXEsrqugzRnFLvh30uj2PtClNtDlz5HafxOLSomo334MiuPWV+T1OwyHlpnIN+dj",
+	"ScZUkV9nKqBRy9aU5fiTtW2FmAux0lF8byq8z/G/Hj4jegT4fLkh8PLM/j8+gKE+buEeuf/Fc+D8HViV",
+	"BTecZRm54GxO5DC8DGggLYwCUCt1gWEHEKux8o7cmrW8pDWOvA598/F9CkuVUQRWI6t7h/Y+pzBCterJ",
+	"VC9IxsG+MpEXzJo5aZa1yiEhAwHKIZTHPmdsWrVbQ+vzRYf06+x53pJSUn+d+XAgBJu7lVozBmnGf4eW",
+	"5W20NqBhlFClWK5xxnhUehIaFQZiyaoQEaoI10QxaAKeswtbhqpnbfzTWRHZg83a0fouh9ZQdM6meiAS",
+	"OV10yJ5vD2arpBVyMm6UQh/tmTgX6PtgpLnT3WnVmYuOPb21hpXPsRhNczmRuhJWckjPWWEVoIKAwYSg",
+	"PYb7xYf61mojy/UVDNzW9XsOfEE+g7hoyEOBive85054z5+hv8GXF94wWadMUkeOHFxP7ShbJD+bxdT6",
+	"d9HnKsj3gb81kSkrfK27rjGC9dkwNK0QKeCaQRXe1yJg0dZEMxDz1W5KrpzDFOxKQHchum9IEy3zJXfl",
+	"IrToguOyuWxhbS05YOzKloKEbUjntX1J6DqyHMpQNS5mTO2SOHQSFYHRwUJWehcOh3TfH/Ed1p4szbMq",
+	"2NgfsrMSScHQqmxw4t5a9JdKi/pS6UkF1n1ZWmyLagswRBeo3cxKvhJQIBwdaIUxhK5ViCqIIsTsDMkZ",
+	"FenNqLm1h98JKT+eObrk4gSo9eWBrG/IEkuBLpltN3XZYeZcTGgiawFYUFVoz6Z1UeW1sQdkndADoLU5",
+	"07NcuMjwS0IQ8Eh8CELFC0xKIeQDsRRDXqZrXKHX2ZB8igE4C5b6zJVifv/JQRoPBB1RLiLCOqMOfKZz",
+	"zlJihXsbmg+JJlSRTCrdKla52Q0Ga4+kYDEBJ2CZ5RhMA57qQRT4ALHXjo8aQsDVsZSf4ZXDIW3cTd2C",
+	"wyHFKf4gHcDNzw1ZXeZhx5pNp3C6iDQ+woWUAjAMLi3bW+/Z2delXayxle+kYH9x18p+zlImNKfZPvQb",
+	"+9JMFK+79+caLrgLHTgssynL6WyqyGxa9jEammuv3w2YJsRO3pHuE5oN0BIGfdjC6DcbrJhxpVUU2Jqg",
+	"ElzqYxqnLG/bzwYCWnxBcBEZyiyTc8J1axczyzxdR40nZ5pMjZSCzeQw1JQ4FzlJGU2x6IMaiHM21bUJ",
+	"TgChL2foX8fL/EAVtPeezN47EP5wMnag1IyFMa9eP7ff7YaSAamNcr2UeGF+48rWUhixjS/1wAAbk2Yu",
+	"pbaJka3I2qatU6OSE4DW6V1M8ppzxfxjiNBDMqsVy4aeJNmEywkXRuo/Y0iHIt+z+4JlC5dEDptWhIsk",
+	"m6VGfnJmlIW19rTqeyWe4KbrOyn9+Rrv3aytHvQSqu0edNr+8o314EjuG+v9SzcEsmRmZUMgpAyBocN2",
+	"YS2nU17RYs8SPHCsrpSuCnJrCJAYKZdxUaFsQLVsEDtRszPF9BINVImcGgnpAEy3jq4taighhIxzQ/Fz",
+	"DKpHn7GcadSyue5hin+sdXYMdmcVk7mcZSmCgkypwsx7HMV7RdFDif82q0gyOpmCDaP0duSpMJoBHigS",
+	"MxeRGJOme/rDuxP7KG4RRRdEyQ6B+A8XeI0jkrxULwB3aSFg++WVCXvkeFaHnJT5AMLrTEqtdE6nZEr1",
+	"mMicxM5wUgwekzG9YERIt4qmkUWha6/5vNUhe8T9Uk5A2Ox2uw7NpAH9UzJiwuf7OGakYCDShKh8aBHY",
+	"Zh8SxlKWxu4IqBGdqSgDIiU+lNqcwk53c9cncMGLsFHqndcXLLdGqqHMnWHFLT2hQkgNO4al9PCfKCvA",
+	"AtGPUQMgW+PAvPjDuxNi2AXqEB5tXINcLswmjl7sk6ePn22TmCY6NtjDJ2h08h/IubBPBVOapS2bQ1KN",
+	"N/fOaedd30u0zONOVcjgymL/KKeAAZA43tzpdls9VEkCKQSO0TaMK3N7kJ9Q8r8byxKMDbP8Qb25igWk",
+	"q5SbO1Rn7ltu/YuF2X5GBy3A1LuKtbXU4zIlSpC9NweO1f7w7qS1a92pRXpwwHXRiVwnOJQ0pw1uLoWa",
+	"skSvbjJ44N+5S1JUzFKQoqg03of2fD5vG5WlPcszJhKZYrO9m0/wRc3oxQIuCajxZipN9b2t/M9Dwf6C",
+	"WouRm548frzlRLwQfUnTiEv8gmFT4hjD/8VCj40MDUEj/IK1riZAH+G/S9H+9YW7Cv8cFWm0Knk1Wltg",
+	"t33GwQkbOjilIDOF5LSyTVmBQ3RJHa2iiEPOEpmnisRWkDbqCAyeM6qkiHdBfDV7ZiKlwojo8MXSB5Tg",
+	"F0boRWWFK08yeGp0A7trWAiEtK9lodolReUqbwwDZwJqipoa+F9iSgOp1ignRdQmT41GVg70RB1NChYq",
+	"wmaxBmXsggNFMjKKKT8zWmaLFBXIimPf6u7AiGjJN6MYBOysqEfm+NcahjOE8/WtTwSaVz9czwB1WZqK",
+	"y1HJg7wVC9l7Q9K/SMrKZWKhT1jxBPESshdms+wGF9RnQcM9gjxnoPrd7rNWvdWp1s5+ssosLnO467XE",
+	"pmRzt2RmfpXB3hAYR6d4Sv7rf/1/NSSmZMBaIiT2I6T2npDsIADKQeeduiKlhRB8l8bkQ2bUlHoZccI0",
+	"Tamm93TgPrtnTVluz0sJDnlcTk8hU+GdXXHvrxcHgGadIIlnRbnTq8vBvVUsP3ZvLy1jVcVkDsbhc8am",
+	"q7xLWGe1cc1UDLOlO3UkrV1k9OsvL3ovGPzBuay1ZY7NDYyInGLngmwBl8RwRSnYtdJcX3KlK5fzK6xO",
+	"en8j/tI+1yvzWV0JrFIpUxtfpm4pZ/UtluX59P7yxcLq7HRLQeT2kk6ooCM2YUKDQUWxHALhUJhVNoje",
+	"/WyUaUhE1FJmCoJFLHPzm6kPyWAidYAxgq5vY1AucG6dlo5+eDdMeY4VU4ylRifnEHopXbBcMagGCJmz",
+	"YsTFB5ju1BdQP8kpG/Jz8gI9bgZoEemLC7kId2b9cW3zbc3U3kSu0EaOCkUQQOilH6PpsJSrYGwr7dRv",
+	"yGeqsgtzOkrnjE5cFWhrfYCA/wlYBVQE5S4186mRLR+fCch4fNw3sJkE88PIdfP/VDRTVzhc0aQUafmE",
+	"K80TkkiBBZeTBc7mWZBNDwu3a1vALE/XVwnNEFwJVYBmRE1olkFo1tDocGCdJhOajDlqSS5mx7xfM6Sh",
+	"0IIpCOakKcd/Yn6H0DlNdGilAvOP0CxH0xvJ2ZCZPbHIBg9BaUqiF1OMq1FYE5SPhOFj52wR7nICetT7",
+	"T/9/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
