@@ -57,7 +57,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	d.Relay = eventstore.NewRelay(es, cfg.EventsRelayInterval)
 
 	tr, err := tokenstore.New(s, tokenstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
-		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Metrics: rm, Logger: log})
+		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Retention: retention, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -75,3 +75,14 @@ func ValidID(s string) bool {
 	_, e2 := strconv.ParseUint(seq, 10, 64)
 	return e1 == nil && e2 == nil
 }
+
+// OrDefault fills a zero MaxAge or MaxLen with the default.
+func (r Retention) OrDefault() Retention {
+	if r.MaxAge <= 0 {
+		r.MaxAge = DefaultMaxAge
+	}
+	if r.MaxLen <= 0 {
+		r.MaxLen = DefaultMaxLen
+	}
+	return r
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/events"
 )
 
@@ -66,4 +67,12 @@ func eventBody(e events.Event) Event {
 	}
 	return Event{Id: e.ID, Type: EventType(e.Type), Time: Timestamp{e.Time}, Tenant: e.Tenant, Subject: e.Subject,
 		Actor: e.Actor, RequestId: stringOrNil(e.RequestID), TraceId: stringOrNil(e.TraceID), Data: data}
+}
+
+// actorOf names the caller as an event's actor: its token or its session.
+func actorOf(p *auth.Principal) string {
+	if p.Kind == auth.KindSession {
+		return events.SessionActor(p.SessionID)
+	}
+	return events.TokenActor(p.TokenID)
 }
