@@ -10,12 +10,14 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/repo/casestore"
+	"github.com/hashgate/hashgate/internal/repo/eventstore"
 	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/repo/quotestore"
 	"github.com/hashgate/hashgate/internal/repo/sessionstore"
@@ -34,6 +36,9 @@ type Domains struct {
 	Sessions *sessions.Service
 	Quotes   *quotes.Service
 	Cases    *cases.Service
+	Events   *events.Service
+	// Relay moves session outboxes into the tenant streams; Gateway.Start runs its loop.
+	Relay *eventstore.Relay
 	// Sweeper escalates overdue cases; Gateway.Start runs its loop.
 	Sweeper  *cases.Sweeper
 	Webhooks *webhooks.Service
@@ -46,8 +51,18 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	rm := repo.NewMetrics(tel.Meter("github.com/hashgate/hashgate/internal/repo"))
 	var d Domains
 
+	retention := events.Retention{MaxAge: cfg.EventsMaxAge, MaxLen: cfg.EventsMaxLen}
+	es, err := eventstore.New(s, eventstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if d.Events, err = events.New(es); err != nil {
+		return nil, err
+	}
+	d.Relay = eventstore.NewRelay(es, cfg.EventsRelayInterval)
+
 	tr, err := tokenstore.New(s, tokenstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
-		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Metrics: rm, Logger: log})
+		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Retention: retention, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ const (
 	ScopeCasesWrite    = "cases:write"
 	ScopeWebhooksRead  = "webhooks:read"
 	ScopeWebhooksWrite = "webhooks:write"
+	ScopeEventsRead    = "events:read"
 	// ScopeTokensAdmin widens tokens:read and tokens:write from the caller's own lineage (itself
 	// and the tokens minted below it) to every token of its tenant. Only root tokens (the
 	// bootstrap token, `gateway token mint`) hold it: POST /v1/tokens never grants it.
@@ -31,6 +32,7 @@ var knownScopes = []string{
 	ScopeQuotesRead, ScopeQuotesWrite,
 	ScopeCasesRead, ScopeCasesWrite,
 	ScopeWebhooksRead, ScopeWebhooksWrite,
+	ScopeEventsRead,
 	ScopeTokensAdmin,
 }
 

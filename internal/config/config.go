@@ -110,6 +110,13 @@ type Config struct {
 	CaseHistoryMax    int           `env:"GATEWAY_CASE_HISTORY_MAX" default:"100"`
 	CaseSweepInterval time.Duration `env:"GATEWAY_CASE_SWEEP_INTERVAL" default:"10s"`
 
+	// Event streams (internal/events): each tenant's kept by age and count, the session
+	// outboxes' relay sweep, the SSE keep-alive.
+	EventsMaxAge        time.Duration `env:"GATEWAY_EVENTS_MAX_AGE" default:"72h"`
+	EventsMaxLen        int           `env:"GATEWAY_EVENTS_MAX_LEN" default:"10000"`
+	EventsRelayInterval time.Duration `env:"GATEWAY_EVENTS_RELAY_INTERVAL" default:"10s"`
+	EventsKeepAlive     time.Duration `env:"GATEWAY_EVENTS_KEEPALIVE" default:"15s"`
+
 	// Webhooks (internal/webhooks): deliveries retried from RetryBase, doubling up to 1h, for
 	// RetryWindow after the event; private and loopback receivers only with AllowPrivate.
 	WebhookRetryBase    time.Duration `env:"GATEWAY_WEBHOOK_RETRY_BASE" default:"5s"`

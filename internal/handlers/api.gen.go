@@ -107,6 +107,75 @@ func (e CaseStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventType.
+const (
+	EventTypeCaseAssigned         EventType = "case.assigned"
+	EventTypeCaseCreated          EventType = "case.created"
+	EventTypeCaseEscalated        EventType = "case.escalated"
+	EventTypeCaseReopened         EventType = "case.reopened"
+	EventTypeCaseResolved         EventType = "case.resolved"
+	EventTypeQuoteCreated         EventType = "quote.created"
+	EventTypeQuoteDeleted         EventType = "quote.deleted"
+	EventTypeQuoteSubmitted       EventType = "quote.submitted"
+	EventTypeSessionCreated       EventType = "session.created"
+	EventTypeSessionEvicted       EventType = "session.evicted"
+	EventTypeSessionLoggedOut     EventType = "session.logged_out"
+	EventTypeSessionMfaChallenged EventType = "session.mfa_challenged"
+	EventTypeSessionMfaFailed     EventType = "session.mfa_failed"
+	EventTypeSessionMfaLocked     EventType = "session.mfa_locked"
+	EventTypeSessionMfaVerified   EventType = "session.mfa_verified"
+	EventTypeSessionRevoked       EventType = "session.revoked"
+	EventTypeSessionRotated       EventType = "session.rotated"
+	EventTypeTokenIssued          EventType = "token.issued"
+	EventTypeTokenRevoked         EventType = "token.revoked"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypeCaseAssigned:
+		return true
+	case EventTypeCaseCreated:
+		return true
+	case EventTypeCaseEscalated:
+		return true
+	case EventTypeCaseReopened:
+		return true
+	case EventTypeCaseResolved:
+		return true
+	case EventTypeQuoteCreated:
+		return true
+	case EventTypeQuoteDeleted:
+		return true
+	case EventTypeQuoteSubmitted:
+		return true
+	case EventTypeSessionCreated:
+		return true
+	case EventTypeSessionEvicted:
+		return true
+	case EventTypeSessionLoggedOut:
+		return true
+	case EventTypeSessionMfaChallenged:
+		return true
+	case EventTypeSessionMfaFailed:
+		return true
+	case EventTypeSessionMfaLocked:
+		return true
+	case EventTypeSessionMfaVerified:
+		return true
+	case EventTypeSessionRevoked:
+		return true
+	case EventTypeSessionRotated:
+		return true
+	case EventTypeTokenIssued:
+		return true
+	case EventTypeTokenRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -439,6 +508,51 @@ type DeviceInfo struct {
 	UserAgent *string `json:"userAgent,omitempty"`
 }
 
+// Event One change, written in the same atomic step as the change. Never a secret.
+type Event struct {
+	// Actor Who caused it: `token:<tokenId>`, `session:<sessionId>` or `system`.
+	Actor string `json:"actor"`
+
+	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`.
+	Data map[string]interface{} `json:"data"`
+
+	// Id Stable, ordered (`<ms>-<seq>`): the cursor, the SSE id and the webhook id.
+	Id string `json:"id"`
+
+	// RequestId The X-Request-Id of the request that made the change.
+	RequestId *string `json:"requestId,omitempty"`
+
+	// Subject What changed, as a keyed id: a token id, a session id (never a token or a raw user id).
+	Subject string `json:"subject"`
+	Tenant  string `json:"tenant"`
+
+	// Time Redis's clock when the change happened.
+	Time Timestamp `json:"time"`
+
+	// TraceId The W3C trace id of that request.
+	TraceId *string `json:"traceId,omitempty"`
+
+	// Type The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
+	// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
+	// lines in the audit log. The quote and case types are reserved: the gateway does not
+	// write them yet.
+	Type EventType `json:"type"`
+}
+
+// EventPage defines model for EventPage.
+type EventPage struct {
+	Items []Event `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// EventType The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
+// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
+// lines in the audit log. The quote and case types are reserved: the gateway does not
+// write them yet.
+type EventType string
+
 // FieldError defines model for FieldError.
 type FieldError struct {
 	Detail string `json:"detail"`
@@ -666,7 +780,7 @@ type RevokedCount struct {
 	Revoked int `json:"revoked"`
 }
 
-// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `webhooks:read`, `webhooks:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
+// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `events:read`, `webhooks:read`, `webhooks:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
 //
 // Example: orders:write
 type Scope = string
@@ -1040,6 +1154,28 @@ type ResolveCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Type Only events of these types (repeat the parameter, or separate by commas).
+	Type *[]EventType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Subject Only events about this subject (a token id, a session id).
+	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
+	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, or an event id (events after it).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// After Start after this event id (as `Last-Event-ID`; the header wins).
+	After       *string      `form:"after,omitempty" json:"after,omitempty"`
+	Type        *[]EventType `form:"type,omitempty" json:"type,omitempty"`
+	Subject     *string      `form:"subject,omitempty" json:"subject,omitempty"`
+	LastEventID *string      `json:"Last-Event-ID,omitempty"`
+}
+
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1174,6 +1310,12 @@ type ServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx echo.Context, caseId CaseId, params ResolveCaseParams) error
+	// ListEvents The tenant's events, oldest first, with cursor paging
+	// (GET /v1/events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// StreamEvents The tenant's events as Server-Sent Events, live
+	// (GET /v1/events/stream)
+	StreamEvents(ctx echo.Context, params StreamEventsParams) error
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
@@ -1536,6 +1678,94 @@ func (w *ServerInterfaceWrapper) ResolveCase(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveCase(ctx, caseId, params)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// StreamEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamEventsParams
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamEvents(ctx, params)
 	return err
 }
 
@@ -2219,6 +2449,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/tokens/introspect", wrapper.IntrospectToken, options.OperationMiddlewares["introspectToken"]...)
 	router.DELETE(options.BaseURL+"/v1/tokens/:tokenId", wrapper.RevokeToken, options.OperationMiddlewares["revokeToken"]...)
 	router.GET(options.BaseURL+"/v1/tokens/:tokenId", wrapper.GetToken, options.OperationMiddlewares["getToken"]...)
+	router.GET(options.BaseURL+"/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/v1/events/stream", wrapper.StreamEvents, options.OperationMiddlewares["streamEvents"]...)
 	router.POST(options.BaseURL+"/v1/quotes", wrapper.CreateQuote, options.OperationMiddlewares["createQuote"]...)
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId", wrapper.DeleteQuote, options.OperationMiddlewares["deleteQuote"]...)
 	router.GET(options.BaseURL+"/v1/quotes/:quoteId", wrapper.GetQuote, options.OperationMiddlewares["getQuote"]...)
@@ -4464,6 +4696,365 @@ type ResolveCasedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ResolveCasedefaultApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    EventPage
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents403ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListEventsdefaultApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEventsRequestObject struct {
+	Params StreamEventsParams
+}
+
+type StreamEventsResponseObject interface {
+	VisitStreamEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamEvents200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type StreamEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	Headers       StreamEvents200ResponseHeaders
+	ContentLength int64
+}
+
+func (response StreamEvents200TexteventStreamResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents400ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents401ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents403ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents429ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents503ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StreamEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10839,6 +11430,12 @@ type StrictServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error)
+	// ListEvents The tenant's events, oldest first, with cursor paging
+	// (GET /v1/events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// StreamEvents The tenant's events as Server-Sent Events, live
+	// (GET /v1/events/stream)
+	StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error)
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error)
@@ -11357,6 +11954,56 @@ func (sh *strictHandler) ResolveCase(ctx echo.Context, caseId CaseId, params Res
 		return err
 	} else if validResponse, ok := response.(ResolveCaseResponseObject); ok {
 		return validResponse.VisitResolveCaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamEvents operation middleware
+func (sh *strictHandler) StreamEvents(ctx echo.Context, params StreamEventsParams) error {
+	var request StreamEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamEvents(ctx.Request().Context(), request.(StreamEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamEventsResponseObject); ok {
+		return validResponse.VisitStreamEventsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12404,333 +13051,357 @@ func (sh *strictHandler) PingWebhook(ctx echo.Context, webhookId WebhookId) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs3tij8Kijufcqk06QoSnZsqqb2ZmQ5USJZiiTHMxN6q6FukETUBJgGKIpxXHV+ffX9Pt/3Duc9",
-	"zqPsJzmFtQD0hU2KkiXHyWiqpmKxu3FZWFj3y4daJMcTKZjQqtb9UBsxGrMU/rlLoxFr7kqhU5k038jm",
-	"qZYpM09ipqKUTzSXotatnTA1kUIxRSKapnMuhiRKWcyE5jRRhKaMCHbFUhKZAeNWLaipaMTG1AzFxHRc",
-	"6/5cE7KpYPj3QU3PJ6zWrSmdcjGsffwY1PbO6HBx4rMRI/LiFxbpJ4qESlPNfmKp4lKEhCpCidKpFENi",
-	"VqLnRNNhQFhr2CJhv7bVr4XFlYzp9QETQz2qdTvPnletYj9m44nUTOjmCZskdM7ixUWFOp2ykMxGTBA9",
-	"4oqkFjyEK6JHjMA24+xnOSBUEEbThLOUpOzXKVOazLge4et0zIifOZo3f2DzahCaiavBdyAjisurAmGU",
-	"MqpxRXKaRuy2YDmhmh3wMdeLw+/vnb0m/nmXTFhKJjLh0TyAzdndKpKwgSZcEK4VmXERyxmhIkYAsEiK",
-	"WJGp0Dwxv/SFfYOJWGUnquUlE/3aTvq3Zy9ftnf037Y3A9KvaSao0PB75+XLZ/ggbPXFXXfZPIYN3LRZ",
-	"+1qXGNSf210TPaKa0Mkk4SwmWuaBEBApGEm40oRrNiaMRqO+qIewrzAgIe7E/EsxBVgeAJDC8YCGRApy",
-	"+LpHrljKBxyPu4HA6YscdH792/N2u70z+9vzdgE6v/5tq+0ehC1yyoQ2Q+LiqVAzlgKmkpRq1kzMDlnc",
-	"F3LCUpiL1GmSkIuphi2NmabmeCaSC638UQ5kOqNp3KRTPSKpnGqmAhJ+u3dGNq42N8yvMuW/sbAvYF/u",
-	"gdtug0gRMcCRiCYJS82VMl+ZCx4ZHO4SSrbbmwGRKfxry0xJKBlzpbgY9oWK5IQF5ruYRTxmMblgA5ky",
-	"QsVcjwzp4opEcirMhTCLMCSNM0UE43rEUjLgLInvgD1Mp/Nmb6BZuog4pxbDtSQzyrVbUmq+4WJYvI8D",
-	"mY6prnVrXOitTi0wk/OxoQCdze2vt19sPd/+OqiNucAf2341XGg2ZGktqF03h7KZ/Vr7aFY4oSkdM+1p",
-	"v2L7QN24WeGE6lEtqAk6Nt9E+DCoGczlqaGChvbkV/nvKRvUurV/28i4ywY+VRt27AJFjeY/sIor1SNR",
-	"wg29jUZSMUEu2ZzUX/z3//z/Os+ekUnKhaYXCSPRiKY0MmtvtEgPAVeioOZLc54XMp73RQrkG+nxgKdK",
-	"e3K8U/wEBqFCwtmbbw1+bHc6O+Ym4DQjnjAkS24kpOBcGYI2SPhwBH9st18i3gBEkc9mMC1R+OXo9QwO",
-	"1/39whyc1iw1Y/7Xz/3+dWez2e9ff733/qt/r1UyscEh1dGomhUYPksSCrugMannuWWjC6CZpVwzMqKT",
-	"CROKSJHMCR/Ak1+nUgOXU5onCaEaqd0VsuSAsEQxsr3ZaZETizcIxYzhyamhfXCrgeKwmGx3XrRI+DQk",
-	"Y7NqpshsRDVIE3ZcuLDTNDUEq37yepe83Nxsk//zvze3WputzUZAlKxY91SYK8fN1mmSzAOgXLAZKQi1",
-	"W4Hls2uutOoaHj0Vl0LOhH1aN5TFYgaS0SeqkW1/u73dWnrYgyYewqorlDv159srTvJogrtYPNF3RgaZ",
-	"pEwxoZHf6pQKBbuuPEFzsUsHyBUiRd2dXmOdXd1mF5qNl1Iajg9vAabc3dgs3o1e85+0+Vu7+fK8uexu",
-	"/GgOdulifrVP70r33OhmplNkaUvnUv75XWfLZjDznRn2v3Q2bZ/edS43upnprWLp0omm+PCu89ixzTTv",
-	"2MVIysulM83881WTsWs6niTw/ui8vflL/Px6tj3YTDuXLyfq2XBL//ri6mvBkMveE5p9NAuyGpNZwzc0",
-	"PkEaaP6KpDAKhvkniIkoyW1MUnmRsPFXvyiU4teD1zF+hZMuUntHemNpBBypkcYiJTBaH430DglZmspU",
-	"hcQAVoFUSgaUJ0ZWQmGoFuS1xoI2ULU4++5G9uIS6Xqtj937sEUjWZx5Eofa2RKA3g6QZuBlUASiSY1k",
-	"VyKxJcA4HXbVtuCdskr1uYEoxSDh0WfHRq/JgyKfISVNEjlDTmTlES6uaMLjpnlxqoxCNKbXTaYimsD6",
-	"wiATwpwE1viC0HTP3KjPCd6eIHCLW2YPr2V6weOYic99wHmjUEKjS0KJVcdAR1OaTZrTCQGTCRLsL+jM",
-	"vpWCfU6AvZEk4VcMdPpoZLRdMWSkzq4nBjAGwScJjcy/DPASI67PyVQZhXZOKJoBrLnBvWqtKSAWPDHa",
-	"5iUTX9K1eCP1azkV8WcGs5pGI2/7MgQDJeEkYamBEkj2XxCUjlPmVZfXlCcs/tz32Mn5qBiAukAT9oWC",
-	"6MTLfp8PSB5AXyYps5rBW+ENbp8VOodoiwuIZeMBsUTNULKUXclLFjsyhUSK1D3Lz/GQMOiLcCoK9r+w",
-	"4ZiJ/X42koqRRA65ANuaAoOg+a83ls5JPRwPaNOdVNjtC2cSB/OPeerQqEvAvL+DarOhFGYcbwVFU2ci",
-	"h3KqCY0iNtGE6wbafb6A4w9q7969a/ZyICse6U2GTFQl5SEVc6uzqM8qx4D1mYD1mcyouV3gUiL1MG+W",
-	"dqaq3vE+ItATReypO0ONFxDNd31RD7/tne296/3j/KR3tnd+sH+4f3Z+vHdyfnb0w94bI2Eue773pvfm",
-	"zKBdgbmuGPF07/R0/+hN2CAyDaqs9jiU0ZSfKGIUy/FEqxYBC3JfoKIR5uzJofOQ7FhvwgDEAG9XozmD",
-	"9pByoTQRUoDfybwPMFNfEIaWTOUrP8+9WoWbR+mPU6npl4iit8PQgKzCTyA6KxH0TqgxdsQUlwRmT2p4",
-	"GgwynZC6hR4xZIKErVZrA95psuuIsZjFIc5rX3uiSAjPnS2Ba/RfAUxCMuRX8KMiiv/GGl2Cri8Vkrrb",
-	"HO7m/LD3d9z5aQPo+fHRKXqK8IMA52FLvvzx7dHZXvlL/CAgoVHnl3y42ztd+A5eD0jIM/s9uWTzJSPs",
-	"v9o7PD4623uz+4/zH/b+YQej1gXrvA0L7l7yRqJzypzYLOVaM2EpAmK/8y1rPmaZozTDJfQuK406BWra",
-	"eMpUk0suYsuDVYv0LM8FxHBeV67dC6TuWLRMjXre2PHm8jilA519AD62hGl81X/uoAKncH52dmBtJ+bc",
-	"wfMAhnoYFiwriwtwI5jjOD863ntTNUpmhsnuDnxwsnd6dPDT3qvSR0YBSKbgNTVTj2l6yVI/uSLmbSZi",
-	"ReoUzF8sNsfMYnd0KUuYQQV4Wc4EoRq8lV+KgvVpdPWLlhVzMmHrryNmvRX0ivKEXiSf1e5wwmJzcXmM",
-	"tjd0/Bu65BRjKQZ8ODVHYIiNkXPrMiURFeb9C+b4XQOIlgt16KL9LosWAPE5ZdRcKGGJG3Ve/ZQZYkWs",
-	"b29ExZDF6MhzLnF7cUsUUNHBghr6aUjvTmDXWWD+pEfx1nouZyMG/kqasykZnqI0TTWLLU+xYRAGnF1C",
-	"iWCz3OvWmmQ0nbllJ4LB4XiVKJKxFy+zD+dySmYMQi2sb5crArf6gc4sc/D+RU7NwtMdmr1buUMrBY3l",
-	"zBB4lpkfHKJcxhOasiYVcVMxiPbJh9DBkSIbx+g9H7U04xHbcS5jjHmwakp+WVbi1D58SJHtzU62ROez",
-	"3zujQ4xjouTbvTOiRnKmCltG6WIkk1jlQPBASON5yS7M8hfCnKJJBVUTNAwjqTYoQrSlseQi4SJO5t0b",
-	"zxnVVZnEdmBni/aH3t708V+Gkhj9wnyOSGVOW/gYjRK6tLd3CitHIVeQRCrtxzSKMlF8KCDcBtSYFtkf",
-	"5MZT08ioIypYshGR8amHQaosbvRfhRB5GpQLhkIShBTFa0u6dPZmi0ZnAOVQpmTAjczNNYkN3gCVsNjh",
-	"p4DjVSCYo0TYpEni1BfgSbMR1bk5uFYsGTjx0Uj71mCHxsLlFC2H0o2HwZQfjEqxCxrFXwhVrL4J5gY0",
-	"rLbIu2pVN8hEvOXxe0WGZkfnMWqcKb9iMRmkcpxTgfHquzEKQbeVpKfT3szmB4sITuJGQftFPbVR4Phu",
-	"RXg4Bqwukh2H5vEO2W6/dItpctG08YIwYF68xTBDrm1sVjoVqoFQBFPzAiB9fOKYzp2OSq2l0O7mYVDY",
-	"ehf+ckjsPQp5LDZ8M6NlXQ90fEH5+ED7cYv0LCK40ZyjgYr5jM7LjNGwYyrmBgHrYBsEDssVcMDGjkEH",
-	"S+e0nNEUMXvC0iYwxYhOcgYMHifMb5whVYVA6IQrjW5jF29tvlYbHzBY66MLv1Y2HlogrFD3Nrt7IFEM",
-	"gsr+cmiUSV9cqekqHILnGQrBhxkCOVQwYyzDnrqZ8Pt3Zx5jIMrVaV0LlrUdy5wXEcKZVUEDNwdv3oSj",
-	"R/GQQuiYZql6IFTwxry/EiZksbgFIQo4o9fdaGU0e1m1I3WjWy1hNrnRd+BIfaivlkQxluMjC9Ma7mG+",
-	"nYOx3vEPMDPXbcAVMsiEXbGEjGXKdghVRh4nNI5V9s2IKy3TOWFCp/MdtLdeoUiXMjkxmgNC2DDEYoQX",
-	"2n4UE3G2QMivmsspGTMqvNryMOhnY03/crTIxshaXXBorn26iiK5dzxRysiRQYFsiGUECXw7LEqZXk5r",
-	"7KKQ2qADwVObez3eSSqN3vC5DazvWJI0BzIdm21PtXfK1Sm5kFMRB4SSi6niwug06TRh5ocZ5DFCLJiM",
-	"2ZcUtPVWqOlkIlPN4kMWc3oGpuw/Jo7Z6AZPFLFTo1eSW/0eYjG+oDCcjy4MHdbRi7SsSAw7eb1LXjx/",
-	"uUWoeU6ihPKxNYlMcz48J1UgI+bgz0V7u2CB1XiozhzNM2EHFExZmExSOWGp5hiSTiN905Hgis0uphfr",
-	"pcBlUfg/w0dZpiqqI2aw3lSPDgwnyee1ftM73d+tBbXD172K9Fb8CFxTJ0xNE1j5wnaqoGtQx0ALDBYW",
-	"NhaugfXLIlwtSAu5YDYwiSoS/h08PU2ASAh38wZgBDWa3+dKMPsXPwa1YSqnE7Vm4se3+PLHoHbJRVyV",
-	"HMSjEfp+5SDnQyMTqpAeZVv7gYsYd+bOxOoEtQBzRyrPBYJ7Yblcs7FaA0sAcvv48ma7neUu0jSl4FdT",
-	"+byZNdNfAEcBw9ZZARoMcILbITXAOZssN1T+wKvQHtILFtEWxCgWnzE6XmvpkU/aXCf9MqhZ5bOnC3ml",
-	"MdWsacSJxayXhRnjKfuEr7OIfX8XHiK7NaglVOlMh/iEFRcHOmFULUuqT+GZD7IqhiTskJBOtTx3EnSI",
-	"qlr2whMFJqaGKyPAyJBqZkQq9wnq+vKKpfHUJe6BXXMt+mOl7085+ryvqHxyz7fzJ/ey3f568+XLzrPt",
-	"r7fbL19urjw/O/JUrYPGp/hmdsNPzPv3e8mD2nQSf9I1KZEJnz2dIw+55fv9B0UCsHhd3PUrnUX+XucX",
-	"v4zw9GCWXAoajZ3f9DhHjwY0USxYn0StmSXXWpImZ2Dmblf5hIrDroZ2YYXLQICa3ZcHgk8jr3cE4IrL",
-	"tNl5seaOuhv/tjTLtiQIZohfwneH3XYfyw7vOzQsLPJPL3X4f9xET+xQe0Kn85ulkdJWcJYbVolDL5dQ",
-	"b5YcbysU0D8Bfx6kcnzqqf4iM0WK6OpiFFnlDqEXylYr0b6aDZqZ1uSFy67JZ+R5Wp7egevpgl3UyeYI",
-	"gYxhMH+1ap7zw7/khAmUTTNRpLqAUIGigmibzZxbfBWPKsBs2e1ATpxlY0fn7c3xi+hFuj2ZpOL5plDp",
-	"aKSitnh2KUpnWqRInWJBjOj853bzJW2Ofrkci0lTXzV/e/+h8/xjJbXNwTYHzaPjvTe1oLZ3uts76J3t",
-	"vaoFNRdCWqn1FHOQ78ZT7of1raKbLiprUQTqFOHZWZ7d/qHTWQJICO2pLJF0ekS2O5tfE5pMRvSCaR6B",
-	"Rat0UbcKa9haWML7D1vVM79iVzxi+2IgbwlxPinBYftZcdZ282Wv+Zo2B93W+6eVcyf0AmnkTWR1qlja",
-	"G1rjWO7lZ5udqiNdOLzXnCWxzyEu7iNmmvJkjYFzBX8Wj+kNHWNdMjKhehSQX6csnROZErRoEf9p6dxA",
-	"PlicSBpCVzHN96dHb8gxPiVc2HJYFzJeh3CXkN1uvArZv2M00aNFWKmFuy4vbyZ/9quqifaFTqWagDxz",
-	"l2uPppTi2b3YfNm5UWCDD8/Nz+cjvoBXN6skZRtO1ZYsk7m7oZBGml+BmcPOciFlwqgASeN6cr/8lJfE",
-	"nk8fUK1nwPpF8/VEiUiiofzmN9cysBZ12kURyhk4bS5PnQrCrjUTEIUwZuMLlgbk5PUu+fr58w75P/+7",
-	"0+rsgA0iJlRhGbgZOHyhDpD1P/WO99ezd2YIWoneNwgciDhV6Pn9ux8qkDIZ5i/1XvzqtNpwHKVXxRc7",
-	"z55tvqx89ZKvZyu41POC8PDDceVwU7T3eWsqH1a+dn0HI6Se13Bn5nNc+BLInS6C7pLN19eYDPBvqyTB",
-	"BFXrORzQQpB9cV1RUV5ZKSHnXjVnLOOKkqWvWMKvWErkFFwoF1TEO85TCeU5S1hdlLyeL4gG7z8skSlt",
-	"aMW92Y5ym7N7y8+xBLA/QXYpZu6UrsoFZD2xvU9cZsmj4fB6mcfmjo4MHif3sNI7uhAWhIXD173zn/ZO",
-	"9l/vL9EEPDuvUGh9FQ7BZs6XhNGsbtKdUly1kCSRYshSMpPppSrT3XUIab6oGC4ub2xc6aFwWDS/m2Tz",
-	"6ff30y/jzVepcuNSsPkhF1UOxJ4gdCynQvuqIVbxeaLI2HxCpoJrRepUk7FUmnT+69kW+e//93+RzYCw",
-	"axrBh1hiFWThCU0VS+Fo709ycc7zSu/yy+1nX7v8XIIytKrwB9ss9AM2qCjye/i65/PUfSFfiC+BMr3l",
-	"3dyf2ahS2em0t6uUEKxitrj4I2FtRVCbuFDYzCg8BU1nLa6Y087KzHHRncmF0lREbC2FzYY5LKjs1VoX",
-	"hOysLjgbGNHOnlU+1hi1vIc7t4yWLh//2cuXuYHzwFs5tOY6WU+sdsLoInHOZ7VjiPnbk30jJpi7PKFD",
-	"RupYmti+qDY+qGQ6/Bg2AjIVsQ2usg67J6ovJtOLhEfk7ckB+vN8aYjjt98c7O+evz05CCGSj2lbJRXi",
-	"NYzuTWgC0b8uXI5rl6nfF7kw9ifKjN5okX2X/6zYcMwE1lIlCsvkmlVCzN+M62hEpMCqD5nZLdsRhN9R",
-	"a9/zpzRNeTNlA2aIHLu1ig5P3REFqxRpqJRZIQV+sr86ylmmVjIh9x58o7Qcu6KWN+JVzBXEZHuecX+U",
-	"nH2y7GMo2K5Z3cPZ8icpj7gYPoiV/NesPutahVaDmqIJU7sjKsSCbe5zm/gXJchXJ73XZ7Wgdvr2m8P9",
-	"s7MlYqSaXoy5/jS8V9MLLTVNHgApNb1+iFFv46B/qK3ds+M/qx+c8/znqEsJW3OyuSdb5ZMsk5vccRTA",
-	"kr/5C1d0zfiBmxRNuHWf4km/V+K8tu+9u8z5voJ0bHU+ybFf1kRWoICHyVKIl11nv96T6+zX27jOcCUa",
-	"tYyyRyInX61xmbmvB37jqwkX7OyB7v6vUwpdY+6ZB1xO1ws5Elwfpzxi976ziqAFxLvLaS2364UlLEB7",
-	"OUJqNj7gSn9qQEaGU+vEhT4Q266M8VjDqe0Xfzy9LRm87YVZD1MN2ABymU61HoKuT0g3llHSRWxede45",
-	"i8uCAesGJF16Eseu5cXKcyhXcgObzJilQ2Z0sWiE/SW+3nr5vOECO1nMUbcCiwGYTsZc5MfeXGRzD8ay",
-	"FnSPdeH8kNyuKCLe4uQXjvKE0RjyYj6DL/cEE1y9slQO0ICnD9aPpxzIgbNVrfPU+RHLyHsx5YlucoE1",
-	"tkndNY1S3ZTRONdFSnWhJAx0mII8T/+C/dM/xhp5/rH90z+GUnj+Kf7lH7q0Lv/c/1CencZjDr2eoEwR",
-	"XBZMZAn703Z7K3KlmuEv1sUfKTio8afQFnLIajqrQsVLb5mBTJgMMNkast35nZh/sCuDrvnFh40uSeSM",
-	"pU3zkutpZqfdJFqSrU6uO5FZQUibv5F28yU5J80QCy/5ageUJMzcLBwI9+SHKX7bWv41qYcyjVmaA+0F",
-	"TxIuhgh86JFkAYvIMUyp0AZIPszcV+rq2qVELh1NPSGhRc4WZniEhKpLW1eX1GMZqY3jk6O/7++dtsZx",
-	"QPq1Xu7rfg2nx0pfdmJaXA7XWO0Hy0+KefEp1uQtIAupp1LaBCfVaJWfJkyrInJvFHEb8yStJR7dLS6x",
-	"ypaPEFLn6lu54uAGf4xYRIfMVgTOrQNj+i+k1EqndIK/BiR0IM5yi8IG7BcS8qEgZqmeZWiTBKFDGIAM",
-	"IL3dbmNOjpf988e+smdJKaSKNn97/3MW19UOtjY/dgu/ttzPlQTeeso+m39x7Yyp+7IYVng9ztIpNLRb",
-	"xAhX26HORIyVGK44m6HHbjH0JYaQtTV9kRjfBiGzUIPycEB71vPycBa9P9Rbm1ClT6T+xFM0o5wy9imp",
-	"P+PMj/4HOp/X+CQXHnyrLBfft2nNDkzLPMu+x1M+v2XRy1w0M+UOqIw5QQUVqZSE8oVn7pjLYSc6w2R6",
-	"6yarCh8Z0GmiuyVxwqXjU9f9Z8V9fPayU1THttZ1cd2NEq5HZnLxs5928R8egi+ebxfg93xN8OWK+eOy",
-	"YCFLdMADOeQC7jY5fN3rosBFuCDh4eve+cnej2/3T/ZehSgfJHI4ZLF5mlVgzncZsN1P+1BLNzBCKh1z",
-	"X5AKD6jYSsDWw9gkxQYFUPMCCkLZzgKLXOWTbrO/watjQoo8qdKVaje1pH4SiHIBscXZIPwFChLm3NK+",
-	"ujJm+NdDHLEFwdZGkj1yQhn8YkT9SzbB9pVGL+9mNQLpkImsbCCN49QIpTT1HZmpsiWdR1SNGJY7sqUv",
-	"bcXSFulhrolPy3QLw0hJIXEZixEUawaHlw4Cv1oB+2/9DV2Eve0ggJc48KLKElEeXwtJ3cjbctDI6itO",
-	"lE4ZHZO6ywbHSUOrpChldgmxTKEdpNElLuJlqxNgyzjQYp5vl5WhXvOfxCk1LXJOuuQ/yQb5yig3dSFJ",
-	"JMdjarQANaER65LSEsgvkgsoBThGtQDeR0mrKud8fQvLf258tcyakZkitzolQyQYpH6dMvtcp1NWPqu7",
-	"MaY7UeISMtkxVmBTVexwqM5D8lW+JcVmp+kPkWg6JF+R0L/jwow3X+ReUixhUG+ivtl+QVIqYjkmF1wb",
-	"Ve3Ums9kWmpPlfAB65LUiH6GbBh0zBHTS8YmhOui+qPOf+PHr8aj7369nP0yOB+eJF9fn3Uufm3/8/Ll",
-	"P2YH461SlkkpzaSoFKnzYrLLZudj+ZcXK7Wh+7CBO8Xq/nIRi0Jizl7W2z3b/2kPy2x4zmb/XBnmaEc8",
-	"c9GOfzUN8E8drHo7faE6YPUUajdJEbEdLMLFteGV5rqG5+ffSaWbo+G5a9JOIikvOTNEO/x7087RBOwI",
-	"Hy5mtahN3E2ByPXILRtTO88zchZAra0m2FqMuAd1UwYcA+YyYrS2F7YYztpZjGdd0weLy1dqekfl57Z+",
-	"p4ryLiuxDQzVBUKG/mdH1dbipdWVXNbPS//P7lK+DtjlyldldW5SkG5Roq4O89bJUjUnV52KxcDSdkiU",
-	"0PGExcSmu3GlpvkKRCkbUy7ML+Z1UleMkdBHXoROMEaRtLFaR9rafLb1vH0HNak6S7/mD72w6zzolt8r",
-	"qFS5yB8KMW0V7cuz6la+SqWVyX3H3TIE4cV5ATK3IrmfjNfVLuobqWuwKgOlklYGvnP3ug2674rmVQmD",
-	"BZrMcuQ2Q5Kb8eKQYX+u+470vC01u4fYSsDwTxhgQlPmzHU0SY4Gte7Pax7r+2BZyp/1heV775YqxPkC",
-	"CljyDDwY9cxtAVHIhplX+S1aGGnunaGLhgj78JPKmMAIaxRbGvIrJhxdNZ9h0cGdQjE3V7nY9dqiImLm",
-	"xgVGF849gprJ5khTUEbAydP1bxN0O9p7gH5HW0cTxgjXSot8kAppD1Pr7JNJzc207J7DLXM0aqHQUoE2",
-	"5QiWv8NFguYw/DallQAOx7Qqm/F2OmBGJtc4fcGu9e40VZXpSoU6KZAlMKFDdvtc++Xa5VtVEddyL9KZ",
-	"rcH7EKwC3frLbmG1M2i5DajMS5bINK72LvaUcwkh7/a++e7o6IdSbzrYInamczV2fSKILYpzZ2lnmq6Z",
-	"QGUXXBm1tBpdsi9xOg/x4nVaHV1cqMF8NwUnO+fimexduWqx4GCPMTe4azjGPB8503K0vRG4UAHzHFN+",
-	"KJmkbMCvSR1DC1pPbS/i8GmI/CdJ7mSWrPf7T38v+OLfP633+63STw34sd9/2viPxhpmy+V6V4YTi8mO",
-	"Vo0mI60nddUgb08OAuCWcqrRyM4FYiH0eEvJIKWQhlRUjc3nqruxASE0Lft7K5LjjRFVoyEtBy8gRt6m",
-	"9E0BzW5Ep1tIXI4MfQwWItCgrvWSdF8+BI0O3wlccwcUwMCuPRspFp2H3up+QRV7vk3kgGx1yMVcM9Ui",
-	"mICbVYKPWSRjKJ5tHhcgjMMdDn748WX64tsf/vFrejb75e3xqxf7B8f/3JedA3pAT2c3F29ZMMbAHhcB",
-	"+j4DqU2tt1D5FMZXHPA+C7KVR160Wj54UAXgZoVstDR8wRf8KTOUecbOXcV/26C0TgX57uzs2NZPCwxF",
-	"Q79sADXdsfC49YStV8hjzJSiLo17EdEtqW/ymCgoHQ8xsmarTxThUOR8wsUQA2XKM1Zu3Qg0NsRlJT81",
-	"7/n9c0XiKSP14703r/bffAuhWY27GwQWbOV23FpQe7V3sP/THlrKX/f2D5blcMEQu5W1KFCBiZhBxSc2",
-	"ezN3al49A5+jwDZY1h250vjzspBBuyZa3rMMnqFL3mrrLtdNIrS9pvfhSMno9uqU7DVJCFjmo2nK9fzU",
-	"zIBLumA0ZWlvisWm8K/XDobfvzurBYs81RadaWJVR+jWUoeKNQEJL3kc2mTsgIRcqXAjpNM43AjZ9SQk",
-	"bqEBGcgkkTPbeK0vTl7vvvi68wwGu2BK+16Lk5RGmkdMNVznmIs5siGn3NcXYg+rIxaNaIMZyKUAx0aL",
-	"gEVMdUkh4JgUo41JLhqT5GMx+yIXZUzyIcYkiy8mueBiUogsJsWw4oDkI0ELYaJIFDDgEuNL+2L9CGPU",
-	"GCud6miyBe8IQMK8bJCw0SK9vriponxEU8M7CRXEV/8PaaRDrP7fJeGHvtFi+7Wus0FkZezt8Fkde1zu",
-	"xzDIpIZyxXsjieAE2A2AcEG4xrgSWDgYdACXM7HSSHA599QuuHyqSZuc0F+n5e6TXBDqnUfOZQTisfkM",
-	"/6wFNUFh9gUnU7YQOuE/sHxl+O/gutx2KbauXX0ATc1F8yKVM2ihlXBDRhp+afhitrSSh2txYR+hygPW",
-	"IyyuyMm64MtWRiZMdTOB7nU+CIgm2JPVrBKbwVywERfWeBdJoc2N7tommPaG9UVdJTyGNskizqR2tIsH",
-	"4EZXmk2a00lgI3QwPgRaiNGpHjUC0jveb1pcZZrGVFNS//7dWV8YwkHBWp1Z2ALC83XiGkG+I7widTnR",
-	"fMwVVnsULqcxyDWZcR3TGn1h1pyVEcWrTupUyzGPLDSy6qOq0eqLvvi3fyPfMg14bVsZm1/DoSTpVJDW",
-	"RjSONywVC8kk5UJDi9kUYs2hB41tb0bJ06cZRUOqAWB4+hTEqd7xPv7dF3CjUA8EatBokWMIKXr61Hek",
-	"ePqUXLBEzgIyoQob2VBFwoxRhEiAnp5BX0oip/opgWiHeV94LGiRPZjGZxaYMcUQtFVqQ9R3Mjrimv77",
-	"13MNVZ2PYbu9ZQH3bwQ7QeQ6QAwls+Axr/yef/Q7mY2k7cXLNfxpoQgf/Z6PX/u9L35vNpuF/5vhPAyN",
-	"OPj9u7MG+Z1c0OiSCcMlUouPOJBMVRebOd6CMZEKvkR+J6E7FpvY8A2cAjk7+mHvTUh+x7PEVuSo04cb",
-	"V5shYdcRm2CImlmhjYIBsmlW44wDrVYIOy6Rl3o4Gqpz89RsszSIIzMSuisvbNQnppC68l4iN8yCc91L",
-	"ChYAK3zzvxeWbiCZ+3PDkoRsR4wDYv1ubjxLFVRIueY5ouFavtpt/W6QnF7IK5jJNXai7lLAqH3RK0EK",
-	"hFxzOyqPCQqk+F5J2+3NgCiKfULzGGgZupKGUJH8hXV2z/wZelzNhBYqsp+NNC6jS8IjKWzLT4hRMq/2",
-	"BddEMBYrs5otEnKhpoMBjwzDaCpk/HAhZ1yxhr9sEEbqm6TDpdGjVE6HIzKX09RdAPP6Zov8w/yUyCEX",
-	"7oFvLZmLlupW4wwmyuTiXbtEp1MWopBIiB3YdkhyLUlzwasYa7XjLDxGaUyoNmzRN3W35WWAmZhNdlpk",
-	"35zipbJOF/9q1SI3Pvjwjo8b4wHd8G+HjmjBQsMPuWpdAYAuIN5e+DFskadPz3JNMhRYVQ09REnHI+fT",
-	"p90SmAlxBj+V612flQUk9dPD04Cw5pjyJACH0VSPDDWMDHUyV2E80WbrWy3iwi6dMdGNB7VtYV46mewU",
-	"VmDXynUXd3ozjPBUQpsHtQgZA45Ou01SpqepYWtEsBkMXrxvVNumfeHh657tQCKTGFq5KS0nCgrNcTFs",
-	"7JDtTgdjkM0ETdudL3SNyWBw2Gg9zJcKCxsB2d5sk9CvsTmUAs7Wnh7U2IIr7V8JyHbnJdFSkjFwQUJ8",
-	"cTF/icAWosxfyBihuBfhXmouVDWrh8sakIWNLgnNUYW2tbgr9ETBMWL0G6oNmVGofHNNRnQycbICtpWW",
-	"JJakHi4Ug3K1oCqLPZnh+kIx3QhIiGXMQhxvRpXt9mYldiB7tldxiFXMQgypLRYru3A15LCectAXoS8Y",
-	"FqKJiAtfuTULuU/kULXIs/YW7MnA3qggcxLmKoKFLRQEbB3+3wslsgw/4jphC/zefLHdbpPfyc/hmCbY",
-	"865pFxW+r3uILTw0PC7f2M2SqFmudR5YSApTZCWr8mNnv5YHjQ3tNcOOIbfb9lMEgdoNvAkDu2aUOR96",
-	"foaKx26qvNedpgxmw96rhQkKwf15uOR+d0OuotlcKxDuuULSzVlpoqnIEa/iXKVHZrpe9oOhGm4lbsgt",
-	"GBI132bMBC8OWHjgVl/Qk5GbF1C8OHYFSy3Avfy0CuwJjS7B2GkXjzmkhWks+6o8gvIzgAtROsVSnLQI",
-	"IqSndjt5WG3DRELq5kBORWEG/6MZ+o0kahqNMtHdfv8M8YTpkYyb5guaJHJWwpaFp2bEQ/gVeyDir27M",
-	"lzBmJMUg4VHhPrrfshuDq3mirP7lrw4MiSdYGLXYv7XqttjOrnaGXC9crgqL9Y3cnQ3L0aD8dGN63cxU",
-	"xiJpyT/xCALtshShScpoPHcZKNZ0mtc+8UQLky00a8/Pt/AQEcahd0bTy+3aubKd3S+Yoem2Oak/rU2k",
-	"cSVGmj+zwhOLS0auwa6hXmCzw3VguEkKIXwA+CY6DfJjVjx2EPR9ePfO6BAXTxM/Ot6rCZ0nksZNLWUz",
-	"oemwsN6Fh2Xy7Br9G0kAXnCDP7OkzPcdbY5ZzCkYsosUreoNM02uZ2mxWaid4WuYgV1PWITZBxWwWXzq",
-	"NpB7kuvEO2aOuHUQ9tDstWmUSxYXhy4+ccOi6ZnM5DSJCT4Egh+zKKGG1MBnqjgJz2HZJZs3U2aErcJ9",
-	"rHzDH3MJS410AuKaLTgQ8wFUg9QlAm6nX5AYS8wt/8xN6ZrcOkKQ55d2WCvHNhPoqWp7HBeodtULbgJM",
-	"BrM3f2QD2d3VF9PxhVHIB3h3fOv7wvzTfO/gIsrlHpQROsOF8uXuvFi8jVXMqPIFM02+HXiJ9XSQaP06",
-	"lZpWYlvxCZIr2yQAHpkx2fWITsE4XBg0pZohjItD5n8HKFhh3oHCgXMLpRK0W1STifKzMlCt4Rar74CM",
-	"VaIXz6x0CEKxoEmRF+FvAEL7b9DLWGpVCjvE5gLJAYY1YKlBYS6Gy+hO6bUy8XGPCT520205Yc01IC8J",
-	"au5nBwxkyhA2bE4r94YbEWnmSOtJ8wqrVoGc4FdSAPnSt8x8IHfbp3A/s938Dj6DhEdMYHsDayPvTcz9",
-	"a3ZabRsAlEWAzGazFoXHLZkON+y3auNgf3fvzekefJNV9a3lwkOuXK2v2marjW/JCRN0wmvd2lar3dqq",
-	"QRjNCDxzGy3QHaAF+sYvs0vVcg2ohxiz4W0++3GtW/uWaeiPAO2yJtIsybzUabdXtLa+XUtrGH9JP2vQ",
-	"496xC2JI7inTLQxotonK1eP6hW7Y2tM5F2Wt+/P7oKam4zFN5xjwlM7JJZtjnWGrK6iSYvj9uzNlK149",
-	"2/wam4O8aG993YAqk0OF/l1Na+/NXBuxjAyQ3D83PlClmP5ofxpBD57fVkH8O/vKAwLddgJaAnZLluEK",
-	"Te4b5gf8ikFL97oXnrU0oj64dZbA1GJ0a07HySrQHU2Y6B3v3w50btAMdDdFgVZCzc5NYhlNMdTrfgF3",
-	"lvd0VYOpZHqxKAcMPo9xxbV32m206qALB71rk5Sbab3HBMNVAqDJXxVNIvixFJk2BPa/vrAKChTu7lrr",
-	"NI7OVQAimyOfWeq/ZhEIo3RCL3jCNXiAU2Zt1s4VJFPrq4IaT86u1Ht1uP/mvPfq1UkYkETKyYVReS/m",
-	"xB5Cwzp/Q6MhpjxSITp3F7DoBAH2gPcvK+BWgUwwPZQnNxwY0OhZe2vF3HlT3vprcO0QKldgTimT06zg",
-	"2KoF1u8LAMkhwY2N/3Ov2vnu7V54WJI6rhtWC2JB4JRkKZJ59ZXJ+2OWXpFeFLGJLrgarAcpWOmCwtJt",
-	"6OQ0bKRFjgRRU7T9AD67PP6n7hNlrY6QzwXGGz330RWuBEGr2JDeWWZzfez7YqGRfddlfmRREYbCz0ZU",
-	"gyfUXMgxtqCDIg4BUZJQkdU9MDyyL2iknUsDFIjxVGmk4vSS5aZwKzzFqULMlKXa+ZzAftcyMjZ6kZdH",
-	"giyG4jQITZT0ISJuKuiwZssxLAsEIXWzz+/fnT1RlXEl6KB6+jRfqq319Cl5B5TDk5rd3b3T0/OTtwd7",
-	"pyG2KzCTWi8gi/MG25hFHKNTMU5owFNlba1G1DUzYJE1qsmAJ8x2PkCVFm7JilpyfeGKyXXxANHKVQ//",
-	"3nztFtNE01doM5GPUj7kgibu5x3XaSGzPj5RfSMgQluMPXEl59450wjISEL9kfwE30mlQ1spw2gc5edv",
-	"Ux5CnFR++rcn+2EjsGlZkFzFFYKFxTbmX8h0TBPrACX1CUsjJnQT4n2BHYX/o/M6xEiJ8H90WEi4iJJp",
-	"zOIdEkvf+0HtkHAnzFqYqB2SsglWXlEJ1DjZcSUDI6oYBiiFMRPzEM4nsA0g8ZC83IJxxwERMnfyCADv",
-	"fIZiLuBJYkL3hZ5xiEOIM4tBMs8K3AAq5u3IO+YGhmADxKV4jtxpb/uIc9pH00E+QKEOfN1grRSssUOo",
-	"L3FSGmi7vZkNhFaGAvUAb0h7yxAF596231vPjzk2rpR1QftyNe77AU0SG9XTF/VFI7OTH1z5GjA0Ghg3",
-	"WnDrzLrACUtTDqpc4ab1Rck3YqQde4cdWXCVWcw9RpHfwMZRjwKlpUbU+f7dWYHwRVRYFzAGu8CK0qnS",
-	"Dh6TVF7Pu8SGK9oIRh9oZvQLOSBhte4VGqBcckimgNDGkvaBqXcBgYBHEjrNr+lWF5K6zQMGJoXle6gw",
-	"hBrZDAQjBiRU0wso7AkmjRCiKgUUIAWIQxSJK33jrT2A78iQqJjDKDzOvQDFSUMNv9mik0FfIDmtu/RK",
-	"+zsJOYV5IWaz/rxNFHrRzaNfNA/RbQwXxhfTwW4wmJPZF7SAVzIl04mRk7bbBF2iJ8WwDFIXQy6uDej0",
-	"6Nz52wKyS+N4TkKLQ+cUw4/OUsoG/NL/jlFJfYEEMGTXGt78LWz4EDHwFFt6lutA4zi5wxVDmC9kPDcc",
-	"2Py3mSDlziEunKCL6sAKooqEuyjvNc/mE2YDpAwpsTxy7qj9xVST7/Z6r/qijovFQLrC6vDVBvqGMWoa",
-	"OTJX5Nu9sxZ5hz7uYuUxhXAHLysgOQjjXJASQyL1fu0bDMgDnz68268hMwW/xkyCQXOQyJkv6JUjgd2+",
-	"aJKnT4tlxiDULBO4crWyqqI5sPaY9/fNmW50XYQHpuSoYnUyKLhlwAgXoIv1xTYqnY5GUyDk2KKVuXca",
-	"A+aMyCPm8CmE2zBXLAqCHzDeAj2VA4h+QyEtnQrllpZ5JMwAtqqPVYiEES2UDeu37fFaCKlTJKMIomwM",
-	"o0zZHULJY4Rdo0u+6Z3u73oHlsK6QXgO5tQ77faOWU34HwCMv0EkRMYhtvKAWaTgPlLGDIFbcIw9a+sH",
-	"+wFRVJVCLqrUMB85WMs1aFaQlrSoeld6Hws1u+xalY9fhU7OWfhq4pq0r6U65QrrfHz/gGqiB8IJU0Zb",
-	"qlDVeugeLKlmu2BoNOQjlclNylnh5eYb2TzVMoVKDnm5eklCl5WqXZVge9JUF5LrrQZkxXkgbTmJu5B3",
-	"71mPuQK5KPVW4XBuTtMt8/7q5Rf5fj7yGPhTA1m6EQgCS1lAArFmhGp+3l3Oqm/DhR2vdQw2QJgV2ajj",
-	"nMuAs91+uQo6y6rm7crxmDYVMxfPHCIuybP9fFxBo5iWU9CQrYAlpGDLj6/99csVKzT6bVUtNhfHWadO",
-	"nyzGdMnUKuhWQkGtvJ5XxhvFNWUVQHxkfakZ+OLqfBWu0vKA2OLRAX27G+6e+qIIpUIpExqx3OnYFIy6",
-	"3Vr+cJbOvNnubK+aOqtjvbRnK6SxVWHEXbeb1WuoruFoJpSOiljCc8e5zuD6LWkQDs9uN7AZutPerk4W",
-	"ziwJlnBMZMIjIw2iWud1XgGFMxc0uYiOoeCGFPOxnCo7IKidnn5ZWv6gbGDJXfQLC6svlH9edZUM4LaR",
-	"Y662A35DY5fsDp9s3sIeatOBMUkONWVfpC+zI/ZcyZKgEJMpgL4XyUstqF3RZGoTfbD3auFq2IyanOO+",
-	"a+RFMHDYEL/CLHZmlE5cJ9SScTLLv9xub2auwJXhdVkazsaqMD24GiCmHg7oMROxOZwCcMr1f/N0vixX",
-	"LwROLwVXZQxf1wnBLooPgiDQalZfNyq4cVdQ3jKssArAecUBRbZPNsi/ycO3a25+dnoQi20PtQqpjMrY",
-	"F/XK6M2ALIRCYrGGTO1CMR7BMqPcGn8tKPrC1XQuxm7acsw5UvTu3btmLo6S3dLhBnd+6453HgnmK7Co",
-	"le58kTw7LcFsH8IjM5k2odGlWorIxVrCMFaH1LELRRMSMBv5wW1BKmcgsgw8n+O5NvpuFdH3prjSKnwt",
-	"WBzR1aLZ5O0kXx08A5lVPLsFPRO1S4cyWdaDgPvitM4l4OO5DC1MJLHfWUXzLrC4RWhqFUjKKu49XWO/",
-	"pUJ8Uj2vdNtWL/mDfKKsdtAl9g2j5API+8Jp+N7gXI0BVb6JesnWbK0leDK5NJ+itbdk3YV7Adc9c1Ou",
-	"5uRvs6icT/eQfyhn3v78/mPwoZwDiz/ms9J/fv+x4ES0voqmQRYSjViEfXzSskHR7H4ksSV1PlZhkPs+",
-	"8yxCyiZk7EtVEbCARVd2qaowclTBIntlIxePCNm1731X9G9kPL83A4RZW7HS0MdiZQBbjbRkAdm81wUs",
-	"C7gw0C0JvHtndHiTnAvvfAxqHoS6ecImCZ2z+KZPqz75GNQObPbvTZ/79z4GtROq2QEfc32j69y/mP+q",
-	"eQw6xNofu/c/UeC+8WY7uhzXMo69+qPXMr3gccwEfvHy5i92bVQ+fLD5bJ11+di8QxZzCtVmzMedzjof",
-	"50JZ8as11ngm5SEVcwtBdZT+OJVYuO62NPIHNmcx3sH7IJcFIljLlY+olSji0YQJyE8rZqCT+kgKOU0X",
-	"Avfz1BDpXpEMbnww/9mPP66K37K08MEMqg9ITh4vdPWF3r75izdSv5ZTEd/1dv1RokfVXUoZjctXqQe4",
-	"VXE/bsv1d+EGYZWxxYu1QZXiQ2w9cLdhgyWCSg8GvpugMoCA/KMJVvF4UEkFl3krSWWNe2NGPvNpWe4i",
-	"/HUu3O1Z7hpc8ziXofEasoLugVt/HsqQnfVn5bffuSBY4LJa5sqY0DGpHx3vvTEq3t7pbu+gd7b3am1+",
-	"u2E5OHsAwrBnh/7iSUN2qI/k4ZE8/AnJw8L9J//9//yv7K8AAoPQtoVBUblkvrUpxYgrLbEM6CoJ/Tv7",
-	"2gML6m6aJfK6XWw5KP1RDH8Uw6vFcKfkPVH5umkBEWzGlEYP08ML6SmTE/YQQvoJDPzIiR858SMnfkhO",
-	"fLJ3enTwk2XAhi2vzV5TpmRyxR7k7sPIj5f/8fI/Xv7PL4Y7krCcEqBv/yZX4I/mrS/VFwiL+0OdgQie",
-	"JeoAlNh9dAc+ugMf3YF3Jnz5CKQy5cM5Cc1XtF7LGWhJX4kUbnyA/1p/YMwShgbKIll8Bb87slgiLBXh",
-	"tvh+jEE0trLR0IafPxoJbrptn4l1Z2Tz82IwIgcWmgDspQIrh0FzC1LPirBXom+w1Ca2BD/bfw7G93gZ",
-	"/sUtZrk+I4ue6xy1r74Ut5NVf0Sij6qsUTsXL9Sx+fmOkjCqsrcQgccsHbImrOSrO9zJY5xubR324amB",
-	"bST0SBUe9fbPIvy+uN1qfUz5Z6SYu25ymnxegeMwIy45qaPui1T6ypW3kJY3fJevSmnkgCsUR7Cz10NT",
-	"ITMLdCVbQo1gsUYaj6HgwMUcfiE8fqRMj/LKA8grXh62rcoRAe9XcFl5MTc+mP+sr9WaC/SJYs6jlPF4",
-	"lz+nlPHI8lew/BM2lleM0Iz67BAttUvMNWAZT6a2u6CvD6Y0m9wrkQpupiFAplAPm1YIEsdTfV8E6oFc",
-	"EWZlx1P9qH090sVH7euRFC+Q4l5ss+AnCY3ujSQvk/7U9MJe108wiFW6hk9h5PswiP0RFBHhYqALoHqk",
-	"iY+y4iOBsuYhIylmdiFo8PTqpPf6jGhJTt9+c7h/drb36pb2IpWv3OTUz+pq1tU1PrD50kKlD1uUpbVQ",
-	"qO9ADuVUr+WdPcAKJnJaFo12E0bT5inXrPmKalpRZKhve2Grfi0g/ZrSMqVD1q+Ft6z/9EcRkaB2ynRz",
-	"WXtw2L+qalR7+zJUd6M7f0rX75qlH4rtJ+QQuprWsTpOoaZ7QCI8CGyBiPXdsfJ1CUPzN9DduJyHeKHq",
-	"xzq1dFzZo/pNhU4btjxRX+RKAkHx0mLJUvJqCrU9fV/atUqFQrmYvsjKTNsq0iHWWYEaJOcnez++3T/Z",
-	"e7Wsg8Iu9qg79bX0Hkz4cFMsTepOknx5wIcokLb2rbNrLV++L7hqSuHqvBtJQsdk39ydQcrUyBfPhsp2",
-	"IpYzLOMNlSATrjVWtsfCZwkb6OprU+Rcruv2Kg52Yu+ubTpvb5etQYpHnu9WDjWT4erZhr/5glcW331r",
-	"WY69THybfTbBqi++kDtVJHy1d7B3tgeFyKbK4MYH8x/QA2xdsv/A+f8WBn0RJVOlWdpUdMC6+f7gvtip",
-	"GmGTE0ZGVI2IpsNGy7b3whpeWAQ1KxS/SajuCykiuMcIB9f02Wg8PKKtLChLd4HZGzELwOMr+4Yf7ARd",
-	"0v5YeZkR1IfzIz1i6St7NHe6z/mKXFgi/Wiq9xLFoDNMscjU2Uxiz3BiscEVVUdRw1eRsquvdTu3KNCE",
-	"W4p35VRUOq6+kzPs0oYr8Ic0YynLV+r7YgLK7k56/nX4/ikfCmD8cFewGRH0vajj5SmcdZGU7BTarmJX",
-	"cDpXN8gAi37Zw/kn3Z9b8cNlTtmDfDPHYurbTm7LTxSRM4H1KlNDf0K7/fAR8f8UvLog+xQ7eHp+gaT1",
-	"Fiw5X2tzlX/T8YxXboKbVcMTV3r1Xy9wdxmGfqkO/S+IlhtaXCDVT5QXGJaE8+Yp9e1sqacO97MYAHen",
-	"8nk9FQWlXTFgNTJE1QhtXRKOhuo8JF/lxUFNh+QrEvqf7fAgKCYs0jL1j2lfKBalzDe8SFvkyMjelFyy",
-	"OYvJYW/Xgca9gd2pJZScnIqYpVk/q+8Oe7vnP+z9I2wERMm+EIwDP6QkkhPoXoOt1QSUhgVrFtHSSPZz",
-	"23A2a/Lg5VBsSKNsN8DQ046Q1M1OsV8G7gtU2uKWB9DkzwjMqbRNpM0XOUXZWvaxqxZMH9hGKqiV2C5A",
-	"xdLFWS+vRcU6161joSZxvuCx0jTVqi+4gPrumTaMEeWKPC3UQ37aIm+X1Q8OSPjtHlY09tffqAz+V1/p",
-	"PuuRaPCbeIrri3ya0XOFZbfbm32xrJ0JqW+3N7FhynZ7K9NJKnqkGHSgtvkL2kL0iI0J9FZcaHDSsFio",
-	"bf/qbJV9kWvjtrR4s7dOYBc3QcJWq5Ur62ybjCVgczRD5hQxB6mGRTzCsRGlQxd3lipbc/FYL1gkx0z1",
-	"BRzqT3sn+6/34VALzUoIXh2adTYJcpV8jZJYxHSjfyax63KntJwoMrO9dqgGahAs1eFcNzpbdNcgb76H",
-	"PSAii7GNUtmgUw97u2f7P+2FjXylbm8MstVePU6P5EyV0fliqlHWzRCitdBJBg3GE6rUTg5vPTYvbSiz",
-	"oo1MrocMj0ZGOYebrnL1mOtlUCNmpJQrd8LYBUb6HjMASN+bwgITsH4kgYZpMpZKZ1TxdO/0dP/ozflh",
-	"7+/nx3sn529P907CojTVIj2NgIzoxPUXLX9/sH+4f3Z+fHSwv/uPv5nrq5syiZnSFj+y/qS2uC7VjMB7",
-	"Comba5nIqNIkZRF2jYNeUf5oc77Lgu0iIwv5hm/OepBDPYdyO3YXSFZCQ+T9l50OWdJ0vsp2gCljeSPg",
-	"bUJB8vYCuK3lcv2ThHJhiU89qz5vL1UjbyegvmFPtwb4WzOSC0inZnR6AU9e85QN5LUByQEX02sj36Bd",
-	"p9at0cS87QvlGx6StU/JLwsXBE3TXH84e36ujcqgolTzE9+er2UbwNy4gaGd/uea0nQwqAU1Go+5gD4L",
-	"q5Z9OKA3NPaoLuh/K/ptmzKWyDc2P2Xxjm+hBgWXsbi0pGOet3AVzdl9MWZUzEY8YXmy/sQbxfL9/DJh",
-	"BBtxgUFSDpXZjMFuxNZl7Q0CvDqbXaBqM2mWaZvrBbYwuSF5Whqewm46ppycgdFJFaeztu3KXqYHSsO+",
-	"4codOIQobPlCyWSq2R40HlA9DS2lO8+b7c1m+/lZ+2W33e622/806FkBHevsKH72rPAZj5Pq0eG1Lfea",
-	"R8Vat6bOf+yMRhfjODl79/b6nH77k7r49oWOOy/nF9/+qA/PcnXja8gmfcOfbs2I5jd8fy6kbhrspEnT",
-	"yddNKZJ5k4qmBWOzDf/brLx9GVTfLOmdkUm6fzZwR52ffrnoPLs8+PubJNp6M7no5MGdFzFWAX1xlFsA",
-	"vXOHS4U9YZbFsbjeBjZnFHvxPUi7ncdAl8pAlz9Hav9dLCoFon7/MSiOW9+Q1+8wPNfbezaSZEQV+WWq",
-	"cjRq0ZqyGH+ytq0QcyGWOoofTYWPOf63w2dEjxw+rzYErs7s/+MDGKrjFh6R+188B87fgWVZcINpkpAr",
-	"zmZEDvKXAQ2kmVEAug3NMewAYjWW3pF7s5YXtMah16HvPr5PYSkzipzVyOreVf1J61QQNp7oOUk42FfG",
-	"8opZMydNkkYxJKQvQDmEHrdZn+3Mbg0N2OYt22i+ZM/zlpSC+uvMh30h2Myt1JoxSD0sNGtFw2jWIP2J",
-	"ynWMXTAq9MWCVSEgVBGuiWLQiixlV7YMVdfa+CfTLLIHW8ah9V0OrKHokk10X0RyMm+Rni9SLqjQuTas",
-	"bqPQjN53UTRgrG+3txtV5qJTT2+tYeVTLEaTVI6lLoWVHNJLllkFqCBgMCFoj+F+8Xl9a7mR5fYKBm7r",
-	"9pUPPyOfQVw05CFDxUfe8yC8589QZfHzC2+YrFMkqUNHDm6ndhQtkp/MYir9u+hzFeS7nL8V+pV6X6sN",
-	"q/E+G2zQCWEY5prJmWiRI5Fj0dZE0xez5W5KrpzDFOxKQHchum9AIy3TBXflPG/RBcdlfdHC2lhwwNiV",
-	"LQQJ25DOW/uS0HVkOZShalxMmdoh+QaIucDo3EKWehcOB3TXH/ED1p4szLMs2NgfsrMSScHQqmxw4tFa",
-	"9JdKi/pc6UkZ1n1eWnyqaapdK9YMtetJwVdimwUjHWjkYwhJzBJ+xXw6RcwwZmdALqiI70bNrT38QUj5",
-	"6dTRJRcnQK0vD2R9Q5ZYDHTJbLte6oDtXExoImsAWFBVaE4nVVHllbEHZJ3QA6C1KdPTVLjI8BUhCHgk",
-	"PgSh5AUmhRDyvliIIS/SNa7Q64z9f1Nb9NZnrmTz+0/247Av6JByERDWGrbgM53yXB9aDM2HRBOqSCKV",
-	"bmSr3GznBmsOpWAhASdgkeUYTAOe6kGU8wFi73AfNYSAq2IpP8ErhwNae5i6BYcDilP8QTqAm5+7jsal",
-	"G6DZZAKni0jjI1xIIQDD4NKivfWRnX1Z2sUaW/lWCvYXd63s+k7VuyP6BzBRvO7en2u44I4hU8oym6Kc",
-	"ziaKTCdFHyO2CofrdwemCbGTD6T75M0GaAkziy5Ev9lgxYQrrYKcrQkqwcU+pnHC0qb9rC9Sqs0XY67J",
-	"QCaJnBGuGzuYWebpOmo8KdNkYqSUCA4XQ02Jc5GTmNEYiz6ovrhkE12Z4AQQ+nyG/nW8zE9URnsfyeyj",
-	"A+EPJ2P7Sk1ZPubV6+f2u528ZEAqo1xXEi/Mb8yVtSzeDYzYxpe6YIANST2VUtvEyEZgbdPWqVHKCUDr",
-	"9A4mec24Yv4xROghmdWKJQNPkmzC5ZgLI/VfMKRDge8cdsWSuUsih00rwkWUTGMjPzkzytxaexoVZRO4",
-	"0me46QXXCjdb/nXKoMWeoGNW69aAIBaKAfjzf9YOagOZjqmudWtc6K1OLai51n/dzXY7qI25sH/5ogFm",
-	"Y0OW1oLadXMom9mvBlOqSH0o2LXenaZKpqGD8CRlV1xOFZnQIQiEVUuP4JtlhQw2Oy+gFLRmqfn2v37u",
-	"Nf9Jm7+1my/Pm++/+vfaYpWDh6xlA0dyTKttPEeC+Y0+GsS/kEiD+yeFlsws86xaypAzdGAMdCmd0qrk",
-	"iPwGbQzyZiTQEjxwrC6VrjJyawiQGCqXcVGibEC1bBA7UdMLxfQCDVSRnBgJaR9Mt46uzSsoIYSMc0Px",
-	"UwyqR5+xnGrUsrnuYop/qHVyCnZnFZKZnCYxgoJMqMLMexzFe0XRQ4n/NquIEjqegA2j8HbgqTCaAZ4o",
-	"EjIXkRiSunv6/bsz+yhsEEXnRMkWgfgPF3iNI5K0UC8Ad2khAFV3yoQ9cDyrRc6KfADhdSGlVjqlEzKh",
-	"ekRkSkJnOMkGD8mIXjEipFtF3ciidMiIYVyq0SI94n4pJiBstttth2bSgP4FGTLh830cM1IwEKlDVP6F",
-	"EUma7DpiLGZx6I6AGtGZiiIgYuJDqc0pbLc3d3wCF7wIG6XeeX3FUmukGsjUGVbc0iMqhNSwY1hKF/+J",
-	"sgIsEP0YFQCyNQ7Mi9+/OyOGXaAO4dFGTS9+YZGGsH5BTl7vkhfPX26RkEY6NNjDx2h08h/ImbBPBVOa",
-	"xQ2bQ1KON/fOaedd70VapmGrLGRwZbF/mFLAAEgcr2+3240uqiQ5KQSOkXC9yO1BfkLJ/2EsSzA2zPIH",
-	"9ebKFhAvU24eUJ15bLn1LxZm+wkdtABTHyrW1lKPVUqUIL3jfcdqv3931tix7tQsPTjHddGJXCU4FDSn",
-	"DW4uhZqwSC9vMrjv33lIUpTNkpGioDDedXM2mzWNytKcpgkTkYyx2d7dJ/isZvRsASsCaryZSlP9aCv/",
-	"81Cwv6DWYuSmr58/7zgRL4++pG7EJX7FugOaKBZi+L+Y65GRoSFohF+xxs0E6AP8dyHav7pwV+afoyIO",
-	"liWvBmsL7F0Cegc4YfMOTinIVCE5LW1TluAQrKijlRVxSFkk01iR0ArSRh2BwVNGlRThDoivZs9MxFQY",
-	"ER2+WPiAEvzCCL2orHDlSQaPjW5gdw0LgZD2tSxUOySrXOWNYeBMQE1RUwP/FaY0kGqNcpJFbfLYaGTF",
-	"QE/U0aRgeUXYLNagjF1wTpEMjGLKL4yW2SBZBbLs2DvtbRgRLflmFIOArSX1yBz/WsNwhnC+vfWJtM67",
-	"zfdP1zNArUpTcTkqaS5vxUL20ZD0L5Kyskos9AkrniCuIHv5bJad3AX1WdBwjyDPGah+u/2yUW11qrSz",
-	"ny0zi8sU7nolsSnY3C2Zmd1ksDcExtEpHpP//p//fwWJKRiwFgiJ/QipvSck2wiAYtB5q6pIaSYEP6Qx",
-	"+ZAZNaVaRhwzTWOq6SMdeMzuWVOW63kpwSGPy+nJZCq8s0vu/e3iANCsk0viWVLu9OZycG8VS0/d2wvL",
-	"WFYxmYNx+JKxyTLvEtZZrd0yFcNs6UEdSWsXGf3yy4s+CgZ/cC5rZZljcwMDIifYuSCZwyUxXFEKdqs0",
-	"1wOudOlyfoHVSR9vxF/a53pjPqsrgVUoZWrjy9Q95ay+xbI8ntfN2MVIysvV3VbfuZce8NrYOVZ1WnVr",
-	"DQiWFrNBz3XnU3Q1yc723vTenEFJs3d733x3dPTDaePxbv2l75ZDjeURDS55d5bhsrtO/qfVkQp+CHZl",
-	"lui1wfmEKQj/ZDF02zo+Oj1Dh384TZPQaGrfnx69CVx9d6owrv/nU01FTNOYuPv1vj7SeqK6Gxuz2ayl",
-	"7GO3vFYkxxsNoiYs4gN7yYiic9UlFuH6IrQvN7krzAiLBYNbQHI1/n1BPJ3OuyRm8RQvLsOkvUaQG0vz",
-	"MVOajichqb8V/Nom4nkIUK3ZeKIxkMJ/ZXZL9TRlYV/Uw6vNoD9tt7eiC6rY823z6XeHvd3m6Xe9zrPn",
-	"5s9+DV/IdgB/s1bxZ7+YwtMLGc/xBzsMC22R2CzxHGduxgx8MeRiDvkvA81SEs5GikXnPubLxt2i4m09",
-	"4o0WeYXZPhDXAWkrVLkOBRDPLLALNJmw1Ln1d8AMGjHznR0P4gWd9fliqknn+prUUxbzlEVYcxWD7LoY",
-	"X2dwSkgXKcziBoZLY4IJbI9d47XhNIGipXKAJtRfuDa7G8i0LxxxtBTx/GTv7OQf5+/237w6ekfqnW0y",
-	"ath6pFiuMdupK4/+urd/sPcKTtNVwHSoufHB/svoS/ZbzlToaqXaG2MEQM2EBbrOSDqZUdUXrimM2bBi",
-	"QrfIccqvqGYBSaScQDlWKI3KxWUzkRFNCI3jlCnFXJ+7AabuiIQptbjn3sHB0bvz45P9n3pne3/T6ZQt",
-	"T7q0d/KBHIh29AeqcXeHNcQ3MN0gy5o3F9ugrr0kdfTpgnUfilI+hj88hj/8seEPBcx+QGFjiUI7NLIA",
-	"FBG31K1ecW0KwRCNammkJKPnqezN9cbyBOxmR85YXlXUG+s6JxUZyxQC6SxxR/mGP6qs/ypGnJtw3rYE",
-	"dxjv0ru8HOG8yksqlRVE8GWVypZi9L1roTcww0esf/RlrK199jI2kBUmQyaw9AbczqbzznGFRbPOEsF8",
-	"aRLSkWAunMMoMSC3YzC6+XPCxbDRJeHx3ptX+2++hTB19GdaFdBoRZBD08O/ezpsBNBKbv+nvZO9VyFw",
-	"GKdJoIIKKqjrrcdEbNmQ112hqx5qZTpldPwElB+j7UiBFqAsxpphZDkoA5dsogMI9fmaxHSuMq2DpySh",
-	"ymVUVuctWZi+ykD28FQnN9kS+pOd4CMJeiRBtzKA2Rfg9kTmWmW4VPRCfF6aZEjK7VO386MvM9kdH52e",
-	"KUK9QaplpgodSQshJsEvBJoCefOc6x3mbSAYCebiMGYjigTJG3ZiHrfIG4gKA7PMjiWiZrixtIk6ucuL",
-	"lUBGVHuvdslGxOKu60Ybgo2PzEYMA0m0L9S/SLmOuRh+PinJmcOWUSvLFB5J1SOpWl+VOGU29tOrEu5i",
-	"akOi8PoKOQvKCdd5vXnlAmBC+9VCgSTrgB5TQYdsbOYyEoRiKRR5wEAtZQtEuZ8NeYAim1rKRIH9ywZu",
-	"eEdddbqx2ap1+smZyFp0F5v32oQ85xv3KUbFOZZMMZIaE/jMNlJDbhSDTldQFVYMubiG6c59c+CzlLIB",
-	"vySvMZvMAC0ge+JKzvM7s7lmTfNtxdQ+/UNh/gdaD3PFMXxkDxdYkzU3to3kWRz1x6nUjMQpHWiFI2Lp",
-	"C83GCuMExlxpHpFICmzmGc1RFfVKpy09mJ/uVzNq1XR7KqIJLjeiCo6ZqDFNEkj7HyRyhpkPZEyjEccI",
-	"PJcPbt5fciRlP1LmLzKaARPxRHKhVZ4hLXiKDE/ITedxf3HGA37FBFNQmoTGHP+J1cqETmmk8zHXEMws",
-	"NEsxkJykbMAMFFlgU+Gh0Rq4vCBLXGGHO2vZumTzPFzHEBX4/uP/DQAA//8=",
+	"7L3rchu3tiD8KiiemTLpNCnq4htVu+YwMp0okWxFkuO9T+hRQ90giagJMA1QNLfjqvk19f0+3/cO8x7z",
+	"KOdJvsJaABpNNiVKlhwnW7tqVyx2Ny4LC+t++VhL5HgiBRNa1TofayNGU5bDP/doMmLNPSl0LrPma9k8",
+	"0TJn5knKVJLzieZS1Dq1Y6YmUiimSELzfM7FkCQ5S5nQnGaK0JwRwS5ZThIzYNqqRTWVjNiYmqGYmI5r",
+	"nV9qQjYVDP8+qun5hNU6NaVzLoa1T5+iWu+UDpcnPh0xIs9/ZYl+pEisNNXsZ5YrLkVMqCKUKJ1LMSRm",
+	"JXpONB1GhLWGLRL3a9v9WlxeyZh+OGBiqEe1ztaTp1Wr2E/ZeCI1E7p5zCYZnbN0eVGxzqcsJrMRE0SP",
+	"uCK5BQ/hiugRI7DNtPhZDggVhNE84ywnOfttypQmM65H+DodM+JnTubNH9m8GoRm4mrwHciE4vKqQJjk",
+	"jGpckZzmCbspWI6pZgd8zPXy8Pu901fEP++QCcvJRGY8mUewObtbRTI20IQLwrUiMy5SOSNUpAgAlkiR",
+	"KjIVmmfml76wbzCRquJEtbxgol/bzf/25MWL9q7+285mRPo1zQQVGn7fevHiCT6IW31x2102j2AD123W",
+	"vtYhBvXndtdEj6gmdDLJOEuJliEQIiIFIxlXmnDNxoTRZNQX9Rj2FUckxp2YfymmAMsjAFI8HtCYSEEO",
+	"X3XJJcv5gONxNxA4fRFA57e/PW2327uzvz1tl6Dz29+22+5B3CInTGgzJC6eCjVjOWAqyalmzczskKV9",
+	"IScsh7lInWYZOZ9q2NKYaWqOZyK50Mof5UDmM5qnTTrVI5LLqWYqIvF3vVOycbm5YX6VOf8ni/sC9uUe",
+	"uO02iBQJAxxJaJax3Fwp85W54InB4Q6hZKe9GRGZw7+2zZSEkjFXiothX6hETlhkvktZwlOWknM2kDkj",
+	"VMz1yJAurkgip8JcCLMIQ9I4U0QwrkcsJwPOsvQW2MN0Pm92B5rly4hzYjFcSzKjXLsl5eYbLobl+ziQ",
+	"+ZjqWqfGhd7eqkVmcj42FGBrc+fZzvPtpzvPotqYC/yx7VfDhWZDltei2ofmUDaLX2ufzAonNKdjpj3t",
+	"V2wfqBs3K5xQPapFNUHH5psEH0Y1g7k8N1TQ0J5wlf8tZ4Nap/ZvGwV32cCnasOOXaKoyfxHVnGluiTJ",
+	"uKG3yUgqJsgFm5P68//6X//v1pMnZJJzoel5xkgyojlNzNobLdJFwC1QUPOlOc9zmc77IgfyjfR4wHOl",
+	"PTneLX8Cg1Ah4ezNtwY/dra2ds1NwGlGPGNIltxISMG5MgRtkPHhCP7Yab9AvAGIIp8tYLpA4Vej1xM4",
+	"XPf3c3NwWrPcjPk/f+n3P2xtNvv9D89677/5b7VKJjY4pDoZVbMCw2dJRmEXNCX1kFs2OgCaWc41IyM6",
+	"mTChiBTZnPABPPltKjVwOaV5lhGqkdpdIkuOCMsUIzubWy1ybPEGoVgwPDk1tA9uNVAclpKdrectEj+O",
+	"ydismikyG1EN0oQdFy7sNM8Nwaofv9ojLzY32+T//p/N7dZma7MRESUr1j0V5spxs3WaZfMIKBdsRgpC",
+	"7VZg+ewDV1p1DI+eigshZ8I+rRvKYjEDyegj1Si2v9Peaa087EETD+GqKxSc+tOdK07yzQR3sXyi74wM",
+	"MsmZYkIjv9U5FQp2XXmC5mIvHCBXiBR1d3qNdXZ1k11oNl5JaTg+vAGYgruxWb4b3eZ/0OY/280XZ81V",
+	"d+Mnc7ArF/ObfXpbuudGNzOdIEtbOZfyz287WzGDme/UsP+Vs2n79LZzudHNTG8Vy1dONMWHt53Hjm2m",
+	"ecfOR1JerJxp5p9fNRn7QMeTDN4fnbU3f02ffpjtDDbzrYsXE/VkuK1/e375TDDksneEZp/MgqzGZNbw",
+	"LU2PkQaavxIpjIJh/gliIkpyG5Ncnmds/M2vCqX49eB1hF/hpMvU3pHeVBoBR2qksUgJjNZHE71LYpbn",
+	"MlcxMYBVIJWSAeWZkZVQGKpFodZY0gaqFmff3SheXCFdr/Wxex+2aCSLU0/iUDtbAdCbAdIMvAqKQDSp",
+	"kewWSOwCYJwOe9W24J1FlepLA1GKQcaTL46NXpMHRb5ASpplcoacyMojXFzSjKdN8+JUGYVoTD80mUpo",
+	"BuuLo0IIcxJY4ytC0565UV8SvF1B4Ba3zB5eyfycpykTX/qAQ6NQRpMLQolVx0BHU5pNmtMJAZMJEuyv",
+	"6My+k4J9SYC9liTjlwx0+mRktF0xZKTOPkwMYAyCTzKamH8Z4GVGXJ+TqTIK7ZxQNANYc4N71VpTQCx4",
+	"ZLTNCya+pmvxWupXcirSLwxmNU1G3vZlCAZKwlnGcgMlkOy/Iigd5cyrLq8oz1j6pe+xk/NRMQB1gWbs",
+	"KwXRsZf9vhyQPIC+TlJmNYO3whvcvih0DtEWFxHLxiNiiZqhZDm7lBcsdWQKiRSpe5Yf8JA46ot4Kkr2",
+	"v7jhmIn9fjaSipFMDrkA25oCg6D5rzeWzkk9Hg9o051U3OkLZxIH84956tCoQ8C8v4tqs6EUZhxvBUVT",
+	"ZyaHcqoJTRI20YTrBtp9voLjj2rv3r1rdgOQlY/0OkMmqpLykIq51VnUF5VjwPpMwPpMZtTcLnApkXoc",
+	"mqWdqap7tI8I9EgRe+rOUOMFRPNdX9Tj77qnvXfdf5wdd097Zwf7h/unZ0e947PTNz/2XhsJc9Xz3uvu",
+	"61ODdiXmesWIJ72Tk/03r+MGkXlUZbXHoYym/EgRo1iOJ1q1CFiQ+wIVjTiwJ8fOQ7JrvQkDEAO8XY0G",
+	"Bu0h5UJpIqQAv5N5H2CmviIMXTCVX/l58GoVbr7Jf5pKTb9GFL0ZhkbkKvwEonMlgt4KNcaOmOKSwOxJ",
+	"DU+DQaYTUrfQI4ZMkLjVam3AO032IWEsZWmM89rXHikSw3NnS+Aa/VcAk5gM+SX8qIji/2SNDkHXl4pJ",
+	"3W0Od3N22P077vykAfT86M0JeorwgwjnYSu+/Ontm9Pe4pf4QURio86v+HCve7L0HbwekZgX9ntyweYr",
+	"Rth/2Ts8enPae733j7Mfe/+wg1HrgnXehiV3L3kt0TllTmyWc62ZsBQBsd/5ljUfs8JRWuASepeVRp0C",
+	"NW08ZarJBRep5cGqRbqW5wJiOK8r1+4FUncsWuZGPW/senN5mtOBLj4AH1vGNL7qP3dQgVM4Oz09sLYT",
+	"c+7geQBDPQwLlpXlBbgRzHGcvTnqva4apTDDFHcHPjjunbw5+Ln3cuEjowBkU/CamqnHNL9guZ9cEfM2",
+	"E6kidQrmL5aaY2apO7qcZcygArwsZ4JQDd7Kr0XB+jy6+lXLioFM2PrriFlvBb2kPKPn2Re1Oxyz1Fxc",
+	"nqLtDR3/hi45xViKAR9OzREYYmPk3LrMSUKFef+cOX7XAKLlQh06aL8rogVAfM4ZNRdKWOJGnVc/Z4ZY",
+	"EevbG1ExZCk68pxL3F7cBQqo6GBJDf08pHcnsOcsMH/So3hrPZezEQN/JQ1sSoanKE1zzVLLU2wYhAFn",
+	"h1Ai2Cx43VqTjKYzt+xEMDgcrxIlMvXiZfHhXE7JjEGohfXtckXgVt/TmRUO3r/IqVl4ukOzdys4tIWg",
+	"scAMgWdZ+MEhymU8oTlrUpE2FYNonzCEDo4U2ThG7/mopRlP2K5zGWPMg1VTwmVZiVP78CFFdja3iiU6",
+	"n33vlA4xjomS73qnRI3kTJW2jNLFSGapCkBwT0jjeckezPIXwpyySQVVEzQMI6k2KEK0pbHkPOMizead",
+	"a88Z1VWZpXZgZ4v2h97e9PFfhpIY/cJ8jkhlTlv4GI0FdGnv7JZWjkKuIJlU2o9pFGWi+FBAuA2oMS2y",
+	"PwjGU9PEqCMqWrERUfCp+0GqIm70X4UQeRoUBEMhCUKK4rUlvXD2ZotGZwDlUOZkwI3MzTVJDd4AlbDY",
+	"4aeA41UgmKNE2KRZ5tQX4EmzEdXBHFwrlg2c+GikfWuwQ2PhaooWoHTjfjDlR6NS7IFG8RdCFatvgrkB",
+	"Dast8q5a1Y0KEW91/F6ZodnReYoaZ84vWUoGuRwHKjBefTdGKei2kvRstTeL+cEigpO4UdB+Uc9tFDi+",
+	"WxEejgGry2THoXm6S3baL9ximlw0bbwgDBiKtxhmyLWNzcqnQjUQimBqXgKkj08c07nTUam1FNrd3A8K",
+	"W+/CXw6JvUchxGLDNwta1vFAxxeUjw+0H7dI1yKCG805GqiYz+h8kTEadkzF3CBgHWyDwGG5Ag7Y2DXo",
+	"YOmcljOaI2ZPWN4EppjQSWDA4GnG/MYZUlUIhM640ug2dvHW5mu18RGDtT658Gtl46EFwgp1b7O7exLF",
+	"IKjsL4dGhfTFlZpehUPwvEAh+LBAIIcKZoxV2FM3E/7w7tRjDES5Oq1rybK2a5nzMkI4sypo4ObgzZtw",
+	"9CgeUggd0yxX94QK3pj3V8KEIha3JEQBZ/S6G62MZl9U7Ujd6FYrmE0w+i4cqQ/11ZIoxgI+sjSt4R7m",
+	"2zkY6x3/ADNz3QZcIYPM2CXLyFjmbJdQZeRxQtNUFd+MuNIynxMmdD7fRXvrJYp0OZMTozkghA1DLEd4",
+	"oe1HMZEWC4T8qrmckjGjwqst94N+Ntb0L0eLbIys1QWH5trnV1Ek944nSgU5MihQDLGKIIFvhyU506tp",
+	"jV0UUht0IHhqc6fHO8ml0Ru+tIH1Hcuy5kDmY7PtqfZOuTol53Iq0ohQcj5VXBidJp9mzPwwgzxGiAWT",
+	"KfuagrbeCjWdTGSuWXrIUk5PwZT9x8QxG93gkSJ2avRKcqvfQyzGVxSG88mFocM6uomWFYlhx6/2yPOn",
+	"L7YJNc9JklE+tiaRaeDDc1IFMmIO/ly0twsWWY2H6sLRPBN2QMGUhckklxOWa44h6TTR1x0JrtjsYnq+",
+	"XgpcEYX/C3xUZKqiOmIG60716MBwkjCv9dvuyf5eLaodvupWpLfiR+CaOmZqmsHKl7ZTBV2DOgZaYLCw",
+	"sLFwjaxfFuFqQVrKBbOBSVSR+O/g6WkCRGK4m9cAI6rRcJ9Xgtm/+CmqDXM5nag1Ez++w5c/RbULLtKq",
+	"5CCejND3KweBD41MqEJ6VGztRy5S3Jk7E6sT1CLMHak8FwjuheVyzcZqDSwByO3jy5vtdpG7SPOcgl9N",
+	"hXkza6a/AI4Chq2zAjQY4AQ3Q2qAczFZMFR44FVoD+kFy2gLYhRLTxkdr7X0xCdtrpN+GdWs8tnVpbzS",
+	"lGrWNOLEctbL0ozplH3G10XEvr8L95HdGtUyqnShQ3zGissDHTOqViXV5/DMB1mVQxJ2SUynWp45CTpG",
+	"Va144ZECE1PDlRFgZEg1MyKV+wR1fXnJ8nTqEvfArrkW/bHS9+ccfegrWjy5pzvhyb1ot59tvnix9WTn",
+	"2U77xYvNK8/PjjxV66DxCb5Z3PBj8/7dXvKoNp2kn3VNFsiEz54OyEOwfL//qEwAlq+Lu34LZxHe63Dx",
+	"qwhPF2YJUtBo6vymRwE9GtBMsWh9ErVmllxrRZqcgZm7XYsnVB72amiXVrgKBKjZfX0g+DzyeksAXnGZ",
+	"Nreer7mjzsa/rcyyXRAEC8RfwHeH3XYfqw7vezQsLPNPL3X4f1xHT+xQPaHz+fXSyMJWcJZrVolDr5ZQ",
+	"r5ccbyoU0D8Bfx7kcnziqf4yM0WK6OpilFnlLqHnylYr0b6aDZqZ1uSFq67JF+R5Wp7cguvpkl3UyeYI",
+	"gYJhMH+1ap7zw7/khAmUTQtRpLqAUImigmhbzBwsvopHlWC26nYgJy6ysZOz9ub4efI835lMcvF0U6h8",
+	"NFJJWzy5EAtnWqZIW+WCGMnZL+3mC9oc/XoxFpOmvmz+8/3HraefKqltANsAmm+Oeq9rUa13stc96J72",
+	"XtaimgshrdR6yjnIt+Mpd8P6rqKbLiprWQTaKsNza3V2+8etrRWAhNCeyhJJJ2/IztbmM0KzyYieM80T",
+	"sGgtXNTt0hq2l5bw/uN29cwv2SVP2L4YyBtCnE8W4LDzpDxru/mi23xFm4NO6/3jyrkzeo408jqyOlUs",
+	"7w6tcSx4+cnmVtWRLh1e79J+W4btG+GCMiIXI+6yGcFnQLUc8wTSbAktRVKR1xjgZW2zlfagKgPKu5Ek",
+	"CQXrJdcuXL/Tn7bb24ktKQF/sKBmlX3s9Xj7ApE5idVcaTaOF5Bh82m7SjSimNdRfcZY52GZkZhhHili",
+	"Pu6QGMtWgAvtJdXUrBJ+OkbnpvvNmhIA7PCbXWA44ebTioPiFWaXE6hYFBGZp2Apr8cIkLFCSDQdfH6z",
+	"kLG5TMk0VzLHOIaTkx7hqQ9lcGZ8DKS8XioEirSfVrPavzctyWrup057dfZV6+hL2UIY3rWqYmF+WUQg",
+	"ql2Ab4Ql+zConkMlL+vjBJO4jwFLSd3GI9rnYKjL6QwjwXi6aIEDoXWFBlgl3y6/aqSliqqHKVePFEky",
+	"mVwUeroNi8LqOmhbvU722t6qmjSnCVt1SO+29wi8YMDh0jjsKbXWGdwa6a+SNADdwZq/JOimjvxZ2Hho",
+	"hsYvpBn2or5fRcaO6JB9ruSO9HBRXF+2HQr2Qe/BNaooNFaSIcFcM6HrYPfaSkABz8ojZeYxSaimmRxO",
+	"GamnMlEbvZ97r09PWuO00SI9mowcAYsNVGNfURIAARaj1Ke0+NKBLQwSiMl//e//XKZ5jRY5Yck053qO",
+	"a1Ck7t39NvCjATU8aaYk4WIg+yLjginHXOg05Zpkctgipz5aF0NFFFJcrAGaM8XyS8wFKOxZrsxHX2Bg",
+	"sh6xMZkzjQmJvrRlsBFnc27ZGJSatwq3rOEj+GU8oGc+BH3xAWZdLv2M6T0LP5pbXvoxl3phruX1ZHI4",
+	"ZOmZnOrgRyOi4IcAqmDR+Leano8N9y5+sWlUNbTwBh/An94i6H5wKqL72xn7ir8l0KZK8fUVZ1nqC5SU",
+	"r2XKNOXZGlJLUE1wGdtfG2EESklOqB5F5Lcpy+eGiqO7jPhP16LjUGGyapofTt68Jkf4lHBha22ey3Qd",
+	"rXDhVtuNV13r7xnN9GgZVmpJkZAX1+tW9quqifaFzqWagLHkNjoF+mnKZ/d888XWtdYg+PDM/Hw24kss",
+	"83qSuOggqtqS1WBv74WkieaXQFrtLOdSZowKMGN8mNytss4XbCqfP6Bazzv2q+br2SkSiXzm+jfX8t6W",
+	"DeYVYrX1ntpE4ToVhH3QTIDENmbjc5ZH5PjVHnn29OkW+b//Z6u1tevYlcIaszOIJoMig5avdI/213Om",
+	"Fghaid7XWDMQcarQ84d3P1YgZTYML3UvfXlS7ZVO8svyi1tPnmy+qHz1gq/niLjQ85Jl4sejyuGm6Ez0",
+	"rlo+rHztwy08nHpew52Zz3HhKyB3sgy6CzZfX6gzwL+pBRYmqFrP4YCWMvjK60rKxpArzW/Bq+aMZVoh",
+	"zr1kGTcKipxCfMY5FemuC4OC2t+LUmWJBD9dsju8/7jCYGXjNu/MMRVszu4tnGMFYH92QtTyVTmHlGrW",
+	"+8xlLoRLOLxeFQ5yyygJnmZ3sNJbxicsCQuHr7pnP/eO91/trzAzenZeYS33Jb4Em7lAFUyVcZPuLiRt",
+	"CUkyKYYsJzOZX6hFursOIQ0rluLiQk/mleEPDovmt5NsPv/+fv5lvP4qVW5cCjY/5KJSIxWEjuVUaF+S",
+	"zFpVHykyNp+QqeBGW6OajKXSZOt/Ptkm//X//CfZjAj7QBP4EOu3gyw8oblieaNkkfhsycVF5lWGrr3Y",
+	"efLMFf8gKEOrCuOiLXFzwAYVJqLDV11fBMd3CQCrF/QAWNzN3fmkKpWdrfZOlRKCJVKrTbLgiILGB6Wq",
+	"qUbhKWk6a3HFQDu73t7BhdJUJGwtha1kFrxW64J44Kur2YM9z55VmMiEWt79nVtBS1eP/+TFi2DgEHhX",
+	"Dq25ztYTq/VKO09YMgctIW+P942YYO7yhA4ZqWPfA/ui2viosunwU9yIyFSkNnLbWk8eqb6YTM8znpC3",
+	"xwdohPR1p47efnuwv3f29vgADEWKaVuCHayFRvcmNIPUIheLz7UrA9QXgd33kTKjN1pk3xVXUWw4ZgIL",
+	"tROFNfjNKiGhYMZ1MiJSWAuO9+kVO4LYfmqdh/6Upjlv5mzADJFjN1bRvT3SHFF0lSINZbgrpMDPDoZL",
+	"ArfXlUzIvQffKC3HrmL2tXiVcgUJX55n3B0lZ58t+xgKtmdWd3+BApOcJ1wM78UF/1tR/H2tKu5RTdGM",
+	"qb0RFWLJ8fel4weWJciXx91Xp7WodvL228P909MVYqQ3Nn6OzDs911LT7B6QUtMP9zHqTaL/7mtrdxxV",
+	"WDQnCMIKA+qygK2BbO7J1uJJLpKb4DhKYAlv/tIVXTM48TpFE27d54Tp3SlxXjuwr7Mqsu8K0rG99VlR",
+	"g4uayBUo4GGyEuKLcTm/3VFczm83icvBlWjUMhY9EoF8tcZl5r7ZyLWvZlyw03u6+79NKbSku2MecDFd",
+	"L55ZcH2U84Td+c4qnKGIdxfTWrDrpSUsQXs1Qmo2PuBKf67PuMCpdZJO7oltV/qO14iY84s/mt6UDN70",
+	"wqyHqQZsALlCp1oPQdcnpBurKOkyNl917oHFZcmAdQ2SrjyJI9dP68pzWCwTCzaZMcuHzOhiyQibVz3b",
+	"fvG04eJuWMpRtwKLAZhOxlyUwo6W2dy9sawl3WNdON8ntyuLiDc4+aWjPGY0haTbL+DLtQFmXllajP7E",
+	"OIL7ava3GCWKs1Wt88T5EReR93zKM93kAht4kLqL7lOdnNE0CPdTHQjrgPaVEFXiX7B/+sdYgNc/tn/6",
+	"x1Bn1z/Fv/xDDFzxT10K+fIPi4uh6ZhDX0koiQh3B5NmbVSeawuBsXg2dpGCv9oFLmLRqKJ/hCpV1/aG",
+	"Gsi6LeBUrKHYrN9YsaVw8XGjQzI5Y3nTvOT6p9ppN4mWZHsr6IRoVhDT5j9Ju/mCnJFmjEUefWUlSjJm",
+	"LhoOhHvyw5S/ba3+mtRjiGQMQHvOs4yLIQIf+jFawCKuDHMqtAGSDwHyVUE7dimJS31Xj0hscbWF2aQx",
+	"oerC1vC3MVJHx2/+vt87aY3TiPRr3eDrfg2nx6qidmJaXg7XWFkQS12Lefkp1v8vIQup51LaZGrVaC0+",
+	"zZhWZVzfKKM61mSwhnkbwTgolaoSUge1NF0jEoM/RkqiQ2a7DwTrwPzBcym10jmd4K8RiR2IizzmuAH7",
+	"heI/UHx7oXZ2bAsSQDdSABlAeqfdxvxfrwqEx35lf7SF8G3a/Of7X4oY8na0vfmpU/q15X6upPfWcfbF",
+	"3I1rZ2fflQGxwglymk+hee4yRriw2DoTKVZ9uuRshg685UiYFMLj13RNYiw9pOdAQNzhgHatI+b+DHx/",
+	"qPM2o0ofY1jfZ45ywtjnpBmPC7f6H+iLXuOTIBXpRhm1vkfkmt0eVzmafT/JMJd22elctjoFB7SIOVEF",
+	"FakUjMIid7fMG7UTnWLhHus1q4omGdBppjsL4oQr/UNdp8Er7uOTF1tl7Wx7XY/X7SjhemQmyNX5vIt/",
+	"/xB8/nSnBL+na4IvaByEy4KFrFAJD+SQC7jb5PBVt4MCF+GCxIevumfHvZ/e7h/3XsYoH2BksXladHsI",
+	"OxrZTut9qNsfGSGVjrnPGMEDKrctsrW3Nkm5GRLU14Lik7aL0TJX+azb7G/w1SEiZZ5U6Vm1m1pRqxFE",
+	"uYjYQrAQDQPFjwMvte/kgNku9RhHbEFil5Fk3zihDH4xov4Fm2CrbKOmd4p6xHTIRFGimKZpboRSmjMb",
+	"AWZmxUyXEVUjhqUVbVqLrY7eIjYnwaeWuIVh4KSQuIzlgIo1E9EWDgK/ugL23/kbugx7260IL3HkRZUV",
+	"ojy+FpO6kbfloFHUcp4onTM6JnVXeQYnja2SopTZJYQ2xXaQRoe4AJjtrQjb04IW83RnURnqNv+DOKWm",
+	"Rc5Ih/w72SDfGOWmLiRJ5HhMjRagJjRhHbKwBPKr5EJhfgKoBfA+SlpV9W3WN7j8+8Y3q4wbhWUyyONB",
+	"uyTYp36bMvtc51O2eFa3Y0y3osQLyGTHuAKbqkKJY3UWk2/C9lebW01/iETTIfmGxP4dF3W8+Tx4SbGM",
+	"QW2r+mb7OcmpSOWYnHNtVLUTa02T+UIrzIwPWIdARochGwYdA2J6wdiEcF1Wf9TZP/nRy/Ho+98uZr8O",
+	"zobH2bMPp1vnv7X/4+LFP2YH4+2FNKyFlNayUqTOyom1m1ufFn95fqU2dBcmcadY3V3dg7KQGJjPunun",
+	"+z/3sKSX52z2zyujHu2Ipy748a+mAf6pY1dvpi9Ux6+eQJ1IKRK2iwU/uXbJyvHZ2fdS6eZoeGZXGpNE",
+	"ygvOIHn47007RxOwI76/ENayNnE7BSLox79oW916WpCzCOp6Nl2yMIcabQOO8XMFMVrbKVuObt1aDm9d",
+	"0yVbZBHejsfc1A1VUUruSmwDu3WJkKE72lG1tXhpddW49Wvg/HtnJV8H7HLJoEVNvRykW5Soq6O+dbZS",
+	"zQkqYbIUWNouSTI6nrCU2Ow3rtQ0rHaYszHlwvxiXid1xRiJfSBG7DM8QSRtXK0jbW8+2X7avoWaVF0R",
+	"qOYPvbTrEHSr7xXmiS7xh1KI22ImuhWy0VLqK2Jbmdx391+EILw4XyfLu5rkfjZeV3usr6Wu0VUJKZW0",
+	"0g56PXdwpO3WaF6VP1iiySwgtwWSXI8XhwxrRtx14OdNqdkdhFoChn/GABOaM2euo1n2ZlDr/LLmsb6P",
+	"VmUAWl9Y2Od/oRqtL9aE5VXBg1Ev3BYQlGyYeZXfooWB5943umyIsA8/q2QajLBGYcchv2TC0VXzGRY4",
+	"3i0VjnVdElxfTyoSZm5cZHTh4BH0ZzBHmoMyAk6ejn+bVFRUsTW7YYx4rSzJe6nGej91VT+b1FxPy+44",
+	"+jKgUUtFHUu0KSBY/g6XCVpRRWD9Mo4Ah7sopVGQyTVO//PraawR179au3yrKsJc7kQ6s/X+74NVoFt/",
+	"1S2sdgattgEt8pIVMo0rEIT9a11+yLvet9+/efPjQh9c2CJ2wXX1/H1eiC3Ad2tpZ5qvmU9lF1wZxHQ1",
+	"uhRf4nQe4uXrdHWwcanfw+0UnOKcy2cCVWBsURQN/Q34Jcuh2NE8DKRxxUTiRuRCBcxzzACiZJKzAf9A",
+	"XIWXxzG26o4fx8h/suxWZsl6v//495Iv/v3jer/fWvipAT/2+48b/6Oxhtlytd5V4MRy7qNVo8lI60ld",
+	"Ncjb44MIuKWcalvqSSAWQj/ZnAxyCllJZdXYfK46GxsQQtOyv7cSOd4YUTUa0sXgBcTIm5TZK6HZteh0",
+	"A4nLkaFP0VJAGtRpW5H9y4eg0eE7kWskhQIY2LVnI8WSs9hb3c+pYk93iByQ7S1yPtdMtQjm4xZdZ1KW",
+	"yBQadZjHJQjjcIeDH396kT//7sd//Jafzn59e/Ty+f7B0X/sy60DekBPZtfXclkyxsAelwH6vgCpzbS3",
+	"UPkcxlce8C6Lvy6OvGy1vPegChaWnlonfMHX/1lkKPOCnbvuQrYZep0K8v3p6ZGt1RoZioZ+2Qj6x2CT",
+	"E+sJW6+ux5gpRYcri6BZUt/kKVHQpka7MlqPFJSJo2TCxRADZRrr1KkzAo0NcbmSn5r3/P65IumUkfpR",
+	"7/XL/dffQWhW4/YGgSVbuR23FtVe9g72f+6hpfxVd/9gVUoXDLFXWZoCFZiEGVR8ZJM5g1Pz6hn4HAW2",
+	"3LTuyCuNPy9KCbVrouUdy+AFuoRWW3e5rhOh7TW9C0dKQbevztBek4SAZR4rtJ2YGXBJ54zmLO9OsfYU",
+	"/vXKwfCHd6e1aJmn2ho0TSwPBp3h6lDAJiLxBU9jm5sdkZgrFW/EdJrGGzH7MImJW2hEBjLL5Mw2ee2L",
+	"41d7z59tPYHBzpnSvq/zJKeJ5glTDdel7nyObMgp9/Wl2MPqiEUj2mBC8kKAY6NFwCKmOqQUf0zKwcck",
+	"iMYkYSxmXwRBxySMOCZFuDEJYo1JEGhMSlHGpBxiHJEwKrQUMooEAoMvMda0L9aPNkbtsdLBjuZb8JQA",
+	"VGJbF7DRIt2+uK6TTUJzw0cJFcR3HYppomPsOtQh8ce+0Wj7tY6zRxTtc+zwRf8cXO6nOCokiMVOO0Yq",
+	"wQmwCxHhgnBb9g8WDsYdwOtCxDTSXOCq2gP3TzWZkxP623Sx6zUXhHpHknMfgahsPsM/a1FNUJh9yeFU",
+	"LIRO+I8s7EjzPVydmy7Flryrm/MUUjTPczmD1p0ZN4jW8EvDF4ulLXi7lhf2CQpAYB3k8oqc3At+bWXk",
+	"w1w3M+ia6wOCaIa94M0qsQndORtxYQ15iRTa3O6Obb5tb1tf1FXGU3PI0KjZSfBoI4/Apa40mzSnk8hG",
+	"62CsCLQupVM9akSke7TftLjKNE2ppqT+w7vTvjBEhILlurC2RYSHJeQaka0+meZ0oBWpy4nmY66wyrRw",
+	"6Y5R0NzOdWpt9IVZc1G+HK89qfuqyQYaRdVz1Wj1RV/827+R75gGvIZwLZaaX+OhJPlUkNZGMk43LEWL",
+	"ySTnQkNr+xzizqH3nW2rSsnjxwV1Q6oBYHj8GESr7tE+/t0XcKNQJwRq0GiRIwgvevzYd8J6/Jics0zO",
+	"IjKhChvoUUXigmnESIAen0I/bCKn+jGById5X3gsaJEeTOOzDMyYYgiaK7Xh6rsFHYG/watkXw8auTt/",
+	"w0572wLu3wh2oAo6Tw0ls+Axr/wePvqdzEYSI/XNen8voAgf/R7Gsv3eF783m83S/81wHoZGNPzh3WmD",
+	"/E7OaXLBhOEYucVHHEjmqoNNpG/ApEgFjyK/k9gdi01y+BZOgZy++bH3Oia/41nqkUEi1O/jjcvNmLAP",
+	"CZtguJpZoY2IAbJpVuMMBa1WDDteIC/1eDRUZ+ap2ebCII7MyJzQyWRpoz5JhdSV9xi5YZYc7V5qsAC4",
+	"wk//e2npBpLBnxuWJBQ7YhwQ63dz41muoHjKBx4QDddq3m7rdyghfS4vYSbXUJK6SwGj9kV3AVIg8Jrb",
+	"UXlMUDvF92jcaW9GRFHsTx5ioGXoShpCRcIL62yg4Rl6XC0EGCqKn41kLpMLwhMpbKtxLPMrJ6wvuCaC",
+	"sVSZ1WyTmAs1HQx4YhhGUyHjhws544o1/GWDkFLsGZoyvDR6lMvpcETmcpq7C2Be32yRf5ifMjnkwj3w",
+	"La2DyKlONc5g0kwQ+9ohOp+yGAVGQuzAtjOja4UeBLJi3NWus/YYBTKj2rBFV1bLVZ4BZmI2udUi++YU",
+	"L5R1wPhXqxa58dGHenzaGA/ohn87dkQLFhp/DAp5RQC6iHjb4ae4RR4/Pg2KGSuwsBp6iJKOR87HjzsL",
+	"YCbEGf9UcSxBxUBSPzk8iQhrjinPInAeTfXIUMPEUCdzFcYTbba+jXWXgRVbw6IbD8rewrx0MtktrcCu",
+	"lesO7vR6GOGpxDYnahkyBhxb7TbJmZ7mhq0RwWYwePm+UW2bBceHr7q285nMUmghq7ScKKhBx8WwsUt2",
+	"trYwHtlM0LRdgWPXEBUGh43W47CKWNyIyM5mm8R+jc2hFHC29vSg/BZcaf9KRHa2XhAtJRkDFyTE1x3z",
+	"lwjsIsr8hYwR6n4R7qXmUsGzeryq8Wnc6JDYHJWv4G1rQFFwkhhdh2pDZhQq4lzbevIoK8ywmSdJJanH",
+	"S3WiXJmoyjpQZri+UEw3IhJjhbMYx5tRZbvMWokdyB6YviMSY4GzGMNry3XMzl15OSy1HPVF7GuJxWgu",
+	"4sIXdS3C7zM5VC3ypL0NezKwNyrInMRBsbC4hYKA7f/ze6l6luFHXGdsid+bL3babfI7+SUe0wx77Tbt",
+	"ouL3dQ+xpYeGx4UNZS2JmgUte8FaUpqiqGYVjl38ujioq3hOxpD2bfs4g0DtBt6EgV0T7MCfHs5Q8dhN",
+	"FXrgac5gNuz5XpqgFOgfwiX43Q15Fc3mWoFwzxVxJdXLE01FQLzKcy08MtN1ix8M1XArcUNuw5Co+TZT",
+	"Jnh5wNIDt/qSnozcvITi5bErWGoJ7otPq8Ce0eQCDJ928ZhPWprGsq/KI1h8BnAhSudYpZOWQYT01G4n",
+	"hNUOTCSkbg7kVJRm8D+aoV9LoqbJqBDd7fdPEE+YHsm0ab6gWSZnC9iy9NSMeAi/Yu9l/NWN+QLGTKQY",
+	"ZDwp3Uf3W3FjcDWPlNW//NWBIfEES6OW+8ZX3RbbUd7OEPTg56q0WBCJi7Kb2tOgcLox/dAsVMYyaQmf",
+	"eASBNp2K0CxnNJ27bBRrRg21TzzR0mQWVZtcNAcZH45KoFt6iAjj0Lug6ftO9U3mzR/ZHCoDap5l5JwZ",
+	"mm6bovvT2kQat8BIwzMrPbG4ZOQa7FbuBTY73BYMN8khnA8A30QHQjhmxWMHQd//v3dKh7h4mvnR8V5N",
+	"6DyTNG1qKZsZzYel9S49XCTP5zIFqBhJAF5wgz+xpMz3O2+OWcopGLXLFK3qDTNN0Cu93KTczvAMZmAf",
+	"JizBTIQK2Cw/dRsInpCECoPM54yMmSNuWwh7aDLfNMolS8tDl5+4YdEMTWZymqUEHwLBT1mSUUNq4DNV",
+	"noQHWHbB5s2cGWGrdB8r3/DHvIClRjoBcc0WH0j5AApF6gUCbqdfkhgXmFv4zE3pmus7QhDySzuslWOb",
+	"GfRyhzz+Bapd9YKbABPD7M0f2aB2d/XFdHxuFPIB3h0nhJfnnwp7Pel5toBywYNFhC5wYfFybz1fvo1V",
+	"zKjyBTONv43LrGcLidZvU6lpJbaVnyC5sv0D4JEZk30Y0SkYh0uD5lQzhHF5yPB3gIIV5h0oHDi3USpB",
+	"u0U1mVh8tghUa7jFwjwgYy3QiydWOgShWNCszIvwNwCh/TfoZSy3KoUdYnOJ5ADDGrDcoDAXw1V0Z+G1",
+	"ReLjHhN87KbbdsLaJeXZMo75nx0wkClDCLE5reANNyLSzJHWk+YlFrQCOcGvpATylW+Z+UDutk/hfha7",
+	"+R18BhlPmMDOB9ZG3p2Y+9fcarVtMFARDTKbzVoUHrdkPtyw36qNg/293uuTHnxTFPytBaEil64MWG2z",
+	"1ca35IQJOuG1Tm271W5t1yCkZgReuo0W6A4XQs7Exq+zC9X61QaWDjF+w9t89tNap/Yd09A6Adp0TqRZ",
+	"knlpq92G6DNkGRAzEGiWbkT09qzRV+EEvQPLfgrQ496xc2JI7gnTLQxutknL1eP6hW7YstSBu7LW+eV9",
+	"VFPT8Zjmcwx+yufkgs2xBLHVFdSCYvjDu1Nli2E92XyGfUOet7efNaAA5VChr1fT2nsz10YqEwMk98+N",
+	"j1Qppj/Zn0bQnuefV0H8e/vKPQLdNglaAXZLluEKTe4a5gf8kgkzet0Lz1oaUR/cOitgajG6Nafj7CrQ",
+	"vZkw0T3avxno3KAF6K6LCK2Emp2bpDKZYtjX3QLuNPR0VYNpwfRiUQ4YfIhx5bVvtdto1UEXDnrXJjk3",
+	"03qPCYauRECTvymbRPBjKQptCOx/fWEVFKjp3bHWaRydqwhENkc+izIAmiUgjNIJPecZ19z2akObtXMF",
+	"ydz6qqDek7MrdV8e7r8+6758eRxHJJNycm5U3vM5sYfQsM7f2GiIOU9UjM7dJSw6RoDd4/0rartVIBNM",
+	"D5XLDQcGNHrS3r5i7tCUt/4aXKeEyhWYUyrkNCs4tmqR9fsCQAIkWDWXfXsjfNXOd2f3wsOS1HHdsFoQ",
+	"CyKnJEuRzauvTOiPWXlFuknCJrrkarAepOhKFxSWcUMnp2EjLfJGEDVF2w/gs8vpf+w+UdbqCLldYLzR",
+	"cx9d4coRtHwtgB+5SGNnmeXJiFxwkRI56IvAVzkxHKhoYFpERRgKPxtRDZ5QcyHH2J0OCjpERElCRVED",
+	"wfDIvqCJdi4NUCDGU6WRitMLFkzhVniCU8WYNUu18zmB/a5lZGz0Iq+OBFkOy2lg70cXIuKmguZrtjTD",
+	"qkAQUjf7/OHd6SNVGVeCDqrHj8Oyba3Hj8k7oBye1Ozt9U5Ozo7fHvROYuxkYCa1XkCWhgbblCUcI1Ux",
+	"ZmjAc2VtrUbUNTP4lqkDnjHbFAFVWrglV9SV6wtXWK6DB4hWrnr89+Yrt5gmmr5im5X8JudDLmjmft51",
+	"TRgK6+Mj1TcCInTM6IlLOffOmUZERhJqkYQTfC+Vjm3VDKNxLD5/m/MYYqbC6d8e78eNyKZoQaIVVwgW",
+	"3zRUyHxMM+sAJfUJyxMmdBNif4Edxf9961WMkRLxf99iMeEiyaYpS3dJKn1bCLVL4t246G6idknOJliF",
+	"RWVQ72TXlQ9MqGIYoBSnTMxjOJ/I9obEQ/JyC8YgR0TI4OQRAN75DIVdwJPEhO4LPeMJNiP1FoNsXhS7",
+	"AVQM7ci75gbGYAPEpXiOvNXe8dHntI+mgzBAoQ583WCtFKyxS6gvd7Iw0E57sxgIrQwl6gHekPa2IQrO",
+	"vW2/t54fc2xcKeuC9qVr3PcDmmU2qqcv6stGZic/uFI2YGg0MG604NaZdYETluYcVLnSTeuLBd+IkXbs",
+	"HXZkwVVpMfcYRX4DG0c9SpQWWj7/8O60RPgSKqwLGINdYEX5VGkHj0kuP8w7xIYu2mhGH2hm9As5IHG1",
+	"7hUboFxwSKyAMMcF7QPT8CICwY8kdppf060u9u2ngUlhKR8qDKFGNgOBiRGJ1fQcinyCSSOGCEsBxUgB",
+	"4hBF4srgeGsP4DsyJCrmMApPgxegUGms4TdbgDLqCySndZdqaX8nMacwL8Rv1p+2iUIvunn0q+Yxuo2x",
+	"Nbw7MmwUg/mZfUFLeCVzMp0YOWmnTdAlelwOyyB1MeTigwGdHp05f1tE9miazklsceiMYvjRaU7ZgF/4",
+	"3zEqqS+QAMbsg4Y3/xk3fIgYeIotPQua0zhO7nDFEOZzmc4NBzb/bWZIuQPEhRN0UR1YTVSReA/lvebp",
+	"fMJsgJQhJZZHzh21P59q8n2v+7Iv6rhYDKQrrQ5fbaBvGCOokSNzRb7rnbbIO/Rxl6uQKYQ7eFkByUEY",
+	"54IsMCRS79e+xYA88OnDu/0aMlPwa8wkGDQHmZz54l4BCez0RZM8flwuOQahZoXAFdTNqormwDpk3t83",
+	"Zxo71fcFsek5qlypDIpvGTDCBehgrbGNSqej0RQIObJoZe6dxoA5I/KIOXwK4TbMFY6C4AeMt0BP5QCi",
+	"31BIy6dCuaUVHgkzgK3wYxUiYUQLZUP8bee8FkLqBMkogqgYwyhTdodQDRlh1+iQb7sn+3vegaWwhhCe",
+	"gzn1rXZ716wm/h8AjL9BJETBIbZDwCxTcB8pY4bALTjGXnT8g/2AKKoWQi6q1DAfOVgLejcrSFFaVr0r",
+	"vY+l+l12rcrHr0KT5yJ8NbOFVNZTnYIiO5/e36Oa6IFwzJTRlipUtS66BxdUsz0wNBrykcvsOuWs9HLz",
+	"tWyeaJlDVYdQrl6R3GWlalcx2J401aVEe6sBWXEeSFsgcZdy8D3rMVcgiFJvlQ7n+pTdRd5fvfwy3w8j",
+	"j4E/NZClG4EgspQFJBBrRqjm553VrPomXNjxWsdgI4RZmY06zrkKODvtF1dBZ1UFvT05HtOmYubimUPE",
+	"JXm2H8YVNMopOiUN2QpYQgq2+vjaz15csUKj31bVZXNxnHXq9MlyTJfMrYJuJRTUyuuhMt4or6moBuIj",
+	"6xf6hC+vzlfkWlgeEFs8OqBvt8PdE18gYaFoyoQmLDgdm4JRt1sLD2flzJvtrZ2rpi5qWq9s5wopbVUY",
+	"cdvtFrUbqus5mgmloyKW8NxyrlO4fit6h8Ozmw1sht5q71QnDheWBEs4JjLjiZEGUa3zOq+AIppLmlxC",
+	"x1B8Q4r5WE6VHRDUTk+/LC2/Vzaw4i76hcXVF8o/r7pKBnA7yDGvtgN+S1OX+A6fbN7AHmpTgzFhDjVl",
+	"X7CvsCN2XfmSqBSTKYC+l8lLLapd0mxqE32wLWvpatiMmsBx3zHyIhg4bIhfaRY7M0onrknqgnGyyMXc",
+	"aW8WrsArw+uKNJyNq8L04GqAmHo4oEdMpOZwSsBZrAUc0vlFuXopcHoluCpj+DpOCHZRfBAEgVaz+rpR",
+	"wY3bgvKGYYVVAA4VBxTZPtsg/zqEb8fc/OL0IBbbHmoVUhmVsS/qldGbEVkKhcTCDYXahWI8gmVGuTX+",
+	"WlD0havvXI7dtKWZA1L07t27ZhBHyW7ocIM7v33LO48E8yVY1BbufJk8Oy3BbB/CIwuZNqPJhVqJyOW6",
+	"wjDWFqljR4omJGA2wsFtcSpnILIMPMz3XBt9t8voe11caRW+liyO6GrRbPJ2ElYKL0BmFc9OSc9E7dKh",
+	"TJH1IOC+OK1zBfh4kKGFiST2O6to3gYWNwhNrQLJoop7R9fYb6kUn1QPlW7b9iU8yEfKagcdYt8wSj6A",
+	"vC+chu8NztUYUOWbqC/Ymq21BE8mSPMpW3sXrLtwL+C6F27Kqzn52yIq5/M95B8XM29/ef8p+riYA4s/",
+	"hhnqv7z/VHIiWl9F0yALSUYswZ4++aJB0ex+JLFbdRirMAi+LzyLkLIJ2ftSVQQsYAGWPaoqjBxVsChe",
+	"2QjiESG79r1vmP6tTOd3ZoAwaytXHfpUrhJgK5MuWEA273QBqwIuDHQXBN7eKR1eJ+fCO5+imgehbh6z",
+	"SUbnLL3u06pPPkW1A5v9e93n/r1PUe2YanbAx1xf6zr3L4ZfNY9Ah1j7Y/f+Zwrc195sR5fTWsGxr/7o",
+	"lczPeZoygV+8uP6LPRuVDx9sPllnXT4275ClnELlGfPx1tY6HwehrPjVGms8lfKQirmFoHqT/zSVWMTu",
+	"pjTyRzZnKd7BuyCXJSJYC0pJ1BYo4psJE5CfVs5AJ/WRFHKaLwXuh9QQ6V6ZDG58NP/ZTz9dFb9laeG9",
+	"GVTvkZw8XOjqC71z/RevpX4lpyK97e36o0SPqruUM5ouXqUu4FbF/bgp19+DG4QVx5Yv1gZVig+xDcHt",
+	"ho1WCCpdGPh2gsoAAvLfTLCKx71KKrjMG0kqa9wbM/KpT8tyF+Gvc+FuznLX4JpHQYbGK8gKugNu/WUo",
+	"Q3HWX5Tffu+CYIHLahmUMaFjUn9z1HttVLzeyV73oHvae7k2v92wHJzdA2Ho2aG/etJQHOoDeXggD39C",
+	"8rB0/8l//e//LP6KIDAIbVsYFBUk861NKUZcaYklQa+S0L+3r92zoO6mWSGv28UuBqU/iOEPYni1GO6U",
+	"vEcqrJsWEcFmTGn0MN2/kJ4zOWH3IaQfw8APnPiBEz9w4vvkxMe9kzcHP1sGbNjy2uw1Z0pml+xe7j6M",
+	"/HD5Hy7/w+X/8mK4IwmrKUHRfqMywRCzUpIRFUNmw2ehCYaKiFmGxvK8Pp/I14BlE9eM0n5bpwJrQhP2",
+	"gSutCB/YtIFsbv4NHVXwVazgxtKGLcNINc3kcMpcCbi456r0x4SJ6dj2MtbzCXikU6ppjGkKWH7ZvIll",
+	"ll/CI7z3LfIjm2Bor8+e6/3ce316cnbY/ftZ97teTOouz+3ZFhlhGplroUzP5VRXfnnQex18udlut9sN",
+	"Ww6bTHz11xY5okOmoPqtzFIv59kKowl0C4pJnX1Isqnil6yxS+KijxDUw6OudZBt5j2hQ5cSq3wlTRsA",
+	"7fIzu+4YeGqLAvl+3HCCHAKlMOPajBe58z056dlBAA5c+GY5qe8t0VqKlj/gSvdcX5krw+WhZbgFE65Z",
+	"MVulsY5JcXaPdgyIK3CxpuR8HnaZZh8mGVT1tx1nqgLrtWsy5VjEWhXrPepd329I6TlEfAxkPobOJKv3",
+	"i8gE4TA+G9QF4/A0CoKeeNpYlSkQtoOsCqxdu99Tp7rbk9lCZYYC6KrhrJ7oPWlf1Qphs9QCc3O9DphV",
+	"gbGle2HxfZKzSy6nyiIxxq54zK87wNtuTiuBivdwFUyf7iy1hX3/TRP/UwXB+0zJAMyEzmYVZok3gvmu",
+	"Yg82ietkoD+tiSFoulBlY/B1x/G9qMR4bA0KRHiDLAZlC7HBdW0qyw0byBFWig+xZh80vtu0qSYd5Nb2",
+	"KioS89T1SXDX07ZwiEgMv/g2Cp6Pm0eGzbsn2CuMKqjLY1/ZJRRYgnkCdVXrcQeSy5rUsKu4YZncIgv/",
+	"sdc76h7s/xyy/80nRDVa5Jip6Zg5qhEfUKWbMHVz/2VM6q6qN8XqI55TNTADBfpg2hx6KIGPeZiOBzhx",
+	"Cvi/kDMioQhBjvUatJREZXLmY1yhlhxLyfl0MMAUwpSrRAqBdUogSckuF0Y030ATG57uBgIBdrqTgqjR",
+	"VKdyJlrkFc80VFZRRWVwXGO8zN9PYJRVHL6yIUMJbHdFWZf4womBsG9HzFVA+83GymeHELGlMWZcqJX8",
+	"AAa8w0V/nZLKHyJeXM8cl4jJyljtzfaz7Wc7m8+rcokqbfY4XhRkCGBjERe86uqW22oTD3z0gY96Pmoo",
+	"5QnUJGyeGJTpWe5q2MwVHBSj6q8Lwv3JvPW1RuHC4v7QMFwEz4pLDc1tHgJxHwJxHwJxb00Kw9yfRVqI",
+	"cxIa9pJaKwzXkr4FUrjxEf5rI3FTljEMDSqTxZfwuyOLC4SlItEV30/RBGBrCg9t4vcDC/9KWHhBNr8s",
+	"BiNyYIlHwF4wbWoj4rGxIvWi/Vkl+kYro1FW4Gf7z8H4Hi7Dv3isStDtczlmPKD21ZfiZrLqT0j00YlM",
+	"dTJavlBH5udbSsLoRL6BCDxm+ZA1YSXf3OJOHuF0a3uP758a2Ha+D1ThwWP+RYTf5zdbrc/m/oIUc89N",
+	"TrMvK3AcFsQlkDrqvj2E7xlxA2l5w9sDK6WRA65QHEEL4H1TITML9AZfQY1gsUYaT6HU3/kcfiE8faBM",
+	"D/LKPcgrXh5+pGx/PXsN7lBwufJibnw0/1lfqzUX6DPFnAcp4+Euf0kp44HlX8Hyj9lYXjJCC+qzS7TU",
+	"riSWAct4MrV9/X0cltJscqdEKrqehgCZQj1sWiFIHE31XRGoe3JFmJUdTfWD9vVAFx+0rwdSvESKu6mt",
+	"PzfJaHJnJHmV9Kem5/a6foZBrNI1fAIj34VB7I+giAgXA10A1QNNfJAVHwiUNQ8ZSbGwC0Hk3svj7qtT",
+	"oiU5efvt4f7pae/lDe1FKqyZ7NTP6j5S1dU1se3xUo1NWw61IuhfDuVUr+WdPcDaoXK6KBrtZYzmzROu",
+	"WfMl1bQitLRfw0Laql+LSL+mtMzpkPVr8Q0rL/9RRCSqnTDddOUBlyqdm/0rEp+dfS+Vbo6GZ660+M0L",
+	"QN+O7vwpXb9rFl0sN36UQ4OApI51aUvd1CKS4EFASKDtrIY9pxYwNLyB7sYFHuKlepvrVLF1BYfr17UY",
+	"adjCwH0RFOOFtiHlZiHk5RS6alBf73OdJh0QQNsXRYMn278pxgqnUP3z7Lj309v9497LVb0L97A7/Imv",
+	"Yn9vwoebYmU5tSwLC/PfR2nytW+dXevi5fuK65WWrs67kSR0TPbN3RnkTI182yqoKS9SiGPP5hgBn3Gt",
+	"sacclhzP2EBXX5sy59pI2SVPXMeBag52bO8uBvW722WTgfDIoSf7BNPIoFsRXD3MsiqVmrb4bs0UkAFn",
+	"3g+TG+ulFmpUkfhl76B32oNo+akyuPHR/Af0AFsR/H/g/H+Lo75IsqnSLG8qOrDZd+VuEYqoEbYXZWRE",
+	"1YhoOmy0bGNtrJ6N7UeKFm2bhOq+gGRA6TL4XNiy0Xh4QltFUJbuALM3YhaAx/fUiT/aCTqk/anyMiOo",
+	"D+dv9IjlL+3R3Oo+h7WwsTnZm6nuZYpBT9ZyeefTmSRYd8pig2tnhqKGr99sV1/rbN2gNDJuKd2TU1Hp",
+	"uPpezrA/Oq7AH9KM5Syskf/VBJTdnvT86/D9Ez4UwPjhrmAbYMjOqePlKZ11mZRgwkiCLA27KGo6V9fI",
+	"AMt+2cP5Z92fG/HDVU7ZA37pxZ2FojO7wZYfKSJnAjtF5Ib+xHb78QPi/yl4dUn2ycJDL/gFktYbsOSw",
+	"y8VV/k3HM166Ca5XDY9d05N/vcDdVRj6tTr0vyJabmhxiVQ/Ul5gWBHOG1Lqm9lSTxzuFzEA7k6FeT0V",
+	"rZxcGx41MkTVCG0dEo+G6iwm34TioKZD8g2J/c92eBAUM5ZomfvHtC8US3LmW03mLQJFBii5YHOWksPu",
+	"ngONewNLQEho9jAVKQtqYXx/2N07+7H3j7gRESX7QjAO/JCSRE6gbyw2NRfQlAWsWURLI9nPOcvSoptI",
+	"mD6HrWCV7cMfe9oRk7rZKXaqxH01XLmPYssDaK9vBOZcaqz8bb4IFGVr2cd+1jB9ZFuYolZi+++WmwYV",
+	"XbSXFeugT+ZSN6Cw1RAm9PYFF9BZrdCGMaJckcelTkSPW+Ttqs49UZF266+/URn8r77HnCvMivhNPMX1",
+	"7TXM6EFLl532Zl+saiRK6jvtTWxVutPeLnSSiu6kBh2obbuKthA9YmNyTpOL5daiDYuF5lez02KVfRE0",
+	"UF/ZNslbJ7B/uiBxq9UKGirZ9t4Z2BzNkIEi5iDVsIhHuEYdyqKLO0tVrLl8rOcskWOm+gIO9efe8f6r",
+	"fTjUUptQgleHFj1Fo6CHjlESy5hu9M8sdf3llZYTRWa2yy3Fei7RSh3O9YG37W4M8nYDEw4gIkuxgfGi",
+	"Qaced/dO93/uxY2wR5Y3Btk+Kx6nR3KmFtH5fKpR1i0QorXUwxUNxhOq1G6Atx6bV7ZyvaKBa9C9lScj",
+	"o5zDTVdBJ6T6IqgRM3LKlTth7L8qfXdXAKTvCmmBCVg/kkDDbLUfTxVPeicn+29eQ6Gfo97x2duT3nFc",
+	"lqZapKsRkAmdWERY+v5g/3D/9OzozcH+3j/+Zq6vbmIxBosfloc2ItfWhmpG4D2FxM3yh4xRpUnOEuzX",
+	"Dl2a/dGuKMxUL8hC2GrdWQ8C1HMot2t3gWQlNkTef7m15UHehFIwTaxAlFbaDjBlLDQC3iQUJLQXwG1d",
+	"bJQ3ySgXlvjUi75v9lI1QjsB9a1yOzXA35qRXEA6NaPTc3jyiudsID8YkBxwMf1g5Bu069Q6NZqZt32L",
+	"OsNDisal4bJwQdCu3HVmt+fnGpgOKpokPfKN8Vu29eq1Gxja6X+pKU0Hg1pUo+mYC+hweNWyDwf0mpaa",
+	"1a30bkS/+8Jcx0XyTdQ0SRhLd33zcmh1hG2dJB3z0MJVNmf3xZhRMRvxjIVk/ZE3ioWd9AthBFtgg0FS",
+	"DhVUsuJ6hNi6qrFghFdnswNUbSbNMm1b+8i2BDMkT0vDU9h1xxTIGRidVHE6a9uu7GW6pzTsa67cgUOI",
+	"0pbPlcymmvWg5Z/q6lqnttXeetpsbzbbT0/bLzrtdqfd/g+DnhXQsc6O8mdPSp/xNKseHV7bdq95VKx1",
+	"aursp63R6HycZqfv3n44o9/9rM6/e67TrRfz8+9+0oenQce2GrJJ32q3UzOi+TXfnwmpmwY7adZ08nVT",
+	"imzepKJpwdhsw/82K29fAdXXK7pWFpLunw3cydbPv55vPbk4+PvrLNl+PTnfCsEdihhXAX15lBsAfesW",
+	"lwq7sa6KY3FdBW3OKHbBv5dGtw+BLpWBLn+O1P7bWFRKRP3uY1Act74mr99hOLTMRL45G0kyoor8OlUB",
+	"jVq2pizHn6xtK8RciJWO4gdT4UOO/83wGdEjwOerDYFXZ/b/8QEM1XELD8j9L54D5+/Aqiy4wTTLyCVn",
+	"MyIH4WVAA2lhFIBaqXMMO4BYjZV35M6s5SWtceh16NuP71NYFhlFYDWyundo73MKI1SrHk/0nGQc7Ctj",
+	"ecmsmZNmWaMcEtIXoBxCeewLxiaLdmtofT5vkV6VPc9bUkrqrzMf9oVgM7dSa8Yg9fjv0LK8idYGNIwS",
+	"qhTLNc4YD0tPQqNCXyxZFSJCFeGaKAZNwHN2actQdayNfzItInuwWTta3+XAGoou2ET3RSIn8xbp+vZg",
+	"tkpaISfjRin00Z6KC4G+D0bqO+2dRpW56MTTW2tY+RyL0SSXY6kXwkoO6QUrrAJUEDCYELTHcL/4UN9a",
+	"bWS5uYKB27p5z4EvyGcQFw15KFDxgffcC+/5M/Q3+PLCGybrlEnq0JGDm6kdZYvkZ7OYSv8u+lwF+T7w",
+	"tyYyZYWvddc1RrA+G4amFSIFXDOowvtGBCzammj6YrbaTcmVc5iCXQnoLkT3DWiiZb7krpyHFl1wXNaX",
+	"LayNJQeMXdlSkLAN6byxLwldR5ZDGarGxZSpXRKHTqIiMDpYyErvwuGA7vkjvsfak6V5VgUb+0N2ViIp",
+	"GFqVDU48WIv+UmlRXyo9qcC6L0uLbVFtAYboArXrWclXAgqEowONMIbQtQpRBVGEmJ0BOacivR01t/bw",
+	"eyHlJ1NHl1ycALW+PJD1DVliKdAls+26LjvMnIsJTWQNAAuqCs3ppCqqvDL2gKwTegC0Nmd6mgsXGX5F",
+	"CAIeiQ9BWPACk1IIeV8sxZCX6RpX6HU2JJ9iAM6cpT5zpZjff7Kfxn1Bh5SLiLDWsAWf6ZyzlFjh3obm",
+	"Q6IJVSSTSjeKVW62g8GaQylYTMAJWGY5BtOAp3oQBT5A7LXjo4YQcFUs5Wd45XBAa/dTt+BwQHGKP0gH",
+	"cPNzQ1aXediJZpMJnC4ijY9wIaUADINLy/bWB3b2dWkXa2zlOynYX9y1spezlAnNabYH/ca+NBPF6+79",
+	"uYYL7kIHDstsynI6mygynZR9jIbm2ut3C6YJsZP3pPuEZgO0hEEftjD6zQYrZlxpFQW2JqgEl/qYxgnL",
+	"m/azvoAWXxBcRAYyy+SMcN3YxcwyT9dR48mZJhMjpWAzOQw1Jc5FTlJGUyz6oPrigk10ZYITQOjLGfrX",
+	"8TI/UgXtfSCzDw6EP5yM7Ss1ZWHMq9fP7Xe7oWRAKqNcryRemN+4srUURmzjSx0wwMaknkupbWJkI7K2",
+	"aevUWMgJQOv0LiZ5zbhi/jFE6CGZ1YplA0+SbMLlmAsj9Z8zpEOR79l9ybK5SyKHTSvCRZJNUyM/OTPK",
+	"3Fp7GtW9Ek9x09WdlP58jfdu11YPeglVdg86a375xnpwJA+N9f6lGwJZMrOyIRBShsDQYbuwltMpr2mx",
+	"ZwkeOFZXSlcFuTUESAyVy7hYoGxAtWwQO1HTc8X0Eg1UiZwYCWkfTLeOrs0rKCGEjHND8XMMqkefsZxq",
+	"1LK57mCKf6x1dgJ2ZxWTmZxmKYKCTKjCzHscxXtF0UOJ/zarSDI6noANo/R25KkwmgEeKRIzF5EYk7p7",
+	"+sO7U/sobhBF50TJFoH4Dxd4jSOSvFQvAHdpIWD75ZUJe+R4VouclvkAwutcSq10TidkQvWIyJzEznBS",
+	"DB6TEb1kREi3irqRRaFrr/m80SJd4n4pJyBstttth2bSgP45GTLh830cM1IwEKlDVD60CGyyDwljKUtj",
+	"dwTUiM5UlAGREh9KbU5hp7256xO44EXYKPXO60uWWyPVQObOsOKWnlAhpIYdw1I6+E+UFWCB6MeoAJCt",
+	"cWBe/OHdKTHsAnUIjzauQS4XZhPHr/bI86cvtklMEx0b7OFjNDr5D+RM2KeCKc3Shs0hWYw3985p513v",
+	"JlrmcWtRyODKYv8wp4ABkDhe32m3Gx1USQIpBI7RNowrc3uQn1Dyvx/LEowNs/xBvbmKBaSrlJt7VGce",
+	"Wm79i4XZfkYHLcDU+4q1tdTjKiVKkO7RvmO1P7w7bexad2qRHhxwXXQiVwkOJc1pg5tLoSYs0aubDO77",
+	"d+6TFBWzFKQoKo33oTmbzZpGZWlO84yJRKbYbO/2E3xRM3qxgCsCaryZSlP9YCv/81Cwv6DWYuSmZ0+f",
+	"bjkRL0RfUjfiEr9k2JQ4xvB/MdcjI0ND0Ai/ZI3rCdBH+O9StH914a7CP0dFGq1KXo3WFthtn3FwwoYO",
+	"TinIVCE5XdimXIBDdEUdraKIQ84SmaeKxFaQNuoIDJ4zqqSId0F8NXtmIqXCiOjwxdIHlOAXRuhFZYUr",
+	"TzJ4anQDu2tYCIS0r2Wh2iVF5SpvDANnAmqKmhr4X2FKA6nWKCdF1CZPjUZWDvREHU0KFirCZrEGZeyC",
+	"A0UyMoopPzdaZoMUFciKY99q78CIaMk3oxgEbK2oR+b41xqGM4Tzza1PBJpXP17PAHVVmorLUcmDvBUL",
+	"2QdD0r9IyspVYqFPWPEE8QqyF2az7AYX1GdBwz2CPGeg+u32i0a11anSzn66yiwuc7jrlcSmZHO3ZGZ2",
+	"ncHeEBhHp3hK/ut//X8VJKZkwFoiJPYjpPaekOwgAMpB562qIqWFEHyfxuRDZtSUahlxzDRNqaYPdOAh",
+	"u2dNWa7rpQSHPC6np5Cp8M6uuPc3iwNAs06QxLOi3On15eDeKpafuLeXlrGqYjIH4/AFY5NV3iWss1q7",
+	"YSqG2dK9OpLWLjL69ZcXfRAM/uBc1soyx+YGRkROsHNBNodLYriiFOxGaa4HXOmFy/kVVid9uBF/aZ/r",
+	"tfmsrgRWqZSpjS9Td5Sz+hbL8nheN2PnIykvru62+s69dI/Xxs5xVadVt9aIYGkxG/Rcdz5FV5PstPe6",
+	"+/oUSpq96337/Zs3P540Hu7WX/puOdRYHdHgkndnBS676+R/ujpSwQ/BLs0SvTY4nzAF4Z8shW5bR29O",
+	"TtHhH0/zLDaa2g8nb15Hrr47VRjX/8uJpiKleUrc/XpfH2k9UZ2Njdls1lL2sVteK5HjjQZRE5bwgb1k",
+	"RNG56hCLcH0R25eb3BVmhMWCwS0iQY1/XxBP5/MOSVk6xYvLMGmvEQVjaT5mStPxJCb1t4J/sIl4HgJU",
+	"azaeaAyk8F+Z3VI9zVncF/X4cjPqT9vt7eScKvZ0x3z6/WF3r3nyfXfryVPzZ7+GLxQ7gL9Zq/yzX0zp",
+	"6blM5/iDHYbFtkhskXiOMzdTBr4Ycj6H/JeBZjmJZyPFkjMf82XjblHxth7xRou8xGwfiOuAtBWqXIcC",
+	"iGcW2AWaTFju3Pq7YAZNmPnOjgfxgs76fD7VZOvDB1LPWcpzlmDNVQyy62B8ncEpIV2kMEsbGC6NCSaw",
+	"PfYBrw2nGRQtlQM0of7KtdndQOZ94YijpYhnx73T43+cvdt//fLNO1Lf2iGjhq1HiuUai5268uivuvsH",
+	"vZdwmq4CpkPNjY/2X0Zfst9ypmJXK9XeGCMAaiYs0HVB0smMqr5wTWHMhhUTukWOcn5JNYtIJuUEyrFC",
+	"aVQuLpqZTGhGaJrmTCnm+twNMHVHZEyp5T13Dw7evDs7Ot7/uXva+5vOp2x10qW9k/fkQLSj31ONu1us",
+	"Ib2G6UZF1ry52AZ17SWpo08XrPtQlPIh/OEh/OGPDX8oYfY9ChsrFNqhkQWgiLilbvWKa1MKhmhUSyML",
+	"MnpIZa+vNxYSsOsdOWN5WVFvrOOcVGQscwiks8Qd5Rv+oLL+qxhxrsN52xLcYbxL7/JyhPMqr6hUVhLB",
+	"V1UqW4nRd66FXsMMH7D+wZextvbZLdhAUZgMmcDKG3Azm847xxWWzTorBPOVSUhvBHPhHEaJAbkdg9HN",
+	"nxMuho0OiY96r1/uv/4OwtTRn2lVQKMVQQ5NF//u6rgRQSu5/Z97x72XMXAYp0mgggoqqOutx0Rq2ZDX",
+	"XaGrHmplOmd0/AiUH6PtSIEWoCLGmmFkOSgDF2yiIwj1eUZSOleF1sFzklHlMiqr85YsTF8WILt/qhNM",
+	"toL+FCf4QIIeSNCNDGD2Bbg9iblWBS6VvRBfliYZknLz1O1w9FUmu6M3J6eKUG+QapmpYkfSYohJ8AuB",
+	"pkDePOd6h3kbCEaCuTiM2YgiQfKGnZSnLfIaosLALLNriagZbixtok5webESyIhq79VesBGxtOO60cZg",
+	"4yOzEcNAEu0L9S9TriMuhl9OSnLmsFXUyjKFB1L1QKrWVyVOmI399KqEu5jakCi8vkLOosWE61BvvnIB",
+	"MKH9aqlAknVAj6mgQzY2cxkJQrEcijxgoJayBaLcz4Y8QJFNLWWmwP5lAze8o6463dhs1Tr95EwULbrL",
+	"zXttQp7zjfsUo/IcK6YYSY0JfGYbuSE3ikGnK6gKK4ZcfIDpznxz4NOcsgG/IK8wm8wALSI9cSnn4c5s",
+	"rlnTfFsxtU//UJj/gdbDoDiGj+zhAmuyBmPbSJ7qDZW9MFYmdB1ObWQtFLMaQ8SrirzV2RowG145BUfr",
+	"yUnPwGYczI/W6or5f5pKzUia04FWOByW3tBsrDBOYcyV5glJpMBmoskcZ/NKry19GG73NzNq1XQ9ldAM",
+	"wZVQBWhG1JhmGZQdGGRyhpkXZEyTEccIQJePbt5fC4Iq8FcZoDCRTiQXWoUMcclTZXhSMJ2/e8szHvBL",
+	"JpiC0ig05fhPrJYmdE4THcZ8QzC10CzHQHaSswEzUGSRTcWHRm/gcoMsdYUd9qxl7YLNQ7iOISrx/af/",
+	"PwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -10,6 +10,7 @@ import (
 	"github.com/hashgate/hashgate/internal/accessrules"
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/events"
 )
 
 // authnMiddleware authenticates operation o with its security requirements from the spec
@@ -60,7 +61,11 @@ func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 					return closeUnread(c, err)
 				}
 			}
-			*r = *r.WithContext(auth.WithPrincipal(r.Context(), p))
+			ctx := auth.WithPrincipal(r.Context(), p)
+			if !o.hot { // the hot routes write no event
+				ctx = events.WithOrigin(ctx, events.Origin{Actor: actorOf(p), RequestID: requestID(c)})
+			}
+			*r = *r.WithContext(ctx)
 			return next(c)
 		}
 	}

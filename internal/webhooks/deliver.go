@@ -264,7 +264,7 @@ func (d *Deliverer) deliver(ctx context.Context, w *Webhook, entries []Entry) er
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !w.Wants(e.Event.Type) {
+		if !w.Wants(string(e.Event.Type)) {
 			skip = append(skip, e.StreamID)
 			continue
 		}
@@ -280,11 +280,11 @@ func (d *Deliverer) deliver(ctx context.Context, w *Webhook, entries []Entry) er
 		if ok, err := d.q.Lease(ctx, w, d.o.Consumer, d.o.LeaseTTL); err != nil || !ok {
 			return cmp.Or(err, ErrLeaseLost)
 		}
-		res := send(ctx, d.client, w.URL, secret, e.Event.ID, e.Event.Body)
+		res := send(ctx, d.client, w.URL, secret, e.Event.ID, Body(e.Event))
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping: the entry stays pending for the next holder
 		}
-		rec := Delivery{MessageID: e.Event.ID, EventType: e.Event.Type, Attempts: st.Attempts + 1,
+		rec := Delivery{MessageID: e.Event.ID, EventType: string(e.Event.Type), Attempts: st.Attempts + 1,
 			StatusCode: res.status, LastError: res.err, Status: StatusDelivered}
 		if !res.ok() {
 			delay := max(d.backoff(rec.Attempts), res.retryAfter)

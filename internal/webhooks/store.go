@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/events"
 )
 
 // Store keeps webhooks and their delivery state (*webhookstore.Store implements it). Every
@@ -54,14 +56,5 @@ type Queue interface {
 // Entry is one event read from the tenant's stream.
 type Entry struct {
 	StreamID string
-	Event    Event
-}
-
-// Event is what a delivery needs of an event: its id (the webhook-id), its type (for the
-// webhook's filter), its subject (deliveries keep each subject's order) and the body sent.
-type Event struct {
-	ID      string
-	Type    string
-	Subject string
-	Body    []byte
+	Event    events.Event // its ID is StreamID
 }

@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 )
 
@@ -103,8 +103,8 @@ func (s *Service) Deliveries(ctx context.Context, tenant, id string) ([]Delivery
 	return s.store.Deliveries(ctx, tenant, id)
 }
 
-// PingType is the event type of a test ping.
-const PingType = "webhook.ping"
+// PingType is the event type of a test ping (not in the events' catalogue: never in a stream).
+const PingType events.Type = "webhook.ping"
 
 // Ping sends the webhook a signed webhook.ping now, once, and answers what the receiver did
 // (recorded among its deliveries too).
@@ -114,10 +114,8 @@ func (s *Service) Ping(ctx context.Context, tenant, id string) (Delivery, error)
 		return Delivery{}, err
 	}
 	msgID := "ping_" + randomID()
-	body, _ := json.Marshal(map[string]any{"type": PingType, "id": msgID,
-		"timestamp": time.Now().UTC().Format(time.RFC3339Nano), "data": map[string]string{"webhookId": w.ID}})
-	res := send(ctx, s.client, w.URL, Secret(s.hasher, w.Tenant, w.ID), msgID, body)
-	d := Delivery{MessageID: msgID, EventType: PingType, Attempts: 1, StatusCode: res.status, LastError: res.err, Status: StatusDelivered}
+	res := send(ctx, s.client, w.URL, Secret(s.hasher, w.Tenant, w.ID), msgID, Body(pingEvent(msgID, w.Tenant, w.ID, time.Now())))
+	d := Delivery{MessageID: msgID, EventType: string(PingType), Attempts: 1, StatusCode: res.status, LastError: res.err, Status: StatusDelivered}
 	if !res.ok() {
 		d.Status = StatusFailed
 	}

@@ -1,7 +1,8 @@
 // Package tokenstore keeps API-token metadata in Redis for the token service
 // (internal/tokens), implementing its Store. One hash per token; every key of a tenant's
 // tokens shares the tenant's tag (a keyed hash of the tenant id), so a create and a cascading
-// revocation are each one script, unchanged on Redis Cluster:
+// revocation are each one script, unchanged on Redis Cluster, which also appends the change's
+// events to the tenant's event stream (token.issued, token.revoked; docs/EVENTS.md):
 //
 //	<prefix>:v1:token:{<tenantTag>}:<tokenId>        HASH  the metadata below
 //	<prefix>:v1:tokens:{<tenantTag>}:byexp           ZSET  tokenId scored by expiresAtMs (pruning)
@@ -25,6 +26,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
@@ -66,8 +68,11 @@ type Options struct {
 	MaxPerTenant int
 	// MaxLineage bounds the tokens minted under one root (default and at most tokens.MaxLineage).
 	MaxLineage int
-	Metrics    *repo.Metrics
-	Logger     *slog.Logger
+	// Retention bounds the tenant's event stream the scripts append to (default
+	// events.DefaultMaxAge and DefaultMaxLen).
+	Retention events.Retention
+	Metrics   *repo.Metrics
+	Logger    *slog.Logger
 }
 
 // Store is the token metadata store.
@@ -80,6 +85,7 @@ type Store struct {
 	safetyWindow time.Duration
 	maxPerTenant int
 	maxLineage   int
+	retention    events.Retention
 	metrics      *repo.Metrics
 	log          *slog.Logger
 }
@@ -118,8 +124,9 @@ func New(s *store.Store, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Retention = o.Retention.OrDefault()
 	return &Store{client: s.Client, durable: s.Durable, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher,
-		safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant, maxLineage: o.MaxLineage,
+		safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant, maxLineage: o.MaxLineage, retention: o.Retention,
 		metrics: o.Metrics, log: o.Logger}, nil
 }
 

@@ -177,7 +177,7 @@ func TestWebhookKeysAudited(t *testing.T) {
 		f.deliverer(f.st, "g1", webhooks.DeliverOptions{})
 		eventually(t, 20*time.Second, "every event delivered", func() bool { return f.rcv.distinct() >= len(ids) })
 		ctx := context.Background()
-		if err := f.st.Record(ctx, "acme", f.w.ID, webhooks.Delivery{MessageID: "ping_1", EventType: webhooks.PingType, Status: webhooks.StatusDelivered, Attempts: 1}); err != nil {
+		if err := f.st.Record(ctx, "acme", f.w.ID, webhooks.Delivery{MessageID: "ping_1", EventType: string(webhooks.PingType), Status: webhooks.StatusDelivered, Attempts: 1}); err != nil {
 			t.Fatal(err)
 		}
 		gone, err := f.st.Create(ctx, &webhooks.Webhook{ID: webhooks.NewID(), Tenant: "acme", URL: "https://x.example/h", Events: []string{"*"}}, time.Hour)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/store"
@@ -183,8 +184,8 @@ func newTestStore(t *testing.T, s *store.Store, prefix string) *Store {
 	return st
 }
 
-// emit appends an event to the tenant's stream as the stores' event_append does (fields type,
-// timeMs, tenant, subject, actor, data; with the stream's TTL), and returns its id.
+// emit appends an event to the tenant's stream with the fields the stores' event_append writes
+// (internal/events' field names; with the stream's TTL), and returns its id.
 func (f *fixture) emit(typ, subject string) string {
 	f.t.Helper()
 	f.seq++
@@ -192,9 +193,9 @@ func (f *fixture) emit(typ, subject string) string {
 	key := repo.Keys{Prefix: f.prefix}.Key("events", storetest.Hasher(f.t).TenantTag("acme"))
 	data, _ := json.Marshal(map[string]int64{"seq": f.seq})
 	id, err := c.Do(context.Background(), c.B().Xadd().Key(key).Id("*").FieldValue().
-		FieldValue("type", typ).FieldValue("timeMs", strconv.FormatInt(time.Now().UnixMilli(), 10)).
-		FieldValue("tenant", "acme").FieldValue("subject", subject).FieldValue("actor", "system").
-		FieldValue("data", string(data)).Build()).ToString()
+		FieldValue(events.FieldType, typ).FieldValue(events.FieldTime, strconv.FormatInt(time.Now().UnixMilli(), 10)).
+		FieldValue(events.FieldTenant, "acme").FieldValue(events.FieldSubject, subject).FieldValue(events.FieldActor, "system").
+		FieldValue(events.FieldData, string(data)).Build()).ToString()
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -2,12 +2,14 @@ package webhookstore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/webhooks"
 )
@@ -145,10 +147,11 @@ func (r *Store) entries(ctx context.Context, w *webhooks.Webhook, xs []rueidis.X
 		if x.FieldValues == nil {
 			continue
 		}
-		ev, ok := decodeEvent(x.ID, x.FieldValues)
-		if !ok {
+		ev, err := events.FromEntry(x.ID, x.FieldValues)
+		if err != nil {
 			r.metrics.Read(ctx, "event", repo.Corrupt)
-			r.log.ErrorContext(ctx, "corrupt object", "key", "events:{*}", "fields", []string{"type|timeMs"})
+			r.log.ErrorContext(ctx, "corrupt object", "key", "events:{*}", "fields", []string{events.FieldType, events.FieldTime})
+			ev = events.Event{ID: x.ID, Type: events.Type(x.FieldValues[events.FieldType]), Subject: x.FieldValues[events.FieldSubject], Data: []byte("{}")}
 		}
 		out = append(out, webhooks.Entry{StreamID: x.ID, Event: ev})
 	}
@@ -200,3 +203,5 @@ func (r *Store) Skip(ctx context.Context, w *webhooks.Webhook, streamIDs []strin
 	err := r.client.Do(ctx, r.client.B().Xack().Key(stream).Group(w.ID).Id(streamIDs...).Build()).Error()
 	return repo.CommandError("webhook skip", err)
 }
+
+var errShape = errors.New("unexpected XAUTOCLAIM reply")
