@@ -38,6 +38,21 @@ func TestDeliveryEverySignatureVerified(t *testing.T) {
 	})
 }
 
+// TestDeliveryStreamAfterWebhook: a tenant with no event stream yet registers a webhook; the
+// stream's first events (written after it) get the webhook's group and are all delivered.
+func TestDeliveryStreamAfterWebhook(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		f := newFixtureStream(t, s, prefix, false)
+		f.deliverer(f.st, "g1", webhooks.DeliverOptions{})
+		time.Sleep(100 * time.Millisecond) // a pass or two on no stream
+		ids := f.emitMany(10, 2)
+		eventually(t, 20*time.Second, "every event delivered", func() bool { return f.rcv.distinct() >= len(ids) })
+		f.rcv.check(ids)
+		wantNoPending(t, f)
+	})
+}
+
 // TestReceiverDownThenBack: the receiver answers 503 for a while, then comes back refusing
 // every third request: every event is delivered, none lost, each subject in order (a later
 // event of a subject never overtakes a refused one), and the records show the retries.

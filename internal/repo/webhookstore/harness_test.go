@@ -161,10 +161,18 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, s *store.Store, prefix string) *fixture {
+	return newFixtureStream(t, s, prefix, true)
+}
+
+// newFixtureStream is newFixture; with streamFirst false the tenant has no stream yet when its
+// webhook is created.
+func newFixtureStream(t *testing.T, s *store.Store, prefix string, streamFirst bool) *fixture {
 	t.Helper()
 	f := &fixture{t: t, s: s, prefix: prefix, st: newTestStore(t, s, prefix), rcv: newReceiver(t)}
-	// A first event makes the stream, as the gateway's first change of the tenant would.
-	f.emit("token.issued", "tok_first")
+	if streamFirst {
+		// A first event makes the stream, as the gateway's first change of the tenant would.
+		f.emit("token.issued", "tok_first")
+	}
 	w, err := f.st.Create(context.Background(), &webhooks.Webhook{ID: webhooks.NewID(), Tenant: "acme",
 		URL: f.rcv.srv.URL + "/hook", Events: []string{"*"}}, time.Hour)
 	if err != nil {

@@ -57,8 +57,10 @@ func (r *Store) Release(ctx context.Context, w *webhooks.Webhook, holder string)
 // minimum idle time: the caller holds the lease, so no other deliverer is working on them).
 func (r *Store) Pending(ctx context.Context, w *webhooks.Webhook, consumer, cursor string, count int) ([]webhooks.Entry, string, []string, error) {
 	stream := r.streamKey(r.hasher.TenantTag(w.Tenant))
-	cmd := r.client.B().Xautoclaim().Key(stream).Group(w.ID).Consumer(consumer).MinIdleTime("0").Start(cursor).Count(int64(count)).Build()
-	arr, err := r.withGroup(ctx, w, func() ([]rueidis.RedisMessage, error) { return r.client.Do(ctx, cmd).ToArray() })
+	arr, err := r.withGroup(ctx, w, func() ([]rueidis.RedisMessage, error) {
+		cmd := r.client.B().Xautoclaim().Key(stream).Group(w.ID).Consumer(consumer).MinIdleTime("0").Start(cursor).Count(int64(count)).Build()
+		return r.client.Do(ctx, cmd).ToArray()
+	})
 	if err != nil || arr == nil {
 		return nil, "0-0", nil, err
 	}
@@ -88,9 +90,9 @@ func (r *Store) Pending(ctx context.Context, w *webhooks.Webhook, consumer, curs
 // ReadNew reads up to count entries the group has not read yet.
 func (r *Store) ReadNew(ctx context.Context, w *webhooks.Webhook, consumer string, count int) ([]webhooks.Entry, error) {
 	stream := r.streamKey(r.hasher.TenantTag(w.Tenant))
-	cmd := r.client.B().Xreadgroup().Group(w.ID, consumer).Count(int64(count)).Streams().Key(stream).Id(">").Build()
 	var xs []rueidis.XRangeEntry
 	_, err := r.withGroup(ctx, w, func() ([]rueidis.RedisMessage, error) {
+		cmd := r.client.B().Xreadgroup().Group(w.ID, consumer).Count(int64(count)).Streams().Key(stream).Id(">").Build()
 		m, err := r.client.Do(ctx, cmd).AsXRead()
 		if rueidis.IsRedisNil(err) {
 			return nil, nil
@@ -104,7 +106,8 @@ func (r *Store) ReadNew(ctx context.Context, w *webhooks.Webhook, consumer strin
 	return r.entries(ctx, w, xs), nil
 }
 
-// withGroup runs do, and when the group is missing creates it (webhook_group: only if the
+// withGroup runs do (which builds its command each time: a built command is used once), and
+// when the group is missing creates it (webhook_group: only if the
 // webhook and the stream exist) and runs do again. No stream yet: nothing to read (nil, nil).
 func (r *Store) withGroup(ctx context.Context, w *webhooks.Webhook, do func() ([]rueidis.RedisMessage, error)) ([]rueidis.RedisMessage, error) {
 	arr, err := do()
