@@ -54,8 +54,9 @@ func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
 		if err != nil && !rueidis.IsRedisNil(err) {
 			return total, repo.CommandError("events outbox", err)
 		}
-		if len(entries) == 0 {
-			return total, nil
+		if len(entries) == 0 { // an outbox emptied within its last id's millisecond: delete it now
+			_, err := repo.CallScript(ctx, s.client, "events_outbox_ack", scriptAck, []string{outbox}, nil)
+			return total, err
 		}
 		tenant := entries[0].FieldValues[events.FieldTenant]
 		args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10)}
