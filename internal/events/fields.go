@@ -24,12 +24,16 @@ const (
 
 // Envelope is the one script argument that carries what every event of a change shares (the
 // snippet event_append.lua reads it): tenant, actor, request id, trace id, and the stream's
-// retention, separated by newlines (none of them can hold one: the values are checked here).
-func Envelope(ctx context.Context, tenant string, r Retention) string {
+// retention, separated by newlines (none of them can hold one: the values are checked here);
+// then extra, for a session's events the user's tag and the session's idPart.
+func Envelope(ctx context.Context, tenant string, r Retention, extra ...string) string {
 	o, trace := OriginFrom(ctx)
-	parts := []string{tenant, o.Actor, o.RequestID, trace,
-		strconv.FormatInt(r.MaxAge.Milliseconds(), 10), strconv.Itoa(r.MaxLen)}
-	for i, p := range parts[:4] {
+	parts := append([]string{tenant, o.Actor, o.RequestID, trace,
+		strconv.FormatInt(r.MaxAge.Milliseconds(), 10), strconv.Itoa(r.MaxLen)}, extra...)
+	for i, p := range parts {
+		if i == 4 || i == 5 {
+			continue
+		}
 		if strings.ContainsAny(p, "\r\n") {
 			parts[i] = ""
 		}

@@ -19,7 +19,8 @@ import (
 // The relay: session events are written by the session scripts into the user's outbox (the
 // user's tag, the slot of the session keys) and copied from there into the tenant's stream
 // (another slot) by relay.lua, exactly once: the script skips what the tenant's checkpoint for
-// that user says was copied, and the entries copied are deleted from the outbox afterwards. A
+// that user says was copied, and the entries copied are deleted from the outbox afterwards
+// (outbox_ack.lua, which deletes the emptied outbox). A
 // gateway that dies between the copy and the delete leaves entries the next relay skips; one
 // that dies before the copy leaves entries the next relay copies — triggered by the user's next
 // session write on any gateway, or found by the sweep every GATEWAY_EVENTS_RELAY_INTERVAL.
@@ -27,7 +28,10 @@ import (
 //go:embed *.lua
 var scriptFiles embed.FS
 
-var scriptRelay = repo.LoadScript(scriptFiles, "relay")
+var (
+	scriptRelay = repo.LoadScript(scriptFiles, "relay")
+	scriptAck   = repo.LoadScript(scriptFiles, "outbox_ack")
+)
 
 const (
 	// relayBatch bounds the outbox entries one relay call copies.
@@ -50,8 +54,9 @@ func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
 		if err != nil && !rueidis.IsRedisNil(err) {
 			return total, repo.CommandError("events outbox", err)
 		}
-		if len(entries) == 0 {
-			return total, nil
+		if len(entries) == 0 { // an outbox emptied within its last id's millisecond: delete it now
+			_, err := repo.CallScript(ctx, s.client, "events_outbox_ack", scriptAck, []string{outbox}, nil)
+			return total, err
 		}
 		tenant := entries[0].FieldValues[events.FieldTenant]
 		args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10)}
@@ -76,8 +81,8 @@ func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
 			return total, fmt.Errorf("events relay: %w", repo.ErrReply)
 		}
 		total += int(n)
-		if err := s.client.Do(ctx, s.client.B().Xdel().Key(outbox).Id(ids...).Build()).Error(); err != nil {
-			return total, repo.CommandError("events outbox delete", err)
+		if _, err := repo.CallScript(ctx, s.client, "events_outbox_ack", scriptAck, []string{outbox}, ids); err != nil {
+			return total, err
 		}
 		if len(entries) < relayBatch {
 			return total, nil
