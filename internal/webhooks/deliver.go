@@ -287,9 +287,10 @@ func (d *Deliverer) deliver(ctx context.Context, w *Webhook, entries []Entry) er
 		rec := Delivery{MessageID: e.Event.ID, EventType: string(e.Event.Type), Attempts: st.Attempts + 1,
 			StatusCode: res.status, LastError: res.err, Status: StatusDelivered}
 		if !res.ok() {
-			delay := max(d.backoff(rec.Attempts), res.retryAfter)
-			rec.Status, rec.NextAttemptAt = StatusPending, now.Add(delay)
-			if rec.NextAttemptAt.After(eventTime(e.StreamID).Add(d.o.RetryWindow)) {
+			// Retried until an attempt fails after the window has passed: attempts span at
+			// least the whole window.
+			rec.Status, rec.NextAttemptAt = StatusPending, time.Now().Add(max(d.backoff(rec.Attempts), res.retryAfter))
+			if time.Now().After(eventTime(e.StreamID).Add(d.o.RetryWindow)) {
 				rec.Status, rec.NextAttemptAt = StatusFailed, time.Time{}
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,7 +139,7 @@ func TestRetryWindowEndsFailed(t *testing.T) {
 	s := testredis.Open(t, testredis.Named(t, "redis8"))
 	f := newFixture(t, s, testredis.Prefix(t))
 	f.rcv.set(func(r *receiver) { r.failing = true })
-	f.deliverer(f.st, "g1", webhooks.DeliverOptions{RetryWindow: 500 * time.Millisecond})
+	f.deliverer(f.st, "g1", webhooks.DeliverOptions{RetryWindow: 2 * time.Second})
 	id := f.emit("session.revoked", "s_1")
 	eventually(t, 10*time.Second, "the event marked failed", func() bool {
 		ds, _ := f.st.Deliveries(context.Background(), "acme", f.w.ID)
@@ -146,6 +148,10 @@ func TestRetryWindowEndsFailed(t *testing.T) {
 	ds, _ := f.st.Deliveries(context.Background(), "acme", f.w.ID)
 	if ds[0].MessageID != id || ds[0].Attempts < 2 || ds[0].LastError != "HTTP 503" {
 		t.Fatalf("failed record: %+v", ds[0])
+	}
+	ms, _ := strconv.ParseInt(strings.SplitN(id, "-", 2)[0], 10, 64)
+	if span := ds[0].UpdatedAt.Sub(time.UnixMilli(ms)); span < 2*time.Second {
+		t.Fatalf("given up %v after the event, before the 2s retry window ended", span)
 	}
 	wantNoPending(t, f)
 	f.rcv.set(func(r *receiver) { r.failing = false })
