@@ -992,12 +992,10 @@ type WebhookCreateRequest struct {
 	Url string `json:"url"`
 }
 
-// WebhookCreated defines model for WebhookCreated.
+// WebhookCreated The webhook, with its signing secret.
 type WebhookCreated struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Events    []string  `json:"events"`
-
-	// ExpiresAt When the webhook ends (GATEWAY_WEBHOOK_TTL after its creation); register it again before.
 	ExpiresAt time.Time `json:"expiresAt"`
 
 	// Secret The signing secret, shown this once: `whsec_` and the base64 of 32 bytes. Verify with the decoded bytes.
