@@ -65,7 +65,7 @@ func eventBody(e events.Event) Event {
 	if json.Unmarshal(e.Data, &data) != nil || data == nil {
 		data = map[string]any{}
 	}
-	return Event{Id: e.ID, Type: EventType(e.Type), Time: Timestamp{e.Time}, Tenant: e.Tenant, Subject: e.Subject,
+	return Event{Id: e.ID, Type: EventType(e.Type), Time: Timestamp{e.Time}, TenantId: e.Tenant, Subject: e.Subject,
 		Actor: e.Actor, RequestId: stringOrNil(e.RequestID), TraceId: stringOrNil(e.TraceID), Data: data}
 }
 

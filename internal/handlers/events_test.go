@@ -58,7 +58,7 @@ func TestEventsListPagesFiltersAndScope(t *testing.T) {
 			t.Fatalf("%d events, want 5: %+v", len(all), all)
 		}
 		last := all[len(all)-1]
-		if last.Type != "token.revoked" || last.Subject != issued[1].TokenId || last.Tenant != "acme" ||
+		if last.Type != "token.revoked" || last.Subject != issued[1].TokenId || last.TenantId != "acme" ||
 			!strings.HasPrefix(last.Actor, "token:") || last.RequestId == nil || *last.RequestId == "" {
 			t.Fatalf("last event %+v", last)
 		}
@@ -185,7 +185,7 @@ func TestEventStreamResumesFromLastEventID(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		h := newHarnessOn(t, s, prefix, nil, func(h *harness, d *Deps) {
-			d.EventStream = EventStreamOptions{KeepAlive: 100 * time.Millisecond}
+			d.EventStream = EventStreamOptions{KeepAlive: 100 * time.Millisecond, MaxDuration: time.Minute}
 		})
 		srv := httptest.NewServer(h.e)
 		defer srv.Close()
