@@ -521,8 +521,8 @@ type Event struct {
 	RequestId *string `json:"requestId,omitempty"`
 
 	// Subject What changed, as a keyed id: a token id, a session id (never a token or a raw user id).
-	Subject string `json:"subject"`
-	Tenant  string `json:"tenant"`
+	Subject  string `json:"subject"`
+	TenantId string `json:"tenantId"`
 
 	// Time Redis's clock when the change happened.
 	Time time.Time `json:"time"`

@@ -39,6 +39,8 @@ type Domains struct {
 	Events   *events.Service
 	// Relay moves session outboxes into the tenant streams; Gateway.Start runs its loop.
 	Relay *eventstore.Relay
+	// Audit is the audit log of security events (Gateway.Start runs its flush).
+	Audit *events.Audit
 	// Sweeper escalates overdue cases; Gateway.Start runs its loop.
 	Sweeper  *cases.Sweeper
 	Webhooks *webhooks.Service
@@ -52,7 +54,8 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	var d Domains
 
 	retention := events.Retention{MaxAge: cfg.EventsMaxAge, MaxLen: cfg.EventsMaxLen}
-	es, err := eventstore.New(s, eventstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Logger: log})
+	d.Audit = events.NewAudit(log, events.DefaultAuditWindow)
+	es, err := eventstore.New(s, eventstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Audit: d.Audit, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +65,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	d.Relay = eventstore.NewRelay(es, cfg.EventsRelayInterval)
 
 	tr, err := tokenstore.New(s, tokenstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
-		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Retention: retention, Metrics: rm, Logger: log})
+		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Retention: retention, Audit: d.Audit, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/events"
 )
@@ -65,7 +67,7 @@ func eventBody(e events.Event) Event {
 	if json.Unmarshal(e.Data, &data) != nil || data == nil {
 		data = map[string]any{}
 	}
-	return Event{Id: e.ID, Type: EventType(e.Type), Time: Timestamp{e.Time}, Tenant: e.Tenant, Subject: e.Subject,
+	return Event{Id: e.ID, Type: EventType(e.Type), Time: Timestamp{e.Time}, TenantId: e.Tenant, Subject: e.Subject,
 		Actor: e.Actor, RequestId: stringOrNil(e.RequestID), TraceId: stringOrNil(e.TraceID), Data: data}
 }
 
@@ -75,4 +77,19 @@ func actorOf(p *auth.Principal) string {
 		return events.SessionActor(p.SessionID)
 	}
 	return events.TokenActor(p.TokenID)
+}
+
+// auditFailure logs a refused request in the audit log (aggregated): the caller's tenant and
+// actor when it was authenticated (p), the request and trace id; never the credential.
+func (s *Server) auditFailure(c echo.Context, typ string, p *auth.Principal) {
+	if s.Audit == nil {
+		return
+	}
+	tenant, actor := "", ""
+	if p != nil {
+		tenant, actor = p.Tenant, actorOf(p)
+	}
+	ctx := c.Request().Context()
+	_, trace := events.OriginFrom(ctx)
+	s.Audit.Failure(ctx, typ, tenant, actor, "", requestID(c), trace)
 }

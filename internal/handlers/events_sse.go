@@ -13,9 +13,9 @@ import (
 // The SSE stream of GET /v1/events/stream: one loop per connection reading the tenant's
 // stream after the last id sent, at most StreamBuffer events per read (the per-connection
 // buffer bound), each write with its own deadline so a reader that stops reading is dropped
-// (it resumes with Last-Event-ID), a comment line every StreamKeepAlive, and the end of the
-// response when the client goes, Redis fails (the client reconnects) or the gateway stops
-// (CloseStreams).
+// (it resumes with Last-Event-ID), a comment line every KeepAlive, and the end of the
+// response when the client goes, Redis fails, MaxDuration passes (the client reconnects) or
+// the gateway stops (CloseStreams).
 
 // EventStreamOptions bound the SSE connections (Deps.EventStream).
 type EventStreamOptions struct {
@@ -25,6 +25,9 @@ type EventStreamOptions struct {
 	Buffer int
 	// WriteTimeout bounds each write to a connection.
 	WriteTimeout time.Duration
+	// MaxDuration bounds a connection's life: the stream then ends and the client reconnects
+	// with its Last-Event-ID (spreading long-lived clients over the replicas).
+	MaxDuration time.Duration
 }
 
 func (o EventStreamOptions) withDefaults() EventStreamOptions {
@@ -36,6 +39,9 @@ func (o EventStreamOptions) withDefaults() EventStreamOptions {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.MaxDuration <= 0 {
+		o.MaxDuration = 10 * time.Minute
 	}
 	return o
 }
@@ -71,9 +77,12 @@ func (e *eventStream) VisitStreamEventsResponse(w http.ResponseWriter) error {
 	}
 	var buf bytes.Buffer
 	lastWrite := time.Now()
+	end := time.After(o.MaxDuration)
 	for {
 		select {
 		case <-e.ctx.Done():
+			return nil
+		case <-end:
 			return nil
 		case <-e.s.streamsDone():
 			write([]byte("event: shutdown\ndata: {}\n\n"))

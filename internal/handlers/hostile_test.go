@@ -50,7 +50,7 @@ const (
 )
 
 var hostileAllScopes = []string{"sessions:read", "sessions:write", "tokens:read", "tokens:write",
-	"quotes:read", "quotes:write", "cases:read", "cases:write", "webhooks:read", "webhooks:write"}
+	"quotes:read", "quotes:write", "cases:read", "cases:write", "events:read", "webhooks:read", "webhooks:write"}
 
 // hostileNames is the names of cmds, space-separated (their arguments may hold secrets).
 func hostileNames(cmds []testredis.Command) string {
@@ -264,6 +264,12 @@ func (env *hostileEnv) twoValid(name string) (string, string) {
 		return `"1"`, `"2"`
 	case "Idempotency-Key":
 		return "hostile-key-1", "hostile-key-2"
+	case "type":
+		return "token.issued", "token.revoked"
+	case "subject":
+		return "a", "b"
+	case "after", "Last-Event-ID":
+		return "1-0", "2-0"
 	}
 	panic("hostile: no valid values for parameter " + name)
 }

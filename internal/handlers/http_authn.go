@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -38,6 +39,9 @@ func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 			if err != nil {
 				if rule != nil && rule.Policy == accessrules.Allow && r.ContentLength == 0 {
 					return anonymousOK(c)
+				}
+				if pe := (*apperr.Error)(nil); errors.As(err, &pe) && pe.Kind != apperr.Unavailable {
+					s.auditFailure(c, "auth."+pe.Kind.Slug, nil)
 				}
 				return closeUnread(c, err)
 			}

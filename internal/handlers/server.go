@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -44,6 +45,8 @@ type Deps struct {
 
 	// EventStream bounds the SSE connections of GET /v1/events/stream.
 	EventStream EventStreamOptions
+	// Audit logs refused authentications and rate-limited requests, aggregated (nil: none).
+	Audit *events.Audit
 
 	// RateLimits are the request-rate limits (all off when its Limiter is nil).
 	RateLimits RateLimits

@@ -212,6 +212,10 @@ func TestEveryResponseSpeaksOneVocabulary(t *testing.T) {
 	w.call("DELETE", "/v1/tokens/{tokenId}", "/v1/tokens/"+tok.TokenId, nil, auth...)
 	w.call("GET", "/v1/tokens/{tokenId}", "/v1/tokens/"+tok.TokenId, nil, auth...) // with revokedAt
 
+	// Events.
+	w.call("GET", "/v1/events", "/v1/events?type=token.issued", nil, auth...)
+	w.call("GET", "/v1/events/stream", "/v1/events/stream", nil, auth...)
+
 	// Quotes.
 	rec = w.call("POST", "/v1/quotes", "/v1/quotes", quoteBody, auth...)
 	var q quoteJSON

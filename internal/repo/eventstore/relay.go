@@ -76,16 +76,36 @@ func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		n, err := rep.Int(0)
+		copied, err := rep.Strs(1)
 		if err != nil || rep.Code() != repo.CodeOK {
 			return total, fmt.Errorf("events relay: %w", repo.ErrReply)
 		}
-		total += int(n)
+		total += len(copied)
+		s.auditCopied(ctx, entries, copied)
 		if _, err := repo.CallScript(ctx, s.client, "events_outbox_ack", scriptAck, []string{outbox}, ids); err != nil {
 			return total, err
 		}
 		if len(entries) < relayBatch {
 			return total, nil
+		}
+	}
+}
+
+// auditCopied writes the audit line of each event copied now (so once, on the gateway that
+// copied it).
+func (s *Store) auditCopied(ctx context.Context, entries []rueidis.XRangeEntry, copied []string) {
+	if s.audit == nil || len(copied) == 0 {
+		return
+	}
+	now := make(map[string]bool, len(copied))
+	for _, id := range copied {
+		now[id] = true
+	}
+	for _, e := range entries {
+		if now[e.ID] {
+			if ev, err := events.FromEntry(e.ID, e.FieldValues); err == nil {
+				s.audit.Event(ctx, ev)
+			}
 		}
 	}
 }

@@ -9,7 +9,7 @@
 -- ARGV[1]: the envelope (events.Envelope: only the retention is read), ARGV[2]: the
 --          checkpoint's TTL in ms
 -- ARGV[3..]: per entry: outbox id, n (the count of field, value strings), then the n strings
--- Reply: {'OK', copied, last outbox id seen}
+-- Reply: {'OK', last outbox id copied or skipped, outbox id copied...}
 
 --#include event_append
 
@@ -25,7 +25,7 @@ end
 
 local env = event_env(ARGV[1])
 local done = redis.call('GET', KEYS[2]) or ''
-local copied, last, i = 0, done, 3
+local copied, last, i = {}, done, 3
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 while i <= #ARGV do
@@ -36,14 +36,18 @@ while i <= #ARGV do
       fv[#fv + 1] = ARGV[j]
     end
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', env.maxLen, '*', unpack(fv))
-    copied = copied + 1
+    copied[#copied + 1] = id
     last = id
   end
   i = i + 2 + n
 end
-if copied > 0 then
+if #copied > 0 then
   redis.call('XTRIM', KEYS[1], 'MINID', '~', string.format('%d', now - env.maxAge))
   redis.call('PEXPIRE', KEYS[1], string.format('%d', env.maxAge))
   redis.call('SET', KEYS[2], last, 'PX', ARGV[2])
 end
-return {'OK', copied, last}
+local out = {'OK', last}
+for _, id in ipairs(copied) do
+  out[#out + 1] = id
+end
+return out

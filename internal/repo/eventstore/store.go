@@ -35,7 +35,9 @@ type Options struct {
 	Hasher *keyhash.Hasher
 	// Retention bounds the tenant streams (the relay appends with it).
 	Retention events.Retention
-	Logger    *slog.Logger
+	// Audit logs each session event as the relay copies it (nil: none).
+	Audit  *events.Audit
+	Logger *slog.Logger
 }
 
 // Store reads the tenant streams and relays outboxes.
@@ -44,6 +46,7 @@ type Store struct {
 	keys      repo.Keys
 	hasher    *keyhash.Hasher
 	retention events.Retention
+	audit     *events.Audit
 	log       *slog.Logger
 }
 
@@ -64,7 +67,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{client: s.Client, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, log: o.Logger}, nil
+	return &Store{client: s.Client, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}, nil
 }
 
 func (s *Store) stream(tenant string) string { return s.keys.EventStream(s.hasher.TenantTag(tenant)) }

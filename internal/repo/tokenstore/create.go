@@ -89,6 +89,7 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
 		}
 		r.metrics.Transition(ctx, tokenObj, "create", "ok")
+		r.auditEvent(ctx, events.TokenIssued, t.Tenant, t.ID)
 		return nil
 	case repo.CodeQuota: // {'QUOTA', ms until the earliest live token expires}
 		ms, err := rep.Int(0)

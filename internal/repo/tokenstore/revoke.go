@@ -51,6 +51,11 @@ func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (tokens.R
 		return tokens.RevokeUnknown, nil, err
 	}
 	r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
+	if res == tokens.Revoked {
+		for _, x := range append([]string{id}, revoked...) {
+			r.auditEvent(ctx, events.TokenRevoked, tenant, x)
+		}
+	}
 	return res, revoked, nil
 }
 

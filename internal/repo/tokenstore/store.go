@@ -71,8 +71,10 @@ type Options struct {
 	// Retention bounds the tenant's event stream the scripts append to (default
 	// events.DefaultMaxAge and DefaultMaxLen).
 	Retention events.Retention
-	Metrics   *repo.Metrics
-	Logger    *slog.Logger
+	// Audit logs each token event (nil: none).
+	Audit   *events.Audit
+	Metrics *repo.Metrics
+	Logger  *slog.Logger
 }
 
 // Store is the token metadata store.
@@ -86,6 +88,7 @@ type Store struct {
 	maxPerTenant int
 	maxLineage   int
 	retention    events.Retention
+	audit        *events.Audit
 	metrics      *repo.Metrics
 	log          *slog.Logger
 }
@@ -126,7 +129,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	}
 	o.Retention = o.Retention.OrDefault()
 	return &Store{client: s.Client, durable: s.Durable, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher,
-		safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant, maxLineage: o.MaxLineage, retention: o.Retention,
+		safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant, maxLineage: o.MaxLineage, retention: o.Retention, audit: o.Audit,
 		metrics: o.Metrics, log: o.Logger}, nil
 }
 
@@ -151,4 +154,13 @@ func (r *Store) corrupt(ctx context.Context, id string, f *repo.Fields) error {
 	r.metrics.Read(ctx, tokenObj, repo.Corrupt)
 	r.log.WarnContext(ctx, "corrupt object", "object", tokenObj, "key_pattern", r.keys.Prefix+":v1:token:{<tenantTag>}:<tokenId>", "fields", f.BadNames())
 	return fmt.Errorf("token %s: %w", id, f.Err(tokenObj))
+}
+
+// auditEvent writes the audit line of a token event the script wrote (events.Audit).
+func (r *Store) auditEvent(ctx context.Context, typ events.Type, tenant, id string) {
+	if r.audit == nil {
+		return
+	}
+	o, trace := events.OriginFrom(ctx)
+	r.audit.Event(ctx, events.Event{Type: typ, Tenant: tenant, Subject: id, Actor: o.Actor, RequestID: o.RequestID, TraceID: trace})
 }
