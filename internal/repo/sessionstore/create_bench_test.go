@@ -15,6 +15,7 @@ import (
 // append to the user's outbox (the relay's copy is measured by eventstore's BenchmarkRelay).
 //
 //	go test -run '^$' -bench BenchmarkSessionCreate ./internal/repo/sessionstore/
+//
 // The "private" row runs on a private Redis 8 (HASHGATE_REDIS8_SERVER, no persistence) and
 // reports the server's time per script (server-µs/script).
 func BenchmarkSessionCreate(b *testing.B) {

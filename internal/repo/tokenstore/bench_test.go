@@ -14,6 +14,7 @@ import (
 // with its token.issued append) on each real backend the run provides.
 //
 //	go test -run '^$' -bench BenchmarkTokenCreate ./internal/repo/tokenstore/
+//
 // The "private" row runs on a private Redis 8 (HASHGATE_REDIS8_SERVER, no persistence) and
 // reports the server's time per script (server-µs/script).
 func BenchmarkTokenCreate(b *testing.B) {
