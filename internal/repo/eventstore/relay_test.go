@@ -14,7 +14,7 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-func newStore(t *testing.T, s *store.Store, prefix string) *Store {
+func newStore(t testing.TB, s *store.Store, prefix string) *Store {
 	t.Helper()
 	if err := s.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func newStore(t *testing.T, s *store.Store, prefix string) *Store {
 
 // appendOutbox appends n events to userTag's outbox as the session scripts do (the same
 // fields), numbered from first in their subject.
-func appendOutbox(t *testing.T, es *Store, userTag, tenant string, first, n int) {
+func appendOutbox(t testing.TB, es *Store, userTag, tenant string, first, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := first; i < first+n; i++ {

@@ -14,14 +14,17 @@ local function event_env(s)
 end
 -- event_append(key, env, now, type, subject, data) appends one event to the Stream key (a
 -- tenant's stream or a user's outbox, under the tag of the script's other keys): data is a Lua
--- table of small values, encoded as JSON. The stream keeps about env.maxLen entries (MAXLEN ~)
--- and none older than env.maxAge (MINID ~), and lives env.maxAge past its last append (its TTL
--- set here, in the same step). Returns the entry id.
+-- table of small values, encoded as JSON. The stream keeps none older than env.maxAge (MINID ~,
+-- in the XADD) and about env.maxLen entries (MAXLEN ~, trimmed once it holds 1% more), and
+-- lives env.maxAge past its last append (its TTL set here, in the same step). Returns the
+-- entry id.
 local function event_append(key, env, now, typ, subject, data)
-  local id = redis.call('XADD', key, 'MAXLEN', '~', env.maxLen, '*',
+  local id = redis.call('XADD', key, 'MINID', '~', string.format('%d', now - env.maxAge), '*',
     'type', typ, 'timeMs', string.format('%d', now), 'tenant', env.tenant, 'subject', subject,
     'actor', env.actor, 'requestId', env.req, 'traceId', env.trace, 'data', cjson.encode(data))
-  redis.call('XTRIM', key, 'MINID', '~', string.format('%d', now - env.maxAge))
+  if redis.call('XLEN', key) > env.maxLen + math.floor(env.maxLen / 100) then
+    redis.call('XTRIM', key, 'MAXLEN', '~', env.maxLen)
+  end
   redis.call('PEXPIRE', key, string.format('%d', env.maxAge))
   return id
 end
