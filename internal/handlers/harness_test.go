@@ -91,7 +91,7 @@ func newHarnessWith(t testing.TB, s *store.Store, g TestGateway, configure func(
 	h.auth = h.srv.Auth
 	if h.srv.EventStream.MaxDuration == 0 {
 		// The generic walks answer GET /v1/events/stream into a recorder that never hangs up.
-		h.srv.EventStream.MaxDuration = 300 * time.Millisecond
+		h.srv.EventStream.MaxDuration = 50 * time.Millisecond
 	}
 	h.mint = func(tenant string, scopes ...string) string {
 		return testauth.Mint(t, h.auth, tenant, scopes...)
