@@ -50,7 +50,7 @@ var rueidisUsers = []string{"internal/store/...", "internal/repo/...", "internal
 
 // services are the domain packages, one per domain.
 var services = []string{"internal/tokens/...", "internal/sessions/...", "internal/quotes/...", "internal/cases/...",
-	"internal/idempotency/..."}
+	"internal/idempotency/...", "internal/events/...", "internal/webhooks/..."}
 
 // models are the domain models kept apart from their service where a model in the service
 // package would make an import cycle: internal/auth's principal carries the session's view.
@@ -74,6 +74,8 @@ var importRules = []importRule{
 	{name: "a store imports no other store", pkgs: []string{"internal/repo/quotestore/..."}, forbid: otherStores("quotestore")},
 	{name: "a store imports no other store", pkgs: []string{"internal/repo/casestore/..."}, forbid: otherStores("casestore")},
 	{name: "a store imports no other store", pkgs: []string{"internal/repo/idemstore/..."}, forbid: otherStores("idemstore")},
+	{name: "a store imports no other store", pkgs: []string{"internal/repo/eventstore/..."}, forbid: otherStores("eventstore")},
+	{name: "a store imports no other store", pkgs: []string{"internal/repo/webhookstore/..."}, forbid: otherStores("webhookstore")},
 	{name: "services know nothing of HTTP", pkgs: services, tests: true,
 		forbid: []string{module + "/internal/handlers/...", "github.com/labstack/echo/..."}},
 	// The Go client is for the gateway's callers: generated from the spec, it needs nothing of
@@ -83,7 +85,7 @@ var importRules = []importRule{
 }
 
 // stores are the store packages under the kit (internal/repo), one per domain.
-var stores = []string{"sessionstore", "tokenstore", "quotestore", "casestore", "idemstore"}
+var stores = []string{"sessionstore", "tokenstore", "quotestore", "casestore", "idemstore", "eventstore", "webhookstore"}
 
 // otherStores are the import paths of every store but self.
 func otherStores(self string) []string {

@@ -11,5 +11,6 @@ const (
 	ScopeQuotesWrite   Scope = "quotes:write"
 	ScopeCasesRead     Scope = "cases:read"
 	ScopeCasesWrite    Scope = "cases:write"
+	ScopeEventsRead    Scope = "events:read"
 	ScopeTokensAdmin   Scope = "tokens:admin"
 )

@@ -87,7 +87,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.Domains = d
-	g.loops = append(g.loops, d.Sweeper.Run)
+	g.loops = append(g.loops, d.Sweeper.Run, d.Relay.Run, d.Audit.Run, d.Deliverer.Run)
 	limits, limiter, err := buildRateLimits(cfg, s, g.Hasher, o.Telemetry, o.Logger)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,8 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		RetryAfter: cfg.RetryAfter, BodyLimitBytes: cfg.BodyLimitBytes, Spec: o.Spec, PublicURL: cfg.PublicURL,
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
-		Quotes: d.Quotes, Cases: d.Cases, RateLimits: limits,
+		Quotes: d.Quotes, Cases: d.Cases, Webhooks: d.Webhooks, RateLimits: limits,
+		Events: d.Events, EventStream: handlers.EventStreamOptions{KeepAlive: cfg.EventsKeepAlive}, Audit: d.Audit,
 		Meter:            o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
 		AssertionEntries: assertionEntries(cfg),
 	}
@@ -126,7 +127,8 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 	return g, nil
 }
 
-// Start runs the background loops (the case sweeper, the rate limiter's flush) until Stop.
+// Start runs the background loops (the case sweeper, the webhook deliverer, the rate
+// limiter's flush) until Stop.
 func (g *Gateway) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel
@@ -138,6 +140,9 @@ func (g *Gateway) Start() {
 
 // Stop ends the background loops and waits for them. It is safe without Start.
 func (g *Gateway) Stop() {
+	if g.Server != nil {
+		g.Server.CloseStreams()
+	}
 	if g.stop != nil {
 		g.stop()
 	}

@@ -29,6 +29,7 @@ func TestNewRefusesAMissingService(t *testing.T) {
 	cases := map[string]func(*handlers.Deps){
 		"Quotes":      func(d *handlers.Deps) { d.Quotes = nil },
 		"Cases":       func(d *handlers.Deps) { d.Cases = nil },
+		"Webhooks":    func(d *handlers.Deps) { d.Webhooks = nil },
 		"Tokens":      func(d *handlers.Deps) { d.Tokens = nil },
 		"Sessions":    func(d *handlers.Deps) { d.Sessions = nil },
 		"SessionAuth": func(d *handlers.Deps) { d.SessionAuth = nil },

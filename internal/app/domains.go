@@ -10,20 +10,24 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/repo/casestore"
+	"github.com/hashgate/hashgate/internal/repo/eventstore"
 	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/repo/quotestore"
 	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/repo/tokenstore"
+	"github.com/hashgate/hashgate/internal/repo/webhookstore"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/telemetry"
 	"github.com/hashgate/hashgate/internal/tokens"
+	"github.com/hashgate/hashgate/internal/webhooks"
 )
 
 // Domains are the built services.
@@ -32,8 +36,16 @@ type Domains struct {
 	Sessions *sessions.Service
 	Quotes   *quotes.Service
 	Cases    *cases.Service
+	Events   *events.Service
+	// Relay moves session outboxes into the tenant streams; Gateway.Start runs its loop.
+	Relay *eventstore.Relay
+	// Audit is the audit log of security events (Gateway.Start runs its flush).
+	Audit *events.Audit
 	// Sweeper escalates overdue cases; Gateway.Start runs its loop.
-	Sweeper *cases.Sweeper
+	Sweeper  *cases.Sweeper
+	Webhooks *webhooks.Service
+	// Deliverer delivers the tenants' events to their webhooks; Gateway.Start runs its loop.
+	Deliverer *webhooks.Deliverer
 }
 
 // buildDomains wires every domain over s with cfg. tel may be nil (no telemetry).
@@ -42,8 +54,19 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	rm := repo.NewMetrics(tel.Meter("github.com/hashgate/hashgate/internal/repo"))
 	var d Domains
 
+	retention := events.Retention{MaxAge: cfg.EventsMaxAge, MaxLen: cfg.EventsMaxLen}
+	d.Audit = events.NewAudit(log, events.DefaultAuditWindow)
+	es, err := eventstore.New(s, eventstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Audit: d.Audit, Metrics: rm, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if d.Events, err = events.New(es); err != nil {
+		return nil, err
+	}
+	d.Relay = eventstore.NewRelay(es, cfg.EventsRelayInterval)
+
 	tr, err := tokenstore.New(s, tokenstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
-		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Metrics: rm, Logger: log})
+		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Retention: retention, Audit: d.Audit, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +82,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: sessionstore.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		Layout:  sessionLayout(cfg, s),
 		MFA:     ratelimit.Policy{Name: sessionstore.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
-		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h),
+		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h), Events: retention, Relay: d.Relay.Notify,
 	})
 	if errors.Is(err, sessionstore.ErrLayoutUnsupported) {
 		return nil, fmt.Errorf("GATEWAY_SESSION_LAYOUT=%s: %w; set GATEWAY_SESSION_LAYOUT=per-session (or use Redis >= 7.4)",
@@ -103,6 +126,9 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if d.Sweeper, err = cases.NewSweeper(cr, cfg.CaseSweepInterval, log, rm); err != nil {
 		return nil, err
 	}
+	if err := buildWebhooks(&d, cfg, s, h, rm, log); err != nil {
+		return nil, err
+	}
 	return &d, nil
 }
 
@@ -136,4 +162,20 @@ func sessionLayout(cfg config.Config, s *store.Store) sessionstore.SessionLayout
 		return sessionstore.LayoutPerSession
 	}
 	return sessionstore.LayoutPerUser
+}
+
+// buildWebhooks wires the webhook store, the service and the deliverer into d.
+func buildWebhooks(d *Domains, cfg config.Config, s *store.Store, h *keyhash.Hasher, rm *repo.Metrics, log *slog.Logger) error {
+	wr, err := webhookstore.New(s, webhookstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
+		MaxPerTenant: cfg.TenantMaxWebhooks, Metrics: rm, Logger: log})
+	if err != nil {
+		return err
+	}
+	if d.Webhooks, err = webhooks.New(wr, h, webhooks.Options{TTL: cfg.WebhookTTL, AllowPrivate: cfg.WebhookAllowPrivate,
+		Timeout: cfg.WebhookTimeout, Logger: log}); err != nil {
+		return err
+	}
+	d.Deliverer, err = webhooks.NewDeliverer(wr, h, webhooks.DeliverOptions{RetryBase: cfg.WebhookRetryBase,
+		RetryWindow: cfg.WebhookRetryWindow, Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Logger: log})
+	return err
 }

@@ -17,6 +17,9 @@ const (
 	ScopeQuotesWrite   = "quotes:write"
 	ScopeCasesRead     = "cases:read"
 	ScopeCasesWrite    = "cases:write"
+	ScopeWebhooksRead  = "webhooks:read"
+	ScopeWebhooksWrite = "webhooks:write"
+	ScopeEventsRead    = "events:read"
 	// ScopeTokensAdmin widens tokens:read and tokens:write from the caller's own lineage (itself
 	// and the tokens minted below it) to every token of its tenant. Only root tokens (the
 	// bootstrap token, `gateway token mint`) hold it: POST /v1/tokens never grants it.
@@ -28,6 +31,8 @@ var knownScopes = []string{
 	ScopeTokensRead, ScopeTokensWrite,
 	ScopeQuotesRead, ScopeQuotesWrite,
 	ScopeCasesRead, ScopeCasesWrite,
+	ScopeWebhooksRead, ScopeWebhooksWrite,
+	ScopeEventsRead,
 	ScopeTokensAdmin,
 }
 

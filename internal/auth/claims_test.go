@@ -50,8 +50,8 @@ func TestValidScope(t *testing.T) {
 		}
 	}
 	ks := KnownScopes()
-	if len(ks) != 9 {
-		t.Fatalf("KnownScopes() has %d entries, want 9", len(ks))
+	if len(ks) != 12 {
+		t.Fatalf("KnownScopes() has %d entries, want 12", len(ks))
 	}
 	ks[0] = "mutated"
 	if !ValidScope("sessions:read") {

@@ -110,6 +110,22 @@ type Config struct {
 	CaseHistoryMax    int           `env:"GATEWAY_CASE_HISTORY_MAX" default:"100"`
 	CaseSweepInterval time.Duration `env:"GATEWAY_CASE_SWEEP_INTERVAL" default:"10s"`
 
+	// Event streams (internal/events): each tenant's kept by age and count, the session
+	// outboxes' relay sweep, the SSE keep-alive.
+	EventsMaxAge        time.Duration `env:"GATEWAY_EVENTS_MAX_AGE" default:"72h"`
+	EventsMaxLen        int           `env:"GATEWAY_EVENTS_MAX_LEN" default:"10000"`
+	EventsRelayInterval time.Duration `env:"GATEWAY_EVENTS_RELAY_INTERVAL" default:"10s"`
+	EventsKeepAlive     time.Duration `env:"GATEWAY_EVENTS_KEEPALIVE" default:"15s"`
+
+	// Webhooks (internal/webhooks): deliveries retried from RetryBase, doubling up to 1h, for
+	// RetryWindow after the event; private and loopback receivers only with AllowPrivate.
+	WebhookRetryBase    time.Duration `env:"GATEWAY_WEBHOOK_RETRY_BASE" default:"5s"`
+	WebhookRetryWindow  time.Duration `env:"GATEWAY_WEBHOOK_RETRY_WINDOW" default:"24h"`
+	WebhookAllowPrivate bool          `env:"GATEWAY_WEBHOOK_ALLOW_PRIVATE" default:"false"`
+	WebhookTimeout      time.Duration `env:"GATEWAY_WEBHOOK_TIMEOUT" default:"10s"`
+	WebhookTTL          time.Duration `env:"GATEWAY_WEBHOOK_TTL" default:"8760h"`
+	TenantMaxWebhooks   int           `env:"GATEWAY_TENANT_MAX_WEBHOOKS" default:"20"`
+
 	// Request-rate limits (internal/ratelimit/ratesync): "<requests>/<window>", e.g. 6000/1m, or
 	// "0" for off. Per API token and per tenant on every operation a bearer token calls, per
 	// session on the end user's operations; the meta endpoints and the forward-auth routes

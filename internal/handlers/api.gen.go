@@ -107,6 +107,75 @@ func (e CaseStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventType.
+const (
+	EventTypeCaseAssigned         EventType = "case.assigned"
+	EventTypeCaseCreated          EventType = "case.created"
+	EventTypeCaseEscalated        EventType = "case.escalated"
+	EventTypeCaseReopened         EventType = "case.reopened"
+	EventTypeCaseResolved         EventType = "case.resolved"
+	EventTypeQuoteCreated         EventType = "quote.created"
+	EventTypeQuoteDeleted         EventType = "quote.deleted"
+	EventTypeQuoteSubmitted       EventType = "quote.submitted"
+	EventTypeSessionCreated       EventType = "session.created"
+	EventTypeSessionEvicted       EventType = "session.evicted"
+	EventTypeSessionLoggedOut     EventType = "session.logged_out"
+	EventTypeSessionMfaChallenged EventType = "session.mfa_challenged"
+	EventTypeSessionMfaFailed     EventType = "session.mfa_failed"
+	EventTypeSessionMfaLocked     EventType = "session.mfa_locked"
+	EventTypeSessionMfaVerified   EventType = "session.mfa_verified"
+	EventTypeSessionRevoked       EventType = "session.revoked"
+	EventTypeSessionRotated       EventType = "session.rotated"
+	EventTypeTokenIssued          EventType = "token.issued"
+	EventTypeTokenRevoked         EventType = "token.revoked"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypeCaseAssigned:
+		return true
+	case EventTypeCaseCreated:
+		return true
+	case EventTypeCaseEscalated:
+		return true
+	case EventTypeCaseReopened:
+		return true
+	case EventTypeCaseResolved:
+		return true
+	case EventTypeQuoteCreated:
+		return true
+	case EventTypeQuoteDeleted:
+		return true
+	case EventTypeQuoteSubmitted:
+		return true
+	case EventTypeSessionCreated:
+		return true
+	case EventTypeSessionEvicted:
+		return true
+	case EventTypeSessionLoggedOut:
+		return true
+	case EventTypeSessionMfaChallenged:
+		return true
+	case EventTypeSessionMfaFailed:
+		return true
+	case EventTypeSessionMfaLocked:
+		return true
+	case EventTypeSessionMfaVerified:
+		return true
+	case EventTypeSessionRevoked:
+		return true
+	case EventTypeSessionRotated:
+		return true
+	case EventTypeTokenIssued:
+		return true
+	case EventTypeTokenRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -302,6 +371,27 @@ func (e TokenIssuedTokenType) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryStatus.
+const (
+	DELIVERED WebhookDeliveryStatus = "DELIVERED"
+	FAILED    WebhookDeliveryStatus = "FAILED"
+	PENDING   WebhookDeliveryStatus = "PENDING"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case DELIVERED:
+		return true
+	case FAILED:
+		return true
+	case PENDING:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQuotesParamsStatus.
 const (
 	ListQuotesParamsStatusDRAFT     ListQuotesParamsStatus = "DRAFT"
@@ -438,6 +528,51 @@ type DeviceInfo struct {
 	Label     *string `json:"label,omitempty"`
 	UserAgent *string `json:"userAgent,omitempty"`
 }
+
+// Event One change, written in the same atomic step as the change. Never a secret.
+type Event struct {
+	// Actor Who caused it: `token:<tokenId>`, `session:<sessionId>` or `system`.
+	Actor string `json:"actor"`
+
+	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`.
+	Data map[string]interface{} `json:"data"`
+
+	// Id Stable, ordered (`<ms>-<seq>`): the cursor, the SSE id and the webhook id.
+	Id string `json:"id"`
+
+	// RequestId The X-Request-Id of the request that made the change.
+	RequestId *string `json:"requestId,omitempty"`
+
+	// Subject What changed, as a keyed id: a token id, a session id (never a token or a raw user id).
+	Subject  string `json:"subject"`
+	TenantId string `json:"tenantId"`
+
+	// Time Redis's clock when the change happened.
+	Time Timestamp `json:"time"`
+
+	// TraceId The W3C trace id of that request.
+	TraceId *string `json:"traceId,omitempty"`
+
+	// Type The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
+	// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
+	// lines in the audit log. The quote and case types are reserved: the gateway does not
+	// write them yet.
+	Type EventType `json:"type"`
+}
+
+// EventPage defines model for EventPage.
+type EventPage struct {
+	Items []Event `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// EventType The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
+// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
+// lines in the audit log. The quote and case types are reserved: the gateway does not
+// write them yet.
+type EventType string
 
 // FieldError defines model for FieldError.
 type FieldError struct {
@@ -677,7 +812,7 @@ type RevokedCount struct {
 	Revoked int `json:"revoked"`
 }
 
-// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
+// Scope A built-in scope (`sessions:read`, `sessions:write`, `tokens:read`, `tokens:write`, `quotes:read`, `quotes:write`, `cases:read`, `cases:write`, `events:read`, `webhooks:read`, `webhooks:write`, `tokens:admin`) or a custom one, `<resource>:<action>` whose resource is none of the gateway's own (`sessions`, `tokens`, `quotes`, `cases`, `events`, `webhooks`): lower-case, the resource 1 to 32 characters of `a-z 0-9 _ -` starting with a letter, the action 1 to 32 of `a-z 0-9 _ . -` starting with a letter (`orders:write`, `billing:read`). A custom scope grants no gateway operation: the access rules' `require.scopes` ask for it (docs/PROXIES.md, "Access rules"). A caller grants a custom scope it holds, or any custom scope with `tokens:admin` (root tokens). `tokens:admin` lets `tokens:read`/`tokens:write` reach every token of the tenant, not only the caller's own lineage; only root tokens (the bootstrap token, `gateway token mint`) hold it, and `POST /v1/tokens` refuses to grant it (400).
 //
 // Example: orders:write
 type Scope = string
@@ -855,6 +990,75 @@ type TokenPage struct {
 // UserId defines model for UserId.
 type UserId = string
 
+// Webhook defines model for Webhook.
+type Webhook struct {
+	CreatedAt Timestamp `json:"createdAt"`
+	Events    []string  `json:"events"`
+
+	// ExpiresAt When the webhook ends (GATEWAY_WEBHOOK_TTL after its creation); register it again before.
+	ExpiresAt Timestamp `json:"expiresAt"`
+	Url       string    `json:"url"`
+	WebhookId string    `json:"webhookId"`
+}
+
+// WebhookCreateRequest defines model for WebhookCreateRequest.
+type WebhookCreateRequest struct {
+	// Events Event types to deliver: a type (`session.revoked`), every type under a prefix (`token.*`), or `*` for all.
+	Events []string `json:"events"`
+
+	// Url An absolute http(s) URL, without user information or fragment.
+	//
+	// Example: https://hooks.example.com/hashgate
+	Url string `json:"url"`
+}
+
+// WebhookCreated The webhook, with its signing secret.
+type WebhookCreated struct {
+	CreatedAt Timestamp `json:"createdAt"`
+	Events    []string  `json:"events"`
+	ExpiresAt Timestamp `json:"expiresAt"`
+
+	// Secret The signing secret, shown this once: `whsec_` and the base64 of 32 bytes. Verify with the decoded bytes.
+	//
+	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+	Secret    string `json:"secret"`
+	Url       string `json:"url"`
+	WebhookId string `json:"webhookId"`
+}
+
+// WebhookDeliveries defines model for WebhookDeliveries.
+type WebhookDeliveries struct {
+	Items []WebhookDelivery `json:"items"`
+}
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempts  int     `json:"attempts"`
+	EventType *string `json:"eventType,omitempty"`
+
+	// LastError Why the last attempt failed (an HTTP status, a timeout, a refused address).
+	LastError *string `json:"lastError,omitempty"`
+
+	// MessageId The webhook-id sent: the event's id (a ping's own).
+	MessageId string `json:"messageId"`
+
+	// NextAttemptAt When the next attempt is due (PENDING only).
+	NextAttemptAt *Timestamp            `json:"nextAttemptAt,omitempty"`
+	Status        WebhookDeliveryStatus `json:"status"`
+
+	// StatusCode The receiver's last HTTP status; absent when none answered.
+	StatusCode *int      `json:"statusCode,omitempty"`
+	UpdatedAt  Timestamp `json:"updatedAt"`
+}
+
+// WebhookDeliveryStatus defines model for WebhookDelivery.Status.
+type WebhookDeliveryStatus string
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Items []Webhook `json:"items"`
+}
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -872,6 +1076,9 @@ type ItemId = string
 
 // Limit defines model for Limit.
 type Limit = int
+
+// WebhookId Example: wh_01jd6xw4f1r2k9ps5g3tq8v7ne
+type WebhookId = string
 
 // BadRequest RFC 9457 problem details.
 type BadRequest = Problem
@@ -939,6 +1146,9 @@ type UnavailableTokenCreate = Problem
 // UnavailableTransition RFC 9457 problem details.
 type UnavailableTransition = Problem
 
+// UnavailableWebhookCreate RFC 9457 problem details.
+type UnavailableWebhookCreate = Problem
+
 // Unprocessable RFC 9457 problem details.
 type Unprocessable = Problem
 
@@ -994,6 +1204,28 @@ type ReopenCaseParams struct {
 type ResolveCaseParams struct {
 	// IfMatch When present, the transition happens only if the case is still at this ETag (else 412).
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
+}
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Type Only events of these types (repeat the parameter, or separate by commas).
+	Type *[]EventType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Subject Only events about this subject (a token id, a session id).
+	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
+	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page, or an event id (events after it).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// After Start after this event id (as `Last-Event-ID`; the header wins).
+	After       *string      `form:"after,omitempty" json:"after,omitempty"`
+	Type        *[]EventType `form:"type,omitempty" json:"type,omitempty"`
+	Subject     *string      `form:"subject,omitempty" json:"subject,omitempty"`
+	LastEventID *string      `json:"Last-Event-ID,omitempty"`
 }
 
 // ListQuotesParams defines parameters for ListQuotes.
@@ -1161,6 +1393,9 @@ type IntrospectTokenJSONRequestBody = IntrospectRequest
 // IntrospectTokenFormdataRequestBody defines body for IntrospectToken for application/x-www-form-urlencoded ContentType.
 type IntrospectTokenFormdataRequestBody = IntrospectRequest
 
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookCreateRequest
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetJWKS Every key that verifies the gateway's JWTs (RFC 7517, RFC 8037)
@@ -1199,6 +1434,12 @@ type ServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx echo.Context, caseId CaseId, params ResolveCaseParams) error
+	// ListEvents The tenant's events, oldest first, with cursor paging
+	// (GET /v1/events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// StreamEvents The tenant's events as Server-Sent Events, live
+	// (GET /v1/events/stream)
+	StreamEvents(ctx echo.Context, params StreamEventsParams) error
 	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
 	// (GET /v1/quotes)
 	ListQuotes(ctx echo.Context, params ListQuotesParams) error
@@ -1283,6 +1524,24 @@ type ServerInterface interface {
 	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error
+	// ListWebhooks The tenant's webhooks
+	// (GET /v1/webhooks)
+	ListWebhooks(ctx echo.Context) error
+	// CreateWebhook Register a webhook (its signing secret is shown once)
+	// (POST /v1/webhooks)
+	CreateWebhook(ctx echo.Context) error
+	// DeleteWebhook Remove a webhook and its delivery records (idempotent)
+	// (DELETE /v1/webhooks/{webhookId})
+	DeleteWebhook(ctx echo.Context, webhookId WebhookId) error
+	// GetWebhook A webhook (never its secret)
+	// (GET /v1/webhooks/{webhookId})
+	GetWebhook(ctx echo.Context, webhookId WebhookId) error
+	// ListWebhookDeliveries The webhook's recent deliveries, newest first
+	// (GET /v1/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error
+	// PingWebhook Send the webhook a signed test event now, once
+	// (POST /v1/webhooks/{webhookId}/ping)
+	PingWebhook(ctx echo.Context, webhookId WebhookId) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1562,6 +1821,94 @@ func (w *ServerInterfaceWrapper) ResolveCase(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveCase(ctx, caseId, params)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// StreamEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamEventsParams
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", ctx.QueryParams(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subject: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamEvents(ctx, params)
 	return err
 }
 
@@ -2193,6 +2540,88 @@ func (w *ServerInterfaceWrapper) ListUserSessions(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhooks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhooks(ctx)
+	return err
+}
+
+// CreateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhook(ctx)
+	return err
+}
+
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, webhookId)
+	return err
+}
+
+// GetWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhook(ctx, webhookId)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, webhookId)
+	return err
+}
+
+// PingWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) PingWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PingWebhook(ctx, webhookId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -2264,6 +2693,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/tokens/introspect", wrapper.IntrospectToken, options.OperationMiddlewares["introspectToken"]...)
 	router.DELETE(options.BaseURL+"/v1/tokens/:tokenId", wrapper.RevokeToken, options.OperationMiddlewares["revokeToken"]...)
 	router.GET(options.BaseURL+"/v1/tokens/:tokenId", wrapper.GetToken, options.OperationMiddlewares["getToken"]...)
+	router.GET(options.BaseURL+"/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/v1/events/stream", wrapper.StreamEvents, options.OperationMiddlewares["streamEvents"]...)
 	router.GET(options.BaseURL+"/v1/quotes", wrapper.ListQuotes, options.OperationMiddlewares["listQuotes"]...)
 	router.POST(options.BaseURL+"/v1/quotes", wrapper.CreateQuote, options.OperationMiddlewares["createQuote"]...)
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId", wrapper.DeleteQuote, options.OperationMiddlewares["deleteQuote"]...)
@@ -2280,6 +2711,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/cases/:caseId/resolve", wrapper.ResolveCase, options.OperationMiddlewares["resolveCase"]...)
 	router.POST(options.BaseURL+"/v1/cases/:caseId/reopen", wrapper.ReopenCase, options.OperationMiddlewares["reopenCase"]...)
 	router.GET(options.BaseURL+"/v1/cases/:caseId/history", wrapper.GetCaseHistory, options.OperationMiddlewares["getCaseHistory"]...)
+	router.GET(options.BaseURL+"/v1/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
+	router.POST(options.BaseURL+"/v1/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/v1/webhooks/:webhookId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.GET(options.BaseURL+"/v1/webhooks/:webhookId", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
+	router.POST(options.BaseURL+"/v1/webhooks/:webhookId/ping", wrapper.PingWebhook, options.OperationMiddlewares["pingWebhook"]...)
+	router.GET(options.BaseURL+"/v1/webhooks/:webhookId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 
 }
 
@@ -2489,6 +2926,15 @@ type UnavailableTransitionApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnavailableTransitionResponseHeaders
+}
+
+type UnavailableWebhookCreateResponseHeaders struct {
+	RetryAfter *int
+}
+type UnavailableWebhookCreateApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableWebhookCreateResponseHeaders
 }
 
 type UnprocessableResponseHeaders struct {
@@ -4500,6 +4946,365 @@ type ResolveCasedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ResolveCasedefaultApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    EventPage
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents403ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListEventsdefaultApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEventsRequestObject struct {
+	Params StreamEventsParams
+}
+
+type StreamEventsResponseObject interface {
+	VisitStreamEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamEvents200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type StreamEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	Headers       StreamEvents200ResponseHeaders
+	ContentLength int64
+}
+
+func (response StreamEvents200TexteventStreamResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents400ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents401ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents403ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents429ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response StreamEvents503ApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StreamEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9943,6 +10748,1111 @@ func (response ListUserSessionsdefaultApplicationProblemPlusJSONResponse) VisitL
 	return err
 }
 
+type ListWebhooksRequestObject struct {
+}
+
+type ListWebhooksResponseObject interface {
+	VisitListWebhooksResponse(w http.ResponseWriter) error
+}
+
+type ListWebhooks200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListWebhooks200JSONResponse struct {
+	Body    WebhookList
+	Headers ListWebhooks200ResponseHeaders
+}
+
+func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks400ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks401ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks403ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks429ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks503ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListWebhooksdefaultApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRequestObject struct {
+	Body *CreateWebhookJSONRequestBody
+}
+
+type CreateWebhookResponseObject interface {
+	VisitCreateWebhookResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhook201ResponseHeaders struct {
+	CacheControl    *string
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type CreateWebhook201JSONResponse struct {
+	Body    WebhookCreated
+	Headers CreateWebhook201ResponseHeaders
+}
+
+func (response CreateWebhook201JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.CacheControl != nil {
+		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook400ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook401ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook403ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook415ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook422ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsOrQuotaApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook429ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableWebhookCreateApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook503ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateWebhookdefaultApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type DeleteWebhook204Response struct {
+	Headers DeleteWebhook204ResponseHeaders
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableIdempotentApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response DeleteWebhookdefaultApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type GetWebhookResponseObject interface {
+	VisitGetWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetWebhook200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type GetWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers GetWebhook200ResponseHeaders
+}
+
+func (response GetWebhook200JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook400ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook401ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook403ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook404ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook429ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook503ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetWebhookdefaultApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveries
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries403ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookRequestObject struct {
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type PingWebhookResponseObject interface {
+	VisitPingWebhookResponse(w http.ResponseWriter) error
+}
+
+type PingWebhook200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type PingWebhook200JSONResponse struct {
+	Body    WebhookDelivery
+	Headers PingWebhook200ResponseHeaders
+}
+
+func (response PingWebhook200JSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook400ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook401ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook403ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook404ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook429ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhook503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PingWebhook503ApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response PingWebhookdefaultApplicationProblemPlusJSONResponse) VisitPingWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetJWKS Every key that verifies the gateway's JWTs (RFC 7517, RFC 8037)
@@ -9981,6 +11891,12 @@ type StrictServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error)
+	// ListEvents The tenant's events, oldest first, with cursor paging
+	// (GET /v1/events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// StreamEvents The tenant's events as Server-Sent Events, live
+	// (GET /v1/events/stream)
+	StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error)
 	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
 	// (GET /v1/quotes)
 	ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error)
@@ -10065,6 +11981,24 @@ type StrictServerInterface interface {
 	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error)
+	// ListWebhooks The tenant's webhooks
+	// (GET /v1/webhooks)
+	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
+	// CreateWebhook Register a webhook (its signing secret is shown once)
+	// (POST /v1/webhooks)
+	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Remove a webhook and its delivery records (idempotent)
+	// (DELETE /v1/webhooks/{webhookId})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// GetWebhook A webhook (never its secret)
+	// (GET /v1/webhooks/{webhookId})
+	GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error)
+	// ListWebhookDeliveries The webhook's recent deliveries, newest first
+	// (GET /v1/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// PingWebhook Send the webhook a signed test event now, once
+	// (POST /v1/webhooks/{webhookId}/ping)
+	PingWebhook(ctx context.Context, request PingWebhookRequestObject) (PingWebhookResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -10485,6 +12419,56 @@ func (sh *strictHandler) ResolveCase(ctx echo.Context, caseId CaseId, params Res
 		return err
 	} else if validResponse, ok := response.(ResolveCaseResponseObject); ok {
 		return validResponse.VisitResolveCaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamEvents operation middleware
+func (sh *strictHandler) StreamEvents(ctx echo.Context, params StreamEventsParams) error {
+	var request StreamEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamEvents(ctx.Request().Context(), request.(StreamEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamEventsResponseObject); ok {
+		return validResponse.VisitStreamEventsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11387,340 +13371,566 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, param
 	return nil
 }
 
+// ListWebhooks operation middleware
+func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
+	var request ListWebhooksRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhooks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhooksResponseObject); ok {
+		return validResponse.VisitListWebhooksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhook operation middleware
+func (sh *strictHandler) CreateWebhook(ctx echo.Context) error {
+	var request CreateWebhookRequestObject
+
+	var body CreateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhook(ctx.Request().Context(), request.(CreateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookResponseObject); ok {
+		return validResponse.VisitCreateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, webhookId WebhookId) error {
+	var request DeleteWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhook operation middleware
+func (sh *strictHandler) GetWebhook(ctx echo.Context, webhookId WebhookId) error {
+	var request GetWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhook(ctx.Request().Context(), request.(GetWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookResponseObject); ok {
+		return validResponse.VisitGetWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PingWebhook operation middleware
+func (sh *strictHandler) PingWebhook(ctx echo.Context, webhookId WebhookId) error {
+	var request PingWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PingWebhook(ctx.Request().Context(), request.(PingWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PingWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PingWebhookResponseObject); ok {
+		return validResponse.VisitPingWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chu3kyj8KijuOWXSGVIUJd+oSu0yspwosWxHkuNc6NVAMyCJaAjQA1AU47hq//rq+/t85x3Oe5xH",
-	"2Sf5Ct0ABkMOJUq2HCc//Wq3InNmcGl0N/re72uJHE+kYEKrWvd9bcRoynL4c5cmI9bclULnMmu+kM0j",
-	"LXNmnqRMJTmfaC5FrVs7ZGoihWKKJDTP51wMSZKzlAnNaaYIzRkR7JzlJDEDpq1aVFPJiI2pGYqJ6bjW",
-	"/a0mZFPB8G+jmp5PWK1bUzrnYlj78CGq7R3T4fLExyNG5OnvLNH3FImVppr9xHLFpYgJVYQSpXMphsSs",
-	"RM+JpsOIsNawReJ+batfi8srGdOL50wM9ajW7Tx4WLWK/ZSNJ1IzoZuHbJLROUuXFxXrfMpiMhsxQfSI",
-	"K5Jb8BCuiB4xAttMi5/lgFBBGM0zznKSs3dTpjSZcT3C1+mYET9zMm/+wObVIDQTV4PvORdnFef2bJc8",
-	"7jx+3IV5BLvQZEKHLCJxf9pubyUb55sbWp4xof4942Ouv+6Y3zsPk2muZP71wfn2RavVgnfZDslZ9nW/",
-	"Zkbp1+KIUPMD1fyc9UXOBixnImFkTFPYsAUMbPWeInImyITqEaEiJe+mLJ/j/qXI5iTG+WKSG5gnLCWn",
-	"c7PivjiV6dycvJl0175UN5g2J1KPWE4mNKdjpllOzthEG5xQTOhGi/ROzR9ECth6RhVuvdUXK1Givf24",
-	"ErQyoQjPKuxMckY1Hrac5gm7LsYdUs2eG9gvD7+/d/yM+OddMjH7lRlP5hFsykJXkYwNNOGCcK3IjItU",
-	"zgDMgFsskSJVZCo0zxCm9g0mUlUQC2BBv7aTf/3gyZP2jv56ezMi/ZpmggoNv3eePHmAD+LLgHjFLpuv",
-	"YANXbda+1iV41rhrokdUEzqZZJylRMsQCBGRgpGMK024ZmPCaDLqi3oM+4ojEuNOzF+KKWAgEQApHg9o",
-	"bNDk4FmPnLOcDzgedwOB0xcBdN59/bDdbu/Mvn7YLkHn3ddbbfcgbpEji3m4eCrUjOXABEhONWsCqbG0",
-	"L+SE5TAXqdMsI6dTDVsaM03N8UwkF1r5oxzIfEbztEmnekRyOdVMRST+du+YGDI2v8qc/8HivoB9uQdu",
-	"uw0iDX0aHElolrHccCvzleGdicHhLqFku70ZEZnDX1tmSkLJmCvFxbAvVCInLDLfpSzhqaFTNpA5I1TM",
-	"9cjcClyRRE6FIQizCHNbcKaIYByodcBZlt4Ae5jO583eQLN8GXGOLIZrSWaUa7ek3HzDxbBMjwOZj6mu",
-	"dWtc6K1OLTKT87Fhrp3N7Ufbj7cebj+KamMu8Me2Xw0Xmg1ZXotqF82hbBa/1j6YFXo2ZK9Vxfbh4uBm",
-	"hYbv1aKaoGPzTYIPo5rBXJ6bC8aw9XCV/yNng1q39m8bxcW9gU/Vhh3bTIoMsZotlTgmsGNGJjk753Kq",
-	"gBEalFPScY3Y3B/dModvRERO6Lsp2yFyzA1d9YVBCMBFnjuGarA9JXzxPltgz8qwZliEmRsIeUjPDTp2",
-	"Ce0LvADw91QajJGaDLgOSdwg13a7TQQdG1RzlwaiEwAa7pUA0gify3BtQrVmufn2P3/rNX+lzT/azScn",
-	"zbdf/Y/apeJBMv+BVTCxHkkyboSHZCQVE+SMzUn98X//1//XefCATHIuND3NGElGNKeJgYq5qBBVF8Bn",
-	"vjQUZC5Ac70aWUQFoHeyxU75ExiECgS++RaA1unswG0N04x4xvAicCN56HJBBhkfjiyonwSgRaGxgO2C",
-	"uLIayA+AnNy/H5dB3u9fdDab/f7Fo72VIB8cUJ2MqrHcCI14t+eMpqQein4NFHpmOdeMjOhkwoRCcYMj",
-	"ObybSg0im9I8ywjViH7nKF9GhGWKke3NToscWkpFKBbSm5waqgA+CjyepWS787hF4vsxGZtVM0VmI6pB",
-	"NLbjAouc5rm5IupGPnuyudkm//f/bG61NlubjYgoWbHuqTBMjput0yybR3BXwGakINRuBZbPLrjSqmsE",
-	"zqk4E0buwqd1w8stZuDFdU81iu1vt7dbKw970MRDuIxpBaf+cPuSk3w5wV0sn+gbI1BPcmYEN5RwdE6F",
-	"gl1XnqBhpQsHyBUiRd2dXmOdXV1nF5qNV/J2jg+vAaaANjavzY5WyI2GMsbSSkJGSQKeO5JZqkh901yU",
-	"m+02cB54MKZzeEgGzMgphusgQM2mCAW1oS/Mq10yo9mZlSVLN4whARC4W2QPhB6QxHI2mBqlkVqJvxDW",
-	"ObL5vjB8PmUDLhipB8yda6QEED7MxlMy4Jn5EvVMM7xC+QoEj9WXAAhbpSNO2YBOM13rPmhHlwgEm+12",
-	"IAlsriUJRLUfDa2txI939ulNL383upnpCOW6lXMp//ymsxUzmPmOjQy8cjZtn950Lje6mem1YvnKiab4",
-	"8Kbz2LFBaHN3KMhs39D0EFm7+VcihWYC/gR9A1WCjUkuTzM2/up3hergenO+wq9w0mVSdTeKl3vg6kAG",
-	"J4U2ksIOiVmey1zFQJQK1BsyoDwzxIJSdS0KLTsltbJqcfbdjeLFFWraWh+792GLRkQ99pwbLSgrAHo9",
-	"QJqBV0ER7gJqVISFm2MBMM7OdNm24J1F3fxzA1GKQcaTz46N3toGxrYCKWmWyRlesFbM4uKcZjxtmhen",
-	"ymjWY3rRZCqhGawvjgrZ0gmWjS8ITfcMRX1O8PYEASpumT08k/kpT1MmPvcBh4bbjCZnhBKr14OyrzSb",
-	"NKcTYq13hsN+QWf2rRTscwLshSQZP2dgHEpGNMuYMKozu5gYwETeYInAy4wWMidThRZMivYka7fytk00",
-	"y8HVek8RuDi/JLJ4IfUzORXpZwazmiYjb0Q1DAMF/CxjuYESKCxfEJRe5cxrZM8oz1j6uenYqS+o74AW",
-	"RDP2hYLo0Atrnw9IHkBfJiuz0vVr4S23nxU6B2jUjYi9xiNimZrhZDk7l2csdWwKmRSp+ys/uEPiqC/i",
-	"qSgZksF0CJeJ/X42koqRTA65ACOtAsuy+a+3us9JPR4PaNOdVNztC+dbAauWeerQqEvABbeD1gDDKcw4",
-	"3pyONvNMDuVUE5okbGJ04QYqiV/A8Ue1N2/eNHsByMpHepVFHNUxeUDF3Oos6rPKMeDGIKBZkxk11AVu",
-	"X1KPQ/+Gs8D1Xu0jAt1TxJ66sz95AdF81xf1+Nve8d6b3i8nh73jvZPn+wf7xyev9g5Pjl/+sPfCSJir",
-	"nu+96L04NmhXulwvGfFo7+ho/+WLuEFkHlW5f3Aoo23eU4RqzcYTrVoEXBF9gYpGHDgmYudq27E26wGI",
-	"Ad5cSAPPyJByoTQRUjBnmweYqS8IQxd8Lpd+HrxahZsv8x+nUtMvEUWvh6ERuQw/gelciqA3Qo2xY6a4",
-	"JLDmUnOnwSDTCalb6BHDJkjcarU24J0mu0gYS1ka71j3D7x2T5EYnjtbAtfoCAWYxGTIz+FHRRT/gzW6",
-	"BH2oKiZ1tznczclB72fc+VED+Pmrl0focsQPIpyHrfjyx9cvj/cWv8QPIhIbdX7Fh7u9o6Xv4PWIxLxw",
-	"S5AzNl8xwv7TvYNXL4/3Xuz+cvLD3i92MGp9+c6JshSSQV5I9HKaE5vlXGsmLEdA7HfxH5qPWeFxL3AJ",
-	"I0CURp0CNW08ZarJGRepvYNVi/TsnQuI4dz3XLsXSN1d0TI36nljx3sB0pwOdPEBOGszpvFV/7mDCpzC",
-	"yfHxc2s7MecODhXwP8CwYFlZXoAbwRzHyctXey+qRinMMAXtwAeHe0cvn/+093ThI6MAZFNwv5upxzQ/",
-	"Y7mfXBHzNhOpInUK5i+WmmNmqTu6nGXMoAK8LGeCUA1u7y9Fwfo4vvpFy4qBTNj654hZrwU9pzyjp9ln",
-	"tTscstQQLk/R9oYRJIYvOcVYigEfTs0RGGZj5Ny6zElCwaFyytx91wCm5WJmumi/K8JOQHzOGTUEJSxz",
-	"oy48JGeGWRHrshxRMWQpemVcbIUl3AUOqOhgSQ39OKR3J7DrLDB/06N4bR2ysxEDNywNbErmTlGa5pql",
-	"9k6x8TQGnF1ww82C1601yWg6c3udCAaH41WiRKZevCw+nMspmTGI2bEua64IUPUtnVnht/6HnJqFpzs0",
-	"S1vBoS0EdgZmCDzLwr0P4VLjCc1Zk4q0qRiEjYVhrnCkeI2j59OHv814wnacJxxDOayaEi7LSpzax6Ep",
-	"sr3ZKZboQhH2jukQA+Io+XbvmKiRnKnSllG6QC9yAYJbQhp/l+zCLP8gzCmbVFA1QcMwsmqDIkRbHktO",
-	"My7SbN698pxRXZVZagd2tmh/6O1NH0hoOInRL8zniFTmtIUPPVlAl/b2TmnlKOQKkkml/ZhGUSaKDwVE",
-	"EYEa0yL7g2A8NU2MOqKiFRsRxT11O0hVxHb/qzAiz4OCGC9kQchRvLakF87ebNHoDKAcypwMuJG5IWhD",
-	"MOQSFjv8FHC8CgRzlAibNMuc+gJ30mxEdTAH14plAyc+GmnfGuzQWLiaowUo3bgdTPnBqBS7oFH8g1DF",
-	"6ptgbkDDaou8qVZ1o0LEWx2WWL7Q7Og8RY0z5+csJYNcjgMVGEnfjVGK3q5kPZ32ZjE/WERwEjcK2i/q",
-	"uc3UwHcrUjgw8nmZ7Tg0T3fIdvuJW0yTi6YNg4QBQ/EWoye5thFS+VSoBkIRTM1LgPRhl2M6dzoqtZZC",
-	"u5vbQWHrXfjHIbH3KIRYbO7Ngpd1PdDxBeXDHu3HLdKziOBGc44GKuYzOl+8GM11TMXcIGAdbINww3IF",
-	"N2Bjx6CD5XNazmiOmD1heRMuxYROAgMGTzPmN86Qq0JEfcaVRrexC9w3X6uN9xjw9MHF8SsbWC8QVqh7",
-	"m93dkigGgVn/ODQqpC+u1PQyHILnBQrBhwUCOVQwY6zCnrqZ8Ps3xx5jIHjXaV1LlrUdezkvI4Qzq4IG",
-	"bg6eYIB8zlA8pBA6plmubgkVvDHvn4QJRYhxSYiCm9HrbrQySH9RtSN1o1utuGyC0XfgSH0Es5ZEMRbc",
-	"I0vTmtvDfDsHY727P8DMXLcBV3hBZuycZWQsc7ZDqDLyOKFpqopvRlxpmc8JEzqf76C99RxFupzJidEc",
-	"EMLmQixHeKHtRzGRFguEHMi5nJIxo8KrLZ8U/Sa5NILl57bAvWFZ1hzIfGxocKq916ZOyamcijQilJxO",
-	"FRdG6M2nGTM/zCAZFYKFZMq+pKie10JNJxOZa5YesJTTY7B1/jWBrjap006NbituFUBw1n9BcRofXGAx",
-	"rKOX6KqEK0izffhki1DznCQZ5WOrM08DJ4+7dpBTc3D4oUFWsMiKxFQXnsiZsAMKpixMJrmcsFxzjFmm",
-	"ib7qSHDFZhfT0/WS7Yq46t/goyLdGOVVM1hvqkfPDasJk5O/6R3t79ai2sGzXkWOMn4EvotDpiD+/v3y",
-	"dlalsxlogUZrYWPhGlnHHcLVgrSUA2UjV6gi8c/gCmgCRGKgzSuAEdVouM9Lwexf/BDVhrmcTtSa0fXf",
-	"4ssfotoZF2lVUgxPRugclIPAyUImVCE/Krb2Axcp7sydiRUaaxEG6FeeC0R/wnIhX2QNLAHI7ePLm+12",
-	"kSVJ85yC40WFyQlr5hgAjgKGrbMC1ChxgushNcC5mCwYKjzwKrSH+PNltIV7lqXHjI7XWnri00PXSfSM",
-	"alY76elSBmtKNWsaEaCMyBVZS1EtnbKP+LoI6fa0cBt5tFEto0oXQuZHrLg80CGjalX6fg7PfBRO2We9",
-	"Q2I61fLEiVgxyvLFC/cU2CAarhYEI0OqmVEC3CeoDMpzlqdTl7AGhq+1+I8Vzz7m6ENnwuLJPdwOT+5J",
-	"u/1o88mTzoPtR9vtJ082Lz0/O/JUrYPGR/hmQeGH5v1PS+RRbTpJP4pMFtiEz9MO2EOwfL//qMwAlsnF",
-	"kd/CWYR0HS5+FePpwSxBjhJNnWPtVcCPBjRTLFqfRa2ZhNhakYVoYOaoa/GEysNeDu3SCleBAM0QXx4I",
-	"Po693hCAlxDTZufxmjvqbvzbyuzSBUGwQPwFfHfYbfex6vC+Q81z+f70Uof/4yp+YofaMzrskjSyLIwU",
-	"iaorSrhg8QF7B/gqOaSubGUDI2LZagONHZvoulxZ5mqGvgBU3O8V8MJNrpaVr5Zhryue0L+BpDDI5fjI",
-	"3z/LR4q82dUCKV/aiydozfJgEVnzVl5FsJ/x9tXy6Ab3ry6Z8JyWgBAori7mibzmZRD4S06YQCm5EIqq",
-	"61GVeDsI2cXMweKrbssSzFZRB8oE7IKOJxnU+jhpb44fJ4/z7ckkFw83hcpHI5W0xYMzsXCmZd7YKZek",
-	"SE5+azef0Obo97OxmDT1efOPt+87Dz9U8v0AtgE0X77ae1GLantHu73nveO9p7Wo5qIdK/WvcrrszW63",
-	"T3MJX8bBXQDRsjDWKcOzs7qMwftOZwUgIQqlsizU0Uuy3dl8RGg2GdFTpnkCtrUFQt0qrWFraQlv329V",
-	"z/yUnfOE7YuBvCbE+WQBDtsPyrO2m096zWe0Oei23t6vnDujp8gjr2KrU8Xy3tCa6YKXH2x2qo506fCe",
-	"cZalPt21vI+UacqzNQYOihwtH9MLKPkzgFoTehTZeg8yJ2hbKyo/LJwbSCrLE0nD6Cqm+f7o5QvyCp8S",
-	"LmwJsFOZzq9/+9qNVyH7d4xmerQMK7VE6/LsavZnv6qaaF/oXKoJSFY3IXs06pTP7vHmk86VoiN8eGJ+",
-	"PhnxJby6WjlatCZVbcleMjc3WdJE83MwuNhZTqXMGBUgaVxMPu19yhfEno8fUK1nSvtd8/VEiUSiyf7q",
-	"N9cy9Za162URyplabdpJnQrCLjQT4DAfs/EpyyNy+GyXPHr4sEP+7//ptDo7YA1JjbwMpVlm4JuESjzW",
-	"Wdd7tb+e5bVA0Er0vkLgQMSpQs/v3/xQgZTZMCTqvfTpUbUJO8nPyy92HjzYfFL56hlfz2pxpucl4eGH",
-	"V5XDTdHy6O26fFj52sUNzKF6XsOdmc9x4Ssgd7QMujM2X193M8C/0ni8uDwzQdV6Dga0FA9eXldSllcu",
-	"lZCDV80Zy7SiAu5TlvFzlhM5BWfOKRXpjvPyQ7XXBawuS14Pl0SDt+9XyJQ2CuCTWbGCzdm9hXOsAOxP",
-	"kAiJSSYLpHIKCTps7yOXueBbcXi9ynd0Q5cKT7NPsNIbOjOWhIWDZ72Tn/YO95/tr9AE/HVeodD6ghGC",
-	"zZxXCwMv3aQ7CyHAQpJMiiHLyUzmZ2qR767DSMMaUri40Ox5qa/EYdH8ZpLNx9PvxxPj1aRUuXEp2PyA",
-	"iyprU08QOpZToX2BC6v43FNkbD4hU8G1InWqsYJb5z8fbJH//n//F9mMCLugCXyIZWVBFp7QXLEcjvbT",
-	"SS7OjV/p536y/eCRSyUlKEOrCs+0TZh+zgYVBeoOnvV8SrUvXgxZEVCaeHE3n85sVKnsVNZ9jmpYcGt5",
-	"8S+FtRVBPeZSDS6j8JQ0nbVuxUA7u9qWyYXSVCRsLYXNBlwsqezVWheE7lxeZDcyop09qzAsFrW82zu3",
-	"gpeuHv/Bkydhvb72mkNrrrP1xGonjC4z5zABG6OhXx/uGzHB0DKakrEcs31RbbxX2XT4IW5EZCpSG4lm",
-	"XYf3VF9MpqcZT8jrw+foWfRVDF69/ub5/u7J68PnUHNRMW3rlELkCBZYzyBQ1UV2ce2SyvsiiLi+p8zo",
-	"jRbZd6m6ig3HTGA1U6KwUK1ZJYSnzbhORkQKLFBQmN2KHUGkGLX2PX9K05w3fW34a6vo8NQdUXSZIg2F",
-	"ESukwI/2nCeBZerSS8i9B98oLceuhuGVeJVyBeHD/s74dJycfbTsYzjYrlnd7dnyJzlPuBjeipX8XVGO",
-	"c626mlFN0Yyp3REVYsk297lN/MsS5NPD3rPjWlQ7ev3Nwf7x8QoxUk1Px1x/HN6r6amWmma3gJSaXtzG",
-	"qNcJFbitrX3iEISiXGwQgxBwlwVsDWRzz7YWT3KR3QTHUQJLSPlLJLpmJMNViiZQ3cf49D8pc147CqC7",
-	"KgzgEtax1fmoEINFTeQSFPAwWQnxRdfZu0/kOnt3HdcZrkSjlrHokQjkqzWImfuK3Fe+mnHBjm+J9t9N",
-	"KTQh+sR3wNl0veAnwfWrnCfsk++sImgB8e5sWgt2vbSEJWivRkjNxs+50h8bGlLg1N8oJuT2BIjKaJM1",
-	"3OsejK+m12XI1yXd9Whmsw3/u7QaeyWprM/SN1bx9GW6ugwDA9vPkintCnJZeRKvaJV9+waU8QmowtPB",
-	"vQL7P0tAlIWEbQRyKUYuFoIDO9mY5UNm9ONkhF03Hm09edhw5M1SjvouWHHAnDXmIhx7c1n0uDUxYkkf",
-	"XBfjblMCKYvt16CBpaM8ZDSFrKnP4F8/xPxYr8AuBs3A01vrC7UYXIOzVa3zyPl2F5H3dMoz3eQCS3ST",
-	"umtepro5o2nQzUx1oaIMdDqDNFH/gv2nf4wl9vxj+0//GCrp+af4r8WhaTrm0FAMShgBJWAOk20r6Mo4",
-	"Y+PALv5IISIAf4ptkYei3rMqVcP0pjBIgip2XayhWLpfpvmDnRtcNH/N2OlIyjMVN7okkzOWN81LrnGe",
-	"nRaaoWx1goZMZgUxbf5B2s0n5IQ0YyzK5CshUJIxQzY4EO7JD1P+trX6a1KPZZ6yPADtKc8yLoYIeWjO",
-	"YgGLJz/MqdAGSD7DwFfx6tqlJC4TUd0jscW8Fib3xISqM1tzl9RTmaiNV4cvf97fO2qN04j0a73g634N",
-	"p8cqYHZiWl4O11gJCEtTinn5KdbrLSELqedS2tw21WgtPs2YVmXM3SgjLmbxWtcH+rdcTp0tLSGkDmpf",
-	"ucLhBn+MHEqHzFYLDtaB6RynUmqlczrBXyMSOxAXaWVxA1vkcG27Bi7Uuox9rxstEWQA6e12G9OxvLIV",
-	"HvuyOWB1DBtt/vH2tyKQrh1tbX7oln5tuZ8rubd1TX42h+7ayXKfykRb1Qcpn0LXxGWMcHUf6kykWKXh",
-	"nLMZukiXY41SiBFc0/mLAYUQowz1KQ8GtGddXbdnQv1L3eNG4DuU+iNP0YxyxNjHZH2Ni8CFv9Dbv8Yn",
-	"QTz2tRKcfF+ktTocrXbl+x5KYWrTslu/bNcLDmgRc6IKLlIp5oRFaW6YxmMnOsZSD9YvWRWvA02+ugvi",
-	"hCsWQV1noEvo8cGTTlnr3FrXp3gzTrgemwkClj+O8G8fgo8fbpfg93BN8AWF/kv92ioVvOdyyAXQNjl4",
-	"1uuiwEW4IPHBs97J4d6Pr/cP957GKB9kcjhkqXlaVGcOOxDYFrt9qLMbGSGVjrkvVoUHVG4zYGtlbJJy",
-	"8wKohwHFomzXgeVb5aOo2VPw5UE45TupUqW3m1pRWwlEuYjYwm0QbwTFCoM4AF95GYs71GMcsQXR7UaS",
-	"femEMvjFiPrQqttIeUbp7hb1A+mQiaKkIE3T3AilNPcd1amy5Z5HVI0YlkKyZTFtNVPf+Ntn5LqFYWiq",
-	"kLiM5ZCVNaPxFw4Cv7oE9t96Cl2Gve0ugEQceVFlhSiPr8WkbuRtOWgUtRcnSueMjkndFQLASWOrpChl",
-	"dgnBY7EdpNElLsRoqxNhOznQYh5uLypDveavxCk1LXJCuuQ/yAb5yig3dSFJIsdjarQANaEJ65KFJZDf",
-	"JRdQJnCMagG8j5JWVbmB9c0n/7Hx1SpTRWHl2uosGLnA7vZuyuxznU/Z4lnd7GK6ESdeQCY7xiXYVBWs",
-	"HauTmHwVtqvY7DT9IRJNh+QrEvt3XFz35uPgJcUyBqVG6pvtxySnIpVjcsq1UdWOrG1M5gutqzI+YF2S",
-	"G9HPsA2DjgEzPWNsQrguqz/q5A/+6ul49N27s9nvg5PhYfbo4rhz+q7969mTX2bPx1sLaT0LeT1lpUid",
-	"lLOLNjsfFn95fKk29CmcDk6x+iemoZbF1cAs19s93v9pD2u9+DvW/vPSCFc74rELdP2n6aJ/6zjl62ku",
-	"1bHKR1DyToqE7ZAAbw2Kxicn30mlm6PhiV1pTBIpzzgz10f8c9PO0QTsiG8vXLms19xMlQm64S7abDsP",
-	"C8YaQZG2Jlh9jOAJxXsGHGMlC7a4tgO+HMncWQ5lXtP9jstXanpDNey6jr6KGkOXYhvYw0ssFUMPHH9d",
-	"61avLie0fnGE/+iulDAAu1wNtaLYUg5yNsr21RH+OlupcAUl0lgKl+sOSTI6nrCU2ExHrtQ0LIOVszHl",
-	"wvxiXjc3BSOxD7qJnYiOwnHjcm1ta/PB1sP2DRS26lIRNX/opV2HoFtNV1BPc/l+KIUzVvSOL0qs+Vqa",
-	"VjvwfYEXIQgvzkuQuRbL/Wi8rq6fdSV3jS5LPqrklZHv0b1uK+6bonlVrmiJJ7OA3RZIcjVeHDDsIvap",
-	"g3yvy80+QVgtYPhHDDChOXOGQ5plLwe17m9rHuvbaFW2p/XKhR2CF8oUerET6+6BL6VeOFAgAN1c5lUe",
-	"lBYmGXif67JJxD78qFo6MMIaFb+G/JwJx1fNZ1j5cqdUUdDVV3YdwahImKG4yGjlwSOo7GyONAe1CNxN",
-	"Xf82QQeopQP0gNrODzBGvF6Y0G2U6budgnsfzWqu5mWfONI24FFL1b5KvClgWJ6GywzNYfh16nsBHD5F",
-	"oE/BJtc4/csU0t7ta5evVUX4zCeQzkATSqY51/MjAxaE4ymjOcuNulf865nDm+/fHNcqurXb/O4mFlCC",
-	"Gt51SA6PSHzG09jmPUUk5krFGzGdpvGGkb9i33A4IgOZZXJm23H0xeGz3cePOg9gsFOmtO/AMzEaA0+Y",
-	"arh64qdz5LuOmdaXvM7VvuqIyByTfRZc240WAQlEdUkpjoSUg0hI4IcnoRe+L4LgERJGjpAibIQEMSMR",
-	"Cd38pRgAcMY30JuOwQN9sX74CBJhpcUUpWBQOGGz5mVDHI0W6fXFVZViE5rnHCzLxFf1jWmiY6zq2yXx",
-	"+75hDP1a17H1ojytHb6oT4vL/RBHReHwxUq2RqDDCbDKr5HZuUanASwc7khA1wLVR1pPAo1/F7To6utO",
-	"Tui76WLbIS4I9fq408LBJGs+w3/WopqgMPuS3l4shE74Dyys+PodUMR1l2KrxNQH0M1SNE9zOYPeCRk3",
-	"7K3hl4YvFktbMBosL+wD5ExidZ/yikZUjQzxgKFSETWSuW5m0LbEe3hohs24zCqxDv0pG3Fh5aFECm2I",
-	"tmu7H1ki6ou6yngK/fFESpw9waoaEdhIlWaT5nQSWfcLGv+hdwSd6lEjIr1X+02Lq0zTlGpK6t+/Oe4L",
-	"wxsoKACF0BIRHlZdaURhK1BF6nKi+ZgrrJ0kXIZAFPQ7cK0yGn1h1lwU5UJqJnWq5ZgnFhpFLS/VaPVF",
-	"X/zbv5FvmQa8tj3szK/xUJJ8KkhrIxmnG5ZRxWSSc6Ght1gOgUTQ6MD2taDk/v2CaSHXADDcvw8VSHyn",
-	"3r4AisJ4IOAGjRZ5Bf6i+/d9pen798kpy+QsIhOqNHNG1OIuiJEB3T+GhkRETvV9AqbseV94LGiRPZjG",
-	"h42ZMcUQYn1cW96dgo8UnYPt60EnLae2bbe3LOD+jWCF56Cy81AyCx7zyp/hoz+NiG6bsHEN/7RQhI/+",
-	"DJ2Tf/bFn81ms/T/ZjgPQ1Kn5hpqkD/JKU3OmDAXQW7xEQeSuepiF59r3D2k4uohf5LYHYuNWvsGToFg",
-	"b2/yJ54l9qDEpNh443wzJuwC+rdDnK5InYsD2KZZjevp0mrFsOOlnvWjoToxT802FwZxbEZCW72ljfqo",
-	"Q1JXXvF2wyzZK70wYAFwibnzz9LSDSSDf25YllDsiHFArD8NxbNcQb7xBQ+Yhuv1Zbf1p0FyeirPYSbX",
-	"PcS3joVR+6K3ACmQ9wx1VB4TpBv7Hgjb7c2IKIoNokIMtBe6koZRkZBgnSgZnqHH1UIuoaL42ehSMjkj",
-	"PJHC9noCB5R5tS+4JoKxVJnVbJGYCzUdDHhiLoymwosfCHLGFWt4YoMYAd8dE4hGj3I5HY7IXE5zRwDm",
-	"9c0W+cX8lMkhF+6B7ykUuMK61TiDUZBBMEOX6HzKYpQDCbED284HrhdVEJmAjrQdkB3kVEeEkoxqcy36",
-	"bp42WRsuE7PJTovsm1M8U66ltXu1apEb773F/MPGeEA3/NuxY1qw0Ph9UPsiAtC5FsCqpz/ELXL//nFQ",
-	"/FpBYyPXUNbq2ObQ79/vLoCZEJJiaR0VNC0tiuyQ+tHBUURYc0x5FoEOXvTzlbkhhfFEm61vtYjzqUMi",
-	"fjAeVIqDeelkslNagV0r113c6dUwwlOJbZDrMmQMODrtNsmZnubmWiOCzWDwMr1Rbbu1xAfPerayuMxS",
-	"aOOitJwoKNvCxbCxQ7Y7HQwwMRM0bVuW2DUcgcFho/U4LLwRNyKyvdkmsV9jcygFnG3YwBlI2r8Ske3O",
-	"E6KlJGO4BQnxpTo8EUGxCmX+hRcjlMog3EvNpRoh9XhVY5EYmsvPDaXaxum2bAIFXdOoMFQbNqMwmoNr",
-	"MqKTiZMVsJ+gJKkk9XiptIKrrFBZOsEM1xeK6UZEYiwKEuN42NpdFo3vgO3ZJnUx1gSJMV6iXPrj1FVk",
-	"weqEUV/EvvxGjEo0F74OWhFPlcmhapEH7S3Yk4G9UUHmJA7qa8QtFARsVds/SwUnzH3EdcaW7nvzxXa7",
-	"Tf4kv8VjmmEvm6ZdVPy27iG29NDccWHDFsuiZkFLnO+Oj1+R0hRFAYhw7OLXxUFTw3vNsGPIyrGtnECg",
-	"dgNvwsCuC1FglgxnqHjspgoNmTRnMBs23SpNUIrcCuES/O6GvIxnc61AuOcKWTdnCxNNRcC8ynMtPDLT",
-	"BY3LDddwK3FDbsGQqPk2UyZ4ecDSA7f6kp6Mt3kJxctjV1ypJbgvPq0Ce0aTM2hjZRePCQKlaez1VXkE",
-	"i88ALkTpHAtb0TKIkJ/a7YSw2oaJhNTNgZyK0gz+RzP0C0nUNBkVorv9/gHiCdMjmTbNFzTL5GwBW5ae",
-	"mhEP4FfsbYS/ujGfwJiJFIOMJyV6dL8VFIOruaes/uVJB4bEEyyNWm7cVUUttqWXnSFogsZVabG+g6cz",
-	"UzkeFE43phfNQmUss5bwiUcQaIOhiibFKN5bV2SofeKJliZb6tIZzrf0EBHGoXfB0xf7dHJlW3qeMsPT",
-	"bdMxf1qbyOMWLtLwzEpPLC5BX3boBuYFNjtcB4ab5OAVBcA3MV0gHLPisYOgb8C2d0yxS7ymmR8d6WpC",
-	"55mkaVNL2cxoPiytd+nhInt2HV6NJAAvuMEfWFbm+4k1xyzlFFzCZY5W9YaZJuhFVm4CZmd4BDOwiwlL",
-	"MLSsAjbLT90GgidBE8Axc8ytg7CHJm5No1yytDx0+Ykb1nXPldMsJfgQGH7KkowaVgOfqfIkPMCyMzZv",
-	"5swIWyV6rHzDH/MClhrpBMQ1m02W8gHUVtILDNxOvyQxLlxu4TM3pWte5xhBeF/aYa0c28ygV5ptr1ji",
-	"2lUvuAkw0tdS/sjGBjnSF9PxKYMYOKAd3/O0NP807AlYRrngwSJCF7iwSNydx8vUWHUZVb5gpgn7QC5c",
-	"PR1kWu+mUtNKbCs/QXZlS+7CIzMmuxjRKRiHS4PmVDOEcXnI8HeAghXmHSgcOLdQKkG7RTWbWHy2CFRr",
-	"uMW8aZCxFvjFAysdglAsaFa+i/A3AKH9G/QylluVwg6xucRy4MIasNygMBfDVXxn4bVF5uMeE3zsptty",
-	"wpprfLogqLmfHTDwUoZIDHNawRtuROSZI60nzXOsvABygl9JCeQr3zLzgdxtnwJ9Frv5E3wGGU+YwGLB",
-	"1kbemxj6a3Za7VpUm+aZ9R+o7sbGbDZrUXjckvlww36rNp7v7+69ONqDb4oaed5kXotq565eRW2z1ca3",
-	"5IQJOuG1bm2r1W5t1cBzNwLn20YLdAfovrrx++xMtVxjySEDD663+eyntW7tW6ah2jA0n5hIsyTzUqfd",
-	"vqRl5fVaVcL4K/pUgh73hp0Sw3KPmG5hjIjNQqke1y90w1ZyDLyQte5vb6Oamo7HNJ/XujVUms/YHKv2",
-	"WV1BLSiG3785VrZWwYPNR1hq+3F761EDajYNVa37W23MNK29NXNtpDIxQHJ/brynSjH9wf40gor2f1wG",
-	"8e/sK7cIdFtXfwXYLVsGEpp8apg/5+cMWrXWvfCspRH1wa2zAqYWo1tzOs4uA93LCRO9V/vXA50btADd",
-	"VY71SqjZuUkqk+mYiU+OrMehp6saTAumF4tycMGHGFdee6fdRqsOunDQuzbJuZnWe0womXAxjIAnf1U2",
-	"ieDHUhTaENj/+sIqKFAGs2ut0zg6VxGIbI59FnldmiUgjNIJPeUZ1+ABzpm1WTtXkMytrwoS+J1dqff0",
-	"YP/FSe/p08M4IpmUk1Oj8p7OiT2EhnX+xkZDzHmiYnTuLmHRIQLsFumvKL1R2WfbCGTQizo/Z4BGD9pb",
-	"n7/T91Lj7k/YTfoT0oWHJanjumG1IBZETkmWIptXk0zoj1lJIj1ohlxyNVgPUnSpCwrrcqCT01wjLfJS",
-	"EDVF2w/gs0vSuu8+UdbqCCGyYLzRcx9d4fLLWuVGs84yG/Sn7YulBrVdF0xXREUYDj8bUQ2eUEOQY2zo",
-	"Ahl60GSciiKpzdyRfUET7VwaoECMp0ojF6dnLJjCrfAIp4ox+YBq53MC+13LyNjoRb6kZ/CSx7NBaKak",
-	"DxEpNxSOyGWBIKRu9vn9m+N7qjKuBB1U9++HdTha9+9jF/qC1ezu7h0dnRy+fr53FGPxX+gzj15AloYG",
-	"25QlPIUgIgwFwmb0YGs1oq6ZAVONqCYDnjFbRxhVWqCSSwqF9IWrFNLFA0QrVz3+ufnMLaaJpq/YJne8",
-	"zPmQC5q5n3dc3eLC+nhP9Y2ACEWm98S5nHvnTCMiIwnJpeEE30mlY5sGaTSOxeevcx5DKFQ4/evD/bgR",
-	"2UhXiFflCsHCUhsnLmQ+ppl1gJL6hOUJE7qZMlQTIhL/z86zGCMl4v/ZYTHhIsmmKUt3SCp9JWW1Q+Kd",
-	"uCgIrnZIziaYVqsySGDdcfVgEqoYBijFKRPz2HeUhxXCIXm5BdbBIiJkcPIIAO98hkxd8CQxoftCz3iC",
-	"Tf69xSCbF9nLgIqhHXnHUGAMNkBcir+RO+1t548ktI+mgzBAoQ73usFaKVhjh1Cfv7ow0HZ7sxgIrQwl",
-	"7gHekPaWYQrOvW2/t54fc2xcKeuC9rnI7vsBzTIb1dMX9WUjs5MfXG4yGBoNjBstoDqzLnDC0pyDKlei",
-	"tL5Y8I0YacfSsGMLLu3W0DGK/AY2jnuUOC01os73b45LjC+hwrqAMdgFVpRPlXbwmOTyYt4lNiLRBin6",
-	"QDOjX8gBiat1r9gA5YynhhYgenFB+8Bo5ohATCOJnebXdKuLSd2mVtiO/bAHYRg1XjMQbxiRWE1PoWoT",
-	"mDRiCJwUUFoKIA5RJC6v2Vt7AN/xQqJiDqPwNHgBKk/FGn6zFYWivkB2WncR6/Z3EnMK80JYZv1hmyj0",
-	"optHv2seo9sYCMZnSmNtdQxz7wtawiuZk+nEyEnbbYIu0cNyWAapiyEXF9A7enTi/G0R2aVpOiexxaET",
-	"iuFHxzllA37mf8eopL5ABhizCw1v/hE3fIgYeIotPwvqubub3OGKYcynMp2bG9j8t5kh5w4QF07QRXVg",
-	"eShF4l2U95rH8wmzAVKGldg7cu64/elUk+/2ek/7oo6LxUC60urw1Qb6hjFDH29krsi3e8ct8gZ93OWy",
-	"EgrhDl5WQHIQxrkgCxcSqfdr32BAHvj04d1+DS9T8GvMJBg0B5mc+WoNAQvs9kWT3L9friEBoWaFwBUU",
-	"QqiK5sDCEt7fN2e60XURHiCpWAbhS09ANQUDRiCALhaP2Kh0OhpNgZBXFq0M3WkMmDMij5jDpxBuw1wl",
-	"AAh+wHgL9FQOIPoNhbR8KpRbWuGRMAPYlG2rEAkjWiibhWybzbQQUkfIRhFExRhGmbI7hGJ1CLtGl3zT",
-	"O9rf9Q4shUnheA7m1Dvt9o5ZTfzvAIyvIRKiuCG2QsAsc3AfKWOGwC24i71okgP7AVFULYRcVKlhPnKw",
-	"FrQ7VJBbs6x6V3ofSwUZ7FqVj1+FvohF+GrmWp6upToFucof3t6imuiBcMiU0ZYqVLUeugcXVLNdMDQa",
-	"9pHL7CrlrPRy84VsHmmZQ3JcKFev6IZkpWpXAs6eNNWlfCWrAVlxHlhbIHGXUpn81WNIIIhSb5UO5+rM",
-	"h8W7v3r55Xs/jDyG+6mBV7oRCCLLWUACsWaE6vu8u/qqvs4t7O5ad8FGCLPyNepuzlXA2W4/uQw6q0qi",
-	"7MrxmDYVM4RnDhGX5K/9MK6gOD0v+/m3rIAlpGCrj6/96MklKzT6bVWhDRfHWadOnyzHdMncKuhWQkGt",
-	"vB4q443ymoqkSh9Zv9Bac3l1vrDBwvKA2eLRAX+7Ge4e+TyzhdzTCU1YcDo2BaNutxYezsqZN9ud7cum",
-	"LooUruyARnhajRE33W6RAlddoMdMKB0XsYznhnMdA/mtaLcJz643sBm6096u7jNWWBIs45jIjCdGGkS1",
-	"zuu8AqoiLWlyCR1DDqMU87GcKjsgqJ2ef1lefqvXwApa9AuLqwnKP68iJQO4bbwxL7cDfkNTVyABPtm8",
-	"hj3UlnfA5D3UlH3dk8KO2HNZoFEpJlMAfy+zl1pUO6fZlIVtm0ukYTNqAsd918iLYOCwIX6lWezMKJ24",
-	"vmILxsmiQMh2e7NwBV4aXlek4WxcFqYHpAFi6sGAvmIiNYdTAs5icbeQzy/K1UuB0yvBVRnD13VCsIvi",
-	"gyAItJrV140KbtwUlNcMK6wCcKg4oMj20Qb5FyF8u4byi9ODWGx7qFVIZVTGvqhXRm9GZCkUsoGVhIsa",
-	"dCDGI1hmlFvjrwVFX7iCfeXYTVtrL2BFb968aQZxlOyaDjeg+a0b0jwyzKdgUVug+TJ7dlqC2T6ERxYy",
-	"bUaTM7USkcuF4mCsDqljieEmJGA2wsFtjr8zENkLPEzjXBt9t8roe1VcaRW+liyO6GrRbPJ6EpZ+LEBm",
-	"Fc9uSc9E7dKhTJH1IIBenNa5Anw8yNDCRBL7nVU0bwKLa4SmVoFkUcX9RGTst1SKT6qHSret4x0e5D1l",
-	"tYMusW8YJR9A3hdOw/cG52oMqPJN1BdszdZagicTpPmUrb0L1l2gCyD3wk15+U3+uojK+XgP+fvFzNvf",
-	"3n6I3i/mwOKPYeL5b28/lJyI1lfRNMhCkhFLsEh7vmhQNLsfSWzwGMYqDILvC88ipGxCJQGpKgIWsPzu",
-	"LlUVRo4qWBSvbATxiJBd+9b3GP1GpvNPZoAwaysXCf5QLitgCzwtWEA2P+kCVgVcGOguCLx7x3R4lZwL",
-	"73yIah6EunnIJhmds/SqT6s++RDVntvs36s+9+99iGqHVLPnfMz1la5z/2L4VfMV6BBrf+ze/0iB+0rK",
-	"dnw5rRU39uUfPZP5KU9TJvCLJ1d/sWuj8uGDzQfrrMvH5h2wlFOoH2I+7nTW+TgIZcWv1ljjsZQHVLiW",
-	"2+pl/uNUYi2Q6/LIH9icpUiDn4JdlphgLagQUVvgiC8nTEB+WjkDndRHUshpvhS4H3JD5HtlNrjx3vxn",
-	"P/1wWfyW5YW3ZlC9RXZyR9DVBL199RcvpH4mpyK9KXX9VaJHFS3ljKaLpNQD3Kqgj+ve+rtAQbUPbysJ",
-	"a4MqxYdYzfVmw0YrBJUeDHwzQWUAAfkvJ1jF41YlFVzmtSSVNejGjHzs07IcIfxzCO76V+4at+arIEPj",
-	"GWQFfYLb+vNwhuKsP+t9+50LgoVbVsugjAkdk/rLV3svjIq3d7Tbe9473nu69n27YW9wdguMYc8O/cWz",
-	"huJQ79jDHXv4G7KHJfon//3//K/iXxEEBqFtC4OigmS+tTnFiCst8/nKOOgXbMaURlv8ji0OYWsg6VLy",
-	"siIyS6HQLxU2Qo6dczlVrmdpRpXGAGMyo9kZhPPbzoNFiKQ64xP8EQJnbOgf8EeMcBrLcy6GGFEAgSbB",
-	"AiAFzpXvN3PcUw2MMLO7DKKkzJD3MBpN6SLKd7d3tHfy3f7R8cvDX04Oej/H4QQ7dotSMEUyRs+Z7bFQ",
-	"qdR8ZyF7XR7pFIWrWTWWj7zVcJRwIxVK1EvBECNsMIiFc2SOxqPNgob1nIuzK80m5p07DetOw1qtYR0X",
-	"RByQaBnzbPaPbe4xoUMuhrevk+VMTtht6GSHMPCd4HUneN0JXrcpeB3uHb18/pOVt4wUtrY0lTMls3N2",
-	"K7QPI98R/x3x3xH/59e6HEtYzQkwlGOlHoVJSAOeaUxLkJYYXdz/nCRyfMoFI/Xei6eNHRLb+lFkTOfk",
-	"lNmeCYqds5xm0NlI9YVtRwgt/qyqA30Fc5ZgmlkyomLIUqxGbKZgysVVxb4sftyFjAYsJv7f//W/+2Ji",
-	"+EVkq+ZpNo6Imp6OuTZPjQoGIS04ptU7B7kUutEiezQZwSeurCC8dU/1hQUxZBj6wqgItY338N/99EOR",
-	"gcD1DoQc+TWgfkd1X6z8egPew4p9r0Da60L6AWbsFiX3YwMz6XSXoLVbEKBDx8weF/YVZxpjJcwoOzay",
-	"b0UbuMhnt8dGkfGpwWH6GYzv+8z1BUSjvz583iI9XJWReRVkD01FClmL0P8U9SwuUnYByrTZhcEQ6JA+",
-	"YDOngcdQgybuC1eHmhn0EVAfCxRtKLg1MjosLYGmi3kiReV8rn0sHOGqL3DTZp2gxoctQIOtWeTwir17",
-	"ASsO2KeQWsmhQltfIKqSdJq7HDsz/o5HNIfKvrurRcQQASNCDawtmPoCjxUA5QYMah8yBik9dEgxLdnq",
-	"CZr6UC00xzo04JDB5cvwtl1+pG8MCLiNpThdECkknRR5qKXvuMZsqZ7dIVdY4yAtAG4LvZL6I5LSubJJ",
-	"skAXBtuQZIN6BwRqgfZFyjKmWdr1hWCLsQHqaxDgdnubDGRelanznCv9I/K7NVJ1LAZaksN+AwYSQCDu",
-	"n7ZQp0VkIWcLvfvNe83tR5ubK7J5inFWRXGv3910VWuL9xXWD8hfQZ6MDJupiLDWsOUY+NdPD3vPjvvT",
-	"drvz0P5y9Pqbg/3j472nvp+sZeDFjrFthsSGGcXl9BRBCQQMDNkc6Dt3EjbS7rcaTFmLan4iUHLxHCoH",
-	"RG5gtEtDTkhpywPCXccuJplMGQpy1Wfh2/4V5+AbqLgQ8YolXtpDp3ODFnR6DqgzkPm4tnx6y6ipaMYU",
-	"7F5gk+IC/WbsdAXiwUe7+M0q1NvqrIl662NeNneLt9G6hh1YFhpe7Zj+qSHE0DZiMxczH7PyBjvtzsPm",
-	"5maz8/C43e7C//26Ysd28CMuElba8Y1aAX0p9tCQ8BwzWcwWcL9j/XRhT6BLysz03wte9LVnWyUGELAE",
-	"uKa/7oRxspZWfit1Vysd0OPuZqe73W5tduCQXFMJI2a+PoQfPDMsc86Uq0ROhT7gQuauNVHQUc3O0mm2",
-	"t47bT7pb7W6703qwuf2r7Ri9az4GYpzkPOFi+JMrRbYZ1ewVYhDmBJpqnnYuts+fiEfvtvIH6rFuzzrz",
-	"7T8MxoQk42gLCrn54baLIF/PKtT0VEtNM7f4DjZWohf2h077STtslVWjCWBg6aMteCnoYFUCbGnLBuUq",
-	"T+DB8eaj7vaDbrvdarc3P+oEVoG/szRFAP72euB/Mtiko87pVrKdPmAPB4+Gj0dPfl8G/4TmWkBfl/IR",
-	"bF59BCXwXwn7VXBfBKch4LA9Vi05evD9r2e/tl/u6c7h/JvdX8Z720dvRi9p+8fNdOubxwfHSefF096D",
-	"g98PZgdPe7ODny8ufv6jd3F6PPr95ZtfLn55M5z/8vuL3198++Pmr8e/jl90km36NHuHOTAUzS1ly7KX",
-	"5asI8+01QsNBTILuYpe4T+48JJ/a+vK3dXgETb6qPB6+wU3YZCiyGgpLvfvDSgLreEGs+AhukEti1gGR",
-	"v9SgdVjcXxq1juBZEWcKx3QXt34Xt34Xt/6xjLHSZotzEhpyxbWi1j3vKxlxC2sI2nEzhpF0Zbb4FH53",
-	"bHGBsVTkheP7KWZ72RLcQ1snISyxeEdtf+GFXrDNz4vBiByFwRxMPNDZGCzf9aJbYKP66l6VXrECP9t/",
-	"j4vvjhj+xeN/LhGHeyG3XyHPXktW/dEq0OCEpzoZLRPUK/PzDSVhdMJfQwQes3zImrCSr25Ak69wurW9",
-	"77fPDaz2f8cV7iIOPovw+/h6q/XFDz4jx9x1k9Ps8wocBwVzCaSOuu+m4lusXENa3vBensoQiJd5CjUo",
-	"T+c2QCAl9dO5ZgSKZjS6y9Hl1u1v/RbVIeWEp1VR5ThFVWA5OkCVpnPlOgLi5r1j2UYxYHBA4Ni2oQzo",
-	"2XOGUvDhpSQ2zCluEIq1P82F1YURvHcJlmdd3oMBy7HZOMRkYKevoqGQLZKvnLvfM8wVblj0e/2tA839",
-	"Psymrgo1B7yIEG9KCPURl8qd0fVOLP1UVlrHKIrYpShA0mvYY28ov17Knzfem/+sb9wwRPmR0u6dsHlH",
-	"659T2LyT/C6R/A7ZWELUn+dOOwTctBhgacAynkw11vXz8XxKs8knZVJXix37wKZQHZ9WWLdeTfWnYlC3",
-	"5JEyK3s11XdK+B1fvFPC71jxEivupbZq5ySjySdjyaukP4wYvX5uUskuWhkhcAQjfwq76F/BERciae94",
-	"4p2seMegrJXQSIqFhQzMVBALSLQkPnT7mmZDFVaad+pndfe96prEGK2+VJnYFpGusJPJoZzqtZz0z7Hi",
-	"spwuika7GaN584hr1nxKNa0oit6vYfsB1a9FpF9TWuZ0yPq1+Jr16v8qJhLVjphuuqKqS/0hzP4ViU9O",
-	"vpNKN0fDE9eQ4fpl82/Gd/6WEQBrlqott8uVQ4OApI7VvEs9KCOS4EFADRPbjxI79S1gaEiBjuKCQIGl",
-	"KsXr1P52ZdrrVzVmathy6n0RlDCHZkvlFkvkKWZ7UV8leZ3WRpDD0BdFWzzb9c5m3EDN5JPDvR9f7x/u",
-	"PV3V8XUXQrb1ke/9cWvCh5tiZRHKLAvbmdxGQ4e1qc6udZH4vuAqzyXSeTOShI7JvqGdQc7UyDf7g04c",
-	"IpUzbDsInWsyrnVmHQqQIMcGuppsyjfXRsrOeeL6tFTfYIeWdjHf0VGX9efgkRN2YW45bNommCU9LBRf",
-	"KtBv8d2aKSKjBJj3qZZjngDlYDKdbzxJFYmf7j3fO96DtJSpMrjx3vwH9ADbR+Hfcf6v46gvkmyqNMub",
-	"ig5Y17czK5BSETXCpsyMjKgaEU2HNuHY9RzApk1FY8tNyNWVIgE6RjjYHoeg8fCEtorYPN2Fy96IWQAe",
-	"73iL39sJuqT9oZKYEdQH85d6xPKn9mg+OgcIWzq+nOq9TDHoZL2QJTCTNj3UYoNrAomihk8asKuvdTvX",
-	"yBrALaWY71HBN76TMzKG1EFYgT+kGctZ2Fnki4krvDnr+de594/4UMDFD7SCzdOhT28diad01mVWsoN/",
-	"45WGuYyaztW1ZADnnqciBUdrWkrUX8FD4oDzZFz5rnDwg3m5Ue22PpgXhPo39lpbnF3HZ53xcy/FLZSp",
-	"2glO8p4iciawbVBu2GpsTzW+SxL6ktjFX8UkShJjCaeKWxYvpGuVQrtK1Al7Ll3mN3Z3MVL3Wir3oWvB",
-	"9a8XF78Kh7/UQIov6I40d1zpCrynvCC2Ilo+vAGvd+ccOdwvYisc1YWtXioaC7qmcGpkuLoRhrskHg3V",
-	"SUy+CsVsTYfkKxL7n+3wIIBnLNEy949pXyiW5Mw3Ps5bBOoBUHLG5iwlB71dBxr3BizBqIIpqU9FyvKi",
-	"4ul3B73dkx/2fokbEVGyLwTjIGdQksgJ1KY4ZClo8+Y3LDiipdGY5pxladHbKuhhbhuTK1AQ+iL2vMOI",
-	"C3Ro+ybjvhquUFCx5YHMScaNIpJLjX0ozBeBAcJ6TPrCd+uKbCEa1PZsN/hyC7vW/fvQXb7KYBF0bV7q",
-	"TRc2vlOa5lr1BRfQ57OwMmDChiL3S33x7rfI61V95KJCuPLkb1Qx/6vveOqqCSF+E89xfbMnM3rQYGy7",
-	"vdkXq9pak/p2exMbZ2+3twpdr6JXtkEHapuAo41Jj9iYnNLkbLnRdcNiofnV7LRYZV/U46ub+HmrTxxh",
-	"3+i41WoF7f1irFuUgS3XDBkouA5SDYt4hGvUTS26uLNUxZrLx3rKoDRWX8Ch/rR3uP9sHw611LSaIOnQ",
-	"osN1tFAwqozpRq/PrGLcF0rLiSIz23OdauAG0UrduGFx2DZfM8jbC0xjgIgsxXb6i4ayetzbPd7/aS9u",
-	"hB0bvZHNdv3yOD2SM7WIzqdTFyPrEaK11FEcDfETqtROgLcem1c2Fr+knXjQS5wno76wlK6Cvnz1RVAj",
-	"ZuSUK3fC2A1c+l7jAEjfo9gCE7Aeg42pxrppnise7R0d7b98cXLQ+/nk1d7hyeujvcO4LG+1SM+WBEvo",
-	"xCLC0vfP9w/2j09evXy+v/vL14Z8dVNmKVPa4oer2xS5JmtUMwLvKWRu9n7IGA3LukEJKn+0gU+4ZBMq",
-	"2EIB/cIqE6CeQ7kduwtkKzEUx3Jfdjoe5E0oWtLMGU1G2Ch/ScfDjMzQuHqdEJvQDgPUuliIZZJRLizz",
-	"qRddSC1RNUL7C/WN27s1wN+akVxAOjWj01N48oznbCAvDEieczG9MPIN6rq1bo1m5m3fMNXcIUUb7XBZ",
-	"uKCE5vnc1TCz5+faaQ8qWvbdMwAHQmjZRuBXbmBop/+tpjQdDGpRjaZjLqDf7mXLPhjQKxo8Vzd2vRb/",
-	"7gsIiF9g30RNk4SxdMe1JQQbp20yKOmYh5bDspugL4LQ/IKt3/PGxrCwXiGMAH3DVZLJIcT6G+xGbF3V",
-	"5jZC0tnEuoEzaZYJV4q5r7FBpWF5WkLc/lXHFMgZrl7W0umsbRO0xHRLVQ6uILnnDiFKWz5VMptqtrdY",
-	"waa92WxDNR1fR6oKOku1dcxnD0qf8TSrHv2Bq9UDr3lUrHVr6uTHzmh0Ok6z4zevL07otz+p028f67Tz",
-	"ZH767Y/64DjoH1rDa9I3fu/WjGh+xfcnQuqmwU6aNZ183ZQimzepaFowNtvwv81K6iug+mJFD+VC0v27",
-	"gTvp/PT7aefB2fOfX2TJ1ovJaScEdyhiXAb05VGuAfTODYgKe4Ovig9yPW5tSjYs+3bart8FEFUGEP09",
-	"KmfcxKJSYuqfPrbH3dZXlM1wGA4NnPHenI0kGVFFfp+qgEctW1OW43rWthVijslKB/ydqfCuhMb18BnR",
-	"I8Dnyw2BlxfO+OsDQ6rjQe6Q+18899DTwKrsw8E0y8g5ZzMiByExoIG0MApA1/k5hnNADMxKGvlk1vKS",
-	"1jj0OvTNx/epQYsXRWA1srp3aO9zCmOdCsLGEz1H53XObEnxERsTmmWNcqhNX4ByCDncRSexwm4NlTzn",
-	"LbJXZc/zlpSS+uvMh30h2Myt1JoxSD3+uWlOvYnWBjSMEqoUyzXOGA9LT0KjQl8sWRWwPLkmikH9/pyd",
-	"2ypvXWvjn0yLiClxTjOeovVdDqyh6IxNdF8kcjJvkZ5vVmlLEhZyMm6UlgqhGzDWt9vbjSpz0ZHnt9aw",
-	"8jEWo0kux1IvhOsc0DNWWAWoIGAwIWiP4X7xob612shyfQUDt3X9liif8Z5BXHR99XDzd3fPrdw9f4f2",
-	"K59feMMkqDJLHTp2cD21o2yR/OgrptK/iz5XQb4L/K2JTFnha7VxPd5n45o5SAFkJmeiRV6K4Iq2Jpq+",
-	"mK12U3LlHKZgVwK+C1GTA5pomS+5K+ehRRccl/VlC2tjyQFjV7YUfO06n1zXl4SuI3tDGa7GxZSpHRKH",
-	"TqIi4DxYyErvwsGA7vojvsXSrqV5VgVx+0N2ViIpsAQ+4MSdtegflW72udK+Cqz7vLz4SNNcG9528Cz0",
-	"Odezkq8EFAjHBxphECNJWcbPmU9TSRnG7AzIKRXpzbi5tYffCis/mjq+5OIEqPXlgaxv2BJLgS+Zbdd1",
-	"2WHmXExoIoMWPBRVheZ0UhWtXxl7QNYJPQBemzM9zYWLuL8kBAGPxIcgLHiBSSk0vy+WYvPLfI0r9Dob",
-	"lk8xAGfOUp8RVMzvP9lP476A5kq2I475TOecpcQK9zblARJ4qCKZVLpRrHKzHQzWHErB4qIndHHlGEyD",
-	"O9WDKPABYq8zHzWEgKu6Un6CVw4GtHY79SAOBhSn+It0ADc/N2x1+Q470mwygdPdsS20bYQLKQVgGFxa",
-	"trfeXWdflnaxxla+lYL9w10ruzlLmdCcZrvYz+ozX6JI7t6fa27BHcOmlL1synI6mygynZR9jIbnWvK7",
-	"waUJsZO3pPuEZgO0hJlFl6LfbLAi1GOMAlsTFEJLfUzjhOVN+1lf5FSbL8Zc2/6DhOvGDmbseb6OGk/O",
-	"NJkYKQU7XWCoKXEucpIymmIxDdUXZ2yiKxPHAEKfz9C/jpf5nip47x2bvXMg/OVsbF+pKQtjXr1+br/b",
-	"CSUDUhnleinzwrzRlVVjMWIbX+qCATYm9VxKbRNOG5G1TVunxkJOAFqndzB5bsYV848hQg/ZrFYsG3iW",
-	"ZBNZx1wYqf+UIR+KiLYNic9ZNnfJ+bBpRbhIsmnqG3dCI0u09qzIfzvGTf+tk99gD3etre5aW63JZywN",
-	"r2xthWQXWBEwwFhdK5HNcpOwm9XyXVvwMkPdYuibCC+wDWAJNkKcqOmpYnqJwahEToz4sQ92Ucc05hVs",
-	"BuKxuWGnOUaso0NWTjWqsFx3sS5BrHV2BEZdFZOZnGYpgoJMqMJyATiKdzmi+w//NqtIMjqegIGg9HbR",
-	"lxp17HuKxL77oK1jbZ5+/+bYPoobRNE5UbJFILjCRTXjiCQvFTnAXVoIQKmgRa4ZuQuhRY7LTBbhdSql",
-	"VjqnEzKhekRkTmJnlSgGj7FrtZBuFXUj6EHLbPN5o0V6xP1Sju7fbLfbDs2kAf1jMmTCJ9M4Tq9gIFKH",
-	"kHdov91kFwljKUtjdwTUyKVUlAER9qbmYGbZ8dlR8CJslHrPsC3zTU7ZQObOauGWnlABTaq5wKV08U+8",
-	"iGGB6CSoAJAtzGBe/P7NMRF0zFBA92ijpqe/s0RDzLwgh892yeOHT7ZITBMdG+zhY7To+A/kTNinginN",
-	"0oZN0FgM5vaeX+e67iVa5nFr8QbnymL/MKeAAZDtXt9utxtdlPeDKx57QvOKCuggnKBYfTtmGxgbZvmL",
-	"+soVC0hXaQ63qCvctYv7F4th/Yjub4CptxXIarnHZRqKIL1X++6q/f7NcWPH+iqL3Nvg1kUPbZXgUFJL",
-	"NrghCjVhiQ4zfRe4kH/nNllRMUvBiqLSeBfN2WzWHMh83JzmGROJTLFR5M0n+Kw26mIBl0SreBuQpvrO",
-	"EP334WD/QK3FyE2PHj7sOBEvRF9SN+ISP2fdAc0UizG2Xsz1yMjQEJHBz1njagb0Hv67FEpfXW2scH5R",
-	"kUarMkOjtQX2LgG9AzycofdQCjJVyE4XtikX4BBdUvyrqJCQs0TmqSKxFaSNOgKD54wqKeIdEF/NnplI",
-	"qYAGO+aLpQ8owS+M0IvKCleeZfDU6AZ217AQiBdfy/yzQ4pyW97SBJZ61BQ1NfC/xE4FUq1RToqQSJ4a",
-	"jawcRYk6GrYp8oqwWaxBGbvgQJGMjGLKT42W2SBF2bTi2DvtbRjRNoQ2s3ExbK0oouburwWrFDc49m7K",
-	"8nktqhl1otatIZxX1f7c7DyGJnqa5ebb//yt1/yVNv9oN5+Q1km3+fb+/6gt1wZ9e60cEJcAkgdJIRay",
-	"d2GL/yL5IJeJhT4bxDPES9hemCqyExCoTzEGOoIkYuD67faTRrXVqdKIfbzK5ixzoPVKZlMyaFs2M7vK",
-	"Gm4YjONTPCX//V//u4LFlAxYS4zEflT0PQNGso0AKEd0t6oqqxZC8G0ang+YUVOqZcQx0zSlmt7xgbvU",
-	"mTVluZ6XEhzyuISZQqZCml1B99dz5KBZJ8iQWVFf8epaa68Vy4/c20vLWFXmmYNx+IyxiaGRqvsdi8PW",
-	"rpnnYLZ0q06ntSujfvk1Ue8Eg784UbSyNrOhwIjICbZbyOZAJOZWlIJdkUNaxsQXgdOKnM4xuN9MBPGz",
-	"ddCpTucBRTa6QSpAEVWDaRGuCvtsJDMG1dHMvR9UR3MF1M2HhOtG2BTVbg3bkboOqUbFuKI9KtQ7Kmqv",
-	"VHqyL+c//3rFXO8c3ncO73UzdV1xr1IZVxs5pxo3KeB6E1nkNZYk+vD28u3A+u10SwH0lmuNqaBDNmZC",
-	"A8NSLIcgQNQ1lE0gcD+ryCZhaikzBYEyVvbwmzGcYVm8ZyJ1oDN6iG+NUS6ab33KjqF6L1l5jhVTjKRG",
-	"H/QA+nOds1wxqIQIWcNiyMUFTHfii/If55QN+Bl5hg5RA7SI7IlzOQ93Zt2lTfNtxdTeg6HQhYFnHgRP",
-	"euHUKKIs5SoY2wqjy6NC9yts4aNwxLAxrbnqxlxpnpBECqw2ncwxEtXf0DY1LZzOtvVZnm5PJTTD5SZU",
-	"wTETNaZZBmFhA6PigvGejGky4qhE2jHh/Yohn/NzJpiCQFKacvwTc0uEzmmiQyMeWMeEZjlaJknOoK12",
-	"wiLbRBzKYhI9n7grEW5APhTmmj9j83CXY1Az3374/wMAAP//",
+	"7P3rchu3liiOvwqKM6dMejcpipJvVKVmGJlOlEiWIsnxzg49arAbJBE1AboBimISV82nU//P8z/vcN7j",
+	"PMp+kl9hLQDdTTYpSrYcJ1u7ZioWuxuXhYV1v/xWieR4IgUTWlXav1VGjMYshX/u02jE6vtS6FQm9dey",
+	"fqZlysyTmKko5RPNpai0K6dMTaRQTJGIpumciyGJUhYzoTlNFKEpI4JdsZREZsC4UQkqKhqxMTVDMTEd",
+	"V9o/V4SsKxj+XVDR8wmrtCtKp1wMKx8+BJXuOR0uT3w+YkT2f2GRfqRIqDTV7EeWKi5FSKgilCidSjEk",
+	"ZiV6TjQdBoQ1hg0S9io7vUpYXMmYXh8yMdSjSrv15GnZKg5iNp5IzYSun7JJQucsXl5UqNMpC8lsxATR",
+	"I65IasFDuCJ6xAhsM85+lgNCBWE0TThLScreT5nSZMb1CF+nY0b8zNG8/j2bl4PQTFwOvkMuLkvO7dU+",
+	"ed56/rwN8wh2rcmEDllAwt602dyJtq62t7S8ZEL9R8LHXH/VMr+3nkbTVMn0q6Or3etGowHvsj2SsuSr",
+	"XsWM0quEAaHmB6r5FeuJlA1YykTEyJjGsGELGNjqI0XkTJAJ1SNCRUzeT1k6x/1LkcxJiPOFJDUwj1hM",
+	"+nOz4p7oy3huTt5Mum9fqhpMmxOpRywlE5rSMdMsJZdsog1OKCZ0rUE6ffMPIgVsPaEKt97oiZUo0dx9",
+	"XgpaGVGEZxl2RimjGg9bTtOI3RbjTqlmhwb2y8MfdM9fEf+8TSZmvzLh0TyATVnoKpKwgSZcEK4VmXER",
+	"yxmAGXCLRVLEikyF5gnC1L7BRKyyywJY0KvspV89efGiuae/2t0OSK+imaBCw++tFy+e4INwHRBv2GX9",
+	"BDZw02bta22CZ427JnpENaGTScJZTLTMAyEgUjCScKUJ12xMGI1GPVENYV9hQELcifmXYgoISABACscD",
+	"Gho0OXrVIVcs5QOOx11D4PREDjrvv3rabDb3Zl89bRag8/6rnaZ7EDbImcU8XDwVasZSIAIkpZrV4aqx",
+	"uCfkhKUwF6nSJCH9qYYtjZmm5ngmkgut/FEOZDqjaVynUz0iqZxqpgISftM9J+Yam19lyn9lYU/AvtwD",
+	"t90akeZ+GhyJaJKw1FAr85WhnZHB4TahZLe5HRCZwr92zJSEkjFXiothT6hITlhgvotZxGNzT9lApoxQ",
+	"MdcjwxW4IpGcCnMhzCIMt+BMEcE43NYBZ0l8B+xhOp3XOwPN0mXEObMYriWZUa7dklLzDRfD4n0cyHRM",
+	"daVd4ULvtCqBmZyPDXFtbe8+232+83T3WVAZc4E/Nv1quNBsyNJKULmuD2U9+7XywazQkyHLVhU7AMbB",
+	"zQoN3asEFUHH5psIHwYVg7k8NQzGkPX8Kv89ZYNKu/JvWxnj3sKnasuObSZFglhOlgoUE8gxI5OUXXE5",
+	"VUAIDcop6ahGaPhHu0jhawGRE/p+yvaIHHNzr3rCIATgIk8dQTXYHhO+yM8WyLMypBkWYeaGizykVwYd",
+	"24T2BDIA/D2WBmOkJgOu81fcINdus0kEHRtUc0wD0QkADXwlB2mEzzpcm1CtWWq+/a+fO/V/0PqvzfqL",
+	"i/q7v/17Za14EM2/ZyVErEOihBvhIRpJxQS5ZHNSff7P//7/t548IZOUC037CSPRiKY0MlAxjApRdQF8",
+	"5ktzgwwDNOzVyCIqB3onW+wVP4FBqEDgm28BaK3WHnBrmGbEE4aMwI3kocsFGSR8OLKgfpEDLQqNGWwX",
+	"xJXVQH4C18n9/bwI8l7vurVd7/Wun3VXgnxwRHU0KsdyIzQib08ZjUk1L/rVUOiZpVwzMqKTCRMKxQ2O",
+	"1+H9VGoQ2ZTmSUKoRvS7QvkyICxRjOxutxrk1N5UhGImvcmpuRVAR4HGs5jstp43SPg4JGOzaqbIbEQ1",
+	"iMZ2XCCR0zQ1LKJq5LMX29tN8v/+7/ZOY7uxXQuIkiXrngpD5LjZOk2SeQC8AjYjBaF2K7B8ds2VVm0j",
+	"cE7FpTByFz6tGlpuMQMZ1yNVy7a/29xtrDzsQR0PYR3Ryp360901J3k8wV0sn+hbI1BPUmYEN5RwdEqF",
+	"gl2XnqAhpQsHyBUiRdWdXm2TXd1mF5qNV9J2jg9vAabc3di+NTlaITeamzGWVhIyShLQ3JFMYkWq24ZR",
+	"bjebQHngwZjO4SEZMCOnGKqDADWbIhTUhp4wr7bJjCaXVpYscBhzBUDgbpAuCD0giaVsMDVKI7USfyas",
+	"cyTzPWHofMwGXDBSzRF3rvEmgPBhNh6TAU/Ml6hnmuEVylcgeKxmAiBsFY44ZgM6TXSl/aQZrBEItpvN",
+	"nCSwvZEkEFR+MHdtJX68t0/vyvzd6GamM5TrVs6l/PO7zpbNYOY7NzLwytm0fXrXudzoZqY3iqUrJ5ri",
+	"w7vOY8c207xl/ZGUlytnmvnn6yZj13Q8SeD90UVz+5f46fVsd7Cdti5fTNST4Y5+//zqmWCIWZ/o5n8w",
+	"C7IWGbOGr2l8imzJ/BVJoZmAf4KuhOrM1iSV/YSN//aLQlV2M3id4Fc46TKZcdzQy2zA9pA4S6GNlLNH",
+	"QpamMlUhEBQFqhkZUJ6Yi44aQSXIW6UKKnHZ4uy7W9mLK1TMjT5278MWjXh97rkOWn9WAPR2gDQDr4Ii",
+	"8DFq1JsFrrcAGGcjW7cteGfRrvC5gSjFIOHRZ8dGbykEQ2GGlDRJ5AyFAysicnFFEx7XzYtTFQYkHNPr",
+	"OlMRTWB9YZDJxU4orn1BaNo1N+pzgrcjCNzihtnDK5n2eRwz8bkPOG90Tmh0SSixNgkwVCjNJvXphFjL",
+	"oyHYX9CZfSMF+5wAey1Jwq8YGLaiEU0SJozaz64nBjCBN7Yi8BKjQc3JVKH1laItzNrcvF0WTYogFjxS",
+	"BJj+l3QtXkv9Sk5F/JnBrKbRyBuADcFA5SRJWGqgBMrWFwSlk5R5bfIV5QmLP/c9dqoX6mqgwdGEfaEg",
+	"OvWy3+cDkgfQl0nKrGbwRnir82eFzhEapANi2XhALFEzlCxlV/KSxY5MIZEiVc/yczwkDHoinIqCERzM",
+	"nsBM7PezkVSMJHLIBRiYFVjFzX+9x2BOquF4QOvupMJ2Tzi/EFjkzFOHRm0C7sM9tGQYSmHG8a4AtPcn",
+	"ciinmtAoYhOjx9dQwf0Cjj+ovH37tt7Jgax4pDdZ81GVlEdUzK3Ooj6rHAMuGAJWATKj5naBy5pUw7xv",
+	"xlkPOycHiECPFLGn7mxnXkA03/VENfymc9592/np4rRz3r04PDg6OL846Z5enB9/331tJMxVz7uvO6/P",
+	"DdoVmOuaEc+6Z2cHx6/DGpFpUOa6wqGMpvxIEaNYjidaNQi4UXoCFY0w51QJnZtwz9rbByAGeFMnzXl1",
+	"hpQLpYmQgjm/AsBMfUEYuuAvWvt57tUy3DxOf5hKTb9EFL0dhgZkHX4C0VmLoHdCjbEjprgksERTw9Ng",
+	"kOmEVC30iCETJGw0GlvwTp1dR4zFLA73rOsKXnukSAjPnS2Ba3TiAkxCMuRX8KMiiv/Kam2C/l8Vkqrb",
+	"HO7m4qjzd9z5WQ3o+cnxGbpL8YMA52ErvvzhzfF5d/FL/CAgoVHnV3y43zlb+g5eD0jIM5cKuWTzFSMc",
+	"vOwenRyfd1/v/3TxffcnOxi1cQjOAbQUTkJeS/TQmhObpVxrJixFQOx3sSuaj1kWLZDhEkavKI06BWra",
+	"eMpUk0suYsuDVYN0LM8FxHChB1y7F0jVsWiZGvW8tuc9GHFKBzr7ABzNCdP4qv/cQQVO4eL8/NDaTsy5",
+	"gzMIfCcwLFhWlhfgRjDHcXF80n1dNkpmhsnuDnxw2j07Pvyx+3LhI6MAJFMIHTBTj2l6yVI/uSLmbSZi",
+	"RaoUzF8sNsfMYnd0KUuYQQV4Wc4EoRpc9l+KgvVxdPWLlhVzMmHjryNmvRH0ivKE9pPPanc4ZbG5uDxG",
+	"2xtGvxi65BRjKQZ8ODVHYIiNkXOrMiURBWdQnzl+VwOi5eJ92mi/y0JmQHxOGTUXSljiRl1oS8oMsSLW",
+	"3TqiYshi9Ci5uBB7cRcooKKDJTX045DencC+s8D8SY/ijXUmz0YMXMg0Z1MyPEVpmmoWW55iY4EMONvg",
+	"QpzlXrfWJKPpzC07EQwOx6tEkYy9eJl9OJdTMmMQb2Td7VwRuNX3dGaZz/0vcmoWnu7Q7N3KHdpCUGrO",
+	"DIFnmYUmQKjXeEJTVqcirisGIW/5EF04UmTj6LX1oXszHrE958XHMBSrpuSXZSVO7WPoFNndbmVLdGEU",
+	"3XM6xGA+Sr7pnhM1kjNV2DJKF+gBz0BwT0jjeck+zPIXwpyiSQVVEzQMI6k2KEK0pbGkn3ARJ/P2jeeM",
+	"6qpMYjuws0X7Q29u+yBIQ0mMfmE+R6Qypy182MwCujR39worRyFXkEQq7cc0ijJRfCggAgrUmAY5GOTG",
+	"U9PIqCMqWLERkfGp+0GqLC79X4UQeRqUi09DEoQUxWtLeuHszRaNzgDKoUzJgBuZGwJOBEMqYbHDTwHH",
+	"q0AwR4mwTpPEqS/Ak2YjqnNzcK1YMnDio5H2rcEOjYWrKVoOpWv3gynfG5ViHzSKvxCqWH0TzA1oWG2Q",
+	"t+WqbpCJeKtDKosMzY7OY9Q4U37FYjJI5TinAuPVd2MUIs9LSU+ruZ3NDxYRnMSNgvaLamqzTPDdkvQT",
+	"jNpeJjsOzeM9stt84RZT56JuQzhhwLx4i5GfXNvornQqVA2hCKbmJUD6kNExnTsdlVpLod3N/aCw9S78",
+	"5ZDYexTyWGz4ZkbL2h7o+ILyIZv24wbpWERwozlHAxXzGZ0vMkbDjqmYGwSsgm0QOCxXwAFrewYdLJ3T",
+	"ckZTxOwJS+vAFCM6yRkweJwwv3GGVBWyARKuNLqNXdKB+Vpt/YbBWh9cDoKySQECYYW6t9ndPYliEFT2",
+	"l0OjTPriSk3X4RA8z1AIPswQyKGCGWMV9lTNhN+9PfcYA4HHTutasqztWea8jBDOrAoauDl4gsH9KUPx",
+	"kELomGapuidU8Ma8vxImZOHRBSEKOKPX3WhpgsGiakeqRrdawWxyo+/Bkfroay2JYizHR5amNdzDfDsH",
+	"Y73jH2BmrtqAK2SQCbtiCRnLlO0Rqow8Tmgcq+ybEVdapnPChE7ne2hvvUKRLmVyYjQHhLBhiMUIL7T9",
+	"KCbibIGQvzmXUzJmVHi15X7Qz8aa/uVokY2Rtbrg0Fz7dB1Fcu94opSRI4MC2RCrCBL4dliUMr2a1thF",
+	"IbVBB4KnNp/0eCepNHrD5zawvmVJUh/IdGy2PdXeKVelpC+nIg4IJf2p4sLoNOk0YeaHGeRJQyyYjNmX",
+	"FLT1RqjpZCJTzeIjFnN6DqbsPyaO2eYb26nRK8mtfg+xGF9QGM4HF4YO6+hEuiwXEDLAn77YIdQ8J1FC",
+	"+diaRKY5H56TKpARc/Dnor1dsMBqPFRnjuaZsAMKpixMJqmcsFRzDEmnkb7pSHDFZhfT/mZ5oFkU/s/w",
+	"UZYJj+qIGawz1aNDw0nyefNfd84O9itB5ehVpyR9Hj8C19QpU5Aa8tvydlZlWhpogcHCwsbCNbB+WYSr",
+	"BWkhPc8GJlFFwr+Dp6cOEAnhbt4AjKBC8/tcC2b/4oegMkzldKI2TPz4Bl/+EFQuuYjL8rV4NELfrxzk",
+	"fGhkQhXSo2xr33MR487cmVidoBJg7kjpuUBwLywXUpk2wBKA3AG+vN1sZgm8NE0p+NVUPm9mw/QXwFHA",
+	"sE1WgAYDnOB2SA1wzibLDZU/8DK0h/SCZbQFMYrF54yON1p65DOXN8lBDipW+ezoQnJ1TDWrG3FiOetl",
+	"acZ4yj7i6yxi39+F+0jxDioJVTrTIT5ixcWBThlVqypLpPDMB1kVQxL2SEinWl44CTpEVS174ZECE1PN",
+	"lSlhZEg1MyKV+wR1fXnF0njqcinBrrkR/bHS98ccfd5XtHhyT3fzJ/ei2Xy2/eJF68nus93mixfba8/P",
+	"jjxVm6DxGb6Z3fBT8/6nveRBZTqJP+qaLJAJX0IgRx5yy/f7D4oEYPm6uOu3cBb5e51f/CrC04FZcilo",
+	"NHZ+05McPRrQRLFgcxK1YZZcY0WanIGZu12LJ1Qcdj20CytcBQLU7L48EHwceb0jANdcpu3W8w131N76",
+	"t5WJzwuCYIb4C/jusNvuY9XhfYuGhWX+6aUO/4+b6Ikdqit0Ol+SRpaFkSyHekV1IayLYXmAL+BEqsoW",
+	"3TAili2EUduzOdjLRY9uJugLQMX93gAv3ORqWflmGfa24gn9E0gKg1SOzzz/WT5SpM2uTE2RaS+eoPW6",
+	"gMFrQ6686sJ+Ru6r5dkd+K8uWGidloAQyFgX85e84mUQ+JecMIFSciYUlZdKK9B2ELKzmXOLL+OWBZit",
+	"uh0oE2R54dFFc3v8PHqe7k4mqXi6LVQ6GqmoKZ5cioUzLdLGVrFaSnTxc7P+gtZHv1yOxaSur+q/vvut",
+	"9fRDKd3PwTYHzeOT7utKUOme7XcOO+fdl5Wg4oJZS/WvYjb03bjbp2HC6yi4iw9bFsZaRXi2VufZ/9Zq",
+	"rQAkBBmVViw7Oya7re1nhCaTEe0zzSOwrS1c1J3CGnaWlvDut53ymV+yKx6xAzGQt4Q4nyzAYfdJcdZm",
+	"/UWn/orWB+3Gu8elcye0jzTyJrI6VSztDK2ZLvfyk+1W2ZEuHV73yn5bhO2xcOEhgYtWd3mV4L2gWo55",
+	"BAm/rrCUjekirzHUzFqJSy1TZdz27UiSiIIdlWuXONDGMom2uAXWQcyVkLOPvUXBvkBkSkI1V5qNwwVk",
+	"2H7aLBPSKGaYlJ8xVpxYZiRmmEeKmI/bJMQCGuDMe0k1NauEn07Rzep+s0YNADv8ZheYn3D7aclB8RID",
+	"0BmUswqITGOw2VdtWcmxQkjUHXzeW8jYrCoUWDCi4uysS3jsgyqcQwFDOm+WT4EiHcTlrPbvdUuy6gex",
+	"k6Gcpde6HGO2EBB4o9KaGYIWEYhqF2ocYHFSDO/nUFjPelvBOO+j0WJStZGR9jmYDFM6w5g0Hi/aAkF8",
+	"3lQXXfGykZdKKrzGXD1SJEpkdJnZDGyIFhZfQjvvTdLXTqts0pRGbNUxvd3ZJ/CCAYhLKbHn1NhkcOsw",
+	"WCdrAMKDZ2FJ1I0dAbSwKVOrjWQBdMNe1nerSNkJHbKP1SOQJn6c8tDZSBO42dSwWhHIIFp6qMw8JhHV",
+	"NJHDKSPVWEZqq/tj9/X5WWMc1xqkS6ORI2KhgWro6+cCIMB+FfsEG1/Ns4EhCyH55//+n2W6V2uQMxZN",
+	"U67nuAZFqj74wIah1KBisa1/OJA9kXDBlGMwdBpzTRI5bJBzHzuMgSsKqS5WPE6ZYukVZiZk1jVXdKQn",
+	"MExaj9iYzJnG9EhfyDe3EWcBb9iImIq3UTesGSb3y3hAL3xA/OIDzAFd+hmTjRZ+NPe88GMq9cJcy+tJ",
+	"5HDI4gs51bkfjZiCHwKocovGv9W0PzYcPPvFJnVV0N6c+wD+9PZJ94NTE93fzvSY/S2BOpWKsK84S2Jf",
+	"LqV4LWOmKU82kFxyBT6Xsf01lLscQJ01PQpsrTOZEnTeZVXPNqLlUPS1bJrvzo5fkxN8Sriw5W/7Mp7f",
+	"Xr23Gy+71t8ymujRMqzUkjIhL2/Wr+xXZRMdCJ1KNQHTzV30CvQaFc/u+faL1o22Kfjwwvx8MeJLguvN",
+	"JHHRXVW2JavF3t0nSiPNr4C02ln6UiaMCjBlXE8+rcLOF+wqHz+g2sxX94vmm9kqIol85uY3N/IlF0Wm",
+	"EtHa+nJt2nKVCsKuNRMgtY3ZuM/SgJy+2ifPnj5tkf/3f1uN1p5jV7Ys4Qxi26AKpeUrnZODzVy7GYKW",
+	"ovcNFg1EnDL0/O7t9yVImQzzl7obvzwr95FH6VXxxdaTJ9svSl+95Ju5RS71vGCd+P6kdLgpuja945gP",
+	"S1+7voO/Vc8ruDPzOS58BeTOlkF3yeabC3UG+Dd6pxeXZyYoW8/RgBbyCYvriooGkbUmuNyr5oxlXCLO",
+	"vWQJN0qKnEK0SJ+KeM8FZUGng0WpskCCny7ZHt79tsJoZaNIP5mbLLc5u7f8HCsA+6MTopavSh8SvFn3",
+	"I5e5ELzh8HpVcModYzZ4nHyCld4xWmJJWDh61bn4sXt68OpghanRs/MSi7kvOCbYzIXNYOKOm3RvIYVM",
+	"SJJIMWQpmcn0Ui3S3U0Iab5+Ki4u71ddG4zhsGh+N8nm4+/vx1/Gm69S6calYPMjLko1UkHoWE6F9gXS",
+	"rGX1kSJj8wmZCm60NaqxenHrv57skH/+//6HbAeEXdMIPsSWCiALT2iqWFor2CQ+WnJxcYKlgXQvdp88",
+	"c6VICMrQqsTAaAvuHLJBiZno6FXHl+TxjTvA8gVtORZ38+n8UqXKTmnPk6CCBVvLzbLgjIJeJIUarkbh",
+	"KWg6G3HFnHZ2s72DC6WpiNhGClvBNHij1gXRyesbTIBNz55VPq0Ktbz7O7eMlq4e/8mLF/la1c0Nh9Zc",
+	"J5uJ1XqlnSdfwActIW9OD4yYYO4y+qqxFYl9UW39ppLp8ENYC8hUxDaO3FpPHqmemEz7CY/Im9NDNEP6",
+	"Klgnb74+PNi/eHN6CIYixbSt0Q/2QmwulECik8sM4NoVJeqJnO33kTKj1xrkwJV6UWw4ZgIr+ROFTRrM",
+	"KiG9YcZ1NCJSWAuO9+tlO4JMA2odiP6Upimv+75It1bRvUXSHFGwTpGGouAlUuBHh+ZFOdfXWibk3oNv",
+	"lJZjV7/7RryKuYL0M88zPh0lZx8t+xgKtm9Wd3/BApOUR1wM78UN/z4rRb9RTfmgomjC1P6ICrHk/Pvc",
+	"MQTLEuTL086r80pQOXvz9dHB+fkKMdIbGz9G5p32tdQ0uQek1PT6Pka9TSzifW3tE8c4Zq0Sct6YHHVZ",
+	"wNacbO7J1uJJLpKb3HEUwJK/+UtXdMNQyZsUTbh1HxM0+EmJ88Zhhu1VcYZrSMdO66NiGBc1kTUo4GGy",
+	"EuKLsTnvP1FszvvbxObgSjRqGYseiZx8tcFl5r4bzY2vJlyw83u6+++nFBpwfmIecDndLLpacH2S8oh9",
+	"8p2VOEMR7y6nldyul5awBO3VCKnZ+JAr/bE+4wyn/kRBp/cnQJR6sTeI3/NgPJneliDf9upudme2m/C/",
+	"tZ2ISq/K5iR9axVNX75X6zAwZ/tZMqXdcF1WnsSniKZA9ejjb4W/B48y7P8sEdcWErYJ3lqMXCwkDHay",
+	"MUuHzOjH0Qg7zj3befG05q43iznqu2DFAXPWmItCONiy6HFvYsSSPrgpxt2nBFIU229xB5aO8pTRGNKy",
+	"P4N/3Qb+eQV2MSoXYzvuqyfqYvQuzla2zjPn211E3v6UJ7rOBbZ4IVUXdanaKaNxLgxTtSHUBrr8QqSP",
+	"f8H+6R9jiWb/2P7pH0MlZv8U//IPMZjIP3VFBpZ/WFwMjccc2u9C0Uy4O5hWbaMlXeMQjJG0MaUUYghc",
+	"QCmWFcs6jKhC/XVvPIO87AxO2RqyzfqNZVvKLz6stUkiZyytm5dcm2k7LbQO3Gnl2peaFYS0/itp1l+Q",
+	"C1IPsQyor71FScLMRcOBcE9+mOK3jdVfk2oIEaY50PZ5knAxROBDK0MLWMSVYUqFNkDyYVm+bmzbLiVy",
+	"xRHUIxJaXG1gvnFIqLq0XR5s3NrJ6fHfD7pnjXEckF6lk/u6V8Hpse6snZgWl8M11p7EYuhiXnyKHSIK",
+	"yEKqqZQ23V7VGotPE6ZVEde3iqiOVTuss8RGlg4KxcyE1Llqq65VjcEfI7nSIbP9KXLrwAzTvpRa6ZRO",
+	"8NeAhA7EWaZ7WMOGklzbHtsL1dVD3xlSSwQZQHq32cQMca+e5Y99bQe9hbB6Wv/13c9ZbH8z2Nn+0C78",
+	"2nA/l9J768z8bC7gjfP3P5VRt6xraDqFHuPLGOHClatMxFgX7IqzGTpVl6OTYkhb2NBdjDkOkDYFQYpH",
+	"A9qxzrH7M7r+oQ51IyKeYqjlR45yxtjHJKKPs1CHPzA+YINPcilit8q59l1EN+wHusr57zuO5sPClwMB",
+	"ipbA3AEtYk5QQkVKBaN8GcQ7Zhbbic6xtJP1ZJZF+EBL3PaCOOGKQ1HXi3LNfXzyolXUU3c29ULejRJu",
+	"RmZyOVQfd/HvH4LPn+4W4Pd0Q/DlWksVuhuXqoSHcsgF3G1y9KrTRoGLcEHCo1edi9PuD28OTrsvQ5QP",
+	"MNrbPM36geR7Xg1kOqNp3IPODoERUumY+0wePKBiYytbnW2bFNtlQQU2KE9q+1wtc5WPus3+Bq8P2yny",
+	"pFIjgN3UimqeIMoFxJYKhgglKI+dixzwvT4wC6ka4ogNSLgzkuyxE8rgFyPqX7IJ9rc3ano7q1hNh0xk",
+	"RaxpHKdGKKUps1F5ZlbMQBpRNWJYfNOmG9n6+Q1i80R8wo9bGAazConLWA5y2TBBcOEg8Ks1sP/G39Bl",
+	"2Nt+VniJAy+qrBDl8bWQVI28LQe1rNr3ROmU0TGputpEOGlolRSlzC4h3Cy0g9TaxAUl7bQCbGAMWszT",
+	"3UVlqFP/B3FKTYNckDb5T7JF/maUm6qQJJLjMTVagJrQiLXJwhLIL5ILhTkjoBbA+yhplVVA2tzg8p9b",
+	"f1tl3MjsYrnsKjSLgaXu/ZTZ5zqdssWzuhtjuhMlXkAmO8YabCoL7w7VRUj+lm+Qtt2q+0Mkmg7J30jo",
+	"33GR4NvPcy8pljCoflbdbj4nKRWxHJM+10ZVO7PWNJkuNEtN+IC1CWTZGLJh0DFHTC8ZmxCui+qPuviV",
+	"n7wcj759fzn7ZXAxPE2eXZ+3+u+b/7h88dPscLyzkBy3kGpcVIrURTHhebv1YfGX52u1oU/hpnCK1V+x",
+	"MkZRXM0Z8jr75wc/drH8nOex9s+1MbF2xHMXGvtX00X/1JHNt9NcyqObz6CmqRQR2yM5vDUoGl5cfCuV",
+	"ro+GF3alIYmkvOQM0sv/Xrdz1AE7wvsLcC7qNXdTZTBJMy6z8raeZoQ1gBq0dZdOzqGe4IBjdGVGFjd2",
+	"2Rdjn1vLwc8bOuyzHNO7cbvbugZLyh6uxTawoBdIKgYrOPq6EVcvr3C4eb2m/2yvlDAAu1yqcFb/MQU5",
+	"G2X78pwAnaxUuHJVW1kMzHWPRAkdT1hMbG4kV2qar8yZsjHlwvxiXjecgpHQh+mEPv8XhOPaem1tZ/vJ",
+	"ztPmHRS28upVFX/ohV3nQbf6XmEW8RJ/KARALtYqsOI+2mx99XarHUBccxkE4cX5JlUAyknuR+N1eUnP",
+	"G6lrsC5dqZRW2kFv5g6OtN0ZzcuySws0meXIbYYkN+PFEcOqIp86LPi21OwTBOIChn/EABOaMmc4pEly",
+	"PKi0f97wWN8Fq/JDrVcu1ztysXKyFzuxFDD4UqqZAwVC1g0zL/OgNDAtwXtpl00i9uFHlfeDETYoQjrk",
+	"V0w4umo+w2Lce4Uix66jh+tBS0XEzI0LjFaeewS9RMyRpqAWgbup7d8mJTV3bH15GCPcLLDoPioH308N",
+	"4I8mNTfTsk8cm5ujUWWVUrLF5QiWv8NFgpbVmNi85CjA4VOEBmVkcoPT//hqKx+lXb5RJQE3n0Q6s70p",
+	"7oNVYIDBqltY7pZabY1a5CUrZBpXQgp7Lbvsobfdr789Pv5+oWczbBE7NrveEz5ryJZovLO0M003zLaz",
+	"Cy4Np1qPLtmXOJ2HePE6rQ9FL/QmuZuCk51z8UygRpAtmaOhFwe/YimUw5rnQ3pcqZmwFrigBfMc88Mo",
+	"maRswK+Jq//zOMS28uHjEPlPkhQMpDkD2lIlm02Np9Ve7/HvhYiBd4+rvV5j4aca/NjrPa79R20D4+pq",
+	"nSzDl+WsWatik5HWk6qqkTenhwFwUjnVtlCYQAyFvsgpGaQU8tmKarP5XLW3tiDQp2F/b0RyvDWiajSk",
+	"iyEWiK23KdJYQMEbUW1F7Q2L00EmKyg+BK1tVUW/L51O3dE8ZTa7IiG+AJDAdXpDqRPcCrORYtFF6J0e",
+	"farY010iB2SnRfpzzVSDYIp61hYqZpGMoZOOeVxAHRzuaPD9Dy/S5998/9P79Hz2y5uTl88PDk/+cSBb",
+	"h/SQns02KW/0JRJFD+w1KGtrYFiM+xihozjg/NZFQVaLCIsjL1uM7z20huWLwm0SxOIrcy0y83kmSrku",
+	"ZBgiBNV4vj0/P7GVlAPDTdA7H0CfKWyGZP2hm1XcGTOl6HBlgUKLUXUeEwXtrLQrcPdIQRFHSiZcDDFc",
+	"qrZJFUkjTNpAp7WyDPg13P65IvGUkepJ9/XLg9ffQIBe7e7GmCU/hR23ElRedg8Pfuyil+JV5+BwVbIl",
+	"DLFfWjQGlceIGVR8ZNOsc6fmVWPwPAtszWud0msNby8Kqe4bouUn1n8ydMlbzN3lukl9sdf0U7jTnOh+",
+	"kzttQxKCbAdqJ56ZGXBJfUZTlnamWBUO/3rlYPjd2/NKsCyz2OpQdSzcBx0kq1BaKiDhJY9DWzUhICFX",
+	"KtwK6TQOt0J2PQmJW2hABjJJ5Mw2g+6J01f7z5+1nsBgfaa07/8+SWmkecRUzXWz7M+RGzrDSnUpArU8",
+	"btWIlVgqYCHMtdYgYI1UbVKIQifFEHSSi8kl+YjcnsiFnpN83DnJgs5JLuKc5MLNSSHWnBQDzQOSjw0u",
+	"BA4jgcAQXIw47onNY85Rcy8Ns0DTOXipACqhrdhZa5BOT9zU8SqiqeGjhAriu5OFNNIhdidrk/C3XkVN",
+	"+71K29mCsjZbdviszxYu90MYZILMYkcuIxzhBNitjHBBuC3ICQsHwxrgdSbCG2k55ybcB9dbOZmTE/p+",
+	"utgdnwtCvRPPue5ATTGf4Z+VoCIozL7k7MsWQif8e5bvXPUtXJ3bLsUWo6ya8xRS1PupnEGL34QbRKv5",
+	"peGL2dIWPI3LC/sApVmwSnlxRU6vgOgGZcTUVNcT6K7tw8JoAhwBquRhs8o+G3FhjaiRFNrc7rZt0m9v",
+	"W09UVcJjc8jQ0N1pSOifCCCwQmk2qU8ngY3ZwoghaHFMp3pUC0jn5KBucZVpGlNNSfW7t+c9YYgIBa9B",
+	"ZukMCM8Xd6wFti5snNKBVqQqJ5qPucIa8MIlIge5Jpiuo3OtJ8yas+YCeO1J1dc0N9DIehKoWqMneuLf",
+	"/o18wzTgNQTtsdj8Gg4lSaeCNLaicbxlKVpIJikXWhGsQcg19si07Zcpefw4o25INQAMjx+DaNU5OcC/",
+	"ewJuFOrjQA1qDXICQWaPH/uOeY8fkz5L5CwgE6qw0SZVJMyYRogE6PE59M0ncqofE4h/mfeEx4IG6cI0",
+	"PtfEjCmGYDWgNmlhL6Mj8Dd49OzrWV/9Xefr2W3uWMD9G8FOdbkOdUPJLHjMK7/nH/1OZiOJ+Rpmvb9n",
+	"UISPfs9HNP7eE7/X6/XC/5vhPAyNaPjd2/Ma+Z30aXTJhOEYqcVHHEimqo3N5m/BpEgJjyK/k9Adi011",
+	"+RpOgZwff999HZLf8Sz1yCAR2lbCravtkLDriE0waNGs0MZFAdk0q3FWlEYjhB0vkJdqOBqqC/PUbHNh",
+	"EEdmZEroZLK0UZ+qRKrKe+vcMEtBDl5qsABYEyPxe2HpBpK5P7csSch2xDgg1u/mxrNUQVmja54jGlYK",
+	"cdv6HQq89+UVzOQaz1J3KWDUnugsQAoEXnM7So8Jqhr5Xq67ze2AKDqHbKg8BlqGrqQhVCR/YZ39OX+G",
+	"HlczAYaK7GcjmcvokvBICoj5dAW45YT1BNdEMBYrs5odEnKhpoMBjwzDqCtk/HAhZ1yxmr9sEFiMvYVj",
+	"hpdGj1I5HY7IXE5TdwHM69sN8pP5KZFDLtwD3/o+Fz/XLscZTJ3KRUC3iU6nLESBkRA7sO3gagRoaAac",
+	"hTNj9N2es6YZBTKh2rBFV/DO1YQCZmI22WqQA3OKl8o6v/yrZYvc+s2H2XzYGg/oln87dEQLFhr+liux",
+	"FwDoAuJNFB/CBnn8+DxXZlyBddvQQ5R0PHI+ftxeADMhzvCqsmPJ1fIk1bOjs4Cw+pjyJADH3VSPDDWM",
+	"DHUyV2E80WbrO1gRHVixNeq68aAgNcxLJ5O9wgrsWrlu405vhhGeSmgz45YhY8DRajZJyvQ0NWyNCDaD",
+	"wYv3jWrbVDw8etWxHRJlEkOraaXlREF1SC6GtT2y22phVLqZoG67h4eucTIMDhuthvn6fmEtILvbTRL6",
+	"NdaHUsDZ2tODwnhwpf0rAdltvSBaSjIGLkiIrwjoLxHYRZT5CxkjVOQj3EvNhVKE1XBVg+Sw1iahOSpf",
+	"W99WZ6PgoDK6DtWGzChUxLm2vR5QVphh018SS1INlyq4uQJupRXazHA9oZiuBSTE2oMhjjejynajthI7",
+	"kD1wOwQkxNKDIQZZFysM9l3hRyyCHvRE6Kv8hWgu4sKXW86SMBI5VA3ypLkDezKwNyrInIS5Mn5hAwUB",
+	"253r90JdO8OPuE7YEr83X+w2m+R38nM4pgn25K7bRYXvqh5iSw8Nj8s3nrYkapZr7Q3WksIUWZ25/NjZ",
+	"r4uDul4EZAzJ/7bfOwjUbuBtGNg1y8/FMuRnKHnspspHP9CUwWzwcnGCQrpHHi65392Q62g21wqEe66I",
+	"a3ZQnGgqcsSrONfCIzNdJ/vBUA23EjfkDgyJmm89ZoIXByw8cKsv6MnIzQsoXhy7hKUW4L74tAzsCY0u",
+	"wfBpF49ZxYVpLPsqPYLFZwAXonSK9XNpEURIT+128rDahYmE1PWBnIrCDP5HM/RrSdQ0GmWiu/3+CeIJ",
+	"0yMZ180XNEnkbAFblp6aEY/gV+zRjr+6MV/AmJEUg4RHhfvofstuDK7mkbL6l786MCSeYGFUdyeQYJTd",
+	"FnziZsgUOt9Q3i4WROKsIK72NCg/3Zhe1zOVsUha8k88gkA7X0VokjIaz11OkjWj5rVPPNHCZBZV61zU",
+	"BwkfjgqgW3qICOPQO6PpB071jeb179kcanZqniSkzwxNn6TS3BR/WttI4xYYaf7MCk8sLhm5BihCJrDZ",
+	"4Vow3CSFUEoAfB0dCPkxSx47CB4M6kdANrvndIiLp4kfHe/VhM4TSeO6lrKe0HRYWO/Sw0Xy3JcxQMVI",
+	"AvCCG/yJJWVqOplIo+rXxyzmFIzaRYpW9oaZ5k32BEi+c8O7GZ7BDOx6wiLMRymBzfJTt4HcExJRYZC5",
+	"z8iYOeLWQtj3zZ2vG+WSxcWhi0/csGiGJjM5TWKCD4HgxyxKqCE18JkqTsJzWHbJ5vWUGWGrcB9L3/DH",
+	"vIClRjoBcc2WoIj5AEq46gUCbqdfkhgXmFv+mZsS0BWEZrXEL+2wVo6tJ3zMdR2qOSxQ7bIX3ASYHmhv",
+	"/sgmFLirL6bjPoPEGbg7Tggvzj8V9nrSfrKAcrkHiwid4cLi5W49X76NZcyo9AUzjb+Ny6ynhUTr/VRq",
+	"WoptxSdIrmxnD3hkxmTXIzoF43Bh0JRqhjAuDpn/HaBghXkHCgfOHZRK0G5RTiYWny0C1RpusTwTyFgL",
+	"9OKJlQ5BKBY0KfIi/A1AaP8NehlLrUphh9heIjnAsAYsNSjMxXAV3Vl4bZH4uMcEH7vpdpywdkV5soxj",
+	"/mcHDGTKEL5tTiv3hhsRaeZI60n9Cgu8gZzgV1IA+cq3zHwgd9uncD+z3fwOPoOER0xgTxJrI+9MzP2r",
+	"txpNG3OQRdvMZrMGhccNmQ637Ldq6/Bgv/v6rAvfZKW4K7lQnCtXFq+y3WjiW3LCBJ3wSruy02g2dioQ",
+	"sjQCL91WA3SHSyFnYuuX2aVq/GKDeocYRuJtPgdxpV35hmloagJNdCfSLMm81Go2IaIGWQbEDOQ0Szci",
+	"ens26Hhyht6BZT8F6HFvWZ8YknvGdAMDy23qevm4fqFbtmB8zl1Zaf/8Lqio6XhM0zkGnqVzcsnmWBzc",
+	"6gpqQTH87u25siXRnmw/w44+z5s7z2pQGnao0NeraeWdmWsrlpEBkvvn1m9UKaY/2J9G0Djr13UQ/9a+",
+	"co9At+27VoDdkmW4QpNPDfNDfsWEGb3qhWctjagPbp0VMLUY3ZjTcbIOdMcTJjonB7cDnRs0A91N0bil",
+	"ULNzk1hGUwyr+7SAO897usrBtGB6sSgHDD6PccW1t5pNtOqgCwe9a5OUm2m9xwRDVwKgyX8rmkTwYyky",
+	"bQjsfz1hFRSott+21mkcnasARDZHPrNiEJpFIIzSCe3zhGtuuyiizdq5gmRqfVVQ9cvZlTovjw5eX3Re",
+	"vjwNA5JIOekblbc/J/YQatb5GxoNMeWRCtG5u4RFpwiwe7x/WYW/EmSC6aGngOHAgEZPmjtr5s6b8jZf",
+	"g+thUroCc0qZnGYFx0YlsH5fAEgOCVbNZd/eyr9q5/tk98LDklRx3bBaEAsCpyRLkczLr0zeH7PyinSi",
+	"iE10wdVgPUjBWhcUFvNDJ6dhIw1yLIiaou0H8NlVdnjsPlHW6gh5dWC80XMfXeGKUjR8RYjvuYhDZ5nl",
+	"0YhcchETOeiJnK9yYjhQ1l44i4owFH42oho8oeZCjrFvJJT1CIiShIqsEobhkT1BI+1cGqBAjKdKIxWn",
+	"lyw3hVvhGU4VYsYy1c7nBPa7hpGx0Yu8OhJkOSynhl1ZXYiImwraItoCHasCQUjV7PO7t+ePVGlcCTqo",
+	"Hj/OF+9rPH5M3gLl8KRmf797dnZx+uawexZijxEzqfUCsjhvsI1ZxDFgFmOGBjxV1tZqRF0zg29nPOAJ",
+	"s+1KUKWFW7KmumBPuPKCbTxAtHJVw7/XX7nF1NH0FdqM8OOUD7mgift5z7VHyayPj1TPCIjQy6YrruTc",
+	"O2dqARlJqEiTn+BbqXRoa6cYjWPx+ZuUhxAzlZ/+zelBWAtsehwkuXGFYPHtfIVMxzSxDlBSnbA0YkLX",
+	"IQQZ2FH4v1qvQoyUCP9Xi4WEiyiZxizeI7H0DVvUHgn3wqzvkNojKZtgLR6VQNWbPVdEMqKKYYBSGDMx",
+	"D+F8Atu1FQ/Jyy0YCh0QIXMnjwDwzmco7wOeJCZ0T+gZj7BNsLcYJPOs5BGgYt6OvGduYAg2QFyK58it",
+	"5q6P7qc9NB3kAxSqwNcN1krBanuE+qI3CwPtNrezgdDKUKAe4A1p7hii4Nzb9nvr+THHxpWyLmhfwMh9",
+	"P6BJYqN6eqK6bGR28oMraASGRgPjWgNunVkXOGFpykGVK9y0nljwjRhpx95hRxZcrR5zj1HkN7Bx1KNA",
+	"aaEh+3dvzwuEL6LCuoAx2AVWlE6VdvCYpPJ63iY2dNFGM/pAM6NfyAEJy3Wv0ADlkkNSC4Q5LmgfmAIZ",
+	"EAh+JKHT/OpudaFvDg9MCgs6UWEINbIZCEwMSKimfSj1CiaNECIsBZSkBYhDFIkrhuStPYDvyJComMMo",
+	"PM69AOVqQw2/2TKkQU8gOa26NFf7Owk5hXkhfrP6tEkUetHNo180D9FtDBfGl1fCFk6YG9sTtIBXMiXT",
+	"iZGTdpsEXaKnxbAMUhVDLq4N6PTowvnbArJP43hOQotDFxTDj85Tygb80v+OUUk9gQQwZNca3vw1rPkQ",
+	"MfAUW3qWaxvlOLnDFUOY+zKeGw5s/ltPkHLnEBdO0EV1YE1ZRcJ9lPfq5/MJswFShpRYHjl31L4/1eTb",
+	"budlT1RxsRhIV1gdvlpD3zBGUCNH5op80z1vkLfo4y7WolMId/CyApKDMM4FWWBIpNqrfI0BeeDTh3d7",
+	"FWSm4NeYSTBoDhI58yXeciSw3RN18vhxsfAchJplAleuelpZNAdWo/P+vjnTtbaL8MD0J1WsVwcl2AwY",
+	"4QK0seLcVqnT0WgKhJxYtDL3TmPAnBF5xBw+hXAb5sqHQfADxlugp3IA0W8opKVTodzSMo+EGcDWebIK",
+	"kTCihbIh/ranZQMhdYZkFEGUjWGUKbtDqImNsKu1ydeds4N978BSWEkKz8GceqvZ3DOrCf8DgPEVREJk",
+	"HGInD5hlCu4jZcwQuAXH2LNenLAfEEXVQshFmRrmIwcrua7qChLyl1XvUu9joYqbXavy8avQfj0LX01s",
+	"EZvNVKdcgaMP7+5RTfRAOGXKaEslqloH3YMLqtk+GBoN+UhlcpNyVni5/lrWz7RMoaJGXq5ekWNmpWpX",
+	"N9qeNNWFIgdWA7LiPJC2nMRdqH/gWY+5Arko9UbhcG5Ol17k/eXLL/L9fOQx8KcasnQjEASWsoAEYs0I",
+	"5fy8vZpV34YLO17rGGyAMCuyUcc5VwFnt/liHXRW1VHcl+MxrStmLp45RFySZ/v5uIJaMUWnoCFbAUtI",
+	"wVYfX/PZizUrNPptWXU+F8dZpU6fLMZ0ydQq6FZCQa28mlfGa8U1ZZVYfGT9Qgf/5dX5amgLywNii0cH",
+	"9O1uuHvmi1MsFKyZ0IjlTsemYFTt1vKHs3Lm7WZrd93UWWXzlY2WIaWtDCPuut2sbkZ5VU8zoXRUxBKe",
+	"O851DtdvRVd/eHa7gc3QreZueWJ2ZkmwhGMiEx4ZaRDVOq/zCiiluqTJRXQMhU+kmI/lVNkBQe309MvS",
+	"8ntlAyvuol9YWH6h/POyq2QAt4scc70d8Gsau6ID8Mn2LeyhNkMZE+ZQU/bFEjM7YseVjgkKMZkC6HuR",
+	"vFSCyhVNpjbRBxsmF66GzajJOe7bRl4EA4cN8SvMYmdG6cS1L14wTma5mLvN7cwVuDa8LkvD2VoXpgdX",
+	"A8TUowE9YSI2h1MAzmJF6DydX5SrlwKnV4KrNIav7YRgF8UHQRBoNatuGhVcuysobxlWWAbgvOKAIttH",
+	"G+Rf5+HbNjc/Oz2IxbaHWoZURmXsiWpp9GZAlkIhsWhGpnahGI9gmVFujb8WFD3hqnwXYzdtge4cKXr7",
+	"9m09F0fJbulwgzu/c8c7jwTzJVjUFu58kTw7LcFsH8IjM5k2odGlWonIxerSMFaLVLEvSR0SMGv5wW1h",
+	"MGcgsgw8n++5MfruFNH3prjSMnwtWBzR1aLZ5M0kXy8+A5lVPNsFPRO1S4cyWdaDgPvitM4V4OO5DC1M",
+	"JLHfWUXzLrC4RWhqGUgWVdxPdI39lgrxSdW80m2b/+QP8pGy2kGb2DeMkg8g7wmn4XuDczkGlPkmqgu2",
+	"ZmstwZPJpfkUrb0L1l24F3DdMzflek7+JovK+XgP+W+Lmbc/v/sQ/LaYA4s/5jPUf373oeBEtL6KukEW",
+	"Eo1YhJ2d0kWDotn9SGIf+XyswiD3feZZhJRNyN6XqiRgAQvc7FNVYuQog0X2ylYuHhGya99h6j5T+msZ",
+	"zz+ZAcKsrVjx6UOxSoCtCrtgAdn+pAtYFXBhoLsg8HbP6fAmORfe+RBUPAh1/ZRNEjpn8U2fln3yIagc",
+	"2uzfmz73730IKqdUs0M+5vpG17l/Mf9V/QR0iI0/du9/pMB94812dDmuZBx7/UevZNrnccwEfvHi5i/2",
+	"bVQ+fLD9ZJN1+di8IxZzCpVnzMet1iYf50JZ8asN1ngu5REVcwtBdZz+MJVYQPC2NPJ7Nmcx3sFPQS4L",
+	"RLCSKyVRWaCIxxMmID+tmIFOqiMp5DRdCtzPU0Oke0UyuPWb+c9B/GFd/JalhfdmUL1HcvJwocsv9O7N",
+	"X7yW+pWciviut+uPEj3K7lLKaLx4lTqAWyX347Zcfx9uUOXDu9KLtUWV4kNsAXG3YYMVgkoHBr6boDKA",
+	"gPzjCVbxuFdJBZd5K0llg3tjRj73aVnuIvx1LtztWe4GXPMkl6HxCrKCPgG3/jyUITvrz8pvv3VBsMBl",
+	"tcyVMaFjUj0+6b42Kl73bL9z2DnvvtyY325ZDs7ugTB07dBfPGnIDvWBPDyQhz8heVi6/+Sf//t/sr8C",
+	"CAxC2xYGReWS+TamFCOutMSSoKVx0K/ZjCmNtvg9WxzC1kDSheRlRWQSQ3cQKmyEHLvicqrgE1voEQOM",
+	"yYwmlxDOb9uVZyGS6pJP8EcInLGhf0AfMcJpLK+4GGJEAQSa5BYAKXCuNqaZ45GqYYSZ3WUuSsoM+Qij",
+	"0ZTOonz3O2fdi28Pzs6PT3+6OOr8PcxPsGe3KAVTJGH0itnGbKVKzbcWsrelkU5RuJlUY835ew1HyW+k",
+	"RIk6FgwxwgaDWDgH5mg82ixoWIdcXN5oNjHvPGhYDxrWag3rPLvEuStaxDyb/WM7Ak7okIvh/etkKZMT",
+	"dh862SkM/CB4PQheD4LXfQpep92z48MfrbxlpLCNpamUKZlcsXu5+zDyw+V/uPwPl//za12OJKymBFmn",
+	"kFI9CpOQohEVQ2ajpaGnjAqIWYbGasw+fcyX/GUT1/fVflulAkuAE3YNGhQf2CyRZG7+Dc2L8FUs2Mfi",
+	"mq26STVN5HDKXMW/sOuaMoSEienYNjDX8wkEIMRU0xCzUrDatnkTq2q/hEd47xvkezbBSG6vRnV/7L4+",
+	"PzMK1EXnm25Iqi6t8VmLjDBr0PVNp3051aVfHnZf577cbjabzZqtfk4mvthvg5zQIVNQ7NioZ072swVl",
+	"baNnUmXXUTJV/IrV9kiYteyC8oe+B7Tt4A8qDWZAK1841ao4Lh23446Bx7YGlG/CDyfIIS4OE+zNeIE7",
+	"37Ozrh0E4MCF70sV+1Yiy0rlIVe667qVrM2OODaIYMGEa1bMFuWsYg6k3aMdA8JIXGgx6c/zreXZ9SSB",
+	"Jg62uVNZHoV2/dwci9ioQYFHvZtb5ig9hwCfgUzHoBev3i8iE0Q/+eRfF3vF4yAX48bj2qrEkHzn1bI4",
+	"6o1bq7XLG6uZLZQmpID+mp/VE70nzXWdL7YL3Wa3N2s2WxYHXbgXFt8LZhwXquQxv+oAbxunrQQq3sNi",
+	"tLDvIrT97Onu9osm/q/eXO66sdCd+d3f6vifMujepzkEsBYaDK4xhizWTHiwYZTJR39ak0Su/0aZTcKX",
+	"oMf3ggJTusEg4RqkFWWKLeQWK0WLULNrje/WbdZRGzm5vaaKhDx2LTPc1bXdPAISwi++o4bn8eaREQHc",
+	"E2zZRxWUaLKv7BEK7MI8gRK71bANRtY6NawsrFkGuMjev+92TzqHBz/mRYPtJ0TVGuSUqemYOYoSHlKl",
+	"6zB1/eBlSKquwDvFQjSei9UwGQna0dpyCtANAVNyHX9wohbIBkLOiIR6FCmW7tBSEpXImQ93hrKCLCb9",
+	"6WCA2aQxV5EUAkvWQL6aXS6MaL6BfkY83ssJC9hwUgqiRlMdy5lokFc80VBkR2VF4nGN4TLvP4NRVnH/",
+	"0t4cBbB9Dqq7xE/ODPR9x3CucjzDbLp4rggtW0FlxoVayUdgwM+0oS9T+vlDRJabmeoSEVoZ7r/dfLbz",
+	"bHf7eVk6WmmYFo4X5JJMsDeNi392pe9twZIH/vvAfz3/NRT2DMpa1s8MynQtVzbsaQ3nxcSMG7T5ARBx",
+	"wxakNa25LH5QovrAEDuvXxqN01aDJmM6J31m26Yrwx1pAl0KVU9UqZhbsXtsHZegIqcswqIxqNfH2FvI",
+	"TGEYD2ZJhb61XNiG+gTYLOyf//1/emJCdTQKbA18zcaBUY7GXJunZCyvIEEFx7Re5EEqha41SNdIEeYT",
+	"ZzKAtx6pnrBADwocDKG29Rv89yD+kNUT4HoPuaNbA3prqe6JlV9vwXtYf/8ERKU2FBNAAWBBVZHOE2nW",
+	"45T+LN3GaOQDy3O1JEOmMfPBjLJn8/Roea/uwNeqCw+5uPSFvvLFZGB8cDtj8wTILX9zemiEC2dMiBXU",
+	"AkGJQiU88l5TLmJ2Da5xswuDISOZxGTAZs6fHoJuGPaE6ypl8BXc5GhMwfLZI3rFCC2ABqWxXMM8rn1m",
+	"G+GqJ3DTZp3glLd1Zeyp+a1Z5PBuevcCSnf2KRRK4lBvvSesCSqepq5ijhl/zyOaQ+UxowId/YiIeQQM",
+	"CDWwtmDqCTxWAJQbMNfJgDHtO3Sb/VghW1OfeIXBVQ4NONRj8U11mq7akcOeGuA2NtZwKaHAdjOhs/Ad",
+	"11j7pGN3yBVWLIwzgNu2LaT6jMR0rnLtxgHb8MrmqhcS6OzREzFLmGZx27d1ycYGqG9wAXebu0asLau7",
+	"cciV/gHp3QaFNywG2iuH3QMNJOCCuD9t2w2LyELOasW2wea9+u6z7e2V1gI3ziqRZm2P7g2NMMvqO1jC",
+	"kCYjwWYqIKwxbDgC/tXL086rc6P9tJ7aX87efH10cH7eNdpJgYBnO8ZumRL7ZGbs6iWCEi4wEGRzoO/d",
+	"Sdi8uZ8rMGUlqPiJwGWN51A6IFIDOWHCXCe8acsDAq/zIq5OpyskXN/HtETGdQnfJUtc2xl7bcfzoDIV",
+	"/P2U2cfWYXSDFXAZNRVNGJrCBUsWulaz/irbn/loH79ZhXq2X/vNqLc55iVzt3ibe2vIgTP451g7FnMC",
+	"wTenWRnxobjBVrP1tL69XW89PW822/B//1ixYzv4GRdRUZG5UzfcLyW6KX/xHDFZzP13v2M3NGFPoE2K",
+	"xPQ/Mlr0lSdbBQKQIwnApr9q5bNe7V35udCNvnBAz9vbrfZus7HdgkNyLSKNmPnmFH7wxLBIOcEYMRX6",
+	"iAuZuhbhuQbzdpZWvblz3nzR3mm2m63Gk+1dQAXNxvvmY7iMk5RHXAx/dIXFt4OKZSEGYS6a2+PnUb91",
+	"vXv1Qjx7v5M+Uc91c9aa7/5qMCZ/ZdzdgrLsfrjdLGXXkwo17WupaeIW38IG5/Ta/tBqvjB/gzQPy6AR",
+	"YGDhox14KdfEuQDYwpYNypWewJPz7Wft3SftZrPRbG5/1AmsAn9raYoc+Jubgf/FYJuOWv2daDd+wp4O",
+	"ng2fj178sgz+CU21QAtJ4Qi2bz6CAvhvhP0quC+C01zgTCA18Dt78t0/Lv/RPO7q1un86/2fxt3ds7ej",
+	"Y9r8YTve+fr50XnUev2y8+Tol6PZ0cvO7Ojv19d//7Vz3T8f/XL89qfrn94O5z/98vqX19/8sP2P83+M",
+	"X7eiXfoyeY8VLSgGTxR1Qi/Ll13Md7dI9AYx6Zb2/4d4x39dW0Wut/daW0W+ZXBgNRQW+2BGKwls4kKw",
+	"4iMENa7JQAdE/lJT0GFxf2gOOoJnhTkSjukhC/0hC/0hC/1jCWNpBBbOSWieKm6Ug+5pX8GIm1lD0I6b",
+	"MMyLK5LFl/C7I4sLhKWkyhu+H2NAhG2oNbRVDx+cD18IQ8/I5ufFYESOzGCOgV5aWct3Nev9Xytn3auK",
+	"JazAz+afg/E9XIZ/8WyeNeJwJ0/tV8izt5JVf7AKNITUUx2Nli/Uifn5jpIwhtTfQgQes3TI6rCSv93h",
+	"Tp7gdBvH0t8/NbDa/wNVeMgf+CzC7/PbrdaXMvyMFHPfTU6TzytwHGXEJSd1VH1vVN8w9RbS8pb38pSG",
+	"QBynMXSU6M9tgEBMqv25ZgRKYNbay7ni1u1v/RblCeIQpb2cI45TlKWJowNUaTpXLsAeN+8dyzaKAYMD",
+	"co5tG8qAnj1nKAUfXkxCQ5zCGqHYycMwrDaM4L1LsDzr8sbgQEE4xmRgLGDWHti2vHPR+BnBXOGGRb/X",
+	"nzpt3O/DbOqmxHHAiwDxpoBQH8FUHoyuD2Lpp7LSOkKRxS4FOSS9hT32jvLrWvq89Zv5z+bGDXMpP1La",
+	"fRA2H+765xQ2HyS/NZLfKRtLiPrz1GmPgJsWAywNWMaTqcYq/T6eT2k2+aRE6max4wDIFKrj0xLr1slU",
+	"fyoCdU8eKbOyk6l+UMIf6OKDEv5AipdIcSe2PTgmCY0+GUleJf1hxOjtK40U7KKlEQJnMPKnsIv+ERRx",
+	"IZL2gSY+yIoPBMpaCY2kmFnIwEwFsYBES+JDt29pNlT5vnFO/SzvpV/eYQij1Zf6DNmWUCV2MjmUU72R",
+	"k/4Q+yfJ6aJotJ8wmtbPuGb1l1TTkpzqXgWbCapeJSC9itIypUPWq4S37D73RxGRoHLGdN21SFnq9mj2",
+	"r0h4cfGtVLo+Gl649oq3b4J3N7rzp4wA2LDxTOHSHcqhQUBSxd5cKt9HLSARHgTktMKoge27v4Ch+Rvo",
+	"blwuUGCp59Amnbxc07XqTW2Wa7Y5Wk/kGpJB6+Riw2TyErO9qO95tEmjYshh6Imsyb3tYW8zbqAD0sVp",
+	"94c3B6fdl6WNg79heh9CtvWZ7+R5b8KHm2JlS4kkyTcnvY/2jBvfOrvWxcv3BfdsKlydtyNJ6JgcmLsz",
+	"SJka+db90FdTxFDAIZlj6YeEa51YhwIkyLGBLr82Rc61FbMrHrmuq+Uc7NTeXcx3dLfL+nPwyAm7NlwO",
+	"W7ALZq8elh4qtNuz+G7NFFAWyryfr/hV9VoBPFEkfNk97J53IS1lqgxu/Gb+A3qA7Yr4Hzj/V2HQE1Ey",
+	"VZqldUUHtiRVsWOuImpkVBEz+oiqEdF0aBOOXQdBbMHs2rZDs3PdE1AhS7qyVi7v3mg8PKKNLDZPt4HZ",
+	"GzELwOMdb+FvdoI2aX4ovcwI6qP5sR6x9KU9mo/OAVJ8KFh8PNXdRLHZiKVsIUtgJm16qMUGgl8QFDV8",
+	"0oBdfaXdukXWAG4pxnyPErrxrZyRMaQOwgr8Ic1YyvJ9Qr+YuMK7k55/Hb5/xocCGD/cFUA5LEtTxctT",
+	"OOsiKcFqKJiFpDGXUdO5upUM4NzzVMTgaI0LiforaEiYozwJV77HO/xgXq6Vu62P5tlF/RN7rS3ObuKz",
+	"TviVl+IWik7v5U7ykSJyJrAJcGrIamhPNXxIEvqSyMUfRSQKEmMBpzIuiwzpVoXNbxJ18h2U1/mNHS/G",
+	"272Ryn3qGmr/68XFr8LhLzWQ4gvikYbHFVjgI+UFsRXR8nkOeDuec+ZwP4utcLcu37h1WbfzLd7VyFB1",
+	"Iwy3STgaqouQ/C0vZms6JH8jof/ZDg8CeMIiLVP/mPaEYlHKtOsvnjYI1AOg5JLNWUyOOvsONO4NrDcr",
+	"oZHwVMQsV3j326PO/sX33Z/CWkCU7AnBOMgZlERyArUpTlkM2rz5DQuOaGk0pjlnSZx1qs7X1aJovwMF",
+	"oSdCTzuMuECHGJBn91VzhYKyLQ9kShJuFJFUauwqab7IGSCsx6QnfO/twBaiQW0Pyqo8flxsSN94/Ji8",
+	"XWGwwAI+5Z3m823ssUJgT3BBwoKVARM2FHlc6HL/uEHerOoKH2TClb/+RhXzvzoDm68mhPhNPMX1rZvN",
+	"6Ll24bvN7Z4Iy3vNh6S629wOYIu7zZ1M11vq0I/oQKGt8dzamPSIjUmfRpeu6g6CbJDIWc1iofnV7DRb",
+	"ZU9Uw5tb8nurTxiYMQQJG41Grll/iHWLErDlmiFzCq6DVM0iHuEadVOLLu4sVbbm4rH2GZTG6gk41B+7",
+	"pwevDuBQtW2XZH4PCV4dim2EEOuKBaOKmG70+sQqxj2htJwoMpPpJVi8sHh0sFI3rlkctq3UDfJ2cqYx",
+	"QEQWQzuidNFQVg07++cHP3bDWla9WGVGNtvD2+P0SM7UIjr3py5G1iNEw3Zwd33YXdmYCVVqL4e3Hptz",
+	"HctzVYV2SLjYOT3MFerDI4NeTtGoJ+xNV7ku+9VFUCNmpJQrd8JwZlrisTlA2u1G1AITsB6DjV1pcU8V",
+	"z7pnZwfHr6Gq+En39OLNWfc0LMpbDdKxJcEiOrGIsPT94cHRwfnFyfHhwf5PX5nrq+tY3dXih6vbFLiW",
+	"6VQzAu8pJG6WPySM5su6QQkqf7QrqsBXM7KQQT+zyuRQz6Hcnt0FkpUQimO5L1stD/I6FC2pY7nzuNQm",
+	"gxmZeePqbUJs8nYYuK2LhVgmCeXCEp+qR1B3qWp5+4vBxkODD5V2BfC3YiQXkE7N6LQPT17xlA3ktQHJ",
+	"IRfTayPfoK5baVdoYt6GYhFmRsNDvknldKIWl4ULimiazl0NM3t+Q3ifVAclDfgfGYDDRWjga+GNGxja",
+	"6X+uKE0Hg0pQofGYC1V5t37ZRwNaLqjkyESBCdiLeSv63RMQEL9AvomaRhFj8R6xbfDBxgk3dzaSdMzz",
+	"lsOim6AncqH5GVl/5I2N+cJ6mTAC9xtYSSKHEOtvsBuxteBtyckIAV6dbawbOJNmmcBSDL82bA1JnpYQ",
+	"t3/TMeXkDFcva+l0NrYJ2st0T1UObrhyhw4hClvuK5lMNesuVrBpbtebUE3H15Eqg85SbR3z2ZPCZzxO",
+	"ykd/4mr1wGseFSvtirr4oTUa9cdxcv72zfUF/eZH1f/muY5bL+b9b37QR+eVXF0bZJNQp+aSQVXk4Y3f",
+	"Xwip6wY7aVJ38nVdimRep6JuwVjHisLbpbcvg+rrkqvm5CfE8T8buKPWj7/0W08uD//+Ool2Xk/6rTy4",
+	"8yLGOqAvj3ILoLfucKnOYSWr4oMsbXQp2bDs+/DSPQQQrQgg+nNUzriLRaVA1D99bI/j1jeUzXAYPgAd",
+	"H/jmbCTJiCryy1TlaNSyNWU5rmdjWyHmmKx0wD+YCh9KaNwOnxE9cvi83hC4vnDGHx8YUh4P8oDc/+K5",
+	"h/4OrMo+HEyThFxxNiNykL8MaCDNjALQmGmO4RwQA7Pyjnwya3lBaxx6Hfru4/vUoEVGkbMaWd07b+9z",
+	"CiO0xhtP9Byd1ymzJcVHbExoktSKoTY9Acoh5HBnfcEzuzVU8pw3SLfMnuctKQX115kPe0KwmVupNWOQ",
+	"avj3ujn1Olob0DBKqFIs1ThjOCw8yRsVemLJqoDlyTVRDOr3p+zKVnlrWxv/ZJpFTIkrmvAYre9yYA1F",
+	"l2yieyKSk3mDdAQGJPiShJmcjBulhULoBozV3eZurcxcdObprTWsfIzFaJLKsdQL4TpH9JJlVgEqCBhM",
+	"CNpjuF98Xt9abWS5vYKB27p9g9PPyGcQF12XfNz8A++5F97zZ2im+vmFN0yCKpLUoSMHt1M7ihbJj2Yx",
+	"pf5d9LkK8m3O3xrJmGW+1j3XhdX6bFwzByngmkFbr2ORY9HWRNMTs9VuSq6cwxTsSkB3IWpyQCMt0yV3",
+	"5Txv0QXHZXXZwlpbcsDYlS0FX7vOJ7f1JaHryHIoQ9W4mDK1R8K8kygLOM8tZKV34WhA9/0R32Np18I8",
+	"q4K4/SE7K5EUWAIfcOLBWvSXSjf7XGlfGdZ9XlpsO/EJMERnqF1NCr4SUCAcHajlgxhdX2KVEUWI2RmQ",
+	"PhXx3ai5tYffCyk/mzq65OIEqPXlgaxvyBKLgS6ZbVd10WHmXExoIoMWPBRVhfp0UhatXxp7QDYJPQBa",
+	"mzI9TYWLuF8TgoBH4kMQFrzApBCa3xNLsflFusYVep0NyacYgDNnsc8Iyub3nxzEYU9AcyXbEcd8plPO",
+	"YmKFe5vyAAk8VJFEKl3LVrndzA1WH0rBQoKNnwosx2Aa8FQPopwPEHud+aghBFwZS/kRXjka0Mr91IM4",
+	"GlCc4g/SAdz83JDVZR52ptlkAqeLSOMjXEghAMPg0rK99YGdfVnaxQZb+UYK9hd3reynLGZCc5rsYz+r",
+	"z8xE8bp7f67hgnvQ0tcym6KcziaKTCdFH6Ohufb63YFpQuzkPek+ebMBWsLMogvRbzZYEeoxBjlbExRC",
+	"i31M44SldftZT6RUmy/GXNv+g4Tr2h5m7Hm6jhpPyjSZGCkFO11gqClxLnISMxpjMQ3VE5dsoksTxwBC",
+	"n8/Qv4mX+ZHKaO8DmX1wIPzhZOxAqSnLx7x6/dx+t5eXDEhplOta4oV5oyurxmLENr7UBgNsSKqplNom",
+	"nNYCa5u2To2FnAC0Tu9h8tyMK+YfQ4QeklmtWDLwJMkmso65MFJ/nyEdCohOqVBc8yuWzF1yPmxaES6i",
+	"ZBr7xp3QyBKtPSvy385x03/q5DfYw0Nrq4fWVhvSGXuHV7a2wmuXsyJggLG6VSKbpSb5blbLvDajZeZ2",
+	"i6FvIrxANoAk2AhxoqZ9xfQSgVGRnBjx4wDsoo5ozEvIDMRjc0NOU4xYR4esnGpUYbluY12CUOvkDIy6",
+	"KiQzOU1iBAWZUIXlAnAU73JE9x/+26wiSuh4AgaCwttZX2rUsR8pEvrug7aOtXn63dtz+yisEUXnRMkG",
+	"geAKF9WMI5K0UOQAd2khAKWCFqlm4BhCg5wXiSzCqy+lVjqlEzKhekRkSkJnlcgGD7FrtZBuFVUj6EHL",
+	"bPN5rUE6xP1SjO7fbjabDs2kAf1zMmTCJ9M4Sq9gIFKFkHdov11n1xFjMYtDdwTUyKVUFAGR703Nwcyy",
+	"57Oj4EXYKPWeYVvmm/TZQKbOauGWHlEBTaq5wKW08Z/IiGGB6CQoAZAtzGBe/O7tORF0zFBA92ijpv1f",
+	"WKQhZl6Q01f75PnTFzskpJEODfbwMVp0/AdyJuxTwZRmcc0maCwGc3vPr3NddyIt07CxyMG5stg/TClg",
+	"AGS7V3ebzVob5f0ci8ee0LykAjoIJyhW34/ZBsaGWf6gvnLZAuJVmsM96goP7eL+xWJYP6L7G2DqfQWy",
+	"WuqxTkMRpHNy4Fjtd2/Pa3vWV5nl3ua4LnpoywSHglqyxc2lUBMW6Xym7wIV8u/cJynKZslIUVAY77o+",
+	"m83qA5mO69M0YSKSMTaKvPsEn9VGnS1gTbSKtwFpqh8M0X8eCvYX1FqM3PTs6dOWE/Hy6EuqRlziV6w9",
+	"oIliIcbWi7keGRkaIjL4FavdTIB+g/8uhdKXVxvLnF9UxMGqzNBgY4G9TUDvAA9n3nsoBZkqJKcL25QL",
+	"cAjWFP/KKiSkLJJprEhoBWmjjsDgKaNKinAPxFezZyZiKqDBjvli6QNK8Asj9KKywpUnGTw2uoHdNSwE",
+	"4sU3Mv/skazclrc0gaUeNUVNDfzX2KlAqjXKSRYSyWOjkRWjKFFHwzZFXhE2izUoYxecUyQDo5jyvtEy",
+	"ayQrm5Yde6u5CyPahtBmNi6GjRVF1Bz/WrBKcYNj76csnVeCilEnKu0KwnlV7c/t1nNooqdZar79r587",
+	"9X/Q+q/N+gvSuGjX3z3+98pybdB3t8oBcQkgaS4pxEL2IWzxXyQfZJ1Y6LNBPEFcQ/byqSJ7uQvqU4zh",
+	"HkESMVD9ZvNFrdzqVGrEPl9lc5Yp3PVSYlMwaFsyM7vJGm4IjKNTPCb//O//U0JiCgasJUJiP8r6ngEh",
+	"2UUAFCO6G2WVVTMh+D4Nz0fMqCnlMuKYaRpTTR/owEPqzIayXMdLCQ55XMJMJlPhnV1x72/nyEGzTi5D",
+	"ZkV9xZtrrb1RLD1zby8tY1WZZw7G4UvGJuaOlPF3LA5buWWeg9nSvTqdNq6M+uXXRH0QDP7gRNHS2szm",
+	"BgZETrDdQjKHS2K4ohTshhzSIia+zjmtSH+Owf1mIoifrYJO1Z/nbmStnUsFyKJqMC3CVWGfjWTCoDqa",
+	"4fu56miugLr5kHBdyzdFtVvDdqSuQ6pRMW5ojwr1jrLaK6We7PX051+vmOuDw/vB4b1ppq4r7lUo42oj",
+	"51TtLgVc7yKLvMGSRF4UmbH+SMrLfEjO8rV/6166xwtp51h1IQ0E3VoDgmXVLLmtOpevq8d23n3deX0O",
+	"5dzedr/+9vj4+7PagzDwl759DjVWB5y4xOVZhsvuOvmf1geS+CHYlVmiV9bnE8toWQwd3E6Oz84xHiOc",
+	"pkloFOnvzo5fB65nAFWY0/DzmaYipmlM3P16Vx1pPVHtra3ZbNZQ9rFbXiOS460aURMW8YG9ZETRuWoT",
+	"i3A9EdqX69wVpYTFgj00ILm+Eb4YoE7nbRKzeIoXl2HCYi3IjWVkGKXpeBKS6hvBr20SoocA1ZqNJxrj",
+	"XPxXZrdUT1MW9kQ1vNoOetNmcyfqU8We7ppPvz3q7NfPvu20njw1f/Yq+EK2A/ibNYo/+8UUnvZlPMcf",
+	"7DAstAVys6R7nLkeM3CVkf4ccn+g33w4GykWXYS+oj3GHKNdxAYs1BrkJWY6QdgNpOxQ5bpeQCy3wC7l",
+	"ZMJSF3WxB1bqiJnv7HgQK+mcA/2pJq3ra1JNWcxTFmG9WQwwbGNsocEpIV2UNItrGCqOyTWwPXaN14bT",
+	"BAq2ygFauH/h2uxuINOecMTRUsSL0+756U8Xbw9evzx+S6qtXTKq2VqsWKoy26mrTf+qc3DYfQmn6ap/",
+	"OtTc+s3+y6iz9lvOVOjqxNobY+RzzUSuyb/9jMyo6gnXaMhsWDGhG+Qk5VdUs4AkUk6gFC2UheXisp7I",
+	"iCaExnHKlGKud+IA05ZEwpRa3nPn8PD47cXJ6cGPnfPuVzqdstUJp/ZO3pN/145+T/X97rCG+AamG2QV",
+	"A8zFNqhrL0kVXe7gfIGCnA/RKQ/RKX9sdEoBs+9R2FhhbxgaWQAKqFvqVi25NoVYlVq5NLIgo+ep7M21",
+	"1vIE7GY/21heldRaazsfIhnLFOIcLXFH+YbrB7H6X8TGdhPO2zbzDuNdapuXI5zTf0WVtoIIvqpK20qM",
+	"/uRa6A3M8AHrH1xNG2ufnYwNZEXZkAmsvAG3s+m8dVxh2ayzQjBfmYB1LJiLtjFKDMjtmCtg/pxwMay1",
+	"SXjSff3y4PU3kEWA7marAhqtKBTsWnfw744OawG0Jzz4sXvafRkCh3GaBCqooIK6fo1MxJYNed0VOjWi",
+	"VqZTRsePQPkx2o4UaAHKQuAZBv6DMnDJJjoAU/ozEtO5yrQOnpKEKpdNWm7ptjB9mYHs/qlObrIV9Cc7",
+	"wQcS9ECCbmUAsy/A7YnMtcpwqWh7/rw0yZCU26et50dfZbI7OT47V4R6g1TDTBU6khZCyIhfCDRE8uY5",
+	"11nN20AwUM+FycxGFAmSN+zEPG6Q1xC0B2aZPUtEzXBjafOocpcXq6CMqPZBBws2Iha3XYfjEGx8ZDZi",
+	"GOejfZOCZcp1wsXw80lJzhy2ilpZpvBAqh5I1eaqxBmzoblelXAXUxsShddXyFmwmGye15vXLgAmtF8t",
+	"FYeyHvkxFXTIxmYuI0EolkKBC4yjU7Y4lvvZkAcoMKqlTBTYv2xcjXfUfQjKPApmq9YtKGcia/tebAht",
+	"8yVdsIDPACvOsWKKkdSYX2m2kRpyoxh0+YKKuGLIxTVMd+EbTp+nlA34JXmFyX4GaAHpiis5z+/MpgLW",
+	"zbclU/vsHIXpOWg9zBUG8YFXXGA92tzYNtCqfENFL4yVCV3XXBv4DFENYwhIVoG3OlsDZs0rp+CKPTvr",
+	"GtiMc/Ojtbpk/h+mUjMSp3SgFQ6HZUc0GysMIxlzpXlEIimwk2s0x9m80mvLPua3+96MWjZdV0U0QXBF",
+	"VAGaETWmSQIlFwaJnGFiDBnTaMQxQNOOCe9vBEGV81cZoDARTyQXWuUZ4pKnyvCk3HT+7i3PeMivmGAK",
+	"ysLQmOM/sVKc0CmNdD4kH2LdhWYp5hmQlA2YgSLDT2yTO3C52QAXiGexlrVLNs/DdQxBo+8+/H8BAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

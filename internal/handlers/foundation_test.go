@@ -55,6 +55,7 @@ func TestEveryPathIsRouted(t *testing.T) {
 	ids := map[string]string{
 		"{sessionId}": "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB", "{userId}": "alice", "{tokenId}": "01hzzzzzzzzzzzzzzzzzzzzzzz",
 		"{quoteId}": "q_01hzzzzzzzzzzzzzzzzzzzzzzz", "{itemId}": "item-1", "{caseId}": "c_01hzzzzzzzzzzzzzzzzzzzzzzz",
+		"{webhookId}": "wh_01hzzzzzzzzzzzzzzzzzzzzzzz",
 	}
 	for path, item := range spec.Paths.Map() {
 		for method := range item.Operations() {

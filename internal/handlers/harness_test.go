@@ -89,6 +89,10 @@ func newHarnessWith(t testing.TB, s *store.Store, g TestGateway, configure func(
 		t.Fatal(err)
 	}
 	h.auth = h.srv.Auth
+	if h.srv.EventStream.MaxDuration == 0 {
+		// The generic walks answer GET /v1/events/stream into a recorder that never hangs up.
+		h.srv.EventStream.MaxDuration = 50 * time.Millisecond
+	}
 	h.mint = func(tenant string, scopes ...string) string {
 		return testauth.Mint(t, h.auth, tenant, scopes...)
 	}
@@ -203,7 +207,7 @@ func wantProblem(t testing.TB, rec *httptest.ResponseRecorder, status int, slug 
 // of them reached Redis.
 func recordSecrets(body []byte) {
 	path := os.Getenv("HASHGATE_SECRETS_FILE")
-	if path == "" || !bytes.Contains(body, []byte(`"token"`)) && !bytes.Contains(body, []byte(`"code"`)) {
+	if path == "" || !bytes.Contains(body, []byte(`"token"`)) && !bytes.Contains(body, []byte(`"code"`)) && !bytes.Contains(body, []byte(`"secret"`)) {
 		return
 	}
 	var m map[string]any
@@ -216,6 +220,9 @@ func recordSecrets(body []byte) {
 	}
 	if v, ok := m["code"].(string); ok && v != "" {
 		lines = append(lines, "code "+v)
+	}
+	if v, ok := m["secret"].(string); ok && v != "" {
+		lines = append(lines, "secret "+v, "secret "+strings.TrimPrefix(v, "whsec_"))
 	}
 	writeSecrets(lines...)
 }

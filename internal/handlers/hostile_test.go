@@ -50,7 +50,7 @@ const (
 )
 
 var hostileAllScopes = []string{"sessions:read", "sessions:write", "tokens:read", "tokens:write",
-	"quotes:read", "quotes:write", "cases:read", "cases:write"}
+	"quotes:read", "quotes:write", "cases:read", "cases:write", "events:read", "webhooks:read", "webhooks:write"}
 
 // hostileNames is the names of cmds, space-separated (their arguments may hold secrets).
 func hostileNames(cmds []testredis.Command) string {
@@ -149,6 +149,7 @@ type hostileEnv struct {
 	quoteETag string
 	caseID    string
 	caseETag  string
+	webhookID string
 }
 
 func newHostileEnv(t *testing.T, b testredis.Backend) *hostileEnv {
@@ -190,6 +191,10 @@ func newHostileEnv(t *testing.T, b testredis.Backend) *hostileEnv {
 	rec = h.do("POST", "/v1/cases", caseBody(time.Now().Add(time.Hour)), auth...)
 	created(rec, "case", &c)
 	env.caseID, env.caseETag = c.CaseId, rec.Header().Get("ETag")
+	// A webhook whose pings fail at once: localhost resolves to loopback, refused at dial.
+	var wh struct{ WebhookId string }
+	created(h.do("POST", "/v1/webhooks", map[string]any{"url": "http://localhost:1/hook", "events": []string{"*"}}, auth...), "webhook", &wh)
+	env.webhookID = wh.WebhookId
 	return env
 }
 
@@ -236,6 +241,8 @@ func (env *hostileEnv) pathValue(name string) string {
 		return "a"
 	case "caseId":
 		return env.caseID
+	case "webhookId":
+		return env.webhookID
 	}
 	panic("hostile: no fixture for path parameter " + name)
 }
@@ -265,6 +272,12 @@ func (env *hostileEnv) twoValid(name string) (string, string) {
 		return "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
 	case "status": // an array: repeating it is no duplicate (the case below leaves it out)
 		return "DRAFT", "SUBMITTED"
+	case "type":
+		return "token.issued", "token.revoked"
+	case "subject":
+		return "a", "b"
+	case "after", "Last-Event-ID":
+		return "1-0", "2-0"
 	}
 	panic("hostile: no valid values for parameter " + name)
 }
@@ -299,6 +312,8 @@ func (env *hostileEnv) baseBody(opID string) jobject {
 		return jobject{{"reason", "r"}}
 	case "assignCase":
 		return jobject{{"assignedTeam", "billing"}, {"reason", "r"}}
+	case "createWebhook":
+		return jobject{{"url", "http://localhost:1/hook"}, {"events", []string{"session.revoked", "token.*"}}}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/hashgate/hashgate/internal/accessrules"
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/events"
 )
 
 // authnMiddleware authenticates operation o with its security requirements from the spec
@@ -38,6 +40,9 @@ func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 				if rule != nil && rule.Policy == accessrules.Allow && r.ContentLength == 0 {
 					return anonymousOK(c)
 				}
+				if pe := (*apperr.Error)(nil); errors.As(err, &pe) && pe.Kind != apperr.Unavailable {
+					s.auditFailure(c, "auth."+pe.Kind.Slug, nil)
+				}
 				return closeUnread(c, err)
 			}
 			if o.hot && r.ContentLength != 0 { // -1: chunked
@@ -60,7 +65,11 @@ func (s *Server) authnMiddleware(o specOp) echo.MiddlewareFunc {
 					return closeUnread(c, err)
 				}
 			}
-			*r = *r.WithContext(auth.WithPrincipal(r.Context(), p))
+			ctx := auth.WithPrincipal(r.Context(), p)
+			if !o.hot { // the hot routes write no event
+				ctx = events.WithOrigin(ctx, events.Origin{Actor: actorOf(p), RequestID: requestID(c)})
+			}
+			*r = *r.WithContext(ctx)
 			return next(c)
 		}
 	}

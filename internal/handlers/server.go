@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/store"
 )
 
@@ -38,6 +40,13 @@ type Deps struct {
 	Sessions SessionService
 	Quotes   QuoteService
 	Cases    CaseService
+	Webhooks WebhookService
+	Events   EventService
+
+	// EventStream bounds the SSE connections of GET /v1/events/stream.
+	EventStream EventStreamOptions
+	// Audit logs refused authentications and rate-limited requests, aggregated (nil: none).
+	Audit *events.Audit
 
 	// RateLimits are the request-rate limits (all off when its Limiter is nil).
 	RateLimits RateLimits
@@ -66,7 +75,16 @@ type Server struct {
 	Deps
 	failures   *authFailures
 	assertions *auth.Asserter // X-Auth-Assertion, signed with Auth's key
+	// closing ends every SSE stream (CloseStreams).
+	closing     chan struct{}
+	closingOnce sync.Once
 }
+
+// CloseStreams ends every open event stream (each sends a last "shutdown" event): called
+// before the HTTP server's graceful shutdown, which would otherwise wait for them.
+func (s *Server) CloseStreams() { s.closingOnce.Do(func() { close(s.closing) }) }
+
+func (s *Server) streamsDone() <-chan struct{} { return s.closing }
 
 var _ StrictServerInterface = (*Server)(nil)
 
@@ -81,7 +99,7 @@ func NewServer(d Deps) (*Server, error) {
 	for name, absent := range map[string]bool{
 		"Store": d.Store == nil, "Auth": d.Auth == nil, "TokenCheck": d.TokenCheck == nil,
 		"SessionAuth": d.SessionAuth == nil, "Tokens": d.Tokens == nil, "Sessions": d.Sessions == nil,
-		"Quotes": d.Quotes == nil, "Cases": d.Cases == nil,
+		"Quotes": d.Quotes == nil, "Cases": d.Cases == nil, "Events": d.Events == nil, "Webhooks": d.Webhooks == nil,
 	} {
 		if absent {
 			missing = append(missing, name)
@@ -104,5 +122,5 @@ func NewServer(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{Deps: d, failures: failures, assertions: auth.NewAsserter(d.Auth, d.AssertionEntries)}, nil
+	return &Server{Deps: d, failures: failures, assertions: auth.NewAsserter(d.Auth, d.AssertionEntries), closing: make(chan struct{})}, nil
 }

@@ -212,6 +212,10 @@ func TestEveryResponseSpeaksOneVocabulary(t *testing.T) {
 	w.call("DELETE", "/v1/tokens/{tokenId}", "/v1/tokens/"+tok.TokenId, nil, auth...)
 	w.call("GET", "/v1/tokens/{tokenId}", "/v1/tokens/"+tok.TokenId, nil, auth...) // with revokedAt
 
+	// Events.
+	w.call("GET", "/v1/events", "/v1/events?type=token.issued", nil, auth...)
+	w.call("GET", "/v1/events/stream", "/v1/events/stream", nil, auth...)
+
 	// Quotes.
 	rec = w.call("POST", "/v1/quotes", "/v1/quotes", quoteBody, auth...)
 	var q quoteJSON
@@ -247,6 +251,16 @@ func TestEveryResponseSpeaksOneVocabulary(t *testing.T) {
 	} else if _, ok := hist.Items[n-1]["fromStatus"]; ok {
 		t.Errorf("the create entry has a fromStatus: %v", hist.Items[n-1])
 	}
+
+	// Webhooks (the ping's receiver is refused at dial: localhost is loopback).
+	var wh struct{ WebhookId string }
+	decode(t, w.call("POST", "/v1/webhooks", "/v1/webhooks", map[string]any{"url": "http://localhost:1/hook", "events": []string{"*"}}, auth...), &wh)
+	wp := "/v1/webhooks/" + wh.WebhookId
+	w.call("GET", "/v1/webhooks", "/v1/webhooks", nil, auth...)
+	w.call("GET", "/v1/webhooks/{webhookId}", wp, nil, auth...)
+	w.call("POST", "/v1/webhooks/{webhookId}/ping", wp+"/ping", nil, auth...)
+	w.call("GET", "/v1/webhooks/{webhookId}/deliveries", wp+"/deliveries", nil, auth...)
+	w.call("DELETE", "/v1/webhooks/{webhookId}", wp, nil, auth...)
 
 	// Every operation of the contract was answered (and walked).
 	var missing []string

@@ -104,7 +104,8 @@ type Secrets struct {
 	Exact      map[string]bool
 }
 
-// ParseSecrets reads `kind value` lines: kind "token" (substring check) or "code" (exact).
+// ParseSecrets reads `kind value` lines: kind "code" (exact), any other ("token", "secret": a
+// webhook signing secret) a substring check.
 func ParseSecrets(r io.Reader) (Secrets, error) {
 	s := Secrets{Exact: map[string]bool{}}
 	sc := bufio.NewScanner(r)
@@ -130,6 +131,7 @@ func ParseSecrets(r io.Reader) (Secrets, error) {
 var secretShapes = []*regexp.Regexp{
 	regexp.MustCompile(`hgs_[A-Za-z0-9_-]{12}_[A-Za-z0-9_-]{43}`),                        // session token
 	regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{20,}`), // JWT
+	regexp.MustCompile(`whsec_[A-Za-z0-9+/]{43}=`),                                       // webhook signing secret
 }
 
 // Auditor scans one Redis deployment.

@@ -156,6 +156,13 @@ func dump(ctx context.Context, t *testing.T, n rueidis.Client, k string) []strin
 	case "string":
 		v, _ := n.Do(ctx, n.B().Get().Key(k).Build()).ToString()
 		out = append(out, v)
+	case "stream": // the user's event outbox
+		entries, _ := n.Do(ctx, n.B().Xrange().Key(k).Start("-").End("+").Build()).AsXRange()
+		for _, e := range entries {
+			for f, v := range e.FieldValues {
+				out = append(out, f, v)
+			}
+		}
 	case "none":
 	default:
 		t.Errorf("unexpected type %s for %s", typ, k)

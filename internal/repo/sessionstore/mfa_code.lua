@@ -42,3 +42,12 @@ local function mfa_same(a, b)
   end
   return diff == 0
 end
+-- mfa_failed_events(emit, failed, count, limit, reset) appends session.mfa_failed for a wrong
+-- code and, when it used the window's last attempt, session.mfa_locked (once per window:
+-- refused attempts write nothing). emit is session_event.
+local function mfa_failed_events(emit, failed, count, limit, reset)
+  emit('session.mfa_failed', nil, {failedAttempts = failed})
+  if tonumber(count) >= tonumber(limit) then
+    emit('session.mfa_locked', nil, {retryAfterMs = reset})
+  end
+end

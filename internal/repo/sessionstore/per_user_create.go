@@ -25,11 +25,12 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
 	}
-	keys := []string{r.userKey(n.Ref.Tag)}
+	outbox, env := r.outbox(ctx, n.TenantID, n.Ref)
+	keys := []string{r.userKey(n.Ref.Tag), outbox}
 	args := func(mayEvict string) []string {
-		return append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
+		return append(append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
-			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs, n.VerifierMAC}, own...)
+			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs, n.VerifierMAC}, own...), env)
 	}
 	rep, err := r.run(ctx, "session_u_create", scriptPerUserCreate, keys, args("0"))
 	if err == nil && rep.Code() == repo.CodeRetry { // at the cap: evict, confirmed as a durable write

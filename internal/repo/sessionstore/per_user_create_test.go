@@ -34,7 +34,7 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 			!strings.HasSuffix(got[partField(a.Part, fieldLive)], liveSep+testMAC) {
 			t.Fatalf("user's hash after one plain create: %v", got)
 		}
-		if keys := e.keys(); len(keys) != 1 {
+		if keys := e.sessionKeys(); len(keys) != 1 {
 			t.Fatalf("keys %v, want the user's hash alone", keys)
 		}
 		if p := e.sessPTTL(a); p <= 29*60*1000 || p > 30*60*1000 {

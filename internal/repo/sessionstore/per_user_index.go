@@ -100,10 +100,11 @@ func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.
 // revokeAll is RevokeAll in the per-user layout: one atomic script
 // (session_u_revoke_all.lua) on the user's hash, confirmed as a durable write.
 func (r perUserLayout) revokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
-	keys := []string{r.userKey(tag)}
+	outbox, env := r.outbox(ctx, "", session.Ref{Tag: tag})
+	keys := []string{r.userKey(tag), outbox}
 	revoked := 0
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
-		rep, err := r.runOn(ctx, c, "session_u_revoke_all", scriptPerUserRevokeAll, keys, []string{exceptPart})
+		rep, err := r.runOn(ctx, c, "session_u_revoke_all", scriptPerUserRevokeAll, keys, []string{exceptPart, env})
 		if err != nil {
 			return false, err
 		}

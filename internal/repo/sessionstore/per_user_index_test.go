@@ -52,7 +52,7 @@ func (v sessMigrationVariant) env(t *testing.T, tweak func(*SessionOptions)) (*t
 // tagKeys lists the keys of the user with tag.
 func (e *sessEnv) tagKeys(tag string) []string {
 	e.t.Helper()
-	return slices.DeleteFunc(e.keys(), func(k string) bool { return !strings.Contains(k, "{"+tag+"}") })
+	return slices.DeleteFunc(e.sessionKeys(), func(k string) bool { return !strings.Contains(k, "{"+tag+"}") })
 }
 
 // List answers the user's live sessions of the caller's tenant, soonest absolute deadline

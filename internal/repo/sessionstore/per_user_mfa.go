@@ -24,20 +24,23 @@ var (
 // challenge stores c's challenge in the user's hash: its fields' TTL is secs, never past the
 // session's idle window.
 func (r perUserLayout) challenge(ctx context.Context, c session.MFAChallenge, secs int64) (repo.Reply, error) {
-	return r.run(ctx, "session_u_challenge", scriptPerUserChallenge, []string{r.userKey(c.Ref.Tag)},
-		[]string{c.Tenant, c.Ref.Part, c.ID, c.CodeMAC, strconv.FormatInt(secs*1000, 10)})
+	outbox, env := r.outbox(ctx, c.Tenant, c.Ref)
+	return r.run(ctx, "session_u_challenge", scriptPerUserChallenge, []string{r.userKey(c.Ref.Tag), outbox},
+		[]string{c.Tenant, c.Ref.Part, c.ID, c.CodeMAC, strconv.FormatInt(secs*1000, 10), env})
 }
 
 // verify runs one verify attempt on c (the pinned connection of the durable write).
 func (r perUserLayout) verify(ctx context.Context, c rueidis.Client, v session.MFAVerification) (repo.Reply, error) {
 	p := r.o.MFA
-	return r.runOn(ctx, c, "session_u_verify", scriptPerUserVerify, []string{r.userKey(v.Ref.Tag), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name)},
+	outbox, env := r.outbox(ctx, v.Tenant, v.Ref)
+	return r.runOn(ctx, c, "session_u_verify", scriptPerUserVerify, []string{r.userKey(v.Ref.Tag), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), outbox},
 		[]string{v.Tenant, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit), strconv.FormatInt(p.Window.Milliseconds(), 10),
-			strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.Ref.Part, v.VerifierMAC})
+			strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.Ref.Part, v.VerifierMAC, env})
 }
 
 // rotate replaces the session's verifier MAC within the user's hash, on c.
 func (r perUserLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, mac string) (repo.Reply, error) {
-	return r.runOn(ctx, c, "session_u_rotate", scriptPerUserRotate, []string{r.userKey(ref.Tag)},
-		[]string{tenant, ref.Part, mac})
+	outbox, env := r.outbox(ctx, tenant, ref)
+	return r.runOn(ctx, c, "session_u_rotate", scriptPerUserRotate, []string{r.userKey(ref.Tag), outbox},
+		[]string{tenant, ref.Part, mac, env})
 }

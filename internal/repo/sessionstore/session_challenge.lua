@@ -9,9 +9,12 @@
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the code (base64url)
 -- ARGV[5]: challenge TTL in seconds
 -- ARGV[6]: schema version (for the fallback key's hash)
+-- ARGV[7]: the event envelope (session_event)
+-- KEYS[3]: the user's event outbox (session_event): session.mfa_challenged
 -- Reply: {'NOT_FOUND'} | {'OK', nowMs, expiresAtMs}
 
 --#include session_clock
+--#include session_event
 
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if not tenant or tenant ~= ARGV[1] then
@@ -34,4 +37,5 @@ else
   return redis.error_reply('ERR session_challenge: unknown mode')
 end
 redis.call('HSET', KEYS[1], 'status', 'MFA_REQUIRED', 'mfaChallengeCreatedAtMs', nowS, 'updatedAtMs', nowS)
+session_event('session.mfa_challenged', nil, {expiresAtMs = now + ttl * 1000})
 return {'OK', now, now + ttl * 1000}

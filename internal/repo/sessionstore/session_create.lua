@@ -28,6 +28,7 @@
 -- KEYS[3..n+2]: the candidates' session hashes <prefix>:v1:sess:{<userTag>}:<idPart> (n = ARGV[6])
 -- KEYS[n+3..2n+2]: their challenge keys <prefix>:v1:mfa:{<userTag>}:<idPart>, only when ARGV[7]
 --          is '1' (fallback mode)
+-- KEYS[last]: the user's event outbox (session_event): session.created, session.evicted
 -- ARGV[1]: maximum index members (sessions) per user
 -- ARGV[2]: idle timeout in milliseconds
 -- ARGV[3]: absolute timeout in milliseconds
@@ -45,12 +46,14 @@
 --          server's clock. failedMfaAttempts, lastSeenAtMs and lastRotatedAtMs are written only
 --          once they differ from their defaults (0, createdAtMs, createdAtMs: by a wrong MFA code,
 --          an idle refresh, a rotation).
+-- ARGV[last]: the event envelope (session_event)
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', members, <idPart>...} (at the cap: call again with these candidates) |
 --        {'BOUND', live members} (policy refuse) | {'EXISTS'}
 
 --#include create_window
 --#include session_keys_check
+--#include session_event
 
 -- retry answers 'RETRY' with the index's members (the caller names them as candidates).
 local function retry(members)
@@ -127,13 +130,16 @@ if members >= max then
       end
       redis.call('ZREM', KEYS[2], ARGV[7 + i])
       evicted[#evicted + 1] = ARGV[7 + i]
+      session_event('session.evicted', ARGV[7 + i], {evictedBy = session_id(ARGV[4])})
     end
   end
 end
 
-local fields = {}
-for i = 8 + n, #ARGV do
+local fields, f = {}, {}
+for i = 8 + n, #ARGV - 1, 2 do
   fields[#fields + 1] = ARGV[i]
+  fields[#fields + 1] = ARGV[i + 1]
+  f[ARGV[i]] = ARGV[i + 1]
 end
 for _, kv in ipairs({
   {'createdAtMs', nowS}, {'updatedAtMs', nowS}, {'absoluteExpiresAtMs', string.format('%d', abs)},
@@ -145,4 +151,5 @@ redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PEXPIRE', KEYS[1], string.format('%d', ttl))
 
 redis.call('ZADD', KEYS[2], string.format('%d', abs), ARGV[4])
+session_event('session.created', ARGV[4], {authLevel = f.authLevel or 'BASIC', mfaRequired = f.loginPending == '1'})
 return create_done(KEYS[2], now, ttl, abs, evicted)

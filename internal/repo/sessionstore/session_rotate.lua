@@ -5,6 +5,8 @@
 -- KEYS[1]: session hash <prefix>:v1:sess:{<userTag>}:<idPart>
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: the new token's verifier MAC
+-- ARGV[3]: the event envelope (session_event)
+-- KEYS[2]: the user's event outbox (session_event): session.rotated
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs, groups}
 --        (status and authLevel nil when the hash does not hold them: ACTIVE and BASIC, the
@@ -12,6 +14,7 @@
 --        session has none)
 
 --#include session_clock
+--#include session_event
 
 local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs', 'groups')
 if not v[1] or v[1] ~= ARGV[1] then
@@ -19,4 +22,5 @@ if not v[1] or v[1] ~= ARGV[1] then
 end
 local now, nowS = session_now()
 redis.call('HSET', KEYS[1], 'verifierMac', ARGV[2], 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
+session_event('session.rotated', nil, {})
 return {'OK', now, redis.call('PTTL', KEYS[1]), v[2], v[3], v[4], v[5], v[6]}

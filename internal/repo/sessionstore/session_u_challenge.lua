@@ -6,15 +6,17 @@
 -- are written with the session's field TTL (that of its live marker); the hash's
 -- updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates)
+-- KEYS[2]: the user's event outbox (session_event): session.mfa_challenged
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: idPart
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the code (base64url)
 -- ARGV[5]: challenge TTL in milliseconds
+-- ARGV[6]: the event envelope (session_event)
 -- Reply: {'NOT_FOUND'} | {'OK', nowMs, expiresAtMs}
 
 --#include session_part
 --#include session_clock
+--#include session_event
 
 local p = ARGV[2] .. ':' -- field name prefix
 if not part_load(ARGV[1], p) then
@@ -28,4 +30,5 @@ if idle > 0 and idle < ttl then
 end
 part_write(ttl, p, nowS, 'mfaChallengeId', ARGV[3], 'mfaCodeMac', ARGV[4])
 part_write(idle, p, nowS, 'status', 'MFA_REQUIRED', 'mfaChallengeCreatedAtMs', nowS, 'updatedAtMs', nowS)
+session_event('session.mfa_challenged', nil, {expiresAtMs = now + ttl})
 return {'OK', now, now + ttl}

@@ -12,7 +12,7 @@
 -- (rotation, MFA verify) and the session's createdAtMs, in ms; ties go to the soonest absolute
 -- deadline, then the smaller idPart. A session whose values do not parse counts as never used.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates)
+-- KEYS[2]: the user's event outbox (session_event): session.created, session.evicted
 -- ARGV[1]: maximum sessions per user
 -- ARGV[2]: idle timeout in milliseconds
 -- ARGV[3]: absolute timeout in milliseconds
@@ -29,6 +29,7 @@
 --          when it is not ACTIVE, authLevel when it is not BASIC, loginPending '1', idleTimeoutMs
 --          when it is not the implicit one); the live marker (and createdAtMs when the hash's is
 --          another instant) are added from the server's clock.
+-- ARGV[last]: the event envelope (session_event)
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', live sessions} (at the cap, evict policy, ARGV[6] '0') |
 --        {'BOUND', live sessions} (policy refuse) | {'EXISTS'} |
@@ -37,6 +38,7 @@
 --#include session_fields
 --#include session_live
 --#include create_window
+--#include session_event
 
 local MARK = ':' .. LIVE
 local part = ARGV[4]
@@ -109,6 +111,7 @@ if #parts >= max then
     end
     redis.call('HDEL', KEYS[1], unpack(names))
     evicted[#evicted + 1] = p
+    session_event('session.evicted', p, {evictedBy = session_id(part)})
   end
 end
 
@@ -122,9 +125,11 @@ if user[3] ~= nowS then
   fields[#fields + 1] = part .. ':createdAtMs'
   fields[#fields + 1] = nowS
 end
-for i = 12, #ARGV, 2 do
+local own = {}
+for i = 12, #ARGV - 1, 2 do
   fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name
   fields[#fields + 1] = ARGV[i + 1]
+  own[ARGV[i]] = ARGV[i + 1]
 end
 redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, unpack(fields))
 local names = {}
@@ -132,4 +137,5 @@ for i = 1, #fields, 2 do
   names[#names + 1] = fields[i]
 end
 redis.call('HPEXPIRE', KEYS[1], string.format('%d', ttl), 'FIELDS', #names, unpack(names))
+session_event('session.created', part, {authLevel = own.authLevel or 'BASIC', mfaRequired = own.loginPending == '1'})
 return create_done(KEYS[1], now, ttl, abs, evicted)

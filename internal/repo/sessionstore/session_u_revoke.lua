@@ -3,13 +3,16 @@
 -- challenge's included. Idempotent: a session already gone answers {'OK', 0}. When no live
 -- session of the user is left, the hash itself (the user's fields) goes too.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates)
+-- KEYS[2]: the user's event outbox (session_event): session.revoked, or session.logged_out
+--          when the caller is the session itself
 -- ARGV[1]: tenant of the caller; another tenant's session is left untouched
 -- ARGV[2]: idPart
+-- ARGV[3]: the event envelope (session_event)
 -- Reply: {'OK', 1} revoked | {'OK', 0} already gone | {'NOT_FOUND'} another tenant's session
 --        (untouched)
 
 --#include session_fields
+--#include session_event
 
 local MARK = ':' .. LIVE
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
@@ -24,6 +27,13 @@ for i, name in ipairs(SESSION_FIELDS) do
 end
 if redis.call('HDEL', KEYS[1], unpack(names)) == 0 then
   return {'OK', 0}
+end
+if live == 1 then
+  if session_actor_self() then
+    session_event('session.logged_out', nil, {})
+  else
+    session_event('session.revoked', nil, {reason = 'revoke'})
+  end
 end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if #f > #MARK and string.sub(f, -#MARK) == MARK then

@@ -5,24 +5,40 @@
 -- wholly after it. Without a session to keep (none asked, or the one asked is not live) the
 -- hash is deleted; otherwise every field that is not the user's or the kept session's goes.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates)
+-- KEYS[2]: the user's event outbox (session_event): session.revoked per live session deleted,
+--          reason revoke_all (a service) or sign_out_elsewhere (the kept session)
 -- ARGV[1]: idPart to keep, or '' for none
+-- ARGV[2]: the event envelope (session_event; its tenant is read from the hash)
 -- Reply: {'OK', live sessions deleted}
+--#include session_event
 
 --#include session_fields
 local MARK = ':' .. LIVE
 local keep = ARGV[1]
+-- session_u_revoked(parts) appends session.revoked for each live session part deleted.
+local function session_u_revoked(parts)
+  local reason = 'revoke_all'
+  if session_actor_self(keep) then
+    reason = 'sign_out_elsewhere'
+  end
+  SESSION_ENV.tenant = redis.call('HGET', KEYS[1], 'tenantId') or SESSION_ENV.tenant
+  for _, p in ipairs(parts) do
+    session_event('session.revoked', p, {reason = reason})
+  end
+end
 local names = redis.call('HKEYS', KEYS[1])
-local live, kept = 0, false
+local live, kept, parts = 0, false, {}
 for _, f in ipairs(names) do
   if #f > #MARK and string.sub(f, -#MARK) == MARK then
     if string.sub(f, 1, #f - #MARK) == keep then
       kept = true
     else
       live = live + 1
+      parts[#parts + 1] = string.sub(f, 1, #f - #MARK)
     end
   end
 end
+session_u_revoked(parts)
 if not kept then
   redis.call('DEL', KEYS[1])
   return {'OK', live}

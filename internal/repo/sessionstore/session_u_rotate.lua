@@ -4,9 +4,9 @@
 -- (what is left of its idle window), in one atomic step: the old token stops working at once,
 -- the idle window and the absolute deadline are kept. The hash's updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
---          (the only key: a single-key script is served while the user's slot migrates)
+-- KEYS[2]: the user's event outbox (session_event): session.rotated
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
--- ARGV[2]: idPart, ARGV[3]: the new token's verifier MAC
+-- ARGV[2]: idPart, ARGV[3]: the new token's verifier MAC, ARGV[4]: the event envelope
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, status, authLevel, createdAtMs, absoluteExpiresAtMs, groups}
 --        (status and authLevel nil when the session does not hold them: ACTIVE and BASIC, the
@@ -15,6 +15,7 @@
 
 --#include session_part
 --#include session_clock
+--#include session_event
 
 local p = ARGV[2] .. ':' -- field name prefix
 local v, abs = part_load(ARGV[1], p, p .. 'status', p .. 'authLevel', p .. 'createdAtMs', 'createdAtMs', p .. 'groups')
@@ -24,4 +25,5 @@ end
 local now, nowS = session_now()
 local pttl = part_idle(p)
 part_write(pttl, p, nowS, LIVE, live_value(abs, ARGV[3]), 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
+session_event('session.rotated', nil, {})
 return {'OK', now, pttl, v[3], v[4], v[5] or v[6], string.format('%d', abs), v[7]}

@@ -20,6 +20,9 @@
 -- ARGV[2]: challenge id, ARGV[3]: HMAC of the candidate code (base64url)
 -- ARGV[4]: attempt limit, ARGV[5]: window ms, ARGV[6]: counter buffer ms
 -- ARGV[7]: idPart, ARGV[8]: the new token's verifier MAC
+-- ARGV[9]: the event envelope (session_event)
+-- KEYS[3]: the user's event outbox (session_event): session.mfa_verified, session.mfa_failed, and
+--          session.mfa_locked when that failure used the window's last attempt
 -- Reply: {'NOT_FOUND'} |
 --        {'LIMITED', count, resetMs} |
 --        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
@@ -29,6 +32,7 @@
 --#include mfa_code
 --#include session_part
 --#include key_ttl
+--#include session_event
 
 local old = ARGV[7] .. ':' -- field name prefix
 local s, abs = part_load(ARGV[1], old, old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs',
@@ -44,6 +48,7 @@ if not mfa_same(s[4], ARGV[3]) then
   local failed = redis.call('HINCRBY', KEYS[1], old .. 'failedMfaAttempts', 1)
   part_write(pttl, old, nowS, 'updatedAtMs', nowS)
   part_expire(pttl, old, 'failedMfaAttempts')
+  mfa_failed_events(session_event, failed, count, ARGV[4], reset)
   return {'WRONG_CODE', count, reset, failed}
 end
 
@@ -52,4 +57,5 @@ redis.call('HDEL', KEYS[1], old .. 'mfaChallengeId', old .. 'mfaCodeMac', old ..
 part_write(pttl, old, nowS, 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
   'lastRotatedAtMs', nowS, LIVE, live_value(abs, ARGV[8]))
 key_ttl_at_least(KEYS[1], abs - now)
+session_event('session.mfa_verified', nil, {})
 return {'OK', count, reset, now, pttl, abs, s[6]}

@@ -17,6 +17,9 @@
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the candidate code (base64url)
 -- ARGV[5]: attempt limit, ARGV[6]: window ms, ARGV[7]: counter buffer ms
 -- ARGV[8]: the new token's verifier MAC
+-- ARGV[9]: the event envelope (session_event)
+-- KEYS[4]: the user's event outbox (session_event): session.mfa_verified, session.mfa_failed, and
+--          session.mfa_locked when that failure used the window's last attempt
 -- failedMfaAttempts is created by the first
 -- wrong code (HINCRBY), never written as 0.
 -- Reply: {'NOT_FOUND'} |
@@ -26,6 +29,7 @@
 --        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
 
 --#include mfa_code
+--#include session_event
 
 local s = redis.call('HMGET', KEYS[1], 'tenantId', 'absoluteExpiresAtMs', 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'groups')
 local cid, mac = s[3], s[4]
@@ -41,6 +45,7 @@ local now, nowS, count, reset = a.now, a.nowS, a.count, a.reset
 if not mfa_same(mac, ARGV[4]) then
   local failed = redis.call('HINCRBY', KEYS[1], 'failedMfaAttempts', 1)
   redis.call('HSET', KEYS[1], 'updatedAtMs', nowS)
+  mfa_failed_events(session_event, failed, count, ARGV[5], reset)
   return {'WRONG_CODE', count, reset, failed}
 end
 
@@ -48,6 +53,7 @@ redis.call('HSET', KEYS[1], 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVe
   'updatedAtMs', nowS, 'lastRotatedAtMs', nowS, 'verifierMac', ARGV[8])
 redis.call('HDEL', KEYS[1], 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'loginPending')
 redis.call('DEL', KEYS[3])
+session_event('session.mfa_verified', nil, {})
 local pttl = redis.call('PTTL', KEYS[1])
 local abs = tonumber(s[2]) or (now + math.max(pttl, 0))
 return {'OK', count, reset, now, pttl, abs, s[6]}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
@@ -92,8 +93,13 @@ type SessionOptions struct {
 	// hot session is not hashed again on every request. nil: AuthContext.Owner is
 	// OwnerUnchecked and the caller checks.
 	OwnerCheck func(tag, tenantID, userID string) bool
-	Metrics    *repo.Metrics
-	Logger     *slog.Logger
+	// Events bounds the users' event outboxes (default events.DefaultMaxAge, DefaultMaxLen).
+	Events events.Retention
+	// Relay, when set, is told the user's tag after each write that appended events to the
+	// user's outbox (eventstore.Relay.Notify: it copies them into the tenant's stream).
+	Relay   func(userTag string)
+	Metrics *repo.Metrics
+	Logger  *slog.Logger
 }
 
 // SessionLimitPolicy is what a create does when the user already holds MaxPerUser sessions
@@ -167,6 +173,8 @@ type Sessions struct {
 	broadcast bool
 	// layout is where sessions live (perSessionLayout or perUserLayout).
 	layout layout
+	// outboxPrefix is the users' outbox keys up to the tag, "<prefix>:v1:evoutbox:{".
+	outboxPrefix string
 }
 
 // ErrLayoutUnsupported reports a layout the server cannot host (Hosts).
@@ -211,6 +219,7 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Events = o.Events.OrDefault()
 	if err := Hosts(s.Caps, o.Layout); err != nil {
 		return nil, err
 	}
@@ -224,7 +233,7 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 		expiry:     session.Expiry{RefreshFraction: o.RefreshFraction},
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
-		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
+		refreshing: make(chan struct{}, maxBackgroundRefreshes), outboxPrefix: k.EventOutbox("")[:len(k.EventOutbox(""))-1]}
 	if o.Layout == LayoutPerSession {
 		r.layout = perSessionLayout{Sessions: r, challengeKeys: mode == store.FieldExpiryFallback}
 	} else {

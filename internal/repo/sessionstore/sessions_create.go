@@ -55,9 +55,10 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 	}
 	head := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy}
+	outbox, env := r.outbox(ctx, n.TenantID, n.Ref)
 	var candidates []string // the index's members, once the create found the cap reached
 	for range sessCreateAttempts {
-		keys := make([]string, 0, 2+2*len(candidates))
+		keys := make([]string, 0, 3+2*len(candidates))
 		keys = append(keys, r.sessionKey(n.Ref), r.devicesKey(n.Ref.Tag))
 		for _, p := range candidates {
 			keys = append(keys, r.sessionKey(session.Ref{Tag: n.Ref.Tag, Part: p}))
@@ -67,8 +68,10 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 				keys = append(keys, r.challengeKey(session.Ref{Tag: n.Ref.Tag, Part: p}))
 			}
 		}
-		args := make([]string, 0, len(head)+2+len(candidates)+len(fields))
+		keys = append(keys, outbox)
+		args := make([]string, 0, len(head)+3+len(candidates)+len(fields))
 		args = append(append(append(append(args, head...), strconv.Itoa(len(candidates)), withChallenges), candidates...), fields...)
+		args = append(args, env)
 		rep, err := r.createRound(ctx, keys, args, len(candidates) > 0)
 		if err != nil {
 			return nil, err

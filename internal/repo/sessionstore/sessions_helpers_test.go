@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,6 +172,13 @@ func (e *sessEnv) keys() []string {
 		}
 	}
 	return out
+}
+
+// sessionKeys is keys without the users' event outboxes (the relay's to empty, tested in
+// internal/repo/eventstore): the keys of the sessions themselves.
+func (e *sessEnv) sessionKeys() []string {
+	e.t.Helper()
+	return slices.DeleteFunc(e.keys(), func(k string) bool { return strings.HasPrefix(k, e.r.outboxPrefix) })
 }
 
 // everyKeyHasTTL fails when a key under the prefix has no TTL.

@@ -160,7 +160,7 @@ func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag
 			revoke = append(revoke, p)
 		}
 	}
-	keys := make([]string, 0, 1+2*len(revoke))
+	keys := make([]string, 0, 2+2*len(revoke))
 	keys = append(keys, r.devicesKey(tag))
 	for _, p := range revoke {
 		keys = append(keys, r.sessionKey(session.Ref{Tag: tag, Part: p}))
@@ -170,7 +170,9 @@ func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag
 			keys = append(keys, r.challengeKey(session.Ref{Tag: tag, Part: p}))
 		}
 	}
-	rep, err := r.runOn(ctx, c, "session_revoke_all", scriptSessionRevokeAll, keys, append([]string{exceptPart, flag}, revoke...))
+	outbox, env := r.outbox(ctx, "", session.Ref{Tag: tag})
+	keys = append(keys, outbox)
+	rep, err := r.runOn(ctx, c, "session_revoke_all", scriptSessionRevokeAll, keys, append(append([]string{exceptPart, flag}, revoke...), env))
 	if err != nil {
 		return 0, err
 	}

@@ -121,8 +121,9 @@ func (r *Sessions) MFAPolicy() ratelimit.Policy { return r.o.MFA }
 // challenge stores c in the per-session layout (session_challenge.lua): in fields with their
 // own TTL, or in a key of its own (challengeKeys).
 func (r perSessionLayout) challenge(ctx context.Context, c session.MFAChallenge, secs int64) (repo.Reply, error) {
-	return r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
-		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(repo.SchemaVersion)})
+	outbox, env := r.outbox(ctx, c.Tenant, c.Ref)
+	return r.run(ctx, "session_challenge", scriptSessionChallenge, []string{r.sessionKey(c.Ref), r.challengeKey(c.Ref), outbox},
+		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(repo.SchemaVersion), env})
 }
 
 // verify runs one attempt in the per-session layout (session_verify.lua) on c.
@@ -132,8 +133,9 @@ func (r perSessionLayout) verify(ctx context.Context, c rueidis.Client, v sessio
 		where = "key"
 	}
 	p := r.o.MFA
-	keys := []string{r.sessionKey(v.Ref), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
+	outbox, env := r.outbox(ctx, v.Tenant, v.Ref)
+	keys := []string{r.sessionKey(v.Ref), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref), outbox}
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
-		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.VerifierMAC}
+		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.VerifierMAC, env}
 	return r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
 }

@@ -297,7 +297,7 @@ func TestSessionRevokeAll(t *testing.T) {
 			t.Fatalf("revoke all again: %d %v", n, err)
 		}
 		// Nothing usable is left under the user's tag: no session, no index, no challenge.
-		for _, k := range e.keys() {
+		for _, k := range e.sessionKeys() {
 			if strings.Contains(k, "{"+tag+"}") {
 				t.Fatalf("left behind: %s", k)
 			}

@@ -119,18 +119,21 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 
 // rotate replaces the session's verifier MAC in its hash (session_rotate.lua).
 func (r perSessionLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, mac string) (repo.Reply, error) {
-	return r.runOn(ctx, c, "session_rotate", scriptSessionRotate, []string{r.sessionKey(ref)}, []string{tenant, mac})
+	outbox, env := r.outbox(ctx, tenant, ref)
+	return r.runOn(ctx, c, "session_rotate", scriptSessionRotate, []string{r.sessionKey(ref), outbox}, []string{tenant, mac, env})
 }
 
 // revoke deletes the hash, its challenge key and its index member (session_revoke.lua).
 func (r perSessionLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
+	outbox, env := r.outbox(ctx, tenant, ref)
 	rep, err := r.runOn(ctx, c, "session_revoke", scriptSessionRevoke,
-		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
+		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref), outbox}, []string{tenant, ref.Part, env})
 	return rep, "session_revoke", err
 }
 
 // revoke takes the session's fields out of the user's hash (session_u_revoke.lua).
 func (r perUserLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
-	rep, err := r.runOn(ctx, c, "session_u_revoke", scriptPerUserRevoke, []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
+	outbox, env := r.outbox(ctx, tenant, ref)
+	rep, err := r.runOn(ctx, c, "session_u_revoke", scriptPerUserRevoke, []string{r.userKey(ref.Tag), outbox}, []string{tenant, ref.Part, env})
 	return rep, "session_u_revoke", err
 }

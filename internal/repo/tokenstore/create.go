@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
@@ -50,8 +51,9 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 	}
 	tag := r.tag(t.Tenant)
 	expMs := t.ExpiresAt.UnixMilli()
-	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID))
-	args := []string{t.ID, repo.FormatMs(expMs), repo.FormatMs(r.safetyWindow.Milliseconds()), strconv.Itoa(r.maxPerTenant), strconv.Itoa(pruneMax), t.Tenant, "", ""}
+	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID), r.keys.EventStream(tag))
+	args := []string{t.ID, repo.FormatMs(expMs), repo.FormatMs(r.safetyWindow.Milliseconds()), strconv.Itoa(r.maxPerTenant), strconv.Itoa(pruneMax), t.Tenant, "", "",
+		events.Envelope(ctx, t.Tenant, r.retention)}
 	fields := []string{"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
 		"scopes", strings.Join(t.Scopes, " "), "description", t.Description,
 		"issuedAtMs", repo.FormatMs(t.IssuedAt.UnixMilli()), "expiresAtMs", repo.FormatMs(expMs),
@@ -87,6 +89,7 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
 		}
 		r.metrics.Transition(ctx, tokenObj, "create", "ok")
+		r.auditEvent(ctx, events.TokenIssued, t.Tenant, t.ID)
 		return nil
 	case repo.CodeQuota: // {'QUOTA', ms until the earliest live token expires}
 		ms, err := rep.Int(0)

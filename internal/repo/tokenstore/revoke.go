@@ -8,6 +8,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/hashgate/hashgate/internal/tokens"
@@ -50,6 +51,11 @@ func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (tokens.R
 		return tokens.RevokeUnknown, nil, err
 	}
 	r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
+	if res == tokens.Revoked {
+		for _, x := range append([]string{id}, revoked...) {
+			r.auditEvent(ctx, events.TokenRevoked, tenant, x)
+		}
+	}
 	return res, revoked, nil
 }
 
@@ -60,7 +66,7 @@ func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, r
 		if err != nil {
 			return tokens.RevokeUnknown, nil, err
 		}
-		keys := make([]string, 0, 2*len(desc)+2)
+		keys := make([]string, 0, 2*len(desc)+3)
 		keys = append(keys, r.hashKey(tag, id))
 		for _, d := range desc {
 			keys = append(keys, r.hashKey(tag, d))
@@ -69,7 +75,9 @@ func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, r
 		for _, d := range desc {
 			keys = append(keys, r.kidsKey(tag, d))
 		}
-		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked"}, desc...)
+		keys = append(keys, r.keys.EventStream(tag))
+		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked",
+			events.Envelope(ctx, tenant, r.retention), id}, desc...)
 		rep, err := repo.RunScript(ctx, c, r.metrics, "token_revoke", "token revoke", scriptRevoke, keys, args)
 		if err != nil {
 			return tokens.RevokeUnknown, nil, err

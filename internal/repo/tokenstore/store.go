@@ -1,7 +1,8 @@
 // Package tokenstore keeps API-token metadata in Redis for the token service
 // (internal/tokens), implementing its Store. One hash per token; every key of a tenant's
 // tokens shares the tenant's tag (a keyed hash of the tenant id), so a create and a cascading
-// revocation are each one script, unchanged on Redis Cluster:
+// revocation are each one script, unchanged on Redis Cluster, which also appends the change's
+// events to the tenant's event stream (token.issued, token.revoked; docs/EVENTS.md):
 //
 //	<prefix>:v1:token:{<tenantTag>}:<tokenId>        HASH  the metadata below
 //	<prefix>:v1:tokens:{<tenantTag>}:byexp           ZSET  tokenId scored by expiresAtMs (pruning)
@@ -24,6 +25,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
@@ -65,8 +67,13 @@ type Options struct {
 	MaxPerTenant int
 	// MaxLineage bounds the tokens minted under one root (default and at most tokens.MaxLineage).
 	MaxLineage int
-	Metrics    *repo.Metrics
-	Logger     *slog.Logger
+	// Retention bounds the tenant's event stream the scripts append to (default
+	// events.DefaultMaxAge and DefaultMaxLen).
+	Retention events.Retention
+	// Audit logs each token event (nil: none).
+	Audit   *events.Audit
+	Metrics *repo.Metrics
+	Logger  *slog.Logger
 }
 
 // Store is the token metadata store.
@@ -79,6 +86,8 @@ type Store struct {
 	safetyWindow time.Duration
 	maxPerTenant int
 	maxLineage   int
+	retention    events.Retention
+	audit        *events.Audit
 	metrics      *repo.Metrics
 	log          *slog.Logger
 }
@@ -114,8 +123,9 @@ func New(s *store.Store, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Retention = o.Retention.OrDefault()
 	return &Store{client: s.Client, durable: s.Durable, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher,
-		safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant, maxLineage: o.MaxLineage,
+		safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant, maxLineage: o.MaxLineage, retention: o.Retention, audit: o.Audit,
 		metrics: o.Metrics, log: o.Logger}, nil
 }
 
@@ -140,4 +150,13 @@ func (r *Store) corrupt(ctx context.Context, id string, f *repo.Fields) error {
 	r.metrics.Read(ctx, tokenObj, repo.Corrupt)
 	r.log.WarnContext(ctx, "corrupt object", "object", tokenObj, "key_pattern", r.keys.Prefix+":v1:token:{<tenantTag>}:<tokenId>", "fields", f.BadNames())
 	return fmt.Errorf("token %s: %w", id, f.Err(tokenObj))
+}
+
+// auditEvent writes the audit line of a token event the script wrote (events.Audit).
+func (r *Store) auditEvent(ctx context.Context, typ events.Type, tenant, id string) {
+	if r.audit == nil {
+		return
+	}
+	o, trace := events.OriginFrom(ctx)
+	r.audit.Event(ctx, events.Event{Type: typ, Tenant: tenant, Subject: id, Actor: o.Actor, RequestID: o.RequestID, TraceID: trace})
 }

@@ -1,13 +1,14 @@
 -- token_create.lua: create a token in one atomic step: list it in its tenant's index, write
 -- its metadata hash and, for a token minted by another token (its issuer), link it to the
--- issuer. Every key carries the tenant's hash tag. Nothing is written unless every check
--- passes.
+-- issuer, and append token.issued to the tenant's event stream. Every key carries the tenant's
+-- hash tag. Nothing is written, the event included, unless every check passes.
 -- KEYS[1]: tenant index by expiry (ZSET, score expiresAtMs, member tokenId)
 -- KEYS[2]: tenant index by id (ZSET, score 0, member tokenId; lexical order = issue order)
 -- KEYS[3]: the new token's metadata hash
--- KEYS[4]: (minted by a token only) the issuer's metadata hash
--- KEYS[5]: (minted by a token only) the issuer's children set
--- KEYS[6]: (minted by a token only) the lineage root's metadata hash (may equal KEYS[4])
+-- KEYS[4]: the tenant's event stream
+-- KEYS[5]: (minted by a token only) the issuer's metadata hash
+-- KEYS[6]: (minted by a token only) the issuer's children set
+-- KEYS[7]: (minted by a token only) the lineage root's metadata hash (may equal KEYS[5])
 -- ARGV[1]: tokenId
 -- ARGV[2]: expiresAtMs
 -- ARGV[3]: safety window in ms
@@ -17,7 +18,8 @@
 -- ARGV[7]: (minted by a token) max tokens minted under one root, all generations; else ''
 -- ARGV[8]: (minted by a token) the issuer's rootId as the caller read it ('' = the issuer is
 --          the root); else ''
--- ARGV[9..]: field, value pairs of the hash (createdAtMs and updatedAtMs are added here)
+-- ARGV[9]: the event envelope (events.Envelope)
+-- ARGV[10..]: field, value pairs of the hash (createdAtMs and updatedAtMs are added here)
 -- Reply: {'OK', hash TTL in ms} | {'EXPIRED'} expiresAtMs not in the future |
 --        {'QUOTA', ms until the earliest live token expires} the tenant's quota is used up |
 --        {'BOUND', 'lineage'} the lineage is full |
@@ -25,6 +27,8 @@
 --        or expired) | {'ISSUER_GONE', 'lineage_changed'} the issuer's lineage changed since it
 --        was read | {'OUTLIVES_ISSUER'} the token would outlive its issuer | {'EXISTS'} the id
 --        exists already
+--#include event_append
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = tonumber(ARGV[2])
@@ -35,9 +39,9 @@ end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return {'EXISTS'}
 end
-local child = #KEYS >= 6
+local child = #KEYS >= 7
 if child then
-  local p = redis.call('HMGET', KEYS[4], 'tenantId', 'revoked', 'expiresAtMs', 'rootId')
+  local p = redis.call('HMGET', KEYS[5], 'tenantId', 'revoked', 'expiresAtMs', 'rootId')
   if p[1] ~= ARGV[6] or p[2] ~= '0' or not tonumber(p[3]) or tonumber(p[3]) <= now then
     return {'ISSUER_GONE', 'not_live'}
   end
@@ -47,7 +51,7 @@ if child then
   if (p[4] or '') ~= ARGV[8] then
     return {'ISSUER_GONE', 'lineage_changed'}
   end
-  local n = tonumber(redis.call('HGET', KEYS[6], 'lineageCount') or '0') or 0
+  local n = tonumber(redis.call('HGET', KEYS[7], 'lineageCount') or '0') or 0
   if n >= tonumber(ARGV[7]) then
     return {'BOUND', 'lineage'}
   end
@@ -70,8 +74,11 @@ for i = 1, 2 do
   end
 end
 local fv = {}
-for i = 9, #ARGV do
+local f = {}
+for i = 10, #ARGV, 2 do
   fv[#fv + 1] = ARGV[i]
+  fv[#fv + 1] = ARGV[i + 1]
+  f[ARGV[i]] = ARGV[i + 1]
 end
 fv[#fv + 1] = 'createdAtMs'
 fv[#fv + 1] = now
@@ -82,11 +89,13 @@ redis.call('PEXPIRE', KEYS[3], ttl)
 if child then
   -- The children set lives as long as its issuer's hash; HINCRBY on the root's existing hash
   -- keeps the root's TTL.
-  redis.call('SADD', KEYS[5], ARGV[1])
-  local pttl = redis.call('PTTL', KEYS[4])
+  redis.call('SADD', KEYS[6], ARGV[1])
+  local pttl = redis.call('PTTL', KEYS[5])
   if pttl > 0 then
-    redis.call('PEXPIRE', KEYS[5], pttl)
+    redis.call('PEXPIRE', KEYS[6], pttl)
   end
-  redis.call('HINCRBY', KEYS[6], 'lineageCount', 1)
+  redis.call('HINCRBY', KEYS[7], 'lineageCount', 1)
 end
+event_append(KEYS[4], event_env(ARGV[9]), now, 'token.issued', ARGV[1],
+  {tokenType = f.tokenType, scopes = f.scopes, expiresAtMs = exp, parentId = f.parentId})
 return {'OK', ttl}

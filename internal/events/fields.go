@@ -1,0 +1,92 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Retention bounds a stream by age and by count: each append trims entries older than MaxAge
+// (XTRIM MINID ~) and keeps about MaxLen (XADD MAXLEN ~), and gives the key MaxAge as its TTL.
+type Retention struct {
+	MaxAge time.Duration
+	MaxLen int
+}
+
+// Default retention of a tenant's stream (GATEWAY_EVENTS_MAX_AGE, GATEWAY_EVENTS_MAX_LEN):
+// long enough for a webhook retried for 24 h, short enough to stay small.
+const (
+	DefaultMaxAge = 72 * time.Hour
+	DefaultMaxLen = 10000
+)
+
+// Envelope is the one script argument that carries what every event of a change shares (the
+// snippet event_append.lua reads it): tenant, actor, request id, trace id, and the stream's
+// retention, separated by newlines (none of them can hold one: the values are checked here);
+// then extra, for a session's events the user's tag and the session's idPart.
+func Envelope(ctx context.Context, tenant string, r Retention, extra ...string) string {
+	o, trace := OriginFrom(ctx)
+	parts := append([]string{tenant, o.Actor, o.RequestID, trace,
+		strconv.FormatInt(r.MaxAge.Milliseconds(), 10), strconv.Itoa(r.MaxLen)}, extra...)
+	for i, p := range parts {
+		if i == 4 || i == 5 {
+			continue
+		}
+		if strings.ContainsAny(p, "\r\n") {
+			parts[i] = ""
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Stream entry field names, as event_append.lua writes them.
+const (
+	FieldType      = "type"
+	FieldTime      = "timeMs"
+	FieldTenant    = "tenant"
+	FieldSubject   = "subject"
+	FieldActor     = "actor"
+	FieldRequestID = "requestId"
+	FieldTraceID   = "traceId"
+	FieldData      = "data"
+)
+
+// FromEntry decodes a stream entry (id, field values) into an Event; an entry without a type
+// or a time is corrupt.
+func FromEntry(id string, f map[string]string) (Event, error) {
+	ms, err := strconv.ParseInt(f[FieldTime], 10, 64)
+	if err != nil || f[FieldType] == "" {
+		return Event{}, fmt.Errorf("event %s: missing or malformed type or time", id)
+	}
+	data := f[FieldData]
+	if data == "" {
+		data = "{}"
+	}
+	return Event{ID: id, Type: Type(f[FieldType]), Time: time.UnixMilli(ms).UTC(), Tenant: f[FieldTenant],
+		Subject: f[FieldSubject], Actor: f[FieldActor], RequestID: f[FieldRequestID], TraceID: f[FieldTraceID],
+		Data: []byte(data)}, nil
+}
+
+// ValidID reports whether s is a stream entry id, "<ms>-<seq>" (a cursor or Last-Event-ID).
+func ValidID(s string) bool {
+	ms, seq, ok := strings.Cut(s, "-")
+	if !ok || len(ms) == 0 || len(ms) > 20 || len(seq) == 0 || len(seq) > 20 {
+		return false
+	}
+	_, e1 := strconv.ParseUint(ms, 10, 64)
+	_, e2 := strconv.ParseUint(seq, 10, 64)
+	return e1 == nil && e2 == nil
+}
+
+// OrDefault fills a zero MaxAge or MaxLen with the default.
+func (r Retention) OrDefault() Retention {
+	if r.MaxAge <= 0 {
+		r.MaxAge = DefaultMaxAge
+	}
+	if r.MaxLen <= 0 {
+		r.MaxLen = DefaultMaxLen
+	}
+	return r
+}

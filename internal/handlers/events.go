@@ -1,0 +1,95 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/events"
+)
+
+// EventService reads the tenant's event stream (internal/events).
+type EventService interface {
+	List(ctx context.Context, tenant string, f events.Filter, cursor string, limit int) ([]events.Event, string, error)
+	Start(ctx context.Context, tenant, last string) (string, error)
+	Next(ctx context.Context, tenant string, f events.Filter, after string, max int, block time.Duration) ([]events.Event, string, error)
+}
+
+// ListEvents answers one page of the caller's tenant's events.
+func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := request.Params
+	items, next, err := s.Events.List(ctx, p.Tenant, eventFilter(q.Type, q.Subject), deref(q.Cursor), deref(q.Limit))
+	if err != nil {
+		return nil, err
+	}
+	out := EventPage{Items: make([]Event, 0, len(items)), NextCursor: stringOrNil(next)}
+	for _, e := range items {
+		out.Items = append(out.Items, eventBody(e))
+	}
+	return ListEvents200JSONResponse{Body: out}, nil
+}
+
+// StreamEvents answers the caller's tenant's events as Server-Sent Events (events_sse.go).
+func (s *Server) StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := request.Params
+	last := deref(q.LastEventID)
+	if last == "" {
+		last = deref(q.After)
+	}
+	from, err := s.Events.Start(ctx, p.Tenant, last)
+	if err != nil {
+		return nil, err
+	}
+	return &eventStream{s: s, ctx: ctx, tenant: p.Tenant, filter: eventFilter(q.Type, q.Subject), after: from}, nil
+}
+
+func eventFilter(types *[]EventType, subject *string) events.Filter {
+	f := events.Filter{Subject: deref(subject)}
+	for _, t := range deref(types) {
+		f.Types = append(f.Types, events.Type(t))
+	}
+	return f
+}
+
+func eventBody(e events.Event) Event {
+	var data map[string]any
+	if json.Unmarshal(e.Data, &data) != nil || data == nil {
+		data = map[string]any{}
+	}
+	return Event{Id: e.ID, Type: EventType(e.Type), Time: Timestamp{e.Time}, TenantId: e.Tenant, Subject: e.Subject,
+		Actor: e.Actor, RequestId: stringOrNil(e.RequestID), TraceId: stringOrNil(e.TraceID), Data: data}
+}
+
+// actorOf names the caller as an event's actor: its token or its session.
+func actorOf(p *auth.Principal) string {
+	if p.Kind == auth.KindSession {
+		return events.SessionActor(p.SessionID)
+	}
+	return events.TokenActor(p.TokenID)
+}
+
+// auditFailure logs a refused request in the audit log (aggregated): the caller's tenant and
+// actor when it was authenticated (p), the request and trace id; never the credential.
+func (s *Server) auditFailure(c echo.Context, typ string, p *auth.Principal) {
+	if s.Audit == nil {
+		return
+	}
+	tenant, actor := "", ""
+	if p != nil {
+		tenant, actor = p.Tenant, actorOf(p)
+	}
+	ctx := c.Request().Context()
+	_, trace := events.OriginFrom(ctx)
+	s.Audit.Failure(ctx, typ, tenant, actor, "", requestID(c), trace)
+}

@@ -1,0 +1,124 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/hashgate/hashgate/internal/webhooks"
+)
+
+// WebhookService is what the webhooks operations call (*webhooks.Service implements it).
+type WebhookService interface {
+	Create(ctx context.Context, tenant, url string, events []string) (webhooks.Created, error)
+	Get(ctx context.Context, tenant, id string) (*webhooks.Webhook, error)
+	List(ctx context.Context, tenant string) ([]*webhooks.Webhook, error)
+	Delete(ctx context.Context, tenant, id string) error
+	Deliveries(ctx context.Context, tenant, id string) ([]webhooks.Delivery, error)
+	Ping(ctx context.Context, tenant, id string) (webhooks.Delivery, error)
+}
+
+var _ WebhookService = (*webhooks.Service)(nil)
+
+// CreateWebhook registers a webhook and shows its signing secret once.
+func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Webhooks.Create(ctx, p.Tenant, request.Body.Url, request.Body.Events)
+	if err != nil {
+		return nil, err
+	}
+	v := webhookView(c.Webhook)
+	loc := "/v1/webhooks/" + c.ID
+	return CreateWebhook201JSONResponse{Body: WebhookCreated{WebhookId: v.WebhookId, Url: v.Url, Events: v.Events,
+		CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Secret: c.Secret},
+		Headers: CreateWebhook201ResponseHeaders{Location: &loc, CacheControl: &noStore}}, nil
+}
+
+// ListWebhooks answers the tenant's webhooks.
+func (s *Server) ListWebhooks(ctx context.Context, _ ListWebhooksRequestObject) (ListWebhooksResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.Webhooks.List(ctx, p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]Webhook, 0, len(ws))
+	for _, w := range ws {
+		items = append(items, webhookView(w))
+	}
+	return ListWebhooks200JSONResponse{Body: WebhookList{Items: items}}, nil
+}
+
+// GetWebhook answers one webhook (never its secret).
+func (s *Server) GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.Webhooks.Get(ctx, p.Tenant, request.WebhookId)
+	if err != nil {
+		return nil, err
+	}
+	return GetWebhook200JSONResponse{Body: webhookView(w)}, nil
+}
+
+// DeleteWebhook removes a webhook (idempotent).
+func (s *Server) DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Webhooks.Delete(ctx, p.Tenant, request.WebhookId); err != nil {
+		return nil, err
+	}
+	return DeleteWebhook204Response{}, nil
+}
+
+// PingWebhook sends a signed webhook.ping now and answers the attempt.
+func (s *Server) PingWebhook(ctx context.Context, request PingWebhookRequestObject) (PingWebhookResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Webhooks.Ping(ctx, p.Tenant, request.WebhookId)
+	if err != nil {
+		return nil, err
+	}
+	return PingWebhook200JSONResponse{Body: deliveryView(d)}, nil
+}
+
+// ListWebhookDeliveries answers the webhook's recent deliveries, newest first.
+func (s *Server) ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := s.Webhooks.Deliveries(ctx, p.Tenant, request.WebhookId)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]WebhookDelivery, 0, len(ds))
+	for _, d := range ds {
+		items = append(items, deliveryView(d))
+	}
+	return ListWebhookDeliveries200JSONResponse{Body: WebhookDeliveries{Items: items}}, nil
+}
+
+func webhookView(w *webhooks.Webhook) Webhook {
+	return Webhook{WebhookId: w.ID, Url: w.URL, Events: w.Events, CreatedAt: ts(w.CreatedAt), ExpiresAt: ts(w.ExpiresAt)}
+}
+
+func deliveryView(d webhooks.Delivery) WebhookDelivery {
+	v := WebhookDelivery{MessageId: d.MessageID, EventType: stringOrNil(d.EventType), Status: WebhookDeliveryStatus(d.Status),
+		Attempts: d.Attempts, LastError: stringOrNil(d.LastError), UpdatedAt: ts(d.UpdatedAt)}
+	if d.StatusCode != 0 {
+		v.StatusCode = &d.StatusCode
+	}
+	if d.Status == webhooks.StatusPending {
+		v.NextAttemptAt = tsOrNil(d.NextAttemptAt)
+	}
+	return v
+}

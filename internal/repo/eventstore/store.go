@@ -1,0 +1,136 @@
+// Package eventstore keeps the tenants' event streams in Redis for the event service
+// (internal/events), implementing its Store, and relays the session outboxes into them
+// (relay.go). The streams are written by the scripts of the changes themselves (the kit's
+// event_append snippet); this package only reads them and moves outbox entries. Keys
+// (docs/KEYS.md "Events"):
+//
+//	<prefix>:v1:events:{<tenantTag>}                     STREAM  the tenant's events
+//	<prefix>:v1:evoutbox:{<userTag>}                     STREAM  a user's session events, not yet relayed
+//	<prefix>:v1:events:{<tenantTag>}:relayed:<userTag>   STRING  the last outbox id relayed
+package eventstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/events"
+	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/store"
+)
+
+// pollEvery is how often Wait asks for new entries (a plain XRANGE: no connection is held
+// blocked per reader).
+const pollEvery = 200 * time.Millisecond
+
+// Options configure New.
+type Options struct {
+	Prefix string
+	// Hasher derives tenant tags; required.
+	Hasher *keyhash.Hasher
+	// Retention bounds the tenant streams (the relay appends with it).
+	Retention events.Retention
+	// Audit logs each session event as the relay copies it (nil: none).
+	Audit *events.Audit
+	// Metrics counts the relay scripts' errors (nil: not counted).
+	Metrics *repo.Metrics
+	Logger  *slog.Logger
+}
+
+// Store reads the tenant streams and relays outboxes.
+type Store struct {
+	client    rueidis.Client
+	metrics   *repo.Metrics
+	keys      repo.Keys
+	hasher    *keyhash.Hasher
+	retention events.Retention
+	audit     *events.Audit
+	log       *slog.Logger
+}
+
+var _ events.Store = (*Store)(nil)
+
+// New returns the store over s.
+func New(s *store.Store, o Options) (*Store, error) {
+	if err := repo.CheckBase("events", s, o.Prefix, o.Hasher); err != nil {
+		return nil, err
+	}
+	if o.Retention.MaxAge <= 0 || o.Retention.MaxLen <= 0 {
+		return nil, fmt.Errorf("%w: events retention must be positive", repo.ErrBadOptions)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{client: s.Client, metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}, nil
+}
+
+func (s *Store) stream(tenant string) string { return s.keys.EventStream(s.hasher.TenantTag(tenant)) }
+
+// Range returns up to count events strictly after id, oldest first, and whether more follow.
+func (s *Store) Range(ctx context.Context, tenant, after string, count int) ([]events.Event, bool, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	entries, err := s.client.Do(ctx, s.client.B().Xrange().Key(s.stream(tenant)).Start(start).End("+").Count(int64(count)+1).Build()).AsXRange()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return nil, false, repo.CommandError("events range", err)
+	}
+	more := len(entries) > count
+	if more {
+		entries = entries[:count]
+	}
+	out, err := s.decode(ctx, tenant, entries)
+	return out, more, err
+}
+
+// Wait polls for up to block for events after id.
+func (s *Store) Wait(ctx context.Context, tenant, after string, count int, block time.Duration) ([]events.Event, error) {
+	deadline := time.Now().Add(block)
+	for {
+		out, _, err := s.Range(ctx, tenant, after, count)
+		if err != nil || len(out) > 0 {
+			return out, err
+		}
+		wait := min(pollEvery, time.Until(deadline))
+		if wait <= 0 {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Last is the newest entry's id, "0-0" for an empty stream.
+func (s *Store) Last(ctx context.Context, tenant string) (string, error) {
+	entries, err := s.client.Do(ctx, s.client.B().Xrevrange().Key(s.stream(tenant)).End("+").Start("-").Count(1).Build()).AsXRange()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return "", repo.CommandError("events last", err)
+	}
+	if len(entries) == 0 {
+		return "0-0", nil
+	}
+	return entries[0].ID, nil
+}
+
+// decode turns entries into events; an unreadable entry is logged (its id, never values) and
+// skipped, as is one of another tenant (never expected: the stream is the tenant's).
+func (s *Store) decode(ctx context.Context, tenant string, entries []rueidis.XRangeEntry) ([]events.Event, error) {
+	out := make([]events.Event, 0, len(entries))
+	for _, e := range entries {
+		ev, err := events.FromEntry(e.ID, e.FieldValues)
+		if err != nil || ev.Tenant != tenant {
+			s.log.WarnContext(ctx, "corrupt event entry", "key_pattern", s.keys.Prefix+":v1:events:{<tenantTag>}", "id", e.ID)
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}

@@ -1,0 +1,30 @@
+-- event_append: an event written in the same script as its change (--#include event_append;
+-- docs/EVENTS.md): the event exists iff the change happened. The gateway passes what every
+-- event of the change shares as one argument, the envelope (events.Envelope): tenant, actor,
+-- request id, trace id, the stream's max age in ms and its max length, one per line; for a
+-- session's events also the user's tag and the session's idPart.
+-- event_env(s) parses the envelope.
+local function event_env(s)
+  local v = {}
+  for line in string.gmatch(s .. '\n', '([^\n]*)\n') do
+    v[#v + 1] = line
+  end
+  return {tenant = v[1] or '', actor = v[2] or '', req = v[3] or '', trace = v[4] or '',
+    maxAge = tonumber(v[5]) or 0, maxLen = tonumber(v[6]) or 0, tag = v[7] or '', part = v[8] or ''}
+end
+-- event_append(key, env, now, type, subject, data) appends one event to the Stream key (a
+-- tenant's stream or a user's outbox, under the tag of the script's other keys): data is a Lua
+-- table of small values, encoded as JSON. The stream keeps none older than env.maxAge (MINID ~,
+-- in the XADD) and about env.maxLen entries (MAXLEN ~, trimmed once it holds 1% more), and
+-- lives env.maxAge past its last append (its TTL set here, in the same step). Returns the
+-- entry id.
+local function event_append(key, env, now, typ, subject, data)
+  local id = redis.call('XADD', key, 'MINID', '~', string.format('%d', now - env.maxAge), '*',
+    'type', typ, 'timeMs', string.format('%d', now), 'tenant', env.tenant, 'subject', subject,
+    'actor', env.actor, 'requestId', env.req, 'traceId', env.trace, 'data', cjson.encode(data))
+  if redis.call('XLEN', key) > env.maxLen + math.floor(env.maxLen / 100) then
+    redis.call('XTRIM', key, 'MAXLEN', '~', env.maxLen)
+  end
+  redis.call('PEXPIRE', key, string.format('%d', env.maxAge))
+  return id
+end

@@ -1,0 +1,42 @@
+package testredis
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/rueidis"
+)
+
+// The server-side cost of scripts, for benchmarks on a private server (StartServer): the
+// gateway's own clock and the shared machine's load do not blur it.
+
+// ResetScriptCost clears the server's command statistics (CONFIG RESETSTAT).
+func ResetScriptCost(t testing.TB, c rueidis.Client) {
+	t.Helper()
+	if err := c.Do(context.Background(), c.B().ConfigResetstat().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ScriptCost is the server's mean time per EVALSHA since the last reset, in µs (INFO
+// commandstats' usec_per_call), 0 when none ran.
+func ScriptCost(t testing.TB, c rueidis.Client) float64 {
+	t.Helper()
+	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for _, kv := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
+					f, _ := strconv.ParseFloat(v, 64)
+					return f
+				}
+			}
+		}
+	}
+	return 0
+}
