@@ -302,6 +302,24 @@ func (e TokenIssuedTokenType) Valid() bool {
 	}
 }
 
+// Defines values for ListCasesParamsOrder.
+const (
+	Due     ListCasesParamsOrder = "due"
+	Updated ListCasesParamsOrder = "updated"
+)
+
+// Valid indicates whether the value is a known member of the ListCasesParamsOrder enum.
+func (e ListCasesParamsOrder) Valid() bool {
+	switch e {
+	case Due:
+		return true
+	case Updated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Actor RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
 type Actor struct {
 	// Act RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
@@ -340,6 +358,9 @@ type AuthorizeResultKind string
 type Case struct {
 	AssignedTeam string `json:"assignedTeam"`
 
+	// Assignee The person within `assignedTeam` working the case; absent while the case waits in the team's queue.
+	Assignee *string `json:"assignee,omitempty"`
+
 	// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 	CaseId           CaseId     `json:"caseId"`
 	CreatedAt        Timestamp  `json:"createdAt"`
@@ -357,18 +378,35 @@ type Case struct {
 	UpdatedAt            Timestamp  `json:"updatedAt"`
 }
 
-// CaseAssignRequest defines model for CaseAssignRequest.
+// CaseAssignRequest The new assignment replaces the old one whole: the team, and the person within it when `assignee` is given. Without `assignee` the case waits unassigned in the team's queue, so moving a case to another team drops its person (they belong to the old team), and assigning the same team without `assignee` hands the case back to the team. To keep the person, send them again.
+//
+// Example: {"assignedTeam":"billing-l2","assignee":"ana@example.com","reason":"takes over billing disputes"}
 type CaseAssignRequest struct {
-	AssignedTeam string  `json:"assignedTeam"`
-	Reason       *string `json:"reason,omitempty"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// Assignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+	//
+	// Example: ana@example.com
+	Assignee *CaseAssignee `json:"assignee,omitempty"`
+	Reason   *string       `json:"reason,omitempty"`
 }
+
+// CaseAssignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+//
+// Example: ana@example.com
+type CaseAssignee = string
 
 // CaseCreateRequest defines model for CaseCreateRequest.
 type CaseCreateRequest struct {
-	AssignedTeam string    `json:"assignedTeam"`
-	DueAt        Timestamp `json:"dueAt"`
-	Reason       string    `json:"reason"`
-	SubjectRef   string    `json:"subjectRef"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// Assignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+	//
+	// Example: ana@example.com
+	Assignee   *CaseAssignee `json:"assignee,omitempty"`
+	DueAt      Timestamp     `json:"dueAt"`
+	Reason     string        `json:"reason"`
+	SubjectRef string        `json:"subjectRef"`
 }
 
 // CaseHistory defines model for CaseHistory.
@@ -396,6 +434,14 @@ type CaseHistoryEntryTransition string
 
 // CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 type CaseId = string
+
+// CasePage defines model for CasePage.
+type CasePage struct {
+	Items []Case `json:"items"`
+
+	// NextCursor Absent on the last page; may be present on a short (even empty) page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
 
 // CaseStatus defines model for CaseStatus.
 type CaseStatus string
@@ -910,6 +956,39 @@ type AuthorizeParams struct {
 	Level *AuthLevel `form:"level,omitempty" json:"level,omitempty"`
 }
 
+// ListCasesParams defines parameters for ListCases.
+type ListCasesParams struct {
+	// Status One or several statuses, e.g. `status=OPEN&status=ESCALATED` (any of them).
+	Status *[]CaseStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// AssignedTeam The team the case is assigned to.
+	AssignedTeam *string `form:"assignedTeam,omitempty" json:"assignedTeam,omitempty"`
+
+	// Assignee The person the case is assigned to within its team (as set by `POST /v1/cases/{caseId}/assign`), or `me` for the caller's own subject.
+	Assignee *string `form:"assignee,omitempty" json:"assignee,omitempty"`
+
+	// EscalationLevel The exact escalation level (0 for a case never escalated).
+	EscalationLevel *int `form:"escalationLevel,omitempty" json:"escalationLevel,omitempty"`
+
+	// Overdue `true`: only cases whose `dueAt` has passed (server time) and that are not RESOLVED; `false`: only the others.
+	Overdue *bool `form:"overdue,omitempty" json:"overdue,omitempty"`
+
+	// SubjectRef The cases about one subject (the `subjectRef` they were opened with).
+	SubjectRef *string `form:"subjectRef,omitempty" json:"subjectRef,omitempty"`
+
+	// Order `updated`: newest change first (the default); `due`: the queue, earliest `dueAt` first.
+	Order *ListCasesParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Limit At most this many cases on the page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (opaque; only valid with the same filters and order).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListCasesParamsOrder defines parameters for ListCases.
+type ListCasesParamsOrder string
+
 // CreateCaseParams defines parameters for CreateCase.
 type CreateCaseParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1052,6 +1131,9 @@ type ServerInterface interface {
 	// Authorize Forward-auth check for reverse proxies (the hot path)
 	// (GET /v1/authorize)
 	Authorize(ctx echo.Context, params AuthorizeParams) error
+	// ListCases The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+	// (GET /v1/cases)
+	ListCases(ctx echo.Context, params ListCasesParams) error
 	// CreateCase Open an escalation case (honours Idempotency-Key)
 	// (POST /v1/cases)
 	CreateCase(ctx echo.Context, params CreateCaseParams) error
@@ -1212,6 +1294,80 @@ func (w *ServerInterfaceWrapper) Authorize(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.Authorize(ctx, params)
+	return err
+}
+
+// ListCases converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCases(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCasesParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "assignedTeam" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assignedTeam", ctx.QueryParams(), &params.AssignedTeam, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter assignedTeam: %s", err))
+	}
+
+	// ------------- Optional query parameter "assignee" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assignee", ctx.QueryParams(), &params.Assignee, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter assignee: %s", err))
+	}
+
+	// ------------- Optional query parameter "escalationLevel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "escalationLevel", ctx.QueryParams(), &params.EscalationLevel, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter escalationLevel: %s", err))
+	}
+
+	// ------------- Optional query parameter "overdue" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "overdue", ctx.QueryParams(), &params.Overdue, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter overdue: %s", err))
+	}
+
+	// ------------- Optional query parameter "subjectRef" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subjectRef", ctx.QueryParams(), &params.SubjectRef, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subjectRef: %s", err))
+	}
+
+	// ------------- Optional query parameter "order" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "order", ctx.QueryParams(), &params.Order, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter order: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCases(ctx, params)
 	return err
 }
 
@@ -2026,6 +2182,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId/items/:itemId", wrapper.DeleteQuoteItem, options.OperationMiddlewares["deleteQuoteItem"]...)
 	router.PUT(options.BaseURL+"/v1/quotes/:quoteId/items/:itemId", wrapper.PutQuoteItem, options.OperationMiddlewares["putQuoteItem"]...)
 	router.POST(options.BaseURL+"/v1/quotes/:quoteId/submit", wrapper.SubmitQuote, options.OperationMiddlewares["submitQuote"]...)
+	router.GET(options.BaseURL+"/v1/cases", wrapper.ListCases, options.OperationMiddlewares["listCases"]...)
 	router.POST(options.BaseURL+"/v1/cases", wrapper.CreateCase, options.OperationMiddlewares["createCase"]...)
 	router.GET(options.BaseURL+"/v1/cases/:caseId", wrapper.GetCase, options.OperationMiddlewares["getCase"]...)
 	router.POST(options.BaseURL+"/v1/cases/:caseId/escalate", wrapper.EscalateCase, options.OperationMiddlewares["escalateCase"]...)
@@ -2619,6 +2776,176 @@ type AuthorizedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response AuthorizedefaultApplicationProblemPlusJSONResponse) VisitAuthorizeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCasesRequestObject struct {
+	Params ListCasesParams
+}
+
+type ListCasesResponseObject interface {
+	VisitListCasesResponse(w http.ResponseWriter) error
+}
+
+type ListCases200ResponseHeaders struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListCases200JSONResponse struct {
+	Body    CasePage
+	Headers ListCases200ResponseHeaders
+}
+
+func (response ListCases200JSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases400ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases401ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases403ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases429ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases503ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCasesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListCasesdefaultApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9497,6 +9824,9 @@ type StrictServerInterface interface {
 	// Authorize Forward-auth check for reverse proxies (the hot path)
 	// (GET /v1/authorize)
 	Authorize(ctx context.Context, request AuthorizeRequestObject) (AuthorizeResponseObject, error)
+	// ListCases The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+	// (GET /v1/cases)
+	ListCases(ctx context.Context, request ListCasesRequestObject) (ListCasesResponseObject, error)
 	// CreateCase Open an escalation case (honours Idempotency-Key)
 	// (POST /v1/cases)
 	CreateCase(ctx context.Context, request CreateCaseRequestObject) (CreateCaseResponseObject, error)
@@ -9724,6 +10054,31 @@ func (sh *strictHandler) Authorize(ctx echo.Context, params AuthorizeParams) err
 		return err
 	} else if validResponse, ok := response.(AuthorizeResponseObject); ok {
 		return validResponse.VisitAuthorizeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCases operation middleware
+func (sh *strictHandler) ListCases(ctx echo.Context, params ListCasesParams) error {
+	var request ListCasesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCases(ctx.Request().Context(), request.(ListCasesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCases")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCasesResponseObject); ok {
+		return validResponse.VisitListCasesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10896,302 +11251,337 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tchs3tigM3wqKs0+ZdJoURcmOTdXU2YosJ0os25HkeGZCbzXUDZKImgDTAEUzjqvOr7fe3+d57uHc",
-	"x7mUfSVPYS0AjW42JUqWHCejqZqKxe7Gx8LC+v740EjkZCoFE1o1+h8aY0ZTlsM/92gyZu09KXQus/ZL",
-	"2T7WMmfmScpUkvOp5lI0+o0jpqZSKKZIQvN8wcWIJDlLmdCcZorQnBHBLlhOEjNg2mlEDZWM2YSaoZiY",
-	"TRr9nxtCthUM/y5q6MWUNfoNpXMuRo2PH6PG/gkdLU98MmZEnv3CEv1AkVhpqtlPLFdciphQRShROpdi",
-	"RMxK9IJoOooI64w6JB40tgaNuLySCX3/gomRHjf6vUeP61ZxkLLJVGomdPuITTO6YOnyomKdz1hM5mMm",
-	"iB5zRXILHsIV0WNGYJtp8bMcEioIo3nGWU5y9uuMKU3mXI/xdTphxM+cLNo/sEU9CM3E9eB7IROKy6sD",
-	"YZIzqnFFcpYn7LpgOaKaveATrpeHP9g/eU788z6ZspxMZcaTRQSbs7tVJGNDTbggXCsy5yKVc0JFigBg",
-	"iRSpIjOheWZ+GQj7BhOpKk5Uy3MmBo2d/O+Pnj7t7ui/b29GZNDQTFCh4ffe06eP8EHcGYib7rL9GjZw",
-	"1Wbta31iUH9hd030mGpCp9OMs5RoGQIhIlIwknGlCddsQhhNxgPRjGFfcURi3In5l2IKsDwCIMWTIY2J",
-	"FOTw+S65YDkfcjzuFgJnIALo/Pr3x91ud2f+98fdEnR+/ftW1z2IO+SYCW2GxMVToeYsB0wlOdWsnZkd",
-	"snQg5JTlMBdp0iwjZzMNW5owTc3xTCUXWvmjHMp8TvO0TWd6THI500xFJP52/4RsXGxumF9lzn9j8UDA",
-	"vtwDt90WkSJhgCMJzTKWmytlvjIXPDE43CeUbHc3IyJz+NeWmZJQMuFKcTEaCJXIKYvMdylLeMpScsaG",
-	"MmeEioUeG9LFFUnkTJgLYRZhSBpnigjG9ZjlZMhZlt4Ae5jOF+3doWb5MuIcWwzXkswp125JufmGi1H5",
-	"Pg5lPqG60W9wobd6jchMzieGAvQ2t7/efrL1ePvrqDHhAn/s+tVwodmI5Y2o8b49ku3i18ZHs8IpzemE",
-	"aU/7FTsA6sbNCqdUjxtRQ9CJ+SbBh1HDYC7PDRU0tCdc5X/kbNjoN/62UXCXDXyqNuzYJYqaLH5gNVdq",
-	"lyQZN/Q2GUvFBDlnC9J88t//6//pPXpEpjkXmp5ljCRjmtPErL3VIbsIuAoFNV+a8zyT6WIgciDfSI+H",
-	"PFfak+Od8icwCBUSzt58a/Bju9fbMTcBpxnzjCFZciMhBefKELRhxkdj+GO7+xTxBiCKfLaAaYXCr0av",
-	"R3C47u8n5uC0ZrkZ879+Hgze9zbbg8H7r/ffffUfjVomNjykOhnXswLDZ0lGYRc0Jc2QW7b6AJp5zjUj",
-	"YzqdMqGIFNmC8CE8+XUmNXA5pXmWEaqR2l0gS44IyxQj25u9DjmyeINQLBienBnaB7caKA5LyXbvSYfE",
-	"D2MyMatmiszHVIM0YceFCzvLc0OwmkfP98jTzc0u+b//Z3Ors9nZbEVEyZp1z4S5ctxsnWbZIgLKBZuR",
-	"glC7FVg+e8+VVn3Do2fiXMi5sE+bhrJYzEAy+kC1iu1vd7c7Kw972MZDuOwKBaf+ePuSk3w1xV0sn+hb",
-	"I4NMc6aY0MhvdU6Fgl3XnqC52JUD5AqRoulOr7XOrq6zC80mKykNx4fXAFNwNzbLd2O3/S/a/q3bfnra",
-	"XnU3fjQHu3Ixv9qnN6V7bnQz0zGytJVzKf/8prMVM5j5Tgz7Xzmbtk9vOpcb3cz0RrF85UQzfHjTeezY",
-	"wK8cwQZ29Q1Nj5COmL8SKYyQbv4JohZKQxvTXJ5lbPLVLwol4fXmfI1f4aTLFNORr1QaIUFqpFN4m4zm",
-	"RBO9Q2KW5zJXMTFgUCDZkSHlmZE3UKBoRKHmVZKo6xZn390oXlwhoa71sXsftmi484knE6jhrADo9QBp",
-	"Bl4FRSA81EhHFTJVAYzTAy/bFrxTVUs+NxClGGY8+ezY6LVhUIYLpKRZJudIzS1P5+KCZjxtmxdnyigV",
-	"E/q+zVRCM1hfHBWCjJNiWl8Qmu6bG/U5wbsrCNzijtnDc5mf8TRl4nMfcGhYyWhyTiixKg3oOUqzaXs2",
-	"JWB2QAr7BZ3Zt1Kwzwmwl5Jk/IKBXpyMjcYoRow02fupAYxB8GlGE/MvA7zMiLwLMlNGKVwQiqq0Vdnd",
-	"q9YiAaz1gdHYzpn4kq7FS6mfy5lIPzOY1SwZe/uRIRgoTRod3UAJpOMvCEqvc+bF/+eUZyz93PfYycoo",
-	"XIPITTP2hYLoyAtrnw9IHkBfJimz0vUb4Y1WnxU6h2jPiohl4xGxRM1QspxdyHOWOjKFRIo0PcsPeEgc",
-	"DUQ8EyUbWtxyzMR+Px9LxUgmR1yAfUqBUc381xscF6QZT4a07U4q7g+EMyuDCcU8dWjUJ2Ai30HV01AK",
-	"M463JKK5MJMjOdOEJgmbasJ1C20nX8DxR423b9+2dwOQlY/0KmMgqmPykIqF1VnUZ5VjwIJLwIJL5tTc",
-	"LnDLkGYcmnaduWf39QEi0ANF7Kk7Y4cXEM13A9GMv9092X+7+8/To92T/dMXB4cHJ6ev949OT179sP/S",
-	"SJirnu+/3H15YtCuxFwvGfF4//j44NXLuEVkHtVZvnEoo20+UIRqzSZTrToErLADgYpGHNhkY+dl2LEW",
-	"+SGIAd42RQOj8IhyoTQRUoDvxrwPMFNfEIZWzM2Xfh68Woebr/IfZ1LTLxFFr4ehEbkMP4HoXIqgN0KN",
-	"iSOmuCQwHVLD02CQ2ZQ0LfSIIRMk7nQ6G/BOm71PGEtZGuO89rUHisTw3NkSuEYfEMAkJiN+AT8qovhv",
-	"rNUn6D5SMWm6zeFuTg93/4E7P24BPX/96hi9LfhBhPOwFV/++ObVyX71S/wgIrFR51d8uLd7vPQdvB6R",
-	"mBc2cHLOFitGOHi2f/j61cn+y71/nv6w/087GLVuTGexX3KZkpcSHTzmxOY515oJSxEQ+51/VvMJK5yN",
-	"BS6hh1Zp1ClQ08ZTppqcc5FaHqw6ZNfyXEAM57nk2r1Amo5Fy9yo560db3JOczrUxQfgp8qYxlf95w4q",
-	"cAqnJycvrO3EnDtY78HYDcOCZWV5AW4Ecxynr17vv6wbpTDDFHcHPjjaP3714qf9Z5WPjAKQzcDzaKae",
-	"0Pyc5X5yRczbTKSKNCmYv1hqjpml7uhyljGDCvCynAtCNXj8vhQF69Po6hctKwYyYeevI2a9EfSC8oye",
-	"ZZ/V7nDEUnNxeYq2N3SeG7rkFGMphnw0M0dgiI2Rc5syJwkV5v0z5vhdC4iWCxfoo/2u8LiD+Jwzai6U",
-	"sMSNOs94zgyxItY/NqZixFJ0hjm3sr24FQqo6HBJDf00pHcnsOcsMH/So3hjvX/zMQOfHw1sSoanKE1z",
-	"zVLLU2wogQFnn1Ai2Dx43VqTjKazsOxEMDgcrxIlMvXiZfHhQs7InEG4gvWPckXgVt/RmRVO0r/IqVl4",
-	"ukOzdys4tErgVWCGwLMsfMkQKTKZ0py1qUjbikHETBiGBkeKbBwj4Hzkz5wnbMe5XTFuwKop4bKsxKl9",
-	"CI4i25u9YonO771/QkcYC0TJt/snRI3lXJW2jNLFWGapCkBwR0jjeckezPIXwpyySQVVEzQMI6k2KEK0",
-	"pbHkLOMizRb9K88Z1VWZpXZgZ4v2h97d9DFUhpIY/cJ8jkhlTlv4OIcKunS3d0orRyFXkEwq7cc0ijJR",
-	"fCQgZAXUmA45GAbjqVli1BEVrdiIKPjU3SBVEXv570KIPA0KAoqQBCFF8dqSrpy92aLRGUA5lDkZciNz",
-	"c01SgzdAJSx2+CngeBUI5igRtmmWOfUFeNJ8THUwB9eKZUMnPhpp3xrs0Fi4mqIFKN26G0z5wagUe6BR",
-	"/IVQxeqbYG5Aw2qHvK1XdaNCxFsdA1dmaHZ0nqLGmfMLlpJhLieBCoxX341RClytJT297mYxP1hEcBI3",
-	"CtovmrmNpMZ3a0KsMehzmew4NE93yHb3qVtMm4u2jbmDAUPxFkP1uLbxTflMqBZCEUzNS4D0MX4TunA6",
-	"KrWWQrubu0Fh6134yyGx9yiEWGz4ZkHL+h7o+ILyMXb24w7ZtYjgRnOOBioWc7qoMkbDjqlYGARsgm0Q",
-	"OCxXwAFbOwYdLJ3Tck5zxOwpy9vAFBM6DQwYPM2Y3zhDqgrBxBlXGt3GLmbZfK02PmDA00cXwqxsTLFA",
-	"WKHubXZ3R6IYBGb95dCokL64UrPLcAieFygEHxYI5FDBjLEKe5pmwu/fnniMgUhRp3UtWdZ2LHNeRghn",
-	"VgUN3By8eROOHsVDCqFjmuXqjlDBG/P+SphQxLOWhCjgjF53o7UR4VXVjjSNbrWC2QSj78CR+nBZLYli",
-	"LOAjS9Ma7mG+XYCx3vEPMDM3bcAVMsiMXbCMTGTOdghVRh4nNE1V8c2YKy3zBWFC54sdtLdeoEiXMzk1",
-	"mgNC2DDEcoQX2n4UE2mxQMhRWsgZmTAqvNpyq+g3zaURLD+3Be4ty7L2UOYTcwdn2nttmpScyZlII0LJ",
-	"2UxxYYTefJYx88McksUgWEim7EuK6nkj1Gw6lblm6SFLOT0BW+cfE+hqhMcHitip0W3FrQIIzvovKE7j",
-	"owsshnXsJlrWZN8cPd8jTx4/3SLUPCdJRvnE6syzwMnj2A5Sag4OPzTIChZZkZjqwhM5F3ZAwZSFyTSX",
-	"U5ZrjjHLNNFXHQmu2OxidrZenlERV/0zfFSkA6K8agbbnenxC0NqwuTBb3aPD/YaUePw+W5NDiF+BL6L",
-	"I6ZmGax8aTt10DWoY6AFGq2FjYVrZB13CFcL0lLCjY1coYrE/wBXQBsgEsPdvAIYUYOG+7wUzP7Fj1Fj",
-	"lMvZVK0ZXf8tvvwxapxzkdZlYPBkjM5BOQycLGRKFdKjYms/cJHiztyZWKGxEWGAfu25QPQnLJdrNlFr",
-	"YAlA7gBf3ux2iwQxmucUHC8qTE5YM8cAcBQwbJ0VoEaJE1wPqQHOxWTBUOGB16E9xJ8voy3wWZaeMDpZ",
-	"a+mJz4xbJ8ctaljtZFeXkvdSqlnbiABlRK5JkYka6Yx9wtdFSLe/C3eRQhg1Mqp0IWR+worLAx0xqlZl",
-	"LufwzEfhlH3WOySmMy1PnYgVoyxfvPBAgQ2i5XK1GRlRzYwS4D5BZVBesDyduewoMHytRX+sePYpRx86",
-	"E6on93g7PLmn3e7Xm0+f9h5tf73dffp089LzsyPP1DpofIxvFjf8yLx/u5c8asym6SddkwqZ8CmqAXkI",
-	"lu/3H5UJwPJ1cdevchbhvQ4Xv4rw7MIsQY4STZ1j7XVAj4Y0Uyxan0StmfHWWZHyZmDmblf1hMrDXg7t",
-	"0gpXgQDNEF8eCD6NvN4QgJdcps3ekzV31N/428pUxoogWCB+Bd8ddtt9rDq871DzXOafXurw/7iKntih",
-	"9o0Oe7U0UtkKznLFKnHo1RLq1ZLjdYUC+ifgz8NcTo491V9mpkgRXfGBMqvcIfRM2ZIQ2pcMQTvEmrxw",
-	"1TX5jDxPy+MbcD1dMpw52RwhUDAM5q9Ww3N++JecMoGyaSGK1FdpKVFUEG2LmYPF1/GoEsxW3Q7kxOw9",
-	"nUwzKONw2t2cPEme5NvTaS4ebwqVj8cq6YpH56JypmWK1CtXHUhOf+62n9L2+JfziZi29UX7t3cfeo8/",
-	"1lLbALYBNF+93n/ZiBr7x3u7L3ZP9p81ooaLMazVespJqjfjKbfD+i6jmy5sZ1kE6pXh2Vudqf6h11sB",
-	"SIj9qK1Dc/yKbPc2vyY0m47pGdM8AYtW5aJuldawtbSEdx+26md+xi54wg7EUF4T4nxagcP2o/Ks3fbT",
-	"3fZz2h72O+8e1s6d0TOkkVeR1Zli+e7IGseClx9t9uqOdOnwnnOWpT7JtLyPlGnKszUGDqqqLB/TSzrB",
-	"4k9kSvU4Ir/OWL4gMido0SL+08q5gXywPJE0hK5mmu+PX70kr/Ep4cLWHDqT6TqEu4LsduN1yP4do5ke",
-	"L8NKLd11eX41+bNf1U10IHQu1RTkmZtcezSllM/uyebT3pUCG3x4an4+HfMlvLpaJanacOq2ZJnMzQ2F",
-	"NNH8AswcdpYzKTNGBUga76e3y095Rez59AHVegasXzRfT5RIJBrKr35zLQNrWaddFqGcgdMmezSpIOy9",
-	"ZgLc1BM2OWN5RI6e75GvHz/ukf/7f3qd3g7YIFJCFdbamoNHEIqtWBfZ7uuD9eydBYLWovcVAgciTh16",
-	"fv/2hxqkzEbhpd5Pnx3XG46T/KL8Yu/Ro82nta+e8/VsBed6URIefnhdO9wM7X3emspHta+9v4ERUi8a",
-	"uDPzOS58BeSOl0F3zhbra0wG+NdVkmCCuvUcDmkpCru8rqQsr1wqIQevmjOWaU1dyGcs4xcsJ3IGLpQz",
-	"KtId51uHGogVrC5LXo+XRIN3H1bIlNb3fmu2o2Bzdm/hHCsA+xOkH2JqR+WqnEFaDNv/xGVWPBoOr1d5",
-	"bG7oyOBpdgsrvaELYUlYOHy+e/rT/tHB84MVmoBn5zUKrS/TINjc+ZIw3NFNulMJvBWSZFKMWE7mMj9X",
-	"Vbq7DiENKzfh4kJj46UeCodFi5tJNp9+fz/9Ml59lWo3LgVbHHJR50DcFYRO5ExoX1bCKj4PFJmYT8hM",
-	"cK1Ik2oykUqT3n892iL//f//32QzIuw9TeBDrGMJsvCU5orlcLS3J7k453mtd/np9qOvXQInQRla1fiD",
-	"bZryCzasqaR6+HzXJzL7aqmQiwC1UKu7uT2zUa2y0+tu1ykhWOZqefGvhLUVQQHYUuUro/CUNJ21uGKg",
-	"nVWZ47I7kwulqUjYWgqbDXNYUtnrtS4ImLm8qmdkRDt7VmEwKmp5d3duBS1dPf6jp0+DgUPgXTq05jpb",
-	"T6x2wugycQ7TnjEG+c3RgRETzF2e0hEjTaz/al9UGx9UNht9jFsRmYnUxn9Zh90DNRDT2VnGE/Lm6AX6",
-	"83ztgNdvvnlxsHf65uhFDKFeTNtSlBCvYXRvQjMID3XxVFy7VO6BCOKcHygzeqtDDlyCrGKjCRNYsJIo",
-	"rEVqVglBYXOukzGRAssCFGa3YkcQn0Wtfc+f0izn7ZwNmSFy7NoqOjx1RxRdpkhDOcIaKfCT/dVJYJm6",
-	"lAm59+AbpeXEVQ68Eq9SriBo1/OM26Pk7JNlH0PB9szq7s6WP815wsXoTqzkvxZFMNeqZhk1FM2Y2htT",
-	"IZZsc5/bxL8sQT472n1+0ogax2++OTw4OVkhRqrZ2YTrT8N7NTvTUtPsDpBS0/d3Mep1HPR3tbVbdvwX",
-	"RVoDz39AXSrYGsjmnmxVT7JKboLjKIElvPlLV3TN+IGrFE24dZ/iSb9V4ry2772/yvl+CenY6n2SY7+q",
-	"iVyCAh4mKyFedZ39ekuus1+v4zrDlWjUMqoeiUC+WuMyc190+cpXMy7YyR3d/V9nFFpz3DIPOJ+tF3Ik",
-	"uH6d84Td+s5qghYQ785njWDXS0tYgvZqhNRs8oIr/akBGQVOrRMXekdsuzbGYw2ntl/869l1yeB1L8x6",
-	"mGrABpArdKr1EHR9QrqxipIuY/Nl5x5YXJYMWFcg6cqTeO36Clx6DtVSX2CTmbB8xIwuloyxiP/XW08f",
-	"t1xgJ0s56lZgMQDTyYSLcOzNZTZ3ZyxrSfdYF853ye3KIuI1Tn7pKI8YTSEv5jP4co8wA9IrS9UADXh6",
-	"Z01PqoEcOFvdOo+dH7GKvGcznuk2F1iEmTRdZx7VzxlNg1Y9qg81Q6CNDyQC+hfsn/4xFlHzj+2f/jHU",
-	"SvNP8a/q0DSdcOiWA0Vq4CZglko8mHW7W4kr1At/sT7+SMH7jD/FNo2/qOirSvUOvdkF0lyKXRdrKJbu",
-	"l2n+wS4MLpp/zdnZWMpzFbf6JJNzlrfNS64rlJ12k2hJtnpBfxezgpi2fyPd9lNyStoxlt3xue6UZMxc",
-	"GxwI9+SHKX/bWf01acYyT1kegPaMZxkXI4Q8dJmxgMWTH+VUaAMkH0Pu6zT17VISl2umHpDYYl4H0zdi",
-	"QtW5rapKmqlM1Mbro1f/ONg/7kzSiAwau8HXgwZOj3We7MS0vByusdYLFh8Ui/JTrMhaQhbSzKW02Uuq",
-	"1ak+zZhWZczdKCMu5mlaMzv6UlzWlC0eIKQOqhu50tAGf4zMQ0fM1oMN1oEB+2dSaqVzOsVfIxI7EBeJ",
-	"Q3EL9gvp2FAOsVLNMLYZgNBjCUAGkN7udjHhxgv24bEvq56r46Vo+7d3PxdBW91oa/Njv/Rrx/1cS72t",
-	"G+yzOQ/XToe6LXNgjUvjJJ9BS7BljHCZ/U0mUszDv+Bsju645biWFOLR1nQ0YvAaxMNCBcLDId21bpW7",
-	"M9f9oa7YjCp9JPUnnqIZ5ZixT8nrmRRO8j/Qs7zGJ0Hs77VSWHznm7V62Kx2G/suOWHyyrILuWxDCg6o",
-	"ijlRDRWpFXPCsiM3TNSwE51gMr/1gdXFhgzpLNP9ijjhygFQ1/vlkvv46GmvrGttreu/uhklXI/MBMGx",
-	"n3bx7x6CTx5vl+D3eE3wBaXccVmwkBUK3gs54gLuNjl8vttHgYtwQeLD57unR/s/vjk42n8Wo3yQydGI",
-	"peZpUX83rDFv+0cOoJJqZIRUOuG+HBEeULmQvK2GsEnK5emh4gGUA7J15Ze5yifdZn+DLw/4KPOkWj+p",
-	"3dSK6jkgykXEluaC2BYoRxf4nH1tXUzfb8Y4YgciqY0k+8oJZfCLEfXP2RQbABqlu19UiKMjJoqicTRN",
-	"cyOU0tz3tKXKFvQdUzVmWOzGFj609So7ZBcTSXzOpVsYhkEKictYDo9YM/K7chD41SWw/9bf0GXY2/rx",
-	"eIkjL6qsEOXxtZg0jbwth62iut5U6ZzRCWm6VG+cNLZKilJmlxCoFNtBWn3iwlm2ehE2DAMt5vF2VRna",
-	"bf+LOKWmQ05Jn/wn2SBfGeWmKSRJ5GRCjRagpjRhfVJZAvlFcgGF4CaoFsD7KGnVJZSvbz75z42vVpkq",
-	"CjvjVq9iZQRr068zZp/rfMaqZ3UzxnQjSlxBJjvGJdhUFxgcq9OYfBU2JNjstf0hEk1H5CsS+3dcDPHm",
-	"k+AlxTIGxSSam90nJKcilRNyxrVR1Y6tbUzmleZEGR+yPsmN6GfIhkHHgJieMzYlXJfVH3X6G3/9bDL+",
-	"7tfz+S/D09FR9vX7k97Zr91/nT/95/zFZKuSQlLJISkrReq0nMmy2ftY/eXJpdrQbRi4nWJ1e4mGZSEx",
-	"MIbt7p0c/LSPNTQ8Z7N/XhrDaEc8caGMfzUN8E8diXo9faE+GvUYSolJkbAdLMHEteGV5rrGp6ffSaXb",
-	"49Gpa3NNEinPOTNEO/5H287RBuyI7y4gtaxN3EyBCLqMVi2lvccFOYug+FUbbC1G3IOiKEOO0XAFMVrb",
-	"xVqOVe0tB6uu6WDF5Ss1u6Hyc12nUk3tlkuxDazQJUKGzmVH1dbipfVlWtZPOv/P/kq+DtjlalMVRWxy",
-	"kG5Roq6P4dbZSjUnKD3FUmBpOyTJ6GRa9M/nSs3C8kI5m1AuzC/mddJUjJHYh1XETjBGkbR1uY60tflo",
-	"63H3BmpSfQp+wx96adch6FbfK6hTuMwfSgFrNQ2gi9JVvkahlcl9v9UqBOHFRQky1yK5n4zX9f7nK6lr",
-	"dFl6SS2tjHzv43VbHN8UzeuyAUs0mQXktkCSq/HikGF3ptsO47wuNbuFwEnA8E8YYEpz5sx1NMteDRv9",
-	"n9c81nfRqnw+6wsLO69Wyr/56ghYzww8GM3CbQEhxoaZ1/ktOhhG7j2dy4YI+/CTapTACGtUUhrxCyYc",
-	"XTWfYUXBnVKlNle31nVaoiJh5sZFRhcOHkHFXHOkOSgj4OTp+7cJuh3tPUC/o62oD2PEa+U83kn5s7sp",
-	"ZPbJpOZqWnbLsZQBjVqqolSiTQHB8ne4TNAchl+nbhLA4TWtS1W8ng5YkMk1Tl+w93pvlqvaXKRSERRI",
-	"AZjSEbt+Iv1q7bJon3+70hloQsks53pxbMCCcDxjNGe5UfeKv547vPn+7Umjpgu2zeBtY4kcqI3chPTf",
-	"iMTnPI1tZktEYq5UvBHTWRpvGPkr9o1cIzKUWSbnts3BQBw933vyde8RDHbGlPadTaZGY+AJUy1Xp/ls",
-	"gXTXEdPmkq+33kMcEZljOkfFodzqEJBAVJ+UojdIOXSDBN5vEvq+ByII2SBhvAYpgjVIEKkRkdC5XvK8",
-	"gwu8hT5sdNkPxPpBG3gJa+2UKAWDwgmbNS+by9HqkN2BuKoCZ0LznIM9l/hqqTFNdIzVUvsk/jAwhGHQ",
-	"6DuyXpT9tMMXdT9xuR/jqCjIXK0QagQ6nACrpxqZnWs01cPCgUcCuhaoPtZ6Gmj8e6BF17M7OaW/zqrt",
-	"XLgg1OvjTgsHQ6j5DP9sRA1BYfYlvb1YCJ3yH1hYSfM7uBHXXYqtA9IcQpdA0T7L5Rxq0mfckLeWXxq+",
-	"WCytYjRYXthHyIrD+i3lFY2pGpvLA+ZBRdRY5rqdQTsI71ehGTY5MqvE+t5nbMyFlYcSKbS5tH3bVcZe",
-	"ooFoqoyn0HdMpMTZE6yqEYFl0navj6zTA03uUJOfzvS4FZHd1wdti6tM05RqSprfvz0ZCEMbKCgAhdAS",
-	"ER7W1WhFYYtFRZpyqvmEK6yOI1wMeBTUkXctCFoDYdZclF3C20yaVMsJTyw0impNqtUZiIH429/It0wD",
-	"XtveYObXeCRJPhOks5FM0g1LqGIyzbnQ0LMph/AdKCBv+wVQ8vBhQbSQagAYHj6EGhO+A+pAwI3CKByg",
-	"Bq0OeQ1emocPfQXfhw/JGcvkPCJTqjSzxqi44AUxEqCHJ9DohciZfkjAgLwYCI8FHbIP0/hgLTOmGEGE",
-	"jWt3ulPQkaIjq3096FDk1Lbt7pYF3N8IVs4NKuaOJLPgMa/8Hj763YjotrkV1/CnhSJ89HvoEvx9IH5v",
-	"t9ul/5vhPAxJkxo21CK/kzOanDNhGEFu8REHkrnqY3eUa/AeUsN6yO8kdsdiY8W+gVMg2DOZ/I5nib39",
-	"MO0x3rjYjAl7D32xITpWpM6xAGTTrMb1yuh0YtjxUi/w8Uidmqdmm5VBHJmR0K5saaM+1o80lVe83TBL",
-	"9kovDFgAXGLu/L20dAPJ4M8NSxKKHTEOiPW7ufEsV5BR+p4HRMP1ULLb+t0gOT2TFzCT68rgW3LCqAOx",
-	"W4EUyHvmdtQeU4zd6W1t+e3uZkQUxcY7IQZahq6kIVQkvLBOlAzP0ONqIZdQUfxsdCmZnBOeSGF76IDb",
-	"x7w6EFwTwViqzGq2SMyFmg2HPDEMo62Q8cOFnHPFWv6ygWfedx2ES6PHuZyNxmQhZ7m7AOb1zQ75p/kJ",
-	"28HbB75XS+CA6tfjzKpu8CgHEmIHthXlXY+fIB4A3Vc7IDvImY4IJRnVhi36Lok2HReYidlkr0MOzCme",
-	"K9cq2L1at8iND95i/nFjMqQb/u3YES1YaPwhqG4QAehca1W1qz/GHfLw4UlQVFhBwxjXqNPq2ObQHz7s",
-	"V8BMCEmxeIoKmkEWZVRI8/jwOCKsPaE8i0AHL/qkytxchckUWuZvdYjzZEOqdTAe1AKDeel0ulNagV0r",
-	"133c6dUwwlOJbWjpMmQMOHrdLsmZnuWGrRHB5jB4+b5RbbtgxIfPd23FZpml0B5DaTlVUJiDi1Frh2z3",
-	"ehjWYSZo23YXsWvkAIPDRptxWFohbkVke7NLYr/G9kgKONuwMS5caf9KRLZ7T4mWkkyACxJSdJV3lwjK",
-	"ESjzFzJGKIZAuJeaS1UgmvGqhg0xNO1emJtqG1LbxHgKuqZRYag2ZEZhDAXXZEynUycrYJ82SVJJmvFS",
-	"8rzLna9NjjfDDYRiuhWRGMs+xDgetsyWRUMxrormXzFWfYgxSqFc3OHM1dzA+nPRQMS+wEJsW+cLX+mq",
-	"iGLK5Eh1yKPuFuzJwN6oIItyz/4OCgK2bunvpZIChh9xnbElfm++2O52ye/k53hCM+wR0raLit81PcSW",
-	"HhoeFzbCsCRqHrQa+e7k5DUpTVGk+IdjF79WB00N7TXDTiAXxrbIAYHaDbwJA7vuLoFZMpyh5rGbKjRk",
-	"0pzBbNjMqDRBKV4qhEvwuxvyMprNtQLhnisk3ZxVJpqJgHiV56o8MtMFDaEN1XArcUNuwZCo+bZTJnh5",
-	"wNIDt/qSnozcvITi5bFrWGoJ7tWndWDPaHIO7YHs4jEsvzSNZV+1R1B9BnAhSudYuoiWQYT01G4nhNU2",
-	"TCSkbg/lTJRm8D+aoV9KombJuBDd7fePEE+YHsu0bb6gWSbnFWxZempGPIRfsWcM/urGfApjJlIMM56U",
-	"7qP7rbgxuJoHyupf/urAkHiCpVHLDZHqbottlWRnCJpLcVVarO+M6MxUjgaF003o+3ahMpZJS/jEIwi0",
-	"F1BF81cU760rMtQ+8URLky11PwznW3qICOPQu6Dp1f6HXNlWiWfM0HTbzMmf1ibSuAojDc+s9MTiEvS7",
-	"hi5LXmCzw/VguGkOXlEAfBuD9MMxax47CPrGVvsnFLtva5r50fFeTekikzRtaynbGc1HpfUuPaySZ9c5",
-	"00gC8IIb/JElZb5PU3vCUk7BJVymaHVvmGmCHk/l5kp2hq9hBvZ+yhIM6KqBzfJTt4HgSdBcbcIccesh",
-	"7KE5VtsolywtD11+4oZ1XUnlLEsJPgSCn7Iko4bUwGeqPAkPsOycLdo5M8JW6T7WvuGPuYKlRjoBcc3m",
-	"cKV8CNVzdIWA2+mXJMYKcwufuSldUzBHCEJ+aYe1cmw7gx5Utm1diWrXveAmwPhae/PHNjbIXX0xm5wZ",
-	"hXyId8f3kizNPwt7rZVRLnhQRegCF6qXu/dk+TbWMaPaF8w0YX+9CuvpIdH6dSY1rcW28hMkV7aoKjwy",
-	"Y7L3YzoD43Bp0JxqhjAuDxn+DlCwwrwDhQPnFkolaLeoJxPVZ1WgWsMtZiuDjFWhF4+sdAhCsaBZmRfh",
-	"bwBC+2/Qy1huVQo7xOYSyQGGNWS5QWEuRqvoTuW1KvFxjwk+dtNtOWHNNZSsCGruZwcMZMoQiWFOK3jD",
-	"jYg0c6z1tH2BWf4gJ/iVlEC+8i0zH8jd9incz2I3v4PPIOMJE1gO1trId6fm/rV7nW4jaszyzPoPVH9j",
-	"Yz6fdyg87sh8tGG/VRsvDvb2Xx7vwzdFFTRvMm9EjQtXG6Gx2eniW3LKBJ3yRr+x1el2thrguRuD822j",
-	"A7oDdLXc+GV+rjquYd+IgQfX23wO0ka/8S3TUE8W2gtMpVmSeanX7V7SCvB6LQBh/BX9/0CPe8vOiCG5",
-	"x0x3MEbE5n7Uj+sXumFr9QVeyEb/53dRQ80mE5ovGv0GKs3nbIF12ayuoCqK4fdvT5StEPBo82sspvyk",
-	"u/V1C6ryjFSj/3NjwjRtvDNzbaQyMUBy/9z4QJVi+qP9aQw1y3+7DOLf2VfuEOi2cvoKsFuyDFdoetsw",
-	"f8EvGLTAbHrhWUsj6oNbZwVMLUZ3FnSSXQa6V1Mmdl8fXA90btACdFc51muhZucmqUxmEyZuHVlPQk9X",
-	"PZgqpheLcsDgQ4wrr73X7aJVB1046F2b5txM6z0mlEy5GEVAk78qm0TwYykKbQjsfwNhFRQodNi31mkc",
-	"nasIRDZHPotsKs0SEEbplJ7xjGvwAOfM2qydK0jm1lcFafPOrrT77PDg5enus2dHcUQyKadnRuU9WxB7",
-	"CC3r/I2NhpjzRMXo3F3CoiME2B3ev6LgRW3/YiOQQY/f/IIBGj3qbn3+DspLDZFvsUvvLd4LD0vSxHXD",
-	"akEsiJySLEW2qL8yoT9m5RXZhSazJVeD9SBFl7qgsBoGOjkNG+mQV4KoGdp+AJ9datRD94myVkcIkQXj",
-	"jV746AqX1dUpN/B0ltmg7+dALDX+7LtguiIqwlD4+Zhq8ISaCznBlh2QFwfNm6koUskMjxwImmjn0gAF",
-	"YjJTGqk4PWfBFG6FxzhVjMkHVDufE9jvOkbGRi/yJb1YlzyeLUIzJX2ISLlRa0QuCwTBhvzfvz15oGrj",
-	"StBB9fBhWP2i8/AhdvcuSM3e3v7x8enRmxf7xzGWd4X+3egFZGlosE1ZwlMIIsJQIGzyDbZWI+qaGbBu",
-	"BdVkyDNmK8WiSgu35JLyHAPh6nP08QDRytWM/9F+7hbTRtNXbJM7XuV8xAXN3M87rjJtYX18oAZGQIQy",
-	"wvviQi68c6YVkbGElM5wgu+k0rFNPjQaR/X5m5zHEAoVTv/m6CBuRTbSFeJVuUKwsNTGiQuZT2hmHaCk",
-	"OWV5woRupwzVhIjE/6P3PMZIifh/9FhMuEiyWcrSHZJKXytX7ZB4Jy5KPqsdkrMpJrOqDNJGd1wVloQq",
-	"hgFKccrEIvadumGFcEheboF1sIgIGZw8AsA7nyE/FjxJTOiB0HOeYPN0bzHIFkXOMKBiaEfeMTcwBhsg",
-	"LsVz5F532/kjCR2g6SAMUGgCXzdYKwVr7RDqs0YrA213N4uB0MpQoh7gDeluGaLg3Nv2e+v5McfGlbIu",
-	"aJ8B7L4f0iyzUT0D0Vw2Mjv5wWUEg6HRwDjobw9OWJpzUOVKN20gKr4RI+3YO+zIgkt2NfcYRX4DG0c9",
-	"SpSWGlHn+7cnJcKXUGFdwBjsAivKZ0o7eExz+X7RJzYi0QYp+kAzo1/IIYnrda/YAOWcp+YuQPRiRfvA",
-	"aOaIQEwjiZ3m13ari0nTplbYTuiwB2EINbIZiDeMSKxmZ1ArCUwaMQROCijoBBCHKBKXTeytPYDvyJCo",
-	"WMAoPA1egHpPsYbfbB2faCCQnDZdxLr9ncScwrwQltl83CUKvejm0S+ax+g2hgvj85OxejaGuQ8ELeGV",
-	"zMlsauSk7S5Bl+hROSyDNMWIi/fQk3d86vxtEdmjabogscWhU4rhRyc5ZUN+7n/HqKSBQAIYs/ca3vwt",
-	"bvkQMfAUW3oWVOx2nNzhiiHMZzJdGA5s/tvOkHIHiAsn6KI6sCiTIvEeynvtk8WU2QApQ0osj1w4an82",
-	"0+S7/d1nA9HExWIgXWl1+GoLfcOYF48cmSvy7f5Jh7xFH3e5mINCuIOXFZAchHEuSIUhkeag8Q0G5IFP",
-	"H94dNJCZgl9jLsGgOczk3NdICEhgfyDa5OHDcuUGCDUrBK6g/EBdNAeWc/D+vgXTrb6L8ABJxRIIX/AB",
-	"ahgYMMIF6GPJho1ap6PRFAh5bdHK3DuNAXNG5BEL+BTCbZjLv4fgB4y3QE/lEKLfUEjLZ0K5pRUeCTOA",
-	"TZS2CpEwogUepG8n0kFIHSMZRRAVYxhlyu4QSsQh7Fp9Ar32vQNLYSo2noM59V63u2NWE/9PAMbfIRKi",
-	"4BBbIWCWKbiPlDFD4BYcYy/aoMB+QBRVlZCLOjXMRw42goZ2CnJrllXvWu9jqQyCXavy8avQ+a4IX81c",
-	"U8u1VKcgV/njuztUEz0Qjpgy2lKNqraL7sGKarYHhkZDPnKZXaWclV5uv5TtYy1zSI4L5eoV/W6sVO0K",
-	"r9mTprqUr2Q1ICvOA2kLJO5SKpNnPeYKBFHqndLhXJ35UOX99csv8/0w8hj4UwtZuhEIIktZQAKxZoR6",
-	"ft5fzaqvw4Udr3UMNkKYldmo45yrgLPdfXoZdFYVItmTkwltK2YunjlEXJJn+2FcQXF6Xvbzb1kBS0jB",
-	"Vh9f9+unl6zQ6Ld15S1cHGeTOn2yHNMlc6ugWwkFtfJmqIy3ymsqkip9ZH2leeLy6nxhg8rygNji0QF9",
-	"uxnuHvs8s0ru6ZQmLDgdm4LRtFsLD2flzJvd3vZlUxelAVf2uCI8rceIm263SIGrL4tjJpSOiljCc8O5",
-	"TuD6rWioCM+uN7AZutfdru8kVVgSLOGYyownRhpEtc7rvAJqES1pcgmdQA6jFIuJnCk7IKidnn5ZWn6n",
-	"bGDFXfQLi+svlH9ed5UM4LaRY15uB/yGpq5AAnyyeQ17qC3vgMl7qCn7uieFHXHXZYFGpZhMAfS9TF4a",
-	"UeOCZjMWNuYtXQ2bURM47vtGXgQDhw3xK81iZ0bpxHWOqhgniwIh293NwhV4aXhdkYazcVmYHlwNEFMP",
-	"h/Q1E6k5nBJwqiXVQjpflauXAqdXgqs2hq/vhGAXxQdBEGg1a64bFdy6KSivGVZYB+BQcUCR7ZMN8i9D",
-	"+PbNzS9OD2Kx7aHWIZVRGQeiWRu9GZGlUMgW1u8tKr+BGI9gmVNujb8WFAPhyuSVYzdthbuAFL19+7Yd",
-	"xFGyazrc4M5v3fDOI8F8Bha1yp0vk2enJZjtQ3hkIdNmNDlXKxG5XJ4NxuqRJhb2bUMCZisc3Ob4OwOR",
-	"ZeBhGufa6LtVRt+r4krr8LVkcURXi2bTN9Ow4GIBMqt49kt6JmqXDmWKrAcB98VpnSvAx4MMLUwksd9Z",
-	"RfMmsLhGaGodSKoq7i1dY7+lUnxSM1S6bfXs8CAfKKsd9Il9wyj5APKBcBq+NzjXY0Cdb6JZsTVbawme",
-	"TJDmU7b2Vqy7cC/guhduyss5+ZsiKufTPeQfqpm3P7/7GH2o5sDij2Hi+c/vPpaciNZX0TbIQpIxS7A0",
-	"el41KJrdjyW28AtjFYbB94VnEVI2oZKAVDUBC1j0do+qGiNHHSyKVzaCeETIrn3nu0h+I9PFrRkgzNrK",
-	"pXk/lssK2AJPFQvI5q0uYFXAhYFuReDdP6Gjq+RceOdj1PAg1O0jNs3ogqVXfVr3yceo8cJm/171uX/v",
-	"Y9Q4opq94BOur3Sd+xfDr9qvQYdY+2P3/icK3FfebEeX00bBsS//6LnMz3iaMoFfPL36iz0blQ8fbD5a",
-	"Z10+Nu+QpZxC/RDzca+3zsdBKCt+tcYaT6Q8pMI1VVav8h9nEmuBXJdG/sAWLMU7eBvkskQEG0GFiEaF",
-	"Ir6aMgH5aeUMdNIcSyFn+VLgfkgNke6VyeDGB/Ofg/TjZfFblhbemUH1DsnJ/YWuv9DbV3/xUurncibS",
-	"m96uP0r0qLtLOaNp9SrtAm7V3I/rcv09uEGNj+9qL9YGVYqPsJrrzYaNVggquzDwzQSVIQTkv5piFY87",
-	"lVRwmdeSVNa4N2bkE5+W5S7CX+fCXZ/lrsE1XwcZGs8hK+gWuPXnoQzFWX9WfvudC4IFLqtlUMaETkjz",
-	"1ev9l0bF2z/e232xe7L/bG1+u2E5OLsDwrBvh/7iSUNxqPfk4Z48/AnJw9L9J//9//vfxV8RBAahbQuD",
-	"ooJkvrUpxZgrLfPFVRL6d/a1OxbU3TQr5HW72GpQ+r0Yfi+G14vhTsl7oMK6aRERbM6URg/T3QvpOZNT",
-	"dhdC+hEMfM+J7znxPSe+S058tH/86sVPlgEbtrw2e82ZktkFu5O7DyPfX/77y39/+T+/GO5IwmpKgL79",
-	"q1yB0NL+S/UFwuL+UGcggmeFOgAldu/dgffuwHt34I0JXxiBVKV8OCehYUXrtZyBlvRVSOHGB/iv9Qem",
-	"LGNooCyTxWfwuyOLFcKyXdeg1ryfYhCNrWw0suHn90aCq27bZ2LdBdn8vBiMyIGFJgB7qcDKYdAZgzSL",
-	"Iuy16ButtImtwM/un4Px3V+Gf3OLWdBKZNlzHVD7+ktxPVn1RyT6qMoatXP5Qr02P99QEkZV9hoi8ITl",
-	"I9aGlXx1gzv5GqdbW4e9e2pg2xvdU4V7vf2zCL9PrrdaH1P+GSnmnpucZp9X4DgsiEsgdTR9kUpfufIa",
-	"0vKG7z5WK4284ArFEew3dtdUyMwCHbNXUCNYrJHGsevu2QJ+ITy9p0z38sodyCteHrbdHxEBb1dwufRi",
-	"bnww/1lfqzUX6BPFnHsp4/4uf04p457lX8Lyj9hEXjBCC+qzQ7TULjHXgGUyndnugr4+mNJseqtEKrqa",
-	"hgCZQj1sViNIvJ7p2yJQd+SKMCt7PdP32tc9XbzXvu5J8RIp3k1tFvw0o8mtkeRV0p+andnr+gkGsVrX",
-	"8DGMfBsGsT+CIiJcDHQBVPc08V5WvCdQ1jxkJMXCLgQNnp4d7T4/IVqS4zffHB6cnOw/u6a9SIWVm5z6",
-	"WV/Nur7GBzZfWqr0YYuydJYK9b2QIznTa3lnX2AFEzmrikZ7GaN5+5hr1n5GNa0pMjSwvbDVoBGRQUNp",
-	"mdMRGzTia9Z/+qOISNQ4Zrq9qj047F/VNaq9fhmqm9GdP6Xrd83SD+X2E3IEXU2bWB2nVNM9IgkeBLZA",
-	"xPruWPm6gqHhDXQ3LvAQL1X9WKeWjit71Lyq0GnLlicaiKAkEBQvLZcsJc9mUNvT96Vdq1QolIsZiKLM",
-	"tK0iHWOdFahBcnq0/+Obg6P9Z6s6KOxhj7pjX0vvzoQPN8XKpO4sC8sD3kWBtLVvnV1r9fJ9wVVTSlfn",
-	"7VgSOiEH5u4Mc6bGvng2VLYTqZxjGW+oBJlxrbGyPRY+y9hQ11+bMudyXbcv42BH9u7apvP2dtkapHjk",
-	"YbdyqJkMV882/A0LXll8961lOfYy8W322RSrvvhC7lSR+Nn+i/2TfShENlMGNz6Y/4AeYOuS/U+c/+9x",
-	"NBBJNlOa5W1Fh6wf9gf3xU7VGJucMDKmakw0HbU6tr0X1vDCIqhFofhNQvVASJHAPUY4uKbPRuPhCe0U",
-	"QVm6D8zeiFkAHl/ZN/5gJ+iT7sfay4ygPly80mOWP7NHc6P7HFbkwhLpr2Z6P1MMOsOUi0ydzCX2DCcW",
-	"G1xRdRQ1fBUpu/pGv3eNAk24pXRPzkSt4+o7OccubbgCf0hzlrOwUt8XE1B2c9Lz78P3j/lIAOOHu4LN",
-	"iKDvRRMvT+msy6Rkp9R2FbuC04W6QgZY9sseLj7p/lyLH65yyr4ImzmWU992gi0/UETOBdarzA39ie32",
-	"43vE/1Pw6pLsU+7g6fkFktZrsOSw1uZl/k3HM565Ca5WDY9c6dV/v8DdVRj6pTr0vyBabmhxiVQ/UF5g",
-	"WBHOG1Lq69lSjx3uFzEA7k6FeT01BaVdMWA1NkTVCG19Eo9H6jQmX4XioKYj8hWJ/c92eBAUM5ZomfvH",
-	"dCAUS3LmG17kHfLKyN6UnLMFS8nh7p4DjXsDu1NLKDk5EynLi35W3x3u7p3+sP/PuBURJQdCMA78kJJE",
-	"TqF7DbZWE1AaFqxZREsj2S9sw9miyYOXQ7EhjbLdAGNPO2LSNDvFfhm4L1Bpy1seQpM/IzDn0jaRNl8E",
-	"irK17GNXLZg+so1UUCuxXYDKpYuLXl7LinXQrWOpJnFY8Fhpmms1EFxAffdCG8aIckUeluohP+yQN6vq",
-	"B0ck/nYfKxr7629UBv+rr3Rf9Eg0+E08xfVFPs3oQWHZ7e7mQKxqZ0Ka291NbJiy3d0qdJKaHikGHaht",
-	"/oK2ED1mEwK9FZcanLQsFmrbv7pY5UAEbdxWFm/21gns4iZI3Ol0grLOtslYBjZHM2SgiDlItSziEY6N",
-	"KB26uLNUxZrLx3rGEjlhaiDgUH/aPzp4fgCHWmpWQvDq0KKzSRRU8jVKYhnTjf6Zpa7LndJyqsjc9tqh",
-	"GqhBtFKHc93obNFdg7xhD3tARJZiG6WqQacZ7+6dHPy0H7fCSt3eGGSrvXqcHsu5qqLz2UyjrFsgRGep",
-	"kwwajKdUqZ0Abz02r2woc0kbmaCHDE/GRjmHm66CeszNKqgRM3LKlTth7AIjfY8ZAKTvTWGBCVg/lkDD",
-	"NJlIpQuqeLx/fHzw6uXp4e4/Tl/vH52+Od4/isvSVIfsagRkQqeuv2j1+xcHhwcnp69fvTjY++ffzfXV",
-	"bZmlTGmLH0V/Ultcl2pG4D2FxM21TGRUaZKzBLvGQa8of7SB77JkuyjIQtjwzVkPAtRzKLdjd4FkJTZE",
-	"3n/Z65EVTefrbAeYMhYaAa8TChLaC+C2Vsv1TzPKhSU+zaL6vL1UrdBOQH3Dnn4D8LdhJBeQTs3o9Aye",
-	"POc5G8r3BiQvuJi9N/IN2nUa/QbNzNu+UL7hIUX7lHBZuCBomub6w9nzc21UhjWlmh/49nwd2wDmyg2M",
-	"7PQ/N5Smw2EjatB0wgX0Wbhs2YdDekVjj/qC/tei37YpY4V8Y/NTlu74FmpQcBmLS0s64aGFq2zOHogJ",
-	"o2I+5hkLyfoDbxQL+/kVwgg24gKDpBwpsxmD3Yitq9obRHh1NvtA1ebSLNM214tsYXJD8rQ0PIVddUyB",
-	"nIHRSTWns7btyl6mO0rDvuLKvXAIUdrymZLZTLN9aDygdjW0lO49bnc3293HJ92n/W633+3+y6BnDXSs",
-	"s6P82aPSZzzN6keH17bcax4VG/2GOv2xNx6fTdLs5O2b96f025/U2bdPdNp7ujj79kd9eBLUjW8gm/QN",
-	"f/oNI5pf8f2pkLptsJNmbSdft6XIFm0q2haM7S78b7P29hVQfbmid0Yh6f7ZwJ30fvrlrPfo/MU/XmbJ",
-	"1svpWS8EdyhiXAb05VGuAfTeDS4V9oRZFcfiehvYnFHsxXcn7XbuA11qA13+HKn9N7GolIj67cegOG59",
-	"RV6/w/Cgt/d8LMmYKvLLTAU0atmashx/sratEHMhVjqK702F9zn+18NnRI8Any83BF6e2f/HBzDUxy3c",
-	"I/e/eQ6cvwOrsuCGsywjF5zNiRyGlwENpIVRALoNLTDsAGI1Vt6RW7OWl7TGkdehbz6+T2GpMorAamR1",
-	"77r+pE0qCJtM9YJkHOwrE3nBrJmTZlmrHBIyEKAcQo/bos92YbeGBmyLjm00X7HneUtKSf115sOBEGzu",
-	"VmrNGKQZl5q1omG0aJD+QAUdY5eMCgOxZFWICFWEa6IYtCLL2YUtQ9W3Nv7prIjswZZxaH2XQ2soOmdT",
-	"PRCJnC46ZNcXKRdU6KANq9soNKP3XRQNGJvb3e1Wnbno2NNba1j5FIvRNJcTqSthJYf0nBVWASoIGEwI",
-	"2mO4X3yob602slxfwcBtXb/y4WfkM4iLhjwUqHjPe+6E9/wZqix+fuENk3XKJHXkyMH11I6yRfKTWUyt",
-	"fxd9roJ8F/hboV+p97XasBrvs8EGnRCGYa6ZnIsOeSUCFm1NNAMxX+2m5Mo5TMGuBHQXovuGNNEyX3JX",
-	"LkKLLjgum8sW1taSA8aubClI2IZ0XtuXhK4jy6EMVeNixtQOCRsgBoHRwUJWehcOh3TPH/Ed1p4szbMq",
-	"2NgfsrMSScHQqmxw4t5a9JdKi/pc6UkF1n1eWnysaa5dK9YCtZtZyVdimwUjHWiFMYQkZRm/YD6dImUY",
-	"szMkZ1SkN6Pm1h5+J6T8eObokosToNaXB7K+IUssBbpktt2sdMB2LiY0kbUALKgqtGfTuqjy2tgDsk7o",
-	"AdDanOlZLlxk+CUhCHgkPgSh4gUmpRDygViKIS/TNa7Q64z9f3Nb9NZnrhTz+08O0ngg6IhyERHWGXXg",
-	"M53zoA8thuZDoglVJJNKt4pVbnaDwdojKVhMwAlYZjkG04CnehAFPkDsHe6jhhBwdSzlJ3jlcEgbd1O3",
-	"4HBIcYo/SAdw83PX0bhyAzSbTuF0EWl8hAspBWAYXFq2t96zsy9Lu1hjK99Kwf7irpU936l6b0z/ACaK",
-	"1937cw0X3DFkSllmU5bT2VSR2bTsY8RW4XD9bsA0IXbyjnSf0GyAljCz6FL0mw1WzLjSKgpsTVAJLvUx",
-	"jVOWt+1nA5FTbb6YcE2GMsvknHDd2sHMMk/XUePJmSZTI6UkcLgYakqci5ykjKZY9EENxDmb6toEJ4DQ",
-	"5zP0r+NlfqAK2ntPZu8dCH84GTtQasbCmFevn9vvdkLJgNRGuV5KvDC/MShrWb4bGLGNL/XBABuTZi6l",
-	"tomRrcjapq1To5ITgNbpHUzymnPF/GOI0EMyqxXLhp4k2YTLCRdG6j9jSIci3znsgmULl0QOm1aEiySb",
-	"pUZ+cmaUhbX2tGrKJnClT3DTS64Vbrb864xBiz1BJ6zRbwBBLBUD8Of/qBs1hjKfUN3oN7jQW71G1HCt",
-	"//qb3W7UmHBh//JFA8zGRixvRI337ZFsF78aTKkj9bFg7/XeLFcyjx2Epzm74HKmyJSOQCCsW3oC36wq",
-	"ZLDZewKloDXLzbf/9fNu+1+0/Vu3/fS0/e6r/2gsVzm4y1o2cCSvab2N55VgfqP3BvEvJNLg9kmhJTOr",
-	"PKuWMgSGDoyBrqRTWpUckd+gjUHeggRaggeO1ZXSVUFuDQESI+UyLiqUDaiWDWInanammF6igSqRUyMh",
-	"HYDp1tG1RQ0lhJBxbih+jkH16DOWM41aNtd9TPGPtc6Owe6sYjKXsyxFUJApVZh5j6N4ryh6KPHfZhVJ",
-	"RidTsGGU3o48FUYzwANFYuYiEmPSdE+/f3tiH8UtouiCKNkhEP/hAq9xRJKX6gXgLi0EoOpOlbBHjmd1",
-	"yEmZDyC8zqTUSud0SqZUj4nMSewMJ8XgMRnTC0aEdKtoGlmUjhgxjEu1OmSXuF/KCQib3W7XoZk0oH9C",
-	"Rkz4fB/HjBQMRJoQlX9mRJI2e58wlrI0dkdAjehMRRkQKfGh1OYUtrubOz6BC16EjVLvvL5guTVSDWXu",
-	"DCtu6QkVQmrYMSylj/9EWQEWiH6MGgDZGgfmxe/fnhDDLlCH8GijZme/sERDWL8gR8/3yJPHT7dITBMd",
-	"G+zhEzQ6+Q/kXNinginN0pbNIanGm3vntPOu7yZa5nGnKmRwZbF/lFPAAEgcb253u60+qiSBFALHSLhe",
-	"5vYgP6HkfzeWJRgbZvmDenMVC0hXKTd3qM7ct9z6Nwuz/YQOWoCpdxVra6nHZUqUILuvDxyr/f7tSWvH",
-	"ulOL9OCA66ITuU5wKGlOG9xcCjVliV7dZPDAv3OXpKiYpSBFUWm89+35fN42Kkt7lmdMJDLFZns3n+Cz",
-	"mtGLBVwSUOPNVJrqe1v5n4eC/QW1FiM3ff34cc+JeCH6kqYRl/gF6w9ppliM4f9iocdGhoagEX7BWlcT",
-	"oA/w36Vo//rCXYV/joo0WpW8Gq0tsPcJ6B3ghA0dnFKQmUJyWtmmrMAhuqSOVlHEIWeJzFNFYitIG3UE",
-	"Bs8ZVVLEOyC+mj0zkVJhRHT4YukDSvALI/SissKVJxk8NbqB3TUsBELa17JQ7ZCicpU3hoEzATVFTQ38",
-	"LzGlgVRrlJMiapOnRiMrB3qijiYFCxVhs1iDMnbBgSIZGcWUnxkts0WKCmTFsfe62zAiWvLNKAYBOyvq",
-	"kTn+tYbhDOF8fesT6Zz22+8ermeAuixNxeWo5EHeioXsvSHp3yRl5TKx0CeseIJ4CdkLs1l2ggvqs6Dh",
-	"HkGeM1D9bvdpq97qVGtnP1llFpc53PVaYlOyuVsyM7/KYG8IjKNTPCX//b/+3xoSUzJgLRES+xFSe09I",
-	"thEA5aDzTl2R0kIIvktj8iEzakq9jDhhmqZU03s6cJ/ds6Yst+ulBIc8LqenkKnwzq6499eLA0CzTpDE",
-	"s6Lc6dXl4N4olh+7t5eWsapiMgfj8Dlj01XeJayz2rhmKobZ0p06ktYuMvrllxe9Fwz+4FzW2jLH5gZG",
-	"RE6xc0G2gEtiuKIU7Fppri+40pXL+QVWJ72/EX9pn+uV+ayuBFaplKmNL1O3lLP6BsvyfHx3+WJhdXa6",
-	"pSBye0knVNARmzChwaCiWA6BcCjMKhtE7342yjQkImopMwXBIpa5+c3Uh2QwkTrAGEHXtzEoFzi3TktH",
-	"P7wbpjzHiinGUqOTcwi9lC5YrhhUA4TMWTHi4j1Md+oLqJ/klA35OXmOHjcDtIjsiwu5CHdm/XFt823N",
-	"1N5ErtBGjgpFEEDopR+j6bCUq2BsK+0sj/pj0cxc4YhFk1CkpROuNE9IIgUWPE4WGI3pWYBNzwqnsy1Y",
-	"lqfbVwnNcLkJVXDMRE1olkFo1NDoUGAdJhOajDlqKS5mxrxfM6ShkIIpCKakKcd/Yn6F0DlNdGglAvOL",
-	"0CxH0xfJ2ZCZPbHIBu9AaUiiF1OMa1FYk5OPhOEj52wR7nICesy7j/9fAAAA//8=",
+	"7L3rchu31iD6Kijub8qk06QoSnYsqlLfZmQ5UWLZiiTHOwn9qaFukETUBJgGKIpxXDW/Tp3fc847zHvM",
+	"o3xPMoW1APSFTYqSJcfJ1q7aFYvdjcvCwrpf3tciOZ5IwYRWte772ojRmKXwzz0ajVhzTwqdyqT5SjZP",
+	"tEyZeRIzFaV8orkUtW7tmKmJFIopEtE0nXMxJFHKYiY0p4kiNGVEsEuWksgMGLdqQU1FIzamZigmpuNa",
+	"95eakE0Fw78Lano+YbVuTemUi2Htw4egtn9Kh4sTn44Ykee/skg/UiRUmmr2I0sVlyIkVBFKlE6lGBKz",
+	"Ej0nmg4DwlrDFgn7ta1+LSyuZEyvXjIx1KNat/PkadUqDmI2nkjNhG4es0lC5yxeXFSo0ykLyWzEBNEj",
+	"rkhqwUO4InrECGwzzn6WA0IFYTRNOEtJyn6bMqXJjOsRvk7HjPiZo3nzezavBqGZuBp8L2VEcXlVIIxS",
+	"RjWuSE7TiN0ULMdUs5d8zPXi8Af7py+If94lE5aSiUx4NA9gc3a3iiRsoAkXhGtFZlzEckaoiBEALJIi",
+	"VmQqNE/ML31h32AiVtmJannBRL+2m371ZGenvau/2t4MSL+mmaBCw++dnZ0n+CBs9cVtd9k8gg1ct1n7",
+	"WpcY1J/bXRM9oprQySThLCZa5oEQECkYSbjShGs2JoxGo76oh7CvMCAh7sT8SzEFWB4AkMLxgIZECnL4",
+	"okcuWcoHHI+7gcDpixx0fvvqabvd3p199bRdgM5vX2213YOwRU6Y0GZIXDwVasZSwFSSUs2aidkhi/tC",
+	"TlgKc5E6TRJyPtWwpTHT1BzPRHKhlT/KgUxnNI2bdKpHJJVTzVRAwm/2T8nG5eaG+VWm/HcW9gXsyz1w",
+	"220QKSIGOBLRJGGpuVLmK3PBI4PDXULJdnszIDKFf22ZKQklY64UF8O+UJGcsMB8F7OIxywm52wgU0ao",
+	"mOuRIV1ckUhOhbkQZhGGpHGmiGBcj1hKBpwl8S2wh+l03uwNNEsXEefEYriWZEa5dktKzTdcDIv3cSDT",
+	"MdW1bo0LvdWpBWZyPjYUoLO5/eX2s62n218GtTEX+GPbr4YLzYYsrQW1q+ZQNrNfax/MCic0pWOmPe1X",
+	"7ACoGzcrnFA9qgU1QcfmmwgfBjWDuTw1VNDQnvwq/yNlg1q39o+NjLts4FO1YccuUNRo/j2ruFI9EiXc",
+	"0NtoJBUT5ILNSf3Zf//P/6/z5AmZpFxoep4wEo1oSiOz9kaL9BBwJQpqvjTneS7jeV+kQL6RHg94qrQn",
+	"x7vFT2AQKiScvfnW4Md2p7NrbgJOM+IJQ7LkRkIKzpUhaIOED0fwx3Z7B/EGIIp8NoNpicIvR68ncLju",
+	"72fm4LRmqRnzv37p9686m81+/+rL/Xdf/EetkokNDqmORtWswPBZklDYBY1JPc8tG10AzSzlmpERnUyY",
+	"UESKZE74AJ78NpUauJzSPEkI1UjtLpElB4QlipHtzU6LHFu8QShmDE9ODe2DWw0Uh8Vku/OsRcLHIRmb",
+	"VTNFZiOqQZqw48KFnaapIVj14xd7ZGdzs03+z//e3GpttjYbAVGyYt1TYa4cN1unSTIPgHLBZqQg1G4F",
+	"ls+uuNKqa3j0VFwIORP2ad1QFosZSEYfqUa2/e32dmvpYQ+aeAirrlDu1J9urzjJ1xPcxeKJvjUyyCRl",
+	"igmN/FanVCjYdeUJmotdOkCuECnq7vQa6+zqJrvQbLyU0nB8eAMw5e7GZvFu9Jo/0+bv7ebOWXPZ3fjB",
+	"HOzSxfxmn96W7rnRzUwnyNKWzqX889vOls1g5js17H/pbNo+ve1cbnQz0xvF0qUTTfHhbeexYwO/cgQb",
+	"2NXXND5GOmL+iqQwQrr5J4haKA1tTFJ5nrDxF78qlITXm/MIv8JJFymmI1+xNEKC1Ein8DYZzYlGepeE",
+	"LE1lqkJiwKBAsiMDyhMjb6BAUQvymldBoq5anH13I3txiYS61sfufdii4c6nnkyghrMEoDcDpBl4GRSB",
+	"8FAjHZXIVAkwTg9ctS14p6yWfGogSjFIePTJsdFrw6AMZ0hJk0TOkJpbns7FJU143DQvTpVRKsb0qslU",
+	"RBNYXxhkgoyTYhqfEZrumxv1KcHbEwRuccvs4YVMz3kcM/GpDzhvWElodEEosSoN6DlKs0lzOiFgdkAK",
+	"+xmd2TdSsE8JsFeSJPySgV4cjYzGKIaM1NnVxADGIPgkoZH5lwFeYkTeOZkqoxTOCUVV2qrs7lVrkQDW",
+	"+shobBdMfE7X4pXUL+RUxJ8YzGoajbz9yBAMlCaNjm6gBNLxZwSlo5R58f8F5QmLP/U9drIyCtcgctOE",
+	"faYgOvbC2qcDkgfQ50nKrHT9Rnij1SeFziHaswJi2XhALFEzlCxll/KCxY5MIZEidc/yczwkDPoinIqC",
+	"DS1sOGZiv5+NpGIkkUMuwD6lwKhm/usNjnNSD8cD2nQnFXb7wpmVwYRinjo06hIwke+i6mkohRnHWxLR",
+	"XJjIoZxqQqOITTThuoG2k8/g+IPa27dvm70cyIpHep0xENUxeUjF3Oos6pPKMWDBJWDBJTNqbhe4ZUg9",
+	"zJt2nbmnd3SACPRIEXvqztjhBUTzXV/Uw296p/tvez+dHfdO989eHhwenJ4d7R+fnb7+fv+VkTCXPd9/",
+	"1Xt1atCuwFxXjHiyf3Jy8PpV2CAyDaos3ziU0TYfKUK1ZuOJVi0CVti+QEUjzNlkQ+dl2LUW+QGIAd42",
+	"RXNG4SHlQmkipADfjXkfYKY+IwwtmZtXfp57tQo3X6c/TKWmnyOK3gxDA7IKP4HorETQW6HG2BFTXBKY",
+	"DqnhaTDIdELqFnrEkAkStlqtDXinya4ixmIWhzivfe2RIiE8d7YErtEHBDAJyZBfwo+KKP47a3QJuo9U",
+	"SOpuc7ibs8Pev3DnJw2g50evT9Dbgh8EOA9b8uUPb16f7pe/xA8CEhp1fsmHe72The/g9YCEPLOBkws2",
+	"XzLCwfP9w6PXp/uv9n46+37/JzsYtW5MZ7FfcJmSVxIdPObEZinXmglLERD7nX9W8zHLnI0ZLqGHVmnU",
+	"KVDTxlOmmlxwEVserFqkZ3kuIIbzXHLtXiB1x6JlatTzxq43OccpHejsA/BTJUzjq/5zBxU4hbPT05fW",
+	"dmLOHaz3YOyGYcGysrgAN4I5jrPXR/uvqkbJzDDZ3YEPjvdPXr/8cf956SOjACRT8Dyaqcc0vWCpn1wR",
+	"8zYTsSJ1CuYvFptjZrE7upQlzKACvCxnglANHr/PRcH6OLr6WcuKOZmw9fcRs94Iekl5Qs+TT2p3OGax",
+	"ubg8RtsbOs8NXXKKsRQDPpyaIzDExsi5dZmSiArz/jlz/K4BRMuFC3TRfpd53EF8Thk1F0pY4kadZzxl",
+	"hlgR6x8bUTFkMTrDnFvZXtwSBVR0sKCGfhzSuxPYcxaYv+hRvLHev9mIgc+P5mxKhqcoTVPNYstTbCiB",
+	"AWeXUCLYLPe6tSYZTWdu2YlgcDheJYpk7MXL7MO5nJIZg3AF6x/lisCtvqczy5ykf5NTs/B0h2bvVu7Q",
+	"SoFXOTMEnmXmS4ZIkfGEpqxJRdxUDCJm8mFocKTIxjECzkf+zHjEdp3bFeMGrJqSX5aVOLUPwVFke7OT",
+	"LdH5vfdP6RBjgSj5Zv+UqJGcqcKWUboYySRWORDcE9J4XrIHs/yNMKdoUkHVBA3DSKoNihBtaSw5T7iI",
+	"k3n32nNGdVUmsR3Y2aL9obc3fQyVoSRGvzCfI1KZ0xY+zqGELu3t3cLKUcgVJJFK+zGNokwUHwoIWQE1",
+	"pkUOBrnx1DQy6ogKlmxEZHzqfpAqi738dyFEngblAoqQBCFF8dqSLp292aLRGUA5lCkZcCNzc01igzdA",
+	"JSx2+CngeBUI5igRNmmSOPUFeNJsRHVuDq4VSwZOfDTSvjXYobFwOUXLoXTjfjDle6NS7IFG8TdCFatv",
+	"grkBDast8rZa1Q0yEW95DFyRodnReYwaZ8ovWUwGqRznVGC8+m6MQuBqJenptDez+cEigpO4UdB+UU9t",
+	"JDW+WxFijUGfi2THoXm8S7bbO24xTS6aNuYOBsyLtxiqx7WNb0qnQjUQimBqXgCkj/Eb07nTUam1FNrd",
+	"3A8KW+/C3w6JvUchj8WGb2a0rOuBji8oH2NnP26RnkUEN5pzNFAxn9F5mTEadkzF3CBgHWyDwGG5Ag7Y",
+	"2DXoYOmcljOaImZPWNoEphjRSc6AweOE+Y0zpKoQTJxwpdFt7GKWzddq4z0GPH1wIczKxhQLhBXq3mZ3",
+	"9ySKQWDW3w6NMumLKzVdhUPwPEMh+DBDIIcKZoxl2FM3E3739tRjDESKOq1rwbK2a5nzIkI4sypo4Obg",
+	"zZtw9CgeUggd0yxV94QK3pj3d8KELJ61IEQBZ/S6G62MCC+rdqRudKslzCY3+i4cqQ+X1ZIoxnJ8ZGFa",
+	"wz3Mt3Mw1jv+AWbmug24QgaZsEuWkLFM2S6hysjjhMaxyr4ZcaVlOidM6HS+i/bWSxTpUiYnRnNACBuG",
+	"WIzwQtuPYiLOFgg5SnM5JWNGhVdb7hT9Jqk0guWntsC9ZUnSHMh0bO7gVHuvTZ2SczkVcUAoOZ8qLozQ",
+	"m04TZn6YQbIYBAvJmH1OUT1vhJpOJjLVLD5kMaenYOv8cwJdjfD4SBE7NbqtuFUAwVn/GcVpfHCBxbCO",
+	"XqRlRfbN8Ys98uzpzhah5jmJEsrHVmee5pw8ju0gpebg8EODrGCBFYmpzjyRM2EHFExZmExSOWGp5hiz",
+	"TCN93ZHgis0upufr5RllcdW/wEdZOiDKq2aw3lSPXhpSk08e/Lp3crBXC2qHL3oVOYT4EfgujpmaJrDy",
+	"he1UQdegjoEWaLQWNhaugXXcIVwtSAsJNzZyhSoS/gtcAU2ASAh38xpgBDWa3+dKMPsXPwS1YSqnE7Vm",
+	"dP03+PKHoHbBRVyVgcGjEToH5SDnZCETqpAeZVv7nosYd+bOxAqNtQAD9CvPBaI/Yblcs7FaA0sAcgf4",
+	"8ma7nSWI0TSl4HhR+eSENXMMAEcBw9ZZAWqUOMHNkBrgnE2WGyp/4FVoD/Hni2gLfJbFp4yO11q6/YBV",
+	"o/qEpcoIIyjhhPnRQzKT6YWz7BjZYZfQc2WIqM8hQ5ECg6yshKQZHT9S5Lcpm7IS2m92nlUsMPKpe+sk",
+	"4QU1qz71dCG7MKaaNY2MUpyyIocnqMVT9hFfZzHn/rLeR45jUEuo0pkU/BErLg50zKhallqdwjMfJlR0",
+	"qu+SkE61PHMyYIjKRvbCIwVGkoZLJmdkSDUzWor7BLVVecnSeOrSt8AytxaBtPLjxxx93ttRPrmn2/mT",
+	"22m3v9zc2ek82f5yu72zs7ny/OzIU7UOGp/gmxkJOjbv3y0VCmrTSfxR16REx3wObY5+5Zbv9x8UKdTi",
+	"dXHXr3QW+XudX/wyytiDWXJJVDR2nr+jHMEc0ESxKvFQsJnVWcaGonkPp3NsgMtiJBNrcDRULfCGxCLV",
+	"5BoR3lFPFhoBc8gvje7utKzcwxLdnAoHsSoSCmrQWF46ZzlqcFkeJx2TOJUTjEGx6zLXck7OWSJBiMmc",
+	"NYyOG9bvBlMWzPYw1mxxuSMqnBPOzH5Oows3qPmkRU4luWBskoNMgIqbHrGx9c4YRLii4wmqVUUmVjvn",
+	"ScLFsJl0anl+VaOC/tN+1YrkGNLwkHbVNL1gCggJsV+TmKvJVDO4WGvzzDVTMFtLcjCL7PW6i99z737I",
+	"drJ4k4vLWX0rCztbfVWqJIBeCZPdmdqkKz1iPEVnG4foG4ipDghVRgs34q5MkOTDUe8SKrLoRqNNQL6g",
+	"TBERXGUCrs0AEPKH9KPRIuEYL03KFEsvWdwFvx4WlxjwBAO2iNKAinZEGzlSQK0KlCnLH0XwCqnzWsWY",
+	"1d59WIoD/+x+sQwNDJzRbrkuSfr8UfTjxKRbIvgKplhxfEsg0d34x9Kc6ZLGmTGwEt9yXMruY9nl+hZN",
+	"XIuCuldv/D+ug70dal/odH692lPaCs5yzSpx6OWq8LrKxA20j7+AnD1I5fjES2+LogJKNq7KSVHk9SqR",
+	"tPZh9LqBwXNNmXbZNfmEsquWJ7eQXnXBQu9IKEIgE/yYv1o1L8HDv+SECVSCM5WiuhxUgeOBDp3NnFt8",
+	"laxZgNmy24ESdcZEorP25vhZ9CzdnkxS8XRTqHQ0UlFbPLkQpTMtUqROsbxJdPZLu7lDm6NfL8Zi0tSX",
+	"zd/fve88/bCUgxzRIbsLSrJAPRZtJoJd6b1pqqpsYL0CSoMWOKFDtguegXPmSnRg6RE1kqkmdXbJBGHj",
+	"iZ434OU1kP9GFCxDUIdor4/2X9WC2v7JXu9l73T/eS2ouTjvSstTsVDA7dj03Uhtq1iKC51c1PI6RVTr",
+	"LK8W8r7TWYJjEH9XWQvs5DXZ7mx+SWgyGdFzpnkEXoXSMW4V1rC1sIR377eqZ37OLnnEDsRA3hDifFKC",
+	"w/aT4qzt5k6v+YI2B93Wu8eVcyf0HNnHdRzHSLq9oXVQ5F5+stmpOtKFw3vBWRL7RP/iPmKmKU/WGDhX",
+	"2WrxmF4ZWRvKmk2oHgVGRUznRjJHrwLxn65leYNqZ1XTfHfy+hU5wqeEC6vtnct4fvNrbTdehezfMpro",
+	"0SKs1MJdlxfXcwb7VdVEB0KnUk1A1LvNtUdzdvHsnm3udK6VZeHDM/Pz2Ygv4NX1VpeyHb1qS5b/3t5Z",
+	"YxS1S+A7dpZzKRNGBQhhV5O7FTV4SSL8+AHVek6EXzVfT8qKJDorr39zLSdX0Wy3KF06J5NNuKtTQdiV",
+	"ZgJChcZsfM7SgBy/2CNfPn3aIf/nf3danV3QuWOjRkO9wxlEZUDBK6vE944O1vM5ZQhaid7XyGKIOFXo",
+	"+d3b7yuQMhnmL/V+/Pyk2nkXpZfFFztPnmzuVL56wdczh17oeUF4+P6ocrgp+ly8R4sPK1+7uoUjSM9r",
+	"uDPzOS58CeROFkF3webri4AG+DfVH2GCqvUcDmghE6a4rqgor6wUTHOvmjOWcYVF6jlL+CVLiZyCG/uc",
+	"injXxTdBHdoSVhclr6cLosG790vEbRv/dGfm8dzm7N7ycywB7I+QAo7pdaWrcg6piWz/I5dZ8io7vF7m",
+	"Nb+lM5nHyR2s9JZu3AVh4fBF7+zH/eODFwdLNAHPzit0fV8qR7CZ8+djyLmbdLeU/CAkSaQYshT8papM",
+	"d9chpPnqebi4vD9lpZfYYdH8dpLNx9/fj7+M11+lyo1LweaHXFQqsILQsZwK7Uv7WMXnkSJj8wmZCq4V",
+	"qVNNxlJp0vmvJ1vkv//f/0U2A8KuaAQfYi1hkIUnNFUshaO9O8nFBTBVRvjsbD/50iXRE5ShVUVMji0V",
+	"8ZINKqpZH77o+WISvmI15INBPerybu7Oolap7HTa21VKCJYaXFz8a2HNaFCEu1B90Cg8BU1nLa6Y086u",
+	"N49woTQVEVtLYbOhZgsqe7XWBUGLqysrg4vFnlU+IQC1vPs7t4yWLh//yc5ObuA88FYOrblO1hOrnTBa",
+	"EaySKz2Bbtk3xwdGTADfJx0yUsca3PZFtfFeJdPhh7ARkKmIbQyujUl4pPpiMj1PeETeHL+0HlxXNeDo",
+	"zdcvD/bO3hy/BLeUYtqWA4aYOaN7E5pAiL6LaeXaldPoi1yuySNlRm+0yIErUqDYEDzOHAv+Qz1os0oI",
+	"zJ1xHY2IFFiaJbNIZjuCGFlqTZ/+lKYpb6ZswAyRYzdW0eGpO6JglSINJWErpMCPDsmJcpaplUzIvQff",
+	"KC3HrnrrtXgVcwWJE55n3B0lZx8t+xgKtmdWd39ujknKIy6G9+JA+C0rRLxWReGgpmjC1N6ICrFgm/vU",
+	"3o9FCfL5ce/FaS2onbz5+vDg9HSJGKmm52OuPw7v1fRcS02Te0BKTa/uY9SbxCDd19buOLYpK5SdC27K",
+	"UZcStuZkc0+2yidZJje54yiAJX/zF67omiFS1ymacOs+JjjhTonz2uEM3WXxDCtIx1bno2IlyprIChTw",
+	"MFkK8bJX8bc78ir+dhOvIq5Eo5ZR9kjk5Ks1LjP3he+vfTXhgp3e093/bUqhPdId84CL6XpRlYLro5RH",
+	"7M53VuENRby7mNZyu15YwgK0lyOkZuOXXOmP9TBnOLVObP49se1K5/Ea/n6/+KPpTcngTS/MephqwAaQ",
+	"y3Sq9RB0fUK6sYySLmLzqnPPWVwWDFjXIOnSkzhyvV1uEL7bQ5vMmKVDZnSxaISNVL7c2nnacLHrLOao",
+	"W4HFAEwnYy7yY28usrl7Y1kLuse6cL5PblcUEW9w8gtHecxoDLmJn8CXe4xZ6F5ZKgdowNN7azxVDuTA",
+	"2arWeeL8iGXkPZ/yRDe5wEL4pO66o6luymica5emulC3CVqpQTK2f8H+6R9jIUv/2P7pH0O9Sv8U/yoP",
+	"TeMxh45lUCgMbgJmCob9abu9Fbli6fAX6+KPFLzP+FNoS6lkVdVVoeasN7tAqmG262wN2dL9Ms0/2KXB",
+	"RfOvGTsfSXmhwkaXJHLG0qZ5yXXms9NuEi3JVifXY8usIKTN30m7uUPOSDPE0me+3gglCTPXBgfCPflh",
+	"it+2ln9N6qFMY5bmQGsj0xHy0OnLAhZPfphSoQ2QfJqMr5XXtUuJXL6vekRCi3ktTKELCVUXtrI1qccy",
+	"UhtHx6//dbB/0hrHAenXermv+zWcHmvt2YlpcTlcY70tLAAr5sWnWBW7gCyknkppM0hVo1V+mjCtipi7",
+	"UURczJW3Znb0pbjMVVvARUidqzDnyvMb/DEyD4SkYVHBbB2Yk3QupVY6pRP8NSChA3GWvBk2YL9QEgNK",
+	"0pYqyoY2Cxv63AHIANLb7XajGHOeP/ZF1XN5vBRt/v7ulyxoqx1sbX7oFn5tuZ8rqbd1g30y5+HaKal3",
+	"ZQ6scGmcplNWSgCwGOGqq9SZiLEWyiVnM3THLca1xBCPtqajEYPXIFQYqsAeDmjPulXuz1z3p7piE6r0",
+	"sdQfeYpmlBPGPiZ1cZw5yf9Ez/Ian+TCom+Upee7j63VR2y529h3Ksvn5y26kIs2pNwBlTEnqKAilWJO",
+	"vvTTLXNf7ESnWFDF+sCqYkMGdJrobkmccCVZqOu/teI+PtnpFHWtrXX9V7ejhOuRmVxw7Mdd/PuH4LOn",
+	"2wX4PV0TfLl2GrgsWMgSBe+lHHIBd5scvuh1UeAiXJDw8EXv7Hj/hzcHx/vPQ5QPEjkcYupkVgM93+fD",
+	"9vDtQzXrwAipdMx9JiceULGZh61Is0mKLUKg6gxkvtveHotc5aNus7/BqwM+ijyp0k9qN7WkghmIcgGx",
+	"5REhtgVyX3M+Z1/fHEuo1EMcsQWR1EaSfe2EMvjFiPoXbIJNWI3S3c2qdNIhE1nhThrHqRFKaer7ilNl",
+	"i6qPqBoxLDhmi8/amsEt0nNlB2xauVsYhkEKictYDI9YM/K7dBD41QrYf+Nv6CLsbQ8PvMSBF1WWiPL4",
+	"WkjqRt6Wg0ZW4XSidAqZmK7cBk4aWiVFKbNLCFQK7SCNLnHhLFudAJs2ghbzdLusDPWaPxOn1LTIGemS",
+	"f5IN8oVRbupCkkiOx9RoAWpCI9YlpSWQXyUXCpM6QS2A91HSqirqsb755J8bSxMsMzvjVqdkZQRr029T",
+	"Zp/rdMrKZ3U7xnQrSlxCJjvGCmyqCgwO1VlIvsg3hdnsNP0hEk2H5AsS+ndcDPHms9xLiiUMCvrUN9vP",
+	"SEpFLMfknGujqp1Y25hMSw3iEj5gXZIa0c+QDYOOOWIKad5cF9UfdfY7P3o+Hn3728Xs18HZ8Dj58uq0",
+	"c/5b++eLnZ9mL8dbpRSSUg5JUSlSZ8VMls3Oh/Ivz1ZqQ3dh4HaK1d3lYBaFxJwxrLd3evDjPtYx8pzN",
+	"/rkyhtGOeOpCGf9uGuBfOhL1ZvpCdTTqCZRzlCJiu1hNAfPmzXUNz86+lUo3R8Mzu9KQRFJecGaIdviv",
+	"pp2jCdgR3l9AalGbuJ0Ckev0XLaUdp5m5CyAAoRNsLUYcQ8KUw14Of9/bRdrMVa1sxisuqaDFZev1PSW",
+	"ys9NnUoV9bNWYhtYoQuEDJ3LjqqtxUurS2Wtn4+/onACYJerD5gVEktBukWJujqGWydL1Zxc+T8WA0vb",
+	"JVFCxxMWu8olXKlpvsRbysaUQz0U8zqpK8ZI6MMqQicYo0jaWK0jbW0+2XravoWaVF2doOYPvbDrPOiW",
+	"3yuoFbvIHwoBaxVN+LPygb5OrJXJfc/rMgThxXkBMjciuR+N19X+52upa7AqvaSSVga+//y6beZvi+ZV",
+	"2YAFmsxy5DZDkuvx4pBhh7y7DuO8KTW7g8BJwPCPGGBCU+bMdTRJXg9q3V/WPNZ3wbJ8PusLy3e/LpXg",
+	"9IUjsKYkeDDqmdsCQowNM6/yW7QwjNx7OhcNEfbhR5VvgRHWKBYHha4cXTWfYVXX3UK1TFc73HW7oyJi",
+	"5sYFRhfOPYJCguZIU1BGwMnT9W8TdDvae4B+R9vVBMYI18p5vJcSlPdTTPKjSc31tOyOYylzNGqhUFyB",
+	"NuUIlr/DRYLmMPwmpeEADndRRiMjk2uc/i2KadxlfYw3qiJo5Q6kM9CEomnK9fzEgAXheM5oylKj7mV/",
+	"vXB4893b01qwmI1lM3ibts7dd29PSR3SfwMSXvA4tJktAQm5UuFGSKdxuGHkr9A30w7IQCaJnNmadX1x",
+	"/GLv2ZedJzDYOVPad5eaGI2BR0w1XK388znSXUdM6wu+3moPcUBkiukcJYdyo0VAAlFdUojeIMXQDZLz",
+	"fpO877svciEbJB+vQbJgDZKL1AhI3rle8LyDC9yW9UOXfV+sH7SBl7DSTolSMCicsFnzsrkcjRbp9cV1",
+	"VZBduTcqiK9YHdJIh1ixukvC931DGPq1riPrWellO3xWexmX+yEMsqL45SrNRqDDCbCCNYHSjGiqh4UD",
+	"jwR0zVB9pPUkp/HvgRZdze7khP42LbfUgjJ1Th93WjgYQs1n+GctqAkKsy/o7dlC6IR/z/LVjL+FG3HT",
+	"pdg6IPUBdGoVzfNUzqAvSMINeWv4peGL2dJKRoPFhX2ArDis31Jc0Yiqkbk8YB5UWBComUBLHu9XoQk2",
+	"mjOrxB4L52zEhZWHIim0ubRd29nLXqK+qKuEx1D6UsTE2ROsqhGAZVJpNmlOJ4F1eqDJHfqi0KkeNQLS",
+	"OzpoWlxlmsZUU1L/7u1pXxjaQEEByISWgPB8XY1GkG9zq0hdTjQfc4XVcYSLAQ9yvTxcG5hGX5g1ZxWp",
+	"8DaTOtVyzCMLjayQlWq0+qIv/vEP8g3TgNe2P6P5NRxKkk4FaW1E43jDEqqQTFIuNPTNSyF8B5p42J4t",
+	"lDx+nBEtpBoAhsePocaEr9PYF3CjMAoHqEGjRY7AS/P4sa+i/vgx1BOdBWRClWbWGBVmvCBEAvT4FJpt",
+	"ETnVj6E+lJj3hceCFtmHaXywFtYohQgb13J6N1fc1HfFtq/nusQ5tW27vWUB9w+C1ctzVcuHklnwmFf+",
+	"yD/6w4jotsEg1/CnhSJ89EfeJfhHX/zRbDYL/zfDZbUu69SwoQb5A8qjMmEYQWrxEQeSqepih6ob8B5S",
+	"wXrIHyR0x2Jjxb6GUyDYt578gWeJ/VUx7THcuNwMCbuK2AS9fmaF1rEAZNOsxvUrarVC2HGJvNTD0VCd",
+	"madmm6VBHJmR0DJyYaM+1o/UlVe83TAL9kovDFgArDB3/lFYuoFk7s8NSxKyHTEOiPWHufEsVZBResVz",
+	"RMMVxLXb+sMgOT2XlzCT64zj2yLDqH3RK0EK5D1zOyqPydY5tf09ttubAVEUm5/lMdAydCUNoSoWVrWi",
+	"ZP4MPa5mcgkV2c9Gl5LRBeGRFLaPGbh9zKt9wTURjMXKrGaLhFyo6WDAI8MwmgoZP1zIGVes4S8beOZ9",
+	"51e4NHqUyulwhMVh7QUwr2+2yE/mJygf6x74flk5B1S3Gmcw9jAXQtAlOp1iJeW+IMQObLt6uD5ruXgA",
+	"dF/tuurGAaEkodqwRd+p1qbjAjMxm+y0yIE5xQvl2rW7V6sWufHeW8w/bIwHdMO/HTqiBQsN3+eqGwQA",
+	"OtfeWvX0h7BFHj8+zdVNV9C0yzVLtjq2OfTHj7slMBNCYiyeonINebMyKqR+cngSENYcU54EoINnvapl",
+	"aq7CeKLN1rdaxHmyIdU6Nx7UAoN56WSyW1iBXSvXXdzp9TDCUwltaOkiZAw4Ou02SZmepoatEcFmMHjx",
+	"vlFtOxGFhy96tii9K+GttJwo18igsUu2Ox0M6zATNG3LodA104HBYaP1MF9aIWwEZHuzTUK/xuZQCjjb",
+	"fHNyuNL+lYBsd3aIlpKMgQsS4osx+EsE5QiU+QsZIxRDINxLzYUqEPVwWdOcsNEloTmq0PZLdYnxFHRN",
+	"o8JQbciMwhgKrsmITiZOVsBemZLEktTDheR5lztfmRxvhusLxXQjICGWfQhxvBlVtkORldiB7NkGjCFW",
+	"fQgxSqFY3OHc1dzA+nNBX4S+wAIWT0+48JWusiimRA5Vizxpb8GeDOyNCjInYa6CQthCQcCWdP2jUFLA",
+	"8COuE7bA780X2+02+YP8Eo5pgn2amnZR4bu6h9jCQ8Pj8s2ILIma5do9fXt6ekQKU2Qp/vmxs1/Lg8aG",
+	"9pphx5ALY9uUgUDtBt6EgV2HrZxZMj9DxWM3Vd6QSVMGs2FDucIEhXipPFxyv7shV9FsrhUI91wh6eas",
+	"NNFU5IhXca7SIzNdrim/oRpuJW7ILRgSNd9mzAQvDlh44FZf0JORmxdQvDh2BUstwL38tArsCY0uoEWb",
+	"XTyG5Remseyr8gjKzwAuROkUSxfRIoiQntrt5GG1DRMJqZsDORWFGfyPZuhXkqhpNMpEd/v9E8QTpkcy",
+	"bpovaJLIWQlbFp6aEQ/hV+zbhb+6MXdgzEiKQcKjwn10v2U3BlfzSFn9y18dGBJPsDBqsSld1W2x7ers",
+	"DLkGf1wVFuu70zozlaNB+enG9KqZqYxF0pJ/4hEEOqiorAE3ivfWFZnXPvFEC5MtdKDNz7fwEBHGoXdG",
+	"08s9aLmy7WrPmaHptqGeP61NpHElRpo/s8ITi0tGrsFOd15gs8N1YLhJCl5RAHwTg/TzY1Y8dhD0zQX3",
+	"T+kQF08TPzreqwmdJ5LGTS1lM6HpsLDehYdl8uy6FxtJAF5wgz+xpMz3ymuOWcwpuISLFK3qDTNNrs9e",
+	"scGdneFLmIFdTViEAV0VsFl86jaQe5JrcDlmjrh1EPbQoLBplEsWF4cuPnHDus7QcprEBB8CwY9ZlFBD",
+	"auAzVZyE57Dsgs2bKTPCVuE+Vr7hj7mEpUY6AXHN5nDFfADVc3SJgNvpFyTGEnPLP3NTusaMjhDk+aUd",
+	"1sqxzQT6ANrWoQWqXfWCmwDja+3NH9nYIHf1xXR8bhTyAd4d38+3MP803++yiHK5B2WEznChfLk7zxZv",
+	"YxUzqnzBTJPvcVpiPR0kWr9NpaaV2FZ8guTKFlWFR2ZMdjWiUzAOFwZNqWYI4+KQ+d8BClaYd6Bw4NxC",
+	"qQTtFtVkovysDFRruMVsZZCxSvTiiZUOQSgWNCnyIvwNQGj/DXoZS61KYYfYXCA5wLAGLDUozMVwGd0p",
+	"vVYmPu4xwcduui0nrLmmviVBzf3sgIFMGSIxzGnl3nAjIs0caT1pXmKWP8gJfiUFkC99y8wHcrd9Cvcz",
+	"280f4DNIeMQEloO1NvLexNy/ZqfVrgW1aZpY/4HqbmzMZrMWhcctmQ437Ldq4+XB3v6rk334JquC5k3m",
+	"taB26Woj1DZbbXxLTpigE17r1rZa7dZWDTx3I3C+bbRAd4DOwhu/zi5UyzVNHTLw4Hqbz0Fc69a+YRrq",
+	"yULnhYk0SzIvddrtFe1Yb9aGFcZf0oMV9Li37JwYknvCdAtjRGzuR/W4fqEbtlZfzgtZ6/7yLqip6XhM",
+	"03mtW0Ol+YLNsS6b1RVUSTH87u2pshUCnmx+icWUn7W3vmxAVZ6hwsY/mtbembk2YhkZILl/brynSjH9",
+	"wf40gprlv6+C+Lf2lXsEuq2cvgTslizDFZrcNcxf8ksGbYjrXnjW0oj64NZZAlOL0a05HSerQPd6wkTv",
+	"6OBmoHODZqC7zrFeCTU7N4llNB0zcefIepr3dFWDqWR6sSgHDD6PccW1d9pttOqgCwe9a5OUm2m9x4SS",
+	"CRfDAGjyF0WTCH4sRaYNgf2vL6yCAoUOu9Y6jaNzFYDI5shnlk2lWQTCKJ3Qc55wDR7glFmbtXMFydT6",
+	"qiBt3tmVes8PD16d9Z4/Pw4Dkkg5gVZz53NiD6Fhnb+h0RBTHqkQnbsLWHSMALvH+5cVvKjsIW8EMuiz",
+	"nl4yQKMn7a1P38V+oSn9HXZKv8N74WFJ6rhuWC2IBYFTkqVI5tVXJu+PWXpFetDou+BqsB6kYKULCqth",
+	"oJPTsJEWeS2ImqLtB/DZpUY9dp8oa3WEEFkw3ui5j65wWV2tYhNlZ5nN9V7ui4Xmy10XTJdFRRgKPxtR",
+	"DZ5QcyHH2LID8uKgcyQVWSqZ4ZF9QSPtXBqgQIynSiMVpxcsN4Vb4QlOFWLyAdXO5wT2u5aRsdGLvKIf",
+	"9oLHs0FooqQPESk2yw7IqkAQUjf7/O7t6SNVGVeCDqrHj/PVL1qPH0MfzsyE3dvb2z85OTt+83L/JMTy",
+	"rmZS6wVkcd5gG7OIxxBEhKFAA54qa2s1oq6ZAetWUOhVyGylWFRp4ZasKM/RF64+RxcPEK1c9fBfzRdu",
+	"MU00fYU2ueN1yodc0MT9vOsq02bWx0eqbwREKCO8Ly7l3DtnGgEZSUjpzE/wrVQ6tMmHRuMoP3+T8hBC",
+	"ofLTvzk+CBuBjXSFeFWuECwstnHiQqZjmlgHKKlPWBoxoZsxQzUhIOH/6LwIMVIi/B8dFhIuomQas3iX",
+	"xNLXylW7JNwNs5LPapekbILJrCqBtNFdV4UloophgFIYMzEP4XwC2zAHD8nLLbAOFhAhcyePAPDOZ8iP",
+	"BU8SE7ov9IxDHEKcWQySeZYzDKiYtyNDT8wQbIC4FM+RO+1t322V9tF0kA9QqANfN1grBWvsEuqzRksD",
+	"bbc3s4HQylCgHuANaW8ZouDc2/Z76/kxx8aVsi5onwHsvh/QJLFRPX1RXzQyO/nBZQSDodHAuJF1vwUn",
+	"LE05qHKFm9YXJd+IkXbsHXZkwSW7mnuMIr+BjaMeBUpLjajz3dvTAuGLqLAuYAx2gRWlU6UdPCapvJp3",
+	"iY1ItEGKPtDM6BdyQMJq3Ss0QLngsbkLEL1Y0j4wmjkgENNIQqf5Nd3qQlK3qRXApDAjmgpDqJHNQLxh",
+	"QEI1PYdaSWDSCCFwUkBBJ4A4RJG4bGJv7QF8R4ZExRxG4XHuBaj3FGr4zdbxCfoCyWndRazb30nIKcwL",
+	"YZn1p22i0ItuHv2qeYhuY7gwPj8Zq2djmHtf0AJeyZRMJ0ZO2m4TdIkeF8MySF0MubiCtuOjM+dvC8ge",
+	"jeM5CS0OnVEMPzpNKRvwC/87RiX1BRLAkF1pePP3sOFDxMBTbOlZrmK34+QOVwxhPpfx3HBg899mgpQ7",
+	"h7hwgi6qA4syKRLuobzXPJ1PmA2Qgr7SyCPnjtqfTzX5dr/3vC/quFgMpCusDl9toG8Y8+KRI3NFvtk/",
+	"bZG3tll/oZiDQriDlxWQHIRxLkiJIZF6v/Y1BuSBTx/e7deQmYJfYybBoDlI5MzXSMiRwG5fNMnjx8XK",
+	"DRBqlglcufIDVdEcWM7B+/vmTDe6LsIDexCrYsEHqGFgwAgXoIslGzYqnY5GUyDkyKKVuXcaA+aMyCPm",
+	"8CmE2zCXfw/BDxhvgZ7KAUS/oZCWToVyS8s8EmYAmyhtFSJhRAs8SN9OpIWQOkEyiiDKxoCWirhDKBGH",
+	"sGt0yde9k4M978BSmIqN52BOvdNu75rVhP8JwPgKIiEyDrGVB8wiBfeRMmYI3IJj7FkbFNgPiKKqFHJR",
+	"pYb5yMFarqGdgtyaRdW70vtYKINg16p8/Cp0vsvCVxPX73Mt1SmXq/zh3T2qiR4Ix0wZbalCVeuhe7Ck",
+	"mu2BodGQj1Qm1ylnhZebr2TzRMsUkuPycvWSfjdWqnaF1+xJU13IV7IakBXngbTlJO5CKpNnPeYK5KLU",
+	"W4XDuT7zocz7q5df5Pv5yGPgTw1k6UYgCCxlAQnEmhGq+Xl3Oau+CRd2vNYx2ABhVmSjjnMuA852e2cV",
+	"dJYVItmT4zFtKmYunjlEXJJn+/m4guz0vOzn37IClpCCLT++9pc7K1Zo9Nuq8hYujrNOnT5ZjOmSqVXQ",
+	"rYSCWnk9r4w3imvKkip9ZH2peeLi6nxhg9LygNji0QF9ux3unvg8s1Lu6YRGLHc6NgWjbreWP5ylM2+2",
+	"O9urps5KAy7tcUV4XI0Rt91ulgJXXRbHTCgdFbGE55ZzncL1W9JQEZ7dbGAzdKe9Xd1JKrMkWMIxkQmP",
+	"jDSIap3XeQXUIlrQ5CI6hhxGKeZjOVV2QFA7Pf2ytPxe2cCSu+gXFlZfKP+86ioZwG0jx1xtB/yaxq5A",
+	"AnyyeQN7qC3vgMl7qCn7uieZHbHnskCDQkymAPpeJC+1oHZJkynLN+YtXA2bUZNz3HeNvAgGDhviV5jF",
+	"zozSiescVTJOZgVCttubmStwZXhdloazsSpMD64GiKmHA3rERGwOpwCcckm1PJ0vy9ULgdNLwVUZw9d1",
+	"QrCL4oMgCLSa1deNCm7cFpQ3DCusAnBecUCR7aMN8q/y8O2am5+dHsRi20OtQiqjMvZFvTJ6MyALoZAN",
+	"rN+bVX4DMR7BMqPcGn8tKPrClckrxm7aCnc5UvT27dtmLo6S3dDhBnd+65Z3Hgnmc7Cole58kTw7LcFs",
+	"H8IjM5k2odGFWorIxfJsMFaH1LGwbxMSMBv5wW2OvzMQWQaeT+NcG323iuh7XVxpFb4WLI7oatFs8maS",
+	"L7iYgcwqnt2CnonapUOZLOtBwH1xWucS8PFchhYmktjvrKJ5G1jcIDS1CiRlFfeOrrHfUiE+qZ5Xum31",
+	"7PxBPlJWO+gS+4ZR8gHkfeE0fG9wrsaAKt9EvWRrttYSPJlcmk/R2luy7sK9gOueuSlXc/I3WVTOx3vI",
+	"35czb3959yF4X86BxR/ziee/vPtQcCJaX0XTIAuJRizC0uhp2aBodj+S2MIvH6swyH2feRYhZXOpVxFN",
+	"0QOeaDROyYnNdLXWn7nhP+dcMFLvvXre2CWhjSImYzon58xWzlBmjTSB+laqL2wpSCiv2GgRLCr/la16",
+	"YLNbnEMcvOg27k8qTVIWoUMiGlExZJhBjqx3ty/sUPE0SxOZyfSC/DZlUxYQRtOEG7wK4ynr6RC/s6lb",
+	"RoSC9whXfRH+J1VgJWdfjSG5vPMUt/bV66P9V4Uf9k/2ei97p/vP8ddsCUbNzgaBqvoi9onofVEs7u2c",
+	"f7a5eealNPp4A12dZMJSBcluWsrEwsZ5OOxccV+gVW/srbtGPuRiSEYQAJ7lXvkLNAYr6BEdcjHsggUM",
+	"ncZZ1YfQHJgUDJtQUkXCyP6e8Qg6ZhZX0DYCkIDVDJm2JsIrvWvFTFpdNSLwoRbhSy4uvJ867wsxM/WF",
+	"Gcwvh5I3xy9bpIc/pIwaGo1xtuBCgxK4aAHiImZXAE+zH4OoUCR/wGaw2hEVJISIyNAlNLNLaIIsGDoQ",
+	"Mfh7RC8ZoQUYddFmmVVx4BrlMshA9Hs2y5zR5KJQBDbbGaI0uOEQGO4FjH7Bp+DojjlmC+BdIPE0de4e",
+	"M/wuofiyuyq+ui8Zy0vmS+HCMQE8uDbg6AsbAw3dPq29FnIJAbaYKmWkK8FmZCJtLgBk42uwVyeJ6xTh",
+	"L7U5rZm5eXDjum5l9nF55XZ91jg9SKXQQZZND/kFSqaGpPfsv8G1b+UVdMw7RARehT/Bkkq5qW3nNHT4",
+	"3Aj6giqboOZUKzDFZt7Zwodcow+h51MVIPAn9hK5y34k9Z02ielcWdcxd/1S7fHh0cgJEwHZwjf7Al+F",
+	"FqxTgHMuWKjr0yazScGw6fN4AX833pv/HMQfcoma2+1tQ4eqzNovudJ7wBWuMWu/FlCM0RF3pIZMBYS1",
+	"hi3HCVaQS18T2DKCrMqhFYk1v2RFyQ7WZe+flobBGPIOApIV236pmQlrQc1PU3tn402LQ72eMFuwYOFj",
+	"YI7sapJA/2+dTlm1Rd6Xi8ykrrUK75hdZMUxc2V/b1G2UM9BmDQKe81IEFXGImqzclwmjeUTRMtiZUnb",
+	"zKWZdJa4INyXp4yOlxmf1i6FvKwgT2VbZGB7y3YB1x5KoSjcbZ1CQ2NzV7LAnOJd2MDvrS4ZGvZc3XMj",
+	"M+LlkXNcQszT8ncgSWSYZT74ENRwHyVEFCxj6yWErFFB/2nnbUVyXMMSJUtPhi01pt5FqaSqk8FW8gtZ",
+	"WPW2yymn4GGDMH18icXF5jKd6h1lQ75ccHwtL0y5WahJuWZJygV7IThruxjwgSIAmhic2DiiykaskbrN",
+	"QTCirattbnigNXEd75+8fvnj/vNdEkJtVDcq8F3DlFQBFstpjbxkaTwtnm+5KF71CeEG6DkkygtWFDRD",
+	"+9cxG4Qo0M9YikzI+rGrOgF1t7/c3FxCI7IBPx4Xuxv/WBcXQydpdImVNCxXtVa5vE6xCweJyuQ1qkFh",
+	"7wj/ytNJsdJQtl+vM7pqbmYka27OfjEjvltjdz1b9R7sJJCeg6dqaaKrtlbpNjaSbPXSnrSDta/S5u2u",
+	"0mmFFoHhSOySy6nraY/VnmyrK/QuXKNWNJbtF8W4la6RSmxbxo9u5zzP8woj4y1yC6/wQD+CDESNvAnK",
+	"ihO/gESCLKXkEDD87pFCLO6Sgtz3n3l2/VXG3G+nzeKfgE1fdarW+L4oHpTECc+gFnlaUEOebA5vdQPh",
+	"XPXWWqfdedrc3Gx2npxuPu122t3NzVZ7a/NnvFXFV56etne67Xa33W61223zSpm7GPw2J3Lqk5uXjNBp",
+	"bW5u/1wrv+2KiNboVMszx+nK3VqNhOdsgTkBNcgTzRKJzSpp1mgEtSpz1SyXr8/cxFXHUYb4jm6P5k8H",
+	"Wxe/daKd8820Tb/8PV4B8S+77U53+0nrCYKzAuKbT7pbKyHeXg3xxUmWQNz1NEX5K0bFeQHymznIWw2h",
+	"Eug77fWBXl6ioRX5Opm1n7ZmV4NvDmeHbw/aP//63ej1v2ZXr37/qX14Gl0dPu/NzP8H37waHD5/oV9/",
+	"c/gkfv61ZKc/jw87+upwfPjkp19fzA+/2d9i4x9uYt41+gUUCK2w774WGbvI+T5ecnGxaP6D6PPOs2dd",
+	"b7yxJhpbfPHN8UusWrhLUpZ81Yfd92tgwssVikCXsrMXGcFcywJXyCI0qmqILgnK2H5W5T0/ppq9BJZ3",
+	"Xb6HfzH/VfMIHN9rf+ze/0gv8bXmaOdMiGuZm2n1Ry9kes7jmIHVe7uzc/0Xp1IeUjG3q1N/lrW8YAOv",
+	"ZbVCayV7eBYI4fSmwIoJLA7QJIjm3LqX7eKplQch5CZvkbJ5V9aYNAFDaM52jmrZO6PBSVWR14e94cy9",
+	"WzSaVAEhe2Ujl7YPRSjfYUlcpvTXMp7fWZyeWVuxg92HYvVda1AoyTqbd7qAZXmJBrwlgrR/SofX3UJ4",
+	"50NQ8yDUzWM2Seicxdd9WvXJh6D20hbJvO5z/94DxVlGcdprUJw9W7wGPth8ss66fAr7IYs5hTLbQN86",
+	"63ycq/hwW6r4Ov1hKrFk9k2J4/dszmK8g/dFJ7FBb4lQgqWTinKhVlIfSSGn6UJ9m0YF4ct7C70NbVWa",
+	"s6WF9xZ3fI/k5OFCV1/o7eu/eCX1CzkV8d9V5kAfT7VgcCOuv4f614d3lRfLGqehwP/thl0mqPRg4NsJ",
+	"KgOoW/PahgDcq6SCy7yRpLLGvTEjZwqkuwh/nwt3c5a7Btc8yhUyegHFs+6AW38aypCd9Sflt9+6AAb0",
+	"1MtctW86JvXXR/uvjPrh7T9r89sNb1e6e8Kwb4f+7ElD3gL0QB4eyMNfjjws3H/y3//P/8r+CsBJh15U",
+	"zB3O1bxbm1KMuNIynV8noX9rX7tnQd1Ns0Ret4st1255EMMfxPDlpj/z9JHKtxcJCha9+xfSU+aiiu6Y",
+	"Fx/DwA+c+IETP3Di++TELjgHGLB1Cq7HXiEe85Ldy92HkR8u/8Plf7j8n14MdyRhOSXAFDi4+StcgT+Y",
+	"tz5XXyAs7k91BiJ4lqgD0InuwR344A58cAfemvDlE3XLlA/nhPAI3/hxLWegJX0lUrjxHv5r/YExSxga",
+	"KItk8Tn87shiibBUVKXA92PMNbUNAIa2SsuDkeAzCffJyOanxWBEDqzHDNhLBTbYgFhUUs96lVaib7DU",
+	"JrYEP9t/Dcb3cBn+zS1muY7bi57rHLWvvhQ3k1V/QKKPqqxROxcv1JH5+ZaSMKqyNxCBxywdsias5Itb",
+	"3MkjnG5tHfb+qYHPjX2gCg96+ycQfp/dbLW+9MonpJh7bnKafFqB4zAjLjmpo+57OfkGTzeQljd8rnCl",
+	"NPKSKxRHMOH3vqmQmcVMuYwawWIDzL2CSvHwC+HxA2V6kFfuQV7x8vAjZZvh2mtwh4LLyou58d78Z32t",
+	"1lygjxRzHqSMh7v8KaWMB5a/guUfs7GEAj+e+uwSLbWrX2nAMp5MNZaT9HnKSrPJnRKp4HoaAmQK9bBp",
+	"hSBxNNV3RaDuyRVhVnY01Q/a1wNdfNC+HkjxAinuxbZY7CSh0Z2R5GXSn5qe2+v6EQaxStfwCYx8Fwax",
+	"P4MiIlwMdAFUDzTxQVZ8IFDWPGQkxcwuNEjlmDw/7r04JVqSkzdfHx6cnu4/v6G9SOUbHDj1s7rpY3Up",
+	"bCyTt1AQ29Yuby0W/pNDOdVreWdfYqFvOS2LRnsJo2nzhGvWfE41rajF369h1wvVrwWkX1NapnTI+rXw",
+	"hm0S/iwiEtROmG66Wr4LbUnM/hUJz86+lUo3R8Mz1wfk5t0abkd3/pKu3zUrJBe7NMuhQUBSxyLyhdan",
+	"AYnwICANy7ZBxQaRJQzN30B343Ie4oXi2OuUnHfdAerX9QNr2Cr+fZGrnA89voqdvchzrI9KfXHudTpq",
+	"QbWwvsi6Mdpmi7YyJ5TqPjve/+HNwfH+82WNhvemacqEPvEtZ+5N+HBTLE3qttUV7fbuo4/I2rfOrrV8",
+	"+T7j4uKFq/N2JAkdkwNzdwYpUyPfYxIawIhYzrAUGzRMSrjW2AAWixgnbKCrr02Rc23E7JJHrj1QNQc7",
+	"tncXSxu722WLxOGRE3ZluByWTBTMXj3sT1DoC2Hx3ZopAsKx5TfVcswjuDlYBtD3O6WKhM/3X+6f7kPR",
+	"tKkyuPHe/Af0ANu+4z9x/q/CoC+iZKo0S5uKDljXd9HLkFIRNcJe4IyMqBoRTYcNbBrpWl1gr7Csn+om",
+	"obovpIjgHiMcXH1uo/HwiLayoCwonaxAzALw+NrQ4Xs7QZe0P1ReZgT14fy1HrH0uT2ajy5uhyXGXk/1",
+	"fqIYNFAvlbqbSVuQ2WKD6z2KooavImdXX+t2blDoCrcU78mpqHRcfStnWC0RV+APCWpc5hrafDYBZbcn",
+	"Pf8+fP+EDwUwfrgr2LMf2kPX8fIUzrpISnZd9fAUa40xojSdq2tkgEW/7OH8o+7PjfjhMqfsS37pxZ1S",
+	"6tvuYhljKBuaGvoT2u2HD4j/l+DVBdknyR96xi+QtN6AJedbUq3ybzqe8dxNcL1qeOw6lP37Be4uw9DP",
+	"1aH/GdFyQ4sLpPqR8gLDknDePKW+mS31xOF+FgPg7lQ+r6eilL7rmadGhqgaoa1LwtFQnYXki7w4qOmQ",
+	"fEFC/7MdHgTFhEVapv4x7QvFopT5vtBpi7w2sjclF2zOYnLY23OgcW/AEozKEpM6tuMIv+md7r/t/XT2",
+	"7WFv7+z7/Z+wY0xfCMaBH1ISyQk0WzhmMWid5jewZhENnT/mnCVx1vor3ycG+7YrEGT7IvS0IyR1s1Ns",
+	"K437ari+O9mWjWaccCMwp1Jj/THzRU5Rtpb9vvDNzAJbMx61Etssv9jhr/X4MTTfr1Ksc02tF1r35fsC",
+	"Kk1TrfqCC2iDmmnDGFGuyONC28DHLfJmWZu9IOu64a+/URn8r74hrCsPg/hNPMX1vbCgj0HWf227vdkX",
+	"y7p+k/p2exP7im+3tzKdpKKVuEEHanukoy0EmgSd0+hisQ94w2Kh+dXsNFtlX9TD63sceutEGGBb7bDV",
+	"auW6H4ZYLD8Bm6MZMqeIOUg1LOIRrlGHsujizlJlay4e6zmLJHSagkP9cf/44MUBHGqhp7ftZEOzBuBB",
+	"qep4EdON/plYBa4vlJYTBe1HwDKjgRoES3W4hsVh25vOIG8vZ8IBRGSx7bNTMujUw97e6cGP+2Ej39DS",
+	"G4NsUzSP0yM5U2V0Pp9qlHUzhGgtNFxHg/GEKrWbw1uPzUv7rq/otp5rtc6jkVHO4aarXNvCehnUiBkp",
+	"5cqdMDZLl74VOwDSt3C2wASsH0mgYbZcvqeKJ/snJwevX50d9v51drR/fPbmZP84LEpTLdLTri3XxCLC",
+	"wvcvDw4PTs+OXr882PvpK3N9dVMmMVO61LUscD3oqGYE3lNI3Cx/SBjN9zKDZkT+aHO+y4LtIiMLGfQz",
+	"60EO9RzK7dpdIFkJDZH3X3Y6HuRNKOreTBmNRiyutB1gyljeCHiTUJBCMXxzW8tF7CcJ5cISn3rWpNVe",
+	"qkJFfOr72ndrgL81I7mAdAql9s/hyQuesoG8MiB5ycX0ysg3aNepdWs0MW/7frKGh2RdxvPLwgVFNE3n",
+	"rjuVPT/XbXxQ0dHwkQE4XISW7ZN+7QaGdvpfakrTwaAW1Gg85gLaEa9a9uGAXtP/urrv7Y3od1+Y61gm",
+	"30RNo4ixeNd1bQRbnO3BKOmY5y1cRXN2X/hGZHmy/sgbxfKt3jJhBO43sJJEDqF5mcFuxNZlXYADvDqb",
+	"2NNuJs0ygaUYfo39O20rKcMwrjumnJzhWrUsnM7atit7me4pDfuaK/fSIURhy+fQZIztY7uyrNZ9e7PZ",
+	"zloo/GzQswI6C60CzGdPCp/xOKkeHV7bcq95VKx1a+rsh85odD6Ok9O3b67O6Dc/qvNvnum4szM//+YH",
+	"fXiaa69aQzbp++J3a0Y0v+b7MyF102AnTZpOvm5KkcybVDQtGJtt+N9m5e3LoPpqSYvpTNL9q4E76vz4",
+	"63nnycXLf71Koq1Xk/NOHtx5EWMV0BdHuQHQO7e4VNg6fVkci2sBbHNGYdn305X+IdClMtDlr5HafxuL",
+	"SoGo330MiuPW1+T1OwzHDmzAN2cjCV3Lfp2qHI1atKYsxp+sbSvEXIiljuIHU+FDjv/N8BnRI4fPqw2B",
+	"qzP7//wAhuq4hQfk/jfPgfN3YFkW3GCaJOSSsxmRg/xlQANpZhSARsdzDDuAWI2ld+TOrOUFrXHodejb",
+	"j+9TWMqMImc1srp33t7nFMY6FYSNJ3oO3ZBJymwf6REbE5okjWJISF+Acgj9Oi8Ym5Tt1tC2ed4i+1X2",
+	"PG9JKai/znwI7a7dSq0Zg9TDfzXNqTfR2oCGUUKVYqnGGcNh4UneqNAXC1YFaHLENVGMKUIhngHpVtfa",
+	"+CfTLLJHQFdFtL7LgTUUXbCJ7otITuYt0vNFym1LpUxOxo3SQkdsA8b6dnu7UWUuOvH01hpWPsZiNEnl",
+	"WOpSWMkhvWCZVYAKAgYT28KX+8Xn9a3lRpabKxi4rZtXPvyEfAZx0bVpx80/8J574T1/hSqLn154w2Sd",
+	"IkkdOnJwM7WjaJH8aBZT6d9Fn6sg3+b8rZGMWeZrtWE13mfj2vpL7DwuZ6JFXosci7Ymmr6YLXdTcuUc",
+	"pmBXAroL0X0DGmmZLrgr53mLLjgu64sW1saCA8aubCFI2IZ03tiXhK4jy6EMVeNiytQuCfNOoiwwOreQ",
+	"pd6FwwHd80d8j7UnC/MsCzb2h+ysRFIwtCobnHiwFv2t0qI+VXpShnWflhafaJpqQ9sOX+R9zvWk4CsB",
+	"BcLRgUY+hpDELOGXzKdTxAxjdgbknIr4dtTc2sPvhZSfTB1dcnEC1PryQNY3ZInFQJfMtuu66DBzLiY0",
+	"kUGnUIqqQnM6qYoqr4w9IOuEHgCtTZmepsJFhq8IQcAj8SEIJS8wKYSQ98VCDHmRrnGFXmdD8ikG4MxZ",
+	"7DNXsvn9Jwdx2Bd0SLkICGsNW/CZTjmLs0a/EJoPiSZUkUQq3chWudnODdYcSsFCAk7AIssxmAY81YMo",
+	"5wPEZv4+aggBV8VSfoRXDge0dj91Cw4HFKf4k3QANz83ZHWRh51oNpnA6e7a1s02woUUAjAMLi3aWx/Y",
+	"2eelXayxlW+kYH9z18peymImNKfJ3oj+CUwUr7v35xouuGvIlLLMpiins4ki00nRx0igJTpcv1swTYid",
+	"vCfdJ282QEuYWXQh+s0GKyZcaRXkbE1QCS72MY0TljbtZ32RUm2+GHNNBjJJ5Ixw3djFzDJP11HjSZkm",
+	"EyOlRHC4GGpKnIucxIzGWPRB9cUFm+jKBCeA0Kcz9K/jZX6kMtr7QGYfHAh/Ohk7UGrK8jGvXj+33+3m",
+	"JQNSGeW6knhhfmOurGXxbmDENr7UBQNsSOqplNomRjYCa5u2To1STgBap3cxyWvGFfOPIUIPyaxWLBl4",
+	"kmQTLsdcGKn/nCEdCnznsEuWzF0SOWxaES6iZBob+cmZUebW2tOoKJvAlT7FTS+4VrjZ8m9TBi32BB2z",
+	"WrcGBLFQDMCf/5N2UBvIdEx1rVvjQm91akHNtf7rbrbbQW3Mhf3LFw0wGxuytBbUrppD2cx+NZhSRepD",
+	"wa703jRVMg0dhCcpu+RyqsiEDkEgrFp6BN8sK2Sw2XkGpaA1S823//VLr/kzbf7ebu6cNd998R+1xSoH",
+	"91nLBo7kiFbbeF4L5jf6YBD/TCIN7p4UWjKzzLNqKUPO0IEx0KV0SquSI/IbtDHIm5FAS/DAsbpUusrI",
+	"rSFAYqhcxkWJsgHVskHsRE3PFdMLNFBFcmIkpAMw3Tq6Nq+ghBAyzg3FTzGoHn3GcqpRy+a6iyn+odbJ",
+	"CdidVUhmcprECAoyoQoz73EU7xVFDyX+26wiSuh4AjaMwtuBp8JoBnikSMhcRGJI6u7pd29P7aOwQRSd",
+	"EyVbBOI/XOA1jkjSQr0A3KWFAFTdKRP2wPGsFjkt8gGE17mUWumUTsiE6hGRKQmd4SQbPCQjesmIkG4V",
+	"dSOL0iEjhnGpRov0iPulmICw2W63HZpJA/pnZMiEz/dxzEjBQKQOUfnnRiRpsquIsZjFoTsCakRnKoqA",
+	"iIkPpTansN3e3PUJXPAibJR65/UlS62RaiBTZ1hxS4+oEFLDjmEpXfwnygqwQPRjVADI1jgwL3739pQY",
+	"doE6hEcbNT3/lUUawvoFOX6xR5493dkiIY10aLCHj9Ho5D+QM2GfCqY0ixs2h6Qcb+6d08673ou0TMNW",
+	"WcjgymL/MKWAAZA4Xt9utxtdVElyUggcI+F6kduD/ISS//1YlmBsmOVP6s2VLSBeptzcozrz0HLr3yzM",
+	"9iM6aAGm3lesraUeq5QoQXpHB47Vfvf2tLFr3alZenCO66ITuUpwKGhOG9xcCjVhkV7eZPDAv3OfpCib",
+	"JSNFQWG8q+ZsNmsalaU5TRMmIhljs73bT/BJzejZAlYE1Hgzlab6wVb+16Fgf0OtxchNXz592nEiXh59",
+	"Sd2IS/ySdQc0USzE8H8x1yMjQ0PQCL9kjesJ0Hv470K0f3Xhrsw/R0UcLEteDdYW2LsE9A5wwuYdnFKQ",
+	"qUJyWtqmLMEhWFFHKyvikLJIprEioRWkjToCg6eMKinCXRBfzZ6ZiKkwIjp8sfABJfiFEXpRWeHKkwwe",
+	"G93A7hoWAiHta1modklWucobw8CZgJqipgb+K0xpINUa5SSL2uSx0ciKgZ6oo0nB8oqwWaxBGbvgnCIZ",
+	"GMWUnxsts0GyCmTZsXfa2zAiWvLNKAYBW0vqkTn+tYbhDOF8c+sTaZ11m+8er2eAWpWm4nJU0lzeioXs",
+	"gyHp3yRlZZVY6BNWPEFcQfby2Sy7uQvqs6DhHkGeM1D9dnunUW11qrSzny4zi8sU7nolsSnY3C2ZmV1n",
+	"sDcExtEpHpP//p//fwWJKRiwFgiJ/QipvSck2wiAYtB5q6pIaSYE36cx+ZAZNaVaRhwzTWOq6QMdeMju",
+	"WVOW63kpwSGPy+nJZCq8s0vu/c3iANCsk0viWVLu9PpycG8US0/c2wvLWFYxmYNx+IKxyTLvEtZZrd0w",
+	"FcNs6V4dSWsXGf38y4s+CAZ/ci5rZZljcwMDIifYuSCZwyUxXFEKdqM015dc6dLl/Ayrkz7ciL+1z/Xa",
+	"fFZXAqtQytTGl6k7yll9g2V5PrxbvVhYnZ1uIYjcXtIxFXTIxkxoMKgolkIgHAqzygbRu5+NMg2JiFrK",
+	"REGwiGVufjPVIRlMxA4wRtD1bQyKBc6t09LRD++GKc6xZIqR1OjkHEAvpUuWKgbVACFzVgy5uILpznwB",
+	"9dOUsgG/IC/Q42aAFpB9cSnn+Z1Zf1zTfFsxtTeRK7SRo0KRCyD00o/RdFjMVW5sK+0sjvpD1sxc4YhZ",
+	"k1CkpWOuNI9IJAUWPI7mGI3pWYBNz8pPZ1uwLE63ryKa4HIjquCYiRrTJIHQqIHRocA6TMY0GnHUUlzM",
+	"jHm/YkhDIQVTEExJY47/xPwKoVMa6byVCMwvQrMUTV8kZQNm9sQCG7wDpSGJnk8wrkVhTU4+FIaPXLB5",
+	"fpdj0GPeffi/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
