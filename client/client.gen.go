@@ -881,6 +881,9 @@ type TokenPage struct {
 // UserId defines model for UserId.
 type UserId = string
 
+// Cursor defines model for Cursor.
+type Cursor = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -892,6 +895,9 @@ type IfMatchOptional = string
 
 // ItemId defines model for ItemId.
 type ItemId = string
+
+// Limit defines model for Limit.
+type Limit = int
 
 // BadRequest RFC 9457 problem details.
 type BadRequest = Problem
@@ -1070,10 +1076,15 @@ type SubmitQuoteParams struct {
 
 // ListTokensParams defines parameters for ListTokens.
 type ListTokensParams struct {
-	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page.
-	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // RevokeTokenParams defines parameters for RevokeToken.
@@ -10060,6 +10071,7 @@ func (r RotateSessionResponse) ContentType() string {
 
 // ListTokensResponse200Headers the declared response headers of an HTTP 200 response for ListTokens
 type ListTokensResponse200Headers struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -18757,6 +18769,13 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ListTokensResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -59,6 +59,9 @@ func NewEcho(s *Server, tel *telemetry.Telemetry) (*echo.Echo, error) {
 			if o.ifMatch { // 428 before the validator's generic 400 for a missing header
 				mws = append(mws, requireIfMatch)
 			}
+			if o.query != nil { // a list: unknown query parameters, the Link header's URL (pages.go)
+				mws = append(mws, listQuery(o))
+			}
 			if !o.hot { // a hot route checks its parameters itself (authnMiddleware)
 				mws = append(mws, validate)
 			}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -41,6 +42,8 @@ type specOp struct {
 	authorize bool
 	// ifMatch: the operation requires If-Match (requireIfMatch answers 428 without it).
 	ifMatch bool
+	// query: a list's query parameters (listParams, pages.go); nil for other operations.
+	query map[string]bool
 }
 
 // forwardAuthMethods are the methods besides GET that /v1/authorize answers as GET: Envoy's
@@ -66,6 +69,7 @@ func newSpecIndex(spec *openapi3.T) specIndex {
 			}
 			o.view = viewRoutes[method+" "+path]
 			o.ifMatch = requiresIfMatch(op.Parameters)
+			o.query = listParams(append(slices.Clip(item.Parameters), op.Parameters...))
 			if o.hot = hotRoutes[method+" "+path]; o.hot {
 				o.enums = map[string][]any{}
 				for _, pr := range op.Parameters {

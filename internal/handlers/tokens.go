@@ -56,18 +56,19 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Tokens.List(ctx, p, deref(request.Params.Cursor), deref(request.Params.Limit))
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	out := TokenPage{Items: make([]TokenMeta, 0, len(page.Items))}
+	page, err := s.Tokens.List(ctx, p, deref(request.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := TokenPage{Items: make([]TokenMeta, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
 	for _, t := range page.Items {
 		out.Items = append(out.Items, tokenMeta(t))
 	}
-	if page.NextCursor != "" {
-		out.NextCursor = &page.NextCursor
-	}
-	return ListTokens200JSONResponse{Body: out}, nil
+	return ListTokens200JSONResponse{Body: out, Headers: ListTokens200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
 }
 
 // GetToken returns a token's metadata (never the token).
