@@ -1000,11 +1000,15 @@ type ListCasesParams struct {
 	// Order `updated`: newest change first (the default); `due`: the queue, earliest `dueAt` first.
 	Order *ListCasesParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
-	// Limit At most this many cases on the page.
-	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page (opaque; only valid with the same filters and order).
-	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListCasesParamsOrder defines parameters for ListCases.

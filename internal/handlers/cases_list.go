@@ -14,8 +14,12 @@ func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) 
 		return nil, err
 	}
 	q := request.Params
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return nil, err
+	}
 	in := cases.Query{Tenant: p.Tenant, Team: deref(q.AssignedTeam), Assignee: deref(q.Assignee), Level: q.EscalationLevel,
-		Overdue: q.Overdue, Subject: deref(q.SubjectRef), Order: string(deref(q.Order)), Limit: deref(q.Limit), Cursor: deref(q.Cursor)}
+		Overdue: q.Overdue, Subject: deref(q.SubjectRef), Order: string(deref(q.Order)), Limit: limit, Cursor: deref(q.Cursor)}
 	if in.Assignee == cases.Me {
 		in.Assignee = p.Subject
 	}
@@ -33,5 +37,5 @@ func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) 
 	if page.NextCursor != "" {
 		out.NextCursor = &page.NextCursor
 	}
-	return ListCases200JSONResponse{Body: out}, nil
+	return ListCases200JSONResponse{Body: out, Headers: ListCases200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
 }
