@@ -27,7 +27,7 @@ type Decl struct {
 // Violation is one finding.
 type Violation struct {
 	Key  string
-	Rule string // no-ttl, undocumented, wrong-type, too-many-entries, too-many-bytes, secret
+	Rule string // no-ttl, undocumented, wrong-type, too-many-entries, too-many-bytes, secret, index
 	Msg  string
 }
 
@@ -147,9 +147,11 @@ type Report struct {
 	Violations []Violation
 }
 
-// Run scans every master and checks every key.
+// Run scans every master and checks every key, then every list index family it met
+// (CheckIndex, structure only: an expired object's entries wait for a prune).
 func (a *Auditor) Run(ctx context.Context) (Report, error) {
 	var rep Report
+	fams := indexFamilies{}
 	match := a.Match
 	if match == "" {
 		match = "*"
@@ -169,12 +171,14 @@ func (a *Auditor) Run(ctx context.Context) (Report, error) {
 			for _, k := range e.Elements {
 				rep.Keys++
 				rep.Violations = append(rep.Violations, a.checkKey(ctx, node, k)...)
+				fams.add(k)
 			}
 			if cursor = e.Cursor; cursor == 0 {
 				break
 			}
 		}
 	}
+	rep.Violations = append(rep.Violations, fams.check(ctx, a.Client)...)
 	return rep, nil
 }
 

@@ -24,6 +24,9 @@ type Store interface {
 	DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*Quote, error)
 	Submit(ctx context.Context, tenant, id string, ifMatch int64) (*Quote, error)
 	Delete(ctx context.Context, tenant, id string) error
+	// List answers one page of q (checked and normalized by the service: Statuses sorted,
+	// once each, nil for every status).
+	List(ctx context.Context, q ListQuery) (Page, error)
 }
 
 // ErrConfig reports a bad New argument.

@@ -1,6 +1,7 @@
 -- draft: what the scripts that change a draft share (--#include draft). KEYS are a draft's
 -- (object_keys); ARGV[1] is the caller's tenant, ARGV[2] the expected stateVersion ('' = any).
 --#include object_keys
+--#include quote_index
 -- draft_load(...) reads tenantId, stateVersion, status and the fields named of a DRAFT the
 -- caller may change: the values, or nil and the refusal (object_load's, or
 -- {'INVALID_STATUS', status} when it is no longer a DRAFT).
@@ -23,13 +24,15 @@ local function draft_now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- draft_save(now, ttl, id, ...) bumps stateVersion, writes the field, value pairs given with
--- updatedAtMs = now and expiresAtMs = now + ttl, moves both keys and the draft's place in the
--- quota set to that expiry, and answers {'OK', HGETALL summary}.
-local function draft_save(now, ttl, id, ...)
+-- draft_save(now, ttl, id, tags, ...) bumps stateVersion, writes the field, value pairs given
+-- with updatedAtMs = now and expiresAtMs = now + ttl, moves both keys and the draft's place in
+-- the quota set to that expiry, puts the draft at now in the list indexes (quote_index: tags
+-- its customer, status and channel tags, '=' for unchanged), and answers {'OK', HGETALL summary}.
+local function draft_save(now, ttl, id, tags, ...)
   local exp = string.format('%.0f', now + ttl)
   redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
   redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%.0f', now), 'expiresAtMs', exp, ...)
   object_expire(exp, ttl, id)
+  quote_index(now, exp, ttl, id, tags)
   return {'OK', redis.call('HGETALL', KEYS[1])}
 end

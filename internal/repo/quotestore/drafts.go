@@ -33,7 +33,8 @@ func (r *Store) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, 
 	}
 	rep, err := r.writes.Script(ctx, "quote_create", "quote create", scriptCreate, r.quoteKeys(in.Tenant, in.ID),
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, repo.FormatMs(r.ttl.Milliseconds()),
-			strconv.Itoa(repo.SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.objects.Quota.Limit)})
+			strconv.Itoa(repo.SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.objects.Quota.Limit),
+			r.tags(in.CustomerID, quotes.Draft, in.SalesChannel)})
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (r *Store) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *q
 	if !quoteIDPattern.MatchString(id) {
 		return nil, nil, fmt.Errorf("quote items: %w", apperr.NotFound)
 	}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_read", "quote items", scriptRead, r.quoteKeys(tenant, id), []string{tenant})
+	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_read", "quote items", scriptRead, r.quoteKeys(tenant, id)[:2], []string{tenant})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,10 +7,11 @@
 -- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'  (field = itemId, value = item JSON)
 -- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
+-- KEYS[4..8] the list indexes (quote_index: where, all, customer, status, channel)
 -- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; '' matches any)  ARGV[3] 'put' | 'delete'
 -- ARGV[4] itemId  ARGV[5] item JSON (put)  ARGV[6] quantity  ARGV[7] unitPriceMinor
 -- ARGV[8] max items  ARGV[9] max item bytes  ARGV[10] TTL ms  ARGV[11] max amount
--- ARGV[12] quoteId (the member in KEYS[3])
+-- ARGV[12] quoteId (the member in KEYS[3])  (the index tags stay: quote_index '= = =')
 -- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'ITEM_NOT_FOUND'} | {'STALE', current}
 --        | {'INVALID_STATUS', status} | {'BOUND', 'items'|'itemBytes'} | {'OVERFLOW', field}
 --        | {'DISCOUNT'} | {'CORRUPT', field}
@@ -61,4 +62,4 @@ else
   redis.call('HDEL', KEYS[2], id)
 end
 local function n(x) return string.format('%.0f', x) end
-return draft_save(draft_now(), tonumber(ARGV[10]), ARGV[12], 'subtotalMinor', n(subtotal), 'totalMinor', n(total), 'itemCount', n(count))
+return draft_save(draft_now(), tonumber(ARGV[10]), ARGV[12], '= = =', 'subtotalMinor', n(subtotal), 'totalMinor', n(total), 'itemCount', n(count))

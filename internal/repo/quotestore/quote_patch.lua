@@ -4,10 +4,12 @@
 -- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'
 -- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
+-- KEYS[4..8] the list indexes (quote_index: where, all, customer, status, channel)
 -- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; '' matches any)  ARGV[3] TTL ms
 -- ARGV[4] max amount (2^53-1: Lua numbers are doubles, exact below it)
 -- ARGV[5] customerId  ARGV[6] salesChannel  ARGV[7] discountMinor  ARGV[8] taxMinor ('' = unchanged)
--- ARGV[9] quoteId (the member in KEYS[3])
+-- ARGV[9] quoteId (the member in KEYS[3])  ARGV[10] index tags (quote_index: '= = =' unless the
+-- customer or channel changes)
 -- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
 --        | {'DISCOUNT'} | {'OVERFLOW', field} | {'CORRUPT', field}
 --#include draft
@@ -27,4 +29,4 @@ if refused then return refused end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'customerId', ARGV[5]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'salesChannel', ARGV[6]) end
 local function n(x) return string.format('%.0f', x) end
-return draft_save(draft_now(), tonumber(ARGV[3]), ARGV[9], 'discountMinor', n(discount), 'taxMinor', n(tax), 'totalMinor', n(total))
+return draft_save(draft_now(), tonumber(ARGV[3]), ARGV[9], ARGV[10], 'discountMinor', n(discount), 'taxMinor', n(tax), 'totalMinor', n(total))

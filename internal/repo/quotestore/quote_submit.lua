@@ -3,12 +3,13 @@
 -- KEYS[1] summary hash  <p>:v1:quote:{<tenantTag>}:<quoteId>
 -- KEYS[2] items hash    KEYS[1] .. ':items'
 -- KEYS[3] quota set     <p>:v1:quota:{<tenantTag>}:quotes  (member quoteId, score expiresAtMs)
+-- KEYS[4..8] the list indexes (quote_index: where, all, customer, status, channel)
 -- ARGV[1] tenantId  ARGV[2] expected stateVersion (If-Match; '' matches any)  ARGV[3] TTL ms
--- ARGV[4] quoteId (the member in KEYS[3])
+-- ARGV[4] quoteId (the member in KEYS[3])  ARGV[5] index tags ('= <SUBMITTED tag> =')
 -- Reply: {'OK', HGETALL summary} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
 --        | {'CORRUPT', field}
 --#include draft
 local _, refused = draft_load()
 if refused then return refused end
 local now = draft_now()
-return draft_save(now, tonumber(ARGV[3]), ARGV[4], 'status', 'SUBMITTED', 'submittedAtMs', string.format('%.0f', now))
+return draft_save(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], 'status', 'SUBMITTED', 'submittedAtMs', string.format('%.0f', now))

@@ -91,13 +91,14 @@ func New(s *store.Store, o Options) (*Store, error) {
 // MaxItems is the configured bound on line items per quote.
 func (r *Store) MaxItems() int { return r.maxItems }
 
-// The keys of a draft: its summary, its items and its tenant's quota set, all under the
-// tenant's tag, so one script creates, writes or deletes a draft and counts it exactly
-// (GATEWAY_TENANT_MAX_QUOTES). Another tenant's id names a key that does not exist.
+// The keys of a draft: its summary, its items, its tenant's quota set and list indexes
+// (quote_index.lua), all under the tenant's tag, so one script creates, writes or deletes a
+// draft, counts it exactly (GATEWAY_TENANT_MAX_QUOTES) and keeps the indexes. Another tenant's
+// id names a key that does not exist.
 func (r *Store) quoteKeys(tenant, id string) []string {
 	tag := r.hasher.TenantTag(tenant)
 	summary := r.keys.Key("quote", tag, id)
-	return []string{summary, summary + ":items", r.keys.Key("quota", tag, "quotes")}
+	return append([]string{summary, summary + ":items", r.keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
 }
 
 //go:embed *.lua
@@ -110,4 +111,5 @@ var (
 	scriptItem   = repo.LoadScript(scriptFiles, "quote_item_write")
 	scriptSubmit = repo.LoadScript(scriptFiles, "quote_submit")
 	scriptDelete = repo.LoadScript(scriptFiles, "quote_delete")
+	scriptList   = repo.LoadScript(scriptFiles, "quote_list")
 )

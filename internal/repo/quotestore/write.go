@@ -21,13 +21,14 @@ func (r *Store) Patch(ctx context.Context, tenant, id string, ifMatch int64, p q
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
 	}
-	args := []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), "", "", "", "", id}
+	args := []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), "", "", "", "", id, ""}
 	if p.CustomerID != nil {
 		args[4] = *p.CustomerID
 	}
 	if p.SalesChannel != nil {
 		args[5] = *p.SalesChannel
 	}
+	args[9] = r.tags(args[4], "", args[5]) // a customer or channel changed moves the draft in its index
 	for i, v := range []*int64{p.DiscountMinor, p.TaxMinor} {
 		if v != nil {
 			args[6+i] = repo.FormatMs(*v)
@@ -66,7 +67,7 @@ func (r *Store) Submit(ctx context.Context, tenant, id string, ifMatch int64) (*
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote submit: %w", apperr.NotFound)
 	}
-	return r.write(ctx, scriptSubmit, "quote_submit", "submit", tenant, id, []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), id})
+	return r.write(ctx, scriptSubmit, "quote_submit", "submit", tenant, id, []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), id, r.tags("", quotes.Submitted, "")})
 }
 
 // writeReplies are the replies of the write scripts (quote_patch, quote_item_write,
