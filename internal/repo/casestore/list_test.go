@@ -180,6 +180,7 @@ func TestCaseListEveryFilterAndOrder(t *testing.T) {
 			sawAssignee = sawAssignee || k.Assignee == "carol"
 			sawAuto = sawAuto || !k.AutoEscalatedAt.IsZero()
 		}
+		storetest.IndexesMatchLive(t, s, c.indexKeys(c.TenantTag("acme")))
 		if !sawAssignee || !sawAuto {
 			t.Fatalf("the seed made no reassignment with a person (%v) or no sweeper escalation (%v)", sawAssignee, sawAuto)
 		}
@@ -255,5 +256,52 @@ func TestCaseListCursorFitsOnlyItsQuery(t *testing.T) {
 			_, err := c.List(context.Background(), q)
 			storetest.WantKind(t, err, apperr.Validation)
 		}
+	})
+}
+
+func TestCaseListExpiredCasesLeaveTheIndexes(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		long := newTestCases(t, s, prefix, 100)
+		short, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), OpenTTL: time.Second, ResolvedTTL: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gone []*cases.Case
+		for i := range 5 {
+			k, err := short.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/1", AssignedTeam: "ops", Assignee: []string{"", "ana"}[i%2],
+				DueAt: time.Now().Add(-time.Hour), Reason: "r", Actor: "svc"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone = append(gone, k)
+		}
+		if _, err := short.Escalate(ctx, change(gone[0], "late")); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for range 3 {
+			want = append(want, mustCreateCase(t, long, "acme", time.Now().Add(time.Hour)).ID)
+		}
+		slices.Sort(want)
+		keys := long.indexKeys(long.TenantTag("acme"))
+		storetest.IndexesMatchLive(t, s, keys)
+		time.Sleep(1200 * time.Millisecond)
+		if _, err := long.Get(ctx, "acme", gone[0].ID); err == nil {
+			t.Fatal("an expired case is still served")
+		}
+		for _, order := range []string{cases.OrderUpdated, cases.OrderDue} {
+			ids, _ := walk(t, long, cases.Query{Tenant: "acme", Order: order, Limit: 2})
+			slices.Sort(ids)
+			if !slices.Equal(ids, want) {
+				t.Fatalf("listed %v after 5 cases expired, want the 3 live ones %v", ids, want)
+			}
+		}
+		storetest.IndexesMatchLive(t, s, keys)
+		if n := storetest.ZCard(t, s, long.caseKeys(long.TenantTag("acme"), "")[2]); n != 3 {
+			t.Fatalf("the quota set holds %d cases, want the 3 live ones", n)
+		}
+		storetest.RequireTTLs(t, s, prefix)
 	})
 }

@@ -127,6 +127,7 @@ func TestCaseListWalkUnderConcurrentWriters(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d writes during the walks", b.Name, during)
+		storetest.IndexesMatchLive(t, s, c.indexKeys(c.TenantTag("acme")))
 		storetest.RequireTTLs(t, s, prefix)
 	})
 }
