@@ -414,8 +414,11 @@ type CaseHistory struct {
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
 type CaseHistoryEntry struct {
-	Actor           *string   `json:"actor,omitempty"`
-	AssignedTeam    *string   `json:"assignedTeam,omitempty"`
+	Actor        *string `json:"actor,omitempty"`
+	AssignedTeam *string `json:"assignedTeam,omitempty"`
+
+	// Assignee The person within the team after the transition; absent while the case is in the team's queue.
+	Assignee        *string   `json:"assignee,omitempty"`
 	At              time.Time `json:"at"`
 	EscalationLevel int       `json:"escalationLevel"`
 

@@ -135,7 +135,7 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 	for _, ev := range events {
 		items = append(items, CaseHistoryEntry{At: ts(ev.At), Transition: CaseHistoryEntryTransition(ev.Transition),
 			FromStatus: stringOrNil(ev.FromStatus), ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
-			AssignedTeam: stringOrNil(ev.AssignedTeam), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
+			AssignedTeam: stringOrNil(ev.AssignedTeam), Assignee: stringOrNil(ev.Assignee), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
 			StateVersion: ev.StateVersion})
 	}
 	return GetCaseHistory200JSONResponse{Body: CaseHistory{Items: items}}, nil

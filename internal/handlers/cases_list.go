@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/cases"
 )
 
@@ -13,11 +14,24 @@ func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	q := request.Params
-	limit, err := pageLimit(q.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
+	page, err := s.Cases.List(ctx, caseQuery(p, request.Params, limit))
+	if err != nil {
+		return nil, err
+	}
+	out := CasePage{Items: make([]Case, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
+	for _, c := range page.Items {
+		out.Items = append(out.Items, caseView(c))
+	}
+	return ListCases200JSONResponse{Body: out, Headers: ListCases200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
+}
+
+// caseQuery is the list request of the caller p: its tenant, the filters, assignee=me as p's
+// subject.
+func caseQuery(p *auth.Principal, q ListCasesParams, limit int) cases.Query {
 	in := cases.Query{Tenant: p.Tenant, Team: deref(q.AssignedTeam), Assignee: deref(q.Assignee), Level: q.EscalationLevel,
 		Overdue: q.Overdue, Subject: deref(q.SubjectRef), Order: string(deref(q.Order)), Limit: limit, Cursor: deref(q.Cursor)}
 	if in.Assignee == cases.Me {
@@ -26,16 +40,5 @@ func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) 
 	for _, st := range deref(q.Status) {
 		in.Statuses = append(in.Statuses, string(st))
 	}
-	page, err := s.Cases.List(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	out := CasePage{Items: make([]Case, 0, len(page.Items))}
-	for _, c := range page.Items {
-		out.Items = append(out.Items, caseView(c))
-	}
-	if page.NextCursor != "" {
-		out.NextCursor = &page.NextCursor
-	}
-	return ListCases200JSONResponse{Body: out, Headers: ListCases200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
+	return in
 }
