@@ -19,12 +19,13 @@ var indexFilters = []string{"all", "status", "team", "assignee", "level", "subje
 // indexOrders are the two orders of each filter, in the scripts' KEYS order.
 var indexOrders = []string{cases.OrderUpdated, cases.OrderDue}
 
-// indexNames are the index keys' last parts (`status:due`), in the scripts' KEYS order.
+// indexNames are the index keys' last parts (`statusdue`: lowercase letters only, as the
+// keyspace audit reads them), in the scripts' KEYS order.
 var indexNames = func() []string {
 	var out []string
 	for _, f := range indexFilters {
 		for _, o := range indexOrders {
-			out = append(out, f+":"+o)
+			out = append(out, f+o)
 		}
 	}
 	return out

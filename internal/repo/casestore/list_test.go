@@ -286,7 +286,6 @@ func TestCaseListExpiredCasesLeaveTheIndexes(t *testing.T) {
 		}
 		slices.Sort(want)
 		keys := long.indexKeys(long.TenantTag("acme"))
-		storetest.IndexesMatchLive(t, s, keys)
 		time.Sleep(1200 * time.Millisecond)
 		if _, err := long.Get(ctx, "acme", gone[0].ID); err == nil {
 			t.Fatal("an expired case is still served")
