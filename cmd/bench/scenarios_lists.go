@@ -44,7 +44,7 @@ func (f *fixtures) caseList(ctx context.Context) (wrkScript, wrkScript, error) {
 	if listed != listCases {
 		return wrkScript{}, wrkScript{}, fmt.Errorf("GET /v1/cases: the walk listed %d cases of %d", listed, listCases)
 	}
-	return same(wrkScript{Method: "GET", Headers: map[string]string{"Authorization": "Bearer " + f.api.token}, Items: items})
+	return same(wrkScript{Method: "GET", Headers: map[string]string{"Authorization": "Bearer " + f.api.token}, Items: items, Tally: true})
 }
 
 func caseQueueParams(cursor string) *client.ListCasesParams {
