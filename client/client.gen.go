@@ -410,6 +410,9 @@ type CaseCreateRequest struct {
 // CaseHistory defines model for CaseHistory.
 type CaseHistory struct {
 	Items []CaseHistoryEntry `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
@@ -670,8 +673,11 @@ type QuoteItem struct {
 
 // QuoteItemList defines model for QuoteItemList.
 type QuoteItemList struct {
-	Items        []QuoteItem `json:"items"`
-	StateVersion int64       `json:"stateVersion"`
+	Items []QuoteItem `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor   *string `json:"nextCursor,omitempty"`
+	StateVersion int64   `json:"stateVersion"`
 }
 
 // QuoteItemPut defines model for QuoteItemPut.
@@ -784,6 +790,9 @@ type SessionId = string
 // SessionList defines model for SessionList.
 type SessionList struct {
 	Items []Session `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // SessionStatus defines model for SessionStatus.
@@ -1037,6 +1046,19 @@ type EscalateCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// GetCaseHistoryParams defines parameters for GetCaseHistory.
+type GetCaseHistoryParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ReopenCaseParams defines parameters for ReopenCase.
 type ReopenCaseParams struct {
 	// IfMatch When present, the transition happens only if the case is still at this ETag (else 412).
@@ -1063,6 +1085,19 @@ type PatchQuoteParams struct {
 	IfMatch IfMatch `json:"If-Match"`
 }
 
+// ListQuoteItemsParams defines parameters for ListQuoteItems.
+type ListQuoteItemsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
@@ -1079,6 +1114,19 @@ type PutQuoteItemParams struct {
 type SubmitQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch IfMatch `json:"If-Match"`
+}
+
+// ListMyDevicesParams defines parameters for ListMyDevices.
+type ListMyDevicesParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -1103,6 +1151,19 @@ type RevokeTokenParams struct {
 type RevokeUserSessionsParams struct {
 	// Except A session id to keep.
 	Except *SessionId `form:"except,omitempty" json:"except,omitempty"`
+}
+
+// ListUserSessionsParams defines parameters for ListUserSessions.
+type ListUserSessionsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CreateCaseJSONRequestBody defines body for CreateCase for application/json ContentType.
@@ -1375,10 +1436,12 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/cases/{caseId}/escalate (the `EscalateCase` operationId).
 	EscalateCase(ctx context.Context, caseId CaseId, params *EscalateCaseParams, body EscalateCaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetCaseHistory The case's transitions, newest first
+	// GetCaseHistory The case's transitions, newest first, with cursor paging
+	//
+	// Newest first; a page holds the transitions older than the previous page's last, so a walk lists none twice and skips none, while the case keeps moving (its new transitions are the next walk's). The history keeps the case's latest `GATEWAY_CASE_HISTORY_MAX` transitions; older ones leave it.
 	//
 	// Corresponds with GET /v1/cases/{caseId}/history (the `GetCaseHistory` operationId).
-	GetCaseHistory(ctx context.Context, caseId CaseId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetCaseHistory(ctx context.Context, caseId CaseId, params *GetCaseHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReopenCaseWithBody RESOLVED → OPEN
 	//
@@ -1446,10 +1509,12 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/quotes/{quoteId} (the `PatchQuote` operationId).
 	PatchQuoteWithApplicationMergePatchPlusJSONBody(ctx context.Context, quoteId QuoteId, params *PatchQuoteParams, body PatchQuoteApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListQuoteItems The draft's line items
+	// ListQuoteItems The draft's line items, by item id, with cursor paging
+	//
+	// Ordered by item id (byte order): a page holds the items after the previous page's last id, so a walk lists no item twice and skips none that stays in the draft meanwhile. Each page answers the draft's `stateVersion` (and `ETag`) at its read: pages of one walk that differ in it come from different versions of the draft.
 	//
 	// Corresponds with GET /v1/quotes/{quoteId}/items (the `ListQuoteItems` operationId).
-	ListQuoteItems(ctx context.Context, quoteId QuoteId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListQuoteItems(ctx context.Context, quoteId QuoteId, params *ListQuoteItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteQuoteItem Remove a line item; totals are recomputed in the same step
 	//
@@ -1501,10 +1566,12 @@ type ClientInterface interface {
 	// Corresponds with DELETE /v1/session/devices (the `RevokeMyOtherDevices` operationId).
 	RevokeMyOtherDevices(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListMyDevices The caller's live sessions on every device
+	// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
+	//
+	// Ordered and paged as `GET /v1/users/{userId}/sessions` (the same list of the same user).
 	//
 	// Corresponds with GET /v1/session/devices (the `ListMyDevices` operationId).
-	ListMyDevices(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListMyDevices(ctx context.Context, params *ListMyDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RevokeMyDevice Sign out one of the caller's devices (idempotent)
 	//
@@ -1725,10 +1792,12 @@ type ClientInterface interface {
 	// Corresponds with DELETE /v1/users/{userId}/sessions (the `RevokeUserSessions` operationId).
 	RevokeUserSessions(ctx context.Context, userId UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListUserSessions The user's live sessions (devices)
+	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
+	//
+	// Newest first by creation time (then by session id): a session keeps its place for its whole life (rotation and step-up keep it), so a walk of the pages lists none twice and skips none that stays live meanwhile.
 	//
 	// Corresponds with GET /v1/users/{userId}/sessions (the `ListUserSessions` operationId).
-	ListUserSessions(ctx context.Context, userId UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListUserSessions(ctx context.Context, userId UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetJWKS Every key that verifies the gateway's JWTs (RFC 7517, RFC 8037)
@@ -2025,11 +2094,13 @@ func (c *Client) EscalateCase(ctx context.Context, caseId CaseId, params *Escala
 	return c.Client.Do(req)
 }
 
-// GetCaseHistory The case's transitions, newest first
+// GetCaseHistory The case's transitions, newest first, with cursor paging
+//
+// Newest first; a page holds the transitions older than the previous page's last, so a walk lists none twice and skips none, while the case keeps moving (its new transitions are the next walk's). The history keeps the case's latest `GATEWAY_CASE_HISTORY_MAX` transitions; older ones leave it.
 //
 // Corresponds with GET /v1/cases/{caseId}/history (the `GetCaseHistory` operationId).
-func (c *Client) GetCaseHistory(ctx context.Context, caseId CaseId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetCaseHistoryRequest(c.Server, caseId)
+func (c *Client) GetCaseHistory(ctx context.Context, caseId CaseId, params *GetCaseHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCaseHistoryRequest(c.Server, caseId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2206,11 +2277,13 @@ func (c *Client) PatchQuoteWithApplicationMergePatchPlusJSONBody(ctx context.Con
 	return c.Client.Do(req)
 }
 
-// ListQuoteItems The draft's line items
+// ListQuoteItems The draft's line items, by item id, with cursor paging
+//
+// Ordered by item id (byte order): a page holds the items after the previous page's last id, so a walk lists no item twice and skips none that stays in the draft meanwhile. Each page answers the draft's `stateVersion` (and `ETag`) at its read: pages of one walk that differ in it come from different versions of the draft.
 //
 // Corresponds with GET /v1/quotes/{quoteId}/items (the `ListQuoteItems` operationId).
-func (c *Client) ListQuoteItems(ctx context.Context, quoteId QuoteId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListQuoteItemsRequest(c.Server, quoteId)
+func (c *Client) ListQuoteItems(ctx context.Context, quoteId QuoteId, params *ListQuoteItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListQuoteItemsRequest(c.Server, quoteId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2341,11 +2414,13 @@ func (c *Client) RevokeMyOtherDevices(ctx context.Context, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-// ListMyDevices The caller's live sessions on every device
+// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
+//
+// Ordered and paged as `GET /v1/users/{userId}/sessions` (the same list of the same user).
 //
 // Corresponds with GET /v1/session/devices (the `ListMyDevices` operationId).
-func (c *Client) ListMyDevices(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListMyDevicesRequest(c.Server)
+func (c *Client) ListMyDevices(ctx context.Context, params *ListMyDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMyDevicesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2775,11 +2850,13 @@ func (c *Client) RevokeUserSessions(ctx context.Context, userId UserId, params *
 	return c.Client.Do(req)
 }
 
-// ListUserSessions The user's live sessions (devices)
+// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
+//
+// Newest first by creation time (then by session id): a session keeps its place for its whole life (rotation and step-up keep it), so a walk of the pages lists none twice and skips none that stays live meanwhile.
 //
 // Corresponds with GET /v1/users/{userId}/sessions (the `ListUserSessions` operationId).
-func (c *Client) ListUserSessions(ctx context.Context, userId UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListUserSessionsRequest(c.Server, userId)
+func (c *Client) ListUserSessions(ctx context.Context, userId UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListUserSessionsRequest(c.Server, userId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3350,7 +3427,7 @@ func NewEscalateCaseRequestWithBody(server string, caseId CaseId, params *Escala
 }
 
 // NewGetCaseHistoryRequest constructs an http.Request for the GetCaseHistory method
-func NewGetCaseHistoryRequest(server string, caseId CaseId) (*http.Request, error) {
+func NewGetCaseHistoryRequest(server string, caseId CaseId, params *GetCaseHistoryParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3373,6 +3450,45 @@ func NewGetCaseHistoryRequest(server string, caseId CaseId) (*http.Request, erro
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3691,7 +3807,7 @@ func NewPatchQuoteRequestWithBody(server string, quoteId QuoteId, params *PatchQ
 }
 
 // NewListQuoteItemsRequest constructs an http.Request for the ListQuoteItems method
-func NewListQuoteItemsRequest(server string, quoteId QuoteId) (*http.Request, error) {
+func NewListQuoteItemsRequest(server string, quoteId QuoteId, params *ListQuoteItemsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3714,6 +3830,45 @@ func NewListQuoteItemsRequest(server string, quoteId QuoteId) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3974,7 +4129,7 @@ func NewRevokeMyOtherDevicesRequest(server string) (*http.Request, error) {
 }
 
 // NewListMyDevicesRequest constructs an http.Request for the ListMyDevices method
-func NewListMyDevicesRequest(server string) (*http.Request, error) {
+func NewListMyDevicesRequest(server string, params *ListMyDevicesParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3990,6 +4145,45 @@ func NewListMyDevicesRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4618,7 +4812,7 @@ func NewRevokeUserSessionsRequest(server string, userId UserId, params *RevokeUs
 }
 
 // NewListUserSessionsRequest constructs an http.Request for the ListUserSessions method
-func NewListUserSessionsRequest(server string, userId UserId) (*http.Request, error) {
+func NewListUserSessionsRequest(server string, userId UserId, params *ListUserSessionsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4641,6 +4835,45 @@ func NewListUserSessionsRequest(server string, userId UserId) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4865,12 +5098,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/cases/{caseId}/escalate (the `EscalateCase` operationId).
 	EscalateCaseWithResponse(ctx context.Context, caseId CaseId, params *EscalateCaseParams, body EscalateCaseJSONRequestBody, reqEditors ...RequestEditorFn) (*EscalateCaseResponse, error)
 
-	// GetCaseHistoryWithResponse The case's transitions, newest first
+	// GetCaseHistoryWithResponse The case's transitions, newest first, with cursor paging
+	//
+	// Newest first; a page holds the transitions older than the previous page's last, so a walk lists none twice and skips none, while the case keeps moving (its new transitions are the next walk's). The history keeps the case's latest `GATEWAY_CASE_HISTORY_MAX` transitions; older ones leave it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/cases/{caseId}/history (the `GetCaseHistory` operationId).
-	GetCaseHistoryWithResponse(ctx context.Context, caseId CaseId, reqEditors ...RequestEditorFn) (*GetCaseHistoryResponse, error)
+	GetCaseHistoryWithResponse(ctx context.Context, caseId CaseId, params *GetCaseHistoryParams, reqEditors ...RequestEditorFn) (*GetCaseHistoryResponse, error)
 
 	// ReopenCaseWithBodyWithResponse RESOLVED → OPEN
 	//
@@ -4942,12 +5177,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/quotes/{quoteId} (the `PatchQuote` operationId).
 	PatchQuoteWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, quoteId QuoteId, params *PatchQuoteParams, body PatchQuoteApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchQuoteResponse, error)
 
-	// ListQuoteItemsWithResponse The draft's line items
+	// ListQuoteItemsWithResponse The draft's line items, by item id, with cursor paging
+	//
+	// Ordered by item id (byte order): a page holds the items after the previous page's last id, so a walk lists no item twice and skips none that stays in the draft meanwhile. Each page answers the draft's `stateVersion` (and `ETag`) at its read: pages of one walk that differ in it come from different versions of the draft.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/quotes/{quoteId}/items (the `ListQuoteItems` operationId).
-	ListQuoteItemsWithResponse(ctx context.Context, quoteId QuoteId, reqEditors ...RequestEditorFn) (*ListQuoteItemsResponse, error)
+	ListQuoteItemsWithResponse(ctx context.Context, quoteId QuoteId, params *ListQuoteItemsParams, reqEditors ...RequestEditorFn) (*ListQuoteItemsResponse, error)
 
 	// DeleteQuoteItemWithResponse Remove a line item; totals are recomputed in the same step
 	//
@@ -5009,12 +5246,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/session/devices (the `RevokeMyOtherDevices` operationId).
 	RevokeMyOtherDevicesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RevokeMyOtherDevicesResponse, error)
 
-	// ListMyDevicesWithResponse The caller's live sessions on every device
+	// ListMyDevicesWithResponse The caller's live sessions on every device, newest first, with cursor paging
+	//
+	// Ordered and paged as `GET /v1/users/{userId}/sessions` (the same list of the same user).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/session/devices (the `ListMyDevices` operationId).
-	ListMyDevicesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyDevicesResponse, error)
+	ListMyDevicesWithResponse(ctx context.Context, params *ListMyDevicesParams, reqEditors ...RequestEditorFn) (*ListMyDevicesResponse, error)
 
 	// RevokeMyDeviceWithResponse Sign out one of the caller's devices (idempotent)
 	//
@@ -5253,12 +5492,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/users/{userId}/sessions (the `RevokeUserSessions` operationId).
 	RevokeUserSessionsWithResponse(ctx context.Context, userId UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*RevokeUserSessionsResponse, error)
 
-	// ListUserSessionsWithResponse The user's live sessions (devices)
+	// ListUserSessionsWithResponse The user's live sessions (devices), newest first, with cursor paging
+	//
+	// Newest first by creation time (then by session id): a session keeps its place for its whole life (rotation and step-up keep it), so a walk of the pages lists none twice and skips none that stays live meanwhile.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/users/{userId}/sessions (the `ListUserSessions` operationId).
-	ListUserSessionsWithResponse(ctx context.Context, userId UserId, reqEditors ...RequestEditorFn) (*ListUserSessionsResponse, error)
+	ListUserSessionsWithResponse(ctx context.Context, userId UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*ListUserSessionsResponse, error)
 }
 
 type GetJWKSResponse struct {
@@ -6500,6 +6741,7 @@ func (r EscalateCaseResponse) ContentType() string {
 
 // GetCaseHistoryResponse200Headers the declared response headers of an HTTP 200 response for GetCaseHistory
 type GetCaseHistoryResponse200Headers struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -7710,6 +7952,7 @@ func (r PatchQuoteResponse) ContentType() string {
 // ListQuoteItemsResponse200Headers the declared response headers of an HTTP 200 response for ListQuoteItems
 type ListQuoteItemsResponse200Headers struct {
 	ETag            *string
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -8750,6 +8993,13 @@ func (r RevokeMyOtherDevicesResponse) ContentType() string {
 
 // ListMyDevicesResponse200Headers the declared response headers of an HTTP 200 response for ListMyDevices
 type ListMyDevicesResponse200Headers struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListMyDevicesResponse400Headers the declared response headers of an HTTP 400 response for ListMyDevices
+type ListMyDevicesResponse400Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -8778,6 +9028,8 @@ type ListMyDevicesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SessionList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *SessionUnauthorized
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -8788,6 +9040,8 @@ type ListMyDevicesResponse struct {
 	ApplicationproblemJSONDefault *Error
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListMyDevicesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListMyDevicesResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListMyDevicesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -8799,6 +9053,11 @@ type ListMyDevicesResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListMyDevicesResponse) GetJSON200() *SessionList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListMyDevicesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10927,6 +11186,7 @@ func (r RevokeUserSessionsResponse) ContentType() string {
 
 // ListUserSessionsResponse200Headers the declared response headers of an HTTP 200 response for ListUserSessions
 type ListUserSessionsResponse200Headers struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -11311,13 +11571,15 @@ func (c *ClientWithResponses) EscalateCaseWithResponse(ctx context.Context, case
 	return ParseEscalateCaseResponse(rsp)
 }
 
-// GetCaseHistoryWithResponse The case's transitions, newest first
+// GetCaseHistoryWithResponse The case's transitions, newest first, with cursor paging
+//
+// Newest first; a page holds the transitions older than the previous page's last, so a walk lists none twice and skips none, while the case keeps moving (its new transitions are the next walk's). The history keeps the case's latest `GATEWAY_CASE_HISTORY_MAX` transitions; older ones leave it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/cases/{caseId}/history (the `GetCaseHistory` operationId).
-func (c *ClientWithResponses) GetCaseHistoryWithResponse(ctx context.Context, caseId CaseId, reqEditors ...RequestEditorFn) (*GetCaseHistoryResponse, error) {
-	rsp, err := c.GetCaseHistory(ctx, caseId, reqEditors...)
+func (c *ClientWithResponses) GetCaseHistoryWithResponse(ctx context.Context, caseId CaseId, params *GetCaseHistoryParams, reqEditors ...RequestEditorFn) (*GetCaseHistoryResponse, error) {
+	rsp, err := c.GetCaseHistory(ctx, caseId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11454,13 +11716,15 @@ func (c *ClientWithResponses) PatchQuoteWithApplicationMergePatchPlusJSONBodyWit
 	return ParsePatchQuoteResponse(rsp)
 }
 
-// ListQuoteItemsWithResponse The draft's line items
+// ListQuoteItemsWithResponse The draft's line items, by item id, with cursor paging
+//
+// Ordered by item id (byte order): a page holds the items after the previous page's last id, so a walk lists no item twice and skips none that stays in the draft meanwhile. Each page answers the draft's `stateVersion` (and `ETag`) at its read: pages of one walk that differ in it come from different versions of the draft.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/quotes/{quoteId}/items (the `ListQuoteItems` operationId).
-func (c *ClientWithResponses) ListQuoteItemsWithResponse(ctx context.Context, quoteId QuoteId, reqEditors ...RequestEditorFn) (*ListQuoteItemsResponse, error) {
-	rsp, err := c.ListQuoteItems(ctx, quoteId, reqEditors...)
+func (c *ClientWithResponses) ListQuoteItemsWithResponse(ctx context.Context, quoteId QuoteId, params *ListQuoteItemsParams, reqEditors ...RequestEditorFn) (*ListQuoteItemsResponse, error) {
+	rsp, err := c.ListQuoteItems(ctx, quoteId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11569,13 +11833,15 @@ func (c *ClientWithResponses) RevokeMyOtherDevicesWithResponse(ctx context.Conte
 	return ParseRevokeMyOtherDevicesResponse(rsp)
 }
 
-// ListMyDevicesWithResponse The caller's live sessions on every device
+// ListMyDevicesWithResponse The caller's live sessions on every device, newest first, with cursor paging
+//
+// Ordered and paged as `GET /v1/users/{userId}/sessions` (the same list of the same user).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/session/devices (the `ListMyDevices` operationId).
-func (c *ClientWithResponses) ListMyDevicesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyDevicesResponse, error) {
-	rsp, err := c.ListMyDevices(ctx, reqEditors...)
+func (c *ClientWithResponses) ListMyDevicesWithResponse(ctx context.Context, params *ListMyDevicesParams, reqEditors ...RequestEditorFn) (*ListMyDevicesResponse, error) {
+	rsp, err := c.ListMyDevices(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11939,13 +12205,15 @@ func (c *ClientWithResponses) RevokeUserSessionsWithResponse(ctx context.Context
 	return ParseRevokeUserSessionsResponse(rsp)
 }
 
-// ListUserSessionsWithResponse The user's live sessions (devices)
+// ListUserSessionsWithResponse The user's live sessions (devices), newest first, with cursor paging
+//
+// Newest first by creation time (then by session id): a session keeps its place for its whole life (rotation and step-up keep it), so a walk of the pages lists none twice and skips none that stays live meanwhile.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/users/{userId}/sessions (the `ListUserSessions` operationId).
-func (c *ClientWithResponses) ListUserSessionsWithResponse(ctx context.Context, userId UserId, reqEditors ...RequestEditorFn) (*ListUserSessionsResponse, error) {
-	rsp, err := c.ListUserSessions(ctx, userId, reqEditors...)
+func (c *ClientWithResponses) ListUserSessionsWithResponse(ctx context.Context, userId UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*ListUserSessionsResponse, error) {
+	rsp, err := c.ListUserSessions(ctx, userId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13666,6 +13934,13 @@ func ParseGetCaseHistoryResponse(rsp *http.Response) (*GetCaseHistoryResponse, e
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetCaseHistoryResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15434,6 +15709,13 @@ func ParseListQuoteItemsResponse(rsp *http.Response) (*ListQuoteItemsResponse, e
 			}
 			headers.ETag = &value
 		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16849,6 +17131,13 @@ func ParseListMyDevicesResponse(rsp *http.Response) (*ListMyDevicesResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest SessionUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16882,6 +17171,13 @@ func ParseListMyDevicesResponse(rsp *http.Response) (*ListMyDevicesResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ListMyDevicesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16897,6 +17193,23 @@ func ParseListMyDevicesResponse(rsp *http.Response) (*ListMyDevicesResponse, err
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListMyDevicesResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListMyDevicesResponse401Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19976,6 +20289,13 @@ func ParseListUserSessionsResponse(rsp *http.Response) (*ListUserSessionsRespons
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ListUserSessionsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -63,7 +63,7 @@ func Example_sessions() {
 
 	// Verification rotates the token: the user goes on with the new one.
 	user, _ = client.NewClientWithResponses(baseURL, client.WithSessionToken(v.JSON200.Token))
-	devices, err := client.Check(user.ListMyDevicesWithResponse(ctx))
+	devices, err := client.Check(user.ListMyDevicesWithResponse(ctx, nil))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -187,23 +187,32 @@ func Example_cases() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.JSON200.Status)
-	hist, err := client.Check(c.GetCaseHistoryWithResponse(ctx, id))
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, h := range hist.JSON200.Items {
-		from := "(new)" // the create entry has no fromStatus
-		if h.FromStatus != nil {
-			from = string(*h.FromStatus)
+	// The history, newest first, in pages of two: each page's nextCursor asks for the next,
+	// until a page has none.
+	params := &client.GetCaseHistoryParams{Limit: ptr(2)}
+	for page := 1; ; page++ {
+		hist, err := client.Check(c.GetCaseHistoryWithResponse(ctx, id, params))
+		if err != nil {
+			log.Fatal(err)
 		}
-		fmt.Println(h.Transition, from, "->", h.ToStatus)
+		for _, h := range hist.JSON200.Items {
+			from := "(new)" // the create entry has no fromStatus
+			if h.FromStatus != nil {
+				from = string(*h.FromStatus)
+			}
+			fmt.Println(page, h.Transition, from, "->", h.ToStatus)
+		}
+		if hist.JSON200.NextCursor == nil {
+			break
+		}
+		params.Cursor = hist.JSON200.NextCursor
 	}
 	// Output:
 	// ESCALATED level 1
 	// RESOLVED
-	// resolve ESCALATED -> RESOLVED
-	// escalate OPEN -> ESCALATED
-	// create (new) -> OPEN
+	// 1 resolve ESCALATED -> RESOLVED
+	// 1 escalate OPEN -> ESCALATED
+	// 2 create (new) -> OPEN
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -48,6 +48,9 @@ type Event struct {
 	Reason          string
 	Actor           string
 	StateVersion    int64
+	// Pos is the entry's place in the history, the store's (opaque here): exact, so a page
+	// of the history starts strictly after the previous page's last Pos.
+	Pos string
 }
 
 // NewCase is what Create needs. ID is optional: an idempotent create passes the id derived

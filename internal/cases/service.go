@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/page"
 )
 
 // Store keeps cases (*casestore.Store implements it). Transitions compare Change.IfMatch with the
@@ -22,7 +23,10 @@ type Store interface {
 	Assign(ctx context.Context, ch Change) (*Case, error)
 	Resolve(ctx context.Context, ch Change) (*Case, error)
 	Reopen(ctx context.Context, ch Change) (*Case, error)
-	History(ctx context.Context, tenant, id string) ([]Event, error)
+	// History is at most n entries of the case's history, newest first, strictly older than
+	// the entry at position before ("" for the newest); a malformed before is a 400 naming
+	// `cursor`.
+	History(ctx context.Context, tenant, id, before string, n int) ([]Event, error)
 	// List answers one page of a checked query (list.go), from the tenant's indexes.
 	List(ctx context.Context, q Query) (Page, error)
 }
@@ -69,9 +73,28 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*Case, error) {
 	return s.store.Get(ctx, tenant, id)
 }
 
-// History lists the case's transitions, newest first.
-func (s *Service) History(ctx context.Context, tenant, id string) ([]Event, error) {
-	return s.store.History(ctx, tenant, id)
+// History is a page of the case's transitions, newest first: the store reads the entries
+// strictly older than the cursor's (one more than limit, to know whether a page follows), so
+// a walk lists none twice and skips none while the case keeps moving.
+func (s *Service) History(ctx context.Context, tenant, id, cursor string, limit int) (page.Page[Event], error) {
+	scope := "case-history\x00" + tenant + "\x00" + id
+	before, err := page.Decode(scope, cursor)
+	if err == nil {
+		err = page.CheckLimit(limit)
+	}
+	if err != nil {
+		return page.Page[Event]{}, err
+	}
+	events, err := s.store.History(ctx, tenant, id, before, limit+1)
+	if err != nil {
+		return page.Page[Event]{}, err
+	}
+	out := page.Page[Event]{Items: events}
+	if len(events) > limit {
+		out.Items = events[:limit]
+		out.NextCursor = page.Encode(scope, events[limit-1].Pos)
+	}
+	return out, nil
 }
 
 // Escalate moves an OPEN or ESCALATED case one level up, up to the maximum (409 beyond).

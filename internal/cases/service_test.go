@@ -73,7 +73,8 @@ func TestCaseHistoryIsBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h, err := c.History(ctx, "acme", k.ID)
+		pg, err := c.History(ctx, "acme", k.ID, "", 100)
+		h := pg.Items
 		if err != nil || len(h) != 5 || h[0].StateVersion != 11 || h[0].Reason != "REASSIGNED" {
 			t.Fatalf("history %d entries, first %+v, %v", len(h), h, err)
 		}

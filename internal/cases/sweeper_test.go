@@ -102,7 +102,7 @@ func TestRacingSweepersEscalateOnce(t *testing.T) {
 				if err != nil || k.Status != cases.Escalated || k.EscalationLevel != 1 || k.LastTransitionReason != "auto_escalate" {
 					t.Fatalf("case %s: %+v %v", id, k, err)
 				}
-				h, err := c.History(ctx, tenant, id)
+				h, err := c.History(ctx, tenant, id, "", 100)
 				if err != nil {
 					t.Fatal(err)
 				}

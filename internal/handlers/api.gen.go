@@ -412,6 +412,9 @@ type CaseCreateRequest struct {
 // CaseHistory defines model for CaseHistory.
 type CaseHistory struct {
 	Items []CaseHistoryEntry `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
@@ -655,8 +658,11 @@ type QuoteItem struct {
 
 // QuoteItemList defines model for QuoteItemList.
 type QuoteItemList struct {
-	Items        []QuoteItem `json:"items"`
-	StateVersion int64       `json:"stateVersion"`
+	Items []QuoteItem `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor   *string `json:"nextCursor,omitempty"`
+	StateVersion int64   `json:"stateVersion"`
 }
 
 // QuoteItemPut defines model for QuoteItemPut.
@@ -769,6 +775,9 @@ type SessionId = string
 // SessionList defines model for SessionList.
 type SessionList struct {
 	Items []Session `json:"items"`
+
+	// NextCursor The cursor of the next page (send it as `cursor`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // SessionStatus defines model for SessionStatus.
@@ -1022,6 +1031,19 @@ type EscalateCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// GetCaseHistoryParams defines parameters for GetCaseHistory.
+type GetCaseHistoryParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ReopenCaseParams defines parameters for ReopenCase.
 type ReopenCaseParams struct {
 	// IfMatch When present, the transition happens only if the case is still at this ETag (else 412).
@@ -1048,6 +1070,19 @@ type PatchQuoteParams struct {
 	IfMatch IfMatch `json:"If-Match"`
 }
 
+// ListQuoteItemsParams defines parameters for ListQuoteItems.
+type ListQuoteItemsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // DeleteQuoteItemParams defines parameters for DeleteQuoteItem.
 type DeleteQuoteItemParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
@@ -1064,6 +1099,19 @@ type PutQuoteItemParams struct {
 type SubmitQuoteParams struct {
 	// IfMatch The ETag last read (e.g. `"3"`): the write happens only if the quote is still at that version, else 412. Required; a request without it is answered 428. `*` matches whatever version is current (RFC 9110 §13.1.1), so the write happens unconditionally, but only on a quote that exists: an unknown quote (or another tenant's) is still 404.
 	IfMatch IfMatch `json:"If-Match"`
+}
+
+// ListMyDevicesParams defines parameters for ListMyDevices.
+type ListMyDevicesParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -1088,6 +1136,19 @@ type RevokeTokenParams struct {
 type RevokeUserSessionsParams struct {
 	// Except A session id to keep.
 	Except *SessionId `form:"except,omitempty" json:"except,omitempty"`
+}
+
+// ListUserSessionsParams defines parameters for ListUserSessions.
+type ListUserSessionsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CreateCaseJSONRequestBody defines body for CreateCase for application/json ContentType.
@@ -1164,9 +1225,9 @@ type ServerInterface interface {
 	// EscalateCase OPEN or ESCALATED → ESCALATED, one level up to the maximum
 	// (POST /v1/cases/{caseId}/escalate)
 	EscalateCase(ctx echo.Context, caseId CaseId, params EscalateCaseParams) error
-	// GetCaseHistory The case's transitions, newest first
+	// GetCaseHistory The case's transitions, newest first, with cursor paging
 	// (GET /v1/cases/{caseId}/history)
-	GetCaseHistory(ctx echo.Context, caseId CaseId) error
+	GetCaseHistory(ctx echo.Context, caseId CaseId, params GetCaseHistoryParams) error
 	// ReopenCase RESOLVED → OPEN
 	// (POST /v1/cases/{caseId}/reopen)
 	ReopenCase(ctx echo.Context, caseId CaseId, params ReopenCaseParams) error
@@ -1185,9 +1246,9 @@ type ServerInterface interface {
 	// PatchQuote Merge-patch the draft (If-Match required)
 	// (PATCH /v1/quotes/{quoteId})
 	PatchQuote(ctx echo.Context, quoteId QuoteId, params PatchQuoteParams) error
-	// ListQuoteItems The draft's line items
+	// ListQuoteItems The draft's line items, by item id, with cursor paging
 	// (GET /v1/quotes/{quoteId}/items)
-	ListQuoteItems(ctx echo.Context, quoteId QuoteId) error
+	ListQuoteItems(ctx echo.Context, quoteId QuoteId, params ListQuoteItemsParams) error
 	// DeleteQuoteItem Remove a line item; totals are recomputed in the same step
 	// (DELETE /v1/quotes/{quoteId}/items/{itemId})
 	DeleteQuoteItem(ctx echo.Context, quoteId QuoteId, itemId ItemId, params DeleteQuoteItemParams) error
@@ -1206,9 +1267,9 @@ type ServerInterface interface {
 	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
 	// (DELETE /v1/session/devices)
 	RevokeMyOtherDevices(ctx echo.Context) error
-	// ListMyDevices The caller's live sessions on every device
+	// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
 	// (GET /v1/session/devices)
-	ListMyDevices(ctx echo.Context) error
+	ListMyDevices(ctx echo.Context, params ListMyDevicesParams) error
 	// RevokeMyDevice Sign out one of the caller's devices (idempotent)
 	// (DELETE /v1/session/devices/{sessionId})
 	RevokeMyDevice(ctx echo.Context, sessionId SessionId) error
@@ -1251,9 +1312,9 @@ type ServerInterface interface {
 	// RevokeUserSessions Revoke every session of the user, optionally keeping one
 	// (DELETE /v1/users/{userId}/sessions)
 	RevokeUserSessions(ctx echo.Context, userId UserId, params RevokeUserSessionsParams) error
-	// ListUserSessions The user's live sessions (devices)
+	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
-	ListUserSessions(ctx echo.Context, userId UserId) error
+	ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1517,8 +1578,24 @@ func (w *ServerInterfaceWrapper) GetCaseHistory(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter caseId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCaseHistoryParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetCaseHistory(ctx, caseId)
+	err = w.Handler.GetCaseHistory(ctx, caseId, params)
 	return err
 }
 
@@ -1704,8 +1781,24 @@ func (w *ServerInterfaceWrapper) ListQuoteItems(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quoteId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListQuoteItemsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListQuoteItems(ctx, quoteId)
+	err = w.Handler.ListQuoteItems(ctx, quoteId, params)
 	return err
 }
 
@@ -1870,8 +1963,24 @@ func (w *ServerInterfaceWrapper) RevokeMyOtherDevices(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListMyDevices(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMyDevicesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListMyDevices(ctx)
+	err = w.Handler.ListMyDevices(ctx, params)
 	return err
 }
 
@@ -2116,8 +2225,24 @@ func (w *ServerInterfaceWrapper) ListUserSessions(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter userId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListUserSessionsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListUserSessions(ctx, userId)
+	err = w.Handler.ListUserSessions(ctx, userId, params)
 	return err
 }
 
@@ -3916,6 +4041,7 @@ func (response EscalateCasedefaultApplicationProblemPlusJSONResponse) VisitEscal
 
 type GetCaseHistoryRequestObject struct {
 	CaseId CaseId `json:"caseId"`
+	Params GetCaseHistoryParams
 }
 
 type GetCaseHistoryResponseObject interface {
@@ -3923,6 +4049,7 @@ type GetCaseHistoryResponseObject interface {
 }
 
 type GetCaseHistory200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -3939,6 +4066,9 @@ func (response GetCaseHistory200JSONResponse) VisitGetCaseHistoryResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -5505,6 +5635,7 @@ func (response PatchQuotedefaultApplicationProblemPlusJSONResponse) VisitPatchQu
 
 type ListQuoteItemsRequestObject struct {
 	QuoteId QuoteId `json:"quoteId"`
+	Params  ListQuoteItemsParams
 }
 
 type ListQuoteItemsResponseObject interface {
@@ -5513,6 +5644,7 @@ type ListQuoteItemsResponseObject interface {
 
 type ListQuoteItems200ResponseHeaders struct {
 	ETag            *string
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -5531,6 +5663,9 @@ func (response ListQuoteItems200JSONResponse) VisitListQuoteItemsResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.ETag != nil {
 		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
 	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
@@ -6854,6 +6989,7 @@ func (response RevokeMyOtherDevicesdefaultApplicationProblemPlusJSONResponse) Vi
 }
 
 type ListMyDevicesRequestObject struct {
+	Params ListMyDevicesParams
 }
 
 type ListMyDevicesResponseObject interface {
@@ -6861,6 +6997,7 @@ type ListMyDevicesResponseObject interface {
 }
 
 type ListMyDevices200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -6877,6 +7014,9 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -6884,6 +7024,28 @@ func (response ListMyDevices200JSONResponse) VisitListMyDevicesResponse(w http.R
 		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyDevices400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListMyDevices400ApplicationProblemPlusJSONResponse) VisitListMyDevicesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9665,6 +9827,7 @@ func (response RevokeUserSessionsdefaultApplicationProblemPlusJSONResponse) Visi
 
 type ListUserSessionsRequestObject struct {
 	UserId UserId `json:"userId"`
+	Params ListUserSessionsParams
 }
 
 type ListUserSessionsResponseObject interface {
@@ -9672,6 +9835,7 @@ type ListUserSessionsResponseObject interface {
 }
 
 type ListUserSessions200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -9688,6 +9852,9 @@ func (response ListUserSessions200JSONResponse) VisitListUserSessionsResponse(w 
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -9861,7 +10028,7 @@ type StrictServerInterface interface {
 	// EscalateCase OPEN or ESCALATED → ESCALATED, one level up to the maximum
 	// (POST /v1/cases/{caseId}/escalate)
 	EscalateCase(ctx context.Context, request EscalateCaseRequestObject) (EscalateCaseResponseObject, error)
-	// GetCaseHistory The case's transitions, newest first
+	// GetCaseHistory The case's transitions, newest first, with cursor paging
 	// (GET /v1/cases/{caseId}/history)
 	GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error)
 	// ReopenCase RESOLVED → OPEN
@@ -9882,7 +10049,7 @@ type StrictServerInterface interface {
 	// PatchQuote Merge-patch the draft (If-Match required)
 	// (PATCH /v1/quotes/{quoteId})
 	PatchQuote(ctx context.Context, request PatchQuoteRequestObject) (PatchQuoteResponseObject, error)
-	// ListQuoteItems The draft's line items
+	// ListQuoteItems The draft's line items, by item id, with cursor paging
 	// (GET /v1/quotes/{quoteId}/items)
 	ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error)
 	// DeleteQuoteItem Remove a line item; totals are recomputed in the same step
@@ -9903,7 +10070,7 @@ type StrictServerInterface interface {
 	// RevokeMyOtherDevices Sign out everywhere else (every other session of the caller; the current one stays)
 	// (DELETE /v1/session/devices)
 	RevokeMyOtherDevices(ctx context.Context, request RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error)
-	// ListMyDevices The caller's live sessions on every device
+	// ListMyDevices The caller's live sessions on every device, newest first, with cursor paging
 	// (GET /v1/session/devices)
 	ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error)
 	// RevokeMyDevice Sign out one of the caller's devices (idempotent)
@@ -9948,7 +10115,7 @@ type StrictServerInterface interface {
 	// RevokeUserSessions Revoke every session of the user, optionally keeping one
 	// (DELETE /v1/users/{userId}/sessions)
 	RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error)
-	// ListUserSessions The user's live sessions (devices)
+	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error)
 }
@@ -10279,10 +10446,11 @@ func (sh *strictHandler) EscalateCase(ctx echo.Context, caseId CaseId, params Es
 }
 
 // GetCaseHistory operation middleware
-func (sh *strictHandler) GetCaseHistory(ctx echo.Context, caseId CaseId) error {
+func (sh *strictHandler) GetCaseHistory(ctx echo.Context, caseId CaseId, params GetCaseHistoryParams) error {
 	var request GetCaseHistoryRequestObject
 
 	request.CaseId = caseId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetCaseHistory(ctx.Request().Context(), request.(GetCaseHistoryRequestObject))
@@ -10549,10 +10717,11 @@ func (sh *strictHandler) PatchQuote(ctx echo.Context, quoteId QuoteId, params Pa
 }
 
 // ListQuoteItems operation middleware
-func (sh *strictHandler) ListQuoteItems(ctx echo.Context, quoteId QuoteId) error {
+func (sh *strictHandler) ListQuoteItems(ctx echo.Context, quoteId QuoteId, params ListQuoteItemsParams) error {
 	var request ListQuoteItemsRequestObject
 
 	request.QuoteId = quoteId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListQuoteItems(ctx.Request().Context(), request.(ListQuoteItemsRequestObject))
@@ -10746,8 +10915,10 @@ func (sh *strictHandler) RevokeMyOtherDevices(ctx echo.Context) error {
 }
 
 // ListMyDevices operation middleware
-func (sh *strictHandler) ListMyDevices(ctx echo.Context) error {
+func (sh *strictHandler) ListMyDevices(ctx echo.Context, params ListMyDevicesParams) error {
 	var request ListMyDevicesRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListMyDevices(ctx.Request().Context(), request.(ListMyDevicesRequestObject))
@@ -11244,10 +11415,11 @@ func (sh *strictHandler) RevokeUserSessions(ctx echo.Context, userId UserId, par
 }
 
 // ListUserSessions operation middleware
-func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error {
+func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error {
 	var request ListUserSessionsRequestObject
 
 	request.UserId = userId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListUserSessions(ctx.Request().Context(), request.(ListUserSessionsRequestObject))
@@ -11273,340 +11445,346 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId) error
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchs3tij6KijOPmXS06QoSnZsqlJ7GFlOlFi2I8nxZEJvNcQGSURNgG6AohjHVefXrfv73PsO5z3O",
-	"o+wnOYW1ADS62ZQoWXKcjKZqKjK7Gx8LC+v740NtICdTKZjQqtb9UBszmrAM/tylgzFr7kqhM5k2X8rm",
-	"kZYZM08SpgYZn2ouRa1bO2RqKoViigxoli24GJFBxhImNKepIjRjRLBzlpGBGTBp1aKaGozZhJqhmJhN",
-	"at1fakI2FQz/LqrpxZTVujWlMy5GtY8fo9reMR0tT3w8ZkSe/soG+oEisdJUs59YprgUMaGKUKJ0JsWI",
-	"mJXoBdF0FBHWGrVI3K9t9WtxcSUTevGCiZEe17qdR4+rVrGfsMlUaiZ085BNU7pgyfKiYp3NWEzmYyaI",
-	"HnNFMgsewhXRY0Zgm0n+sxwSKgijWcpZRjL2fsaUJnOux/g6nTDiZx4smj+wRTUIzcTV4HvBxVnFuT3f",
-	"JU86T550YR7BLjSZ0hGLSNyftdtbg43zzQ0tz5hQ/5nyCddfd8zvnceDWaZk9vXB+fZFq9WCd9kOyVj6",
-	"db9mRunX4ohQ8wPV/Jz1RcaGLGNiwMiEJrBhCxjY6gNF5FyQKdVjQkVC3s9YtsD9S5EuSIzzxSQzMB+w",
-	"hJwuzIr74lQmC3PyZtJd+1LdYNqCSD1mGZnSjE6YZhk5Y1NtcEIxoRst0js1fxApYOspVbj1Vl+sRIn2",
-	"9pNK0MoBRXhWYecgY1TjYctZNmDXxbhDqtkLA/vl4ff3jp8T/7xLpma/MuWDRQSbstBVJGVDTbggXCsy",
-	"5yKRcwAz4BYbSJEoMhOapwhT+wYTicovC2BBv7aTff3o6dP2jv56ezMi/ZpmggoNv3eePn2ED+LLgHjF",
-	"LpuvYQNXbda+1iV41rhrosdUEzqdppwlRMsQCBGRgpGUK024ZhPC6GDcF/UY9hVHJMadmL8UU0BAIgBS",
-	"PBnS2KDJwfMeOWcZH3I87gYCpy8C6Lz/+nG73d6Zf/24XYDO+6+32u5B3CJHFvNw8VSoOcuACJCMataE",
-	"q8aSvpBTlsFcpE7TlJzONGxpwjQ1xzOVXGjlj3IosznNkiad6THJ5EwzFZH4271jYq6x+VVm/DcW9wXs",
-	"yz1w220Qae6nwZEBTVOWGWplvjK0c2BwuEso2W5vRkRm8NeWmZJQMuFKcTHqCzWQUxaZ7xI24Im5p2wo",
-	"M0aoWOix4QpckYGcCXMhzCIMt+BMEcE43NYhZ2lyA+xhOls0e0PNsmXEObIYriWZU67dkjLzDRej4n0c",
-	"ymxCda1b40JvdWqRmZxPDHHtbG5/tf1k6/H2V1FtwgX+2Par4UKzEctqUe2iOZLN/NfaR7NCT4YsW1Vs",
-	"HxgHNys0dK8W1QSdmG8G+DCqGczlmWEwhqyHq/yPjA1r3drfNnLGvYFP1YYd20yKBLGaLBUoJpBjRqYZ",
-	"O+dypoAQGpRT0lGN2PCPbpHCNyIip/T9jO0QOeHmXvWFQQjARZ45gmqwPSG8zM9K5FkZ0gyLMHPDRR7R",
-	"c4OOXUL7AhkA/p5IgzFSkyHX4RU3yLXdbhNBJwbVHNNAdAJAA18JII3wuQzXplRrlplv/+uXXvNftPlb",
-	"u/n0pPnu7/9Ru1Q8GCx+YBVErEcGKTfCw2AsFRPkjC1I/cl//8//r/PoEZlmXGh6mjIyGNOMDgxUDKNC",
-	"VC2Bz3xpbpBhgIa9GllEBaB3ssVO8RMYhAoEvvkWgNbp7AC3hmnGPGXICNxIHrpckGHKR2ML6qcBaFFo",
-	"zGFbEldWA/kRXCf37ydFkPf7F53NZr9/8dXeSpAPD6gejKux3AiNyNszRhNSD0W/Bgo984xrRsZ0OmVC",
-	"objB8Tq8n0kNIpvSPE0J1Yh+5yhfRoSlipHtzU6LHNqbilDMpTc5M7cC6CjQeJaQ7c6TFokfxmRiVs0U",
-	"mY+pBtHYjgskcpZlhkXUjXz2dHOzTf7P/97cam22NhsRUbJi3TNhiBw3W6dpuoiAV8BmpCDUbgWWzy64",
-	"0qprBM6ZOBNG7sKndUPLLWYg43qgGvn2t9vbrZWHPWziIVxGtIJTf7x9yUm+muIulk/0rRGopxkzghtK",
-	"ODqjQsGuK0/QkNLSAXKFSFF3p9dYZ1fX2YVmk5W0nePDa4ApuBub1yZHK+RGczMm0kpCRkkCmjuWaaJI",
-	"fdMwys12GygPPJjQBTwkQ2bkFEN1EKBmU4SC2tAX5tUumdP0zMqSBQ5jrgAI3C2yB0IPSGIZG86M0kit",
-	"xJ8L6xzJfF8YOp+wIReM1APizjXeBBA+zMYTMuSp+RL1TDO8QvkKBI/VTACErcIRJ2xIZ6mudR+1o0sE",
-	"gs12O5AENteSBKLaj+aurcSP9/bpTZm/G93MdIRy3cq5lH9+09nyGcx8x0YGXjmbtk9vOpcb3cz0RrFs",
-	"5UQzfHjTeezYILQ5Hgoy2zc0OUTSbv41kEIzAX+CvoEqwcY0k6cpm/z9V4Xq4HpzvsavcNLlq+o4ipd7",
-	"gHUggZNCG0lhh8Qsy2SmYriUCtQbMqQ8NZcFpepaFFp2Cmpl1eLsuxv5iyvUtLU+du/DFo2IeuwpN1pQ",
-	"VgD0eoA0A6+CIvACalSEEucoAcbZmS7bFrxT1s0/NxClGKZ88Nmx0VvbwNiWIyVNUzlHBmvFLC7OacqT",
-	"pnlxpoxmPaEXTaYGNIX1xVEuWzrBsvEFoemeuVGfE7w9QeAWt8wensvslCcJE5/7gEPDbUoHZ4QSq9eD",
-	"sq80mzZnU2Ktd4bCfkFn9q0U7HMC7KUkKT9nYBwajGmaMmFUZ3YxNYCJvMESgZcaLWRBZgotmBTtSdZu",
-	"5W2baJYD1vpAEWCcX9K1eCn1czkTyWcGs5oNxt6IaggGCvhpyjIDJVBYviAovc6Y18ieU56y5HPfY6e+",
-	"oL4DWhBN2RcKokMvrH0+IHkAfZmkzErXb4S33H5W6BygUTcilo1HxBI1Q8kydi7PWOLIFBIpUvcsP+Ah",
-	"cdQX8UwUDMlgOgRmYr+fj6ViJJUjLsBIq8CybP7rre4LUo8nQ9p0JxV3+8L5VsCqZZ46NOoScMHtoDXA",
-	"UAozjjeno808lSM504QOBmxqdOEGKolfwPFHtbdv3zZ7AciKR3qVRRzVMXlAxcLqLOqzyjHgxiCgWZM5",
-	"NbcL3L6kHof+DWeB673eRwR6oIg9dWd/8gKi+a4v6vG3veO9t72fTw57x3snL/YP9o9PXu8dnhy/+mHv",
-	"pZEwVz3fe9l7eWzQrsBcLxnxaO/oaP/Vy7hBZBZVuX9wKKNtPlCEas0mU61aBFwRfYGKRhw4JmLnatux",
-	"NushiAHeXEgDz8iIcqE0EVIwZ5sHmKkvCENLPpdLPw9ercLNV9mPM6npl4ii18PQiFyGn0B0LkXQG6HG",
-	"xBFTXBJYc6nhaTDIbErqFnrEkAkSt1qtDXinyS4GjCUsiXes+wdee6BIDM+dLYFrdIQCTGIy4ufwoyKK",
-	"/8YaXYI+VBWTutsc7ubkoPdP3PlRA+j561dH6HLEDyKch6348sc3r473yl/iBxGJjTq/4sPd3tHSd/B6",
-	"RGKeuyXIGVusGGH/2d7B61fHey93fz75Ye9nOxi1vnznRFkKySAvJXo5zYnNM641E5YiIPa7+A/NJyz3",
-	"uOe4hBEgSqNOgZo2njLV5IyLxPJg1SI9y3MBMZz7nmv3Aqk7Fi0zo543drwXIMnoUOcfgLM2ZRpf9Z87",
-	"qMApnBwfv7C2E3Pu4FAB/wMMC5aV5QW4EcxxnLx6vfeyapTcDJPfHfjgcO/o1Yuf9p6VPjIKQDoD97uZ",
-	"ekKzM5b5yRUxbzORKFKnYP5iiTlmlrijy1jKDCrAy3IuCNXg9v5SFKxPo6tftKwYyIStv46Y9UbQc8pT",
-	"epp+VrvDIUvMxeUJ2t4wgsTQJacYSzHko5k5AkNsjJxblxkZUHConDLH7xpAtFzMTBftd3nYCYjPGaPm",
-	"QglL3KgLD8mYIVbEuizHVIxYgl4ZF1thL26JAio6XFJDPw3p3QnsOgvMn/Qo3liH7HzMwA1LA5uS4SlK",
-	"00yzxPIUG09jwNkFN9w8eN1ak4yms7DsRDA4HK8SDWTixcv8w4WckTmDmB3rsuaKwK2+ozPL/dZ/kVOz",
-	"8HSHZu9WcGilwM7ADIFnmbv3IVxqMqUZa1KRNBWDsLEwzBWOFNk4ej59+NucD9iO84RjKIdVU8JlWYlT",
-	"+zg0RbY3O/kSXSjC3jEdYUAcJd/uHRM1lnNV2DJKF+hFzkFwR0jjeckuzPIXwpyiSQVVEzQMI6k2KEK0",
-	"pbHkNOUiSRfdK88Z1VWZJnZgZ4v2h97e9IGEhpIY/cJ8jkhlTlv40JMSurS3dworRyFXkFQq7cc0ijJR",
-	"fCQgigjUmBbZHwbjqdnAqCMqWrERkfOpu0GqPLb734UQeRoUxHghCUKK4rUlXTp7s0WjM4ByKDMy5Ebm",
-	"hqANwZBKWOzwU8DxKhDMUSJs0jR16gvwpPmY6mAOrhVLh058NNK+NdihsXA1RQtQunE3mPKDUSl2QaP4",
-	"C6GK1TfB3ICG1RZ5W63qRrmItzosscjQ7Og8QY0z4+csIcNMTgIVGK++G6MQvV1JejrtzXx+sIjgJG4U",
-	"tF/UM5upge9WpHBg5PMy2XFonuyQ7fZTt5gmF00bBgkDhuItRk9ybSOksplQDYQimJqXAOnDLid04XRU",
-	"ai2Fdjd3g8LWu/CXQ2LvUQix2PDNnJZ1PdDxBeXDHu3HLdKziOBGc44GKhZzuigzRsOOqVgYBKyDbRA4",
-	"LFfAARs7Bh0sndNyTjPE7CnLmsAUB3QaGDB4kjK/cYZUFSLqU640uo1d4L75Wm18wICnjy6OX9nAeoGw",
-	"Qt3b7O6ORDEIzPrLoVEufXGlZpfhEDzPUQg+zBHIoYIZYxX21M2E37899hgDwbtO61qyrO1Y5ryMEM6s",
-	"Chq4OXiCAfIZQ/GQQuiYZpm6I1Twxry/EibkIcYFIQo4o9fdaGWQflm1I3WjW61gNsHoO3CkPoJZS6IY",
-	"C/jI0rSGe5hvF2Csd/wDzMx1G3CFDDJl5ywlE5mxHUKVkccJTRKVfzPmSstsQZjQ2WIH7a3nKNJlTE6N",
-	"5oAQNgyxGOGFth/FRJIvEHIgF3JGJowKr7bcKvpNM2kEy89tgXvL0rQ5lNnE3MGZ9l6bOiWnciaSiFBy",
-	"OlNcGKE3m6XM/DCHZFQIFpIJ+5Kiet4INZtOZaZZcsASTo/B1vnHBLrapE47NbqtuFUAwVn/BcVpfHSB",
-	"xbCO3kBXJVxBmu3jp1uEmudkkFI+sTrzLHDyOLaDlJqDww8NsoJFViSmOvdEzoUdUDBlYTLN5JRlmmPM",
-	"Mh3oq44EV2x2MTtdL9kuj6v+BT7K041RXjWD9WZ6/MKQmjA5+Zve0f5uLaodPO9V5CjjR+C7OGQK4u8/",
-	"LG9nVTqbgRZotBY2Fq6RddwhXC1ICzlQNnKFKhL/E1wBTYBIDHfzCmBENRru81Iw+xc/RrVRJmdTtWZ0",
-	"/bf48seodsZFUpUUwwdjdA7KYeBkIVOqkB7lW/uBiwR35s7ECo21CAP0K88Foj9huZAvsgaWAOT28eXN",
-	"djvPkqRZRsHxosLkhDVzDABHAcPWWQFqlDjB9ZAa4JxPFgwVHngV2kP8+TLaAp9lyTGjk7WWbj9g1ag+",
-	"ZZkywghKOHE4ekzmMjtzlh0jO+zYtJs8rQ9FCgyyshKSZnTyQJH3MzZjJbTf7DypWODA56+uk4ka1az6",
-	"1NOFFNuEatY0Mkpxyoq0qqiWzNgnfJ3HnPvLeheJvlEtpUrnUvAnrLg40CGjalV9gQye+TCholN9h8R0",
-	"puWJkwFjVDbyFx4oMJI0XLEKRkZUM6OluE9QW5XnLEtmLqMOLHNrEUgrP37K0YfejvLJPd4OT+5pu/3V",
-	"5tOnnUfbX223nz7dvPT87MgztQ4aH+GbOQk6NO/fLhWKarNp8knXpETHfCJ5QL+C5fv9R0UKtXxd3PUr",
-	"nUV4r8PFr6KMPZglSKKiifP8vQ4I5pCmilWJh4LNrc4yMRTNezidYwNcFmOZWoOjoWqRNyQWqSbXiPCO",
-	"ejLIUBzxc6O7Oy0reFiimzPhIFZFQkENmshz5yxHDS5PraUTkmRyijEodl3mWi7IKUslCDG5s4bRScP6",
-	"3WDKgtkexpovL3dMhXPCmdlP6eDMDWo+aZFjSc4YmwaQiVBx02M2sd4ZgwgXdDJFtarIxGqnPE25GDXT",
-	"Ti3kVzUq6D/sV62BnEAaHtKumqZnTAEhIfZrknA1nWkGF2ttnrlmVmxrRVpskb1edfF77t2P+U6Wb3Jx",
-	"OZffysLOLr8qVRJAr4TJ7kxt0pUeM56hs41D9A3EVEeEKqOFG3FXpkjy4ah3CBV5dKPRJiBfEIs4THx5",
-	"Dg6FcyDkD+lHo0XiCV6ajCmWnbOkC349zOu1qbhgBgdUdGUhMHKkgFoVKFOWP4rgFVKHWsWE1d59XIkD",
+	"7L3tchs3tij6KijOPmXS06QoSnYsqlJ7GFlOlFi2I8nxZEJvNcQGSURNgG6AohnHVefXrfv73PsO5z3O",
+	"o+wnOYW1ADS62ZQoWXKcjKZqKha7Gx8LC+v740NtICdTKZjQqtb9UBszmrAM/rlHB2PW3JNCZzJtvpDN",
+	"Yy0zZp4kTA0yPtVcilq3dsTUVArFFBnQLFtwMSKDjCVMaE5TRWjGiGAXLCMDM2DSqkU1NRizCTVDMTGb",
+	"1Lq/1IRsKhj+bVTTiymrdWtKZ1yMah8/RrX9EzpanvhkzIg8+5UN9ANFYqWpZj+xTHEpYkIVoUTpTIoR",
+	"MSvRC6LpKCKsNWqRuF/b6tfi4kom9P1zJkZ6XOt2Hj2uWsVBwiZTqZnQzSM2TemCJcuLinU2YzGZj5kg",
+	"eswVySx4CFdEjxmBbSb5z3JIqCCMZilnGcnYuxlTmsy5HuPrdMKIn3mwaP7AFtUgNBNXg+85F+cV5/Zs",
+	"jzzpPHnShXkEe6/JlI5YROL+rN3eGmxcbG5oec6E+s+UT7j+umN+7zwezDIls68PL7bft1oteJftkoyl",
+	"X/drZpR+LY4INT9QzS9YX2RsyDImBoxMaAIbtoCBrT5QRM4FmVI9JlQk5N2MZQvcvxTpgsQ4X0wyA/MB",
+	"S8jZwqy4L85ksjAnbybdsy/VDaYtiNRjlpEpzeiEaZaRczbVBicUE7rRIr0z8w8iBWw9pQq33uqLlSjR",
+	"3n5SCVo5oAjPKuwcZIxqPGw5ywbsuhh3RDV7bmC/PPzB/skz4p93ydTsV6Z8sIhgUxa6iqRsqAkXhGtF",
+	"5lwkcg5gBtxiAykSRWZC8xRhat9gIlH5ZQEs6Nd2s68f7ey0d/XX25sR6dc0E1Ro+L2zs/MIH8SXAfGK",
+	"XTZfwQau2qx9rUvwrHHXRI+pJnQ6TTlLiJYhECIiBSMpV5pwzSaE0cG4L+ox7CuOSIw7Mf9STAEBiQBI",
+	"8WRIY4Mmh8965IJlfMjxuBsInL4IoPPu68ftdnt3/vXjdgE6777earsHcYscW8zDxVOh5iwDIkAyqlkT",
+	"rhpL+kJOWQZzkTpNU3I207ClCdPUHM9UcqGVP8qhzOY0S5p0psckkzPNVETib/dPiLnG5leZ8d9Y3Bew",
+	"L/fAbbdBpLmfBkcGNE1ZZqiV+crQzoHB4S6hZLu9GRGZwb+2zJSEkglXiotRX6iBnLLIfJewAU/MPWVD",
+	"mTFCxUKPDVfgigzkTJgLYRZhuAVnigjG4bYOOUuTG2AP09mi2Rtqli0jzrHFcC3JnHLtlpSZb7gYFe/j",
+	"UGYTqmvdGhd6q1OLzOR8YohrZ3P7q+0nW4+3v4pqEy7wx7ZfDReajVhWi2rvmyPZzH+tfTQr9GTIslXF",
+	"DoBxcLNCQ/dqUU3QiflmgA+jmsFcnhkGY8h6uMr/yNiw1q39bSNn3Bv4VG3Ysc2kSBCryVKBYgI5ZmSa",
+	"sQsuZwoIoUE5JR3ViA3/6BYpfCMickrfzdgukRNu7lVfGIQAXOSZI6gG2xPCy/ysRJ6VIc2wCDM3XOQR",
+	"vTDo2CW0L5AB4O+JNBgjNRlyHV5xg1zb7TYRdGJQzTENRCcANPCVANIIn8twbUq1Zpn59r9+6TX/RZu/",
+	"tZs7p823f/+P2qXiwWDxA6sgYj0ySLkRHgZjqZgg52xB6k/++3/+f51Hj8g040LTs5SRwZhmdGCgYhgV",
+	"omoJfOZLc4MMAzTs1cgiKgC9ky12i5/AIFQg8M23ALROZxe4NUwz5ilDRuBG8tDlggxTPhpbUO8EoEWh",
+	"MYdtSVxZDeRHcJ3c30+KIO/333c2m/3++6/2V4J8eEj1YFyN5UZoRN6eMZqQeij6NVDomWdcMzKm0ykT",
+	"CsUNjtfh3UxqENmU5mlKqEb0u0D5MiIsVYxsb3Za5MjeVIRiLr3JmbkVQEeBxrOEbHeetEj8MCYTs2qm",
+	"yHxMNYjGdlwgkbMsMyyibuSznc3NNvk//3tzq7XZ2mxERMmKdc+EIXLcbJ2m6SICXgGbkYJQuxVYPnvP",
+	"lVZdI3DOxLkwchc+rRtabjEDGdcD1ci3v93ebq087GETD+EyohWc+uPtS07y5RR3sXyib4xAPc2YEdxQ",
+	"wtEZFQp2XXmChpSWDpArRIq6O73GOru6zi40m6yk7RwfXgNMwd3YvDY5WiE3mpsxkVYSMkoS0NyxTBNF",
+	"6puGUW6220B54MGELuAhGTIjpxiqgwA1myIU1Ia+MK92yZym51aWLHAYcwVA4G6RfRB6QBLL2HBmlEZq",
+	"Jf5cWOdI5vvC0PmEDblgpB4Qd67xJoDwYTaekCFPzZeoZ5rhFcpXIHisZgIgbBWOOGFDOkt1rfuoHV0i",
+	"EGy224EksLmWJBDVfjR3bSV+vLNPb8r83ehmpmOU61bOpfzzm86Wz2DmOzEy8MrZtH1607nc6Gam14pl",
+	"Kyea4cObzmPHBqHN8VCQ2b6hyRGSdvPXQArNBPwT9A1UCTammTxL2eTvvypUB9eb8xV+hZMuX1XHUbzc",
+	"A6wDCZwU2kgKuyRmWSYzFcOlVKDekCHlqbksKFXXotCyU1ArqxZn393IX1yhpq31sXsftmhE1BNPudGC",
+	"sgKg1wOkGXgVFIEXUKMilDhHCTDOznTZtuCdsm7+uYEoxTDlg8+Ojd7aBsa2HClpmso5MlgrZnFxQVOe",
+	"NM2LM2U06wl932RqQFNYXxzlsqUTLBtfEJrumxv1OcHbEwRuccvs4ZnMzniSMPG5Dzg03KZ0cE4osXo9",
+	"KPtKs2lzNiXWemco7Bd0Zt9KwT4nwF5IkvILBsahwZimKRNGdWbvpwYwkTdYIvBSo4UsyEyhBZOiPcna",
+	"rbxtE81ywFofKAKM80u6Fi+kfiZnIvnMYFazwdgbUQ3BQAE/TVlmoAQKyxcEpVcZ8xrZM8pTlnzue+zU",
+	"F9R3QAuiKftCQXTkhbXPByQPoC+TlFnp+rXwltvPCp1DNOpGxLLxiFiiZihZxi7kOUscmUIiReqe5Qc8",
+	"JI76Ip6JgiEZTIfATOz387FUjKRyxAUYaRVYls1/vdV9QerxZEib7qTibl843wpYtcxTh0ZdAi64XbQG",
+	"GEphxvHmdLSZp3IkZ5rQwYBNjS7cQCXxCzj+qPbmzZtmLwBZ8UivsoijOiYPqVhYnUV9VjkG3BgENGsy",
+	"p+Z2gduX1OPQv+EscL1XB4hADxSxp+7sT15ANN/1RT3+tney/6b38+lR72T/9PnB4cHJ6av9o9OTlz/s",
+	"vzAS5qrn+y96L04M2hWY6yUjHu8fHx+8fBE3iMyiKvcPDmW0zQeKUK3ZZKpVi4Aroi9Q0YgDx0TsXG27",
+	"1mY9BDHAmwtp4BkZUS6UJkIK5mzzADP1BWFoyedy6efBq1W4+TL7cSY1/RJR9HoYGpHL8BOIzqUIeiPU",
+	"mDhiiksCay41PA0GmU1J3UKPGDJB4lartQHvNNn7AWMJS+Jd6/6B1x4oEsNzZ0vgGh2hAJOYjPgF/KiI",
+	"4r+xRpegD1XFpO42h7s5Pez9E3d+3AB6/urlMboc8YMI52Ervvzx9cuT/fKX+EFEYqPOr/hwr3e89B28",
+	"HpGY524Jcs4WK0Y4eLp/+Orlyf6LvZ9Pf9j/2Q5GrS/fOVGWQjLIC4leTnNi84xrzYSlCIj9Lv5D8wnL",
+	"Pe45LmEEiNKoU6CmjadMNTnnIrE8WLVIz/JcQAznvufavUDqjkXLzKjnjV3vBUgyOtT5B+CsTZnGV/3n",
+	"DipwCqcnJ8+t7cScOzhUwP8Aw4JlZXkBbgRzHKcvX+2/qBolN8Pkdwc+ONo/fvn8p/2npY+MApDOwP1u",
+	"pp7Q7JxlfnJFzNtMJIrUKZi/WGKOmSXu6DKWMoMK8LKcC0I1uL2/FAXr0+jqFy0rBjJh668jZr0W9ILy",
+	"lJ6ln9XucMQSc3F5grY3jCAxdMkpxlIM+WhmjsAQGyPn1mVGBhQcKmfM8bsGEC0XM9NF+10edgLic8ao",
+	"uVDCEjfqwkMyZogVsS7LMRUjlqBXxsVW2ItbooCKDpfU0E9DencCe84C8yc9itfWITsfM3DD0sCmZHiK",
+	"0jTTLLE8xcbTGHB2wQ03D1631iSj6SwsOxEMDserRAOZePEy/3AhZ2TOIGbHuqy5InCr7+jMcr/1X+TU",
+	"LDzdodm7FRxaKbAzMEPgWebufQiXmkxpxppUJE3FIGwsDHOFI0U2jp5PH/425wO26zzhGMph1ZRwWVbi",
+	"1D4OTZHtzU6+RBeKsH9CRxgQR8m3+ydEjeVcFbaM0gV6kXMQ3BHSeF6yB7P8hTCnaFJB1QQNw0iqDYoQ",
+	"bWksOUu5SNJF98pzRnVVpokd2Nmi/aG3N30goaEkRr8wnyNSmdMWPvSkhC7t7d3CylHIFSSVSvsxjaJM",
+	"FB8JiCICNaZFDobBeGo2MOqIilZsROR86m6QKo/t/nchRJ4GBTFeSIKQonhtSZfO3mzR6AygHMqMDLmR",
+	"uSFoQzCkEhY7/BRwvAoEc5QImzRNnfoCPGk+pjqYg2vF0qETH420bw12aCxcTdEClG7cDab8YFSKPdAo",
+	"/kKoYvVNMDegYbVF3lSrulEu4q0OSywyNDs6T1DjzPgFS8gwk5NABcar78YoRG9Xkp5OezOfHywiOIkb",
+	"Be0X9cxmauC7FSkcGPm8THYcmie7ZLu94xbT5KJpwyBhwFC8xehJrm2EVDYTqoFQBFPzEiB92OWELpyO",
+	"Sq2l0O7mblDYehf+ckjsPQohFhu+mdOyrgc6vqB82KP9uEV6FhHcaM7RQMViThdlxmjYMRULg4B1sA0C",
+	"h+UKOGBj16CDpXNazmmGmD1lWROY4oBOAwMGT1LmN86QqkJEfcqVRrexC9w3X6uNDxjw9NHF8SsbWC8Q",
+	"Vqh7m93dkSgGgVl/OTTKpS+u1OwyHILnOQrBhzkCOVQwY6zCnrqZ8Ps3Jx5jIHjXaV1LlrVdy5yXEcKZ",
+	"VUEDNwdPMEA+YygeUggd0yxTd4QK3pj3V8KEPMS4IEQBZ/S6G60M0i+rdqRudKsVzCYYfReO1Ecwa0kU",
+	"YwEfWZrWcA/z7QKM9Y5/gJm5bgOukEGm7IKlZCIztkuoMvI4oUmi8m/GXGmZLQgTOlvsor31AkW6jMmp",
+	"0RwQwoYhFiO80PajmEjyBUIO5ELOyIRR4dWWW0W/aSaNYPm5LXBvWJo2hzKbmDs4095rU6fkTM5EEhFK",
+	"zmaKCyP0ZrOUmR/mkIwKwUIyYV9SVM9roWbTqcw0Sw5ZwukJ2Dr/mEBXm9Rpp0a3FbcKIDjrv6A4jY8u",
+	"sBjW0RvoqoQrSLN9vLNFqHlOBinlE6szzwInj2M7SKk5OPzQICtYZEViqnNP5FzYAQVTFibTTE5ZpjnG",
+	"LNOBvupIcMVmF7Oz9ZLt8rjqX+CjPN0Y5VUzWG+mx88NqQmTk7/pHR/s1aLa4bNeRY4yfgS+iyOmIP7+",
+	"w/J2VqWzGWiBRmthY+EaWccdwtWCtJADZSNXqCLxP8EV0ASIxHA3rwBGVKPhPi8Fs3/xY1QbZXI2VWtG",
+	"13+LL3+MaudcJFVJMXwwRuegHAZOFjKlCulRvrUfuEhwZ+5MrNBYizBAv/JcIPoTlgv5ImtgCUDuAF/e",
+	"bLfzLEmaZRQcLypMTlgzxwBwFDBsnRWgRokTXA+pAc75ZMFQ4YFXoT3Eny+jLfBZlpwwOllr6fYDVo3q",
+	"U5YpI4yghBOHo8dkLrNzZ9kxssOuTbvJ0/pQpMAgKyshaUYnDxR5N2MzVkL7zc6TigUOfP7qOpmoUc2q",
+	"Tz1dSLFNqGZNI6MUp6xIq4pqyYx9wtd5zLm/rHeR6BvVUqp0LgV/woqLAx0xqlbVF8jgmQ8TKjrVd0lM",
+	"Z1qeOhkwRmUjf+GBAiNJwxWrYGRENTNaivsEtVV5wbJk5jLqwDK3FoG08uOnHH3o7Sif3OPt8OR22u2v",
+	"Nnd2Oo+2v9pu7+xsXnp+duSZWgeNj/HNnAQdmfdvlwpFtdk0+aRrUqJjPpE8oF/B8v3+oyKFWr4u7vqV",
+	"ziK81+HiV1HGHswSJFHRxHn+XgUEc0hTxarEQ8HmVmeZGIrmPZzOsQEui7FMrcHRULXIGxKLVJNrRHhH",
+	"PRlkKI74hdHdnZYVPCzRzZlwEKsioaAGTeSFc5ajBpen1tIJSTI5xRgUuy5zLRfkjKUShJjcWcPopGH9",
+	"bjBlwWwPY82XlzumwjnhzOxndHDuBjWftMiJJOeMTQPIRKi46TGbWO+MQYT3dDJFtarIxGpnPE25GDXT",
+	"Ti3kVzUq6D/sV62BnEAaHtKumqbnTAEhIfZrknA1nWkGF2ttnrlmVmxrRVpskb1edfF77t2P+U6Wb3Jx",
+	"OZffysLOLr8qVRJAr4TJ7kxt0pUeM56hs41D9A3EVEeEKqOFG3FXpkjy4ah3CRV5dKPRJiBfEIs4THx5",
+	"Dg6FcyDkD+lHo0XiCV6ajCmWXbCkC349zOu1qbhgBgdUdGUhMHKkgFoVKFOWP4rgFVKHWsWE1d5+XIkD",
 	"/+j+fRUaGDij3XJdkvTlo+iniUk3RPBLmGLF8a2ARHfjbyvT2EsaZ87ASnzLcSm7j1WX6zs0cS0L6l69",
-	"8X9cBXs71J7Q2eJqtae0FZzlilXi0KtV4XWVibvRPjz1qUqsXaV78JsrHvRPoAMMMzk58pLlMgRR6nJl",
-	"iFaAzJYlsx5BMMauKW+vusKfUa7W8ugGkrUueA8ceUcI5EIp89e+5rUL+EtOmUAFPVd3qkvhFbgx6Pf5",
-	"zMHiq+TgAsxW3VyU9nMGNzhpb06eDJ5k29NpJh5vCpWNx2rQFo/OROlMi9SyU6yGMzj5pd18SpvjX88m",
-	"YtrU583f3n3oPP64kru9piN2G1RuibIt23PyWh8VIkt1pb0d8FqcMlfRBSvVqLHMNJTwE4RNpnrRwCpS",
-	"VyP/tahrjqAO0V693ntZi2p7R7u9F73jvWe1qOZi0CutYsUiBjcTIW5HoryM3bmwzmUNtFNEtc7q4jIf",
-	"Op0VOAaxgZXF+o5eke3O5leEptMxPWWaD8DjUTrGrcIatpaW8O7DVvXMz9g5H7B9MZTXhDifluCw/ag4",
-	"a7v5tNd8TpvDbuvdw8q5U3qK7OMqjmOk8N7IOk+Clx9tdqqOdOnwnnOWJr4IQXEfCdOUp2sMHJSeWz6m",
-	"l1CIbQgVgPQ4slV4ZEbQ45HX41mLOUM5wqppvj969ZK8xqeEC6uJnspkcf1rbTdehezfMZrq8TKs1NJd",
-	"l2dXcwb7VdVE+0JnUk1BDL3JtUdTe/Hsnmw+7VwpZ8OHJ+bnkzFfwqurLUJlG3/Vliz/vbkjySiR58B3",
-	"7CynUqaMChDCLqa3K2rwkkT46QOq9Rwcv2q+npQ1kOhIvfrNtRxwRZPisnTpHGA2GbBOBWEXmgkIY5qw",
-	"ySnLInL4fJd89fhxh/yf/91pdXbAHpAYFR8KZs0hYgTqo1k5vfd6fz1/WI6gleh9hSyGiFOFnt+//aEC",
-	"KdNReKn3kmdH1Y7FQXZefLHz6NHm08pXz/h6ptozvSgIDz+8rhxuhv4g723jo8rXLm7gpNKLGu7MfI4L",
-	"XwG5o2XQnbHF+iKgAf51dVuYoGo9B0NayNIprmtQlFcuFUyDV80Zy6RCY33GUn7OMiJn4GI/pSLZcbFX",
-	"UIO7hNVFyevxkmjw7sMKcdvGZt2a6T7YnN1bOMcKwP4E6emY+le6KqeQNsn2PnGZJY+3w+tVHv0bOrp5",
-	"kt7CSm/oYl4SFg6e905+2jvcf76/QhPw7LxC1/dlfASbu1gDDId3k+6UEjOEJKkUI5aBL1eV6e46hDSs",
-	"7IeLC309l3qwHRYtbibZfPr9/fTLePVVqty4FGxxwEWlAisInciZ0L7skFV8HigyMZ+QmeBakTrVWFez",
-	"81+Ptsh//7//i2xGhF3QAXyIxb5BFp7STLEMjvb2JBcXXFUZffR0+9FXLsGfoAytKuKFbBmLF2xYUTb0",
-	"4HnPF7rwJeUhVw0Kxpd3c3sWtUplp7Iaf1TDMojLi38lrBkNquQXKiMahaeg6azFFQPt7GrzCBdKUzFg",
-	"aylsNgxuSWWv1rogoPLy0ufg/rFnFSYroJZ3d+eW09LV4z96+jSsotpec2jNdbqeWO2E0QpTdlAWA13G",
-	"bw73jZgAflkogY5F8u2LauODSmejj3EjIjORWHu3jZd4oPpiOjtN+YC8OXxhvcuuosHrN9+82N89eXP4",
-	"AlxmimlbPRri+bDtRQrpAy7elmtX6qMvgjyYB8qM3miRfVdAQbEReMM5NjuB8uFmlRA0POd6MCZSYNmY",
-	"3CKZ7wjid6k1ffpTmmW86Tt2XFtFh6fuiKLLFGkoV1shBX5yuNAgsExdyoTce/CN0nLiKsteiVcJV5DU",
-	"4XnG7VFy9smyj6Fgu2Z1d+fmmGZ8wMXoThwI7/MiyWtVO45qiqZM7Y6pEEu2uc/t/ViWIJ8d9p4f16La",
-	"0ZtvDvaPj1eIkWp2OuH60/BezU611DS9A6TU9OIuRr1OfNRdbe2W467yIt5B4FVAXUrYGsjmnmyVT7JM",
-	"boLjKIAlvPlLV3TN8K2rFE24dZ8SOHGrxHntUIvuqliLS0jHVueT4jjKmsglKOBhshLiZa/i+1vyKr6/",
-	"jlcRV6JRyyh7JAL5ao3LzH2fhCtfTblgx3d099/PKLSGu2UecDZbL+JTcP064wN26zur8IYi3p3NasGu",
-	"l5awBO3VCKnZ5AVX+lM9zDlOrZM3cEdsu9J5vIa/3y/+9ey6ZPC6F2Y9TDVga1/RmaISQdcnpBurKOky",
-	"Nl927oHFZcmAdQWSrjyJ164V0DVCi3tok5mwbMSMLjYYY9+dr7aePm64uHqWcNStwGIAppMJF+HYm8ts",
-	"7s5Y1pLusS6c75LbFUXEa5z80lEeMppA3uRn8OUeYoa8V5bKARrw9M46w5UDOXC2qnUeOT9iGXlPZzzV",
-	"TS6wSD+pu/aFqpsxmgT9DFUXakpBr0NIFPcv2H/6x1hk0z+2//SPoZamf4r/Kg9NkwmHloJQxAxuAmYx",
-	"2sairpA7tg7t4o8UvM/4U2zLvOQV31WhHq43u0AaZL7rfA350v0yzR/s3OCi+WvOTsdSnqm40SWpnLOs",
-	"aV5yrTPttNAOaasTtGQzK4hp8zfSbj4lJ6QZY1k2XwuFkpSZa4MD4Z78MMVvW6u/JvVYZgnLAtDaqHmE",
-	"PLRnsoDFkx9lVGgDJJ/C4+v4de1SBi4XWT0gscW8Fqb3xYSqM1t1m9QTOVAbrw9f/XN/76g1SSLSr/WC",
-	"r/s1nB7rANqJaXE5XGMtMCxOKxbFp1ixu4AspJ5JabNbVaNVfpoyrYqYu1FEXMzjt2Z29KW4rFpbXEZI",
-	"HVS/c60DDP4YmQdC0rDgYb4OzJc6lVIrndEp/hqR2IE4TyyNG9gki2vbN7RU7Tb23a60RJABpLfb7UYx",
-	"Hj489mXVc3W8FG3+9u6XPGirHW1tfuwWfm25nyupt3WDfTbn4drpsrdlDqzqhJbNWCk5wWKEq/xSZyLB",
-	"Oi3nnM3RHbcc15JAPNqajkYMXoNQYahQezCkPetWuTtz3R/qik2p0odSf+IpmlGOGPuUtMpJ7iT/Az3L",
-	"a3wShEVfK4PQd0Zbq8fZarex76IW5g4uu5CLNqTggMqYE1VQkUoxJyxLdcO8HDvRMRZ7sT6wqtgQaPPX",
-	"LYkTrlwMdb3BLrmPj552irrW1rr+q5tRwvXITBAc+2kX/+4h+OTxdgF+j9cEX9Dqo9CxsVLBeyFHXMDd",
-	"JgfPe10UuAgXJD543js53Pvxzf7h3rMY5YNUjkaY1pnXZw97kNgm232otB0ZIZVOuM8yxQMqNhqx1XI2",
-	"SbF9CVTEgcwY23dkmat80m32N/jygI8iT6r0k9pNraiuBqJcRGzpRohtgbzcwOfsa69jeZd6jCO2IJLa",
-	"SLKvnFAGvxhRH5r1GynPKN3dvIIoHTGRFxWlSZIZoZRmzMZzmVmx4PuYqjHDYmi2MK6tZ+xb//uUd7cw",
-	"DIMUEpexHB6xZuR36SDwq0tg/62/ocuwt/1F8BJHXlRZIcrjazGpG3lbDht59dWp0hlkibpSIDhpbJUU",
-	"pcwuIVAptoM0usSFs2x1ImwoCVrM4+2yMtRr/os4paZFTkiX/INskL8b5aYuJBnIyYQaLUBN6YB1SWkJ",
-	"5FfJhcKEU1AL4H2UtKoKjqxvPvnHxsrkz9zOuNUpWRnB2vR+xuxznc1Y+axuxphuRIlLyGTHuASbqgKD",
-	"Y3USk7+HDWs2O01/iETTEfk7if07LoZ480nwkmIpg2JD9c32E5JRkcgJOeXaqGpH1jYms1LzupQPWZdk",
-	"RvQzZMOgY0BMIQWd66L6o05+46+fTcbfvT+b/zo8GR2mX10cd07ft/919vTn+YvJVimFpJRDUlSK1Ekx",
-	"k2Wz87H8y5NLtaHbMHA7xer28kOLQmJgDOvtHu//tIc1ljxns/+8NIbRjnjsQhn/ahrgnzoS9Xr6QnU0",
-	"6hGUmpRiwHaw0gPm9JvrGp+cfCeVbo5HJ3alMRlIecaZIdrxP5t2jiZgR3x3AalFbeJmCkTQhbpsKe08",
-	"zslZBMURm2BrMeIeFM0a8nJtgrVdrMVY1c5ysOqaDlZcvlKzGyo/13UqVdT2uhTbwApdIGToXHZUbS1e",
-	"Wl3Ga/1aAZcUdQDscrUL8yJnGUi3KFFXx3DrdKWaE5QmZAmwtB0ySOlkyhJXVYUrNQvLz2VsQjnUajGv",
-	"k7pijMQ+rCJ2gjGKpI3LdaStzUdbj9s3UJOqKyfU/KEXdh2CbvW9gjq2y/yhELBWLk9nhWy0lPoatlYm",
-	"92UDyhCEFxcFyFyL5H4yXlf7n6+krtFl6SWVtDLyvfHXbYF/UzSvygYs0GQWkNscSa7GiwOG3ftuO4zz",
-	"utTsFgInAcM/YYApzZgz19E0fTWsdX9Z81jfRavy+awvLOzMXSoP6gtHYL1L8GDUc7cFhBgbZl7lt2hh",
-	"GLn3dC4bIuzDTyotAyOsUcgOinA5umo+w4qzO4VKnq6uuevER8WAmRsXGV04eARFDs2RZqCMgJOn698m",
-	"6Ha09wD9jrbjCowRr5XzeCflMe+m0OUnk5qradktx1IGNGqpiF2BNgUEy9/hIkFzGH6dsnUAh9soo5GT",
-	"yTVO/wbFNG6zPsYbVRG0cgvSGWhCg1nG9eLIgAXheMpoxjKj7uX/eu7w5vu3x7VoORvLZvA2bQ2+798e",
-	"kzqk/0YkPuNJbDNbIhJzpeKNmM6SeMPIX7Fv9B2RoUxTObf19Pri8Pnuk686j2CwU6a073w1NRoDHzDV",
-	"cHX8TxdIdx0xrS/5eqs9xBGRGaZzlBzKjRYBCUR1SSF6gxRDN0jg/Sah77svgpANEsZrkDxYgwSRGhEJ",
-	"nesFzzu4wG3JQXTZ98X6QRt4CSvtlCgFg8IJmzUvm8vRaJFeX1xVodmVoqOC+GraMR3oGKtpd0n8oW8I",
-	"Q7/WdWQ9Lwtth8/rQuNyP8ZRXrC/XEHaCHQ4AVbXJlA2Ek31sHDgkYCuOaqPtZ4GGv8uaNHV7E5O6ftZ",
-	"ud0XlNBz+rjTwsEQaj7Df9aimqAw+5Leni+ETvkPLKy0/B3ciOsuxdYBqQ+hi6xonmZyDj1LUm7IW8Mv",
-	"DV/Ml1YyGiwv7CNkxWH9luKKxlSNzeUB86DCgkDNFNoFeb8KTbEJnlkl9n84ZWMurDw0kEKbS9u1Xcfs",
-	"JeqLukp5AmU5RUKcPcGqGhFYJpVm0+ZsGlmnB5rcoWcLnelxIyK91/tNi6tM04RqSurfvz3uC0MbKCgA",
-	"udASER7W1WhEYQteRepyqvmEK6yOI1wMeBT0GXEtahp9YdacV6TC20zqVMsJH1ho5IWsVKPVF33xt7+R",
-	"b5kGvLa9I82v8UiSbCZIa2MwSTYsoYrJNONCQ0+/DMJ3oMGI7SdDycOHOdFCqgFgePgQakz4GpJ9ATcK",
-	"o3CAGjRa5DV4aR4+9BXeHz6EWqfziEyp0swao+KcF8RIgB4eQyMwImf6IdSHEou+8FjQInswjQ/Wwvqp",
-	"EGHj2mHvBIVXfcdu+3rQwc6pbdvtLQu4vxGsrB5UVB9JZsFjXvk9fPS7EdFt80Ou4Z8WivDR76FL8Pe+",
-	"+L3ZbBb+b4bL63DWqWFDDfI7lG5lwjCCzOIjDiQz1cXuWdfgPaSC9ZDfSeyOxcaKfQOnQLCnPvkdzxJ7",
-	"v2LaY7xxvhkTdjFgU/T6mRVaxwKQTbMa10up1YphxyXyUo/HI3VinpptlgZxZEZCO8uljfpYP1JXXvF2",
-	"wyzZK70wYAFwibnz98LSDSSDf25YkpDviHFArN/NjWeZgozSCx4QDVes127rd4Pk9FSew0yua49v2Qyj",
-	"9kWvBCmQ98ztqDwmW4PV9h7Zbm9GRFFszBZioGXoShpCVSz6akXJ8Aw9ruZyCRX5z0aXkoMzwgdS2B5r",
-	"4PYxr/YF10Qwliizmi0Sc6FmwyEfGIbRVMj44ULOuWINf9nAM++70sKl0eNMzkZjLFxrL4B5fbNFfjY/",
-	"QWlb98D38gocUN1qnMHYwyCEoEt0NsMqz31BiB3YdhxxPeCCeAB0X+24yssRoSSl2rBF30XXpuMCMzGb",
-	"7LTIvjnFM+VaybtXqxa58cFbzD9uTIZ0w78dO6IFC40/BNUNIgCda72tevpj3CIPHx4HNd0VNBRzjZyt",
-	"jm0O/eHDbgnMhJAEi6eooFlwXkaF1I8OjiLCmhPK0wh08LyPtszMVZhMtdn6Vos4TzakWgfjQS0wmJdO",
-	"pzuFFdi1ct3FnV4NIzyV2IaWLkPGgKPTbpOM6Vlm2BoRbA6DF+8b1bZLUnzwvGcL5rvy4krLqXJNFho7",
-	"ZLvTwbAOM0HTtkOKXaMfGBw2Wo/D0gpxIyLbm20S+zU2R1LA2YaN0+FK+1cist15SrSUZAJckBBfjMFf",
-	"IihHoMy/kDFCMQTCvdRcqAJRj1c19IkbXRKbo4ptL1eXGE9B1zQqDNWGzCiMoeCajOl06mQF7OMpSSJJ",
-	"PV5Knne585XJ8Wa4vlBMNyISY9mHGMebU2W7J1mJHciebQ4ZY9WHGKMUisUdTl3NDaw/F/VF7AssYGH3",
-	"lAtf6SqPYkrlSLXIo/YW7MnA3qggCxIHFRTiFgoCtqTr74WSAoYfcZ2yJX5vvthut8nv5Jd4QlPsIdW0",
-	"i4rf1T3Elh4aHhc2SrIkah60ovru+Pg1KUyRp/iHY+e/lgdNDO01w04gF8a2UAOB2g28CQO77l+BWTKc",
-	"oeKxmyo0ZNKMwWzY7K4wQSFeKoRL8Lsb8jKazbUC4Z4rJN2clSaaiYB4FecqPTLT9fIfDNVwK3FDbsGQ",
-	"qPk2EyZ4ccDCA7f6gp6M3LyA4sWxK1hqAe7lp1VgT+ngDNrH2cVjWH5hGsu+Ko+g/AzgQpTOsHQRLYII",
-	"6andTgirbZhISN0cypkozOB/NEO/lETNBuNcdLffP0I8YXosk6b5gqapnJewZempGfEAfsWeYvirG/Mp",
-	"jDmQYpjyQeE+ut/yG4OreaCs/uWvDgyJJ1gYtdgwr+q22FZ6doag+SBXhcX6zrnOTOVoUDjdhF40c5Wx",
-	"SFrCJx5BbHlu3xwcxXvrigy1TzzRwmRL3XHD+ZYeIsI49M5perk/Lle2le4pMzTdNvvzp7WJNK7ESMMz",
-	"KzyxuGTkGuzC5wU2O1wHhptm4BUFwDcxSD8cs+Kxg6BvfLh3TEe4eJr60fFeTekilTRpaimbKc1GhfUu",
-	"PSyTZ9dZ2UgC8IIb/JElZb6PX3PCEk7BJVykaFVvmGmCHoDF5nt2hq9gBnYxZQMM6KqAzfJTt4HgSdB8",
-	"c8Iccesg7KF5YtMolywpDl184oZ1XavlLE0IPgSCn7BBSg2pgc9UcRIeYNkZWzQzZoStwn2sfMMfcwlL",
-	"jXQC4prN4Ur4EKrn6BIBt9MvSYwl5hY+c1O6ppGOEIT80g5r5dhmCj0KbVvTAtWuesFNgPG19uaPbWyQ",
-	"u/piNjk1CvkQ747vNVyYfxb24iyiXPCgjNA5LpQvd+fJ8m2sYkaVL5hpwv6rJdbTQaL1fiY1rcS24hMk",
-	"V7aoKjwyY7KLMZ2BcbgwaEY1QxgXhwx/ByhYYd6BwoFzC6UStFtUk4nyszJQreEWs5VBxirRi0dWOgSh",
-	"WNC0yIvwNwCh/Rv0MpZZlcIOsblEcoBhDVlmUJiL0Sq6U3qtTHzcY4KP3XRbTlhzDYdLgpr72QEDmTJE",
-	"YpjTCt5wIyLNHGs9bZ5jlj/ICX4lBZCvfMvMB3K3fQr3M9/N7+AzSPmACSwHa23kvam5f81Oq12LarMs",
-	"tf4D1d3YmM/nLQqPWzIbbdhv1caL/d29l0d78E1eBc2bzGtR7dzVRqhtttr4lpwyQae81q1ttdqtrRp4",
-	"7sbgfNtoge4AXY83fp2fqZZr6Dpi4MH1Np/9pNatfcs01JOFzgtTaZZkXuq025e0ir1ei1gYf0V/WNDj",
-	"3rJTYkjuEdMtjBGxuR/V4/qFbthafYEXstb95V1UU7PJhGaLWreGSvMZW2BdNqsrqJJi+P3bY2UrBDza",
-	"/AqLKT9pb33VgKo8I4VNiTStvTNzbSRyYIDk/tz4QJVi+qP9aQw1y3+7DOLf2VfuEOi2cvoKsFuyDFdo",
-	"etswf8HPGbRIrnvhWUsj6oNbZwVMLUa3FnSSXga6V1Mmeq/3rwc6N2gOuqsc65VQs3OTRA5mEyZuHVmP",
-	"Q09XNZhKpheLcsDgQ4wrrr3TbqNVB1046F2bZtxM6z0mlEy5GEVAk/9eNIngx1Lk2hDY//rCKihQ6LBr",
-	"rdM4OlcRiGyOfObZVJoNQBilU3rKU67BA5wxa7N2riCZWV8VpM07u1Lv2cH+y5Pes2eHcURSKafQBu90",
-	"QewhNKzzNzYaYsYHKkbn7hIWHSLA7vD+5QUvKvvbG4EMesBn5wzQ6FF76/N32F9qmH+LXdxv8V54WJI6",
-	"rhtWC2JB5JRkKdJF9ZUJ/TErr0gPmpAXXA3WgxRd6oLCahjo5DRspEVeCaJmaPsBfHapUQ/dJ8paHSFE",
-	"Fow3euGjK1xWV6vY4NlZZoO+0H2x1Bi664Lp8qgIQ+HnY6rBE2ou5ARbdkBeHHS1pCJPJTM8si/oQDuX",
-	"BigQk5nSSMXpGQumcCs8wqliTD6g2vmcwH7XMjI2epEv6dW95PFsEJoq6UNEio28I3JZIAipm31+//b4",
-	"gaqMK0EH1cOHYfWL1sOH0CM0N2H3dnf3jo5ODt+82DuKsbyrmdR6AVkSGmwTNuAJBBFhKNCQZ8raWo2o",
-	"a2bAuhUU+igyWykWVVq4JZeU5+gLV5+jiweIVq56/M/mc7eYJpq+Ypvc8SrjIy5o6n7ecZVpc+vjA9U3",
-	"AiKUEd4T53LhnTONiIwlpHSGE3wnlY5t8qHROMrP32Q8hlCocPo3h/txI7KRrhCvyhWChSU2TlzIbEJT",
-	"6wAl9SnLBkzoZsJQTYhI/D86z2OMlIj/R4fFhItBOktYskMS6Wvlqh0S78R5yWe1QzI2xWRWlULa6I6r",
-	"wjKgimGAUpwwsYjhfCLbMAcPycstsA4WESGDk0cAeOcz5MeCJ4kJ3Rd6ziEOIcktBukizxkGVAztyNCv",
-	"MwYbIC7Fc+ROe9t3gqV9NB2EAQp14OsGa6VgjR1CfdZoaaDt9mY+EFoZCtQDvCHtLUMUnHvbfm89P+bY",
-	"uFLWBe0zgN33Q5qmNqqnL+rLRmYnP7iMYDA0Ghg38s684ISlGQdVrnDT+qLkGzHSjr3Djiy4ZFdzj1Hk",
-	"N7Bx1KNAaakRdb5/e1wgfAMqrAsYg11gRdlMaQePaSYvFl1iIxJtkKIPNDP6hRySuFr3ig1Qznhi7gJE",
-	"L5a0D4xmjgjENJLYaX5Nt7qY1G1qBTApzIimwhBqZDMQbxiRWM1OoVYSmDRiCJwUUNAJIA5RJC6b2Ft7",
-	"AN+RIVGxgFF4ErwA9Z5iDb/ZOj5RXyA5rbuIdfs7iTmFeSEss/64TRR60c2jXzWP0W0MF8bnJ2P1bAxz",
-	"7wtawCuZkdnUyEnbbYIu0cNiWAapixEXF9ASfXzi/G0R2aVJsiCxxaETiuFHxxllQ37mf8eopL5AAhiz",
-	"Cw1v/hY3fIgYeIotPQsqdjtO7nDFEOZTmSwMBzb/baZIuQPEhRN0UR1YlEmReBflvebxYspsgBT0vEYe",
-	"uXDU/nSmyXd7vWd9UcfFYiBdYXX4agN9w5gXjxyZK/Lt3nGLvEUfd7GYg0K4g5cVkByEcS5IiSGRer/2",
-	"DQbkgU8f3u3XkJmCX2MuwaA5TOXc10gISGC3L5rk4cNi5QYINcsFrqD8QFU0B5Zz8P6+BdONrovwwP7I",
-	"qljwAWoYGDDCBehiyYaNSqej0RQIeW3Rytw7jQFzRuQRC/gUwm2Yy7+H4AeMt0BP5RCi31BIy2ZCuaXl",
-	"HgkzgE2UtgqRMKIFHqRvJ9JCSB0hGUUQ5WNAS0XcIZSIQ9g1uuSb3tH+rndgKUzFxnMwp95pt3fMauL/",
-	"BGB8DZEQOYfYCgGzTMF9pIwZArfgGHveBgX2A6KoKoVcVKlhPnKwFjS0U5Bbs6x6V3ofC2UQ7FqVj1+F",
-	"znd5+Grq+n2upToFucof392hmuiBcMiU0ZYqVLUeugdLqtkuGBoN+chkepVyVni5+VI2j7TMIDkulKtX",
-	"9LuxUrUrvGZPmupCvpLVgKw4D6QtkLgLqUye9ZgrEESptwqHc3XmQ5n3Vy+/yPfDyGPgTw1k6UYgiCxl",
-	"AQnEmhGq+Xl3Nau+Dhd2vNYx2AhhVmSjjnOuAs52++ll0FlViGRXTia0qZi5eOYQcUme7YdxBY2g6bOV",
-	"/fxbVsASUrDVx9f+6uklKzT6bVV5CxfHWadOnyzGdMnMKuhWQkGtvB4q443imvKkSh9ZX2qeuLw6X9ig",
-	"tDwgtnh0QN9uhrtHPs+slHs6pQMWnI5NwajbrYWHs3LmzXZn+7Kp89KAK3tcEZ5UY8RNt5unwFWXxTET",
-	"SkdFLOG54VzHcP1WNFSEZ9cb2AzdaW9Xd5LKLQmWcExlygdGGkS1zuu8AmoRLWlyAzqBHEYpFhM5U3ZA",
-	"UDs9/bK0/E7ZwIq76BcWV18o/7zqKhnAbSPHvNwO+A1NXIEE+GTzGvZQW94Bk/dQU/Z1T3I7Ys9lgUaF",
-	"mEwB9L1IXmpR7ZymMxY25i1cDZtREzjuu0ZeBAOHDfErzGJnRunEdY4qGSfzAiHb7c3cFXhpeF2ehrNx",
-	"WZgeXA0QUw+G9DUTiTmcAnDKJdVCOl+Wq5cCp1eCqzKGr+uEYBfFB0EQaDWrrxsV3LgpKK8ZVlgF4FBx",
-	"QJHtkw3yL0P4ds3Nz08PYrHtoVYhlVEZ+6JeGb0ZkaVQyAbW780rv4EYj2CZU26NvxYUfeHK5BVjN22F",
-	"u4AUvX37thnEUbJrOtzgzm/d8M4jwXwGFrXSnS+SZ6clmO1DeGQu06Z0cKZWInKxPBuM1SF1LOzbhATM",
-	"Rji4zfF3BiLLwMM0zrXRd6uIvlfFlVbha8HiiK4WzaZvpmHBxRxkVvHsFvRM1C4dyuRZDwLui9M6V4CP",
-	"BxlamEhiv7OK5k1gcY3Q1CqQlFXcW7rGfkuF+KR6qHTb6tnhQT5QVjvoEvuGUfIB5H3hNHxvcK7GgCrf",
-	"RL1ka7bWEjyZIM2naO0tWXfhXsB1z92Ul3PyN3lUzqd7yD+UM29/efcx+lDOgcUfw8TzX959LDgRra+i",
-	"aZCFDMZsgKXRs7JB0ex+LLGFXxirMAy+zz2LkLK50quIpughTzUap+TUZrpa68/C8J9TLhip914+a+yQ",
-	"2EYRkwldkFNmK2cos0aaQn0r1Re2FCSUV2y0CBaV/9pWPbDZLc4hDl50G/cnlSYZG6BDYjCmYsQwgxxZ",
-	"705f2KGSWZ4mMpfZGXk/YzMWEUazlBu8ipMZ6+kYv7OpW0aEgvcIV30R/ydVYCVnX08gubzzGLf29avX",
-	"ey8LP+wd7fZe9I73nuGv+RKMmp0PAlX1ReIT0fuiWNzbOf9sc/PcS2n08Qa6OsmUZQqS3bSUqYWN83DY",
-	"uZK+QKvexFt3jXzIxYiMIQA8z73yF2gCVtDXdMTFqAsWMHQa51UfYnNgUjBsQkkViQf295xH0AmzuIK2",
-	"EYAErGbEtDURXugdK2bS6qoRkQ+1iF9wceb91KEvxMzUF2YwvxxK3hy+aJEe/pAxamg0xtmCCw1K4KIF",
-	"iIuEXQA8zX4MokKR/CGbw2rHVJAYIiJjl9DMzqEJsmDoQMTg7zE9Z4QWYNRFm2VexYFrlMsgA9Hv2Sxz",
-	"TtOzQhHYfGeI0uCGQ2C4FzD6BZ+CozvhmC2Ad4Eks8y5e8zwO4Tiy+6q+Oq+ZCLPmS+FC8cE8ODagKMv",
-	"bAw0dPu09lrIJQTYYqqUka4Em5OptLkAkI2vwV6dpq5ThL/U5rTm5ubBjeu6ldnH5ZXb9Vnj9DCTQkd5",
-	"Nj3kFyiZGZLes3+Da9/KK+iYd4gIvAp/giWVclPbzmno8LkR9QVVNkHNqVZgis29s4UPuUYfQs+nKkDg",
-	"T+Ilcpf9SOpP2yShC2Vdx9z1S7XHh0cjp0xEZAvf7At8FVqwzgDOQbBQ16dN5pOCYdPn8QL+bnww/9lP",
-	"PgaJmtvtbUOHqszaL7jSu8AVrjBrvxJQjNERd6SGTEWEtUYtxwkuIZe+JrBlBHmVQysSa37OipIdrMve",
-	"Py0NgzHkHQQkK7b9UjMT1qKan6b2zsabFod6NWW2YMHSx8Ac2cU0hf7fOpuxaou8LxeZS11rFd4xu8iL",
-	"YwZlf29QtlAvQJg0CnvNSBBVxiJqs3JcJo3lE0TLYmVJ28ylmXZWuCDcl8eMTlYZn9YuhbyqIE9lW2Rg",
-	"e6t2AdceSqEo3G2dQkNjc1fywJziXdjA760uGRv2XN1zIzfihcg5KSHmcfk7kCRyzDIffIxquI8SIgqW",
-	"s/USQtaooP+w87YGclLDEiUrT4atNKbeRqmkqpPBVvJLWVj1tsspp+BhgzB9fIklxeYyneod5UO+WHJ8",
-	"rS5MuVmoSblmScoleyE4a7sY8IEiAJoYnNg4pspGrJG6zUEwoq2rbW54oDVxHe4dvXrx096zHRJDbVQ3",
-	"KvBdw5RUARaraY08Z1kyK55vuShe9QnhBugpJMoLVhQ0Y/uvQzaMUaCfswyZkPVjV3UC6m5/tbm5gkbk",
-	"A346LnY3/rYuLsZO0ugSK2lYrmqtcqFOsQMHicrkFapBYe8I/8rTybDSUL5frzO6am5mJGtuzn8xI76r",
-	"3F0V/8i58cYLI5/W1njR1my7oQ84JHlGVFkmel5uh7L6uSzcCC0pliv+AowVKWPJrm3I9gOFh9ElBfHl",
-	"P0Ou83XOo26mlOE/Qbz/ulO1xg9FLlfiip7OLpPmqIaspdatDS7vgxsUIa112p3Hzc3NZufR8ebjbqfd",
-	"3dxstbc2/4XIUXzl8XH7abfd7rbbrXa7bV4pE0lzl8yJHPsc3RUjdFqbm9v/qpXfdrUwa3Sm5Ykj2OWm",
-	"o0ZQcSatQM6KwrtfohR5QcgaHUDJxaAo4+r1GQS/7DjKEH+q2+PF4+HW2fvO4OnpZtamX/2WXALxr7rt",
-	"Tnf7UesRgrMC4puPuluXQrx9OcSXJ1kBcdeaE8WIBPW/JchvBpC3gm4l0J+21wd6eYmGVoTlHms/b80v",
-	"ht8ezA/e7rf/9ev341f/nF+8/O3n9sHx4OLgWW9u/j/89uXw4Nlz/erbg0fJs28kO/7X5KCjLw4mB49+",
-	"/vX54uDbvS02+fE6VkojJkOdywoz5StriSh5E19wcXaVExHe+RjVDqlmSEavygzwL4ZfNV+Di3Ttj937",
-	"n+hPvNJw6czOSS13SFz+0XOZnfIkYWAf3e48vfqLYykPqFjY1ak/yq5asJbW8qqStZLlNHeZOwk7suYB",
-	"lkRoPELDX91LAcnMSg4QnBHaLmyGjjU7TMFkFlhZUYA3KudUqooMMOwiZlB7Wb2+gpUHCd5QrvAdFk9l",
-	"Sn8jk8WtRXSZtRV7nX0s1mm1qmdJnNi81QWsymAz4C3d+b1jOrrqFsI7H6OaB6FuHrJpShcsuerTqk8+",
-	"RrUXtpzildTGvXdPcVZRnPYaFGfXljmBDzYfrbMun+x8wBJOoSAz0LfOOh8HtQFuShVfZT/OJBZXvi5x",
-	"/IEtWIJ38K7oJLZyLRFKsIlRUS7pSepjKeQsW6qE0qggfKFfyVtbLkuItbTwziJU75Cc3F/o6gu9ffUX",
-	"L6V+Lmci+avKHOgNqBYMrsX1d1HF+fiu8mJZMyaUgr/ZsKsElR4MfDNBZQgVTl5ZZ/GdSiq4zGtJKmvc",
-	"GzNyrqO5i/DXuXDXZ7lrcM3XQcmb51Bm6Ra49eehDPlZf1Z++51zdaNPVwZ1oemE1I2Cb9QPb2JZm99u",
-	"eNPN7ROGPTv0F08aQiPLPXm4Jw9/OvKwdP/Jf/8//yv/VwTuHPS3YZZpUB1tbUox5krLbHGVhP6dfe2O",
-	"BXU3zQp53S62XOXjXgy/F8NXm/7M0wcqbEQRFSx6dy+kZ8zFn9wyLz6Ege858T0nvufEd8mJXRgHMGDr",
-	"d1uPvULk3jm7k7sPI99f/vvLf3/5P78Y7kjCakqAyVJw8y9xBf5o3vpSfYGwuD/UGYjgWaEOQM+ye3fg",
-	"vTvw3h14Y8IXpnSWKR/OCeERvkXgWs5AS/pKpHDjA/zX+gMTljI0UBbJ4jP43ZHFEmGpqF+A7yeYlWhL",
-	"xY9sPY97I8EXEu6Tk83Pi8GIHFi5F7CXCmzFAOGepJ53taxE32ilTWwFfrb/HIzv/jL8m1vMgt7My57r",
-	"gNpXX4rryao/ItFHVdaoncsX6rX5+YaSMKqy1xCBJywbsSas5O83uJOvcbq1ddi7pwY+i/KeKtzr7Z9B",
-	"+H1yvdX6Ih2fkWLuuslp+nkFjoOcuARSR913/fGtgK4hLW/4rNJKaeQFVyiOYGroXVMhM4uZchU1gsVG",
-	"mGwNNcXhF8KTe8p0L6/cgbzi5eEHyrZNtdfgFgWXSy/mxgfzn/W1WnOBPlHMuZcy7u/y55Qy7ln+JSz/",
-	"kE0klILx1GeHaKldpUMDlsl0prHwoC/yojSb3iqRujoXeB/IFOphswpB4vVM3xaBuiNXhFnZ65m+177u",
-	"6eK99nVPipdIcS+xZUWnKR3cGkleJf2p2am9rp9gEKt0DR/ByLdhEPsjKCLCxUAXQHVPE+9lxXsCZc1D",
-	"RlLM7ULQMf/ZYe/5MdGSHL355mD/+Hjv2TXtRSoshe/Uz+r2gNVFk7Gg2lLpZFvlurVcIk6O5Eyv5Z19",
-	"gSWh5awsGu2mjGbNI65Z8xnVtKJqe7+G/RFUvxaRfk1pmdER69fiaxbU/6OISFQ7Yrrpqr4uNbAw+1ck",
-	"Pjn5TirdHI9OXMeI69f1vxnd+VO6ftespVvs5ytHBgFJHcuNF5pkRmSABwFpWLZhJrYSLGFoeAPdjQs8",
-	"xEtllNcpTu7qyNev6hzVsPXe+yKosQ7doIo9oMgzrKRJfRnndXovQf3tvsj79tm2fLaGIxR1Pjnc+/HN",
-	"/uHes1UtaXdnWcaEPvLNSe5M+HBTrEzqtnX47PbuouPE2rfOrrV8+b7gMtSFq/N2LAmdkH1zd4YZU2Pf",
-	"jRBahYhEzrGgHbTWSbnW2CoUy92mbKirr02Rc20k7JwPXCOZag52aO8uFsF1t8uW9MUjJ+zCcDksrieY",
-	"vXpYyb7QQcDiuzVTRIRjc2iq5YQP4OZgwTjfGZMqEj/be7F3vAd1yWbK4MYH8x/QA2yjh//E+b+Oo74Y",
-	"pDOlWdZUdMi6vt9ajpSKqDF2jWZkTNWYaDpqYHtB1xQBu0rlnTc3CdV9IcUA7jHCwVVyNhoPH9BWHpQF",
-	"RXYViFkAHl9FOP5gJ+iS9sfKy4ygPli80mOWPbNH88n147CK16uZ3ksVg1bbpWpyc2lL91pscF0qUdTw",
-	"hdrs6mvdzjVqSeGWkl05E5WOq+/knEygGi2swB8SVEMMWp98MQFlNyc9/z58/4iPBDB+uCvY3R0aCdfx",
-	"8hTOukhKdlyd6QxrlDOiNF2oK2SAZb/sweKT7s+1+OEqp+wLfu7FnVLq285ywVtoAJQZ+hPb7cf3iP+n",
-	"4NUF2ScNDz3nF0har8GSw+ZFl/k3Hc945ia4WjU8dL2s/v0Cd1dh6Jfq0P+CaLmhxQVS/UB5gWFFOG9I",
-	"qa9nSz1yuJ/HALg7Feb1VBRdd93V1NgQVSO0dUk8HqmTmPw9FAc1HZG/k9j/bIcHQTFlAy0z/5j2hWKD",
-	"jPkOwlmLvDKyNyVnbMESctDbdaBxb8ASjMqSkDo2boi/7R3vve39fPLdQW/35Ie9n7G3SF8IxoEfUjKQ",
-	"UyjLf8gS0DrNb2DNIhp6RCw4S5O8SVTYUQQ7fCsQZPsi9rQjJnWzU2xAjPtquA4t+ZaNZpxyIzBnUmP9",
-	"MfNFoChby35f+LZXka0ujlqJbate7AXXevgQ2rRXKdZB++OlJm9hBzmlaaZVX3ABDTNzbRgjyhV5WGgw",
-	"97BF3qxqyBbl/Rn89Tcqg//Vtw515WEQv4mnuL5rElS8zzt1bbc3+2JVf2hS325vYgfq7fZWrpNUNJ02",
-	"6EBtN220hUA7mVM6OFvuGN2wWGh+NTvNV9kX9fjqbnjeOhFH2IA5brVaQZ+8GMuqp2BzNEMGipiDVMMi",
-	"HuEadSiLLu4sVb7m4rGesoGEnkRwqD/tHe4/34dDLXR/tj1PaN4qOiq1vSliutE/U6vA9YXScqqgUQVY",
-	"ZjRQg2ilDtewOGy7mBnk7QUmHEBEltiOLCWDTj3u7R7v/7QXN8LWh94YZNtneZwey7kqo/PpTKOsmyNE",
-	"a6k1NxqMp1SpnQBvPTav7NB9SV/uoCk3H4yNcg43XQUN7uplUCNmZJQrd8LYVlv6pt0ASN/s1wITsH4s",
-	"gYZpbCvlqeLR3tHR/quXJwe9f5683js8eXO0dxgXpakW6WnXwGlqEWHp+xf7B/vHJ69fvdjf/flrc311",
-	"U6YJU7rU3ypy3cqoZgTeU0jcLH9IGQ27XkHbGn+0ge+yYLvIyUIO/dx6EKCeQ7kduwskK7Eh8v7LTseD",
-	"vAl105sZo4Mxdpxfsh1gylhoBLxOKEih3ry5reU68dOUcmGJTz1v52kvVaHoPPUd0Ls1wN+akVxAOoVq",
-	"9qfw5DnP2FBeGJC84GJ2YeQbtOvUujWamrd951HDQ/J+1OGycEEDmmUL18fInp/rSz2s6H33wAAcLkLL",
-	"dtS+cgMjO/0vNaXpcFiLajSZcAGNay9b9sGQXtEpubpD6rXod1+Y61gm30TNBgPGkh3X3w9scbZbn6QT",
-	"Hlq4iubsvvAtq0Ky/sAbxcKmYLkwAvcbWEkqR9DmymA3YuuqfrERXp1N7H42l2aZwFIMv8ZOj7bpkGEY",
-	"Vx1TIGe4ph5Lp7O27cpepjtKw77iyr1wCFHY8im0o2J72NgqLyff3my28y4F/zLoWQGdpWr85rNHhc94",
-	"klaPDq9tudc8Kta6NXXyY2c8Pp0k6fHbNxcn9Nuf1Om3T3TSebo4/fZHfXAcNOKsIZv0HdS7NSOaX/H9",
-	"iZC6abCTpk0nXzelSBdNKpoWjM02/G+z8vblUH25ohlxLun+2cA96Pz062nn0dmLf75MB1svp6edENyh",
-	"iHEZ0JdHuQbQOze4VNhke1Uci2sWa3NGYdl307/8PtClMtDlz5HafxOLSoGo334MiuPWV+T1OwzHXl3A",
-	"N+djCf2tfp2pgEYtW1OW40/WthViLsRKR/G9qfA+x/96+IzoEeDz5YbAyzP7//gAhuq4hXvk/jfPgfN3",
-	"YFUW3HCWpuScszmRw/AyoIE0NwpAS9wFhh1ArMbKO3Jr1vKC1jjyOvTNx/cpLGVGEViNrO4d2vucwlin",
-	"grDJVC+gby7JmO04PGYTQtO0UQwJ6QtQDqGz4xlj07LdGhr8Llpkr8qe5y0pBfXXmQ+hMbJbqTVjkHr8",
-	"z6Y59SZaG9AwSqhSLNM4YzwqPAmNCn2xZFWAJkdcE8WYIhTiGZBuda2NfzrLI3vEOU15gtZ3ObSGojM2",
-	"1X0xkNNFi/R8kXLbUimXk3GjtNA72YCxvt3eblSZi448vbWGlU+xGE0zOZG6FFZyQM9YbhWggoDBxDZ7",
-	"5X7xob612shyfQUDt3X9yoefkc8gLrqG3rj5e95zJ7znz1Bl8fMLb5isUySpI0cOrqd2FC2Sn8xiKv27",
-	"6HMV5LvA3zqQCct9rTasxvtsXAN4iT2q5Vy0yCsRsGhroumL+Wo3JVfOYQp2JaC7EN03pAMtsyV35SK0",
-	"6ILjsr5sYW0sOWDsypaChG1I57V9Seg6shzKUDUuZkztkDh0EuWB0cFCVnoXDoZ01x/xHdaeLMyzKtjY",
-	"H7KzEknB0KpscOLeWvSXSov6XOlJOdZ9Xlp8pGmmDW07eB76nOtpwVcCCoSjA40whpAkLOXnzKdTJAxj",
-	"dobklIrkZtTc2sPvhJQfzRxdcnEC1PryQNY3ZIklQJfMtuu66DBzLiY0kUGnUIqqQnM2rYoqr4w9IOuE",
-	"HgCtzZieZcJFhl8SgoBH4kMQSl5gUggh74ulGPIiXeMKvc6G5FMMwFmwxGeu5PP7T/aTuC/oiHIREdYa",
-	"teAznXGWECvc29B8SDShiqRS6Ua+ys12MFhzJAWLCTgBiyzHYBrwVA+iwAeIbd991BACroql/ASvHAxp",
-	"7W7qFhwMKU7xB+kAbn5uyOoyDzvSbDqF00Wk8REupBCAYXBp2d56z86+LO1ija18KwX7i7tWdjOWMKE5",
-	"TXfH9A9gonjdvT/XcMEdQ6aUZTZFOZ1NFZlNiz5GQ3Pt9bsB04TYyTvSfUKzAVrCzKIL0W82WDHlSqso",
-	"sDVBJbjExzROWda0n/VFRrX5YsI1Gco0lXPCdWMHM8s8XUeNJ2OaTI2UMoDDxVBT4lzkJGE0waIPqi/O",
-	"2FRXJjgBhD6foX8dL/MDldPeezJ770D4w8nYvlIzFsa8ev3cfrcTSgakMsr1UuKF+Y1BWcvi3cCIbXyp",
-	"CwbYmNQzKbVNjGxE1jZtnRqlnAC0Tu9gktecK+YfQ4QeklmtWDr0JMkmXE64MFL/KUM6FPnOYecsXbgk",
-	"cti0IlwM0lli5CdnRllYa0+jomwCV/oYN31d14q7jle3DZplypz8XRZ/gT28ptVGkVeCkSkdlUXFF1yc",
-	"Xdkcw7xzT6j+YDf+7dMZe4dXuS3ttQusCBhgXMpVtPruABDcoBgXo4C+WGoCXsuVoktOy8ztFiPl0hlK",
-	"ZANIgo0QJ2p2qpheIjBqIKdG/NgHu6gjGosKMgPx2NyQ0wwj1tEhK2caVViuu5g/H2udHoFRV8VkLmdp",
-	"gqAgU6owrR1H8S5HdP/h32YVg5ROpmAgKLwdeRKHOvYDRWLmwv1iUndPv397bB/FDaLogijZIhBc4aKa",
-	"cUSSFZLxcZcWAlDSpkw1I8cQWuS4SGQRXqdSaqUzOiVTqsdEZiR2Vol88JiM6TkjQrpV1I2gR0eMGK6g",
-	"Gi3SI+6XYnT/ZrvddmgmDeifkBETPpnGUXoFA5E6hLyfGn7fZBcDxhKWxO4IqJFLqSgCIiE+TtmcwnZ7",
-	"c8dnR8GLsFHqPcPnLLMWoKHMnNXCLX1AhZAadgxL6eKfyIhhgegkqACQLSBgXvz+7TERdMJQQPdoo2an",
-	"v7KBhph5QQ6f75Inj59ukZgOdGywh0/QouM/kHNhnwqmNEsaNkGjHMztPb/Odd0baJnFrTIH58pi/yij",
-	"gAGQlV3fbrcbXZT3AxYPx0i4XmalIJygWH03ZhsYG2b5gxpf5QtIVmkOd6gr3Pez+jeLYf2E9lSAqXcV",
-	"yGqpx2UaiiC91/uO1X7/9rixY32Vee5twHXRQ1slOBTUkg1uLoWasoFe3cFv379zl6QonyUnRVFhvIvm",
-	"fD5vDmU2ac6ylImBTLCT3c0n+Kw26nwBl0SreBuQpvreEP3noWB/Qa3FyE1fPX7ccSJeiL6kbsQlfs66",
-	"Q5oqFmNsvVjosZGhISKDn7PG1QToA/x3KZS+uipW7vyiIolWZYZGawvsXQJ6B3g4Q++hFGSmkJyWtilL",
-	"cIguKVKVV0jI2EBmiSKxFaSNOgKDZ4wqKeIdEF/NnplIqDAiOnyx9AEl+IURelFZ4cqTDJ4Y3cDuGhYC",
-	"8eJrmX92SF4WyluawFKPmqKmBv6X2KlAqjXKSR4SyROjkRWjKFFHk4KFirBZrEEZu+BAkYyMYspPjZbZ",
-	"IHl5r/zYO+1tGBHN5GYUg4CtFcW+HP8qWaW4wbH3M5YtalHNqBO1bg3hvKpG5WbnCXT50iwz3/7XL73m",
-	"v2jzt3bzKWmddJvvHv5HbbmG5btr5YC4BJAsSAqxkL0PW/w3yQe5TCz02SCeIF5C9sJUkZ3ggvoUY7hH",
-	"kEQMVL/dftqotjpVGrGPV9mcZQZ3vZLYFAzalszMr7KGGwLj6BRPyH//z/+/gsQUDFhLhMR+hNTeE5Jt",
-	"BEAxortVVQE0F4Lv0vB8wIyaUi0jTpimCdX0ng7cp86sKcv1vJTgkMclzOQyFd7ZFff+eo4cNOsEGTIr",
-	"aoleXWvtjWLZkXt7aRmryhFzMA6fMTY1d6SKv2MR09o18xzMlu7U6bR2Bc8vv3bnvWDwByeKVtYQNjcw",
-	"InKKbQHSBVwSwxWlYNfKIX3BlS5dzi+w9Of9jfhL+1yvTBZ19aUKdUJt8Ja6pYTQN1jz5uO7yxcLq7PT",
-	"LUVo20s6oYKO2IQJDQYVxTKIMkNhVtkIdfezUaYhy09LmSqIxLDMzW/mY1QlqjOROMAYQdf3CChWD7dO",
-	"S0c/vBumOMeKKcZSo5NzCI2KzlmmGJTag7RUMeLiAqY78dXJjzPKhvyMPEePmwFaRPbEuVyEO7P+uKb5",
-	"tmJqbyJXaCNHhSKIzvPSj9F0WMJVMLaVdpZH/THvFK5wxLwDJ9LSCVeaD8hACqwmPFhgqKNnATb3KZzO",
-	"9jdZnm5PDWiKyx1QBcdM1ISmKcQdDY0OBdZhMqGDMUctxY4J71cMaSikYAoiFWnC8U9MXhA6owMdWonA",
-	"/CI0y9D0RTI2ZGZPDD+xdReJXkwxBkZhwUs+EoaPnLFFuMsJ6DHvPv7fAAAA//8=",
+	"8f+4CvZ2qH2hs8WS2rOs9eQZ8StqRWGVEyvL+XJcpK5sCRWjy9myJg0v2i+VsLpaMCsBFfd7Bbxwk6uV",
+	"8nXVmrvRgzwdrErxXaUF8ZurQPRPoI0MMzk59jLuMgRR/nMFkVaAzGKX9U2CWXhNyX8VMfmMEr6WxzeQ",
+	"8XXBj+EYDUIgF4+ZJ0A1r+fAv+SUCTQV5IpXdVG+glwAloZ85mDxVRJ5AWarbi7qHTmrHZy2NydPBk+y",
+	"7ek0E483hcrGYzVoi0fnonSmRbrdKdblGZz+0m7u0Ob41/OJmDb1RfO3tx86jz+u5LOv6IjdBr39RBq7",
+	"oubfLvhPzpirLYM1c9RYZhqKCQrCJlO9aNwJdc0R1CHay1f7L2pRbf94r/e8d7L/tBbVXDR8pX2uWE7h",
+	"ZsLM7ci2lzFeF2C6rAt3iqjWWV3m5kOnswLHIEqxsmzg8Uuy3dn8itB0OqZnTPMB+F5Kx7hVWMPW0hLe",
+	"ftiqnvkpu+ADdiCG8poQ59MSHLYfFWdtN3d6zWe0Oey23j6snDulZ8g+ruI4Rh/ojawbJ3j50Wan6kiX",
+	"Du8ZZ2niyyEU95EwTXm6xsBBEbzlY3oBJeGGUItIjyNbD0hmBH0veWWgtZgzFEasmub745cvyCt8Sriw",
+	"OvGZTBbXv9Z241XI/h2jqR4vw0ot3XV5fjVnsF9VTXQgdCbVFATim1x7NPoXz+7J5k7nSokfPjw1P5+O",
+	"+RJeXW2bKnsbqrZk+e/NXVpGnb0AvmNnOZMyZVSAEPZ+eruiBi9JhJ8+oFrP1fKr5utJWQOJLt2r31zL",
+	"FVg0bi5Ll84VZ9MS61QQ9l4zAQFVEzY5Y1lEjp7tka8eP+6Q//O/O63OLlgmEqPmQOmuOcSuQKU2K6f3",
+	"Xh2s55nLEbQSva+QxRBxqtDz+zc/VCBlOgov9X7y9LjaxTnILoovdh492typfPWcr2c0PteLgvDww6vK",
+	"4WbomfJ+Pz6qfO39DdxlelHDnZnPceErIHe8DLpztlhfBDTAv9K5WF6emaBqPYdDWsgXKq5rUJRXLhVM",
+	"g1fNGcukQmN9ylJ+wTIiZ+DsP6Mi2XVRYFANvITVRcnr8ZJo8PbDCnHbRondmhMh2JzdWzjHCsD+BIny",
+	"mIRYuipnkMDJ9j9xmSXfu8PrVbEFN3S58yS9hZXe0Nm9JCwcPuud/rR/dPDsYIUm4Nl5ha7vCwoJNndR",
+	"DxiY7ybdLaWICElSKUYsA6+yKtPddQhpWGMQFxd6nS71pTssWtxMsvn0+/vpl/Hqq1S5cSnY4pCLSgVW",
+	"EDqRM6F9ASSr+DxQZGI+ITPBtSJ1qrHCZ+e/Hm2R//5//xfZjAh7TwfwIZYdB1l4SjPFMjja25NcXJhX",
+	"ZRzUzvajr1ypAYIytKqIXLIFNZ6zYUUB08NnPV9ywxe3h6w5KF1f3s3tWdQqlZ3KvgBRDQsyLi/+pbBm",
+	"NKjXX6jRaBSegqazFlcMtLOrzSNcKE3FgK2lsNmAvCWVvVrrgtDOy4uwgyPKnlWYNoFa3t2dW05LV4//",
+	"aGcnrOfaXnNozXW6nljthNEKU3ZQoAOd16+PDoyYAB5i8ABguX77otr4oNLZ6GPciMhMJNbebSM3Hqi+",
+	"mM7OUj4gr4+eWz+3q63w6vU3zw/2Tl8fPQfnnWLa1rGGyEJswJFCIoOL/OXaFR3piyAj54Eyozda5MCV",
+	"clBsBH55jm1XoJC5WSWEL8+5HoyJFFjAJrdI5juCSGJqTZ/+lGYZb/reIddW0eGpO6LoMkUaCudWSIGf",
+	"HLg0CCxTlzIh9x58o7ScuBq3V+JVwhWkl3iecXuUnH2y7GMo2J5Z3d25OaYZH3AxuhMHwru8XPNadZej",
+	"mqIpU3tjKsSSbe5zez+WJcinR71nJ7Wodvz6m8ODk5MVYqSanU24/jS8V7MzLTVN7wApNX1/F6NeJ1Lr",
+	"rrZ2yxFgeTnxIAQsoC4lbA1kc0+2yidZJjfBcRTAEt78pSu6ZiDZVYom3LpPCeG4VeK8dtBHd1XUxyWk",
+	"Y6vzSRElZU3kEhTwMFkJ8bJX8d0teRXfXceriCvRqGWUPRKBfLXGZea+Y8OVr6ZcsJM7uvvvZhSa1N0y",
+	"DzifrRd7Krh+lfEBu/WdVXhDEe/OZ7Vg10tLWIL2aoTUbPKcK/2pHuYcp/5EoTx3J0BUurHXiDzwYHw1",
+	"uy5Bvu7VXe/ObLbhf5d266i8KuuT9I1VNH35Xl2GgYHtZ8mUdsV1WXkSr1x7pGuEW/fQOjRh2YgZrXAw",
+	"xl5EX23tPG44pGYJRy0PbBdgxJlwEY69ucxw74x5LmlB68L5LvluUVi9xskvHeURownkkn4Gr/IRVg3w",
+	"als5VASe3lm3vHJICc5Wtc5j59EsI+/ZjKe6yQU2LiB119JRdTNGk6DHo+pCnS3o/wjJ8/4F+6d/jIVH",
+	"/WP7p38M9UX9U/yrPDRNJhzaLEJhN7gJmNlpm6264vbYTrWLP1Lwg+NPsS19k1fBV4Uawd4ABKmh+a7z",
+	"NeRL98s0/2AXBhfNv+bsbCzluYobXZLKOcua5iXXTtROCy2itjpBmzqzgpg2fyPt5g45Jc0YS9X5+jCU",
+	"pMxcGxwI9+SHKX7bWv01qccyS1gWgNZmEiDkoWWVBSye/CijQhsg+bQmX9uwa5cycPnZ6gGJLea1MOUx",
+	"JlSd20rkpJ7Igdp4dfTynwf7x61JEpF+rRd83a/h9Fgb0U5Mi8vhGuujYcFesSg+xSrmBWQh9UxKm/Gr",
+	"Gq3y05RpVcTcjSLiYm0Da/BHr47LNLYFd4TUQUVA107B4I+RviA4DotA5uvAHLIzKbXSGZ3irxGJHYjz",
+	"ZNu4gY3DuLa9VEsVgGPfAUxLBBlAervdbhRzBMJjX1aCV0du0eZvb3/Jw8fa0dbmx27h15b7uZJ6W4fc",
+	"Z3Njrp1CfFuGyarucNmMlRI2LEa4ajh1JhKsXXPB2Rwdg8sRNglExq3p8sQwOghahqq9h0Pasw6euzMc",
+	"/qFOYSPjH0n9iadoRjlm7FNSTSe5u/4P9HGv8UkQoH2trErfLW6tvm+rHdi+s1yYT7nszC5as4IDKmNO",
+	"VEFFKsWcsFTXDXOV7EQnWADHeuOqolSg9WG3JE64EjrU9Uu75D4+2ukUda2tdT1pN6OE65GZIEz30y7+",
+	"3UPwyePtAvwerwm+oP1JoYtlpYL3XI64gLtNDp/1uihwES5IfPisd3q0/+Prg6P9pzHKB6kcjTDVNa9Z",
+	"H/ZlsY3H+1B9PDJCKp1wn3mLB1RsvmIrCG2SYksXqBIEOTq2F8syV/mk2+xv8OWhJ0WeVGnesZtaUXEO",
+	"RLmI2HKWEGUDucqB99vXo8eSN/UYR2xBTLeRZF86oQx+MaL+OZtiH2OjdHfzqqp0xEReaJUmSWaEUpox",
+	"G1lmZsUi+GOqxgwLxNliwbbGc4v0XIKULQPgFoYBmULiMpYDNdaMQS8dBH51Cey/9Td0Gfa25wpe4siL",
+	"KitEeXwtJnUjb8thI69IO1U6g8xZVx4FJ42tkqKU2SWETMV2kEaXuMCarU6ETTZBi3m8XVaGes1/EafU",
+	"tMgp6ZJ/kA3yd6Pc1IUkAzmZUKMFqCkdsC4pLYH8KrlQmIQLagG8j5JWVRGW9c0n/9hYmRCbWzy3OiWD",
+	"J1ib3s2Yfa6zGSuf1c0Y040ocQmZ7BiXYFNViHKsTmPy97CJz2an6Q+RaDoifyexf8dFM28+CV5SLGVQ",
+	"gKm+2X5CMioSOSFnXBtV7djaxmRWauiX8iHrksyIfoZsGHQMiCmk5XNdVH/U6W/81dPJ+Lt35/Nfh6ej",
+	"o/Sr9yeds3ftf53v/Dx/PtkqJbOUslmKSpE6LebUbHY+ln95cqk2dBumdqdY/RVzZoviamCW6+2dHPy0",
+	"jxWwPI+1f14a12lHPHHhnX81XfRPHZ17Pc2lOkL3GAqBSjFguyTAW4Oi8enpd1Lp5nh0alcak4GU55wZ",
+	"9hH/s2nnaAJ2xHcXpFvUa26mygQ9wss2287jnLBGULqyCVYfI3hCSbMhL1eOWNvtXIzf7SwH8K7pdMbl",
+	"KzW7oRp2XfdWReW1S7EN7OEFkooOd0df1+Lq1UXW1q/kcEnJDcAuV1kyL0GXgZyNsn11XLtOVypcQeFI",
+	"lgBz3SWDlE6mLHE1b7hSs7A4YMYmlEMlHfO64RSMxD7UJHYiOgrHjcu1ta3NR1uP2zdQ2KrrWtT8oRd2",
+	"HYJu9b2CKsPL/KEQxFcuHmjFfbTZ+grDVjvwpRTKEIQXFwXIXIvkfjJeV1cVvJK6Rpel3FTSSjvo1dzB",
+	"kbYbo3lVhmSBJrOA3OZIcjVeHDLsrXjboa3XpWa3EEwKGP4JA0xpxpzhkKbpy2Gt+8uax/o2WpXjaL1y",
+	"Yd/0UvFWL3ZiNVLwpdRzBwqEXRtmXuVBaWFovfe5LptE7MNPKvwDI6xRZhBKpDm6aj7DesC7hTqrruq8",
+	"65NIxYCZGxcZrTx4BCUozZFmoBaBu6nr3yboALX3AD2gth8OjBGvFxxzF8VL76YM6SeTmqtp2S3HlwY0",
+	"aqnEYIE2BQTL3+EiQXMYfp2iggCH2ygtkpPJNU7/BgVGblO7fK0qwmduQToDTWgwy7heHBuwIBzPGM1Y",
+	"ZtS9/K9nDm++f3NSi5Yz1GxWc9NWSPz+zQmpQ0p0ROJznsQ22yciMVcq3ojpLIk3jPwV+zbsERnKNJVz",
+	"W+2wL46e7T35qvMIBjtjSvu+ZFOjMfABUw3XZeFsgXTXEdP6kte52lcdEZlhikvJtd1oEZBAVJcU4khI",
+	"MYiEBH54Enrh+yIIHiFh5AjJw0ZIEDMSkdDNX4gBAGe8LQiJwQN9sX74CF7CSospSsGgcMJmzcvmcjRa",
+	"pNcXV9XPdoUCqSC+1nlMBzrGWuddEn/oG8LQr3UdWc+Ldtvh86rduNyPcZS3UyjX9zYCHU6Atc8JFPVE",
+	"pwEsHHgkoGuO6mOtp4HGvwdadDW7k1P6blZuxgYFDp0+7rRwMMmaz/DPWlQTFGZf0tvzhdAp/4GFdbC/",
+	"gxtx3aXY2ij1IfT4Fc2zTM6ho0zKDXlr+KXhi/nSSkaD5YV9hExBrGlTXNGYqrG5PGCoVFgkqZlCMyfv",
+	"4aEptig0q8TuHGdszIWVhwZSaHNpu7YnnL1EfVFXKU+gaKpIiLMnWFUjAhup0mzanE0j635B4z901KEz",
+	"PW5EpPfqoGlxlWmaUE1J/fs3J31haAMFBSAXWiLCw1ojjShskKxIXU41n3CFFYOEi4uPgi4wroFQoy/M",
+	"mvMqXXibSZ1qOeEDC428uJdqtPqiL/72N/It04DXtrOn+TUeSZLNBGltDCbJhiVUMZlmXGjouJhBIBG0",
+	"f7Hdfih5+DAnWkg1AAwPH0LdDV/hsy/gRmE8EFCDRou8An/Rw4e+/v7Dh1CJdh6RKVWaOSNqzgtiJEAP",
+	"T6BNG5Ez/RBqZolFX3gsaJF9mMaHjWF1W4j1cc3Kd4OyuL6fun096C/o1Lbt9pYF3N8I1r0P6t2PJLPg",
+	"Ma/8Hj763YjotjUl1/CnhSJ89HvonPy9L35vNpuF/5vh8iqpdWrYUIP8DoV1mTCMILP4iAPJTHWxt9k1",
+	"eA+pYD3kdxK7Y7FRa9/AKRDoqx6T3/EssTMvpoLGGxebMWHvB2yK/kezQuviALJpVuM6XbVaMey4RF7q",
+	"8XikTs1Ts83SII7MSGg2urRRH3VI6sor3m6YJXulFwYsAC4xd/5eWLqBZPDnhiUJ+Y4YB8T63dx4linI",
+	"sn3PA6LhSinbbf1ukJyeyQuYyfVU8g21YdS+6JUgBfKeuR2Vx2Qr5NrOMNvtzYgoim3zQgy0DF1JQ6iK",
+	"JXmtKBmeocfVXC6hIv/Z6FJycE74QArbAQ8cUObVvuCaCMYSZVazRWIu1Gw45APDMJoKGT9cyDlXrOEv",
+	"G8QI+J7BcGn0OJOz0RjLCtsLYF7fbJGfzU9QeNg98J3WAldYtxpnMAoyCGboEp3NsAZ3XxBiB7b9YFyH",
+	"viAyAR1pu64udkQoSak2bNH3OLYpysBMzCY7LXJgTvFcuUb/7tWqRW588BbzjxuTId3wb8eOaMFC4w9B",
+	"xYcIQOcao6ue/hi3yMOHJ0HFfQXt3lybbatjm0N/+LBbAjMhJMGCMipo5ZyXliH148PjiLDmhPI0Ah08",
+	"73IuM3MVJlNttr7VIs6nDunnwXhQHw3mpdPpbmEFdq1cd3GnV8MITyW2Qa7LkDHg6LTbJGN6lhm2RgSb",
+	"w+DF+0a17WEVHz7r2XYGrvi70nKqXAuMxi7Z7nQwwMRM0LTNqmLXhgkGh43W47DcRNyIyPZmm8R+jc2R",
+	"FHC2YVt7uNL+lYhsd3aIlpJMgAsS4gtU+EsEJRqU+QsZIxSIINxLzYXKGPV4VbuluNElsTmq2HbadcUC",
+	"KOiaRoWh2pAZhdEcXJMxnU6drIBdViVJJKnHSwUFXD2ByoIBZri+UEw3IhJjKYwYx5tTZXtbWYkdyJ5t",
+	"3RljJYwY4yWKBS/OXB0SrMkX9UXsi05g2f2UC1/9K4+nSuVItcij9hbsycDeqCALEgdVJeIWCgK2zO3v",
+	"hTILhh9xnbIlfm++2G63ye/kl3hCU+zw1bSLit/WPcSWHhoeF7axsiRqHjQK++7k5BUpTJGXPQjHzn8t",
+	"D5oY2muGnUBWjm1wBwK1G3gTBna92QKzZDhDxWM3VWjIpBmD2bAVYWGCQuRWCJfgdzfkZTSbawXCPVdI",
+	"ujkrTTQTAfEqzlV6ZKbr5T8YquFW4obcgiFR820mTPDigIUHbvUFPRm5eQHFi2NXsNQC3MtPq8Ce0sE5",
+	"NPezi8cEgcI0ln1VHkH5GcCFKJ1hOSdaBBHSU7udEFbbMJGQujmUM1GYwf9ohn4hiZoNxrnobr9/hHjC",
+	"9FgmTfMFTVM5L2HL0lMz4iH8ih3f8Fc35g6MOZBimPJB4T663/Ibg6t5oKz+5a8ODIknWBi12M6w6rbY",
+	"Rod2hqA1JFeFxfq+xs5M5WhQON2Evm/mKmORtIRPPILYkuW+dTuK99YVGWqfeKKFyZZ6F4fzLT1EhHHo",
+	"ndP0cvdirmyj4zNmaLptxehPaxNpXImRhmdWeGJxycg12CPRC2x2uA4MN83AKwqAb2K6QDhmxWMHQd+W",
+	"cv+EjnDxNPWj472a0kUqadLUUjZTmo0K6116WCbPru+1kQTgBTf4I0vKfJfF5oQlnIJLuEjRqt4w0wQd",
+	"GoutEe0MX8EM7P2UDTC0rAI2y0/dBoInQWvUCXPErYOwh9aWTaNcsqQ4dPGJG9b1FJezNCH4EAh+wgYp",
+	"NaQGPlPFSXiAZeds0cyYEbYK97HyDX/MJSw10gmIazabLOFDqCikSwTcTr8kMZaYW/jMTelaejpCEPJL",
+	"O6yVY5spdJC0TWcLVLvqBTcBRvramz+2sUHu6ovZ5IxBDBzcHd8JujD/LOyUWkS54EEZoXNcKF/uzpPl",
+	"21jFjCpfMNOE3XFLrKeDROvdTGpaiW3FJ0iubKFZeGTGZO/HdAbG4cKgGdUMYVwcMvwdoGCFeQcKB84t",
+	"lErQblFNJsrPykC1hlvMmwYZq0QvHlnpEIRiQdMiL8LfAIT236CXscyqFHaIzSWSAwxryDKDwlyMVtGd",
+	"0mtl4uMeE3zspttywpprB10S1NzPDhjIlCESw5xW8IYbEWnmWOtp8wLrDYCc4FdSAPnKt8x8IHfbp3A/",
+	"8938Dj6DlA+YwBK51kbem5r71+y02rWoNstS6z9Q3Y2N+XzeovC4JbPRhv1WbTw/2Nt/cbwP3+SV4bzJ",
+	"vBbVLlyVhtpmq41vySkTdMpr3dpWq93aqoHnbgzOt40W6A7Qk3rj1/m5arl2uyMGHlxv8zlIat3at0xD",
+	"jV3oRjGVZknmpU67fUkj3+s18IXxV3TvBT3uDTsjhuQeM93CGBGbhVI9rl/ohq1fGHgha91f3kY1NZtM",
+	"aLaodWuoNJ+zBdaqs7qCKimG3785UbZWwaPNr7DA9JP21lcNqFQ0UtgyStPaWzPXRiIHBkjunxsfqFJM",
+	"f7Q/jaGO+2+XQfw7+8odAt1Wk18BdkuW4QpNbxvmz/kFgwbWdS88a2lEfXDrrICpxejWgk7Sy0D3cspE",
+	"79XB9UDnBs1Bd5VjvRJqdm6SyMFswsStI+tJ6OmqBlPJ9GJRDhh8iHHFtXfabbTqoAsHvWvTjJtpvceE",
+	"kikXowho8t+LJhH8WIpcGwL7X19YBQWKP3atdRpH5yoCkc2RzzyvS7MBCKN0Ss94yjV4gDNmbdbOFSQz",
+	"66uCBH5nV+o9PTx4cdp7+vQojkgq5RSaFJ4tiD2EhnX+xkZDzPhAxejcXcKiIwTYHd6/vPRGBTLB9Nih",
+	"P7tggEaP2lufs3M6nlIup1nB8RZ77N/ivfCwJHVcN6wWxILIKclSpIvqKxP6Y1ZekR60iC+4GqwHKbrU",
+	"BYV1OdDJadhIi7wURM3Q9gP47JK0HrpPlLU6QogsGG/0wkdXuPyyVrH9trPMBl27+2KpbXfXBdPlURGG",
+	"ws/HVIMn1FzICbYxgQw96DlKRZ7UZnhkX9CBdi4NUCAmM6WRitNzFkzhVniMU8WYfEC18zmB/a5lZGz0",
+	"Il/SSX3J49kgNFXSh4gU26xH5LJAEFI3+/z+zckDVRlXgg6qhw/DOhythw+hg2tuwu7t7e0fH58evX6+",
+	"fxxjyVszqfUCsiQ02CZswBMIIsJQoCHPlLW1GlHXzICpRhS6XDJbPRdVWrgllxQK6QtXKaSLB4hWrnr8",
+	"z+Yzt5gmmr5im9zxMuMjLmjqft511Xpz6+MD1TcCIpRW3hcXcuGdM42IjCUkl4YTfCeVjm0apNE4ys9f",
+	"ZzyGUKhw+tdHB3EjspGuEK/KFYKFJTZOXMhsQlPrACX1KcsGTOhmwlBNiEj8PzrPYoyUiP9Hh8WEi0E6",
+	"S1iySxLp6werXRLvxnkZbLVLMjbFtFqVQgLrrqsHM6CKYYBSnDCxiOF8IttECA/Jyy2wDhYRIYOTRwB4",
+	"5zNk6oIniQndF3rOIQ4hyS0G6SLPXgZUDO3I0E01BhsgLsVz5E572/fppX00HYQBCnXg6wZrpWCNXUJ9",
+	"/mppoO32Zj4QWhkK1AO8Ie0tQxSce9t+bz0/5ti4UtYF7XOR3fdDmqY2qqcv6stGZic/uNxkMDQaGDfy",
+	"vsnghKUZB1WucNP6ouQbMdKOvcOOLLi0W3OPUeQ3sHHUo0BpqRF1vn9zUiB8AyqsCxiDXWBF2UxpB49p",
+	"Jt8vusRGJNogRR9oZvQLOSRxte4VG6Cc88TcBYheLGkfGM0cEYhpJLHT/JpudTGp29QKYFKYm02FIdTI",
+	"ZiDeMCKxmp1B1SYwacQQOCmgtBRAHKJIXF6zt/YAviNDomIBo/AkeAEqT8UafrMVhaK+QHJadxHr9ncS",
+	"cwrzQlhm/XGbKPSim0e/ah6j2xgujM+UxoriGObeF7SAVzIjs6mRk7bbBF2iR8WwDFIXIy7eQ8P68anz",
+	"t0VkjybJgsQWh04phh+dZJQN+bn/HaOS+gIJYMzea3jzt7jhQ8TAU2zpWVDF3HFyhyuGMJ/JZGE4sPlv",
+	"M0XKHSAunKCL6sDyUIrEeyjvNU8WU2YDpKAjOfLIhaP2ZzNNvtvvPe2LOi4WA+kKq8NXG+gbxgx95Mhc",
+	"kW/3T1rkDfq4i2UlFMIdvKyA5CCMc0FKDInU+7VvMCAPfPrwbr+GzBT8GnMJBs1hKue+WkNAArt90SQP",
+	"HxZrSECoWS5wBYUQqqI5sLCE9/ctmG50XYQHdq9WxdITUE3BgBEuQBeLR2xUOh2NpkDIK4tW5t5pDJgz",
+	"Io9YwKcQbsNcJQAIfsB4C/RUDiH6DYW0bCaUW1rukTAD2JRtqxAJI1oom4VsW6y0EFLHSEYRRPkY0GYS",
+	"dwjF6hB2jS75pnd8sOcdWAqTwvEczKl32u1ds5r4PwEYX0MkRM4htkLALFNwHyljhsAtOMaet4aB/YAo",
+	"qkohF1VqmI8crAVN/hTk1iyr3pXex0JBBrtW5eNXoRtgHr6auh6oa6lOQa7yx7d3qCZ6IBwxZbSlClWt",
+	"h+7Bkmq2B4ZGQz4ymV6lnBVebr6QzWMtM0iOC+XqFT2ArFTtSsDZk6a6kK9kNSArzgNpCyTuQiqTZz3m",
+	"CgRR6q3C4Vyd+VDm/dXLL/L9MPIY+FMDWboRCCJLWUACsWaEan7eXc2qr8OFHa91DDZCmBXZqOOcq4Cz",
+	"3d65DDqrSqLsycmENhUzF88cIi7Js/0wrqARNMK2sp9/ywpYQgq2+vjaX+1cskKj31YV2nBxnHXq9Mli",
+	"TJfMrIJuJRTUyuuhMt4orilPqvSR9aWGksur84UNSssDYotHB/TtZrh77PPMSrmnUzpgwenYFIy63Vp4",
+	"OCtn3mx3ti+bOi9SuLLvF+FJNUbcdLt5Clx1gR4zoXRUxBKeG851AtdvRZNJeHa9gc3QnfZ2dXet3JJg",
+	"CcdUpnxgpEFU67zOK6Aq0pImN6ATyGGUYjGRM2UHBLXT0y9Ly++UDay4i35hcfWF8s+rrpIB3DZyzMvt",
+	"gN/QxBVIgE82r2EPteUdMHkPNWVf9yS3I/ZcFmhUiMkUQN+L5KUW1S5oOmNhs+LC1bAZNYHjvmvkRTBw",
+	"2BC/wix2ZpROXDetknEyLxCy3d7MXYGXhtflaTgbl4XpwdUAMfVwSF8xkZjDKQCnXNwtpPNluXopcHol",
+	"uCpj+LpOCHZRfBAEgVaz+rpRwY2bgvKaYYVVAA4VBxTZPtkg/yKEb9fc/Pz0IBbbHmoVUhmVsS/qldGb",
+	"EVkKhWxgJeG8Bh2I8QiWOeXW+GtB0ReuYF8xdtPW2gtI0Zs3b5pBHCW7psMN7vzWDe88EsynYFEr3fki",
+	"eXZagtk+hEfmMm1KB+dqJSIXC8XBWB1SxxLDTUjAbISD2xx/ZyCyDDxM41wbfbeK6HtVXGkVvhYsjuhq",
+	"0Wz6ehqWfsxBZhXPbkHPRO3SoUye9SDgvjitcwX4eJChhYkk9juraN4EFtcITa0CSVnFvaVr7LdUiE+q",
+	"h0q3reMdHuQDZbWDLrFvGCUfQN4XTsP3BudqDKjyTdRLtmZrLcGTCdJ8itbeknUX7gVc99xNeTknf51H",
+	"5Xy6h/xDOfP2l7cfow/lHFj8MUw8/+Xtx4IT0foqmgZZyGDMBlikPSsbFM3uxxLbGoaxCsPg+9yzCCmb",
+	"K72KaIoe8lSjcUpObaartf4sDP8544KReu/F08YuiW0UMZnQBTljtnKGMmukKdS3Un1hi1JCocdGi2B5",
+	"+69t1QOb3eIc4uBFt3F/UmmSsQE6JAZjKkYMM8iR9e72hR0qmeVpInOZnZN3MzZjEWE0S7nBqziZsZ6O",
+	"8TubumVEKHiPcNUX8X9SBVZy9vUEkss7j3FrX798tf+i8MP+8V7vee9k/yn+mi/BqNn5IFDfXyQ+Eb0v",
+	"imXGnfPPNnzPvZRGH2+gq5NMWaYg2U1LmVrYOA+HnSvpC7TqTbx118iHXIzIGALA89wrf4EmYAV9RUdc",
+	"jLpgAUOncV71ITYHJgXDMoNBdcGAR9AJs7iCthGABKxmxLQvVLhrxcwVNQkjH2oRP+fi3PupQ1+Imakv",
+	"8qqHYBp5ffS8RXr4Q8aoodEYZwsuNCjGixYgLhL2HuBp9mMQFcr1D9kcVjumgsQQERm7hGZ2AY2hBUMH",
+	"IgZ/j+kFI7QAoy7aLPMqDlyjXAYZiH7PZplzmp4XytHmO0OUBjccAsO9gNEv+BQc3QnHbAG8CySZZc7d",
+	"Y4bfJRRfdlfF1xkmE3nBfFFeOCaAB9cGHH1hY6ChA6q110IuIcAWU6WMdCXYnEylzQWAbHwN9uo0dT0r",
+	"/KU2pzU3Nw9uXNetzD4ur9yuzxqnh5kUOsqz6V31S0PSe64SpqZeXkHHvENE4FX4EyyplJvadk5DXy0z",
+	"6guqbIKaU63AFJt7Zwsfco0+hJ5PVYDAn8RL5C77kdR32iShC2Vdx9z1kLXHh0cjp0xEZAvf7At8FdrS",
+	"zgDOQbBQ16dN5pOCYdPn8QL+bnww/zlIPgaJmtvtbUOHqszaz7nSe8AVrjBrvxRQjNERd6SGTEWEtUYt",
+	"xwkuIZe+OrFlBHmVQysSa37BipIdrMvePy0NgzHkHQQkK7b9UjMT1qKan6b21sabFod6OWW2YMHSx8Ac",
+	"2ftpCj3RdTZj1RZ5Xy4yl7rWKrxjdpEXxwwKEN+gbKFegDBpFPaakSCqjEXUZuW4TBrLJ4iWxcqStq1M",
+	"M+2scEG4L08YnawyPq1dlHlVQZ7KVtHA9lbtAq49lEJRuNs6hSbP5q7kgTnFu7CB31tdMjbsubr7R27E",
+	"C5FzUkLMk/J3IEnkmGU++BjVcB8lRBQsZ+slhKxRQf9h520N5KSGJUpWngxbaUy9jVJJVSeD7fWXsrDq",
+	"bZdTTsHDBmH6+BJLim1uOtU7yod8vuT4Wl2YcrNQk3LNkpRL9kJw1nYx4ANFADQxOLFxTJWNWCN1m4Ng",
+	"RFtXZd3wQGviOto/fvn8p/2nuySG2qhuVOC7himpAixW0xp5wbJkVjzfclG86hPCDdAzSJQXrChoxvav",
+	"IzaMUaCfswyZkPVjV/Uk6m5/tbm5gkbkA346LnY3/rYuLsZO0ugSK2lYrmqtcqFOsQsHicrkFapBYe8I",
+	"/8rTybDSUL5frzO6am5mJGtuzn8xI76t3F0V/8i58cZzI5/W1njR1my7oQ84JHlGVFkmel5uhwL/uSzc",
+	"CC0pliv+AowVKWPJrm3I9gOFh9ElBfHlP0Ou83XOo26mlOGfIN5/3ala44cilytxRU9nl0lzVEPWUuvW",
+	"Bpf3Bg6KkNY67c7j5uZms/PoZPNxt9Pubm622lub/0LkKL7y+KS90223u+12q91um1fKRNLcJXMiJz5H",
+	"d8UIndbm5va/auW3XS3MGp1peeoIdrn9qRFUnEkrkLOi8O6XKEVeELJGB1ByMSjKuHp9BsEvO44yxHd0",
+	"e7x4PNw6f9cZ7JxtZm361W/JJRD/qtvudLcftR4hOCsgvvmou3UpxNuXQ3x5khUQd01CUYxIUP9bgvxm",
+	"AHkr6FYCfae9PtDLSzS0Iiz3WPt5a/5++O3h/PDNQftfv34/fvnP+fsXv/3cPjwZvD982pub/w+/fTE8",
+	"fPpMv/z28FHy9BvJTv41Oezo94eTw0c///pscfjt/hab/HgdK6URk6HOZYWZ8qW1RJS8ic+5OL/KiQjv",
+	"fIxqR1QzJKNXZQb4F8Ovmq/ARbr2x+79T/QnXmm4dGbnpJY7JC7/6JnMzniSMLCPbnd2rv7iRMpDKhZ2",
+	"deqPsqsWrKW1vKpkrWQ5zV3mTsKOrHmAJREaj9DwV/dSQDKzkgMEZ4S2C5uhY80OUzCZBVZWFOCNyjmV",
+	"qiIDDPuZGdReVq+vYOVBgjeUK3yLxVOZ0t/IZHFrEV1mbcWuax+LdVqt6lkSJzZvdQGrMtgMeEt3fv+E",
+	"jq66hfDOx6jmQaibR2ya0gVLrvq06pOPUe25Lad4JbVx791TnFUUp70GxdmzZU7gg81H66zLJzsfsoRT",
+	"KMgM9K2zzsdBbYCbUsWX2Y8zicWVr0scf2ALluAdvCs6iU1lS4QSbGJUlEt6kvpYCjnLliqhNCoIX+hX",
+	"8taWyxJiLS28swjVOyQn9xe6+kJvX/3FC6mfyZlI/qoyB3oDqgWDa3H9PVRxPr6tvFjWjAml4G827CpB",
+	"pQcD30xQGUKFk5fWWXynkgou81qSyhr3xoyc62juIvx1Ltz1We4aXPNVUPLmGZRZugVu/XkoQ37Wn5Xf",
+	"fudc3ejTlUFdaDohdaPgG/XDm1jW5rcb3nRz+4Rh3w79xZOG0MhyTx7uycOfjjws3X/y3//P/8r/isCd",
+	"g/42zDINqqOtTSnGXGmZLVaGgL0IbB+7ttquLSqvC9UgFZFpAp3TqLApx+yCy5mCTx5grIMNY4IgD4xe",
+	"EmYTec65OudT/DGyARGePmLK6ERecDHCFC3I3AsWADXFXD9UM8cD1cCUXbvLIO3UDPkA03uVzssm7PWO",
+	"90+/Ozg+eXn08+lh759xOMGu3aIUTJGU0Qtmm9ZWKjXfWchel0Z+Jt/O+oTUbeQSO6yLrbJwjgoms3sj",
+	"7b2GdTdWXXuJgysa3dBYe5s6WcZcuNEti15HMPC94HUveN0LXncpeLmoHZC3rJt1PWkKAjUv2J3cfRj5",
+	"/vLfX/77y//5tS5HElZTAsyNg5t/ief3R/PWl+r6hcX9ob5fBM8Kbw20qLv3/t57f++9vzcmfGEGb5ny",
+	"4ZwQDeM7Qq7l+7Wkr0QKNz7Af637N2EpQ3t0kSw+hd8dWSwRlopyFfh+gkmotjPAyJZvCSu/3t+2PzC6",
+	"KyebnxeDETmwUDNgLxXYeQOie0k9b2Jaib7RyiCFFfjZ/nMwvvvL8G9uRQtacS8HKgTUvvpSXE9W/RGJ",
+	"PqqyRu1cvlCvzM83lIRRlb2GCDxh2Yg1YSV/v8GdfIXTra3D3j018Emz91ThXm//DMLvk+ut1tdk+YwU",
+	"c89NTtPPK3Ac5sQlkDrqvsmT7/x0DWl5wycRVzpkX2YJlMY9W4BUAzXuzhba5vE3uss+WhR+MJN8lWOW",
+	"8KTKN4tTVLlnMc9RabrwhQRw877KQIvsQ1FeqNAQ1DiA16CwRZDaAsngCYkNcYobhGJJYsOwujCCcvUn",
+	"YHlY5Bxq8xJI/CUDOWHYgDDvc2Z7dyjnnPQEcznhHZkWwP1P7a71+zCbusphC3gRId4UEOoTmMq9c/de",
+	"LL0NsfQkIBTYDBmRNUfSK3y7tyC/XkqfNz6Y/6xv3DCX8hOl3Xth8/6uf05h817yu0TyO2ITCQWgPHXa",
+	"JVpqV9/UgGUynWksN+pLOynNprdKpK4WOw6ATKE6Pquwbr2a6dsiUHfkkTIrezXT90r4PV28V8LvSfES",
+	"Ke4ltpjwNKWDWyPJq6Q/NTuz1/UT7KKVEQLHMPJt2EX/CIqIcDHQBVDd08R7WfGeQFkroZEUcwsZmKme",
+	"HvWenRAtyfHrbw4PTk72n17TbKjCBhhO/axuClpdKh3LKC4VTLe17SvsZHIkZ3otJ/1zLAQvZ2XRaC9l",
+	"NGsec82aT6mmFb0a+jXsiqL6tYj0a0rLjI5YvxZfs43GH0VEotox001X63mpbY3ZvyLx6el3UunmeHTq",
+	"+sRcv5vHzejOnzICYM0K2sUu3nJkEJDUsclAoTVuRAZ4EJAJZNvkYgPREoaGN9DduCBQYKl4+jotCVz3",
+	"iPpV/eIatstDXwSdFaAHXLHzG3mK9XOpL96+Tsc1qLrfF3m3TtuM01ZuhVLup0f7P74+ONp/uqoR9d4s",
+	"y5jQx74l0Z0JH26KlaUcbPVNu7276DOz9q2zay1fvi+4+Hzh6rwZS0In5MDcnWHG1Nj3IIUGQSKRcyxj",
+	"CQ21Uq51ah0KUImYDXX1tSlyro2EXfCBax9VzcGO7N3F0tfudll/Dh45Ye8Nl8OSmoLZq4f9Kwp9Qyy+",
+	"WzNFRDi2hKdaTvgAbg6WifT9cKki8dP95/sn+1CNcKYMbnww/wE9wLZ3+U+c/+s46otBOlOaZU1Fh6zr",
+	"uyzmSKmIGmOveEbGVI2JpiOboehaoWAvubzf7iahui+kGMA9Rji4+u1G4+ED2spj86C0tgIxC8DjHW/x",
+	"BztBl7Q/Vl5mBPXh4qUes+ypPZpPrhqJtftezvR+qhg02C/VkJxLW7DbYoPrTYuihi/PaFdf63auUUEO",
+	"t5TsyZmodIZ9J+dkAjWoYQX+kKAGatDw6IuJK7w56fn34fvHfCSA8cNdAZTD9uF1vDyFsy6Skl1XXT7D",
+	"zgQM/dvXkgGce56KBByt0MPWF2RfQUPigPKkXPlmlfCDeblR7bY+XOQX9U/stbY4u47POuUXXoorJXvu",
+	"Llfvhm5mmSGrsT3V+D4Z+UsiF38UkShIjAWcyrksMqRrJRRfJeqEreAu8xs7Xoy3ey2V+8h1Bvz3i4tf",
+	"hcNfaiDFF8QjDY8rsMAHygtiK6LlQw54PZ5z7HA/j61wty5Mm6toYeF6VaqxoepGGO6SeDxSpzH5eyhm",
+	"azoifyex/9kODwJ4ygZaZv4x7QvFBhnz/dizFnlpdBpKztmCJeSwt+dA496AJRhVMCF1bIPj64Z8d9jb",
+	"O/1h/2fs1NQXgnGQMygZyCk0OTliCWjz5jewEhINHXcWnKVJ3nIv7M9E0X4HCkJfxJ52GHGBjmw7d9xX",
+	"w/W7yrc8lBlJuVFEMqmxmqP5IjBAWI9JX/gmgpHt1YDaHvS1Kbe8bz18SN6sMFgEzeSXWmaG/TiVpplW",
+	"fcEFtB/OrQyYsKHIw0K7zoct8npVe8soF6789TeqmP/VN2J2xbYQv4mnuL4HHfQPyfsebrc3+2JVt31S",
+	"325vYj//7fZWrutVtPA36EChP9vC2pigOdcZHZwv999vWCw0v5qd5qvsi3p8dW9Rb/WJI2xnH7daraDr",
+	"aIxNKlKw5ZohAwXXQaphEY9wjbqpRRd3lipfc/FYz9hAQoc3ONSf9o8Onh3AoRZ66dsOUjRvvB+VmogV",
+	"Md3o9alVjPtCaTlV0PYHLF4aqEG0UjduWBy2PSEN8vYC0xggIktsf6uSoawe9/ZODn7ajxthI1lvZLPN",
+	"CD1Oj+VcldH5bOZiZD1CtGwrStdQ0vUzmlKldgO89dgctF706vx2e4vE5RaQ8VJbW6ihNBj3hb3pKmgX",
+	"Wi+DGjEjo1y5E4Yz09K2CLeA9K3TLTAB6zHYmGps0uep4vH+8fHByxenh71/nr7aPzp9fbx/FBflrRbp",
+	"adcOb2oRYen75weHByenr14+P9j7+WtzfXVTpglTutQtMHK9H6lmBN5TSNwsf0gZDXsIQhMwf7SBT7hg",
+	"E8rJQg793CoToJ5DuV27CyQrsSHy/stOx4O8CV0omhmjgzFLKm0ymJEZGlevE2JT6N5hbmu568Y0pVxY",
+	"4lPPmyPbS1Vo4WGw0XY8qAH+1ozkAtIp9AY5gyfPeMaG8r0ByXMuZu+NfIO6bq1bo6l52/dxNjwk7+4f",
+	"LgsXNKBZtnBd4ez5uS7/w4pOog8MwOEitPC1+MoNjOz0v9SUpsNhLarRZMIFtAG/bNmHQ3pF3/nqftPX",
+	"ot99AQHxJfJN1GwwYCzZdd1SwcZpe59KOuGh5bDoJuiLIDQ/J+sPvLExbLGYCyNwv4GVpHIEsf4GuxFb",
+	"V3XfjvDqbGIvybk0ywSWYvg19s21LdwMw7jqmAI5w7VIWjqdtW2C9jLdUZWDK67cc4cQhS2fQXM/to9t",
+	"AvPmHO3NZjvv+fIvg54V0FnqbWI+e1T4jCdp9ejw2pZ7zaNirVtTpz92xuOzSZKevHn9/pR++5M6+/aJ",
+	"Tjo7i7Nvf9SHJ0Fb4xqySaMjYM/6mhHNr/j+VEjdNNhJ06aTr5tSpIsmFU0LxmYb/rdZeftyqL5Y0do9",
+	"l3T/bOAedH769azz6Pz5P1+kg60X07NOCO5QxLgM6MujXAPonRtcqhNYyar4INd626Zkw7Lvwkt3H0C0",
+	"IoDoz1E54yYWlQJRv/3YHsetryib4TAcOx8C35yPJXQL/HWmAhq1bE1ZjutZ21aIOSYrHfD3psL7EhrX",
+	"w2dEjwCfLzcEXl44448PDKmOB7lH7n/z3EN/B1ZlHw5naUouOJsTOQwvAxpIc6MANBhfYDgHxMCsvCO3",
+	"Zi0vaI0jr0PffHyfGlRmFIHVyOreob3PKYx1KgibTPUCndcZs/3bx2xCaJo2iqE2fQHKIeRw5/W4c7s1",
+	"tEtftMh+lT3PW1IK6q8zH0KbebdSa8Yg9fifTXPqTbQ2oGGUUKVYpnHGeFR4EhoV+mLJqgAt47gmijFF",
+	"KMSJIN3qWhv/dJZHTIkLmvIEre9yaA1F52yq+2Igp4sW6fmWD7ZBXS4n40ZpoRO9AWN9u73dqDIXHXt6",
+	"aw0rn2IxmmZyInUpXOeQnrPcKkAFAYOJbZ3N/eJDfWu1keX6CgZu6/qFRT8jn0FcdNXpcfP3vOdOeM+f",
+	"oYjp5xfeMAmqSFJHjhxcT+0oWiQ/mcVU+nfR5yrId4G/dSATlvtabVyP99kwNK0QiR3/5Vy0yEsRsGhr",
+	"oumL+Wo3JVfOYQp2JaC7EDU5pAMtsyV35SK06ILjsr5sYW0sOWDsypaCr22o7LV9Seg6shzKUDUuZkzt",
+	"kjh0EuUB58FCVnoXDod0zx/xHZZ2LcyzKojbH7KzEknB0KpscOLeWvSXSjf7XGlfOdZ9Xlp8rGmmDW07",
+	"fBb6nOtpwVcCCoSjA40wiJEkLOUXzKepJAxjdobkjIrkZtTc2sPvhJQfzxxdcnEC1PryQNY3ZIklQJfM",
+	"tuu66DBzLiY0kUHfZYqqQnM2rYrWr4w9IOuEHgCtzZieZcJF3F8SgoBH4kMQSl5gUgjN74ul2PwiXeMK",
+	"vc6G5FMMwFmwxGcE5fP7Tw6SuC/oiHIREdYateAznXGWECvc25QHSOChiqRS6Ua+ys12MFhzJAWL885K",
+	"OcsxmAY81YMo8AFC7GMeNYSAq2IpP8Erh0Nau5t6EIdDilP8QTqAm58bsrrMw441m07hdHdtIyob4UIK",
+	"ARgGl5btrffs7MvSLtbYyrdSsL+4a2UvYwkTmtN0b0z/ACaK1937cw0X3DVkSllmU5TT2VSR2bToYzQ0",
+	"116/GzBNiJ28I90nNBugJcwsuhD9ZoMVoR5jFNiaoBBa4mMapyxr2s/6IqPafDHhmgxlmso54bqxixl7",
+	"nq6jxpMxTaZGShnA4WKoKXEucpIwmmAxDdUX52yqKxPHAEKfz9C/jpf5gcpp7z2ZvXcg/OFk7ECpGQtj",
+	"Xr1+br/bDSUDUhnleinxwrzRlVVjMWIbX+qCATYm9UxKbRNOG5G1TVunRiknAK3Tu5g8N+eK+ccQoYdk",
+	"ViuWDj1JsomsEy6M1H/GkA5FvlnfBUsXLjk/wZaaXAzSWWLkJ2dGWVhrz4r8txPc9J86+Q328IpWG0Vc",
+	"6tt91tqf1I1/+3TG3uFVbkt77QIrAgYYX68zpqUm4LVcKbrktMzcbjFSLp2hRDaAJNgIcaJmZ4rpJQKj",
+	"BnJqxI8DsIs6orGoIDMQj80NOc0wYh0dsnKmUYXluot1CWKt02Mw6qqYzOUsTRAUZEoVlgvAUbzLEd1/",
+	"+G+zikFKJ1MwEBTejjyJQx37gSIxc+F+to61efr9mxP7KG4QRRdEyRaB4AoX1YwjkqxQ5AB3aSEApYLK",
+	"VDNyDKFFTopEFuF1JqVWOqNTMqV6TGRGYmeVyAePyZheMCjxjauoG0GPjhgxXEE1WqRH3C/F6P7Ndrvt",
+	"0Ewa0D8hIyZ8Mo2j9AoGInUIeT8z/L7J3g8YS1gSuyOgRi6logiIJC8hbk5hu72567Oj4EXYKPWeYVvm",
+	"m5yxocyc1cItfUCFkBp2DEvp4j+REcMC0UlQASBbmMG8+P2bEyLohKGA7tFGzc5+ZQMNMfOCHD3bI08e",
+	"72yRmA50bLCHT9Ci4z+Qc2GfCqY0Sxo2QaMczO09v8513RtomcWtMgfnymL/KKOAAZDtXt9utxtdlPcD",
+	"Fg/HWNmwGoQTFKvvxmwDY8Msf1BfuXwBySrN4Q51hft2cf9mMayf0P0NMPWuAlkt9bhMQxGk9+rAsdrv",
+	"35w0dq2vMs+9DbguemirBIeCWrLBzaVQUzbQqxtkHvh37pIU5bPkpCgqjPe+OZ/Pm0OZTZqzLGViIBNs",
+	"FHnzCT6rjTpfwCXRKt4GpKm+N0T/eSjYX1BrMXLTV48fd5yIF6IvqRtxiV+w7pCmisUYWy8WemxkaIjI",
+	"4BescTUB+gD/XQqlr642lju/qEiiVZmh0doCe5eA3gEeztB7KAWZKSSnpW3KEhyiS4p/5RUSMjaQWaJI",
+	"bAVpo47A4BmjSop4F8RXs2cmEiqgwY75YukDSvALI/SissKVJxk8MbqB3TUsBOLF1zL/7JK83Ja3NIGl",
+	"HjVFTQ38L7FTgVRrlJM8JJInRiMrRlGijoZtirwibBZrUMYuOFAkI6OY8jOjZTZIXjYtP/ZOextGRDO5",
+	"GcUgYGtFETXHv0pWKW5w7N2MZYtaVDPqRK1bQzivqv252XkCTfQ0y8y3//VLr/kv2vyt3dwhrdNu8+3D",
+	"/6gt1wZ9e60cEJcAkgVJIRay92GL/yb5IJeJhT4bxBPES8hemCqyG1xQn2IM9wiSiIHqt9s7jWqrU6UR",
+	"+2SVzVlmcNcriU3BoG3JzPwqa7ghMI5O8YT89//8/ytITMGAtURI7Ed53zMgJNsIgGJEd6uqsmouBN+l",
+	"4fmQGTWlWkacME0Tquk9HbhPnVlTlut5KcEhj0uYyWUqvLMr7v31HDlo1gkyZFbUV7y61tprxbJj9/bS",
+	"MlaVeeZgHD5nbGruSBV/x+KwtWvmOZgt3anTae3KqF9+TdR7weAPThStrM1sbmBE5BTbLaQLuCSGK0rB",
+	"rsghLWLii8BpRc4WGNxvJoL42TroVGeL4EY2ukEqQB5Vg2kRrgr7fCxTBtXRDN8PqqO5AurmQ8J1I2yK",
+	"areG7Uhdh1SjYlzRHhXqHeW1Vyo92ZfTn3+/Yq73Du97h/e6mbquuFehjKuNnFONmxRwvYks8hpLEn18",
+	"e/l2YP12uqUAeku1JlTQEZswoYFgKZZBECDqGsomELifVWSTMLWUqYJAGSt7+M0YyrAs3jORONAZPcS3",
+	"xigWzbc+ZUdQvZesOMeKKcZSow96CP25LlimGFRChKxhMeLiPUx36ovyn2SUDfk5eYYOUQO0iOyLC7kI",
+	"d2bdpU3zbcXU3oOh0IWBZx4ET3rh1CiiLOEqGNsKo8ujQvcrbOGjcMSwMa1hdROuNB+QgRRYbXqwwEhU",
+	"z6Ftalo4nW3rszzdvhrQFJc7oAqOmagJTVMICxsaFReM92RCB2OOSqQdE96vGPI5v2CCKQgkpQnHf2Ju",
+	"idAZHejQiAfWMaFZhpZJkjFoqz1gkW0iDmUxiV5MHUsEDshHwrD5c7YIdzkBNfPtx/8bAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

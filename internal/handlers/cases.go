@@ -6,6 +6,7 @@ import (
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/page"
 )
 
 // CaseService is what the cases operations call (*cases.Service implements it).
@@ -17,7 +18,7 @@ type CaseService interface {
 	Assign(ctx context.Context, ch cases.Change) (*cases.Case, error)
 	Resolve(ctx context.Context, ch cases.Change) (*cases.Case, error)
 	Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error)
-	History(ctx context.Context, tenant, id string) ([]cases.Event, error)
+	History(ctx context.Context, tenant, id, cursor string, limit int) (page.Page[cases.Event], error)
 	List(ctx context.Context, q cases.Query) (cases.Page, error)
 }
 
@@ -127,18 +128,23 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 	if err != nil {
 		return nil, err
 	}
-	events, err := s.Cases.History(ctx, p.Tenant, request.CaseId)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]CaseHistoryEntry, 0, len(events))
-	for _, ev := range events {
+	events, err := s.Cases.History(ctx, p.Tenant, request.CaseId, deref(request.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]CaseHistoryEntry, 0, len(events.Items))
+	for _, ev := range events.Items {
 		items = append(items, CaseHistoryEntry{At: ts(ev.At), Transition: CaseHistoryEntryTransition(ev.Transition),
 			FromStatus: stringOrNil(ev.FromStatus), ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
 			AssignedTeam: stringOrNil(ev.AssignedTeam), Assignee: stringOrNil(ev.Assignee), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
 			StateVersion: ev.StateVersion})
 	}
-	return GetCaseHistory200JSONResponse{Body: CaseHistory{Items: items}}, nil
+	return GetCaseHistory200JSONResponse{Body: CaseHistory{Items: items, NextCursor: stringOrNil(events.NextCursor)},
+		Headers: GetCaseHistory200ResponseHeaders{Link: nextLink(ctx, events.NextCursor)}}, nil
 }
 
 func caseTransitioned(c *cases.Case) CaseTransitionedJSONResponse {

@@ -19,7 +19,8 @@ package handlers
 //		Link: nextLink(ctx, page.NextCursor)}}, nil // nil on the last page
 //
 // The cursor itself is the domain's (opaque to this package): its service refuses one that
-// does not fit with a 400 naming `query:cursor` (badCursor builds that refusal).
+// does not fit with a 400 naming `query:cursor` (internal/page: BadCursor, and the cursor
+// codec of a list read whole or by exact position).
 
 import (
 	"context"
@@ -52,13 +53,6 @@ func pageLimit(limit *int) (int, error) {
 			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1.." + strconv.Itoa(MaxPageLimit)}}}
 	}
 	return *limit, nil
-}
-
-// badCursor is the refusal of a cursor that this list did not issue, or issued for another
-// query: a 400 naming `cursor`.
-func badCursor(why string) error {
-	return &apperr.Error{Kind: apperr.Validation, Detail: "The cursor does not fit this request: send the nextCursor of the previous page with the same other parameters, or none for the first page.",
-		Fields: []apperr.FieldError{{Parameter: "query:cursor", Detail: why}}}
 }
 
 // pageURLKey carries a list request's escaped path and raw query (listQuery puts it there).

@@ -32,6 +32,18 @@ func TestListRefusesUnknownQueryParameter(t *testing.T) {
 		t.Fatalf("two unknown: %+v", p)
 	}
 	wantProblem(t, h.do("GET", "/v1/tokens?limit=2;cursor=x", nil, "Authorization", admin), 400, "validation")
+	// Every list, whatever its path parameters hold (the refusal comes before they are checked).
+	every := h.bearer("acme", "sessions:read", "quotes:read", "cases:read")
+	for _, list := range []string{"/v1/users/u1/sessions", "/v1/quotes/q_x/items", "/v1/cases/c_x/history"} {
+		p := wantProblem(t, h.do("GET", list+"?limit=1&statsu=OPEN", nil, "Authorization", every), 400, "validation")
+		if len(p.Errors) != 1 || p.Errors[0].Parameter != "query:statsu" {
+			t.Fatalf("%s: %+v", list, p)
+		}
+	}
+	p = wantProblem(t, h.do("GET", "/v1/session/devices?order=asc", nil, "X-Session-Token", h.createSession("acme", "ann", nil).Token), 400, "validation")
+	if len(p.Errors) != 1 || p.Errors[0].Parameter != "query:order" {
+		t.Fatalf("devices: %+v", p)
+	}
 	wantProblem(t, h.do("GET", "/v1/tokens?bogus=1", nil), 401, "")
 	if rec := h.do("GET", "/v1/tokens?limit=1", nil, "Authorization", admin); rec.Code != 200 {
 		t.Fatalf("known parameters: %d %s", rec.Code, rec.Body)
@@ -107,5 +119,60 @@ func TestNextLinkReplacesOnlyTheCursor(t *testing.T) {
 	}
 	if got := nextLink(context.Background(), "abc"); got != nil {
 		t.Errorf("not a list: Link = %q", *got)
+	}
+}
+
+// A cursor is its list's: another draft's, another user's or another case's cursor, and one
+// this gateway never made, are a 400 naming `cursor`, before anything is read.
+func TestListCursorOfAnotherListRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, testredis.Backends()[0], nil)
+	auth := h.bearer("acme", "quotes:read", "quotes:write", "sessions:read", "sessions:write", "cases:read", "cases:write")
+	quote := func() string {
+		rec := h.do("POST", "/v1/quotes", quoteBody, "Authorization", auth)
+		wantStatus(t, rec, 201)
+		var q quoteJSON
+		decode(t, rec, &q)
+		for _, id := range []string{"a", "b"} {
+			wantStatus(t, h.do("PUT", "/v1/quotes/"+q.QuoteId+"/items/"+id, map[string]any{"sku": "S", "quantity": 1, "unitPriceMinor": 1},
+				"Authorization", auth, "If-Match", "*"), 200)
+		}
+		return "/v1/quotes/" + q.QuoteId + "/items"
+	}
+	kase := func() string {
+		rec := h.do("POST", "/v1/cases", caseBody(time.Now().Add(time.Hour)), "Authorization", auth)
+		wantStatus(t, rec, 201)
+		var c caseJSON
+		decode(t, rec, &c)
+		wantStatus(t, h.do("POST", "/v1/cases/"+c.CaseId+"/assign", map[string]any{"assignedTeam": "t2"}, "Authorization", auth), 200)
+		return "/v1/cases/" + c.CaseId + "/history"
+	}
+	users := func(user string) func() string {
+		return func() string {
+			h.createSession("acme", user, nil)
+			h.createSession("acme", user, nil)
+			return "/v1/users/" + user + "/sessions"
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		one, more func() string
+	}{{"quote items", quote, quote}, {"case history", kase, kase}, {"user sessions", users("ann"), users("bob")}} {
+		a, b := tc.one(), tc.more()
+		rec := h.do("GET", a+"?limit=1", nil, "Authorization", auth)
+		var p listPage
+		decode(t, rec, &p)
+		if rec.Code != 200 || p.NextCursor == nil {
+			t.Fatalf("%s: %d %s", tc.name, rec.Code, rec.Body)
+		}
+		for _, bad := range []string{*p.NextCursor, "AAAAAAAAAAAA", "x"} {
+			pr := wantProblem(t, h.do("GET", b+"?limit=1&cursor="+bad, nil, "Authorization", auth), 400, "validation")
+			if len(pr.Errors) != 1 || pr.Errors[0].Parameter != "query:cursor" {
+				t.Fatalf("%s, cursor %s: %+v", tc.name, bad, pr)
+			}
+		}
+		if rec := h.do("GET", a+"?limit=1&cursor="+*p.NextCursor, nil, "Authorization", auth); rec.Code != 200 {
+			t.Fatalf("%s: own cursor: %d %s", tc.name, rec.Code, rec.Body)
+		}
 	}
 }

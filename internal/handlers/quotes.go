@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/quotes"
 )
 
@@ -13,7 +14,7 @@ type QuoteService interface {
 	Create(ctx context.Context, in quotes.NewQuote, key idempotency.Key,
 		render func(*quotes.Quote) (idempotency.Response, error)) (idempotency.Result, error)
 	Get(ctx context.Context, tenant, id string) (*quotes.Quote, error)
-	Items(ctx context.Context, tenant, id string) ([]quotes.Item, *quotes.Quote, error)
+	Items(ctx context.Context, tenant, id, cursor string, limit int) (page.Page[quotes.Item], *quotes.Quote, error)
 	Patch(ctx context.Context, tenant, id string, ifMatch int64, p quotes.Patch) (*quotes.Quote, error)
 	PutItem(ctx context.Context, tenant, id string, ifMatch int64, it quotes.Item) (*quotes.Quote, error)
 	DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*quotes.Quote, error)
@@ -102,17 +103,21 @@ func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsReque
 	if err != nil {
 		return nil, err
 	}
-	items, q, err := s.Quotes.Items(ctx, p.Tenant, request.QuoteId)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]QuoteItem, 0, len(items))
-	for _, it := range items {
+	items, q, err := s.Quotes.Items(ctx, p.Tenant, request.QuoteId, deref(request.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QuoteItem, 0, len(items.Items))
+	for _, it := range items.Items {
 		out = append(out, QuoteItem{ItemId: it.ID, Sku: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
 			LineTotalMinor: it.LineTotalMinor, Description: stringOrNil(it.Description)})
 	}
-	return ListQuoteItems200JSONResponse{Body: QuoteItemList{Items: out, StateVersion: q.StateVersion},
-		Headers: ListQuoteItems200ResponseHeaders{ETag: etagOf(q.StateVersion)}}, nil
+	return ListQuoteItems200JSONResponse{Body: QuoteItemList{Items: out, StateVersion: q.StateVersion, NextCursor: stringOrNil(items.NextCursor)},
+		Headers: ListQuoteItems200ResponseHeaders{ETag: etagOf(q.StateVersion), Link: nextLink(ctx, items.NextCursor)}}, nil
 }
 
 // PutQuoteItem adds or replaces a line item at the If-Match version; totals are recomputed.

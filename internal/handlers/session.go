@@ -39,16 +39,21 @@ func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutRespo
 }
 
 // ListMyDevices is the caller's live sessions; the caller's own is marked current.
-func (s *Server) ListMyDevices(ctx context.Context, _ ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
+func (s *Server) ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.Sessions.Devices(ctx, p)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return ListMyDevices200JSONResponse{Body: sessionList(list, p.SessionID)}, nil
+	list, err := s.Sessions.Devices(ctx, p, deref(request.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
+	}
+	return ListMyDevices200JSONResponse{Body: sessionList(list, p.SessionID),
+		Headers: ListMyDevices200ResponseHeaders{Link: nextLink(ctx, list.NextCursor)}}, nil
 }
 
 // RevokeMyDevice signs out one of the caller's sessions (idempotent); another user's is 404.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
@@ -19,12 +20,12 @@ type SessionService interface {
 	Rotate(ctx context.Context, tenant, id string) (*sessions.Issued, error)
 	StartChallenge(ctx context.Context, tenant, id string) (*sessions.Challenge, error)
 	Verify(ctx context.Context, tenant, id, challengeID, code string) (*sessions.Issued, error)
-	ListUser(ctx context.Context, tenant, userID string) ([]session.Session, error)
+	ListUser(ctx context.Context, tenant, userID, cursor string, limit int) (page.Page[session.Session], error)
 	RevokeUser(ctx context.Context, tenant, userID, except string) (int, error)
 	SetGroups(ctx context.Context, tenant, id string, groups []string) (*session.Session, error)
 	Current(ctx context.Context, p *auth.Principal) (*session.Session, error)
 	Logout(ctx context.Context, p *auth.Principal) error
-	Devices(ctx context.Context, p *auth.Principal) ([]session.Session, error)
+	Devices(ctx context.Context, p *auth.Principal, cursor string, limit int) (page.Page[session.Session], error)
 	RevokeDevice(ctx context.Context, p *auth.Principal, id string) error
 	RevokeOtherDevices(ctx context.Context, p *auth.Principal) (int, error)
 }
@@ -142,11 +143,16 @@ func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsR
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.Sessions.ListUser(ctx, p.Tenant, request.UserId)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return ListUserSessions200JSONResponse{Body: sessionList(list, "")}, nil
+	list, err := s.Sessions.ListUser(ctx, p.Tenant, request.UserId, deref(request.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
+	}
+	return ListUserSessions200JSONResponse{Body: sessionList(list, ""),
+		Headers: ListUserSessions200ResponseHeaders{Link: nextLink(ctx, list.NextCursor)}}, nil
 }
 
 // RevokeUserSessions revokes every session of the user, optionally keeping one.
@@ -192,12 +198,12 @@ func sessionView(v *session.Session, current bool) Session {
 }
 
 // sessionList renders sessions; the one with id current (if any) is marked.
-func sessionList(list []session.Session, current string) SessionList {
-	out := SessionList{Items: make([]Session, 0, len(list))}
-	for i := range list {
-		v := sessionView(&list[i], false)
+func sessionList(list page.Page[session.Session], current string) SessionList {
+	out := SessionList{Items: make([]Session, 0, len(list.Items)), NextCursor: stringOrNil(list.NextCursor)}
+	for i := range list.Items {
+		v := sessionView(&list.Items[i], false)
 		if current != "" {
-			mine := list[i].Ref.ID() == current
+			mine := list.Items[i].Ref.ID() == current
 			v.Current = &mine
 		}
 		out.Items = append(out.Items, v)

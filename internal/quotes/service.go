@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/page"
 )
 
 // Store keeps quote drafts (*quotestore.Store implements it). Writes compare ifMatch with the
@@ -68,9 +69,21 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*Quote, error) {
 	return s.store.Get(ctx, tenant, id)
 }
 
-// Items returns the draft's line items ordered by item id, with the draft they belong to.
-func (s *Service) Items(ctx context.Context, tenant, id string) ([]Item, *Quote, error) {
-	return s.store.Items(ctx, tenant, id)
+// Items returns a page of the draft's line items ordered by item id (ascending byte order:
+// an id is an exact position, so a walk lists no item twice and skips none that stays), with
+// the draft they belong to. The store reads the items whole (a draft holds at most the
+// store's item maximum) and the page is cut here.
+func (s *Service) Items(ctx context.Context, tenant, id, cursor string, limit int) (page.Page[Item], *Quote, error) {
+	scope := "quote-items\x00" + tenant + "\x00" + id
+	if _, err := page.Decode(scope, cursor); err != nil { // before the read: a wrong cursor costs none
+		return page.Page[Item]{}, nil, err
+	}
+	items, q, err := s.store.Items(ctx, tenant, id)
+	if err != nil {
+		return page.Page[Item]{}, nil, err
+	}
+	pg, err := page.Of(items, func(it Item) string { return it.ID }, scope, cursor, limit, false, itemIDPattern.MatchString)
+	return pg, q, err
 }
 
 // Patch merge-patches the draft at stateVersion ifMatch.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
@@ -88,13 +89,13 @@ func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 	return err
 }
 
-// Devices is the caller's live sessions on every device, newest first.
-func (s *Service) Devices(ctx context.Context, p *auth.Principal) ([]session.Session, error) {
+// Devices is a page of the caller's live sessions on every device, newest first (list).
+func (s *Service) Devices(ctx context.Context, p *auth.Principal, cursor string, limit int) (page.Page[session.Session], error) {
 	r, err := s.own(p)
 	if err != nil {
-		return nil, err
+		return page.Page[session.Session]{}, err
 	}
-	return s.list(ctx, r.Tag, p.Tenant)
+	return s.list(ctx, r.Tag, p.Tenant, cursor, limit)
 }
 
 // RevokeDevice signs out one of the caller's sessions; another user's id answers NotFound.

@@ -130,7 +130,8 @@ func TestSessionWritesSeenAtOnceDespiteCache(t *testing.T) {
 			hot(is.Token)
 		}
 		create("crowded")
-		live, err := a.ListUser(ctx, "acme", "crowded")
+		listed, err := a.ListUser(ctx, "acme", "crowded", "", 100)
+		live := listed.Items
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -304,8 +304,8 @@ func TestServiceFlow(t *testing.T) {
 		}
 
 		second := e.create("acme", "alice", CreateInput{DeviceLabel: "laptop"})
-		devices, err := e.svc.Devices(ctx, p3)
-		if err != nil || len(devices) != 2 || devices[0].Ref != second.Ref {
+		devices, err := e.svc.Devices(ctx, p3, "", 100)
+		if err != nil || len(devices.Items) != 2 || devices.Items[0].Ref != second.Ref {
 			t.Fatalf("devices %+v %v", devices, err)
 		}
 		if err := e.svc.RevokeDevice(ctx, p3, second.Ref.ID()); err != nil {
@@ -316,7 +316,7 @@ func TestServiceFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantKind(t, authErr(e.svc.Authenticate(ctx, rot.Token)), apperr.InvalidCredentials)
-		if list, err := e.svc.ListUser(ctx, "acme", "alice"); err != nil || len(list) != 0 {
+		if list, err := e.svc.ListUser(ctx, "acme", "alice", "", 100); err != nil || len(list.Items) != 0 {
 			t.Fatalf("after logout: %+v %v", list, err)
 		}
 	})
@@ -415,12 +415,12 @@ func TestServiceBadInput(t *testing.T) {
 			{"no tenant", second(e.svc.Create(ctx, "", CreateInput{UserID: "carol", AuthLevel: "BASIC"})), apperr.Unauthenticated},
 			{"except of another user", second(e.svc.RevokeUser(ctx, "acme", "alice", b.Ref.ID())), apperr.Validation},
 			{"device of another user", e.svc.RevokeDevice(ctx, mustAuth(t, e.svc, a.Token), b.Ref.ID()), apperr.NotFound},
-			{"bearer on an end-user call", second(e.svc.Devices(ctx, &auth.Principal{Kind: auth.KindBearer, Tenant: "acme"})), apperr.Unauthenticated},
+			{"bearer on an end-user call", second(e.svc.Devices(ctx, &auth.Principal{Kind: auth.KindBearer, Tenant: "acme"}, "", 100)), apperr.Unauthenticated},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) { wantKind(t, tt.err, tt.kind) })
 		}
-		if list, err := e.svc.ListUser(ctx, "acme", "carol"); err != nil || len(list) != 0 {
+		if list, err := e.svc.ListUser(ctx, "acme", "carol", "", 100); err != nil || len(list.Items) != 0 {
 			t.Fatalf("a refused create wrote a session: %+v", list)
 		}
 		// The refusals touched nothing: both sessions and the right code still work.
@@ -472,7 +472,7 @@ func TestServiceRevokeAllLeavesNothingUsable(t *testing.T) {
 			wantKind(t, second(e.svc.Rotate(ctx, "acme", is.Ref.ID())), apperr.NotFound)
 		}
 		wantKind(t, second(e.verify("acme", all[1].Ref.ID(), c.ID, c.Code)), apperr.NotFound)
-		if list, err := e.svc.ListUser(ctx, "acme", "dave"); err != nil || len(list) != 0 {
+		if list, err := e.svc.ListUser(ctx, "acme", "dave", "", 100); err != nil || len(list.Items) != 0 {
 			t.Fatalf("listed after revoke-all: %+v %v", list, err)
 		}
 	})

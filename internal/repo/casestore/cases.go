@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/repo"
 )
 
@@ -63,12 +65,18 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*cases.Case, error)
 	return r.objects.Get(ctx, r.client, r.caseKeys(r.TenantTag(tenant), id)[0], id)
 }
 
-// History lists the case's transitions, newest first (at most the configured history max).
-func (r *Store) History(ctx context.Context, tenant, id string) ([]cases.Event, error) {
+// History lists at most n of the case's transitions, newest first, strictly older than the
+// entry whose stream id is before ("" for the newest): a page of XREVRANGE, pipelined with
+// the owner check (one round trip). Each event's Pos is its stream id, which a write never
+// changes (the stream keeps at most the configured history max, trimming the oldest).
+func (r *Store) History(ctx context.Context, tenant, id, before string, n int) ([]cases.Event, error) {
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
 	}
-	entries, err := r.history(ctx, tenant, r.caseKeys(r.TenantTag(tenant), id))
+	if before != "" && !streamIDPattern.MatchString(before) {
+		return nil, page.BadCursor("names no entry of this history")
+	}
+	entries, err := r.history(ctx, tenant, r.caseKeys(r.TenantTag(tenant), id), before, min(n, r.historyMax))
 	if err != nil {
 		return nil, err
 	}
@@ -78,17 +86,26 @@ func (r *Store) History(ctx context.Context, tenant, id string) ([]cases.Event, 
 		if err != nil {
 			return nil, err
 		}
+		ev.Pos = e.ID
 		out = append(out, ev)
 	}
 	return out, nil
 }
 
-// history reads the history stream of the case whose hash and stream are keys[0] and keys[1]
-// (NotFound when the hash is absent or another tenant's).
-func (r *Store) history(ctx context.Context, tenant string, keys []string) ([]rueidis.XRangeEntry, error) {
+// streamIDPattern is a stream entry id, ms-seq.
+var streamIDPattern = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
+
+// history reads at most n entries of the history stream of the case whose hash and stream
+// are keys[0] and keys[1], older than the entry before ("" for the newest first); NotFound
+// when the hash is absent or another tenant's.
+func (r *Store) history(ctx context.Context, tenant string, keys []string, before string, n int) ([]rueidis.XRangeEntry, error) {
+	end := "+"
+	if before != "" {
+		end = "(" + before // exclusive (Redis 6.2+)
+	}
 	res := r.client.DoMulti(ctx,
 		r.client.B().Hget().Key(keys[0]).Field("tenantId").Build(),
-		r.client.B().Xrevrange().Key(keys[1]).End("+").Start("-").Count(int64(r.historyMax)).Build())
+		r.client.B().Xrevrange().Key(keys[1]).End(end).Start("-").Count(int64(max(n, 1))).Build())
 	owner, err := res[0].ToString()
 	if err != nil {
 		return nil, repo.CommandError("case history", err)

@@ -99,7 +99,7 @@ func TestCaseLifecycle(t *testing.T) {
 		}
 		_, err = c.Reopen(ctx, change(k, "x"))
 		storetest.WantKind(t, err, apperr.InvalidStatus)
-		h, err := c.History(ctx, "acme", k.ID)
+		h, err := c.History(ctx, "acme", k.ID, "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,13 +118,13 @@ func TestCaseLifecycle(t *testing.T) {
 		// Another tenant sees nothing.
 		_, err = c.Get(ctx, "other", k.ID)
 		storetest.WantKind(t, err, apperr.NotFound)
-		_, err = c.History(ctx, "other", k.ID)
+		_, err = c.History(ctx, "other", k.ID, "", 100)
 		storetest.WantKind(t, err, apperr.NotFound)
 		ch = change(k, "x")
 		ch.Tenant = "other"
 		_, err = c.Escalate(ctx, ch)
 		storetest.WantKind(t, err, apperr.NotFound)
-		_, err = c.History(ctx, "acme", cases.NewID())
+		_, err = c.History(ctx, "acme", cases.NewID(), "", 100)
 		storetest.WantKind(t, err, apperr.NotFound)
 		storetest.RequireTTLs(t, s, prefix)
 	})
@@ -212,7 +212,7 @@ func TestCaseReadsPreviousSchema(t *testing.T) {
 		if err != nil || k.EscalationLevel != 2 || k.AssignedTeam != "ops-schema1" || k.LastTransitionReason != "r" {
 			t.Fatalf("v1 escalate: %+v %v", k, err)
 		}
-		h, err := c.History(ctx, "acme", id)
+		h, err := c.History(ctx, "acme", id, "", 100)
 		if err != nil || len(h) != 1 || h[0].AssignedTeam != "ops-schema1" {
 			t.Fatalf("v1 history: %+v %v", h, err)
 		}
