@@ -318,6 +318,24 @@ func (e ListCasesParamsOrder) Valid() bool {
 	}
 }
 
+// Defines values for ListQuotesParamsStatus.
+const (
+	ListQuotesParamsStatusDRAFT     ListQuotesParamsStatus = "DRAFT"
+	ListQuotesParamsStatusSUBMITTED ListQuotesParamsStatus = "SUBMITTED"
+)
+
+// Valid indicates whether the value is a known member of the ListQuotesParamsStatus enum.
+func (e ListQuotesParamsStatus) Valid() bool {
+	switch e {
+	case ListQuotesParamsStatusDRAFT:
+		return true
+	case ListQuotesParamsStatusSUBMITTED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Actor RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
 type Actor struct {
 	// Act RFC 8693 actor claim; the subject of the token that minted this one, and that token's own actor nested.
@@ -688,6 +706,14 @@ type QuoteItemPut struct {
 
 	// UnitPriceMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 	UnitPriceMinor MoneyMinor `json:"unitPriceMinor"`
+}
+
+// QuotePage defines model for QuotePage.
+type QuotePage struct {
+	Items []Quote `json:"items"`
+
+	// NextCursor The next page's `cursor`; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // QuotePatch A JSON merge patch (RFC 7396) of the editable fields.
@@ -1070,6 +1096,34 @@ type ResolveCaseParams struct {
 	// IfMatch When present, the transition happens only if the case is still at this ETag (else 412).
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
+
+// ListQuotesParams defines parameters for ListQuotes.
+type ListQuotesParams struct {
+	// CustomerId The drafts of one customer (the `customerId` they hold now).
+	CustomerId *string `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Status One or several statuses, e.g. `status=DRAFT&status=SUBMITTED` (any of them).
+	Status *[]ListQuotesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// SalesChannel The drafts of one sales channel.
+	SalesChannel *string `form:"salesChannel,omitempty" json:"salesChannel,omitempty"`
+
+	// UpdatedSince Only drafts whose last change (`updatedAt`) is at or after this time.
+	UpdatedSince *time.Time `form:"updatedSince,omitempty" json:"updatedSince,omitempty"`
+
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListQuotesParamsStatus defines parameters for ListQuotes.
+type ListQuotesParamsStatus string
 
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
@@ -1470,6 +1524,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/cases/{caseId}/resolve (the `ResolveCase` operationId).
 	ResolveCase(ctx context.Context, caseId CaseId, params *ResolveCaseParams, body ResolveCaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+	//
+	// Every filter is optional and they combine (AND); `status` may be given several times
+	// (any of them). The most recently changed draft comes first (`updatedAt`: any write —
+	// patch, line item, submit — moves a draft to the front). Each item is the draft's
+	// summary, as `GET /v1/quotes/{quoteId}` answers it; its line items are at
+	// `GET /v1/quotes/{quoteId}/items`.
+	//
+	// Paging: pass the `nextCursor` of one page as `cursor` with the same filters to get the
+	// next; it is absent on the last page, and the `Link` header carries the same next page
+	// as a URL. A page reads a bounded slice of the index, so one may hold fewer than `limit`
+	// drafts (even none) and still have a `nextCursor`: keep following it until it is
+	// absent. A walk never answers the same draft twice and answers every draft that did not
+	// change during the walk; a draft changed meanwhile moves to the front, ahead of the
+	// cursor, so the walk does not meet it again. A cursor taken with other filters is
+	// refused (400 naming `cursor`), as is an unknown query parameter (400 naming it).
+	//
+	// A draft is listed until it expires (7 days after its last write by default) or is
+	// deleted: nothing is listed that `GET /v1/quotes/{quoteId}` answers 404 for.
+	//
+	// Corresponds with GET /v1/quotes (the `ListQuotes` operationId).
+	ListQuotes(ctx context.Context, params *ListQuotesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateQuoteWithBody Create a quote draft (honours Idempotency-Key)
 	//
@@ -2169,6 +2246,39 @@ func (c *Client) ResolveCaseWithBody(ctx context.Context, caseId CaseId, params 
 // Corresponds with POST /v1/cases/{caseId}/resolve (the `ResolveCase` operationId).
 func (c *Client) ResolveCase(ctx context.Context, caseId CaseId, params *ResolveCaseParams, body ResolveCaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveCaseRequest(c.Server, caseId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+//
+// Every filter is optional and they combine (AND); `status` may be given several times
+// (any of them). The most recently changed draft comes first (`updatedAt`: any write —
+// patch, line item, submit — moves a draft to the front). Each item is the draft's
+// summary, as `GET /v1/quotes/{quoteId}` answers it; its line items are at
+// `GET /v1/quotes/{quoteId}/items`.
+//
+// Paging: pass the `nextCursor` of one page as `cursor` with the same filters to get the
+// next; it is absent on the last page, and the `Link` header carries the same next page
+// as a URL. A page reads a bounded slice of the index, so one may hold fewer than `limit`
+// drafts (even none) and still have a `nextCursor`: keep following it until it is
+// absent. A walk never answers the same draft twice and answers every draft that did not
+// change during the walk; a draft changed meanwhile moves to the front, ahead of the
+// cursor, so the walk does not meet it again. A cursor taken with other filters is
+// refused (400 naming `cursor`), as is an unknown query parameter (400 naming it).
+//
+// A draft is listed until it expires (7 days after its last write by default) or is
+// deleted: nothing is listed that `GET /v1/quotes/{quoteId}` answers 404 for.
+//
+// Corresponds with GET /v1/quotes (the `ListQuotes` operationId).
+func (c *Client) ListQuotes(ctx context.Context, params *ListQuotesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListQuotesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3618,6 +3728,120 @@ func NewResolveCaseRequestWithBody(server string, caseId CaseId, params *Resolve
 			req.Header.Set("If-Match", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewListQuotesRequest constructs an http.Request for the ListQuotes method
+func NewListQuotesRequest(server string, params *ListQuotesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/quotes")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.CustomerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerId", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SalesChannel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "salesChannel", *params.SalesChannel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updatedSince", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -5134,6 +5358,31 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/cases/{caseId}/resolve (the `ResolveCase` operationId).
 	ResolveCaseWithResponse(ctx context.Context, caseId CaseId, params *ResolveCaseParams, body ResolveCaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveCaseResponse, error)
+
+	// ListQuotesWithResponse The tenant's quote drafts, filtered, newest change first, with cursor paging
+	//
+	// Every filter is optional and they combine (AND); `status` may be given several times
+	// (any of them). The most recently changed draft comes first (`updatedAt`: any write —
+	// patch, line item, submit — moves a draft to the front). Each item is the draft's
+	// summary, as `GET /v1/quotes/{quoteId}` answers it; its line items are at
+	// `GET /v1/quotes/{quoteId}/items`.
+	//
+	// Paging: pass the `nextCursor` of one page as `cursor` with the same filters to get the
+	// next; it is absent on the last page, and the `Link` header carries the same next page
+	// as a URL. A page reads a bounded slice of the index, so one may hold fewer than `limit`
+	// drafts (even none) and still have a `nextCursor`: keep following it until it is
+	// absent. A walk never answers the same draft twice and answers every draft that did not
+	// change during the walk; a draft changed meanwhile moves to the front, ahead of the
+	// cursor, so the walk does not meet it again. A cursor taken with other filters is
+	// refused (400 naming `cursor`), as is an unknown query parameter (400 naming it).
+	//
+	// A draft is listed until it expires (7 days after its last write by default) or is
+	// deleted: nothing is listed that `GET /v1/quotes/{quoteId}` answers 404 for.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/quotes (the `ListQuotes` operationId).
+	ListQuotesWithResponse(ctx context.Context, params *ListQuotesParams, reqEditors ...RequestEditorFn) (*ListQuotesResponse, error)
 
 	// CreateQuoteWithBodyWithResponse Create a quote draft (honours Idempotency-Key)
 	//
@@ -7267,6 +7516,139 @@ func (r ResolveCaseResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResolveCaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListQuotesResponse200Headers the declared response headers of an HTTP 200 response for ListQuotes
+type ListQuotesResponse200Headers struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListQuotesResponse400Headers the declared response headers of an HTTP 400 response for ListQuotes
+type ListQuotesResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListQuotesResponse401Headers the declared response headers of an HTTP 401 response for ListQuotes
+type ListQuotesResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	WWWAuthenticate *string
+}
+
+// ListQuotesResponse403Headers the declared response headers of an HTTP 403 response for ListQuotes
+type ListQuotesResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListQuotesResponse429Headers the declared response headers of an HTTP 429 response for ListQuotes
+type ListQuotesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// ListQuotesResponse503Headers the declared response headers of an HTTP 503 response for ListQuotes
+type ListQuotesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListQuotesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QuotePage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListQuotesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListQuotesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListQuotesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListQuotesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListQuotesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListQuotesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListQuotesResponse) GetJSON200() *QuotePage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListQuotesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListQuotesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListQuotesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListQuotesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListQuotesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListQuotesResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListQuotesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListQuotesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListQuotesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListQuotesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11638,6 +12020,37 @@ func (c *ClientWithResponses) ResolveCaseWithResponse(ctx context.Context, caseI
 	return ParseResolveCaseResponse(rsp)
 }
 
+// ListQuotesWithResponse The tenant's quote drafts, filtered, newest change first, with cursor paging
+//
+// Every filter is optional and they combine (AND); `status` may be given several times
+// (any of them). The most recently changed draft comes first (`updatedAt`: any write —
+// patch, line item, submit — moves a draft to the front). Each item is the draft's
+// summary, as `GET /v1/quotes/{quoteId}` answers it; its line items are at
+// `GET /v1/quotes/{quoteId}/items`.
+//
+// Paging: pass the `nextCursor` of one page as `cursor` with the same filters to get the
+// next; it is absent on the last page, and the `Link` header carries the same next page
+// as a URL. A page reads a bounded slice of the index, so one may hold fewer than `limit`
+// drafts (even none) and still have a `nextCursor`: keep following it until it is
+// absent. A walk never answers the same draft twice and answers every draft that did not
+// change during the walk; a draft changed meanwhile moves to the front, ahead of the
+// cursor, so the walk does not meet it again. A cursor taken with other filters is
+// refused (400 naming `cursor`), as is an unknown query parameter (400 naming it).
+//
+// A draft is listed until it expires (7 days after its last write by default) or is
+// deleted: nothing is listed that `GET /v1/quotes/{quoteId}` answers 404 for.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/quotes (the `ListQuotes` operationId).
+func (c *ClientWithResponses) ListQuotesWithResponse(ctx context.Context, params *ListQuotesParams, reqEditors ...RequestEditorFn) (*ListQuotesResponse, error) {
+	rsp, err := c.ListQuotes(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListQuotesResponse(rsp)
+}
+
 // CreateQuoteWithBodyWithResponse Create a quote draft (honours Idempotency-Key)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -14623,6 +15036,193 @@ func ParseResolveCaseResponse(rsp *http.Response) (*ResolveCaseResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveCaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListQuotesResponse parses an HTTP response from a ListQuotesWithResponse call
+func ParseListQuotesResponse(rsp *http.Response) (*ListQuotesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListQuotesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QuotePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListQuotesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListQuotesResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListQuotesResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListQuotesResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListQuotesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListQuotesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {

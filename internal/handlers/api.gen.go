@@ -214,16 +214,16 @@ func (e MfaVerifiedStatus) Valid() bool {
 
 // Defines values for QuoteStatus.
 const (
-	DRAFT     QuoteStatus = "DRAFT"
-	SUBMITTED QuoteStatus = "SUBMITTED"
+	QuoteStatusDRAFT     QuoteStatus = "DRAFT"
+	QuoteStatusSUBMITTED QuoteStatus = "SUBMITTED"
 )
 
 // Valid indicates whether the value is a known member of the QuoteStatus enum.
 func (e QuoteStatus) Valid() bool {
 	switch e {
-	case DRAFT:
+	case QuoteStatusDRAFT:
 		return true
-	case SUBMITTED:
+	case QuoteStatusSUBMITTED:
 		return true
 	default:
 		return false
@@ -314,6 +314,24 @@ func (e ListCasesParamsOrder) Valid() bool {
 	case Due:
 		return true
 	case Updated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListQuotesParamsStatus.
+const (
+	ListQuotesParamsStatusDRAFT     ListQuotesParamsStatus = "DRAFT"
+	ListQuotesParamsStatusSUBMITTED ListQuotesParamsStatus = "SUBMITTED"
+)
+
+// Valid indicates whether the value is a known member of the ListQuotesParamsStatus enum.
+func (e ListQuotesParamsStatus) Valid() bool {
+	switch e {
+	case ListQuotesParamsStatusDRAFT:
+		return true
+	case ListQuotesParamsStatusSUBMITTED:
 		return true
 	default:
 		return false
@@ -673,6 +691,14 @@ type QuoteItemPut struct {
 
 	// UnitPriceMinor An amount in the currency's minor units (at most 2^53 − 1, exact in every JSON parser).
 	UnitPriceMinor MoneyMinor `json:"unitPriceMinor"`
+}
+
+// QuotePage defines model for QuotePage.
+type QuotePage struct {
+	Items []Quote `json:"items"`
+
+	// NextCursor The next page's `cursor`; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // QuotePatch A JSON merge patch (RFC 7396) of the editable fields.
@@ -1056,6 +1082,34 @@ type ResolveCaseParams struct {
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 }
 
+// ListQuotesParams defines parameters for ListQuotes.
+type ListQuotesParams struct {
+	// CustomerId The drafts of one customer (the `customerId` they hold now).
+	CustomerId *string `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Status One or several statuses, e.g. `status=DRAFT&status=SUBMITTED` (any of them).
+	Status *[]ListQuotesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// SalesChannel The drafts of one sales channel.
+	SalesChannel *string `form:"salesChannel,omitempty" json:"salesChannel,omitempty"`
+
+	// UpdatedSince Only drafts whose last change (`updatedAt`) is at or after this time.
+	UpdatedSince *Timestamp `form:"updatedSince,omitempty" json:"updatedSince,omitempty"`
+
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListQuotesParamsStatus defines parameters for ListQuotes.
+type ListQuotesParamsStatus string
+
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1234,6 +1288,9 @@ type ServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx echo.Context, caseId CaseId, params ResolveCaseParams) error
+	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+	// (GET /v1/quotes)
+	ListQuotes(ctx echo.Context, params ListQuotesParams) error
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
@@ -1668,6 +1725,59 @@ func (w *ServerInterfaceWrapper) ResolveCase(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveCase(ctx, caseId, params)
+	return err
+}
+
+// ListQuotes converts echo context to params.
+func (w *ServerInterfaceWrapper) ListQuotes(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListQuotesParams
+	// ------------- Optional query parameter "customerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "customerId", ctx.QueryParams(), &params.CustomerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter customerId: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "salesChannel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "salesChannel", ctx.QueryParams(), &params.SalesChannel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter salesChannel: %s", err))
+	}
+
+	// ------------- Optional query parameter "updatedSince" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "updatedSince", ctx.QueryParams(), &params.UpdatedSince, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter updatedSince: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListQuotes(ctx, params)
 	return err
 }
 
@@ -2317,6 +2427,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/tokens/introspect", wrapper.IntrospectToken, options.OperationMiddlewares["introspectToken"]...)
 	router.DELETE(options.BaseURL+"/v1/tokens/:tokenId", wrapper.RevokeToken, options.OperationMiddlewares["revokeToken"]...)
 	router.GET(options.BaseURL+"/v1/tokens/:tokenId", wrapper.GetToken, options.OperationMiddlewares["getToken"]...)
+	router.GET(options.BaseURL+"/v1/quotes", wrapper.ListQuotes, options.OperationMiddlewares["listQuotes"]...)
 	router.POST(options.BaseURL+"/v1/quotes", wrapper.CreateQuote, options.OperationMiddlewares["createQuote"]...)
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId", wrapper.DeleteQuote, options.OperationMiddlewares["deleteQuote"]...)
 	router.GET(options.BaseURL+"/v1/quotes/:quoteId", wrapper.GetQuote, options.OperationMiddlewares["getQuote"]...)
@@ -4723,6 +4834,176 @@ type ResolveCasedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ResolveCasedefaultApplicationProblemPlusJSONResponse) VisitResolveCaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotesRequestObject struct {
+	Params ListQuotesParams
+}
+
+type ListQuotesResponseObject interface {
+	VisitListQuotesResponse(w http.ResponseWriter) error
+}
+
+type ListQuotes200ResponseHeaders struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListQuotes200JSONResponse struct {
+	Body    QuotePage
+	Headers ListQuotes200ResponseHeaders
+}
+
+func (response ListQuotes200JSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes400ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes401ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes403ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes429ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotes503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListQuotes503ApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuotesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListQuotesdefaultApplicationProblemPlusJSONResponse) VisitListQuotesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10037,6 +10318,9 @@ type StrictServerInterface interface {
 	// ResolveCase OPEN or ESCALATED → RESOLVED
 	// (POST /v1/cases/{caseId}/resolve)
 	ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error)
+	// ListQuotes The tenant's quote drafts, filtered, newest change first, with cursor paging
+	// (GET /v1/quotes)
+	ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error)
 	// CreateQuote Create a quote draft (honours Idempotency-Key)
 	// (POST /v1/quotes)
 	CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error)
@@ -10563,6 +10847,31 @@ func (sh *strictHandler) ResolveCase(ctx echo.Context, caseId CaseId, params Res
 		return err
 	} else if validResponse, ok := response.(ResolveCaseResponseObject); ok {
 		return validResponse.VisitResolveCaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListQuotes operation middleware
+func (sh *strictHandler) ListQuotes(ctx echo.Context, params ListQuotesParams) error {
+	var request ListQuotesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListQuotes(ctx.Request().Context(), request.(ListQuotesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListQuotes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListQuotesResponseObject); ok {
+		return validResponse.VisitListQuotesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11445,346 +11754,362 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, param
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchs3tij6KijOPmXS06QoSnYsqlJ7GFlOlFi2I8nxZEJvNcQGSURNgG6AohnHVefXrfv73PsO5z3O",
-	"o+wnOYW1ADS62ZQoWXKcjKZqKha7Gx8LC+v740NtICdTKZjQqtb9UBszmrAM/rlHB2PW3JNCZzJtvpDN",
-	"Yy0zZp4kTA0yPtVcilq3dsTUVArFFBnQLFtwMSKDjCVMaE5TRWjGiGAXLCMDM2DSqkU1NRizCTVDMTGb",
-	"1Lq/1IRsKhj+bVTTiymrdWtKZ1yMah8/RrX9EzpanvhkzIg8+5UN9ANFYqWpZj+xTHEpYkIVoUTpTIoR",
-	"MSvRC6LpKCKsNWqRuF/b6tfi4kom9P1zJkZ6XOt2Hj2uWsVBwiZTqZnQzSM2TemCJcuLinU2YzGZj5kg",
-	"eswVySx4CFdEjxmBbSb5z3JIqCCMZilnGcnYuxlTmsy5HuPrdMKIn3mwaP7AFtUgNBNXg+85F+cV5/Zs",
-	"jzzpPHnShXkEe6/JlI5YROL+rN3eGmxcbG5oec6E+s+UT7j+umN+7zwezDIls68PL7bft1oteJftkoyl",
-	"X/drZpR+LY4INT9QzS9YX2RsyDImBoxMaAIbtoCBrT5QRM4FmVI9JlQk5N2MZQvcvxTpgsQ4X0wyA/MB",
-	"S8jZwqy4L85ksjAnbybdsy/VDaYtiNRjlpEpzeiEaZaRczbVBicUE7rRIr0z8w8iBWw9pQq33uqLlSjR",
-	"3n5SCVo5oAjPKuwcZIxqPGw5ywbsuhh3RDV7bmC/PPzB/skz4p93ydTsV6Z8sIhgUxa6iqRsqAkXhGtF",
-	"5lwkcg5gBtxiAykSRWZC8xRhat9gIlH5ZQEs6Nd2s68f7ey0d/XX25sR6dc0E1Ro+L2zs/MIH8SXAfGK",
-	"XTZfwQau2qx9rUvwrHHXRI+pJnQ6TTlLiJYhECIiBSMpV5pwzSaE0cG4L+ox7CuOSIw7Mf9STAEBiQBI",
-	"8WRIY4Mmh8965IJlfMjxuBsInL4IoPPu68ftdnt3/vXjdgE6777earsHcYscW8zDxVOh5iwDIkAyqlkT",
-	"rhpL+kJOWQZzkTpNU3I207ClCdPUHM9UcqGVP8qhzOY0S5p0psckkzPNVETib/dPiLnG5leZ8d9Y3Bew",
-	"L/fAbbdBpLmfBkcGNE1ZZqiV+crQzoHB4S6hZLu9GRGZwb+2zJSEkglXiotRX6iBnLLIfJewAU/MPWVD",
-	"mTFCxUKPDVfgigzkTJgLYRZhuAVnigjG4bYOOUuTG2AP09mi2Rtqli0jzrHFcC3JnHLtlpSZb7gYFe/j",
-	"UGYTqmvdGhd6q1OLzOR8YohrZ3P7q+0nW4+3v4pqEy7wx7ZfDReajVhWi2rvmyPZzH+tfTQr9GTIslXF",
-	"DoBxcLNCQ/dqUU3QiflmgA+jmsFcnhkGY8h6uMr/yNiw1q39bSNn3Bv4VG3Ysc2kSBCryVKBYgI5ZmSa",
-	"sQsuZwoIoUE5JR3ViA3/6BYpfCMickrfzdgukRNu7lVfGIQAXOSZI6gG2xPCy/ysRJ6VIc2wCDM3XOQR",
-	"vTDo2CW0L5AB4O+JNBgjNRlyHV5xg1zb7TYRdGJQzTENRCcANPCVANIIn8twbUq1Zpn59r9+6TX/RZu/",
-	"tZs7p823f/+P2qXiwWDxA6sgYj0ySLkRHgZjqZgg52xB6k/++3/+f51Hj8g040LTs5SRwZhmdGCgYhgV",
-	"omoJfOZLc4MMAzTs1cgiKgC9ky12i5/AIFQg8M23ALROZxe4NUwz5ilDRuBG8tDlggxTPhpbUO8EoEWh",
-	"MYdtSVxZDeRHcJ3c30+KIO/333c2m/3++6/2V4J8eEj1YFyN5UZoRN6eMZqQeij6NVDomWdcMzKm0ykT",
-	"CsUNjtfh3UxqENmU5mlKqEb0u0D5MiIsVYxsb3Za5MjeVIRiLr3JmbkVQEeBxrOEbHeetEj8MCYTs2qm",
-	"yHxMNYjGdlwgkbMsMyyibuSznc3NNvk//3tzq7XZ2mxERMmKdc+EIXLcbJ2m6SICXgGbkYJQuxVYPnvP",
-	"lVZdI3DOxLkwchc+rRtabjEDGdcD1ci3v93ebq087GETD+EyohWc+uPtS07y5RR3sXyib4xAPc2YEdxQ",
-	"wtEZFQp2XXmChpSWDpArRIq6O73GOru6zi40m6yk7RwfXgNMwd3YvDY5WiE3mpsxkVYSMkoS0NyxTBNF",
-	"6puGUW6220B54MGELuAhGTIjpxiqgwA1myIU1Ia+MK92yZym51aWLHAYcwVA4G6RfRB6QBLL2HBmlEZq",
-	"Jf5cWOdI5vvC0PmEDblgpB4Qd67xJoDwYTaekCFPzZeoZ5rhFcpXIHisZgIgbBWOOGFDOkt1rfuoHV0i",
-	"EGy224EksLmWJBDVfjR3bSV+vLNPb8r83ehmpmOU61bOpfzzm86Wz2DmOzEy8MrZtH1607nc6Gam14pl",
-	"Kyea4cObzmPHBqHN8VCQ2b6hyRGSdvPXQArNBPwT9A1UCTammTxL2eTvvypUB9eb8xV+hZMuX1XHUbzc",
-	"A6wDCZwU2kgKuyRmWSYzFcOlVKDekCHlqbksKFXXotCyU1ArqxZn393IX1yhpq31sXsftmhE1BNPudGC",
-	"sgKg1wOkGXgVFIEXUKMilDhHCTDOznTZtuCdsm7+uYEoxTDlg8+Ojd7aBsa2HClpmso5MlgrZnFxQVOe",
-	"NM2LM2U06wl932RqQFNYXxzlsqUTLBtfEJrumxv1OcHbEwRuccvs4ZnMzniSMPG5Dzg03KZ0cE4osXo9",
-	"KPtKs2lzNiXWemco7Bd0Zt9KwT4nwF5IkvILBsahwZimKRNGdWbvpwYwkTdYIvBSo4UsyEyhBZOiPcna",
-	"rbxtE81ywFofKAKM80u6Fi+kfiZnIvnMYFazwdgbUQ3BQAE/TVlmoAQKyxcEpVcZ8xrZM8pTlnzue+zU",
-	"F9R3QAuiKftCQXTkhbXPByQPoC+TlFnp+rXwltvPCp1DNOpGxLLxiFiiZihZxi7kOUscmUIiReqe5Qc8",
-	"JI76Ip6JgiEZTIfATOz387FUjKRyxAUYaRVYls1/vdV9QerxZEib7qTibl843wpYtcxTh0ZdAi64XbQG",
-	"GEphxvHmdLSZp3IkZ5rQwYBNjS7cQCXxCzj+qPbmzZtmLwBZ8UivsoijOiYPqVhYnUV9VjkG3BgENGsy",
-	"p+Z2gduX1OPQv+EscL1XB4hADxSxp+7sT15ANN/1RT3+tney/6b38+lR72T/9PnB4cHJ6av9o9OTlz/s",
-	"vzAS5qrn+y96L04M2hWY6yUjHu8fHx+8fBE3iMyiKvcPDmW0zQeKUK3ZZKpVi4Aroi9Q0YgDx0TsXG27",
-	"1mY9BDHAmwtp4BkZUS6UJkIK5mzzADP1BWFoyedy6efBq1W4+TL7cSY1/RJR9HoYGpHL8BOIzqUIeiPU",
-	"mDhiiksCay41PA0GmU1J3UKPGDJB4lartQHvNNn7AWMJS+Jd6/6B1x4oEsNzZ0vgGh2hAJOYjPgF/KiI",
-	"4r+xRpegD1XFpO42h7s5Pez9E3d+3AB6/urlMboc8YMI52Ervvzx9cuT/fKX+EFEYqPOr/hwr3e89B28",
-	"HpGY524Jcs4WK0Y4eLp/+Orlyf6LvZ9Pf9j/2Q5GrS/fOVGWQjLIC4leTnNi84xrzYSlCIj9Lv5D8wnL",
-	"Pe45LmEEiNKoU6CmjadMNTnnIrE8WLVIz/JcQAznvufavUDqjkXLzKjnjV3vBUgyOtT5B+CsTZnGV/3n",
-	"DipwCqcnJ8+t7cScOzhUwP8Aw4JlZXkBbgRzHKcvX+2/qBolN8Pkdwc+ONo/fvn8p/2npY+MApDOwP1u",
-	"pp7Q7JxlfnJFzNtMJIrUKZi/WGKOmSXu6DKWMoMK8LKcC0I1uL2/FAXr0+jqFy0rBjJh668jZr0W9ILy",
-	"lJ6ln9XucMQSc3F5grY3jCAxdMkpxlIM+WhmjsAQGyPn1mVGBhQcKmfM8bsGEC0XM9NF+10edgLic8ao",
-	"uVDCEjfqwkMyZogVsS7LMRUjlqBXxsVW2ItbooCKDpfU0E9DencCe84C8yc9itfWITsfM3DD0sCmZHiK",
-	"0jTTLLE8xcbTGHB2wQ03D1631iSj6SwsOxEMDserRAOZePEy/3AhZ2TOIGbHuqy5InCr7+jMcr/1X+TU",
-	"LDzdodm7FRxaKbAzMEPgWebufQiXmkxpxppUJE3FIGwsDHOFI0U2jp5PH/425wO26zzhGMph1ZRwWVbi",
-	"1D4OTZHtzU6+RBeKsH9CRxgQR8m3+ydEjeVcFbaM0gV6kXMQ3BHSeF6yB7P8hTCnaFJB1QQNw0iqDYoQ",
-	"bWksOUu5SNJF98pzRnVVpokd2Nmi/aG3N30goaEkRr8wnyNSmdMWPvSkhC7t7d3CylHIFSSVSvsxjaJM",
-	"FB8JiCICNaZFDobBeGo2MOqIilZsROR86m6QKo/t/nchRJ4GBTFeSIKQonhtSZfO3mzR6AygHMqMDLmR",
-	"uSFoQzCkEhY7/BRwvAoEc5QImzRNnfoCPGk+pjqYg2vF0qETH420bw12aCxcTdEClG7cDab8YFSKPdAo",
-	"/kKoYvVNMDegYbVF3lSrulEu4q0OSywyNDs6T1DjzPgFS8gwk5NABcar78YoRG9Xkp5OezOfHywiOIkb",
-	"Be0X9cxmauC7FSkcGPm8THYcmie7ZLu94xbT5KJpwyBhwFC8xehJrm2EVDYTqoFQBFPzEiB92OWELpyO",
-	"Sq2l0O7mblDYehf+ckjsPQohFhu+mdOyrgc6vqB82KP9uEV6FhHcaM7RQMViThdlxmjYMRULg4B1sA0C",
-	"h+UKOGBj16CDpXNazmmGmD1lWROY4oBOAwMGT1LmN86QqkJEfcqVRrexC9w3X6uNDxjw9NHF8SsbWC8Q",
-	"Vqh7m93dkSgGgVl/OTTKpS+u1OwyHILnOQrBhzkCOVQwY6zCnrqZ8Ps3Jx5jIHjXaV1LlrVdy5yXEcKZ",
-	"VUEDNwdPMEA+YygeUggd0yxTd4QK3pj3V8KEPMS4IEQBZ/S6G60M0i+rdqRudKsVzCYYfReO1Ecwa0kU",
-	"YwEfWZrWcA/z7QKM9Y5/gJm5bgOukEGm7IKlZCIztkuoMvI4oUmi8m/GXGmZLQgTOlvsor31AkW6jMmp",
-	"0RwQwoYhFiO80PajmEjyBUIO5ELOyIRR4dWWW0W/aSaNYPm5LXBvWJo2hzKbmDs4095rU6fkTM5EEhFK",
-	"zmaKCyP0ZrOUmR/mkIwKwUIyYV9SVM9roWbTqcw0Sw5ZwukJ2Dr/mEBXm9Rpp0a3FbcKIDjrv6A4jY8u",
-	"sBjW0RvoqoQrSLN9vLNFqHlOBinlE6szzwInj2M7SKk5OPzQICtYZEViqnNP5FzYAQVTFibTTE5ZpjnG",
-	"LNOBvupIcMVmF7Oz9ZLt8rjqX+CjPN0Y5VUzWG+mx88NqQmTk7/pHR/s1aLa4bNeRY4yfgS+iyOmIP7+",
-	"w/J2VqWzGWiBRmthY+EaWccdwtWCtJADZSNXqCLxP8EV0ASIxHA3rwBGVKPhPi8Fs3/xY1QbZXI2VWtG",
-	"13+LL3+MaudcJFVJMXwwRuegHAZOFjKlCulRvrUfuEhwZ+5MrNBYizBAv/JcIPoTlgv5ImtgCUDuAF/e",
-	"bLfzLEmaZRQcLypMTlgzxwBwFDBsnRWgRokTXA+pAc75ZMFQ4YFXoT3Eny+jLfBZlpwwOllr6fYDVo3q",
-	"U5YpI4yghBOHo8dkLrNzZ9kxssOuTbvJ0/pQpMAgKyshaUYnDxR5N2MzVkL7zc6TigUOfP7qOpmoUc2q",
-	"Tz1dSLFNqGZNI6MUp6xIq4pqyYx9wtd5zLm/rHeR6BvVUqp0LgV/woqLAx0xqlbVF8jgmQ8TKjrVd0lM",
-	"Z1qeOhkwRmUjf+GBAiNJwxWrYGRENTNaivsEtVV5wbJk5jLqwDK3FoG08uOnHH3o7Sif3OPt8OR22u2v",
-	"Nnd2Oo+2v9pu7+xsXnp+duSZWgeNj/HNnAQdmfdvlwpFtdk0+aRrUqJjPpE8oF/B8v3+oyKFWr4u7vqV",
-	"ziK81+HiV1HGHswSJFHRxHn+XgUEc0hTxarEQ8HmVmeZGIrmPZzOsQEui7FMrcHRULXIGxKLVJNrRHhH",
-	"PRlkKI74hdHdnZYVPCzRzZlwEKsioaAGTeSFc5ajBpen1tIJSTI5xRgUuy5zLRfkjKUShJjcWcPopGH9",
-	"bjBlwWwPY82XlzumwjnhzOxndHDuBjWftMiJJOeMTQPIRKi46TGbWO+MQYT3dDJFtarIxGpnPE25GDXT",
-	"Ti3kVzUq6D/sV62BnEAaHtKumqbnTAEhIfZrknA1nWkGF2ttnrlmVmxrRVpskb1edfF77t2P+U6Wb3Jx",
-	"OZffysLOLr8qVRJAr4TJ7kxt0pUeM56hs41D9A3EVEeEKqOFG3FXpkjy4ah3CRV5dKPRJiBfEIs4THx5",
-	"Dg6FcyDkD+lHo0XiCV6ajCmWXbCkC349zOu1qbhgBgdUdGUhMHKkgFoVKFOWP4rgFVKHWsWE1d5+XIkD",
-	"/+j+fRUaGDij3XJdkvTlo+iniUk3RPBLmGLF8a2ARHfjbyvT2EsaZ87ASnzLcSm7j1WX6zs0cS0L6l69",
-	"8f+4CvZ2qH2hs8WS2rOs9eQZ8StqRWGVEyvL+XJcpK5sCRWjy9myJg0v2i+VsLpaMCsBFfd7Bbxwk6uV",
-	"8nXVmrvRgzwdrErxXaUF8ZurQPRPoI0MMzk59jLuMgRR/nMFkVaAzGKX9U2CWXhNyX8VMfmMEr6WxzeQ",
-	"8XXBj+EYDUIgF4+ZJ0A1r+fAv+SUCTQV5IpXdVG+glwAloZ85mDxVRJ5AWarbi7qHTmrHZy2NydPBk+y",
-	"7ek0E483hcrGYzVoi0fnonSmRbrdKdblGZz+0m7u0Ob41/OJmDb1RfO3tx86jz+u5LOv6IjdBr39RBq7",
-	"oubfLvhPzpirLYM1c9RYZhqKCQrCJlO9aNwJdc0R1CHay1f7L2pRbf94r/e8d7L/tBbVXDR8pX2uWE7h",
-	"ZsLM7ci2lzFeF2C6rAt3iqjWWV3m5kOnswLHIEqxsmzg8Uuy3dn8itB0OqZnTPMB+F5Kx7hVWMPW0hLe",
-	"ftiqnvkpu+ADdiCG8poQ59MSHLYfFWdtN3d6zWe0Oey23j6snDulZ8g+ruI4Rh/ojawbJ3j50Wan6kiX",
-	"Du8ZZ2niyyEU95EwTXm6xsBBEbzlY3oBJeGGUItIjyNbD0hmBH0veWWgtZgzFEasmub745cvyCt8Sriw",
-	"OvGZTBbXv9Z241XI/h2jqR4vw0ot3XV5fjVnsF9VTXQgdCbVFATim1x7NPoXz+7J5k7nSokfPjw1P5+O",
-	"+RJeXW2bKnsbqrZk+e/NXVpGnb0AvmNnOZMyZVSAEPZ+eruiBi9JhJ8+oFrP1fKr5utJWQOJLt2r31zL",
-	"FVg0bi5Ll84VZ9MS61QQ9l4zAQFVEzY5Y1lEjp7tka8eP+6Q//O/O63OLlgmEqPmQOmuOcSuQKU2K6f3",
-	"Xh2s55nLEbQSva+QxRBxqtDz+zc/VCBlOgov9X7y9LjaxTnILoovdh492typfPWcr2c0PteLgvDww6vK",
-	"4WbomfJ+Pz6qfO39DdxlelHDnZnPceErIHe8DLpztlhfBDTAv9K5WF6emaBqPYdDWsgXKq5rUJRXLhVM",
-	"g1fNGcukQmN9ylJ+wTIiZ+DsP6Mi2XVRYFANvITVRcnr8ZJo8PbDCnHbRondmhMh2JzdWzjHCsD+BIny",
-	"mIRYuipnkMDJ9j9xmSXfu8PrVbEFN3S58yS9hZXe0Nm9JCwcPuud/rR/dPDsYIUm4Nl5ha7vCwoJNndR",
-	"DxiY7ybdLaWICElSKUYsA6+yKtPddQhpWGMQFxd6nS71pTssWtxMsvn0+/vpl/Hqq1S5cSnY4pCLSgVW",
-	"EDqRM6F9ASSr+DxQZGI+ITPBtSJ1qrHCZ+e/Hm2R//5//xfZjAh7TwfwIZYdB1l4SjPFMjja25NcXJhX",
-	"ZRzUzvajr1ypAYIytKqIXLIFNZ6zYUUB08NnPV9ywxe3h6w5KF1f3s3tWdQqlZ3KvgBRDQsyLi/+pbBm",
-	"NKjXX6jRaBSegqazFlcMtLOrzSNcKE3FgK2lsNmAvCWVvVrrgtDOy4uwgyPKnlWYNoFa3t2dW05LV4//",
-	"aGcnrOfaXnNozXW6nljthNEKU3ZQoAOd16+PDoyYAB5i8ABguX77otr4oNLZ6GPciMhMJNbebSM3Hqi+",
-	"mM7OUj4gr4+eWz+3q63w6vU3zw/2Tl8fPQfnnWLa1rGGyEJswJFCIoOL/OXaFR3piyAj54Eyozda5MCV",
-	"clBsBH55jm1XoJC5WSWEL8+5HoyJFFjAJrdI5juCSGJqTZ/+lGYZb/reIddW0eGpO6LoMkUaCudWSIGf",
-	"HLg0CCxTlzIh9x58o7ScuBq3V+JVwhWkl3iecXuUnH2y7GMo2J5Z3d25OaYZH3AxuhMHwru8XPNadZej",
-	"mqIpU3tjKsSSbe5zez+WJcinR71nJ7Wodvz6m8ODk5MVYqSanU24/jS8V7MzLTVN7wApNX1/F6NeJ1Lr",
-	"rrZ2yxFgeTnxIAQsoC4lbA1kc0+2yidZJjfBcRTAEt78pSu6ZiDZVYom3LpPCeG4VeK8dtBHd1XUxyWk",
-	"Y6vzSRElZU3kEhTwMFkJ8bJX8d0teRXfXceriCvRqGWUPRKBfLXGZea+Y8OVr6ZcsJM7uvvvZhSa1N0y",
-	"DzifrRd7Krh+lfEBu/WdVXhDEe/OZ7Vg10tLWIL2aoTUbPKcK/2pHuYcp/5EoTx3J0BUurHXiDzwYHw1",
-	"uy5Bvu7VXe/ObLbhf5d266i8KuuT9I1VNH35Xl2GgYHtZ8mUdsV1WXkSr1x7pGuEW/fQOjRh2YgZrXAw",
-	"xl5EX23tPG44pGYJRy0PbBdgxJlwEY69ucxw74x5LmlB68L5LvluUVi9xskvHeURownkkn4Gr/IRVg3w",
-	"als5VASe3lm3vHJICc5Wtc5j59EsI+/ZjKe6yQU2LiB119JRdTNGk6DHo+pCnS3o/wjJ8/4F+6d/jIVH",
-	"/WP7p38M9UX9U/yrPDRNJhzaLEJhN7gJmNlpm6264vbYTrWLP1Lwg+NPsS19k1fBV4Uawd4ABKmh+a7z",
-	"NeRL98s0/2AXBhfNv+bsbCzluYobXZLKOcua5iXXTtROCy2itjpBmzqzgpg2fyPt5g45Jc0YS9X5+jCU",
-	"pMxcGxwI9+SHKX7bWv01qccyS1gWgNZmEiDkoWWVBSye/CijQhsg+bQmX9uwa5cycPnZ6gGJLea1MOUx",
-	"JlSd20rkpJ7Igdp4dfTynwf7x61JEpF+rRd83a/h9Fgb0U5Mi8vhGuujYcFesSg+xSrmBWQh9UxKm/Gr",
-	"Gq3y05RpVcTcjSLiYm0Da/BHr47LNLYFd4TUQUVA107B4I+RviA4DotA5uvAHLIzKbXSGZ3irxGJHYjz",
-	"ZNu4gY3DuLa9VEsVgGPfAUxLBBlAervdbhRzBMJjX1aCV0du0eZvb3/Jw8fa0dbmx27h15b7uZJ6W4fc",
-	"Z3Njrp1CfFuGyarucNmMlRI2LEa4ajh1JhKsXXPB2Rwdg8sRNglExq3p8sQwOghahqq9h0Pasw6euzMc",
-	"/qFOYSPjH0n9iadoRjlm7FNSTSe5u/4P9HGv8UkQoH2trErfLW6tvm+rHdi+s1yYT7nszC5as4IDKmNO",
-	"VEFFKsWcsFTXDXOV7EQnWADHeuOqolSg9WG3JE64EjrU9Uu75D4+2ukUda2tdT1pN6OE65GZIEz30y7+",
-	"3UPwyePtAvwerwm+oP1JoYtlpYL3XI64gLtNDp/1uihwES5IfPisd3q0/+Prg6P9pzHKB6kcjTDVNa9Z",
-	"H/ZlsY3H+1B9PDJCKp1wn3mLB1RsvmIrCG2SYksXqBIEOTq2F8syV/mk2+xv8OWhJ0WeVGnesZtaUXEO",
-	"RLmI2HKWEGUDucqB99vXo8eSN/UYR2xBTLeRZF86oQx+MaL+OZtiH2OjdHfzqqp0xEReaJUmSWaEUpox",
-	"G1lmZsUi+GOqxgwLxNliwbbGc4v0XIKULQPgFoYBmULiMpYDNdaMQS8dBH51Cey/9Td0Gfa25wpe4siL",
-	"KitEeXwtJnUjb8thI69IO1U6g8xZVx4FJ42tkqKU2SWETMV2kEaXuMCarU6ETTZBi3m8XVaGes1/EafU",
-	"tMgp6ZJ/kA3yd6Pc1IUkAzmZUKMFqCkdsC4pLYH8KrlQmIQLagG8j5JWVRGW9c0n/9hYmRCbWzy3OiWD",
-	"J1ib3s2Yfa6zGSuf1c0Y040ocQmZ7BiXYFNViHKsTmPy97CJz2an6Q+RaDoifyexf8dFM28+CV5SLGVQ",
-	"gKm+2X5CMioSOSFnXBtV7djaxmRWauiX8iHrksyIfoZsGHQMiCmk5XNdVH/U6W/81dPJ+Lt35/Nfh6ej",
-	"o/Sr9yeds3ftf53v/Dx/PtkqJbOUslmKSpE6LebUbHY+ln95cqk2dBumdqdY/RVzZoviamCW6+2dHPy0",
-	"jxWwPI+1f14a12lHPHHhnX81XfRPHZ17Pc2lOkL3GAqBSjFguyTAW4Oi8enpd1Lp5nh0alcak4GU55wZ",
-	"9hH/s2nnaAJ2xHcXpFvUa26mygQ9wss2287jnLBGULqyCVYfI3hCSbMhL1eOWNvtXIzf7SwH8K7pdMbl",
-	"KzW7oRp2XfdWReW1S7EN7OEFkooOd0df1+Lq1UXW1q/kcEnJDcAuV1kyL0GXgZyNsn11XLtOVypcQeFI",
-	"lgBz3SWDlE6mLHE1b7hSs7A4YMYmlEMlHfO64RSMxD7UJHYiOgrHjcu1ta3NR1uP2zdQ2KrrWtT8oRd2",
-	"HYJu9b2CKsPL/KEQxFcuHmjFfbTZ+grDVjvwpRTKEIQXFwXIXIvkfjJeV1cVvJK6Rpel3FTSSjvo1dzB",
-	"kbYbo3lVhmSBJrOA3OZIcjVeHDLsrXjboa3XpWa3EEwKGP4JA0xpxpzhkKbpy2Gt+8uax/o2WpXjaL1y",
-	"Yd/0UvFWL3ZiNVLwpdRzBwqEXRtmXuVBaWFovfe5LptE7MNPKvwDI6xRZhBKpDm6aj7DesC7hTqrruq8",
-	"65NIxYCZGxcZrTx4BCUozZFmoBaBu6nr3yboALX3AD2gth8OjBGvFxxzF8VL76YM6SeTmqtp2S3HlwY0",
-	"aqnEYIE2BQTL3+EiQXMYfp2iggCH2ygtkpPJNU7/BgVGblO7fK0qwmduQToDTWgwy7heHBuwIBzPGM1Y",
-	"ZtS9/K9nDm++f3NSi5Yz1GxWc9NWSPz+zQmpQ0p0ROJznsQ22yciMVcq3ojpLIk3jPwV+zbsERnKNJVz",
-	"W+2wL46e7T35qvMIBjtjSvu+ZFOjMfABUw3XZeFsgXTXEdP6kte52lcdEZlhikvJtd1oEZBAVJcU4khI",
-	"MYiEBH54Enrh+yIIHiFh5AjJw0ZIEDMSkdDNX4gBAGe8LQiJwQN9sX74CF7CSospSsGgcMJmzcvmcjRa",
-	"pNcXV9XPdoUCqSC+1nlMBzrGWuddEn/oG8LQr3UdWc+Ldtvh86rduNyPcZS3UyjX9zYCHU6Atc8JFPVE",
-	"pwEsHHgkoGuO6mOtp4HGvwdadDW7k1P6blZuxgYFDp0+7rRwMMmaz/DPWlQTFGZf0tvzhdAp/4GFdbC/",
-	"gxtx3aXY2ij1IfT4Fc2zTM6ho0zKDXlr+KXhi/nSSkaD5YV9hExBrGlTXNGYqrG5PGCoVFgkqZlCMyfv",
-	"4aEptig0q8TuHGdszIWVhwZSaHNpu7YnnL1EfVFXKU+gaKpIiLMnWFUjAhup0mzanE0j635B4z901KEz",
-	"PW5EpPfqoGlxlWmaUE1J/fs3J31haAMFBSAXWiLCw1ojjShskKxIXU41n3CFFYOEi4uPgi4wroFQoy/M",
-	"mvMqXXibSZ1qOeEDC428uJdqtPqiL/72N/It04DXtrOn+TUeSZLNBGltDCbJhiVUMZlmXGjouJhBIBG0",
-	"f7Hdfih5+DAnWkg1AAwPH0LdDV/hsy/gRmE8EFCDRou8An/Rw4e+/v7Dh1CJdh6RKVWaOSNqzgtiJEAP",
-	"T6BNG5Ez/RBqZolFX3gsaJF9mMaHjWF1W4j1cc3Kd4OyuL6fun096C/o1Lbt9pYF3N8I1r0P6t2PJLPg",
-	"Ma/8Hj763YjotjUl1/CnhSJ89HvonPy9L35vNpuF/5vh8iqpdWrYUIP8DoV1mTCMILP4iAPJTHWxt9k1",
-	"eA+pYD3kdxK7Y7FRa9/AKRDoqx6T3/EssTMvpoLGGxebMWHvB2yK/kezQuviALJpVuM6XbVaMey4RF7q",
-	"8XikTs1Ts83SII7MSGg2urRRH3VI6sor3m6YJXulFwYsAC4xd/5eWLqBZPDnhiUJ+Y4YB8T63dx4linI",
-	"sn3PA6LhSinbbf1ukJyeyQuYyfVU8g21YdS+6JUgBfKeuR2Vx2Qr5NrOMNvtzYgoim3zQgy0DF1JQ6iK",
-	"JXmtKBmeocfVXC6hIv/Z6FJycE74QArbAQ8cUObVvuCaCMYSZVazRWIu1Gw45APDMJoKGT9cyDlXrOEv",
-	"G8QI+J7BcGn0OJOz0RjLCtsLYF7fbJGfzU9QeNg98J3WAldYtxpnMAoyCGboEp3NsAZ3XxBiB7b9YFyH",
-	"viAyAR1pu64udkQoSak2bNH3OLYpysBMzCY7LXJgTvFcuUb/7tWqRW588BbzjxuTId3wb8eOaMFC4w9B",
-	"xYcIQOcao6ue/hi3yMOHJ0HFfQXt3lybbatjm0N/+LBbAjMhJMGCMipo5ZyXliH148PjiLDmhPI0Ah08",
-	"73IuM3MVJlNttr7VIs6nDunnwXhQHw3mpdPpbmEFdq1cd3GnV8MITyW2Qa7LkDHg6LTbJGN6lhm2RgSb",
-	"w+DF+0a17WEVHz7r2XYGrvi70nKqXAuMxi7Z7nQwwMRM0LTNqmLXhgkGh43W47DcRNyIyPZmm8R+jc2R",
-	"FHC2YVt7uNL+lYhsd3aIlpJMgAsS4gtU+EsEJRqU+QsZIxSIINxLzYXKGPV4VbuluNElsTmq2HbadcUC",
-	"KOiaRoWh2pAZhdEcXJMxnU6drIBdViVJJKnHSwUFXD2ByoIBZri+UEw3IhJjKYwYx5tTZXtbWYkdyJ5t",
-	"3RljJYwY4yWKBS/OXB0SrMkX9UXsi05g2f2UC1/9K4+nSuVItcij9hbsycDeqCALEgdVJeIWCgK2zO3v",
-	"hTILhh9xnbIlfm++2G63ye/kl3hCU+zw1bSLit/WPcSWHhoeF7axsiRqHjQK++7k5BUpTJGXPQjHzn8t",
-	"D5oY2muGnUBWjm1wBwK1G3gTBna92QKzZDhDxWM3VWjIpBmD2bAVYWGCQuRWCJfgdzfkZTSbawXCPVdI",
-	"ujkrTTQTAfEqzlV6ZKbr5T8YquFW4obcgiFR820mTPDigIUHbvUFPRm5eQHFi2NXsNQC3MtPq8Ce0sE5",
-	"NPezi8cEgcI0ln1VHkH5GcCFKJ1hOSdaBBHSU7udEFbbMJGQujmUM1GYwf9ohn4hiZoNxrnobr9/hHjC",
-	"9FgmTfMFTVM5L2HL0lMz4iH8ih3f8Fc35g6MOZBimPJB4T663/Ibg6t5oKz+5a8ODIknWBi12M6w6rbY",
-	"Rod2hqA1JFeFxfq+xs5M5WhQON2Evm/mKmORtIRPPILYkuW+dTuK99YVGWqfeKKFyZZ6F4fzLT1EhHHo",
-	"ndP0cvdirmyj4zNmaLptxehPaxNpXImRhmdWeGJxycg12CPRC2x2uA4MN83AKwqAb2K6QDhmxWMHQd+W",
-	"cv+EjnDxNPWj472a0kUqadLUUjZTmo0K6116WCbPru+1kQTgBTf4I0vKfJfF5oQlnIJLuEjRqt4w0wQd",
-	"GoutEe0MX8EM7P2UDTC0rAI2y0/dBoInQWvUCXPErYOwh9aWTaNcsqQ4dPGJG9b1FJezNCH4EAh+wgYp",
-	"NaQGPlPFSXiAZeds0cyYEbYK97HyDX/MJSw10gmIazabLOFDqCikSwTcTr8kMZaYW/jMTelaejpCEPJL",
-	"O6yVY5spdJC0TWcLVLvqBTcBRvramz+2sUHu6ovZ5IxBDBzcHd8JujD/LOyUWkS54EEZoXNcKF/uzpPl",
-	"21jFjCpfMNOE3XFLrKeDROvdTGpaiW3FJ0iubKFZeGTGZO/HdAbG4cKgGdUMYVwcMvwdoGCFeQcKB84t",
-	"lErQblFNJsrPykC1hlvMmwYZq0QvHlnpEIRiQdMiL8LfAIT236CXscyqFHaIzSWSAwxryDKDwlyMVtGd",
-	"0mtl4uMeE3zspttywpprB10S1NzPDhjIlCESw5xW8IYbEWnmWOtp8wLrDYCc4FdSAPnKt8x8IHfbp3A/",
-	"8938Dj6DlA+YwBK51kbem5r71+y02rWoNstS6z9Q3Y2N+XzeovC4JbPRhv1WbTw/2Nt/cbwP3+SV4bzJ",
-	"vBbVLlyVhtpmq41vySkTdMpr3dpWq93aqoHnbgzOt40W6A7Qk3rj1/m5arl2uyMGHlxv8zlIat3at0xD",
-	"jV3oRjGVZknmpU67fUkj3+s18IXxV3TvBT3uDTsjhuQeM93CGBGbhVI9rl/ohq1fGHgha91f3kY1NZtM",
-	"aLaodWuoNJ+zBdaqs7qCKimG3785UbZWwaPNr7DA9JP21lcNqFQ0UtgyStPaWzPXRiIHBkjunxsfqFJM",
-	"f7Q/jaGO+2+XQfw7+8odAt1Wk18BdkuW4QpNbxvmz/kFgwbWdS88a2lEfXDrrICpxejWgk7Sy0D3cspE",
-	"79XB9UDnBs1Bd5VjvRJqdm6SyMFswsStI+tJ6OmqBlPJ9GJRDhh8iHHFtXfabbTqoAsHvWvTjJtpvceE",
-	"kikXowho8t+LJhH8WIpcGwL7X19YBQWKP3atdRpH5yoCkc2RzzyvS7MBCKN0Ss94yjV4gDNmbdbOFSQz",
-	"66uCBH5nV+o9PTx4cdp7+vQojkgq5RSaFJ4tiD2EhnX+xkZDzPhAxejcXcKiIwTYHd6/vPRGBTLB9Nih",
-	"P7tggEaP2lufs3M6nlIup1nB8RZ77N/ivfCwJHVcN6wWxILIKclSpIvqKxP6Y1ZekR60iC+4GqwHKbrU",
-	"BYV1OdDJadhIi7wURM3Q9gP47JK0HrpPlLU6QogsGG/0wkdXuPyyVrH9trPMBl27+2KpbXfXBdPlURGG",
-	"ws/HVIMn1FzICbYxgQw96DlKRZ7UZnhkX9CBdi4NUCAmM6WRitNzFkzhVniMU8WYfEC18zmB/a5lZGz0",
-	"Il/SSX3J49kgNFXSh4gU26xH5LJAEFI3+/z+zckDVRlXgg6qhw/DOhythw+hg2tuwu7t7e0fH58evX6+",
-	"fxxjyVszqfUCsiQ02CZswBMIIsJQoCHPlLW1GlHXzICpRhS6XDJbPRdVWrgllxQK6QtXKaSLB4hWrnr8",
-	"z+Yzt5gmmr5im9zxMuMjLmjqft511Xpz6+MD1TcCIpRW3hcXcuGdM42IjCUkl4YTfCeVjm0apNE4ys9f",
-	"ZzyGUKhw+tdHB3EjspGuEK/KFYKFJTZOXMhsQlPrACX1KcsGTOhmwlBNiEj8PzrPYoyUiP9Hh8WEi0E6",
-	"S1iySxLp6werXRLvxnkZbLVLMjbFtFqVQgLrrqsHM6CKYYBSnDCxiOF8IttECA/Jyy2wDhYRIYOTRwB4",
-	"5zNk6oIniQndF3rOIQ4hyS0G6SLPXgZUDO3I0E01BhsgLsVz5E572/fppX00HYQBCnXg6wZrpWCNXUJ9",
-	"/mppoO32Zj4QWhkK1AO8Ie0tQxSce9t+bz0/5ti4UtYF7XOR3fdDmqY2qqcv6stGZic/uNxkMDQaGDfy",
-	"vsnghKUZB1WucNP6ouQbMdKOvcOOLLi0W3OPUeQ3sHHUo0BpqRF1vn9zUiB8AyqsCxiDXWBF2UxpB49p",
-	"Jt8vusRGJNogRR9oZvQLOSRxte4VG6Cc88TcBYheLGkfGM0cEYhpJLHT/JpudTGp29QKYFKYm02FIdTI",
-	"ZiDeMCKxmp1B1SYwacQQOCmgtBRAHKJIXF6zt/YAviNDomIBo/AkeAEqT8UafrMVhaK+QHJadxHr9ncS",
-	"cwrzQlhm/XGbKPSim0e/ah6j2xgujM+UxoriGObeF7SAVzIjs6mRk7bbBF2iR8WwDFIXIy7eQ8P68anz",
-	"t0VkjybJgsQWh04phh+dZJQN+bn/HaOS+gIJYMzea3jzt7jhQ8TAU2zpWVDF3HFyhyuGMJ/JZGE4sPlv",
-	"M0XKHSAunKCL6sDyUIrEeyjvNU8WU2YDpKAjOfLIhaP2ZzNNvtvvPe2LOi4WA+kKq8NXG+gbxgx95Mhc",
-	"kW/3T1rkDfq4i2UlFMIdvKyA5CCMc0FKDInU+7VvMCAPfPrwbr+GzBT8GnMJBs1hKue+WkNAArt90SQP",
-	"HxZrSECoWS5wBYUQqqI5sLCE9/ctmG50XYQHdq9WxdITUE3BgBEuQBeLR2xUOh2NpkDIK4tW5t5pDJgz",
-	"Io9YwKcQbsNcJQAIfsB4C/RUDiH6DYW0bCaUW1rukTAD2JRtqxAJI1oom4VsW6y0EFLHSEYRRPkY0GYS",
-	"dwjF6hB2jS75pnd8sOcdWAqTwvEczKl32u1ds5r4PwEYX0MkRM4htkLALFNwHyljhsAtOMaet4aB/YAo",
-	"qkohF1VqmI8crAVN/hTk1iyr3pXex0JBBrtW5eNXoRtgHr6auh6oa6lOQa7yx7d3qCZ6IBwxZbSlClWt",
-	"h+7Bkmq2B4ZGQz4ymV6lnBVebr6QzWMtM0iOC+XqFT2ArFTtSsDZk6a6kK9kNSArzgNpCyTuQiqTZz3m",
-	"CgRR6q3C4Vyd+VDm/dXLL/L9MPIY+FMDWboRCCJLWUACsWaEan7eXc2qr8OFHa91DDZCmBXZqOOcq4Cz",
-	"3d65DDqrSqLsycmENhUzF88cIi7Js/0wrqARNMK2sp9/ywpYQgq2+vjaX+1cskKj31YV2nBxnHXq9Mli",
-	"TJfMrIJuJRTUyuuhMt4orilPqvSR9aWGksur84UNSssDYotHB/TtZrh77PPMSrmnUzpgwenYFIy63Vp4",
-	"OCtn3mx3ti+bOi9SuLLvF+FJNUbcdLt5Clx1gR4zoXRUxBKeG851AtdvRZNJeHa9gc3QnfZ2dXet3JJg",
-	"CcdUpnxgpEFU67zOK6Aq0pImN6ATyGGUYjGRM2UHBLXT0y9Ly++UDay4i35hcfWF8s+rrpIB3DZyzMvt",
-	"gN/QxBVIgE82r2EPteUdMHkPNWVf9yS3I/ZcFmhUiMkUQN+L5KUW1S5oOmNhs+LC1bAZNYHjvmvkRTBw",
-	"2BC/wix2ZpROXDetknEyLxCy3d7MXYGXhtflaTgbl4XpwdUAMfVwSF8xkZjDKQCnXNwtpPNluXopcHol",
-	"uCpj+LpOCHZRfBAEgVaz+rpRwY2bgvKaYYVVAA4VBxTZPtkg/yKEb9fc/Pz0IBbbHmoVUhmVsS/qldGb",
-	"EVkKhWxgJeG8Bh2I8QiWOeXW+GtB0ReuYF8xdtPW2gtI0Zs3b5pBHCW7psMN7vzWDe88EsynYFEr3fki",
-	"eXZagtk+hEfmMm1KB+dqJSIXC8XBWB1SxxLDTUjAbISD2xx/ZyCyDDxM41wbfbeK6HtVXGkVvhYsjuhq",
-	"0Wz6ehqWfsxBZhXPbkHPRO3SoUye9SDgvjitcwX4eJChhYkk9juraN4EFtcITa0CSVnFvaVr7LdUiE+q",
-	"h0q3reMdHuQDZbWDLrFvGCUfQN4XTsP3BudqDKjyTdRLtmZrLcGTCdJ8itbeknUX7gVc99xNeTknf51H",
-	"5Xy6h/xDOfP2l7cfow/lHFj8MUw8/+Xtx4IT0foqmgZZyGDMBlikPSsbFM3uxxLbGoaxCsPg+9yzCCmb",
-	"K72KaIoe8lSjcUpObaartf4sDP8544KReu/F08YuiW0UMZnQBTljtnKGMmukKdS3Un1hi1JCocdGi2B5",
-	"+69t1QOb3eIc4uBFt3F/UmmSsQE6JAZjKkYMM8iR9e72hR0qmeVpInOZnZN3MzZjEWE0S7nBqziZsZ6O",
-	"8TubumVEKHiPcNUX8X9SBVZy9vUEkss7j3FrX798tf+i8MP+8V7vee9k/yn+mi/BqNn5IFDfXyQ+Eb0v",
-	"imXGnfPPNnzPvZRGH2+gq5NMWaYg2U1LmVrYOA+HnSvpC7TqTbx118iHXIzIGALA89wrf4EmYAV9RUdc",
-	"jLpgAUOncV71ITYHJgXDMoNBdcGAR9AJs7iCthGABKxmxLQvVLhrxcwVNQkjH2oRP+fi3PupQ1+Imakv",
-	"8qqHYBp5ffS8RXr4Q8aoodEYZwsuNCjGixYgLhL2HuBp9mMQFcr1D9kcVjumgsQQERm7hGZ2AY2hBUMH",
-	"IgZ/j+kFI7QAoy7aLPMqDlyjXAYZiH7PZplzmp4XytHmO0OUBjccAsO9gNEv+BQc3QnHbAG8CySZZc7d",
-	"Y4bfJRRfdlfF1xkmE3nBfFFeOCaAB9cGHH1hY6ChA6q110IuIcAWU6WMdCXYnEylzQWAbHwN9uo0dT0r",
-	"/KU2pzU3Nw9uXNetzD4ur9yuzxqnh5kUOsqz6V31S0PSe64SpqZeXkHHvENE4FX4EyyplJvadk5DXy0z",
-	"6guqbIKaU63AFJt7Zwsfco0+hJ5PVYDAn8RL5C77kdR32iShC2Vdx9z1kLXHh0cjp0xEZAvf7At8FdrS",
-	"zgDOQbBQ16dN5pOCYdPn8QL+bnww/zlIPgaJmtvtbUOHqszaz7nSe8AVrjBrvxRQjNERd6SGTEWEtUYt",
-	"xwkuIZe+OrFlBHmVQysSa37BipIdrMvePy0NgzHkHQQkK7b9UjMT1qKan6b21sabFod6OWW2YMHSx8Ac",
-	"2ftpCj3RdTZj1RZ5Xy4yl7rWKrxjdpEXxwwKEN+gbKFegDBpFPaakSCqjEXUZuW4TBrLJ4iWxcqStq1M",
-	"M+2scEG4L08YnawyPq1dlHlVQZ7KVtHA9lbtAq49lEJRuNs6hSbP5q7kgTnFu7CB31tdMjbsubr7R27E",
-	"C5FzUkLMk/J3IEnkmGU++BjVcB8lRBQsZ+slhKxRQf9h520N5KSGJUpWngxbaUy9jVJJVSeD7fWXsrDq",
-	"bZdTTsHDBmH6+BJLim1uOtU7yod8vuT4Wl2YcrNQk3LNkpRL9kJw1nYx4ANFADQxOLFxTJWNWCN1m4Ng",
-	"RFtXZd3wQGviOto/fvn8p/2nuySG2qhuVOC7himpAixW0xp5wbJkVjzfclG86hPCDdAzSJQXrChoxvav",
-	"IzaMUaCfswyZkPVjV/Uk6m5/tbm5gkbkA346LnY3/rYuLsZO0ugSK2lYrmqtcqFOsQsHicrkFapBYe8I",
-	"/8rTybDSUL5frzO6am5mJGtuzn8xI76t3F0V/8i58cZzI5/W1njR1my7oQ84JHlGVFkmel5uhwL/uSzc",
-	"CC0pliv+AowVKWPJrm3I9gOFh9ElBfHlP0Ou83XOo26mlOGfIN5/3ala44cilytxRU9nl0lzVEPWUuvW",
-	"Bpf3Bg6KkNY67c7j5uZms/PoZPNxt9Pubm622lub/0LkKL7y+KS90223u+12q91um1fKRNLcJXMiJz5H",
-	"d8UIndbm5va/auW3XS3MGp1peeoIdrn9qRFUnEkrkLOi8O6XKEVeELJGB1ByMSjKuHp9BsEvO44yxHd0",
-	"e7x4PNw6f9cZ7JxtZm361W/JJRD/qtvudLcftR4hOCsgvvmou3UpxNuXQ3x5khUQd01CUYxIUP9bgvxm",
-	"AHkr6FYCfae9PtDLSzS0Iiz3WPt5a/5++O3h/PDNQftfv34/fvnP+fsXv/3cPjwZvD982pub/w+/fTE8",
-	"fPpMv/z28FHy9BvJTv41Oezo94eTw0c///pscfjt/hab/HgdK6URk6HOZYWZ8qW1RJS8ic+5OL/KiQjv",
-	"fIxqR1QzJKNXZQb4F8Ovmq/ARbr2x+79T/QnXmm4dGbnpJY7JC7/6JnMzniSMLCPbnd2rv7iRMpDKhZ2",
-	"deqPsqsWrKW1vKpkrWQ5zV3mTsKOrHmAJREaj9DwV/dSQDKzkgMEZ4S2C5uhY80OUzCZBVZWFOCNyjmV",
-	"qiIDDPuZGdReVq+vYOVBgjeUK3yLxVOZ0t/IZHFrEV1mbcWuax+LdVqt6lkSJzZvdQGrMtgMeEt3fv+E",
-	"jq66hfDOx6jmQaibR2ya0gVLrvq06pOPUe25Lad4JbVx791TnFUUp70GxdmzZU7gg81H66zLJzsfsoRT",
-	"KMgM9K2zzsdBbYCbUsWX2Y8zicWVr0scf2ALluAdvCs6iU1lS4QSbGJUlEt6kvpYCjnLliqhNCoIX+hX",
-	"8taWyxJiLS28swjVOyQn9xe6+kJvX/3FC6mfyZlI/qoyB3oDqgWDa3H9PVRxPr6tvFjWjAml4G827CpB",
-	"pQcD30xQGUKFk5fWWXynkgou81qSyhr3xoyc62juIvx1Ltz1We4aXPNVUPLmGZRZugVu/XkoQ37Wn5Xf",
-	"fudc3ejTlUFdaDohdaPgG/XDm1jW5rcb3nRz+4Rh3w79xZOG0MhyTx7uycOfjjws3X/y3//P/8r/isCd",
-	"g/42zDINqqOtTSnGXGmZLVaGgL0IbB+7ttquLSqvC9UgFZFpAp3TqLApx+yCy5mCTx5grIMNY4IgD4xe",
-	"EmYTec65OudT/DGyARGePmLK6ERecDHCFC3I3AsWADXFXD9UM8cD1cCUXbvLIO3UDPkA03uVzssm7PWO",
-	"90+/Ozg+eXn08+lh759xOMGu3aIUTJGU0Qtmm9ZWKjXfWchel0Z+Jt/O+oTUbeQSO6yLrbJwjgoms3sj",
-	"7b2GdTdWXXuJgysa3dBYe5s6WcZcuNEti15HMPC94HUveN0LXncpeLmoHZC3rJt1PWkKAjUv2J3cfRj5",
-	"/vLfX/77y//5tS5HElZTAsyNg5t/ief3R/PWl+r6hcX9ob5fBM8Kbw20qLv3/t57f++9vzcmfGEGb5ny",
-	"4ZwQDeM7Qq7l+7Wkr0QKNz7Af637N2EpQ3t0kSw+hd8dWSwRlopyFfh+gkmotjPAyJZvCSu/3t+2PzC6",
-	"KyebnxeDETmwUDNgLxXYeQOie0k9b2Jaib7RyiCFFfjZ/nMwvvvL8G9uRQtacS8HKgTUvvpSXE9W/RGJ",
-	"PqqyRu1cvlCvzM83lIRRlb2GCDxh2Yg1YSV/v8GdfIXTra3D3j018Emz91ThXm//DMLvk+ut1tdk+YwU",
-	"c89NTtPPK3Ac5sQlkDrqvsmT7/x0DWl5wycRVzpkX2YJlMY9W4BUAzXuzhba5vE3uss+WhR+MJN8lWOW",
-	"8KTKN4tTVLlnMc9RabrwhQRw877KQIvsQ1FeqNAQ1DiA16CwRZDaAsngCYkNcYobhGJJYsOwujCCcvUn",
-	"YHlY5Bxq8xJI/CUDOWHYgDDvc2Z7dyjnnPQEcznhHZkWwP1P7a71+zCbusphC3gRId4UEOoTmMq9c/de",
-	"LL0NsfQkIBTYDBmRNUfSK3y7tyC/XkqfNz6Y/6xv3DCX8hOl3Xth8/6uf05h817yu0TyO2ITCQWgPHXa",
-	"JVpqV9/UgGUynWksN+pLOynNprdKpK4WOw6ATKE6Pquwbr2a6dsiUHfkkTIrezXT90r4PV28V8LvSfES",
-	"Ke4ltpjwNKWDWyPJq6Q/NTuz1/UT7KKVEQLHMPJt2EX/CIqIcDHQBVDd08R7WfGeQFkroZEUcwsZmKme",
-	"HvWenRAtyfHrbw4PTk72n17TbKjCBhhO/axuClpdKh3LKC4VTLe17SvsZHIkZ3otJ/1zLAQvZ2XRaC9l",
-	"NGsec82aT6mmFb0a+jXsiqL6tYj0a0rLjI5YvxZfs43GH0VEotox001X63mpbY3ZvyLx6el3UunmeHTq",
-	"+sRcv5vHzejOnzICYM0K2sUu3nJkEJDUsclAoTVuRAZ4EJAJZNvkYgPREoaGN9DduCBQYKl4+jotCVz3",
-	"iPpV/eIatstDXwSdFaAHXLHzG3mK9XOpL96+Tsc1qLrfF3m3TtuM01ZuhVLup0f7P74+ONp/uqoR9d4s",
-	"y5jQx74l0Z0JH26KlaUcbPVNu7276DOz9q2zay1fvi+4+Hzh6rwZS0In5MDcnWHG1Nj3IIUGQSKRcyxj",
-	"CQ21Uq51ah0KUImYDXX1tSlyro2EXfCBax9VzcGO7N3F0tfudll/Dh45Ye8Nl8OSmoLZq4f9Kwp9Qyy+",
-	"WzNFRDi2hKdaTvgAbg6WifT9cKki8dP95/sn+1CNcKYMbnww/wE9wLZ3+U+c/+s46otBOlOaZU1Fh6zr",
-	"uyzmSKmIGmOveEbGVI2JpiOboehaoWAvubzf7iahui+kGMA9Rji4+u1G4+ED2spj86C0tgIxC8DjHW/x",
-	"BztBl7Q/Vl5mBPXh4qUes+ypPZpPrhqJtftezvR+qhg02C/VkJxLW7DbYoPrTYuihi/PaFdf63auUUEO",
-	"t5TsyZmodIZ9J+dkAjWoYQX+kKAGatDw6IuJK7w56fn34fvHfCSA8cNdAZTD9uF1vDyFsy6Skl1XXT7D",
-	"zgQM/dvXkgGce56KBByt0MPWF2RfQUPigPKkXPlmlfCDeblR7bY+XOQX9U/stbY4u47POuUXXoorJXvu",
-	"Llfvhm5mmSGrsT3V+D4Z+UsiF38UkShIjAWcyrksMqRrJRRfJeqEreAu8xs7Xoy3ey2V+8h1Bvz3i4tf",
-	"hcNfaiDFF8QjDY8rsMAHygtiK6LlQw54PZ5z7HA/j61wty5Mm6toYeF6VaqxoepGGO6SeDxSpzH5eyhm",
-	"azoifyex/9kODwJ4ygZaZv4x7QvFBhnz/dizFnlpdBpKztmCJeSwt+dA496AJRhVMCF1bIPj64Z8d9jb",
-	"O/1h/2fs1NQXgnGQMygZyCk0OTliCWjz5jewEhINHXcWnKVJ3nIv7M9E0X4HCkJfxJ52GHGBjmw7d9xX",
-	"w/W7yrc8lBlJuVFEMqmxmqP5IjBAWI9JX/gmgpHt1YDaHvS1Kbe8bz18SN6sMFgEzeSXWmaG/TiVpplW",
-	"fcEFtB/OrQyYsKHIw0K7zoct8npVe8soF6789TeqmP/VN2J2xbYQv4mnuL4HHfQPyfsebrc3+2JVt31S",
-	"325vYj//7fZWrutVtPA36EChP9vC2pigOdcZHZwv999vWCw0v5qd5qvsi3p8dW9Rb/WJI2xnH7daraDr",
-	"aIxNKlKw5ZohAwXXQaphEY9wjbqpRRd3lipfc/FYz9hAQoc3ONSf9o8Onh3AoRZ66dsOUjRvvB+VmogV",
-	"Md3o9alVjPtCaTlV0PYHLF4aqEG0UjduWBy2PSEN8vYC0xggIktsf6uSoawe9/ZODn7ajxthI1lvZLPN",
-	"CD1Oj+VcldH5bOZiZD1CtGwrStdQ0vUzmlKldgO89dgctF706vx2e4vE5RaQ8VJbW6ihNBj3hb3pKmgX",
-	"Wi+DGjEjo1y5E4Yz09K2CLeA9K3TLTAB6zHYmGps0uep4vH+8fHByxenh71/nr7aPzp9fbx/FBflrRbp",
-	"adcOb2oRYen75weHByenr14+P9j7+WtzfXVTpglTutQtMHK9H6lmBN5TSNwsf0gZDXsIQhMwf7SBT7hg",
-	"E8rJQg793CoToJ5DuV27CyQrsSHy/stOx4O8CV0omhmjgzFLKm0ymJEZGlevE2JT6N5hbmu568Y0pVxY",
-	"4lPPmyPbS1Vo4WGw0XY8qAH+1ozkAtIp9AY5gyfPeMaG8r0ByXMuZu+NfIO6bq1bo6l52/dxNjwk7+4f",
-	"LgsXNKBZtnBd4ez5uS7/w4pOog8MwOEitPC1+MoNjOz0v9SUpsNhLarRZMIFtAG/bNmHQ3pF3/nqftPX",
-	"ot99AQHxJfJN1GwwYCzZdd1SwcZpe59KOuGh5bDoJuiLIDQ/J+sPvLExbLGYCyNwv4GVpHIEsf4GuxFb",
-	"V3XfjvDqbGIvybk0ywSWYvg19s21LdwMw7jqmAI5w7VIWjqdtW2C9jLdUZWDK67cc4cQhS2fQXM/to9t",
-	"AvPmHO3NZjvv+fIvg54V0FnqbWI+e1T4jCdp9ejw2pZ7zaNirVtTpz92xuOzSZKevHn9/pR++5M6+/aJ",
-	"Tjo7i7Nvf9SHJ0Fb4xqySaMjYM/6mhHNr/j+VEjdNNhJ06aTr5tSpIsmFU0LxmYb/rdZeftyqL5Y0do9",
-	"l3T/bOAedH769azz6Pz5P1+kg60X07NOCO5QxLgM6MujXAPonRtcqhNYyar4INd626Zkw7Lvwkt3H0C0",
-	"IoDoz1E54yYWlQJRv/3YHsetryib4TAcOx8C35yPJXQL/HWmAhq1bE1ZjutZ21aIOSYrHfD3psL7EhrX",
-	"w2dEjwCfLzcEXl44448PDKmOB7lH7n/z3EN/B1ZlHw5naUouOJsTOQwvAxpIc6MANBhfYDgHxMCsvCO3",
-	"Zi0vaI0jr0PffHyfGlRmFIHVyOreob3PKYx1KgibTPUCndcZs/3bx2xCaJo2iqE2fQHKIeRw5/W4c7s1",
-	"tEtftMh+lT3PW1IK6q8zH0KbebdSa8Yg9fifTXPqTbQ2oGGUUKVYpnHGeFR4EhoV+mLJqgAt47gmijFF",
-	"KMSJIN3qWhv/dJZHTIkLmvIEre9yaA1F52yq+2Igp4sW6fmWD7ZBXS4n40ZpoRO9AWN9u73dqDIXHXt6",
-	"aw0rn2IxmmZyInUpXOeQnrPcKkAFAYOJbZ3N/eJDfWu1keX6CgZu6/qFRT8jn0FcdNXpcfP3vOdOeM+f",
-	"oYjp5xfeMAmqSFJHjhxcT+0oWiQ/mcVU+nfR5yrId4G/dSATlvtabVyP99kwNK0QiR3/5Vy0yEsRsGhr",
-	"oumL+Wo3JVfOYQp2JaC7EDU5pAMtsyV35SK06ILjsr5sYW0sOWDsypaCr22o7LV9Seg6shzKUDUuZkzt",
-	"kjh0EuUB58FCVnoXDod0zx/xHZZ2LcyzKojbH7KzEknB0KpscOLeWvSXSjf7XGlfOdZ9Xlp8rGmmDW07",
-	"fBb6nOtpwVcCCoSjA40wiJEkLOUXzKepJAxjdobkjIrkZtTc2sPvhJQfzxxdcnEC1PryQNY3ZIklQJfM",
-	"tuu66DBzLiY0kUHfZYqqQnM2rYrWr4w9IOuEHgCtzZieZcJF3F8SgoBH4kMQSl5gUgjN74ul2PwiXeMK",
-	"vc6G5FMMwFmwxGcE5fP7Tw6SuC/oiHIREdYateAznXGWECvc25QHSOChiqRS6Ua+ys12MFhzJAWL885K",
-	"OcsxmAY81YMo8AFC7GMeNYSAq2IpP8Erh0Nau5t6EIdDilP8QTqAm58bsrrMw441m07hdHdtIyob4UIK",
-	"ARgGl5btrffs7MvSLtbYyrdSsL+4a2UvYwkTmtN0b0z/ACaK1937cw0X3DVkSllmU5TT2VSR2bToYzQ0",
-	"116/GzBNiJ28I90nNBugJcwsuhD9ZoMVoR5jFNiaoBBa4mMapyxr2s/6IqPafDHhmgxlmso54bqxixl7",
-	"nq6jxpMxTaZGShnA4WKoKXEucpIwmmAxDdUX52yqKxPHAEKfz9C/jpf5gcpp7z2ZvXcg/OFk7ECpGQtj",
-	"Xr1+br/bDSUDUhnleinxwrzRlVVjMWIbX+qCATYm9UxKbRNOG5G1TVunRiknAK3Tu5g8N+eK+ccQoYdk",
-	"ViuWDj1JsomsEy6M1H/GkA5FvlnfBUsXLjk/wZaaXAzSWWLkJ2dGWVhrz4r8txPc9J86+Q328IpWG0Vc",
-	"6tt91tqf1I1/+3TG3uFVbkt77QIrAgYYX68zpqUm4LVcKbrktMzcbjFSLp2hRDaAJNgIcaJmZ4rpJQKj",
-	"BnJqxI8DsIs6orGoIDMQj80NOc0wYh0dsnKmUYXluot1CWKt02Mw6qqYzOUsTRAUZEoVlgvAUbzLEd1/",
-	"+G+zikFKJ1MwEBTejjyJQx37gSIxc+F+to61efr9mxP7KG4QRRdEyRaB4AoX1YwjkqxQ5AB3aSEApYLK",
-	"VDNyDKFFTopEFuF1JqVWOqNTMqV6TGRGYmeVyAePyZheMCjxjauoG0GPjhgxXEE1WqRH3C/F6P7Ndrvt",
-	"0Ewa0D8hIyZ8Mo2j9AoGInUIeT8z/L7J3g8YS1gSuyOgRi6logiIJC8hbk5hu72567Oj4EXYKPWeYVvm",
-	"m5yxocyc1cItfUCFkBp2DEvp4j+REcMC0UlQASBbmMG8+P2bEyLohKGA7tFGzc5+ZQMNMfOCHD3bI08e",
-	"72yRmA50bLCHT9Ci4z+Qc2GfCqY0Sxo2QaMczO09v8513RtomcWtMgfnymL/KKOAAZDtXt9utxtdlPcD",
-	"Fg/HWNmwGoQTFKvvxmwDY8Msf1BfuXwBySrN4Q51hft2cf9mMayf0P0NMPWuAlkt9bhMQxGk9+rAsdrv",
-	"35w0dq2vMs+9DbguemirBIeCWrLBzaVQUzbQqxtkHvh37pIU5bPkpCgqjPe+OZ/Pm0OZTZqzLGViIBNs",
-	"FHnzCT6rjTpfwCXRKt4GpKm+N0T/eSjYX1BrMXLTV48fd5yIF6IvqRtxiV+w7pCmisUYWy8WemxkaIjI",
-	"4BescTUB+gD/XQqlr642lju/qEiiVZmh0doCe5eA3gEeztB7KAWZKSSnpW3KEhyiS4p/5RUSMjaQWaJI",
-	"bAVpo47A4BmjSop4F8RXs2cmEiqgwY75YukDSvALI/SissKVJxk8MbqB3TUsBOLF1zL/7JK83Ja3NIGl",
-	"HjVFTQ38L7FTgVRrlJM8JJInRiMrRlGijoZtirwibBZrUMYuOFAkI6OY8jOjZTZIXjYtP/ZOextGRDO5",
-	"GcUgYGtFETXHv0pWKW5w7N2MZYtaVDPqRK1bQzivqv252XkCTfQ0y8y3//VLr/kv2vyt3dwhrdNu8+3D",
-	"/6gt1wZ9e60cEJcAkgVJIRay92GL/yb5IJeJhT4bxBPES8hemCqyG1xQn2IM9wiSiIHqt9s7jWqrU6UR",
-	"+2SVzVlmcNcriU3BoG3JzPwqa7ghMI5O8YT89//8/ytITMGAtURI7Ed53zMgJNsIgGJEd6uqsmouBN+l",
-	"4fmQGTWlWkacME0Tquk9HbhPnVlTlut5KcEhj0uYyWUqvLMr7v31HDlo1gkyZFbUV7y61tprxbJj9/bS",
-	"MlaVeeZgHD5nbGruSBV/x+KwtWvmOZgt3anTae3KqF9+TdR7weAPThStrM1sbmBE5BTbLaQLuCSGK0rB",
-	"rsghLWLii8BpRc4WGNxvJoL42TroVGeL4EY2ukEqQB5Vg2kRrgr7fCxTBtXRDN8PqqO5AurmQ8J1I2yK",
-	"areG7Uhdh1SjYlzRHhXqHeW1Vyo92ZfTn3+/Yq73Du97h/e6mbquuFehjKuNnFONmxRwvYks8hpLEn18",
-	"e/l2YP12uqUAeku1JlTQEZswoYFgKZZBECDqGsomELifVWSTMLWUqYJAGSt7+M0YyrAs3jORONAZPcS3",
-	"xigWzbc+ZUdQvZesOMeKKcZSow96CP25LlimGFRChKxhMeLiPUx36ovyn2SUDfk5eYYOUQO0iOyLC7kI",
-	"d2bdpU3zbcXU3oOh0IWBZx4ET3rh1CiiLOEqGNsKo8ujQvcrbOGjcMSwMa1hdROuNB+QgRRYbXqwwEhU",
-	"z6Ftalo4nW3rszzdvhrQFJc7oAqOmagJTVMICxsaFReM92RCB2OOSqQdE96vGPI5v2CCKQgkpQnHf2Ju",
-	"idAZHejQiAfWMaFZhpZJkjFoqz1gkW0iDmUxiV5MHUsEDshHwrD5c7YIdzkBNfPtx/8bAAD//w==",
+	"7L3rchu31iD6KijumTLp3aQoSr6IqtT+GFlOlFi2I8lxLvSnhrpBElEToBugKMZx1ffr1Pk9Z95h3mMe",
+	"5XuSU1gL6EY3mxQlS46TrV21Kxa7G5eFhXW/fKhFcjyRggmtat0PtRGjMUvhn3s0GrHmnhQ6lUnzpWwe",
+	"a5ky8yRmKkr5RHMpat3aEVMTKRRTJKJpOudiSKKUxUxoThNFaMqIYBcsJZEZMG7VgpqKRmxMzVBMTMe1",
+	"7q81IZsKhn8X1PR8wmrdmtIpF8Pax49Bbf+EDhcnPhkxIs9+Y5F+oEioNNXsR5YqLkVIqCKUKJ1KMSRm",
+	"JXpONB0GhLWGLRL2a1v9WlhcyZhevmBiqEe1bufR46pVHMRsPJGaCd08YpOEzlm8uKhQp1MWktmICaJH",
+	"XJHUgodwRfSIEdhmnP8sB4QKwmiacJaSlL2fMqXJjOsRvk7HjGQzR/Pm92xeDUIzcTX4XnBxXnFuz/fI",
+	"087Tp12YR7BLTSZ0yAIS9qft9la0cbG5oeU5E+pfCR9z/VXH/N55HE1TJdOvDi+2L1utFrzLdknKkq/6",
+	"NTNKvxYGhJofqOYXrC9SNmApExEjYxrDhi1gYKsPFJEzQSZUjwgVMXk/Zekc9y9FMichzheS1MA8YjE5",
+	"m5sV98WZjOfm5M2ke/alusG0OZF6xFIyoSkdM81Scs4m2uCEYkI3WqR3Zv5BpICtJ1Th1lt9sRQl2ttP",
+	"K0ErI4rwrMLOKGVU42HLaRqx62LcEdXshYH94vAH+yfPSfa8SyZmvzLh0TyATVnoKpKwgSZcEK4VmXER",
+	"yxmAGXCLRVLEikyF5gnC1L7BRKzyywJY0K/tpl892tlp7+qvtjcD0q9pJqjQ8HtnZ+cRPghXAfGKXTZf",
+	"wwau2qx9rUvwrHHXRI+oJnQySTiLiZY+EAIiBSMJV5pwzcaE0WjUF/UQ9hUGJMSdmH8ppoCABACkcDyg",
+	"oUGTw+c9csFSPuB43A0ETl940Hn/1eN2u707++pxuwCd919ttd2DsEWOLebh4qlQM5YCESAp1awJV43F",
+	"fSEnLIW5SJ0mCTmbatjSmGlqjmciudAqO8qBTGc0jZt0qkcklVPNVEDCb/ZPiLnG5leZ8t9Z2BewL/fA",
+	"bbdBpLmfBkcimiQsNdTKfGVoZ2RwuEso2W5vBkSm8K8tMyWhZMyV4mLYFyqSExaY72IW8djcUzaQKSNU",
+	"zPXIcAWuSCSnwlwIswjDLThTRDAOt3XAWRLfAHuYTufN3kCzdBFxji2Ga0lmlGu3pNR8w8WweB8HMh1T",
+	"XevWuNBbnVpgJudjQ1w7m9tPtp9uPd5+EtTGXOCP7Ww1XGg2ZGktqF02h7KZ/1r7aFaYkSHLVhU7AMbB",
+	"zQoN3asFNUHH5psIHwY1g7k8NQzGkHV/lf8jZYNat/aPjZxxb+BTtWHHNpMiQawmSwWKCeSYkUnKLric",
+	"KiCEBuWUdFQjNPyjW6TwjYDICX0/ZbtEjrm5V31hEAJwkaeOoBpsjwkv87MSeVaGNMMizNxwkYf0wqBj",
+	"l9C+QAaAv8fSYIzUZMC1f8UNcm2320TQsUE1xzQQnQDQwFc8SCN8VuHahGrNUvPtf/7aa/5Cm7+3mzun",
+	"zXf//B+1leJBNP+eVRCxHokSboSHaCQVE+SczUn96X//1//XefSITFIuND1LGIlGNKWRgYphVIiqJfCZ",
+	"L80NMgzQsFcjiygP9E622C1+AoNQgcA33wLQOp1d4NYwzYgnDBmBGymDLhdkkPDhyIJ6xwMtCo05bEvi",
+	"ynIgP4Lr5P5+WgR5v3/Z2Wz2+5dP9peCfHBIdTSqxnIjNCJvTxmNSd0X/Roo9MxSrhkZ0cmECYXiBsfr",
+	"8H4qNYhsSvMkIVQj+l2gfBkQlihGtjc7LXJkbypCMZfe5NTcCqCjQONZTLY7T1skfBiSsVk1U2Q2ohpE",
+	"YzsukMhpmhoWUTfy2c7mZpv83/+zudXabG02AqJkxbqnwhA5brZOk2QeAK+AzUhBqN0KLJ9dcqVV1wic",
+	"U3EujNyFT+uGllvMQMb1QDXy7W+3t1tLD3vQxENYRbS8U3+8veIkX01wF4sn+tYI1JOUGcENJRydUqFg",
+	"15UnaEhp6QC5QqSou9NrrLOr6+xCs/FS2s7x4TXA5N2NzWuToyVyo7kZY2klIaMkAc0dySRWpL5pGOVm",
+	"uw2UBx6M6RwekgEzcoqhOghQsylCQW3oC/Nql8xocm5lyQKHMVcABO4W2QehBySxlA2mRmmkVuLPhXWO",
+	"ZL4vDJ2P2YALRuoececabwIIH2bjMRnwxHyJeqYZXqF8BYLHciYAwlbhiGM2oNNE17qP2sEKgWCz3fYk",
+	"gc21JIGg9oO5a0vx4719elPm70Y3Mx2jXLd0LpU9v+ls+QxmvhMjAy+dTdunN53LjW5meqNYunSiKT68",
+	"6Tx2bBDaHA8Fme1rGh8haTd/RVJoJuCfoG+gSrAxSeVZwsb//E2hOrjenK/xK5x08ao6jpLJPcA6kMBJ",
+	"oY2ksEtClqYyVSFcSgXqDRlQnpjLglJ1LfAtOwW1smpx9t2N/MUlatpaH7v3YYtGRD3JKDdaUJYA9HqA",
+	"NAMvgyLwAmpUhBLnKAHG2ZlWbQveKevmnxuIUgwSHn12bMysbWBsy5GSJomcIYO1YhYXFzThcdO8OFVG",
+	"sx7TyyZTEU1gfWGQy5ZOsGx8QWi6b27U5wRvTxC4xS2zh+cyPeNxzMTnPmDfcJvQ6JxQYvV6UPaVZpPm",
+	"dEKs9c5Q2C/ozL6Rgn1OgL2UJOEXDIxD0YgmCRNGdWaXEwOYIDNYIvASo4XMyVShBZOiPcnarTLbJprl",
+	"gLU+UAQY55d0LV5K/VxORfyZwaym0SgzohqCgQJ+krDUQAkUli8ISq9TlmlkzylPWPy577FTX1DfAS2I",
+	"JuwLBdFRJqx9PiBlAPoySZmVrt+IzHL7WaFziEbdgFg2HhBL1AwlS9mFPGexI1NIpEg9Y/keDwmDvgin",
+	"omBIBtMhMBP7/WwkFSOJHHIBRloFlmXz38zqPif1cDygTXdSYbcvnG8FrFrmqUOjLgEX3C5aAwylMONk",
+	"5nS0mSdyKKea0ChiE6MLN1BJ/AKOP6i9ffu22fNAVjzSqyziqI7JQyrmVmdRn1WOATcGAc2azKi5XeD2",
+	"JfXQ9284C1zv9QEi0ANF7Kk7+1MmIJrv+qIeftM72X/b+/n0qHeyf/ri4PDg5PT1/tHpyavv918aCXPZ",
+	"8/2XvZcnBu0KzHXFiMf7x8cHr16GDSLToMr9g0MZbfOBIlRrNp5o1SLgiugLVDRCzzEROlfbrrVZD0AM",
+	"yMyF1POMDCkXShMhBXO2eYCZ+oIwtORzWfm592oVbr5Kf5hKTb9EFL0ehgZkFX4C0VmJoDdCjbEjprgk",
+	"sOZSw9NgkOmE1C30iCETJGy1WhvwTpNdRozFLA53rfsHXnugSAjPnS2Ba3SEAkxCMuQX8KMiiv/OGl2C",
+	"PlQVkrrbHO7m9LD3E+78uAH0/PWrY3Q54gcBzsOWfPnDm1cn++Uv8YOAhEadX/LhXu944Tt4PSAhz90S",
+	"5JzNl4xw8Gz/8PWrk/2Xez+ffr//sx2MWl++c6IshGSQlxK9nObEZinXmglLERD7XfyH5mOWe9xzXMII",
+	"EKVRp0BNG0+ZanLORWx5sGqRnuW5gBjOfc+1e4HUHYuWqVHPG7uZFyBO6UDnH4CzNmEaX80+d1CBUzg9",
+	"OXlhbSfm3MGhAv4HGBYsK4sLcCOY4zh99Xr/ZdUouRkmvzvwwdH+8asXP+4/K31kFIBkCu53M/WYpucs",
+	"zSZXxLzNRKxInYL5i8XmmFnsji5lCTOoAC/LmSBUg9v7S1GwPo2uftGyoicTtv4+YtYbQS8oT+hZ8lnt",
+	"DkcsNheXx2h7wwgSQ5ecYizFgA+n5ggMsTFybl2mJKLgUDljjt81gGi5mJku2u/ysBMQn1NGzYUSlrhR",
+	"Fx6SMkOsiHVZjqgYshi9Mi62wl7cEgVUdLCghn4a0rsT2HMWmL/oUbyxDtnZiIEblno2JcNTlKapZrHl",
+	"KTaexoCzC264mfe6tSYZTWdu2YlgcDiZShTJOBMv8w/nckpmDGJ2rMuaKwK3+o7OLPdb/01OzcLTHZq9",
+	"W96hlQI7PTMEnmXu3odwqfGEpqxJRdxUDMLG/DBXOFJk4+j5zMLfZjxiu84TjqEcVk3xl2UlTp3FoSmy",
+	"vdnJl+hCEfZP6BAD4ij5Zv+EqJGcqcKWUbpAL3IOgjtCmoyX7MEsfyPMKZpUUDVBwzCSaoMiRFsaS84S",
+	"LuJk3r3ynFFdlUlsB3a26OzQ25tZIKGhJEa/MJ8jUpnTFlnoSQld2tu7hZWjkCtIIpXOxjSKMlF8KCCK",
+	"CNSYFjkYeOOpaWTUERUs2YjI+dTdIFUe2/3vQogyGuTFeCEJQoqSaUu6dPZmi0ZnAOVQpmTAjcwNQRuC",
+	"IZWw2JFNAcerQDBHibBJk8SpL8CTZiOqvTm4ViwZOPHRSPvWYIfGwuUUzUPpxt1gyvdGpdgDjeJvhCpW",
+	"3wRzAxpWW+Rttaob5CLe8rDEIkOzo/MYNc6UX7CYDFI59lRgvPpujEL0diXp6bQ38/nBIoKTuFHQflFP",
+	"baYGvluRwoGRz4tkx6F5vEu22ztuMU0umjYMEgb0xVuMnuTaRkilU6EaCEUwNS8AMgu7HNO501GptRTa",
+	"3dwNClvvwt8OiTOPgo/Fhm/mtKybAR1fUFnYo/24RXoWEdxoztFAxXxG52XGaNgxFXODgHWwDQKH5Qo4",
+	"YGPXoIOlc1rOaIqYPWFpE5hiRCeeAYPHCcs2zpCqQkR9wpVGt7EL3Ddfq40PGPD00cXxKxtYLxBWqHub",
+	"3d2RKAaBWX87NMqlL67UdBUOwfMcheDDHIEcKpgxlmFP3Uz43duTDGMgeNdpXQuWtV3LnBcRwplVQQM3",
+	"B08wQD5lKB5SCB3TLFV3hAqZMe/vhAl5iHFBiALOmOlutDJIv6zakbrRrZYwG2/0XTjSLIJZS6IY8/jI",
+	"wrSGe5hv52Csd/wDzMx1G3CFDDJhFywhY5myXUKVkccJjWOVfzPiSst0TpjQ6XwX7a0XKNKlTE6M5oAQ",
+	"NgyxGOGFth/FRJwvEHIg53JKxoyKTG25VfSbpNIIlp/bAveWJUlzINOxuYNTnXlt6pScyamIA0LJ2VRx",
+	"YYTedJow88MMklEhWEjG7EuK6nkj1HQykalm8SGLOT0BW+efE+hqkzrt1Oi24lYBBGf9FxSn8dEFFsM6",
+	"epGuSriCNNvHO1uEmuckSigfW5156jl5HNtBSs3B4YcGWcECKxJTnXsiZ8IOKJiyMJmkcsJSzTFmmUb6",
+	"qiPBFZtdTM/WS7bL46p/hY/ydGOUV81gvakevTCkxk9O/rp3fLBXC2qHz3sVOcr4EfgujpiC+PsPi9tZ",
+	"ls5moAUarYWNhWtgHXcIVwvSQg6UjVyhioQ/gSugCRAJ4W5eAYygRv19rgRz9uLHoDZM5XSi1oyu/wZf",
+	"/hjUzrmIq5JieDRC56AceE4WMqEK6VG+te+5iHFn7kys0FgLMEC/8lwg+hOWC/kia2AJQO4AX95st/Ms",
+	"SZqmFBwvyk9OWDPHAHAUMGydFaBGiRNcD6kBzvlk3lD+gVehPcSfL6It8FkWnzA6Xmvp9gNWjeoTlioj",
+	"jKCEE/qjh2Qm03Nn2TGyw65Nu8nT+lCkwCArKyFpRscPFHk/ZVNWQvvNztOKBUZZ/uo6mahBzapPPV1I",
+	"sY2pZk0joxSnrEirCmrxlH3C13nMeXZZ7yLRN6glVOlcCv6EFRcHOmJULasvkMKzLEyo6FTfJSGdannq",
+	"ZMAQlY38hQcKjCQNV6yCkSHVzGgp7hPUVuUFS+Opy6gDy9xaBNLKj59y9L63o3xyj7f9k9tpt59s7ux0",
+	"Hm0/2W7v7GyuPD878lStg8bH+GZOgo7M+7dLhYLadBJ/0jUp0bEskdyjX97ys/0HRQq1eF3c9SudhX+v",
+	"/cUvo4w9mMVLoqKx8/y99gjmgCaKVYmHgs2szjI2FC3zcDrHBrgsRjKxBkdD1YLMkFikmlwjwjvqySBD",
+	"ccgvjO7utCzvYYluToWDWBUJBTVoLC+csxw1uDy1lo5JnMoJxqDYdZlrOSdnLJEgxOTOGkbHDet3gykL",
+	"ZnsYa7a43BEVzglnZj+j0bkb1HzSIieSnDM28SAToOKmR2xsvTMGES7peIJqVZGJ1c54knAxbCadms+v",
+	"alTQ/7BftSI5hjQ8pF01Tc+ZAkJC7Nck5moy1Qwu1to8c82s2NaStNgie73q4vfcux/znSze5OJyVt/K",
+	"ws5WX5UqCaBXwmR3pjbpSo8YT9HZxiH6BmKqA0KV0cKNuCsTJPlw1LuEijy60WgTkC+IRRzGWXkODoVz",
+	"IOQP6UejRcIxXpqUKZZesLgLfj3M67WpuGAGB1R0ZSEwcqSAWhUoU5Y/iuAVUvtaxZjV3n1cigP/0f3n",
+	"MjQwcEa75bok6ctH0U8Tk26I4CuYYsXxLYFEd+MfS9PYSxpnzsBKfMtxKbuPZZfrWzRxLQrqmXqT/eMq",
+	"2Nuh9oVO5wtqz6LWk2fEL6kVhVVOrCyXleMidWVLqBhdzpY1aWSi/UIJq6sFsxJQcb9XwAs3uVwpX1et",
+	"uRs9KKODVSm+y7QgfnMViP4FtJFBKsfHmYy7CEGU/1xBpCUgs9hlfZNgFl5T8l9GTD6jhK/l8Q1kfF3w",
+	"YzhGgxDIxWOWEaBapufAv+SECTQV5IpXdVG+glwAloZ8Zm/xVRJ5AWbLbi7qHTmrjU7bm+On0dN0ezJJ",
+	"xeNNodLRSEVt8ehclM60SLc7xbo80emv7eYObY5+Ox+LSVNfNH9/96Hz+ONSPvuaDtlt0NtPpLFLav7t",
+	"gv/kjLnaMlgzR41kqqGYoCBsPNHzxp1Q1xxBHaK9er3/shbU9o/3ei96J/vPakHNRcNX2ueK5RRuJszc",
+	"jmy7ivG6ANNFXbhTRLXO8jI3HzqdJTgGUYqVZQOPX5HtzuYTQpPJiJ4xzSPwvZSOcauwhq2FJbz7sFU9",
+	"8zN2wSN2IAbymhDnkxIcth8VZ203d3rN57Q56LbePaycO6FnyD6u4jhGH+gNrRvHe/nRZqfqSBcO7zln",
+	"SZyVQyjuI2aa8mSNgb0ieIvH9BJKwg2gFpEeBbYekEwJ+l7yykBrMWcojFg1zXfHr16S1/iUcGF14jMZ",
+	"z69/re3Gq5D9W0YTPVqElVq46/L8as5gv6qa6EDoVKoJCMQ3ufZo9C+e3dPNnc6VEj98eGp+Ph3xBby6",
+	"2jZV9jZUbcny35u7tIw6ewF8x85yJmXCqAAh7HJyu6IGL0mEnz6gWs/V8pvm60lZkUSX7tVvruUKLBo3",
+	"F6VL54qzaYl1Kgi71ExAQNWYjc9YGpCj53vkyePHHfJ//0+n1dkFy0Rs1Bwo3TWD2BWo1Gbl9N7rg/U8",
+	"czmCVqL3FbIYIk4Ven739vsKpEyG/qXej58dV7s4o/Si+GLn0aPNncpXz/l6RuNzPS8ID9+/rhxuip6p",
+	"zO/Hh5WvXd7AXabnNdyZ+RwXvgRyx4ugO2fz9UVAA/wrnYvl5ZkJqtZzOKCFfKHiuqKivLJSMPVeNWcs",
+	"4wqN9RlL+AVLiZyCs/+MinjXRYFBNfASVhclr8cLosG7D0vEbRsldmtOBG9zdm/+HEsA+yMkymMSYumq",
+	"nEECJ9v/xGWWfO8Or5fFFtzQ5c7j5BZWekNn94KwcPi8d/rj/tHB84MlmkDGzit0/aygkGAzF/WAgflu",
+	"0t1SioiQJJFiyFLwKqsy3V2HkPo1BnFxvtdppS/dYdH8ZpLNp9/fT7+MV1+lyo1LweaHXFQqsILQsZwK",
+	"nRVAsorPA0XG5hMyFVwrUqcaK3x2/vPRFvnv//d/kc2AsEsawYdYdhxk4QlNFUvhaG9PcnFhXpVxUDvb",
+	"j564UgMEZWhVEblkC2q8YIOKAqaHz3tZyY2suD1kzUHp+vJubs+iVqnsVPYFCGpYkHFx8a+ENaNBvf5C",
+	"jUaj8BQ0nbW4oqedXW0e4UJpKiK2lsJmA/IWVPZqrQtCO1cXYQdHlD0rP20Ctby7O7ecli4f/9HOjl/P",
+	"tb3m0JrrZD2x2gmjFaZsr0AHOq/fHB0YMQE8xOABwHL99kW18UEl0+HHsBGQqYitvdtGbjxQfTGZniU8",
+	"Im+OXlg/t6ut8PrN1y8O9k7fHL0A551i2taxhshCbMCRQCKDi/zl2hUd6QsvI+eBMqM3WuTAlXJQbAh+",
+	"eY5tV6CQuVklhC/PuI5GRAosYJNbJPMdQSQxtabP7JSmKW9mvUOuraLDU3dEwSpFGgrnVkiBnxy4FHmW",
+	"qZVMyL0H3ygtx67G7ZV4FXMF6SUZz7g9Ss4+WfYxFGzPrO7u3ByTlEdcDO/EgfA+L9e8Vt3loKZowtTe",
+	"iAqxYJv73N6PRQny2VHv+UktqB2/+frw4ORkiRippmdjrj8N79X0TEtNkztASk0v72LU60Rq3dXWbjkC",
+	"LC8n7oWAedSlhK2ebJ6RrfJJlsmNdxwFsPg3f+GKrhlIdpWiCbfuU0I4bpU4rx300V0W9bGCdGx1Pimi",
+	"pKyJrECBDCZLIV72Kr6/Ja/i++t4FXElGrWMskfCk6/WuMw869hw5asJF+zkju7++ymFJnW3zAPOp+vF",
+	"ngquX6c8Yre+swpvKOLd+bTm7XphCQvQXo6Qmo1fcKU/1cOc49RfKJTn7gSISjf2GpEHGRhfT69LkK97",
+	"dde7M5tt+N/Kbh2VV2V9kr6xjKYv3qtVGOjZfhZMaVdcl6UncRuxF6geffqtyO7Bgxz7P0scm4WEbRR1",
+	"jcDzHtrJxiwdMqMfRyPsyvRka+dxw11vFnPUd8GKA+asMRf+2JuLosediREL+uC6GHeXEkhRbL/GHVg4",
+	"yiNGY8iq/Qz+9SOsn5ApsOWgGXh6Z30Dy8E1OFvVOo+db7eMvGdTnugmF9jCgdRdc0vVTRmNvW6XqgsV",
+	"x6ATJpQRyF6wf2aPsQRr9tj+mT2GSqvZU/yrPDSNxxwaTkKJO7gJmONq2866Mv/YWLaLP1KICMCfQlsE",
+	"KO8HoArVkjNTGCTJ5rvO15AvPVum+Qe7MLho/jVjZyMpz1XY6JJEzljaNC+5xqp2WmiWtdXxGvaZFYS0",
+	"+TtpN3fIKWmGWLQvq5RDScLMtcGBcE/ZMMVvW8u/JvVQpjFLPdDanAqEPDTvsoDFkx+mVGgDpCzBK6vy",
+	"2LVLiVymunpAQot5LUz+DAlV57YmO6nHMlIbr49e/XSwf9waxwHp13re1/0aTo9VIu3EtLgcrrFSHJYu",
+	"FvPiU6znXkAWUk+ltLnPqtEqP02YVkXM3SgiLlZ5sK4P9G+5nGtbekhI7dVGdI0lDP4YORTCBLEcZr4O",
+	"zKY7k1IrndIJ/hqQ0IE4TzsOG9hCjWvbVbZUCznMeqFpiSADSG+3241itoR/7IvmgOUxbLT5+7tf80C6",
+	"drC1+bFb+LXlfq6k3tY1+dkcumsnU9+WibaqT146ZaXUFYsRri5QnYkYq/hccDZDF+lirFEMMYJrOn8x",
+	"oBDCt6F+8eGA9qyr6+5MqH+qe9wIfEdSf+IpmlGOGfuUpNtxHrjwJ3r71/jEC1W/Vn5p1jdvrQ54y135",
+	"WY89P7N00a1ftOt5B1TGnKCCilSKOX7RshtmbdmJTrAUkPVLVsXrQBPIbkmccMWEqOsct+I+PtrpFLXO",
+	"rXV9ijejhOuRGS9g+dMu/t1D8Onj7QL8Hq8JPq8RTKGfZ6WC90IOuYC7TQ6f97oocBEuSHj4vHd6tP/D",
+	"m4Oj/WchygeJHA4x6Tev3u93qLEt2PtQhz0wQiod8ywHGQ+o2IbG1lLaJMXmNlAvCbKVbFeaRa7ySbc5",
+	"u8Grg3CKPKlSpbebWlJ7D0S5gNjCnhBvBFnbXhxAVpkfi//UQxyxBdHtRpJ95YQy+MWI+udsgh2djdLd",
+	"zevL0iETeclZGsepEUppymyMnZkV2wGMqBoxLJVnyybbatct0nOpYrYgglsYhqYKictYDFlZMxq/dBD4",
+	"1QrYf5Pd0EXY2+4zeImDTFRZIsrjayGpG3lbDhp5bd6J0inkELtCMThpaJUUpcwuIXgstIM0usSFGG11",
+	"Amw3ClrM4+2yMtRr/kKcUtMip6RL/oNskH8a5aYuJInkeEyNFqAmNGJdUloC+U1yoTAdGdQCeB8lrapy",
+	"NOubT/5jY2lqcG7l2uqUjFxgd3s/Zfa5TqesfFY3Y0w3osQlZLJjrMCmqmDtUJ2G5J9+O6PNTjM7RKLp",
+	"kPyThNk7Lq5786n3kmIJg1JU9c32U5JSEcsxOePaqGrH1jYm01Jrw4QPWJekRvQzZMOgo0dMoUAB10X1",
+	"R53+zl8/G4++fX8++21wOjxKnlyedM7et3853/l59mK8VUrrKeX1FJUidVrMLtrsfCz/8nSlNnQbTgen",
+	"WP0ds4eL4qpnluvtnRz8uI+1wDIea/9cGeFqRzxxga5/N130Lx2nfD3NpTpW+RhKokoRsV3i4a1B0fD0",
+	"9FupdHM0PLUrDUkk5Tlnhn2EPzXtHE3AjvDuwpWLes3NVBmvW3rZZtt5nBPWAIp4NsHqYwRPKO424OUa",
+	"Gms74IuRzJ3FUOY13e+4fKWmN1TDruvoq6hBtxLbwB5eIKkYeuDo61pcvbrc3Po1LVYUHwHscjU282J8",
+	"KcjZKNtXR/jrZKnC5ZXQZDEw110SJXQ8YbGr/sOVmvplElM2phxqCpnXDadgJMyCbkInoqNw3FitrW1t",
+	"Ptp63L6BwlZd4aOWHXph1z7olt8rqLe8yB8K4YzlMopW3EebbVZr2WoHWVGJMgThxXkBMtciuZ+M19X1",
+	"Fa+krsGq5KNKWmkHvZo7ONJ2YzSvyhUt0GTmkdscSa7Gi0OGXSZvO8j3utTsFsJqAcM/YYAJTZkzHNIk",
+	"eTWodX9d81jfBcuyPa1Xzu8gXypjm4mdWJcVfCn13IECAeiGmVd5UFqYZJD5XBdNIvbhJ5VAghHWKLgI",
+	"xeIcXTWfYWXk3ULFWVd/33WMpCJi5sYFRiv3HkExTnOkKahF4G7qZm8TdIDae4AeUNsZCMYI1wsTuosy",
+	"rndTkPWTSc3VtOyWI209GrVQbLFAmzyCld3hIkFzGH6d8ooAh9sI9MnJ5Bqnf4NSK7epXb5RFeEztyCd",
+	"gSYUTVOu58cGLAjHM0ZTlhp1L//rucOb796e1ILFXD2b3920tSK/e3tC6pAcHpDwnMehzXsKSMiVCjdC",
+	"Oo3DDSN/hVlD+oAMZJLIma372BdHz/eePuk8gsHOmNJZh7aJ0Rh4xFTD9Zs4myPddcS0vuB1rvZVB0Sm",
+	"mOxTcm03WgQkENUlhTgSUgwiIZ4fnvhe+L7wgkeIHzlC8rAR4sWMBMR38xdiAMAZb0tjYvBAX6wfPoKX",
+	"sNJiilIwKJywWfOyuRyNFun1xVWVxF3JRCpIVvU9pJEOsep7l4Qf+oYw9GtdR9bz8uV2+Lx+OS73Yxjk",
+	"jSXKlc6NQIcTYBV4AuVN0WkACwceCeiao/pI64mn8e+BFl3N7uSEvp+W29JBqUenjzstHEyy5jP8sxbU",
+	"BIXZF/T2fCF0wr9nfkXwb+FGXHcptkpMfQDdjkXzLJUz6K2TcEPeGtnS8MV8aSWjweLCPkLOJFb3Ka5o",
+	"RNXIXB4wVCosF9VMoK1V5uGhCTZrNKvEPiVnbMSFlYciKbS5tF3bHc9eor6oq4THUD5WxMTZE6yqEYCN",
+	"VGk2aU4ngXW/oPEfegvRqR41AtJ7fdC0uMo0jammpP7d25O+MLSBggKQCy0B4X7VlUbgt4pWpC4nmo+5",
+	"wtpJwmUIBF4/HNdKqdEXZs15vTK8zaROtRzzyEIjL3OmGq2+6It//IN8wzTgte1xan4Nh5KkU0FaG9E4",
+	"3rCEKiSTlAsNvSdTCCSCRji27xElDx/mRAupBoDh4UOoQJLVOu0LuFEYDwTUoNEir8Ff9PBh1ong4UOo",
+	"yTsLyIQqzZwRNecFIRKghyfQsI7IqX4I1cPEvC8yLGiRfZgmCxvDOr8Q6+Patu96BYKzzvL2da/TolPb",
+	"tttbFnD/INgBwKv8P5TMgse88of/6A8jotsmnVzDnxaK8NEfvnPyj774o9lsFv5vhsvrxdapYUMN8geU",
+	"GGbCMILU4iMOJFPVxS5v1+A9pIL1kD9I6I7FRq19DadAoMN8SP7As8QexZgUG25cbIaEXUZsgv5Hs0Lr",
+	"4gCyaVbjen61WiHsuERe6uFoqE7NU7PN0iCOzEhou7qw0SzqkNRVpni7YRbslZkwYAGwwtz5R2HpBpLe",
+	"nxuWJOQ7YhwQ6w9z41mqIN/4kntEwxWVttv6wyA5PZMXMJPrLpW1FodR+6JXghTIe+Z2VB6TrRVse+Rs",
+	"tzcDoig2EPQx0DJ0JQ2hKhYntqKkf4YZruZyCRX5z0aXktE54ZEUthcgOKDMq33BNRGMxcqsZouEXKjp",
+	"YMAjwzCaChk/XMgZV6yRXTaIEci6J8Ol0aNUTocjLLBsL4B5fbNFfjY/QQlm9yDrOee5wrrVOINRkF4w",
+	"Q5fodIrVyPuCEDuw7YzjehV6kQnoSNt1FcIDQklCtWGLWbdnm6wNzMRsstMiB+YUz5XVY7NXqxa58SGz",
+	"mH/cGA/oRvZ26IgWLDT84NW+CAB0rkW86umPYYs8fHji9R5Q0PjONRy3OrY59IcPuyUwE0JiLK2jvKbW",
+	"eZEdUj8+PA4Ia44pTwLQwfN+7zI1V2E80WbrWy3ifOqQiO+NB5XiYF46mewWVmDXynUXd3o1jPBUQhvk",
+	"uggZA45Ou01SpqepYWtEsBkMXrxvVNtuXuHh855t7ODK4CstJ8o1A2nsku1OBwNMzARN27YrdA2pYHDY",
+	"aD30C2+EjYBsb7ZJmK2xOZQCztZv8A9XOnslINudHaKlJGPggoRkpTqySwTFKpT5CxkjlMogPJOaCzVC",
+	"6uGyxlNho0tCc1Sh7TnsyiZQ0DWNCkO1ITMKozm4JiM6mThZAfvNShJLUg8XSiu4ygqVpRPMcH2hmG4E",
+	"JMSiICGON6PKdvmyEjuQPdvENMSaICHGSxRLf5y5iixYnTDoizArv4ENCBIusjpoeTxVIoeqRR61t2BP",
+	"BvZGBZmT0KuvEbZQELAFf/8oFJww/IjrhC3we/PFdrtN/iC/hmOaYK+zpl1U+K6eQWzhoeFxfkMvS6Jm",
+	"Xsu0b09OXpPCFHkBCH/s/NfyoLGhvWbYMWTl2FZ/IFC7gTdhYNelzjNL+jNUPHZT+YZMmjKYDZsyFiYo",
+	"RG75cPF+d0OuotlcKxDuuULSzVlpoqnwiFdxrtIjM10v/8FQDbcSN+QWDImabzNmghcHLDxwqy/oycjN",
+	"CyheHLuCpRbgXn5aBfaERufQ5tAuHhMECtNY9lV5BOVnABeidIqFrWgRREhP7XZ8WG3DRELq5kBORWGG",
+	"7Ecz9EtJ1DQa5aK7/f4R4gnTIxk3zRc0SeSshC0LT82Ih/Ar9r7DX92YOzBmJMUg4VHhPrrf8huDq3mg",
+	"rP6VXR0YEk+wMGqxsWPVbbEtH+0MXpNMrgqLzTo8OzOVo0H+dGN62cxVxiJp8Z9kCGKLt2dN7FG8t65I",
+	"X/vEEy1MttDF2Z9v4SEijEPvnKaX+zhzZVs+nzFD021Tyuy0NpHGlRipf2aFJxaXjFyD3SIzgc0O14Hh",
+	"Jil4RQHwTUwX8MeseOwgmDXo3D+hQ1w8TbLR8V5N6DyRNG5qKZsJTYeF9S48LJNn1wHcSALwghv8kSVl",
+	"Wb/J5pjFnIJLuEjRqt4w03i9KotNIu0MT2AGdjlhEYaWVcBm8anbgPfEaxI7Zo64dRD20OSzaZRLFheH",
+	"Lj5xw7ru6nKaxAQfAsGPWZRQQ2rgM1WchHtYds7mzZQZYatwHyvfyI65hKVGOgFxzWaTxXwAtZV0iYDb",
+	"6RckxhJz85+5KV1zU0cIfH5ph7VybDOBXpq2/W6Bale94CbASF9780c2NshdfTEdnzGIgYO7k/XELsw/",
+	"9XvGFlHOe1BG6BwXype783TxNlYxo8oXzDR+n+AS6+kg0Xo/lZpWYlvxCZIrW3IXHpkx2eWITsE4XBg0",
+	"pZohjItD+r8DFKww70DhwLmFUgnaLarJRPlZGajWcIt50yBjlejFIysdglAsaFLkRfgbgND+G/QyllqV",
+	"wg6xuUBygGENWGpQmIvhMrpTeq1MfNxjgo/ddFtOWHONsUuCmvvZAQOZMkRimNPy3nAjIs0caT1pXmDl",
+	"BZATspUUQL70LTMfyN32KdzPfDd/gM8g4RETWCzY2sh7E3P/mp1WuxbUpmli/Qequ7Exm81aFB63ZDrc",
+	"sN+qjRcHe/svj/fhm7xGXmYyrwW1C1evorbZauNbcsIEnfBat7bVare2auC5G4HzbaMFugN05974bXau",
+	"Wq7x8JCBBzez+RzEtW7tG6ah2jD05ZhIsyTzUqfdXtHS+HqtjGH8JX2MQY97y86IIbnHTLcwRsRmoVSP",
+	"my10w1Zy9LyQte6v74Kamo7HNJ3XujVUms/ZHKv2WV1BlRTD796eKFur4NHmEyy1/bS99aQBNZuGCptn",
+	"aVp7Z+baiGVkgOT+ufGBKsX0R/vTCCra/74K4t/aV+4Q6Lau/hKwW7IMV2hy2zB/wS8YtPKuZ8KzlkbU",
+	"B7fOEphajG7N6ThZBbpXEyZ6rw+uBzo3aA66qxzrlVCzc5NYRtMxE7eOrCe+p6saTCXTi0U5YPA+xhXX",
+	"3mm30aqDLhz0rk1SbqbNPCaUTLgYBkCT/1k0ieDHUuTaENj/+sIqKFAGs2ut0zg6VwGIbI585nldmkUg",
+	"jNIJPeMJ1+ABTpm1WTtXkEytrwoS+J1dqffs8ODlae/Zs6MwIImUE2jXeDYn9hAa1vkbGg0x5ZEK0bm7",
+	"gEVHCLA7vH956Y0KZILpodin4cCARo/aW5+zhzyeUi6nWcGx3Cs+R4IrG757r9r5bu1eZLAkdVw3rBbE",
+	"gsApyVIk8+or4/tjll6RHjTLL7garAcpWOmCwroc6OQ0bKRFXgmipmj7AXx2SVoP3SfKWh0hRBaMN3qe",
+	"RVe4/LJWsRG5s8x6/cv7YqGBedcF0+VREYbCz0ZUgyfUXMgxNnSBDD3ovkpFntRmeGRf0Eg7lwYoEOOp",
+	"0kjF6TnzpnArPMapQkw+oNr5nMB+1zIyNnqRV/SUX/B4NghNlMxCRIoN5wOyKhCE1M0+v3t78kBVxpWg",
+	"g+rhQ78OR+vhQ+hlm5uwe3t7+8fHp0dvXuwfh1j810xqvYAs9g22MYt4DEFEGAo04KmytlYj6poZMNWI",
+	"Qr9PZusIo0oLt2RFoZC+cJVCuniAaOWqhz81n7vFNNH0FdrkjlcpH3JBE/fzrqtbnFsfH6i+ERChyPS+",
+	"uJDzzDnTCMhIQnKpP8G3UunQpkEajaP8/E3KQwiF8qd/c3QQNgIb6QrxqlwhWFhs48SFTMc0sQ5QUp+w",
+	"NGJCN2OGakJAwv/ZeR5ipET4PzssJFxEyTRm8S6JZVZJWe2ScDfMC4KrXZKyCabVqgQSWHddPZiIKoYB",
+	"SmHMxDyE8wlsOyU8pExugXWwgAjpnTwCIHM+Q6YueJKY0H2hZxziEOLcYpDM8+xlQEXfjgx9ZUOwAeJS",
+	"Mo7caW9nHYtpH00HfoBCHfi6wVopWGOX0Cx/tTTQdnszHwitDAXqAd6Q9pYhCs69bb+3nh9zbFwp64LO",
+	"cpHd9wOaJDaqpy/qi0ZmJz+43GQwNBoYN/IO0uCEpSkHVa5w0/qi5Bsx0o69w44suLRbc49R5DewcdSj",
+	"QGmpEXW+e3tSIHwRFdYFjMEusKJ0qrSDxySVl/MusRGJNkgxCzQz+oUckLBa9woNUM55bO4CRC+WtA+M",
+	"Zg4IxDSS0Gl+Tbe6kNRtagUwKczNpsIQamQzEG8YkFBNz6BqE5g0QgicFFBaCiAOUSQurzmz9gC+I0Oi",
+	"Yg6j8Nh7ASpPhRp+sxWFgr5Aclp3Eev2dxJyCvNCWGb9cZso9KKbR79pHqLbGC5MlimNtdUxzL0vaAGv",
+	"ZEqmEyMnbbcJukSPimEZpC6GXFxC6/7RqfO3BWSPxvGchBaHTimGH52klA34efY7RiX1BRLAkF1qePP3",
+	"sJGFiIGn2NIzr5674+QOVwxhPpPx3HBg899mgpTbQ1w4QRfVgeWhFAn3UN5rnswnzAZIQW925JFzR+3P",
+	"ppp8u9971hd1XCwG0hVWh6820DeMGfrIkbki3+yftMhb9HEXy0oohDt4WQHJQRjngpQYEqn3a19jQB74",
+	"9OHdfg2ZKfg1ZhIMmoNEzrJqDR4J7PZFkzx8WKwhAaFmucDlFUKoiubAwhKZv2/OdKPrIjywj7cqlp6A",
+	"agoGjHABulg8YqPS6Wg0BUJeW7Qy905jwJwRecQcPoVwG+YqAUDwA8ZboKdyANFvKKSlU6Hc0nKPhBnA",
+	"pmxbhUgY0ULZLGTbbKaFkDpGMoogyseAhpu4QyhWh7BrdMnXveODvcyBpTApHM/BnHqn3d41qwn/BcD4",
+	"CiIhcg6x5QNmkYJnkTJmCNyCY+x5kxzYD4iiqhRyUaWGZZGDNa/doYLcmkXVu9L7WCjIYNeqsvhV6IuY",
+	"h68mrhvsWqqTl6v88d0dqokZEI6YMtpSharWQ/dgSTXbA0OjIR+pTK5SzgovN1/K5rGWKSTH+XL1km5I",
+	"Vqp2JeDsSVNdyFeyGpAV54G0eRJ3IZUpYz3mCnhR6q3C4Vyd+VDm/dXLL/J9P/IY+FMDWboRCAJLWUAC",
+	"sWaEan7eXc6qr8OFHa91DDZAmBXZqOOcy4Cz3d5ZBZ1lJVH25HhMm4qZi2cOEZeUsX0/rqDhtQS3sl/2",
+	"lhWwhBRs+fG1n+ysWKHRb6sKbbg4zjp1+mQxpkumVkG3Egpq5XVfGW8U15QnVWaR9aXWmourywoblJYH",
+	"xBaPDujbzXD3OMszK+WeTmjEvNOxKRh1uzX/cJbOvNnubK+aOi9SuLQDGuFxNUbcdLt5Clx1gR4zoXRU",
+	"xBKeG851AtdvSbtNeHa9gc3QnfZ2dZ+x3JJgCcdEJjwy0iCqdZnOK6Aq0oImF9Ex5DBKMR/LqbIDgtqZ",
+	"0S9Ly++UDSy5i9nCwuoLlT2vukoGcNvIMVfbAb+msSuQAJ9sXsMeass7YPIeaspZ3ZPcjthzWaBBISZT",
+	"AH0vkpdaULugyZT5bZsLV8Nm1HiO+66RF8HAYUP8CrPYmVE6cX3FSsbJvEDIdnszdwWuDK/L03A2VoXp",
+	"wdUAMfVwQF8zEZvDKQCnXNzNp/NluXohcHopuCpj+LpOCHZRfBAEgVaz+rpRwY2bgvKaYYVVAPYVBxTZ",
+	"Ptkg/9KHb9fc/Pz0IBbbHmoVUhmVsS/qldGbAVkIhWxgJeG8Bh2I8QiWGeXW+GtB0ReuYF8xdtPW2vNI",
+	"0du3b5teHCW7psMN7vzWDe88EsxnYFEr3fkieXZagtk+hEfmMm1Co3O1FJGLheJgrA6pY4nhJiRgNvzB",
+	"bY6/MxBZBu6nca6NvltF9L0qrrQKXwsWR3S1aDZ5M/FLP+Ygs4pnt6BnonbpUCbPehBwX5zWuQR83MvQ",
+	"wkQS+51VNG8Ci2uEplaBpKzi3tI1zrZUiE+q+0q3rePtH+QDZbWDLrFvGCUfQN4XTsPPDM7VGFDlm6iX",
+	"bM3WWoIn46X5FK29Jesu3Au47rmbcjUnf5NH5Xy6h/xDOfP213cfgw/lHFj80U88//Xdx4IT0foqmgZZ",
+	"SDRiERZpT8sGRbP7kcQGj36swsD7PvcsQsrmUq8imqIHPNFonJITm+lqrT9zw3/OuGCk3nv5rLFLQhtF",
+	"TMZ0Ts6YrZyhzBppAvWtVF/YopRQ6LHRIlje/itb9cBmtziHOHjRbdyfVJqkLEKHRDSiYsgwgxxZ725f",
+	"2KHiaZ4mMpPpOXk/ZVMWEEbThBu8CuMp6+kQv7OpW0aEgvcIV30R/osqsJKzr8aQXN55jFv76tXr/ZeF",
+	"H/aP93oveif7z/DXfAlGzc4Hgfr+Is4S0fuiWGbcOf9s6/vcS2n08Qa6OsmEpQqS3bSUiYWN83DYueK+",
+	"QKveOLPuGvmQiyEZQQB4nnuVXaAxWEFf0yEXwy5YwNBpnFd9CM2BScGwzKBXXdDjEXTMLK6gbQQgAasZ",
+	"Mp0VKty1YuaSmoRBFmoRvuDiPPNT+74QM1Nf5FUPwTTy5uhFi/Twh5RRQ6MxzhZcaFCMFy1AXMTsEuBp",
+	"9mMQFcr1D9gMVjuigoQQERm6hGZ2AS2yBUMHIgZ/j+gFI7QAoy7aLPMqDlyjXAYZiNmezTJnNDkvlKPN",
+	"d4YoDW44BIZ7AaNf8Ck4umOO2QJ4F0g8TZ27xwy/Syi+7K5KVmeYjOUFy4rywjEBPLg24OgLGwMNvWCt",
+	"vRZyCQG2mCplpCvBZmQibS4AZONrsFcnietZkV1qc1ozc/PgxnXdyuzj8srt+qxxepBKoYM8m95VvzQk",
+	"vecqYWqaySvomHeICLwKf4IllXJT285pmFXLDPqCKpug5lQrMMXm3tnCh1yjD6GXpSpA4E+cSeQu+5HU",
+	"d9okpnNlXcfcddO1x4dHIydMBGQL3+wLfBUa9E4Bzl6wUDdLm8wnBcNmlscL+LvxwfznIP7oJWput7cN",
+	"Haoya7/gSu8BV7jCrP1KQDFGR9yRGjIVENYathwnWEEus+rElhHkVQ6tSKz5BStKdrAue/+0NAzGkHcQ",
+	"kKzY9mvNTFgLatk0tXc23rQ41KsJswULFj4G5sguJwl0h9fplFVb5LNykbnUtVbhHbOLvDimV4D4BmUL",
+	"9RyESaOw14wEUWUsojYrx2XSWD5BtCxWlrRtZZpJZ4kLwn15wuh4mfFp7aLMywryVDbNBra3bBdw7aEU",
+	"isLd1im0uzZ3JQ/MKd6FDfze6pKhYc/V3T9yI56PnOMSYp6UvwNJIscs88HHoIb7KCGiYDlbLyFkjQr6",
+	"H3beViTHNSxRsvRk2FJj6m2USqo6GXZJI72YhVVvu5xyCh42CNPHl1hcbHPTqd5RPuSLBcfX8sKUm4Wa",
+	"lGuWpFywF4KztosBHygCoInBiY0jqmzEGqnbHAQj2roq64YHWhPX0f7xqxc/7j/bJSHURnWjAt81TEkV",
+	"YLGc1sgLlsbT4vmWi+JVnxBugJ5BorxgRUEztH8dsUGIAv2MpciErB+7qidRd/vJ5uYSGpEP+Om42N34",
+	"x7q4GDpJo0uspGG5qrXK+TrFLhwkKpNXqAaFvSP8K08nxUpD+X4zndFVczMjWXNz/osZ8V3l7qr4R86N",
+	"N14Y+bS2xou2ZtsNfcA+yTOiyiLRy+R2KPCfy8IN35JiueKvwFiRMpbs2oZsP1B4GF1SEF/+5XOdr3Ie",
+	"dTOlDP8E8f6rTtUaPxS5XIkrZnR2kTQHNWQttW4tWt0l2StCWuu0O4+bm5vNzqOTzcfdTru7udlqb23+",
+	"gshRfOXxSXun22532+1Wu902r5SJpLlL5kROshzdJSN0Wpub27/Uym+7Wpg1OtXy1BHsciNYI6g4k5Yn",
+	"ZwX+3S9RirwgZI1GUHLRK8q4fH0GwVcdRxniO7o9mj8ebJ2/70Q7Z5tpmz75PV4B8Sfddqe7/aj1CMFZ",
+	"AfHNR92tlRBvr4b44iRLIO6ahKIYEaP+twD5TQ/yVtCtBPpOe32gl5doaIVf7rH289bscvDN4ezw7UH7",
+	"l9++G736aXb58vef24cn0eXhs97M/H/wzcvB4bPn+tU3h4/iZ19LdvLL+LCjLw/Hh49+/u35/PCb/S02",
+	"/uE6VkojJkOdywoz5StriSh5E19wcX6VExHe+RjUjqhmSEavygzIXvS/ar4GF+naH7v3P9GfeKXh0pmd",
+	"41rukFj90XOZnvE4ZmAf3e7sXP3FiZSHVMzt6tSfZVctWEtreVXJWslymrvMnYQdWPMAiwM0HqHhr55J",
+	"AfHUSg4QnOHbLmyGjjU7TMBk5llZUYA3KudEqooMMOxnZlB7Ub2+gpV7Cd5QrvAdFk9lSn8t4/mtRXSZ",
+	"tRW7rn0s1mm1qmdJnNi81QUsy2Az4C3d+f0TOrzqFsI7H4NaBkLdPGKThM5ZfNWnVZ98DGovbDnFK6mN",
+	"e++e4iyjOO01KM6eLXMCH2w+WmddWbLzIYs5hYLMQN8663zs1Qa4KVV8lf4wlVhc+brE8Xs2ZzHewbui",
+	"k9hUtkQowSZGRbmkJ6mPpJDTdKESSqOC8Pl+pczasioh1tLCO4tQvUNycn+hqy/09tVfvJT6uZyK+O8q",
+	"c6A3oFowuBbX30MV5+O7yotlzZhQCv5mwy4TVHow8M0ElQFUOHllncV3KqngMq8lqaxxb8zIuY7mLsLf",
+	"58Jdn+WuwTVfeyVvnkOZpVvg1p+HMuRn/Vn57bfO1Y0+XenVhaZjUjcKvlE/MhPL2vx2IzPd3D5h2LdD",
+	"f/GkwTey3JOHe/LwlyMPC/ef/Pf/87/yvwJw56C/DbNMvepoa1OKEVdapvOlIWAvPdvHrq22a4vK60I1",
+	"SEVkEkPnNCpsyjG74HKq4JMHGOtgw5ggyAOjl4TZRJ5zrs75BH8MbEBERh8xZXQsL7gYYooWZO55C4Ca",
+	"Yq4fqpnjgWpgyq7dpZd2aoZ8gOm9SudlE/Z6x/un3x4cn7w6+vn0sPdT6E+wa7coBVMkYfSC2aa1lUrN",
+	"txay16WRn8m3sz4hdRtZYYd1sVUWzkHBZHZvpL3XsO7GqmsvsXdFgxsaa29TJ0uZCze6ZdHrCAa+F7zu",
+	"Ba97wesuBS8XtQPylnWzridNQaDmBbuTuw8j31/++8t/f/k/v9blSMJySoC5cX9uKs3J0jQZaO9mpmDK",
+	"hcSFWTRI2IUSMdid8b//63/3xcTQi8C2IdFsHBA1PRtzbZ7a6Hxqx/Sj9Bstsk+jEXziEnDgrQeqLyyI",
+	"weOeRagj1DY+wH/9GHXCIVNE5WtA/Y7qvlj69Qa8F956NkuewoJpJ7eUw0KyFBbIObilHBbip7D0hWvs",
+	"98lJLLjnvlgvicUiR6bYF5NY7FOoVYdJLH2xPIvFIu+SNJZimgg1sLZg6gs8VgBUllySN5NhDGokQZ6L",
+	"2c9VuSQcSmKtyh0hN0wdwR2uyh15Upk6glfWywkh0FypL2KWMM3iq1NEll/AK3JEfkB6t0btI4uB9spl",
+	"gW4YgOz+tJ2PLCILOSsFHpv3mivijvNxPjkzobtu0PF6GTDPjnrPTwrBqcdvvj48OLk6BeZMYgfinDk9",
+	"Q1DCBQaCbA70vTuJLI0FpqwFtWwiUHLxHCoHRGpgtEtznfCmLQ54G4kxLgi6Yokrm5J37iQ5poiaiiZM",
+	"we4FS4roN2NnywLezUd7+M0y1Nvq3HJSzCuRzN3ibfkDL5PMZ+1YT09DHhzQDsi1N+JDcYN+DG4bo4x/",
+	"WbJjO/gxFxGrzsu4Tm/1LzHW3RGTcpi6+x0bUgp7AnnAOt7Ef+W06KuMbBUIgEcSVoaiV8YtPz5pP+1u",
+	"drrb7dZmBw7Jdek1YuabI/ghI4ZFyhlzFcmp0IdcyNT1es870rtZOs321kl7B0KfO61HGCpulrVnPobL",
+	"OEl5xMXQj0y2LMQgDIZjn3Uuty92xJP3W+kj9VS3Z5359u8GY/wr4+5WMdB52wt0dqRCTc+01DRxi+9g",
+	"p3p6aX/otHfaVVHPhY+24KXl0efelg3KLY8c336EYeGbn3QCy8DfWZjCA397PfDvDDbpqHO2FW3Hj9jj",
+	"wZPh09HOb4vgn9BUC0xfWRprvuQICuC/EvbtVQHo3l4XAtCj40ff/XL+S/vVvu4czb/e+3m8v338dvSK",
+	"tn/YjLe+fnp4EnVePus9OvztEILRD3+6vPzp997l2cnot1dvf778+e1w/vNvL397+c0Pm7+c/DJ+2Ym2",
+	"6bPkPRYVWp3XsiSPZe0odhCT7sPY78PY17RM2BI7V8ax+13b/XD2iuy3K7wgVny8KmYdEPlLDVqHxf2p",
+	"UesIniVxpnBM93Hr93Hr93Hrn0oYK222OCfk8WRUca2o9Yz2FYy4uTUE7bgJw0i6Ill8Br87slgiLBWF",
+	"NvH9GMtn2Z6GQ1t41u9Zc3/b/kSGnpPNz4vBiBy5wRxMPFwra/muZ70/daOadS9Lr1iCn+2/BuO7vwz/",
+	"5vE/K8Thnk/tl8iz15JVf7AKNDjhqY5Gixfqtfn5hpIwOuGvIQKPWTpkTVjJP29wJ1/jdGt73++eGmTl",
+	"vu6pwn3EwWcQfp9eb7VZNdnPSDH33OQ0+bwCx2FOXDypo561p856Vl9DWt7IvDyVIRCv0hia+pzNbYBA",
+	"TOpnc20rEDa6i9Hl1u1v/RbVIeWEx1VR5ThFVWA5OkCVpvOsBCJuPnMs2ygGDA7wHNs2lAE9e85QCj68",
+	"mISGOIUNQrGZkmFYXRgh8y7B8qzLezBgKYGSZRCTQQapHHsd2m3XUeXc/RnBXOKGRb/XXzrQPNuH2dRV",
+	"oeaAFwHiTQGhPoGp3Btd78XS27LSOkKRxy4FHpJewx57Q/l1JX3e+GD+s75xw1zKT5R274XN+7v+OYXN",
+	"e8lvheR3xMYSov4y6rRLwE2LAZYGLOPJVGOjlCyeT2k2uVUidbXYcQBkCtXxaYV16/VU3xaBuiOPlFnZ",
+	"66m+V8Lv6eK9En5PihdIcS+2bZAmCY1ujSQvk/4wYvT6uUkFu2hlhMAxjHwbdtE/gyKWImnvaeK9rHhP",
+	"oKyV0EiKuYUMzFQQC0i0JFno9jXNhspv3enUz1IbKugUr5Y0ecNo9YVWb7YrX4WdTA7lVK/lpH+BLezk",
+	"tCwa7SWMps1jrlnzGdW0ostkv4b9XFW/FpB+TWmZ0iHr18JrNgD9s4hIUDtmuum6VC003DX7VyQ8Pf1W",
+	"Kt0cDU9dh9vr9yG9Gd35S0YArNn7q3DpXsihQUBSx/aIym9lGZAIDwJqmMCoAfR0V6SEof4NdDfOCxRY",
+	"aPu2TjNF1/eyflWn+4btT9kXXk9I6F5f7FlPnmG2F83azq3TKx5yGPrCmeY77bZdCMYrQxO606P9H94c",
+	"HO0/q+zd/g3TexCyrY+zZsp3Jny4KZYWobR9Q+z27qJD7tq3zq61fPm+4LZ5havzdiQJHZMDc3cGKVMj",
+	"e3t4DK2NRSxn2IADWoEnXOvEOhQgQY4NdPW1KXKujZhd8Mg1vq7mYEf27mK+o7td1p+DR07YpeFy2AxE",
+	"MHv1sPNmoeOpxXdrpggIdOVihGo55hHcHEymA60AnigSPtt/sX+yD2kpU2Vw44P5D+gBtjHtv3D+r8Kg",
+	"L6JkqjRLm4oOGDbGKDYtV0SNjCpiRh9RNSKaDm3CsWviil3wrcMMLjvVfSFFBPcY4eA6zxmNh0e0lcfm",
+	"QVMwBWIWgCdzvIUf7ARd0v5YeZkR1IfzV3rE0mf2aD45Bwi7Drya6v1EsdmIpeWWPzNp00MtNhDbkAhF",
+	"jSxpwK6+1u1cI2sAtxRjvkcF3fhWzsgYUgdhBdkhQfcWr1XzFxNXeHPS8+/D94/5UADjh7sCKEdYohjk",
+	"bqelsy6Skl3XFy/FfHSG/u1ryQDOPU9FDI7WuJCov4SGhB7lSbjSblnwg3m5Ue22PpznF/Uv7LW2OLuO",
+	"zzrhF5kUVypTtbvYdwz6sKeGrIb2VMP7JKEviVz8WUSiIDEWcCrnssiQrlUK7SpRx29iv8pv7Hgx3u61",
+	"VG7L6/4d4+KX4fCXGkjxBfFIw+MKLPCBygSxJdHyPge8Hs85drifx1a4WwfmdGsUr2i+CcI8N9KzoepG",
+	"GO6ScDRUpyH5py9mazok/yRh9rMdHgTwhEVaptlj2heKRSnTqI1zlrYI1AOg5JzNWUwOe3sONO4NWIJR",
+	"BWNSxwa+WcXTbw97e6ff7/+MPab7QjAOcgYlkZxAbYojFoM2b37DgiMaegXPOUugRA3u0u8sTdF+BwpC",
+	"X4QZ7TDiAh1iQJ7dV8MVCsq3PJApSbhRRFKpsQ+F+cIzQFiPSV9oB+TAFqJBbQ/Kqjx8+EIOuYBCBObj",
+	"1sOH5O0SgwUW8AGrB1ouiMEEQ+O6/uKMWJVq1RdckLBgZcCEDUUemm8zo8fDFnljS7mgAYUrdyZxkAtX",
+	"2fU3qlj2qzOwZdWEEL9JRnGz7vnQ+VRmVWu225t9EW5MsM2/2ijYXEh9u70ZwBa321u5ruf2na0d0YFC",
+	"Z/m5tTFBW/EzGp27qjsIskEiZw2LheZXs9N8lX1Rz9uwunvjMxSzwI3M6hMGZgxBwlarBU/wzEOsW5SA",
+	"LdcM6Sm4DlINi3iEa9RNLbq4s1T5movHesagNFZfwKH+uH908PwADlXbAsvm99D2vqZYeBixrlgwqojp",
+	"Rq9PrGLcF0rLiYKGxWDx0kANgqW6ccPi8DEaxgzy9jzTGCAii21n7pKhrB729k4OftwPG9kOucqNbF0s",
+	"jpTh9EjOVBmdz6YuRjZDiBb5und8sAfdqKdplHVinlCldj28zbD5XwC7rwB0eVWhLRLadXhIiQWPMpI1",
+	"h+rP0agv7E231aYBx+tlUCNmpJQrd8JwZlrisTlA2u1G1AITsB6DjanGumkZVTzePz4+ePXy9LD30+nr",
+	"/aPTN8f7R2FR3mqRnnaN/CcWERa+f3FweHBy+vrVi4O9n78y11c3ZRIzpcNiT9IAORnmMcJ7Comb5Q8J",
+	"o35ZNyhBlR2t5xMu2IRyspBDP7fKeKjnUG7X7gLJSgjFsdyXnU4G8iYULWmmjEYjFlfaZDAj0zeuXifE",
+	"ptB31NzWciGWSUK5sMSnniGou1SF5qMGG22vxhrgb81ILiCdQlfTM3jynKdsIC8NSF5wMb008g3qurVu",
+	"jSbmbSgWYWY0POSbVE4nqrwsXFBE03TuapjZ8xvC+6TumkwbOqUUSacJUw8MwOEitPC18MoNDO30v9aU",
+	"poNBLajReMyFqr1bvezDAa0WVDwyUWAC9mJei373BQTEl8g3UdMoYizeNex9RtMYbJxwc2cjScfctxwW",
+	"3QR94YXm52T9QWZs9Avr5cII3G9gJYkcQqy/wW7E1oK3xZMRArw6m1g3cCbNMoGlGH5t2FrWfN4wjKuO",
+	"yZMzXL2shdNZ2yZoL9MdVTm44sq9cAhR2PKZkslUs/1yBZv2ZrOdd6v9xaBnBXQWauuYzx4VPuNxUj36",
+	"I1erB17LULHWranTHzqj0dk4Tk7evrk8pd/8qM6+earjzs787Jsf9OFJzatrg2wS6tScM3MXjGh+xfen",
+	"QuqmwU6aNJ183ZQimTepaFowNtvwv83K25dD9WXFVXPyE+L4Xw3cUefH3846j85f/PQyibZeTs46Prh9",
+	"EWMV0BdHuQbQOze4VCewkmXxQZY2upRsWPZdeOnuA4iWBBD9NSpn3MSiUiDqtx/b47j1FWUzHIYPQMcH",
+	"vjkbSTKiivw2VR6NWrSmLMb1rG0rxByTpQ74e1PhfQmN6+EzooeHz6sNgasLZ/z5gSHV8SD3yP1vnnuY",
+	"3YFl2YeDaZKQC85mRA78y4AG0twoYIiomGM4B8TALL0jt2YtL2iNw0yHvvn4WWpQmVF4ViOre/v2Pqcw",
+	"1qkgbDzRc3Rep8yWFB+xMaFJ0iiG2vQFKIeQw513Esvt1lDJc94i+1X2vMySUlB/nfmwLwSbuZVaMwap",
+	"hz81zak30dqAhlFClWKpxhnDYeGJb1ToiwWrApYn10QxqN+fsgtb5a1rbfyTaR4xJS5owmO0vsuBNRSd",
+	"s4nui0hO5i3Sy5pV2pKEuZyMG6WFQugGjPXt9najylx0nNFba1j5FIvRJJVjqUvhOof0nOVWASoIGEwI",
+	"2mN4tnhf31puZLm+goHbun5LlM/IZxAXXV893Pw977kT3vNXaL/y+YU3TIIqktShIwfXUzuKFslPZjGV",
+	"/l30uQryredvjWTMcl+rjevJfDaumYMUcM3kTLTIK+GxaGui6YvZcjclV85hCnYloLsQNTmgkZbpgrty",
+	"7lt0wXFZX7SwNhYcMHZlC8HXrvPJdX1J6DqyHMpQNS6mTO2S0HcS5QHn3kKWehcOB3QvO+I7LO1amGdZ",
+	"EHd2yM5KJAWWwAecuLcW/a3SzT5X2leOdZ+XFh9rmmpD2w6f+z7nelLwlYAC4ehAww9iJDFL+AXL0lRi",
+	"hjE7A3JGRXwzam7t4XdCyo+nji65OAFqfXkg6xuyxGKgS2bbdV10mDkXE5rIoAUPRVWhOZ1URetXxh6Q",
+	"dUIPgNamTE9T4SLuV4Qg4JFkIQglLzAphOb3xUJsfpGucYVeZ0PyKQbgzFmcZQTl82efHMRhX0BzJdsR",
+	"x3ymU85iYoV7m/IACTxUkUQq3chXudn2BmsOpWBh3hM6ZzkG04CnZiDyfIDY6yyLGkLAVbGUH+GVwwGt",
+	"3U09iMMBxSn+JB3Azc8NWV3kYceaTSZwuru2hbaNcCGFAAyDS4v21nt29mVpF2ts5Rsp2N/ctbKXspgJ",
+	"zWmyh/2sPjMTxeue+XMNF9w1ZEpZZlOU09lEkemk6GM0NNdevxswTYidvCPdxzcboCXMLLoQ/WaDFaEe",
+	"Y+DZmqAQWpzFNE5Y2rSf9UVKtflizLXtP0i4buxixl5G11HjSZkmEyOlYKcLDDUlzkVOYkZjLKah+uKc",
+	"TXRl4hhA6PMZ+tfxMj9QOe29J7P3DoQ/nYwdKDVlfsxrpp/b73Z9yYBURrmuJF6YN7q0aixGbONLXTDA",
+	"hqSeSqltwmkjsLZp69Qo5QSgdXoXk+dmXLHsMUToIZnViiWDjCTZRNYxF0bqP2NIhwKibUPiC5bMXXI+",
+	"bFoRLqJkGmeNO6GRJVp7luS/neCm/9LJb7CH+9ZW962t1qQz9g4vbW2F186zImCAsbpWIpulJn43q0Ve",
+	"m9Myc7vFMGsiXCIbQBJshDhR0zPF9AKBUZGcGPHjAOyijmjMK8gMxGNzQ05TjFhHh6ycalRhue5iXYJQ",
+	"6+QYjLoqJDM5TWIEBZlQheUCcJTM5YjuP/y3WUWU0PEEDASFt/O+1KhjP1AkzLoP2jrW5ul3b0/so7BB",
+	"FJ0TJVsEgitcVDOOSNJCkQPcpYUAlAoqU83AMYQWOSkSWYTXmZRa6ZROyITqEZEpCZ1VIh88xK7VQrpV",
+	"1I2gBy2zzeeNFukR90sxun+z3W47NJMG9E/JkIksmcZRegUDkTqEvEP77Sa7jBiLWRy6I6BGLqWiCAi/",
+	"NzUHM8tulh0FL8JGaeYZtmW+yRkbyNRZLdzSIyqgSTUXuJQu/hMZMSwQnQQVALKFGcyL3709IYKOGQro",
+	"Gdqo6dlvLNIQMy/I0fM98vTxzhYJaaRDgz18jBad7AM5E/apYEqzuGETNMrB3Jnn17mue5GWadgqc3Cu",
+	"LPYPUwoYANnu9e12u9FFed9j8dgTmldUQAfhBMXquzHbwNgwy5/UVy5fQLxMc7hDXeG+Xdy/WQzrJ3R/",
+	"A0y9q0BWSz1WaSiC9F4fOFb73duTxq71Vea5tx7XRQ9tleBQUEs2uLkUasIi7Wf6lqhQ9s5dkqJ8lpwU",
+	"BYXxLpuz2aw5kOm4OU0TJiIZY6PIm0/wWW3U+QJWRKtkNiBN9b0h+q9Dwf6GWouRm548ftxxIp6PvqRu",
+	"xCV+wboDmigWYmy9mOuRkaEhIoNfsMbVBOgD/HchlL662lju/KIiDpZlhgZrC+xdAnoHeDh976EUZKqQ",
+	"nJa2KUtwCFYU/8orJKQskmmsSGgFaaOOwOApo0qKcBfEV7NnJmIqoMGO+WLhA0rwCyP0orLCVUYyeGx0",
+	"A7trWAjEi69l/tklebmtzNIElnrUFDU18F9hpwKp1igneUgkj41GVoyiRB0N2xRlirBZrEEZu2BPkQyM",
+	"YsrPjJbZIHnZtPzYO+1tGNE2hDazcTFsLSmi5vhXySrFDY69n7J0XgtqRp2odWsI52W1Pzc7T6GJnmap",
+	"+fY/f+01f6HN39vNHdI67TbfPfwftcXaoO+ulQPiEkBSLynEQvY+bPHfJB9klViYZYNkBHEF2fNTRXa9",
+	"C5qlGMM9giRioPrt9k6j2upUacQ+WWZzlinc9UpiUzBoWzIzu8oabgiMo1M8Jv/9X/+7gsQUDFgLhMR+",
+	"lPc9A0KyjQAoRnS3qiqr5kLwXRqeD5lRU6plxDHTNKaa3tOB+9SZNWW5XiYlOORxCTO5TIV3dsm9v54j",
+	"B806XobMkvqKV9dae6NYeuzeXljGsjLPHIzD54xNzB2p4u9YHLZ2zTwHs6U7dTqtXRn1y6+Jei8Y/MmJ",
+	"opW1mc0NDIicYLuFZA6XxHBFKdgVOaRFTHzpOa3I2RyD+81EED9bB53qbO7dyEbXSwXIo2owLcJVYZ+N",
+	"ZMKgOprh+151NFdA3XxIuG74TVHt1rAdqeuQalSMK9qjQr2jvPZKpSd7Nf359yvmeu/wvnd4r5up64p7",
+	"Fcq42sg51bhJAdebyCJvsCTRx3ertwPrt9MtBNBbqjWmgg7ZmAkNBEuxFIIAUddQNoHA/awCm4SppUwU",
+	"BMpY2SPbjKEMi+I9E7EDndFDstYYxaL51qfsCGrmJSvOsWSKkdTogx5Af64LlioGlRAha1gMubiE6U6z",
+	"ovwnKWUDfk6eo0PUAC0g++JCzv2dWXdp03xbMXXmwVDowsAz94InM+HUKKIs5sob2wqji6NC9yts4aNw",
+	"RL8xrWF1Y640j0gkBVabjuYYiZpxaJua5k9n2/osTrevIprgciOq4JiJGtMkgbCwgVFxwXhPxjQacVQi",
+	"7ZjwfsWQL/gFE0xBICmNOf4Tc0uETmmkfSMeWMeEZilaJknKoK12xALbRBzKYhI9nziWCByQD4Vh8+ds",
+	"7u9yDGrmu4//fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

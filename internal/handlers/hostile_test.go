@@ -257,6 +257,14 @@ func (env *hostileEnv) twoValid(name string) (string, string) {
 		return `"1"`, `"2"`
 	case "Idempotency-Key":
 		return "hostile-key-1", "hostile-key-2"
+	case "customerId":
+		return "cust-1", "cust-2"
+	case "salesChannel":
+		return "web", "partner"
+	case "updatedSince":
+		return "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
+	case "status": // an array: repeating it is no duplicate (the case below leaves it out)
+		return "DRAFT", "SUBMITTED"
 	}
 	panic("hostile: no valid values for parameter " + name)
 }
@@ -570,7 +578,9 @@ func (env *hostileEnv) paramCases(o hostileOp, valid []byte, add func(hostileReq
 				{"invalid UTF-8", "%FF%FE%FD"},
 				{"NUL", v1 + "%00"},
 				{"braces", "%7B%7D"},
-				{"duplicate", url.QueryEscape(v1) + "&" + p.Name + "=" + url.QueryEscape(v2)},
+			}
+			if !p.Schema.Value.Type.Is("array") { // an array parameter is given several times
+				values = append(values, struct{ name, raw string }{"duplicate", url.QueryEscape(v1) + "&" + p.Name + "=" + url.QueryEscape(v2)})
 			}
 			if p.Schema.Value.Type.Is("integer") {
 				values = append(values, []struct{ name, raw string }{{"letters", "abc"}, {"fraction", "1.5"},

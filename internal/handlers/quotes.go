@@ -20,6 +20,7 @@ type QuoteService interface {
 	DeleteItem(ctx context.Context, tenant, id, itemID string, ifMatch int64) (*quotes.Quote, error)
 	Submit(ctx context.Context, tenant, id string, ifMatch int64) (*quotes.Quote, error)
 	Delete(ctx context.Context, tenant, id string) error
+	List(ctx context.Context, q quotes.ListQuery) (quotes.Page, error)
 }
 
 var _ QuoteService = (*quotes.Service)(nil)
@@ -55,6 +56,38 @@ func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObje
 		return nil, err
 	}
 	return createdResponse(out), nil
+}
+
+// ListQuotes pages through the tenant's drafts, filtered, newest change first.
+func (s *Server) ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(request.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	in := request.Params
+	q := quotes.ListQuery{Tenant: p.Tenant, CustomerID: deref(in.CustomerId), SalesChannel: deref(in.SalesChannel),
+		Cursor: deref(in.Cursor), Limit: limit}
+	if in.Status != nil {
+		for _, st := range *in.Status {
+			q.Statuses = append(q.Statuses, string(st))
+		}
+	}
+	if in.UpdatedSince != nil {
+		q.UpdatedSince = in.UpdatedSince.Time
+	}
+	page, err := s.Quotes.List(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := QuotePage{Items: make([]Quote, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
+	for i := range page.Items {
+		out.Items = append(out.Items, quoteView(&page.Items[i]))
+	}
+	return ListQuotes200JSONResponse{Body: out, Headers: ListQuotes200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
 }
 
 // GetQuote returns the draft with its ETag.

@@ -43,3 +43,14 @@ func (t Timestamp) MarshalJSON() ([]byte, error) {
 func (t *Timestamp) UnmarshalJSON(b []byte) error {
 	return t.Time.UnmarshalJSON(b)
 }
+
+// Bind reads a date-time query parameter (oapi-codegen's runtime.Binder, which would otherwise
+// read this struct as a date): any RFC 3339 date-time (a list's updatedSince).
+func (t *Timestamp) Bind(src string) error {
+	v, err := time.Parse(time.RFC3339Nano, src)
+	if err != nil {
+		return err
+	}
+	t.Time = v
+	return nil
+}

@@ -227,6 +227,7 @@ func TestEveryResponseSpeaksOneVocabulary(t *testing.T) {
 		append(auth, "Content-Type", mergePatch, "If-Match", tag)...))
 	tag = etag(w.call("DELETE", "/v1/quotes/{quoteId}/items/{itemId}", qp+"/items/b", nil, append(auth, "If-Match", tag)...))
 	w.call("POST", "/v1/quotes/{quoteId}/submit", qp+"/submit", nil, append(auth, "If-Match", tag)...)
+	w.call("GET", "/v1/quotes", "/v1/quotes?status=SUBMITTED&limit=1", nil, auth...)
 	w.call("DELETE", "/v1/quotes/{quoteId}", qp, nil, auth...)
 
 	// Cases.

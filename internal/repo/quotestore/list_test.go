@@ -328,3 +328,33 @@ func TestQuoteListPageWalkUnderWriters(t *testing.T) {
 		storetest.IndexesMatchLive(t, s, r.listKeys("acme"))
 	})
 }
+
+// What the indexes cost on Redis 8: MEMORY USAGE of the coordinates hash and the four indexes
+// over the drafts they list, with realistic value lengths (a 24-character customer id, a
+// channel), under 1 KiB per draft.
+func TestQuoteIndexMemoryPerDraft(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Named(t, "redis8"))
+	ctx := context.Background()
+	r := newTestQuotes(t, s, testredis.Prefix(t), 10)
+	const n = 2000
+	for i := range n {
+		if _, err := r.Create(ctx, quotes.NewQuote{Tenant: "acme", CustomerID: fmt.Sprintf("customer-%014d", i%500),
+			SalesChannel: []string{"web", "partner", "phone"}[i%3], Currency: "EUR"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total int64
+	for _, key := range r.listKeys("acme") {
+		b, err := s.Client.Do(ctx, s.Client.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += b
+	}
+	per := total / n
+	if per >= 1024 {
+		t.Fatalf("the indexes hold %d bytes per draft", per)
+	}
+	t.Logf("indexes: %d bytes for %d drafts, %d bytes per draft", total, n, per)
+}
