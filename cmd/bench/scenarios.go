@@ -56,6 +56,7 @@ type fixtures struct {
 	quoteItems  int
 	caseFresh   string
 	caseUsed    string
+	caseListN   int // case-list's cases: listCases, or fewer in the set-up test
 	readOnce    sync.Once
 	readQuotes  []quoteRef
 	readErr     error

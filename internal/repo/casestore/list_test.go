@@ -224,7 +224,7 @@ func TestCaseAssignReplacesTheAssignment(t *testing.T) {
 		if ids, _ := walk(t, c, cases.Query{Tenant: "acme", Assignee: "carol", Limit: 10, Order: cases.OrderDue}); !slices.Equal(ids, []string{k.ID}) {
 			t.Fatalf("carol's queue after an escalation = %v, want the case (a transition keeps the person)", ids)
 		}
-		hist, err := c.History(ctx, "acme", k.ID)
+		hist, err := c.History(ctx, "acme", k.ID, "", 10)
 		if err != nil || hist[1].Assignee != "carol" || hist[2].Assignee != "" {
 			t.Fatalf("history: %+v %v", hist, err)
 		}

@@ -28,7 +28,11 @@ func TestCaseQuota(t *testing.T) {
 			}
 			return c
 		}
-		short, long, resolving := repo(1200*time.Millisecond, time.Hour), repo(time.Hour, time.Hour), repo(time.Hour, 1200*time.Millisecond)
+		// the short TTLs outlast the set-up and the race on a loaded machine (creates are scripts
+		// of some 40 commands); the sleep below waits for them from the first create
+		const shortTTL = 8 * time.Second
+		short, long, resolving := repo(shortTTL, time.Hour), repo(time.Hour, time.Hour), repo(time.Hour, shortTTL)
+		start := time.Now()
 		due := func() time.Time { return time.Now().Add(time.Second) }
 		mustCreateCase(t, short, "acme", due()) // expires
 		renewed := mustCreateCase(t, short, "acme", due())
@@ -55,7 +59,7 @@ func TestCaseQuota(t *testing.T) {
 		}
 		mustCreateCase(t, long, "other", due())
 		live := func() int { t.Helper(); return storetest.LiveKeys(t, s, prefix+":v1:case:*", ":history") - 1 } // less other's
-		time.Sleep(1500 * time.Millisecond)                                                                     // two cases expire: their places are free
+		time.Sleep(time.Until(start.Add(shortTTL + 300*time.Millisecond)))                                      // two cases expire: their places are free
 		mustCreateCase(t, long, "acme", due())
 		mustCreateCase(t, long, "acme", due())
 		_, err := long.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/1", AssignedTeam: "ops", DueAt: due(), Reason: "r", Actor: "a"})
