@@ -18,37 +18,18 @@
 -- Reply: {'OK', nowMs, last member examined ('' = none), more ('1' the range may hold more),
 --         {field values}...} (each case's values in ARGV[17..] order, nil where absent)
 --#include case_index
+--#include case_filter
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local key, tag, cursor, rev = KEYS[2 + tonumber(ARGV[1])], ARGV[2], ARGV[3], ARGV[4] == '1'
 local limit, budget = tonumber(ARGV[5]), tonumber(ARGV[6])
-local fields, pos = {}, {}
-for i = 17, #ARGV do
-  fields[#fields + 1] = ARGV[i]
-  pos[ARGV[i]] = #fields
-end
-local statuses = {}
-for st in string.gmatch(ARGV[10], '%S+') do statuses[st] = true end
-local anyStatus = ARGV[10] == ''
-local function val(v, name) return v[pos[name]] end
-local function overdue(v)
-  return val(v, 'status') ~= 'RESOLVED' and (tonumber(val(v, 'dueAtMs')) or 0) <= now
-end
-local function match(v)
-  if val(v, 'tenantId') ~= ARGV[9] then return false end
-  if not anyStatus and not statuses[val(v, 'status')] then return false end
-  if ARGV[11] ~= '' and (val(v, 'assignedTeam') or val(v, 'team')) ~= ARGV[11] then return false end
-  if ARGV[12] ~= '' and val(v, 'assignee') ~= ARGV[12] then return false end
-  if ARGV[13] ~= '' and val(v, 'escalationLevel') ~= ARGV[13] then return false end
-  if ARGV[14] ~= '' and val(v, 'subjectRef') ~= ARGV[14] then return false end
-  if ARGV[15] ~= '' and overdue(v) ~= (ARGV[15] == '1') then return false end
-  return true
-end
+local fields, pos = case_filter_fields()
+local match = case_filter(pos, now)
 -- the queue of overdue cases ends at the first case due after now
 local stopAfterDue = ARGV[16] == '1' and ARGV[15] == '1' and not rev
-local out, gone, last, more, scanned = {}, {}, '', false, 0
+local found, gone, last, more, scanned = {}, {}, '', false, 0
 while true do
-  local want = math.min(math.max(limit - #out, 16), budget - scanned)
+  local want = math.min(math.max(limit - #found, 16), budget - scanned)
   local chunk = index_range(key, tag, cursor, '', want, rev)
   local done = false
   for i, m in ipairs(chunk) do
@@ -59,12 +40,12 @@ while true do
     last, scanned = m, scanned + 1
     local id = index_id(m)
     local v = redis.call('HMGET', ARGV[8] .. id, unpack(fields))
-    if not val(v, 'tenantId') then
+    if not v[pos.tenantId] then
       gone[#gone + 1] = id
     elseif match(v) then
-      out[#out + 1] = v
+      found[#found + 1] = v
     end
-    if #out == limit or scanned == budget then
+    if #found == limit or scanned == budget then
       done, more = true, i < #chunk or #chunk == want
       break
     end
@@ -75,6 +56,6 @@ while true do
 end
 for _, id in ipairs(gone) do index_drop(2, case_index_n, id) end
 index_prune(KEYS[1], 2, case_index_n, now, tonumber(ARGV[7]))
-local reply = {'OK', now, last, more and '1' or '0'}
-for _, v in ipairs(out) do reply[#reply + 1] = v end
-return reply
+local out = {'OK', now, last, more and '1' or '0'}
+for _, v in ipairs(found) do out[#out + 1] = v end
+return out
