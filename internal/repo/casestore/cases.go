@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -73,7 +73,7 @@ func (r *Store) History(ctx context.Context, tenant, id, before string, n int) (
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case history: %w", apperr.NotFound)
 	}
-	if before != "" && !streamIDPattern.MatchString(before) {
+	if before != "" && !isStreamID(before) {
 		return nil, page.BadCursor("names no entry of this history")
 	}
 	entries, err := r.history(ctx, tenant, r.caseKeys(r.TenantTag(tenant), id), before, min(n, r.historyMax))
@@ -92,8 +92,13 @@ func (r *Store) History(ctx context.Context, tenant, id, before string, n int) (
 	return out, nil
 }
 
-// streamIDPattern is a stream entry id, ms-seq.
-var streamIDPattern = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
+// isStreamID reports whether s is a stream entry id Redis accepts: ms-seq, each a uint64.
+func isStreamID(s string) bool {
+	ms, seq, ok := strings.Cut(s, "-")
+	_, errMs := strconv.ParseUint(ms, 10, 64)
+	_, errSeq := strconv.ParseUint(seq, 10, 64)
+	return ok && errMs == nil && errSeq == nil
+}
 
 // history reads at most n entries of the history stream of the case whose hash and stream
 // are keys[0] and keys[1], older than the entry before ("" for the newest first); NotFound
