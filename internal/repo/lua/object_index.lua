@@ -18,10 +18,14 @@
 --   create / change : index_set(first, n, id, {member or false, ...}, exp, ttl)
 --   delete          : index_drop(first, n, id)
 --   create's quota  : index_quota_full(quotaKey, first, n, now, limit)   (replaces quota_full)
---   list            : index_range / index_id to read; index_prune(quotaKey, first, n, now, max)
---                     and index_drop for a candidate whose hash is gone, AFTER every read (a read
---                     of an undeclared key in a slot being migrated raises an error: nothing
---                     written, the gateway answers 503).
+--   list            : index_range / index_id to read; for a candidate whose hash reads as absent,
+--                     index_live(quotaKey, id, now): live means its slot is moving (the hash is
+--                     on the other node): answer redis.error_reply('TRYAGAIN ...') at once
+--                     (nothing written; the gateway answers 503); not live: gone, drop it.
+--                     Write only AFTER every read: index_drop for the gone ones, then
+--                     index_prune(quotaKey, first, n, now, max). Without the check, a list run
+--                     on a slot's new master before the hashes arrive drops every live object
+--                     (TestQuoteListDuringSlotMigration).
 -- Every key's TTL grows to the object's expiry exp (ms string), ttl ms from now, as quota_hold
 -- does for the quota set: an index outlives every object it lists, and no key is left without a
 -- TTL. An expired object leaves the indexes with its quota member, in the same call (the
@@ -105,6 +109,13 @@ end
 -- before now) from the indexes and the quota set; answers how many.
 local function index_prune(quotaKey, first, n, now, max)
   return quota_prune(quotaKey, now, max, index_dropper(first, n))
+end
+
+-- index_live(quotaKey, id, now) reports whether id's quota score says it is alive (an
+-- absent hash is then elsewhere: the slot is moving), rather than expired or deleted.
+local function index_live(quotaKey, id, now)
+  local exp = tonumber(redis.call('ZSCORE', quotaKey, id))
+  return exp ~= nil and exp >= now
 end
 
 -- index_range(key, tag, cursor, since, count, rev) reads at most count members of tag's value

@@ -175,12 +175,14 @@ func TestQuoteListRefusesForeignCursor(t *testing.T) {
 
 // Drafts that expire leave the indexes with their quota members: a list after the expiry
 // answers none of them (not even before a prune reached them), and the indexes and the quota
-// set are empty after it.
+// set are empty after it. The drafts are made with an hour's TTL and then written once with a
+// second's (a store configured so), which is how a draft's expiry moves.
 func TestQuoteListExpiredLeaveIndexes(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
-		r, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), TTL: 3 * time.Second, MaxItems: 10})
+		r := newTestQuotes(t, s, prefix, 10)
+		short, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), TTL: time.Second, MaxItems: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,6 +196,11 @@ func TestQuoteListExpiredLeaveIndexes(t *testing.T) {
 		storetest.IndexesMatchLive(t, s, r.listKeys("acme"))
 		if got := walk(t, r, quotes.ListQuery{Tenant: "acme"}, 2); len(got) != 4 {
 			t.Fatalf("before expiry: %v", got)
+		}
+		for _, id := range ids[1:] {
+			if _, err := short.Patch(ctx, "acme", id, quotes.AnyVersion, quotes.Patch{TaxMinor: ptr[int64](1)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for deadline := time.Now().Add(10 * time.Second); storetest.LiveKeys(t, s, prefix+":v1:quote:*") > 0; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
@@ -357,4 +364,29 @@ func TestQuoteIndexMemoryPerDraft(t *testing.T) {
 		t.Fatalf("the indexes hold %d bytes per draft", per)
 	}
 	t.Logf("indexes: %d bytes for %d drafts, %d bytes per draft", total, n, per)
+}
+
+// A page examines a bounded slice of the index (4 × its size): when the filters the index does
+// not cover match little, pages come back short, even empty, each with a next cursor, and the
+// walk still ends with exactly the matches.
+func TestQuoteListShortPagesStillWalk(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	ctx := context.Background()
+	r := newTestQuotes(t, s, testredis.Prefix(t), 10)
+	first := mustCreateQuote(t, r, "acme")
+	if _, err := r.Submit(ctx, "acme", first.ID, quotes.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		mustCreateQuote(t, r, "acme")
+	}
+	q := quotes.ListQuery{Tenant: "acme", CustomerID: "cust-1", Statuses: []string{quotes.Submitted}, Limit: 1}
+	p, err := r.List(ctx, q)
+	if err != nil || len(p.Items) != 0 || p.NextCursor == "" {
+		t.Fatalf("first page: %d items, next %q, %v: want an empty page with a next cursor", len(p.Items), p.NextCursor, err)
+	}
+	if got := walk(t, r, q, 1); !slices.Equal(got, []string{first.ID}) {
+		t.Fatalf("walk = %v, want only %s", got, first.ID)
+	}
 }

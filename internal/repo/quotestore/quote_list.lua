@@ -1,10 +1,13 @@
 -- quote_list.lua: one page of a tenant's drafts, newest first by last update, read from the
 -- list index the gateway picked for the filters (the most selective one), in one round trip.
 -- Reads first, writes last: the candidates' summary hashes are not declared keys (same tag,
--- same slot); while their slot migrates such a read raises an error before anything is
--- written (the gateway answers 503 with Retry-After). Then the bounded prune: expired drafts
--- leave the indexes with their quota member, and a candidate whose hash is gone (expired, not
--- yet pruned) leaves them too, so nothing is listed that GET calls 404.
+-- same slot). While their slot migrates, a hash already moved away raises an error on the
+-- source, and one not yet moved reads as absent on the target: a candidate whose hash is
+-- absent but whose quota score is still live is therefore answered with a TRYAGAIN error,
+-- before anything is written (the gateway answers 503 with Retry-After). Then the bounded
+-- prune: expired drafts leave the indexes with their quota member, and a candidate whose hash
+-- is gone and whose quota score has passed (expired, not yet pruned) leaves them too, so
+-- nothing is listed that GET calls 404.
 -- KEYS[1] quota set  <p>:v1:quota:{<tenantTag>}:quotes
 -- KEYS[2..6] the list indexes: where, all, customer, status, channel (quote_index)
 -- ARGV[1] tenantId  ARGV[2] summary key prefix <p>:v1:quote:{<tenantTag>}:
@@ -13,7 +16,7 @@
 -- ARGV[7] page size  ARGV[8] scan budget (members examined at most)  ARGV[9] prune max
 -- ARGV[10] customerId ('' = any)  ARGV[11] salesChannel ('' = any)
 -- ARGV[12] statuses, space-separated ('' = any)
--- Reply: {'OK', next, summary...}: next the last member examined when the index may hold more
+-- Reply: {'OK', next, summary...} (or a TRYAGAIN error while the slot moves): next the last member examined when the index may hold more
 -- ('' on the last page), then up to ARGV[7] summaries (HGETALL) newest first. A page may be
 -- short, even empty, and still have a next (the scan budget was spent on drafts that do not
 -- match).
@@ -35,6 +38,11 @@ for i, member in ipairs(cands) do
   local h = redis.call('HGETALL', ARGV[2] .. id)
   last = member
   if #h == 0 then
+    if index_live(KEYS[1], id, now) then
+      -- Live by the quota set, yet its hash is not here: the slot is moving and this node
+      -- holds the indexes but not that hash yet. Nothing written; the gateway answers 503.
+      return redis.error_reply('TRYAGAIN a listed draft is not on this node yet (slot migration)')
+    end
     gone[#gone + 1] = id
   else
     local f = {}
