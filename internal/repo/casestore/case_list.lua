@@ -2,9 +2,10 @@
 -- one round trip: prune expired cases from the indexes (bounded), read the index after the
 -- cursor in chunks, read each candidate's listed fields (HMGET) and keep those matching every
 -- filter, until the page is full, the scan budget is spent or the index's range ends.
--- Candidates whose hash is gone (expired, not yet pruned) leave the indexes after every read.
--- The case hashes are not declared keys: they share the tenant's tag, so its slot; a slot
--- being migrated makes the read fail before anything is written (the gateway answers 503).
+-- Candidates whose hash is gone (expired, not yet pruned: its quota score has passed) leave
+-- the indexes after every read. The case hashes are not declared keys: they share the tenant's
+-- tag, so its slot; while that slot moves, a hash may not have reached this node yet (absent,
+-- its quota score live): the script then answers TRYAGAIN before writing anything (503).
 -- KEYS[1] quota set <p>:v1:quota:{<tenantTag>}:cases
 -- KEYS[2] list coordinates <p>:v1:caseidx:{<tenantTag>}:where, KEYS[3..14] the list indexes
 -- ARGV[1] which index (1..12, KEYS[2 + n])  ARGV[2] its value tag ('' for all cases)
@@ -16,7 +17,8 @@
 -- ARGV[15] overdue: '1' due and not RESOLVED, '0' the others, '' any
 -- ARGV[16] '1' when the index orders by dueAt  ARGV[17..] the fields answered per case
 -- Reply: {'OK', nowMs, last member examined ('' = none), more ('1' the range may hold more),
---         {field values}...} (each case's values in ARGV[17..] order, nil where absent)
+--         {field values}...} (each case's values in ARGV[17..] order, nil where absent),
+--         or a TRYAGAIN error while the slot moves
 --#include case_index
 --#include case_filter
 local t = redis.call('TIME')
@@ -41,6 +43,9 @@ while true do
     local id = index_id(m)
     local v = redis.call('HMGET', ARGV[8] .. id, unpack(fields))
     if not v[pos.tenantId] then
+      if index_live(KEYS[1], id, now) then
+        return redis.error_reply('TRYAGAIN a listed case is not on this node yet (slot migration)')
+      end
       gone[#gone + 1] = id
     elseif match(v) then
       found[#found + 1] = v

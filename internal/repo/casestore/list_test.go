@@ -304,3 +304,27 @@ func TestCaseListExpiredCasesLeaveTheIndexes(t *testing.T) {
 		storetest.RequireTTLs(t, s, prefix)
 	})
 }
+
+// TestCaseListAbsentLiveCaseIsTryAgain: a listed case whose hash is absent while its quota
+// score is live (what a page sees on a slot's new master before the hash has moved) answers
+// 503, and the indexes keep it: only an expired case leaves them.
+func TestCaseListAbsentLiveCaseIsTryAgain(t *testing.T) {
+	t.Parallel()
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		ctx := context.Background()
+		c := newTestCases(t, s, prefix, 100)
+		k := mustCreateCase(t, c, "acme", time.Now().Add(time.Hour))
+		mustCreateCase(t, c, "acme", time.Now().Add(2*time.Hour))
+		key := c.caseKeys(c.TenantTag("acme"), k.ID)[0]
+		if err := s.Client.Do(ctx, s.Client.B().Del().Key(key).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.List(ctx, cases.Query{Tenant: "acme", Order: cases.OrderDue, Limit: 10})
+		if !store.IsUnavailable(err) {
+			t.Fatalf("list with a live case's hash absent: %v, want unavailable (503)", err)
+		}
+		if n := storetest.ZCard(t, s, c.indexKeys(c.TenantTag("acme"))[2]); n != 2 {
+			t.Fatalf("the index holds %d cases, want both (the absent one is live)", n)
+		}
+	})
+}
