@@ -390,6 +390,24 @@ func (e WebhookDeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListCasesParamsOrder.
+const (
+	ListCasesParamsOrderDue     ListCasesParamsOrder = "due"
+	ListCasesParamsOrderUpdated ListCasesParamsOrder = "updated"
+)
+
+// Valid indicates whether the value is a known member of the ListCasesParamsOrder enum.
+func (e ListCasesParamsOrder) Valid() bool {
+	switch e {
+	case ListCasesParamsOrderDue:
+		return true
+	case ListCasesParamsOrderUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQuotesParamsStatus.
 const (
 	ListQuotesParamsStatusDRAFT     ListQuotesParamsStatus = "DRAFT"
@@ -446,6 +464,9 @@ type AuthorizeResultKind string
 type Case struct {
 	AssignedTeam string `json:"assignedTeam"`
 
+	// Assignee The person within `assignedTeam` working the case; absent while the case waits in the team's queue.
+	Assignee *string `json:"assignee,omitempty"`
+
 	// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 	CaseId           CaseId     `json:"caseId"`
 	CreatedAt        time.Time  `json:"createdAt"`
@@ -463,18 +484,35 @@ type Case struct {
 	UpdatedAt            time.Time  `json:"updatedAt"`
 }
 
-// CaseAssignRequest defines model for CaseAssignRequest.
+// CaseAssignRequest The new assignment replaces the old one whole: the team, and the person within it when `assignee` is given. Without `assignee` the case waits unassigned in the team's queue, so moving a case to another team drops its person (they belong to the old team), and assigning the same team without `assignee` hands the case back to the team. To keep the person, send them again.
+//
+// Example: {"assignedTeam":"billing-l2","assignee":"ana@example.com","reason":"takes over billing disputes"}
 type CaseAssignRequest struct {
-	AssignedTeam string  `json:"assignedTeam"`
-	Reason       *string `json:"reason,omitempty"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// Assignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+	//
+	// Example: ana@example.com
+	Assignee *CaseAssignee `json:"assignee,omitempty"`
+	Reason   *string       `json:"reason,omitempty"`
 }
+
+// CaseAssignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+//
+// Example: ana@example.com
+type CaseAssignee = string
 
 // CaseCreateRequest defines model for CaseCreateRequest.
 type CaseCreateRequest struct {
-	AssignedTeam string    `json:"assignedTeam"`
-	DueAt        time.Time `json:"dueAt"`
-	Reason       string    `json:"reason"`
-	SubjectRef   string    `json:"subjectRef"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// Assignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+	//
+	// Example: ana@example.com
+	Assignee   *CaseAssignee `json:"assignee,omitempty"`
+	DueAt      time.Time     `json:"dueAt"`
+	Reason     string        `json:"reason"`
+	SubjectRef string        `json:"subjectRef"`
 }
 
 // CaseHistory defines model for CaseHistory.
@@ -487,8 +525,11 @@ type CaseHistory struct {
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
 type CaseHistoryEntry struct {
-	Actor           *string   `json:"actor,omitempty"`
-	AssignedTeam    *string   `json:"assignedTeam,omitempty"`
+	Actor        *string `json:"actor,omitempty"`
+	AssignedTeam *string `json:"assignedTeam,omitempty"`
+
+	// Assignee The person within the team after the transition; absent while the case is in the team's queue.
+	Assignee        *string   `json:"assignee,omitempty"`
 	At              time.Time `json:"at"`
 	EscalationLevel int       `json:"escalationLevel"`
 
@@ -505,6 +546,14 @@ type CaseHistoryEntryTransition string
 
 // CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 type CaseId = string
+
+// CasePage defines model for CasePage.
+type CasePage struct {
+	Items []Case `json:"items"`
+
+	// NextCursor Absent on the last page; may be present on a short (even empty) page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
 
 // CaseStatus defines model for CaseStatus.
 type CaseStatus string
@@ -1176,6 +1225,43 @@ type AuthorizeParams struct {
 	Level *AuthLevel `form:"level,omitempty" json:"level,omitempty"`
 }
 
+// ListCasesParams defines parameters for ListCases.
+type ListCasesParams struct {
+	// Status One or several statuses, e.g. `status=OPEN&status=ESCALATED` (any of them).
+	Status *[]CaseStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// AssignedTeam The team the case is assigned to.
+	AssignedTeam *string `form:"assignedTeam,omitempty" json:"assignedTeam,omitempty"`
+
+	// Assignee The person the case is assigned to within its team (as set by `POST /v1/cases/{caseId}/assign`), or `me` for the caller's own subject.
+	Assignee *string `form:"assignee,omitempty" json:"assignee,omitempty"`
+
+	// EscalationLevel The exact escalation level (0 for a case never escalated).
+	EscalationLevel *int `form:"escalationLevel,omitempty" json:"escalationLevel,omitempty"`
+
+	// Overdue `true`: only cases whose `dueAt` has passed (server time) and that are not RESOLVED; `false`: only the others.
+	Overdue *bool `form:"overdue,omitempty" json:"overdue,omitempty"`
+
+	// SubjectRef The cases about one subject (the `subjectRef` they were opened with).
+	SubjectRef *string `form:"subjectRef,omitempty" json:"subjectRef,omitempty"`
+
+	// Order `updated`: newest change first (the default); `due`: the queue, earliest `dueAt` first.
+	Order *ListCasesParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListCasesParamsOrder defines parameters for ListCases.
+type ListCasesParamsOrder string
+
 // CreateCaseParams defines parameters for CreateCase.
 type CreateCaseParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1564,6 +1650,33 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/authorize (the `Authorize` operationId).
 	Authorize(ctx context.Context, params *AuthorizeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListCases The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+	//
+	// Every filter is optional and they combine (AND); `status` may be given several times
+	// (any of them). `order=updated` (the default) lists the most recently changed case first;
+	// `order=due` is the work queue, earliest `dueAt` first. Your own queue is
+	// `?assignee=me&status=OPEN&status=ESCALATED&order=due`: `assignee=me` stands for the
+	// caller's own subject (the API token's `sub`), so a person's tool lists what is assigned
+	// to them without knowing how the gateway names them.
+	//
+	// Paging: pass the `nextCursor` of one page as `cursor` with the same filters and order
+	// to get the next; it is absent on the last page, and the `Link` header carries the same
+	// next page as a URL. A page reads a bounded slice of the index, so one may hold fewer
+	// than `limit` cases (even none) and still have a `nextCursor`: keep following it until
+	// it is absent. A walk never answers the same case twice, and answers every case that
+	// did not change during the walk; a case changed meanwhile moves in the order, so it may
+	// be met again on a later page under its new position or not at all (`order=updated`
+	// newest first: a case updated during the walk moves to the front, behind the cursor).
+	// A cursor taken with other filters or another order is refused (400 naming `cursor`),
+	// as is an unknown query parameter (400 naming it).
+	//
+	// A case is listed until it expires (90 days after its last change while open, 30 days
+	// after resolution by default): nothing is listed that `GET /v1/cases/{caseId}` answers
+	// 404 for.
+	//
+	// Corresponds with GET /v1/cases (the `ListCases` operationId).
+	ListCases(ctx context.Context, params *ListCasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateCaseWithBody Open an escalation case (honours Idempotency-Key)
 	//
@@ -2212,6 +2325,43 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Corresponds with GET /v1/authorize (the `Authorize` operationId).
 func (c *Client) Authorize(ctx context.Context, params *AuthorizeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAuthorizeRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListCases The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+//
+// Every filter is optional and they combine (AND); `status` may be given several times
+// (any of them). `order=updated` (the default) lists the most recently changed case first;
+// `order=due` is the work queue, earliest `dueAt` first. Your own queue is
+// `?assignee=me&status=OPEN&status=ESCALATED&order=due`: `assignee=me` stands for the
+// caller's own subject (the API token's `sub`), so a person's tool lists what is assigned
+// to them without knowing how the gateway names them.
+//
+// Paging: pass the `nextCursor` of one page as `cursor` with the same filters and order
+// to get the next; it is absent on the last page, and the `Link` header carries the same
+// next page as a URL. A page reads a bounded slice of the index, so one may hold fewer
+// than `limit` cases (even none) and still have a `nextCursor`: keep following it until
+// it is absent. A walk never answers the same case twice, and answers every case that
+// did not change during the walk; a case changed meanwhile moves in the order, so it may
+// be met again on a later page under its new position or not at all (`order=updated`
+// newest first: a case updated during the walk moves to the front, behind the cursor).
+// A cursor taken with other filters or another order is refused (400 naming `cursor`),
+// as is an unknown query parameter (400 naming it).
+//
+// A case is listed until it expires (90 days after its last change while open, 30 days
+// after resolution by default): nothing is listed that `GET /v1/cases/{caseId}` answers
+// 404 for.
+//
+// Corresponds with GET /v1/cases (the `ListCases` operationId).
+func (c *Client) ListCases(ctx context.Context, params *ListCasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCasesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3491,6 +3641,156 @@ func NewAuthorizeRequest(server string, params *AuthorizeParams) (*http.Request,
 		if params.Level != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "level", *params.Level, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListCasesRequest constructs an http.Request for the ListCases method
+func NewListCasesRequest(server string, params *ListCasesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cases")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AssignedTeam != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "assignedTeam", *params.AssignedTeam, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Assignee != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "assignee", *params.Assignee, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EscalationLevel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "escalationLevel", *params.EscalationLevel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Overdue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "overdue", *params.Overdue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SubjectRef != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subjectRef", *params.SubjectRef, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5821,6 +6121,35 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/authorize (the `Authorize` operationId).
 	AuthorizeWithResponse(ctx context.Context, params *AuthorizeParams, reqEditors ...RequestEditorFn) (*AuthorizeResponse, error)
 
+	// ListCasesWithResponse The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+	//
+	// Every filter is optional and they combine (AND); `status` may be given several times
+	// (any of them). `order=updated` (the default) lists the most recently changed case first;
+	// `order=due` is the work queue, earliest `dueAt` first. Your own queue is
+	// `?assignee=me&status=OPEN&status=ESCALATED&order=due`: `assignee=me` stands for the
+	// caller's own subject (the API token's `sub`), so a person's tool lists what is assigned
+	// to them without knowing how the gateway names them.
+	//
+	// Paging: pass the `nextCursor` of one page as `cursor` with the same filters and order
+	// to get the next; it is absent on the last page, and the `Link` header carries the same
+	// next page as a URL. A page reads a bounded slice of the index, so one may hold fewer
+	// than `limit` cases (even none) and still have a `nextCursor`: keep following it until
+	// it is absent. A walk never answers the same case twice, and answers every case that
+	// did not change during the walk; a case changed meanwhile moves in the order, so it may
+	// be met again on a later page under its new position or not at all (`order=updated`
+	// newest first: a case updated during the walk moves to the front, behind the cursor).
+	// A cursor taken with other filters or another order is refused (400 naming `cursor`),
+	// as is an unknown query parameter (400 naming it).
+	//
+	// A case is listed until it expires (90 days after its last change while open, 30 days
+	// after resolution by default): nothing is listed that `GET /v1/cases/{caseId}` answers
+	// 404 for.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cases (the `ListCases` operationId).
+	ListCasesWithResponse(ctx context.Context, params *ListCasesParams, reqEditors ...RequestEditorFn) (*ListCasesResponse, error)
+
 	// CreateCaseWithBodyWithResponse Open an escalation case (honours Idempotency-Key)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -6780,6 +7109,139 @@ func (r AuthorizeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AuthorizeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCasesResponse200Headers the declared response headers of an HTTP 200 response for ListCases
+type ListCasesResponse200Headers struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListCasesResponse400Headers the declared response headers of an HTTP 400 response for ListCases
+type ListCasesResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListCasesResponse401Headers the declared response headers of an HTTP 401 response for ListCases
+type ListCasesResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	WWWAuthenticate *string
+}
+
+// ListCasesResponse403Headers the declared response headers of an HTTP 403 response for ListCases
+type ListCasesResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListCasesResponse429Headers the declared response headers of an HTTP 429 response for ListCases
+type ListCasesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// ListCasesResponse503Headers the declared response headers of an HTTP 503 response for ListCases
+type ListCasesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListCasesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CasePage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCasesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListCasesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCasesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListCasesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCasesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCasesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCasesResponse) GetJSON200() *CasePage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCasesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCasesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListCasesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCasesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCasesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListCasesResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCasesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCasesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCasesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCasesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13458,6 +13920,41 @@ func (c *ClientWithResponses) AuthorizeWithResponse(ctx context.Context, params 
 	return ParseAuthorizeResponse(rsp)
 }
 
+// ListCasesWithResponse The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+//
+// Every filter is optional and they combine (AND); `status` may be given several times
+// (any of them). `order=updated` (the default) lists the most recently changed case first;
+// `order=due` is the work queue, earliest `dueAt` first. Your own queue is
+// `?assignee=me&status=OPEN&status=ESCALATED&order=due`: `assignee=me` stands for the
+// caller's own subject (the API token's `sub`), so a person's tool lists what is assigned
+// to them without knowing how the gateway names them.
+//
+// Paging: pass the `nextCursor` of one page as `cursor` with the same filters and order
+// to get the next; it is absent on the last page, and the `Link` header carries the same
+// next page as a URL. A page reads a bounded slice of the index, so one may hold fewer
+// than `limit` cases (even none) and still have a `nextCursor`: keep following it until
+// it is absent. A walk never answers the same case twice, and answers every case that
+// did not change during the walk; a case changed meanwhile moves in the order, so it may
+// be met again on a later page under its new position or not at all (`order=updated`
+// newest first: a case updated during the walk moves to the front, behind the cursor).
+// A cursor taken with other filters or another order is refused (400 naming `cursor`),
+// as is an unknown query parameter (400 naming it).
+//
+// A case is listed until it expires (90 days after its last change while open, 30 days
+// after resolution by default): nothing is listed that `GET /v1/cases/{caseId}` answers
+// 404 for.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cases (the `ListCases` operationId).
+func (c *ClientWithResponses) ListCasesWithResponse(ctx context.Context, params *ListCasesParams, reqEditors ...RequestEditorFn) (*ListCasesResponse, error) {
+	rsp, err := c.ListCases(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCasesResponse(rsp)
+}
+
 // CreateCaseWithBodyWithResponse Open an escalation case (honours Idempotency-Key)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -14769,6 +15266,193 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers AuthorizeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCasesResponse parses an HTTP response from a ListCasesWithResponse call
+func ParseListCasesResponse(rsp *http.Response) (*ListCasesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCasesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CasePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCasesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListCasesResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListCasesResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListCasesResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCasesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCasesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {

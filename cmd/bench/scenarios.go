@@ -56,6 +56,7 @@ type fixtures struct {
 	quoteItems  int
 	caseFresh   string
 	caseUsed    string
+	caseListN   int // case-list's cases: listCases, or fewer in the set-up test
 	readOnce    sync.Once
 	readQuotes  []quoteRef
 	readErr     error
@@ -154,6 +155,7 @@ func (f *fixtures) gatewayPlans() []plan {
 		{Key: "mfa-verify", Name: "POST …/mfa/verify, wrong code (422 → 429)", Expect: []int{422, 429}, prepare: f.mfaVerify},
 		{Key: "quote-patch", Name: "PATCH /v1/quotes/{id} with If-Match", Expect: []int{200}, prepare: f.quotePatch},
 		{Key: "case-escalate", Name: "POST /v1/cases/{id}/escalate", Expect: []int{200}, prepare: f.caseEscalate},
+		{Key: "case-list", Name: "GET /v1/cases, a team's queue, pages of 50 of 10,000", Expect: []int{200}, prepare: f.caseList},
 		{Key: "session-create", Name: "POST /v1/sessions", Expect: []int{201}, prepare: f.sessionCreate},
 	}
 }

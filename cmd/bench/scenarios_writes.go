@@ -112,12 +112,14 @@ func (f *fixtures) addQuoteItems(ctx context.Context, n int) {
 	}
 }
 
-func (f *fixtures) createCases(ctx context.Context, n int) ([]string, error) {
+// createCases opens n cases of team, due in 48 hours (spread over the next minutes, a second
+// apart, so a queue has an order).
+func (f *fixtures) createCases(ctx context.Context, n int, team string) ([]string, error) {
 	ids := make([]string, n)
 	due := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
 	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
 		rsp, err := client.Check(f.api.cl.CreateCaseWithResponse(ctx, nil, client.CaseCreateRequest{
-			SubjectRef: fmt.Sprintf("order:bench-%d", i), AssignedTeam: "support", DueAt: due, Reason: "benchmark"}))
+			SubjectRef: fmt.Sprintf("order:bench-%d", i), AssignedTeam: team, DueAt: due.Add(time.Duration(i%600) * time.Second), Reason: "benchmark"}))
 		if err != nil {
 			return fmt.Errorf("POST /v1/cases: %w", err)
 		}
@@ -131,10 +133,11 @@ func (f *fixtures) createCases(ctx context.Context, n int) ([]string, error) {
 }
 
 // The bench gateway's case quota (GATEWAY_TENANT_MAX_CASES at its bound), and what the other
-// rows may hold of it: case-escalate's set-up stays within the rest.
+// rows may hold of it (case-list's listCases among them): case-escalate's set-up stays within
+// the rest.
 const (
 	benchMaxCases       = 100_000
-	benchCasesElsewhere = 1_000
+	benchCasesElsewhere = 1_000 + listCases
 	caseEscalateMaxRate = 30_000 // req/s: about twice what case-escalate measures on this VM
 )
 
@@ -156,7 +159,7 @@ func (f *fixtures) caseEscalate(ctx context.Context) (wrkScript, wrkScript, erro
 		// The rate hint comes from a faster row: never ask past the tenant's case quota.
 		nw, nm = nw*room/(nw+nm+1), nm*room/(nw+nm+1)
 	}
-	ids, err := f.createCases(ctx, nw+nm+1)
+	ids, err := f.createCases(ctx, nw+nm+1, "support")
 	if err != nil {
 		return wrkScript{}, wrkScript{}, err
 	}

@@ -70,7 +70,7 @@ func TestSetUpAgainstALiveGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixtures{api: a, rateHint: func() float64 { return 1 },
+	f := &fixtures{api: a, rateHint: func() float64 { return 1 }, caseListN: 120,
 		cfg: config{threads: 1, connections: 3, sessions: 5, warmup: time.Second, duration: time.Second}}
 	for _, p := range append(f.gatewayPlans(), f.limitPlans()...) {
 		warm, measure, err := p.prepare(ctx)

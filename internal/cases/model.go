@@ -23,6 +23,7 @@ type Case struct {
 	SubjectRef           string
 	Status               string
 	AssignedTeam         string
+	Assignee             string // the person within AssignedTeam; empty while in the team's queue
 	EscalationLevel      int
 	DueAt                time.Time
 	StateVersion         int64
@@ -43,6 +44,7 @@ type Event struct {
 	ToStatus        string
 	EscalationLevel int
 	AssignedTeam    string
+	Assignee        string
 	Reason          string
 	Actor           string
 	StateVersion    int64
@@ -62,6 +64,7 @@ type NewCase struct {
 	Tenant       string
 	SubjectRef   string
 	AssignedTeam string
+	Assignee     string // optional
 	DueAt        time.Time
 	Reason       string
 	Actor        string
@@ -75,6 +78,9 @@ type Change struct {
 	Reason       string
 	Actor        string
 	AssignedTeam string // assign only
+	// Assignee is the person within AssignedTeam (assign only); empty leaves the case
+	// unassigned in the team's queue (the assignment replaces the old one whole).
+	Assignee string
 }
 
 // AutoOutcome is what one auto-escalation attempt found.

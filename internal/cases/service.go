@@ -27,6 +27,8 @@ type Store interface {
 	// the entry at position before ("" for the newest); a malformed before is a 400 naming
 	// `cursor`.
 	History(ctx context.Context, tenant, id, before string, n int) ([]Event, error)
+	// List answers one page of a checked query (list.go), from the tenant's indexes.
+	List(ctx context.Context, q Query) (Page, error)
 }
 
 // ErrConfig reports a bad New argument.
@@ -103,13 +105,18 @@ func (s *Service) Escalate(ctx context.Context, ch Change) (*Case, error) {
 	return s.store.Escalate(ctx, ch)
 }
 
-// Assign hands an OPEN or ESCALATED case to another team; the reason defaults to REASSIGNED.
+// Assign hands an OPEN or ESCALATED case to a team, and to a person within it when Assignee is
+// set (else to the team's queue: the assignment replaces the old one whole); the reason
+// defaults to REASSIGNED.
 func (s *Service) Assign(ctx context.Context, ch Change) (*Case, error) {
 	if err := checkChange(ch, false); err != nil {
 		return nil, err
 	}
 	if !teamPattern.MatchString(ch.AssignedTeam) {
 		return nil, apperr.New(apperr.Validation, "assignedTeam must be 1..64 of A-Z a-z 0-9 . _ -")
+	}
+	if err := checkAssignee(ch.Assignee); err != nil {
+		return nil, err
 	}
 	if ch.Reason == "" {
 		ch.Reason = reassigned

@@ -16,7 +16,25 @@ var (
 	idPattern      = regexp.MustCompile(`^c_[0-9a-hjkmnp-tv-z]{26}$`)
 	subjectPattern = regexp.MustCompile(`^[A-Za-z0-9._:/#-]{1,128}$`)
 	teamPattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	// assigneePattern: a person as a token's subject names one.
+	assigneePattern = regexp.MustCompile(`^[A-Za-z0-9._@:+-]{1,128}$`)
 )
+
+// Me is the assignee a list filter reads as the caller's own subject; no case is assigned to it.
+const Me = "me"
+
+// checkAssignee checks an optional assignee of a case.
+func checkAssignee(a string) error {
+	switch {
+	case a == "":
+		return nil
+	case a == Me:
+		return apperr.New(apperr.Validation, "assignee \"me\" is reserved (in a list it stands for the caller); name the person.")
+	case !assigneePattern.MatchString(a):
+		return apperr.New(apperr.Validation, "assignee must be 1..128 of A-Z a-z 0-9 . _ @ : + -")
+	}
+	return nil
+}
 
 // validateNew checks a new case's fields. How far ahead dueAt may be is the store's bound (a
 // case lives its open TTL).
@@ -30,6 +48,8 @@ func validateNew(in NewCase) error {
 		return apperr.New(apperr.Validation, "subjectRef must be 1..128 of A-Z a-z 0-9 . _ : / # -")
 	case !teamPattern.MatchString(in.AssignedTeam):
 		return apperr.New(apperr.Validation, "assignedTeam must be 1..64 of A-Z a-z 0-9 . _ -")
+	case checkAssignee(in.Assignee) != nil:
+		return checkAssignee(in.Assignee)
 	case !validReason(in.Reason, true):
 		return apperr.New(apperr.Validation, "reason must be 1..256 characters of valid UTF-8.")
 	case len(in.Actor) > 256:

@@ -392,6 +392,24 @@ func (e WebhookDeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListCasesParamsOrder.
+const (
+	Due     ListCasesParamsOrder = "due"
+	Updated ListCasesParamsOrder = "updated"
+)
+
+// Valid indicates whether the value is a known member of the ListCasesParamsOrder enum.
+func (e ListCasesParamsOrder) Valid() bool {
+	switch e {
+	case Due:
+		return true
+	case Updated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQuotesParamsStatus.
 const (
 	ListQuotesParamsStatusDRAFT     ListQuotesParamsStatus = "DRAFT"
@@ -448,6 +466,9 @@ type AuthorizeResultKind string
 type Case struct {
 	AssignedTeam string `json:"assignedTeam"`
 
+	// Assignee The person within `assignedTeam` working the case; absent while the case waits in the team's queue.
+	Assignee *string `json:"assignee,omitempty"`
+
 	// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 	CaseId           CaseId     `json:"caseId"`
 	CreatedAt        Timestamp  `json:"createdAt"`
@@ -465,18 +486,35 @@ type Case struct {
 	UpdatedAt            Timestamp  `json:"updatedAt"`
 }
 
-// CaseAssignRequest defines model for CaseAssignRequest.
+// CaseAssignRequest The new assignment replaces the old one whole: the team, and the person within it when `assignee` is given. Without `assignee` the case waits unassigned in the team's queue, so moving a case to another team drops its person (they belong to the old team), and assigning the same team without `assignee` hands the case back to the team. To keep the person, send them again.
+//
+// Example: {"assignedTeam":"billing-l2","assignee":"ana@example.com","reason":"takes over billing disputes"}
 type CaseAssignRequest struct {
-	AssignedTeam string  `json:"assignedTeam"`
-	Reason       *string `json:"reason,omitempty"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// Assignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+	//
+	// Example: ana@example.com
+	Assignee *CaseAssignee `json:"assignee,omitempty"`
+	Reason   *string       `json:"reason,omitempty"`
 }
+
+// CaseAssignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+//
+// Example: ana@example.com
+type CaseAssignee = string
 
 // CaseCreateRequest defines model for CaseCreateRequest.
 type CaseCreateRequest struct {
-	AssignedTeam string    `json:"assignedTeam"`
-	DueAt        Timestamp `json:"dueAt"`
-	Reason       string    `json:"reason"`
-	SubjectRef   string    `json:"subjectRef"`
+	AssignedTeam string `json:"assignedTeam"`
+
+	// Assignee A person within the team (e.g. their user id or login, as your tools name them; an API token acting for them carries it as its subject). `me` is reserved: in a list filter it stands for the caller.
+	//
+	// Example: ana@example.com
+	Assignee   *CaseAssignee `json:"assignee,omitempty"`
+	DueAt      Timestamp     `json:"dueAt"`
+	Reason     string        `json:"reason"`
+	SubjectRef string        `json:"subjectRef"`
 }
 
 // CaseHistory defines model for CaseHistory.
@@ -489,8 +527,11 @@ type CaseHistory struct {
 
 // CaseHistoryEntry defines model for CaseHistoryEntry.
 type CaseHistoryEntry struct {
-	Actor           *string   `json:"actor,omitempty"`
-	AssignedTeam    *string   `json:"assignedTeam,omitempty"`
+	Actor        *string `json:"actor,omitempty"`
+	AssignedTeam *string `json:"assignedTeam,omitempty"`
+
+	// Assignee The person within the team after the transition; absent while the case is in the team's queue.
+	Assignee        *string   `json:"assignee,omitempty"`
 	At              Timestamp `json:"at"`
 	EscalationLevel int       `json:"escalationLevel"`
 
@@ -507,6 +548,14 @@ type CaseHistoryEntryTransition string
 
 // CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
 type CaseId = string
+
+// CasePage defines model for CasePage.
+type CasePage struct {
+	Items []Case `json:"items"`
+
+	// NextCursor Absent on the last page; may be present on a short (even empty) page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
 
 // CaseStatus defines model for CaseStatus.
 type CaseStatus string
@@ -1161,6 +1210,43 @@ type AuthorizeParams struct {
 	Level *AuthLevel `form:"level,omitempty" json:"level,omitempty"`
 }
 
+// ListCasesParams defines parameters for ListCases.
+type ListCasesParams struct {
+	// Status One or several statuses, e.g. `status=OPEN&status=ESCALATED` (any of them).
+	Status *[]CaseStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// AssignedTeam The team the case is assigned to.
+	AssignedTeam *string `form:"assignedTeam,omitempty" json:"assignedTeam,omitempty"`
+
+	// Assignee The person the case is assigned to within its team (as set by `POST /v1/cases/{caseId}/assign`), or `me` for the caller's own subject.
+	Assignee *string `form:"assignee,omitempty" json:"assignee,omitempty"`
+
+	// EscalationLevel The exact escalation level (0 for a case never escalated).
+	EscalationLevel *int `form:"escalationLevel,omitempty" json:"escalationLevel,omitempty"`
+
+	// Overdue `true`: only cases whose `dueAt` has passed (server time) and that are not RESOLVED; `false`: only the others.
+	Overdue *bool `form:"overdue,omitempty" json:"overdue,omitempty"`
+
+	// SubjectRef The cases about one subject (the `subjectRef` they were opened with).
+	SubjectRef *string `form:"subjectRef,omitempty" json:"subjectRef,omitempty"`
+
+	// Order `updated`: newest change first (the default); `due`: the queue, earliest `dueAt` first.
+	Order *ListCasesParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListCasesParamsOrder defines parameters for ListCases.
+type ListCasesParamsOrder string
+
 // CreateCaseParams defines parameters for CreateCase.
 type CreateCaseParams struct {
 	// IdempotencyKey A client-chosen key (8–255 printable characters). A retry with the same key and body
@@ -1413,6 +1499,9 @@ type ServerInterface interface {
 	// Authorize Forward-auth check for reverse proxies (the hot path)
 	// (GET /v1/authorize)
 	Authorize(ctx echo.Context, params AuthorizeParams) error
+	// ListCases The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+	// (GET /v1/cases)
+	ListCases(ctx echo.Context, params ListCasesParams) error
 	// CreateCase Open an escalation case (honours Idempotency-Key)
 	// (POST /v1/cases)
 	CreateCase(ctx echo.Context, params CreateCaseParams) error
@@ -1600,6 +1689,80 @@ func (w *ServerInterfaceWrapper) Authorize(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.Authorize(ctx, params)
+	return err
+}
+
+// ListCases converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCases(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCasesParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "assignedTeam" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assignedTeam", ctx.QueryParams(), &params.AssignedTeam, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter assignedTeam: %s", err))
+	}
+
+	// ------------- Optional query parameter "assignee" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assignee", ctx.QueryParams(), &params.Assignee, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter assignee: %s", err))
+	}
+
+	// ------------- Optional query parameter "escalationLevel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "escalationLevel", ctx.QueryParams(), &params.EscalationLevel, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter escalationLevel: %s", err))
+	}
+
+	// ------------- Optional query parameter "overdue" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "overdue", ctx.QueryParams(), &params.Overdue, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter overdue: %s", err))
+	}
+
+	// ------------- Optional query parameter "subjectRef" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subjectRef", ctx.QueryParams(), &params.SubjectRef, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subjectRef: %s", err))
+	}
+
+	// ------------- Optional query parameter "order" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "order", ctx.QueryParams(), &params.Order, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter order: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCases(ctx, params)
 	return err
 }
 
@@ -2704,6 +2867,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/v1/quotes/:quoteId/items/:itemId", wrapper.DeleteQuoteItem, options.OperationMiddlewares["deleteQuoteItem"]...)
 	router.PUT(options.BaseURL+"/v1/quotes/:quoteId/items/:itemId", wrapper.PutQuoteItem, options.OperationMiddlewares["putQuoteItem"]...)
 	router.POST(options.BaseURL+"/v1/quotes/:quoteId/submit", wrapper.SubmitQuote, options.OperationMiddlewares["submitQuote"]...)
+	router.GET(options.BaseURL+"/v1/cases", wrapper.ListCases, options.OperationMiddlewares["listCases"]...)
 	router.POST(options.BaseURL+"/v1/cases", wrapper.CreateCase, options.OperationMiddlewares["createCase"]...)
 	router.GET(options.BaseURL+"/v1/cases/:caseId", wrapper.GetCase, options.OperationMiddlewares["getCase"]...)
 	router.POST(options.BaseURL+"/v1/cases/:caseId/escalate", wrapper.EscalateCase, options.OperationMiddlewares["escalateCase"]...)
@@ -3312,6 +3476,176 @@ type AuthorizedefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response AuthorizedefaultApplicationProblemPlusJSONResponse) VisitAuthorizeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCasesRequestObject struct {
+	Params ListCasesParams
+}
+
+type ListCasesResponseObject interface {
+	VisitListCasesResponse(w http.ResponseWriter) error
+}
+
+type ListCases200ResponseHeaders struct {
+	Link            *string
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+type ListCases200JSONResponse struct {
+	Body    CasePage
+	Headers ListCases200ResponseHeaders
+}
+
+func (response ListCases200JSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases400ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases401ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases403ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases429ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCases503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCases503ApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCasesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListCasesdefaultApplicationProblemPlusJSONResponse) VisitListCasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11870,6 +12204,9 @@ type StrictServerInterface interface {
 	// Authorize Forward-auth check for reverse proxies (the hot path)
 	// (GET /v1/authorize)
 	Authorize(ctx context.Context, request AuthorizeRequestObject) (AuthorizeResponseObject, error)
+	// ListCases The tenant's cases, filtered, as a queue (earliest due first) or newest first, with cursor paging
+	// (GET /v1/cases)
+	ListCases(ctx context.Context, request ListCasesRequestObject) (ListCasesResponseObject, error)
 	// CreateCase Open an escalation case (honours Idempotency-Key)
 	// (POST /v1/cases)
 	CreateCase(ctx context.Context, request CreateCaseRequestObject) (CreateCaseResponseObject, error)
@@ -12124,6 +12461,31 @@ func (sh *strictHandler) Authorize(ctx echo.Context, params AuthorizeParams) err
 		return err
 	} else if validResponse, ok := response.(AuthorizeResponseObject); ok {
 		return validResponse.VisitAuthorizeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCases operation middleware
+func (sh *strictHandler) ListCases(ctx echo.Context, params ListCasesParams) error {
+	var request ListCasesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCases(ctx.Request().Context(), request.(ListCasesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCases")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCasesResponseObject); ok {
+		return validResponse.VisitListCasesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -13545,392 +13907,419 @@ func (sh *strictHandler) PingWebhook(ctx echo.Context, webhookId WebhookId) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rchu3liiOvwqKM6dMejcpipJvVKVmGJlOlEiWIsnxzg49arAbJBE1AboBimISV82nU//P8z/vcN7j",
-	"PMp+kl9hLQDdTTYpSrYcJ1u7ZioWuxuXhYV1v/xWieR4IgUTWlXav1VGjMYshX/u02jE6vtS6FQm9dey",
-	"fqZlysyTmKko5RPNpai0K6dMTaRQTJGIpumciyGJUhYzoTlNFKEpI4JdsZREZsC4UQkqKhqxMTVDMTEd",
-	"V9o/V4SsKxj+XVDR8wmrtCtKp1wMKx8+BJXuOR0uT3w+YkT2f2GRfqRIqDTV7EeWKi5FSKgilCidSjEk",
-	"ZiV6TjQdBoQ1hg0S9io7vUpYXMmYXh8yMdSjSrv15GnZKg5iNp5IzYSun7JJQucsXl5UqNMpC8lsxATR",
-	"I65IasFDuCJ6xAhsM85+lgNCBWE0TThLScreT5nSZMb1CF+nY0b8zNG8/j2bl4PQTFwOvkMuLkvO7dU+",
-	"ed56/rwN8wh2rcmEDllAwt602dyJtq62t7S8ZEL9R8LHXH/VMr+3nkbTVMn0q6Or3etGowHvsj2SsuSr",
-	"XsWM0quEAaHmB6r5FeuJlA1YykTEyJjGsGELGNjqI0XkTJAJ1SNCRUzeT1k6x/1LkcxJiPOFJDUwj1hM",
-	"+nOz4p7oy3huTt5Mum9fqhpMmxOpRywlE5rSMdMsJZdsog1OKCZ0rUE6ffMPIgVsPaEKt97oiZUo0dx9",
-	"XgpaGVGEZxl2RimjGg9bTtOI3RbjTqlmhwb2y8MfdM9fEf+8TSZmvzLh0TyATVnoKpKwgSZcEK4VmXER",
-	"yxmAGXCLRVLEikyF5gnC1L7BRKyyywJY0KvspV89efGiuae/2t0OSK+imaBCw++tFy+e4INwHRBv2GX9",
-	"BDZw02bta22CZ427JnpENaGTScJZTLTMAyEgUjCScKUJ12xMGI1GPVENYV9hQELcifmXYgoISABACscD",
-	"Gho0OXrVIVcs5QOOx11D4PREDjrvv3rabDb3Zl89bRag8/6rnaZ7EDbImcU8XDwVasZSIAIkpZrV4aqx",
-	"uCfkhKUwF6nSJCH9qYYtjZmm5ngmkgut/FEOZDqjaVynUz0iqZxqpgISftM9J+Yam19lyn9lYU/AvtwD",
-	"t90akeZ+GhyJaJKw1FAr85WhnZHB4TahZLe5HRCZwr92zJSEkjFXiothT6hITlhgvotZxGNzT9lApoxQ",
-	"MdcjwxW4IpGcCnMhzCIMt+BMEcE43NYBZ0l8B+xhOp3XOwPN0mXEObMYriWZUa7dklLzDRfD4n0cyHRM",
-	"daVd4ULvtCqBmZyPDXFtbe8+232+83T3WVAZc4E/Nv1quNBsyNJKULmuD2U9+7XywazQkyHLVhU7AMbB",
-	"zQoN3asEFUHH5psIHwYVg7k8NQzGkPX8Kv89ZYNKu/JvWxnj3sKnasuObSZFglhOlgoUE8gxI5OUXXE5",
-	"VUAIDcop6ahGaPhHu0jhawGRE/p+yvaIHHNzr3rCIATgIk8dQTXYHhO+yM8WyLMypBkWYeaGizykVwYd",
-	"24T2BDIA/D2WBmOkJgOu81fcINdus0kEHRtUc0wD0QkADXwlB2mEzzpcm1CtWWq+/a+fO/V/0PqvzfqL",
-	"i/q7v/17Za14EM2/ZyVErEOihBvhIRpJxQS5ZHNSff7P//7/t548IZOUC037CSPRiKY0MlAxjApRdQF8",
-	"5ktzgwwDNOzVyCIqB3onW+wVP4FBqEDgm28BaK3WHnBrmGbEE4aMwI3kocsFGSR8OLKgfpEDLQqNGWwX",
-	"xJXVQH4C18n9/bwI8l7vurVd7/Wun3VXgnxwRHU0KsdyIzQib08ZjUk1L/rVUOiZpVwzMqKTCRMKxQ2O",
-	"1+H9VGoQ2ZTmSUKoRvS7QvkyICxRjOxutxrk1N5UhGImvcmpuRVAR4HGs5jstp43SPg4JGOzaqbIbEQ1",
-	"iMZ2XCCR0zQ1LKJq5LMX29tN8v/+7/ZOY7uxXQuIkiXrngpD5LjZOk2SeQC8AjYjBaF2K7B8ds2VVm0j",
-	"cE7FpTByFz6tGlpuMQMZ1yNVy7a/29xtrDzsQR0PYR3Ryp360901J3k8wV0sn+hbI1BPUmYEN5RwdEqF",
-	"gl2XnqAhpQsHyBUiRdWdXm2TXd1mF5qNV9J2jg9vAabc3di+NTlaITeamzGWVhIyShLQ3JFMYkWq24ZR",
-	"bjebQHngwZjO4SEZMCOnGKqDADWbIhTUhp4wr7bJjCaXVpYscBhzBUDgbpAuCD0giaVsMDVKI7USfyas",
-	"cyTzPWHofMwGXDBSzRF3rvEmgPBhNh6TAU/Ml6hnmuEVylcgeKxmAiBsFY44ZgM6TXSl/aQZrBEItpvN",
-	"nCSwvZEkEFR+MHdtJX68t0/vyvzd6GamM5TrVs6l/PO7zpbNYOY7NzLwytm0fXrXudzoZqY3iqUrJ5ri",
-	"w7vOY8c207xl/ZGUlytnmvnn6yZj13Q8SeD90UVz+5f46fVsd7Cdti5fTNST4Y5+//zqmWCIWZ/o5n8w",
-	"C7IWGbOGr2l8imzJ/BVJoZmAf4KuhOrM1iSV/YSN//aLQlV2M3id4Fc46TKZcdzQy2zA9pA4S6GNlLNH",
-	"QpamMlUhEBQFqhkZUJ6Yi44aQSXIW6UKKnHZ4uy7W9mLK1TMjT5278MWjXh97rkOWn9WAPR2gDQDr4Ii",
-	"8DFq1JsFrrcAGGcjW7cteGfRrvC5gSjFIOHRZ8dGbykEQ2GGlDRJ5AyFAysicnFFEx7XzYtTFQYkHNPr",
-	"OlMRTWB9YZDJxU4orn1BaNo1N+pzgrcjCNzihtnDK5n2eRwz8bkPOG90Tmh0SSixNgkwVCjNJvXphFjL",
-	"oyHYX9CZfSMF+5wAey1Jwq8YGLaiEU0SJozaz64nBjCBN7Yi8BKjQc3JVKH1laItzNrcvF0WTYogFjxS",
-	"BJj+l3QtXkv9Sk5F/JnBrKbRyBuADcFA5SRJWGqgBMrWFwSlk5R5bfIV5QmLP/c9dqoX6mqgwdGEfaEg",
-	"OvWy3+cDkgfQl0nKrGbwRnir82eFzhEapANi2XhALFEzlCxlV/KSxY5MIZEiVc/yczwkDHoinIqCERzM",
-	"nsBM7PezkVSMJHLIBRiYFVjFzX+9x2BOquF4QOvupMJ2Tzi/EFjkzFOHRm0C7sM9tGQYSmHG8a4AtPcn",
-	"ciinmtAoYhOjx9dQwf0Cjj+ovH37tt7Jgax4pDdZ81GVlEdUzK3Ooj6rHAMuGAJWATKj5naBy5pUw7xv",
-	"xlkPOycHiECPFLGn7mxnXkA03/VENfymc9592/np4rRz3r04PDg6OL846Z5enB9/331tJMxVz7uvO6/P",
-	"DdoVmOuaEc+6Z2cHx6/DGpFpUOa6wqGMpvxIEaNYjidaNQi4UXoCFY0w51QJnZtwz9rbByAGeFMnzXl1",
-	"hpQLpYmQgjm/AsBMfUEYuuAvWvt57tUy3DxOf5hKTb9EFL0dhgZkHX4C0VmLoHdCjbEjprgksERTw9Ng",
-	"kOmEVC30iCETJGw0GlvwTp1dR4zFLA73rOsKXnukSAjPnS2Ba3TiAkxCMuRX8KMiiv/Kam2C/l8Vkqrb",
-	"HO7m4qjzd9z5WQ3o+cnxGbpL8YMA52ErvvzhzfF5d/FL/CAgoVHnV3y43zlb+g5eD0jIM5cKuWTzFSMc",
-	"vOwenRyfd1/v/3TxffcnOxi1cQjOAbQUTkJeS/TQmhObpVxrJixFQOx3sSuaj1kWLZDhEkavKI06BWra",
-	"eMpUk0suYsuDVYN0LM8FxHChB1y7F0jVsWiZGvW8tuc9GHFKBzr7ABzNCdP4qv/cQQVO4eL8/NDaTsy5",
-	"gzMIfCcwLFhWlhfgRjDHcXF80n1dNkpmhsnuDnxw2j07Pvyx+3LhI6MAJFMIHTBTj2l6yVI/uSLmbSZi",
-	"RaoUzF8sNsfMYnd0KUuYQQV4Wc4EoRpc9l+KgvVxdPWLlhVzMmHjryNmvRH0ivKE9pPPanc4ZbG5uDxG",
-	"2xtGvxi65BRjKQZ8ODVHYIiNkXOrMiURBWdQnzl+VwOi5eJ92mi/y0JmQHxOGTUXSljiRl1oS8oMsSLW",
-	"3TqiYshi9Ci5uBB7cRcooKKDJTX045DencC+s8D8SY/ijXUmz0YMXMg0Z1MyPEVpmmoWW55iY4EMONvg",
-	"QpzlXrfWJKPpzC07EQwOx6tEkYy9eJl9OJdTMmMQb2Td7VwRuNX3dGaZz/0vcmoWnu7Q7N3KHdpCUGrO",
-	"DIFnmYUmQKjXeEJTVqcirisGIW/5EF04UmTj6LX1oXszHrE958XHMBSrpuSXZSVO7WPoFNndbmVLdGEU",
-	"3XM6xGA+Sr7pnhM1kjNV2DJKF+gBz0BwT0jjeck+zPIXwpyiSQVVEzQMI6k2KEK0pbGkn3ARJ/P2jeeM",
-	"6qpMYjuws0X7Q29u+yBIQ0mMfmE+R6Qypy182MwCujR39worRyFXkEQq7cc0ijJRfCggAgrUmAY5GOTG",
-	"U9PIqCMqWLERkfGp+0GqLC79X4UQeRqUi09DEoQUxWtLeuHszRaNzgDKoUzJgBuZGwJOBEMqYbHDTwHH",
-	"q0AwR4mwTpPEqS/Ak2YjqnNzcK1YMnDio5H2rcEOjYWrKVoOpWv3gynfG5ViHzSKvxCqWH0TzA1oWG2Q",
-	"t+WqbpCJeKtDKosMzY7OY9Q4U37FYjJI5TinAuPVd2MUIs9LSU+ruZ3NDxYRnMSNgvaLamqzTPDdkvQT",
-	"jNpeJjsOzeM9stt84RZT56JuQzhhwLx4i5GfXNvornQqVA2hCKbmJUD6kNExnTsdlVpLod3N/aCw9S78",
-	"5ZDYexTyWGz4ZkbL2h7o+ILyIZv24wbpWERwozlHAxXzGZ0vMkbDjqmYGwSsgm0QOCxXwAFrewYdLJ3T",
-	"ckZTxOwJS+vAFCM6yRkweJwwv3GGVBWyARKuNLqNXdKB+Vpt/YbBWh9cDoKySQECYYW6t9ndPYliEFT2",
-	"l0OjTPriSk3X4RA8z1AIPswQyKGCGWMV9lTNhN+9PfcYA4HHTutasqztWea8jBDOrAoauDl4gsH9KUPx",
-	"kELomGapuidU8Ma8vxImZOHRBSEKOKPX3WhpgsGiakeqRrdawWxyo+/Bkfroay2JYizHR5amNdzDfDsH",
-	"Y73jH2BmrtqAK2SQCbtiCRnLlO0Rqow8Tmgcq+ybEVdapnPChE7ne2hvvUKRLmVyYjQHhLBhiMUIL7T9",
-	"KCbibIGQvzmXUzJmVHi15X7Qz8aa/uVokY2Rtbrg0Fz7dB1Fcu94opSRI4MC2RCrCBL4dliUMr2a1thF",
-	"IbVBB4KnNp/0eCepNHrD5zawvmVJUh/IdGy2PdXeKVelpC+nIg4IJf2p4sLoNOk0YeaHGeRJQyyYjNmX",
-	"FLT1RqjpZCJTzeIjFnN6DqbsPyaO2eYb26nRK8mtfg+xGF9QGM4HF4YO6+hEuiwXEDLAn77YIdQ8J1FC",
-	"+diaRKY5H56TKpARc/Dnor1dsMBqPFRnjuaZsAMKpixMJqmcsFRzDEmnkb7pSHDFZhfT/mZ5oFkU/s/w",
-	"UZYJj+qIGawz1aNDw0nyefNfd84O9itB5ehVpyR9Hj8C19QpU5Aa8tvydlZlWhpogcHCwsbCNbB+WYSr",
-	"BWkhPc8GJlFFwr+Dp6cOEAnhbt4AjKBC8/tcC2b/4oegMkzldKI2TPz4Bl/+EFQuuYjL8rV4NELfrxzk",
-	"fGhkQhXSo2xr33MR487cmVidoBJg7kjpuUBwLywXUpk2wBKA3AG+vN1sZgm8NE0p+NVUPm9mw/QXwFHA",
-	"sE1WgAYDnOB2SA1wzibLDZU/8DK0h/SCZbQFMYrF54yON1p65DOXN8lBDipW+ezoQnJ1TDWrG3FiOetl",
-	"acZ4yj7i6yxi39+F+0jxDioJVTrTIT5ixcWBThlVqypLpPDMB1kVQxL2SEinWl44CTpEVS174ZECE1PN",
-	"lSlhZEg1MyKV+wR1fXnF0njqcinBrrkR/bHS98ccfd5XtHhyT3fzJ/ei2Xy2/eJF68nus93mixfba8/P",
-	"jjxVm6DxGb6Z3fBT8/6nveRBZTqJP+qaLJAJX0IgRx5yy/f7D4oEYPm6uOu3cBb5e51f/CrC04FZcilo",
-	"NHZ+05McPRrQRLFgcxK1YZZcY0WanIGZu12LJ1Qcdj20CytcBQLU7L48EHwceb0jANdcpu3W8w131N76",
-	"t5WJzwuCYIb4C/jusNvuY9XhfYuGhWX+6aUO/4+b6Ikdqit0Ol+SRpaFkSyHekV1IayLYXmAL+BEqsoW",
-	"3TAili2EUduzOdjLRY9uJugLQMX93gAv3ORqWflmGfa24gn9E0gKg1SOzzz/WT5SpM2uTE2RaS+eoPW6",
-	"gMFrQ6686sJ+Ru6r5dkd+K8uWGidloAQyFgX85e84mUQ+JecMIFSciYUlZdKK9B2ELKzmXOLL+OWBZit",
-	"uh0oE2R54dFFc3v8PHqe7k4mqXi6LVQ6GqmoKZ5cioUzLdLGVrFaSnTxc7P+gtZHv1yOxaSur+q/vvut",
-	"9fRDKd3PwTYHzeOT7utKUOme7XcOO+fdl5Wg4oJZS/WvYjb03bjbp2HC6yi4iw9bFsZaRXi2VufZ/9Zq",
-	"rQAkBBmVViw7Oya7re1nhCaTEe0zzSOwrS1c1J3CGnaWlvDut53ymV+yKx6xAzGQt4Q4nyzAYfdJcdZm",
-	"/UWn/orWB+3Gu8elcye0jzTyJrI6VSztDK2ZLvfyk+1W2ZEuHV73yn5bhO2xcOEhgYtWd3mV4L2gWo55",
-	"BAm/rrCUjekirzHUzFqJSy1TZdz27UiSiIIdlWuXONDGMom2uAXWQcyVkLOPvUXBvkBkSkI1V5qNwwVk",
-	"2H7aLBPSKGaYlJ8xVpxYZiRmmEeKmI/bJMQCGuDMe0k1NauEn07Rzep+s0YNADv8ZheYn3D7aclB8RID",
-	"0BmUswqITGOw2VdtWcmxQkjUHXzeW8jYrCoUWDCi4uysS3jsgyqcQwFDOm+WT4EiHcTlrPbvdUuy6gex",
-	"k6Gcpde6HGO2EBB4o9KaGYIWEYhqF2ocYHFSDO/nUFjPelvBOO+j0WJStZGR9jmYDFM6w5g0Hi/aAkF8",
-	"3lQXXfGykZdKKrzGXD1SJEpkdJnZDGyIFhZfQjvvTdLXTqts0pRGbNUxvd3ZJ/CCAYhLKbHn1NhkcOsw",
-	"WCdrAMKDZ2FJ1I0dAbSwKVOrjWQBdMNe1nerSNkJHbKP1SOQJn6c8tDZSBO42dSwWhHIIFp6qMw8JhHV",
-	"NJHDKSPVWEZqq/tj9/X5WWMc1xqkS6ORI2KhgWro6+cCIMB+FfsEG1/Ns4EhCyH55//+n2W6V2uQMxZN",
-	"U67nuAZFqj74wIah1KBisa1/OJA9kXDBlGMwdBpzTRI5bJBzHzuMgSsKqS5WPE6ZYukVZiZk1jVXdKQn",
-	"MExaj9iYzJnG9EhfyDe3EWcBb9iImIq3UTesGSb3y3hAL3xA/OIDzAFd+hmTjRZ+NPe88GMq9cJcy+tJ",
-	"5HDI4gs51bkfjZiCHwKocovGv9W0PzYcPPvFJnVV0N6c+wD+9PZJ94NTE93fzvSY/S2BOpWKsK84S2Jf",
-	"LqV4LWOmKU82kFxyBT6Xsf01lLscQJ01PQpsrTOZEnTeZVXPNqLlUPS1bJrvzo5fkxN8Sriw5W/7Mp7f",
-	"Xr23Gy+71t8ymujRMqzUkjIhL2/Wr+xXZRMdCJ1KNQHTzV30CvQaFc/u+faL1o22Kfjwwvx8MeJLguvN",
-	"JHHRXVW2JavF3t0nSiPNr4C02ln6UiaMCjBlXE8+rcLOF+wqHz+g2sxX94vmm9kqIol85uY3N/IlF0Wm",
-	"EtHa+nJt2nKVCsKuNRMgtY3ZuM/SgJy+2ifPnj5tkf/3f1uN1p5jV7Ys4Qxi26AKpeUrnZODzVy7GYKW",
-	"ovcNFg1EnDL0/O7t9yVImQzzl7obvzwr95FH6VXxxdaTJ9svSl+95Ju5RS71vGCd+P6kdLgpuja945gP",
-	"S1+7voO/Vc8ruDPzOS58BeTOlkF3yeabC3UG+Dd6pxeXZyYoW8/RgBbyCYvriooGkbUmuNyr5oxlXCLO",
-	"vWQJN0qKnEK0SJ+KeM8FZUGng0WpskCCny7ZHt79tsJoZaNIP5mbLLc5u7f8HCsA+6MTopavSh8SvFn3",
-	"I5e5ELzh8HpVcModYzZ4nHyCld4xWmJJWDh61bn4sXt68OpghanRs/MSi7kvOCbYzIXNYOKOm3RvIYVM",
-	"SJJIMWQpmcn0Ui3S3U0Iab5+Ki4u71ddG4zhsGh+N8nm4+/vx1/Gm69S6calYPMjLko1UkHoWE6F9gXS",
-	"rGX1kSJj8wmZCm60NaqxenHrv57skH/+//6HbAeEXdMIPsSWCiALT2iqWFor2CQ+WnJxcYKlgXQvdp88",
-	"c6VICMrQqsTAaAvuHLJBiZno6FXHl+TxjTvA8gVtORZ38+n8UqXKTmnPk6CCBVvLzbLgjIJeJIUarkbh",
-	"KWg6G3HFnHZ2s72DC6WpiNhGClvBNHij1gXRyesbTIBNz55VPq0Ktbz7O7eMlq4e/8mLF/la1c0Nh9Zc",
-	"J5uJ1XqlnSdfwActIW9OD4yYYO4y+qqxFYl9UW39ppLp8ENYC8hUxDaO3FpPHqmemEz7CY/Im9NDNEP6",
-	"Klgnb74+PNi/eHN6CIYixbSt0Q/2QmwulECik8sM4NoVJeqJnO33kTKj1xrkwJV6UWw4ZgIr+ROFTRrM",
-	"KiG9YcZ1NCJSWAuO9+tlO4JMA2odiP6Upimv+75It1bRvUXSHFGwTpGGouAlUuBHh+ZFOdfXWibk3oNv",
-	"lJZjV7/7RryKuYL0M88zPh0lZx8t+xgKtm9Wd3/BApOUR1wM78UN/z4rRb9RTfmgomjC1P6ICrHk/Pvc",
-	"MQTLEuTL086r80pQOXvz9dHB+fkKMdIbGz9G5p32tdQ0uQek1PT6Pka9TSzifW3tE8c4Zq0Sct6YHHVZ",
-	"wNacbO7J1uJJLpKb3HEUwJK/+UtXdMNQyZsUTbh1HxM0+EmJ88Zhhu1VcYZrSMdO66NiGBc1kTUo4GGy",
-	"EuKLsTnvP1FszvvbxObgSjRqGYseiZx8tcFl5r4bzY2vJlyw83u6+++nFBpwfmIecDndLLpacH2S8oh9",
-	"8p2VOEMR7y6nldyul5awBO3VCKnZ+JAr/bE+4wyn/kRBp/cnQJR6sTeI3/NgPJneliDf9upudme2m/C/",
-	"tZ2ISq/K5iR9axVNX75X6zAwZ/tZMqXdcF1WnsSniKZA9ejjb4W/B48y7P8sEdcWErYJ3lqMXCwkDHay",
-	"MUuHzOjH0Qg7zj3befG05q43iznqu2DFAXPWmItCONiy6HFvYsSSPrgpxt2nBFIU229xB5aO8pTRGNKy",
-	"P4N/3Qb+eQV2MSoXYzvuqyfqYvQuzla2zjPn211E3v6UJ7rOBbZ4IVUXdanaKaNxLgxTtSHUBrr8QqSP",
-	"f8H+6R9jiWb/2P7pH0MlZv8U//IPMZjIP3VFBpZ/WFwMjccc2u9C0Uy4O5hWbaMlXeMQjJG0MaUUYghc",
-	"QCmWFcs6jKhC/XVvPIO87AxO2RqyzfqNZVvKLz6stUkiZyytm5dcm2k7LbQO3Gnl2peaFYS0/itp1l+Q",
-	"C1IPsQyor71FScLMRcOBcE9+mOK3jdVfk2oIEaY50PZ5knAxROBDK0MLWMSVYUqFNkDyYVm+bmzbLiVy",
-	"xRHUIxJaXG1gvnFIqLq0XR5s3NrJ6fHfD7pnjXEckF6lk/u6V8Hpse6snZgWl8M11p7EYuhiXnyKHSIK",
-	"yEKqqZQ23V7VGotPE6ZVEde3iqiOVTuss8RGlg4KxcyE1Llqq65VjcEfI7nSIbP9KXLrwAzTvpRa6ZRO",
-	"8NeAhA7EWaZ7WMOGklzbHtsL1dVD3xlSSwQZQHq32cQMca+e5Y99bQe9hbB6Wv/13c9ZbH8z2Nn+0C78",
-	"2nA/l9J768z8bC7gjfP3P5VRt6xraDqFHuPLGOHClatMxFgX7IqzGTpVl6OTYkhb2NBdjDkOkDYFQYpH",
-	"A9qxzrH7M7r+oQ51IyKeYqjlR45yxtjHJKKPs1CHPzA+YINPcilit8q59l1EN+wHusr57zuO5sPClwMB",
-	"ipbA3AEtYk5QQkVKBaN8GcQ7Zhbbic6xtJP1ZJZF+EBL3PaCOOGKQ1HXi3LNfXzyolXUU3c29ULejRJu",
-	"RmZyOVQfd/HvH4LPn+4W4Pd0Q/DlWksVuhuXqoSHcsgF3G1y9KrTRoGLcEHCo1edi9PuD28OTrsvQ5QP",
-	"MNrbPM36geR7Xg1kOqNp3IPODoERUumY+0wePKBiYytbnW2bFNtlQQU2KE9q+1wtc5WPus3+Bq8P2yny",
-	"pFIjgN3UimqeIMoFxJYKhgglKI+dixzwvT4wC6ka4ogNSLgzkuyxE8rgFyPqX7IJ9rc3ano7q1hNh0xk",
-	"RaxpHKdGKKUps1F5ZlbMQBpRNWJYfNOmG9n6+Q1i80R8wo9bGAazConLWA5y2TBBcOEg8Ks1sP/G39Bl",
-	"2Nt+VniJAy+qrBDl8bWQVI28LQe1rNr3ROmU0TGputpEOGlolRSlzC4h3Cy0g9TaxAUl7bQCbGAMWszT",
-	"3UVlqFP/B3FKTYNckDb5T7JF/maUm6qQJJLjMTVagJrQiLXJwhLIL5ILhTkjoBbA+yhplVVA2tzg8p9b",
-	"f1tl3MjsYrnsKjSLgaXu/ZTZ5zqdssWzuhtjuhMlXkAmO8YabCoL7w7VRUj+lm+Qtt2q+0Mkmg7J30jo",
-	"33GR4NvPcy8pljCoflbdbj4nKRWxHJM+10ZVO7PWNJkuNEtN+IC1CWTZGLJh0DFHTC8ZmxCui+qPuviV",
-	"n7wcj759fzn7ZXAxPE2eXZ+3+u+b/7h88dPscLyzkBy3kGpcVIrURTHhebv1YfGX52u1oU/hpnCK1V+x",
-	"MkZRXM0Z8jr75wc/drH8nOex9s+1MbF2xHMXGvtX00X/1JHNt9NcyqObz6CmqRQR2yM5vDUoGl5cfCuV",
-	"ro+GF3alIYmkvOQM0sv/Xrdz1AE7wvsLcC7qNXdTZTBJMy6z8raeZoQ1gBq0dZdOzqGe4IBjdGVGFjd2",
-	"2Rdjn1vLwc8bOuyzHNO7cbvbugZLyh6uxTawoBdIKgYrOPq6EVcvr3C4eb2m/2yvlDAAu1yqcFb/MQU5",
-	"G2X78pwAnaxUuHJVW1kMzHWPRAkdT1hMbG4kV2qar8yZsjHlwvxiXjecgpHQh+mEPv8XhOPaem1tZ/vJ",
-	"ztPmHRS28upVFX/ohV3nQbf6XmEW8RJ/KARALtYqsOI+2mx99XarHUBccxkE4cX5JlUAyknuR+N1eUnP",
-	"G6lrsC5dqZRW2kFv5g6OtN0ZzcuySws0meXIbYYkN+PFEcOqIp86LPi21OwTBOIChn/EABOaMmc4pEly",
-	"PKi0f97wWN8Fq/JDrVcu1ztysXKyFzuxFDD4UqqZAwVC1g0zL/OgNDAtwXtpl00i9uFHlfeDETYoQjrk",
-	"V0w4umo+w2Lce4Uix66jh+tBS0XEzI0LjFaeewS9RMyRpqAWgbup7d8mJTV3bH15GCPcLLDoPioH308N",
-	"4I8mNTfTsk8cm5ujUWWVUrLF5QiWv8NFgpbVmNi85CjA4VOEBmVkcoPT//hqKx+lXb5RJQE3n0Q6s70p",
-	"7oNVYIDBqltY7pZabY1a5CUrZBpXQgp7Lbvsobfdr789Pv5+oWczbBE7NrveEz5ryJZovLO0M003zLaz",
-	"Cy4Np1qPLtmXOJ2HePE6rQ9FL/QmuZuCk51z8UygRpAtmaOhFwe/YimUw5rnQ3pcqZmwFrigBfMc88Mo",
-	"maRswK+Jq//zOMS28uHjEPlPkhQMpDkD2lIlm02Np9Ve7/HvhYiBd4+rvV5j4aca/NjrPa79R20D4+pq",
-	"nSzDl+WsWatik5HWk6qqkTenhwFwUjnVtlCYQAyFvsgpGaQU8tmKarP5XLW3tiDQp2F/b0RyvDWiajSk",
-	"iyEWiK23KdJYQMEbUW1F7Q2L00EmKyg+BK1tVUW/L51O3dE8ZTa7IiG+AJDAdXpDqRPcCrORYtFF6J0e",
-	"farY010iB2SnRfpzzVSDYIp61hYqZpGMoZOOeVxAHRzuaPD9Dy/S5998/9P79Hz2y5uTl88PDk/+cSBb",
-	"h/SQns02KW/0JRJFD+w1KGtrYFiM+xihozjg/NZFQVaLCIsjL1uM7z20huWLwm0SxOIrcy0y83kmSrku",
-	"ZBgiBNV4vj0/P7GVlAPDTdA7H0CfKWyGZP2hm1XcGTOl6HBlgUKLUXUeEwXtrLQrcPdIQRFHSiZcDDFc",
-	"qrZJFUkjTNpAp7WyDPg13P65IvGUkepJ9/XLg9ffQIBe7e7GmCU/hR23ElRedg8Pfuyil+JV5+BwVbIl",
-	"DLFfWjQGlceIGVR8ZNOsc6fmVWPwPAtszWud0msNby8Kqe4bouUn1n8ydMlbzN3lukl9sdf0U7jTnOh+",
-	"kzttQxKCbAdqJ56ZGXBJfUZTlnamWBUO/3rlYPjd2/NKsCyz2OpQdSzcBx0kq1BaKiDhJY9DWzUhICFX",
-	"KtwK6TQOt0J2PQmJW2hABjJJ5Mw2g+6J01f7z5+1nsBgfaa07/8+SWmkecRUzXWz7M+RGzrDSnUpArU8",
-	"btWIlVgqYCHMtdYgYI1UbVKIQifFEHSSi8kl+YjcnsiFnpN83DnJgs5JLuKc5MLNSSHWnBQDzQOSjw0u",
-	"BA4jgcAQXIw47onNY85Rcy8Ns0DTOXipACqhrdhZa5BOT9zU8SqiqeGjhAriu5OFNNIhdidrk/C3XkVN",
-	"+71K29mCsjZbdviszxYu90MYZILMYkcuIxzhBNitjHBBuC3ICQsHwxrgdSbCG2k55ybcB9dbOZmTE/p+",
-	"utgdnwtCvRPPue5ATTGf4Z+VoCIozL7k7MsWQif8e5bvXPUtXJ3bLsUWo6ya8xRS1PupnEGL34QbRKv5",
-	"peGL2dIWPI3LC/sApVmwSnlxRU6vgOgGZcTUVNcT6K7tw8JoAhwBquRhs8o+G3FhjaiRFNrc7rZt0m9v",
-	"W09UVcJjc8jQ0N1pSOifCCCwQmk2qU8ngY3ZwoghaHFMp3pUC0jn5KBucZVpGlNNSfW7t+c9YYgIBa9B",
-	"ZukMCM8Xd6wFti5snNKBVqQqJ5qPucIa8MIlIge5Jpiuo3OtJ8yas+YCeO1J1dc0N9DIehKoWqMneuLf",
-	"/o18wzTgNQTtsdj8Gg4lSaeCNLaicbxlKVpIJikXWhGsQcg19si07Zcpefw4o25INQAMjx+DaNU5OcC/",
-	"ewJuFOrjQA1qDXICQWaPH/uOeY8fkz5L5CwgE6qw0SZVJMyYRogE6PE59M0ncqofE4h/mfeEx4IG6cI0",
-	"PtfEjCmGYDWgNmlhL6Mj8Dd49OzrWV/9Xefr2W3uWMD9G8FOdbkOdUPJLHjMK7/nH/1OZiOJ+Rpmvb9n",
-	"UISPfs9HNP7eE7/X6/XC/5vhPAyNaPjd2/Ma+Z30aXTJhOEYqcVHHEimqo3N5m/BpEgJjyK/k9Adi011",
-	"+RpOgZwff999HZLf8Sz1yCAR2lbCravtkLDriE0waNGs0MZFAdk0q3FWlEYjhB0vkJdqOBqqC/PUbHNh",
-	"EEdmZEroZLK0UZ+qRKrKe+vcMEtBDl5qsABYEyPxe2HpBpK5P7csSch2xDgg1u/mxrNUQVmja54jGlYK",
-	"cdv6HQq89+UVzOQaz1J3KWDUnugsQAoEXnM7So8Jqhr5Xq67ze2AKDqHbKg8BlqGrqQhVCR/YZ39OX+G",
-	"HlczAYaK7GcjmcvokvBICoj5dAW45YT1BNdEMBYrs5odEnKhpoMBjwzDqCtk/HAhZ1yxmr9sEFiMvYVj",
-	"hpdGj1I5HY7IXE5TdwHM69sN8pP5KZFDLtwD3/o+Fz/XLscZTJ3KRUC3iU6nLESBkRA7sO3gagRoaAac",
-	"hTNj9N2es6YZBTKh2rBFV/DO1YQCZmI22WqQA3OKl8o6v/yrZYvc+s2H2XzYGg/oln87dEQLFhr+liux",
-	"FwDoAuJNFB/CBnn8+DxXZlyBddvQQ5R0PHI+ftxeADMhzvCqsmPJ1fIk1bOjs4Cw+pjyJADH3VSPDDWM",
-	"DHUyV2E80WbrO1gRHVixNeq68aAgNcxLJ5O9wgrsWrlu405vhhGeSmgz45YhY8DRajZJyvQ0NWyNCDaD",
-	"wYv3jWrbVDw8etWxHRJlEkOraaXlREF1SC6GtT2y22phVLqZoG67h4eucTIMDhuthvn6fmEtILvbTRL6",
-	"NdaHUsDZ2tODwnhwpf0rAdltvSBaSjIGLkiIrwjoLxHYRZT5CxkjVOQj3EvNhVKE1XBVg+Sw1iahOSpf",
-	"W99WZ6PgoDK6DtWGzChUxLm2vR5QVphh018SS1INlyq4uQJupRXazHA9oZiuBSTE2oMhjjejynajthI7",
-	"kD1wOwQkxNKDIQZZFysM9l3hRyyCHvRE6Kv8hWgu4sKXW86SMBI5VA3ypLkDezKwNyrInIS5Mn5hAwUB",
-	"253r90JdO8OPuE7YEr83X+w2m+R38nM4pgn25K7bRYXvqh5iSw8Nj8s3nrYkapZr7Q3WksIUWZ25/NjZ",
-	"r4uDul4EZAzJ/7bfOwjUbuBtGNg1y8/FMuRnKHnspspHP9CUwWzwcnGCQrpHHi65392Q62g21wqEe66I",
-	"a3ZQnGgqcsSrONfCIzNdJ/vBUA23EjfkDgyJmm89ZoIXByw8cKsv6MnIzQsoXhy7hKUW4L74tAzsCY0u",
-	"wfBpF49ZxYVpLPsqPYLFZwAXonSK9XNpEURIT+128rDahYmE1PWBnIrCDP5HM/RrSdQ0GmWiu/3+CeIJ",
-	"0yMZ180XNEnkbAFblp6aEY/gV+zRjr+6MV/AmJEUg4RHhfvofstuDK7mkbL6l786MCSeYGFUdyeQYJTd",
-	"FnziZsgUOt9Q3i4WROKsIK72NCg/3Zhe1zOVsUha8k88gkA7X0VokjIaz11OkjWj5rVPPNHCZBZV61zU",
-	"BwkfjgqgW3qICOPQO6PpB071jeb179kcanZqniSkzwxNn6TS3BR/WttI4xYYaf7MCk8sLhm5BihCJrDZ",
-	"4Vow3CSFUEoAfB0dCPkxSx47CB4M6kdANrvndIiLp4kfHe/VhM4TSeO6lrKe0HRYWO/Sw0Xy3JcxQMVI",
-	"AvCCG/yJJWVqOplIo+rXxyzmFIzaRYpW9oaZ5k32BEi+c8O7GZ7BDOx6wiLMRymBzfJTt4HcExJRYZC5",
-	"z8iYOeLWQtj3zZ2vG+WSxcWhi0/csGiGJjM5TWKCD4HgxyxKqCE18JkqTsJzWHbJ5vWUGWGrcB9L3/DH",
-	"vIClRjoBcc2WoIj5AEq46gUCbqdfkhgXmFv+mZsS0BWEZrXEL+2wVo6tJ3zMdR2qOSxQ7bIX3ASYHmhv",
-	"/sgmFLirL6bjPoPEGbg7Tggvzj8V9nrSfrKAcrkHiwid4cLi5W49X76NZcyo9AUzjb+Ny6ynhUTr/VRq",
-	"WoptxSdIrmxnD3hkxmTXIzoF43Bh0JRqhjAuDpn/HaBghXkHCgfOHZRK0G5RTiYWny0C1RpusTwTyFgL",
-	"9OKJlQ5BKBY0KfIi/A1AaP8NehlLrUphh9heIjnAsAYsNSjMxXAV3Vl4bZH4uMcEH7vpdpywdkV5soxj",
-	"/mcHDGTKEL5tTiv3hhsRaeZI60n9Cgu8gZzgV1IA+cq3zHwgd9uncD+z3fwOPoOER0xgTxJrI+9MzP2r",
-	"txpNG3OQRdvMZrMGhccNmQ637Ldq6/Bgv/v6rAvfZKW4K7lQnCtXFq+y3WjiW3LCBJ3wSruy02g2dioQ",
-	"sjQCL91WA3SHSyFnYuuX2aVq/GKDeocYRuJtPgdxpV35hmloagJNdCfSLMm81Go2IaIGWQbEDOQ0Szci",
-	"ens26Hhyht6BZT8F6HFvWZ8YknvGdAMDy23qevm4fqFbtmB8zl1Zaf/8Lqio6XhM0zkGnqVzcsnmWBzc",
-	"6gpqQTH87u25siXRnmw/w44+z5s7z2pQGnao0NeraeWdmWsrlpEBkvvn1m9UKaY/2J9G0Djr13UQ/9a+",
-	"co9At+27VoDdkmW4QpNPDfNDfsWEGb3qhWctjagPbp0VMLUY3ZjTcbIOdMcTJjonB7cDnRs0A91N0bil",
-	"ULNzk1hGUwyr+7SAO897usrBtGB6sSgHDD6PccW1t5pNtOqgCwe9a5OUm2m9xwRDVwKgyX8rmkTwYyky",
-	"bQjsfz1hFRSott+21mkcnasARDZHPrNiEJpFIIzSCe3zhGtuuyiizdq5gmRqfVVQ9cvZlTovjw5eX3Re",
-	"vjwNA5JIOekblbc/J/YQatb5GxoNMeWRCtG5u4RFpwiwe7x/WYW/EmSC6aGngOHAgEZPmjtr5s6b8jZf",
-	"g+thUroCc0qZnGYFx0YlsH5fAEgOCVbNZd/eyr9q5/tk98LDklRx3bBaEAsCpyRLkczLr0zeH7PyinSi",
-	"iE10wdVgPUjBWhcUFvNDJ6dhIw1yLIiaou0H8NlVdnjsPlHW6gh5dWC80XMfXeGKUjR8RYjvuYhDZ5nl",
-	"0YhcchETOeiJnK9yYjhQ1l44i4owFH42oho8oeZCjrFvJJT1CIiShIqsEobhkT1BI+1cGqBAjKdKIxWn",
-	"lyw3hVvhGU4VYsYy1c7nBPa7hpGx0Yu8OhJkOSynhl1ZXYiImwraItoCHasCQUjV7PO7t+ePVGlcCTqo",
-	"Hj/OF+9rPH5M3gLl8KRmf797dnZx+uawexZijxEzqfUCsjhvsI1ZxDFgFmOGBjxV1tZqRF0zg29nPOAJ",
-	"s+1KUKWFW7KmumBPuPKCbTxAtHJVw7/XX7nF1NH0FdqM8OOUD7mgift5z7VHyayPj1TPCIjQy6YrruTc",
-	"O2dqARlJqEiTn+BbqXRoa6cYjWPx+ZuUhxAzlZ/+zelBWAtsehwkuXGFYPHtfIVMxzSxDlBSnbA0YkLX",
-	"IQQZ2FH4v1qvQoyUCP9Xi4WEiyiZxizeI7H0DVvUHgn3wqzvkNojKZtgLR6VQNWbPVdEMqKKYYBSGDMx",
-	"D+F8Atu1FQ/Jyy0YCh0QIXMnjwDwzmco7wOeJCZ0T+gZj7BNsLcYJPOs5BGgYt6OvGduYAg2QFyK58it",
-	"5q6P7qc9NB3kAxSqwNcN1krBanuE+qI3CwPtNrezgdDKUKAe4A1p7hii4Nzb9nvr+THHxpWyLmhfwMh9",
-	"P6BJYqN6eqK6bGR28oMraASGRgPjWgNunVkXOGFpykGVK9y0nljwjRhpx95hRxZcrR5zj1HkN7Bx1KNA",
-	"aaEh+3dvzwuEL6LCuoAx2AVWlE6VdvCYpPJ63iY2dNFGM/pAM6NfyAEJy3Wv0ADlkkNSC4Q5LmgfmAIZ",
-	"EAh+JKHT/OpudaFvDg9MCgs6UWEINbIZCEwMSKimfSj1CiaNECIsBZSkBYhDFIkrhuStPYDvyJComMMo",
-	"PM69AOVqQw2/2TKkQU8gOa26NFf7Owk5hXkhfrP6tEkUetHNo180D9FtDBfGl1fCFk6YG9sTtIBXMiXT",
-	"iZGTdpsEXaKnxbAMUhVDLq4N6PTowvnbArJP43hOQotDFxTDj85Tygb80v+OUUk9gQQwZNca3vw1rPkQ",
-	"MfAUW3qWaxvlOLnDFUOY+zKeGw5s/ltPkHLnEBdO0EV1YE1ZRcJ9lPfq5/MJswFShpRYHjl31L4/1eTb",
-	"budlT1RxsRhIV1gdvlpD3zBGUCNH5op80z1vkLfo4y7WolMId/CyApKDMM4FWWBIpNqrfI0BeeDTh3d7",
-	"FWSm4NeYSTBoDhI58yXeciSw3RN18vhxsfAchJplAleuelpZNAdWo/P+vjnTtbaL8MD0J1WsVwcl2AwY",
-	"4QK0seLcVqnT0WgKhJxYtDL3TmPAnBF5xBw+hXAb5sqHQfADxlugp3IA0W8opKVTodzSMo+EGcDWebIK",
-	"kTCihbIh/ranZQMhdYZkFEGUjWGUKbtDqImNsKu1ydeds4N978BSWEkKz8GceqvZ3DOrCf8DgPEVREJk",
-	"HGInD5hlCu4jZcwQuAXH2LNenLAfEEXVQshFmRrmIwcrua7qChLyl1XvUu9joYqbXavy8avQfj0LX01s",
-	"EZvNVKdcgaMP7+5RTfRAOGXKaEslqloH3YMLqtk+GBoN+UhlcpNyVni5/lrWz7RMoaJGXq5ekWNmpWpX",
-	"N9qeNNWFIgdWA7LiPJC2nMRdqH/gWY+5Arko9UbhcG5Ol17k/eXLL/L9fOQx8KcasnQjEASWsoAEYs0I",
-	"5fy8vZpV34YLO17rGGyAMCuyUcc5VwFnt/liHXRW1VHcl+MxrStmLp45RFySZ/v5uIJaMUWnoCFbAUtI",
-	"wVYfX/PZizUrNPptWXU+F8dZpU6fLMZ0ydQq6FZCQa28mlfGa8U1ZZVYfGT9Qgf/5dX5amgLywNii0cH",
-	"9O1uuHvmi1MsFKyZ0IjlTsemYFTt1vKHs3Lm7WZrd93UWWXzlY2WIaWtDCPuut2sbkZ5VU8zoXRUxBKe",
-	"O851DtdvRVd/eHa7gc3QreZueWJ2ZkmwhGMiEx4ZaRDVOq/zCiiluqTJRXQMhU+kmI/lVNkBQe309MvS",
-	"8ntlAyvuol9YWH6h/POyq2QAt4scc70d8Gsau6ID8Mn2LeyhNkMZE+ZQU/bFEjM7YseVjgkKMZkC6HuR",
-	"vFSCyhVNpjbRBxsmF66GzajJOe7bRl4EA4cN8SvMYmdG6cS1L14wTma5mLvN7cwVuDa8LkvD2VoXpgdX",
-	"A8TUowE9YSI2h1MAzmJF6DydX5SrlwKnV4KrNIav7YRgF8UHQRBoNatuGhVcuysobxlWWAbgvOKAIttH",
-	"G+Rf5+HbNjc/Oz2IxbaHWoZURmXsiWpp9GZAlkIhsWhGpnahGI9gmVFujb8WFD3hqnwXYzdtge4cKXr7",
-	"9m09F0fJbulwgzu/c8c7jwTzJVjUFu58kTw7LcFsH8IjM5k2odGlWonIxerSMFaLVLEvSR0SMGv5wW1h",
-	"MGcgsgw8n++5MfruFNH3prjSMnwtWBzR1aLZ5M0kXy8+A5lVPNsFPRO1S4cyWdaDgPvitM4V4OO5DC1M",
-	"JLHfWUXzLrC4RWhqGUgWVdxPdI39lgrxSdW80m2b/+QP8pGy2kGb2DeMkg8g7wmn4XuDczkGlPkmqgu2",
-	"ZmstwZPJpfkUrb0L1l24F3DdMzflek7+JovK+XgP+W+Lmbc/v/sQ/LaYA4s/5jPUf373oeBEtL6KukEW",
-	"Eo1YhJ2d0kWDotn9SGIf+XyswiD3feZZhJRNyN6XqiRgAQvc7FNVYuQog0X2ylYuHhGya99h6j5T+msZ",
-	"zz+ZAcKsrVjx6UOxSoCtCrtgAdn+pAtYFXBhoLsg8HbP6fAmORfe+RBUPAh1/ZRNEjpn8U2fln3yIagc",
-	"2uzfmz73730IKqdUs0M+5vpG17l/Mf9V/QR0iI0/du9/pMB94812dDmuZBx7/UevZNrnccwEfvHi5i/2",
-	"bVQ+fLD9ZJN1+di8IxZzCpVnzMet1iYf50JZ8asN1ngu5REVcwtBdZz+MJVYQPC2NPJ7Nmcx3sFPQS4L",
-	"RLCSKyVRWaCIxxMmID+tmIFOqiMp5DRdCtzPU0Oke0UyuPWb+c9B/GFd/JalhfdmUL1HcvJwocsv9O7N",
-	"X7yW+pWciviut+uPEj3K7lLKaLx4lTqAWyX347Zcfx9uUOXDu9KLtUWV4kNsAXG3YYMVgkoHBr6boDKA",
-	"gPzjCVbxuFdJBZd5K0llg3tjRj73aVnuIvx1LtztWe4GXPMkl6HxCrKCPgG3/jyUITvrz8pvv3VBsMBl",
-	"tcyVMaFjUj0+6b42Kl73bL9z2DnvvtyY325ZDs7ugTB07dBfPGnIDvWBPDyQhz8heVi6/+Sf//t/sr8C",
-	"CAxC2xYGReWS+TamFCOutMSSoKVx0K/ZjCmNtvg9WxzC1kDSheRlRWQSQ3cQKmyEHLvicqrgE1voEQOM",
-	"yYwmlxDOb9uVZyGS6pJP8EcInLGhf0AfMcJpLK+4GGJEAQSa5BYAKXCuNqaZ45GqYYSZ3WUuSsoM+Qij",
-	"0ZTOonz3O2fdi28Pzs6PT3+6OOr8PcxPsGe3KAVTJGH0itnGbKVKzbcWsrelkU5RuJlUY835ew1HyW+k",
-	"RIk6FgwxwgaDWDgH5mg82ixoWIdcXN5oNjHvPGhYDxrWag3rPLvEuStaxDyb/WM7Ak7okIvh/etkKZMT",
-	"dh862SkM/CB4PQheD4LXfQpep92z48MfrbxlpLCNpamUKZlcsXu5+zDyw+V/uPwPl//za12OJKymBFmn",
-	"kFI9CpOQohEVQ2ajpaGnjAqIWYbGasw+fcyX/GUT1/fVflulAkuAE3YNGhQf2CyRZG7+Dc2L8FUs2Mfi",
-	"mq26STVN5HDKXMW/sOuaMoSEienYNjDX8wkEIMRU0xCzUrDatnkTq2q/hEd47xvkezbBSG6vRnV/7L4+",
-	"PzMK1EXnm25Iqi6t8VmLjDBr0PVNp3051aVfHnZf577cbjabzZqtfk4mvthvg5zQIVNQ7NioZ072swVl",
-	"baNnUmXXUTJV/IrV9kiYteyC8oe+B7Tt4A8qDWZAK1841ao4Lh23446Bx7YGlG/CDyfIIS4OE+zNeIE7",
-	"37Ozrh0E4MCF70sV+1Yiy0rlIVe667qVrM2OODaIYMGEa1bMFuWsYg6k3aMdA8JIXGgx6c/zreXZ9SSB",
-	"Jg62uVNZHoV2/dwci9ioQYFHvZtb5ig9hwCfgUzHoBev3i8iE0Q/+eRfF3vF4yAX48bj2qrEkHzn1bI4",
-	"6o1bq7XLG6uZLZQmpID+mp/VE70nzXWdL7YL3Wa3N2s2WxYHXbgXFt8LZhwXquQxv+oAbxunrQQq3sNi",
-	"tLDvIrT97Onu9osm/q/eXO66sdCd+d3f6vifMujepzkEsBYaDK4xhizWTHiwYZTJR39ak0Su/0aZTcKX",
-	"oMf3ggJTusEg4RqkFWWKLeQWK0WLULNrje/WbdZRGzm5vaaKhDx2LTPc1bXdPAISwi++o4bn8eaREQHc",
-	"E2zZRxWUaLKv7BEK7MI8gRK71bANRtY6NawsrFkGuMjev+92TzqHBz/mRYPtJ0TVGuSUqemYOYoSHlKl",
-	"6zB1/eBlSKquwDvFQjSei9UwGQna0dpyCtANAVNyHX9wohbIBkLOiIR6FCmW7tBSEpXImQ93hrKCLCb9",
-	"6WCA2aQxV5EUAkvWQL6aXS6MaL6BfkY83ssJC9hwUgqiRlMdy5lokFc80VBkR2VF4nGN4TLvP4NRVnH/",
-	"0t4cBbB9Dqq7xE/ODPR9x3CucjzDbLp4rggtW0FlxoVayUdgwM+0oS9T+vlDRJabmeoSEVoZ7r/dfLbz",
-	"bHf7eVk6WmmYFo4X5JJMsDeNi392pe9twZIH/vvAfz3/NRT2DMpa1s8MynQtVzbsaQ3nxcSMG7T5ARBx",
-	"wxakNa25LH5QovrAEDuvXxqN01aDJmM6J31m26Yrwx1pAl0KVU9UqZhbsXtsHZegIqcswqIxqNfH2FvI",
-	"TGEYD2ZJhb61XNiG+gTYLOyf//1/emJCdTQKbA18zcaBUY7GXJunZCyvIEEFx7Re5EEqha41SNdIEeYT",
-	"ZzKAtx6pnrBADwocDKG29Rv89yD+kNUT4HoPuaNbA3prqe6JlV9vwXtYf/8ERKU2FBNAAWBBVZHOE2nW",
-	"45T+LN3GaOQDy3O1JEOmMfPBjLJn8/Roea/uwNeqCw+5uPSFvvLFZGB8cDtj8wTILX9zemiEC2dMiBXU",
-	"AkGJQiU88l5TLmJ2Da5xswuDISOZxGTAZs6fHoJuGPaE6ypl8BXc5GhMwfLZI3rFCC2ABqWxXMM8rn1m",
-	"G+GqJ3DTZp3glLd1Zeyp+a1Z5PBuevcCSnf2KRRK4lBvvSesCSqepq5ijhl/zyOaQ+UxowId/YiIeQQM",
-	"CDWwtmDqCTxWAJQbMNfJgDHtO3Sb/VghW1OfeIXBVQ4NONRj8U11mq7akcOeGuA2NtZwKaHAdjOhs/Ad",
-	"11j7pGN3yBVWLIwzgNu2LaT6jMR0rnLtxgHb8MrmqhcS6OzREzFLmGZx27d1ycYGqG9wAXebu0asLau7",
-	"cciV/gHp3QaFNywG2iuH3QMNJOCCuD9t2w2LyELOasW2wea9+u6z7e2V1gI3ziqRZm2P7g2NMMvqO1jC",
-	"kCYjwWYqIKwxbDgC/tXL086rc6P9tJ7aX87efH10cH7eNdpJgYBnO8ZumRL7ZGbs6iWCEi4wEGRzoO/d",
-	"Sdi8uZ8rMGUlqPiJwGWN51A6IFIDOWHCXCe8acsDAq/zIq5OpyskXN/HtETGdQnfJUtc2xl7bcfzoDIV",
-	"/P2U2cfWYXSDFXAZNRVNGJrCBUsWulaz/irbn/loH79ZhXq2X/vNqLc55iVzt3ibe2vIgTP451g7FnMC",
-	"wTenWRnxobjBVrP1tL69XW89PW822/B//1ixYzv4GRdRUZG5UzfcLyW6KX/xHDFZzP13v2M3NGFPoE2K",
-	"xPQ/Mlr0lSdbBQKQIwnApr9q5bNe7V35udCNvnBAz9vbrfZus7HdgkNyLSKNmPnmFH7wxLBIOcEYMRX6",
-	"iAuZuhbhuQbzdpZWvblz3nzR3mm2m63Gk+1dQAXNxvvmY7iMk5RHXAx/dIXFt4OKZSEGYS6a2+PnUb91",
-	"vXv1Qjx7v5M+Uc91c9aa7/5qMCZ/ZdzdgrLsfrjdLGXXkwo17WupaeIW38IG5/Ta/tBqvjB/gzQPy6AR",
-	"YGDhox14KdfEuQDYwpYNypWewJPz7Wft3SftZrPRbG5/1AmsAn9raYoc+Jubgf/FYJuOWv2daDd+wp4O",
-	"ng2fj178sgz+CU21QAtJ4Qi2bz6CAvhvhP0quC+C01zgTCA18Dt78t0/Lv/RPO7q1un86/2fxt3ds7ej",
-	"Y9r8YTve+fr50XnUev2y8+Tol6PZ0cvO7Ojv19d//7Vz3T8f/XL89qfrn94O5z/98vqX19/8sP2P83+M",
-	"X7eiXfoyeY8VLSgGTxR1Qi/Ll13Md7dI9AYx6Zb2/4d4x39dW0Wut/daW0W+ZXBgNRQW+2BGKwls4kKw",
-	"4iMENa7JQAdE/lJT0GFxf2gOOoJnhTkSjukhC/0hC/0hC/1jCWNpBBbOSWieKm6Ug+5pX8GIm1lD0I6b",
-	"MMyLK5LFl/C7I4sLhKWkyhu+H2NAhG2oNbRVDx+cD18IQ8/I5ufFYESOzGCOgV5aWct3Nev9Xytn3auK",
-	"JazAz+afg/E9XIZ/8WyeNeJwJ0/tV8izt5JVf7AKNITUUx2Nli/Uifn5jpIwhtTfQgQes3TI6rCSv93h",
-	"Tp7gdBvH0t8/NbDa/wNVeMgf+CzC7/PbrdaXMvyMFHPfTU6TzytwHGXEJSd1VH1vVN8w9RbS8pb38pSG",
-	"QBynMXSU6M9tgEBMqv25ZgRKYNbay7ni1u1v/RblCeIQpb2cI45TlKWJowNUaTpXLsAeN+8dyzaKAYMD",
-	"co5tG8qAnj1nKAUfXkxCQ5zCGqHYycMwrDaM4L1LsDzr8sbgQEE4xmRgLGDWHti2vHPR+BnBXOGGRb/X",
-	"nzpt3O/DbOqmxHHAiwDxpoBQH8FUHoyuD2Lpp7LSOkKRxS4FOSS9hT32jvLrWvq89Zv5z+bGDXMpP1La",
-	"fRA2H+765xQ2HyS/NZLfKRtLiPrz1GmPgJsWAywNWMaTqcYq/T6eT2k2+aRE6max4wDIFKrj0xLr1slU",
-	"fyoCdU8eKbOyk6l+UMIf6OKDEv5AipdIcSe2PTgmCY0+GUleJf1hxOjtK40U7KKlEQJnMPKnsIv+ERRx",
-	"IZL2gSY+yIoPBMpaCY2kmFnIwEwFsYBES+JDt29pNlT5vnFO/SzvpV/eYQij1Zf6DNmWUCV2MjmUU72R",
-	"k/4Q+yfJ6aJotJ8wmtbPuGb1l1TTkpzqXgWbCapeJSC9itIypUPWq4S37D73RxGRoHLGdN21SFnq9mj2",
-	"r0h4cfGtVLo+Gl649oq3b4J3N7rzp4wA2LDxTOHSHcqhQUBSxd5cKt9HLSARHgTktMKoge27v4Ch+Rvo",
-	"blwuUGCp59Amnbxc07XqTW2Wa7Y5Wk/kGpJB6+Riw2TyErO9qO95tEmjYshh6Imsyb3tYW8zbqAD0sVp",
-	"94c3B6fdl6WNg79heh9CtvWZ7+R5b8KHm2JlS4kkyTcnvY/2jBvfOrvWxcv3BfdsKlydtyNJ6JgcmLsz",
-	"SJka+db90FdTxFDAIZlj6YeEa51YhwIkyLGBLr82Rc61FbMrHrmuq+Uc7NTeXcx3dLfL+nPwyAm7NlwO",
-	"W7ALZq8elh4qtNuz+G7NFFAWyryfr/hV9VoBPFEkfNk97J53IS1lqgxu/Gb+A3qA7Yr4Hzj/V2HQE1Ey",
-	"VZqldUUHtiRVsWOuImpkVBEz+oiqEdF0aBOOXQdBbMHs2rZDs3PdE1AhS7qyVi7v3mg8PKKNLDZPt4HZ",
-	"GzELwOMdb+FvdoI2aX4ovcwI6qP5sR6x9KU9mo/OAVJ8KFh8PNXdRLHZiKVsIUtgJm16qMUGgl8QFDV8",
-	"0oBdfaXdukXWAG4pxnyPErrxrZyRMaQOwgr8Ic1YyvJ9Qr+YuMK7k55/Hb5/xocCGD/cFUA5LEtTxctT",
-	"OOsiKcFqKJiFpDGXUdO5upUM4NzzVMTgaI0LiforaEiYozwJV77HO/xgXq6Vu62P5tlF/RN7rS3ObuKz",
-	"TviVl+IWik7v5U7ykSJyJrAJcGrIamhPNXxIEvqSyMUfRSQKEmMBpzIuiwzpVoXNbxJ18h2U1/mNHS/G",
-	"272Ryn3qGmr/68XFr8LhLzWQ4gvikYbHFVjgI+UFsRXR8nkOeDuec+ZwP4utcLcu37h1WbfzLd7VyFB1",
-	"Iwy3STgaqouQ/C0vZms6JH8jof/ZDg8CeMIiLVP/mPaEYlHKtOsvnjYI1AOg5JLNWUyOOvsONO4NrDcr",
-	"oZHwVMQsV3j326PO/sX33Z/CWkCU7AnBOMgZlERyArUpTlkM2rz5DQuOaGk0pjlnSZx1qs7X1aJovwMF",
-	"oSdCTzuMuECHGJBn91VzhYKyLQ9kShJuFJFUauwqab7IGSCsx6QnfO/twBaiQW0Pyqo8flxsSN94/Ji8",
-	"XWGwwAI+5Z3m823ssUJgT3BBwoKVARM2FHlc6HL/uEHerOoKH2TClb/+RhXzvzoDm68mhPhNPMX1rZvN",
-	"6Ll24bvN7Z4Iy3vNh6S629wOYIu7zZ1M11vq0I/oQKGt8dzamPSIjUmfRpeu6g6CbJDIWc1iofnV7DRb",
-	"ZU9Uw5tb8nurTxiYMQQJG41Grll/iHWLErDlmiFzCq6DVM0iHuEadVOLLu4sVbbm4rH2GZTG6gk41B+7",
-	"pwevDuBQtW2XZH4PCV4dim2EEOuKBaOKmG70+sQqxj2htJwoMpPpJVi8sHh0sFI3rlkctq3UDfJ2cqYx",
-	"QEQWQzuidNFQVg07++cHP3bDWla9WGVGNtvD2+P0SM7UIjr3py5G1iNEw3Zwd33YXdmYCVVqL4e3Hptz",
-	"HctzVYV2SLjYOT3MFerDI4NeTtGoJ+xNV7ku+9VFUCNmpJQrd8JwZlrisTlA2u1G1AITsB6DjV1pcU8V",
-	"z7pnZwfHr6Gq+En39OLNWfc0LMpbDdKxJcEiOrGIsPT94cHRwfnFyfHhwf5PX5nrq+tY3dXih6vbFLiW",
-	"6VQzAu8pJG6WPySM5su6QQkqf7QrqsBXM7KQQT+zyuRQz6Hcnt0FkpUQimO5L1stD/I6FC2pY7nzuNQm",
-	"gxmZeePqbUJs8nYYuK2LhVgmCeXCEp+qR1B3qWp5+4vBxkODD5V2BfC3YiQXkE7N6LQPT17xlA3ktQHJ",
-	"IRfTayPfoK5baVdoYt6GYhFmRsNDvknldKIWl4ULimiazl0NM3t+Q3ifVAclDfgfGYDDRWjga+GNGxja",
-	"6X+uKE0Hg0pQofGYC1V5t37ZRwNaLqjkyESBCdiLeSv63RMQEL9AvomaRhFj8R6xbfDBxgk3dzaSdMzz",
-	"lsOim6AncqH5GVl/5I2N+cJ6mTAC9xtYSSKHEOtvsBuxteBtyckIAV6dbawbOJNmmcBSDL82bA1JnpYQ",
-	"t3/TMeXkDFcva+l0NrYJ2st0T1UObrhyhw4hClvuK5lMNesuVrBpbtebUE3H15Eqg85SbR3z2ZPCZzxO",
-	"ykd/4mr1wGseFSvtirr4oTUa9cdxcv72zfUF/eZH1f/muY5bL+b9b37QR+eVXF0bZJNQp+aSQVXk4Y3f",
-	"Xwip6wY7aVJ38nVdimRep6JuwVjHisLbpbcvg+rrkqvm5CfE8T8buKPWj7/0W08uD//+Ool2Xk/6rTy4",
-	"8yLGOqAvj3ILoLfucKnOYSWr4oMsbXQp2bDs+/DSPQQQrQgg+nNUzriLRaVA1D99bI/j1jeUzXAYPgAd",
-	"H/jmbCTJiCryy1TlaNSyNWU5rmdjWyHmmKx0wD+YCh9KaNwOnxE9cvi83hC4vnDGHx8YUh4P8oDc/+K5",
-	"h/4OrMo+HEyThFxxNiNykL8MaCDNjALQmGmO4RwQA7Pyjnwya3lBaxx6Hfru4/vUoEVGkbMaWd07b+9z",
-	"CiO0xhtP9Byd1ymzJcVHbExoktSKoTY9Acoh5HBnfcEzuzVU8pw3SLfMnuctKQX115kPe0KwmVupNWOQ",
-	"avj3ujn1Olob0DBKqFIs1ThjOCw8yRsVemLJqoDlyTVRDOr3p+zKVnlrWxv/ZJpFTIkrmvAYre9yYA1F",
-	"l2yieyKSk3mDdAQGJPiShJmcjBulhULoBozV3eZurcxcdObprTWsfIzFaJLKsdQL4TpH9JJlVgEqCBhM",
-	"CNpjuF98Xt9abWS5vYKB27p9g9PPyGcQF12XfNz8A++5F97zZ2im+vmFN0yCKpLUoSMHt1M7ihbJj2Yx",
-	"pf5d9LkK8m3O3xrJmGW+1j3XhdX6bFwzByngmkFbr2ORY9HWRNMTs9VuSq6cwxTsSkB3IWpyQCMt0yV3",
-	"5Txv0QXHZXXZwlpbcsDYlS0FX7vOJ7f1JaHryHIoQ9W4mDK1R8K8kygLOM8tZKV34WhA9/0R32Np18I8",
-	"q4K4/SE7K5EUWAIfcOLBWvSXSjf7XGlfGdZ9XlpsO/EJMERnqF1NCr4SUCAcHajlgxhdX2KVEUWI2RmQ",
-	"PhXx3ai5tYffCyk/mzq65OIEqPXlgaxvyBKLgS6ZbVd10WHmXExoIoMWPBRVhfp0UhatXxp7QDYJPQBa",
-	"mzI9TYWLuF8TgoBH4kMQFrzApBCa3xNLsflFusYVep0NyacYgDNnsc8Iyub3nxzEYU9AcyXbEcd8plPO",
-	"YmKFe5vyAAk8VJFEKl3LVrndzA1WH0rBQoKNnwosx2Aa8FQPopwPEHud+aghBFwZS/kRXjka0Mr91IM4",
-	"GlCc4g/SAdz83JDVZR52ptlkAqeLSOMjXEghAMPg0rK99YGdfVnaxQZb+UYK9hd3reynLGZCc5rsYz+r",
-	"z8xE8bp7f67hgnvQ0tcym6KcziaKTCdFH6Ohufb63YFpQuzkPek+ebMBWsLMogvRbzZYEeoxBjlbExRC",
-	"i31M44SldftZT6RUmy/GXNv+g4Tr2h5m7Hm6jhpPyjSZGCkFO11gqClxLnISMxpjMQ3VE5dsoksTxwBC",
-	"n8/Qv4mX+ZHKaO8DmX1wIPzhZOxAqSnLx7x6/dx+t5eXDEhplOta4oV5oyurxmLENr7UBgNsSKqplNom",
-	"nNYCa5u2To2FnAC0Tu9h8tyMK+YfQ4QeklmtWDLwJMkmso65MFJ/nyEdCohOqVBc8yuWzF1yPmxaES6i",
-	"ZBr7xp3QyBKtPSvy385x03/q5DfYw0Nrq4fWVhvSGXuHV7a2wmuXsyJggLG6VSKbpSb5blbLvDajZeZ2",
-	"i6FvIrxANoAk2AhxoqZ9xfQSgVGRnBjx4wDsoo5ozEvIDMRjc0NOU4xYR4esnGpUYbluY12CUOvkDIy6",
-	"KiQzOU1iBAWZUIXlAnAU73JE9x/+26wiSuh4AgaCwttZX2rUsR8pEvrug7aOtXn63dtz+yisEUXnRMkG",
-	"geAKF9WMI5K0UOQAd2khAKWCFqlm4BhCg5wXiSzCqy+lVjqlEzKhekRkSkJnlcgGD7FrtZBuFVUj6EHL",
-	"bPN5rUE6xP1SjO7fbjabDs2kAf1zMmTCJ9M4Sq9gIFKFkHdov11n1xFjMYtDdwTUyKVUFAGR703Nwcyy",
-	"57Oj4EXYKPWeYVvmm/TZQKbOauGWHlEBTaq5wKW08Z/IiGGB6CQoAZAtzGBe/O7tORF0zFBA92ijpv1f",
-	"WKQhZl6Q01f75PnTFzskpJEODfbwMVp0/AdyJuxTwZRmcc0maCwGc3vPr3NddyIt07CxyMG5stg/TClg",
-	"AGS7V3ebzVob5f0ci8ee0LykAjoIJyhW34/ZBsaGWf6gvnLZAuJVmsM96goP7eL+xWJYP6L7G2DqfQWy",
-	"WuqxTkMRpHNy4Fjtd2/Pa3vWV5nl3ua4LnpoywSHglqyxc2lUBMW6Xym7wIV8u/cJynKZslIUVAY77o+",
-	"m83qA5mO69M0YSKSMTaKvPsEn9VGnS1gTbSKtwFpqh8M0X8eCvYX1FqM3PTs6dOWE/Hy6EuqRlziV6w9",
-	"oIliIcbWi7keGRkaIjL4FavdTIB+g/8uhdKXVxvLnF9UxMGqzNBgY4G9TUDvAA9n3nsoBZkqJKcL25QL",
-	"cAjWFP/KKiSkLJJprEhoBWmjjsDgKaNKinAPxFezZyZiKqDBjvli6QNK8Asj9KKywpUnGTw2uoHdNSwE",
-	"4sU3Mv/skazclrc0gaUeNUVNDfzX2KlAqjXKSRYSyWOjkRWjKFFHwzZFXhE2izUoYxecUyQDo5jyvtEy",
-	"ayQrm5Yde6u5CyPahtBmNi6GjRVF1Bz/WrBKcYNj76csnVeCilEnKu0KwnlV7c/t1nNooqdZar79r587",
-	"9X/Q+q/N+gvSuGjX3z3+98pybdB3t8oBcQkgaS4pxEL2IWzxXyQfZJ1Y6LNBPEFcQ/byqSJ7uQvqU4zh",
-	"HkESMVD9ZvNFrdzqVGrEPl9lc5Yp3PVSYlMwaFsyM7vJGm4IjKNTPCb//O//U0JiCgasJUJiP8r6ngEh",
-	"2UUAFCO6G2WVVTMh+D4Nz0fMqCnlMuKYaRpTTR/owEPqzIayXMdLCQ55XMJMJlPhnV1x72/nyEGzTi5D",
-	"ZkV9xZtrrb1RLD1zby8tY1WZZw7G4UvGJuaOlPF3LA5buWWeg9nSvTqdNq6M+uXXRH0QDP7gRNHS2szm",
-	"BgZETrDdQjKHS2K4ohTshhzSIia+zjmtSH+Owf1mIoifrYJO1Z/nbmStnUsFyKJqMC3CVWGfjWTCoDqa",
-	"4fu56miugLr5kHBdyzdFtVvDdqSuQ6pRMW5ojwr1jrLaK6We7PX051+vmOuDw/vB4b1ppq4r7lUo42oj",
-	"51TtLgVc7yKLvMGSRF4UmbH+SMrLfEjO8rV/6166xwtp51h1IQ0E3VoDgmXVLLmtOpevq8d23n3deX0O",
-	"5dzedr/+9vj4+7PagzDwl759DjVWB5y4xOVZhsvuOvmf1geS+CHYlVmiV9bnE8toWQwd3E6Oz84xHiOc",
-	"pkloFOnvzo5fB65nAFWY0/DzmaYipmlM3P16Vx1pPVHtra3ZbNZQ9rFbXiOS460aURMW8YG9ZETRuWoT",
-	"i3A9EdqX69wVpYTFgj00ILm+Eb4YoE7nbRKzeIoXl2HCYi3IjWVkGKXpeBKS6hvBr20SoocA1ZqNJxrj",
-	"XPxXZrdUT1MW9kQ1vNoOetNmcyfqU8We7ppPvz3q7NfPvu20njw1f/Yq+EK2A/ibNYo/+8UUnvZlPMcf",
-	"7DAstAVys6R7nLkeM3CVkf4ccn+g33w4GykWXYS+oj3GHKNdxAYs1BrkJWY6QdgNpOxQ5bpeQCy3wC7l",
-	"ZMJSF3WxB1bqiJnv7HgQK+mcA/2pJq3ra1JNWcxTFmG9WQwwbGNsocEpIV2UNItrGCqOyTWwPXaN14bT",
-	"BAq2ygFauH/h2uxuINOecMTRUsSL0+756U8Xbw9evzx+S6qtXTKq2VqsWKoy26mrTf+qc3DYfQmn6ap/",
-	"OtTc+s3+y6iz9lvOVOjqxNobY+RzzUSuyb/9jMyo6gnXaMhsWDGhG+Qk5VdUs4AkUk6gFC2UheXisp7I",
-	"iCaExnHKlGKud+IA05ZEwpRa3nPn8PD47cXJ6cGPnfPuVzqdstUJp/ZO3pN/145+T/X97rCG+AamG2QV",
-	"A8zFNqhrL0kVXe7gfIGCnA/RKQ/RKX9sdEoBs+9R2FhhbxgaWQAKqFvqVi25NoVYlVq5NLIgo+ep7M21",
-	"1vIE7GY/21heldRaazsfIhnLFOIcLXFH+YbrB7H6X8TGdhPO2zbzDuNdapuXI5zTf0WVtoIIvqpK20qM",
-	"/uRa6A3M8AHrH1xNG2ufnYwNZEXZkAmsvAG3s+m8dVxh2ayzQjBfmYB1LJiLtjFKDMjtmCtg/pxwMay1",
-	"SXjSff3y4PU3kEWA7marAhqtKBTsWnfw744OawG0Jzz4sXvafRkCh3GaBCqooIK6fo1MxJYNed0VOjWi",
-	"VqZTRsePQPkx2o4UaAHKQuAZBv6DMnDJJjoAU/ozEtO5yrQOnpKEKpdNWm7ptjB9mYHs/qlObrIV9Cc7",
-	"wQcS9ECCbmUAsy/A7YnMtcpwqWh7/rw0yZCU26et50dfZbI7OT47V4R6g1TDTBU6khZCyIhfCDRE8uY5",
-	"11nN20AwUM+FycxGFAmSN+zEPG6Q1xC0B2aZPUtEzXBjafOocpcXq6CMqPZBBws2Iha3XYfjEGx8ZDZi",
-	"GOejfZOCZcp1wsXw80lJzhy2ilpZpvBAqh5I1eaqxBmzoblelXAXUxsShddXyFmwmGye15vXLgAmtF8t",
-	"FYeyHvkxFXTIxmYuI0EolkKBC4yjU7Y4lvvZkAcoMKqlTBTYv2xcjXfUfQjKPApmq9YtKGcia/tebAht",
-	"8yVdsIDPACvOsWKKkdSYX2m2kRpyoxh0+YKKuGLIxTVMd+EbTp+nlA34JXmFyX4GaAHpiis5z+/MpgLW",
-	"zbclU/vsHIXpOWg9zBUG8YFXXGA92tzYNtCqfENFL4yVCV3XXBv4DFENYwhIVoG3OlsDZs0rp+CKPTvr",
-	"GtiMc/Ojtbpk/h+mUjMSp3SgFQ6HZUc0GysMIxlzpXlEIimwk2s0x9m80mvLPua3+96MWjZdV0U0QXBF",
-	"VAGaETWmSQIlFwaJnGFiDBnTaMQxQNOOCe9vBEGV81cZoDARTyQXWuUZ4pKnyvCk3HT+7i3PeMivmGAK",
-	"ysLQmOM/sVKc0CmNdD4kH2LdhWYp5hmQlA2YgSLDT2yTO3C52QAXiGexlrVLNs/DdQxBo+8+/H8BAAD/",
-	"/w==",
+	"7P37cttGti+Ov0oXZ58y6YAURckXUZWazci0o0QXR5LjXOgtNIEmiQjsptFNUYzjqv3Xqd/f+3fe4bzH",
+	"eZR5km/1Wt0NgAQoSpYcJ6OpmopFAH1dvXpdP+tDJRDjieCMK1lpf6iMGA1ZAv/co8GI1fcEV4mI60ei",
+	"fqpEwvSTkMkgiSYqErzSrpwwORFcMkkCmiTziA9JkLCQcRXRWBKaMMLZJUtIoBsMGxWvIoMRG1PdFOPT",
+	"caX9a4WLuoTm33kVNZ+wSrsiVRLxYeXjR6/SPaPD5Y7PRoyI/m8sUI8k8aWiiv3IEhkJ7hMqCSVSJYIP",
+	"iR6JmhNFhx5hjWGD+L3KVq/i50cyplcHjA/VqNJuPXlaNIr9kI0nQjGu6idsEtM5C5cH5atkynwyGzFO",
+	"1CiSJDHLQyJJ1IgRmGaY/iwGhHLCaBJHLCEJez9lUpFZpEb4Oh0z4noO5vXv2bx4CXXHxct3EPGLgn17",
+	"uUeet54/b0M/nF0pMqFD5hG/N202t4KNy80NJS4Yl/+Mo3Gkvm7p31tPg2kiRfL14eX2VaPRgHfZLklY",
+	"/HWvolvpVXyPUP0DVdEl6/GEDVjCeMDImIYwYbMwMNVHkogZJxOqRoTykLyfsmSO8xc8nhMf+/NJotc8",
+	"YCHpz/WIe7wvwrneed3pnnmpqiltToQasYRMaELHTLGEXLCJ0jQhGVe1Bun09T+I4DD1mEqceqPHS0mi",
+	"uf28cGlFQHE9i6gzSBhVuNlimgTsphR3QhU70Gu/3Px+9+wlcc/bZKLnK+IomHswKbO6ksRsoEjESaQk",
+	"mUU8FDNYZqAtFggeSjLlKopxTc0bjIcyPSxABb3KbvL1k52d5q76envTI72KYpxyBb+3dnae4AN/1SJe",
+	"M8v6a5jAdZM1r7UJ7jXOmqgRVYROJnHEQqJEdhE8IjgjcSQViRQbE0aDUY9XfZiX7xEfZ6L/JZkEBuLB",
+	"IvnjAfU1mRy+7JBLlkSDCLe7hovT45nVef/102azuTv7+mkztzrvv95q2gd+g5waysPBUy5nLAEmQBKq",
+	"WB2OGgt7XExYAn2RKo1j0p8qmNKYKaq3ZyIirqTbyoFIZjQJ63SqRiQRU8WkR/xX3TOij7H+VSTR78zv",
+	"cZiXfWCnWyNCn09NIwGNY5ZobqW/0rwz0DTcJpRsNzc9IhL415buklAyjqSM+LDHZSAmzNPfhSyIQn1O",
+	"2UAkjFA+VyN9K0SSBGLK9YHQg9C3RcQk4SyC0zqIWBzegnqYSub1zkCxZJlwTg2FK0FmNFJ2SIn+JuLD",
+	"/HkciGRMVaVdibjaalU83Xk01sy1tbn9bPv51tPtZ15lHHH8selGE3HFhiypeJWr+lDU018rH/UIHRsy",
+	"16pk+3BxRHqEmu9VvAqnY/1NgA+9iqbcKNEXjGbr2VH+R8IGlXblHxvpxb2BT+WGaVt3igyxmC3lOCaw",
+	"Y0YmCbuMxFQCI9QkJ4XlGr6+P9p5Dl/ziJjQ91O2S8Q40ueqxzVBAC1GiWWomtpDEi3eZwvsWWrWDIPQ",
+	"fcNBHtJLTY5tQnscLwD8PRSaYoQig0hlj7gmru1mk3A61qRmLw0kJ1houFcyK43rs4rWJlQpluhv/+vX",
+	"Tv0XWv+9Wd85r7/76j8qK8WDYP49K2BiHRLEkRYegpGQjJMLNifV5//67/9/68kTMkkirmg/ZiQY0YQG",
+	"elX0RYWkurB8+kt9gvQFqK9XLYvIzNJb2WI3/wk0Qjkuvv4WFq3V2oXbGroZRTHDi8C25FY34mQQR8OR",
+	"WeqdzNKi0Jiu7YK4Ur7IT+A42b+f55e817tqbdZ7vatn3dIlHxxSFYyKqVwLjXi3J4yGpJoV/Woo9MyS",
+	"SDEyopMJ4xLFjQiPw/upUCCySRXFMaEKye8S5UuPsFgysr3ZapATc1JxFVPpTUz1qQA+CjyehWS79bxB",
+	"/Mc+GetRM0lmI6pANDbtAoucJom+IqpaPtvZ3GyS//d/N7cam43NmkekKBj3lGsmF+mp0ziee3BXwGQE",
+	"J9RMBYbPriKpZFsLnFN+wbXchU+rmpcbysCL65GspdPfbm43Sjd7UMdNWMW0Mrv+dHvFTh5PcBbLO/pW",
+	"C9SThGnBDSUclVAuYdaFO6hZ6cIGRhKJomp3r7bOrG4yC8XGpbw9woc3WKbM2di8MTsqkRv1yRgLIwlp",
+	"JQl47kjEoSTVTX1RbjabwHngwZjO4SEZMC2naK6DC6onRSioDT2uX22TGY0vjCyZu2H0EQCBu0G6IPSA",
+	"JJawwVQrjdRI/KmwHiGb73HN50M2iDgj1QxzjxSeBBA+9MRDMohi/SXqmbp5ifIVCB7llwAIW7ktDtmA",
+	"TmNVaT9peisEgs1mMyMJbK4lCXiVH/RZK6WP9+bpbS9/27ru6RTlutK+pHt+297SHnR/Z1oGLu1Nmae3",
+	"7cu2rnt6I1lS2tEUH962H9O27uYt64+EuCjtaeaer+qMXdHxJIb3R+fNzd/Cp1ez7cFm0rrYmcgnwy31",
+	"/vnlM86Qsu7o5H/UAzIWGT2Gb2h4gteS/isQXDEO/wRdCdWZjUki+jEbf/WbRFV2vfV6jV9hp8tsxt6G",
+	"TmaDaw+Zs+BKSzm7xGdJIhLpA0ORoJqRAY1ifdBRI6h4WatUTiUuGpx5dyN9sUTFXOtj+z5MUYvXZ+7W",
+	"QetPyYLebCF1w2WrCPcY1erNwq23sDDWRrZqWvDOol3hcy+i4IM4Cj47NTpLIRgKU6KkcSxmKBwYETHi",
+	"lzSOwrp+cSp9j/hjelVnMqAxjM/3UrnYCsW1L4hMu/pEfc7l7XACp7ih5/BSJP0oDBn/3BucNTrHNLgg",
+	"lBibBBgqpGKT+nRCjOVRM+wvaM9eCc4+54IdCRJHlwwMW8GIxjHjWu1nVxO9MJ4ztuLixVqDmpOpROsr",
+	"RVuYsbk5uyyaFEEseCQJXPpf0rE4EuqlmPLwMy+znAYjZwDWDAOVkzhmiV4lULa+oFV6nTCnTb6kUczC",
+	"z32OreqFuhpocDRmX+gSnTjZ7/MtklugL5OVGc3gDXdW58+6OodokPaIucY9Ypia5mQJuxQXLLRsCpkU",
+	"qborP3OH+F6P+1OeM4KD2RMuE/P9bCQkI7EYRhwMzBKs4vq/zmMwJ1V/PKB1u1N+u8etXwgscvqpJaM2",
+	"AffhLloyNKfQ7ThXANr7YzEUU0VoELCJ1uNrqOB+AdvvVd6+fVvvZJYsv6XXWfNRlRSHlM+NziI/qxwD",
+	"LhgCVgEyo/p0gcuaVP2sb8ZaDzuv95GAHklidt3azpyAqL/r8ar/qnPWfdv5+fykc9Y9P9g/3D87f909",
+	"OT87/r57pCXMsufdo87RmSa73OW6osXT7unp/vGRXyMi8YpcV9iU1pQfSaIVy/FEyQYBN0qPo6LhZ5wq",
+	"vnUT7hp7+wDEAGfqpBmvzpBGXCrCBWfWrwBrJr8gCl3wF638PPNqEW0eJz9MhaJfIonejEI9soo+gems",
+	"JNBbkcbYMlMcEliiqb7ToJHphFTN6hHNJojfaDQ24J06uwoYC1no7xrXFbz2SBIfnltbQqTQiQtr4pNh",
+	"dAk/SiKj31mtTdD/K31StZPD2Zwfdn7CmZ/WgJ+/Pj5Fdyl+4GE/rOTLH94cn3UXv8QPPOJrdb7kw73O",
+	"6dJ38LpH/Ch1qZALNi9pYf9F9/D18Vn3aO/n8++7P5vGqIlDsA6gpXASciTQQ6t3bJZESjFuOAJSv41d",
+	"UdGYpdECKS1h9IpUqFOgpo27TBW5iHho7mDZIB1z5wJh2NCDSNkXSNVe0SLR6nlt13kwwoQOVPoBOJpj",
+	"pvBV97ldFdiF87OzA2M70fsOziDwnUCzYFlZHoBtQW/H+fHr7lFRK6kZJj078MFJ9/T44Mfui4WPtAIQ",
+	"TyF0QHc9pskFS1znkui3GQ8lqVIwf7FQbzML7dYlLGaaFOBlMeOEKnDZfykK1qfx1S9aVszIhI2/j5j1",
+	"htNLGsW0H39Wu8MJC/XBjUK0vWH0i+ZLVjEWfBANp3oLNLPRcm5VJCSg4AzqM3vf1YBp2XifNtrv0pAZ",
+	"EJ8TRvWB4oa5URvakjDNrIhxt44oH7IQPUo2LsQc3AUOKOlgSQ39NKK3O7BnLTB/0a14Y5zJsxEDFzLN",
+	"2JT0nSIVTRQLzZ1iYoH0crbBhTjLvG6sSVrTmZvrhDPYHKcSBSJ04mX64VxMyYxBvJFxt0eSwKm+pz1L",
+	"fe5/k10z62k3zZytzKYtBKVmzBC4l2loAoR6jSc0YXXKw7pkEPKWDdGFLcVrHL22LnRvFgVs13rxMQzF",
+	"qCnZYRmJU7kYOkm2N1vpEG0YRfeMDjGYj5JX3TMiR2Imc1NG6QI94OkS3BPRuLtkD3r5G1FO3qSCqgka",
+	"hpFVaxIhyvBY0o8jHsbz9rX7jOqqiEPTsLVFu01vbrogSM1JtH6hP0ei0rvNXdjMArk0t3dzI0chl5NY",
+	"SOXa1IoykdGQQwQUqDENsj/ItCengVZHpFcyEZ7eU/dDVGlc+r8LI3I8KBOfhiwIOYrTltTC3uspap0B",
+	"lEORkEGkZW4IOOEMuYShDtcFbK8EwRwlwjqNY6u+wJ00G1GV6SNSksUDKz5qad8Y7NBYWM7RMiRdux9K",
+	"+V6rFHugUfyNSMXom2BuQMNqg7wtVnW9VMQrD6nMX2im9ShEjTOJLllIBokYZ1RgPPq2jVzkeSHraTU3",
+	"0/7BIoKd2FbQflFNTJYJvluQfoJR28tsx5J5uEu2mzt2MPWI100IJzSYFW8x8jNSJrormXJZw1UEU/PS",
+	"QrqQ0TGdWx2VGkuhmc39kLDxLvztiNh5FLJUrO/NlJe13aLjC9KFbJqPG6RjCMG2Zh0NlM9ndL54Merr",
+	"mPK5JsAq2Abhho0k3IC1XU0Ohs8pMaMJUvaEJXW4FAM6yRgwojBmbuIMuSpkA8SRVOg2tkkH+mu58QGD",
+	"tT7aHARpkgI4rhXq3np29ySKQVDZ346MUukrknK6iobgeUpC8GFKQJYUdBtl1FPVHX739sxRDAQeW61r",
+	"ybK2ay7nZYKwZlXQwPXGEwzuTxiKhxRCxxRL5D2RgjPm/Z0oIQ2PzglRcDM63Y0WJhgsqnakqnWrkssm",
+	"0/oubKmLvlaCSMYy98hSt/r20N/OwVhv7w8wM1dNwBVekDG7ZDEZi4TtEiq1PE5oGMr0m1EklUjmhHGV",
+	"zHfR3nqJIl3CxERrDrjC+kLMR3ih7UcyHqYDhPzNuZiSMaPcqS33Q34m1vRvx4tMjKzRBYf62CerOJJ9",
+	"xzGllB1pEkibKGNI4NthQcJUOa8xg0Jugw4Ex23udHsnidB6w+c2sL5lcVwfiGSspz1VzilXpaQvpjz0",
+	"CCX9qYy41mmSacz0DzPIk4ZYMBGyLylo6w2X08lEJIqFhyyM6BmYsv+cOGaTb2y6Rq9kZPR7iMX4gsJw",
+	"PtowdBhHJ1BFuYCQAf50Z4tQ/ZwEMY3GxiQyzfjwrFSBF3EE/ly0t3PmGY2HqtTRPOOmQc6kWZNJIiYs",
+	"URGGpNNAXbclOGI9i2l/vTzQNAr/V/gozYRHdUQ31pmq0YG+SbJ58990Tvf3Kl7l8GWnIH0ePwLX1AmT",
+	"kBryYXk6ZZmWerXAYGHWxqyrZ/yyuK5mSXPpeSYwiUri/wSenjqsiA9n85rF8Co0O8+Vy+xe/OhVhomY",
+	"TuSaiR+v8OWPXuUi4mFRvlYUjND3KwYZHxqZUIn8KJ3a9xEPcWZ2T4xOUPEwd6RwXyC4F4YLqUxrUAms",
+	"3D6+vNlspgm8NEko+NVkNm9mzfQXoFGgsHVGgAYD7OBmRA3rnHaWaSq74UVkD+kFy2QLYhQLzxgdrzV0",
+	"8wErJvUJS6SWNVF88LOt+2QmkgtruNOi4a7JCEszTlFixBg6I34oRsePJHk/ZVO2QPabrecFAwxcavU6",
+	"SdJexWjHHZXL/g6pYnUt7yyn5Sz1GE7ZJ3ydphS4w3ofOeheJaZSpUrOJ4w439AJo7IM+iKBZy4KLB8z",
+	"sUt8OlXi3Ir4PuqS6QuPJNjAahZHhZEhVUzLfPYTNEaIS5aEU5vsCYbXtRikUQ8+ZeuzzqzFnXu6nd25",
+	"nWbz2ebOTuvJ9rPt5s7O5sr9My1P5TpkfIpvpizoRL9/t1zIq0wn4ScdkwU+5jAOMvwrM3w3fy/PoZaP",
+	"iz1+C3uRPdfZwZdxxg70ksmRo6F17L7OMMwBjSUrEg85mxmVdKw5mnNgW78VeKRGIjb2ZM3VPGcnznPN",
+	"SCHBW+7JIHl2GF0ynirRmYcLfHPK7YoVsVDQeMbi0sZCoIKeZn3TMQkTMcEQIzMufSznpM9iAUJM6otj",
+	"dFwzblXoMueVgbZmy8MdUW59rLr3Pg0ubKP6kwY5E+SCsUlmZTzUy9WIjY3zTROCTatcvMQq/SiOIz6s",
+	"x61K9r6qUE7/03zVCMQYkjaRd1UUvWASGAkxX5MwkpOpYnCw1r4z10zbbJTkbeav1+sOfse++zGdyfJJ",
+	"zg9n9anMzWz1USmSADoLlGz31OTUqRGLEvSlRhBcBSHzHqGSzMVUi7siRpYPW71LKE+DV7U2AemgiC8y",
+	"dsgxEWA6gdaP/KPWIP4YD03CJEsuWdgGty2mnJsscfByAClaxBIMDMqRVgHJLMof+eXlQmW1ijGrvPtY",
+	"SgP/2f6qjAz0OqMpaF2W9OWT6KeJSbck8BWXYsH2laxEe+MfpQgLCxpneoEt3Fv2ljLzKDtc36IFc1lQ",
+	"d+qN+8d1a2+a6nKVzJfUnmWtJwVrKIExQwAeI8s5pDhSlQbdR+tyBnGn5kT7JXS16wWzhUXF+V6zXjjJ",
+	"cqV8XbXmfvQgxweLMrjLtKDo9ioQ/QtoI4NEjE+djLu8gij/WayukiUz1GVcz2D1X1PyL2Mmn1HCV+L0",
+	"FjK+yrmp7EWDK5CKx8wxoIrTc+BfYsI4mgpSxasYLzInF4ClIe05M/giiTy3ZmUnF/WO9KoNzpub4+fB",
+	"82R7Mkn4000uk9FIBk3+5IIv7Gmeb7fykFHB+a/N+g6tj367GPNJXV3Wf3/3ofX0Y+k9+5oO2V3w20/k",
+	"sSVwlLvgHuszC3uEcE5yJBIFOJecsPFEzWv3wl1TArWEdvy6e1TxKt3Tvc5B56z7ouJVbLJDoX0uj5Zx",
+	"O2HmbmTbVRevjR9e1oVbeVJrleOwfGi1SmgMglALES1Pj8l2a/MZofFkRPtMRQH4Xha2cSs3hq2lIbz7",
+	"sFXc8wt2GQVsnw/EDVc8miysw/aTfK/N+k6n/pLWB+3Gu8eFfce0j9fHdTeO1gc6Q+PGybz8ZLNVtKVL",
+	"m9e9NN/m1/aY2/BBz2Yz2fsU1FOqxDgKABDCAg+amF9yhKHIxotY6LkoOsBvR4IEFPxskbKJZW2E0TXg",
+	"R4iTm4EYNY+dxdm8oJUjX86lYmN/8cZ/2iwyQVLMQCzeY0QkWr5jdTOPJNEft4mPAEsQ7PGCKqpHCT+d",
+	"YBiO/c0YvWHZ4TczwGyHm08LNioqcBCcAtyhR0QSgk+3amCHxxJXom7X571ZGZN1i3ImRtydnna1PmmN",
+	"KdbhjCH/16sVwJH2w2Ip5Ke6YVn1/dCKvtYTaEJSQrYQMH6tzTB1FCwSEFU2FcVD8GpM/4oAeNVE44Dz",
+	"1kUrh6RqIufNc3ApJXRm9ezaWhJjiSmw5GUtShYggIeRfCRJEIvgIjXZmhBeBOdDP+B1gulWq6jThAas",
+	"bJvebu0ReAEMCwMLSQL71FinceNQXnXFA8GD53npDg0tAzRrU2TV1EIX8A1zWN+VsbK7EEeQJ96LPNK4",
+	"qaW3XMJIV7RwU7Vwo0hAFY3FcMpINRSB3Oj+2D06O22Mw1qDdGkwskzM16vqO3x1WAiwJYUuAdOhPTcw",
+	"pM0n//rf/7PM92oNcsqCaRKpOY5BkqoLTjNhijVAtDf4uAPR43HEmVPY6DSMFInFsEHOXG4JBjZK5LqI",
+	"iJ+ap7LODQtK1eOYRgPWrjlTmD7vgN4zE7Ee0oaJmKw4H2bDWMEzv4wH9NwlTC0+QIyApZ8xGXXhR33O",
+	"cz8mQi30tTyeWAyHLDwXU5X5UYsp+CEsVWbQ+Lec9sf6Bk9/MUm/FXT3ZT6AP517yP5gtXv7t/X8pH8L",
+	"4E6FIuzLiMWhg9PKH8uQKRrFa0guGQDoZWo/AjjkAeBwqpFnsDBFQjC4I0XFXIuXAyh4UTffnR4fkdf4",
+	"lETcGN37IpzfXG8wEy861t8yGqvR8lrJJWVCXFyvepqvijra5yoRcgIWt9voFRhVkN+755s7rWtNivDh",
+	"uf75fBQtCa7Xs8TFcIaiKRkF//YxMzRQ0SWwVtNLX4iYUQ5WnqvJ3doyogWT06c3KNeL5fhNReuZcQKB",
+	"98z1b64Va5QXmQpEaxPrY2AtqpQTdqUYB6ltzMZ9lnjk5OUeefb0aYv8v//barR27XVlYGtnEPsMKMXm",
+	"Xum83l8v9Ccl0ELyvsbYg4RTRJ7fvf2+gCjjYfZQd8MXp8UxVEFymX+x9eTJ5k7hqxfRel7pCzXPWSe+",
+	"f13Y3BRDX1xgUTQsfO3qFvE4al7BmenPceAlK3e6vHQXbL6+UKcX/9ropcXh6Q6KxnM4oLl88/y4grxB",
+	"ZKXlK/Oq3mMRFohzL1gcaSVFTCGasE95uGuDdqESzqJUmWPBT5dsD+8+lNjzTJbBnUUpZCZn5pbto2Rh",
+	"f7RC1PJR6QMACOt+4jAXgvssXZcFL94ypi8K4zsY6S2j6ZaEhcOXnfMfuyf7L/dLTI3uOi9wJjhASs5m",
+	"NqwSEzttp7sLKcZckFjwIUsgbE0u8t11GGkWXxsHlw1rWRmsZ6lofjvJ5tPP76cfxuuPUuHEBWfzw4gX",
+	"aqSc0LGYcuUANI1l9ZEkY/0JmfJIa2tUIbp967+ebJF//f/+h2x6hF3RAD7EkjsgC09oIllSy9kkPlly",
+	"sXHkhYHWO9tPnlmoKoIytCwwMBpAtgM2KDATHb7sOMg2V9gJLF9QtmlxNnfnsitUdgprYnkVBPQuNsuC",
+	"nw5qVeUwvrXCk9N01roVM9rZ9faOiEtFecDWUthypsFrtS7IXlldgAhsemavsmm3qOXd376lvLS8/Sc7",
+	"O9laBs01m1aRitcTq1WpnScL8IaWkDcn+1pMgBA0CDHAUlXmRbnxQcbT4Ue/5pEpD41D3VhPHsken0z7",
+	"cRSQNycHJpDOYnO9fvPNwf7e+ZuTAzAUSaZMDRewF2LxuRgSYW3mWKQsaF2PZ2y/j6RuvdYg+xYKTLIh",
+	"BP5FWHIQivjoUUL62yxSwYgIbiw4zuWZzggy0ajxrbpdmiZR3dXNu7GK7iySeou8VYo0FI0okAI/OTI6",
+	"yLi+Vl5C9j34RioxtvUdrqWrMJKQnuzujLvj5OyTZR/Nwfb06O4vjmKSREHEh/cSofA+LVWyVs0RryJp",
+	"zOTeiHK+5Pz73OEVyxLki5POy7OKVzl9883h/tlZiRjpjI2fIvNO+0ooGt8DUSp6dR+t3iQU/L6mdsch",
+	"5mkpnYw3JsNdFqg1I5s7trW4k4vsJrMduWXJnvylI7pmpPp1iiacuk+JEb1T5rx2VGm7LKx0BevYan1S",
+	"yOqiJrKCBNyalK74YtjS+zsKW3p/k7AlHIlCLWPRI5GRr9Y4zJGrVnbtq3HE2dk9nf33UwoFmu/4DriY",
+	"rpfcwiP1OokCduczK3CGIt1dTCuZWS8NYWm1ywlSsfFBJNWn+oxTmvoLxQrfnwBR6MVeI7TRLePr6U0Z",
+	"8k2P7npnZrMJ/1tZqa7wqKzP0jfKePryuVpFgRnbz5Ip7ZrjUroTdxFNgerRp58Kdw4epdT/WQLlzUqY",
+	"Iqk3yGzroJ1szJIh0/pxMMKKpM+2dp7W7PFmYYT6LlhxwJw1jnguHGxZ9Lg3MWJJH1yX4u5TAsmL7Tc4",
+	"A0tbecJoCLAdn8G/bgL/nAK7GJWLsR33VTN7MXoXeysa56n17S4Sb38axaoecSwBRqo26lK2E0bDTBim",
+	"bEOoDVSBh0gf94L50z1GCH/32PzpHgNSv3uKf7mHGEzknloQmuUfFgdDw3EE5dkBVBnODsJumGhJW1gK",
+	"YyRNTCmFGAIbUIqwk2kFKpmrz+GMZ4Dbka5TOoZ0sm5i6ZSyg/drbRKLGUvq+iXPREyabqG07FYrU95a",
+	"j8Cn9d9Js75DzkndR5hoh81IScz0QcOGcE6umfy3jfKvSdWHCNPM0po0T1x8KHVrFhZpZZhQrvQiubAs",
+	"hyveNkMJLHiOfER8Q6sNxKPwCZUXpgqQiVt7fXL80373tDEOPdKrdDJf9yrYPeKSm45pfjiRQmxiLJbB",
+	"5/mnWEEoRyykmghh4FhkrbH4NGZK5ml9I0/qiOpknCUmsnSQA7vkQmXQuG0pM00/WnKFzAUEYE/HgQn+",
+	"fSGUVAmd4K8e8e0Sp0gofg0LDkcK84v9heobvqscrAQuGaz0drNZyydwZrd9ZYXVhbB6Wv/93a9pbH/T",
+	"29r82M792rA/F/J748z8bC7gtfFd7sqoW1RVOpmyhWxaQxE2XLnKeIi4kZcRm6FTdTk6KYS0hTXdxZjj",
+	"ABllEKR4OKAd4xy7P6Prn+pQ1yLiCYZafmIrp4x9Cg7IOA11+BPjA9b4JJM9dyPIC1dles160WXOf1eR",
+	"OhsWvhwIkLcEZjZokXK8Ai5SKBhlYXJvmUhuOjpD6D/jySyK8IGS6e0FccKCB1Jbq3jFeXyy08rrqVvr",
+	"eiFvxwnXYzOZHKpPO/j3v4LPn27n1u/pmsuXKT2Yq35fqBIeiGHE4WyTw5edNgpcJOLEP3zZOT/p/vBm",
+	"/6T7wkf5AKO99dO0XlS2JuJAJDOahD2o/ONpIZWOI5fJgxuUL3xo0Ds3Sb6cIiB0QgK1qYO4fKt80ml2",
+	"J3h12E7+Tio0AphJlaA9gyjnEQMlDxFKACSTiRxwtaAwC6nqY4sNSLjTkuyxFcrgFy3qX7CJgkI4Wk1v",
+	"pxUN6JDxtMgBDcNEC6U0YSYqT/eKGUgjKkcMwZlNupGpr9IgHZu9bhJ+7MAwmJULHMZykMuaCYILG4Ff",
+	"rVj7V+6ELq+9qXeIh9hzokqJKI+v+aSq5W0xqKXVICZSJQBrYrHrsFPfKClS6llCuJlvGqm1iQ1K2mp5",
+	"WOAetJin24vKUKf+C7FKTYOckzb5T7JBvtLKTZULEojxmGotQE5owNpkYQjkNxFxiTkjoBbA+yhpFSHk",
+	"rW9w+c+NUrSS1C6Wya5CsxhY6t5PmXmukilb3KvbXUy34sQLxGTaWEFNReHdvjz3yVfZApqbrbrbRKLo",
+	"kHxFfPeOjQTffJ55SbKYATpmdbP5nCSUh2JM+pHSqtqpsaaJZKGYdhwNWJtAlo1mG5ocM8wUMJMilVd/",
+	"5Pnv0esX49G37y9mvw3Ohyfxs6uzVv9985eLnZ9nB+OtheS4hVTjvFIkz/MJz5utj4u/PF+pDd2Fm8Iq",
+	"Vn9HQJO8uJox5HX2zvZ/7CI8qbtjzZ8rY2JNi2c2NPbvpov+pSObb6a5FEc3nwLmteAB2yUZutUk6p+f",
+	"fyukqo+G52akPgmEuIgYpJf/VDd91IE6/PsLcM7rNbdTZTBJMyyy8raepozVA4zyuk0njwBvdhAtwnqt",
+	"7bLPxz63loOf13TYpzmmt7vtbuoaLIDFXUltYEHPsVQMVrD8da1bvRgBd32YrRV4aEBdNlU4xQdOQM5G",
+	"2b44J0DFpQpXBtWbhXC57pIgpuMJCy0gYSTlNIvcnLAxjQDmUL+ubwpGfBem47v8XxCOa6u1ta3NJ1tP",
+	"m7dQ2IpBxypu03Ozzi5d+bnCLOKl+yEXALmIVWDEfbTZuuoeRjtwOFeLKwgvztdBAShmuZ9M18WQz9dy",
+	"V29VulIhrzSNXn87WNZ2azIvyi7N8WSWYbcpkVxPF4cMUUXuOiz4ptzsDgJxgcI/oYEJTZg1HNI4Ph5U",
+	"2r+uua3vvLL8UOOVy9QWXkTWd2InQsWDL6WaOlAgZF1f5kUelAamJTgv7bJJxDz8JFRGaGENDGjAr7V8",
+	"VX+GxRp2cyD4tuKTrVFOecD0ifO0Vp55BPjgeksTUIvA3dR2b5MCzB1TfwTa8NcLLLoPZPn7wYj/ZFZz",
+	"PS+749jcDI8qQkpJB5dhWO4M5xlaijGxPuIzrMNdhAalbHKN3f90tJVP0i7fyIKAmzuRzkztovu4KjDA",
+	"oOwUFrulyq1Ri3dJiUxjIaSwFr/NHnrb/ebb4+PvF2r6wxSxor+tTeSyhgx65a2lnWmyZradGXBhONVq",
+	"ckm/xO7ciueP0+pQ9FztqtspOOk+5/cEMIIMZI6CWk3RJUsADmueDemxUDN+zbNBC/o55odRMknYILoi",
+	"Fv/nsX5N35uPfbx/4jhnIM0Y0JaQbNY1nlZ7vcd/5CIG3j2u9nqNhZ9q8GOv97j2z9oaxtVynSyll+Ws",
+	"WaNik5FSk6qskTcnB57DZkegMI4UCnXzEzJIKOSz5dVm/blsb2xAoE8jg4u9MaJyNKSLIRZIrTcBacyR",
+	"4LWkVoK9YWjaS2UFC05fhuj3pfOpW5qn9GRLEuJzC+LZSqAodYJbYTaSLDj3ndOjTyV7uk3EgGy1SH+u",
+	"mGwQTFFPywaGLBAhVFrTj3Okg80dDr7/YSd5/ur7n98nZ7Pf3rx+8Xz/4PUv+6J1QA/o6WwdeKMvkSm6",
+	"xV5BsgYDw1Dcpwgd+QbnNwYFKRcRFltethjfe2gNy4LCrRPE4pC5Fi/zeSpK2SqVGCIEaDzfnp29NiDT",
+	"nr5N0DvvQR1CLJZn/KHrIe6MmZR0WApQaCiqHoVEQrlDZQHuHkkAcaRkEvEhhkvV1kGR1MKkCXRaKcuA",
+	"X8POP5IknDJSfd09erF/9AoC9Gq3N8Ys+SlMuxWv8qJ7sP9jF70ULzv7B2XJltDEXiFoDCqPAdOk+Mik",
+	"WWd2LYObDnAdnKVO6ZWGt51cqvuaZHnH+k9KLlmLuT1c16kv5pjehTvNiu7XudPWZCF47QB24qnuAYfU",
+	"ZzRhSWeKqHD410u7ht+9Pat4yzKLQYeqm1I23709I1WAlvKIfxGFvkFN8IgfSelv+HQa+hs+u5r4xA7U",
+	"IwMRx2JmytL0+MnLvefPWk+gsT6TygCIKDJJaKCigMmarXbcn+NtaA0r1aUI1OK4VS1WIlTAQphrrUHA",
+	"GinbJBeFTvIh6CQTk0uyEbk9ngk9J9m4c5IGnZNMxDnJhJuTXKw5yQeaeyQbG5wLHEYGgSG4GHHc4+vH",
+	"nKPmXhhmgaZz8FLBqvgGsbPWIJ0ev64ioi39Qjlx1St9Gigfq1e2if+hV5HTfq/StragtAyjaT6tw4jD",
+	"/eh7qSCzWLFRC0fYAVazJFCmCSONYOBgWAO6TkV4LS1n3IR74HorZnNiQt9P04Agg/TLCXVOPOu6AzVF",
+	"f4Z/VrwKp9D7krMvHQidRN+zbGXDb+Ho3HQoBoyyqveTC17vJ2IGJeDjSBNazQ0NX0yHtuBpXB7YR4Bm",
+	"QZTy/IisXgHRDRJh7+taOAnTsDAaw40AKHlYzLjPRhE3RtRAcKVPdxv1HHvaerwq4yiEMlg8TDUk9E94",
+	"EFghFZvUpxPPxGxhxBCUwKdTNap5pPN6v25olSkaUkVJ9bu3Zz2umQgFr0Fq6fRIlAV3rHkGFzZM6EBJ",
+	"UhUTFY0jiRjw3CYie5kiybbif63H9ZjTugt47EnVYZrr1UjLNchao8d7/B//IK+YArqGoD0W6l/9oSDJ",
+	"lJPGRjAONwxH88kkibiSBDEII4U1lE15fkoeP065G3INWIbHj0G0cjWbehxOFOrjwA1qDfIagsweP3YV",
+	"VR8/htpiM49MqMRCzFQSP700fGRAj88SqBAupuoxVEHg8x53VNAgXejG5ZpgvTKwGlCTtLCbKXSm/waP",
+	"nnkdZQdJtpvb1tez3dwyC/cPgpVMMxVMh4KZ5dGv/JF99AeZjQTma+jx/pGuInz0Rzai8Y8e/6Ner+f+",
+	"r5tL615Vqb6vauQPKJXGuL4xEkOP2JBIZJsMEjEmN7ikSMEdRf4gvt0Wk+ryDewCOTv+vnvkkz9wL9VI",
+	"ExHaVvyNy02fsKuATTBoUY/QxEUB29SjsVaURsOHGS+wl6o/Gspz/VRPc6ERy2ZEQuhksjRRl6pEqtJ5",
+	"62wzS0EOTmowC7AiRuKP3ND1Smb+3DAsIZ0Ri4Cw/tAnniUSYI2uogzTsMXxzLT+AID3vriEnmxhcmoP",
+	"BbTa452FlQKBV5+Owm0yNc9Mre/t5qZHJJ1DNlSWAs2FLoVmVPkia8b+nN1DR6upAEN5+rOWzEVwQaJA",
+	"cIj5tADcYsJ6PFKEMxZKPZot4kdcTgeDKNAXRl3ixQ8HchZJVnOHDQKLsfZ8yPDQqFEipsMRFoozB0C/",
+	"vtkgP+ufoJScfWAZZTZ+rl1MM5g6lYmAbhOVTLGqYo8TYho2Fb61AA3F4tNwZoy+27XWNK1AxlTpa9EC",
+	"3llMKLhM9CRbDbKvd/FCGueXe7VokBsfXJjNx43xgG64t33LtGCg/ocMxJ4HS+cRZ6L46DfI48dnGZhx",
+	"CdZtzQ+jtKyj3vTHj9sLy0yINbzKdFsyWJ6kenp46hFWH9Mo9sBxN1UjzQ0DzZ30URhPlJ76FiKiw1Vs",
+	"jLq2PQCkhn7pZLKbG4EZa6TaONPr1wh3xTeZccsro5ej1WyShKlpoq81wtkMGs+fN6pIzC5ZDNHtpkCt",
+	"LecplZhIW9S4tku2Wy2MStcd1CMOmF6+LawPjcNEq34W38+veWR7s0l8N8b6UHDYW7N7AIwHR9q94pHt",
+	"1g5RQpAx3IKEOERAd4jALiL1X3gxAiIfiZzUnIMirPplBfT9Wpv4eqsctr5BZ6PgoNK6DlWazUhUxCNl",
+	"aj2grDDDovAkFKTqLyG4WQC3QoQ23VyPS6ZqHvERe9DH9mZU4qJaiR3YHrgdPOIj9KCPQdZ5hMG+BX5E",
+	"EHSvx32H8oeFVOOIO7jlNAkjFkPZIE+aWzAnvfZaBZkTPwPj5zdQEDCFy/7I4drp+yhSMVu67/UX280m",
+	"+YP86o9pPBDJmIV1Myj/XdWt2NJDfcdlQpgsi5qxOK7jm2gtyXWR4sxl205/XWzU1iIgY0j+x8OKArVt",
+	"eBMaNuRez8QyZHsoeGy7ykY/0IRBb/ByvoNcukd2XTK/2yZX8exISRDuI0lssYN8R1OeYV75vhYe6e46",
+	"6Q+aa9iR2Ca3oEnUfOsh41G+wdwDO/qcnoy3eY7E820XXKm5dV98WrTsMQ0uwPBpBo9ZxbluzPVVuAWL",
+	"z2BdiFQJ4ufS/BIhPzXTya7VNnTEhaoPxJTnenA/6qaPBJHTYJSK7ub7J0gnTI1EWNdf0DgWswVqWXqq",
+	"WzyEX4FazK+2zR1oMxB8EEdB7jza39ITg6N5JI3+5Y4ONIk7mGvVnglkGEWnBZ/YHlKFzpK2HSyIxCkg",
+	"rnI8KNvdmF7VU5Uxz1qyTxyBmCKUNE4YDec2J8mYUbPaJ+5orjNDqvWI1wdxNBzllm7pIRKMJe+Up+9b",
+	"1TeY179nc8DsVFEckz7TPH2SCH1S3G5tIo9buEize5Z7YmhJyzXAEVKBzTTXguYmCYRSwsLX0YGQbbPg",
+	"sV3B/UH9ENhm94wOcfA0dq3juZrQeSxoWFdC1GOaDHPjXXq4yJ77IoRV0ZIAvGAbf2JYmZxOJkKr+vUx",
+	"CyMKRu08Ryt6Q3fzJn0CLN+64W0Pz6AHdjVhAeajFKzN8lM7gcwTElCuibnPyJhZ5tbCte/rM1/XyiUL",
+	"803nn9hm0QxNZmIahwQfAsMPWRBTzWrgM5nvJMpQ2QWb1xOmha3ceSx8w23zApVq6QTENQNBEUYDgHBV",
+	"CwzcdL8kMS5cbtlntksgVxCa5dJ9aZo1cmw9jsaRqgOawwLXLnrBdoDpgebkj0xCgT36fDruM0icgbNj",
+	"hfB8/1Nujiftxwskl3mwSNApLSwe7tbz5dNYdBkVvqC7cadx+eppIdN6PxWKFlJb/gmyK1PZAx7pNtnV",
+	"iE7BOJxrNKGK4Rrnm8z+DqtghHm7FHY5t1AqQbtFMZtYfLa4qMZwi/BMIGMt8IsnRjoEoZjTOH8X4W+w",
+	"hObfoJexxKgUponNJZYDF9aAJZqEIz4s4zsLry0yH/uY4GPb3ZYV1i5pFC/TmPvZLgZeyhC+rXcr84Zt",
+	"EXnmSKlJ/RIB3kBOcCPJLXnpW7o/kLvNUzif6Wz+AJ9BHAWMY00SYyPvTPT5q7caTRNzkEbbzGazBoXH",
+	"DZEMN8y3cuNgf697dNqFb1Io7komFOfSwuJVNhtNfEtMGKeTqNKubDWaja0KhCyNwEu30QDd4YKLGd/4",
+	"bXYhG7+ZoN4hhpE4m89+WGlXXjEFRU2gvvBE6CHpl1rNJkTU4JUBMQMZzdK2iN6eNSqenKJ3YNlPAXrc",
+	"W9YnmuWeMtXAwHKTul7crhvohgGMz7grK+1f33kVOR2PaTLHwLNkTi7YHMHBja4gFxTD796eSQOJ9mTz",
+	"GVb0ed7celYDaNihRF+vopV3uq+NUAR6kew/Nz5QKZn6aH4aQeGs31et+LfmlXtcdFO+q2TZDVuGIzS5",
+	"6zU/iC4Z161XnfCshBb1wa1TsqaGohtzOo5XLd3xhPHO6/2bLZ1tNF2666JxC1fN9E1CEUwxrO5uF+4s",
+	"6+kqXqYF04shObjgsxSXH3ur2USrDrpw0Ls2SSLdrfOYYOiKBzz5q7xJBD8WPNWGwP7X40ZBAbT9trFO",
+	"Y+uR9EBks+wzBYNQLABhlE5oP4ojFZkqimiztq4gkRhfFaB+WbtS58Xh/tF558WLE98jsRCTvlZ5+3Ni",
+	"NqFmnL++1hCTKJA+OneXqOgEF+wez1+K8FdATNA91BTQNzCQ0ZPm1oq+s6a89cdga5gUjkDvUiqnGcGx",
+	"UfGM3xcWJEMEZX2Ztzeyr5r+7uxcuLUkVRw3jBbEAs8qyYLH8+Ijk/XHlB6RThCwicq5GowHyVvpgkIw",
+	"P3Ry6mukQY45kVO0/QA9W2SHx/YTaayOkFcHxhs1d9EVFpSi4RAhvo946FvLbBSMyEXEQyIGPZ7xVU70",
+	"DZSWF06jIjSHn42oAk+oPpBjrBsJsB4ekYJQniJh6Duyx2mgrEsDFIjxVCrk4vSCZbqwIzzFrnzMWKbK",
+	"+pzAftfQMjZ6kcsjQZbDcmpYldWGiNiuoCyiAegoCwQhVT3P796ePZKFcSXooHr8OAve13j8mLwFzuFY",
+	"zd5e9/T0/OTNQffUxxojulPjBWRh1mAbsiDCgFmMGRpEiTS2Vi3q6h5cOeNBFDNTrgRVWjglK9AFe9zC",
+	"C7ZxA9HKVfV/qr+0g6mj6cs3GeHHSTSMOI3tz7u2PEpqfXwke1pAhFo2XX4p5s45U/PISAAiTbaDb4VU",
+	"vsFO0RrH4vM3SeRDzFS2+zcn+37NM+lxkOQWSVwWV86Xi2RMY+MAJdUJSwLGVR1CkOE68v9X66WPkRL+",
+	"/2oxn0Q8iKchC3dJKFzBFrlL/F0/rTskd0nCJojFI2NAvdm1IJIBlQwDlPyQ8bkP++OZqq24SU5uwVBo",
+	"j3CR2XlcAOd8Bngf8CQxrnpczaIAywQ7i0E8TyGPgBSzduRdfQJ9sAHiUNyN3Gpuu+h+2kPTQTZAoQr3",
+	"uqZawVltl1AHerPQ0HZzM20IrQw57gHekOaWZgrWvW2+N54fvW2RlMYF7QCM7PcDGscmqqfHq8tGZis/",
+	"WEAjMDTqNa414NTpcYETliYRqHK5k9bjC74RLe2YM2zZgsXq0ecYRX69NpZ75DgtFGT/7u1ZjvEFlBsX",
+	"MAa7wIiSqVR2PSaJuJq3iQldNNGMLtBM6xdiQPxi3cvXi3IRQVILhDkuaB+YAukRCH4kvtX86nZ0visO",
+	"D5cUAjpRrhk1XjMQmOgRX077APUKJg0fIiw5QNLCikMUiQVDctYeoHe8kCifQytRmHkB4Gp9Bb8ZGFKv",
+	"x5GdVm2aq/md+BGFfiF+s/q0SSR60fWj31Tko9sYDoyDV8ISTpgb2+M0R1ciIdOJlpO2mwRdoif5sAxS",
+	"5cOIX+mlU6Nz62/zyB4NwznxDQ2dUww/OksoG0QX7neMSupxZIA+u1Lw5u9+zYWIgafY8LNM2Sh7k1ta",
+	"0Yy5L8K5voH1f+sxcu4M4cIO2qgOxJSVxN9Dea9+Np8wEyClWYm5I+eW2/eninzb7bzo8SoOFgPpcqPD",
+	"V2voG8YIaryRI0ledc8a5C36uPNYdBLXHbysQOQgjEecLFxIpNqrfIMBeeDTh3d7FbxMwa8xE2DQHMRi",
+	"5iDeMiyw3eN18vhxHngOQs1SgSuDnlYUzYFodM7fN2eq1rYRHpj+JPN4dQDBppcRDkAbEec2Cp2OWlMg",
+	"5LUhK33uFAbMaZGHz+FTCLdhFj4Mgh8w3gI9lQOIfkMhLZlyaYeWeiR0AwbnyShEXIsW0oT4m5qWDVyp",
+	"U2SjuERpG1qZMjMETGxcu1qbfNM53d9zDiyJSFK4D3rXW83mrh6N/09YjK8hEiK9IbayC7PMwV2kjG4C",
+	"p2Av9rQWJ8wHRFG5EHJRpIa5yMFKpqq6hIT8ZdW70PuYQ3EzY5UufhXKr6fhq7EBsVlPdcoAHH18d49q",
+	"oluEEya1tlSgqnXQPbigmu2BoVGzj0TE1ylnuZfrR6J+qkQCiBpZubokx8xI1RY32uw0VTmQA6MBGXEe",
+	"WFtG4s7hH7irRx+BTJR6I7c516dLL979xcPP3/vZyGO4n2p4pWuBwDOcBSQQY0Yovs/b5Vf1TW5he9fa",
+	"C9bDNctfo/bmLFuc7ebOqtUpw1HcE+MxrUumD57eRBySu/azcQW1fIpOTkM2AhYXnJVvX/PZzooRav22",
+	"CJ3PxnFWqdUn8zFdIjEKupFQUCuvZpXxWn5MKRKLi6xfqOC/PDqHhrYwPGC2uHXA325Hu6cOnGIBsGZC",
+	"A5bZHZOCUTVTy25Oac+bzdb2qq5TZPPSQsuQ0lZEEbedboqbUYzqqTsUlosYxnPLvs7g+JVU9YdnN2tY",
+	"N91qbhcnZqeWBMM4JiKOAi0NolrndF4OUKpLmlxAxwB8Ivh8LKbSNAhqp+Nfhpff6zVQchbdwPziA+We",
+	"Fx0lvXDbeGOutgN+Q0MLOgCfbN7AHmoylDFhDjVlB5aY2hE7FjrGy8VkcuDvefZS8SqXNJ6aRB8smJw7",
+	"GiajJuO4b2t5EQwcJsQv14vpGaUTW754wTiZ5mJuNzdTV+DK8Lo0DWdjVZgeHA0QUw8H9DXjod6c3OIs",
+	"IkJn+fyiXL0UOF26XIUxfG0rBNsoPgiCQKtZdd2o4Nptl/KGYYVFC5xVHFBk+2SD/FF2fdv65Ke7B7HY",
+	"ZlOLiEqrjD1eLYze9MhSKCSCZqRqF4rxuCwzGhnjr1mKHrco3/nYTQPQnWFFb9++rWfiKNkNHW5w5rdu",
+	"eeaRYb4Ai9rCmc+zZ6sl6OlDeGQq08Y0uJClhJxHl4a2WqSKdUnqkIBZyzZugMGsgchc4Nl8z7XJdytP",
+	"vtfFlRbRa87iiK4WxSZvJlm8+HTJjOLZzumZqF1akkmzHjicF6t1lixflMnQwkQS851RNG+zFjcITS1a",
+	"kkUV946OsZtSLj6pmlW6TfGf7EY+kkY7aBPzhlbyYcl73Gr4zuBcTAFFvonqgq3ZWEtwZzJpPnlr74J1",
+	"F84FHPfUTbn6Jn+TRuV8uof8w2Lm7a/vPnofFnNg8cdshvqv7z7mnIjGV1HXxEKCEQuwslOyaFDUsx8J",
+	"rCOfjVUYZL5PPYuQslnqVURT9CCKFRqnxMRkuhrrz1zfP/2IM1LtHL2o7RLfRBGTMZ2TPjNwe1KPkcaA",
+	"biF73CDZAzp8rUGwJtbXBmvAZLdYhzh40U3cn5AKkBjAIRGMKB8yTDXHq3e3x01T4TRNE5mJ5IK8n7Ip",
+	"8wijSRxpuvLDKesoH78zqVtahIL3SCR73P8nlWAlZ1+PIbm89RSn9vXx6+5R7ofu6V7noHPWfYG/pkPQ",
+	"anbaCBQF46FLRO/xfG0i6/zTg3aZcPpgaX28hq5OMmGJhGQ3JURs1sZ6OExfYY+jVW/srLtaPoz4kIwg",
+	"ADzNvXIHaAxW0Nd0GPFhGyxg6DROoeJ8vWGCM8Qmz0CSZ+4IOmaGVtA2AisBoxky5VBAdo2YWQJk7rlQ",
+	"C/8g4hfOT531heieejyFSgfTyJuTgwbp4A8Jo5pHY5wtuNCgggdagCIesitYTz0fTahQ42vAZjDaEeXE",
+	"h4hI3yY0s0sD7YEORAz+HtFLRmhujdpos0zhHiKFchlkILo562HOaHyRq2GRzgxJGtxwuBj2BYx+wafg",
+	"6A4jzBbAs0DCaWLdPbr5XULxZXtUXHESMhaXzFXygG2C9YiUXo4eNzHQCB6H9lrIJYS1xVQpLV1xNiMT",
+	"YXIBIBtfgb06jm2hO3eo9W7N9MmDE9e2IzOPF0duxmeM04NEcOWl2fQWMl+z9I6Fz1fUySvomLeECHcV",
+	"/gRDWshNbVqnoYPY93qcSpOgZlUrMMWm3tnch5FCH0LHpSpA4E/oJHKb/UiqO00S0rnMwPYB2Zvtw60R",
+	"E8Y9soVv9ji+qoWPeArrnAkWaru0ybRTMGy6PF6g340P+j/74cdMouZ2c1vzoSKz9kEk1R7cCteYtY85",
+	"ILhb5o7ckEmPsMawYW+CFezSlTQxF0EK1GVEYhVdsrxkB+My508JfcFo9g4CkhHbfq3oDitexXVTeWfi",
+	"TfNNHU+YASxY+hguR3Y1iQEPSCVTVmyRd4g5qdS1FtiNnkWKqJ/BX7sF1rmagzCpFfaKliCKjEXUZOXY",
+	"TBpzTxAl8uBophZlPW6VuCDsl2eMjsuMT2tXcikrkl80B7z2ymYBxx6gUCTOtkolkUzps5IG5uTPwgZ+",
+	"bwEY9fVcXDIwNeJliXO8QJhni9+BJJFSlv7go1fBeSwQImfptb5AkBXK6X9mAA4rCFFSujOs1Jj66fiq",
+	"xTvDrmiglrOwqk2bU07BwwZh+vgSC/O1MVvFM0qbPFhyfJWDam3mgOzXxLFfsheCs7aNAR8oAqCJwYqN",
+	"IypNxBqpmhwELdra0kz6DjQmrpPu6fHBj90Xu8QHvFHbKty7+lLK4xOW8xpxyZJwmt/fRSTt4h3CCdA+",
+	"JMpzlhc0ffPXCRv4KNDPWIKXkPFjFxUybW8/29ws4RFpg59Oi+2Nf6xLi76VNNrESBrmVjVWuaxOsQsb",
+	"icrkNapBbu64/oW7kyDSUDpfpzNaDDXdkjE3p7/oFt8Vzq7o/khv440DLZ9W1njRAD3f0gecZXlaVFlm",
+	"ek5uh6pgqSxcy1pSzK34K1ysyBkX7NqabT+SuBltkhNf/pm9db5O76jbKWX4J4j3X7eKxvghf8st3IqO",
+	"zy6zZq+CV0ulXQnOV1Z2ycC8VlrN1tP65ma99eRs82m71WxvbjaaW5u/IHHkX3l61txpN5vtZrPRbDb1",
+	"K4tMUp8lvSNnLke3pIVWY3Nz+5fK4tsWQL9Cp0qcW4ZtLFjsR5vHs5WatDJylpc9+wucIkWRr9AAcAoz",
+	"SIbl49MEvmo7Fld8RzVH86eDrYv3rWCnv5k06bPfwxUr/qzdbLW3nzSe4HIWrPjmk/bWyhVvrl7x5U5K",
+	"Vhxx7UDRjWMt1syw2EZ+5TczK28E3cJF32muv+iLQ9S8IosRX/l5a3Y1eHU4O3y73/zlt+9Gxz/Nro5+",
+	"/7l5eBZcHb7ozPT/B6+OBocvXqrjV4dPwhffCHb2y/iwpa4Ox4dPfv7t5fzwVXeLjX+4iZVSi8kAjl9g",
+	"pjw2logFb+JBxC+ucyLCOx+9yglVDNnodZkB7sXsV/XX4CJd+2P7/if6E681XFqzc1hJHRKrP3opkn4U",
+	"hgzso9utneu/OBPikPK5GZ38s+yqOWtpJYWfrCxYTlOXuZWwPWMeYKGHxiM0/FWdFBBOjeQAwRlZ24XJ",
+	"0DFmhwmYzDJWVhTgtco5EbIgAwwRwzVpL6vX11zlmQRvgCt8h1ioTKpvRDi/s4guPbY8hP7HPOyqUT0X",
+	"xInNOx1AWQabXt6FM989o8PrTiG889GruCVU9RM2iemchdd9WvTJR69yYOAUr+U29r0HjlPGcZprcJw9",
+	"A3MCH2w+WWdcLtn5kIURBShv4G+tdT7OYAPcliseJz9MBVZkuSlz/J7NWYhn8L74JLhwFxkl2MQoX4T0",
+	"JNWR4GKaLCGh1AoYX9av5KwtqxJiDS+8twjVe2QnDwe6+EBvX//FkVAvxZSHf1eZA70BxYLBjW79PVRx",
+	"Pr4rPFjGjAnw67drtkxQ6UDDtxNUBoBwcmycxfcqqeAwbySprHFudMupjmYPwt/nwN38yl3j1nydgbx5",
+	"CTBLd3Bbfx7OkO71Z71vv7WubvTpigwuNB2TqlbwtfrhTCxr37cbznRz94yha5r+4llD1sjywB4e2MNf",
+	"jj0snX/yr//9P+lfHrhz0N+GWaYZdLS1OcUokkpgjaXCELCjjO1j16DtGlB5lUODlETEIZRbptykHLPL",
+	"SEwlfGIq55gwJgjywOglqJiT5pzLi2iCP3omIMLxR0wZHYvLiA8xRQsy9zIDAEwxW2xI9/FI1jBl18wy",
+	"k3aqm3yE6b1SpbAJe53T7vm3+6dnxyc/nx92fvKzHeyaKQrOJIkZvWQkAh9RoVLzrVnZm/LIz+TbWZ+R",
+	"2omssMPa2Cqzzl7OZPZgpH3QsO7HqmsOceaIerc01t6lTpYwG250x6LXCTT8IHg9CF4Pgtd9Cl42agfk",
+	"LeNmXU+agkDNS3YvZx9afjj8D4f/4fB/fq3LsoRyTpCWXl6RSmOC0hB+AoLepEf0MBSWt3M5AK6GGpsQ",
+	"g3ttvq1SjjUVCbsCDSoaGNideK7/DdXg8VWsgMLCmiljRBWNxRAyXDDDomur3PqE8enYw2Ilaj6BjK6Q",
+	"KuojzA+WL9RvYpnCF/AIz32DfM8mCI3h1Kjuj92js1OtQJ13XnV9UrU4cc9aZIRxknoFhFQmMrHoy4Pu",
+	"UebLzWaz2ayZcpJk4qqnNchrOmQSqsdp9czKfqZCl01TqbKrIJ7K6JLVdvOJLdlclAAVSJtEEoxMxgkD",
+	"yELcHoNv2LHbEIUGVL8fs3a6gxEkGmPOBia2mP09Pe2aRmAdIu4K/YeuNnOjMCy/a8s/XxOXH8/tMuGY",
+	"JTNVjqoIKmfmaNrwMIofsRpIH3K6xlSawE8TBW+q5RcFP0L04o2D4B3pXV+D/Jog9+x8kZggndTFudpk",
+	"1ij0MknDUVhrrA5hvYP41fLo1UKEH9BfC6NInzS9taOeN28X9XxWkPC1ZMaxuZ+O8qt24U1KS+mi4jnM",
+	"wy+4yNrNZ0+3N3ea+L96c7mMcXaBm/Wdd1/V8T9Fq3uf5hCg2hsGpT3YMP5egWaZgsYrI83wPS93KV1j",
+	"kDAyxIJMsYG3Ralo4St2pfDduoFxauNNbo6pJH4U2hrE9uia8sge8eEXV6LY3fH6kRYB7BOgfS2MfHd6",
+	"fGRegRxDMR7rJ1CzrGqSIOtUX2V+zVyAi9f7993u687B/o9Z0WDzCZG1BjlhcjpmlqP4B1SqOnRd33/h",
+	"k6qtmEkR2dvdYjVEd4KEY4NPC+VlEePQ3g9W1ALZgIsZEQDwm2COqRKCyFjMHH6EzR/tTwcDTB0MIxkI",
+	"zhEDHADAzHChRZfSF4W7GWGBADSt4ESOpioUM94gL22erEyz9XCM/vLdfwqtlN3+hcWOc8v2Obju0n1y",
+	"qlff7CJcyOmdoSed31dcLZPqO4u4LL1HoMHPNKEvU/r5U0SW6y/VJSZUip+y2Xy29Wx783kRvldhmBa2",
+	"52VQe7DYtwWUsPnsBgH64f59uH/d/as57Cnk6NVPNcl0za2sr6cVNy8i3fy5wBhnpaAXUKxdd6EvHkxw",
+	"811uh98GwFcwbpB//ff/6fEJVcHIM0VFFRt7WjkaR0o/Nbn21LSZzbmvNUhXSxH6E2sygLceyR43i+7l",
+	"bjBctY0P8N9sxjmJAPdBpmNAby1VPV769Qa85985NkUKSIEgEneESEEcIAUgCNwRIgXJAlL0uC3T/8mQ",
+	"FDjnHl8PksIQh3PT5yEpzFNAnkdIih4vx6QwxFsCSpEHfaB6rc0y9ThuKyyUg4pIS8MyBojHgFqh53Md",
+	"MkQEANerkCDILYEgcIarkCCeFQJB4JHNIDwQKJXc4yGLmWLh9YAP5QfwGsSHH5DfrYFkbCjQHDmXtobp",
+	"xPZPU8fYEDIXs4U0Yv1efUUWcdrOJ+MMtNdNIV4Pz+LFSeflWS7V9PTNN4f7Z9cDWvSFHmg27/UFLiUc",
+	"YGDIekPf251woBTQZcWruI7AZY37UNggcgMxYVwfJzxpyw3eBcyFTWkuGOLSimcF3da9QF3kSVPSmKEp",
+	"nLM4T34z1i+z/emP9vCbMtLbat0xxAVYMM3gDZhhBhcme7UjOj4IvhnNSosP+QlmM2qbmDP8S8mMTeOn",
+	"EQ9YMcqCfg7AmssK1V8ic90yk8Wkc/v7I4lnBXcgTT/Hk/jPlBd97dhWjgFkWMLKxPLCLOSnZ83n7c1W",
+	"e7vZ2GzBJmH15ACq/705gR8cM8xzTjBGTLk6jLhIwAzchBOt75hML616c+usuQOJzK3GE0z81sPa0x/D",
+	"YZwkURDxYTbP2FwhmmAwubrfutq+3OHP3m8lT+Rz1Zy15tu/a4rJHhl7tvJpy9uZtGXLKuS0r4SisR18",
+	"C0av6JX5odXcaRblMOc+2oKXynPJM1PWJFeeB779BJO8Nz9pB8qWv7XURWb5m+st/85gk45a/a1gO3zC",
+	"ng6eDZ+Pdn5bXv4JTRRHC0lp5njJFuSW/9q1b65KJ8/MdSmdPDh98t0vF780j7uqdTL/Zu/ncXf79O3o",
+	"mDZ/2Ay3vnl+eBa0jl50nhz+dgip5Yc/XV399Hvnqn82+u347c9XP78dzn/+7ei3o1c/bP5y9sv4qBVs",
+	"0xfxe4QIXo1SUYJKsXZOOohJD0npD7aKNW0VBjD3WlsFvGcuoGxyegGWzTUuBCM+XpeBDoT8paagw+D+",
+	"1Bx0XJ4ScyRs00MW+kMW+kMW+qcyxsIILOwTUDkcV1wrB93xvpwRN7WGoB03ZpgXl2eLL+B3yxYXGEtB",
+	"2Qx8P8SAiBgKGJOhKSPz4Hz4Qi70lG1+XgpG4kgN5hjopaSxfFcjN65a8dVdBpZQQp/Nv8bF93AY/s2z",
+	"eVaIw50sty+RZ28kq/5gFGgIqacqGC0fqNf651tKwhhSfwMReMySIavDSL66xZl8jd2tHUt//9zAgXc/",
+	"cIWH/IHPIPw+v9loXW2Yz8gx92znNP68AsdhylwyUkd1f1AHNuUqudxEWt5wXp7CEIjjJIQSvf25CRAI",
+	"SbU/V6aeQK29nCtu3P7Gb1GcIA5R2ss54thFUZo4OkClonNX0AAn7xzLJooBgwMyjm0TyoCePWsoBR9e",
+	"SHzNnPwaoVgaWV9YbWjBeZdgeMbljcGBnEQYk4GxgK50MLnEpm00fsowS9yw6Pf6S6eNu3noSV2XOA50",
+	"4SHd5AjqEy6VB6Prg1h6V1ZayyjS2CUvQ6Q3sMfeUn5dyZ83Puj/rG/c0IfyE6XdB2Hz4ax/TmHzQfJb",
+	"IfmdsLGAqD/HnXYJuGkxwFIvy3gyVVj21MXzScUmd8qkrhc79oFNoTo+LbBuvZ6qu2JQ9+SR0iN7PVUP",
+	"SvgDX3xQwh9Y8RIr7oSmqPEkpsGdseQy6Q8jRm+ONJKzixZGCJxCy3dhF/0zOOJCJO0DT3yQFR8YlLES",
+	"akkxtZCBmQpiAYkSxIVu39BsaAAV8urnQlHpIGATJUtKtmO0+lLhdlNjv8BOJoZiqtZy0h9gQXoxXRSN",
+	"9mJGk/pppFj9BVW0IKe6VwmgXrPsVTzSq0glEjpkvYpfFhVeWBX+z2MiXuWUqbqtOb04PZi/JP75+bdC",
+	"qvpoeG52BrKPb1r1/jZ85y8ZAbBmJe/coTsQQ02ApJqwS3Fh88XwG48EuBGQ0wqtekRCGusChWZPoD1x",
+	"mUCBpSLuBees7ISRqgmLRkOWPx5QyxXbBEohQtYBZHVhPX0S8TbZbm7Cu64Cvd8gLzDbi7oi8lVKghGN",
+	"Y8aHzFQSdhX5bV14yGHocWuabzWbZiAYrwwl5c9Puj+82T/pvvCLEpheMbUHIdvq1CzNPQoftovSkhKm",
+	"CqiZ3iLjocGI1fcEV4mIrzvVuZfrR6J+qkTCKuufOjPWxcP3BRfBzx2dtyNB6Jjs67MzSJi0aExRGDMy",
+	"i3gIAA7xHKEf4kip2DgUIEGODVTxscnfXBshu4wCJJSyG+zEnF3Md7Sny/hzcMsJu9K3HJb25MwcPYQe",
+	"0svPuNIEByl7mHoIXA1gofT7WcSvqtMK4Ikk/ovuQfesC2kpU6lp44P+D+gBOBj5T+z/a9/r8SCeSsWS",
+	"uqQDA0ml306JUhI50qqIbn1E5YgoOjQJx8ilQhy4NA4zOOxU9TggZAkLa2Xz7rXGEwW0kcbmQYlvCWIW",
+	"LI9zvPkfTAdt0vxYeJhxqQ/nx2rEkhdmaz45BwhrCB5PVTeWbDZiyWIB35kw6aGGGogpL4yihksaMKOv",
+	"tFs3yBrAKYWY71HAN74VMzKG1EEYgdskqMVqevyi4gpvz3r+fe7902jI4eKHswIkh7A0VTw8ub3Os5Jd",
+	"W+U+wXx0hv7tG8kA1j1PeQiO1jCXqF/CQ/wM54kjqRzmnf5Bv1wrdlsfztOD+hf2WhuaXcdnHUeXTopb",
+	"AJ3eXa4iHkkypolmq77ZVf8hSehLYhd/FpPISYw5mkpvWbyQbgRsfp2os/HB/HCN39jexXi611K5zV33",
+	"7xgXX0bDX2ogxRd0R+o7LncFPpJOECuJls/egDe7c04t7aexFfbUgTndGMWXdTuDI6qlZ83VtTDcJv5o",
+	"KM998lVWzFZ0SL4ivvvZNA8CeMwCJRL3mPa4ZEHCFGrjEUsaBPAAKLlgcxaSw86eXRr7BuLNCn29V6c8",
+	"ZBng3W8PO3vn33d/9msekaLHOYtAzqAkEBPApjhhIWjz+jcEHFFCa0zziMUAUYOzzOJqUbTfgYLQ477j",
+	"HVpcoEMMyDPzqlmgoHTKA5GQONKKSCIUVpXUX2QMEMZj0uPKLrJngGhQ2wNYlcePD8Qw4gBEoD9uPH5M",
+	"3pYYLBDAB6weaLkgmhI0j2tnB2cQAns84sTPWRkwYUOSx/pbZ/R43CBvDJQLGlAiafck9FLhyh1/rYq5",
+	"X62BzaEJIX0Tx3ElQTQaaB03AZj8dnOzx/2NSSL6MRvLjZzNhVS3m5seTHG7uZXqenbebuxIDpRMEnE1",
+	"NzYmNWJj0qfBhUXdwSUbxGJWM1Sof9UzTUfZ41X/9fFpblK5C0UPcMNZfXxPt8GJ32g04AnuuY+4RTHY",
+	"cnWTGQXXrlTNEB6JFOqmhlzsXsp0zPlt7TOAxupx2NQfuyf7L/dhU5Upl6R/9wkeHYplhJDq8oBReUrX",
+	"en1sFOMel0pMJJmJ5AIsXgge7ZXqxjVDw6doGNPE28mYxoAQWQjliJJFQ1nV7+yd7f/Y9WsperFMjWxt",
+	"BEdyND0SM7lIzv2pjZF1BNEg33RO9/dIwqSYJqDxgiF+QqXczdCto+Z/wtp9DUuXogptEd+MI0OUKVAf",
+	"bhnUcgpGPW5OuqkdBTReXVxqpIyERtLuMOyZErhtdiHNdANqFhOoHoONLbS444qn3dPT/eMjQBV/3T05",
+	"f3PaPfHz8laDdAwkWEAnhhCWvj/YP9w/O399fLC/9/PX+viqOqK7GvqwuE0e3mSYxwjvSWRu5n6IGc3C",
+	"ugEEldvaEhT4asoW0tVPrTIZ0rMkt2tmgWzFB3As+2Wr5Za8DqAldYQ7DwttMpiRmTWu3iTEJmuHgdO6",
+	"CMQyiWnEDfOpOgK1h6qWtb9oajzQ9FBpV4B+K1pyAelUt0778ORllLCBuNJLchDx6ZWWb1DXrbQrNNZv",
+	"A1iE7lHfIa8SMZ3IxWHhgAKaJHOLYWb2bwjvk+rAAFBqPiUlSaYxk4/0gsNBaOBr/rUTGJruf61IRQeD",
+	"ileh4TjisvJu9bAPB7RYUMmwidwlYA7mjfh3j0NA/AL7JnIaBIyFu/p6n9EkBBsnnNzZSNBxlLUc5t0E",
+	"PZ4JzU/Z+iNnbMwC66XCCJxvuEpiMYRYf03dSK05b0tGRvDw6GwibuBM6GHClaLva32tIctTAuL2r9um",
+	"jJxh8bKWdmdtm6A5TPeEcnDNkTuwBJGbcl+KeKpYdxHBprlZbwKajsORKlqdJWwd/dmT3GdRGBe3/sRi",
+	"9cBrjhQr7Yo8/6E1GvXHYXz29s3VOX31o+y/eq7C1s68/+oHdXhWyeDa4DUJODUXDFCRh9d+f86Fqmvq",
+	"pHHdytd1weN5nfK6WcY6IgpvFp6+dFWPCo6alZ+Qxv9qyx20fvyt33pycfDTURxsHU36rexyZ0WMVYu+",
+	"3MoNFr11i0N1BiMpiw8yvNGmZMOw78NL9xBAVBJA9NdAzriNRSXH1O8+tsfe1tfAZlgKH4COD/fmbCTI",
+	"iEry21RmeNSyNWU5rmdtWyHmmJQ64B9MhQ8QGjejZySPDD2vNgSuBs748wNDiuNBHoj73zz30J2BsuzD",
+	"wTSOyWXEZkQMsocBDaSpUQAKM80xnANiYErPyJ1Zy3Na49Dp0Ldv36UGLV4UGauR0b2z9j6rMEJpvPFE",
+	"zdF5nTADKT5iY0LjuJYPtelxUA4hhzutC57arQHJc94g3SJ7nrOk5NRfaz7scc5mdqTGjEGq/k91vet1",
+	"tDagYZRQKVmisEd/mHuSNSr0+JJVAeHJFZEM8PsTdmlQ3trGxj+ZphFT/JLGUYjWdzEwhqILNlE9HojJ",
+	"vEE6HAMSHCRhKifjRGkOCF0vY3W7uV0rMhedOn5rDCufYjGaJGIs1EK4ziG9YKlVgHICBhOC9pjIDT6r",
+	"b5UbWW6uYOC0bl7g9DPeM0iLtko+Tv7h7rmXu+evUEz18wtvmASVZ6lDyw5upnbkLZKffMUU+nfR58rJ",
+	"txl/ayBClvpad20VVuOzscUcBIdjBmW9jnnmijYmmh6flbspI2kdpmBXAr4LUZMDGiiRLLkr51mLLjgu",
+	"q8sW1tqSA8aMbCn42lY+uakvCV1H5obSXC3iUyZ3iZ91EqUB55mBlHoXDgd0z23xPUK75vopC+J2m2yt",
+	"RIIjBD7QxIO16G+Vbva50r5Sqvu8vNhU4uNgiE5JuxrnfCWgQFg+UMsGMdq6xDJlihCzMyB9ysPbcXNj",
+	"D78XVn46tXzJxglQ48sDWV+zJRYCX9LTrqq8w8y6mNBEBiV4KKoK9emkKFq/MPaArBN6ALw2YWqacBtx",
+	"vyIEAbfEhSAseIFJLjS/x5di8/N8LZLoddYsn2IAzpyFLiMo7d99sh/6PQ7FlUxFHP2ZSiIWEiPcm5QH",
+	"SOChksRCqlo6ys1mprH6UHDmEyz8lLtyNKXBneqWKOMDxFpnLmoIF67oSvkRXjkc0Mr94EEcDih28Sfp",
+	"ALb/SLPV5TvsVLHJBHYXicZFuJBcAIampWV768N19mVpF2tM5ZXg7G/uWtlLWMi4imi8h/WsPvMlisfd",
+	"+XP1LbgLJX3NZZOX09lEkukk72PUPNccv1tcmhA7eU+6T9ZsgJYwPehc9JsJVgQ8Ri9jawIgtNDFNE5Y",
+	"Ujef9XhClf5iHClTf5BEqraLGXuOr6PGkzBFJlpKwUoXGGpKrIuchIyGCKYhe/yCTVRh4his0Ocz9K/j",
+	"ZX4kU977wGYfHAh/Ohvbl3LKsjGvTj833+1mJQNSGOW6knlh3mgpaixGbONLbTDA+qSaCKFMwmnNM7Zp",
+	"49RYyAlA6/QuJs/NIsncY4jQQzarJIsHjiWZRNZxxLXU32fIhzyiEsplpKJLFs9tcj5MWpKIB/E0dIU7",
+	"oZAlWntK8t/OcNJ/6eQ3mMNDaauH0lZr8hlzhktLW+Gxy1gRMMBY3iiRzXCTbDWr5bs25WX6dPOhKyK8",
+	"wDaAJZgIcSKnfcnUEoORgZho8WMf7KKWacwL2AzEY0eanSYYsY4OWTFVqMJGqo24BL5S8SkYdaVPZmIa",
+	"h7gUZEIlwgVgK87liO4//LceRRDT8QQMBLm307rUqGM/ksR31QcNjrV++t3bM/PIrxFJ50SKBoHgChvV",
+	"jC2SJAdygLM0KwBQQYtc07MXQoOc5ZksrldfCCVVQidkQtWIiIT41iqRNu5j1Wou7CiqWtCDktn681qD",
+	"dIj9JR/dv9lsNi2ZCb30z8mQcZdMYzm9hIZIFULeofx2nV0FjIUs9O0WUC2XUp5fiGxt6gjMLLsuOwpe",
+	"hIlS5xk2MN+kzwYisVYLO/SAcihSHXEcShv/iRcxDBCdBAULZIAZ9IvfvT0jnI4ZCuiObOS0/xsLFMTM",
+	"c3Lyco88f7qzRXwaKF9TTzRGi477QMy4ecqZVCysmQSNxWBu5/m1rutOoETiNxZv8Ega6h8mFCgAst2r",
+	"281mrY3yfuaKx5rQUQECOggnKFbfj9kG2oZe/qS6cukAwjLN4R51hYdycf9mMayfUP0NKPW+AlkN91il",
+	"oXDSeb1vr9rv3p7Vdo2vMs29zdy66KEtEhxyaslGpA+FnLBAZTN9F7iQe+c+WVHaS8qKvFx7V/XZbFYf",
+	"iGRcnyYx44EIsVDk7Tv4rDbqdAArolWcDUhR9WCI/utwsL+h1qLlpmdPn7asiJclX1LV4lJ0ydoDGkvm",
+	"Y2w9n6uRlqEhIiO6ZLXrGdAH+O9SKH0x2ljq/KI89MoyQ721BfY2Ab0DPJxZ76HgZCqRnS5MUyysg7cC",
+	"/CtFSEhYIJJQEt8I0lodgcYTRqXg/i6Ir3rOjIeUQ4Ed/cXSB5TgF1roRWUlko5lRKHWDcysYSAQL76W",
+	"+WeXpHBbztIElnrUFBXV67/CTgVSrVZO0pDIKNQaWT6KEnU0LFPkFGE9WE0yZsAZRdLTimnU11pmjaSw",
+	"aem2t5rb0KIpCK17i/iwUQKiZu+vBatUpGns/ZQl84pX0epEpV3BdS7D/txsPYcieool+tv/+rVT/4XW",
+	"f2/Wd0jjvF1/9/g/KsvYoO9ulANiE0CSTFKIWdmHsMV/k3yQVWKhywZxDHEF28umiuxmDqhLMYZzBEnE",
+	"wPWbzZ1asdWp0Ih9VmZzFgmc9UJmkzNoGzYzu84arhmM5VNRSP713/+ngMXkDFhLjMR8lNY9A0ayjQuQ",
+	"j+huFCGrpkLwfRqeD5lWU4plxDFTNKSKPvCBh9SZNWW5jpMSLPHYhJlUpsIzW3Lub+bIQbNOJkOmBF/x",
+	"eqy1N5Ilp/btpWGUwTxHYBy+YGyiz0jR/Y7gsJUb5jnoKd2r02ltZNQvHxP1QTD4kxNFC7GZ9Qn0iJhg",
+	"uYV4DodE34qCs2tySPOUeJRxWpH+HIP7dUcQP1sFnao/z5zIWjuTCpBG1WBahEVhn41EzAAdTd/7GXQ0",
+	"C6CuPySRqmWLopqpYTlSWyFVqxjXlEcFvKMUe6XQk72a//z7gbk+OLwfHN7rZupacK8cjKuJnJO12wC4",
+	"3kYWeYOQRE4UmbH+SIiLbEjO8rF/a1+6xwNp+ig7kHoF7Vg9grBqht1WrcvX4rGddY86R2cA5/a2+823",
+	"x8ffn9YehIG/9emzpFEecGITl2cpLdvj5H5aHUjimmCXeohOWZ9PzEXLQqjg9vr49AzjMfxpEvtakf7u",
+	"9PjIszUDqMSchl9PFeUhTUJiz9e76kipiWxvbMxms4Y0j+3wGoEYb9SInLAgGphDRiSdyzYxBNfjvnm5",
+	"HllQShgs2EM9kqkb4cAAVTJvk5CFUzy4DBMWa16mLS3DSEXHE59U3/DoyiQhuhWgSrHxRGGci/tKz5aq",
+	"acL8Hq/6l5teb9psbgV9KtnTbf3pt4edvfrpt53Wk6f6z14FX0hnAH+zRv5nN5jc074I5/iDaYb5BiA3",
+	"TbrHnushA1cZ6c8h9wfqzfuzkWTBue8Q7THmGO0iJmCh1iAvMNMJwm4gZYdKW/UCYrk5ViknE5bYqItd",
+	"sFIHTH9n2oNYSesc6E8VaV1dkWrCwihhAeLNYoBhG2MLNU1xYaOkWVjDUHFMroHpsSs8NhGNAbBVDNDC",
+	"/Vuk9OwGIulxyxwNRzw/6Z6d/Hz+dv/oxfFbUm1tk1HNYLEiVGU6U4tN/7Kzf9B9Abtp0T8taW58MP/S",
+	"6qz5NmLStzix5sRo+Vwxninybz4jMyp73BYa0hOWjKsGeZ1El1Qxj8RCTACKFmBhI35Rj0VAY0LDMGFS",
+	"Mls7cYBpSzxmUi7PuXNwcPz2/PXJ/o+ds+7XKpmy8oRTcybvyb9rWr8nfL9bjCG85tL1UsQAfbA16ZpD",
+	"UkWXOzhfAJDzITrlITrlz41OyVH2PQobJfaGoZYFAEDdcLdqwbHJxarUiqWRBRk9y2Wvx1rLMrDr/Wxj",
+	"cVmAtda2PkQyFgnEORrmjvJNpB7E6n8TG9t1NG/KzFuKt6ltTo6wTv8SlLacCF6G0lZK0XeuhV5zGT5Q",
+	"/YOraW3ts5NeAykoG14CpSfgZjadt/ZWWDbrlAjmpQlYx5zZaButxIDcjrkC+s9JxIe1NvFfd49e7B+9",
+	"giwCdDcbFVBrRT5nV6qDf3eUX/OgPOH+j92T7gsfbhirSaCCCiqordfIeGiuIae7QqVG1MpUwuj4ESg/",
+	"/x97V9PbNgxD/4quA7xeB2zXZadh65Beh0WwmViIJXWmVi+H/veBH5KVxhnaQ3vyrShiMWKsZ/PxkaRo",
+	"JwZhgGYJPIjwn4OBI9ynhqn0D6azJ5yjDjeawWKuJl1mutWnn2eXvT7qVMau4M/8C64QtELQiwgw/QCf",
+	"npaO1XwvnXPPb4tJBCkvL1uvV79G2d1+396hsYWQuiFTuwxpO5aMlC/CA5EKPZcnqxUORIR6WSYz9VYA",
+	"qRA7netuzDcW7TEt80lBlJbzUeuoqsMrXVB6m4ro4AlHBN3HPOF4xxyfmXoQnU8qQwoukevWhcPbvSVl",
+	"OuwaWulDYYWqFaqeH0psQaW5JZTIBzMRRMnxDXFqnhab13Hzf78AG9SrLppDaUbe22AP4MkWvUEgjNzg",
+	"QnR0qM2x8r8JHrjBaIpxQOa/VFdTEnWPzVJGgbaqacE4hXns+/lAaK2XzGKBUgF2buOKiT4mqa+kbYwE",
+	"Nwg85Ys74oaDC3/Z3K8ycPputLB3R/NFiv3IaY3ZhId4qnempYDv6doF06U6B6U8R9jDqjFIEV65IP1o",
+	"q7VVaLW8ofMsjL4T5qm5KnxmVYNnQTI2hXVWAvNdCU45Fbvdbsg3vrIvbPWC/R9/YgLTjXafUJaTtiMJ",
+	"PIqMxDtMrjVtDDLJtT2JtRL0atvHeru/adUlcxts7SDuai3ybWbQ22Hglgv7IU5SGGO8bXsnAk1dkz//",
+	"LA9ila8ip0Do7qMLCesH4kWmip5Jlbly9i4tfnUPEAC5LYztnPwpneJCGm2bakk+a91DglHqDMwIeyAv",
+	"glyiQ+445aYCF9azKLN2hFPtV8+i0Z+P/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

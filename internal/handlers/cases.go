@@ -19,6 +19,7 @@ type CaseService interface {
 	Resolve(ctx context.Context, ch cases.Change) (*cases.Case, error)
 	Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error)
 	History(ctx context.Context, tenant, id, cursor string, limit int) (page.Page[cases.Event], error)
+	List(ctx context.Context, q cases.Query) (cases.Page, error)
 }
 
 var _ CaseService = (*cases.Service)(nil)
@@ -44,7 +45,7 @@ func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject
 	}
 	b := *request.Body
 	b.DueAt = ts(b.DueAt.UTC()) // one instant, one request hash, whatever the offset it was written in
-	in := cases.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, DueAt: b.DueAt.Time, Reason: b.Reason, Actor: caseActor(p)}
+	in := cases.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, Assignee: deref(b.Assignee), DueAt: b.DueAt.Time, Reason: b.Reason, Actor: caseActor(p)}
 	out, err := s.Cases.Create(ctx, in, idempotency.Key{Value: request.Params.IdempotencyKey, Request: b},
 		func(c *cases.Case) (idempotency.Response, error) {
 			return createdJSON("/v1/cases/"+c.ID, c.StateVersion, caseView(c))
@@ -81,13 +82,13 @@ func (s *Server) EscalateCase(ctx context.Context, request EscalateCaseRequestOb
 	return EscalateCase200JSONResponse{caseTransitioned(c)}, nil
 }
 
-// AssignCase hands the case to another team.
+// AssignCase hands the case to a team, and to a person within it when the body names one.
 func (s *Server) AssignCase(ctx context.Context, request AssignCaseRequestObject) (AssignCaseResponseObject, error) {
 	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, deref(request.Body.Reason))
 	if err != nil {
 		return nil, err
 	}
-	ch.AssignedTeam = request.Body.AssignedTeam
+	ch.AssignedTeam, ch.Assignee = request.Body.AssignedTeam, deref(request.Body.Assignee)
 	c, err := s.Cases.Assign(ctx, ch)
 	if err != nil {
 		return nil, err
@@ -139,7 +140,7 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 	for _, ev := range events.Items {
 		items = append(items, CaseHistoryEntry{At: ts(ev.At), Transition: CaseHistoryEntryTransition(ev.Transition),
 			FromStatus: stringOrNil(ev.FromStatus), ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
-			AssignedTeam: stringOrNil(ev.AssignedTeam), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
+			AssignedTeam: stringOrNil(ev.AssignedTeam), Assignee: stringOrNil(ev.Assignee), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
 			StateVersion: ev.StateVersion})
 	}
 	return GetCaseHistory200JSONResponse{Body: CaseHistory{Items: items, NextCursor: stringOrNil(events.NextCursor)},
@@ -153,6 +154,7 @@ func caseTransitioned(c *cases.Case) CaseTransitionedJSONResponse {
 func caseView(c *cases.Case) Case {
 	return Case{
 		CaseId: c.ID, TenantId: c.Tenant, SubjectRef: c.SubjectRef, Status: CaseStatus(c.Status), AssignedTeam: c.AssignedTeam,
+		Assignee:        stringOrNil(c.Assignee),
 		EscalationLevel: c.EscalationLevel, DueAt: ts(c.DueAt), StateVersion: c.StateVersion,
 		LastTransitionAt: tsOrNil(c.LastTransitionAt), LastTransitionReason: stringOrNil(c.LastTransitionReason),
 		ResolvedAt: tsOrNil(c.ResolvedAt), CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.UpdatedAt),

@@ -270,6 +270,18 @@ func (env *hostileEnv) twoValid(name string) (string, string) {
 		return "web", "partner"
 	case "updatedSince":
 		return "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
+	case "assignedTeam":
+		return "ops", "billing"
+	case "assignee":
+		return "ana", "me"
+	case "escalationLevel":
+		return "1", "2"
+	case "overdue":
+		return "true", "false"
+	case "subjectRef":
+		return "order/1", "order/2"
+	case "order":
+		return "due", "updated"
 	case "status": // an array: repeating it is no duplicate (the case below leaves it out)
 		return "DRAFT", "SUBMITTED"
 	case "type":

@@ -243,6 +243,7 @@ func TestEveryResponseSpeaksOneVocabulary(t *testing.T) {
 	w.call("POST", "/v1/cases/{caseId}/assign", cp+"/assign", map[string]any{"assignedTeam": "tier2"}, auth...)
 	w.call("POST", "/v1/cases/{caseId}/resolve", cp+"/resolve", map[string]any{"reason": "refunded"}, auth...)
 	w.call("POST", "/v1/cases/{caseId}/reopen", cp+"/reopen", map[string]any{"reason": "not fixed"}, auth...)
+	w.call("GET", "/v1/cases", "/v1/cases?status=OPEN&status=ESCALATED&assignee=me&order=due&limit=1", nil, auth...)
 	rec = w.call("GET", "/v1/cases/{caseId}/history", cp+"/history", nil, auth...)
 	var hist struct{ Items []map[string]any }
 	decode(t, rec, &hist)

@@ -49,7 +49,9 @@ func CheckIndex(ctx context.Context, c rueidis.Client, fam IndexFamily, live boo
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", fam.Where, err)
 	}
-	named := map[string]string{} // member → id, from the coordinates hash
+	// member → how many indexes the coordinates hash names it in (two indexes of one object
+	// may hold the same member: a case's by updatedAt and by dueAt when the two times are equal)
+	named := map[string]int{}
 	for id, v := range where {
 		for _, m := range strings.Fields(v) {
 			if m == "-" {
@@ -58,7 +60,7 @@ func CheckIndex(ctx context.Context, c rueidis.Client, fam IndexFamily, live boo
 			if !strings.HasSuffix(m, "|"+id) {
 				add(fam.Where, "%s names a member of another id", id)
 			}
-			named[m] = id
+			named[m]++
 		}
 	}
 	for _, key := range fam.Indexes {
@@ -67,10 +69,13 @@ func CheckIndex(ctx context.Context, c rueidis.Client, fam IndexFamily, live boo
 			return nil, fmt.Errorf("read %s: %w", key, err)
 		}
 		for _, m := range members {
-			if _, ok := named[m]; !ok {
+			if named[m] == 0 {
 				add(key, "member %q is not one the coordinates hash names (orphaned)", m)
+				continue
 			}
-			delete(named, m)
+			if named[m]--; named[m] == 0 {
+				delete(named, m)
+			}
 		}
 	}
 	for m := range named {

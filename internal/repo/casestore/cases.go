@@ -26,7 +26,7 @@ var (
 // Create opens a case: the tenant is registered for the sweepers first (a bounded global
 // registry, refused with 422 when full), then one script in the tenant's slot counts the case
 // in the tenant's quota (over it: 429 quota-exceeded, nothing written), puts it in the due index
-// and writes it.
+// and the list indexes and writes it.
 func (r *Store) Create(ctx context.Context, in cases.NewCase) (*cases.Case, error) {
 	if in.ID == "" {
 		in.ID = cases.NewID()
@@ -39,10 +39,12 @@ func (r *Store) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 		return nil, err
 	}
 	rep, err := r.writes.Script(ctx, "case_create", "case create", scriptCreate,
-		append(r.caseKeys(tag, in.ID), r.dueKey(tag)),
+		append(append(r.caseKeys(tag, in.ID), r.dueKey(tag)), r.indexKeys(tag)...),
 		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, repo.FormatMs(in.DueAt.UnixMilli()), in.Reason, in.Actor,
 			repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), strconv.Itoa(repo.SchemaVersion),
-			strconv.Itoa(r.objects.Quota.Limit), strconv.Itoa(MaxDueCases)})
+			strconv.Itoa(r.objects.Quota.Limit), strconv.Itoa(MaxDueCases), in.Assignee,
+			r.indexTag("status", cases.Open), r.indexTag("level", "0"), r.indexTag("team", in.AssignedTeam),
+			r.indexTag("assignee", in.Assignee), r.indexTag("subject", in.SubjectRef)})
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,8 @@ type Store struct {
 	resolvedTTL   time.Duration
 	historyMax    int
 	objects       repo.Objects[cases.Case] // how a case hash reads, the tenant's quota
+	// statusTags, levelTags: the value tags of every status and level (index.go)
+	statusTags, levelTags string
 }
 
 var (
@@ -104,6 +106,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 		Tenant:  func(c *cases.Case) string { return c.Tenant },
 		Quota:   repo.Quota{Name: "cases", Env: "GATEWAY_TENANT_MAX_CASES", Limit: o.MaxPerTenant},
 		Metrics: r.metrics, Log: r.log}
+	r.statusTags, r.levelTags = r.indexTagTables()
 	return r, nil
 }
 
@@ -134,4 +137,5 @@ var (
 	scriptDueAdd     = repo.LoadScript(scriptFiles, "case_due_add")
 	scriptTenantAdd  = repo.LoadScript(scriptFiles, "case_tenant_add")
 	scriptTenants    = repo.LoadScript(scriptFiles, "case_tenants")
+	scriptList       = repo.LoadScript(scriptFiles, "case_list")
 )

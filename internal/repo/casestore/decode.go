@@ -18,6 +18,7 @@ import (
 func mapCase(f *repo.Fields, outcome repo.Outcome) *cases.Case {
 	c := &cases.Case{
 		ID: f.Str("caseId"), Tenant: f.Str("tenantId"), SubjectRef: f.Str("subjectRef"), Status: f.Str("status"),
+		Assignee:        f.Opt("assignee"),
 		EscalationLevel: int(f.Int64("escalationLevel")), DueAt: repo.TimeFromMs(f.Int64("dueAtMs")),
 		StateVersion: f.Int64("stateVersion"), SchemaVersion: int(f.OptInt64("schemaVersion")),
 		ResolvedAt: repo.TimeFromMs(f.OptInt64("resolvedAtMs")), AutoEscalatedAt: repo.TimeFromMs(f.OptInt64("autoEscalatedAtMs")),
@@ -52,7 +53,7 @@ func (r *Store) decodeEvent(ctx context.Context, m map[string]string) (cases.Eve
 	ev := cases.Event{
 		At: repo.TimeFromMs(f.Int64("atMs")), Transition: f.Str("transition"), FromStatus: f.Opt("fromStatus"),
 		ToStatus: f.Str("toStatus"), EscalationLevel: int(f.Int64("escalationLevel")),
-		AssignedTeam: f.Opt("assignedTeam"), Reason: f.Opt("reason"), Actor: f.Opt("actor"),
+		AssignedTeam: f.Opt("assignedTeam"), Assignee: f.Opt("assignee"), Reason: f.Opt("reason"), Actor: f.Opt("actor"),
 		StateVersion: f.Int64("stateVersion"),
 	}
 	if err := f.Err("case history"); err != nil {

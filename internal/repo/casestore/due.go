@@ -87,8 +87,10 @@ func (r *Store) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 		return cases.AutoGone, nil
 	}
 	const script = "case_auto_escalate"
-	args := []string{strconv.Itoa(r.maxEscalation), repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), cases.SweeperActor, id}
-	rep, err := r.writes.Script(ctx, script, "case auto-escalate", scriptAuto, r.caseKeys(tenantTag, id), args)
+	args := []string{strconv.Itoa(r.maxEscalation), repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), cases.SweeperActor, id,
+		r.statusTags, r.levelTags}
+	keys := append(r.caseKeys(tenantTag, id), r.indexKeys(tenantTag)...)
+	rep, err := r.writes.Script(ctx, script, "case auto-escalate", scriptAuto, keys, args)
 	if err != nil {
 		return "", err
 	}

@@ -28,7 +28,11 @@ func TestCaseQuota(t *testing.T) {
 			}
 			return c
 		}
-		short, long, resolving := repo(1200*time.Millisecond, time.Hour), repo(time.Hour, time.Hour), repo(time.Hour, 1200*time.Millisecond)
+		// the short TTLs outlast the set-up and the race on a loaded machine (creates are scripts
+		// of some 40 commands); the sleep below waits for them from the first create
+		const shortTTL = 4 * time.Second
+		short, long, resolving := repo(shortTTL, time.Hour), repo(time.Hour, time.Hour), repo(time.Hour, shortTTL)
+		start := time.Now()
 		due := func() time.Time { return time.Now().Add(time.Second) }
 		mustCreateCase(t, short, "acme", due()) // expires
 		renewed := mustCreateCase(t, short, "acme", due())
@@ -44,20 +48,28 @@ func TestCaseQuota(t *testing.T) {
 			_, err := long.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/1", AssignedTeam: "ops", DueAt: time.Now().Add(time.Hour), Reason: "r", Actor: "a"})
 			return err
 		})
-		if ok != limit-3 || refused != 64-(limit-3) {
-			t.Fatalf("%d created, %d refused; want %d and %d", ok, refused, limit-3, 64-(limit-3))
+		// the two short-lived cases free their places when they expire: exact unless that
+		// happened during the race (a loaded shared Redis can take seconds over 64 creates)
+		want := limit - 3
+		if time.Since(start) >= shortTTL {
+			want = min(max(ok, want), limit-1)
+			t.Logf("the race outlasted the short TTL: %d created (between %d and %d)", ok, limit-3, limit-1)
 		}
-		if n := testredis.KeyCount(t, s, prefix); n != keysBefore+2*ok {
-			t.Fatalf("%d keys after %d creates (from %d): a refused create wrote", n, ok, keysBefore)
+		if ok != want || refused != 64-want {
+			t.Fatalf("%d created, %d refused; want %d and %d", ok, refused, want, 64-want)
+		}
+		time.Sleep(time.Until(start.Add(shortTTL + 300*time.Millisecond))) // the two short-lived cases expire: their places are free
+		if n := testredis.KeyCount(t, s, prefix); n != keysBefore+2*ok-4 {
+			t.Fatalf("%d keys after %d creates (from %d, 4 expired): a refused create wrote", n, ok, keysBefore)
 		}
 		if n := storetest.ZCard(t, s, long.dueKey(long.TenantTag("acme"))); n != 3+ok {
 			t.Fatalf("the due index holds %d cases after %d creates: a refused create wrote", n, 3+ok)
 		}
 		mustCreateCase(t, long, "other", due())
 		live := func() int { t.Helper(); return storetest.LiveKeys(t, s, prefix+":v1:case:*", ":history") - 1 } // less other's
-		time.Sleep(1500 * time.Millisecond)                                                                     // two cases expire: their places are free
-		mustCreateCase(t, long, "acme", due())
-		mustCreateCase(t, long, "acme", due())
+		for range limit - 1 - ok {                                                                              // the renewed case and the race's are live: fill the quota
+			mustCreateCase(t, long, "acme", due())
+		}
 		_, err := long.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/1", AssignedTeam: "ops", DueAt: due(), Reason: "r", Actor: "a"})
 		storetest.WantQuota(t, err, "cases", limit)
 		if n, l := storetest.ZCard(t, s, long.quotaKey("acme")), live(); n != limit || l != limit {

@@ -16,7 +16,8 @@ func (r *Store) Escalate(ctx context.Context, ch cases.Change) (*cases.Case, err
 	return r.transition(ctx, "escalate", ch, r.openTTL)
 }
 
-// Assign hands an OPEN or ESCALATED case to another team.
+// Assign hands an OPEN or ESCALATED case to a team, and to a person within it or to the team's
+// queue (ch.Assignee empty).
 func (r *Store) Assign(ctx context.Context, ch cases.Change) (*cases.Case, error) {
 	return r.transition(ctx, "assign", ch, r.openTTL)
 }
@@ -58,9 +59,11 @@ func (r *Store) transition(ctx context.Context, name string, ch cases.Change, tt
 		return nil, fmt.Errorf("case %s: %w", name, apperr.NotFound)
 	}
 	args := []string{name, ch.Tenant, repo.IfMatchArg(ch.IfMatch), ch.Reason, ch.Actor, repo.FormatMs(ttl.Milliseconds()),
-		strconv.Itoa(r.historyMax), strconv.Itoa(r.maxEscalation), ch.AssignedTeam, ch.ID}
+		strconv.Itoa(r.historyMax), strconv.Itoa(r.maxEscalation), ch.AssignedTeam, ch.ID,
+		ch.Assignee, r.indexTag("team", ch.AssignedTeam), r.indexTag("assignee", ch.Assignee), r.statusTags, r.levelTags}
+	tag := r.TenantTag(ch.Tenant)
 	return r.objects.Transition(ctx, r.writes, repo.Change{Script: "case_transition", Name: name, Lua: scriptTransition,
-		Keys: r.caseKeys(r.TenantTag(ch.Tenant), ch.ID), Args: args, Replies: transitionReplies, ID: ch.ID},
+		Keys: append(r.caseKeys(tag, ch.ID), r.indexKeys(tag)...), Args: args, Replies: transitionReplies, ID: ch.ID},
 		func(code repo.Code, arg string) error {
 			if code == repo.CodeInvalidStatus {
 				return apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", name, arg)

@@ -1,0 +1,44 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/cases"
+)
+
+// ListCases answers one page of the caller's tenant's cases; assignee=me is the caller's own
+// subject.
+func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) (ListCasesResponseObject, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(request.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.Cases.List(ctx, caseQuery(p, request.Params, limit))
+	if err != nil {
+		return nil, err
+	}
+	out := CasePage{Items: make([]Case, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
+	for _, c := range page.Items {
+		out.Items = append(out.Items, caseView(c))
+	}
+	return ListCases200JSONResponse{Body: out, Headers: ListCases200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
+}
+
+// caseQuery is the list request of the caller p: its tenant, the filters, assignee=me as p's
+// subject.
+func caseQuery(p *auth.Principal, q ListCasesParams, limit int) cases.Query {
+	in := cases.Query{Tenant: p.Tenant, Team: deref(q.AssignedTeam), Assignee: deref(q.Assignee), Level: q.EscalationLevel,
+		Overdue: q.Overdue, Subject: deref(q.SubjectRef), Order: string(deref(q.Order)), Limit: limit, Cursor: deref(q.Cursor)}
+	if in.Assignee == cases.Me {
+		in.Assignee = p.Subject
+	}
+	for _, st := range deref(q.Status) {
+		in.Statuses = append(in.Statuses, string(st))
+	}
+	return in
+}
