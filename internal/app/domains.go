@@ -82,7 +82,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: sessionstore.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		Layout:  sessionLayout(cfg, s),
 		MFA:     ratelimit.Policy{Name: sessionstore.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
-		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h), Events: retention, Relay: d.Relay.Notify,
+		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h), Outbox: cfg.SessionEvents, Events: retention, Relay: d.Relay.Notify,
 	})
 	if errors.Is(err, sessionstore.ErrLayoutUnsupported) {
 		return nil, fmt.Errorf("GATEWAY_SESSION_LAYOUT=%s: %w; set GATEWAY_SESSION_LAYOUT=per-session (or use Redis >= 7.4)",

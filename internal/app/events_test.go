@@ -46,6 +46,7 @@ func TestSessionEventsReachTheTenantStream(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		cfg := defaults(t)
 		cfg.KeyPrefix = prefix
+		cfg.SessionEvents = true
 		if sessionstore.Hosts(s.Caps, sessionstore.LayoutPerUser) != nil {
 			cfg.SessionLayout = "per-session"
 		}

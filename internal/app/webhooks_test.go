@@ -133,6 +133,7 @@ func webhookGateways(t *testing.T, n int, adjust func(*config.Config)) []*app.Ga
 	cfg := defaults(t)
 	cfg.RedisURL = b.URL
 	cfg.WebhookAllowPrivate = true
+	cfg.SessionEvents = true
 	cfg.WebhookRetryBase = 100 * time.Millisecond
 	if adjust != nil {
 		adjust(&cfg)

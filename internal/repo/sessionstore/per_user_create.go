@@ -26,7 +26,7 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 		policy = "refuse"
 	}
 	outbox, env := r.outbox(ctx, n.TenantID, n.Ref)
-	keys := []string{r.userKey(n.Ref.Tag), outbox}
+	keys := r.withOutbox(outbox, r.userKey(n.Ref.Tag))
 	args := func(mayEvict string) []string {
 		return append(append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,

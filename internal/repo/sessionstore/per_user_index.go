@@ -101,7 +101,7 @@ func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.
 // (session_u_revoke_all.lua) on the user's hash, confirmed as a durable write.
 func (r perUserLayout) revokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
 	outbox, env := r.outbox(ctx, "", session.Ref{Tag: tag})
-	keys := []string{r.userKey(tag), outbox}
+	keys := r.withOutbox(outbox, r.userKey(tag))
 	revoked := 0
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		rep, err := r.runOn(ctx, c, "session_u_revoke_all", scriptPerUserRevokeAll, keys, []string{exceptPart, env})

@@ -25,7 +25,7 @@ var (
 // session's idle window.
 func (r perUserLayout) challenge(ctx context.Context, c session.MFAChallenge, secs int64) (repo.Reply, error) {
 	outbox, env := r.outbox(ctx, c.Tenant, c.Ref)
-	return r.run(ctx, "session_u_challenge", scriptPerUserChallenge, []string{r.userKey(c.Ref.Tag), outbox},
+	return r.run(ctx, "session_u_challenge", scriptPerUserChallenge, r.withOutbox(outbox, r.userKey(c.Ref.Tag)),
 		[]string{c.Tenant, c.Ref.Part, c.ID, c.CodeMAC, strconv.FormatInt(secs*1000, 10), env})
 }
 
@@ -33,7 +33,7 @@ func (r perUserLayout) challenge(ctx context.Context, c session.MFAChallenge, se
 func (r perUserLayout) verify(ctx context.Context, c rueidis.Client, v session.MFAVerification) (repo.Reply, error) {
 	p := r.o.MFA
 	outbox, env := r.outbox(ctx, v.Tenant, v.Ref)
-	return r.runOn(ctx, c, "session_u_verify", scriptPerUserVerify, []string{r.userKey(v.Ref.Tag), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), outbox},
+	return r.runOn(ctx, c, "session_u_verify", scriptPerUserVerify, r.withOutbox(outbox, r.userKey(v.Ref.Tag), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name)),
 		[]string{v.Tenant, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit), strconv.FormatInt(p.Window.Milliseconds(), 10),
 			strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.Ref.Part, v.VerifierMAC, env})
 }
@@ -41,6 +41,6 @@ func (r perUserLayout) verify(ctx context.Context, c rueidis.Client, v session.M
 // rotate replaces the session's verifier MAC within the user's hash, on c.
 func (r perUserLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, mac string) (repo.Reply, error) {
 	outbox, env := r.outbox(ctx, tenant, ref)
-	return r.runOn(ctx, c, "session_u_rotate", scriptPerUserRotate, []string{r.userKey(ref.Tag), outbox},
+	return r.runOn(ctx, c, "session_u_rotate", scriptPerUserRotate, r.withOutbox(outbox, r.userKey(ref.Tag)),
 		[]string{tenant, ref.Part, mac, env})
 }

@@ -2,6 +2,8 @@
 -- (--#include session_event; docs/EVENTS.md). The outbox <prefix>:v1:evoutbox:{<userTag>} is
 -- the script's last key and the envelope (events.Envelope with the user's tag and the
 -- session's idPart, '' for a script of several sessions) its last argument, after its own.
+-- With session events off (GATEWAY_SESSION_EVENTS) the envelope is empty and the outbox is not
+-- among the keys.
 --#include event_append
 local SESSION_ENV = event_env(ARGV[#ARGV])
 -- session_id(part) is the id of the user's session part.
@@ -9,8 +11,12 @@ local function session_id(part)
   return 's_' .. SESSION_ENV.tag .. '_' .. part
 end
 -- session_event(typ, part, data) appends typ about the session part (nil: the envelope's) of
--- the user, data with the user's tag, at Redis's time.
+-- the user, data with the user's tag, at Redis's time; nothing when session events are off
+-- (an empty envelope, and no outbox among the keys).
 local function session_event(typ, part, data)
+  if ARGV[#ARGV] == '' then
+    return nil
+  end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   data.userTag = SESSION_ENV.tag

@@ -93,6 +93,9 @@ type SessionOptions struct {
 	// hot session is not hashed again on every request. nil: AuthContext.Owner is
 	// OwnerUnchecked and the caller checks.
 	OwnerCheck func(tag, tenantID, userID string) bool
+	// Outbox turns session events on: every session write appends its events to the user's
+	// outbox, declared as one more key of its script (GATEWAY_SESSION_EVENTS).
+	Outbox bool
 	// Events bounds the users' event outboxes (default events.DefaultMaxAge, DefaultMaxLen).
 	Events events.Retention
 	// Relay, when set, is told the user's tag after each write that appended events to the

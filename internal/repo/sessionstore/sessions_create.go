@@ -68,7 +68,7 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 				keys = append(keys, r.challengeKey(session.Ref{Tag: n.Ref.Tag, Part: p}))
 			}
 		}
-		keys = append(keys, outbox)
+		keys = r.withOutbox(outbox, keys...)
 		args := make([]string, 0, len(head)+3+len(candidates)+len(fields))
 		args = append(append(append(append(args, head...), strconv.Itoa(len(candidates)), withChallenges), candidates...), fields...)
 		args = append(args, env)

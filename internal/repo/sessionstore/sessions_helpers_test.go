@@ -55,7 +55,7 @@ func (b *sessLogBuffer) String() string {
 }
 
 func sessDefaultOptions() SessionOptions {
-	return SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50,
+	return SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, Outbox: true,
 		MFA: ratelimit.Policy{Name: MFAPolicyName, Limit: 5, Window: 10 * time.Minute}}
 }
 

@@ -171,7 +171,7 @@ func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag
 		}
 	}
 	outbox, env := r.outbox(ctx, "", session.Ref{Tag: tag})
-	keys = append(keys, outbox)
+	keys = r.withOutbox(outbox, keys...)
 	rep, err := r.runOn(ctx, c, "session_revoke_all", scriptSessionRevokeAll, keys, append(append([]string{exceptPart, flag}, revoke...), env))
 	if err != nil {
 		return 0, err
