@@ -14,7 +14,7 @@ import (
 )
 
 // In the per-user layout a rotation keeps the session's id part: it replaces
-// "<idPart>:verifierMac" and writes lastRotatedAtMs and updatedAtMs, with the session's field
+// the verifier MAC in "<idPart>:live" and writes lastRotatedAtMs and updatedAtMs, with the session's field
 // TTL; every other field keeps its value and its own TTL (the challenge's shorter one
 // included); the other sessions are untouched. Another tenant's or a missing session is
 // NOT_FOUND, writing nothing.
