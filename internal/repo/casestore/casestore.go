@@ -59,7 +59,7 @@ type Options struct {
 	// events.DefaultMaxAge and DefaultMaxLen).
 	Retention events.Retention
 	Metrics   *repo.Metrics
-	Logger       *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Store keeps escalation cases (it implements cases.Store and cases.DueStore).
@@ -74,7 +74,7 @@ type Store struct {
 	openTTL       time.Duration
 	resolvedTTL   time.Duration
 	historyMax    int
-	retention     events.Retention // the tenant's event stream's bounds (event_append.lua)
+	retention     events.Retention         // the tenant's event stream's bounds (event_append.lua)
 	objects       repo.Objects[cases.Case] // how a case hash reads, the tenant's quota
 	// statusTags, levelTags: the value tags of every status and level (index.go)
 	statusTags, levelTags string

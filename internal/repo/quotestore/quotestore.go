@@ -50,7 +50,7 @@ type Options struct {
 	// events.DefaultMaxAge and DefaultMaxLen).
 	Retention events.Retention
 	Metrics   *repo.Metrics
-	Logger       *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Store keeps quote drafts (it implements quotes.Store).
@@ -65,7 +65,7 @@ type Store struct {
 	maxItems int
 	// retention bounds the tenant's event stream (event_append.lua)
 	retention events.Retention
-	objects  repo.Objects[quotes.Quote] // how a summary hash reads, the tenant's quota
+	objects   repo.Objects[quotes.Quote] // how a summary hash reads, the tenant's quota
 }
 
 var _ quotes.Store = (*Store)(nil)
