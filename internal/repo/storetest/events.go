@@ -56,3 +56,19 @@ func WantEvents(t *testing.T, got []events.Event, tenant string, want ...[2]stri
 	}
 	return data
 }
+
+// ReportStreamBytes reports the streams' memory per entry (MEMORY USAGE / XLEN), when they
+// hold any.
+func ReportStreamBytes(b *testing.B, s *store.Store, keys []string) {
+	b.Helper()
+	ctx := context.Background()
+	var bytes, n int64
+	for _, key := range keys {
+		m, _ := s.Client.Do(ctx, s.Client.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+		l, _ := s.Client.Do(ctx, s.Client.B().Xlen().Key(key).Build()).AsInt64()
+		bytes, n = bytes+m, n+l
+	}
+	if n > 0 {
+		b.ReportMetric(float64(bytes)/float64(n), "stream-B/event")
+	}
+}
