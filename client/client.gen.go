@@ -593,7 +593,7 @@ type Event struct {
 	// RequestId The X-Request-Id of the request that made the change.
 	RequestId *string `json:"requestId,omitempty"`
 
-	// Subject What changed, as a keyed id: a token id, a session id (never a token or a raw user id).
+	// Subject What changed, as a keyed id: a token id, a session id, a quote id, a case id (never a token or a raw user id).
 	Subject  string `json:"subject"`
 	TenantId string `json:"tenantId"`
 
