@@ -50,7 +50,7 @@ type Info struct {
 }
 
 // caseMove is the data of every case transition (case_event.lua).
-var caseMove = []string{"status", "fromStatus", "level", "team", "assignee", "stateVersion"}
+var caseMove = []string{"status", "fromStatus", "level", "team", "assigned", "stateVersion"}
 
 // Catalogue is every event type, in the order the docs list them.
 var Catalogue = []Info{
@@ -69,7 +69,7 @@ var Catalogue = []Info{
 	{QuoteUpdated, "quoteId", false, true, []string{"status", "stateVersion", "change"}},
 	{QuoteSubmitted, "quoteId", false, true, []string{"status", "stateVersion", "change"}},
 	{QuoteDeleted, "quoteId", false, true, []string{"status"}},
-	{CaseCreated, "caseId", false, true, []string{"status", "level", "team", "assignee", "dueAtMs"}},
+	{CaseCreated, "caseId", false, true, []string{"status", "level", "team", "assigned", "dueAtMs"}},
 	{CaseEscalated, "caseId", false, true, append(caseMove, "auto")},
 	{CaseAssigned, "caseId", false, true, caseMove},
 	{CaseResolved, "caseId", false, true, caseMove},

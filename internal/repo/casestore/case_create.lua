@@ -51,5 +51,5 @@ case_index_set(5, ARGV[1], {status = ARGV[14], level = ARGV[15], team = ARGV[16]
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 redis.call('PEXPIRE', KEYS[4], ttl)
 event_append(KEYS[18], event_env(ARGV[19]), nowN, 'case.created', ARGV[1],
-  {status = 'OPEN', level = 0, team = ARGV[4], assignee = ARGV[13], dueAtMs = tonumber(ARGV[5])})
+  {status = 'OPEN', level = 0, team = ARGV[4], assigned = ARGV[13] ~= '', dueAtMs = tonumber(ARGV[5])})
 return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -2,6 +2,7 @@ package casestore
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,22 +69,25 @@ func TestCaseEventsIffTheChange(t *testing.T) {
 		data := storetest.WantEvents(t, got, "acme", [2]string{"case.created", k.ID}, [2]string{"case.escalated", k.ID},
 			[2]string{"case.escalated", k.ID}, [2]string{"case.assigned", k.ID}, [2]string{"case.resolved", k.ID},
 			[2]string{"case.reopened", k.ID})
-		move := func(from, to string, level float64, team, assignee string, v float64) map[string]any {
-			return map[string]any{"status": to, "fromStatus": from, "level": level, "team": team, "assignee": assignee, "stateVersion": v}
+		move := func(from, to string, level float64, team string, assigned bool, v float64) map[string]any {
+			return map[string]any{"status": to, "fromStatus": from, "level": level, "team": team, "assigned": assigned, "stateVersion": v}
 		}
 		esc := func(from string, level, v float64) map[string]any {
-			m := move(from, "ESCALATED", level, "ops", "", v)
+			m := move(from, "ESCALATED", level, "ops", false, v)
 			m["auto"] = false
 			return m
 		}
 		want := []map[string]any{
-			{"status": "OPEN", "level": 0.0, "team": "ops", "assignee": "", "dueAtMs": float64(in.DueAt.UnixMilli())},
+			{"status": "OPEN", "level": 0.0, "team": "ops", "assigned": false, "dueAtMs": float64(in.DueAt.UnixMilli())},
 			esc("OPEN", 1, 2), esc("ESCALATED", 2, 3),
-			move("ESCALATED", "ESCALATED", 2, "l2", "ana", 4),
-			move("ESCALATED", "RESOLVED", 2, "l2", "ana", 5),
-			move("RESOLVED", "OPEN", 2, "l2", "ana", 6),
+			move("ESCALATED", "ESCALATED", 2, "l2", true, 4),
+			move("ESCALATED", "RESOLVED", 2, "l2", true, 5),
+			move("RESOLVED", "OPEN", 2, "l2", true, 6),
 		}
 		for i, w := range want {
+			if strings.Contains(string(got[i].Data), "ana") {
+				t.Errorf("event %d data %s holds the assignee's raw id", i, got[i].Data)
+			}
 			for f, v := range w {
 				if data[i][f] != v {
 					t.Errorf("event %d (%s) data %v: %s = %v, want %v", i, got[i].Type, data[i], f, data[i][f], v)
