@@ -115,6 +115,7 @@ const (
 	EventTypeQuoteCreated         EventType = "quote.created"
 	EventTypeQuoteDeleted         EventType = "quote.deleted"
 	EventTypeQuoteSubmitted       EventType = "quote.submitted"
+	EventTypeQuoteUpdated         EventType = "quote.updated"
 	EventTypeSessionCreated       EventType = "session.created"
 	EventTypeSessionEvicted       EventType = "session.evicted"
 	EventTypeSessionLoggedOut     EventType = "session.logged_out"
@@ -146,6 +147,8 @@ func (e EventType) Valid() bool {
 	case EventTypeQuoteDeleted:
 		return true
 	case EventTypeQuoteSubmitted:
+		return true
+	case EventTypeQuoteUpdated:
 		return true
 	case EventTypeSessionCreated:
 		return true
@@ -581,7 +584,7 @@ type Event struct {
 	// Actor Who caused it: `token:<tokenId>`, `session:<sessionId>` or `system`.
 	Actor string `json:"actor"`
 
-	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`.
+	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`, `QuoteEventData`, `CaseEventData`.
 	Data map[string]interface{} `json:"data"`
 
 	// Id Stable, ordered (`<ms>-<seq>`): the cursor, the SSE id and the webhook id.
@@ -590,7 +593,7 @@ type Event struct {
 	// RequestId The X-Request-Id of the request that made the change.
 	RequestId *string `json:"requestId,omitempty"`
 
-	// Subject What changed, as a keyed id: a token id, a session id (never a token or a raw user id).
+	// Subject What changed, as a keyed id: a token id, a session id, a quote id, a case id (never a token or a raw user id).
 	Subject  string `json:"subject"`
 	TenantId string `json:"tenantId"`
 
@@ -602,8 +605,8 @@ type Event struct {
 
 	// Type The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
 	// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
-	// lines in the audit log. The quote and case types are reserved: the gateway does not
-	// write them yet.
+	// lines in the audit log. Quote and case events are written by the script of the change
+	// too (`QuoteEventData`, `CaseEventData`); a refused change writes none.
 	Type EventType `json:"type"`
 }
 
@@ -617,8 +620,8 @@ type EventPage struct {
 
 // EventType The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
 // (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
-// lines in the audit log. The quote and case types are reserved: the gateway does not
-// write them yet.
+// lines in the audit log. Quote and case events are written by the script of the change
+// too (`QuoteEventData`, `CaseEventData`); a refused change writes none.
 type EventType string
 
 // FieldError defines model for FieldError.

@@ -106,13 +106,13 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 	qr, err := quotestore.New(s, quotestore.Options{Prefix: cfg.KeyPrefix, Hasher: h, TTL: cfg.QuoteTTL,
-		MaxItems: cfg.QuoteMaxItems, MaxPerTenant: cfg.TenantMaxQuotes, Metrics: rm, Logger: log})
+		MaxItems: cfg.QuoteMaxItems, MaxPerTenant: cfg.TenantMaxQuotes, Retention: retention, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	cr, err := casestore.New(s, casestore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
 		MaxEscalation: cfg.CaseMaxEscalation, OpenTTL: cfg.CaseOpenTTL, ResolvedTTL: cfg.CaseResolvedTTL,
-		HistoryMax: cfg.CaseHistoryMax, MaxPerTenant: cfg.TenantMaxCases, Metrics: rm, Logger: log})
+		HistoryMax: cfg.CaseHistoryMax, MaxPerTenant: cfg.TenantMaxCases, Retention: retention, Metrics: rm, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +18,11 @@ import (
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/events"
+	"github.com/hashgate/hashgate/internal/idempotency"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/sessions"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
@@ -198,10 +202,14 @@ func TestWebhooksDeliverRealEventsAcrossTwoGateways(t *testing.T) {
 
 // TestWebhooksDeliverEveryEventType: a change of every type the catalogue says is written —
 // tokens issued and revoked; sessions created, challenged, failed, locked, verified, rotated,
-// revoked, logged out and evicted at the cap — reaches a webhook subscribed to "*", signed.
+// revoked, logged out and evicted at the cap; quotes created, updated, submitted and deleted;
+// cases created, escalated (by a caller and by the sweeper), assigned, resolved and reopened —
+// reaches a webhook subscribed to "*", signed.
 func TestWebhooksDeliverEveryEventType(t *testing.T) {
 	t.Parallel()
-	gs := webhookGateways(t, 1, func(c *config.Config) { c.SessionMaxPerUser, c.MFAMaxAttempts = 2, 2 })
+	gs := webhookGateways(t, 1, func(c *config.Config) {
+		c.SessionMaxPerUser, c.MFAMaxAttempts, c.CaseSweepInterval = 2, 2, 100*time.Millisecond
+	})
 	g := gs[0]
 	rcv := newHookReceiver(t)
 	rcv.register(t, g, "*")
@@ -249,7 +257,10 @@ func TestWebhooksDeliverEveryEventType(t *testing.T) {
 		must(err)
 	}
 
-	// Session events reach the tenant's stream through the relay, just after their change.
+	overdue := quoteAndCaseChanges(t, g)
+
+	// Session events reach the tenant's stream through the relay, just after their change; the
+	// sweeper escalates the overdue case within its interval.
 	deadline := time.Now().Add(30 * time.Second)
 	for missing := emittedMissing(rcv); len(missing) > 0; missing = emittedMissing(rcv) {
 		if time.Now().After(deadline) {
@@ -257,7 +268,65 @@ func TestWebhooksDeliverEveryEventType(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	for !slices.Equal(rcv.subjectTypes(overdue), []string{"case.created", "case.escalated"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweeper's escalation never delivered: %v", rcv.subjectTypes(overdue))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	rcv.waitAll(t, g)
+}
+
+// subjectTypes are the types accepted for subject, in order.
+func (r *hookReceiver) subjectTypes(subject string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.order[subject])
+}
+
+// quoteAndCaseChanges makes every quote and case change of tenant acme on g: a draft created,
+// patched, submitted and deleted; a case created, escalated, assigned, resolved, reopened, and
+// another created overdue for the sweeper, whose id it returns.
+func quoteAndCaseChanges(t *testing.T, g *app.Gateway) string {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var q *quotes.Quote
+	_, err := g.Quotes.Create(ctx, quotes.NewQuote{Tenant: "acme", CustomerID: "cust-1", SalesChannel: "web", Currency: "EUR"}, idempotency.Key{},
+		func(x *quotes.Quote) (idempotency.Response, error) { q = x; return idempotency.Response{}, nil })
+	must(err)
+	tax := int64(5)
+	_, err = g.Quotes.Patch(ctx, "acme", q.ID, -1, quotes.Patch{TaxMinor: &tax})
+	must(err)
+	_, err = g.Quotes.Submit(ctx, "acme", q.ID, -1)
+	must(err)
+	must(g.Quotes.Delete(ctx, "acme", q.ID))
+
+	open := func(due time.Time) *cases.Case {
+		var c *cases.Case
+		_, err := g.Cases.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/42", AssignedTeam: "ops", DueAt: due, Reason: "late", Actor: "svc"},
+			idempotency.Key{}, func(x *cases.Case) (idempotency.Response, error) { c = x; return idempotency.Response{}, nil })
+		must(err)
+		return c
+	}
+	c := open(time.Now().Add(time.Hour))
+	ch := cases.Change{Tenant: "acme", ID: c.ID, IfMatch: -1, Reason: "why", Actor: "svc"}
+	_, err = g.Cases.Escalate(ctx, ch)
+	must(err)
+	as := ch
+	as.AssignedTeam = "l2"
+	_, err = g.Cases.Assign(ctx, as)
+	must(err)
+	_, err = g.Cases.Resolve(ctx, ch)
+	must(err)
+	_, err = g.Cases.Reopen(ctx, ch)
+	must(err)
+	return open(time.Now().Add(-time.Minute)).ID
 }
 
 // emittedMissing are the catalogue's written types the receiver has not accepted yet.

@@ -23,9 +23,10 @@ const (
 	SessionEvicted       Type = "session.evicted"
 )
 
-// Quotes and cases: reserved in the catalogue; their scripts do not write them yet.
+// Quotes and cases: written by the quote and case scripts in the tenant's stream.
 const (
 	QuoteCreated   Type = "quote.created"
+	QuoteUpdated   Type = "quote.updated"
 	QuoteSubmitted Type = "quote.submitted"
 	QuoteDeleted   Type = "quote.deleted"
 	CaseCreated    Type = "case.created"
@@ -48,6 +49,9 @@ type Info struct {
 	Data []string
 }
 
+// caseMove is the data of every case transition (case_event.lua).
+var caseMove = []string{"status", "fromStatus", "level", "team", "assigned", "stateVersion"}
+
 // Catalogue is every event type, in the order the docs list them.
 var Catalogue = []Info{
 	{TokenIssued, "tokenId", true, true, []string{"tokenType", "scopes", "expiresAtMs", "parentId"}},
@@ -61,14 +65,15 @@ var Catalogue = []Info{
 	{SessionRevoked, "sessionId", true, true, []string{"userTag", "reason"}},
 	{SessionLoggedOut, "sessionId", true, true, []string{"userTag"}},
 	{SessionEvicted, "sessionId", true, true, []string{"userTag", "evictedBy"}},
-	{QuoteCreated, "quoteId", false, false, nil},
-	{QuoteSubmitted, "quoteId", false, false, nil},
-	{QuoteDeleted, "quoteId", false, false, nil},
-	{CaseCreated, "caseId", false, false, nil},
-	{CaseEscalated, "caseId", false, false, nil},
-	{CaseAssigned, "caseId", false, false, nil},
-	{CaseResolved, "caseId", false, false, nil},
-	{CaseReopened, "caseId", false, false, nil},
+	{QuoteCreated, "quoteId", false, true, []string{"status", "currency", "stateVersion"}},
+	{QuoteUpdated, "quoteId", false, true, []string{"status", "stateVersion", "change"}},
+	{QuoteSubmitted, "quoteId", false, true, []string{"status", "stateVersion", "change"}},
+	{QuoteDeleted, "quoteId", false, true, []string{"status"}},
+	{CaseCreated, "caseId", false, true, []string{"status", "level", "team", "assigned", "dueAtMs"}},
+	{CaseEscalated, "caseId", false, true, append(caseMove, "auto")},
+	{CaseAssigned, "caseId", false, true, caseMove},
+	{CaseResolved, "caseId", false, true, caseMove},
+	{CaseReopened, "caseId", false, true, caseMove},
 }
 
 var byType = func() map[Type]Info {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/store"
 )
 
 // The server-side cost of scripts, for benchmarks on a private server (StartServer): the
@@ -39,4 +41,11 @@ func ScriptCost(t testing.TB, c rueidis.Client) float64 {
 		}
 	}
 	return 0
+}
+
+// PrivateStore opens a private Redis 8 without persistence (StartServer) for a script-cost
+// benchmark (skipped when the run provides no Redis 8 server binary, EnvRedis8Server).
+func PrivateStore(t testing.TB) *store.Store {
+	t.Helper()
+	return Open(t, Backend{Name: "private", Env: EnvRedis8, URL: StartServer(t, "--appendonly", "no").URL(), Broadcast: true})
 }

@@ -4,22 +4,26 @@
 -- taken (an idempotent create retried after a crash). The quota set's members are the tenant's
 -- cases scored by their expiry: members whose expiry has passed (Redis TIME) are pruned first
 -- (bounded), leaving the list indexes with them, and a full set (or a full due index) refuses
--- before anything is written.
+-- before anything is written. case.created is appended to the tenant's event stream (a replay
+-- of an existing id appends none).
 -- KEYS[1] case hash       <p>:v1:case:{<tenantTag>}:<caseId>
 -- KEYS[2] history stream  <p>:v1:case:{<tenantTag>}:<caseId>:history
 -- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's expiry)
 -- KEYS[4] due index       <p>:v1:casedue:{<tenantTag>}  (member caseId, score dueAtMs)
 -- KEYS[5] list coordinates <p>:v1:caseidx:{<tenantTag>}:where, KEYS[6..17] the list indexes
 --         <p>:v1:caseidx:{<tenantTag>}:<name> (case_index)
+-- KEYS[18] the tenant's event stream <p>:v1:events:{<tenantTag>}
 -- ARGV[1] caseId  ARGV[2] tenantId  ARGV[3] subjectRef  ARGV[4] assignedTeam  ARGV[5] dueAtMs
 -- ARGV[6] reason  ARGV[7] actor  ARGV[8] TTL ms (open)  ARGV[9] history max  ARGV[10] schemaVersion
 -- ARGV[11] the tenant's quota  ARGV[12] max due-index members  ARGV[13] assignee ('' = none)
 -- ARGV[14..18] value tags: status OPEN, level 0, team, assignee ('' = none), subject
+-- ARGV[19] the event envelope (events.Envelope)
 -- Reply: {'OK', HGETALL case} | {'EXISTS', HGETALL case}
 --        | {'QUOTA', ms until the earliest live case expires} | {'BOUND'} the due index is full
 --#include object_keys
 --#include case_history
 --#include case_index
+--#include event_append
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'EXISTS', redis.call('HGETALL', KEYS[1])}
 end
@@ -46,4 +50,6 @@ case_index_set(5, ARGV[1], {status = ARGV[14], level = ARGV[15], team = ARGV[16]
   assignee = ARGV[17] ~= '' and ARGV[17], subject = ARGV[18]}, nowN, ARGV[5], exp, ttl)
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 redis.call('PEXPIRE', KEYS[4], ttl)
+event_append(KEYS[18], event_env(ARGV[19]), nowN, 'case.created', ARGV[1],
+  {status = 'OPEN', level = 0, team = ARGV[4], assigned = ARGV[13] ~= '', dueAtMs = tonumber(ARGV[5])})
 return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -3,7 +3,8 @@
 -- the bounded history stream, move the case in its tenant's list indexes (case_index), and set
 -- the TTL of both keys (Go passes the resolved-case TTL for resolve, the open-case TTL
 -- otherwise) and the case's score in its tenant's quota set. The sweeper's transition is
--- case_auto_escalate.lua.
+-- case_auto_escalate.lua. The transition's event (case.escalated, case.assigned, case.resolved,
+-- case.reopened) is appended to the tenant's event stream; a refusal appends none.
 --   escalate  OPEN | ESCALATED → ESCALATED, escalationLevel + 1 up to ARGV[8]
 --   assign    OPEN | ESCALATED → unchanged, assignedTeam = ARGV[9], assignee = ARGV[11] (the
 --             assignment replaces the old one whole: '' leaves the case in the team's queue)
@@ -13,22 +14,25 @@
 -- KEYS[2] history stream  KEYS[1] .. ':history'
 -- KEYS[3] quota set       <p>:v1:quota:{<tenantTag>}:cases  (member caseId, score the case's expiry)
 -- KEYS[4] list coordinates <p>:v1:caseidx:{<tenantTag>}:where, KEYS[5..16] the list indexes
+-- KEYS[17] the tenant's event stream <p>:v1:events:{<tenantTag>}
 -- ARGV[1] transition  ARGV[2] tenantId  ARGV[3] expected stateVersion ('' = no If-Match)
 -- ARGV[4] reason  ARGV[5] actor  ARGV[6] TTL ms  ARGV[7] history max
 -- ARGV[8] max level (escalate)  ARGV[9] assignedTeam (assign)  ARGV[10] caseId (the member in KEYS[3])
 -- ARGV[11] assignee (assign; '' = none)  ARGV[12] team tag (assign)  ARGV[13] assignee tag (assign)
 -- ARGV[14] status tags 'OPEN ESCALATED RESOLVED'  ARGV[15] level tags 0..max (space-separated)
+-- ARGV[16] the event envelope (events.Envelope)
 -- Reply: {'OK', HGETALL case} | {'NOT_FOUND'} | {'STALE', current} | {'INVALID_STATUS', status}
 --        | {'MAX_ESCALATION', level} | {'CORRUPT', field}
 --#include object_keys
 --#include case_history
 --#include case_index
+--#include case_event
 local active = {OPEN = true, ESCALATED = true}
 local rules = {
-  escalate = {from = active, to = 'ESCALATED'},
-  assign = {from = active},
-  resolve = {from = active, to = 'RESOLVED'},
-  reopen = {from = {RESOLVED = true}, to = 'OPEN'},
+  escalate = {from = active, to = 'ESCALATED', event = 'case.escalated'},
+  assign = {from = active, event = 'case.assigned'},
+  resolve = {from = active, to = 'RESOLVED', event = 'case.resolved'},
+  reopen = {from = {RESOLVED = true}, to = 'OPEN', event = 'case.reopened'},
 }
 local op = ARGV[1]
 local rule = rules[op]
@@ -69,4 +73,7 @@ local exp = string.format('%.0f', nowN + tonumber(ARGV[6]))
 object_expire(exp, tonumber(ARGV[6]), ARGV[10])
 tags.status, tags.level = case_index_lookup(ARGV[14], ARGV[15], to, level)
 case_index_set(4, ARGV[10], tags, nowN, s[8] or '0', exp, tonumber(ARGV[6]))
+local auto -- nil: the key is left out but for escalate
+if op == 'escalate' then auto = false end
+case_event(KEYS[17], event_env(ARGV[16]), nowN, rule.event, ARGV[10], status, to, level, team, assignee, v, auto)
 return {'OK', redis.call('HGETALL', KEYS[1])}

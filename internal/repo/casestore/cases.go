@@ -39,12 +39,12 @@ func (r *Store) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 		return nil, err
 	}
 	rep, err := r.writes.Script(ctx, "case_create", "case create", scriptCreate,
-		append(append(r.caseKeys(tag, in.ID), r.dueKey(tag)), r.indexKeys(tag)...),
+		append(append(append(r.caseKeys(tag, in.ID), r.dueKey(tag)), r.indexKeys(tag)...), r.keys.EventStream(tag)),
 		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, repo.FormatMs(in.DueAt.UnixMilli()), in.Reason, in.Actor,
 			repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), strconv.Itoa(repo.SchemaVersion),
 			strconv.Itoa(r.objects.Quota.Limit), strconv.Itoa(MaxDueCases), in.Assignee,
 			r.indexTag("status", cases.Open), r.indexTag("level", "0"), r.indexTag("team", in.AssignedTeam),
-			r.indexTag("assignee", in.Assignee), r.indexTag("subject", in.SubjectRef)})
+			r.indexTag("assignee", in.Assignee), r.indexTag("subject", in.SubjectRef), r.envelope(ctx, in.Tenant)})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ package casestore
 
 import (
 	"cmp"
+	"context"
 	"embed"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
@@ -53,8 +55,11 @@ type Options struct {
 	// MaxPerTenant caps a tenant's live cases (GATEWAY_TENANT_MAX_CASES); default
 	// DefaultPerTenant, at most MaxPerTenant.
 	MaxPerTenant int
-	Metrics      *repo.Metrics
-	Logger       *slog.Logger
+	// Retention bounds the tenant's event stream the scripts append to (default
+	// events.DefaultMaxAge and DefaultMaxLen).
+	Retention events.Retention
+	Metrics   *repo.Metrics
+	Logger    *slog.Logger
 }
 
 // Store keeps escalation cases (it implements cases.Store and cases.DueStore).
@@ -69,6 +74,7 @@ type Store struct {
 	openTTL       time.Duration
 	resolvedTTL   time.Duration
 	historyMax    int
+	retention     events.Retention         // the tenant's event stream's bounds (event_append.lua)
 	objects       repo.Objects[cases.Case] // how a case hash reads, the tenant's quota
 	// statusTags, levelTags: the value tags of every status and level (index.go)
 	statusTags, levelTags string
@@ -101,7 +107,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	}
 	r := &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), maxEscalation: o.MaxEscalation,
-		openTTL: o.OpenTTL, resolvedTTL: o.ResolvedTTL, historyMax: o.HistoryMax}
+		openTTL: o.OpenTTL, resolvedTTL: o.ResolvedTTL, historyMax: o.HistoryMax, retention: o.Retention.OrDefault()}
 	r.objects = repo.Objects[cases.Case]{Type: "case", KeyPattern: "case:{c_*}", Map: mapCase,
 		Tenant:  func(c *cases.Case) string { return c.Tenant },
 		Quota:   repo.Quota{Name: "cases", Env: "GATEWAY_TENANT_MAX_CASES", Limit: o.MaxPerTenant},
@@ -116,6 +122,17 @@ func New(s *store.Store, o Options) (*Store, error) {
 func (r *Store) caseKeys(tenantTag, id string) []string {
 	hash := r.keys.Key("case", tenantTag, id)
 	return []string{hash, hash + ":history", r.keys.Key("quota", tenantTag, "cases")}
+}
+
+// moveKeys are the keys of a script that moves a case: its keys, its tenant's list indexes and
+// event stream.
+func (r *Store) moveKeys(tenantTag, id string) []string {
+	return append(append(r.caseKeys(tenantTag, id), r.indexKeys(tenantTag)...), r.keys.EventStream(tenantTag))
+}
+
+// envelope is the event envelope of a change the caller on ctx makes (events.Envelope).
+func (r *Store) envelope(ctx context.Context, tenant string) string {
+	return events.Envelope(ctx, tenant, r.retention)
 }
 
 // dueKey is the tenant's due index.

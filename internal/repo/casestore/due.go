@@ -88,8 +88,8 @@ func (r *Store) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 	}
 	const script = "case_auto_escalate"
 	args := []string{strconv.Itoa(r.maxEscalation), repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), cases.SweeperActor, id,
-		r.statusTags, r.levelTags}
-	keys := append(r.caseKeys(tenantTag, id), r.indexKeys(tenantTag)...)
+		r.statusTags, r.levelTags, r.envelope(ctx, "")}
+	keys := r.moveKeys(tenantTag, id)
 	rep, err := r.writes.Script(ctx, script, "case auto-escalate", scriptAuto, keys, args)
 	if err != nil {
 		return "", err

@@ -60,10 +60,10 @@ func (r *Store) transition(ctx context.Context, name string, ch cases.Change, tt
 	}
 	args := []string{name, ch.Tenant, repo.IfMatchArg(ch.IfMatch), ch.Reason, ch.Actor, repo.FormatMs(ttl.Milliseconds()),
 		strconv.Itoa(r.historyMax), strconv.Itoa(r.maxEscalation), ch.AssignedTeam, ch.ID,
-		ch.Assignee, r.indexTag("team", ch.AssignedTeam), r.indexTag("assignee", ch.Assignee), r.statusTags, r.levelTags}
+		ch.Assignee, r.indexTag("team", ch.AssignedTeam), r.indexTag("assignee", ch.Assignee), r.statusTags, r.levelTags, r.envelope(ctx, ch.Tenant)}
 	tag := r.TenantTag(ch.Tenant)
 	return r.objects.Transition(ctx, r.writes, repo.Change{Script: "case_transition", Name: name, Lua: scriptTransition,
-		Keys: append(r.caseKeys(tag, ch.ID), r.indexKeys(tag)...), Args: args, Replies: transitionReplies, ID: ch.ID},
+		Keys: r.moveKeys(tag, ch.ID), Args: args, Replies: transitionReplies, ID: ch.ID},
 		func(code repo.Code, arg string) error {
 			if code == repo.CodeInvalidStatus {
 				return apperr.Newf(apperr.InvalidStatus, "Cannot %s a case that is %s.", name, arg)

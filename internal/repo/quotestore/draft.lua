@@ -1,7 +1,9 @@
 -- draft: what the scripts that change a draft share (--#include draft). KEYS are a draft's
--- (object_keys); ARGV[1] is the caller's tenant, ARGV[2] the expected stateVersion ('' = any).
+-- (object_keys) and KEYS[9] the tenant's event stream; ARGV[1] is the caller's tenant, ARGV[2]
+-- the expected stateVersion ('' = any).
 --#include object_keys
 --#include quote_index
+--#include event_append
 -- draft_load(...) reads tenantId, stateVersion, status and the fields named of a DRAFT the
 -- caller may change: the values, or nil and the refusal (object_load's, or
 -- {'INVALID_STATUS', status} when it is no longer a DRAFT).
@@ -24,15 +26,18 @@ local function draft_now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- draft_save(now, ttl, id, tags, ...) bumps stateVersion, writes the field, value pairs given
--- with updatedAtMs = now and expiresAtMs = now + ttl, moves both keys and the draft's place in
--- the quota set to that expiry, puts the draft at now in the list indexes (quote_index: tags
--- its customer, status and channel tags, '=' for unchanged), and answers {'OK', HGETALL summary}.
-local function draft_save(now, ttl, id, tags, ...)
+-- draft_save(now, ttl, id, tags, ev, ...) bumps stateVersion, writes the field, value pairs
+-- given with updatedAtMs = now and expiresAtMs = now + ttl, moves both keys and the draft's place
+-- in the quota set to that expiry, puts the draft at now in the list indexes (quote_index: tags
+-- its customer, status and channel tags, '=' for unchanged), appends the event ev = {type,
+-- envelope, change} to the tenant's stream KEYS[9] and answers {'OK', HGETALL summary}.
+local function draft_save(now, ttl, id, tags, ev, ...)
   local exp = string.format('%.0f', now + ttl)
-  redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
+  local v = redis.call('HINCRBY', KEYS[1], 'stateVersion', 1)
   redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%.0f', now), 'expiresAtMs', exp, ...)
   object_expire(exp, ttl, id)
   quote_index(now, exp, ttl, id, tags)
+  event_append(KEYS[9], event_env(ev[2]), now, ev[1], id,
+    {status = redis.call('HGET', KEYS[1], 'status'), stateVersion = v, change = ev[3]})
   return {'OK', redis.call('HGETALL', KEYS[1])}
 end

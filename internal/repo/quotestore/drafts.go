@@ -34,7 +34,7 @@ func (r *Store) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, 
 	rep, err := r.writes.Script(ctx, "quote_create", "quote create", scriptCreate, r.quoteKeys(in.Tenant, in.ID),
 		[]string{in.ID, in.Tenant, in.CustomerID, in.SalesChannel, in.Currency, repo.FormatMs(r.ttl.Milliseconds()),
 			strconv.Itoa(repo.SchemaVersion), strconv.Itoa(quotes.PricingVersion), strconv.Itoa(r.objects.Quota.Limit),
-			r.tags(in.CustomerID, quotes.Draft, in.SalesChannel)})
+			r.tags(in.CustomerID, quotes.Draft, in.SalesChannel), r.envelope(ctx, in.Tenant)})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (r *Store) Delete(ctx context.Context, tenant, id string) error {
 	if !quoteIDPattern.MatchString(id) {
 		return nil
 	}
-	rep, err := r.writes.Script(ctx, "quote_delete", "quote delete", scriptDelete, r.quoteKeys(tenant, id), []string{tenant, id})
+	rep, err := r.writes.Script(ctx, "quote_delete", "quote delete", scriptDelete, r.quoteKeys(tenant, id), []string{tenant, id, r.envelope(ctx, tenant)})
 	if err != nil {
 		return err
 	}

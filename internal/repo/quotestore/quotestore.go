@@ -7,6 +7,7 @@ package quotestore
 
 import (
 	"cmp"
+	"context"
 	"embed"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
@@ -44,8 +46,11 @@ type Options struct {
 	// MaxPerTenant caps a tenant's live drafts (GATEWAY_TENANT_MAX_QUOTES); default
 	// DefaultPerTenant, at most MaxPerTenant.
 	MaxPerTenant int
-	Metrics      *repo.Metrics
-	Logger       *slog.Logger
+	// Retention bounds the tenant's event stream the scripts append to (default
+	// events.DefaultMaxAge and DefaultMaxLen).
+	Retention events.Retention
+	Metrics   *repo.Metrics
+	Logger    *slog.Logger
 }
 
 // Store keeps quote drafts (it implements quotes.Store).
@@ -58,7 +63,9 @@ type Store struct {
 	log      *slog.Logger
 	ttl      time.Duration
 	maxItems int
-	objects  repo.Objects[quotes.Quote] // how a summary hash reads, the tenant's quota
+	// retention bounds the tenant's event stream (event_append.lua)
+	retention events.Retention
+	objects   repo.Objects[quotes.Quote] // how a summary hash reads, the tenant's quota
 }
 
 var _ quotes.Store = (*Store)(nil)
@@ -80,7 +87,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: quote max items %d not within 1..%d", repo.ErrBadOptions, o.MaxItems, quotes.MaxItemsLimit)
 	}
 	r := &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
-		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, maxItems: o.MaxItems}
+		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, maxItems: o.MaxItems, retention: o.Retention.OrDefault()}
 	r.objects = repo.Objects[quotes.Quote]{Type: "quote", KeyPattern: "quote:{q_*}", Map: r.mapQuote,
 		Tenant:  func(q *quotes.Quote) string { return q.Tenant },
 		Quota:   repo.Quota{Name: "quotes", Env: "GATEWAY_TENANT_MAX_QUOTES", Limit: o.MaxPerTenant},
@@ -92,17 +99,24 @@ func New(s *store.Store, o Options) (*Store, error) {
 func (r *Store) MaxItems() int { return r.maxItems }
 
 // The keys of a draft: its summary, its items, its tenant's quota set and list indexes
-// (quote_index.lua), all under the tenant's tag, so one script creates, writes or deletes a
-// draft, counts it exactly (GATEWAY_TENANT_MAX_QUOTES) and keeps the indexes. Another tenant's
+// (quote_index.lua) and its event stream, all under the tenant's tag, so one script creates,
+// writes or deletes a draft, counts it exactly (GATEWAY_TENANT_MAX_QUOTES), keeps the indexes
+// and appends the change's event (docs/EVENTS.md). Another tenant's
 // id names a key that does not exist.
 func (r *Store) quoteKeys(tenant, id string) []string {
 	tag := r.hasher.TenantTag(tenant)
 	summary := r.keys.Key("quote", tag, id)
-	return append([]string{summary, summary + ":items", r.keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
+	keys := append([]string{summary, summary + ":items", r.keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
+	return append(keys, r.keys.EventStream(tag))
 }
 
 //go:embed *.lua
 var scriptFiles embed.FS
+
+// envelope is the event envelope of a change the caller on ctx makes (events.Envelope).
+func (r *Store) envelope(ctx context.Context, tenant string) string {
+	return events.Envelope(ctx, tenant, r.retention)
+}
 
 var (
 	scriptCreate = repo.LoadScript(scriptFiles, "quote_create")

@@ -21,7 +21,7 @@ func (r *Store) Patch(ctx context.Context, tenant, id string, ifMatch int64, p q
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
 	}
-	args := []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), "", "", "", "", id, ""}
+	args := []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), "", "", "", "", id, "", r.envelope(ctx, tenant)}
 	if p.CustomerID != nil {
 		args[4] = *p.CustomerID
 	}
@@ -49,7 +49,7 @@ func (r *Store) PutItem(ctx context.Context, tenant, id string, ifMatch int64, i
 	}
 	return r.write(ctx, scriptItem, "quote_item_write", "item_put", tenant, id,
 		[]string{tenant, repo.IfMatchArg(ifMatch), "put", it.ID, raw, repo.FormatMs(it.Quantity), repo.FormatMs(it.UnitPriceMinor),
-			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), id})
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), id, r.envelope(ctx, tenant)})
 }
 
 // DeleteItem removes one line item at stateVersion ifMatch and recomputes the totals.
@@ -59,7 +59,7 @@ func (r *Store) DeleteItem(ctx context.Context, tenant, id, itemID string, ifMat
 	}
 	return r.write(ctx, scriptItem, "quote_item_write", "item_delete", tenant, id,
 		[]string{tenant, repo.IfMatchArg(ifMatch), "delete", itemID, "", "0", "0",
-			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), id})
+			strconv.Itoa(r.maxItems), strconv.Itoa(quotes.MaxItemBytes), repo.FormatMs(r.ttl.Milliseconds()), repo.FormatMs(quotes.MaxAmountMinor), id, r.envelope(ctx, tenant)})
 }
 
 // Submit moves the draft from DRAFT to SUBMITTED at stateVersion ifMatch.
@@ -67,7 +67,7 @@ func (r *Store) Submit(ctx context.Context, tenant, id string, ifMatch int64) (*
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote submit: %w", apperr.NotFound)
 	}
-	return r.write(ctx, scriptSubmit, "quote_submit", "submit", tenant, id, []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), id, r.tags("", quotes.Submitted, "")})
+	return r.write(ctx, scriptSubmit, "quote_submit", "submit", tenant, id, []string{tenant, repo.IfMatchArg(ifMatch), repo.FormatMs(r.ttl.Milliseconds()), id, r.tags("", quotes.Submitted, ""), r.envelope(ctx, tenant)})
 }
 
 // writeReplies are the replies of the write scripts (quote_patch, quote_item_write,

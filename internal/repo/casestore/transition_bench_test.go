@@ -1,0 +1,40 @@
+package casestore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// BenchmarkCaseTransition is one case_transition.lua call, an assignment (with its
+// case.assigned append), on a private Redis 8 without persistence, reporting the server's time
+// per script and the stream's bytes per event:
+//
+//	go test -run '^$' -bench BenchmarkCaseTransition ./internal/repo/casestore/
+func BenchmarkCaseTransition(b *testing.B) {
+	s := testredis.PrivateStore(b)
+	r, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	k, err := r.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/42", AssignedTeam: "ops", DueAt: time.Now().Add(time.Hour), Reason: "late", Actor: "svc"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	teams := []string{"ops", "l2"}
+	testredis.ResetScriptCost(b, s.Client)
+	i := 0
+	for b.Loop() {
+		if _, err := r.Assign(ctx, cases.Change{Tenant: "acme", ID: k.ID, IfMatch: -1, Reason: "hand over", Actor: "svc", AssignedTeam: teams[i%2]}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(testredis.ScriptCost(b, s.Client), "server-µs/script")
+	storetest.ReportStreamBytes(b, s, []string{r.keys.EventStream(r.TenantTag("acme"))})
+}
