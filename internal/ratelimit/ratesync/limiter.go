@@ -47,8 +47,8 @@ var windowAddSHA = func() string { h := sha1.Sum([]byte(windowAddBody)); return 
 //
 // With one replica the limit is exact. With n replicas a counter can overshoot by what the
 // others admitted and had not yet sent: at most (n − 1) × (SyncShare × limit + what one replica
-// admits in a flush's round trip). When Redis cannot be reached the counts stay in memory and
-// are sent once it answers again: each replica keeps enforcing the limit on its own admissions
+// admits in a flush's round trip). When Redis cannot be reached (a flush waits at most the
+// Redis timeout) the counts stay in memory and are sent once it answers again: each replica keeps enforcing the limit on its own admissions
 // (fail open to local enforcement), so a request is never refused or failed for Redis's sake.
 //
 // Windows are fixed and aligned on the server's clock: each reply carries the server's time, and
