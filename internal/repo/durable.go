@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -26,6 +27,11 @@ import (
 // durableMarkerTTL is the marker's lifetime: it only has to exist for the WAIT.
 const durableMarkerTTL = time.Second
 
+// markerOnce writes the marker and deletes it in one step (replicated as both writes).
+var markerOnce = rueidis.NewLuaScript(`redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1`)
+
 // DurableMarker writes the marker of tag on c (the pinned connection of Durable.Run) and
 // reports that the call must be confirmed; when no confirmation will follow (durability off,
 // or auto on a deployment never seen with a replica) it writes nothing.
@@ -38,7 +44,15 @@ func confirmMarker(ctx context.Context, c rueidis.Client, key string) (bool, err
 	if !store.Confirms(c) {
 		return false, nil
 	}
-	err := c.Do(ctx, c.B().Set().Key(key).Value("1").Px(durableMarkerTTL).Build()).Error()
+	var err error
+	if store.Asking(c) {
+		// On the node importing the slot the marker is written and deleted at once: a marker
+		// left there beside the migrating node's own copy would make MIGRATE refuse it
+		// (BUSYKEY) and stop the migration. The two writes still move the connection's offset.
+		err = markerOnce.Exec(ctx, c, []string{key}, []string{strconv.FormatInt(durableMarkerTTL.Milliseconds(), 10)}).Error()
+	} else {
+		err = c.Do(ctx, c.B().Set().Key(key).Value("1").Px(durableMarkerTTL).Build()).Error()
+	}
 	if err != nil {
 		return false, CommandError("durable marker", err)
 	}

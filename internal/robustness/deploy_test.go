@@ -28,6 +28,8 @@ type deployment struct {
 	// gateways are the replicas serving the workload, which a fault may kill; gwFronts[i] is
 	// the front gateways[i] reaches Redis through (standalone).
 	gateways []*gateway
+	// limited are the rate-limited tenant's replicas (ratelimit_test.go).
+	limited  []*gateway
 	gwFronts []*testredis.Proxy
 	// clock: the first gateway's clock, which the gateway fault steps.
 	clock *steppedClock

@@ -93,7 +93,8 @@ func (l *limiterRun) run(ctx context.Context) {
 // check counts, per whole one-second window, the requests certainly admitted in it (call and
 // return inside it) and compares them with the bound: quietEpsilon, or faultEpsilon in a
 // window within a second of a fault's span. Objects are windows; violations, windows over
-// their bound; the notes give the largest ratio of each kind.
+// their bound; the notes give the largest ratio of each kind, and how many windows a fault
+// excused: disturbed, over the quiet bound, within the fault's.
 func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -115,6 +116,7 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 	}
 	faultEpsilon := float64(len(l.gws))
 	var quietMax, faultMax float64
+	var disturbedN, excused int
 	for w := first + 1; w < last; w++ { // the whole windows only
 		from, to := time.UnixMilli(w*1000), time.UnixMilli((w+1)*1000)
 		disturbed := false
@@ -125,6 +127,10 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 		eps := quietEpsilon
 		if disturbed {
 			eps, faultMax = faultEpsilon, max(faultMax, ratio)
+			disturbedN++
+			if ratio > 1+quietEpsilon && ratio <= 1+eps {
+				excused++
+			}
 		} else {
 			quietMax = max(quietMax, ratio)
 		}
@@ -135,7 +141,9 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 				from.UTC().Format(time.RFC3339), certain[w], rateLimit, eps, disturbed))
 		}
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax))
+	r.Notes = append(r.Notes, fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax),
+		fmt.Sprintf("%d of %d windows disturbed (within 1 s of one of %d fault spans), %d of them over the quiet bound %.2f and held to %.2f only",
+			disturbedN, r.Objects, len(spans), excused, 1+quietEpsilon, 1+faultEpsilon))
 	return r
 }
 

@@ -219,6 +219,7 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 	gws = append(gws, startProcesses(t, gatewayBin, specs[replicas-rc.processes:]...)...)
 	d.gateways = gws
 	lim := startLimited(t, d.url(), rc.durable, *flagGateways)
+	d.limited = lim.gws
 	w := setup(t, gws, spec.env["GATEWAY_KEY_PREFIX"], *flagDuration)
 	d.waitInSync() // the setup's creations are not what is checked
 	w.start = time.Now()

@@ -72,6 +72,14 @@ func Ready(ctx context.Context, c rueidis.Client, key string) error {
 	return nil
 }
 
+// Asking reports whether c, the client a Durable.Run write was handed, runs on the node
+// importing the write's slot (after an ASK): a key written there may also exist, still
+// live, on the migrating node.
+func Asking(c rueidis.Client) bool {
+	p, ok := c.(*pinned)
+	return ok && p.asking
+}
+
 // Confirms reports whether c, the client a Durable.Run write was handed, will confirm the
 // write with a WAIT (false with durability off).
 func Confirms(c rueidis.Client) bool {

@@ -6,7 +6,9 @@ package ratesync
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,7 +35,8 @@ var windowAddBody string
 // ScriptBodies returns the scripts the limiter runs, for store.LoadScripts at start.
 func ScriptBodies() []string { return []string{windowAddBody} }
 
-var windowAdd = rueidis.NewLuaScript(windowAddBody)
+// windowAddSHA is the script's SHA-1, for EVALSHA (store.LoadScripts loads it at start).
+var windowAddSHA = func() string { h := sha1.Sum([]byte(windowAddBody)); return hex.EncodeToString(h[:]) }()
 
 // Limiter is the gateway's request-rate limiter. It decides every request from memory, with no
 // Redis round trip: a counter admits while the last total Redis answered for its window (what
@@ -44,8 +47,8 @@ var windowAdd = rueidis.NewLuaScript(windowAddBody)
 //
 // With one replica the limit is exact. With n replicas a counter can overshoot by what the
 // others admitted and had not yet sent: at most (n − 1) × (SyncShare × limit + what one replica
-// admits in a flush's round trip). When Redis cannot be reached the counts stay in memory and
-// are sent once it answers again: each replica keeps enforcing the limit on its own admissions
+// admits in a flush's round trip). When Redis cannot be reached (a flush waits at most the
+// Redis timeout) the counts stay in memory and are sent once it answers again: each replica keeps enforcing the limit on its own admissions
 // (fail open to local enforcement), so a request is never refused or failed for Redis's sake.
 //
 // Windows are fixed and aligned on the server's clock: each reply carries the server's time, and
@@ -281,6 +284,12 @@ type flushItem struct {
 	n      int64
 }
 
+// args are window_add.lua's ARGV for it: window start, window, buffer (ms), count.
+func (it flushItem) args() []string {
+	return []string{strconv.FormatInt(it.window, 10), strconv.FormatInt(it.c.p.Window.Milliseconds(), 10),
+		strconv.FormatInt(it.c.p.Buffer().Milliseconds(), 10), strconv.FormatInt(it.n, 10)}
+}
+
 // Flush sends every counter's unsent admissions in one batch (one round trip per Redis node)
 // and takes the totals Redis answers. On error the admissions are kept and sent next time.
 // When it returns nil, everything admitted before the call is in Redis.
@@ -295,7 +304,7 @@ func (l *Limiter) Flush(ctx context.Context) error {
 		return nil
 	}
 	items := make([]flushItem, 0, len(batch))
-	execs := make([]rueidis.LuaExec, 0, len(batch))
+	cmds := make(rueidis.Commands, 0, len(batch))
 	for _, c := range batch {
 		c.mu.Lock()
 		c.dirty = false
@@ -304,16 +313,14 @@ func (l *Limiter) Flush(ctx context.Context) error {
 			c.sent += c.unsent
 			c.unsent = 0
 			items = append(items, it)
-			execs = append(execs, rueidis.LuaExec{Keys: []string{c.key}, Args: []string{
-				strconv.FormatInt(it.window, 10), strconv.FormatInt(c.p.Window.Milliseconds(), 10),
-				strconv.FormatInt(c.p.Buffer().Milliseconds(), 10), strconv.FormatInt(it.n, 10)}})
+			cmds = append(cmds, l.client.B().Evalsha().Sha1(windowAddSHA).Numkeys(1).Key(c.key).Arg(it.args()...).Build())
 		}
 		c.mu.Unlock()
 	}
-	if len(execs) == 0 {
+	if len(cmds) == 0 {
 		return nil
 	}
-	res := windowAdd.ExecMulti(ctx, l.client, execs...)
+	res := l.windowAdd(ctx, items, cmds)
 	received := l.now().UnixMilli()
 	var firstErr error
 	for i, it := range items {
@@ -337,6 +344,30 @@ func (l *Limiter) Flush(ctx context.Context) error {
 		l.offset.Store(srvNow - received)
 	}
 	return firstErr
+}
+
+// windowAdd runs window_add.lua for each item (cmds: its EVALSHA), one round trip per node,
+// and runs again with EVAL the ones a node answered NOSCRIPT (a promoted replica, a node added
+// since the scripts were loaded). It goes through the store's client, which bounds each call by
+// the Redis timeout: rueidis' Lua.ExecMulti first loads the script on every node it knows
+// through their own clients, outside that bound, so one node that accepts and never answers
+// (a crashed cluster master) held the flush, and every later one, for ever.
+func (l *Limiter) windowAdd(ctx context.Context, items []flushItem, cmds rueidis.Commands) []rueidis.RedisResult {
+	res := l.client.DoMulti(ctx, cmds...)
+	var again rueidis.Commands
+	var at []int
+	for i, r := range res {
+		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
+			again = append(again, l.client.B().Eval().Script(windowAddBody).Numkeys(1).Key(items[i].c.key).Arg(items[i].args()...).Build())
+			at = append(at, i)
+		}
+	}
+	if len(again) > 0 {
+		for j, r := range l.client.DoMulti(ctx, again...) {
+			res[at[j]] = r
+		}
+	}
+	return res
 }
 
 func cmpErr(a, b error) error {

@@ -198,3 +198,80 @@ func TestSyncReplicasShareTheLimit(t *testing.T) {
 		}
 	})
 }
+
+// Redis that accepts and never answers (a paused server; in a cluster, a crashed master's
+// address that still accepts): a flush, called as Run calls it (a context with no deadline),
+// gives up within the store's timeout and keeps its counts, so the next one sends them once
+// Redis answers. A flush that waited for ever stopped every later one: each replica then
+// enforced the limit on its own admissions only, n × limit across n replicas.
+func TestFlushBoundedWhenRedisHangs(t *testing.T) {
+	t.Parallel()
+	srv := testredis.StartServer(t)
+	s, err := store.Open(context.Background(), store.Options{URL: srv.URL(), Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	h, _, _ := keyhash.Generate()
+	l := newLimiter(t, s, testredis.Prefix(t), h, Options{})
+	p := &ratelimit.Policy{Name: "tenant", Limit: 20, Window: time.Hour}
+	ctx := context.Background()
+	if got := hammer(l, 4, 7, ratelimit.Request{Policy: p, ID: "acme"}); got != 7 {
+		t.Fatalf("admitted %d, want 7", got)
+	}
+	srv.Pause()
+	t.Cleanup(srv.Resume)
+	done := make(chan error, 1)
+	go func() { done <- l.Flush(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("flush to a paused Redis succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("flush to a paused Redis still waiting after 5s (store timeout 300ms)")
+	}
+	srv.Resume()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err := l.Flush(ctx); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("flush after resume: %v", err)
+		}
+	}
+	key := ratelimit.Key(l.prefix, h.Tag("rl", 9, "tenant", "acme"), "tenant")
+	if n, err := s.Client.Do(ctx, s.Client.B().Hget().Key(key).Field("count").Build()).AsInt64(); err != nil || n != 7 {
+		t.Fatalf("Redis holds %d (%v) after the resume, want the 7 admitted", n, err)
+	}
+}
+
+// A node without the script (a promoted replica, a restarted server: SCRIPT FLUSH here) answers
+// the flush's EVALSHA with NOSCRIPT; the flush runs the script again with EVAL and succeeds.
+func TestFlushAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	srv := testredis.StartServer(t) // a server of its own: SCRIPT FLUSH reaches every client
+	s, err := store.Open(context.Background(), store.Options{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	h, _, _ := keyhash.Generate()
+	prefix := testredis.Prefix(t)
+	l := newLimiter(t, s, prefix, h, Options{})
+	p := &ratelimit.Policy{Name: "tenant", Limit: 20, Window: time.Hour}
+	ctx := context.Background()
+	if err := s.LoadScripts(ctx, ScriptBodies()...); err != nil {
+		t.Fatal(err)
+	}
+	hammer(l, 2, 3, ratelimit.Request{Policy: p, ID: "acme"})
+	if err := s.Client.Do(ctx, s.Client.B().ScriptFlush().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatalf("flush after SCRIPT FLUSH: %v", err)
+	}
+	key := ratelimit.Key(prefix, h.Tag("rl", 9, "tenant", "acme"), "tenant")
+	if n, err := s.Client.Do(ctx, s.Client.B().Hget().Key(key).Field("count").Build()).AsInt64(); err != nil || n != 3 {
+		t.Fatalf("Redis holds %d (%v), want 3", n, err)
+	}
+}
