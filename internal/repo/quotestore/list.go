@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/page"
+	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
 )
 
