@@ -1078,6 +1078,9 @@ type WebhookCreated struct {
 // WebhookDeliveries defines model for WebhookDeliveries.
 type WebhookDeliveries struct {
 	Items []WebhookDelivery `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // WebhookDelivery defines model for WebhookDelivery.
@@ -1103,9 +1106,12 @@ type WebhookDelivery struct {
 // WebhookDeliveryStatus defines model for WebhookDelivery.Status.
 type WebhookDeliveryStatus string
 
-// WebhookList defines model for WebhookList.
+// WebhookList One page of webhooks.
 type WebhookList struct {
 	Items []Webhook `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // Cursor defines model for Cursor.
@@ -1299,10 +1305,16 @@ type ListEventsParams struct {
 
 	// Subject Only events about this subject (a token id, a session id).
 	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
-	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page, or an event id (events after it).
-	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // StreamEventsParams defines parameters for StreamEvents.
@@ -1426,6 +1438,32 @@ type RevokeUserSessionsParams struct {
 
 // ListUserSessionsParams defines parameters for ListUserSessions.
 type ListUserSessionsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
 	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
 	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
 	// not define (400 naming it), so a mistyped filter never lists everything.
@@ -1613,9 +1651,9 @@ type ServerInterface interface {
 	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error
-	// ListWebhooks The tenant's webhooks
+	// ListWebhooks The tenant's webhooks, oldest first, with cursor paging
 	// (GET /v1/webhooks)
-	ListWebhooks(ctx echo.Context) error
+	ListWebhooks(ctx echo.Context, params ListWebhooksParams) error
 	// CreateWebhook Register a webhook (its signing secret is shown once)
 	// (POST /v1/webhooks)
 	CreateWebhook(ctx echo.Context) error
@@ -1627,7 +1665,7 @@ type ServerInterface interface {
 	GetWebhook(ctx echo.Context, webhookId WebhookId) error
 	// ListWebhookDeliveries The webhook's recent deliveries, newest first
 	// (GET /v1/webhooks/{webhookId}/deliveries)
-	ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error
+	ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId, params ListWebhookDeliveriesParams) error
 	// PingWebhook Send the webhook a signed test event now, once
 	// (POST /v1/webhooks/{webhookId}/ping)
 	PingWebhook(ctx echo.Context, webhookId WebhookId) error
@@ -2707,8 +2745,24 @@ func (w *ServerInterfaceWrapper) ListUserSessions(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhooksParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListWebhooks(ctx)
+	err = w.Handler.ListWebhooks(ctx, params)
 	return err
 }
 
@@ -2764,8 +2818,24 @@ func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListWebhookDeliveries(ctx, webhookId)
+	err = w.Handler.ListWebhookDeliveries(ctx, webhookId, params)
 	return err
 }
 
@@ -5300,6 +5370,7 @@ type ListEventsResponseObject interface {
 }
 
 type ListEvents200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -5316,6 +5387,9 @@ func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.Respons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -11083,6 +11157,7 @@ func (response ListUserSessionsdefaultApplicationProblemPlusJSONResponse) VisitL
 }
 
 type ListWebhooksRequestObject struct {
+	Params ListWebhooksParams
 }
 
 type ListWebhooksResponseObject interface {
@@ -11090,6 +11165,7 @@ type ListWebhooksResponseObject interface {
 }
 
 type ListWebhooks200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -11106,6 +11182,9 @@ func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -11813,6 +11892,7 @@ func (response GetWebhookdefaultApplicationProblemPlusJSONResponse) VisitGetWebh
 
 type ListWebhookDeliveriesRequestObject struct {
 	WebhookId WebhookId `json:"webhookId"`
+	Params    ListWebhookDeliveriesParams
 }
 
 type ListWebhookDeliveriesResponseObject interface {
@@ -11820,6 +11900,7 @@ type ListWebhookDeliveriesResponseObject interface {
 }
 
 type ListWebhookDeliveries200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -11836,6 +11917,9 @@ func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -12318,7 +12402,7 @@ type StrictServerInterface interface {
 	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error)
-	// ListWebhooks The tenant's webhooks
+	// ListWebhooks The tenant's webhooks, oldest first, with cursor paging
 	// (GET /v1/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
 	// CreateWebhook Register a webhook (its signing secret is shown once)
@@ -13734,8 +13818,10 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, param
 }
 
 // ListWebhooks operation middleware
-func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
+func (sh *strictHandler) ListWebhooks(ctx echo.Context, params ListWebhooksParams) error {
 	var request ListWebhooksRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
@@ -13853,10 +13939,11 @@ func (sh *strictHandler) GetWebhook(ctx echo.Context, webhookId WebhookId) error
 }
 
 // ListWebhookDeliveries operation middleware
-func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error {
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId, params ListWebhookDeliveriesParams) error {
 	var request ListWebhookDeliveriesRequestObject
 
 	request.WebhookId = webhookId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
@@ -13907,419 +13994,421 @@ func (sh *strictHandler) PingWebhook(ctx echo.Context, webhookId WebhookId) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37cttGti+Ov0oXZ58y6YAURckXUZWazci0o0QXR5LjXOgtNIEmiQjsptFNUYzjqv3Xqd/f+3fe4bzH",
-	"eZR5km/1Wt0NgAQoSpYcJ6OpmopFAH1dvXpdP+tDJRDjieCMK1lpf6iMGA1ZAv/co8GI1fcEV4mI60ei",
-	"fqpEwvSTkMkgiSYqErzSrpwwORFcMkkCmiTziA9JkLCQcRXRWBKaMMLZJUtIoBsMGxWvIoMRG1PdFOPT",
-	"caX9a4WLuoTm33kVNZ+wSrsiVRLxYeXjR6/SPaPD5Y7PRoyI/m8sUI8k8aWiiv3IEhkJ7hMqCSVSJYIP",
-	"iR6JmhNFhx5hjWGD+L3KVq/i50cyplcHjA/VqNJuPXlaNIr9kI0nQjGu6idsEtM5C5cH5atkynwyGzFO",
-	"1CiSJDHLQyJJ1IgRmGaY/iwGhHLCaBJHLCEJez9lUpFZpEb4Oh0z4noO5vXv2bx4CXXHxct3EPGLgn17",
-	"uUeet54/b0M/nF0pMqFD5hG/N202t4KNy80NJS4Yl/+Mo3Gkvm7p31tPg2kiRfL14eX2VaPRgHfZLklY",
-	"/HWvolvpVXyPUP0DVdEl6/GEDVjCeMDImIYwYbMwMNVHkogZJxOqRoTykLyfsmSO8xc8nhMf+/NJotc8",
-	"YCHpz/WIe7wvwrneed3pnnmpqiltToQasYRMaELHTLGEXLCJ0jQhGVe1Bun09T+I4DD1mEqceqPHS0mi",
-	"uf28cGlFQHE9i6gzSBhVuNlimgTsphR3QhU70Gu/3Px+9+wlcc/bZKLnK+IomHswKbO6ksRsoEjESaQk",
-	"mUU8FDNYZqAtFggeSjLlKopxTc0bjIcyPSxABb3KbvL1k52d5q76envTI72KYpxyBb+3dnae4AN/1SJe",
-	"M8v6a5jAdZM1r7UJ7jXOmqgRVYROJnHEQqJEdhE8IjgjcSQViRQbE0aDUY9XfZiX7xEfZ6L/JZkEBuLB",
-	"IvnjAfU1mRy+7JBLlkSDCLe7hovT45nVef/102azuTv7+mkztzrvv95q2gd+g5waysPBUy5nLAEmQBKq",
-	"WB2OGgt7XExYAn2RKo1j0p8qmNKYKaq3ZyIirqTbyoFIZjQJ63SqRiQRU8WkR/xX3TOij7H+VSTR78zv",
-	"cZiXfWCnWyNCn09NIwGNY5ZobqW/0rwz0DTcJpRsNzc9IhL415buklAyjqSM+LDHZSAmzNPfhSyIQn1O",
-	"2UAkjFA+VyN9K0SSBGLK9YHQg9C3RcQk4SyC0zqIWBzegnqYSub1zkCxZJlwTg2FK0FmNFJ2SIn+JuLD",
-	"/HkciGRMVaVdibjaalU83Xk01sy1tbn9bPv51tPtZ15lHHH8selGE3HFhiypeJWr+lDU018rH/UIHRsy",
-	"16pk+3BxRHqEmu9VvAqnY/1NgA+9iqbcKNEXjGbr2VH+R8IGlXblHxvpxb2BT+WGaVt3igyxmC3lOCaw",
-	"Y0YmCbuMxFQCI9QkJ4XlGr6+P9p5Dl/ziJjQ91O2S8Q40ueqxzVBAC1GiWWomtpDEi3eZwvsWWrWDIPQ",
-	"fcNBHtJLTY5tQnscLwD8PRSaYoQig0hlj7gmru1mk3A61qRmLw0kJ1houFcyK43rs4rWJlQpluhv/+vX",
-	"Tv0XWv+9Wd85r7/76j8qK8WDYP49K2BiHRLEkRYegpGQjJMLNifV5//67/9/68kTMkkirmg/ZiQY0YQG",
-	"elX0RYWkurB8+kt9gvQFqK9XLYvIzNJb2WI3/wk0Qjkuvv4WFq3V2oXbGroZRTHDi8C25FY34mQQR8OR",
-	"WeqdzNKi0Jiu7YK4Ur7IT+A42b+f55e817tqbdZ7vatn3dIlHxxSFYyKqVwLjXi3J4yGpJoV/Woo9MyS",
-	"SDEyopMJ4xLFjQiPw/upUCCySRXFMaEKye8S5UuPsFgysr3ZapATc1JxFVPpTUz1qQA+CjyehWS79bxB",
-	"/Mc+GetRM0lmI6pANDbtAoucJom+IqpaPtvZ3GyS//d/N7cam43NmkekKBj3lGsmF+mp0ziee3BXwGQE",
-	"J9RMBYbPriKpZFsLnFN+wbXchU+rmpcbysCL65GspdPfbm43Sjd7UMdNWMW0Mrv+dHvFTh5PcBbLO/pW",
-	"C9SThGnBDSUclVAuYdaFO6hZ6cIGRhKJomp3r7bOrG4yC8XGpbw9woc3WKbM2di8MTsqkRv1yRgLIwlp",
-	"JQl47kjEoSTVTX1RbjabwHngwZjO4SEZMC2naK6DC6onRSioDT2uX22TGY0vjCyZu2H0EQCBu0G6IPSA",
-	"JJawwVQrjdRI/KmwHiGb73HN50M2iDgj1QxzjxSeBBA+9MRDMohi/SXqmbp5ifIVCB7llwAIW7ktDtmA",
-	"TmNVaT9peisEgs1mMyMJbK4lCXiVH/RZK6WP9+bpbS9/27ru6RTlutK+pHt+297SHnR/Z1oGLu1Nmae3",
-	"7cu2rnt6I1lS2tEUH962H9O27uYt64+EuCjtaeaer+qMXdHxJIb3R+fNzd/Cp1ez7cFm0rrYmcgnwy31",
-	"/vnlM86Qsu7o5H/UAzIWGT2Gb2h4gteS/isQXDEO/wRdCdWZjUki+jEbf/WbRFV2vfV6jV9hp8tsxt6G",
-	"TmaDaw+Zs+BKSzm7xGdJIhLpA0ORoJqRAY1ifdBRI6h4WatUTiUuGpx5dyN9sUTFXOtj+z5MUYvXZ+7W",
-	"QetPyYLebCF1w2WrCPcY1erNwq23sDDWRrZqWvDOol3hcy+i4IM4Cj47NTpLIRgKU6KkcSxmKBwYETHi",
-	"lzSOwrp+cSp9j/hjelVnMqAxjM/3UrnYCsW1L4hMu/pEfc7l7XACp7ih5/BSJP0oDBn/3BucNTrHNLgg",
-	"lBibBBgqpGKT+nRCjOVRM+wvaM9eCc4+54IdCRJHlwwMW8GIxjHjWu1nVxO9MJ4ztuLixVqDmpOpROsr",
-	"RVuYsbk5uyyaFEEseCQJXPpf0rE4EuqlmPLwMy+znAYjZwDWDAOVkzhmiV4lULa+oFV6nTCnTb6kUczC",
-	"z32OreqFuhpocDRmX+gSnTjZ7/MtklugL5OVGc3gDXdW58+6OodokPaIucY9Ypia5mQJuxQXLLRsCpkU",
-	"qborP3OH+F6P+1OeM4KD2RMuE/P9bCQkI7EYRhwMzBKs4vq/zmMwJ1V/PKB1u1N+u8etXwgscvqpJaM2",
-	"AffhLloyNKfQ7ThXANr7YzEUU0VoELCJ1uNrqOB+AdvvVd6+fVvvZJYsv6XXWfNRlRSHlM+NziI/qxwD",
-	"LhgCVgEyo/p0gcuaVP2sb8ZaDzuv95GAHklidt3azpyAqL/r8ar/qnPWfdv5+fykc9Y9P9g/3D87f909",
-	"OT87/r57pCXMsufdo87RmSa73OW6osXT7unp/vGRXyMi8YpcV9iU1pQfSaIVy/FEyQYBN0qPo6LhZ5wq",
-	"vnUT7hp7+wDEAGfqpBmvzpBGXCrCBWfWrwBrJr8gCl3wF638PPNqEW0eJz9MhaJfIonejEI9soo+gems",
-	"JNBbkcbYMlMcEliiqb7ToJHphFTN6hHNJojfaDQ24J06uwoYC1no7xrXFbz2SBIfnltbQqTQiQtr4pNh",
-	"dAk/SiKj31mtTdD/K31StZPD2Zwfdn7CmZ/WgJ+/Pj5Fdyl+4GE/rOTLH94cn3UXv8QPPOJrdb7kw73O",
-	"6dJ38LpH/Ch1qZALNi9pYf9F9/D18Vn3aO/n8++7P5vGqIlDsA6gpXASciTQQ6t3bJZESjFuOAJSv41d",
-	"UdGYpdECKS1h9IpUqFOgpo27TBW5iHho7mDZIB1z5wJh2NCDSNkXSNVe0SLR6nlt13kwwoQOVPoBOJpj",
-	"pvBV97ldFdiF87OzA2M70fsOziDwnUCzYFlZHoBtQW/H+fHr7lFRK6kZJj078MFJ9/T44Mfui4WPtAIQ",
-	"TyF0QHc9pskFS1znkui3GQ8lqVIwf7FQbzML7dYlLGaaFOBlMeOEKnDZfykK1qfx1S9aVszIhI2/j5j1",
-	"htNLGsW0H39Wu8MJC/XBjUK0vWH0i+ZLVjEWfBANp3oLNLPRcm5VJCSg4AzqM3vf1YBp2XifNtrv0pAZ",
-	"EJ8TRvWB4oa5URvakjDNrIhxt44oH7IQPUo2LsQc3AUOKOlgSQ39NKK3O7BnLTB/0a14Y5zJsxEDFzLN",
-	"2JT0nSIVTRQLzZ1iYoH0crbBhTjLvG6sSVrTmZvrhDPYHKcSBSJ04mX64VxMyYxBvJFxt0eSwKm+pz1L",
-	"fe5/k10z62k3zZytzKYtBKVmzBC4l2loAoR6jSc0YXXKw7pkEPKWDdGFLcVrHL22LnRvFgVs13rxMQzF",
-	"qCnZYRmJU7kYOkm2N1vpEG0YRfeMDjGYj5JX3TMiR2Imc1NG6QI94OkS3BPRuLtkD3r5G1FO3qSCqgka",
-	"hpFVaxIhyvBY0o8jHsbz9rX7jOqqiEPTsLVFu01vbrogSM1JtH6hP0ei0rvNXdjMArk0t3dzI0chl5NY",
-	"SOXa1IoykdGQQwQUqDENsj/ItCengVZHpFcyEZ7eU/dDVGlc+r8LI3I8KBOfhiwIOYrTltTC3uspap0B",
-	"lEORkEGkZW4IOOEMuYShDtcFbK8EwRwlwjqNY6u+wJ00G1GV6SNSksUDKz5qad8Y7NBYWM7RMiRdux9K",
-	"+V6rFHugUfyNSMXom2BuQMNqg7wtVnW9VMQrD6nMX2im9ShEjTOJLllIBokYZ1RgPPq2jVzkeSHraTU3",
-	"0/7BIoKd2FbQflFNTJYJvluQfoJR28tsx5J5uEu2mzt2MPWI100IJzSYFW8x8jNSJrormXJZw1UEU/PS",
-	"QrqQ0TGdWx2VGkuhmc39kLDxLvztiNh5FLJUrO/NlJe13aLjC9KFbJqPG6RjCMG2Zh0NlM9ndL54Merr",
-	"mPK5JsAq2Abhho0k3IC1XU0Ohs8pMaMJUvaEJXW4FAM6yRgwojBmbuIMuSpkA8SRVOg2tkkH+mu58QGD",
-	"tT7aHARpkgI4rhXq3np29ySKQVDZ346MUukrknK6iobgeUpC8GFKQJYUdBtl1FPVHX739sxRDAQeW61r",
-	"ybK2ay7nZYKwZlXQwPXGEwzuTxiKhxRCxxRL5D2RgjPm/Z0oIQ2PzglRcDM63Y0WJhgsqnakqnWrkssm",
-	"0/oubKmLvlaCSMYy98hSt/r20N/OwVhv7w8wM1dNwBVekDG7ZDEZi4TtEiq1PE5oGMr0m1EklUjmhHGV",
-	"zHfR3nqJIl3CxERrDrjC+kLMR3ih7UcyHqYDhPzNuZiSMaPcqS33Q34m1vRvx4tMjKzRBYf62CerOJJ9",
-	"xzGllB1pEkibKGNI4NthQcJUOa8xg0Jugw4Ex23udHsnidB6w+c2sL5lcVwfiGSspz1VzilXpaQvpjz0",
-	"CCX9qYy41mmSacz0DzPIk4ZYMBGyLylo6w2X08lEJIqFhyyM6BmYsv+cOGaTb2y6Rq9kZPR7iMX4gsJw",
-	"PtowdBhHJ1BFuYCQAf50Z4tQ/ZwEMY3GxiQyzfjwrFSBF3EE/ly0t3PmGY2HqtTRPOOmQc6kWZNJIiYs",
-	"URGGpNNAXbclOGI9i2l/vTzQNAr/V/gozYRHdUQ31pmq0YG+SbJ58990Tvf3Kl7l8GWnIH0ePwLX1AmT",
-	"kBryYXk6ZZmWerXAYGHWxqyrZ/yyuK5mSXPpeSYwiUri/wSenjqsiA9n85rF8Co0O8+Vy+xe/OhVhomY",
-	"TuSaiR+v8OWPXuUi4mFRvlYUjND3KwYZHxqZUIn8KJ3a9xEPcWZ2T4xOUPEwd6RwXyC4F4YLqUxrUAms",
-	"3D6+vNlspgm8NEko+NVkNm9mzfQXoFGgsHVGgAYD7OBmRA3rnHaWaSq74UVkD+kFy2QLYhQLzxgdrzV0",
-	"8wErJvUJS6SWNVF88LOt+2QmkgtruNOi4a7JCEszTlFixBg6I34oRsePJHk/ZVO2QPabrecFAwxcavU6",
-	"SdJexWjHHZXL/g6pYnUt7yyn5Sz1GE7ZJ3ydphS4w3ofOeheJaZSpUrOJ4w439AJo7IM+iKBZy4KLB8z",
-	"sUt8OlXi3Ir4PuqS6QuPJNjAahZHhZEhVUzLfPYTNEaIS5aEU5vsCYbXtRikUQ8+ZeuzzqzFnXu6nd25",
-	"nWbz2ebOTuvJ9rPt5s7O5sr9My1P5TpkfIpvpizoRL9/t1zIq0wn4ScdkwU+5jAOMvwrM3w3fy/PoZaP",
-	"iz1+C3uRPdfZwZdxxg70ksmRo6F17L7OMMwBjSUrEg85mxmVdKw5mnNgW78VeKRGIjb2ZM3VPGcnznPN",
-	"SCHBW+7JIHl2GF0ynirRmYcLfHPK7YoVsVDQeMbi0sZCoIKeZn3TMQkTMcEQIzMufSznpM9iAUJM6otj",
-	"dFwzblXoMueVgbZmy8MdUW59rLr3Pg0ubKP6kwY5E+SCsUlmZTzUy9WIjY3zTROCTatcvMQq/SiOIz6s",
-	"x61K9r6qUE7/03zVCMQYkjaRd1UUvWASGAkxX5MwkpOpYnCw1r4z10zbbJTkbeav1+sOfse++zGdyfJJ",
-	"zg9n9anMzWz1USmSADoLlGz31OTUqRGLEvSlRhBcBSHzHqGSzMVUi7siRpYPW71LKE+DV7U2AemgiC8y",
-	"dsgxEWA6gdaP/KPWIP4YD03CJEsuWdgGty2mnJsscfByAClaxBIMDMqRVgHJLMof+eXlQmW1ijGrvPtY",
-	"SgP/2f6qjAz0OqMpaF2W9OWT6KeJSbck8BWXYsH2laxEe+MfpQgLCxpneoEt3Fv2ljLzKDtc36IFc1lQ",
-	"d+qN+8d1a2+a6nKVzJfUnmWtJwVrKIExQwAeI8s5pDhSlQbdR+tyBnGn5kT7JXS16wWzhUXF+V6zXjjJ",
-	"cqV8XbXmfvQgxweLMrjLtKDo9ioQ/QtoI4NEjE+djLu8gij/WayukiUz1GVcz2D1X1PyL2Mmn1HCV+L0",
-	"FjK+yrmp7EWDK5CKx8wxoIrTc+BfYsI4mgpSxasYLzInF4ClIe05M/giiTy3ZmUnF/WO9KoNzpub4+fB",
-	"82R7Mkn4000uk9FIBk3+5IIv7Gmeb7fykFHB+a/N+g6tj367GPNJXV3Wf3/3ofX0Y+k9+5oO2V3w20/k",
-	"sSVwlLvgHuszC3uEcE5yJBIFOJecsPFEzWv3wl1TArWEdvy6e1TxKt3Tvc5B56z7ouJVbLJDoX0uj5Zx",
-	"O2HmbmTbVRevjR9e1oVbeVJrleOwfGi1SmgMglALES1Pj8l2a/MZofFkRPtMRQH4Xha2cSs3hq2lIbz7",
-	"sFXc8wt2GQVsnw/EDVc8miysw/aTfK/N+k6n/pLWB+3Gu8eFfce0j9fHdTeO1gc6Q+PGybz8ZLNVtKVL",
-	"m9e9NN/m1/aY2/BBz2Yz2fsU1FOqxDgKABDCAg+amF9yhKHIxotY6LkoOsBvR4IEFPxskbKJZW2E0TXg",
-	"R4iTm4EYNY+dxdm8oJUjX86lYmN/8cZ/2iwyQVLMQCzeY0QkWr5jdTOPJNEft4mPAEsQ7PGCKqpHCT+d",
-	"YBiO/c0YvWHZ4TczwGyHm08LNioqcBCcAtyhR0QSgk+3amCHxxJXom7X571ZGZN1i3ImRtydnna1PmmN",
-	"KdbhjCH/16sVwJH2w2Ip5Ke6YVn1/dCKvtYTaEJSQrYQMH6tzTB1FCwSEFU2FcVD8GpM/4oAeNVE44Dz",
-	"1kUrh6RqIufNc3ApJXRm9ezaWhJjiSmw5GUtShYggIeRfCRJEIvgIjXZmhBeBOdDP+B1gulWq6jThAas",
-	"bJvebu0ReAEMCwMLSQL71FinceNQXnXFA8GD53npDg0tAzRrU2TV1EIX8A1zWN+VsbK7EEeQJ96LPNK4",
-	"qaW3XMJIV7RwU7Vwo0hAFY3FcMpINRSB3Oj+2D06O22Mw1qDdGkwskzM16vqO3x1WAiwJYUuAdOhPTcw",
-	"pM0n//rf/7PM92oNcsqCaRKpOY5BkqoLTjNhijVAtDf4uAPR43HEmVPY6DSMFInFsEHOXG4JBjZK5LqI",
-	"iJ+ap7LODQtK1eOYRgPWrjlTmD7vgN4zE7Ee0oaJmKw4H2bDWMEzv4wH9NwlTC0+QIyApZ8xGXXhR33O",
-	"cz8mQi30tTyeWAyHLDwXU5X5UYsp+CEsVWbQ+Lec9sf6Bk9/MUm/FXT3ZT6AP517yP5gtXv7t/X8pH8L",
-	"4E6FIuzLiMWhg9PKH8uQKRrFa0guGQDoZWo/AjjkAeBwqpFnsDBFQjC4I0XFXIuXAyh4UTffnR4fkdf4",
-	"lETcGN37IpzfXG8wEy861t8yGqvR8lrJJWVCXFyvepqvijra5yoRcgIWt9voFRhVkN+755s7rWtNivDh",
-	"uf75fBQtCa7Xs8TFcIaiKRkF//YxMzRQ0SWwVtNLX4iYUQ5WnqvJ3doyogWT06c3KNeL5fhNReuZcQKB",
-	"98z1b64Va5QXmQpEaxPrY2AtqpQTdqUYB6ltzMZ9lnjk5OUeefb0aYv8v//barR27XVlYGtnEPsMKMXm",
-	"Xum83l8v9Ccl0ELyvsbYg4RTRJ7fvf2+gCjjYfZQd8MXp8UxVEFymX+x9eTJ5k7hqxfRel7pCzXPWSe+",
-	"f13Y3BRDX1xgUTQsfO3qFvE4al7BmenPceAlK3e6vHQXbL6+UKcX/9ropcXh6Q6KxnM4oLl88/y4grxB",
-	"ZKXlK/Oq3mMRFohzL1gcaSVFTCGasE95uGuDdqESzqJUmWPBT5dsD+8+lNjzTJbBnUUpZCZn5pbto2Rh",
-	"f7RC1PJR6QMACOt+4jAXgvssXZcFL94ypi8K4zsY6S2j6ZaEhcOXnfMfuyf7L/dLTI3uOi9wJjhASs5m",
-	"NqwSEzttp7sLKcZckFjwIUsgbE0u8t11GGkWXxsHlw1rWRmsZ6lofjvJ5tPP76cfxuuPUuHEBWfzw4gX",
-	"aqSc0LGYcuUANI1l9ZEkY/0JmfJIa2tUIbp967+ebJF//f/+h2x6hF3RAD7EkjsgC09oIllSy9kkPlly",
-	"sXHkhYHWO9tPnlmoKoIytCwwMBpAtgM2KDATHb7sOMg2V9gJLF9QtmlxNnfnsitUdgprYnkVBPQuNsuC",
-	"nw5qVeUwvrXCk9N01roVM9rZ9faOiEtFecDWUthypsFrtS7IXlldgAhsemavsmm3qOXd376lvLS8/Sc7",
-	"O9laBs01m1aRitcTq1WpnScL8IaWkDcn+1pMgBA0CDHAUlXmRbnxQcbT4Ue/5pEpD41D3VhPHsken0z7",
-	"cRSQNycHJpDOYnO9fvPNwf7e+ZuTAzAUSaZMDRewF2LxuRgSYW3mWKQsaF2PZ2y/j6RuvdYg+xYKTLIh",
-	"BP5FWHIQivjoUUL62yxSwYgIbiw4zuWZzggy0ajxrbpdmiZR3dXNu7GK7iySeou8VYo0FI0okAI/OTI6",
-	"yLi+Vl5C9j34RioxtvUdrqWrMJKQnuzujLvj5OyTZR/Nwfb06O4vjmKSREHEh/cSofA+LVWyVs0RryJp",
-	"zOTeiHK+5Pz73OEVyxLki5POy7OKVzl9883h/tlZiRjpjI2fIvNO+0ooGt8DUSp6dR+t3iQU/L6mdsch",
-	"5mkpnYw3JsNdFqg1I5s7trW4k4vsJrMduWXJnvylI7pmpPp1iiacuk+JEb1T5rx2VGm7LKx0BevYan1S",
-	"yOqiJrKCBNyalK74YtjS+zsKW3p/k7AlHIlCLWPRI5GRr9Y4zJGrVnbtq3HE2dk9nf33UwoFmu/4DriY",
-	"rpfcwiP1OokCduczK3CGIt1dTCuZWS8NYWm1ywlSsfFBJNWn+oxTmvoLxQrfnwBR6MVeI7TRLePr6U0Z",
-	"8k2P7npnZrMJ/1tZqa7wqKzP0jfKePryuVpFgRnbz5Ip7ZrjUroTdxFNgerRp58Kdw4epdT/WQLlzUqY",
-	"Iqk3yGzroJ1szJIh0/pxMMKKpM+2dp7W7PFmYYT6LlhxwJw1jnguHGxZ9Lg3MWJJH1yX4u5TAsmL7Tc4",
-	"A0tbecJoCLAdn8G/bgL/nAK7GJWLsR33VTN7MXoXeysa56n17S4Sb38axaoecSwBRqo26lK2E0bDTBim",
-	"bEOoDVSBh0gf94L50z1GCH/32PzpHgNSv3uKf7mHGEzknloQmuUfFgdDw3EE5dkBVBnODsJumGhJW1gK",
-	"YyRNTCmFGAIbUIqwk2kFKpmrz+GMZ4Dbka5TOoZ0sm5i6ZSyg/drbRKLGUvq+iXPREyabqG07FYrU95a",
-	"j8Cn9d9Js75DzkndR5hoh81IScz0QcOGcE6umfy3jfKvSdWHCNPM0po0T1x8KHVrFhZpZZhQrvQiubAs",
-	"hyveNkMJLHiOfER8Q6sNxKPwCZUXpgqQiVt7fXL80373tDEOPdKrdDJf9yrYPeKSm45pfjiRQmxiLJbB",
-	"5/mnWEEoRyykmghh4FhkrbH4NGZK5ml9I0/qiOpknCUmsnSQA7vkQmXQuG0pM00/WnKFzAUEYE/HgQn+",
-	"fSGUVAmd4K8e8e0Sp0gofg0LDkcK84v9heobvqscrAQuGaz0drNZyydwZrd9ZYXVhbB6Wv/93a9pbH/T",
-	"29r82M792rA/F/J748z8bC7gtfFd7sqoW1RVOpmyhWxaQxE2XLnKeIi4kZcRm6FTdTk6KYS0hTXdxZjj",
-	"ABllEKR4OKAd4xy7P6Prn+pQ1yLiCYZafmIrp4x9Cg7IOA11+BPjA9b4JJM9dyPIC1dles160WXOf1eR",
-	"OhsWvhwIkLcEZjZokXK8Ai5SKBhlYXJvmUhuOjpD6D/jySyK8IGS6e0FccKCB1Jbq3jFeXyy08rrqVvr",
-	"eiFvxwnXYzOZHKpPO/j3v4LPn27n1u/pmsuXKT2Yq35fqBIeiGHE4WyTw5edNgpcJOLEP3zZOT/p/vBm",
-	"/6T7wkf5AKO99dO0XlS2JuJAJDOahD2o/ONpIZWOI5fJgxuUL3xo0Ds3Sb6cIiB0QgK1qYO4fKt80ml2",
-	"J3h12E7+Tio0AphJlaA9gyjnEQMlDxFKACSTiRxwtaAwC6nqY4sNSLjTkuyxFcrgFy3qX7CJgkI4Wk1v",
-	"pxUN6JDxtMgBDcNEC6U0YSYqT/eKGUgjKkcMwZlNupGpr9IgHZu9bhJ+7MAwmJULHMZykMuaCYILG4Ff",
-	"rVj7V+6ELq+9qXeIh9hzokqJKI+v+aSq5W0xqKXVICZSJQBrYrHrsFPfKClS6llCuJlvGqm1iQ1K2mp5",
-	"WOAetJin24vKUKf+C7FKTYOckzb5T7JBvtLKTZULEojxmGotQE5owNpkYQjkNxFxiTkjoBbA+yhpFSHk",
-	"rW9w+c+NUrSS1C6Wya5CsxhY6t5PmXmukilb3KvbXUy34sQLxGTaWEFNReHdvjz3yVfZApqbrbrbRKLo",
-	"kHxFfPeOjQTffJ55SbKYATpmdbP5nCSUh2JM+pHSqtqpsaaJZKGYdhwNWJtAlo1mG5ocM8wUMJMilVd/",
-	"5Pnv0esX49G37y9mvw3Ohyfxs6uzVv9985eLnZ9nB+OtheS4hVTjvFIkz/MJz5utj4u/PF+pDd2Fm8Iq",
-	"Vn9HQJO8uJox5HX2zvZ/7CI8qbtjzZ8rY2JNi2c2NPbvpov+pSObb6a5FEc3nwLmteAB2yUZutUk6p+f",
-	"fyukqo+G52akPgmEuIgYpJf/VDd91IE6/PsLcM7rNbdTZTBJMyyy8raepozVA4zyuk0njwBvdhAtwnqt",
-	"7bLPxz63loOf13TYpzmmt7vtbuoaLIDFXUltYEHPsVQMVrD8da1bvRgBd32YrRV4aEBdNlU4xQdOQM5G",
-	"2b44J0DFpQpXBtWbhXC57pIgpuMJCy0gYSTlNIvcnLAxjQDmUL+ubwpGfBem47v8XxCOa6u1ta3NJ1tP",
-	"m7dQ2IpBxypu03Ozzi5d+bnCLOKl+yEXALmIVWDEfbTZuuoeRjtwOFeLKwgvztdBAShmuZ9M18WQz9dy",
-	"V29VulIhrzSNXn87WNZ2azIvyi7N8WSWYbcpkVxPF4cMUUXuOiz4ptzsDgJxgcI/oYEJTZg1HNI4Ph5U",
-	"2r+uua3vvLL8UOOVy9QWXkTWd2InQsWDL6WaOlAgZF1f5kUelAamJTgv7bJJxDz8JFRGaGENDGjAr7V8",
-	"VX+GxRp2cyD4tuKTrVFOecD0ifO0Vp55BPjgeksTUIvA3dR2b5MCzB1TfwTa8NcLLLoPZPn7wYj/ZFZz",
-	"PS+749jcDI8qQkpJB5dhWO4M5xlaijGxPuIzrMNdhAalbHKN3f90tJVP0i7fyIKAmzuRzkztovu4KjDA",
-	"oOwUFrulyq1Ri3dJiUxjIaSwFr/NHnrb/ebb4+PvF2r6wxSxor+tTeSyhgx65a2lnWmyZradGXBhONVq",
-	"ckm/xO7ciueP0+pQ9FztqtspOOk+5/cEMIIMZI6CWk3RJUsADmueDemxUDN+zbNBC/o55odRMknYILoi",
-	"Fv/nsX5N35uPfbx/4jhnIM0Y0JaQbNY1nlZ7vcd/5CIG3j2u9nqNhZ9q8GOv97j2z9oaxtVynSyll+Ws",
-	"WaNik5FSk6qskTcnB57DZkegMI4UCnXzEzJIKOSz5dVm/blsb2xAoE8jg4u9MaJyNKSLIRZIrTcBacyR",
-	"4LWkVoK9YWjaS2UFC05fhuj3pfOpW5qn9GRLEuJzC+LZSqAodYJbYTaSLDj3ndOjTyV7uk3EgGy1SH+u",
-	"mGwQTFFPywaGLBAhVFrTj3Okg80dDr7/YSd5/ur7n98nZ7Pf3rx+8Xz/4PUv+6J1QA/o6WwdeKMvkSm6",
-	"xV5BsgYDw1Dcpwgd+QbnNwYFKRcRFltethjfe2gNy4LCrRPE4pC5Fi/zeSpK2SqVGCIEaDzfnp29NiDT",
-	"nr5N0DvvQR1CLJZn/KHrIe6MmZR0WApQaCiqHoVEQrlDZQHuHkkAcaRkEvEhhkvV1kGR1MKkCXRaKcuA",
-	"X8POP5IknDJSfd09erF/9AoC9Gq3N8Ys+SlMuxWv8qJ7sP9jF70ULzv7B2XJltDEXiFoDCqPAdOk+Mik",
-	"WWd2LYObDnAdnKVO6ZWGt51cqvuaZHnH+k9KLlmLuT1c16kv5pjehTvNiu7XudPWZCF47QB24qnuAYfU",
-	"ZzRhSWeKqHD410u7ht+9Pat4yzKLQYeqm1I23709I1WAlvKIfxGFvkFN8IgfSelv+HQa+hs+u5r4xA7U",
-	"IwMRx2JmytL0+MnLvefPWk+gsT6TygCIKDJJaKCigMmarXbcn+NtaA0r1aUI1OK4VS1WIlTAQphrrUHA",
-	"GinbJBeFTvIh6CQTk0uyEbk9ngk9J9m4c5IGnZNMxDnJhJuTXKw5yQeaeyQbG5wLHEYGgSG4GHHc4+vH",
-	"nKPmXhhmgaZz8FLBqvgGsbPWIJ0ev64ioi39Qjlx1St9Gigfq1e2if+hV5HTfq/StragtAyjaT6tw4jD",
-	"/eh7qSCzWLFRC0fYAVazJFCmCSONYOBgWAO6TkV4LS1n3IR74HorZnNiQt9P04Agg/TLCXVOPOu6AzVF",
-	"f4Z/VrwKp9D7krMvHQidRN+zbGXDb+Ho3HQoBoyyqveTC17vJ2IGJeDjSBNazQ0NX0yHtuBpXB7YR4Bm",
-	"QZTy/IisXgHRDRJh7+taOAnTsDAaw40AKHlYzLjPRhE3RtRAcKVPdxv1HHvaerwq4yiEMlg8TDUk9E94",
-	"EFghFZvUpxPPxGxhxBCUwKdTNap5pPN6v25olSkaUkVJ9bu3Zz2umQgFr0Fq6fRIlAV3rHkGFzZM6EBJ",
-	"UhUTFY0jiRjw3CYie5kiybbif63H9ZjTugt47EnVYZrr1UjLNchao8d7/B//IK+YArqGoD0W6l/9oSDJ",
-	"lJPGRjAONwxH88kkibiSBDEII4U1lE15fkoeP065G3INWIbHj0G0cjWbehxOFOrjwA1qDfIagsweP3YV",
-	"VR8/htpiM49MqMRCzFQSP700fGRAj88SqBAupuoxVEHg8x53VNAgXejG5ZpgvTKwGlCTtLCbKXSm/waP",
-	"nnkdZQdJtpvb1tez3dwyC/cPgpVMMxVMh4KZ5dGv/JF99AeZjQTma+jx/pGuInz0Rzai8Y8e/6Ner+f+",
-	"r5tL615Vqb6vauQPKJXGuL4xEkOP2JBIZJsMEjEmN7ikSMEdRf4gvt0Wk+ryDewCOTv+vnvkkz9wL9VI",
-	"ExHaVvyNy02fsKuATTBoUY/QxEUB29SjsVaURsOHGS+wl6o/Gspz/VRPc6ERy2ZEQuhksjRRl6pEqtJ5",
-	"62wzS0EOTmowC7AiRuKP3ND1Smb+3DAsIZ0Ri4Cw/tAnniUSYI2uogzTsMXxzLT+AID3vriEnmxhcmoP",
-	"BbTa452FlQKBV5+Owm0yNc9Mre/t5qZHJJ1DNlSWAs2FLoVmVPkia8b+nN1DR6upAEN5+rOWzEVwQaJA",
-	"cIj5tADcYsJ6PFKEMxZKPZot4kdcTgeDKNAXRl3ixQ8HchZJVnOHDQKLsfZ8yPDQqFEipsMRFoozB0C/",
-	"vtkgP+ufoJScfWAZZTZ+rl1MM5g6lYmAbhOVTLGqYo8TYho2Fb61AA3F4tNwZoy+27XWNK1AxlTpa9EC",
-	"3llMKLhM9CRbDbKvd/FCGueXe7VokBsfXJjNx43xgG64t33LtGCg/ocMxJ4HS+cRZ6L46DfI48dnGZhx",
-	"CdZtzQ+jtKyj3vTHj9sLy0yINbzKdFsyWJ6kenp46hFWH9Mo9sBxN1UjzQ0DzZ30URhPlJ76FiKiw1Vs",
-	"jLq2PQCkhn7pZLKbG4EZa6TaONPr1wh3xTeZccsro5ej1WyShKlpoq81wtkMGs+fN6pIzC5ZDNHtpkCt",
-	"LecplZhIW9S4tku2Wy2MStcd1CMOmF6+LawPjcNEq34W38+veWR7s0l8N8b6UHDYW7N7AIwHR9q94pHt",
-	"1g5RQpAx3IKEOERAd4jALiL1X3gxAiIfiZzUnIMirPplBfT9Wpv4eqsctr5BZ6PgoNK6DlWazUhUxCNl",
-	"aj2grDDDovAkFKTqLyG4WQC3QoQ23VyPS6ZqHvERe9DH9mZU4qJaiR3YHrgdPOIj9KCPQdZ5hMG+BX5E",
-	"EHSvx32H8oeFVOOIO7jlNAkjFkPZIE+aWzAnvfZaBZkTPwPj5zdQEDCFy/7I4drp+yhSMVu67/UX280m",
-	"+YP86o9pPBDJmIV1Myj/XdWt2NJDfcdlQpgsi5qxOK7jm2gtyXWR4sxl205/XWzU1iIgY0j+x8OKArVt",
-	"eBMaNuRez8QyZHsoeGy7ykY/0IRBb/ByvoNcukd2XTK/2yZX8exISRDuI0lssYN8R1OeYV75vhYe6e46",
-	"6Q+aa9iR2Ca3oEnUfOsh41G+wdwDO/qcnoy3eY7E820XXKm5dV98WrTsMQ0uwPBpBo9ZxbluzPVVuAWL",
-	"z2BdiFQJ4ufS/BIhPzXTya7VNnTEhaoPxJTnenA/6qaPBJHTYJSK7ub7J0gnTI1EWNdf0DgWswVqWXqq",
-	"WzyEX4FazK+2zR1oMxB8EEdB7jza39ITg6N5JI3+5Y4ONIk7mGvVnglkGEWnBZ/YHlKFzpK2HSyIxCkg",
-	"rnI8KNvdmF7VU5Uxz1qyTxyBmCKUNE4YDec2J8mYUbPaJ+5orjNDqvWI1wdxNBzllm7pIRKMJe+Up+9b",
-	"1TeY179nc8DsVFEckz7TPH2SCH1S3G5tIo9buEize5Z7YmhJyzXAEVKBzTTXguYmCYRSwsLX0YGQbbPg",
-	"sV3B/UH9ENhm94wOcfA0dq3juZrQeSxoWFdC1GOaDHPjXXq4yJ77IoRV0ZIAvGAbf2JYmZxOJkKr+vUx",
-	"CyMKRu08Ryt6Q3fzJn0CLN+64W0Pz6AHdjVhAeajFKzN8lM7gcwTElCuibnPyJhZ5tbCte/rM1/XyiUL",
-	"803nn9hm0QxNZmIahwQfAsMPWRBTzWrgM5nvJMpQ2QWb1xOmha3ceSx8w23zApVq6QTENQNBEUYDgHBV",
-	"CwzcdL8kMS5cbtlntksgVxCa5dJ9aZo1cmw9jsaRqgOawwLXLnrBdoDpgebkj0xCgT36fDruM0icgbNj",
-	"hfB8/1Nujiftxwskl3mwSNApLSwe7tbz5dNYdBkVvqC7cadx+eppIdN6PxWKFlJb/gmyK1PZAx7pNtnV",
-	"iE7BOJxrNKGK4Rrnm8z+DqtghHm7FHY5t1AqQbtFMZtYfLa4qMZwi/BMIGMt8IsnRjoEoZjTOH8X4W+w",
-	"hObfoJexxKgUponNJZYDF9aAJZqEIz4s4zsLry0yH/uY4GPb3ZYV1i5pFC/TmPvZLgZeyhC+rXcr84Zt",
-	"EXnmSKlJ/RIB3kBOcCPJLXnpW7o/kLvNUzif6Wz+AJ9BHAWMY00SYyPvTPT5q7caTRNzkEbbzGazBoXH",
-	"DZEMN8y3cuNgf697dNqFb1Io7komFOfSwuJVNhtNfEtMGKeTqNKubDWaja0KhCyNwEu30QDd4YKLGd/4",
-	"bXYhG7+ZoN4hhpE4m89+WGlXXjEFRU2gvvBE6CHpl1rNJkTU4JUBMQMZzdK2iN6eNSqenKJ3YNlPAXrc",
-	"W9YnmuWeMtXAwHKTul7crhvohgGMz7grK+1f33kVOR2PaTLHwLNkTi7YHMHBja4gFxTD796eSQOJ9mTz",
-	"GVb0ed7celYDaNihRF+vopV3uq+NUAR6kew/Nz5QKZn6aH4aQeGs31et+LfmlXtcdFO+q2TZDVuGIzS5",
-	"6zU/iC4Z161XnfCshBb1wa1TsqaGohtzOo5XLd3xhPHO6/2bLZ1tNF2666JxC1fN9E1CEUwxrO5uF+4s",
-	"6+kqXqYF04shObjgsxSXH3ur2USrDrpw0Ls2SSLdrfOYYOiKBzz5q7xJBD8WPNWGwP7X40ZBAbT9trFO",
-	"Y+uR9EBks+wzBYNQLABhlE5oP4ojFZkqimiztq4gkRhfFaB+WbtS58Xh/tF558WLE98jsRCTvlZ5+3Ni",
-	"NqFmnL++1hCTKJA+OneXqOgEF+wez1+K8FdATNA91BTQNzCQ0ZPm1oq+s6a89cdga5gUjkDvUiqnGcGx",
-	"UfGM3xcWJEMEZX2Ztzeyr5r+7uxcuLUkVRw3jBbEAs8qyYLH8+Ijk/XHlB6RThCwicq5GowHyVvpgkIw",
-	"P3Ry6mukQY45kVO0/QA9W2SHx/YTaayOkFcHxhs1d9EVFpSi4RAhvo946FvLbBSMyEXEQyIGPZ7xVU70",
-	"DZSWF06jIjSHn42oAk+oPpBjrBsJsB4ekYJQniJh6Duyx2mgrEsDFIjxVCrk4vSCZbqwIzzFrnzMWKbK",
-	"+pzAftfQMjZ6kcsjQZbDcmpYldWGiNiuoCyiAegoCwQhVT3P796ePZKFcSXooHr8OAve13j8mLwFzuFY",
-	"zd5e9/T0/OTNQffUxxojulPjBWRh1mAbsiDCgFmMGRpEiTS2Vi3q6h5cOeNBFDNTrgRVWjglK9AFe9zC",
-	"C7ZxA9HKVfV/qr+0g6mj6cs3GeHHSTSMOI3tz7u2PEpqfXwke1pAhFo2XX4p5s45U/PISAAiTbaDb4VU",
-	"vsFO0RrH4vM3SeRDzFS2+zcn+37NM+lxkOQWSVwWV86Xi2RMY+MAJdUJSwLGVR1CkOE68v9X66WPkRL+",
-	"/2oxn0Q8iKchC3dJKFzBFrlL/F0/rTskd0nCJojFI2NAvdm1IJIBlQwDlPyQ8bkP++OZqq24SU5uwVBo",
-	"j3CR2XlcAOd8Bngf8CQxrnpczaIAywQ7i0E8TyGPgBSzduRdfQJ9sAHiUNyN3Gpuu+h+2kPTQTZAoQr3",
-	"uqZawVltl1AHerPQ0HZzM20IrQw57gHekOaWZgrWvW2+N54fvW2RlMYF7QCM7PcDGscmqqfHq8tGZis/",
-	"WEAjMDTqNa414NTpcYETliYRqHK5k9bjC74RLe2YM2zZgsXq0ecYRX69NpZ75DgtFGT/7u1ZjvEFlBsX",
-	"MAa7wIiSqVR2PSaJuJq3iQldNNGMLtBM6xdiQPxi3cvXi3IRQVILhDkuaB+YAukRCH4kvtX86nZ0visO",
-	"D5cUAjpRrhk1XjMQmOgRX077APUKJg0fIiw5QNLCikMUiQVDctYeoHe8kCifQytRmHkB4Gp9Bb8ZGFKv",
-	"x5GdVm2aq/md+BGFfiF+s/q0SSR60fWj31Tko9sYDoyDV8ISTpgb2+M0R1ciIdOJlpO2mwRdoif5sAxS",
-	"5cOIX+mlU6Nz62/zyB4NwznxDQ2dUww/OksoG0QX7neMSupxZIA+u1Lw5u9+zYWIgafY8LNM2Sh7k1ta",
-	"0Yy5L8K5voH1f+sxcu4M4cIO2qgOxJSVxN9Dea9+Np8wEyClWYm5I+eW2/eninzb7bzo8SoOFgPpcqPD",
-	"V2voG8YIaryRI0ledc8a5C36uPNYdBLXHbysQOQgjEecLFxIpNqrfIMBeeDTh3d7FbxMwa8xE2DQHMRi",
-	"5iDeMiyw3eN18vhxHngOQs1SgSuDnlYUzYFodM7fN2eq1rYRHpj+JPN4dQDBppcRDkAbEec2Cp2OWlMg",
-	"5LUhK33uFAbMaZGHz+FTCLdhFj4Mgh8w3gI9lQOIfkMhLZlyaYeWeiR0AwbnyShEXIsW0oT4m5qWDVyp",
-	"U2SjuERpG1qZMjMETGxcu1qbfNM53d9zDiyJSFK4D3rXW83mrh6N/09YjK8hEiK9IbayC7PMwV2kjG4C",
-	"p2Av9rQWJ8wHRFG5EHJRpIa5yMFKpqq6hIT8ZdW70PuYQ3EzY5UufhXKr6fhq7EBsVlPdcoAHH18d49q",
-	"oluEEya1tlSgqnXQPbigmu2BoVGzj0TE1ylnuZfrR6J+qkQCiBpZubokx8xI1RY32uw0VTmQA6MBGXEe",
-	"WFtG4s7hH7irRx+BTJR6I7c516dLL979xcPP3/vZyGO4n2p4pWuBwDOcBSQQY0Yovs/b5Vf1TW5he9fa",
-	"C9bDNctfo/bmLFuc7ebOqtUpw1HcE+MxrUumD57eRBySu/azcQW1fIpOTkM2AhYXnJVvX/PZzooRav22",
-	"CJ3PxnFWqdUn8zFdIjEKupFQUCuvZpXxWn5MKRKLi6xfqOC/PDqHhrYwPGC2uHXA325Hu6cOnGIBsGZC",
-	"A5bZHZOCUTVTy25Oac+bzdb2qq5TZPPSQsuQ0lZEEbedboqbUYzqqTsUlosYxnPLvs7g+JVU9YdnN2tY",
-	"N91qbhcnZqeWBMM4JiKOAi0NolrndF4OUKpLmlxAxwB8Ivh8LKbSNAhqp+Nfhpff6zVQchbdwPziA+We",
-	"Fx0lvXDbeGOutgN+Q0MLOgCfbN7AHmoylDFhDjVlB5aY2hE7FjrGy8VkcuDvefZS8SqXNJ6aRB8smJw7",
-	"GiajJuO4b2t5EQwcJsQv14vpGaUTW754wTiZ5mJuNzdTV+DK8Lo0DWdjVZgeHA0QUw8H9DXjod6c3OIs",
-	"IkJn+fyiXL0UOF26XIUxfG0rBNsoPgiCQKtZdd2o4Nptl/KGYYVFC5xVHFBk+2SD/FF2fdv65Ke7B7HY",
-	"ZlOLiEqrjD1eLYze9MhSKCSCZqRqF4rxuCwzGhnjr1mKHrco3/nYTQPQnWFFb9++rWfiKNkNHW5w5rdu",
-	"eeaRYb4Ai9rCmc+zZ6sl6OlDeGQq08Y0uJClhJxHl4a2WqSKdUnqkIBZyzZugMGsgchc4Nl8z7XJdytP",
-	"vtfFlRbRa87iiK4WxSZvJlm8+HTJjOLZzumZqF1akkmzHjicF6t1lixflMnQwkQS851RNG+zFjcITS1a",
-	"kkUV946OsZtSLj6pmlW6TfGf7EY+kkY7aBPzhlbyYcl73Gr4zuBcTAFFvonqgq3ZWEtwZzJpPnlr74J1",
-	"F84FHPfUTbn6Jn+TRuV8uof8w2Lm7a/vPnofFnNg8cdshvqv7z7mnIjGV1HXxEKCEQuwslOyaFDUsx8J",
-	"rCOfjVUYZL5PPYuQslnqVURT9CCKFRqnxMRkuhrrz1zfP/2IM1LtHL2o7RLfRBGTMZ2TPjNwe1KPkcaA",
-	"biF73CDZAzp8rUGwJtbXBmvAZLdYhzh40U3cn5AKkBjAIRGMKB8yTDXHq3e3x01T4TRNE5mJ5IK8n7Ip",
-	"8wijSRxpuvLDKesoH78zqVtahIL3SCR73P8nlWAlZ1+PIbm89RSn9vXx6+5R7ofu6V7noHPWfYG/pkPQ",
-	"anbaCBQF46FLRO/xfG0i6/zTg3aZcPpgaX28hq5OMmGJhGQ3JURs1sZ6OExfYY+jVW/srLtaPoz4kIwg",
-	"ADzNvXIHaAxW0Nd0GPFhGyxg6DROoeJ8vWGCM8Qmz0CSZ+4IOmaGVtA2AisBoxky5VBAdo2YWQJk7rlQ",
-	"C/8g4hfOT531heieejyFSgfTyJuTgwbp4A8Jo5pHY5wtuNCgggdagCIesitYTz0fTahQ42vAZjDaEeXE",
-	"h4hI3yY0s0sD7YEORAz+HtFLRmhujdpos0zhHiKFchlkILo562HOaHyRq2GRzgxJGtxwuBj2BYx+wafg",
-	"6A4jzBbAs0DCaWLdPbr5XULxZXtUXHESMhaXzFXygG2C9YiUXo4eNzHQCB6H9lrIJYS1xVQpLV1xNiMT",
-	"YXIBIBtfgb06jm2hO3eo9W7N9MmDE9e2IzOPF0duxmeM04NEcOWl2fQWMl+z9I6Fz1fUySvomLeECHcV",
-	"/gRDWshNbVqnoYPY93qcSpOgZlUrMMWm3tnch5FCH0LHpSpA4E/oJHKb/UiqO00S0rnMwPYB2Zvtw60R",
-	"E8Y9soVv9ji+qoWPeArrnAkWaru0ybRTMGy6PF6g340P+j/74cdMouZ2c1vzoSKz9kEk1R7cCteYtY85",
-	"ILhb5o7ckEmPsMawYW+CFezSlTQxF0EK1GVEYhVdsrxkB+My508JfcFo9g4CkhHbfq3oDitexXVTeWfi",
-	"TfNNHU+YASxY+hguR3Y1iQEPSCVTVmyRd4g5qdS1FtiNnkWKqJ/BX7sF1rmagzCpFfaKliCKjEXUZOXY",
-	"TBpzTxAl8uBophZlPW6VuCDsl2eMjsuMT2tXcikrkl80B7z2ymYBxx6gUCTOtkolkUzps5IG5uTPwgZ+",
-	"bwEY9fVcXDIwNeJliXO8QJhni9+BJJFSlv7go1fBeSwQImfptb5AkBXK6X9mAA4rCFFSujOs1Jj66fiq",
-	"xTvDrmiglrOwqk2bU07BwwZh+vgSC/O1MVvFM0qbPFhyfJWDam3mgOzXxLFfsheCs7aNAR8oAqCJwYqN",
-	"IypNxBqpmhwELdra0kz6DjQmrpPu6fHBj90Xu8QHvFHbKty7+lLK4xOW8xpxyZJwmt/fRSTt4h3CCdA+",
-	"JMpzlhc0ffPXCRv4KNDPWIKXkPFjFxUybW8/29ws4RFpg59Oi+2Nf6xLi76VNNrESBrmVjVWuaxOsQsb",
-	"icrkNapBbu64/oW7kyDSUDpfpzNaDDXdkjE3p7/oFt8Vzq7o/khv440DLZ9W1njRAD3f0gecZXlaVFlm",
-	"ek5uh6pgqSxcy1pSzK34K1ysyBkX7NqabT+SuBltkhNf/pm9db5O76jbKWX4J4j3X7eKxvghf8st3IqO",
-	"zy6zZq+CV0ulXQnOV1Z2ycC8VlrN1tP65ma99eRs82m71WxvbjaaW5u/IHHkX3l61txpN5vtZrPRbDb1",
-	"K4tMUp8lvSNnLke3pIVWY3Nz+5fK4tsWQL9Cp0qcW4ZtLFjsR5vHs5WatDJylpc9+wucIkWRr9AAcAoz",
-	"SIbl49MEvmo7Fld8RzVH86eDrYv3rWCnv5k06bPfwxUr/qzdbLW3nzSe4HIWrPjmk/bWyhVvrl7x5U5K",
-	"Vhxx7UDRjWMt1syw2EZ+5TczK28E3cJF32muv+iLQ9S8IosRX/l5a3Y1eHU4O3y73/zlt+9Gxz/Nro5+",
-	"/7l5eBZcHb7ozPT/B6+OBocvXqrjV4dPwhffCHb2y/iwpa4Ox4dPfv7t5fzwVXeLjX+4iZVSi8kAjl9g",
-	"pjw2logFb+JBxC+ucyLCOx+9yglVDNnodZkB7sXsV/XX4CJd+2P7/if6E681XFqzc1hJHRKrP3opkn4U",
-	"hgzso9utneu/OBPikPK5GZ38s+yqOWtpJYWfrCxYTlOXuZWwPWMeYKGHxiM0/FWdFBBOjeQAwRlZ24XJ",
-	"0DFmhwmYzDJWVhTgtco5EbIgAwwRwzVpL6vX11zlmQRvgCt8h1ioTKpvRDi/s4guPbY8hP7HPOyqUT0X",
-	"xInNOx1AWQabXt6FM989o8PrTiG889GruCVU9RM2iemchdd9WvTJR69yYOAUr+U29r0HjlPGcZprcJw9",
-	"A3MCH2w+WWdcLtn5kIURBShv4G+tdT7OYAPcliseJz9MBVZkuSlz/J7NWYhn8L74JLhwFxkl2MQoX4T0",
-	"JNWR4GKaLCGh1AoYX9av5KwtqxJiDS+8twjVe2QnDwe6+EBvX//FkVAvxZSHf1eZA70BxYLBjW79PVRx",
-	"Pr4rPFjGjAnw67drtkxQ6UDDtxNUBoBwcmycxfcqqeAwbySprHFudMupjmYPwt/nwN38yl3j1nydgbx5",
-	"CTBLd3Bbfx7OkO71Z71vv7WubvTpigwuNB2TqlbwtfrhTCxr37cbznRz94yha5r+4llD1sjywB4e2MNf",
-	"jj0snX/yr//9P+lfHrhz0N+GWaYZdLS1OcUokkpgjaXCELCjjO1j16DtGlB5lUODlETEIZRbptykHLPL",
-	"SEwlfGIq55gwJgjywOglqJiT5pzLi2iCP3omIMLxR0wZHYvLiA8xRQsy9zIDAEwxW2xI9/FI1jBl18wy",
-	"k3aqm3yE6b1SpbAJe53T7vm3+6dnxyc/nx92fvKzHeyaKQrOJIkZvWQkAh9RoVLzrVnZm/LIz+TbWZ+R",
-	"2omssMPa2Cqzzl7OZPZgpH3QsO7HqmsOceaIerc01t6lTpYwG250x6LXCTT8IHg9CF4Pgtd9Cl42agfk",
-	"LeNmXU+agkDNS3YvZx9afjj8D4f/4fB/fq3LsoRyTpCWXl6RSmOC0hB+AoLepEf0MBSWt3M5AK6GGpsQ",
-	"g3ttvq1SjjUVCbsCDSoaGNideK7/DdXg8VWsgMLCmiljRBWNxRAyXDDDomur3PqE8enYw2Ilaj6BjK6Q",
-	"KuojzA+WL9RvYpnCF/AIz32DfM8mCI3h1Kjuj92js1OtQJ13XnV9UrU4cc9aZIRxknoFhFQmMrHoy4Pu",
-	"UebLzWaz2ayZcpJk4qqnNchrOmQSqsdp9czKfqZCl01TqbKrIJ7K6JLVdvOJLdlclAAVSJtEEoxMxgkD",
-	"yELcHoNv2LHbEIUGVL8fs3a6gxEkGmPOBia2mP09Pe2aRmAdIu4K/YeuNnOjMCy/a8s/XxOXH8/tMuGY",
-	"JTNVjqoIKmfmaNrwMIofsRpIH3K6xlSawE8TBW+q5RcFP0L04o2D4B3pXV+D/Jog9+x8kZggndTFudpk",
-	"1ij0MknDUVhrrA5hvYP41fLo1UKEH9BfC6NInzS9taOeN28X9XxWkPC1ZMaxuZ+O8qt24U1KS+mi4jnM",
-	"wy+4yNrNZ0+3N3ea+L96c7mMcXaBm/Wdd1/V8T9Fq3uf5hCg2hsGpT3YMP5egWaZgsYrI83wPS93KV1j",
-	"kDAyxIJMsYG3Ralo4St2pfDduoFxauNNbo6pJH4U2hrE9uia8sge8eEXV6LY3fH6kRYB7BOgfS2MfHd6",
-	"fGRegRxDMR7rJ1CzrGqSIOtUX2V+zVyAi9f7993u687B/o9Z0WDzCZG1BjlhcjpmlqP4B1SqOnRd33/h",
-	"k6qtmEkR2dvdYjVEd4KEY4NPC+VlEePQ3g9W1ALZgIsZEQDwm2COqRKCyFjMHH6EzR/tTwcDTB0MIxkI",
-	"zhEDHADAzHChRZfSF4W7GWGBADSt4ESOpioUM94gL22erEyz9XCM/vLdfwqtlN3+hcWOc8v2Obju0n1y",
-	"qlff7CJcyOmdoSed31dcLZPqO4u4LL1HoMHPNKEvU/r5U0SW6y/VJSZUip+y2Xy29Wx783kRvldhmBa2",
-	"52VQe7DYtwWUsPnsBgH64f59uH/d/as57Cnk6NVPNcl0za2sr6cVNy8i3fy5wBhnpaAXUKxdd6EvHkxw",
-	"811uh98GwFcwbpB//ff/6fEJVcHIM0VFFRt7WjkaR0o/Nbn21LSZzbmvNUhXSxH6E2sygLceyR43i+7l",
-	"bjBctY0P8N9sxjmJAPdBpmNAby1VPV769Qa85985NkUKSIEgEneESEEcIAUgCNwRIgXJAlL0uC3T/8mQ",
-	"FDjnHl8PksIQh3PT5yEpzFNAnkdIih4vx6QwxFsCSpEHfaB6rc0y9ThuKyyUg4pIS8MyBojHgFqh53Md",
-	"MkQEANerkCDILYEgcIarkCCeFQJB4JHNIDwQKJXc4yGLmWLh9YAP5QfwGsSHH5DfrYFkbCjQHDmXtobp",
-	"xPZPU8fYEDIXs4U0Yv1efUUWcdrOJ+MMtNdNIV4Pz+LFSeflWS7V9PTNN4f7Z9cDWvSFHmg27/UFLiUc",
-	"YGDIekPf251woBTQZcWruI7AZY37UNggcgMxYVwfJzxpyw3eBcyFTWkuGOLSimcF3da9QF3kSVPSmKEp",
-	"nLM4T34z1i+z/emP9vCbMtLbat0xxAVYMM3gDZhhBhcme7UjOj4IvhnNSosP+QlmM2qbmDP8S8mMTeOn",
-	"EQ9YMcqCfg7AmssK1V8ic90yk8Wkc/v7I4lnBXcgTT/Hk/jPlBd97dhWjgFkWMLKxPLCLOSnZ83n7c1W",
-	"e7vZ2GzBJmH15ACq/705gR8cM8xzTjBGTLk6jLhIwAzchBOt75hML616c+usuQOJzK3GE0z81sPa0x/D",
-	"YZwkURDxYTbP2FwhmmAwubrfutq+3OHP3m8lT+Rz1Zy15tu/a4rJHhl7tvJpy9uZtGXLKuS0r4SisR18",
-	"C0av6JX5odXcaRblMOc+2oKXynPJM1PWJFeeB779BJO8Nz9pB8qWv7XURWb5m+st/85gk45a/a1gO3zC",
-	"ng6eDZ+Pdn5bXv4JTRRHC0lp5njJFuSW/9q1b65KJ8/MdSmdPDh98t0vF780j7uqdTL/Zu/ncXf79O3o",
-	"mDZ/2Ay3vnl+eBa0jl50nhz+dgip5Yc/XV399Hvnqn82+u347c9XP78dzn/+7ei3o1c/bP5y9sv4qBVs",
-	"0xfxe4QIXo1SUYJKsXZOOohJD0npD7aKNW0VBjD3WlsFvGcuoGxyegGWzTUuBCM+XpeBDoT8paagw+D+",
-	"1Bx0XJ4ScyRs00MW+kMW+kMW+qcyxsIILOwTUDkcV1wrB93xvpwRN7WGoB03ZpgXl2eLL+B3yxYXGEtB",
-	"2Qx8P8SAiBgKGJOhKSPz4Hz4Qi70lG1+XgpG4kgN5hjopaSxfFcjN65a8dVdBpZQQp/Nv8bF93AY/s2z",
-	"eVaIw50sty+RZ28kq/5gFGgIqacqGC0fqNf651tKwhhSfwMReMySIavDSL66xZl8jd2tHUt//9zAgXc/",
-	"cIWH/IHPIPw+v9loXW2Yz8gx92znNP68AsdhylwyUkd1f1AHNuUqudxEWt5wXp7CEIjjJIQSvf25CRAI",
-	"SbU/V6aeQK29nCtu3P7Gb1GcIA5R2ss54thFUZo4OkClonNX0AAn7xzLJooBgwMyjm0TyoCePWsoBR9e",
-	"SHzNnPwaoVgaWV9YbWjBeZdgeMbljcGBnEQYk4GxgK50MLnEpm00fsowS9yw6Pf6S6eNu3noSV2XOA50",
-	"4SHd5AjqEy6VB6Prg1h6V1ZayyjS2CUvQ6Q3sMfeUn5dyZ83Puj/rG/c0IfyE6XdB2Hz4ax/TmHzQfJb",
-	"IfmdsLGAqD/HnXYJuGkxwFIvy3gyVVj21MXzScUmd8qkrhc79oFNoTo+LbBuvZ6qu2JQ9+SR0iN7PVUP",
-	"SvgDX3xQwh9Y8RIr7oSmqPEkpsGdseQy6Q8jRm+ONJKzixZGCJxCy3dhF/0zOOJCJO0DT3yQFR8YlLES",
-	"akkxtZCBmQpiAYkSxIVu39BsaAAV8urnQlHpIGATJUtKtmO0+lLhdlNjv8BOJoZiqtZy0h9gQXoxXRSN",
-	"9mJGk/pppFj9BVW0IKe6VwmgXrPsVTzSq0glEjpkvYpfFhVeWBX+z2MiXuWUqbqtOb04PZi/JP75+bdC",
-	"qvpoeG52BrKPb1r1/jZ85y8ZAbBmJe/coTsQQ02ApJqwS3Fh88XwG48EuBGQ0wqtekRCGusChWZPoD1x",
-	"mUCBpSLuBees7ISRqgmLRkOWPx5QyxXbBEohQtYBZHVhPX0S8TbZbm7Cu64Cvd8gLzDbi7oi8lVKghGN",
-	"Y8aHzFQSdhX5bV14yGHocWuabzWbZiAYrwwl5c9Puj+82T/pvvCLEpheMbUHIdvq1CzNPQoftovSkhKm",
-	"CqiZ3iLjocGI1fcEV4mIrzvVuZfrR6J+qkTCKuufOjPWxcP3BRfBzx2dtyNB6Jjs67MzSJi0aExRGDMy",
-	"i3gIAA7xHKEf4kip2DgUIEGODVTxscnfXBshu4wCJJSyG+zEnF3Md7Sny/hzcMsJu9K3HJb25MwcPYQe",
-	"0svPuNIEByl7mHoIXA1gofT7WcSvqtMK4Ikk/ovuQfesC2kpU6lp44P+D+gBOBj5T+z/a9/r8SCeSsWS",
-	"uqQDA0ml306JUhI50qqIbn1E5YgoOjQJx8ilQhy4NA4zOOxU9TggZAkLa2Xz7rXGEwW0kcbmQYlvCWIW",
-	"LI9zvPkfTAdt0vxYeJhxqQ/nx2rEkhdmaz45BwhrCB5PVTeWbDZiyWIB35kw6aGGGogpL4yihksaMKOv",
-	"tFs3yBrAKYWY71HAN74VMzKG1EEYgdskqMVqevyi4gpvz3r+fe7902jI4eKHswIkh7A0VTw8ub3Os5Jd",
-	"W+U+wXx0hv7tG8kA1j1PeQiO1jCXqF/CQ/wM54kjqRzmnf5Bv1wrdlsfztOD+hf2WhuaXcdnHUeXTopb",
-	"AJ3eXa4iHkkypolmq77ZVf8hSehLYhd/FpPISYw5mkpvWbyQbgRsfp2os/HB/HCN39jexXi611K5zV33",
-	"7xgXX0bDX2ogxRd0R+o7LncFPpJOECuJls/egDe7c04t7aexFfbUgTndGMWXdTuDI6qlZ83VtTDcJv5o",
-	"KM998lVWzFZ0SL4ivvvZNA8CeMwCJRL3mPa4ZEHCFGrjEUsaBPAAKLlgcxaSw86eXRr7BuLNCn29V6c8",
-	"ZBng3W8PO3vn33d/9msekaLHOYtAzqAkEBPApjhhIWjz+jcEHFFCa0zziMUAUYOzzOJqUbTfgYLQ477j",
-	"HVpcoEMMyDPzqlmgoHTKA5GQONKKSCIUVpXUX2QMEMZj0uPKLrJngGhQ2wNYlcePD8Qw4gBEoD9uPH5M",
-	"3pYYLBDAB6weaLkgmhI0j2tnB2cQAns84sTPWRkwYUOSx/pbZ/R43CBvDJQLGlAiafck9FLhyh1/rYq5",
-	"X62BzaEJIX0Tx3ElQTQaaB03AZj8dnOzx/2NSSL6MRvLjZzNhVS3m5seTHG7uZXqenbebuxIDpRMEnE1",
-	"NzYmNWJj0qfBhUXdwSUbxGJWM1Sof9UzTUfZ41X/9fFpblK5C0UPcMNZfXxPt8GJ32g04AnuuY+4RTHY",
-	"cnWTGQXXrlTNEB6JFOqmhlzsXsp0zPlt7TOAxupx2NQfuyf7L/dhU5Upl6R/9wkeHYplhJDq8oBReUrX",
-	"en1sFOMel0pMJJmJ5AIsXgge7ZXqxjVDw6doGNPE28mYxoAQWQjliJJFQ1nV7+yd7f/Y9WsperFMjWxt",
-	"BEdyND0SM7lIzv2pjZF1BNEg33RO9/dIwqSYJqDxgiF+QqXczdCto+Z/wtp9DUuXogptEd+MI0OUKVAf",
-	"bhnUcgpGPW5OuqkdBTReXVxqpIyERtLuMOyZErhtdiHNdANqFhOoHoONLbS444qn3dPT/eMjQBV/3T05",
-	"f3PaPfHz8laDdAwkWEAnhhCWvj/YP9w/O399fLC/9/PX+viqOqK7GvqwuE0e3mSYxwjvSWRu5n6IGc3C",
-	"ugEEldvaEhT4asoW0tVPrTIZ0rMkt2tmgWzFB3As+2Wr5Za8DqAldYQ7DwttMpiRmTWu3iTEJmuHgdO6",
-	"CMQyiWnEDfOpOgK1h6qWtb9oajzQ9FBpV4B+K1pyAelUt0778ORllLCBuNJLchDx6ZWWb1DXrbQrNNZv",
-	"A1iE7lHfIa8SMZ3IxWHhgAKaJHOLYWb2bwjvk+rAAFBqPiUlSaYxk4/0gsNBaOBr/rUTGJruf61IRQeD",
-	"ileh4TjisvJu9bAPB7RYUMmwidwlYA7mjfh3j0NA/AL7JnIaBIyFu/p6n9EkBBsnnNzZSNBxlLUc5t0E",
-	"PZ4JzU/Z+iNnbMwC66XCCJxvuEpiMYRYf03dSK05b0tGRvDw6GwibuBM6GHClaLva32tIctTAuL2r9um",
-	"jJxh8bKWdmdtm6A5TPeEcnDNkTuwBJGbcl+KeKpYdxHBprlZbwKajsORKlqdJWwd/dmT3GdRGBe3/sRi",
-	"9cBrjhQr7Yo8/6E1GvXHYXz29s3VOX31o+y/eq7C1s68/+oHdXhWyeDa4DUJODUXDFCRh9d+f86Fqmvq",
-	"pHHdytd1weN5nfK6WcY6IgpvFp6+dFWPCo6alZ+Qxv9qyx20fvyt33pycfDTURxsHU36rexyZ0WMVYu+",
-	"3MoNFr11i0N1BiMpiw8yvNGmZMOw78NL9xBAVBJA9NdAzriNRSXH1O8+tsfe1tfAZlgKH4COD/fmbCTI",
-	"iEry21RmeNSyNWU5rmdtWyHmmJQ64B9MhQ8QGjejZySPDD2vNgSuBs748wNDiuNBHoj73zz30J2BsuzD",
-	"wTSOyWXEZkQMsocBDaSpUQAKM80xnANiYErPyJ1Zy3Na49Dp0Ldv36UGLV4UGauR0b2z9j6rMEJpvPFE",
-	"zdF5nTADKT5iY0LjuJYPtelxUA4hhzutC57arQHJc94g3SJ7nrOk5NRfaz7scc5mdqTGjEGq/k91vet1",
-	"tDagYZRQKVmisEd/mHuSNSr0+JJVAeHJFZEM8PsTdmlQ3trGxj+ZphFT/JLGUYjWdzEwhqILNlE9HojJ",
-	"vEE6HAMSHCRhKifjRGkOCF0vY3W7uV0rMhedOn5rDCufYjGaJGIs1EK4ziG9YKlVgHICBhOC9pjIDT6r",
-	"b5UbWW6uYOC0bl7g9DPeM0iLtko+Tv7h7rmXu+evUEz18wtvmASVZ6lDyw5upnbkLZKffMUU+nfR58rJ",
-	"txl/ayBClvpad20VVuOzscUcBIdjBmW9jnnmijYmmh6flbspI2kdpmBXAr4LUZMDGiiRLLkr51mLLjgu",
-	"q8sW1tqSA8aMbCn42lY+uakvCV1H5obSXC3iUyZ3iZ91EqUB55mBlHoXDgd0z23xPUK75vopC+J2m2yt",
-	"RIIjBD7QxIO16G+Vbva50r5Sqvu8vNhU4uNgiE5JuxrnfCWgQFg+UMsGMdq6xDJlihCzMyB9ysPbcXNj",
-	"D78XVn46tXzJxglQ48sDWV+zJRYCX9LTrqq8w8y6mNBEBiV4KKoK9emkKFq/MPaArBN6ALw2YWqacBtx",
-	"vyIEAbfEhSAseIFJLjS/x5di8/N8LZLoddYsn2IAzpyFLiMo7d99sh/6PQ7FlUxFHP2ZSiIWEiPcm5QH",
-	"SOChksRCqlo6ys1mprH6UHDmEyz8lLtyNKXBneqWKOMDxFpnLmoIF67oSvkRXjkc0Mr94EEcDih28Sfp",
-	"ALb/SLPV5TvsVLHJBHYXicZFuJBcAIampWV768N19mVpF2tM5ZXg7G/uWtlLWMi4imi8h/WsPvMlisfd",
-	"+XP1LbgLJX3NZZOX09lEkukk72PUPNccv1tcmhA7eU+6T9ZsgJYwPehc9JsJVgQ8Ri9jawIgtNDFNE5Y",
-	"Ujef9XhClf5iHClTf5BEqraLGXuOr6PGkzBFJlpKwUoXGGpKrIuchIyGCKYhe/yCTVRh4his0Ocz9K/j",
-	"ZX4kU977wGYfHAh/Ohvbl3LKsjGvTj833+1mJQNSGOW6knlh3mgpaixGbONLbTDA+qSaCKFMwmnNM7Zp",
-	"49RYyAlA6/QuJs/NIsncY4jQQzarJIsHjiWZRNZxxLXU32fIhzyiEsplpKJLFs9tcj5MWpKIB/E0dIU7",
-	"oZAlWntK8t/OcNJ/6eQ3mMNDaauH0lZr8hlzhktLW+Gxy1gRMMBY3iiRzXCTbDWr5bs25WX6dPOhKyK8",
-	"wDaAJZgIcSKnfcnUEoORgZho8WMf7KKWacwL2AzEY0eanSYYsY4OWTFVqMJGqo24BL5S8SkYdaVPZmIa",
-	"h7gUZEIlwgVgK87liO4//LceRRDT8QQMBLm307rUqGM/ksR31QcNjrV++t3bM/PIrxFJ50SKBoHgChvV",
-	"jC2SJAdygLM0KwBQQYtc07MXQoOc5ZksrldfCCVVQidkQtWIiIT41iqRNu5j1Wou7CiqWtCDktn681qD",
-	"dIj9JR/dv9lsNi2ZCb30z8mQcZdMYzm9hIZIFULeofx2nV0FjIUs9O0WUC2XUp5fiGxt6gjMLLsuOwpe",
-	"hIlS5xk2MN+kzwYisVYLO/SAcihSHXEcShv/iRcxDBCdBAULZIAZ9IvfvT0jnI4ZCuiObOS0/xsLFMTM",
-	"c3Lyco88f7qzRXwaKF9TTzRGi477QMy4ecqZVCysmQSNxWBu5/m1rutOoETiNxZv8Ega6h8mFCgAst2r",
-	"281mrY3yfuaKx5rQUQECOggnKFbfj9kG2oZe/qS6cukAwjLN4R51hYdycf9mMayfUP0NKPW+AlkN91il",
-	"oXDSeb1vr9rv3p7Vdo2vMs29zdy66KEtEhxyaslGpA+FnLBAZTN9F7iQe+c+WVHaS8qKvFx7V/XZbFYf",
-	"iGRcnyYx44EIsVDk7Tv4rDbqdAArolWcDUhR9WCI/utwsL+h1qLlpmdPn7asiJclX1LV4lJ0ydoDGkvm",
-	"Y2w9n6uRlqEhIiO6ZLXrGdAH+O9SKH0x2ljq/KI89MoyQ721BfY2Ab0DPJxZ76HgZCqRnS5MUyysg7cC",
-	"/CtFSEhYIJJQEt8I0lodgcYTRqXg/i6Ir3rOjIeUQ4Ed/cXSB5TgF1roRWUlko5lRKHWDcysYSAQL76W",
-	"+WeXpHBbztIElnrUFBXV67/CTgVSrVZO0pDIKNQaWT6KEnU0LFPkFGE9WE0yZsAZRdLTimnU11pmjaSw",
-	"aem2t5rb0KIpCK17i/iwUQKiZu+vBatUpGns/ZQl84pX0epEpV3BdS7D/txsPYcieool+tv/+rVT/4XW",
-	"f2/Wd0jjvF1/9/g/KsvYoO9ulANiE0CSTFKIWdmHsMV/k3yQVWKhywZxDHEF28umiuxmDqhLMYZzBEnE",
-	"wPWbzZ1asdWp0Ih9VmZzFgmc9UJmkzNoGzYzu84arhmM5VNRSP713/+ngMXkDFhLjMR8lNY9A0ayjQuQ",
-	"j+huFCGrpkLwfRqeD5lWU4plxDFTNKSKPvCBh9SZNWW5jpMSLPHYhJlUpsIzW3Lub+bIQbNOJkOmBF/x",
-	"eqy1N5Ilp/btpWGUwTxHYBy+YGyiz0jR/Y7gsJUb5jnoKd2r02ltZNQvHxP1QTD4kxNFC7GZ9Qn0iJhg",
-	"uYV4DodE34qCs2tySPOUeJRxWpH+HIP7dUcQP1sFnao/z5zIWjuTCpBG1WBahEVhn41EzAAdTd/7GXQ0",
-	"C6CuPySRqmWLopqpYTlSWyFVqxjXlEcFvKMUe6XQk72a//z7gbk+OLwfHN7rZupacK8cjKuJnJO12wC4",
-	"3kYWeYOQRE4UmbH+SIiLbEjO8rF/a1+6xwNp+ig7kHoF7Vg9grBqht1WrcvX4rGddY86R2cA5/a2+823",
-	"x8ffn9YehIG/9emzpFEecGITl2cpLdvj5H5aHUjimmCXeohOWZ9PzEXLQqjg9vr49AzjMfxpEvtakf7u",
-	"9PjIszUDqMSchl9PFeUhTUJiz9e76kipiWxvbMxms4Y0j+3wGoEYb9SInLAgGphDRiSdyzYxBNfjvnm5",
-	"HllQShgs2EM9kqkb4cAAVTJvk5CFUzy4DBMWa16mLS3DSEXHE59U3/DoyiQhuhWgSrHxRGGci/tKz5aq",
-	"acL8Hq/6l5teb9psbgV9KtnTbf3pt4edvfrpt53Wk6f6z14FX0hnAH+zRv5nN5jc074I5/iDaYb5BiA3",
-	"TbrHnushA1cZ6c8h9wfqzfuzkWTBue8Q7THmGO0iJmCh1iAvMNMJwm4gZYdKW/UCYrk5ViknE5bYqItd",
-	"sFIHTH9n2oNYSesc6E8VaV1dkWrCwihhAeLNYoBhG2MLNU1xYaOkWVjDUHFMroHpsSs8NhGNAbBVDNDC",
-	"/Vuk9OwGIulxyxwNRzw/6Z6d/Hz+dv/oxfFbUm1tk1HNYLEiVGU6U4tN/7Kzf9B9Abtp0T8taW58MP/S",
-	"6qz5NmLStzix5sRo+Vwxninybz4jMyp73BYa0hOWjKsGeZ1El1Qxj8RCTACKFmBhI35Rj0VAY0LDMGFS",
-	"Mls7cYBpSzxmUi7PuXNwcPz2/PXJ/o+ds+7XKpmy8oRTcybvyb9rWr8nfL9bjCG85tL1UsQAfbA16ZpD",
-	"UkWXOzhfAJDzITrlITrlz41OyVH2PQobJfaGoZYFAEDdcLdqwbHJxarUiqWRBRk9y2Wvx1rLMrDr/Wxj",
-	"cVmAtda2PkQyFgnEORrmjvJNpB7E6n8TG9t1NG/KzFuKt6ltTo6wTv8SlLacCF6G0lZK0XeuhV5zGT5Q",
-	"/YOraW3ts5NeAykoG14CpSfgZjadt/ZWWDbrlAjmpQlYx5zZaButxIDcjrkC+s9JxIe1NvFfd49e7B+9",
-	"giwCdDcbFVBrRT5nV6qDf3eUX/OgPOH+j92T7gsfbhirSaCCCiqordfIeGiuIae7QqVG1MpUwuj4ESg/",
-	"/x97V9PbNgxD/4quA7xeB2zXZadh65Beh0WwmViIJXWmVi+H/veBH5KVxhnaQ3vyrShiMWKsZ/PxkaRo",
-	"JwZhgGYJPIjwn4OBI9ynhqn0D6azJ5yjDjeawWKuJl1mutWnn2eXvT7qVMau4M/8C64QtELQiwgw/QCf",
-	"npaO1XwvnXPPb4tJBCkvL1uvV79G2d1+396hsYWQuiFTuwxpO5aMlC/CA5EKPZcnqxUORIR6WSYz9VYA",
-	"qRA7netuzDcW7TEt80lBlJbzUeuoqsMrXVB6m4ro4AlHBN3HPOF4xxyfmXoQnU8qQwoukevWhcPbvSVl",
-	"OuwaWulDYYWqFaqeH0psQaW5JZTIBzMRRMnxDXFqnhab13Hzf78AG9SrLppDaUbe22AP4MkWvUEgjNzg",
-	"QnR0qM2x8r8JHrjBaIpxQOa/VFdTEnWPzVJGgbaqacE4hXns+/lAaK2XzGKBUgF2buOKiT4mqa+kbYwE",
-	"Nwg85Ys74oaDC3/Z3K8ycPputLB3R/NFiv3IaY3ZhId4qnempYDv6doF06U6B6U8R9jDqjFIEV65IP1o",
-	"q7VVaLW8ofMsjL4T5qm5KnxmVYNnQTI2hXVWAvNdCU45Fbvdbsg3vrIvbPWC/R9/YgLTjXafUJaTtiMJ",
-	"PIqMxDtMrjVtDDLJtT2JtRL0atvHeru/adUlcxts7SDuai3ybWbQ22Hglgv7IU5SGGO8bXsnAk1dkz//",
-	"LA9ila8ip0Do7qMLCesH4kWmip5Jlbly9i4tfnUPEAC5LYztnPwpneJCGm2bakk+a91DglHqDMwIeyAv",
-	"glyiQ+445aYCF9azKLN2hFPtV8+i0Z+P/wIAAP//",
+	"7P35chu3ti+OvwqK+9wy6TQpipIHUZXah5FpR4kGR5LjDPRRg90giagJ0A1QFOO46vx16/f3+d13uO9x",
+	"H2U/ybewFtATmxQlS46TrV21Kxa7G+PCwho/60MlkOOJFExoVWl/qIwYDVkM/9yjwYjV96TQsYzqR7J+",
+	"qmXMzJOQqSDmE82lqLQrJ0xNpFBMkYDG8ZyLIQliFjKhOY0UoTEjgl2ymASmwbBR8SoqGLExNU0xMR1X",
+	"2r9WhKwraP6dV9HzCau0K0rHXAwrHz96le4ZHS52fDZiRPZ/Y4F+pIivNNXsRxYrLoVPqCKUKB1LMSRm",
+	"JHpONB16hDWGDeL3Klu9ip8fyZheHTAx1KNKu/Xkadko9kM2nkjNhK6fsElE5yxcHJSv4ynzyWzEBNEj",
+	"rkhsl4dwRfSIEZhmmP4sB4QKwmgccRaTmL2fMqXJjOsRvk7HjCQ9B/P692xevoSm4/LlO+DiomTfXu6R",
+	"563nz9vQj2BXmkzokHnE702bza1g43JzQ8sLJtQ/Iz7m+uuW+b31NJjGSsZfH15uXzUaDXiX7ZKYRV/3",
+	"KqaVXsX3CDU/UM0vWU/EbMBiJgJGxjSECduFgak+UkTOBJlQPSJUhOT9lMVznL8U0Zz42J9PYrPmAQtJ",
+	"f25G3BN9Gc7NzptO9+xLVUNpcyL1iMVkQmM6ZprF5IJNtKEJxYSuNUinb/5BpICpR1Th1Bs9sZQkmtvP",
+	"S5dWBhTXs4w6g5hRjZstp3HAbkpxJ1SzA7P2i83vd89ekuR5m0zMfGXEg7kHk7Krq0jEBppwQbhWZMZF",
+	"KGewzEBbLJAiVGQqNI9wTe0bTIQqPSxABb3Kbvz1k52d5q7+envTI72KZoIKDb+3dnae4AN/1SJeM8v6",
+	"a5jAdZO1r7UJ7jXOmugR1YROJhFnIdEyuwgekYKRiCtNuGZjwmgw6omqD/PyPeLjTMy/FFPAQDxYJH88",
+	"oL4hk8OXHXLJYj7guN01XJyeyKzO+6+fNpvN3dnXT5u51Xn/9VbTPfAb5NRSHg6eCjVjMTABElPN6nDU",
+	"WNgTcsJi6ItUaRSR/lTDlMZMU7M9E8mFVslWDmQ8o3FYp1M9IrGcaqY84r/qnhFzjM2vMua/M78nYF7u",
+	"gZtujUhzPg2NBDSKWGy4lfnK8M7A0HCbULLd3PSIjOFfW6ZLQsmYK8XFsCdUICfMM9+FLOChOadsIGNG",
+	"qJjrkbkVuCKBnApzIMwgzG3BmSKCcTitA86i8BbUw3Q8r3cGmsWLhHNqKVxLMqNcuyHF5hsuhvnzOJDx",
+	"mOpKu8KF3mpVPNM5Hxvm2trcfrb9fOvp9jOvMuYCf2wmo+FCsyGLK17lqj6U9fTXykczwoQN2WtVsX24",
+	"OLgZoeF7Fa8i6Nh8E+BDr2Iol8fmgjFsPTvK/4jZoNKu/GMjvbg38KnasG2bTpEhlrOlHMcEdszIJGaX",
+	"XE4VMEJDcko6ruGb+6Od5/A1j8gJfT9lu0SOuTlXPWEIAmiRx46hGmoPCS/eZwX2rAxrhkGYvuEgD+ml",
+	"Icc2oT2BFwD+HkpDMVKTAdfZI26Ia7vZJIKODam5SwPJCRYa7pXMSuP6rKK1CdWaxebb//q1U/+F1n9v",
+	"1nfO6++++o/KSvEgmH/PSphYhwQRN8JDMJKKCXLB5qT6/F///f9vPXlCJjEXmvYjRoIRjWlgVsVcVEiq",
+	"heUzX5oTZC5Ac70aWURllt7JFrv5T6ARKnDxzbewaK3WLtzW0M2IRwwvAtdSsrpckEHEhyO71DuZpUWh",
+	"MV3bgriyfJGfwHFyfz/PL3mvd9XarPd6V8+6S5d8cEh1MCqnciM04t0eMxqSalb0q6HQM4u5ZmREJxMm",
+	"FIobHI/D+6nUILIpzaOIUI3kd4nypUdYpBjZ3mw1yIk9qbiKqfQmp+ZUAB8FHs9Cst163iD+Y5+MzaiZ",
+	"IrMR1SAa23aBRU7j2FwRVSOf7WxuNsn/+7+bW43NxmbNI0qWjHsqDJPjZuo0iuYe3BUwGSkItVOB4bMr",
+	"rrRqG4FzKi6EkbvwadXwcksZeHE9UrV0+tvN7cbSzR7UcRNWMa3Mrj/dXrGTxxOcxeKOvjUC9SRmRnBD",
+	"CUfHVCiYdekOGlZa2ECukCiqbvdq68zqJrPQbLyUt3N8eINlypyNzRuzoyVyozkZY2klIaMkAc8dyShU",
+	"pLppLsrNZhM4DzwY0zk8JANm5BTDdXBBzaQIBbWhJ8yrbTKj0YWVJXM3jDkCIHA3SBeEHpDEYjaYGqWR",
+	"Wok/FdY5svmeMHw+ZAMuGKlmmDvXeBJA+DATD8mAR+ZL1DNN8wrlKxA8ll8CIGzltjhkAzqNdKX9pOmt",
+	"EAg2m82MJLC5liTgVX4wZ20pfby3T297+bvWTU+nKNct7Uslz2/bW9qD6e/MyMBLe9P26W37cq2bnt4o",
+	"Fi/taIoPb9uPbdt085b1R1JeLO1pljxf1Rm7ouNJBO+Pzpubv4VPr2bbg824dbEzUU+GW/r988tngiFl",
+	"3dHJ/2gGZC0yZgzf0PAEryXzVyCFZgL+CboSqjMbk1j2Izb+6jeFqux66/Uav8JOF9mMuw0TmQ2uPWTO",
+	"Umgj5ewSn8WxjJUPDEWBakYGlEfmoKNGUPGyVqmcSlw2OPvuRvriEhVzrY/d+zBFI16fJbcOWn+WLOjN",
+	"FtI0vGwV4R6jRr0p3HqFhXE2slXTgneKdoXPvYhSDCIefHZqTCyFYChMiZJGkZyhcGBFRC4uacTDunlx",
+	"qnyP+GN6VWcqoBGMz/dSudgJxbUviEy75kR9zuXtCAKnuGHm8FLGfR6GTHzuDc4anSMaXBBKrE0CDBVK",
+	"s0l9OiHW8mgY9he0Z6+kYJ9zwY4kifglA8NWMKJRxIRR+9nVxCyMlxhbcfEio0HNyVSh9ZWiLcza3BK7",
+	"LJoUQSx4pAhc+l/SsTiS+qWcivAzL7OaBqPEAGwYBionUcRis0qgbH1Bq/Q6Zok2+ZLyiIWf+xw71Qt1",
+	"NdDgaMS+0CU6SWS/z7dIyQJ9mazMagZvRGJ1/qyrc4gGaY/Ya9wjlqkZThazS3nBQsemkEmRanLlZ+4Q",
+	"3+sJfypyRnAwe8JlYr+fjaRiJJJDLsDArMAqbv6beAzmpOqPB7Tudspv94TzC4FFzjx1ZNQm4D7cRUuG",
+	"4RSmncQVgPb+SA7lVBMaBGxi9PgaKrhfwPZ7lbdv39Y7mSXLb+l11nxUJeUhFXOrs6jPKseAC4aAVYDM",
+	"qDld4LImVT/rm3HWw87rfSSgR4rYXXe2s0RANN/1RNV/1Tnrvu38fH7SOeueH+wf7p+dv+6enJ8df989",
+	"MhLmsufdo87RmSG73OW6osXT7unp/vGRXyMy9spcV9iU0ZQfKWIUy/FEqwYBN0pPoKLhZ5wqvnMT7lp7",
+	"+wDEgMTUSTNenSHlQmkipGDOrwBrpr4gCi34i1Z+nnm1jDaP4x+mUtMvkURvRqEeWUWfwHRWEuitSGPs",
+	"mCkOCSzR1Nxp0Mh0Qqp29YhhE8RvNBob8E6dXQWMhSz0d63rCl57pIgPz50tgWt04sKa+GTIL+FHRRT/",
+	"ndXaBP2/yidVNzmczflh5yec+WkN+Pnr41N0l+IHHvbDlnz5w5vjs27xS/zAI75R55d8uNc5XfgOXveI",
+	"z1OXCrlg8yUt7L/oHr4+Puse7f18/n33Z9sYtXEIzgG0EE5CjiR6aM2OzWKuNROWIyD1u9gVzccsjRZI",
+	"aQmjV5RGnQI1bdxlqskFF6G9g1WDdOydC4ThQg+4di+QqruiZWzU89pu4sEIYzrQ6QfgaI6YxleTz92q",
+	"wC6cn50dWNuJ2XdwBoHvBJoFy8riAFwLZjvOj193j8paSc0w6dmBD066p8cHP3ZfFD4yCkA0hdAB0/WY",
+	"xhcsTjpXxLzNRKhIlYL5i4Vmm1noti5mETOkAC/LmSBUg8v+S1GwPo2vftGyYkYmbPx9xKw3gl5SHtF+",
+	"9FntDicsNAeXh2h7w+gXw5ecYizFgA+nZgsMszFyblXGJKDgDOozd9/VgGm5eJ822u/SkBkQn2NGzYES",
+	"lrlRF9oSM8OsiHW3jqgYshA9Si4uxB7cAgdUdLCghn4a0bsd2HMWmL/oVryxzuTZiIELmWZsSuZOUZrG",
+	"moX2TrGxQGY52+BCnGVet9Yko+nM7XUiGGxOohIFMkzEy/TDuZySGYN4I+tu54rAqb6nPUt97n+TXbPr",
+	"6TbNnq3MphWCUjNmCNzLNDQBQr3GExqzOhVhXTEIecuG6MKW4jWOXtskdG/GA7brvPgYhmLVlOywrMSp",
+	"kxg6RbY3W+kQXRhF94wOMZiPklfdM6JGcqZyU0bpAj3g6RLcE9Ekd8ke9PI3opy8SQVVEzQMI6s2JEK0",
+	"5bGkH3ERRvP2tfuM6qqMQtuws0Unm97cTIIgDScx+oX5HInK7LZIwmYK5NLc3s2NHIVcQSKpdNKmUZSJ",
+	"4kMBEVCgxjTI/iDTnpoGRh1R3pKJiPSeuh+iSuPS/10YUcKDMvFpyIKQoyTaki7svZmi0RlAOZQxGXAj",
+	"c0PAiWDIJSx1JF3A9ioQzFEirNMocuoL3EmzEdWZPrhWLBo48dFI+9Zgh8bC5RwtQ9K1+6GU741KsQca",
+	"xd+IVKy+CeYGNKw2yNtyVddLRbzlIZX5C822zkPUOGN+yUIyiOU4owLj0Xdt5CLPS1lPq7mZ9g8WEezE",
+	"tYL2i2pss0zw3ZL0E4zaXmQ7jszDXbLd3HGDqXNRtyGc0GBWvMXIT65tdFc8FaqGqwim5oWFTEJGx3Tu",
+	"dFRqLYV2NvdDwta78Lcj4sSjkKVic2+mvKydLDq+oJKQTftxg3QsIbjWnKOBivmMzosXo7mOqZgbAqyC",
+	"bRBuWK7gBqztGnKwfE7LGY2RsicsrsOlGNBJxoDBw4glE2fIVSEbIOJKo9vYJR2Yr9XGBwzW+uhyEJRN",
+	"ChC4Vqh7m9ndkygGQWV/OzJKpS+u1HQVDcHzlITgw5SAHCmYNpZRT9V0+N3bs4RiIPDYaV0LlrVdezkv",
+	"EoQzq4IGbjaeYHB/zFA8pBA6plms7okUEmPe34kS0vDonBAFN2Oiu9HSBIOiakeqRrdactlkWt+FLU2i",
+	"r7UkirHMPbLQrbk9zLdzMNa7+wPMzFUbcIUXZMQuWUTGMma7hCojjxMahir9ZsSVlvGcMKHj+S7aWy9R",
+	"pIuZnBjNAVfYXIj5CC+0/SgmwnSAkL85l1MyZlQkasv9kJ+NNf3b8SIbI2t1waE59vEqjuTeSZhSyo4M",
+	"CaRNLGNI4NthQcz0cl5jB4XcBh0ICbe50+2dxNLoDZ/bwPqWRVF9IOOxmfZUJ065KiV9ORWhRyjpTxUX",
+	"RqeJpxEzP8wgTxpiwWTIvqSgrTdCTScTGWsWHrKQ0zMwZf85ccw239h2jV5JbvV7iMX4gsJwProwdBhH",
+	"J9BluYCQAf50Z4tQ85wEEeVjaxKZZnx4TqrAi5iDPxft7YJ5VuOhOnU0z4RtUDBl12QSywmLNceQdBro",
+	"67YER2xmMe2vlweaRuH/Ch+lmfCojpjGOlM9OjA3STZv/pvO6f5exascvuyUpM/jR+CaOmEKUkM+LE5n",
+	"WaalWS0wWNi1sevqWb8srqtd0lx6ng1Moor4P4Gnpw4r4sPZvGYxvArNznPlMicvfvQqw1hOJ2rNxI9X",
+	"+PJHr3LBRViWr8WDEfp+5SDjQyMTqpAfpVP7nosQZ+b2xOoEFQ9zR0r3BYJ7YbiQyrQGlcDK7ePLm81m",
+	"msBL45iCX01l82bWTH8BGgUKW2cEaDDADm5G1LDOaWeZprIbXkb2kF6wSLYgRrHwjNHxWkO3H7ByUp+w",
+	"WBlZE8UHP9u6T2YyvnCGOyMa7tqMsDTjFCVGjKGz4odmdPxIkfdTNmUFst9sPS8ZYJCkVq+TJO1VrHbc",
+	"0bns75BqVjfyzmJazkKP4ZR9wtdpSkFyWO8jB92rRFTpVMn5hBHnGzphVC2DvojhWRIFlo+Z2CU+nWp5",
+	"7kR8H3XJ9IVHCmxgNYejwsiQamZkPvcJGiPkJYvDqUv2BMPrWgzSqgefsvVZZ1Zx555uZ3dup9l8trmz",
+	"03qy/Wy7ubOzuXL/bMtTtQ4Zn+KbKQs6Me/fLRfyKtNJ+EnHpMDHEoyDDP/KDD+Zv5fnUIvHxR2/wl5k",
+	"z3V28Ms4Ywd6yeTI0dA5dl9nGOaARoqViYeCzaxKOjYcLXFgO78VeKRGMrL2ZMPVvMROnOeaXCPBO+7J",
+	"IHl2yC+ZSJXozMMC35wKt2JlLBQ0nrG8dLEQqKCnWd90TMJYTjDEyI7LHMs56bNIghCT+uIYHdesWxW6",
+	"zHlloK3Z4nBHVDgfq+m9T4ML16j5pEHOJLlgbJJZGQ/1cj1iY+t8M4Tg0iqLl1ilz6OIi2E9alWy91WF",
+	"Cvqf9qtGIMeQtIm8q6LpBVPASIj9moRcTaaawcFa+85cM22zsSRvM3+9XnfwO+7dj+lMFk9yfjirT2Vu",
+	"ZquPSpkE0ClQsttTm1OnR4zH6EvlEFwFIfMeoYrM5dSIuzJClg9bvUuoSINXjTYB6aCILzJOkGM4YDqB",
+	"1o/8o9Yg/hgPTcwUiy9Z2Aa3Laac2yxx8HIAKTrEEgwMypFWCckU5Y/88gqps1rFmFXefVxKA//Z/moZ",
+	"GZh1RlPQuizpyyfRTxOTbkngKy7Fku1bshLtjX8sRVgoaJzpBVa4t9wtZeex7HB9ixbMRUE9UW+Sf1y3",
+	"9raprtDxfEHtWdR6UrCGJTBmCMBjZbkEKY5UlUX3MbqcRdypJaL9Arra9YJZYVFxvtesF05yuVK+rlpz",
+	"P3pQwgfLMriXaUH89ioQ/QtoI4NYjk8TGXdxBVH+c1hdS5bMUpd1PYPVf03Jfxkz+YwSvpant5Dxdc5N",
+	"5S4aXIFUPGYJA6okeg78S06YQFNBqniV40Xm5AKwNKQ9ZwZfJpHn1mzZyUW9I71qg/Pm5vh58Dzenkxi",
+	"8XRTqHg0UkFTPLkQhT3N8+1WHjIqOP+1Wd+h9dFvF2MxqevL+u/vPrSeflx6z76mQ3YX/PYTeewSOMpd",
+	"cI/1mYM9QjgnNZKxBpxLQdh4oue1e+GuKYE6Qjt+3T2qeJXu6V7noHPWfVHxKi7ZodQ+l0fLuJ0wczey",
+	"7aqL18UPL+rCrTyptZbjsHxotZbQGAShliJanh6T7dbmM0KjyYj2meYB+F4K27iVG8PWwhDefdgq7/kF",
+	"u+QB2xcDecMV55PCOmw/yffarO906i9pfdBuvHtc2ndE+3h9XHfjGH2gM7RunMzLTzZbZVu6sHndS/tt",
+	"fm2PhQsf9Fw2k7tPQT2lWo55AIAQDnjQxvySIwxFtl7EUs9F2QF+O5IkoOBn49ollrURRteCHyFObgZi",
+	"1D5OLM72BaMc+WquNBv7xRv/abPMBEkxA7F8jxGRaPGONc08UsR83CY+AixBsMcLqqkZJfx0gmE47jdr",
+	"9IZlh9/sALMdbj4t2She4iA4BbhDj8g4BJ9u1cIOjxWuRN2tz3u7MjbrFuVMjLg7Pe0afdIZU5zDGUP+",
+	"r1crgCPth+VSyE91y7Lq+6ETfZ0n0IakhKwQMH6tzTB1FBQJiGqXiuIheDWmf3EAXrXROOC8TaKVQ1K1",
+	"kfP2ObiUYjpzenZtLYlxiSlwyctGlCxBAA+5eqRIEMngIjXZ2hBeBOdDP+B1gulWq6zTmAZs2Ta93doj",
+	"8AIYFgYOkgT2qbFO49ahvOqKB4IHz/PCHRo6BmjXpsyqaYQu4Bv2sL5bxsruQhxBnngv8shdihjpkpbu",
+	"qpFuNAmoppEcThmphjJQG90fu0dnp41xWGuQLg1Gjov5Zln9BGAdVgKMSWGSgZnAPTcwps0n//rf/7PI",
+	"+GoNcsqCacz1HMegSDWJTrNxijWAtLcAuQPZExEXLNHY6DTkmkRy2CBnSXIJRjYqZLsIiZ/ap7LeDYdK",
+	"1ROYRwPmrjnTmD+fIL1nJuJcpA0bMllJnJgNawbP/DIe0PMkY6r4AEECFn7GbNTCj+ag536MpS70tTie",
+	"SA6HLDyXU5350cgp+CEsVWbQ+Lea9sfmCk9/sVm/FfT3ZT6APxP/kPvBqffub+f6Sf+WwJ5KZdiXnEVh",
+	"gqeVP5ch05RHa4guGQToRWo/AjzkAQBx6pFnwTBlTDC6I4XFXIuZAyp4WTffnR4fkdf4lHBhre59Gc5v",
+	"fqrtxMuO9beMRnq0uFZqQZuQF9frnvarso72hY6lmoDJ7TaKBYYV5Pfu+eZO61qbInx4bn4+H/EFyfV6",
+	"71cxnqFsSlbDv33QDA00vwTWanvpSxkxKsDMczW5W2MGL9icPr1BtV4wx2+ar2fHCSTeM9e/uVawUV5m",
+	"KpGtbbCPxbWoUkHYlWYCxLYxG/dZ7JGTl3vk2dOnLfL//m+r0dp115XFrZ1B8DPAFNt7pfN6f73Yn5RA",
+	"S8n7GmsPEk4ZeX739vsSooyG2UPdDV+clgdRBfFl/sXWkyebO6WvXvD13NIXep4zT3z/urS5Kca+JJFF",
+	"fFj62tUtAnL0vIIzM5/jwJes3Oni0l2w+fpSnVn8a8OXisMzHZSN53BAcwnn+XEFeYvIStNX5lWzxzIs",
+	"EedesIgbLUVOIZywT0W466J2oRROUXHKseCnC8aHdx+WGPRsmsGdhSlkJmfnlu1jycL+6ISoxaPSBwQQ",
+	"1v3EYRai+xxdL4tevGVQHw+jOxjpLcPpFoSFw5ed8x+7J/sv95fYGpPrvMSbkCBSCjZzcZWY2ek63S3k",
+	"GAtJIimGLIa4NVXku+sw0izANg4uG9eyMlrPUdH8dpLNp5/fTz+M1x+l0olLweaHXJSqpILQsZwKnSBo",
+	"WtPqI0XG5hMyFdxoa1QjvH3rv55skX/9//6HbHqEXdEAPsSaOyALT2isWFzLGSU+WXJxgeSlkdY720+e",
+	"OawqgjK0KrEwWkS2AzYosRMdvuwkmG1JZScwfUHdpuJs7s5nV6rslBbF8iqI6F1ulwVHHRSryoF8G4Un",
+	"p+msdStmtLPrDR5cKE1FwNZS2HK2wWu1LkhfWV2BCIx6dq+yebeo5d3fvqW8dHn7T3Z2ssUMmms2rbmO",
+	"1hOr9VI7TxbhDS0hb072jZgAMWgQY4C1quyLauODiqbDj37NI1MRWo+6tZ48Uj0xmfYjHpA3Jwc2ks6B",
+	"c71+883B/t75m5MDMBQppm0RFzAYYvW5CDJhXeoY1w61ricyxt9HyrRea5B9hwWm2BAi/zjWHIQqPmaU",
+	"kP824zoYESmsBSfxeaYzglQ0ap2ryS5NY15PCufdWEVPTJJmi7xVijRUjSiRAj85NDrI+L5WXkLuPfhG",
+	"aTl2BR6upauQK8hPTu6Mu+Pk7JNlH8PB9szo7i+QYhLzgIvhvYQovE9rlaxVdMSrKBoxtTeiQix4/z53",
+	"fMWiBPnipPPyrOJVTt98c7h/drZEjEyMjZ8i8077Wmoa3QNRanp1H63eJBb8vqZ2xzHmaS2djDsmw10K",
+	"1JqRzRO2VdzJIrvJbEduWbInf+GIrhmqfp2iCafuU4JE75Q5rx1W2l4WV7qCdWy1PilmtaiJrCCBZE2W",
+	"rngxbun9HcUtvb9J3BKORKOWUfRIZOSrNQ4zT8qVXftqxAU7u6ez/35KoULzHd8BF9P1slsE169jHrA7",
+	"n1mJMxTp7mJaycx6YQgLq72cIDUbH3ClP9VpnNLUXyhY+P4EiFIv9hqxjckyvp7elCHf9Oiud2Y2m/C/",
+	"laXqSo/K+ix9YxlPXzxXqygwY/tZMKVdc1yW7sRdhFOgevTppyI5B49S6v8skfJ2JWyV1BuktnXQTjZm",
+	"8ZAZ/TgYYUnSZ1s7T2vueLOQo74LVhwwZ425yMWDLYoe9yZGLOiD61LcfUogebH9BmdgYStPGA0Bt+Mz",
+	"+Ndt5F+iwBbDcjG2476KZhfDd7G3snGeOt9ukXj7Ux7pOhdYA4xUXdilaseMhpk4TNWGUBsoAw+RPskL",
+	"9s/kMWL4J4/tn8ljgOpPnuJfyUMMJkqeOhSaxR+Kg6HhmEN9dkBVhrODuBs2XNJVlsIgSRtUSiGGwEWU",
+	"Iu5kWoJK5Qp0JMYzAO5I1ykdQzrZZGLplLKD92ttEskZi+vmJc+GTNpuobbsVitT39qMwKf130mzvkPO",
+	"Sd1HnOgEnJGSiJmDhg3hnJJm8t82ln9Nqj6EmGaW1uZ54uJDrVu7sEgrw5gKbRYpCctKgMXbdiiBQ89R",
+	"j4hvabWBgBQ+oerClgGycWuvT45/2u+eNsahR3qVTubrXgW7R2By2zHND4drBCfGahlinn+KJYRyxEKq",
+	"sZQWj0XVGsWnEdMqT+sbeVJHWCfrLLGhpYMc2qWQOgPH7WqZGfoxkiukLiACezoOzPDvS6mVjukEf/WI",
+	"75Y4hULxa1hxmGtMMPYL5Tf8pHSwlrhksNLbzWYtn8GZ3faVJVYLcfW0/vu7X9Pg/qa3tfmxnfu14X4u",
+	"5ffWmfnZXMBrA7zclVG3rKx0PGWFdFpLES5eucpEiMCRl5zN0Km6GJ0UQt7Cmu5iTHKAlDIIUjwc0I51",
+	"jt2f0fVPdagbEfEEQy0/sZVTxj4FCGSchjr8ifEBa3ySSZ+7EeZFUmZ6zYLRy5z/SUnqbFz4YiBA3hKY",
+	"2aAi5XglXKRUMMri5N4yk9x2dIbYf9aTWRbhAzXT2wVxwqEHUleseMV5fLLTyuupW+t6IW/HCddjM5kk",
+	"qk87+Pe/gs+fbufW7+may5epPZgrf1+qEh7IIRdwtsnhy04bBS7CBfEPX3bOT7o/vNk/6b7wUT7AaG/z",
+	"NC0YlS2KOJDxjMZhD0r/eEZIpWOepPLgBuUrH1r4zk2Sr6cIEJ2QQW0LIS7eKp90mpMTvDpsJ38nlRoB",
+	"7KSWwD2DKOcRiyUPEUqAJJOJHEiKQWEaUtXHFhuQcWck2WMnlMEvRtS/YBMNlXCMmt5OSxrQIRNplQMa",
+	"hrERSmnMbFSe6RVTkEZUjRiiM9t8I1tgpUE6Ln3dZvy4gWEwq5A4jMUglzUzBAsbgV+tWPtXyQldXHtb",
+	"8BAPsZeIKktEeXzNJ1Ujb8tBLS0HMVE6BlwTB16HnfpWSVHKzBLCzXzbSK1NXFDSVsvDCvegxTzdLipD",
+	"nfovxCk1DXJO2uQ/yQb5yig3VSFJIMdjarQANaEBa5PCEMhvkguFOSOgFsD7KGmVQeStb3D5z42lcCWp",
+	"XSyTXoVmMbDUvZ8y+1zHU1bcq9tdTLfixAVism2soKay8G5fnfvkq2wFzc1WPdlEoumQfEX85B0XCb75",
+	"PPOSYhEDeMzqZvM5iakI5Zj0uTaq2qm1psm4UE074gPWJpBlY9iGIccMMwXQJK7z6o86/52/fjEeffv+",
+	"Yvbb4Hx4Ej27Omv13zd/udj5eXYw3ipkxxVyjfNKkTrPZzxvtj4Wf3m+Uhu6CzeFU6z+jogmeXE1Y8jr",
+	"7J3t/9hFfNLkjrV/royJtS2eudDYv5su+peObL6Z5lIe3XwKoNdSBGyXZOjWkKh/fv6tVLo+Gp7bkfok",
+	"kPKCM8gv/6lu+6gDdfj3F+Cc12tup8pgkmZYZuVtPU0Zqwcg5XWXT84BcHbAi7hea7vs87HPrcXg5zUd",
+	"9mmO6e1uu5u6BktwcVdSG1jQcywVgxUcf13rVi+HwF0fZ2sFIBpQl0sVTgGCY5CzUbYvzwnQ0VKFKwPr",
+	"zUK4XHdJENHxhIUOkZArNc1CN8dsTDngHJrXzU3BiJ+E6fhJ/i8Ix7XV2trW5pOtp81bKGzlqGOVZNNz",
+	"s84u3fJzhVnEC/dDLgCyCFZgxX202SblPax2kABdFVcQXpyvAwNQznI/ma7LMZ+v5a7eqnSlUl5pG73+",
+	"dnCs7dZkXpZdmuPJLMNuUyK5ni4OGcKK3HVY8E252R0E4gKFf0IDExozZzikUXQ8qLR/XXNb33nL8kOt",
+	"Vy5TXLgIrZ+InYgVD76UaupAgZB1c5mXeVAamJaQeGkXTSL24SfBMkILa4BAA4Ct46vmM6zWsJtDwXcl",
+	"n1yRcioCZk6cZ7TyzCMACDdbGoNaBO6mdvI2KQHdsQVIoA1/vcCi+4CWvx+Q+E9mNdfzsjuOzc3wqDKo",
+	"lHRwGYaVnOE8Q0sxJtaHfIZ1uIvQoJRNrrH7fzLcyhtVEnBzJ9KZLV50H1cFBhgsO4Xlbqnl1qjiXbJE",
+	"pnEYUliM32UPve1+8+3x8feFov4wRSzp74oTJVlDFr7y1tLONF4z284OuDScajW5pF9id8mK54/T6lD0",
+	"XPGq2yk46T7n9wQwgixkjoZiTfySxYCHNc+G9DioGb/muaAF8xzzwyiZxGzAr4jD/3lsXjP35mMf758o",
+	"yhlIMwa0BSSbdY2n1V7v8R+5iIF3j6u9XqPwUw1+7PUe1/5ZW8O4ulwnS+llMWvWqthkpPWkqmrkzcmB",
+	"l4CzI1KYQAqFwvkxGcQU8tnyarP5XLU3NiDQp5EBxt4YUTUa0mKIBVLrTVAacyR4Laktwd6wNO2lsoJD",
+	"p18G6fel86lbmqfMZJckxOcWxHOlQFHqBLfCbKRYcO4nTo8+VezpNpEDstUi/blmqkEwRT2tGxiyQIZQ",
+	"as08zpEONnc4+P6Hnfj5q+9/fh+fzX578/rF8/2D17/sy9YBPaCns3Xgjb5Eppgs9gqStRgYluI+RejI",
+	"Nzj/8oHeigNeNETfe8QOy2LNrRMbkwB+FWWEebpOrvolRh4ByM+3Z2evLXi1Zy4pdPp7UN8Qi/BZN+t6",
+	"QD5jphQdLgU+tIRa5yFRUEZRO9y8RwrAISmZcDHEKKzaOuiUhlJs/NRKEQncJW7+XJFwykj1dffoxf7R",
+	"K4j7q93exrPg/rDtVrzKi+7B/o9ddH687OwfLMvhhCb2SrFoUCcNmCHFRzZ7O7NrGTx2QAERLPV1r7Tn",
+	"7eQy6NckyztWq1JyyRri3eG6Tiuyx9R56RaBG8A9JgeO7EqQK27FyL50BoZ3KQBCnpqR41T7jMYs7kwR",
+	"6g7/eul28Lu3ZxVvURCzkFd1W6Dnu7dnpAp4WR7xL3joWygIj/hcKX/Dp9PQ3/DZ1cQnbqAeGcgokjNb",
+	"bKcnTl7uPX/WegKN9ZnSFhVFk0lMA80DpmquhnN/jle8sxZVF8Jqy4NxjayM+AeF2N1ag4CJVbVJLrSe",
+	"5OPqSSbQmGTDjHsiE09PssH0JI2kJ5kwepKJoSe5AHqSj573SDbgORcNjewJ44oxjLon1g+kR3NEaewI",
+	"+gPA9Qar4lsY0lqDdHriujqPrqANFSSpyenTQPtYk7NN/A+9ipr2e5W2M3ClxSVt82l1SRzuR99LpbNi",
+	"HUoj8WEHWKOTQPEpDJ+CgYO1EOg61UuMCpDxfe6BP7GcycoJfT9No5wsfrEgNPFMOn8k6F7mM/yz4lUE",
+	"hd4XPJjpQOiEf8+y9Rq/haNz06FYhM2q2U8hRb0fyxkUto+4IbRaMjR8MR1awX26OLCPgDeD2Ov5ETll",
+	"CUI2FIL5141oFKaxbjSC+wig/7BEc5+NuLCW4UAKbU53G5U3d9p6oqoiHkJxLxGmah86XTyIFlGaTerT",
+	"iWcD0TAMCgr706ke1TzSeb1ft7TKNA2ppqT63duznjBMhIIrJDXfeoRnEStrngW7DWM60IpU5UTzMVeI",
+	"bC9cdrWXKf1s49lUrSfMmNNqEnjsSTVBajerkRahULVGT/TEP/5BXjENdA2RiCw0v/pDSeKpII2NYBxu",
+	"WI7mk0nMhVYEgRW5xsrQAsPaKHn8OOVuyDVgGR4/BsEuqUTVE3Ci0MgA3KDWIK8hcu7x46RO7OPHUDFt",
+	"5pEJVVhemirip5eGjwzo8VkMdc/lVD+G2g5i3hMJFTRIF7pJEmiwChuYQqjNxNjNlG8zf4Ob0r6Okosi",
+	"281t58Dabm7ZhfsHwfqsmbqsQ8ns8phX/sg++oPMRhKTUMx4/0hXET76Ixum+UdP/FGv13P/N82l1byq",
+	"1NxXNfIHFIBjwtwYsaVHbEjGqk0GsRyTG1xSpOSOIn8Q322Lzd/5BnaBnB1/3z3yyR+4l3pkiAgNRv7G",
+	"5aZP2FXAJhiJaUZog72AbZrRONNQo+HDjAvspeqPhurcPDXTLDTi2IyMCZ1MFiaa5F+RqkpckK6ZhciN",
+	"RGqwC7Ai8OOP3NDNSmb+3LAsIZ0R40BYf5gTz2IFWE1XPMM0XMk/O60/ALa+Ly+hJ1dunbpDAa32RKew",
+	"UiC+mdNRuk22kputYL7d3PSIonNI8cpSoL3QlTSMKl86zkqG2T1MaDUVYKhIfzZ6gQwuCA+kgEBWhyou",
+	"J6wnuCaCsVCZ0WwRnws1HQx4YC6MusKLHw7kjCtWSw4bREtjRf2Q4aHRo1hOhyMsf2cPgHl9s0F+Nj9B",
+	"gTz3wDHKbFBgu5xmMB8sE9bdJjqeYq3IniDENmzrlhvBHErgpzHaGFK460yERn2NqDbXokPxc0BXcJmY",
+	"SbYaZN/s4oWyHr3k1bJBbnxIYoc+bowHdCN523dMCwbqf8jgBnqwdB5J7C4f/QZ5/Pgsg52uwGRv+CFP",
+	"i1WaTX/8uF1YZkKcNVml25IBKCXV08NTj7D6mPLIA2/kVI8MNwwMdzJHYTzRZupbCPMOV7G1VLv2AGUb",
+	"+qWTyW5uBHasXLdxptevEe6Kb9P9FlfGLEer2SQx09PYXGtEsBk0nj9vVJOIXbIIQvZt2V1XpFRpOVGu",
+	"VHNtl2y3WhhqbzqocwFAZT6hZBZLI3YSghOt+lnQQr/mke3NJvGTMdaHUsDe2t0DtD840skrHtlu7RAt",
+	"JRnDLUhIAnOYHCKwyijzF16MADNIeCI15/AVqz6dTCKOkorDWvvqNyWFX2sT32xVUjDAQs5RUB2NrkO1",
+	"YTMKzQBc2woWKCvMsNQ9CSWp+guwdA6VrhR2zjTXE4rpmkd8BFT0sb0ZVbioTmIHtge+FI/4iKfoY+R4",
+	"Hjax79AsEdnd6wk/gS7E8rARFwmGdJpZEsmhapAnzS2Yk1l7o4LMiZ/BJvQbKAjYcmx/5MD6zH3EdcQW",
+	"7nvzxXazSf4gv/pjGg1kPGZh3Q7Kf1dNVmzhobnjMnFZjkXNWBTV8U201eS6SMHzsm2nvxYbdQUWyBgQ",
+	"DfCwokDtGt6Ehi251zMBGtkeSh67rrIhHTRm0Bu8nO8gl8OSXZfM767JVTybawXCPVfEVXDIdzQVGeaV",
+	"76vwyHTXSX8wXMONxDW5BU2i5lsPmeD5BnMP3OhzejLe5jkSz7ddcqXm1r34tGzZIxpcgNnVDh5TpXPd",
+	"2OurdAuKz2BdiNIxggLT/BIhP7XTya7VNnQkpK4P5FTkekh+NE0fSaKmwSgV3e33T5BOmB7JsG6+oFEk",
+	"ZwVqWXhqWjyEX4Fa7K+uzR1oM5BiEPEgdx7db+mJwdE8Ulb/So4ONIk7mGvVnQlkGGWnBZ+4HlKFzpG2",
+	"GyyIxCnKr054ULa7Mb2qpypjnrVknyQEYktr0ihmNJy7RCtrxM1qn7ijuc4sqda5qA8iPhzllm7hIRKM",
+	"I++Up+871TeY179ncwAi1TyKSJ8Znj6JpTkpyW5tIo8rXKTZPcs9sbRk5BrgCKnAZptrQXOTGOJDYeHr",
+	"6L7Itlny2K3g/qB+CGyze0aHOHgaJa3juZrQeSRpWNdS1iMaD3PjXXhYZM99GcKqGEkAXnCNP7GsTE0n",
+	"E2lU/fqYhZyCST3P0creMN28SZ8Ay3exBa6HZ9ADu5qwAJNsStZm8ambQOYJCagwxNxnZMwcc2vh2vfN",
+	"ma8b5ZKF+abzT1yzaIYmMzmNQoIPgeGHLIioYTXwmcp3wjNUdsHm9ZgZYSt3HkvfSLa5QKVGOgFxzeJq",
+	"hHwAuLS6wMBt9wsSY+Fyyz5zXQK5gtCsFu5L26yVY+sRH3NdB4iKAtcue8F1gDmP9uSPbJaEO/piOu4z",
+	"yAaCs+OE8Hz/U2GPJ+1HBZLLPCgSdEoLxcPder54Gssuo9IXTDfJaVy8elrItN5Ppaal1JZ/guzKliuB",
+	"R6ZNdjWiUzAO5xqNqWa4xvkms7/DKlhh3i2FW84tlErQblHOJorPiotqDbeIOQUyVoFfPLHSIQjFgkb5",
+	"uwh/gyW0/wa9jMVWpbBNbC6wHLiwBiw2JMzFcBnfKbxWZD7uMcHHrrstJ6xdUh4t0ljys1sMvJQhJt3s",
+	"VuYN1yLyzJHWk/olotaBnJCMJLfkS98y/YHcbZ/C+Uxn8wf4DCIeMIGFVqyNvDMx56/eajRtIEUaQjSb",
+	"zRoUHjdkPNyw36qNg/297tFpF75J8cUrmfiiS4f1V9lsNPEtOWGCTnilXdlqNBtbFYjDGoGXbqMBusOF",
+	"kDOx8dvsQjV+s5HKQ4yNSWw++2GlXXnFNFRqgarJE2mGZF5qNZsQJoRXBkQsZDRL1yJ6e9Yo43KK3oFF",
+	"PwXocW9ZnxiWe8p0A6PlbT5+ebvJQDcsCn7GXVlp//rOq6jpeEzjOUbTxXNyweaIeG51BVVQDL97e6Ys",
+	"ztuTzWdYpuh5c+tZDfBuhwo9zZpW3pm+NkIZmEVy/9z4QJVi+qP9aQTVwH5fteLf2lfucdFtTbIly27Z",
+	"MhyhyV2v+QG/ZMK0Xk2EZy2NqA9unSVraim6MafjaNXSHU+Y6Lzev9nSuUbTpbvOT166arZvEspgirGC",
+	"d7twZ1lPV/kyFUwvluTggs9SXH7srWYTrTrowkHv2iTmptvEY4KBMx7w5K/yJhH8WIpUGwL7X09YBQVK",
+	"CLStdRpb58oDkc2xzxThQrMAhFE6oX0ecc1taUi0WTtXkIytrwqgzJxdqfPicP/ovPPixYnvkUjKSd+o",
+	"vP05sZtQs85f32iIMQ+Uj87dBSo6wQW7x/OXwhaWEBN0D4USzA0MZPSkubWi76wpb/0xuMIspSMwu5TK",
+	"aVZwbFQ86/eFBckQwbK+7Nsb2Vdtf3d2LpK1JFUcN4wWxALPKclSRPPyI5P1xyw9Ip0gYBOdczVYD5K3",
+	"0gWFCIXo5DTXSIMcC6KmaPsBenZwFY/dJ8paHSFZEIw3ep5EVzikjUYCc/E9F6HvLLM8GJELLkIiBz2R",
+	"8VVOzA2UFk1OoyIMh5+NqAZPqDmQYyyGCVglHlGSUJHCe5g7sidooJ1LAxSI8VRp5OL0gmW6cCM8xa58",
+	"TMOm2vmcwH7XMDI2epGXR4IshuXUsNSsCxFxXUGtR4s6siwQhFTNPL97e/ZIlcaVoIPq8eMsImHj8WPy",
+	"FjhHwmr29rqnp+cnbw66pz4WTjGdWi8gC7MG25AFHKOAMWZowGNlba1G1DU9JEWaBzxitgYLqrRwSlZA",
+	"JvaEw0xs4wailavq/1R/6QZTR9OXb9Pcj2M+5IJG7uddV/MltT4+Uj0jIEKBnq64lPPEOVPzyEgCzE62",
+	"g2+l0r4FhDEaR/H5m5j7EDOV7f7Nyb5f82zOH2TucYXLktQoFjIe08g6QEl1wuKACV2HuGq4jvz/1Xrp",
+	"Y6SE/79azCdcBNE0ZOEuCWVShUbtEn/XT4spqV0SswkCDKkIoHx2HTJmQBXDACU/ZGLuw/54thQtblIi",
+	"t2B8t0eEzOw8LkDifAbMIvAkMaF7Qs94gLWPE4tBNE9xnIAUs3bkXXMCfbAB4lCSG7nV3E5SFmgPTQfZ",
+	"AIUq3OuGaqVgtV1CEySfQkPbzc20IbQy5LgHeEOaW4YpOPe2/d56fsy2caWsCzpBZXLfD2gU2aienqgu",
+	"Gpmd/OBQmsDQaNa41oBTZ8YFTlgac1DlcietJwq+ESPt2DPs2IIDIDLnGEV+szaOe+Q4LZSZ/+7tWY7x",
+	"BVRYFzAGu8CI4qnSbj0msbyat4kNXbTRjEmgmdEv5ID45bqXbxblgkOmDoQ5FrQPzOv0CAQ/Et9pfnU3",
+	"Oj8peQ+XFKJUUWEYNV4zEJjoEV9N+4BfCyYNHyIsBeDswopDFIlDeEqsPUDveCFRMYdWeJh5ATB4fQ2/",
+	"WWxVryeQnVZd7q79nficQr8Qv1l92iQKvejm0W+a++g2hgOTYEZhXSpM+O0JmqMrGZPpxMhJ202CLtGT",
+	"fFgGqYohF1dm6fTo3PnbPLJHw3BOfEtD5xTDj85iygb8Ivkdo5J6Ahmgz640vPm7X0tCxMBTbPlZphaW",
+	"u8kdrRjG3Jfh3NzA5r/1CDl3hnBhB11UBwLlKuLvobxXP5tPmA2QMqzE3pFzx+37U02+7XZe9EQVB4uB",
+	"dLnR4as19A1j/DbeyFyRV92zBnmLPu48wJ7CdQcvKxA5CONckMKFRKq9yjcYkAc+fXi3V8HLFPwaMwkG",
+	"zUEkZwluXYYFtnuiTh4/zqPpQahZKnBlIOHKojkQYi/x982ZrrVdhAfmdKk8CB/gypllhAPQRhi9jVKn",
+	"o9EUCHltycqcO40Bc0bkEXP4FMJtmMNEg+AHjLdAT+UAot9QSIunQrmhpR4J04AFr7IKkTCihbIJBrZQ",
+	"ZwNX6hTZKC5R2oZRpuwMAegb167WJt90Tvf3EgeWQngs3Aez661mc9eMxv8nLMbXEAmR3hBb2YVZ5OBJ",
+	"pIxpAqfgLva0wCjMB0RRVQi5KFPDksjBSqZUvAKUgUXVu9T7mIOms2NVSfwq1JRPw1cji8yznuqUQW36",
+	"+O4e1cRkEU6YMtpSiarWQfdgQTXbA0OjYR+xjK5TznIv149k/VTLGGBCsnL1ksQ5K1U7MGy701TnkBus",
+	"BmTFeWBtGYk7B+qQXD3mCGSi1Bu5zbk+kaF495cPP3/vZyOP4X6q4ZVuBALPchaQQKwZofw+by+/qm9y",
+	"C7u71l2wHq5Z/hp1N+eyxdlu7qxanWXgkHtyPKZ1xczBM5uIQ0qu/WxcQS2fIJTTkK2AJaRgy7ev+Wxn",
+	"xQiNflsGOejiOKvU6ZP5mC4ZWwXdSiiolVezyngtP6YUXiaJrIdA9ncrRpdAvBWGB8wWtw742+1o9zRB",
+	"3Cig8ExowDK7Y1MwqnZq2c1Z2vNms7W9qusUrn1p9WhIqCujiNtONwUDKYcqNR1Kx0Us47llX2dw/Mq7",
+	"wqN5s4ZN063mdnm2eWpJsIxjIiMeGGkQ1bpE5xWAD7ugyQV0DGguUszHcqpsg6B2JvzL8vJ7vQaWnMVk",
+	"YH75gUqelx0ls3DbeGOutgN+Q0OHpACfbN7AHmrTrjERDzXlBAEytSN2HB6Ol4vJFMDf8+yl4lUuaTS1",
+	"iT5YBTp3NGxGTcZx3zbyIhg4bIhfrhfbM0onriZzwTiZZoJuNzdTV+DK8Lo0DWdjVZgeHA0QUw8H9DUT",
+	"odmc3OIUYa6zfL4oVy8ETi9drtIYvrYTgl0UHwRBoNWsum5UcO22S3nDsMKyBc4qDiiyfbJB/ii7vm1z",
+	"8tPdg1hsu6llRGVUxp6olkZvemQhFBKRQFK1C8V4XJYZ5db4a5eiJxx0eT5206KOZ1jR27dv65k4SnZD",
+	"hxuc+a1bnnlkmC/AolY483n27LQEM30Ij0xl2ogGF2opIechs6GtFqlisZU6JGDWso1btDNnILIXeDbf",
+	"c23y3cqT73VxpWX0mrM4oqtFs8mbSRYEP10yq3i2c3omapeOZNKsBwHnxWmdS5aPZzK0MJHEfmcVzdus",
+	"xQ1CU8uWpKji3tExTqaUi0+qZpVuW9Eou5GPlNUO2sS+YZR8WPKecBp+YnAup4Ay30S1YGu21hLcmUya",
+	"T97aW7DuwrmA4566KVff5G/SqJxP95B/KGbe/vruo/ehmAOLP2Yz1H999zHnRLS+irohFhKMWIDlquKi",
+	"QdHMfiSxOH42VmGQ+T71LELK5lKvIpqiBzzSaJySE5vpaq0/c3P/9LlgpNo5elHbJb6NIiZjOid9ZjEE",
+	"lRkjjQBbQ/WEhecHyPtag2Chr68t0oHNbnEOcfCi27g/qTTgQIBDIhhRMWSYao5X725P2KbCaZomMpPx",
+	"BXk/ZVPmEUbjiBu68sMp62gfv7OpW0aEgvcIVz3h/5MqsJKzr8eQXN56ilP7+vh19yj3Q/d0r3PQOeu+",
+	"wF/TIRg1O20EKp2JMElE74l8wSXn/DODTjLhzMEy+ngNXZ1kwmIFyW5aysiujfNw2L7CnkCr3jix7hr5",
+	"kIshGUEAeJp7lRygMVhBX9MhF8M2WMDQaZyCOPhmw6RDlMjgrGfuCDpmllbQNgIrAaMZMp1gkOxaMXMJ",
+	"OruXhFr4B1xcJH7qrC/E9NQTKf47mEbenBw0SAd/iBk1PBrjbMGFBmVJ0ALERciuYD3NfAyhQuGyAZvB",
+	"aEdUEB8iIn2X0MwuLbAIOhAx+HtELxmhuTVqo80yhXvgGuUyyEBM5myGOaPRRa4wRzozJGlww+FiuBcw",
+	"+gWfgqM75JgtgGeBhNPYuXtM87uE4svuqCQVV8hYXrKkPAlsE6wH12Y5esLGQCMiHtprIZcQ1hZTpYx0",
+	"JdiMTKTNBYBsfA326ihy1fuSQ212a2ZOHpy4thuZfVwcuR2fNU4PYim0l2bTuzoAhqV3XE0ATRN5BR3z",
+	"jhDhrsKfYEiF3NSmcxomdQO8nqDKJqg51QpMsal3Nvch1+hD6CSpChD4EyYSuct+JNWdJgnpXGWwCIHs",
+	"7fbh1sgJEx7Zwjd7Al81wkc0hXXOBAu1k7TJtFMwbCZ5vEC/Gx/Mf/bDj5lEze3mtuFDZWbtA670HtwK",
+	"15i1jwXA0jvmjtyQKY+wxrDhboIV7DKp02IvghR9zIrEml+yvGQH47LnT0tzwRj2DgKSFdt+rZgOK14l",
+	"6abyzsab5ps6njALWLDwMVyO7GoSARqRjqes3CKf4PWkUtdaIDpmFmmZgAyo3C0A3PUchEmjsFeMBFFm",
+	"LKI2K8dl0th7gmiZR3yzBTbrUWuJC8J9ecboeJnxae3yNMsq/5fNAa+9ZbOAYw9QKApnW6WKKKbNWUkD",
+	"c/JnYQO/d6iS5nour4OYGvGyxDkuEOZZ8TuQJFLKMh989Co4jwIhCpZe6wWCrFBB/zOD2lhBiJKlO8OW",
+	"GlM/HTS2fGfYFQ30YhZWtelyyil42CBMH19iYb7gZ6t8RmmTBwuOr+WQXps5dP41wfkX7IXgrG1jwAeK",
+	"AGhicGLjiCobsUaqNgfBiLau3pS5A62J66R7enzwY/fFLvEBRNW1CveuuZTyoIvLeY28ZHE4ze9vER68",
+	"fIdwArQPifKC5QVN3/51wgY+CvQzFuMlZP3YZdVZ29vPNjeX8Ii0wU+nxfbGP9alRd9JGm1iJQ17q1qr",
+	"XFan2IWNRGXyGtUgN3dc/9LdiRFpKJ1vojM6BDfTkjU3p7+YFt+Vzq7s/khv440DI59W1njRQrDd0gec",
+	"ZXlGVFlkeoncDqXOUlm4lrWk2FvxV7hYkTMW7NqGbT9SuBltkhNf/pm9db5O76jbKWX4J4j3X7fKxvgh",
+	"f8sVbsWEzy6yZq+CV0ulXQnOV5aryWDXVlrN1tP65ma99eRs82m71WxvbjaaW5u/IHHkX3l61txpN5vt",
+	"ZrPRbDbNK0Umac6S2ZGzJEd3SQutxubm9i+V4tuuKkCFTrU8dwzbWrDYjy6PZys1aWXkLC979gucIoXG",
+	"r9AAUBIzOIrLx2cIfNV2FFd8RzdH86eDrYv3rWCnvxk36bPfwxUr/qzdbLW3nzSe4HKWrPjmk/bWyhVv",
+	"rl7xxU6WrDji2oGiG0VGrJlhBZH8ym9mVt4KuqWLvtNcf9GLQzS8IoveWPl5a3Y1eHU4O3y73/zlt+9G",
+	"xz/Nro5+/7l5eBZcHb7ozMz/B6+OBocvXurjV4dPwhffSHb2y/iwpa8Ox4dPfv7t5fzwVXeLjX+4iZXS",
+	"iMmA+F9ipnTYlgVv4gEXF9c5EeGdj17lhGqGbPS6zIDkxexX9dfgIl37Y/f+J/oTrzVcOrNzWEkdEqs/",
+	"einjPg9DBvbR7dbO9V+cSXlIxdyOTv1ZdtWctbSSwk9WCpbT1GXuJGzPmgdY6KHxCA1/1UQKCKdWcoDg",
+	"jKztwmboWLPDBExmGSsrCvBG5ZxIVZIBhjDohrQX1etrrvJMgjfAFb5DLFSm9DcynN9ZRJcZW74uwMc8",
+	"7KpVPQvixOadDmBZBptZ3sKZ757R4XWnEN756FWSJdT1EzaJ6JyF131a9slHr3Jg4RSv5TbuvQeOs4zj",
+	"NNfgOHsW5gQ+2HyyzriSZOdDFnIKQOLA31rrfJzBBrgtVzyOf5hKLDNzU+b4PZuzEM/gffFJcOEWGSXY",
+	"xKgoQnqS6kgKOY0XkFBqJYwv61dKrC2rEmItL7y3CNV7ZCcPB7r8QG9f/8WR1C/lVIR/V5kDvQHlgsGN",
+	"bv09VHE+vis9WNaMCfUZbtfsMkGlAw3fTlAZAMLJsXUW36ukgsO8kaSyxrkxLac6mjsIf58Dd/Mrd41b",
+	"83UG8uYlwCzdwW39eThDutef9b791rm60acrM7jQdEyqRsE36kdiYln7vt1ITDd3zxi6tukvnjVkjSwP",
+	"7OGBPfzl2MPC+Sf/+t//k/7lgTsH/W2YZZpBR1ubU4y40hIrPJWGgB1lbB+7Fm3XgsrrHBqkIjIKoYY0",
+	"FTblmF1yOVXwia3bY8OYIMgDo5egXk+ac64u+AR/9GxARMIfMWV0LC+5GGKKFmTuZQYAmGKu1JHp45Gq",
+	"YcqunWUm7dQ0+QjTe5VOYRP2Oqfd82/3T8+OT34+P+z85Gc72LVTlIIpEjF6yQgHH1GpUvOtXdmb8sjP",
+	"5NtZn5G6iayww7rYKrvOXs5k9mCkfdCw7seqaw9x5oh6tzTW3qVOFjMXbnTHotcJNPwgeD0IXg+C130K",
+	"Xi5qB+Qt62ZdT5qCQM1Ldi9nH1p+OPwPh//h8H9+rcuxhOWcIK0nvSKVxgalIfwEBL0pj5hhaCxvl+QA",
+	"JDXU2IRY3Gv7bZUKrKlI2BVoUHxgYXeiufk3lLjHV7ECCgtrtowR1TSSQ8hwwQyLrqux6xMmpmMPi5Xo",
+	"+QQyukKqqY8wP1i+0LyJZQpfwCM89w3yPZsgNEaiRnV/7B6dnRoF6rzzquuTqsOJe9YiI4yTNCsglbaR",
+	"iWVfHnSPMl9uNpvNZs2WkySTpHpag7ymQ6agepxRz5zsZ6PsXVz/bj6bJZuAEqDW6DJHgpFNM2GAU4h7",
+	"ghgt1YmMIpsXkeS9QAhcpoRvNjlGS5sNUmtkfqQXrDzBZkFtLs+ucRl4SAY8xPBGuzIuuaDWIJ3MK4j7",
+	"349YO22OQy40ppVg7o0lwdPTrpuy2SozW6zV6QowccSpWcwc6Lqy29ekDkRzN16ctmK2EFMVce/sjtg2",
+	"PEw0QDgJ0oe0szFVNjbVBupDgG15fCYEWN44Tj85HdfXfr8mDj87X6R3yHhNQnFdvi0PvUxeMw9rjdVR",
+	"tncQYrs8wPavZKaArXoIFnsIFlvz/s8UJV4ZLYbvebmL5RqjgpUDCnLBBrLTpeKBr9mVxnfrFoqpjbex",
+	"5eCK+Dx0dYQdV7cljj3iwy9JmeHknjaPzDXunsA5MTfUd6fHR/YVyBOU47F5AnXHqjaRsU4Nr/dr9oYo",
+	"XtHfd7uvOwf7P2av980nRNUa5ISp6Zi5u8g/oErXoev6/gufVF3VS4ro3AmvqCFCEyQNW4xZKBGLOIWO",
+	"gTpxCcoNCTkjEkB6Y8wT1VISFclZggHhckD708EA0/9CrgIpBOJ4A4iXHS60mKTl8XA3e/cDvKwURI2m",
+	"OpQz0SAvXa6rSjPucIz+4uV4Cq0sux5LCxbnli0PXJPkJGw+e7q9udPE/9Wbi+Xns3y/Wd9591Ud/7NW",
+	"VsWpWX27i3BjpRKHmXR+X3G1bLrujAu19PaCBj/ThL5M8eBPudOvv4AXmNBSDJTN5rOtZ9ubz8swukpD",
+	"rbA9L4O8gwW7HSiEy0m3KM5FIPeH+/ff+P41HPYU8uzqp4ZkuvZWNtfTipsX0Wr+XHCLs6XAFVBw3XRh",
+	"Lh5MUvOT/Ay/DaCtYKAg//rv/9MTE6qDkWcLg2o29oz2MObaPLX58tS2mc2brzVI10gR5hOn9sNbj1RP",
+	"2EX3cjcYrtrGB/hvNmuccMBuUOkY0ONKdU8s/XoD3vPvHF8iBZVAIIg7QpUgCagEoADcEaoEyYJK9IQr",
+	"tf/JsBI4555YD1bCEkfias/DStingB6PsBI9sRxXwhLvEmCJPHADNWttl6kncFthoRK4h7S8K2OAWgwW",
+	"FjOf69AdOIBUr0JzILcEc8AZrkJzeFYK5oBHNoPSQKDccU+ELGKahdeDNiw/gNegNvyA/G4NNGJLgfbI",
+	"JalnmBLs/rS1iC0hCzkrpAKb9+orMoHTdj4ZK6C9bhrwepgUL046L89y6aKnb7453D+7HpSiL81As7mr",
+	"L3Ap4QADQzYb+t7tRAIsAV1WvErSEbidcR9KG0RuICdMmOOEJ22xwbuAqnBpySVDXFjxrKDbuhe4ijxp",
+	"KhoxNGcLFuXJb8b6y4xj5qM9/GYZ6W217himAkx8dvAWkDCD7ZK92hHhHgTfjGZlxIf8BLNZsU3M+/1l",
+	"yYxt46dcBKwcKcE8B3DMRYXqL5F97phJMXHc/f5I4VnBHUhTyPEk/jPlRV8nbCvHADIsYWVyeGkm8dOz",
+	"5vP2Zqu93WxstmCTsAJyABX83pzADwkzzHNOMEZMhT7kQsYAYNGEE23umEwvrXpz66y5A8nIrcYTTN42",
+	"w9ozH8NhnMQ84GKYzRW2V4ghGEyQ7reuti93xLP3W/ET9Vw3Z6359u+GYrJHxp2tfOrxdib12LEKNe1r",
+	"qWnkBt+C0Wt6ZX9oNXeaZXnIuY+24KXl+eCZKRuSW57Lvf0EE7U3P2kHli1/a6GLzPI311v+ncEmHbX6",
+	"W8F2+IQ9HTwbPh/t/La4/BMaa4EWkqXZ30u2ILf81659c1VKeGauCynhwemT7365+KV53NWtk/k3ez+P",
+	"u9unb0fHtPnDZrj1zfPDs6B19KLz5PC3Q0gPP/zp6uqn3ztX/bPRb8dvf776+e1w/vNvR78dvfph85ez",
+	"X8ZHrWCbvojeI8zvaqSJJcgSa+eVg5j04Ct4sFWsaauwoLfX2irgPXsBZRPMS/BornEhWPHxuixyIOQv",
+	"NY0cBven5pHj8iwxR8I2PWSSP2SSP2SSfypjLI2iwj4BWSPhimvlkSe8L2fETa0haMeNGOa25dniC/jd",
+	"scUCYykpfYHvhxhOE0ERYjK0pWAenA9fyIWess3PS8FIHKnBHCOhtLKW7ypPxlUrv7qXAR4soc/mX+Pi",
+	"ezgM/+YZOSvE4U6W2y+RZ28kq/5gFWgIi6c6GC0eqNfm51tKwhgWfwMReMziIavDSL66xZl8jd2tHQ9/",
+	"/9wgAeB+4AoPOQCfQfh9frPRJvVdPiPH3HOd0+jzChyHKXPJSB3V/UEd2FRSjeUm0vJG4uUpDYE4jkMo",
+	"s9uf2wCBkFT7c21rAtTai/ne1u1v/RblSd4QxryY541dlKV6owNUaTpPihLg5BPHso1iwOCAjGPbhjKg",
+	"Z88ZSsGHFxLfMCe/RiiWNzYXVhtaSLxLMDzr8sbgQEE4xmRgLGBS/pdcYtMuXD1lmEvcsOj3+kunfifz",
+	"MJO6Lvkb6MJDuskR1CdcKg9G1wex9K6stI5RpLFLXoZIb2CPvaX8upI/b3ww/1nfuGEO5SdKuw/C5sNZ",
+	"/5zC5oPkt0LyO2FjCVF/CXfaJeCmxQBLsyzjyVRj6dIknk9pNrlTJnW92LEPbArV8WmJdev1VN8Vg7on",
+	"j5QZ2eupflDCH/jigxL+wIoXWHEntIWJJxEN7owlL5P+MGL05mghObtoaYTAKbR8F3bRP4MjFiJpH3ji",
+	"g6z4wKCsldBIiqmFDMxUEAtItCRJ6PYNzYYWcSCvfhYKQwcBm2i1pOw6RqsvFF+3dfJL7GRyKKd6LSf9",
+	"ARaVl9OiaLQXMRrXT7lm9RdU05Kc6l4lgJrLqlfxSK+itIzpkPUq/rKo8NLK7n8eE/Eqp0zXXd3o4vRg",
+	"/or45+ffSqXro+G53RnIPr5p5frb8J2/ZATAmtW4c4fuQA4NAZJqzC6lA2+x33gkwI2AnFZo1SMK0lgL",
+	"FJo9ge7EZQIFFgqxl5yzZSeMVG1YNBqy/PGAOq7YJlDOELIOIKsLa+ITLtpku7kJ7yZV5P0GeYHZXjQp",
+	"BF+lJBjRKGJiyGw14KSqvqvtDjkMPeFM861m0w4E45WhLPz5SfeHN/sn3Rd+WQLTK6b3IGRbn9qluUfh",
+	"w3WxtCyEreRpp1dkPDQYsfqeFDqW0XWnOvdy/UjWT7WMWWX9U2fHWjx8X3Ah+9zReTuShI7Jvjk7g5gp",
+	"B67Ew4iRGRchADhEc4R+iLjWkXUoQIIcG+jyY5O/uTZCdskDJJRlN9iJPbuY7+hOl/Xn4JYTdmVuOSzP",
+	"KZg9eojNY5afCW0IDlL2MPUQuBrgJpn3s6hd1UQrgCeK+C+6B92zLqSlTJWhjQ/mP6AH4GDUP7H/r32v",
+	"J4JoqjSL64oOLGaTeTslSkXUyKgipvURVSOi6dAmHCOXCnHgyjrM4LBT3RMAeCUd7pPLuzcaDw9oI43N",
+	"gzLdCsQsWJ7E8eZ/sB20SfNj6WHGpT6cH+sRi1/YrfnkHCCsA3g81d1IsdmIxcUivDNp00MtNRBbIhhF",
+	"jSRpwI6+0m7dIGsApxRivkcJ3/hWzsgYUgdhBMkmQT1V2+MXFVd4e9bz73Pvn/KhgIsfzgqQHMLSVPHw",
+	"5PY6z0p2XaX6GPPRGfq3byQDOPc8FSE4WsNcov4SHuJnOE/ElU4g7MwP5uVaudv6cJ4e1L+w19rS7Do+",
+	"64hfJlJcATh6d7ESOFdkTGPDVn27q/5DktCXxC7+LCaRkxhzNJXesngh3Qic/DpRZ+OD/eEav7G7i/F0",
+	"r6Vy27vu3zEufhkNf6mBFF/QHWnuuNwV+EglgtiSaPnsDXizO+fU0X4aW+FOHZjTrVF8UbezQJtGejZc",
+	"3QjDbeKPhurcJ19lxWxNh+Qr4ic/2+ZBAI9YoGWcPKY9oVgQM43aOGdxgwAeACUXbM5CctjZc0vj3kBA",
+	"Vmmu9+pUhCwDnvvtYWfv/Pvuz37NI0r2hGAc5AxKAjkBbIoTFoI2b35DwBEtjcY05ywCiBqcZRZXi6L9",
+	"DhSEnvAT3mHEBTrEgDw7r5oDCkqnPJAxibhRRGKpsTKk+SJjgLAek57QbpE9C0SD2h7Aqjx+fCCHXAAQ",
+	"gfm48fgxebvEYIEAPmD1QMsFMZRgeFw7OziLENgTXBA/Z2XAhA1FHptvE6PH4wZ5Y6Fc0IDClduT0EuF",
+	"q+T4G1Us+dUZ2BI0IaRvknBcRRCNBlrHTQAmv93c7Al/YxLLfsTGaiNncyHV7eamB1Pcbm6lup6bdzJ2",
+	"JAdKJrG8mlsbkx6xMenT4MKh7uCSDRBzGKjQ/Gpmmo6yJ6r+6+PT3KRyF4oZ4EZi9fE904YgfqPRgCe4",
+	"5z7iFkVgyzVNZhRct1I1S3iEa9RNLbm4vVTpmPPb2mcAjdUTsKk/dk/2X+7Dpmpb8sj87hM8OhRLASHV",
+	"5QGj8pRu9PrIKsY9obScKDKT8QVYvBAL2luqG9csDZ+iYcwQbydjGgNCZCGUFIqLhrKq39k72/+x69dS",
+	"eF+VGtnaCI6U0PRIzlSRnPtTFyObEESDfNM53d8jMVNyGoPGC4b4CVVqN0O3CTX/E9bua1i6FFVoi/h2",
+	"HBmiTIH6cMugHlMw6gl70m39J6DxanGpkTJiypXbYdgzLXHb3ELa6QbULiZQPQYbO3jwhCuedk9P94+P",
+	"ABn8dffk/M1p98TPy1sN0rGQYAGdWEJY+P5g/3D/7Pz18cH+3s9fm+Or64juaunD4TZ5eJNhHiO8p5C5",
+	"2fshYjQL6wYQVMnWLkFyr6ZsIV391CqTIT1Hcrt2FshWfADHcl+2WsmS1wG0pI7o5WGpTQYzMrPG1ZuE",
+	"2GTtMHBai0Ask4hyYZlPNSFQd6hqWfuLocYDQw+VdgXot2IkF5BOTeu0D09e8pgN5JVZkgMupldGvkFd",
+	"t9Ku0Mi8DWARpkdzh7yK5XSiisPCAQU0jucOw8zu3xDeJ9WBBaA0fEopEk8jph6ZBYeD0MDX/GsnMLTd",
+	"/1pRmg4GFa9CwzEXqvJu9bAPB7RcUMmwidwlYA/mjfh3T0BAfIF9EzUNAsbCXXO9z2gcgo0TTu5sJOmY",
+	"Zy2HeTdBT2RC81O2/igxNmaB9VJhBM43XCWRHEKsv6FupNactyUjI3h4dDYRN3AmzTDhSjH3tbnWkOVp",
+	"CXH7121TRs5weFkLu7O2TdAepntCObjmyB04gshNua9kNNWsW0SwaW7Wm4Cmk+BIla3OAraO+exJ7jMe",
+	"RuWtP3FYPfBaQoqVdkWd/9AajfrjMDp7++bqnL76UfVfPddha2fef/WDPjyrZHBt8JoEnJoLBqjIw2u/",
+	"PxdS1w110qju5Ou6FNG8TkXdLmMdEYU3S09fuqpHJUfNyU9I43+15Q5aP/7Wbz25OPjpKAq2jib9Vna5",
+	"syLGqkVfbOUGi966xaE6g5Esiw+yvNGlZMOw78NL9xBAtCSA6K+BnHEbi0qOqd99bI+7ra+BzXAUPgAd",
+	"H+7N2UiSEVXkt6nK8KhFa8piXM/atkLMMVnqgH8wFT5AaNyMnpE8MvS82hC4Gjjjzw8MKY8HeSDuf/Pc",
+	"w+QMLMs+HEyjiFxyNiNykD0MaCBNjQJQ1muO4RwQA7P0jNyZtTynNQ4THfr27SepQcWLImM1srp31t7n",
+	"FEYobzee6Dk6r2NmIcVHbExoFNXyoTY9Acoh5HCntb1TuzUgec4bpFtmz0ssKTn115kPe0KwmRupNWOQ",
+	"qv9T3ex6Ha0NaBglVCkWa+zRH+aeZI0KPbFgVUB4ck0UA/z+mF1alLe2tfFPpmnElLikEQ/R+i4H1lB0",
+	"wSa6JwI5mTdIR2BAQgJJmMrJOFGaA0I3y1jdbm7XysxFpwm/tYaVT7EYTWI5lroQrnNIL1hqFaCCgMGE",
+	"oD2GJ4PP6lvLjSw3VzBwWjcvUvoZ7xmkRVfpHif/cPfcy93zVyiI+vmFN0yCyrPUoWMHN1M78hbJT75i",
+	"Sv276HMV5NuMvzWQIUt9rbuukqr12bhiDlLAMYOyXscic0VbE01PzJa7KblyDlOwKwHfhajJAQ20jBfc",
+	"lfOsRRccl9VFC2ttwQFjR7YQfO0qn9zUl4SuI3tDGa7GxZSpXeJnnURpwHlmIEu9C4cDupds8T1Cu+b6",
+	"WRbEnWyysxJJgRD4QBMP1qK/VbrZ50r7Sqnu8/JiW4lPgCE6Je1qlPOVgALh+EAtG8ToCveqlClCzM6A",
+	"9KkIb8fNrT38Xlj56dTxJRcnQK0vD2R9w5ZYCHzJTLuq8w4z52JCExmU4KGoKtSnk7Jo/dLYA7JO6AHw",
+	"2pjpaSxcxP2KEATckiQEoeAFJrnQ/J5YiM3P8zWu0OtsWD7FAJw5C5OMoLT/5JP90O8JKK5kK+KYz3TM",
+	"WUiscG9THiCBhyoSSaVr6Sg3m5nG6kMpmE+w8FPuyjGUBndqskQZHyDWOkuihnDhyq6UH+GVwwGt3A8e",
+	"xOGAYhd/kg7g+ueGrS7eYaeaTSawu0g0SYQLyQVgGFpatLc+XGdflnaxxlReScH+5q6VvZiFTGhOoz2s",
+	"Z/WZL1E87ok/19yCu1DS1142eTmdTRSZTvI+RsNz7fG7xaUJsZP3pPtkzQZoCTODzkW/2WBFwGP0MrYm",
+	"AEILk5jGCYvr9rOegIL7EFxk6w8Srmu7mLGX8HXUeGKmycRIKVjpAkNNiXORk5DREME0VE9csIkuTRyD",
+	"Ffp8hv51vMyPVMp7H9jsgwPhT2dj+0pNWTbmNdHP7Xe7WcmAlEa5rmRemDe6FDUWI7bxpTYYYH1SjaXU",
+	"NuG05lnbtHVqFHIC0Dq9i8lzM65Y8hgi9JDNasWiQcKSbCLrmAsj9fcZ8iGP6JgKxTW/ZNHcJefDpBXh",
+	"IoimYVK4EwpZorVnSf7bGU76L538BnN4KG31UNpqTT5jz/DS0lZ47DJWBAwwVjdKZLPcJFvNavGuTXmZ",
+	"Od1imBQRLrANYAk2QpyoaV8xvcBgVCAnRvzYB7uoYxrzEjYD8djcsNMYI9bRISunGlVYrtuIS+BrHZ2C",
+	"UVf5ZCanUYhLQSZUIVwAtpK4HNH9h/82owgiOp6AgSD3dlqXGnXsR4r4SfVBi2Ntnn739sw+8mtE0TlR",
+	"skEguMJFNWOLJM6BHOAs7QoAVFCRa3ruQmiQszyTxfXqS6mVjumETKgeERkT31kl0sZ9rFotpBtF1Qh6",
+	"UDLbfF5rkA5xv+Sj+zebzaYjM2mW/jkZMpEk0zhOr6AhUoWQdyi/XWdXAWMhC323BdTIpVTkFyJbm5qD",
+	"mWU3yY6CF2GiNPEMW5hv0mcDGTurhRt6QAUUqeYCh9LGf+JFDANEJ0HJAllgBvPid2/PiKBjhgJ6QjZq",
+	"2v+NBRpi5gU5eblHnj/d2SI+DbRvqIeP0aKTfCBnwj4VTGkW1myCRjGYO/H8Otd1J9Ay9hvFG5wrS/3D",
+	"mAIFQLZ7dbvZrLVR3s9c8VgTmpcgoINwgmL1/ZhtoG3o5U+qK5cOIFymOdyjrvBQLu7fLIb1E6q/AaXe",
+	"VyCr5R6rNBRBOq/33VX73duz2q71Vaa5t5lbFz20ZYJDTi3Z4OZQqAkLdDbTt8CFknfukxWlvaSsyMu1",
+	"d1WfzWb1gYzH9WkcMRHIEAtF3r6Dz2qjTgewIlolsQFpqh8M0X8dDvY31FqM3PTs6dOWE/Gy5EuqRlzi",
+	"l6w9oJFiPsbWi7keGRkaIjL4Jatdz4A+wH8XQunL0cZS5xcVobcsM9RbW2BvE9A7wMOZ9R5KQaYK2Wlh",
+	"mrKwDt4K8K8UISFmgYxDRXwrSBt1BBqPGVVS+Lsgvpo5MxFSAQV2zBcLH1CCXxihF5UVrhKWwUOjG9hZ",
+	"w0AgXnwt888uSeG2EksTWOpRU9TUrP8KOxVItUY5SUMieWg0snwUJepoWKYoUYTNYA3J2AFnFEnPKKa8",
+	"b7TMGklh09JtbzW3oUVbENr0xsWwsQREzd1fBasUNzT2fsriecWrGHWi0q7gOi/D/txsPYcieprF5tv/",
+	"+rVT/4XWf2/Wd0jjvF1/9/g/KovYoO9ulAPiEkDiTFKIXdmHsMV/k3yQVWJhkg2SMMQVbC+bKrKbOaBJ",
+	"ijGcI0giBq7fbO7Uyq1OpUbss2U2ZxnDWS9lNjmDtmUzs+us4YbBOD7FQ/Kv//4/JSwmZ8BaYCT2o7Tu",
+	"GTCSbVyAfER3owxZNRWC79PwfMiMmlIuI46ZpiHV9IEPPKTOrCnLdRIpwRGPS5hJZSo8s0vO/c0cOWjW",
+	"yWTILMFXvB5r7Y1i8al7e2EYy2CeORiHLxibmDNSdr8jOGzlhnkOZkr36nRaGxn1y8dEfRAM/uRE0VJs",
+	"ZnMCPSInWG4hmsMhMbeiFOyaHNI8JR5lnFakP8fgftMRxM9WQafqzzMnstbOpAKkUTWYFuFQ2GcjGTFA",
+	"RzP3fgYdzQGomw8J17VsUVQ7NSxH6iqkGhXjmvKogHeUYq+UerJX859/PzDXB4f3g8N73UxdB+6Vg3G1",
+	"kXOqdhsA19vIIm8QkigRRWasP5LyYnlITqeIlnbWPeocnQFY2tvuN98eH39/6ufK85bxPsvw4EhlSjeD",
+	"wckOAXkRu4IHehTL6XAkp9roa+BFLmVIb93w/9LMyM7iOmb0wG0euI3lNu7YLg+wcYna7k2PIBbhWgwm",
+	"4QqrQ2uSTtilmURivphPrOjBQqhp9/r49AwjVPxpHPmEKvLd6fGR56ooUIVZHr+eaipCGofEnet31ZHW",
+	"E9Xe2JjNZg1lH7vhNQI53qgRNWEBH9ijRxSdqzaxJNkTvn25zh1MJwwWLMQeyVTSSOARdTxvk5CFUzzO",
+	"DFM4a16mLcPZlKbjiU+qbwS/smmZyQpQrdl4ojHyJ/nKzJbqacz8nqj6l5teb9psbgV9qtjTbfPpt4ed",
+	"vfrpt53Wk6fmz14FX0hnAH+zRv7nZDC5p30ZzvEH2wzzLWRwCkOAPddDBs5D0p9DNhRU4PdnI8WCcz/B",
+	"+McobLQU2RCOWoO8wNwvCESCJCaqXB0QiG4XeDGQCYtdHMou2O0DZr6z7UH0qHOX9KeatK6uSDVmIY9Z",
+	"gAi8GHLZxmhLQ1NCurhxFtYweB7TjWB67AoPFqcRQNjKAdr8f+PazG4g455wF5q9xc5PumcnP5+/3T96",
+	"cfyWVFvbZFSz6LQI3pnO1KH1v+zsH3RfwG46PFRHmhsf7L+Mgm+/5Uz5DjnXnhijsWgm7KKbftxtOKOq",
+	"J1zpJTNhxYRukNcxv6SaeSSScgLgvACUy8VFPZIBjQgNw5gpxVw1yQEmcomIKbU4587BwfHb89cn+z92",
+	"zrpf63jKlqfg2jN5Tx5v2/o9IR7eYgxLQ3DsDnkphoI52IZ07SGpYhACuKMAovQhXuchXufPjdfJUfY9",
+	"iiNLLDBDIwsApLzlbtWSY5OL3qmVSyMFrSXLZa9Hn8sysOs9j2N5WYI+13ZeVTKWMUR+WuaO8g3XD1bH",
+	"fxOr43U0bwvvO4p3yX6JHOHCIJbg1uVE8GW4dUsp+s5102suwweqf3C+ra2fdtJrIIWpw0tg6Qm4mXXn",
+	"rbsVFg1dSwTzpfavY8Fc/JFRYkBux+wJ8+eEi2GtTfzX3aMX+0evIK8CHfBWBTRakS/Yle7g3x3t1/4/",
+	"9q6nt4kfiH4V3376SUuuSHBtkJAQBFJxQ8TsThIra7us3S458N3R/PHEySalXIqEcquqrCd2u+OZN2/m",
+	"NSTY+Pbz/NP8hqAzzSQ4QaUUtChYQujkGtLclbQrOSvLA1j/HyU/mO3EwOn9oSkAuBWCkoEd3OWGigsv",
+	"TWf36ZB1uMH0NpX+2plZUPFguA9HqKT5tq8/JtCex6hmA49CfOr0COPrIojsCq/TsS6sKyoZzO06fkY6",
+	"f6umC57eZ9EZlCQVzao2zOh+AxreHP74/wJ6WG3niiFenfrfAB3lA+SPWnRUB/96XN94Xi+PTvrPRyPU",
+	"q18CQRcflrfJWIX4ZmhqVS6JFdGS9IuQ6JYCnkW9T1El8XtCxRrR6fFlIFBZ57qZeU/EUAK6Xsu1hMv5",
+	"KL16hwOf8aSdrc1KbDlB3aB7VVS0V4SamnELzCXLKoQx9aALFzbPF3cWgPFS/CnX7DX+vLqqpydnSxD6",
+	"tyZn5cXM6KL49Q1xbE4HGtRIxKNfgAzKU5MBZML68DbYDXi0hTFZgoGGqDBXM8kAtvJrdA80xDbH2CdC",
+	"FIW7pcVgDEemLwhuVUrPcdTJjs2J6Lj05BZCinYZHtu4YGIbM/fw4jYGdDcJSEmOpi6HjQs/yNxXFTW/",
+	"HSys3c684YZSPLTGzMND3Nc7k3bTF/jsGdPaAZa4BYzx2Gr4jJL7XOCZx9XaQuY7v6HjupZE2UWZWYJW",
+	"iko9kd5Tozi+QML/a7pP5f7lco5n4yv7jP+fsf/xPmYw3WDXOfFyPNomg09MVfIuZdeaNgZWC273bE1h",
+	"BBktWm/3O656ztw8tbbn42pton8zk7ztexrrse7jyM1Xxtt265gELGvS5590gqmqAOKhQOjuogs51Rfi",
+	"pPaHd1JlTt+9qcV37gECJBo9ZDvHP/I0wpAH2+a67YP6KUKGgXtZzABrwFMEfkSEFKmIKSQq4kwJVrmD",
+	"fX2unojJX37+CgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
