@@ -68,6 +68,7 @@ func TestWebhookAndEventListsWalkPages(t *testing.T) {
 				}
 			})
 			defer stop()
+			wantPaged(t, h, "/v1/webhooks?limit=3", 3, "Authorization", auth)
 			walked := walkPages(t, h, "/v1/webhooks?limit=3", []string{"createdAt", "webhookId"}, pause, "Authorization", auth)
 			stop()
 			wantOrder(t, walked, func(a, b string) bool { return a < b }) // oldest first, then by id
@@ -87,6 +88,7 @@ func TestWebhookAndEventListsWalkPages(t *testing.T) {
 				}
 			})
 			defer stop()
+			wantPaged(t, h, path+"/deliveries?limit=3", 3, "Authorization", auth)
 			walked := walkPages(t, h, path+"/deliveries?limit=3", []string{"updatedAt", "messageId"}, pause, "Authorization", auth)
 			stop()
 			wantOrder(t, walked, func(a, b string) bool { return a > b }) // newest first, then by id
@@ -111,6 +113,7 @@ func TestWebhookAndEventListsWalkPages(t *testing.T) {
 				}
 			})
 			defer stop()
+			wantPaged(t, h, "/v1/events?type=token.issued&limit=3", 3, "Authorization", auth)
 			walked := walkPages(t, h, "/v1/events?type=token.issued&limit=3", []string{"type", "id"}, pause, "Authorization", auth)
 			stop()
 			for _, w := range walked {
@@ -123,6 +126,17 @@ func TestWebhookAndEventListsWalkPages(t *testing.T) {
 			wantWalk(t, walked, stable)
 		})
 	})
+}
+
+// wantPaged checks that the first page of target holds limit entries and names a next page.
+func wantPaged(t *testing.T, h *harness, target string, limit int, headers ...string) {
+	t.Helper()
+	rec := h.do("GET", target, nil, headers...)
+	var p listPage
+	decode(t, rec, &p)
+	if rec.Code != http.StatusOK || len(p.Items) != limit || p.NextCursor == nil || rec.Header().Get("Link") == "" {
+		t.Fatalf("GET %s: %d, %d entries, next %v, Link %q", target, rec.Code, len(p.Items), p.NextCursor, rec.Header().Get("Link"))
+	}
 }
 
 // eventIDLess orders stream ids ("<ms>-<seq>") as Redis does.
