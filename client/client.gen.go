@@ -1096,6 +1096,9 @@ type WebhookCreated struct {
 // WebhookDeliveries defines model for WebhookDeliveries.
 type WebhookDeliveries struct {
 	Items []WebhookDelivery `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // WebhookDelivery defines model for WebhookDelivery.
@@ -1121,9 +1124,12 @@ type WebhookDelivery struct {
 // WebhookDeliveryStatus defines model for WebhookDelivery.Status.
 type WebhookDeliveryStatus string
 
-// WebhookList defines model for WebhookList.
+// WebhookList One page of webhooks.
 type WebhookList struct {
 	Items []Webhook `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // Cursor defines model for Cursor.
@@ -1317,10 +1323,16 @@ type ListEventsParams struct {
 
 	// Subject Only events about this subject (a token id, a session id).
 	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
-	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page, or an event id (events after it).
-	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // StreamEventsParams defines parameters for StreamEvents.
@@ -1444,6 +1456,32 @@ type RevokeUserSessionsParams struct {
 
 // ListUserSessionsParams defines parameters for ListUserSessions.
 type ListUserSessionsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
 	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
 	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
 	// not define (400 naming it), so a mistyped filter never lists everything.
@@ -1765,7 +1803,7 @@ type ClientInterface interface {
 
 	// ListEvents The tenant's events, oldest first, with cursor paging
 	//
-	// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first from `cursor` (exclusive); `nextCursor` is absent once the page reaches the end of the stream. An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
+	// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first after `cursor`; `nextCursor` is absent once the page reaches the end of the stream (poll again with the last event's id as `cursor` to follow). `cursor` takes the `nextCursor` of the previous page with the same filters, or an event id (the events after it). An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
 	//
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2128,10 +2166,12 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/users/{userId}/sessions (the `ListUserSessions` operationId).
 	ListUserSessions(ctx context.Context, userId UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListWebhooks The tenant's webhooks
+	// ListWebhooks The tenant's webhooks, oldest first, with cursor paging
+	//
+	// At most `GATEWAY_TENANT_MAX_WEBHOOKS`, ordered by creation time (then id): a page walk lists each webhook that exists throughout it once.
 	//
 	// Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-	ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListWebhooks(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookWithBody Register a webhook (its signing secret is shown once)
 	//
@@ -2185,10 +2225,10 @@ type ClientInterface interface {
 
 	// ListWebhookDeliveries The webhook's recent deliveries, newest first
 	//
-	// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change.
+	// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change. Pages run newest first by last change (then message id): a page walk lists each delivery that does not change during it once, and a delivery that changes meanwhile moves ahead of the walk, never twice.
 	//
 	// Corresponds with GET /v1/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
-	ListWebhookDeliveries(ctx context.Context, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListWebhookDeliveries(ctx context.Context, webhookId WebhookId, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PingWebhook Send the webhook a signed test event now, once
 	//
@@ -2579,7 +2619,7 @@ func (c *Client) ResolveCase(ctx context.Context, caseId CaseId, params *Resolve
 
 // ListEvents The tenant's events, oldest first, with cursor paging
 //
-// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first from `cursor` (exclusive); `nextCursor` is absent once the page reaches the end of the stream. An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
+// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first after `cursor`; `nextCursor` is absent once the page reaches the end of the stream (poll again with the last event's id as `cursor` to follow). `cursor` takes the `nextCursor` of the previous page with the same filters, or an event id (the events after it). An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
 //
 // Corresponds with GET /v1/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3332,11 +3372,13 @@ func (c *Client) ListUserSessions(ctx context.Context, userId UserId, params *Li
 	return c.Client.Do(req)
 }
 
-// ListWebhooks The tenant's webhooks
+// ListWebhooks The tenant's webhooks, oldest first, with cursor paging
+//
+// At most `GATEWAY_TENANT_MAX_WEBHOOKS`, ordered by creation time (then id): a page walk lists each webhook that exists throughout it once.
 //
 // Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-func (c *Client) ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListWebhooksRequest(c.Server)
+func (c *Client) ListWebhooks(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhooksRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3439,11 +3481,11 @@ func (c *Client) GetWebhook(ctx context.Context, webhookId WebhookId, reqEditors
 
 // ListWebhookDeliveries The webhook's recent deliveries, newest first
 //
-// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change.
+// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change. Pages run newest first by last change (then message id): a page walk lists each delivery that does not change during it once, and a delivery that changes meanwhile moves ahead of the walk, never twice.
 //
 // Corresponds with GET /v1/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
-func (c *Client) ListWebhookDeliveries(ctx context.Context, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListWebhookDeliveriesRequest(c.Server, webhookId)
+func (c *Client) ListWebhookDeliveries(ctx context.Context, webhookId WebhookId, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhookDeliveriesRequest(c.Server, webhookId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5786,7 +5828,7 @@ func NewListUserSessionsRequest(server string, userId UserId, params *ListUserSe
 }
 
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
-func NewListWebhooksRequest(server string) (*http.Request, error) {
+func NewListWebhooksRequest(server string, params *ListWebhooksParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5802,6 +5844,45 @@ func NewListWebhooksRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5921,7 +6002,7 @@ func NewGetWebhookRequest(server string, webhookId WebhookId) (*http.Request, er
 }
 
 // NewListWebhookDeliveriesRequest constructs an http.Request for the ListWebhookDeliveries method
-func NewListWebhookDeliveriesRequest(server string, webhookId WebhookId) (*http.Request, error) {
+func NewListWebhookDeliveriesRequest(server string, webhookId WebhookId, params *ListWebhookDeliveriesParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5944,6 +6025,45 @@ func NewListWebhookDeliveriesRequest(server string, webhookId WebhookId) (*http.
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6241,7 +6361,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListEventsWithResponse The tenant's events, oldest first, with cursor paging
 	//
-	// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first from `cursor` (exclusive); `nextCursor` is absent once the page reaches the end of the stream. An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
+	// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first after `cursor`; `nextCursor` is absent once the page reaches the end of the stream (poll again with the last event's id as `cursor` to follow). `cursor` takes the `nextCursor` of the previous page with the same filters, or an event id (the events after it). An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6648,12 +6768,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/users/{userId}/sessions (the `ListUserSessions` operationId).
 	ListUserSessionsWithResponse(ctx context.Context, userId UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*ListUserSessionsResponse, error)
 
-	// ListWebhooksWithResponse The tenant's webhooks
+	// ListWebhooksWithResponse The tenant's webhooks, oldest first, with cursor paging
+	//
+	// At most `GATEWAY_TENANT_MAX_WEBHOOKS`, ordered by creation time (then id): a page walk lists each webhook that exists throughout it once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-	ListWebhooksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
+	ListWebhooksWithResponse(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
 
 	// CreateWebhookWithBodyWithResponse Register a webhook (its signing secret is shown once)
 	//
@@ -6711,12 +6833,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebhookDeliveriesWithResponse The webhook's recent deliveries, newest first
 	//
-	// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change.
+	// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change. Pages run newest first by last change (then message id): a page walk lists each delivery that does not change during it once, and a delivery that changes meanwhile moves ahead of the walk, never twice.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
-	ListWebhookDeliveriesWithResponse(ctx context.Context, webhookId WebhookId, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error)
+	ListWebhookDeliveriesWithResponse(ctx context.Context, webhookId WebhookId, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error)
 
 	// PingWebhookWithResponse Send the webhook a signed test event now, once
 	//
@@ -8501,6 +8623,7 @@ func (r ResolveCaseResponse) ContentType() string {
 
 // ListEventsResponse200Headers the declared response headers of an HTTP 200 response for ListEvents
 type ListEventsResponse200Headers struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -12935,6 +13058,7 @@ func (r ListUserSessionsResponse) ContentType() string {
 
 // ListWebhooksResponse200Headers the declared response headers of an HTTP 200 response for ListWebhooks
 type ListWebhooksResponse200Headers struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -13503,6 +13627,7 @@ func (r GetWebhookResponse) ContentType() string {
 
 // ListWebhookDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse200Headers struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -14118,7 +14243,7 @@ func (c *ClientWithResponses) ResolveCaseWithResponse(ctx context.Context, caseI
 
 // ListEventsWithResponse The tenant's events, oldest first, with cursor paging
 //
-// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first from `cursor` (exclusive); `nextCursor` is absent once the page reaches the end of the stream. An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
+// Every change that matters, written in the same atomic step as the change (an event exists if and only if its change happened): the catalogue is the `EventType` enum, each type's `data` its `<Type>Data` schema. Kept for `GATEWAY_EVENTS_MAX_AGE` (default 72 h) and at most about `GATEWAY_EVENTS_MAX_LEN` (default 10000) events per tenant. Pages run oldest first after `cursor`; `nextCursor` is absent once the page reaches the end of the stream (poll again with the last event's id as `cursor` to follow). `cursor` takes the `nextCursor` of the previous page with the same filters, or an event id (the events after it). An event id is stable: the same id in every page, in the SSE stream and in webhook deliveries.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14759,13 +14884,15 @@ func (c *ClientWithResponses) ListUserSessionsWithResponse(ctx context.Context, 
 	return ParseListUserSessionsResponse(rsp)
 }
 
-// ListWebhooksWithResponse The tenant's webhooks
+// ListWebhooksWithResponse The tenant's webhooks, oldest first, with cursor paging
+//
+// At most `GATEWAY_TENANT_MAX_WEBHOOKS`, ordered by creation time (then id): a page walk lists each webhook that exists throughout it once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
-	rsp, err := c.ListWebhooks(ctx, reqEditors...)
+func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
+	rsp, err := c.ListWebhooks(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -14852,13 +14979,13 @@ func (c *ClientWithResponses) GetWebhookWithResponse(ctx context.Context, webhoo
 
 // ListWebhookDeliveriesWithResponse The webhook's recent deliveries, newest first
 //
-// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change.
+// One record per event (and per ping): `PENDING` (another attempt at `nextAttemptAt`), `DELIVERED`, or `FAILED` (the retry window ended, or the event left the stream's retention first). The newest 100 are kept, for 7 days after their last change. Pages run newest first by last change (then message id): a page walk lists each delivery that does not change during it once, and a delivery that changes meanwhile moves ahead of the walk, never twice.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
-func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Context, webhookId WebhookId, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error) {
-	rsp, err := c.ListWebhookDeliveries(ctx, webhookId, reqEditors...)
+func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Context, webhookId WebhookId, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error) {
+	rsp, err := c.ListWebhookDeliveries(ctx, webhookId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17364,6 +17491,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ListEventsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -23676,6 +23810,13 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ListWebhooksResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -24485,6 +24626,13 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ListWebhookDeliveriesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -194,9 +194,9 @@ func TestWebhooksDeliverRealEventsAcrossTwoGateways(t *testing.T) {
 		}
 	}
 	rcv.mu.Unlock()
-	ds, err := gs[1].Webhooks.Deliveries(ctx, "acme", id)
-	if err != nil || len(ds) != len(want) {
-		t.Fatalf("deliveries: %d records for %d events, %v", len(ds), len(want), err)
+	ds, err := gs[1].Webhooks.Deliveries(ctx, "acme", id, "", 100)
+	if err != nil || len(ds.Items) != len(want) {
+		t.Fatalf("deliveries: %d records for %d events, %v", len(ds.Items), len(want), err)
 	}
 }
 

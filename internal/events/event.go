@@ -1,10 +1,14 @@
 package events
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Event is one entry of a tenant's stream, as GET /v1/events answers it.
 type Event struct {
-	// ID is the entry id in the tenant's stream ("<ms>-<seq>"): ordered, stable, the cursor.
+	// ID is the entry id in the tenant's stream ("<ms>-<seq>"): ordered, stable, a List position.
 	ID   string
 	Type Type
 	// Time is Redis's clock when the change happened (ms).
@@ -24,6 +28,16 @@ type Event struct {
 type Filter struct {
 	Types   []Type
 	Subject string
+}
+
+// scope names f and tenant in a List cursor: a cursor sent with other filters is refused.
+func (f Filter) scope(tenant string) string {
+	types := make([]string, len(f.Types))
+	for i, t := range f.Types {
+		types[i] = string(t)
+	}
+	slices.Sort(types)
+	return "events\x00" + tenant + "\x00" + f.Subject + "\x00" + strings.Join(slices.Compact(types), ",")
 }
 
 // Match reports whether e passes f.

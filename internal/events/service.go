@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/page"
 )
 
 // Store reads a tenant's stream (internal/repo/eventstore implements it over Redis).
@@ -42,20 +43,39 @@ func New(s Store) (*Service, error) {
 	return &Service{store: s}, nil
 }
 
-// List returns one page of tenant's events after cursor ("" for the oldest kept), oldest
-// first, that pass f; next is "" when the page reached the end of the stream. A filtered page
-// reads at most limit × 20 entries: it may hold fewer than limit events and still have a next
-// cursor.
+// List returns one page of tenant's events after cursor, oldest first, that pass f; next is
+// "" when the page reached the end of the stream. cursor is "" (the oldest kept), the next
+// cursor of a page of the same tenant and filter, or an event id. A filtered page reads at
+// most limit × 20 entries: it may hold fewer than limit events and still have a next cursor.
+// The position is a stream id, exact: a walk lists no event twice and skips none.
 func (s *Service) List(ctx context.Context, tenant string, f Filter, cursor string, limit int) ([]Event, string, error) {
-	if cursor != "" && !ValidID(cursor) {
-		return nil, "", apperr.New(apperr.Validation, "The cursor is not an event id (<ms>-<seq>): send the nextCursor of the previous page.")
+	scope := f.scope(tenant)
+	after, err := listAfter(scope, cursor)
+	if err != nil {
+		return nil, "", err
 	}
+	out, next, err := s.list(ctx, tenant, f, after, limit)
+	return out, page.Encode(scope, next), err
+}
+
+// listAfter is the stream id a List cursor names: an event id is its own.
+func listAfter(scope, cursor string) (string, error) {
+	if cursor == "" || ValidID(cursor) {
+		return cursor, nil
+	}
+	after, err := page.Decode(scope, cursor)
+	if err == nil && !ValidID(after) {
+		err = page.BadCursor("names no event")
+	}
+	return after, err
+}
+
+func (s *Service) list(ctx context.Context, tenant string, f Filter, after string, limit int) ([]Event, string, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
 	var out []Event
-	after := cursor
 	for read := 0; read < limit*scanFactor; {
 		batch, more, err := s.store.Range(ctx, tenant, after, limit)
 		if err != nil {

@@ -1081,6 +1081,9 @@ type WebhookCreated struct {
 // WebhookDeliveries defines model for WebhookDeliveries.
 type WebhookDeliveries struct {
 	Items []WebhookDelivery `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // WebhookDelivery defines model for WebhookDelivery.
@@ -1106,9 +1109,12 @@ type WebhookDelivery struct {
 // WebhookDeliveryStatus defines model for WebhookDelivery.Status.
 type WebhookDeliveryStatus string
 
-// WebhookList defines model for WebhookList.
+// WebhookList One page of webhooks.
 type WebhookList struct {
 	Items []Webhook `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // Cursor defines model for Cursor.
@@ -1302,10 +1308,16 @@ type ListEventsParams struct {
 
 	// Subject Only events about this subject (a token id, a session id).
 	Subject *string `form:"subject,omitempty" json:"subject,omitempty"`
-	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page, or an event id (events after it).
-	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // StreamEventsParams defines parameters for StreamEvents.
@@ -1429,6 +1441,32 @@ type RevokeUserSessionsParams struct {
 
 // ListUserSessionsParams defines parameters for ListUserSessions.
 type ListUserSessionsParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
+	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
+	// not define (400 naming it), so a mistyped filter never lists everything.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page (also in its `Link: rel="next"`), opaque; omit it
+	// for the first page. Send it with the same other parameters as the page that gave it: a
+	// cursor that does not fit the request is 400 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
 	// Limit The most items a page holds (1 to 100). A page may hold fewer and still name a next
 	// page: walk until `nextCursor` is absent. Every list refuses a query parameter it does
 	// not define (400 naming it), so a mistyped filter never lists everything.
@@ -1616,9 +1654,9 @@ type ServerInterface interface {
 	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx echo.Context, userId UserId, params ListUserSessionsParams) error
-	// ListWebhooks The tenant's webhooks
+	// ListWebhooks The tenant's webhooks, oldest first, with cursor paging
 	// (GET /v1/webhooks)
-	ListWebhooks(ctx echo.Context) error
+	ListWebhooks(ctx echo.Context, params ListWebhooksParams) error
 	// CreateWebhook Register a webhook (its signing secret is shown once)
 	// (POST /v1/webhooks)
 	CreateWebhook(ctx echo.Context) error
@@ -1630,7 +1668,7 @@ type ServerInterface interface {
 	GetWebhook(ctx echo.Context, webhookId WebhookId) error
 	// ListWebhookDeliveries The webhook's recent deliveries, newest first
 	// (GET /v1/webhooks/{webhookId}/deliveries)
-	ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error
+	ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId, params ListWebhookDeliveriesParams) error
 	// PingWebhook Send the webhook a signed test event now, once
 	// (POST /v1/webhooks/{webhookId}/ping)
 	PingWebhook(ctx echo.Context, webhookId WebhookId) error
@@ -2710,8 +2748,24 @@ func (w *ServerInterfaceWrapper) ListUserSessions(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhooksParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListWebhooks(ctx)
+	err = w.Handler.ListWebhooks(ctx, params)
 	return err
 }
 
@@ -2767,8 +2821,24 @@ func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListWebhookDeliveries(ctx, webhookId)
+	err = w.Handler.ListWebhookDeliveries(ctx, webhookId, params)
 	return err
 }
 
@@ -5303,6 +5373,7 @@ type ListEventsResponseObject interface {
 }
 
 type ListEvents200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -5319,6 +5390,9 @@ func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.Respons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -11086,6 +11160,7 @@ func (response ListUserSessionsdefaultApplicationProblemPlusJSONResponse) VisitL
 }
 
 type ListWebhooksRequestObject struct {
+	Params ListWebhooksParams
 }
 
 type ListWebhooksResponseObject interface {
@@ -11093,6 +11168,7 @@ type ListWebhooksResponseObject interface {
 }
 
 type ListWebhooks200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -11109,6 +11185,9 @@ func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -11816,6 +11895,7 @@ func (response GetWebhookdefaultApplicationProblemPlusJSONResponse) VisitGetWebh
 
 type ListWebhookDeliveriesRequestObject struct {
 	WebhookId WebhookId `json:"webhookId"`
+	Params    ListWebhookDeliveriesParams
 }
 
 type ListWebhookDeliveriesResponseObject interface {
@@ -11823,6 +11903,7 @@ type ListWebhookDeliveriesResponseObject interface {
 }
 
 type ListWebhookDeliveries200ResponseHeaders struct {
+	Link            *string
 	RateLimit       *string
 	RateLimitPolicy *string
 }
@@ -11839,6 +11920,9 @@ func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -12321,7 +12405,7 @@ type StrictServerInterface interface {
 	// ListUserSessions The user's live sessions (devices), newest first, with cursor paging
 	// (GET /v1/users/{userId}/sessions)
 	ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error)
-	// ListWebhooks The tenant's webhooks
+	// ListWebhooks The tenant's webhooks, oldest first, with cursor paging
 	// (GET /v1/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
 	// CreateWebhook Register a webhook (its signing secret is shown once)
@@ -13737,8 +13821,10 @@ func (sh *strictHandler) ListUserSessions(ctx echo.Context, userId UserId, param
 }
 
 // ListWebhooks operation middleware
-func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
+func (sh *strictHandler) ListWebhooks(ctx echo.Context, params ListWebhooksParams) error {
 	var request ListWebhooksRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
@@ -13856,10 +13942,11 @@ func (sh *strictHandler) GetWebhook(ctx echo.Context, webhookId WebhookId) error
 }
 
 // ListWebhookDeliveries operation middleware
-func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId) error {
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, webhookId WebhookId, params ListWebhookDeliveriesParams) error {
 	var request ListWebhookDeliveriesRequestObject
 
 	request.WebhookId = webhookId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
@@ -13910,420 +13997,421 @@ func (sh *strictHandler) PingWebhook(ctx echo.Context, webhookId WebhookId) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37cttGti+Ov0oXZ58y6YAURckXUZWazci0o0QXR5LjXOgtNIEmiQjsptFNUYzjqv3Xqd/f+3fe4bzH",
-	"eZR5km/1Wt0NgAQoSpYcJ6OpmopFAH1dvXpdP+tDJRDjieCMK1lpf6iMGA1ZAv/co8GI1fcEV4mI60ei",
-	"fqpEwvSTkMkgiSYqErzSrpwwORFcMkkCmiTziA9JkLCQcRXRWBKaMMLZJUtIoBsMGxWvIoMRG1PdFOPT",
-	"caX9a4WLuoTm33kVNZ+wSrsiVRLxYeXjR6/SPaPD5Y7PRoyI/m8sUI8k8aWiiv3IEhkJ7hMqCSVSJYIP",
-	"iR6JmhNFhx5hjWGD+L3KVq/i50cyplcHjA/VqNJuPXlaNIr9kI0nQjGu6idsEtM5C5cH5atkynwyGzFO",
-	"1CiSJDHLQyJJ1IgRmGaY/iwGhHLCaBJHLCEJez9lUpFZpEb4Oh0z4noO5vXv2bx4CXXHxct3EPGLgn17",
-	"uUeet54/b0M/nF0pMqFD5hG/N202t4KNy80NJS4Yl/+Mo3Gkvm7p31tPg2kiRfL14eX2VaPRgHfZLklY",
-	"/HWvolvpVXyPUP0DVdEl6/GEDVjCeMDImIYwYbMwMNVHkogZJxOqRoTykLyfsmSO8xc8nhMf+/NJotc8",
-	"YCHpz/WIe7wvwrneed3pnnmpqiltToQasYRMaELHTLGEXLCJ0jQhGVe1Bun09T+I4DD1mEqceqPHS0mi",
-	"uf28cGlFQHE9i6gzSBhVuNlimgTsphR3QhU70Gu/3Px+9+wlcc/bZKLnK+IomHswKbO6ksRsoEjESaQk",
-	"mUU8FDNYZqAtFggeSjLlKopxTc0bjIcyPSxABb3KbvL1k52d5q76envTI72KYpxyBb+3dnae4AN/1SJe",
-	"M8v6a5jAdZM1r7UJ7jXOmqgRVYROJnHEQqJEdhE8IjgjcSQViRQbE0aDUY9XfZiX7xEfZ6L/JZkEBuLB",
-	"IvnjAfU1mRy+7JBLlkSDCLe7hovT45nVef/102azuTv7+mkztzrvv95q2gd+g5waysPBUy5nLAEmQBKq",
-	"WB2OGgt7XExYAn2RKo1j0p8qmNKYKaq3ZyIirqTbyoFIZjQJ63SqRiQRU8WkR/xX3TOij7H+VSTR78zv",
-	"cZiXfWCnWyNCn09NIwGNY5ZobqW/0rwz0DTcJpRsNzc9IhL415buklAyjqSM+LDHZSAmzNPfhSyIQn1O",
-	"2UAkjFA+VyN9K0SSBGLK9YHQg9C3RcQk4SyC0zqIWBzegnqYSub1zkCxZJlwTg2FK0FmNFJ2SIn+JuLD",
-	"/HkciGRMVaVdibjaalU83Xk01sy1tbn9bPv51tPtZ15lHHH8selGE3HFhiypeJWr+lDU018rH/UIHRsy",
-	"16pk+3BxRHqEmu9VvAqnY/1NgA+9iqbcKNEXjGbr2VH+R8IGlXblHxvpxb2BT+WGaVt3igyxmC3lOCaw",
-	"Y0YmCbuMxFQCI9QkJ4XlGr6+P9p5Dl/ziJjQ91O2S8Q40ueqxzVBAC1GiWWomtpDEi3eZwvsWWrWDIPQ",
-	"fcNBHtJLTY5tQnscLwD8PRSaYoQig0hlj7gmru1mk3A61qRmLw0kJ1houFcyK43rs4rWJlQpluhv/+vX",
-	"Tv0XWv+9Wd85r7/76j8qK8WDYP49K2BiHRLEkRYegpGQjJMLNifV5//67/9/68kTMkkirmg/ZiQY0YQG",
-	"elX0RYWkurB8+kt9gvQFqK9XLYvIzNJb2WI3/wk0Qjkuvv4WFq3V2oXbGroZRTHDi8C25FY34mQQR8OR",
-	"WeqdzNKi0Jiu7YK4Ur7IT+A42b+f55e817tqbdZ7vatn3dIlHxxSFYyKqVwLjXi3J4yGpJoV/Woo9MyS",
-	"SDEyopMJ4xLFjQiPw/upUCCySRXFMaEKye8S5UuPsFgysr3ZapATc1JxFVPpTUz1qQA+CjyehWS79bxB",
-	"/Mc+GetRM0lmI6pANDbtAoucJom+IqpaPtvZ3GyS//d/N7cam43NmkekKBj3lGsmF+mp0ziee3BXwGQE",
-	"J9RMBYbPriKpZFsLnFN+wbXchU+rmpcbysCL65GspdPfbm43Sjd7UMdNWMW0Mrv+dHvFTh5PcBbLO/pW",
-	"C9SThGnBDSUclVAuYdaFO6hZ6cIGRhKJomp3r7bOrG4yC8XGpbw9woc3WKbM2di8MTsqkRv1yRgLIwlp",
-	"JQl47kjEoSTVTX1RbjabwHngwZjO4SEZMC2naK6DC6onRSioDT2uX22TGY0vjCyZu2H0EQCBu0G6IPSA",
-	"JJawwVQrjdRI/KmwHiGb73HN50M2iDgj1QxzjxSeBBA+9MRDMohi/SXqmbp5ifIVCB7llwAIW7ktDtmA",
-	"TmNVaT9peisEgs1mMyMJbK4lCXiVH/RZK6WP9+bpbS9/27ru6RTlutK+pHt+297SHnR/Z1oGLu1Nmae3",
-	"7cu2rnt6I1lS2tEUH962H9O27uYt64+EuCjtaeaer+qMXdHxJIb3R+fNzd/Cp1ez7cFm0rrYmcgnwy31",
-	"/vnlM86Qsu7o5H/UAzIWGT2Gb2h4gteS/isQXDEO/wRdCdWZjUki+jEbf/WbRFV2vfV6jV9hp8tsxt6G",
-	"TmaDaw+Zs+BKSzm7xGdJIhLpA0ORoJqRAY1ifdBRI6h4WatUTiUuGpx5dyN9sUTFXOtj+z5MUYvXZ+7W",
-	"QetPyYLebCF1w2WrCPcY1erNwq23sDDWRrZqWvDOol3hcy+i4IM4Cj47NTpLIRgKU6KkcSxmKBwYETHi",
-	"lzSOwrp+cSp9j/hjelVnMqAxjM/3UrnYCsW1L4hMu/pEfc7l7XACp7ih5/BSJP0oDBn/3BucNTrHNLgg",
-	"lBibBBgqpGKT+nRCjOVRM+wvaM9eCc4+54IdCRJHlwwMW8GIxjHjWu1nVxO9MJ4ztuLixVqDmpOpROsr",
-	"RVuYsbk5uyyaFEEseCQJXPpf0rE4EuqlmPLwMy+znAYjZwDWDAOVkzhmiV4lULa+oFV6nTCnTb6kUczC",
-	"z32OreqFuhpocDRmX+gSnTjZ7/MtklugL5OVGc3gDXdW58+6OodokPaIucY9Ypia5mQJuxQXLLRsCpkU",
-	"qborP3OH+F6P+1OeM4KD2RMuE/P9bCQkI7EYRhwMzBKs4vq/zmMwJ1V/PKB1u1N+u8etXwgscvqpJaM2",
-	"AffhLloyNKfQ7ThXANr7YzEUU0VoELCJ1uNrqOB+AdvvVd6+fVvvZJYsv6XXWfNRlRSHlM+NziI/qxwD",
-	"LhgCVgEyo/p0gcuaVP2sb8ZaDzuv95GAHklidt3azpyAqL/r8ar/qnPWfdv5+fykc9Y9P9g/3D87f909",
-	"OT87/r57pCXMsufdo87RmSa73OW6osXT7unp/vGRXyMi8YpcV9iU1pQfSaIVy/FEyQYBN0qPo6LhZ5wq",
-	"vnUT7hp7+wDEAGfqpBmvzpBGXCrCBWfWrwBrJr8gCl3wF638PPNqEW0eJz9MhaJfIonejEI9soo+gems",
-	"JNBbkcbYMlMcEliiqb7ToJHphFTN6hHNJojfaDQ24J06uwoYC1no7xrXFbz2SBIfnltbQqTQiQtr4pNh",
-	"dAk/SiKj31mtTdD/K31StZPD2Zwfdn7CmZ/WgJ+/Pj5Fdyl+4GE/rOTLH94cn3UXv8QPPOJrdb7kw73O",
-	"6dJ38LpH/Ch1qZALNi9pYf9F9/D18Vn3aO/n8++7P5vGqIlDsA6gpXASciTQQ6t3bJZESjFuOAJSv41d",
-	"UdGYpdECKS1h9IpUqFOgpo27TBW5iHho7mDZIB1z5wJh2NCDSNkXSNVe0SLR6nlt13kwwoQOVPoBOJpj",
-	"pvBV97ldFdiF87OzA2M70fsOziDwnUCzYFlZHoBtQW/H+fHr7lFRK6kZJj078MFJ9/T44Mfui4WPtAIQ",
-	"TyF0QHc9pskFS1znkui3GQ8lqVIwf7FQbzML7dYlLGaaFOBlMeOEKnDZfykK1qfx1S9aVszIhI2/j5j1",
-	"htNLGsW0H39Wu8MJC/XBjUK0vWH0i+ZLVjEWfBANp3oLNLPRcm5VJCSg4AzqM3vf1YBp2XifNtrv0pAZ",
-	"EJ8TRvWB4oa5URvakjDNrIhxt44oH7IQPUo2LsQc3AUOKOlgSQ39NKK3O7BnLTB/0a14Y5zJsxEDFzLN",
-	"2JT0nSIVTRQLzZ1iYoH0crbBhTjLvG6sSVrTmZvrhDPYHKcSBSJ04mX64VxMyYxBvJFxt0eSwKm+pz1L",
-	"fe5/k10z62k3zZytzKYtBKVmzBC4l2loAoR6jSc0YXXKw7pkEPKWDdGFLcVrHL22LnRvFgVs13rxMQzF",
-	"qCnZYRmJU7kYOkm2N1vpEG0YRfeMDjGYj5JX3TMiR2Imc1NG6QI94OkS3BPRuLtkD3r5G1FO3qSCqgka",
-	"hpFVaxIhyvBY0o8jHsbz9rX7jOqqiEPTsLVFu01vbrogSM1JtH6hP0ei0rvNXdjMArk0t3dzI0chl5NY",
-	"SOXa1IoykdGQQwQUqDENsj/ItCengVZHpFcyEZ7eU/dDVGlc+r8LI3I8KBOfhiwIOYrTltTC3uspap0B",
-	"lEORkEGkZW4IOOEMuYShDtcFbK8EwRwlwjqNY6u+wJ00G1GV6SNSksUDKz5qad8Y7NBYWM7RMiRdux9K",
-	"+V6rFHugUfyNSMXom2BuQMNqg7wtVnW9VMQrD6nMX2im9ShEjTOJLllIBokYZ1RgPPq2jVzkeSHraTU3",
-	"0/7BIoKd2FbQflFNTJYJvluQfoJR28tsx5J5uEu2mzt2MPWI100IJzSYFW8x8jNSJrormXJZw1UEU/PS",
-	"QrqQ0TGdWx2VGkuhmc39kLDxLvztiNh5FLJUrO/NlJe13aLjC9KFbJqPG6RjCMG2Zh0NlM9ndL54Merr",
-	"mPK5JsAq2Abhho0k3IC1XU0Ohs8pMaMJUvaEJXW4FAM6yRgwojBmbuIMuSpkA8SRVOg2tkkH+mu58QGD",
-	"tT7aHARpkgI4rhXq3np29ySKQVDZ346MUukrknK6iobgeUpC8GFKQJYUdBtl1FPVHX739sxRDAQeW61r",
-	"ybK2ay7nZYKwZlXQwPXGEwzuTxiKhxRCxxRL5D2RgjPm/Z0oIQ2PzglRcDM63Y0WJhgsqnakqnWrkssm",
-	"0/oubKmLvlaCSMYy98hSt/r20N/OwVhv7w8wM1dNwBVekDG7ZDEZi4TtEiq1PE5oGMr0m1EklUjmhHGV",
-	"zHfR3nqJIl3CxERrDrjC+kLMR3ih7UcyHqYDhPzNuZiSMaPcqS33Q34m1vRvx4tMjKzRBYf62CerOJJ9",
-	"xzGllB1pEkibKGNI4NthQcJUOa8xg0Jugw4Ex23udHsnidB6w+c2sL5lcVwfiGSspz1VzilXpaQvpjz0",
-	"CCX9qYy41mmSacz0DzPIk4ZYMBGyLylo6w2X08lEJIqFhyyM6BmYsv+cOGaTb2y6Rq9kZPR7iMX4gsJw",
-	"PtowdBhHJ1BFuYCQAf50Z4tQ/ZwEMY3GxiQyzfjwrFSBF3EE/ly0t3PmGY2HqtTRPOOmQc6kWZNJIiYs",
-	"URGGpNNAXbclOGI9i2l/vTzQNAr/V/gozYRHdUQ31pmq0YG+SbJ58990Tvf3Kl7l8GWnIH0ePwLX1AmT",
-	"kBryYXk6ZZmWerXAYGHWxqyrZ/yyuK5mSXPpeSYwiUri/wSenjqsiA9n85rF8Co0O8+Vy+xe/OhVhomY",
-	"TuSaiR+v8OWPXuUi4mFRvlYUjND3KwYZHxqZUIn8KJ3a9xEPcWZ2T4xOUPEwd6RwXyC4F4YLqUxrUAms",
-	"3D6+vNlspgm8NEko+NVkNm9mzfQXoFGgsHVGgAYD7OBmRA3rnHaWaSq74UVkD+kFy2QLYhQLzxgdrzV0",
-	"8wErJvUJS6SWNVF88LOt+2QmkgtruNOi4a7JCEszTlFixBg6I34oRsePJHk/ZVO2QPabrecFAwxcavU6",
-	"SdJexWjHHZXL/g6pYnUt7yyn5Sz1GE7ZJ3ydphS4w3ofOeheJaZSpUrOJ4w439AJo7IM+iKBZy4KLB8z",
-	"sUt8OlXi3Ir4PuqS6QuPJNjAahZHhZEhVUzLfPYTNEaIS5aEU5vsCYbXtRikUQ8+ZeuzzqzFnXu6nd25",
-	"nWbz2ebOTuvJ9rPt5s7O5sr9My1P5TpkfIpvpizoRL9/t1zIq0wn4ScdkwU+5jAOMvwrM3w3fy/PoZaP",
-	"iz1+C3uRPdfZwZdxxg70ksmRo6F17L7OMMwBjSUrEg85mxmVdKw5mnNgW78VeKRGIjb2ZM3VPGcnznPN",
-	"SCHBW+7JIHl2GF0ynirRmYcLfHPK7YoVsVDQeMbi0sZCoIKeZn3TMQkTMcEQIzMufSznpM9iAUJM6otj",
-	"dFwzblXoMueVgbZmy8MdUW59rLr3Pg0ubKP6kwY5E+SCsUlmZTzUy9WIjY3zTROCTatcvMQq/SiOIz6s",
-	"x61K9r6qUE7/03zVCMQYkjaRd1UUvWASGAkxX5MwkpOpYnCw1r4z10zbbJTkbeav1+sOfse++zGdyfJJ",
-	"zg9n9anMzWz1USmSADoLlGz31OTUqRGLEvSlRhBcBSHzHqGSzMVUi7siRpYPW71LKE+DV7U2AemgiC8y",
-	"dsgxEWA6gdaP/KPWIP4YD03CJEsuWdgGty2mnJsscfByAClaxBIMDMqRVgHJLMof+eXlQmW1ijGrvPtY",
-	"SgP/2f6qjAz0OqMpaF2W9OWT6KeJSbck8BWXYsH2laxEe+MfpQgLCxpneoEt3Fv2ljLzKDtc36IFc1lQ",
-	"d+qN+8d1a2+a6nKVzJfUnmWtJwVrKIExQwAeI8s5pDhSlQbdR+tyBnGn5kT7JXS16wWzhUXF+V6zXjjJ",
-	"cqV8XbXmfvQgxweLMrjLtKDo9ioQ/QtoI4NEjE+djLu8gij/WayukiUz1GVcz2D1X1PyL2Mmn1HCV+L0",
-	"FjK+yrmp7EWDK5CKx8wxoIrTc+BfYsI4mgpSxasYLzInF4ClIe05M/giiTy3ZmUnF/WO9KoNzpub4+fB",
-	"82R7Mkn4000uk9FIBk3+5IIv7Gmeb7fykFHB+a/N+g6tj367GPNJXV3Wf3/3ofX0Y+k9+5oO2V3w20/k",
-	"sSVwlLvgHuszC3uEcE5yJBIFOJecsPFEzWv3wl1TArWEdvy6e1TxKt3Tvc5B56z7ouJVbLJDoX0uj5Zx",
-	"O2HmbmTbVRevjR9e1oVbeVJrleOwfGi1SmgMglALES1Pj8l2a/MZofFkRPtMRQH4Xha2cSs3hq2lIbz7",
-	"sFXc8wt2GQVsnw/EDVc8miysw/aTfK/N+k6n/pLWB+3Gu8eFfce0j9fHdTeO1gc6Q+PGybz8ZLNVtKVL",
-	"m9e9NN/m1/aY2/BBz2Yz2fsU1FOqxDgKABDCAg+amF9yhKHIxotY6LkoOsBvR4IEFPxskbKJZW2E0TXg",
-	"R4iTm4EYNY+dxdm8oJUjX86lYmN/8cZ/2iwyQVLMQCzeY0QkWr5jdTOPJNEft4mPAEsQ7PGCKqpHCT+d",
-	"YBiO/c0YvWHZ7W+AOpX7RZ/79Aczh+yYNp8W7GVU4EM4BUREj4gkBLdv1SATjyUuVt0u4XuzeCYxF0VR",
-	"DMo7Pe1qldPaW6xPGrMCrtc8gGnth8WCyk91w9Xq+6GVjq2z0ESthGwhpvxas2LqS1ikMapstoqH+NaY",
-	"IRYBNqsJ2AH/rgtohr8MlCH8G8XLkFRNzL35DJxRCZ1ZDb22lqxZYkQseVkLoQXY4WEkH0kSxCK4SI29",
-	"JvgXYf3Qg3idSLvVKuo0oQEr2723W3sEXgCTxMCCmcD2NdZp3LiiVwkHcA7AZ710+4aWdZq1KbKHanEN",
-	"OI455u/KmOBdCDLITe9Fkmnc1EZcLpukK1q4qVosUiSgisZiOGWkGopAbnR/7B6dnTbGYa1BujQYWfbn",
-	"61X1HTI7LARYoUKXuulwohsYDOeTf/3v/1nmmLUGOWXBNInUHMcgSdWFtZkAxxpg4Rtk3YHo8TjizKl6",
-	"dBpGisRi2CDAU004pGS2Pf2xvc4QAp3g7DO5UHzIelwJQarXMuYaApZidIiNtk8iBbBY3GChO2z5zApY",
-	"p2zDBGlWnNu0YQzvmV/GA3rucrQWHyAswdLPmP+68KNmELkfE6EW+loeTyyGQxaei6nK/KglI/wQOGNm",
-	"0Pi38Ri4v+W0P9arnv5i8o4r6HHMNAB/Og+V/cEaGOzf1vmU/i2AzRVK0S8jFocO0St/vkOmaBSvITxl",
-	"MKiXj80RIDIPAApUjTwDxykSgvElKTDnWpcC4JIXdfPd6fEReY1PScSN3b8vwvnNVRcz8SL+8C2jsRot",
-	"r5Vc0mfExfXar/mqqKN9rhIhJ2D0u41qg4EN+b17vrnTutaqCR+e65/PR9GS7Hw9b12MqCiakrEx3D5s",
-	"hwYqugQebXrpCxEzysHQdDW5W3NKtGD1+vQG5XrhJL+paD1LUiDwwrr+zbXCnfKyV4F0b8KNDLJGlXLC",
-	"rhTjIBWO2bjPEo+cvNwjz54+bZH/939bjdauvfcMcu4Mwq8BKNlcUJ3X++tFH6UEWkje19ibkHCKyPO7",
-	"t98XEGU8zB7qbvjitDiMK0gu8y+2njzZ3Cl89SJazzF+oeY5A8n3rwubm2L0jYttioaFr13dIiRIzSs4",
-	"M/05Drxk5U6Xl+6CzdeXDvXiXxtAtTg83UHReA4HNJfynh9XkLfJrDS+ZV7VeyzCArnwBYsjre2IKYhK",
-	"fcrDXRs3DMV4FsXTHAt+umT+ePehxKRoEh3uLFAiMzkzt2wfJQv7oxWqlo9KHzBIWPcTh7kQX2jpuix+",
-	"8pZhhVEY38FIbxnQtyQsHL7snP/YPdl/uV9i7XTXeYE/w2FicjazkZ2YW2o73V3IcuaCxIIPWQKRc3KR",
-	"767DSLMQ3zi4bGTNynhBS0Xz20k2n35+P/0wXn+UCicuOJsfRrxQteWEjsWUK4fhaYy7jyQZ60/IlEda",
-	"7aMKAfZb//Vki/zr//c/ZNMj7IoG8CFW/QFZeEITyZJazrjxyZKLDWUvjPXe2X7yzKJlEZShZYGN02DC",
-	"HbBBgRnq8GXHoca52lJgWYPKUYuzuTuvYaGyU1iWy6sgpnixZRhchVAuKwczrhWenKaz1q2Y0c6uN5xE",
-	"XCrKA7aWwpYzPV6rdUECzeoaSGAzNHuVzfxFLe/+9i3lpeXtP9nZyZZTaK7ZtIpUvJ5YrUoNRlmMObQe",
-	"vznZ12ICRMFBlANWyzIvyo0PMp4OP/o1j0x5aHz6Jjr1kezxybQfRwF5c3JgYvksPNjrN98c7O+dvzk5",
-	"AIuTZMqUkQHDI9a/iyEX1yavRcri5vV4xrb8SOrWaw2yb9HIJBtC7GGEVQ+hjpAeJWTgzSIVjIjgxqLj",
-	"vK7pjCAZjhr3rtulaRLVXem+G6vozrSpt8hbpUiDoapACvzk4Owg431beQnZ9+AbqcTYlpi4lq7CSEKG",
-	"tLsz7o6Ts0+WfTQH29Oju79QjkkSBREf3kuQxPu0WspaZU+8iqQxk3sjyvmS//FzR3gsS5AvTjovzype",
-	"5fTNN4f7Z2clYqQzNn6KzDvtK6FofA9EqejVfbR6k2j0+5raHUe5p9V8Mm6dDHdZoNaMbO7Y1uJOLrKb",
-	"zHbkliV78peO6JrB8tcpmnDqPiVM9U6Z89qBre2yyNYVrGOr9UlRs4uayAoScGtSuuKLkVPv7yhy6v1N",
-	"IqdwJAq1jEWPREa+WuMwR65g2rWvxhFnZ/d09t9PKdSIvuM74GK6Xn4Nj9TrJArYnc+swKuKdHcxrWRm",
-	"vTSEpdUuJ0jFxgeRVJ/qfE5p6i8Urnx/AkShO3yN6Eq3jK+nN2XINz26652ZzSb8b2WxvMKjsj5L3yjj",
-	"6cvnahUFZmw/S6a0a45L6U7cRVgGqkeffircOXiUUv9nidU3K2HqtN4gua6DdrIxS4ZM68fBCIuiPtva",
-	"eVqzx5uFEeq7YMUBc9Y44rlws2XR497EiCV9cF2Ku08JJC+23+AMLG3lCaMhIId8Bv+6iT10CuxiYDDG",
-	"etxX2e7FAGLsrWicp9a3u0i8/WkUq3rEsQoZqdrAT9lOGA0zkaCyDXE3UIgeQobcC+ZP9xirCLjH5k/3",
-	"GIoFuKf4l3uIUUTuqcXBWf5hcTA0HEdQIR5wneHsIPKHica0ta0wBtOEtVKIIbAxrYh8mRbBkrkSIc54",
-	"BtAh6TqlY0gn6yaWTik7eL/WJrGYsaSuX/JMRKbpFqrbbrUyFbb1CHxa/5006zvknNR9RKp28JCUxEwf",
-	"NGwI5+SayX/bKP+aVH2IYM0srck0xcWHartmYZFWhgnlSi+SS3t30OZtM5TA4vfIR8Q3tNpASAyfUHlh",
-	"ChGZALjXJ8c/7XdPG+PQI71KJ/N1r4LdIzS66ZjmhxMphEfGeh18nn+KRYxyxEKqiRAGEUbWGotPY6Zk",
-	"ntY38qSOwFLGWWJCVAc5vE0uVAYQ3FZT0/SjJVdInkAM+HQciDHQF0JJldAJ/uoR3y5xCsbi17DmcaQw",
-	"xdlfKADiu+LFSuCSwUpvN5u1fA5pdttXFnldiOyn9d/f/ZqmFzS9rc2P7dyvDftzIb83zszP5gJeG2Lm",
-	"roy6RYWtkylbSOg1FGHDoauMhwhdeRmxGTpVl6OTQsicWNNdjGkWkNQGQYuHA9oxzrH7M7r+qQ51LSKe",
-	"YOjlJ7ZyytinQJGM01CHPzE+YI1PMgl8N0LdcIWu1yxZXeb8d0Wxs/Hly4EAeUtgZoMWKccr4CKFglEW",
-	"qfeWueymozNEHzSezKIIH6ja3l4QJyx+IbXlklecxyc7rbyeurWuF/J2nHA9NpNJ4/q0g3//K/j86XZu",
-	"/Z6uuXyZ6oe5AvyFKuGBGEYczjY5fNlpo8BFIk78w5ed85PuD2/2T7ovfJQPMPpbP01LVmXLMg5EMqNJ",
-	"2IPiQ54WUuk4cplCuEH52osGQHST5Cs6Akgo5HCbUozLt8onnWZ3gleH7eTvpEIjgJlUCeA0iHIeMWj2",
-	"EKEEWDaZyAFXjgqznKo+ttiAnD8tyR5boQx+0aL+BZsoqMWj1fR2WlSBDhlP6yzQMEy0UEoTZqLydK+Y",
-	"4TSicsQQH9rkLZkSLw3SsQn0JnPIDgyDWbnAYSwHuayZo7iwEfjVirV/5U7o8tqbkot4iD0nqpSI8via",
-	"T6pa3haDWlqQYiJVAsgqFj4PO/WNkiKlniWEm/mmkVqb2KCkrZaHNfZBi3m6vagMdeq/EKvUNMg5aZP/",
-	"JBvkK63cVLkggRiPqdYC5IQGrE0WhkB+ExGXCNICagG8j5JWEUjf+gaX/9woBUxJ7WKZNC00i4Gl7v2U",
-	"mecqmbLFvbrdxXQrTrxATKaNFdRUFN7ty3OffJWt4bnZqrtNJIoOyVfEd+/YSPDN55mXJIsZAHRWN5vP",
-	"SUJ5KMakHymtqp0aa5pIFup5x9GAtQlk3Wi2ockxw0wBtilSefVHnv8evX4xHn37/mL22+B8eBI/uzpr",
-	"9d83f7nY+Xl2MN5ayLJbyHbOK0XyPJ9zvdn6uPjL85Xa0F24Kaxi9XfEVMmLqxlDXmfvbP/HLiKkujvW",
-	"/LkyJta0eGZDY/9uuuhfOrL5ZppLcXTzKcBuCx6wXZKhW02i/vn5t0Kq+mh4bkbqk0CIi4hBhvtPddNH",
-	"HajDv78A57xecztVBrM9wyIrb+tpylg9gEmv23T1CCBvB9EistjaLvt87HNrOfh5TYd9mqx6u9vupq7B",
-	"AmTeldQGFvQcS8VgBctf17rVi0F410f6WgHJBtRlc45TiOIE5GyU7YtzAlRcqnBlgMVZCJfrLgliOp6w",
-	"0GIiRlJOs+DRCRvTCJAW9ev6pmDEd2E6vkskBuG4tlpb29p8svW0eQuFrRj3rOI2PTfr7NKVnyvMKl66",
-	"H3IBkItYCEbcR5utKzBitAMHtbW4gvDifB04gWKW+8l0XYw6fS139ValKxXyStPo9beDZW23JvOi7NIc",
-	"T2YZdpsSyfV0ccgQ2OSuw4Jvys3uIBAXKPwTGpjQhFnDIY3j40Gl/eua2/rOK8sPNV65THnjRXB/J3Yi",
-	"Wj34UqqpAwVC1vVlXuRBaWBagvPSLptEzMNPAoaEFtaAoQYIXctX9WdYL2I3h8Nvi07ZMumUB0yfOE9r",
-	"5ZlHAFGutzQBtQjcTW33NimA/TElUKANf73AovsAt78fmPpPZjXX87I7js3N8KgiyJV0cBmG5c5wnqGl",
-	"mBPrg07DOtxFaFDKJtfY/U+Hbfkk7fKNLAi4uRPpzJRPuo+rAgMMyk5hsVuq3Bq1eJeUyDQWogqK6FVt",
-	"9tDb7jffHh9/f352duCwaYzhNhK8tuvKI7msIQOgeWtpZ5qsmW1nBlwYTrWaXNIvsTu34vnjtDoUPVc+",
-	"63YKTrrP+T0BtBxIDQNXf4iJ5AC3Nc+G9FjoGb/m2aAF/RzzwyiZJGwQXRELJPRYv6bvzcc+3j9xnDOQ",
-	"ZgxoS8g26xpPq73e4z9yEQPvHld7vcbCTzX4sdd7XPtnbQ3jarlOltLLctasUbHJSKlJVdbIm5MDz8HD",
-	"I+IYRwqF0v0JGSQU8tnyarP+XLY3NiDQp5GB5t4YUTka0sUQC6TWm+BE5kjwWlIrwd4wNO2lsoLFxy8D",
-	"FfzS+dQtzVN6siUJ8bkF8WwxUpQ6wa0wG0kWnPvO6dGnkj3dJmJAtlqkP1dMNgimqKeVC0MWiBCKvenH",
-	"OdLB5g4H3/+wkzx/9f3P75Oz2W9vXr94vn/w+pd90TqgB/R0tg680ZfIFN1iryBZg4FhKO5ThI58g/Mb",
-	"g4KUiwiLLS9bjO89tIZl0eXWCWJxyFyLl/k8FaVsoUwMEQI0nm/Pzl4bnGtP3ybonfcyiGzGH7oe4s6Y",
-	"SUmHpUiHhqLqUUgkVFxUFinvkQQ0SEomER9iuFRtHZRKLUyaQKeVsgz4Nez8I0nCKSPV192jF/tHryBA",
-	"r3Z7Y8ySn8K0W/EqL7oH+z920UvxsrN/UJZsCU3sFYLGoPIYME2Kj0yadWbXMtDtANfBWeqUXml428ml",
-	"uq9Jlnes/6TkkrWY28N1nfpijulduNOs6H6dO21NFoLXDoAwnuoecEh9RhOWdKaICod/vbRr+N3bs4q3",
-	"LLMYdKi6qabz3dszUgVoKY/4F1HoG9QEj/iRlP6GT6ehv+Gzq4lP7EA9MhBxLGamMk6Pn7zce/6s9QQa",
-	"6zOpDICIIpOEBioKmKzZgssA7xhJF/1bXYpALY5b1WIlQgUshLnWGgSskbJNclHoJB+CTjIxuSQbkdvj",
-	"mdBzko07J2nQOclEnJNMuDnJxZqTfKC5R7KxwbnAYWQQGIKLEcc9vn7MOWruhWEWaDoHLxWsim+gP2sN",
-	"0unx64oy2uozlBNXQNOngfKxgGab+B96FTnt9yptawtKK0Ga5tNSkDjcj76XCjKLRSO1cIQdYEFNApWi",
-	"MNIIBg6GNaDrVITX0nLGTbgHrrdiNicm9P00DQgySMKcUOfEs647UFP0Z/hnxatwCr0vOfvSgdBJ9D3L",
-	"Flf8Fo7OTYdiwCirej+54PV+ImZQhT6ONKHV3NDwxXRoC57G5YF9BGgWBErPj8jqFRDdIBF5v66FkzAN",
-	"C6Mx3AiAkof1lPtsFHFjRA0EV/p0t1HPsaetx6syjkKoxMXDVENC/4QHgRVSsUl9OvFMzBZGDEEVfjpV",
-	"o5pHOq/364ZWmaIhVZRUv3t71uOaiVDwGqSWTo9EWXDHmmdgocOEDpQkVTFR0TiSCEPPbSKyl6nTbEK/",
-	"ZK3H9ZjT0g947EnVwarr1UgrRshao8d7/B//IK+YArqGoD0W6l/9oSDJlJPGRjAONwxH88kkibiSBDEI",
-	"I4VlnDlGgFHy+HHK3ZBrwDI8fgyilSsb1eNwolAfB25Qa5DXEGT2+LEr6vr4MZQ3m3lkQiXWgqaS+Oml",
-	"4SMDenyWQJFyMVWPoRADn/e4o4IG6UI3LtcES6aB1YCapIXdTK01/Td49MzrKDtIst3ctr6e7eaWWbh/",
-	"ECymmimiOhTMLI9+5Y/soz/IbCQwX0OP9490FeGjP7IRjX/0+B/1ej33f91cWnqrSvV9VSN/QLU2xvWN",
-	"kRh6xIZEIttkkIgxucElRQruKPIH8e22mFSXb2AXyNnx990jn/yBe6lGmojQtuJvXG76hF0FbIJBi3qE",
-	"Ji4K2KYejbWiNBo+zHiBvVT90VCe66d6mguNWDYjEkInk6WJulQlUpXOW2ebWQpycFKDWYAVMRJ/5Iau",
-	"VzLz54ZhCemMWASE9Yc+8SyRAGt0FWWYhq3PZ6b1BwDI98Ul9GRro1N7KKDVHu8srBQIvPp0FG6TKbtm",
-	"yo1vNzc9IukcsqGyFGgudCk0o8rXeTP25+weOlpNBRjK05+1ZC6CCxIFgkPMp0XyFhPW45EinLFQ6tFs",
-	"ET/icjoYRIG+MOoSL344kLNIspo7bBBYjOXvQ4aHRo0SMR2OsFadOQD69c0G+Vn/BNXs7APLKLPxc+1i",
-	"msHUqUwEdJuoZIqFHXucENOwKTKuBWioV5+GM2P03a61pmkFMqZKX4sW8M5iQsFloifZapB9vYsX0ji/",
-	"3KtFg9z44MJsPm6MB3TDve1bpgUD9T9kIPY8WDqPOBPFR79BHj8+y5RxlWDd1vwwSitL6k1//Li9sMyE",
-	"WMOrTLclg+VJqqeHpx5h9TGNYg8cd1M10tww0NxJH4XxROmpbzWIDcS1Rl3bHgBSQ790MtnNjcCMNVJt",
-	"nOn1a4S74pvMuOWV0cvRajZJwtQ00dca4WwGjefPG1UkZpcshuh2UyPXVhSVSkykratc2yXbrRZGpesO",
-	"6hEHTC/f1vaHxmGiVT+L7+fXPLK92SS+G2N9KDjsrdk9AMazGPH4ike2WztECUHGcAsS4hAB3SECu4jU",
-	"f+HFCIh8JHJScw6KsOqX1fD3a23i661yIP0GnY2Cg0rrOlRpNiNREY+UKRqBssIM69KTUJCqv4TgZgHc",
-	"ChHadHM9LpmqecRH7EEf25tRiYtqJXZge+B28IiP0IM+BlnnEQb7FvgRQdC9Hvcdyh/Wco0j7uCW0ySM",
-	"WAxlgzxpbsGc9NprFWRO/AyMn99AQcDUTvsjh2un76NIxWzpvtdfbDeb5A/yqz+m8UAkYxbWzaD8d1W3",
-	"YksP9R2XCWGyLGrG4riOb6K1JNdFijOXbTv9dbHRUDBsdgzJ/3hYUaC2DW9Cw4bc65lYhmwPBY9tV9no",
-	"B5ow6A1ezneQS/fIrkvmd9vkKp4dKQnCfSSJLX6Q72jKM8wr39fCI91dJ/1Bcw07EtvkFjSJmm89ZDzK",
-	"N5h7YEef05PxNs+ReL7tgis1t+6LT4uWPabBBRg+zeAxqzjXjbm+Crdg8RmsC5EqQfxcml8i5KdmOtm1",
-	"2oaOuFD1gZjyXA/uR930kSByGoxS0d18/wTphKmRCOv6CxrHYrZALUtPdYuH8CtQi/nVtrkDbQaCD+Io",
-	"yJ1H+1t6YnA0j6TRv9zRgSZxB3Ot2jOBDKPotOAT20Oq0FnStoMFkTgFxFWOB2W7G9Oreqoy5llL9okj",
-	"EFMHk8YJo+Hc5iQZM2pW+8QdzXVmSLUe8fogjoaj3NItPUSCseSd8vR9q/oG8/r3bA6YnSqKY9JnmqdP",
-	"EqFPitutTeRxCxdpds9yTwwtabkGOEIqsJnmWtDcJIFQSlj4OjoQsm0WPLYruD+oHwLb7J7RIQ6exq51",
-	"PFcTOo8FDetKiHpMk2FuvEsPF9lzX4SwKloSgBds408MK5PTyURoVb8+ZmFEwaid52hFb+hu3qRPgOVb",
-	"N7zt4Rn0wK4mLMB8lIK1WX5qJ5B5QgLKNTH3GRkzy9xauPZ9febrWrlkYb7p/BPbLJqhyUxM45DgQ2D4",
-	"IQtiqlkNfCbznUQZKrtg83rCtLCVO4+Fb7htXqBSLZ2AuGYgKMJoABCuaoGBm+6XJMaFyy37zHYJ5ApC",
-	"s1y6L02zRo6tx9E4UnVAc1jg2kUv2A4wPdCc/JFJKLBHn0/HfQaJM3B2rBCe73/KzfGk/XiB5DIPFgk6",
-	"pYXFw916vnwaiy6jwhd0N+40Ll89LWRa76dC0UJqyz9BdmUqe8Aj3Sa7GtEpGIdzjSZUMVzjfJPZ32EV",
-	"jDBvl8Iu5xZKJWi3KGYTi88WF9UYbhGeCWSsBX7xxEiHIBRzGufvIvwNltD8G/QylhiVwjSxucRy4MIa",
-	"sESTcMSHZXxn4bVF5mMfE3xsu9uywtoljeJlGnM/28XASxnCt/VuZd6wLSLPHCk1qV8iwBvICW4kuSUv",
-	"fUv3B3K3eQrnM53NH+AziKOAcaxJYmzknYk+f/VWo2liDtJom9ls1qDwuCGS4Yb5Vm4c7O91j0678E0K",
-	"xV3JhOJcWli8ymajiW+JCeN0ElXala1Gs7FVgZClEXjpNhqgO1xwMeMbv80uZOM3E9Q7xDASZ/PZDyvt",
-	"yiumoKgJlDieCD0k/VKr2YSIGrwyIGYgo1naFtHbs0bFk1P0Diz7KUCPe8v6RLPcU6YaGFhuUteL23UD",
-	"3TCA8Rl3ZaX96zuvIqfjMU3mGHiWzMkFmyM4uNEV5IJi+N3bM2kg0Z5sPsOKPs+bW89qAA07lOjrVbTy",
-	"Tve1EYpAL5L958YHKiVTH81PIyic9fuqFf/WvHKPi27Kd5Usu2HLcIQmd73mB9El47r1qhOeldCiPrh1",
-	"StbUUHRjTsfxqqU7njDeeb1/s6WzjaZLd100buGqmb5JKIIphtXd7cKdZT1dxcu0YHoxJAcXfJbi8mNv",
-	"NZto1UEXDnrXJkmku3UeEwxd8YAnf5U3ieDHgqfaENj/etwoKIC23zbWaWw9kh6IbJZ9pmAQigUgjNIJ",
-	"7UdxpMADnDBjs7auIJEYXxWgflm7UufF4f7ReefFixPfI7EQk75WeftzYjahZpy/vtYQkyiQPjp3l6jo",
-	"BBfsHs9fivBXQEzQPdQU0DcwkNGT5taKvrOmvPXHYGuYFI5A71IqpxnBsVHxjN8XFiRDBGV9mbc3sq+a",
-	"/u7sXLi1JFUcN4wWxALPKsmCx/PiI5P1x5QekU4QsInKuRqMB8lb6YJCMD90cuprpEGOOZFTtP0APVtk",
-	"h8f2E2msjpBXB8YbNXfRFRaUouEQIb6PeOhby2wUjMhFxEMiBj2e8VVO9A2Uli9OoyI0h5+NqAJPqD6Q",
-	"Y6wbCbAeHpGCUJ4iYeg7ssdpoKxLAxSI8VQq5OL0gmW6sCM8xa58zFimyvqcwH7X0DI2epHLI0GWw3Jq",
-	"WN7VhojYrqAsogHoKAsEIVU9z+/enj2ShXEl6KB6/DgL3td4/Ji8Bc7hWM3eXvf09PzkzUH31McaI7pT",
-	"4wVkYdZgG7IgwoBZjBkaRIk0tlYt6uoeXF3kQRQzU64EVVo4JSvQBXvcwgu2cQPRylX1f6q/tIOpo+nL",
-	"Nxnhx0k0jDiN7c+7tjxKan18JHtaQIRaNl1+KebOOVPzyEgAIk22g2+FVL7BTtEax+LzN0nkQ8xUtvs3",
-	"J/t+zTPpcZDkFklcFlcXmItkTGPjACXVCUsCxlUdQpDhOvL/V+ulj5ES/v9qMZ9EPIinIQt3SShcwRa5",
-	"S/xdP607JHdJwiaIxSNjQL3ZtSCSAZUMA5T8kPG5D/vjmaqtuElObsFQaI9wkdl5XADnfAZ4H/AkMa56",
-	"XM2iAGsOO4tBPE8hj4AUs3bkXX0CfbAB4lDcjdxqbrvoftpD00E2QKEK97qmWsEZVCG2oDcLDW03N9OG",
-	"0MqQ4x7gDWluaaZg3dvme+P50dsWSWlc0A7AyH4/oHFsonp6vLpsZLbygwU0AkOjXuNaA06dHhc4YWkS",
-	"gSqXO2k9vuAb0dKOOcOWLVisHn2OUeTXa2O5R47TQsH3796e5RhfQLlxAWOwC4womUpl12OSiKt5m5jQ",
-	"RRPN6ALNtH4hBsQv1r18vSgXESS1QJjjgvaBKZAegeBH4lvNr25H57sq83BJIaAT5ZpR4zUDgYke8eW0",
-	"D1CvYNLwIcKSAyQtrDhEkVgwJGftAXrHC4nyObQShZkXAK7WV/CbgSH1ehzZadWmuZrfiR9R6BfiN6tP",
-	"m0SiF10/+k1FPrqN4cA4eCUs4YS5sT1Oc3QlEjKdaDlpu0nQJXqSD8sgVT6M+JVeOjU6t/42j+zRMJwT",
-	"39DQOcXwo7OEskF04X7HqKQeRwbosysFb/7u11yIGHiKDT/LlI2yN7mlFc2Y+yKc6xtY/7ceI+fOEC7s",
-	"oI3qQExZSfw9lPfqZ/MJMwFSmpWYO3JuuX1/qsi33c6LHq/iYDGQLjc6fLWGvmGMoMYbOZLkVfesQd6i",
-	"jzuPRSdx3cHLCkQOwnjEycKFRKq9yjcYkAc+fXi3V8HLFPwaMwEGzUEsZg7iLcMC2z1eJ48f54HnINQs",
-	"Fbgy6GlF0RyIRuf8fXOmam0b4YHpTzKPVwcQbHoZ4QC0EXFuo9DpqDUFQl4bstLnTmHAnBZ5+Bw+hXAb",
-	"ZuHDIPgB4y3QUzmA6DcU0pIpl3ZoqUdCN2BwnoxCxLVoIU2Iv6lp2cCVOkU2ikuUtqGVKTNDwMTGtau1",
-	"yTed0/0958CSiCSF+6B3vdVs7urR+P+ExfgaIiHSG2IruzDLHNxFyugmcAr2Yk9rccJ8QBSVCyEXRWqY",
-	"ixysZKqqS0jIX1a9C72PORQ3M1bp4leh/HoavhobEJv1VKcMwNHHd/eoJrpFOGFSa0sFqloH3YMLqtke",
-	"GBo1+0hEfJ1ylnu5fiTqp0okgKiRlatLcsyMVG1xo81OU5UDOTAakBHngbVlJO4c/oG7evQRyESpN3Kb",
-	"c3269OLdXzz8/L2fjTyG+6mGV7oWCDzDWUACMWaE4vu8XX5V3+QWtnetvWA9XLP8NWpvzrLF2W7urFqd",
-	"MhzFPTEe07pk+uDpTcQhuWs/G1dQy6fo5DRkI2BxwVn59jWf7awYodZvi9D5bBxnlVp9Mh/TJRKjoBsJ",
-	"BbXyalYZr+XHlCKxuMj6hQr+y6NzaGgLwwNmi1sH/O12tHvqwCkWAGsmNGCZ3TEpGFUztezmlPa82Wxt",
-	"r+o6RTYvLbQMKW1FFHHb6aa4GcWonrpDYbmIYTy37OsMjl9JVX94drOGddOt5nZxYnZqSTCMYyLiKNDS",
-	"IKp1TuflAKW6pMkFdAzAJ4LPx2IqTYOgdjr+ZXj5vV4DJWfRDcwvPlDuedFR0gu3jTfmajvgNzS0oAPw",
-	"yeYN7KEmQxkT5lBTdmCJqR2xY6FjvFxMJgf+nmcvFa9ySeOpSfTBgsm5o2EyajKO+7aWF8HAYUL8cr2Y",
-	"nlE6seWLF4yTaS7mdnMzdQWuDK9L03A2VoXpwdEAMfVwQF8zHurNyS3OIiJ0ls8vytVLgdOly1UYw9e2",
-	"QrCN4oMgCLSaVdeNCq7ddilvGFZYtMBZxQFFtk82yB9l17etT366exCLbTa1iKi0ytjj1cLoTY8shUIi",
-	"aEaqdqEYj8syo5Ex/pql6HGL8p2P3TQA3RlW9Pbt23omjpLd0OEGZ37rlmceGeYLsKgtnPk8e7Zagp4+",
-	"hEemMm1MgwtZSsh5dGloq0WqWJekDgmYtWzjBhjMGojMBZ7N91ybfLfy5HtdXGkRveYsjuhqUWzyZpLF",
-	"i0+XzCie7ZyeidqlJZk064HDebFaZ8nyRZkMLUwkMd8ZRfM2a3GD0NSiJVlUce/oGLsp5eKTqlml2xT/",
-	"yW7kI2m0gzYxb2glH5a8x62G7wzOxRRQ5JuoLtiajbUEdyaT5pO39i5Yd+FcwHFP3ZSrb/I3aVTOp3vI",
-	"Pyxm3v767qP3YTEHFn/MZqj/+u5jzolofBV1TSwkGLEAKzsliwZFPfuRwDry2ViFQeb71LMIKZulXkU0",
-	"RQ+iWKFxSkxMpqux/sz1/dOPOCPVztGL2i7xTRQxGdM56TMDtyf1GGkM6Bayxw2SPaDD1xoEa2J9bbAG",
-	"THaLdYiDF93E/QmpAIkBHBLBiPIhw1RzvHp3e9w0FU7TNJGZSC7I+ymbMo8wmsSRpis/nLKO8vE7k7ql",
-	"RSh4j0Syx/1/UglWcvb1GJLLW09xal8fv+4e5X7onu51Djpn3Rf4azoErWanjUBRMB66RPQez9cmss4/",
-	"PWiXCacPltbHa+jqJBOWSEh2U0LEZm2sh8P0FfY4WvXGzrqr5cOID8kIAsDT3Ct3gMZgBX1NhxEftsEC",
-	"hk7jFCrO1xsmOENs8gwkeeaOoGNmaAVtI7ASMJohUw4FZNeImSVA5p4LtfAPIn7h/NRZX4juqcdTqHQw",
-	"jbw5OWiQDv6QMKp5NMbZggsNKnigBSjiIbuC9dTz0YQKNb4GbAajHVFOfIiI9G1CM7s00B7oQMTg7xG9",
-	"ZITm1qiNNssU7iFSKJdBBqKbsx7mjMYXuRoW6cyQpMENh4thX8DoF3wKju4wwmwBPAsknCbW3aOb3yUU",
-	"X7ZHxRUnIWNxyVwlD9gmWI9I6eXocRMDjeBxaK+FXEJYW0yV0tIVZzMyESYXALLxFdir49gWunOHWu/W",
-	"TJ88OHFtOzLzeHHkZnzGOD1IBFdemk1vIfM1S+9Y+HxFnbyCjnlLiHBX4U8wpIXc1KZ1GjqIfa/HqTQJ",
-	"ala1AlNs6p3NfRgp9CF0XKoCBP6ETiK32Y+kutMkIZ3LDGwfkL3ZPtwaMWHcI1v4Zo/jq1r4iKewzplg",
-	"obZLm0w7BcOmy+MF+t34oP+zH37MJGpuN7c1Hyoyax9EUu3BrXCNWfuYA4K7Ze7IDZn0CGsMG/YmWMEu",
-	"XUkTcxGkQF1GJFbRJctLdjAuc/6U0BeMZu8gIBmx7deK7rDiVVw3lXcm3jTf1PGEGcCCpY/hcmRXkxjw",
-	"gFQyZcUWeYeYk0pda4Hd6FmkiPoZ/LVbYJ2rOQiTWmGvaAmiyFhETVaOzaQx9wRRIg+OZmpR1uNWiQvC",
-	"fnnG6LjM+LR2JZeyIvlFc8Brr2wWcOwBCkXibKtUEsmUPitpYE7+LGzg9xaAUV/PxSUDUyNeljjHC4R5",
-	"tvgdSBIpZekPPnoVnMcCIXKWXusLBFmhnP5nBuCwghAlpTvDSo2pn46vWrwz7IoGajkLq9q0OeUUPGwQ",
-	"po8vsTBfG7NVPKO0yYMlx1c5qNZmDsh+TRz7JXshOGvbGPCBIgCaGKzYOKLSRKyRqslB0KKtLc2k70Bj",
-	"4jrpnh4f/Nh9sUt8wBu1rcK9qy+lPD5hOa8RlywJp/n9XUTSLt4hnADtQ6I8Z3lB0zd/nbCBjwL9jCV4",
-	"CRk/dlEh0/b2s83NEh6RNvjptNje+Me6tOhbSaNNjKRhblVjlcvqFLuwkahMXqMa5OaO61+4OwkiDaXz",
-	"dTqjxVDTLRlzc/qLbvFd4eyK7o/0Nt440PJpZY0XDdDzLX3AWZanRZVlpufkdqgKlsrCtawlxdyKv8LF",
-	"ipxxwa6t2fYjiZvRJjnx5Z/ZW+fr9I66nVKGf4J4/3WraIwf8rfcwq3o+Owya/YqeLVU2pXgfGVllwzM",
-	"a6XVbD2tb27WW0/ONp+2W8325majubX5CxJH/pWnZ82ddrPZbjYbzWZTv7LIJPVZ0jty5nJ0S1poNTY3",
-	"t3+pLL5tAfQrdKrEuWXYxoLFfrR5PFupSSsjZ3nZs7/AKVIU+QoNAKcwg2RYPj5N4Ku2Y3HFd1RzNH86",
-	"2Lp43wp2+ptJkz77PVyx4s/azVZ7+0njCS5nwYpvPmlvrVzx5uoVX+6kZMUR1w4U3TjWYs0Mi23kV34z",
-	"s/JG0C1c9J3m+ou+OETNK7IY8ZWft2ZXg1eHs8O3+81ffvtudPzT7Oro95+bh2fB1eGLzkz/f/DqaHD4",
-	"4qU6fnX4JHzxjWBnv4wPW+rqcHz45OffXs4PX3W32PiHm1gptZgM4PgFZspjY4lY8CYeRPziOicivPPR",
-	"q5xQxZCNXpcZ4F7MflV/DS7StT+273+iP/Faw6U1O4eV1CGx+qOXIulHYcjAPrrd2rn+izMhDimfm9HJ",
-	"P8uumrOWVlL4ycqC5TR1mVsJ2zPmARZ6aDxCw1/VSQHh1EgOEJyRtV2YDB1jdpiAySxjZUUBXqucEyEL",
-	"MsAQMVyT9rJ6fc1VnknwBrjCd4iFyqT6RoTzO4vo0mPLQ+h/zMOuGtVzQZzYvNMBlGWw6eVdOPPdMzq8",
-	"7hTCOx+9iltCVT9hk5jOWXjdp0WffPQqBwZO8VpuY9974DhlHKe5BsfZMzAn8MHmk3XG5ZKdD1kYUYDy",
-	"Bv7WWufjDDbAbbnicfLDVGBFlpsyx+/ZnIV4Bu+LT4ILd5FRgk2M8kVIT1IdCS6myRISSq2A8WX9Ss7a",
-	"sioh1vDCe4tQvUd28nCgiw/09vVfHAn1Ukx5+HeVOdAbUCwY3OjW30MV5+O7woNlzJgAv367ZssElQ40",
-	"fDtBZQAIJ8fGWXyvkgoO80aSyhrnRrec6mj2IPx9DtzNr9w1bs3XGciblwCzdAe39efhDOlef9b79lvr",
-	"6kafrsjgQtMxqWoFX6sfzsSy9n274Uw3d88YuqbpL541ZI0sD+zhgT385djD0vkn//rf/5P+5YE7B/1t",
-	"mGWaQUdbm1OMIqkE1lgqDAE7ytg+dg3argGVVzk0SElEHEK5ZcpNyjG7jMRUwiemco4JY4IgD4xegoo5",
-	"ac65vIgm+KNnAiIcf8SU0bG4jPgQU7Qgcy8zAMAUs8WGdB+PZA1Tds0sM2mnuslHmN4rVQqbsNc57Z5/",
-	"u396dnzy8/lh5yc/28GumaLgTJKY0UtGIvARFSo135qVvSmP/Ey+nfUZqZ3ICjusja0y6+zlTGYPRtoH",
-	"Det+rLrmEGeOqHdLY+1d6mQJs+FGdyx6nUDDD4LXg+D1IHjdp+Blo3ZA3jJu1vWkKQjUvGT3cvah5YfD",
-	"/3D4Hw7/59e6LEso5wRp6eUVqTQmKA3hJyDoTXpED0NheTuXA+BqqLEJMbjX5tsq5VhTkbAr0KCigYHd",
-	"ief631ANHl/FCigsrJkyRlTRWAwhwwUzLLq2yq1PGJ+OPSxWouYTyOgKqaI+wvxg+UL9JpYpfAGP8Nw3",
-	"yPdsgtAYTo3q/tg9OjvVCtR551XXJ1WLE/esRUYYJ6lXQEhlIhOLvjzoHmW+3Gw2m82aKSdJJq56WoO8",
-	"pkMmoXqcVs+s7GcqdNk0lSq7CuKpjC5ZbTef2JLNRQlQgbRJJMHIZJwwgCzE7TH4hh27DVFoQPX7MWun",
-	"OxhBojHmbGBii9nf09OuaQTWIeKu0H/oajM3CsPyu7b88zVx+fHcLhOOWTJT5aiKoHJmjqYND6P4EauB",
-	"9CGna0ylCfw0UfCmWn5R8CNEL944CN6R3vU1yK8Jcs/OF4kJ0kldnKtNZo1CL5M0HIW1xuoQ1juIXy2P",
-	"Xi1E+AH9tTCK9EnTWzvqefN2Uc9nBQlfS2Ycm/vpKL9qF96ktJQuKp7DPPyCi6zdfPZ0e3Onif+rN5fL",
-	"GGcXuFnfefdVHf9TtLr3aQ4Bqr1hUNqDDePvFWiWKWi8MtIM3/Nyl9I1BgkjQyzIFBt4W5SKFr5iVwrf",
-	"rRsYpzbe5OaYSuJHoa1BbI+uKY/sER9+cSWK3R2vH2kRwD4B2tfCyHenx0fmFcgxFOOxfgI1y6omCbJO",
-	"9VXm18wFuHi9f9/tvu4c7P+YFQ02nxBZa5ATJqdjZjmKf0ClqkPX9f0XPqnaipkUkb3dLVZDdCdIODb4",
-	"tFBeFjEO7f1gRS2QDbiYEQEAvwnmmCohiIzFzOFH2PzR/nQwwNTBMJKB4BwxwAEAzAwXWnQpfVG4mxEW",
-	"CEDTCk7kaKpCMeMN8tLmyco0Ww/H6C/f/afQStntX1jsOLdsn4PrLt0np3r1zS7ChZzeGXrS+X3F1TKp",
-	"vrOIy9J7BBr8TBP6MqWfP0Vkuf5SXWJCpfgpm81nW8+2N58X4XsVhmlhe14GtQeLfVtACZvPbhCgH+7f",
-	"h/vX3b+aw55Cjl79VJNM19zK+npacfMi0s2fC4xxVgp6AcXadRf64sEEN9/ldvhtAHwF4wb513//nx6f",
-	"UBWMPFNUVLGxp5WjcaT0U5NrT02b2Zz7WoN0tRShP7EmA3jrkexxs+he7gbDVdv4AP/NZpyTCHAfZDoG",
-	"9NZS1eOlX2/Ae/6dY1OkgBQIInFHiBTEAVIAgsAdIVKQLCBFj9sy/Z8MSYFz7vH1ICkMcTg3fR6SwjwF",
-	"5HmEpOjxckwKQ7wloBR50Aeq19osU4/jtsJCOaiItDQsY4B4DKgVej7XIUNEAHC9CgmC3BIIAme4Cgni",
-	"WSEQBB7ZDMIDgVLJPR6ymCkWXg/4UH4Ar0F8+AH53RpIxoYCzZFzaWuYTmz/NHWMDSFzMVtII9bv1Vdk",
-	"EaftfDLOQHvdFOL18CxenHRenuVSTU/ffHO4f3Y9oEVf6IFm815f4FLCAQaGrDf0vd0JB0oBXVa8iusI",
-	"XNa4D4UNIjcQE8b1ccKTttzgXcBc2JTmgiEurXhW0G3dC9RFnjQljRmawjmL8+Q3Y/0y25/+aA+/KSO9",
-	"rdYdQ1yABdMM3oAZZnBhslc7ouOD4JvRrLT4kJ9gNqO2iTnDv5TM2DR+GvGAFaMs6OcArLmsUP0lMtct",
-	"M1lMOre/P5J4VnAH0vRzPIn/THnR145t5RhAhiWsTCwvzEJ+etZ83t5stbebjc0WbBJWTw6g+t+bE/jB",
-	"McM85wRjxJSrw4iLBMzATTjR+o7J9NKqN7fOmjuQyNxqPMHEbz2sPf0xHMZJEgURH2bzjM0VogkGk6v7",
-	"ravtyx3+7P1W8kQ+V81Za779u6aY7JGxZyuftrydSVu2rEJO+0ooGtvBt2D0il6ZH1rNnWZRDnPuoy14",
-	"qTyXPDNlTXLleeDbTzDJe/OTdqBs+VtLXWSWv7ne8u8MNumo1d8KtsMn7Ong2fD5aOe35eWf0ERxtJCU",
-	"Zo6XbEFu+a9d++aqdPLMXJfSyYPTJ9/9cvFL87irWifzb/Z+Hne3T9+Ojmnzh81w65vnh2dB6+hF58nh",
-	"b4eQWn7409XVT793rvpno9+O3/589fPb4fzn345+O3r1w+YvZ7+Mj1rBNn0Rv0eI4NUoFSWoFGvnpIOY",
-	"9JCU/mCrWNNWYQBzr7VVwHvmAsompxdg2VzjQjDi43UZ6EDIX2oKOgzuT81Bx+UpMUfCNj1koT9koT9k",
-	"oX8qYyyMwMI+AZXDccW1ctAd78sZcVNrCNpxY4Z5cXm2+AJ+t2xxgbEUlM3A90MMiIihgDEZmjIyD86H",
-	"L+RCT9nm56VgJI7UYI6BXkoay3c1cuOqFV/dZWAJJfTZ/GtcfA+H4d88m2eFONzJcvsSefZGsuoPRoGG",
-	"kHqqgtHygXqtf76lJIwh9TcQgccsGbI6jOSrW5zJ19jd2rH0988NHHj3A1d4yB/4DMLv85uN1tWG+Ywc",
-	"c892TuPPK3AcpswlI3VU9wd1YFOukstNpOUN5+UpDIE4TkIo0dufmwCBkFT7c2XqCdTay7nixu1v/BbF",
-	"CeIQpb2cI45dFKWJowNUKjp3BQ1w8s6xbKIYMDgg49g2oQzo2bOGUvDhhcTXzMmvEYqlkfWF1YYWnHcJ",
-	"hmdc3hgcyEmEMRkYC+hKB5NLbNpG46cMs8QNi36vv3TauJuHntR1ieNAFx7STY6gPuFSeTC6Poild2Wl",
-	"tYwijV3yMkR6A3vsLeXXlfx544P+z/rGDX0oP1HafRA2H8765xQ2HyS/FZLfCRsLiPpz3GmXgJsWAyz1",
-	"sownU4VlT108n1RscqdM6nqxYx/YFKrj0wLr1uupuisGdU8eKT2y11P1oIQ/8MUHJfyBFS+x4k5oihpP",
-	"YhrcGUsuk/4wYvTmSCM5u2hhhMAptHwXdtE/gyMuRNI+8MQHWfGBQRkroZYUUwsZmKkgFpAoQVzo9g3N",
-	"hgZQIa9+LhSVDgI2UbKkZDtGqy8Vbjc19gvsZGIopmotJ/0BFqQX00XRaC9mNKmfRorVX1BFC3Kqe5UA",
-	"6jXLXsUjvYpUIqFD1qv4ZVHhhVXh/zwm4lVOmarbmtOL04P5S+Kfn38rpKqPhudmZyD7+KZV72/Dd/6S",
-	"EQBrVvLOHboDMdQESKoJuxQXNl8Mv/FIgBsBOa3QqkckpLEuUGj2BNoTlwkUWCriXnDOyk4YqZqwaDRk",
-	"+eMBtVyxTaAUImQdQFYX1tMnEW+T7eYmvOsq0PsN8gKzvagrIl+lJBjROGZ8yEwlYVeR39aFhxyGHrem",
-	"+VazaQaC8cpQUv78pPvDm/2T7gu/KIHpFVN7ELKtTs3S3KPwYbsoLSlhqoCa6S0yHhqMWH1PcJWI+LpT",
-	"nXu5fiTqp0okrLL+qTNjXTx8X3AR/NzReTsShI7Jvj47g4RJi8YUhTEjs4iHAOAQzxH6IY6Uio1DARLk",
-	"2EAVH5v8zbURsssoQEIpu8FOzNnFfEd7uow/B7ecsCt9y2FpT87M0UPoIb38jCtNcJCyh6mHwNUAFkq/",
-	"n0X8qjqtAJ5I4r/oHnTPupCWMpWaNj7o/4AegIOR/8T+v/a9Hg/iqVQsqUs6MJBU+u2UKCWRI62K6NZH",
-	"VI6IokOTcIxcKsSBS+Mwg8NOVY8DQpawsFY2715rPFFAG2lsHpT4liBmwfI4x5v/wXTQJs2PhYcZl/pw",
-	"fqxGLHlhtuaTc4CwhuDxVHVjyWYjliwW8J0Jkx5qqIGY8sIoarikATP6Srt1g6wBnFKI+R4FfONbMSNj",
-	"SB2EEbhNglqspscvKq7w9qzn3+feP42GHC5+OCtAcghLU8XDk9vrPCvZtVXuE8xHZ+jfvpEMYN3zlIfg",
-	"aA1zifolPMTPcJ44ksph3ukf9Mu1Yrf14Tw9qH9hr7Wh2XV81nF06aS4BdDp3eUq4pEkY5potuqbXfUf",
-	"koS+JHbxZzGJnMSYo6n0lsUL6UbA5teJOhsfzA/X+I3tXYyney2V29x1/45x8WU0/KUGUnxBd6S+43JX",
-	"4CPpBLGSaPnsDXizO+fU0n4aW2FPHZjTjVF8WbczOKJaetZcXQvDbeKPhvLcJ19lxWxFh+Qr4rufTfMg",
-	"gMcsUCJxj2mPSxYkTKE2HrGkQQAPgJILNmchOezs2aWxbyDerNDXe3XKQ5YB3v32sLN3/n33Z7/mESl6",
-	"nLMI5AxKAjEBbIoTFoI2r39DwBEltMY0j1gMEDU4yyyuFkX7HSgIPe473qHFBTrEgDwzr5oFCkqnPBAJ",
-	"iSOtiCRCYVVJ/UXGAGE8Jj2u7CJ7BogGtT2AVXn8+EAMIw5ABPrjxuPH5G2JwQIBfMDqgZYLoilB87h2",
-	"dnAGIbDHI078nJUBEzYkeay/dUaPxw3yxkC5oAElknZPQi8Vrtzx16qY+9Ua2ByaENI3cRxXEkSjgdZx",
-	"E4DJbzc3e9zfmCSiH7Ox3MjZXEh1u7npwRS3m1uprmfn7caO5EDJJBFXc2NjUiM2Jn0aXFjUHVyyQSxm",
-	"NUOF+lc903SUPV71Xx+f5iaVu1D0ADec1cf3dBuc+I1GA57gnvuIWxSDLVc3mVFw7UrVDOGRSKFuasjF",
-	"7qVMx5zf1j4DaKweh039sXuy/3IfNlWZckn6d5/g0aFYRgipLg8Ylad0rdfHRjHucanERJKZSC7A4oXg",
-	"0V6pblwzNHyKhjFNvJ2MaQwIkYVQjihZNJRV/c7e2f6PXb+WohfL1MjWRnAkR9MjMZOL5Nyf2hhZRxAN",
-	"8k3ndH+PJEyKaQIaLxjiJ1TK3QzdOmr+J6zd17B0KarQFvHNODJEmQL14ZZBLadg1OPmpJvaUUDj1cWl",
-	"RspIaCTtDsOeKYHbZhfSTDegZjGB6jHY2EKLO6542j093T8+AlTx192T8zen3RM/L281SMdAggV0Yghh",
-	"6fuD/cP9s/PXxwf7ez9/rY+vqiO6q6EPi9vk4U2GeYzwnkTmZu6HmNEsrBtAULmtLUGBr6ZsIV391CqT",
-	"IT1LcrtmFshWfADHsl+2Wm7J6wBaUke487DQJoMZmVnj6k1CbLJ2GDiti0Ask5hG3DCfqiNQe6hqWfuL",
-	"psYDTQ+VdgXot6IlF5BOdeu0D09eRgkbiCu9JAcRn15p+QZ13Uq7QmP9NoBF6B71HfIqEdOJXBwWDiig",
-	"STK3GGZm/4bwPqkODACl5lNSkmQaM/lILzgchAa+5l87gaHp/teKVHQwqHgVGo4jLivvVg/7cECLBZUM",
-	"m8hdAuZg3oh/9zgExC+wbyKnQcBYuKuv9xlNQrBxwsmdjQQdR1nLYd5N0OOZ0PyUrT9yxsYssF4qjMD5",
-	"hqskFkOI9dfUjdSa87ZkZAQPj84m4gbOhB4mXCn6vtbXGrI8JSBu/7ptysgZFi9raXfWtgmaw3RPKAfX",
-	"HLkDSxC5KfeliKeKdRcRbJqb9Sag6TgcqaLVWcLW0Z89yX0WhXFx608sVg+85kix0q7I8x9ao1F/HMZn",
-	"b99cndNXP8r+q+cqbO3M+69+UIdnlQyuDV6TgFNzwQAVeXjt9+dcqLqmThrXrXxdFzye1ymvm2WsI6Lw",
-	"ZuHpS1f1qOCoWfkJafyvttxB68ff+q0nFwc/HcXB1tGk38oud1bEWLXoy63cYNFbtzhUZzCSsvggwxtt",
-	"SjYM+z68dA8BRCUBRH8N5IzbWFRyTP3uY3vsbX0NbIal8AHo+HBvzkaCjKgkv01lhkctW1OW43rWthVi",
-	"jkmpA/7BVPgAoXEzekbyyNDzakPgauCMPz8wpDge5IG4/81zD90ZKMs+HEzjmFxGbEbEIHsY0ECaGgWg",
-	"MNMcwzkgBqb0jNyZtTynNQ6dDn379l1q0OJFkbEaGd07a++zCiOUxhtP1Byd1wkzkOIjNiY0jmv5UJse",
-	"B+UQcrjTuuCp3RqQPOcN0i2y5zlLSk79tebDHudsZkdqzBik6v9U17teR2sDGkYJlZIlCnv0h7knWaNC",
-	"jy9ZFRCeXBHJAL8/YZcG5a1tbPyTaRoxxS9pHIVofRcDYyi6YBPV44GYzBukwzEgwUESpnIyTpTmgND1",
-	"Mla3m9u1InPRqeO3xrDyKRajSSLGQi2E6xzSC5ZaBSgnYDAhaI+J3OCz+la5keXmCgZO6+YFTj/jPYO0",
-	"aKvk4+Qf7p57uXv+CsVUP7/whklQeZY6tOzgZmpH3iL5yVdMoX8Xfa6cfJvxtwYiZKmvdddWYTU+G1vM",
-	"QXA4ZlDW65hnrmhjounxWbmbMpLWYQp2JeC7EDU5oIESyZK7cp616ILjsrpsYa0tOWDMyJaCr23lk5v6",
-	"ktB1ZG4ozdUiPmVyl/hZJ1EacJ4ZSKl34XBA99wW3yO0a66fsiBut8nWSiQ4QuADTTxYi/5W6WafK+0r",
-	"pbrPy4tNJT4OhuiUtKtxzlcCCoTlA7VsEKOtSyxTpggxOwPSpzy8HTc39vB7YeWnU8uXbJwANb48kPU1",
-	"W2Ih8CU97arKO8ysiwlNZFCCh6KqUJ9OiqL1C2MPyDqhB8BrE6amCbcR9ytCEHBLXAjCgheY5ELze3wp",
-	"Nj/P1yKJXmfN8ikG4MxZ6DKC0v7dJ/uh3+NQXMlUxNGfqSRiITHCvUl5gAQeKkkspKqlo9xsZhqrDwVn",
-	"PsHCT7krR1Ma3KluiTI+QKx15qKGcOGKrpQf4ZXDAa3cDx7E4YBiF3+SDmD7jzRbXb7DThWbTGB3kWhc",
-	"hAvJBWBoWlq2tz5cZ1+WdrHGVF4Jzv7mrpW9hIWMq4jGe1jP6jNfonjcnT9X34K7UNLXXDZ5OZ1NJJlO",
-	"8j5GzXPN8bvFpQmxk/ek+2TNBmgJ04PORb+ZYEXAY/QytiYAQgtdTOOEJXXzWY8nVOkvxpEy9QdJpGq7",
-	"mLHn+DpqPAlTZKKlFKx0gaGmxLrISchoiGAasscv2EQVJo7BCn0+Q/86XuZHMuW9D2z2wYHwp7OxfSmn",
-	"LBvz6vRz891uVjIghVGuK5kX5o2WosZixDa+1AYDrE+qiRDKJJzWPGObNk6NhZwAtE7vYvLcLJLMPYYI",
-	"PWSzSrJ44FiSSWQdR1xL/X2GfMgjKqFcRiq6ZPHcJufDpCWJeBBPQ1e4EwpZorWnJP/tDCf9l05+gzk8",
-	"lLZ6KG21Jp8xZ7i0tBUeu4wVAQOM5Y0S2Qw3yVazWr5rU16mTzcfuiLCC2wDWIKJECdy2pdMLTEYGYiJ",
-	"Fj/2wS5qmca8gM1APHak2WmCEevokBVThSpspNqIS+ArFZ+CUVf6ZCamcYhLQSZUIlwAtuJcjuj+w3/r",
-	"UQQxHU/AQJB7O61LjTr2I0l8V33Q4Fjrp9+9PTOP/BqRdE6kaBAIrrBRzdgiSXIgBzhLswIAFbTINT17",
-	"ITTIWZ7J4nr1hVBSJXRCJlSNiEiIb60SaeM+Vq3mwo6iqgU9KJmtP681SIfYX/LR/ZvNZtOSmdBL/5wM",
-	"GXfJNJbTS2iIVCHkHcpv19lVwFjIQt9uAdVyKeX5hcjWpo7AzLLrsqPgRZgodZ5hA/NN+mwgEmu1sEMP",
-	"KIci1RHHobTxn3gRwwDRSVCwQAaYQb/43dszwumYoYDuyEZO+7+xQEHMPCcnL/fI86c7W8SngfI19URj",
-	"tOi4D8SMm6ecScXCmknQWAzmdp5f67ruBEokfmPxBo+kof5hQoECINu9ut1s1too72eueKwJHRUgoINw",
-	"gmL1/ZhtoG3o5U+qK5cOICzTHO5RV3goF/dvFsP6CdXfgFLvK5DVcI9VGgonndf79qr97u1Zbdf4KtPc",
-	"28ytix7aIsEhp5ZsRPpQyAkLVDbTd4ELuXfukxWlvaSsyMu1d1WfzWb1gUjG9WkSMx6IEAtF3r6Dz2qj",
-	"TgewIlrF2YAUVQ+G6L8OB/sbai1abnr29GnLinhZ8iVVLS5Fl6w9oLFkPsbW87kaaRkaIjKiS1a7ngF9",
-	"gP8uhdIXo42lzi/KQ68sM9RbW2BvE9A7wMOZ9R4KTqYS2enCNMXCOngrwL9ShISEBSIJJfGNIK3VEWg8",
-	"YVQK7u+C+KrnzHhIORTY0V8sfUAJfqGFXlRWIulYRhRq3cDMGgYC8eJrmX92SQq35SxNYKlHTVFRvf4r",
-	"7FQg1WrlJA2JjEKtkeWjKFFHwzJFThHWg9UkYwacUSQ9rZhGfa1l1kgKm5Zue6u5DS2agtC6t4gPGyUg",
-	"avb+WrBKRZrG3k9ZMq94Fa1OVNoVXOcy7M/N1nMooqdYor/9r1879V9o/fdmfYc0ztv1d4//o7KMDfru",
-	"RjkgNgEkySSFmJV9CFv8N8kHWSUWumwQxxBXsL1sqshu5oC6FGM4R5BEDFy/2dypFVudCo3YZ2U2Z5HA",
-	"WS9kNjmDtmEzs+us4ZrBWD4VheRf//1/ClhMzoC1xEjMR2ndM2Ak27gA+YjuRhGyaioE36fh+ZBpNaVY",
-	"RhwzRUOq6AMfeEidWVOW6zgpwRKPTZhJZSo8syXn/maOHDTrZDJkSvAVr8daeyNZcmrfXhpGGcxzBMbh",
-	"C8Ym+owU3e8IDlu5YZ6DntK9Op3WRkb98jFRHwSDPzlRtBCbWZ9Aj4gJlluI53BI9K0oOLsmhzRPiUcZ",
-	"pxXpzzG4X3cE8bNV0Kn688yJrLUzqQBpVA2mRVgU9tlIxAzQ0fS9n0FHswDq+kMSqVq2KKqZGpYjtRVS",
-	"tYpxTXlUwDtKsVcKPdmr+c+/H5jrg8P7weG9bqauBffKwbiayDlZuw2A621kkTcISeREkRnrj4S4yIbk",
-	"LB/7t/alezyQpo+yA6lX0I7VIwirZtht1bp8LR7bWfeoc3QGcG5vu998e3z8/WntQRj4W58+SxrlASc2",
-	"cXmW0rI9Tu6n1YEkrgl2qYfolPX5xFy0LIQKbq+PT88wHsOfJrGvFenvTo+PPFszgErMafj1VFEe0iQk",
-	"9ny9q46Umsj2xsZsNmtI89gOrxGI8UaNyAkLooE5ZETSuWwTQ3A97puX65EFpYTBgj3UI5m6EQ4MUCXz",
-	"NglZOMWDyzBhseZl2tIyjFR0PPFJ9Q2PrkwSolsBqhQbTxTGubiv9GypmibM7/Gqf7np9abN5lbQp5I9",
-	"3daffnvY2auffttpPXmq/+xV8IV0BvA3a+R/doPJPe2LcI4/mGaYbwBy06R77LkeMnCVkf4ccn+g3rw/",
-	"G0kWnPsO0R5jjtEuYgIWag3yAjOdIOwGUnaotFUvIJabY5VyMmGJjbrYBSt1wPR3pj2IlbTOgf5UkdbV",
-	"FakmLIwSFiDeLAYYtjG2UNMUFzZKmoU1DBXH5BqYHrvCYxPRGABbxQAt3L9FSs9uIJIet8zRcMTzk+7Z",
-	"yc/nb/ePXhy/JdXWNhnVDBYrQlWmM7XY9C87+wfdF7CbFv3TkubGB/Mvrc6abyMmfYsTa06Mls8V45ki",
-	"/+YzMqOyx22hIT1hybhqkNdJdEkV80gsxASgaAEWNuIX9VgENCY0DBMmJbO1EweYtsRjJuXynDsHB8dv",
-	"z1+f7P/YOet+rZIpK084NWfynvy7pvV7wve7xRjCay5dL0UM0Adbk645JFV0uYPzBQA5H6JTHqJT/tzo",
-	"lBxl36OwUWJvGGpZAADUDXerFhybXKxKrVgaWZDRs1z2eqy1LAO73s82FpcFWGtt60MkY5FAnKNh7ijf",
-	"ROpBrP43sbFdR/OmzLyleJva5uQI6/QvQWnLieBlKG2lFH3nWug1l+ED1T+4mtbWPjvpNZCCsuElUHoC",
-	"bmbTeWtvhWWzTolgXpqAdcyZjbbRSgzI7ZgroP+cRHxYaxP/dffoxf7RK8giQHezUQG1VuRzdqU6/x97",
-	"V9PbRAxE/4pvqNLSKxKckLpISAgKqbgh1tqddK2s7WKbLjn0v6P5sNdpNqg90FNubZV44mn8vPPmzQz/",
-	"/j51Fw2NJ/z4vf3WXnV0w+RIggNUCkHzvEZwg1xDJXalSY0claUA2r6i4AejHe+YAVok8MDCfwoGdnCX",
-	"GqLS36hB7+MSdZigJh1zNek60y0+vVpc9v9RpzJ2An+W/+AZgs4Q9CwCTF5Ap6fHY7V8lw6555fFJISU",
-	"55et16ufouyuv2xuotKFkLpEU12GtI4kI+WD0ECkQs/lyWqFA2GhXpbJzKNmQCrEzmCGS/WZRHtEy7wT",
-	"EMXlrJc6qurwcheUUaciOnjEEcHwNk847ojjU/MIrPNJZUjBMXJdG3f7ck9JmQ47hVZyKZyh6gxVTw8l",
-	"NiDS3BJK5IOZEKL4+Do/N4+Lzeu4+Z8fgAzKu46aQ0lG3mqnb8GiLXyCiBCowQXr6KI0x8p/RnigBqPJ",
-	"+ykS/yW6mpKoe2jWMgq4VUkL+tktY98PB0JLvWQWC5QKsEMbJ0yMPnF9JW4jINxEoClf1BHX3Rr3h8z9",
-	"LAOnb4KGrdmpD1zsh05rVOvu/b7emZQCvsb3rpgu1TmRy3OYPawagxThlXHcj7ZaW4RW6xs6zMLIM2Ge",
-	"mivCZ1I1WBIkx6awzkJgXpTglFKxm02LvrGVfWarV+x//e0TqCHobYq8HLcdSWAjy0isicn0qveOJ7n2",
-	"e7ZWgl5p+1hv9xeuumaujb2e2F29jvQ1U9HqaaKWC9vJz1wYo6zuR8MCTVmTXv8kD8YqX4VOATfceeNS",
-	"rC/Eo0wV3kmVuXL2ji1+MvfgIFJbGD0Y/pE7xbkUdJ9qST5p3V2CwHUGKsAW0IvAb5Ehd5RyE4EL6VmE",
-	"WdvBvvarJdHoj4e/AQAA//8=",
+	"7P3rchu31icO3wqKz0yZdJoURckHUZXaDyPLiRLJciQ5zoEeNdgNkoiaAN0ARTGOq+bT1Pt53rmHuY+5",
+	"lOdK/oW1AHQ32aQoWXKcbO2qXbHY3TguLKzjb32oRHI0loIJrSrtD5UhozFL4Z97NBqy+p4UOpVJ/ZWs",
+	"n2qZMvMkZipK+VhzKSrtyglTYykUUySiaTrjYkCilMVMaE4TRWjKiGCXLCWRaTBuVIKKioZsRE1TTExG",
+	"lfZvFSHrCpp/F1T0bMwq7YrSKReDysePQWX/jA4WOz4bMiJ7v7NIP1IkVJpq9hNLFZciJFQRSpROpRgQ",
+	"MxI9I5oOAsIagwYJu5WtbiUsjmRErw6ZGOhhpd168rRsFAcxG42lZkLXT9g4oTMWLw4q1OmEhWQ6ZILo",
+	"IVcktctDuCJ6yAhMM85+ln1CBWE0TThLScreT5jSZMr1EF+nI0Z8z9Gs/gOblS+h6bh8+Q65uCjZt5d7",
+	"5Hnr+fM29CPYlSZjOmABCbuTZnMr2rjc3NDyggn1r4SPuP66ZX5vPY0mqZLp10eX21eNRgPeZbskZcnX",
+	"3YpppVsJA0LND1TzS9YVKeuzlImIkRGNYcJ2YWCqjxSRU0HGVA8JFTF5P2HpDOcvRTIjIfYXktSsecRi",
+	"0puZEXdFT8Yzs/Om0z37UtVQ2oxIPWQpGdOUjphmKblgY21oQjGhaw3S6Zl/EClg6glVOPVGVywlieb2",
+	"89KllRHF9SyjzihlVONmy0kasZtS3AnV7NCs/WLzB/tnL4l/3iZjM1+Z8GgWwKTs6iqSsL4mXBCuFZly",
+	"EcspLDPQFoukiBWZCM0TXFP7BhOxyg4LUEG3spt+/WRnp7mrv97eDEi3opmgQsPvrZ2dJ/ggXLWI18yy",
+	"/homcN1k7WttgnuNsyZ6SDWh43HCWUy0zC9CQKRgJOFKE67ZiDAaDbuiGsK8woCEOBPzL8UUMJAAFikc",
+	"9WloyOToZYdcspT3OW53DRenK3Kr8/7rp81mc3f69dNmYXXef73VdA/CBjm1lIeDp0JNWQpMgKRUszoc",
+	"NRZ3hRyzFPoiVZokpDfRMKUR09Rsz1hyoZXfyr5MpzSN63SihySVE81UQMJv98+IOcbmV5nyP1jYFTAv",
+	"98BNt0akOZ+GRiKaJCw13Mp8ZXhnZGi4TSjZbm4GRKbwry3TJaFkxJXiYtAVKpJjFpjvYhbx2JxT1pcp",
+	"I1TM9NDcClyRSE6EORBmEOa24EwRwTic1j5nSXwL6mE6ndU7fc3SRcI5tRSuJZlSrt2QUvMNF4PieezL",
+	"dER1pV3hQm+1KoHpnI8Mc21tbj/bfr71dPtZUBlxgT82/Wi40GzA0kpQuaoPZD37tfLRjNCzIXutKnYA",
+	"Fwc3IzR8rxJUBB2ZbyJ8GFQM5fLUXDCGredH+d9S1q+0K/+xkV3cG/hUbdi2TafIEMvZUoFjAjtmZJyy",
+	"Sy4nChihITklHdcIzf3RLnL4WkDkmL6fsF0iR9ycq64wBAG0yFPHUA21x4TP32dz7FkZ1gyDMH3DQR7Q",
+	"S0OObUK7Ai8A/D2WhmKkJn2u80fcENd2s0kEHRlSc5cGkhMsNNwruZXG9VlFa2OqNUvNt//jt079V1r/",
+	"o1nfOa+/++q/VVaKB9HsB1bCxDokSrgRHqKhVEyQCzYj1ef/9T///60nT8g45ULTXsJINKQpjcyqmIsK",
+	"SXVu+cyX5gSZC9Bcr0YWUbmld7LFbvETaIQKXHzzLSxaq7ULtzV0M+QJw4vAteRXlwvST/hgaJd6J7e0",
+	"KDRmazsnrixf5CdwnNzfz4tL3u1etTbr3e7Vs/2lS94/ojoallO5ERrxbk8ZjUk1L/rVUOiZplwzMqTj",
+	"MRMKxQ2Ox+H9RGoQ2ZTmSUKoRvK7RPkyICxRjGxvthrkxJ5UXMVMepMTcyqAjwKPZzHZbj1vkPBxSEZm",
+	"1EyR6ZBqEI1tu8AiJ2lqroiqkc92Njeb5P/9382txmZjsxYQJUvGPRGGyXEzdZokswDuCpiMFITaqcDw",
+	"2RVXWrWNwDkRF8LIXfi0ani5pQy8uB6pWjb97eZ2Y+lm9+u4CauYVm7Xn26v2MnjMc5icUffGoF6nDIj",
+	"uKGEo1MqFMy6dAcNK53bQK6QKKpu92rrzOoms9BstJS3c3x4g2XKnY3NG7OjJXKjORkjaSUhoyQBzx3K",
+	"JFakumkuys1mEzgPPBjRGTwkfWbkFMN1cEHNpAgFtaErzKttMqXJhZUlCzeMOQIgcDfIPgg9IImlrD8x",
+	"SiO1En8mrHNk811h+HzM+lwwUs0xd67xJIDwYSYekz5PzJeoZ5rmFcpXIHgsvwRA2Cpsccz6dJLoSvtJ",
+	"M1ghEGw2mzlJYHMtSSCo/GjO2lL6eG+f3vbyd62bnk5Rrlval/LPb9tb1oPp78zIwEt70/bpbftyrZue",
+	"3iiWLu1ogg9v249t23TzlvWGUl4s7Wnqn6/qjF3R0TiB94fnzc3f46dX0+3+Ztq62BmrJ4Mt/f755TPB",
+	"kLLu6OR/NAOyFhkzhm9ofILXkvkrkkIzAf8EXQnVmY1xKnsJG331u0JVdr31eo1fYaeLbMbdhl5mg2sP",
+	"mbMU2kg5uyRkaSpTFQJDUaCakT7liTnoqBFUgrxVqqASlw3OvruRvbhExVzrY/c+TNGI12f+1kHrz5IF",
+	"vdlCmoaXrSLcY9SoN3O33tzCOBvZqmnBO/N2hc+9iFL0Ex59dmr0lkIwFGZESZNETlE4sCIiF5c04XHd",
+	"vDhRYUDCEb2qMxXRBMYXBplc7ITi2hdEpvvmRH3O5e0IAqe4YebwUqY9HsdMfO4NzhudExpdEEqsTQIM",
+	"FUqzcX0yJtbyaBj2F7Rn30rBPueCvZIk4ZcMDFvRkCYJE0btZ1djszCBN7bi4iVGg5qRiULrK0VbmLW5",
+	"ebssmhRBLHikCFz6X9KxeCX1SzkR8WdeZjWJht4AbBgGKidJwlKzSqBsfUGr9DplXpt8SXnC4s99jp3q",
+	"hboaaHA0YV/oEp142e/zLZJfoC+TlVnN4I3wVufPujpHaJAOiL3GA2KZmuFkKbuUFyx2bAqZFKn6Kz93",
+	"h4RBV4QTUTCCg9kTLhP7/XQoFSOJHHABBmYFVnHzX+8xmJFqOOrTutupsN0Vzi8EFjnz1JFRm4D7cBct",
+	"GYZTmHa8KwDt/YkcyIkmNIrY2OjxNVRwv4DtDypv376td3JLVtzS66z5qErKIypmVmdRn1WOARcMAasA",
+	"mVJzusBlTaph3jfjrIed1wdIQI8UsbvubGdeQDTfdUU1/LZztv+288v5Seds//zw4Ojg7Pz1/sn52fEP",
+	"+6+MhLns+f6rzqszQ3aFy3VFi6f7p6cHx6/CGpFpUOa6wqaMpvxIEaNYjsZaNQi4UboCFY0w51QJnZtw",
+	"19rb+yAGeFMnzXl1BpQLpYmQgjm/AqyZ+oIodM5ftPLz3KtltHmc/jiRmn6JJHozCg3IKvoEprOSQG9F",
+	"GiPHTHFIYImm5k6DRiZjUrWrRwybIGGj0diAd+rsKmIsZnG4a11X8NojRUJ47mwJXKMTF9YkJAN+CT8q",
+	"ovgfrNYm6P9VIam6yeFszo86P+PMT2vAz18fn6K7FD8IsB+25Msf3xyf7c9/iR8EJDTq/JIP9zqnC9/B",
+	"6wEJeeZSIRdstqSFgxf7R6+Pz/Zf7f1y/sP+L7YxauMQnANoIZyEvJLooTU7Nk251kxYjoDU72JXNB+x",
+	"LFogoyWMXlEadQrUtHGXqSYXXMT2DlYN0rF3LhCGCz3g2r1Aqu6KlqlRz2u73oMRp7Svsw/A0Zwwja/6",
+	"z92qwC6cn50dWtuJ2XdwBoHvBJoFy8riAFwLZjvOj1/vvyprJTPDZGcHPjjZPz0+/Gn/xdxHRgFIJhA6",
+	"YLoe0fSCpb5zRczbTMSKVCmYv1hstpnFbutSljBDCvCynApCNbjsvxQF69P46hctK+ZkwsY/R8x6I+gl",
+	"5QntJZ/V7nDCYnNweYy2N4x+MXzJKcZS9PlgYrbAMBsj51ZlSiIKzqAec/ddDZiWi/dpo/0uC5kB8Tll",
+	"1BwoYZkbdaEtKTPMilh365CKAYvRo+TiQuzBneOAivYX1NBPI3q3A3vOAvM33Yo31pk8HTJwIdOcTcnc",
+	"KUrTVLPY3ik2FsgsZxtciNPc69aaZDSdmb1OBIPN8SpRJGMvXmYfzuSETBnEG1l3O1cETvU97Vnmc/+H",
+	"7JpdT7dp9mzlNm0uKDVnhsC9zEITINRrNKYpq1MR1xWDkLd8iC5sKV7j6LX1oXtTHrFd58XHMBSrpuSH",
+	"ZSVO7WPoFNnebGVDdGEU+2d0gMF8lHy7f0bUUE5VYcooXaAHPFuCeyIaf5fsQS//IMopmlRQNUHDMLJq",
+	"QyJEWx5LegkXcTJrX7vPqK7KJLYNO1u03/Tmpg+CNJzE6BfmcyQqs9vCh83MkUtze7cwchRyBUmk0r5N",
+	"oygTxQcCIqBAjWmQg36uPTWJjDqigiUTEdk9dT9ElcWl/7swIs+DcvFpyIKQo3htSc/tvZmi0RlAOZQp",
+	"6XMjc0PAiWDIJSx1+C5gexUI5igR1mmSOPUF7qTpkOpcH1wrlvSd+GikfWuwQ2Phco6WI+na/VDKD0al",
+	"2AON4h9EKlbfBHMDGlYb5G25qhtkIt7ykMrihWZb5zFqnCm/ZDHpp3KUU4Hx6Ls2CpHnpayn1dzM+geL",
+	"CHbiWkH7RTW1WSb4bkn6CUZtL7IdR+bxLtlu7rjB1Lmo2xBOaDAv3mLkJ9c2uiudCFXDVQRT88JC+pDR",
+	"EZ05HZVaS6Gdzf2QsPUu/OOI2HsU8lRs7s2Ml7X9ouMLyods2o8bpGMJwbXmHA1UzKZ0Nn8xmuuYipkh",
+	"wCrYBuGG5QpuwNquIQfL57Sc0hQpe8zSOlyKER3nDBg8TpifOEOuCtkACVca3cYu6cB8rTY+YLDWR5eD",
+	"oGxSgMC1Qt3bzO6eRDEIKvvHkVEmfXGlJqtoCJ5nJAQfZgTkSMG0sYx6qqbD79+eeYqBwGOndS1Y1nbt",
+	"5bxIEM6sChq42XiCwf0pQ/GQQuiYZqm6J1Lwxrx/EiVk4dEFIQpuRq+70dIEg3nVjlSNbrXkssm1vgtb",
+	"6qOvtSSKsdw9stCtuT3MtzMw1rv7A8zMVRtwhRdkwi5ZQkYyZbuEKiOPExrHKvtmyJWW6YwwodPZLtpb",
+	"L1GkS5kcG80BV9hciMUIL7T9KCbibICQvzmTEzJiVHi15X7Iz8aa/uN4kY2RtbrgwBz7dBVHcu94ppSx",
+	"I0MCWRPLGBL4dliUMr2c19hBIbdBB4LnNne6veNUGr3hcxtY37IkqfdlOjLTnmjvlKtS0pMTEQeEkt5E",
+	"cWF0mnSSMPPDFPKkIRZMxuxLCtp6I9RkPJapZvERizk9A1P2XxPHbPONbdfoleRWv4dYjC8oDOejC0OH",
+	"cXQiXZYLCBngT3e2CDXPSZRQPrImkUnOh+ekCryIOfhz0d4uWGA1HqozR/NU2AYFU3ZNxqkcs1RzDEmn",
+	"kb5uS3DEZhaT3np5oFkU/m/wUZYJj+qIaawz0cNDc5Pk8+a/6Zwe7FWCytHLTkn6PH4ErqkTpiA15MPi",
+	"dJZlWprVAoOFXRu7roH1y+K62iUtpOfZwCSqSPgzeHrqsCIhnM1rFiOo0Pw8Vy6zf/FjUBmkcjJWayZ+",
+	"fIsvfwwqF1zEZflaPBqi71f2cz40MqYK+VE2tR+4iHFmbk+sTlAJMHekdF8guBeGC6lMa1AJrNwBvrzZ",
+	"bGYJvDRNKfjVVD5vZs30F6BRoLB1RoAGA+zgZkQN65x1lmsqv+FlZA/pBYtkC2IUi88YHa01dPsBKyf1",
+	"MUuVkTVRfAjzrYdkKtMLZ7gzouGuzQjLMk5RYsQYOit+aEZHjxR5P2ETNkf2m63nJQOMfGr1OknSQcVq",
+	"xx1dyP6OqWZ1I+8spuUs9BhP2Cd8naUU+MN6HznoQSWhSmdKzieMuNjQCaNqGfRFCs98FFgxZmKXhHSi",
+	"5bkT8UPUJbMXHimwgdUcjgojA6qZkfncJ2iMkJcsjScu2RMMr2sxSKsefMrW551Z8zv3dDu/czvN5rPN",
+	"nZ3Wk+1n282dnc2V+2dbnqh1yPgU38xY0Il5/265UFCZjONPOiZzfMxjHOT4V274fv5BkUMtHhd3/Ob2",
+	"In+u84Nfxhk70EsuR47GzrH7Oscw+zRRrEw8FGxqVdKR4Wjege38VuCRGsrE2pMNVwu8nbjINblGgnfc",
+	"k0Hy7IBfMpEp0bmHc3xzItyKlbFQ0HhG8tLFQqCCnmV90xGJUznGECM7LnMsZ6THEglCTOaLY3RUs25V",
+	"6LLglYG2povDHVLhfKym9x6NLlyj5pMGOZPkgrFxbmUC1Mv1kI2s880QgkurnL/EKj2eJFwM6kmrkr+v",
+	"KlTQ/7RfNSI5gqRN5F0VTS+YAkZC7Nck5mo80QwO1tp35pppm40leZvF6/W6g99x737MZrJ4kovDWX0q",
+	"CzNbfVTKJIDOHCW7PbU5dXrIeIq+VA7BVRAyHxCqyExOjLgrE2T5sNW7hIoseNVoE5AOivgiI48cwwHT",
+	"CbR+5B+1BglHeGhSplh6yeI2uG0x5dxmiYOXA0jRIZZgYFCBtEpIZl7+KC6vkDqvVYxY5d3HpTTwn+2v",
+	"lpGBWWc0Ba3Lkr58Ev00MemWBL7iUizZviUr0d74j6UIC3MaZ3aBzd1b7pay81h2uL5DC+aioO7VG/+P",
+	"69beNrUvdDpbUHsWtZ4MrGEJjBkC8FhZziPFkaqy6D5Gl7OIOzUv2i+gq10vmM0tKs73mvXCSS5XytdV",
+	"a+5HD/J8sCyDe5kWxG+vAtG/gTbST+Xo1Mu4iyuI8p/D6lqyZJa6rOsZrP5rSv7LmMlnlPC1PL2FjK8L",
+	"bip30eAKZOIx8wyo4vUc+JccM4GmgkzxKseLLMgFYGnIes4NvkwiL6zZspOLekd21Ubnzc3R8+h5uj0e",
+	"p+LpplDpcKiipnhyIeb2tMi3W0XIqOj8t2Z9h9aHv1+MxLiuL+t/vPvQevpx6T37mg7YXfDbT+SxS+Ao",
+	"d8E91mMO9gjhnNRQphpwLgVho7Ge1e6Fu2YE6gjt+PX+q0pQ2T/d6xx2zvZfVIKKS3Yotc8V0TJuJ8zc",
+	"jWy76uJ18cOLunCrSGqt5TgsH1qtJTQGQailiJanx2S7tfmM0GQ8pD2meQS+l7lt3CqMYWthCO8+bJX3",
+	"/IJd8ogdiL684Yrz8dw6bD8p9tqs73TqL2m93268e1zad0J7eH1cd+MYfaAzsG6c3MtPNltlW7qwefuX",
+	"9tvi2h4LFz4YuGwmd5+Cekq1HPEIACEc8KCN+SWvMBTZehFLPRdlB/jtUJKIgp+Na5dY1kYYXQt+hDi5",
+	"OYhR+9hbnO0LRjkK1UxpNgrnb/ynzTITJMUMxPI9RkSixTvWNPNIEfNxm4QIsATBHi+opmaU8NMJhuG4",
+	"36zRG5bd/QaoU4VfzLnPfrBzyI9p82nJXvISH8IpICIGRKYxuH2rFpl4pHCx6m4J39vFs4m5KIpiUN7p",
+	"6b5ROZ29xfmkMSvges0DmNZBXC6o/Fy3XK1+EDvp2DkLbdRKzOZiyq81K2a+hHkao9plqwSIb40ZYhyw",
+	"WW3ADvh3fUAz/GWhDOHfKF7GpGpj7u1n4IxK6dRp6LW1ZM0lRsQlLxshtAQ7PObqkSJRIqOLzNhrg38R",
+	"1g89iNeJtFutsk5TGrFlu/d2a4/AC2CS6DswE9i+xjqNW1f0KuEAzgH4rBdu39ixTrs2ZfZQI64Bx7HH",
+	"/N0yJngXggxy03uRZO5SOMmWtHRXjVykSUQ1TeRgwkg1lpHa2P9p/9XZaWMU1xpkn0ZDx/9Cs6yhh2aH",
+	"lQAzVOxzNz1QdAOj4ULyX//rfy+yzFqDnLJoknI9wzEoUvVxbTbCsQZg+BZaty+7IuGCeV2PTmKuSSIH",
+	"DQJM1cZDKubaMx+7+wwx0AnOPpcMJQasK7SUpHotZ64hYimGh7hw+5RrwMUSFgzdg8vnVsB5ZRs2SrPi",
+	"/aYNa3nP/TLq03OfpDX/AHEJFn7GBNi5Hw2HKPyYSj3X1+J4EjkYsPhcTnTuRyMa4YfAGnODxr+ty8D/",
+	"rSa9kVn17BebeFxBl2OuAfjTu6jcD87C4P523qfsbwl8rlSMfslZEntIr+IBj5mmPFlDesqBUC8em1cA",
+	"ydwHLFA9DCwep0wJBphkyJxr3QoATF7Wzfenx6/Ia3xKuLCG/56MZzdnD3biZfzhO0YTPVxcK7Wg0MiL",
+	"69Vf+1VZRwdCp1KNwep3G90GIxuKe/d8c6d1rVkTPjw3P58P+YLwfL0Dbj6komxK1shw+7gdGml+CTza",
+	"9tKTMmFUgKXpany39hQ+Z/b69AbVevEkv2u+nikpknhhXf/mWvFOReGrRLy38UYWWqNKBWFXmgkQC0ds",
+	"1GNpQE5e7pFnT5+2yP/7v61Ga9fdexY6dwrx14CUbC+ozuuD9cKPMgItJe9rDE5IOGXk+f3bH0qIMhnk",
+	"D/V+/OK0PI4rSi+LL7aePNncKX31gq/nGb/Qs4KF5IfXpc1NMPzGBzfxQelrV7eICdKzCs7MfI4DX7Jy",
+	"p4tLd8Fm64uHZvGvjaCaH57poGw8R31ayHkvjisqGmVWWt9yr5o9lnGJXPiCJdyoO3IColKPinjXBQ5D",
+	"NZ55xazAgp8u2D/efVhiU7SZDncWKZGbnJ1bvo8lC/uTE6oWj0oPQEjY/icOcy7A0NH1sgDKW8YV8ji5",
+	"g5HeMqJvQVg4etk5/2n/5ODlwRJzp7/OSxwaHhRTsKkL7cTkUtfp7lyas5AkkWLAUgidU/N8dx1Gmsf4",
+	"xsHlQ2tWBgw6KprdTrL59PP76Yfx+qNUOnEp2OyIi1LdVhA6khOhPYinte4+UmRkPiETwY3aRzUi7Lf+",
+	"x5Mt8l//v/9NNgPCrmgEH2LZH5CFxzRVLK0VrBufLLm4WPbSYO+d7SfPHFwWQRlalRg5LSjcIeuX2KGO",
+	"XnY8bJwvLgWmNSgdNT+bu3Mblio7pXW5ggqCipebhsFXCPWyCjjjRuEpaDpr3Yo57ex6ywkXSlMRsbUU",
+	"toLt8VqtCzJoVhdBAqOh3at86i9qefe3bxkvXd7+k52dfD2F5ppNa66T9cRqvdRglAeZQ/Pxm5MDIyZA",
+	"GByEOWC5LPui2vigksngY1gLyETE1qlvw1Mfqa4YT3oJj8ibk0MbzOfwwV6/+ebwYO/8zckhWJwU07aO",
+	"DFgesQBeAsm4LnuNawec1xU54/IjZVqvNciBgyNTbADBhxzLHkIhITNKSMGbch0NiRTWouPdrtmMIBuO",
+	"Wv+u36VJyuu+dt+NVXRv2zRbFKxSpMFQVSIFfnJ0dpRzv628hNx78I3ScuRqTFxLVzFXkCLt74y74+Ts",
+	"k2Ufw8H2zOjuL5ZjnPKIi8G9REm8z8qlrFX3JKgomjC1N6RCLDggP3eIx6IE+eKk8/KsElRO33xzdHB2",
+	"tkSM9MbGT5F5Jz0tNU3ugSg1vbqPVm8Sjn5fU7vjMPesnE/Or5PjLnPUmpPNPdua38l5dpPbjsKy5E/+",
+	"whFdM1r+OkUTTt2nxKneKXNeO7K1vSy0dQXr2Gp9UtjsvCayggT8mixd8fnQqfd3FDr1/iahUzgSjVrG",
+	"vEciJ1+tcZi5r5h27asJF+zsns7++wmFItF3fAdcTNZLsBFcv055xO58ZiVeVaS7i0klN+uFISys9nKC",
+	"1Gx0yJX+VO9zRlN/o3jl+xMgSt3ha4RX+mV8PbkpQ77p0V3vzGw24X8rq+WVHpX1WfrGMp6+eK5WUWDO",
+	"9rNgSrvmuCzdibuIy0D16NNPhT8HjzLq/yzB+nYlbKHWG2TXddBONmLpgBn9OBpiVdRnWztPa+54s5ij",
+	"vgtWHDBnjbgoxJstih73JkYs6IPrUtx9SiBFsf0GZ2BhK08YjQE65DP4123woVdg5yODMdbjvup2z0cQ",
+	"Y29l4zx1vt154u1NeKLrXGAZMlJ1kZ+qnTIa50JBVRvibqASPYQM+Rfsn/4xlhHwj+2f/jFUC/BP8S//",
+	"EKOI/FMHhLP4w/xgaDziUCIegJ3h7CD0hw3HdMWtMAjTxrVSiCFwQa0IfZlVwVKFGiHeeAbYIdk6ZWPI",
+	"Jusnlk0pP/iw1iaJnLK0bl4KbEim7RbK2261ciW2zQhCWv+DNOs75JzUQ4Sq9viQlCTMHDRsCOfkmyl+",
+	"21j+NamGEMKaW1qbaoqLD+V27cIirQxSKrRZJJ/37rHN23YokQPwUY9IaGm1gZgYIaHqwlYisgFwr0+O",
+	"fz7YP22M4oB0K53c190Kdo/Y6LZjWhwO14iPjAU7xKz4FKsYFYiFVFMpLSSMqjXmnyZMqyKtbxRJHZGl",
+	"rLPExqj2C4CbQuocIrgrp2box0iukD2BIPDZOBBkoCelVjqlY/w1IKFb4gyNJaxh0WOuMcc5nKsAEvrq",
+	"xVriksFKbzebtWISaX7bV1Z5nQvtp/U/3v2W5Rc0g63Nj+3Crw33cym/t87Mz+YCXhtj5q6MumWVrdMJ",
+	"m8votRTh4qGrTMSIXXnJ2RSdqovRSTGkTqzpLsY8C8hqg6DFoz7tWOfY/Rld/1KHuhERTzD08hNbOWXs",
+	"U7BIRlmow18YH7DGJ7kMvhvBbvhK12vWrF7m/PdVsfMB5ouBAEVLYG6D5iknKOEipYJRHqr3lsnstqMz",
+	"hB+0nsyyCB8o296eEyccgCF19ZJXnMcnO62inrq1rhfydpxwPTaTy+P6tIN//yv4/Ol2Yf2errl8ufKH",
+	"hQr8pSrhoRxwAWebHL3stFHgIlyQ8Ohl5/xk/8c3Byf7L0KUDzD62zzNalbl6zL2ZTqladyF6kOBEVLp",
+	"iPtUIdygYvFFiyC6SYolHQElFJK4bS3GxVvlk06zP8Grw3aKd1KpEcBOagniNIhyAbFw9hChBGA2ucgB",
+	"X48K05yqIbbYgKQ/I8keO6EMfjGi/gUbayjGY9T0dlZVgQ6YyAot0DhOjVBKU2aj8kyvmOI0pGrIECDa",
+	"Ji7ZGi8N0nEZ9DZ1yA0Mg1mFxGEsBrmsmaQ4txH41Yq1/9af0MW1tzUX8RAHXlRZIsrjayGpGnlb9mtZ",
+	"RYqx0ilAqzj8POw0tEqKUmaWEG4W2kZqbeKCkrZaARbZBy3m6fa8MtSp/0qcUtMg56RN/pNskK+MclMV",
+	"kkRyNKJGC1BjGrE2mRsC+V1yoRClBdQCeB8lrTKUvvUNLv+5sRQxJbOL5fK00CwGlrr3E2af63TC5vfq",
+	"dhfTrTjxHDHZNlZQU1l4d6jOQ/JVvojnZqvuN5FoOiBfkdC/4yLBN5/nXlIsYYDQWd1sPicpFbEckR7X",
+	"RlU7tdY0mc4V9E54n7UJZN0YtmHIMcdMAbeJ66L6o87/4K9fjIbfvb+Y/t4/H5wkz67OWr33zV8vdn6Z",
+	"Ho625tLs5tKdi0qROi8mXW+2Ps7/8nylNnQXbgqnWP0TQVWK4mrOkNfZOzv4aR8hUv0da/9cGRNrWzxz",
+	"obH/NF30bx3ZfDPNpTy6+RRwt6WI2C7J0a0h0fD8/DupdH04OLcjDUkk5QVnkOL+c932UQfqCO8vwLmo",
+	"19xOlcFsz7jMytt6mjHWAHDS6y5fnQPmbZ/PQ4ut7bIvxj63FoOf13TYZ8mqt7vtbuoaLIHmXUltYEEv",
+	"sFQMVnD8da1bvRyFd32orxWYbEBdLuc4wyhOQc5G2b48J0AnSxWuHLI4i+Fy3SVRQkdjFjtQRK7UJI8e",
+	"nbIR5QC1aF43NwUjoQ/TCX0iMQjHtdXa2tbmk62nzVsobOXAZxW/6YVZ55du+bnCrOKF+6EQADkPhmDF",
+	"fbTZ+gojVjvwWFvzKwgvztbBEyhnuZ9M1+Ww09dy12BVulIpr7SNXn87ONZ2azIvyy4t8GSWY7cZkVxP",
+	"F0cMkU3uOiz4ptzsDgJxgcI/oYExTZkzHNIkOe5X2r+tua3vgmX5odYrl6tvPI/u78VOhKsHX0o1c6BA",
+	"yLq5zMs8KA1MS/Be2kWTiH34SciQ0MIaONSAoev4qvkMC0bsFoD4XdUpVyedioiZExcYrTz3CDDKzZam",
+	"oBaBu6nt3yYluD+2Bgq0Ea4XWHQf6Pb3g1P/yazmel52x7G5OR5VhrmSDS7HsPwZLjK0DHNifdRpWIe7",
+	"CA3K2OQau/8X47a8USUBN3cindn6SfdxVWCAwbJTWO6WWm6Nmr9Llsg0DqMKquhVXfbQ2/1vvjs+/uH8",
+	"7OzQY9NYwy2Xorbr6yP5rCGLoHlraWeSrpltZwdcGk61mlyyL7E7v+LF47Q6FL1QP+t2Ck62z8U9AbQc",
+	"SA0DV3+MieSAtzXLh/Q46JmwFrigBfMc88MoGaesz6+IAxJ6bF4z9+bjEO+fJCkYSHMGtAVkm3WNp9Vu",
+	"9/GfhYiBd4+r3W5j7qca/NjtPq79q7aGcXW5TpbRy2LWrFWxyVDrcVXVyJuTw8DjwyPkmEAKhdr9Kemn",
+	"FPLZimqz+Vy1NzYg0KeRw+beGFI1HND5EAuk1psARRZI8FpSW4K9YWk6yGQFB5C/DFXwS+dTtzRPmcku",
+	"SYgvLEjgqpGi1AluhelQseg89E6PHlXs6TaRfbLVIr2ZZqpBMEU9K10Ys0jGUO3NPC6QDjZ31P/hx530",
+	"+bc//PI+PZv+/ub1i+cHh69/PZCtQ3pIT6frwBt9iUzRL/YKkrUYGJbiPkXoKDY4+/IR4+YHvGiIvveI",
+	"HZYHrVsnNsYDfs3LCLNsnVwBTow8ApCf787OXlv87MBcUuj0D3JAb9bNuh6Qz4gpRQdLERQtodZ5TBRU",
+	"ctQOgO+RApRJSsZcDDAKq7YO+qWhFBs/tVJEAneJmz9XJJ4wUn29/+rFwatvIe6vdnsbz4L7w7ZbCSov",
+	"9g8PftpH58fLzsHhshxOaGKvFIsGddKIGVJ8ZLO3c7uWg4QHFBDBMl/3SnveTiGDfk2yvGO1KiOXvCHe",
+	"Ha7rtCJ7TJ2XbhG4Adxjsu/IrgS54laM7EtnYHiXArLkqRk5TrXHaMrSzgSh7vCvl24Hv397VgkWBTEL",
+	"eVW3NYK+f3tGqoCXFZDwgsehhYIISMiVCjdCOonDjZBdjUPiBhqQvkwSObX1frri5OXe82etJ9BYjylt",
+	"UVE0Gac00jxiqubKSANmJVc+pLm6EFZbHoxrZGXEP5iL3a01CJhYVZsUQutJMa6e5AKNST7MuCty8fQk",
+	"H0xPskh6kgujJ7kYelIIoCfF6PmA5AOeC9HQyJ4wrhjDqLti/UB6NEeUxo6gPwBcb7AqocUzrTVIpyuu",
+	"KzXpaupQQXxZ0JBGOsSyoG0SfuhW1KTXrbSdgSurb2mbzwpc4nA/hkEmnc2XwjQSH3aAZUIJ1L/C8CkY",
+	"OFgLga4zvcSoADnf5x74E8uZrBzT95MsysniIwtCvWfS+SNB9zKf4Z+VoCIo9L7gwcwGQsf8B5YvGfkd",
+	"HJ2bDsUibFbNfgop6r1UTqG2fsINodX80PDFbGhz7tPFgX0EvBmEfy+OyClLELKhsJ5A3YhGcRbrRhO4",
+	"jwD6D6tE99iQC2sZjqTQ5nS3UXlzp60rqirhMdQXE3Gm9qHTJYBoEaXZuD4ZBzYQDcOgpjSNCZ3oYS0g",
+	"ndcHdUurTNOYakqq37896wrDRCi4QjLzbUB4HrGyFliw6zilfa1IVY41H3GF4PrCZVcHuerTNp5N1brC",
+	"jDkraIHHnlQ9WLxZjawOhqo1uqIr/uM/yLdMA11DJCKLza/hQJJ0IkhjIxrFG5ajhWSccqEVQWBFrrE4",
+	"tcCwNkoeP864G3INWIbHj0Gw88WwugJOFBoZgBvUGuQ1RM49fuxL1T5+DEXbpgEZU4UVrqkiYXZphMiA",
+	"Hp+lUHpdTvRjKC8hZl3hqaBB9qEbn0CDheDAFEJtJsZuroKc+RvclPZ1lFwU2W5uOwfWdnPLLtx/ECwR",
+	"mysNO5DMLo955c/8oz/JdCgxCcWM989sFeGjP/Nhmn92xZ/1er3wf9NcVlCsSs19VSN/Qg06JsyNkVp6",
+	"xIZkqtqkn8oRucElRUruKPInCd222Pydb2AXyNnxD/uvQvIn7qUeGiJCg1G4cbkZEnYVsTFGYpoR2mAv",
+	"YJtmNM401GiEMOM59lINhwN1bp6aac414tiMTAkdjxcm6vOvSFV5F6RrZiFyw0sNdgFWBH78WRi6Wcnc",
+	"nxuWJWQzYhwI609z4lmqAKvpiueYhqs6aKf1J8Di9+Ql9OQqvlN3KKDVrujMrRSIb+Z0lG6TLSZni6hv",
+	"NzcDougMUrzyFGgvdCUNoypWr7OSYX4PPa1mAgwV2c9GL5DRBeGRFBDI6uDJ5Zh1BddEMBYrM5otEnKh",
+	"Jv0+j8yFUVd48cOBnHLFav6wQbQ0FvWPGR4aPUzlZDDECnz2AJjXNxvkF/MT1OhzDxyjzAcFtstpBvPB",
+	"cmHdbaLTCZar7ApCbMO2dLoRzKEKfxajjSGFu85EaNTXhGpzLToUPwd0BZeJmWSrQQ7MLl4o69Hzr5YN",
+	"cuODjx36uDHq0w3/duiYFgw0/JDDDQxg6QLi7S4fwwZ5/PgsV5xWgcne8EOe1cs0m/74cXtumQlx1mSV",
+	"bUsOoJRUT49OA8LqI8qTALyREz003DAy3MkchdFYm6lvNYiLLnaWatceoGxDv3Q83i2MwI6V6zbO9Po1",
+	"wl0Jbbrf4sqY5Wg1myRlepKaa40INoXGi+eNapKwS5ZAyL6t/OvqpCotx8pVi67tku1WC0PtTQd1LgCo",
+	"LCSUTFNpxE5CcKLVMA9aGNYCsr3ZJKEfY30gBeyt3T1A+3PA9/hKQLZbO0RLSUZwCxLiYQ79IQKrjDJ/",
+	"4cUIMIOEe6m5gK9YDel4nHCUVBzW2le/KynCWpuEZqt85QELOUdBdTS6DtWGzSg0A3BtS2GgrDDFavsk",
+	"lqQaLsDSOVS6Utg501xXKKZrAQkRUDHE9qZU4aI6iR3YHvhSAhIinmKIkeNF2MSeQ7NEZPegK0IPXYgV",
+	"ahMuPIZ0llmSyIFqkCfNLZiTWXujgsxImMMmDBsoCNiKcH8WwPrMfcR1whbue/PFdrNJ/iS/hSOa9GU6",
+	"YnHdDip8V/UrtvDQ3HG5uCzHoqYsSer4JtpqCl1k4Hn5trNf5xuNJcNmR4BogIcVBWrX8CY0bMm9ngvQ",
+	"yPdQ8th1lQ/poCmD3uDlYgeFHJb8uuR+d02u4tlcKxDuuSKuokOxo4nIMa9iX3OPTHed7AfDNdxIXJNb",
+	"0CRqvvWYCV5ssPDAjb6gJ+NtXiDxYtslV2ph3eefli17QqMLMLvawWOqdKEbe32VbsH8M1gXonSKoMC0",
+	"uETIT+108mu1DR0Jqet9ORGFHvyPpulXkqhJNMxEd/v9E6QTpocyrpsvaJLI6Ry1LDw1LR7Br0At9lfX",
+	"5g60GUnRT3hUOI/ut+zE4GgeKat/+aMDTeIOFlp1ZwIZRtlpwSeuh0yhc6TtBgsicYbyqz0Pync3olf1",
+	"TGUsspb8E08gtronTVJG45lLtLJG3Lz2iTta6MySap2Lej/hg2Fh6RYeIsE48s54+oFTfaNZ/Qc2AyBS",
+	"zZOE9Jjh6eNUmpPid2sTedzcRZrfs8ITS0tGrgGOkAlstrkWNDdOIT4UFr6O7ot8myWP3Qoe9OtHwDb3",
+	"z+gAB08T3zqeqzGdJZLGdS1lPaHpoDDehYfz7LknY1gVIwnAC67xJ5aVqcl4LI2qXx+xmFMwqRc5Wtkb",
+	"pps32RNg+S62wPXwDHpgV2MWYZJNydosPnUTyD0hERWGmHuMjJhjbi1c+54583WjXLK42HTxiWsWzdBk",
+	"KidJTPAhMPyYRQk1rAY+U8VOeI7KLtisnjIjbBXOY+kbfpvnqNRIJyCuWVyNmPcBl1bPMXDb/YLEOHe5",
+	"5Z+5LoFcQWhWC/elbdbKsfWEj7iuA0TFHNcue8F1gDmP9uQPbZaEO/piMuoxyAaCs+OE8GL/E2GPJ+0l",
+	"cySXezBP0BktzB/u1vPF01h2GZW+YLrxp3Hx6mkh03o/kZqWUlvxCbIrW64EHpk22dWQTsA4XGg0pZrh",
+	"GhebzP8Oq2CFebcUbjm3UCpBu0U5m5h/Nr+o1nCLmFMgY83xiydWOgShWNCkeBfhb7CE9t+gl7HUqhS2",
+	"ic0FlgMXVp+lhoS5GCzjO3OvzTMf95jgY9fdlhPWLilPFmnM/+wWAy9liEk3u5V7w7WIPHOo9bh+iah1",
+	"ICf4kRSWfOlbpj+Qu+1TOJ/ZbP4En0HCIyaw0Iq1kXfG5vzVW42mDaTIQoim02mDwuOGTAcb9lu1cXiw",
+	"t//qdB++yfDFK7n4okuH9VfZbDTxLTlmgo55pV3ZajQbWxWIwxqCl26jAbrDhZBTsfH79EI1freRygOM",
+	"jfE2n4O40q58yzRUaoHCzWNphmReajWbECaEVwZELOQ0S9cienvWKONyit6BRT8F6HFvWY8YlnvKdAOj",
+	"5W0+fnm7fqAbFgU/566stH97F1TUZDSi6Qyj6dIZuWAzRDy3uoKaUwy/f3umLM7bk81nWKboeXPrWQ3w",
+	"bgcKPc2aVt6ZvjZiGZlFcv/c+ECVYvqj/WkI1cD+WLXi39lX7nHRbU2yJctu2TIcofFdr/khv2TCtF71",
+	"wrOWRtQHt86SNbUU3ZjRUbJq6Y7HTHReH9xs6Vyj2dJd5ycvXTXbN4llNMFYwbtduLO8p6t8meZML5bk",
+	"4ILPU1xx7K1mE6066MJB79o45aZb7zHBwJkAePJXRZMIfixFpg2B/a8rrIICJQTa1jqNrXMVgMjm2GeG",
+	"cKFZBMIoHdMeT7gGD3DKrM3auYJkan1VAGXm7EqdF0cHr847L16chAFJpBz3jMrbmxG7CTXr/A2Nhpjy",
+	"SIXo3F2gohNcsHs8fxlsYQkxQfdQKMHcwEBGT5pbK/rOm/LWH4MrzFI6ArNLmZxmBcdGJbB+X1iQHBEs",
+	"68u+vZF/1fZ3Z+fCryWp4rhhtCAWBE5JliKZlR+ZvD9m6RHpRBEb64KrwXqQgpUuKEQoRCenuUYa5FgQ",
+	"NUHbD9Czg6t47D5R1uoIyYJgvNEzH13hkDYaHubiBy7i0FlmeTQkF1zERPa7IuerHJsbKCvKnEVFGA4/",
+	"HVINnlBzIEdYDBOwSgKiJKEig/cwd2RX0Eg7lwYoEKOJ0sjF6QXLdeFGeIpdhZiGTbXzOYH9rmFkbPQi",
+	"L48EWQzLqWHNWhci4rqCWo8WdWRZIAipmnl+//bskSqNK0EH1ePHeUTCxuPH5C1wDs9q9vb2T0/PT94c",
+	"7p+GWDjFdGq9gCzOG2xjFnGMAsaYoT5PlbW1GlHX9OCrPfd5wmwNFlRp4ZSsgEzsCoeZ2MYNRCtXNfy5",
+	"/tINpo6mr9CmuR+nfMAFTdzPu67mS2Z9fKS6RkCEAj374lLOvHOmFpChBJidfAffSaVDCwhjNI75529S",
+	"HkLMVL77NycHYS2wOX+QuccVLosvdixkOqKJdYCS6pilERO6DnHVcB2F/731MsRIifC/t1hIuIiSSczi",
+	"XRJLX4VG7ZJwN8yKKaldkrIxAgypBKB8dh0yZkQVwwClMGZiFsL+BLYULW6Sl1swvjsgQuZ2HhfAO58B",
+	"swg8SUzortBTHmEhZW8xSGYZjhOQYt6OvGtOYAg2QByKv5FbzW2fskC7aDrIByhU4V43VCsFg9LKDsln",
+	"rqHt5mbWEFoZCtwDvCHNLcMUnHvbfm89P2bbuFLWBe1Rmdz3fZokNqqnK6qLRmYnPziUJjA0mjWuNeDU",
+	"mXGBE5amHFS5wknrijnfiJF27Bl2bMEBEJlzjCK/WRvHPQqcFsrYf//2rMD4IiqsCxiDXWBE6URptx7j",
+	"VF7N2sSGLtpoRh9oZvQL2Sdhue4VmkW54JCpA2GOc9oH5nUGBIIfSeg0v7obXehr58MlhShVVBhGjdcM",
+	"BCYGJFSTHuDXgkkjhAhLATi7sOIQReIQnry1B+gdLyQqZtAKj3MvAAZvqOE3i60adAWy06rL3bW/k5BT",
+	"6BfiN6tPm0ShF908+l3zEN3GcGA8ZhTWpcKE366gBbqSKZmMjZy03SToEj0phmWQqhhwcWWWTg/Pnb8t",
+	"IHs0jmcktDR0TjH86CylrM8v/O8YldQVyABDdqXhzT/Cmg8RA0+x5We5WljuJne0YhhzT8YzcwOb/9YT",
+	"5Nw5woUddFEdCJSrSLiH8l79bDZmNkDKsBJ7R84ct+9NNPluv/OiK6o4WAykK4wOX62hbxjjt/FG5op8",
+	"u3/WIG/Rx10E2FO47uBlBSIHYZwLMnchkWq38g0G5IFPH97tVvAyBb/GVIJBs5/Iqcety7HAdlfUyePH",
+	"RTQ9CDXLBK4cJFxZNAdC7Hl/34zpWttFeGBOlyqC8AGunFlGOABthNHbKHU6Gk2BkNeWrMy50xgwZ0Qe",
+	"MYNPIdyGOUw0CH7AeAv0VPYh+g2FtHQilBta5pEwDVjwKqsQCSNaKJtgYAt1NnClTpGN4hJlbRhlys4Q",
+	"gL5x7Wpt8k3n9GDPO7AUwmPhPphdbzWbu2Y04b9gMb6GSIjshtjKL8wiB/eRMqYJnIK72LMCozAfEEXV",
+	"XMhFmRrmIwcruVLxClAGFlXvUu9jAZrOjlX5+FWoKZ+FryYWmWc91SmH2vTx3T2qiX4RTpgy2lKJqtZB",
+	"9+CcarYHhkbDPlKZXKecFV6uv5L1Uy1TgAnJy9VLEuesVO3AsO1OU11AbrAakBXngbXlJO4CqIO/eswR",
+	"yEWpNwqbc30iw/zdXz784r2fjzyG+6mGV7oRCALLWUACsWaE8vu8vfyqvskt7O5ad8EGuGbFa9TdnMsW",
+	"Z7u5s2p1loFD7snRiNYVMwfPbCIOyV/7+biCWjFBqKAhWwFLSMGWb1/z2c6KERr9tgxy0MVxVqnTJ4sx",
+	"XTK1CrqVUFArr+aV8VpxTBm8jI+sh0D2dytG5yHe5oYHzBa3Dvjb7Wj31CNuzKHwjGnEcrtjUzCqdmr5",
+	"zVna82aztb2q6wyufWn1aEioK6OI2043AwMphyo1HUrHRSzjuWVfZ3D8yrvCo3mzhk3TreZ2ebZ5Zkmw",
+	"jGMsEx4ZaRDVOq/zCsCHXdDkIjoCNBcpZiM5UbZBUDs9/7K8/F6vgSVn0Q8sLD9Q/nnZUTILt4035mo7",
+	"4Dc0dkgK8MnmDeyhNu0aE/FQU/YIkJkdsePwcIJCTKYA/l5kL5WgckmTiU30wSrQhaNhM2pyjvu2kRfB",
+	"wGFD/Aq92J5ROnE1meeMk1km6HZzM3MFrgyvy9JwNlaF6cHRADH1qE9fMxGbzSkszjzMdZ7Pz8vVC4HT",
+	"S5erNIav7YRgF8UHQRBoNauuGxVcu+1S3jCssGyB84oDimyfbJB/lV/ftjn52e5BLLbd1DKiMipjV1RL",
+	"ozcDshAKiUggmdqFYjwuy5Rya/y1S9EVDrq8GLtpUcdzrOjt27f1XBwlu6HDDc781i3PPDLMF2BRmzvz",
+	"RfbstAQzfQiPzGTahEYXaikhFyGzoa0WqWKxlTokYNbyjVu0M2cgshd4Pt9zbfLdKpLvdXGlZfRasDii",
+	"q0Wz8ZtxHgQ/WzKreLYLeiZql45ksqwHAefFaZ1Llo/nMrQwkcR+ZxXN26zFDUJTy5ZkXsW9o2Psp1SI",
+	"T6rmlW5b0Si/kY+U1Q7axL5hlHxY8q5wGr43OJdTQJlvojpna7bWEtyZXJpP0do7Z92FcwHHPXNTrr7J",
+	"32RROZ/uIf8wn3n727uPwYf5HFj8MZ+h/tu7jwUnovVV1A2xkGjIIixXlc4bFM3shxKL4+djFfq57zPP",
+	"IqRsLvUqoim6zxONxik5tpmu1vozM/dPjwtGqp1XL2q7JLRRxGREZ6THLIagMmOkCWBrqK6w8PwAeV9r",
+	"ECz09bVFOrDZLc4hDl50G/cnlQYcCHBIREMqBgxTzfHq3e0K21Q8ydJEpjK9IO8nbMICwmiacENXYTxh",
+	"HR3idzZ1y4hQ8B7hqivCf1EFVnL29QiSy1tPcWpfH7/ef1X4Yf90r3PYOdt/gb9mQzBqdtYIVDoTsU9E",
+	"74piwSXn/DOD9plw5mAZfbyGrk4yZqmCZDctZWLXxnk4bF9xV6BVb+Stu0Y+5GJAhhAAnuVe+QM0Aivo",
+	"azrgYtAGCxg6jTMQh9BsmHSIEjmc9dwdQUfM0graRmAlYDQDpj0Gya4VM5egswc+1CI85OLC+6nzvhDT",
+	"U1dk+O9gGnlzctggHfwhZdTwaIyzBRcalCVBCxAXMbuC9TTzMYQKhcv6bAqjHVJBQoiIDF1CM7u0wCLo",
+	"QMTg7yG9ZIQW1qiNNssM7oFrlMsgA9HP2QxzSpOLQmGObGZI0uCGw8VwL2D0Cz4FR3fMMVsAzwKJJ6lz",
+	"95jmdwnFl91R8RVXyEheMl+eBLYJ1oNrsxxdYWOgEREP7bWQSwhri6lSRroSbErG0uYCQDa+Bnt1krjq",
+	"ff5Qm92ampMHJ67tRmYfz4/cjs8ap/upFDrIsuldHQDD0juuJoCmXl5Bx7wjRLir8CcY0lxuatM5DX3d",
+	"gKArqLIJak61AlNs5p0tfMg1+hA6PlUBAn9iL5G77EdS3WmSmM5UDosQyN5uH26NHDMRkC18syvwVSN8",
+	"JBNY51ywUNunTWadgmHT5/EC/W58MP85iD/mEjW3m9uGD5WZtQ+50ntwK1xj1j4WAEvvmDtyQ6YCwhqD",
+	"hrsJVrBLX6fFXgQZ+pgViTW/ZEXJDsZlz5+W5oIx7B0EJCu2/VYxHVaCiu+m8s7GmxabOh4zC1iw8DFc",
+	"juxqnAAakU4nrNwi7/F6MqlrLRAdM4usTEAOVO4WAO56BsKkUdgrRoIoMxZRm5XjMmnsPUG0LCK+2QKb",
+	"9aS1xAXhvjxjdLTM+LR2eZpllf/L5oDX3rJZwLEHKBSFs61SRRTT5qxkgTnFs7CB3ztUSXM9l9dBzIx4",
+	"eeIczRHm2fx3IElklGU++BhUcB5zhChYdq3PEWSFCvqfOdTGCkKULN0ZttSY+umgseU7w65opBezsKpN",
+	"l1NOwcMGYfr4EouLBT9b5TPKmjxccHwth/TaLKDzrwnOv2AvBGdtGwM+UARAE4MTG4dU2Yg1UrU5CEa0",
+	"dfWmzB1oTVwn+6fHhz/tv9glIYCoulbh3jWXUhF0cTmvkZcsjSfF/Z2HBy/fIZwA7UGivGBFQTO0f52w",
+	"fogC/ZSleAlZP3ZZddb29rPNzSU8Imvw02mxvfEf69Ji6CSNNrGShr1VrVUur1PswkaiMnmNalCYO65/",
+	"6e6kiDSUzdfrjA7BzbRkzc3ZL6bFd6WzK7s/stt449DIp5U1XrQQbLf0AedZnhFVFpmel9uh1FkmC9fy",
+	"lhR7K/4GFytyxjm7tmHbjxRuRpsUxJd/5W+dr7M76nZKGf4J4v3XrbIxfijecnO3ouezi6w5qODVUmlX",
+	"ovOV5Wpy2LWVVrP1tL65WW89Odt82m4125ubjebW5q9IHMVXnp41d9rNZrvZbDSbTfPKPJM0Z8nsyJnP",
+	"0V3SQquxubn9a2X+bVcVoEInWp47hm0tWOwnl8ezlZm0cnJWkD/7c5wig8av0AhQEnM4isvHZwh81XbM",
+	"r/iObg5nT/tbF+9b0U5vM23SZ3/EK1b8WbvZam8/aTzB5SxZ8c0n7a2VK95cveKLnSxZccS1A0U3SYxY",
+	"M8UKIsWV38ytvBV0Sxd9p7n+os8P0fCKPHpj5Zet6VX/26Pp0duD5q+/fz88/nl69eqPX5pHZ9HV0YvO",
+	"1Py//+2r/tGLl/r426Mn8YtvJDv7dXTU0ldHo6Mnv/z+cnb07f4WG/14EyulEZMB8b/ETOmwLee8iYdc",
+	"XFznRIR3PgaVE6oZstHrMgP8i/mv6q/BRbr2x+79T/QnXmu4dGbnuJI5JFZ/9FKmPR7HDOyj262d6784",
+	"k/KIipkdnfqr7KoFa2klg5+szFlOM5e5k7ADax5gcYDGIzT8Vb0UEE+s5ADBGXnbhc3QsWaHMZjMclZW",
+	"FOCNyjmWqiQDDGHQDWkvqtfXXOW5BG+AK3yHWKhM6W9kPLuziC4ztmJdgI9F2FWres6JE5t3OoBlGWxm",
+	"eefO/P4ZHVx3CuGdj0HFL6Gun7BxQmcsvu7Tsk8+BpVDC6d4Lbdx7z1wnGUcp7kGx9mzMCfwweaTdcbl",
+	"k52PWMwpAIkDf2ut83EOG+C2XPE4/XEisczMTZnjD2zGYjyD98UnwYU7zyjBJkbFPKQnqQ6lkJN0AQml",
+	"VsL48n4lb21ZlRBreeG9RajeIzt5ONDlB3r7+i9eSf1STkT8T5U50BtQLhjc6NbfQxXn47vSg2XNmFCf",
+	"4XbNLhNUOtDw7QSVPiCcHFtn8b1KKjjMG0kqa5wb03Kmo7mD8M85cDe/cte4NV/nIG9eAszSHdzWn4cz",
+	"ZHv9We/b75yrG326MocLTUekahR8o354E8va9+2GN93cPWPYt01/8awhb2R5YA8P7OFvxx4Wzj/5r//1",
+	"v7O/AnDnoL8Ns0xz6Ghrc4ohV1pihafSELBXOdvHrkXbtaDyuoAGqYhMYqghTYVNOWaXXE4UfGLr9tgw",
+	"JgjywOglqNeT5ZyrCz7GHwMbEOH5I6aMjuQlFwNM0YLMvdwAAFPMlToyfTxSNUzZtbPMpZ2aJh9heq/S",
+	"GWzCXud0//y7g9Oz45Nfzo86P4f5DnbtFKVgiiSMXjLCwUdUqtR8Z1f2pjzyM/l21mekbiIr7LAutsqu",
+	"c1AwmT0YaR80rPux6tpDnDuiwS2NtXepk6XMhRvdseh1Ag0/CF4PgteD4HWfgpeL2gF5y7pZ15OmIFDz",
+	"kt3L2YeWHw7/w+F/OPyfX+tyLGE5J8jqSa9IpbFBaQg/AUFvKiBmGBrL2/kcAF9DjY2Jxb2231apwJqK",
+	"hF2BBsX7FnYnmZl/Q4l7fBUroLC4ZssYUU0TOYAMF8yw2Hc1dkPCxGQUYLESPRtDRldMNQ0R5gfLF5o3",
+	"sUzhC3iE575BfmBjhMbwatT+T/uvzk6NAnXe+XY/JFWHE/esRYYYJ2lWQCptIxPLvjzcf5X7crPZbDZr",
+	"tpwkGfvqaQ3ymg6YgupxRj1zsp+Nsndx/bvFbJZ8AkqEWqPLHImGNs2EAU4h7glitFTHMklsXoTPe4EQ",
+	"uFwJ33xyjJY2G6TWyP1IL1h5gs2C2lyeXeMy8JAMeIzhjXZlXHJBrUE6uVcQ97+XsHbWHIdcaEwrwdwb",
+	"S4Knp/tuymarzGyxVqcrwMQRp2Yxc2Dfld2+JnUgmbnx4rQVs4WYqoh7Z3fEthFgogHCSZAepJ2NqLKx",
+	"qTZQHwJsy+MzIcDyxnH6/nRcX/v9mjj8/HyR3iHj1YfiunxbHge5vGYe1xqro2zvIMR2eYDt38lMAVv1",
+	"ECz2ECy25v2fK0q8MloM3wsKF8s1RgUrB8zJBRvITpeKB6FmVxrfrVsopjbexpaDKxLy2NURdlzdljgO",
+	"SAi/+DLD/p42j8w17p7AOTE31Penx6/sK5AnKEcj8wTqjlVtImOdGl4f1uwNMX9F/7C//7pzePBT/nrf",
+	"fEJUrUFOmJqMmLuLwkOqdB26rh+8CEnVVb2kiM7teUUNEZogadhizEKJWMQpdAzUiUtQbkjIKZEA0pti",
+	"nqiWkqhETj0GhMsB7U36fUz/i7mKpBCI4w0gXna40KJPy+Pxbv7uB3hZKYgaTnQsp6JBXrpcV5Vl3OEY",
+	"w8XL8RRaWXY9lhYsLixbEbjG5yRsPnu6vbnTxP/Vm4vl5/N8v1nfefdVHf+zVlbFqVl9u4twY2USh5l0",
+	"cV9xtWy67pQLtfT2ggY/04S+TPHgL7nTr7+AF5jQUgyUzeazrWfbm8/LMLpKQ62wvSCHvIMFux0ohMtJ",
+	"tyjO80DuD/fvv/H9azjsKeTZ1U8NyezbW9lcTytuXkSr+WvBLc6WAldAwXXThbl4MEkt9PkZYRtAW8FA",
+	"Qf7rf/6frhhTHQ0DWxhUs1FgtIcR1+apzZents183nytQfaNFGE+cWo/vPVIdYVd9KBwg+GqbXyA/+az",
+	"xgkH7AaVjQE9rlR3xdKvN+C98M7xJTJQCQSCuCNUCeJBJQAF4I5QJUgeVKIrXKn9T4aVwDl3xXqwEpY4",
+	"vKu9CCthnwJ6PMJKdMVyXAlLvEuAJYrADdSstV2mrsBthYXycA9ZeVfGALUYLCxmPtehO3AAqV6F5kBu",
+	"CeaAM1yF5vCsFMwBj2wOpYFAueOuiFnCNIuvB21YfgCvQW34EfndGmjElgLtkfOpZ5gS7P60tYgtIQs5",
+	"nUsFNu/VV2QCZ+18MlZAe9004PUwKV6cdF6eFdJFT998c3Rwdj0oRU+ageZzV1/gUsIBBoZsNvS92wkP",
+	"LAFdVoKK7wjczrgPpQ0iN5BjJsxxwpO22OBdQFW4tOSSIS6seF7Qbd0LXEWRNBVNGJqzBUuK5DdlvWXG",
+	"MfPRHn6zjPS2WncMUwEmPjt4C0iYw3bJX+2IcA+Cb06zMuJDcYL5rNgm5v3+umTGtvFTLiJWjpRgngM4",
+	"5qJC9bfIPnfMZD5x3P3+SOFZwR3IUsjxJP4r40Vfe7ZVYAA5lrAyObw0k/jpWfN5e7PV3m42NluwSVgB",
+	"OYIKfm9O4AfPDIucE4wRE6GPuJApAFg04USbOybXS6ve3Dpr7kAycqvxBJO3zbD2zMdwGMcpj7gY5HOF",
+	"7RViCAYTpHutq+3LHfHs/Vb6RD3XzWlrtv2HoZj8kXFnq5h6vJ1LPXasQk16WmqauMG3YPSaXtkfWs2d",
+	"ZlkecuGjLXhpeT54bsqG5Jbncm8/wUTtzU/agWXL31roIrf8zfWWf6e/SYet3la0HT9hT/vPBs+HO78v",
+	"Lv+YplqghWRp9veSLSgs/7Vr31yVEp6b60JKeHT65PtfL35tHu/r1snsm71fRvvbp2+Hx7T542a89c3z",
+	"o7Oo9epF58nR70eQHn7089XVz390rnpnw9+P3/5y9cvbweyX31/9/urbHzd/Pft19KoVbdMXyXuE+V2N",
+	"NLEEWWLtvHIQkx58BQ+2ijVtFRb09lpbBbxnL6B8gnkJHs01LgQrPl6XRQ6E/KWmkcPg/tI8clyeJeZI",
+	"2KaHTPKHTPKHTPJPZYylUVTYJyBreK64Vh65530FI25mDUE7bsIwt63IFl/A744tzjGWktIX+H6M4TQJ",
+	"FCEmA1sK5sH58IVc6Bnb/LwUjMSRGcwxEkora/mucj+uWvnVvQzwYAl9Nv8eF9/DYfg3z8hZIQ538tx+",
+	"iTx7I1n1R6tAQ1g81dFw8UC9Nj/fUhLGsPgbiMAjlg5YHUby1S3O5Gvsbu14+PvnBh6A+4ErPOQAfAbh",
+	"9/nNRuvru3xGjrnnOqfJ5xU4jjLmkpM6qgf9OrApX43lJtLyhvfylIZAHKcxlNntzWyAQEyqvZm2NQFq",
+	"7cV8b+v2t36L8iRvCGNezPPGLspSvdEBqjSd+aIEOHnvWLZRDBgckHNs21AG9Ow5Qyn48GISGuYU1gjF",
+	"8sbmwmpDC967BMOzLm8MDhSEY0wGxgL68r/kEpt24eoZw1zihkW/19869dvPw0zquuRvoIsA6aZAUJ9w",
+	"qTwYXR/E0ruy0jpGkcUuBTkivYE99pby60r+vPHB/Gd944Y5lJ8o7T4Imw9n/XMKmw+S3wrJ74SNJET9",
+	"ee60S8BNiwGWZllG44nG0qU+nk9pNr5TJnW92HEAbArV8UmJdev1RN8Vg7onj5QZ2euJflDCH/jigxL+",
+	"wIoXWHEntoWJxwmN7owlL5P+MGL05mghBbtoaYTAKbR8F3bRv4IjzkXSPvDEB1nxgUFZK6GRFDMLGZip",
+	"IBaQaEl86PYNzYYWcaCofs4Vho4iNtZqSdl1jFZfKL5u6+SX2MnkQE70Wk76QywqLyfzotFewmhaP+Wa",
+	"1V9QTUtyqruVCGouq24lIN2K0jKlA9athMuiwksru/91TCSonDJdd3Wj56cH81ckPD//TipdHw7O7c5A",
+	"9vFNK9ffhu/8LSMA1qzGXTh0h3JgCJBUU3YpHXiL/SYgEW4E5LRCqwFRkMY6R6H5E+hOXC5QYKEQe8k5",
+	"W3bCSNWGRaMhKxz1qeOKbQLlDCHrALK6sCY+4aJNtpub8K6vIh82yAvM9qK+EHyVkmhIk4SJAbPVgH1V",
+	"fVfbHXIYusKZ5lvNph0IxitDWfjzk/0f3xyc7L8IyxKYvmV6D0K29aldmnsUPlwXS8tC2EqednrzjIdG",
+	"Q1bfk0KnMrnuVBderr+S9VMtU1ZZ/9TZsc4fvi+4kH3h6LwdSkJH5MCcnX7KlANX4nHCyJSLGAAckhlC",
+	"PyRc68Q6FCBBjvV1+bEp3lwbMbvkERLKshvsxJ5dzHd0p8v6c3DLCbsytxyW5xTMHj3E5jHLz4Q2BAcp",
+	"e5h6CFwNcJPM+3nUrqrXCuCJIuGL/cP9s31IS5koQxsfzH9AD8DBqH9h/1+HQVdEyURpltYV7VvMJvN2",
+	"RpSKqKFRRUzrQ6qGRNOBTThGLhXjwJV1mMFhp7orAPBKOtwnl3dvNB4e0UYWmwdluhWIWbA83vEWfrAd",
+	"tEnzY+lhxqU+mh3rIUtf2K355BwgrAN4PNH7iWLTIUvni/BOpU0PtdRAbIlgFDV80oAdfaXdukHWAE4p",
+	"xnyPEr7xnZySEaQOwgj8JkE9VdvjFxVXeHvW8+9z75/ygYCLH84KkBzC0lTx8BT2ushKdl2l+hTz0Rn6",
+	"t28kAzj3PBUxOFrjQqL+Eh4S5jhPwpX2EHbmB/NyrdxtfTTLDurf2GttaXYdn3XCL70UNwccvbtYCZwr",
+	"MqKpYauh3dXwIUnoS2IXfxWTKEiMBZrKblm8kG4ETn6dqLPxwf5wjd/Y3cV4utdSue1d9+8YF7+Mhr/U",
+	"QIov6I40d1zhCnykvCC2JFo+fwPe7M45dbSfxVa4UwfmdGsUX9TtLNCmkZ4NVzfCcJuEw4E6D8lXeTFb",
+	"0wH5ioT+Z9s8COAJi7RM/WPaFYpFKdOojXOWNgjgAVBywWYsJkedPbc07g0EZJXmeq9ORMxy4LnfHXX2",
+	"zn/Y/yWsBUTJrhCMg5xBSSTHgE1xwmLQ5s1vCDiipdGYZpwlAFGDs8zjalG034GC0BWh5x1GXKADDMiz",
+	"86o5oKBsyn2ZkoQbRSSVGitDmi9yBgjrMekK7RY5sEA0qO0BrMrjx4dywAUAEZiPG48fk7dLDBYI4ANW",
+	"D7RcEEMJhse184OzCIFdwQUJC1YGTNhQ5LH51hs9HjfIGwvlggYUrtyexEEmXPnjb1Qx/6szsHk0IaRv",
+	"4jmuIohGA63jJgCT325udkW4MU5lL2EjtVGwuZDqdnMzgCluN7cyXc/N248dyYGScSqvZtbGpIdsRHo0",
+	"unCoO7hkfcQcBio0v5qZZqPsimr4+vi0MKnChWIGuOGtPmFg2hAkbDQa8AT3PETcogRsuabJnILrVqpm",
+	"CY9wjbqpJRe3lyobc3FbewygsboCNvWn/ZODlwewqdqWPDK/hwSPDsVSQEh1RcCoIqUbvT6xinFXKC3H",
+	"ikxlegEWL8SCDpbqxjVLw6doGDPE28mZxoAQWQwlhdJ5Q1k17OydHfy0H9YyeF+VGdnaCI7kaXoop2qe",
+	"nHsTFyPrCaJBvumcHuyRlCk5SUHjBUP8mCq1m6NbT83/grX7GpYuQxXaIqEdR44oM6A+3DKoxxQNu8Ke",
+	"dFv/CWi8Or/USBkp5crtMOyZlrhtbiHtdCNqFxOoHoONHTy454qn+6enB8evABn89f7J+ZvT/ZOwKG81",
+	"SMdCgkV0bAlh4fvDg6ODs/PXx4cHe798bY6vriO6q6UPh9sU4E2GeYzwnkLmZu+HhNE8rBtAUPmtXYLk",
+	"Xs3YQrb6mVUmR3qO5HbtLJCthACO5b5stfyS1wG0pI7o5XGpTQYzMvPG1ZuE2OTtMHBa54FYxgnlwjKf",
+	"qidQd6hqefuLocZDQw+VdgXot2IkF5BOTeu0B09e8pT15ZVZkkMuJldGvkFdt9Ku0MS8DWARpkdzh3yb",
+	"yslYzQ8LBxTRNJ05DDO7fwN4n1T7FoDS8CmlSDpJmHpkFhwOQgNfC6+dwMB2/1tFadrvV4IKjUdcqMq7",
+	"1cM+6tNyQSXHJgqXgD2YN+LfXQEB8XPsm6hJFDEW75rrfUrTGGyccHKnQ0lHPG85LLoJuiIXmp+x9Ufe",
+	"2JgH1suEETjfcJUkcgCx/oa6kVoL3pacjBDg0dlE3MCpNMOEK8Xc1+ZaQ5anJcTtX7dNOTnD4WUt7M7a",
+	"NkF7mO4J5eCaI3foCKIw5Z6SyUSz/XkEm+ZmvQloOh5Hqmx1FrB1zGdPCp/xOClv/YnD6oHXPClW2hV1",
+	"/mNrOOyN4uTs7Zurc/rtT6r37XMdt3ZmvW9/1EdnlRyuDV6TgFNzwQAVeXDt9+dC6rqhTprUnXxdlyKZ",
+	"1amo22WsI6LwZunpy1b1VclRc/IT0vjfbbmj1k+/91pPLg5/fpVEW6/GvVZ+ufMixqpFX2zlBoveusWh",
+	"OoORLIsPsrzRpWTDsO/DS/cQQLQkgOjvgZxxG4tKganffWyPu62vgc1wFN4HHR/uzelQkiFV5PeJyvGo",
+	"RWvKYlzP2rZCzDFZ6oB/MBU+QGjcjJ6RPHL0vNoQuBo4468PDCmPB3kg7n/z3EN/BpZlH/YnSUIuOZsS",
+	"2c8fBjSQZkYBKOs1w3AOiIFZekbuzFpe0BoHXoe+ffs+NWj+oshZjazunbf3OYURytuNxnqGzuuUWUjx",
+	"IRsRmiS1YqhNV4ByCDncWW3vzG4NSJ6zBtkvs+d5S0pB/XXmw64QbOpGas0YpBr+XDe7XkdrAxpGCVWK",
+	"pRp7DAeFJ3mjQlcsWBUQnlwTxQC/P2WXFuWtbW3840kWMSUuacJjtL7LvjUUXbCx7opIjmcN0hEYkOAh",
+	"CTM5GSdKC0DoZhmr283tWpm56NTzW2tY+RSL0TiVI6nnwnWO6AXLrAJUEDCYELTHcD/4vL613MhycwUD",
+	"p3XzIqWf8Z5BWnSV7nHyD3fPvdw9f4eCqJ9feMMkqCJLHTh2cDO1o2iR/OQrptS/iz5XQb7L+VsjGbPM",
+	"17rrKqlan40r5iAFHDMo63Uscle0NdF0xXS5m5Ir5zAFuxLwXYia7NNIy3TBXTnLW3TBcVldtLDWFhww",
+	"dmQLwdeu8slNfUnoOrI3lOFqXEyY2iVh3kmUBZznBrLUu3DUp3t+i+8R2rXQz7Igbr/JzkokBULgA008",
+	"WIv+UelmnyvtK6O6z8uLbSU+AYbojLSrScFXAgqE4wO1fBCjK9yrMqYIMTt90qMivh03t/bwe2HlpxPH",
+	"l1ycALW+PJD1DVtiMfAlM+2qLjrMnIsJTWRQgoeiqlCfjMui9UtjD8g6oQfAa1OmJ6lwEfcrQhBwS3wI",
+	"wpwXmBRC87tiITa/yNe4Qq+zYfkUA3BmLPYZQVn//pODOOwKKK5kK+KYz3TKWUyscG9THiCBhyqSSKVr",
+	"2Sg3m7nG6gMpWEiw8FPhyjGUBneqX6KcDxBrnfmoIVy4sivlJ3jlqE8r94MHcdSn2MVfpAO4/rlhq4t3",
+	"2Klm4zHsLhKNj3AhhQAMQ0uL9taH6+zL0i7WmMq3UrB/uGtlL2UxE5rTZA/rWX3mSxSPu/fnmltwF0r6",
+	"2sumKKezsSKTcdHHaHiuPX63uDQhdvKedJ+82QAtYWbQheg3G6wIeIxBztYEQGixj2kcs7RuP+sKKLgP",
+	"wUW2/iDhuraLGXuer6PGkzJNxkZKwUoXGGpKnIucxIzGCKahuuKCjXVp4his0Ocz9K/jZX6kMt77wGYf",
+	"HAh/ORs7UGrC8jGvXj+33+3mJQNSGuW6knlh3uhS1FiM2MaX2mCADUk1lVLbhNNaYG3T1qkxlxOA1uld",
+	"TJ6bcsX8Y4jQQzarFUv6niXZRNYRF0bq7zHkQwHRKRWKa37JkplLzodJK8JFlExiX7gTClmitWdJ/tsZ",
+	"TvpvnfwGc3gobfVQ2mpNPmPP8NLSVnjsclYEDDBWN0pks9wkX81q8a7NeJk53WLgiwjPsQ1gCTZCnKhJ",
+	"TzG9wGBUJMdG/DgAu6hjGrMSNgPx2Nyw0xQj1tEhKycaVViu24hLEGqdnIJRV4VkKidJjEtBxlQhXAC2",
+	"4l2O6P7Df5tRRAkdjcFAUHg7q0uNOvYjRUJffdDiWJun3789s4/CGlF0RpRsEAiucFHN2CJJCyAHOEu7",
+	"AgAVNM81A3chNMhZkcnievWk1EqndEzGVA+JTEnorBJZ4yFWrRbSjaJqBD0omW0+rzVIh7hfitH9m81m",
+	"05GZNEv/nAyY8Mk0jtMraIhUIeQdym/X2VXEWMzi0G0BNXIpFcWFyNem5mBm2fXZUfAiTJR6z7CF+SY9",
+	"1peps1q4oUdUQJFqLnAobfwnXsQwQHQSlCyQBWYwL37/9owIOmIooHuyUZPe7yzSEDMvyMnLPfL86c4W",
+	"CWmkQ0M9fIQWHf+BnAr7VDClWVyzCRrzwdze8+tc151IyzRszN/gXFnqH6QUKACy3avbzWatjfJ+7orH",
+	"mtC8BAEdhBMUq+/HbANtQy9/UV25bADxMs3hHnWFh3Jx/2YxrJ9Q/Q0o9b4CWS33WKWhCNJ5feCu2u/f",
+	"ntV2ra8yy73N3brooS0THApqyQY3h0KNWaTzmb5zXMi/c5+sKOslY0VBob2r+nQ6rfdlOqpP0oSJSMZY",
+	"KPL2HXxWG3U2gBXRKt4GpKl+MET/fTjYP1BrMXLTs6dPW07Ey5MvqRpxiV+ydp8mioUYWy9memhkaIjI",
+	"4Jesdj0D+gD/XQilL0cby5xfVMTBsszQYG2BvU1A7wAPZ957KAWZKGSnc9OUc+sQrAD/yhASUhbJNFYk",
+	"tIK0UUeg8ZRRJUW4C+KrmTMTMRVQYMd8sfABJfiFEXpRWeHKswweG93AzhoGAvHia5l/dkkGt+UtTWCp",
+	"R01RU7P+K+xUINUa5SQLieSx0ciKUZSoo2GZIq8Im8EakrEDzimSgVFMec9omTWSwaZl295qbkOLtiC0",
+	"6Y2LQWMJiJq7v+asUtzQ2PsJS2eVoGLUiUq7guu8DPtzs/Uciuhplppv/8dvnfqvtP5Hs75DGuft+rvH",
+	"/62yiA367kY5IC4BJM0lhdiVfQhb/DfJB1klFvpsEM8QV7C9fKrIbu6A+hRjOEeQRAxcv9ncqZVbnUqN",
+	"2GfLbM4yhbNeymwKBm3LZqbXWcMNg3F8isfkv/7n/ylhMQUD1gIjsR9ldc+AkWzjAhQjuhtlyKqZEHyf",
+	"hucjZtSUchlxxDSNqaYPfOAhdWZNWa7jpQRHPC5hJpOp8MwuOfc3c+SgWSeXIbMEX/F6rLU3iqWn7u2F",
+	"YSyDeeZgHL5gbGzOSNn9juCwlRvmOZgp3avTaW1k1C8fE/VBMPiLE0VLsZnNCQyIHGO5hWQGh8TcilKw",
+	"a3JIi5T4Kue0Ir0ZBvebjiB+tgo6VW+WO5G1di4VIIuqwbQIh8I+HcqEATqaufdz6GgOQN18SLiu5Yui",
+	"2qlhOVJXIdWoGNeURwW8owx7pdSTvZr//PuBuT44vB8c3utm6jpwrwKMq42cU7XbALjeRhZ5g5BEXhSZ",
+	"st5QyovlITmdebS0s/1XnVdnAJb2dv+b746PfzgNC+V5y3ifZXhwpHKlm8HgZIeAvIhdwQM9TOVkMJQT",
+	"bfQ18CKXMqS3bvh/a2ZkZ3EdM3rgNg/cxnIbd2yXB9i4RG33ZkAQi3AtBuO5wurQGt8JuzST8OaL2diK",
+	"HiyGmnavj0/PMEIlnKRJSKgi358evwpcFQWqMMvjt1NNRUzTmLhz/a461Hqs2hsb0+m0oexjN7xGJEcb",
+	"NaLGLOJ9e/SIojPVJpYkuyK0L9e5g+mEwYKFOCC5ShoeHlGnszaJWTzB48wwhbMW5NoynE1pOhqHpPpG",
+	"8CublulXgGrNRmONkT/+KzNbqicpC7uiGl5uBt1Js7kV9ahiT7fNp98ddfbqp991Wk+emj+7FXwhmwH8",
+	"zRrFn/1gCk97Mp7hD7YZFlrI4AyGAHuuxwych6Q3g2woqMAfToeKReehx/jHKGy0FNkQjlqDvMDcLwhE",
+	"giQmqlwdEIhuF3gxkDFLXRzKLtjtI2a+s+1B9Khzl/QmmrSurkg1ZTFPWYQIvBhy2cZoS0NTQrq4cRbX",
+	"MHge041geuwKDxanCUDYyj7a/H/n2syuL9OucBeavcXOT/bPTn45f3vw6sXxW1JtbZNhzaLTInhnNlOH",
+	"1v+yc3C4/wJ20+GhOtLc+GD/ZRR8+y1nKnTIufbEGI1FM2EX3fTjbsMpVV3hSi+ZCSsmdIO8Tvkl1Swg",
+	"iZRjAOcFoFwuLuqJjGhCaBynTCnmqkn2MZFLJEypxTl3Dg+P356/Pjn4qXO2/7VOJ2x5Cq49k/fk8bat",
+	"3xPi4S3GsDQEx+5QkGEomINtSNcekioGIYA7CiBKH+J1HuJ1/tp4nQJl36M4ssQCMzCyAEDKW+5WLTk2",
+	"heidWrk0Mqe15Lns9ehzeQZ2vedxJC9L0OfazqtKRjKFyE/L3FG+4frB6vhvYnW8juZt4X1H8S7Zz8sR",
+	"LgxiCW5dQQRfhlu3lKLvXDe95jJ8oPoH59va+mknuwYymDq8BJaegJtZd966W2HR0LVEMF9q/zoW7P9j",
+	"72p62+Zh8F/R7UUBv7kO6E4F6g0Fhixbit2GWbOZRIglZZZaN4f994EfUpSvrrt0wJBbU9hirNYU+fB5",
+	"yMQ/wiSG4nZWT+DHjXHLq2vVzOrp7d30PekquAAvKSBmRY2Dp3jDn29ic1XRwMa7L/Xn+pags5xJcIJK",
+	"KWiaYAmuk2Mo5640u5KzsjiAtv9R8oPZjnec3u9EAcBSCEoG1rCJFRUX3qhOb8Mu6zCD6nVI+tqJmlHx",
+	"YHhwe6ik+r4tLxNoz2JUs4RnIb7s9Ajj6zzI2BVep+O5sCZNyWBu1/49ovwtRBfcvU+jM0hJKprNs2FG",
+	"8xvQ8Hb3x/8X0MPicS4Y4sWp/w3QUS4gf9Sio9r51/36xut6eXTSf94aoVz9HAg6+zi/D0pniG+Cppp0",
+	"SDRES8pfhIZuZcAzTe/LqJL4PaFijej0+DAQqKwz3URNiRhKQNdbOZZwOetFq7fb8Al32lnpmIktB6gb",
+	"dNdpinZDqKkaV8BcspgHYRx70Jlxy9eLOxPAeC7+lGP2En9eXNXLk7M5CP07J2fpxYzoovj1dX6sDhsa",
+	"lEjEs1+ADMpdRw3IhPVhtdNLsGgLY7IAAzVRYa5mkAZs6dfoHqiJbfS+D4QoCncrF4MxHDl+QfBRpfTs",
+	"x9zZsToYOi6a3ERIySrDfRtnTKx8ZA0vPsaA7iYATZKjrstuadwTmfuWh5rfDxoWZq3esaAUN61StXv0",
+	"2/LJRG76P957wnRWgAWWgDEeWzSfyeQ+47jncbG2kPlOP9B+XUui7DSZWYJWikotkd5DlXF8gYSvcrpP",
+	"5f75vMa9sYV9xv9P2P/04COobtCLGHg5bm0TwQamKlkTomlV6x1PC263bC3DCNJatHzcH7jqKXN1aHXP",
+	"29XqQP9mKljd99TWY9H7kcVXyup2ZZgELGvS9S/awVBUAHFTwHUbb1wM5YF4VPvDM6kwl9+9Y4sfzCM4",
+	"CNR6SHeGf+RuhC4Ouo2l7IP0FC7CwFoWNcACcBeBb5FBilTEFBIVcaYEq1zDttxXS8Tkrz9/BQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

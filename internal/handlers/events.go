@@ -25,7 +25,11 @@ func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject
 		return nil, err
 	}
 	q := request.Params
-	items, next, err := s.Events.List(ctx, p.Tenant, eventFilter(q.Type, q.Subject), deref(q.Cursor), deref(q.Limit))
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := s.Events.List(ctx, p.Tenant, eventFilter(q.Type, q.Subject), deref(q.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +37,7 @@ func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject
 	for _, e := range items {
 		out.Items = append(out.Items, eventBody(e))
 	}
-	return ListEvents200JSONResponse{Body: out}, nil
+	return ListEvents200JSONResponse{Body: out, Headers: ListEvents200ResponseHeaders{Link: nextLink(ctx, next)}}, nil
 }
 
 // StreamEvents answers the caller's tenant's events as Server-Sent Events (events_sse.go).

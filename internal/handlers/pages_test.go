@@ -33,8 +33,9 @@ func TestListRefusesUnknownQueryParameter(t *testing.T) {
 	}
 	wantProblem(t, h.do("GET", "/v1/tokens?limit=2;cursor=x", nil, "Authorization", admin), 400, "validation")
 	// Every list, whatever its path parameters hold (the refusal comes before they are checked).
-	every := h.bearer("acme", "sessions:read", "quotes:read", "cases:read")
-	for _, list := range []string{"/v1/users/u1/sessions", "/v1/quotes/q_x/items", "/v1/cases/c_x/history"} {
+	every := h.bearer("acme", "sessions:read", "quotes:read", "cases:read", "webhooks:read", "events:read")
+	for _, list := range []string{"/v1/users/u1/sessions", "/v1/quotes/q_x/items", "/v1/cases/c_x/history",
+		"/v1/webhooks", "/v1/webhooks/wh_x/deliveries", "/v1/events"} {
 		p := wantProblem(t, h.do("GET", list+"?limit=1&statsu=OPEN", nil, "Authorization", every), 400, "validation")
 		if len(p.Errors) != 1 || p.Errors[0].Parameter != "query:statsu" {
 			t.Fatalf("%s: %+v", list, p)

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/webhooks"
 )
 
@@ -10,9 +11,9 @@ import (
 type WebhookService interface {
 	Create(ctx context.Context, tenant, url string, events []string) (webhooks.Created, error)
 	Get(ctx context.Context, tenant, id string) (*webhooks.Webhook, error)
-	List(ctx context.Context, tenant string) ([]*webhooks.Webhook, error)
+	List(ctx context.Context, tenant, cursor string, limit int) (page.Page[*webhooks.Webhook], error)
 	Delete(ctx context.Context, tenant, id string) error
-	Deliveries(ctx context.Context, tenant, id string) ([]webhooks.Delivery, error)
+	Deliveries(ctx context.Context, tenant, id, cursor string, limit int) (page.Page[webhooks.Delivery], error)
 	Ping(ctx context.Context, tenant, id string) (webhooks.Delivery, error)
 }
 
@@ -35,21 +36,25 @@ func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequest
 		Headers: CreateWebhook201ResponseHeaders{Location: &loc, CacheControl: &noStore}}, nil
 }
 
-// ListWebhooks answers the tenant's webhooks.
-func (s *Server) ListWebhooks(ctx context.Context, _ ListWebhooksRequestObject) (ListWebhooksResponseObject, error) {
+// ListWebhooks answers one page of the tenant's webhooks, oldest first.
+func (s *Server) ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.Webhooks.List(ctx, p.Tenant)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]Webhook, 0, len(ws))
-	for _, w := range ws {
-		items = append(items, webhookView(w))
+	pg, err := s.Webhooks.List(ctx, p.Tenant, deref(request.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
 	}
-	return ListWebhooks200JSONResponse{Body: WebhookList{Items: items}}, nil
+	out := WebhookList{Items: make([]Webhook, 0, len(pg.Items)), NextCursor: stringOrNil(pg.NextCursor)}
+	for _, w := range pg.Items {
+		out.Items = append(out.Items, webhookView(w))
+	}
+	return ListWebhooks200JSONResponse{Body: out, Headers: ListWebhooks200ResponseHeaders{Link: nextLink(ctx, pg.NextCursor)}}, nil
 }
 
 // GetWebhook answers one webhook (never its secret).
@@ -90,21 +95,25 @@ func (s *Server) PingWebhook(ctx context.Context, request PingWebhookRequestObje
 	return PingWebhook200JSONResponse{Body: deliveryView(d)}, nil
 }
 
-// ListWebhookDeliveries answers the webhook's recent deliveries, newest first.
+// ListWebhookDeliveries answers one page of the webhook's recent deliveries, newest first.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ds, err := s.Webhooks.Deliveries(ctx, p.Tenant, request.WebhookId)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]WebhookDelivery, 0, len(ds))
-	for _, d := range ds {
-		items = append(items, deliveryView(d))
+	pg, err := s.Webhooks.Deliveries(ctx, p.Tenant, request.WebhookId, deref(request.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
 	}
-	return ListWebhookDeliveries200JSONResponse{Body: WebhookDeliveries{Items: items}}, nil
+	out := WebhookDeliveries{Items: make([]WebhookDelivery, 0, len(pg.Items)), NextCursor: stringOrNil(pg.NextCursor)}
+	for _, d := range pg.Items {
+		out.Items = append(out.Items, deliveryView(d))
+	}
+	return ListWebhookDeliveries200JSONResponse{Body: out, Headers: ListWebhookDeliveries200ResponseHeaders{Link: nextLink(ctx, pg.NextCursor)}}, nil
 }
 
 func webhookView(w *webhooks.Webhook) Webhook {

@@ -26,8 +26,12 @@ type Page[T any] struct {
 	NextCursor string
 }
 
-// Encode is the cursor naming pos in the list of scope.
+// Encode is the cursor naming pos in the list of scope; "" for pos "" (the last page has no
+// next cursor).
 func Encode(scope, pos string) string {
+	if pos == "" {
+		return ""
+	}
 	tag := scopeTag(scope)
 	return base64.RawURLEncoding.EncodeToString(append(tag[:], pos...))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/keyhash"
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -246,24 +247,24 @@ func TestCursorRoundTripAndRefusals(t *testing.T) {
 		t.Fatalf("tag %q: not a fixed-width per-index keyed hash", tag)
 	}
 	m := IndexMember(tag, 1_700_000_000_123, "q_1")
-	c := EncodeCursor("quotes/customer", m)
+	c := page.Encode("quotes/customer", m)
 	if got, err := DecodeCursor(c, "quotes/customer", tag); err != nil || got != m {
 		t.Fatalf("round trip = %q, %v", got, err)
 	}
 	if got, err := DecodeCursor("", "quotes/customer", tag); err != nil || got != "" {
 		t.Fatalf("empty = %q, %v", got, err)
 	}
-	if EncodeCursor("x", "") != "" {
+	if page.Encode("x", "") != "" {
 		t.Fatal("no member must be no cursor")
 	}
 	for name, bad := range map[string]string{
-		"other scope":  EncodeCursor("quotes/all", m),
-		"other value":  EncodeCursor("quotes/customer", IndexMember(IndexTag(h, "customer", "c-2"), 1, "q_1")),
+		"other scope":  page.Encode("quotes/all", m),
+		"other value":  page.Encode("quotes/customer", IndexMember(IndexTag(h, "customer", "c-2"), 1, "q_1")),
 		"not base64":   "***",
-		"no separator": EncodeCursor("quotes/customer", "")[:0] + "cXVvdGVz",
-		"short time":   EncodeCursor("quotes/customer", tag+"|123|q_1"),
-		"empty id":     EncodeCursor("quotes/customer", tag+"|0000000000001|"),
-		"spaced id":    EncodeCursor("quotes/customer", tag+"|0000000000001|a b"),
+		"no separator": page.Encode("quotes/customer", "")[:0] + "cXVvdGVz",
+		"short time":   page.Encode("quotes/customer", tag+"|123|q_1"),
+		"empty id":     page.Encode("quotes/customer", tag+"|0000000000001|"),
+		"spaced id":    page.Encode("quotes/customer", tag+"|0000000000001|a b"),
 	} {
 		_, err := DecodeCursor(bad, "quotes/customer", tag)
 		var ae *apperr.Error

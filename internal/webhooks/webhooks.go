@@ -82,25 +82,12 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (*Webhook, error) 
 	return s.store.Get(ctx, tenant, id)
 }
 
-// List is the tenant's webhooks.
-func (s *Service) List(ctx context.Context, tenant string) ([]*Webhook, error) {
-	return s.store.List(ctx, tenant)
-}
-
 // Delete removes the tenant's webhook; idempotent.
 func (s *Service) Delete(ctx context.Context, tenant, id string) error {
 	if !ValidID(id) {
 		return nil
 	}
 	return s.store.Delete(ctx, tenant, id)
-}
-
-// Deliveries are the webhook's recent deliveries, newest first.
-func (s *Service) Deliveries(ctx context.Context, tenant, id string) ([]Delivery, error) {
-	if _, err := s.Get(ctx, tenant, id); err != nil {
-		return nil, err
-	}
-	return s.store.Deliveries(ctx, tenant, id)
 }
 
 // PingType is the event type of a test ping (not in the events' catalogue: never in a stream).

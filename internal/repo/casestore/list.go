@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/repo"
 )
 
@@ -74,7 +75,7 @@ func (r *Store) readPage(ctx context.Context, rep repo.Reply, scope string) (cas
 	if err = errors.Join(err, moreErr); err != nil {
 		return cases.Page{}, repo.BadReply(ctx, r.metrics, "case_list", err)
 	}
-	page := cases.Page{Items: make([]*cases.Case, 0, rep.Len()-3)}
+	pg := cases.Page{Items: make([]*cases.Case, 0, rep.Len()-3)}
 	for _, v := range rep.Values(3) {
 		vals, err := v.ToArray()
 		if err != nil {
@@ -91,12 +92,12 @@ func (r *Store) readPage(ctx context.Context, rep repo.Reply, scope string) (cas
 		if err != nil {
 			return cases.Page{}, err
 		}
-		page.Items = append(page.Items, c)
+		pg.Items = append(pg.Items, c)
 	}
 	if more == "1" {
-		page.NextCursor = repo.EncodeCursor(scope, last)
+		pg.NextCursor = page.Encode(scope, last)
 	}
-	return page, nil
+	return pg, nil
 }
 
 // pickIndex chooses the index a query reads: the filter likely to select fewest cases

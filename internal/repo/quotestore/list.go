@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
 )
@@ -78,7 +79,7 @@ func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, erro
 	if err != nil {
 		return quotes.Page{}, repo.BadReply(ctx, r.metrics, "quote_list", err)
 	}
-	page := quotes.Page{Items: make([]quotes.Quote, 0, rep.Len()-1), NextCursor: repo.EncodeCursor(scope, next)}
+	pg := quotes.Page{Items: make([]quotes.Quote, 0, rep.Len()-1), NextCursor: page.Encode(scope, next)}
 	for i := 1; i < rep.Len(); i++ {
 		m, err := rep.StrMap(i)
 		if err != nil {
@@ -88,9 +89,9 @@ func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, erro
 		if err != nil {
 			return quotes.Page{}, err
 		}
-		page.Items = append(page.Items, *v)
+		pg.Items = append(pg.Items, *v)
 	}
-	return page, nil
+	return pg, nil
 }
 
 // listScope names q's filters in its cursors: a cursor sent with other filters is refused. It
