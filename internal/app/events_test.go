@@ -116,8 +116,9 @@ func TestSessionEventsReachTheTenantStream(t *testing.T) {
 		if got[0]["actor"] != "token:"+admin.TokenID || got[2]["actor"] != "session:"+created.SessionId {
 			t.Fatalf("actors: %v, %v", got[0]["actor"], got[2]["actor"])
 		}
-		secrets := []string{created.Token, rotated.Token, created.Token[strings.LastIndex(created.Token, "_")+1:],
-			rotated.Token[strings.LastIndex(rotated.Token, "_")+1:], admin.Token, "alice"}
+		// hgs_<tag>_<selector>_<verifier>: the verifier is the fourth part (it may hold '_' itself).
+		verifier := func(tok string) string { return strings.SplitN(tok, "_", 4)[3] }
+		secrets := []string{created.Token, rotated.Token, verifier(created.Token), verifier(rotated.Token), admin.Token, "alice"}
 		for _, n := range s.Client.Nodes() {
 			keys, err := n.Do(ctx, n.B().Keys().Pattern(prefix+":v1:ev*").Build()).AsStrSlice()
 			if err != nil {
