@@ -24,14 +24,12 @@
 --#include case_history
 --#include case_index
 --#include event_append
+--#include server_time
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'EXISTS', redis.call('HGETALL', KEYS[1])}
 end
-local t = redis.call('TIME')
-local nowN = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local now = string.format('%.0f', nowN)
 local ttl = tonumber(ARGV[8])
-local exp = string.format('%.0f', nowN + ttl)
+local nowN, now, exp = server_window(ttl)
 local wait = index_quota_full(KEYS[3], 5, case_index_n, nowN, tonumber(ARGV[11]))
 if wait then return {'QUOTA', wait} end
 if not redis.call('ZSCORE', KEYS[4], ARGV[1]) and redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[12]) then

@@ -35,13 +35,19 @@ func newStore(t testing.TB, s *store.Store, prefix string) *Store {
 func appendOutbox(t testing.TB, es *Store, userTag, tenant string, first, n int) {
 	t.Helper()
 	ctx := context.Background()
+	key := es.keys.EventOutbox(userTag)
 	for i := first; i < first+n; i++ {
-		err := es.client.Do(ctx, es.client.B().Xadd().Key(es.keys.EventOutbox(userTag)).Id("*").FieldValue().
-			FieldValue(events.FieldType, string(events.SessionRotated)).FieldValue(events.FieldTime, strconv.FormatInt(time.Now().UnixMilli(), 10)).
-			FieldValue(events.FieldTenant, tenant).FieldValue(events.FieldSubject, fmt.Sprintf("s_%s_%06d", userTag, i)).
-			FieldValue(events.FieldActor, "system").FieldValue(events.FieldData, "{}").Build()).Error()
-		if err != nil {
-			t.Fatal(err)
+		// With its TTL in the same MULTI, as the session scripts set it in the same step.
+		for _, r := range es.client.DoMulti(ctx, es.client.B().Multi().Build(),
+			es.client.B().Xadd().Key(key).Id("*").FieldValue().
+				FieldValue(events.FieldType, string(events.SessionRotated)).FieldValue(events.FieldTime, strconv.FormatInt(time.Now().UnixMilli(), 10)).
+				FieldValue(events.FieldTenant, tenant).FieldValue(events.FieldSubject, fmt.Sprintf("s_%s_%06d", userTag, i)).
+				FieldValue(events.FieldActor, "system").FieldValue(events.FieldData, "{}").Build(),
+			es.client.B().Pexpire().Key(key).Milliseconds(time.Hour.Milliseconds()).Build(),
+			es.client.B().Exec().Build()) {
+			if err := r.Error(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -28,3 +28,12 @@ end
 local function session_actor_self(part)
   return SESSION_ENV.actor == 'session:' .. session_id(part or SESSION_ENV.part)
 end
+-- session_ended() appends the end of the script's session: logged out when the caller is the
+-- session itself, else revoked (reason revoke).
+local function session_ended()
+  if session_actor_self() then
+    session_event('session.logged_out', nil, {})
+  else
+    session_event('session.revoked', nil, {reason = 'revoke'})
+  end
+end

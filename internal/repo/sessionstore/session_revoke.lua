@@ -20,10 +20,6 @@ local n = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[3])
 redis.call('ZREM', KEYS[2], ARGV[2])
 if n == 1 then
-  if session_actor_self() then
-    session_event('session.logged_out', nil, {})
-  else
-    session_event('session.revoked', nil, {reason = 'revoke'})
-  end
+  session_ended()
 end
 return {'OK', n}

@@ -29,11 +29,7 @@ if redis.call('HDEL', KEYS[1], unpack(names)) == 0 then
   return {'OK', 0}
 end
 if live == 1 then
-  if session_actor_self() then
-    session_event('session.logged_out', nil, {})
-  else
-    session_event('session.revoked', nil, {reason = 'revoke'})
-  end
+  session_ended()
 end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if #f > #MARK and string.sub(f, -#MARK) == MARK then

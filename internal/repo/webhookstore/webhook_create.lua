@@ -9,14 +9,10 @@
 -- ARGV[5] TTL ms  ARGV[6] schemaVersion  ARGV[7] the tenant's quota
 -- Reply: {'OK', HGETALL webhook} | {'EXISTS'} | {'QUOTA', ms until the earliest webhook expires}
 --#include tenant_quota
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {'EXISTS'}
-end
-local t = redis.call('TIME')
-local nowN = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local now = string.format('%.0f', nowN)
+--#include server_time
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'EXISTS'} end
 local ttl = tonumber(ARGV[5])
-local exp = string.format('%.0f', nowN + ttl)
+local nowN, now, exp = server_window(ttl)
 local wait = quota_full(KEYS[2], nowN, tonumber(ARGV[7]))
 if wait then return {'QUOTA', wait} end
 redis.call('HSET', KEYS[1], 'schemaVersion', ARGV[6], 'webhookId', ARGV[1], 'tenantId', ARGV[2],
