@@ -31,11 +31,20 @@ func (c *timeoutClient) bound(ctx context.Context) context.Context {
 	return &sharedDeadline{Context: ctx, dl: c.deadlines.next()}
 }
 
+// Do and DoMulti pin their commands, so rueidis never recycles them: it puts a command back in
+// its pool once the reply is in, while its connection's writer goroutine read the command
+// before writing it, with no happens-before edge the race detector can see (the ordering goes
+// through the server). TestRobustness's partitions under -race reported exactly that. The
+// cost is one command buffer per call left to the garbage collector; the hot path's cached
+// reads (DoCache) keep the pool.
 func (c *timeoutClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	return c.Client.Do(c.bound(ctx), cmd)
+	return c.Client.Do(c.bound(ctx), cmd.Pin())
 }
 
 func (c *timeoutClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	for i := range multi {
+		multi[i] = multi[i].Pin()
+	}
 	return c.Client.DoMulti(c.bound(ctx), multi...)
 }
 
