@@ -1,8 +1,6 @@
 package repo
 
 import (
-	"strconv"
-
 	"github.com/hashgate/hashgate/internal/keyhash"
 )
 
@@ -20,16 +18,6 @@ const IndexTagBytes = 9
 // candidate's stored value, so a collision costs reads, never a wrong answer.
 func IndexTag(h *keyhash.Hasher, index, value string) string {
 	return h.Tag("index-value", IndexTagBytes, index, value)
-}
-
-// IndexMember is the member index_member writes: tag, the order time in ms zero-padded to 13
-// digits, id (tests and tools build members the way scripts do).
-func IndexMember(tag string, orderMs int64, id string) string {
-	o := strconv.FormatInt(orderMs, 10)
-	for len(o) < 13 {
-		o = "0" + o
-	}
-	return tag + "|" + o + "|" + id
 }
 
 // IndexKeys are the keys of one type's indexes in a tenant, in the order the scripts take them

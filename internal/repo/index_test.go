@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"embed"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -272,4 +273,10 @@ func TestCursorRoundTripAndRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want a 400 naming the cursor", name, err)
 		}
 	}
+}
+
+// IndexMember is the member index_member writes: tag, the order time in ms zero-padded to 13
+// digits, id.
+func IndexMember(tag string, orderMs int64, id string) string {
+	return fmt.Sprintf("%s|%013d|%s", tag, orderMs, id)
 }

@@ -11,7 +11,7 @@ import (
 // A tenant's case list indexes (case_index.lua keeps them, case_list.lua reads them; keys in
 // docs/KEYS.md, "List indexes"): for each filter, one index by updatedAt and one by dueAt, so
 // every filter reads in either order. Their members are `<valueTag>|<orderMs>|<caseId>`
-// (repo.IndexMember); the coordinates hash `where` names each case's members.
+// (index_member in object_index.lua); the coordinates hash `where` names each case's members.
 
 // indexFilters are the filters in the scripts' KEYS order; "all" is every case (no value tag).
 var indexFilters = []string{"all", "status", "team", "assignee", "level", "subject"}

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/events"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
@@ -17,19 +16,7 @@ import (
 func (e *sessEnv) outboxEvents(tag string) []events.Event {
 	e.t.Helper()
 	key, _ := e.r.outbox(context.Background(), "", session.Ref{Tag: tag})
-	entries, err := e.do(e.s.Client.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		e.t.Fatal(err)
-	}
-	out := make([]events.Event, 0, len(entries))
-	for _, x := range entries {
-		ev, err := events.FromEntry(x.ID, x.FieldValues)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, ev)
-	}
-	return out
+	return storetest.Events(e.t, e.s, key)
 }
 
 func eventTypes(evs []events.Event) []events.Type {

@@ -12,7 +12,7 @@ import (
 )
 
 // Events reads every entry of the event stream key, oldest first (none when it is absent).
-func Events(t *testing.T, s *store.Store, key string) []events.Event {
+func Events(t testing.TB, s *store.Store, key string) []events.Event {
 	t.Helper()
 	entries, err := s.Client.Do(context.Background(), s.Client.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
 	if err != nil && !rueidis.IsRedisNil(err) {

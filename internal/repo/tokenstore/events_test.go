@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/events"
+	"github.com/hashgate/hashgate/internal/repo/storetest"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
@@ -22,23 +21,6 @@ func streamLen(t *testing.T, s *store.Store, key string) int64 {
 		t.Fatalf("XLEN %s: %v", key, err)
 	}
 	return n
-}
-
-func streamEvents(t *testing.T, s *store.Store, key string) []events.Event {
-	t.Helper()
-	entries, err := s.Client.Do(context.Background(), s.Client.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		t.Fatal(err)
-	}
-	out := make([]events.Event, 0, len(entries))
-	for _, e := range entries {
-		ev, err := events.FromEntry(e.ID, e.FieldValues)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ev)
-	}
-	return out
 }
 
 // TestTokenEventsIffTheChange: a create and a cascading revocation append token.issued and one
@@ -80,7 +62,7 @@ func TestTokenEventsIffTheChange(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got := streamEvents(t, s, key)
+		got := storetest.Events(t, s, key)
 		want := []struct {
 			typ     events.Type
 			subject string
