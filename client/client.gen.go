@@ -552,7 +552,7 @@ type CaseId = string
 
 // CasePage defines model for CasePage.
 type CasePage struct {
-	Items []Case `json:"items"`
+	Items []CaseSummary `json:"items"`
 
 	// NextCursor Absent on the last page; may be present on a short (even empty) page.
 	NextCursor *string `json:"nextCursor,omitempty"`
@@ -560,6 +560,26 @@ type CasePage struct {
 
 // CaseStatus defines model for CaseStatus.
 type CaseStatus string
+
+// CaseSummary A case as a list shows it: the case without `tenantId` (the caller's own) and `lastTransitionReason` (in `GET /v1/cases/{caseId}` and the case's history), so that a page of 100 stays under 64 KiB at the longest values.
+type CaseSummary struct {
+	AssignedTeam string `json:"assignedTeam"`
+
+	// Assignee The person within `assignedTeam` working the case; absent while the case waits in the team's queue.
+	Assignee *string `json:"assignee,omitempty"`
+
+	// CaseId Example: c_01m8c8r4pprn61nsrhhsc0n5kn
+	CaseId           CaseId     `json:"caseId"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	DueAt            time.Time  `json:"dueAt"`
+	EscalationLevel  int        `json:"escalationLevel"`
+	LastTransitionAt *time.Time `json:"lastTransitionAt,omitempty"`
+	ResolvedAt       *time.Time `json:"resolvedAt,omitempty"`
+	StateVersion     int64      `json:"stateVersion"`
+	Status           CaseStatus `json:"status"`
+	SubjectRef       string     `json:"subjectRef"`
+	UpdatedAt        time.Time  `json:"updatedAt"`
+}
 
 // CaseTransitionRequest defines model for CaseTransitionRequest.
 type CaseTransitionRequest struct {

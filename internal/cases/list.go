@@ -37,7 +37,8 @@ type Query struct {
 }
 
 // Page is one page of a list: NextCursor is empty on the last page, and may be set on a short
-// (even empty) page, the store having read its scan budget.
+// (even empty) page, the store having read its scan budget. Its cases are summaries: every
+// field but LastTransitionReason (Get and History have it).
 type Page struct {
 	Items      []*Case
 	NextCursor string

@@ -22,9 +22,9 @@ func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	out := CasePage{Items: make([]Case, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
+	out := CasePage{Items: make([]CaseSummary, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
 	for _, c := range page.Items {
-		out.Items = append(out.Items, caseView(c))
+		out.Items = append(out.Items, caseSummaryView(c))
 	}
 	return ListCases200JSONResponse{Body: out, Headers: ListCases200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
 }
@@ -41,4 +41,15 @@ func caseQuery(p *auth.Principal, q ListCasesParams, limit int) cases.Query {
 		in.Statuses = append(in.Statuses, string(st))
 	}
 	return in
+}
+
+// caseSummaryView is c as a list item: without the tenant (the caller's) and the last
+// transition's reason (GET /v1/cases/{caseId} has it), so a page of 100 stays under 64 KiB.
+func caseSummaryView(c *cases.Case) CaseSummary {
+	return CaseSummary{
+		CaseId: c.ID, SubjectRef: c.SubjectRef, Status: CaseStatus(c.Status), AssignedTeam: c.AssignedTeam,
+		Assignee: stringOrNil(c.Assignee), EscalationLevel: c.EscalationLevel, DueAt: ts(c.DueAt), StateVersion: c.StateVersion,
+		LastTransitionAt: tsOrNil(c.LastTransitionAt), ResolvedAt: tsOrNil(c.ResolvedAt), CreatedAt: ts(c.CreatedAt),
+		UpdatedAt: ts(c.UpdatedAt),
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/testauth"
+	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 type casePageJSON struct {
@@ -143,4 +144,34 @@ func TestCaseAssigneeHTTP(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), `"assignee":"ana"`) {
 		t.Fatalf("the history does not show the first assignee: %s", rec.Body)
 	}
+}
+
+// A page of 100 cases stays under 64 KiB at the longest values every field accepts: the
+// tenant, subject, team, assignee and the last transition's reason.
+func TestCaseListPageOf100Size(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, testredis.Backends()[0], nil)
+	auth := h.bearer(strings.Repeat("t", 128), "cases:read", "cases:write")
+	team := strings.Repeat("q", 64)
+	body := caseBody(time.Now().Add(time.Hour))
+	body["subjectRef"], body["assignedTeam"], body["reason"] = strings.Repeat("s", 128), team, strings.Repeat("r", 256)
+	assign := map[string]any{"assignedTeam": team, "assignee": strings.Repeat("a", 128), "reason": strings.Repeat("w", 256)}
+	for range 101 {
+		rec := h.do("POST", "/v1/cases", body, "Authorization", auth)
+		wantStatus(t, rec, 201)
+		var c caseJSON
+		decode(t, rec, &c)
+		wantStatus(t, h.do("POST", "/v1/cases/"+c.CaseId+"/assign", assign, "Authorization", auth), 200)
+	}
+	rec := h.do("GET", "/v1/cases?limit=100&assignedTeam="+team, nil, "Authorization", auth)
+	wantStatus(t, rec, 200)
+	var p casePageJSON
+	decode(t, rec, &p)
+	if len(p.Items) != 100 || p.NextCursor == "" || p.Items[0].Assignee == "" {
+		t.Fatalf("page of %d, next %q", len(p.Items), p.NextCursor)
+	}
+	if n := rec.Body.Len(); n >= 64<<10 {
+		t.Fatalf("a page of 100 is %d bytes", n)
+	}
+	t.Logf("a page of 100 cases: %d bytes", rec.Body.Len())
 }

@@ -20,9 +20,10 @@ const listPruneMax = 64
 // when a quarter of the candidates match, bounded so one script stays short.
 func listBudget(limit int) int { return max(4*limit, 100) }
 
-// listFields are the fields a page answers per case (what mapCase reads) and filters on.
+// listFields are the fields a page answers per case and filters on: what the decoder reads
+// but the last transition's reason, which a list does not show (up to 256 B a case).
 var listFields = []string{"schemaVersion", "caseId", "tenantId", "subjectRef", "status", "assignedTeam", "team", "assignee",
-	"escalationLevel", "dueAtMs", "stateVersion", "lastTransitionAtMs", "lastTransitionReason", "resolvedAtMs",
+	"escalationLevel", "dueAtMs", "stateVersion", "lastTransitionAtMs", "resolvedAtMs",
 	"autoEscalatedAtMs", "createdAtMs", "updatedAtMs"}
 
 // List answers one page of q (checked by the service) from the most selective index its
