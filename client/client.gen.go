@@ -1185,6 +1185,12 @@ type Conflict = Problem
 // Error RFC 9457 problem details.
 type Error = Problem
 
+// EventsOff RFC 9457 problem details.
+type EventsOff = Problem
+
+// EventsOffWebhook RFC 9457 problem details.
+type EventsOffWebhook = Problem
+
 // Forbidden RFC 9457 problem details.
 type Forbidden = Problem
 
@@ -8667,6 +8673,12 @@ type ListEventsResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// ListEventsResponse404Headers the declared response headers of an HTTP 404 response for ListEvents
+type ListEventsResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 // ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
 type ListEventsResponse429Headers struct {
 	RateLimit       *string
@@ -8690,6 +8702,8 @@ type ListEventsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EventsOff
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8704,6 +8718,8 @@ type ListEventsResponse struct {
 	Headers401 *ListEventsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListEventsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListEventsResponse404Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8728,6 +8744,11 @@ func (r ListEventsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListEventsResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON404() *EventsOff {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8799,6 +8820,12 @@ type StreamEventsResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// StreamEventsResponse404Headers the declared response headers of an HTTP 404 response for StreamEvents
+type StreamEventsResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 // StreamEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamEvents
 type StreamEventsResponse429Headers struct {
 	RateLimit       *string
@@ -8820,6 +8847,8 @@ type StreamEventsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EventsOff
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8834,6 +8863,8 @@ type StreamEventsResponse struct {
 	Headers401 *StreamEventsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *StreamEventsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StreamEventsResponse404Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StreamEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8853,6 +8884,11 @@ func (r StreamEventsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r StreamEventsResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON404() *EventsOff {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -13236,6 +13272,12 @@ type CreateWebhookResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// CreateWebhookResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhook
+type CreateWebhookResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 // CreateWebhookResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhook
 type CreateWebhookResponse415Headers struct {
 	RateLimit       *string
@@ -13271,6 +13313,8 @@ type CreateWebhookResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EventsOffWebhook
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -13289,6 +13333,8 @@ type CreateWebhookResponse struct {
 	Headers401 *CreateWebhookResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateWebhookResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateWebhookResponse409Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *CreateWebhookResponse415Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -13317,6 +13363,11 @@ func (r CreateWebhookResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateWebhookResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateWebhookResponse) GetApplicationproblemJSON409() *EventsOffWebhook {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
@@ -17485,6 +17536,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EventsOff
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17591,6 +17649,23 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListEventsResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListEventsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -17664,6 +17739,13 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EventsOff
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -17764,6 +17846,23 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StreamEventsResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers StreamEventsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -23991,6 +24090,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EventsOffWebhook
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24118,6 +24224,23 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateWebhookResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateWebhookResponse415Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

@@ -17,7 +17,7 @@ import (
 // second gateway with GATEWAY_REDIS_CLIENT_CACHE=false on the same Redis and keys.
 func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtures, error) {
 	env := append(baseEnv(), keys...)
-	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
+	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix, "GATEWAY_SESSION_EVENTS=true",
 		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation), fmt.Sprintf("GATEWAY_TENANT_MAX_CASES=%d", benchMaxCases))
 	// Rate limits on but never reached: every bearer and session scenario pays for counting,
 	// none is refused. The limiter's cost is read from two fresh gateways that differ only in
@@ -61,6 +61,7 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil},
 		{"gateway-limits", "true", limited, fx.limitPlans(), nil}, withRules,
 		{"gateway-nocache", "false", limited, fx.noCachePlans(), nil}, noLimit,
+		{"gateway-noevents", "true", append(slices.Clip(limited), "GATEWAY_EVENTS=false"), fx.noEventsPlans(), nil},
 		{"gateway-revoke", "true", limited, fx.revokePlans("session-revoke", "no replica: no WAIT"), nil},
 		{"gateway-revoke-replica", "true", limited, fx.revokePlans("session-revoke-replica", "one replica: WAIT 1 + WAITAOF"), b.startReplica},
 		{"gateway-revoke-replica-noaof", "true", append(slices.Clip(limited), "GATEWAY_DURABLE_AOF=off"),

@@ -60,7 +60,8 @@ type config struct {
 // allKeys lists every scenario key in run order.
 var allKeys = []string{"ceiling-http", "naive", "authz-session", "authz-rules", "authz-bearer", "whoami", "mfa-verify",
 	"quote-patch", "quote-get", "case-escalate", "case-list", "session-create", "authz-session-nocache", "authz-bearer-nocache",
-	"quote-get-nolimit", "session-revoke", "session-revoke-replica",
+	"quote-get-nolimit", "mfa-verify-noevents", "quote-patch-noevents", "case-escalate-noevents", "session-create-noevents",
+	"session-revoke", "session-revoke-replica",
 	"session-revoke-replica-noaof", "scale-10k", "scale-100k", "scale-1m", "ceiling-redis"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {

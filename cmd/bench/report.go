@@ -152,6 +152,7 @@ func (rp *report) evaluate(sessionHashLimit int64) {
 		add(limitCost, false, false, "not measured")
 	}
 	rp.evaluateRules()
+	rp.evaluateEvents()
 	var over, unknown, skipped []string
 	worst := 0.0
 	for _, r := range rp.Rows {

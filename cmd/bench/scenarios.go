@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +159,19 @@ func (f *fixtures) gatewayPlans() []plan {
 		{Key: "case-list", Name: "GET /v1/cases, a team's queue, pages of 50 of 10,000", Expect: []int{200}, prepare: f.caseList},
 		{Key: "session-create", Name: "POST /v1/sessions", Expect: []int{201}, prepare: f.sessionCreate},
 	}
+}
+
+// noEventsPlans are the write rows again, against a gateway with GATEWAY_EVENTS=false: what
+// events cost each write (report_events.go).
+func (f *fixtures) noEventsPlans() []plan {
+	var out []plan
+	for _, p := range f.gatewayPlans() {
+		if slices.Contains(eventWriteRows, p.Key) {
+			p.Key, p.Name = p.Key+noEventsSuffix, p.Name+", events off"
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // limitPlans run against a fresh gateway with the rate limits on, next to the one with them

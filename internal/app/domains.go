@@ -54,7 +54,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	rm := repo.NewMetrics(tel.Meter("github.com/hashgate/hashgate/internal/repo"))
 	var d Domains
 
-	retention := events.Retention{MaxAge: cfg.EventsMaxAge, MaxLen: cfg.EventsMaxLen}
+	retention := events.Retention{MaxAge: cfg.EventsMaxAge, MaxLen: cfg.EventsMaxLen, Off: !cfg.Events}
 	d.Audit = events.NewAudit(log, events.DefaultAuditWindow)
 	es, err := eventstore.New(s, eventstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Audit: d.Audit, Metrics: rm, Logger: log})
 	if err != nil {
@@ -82,7 +82,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: sessionstore.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		Layout:  sessionLayout(cfg, s),
 		MFA:     ratelimit.Policy{Name: sessionstore.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
-		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h), Outbox: cfg.SessionEvents, Events: retention, Relay: d.Relay.Notify,
+		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h), Outbox: cfg.SessionEvents && cfg.Events, Events: retention, Relay: d.Relay.Notify,
 	})
 	if errors.Is(err, sessionstore.ErrLayoutUnsupported) {
 		return nil, fmt.Errorf("GATEWAY_SESSION_LAYOUT=%s: %w; set GATEWAY_SESSION_LAYOUT=per-session (or use Redis >= 7.4)",

@@ -110,8 +110,11 @@ type Config struct {
 	CaseHistoryMax    int           `env:"GATEWAY_CASE_HISTORY_MAX" default:"100"`
 	CaseSweepInterval time.Duration `env:"GATEWAY_CASE_SWEEP_INTERVAL" default:"10s"`
 
-	// Event streams (internal/events): each tenant's kept by age and count, the session
-	// outboxes' relay sweep, the SSE keep-alive.
+	// Events (internal/events): on by default; off, no write appends an event, GET /v1/events
+	// answers 404 and no webhook can be registered (docs/EVENTS.md).
+	Events bool `env:"GATEWAY_EVENTS" default:"true"`
+	// Event streams: each tenant's kept by age and count, the session outboxes' relay sweep,
+	// the SSE keep-alive.
 	EventsMaxAge        time.Duration `env:"GATEWAY_EVENTS_MAX_AGE" default:"72h"`
 	EventsMaxLen        int           `env:"GATEWAY_EVENTS_MAX_LEN" default:"10000"`
 	EventsRelayInterval time.Duration `env:"GATEWAY_EVENTS_RELAY_INTERVAL" default:"10s"`

@@ -10,9 +10,11 @@ import (
 
 // Retention bounds a stream by age and by count: each append trims entries older than MaxAge
 // (XTRIM MINID ~) and keeps about MaxLen (XADD MAXLEN ~), and gives the key MaxAge as its TTL.
+// Off (GATEWAY_EVENTS=false) appends nothing: the envelope then carries a max age of 0.
 type Retention struct {
 	MaxAge time.Duration
 	MaxLen int
+	Off    bool
 }
 
 // Default retention of a tenant's stream (GATEWAY_EVENTS_MAX_AGE, GATEWAY_EVENTS_MAX_LEN):
@@ -28,8 +30,12 @@ const (
 // then extra, for a session's events the user's tag and the session's idPart.
 func Envelope(ctx context.Context, tenant string, r Retention, extra ...string) string {
 	o, trace := OriginFrom(ctx)
+	maxAge := r.MaxAge.Milliseconds()
+	if r.Off {
+		maxAge = 0
+	}
 	parts := append([]string{tenant, o.Actor, o.RequestID, trace,
-		strconv.FormatInt(r.MaxAge.Milliseconds(), 10), strconv.Itoa(r.MaxLen)}, extra...)
+		strconv.FormatInt(maxAge, 10), strconv.Itoa(r.MaxLen)}, extra...)
 	for i, p := range parts {
 		if i == 4 || i == 5 {
 			continue

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/events"
 )
@@ -18,10 +19,22 @@ type EventService interface {
 	Next(ctx context.Context, tenant string, f events.Filter, after string, max int, block time.Duration) ([]events.Event, string, error)
 }
 
+// eventsOn refuses what needs events on a gateway whose operator turned them off: nothing
+// would be listed or delivered.
+func (s *Server) eventsOn(kind *apperr.Kind, what string) error {
+	if s.EventsOff {
+		return apperr.Newf(kind, "This gateway keeps no events (its operator set GATEWAY_EVENTS=false): %s.", what)
+	}
+	return nil
+}
+
 // ListEvents answers one page of the caller's tenant's events.
 func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error) {
 	p, err := caller(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.eventsOn(apperr.NotFound, "there are none to list"); err != nil {
 		return nil, err
 	}
 	q := request.Params
@@ -44,6 +57,9 @@ func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject
 func (s *Server) StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error) {
 	p, err := caller(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.eventsOn(apperr.NotFound, "there are none to stream"); err != nil {
 		return nil, err
 	}
 	q := request.Params

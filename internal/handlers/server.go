@@ -42,6 +42,9 @@ type Deps struct {
 	Cases    CaseService
 	Webhooks WebhookService
 	Events   EventService
+	// EventsOff (GATEWAY_EVENTS=false): the event reads answer 404 and webhook registrations
+	// 409, naming the setting.
+	EventsOff bool
 
 	// EventStream bounds the SSE connections of GET /v1/events/stream.
 	EventStream EventStreamOptions

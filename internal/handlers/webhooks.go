@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/webhooks"
 )
@@ -23,6 +24,9 @@ var _ WebhookService = (*webhooks.Service)(nil)
 func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error) {
 	p, err := caller(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.eventsOn(apperr.Conflict, "a webhook would receive none"); err != nil {
 		return nil, err
 	}
 	c, err := s.Webhooks.Create(ctx, p.Tenant, request.Body.Url, request.Body.Events)

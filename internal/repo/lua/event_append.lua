@@ -17,8 +17,11 @@ end
 -- table of small values, encoded as JSON. The stream keeps none older than env.maxAge (MINID ~,
 -- in the XADD) and about env.maxLen entries (MAXLEN ~, trimmed once it holds 1% more), and
 -- lives env.maxAge past its last append (its TTL set here, in the same step). Returns the
--- entry id.
+-- entry id, or false when events are off (a max age of 0: GATEWAY_EVENTS=false).
 local function event_append(key, env, now, typ, subject, data)
+  if env.maxAge <= 0 then
+    return false
+  end
   local id = redis.call('XADD', key, 'MINID', '~', string.format('%d', now - env.maxAge), '*',
     'type', typ, 'timeMs', string.format('%d', now), 'tenant', env.tenant, 'subject', subject,
     'actor', env.actor, 'requestId', env.req, 'traceId', env.trace, 'data', cjson.encode(data))
