@@ -156,7 +156,7 @@ func (f *fixtures) caseEscalate(ctx context.Context) (wrkScript, wrkScript, erro
 	}
 	nw, nm := need(f.cfg.warmup), need(f.cfg.duration)
 	room := benchMaxCases - benchCasesElsewhere
-	if f.cfg.selected("case-escalate") && f.cfg.selected("case-escalate" + noEventsSuffix) {
+	if f.cfg.selected("case-escalate") && f.cfg.selected("case-escalate"+noEventsSuffix) {
 		room /= 2 // the row runs twice, events on and off, over cases of its own
 	}
 	if nw+nm+1 > room {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/auth"
-		"github.com/hashgate/hashgate/internal/testredis"
+	"github.com/hashgate/hashgate/internal/testredis"
 	"github.com/hashgate/hashgate/internal/tokens"
 )
 
