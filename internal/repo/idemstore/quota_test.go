@@ -22,7 +22,8 @@ func TestIdempotencyKeyQuota(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		const limit = 10
-		x, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), TTL: 1500 * time.Millisecond,
+		// a 10 s TTL: the 64 claims below all run within it, on a loaded machine too
+		x, err := New(s, Options{Prefix: prefix, Hasher: storetest.Hasher(t), TTL: 10 * time.Second,
 			Lease: 100 * time.Millisecond, MaxPerTenant: limit})
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func TestIdempotencyKeyQuota(t *testing.T) {
 		}
 		_, err = claim("over")
 		storetest.WantQuota(t, err, "idempotency keys", limit)
-		time.Sleep(1700 * time.Millisecond) // every marker expires: the count follows
+		time.Sleep(10200 * time.Millisecond) // every marker expires: the count follows
 		if _, err := claim("after-expiry"); err != nil {
 			t.Fatalf("claim after the expiry: %v", err)
 		}

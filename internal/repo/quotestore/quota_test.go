@@ -27,7 +27,10 @@ func TestQuoteQuota(t *testing.T) {
 			}
 			return q
 		}
-		short, long := repo(1200*time.Millisecond), repo(time.Hour)
+		// 10 s: the 64 creates below must all run before the first draft expires, on a loaded
+		// machine too
+		short, long := repo(10*time.Second), repo(time.Hour)
+		expires := time.Now().Add(10 * time.Second)
 		mustCreateQuote(t, short, "acme") // expires
 		renewed := mustCreateQuote(t, short, "acme")
 		if _, err := long.Patch(ctx, "acme", renewed.ID, -1, quotes.Patch{CustomerID: ptr("cust-2")}); err != nil {
@@ -46,7 +49,7 @@ func TestQuoteQuota(t *testing.T) {
 		}
 		mustCreateQuote(t, long, "other")
 		live := func() int { t.Helper(); return storetest.LiveKeys(t, s, prefix+":v1:quote:*", ":items") - 1 } // less other's
-		time.Sleep(1500 * time.Millisecond)                                                                    // the first draft expires: its place is free
+		time.Sleep(time.Until(expires) + 300*time.Millisecond)                                                 // the first draft expires: its place is free
 		last := mustCreateQuote(t, long, "acme")
 		_, err := long.Create(ctx, quotes.NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "EUR"})
 		storetest.WantQuota(t, err, "quotes", limit)

@@ -23,7 +23,8 @@ func TestTokenQuota(t *testing.T) {
 		r := newStore(t, s, prefix, 0, limit)
 		now := time.Now()
 		short := newToken("acme", now, 0)
-		short.IssuedAt, short.ExpiresAt = now.Add(-time.Second), now.Add(1200*time.Millisecond)
+		// 10 s: the 64 creates below must all run before it expires, on a loaded machine too
+		short.IssuedAt, short.ExpiresAt = now.Add(-time.Second), now.Add(10*time.Second)
 		if err := r.Create(ctx, short); err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestTokenQuota(t *testing.T) {
 		if err := r.Create(ctx, newToken("other", now, time.Hour)); err != nil {
 			t.Fatalf("another tenant: %v", err)
 		}
-		time.Sleep(1500 * time.Millisecond) // the short token expires: its place is free
+		time.Sleep(time.Until(short.ExpiresAt) + 300*time.Millisecond) // the short token expires: its place is free
 		if err := r.Create(ctx, newToken("acme", time.Now(), time.Hour)); err != nil {
 			t.Fatalf("create after an expiry: %v", err)
 		}
