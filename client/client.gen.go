@@ -112,10 +112,12 @@ const (
 	EventTypeCaseEscalated        EventType = "case.escalated"
 	EventTypeCaseReopened         EventType = "case.reopened"
 	EventTypeCaseResolved         EventType = "case.resolved"
+	EventTypeQuotaRefused         EventType = "quota.refused"
 	EventTypeQuoteCreated         EventType = "quote.created"
 	EventTypeQuoteDeleted         EventType = "quote.deleted"
 	EventTypeQuoteSubmitted       EventType = "quote.submitted"
 	EventTypeQuoteUpdated         EventType = "quote.updated"
+	EventTypeRatelimitRefused     EventType = "ratelimit.refused"
 	EventTypeSessionCreated       EventType = "session.created"
 	EventTypeSessionEvicted       EventType = "session.evicted"
 	EventTypeSessionLoggedOut     EventType = "session.logged_out"
@@ -142,6 +144,8 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeCaseResolved:
 		return true
+	case EventTypeQuotaRefused:
+		return true
 	case EventTypeQuoteCreated:
 		return true
 	case EventTypeQuoteDeleted:
@@ -149,6 +153,8 @@ func (e EventType) Valid() bool {
 	case EventTypeQuoteSubmitted:
 		return true
 	case EventTypeQuoteUpdated:
+		return true
+	case EventTypeRatelimitRefused:
 		return true
 	case EventTypeSessionCreated:
 		return true
@@ -584,7 +590,7 @@ type Event struct {
 	// Actor Who caused it: `token:<tokenId>`, `session:<sessionId>` or `system`.
 	Actor string `json:"actor"`
 
-	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`, `QuoteEventData`, `CaseEventData`.
+	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`, `QuoteEventData`, `CaseEventData`, `RateLimitRefusedData`, `QuotaRefusedData`.
 	Data map[string]interface{} `json:"data"`
 
 	// Id Stable, ordered (`<ms>-<seq>`): the cursor, the SSE id and the webhook id.

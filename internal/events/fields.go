@@ -28,7 +28,13 @@ const (
 // then extra, for a session's events the user's tag and the session's idPart.
 func Envelope(ctx context.Context, tenant string, r Retention, extra ...string) string {
 	o, trace := OriginFrom(ctx)
-	parts := append([]string{tenant, o.Actor, o.RequestID, trace,
+	return EnvelopeOf(tenant, o.Actor, o.RequestID, trace, r, extra...)
+}
+
+// EnvelopeOf is Envelope for an origin recorded earlier (a refusal's event is written after
+// its request ended).
+func EnvelopeOf(tenant, actor, requestID, traceID string, r Retention, extra ...string) string {
+	parts := append([]string{tenant, actor, requestID, traceID,
 		strconv.FormatInt(r.MaxAge.Milliseconds(), 10), strconv.Itoa(r.MaxLen)}, extra...)
 	for i, p := range parts {
 		if i == 4 || i == 5 {
