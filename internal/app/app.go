@@ -87,7 +87,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.Domains = d
-	g.loops = append(g.loops, d.Sweeper.Run, d.Relay.Run, d.Audit.Run, d.Deliverer.Run)
+	g.loops = append(g.loops, d.Sweeper.Run, d.Relay.Run, d.Audit.Run, d.Refusals.Run, d.Deliverer.Run)
 	limits, limiter, err := buildRateLimits(cfg, s, g.Hasher, o.Telemetry, o.Logger)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
 		Quotes: d.Quotes, Cases: d.Cases, Webhooks: d.Webhooks, RateLimits: limits,
-		Events: d.Events, EventStream: handlers.EventStreamOptions{KeepAlive: cfg.EventsKeepAlive}, Audit: d.Audit,
+		Events: d.Events, EventStream: handlers.EventStreamOptions{KeepAlive: cfg.EventsKeepAlive}, Audit: d.Audit, Refusals: d.Refusals,
 		Meter:            o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
 		AssertionEntries: assertionEntries(cfg),
 	}
