@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -194,8 +193,9 @@ type refusalSend struct {
 
 // Flush adds the counts of the windows that ended to their shared totals, and writes (or finds
 // written) the events of those past their grace. final (shutdown) adds every count now,
-// ended window or not: another gateway's later call writes the event. The counts of a failed
-// call are kept for the next Flush, until the window's keep has half passed.
+// ended window or not: another gateway's later call writes the event. At the first failed
+// call the round ends; its counts and the rest are kept for the next Flush, until the
+// window's keep has half passed.
 func (r *Refusals) Flush(ctx context.Context, final bool) error {
 	if r == nil {
 		return nil
@@ -219,15 +219,20 @@ func (r *Refusals) Flush(ctx context.Context, final bool) error {
 	if stale > 0 {
 		r.dropped.Add(ctx, stale, dropStale)
 	}
-	var errs []error
-	for _, s := range sends {
+	for i, s := range sends {
 		out, now, err := r.store.Add(ctx, s.a.w, s.n)
 		received := r.now().UnixMilli()
 		var late int64
 		r.mu.Lock()
 		switch {
 		case err != nil:
-			s.a.unsent += s.n
+			// Redis is not answering: keep this count and the rest for the next flush
+			// rather than wait out a timeout for each.
+			for _, rest := range sends[i:] {
+				rest.a.unsent += rest.n
+			}
+			r.mu.Unlock()
+			return err
 		case out == RefusalPending:
 			s.a.added = s.a.added || s.n > 0
 		default: // written, or written before: the window is done here
@@ -238,16 +243,12 @@ func (r *Refusals) Flush(ctx context.Context, final bool) error {
 			delete(r.pending, s.k)
 		}
 		r.mu.Unlock()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		r.offset.Store(now - received)
 		if late > 0 {
 			r.dropped.Add(ctx, late, dropLate)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Run flushes every tick until ctx ends, then adds what is left once.
