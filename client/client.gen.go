@@ -612,7 +612,9 @@ type Event struct {
 	// Type The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
 	// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
 	// lines in the audit log. Quote and case events are written by the script of the change
-	// too (`QuoteEventData`, `CaseEventData`); a refused change writes none.
+	// too (`QuoteEventData`, `CaseEventData`); a refused change writes none. Refused requests
+	// are aggregated instead: one `ratelimit.refused` or `quota.refused` per caller, limit and
+	// window (`RateLimitRefusedData`, `QuotaRefusedData`).
 	Type EventType `json:"type"`
 }
 
@@ -627,7 +629,9 @@ type EventPage struct {
 // EventType The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
 // (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
 // lines in the audit log. Quote and case events are written by the script of the change
-// too (`QuoteEventData`, `CaseEventData`); a refused change writes none.
+// too (`QuoteEventData`, `CaseEventData`); a refused change writes none. Refused requests
+// are aggregated instead: one `ratelimit.refused` or `quota.refused` per caller, limit and
+// window (`RateLimitRefusedData`, `QuotaRefusedData`).
 type EventType string
 
 // FieldError defines model for FieldError.
