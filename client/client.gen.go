@@ -112,10 +112,12 @@ const (
 	EventTypeCaseEscalated        EventType = "case.escalated"
 	EventTypeCaseReopened         EventType = "case.reopened"
 	EventTypeCaseResolved         EventType = "case.resolved"
+	EventTypeQuotaRefused         EventType = "quota.refused"
 	EventTypeQuoteCreated         EventType = "quote.created"
 	EventTypeQuoteDeleted         EventType = "quote.deleted"
 	EventTypeQuoteSubmitted       EventType = "quote.submitted"
 	EventTypeQuoteUpdated         EventType = "quote.updated"
+	EventTypeRatelimitRefused     EventType = "ratelimit.refused"
 	EventTypeSessionCreated       EventType = "session.created"
 	EventTypeSessionEvicted       EventType = "session.evicted"
 	EventTypeSessionLoggedOut     EventType = "session.logged_out"
@@ -142,6 +144,8 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeCaseResolved:
 		return true
+	case EventTypeQuotaRefused:
+		return true
 	case EventTypeQuoteCreated:
 		return true
 	case EventTypeQuoteDeleted:
@@ -149,6 +153,8 @@ func (e EventType) Valid() bool {
 	case EventTypeQuoteSubmitted:
 		return true
 	case EventTypeQuoteUpdated:
+		return true
+	case EventTypeRatelimitRefused:
 		return true
 	case EventTypeSessionCreated:
 		return true
@@ -604,7 +610,7 @@ type Event struct {
 	// Actor Who caused it: `token:<tokenId>`, `session:<sessionId>` or `system`.
 	Actor string `json:"actor"`
 
-	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`, `QuoteEventData`, `CaseEventData`.
+	// Data The type's data: `TokenIssuedData`, `TokenRevokedData`, `SessionEventData`, `QuoteEventData`, `CaseEventData`, `RateLimitRefusedData`, `QuotaRefusedData`.
 	Data map[string]interface{} `json:"data"`
 
 	// Id Stable, ordered (`<ms>-<seq>`): the cursor, the SSE id and the webhook id.
@@ -626,7 +632,9 @@ type Event struct {
 	// Type The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
 	// (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
 	// lines in the audit log. Quote and case events are written by the script of the change
-	// too (`QuoteEventData`, `CaseEventData`); a refused change writes none.
+	// too (`QuoteEventData`, `CaseEventData`); a refused change writes none. Refused requests
+	// are aggregated instead: one `ratelimit.refused` or `quota.refused` per caller, limit and
+	// window (`RateLimitRefusedData`, `QuotaRefusedData`).
 	Type EventType `json:"type"`
 }
 
@@ -641,7 +649,9 @@ type EventPage struct {
 // EventType The event catalogue (docs/EVENTS.md). Each type's `data` is the schema named after it
 // (`token.issued` → `TokenIssuedData`). Security events (tokens, sessions) are also info
 // lines in the audit log. Quote and case events are written by the script of the change
-// too (`QuoteEventData`, `CaseEventData`); a refused change writes none.
+// too (`QuoteEventData`, `CaseEventData`); a refused change writes none. Refused requests
+// are aggregated instead: one `ratelimit.refused` or `quota.refused` per caller, limit and
+// window (`RateLimitRefusedData`, `QuotaRefusedData`).
 type EventType string
 
 // FieldError defines model for FieldError.

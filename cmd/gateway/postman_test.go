@@ -26,12 +26,15 @@ const (
 	postmanEnvironment = "../../docs/postman/hashgate.postman_environment.json"
 )
 
-// postmanFlows are the operations the collection must run (issue 14's flows).
+// postmanFlows are the operations the collection must run (issue 14's flows, and issue 26's
+// events and webhooks; not streamEvents: an SSE response never ends, and newman reads a
+// response only once it has).
 var postmanFlows = []string{
 	"createSession", "getCurrentSession", "createMfaChallenge", "verifyMfa", "listMyDevices", "revokeMyOtherDevices", "logout",
 	"issueToken", "introspectToken", "revokeToken",
 	"createQuote", "putQuoteItem", "patchQuote", "submitQuote",
 	"createCase", "escalateCase", "resolveCase", "getCaseHistory",
+	"listEvents", "createWebhook", "getWebhook", "listWebhooks", "pingWebhook", "listWebhookDeliveries", "deleteWebhook",
 }
 
 // newmanReport is what the test reads of newman's JSON report.
@@ -200,5 +203,8 @@ func recordSecretsIn(body []byte) {
 	}
 	if v, ok := m["code"].(string); ok && v != "" {
 		recordSecretLine("code " + v)
+	}
+	if v, ok := m["secret"].(string); ok && v != "" {
+		recordSecretLine("secret " + v)
 	}
 }

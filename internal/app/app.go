@@ -88,8 +88,11 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 	}
 	g.Domains = d
 	g.loops = append(g.loops, d.Sweeper.Run, d.Audit.Run)
+	refusals := d.Refusals
 	if cfg.Events {
-		g.loops = append(g.loops, d.Relay.Run, d.Deliverer.Run)
+		g.loops = append(g.loops, d.Relay.Run, d.Refusals.Run, d.Deliverer.Run)
+	} else {
+		refusals = nil // no refusal events either
 	}
 	limits, limiter, err := buildRateLimits(cfg, s, g.Hasher, o.Telemetry, o.Logger)
 	if err != nil {
@@ -106,6 +109,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
 		Quotes: d.Quotes, Cases: d.Cases, Webhooks: d.Webhooks, RateLimits: limits,
 		Events: d.Events, EventsOff: !cfg.Events, EventStream: handlers.EventStreamOptions{KeepAlive: cfg.EventsKeepAlive}, Audit: d.Audit,
+		Refusals: refusals,
 		Meter:            o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
 		AssertionEntries: assertionEntries(cfg),
 	}

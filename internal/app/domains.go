@@ -20,6 +20,7 @@ import (
 	"github.com/hashgate/hashgate/internal/repo/eventstore"
 	"github.com/hashgate/hashgate/internal/repo/idemstore"
 	"github.com/hashgate/hashgate/internal/repo/quotestore"
+	"github.com/hashgate/hashgate/internal/repo/refusalstore"
 	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/repo/tokenstore"
 	"github.com/hashgate/hashgate/internal/repo/webhookstore"
@@ -41,6 +42,8 @@ type Domains struct {
 	Relay *eventstore.Relay
 	// Audit is the audit log of security events (Gateway.Start runs its flush).
 	Audit *events.Audit
+	// Refusals aggregates rate-limit and quota refusals into events (Gateway.Start runs its flush).
+	Refusals *events.Refusals
 	// Sweeper escalates overdue cases; Gateway.Start runs its loop.
 	Sweeper  *cases.Sweeper
 	Webhooks *webhooks.Service
@@ -64,6 +67,14 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 	d.Relay = eventstore.NewRelay(es, cfg.EventsRelayInterval)
+	rs, err := refusalstore.New(s, refusalstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Metrics: rm})
+	if err != nil {
+		return nil, err
+	}
+	if d.Refusals, err = events.NewRefusals(rs, events.RefusalOptions{Window: cfg.EventsRefusalWindow,
+		Meter: tel.Meter("github.com/hashgate/hashgate/internal/events"), Logger: log}); err != nil {
+		return nil, err
+	}
 
 	tr, err := tokenstore.New(s, tokenstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
 		SafetyWindow: cfg.TokenSafetyWindow, MaxPerTenant: cfg.TenantMaxTokens, Retention: retention, Audit: d.Audit, Metrics: rm, Logger: log})

@@ -203,12 +203,14 @@ func TestWebhooksDeliverRealEventsAcrossTwoGateways(t *testing.T) {
 // TestWebhooksDeliverEveryEventType: a change of every type the catalogue says is written —
 // tokens issued and revoked; sessions created, challenged, failed, locked, verified, rotated,
 // revoked, logged out and evicted at the cap; quotes created, updated, submitted and deleted;
-// cases created, escalated (by a caller and by the sweeper), assigned, resolved and reopened —
+// cases created, escalated (by a caller and by the sweeper), assigned, resolved and reopened;
+// a request refused by the rate limit and a create over a quota, over HTTP —
 // reaches a webhook subscribed to "*", signed.
 func TestWebhooksDeliverEveryEventType(t *testing.T) {
 	t.Parallel()
 	gs := webhookGateways(t, 1, func(c *config.Config) {
 		c.SessionMaxPerUser, c.MFAMaxAttempts, c.CaseSweepInterval = 2, 2, 100*time.Millisecond
+		c.RateLimitPerToken, c.TenantMaxWebhooks, c.EventsRefusalWindow = "1/1h", 1, time.Second
 	})
 	g := gs[0]
 	rcv := newHookReceiver(t)
@@ -258,6 +260,7 @@ func TestWebhooksDeliverEveryEventType(t *testing.T) {
 	}
 
 	overdue := quoteAndCaseChanges(t, g)
+	refusals(t, g)
 
 	// Session events reach the tenant's stream through the relay, just after their change; the
 	// sweeper escalates the overdue case within its interval.
@@ -327,6 +330,37 @@ func quoteAndCaseChanges(t *testing.T, g *app.Gateway) string {
 	_, err = g.Cases.Reopen(ctx, ch)
 	must(err)
 	return open(time.Now().Add(-time.Minute)).ID
+}
+
+// refusals makes a request the rate limit refuses (a token's second, at 1 per hour) and a
+// webhook create over the tenant's quota (1: the receiver's), over HTTP on g.
+func refusals(t *testing.T, g *app.Gateway) {
+	t.Helper()
+	do := func(method, path, body string) int {
+		tok, err := g.Tokens.Mint(context.Background(), tokens.MintRequest{Tenant: "acme", Subject: "svc",
+			Scopes: []string{auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite}, TTL: time.Hour, TokenType: tokens.TypeService})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := 0
+		for range 2 {
+			req := httptest.NewRequest(method, path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tok.Token)
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			g.Echo.ServeHTTP(rec, req)
+			if code = rec.Code; body != "" {
+				break
+			}
+		}
+		return code
+	}
+	if code := do("GET", "/v1/webhooks", ""); code != http.StatusTooManyRequests {
+		t.Fatalf("a second request at 1 per hour: %d", code)
+	}
+	if code := do("POST", "/v1/webhooks", `{"url":"http://127.0.0.1:9/hooks","events":["*"]}`); code != http.StatusTooManyRequests {
+		t.Fatalf("a webhook over the quota of 1: %d", code)
+	}
 }
 
 // emittedMissing are the catalogue's written types the receiver has not accepted yet.

@@ -119,6 +119,9 @@ type Config struct {
 	EventsMaxLen        int           `env:"GATEWAY_EVENTS_MAX_LEN" default:"10000"`
 	EventsRelayInterval time.Duration `env:"GATEWAY_EVENTS_RELAY_INTERVAL" default:"10s"`
 	EventsKeepAlive     time.Duration `env:"GATEWAY_EVENTS_KEEPALIVE" default:"15s"`
+	// EventsRefusalWindow is the aggregation window of the refusal events (ratelimit.refused,
+	// quota.refused): one event per caller, limit and window.
+	EventsRefusalWindow time.Duration `env:"GATEWAY_EVENTS_REFUSAL_WINDOW" default:"1m"`
 	// SessionEvents turns the session events on (each session write appends to the user's
 	// outbox): off by default while an outbox key makes per-user writes refusable during a slot
 	// migration (docs/EVENTS.md).

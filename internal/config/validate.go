@@ -82,6 +82,7 @@ func (c Config) Validate() error {
 	check(c.EventsMaxLen >= 100 && c.EventsMaxLen <= 1000000, "GATEWAY_EVENTS_MAX_LEN must be within 100..1000000")
 	check(c.EventsRelayInterval >= 100*time.Millisecond, "GATEWAY_EVENTS_RELAY_INTERVAL must be at least 100ms")
 	check(c.EventsKeepAlive >= time.Second && c.EventsKeepAlive <= 5*time.Minute, "GATEWAY_EVENTS_KEEPALIVE must be within 1s..5m")
+	check(c.EventsRefusalWindow >= time.Second && c.EventsRefusalWindow <= time.Hour, "GATEWAY_EVENTS_REFUSAL_WINDOW must be within 1s..1h")
 	check(c.WebhookRetryBase >= 100*time.Millisecond && c.WebhookRetryBase <= time.Hour, "GATEWAY_WEBHOOK_RETRY_BASE must be within 100ms..1h")
 	check(c.WebhookRetryWindow >= 24*time.Hour && c.WebhookRetryWindow <= 7*24*time.Hour, "GATEWAY_WEBHOOK_RETRY_WINDOW must be within 24h..168h")
 	check(c.WebhookTimeout >= time.Second && c.WebhookTimeout <= time.Minute, "GATEWAY_WEBHOOK_TIMEOUT must be within 1s..1m")

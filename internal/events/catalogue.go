@@ -36,6 +36,13 @@ const (
 	CaseReopened   Type = "case.reopened"
 )
 
+// Refusals: a caller's requests refused under one limit in one aggregation window, one event
+// per window across the gateways (refusals.go; written by refusal_window.lua).
+const (
+	RateLimitRefused Type = "ratelimit.refused"
+	QuotaRefused     Type = "quota.refused"
+)
+
 // Info describes one type of the catalogue.
 type Info struct {
 	Type Type
@@ -74,7 +81,12 @@ var Catalogue = []Info{
 	{CaseAssigned, "caseId", false, true, caseMove},
 	{CaseResolved, "caseId", false, true, caseMove},
 	{CaseReopened, "caseId", false, true, caseMove},
+	{RateLimitRefused, "tokenId or sessionId", false, true, append(refusalWindow, "policy", "limit", "policyWindowMs")},
+	{QuotaRefused, "tokenId or sessionId", false, true, append(refusalWindow, "quota", "limit")},
 }
+
+// refusalWindow is the data every refusal event carries (refusal_window.lua adds it).
+var refusalWindow = []string{"windowStartMs", "windowMs", "count"}
 
 var byType = func() map[Type]Info {
 	m := make(map[Type]Info, len(Catalogue))

@@ -30,11 +30,17 @@ const (
 // then extra, for a session's events the user's tag and the session's idPart.
 func Envelope(ctx context.Context, tenant string, r Retention, extra ...string) string {
 	o, trace := OriginFrom(ctx)
+	return EnvelopeOf(tenant, o.Actor, o.RequestID, trace, r, extra...)
+}
+
+// EnvelopeOf is Envelope for an origin recorded earlier (a refusal's event is written after
+// its request ended).
+func EnvelopeOf(tenant, actor, requestID, traceID string, r Retention, extra ...string) string {
 	maxAge := r.MaxAge.Milliseconds()
 	if r.Off {
 		maxAge = 0
 	}
-	parts := append([]string{tenant, o.Actor, o.RequestID, trace,
+	parts := append([]string{tenant, actor, requestID, traceID,
 		strconv.FormatInt(maxAge, 10), strconv.Itoa(r.MaxLen)}, extra...)
 	for i, p := range parts {
 		if i == 4 || i == 5 {

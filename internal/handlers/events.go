@@ -99,17 +99,18 @@ func actorOf(p *auth.Principal) string {
 	return events.TokenActor(p.TokenID)
 }
 
-// auditFailure logs a refused request in the audit log (aggregated): the caller's tenant and
-// actor when it was authenticated (p), the request and trace id; never the credential.
+// auditFailure logs a refused request in the audit log (aggregated): the caller's tenant,
+// actor and keyed id (the subject) when it was authenticated (p), the request and trace id;
+// never the credential.
 func (s *Server) auditFailure(c echo.Context, typ string, p *auth.Principal) {
 	if s.Audit == nil {
 		return
 	}
-	tenant, actor := "", ""
+	tenant, actor, subject := "", "", ""
 	if p != nil {
-		tenant, actor = p.Tenant, actorOf(p)
+		tenant, actor, subject = p.Tenant, actorOf(p), refusalSubject(p)
 	}
 	ctx := c.Request().Context()
 	_, trace := events.OriginFrom(ctx)
-	s.Audit.Failure(ctx, typ, tenant, actor, "", requestID(c), trace)
+	s.Audit.Failure(ctx, typ, tenant, actor, subject, requestID(c), trace)
 }

@@ -34,6 +34,9 @@ func (s *Server) HTTPErrorHandler(err error, c echo.Context) {
 		return
 	}
 	p := s.toProblem(c, err)
+	if p.Kind == apperr.QuotaExceeded {
+		s.refusedQuota(c, p)
+	}
 	if p.Kind == apperr.PayloadTooLarge {
 		// Echo's body limit refused the declared length, or strictJSON found the body over it
 		// while reading: answer without reading the rest (closeUnread), so a client declaring

@@ -55,7 +55,7 @@ func (s *Server) limitRate(c echo.Context, p *auth.Principal) error {
 	}
 	ds, ok := rl.Limiter.Take(c.Request().Context(), reqs...)
 	if !ok {
-		s.auditFailure(c, "ratelimit.refused", p)
+		s.refusedRate(c, p, ds)
 		return ratelimit.Refusal(ds)
 	}
 	policy, limit := ratelimit.HeaderValues(ds)

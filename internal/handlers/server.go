@@ -50,6 +50,8 @@ type Deps struct {
 	EventStream EventStreamOptions
 	// Audit logs refused authentications and rate-limited requests, aggregated (nil: none).
 	Audit *events.Audit
+	// Refusals turns rate-limit and quota refusals into events, aggregated per window (nil: none).
+	Refusals *events.Refusals
 
 	// RateLimits are the request-rate limits (all off when its Limiter is nil).
 	RateLimits RateLimits
