@@ -39,6 +39,8 @@ type deployment struct {
 	masters []string
 	crashed map[int]bool
 	prefix  string
+	// admin: the workload's admin bearer (the probes of a frozen primary send it).
+	admin string
 }
 
 // redisArgs are the servers' settings: a fast replication handshake and a primary that notices

@@ -92,6 +92,9 @@ func TestRobustness(t *testing.T) {
 		"sentinel-split/durable=auto":     {fault: "sentinel-split", durable: "auto", sentinel: true},
 		"sentinel-split/durable=0":        {fault: "sentinel-split", durable: "0", sentinel: true, control: true, long: true},
 		"cluster/durable=auto":            {fault: "cluster", durable: "auto", cluster: true, long: true},
+		"sigstop/durable=auto":            {fault: "sigstop", durable: "auto", processes: 1},
+		"sentinel-zombie/durable=auto":    {fault: "sentinel-zombie", durable: "auto", sentinel: true, processes: 1},
+		"sentinel-zombie/durable=0":       {fault: "sentinel-zombie", durable: "0", sentinel: true, processes: 1, control: true, long: true},
 	}
 	if os.Getenv(testredis.EnvRedis8Server) != "" {
 		gatewayBin = buildGateway(t, t.TempDir())
@@ -161,6 +164,13 @@ func TestRobustness(t *testing.T) {
 					}
 				}
 			}
+			if pr := results[0].Faults.Probes; rc.fault == "sigstop" {
+				t.Logf("probes while the primary was frozen: %d sent, %d answered 503 + Retry-After within %v, the slowest in %v",
+					pr.Sent, pr.Refused, refusalBound, pr.Slowest.Round(time.Millisecond))
+				if pr.Sent == 0 || pr.Refused != pr.Sent {
+					t.Errorf("a frozen primary: %d of %d probes answered 503 + Retry-After within %v; others: %v", pr.Refused, pr.Sent, refusalBound, pr.Bad)
+				}
+			}
 			switch {
 			case rc.control && credential == 0:
 				t.Errorf("control: with GATEWAY_DURABLE_REPLICAS=0 the checker found no violation; it cannot see a loss")
@@ -175,7 +185,9 @@ func TestRobustness(t *testing.T) {
 
 // failsOver reports whether the run's schedule promotes a replica (and so may lose the writes
 // WAIT does not confirm).
-func (rc runCase) failsOver() bool { return rc.fault != "stall" && rc.fault != "gateway" }
+func (rc runCase) failsOver() bool {
+	return rc.fault != "stall" && rc.fault != "gateway" && rc.fault != "sigstop"
+}
 
 // gatewayBin is the built cmd/gateway the process replicas run.
 var gatewayBin string
@@ -221,6 +233,7 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 	lim := startLimited(t, d.url(), rc.durable, *flagGateways)
 	d.limited = lim.gws
 	w := setup(t, gws, spec.env["GATEWAY_KEY_PREFIX"], *flagDuration)
+	d.admin = w.admin
 	d.waitInSync() // the setup's creations are not what is checked
 	w.start = time.Now()
 	for _, m := range historyModels {
