@@ -56,6 +56,10 @@ type runCase struct {
 	env map[string]string
 	// linkDelay: what the replication link holds each byte for (standalone).
 	linkDelay time.Duration
+	// anyLoss: a control that must show an acknowledged write lost in some model, a
+	// credential or an object, not in both kinds (the zombie's window is the requests queued
+	// on the frozen gateway, too few for both in a short run).
+	anyLoss bool
 	// settings: a run of the durability settings' matrix (-robustness.settings); unsafe: its
 	// setting is not expected to keep acknowledged writes, so its losses are measured, not
 	// asserted (nor required, as a control's are).
@@ -102,8 +106,8 @@ func TestRobustness(t *testing.T) {
 		"sentinel-split/durable=0":        {fault: "sentinel-split", durable: "0", sentinel: true, control: true, long: true},
 		"cluster/durable=auto":            {fault: "cluster", durable: "auto", cluster: true, long: true},
 		"sigstop/durable=auto":            {fault: "sigstop", durable: "auto", processes: 1},
-		"sentinel-zombie/durable=auto":    {fault: "sentinel-zombie", durable: "auto", sentinel: true, processes: 1},
-		"sentinel-zombie/durable=0":       {fault: "sentinel-zombie", durable: "0", sentinel: true, processes: 1, control: true, long: true},
+		"sentinel-zombie/durable=auto":    {fault: "sentinel-zombie", durable: "auto", sentinel: true, processes: 1, long: true},
+		"sentinel-zombie/durable=0":       {fault: "sentinel-zombie", durable: "0", sentinel: true, processes: 1, control: true, anyLoss: true, long: true},
 	}
 	for name, rc := range settingsMatrix() {
 		if _, ok := cases[name]; !ok {
@@ -189,6 +193,10 @@ func TestRobustness(t *testing.T) {
 				}
 			}
 			switch {
+			case rc.control && rc.anyLoss:
+				if credential+lost == 0 {
+					t.Errorf("control: with GATEWAY_DURABLE_REPLICAS=0 no model lost an acknowledged write; the checker cannot see it")
+				}
 			case rc.control && credential == 0:
 				t.Errorf("control: with GATEWAY_DURABLE_REPLICAS=0 the checker found no violation; it cannot see a loss")
 			case rc.control && lost == 0:
