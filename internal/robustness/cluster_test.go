@@ -172,7 +172,12 @@ func (d *deployment) restartMaster(i int) error {
 	if err := old.Restart(ctx); err != nil {
 		return err
 	}
+	// A replica's ROLE names the port its master announces (a proxy's, for a node first
+	// started as a master).
 	want := strconv.Itoa(rc.Nodes[i].Port)
+	if a := rc.Nodes[i].AnnouncePort; a != 0 {
+		want = strconv.Itoa(a)
+	}
 	if err := poll(time.Minute, "the old master rejoins as the promoted one's replica", func() bool {
 		role, err := old.Do(ctx, "ROLE").ToArray()
 		if err != nil || len(role) < 4 {
