@@ -197,6 +197,10 @@ func (d *deployment) restartMaster(i int) error {
 	return d.clusterInSync()
 }
 
+// logClock is how the fault logs say when (UTC, as the rate limits' windows are named), so a
+// window the check refuses can be set beside the faults.
+const logClock = "15:04:05.000"
+
 // reached waits until every in-process replica (the workload's and the limited tenant's) reads
 // key through its own client without an error.
 func (d *deployment) reached(key string) error {
@@ -250,8 +254,8 @@ func init() {
 		promoted := time.Now()
 		err = d.reached(key)
 		end()
-		d.t.Logf("master %d crashed: replica promoted in %v, reached by every replica %v later", victim,
-			promoted.Sub(crashed).Round(time.Millisecond), time.Since(promoted).Round(time.Millisecond))
+		d.t.Logf("master %d crashed at %s: replica promoted in %v, reached by every replica %v later", victim,
+			crashed.UTC().Format(logClock), promoted.Sub(crashed).Round(time.Millisecond), time.Since(promoted).Round(time.Millisecond))
 		if err != nil || !sleep(ctx, 3*p/4-time.Since(at)) {
 			return err
 		}
@@ -260,7 +264,7 @@ func init() {
 			return err
 		}
 		n.Rejoins++
-		d.t.Logf("shard %d whole again %v after the restart", victim, time.Since(back).Round(time.Millisecond))
+		d.t.Logf("shard %d restarted at %s, whole again %v later", victim, back.UTC().Format(logClock), time.Since(back).Round(time.Millisecond))
 		return nil
 	}}
 }
