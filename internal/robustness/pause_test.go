@@ -98,7 +98,8 @@ func (d *deployment) pausePrimary(dur time.Duration, n *faultCounts) {
 	n.Pauses++
 }
 
-// pauseProcess freezes the last replica, a cmd/gateway process (SIGSTOP); resumeProcess thaws it.
+// pauseProcess freezes the last replica, a cmd/gateway process (SIGSTOP), and returns it
+// (its proc.signal(SIGCONT) thaws it).
 func (d *deployment) pauseProcess() *gateway {
 	g := d.gateways[len(d.gateways)-1]
 	g.proc.signal(syscall.SIGSTOP)
