@@ -17,8 +17,9 @@ import (
 // fault migrates the slot holding the quote drafts (the tenant's tag) between two masters
 // while the workload runs (MIGRATE in about a dozen batches, a pause after each, so requests
 // meet the slot MIGRATING and IMPORTING and get ASK redirections), then crashes the master
-// that received it and promotes its replica (CLUSTER FAILOVER FORCE, as the failover suite does: the cluster's own
-// detection takes cluster-node-timeout more).
+// that received it and promotes its replica (CLUSTER FAILOVER FORCE, as the failover suite
+// does: the cluster's own detection takes cluster-node-timeout more), then restarts the killed
+// node, which rejoins as the promoted master's replica; a long run repeats the cycle.
 
 // startClusterDeployment starts the cluster and waits until every replica holds its master's
 // writes.
@@ -130,11 +131,15 @@ func (d *deployment) keysOnBoth(slot, a, b int) []string {
 // migrationBatches is about how many MIGRATE batches move a slot (300 ms apart).
 const migrationBatches = 12
 
-// crashMaster kills master i, cuts its proxy and promotes its replica.
+// crashMaster kills shard i's master, cuts its proxy (a node first started as a replica has
+// none: the kill resets its connections) and promotes its replica.
 func (d *deployment) crashMaster(i int) error {
 	rc := d.cluster
-	rc.Nodes[i].Kill()
-	rc.Links[i].Cut()
+	m := rc.Nodes[i]
+	m.Kill()
+	if l := rc.Link(m); l != nil {
+		l.Cut()
+	}
 	d.crashed[i] = true
 	r := rc.Replicas[i]
 	var asked time.Time
@@ -151,9 +156,50 @@ func (d *deployment) crashMaster(i int) error {
 		s, _ := role[0].ToString()
 		return s == "master"
 	})
+	rc.Promoted(i)
 	d.masters[i] = r.Addr()
 	return err
 }
+
+// restartMaster restarts shard i's crashed old master and waits until it is the promoted
+// master's replica, in sync, and every node agrees on the slots again: the shard is whole,
+// its writes confirmable again.
+func (d *deployment) restartMaster(i int) error {
+	rc := d.cluster
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old := rc.Replicas[i]
+	if err := old.Restart(ctx); err != nil {
+		return err
+	}
+	// A replica's ROLE names the port its master announces (a proxy's, for a node first
+	// started as a master).
+	want := strconv.Itoa(rc.Nodes[i].Port)
+	if a := rc.Nodes[i].AnnouncePort; a != 0 {
+		want = strconv.Itoa(a)
+	}
+	if err := poll(time.Minute, "the old master rejoins as the promoted one's replica", func() bool {
+		role, err := old.Do(ctx, "ROLE").ToArray()
+		if err != nil || len(role) < 4 {
+			return false
+		}
+		kind, _ := role[0].ToString()
+		port, _ := role[2].AsInt64()
+		state, _ := role[3].ToString()
+		return kind == "slave" && strconv.FormatInt(port, 10) == want && state == "connected"
+	}); err != nil {
+		return err
+	}
+	if err := rc.WaitAgreed(ctx); err != nil {
+		return err
+	}
+	delete(d.crashed, i)
+	return d.clusterInSync()
+}
+
+// logClock is how the fault logs say when (UTC, as the rate limits' windows are named), so a
+// window the check refuses can be set beside the faults.
+const logClock = "15:04:05.000"
 
 // reached waits until every in-process replica (the workload's and the limited tenant's) reads
 // key through its own client without an error.
@@ -173,16 +219,16 @@ func (d *deployment) reached(key string) error {
 }
 
 func init() {
-	// cluster: a fifth into the first cycle the slot holding the quote drafts migrates from
-	// its master to the next, in batches; at half the cycle the master that received it is
-	// killed (SIGKILL) and its replica promoted. Once per run: testredis' migration needs every master up, and a
-	// crashed node is not restarted (its replica, promoted, has no replica after: the
-	// gateways refuse writes to its slots, 503).
+	// cluster, every cycle: a fifth in, the slot holding the quote drafts migrates from its
+	// master to the next, in batches; at half the cycle the master that received it is
+	// killed (SIGKILL) and its replica promoted; at three quarters the killed node is started
+	// again and rejoins as the promoted master's replica, so the next cycle migrates and
+	// crashes again from a whole cluster (each shard's roles swapped by then).
 	faults["cluster"] = fault{name: "cluster", cycle: func(ctx context.Context, d *deployment, p time.Duration, n *faultCounts) error {
-		if n.Failovers > 0 || !sleep(ctx, p/5) {
+		at := time.Now()
+		if !sleep(ctx, p/5) {
 			return nil
 		}
-		at := time.Now()
 		end := n.span()
 		victim, key, err := d.migrateQuoteSlot(context.Background())
 		if err != nil {
@@ -190,16 +236,16 @@ func init() {
 		}
 		n.Migrations++
 		end()
-		if !sleep(ctx, p*3/10-time.Since(at)) {
+		if !sleep(ctx, p/2-time.Since(at)) {
 			return nil
 		}
 		// The span ends once every in-process replica's client reaches the promoted master
 		// (a read of the migrated slot answers): a cluster client learns the new owner only by
 		// refreshing its topology, and until then the limiter cannot sync (each replica
-		// enforces the limit alone: up to n × limit). The promoted master has no replica after
-		// it, which refuses confirmed writes (503) but not the limiter's unconfirmed flush, so
-		// the windows after the span are held to the quiet bound.
-		defer n.span()()
+		// enforces the limit alone: up to n × limit). The promoted master has no replica until
+		// the old one is back, which refuses confirmed writes (503) but not the limiter's
+		// unconfirmed flush, so the windows after the span are held to the quiet bound.
+		end = n.span()
 		crashed := time.Now()
 		if err := d.crashMaster(victim); err != nil {
 			return err
@@ -207,8 +253,18 @@ func init() {
 		n.Failovers++
 		promoted := time.Now()
 		err = d.reached(key)
-		d.t.Logf("master %d crashed: replica promoted in %v, reached by every replica %v later", victim,
-			promoted.Sub(crashed).Round(time.Millisecond), time.Since(promoted).Round(time.Millisecond))
-		return err
+		end()
+		d.t.Logf("master %d crashed at %s: replica promoted in %v, reached by every replica %v later", victim,
+			crashed.UTC().Format(logClock), promoted.Sub(crashed).Round(time.Millisecond), time.Since(promoted).Round(time.Millisecond))
+		if err != nil || !sleep(ctx, 3*p/4-time.Since(at)) {
+			return err
+		}
+		back := time.Now()
+		if err := d.restartMaster(victim); err != nil {
+			return err
+		}
+		n.Rejoins++
+		d.t.Logf("shard %d restarted at %s, whole again %v later", victim, back.UTC().Format(logClock), time.Since(back).Round(time.Millisecond))
+		return nil
 	}}
 }

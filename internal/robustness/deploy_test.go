@@ -39,6 +39,8 @@ type deployment struct {
 	masters []string
 	crashed map[int]bool
 	prefix  string
+	// admin: the workload's admin bearer (the probes of a frozen primary send it).
+	admin string
 }
 
 // redisArgs are the servers' settings: a fast replication handshake and a primary that notices
@@ -48,15 +50,16 @@ var redisArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica
 	"--enable-debug-command", "local"}
 
 // startDeployment starts the primary and its replica (both with extra, which a replica applies
-// once promoted) and waits until the replica is in sync. It skips the test when the Redis 8
-// executables are not provided, and fails it under CI=true.
-func startDeployment(t *testing.T, extra ...string) *deployment {
+// once promoted; the link holding every byte for delay) and waits until the replica is in
+// sync. It skips the test when the Redis 8 executables are not provided, and fails it under
+// CI=true.
+func startDeployment(t *testing.T, delay time.Duration, extra ...string) *deployment {
 	t.Helper()
 	testredisUnset(t)
 	d := &deployment{t: t}
 	args := append(append([]string(nil), redisArgs...), extra...)
 	d.primary = testredis.StartServer(t, args...)
-	d.link = testredis.StartProxy(t, d.primary.Addr(), 0)
+	d.link = testredis.StartProxy(t, d.primary.Addr(), delay)
 	d.replica = testredis.StartServer(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.link.Port)}, args...)...)
 	d.waitInSync()
 	return d

@@ -5,9 +5,12 @@
 // over a replicated cluster, while a fault schedule runs (a primary crash with failover, a
 // partition between primary and replica before it, Sentinels split into a majority and a
 // minority isolated with the primary and a gateway still writing to it, a slot migration then
-// a master crash, a Redis stall, a gateway cut off from the primary, SIGKILLed and restarted,
-// or with its clock stepped; with the default durability, with durability off as the controls
-// that must show a violation, and with min-replicas-to-write).
+// a master crash and the crashed node back as a replica, in cycles, a Redis stall, a primary
+// or a gateway process frozen by SIGSTOP, a primary frozen through a Sentinel failover and
+// woken as a zombie, a gateway cut off from the primary, SIGKILLed and restarted, or with its
+// clock stepped; with the default durability, with durability off as the controls that must
+// show a violation, with min-replicas-to-write, and, in the settings' matrix, every loss
+// scenario under each durability setting).
 // Every operation's call time, return time and result are recorded, and each history is
 // checked for linearizability with Porcupine against a model: sessions and tokens (no
 // authorization that starts after an acknowledged revocation, logout or rotation succeeds with

@@ -25,6 +25,12 @@ type faultCounts struct {
 	// gateway processes started again; ClockSteps: steps of a gateway's clock.
 	GatewayCuts, Restarts, ClockSteps int
 	Migrations                        int // slots migrated (cluster)
+	// Rejoins: crashed cluster masters restarted, back as their replacement's replica.
+	Rejoins int
+	// Pauses: Redis primaries frozen by SIGSTOP; GatewayPauses: gateway processes frozen;
+	// Probes: the requests sent while a primary was frozen (pause_test.go).
+	Pauses, GatewayPauses int
+	Probes                probeCounts
 	// Reverted: splits after which the Sentinels settled on the primary the majority's failover
 	// had replaced (the promoted one made its replica again).
 	Reverted int
@@ -52,6 +58,12 @@ func (n faultCounts) String() string {
 	}
 	if n.Migrations > 0 {
 		s += fmt.Sprintf(", %d slot migrations", n.Migrations)
+	}
+	if n.Pauses+n.GatewayPauses > 0 {
+		s += fmt.Sprintf(", %d Redis SIGSTOPs, %d gateway SIGSTOPs", n.Pauses, n.GatewayPauses)
+	}
+	if n.Rejoins > 0 {
+		s += fmt.Sprintf(", %d crashed masters rejoined", n.Rejoins)
 	}
 	if n.GatewayCuts+n.Restarts+n.ClockSteps > 0 {
 		s += fmt.Sprintf(", %d gateway↔primary cuts, %d gateway restarts, %d clock steps", n.GatewayCuts, n.Restarts, n.ClockSteps)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -41,6 +42,18 @@ type gatewayProc struct {
 	log  string // its standard output and error
 	mu   sync.Mutex
 	cmd  *exec.Cmd
+	// paused: frozen by SIGSTOP (the probes leave it out; the clients do not).
+	paused atomic.Bool
+}
+
+// signal sends sig to the process (SIGSTOP freezes it, SIGCONT thaws it).
+func (p *gatewayProc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && p.cmd.Process != nil {
+		p.paused.Store(sig == syscall.SIGSTOP)
+		_ = p.cmd.Process.Signal(sig)
+	}
 }
 
 // startProcesses starts a cmd/gateway process (bin) for each spec, on a free loopback port,

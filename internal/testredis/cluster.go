@@ -328,3 +328,33 @@ func (n *ClusterNode) Kill() {
 		_, _ = n.cmd.Process.Wait()
 	}
 }
+
+// Restart starts the killed node again with its settings and data folder. Its nodes.conf
+// brings it back as the node it was: a master replaced meanwhile learns so from the others
+// (after the rejoin delay, during which it serves nothing) and becomes its replacement's
+// replica, with an empty dataset it then syncs. Its admin client reconnects on its own.
+func (n *ClusterNode) Restart(ctx context.Context) error {
+	if n.cmd == nil {
+		return errors.New("restart: the node was not started by the test")
+	}
+	cmd := exec.Command(n.cmd.Path, n.cmd.Args[1:]...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("restart %s: %w", n.Addr(), err)
+	}
+	n.cmd = cmd
+	if err := waitListening(ctx, n.Port, cmd); err != nil {
+		return err
+	}
+	for {
+		// The first command after the kill may meet the old connection's reset.
+		err := checkOwn(ctx, n.admin, cmd)
+		if err == nil || errors.Is(err, errPortTaken) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restart %s: %w", n.Addr(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

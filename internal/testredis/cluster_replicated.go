@@ -13,12 +13,30 @@ import (
 )
 
 // ReplicatedCluster is a private cluster of three masters, each with one replica that
-// replicates through a Proxy (Links[i] in front of master i: each master announces its proxy's
-// port, so replicas and clients reach it through the proxy; only replication links are slowed).
+// replicates through a Proxy (Links[i] in front of the node first started as master i: each
+// master announces its proxy's port, so replicas and clients reach it through the proxy; only
+// replication links are slowed). Nodes[i] and Replicas[i] are shard i's master and replica
+// now: Promoted swaps them after a failover.
 type ReplicatedCluster struct {
 	*Cluster
 	Replicas []*ClusterNode
 	Links    []*Proxy
+}
+
+// Promoted records that shard i's replica has taken over its slots: Nodes[i] is the promoted
+// node from now on, and Replicas[i] the old master (dead, or restarted as its replica).
+func (rc *ReplicatedCluster) Promoted(i int) {
+	rc.Nodes[i], rc.Replicas[i] = rc.Replicas[i], rc.Nodes[i]
+}
+
+// Link is the proxy in front of n, or nil (a node first started as a replica has none).
+func (rc *ReplicatedCluster) Link(n *ClusterNode) *Proxy {
+	for _, l := range rc.Links {
+		if n.AnnouncePort == l.Port {
+			return l
+		}
+	}
+	return nil
 }
 
 // StartReplicatedCluster starts the masters behind their proxies (delay on the replication
@@ -78,6 +96,9 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 					ForceSingleClient: true, DisableCache: true, DisableRetry: true})
 				if err == nil {
 					err = checkOwn(ctx, r.admin, r.cmd)
+				}
+				if err == nil {
+					r.ID, err = r.do(ctx, "CLUSTER", "MYID").ToString()
 				}
 			}
 			if err == nil {
