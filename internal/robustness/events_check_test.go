@@ -33,6 +33,7 @@ type evOp struct {
 	ID      string // the object (a create's: from its answer, "" when unknown)
 	Result  evOutcome
 	Version int64 // an acknowledged quote or case write: the stateVersion its answer showed
+	Status  int   // the HTTP status (0: no answer)
 }
 
 // evEvent is one event as GET /v1/events answers it (the fields the check reads).
@@ -76,12 +77,13 @@ type evTransition struct {
 
 type evSession struct {
 	Live          bool
-	RotatedBefore bool // lastRotatedAt is set
+	RotatedBefore bool // lastRotatedAt is not createdAt
 }
 
 // evReport is what the check found.
 type evReport struct {
 	Writes, Acked, Refused, Unknown int
+	Statuses                        map[int]int // writes by HTTP status (0: no answer)
 	Events                          int
 	ByType                          map[string]int
 	Objects                         map[string]int // per domain
@@ -110,7 +112,7 @@ func (b evBySubject) n(types ...string) int {
 
 // checkEvents compares ops, events and state (see above).
 func checkEvents(ops []evOp, events []evEvent, st evState) evReport {
-	r := evReport{Events: len(events), ByType: map[string]int{}, Objects: map[string]int{}}
+	r := evReport{Events: len(events), ByType: map[string]int{}, Objects: map[string]int{}, Statuses: map[int]int{}}
 	subj := map[string]map[string]evBySubject{} // domain → subject → type → events
 	seen := map[string]bool{}
 	for _, e := range events {
@@ -131,6 +133,7 @@ func checkEvents(ops []evOp, events []evEvent, st evState) evReport {
 	byObj := map[string][]evOp{} // domain:id → acknowledged writes
 	for _, op := range ops {
 		r.Writes++
+		r.Statuses[op.Status]++
 		switch op.Result {
 		case evAcked:
 			r.Acked++

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +72,7 @@ func TestRobustnessEvents(t *testing.T) {
 			r := runEvents(t, bin, run, seed)
 			line := r.line(name, seed)
 			t.Log(line)
+			t.Logf("writes by status: %v; events by type: %v; objects: %v; took %v", r.Statuses, r.ByType, r.Objects, r.Took.Round(time.Second))
 			saveEvents(t, dir, name, seed, r)
 			if len(r.Mismatches) > 0 {
 				t.Errorf("%d mismatches between changes and events (seed %d):\n%s", len(r.Mismatches), seed, strings.Join(first(r.Mismatches, 30), "\n"))
@@ -97,6 +99,8 @@ type evResult struct {
 	evReport
 	Faults faultCounts
 	Took   time.Duration
+	// Data: what was checked, saved when the check failed.
+	Data *evData `json:",omitempty"`
 	// Control: mismatches the check reports on this run's own data with one event dropped
 	// (it must report some).
 	Control int
@@ -106,6 +110,12 @@ func (r evResult) line(name string, seed uint64) string {
 	return fmt.Sprintf("| %s | %d | %d | %d | %d | %d gateway kills, %d restarts, %d failovers | %d | %d | %d | %d | %d |",
 		name, seed, r.Writes, r.Acked, r.Unknown, r.Faults.Kills, r.Faults.Restarts, r.Faults.Failovers, r.Events,
 		r.Objects["token"]+r.Objects["quote"]+r.Objects["case"]+r.Objects["session"], len(r.Mismatches), len(r.Lost), r.Control)
+}
+
+type evData struct {
+	Ops    []evOp
+	Events []evEvent
+	State  evState
 }
 
 func first(s []string, n int) []string { return s[:min(n, len(s))] }
@@ -148,23 +158,27 @@ func runEvents(t *testing.T, bin string, run evRun, seed uint64) evResult {
 	_ = poll(2*time.Minute, "the writes' floor", func() bool { return w.writes() >= evMinWrites })
 	cancel()
 	<-done
+	// The sweepers still escalate cases that fall due after the last write: wait for them.
+	w.mu.Lock()
+	due := w.lastDue
+	w.mu.Unlock()
+	time.Sleep(time.Until(due.Add(time.Second + 5*sweepInterval)))
 	primary := testredis.NodeClient(t, d.primary.Addr())
 	if err := waitRelayed(primary, prefix); err != nil {
 		t.Fatal(err)
 	}
-	events, err := w.readEvents()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := w.readState(primary, prefix, events)
+	events, st, err := w.settled(primary, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := evResult{evReport: checkEvents(w.ops, events, st), Faults: n, Took: time.Since(start)}
-	// The control on this run's own data: drop one quote.updated event (a change without its
-	// event) and the check must see it.
+	if len(r.Mismatches)+len(r.Lost) > 0 {
+		r.Data = &evData{Ops: w.ops, Events: events, State: st}
+	}
+	// The control on this run's own data: drop one quote.updated event of a quote that exists
+	// (a change without its event) and the check must see it.
 	for i, e := range events {
-		if e.Type == "quote.updated" {
+		if _, ok := st.Quotes[e.Subject]; ok && e.Type == "quote.updated" {
 			cut := append(append([]evEvent(nil), events[:i]...), events[i+1:]...)
 			r.Control = len(checkEvents(w.ops, cut, st).Mismatches) - len(r.Mismatches)
 			break
@@ -247,6 +261,27 @@ func mintAdmin(t *testing.T, bin string, env []string) string {
 		t.Fatalf("gateway token mint: %v", err)
 	}
 	return "Bearer " + strings.TrimSpace(string(out))
+}
+
+// settled reads the events, the state, then the events again, until nothing was written in
+// between (a change or an event read on one side only would be a false mismatch).
+func (w *evWorld) settled(primary rueidis.Client, prefix string) ([]evEvent, evState, error) {
+	for range 5 {
+		events, err := w.readEvents()
+		if err != nil {
+			return nil, evState{}, err
+		}
+		st, err := w.readState(primary, prefix, events)
+		if err != nil {
+			return nil, st, err
+		}
+		again, err := w.readEvents()
+		if err != nil || len(again) == len(events) {
+			return events, st, err
+		}
+		time.Sleep(time.Second)
+	}
+	return nil, evState{}, fmt.Errorf("events still written after the run")
 }
 
 // waitRelayed waits until no session outbox is left on the primary (the relay swept them all).
@@ -387,6 +422,7 @@ func (w *evWorld) readState(primary rueidis.Client, prefix string, events []evEv
 			if err != nil {
 				return st, err
 			}
+			slices.Reverse(c.History) // answered newest first
 			st.Cases[id] = c
 		}
 	}
@@ -419,13 +455,13 @@ func (w *evWorld) readState(primary rueidis.Client, prefix string, events []evEv
 		if err != nil {
 			return st, err
 		}
-		var v struct{ LastRotatedAt string }
+		var v struct{ CreatedAt, LastRotatedAt string }
 		if r.status == http.StatusOK {
 			if err := r.decode(&v); err != nil {
 				return st, err
 			}
 		}
-		st.Sessions[id] = evSession{Live: r.status == http.StatusOK, RotatedBefore: v.LastRotatedAt != ""}
+		st.Sessions[id] = evSession{Live: r.status == http.StatusOK, RotatedBefore: v.LastRotatedAt != v.CreatedAt}
 	}
 	return st, nil
 }

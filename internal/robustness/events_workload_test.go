@@ -38,6 +38,8 @@ type evWorld struct {
 	// next create of that kind.
 	keys map[string][]evKey
 	seq  int
+	// lastDue: the latest dueAt of a case create sent.
+	lastDue time.Time
 }
 
 type evRef struct {
@@ -52,8 +54,9 @@ type evKey struct {
 	body map[string]any
 }
 
-// record adds one write.
-func (w *evWorld) record(op evOp) {
+// record adds one write; status is its answer's (0: none).
+func (w *evWorld) record(op evOp, status int) {
+	op.Status = status
 	w.mu.Lock()
 	w.ops = append(w.ops, op)
 	w.mu.Unlock()
@@ -147,7 +150,7 @@ func (w *evWorld) tokenWrite(rng *rand.Rand, g *gateway) {
 	default:
 		// Any token of the tenant (admin holds tokens:admin): a root's revocation cascades.
 		r := g.do("DELETE", "/v1/tokens/"+id, nil, "Authorization", w.admin)
-		w.record(evOp{Domain: "token", Kind: "revoke", ID: id, Result: evResultOf(r.status)})
+		w.record(evOp{Domain: "token", Kind: "revoke", ID: id, Result: evResultOf(r.status)}, r.status)
 	}
 }
 
@@ -161,7 +164,7 @@ func (w *evWorld) issue(g *gateway, bearer string, root bool) {
 		op.Result = evUnknown
 	}
 	op.ID = out.TokenID
-	w.record(op)
+	w.record(op, r.status)
 	if op.Result == evAcked {
 		w.mu.Lock()
 		w.toks = append(w.toks, out.TokenID)
@@ -200,7 +203,7 @@ func (w *evWorld) keyedCreate(rng *rand.Rand, g *gateway, kind, path string, bod
 		op.Result = evUnknown
 	}
 	op.ID, op.Version = out.QuoteID+out.CaseID, out.StateVersion
-	w.record(op)
+	w.record(op, r.status)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -249,7 +252,7 @@ func (w *evWorld) quoteWrite(rng *rand.Rand, g *gateway) {
 		}
 		op.Version = n
 	}
-	w.record(op)
+	w.record(op, r.status)
 	switch {
 	case op.Result == evAcked && op.Kind != "delete":
 		w.mu.Lock()
@@ -278,6 +281,11 @@ func (w *evWorld) caseWrite(rng *rand.Rand, g *gateway) {
 	if !ok || rng.Float64() < 0.15 {
 		// Due within the run's first seconds: the sweepers escalate some (auto: true).
 		due := time.Now().Add(time.Duration(300+rng.IntN(4000)) * time.Millisecond)
+		w.mu.Lock()
+		if due.After(w.lastDue) {
+			w.lastDue = due
+		}
+		w.mu.Unlock()
 		w.keyedCreate(rng, g, "case", "/v1/cases", map[string]any{"subjectRef": fmt.Sprintf("subject-%d", w.next()), "assignedTeam": "team-a",
 			"dueAt": due.UTC().Format(time.RFC3339Nano), "reason": "opened"})
 		return
@@ -294,12 +302,15 @@ func (w *evWorld) caseWrite(rng *rand.Rand, g *gateway) {
 		op.Result = evUnknown
 	}
 	op.Version = out.StateVersion
-	w.record(op)
+	w.record(op, r.status)
 }
 
 func (w *evWorld) sessionWrite(rng *rand.Rand, g *gateway) {
 	s, ok := pick(w, rng, &w.sess)
-	op := evOp{Domain: "session", ID: s.id}
+	op := evOp{Domain: "session"}
+	if ok {
+		op.ID = s.id
+	}
 	var r reply
 	switch p := rng.Float64(); {
 	case !ok || p < 0.3:
@@ -335,5 +346,5 @@ func (w *evWorld) sessionWrite(rng *rand.Rand, g *gateway) {
 		r = g.do("DELETE", "/v1/session", nil, "X-Session-Token", tok)
 		op.Kind, op.Result = "logout", evResultOf(r.status)
 	}
-	w.record(op)
+	w.record(op, r.status)
 }
