@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The events check (issue 26, "atomicity under faults"): after a run, the tenant's events and
@@ -34,6 +35,8 @@ type evOp struct {
 	Result  evOutcome
 	Version int64 // an acknowledged quote or case write: the stateVersion its answer showed
 	Status  int   // the HTTP status (0: no answer)
+	// Call, Return: when it was sent and answered (the test's clock, Redis's too: one host).
+	Call, Return time.Time
 }
 
 // evEvent is one event as GET /v1/events answers it (the fields the check reads).
@@ -42,6 +45,7 @@ type evEvent struct {
 	Type    string         `json:"type"`
 	Subject string         `json:"subject"`
 	Actor   string         `json:"actor"`
+	Time    time.Time      `json:"time"`
 	Data    map[string]any `json:"data"`
 }
 
@@ -76,8 +80,10 @@ type evTransition struct {
 }
 
 type evSession struct {
-	Live          bool
-	RotatedBefore bool // lastRotatedAt is not createdAt
+	Live bool
+	// LastRotated: a live session's last rotation (lastRotatedAt; zero when it is createdAt,
+	// never rotated).
+	LastRotated time.Time
 }
 
 // evReport is what the check found.
@@ -380,11 +386,11 @@ func checkSessions(r *evReport, evs map[string]evBySubject, st map[string]evSess
 				r.mismatch("session %s: evicted by %q, which has no session.created", id, by)
 			}
 		}
-		ackRot := 0
+		var rotations []evOp
 		for _, op := range acked["session:"+id] {
 			switch op.Kind {
 			case "rotate":
-				ackRot++
+				rotations = append(rotations, op)
 			case "revoke", "logout":
 				if s.Live {
 					r.lost("session %s: %s acknowledged, the session is live", id, op.Kind)
@@ -392,11 +398,20 @@ func checkSessions(r *evReport, evs map[string]evBySubject, st map[string]evSess
 			}
 		}
 		rot := e.n("session.rotated")
-		if rot < ackRot || rot > ackRot+unknownRot[id] {
-			r.mismatch("session %s: %d rotations acknowledged, %d unknown, %d session.rotated events", id, ackRot, unknownRot[id], rot)
+		if rot > len(rotations)+unknownRot[id] {
+			r.mismatch("session %s: %d rotations acknowledged, %d unknown, %d session.rotated events", id, len(rotations), unknownRot[id], rot)
 		}
-		if s.Live && s.RotatedBefore != (rot > 0) {
-			r.mismatch("session %s: lastRotatedAt set %v, %d session.rotated events", id, s.RotatedBefore, rot)
+		// Each acknowledged rotation has its event, written while it ran: a session's state
+		// holds no count of rotations, so the events are matched to the rotations by time.
+		for _, op := range unmatched(rotations, e["session.rotated"]) {
+			if s.Live && within(s.LastRotated, op) {
+				r.mismatch("session %s: rotated at %s (acknowledged), no session.rotated event then", id, s.LastRotated.Format(time.RFC3339Nano))
+			} else {
+				r.lost("session %s: rotation acknowledged at %s, no session.rotated event then", id, op.Return.Format(time.RFC3339Nano))
+			}
+		}
+		if s.Live && !s.LastRotated.IsZero() != (rot > 0) {
+			r.mismatch("session %s: last rotated at %v, %d session.rotated events", id, s.LastRotated, rot)
 		}
 	}
 }
@@ -410,6 +425,8 @@ func TestEventsCheckOnKnownHistories(t *testing.T) {
 		return evEvent{ID: id, Type: typ, Subject: subject, Data: data}
 	}
 	v := func(n int) map[string]any { return map[string]any{"stateVersion": float64(n)} }
+	t0 := time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC)
+	rotated := t0.Add(15 * time.Millisecond)
 	ops := []evOp{
 		{Domain: "token", Kind: "issue", ID: "tk1", Result: evAcked},
 		{Domain: "token", Kind: "issue", ID: "tk2", Result: evAcked},
@@ -420,7 +437,7 @@ func TestEventsCheckOnKnownHistories(t *testing.T) {
 		{Domain: "case", Kind: "create", ID: "c1", Result: evAcked, Version: 1},
 		{Domain: "case", Kind: "escalate", ID: "c1", Result: evAcked, Version: 2},
 		{Domain: "session", Kind: "create", ID: "s1", Result: evAcked},
-		{Domain: "session", Kind: "rotate", ID: "s1", Result: evAcked},
+		{Domain: "session", Kind: "rotate", ID: "s1", Result: evAcked, Call: t0.Add(10 * time.Millisecond), Return: t0.Add(20 * time.Millisecond)},
 		{Domain: "session", Kind: "create", ID: "s2", Result: evAcked},
 		{Domain: "session", Kind: "logout", ID: "s2", Result: evAcked},
 		{Domain: "session", Kind: "create", Result: evUnknown},
@@ -430,7 +447,7 @@ func TestEventsCheckOnKnownHistories(t *testing.T) {
 		ev("3-0", "token.revoked", "tk1", nil), ev("4-0", "token.revoked", "tk2", map[string]any{"cascadeFrom": "tk1"}),
 		ev("5-0", "quote.created", "q1", v(1)), ev("6-0", "quote.updated", "q1", v(2)), ev("7-0", "quote.submitted", "q1", v(3)),
 		ev("8-0", "case.created", "c1", nil), ev("9-0", "case.escalated", "c1", v(2)), ev("10-0", "case.escalated", "c1", map[string]any{"stateVersion": float64(3), "auto": true}),
-		ev("11-0", "session.created", "s1", nil), ev("12-0", "session.rotated", "s1", nil),
+		ev("11-0", "session.created", "s1", nil), {ID: "12-0", Type: "session.rotated", Subject: "s1", Time: rotated},
 		ev("13-0", "session.created", "s2", nil), ev("14-0", "session.logged_out", "s2", nil),
 		ev("15-0", "session.created", "s3", nil), ev("16-0", "session.evicted", "s3", map[string]any{"evictedBy": "s1"}),
 	}
@@ -440,7 +457,7 @@ func TestEventsCheckOnKnownHistories(t *testing.T) {
 			Quotes: map[string]evObject{"q1": {Status: "SUBMITTED", Version: 3}},
 			Cases: map[string]evCase{"c1": {evObject: evObject{Status: "ESCALATED", Version: 3},
 				History: []evTransition{{"create", 1}, {"escalate", 2}, {"auto_escalate", 3}}}},
-			Sessions: map[string]evSession{"s1": {Live: true, RotatedBefore: true}, "s2": {}, "s3": {}, "s4": {}},
+			Sessions: map[string]evSession{"s1": {Live: true, LastRotated: rotated}, "s2": {}, "s3": {}, "s4": {}},
 		}
 	}
 	without := func(id string) []evEvent {
@@ -487,6 +504,11 @@ func TestEventsCheckOnKnownHistories(t *testing.T) {
 		{name: "an acknowledged patch lost with its event", events: without("7-0"),
 			state: func(s evState) evState { s.Quotes["q1"] = evObject{Status: "DRAFT", Version: 2}; return s },
 			ops:   append(append([]evOp(nil), ops...), evOp{Domain: "quote", Kind: "patch", ID: "q1", Result: evAcked, Version: 3}), lost: 1},
+		{name: "an acknowledged rotation lost with its event", events: without("12-0"),
+			state: func(s evState) evState { s.Sessions["s1"] = evSession{Live: true}; return s }, lost: 1},
+		{name: "a rotation event written after the rotation's answer", events: append(without("12-0"),
+			evEvent{ID: "17-0", Type: "session.rotated", Subject: "s1", Time: t0.Add(time.Second)}),
+			state: func(s evState) evState { s.Sessions["s1"] = evSession{Live: true, LastRotated: t0.Add(time.Second)}; return s }, lost: 1},
 		{name: "an unknown submit that did not happen", events: without("7-0"),
 			state: func(s evState) evState { s.Quotes["q1"] = evObject{Status: "DRAFT", Version: 2}; return s }},
 	}
@@ -506,4 +528,35 @@ func TestEventsCheckOnKnownHistories(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clockSlack is how far a Redis time may stray from the test's readings around a call
+// (milliseconds, one host).
+const clockSlack = 5 * time.Millisecond
+
+// within reports whether t falls while op ran.
+func within(t time.Time, op evOp) bool {
+	return !t.Before(op.Call.Add(-clockSlack)) && !t.After(op.Return.Add(clockSlack))
+}
+
+// unmatched are the ops no event was written during: each op, in call order, takes the
+// earliest event not taken yet that falls while it ran.
+func unmatched(ops []evOp, events []evEvent) []evOp {
+	slices.SortFunc(ops, func(a, b evOp) int { return a.Call.Compare(b.Call) })
+	taken := make([]bool, len(events))
+	var out []evOp
+	for _, op := range ops {
+		best := -1
+		for i, e := range events {
+			if !taken[i] && within(e.Time, op) && (best < 0 || e.Time.Before(events[best].Time)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			out = append(out, op)
+			continue
+		}
+		taken[best] = true
+	}
+	return out
 }

@@ -54,9 +54,9 @@ type evKey struct {
 	body map[string]any
 }
 
-// record adds one write; status is its answer's (0: none).
-func (w *evWorld) record(op evOp, status int) {
-	op.Status = status
+// record adds one write sent at call; status is its answer's (0: none).
+func (w *evWorld) record(op evOp, call time.Time, status int) {
+	op.Status, op.Call, op.Return = status, call, time.Now()
 	w.mu.Lock()
 	w.ops = append(w.ops, op)
 	w.mu.Unlock()
@@ -149,13 +149,15 @@ func (w *evWorld) tokenWrite(rng *rand.Rand, g *gateway) {
 		w.issue(g, root.bearer, false)
 	default:
 		// Any token of the tenant (admin holds tokens:admin): a root's revocation cascades.
+		call := time.Now()
 		r := g.do("DELETE", "/v1/tokens/"+id, nil, "Authorization", w.admin)
-		w.record(evOp{Domain: "token", Kind: "revoke", ID: id, Result: evResultOf(r.status)}, r.status)
+		w.record(evOp{Domain: "token", Kind: "revoke", ID: id, Result: evResultOf(r.status)}, call, r.status)
 	}
 }
 
 func (w *evWorld) issue(g *gateway, bearer string, root bool) {
 	n := w.next()
+	call := time.Now()
 	r := g.do("POST", "/v1/tokens", map[string]any{"subject": "ev-" + strconv.Itoa(n), "scopes": []string{"tokens:read", "tokens:write"},
 		"ttlSeconds": 3600, "tokenType": "service"}, "Authorization", bearer)
 	op := evOp{Domain: "token", Kind: "issue", Result: evResultOf(r.status)}
@@ -164,7 +166,7 @@ func (w *evWorld) issue(g *gateway, bearer string, root bool) {
 		op.Result = evUnknown
 	}
 	op.ID = out.TokenID
-	w.record(op, r.status)
+	w.record(op, call, r.status)
 	if op.Result == evAcked {
 		w.mu.Lock()
 		w.toks = append(w.toks, out.TokenID)
@@ -193,6 +195,7 @@ func (w *evWorld) keyedCreate(rng *rand.Rand, g *gateway, kind, path string, bod
 		}
 		headers = []string{"Idempotency-Key", key}
 	}
+	call := time.Now()
 	r := g.do("POST", path, body, append(headers, "Authorization", w.admin)...)
 	op := evOp{Domain: kind, Kind: "create", Result: evResultOf(r.status)}
 	var out struct {
@@ -203,7 +206,7 @@ func (w *evWorld) keyedCreate(rng *rand.Rand, g *gateway, kind, path string, bod
 		op.Result = evUnknown
 	}
 	op.ID, op.Version = out.QuoteID+out.CaseID, out.StateVersion
-	w.record(op, r.status)
+	w.record(op, call, r.status)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -227,6 +230,7 @@ func (w *evWorld) quoteWrite(rng *rand.Rand, g *gateway) {
 	w.mu.Unlock()
 	etag := `"` + strconv.FormatInt(v, 10) + `"`
 	op := evOp{Domain: "quote", ID: q.id}
+	call := time.Now()
 	var r reply
 	switch p := rng.Float64(); {
 	case p < 0.5:
@@ -252,7 +256,7 @@ func (w *evWorld) quoteWrite(rng *rand.Rand, g *gateway) {
 		}
 		op.Version = n
 	}
-	w.record(op, r.status)
+	w.record(op, call, r.status)
 	switch {
 	case op.Result == evAcked && op.Kind != "delete":
 		w.mu.Lock()
@@ -295,6 +299,7 @@ func (w *evWorld) caseWrite(rng *rand.Rand, g *gateway) {
 	if tr == "assign" {
 		body["assignedTeam"] = fmt.Sprintf("team-%c", 'a'+rng.IntN(3))
 	}
+	call := time.Now()
 	r := g.do("POST", "/v1/cases/"+c.id+"/"+tr, body, "Authorization", w.admin)
 	op := evOp{Domain: "case", Kind: tr, ID: c.id, Result: evResultOf(r.status)}
 	var out struct{ StateVersion int64 }
@@ -302,7 +307,7 @@ func (w *evWorld) caseWrite(rng *rand.Rand, g *gateway) {
 		op.Result = evUnknown
 	}
 	op.Version = out.StateVersion
-	w.record(op, r.status)
+	w.record(op, call, r.status)
 }
 
 func (w *evWorld) sessionWrite(rng *rand.Rand, g *gateway) {
@@ -311,6 +316,7 @@ func (w *evWorld) sessionWrite(rng *rand.Rand, g *gateway) {
 	if ok {
 		op.ID = s.id
 	}
+	call := time.Now()
 	var r reply
 	switch p := rng.Float64(); {
 	case !ok || p < 0.3:
@@ -346,5 +352,5 @@ func (w *evWorld) sessionWrite(rng *rand.Rand, g *gateway) {
 		r = g.do("DELETE", "/v1/session", nil, "X-Session-Token", tok)
 		op.Kind, op.Result = "logout", evResultOf(r.status)
 	}
-	w.record(op, r.status)
+	w.record(op, call, r.status)
 }
