@@ -508,7 +508,10 @@ func TestEventsCheckOnKnownHistories(t *testing.T) {
 			state: func(s evState) evState { s.Sessions["s1"] = evSession{Live: true}; return s }, lost: 1},
 		{name: "a rotation event written after the rotation's answer", events: append(without("12-0"),
 			evEvent{ID: "17-0", Type: "session.rotated", Subject: "s1", Time: t0.Add(time.Second)}),
-			state: func(s evState) evState { s.Sessions["s1"] = evSession{Live: true, LastRotated: t0.Add(time.Second)}; return s }, lost: 1},
+			state: func(s evState) evState {
+				s.Sessions["s1"] = evSession{Live: true, LastRotated: t0.Add(time.Second)}
+				return s
+			}, lost: 1},
 		{name: "an unknown submit that did not happen", events: without("7-0"),
 			state: func(s evState) evState { s.Quotes["q1"] = evObject{Status: "DRAFT", Version: 2}; return s }},
 	}
