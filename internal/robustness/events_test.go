@@ -62,10 +62,10 @@ func TestRobustnessEvents(t *testing.T) {
 	}
 	runs := map[string]evRun{
 		"crash+sigkill/durable=auto":                   {cycles: 2, period: 6 * time.Second, durable: "auto"},
-		"partition-crash+sigkill/durable=0":            {cycles: 1, period: 8 * time.Second, durable: "0", control: true},
 		"cluster-partition-crash+sigkill/durable=auto": {cluster: true, cycles: 1, period: 10 * time.Second, durable: "auto"},
 	}
 	if *flagAll {
+		runs["partition-crash+sigkill/durable=0"] = evRun{cycles: 1, period: 8 * time.Second, durable: "0", control: true}
 		// make robustness: the standalone schedule for the whole duration, and the same faults
 		// with the Sentinels failing over.
 		n := max(1, int(*flagDuration / *flagPeriod))

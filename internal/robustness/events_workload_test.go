@@ -88,7 +88,8 @@ func evResultOf(status int) evOutcome {
 	}
 }
 
-// run sends writes from clients goroutines until ctx ends.
+// run sends writes from clients goroutines until ctx ends, each pausing -robustness.pace
+// between two.
 func (w *evWorld) run(ctx context.Context, clients int, seed uint64) {
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -98,6 +99,9 @@ func (w *evWorld) run(ctx context.Context, clients int, seed uint64) {
 			rng := rand.New(rand.NewPCG(seed, uint64(100+c)))
 			for ctx.Err() == nil {
 				w.step(rng)
+				if *flagPace > 0 {
+					time.Sleep(*flagPace)
+				}
 			}
 		}()
 	}
