@@ -20,8 +20,7 @@ import (
 // user's tag, the slot of the session keys) and copied from there into the tenant's stream
 // (another slot) by relay.lua, exactly once: the script skips what the tenant's checkpoint for
 // that user says was copied, and the entries copied are deleted from the outbox afterwards
-// (outbox_ack.lua, which deletes the emptied outbox), once a replica of the tenant's node has
-// the copy (store.Durable: in a cluster the two slots fail over apart). A
+// (outbox_ack.lua, which deletes the emptied outbox). A
 // gateway that dies between the copy and the delete leaves entries the next relay skips; one
 // that dies before the copy leaves entries the next relay copies — triggered by the user's next
 // session write on any gateway, or found by the sweep every GATEWAY_EVENTS_RELAY_INTERVAL.
@@ -73,16 +72,7 @@ func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
 			}
 		}
 		tag := s.hasher.TenantTag(tenant)
-		// Confirmed like a credential-ending write (WAIT), whether it copied or skipped: the
-		// entries leave the outbox (another node, in a cluster) only once the tenant's stream
-		// and checkpoint holding them would survive a failover of the tenant's node; until then
-		// they stay in the outbox for the next relay.
-		var rep repo.Reply
-		err = s.durable.Run(ctx, s.client, func(c rueidis.Client) (bool, error) {
-			var err error
-			rep, err = repo.RunScript(ctx, c, s.metrics, "events_relay", "events relay", scriptRelay, []string{s.keys.EventStream(tag), s.keys.EventRelayed(tag, userTag)}, args)
-			return err == nil, err
-		})
+		rep, err := s.runRelay(ctx, []string{s.keys.EventStream(tag), s.keys.EventRelayed(tag, userTag)}, args)
 		if err != nil {
 			return total, err
 		}

@@ -44,7 +44,7 @@ type Options struct {
 // Store reads the tenant streams and relays outboxes.
 type Store struct {
 	client    rueidis.Client
-	durable   *store.Durable // confirms a relay's copy before its outbox entries go (relay.go)
+	durable   *store.Durable // confirms a relay's copy before its outbox entries go (relay_confirm.go)
 	metrics   *repo.Metrics
 	keys      repo.Keys
 	hasher    *keyhash.Hasher
