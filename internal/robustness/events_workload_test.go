@@ -88,9 +88,8 @@ func evResultOf(status int) evOutcome {
 	}
 }
 
-// run sends writes from clients goroutines until ctx ends, each pausing -robustness.pace
-// between two.
-func (w *evWorld) run(ctx context.Context, clients int, seed uint64) {
+// run sends writes from clients goroutines until ctx ends, each pausing pace between two.
+func (w *evWorld) run(ctx context.Context, clients int, pace time.Duration, seed uint64) {
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
@@ -99,8 +98,8 @@ func (w *evWorld) run(ctx context.Context, clients int, seed uint64) {
 			rng := rand.New(rand.NewPCG(seed, uint64(100+c)))
 			for ctx.Err() == nil {
 				w.step(rng)
-				if *flagPace > 0 {
-					time.Sleep(*flagPace)
+				if pace > 0 {
+					time.Sleep(pace)
 				}
 			}
 		}()
