@@ -137,7 +137,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if d.Sweeper, err = cases.NewSweeper(cr, cfg.CaseSweepInterval, log, rm); err != nil {
 		return nil, err
 	}
-	if err := buildWebhooks(&d, cfg, s, h, rm, log); err != nil {
+	if err := buildWebhooks(&d, cfg, s, h, rm, tel, log); err != nil {
 		return nil, err
 	}
 	return &d, nil
@@ -176,7 +176,7 @@ func sessionLayout(cfg config.Config, s *store.Store) sessionstore.SessionLayout
 }
 
 // buildWebhooks wires the webhook store, the service and the deliverer into d.
-func buildWebhooks(d *Domains, cfg config.Config, s *store.Store, h *keyhash.Hasher, rm *repo.Metrics, log *slog.Logger) error {
+func buildWebhooks(d *Domains, cfg config.Config, s *store.Store, h *keyhash.Hasher, rm *repo.Metrics, tel *telemetry.Telemetry, log *slog.Logger) error {
 	wr, err := webhookstore.New(s, webhookstore.Options{Prefix: cfg.KeyPrefix, Hasher: h,
 		MaxPerTenant: cfg.TenantMaxWebhooks, Metrics: rm, Logger: log})
 	if err != nil {
@@ -187,6 +187,7 @@ func buildWebhooks(d *Domains, cfg config.Config, s *store.Store, h *keyhash.Has
 		return err
 	}
 	d.Deliverer, err = webhooks.NewDeliverer(wr, h, webhooks.DeliverOptions{RetryBase: cfg.WebhookRetryBase,
-		RetryWindow: cfg.WebhookRetryWindow, Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Logger: log})
+		RetryWindow: cfg.WebhookRetryWindow, Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Logger: log,
+		Meter: tel.Meter("github.com/hashgate/hashgate/internal/webhooks")})
 	return err
 }

@@ -19,7 +19,10 @@
 // the history implies, automatic escalation at most once, and exactly once for the watched
 // cases) and idempotent creates (one object per Idempotency-Key). A tenant of its own, on
 // replicas with request-rate limits on, checks the admitted requests per window against the
-// limit. See docs/ROBUSTNESS.md.
+// limit. TestRobustnessEvents checks issue 26's atomicity under faults the same way but
+// against the end state: cmd/gateway processes SIGKILLed and Redis primaries failed over
+// during thousands of writes, then every change has its event and every event its change
+// (events_check_test.go). See docs/ROBUSTNESS.md.
 //
 // The tests skip when the Redis 8 executables are not provided (source .cache/redis/env.sh, or
 // run `make test`), and fail then under CI=true. `make robustness` runs the long schedule.

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/hashgate/hashgate/internal/keyhash"
 )
 
@@ -65,6 +67,7 @@ type DeliverOptions struct {
 	AllowPrivate bool
 	Consumer     string // this replica's consumer name; default host-pid-random
 	Logger       *slog.Logger
+	Meter        metric.Meter // the delivery metrics (metrics.go); nil: none
 }
 
 // Deliverer delivers the tenants' events to their webhooks (Run, one per replica).
@@ -74,6 +77,7 @@ type Deliverer struct {
 	client *http.Client
 	o      DeliverOptions
 	log    *slog.Logger
+	m      *metrics
 
 	mu      sync.Mutex
 	running map[string]bool // webhook ids with a pass under way on this replica
@@ -99,7 +103,11 @@ func NewDeliverer(q Queue, h *keyhash.Hasher, o DeliverOptions) (*Deliverer, err
 	if len(o.Consumer) > maxConsumerBytes {
 		o.Consumer = o.Consumer[len(o.Consumer)-maxConsumerBytes:] // the pid and random part are at the end
 	}
-	return &Deliverer{q: q, hasher: h, client: NewClient(o.Timeout, o.AllowPrivate), o: o,
+	m, err := newMetrics(o.Meter)
+	if err != nil {
+		return nil, err
+	}
+	return &Deliverer{q: q, hasher: h, client: NewClient(o.Timeout, o.AllowPrivate), o: o, m: m,
 		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), running: map[string]bool{}}, nil
 }
 
@@ -229,6 +237,7 @@ func (d *Deliverer) collect(ctx context.Context, w *Webhook) ([]Entry, error) {
 			if err := d.q.Settle(ctx, w, d.o.Consumer, id, f); err != nil {
 				return nil, err
 			}
+			d.m.settledAs(ctx, StatusFailed, eventTime(id))
 		}
 		out = append(out, es...)
 		if next == "0-0" || next == "" {
@@ -280,10 +289,12 @@ func (d *Deliverer) deliver(ctx context.Context, w *Webhook, entries []Entry) er
 		if ok, err := d.q.Lease(ctx, w, d.o.Consumer, d.o.LeaseTTL); err != nil || !ok {
 			return cmp.Or(err, ErrLeaseLost)
 		}
+		start := time.Now()
 		res := send(ctx, d.client, w.URL, secret, e.Event.ID, Body(e.Event))
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping: the entry stays pending for the next holder
 		}
+		d.m.attempted(ctx, res, time.Since(start))
 		rec := Delivery{MessageID: e.Event.ID, EventType: string(e.Event.Type), Attempts: st.Attempts + 1,
 			StatusCode: res.status, LastError: res.err, Status: StatusDelivered}
 		if !res.ok() {
@@ -297,6 +308,7 @@ func (d *Deliverer) deliver(ctx context.Context, w *Webhook, entries []Entry) er
 		if err := d.q.Settle(ctx, w, d.o.Consumer, e.StreamID, rec); err != nil {
 			return err
 		}
+		d.m.settledAs(ctx, rec.Status, eventTime(e.StreamID))
 		if rec.Status == StatusPending {
 			blocked[e.Event.Subject] = true
 		}

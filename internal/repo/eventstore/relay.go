@@ -72,7 +72,7 @@ func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
 			}
 		}
 		tag := s.hasher.TenantTag(tenant)
-		rep, err := repo.RunScript(ctx, s.client, s.metrics, "events_relay", "events relay", scriptRelay, []string{s.keys.EventStream(tag), s.keys.EventRelayed(tag, userTag)}, args)
+		rep, err := s.runRelay(ctx, []string{s.keys.EventStream(tag), s.keys.EventRelayed(tag, userTag)}, args)
 		if err != nil {
 			return total, err
 		}

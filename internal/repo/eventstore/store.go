@@ -44,6 +44,7 @@ type Options struct {
 // Store reads the tenant streams and relays outboxes.
 type Store struct {
 	client    rueidis.Client
+	durable   *store.Durable // confirms a relay's copy before its outbox entries go (relay_confirm.go)
 	metrics   *repo.Metrics
 	keys      repo.Keys
 	hasher    *keyhash.Hasher
@@ -65,7 +66,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{client: s.Client, metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}, nil
+	return &Store{client: s.Client, durable: s.Durable, metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}, nil
 }
 
 func (s *Store) stream(tenant string) string { return s.keys.EventStream(s.hasher.TenantTag(tenant)) }
