@@ -151,7 +151,7 @@ func runEvents(t *testing.T, bin string, run evRun, seed uint64) evResult {
 	case run.cluster:
 		d = startClusterDeployment(t)
 	default:
-		d = startDeployment(t)
+		d = startDeployment(t, 0)
 	}
 	spec := gatewayConfig(t, "", run.durable)
 	for k, v := range map[string]string{"GATEWAY_SESSION_EVENTS": "true", "GATEWAY_EVENTS_RELAY_INTERVAL": evRelayInterval.String(),
