@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -300,9 +299,10 @@ func evCycle(d *deployment, run evRun, c int, n *faultCounts) error {
 // at 20% the master holding the tenant's event stream cut off from its replica (its
 // replication link partitioned: what it takes from then on is on it alone); at 45% it is
 // crashed and its replica promoted (crashMaster); another gateway SIGKILLed at 55% and
-// restarted at 75%, when a new node joins as the promoted master's replica (newReplica). Session writes land on the other masters (the users' tags) and their
-// replicas meanwhile; the relay copies their events into the tenant's stream on the cut-off
-// master.
+// restarted at 75%, when the crashed node is restarted and rejoins as the promoted master's
+// replica (restartMaster). Session writes land on the other masters (the users' tags) and
+// their replicas meanwhile; the relay copies their events into the tenant's stream on the
+// cut-off master.
 func evClusterCycle(d *deployment, run evRun, c int, n *faultCounts) error {
 	p := run.period
 	at := time.Now()
@@ -343,44 +343,11 @@ func evClusterCycle(d *deployment, run evRun, c int, n *faultCounts) error {
 	if err := g.restart(context.Background()); err != nil {
 		return err
 	}
-	if err := d.newReplica(m); err != nil {
+	if err := d.restartMaster(m); err != nil {
 		return err
 	}
 	wait(1)
 	return nil
-}
-
-// newReplica starts a fresh cluster node and makes it the replica of master i's promoted
-// replica (the crashed node is not restarted), so the tenant's node has a replica again: the
-// writes the gateways confirm there (its tokens, quotes, cases, the relay's copies) are taken
-// again.
-func (d *deployment) newReplica(i int) error {
-	rc := d.cluster
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	bus := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := testredis.StartServer(d.t, "--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "2000", "--cluster-port", strconv.Itoa(bus), "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
-	c := testredis.NodeClient(d.t, srv.Addr())
-	master := rc.Replicas[i]
-	id, err := master.Do(context.Background(), "CLUSTER", "MYID").ToString()
-	if err != nil {
-		return err
-	}
-	if err := testredis.Do(c, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(master.Port), strconv.Itoa(master.BusPort)).Error(); err != nil {
-		return err
-	}
-	if err := poll(30*time.Second, "the new node replicates the promoted master", func() bool {
-		return testredis.Do(c, "CLUSTER", "REPLICATE", id).Error() == nil
-	}); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return testredis.WaitLinkUp(ctx, srv.Port)
 }
 
 // eventsMaster is the master holding the workload's tenant's event stream.
