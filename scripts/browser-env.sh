@@ -17,21 +17,9 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${HASHGATE_BROWSER_CACHE:-$REPO/.cache/browser}
-
-log() { printf '[browser-env] %s\n' "$*" >&2; }
-die() {
-	printf '[browser-env] ERROR: %s\n' "$*" >&2
-	exit 1
-}
-
-run_quiet() {
-	local logf=$1
-	shift
-	if ! "$@" >"$logf" 2>&1; then
-		tail -n 30 "$logf" | sed 's/^/    /' >&2
-		return 1
-	fi
-}
+ENV_NAME=browser-env LOCK_MINUTES=10 USAGE_LINES=6
+# shellcheck source=scripts/env-lib.sh
+source "$REPO/scripts/env-lib.sh"
 
 chromium_bin() { command -v chromium || true; }
 chromium_ok() {
@@ -39,6 +27,7 @@ chromium_ok() {
 	bin=$(chromium_bin)
 	[[ -n $bin ]] && timeout 30 "$bin" --version 2>/dev/null | grep -q '^Chromium '
 }
+provisioned() { chromium_ok; }
 
 provision() {
 	if chromium_ok; then
@@ -68,24 +57,4 @@ export_lines() {
 	printf "export HASHGATE_TEST_CHROMIUM='%s'\n" "$(chromium_bin)"
 }
 
-lock() {
-	mkdir -p "$CACHE"
-	exec 9>"$CACHE/.lock"
-	flock -w 600 9 || die "another browser-env.sh has held $CACHE/.lock for 10 minutes"
-}
-
-case ${1:-} in
-up)
-	lock
-	provision
-	export_lines
-	;;
-env)
-	chromium_ok || die "not installed; run: scripts/browser-env.sh up"
-	export_lines
-	;;
-*)
-	sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-	;;
-esac
+env_main "$@"

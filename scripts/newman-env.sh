@@ -17,15 +17,13 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${HASHGATE_NEWMAN_CACHE:-$REPO/.cache/newman}
 NEWMAN=$CACHE/node_modules/.bin/newman
 PKG=$REPO/tools/newman/package.json
-
-log() { printf '[newman-env] %s\n' "$*" >&2; }
-die() {
-	printf '[newman-env] ERROR: %s\n' "$*" >&2
-	exit 1
-}
+ENV_NAME=newman-env LOCK_MINUTES=5 USAGE_LINES=6
+# shellcheck source=scripts/env-lib.sh
+source "$REPO/scripts/env-lib.sh"
 
 want_version() { sed -n 's/.*"newman": *"\([^"]*\)".*/\1/p' "$PKG"; }
 newman_ok() { [[ -x $NEWMAN ]] && [[ $(timeout 30 "$NEWMAN" --version 2>/dev/null) == "$(want_version)" ]]; }
+provisioned() { newman_ok; }
 
 provision() {
 	if newman_ok; then
@@ -37,32 +35,14 @@ provision() {
 	mkdir -p "$CACHE"
 	cp "$PKG" "$CACHE/package.json"
 	local logf=$CACHE/npm.log
-	if ! (cd "$CACHE" && npm install --no-package-lock --no-audit --no-fund --loglevel=error >"$logf" 2>&1); then
-		tail -n 30 "$logf" | sed 's/^/    /' >&2
+	(cd "$CACHE" && run_quiet "$logf" npm install --no-package-lock --no-audit --no-fund --loglevel=error) ||
 		die "npm install failed; see $logf"
-	fi
 	newman_ok || die "the installed newman does not run"
 	log "installed newman $("$NEWMAN" --version)"
 }
 
-lock() {
-	mkdir -p "$CACHE"
-	exec 9>"$CACHE/.lock"
-	flock -w 300 9 || die "another newman-env.sh has held $CACHE/.lock for 5 minutes"
+export_lines() {
+	printf "export HASHGATE_TEST_NEWMAN='%s'\n" "$NEWMAN"
 }
 
-case ${1:-} in
-up)
-	lock
-	provision
-	printf "export HASHGATE_TEST_NEWMAN='%s'\n" "$NEWMAN"
-	;;
-env)
-	newman_ok || die "not installed; run: scripts/newman-env.sh up"
-	printf "export HASHGATE_TEST_NEWMAN='%s'\n" "$NEWMAN"
-	;;
-*)
-	sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-	;;
-esac
+env_main "$@"

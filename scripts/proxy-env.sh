@@ -35,25 +35,14 @@ TRAEFIK_MODULE=github.com/traefik/traefik/v3
 TRAEFIK_SERIES=v3.3
 # v3.3.6 and v3.3.7 are refused by proxy.golang.org (403, and no checksum-database entry).
 TRAEFIK_VERSION=${HASHGATE_TRAEFIK_VERSION:-v3.3.5}
-
-log() { printf '[proxy-env] %s\n' "$*" >&2; }
-die() {
-	printf '[proxy-env] ERROR: %s\n' "$*" >&2
-	exit 1
-}
-
-run_quiet() {
-	local logf=$1
-	shift
-	if ! "$@" >"$logf" 2>&1; then
-		tail -n 30 "$logf" | sed 's/^/    /' >&2
-		return 1
-	fi
-}
+ENV_NAME=proxy-env LOCK_MINUTES=5 USAGE_LINES=5
+# shellcheck source=scripts/env-lib.sh
+source "$REPO/scripts/env-lib.sh"
 
 nginx_ok() { [[ -x $NGINX ]] && timeout 10 "$NGINX" -V 2>&1 | grep -q -- '--with-http_auth_request_module'; }
 caddy_ok() { [[ -x $CADDY ]] && timeout 10 "$CADDY" version 2>/dev/null | grep -Eq '^v?2\.'; }
 traefik_ok() { [[ -x $TRAEFIK ]] && timeout 10 "$TRAEFIK" version 2>/dev/null | grep -q "Version: *$TRAEFIK_SERIES\."; }
+provisioned() { nginx_ok && caddy_ok; }
 
 # packages: nginx-light, the package holding its nginx binary (its nginx/nginx-core dependency
 # on releases where nginx-light is transitional), caddy, and the shared libraries the binaries
@@ -69,44 +58,33 @@ packages() {
 	printf '%s\n' "${pkgs[@]}"
 }
 
+# provision: nginx and Caddy, then traefik; without traefik the nginx and Caddy tests still run
+# (the proxy tests fail under CI=true).
 provision() {
+	provision_debs
+	(provision_traefik) || log "WARNING: no traefik; its proxy tests will not run"
+}
+
+provision_debs() {
 	if nginx_ok && caddy_ok; then
 		log "nginx and caddy: cached ($("$NGINX" -v 2>&1 | sed 's/.*: //'), caddy $("$CADDY" version | awk '{ print $1 }'))"
 		return
 	fi
 	log "provisioning nginx-light and caddy from the system's Debian packages ..."
 	local debs=$CACHE/debs logf=$CACHE/apt.log cand
-	mkdir -p "$debs"
 	cand=$(apt-cache policy nginx-light caddy 2>/dev/null | awk '/Candidate:/ { print $2 }' | grep -vc '(none)' || true)
 	if [[ $cand != 2 ]]; then
 		log "system package lists do not know nginx-light and caddy; running apt-get update"
 		run_quiet "$logf" apt-get -q update || die "apt-get update failed; see $logf"
 	fi
-	local pkgs
-	mapfile -t pkgs < <(packages)
-	rm -f "$debs"/*.deb
-	if ! (cd "$debs" && run_quiet "$logf" apt-get -q -o APT::Sandbox::User=root download "${pkgs[@]}"); then
-		log "download failed; refreshing the system package lists"
-		run_quiet "$logf" apt-get -q update || die "apt-get update failed; see $logf"
-		mapfile -t pkgs < <(packages)
-		(cd "$debs" && run_quiet "$logf" apt-get -q -o APT::Sandbox::User=root download "${pkgs[@]}") ||
-			die "apt-get download ${pkgs[*]} failed; see $logf"
-	fi
-	rm -rf "$ROOT.tmp"
-	mkdir -p "$ROOT.tmp"
-	local d
-	for d in "$debs"/*.deb; do
-		dpkg-deb -x "$d" "$ROOT.tmp" || die "could not extract $d"
-	done
-	rm -rf "$ROOT"
-	mv "$ROOT.tmp" "$ROOT"
-	rm -f "$debs"/*.deb
+	fetch_debs "$debs" "$logf" system packages apt-get -q -o APT::Sandbox::User=root
+	extract_debs "$debs" "$ROOT"
 
 	local ngx="" cand_bin
 	for cand_bin in "$ROOT/usr/sbin/nginx" "$ROOT/usr/bin/nginx"; do
 		[[ -x $cand_bin ]] && ngx=$cand_bin && break
 	done
-	[[ -n $ngx ]] || die "no nginx binary in the extracted packages (${pkgs[*]})"
+	[[ -n $ngx ]] || die "no nginx binary in the extracted packages ($(packages | xargs))"
 	[[ -x $ROOT/usr/bin/caddy ]] || die "no caddy binary in the extracted caddy package"
 	local libpath="$ROOT/usr/lib/x86_64-linux-gnu:$ROOT/lib/x86_64-linux-gnu" missing
 	missing=$(LD_LIBRARY_PATH=$libpath ldd "$ngx" 2>&1 | grep 'not found' || true)
@@ -171,26 +149,4 @@ EOF
 	fi
 }
 
-lock() {
-	mkdir -p "$CACHE"
-	exec 9>"$CACHE/.lock"
-	flock -w 300 9 || die "another proxy-env.sh has held $CACHE/.lock for 5 minutes"
-}
-
-case ${1:-} in
-up)
-	lock
-	provision
-	# Without traefik the nginx and Caddy tests still run (the proxy tests fail under CI=true).
-	(provision_traefik) || log "WARNING: no traefik; its proxy tests will not run"
-	export_lines
-	;;
-env)
-	nginx_ok && caddy_ok || die "not provisioned; run: scripts/proxy-env.sh up"
-	export_lines
-	;;
-*)
-	sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-	;;
-esac
+env_main "$@"

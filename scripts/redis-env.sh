@@ -39,16 +39,10 @@ R7_CLI=$BIN/redis7-cli
 TRIXIE_PKGS=(redis-server redis-tools libc6 libssl3t64 libstdc++6 libgcc-s1 libjemalloc2
 	liblzf1 libatomic1 libsystemd0 libcap2 zlib1g libzstd1)
 
-log() { printf '[redis-env] %s\n' "$*" >&2; }
-die() {
-	printf '[redis-env] ERROR: %s\n' "$*" >&2
-	exit 1
-}
-
-usage() {
-	sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-}
+ENV_NAME=redis-env
+# shellcheck source=scripts/env-lib.sh
+source "$REPO/scripts/env-lib.sh"
+trixie_pkgs() { printf '%s\n' "${TRIXIE_PKGS[@]}"; }
 
 # ---------------------------------------------------------------------------
 # provisioning
@@ -114,28 +108,6 @@ debian_mirror() {
 	echo "${uri%/}"
 }
 
-# run_quiet LOGFILE CMD... : run CMD with output in LOGFILE; show the log on failure.
-run_quiet() {
-	local logf=$1
-	shift
-	if ! "$@" >"$logf" 2>&1; then
-		tail -n 30 "$logf" | sed 's/^/    /' >&2
-		return 1
-	fi
-}
-
-# extract_debs DEBDIR DEST : extract every .deb in DEBDIR into a fresh DEST.
-extract_debs() {
-	local debdir=$1 dest=$2 d
-	rm -rf "$dest.tmp"
-	mkdir -p "$dest.tmp"
-	for d in "$debdir"/*.deb; do
-		dpkg-deb -x "$d" "$dest.tmp" || die "could not extract $d"
-	done
-	rm -rf "$dest"
-	mv "$dest.tmp" "$dest"
-}
-
 # write_wrapper PATH BODY
 write_wrapper() {
 	mkdir -p "$BIN"
@@ -185,28 +157,34 @@ EOF
 	echo "$dir/apt.conf"
 }
 
-provision_redis8() {
-	local v
-	v=$(server_version "$R8_SERVER")
-	if is_v8 "$v" && [[ -x $R8_CLI ]] && timeout 10 "$R8_CLI" --version >/dev/null 2>&1; then
-		log "Redis 8: cached ($v)"
-		return
+# installed WHAT IS_VERSION SERVER CLI: whether the wrappers SERVER and CLI run a version
+# IS_VERSION accepts, or can be made to: a redis-server and redis-cli on PATH of such a version
+# are used as they are.
+installed() {
+	local what=$1 is_version=$2 server=$3 cli=$4 v sys
+	v=$(server_version "$server")
+	if "$is_version" "$v" && [[ -x $cli ]] && timeout 10 "$cli" --version >/dev/null 2>&1; then
+		log "$what: cached ($v)"
+		return 0
 	fi
+	if sys=$(command -v redis-server) && "$is_version" "$(server_version "$sys")" && command -v redis-cli >/dev/null; then
+		write_wrapper "$server" "exec '$sys' \"\$@\""
+		write_wrapper "$cli" "exec '$(command -v redis-cli)' \"\$@\""
+		log "$what: using $sys ($(server_version "$server"))"
+		return 0
+	fi
+	return 1
+}
+
+provision_redis8() {
 	# A redis-server on PATH that is already 8.x will do. A 7.4 one would not: the "redis8"
 	# backends test the HSETEX mode (Redis 8 only), and the suite also forces the HEXPIRE
 	# mode on the same server, so one Redis 8 covers both newer modes.
-	local sys
-	if sys=$(command -v redis-server) && is_v8 "$(server_version "$sys")" && command -v redis-cli >/dev/null; then
-		write_wrapper "$R8_SERVER" "exec '$sys' \"\$@\""
-		write_wrapper "$R8_CLI" "exec '$(command -v redis-cli)' \"\$@\""
-		log "Redis 8: using $sys ($(server_version "$R8_SERVER"))"
-		return
-	fi
+	installed "Redis 8" is_v8 "$R8_SERVER" "$R8_CLI" && return
 
 	log "Redis 8: provisioning from Debian trixie packages ..."
-	local conf debs=$CACHE/debs/trixie root=$CACHE/redis8 logf=$CACHE/apt-trixie.log
+	local conf debs=$CACHE/debs/trixie root=$CACHE/redis8 logf=$CACHE/apt-trixie.log v
 	conf=$(trixie_apt)
-	mkdir -p "$debs"
 	shopt -s nullglob
 	local lists=("$CACHE"/apt-trixie/lists/*_Packages*)
 	shopt -u nullglob
@@ -214,16 +192,8 @@ provision_redis8() {
 		run_quiet "$logf" env APT_CONFIG="$conf" apt-get -q update ||
 			die "apt-get update (private trixie lists) failed; see $logf"
 	fi
-	rm -f "$debs"/*.deb
-	if ! (cd "$debs" && run_quiet "$logf" env APT_CONFIG="$conf" apt-get -q download "${TRIXIE_PKGS[@]}"); then
-		log "download failed; refreshing the private trixie package lists"
-		run_quiet "$logf" env APT_CONFIG="$conf" apt-get -q update ||
-			die "apt-get update (private trixie lists) failed; see $logf"
-		(cd "$debs" && run_quiet "$logf" env APT_CONFIG="$conf" apt-get -q download "${TRIXIE_PKGS[@]}") ||
-			die "apt-get download of trixie packages failed; see $logf"
-	fi
+	fetch_debs "$debs" "$logf" "private trixie" trixie_pkgs env APT_CONFIG="$conf" apt-get -q
 	extract_debs "$debs" "$root"
-	rm -f "$debs"/*.deb
 
 	# Locate trixie's own dynamic loader in the extracted tree.
 	local loader="" cand
@@ -249,43 +219,29 @@ provision_redis8() {
 	log "Redis 8: provisioned $v"
 }
 
+# redis7_pkgs: Redis 7.0's packages and the shared libraries it needs that this system lacks.
+redis7_pkgs() {
+	local p
+	echo redis-server
+	echo redis-tools
+	for p in liblzf1 libjemalloc2 libatomic1 libssl3 libsystemd0; do
+		[[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == *"ok installed" ]] || echo "$p"
+	done
+}
+
 provision_redis7() {
-	local v
-	v=$(server_version "$R7_SERVER")
-	if is_v70 "$v" && [[ -x $R7_CLI ]] && timeout 10 "$R7_CLI" --version >/dev/null 2>&1; then
-		log "Redis 7.0: cached ($v)"
-		return
-	fi
-	local sys
-	if sys=$(command -v redis-server) && is_v70 "$(server_version "$sys")" && command -v redis-cli >/dev/null; then
-		write_wrapper "$R7_SERVER" "exec '$sys' \"\$@\""
-		write_wrapper "$R7_CLI" "exec '$(command -v redis-cli)' \"\$@\""
-		log "Redis 7.0: using $sys ($(server_version "$R7_SERVER"))"
-		return
-	fi
+	installed "Redis 7.0" is_v70 "$R7_SERVER" "$R7_CLI" && return
 
 	log "Redis 7.0: provisioning from the system's Debian packages ..."
-	local debs=$CACHE/debs/system root=$CACHE/redis7 logf=$CACHE/apt-system.log p
-	local pkgs=(redis-server redis-tools)
-	for p in liblzf1 libjemalloc2 libatomic1 libssl3 libsystemd0; do
-		[[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == *"ok installed" ]] || pkgs+=("$p")
-	done
+	local debs=$CACHE/debs/system root=$CACHE/redis7 logf=$CACHE/apt-system.log v
 	local cand
 	cand=$(apt-cache policy redis-server 2>/dev/null | awk '/Candidate:/ { print $2 }')
 	if [[ -z $cand || $cand == "(none)" ]]; then
 		log "system package lists are empty; running apt-get update"
 		run_quiet "$logf" apt-get -q update || die "apt-get update failed; see $logf"
 	fi
-	mkdir -p "$debs"
-	rm -f "$debs"/*.deb
-	if ! (cd "$debs" && run_quiet "$logf" apt-get -q -o APT::Sandbox::User=root download "${pkgs[@]}"); then
-		log "download failed; refreshing the system package lists"
-		run_quiet "$logf" apt-get -q update || die "apt-get update failed; see $logf"
-		(cd "$debs" && run_quiet "$logf" apt-get -q -o APT::Sandbox::User=root download "${pkgs[@]}") ||
-			die "apt-get download ${pkgs[*]} failed; see $logf"
-	fi
+	fetch_debs "$debs" "$logf" system redis7_pkgs apt-get -q -o APT::Sandbox::User=root
 	extract_debs "$debs" "$root"
-	rm -f "$debs"/*.deb
 	local libpath="$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
 	local missing
 	missing=$(LD_LIBRARY_PATH=$libpath ldd "$root/usr/bin/redis-server" 2>&1 | grep 'not found' || true)
@@ -325,5 +281,5 @@ up)
 	redisenv up
 	;;
 down | env | status) redisenv "$1" ;;
-*) usage ;;
+*) usage 7 ;;
 esac
