@@ -1,9 +1,13 @@
 package repo
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+
+	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/store"
@@ -30,4 +34,25 @@ func CheckBase(what string, s *store.Store, prefix string, hashers ...*keyhash.H
 		}
 	}
 	return nil
+}
+
+// Base is what every store holds, whatever its domain: the Redis client, the key names under
+// its prefix, the hasher of its key tags, its metrics and its logger. A store embeds it and
+// builds it with NewBase.
+type Base struct {
+	Client  rueidis.Client
+	Keys    Keys
+	Hasher  *keyhash.Hasher
+	Metrics *Metrics
+	Log     *slog.Logger // never nil: NewBase discards what a store is given none for
+}
+
+// NewBase checks what every store needs (CheckBase, with hasher h) and builds the Base of a
+// store of what on s.
+func NewBase(what string, s *store.Store, prefix string, h *keyhash.Hasher, m *Metrics, log *slog.Logger) (Base, error) {
+	if err := CheckBase(what, s, prefix, h); err != nil {
+		return Base{}, err
+	}
+	return Base{Client: s.Client, Keys: Keys{Prefix: prefix}, Hasher: h, Metrics: m,
+		Log: cmp.Or(log, slog.New(slog.DiscardHandler))}, nil
 }

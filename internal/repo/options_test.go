@@ -45,6 +45,42 @@ func TestCheckBase(t *testing.T) {
 	}
 }
 
+// TestNewBase: a store's base refuses what CheckBase refuses, and a store given no logger logs
+// nowhere rather than through a nil one.
+func TestNewBase(t *testing.T) {
+	t.Parallel()
+	s := &store.Store{Client: testredis.Open(t, testredis.Backends()[0]).Client}
+	h, _, err := keyhash.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewBase("things", s, "hg", nil, nil, nil); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("no hasher: %v, want ErrBadOptions", err)
+	}
+	b, err := NewBase("things", s, "hg", h, nil, nil)
+	if err != nil || b.Log == nil || b.Client != s.Client || b.Keys.Key("thing", "t") != "hg:v1:thing:{t}" {
+		t.Fatalf("NewBase = %+v, %v", b, err)
+	}
+}
+
+// TestTenantQuota: a store's quota option is its default when 0 and refused outside 1..most,
+// naming the objects it counts.
+func TestTenantQuota(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit, want int
+		ok          bool
+	}{{0, 20, true}, {1, 1, true}, {100, 100, true}, {101, 0, false}, {-1, 0, false}} {
+		q, err := TenantQuota("things", "GATEWAY_TENANT_MAX_THINGS", c.limit, 20, 100)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrBadOptions)) || q.Limit != c.want {
+			t.Errorf("limit %d: %+v, %v", c.limit, q, err)
+		}
+		if err == nil && (q.Name != "things" || q.Env != "GATEWAY_TENANT_MAX_THINGS") {
+			t.Errorf("limit %d: %+v", c.limit, q)
+		}
+	}
+}
+
 // TestRunScriptWrongTypeIsCorrupt: a script meeting a key of another type where its object
 // belongs answers ErrCorrupt, counted as an error of the script, in every store (the kit's one
 // way to run a script).

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -41,4 +42,14 @@ func QuotaRefusal(ctx context.Context, m *Metrics, script string, rep Reply, q Q
 		return BadReply(ctx, m, script, err)
 	}
 	return QuotaError(q.Name, q.Env, q.Limit, wait)
+}
+
+// TenantQuota is the quota of name, set by env, from a store's option: limit, def when 0; a
+// limit outside 1..most is refused (ErrBadOptions).
+func TenantQuota(name, env string, limit, def, most int) (Quota, error) {
+	limit = cmp.Or(limit, def)
+	if limit < 1 || limit > most {
+		return Quota{}, fmt.Errorf("%w: %s per tenant %d not within 1..%d", ErrBadOptions, name, limit, most)
+	}
+	return Quota{Name: name, Env: env, Limit: limit}, nil
 }

@@ -39,7 +39,7 @@ func (r *Store) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 		return nil, err
 	}
 	rep, err := r.writes.Script(ctx, "case_create", "case create", scriptCreate,
-		append(append(append(r.caseKeys(tag, in.ID), r.dueKey(tag)), r.indexKeys(tag)...), r.keys.EventStream(tag)),
+		append(append(append(r.caseKeys(tag, in.ID), r.dueKey(tag)), r.indexKeys(tag)...), r.Keys.EventStream(tag)),
 		[]string{in.ID, in.Tenant, in.SubjectRef, in.AssignedTeam, repo.FormatMs(in.DueAt.UnixMilli()), in.Reason, in.Actor,
 			repo.FormatMs(r.openTTL.Milliseconds()), strconv.Itoa(r.historyMax), strconv.Itoa(repo.SchemaVersion),
 			strconv.Itoa(r.objects.Quota.Limit), strconv.Itoa(MaxDueCases), in.Assignee,
@@ -49,7 +49,7 @@ func (r *Store) Create(ctx context.Context, in cases.NewCase) (*cases.Case, erro
 		return nil, err
 	}
 	if err := createReplies.Check(rep); err != nil {
-		return nil, repo.BadReply(ctx, r.metrics, "case_create", err)
+		return nil, repo.BadReply(ctx, r.Metrics, "case_create", err)
 	}
 	if rep.Code() == repo.CodeBound {
 		return nil, dueBoundError()
@@ -62,7 +62,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*cases.Case, error)
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case get: %w", apperr.NotFound)
 	}
-	return r.objects.Get(ctx, r.client, r.caseKeys(r.TenantTag(tenant), id)[0], id)
+	return r.objects.Get(ctx, r.Client, r.caseKeys(r.TenantTag(tenant), id)[0], id)
 }
 
 // History lists at most n of the case's transitions, newest first, strictly older than the
@@ -108,9 +108,9 @@ func (r *Store) history(ctx context.Context, tenant string, keys []string, befor
 	if before != "" {
 		end = "(" + before // exclusive (Redis 6.2+)
 	}
-	res := r.client.DoMulti(ctx,
-		r.client.B().Hget().Key(keys[0]).Field("tenantId").Build(),
-		r.client.B().Xrevrange().Key(keys[1]).End(end).Start("-").Count(int64(max(n, 1))).Build())
+	res := r.Client.DoMulti(ctx,
+		r.Client.B().Hget().Key(keys[0]).Field("tenantId").Build(),
+		r.Client.B().Xrevrange().Key(keys[1]).End(end).Start("-").Count(int64(max(n, 1))).Build())
 	owner, err := res[0].ToString()
 	if err != nil {
 		return nil, repo.CommandError("case history", err)
@@ -171,7 +171,7 @@ func (r *Store) add(ctx context.Context, name, op string, l *rueidis.Lua, key st
 		return err
 	}
 	if err := addReplies.Check(rep); err != nil {
-		return repo.BadReply(ctx, r.metrics, name, err)
+		return repo.BadReply(ctx, r.Metrics, name, err)
 	}
 	if rep.Code() == repo.CodeBound {
 		return errFull

@@ -14,8 +14,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
@@ -64,12 +62,8 @@ type Options struct {
 
 // Store keeps escalation cases (it implements cases.Store and cases.DueStore).
 type Store struct {
-	client        rueidis.Client
+	repo.Base
 	writes        repo.Writes // every write but the due index's removals, confirmed
-	metrics       *repo.Metrics
-	hasher        *keyhash.Hasher
-	keys          repo.Keys
-	log           *slog.Logger
 	maxEscalation int
 	openTTL       time.Duration
 	resolvedTTL   time.Duration
@@ -91,8 +85,12 @@ func New(s *store.Store, o Options) (*Store, error) {
 	o.OpenTTL = cmp.Or(o.OpenTTL, DefaultOpenTTL)
 	o.ResolvedTTL = cmp.Or(o.ResolvedTTL, DefaultResolvedTTL)
 	o.HistoryMax = cmp.Or(o.HistoryMax, DefaultHistoryMax)
-	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
-	if err := repo.CheckBase("cases", s, o.Prefix, o.Hasher); err != nil {
+	base, err := repo.NewBase("cases", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	quota, err := repo.TenantQuota("cases", "GATEWAY_TENANT_MAX_CASES", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err != nil {
 		return nil, err
 	}
 	switch {
@@ -102,16 +100,13 @@ func New(s *store.Store, o Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: case TTLs must be at least 1s", repo.ErrBadOptions)
 	case o.HistoryMax < 1 || o.HistoryMax > 10_000:
 		return nil, fmt.Errorf("%w: case history max %d not within 1..10000", repo.ErrBadOptions, o.HistoryMax)
-	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
-		return nil, fmt.Errorf("%w: cases per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
 	}
-	r := &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
-		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), maxEscalation: o.MaxEscalation,
+	r := &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), maxEscalation: o.MaxEscalation,
 		openTTL: o.OpenTTL, resolvedTTL: o.ResolvedTTL, historyMax: o.HistoryMax, retention: o.Retention.OrDefault()}
 	r.objects = repo.Objects[cases.Case]{Type: "case", KeyPattern: "case:{c_*}", Map: mapCase,
 		Tenant:  func(c *cases.Case) string { return c.Tenant },
-		Quota:   repo.Quota{Name: "cases", Env: "GATEWAY_TENANT_MAX_CASES", Limit: o.MaxPerTenant},
-		Metrics: r.metrics, Log: r.log}
+		Quota:   quota,
+		Metrics: r.Metrics, Log: r.Log}
 	r.statusTags, r.levelTags = r.indexTagTables()
 	return r, nil
 }
@@ -120,14 +115,14 @@ func New(s *store.Store, o Options) (*Store, error) {
 // tenant's tag (as its due index is), so one script creates or moves a case and counts it
 // exactly (GATEWAY_TENANT_MAX_CASES). Another tenant's id names a key that does not exist.
 func (r *Store) caseKeys(tenantTag, id string) []string {
-	hash := r.keys.Key("case", tenantTag, id)
-	return []string{hash, hash + ":history", r.keys.Key("quota", tenantTag, "cases")}
+	hash := r.Keys.Key("case", tenantTag, id)
+	return []string{hash, hash + ":history", r.Keys.Key("quota", tenantTag, "cases")}
 }
 
 // moveKeys are the keys of a script that moves a case: its keys, its tenant's list indexes and
 // event stream.
 func (r *Store) moveKeys(tenantTag, id string) []string {
-	return append(append(r.caseKeys(tenantTag, id), r.indexKeys(tenantTag)...), r.keys.EventStream(tenantTag))
+	return append(append(r.caseKeys(tenantTag, id), r.indexKeys(tenantTag)...), r.Keys.EventStream(tenantTag))
 }
 
 // envelope is the event envelope of a change the caller on ctx makes (events.Envelope).
@@ -136,13 +131,13 @@ func (r *Store) envelope(ctx context.Context, tenant string) string {
 }
 
 // dueKey is the tenant's due index.
-func (r *Store) dueKey(tenantTag string) string { return r.keys.Key("casedue", tenantTag) }
+func (r *Store) dueKey(tenantTag string) string { return r.Keys.Key("casedue", tenantTag) }
 
 // registryKey is the registry of tenants the sweepers visit.
-func (r *Store) registryKey() string { return r.keys.Key("casetenants", "all") }
+func (r *Store) registryKey() string { return r.Keys.Key("casetenants", "all") }
 
 // TenantTag is the opaque tag naming tenant's due index (never the raw tenant id).
-func (r *Store) TenantTag(tenant string) string { return r.hasher.TenantTag(tenant) }
+func (r *Store) TenantTag(tenant string) string { return r.Hasher.TenantTag(tenant) }
 
 //go:embed *.lua
 var scriptFiles embed.FS

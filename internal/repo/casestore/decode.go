@@ -57,8 +57,8 @@ func (r *Store) decodeEvent(ctx context.Context, m map[string]string) (cases.Eve
 		StateVersion: f.Int64("stateVersion"),
 	}
 	if err := f.Err("case history"); err != nil {
-		r.metrics.Read(ctx, "case_history", repo.Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}:history", "fields", f.Flagged())
+		r.Metrics.Read(ctx, "case_history", repo.Corrupt)
+		r.Log.ErrorContext(ctx, "corrupt object", "key", "case:{c_*}:history", "fields", f.Flagged())
 		return cases.Event{}, err
 	}
 	return ev, nil

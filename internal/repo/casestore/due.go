@@ -34,19 +34,19 @@ var tenantTagPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // server's clock (so every replica judges "due" by the same time).
 func (r *Store) SweepTenants(ctx context.Context) ([]string, time.Time, error) {
 	horizon := r.openTTL + tenantRegistryMargin
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "case_tenants", "case tenants", scriptTenants, []string{r.registryKey()},
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "case_tenants", "case tenants", scriptTenants, []string{r.registryKey()},
 		[]string{repo.FormatMs(horizon.Milliseconds()), strconv.Itoa(MaxTenants)})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	// {'OK', nowMs, tenantTag...}
 	if rep.Code() != repo.CodeOK {
-		return nil, time.Time{}, repo.BadReply(ctx, r.metrics, "case_tenants", rep.Unexpected())
+		return nil, time.Time{}, repo.BadReply(ctx, r.Metrics, "case_tenants", rep.Unexpected())
 	}
 	now, err := rep.Int(0)
 	tags, tagsErr := rep.Strs(1)
 	if err = cmp.Or(err, tagsErr); err != nil {
-		return nil, time.Time{}, repo.BadReply(ctx, r.metrics, "case_tenants", err)
+		return nil, time.Time{}, repo.BadReply(ctx, r.Metrics, "case_tenants", err)
 	}
 	out := tags[:0]
 	for _, t := range tags {
@@ -62,7 +62,7 @@ func (r *Store) DueCases(ctx context.Context, tenantTag string, now time.Time, l
 	if !tenantTagPattern.MatchString(tenantTag) || limit < 1 {
 		return nil, nil
 	}
-	ids, err := r.client.Do(ctx, r.client.B().Zrangebyscore().Key(r.dueKey(tenantTag)).Min("-inf").
+	ids, err := r.Client.Do(ctx, r.Client.B().Zrangebyscore().Key(r.dueKey(tenantTag)).Min("-inf").
 		Max(repo.FormatMs(now.UnixMilli())).Limit(0, int64(limit)).Build()).AsStrSlice()
 	if err != nil {
 		return nil, repo.CommandError("case due", err)
@@ -75,7 +75,7 @@ func (r *Store) Undue(ctx context.Context, tenantTag string, ids ...string) erro
 	if !tenantTagPattern.MatchString(tenantTag) || len(ids) == 0 {
 		return nil
 	}
-	err := r.client.Do(ctx, r.client.B().Zrem().Key(r.dueKey(tenantTag)).Member(ids...).Build()).Error()
+	err := r.Client.Do(ctx, r.Client.B().Zrem().Key(r.dueKey(tenantTag)).Member(ids...).Build()).Error()
 	return repo.CommandError("case undue", err)
 }
 
@@ -96,7 +96,7 @@ func (r *Store) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 	}
 	arg, err := autoReplies.Read(rep)
 	if err != nil {
-		return "", repo.BadReply(ctx, r.metrics, script, err)
+		return "", repo.BadReply(ctx, r.Metrics, script, err)
 	}
 	var o cases.AutoOutcome
 	switch rep.Code() {
@@ -116,8 +116,8 @@ func (r *Store) AutoEscalate(ctx context.Context, tenantTag, id string) (cases.A
 	case repo.CodeMaxEscalation:
 		o = cases.AutoAtMax
 	default: // repo.CodeCorrupt, the one code left (read checked the code is the table's)
-		return cases.AutoCorrupt, repo.CorruptError(ctx, r.metrics, r.log, script, "case", "case:{c_*}", arg)
+		return cases.AutoCorrupt, repo.CorruptError(ctx, r.Metrics, r.Log, script, "case", "case:{c_*}", arg)
 	}
-	r.metrics.Transition(ctx, "case", "auto_escalate", string(o))
+	r.Metrics.Transition(ctx, "case", "auto_escalate", string(o))
 	return o, nil
 }

@@ -27,7 +27,7 @@ func TestCaseEventsIffTheChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := c.keys.EventStream(c.TenantTag("acme"))
+		key := c.Keys.EventStream(c.TenantTag("acme"))
 		in := cases.NewCase{ID: cases.NewID(), Tenant: "acme", SubjectRef: "order/42", AssignedTeam: "ops",
 			DueAt: time.Now().Add(time.Hour), Reason: "late", Actor: "svc"}
 		k, err := c.Create(ctx, in)
@@ -133,7 +133,7 @@ func TestCaseAutoEscalateEventOnce(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("escalated %d times: %v", n, outs)
 		}
-		got := storetest.Events(t, s, c.keys.EventStream(tag))
+		got := storetest.Events(t, s, c.Keys.EventStream(tag))
 		data := storetest.WantEvents(t, got, "acme", [2]string{"case.created", k.ID}, [2]string{"case.escalated", k.ID})
 		if e := got[1]; e.Actor != events.ActorSystem || data[1]["auto"] != true || data[1]["level"] != 1.0 || data[1]["fromStatus"] != "OPEN" {
 			t.Fatalf("auto escalation event %+v data %v", e, data[1])

@@ -34,7 +34,7 @@ var indexNames = func() []string {
 // indexKeys are the tenant's list keys as the scripts take them: the coordinates hash, then
 // the indexes.
 func (r *Store) indexKeys(tenantTag string) []string {
-	return r.keys.IndexKeys("caseidx", tenantTag, indexNames...)
+	return r.Keys.IndexKeys("caseidx", tenantTag, indexNames...)
 }
 
 // indexTag is value's tag in filter's indexes.
@@ -42,7 +42,7 @@ func (r *Store) indexTag(filter, value string) string {
 	if value == "" {
 		return ""
 	}
-	return repo.IndexTag(r.hasher, "case:"+filter, value)
+	return repo.IndexTag(r.Hasher, "case:"+filter, value)
 }
 
 // indexTags are the tag tables a script moving a case needs: the statuses' tags

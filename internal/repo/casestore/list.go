@@ -51,10 +51,10 @@ func (r *Store) List(ctx context.Context, q cases.Query) (cases.Page, error) {
 	rev := map[bool]string{true: "1", false: ""}[q.Order == cases.OrderUpdated]
 	byDue := map[bool]string{true: "1", false: ""}[q.Order == cases.OrderDue]
 	args := append([]string{strconv.Itoa(pos), vtag, cursor, rev, strconv.Itoa(q.Limit), strconv.Itoa(listBudget(q.Limit)),
-		strconv.Itoa(listPruneMax), r.keys.Key("case", tag) + ":", q.Tenant, strings.Join(q.Statuses, " "), q.Team, q.Assignee,
+		strconv.Itoa(listPruneMax), r.Keys.Key("case", tag) + ":", q.Tenant, strings.Join(q.Statuses, " "), q.Team, q.Assignee,
 		level, q.Subject, overdue, byDue}, listFields...)
 	keys := append([]string{r.caseKeys(tag, "")[2]}, r.indexKeys(tag)...)
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "case_list", "case list", scriptList, keys, args)
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "case_list", "case list", scriptList, keys, args)
 	if err != nil {
 		return cases.Page{}, err
 	}
@@ -66,25 +66,25 @@ func (r *Store) List(ctx context.Context, q cases.Query) (cases.Page, error) {
 func (r *Store) readPage(ctx context.Context, rep repo.Reply, scope string) (cases.Page, error) {
 	// {'OK', nowMs, last member, more, {values}...}
 	if rep.Code() != repo.CodeOK {
-		return cases.Page{}, repo.BadReply(ctx, r.metrics, "case_list", rep.Unexpected())
+		return cases.Page{}, repo.BadReply(ctx, r.Metrics, "case_list", rep.Unexpected())
 	}
 	if err := rep.WantAtLeast(3); err != nil {
-		return cases.Page{}, repo.BadReply(ctx, r.metrics, "case_list", err)
+		return cases.Page{}, repo.BadReply(ctx, r.Metrics, "case_list", err)
 	}
 	last, err := rep.Str(1)
 	more, moreErr := rep.Str(2)
 	if err = errors.Join(err, moreErr); err != nil {
-		return cases.Page{}, repo.BadReply(ctx, r.metrics, "case_list", err)
+		return cases.Page{}, repo.BadReply(ctx, r.Metrics, "case_list", err)
 	}
 	pg := cases.Page{Items: make([]*cases.Case, 0, rep.Len()-3)}
 	for _, v := range rep.Values(3) {
 		vals, err := v.ToArray()
 		if err != nil {
-			return cases.Page{}, repo.BadReply(ctx, r.metrics, "case_list", err)
+			return cases.Page{}, repo.BadReply(ctx, r.Metrics, "case_list", err)
 		}
 		m, _, err := repo.HMGetFields(vals, listFields)
 		if err != nil {
-			return cases.Page{}, repo.BadReply(ctx, r.metrics, "case_list", err)
+			return cases.Page{}, repo.BadReply(ctx, r.Metrics, "case_list", err)
 		}
 		c, err := r.objects.Decode(ctx, m, m["caseId"])
 		if errors.Is(err, repo.ErrCorrupt) {
@@ -131,7 +131,7 @@ func (r *Store) listScope(q cases.Query, filter string) string {
 	if q.Overdue != nil {
 		overdue = strconv.FormatBool(*q.Overdue)
 	}
-	fp := repo.IndexTag(r.hasher, "case:query", strings.Join([]string{q.Tenant, strings.Join(st, ","), q.Team, q.Assignee,
+	fp := repo.IndexTag(r.Hasher, "case:query", strings.Join([]string{q.Tenant, strings.Join(st, ","), q.Team, q.Assignee,
 		level, q.Subject, overdue}, "\x00"))
 	return "cases." + q.Order + "." + filter + "." + fp
 }

@@ -36,5 +36,5 @@ func BenchmarkCaseTransition(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(testredis.ScriptCost(b, s.Client), "server-µs/script")
-	storetest.ReportStreamBytes(b, s, []string{r.keys.EventStream(r.TenantTag("acme"))})
+	storetest.ReportStreamBytes(b, s, []string{r.Keys.EventStream(r.TenantTag("acme"))})
 }

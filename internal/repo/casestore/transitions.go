@@ -37,11 +37,11 @@ func (r *Store) Reopen(ctx context.Context, ch cases.Change) (*cases.Case, error
 	}
 	tag := r.TenantTag(ch.Tenant)
 	if err := r.register(ctx, tag); err != nil {
-		r.log.WarnContext(ctx, "reopened case not re-indexed", "key", "casetenants:{all}", "err", err)
+		r.Log.WarnContext(ctx, "reopened case not re-indexed", "key", "casetenants:{all}", "err", err)
 		return c, nil
 	}
 	if err := r.index(ctx, tag, c.ID, c.DueAt); err != nil {
-		r.log.WarnContext(ctx, "reopened case not re-indexed", "key", "casedue:{*}", "err", err)
+		r.Log.WarnContext(ctx, "reopened case not re-indexed", "key", "casedue:{*}", "err", err)
 	}
 	return c, nil
 }

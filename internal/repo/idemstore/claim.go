@@ -47,17 +47,17 @@ func (r *Store) Claim(ctx context.Context, sc idempotency.Scope, requestHash, re
 			return nil, err
 		}
 		if err := claimReplies.Check(rep); err != nil {
-			return nil, repo.BadReply(ctx, r.metrics, "idem_claim", err)
+			return nil, repo.BadReply(ctx, r.Metrics, "idem_claim", err)
 		}
 		if rep.Code() == repo.CodeQuota {
-			r.metrics.Event(ctx, "idempotency", "quota")
-			return nil, repo.QuotaRefusal(ctx, r.metrics, "idem_claim", rep, r.quota)
+			r.Metrics.Event(ctx, "idempotency", "quota")
+			return nil, repo.QuotaRefusal(ctx, r.Metrics, "idem_claim", rep, r.quota)
 		}
 		// {'CLAIMED', value, nowMs} | {'EXISTS', current value or '', nowMs}
 		d := rep.Reader()
 		cur, now := d.Str(0), d.Int(1)
 		if err := d.Err(); err != nil {
-			return nil, repo.BadReply(ctx, r.metrics, "idem_claim", err)
+			return nil, repo.BadReply(ctx, r.Metrics, "idem_claim", err)
 		}
 		if rep.Code() == repo.CodeClaimed {
 			env, _ := decodeEnvelope(cur)
@@ -74,20 +74,20 @@ func (r *Store) Claim(ctx context.Context, sc idempotency.Scope, requestHash, re
 		}
 		switch {
 		case env.RequestHash != requestHash:
-			r.metrics.Event(ctx, "idempotency", "mismatch")
+			r.Metrics.Event(ctx, "idempotency", "mismatch")
 			return nil, apperr.New(apperr.IdempotencyMismatch, "This Idempotency-Key was used with a different request body.")
 		case env.State == stateDone:
-			r.metrics.Event(ctx, "idempotency", "replay")
+			r.Metrics.Event(ctx, "idempotency", "replay")
 			body := []byte(*env.Body)
 			return &idempotency.Claim{Replay: &idempotency.Response{Status: env.Status, Body: body, Location: env.Location, ETag: env.ETag}}, nil
 		case r.leaseUntil(env, outcome) > now:
-			r.metrics.Event(ctx, "idempotency", "in_flight")
+			r.Metrics.Event(ctx, "idempotency", "in_flight")
 			e := apperr.New(apperr.InFlight, "A request with this Idempotency-Key is still being processed; retry shortly.")
 			e.RetryAfter = time.Duration(r.leaseUntil(env, outcome)-now) * time.Millisecond
 			return nil, e
 		}
 		// The first request's lease passed: take over its claim and its planned id.
-		r.metrics.Event(ctx, "idempotency", "takeover")
+		r.Metrics.Event(ctx, "idempotency", "takeover")
 		expected, created, tookOver = cur, repo.FormatMs(env.CreatedAtMs), true
 		if tokenPattern.MatchString(env.ResourceID) {
 			resourceID = env.ResourceID
@@ -119,8 +119,8 @@ func (r *Store) Complete(ctx context.Context, cl *idempotency.Claim, resp idempo
 		return err
 	}
 	if rep.Code() == repo.CodeStale {
-		r.metrics.Event(ctx, "idempotency", "lost_lease")
-		r.log.WarnContext(ctx, "idempotency marker was taken over before completion", "key", "idem:{*}")
+		r.Metrics.Event(ctx, "idempotency", "lost_lease")
+		r.Log.WarnContext(ctx, "idempotency marker was taken over before completion", "key", "idem:{*}")
 	}
 	return nil
 }
@@ -144,11 +144,11 @@ func (r *Store) abandon(ctx context.Context, key, owner string) {
 	set, member := r.quotaOf(key)
 	rep, err := r.runHeld(context.WithoutCancel(ctx), false, "idem_abandon", "idempotency abandon", scriptAbandon, []string{key, set}, []string{owner, member})
 	if err != nil {
-		r.log.WarnContext(ctx, "idempotency abandon failed; a lost claim holds the key until its lease passes", "err", err)
+		r.Log.WarnContext(ctx, "idempotency abandon failed; a lost claim holds the key until its lease passes", "err", err)
 		return
 	}
 	if rep.Code() == repo.CodeOK {
-		r.metrics.Event(ctx, "idempotency", "abandoned")
+		r.Metrics.Event(ctx, "idempotency", "abandoned")
 	}
 }
 
@@ -164,13 +164,13 @@ func (r *Store) runHeld(ctx context.Context, confirmed bool, name, op string, l 
 	if confirmed {
 		rep, err = r.writes.Script(ctx, name, op, l, keys, args)
 	} else {
-		rep, err = repo.RunScript(ctx, r.client, r.metrics, name, op, l, keys, args)
+		rep, err = repo.RunScript(ctx, r.Client, r.Metrics, name, op, l, keys, args)
 	}
 	if err != nil {
 		return repo.Reply{}, err
 	}
 	if err := heldReplies.Check(rep); err != nil {
-		return repo.Reply{}, repo.BadReply(ctx, r.metrics, name, err)
+		return repo.Reply{}, repo.BadReply(ctx, r.Metrics, name, err)
 	}
 	return rep, nil
 }

@@ -34,8 +34,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
@@ -73,15 +71,11 @@ type Options struct {
 
 // Store stores Idempotency-Key markers and responses (it implements idempotency.Store).
 type Store struct {
-	client  rueidis.Client
-	writes  repo.Writes // the claim and the completion, confirmed
-	metrics *repo.Metrics
-	hasher  *keyhash.Hasher
-	keys    repo.Keys
-	log     *slog.Logger
-	ttl     time.Duration
-	lease   time.Duration
-	quota   repo.Quota // the tenant's quota of live markers
+	repo.Base
+	writes repo.Writes // the claim and the completion, confirmed
+	ttl    time.Duration
+	lease  time.Duration
+	quota  repo.Quota // the tenant's quota of live markers
 }
 
 var _ idempotency.Store = (*Store)(nil)
@@ -90,19 +84,20 @@ var _ idempotency.Store = (*Store)(nil)
 func New(s *store.Store, o Options) (*Store, error) {
 	o.TTL = cmp.Or(o.TTL, DefaultTTL)
 	o.Lease = cmp.Or(o.Lease, DefaultLease)
-	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
-	if err := repo.CheckBase("idempotency records", s, o.Prefix, o.Hasher); err != nil {
+	base, err := repo.NewBase("idempotency records", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	quota, err := repo.TenantQuota("idempotency keys", "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err != nil {
 		return nil, err
 	}
 	switch {
-	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
-		return nil, fmt.Errorf("%w: idempotency keys per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
 	case o.Lease < 10*time.Millisecond || o.TTL < o.Lease:
 		return nil, fmt.Errorf("%w: idempotency lease %s must be ≥10ms and within the TTL %s", repo.ErrBadOptions, o.Lease, o.TTL)
 	}
-	return &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
-		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, lease: o.Lease,
-		quota: repo.Quota{Name: "idempotency keys", Env: "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", Limit: o.MaxPerTenant}}, nil
+	return &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), ttl: o.TTL, lease: o.Lease,
+		quota: quota}, nil
 }
 
 // LeaseFor is the in-flight lease for a gateway whose Redis calls are each bounded by timeout:
@@ -137,7 +132,7 @@ var (
 // markerKey is the marker of sc: <p>:v1:idem:{<tenantTag>}:<operation>:<sha256(key)>.
 func (r *Store) markerKey(sc idempotency.Scope) string {
 	sum := sha256.Sum256([]byte(sc.Key))
-	return r.keys.Key("idem", r.hasher.TenantTag(sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
+	return r.Keys.Key("idem", r.Hasher.TenantTag(sc.Tenant), sc.Operation, hex.EncodeToString(sum[:]))
 }
 
 // quotaOf is the tenant's quota set and the marker's member in it (<operation>:<keyHash>, the
@@ -145,5 +140,5 @@ func (r *Store) markerKey(sc idempotency.Scope) string {
 func (r *Store) quotaOf(marker string) (set, member string) {
 	i := strings.Index(marker, "}:")
 	tag := marker[strings.LastIndex(marker[:i], "{")+1 : i]
-	return r.keys.Key("quota", tag, "idem"), marker[i+2:]
+	return r.Keys.Key("quota", tag, "idem"), marker[i+2:]
 }

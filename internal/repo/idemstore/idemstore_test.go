@@ -203,7 +203,7 @@ func TestIdempotencyAbandonLostClaim(t *testing.T) {
 		lostClaim := func(owner string) {
 			t.Helper()
 			set, member := x.quotaOf(key)
-			if _, err := repo.RunScript(ctx, x.client, x.metrics, "idem_claim", "test claim", scriptClaim, []string{key, set},
+			if _, err := repo.RunScript(ctx, x.Client, x.Metrics, "idem_claim", "test claim", scriptClaim, []string{key, set},
 				[]string{owner, h1, id, "60000", "3600000", "2", "", "", "10", member}); err != nil {
 				t.Fatal(err)
 			}

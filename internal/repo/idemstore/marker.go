@@ -43,7 +43,7 @@ func decodeEnvelope(raw string) (envelope, error) {
 
 // read decodes and classifies a marker: found, old schema, or corrupt (refused).
 func (r *Store) read(ctx context.Context, raw string) (envelope, repo.Outcome, error) {
-	r.metrics.Payload(ctx, "idempotency", len(raw))
+	r.Metrics.Payload(ctx, "idempotency", len(raw))
 	env, err := decodeEnvelope(raw)
 	var bad []string
 	if err != nil {
@@ -76,11 +76,11 @@ func (r *Store) read(ctx context.Context, raw string) (envelope, repo.Outcome, e
 		bad = append(bad, "state")
 	}
 	if len(bad) > 0 {
-		r.metrics.Read(ctx, "idempotency", repo.Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "idem:{*}", "fields", bad)
+		r.Metrics.Read(ctx, "idempotency", repo.Corrupt)
+		r.Log.ErrorContext(ctx, "corrupt object", "key", "idem:{*}", "fields", bad)
 		return env, repo.Corrupt, fmt.Errorf("%w: idempotency marker has missing or malformed fields %v", repo.ErrCorrupt, bad)
 	}
-	r.metrics.Read(ctx, "idempotency", outcome)
+	r.Metrics.Read(ctx, "idempotency", outcome)
 	return env, outcome, nil
 }
 

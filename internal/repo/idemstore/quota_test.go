@@ -80,5 +80,5 @@ func TestIdempotencyKeyQuota(t *testing.T) {
 // quotaKey is the tenant's set of live markers (member <operation>:<keyHash>, score the
 // marker's expiry in ms): its Idempotency-Key quota.
 func (r *Store) quotaKey(tenant string) string {
-	return r.keys.Key("quota", r.hasher.TenantTag(tenant), "idem")
+	return r.Keys.Key("quota", r.Hasher.TenantTag(tenant), "idem")
 }

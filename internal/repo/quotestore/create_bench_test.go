@@ -33,7 +33,7 @@ func BenchmarkQuoteCreate(b *testing.B) {
 	b.ReportMetric(testredis.ScriptCost(b, s.Client), "server-µs/script")
 	streams := make([]string, 26)
 	for j := range streams {
-		streams[j] = r.keys.Key("events", r.hasher.TenantTag(tenant(j)))
+		streams[j] = r.Keys.Key("events", r.Hasher.TenantTag(tenant(j)))
 	}
 	storetest.ReportStreamBytes(b, s, streams)
 }

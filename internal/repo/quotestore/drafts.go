@@ -39,7 +39,7 @@ func (r *Store) Create(ctx context.Context, in quotes.NewQuote) (*quotes.Quote, 
 		return nil, err
 	}
 	if err := createReplies.Check(rep); err != nil {
-		return nil, repo.BadReply(ctx, r.metrics, "quote_create", err)
+		return nil, repo.BadReply(ctx, r.Metrics, "quote_create", err)
 	}
 	return r.objects.Created(ctx, "quote_create", rep, in.Tenant, in.ID)
 }
@@ -49,7 +49,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*quotes.Quote, erro
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote get: %w", apperr.NotFound)
 	}
-	return r.objects.Get(ctx, r.client, r.quoteKeys(tenant, id)[0], id)
+	return r.objects.Get(ctx, r.Client, r.quoteKeys(tenant, id)[0], id)
 }
 
 // Items returns the quote's line items ordered by item id, with the stateVersion they belong
@@ -58,15 +58,15 @@ func (r *Store) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *q
 	if !quoteIDPattern.MatchString(id) {
 		return nil, nil, fmt.Errorf("quote items: %w", apperr.NotFound)
 	}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_read", "quote items", scriptRead, r.quoteKeys(tenant, id)[:2], []string{tenant})
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "quote_read", "quote items", scriptRead, r.quoteKeys(tenant, id)[:2], []string{tenant})
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := readReplies.Check(rep); err != nil {
-		return nil, nil, repo.BadReply(ctx, r.metrics, "quote_read", err)
+		return nil, nil, repo.BadReply(ctx, r.Metrics, "quote_read", err)
 	}
 	if rep.Code() == repo.CodeNotFound {
-		r.metrics.Read(ctx, "quote", repo.Missing)
+		r.Metrics.Read(ctx, "quote", repo.Missing)
 		return nil, nil, fmt.Errorf("quote items: %w", rep.Err(""))
 	}
 	q, err := r.objects.DecodeReply(ctx, "quote_read", rep, id)
@@ -75,12 +75,12 @@ func (r *Store) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *q
 	}
 	raw, err := rep.StrMap(1)
 	if err != nil {
-		return nil, nil, repo.BadReply(ctx, r.metrics, "quote_read", err)
+		return nil, nil, repo.BadReply(ctx, r.Metrics, "quote_read", err)
 	}
 	items, err := decodeItems(raw)
 	if err != nil {
-		r.metrics.Read(ctx, "quote_items", repo.Corrupt)
-		r.log.ErrorContext(ctx, "corrupt object", "key", "quote:{q_*}:items", "fields", []string{"item"})
+		r.Metrics.Read(ctx, "quote_items", repo.Corrupt)
+		r.Log.ErrorContext(ctx, "corrupt object", "key", "quote:{q_*}:items", "fields", []string{"item"})
 		return nil, nil, err
 	}
 	return items, q, nil
@@ -98,12 +98,12 @@ func (r *Store) Delete(ctx context.Context, tenant, id string) error {
 	}
 	// {'OK'} deleted | {'NOT_FOUND'} absent or another tenant's (left alone)
 	if err := deleteReplies.Check(rep); err != nil {
-		return repo.BadReply(ctx, r.metrics, "quote_delete", err)
+		return repo.BadReply(ctx, r.Metrics, "quote_delete", err)
 	}
 	outcome := "ok"
 	if rep.Code() == repo.CodeNotFound {
 		outcome = "absent"
 	}
-	r.metrics.Transition(ctx, "quote", "delete", outcome)
+	r.Metrics.Transition(ctx, "quote", "delete", outcome)
 	return nil
 }

@@ -25,7 +25,7 @@ func TestQuoteEventsIffTheChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := r.keys.EventStream(r.hasher.TenantTag("acme"))
+		key := r.Keys.EventStream(r.Hasher.TenantTag("acme"))
 		in := quotes.NewQuote{ID: quotes.NewID(), Tenant: "acme", CustomerID: "cust-1", SalesChannel: "web", Currency: "EUR"}
 		q, err := r.Create(ctx, in)
 		if err != nil {

@@ -25,7 +25,7 @@ const (
 
 // indexKeys are the tenant's index keys: the coordinates hash, then indexNames.
 func (r *Store) indexKeys(tag string) []string {
-	return r.keys.IndexKeys("quoteidx", tag, indexNames...)
+	return r.Keys.IndexKeys("quoteidx", tag, indexNames...)
 }
 
 // tags is the value tags of a draft's customer, status and channel as the write scripts take
@@ -34,7 +34,7 @@ func (r *Store) tags(customer, status, channel string) string {
 	t := [3]string{"=", "=", "="}
 	for i, v := range [3]string{customer, status, channel} {
 		if v != "" {
-			t[i] = repo.IndexTag(r.hasher, indexNames[i+1], v)
+			t[i] = repo.IndexTag(r.Hasher, indexNames[i+1], v)
 		}
 	}
 	return t[0] + " " + t[1] + " " + t[2]
@@ -44,7 +44,7 @@ func (r *Store) tags(customer, status, channel string) string {
 // script reads the most selective index the filters allow (customer, then channel, then one
 // status, else all), checks each candidate's summary against every filter, and prunes.
 func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, error) {
-	tag := r.hasher.TenantTag(q.Tenant)
+	tag := r.Hasher.TenantTag(q.Tenant)
 	index, value := 1, ""
 	switch {
 	case q.CustomerID != "":
@@ -56,7 +56,7 @@ func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, erro
 	}
 	vtag := ""
 	if index > 1 {
-		vtag = repo.IndexTag(r.hasher, indexNames[index-1], value)
+		vtag = repo.IndexTag(r.Hasher, indexNames[index-1], value)
 	}
 	scope := listScope(q)
 	cursor, err := repo.DecodeCursor(q.Cursor, scope, vtag)
@@ -67,9 +67,9 @@ func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, erro
 	if !q.UpdatedSince.IsZero() {
 		since = repo.FormatMs(max(q.UpdatedSince.UnixMilli(), 0))
 	}
-	keys := append([]string{r.keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "quote_list", "quote list", scriptList, keys, []string{
-		q.Tenant, r.keys.Key("quote", tag) + ":", strconv.Itoa(index), vtag, cursor, since,
+	keys := append([]string{r.Keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "quote_list", "quote list", scriptList, keys, []string{
+		q.Tenant, r.Keys.Key("quote", tag) + ":", strconv.Itoa(index), vtag, cursor, since,
 		strconv.Itoa(q.Limit), strconv.Itoa(q.Limit * scanFactor), strconv.Itoa(pruneMax),
 		q.CustomerID, q.SalesChannel, strings.Join(q.Statuses, " ")})
 	if err != nil {
@@ -77,13 +77,13 @@ func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, erro
 	}
 	next, err := listNext(rep, q.Limit) // {'OK', next, summary...}
 	if err != nil {
-		return quotes.Page{}, repo.BadReply(ctx, r.metrics, "quote_list", err)
+		return quotes.Page{}, repo.BadReply(ctx, r.Metrics, "quote_list", err)
 	}
 	pg := quotes.Page{Items: make([]quotes.Quote, 0, rep.Len()-1), NextCursor: page.Encode(scope, next)}
 	for i := 1; i < rep.Len(); i++ {
 		m, err := rep.StrMap(i)
 		if err != nil {
-			return quotes.Page{}, repo.BadReply(ctx, r.metrics, "quote_list", err)
+			return quotes.Page{}, repo.BadReply(ctx, r.Metrics, "quote_list", err)
 		}
 		v, err := r.objects.Decode(ctx, m, m["quoteId"])
 		if err != nil {

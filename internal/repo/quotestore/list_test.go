@@ -51,7 +51,7 @@ func newestFirst(a, b quotes.Quote) int {
 	return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(b.ID, a.ID))
 }
 
-func (r *Store) listKeys(tenant string) []string { return r.indexKeys(r.hasher.TenantTag(tenant)) }
+func (r *Store) listKeys(tenant string) []string { return r.indexKeys(r.Hasher.TenantTag(tenant)) }
 
 // Every filter, alone and combined, on drafts created, patched (customer and channel moved),
 // changed, submitted and deleted: each walk (pages of 2 and of 100) answers exactly the

@@ -14,8 +14,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/quotes"
@@ -55,12 +53,8 @@ type Options struct {
 
 // Store keeps quote drafts (it implements quotes.Store).
 type Store struct {
-	client   rueidis.Client
+	repo.Base
 	writes   repo.Writes // every write, confirmed
-	metrics  *repo.Metrics
-	hasher   *keyhash.Hasher
-	keys     repo.Keys
-	log      *slog.Logger
 	ttl      time.Duration
 	maxItems int
 	// retention bounds the tenant's event stream (event_append.lua)
@@ -74,24 +68,25 @@ var _ quotes.Store = (*Store)(nil)
 func New(s *store.Store, o Options) (*Store, error) {
 	o.TTL = cmp.Or(o.TTL, quotes.DefaultTTL)
 	o.MaxItems = cmp.Or(o.MaxItems, quotes.DefaultMaxItems)
-	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
-	if err := repo.CheckBase("quotes", s, o.Prefix, o.Hasher); err != nil {
+	base, err := repo.NewBase("quotes", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	quota, err := repo.TenantQuota("quotes", "GATEWAY_TENANT_MAX_QUOTES", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err != nil {
 		return nil, err
 	}
 	switch {
-	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
-		return nil, fmt.Errorf("%w: quotes per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
 	case o.TTL < time.Second:
 		return nil, fmt.Errorf("%w: quote TTL %s is under 1s", repo.ErrBadOptions, o.TTL)
 	case o.MaxItems < 1 || o.MaxItems > quotes.MaxItemsLimit:
 		return nil, fmt.Errorf("%w: quote max items %d not within 1..%d", repo.ErrBadOptions, o.MaxItems, quotes.MaxItemsLimit)
 	}
-	r := &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher, keys: repo.Keys{Prefix: o.Prefix},
-		log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), ttl: o.TTL, maxItems: o.MaxItems, retention: o.Retention.OrDefault()}
+	r := &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), ttl: o.TTL, maxItems: o.MaxItems, retention: o.Retention.OrDefault()}
 	r.objects = repo.Objects[quotes.Quote]{Type: "quote", KeyPattern: "quote:{q_*}", Map: r.mapQuote,
 		Tenant:  func(q *quotes.Quote) string { return q.Tenant },
-		Quota:   repo.Quota{Name: "quotes", Env: "GATEWAY_TENANT_MAX_QUOTES", Limit: o.MaxPerTenant},
-		Metrics: r.metrics, Log: r.log}
+		Quota:   quota,
+		Metrics: r.Metrics, Log: r.Log}
 	return r, nil
 }
 
@@ -104,10 +99,10 @@ func (r *Store) MaxItems() int { return r.maxItems }
 // and appends the change's event (docs/EVENTS.md). Another tenant's
 // id names a key that does not exist.
 func (r *Store) quoteKeys(tenant, id string) []string {
-	tag := r.hasher.TenantTag(tenant)
-	summary := r.keys.Key("quote", tag, id)
-	keys := append([]string{summary, summary + ":items", r.keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
-	return append(keys, r.keys.EventStream(tag))
+	tag := r.Hasher.TenantTag(tenant)
+	summary := r.Keys.Key("quote", tag, id)
+	keys := append([]string{summary, summary + ":items", r.Keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
+	return append(keys, r.Keys.EventStream(tag))
 }
 
 //go:embed *.lua

@@ -111,7 +111,7 @@ func TestQuoteLifecycle(t *testing.T) {
 		}
 		_, err = q.Get(ctx, "acme", d.ID)
 		storetest.WantKind(t, err, apperr.NotFound)
-		if n := storetest.RequireTTLs(t, s, prefix); n != 1 || len(storetest.Events(t, s, q.keys.EventStream(q.hasher.TenantTag("acme")))) == 0 {
+		if n := storetest.RequireTTLs(t, s, prefix); n != 1 || len(storetest.Events(t, s, q.Keys.EventStream(q.Hasher.TenantTag("acme")))) == 0 {
 			t.Fatalf("%d keys left after delete, want only the tenant's event stream", n)
 		}
 	})

@@ -57,7 +57,7 @@ func BenchmarkTokenCreate(b *testing.B) {
 			// The tenants' streams' size per event (none before the event stream).
 			var bytes, n int64
 			for j := range 26 {
-				key := r.keys.Key("events", r.tag("bench-"+string(rune('a'+j))))
+				key := r.Keys.Key("events", r.tag("bench-"+string(rune('a'+j))))
 				m, _ := s.Client.Do(ctx, s.Client.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
 				l, _ := s.Client.Do(ctx, s.Client.B().Xlen().Key(key).Build()).AsInt64()
 				bytes, n = bytes+m, n+l

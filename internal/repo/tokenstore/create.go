@@ -51,7 +51,7 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 	}
 	tag := r.tag(t.Tenant)
 	expMs := t.ExpiresAt.UnixMilli()
-	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID), r.keys.EventStream(tag))
+	keys := append(r.indexKeys(tag), r.hashKey(tag, t.ID), r.Keys.EventStream(tag))
 	args := []string{t.ID, repo.FormatMs(expMs), repo.FormatMs(r.safetyWindow.Milliseconds()), strconv.Itoa(r.maxPerTenant), strconv.Itoa(pruneMax), t.Tenant, "", "",
 		events.Envelope(ctx, t.Tenant, r.retention)}
 	fields := []string{"tenantId", t.Tenant, "subject", t.Subject, "tokenType", t.Type,
@@ -66,7 +66,7 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 		}
 		depth := len(parentAnc)
 		if depth+1 > tokens.MaxDepth {
-			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
+			r.Metrics.Transition(ctx, tokenObj, "create", "lineage_full")
 			return fmt.Errorf("token %s: %d generations below its root: %w", t.ID, depth+1, tokens.ErrLineageFull)
 		}
 		root := parentRoot
@@ -78,7 +78,7 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 		fields = append(fields, "parentId", t.ParentID, "rootId", root, "depth", strconv.Itoa(depth+1),
 			"ancestors", strings.Join(append(parentAnc, t.ParentID), " "))
 	}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "token_create", "token create", scriptCreate, keys, append(args, fields...))
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "token_create", "token create", scriptCreate, keys, append(args, fields...))
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 		if err = cmp.Or(rep.Want(1), err); err != nil || ttl <= 0 {
 			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
 		}
-		r.metrics.Transition(ctx, tokenObj, "create", "ok")
+		r.Metrics.Transition(ctx, tokenObj, "create", "ok")
 		r.auditEvent(ctx, events.TokenIssued, t.Tenant, t.ID)
 		return nil
 	case repo.CodeQuota: // {'QUOTA', ms until the earliest live token expires}
@@ -96,13 +96,13 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 		if err = cmp.Or(rep.Want(1), err); err != nil {
 			return r.badReply(ctx, "token_create", err)
 		}
-		r.metrics.Transition(ctx, tokenObj, "create", "index_full")
+		r.Metrics.Transition(ctx, tokenObj, "create", "index_full")
 		return repo.QuotaError("tokens", "GATEWAY_TENANT_MAX_TOKENS", r.maxPerTenant, ms)
 	case repo.CodeBound: // {'BOUND', 'lineage'}
 		which, err := rep.Str(0)
 		switch {
 		case rep.Want(1) == nil && err == nil && which == "lineage":
-			r.metrics.Transition(ctx, tokenObj, "create", "lineage_full")
+			r.Metrics.Transition(ctx, tokenObj, "create", "lineage_full")
 			return fmt.Errorf("token %s: %w", t.ID, tokens.ErrLineageFull)
 		}
 		return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
@@ -111,7 +111,7 @@ func (r *Store) Create(ctx context.Context, t tokens.Token) error {
 		if err = cmp.Or(rep.Want(1), err); err != nil || why != "not_live" && why != "lineage_changed" {
 			return r.badReply(ctx, "token_create", cmp.Or(err, rep.Unexpected()))
 		}
-		r.metrics.Transition(ctx, tokenObj, "create", "issuer_gone")
+		r.Metrics.Transition(ctx, tokenObj, "create", "issuer_gone")
 		return fmt.Errorf("token %s issuer %s: %w", t.ID, t.ParentID, tokens.ErrIssuerGone)
 	case repo.CodeExists, repo.CodeExpired, repo.CodeOutlivesIssuer: // no payload
 		if err := rep.Want(0); err != nil {
@@ -135,7 +135,7 @@ func (r *Store) lineage(ctx context.Context, tag, tenant, id string) (string, []
 	if !tokens.ValidID(id) {
 		return "", nil, fmt.Errorf("issuer: %w", tokens.ErrIssuerGone)
 	}
-	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth", "ancestors").Build()).ToArray()
+	vals, err := r.Client.Do(ctx, r.Client.B().Hmget().Key(r.hashKey(tag, id)).Field("tenantId", "rootId", "depth", "ancestors").Build()).ToArray()
 	if err != nil {
 		return "", nil, repo.CommandError("token lineage", err)
 	}

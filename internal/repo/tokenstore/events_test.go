@@ -32,7 +32,7 @@ func TestTokenEventsIffTheChange(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := events.WithOrigin(context.Background(), events.Origin{Actor: "token:T0", RequestID: "req-1"})
 		r := newStore(t, s, prefix, time.Minute, 0)
-		key := r.keys.EventStream(r.tag("acme"))
+		key := r.Keys.EventStream(r.tag("acme"))
 		now := time.Now()
 		a := newToken("acme", now, time.Hour)
 		b := newToken("acme", now, time.Minute)
@@ -99,7 +99,7 @@ func TestTokenEventsRetention(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
 		ctx := context.Background()
 		h := newStore(t, s, prefix, time.Minute, 0)
-		r, err := New(s, Options{Prefix: prefix, Hasher: h.hasher, Retention: events.Retention{MaxAge: time.Hour, MaxLen: 100}})
+		r, err := New(s, Options{Prefix: prefix, Hasher: h.Hasher, Retention: events.Retention{MaxAge: time.Hour, MaxLen: 100}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestTokenEventsRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := streamLen(t, s, r.keys.EventStream(r.tag("acme"))); n < 100 || n > 200 {
+		if n := streamLen(t, s, r.Keys.EventStream(r.tag("acme"))); n < 100 || n > 200 {
 			t.Fatalf("stream holds %d entries after 400 appends with MAXLEN ~ 100", n)
 		}
 	})

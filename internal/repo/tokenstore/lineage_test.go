@@ -165,7 +165,7 @@ func TestTokenRevokeRetriesForAChildItWasNotGiven(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		reply, err := scriptRevoke.Exec(ctx, s.Client, []string{r.hashKey(tag, a.ID), r.kidsKey(tag, a.ID), r.keys.EventStream(tag)},
+		reply, err := scriptRevoke.Exec(ctx, s.Client, []string{r.hashKey(tag, a.ID), r.kidsKey(tag, a.ID), r.Keys.EventStream(tag)},
 			[]string{"acme", "x", "y", events.Envelope(ctx, "acme", r.retention), a.ID}).AsStrSlice()
 		if err != nil || !slices.Equal(reply, []string{"RETRY"}) {
 			t.Fatalf("reply %v, %v", reply, err)
@@ -173,7 +173,7 @@ func TestTokenRevokeRetriesForAChildItWasNotGiven(t *testing.T) {
 		if st, _ := r.State(ctx, "acme", a.ID, 0); st.Revoked {
 			t.Fatal("a refused revocation revoked the token")
 		}
-		if n := streamLen(t, s, r.keys.EventStream(tag)); n != 2 {
+		if n := streamLen(t, s, r.Keys.EventStream(tag)); n != 2 {
 			t.Fatalf("%d events after two creates and a refused revocation, want 2", n)
 		}
 	})

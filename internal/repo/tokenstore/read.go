@@ -24,7 +24,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (tokens.Token, error
 	if !tokens.ValidID(id) {
 		return tokens.Token{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
-	m, err := r.client.Do(ctx, r.client.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
+	m, err := r.Client.Do(ctx, r.Client.B().Hgetall().Key(r.hashKey(r.tag(tenant), id)).Build()).AsStrMap()
 	if err != nil {
 		return tokens.Token{}, repo.CommandError("token get", err)
 	}
@@ -41,10 +41,10 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (tokens.Token, error
 // decode classifies and decodes a token hash read with HGETALL.
 func (r *Store) decode(ctx context.Context, id string, m map[string]string) (tokens.Token, error) {
 	if len(m) == 0 {
-		r.metrics.Read(ctx, tokenObj, repo.Missing)
+		r.Metrics.Read(ctx, tokenObj, repo.Missing)
 		return tokens.Token{}, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
-	r.metrics.Payload(ctx, tokenObj, repo.PayloadBytes(m))
+	r.Metrics.Payload(ctx, tokenObj, repo.PayloadBytes(m))
 	f := repo.NewFields(m)
 	t := tokens.Token{
 		ID:            id,
@@ -78,7 +78,7 @@ func (r *Store) decode(ctx context.Context, id string, m map[string]string) (tok
 	if o == repo.Corrupt {
 		return tokens.Token{}, r.corrupt(ctx, id, f)
 	}
-	r.metrics.Read(ctx, tokenObj, o)
+	r.Metrics.Read(ctx, tokenObj, o)
 	return t, nil
 }
 
@@ -97,12 +97,12 @@ func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Dura
 		return tokens.State{}, fmt.Errorf("token: %w", apperr.NotFound)
 	}
 	read := func(key string) ([]rueidis.RedisMessage, bool, error) {
-		cmd := r.client.B().Hmget().Key(key).Field(stateFields...)
+		cmd := r.Client.B().Hmget().Key(key).Field(stateFields...)
 		var res rueidis.RedisResult
 		if cacheTTL > 0 {
-			res = r.client.DoCache(ctx, cmd.Cache(), cacheTTL)
+			res = r.Client.DoCache(ctx, cmd.Cache(), cacheTTL)
 		} else {
-			res = r.client.Do(ctx, cmd.Build())
+			res = r.Client.Do(ctx, cmd.Build())
 		}
 		vals, err := res.ToArray()
 		return vals, res.IsCacheHit(), err
@@ -124,7 +124,7 @@ func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Dura
 	}
 	defer repo.ReleaseFields(m)
 	if len(m) == 0 {
-		r.metrics.Read(ctx, tokenObj, repo.Missing)
+		r.Metrics.Read(ctx, tokenObj, repo.Missing)
 		return st, fmt.Errorf("token %s: %w", id, apperr.NotFound)
 	}
 	f := repo.NewFields(m)
@@ -140,7 +140,7 @@ func (r *Store) State(ctx context.Context, tenant, id string, cacheTTL time.Dura
 	if o == repo.Corrupt {
 		return tokens.State{}, r.corrupt(ctx, id, f)
 	}
-	r.metrics.Read(ctx, tokenObj, o)
+	r.Metrics.Read(ctx, tokenObj, o)
 	return st, nil
 }
 
@@ -154,7 +154,7 @@ func (r *Store) List(ctx context.Context, tenant, cursor string, limit int) ([]t
 		return nil, "", err
 	}
 	tag := r.tag(tenant)
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "token_list", "token list", scriptList, r.indexKeys(tag),
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "token_list", "token list", scriptList, r.indexKeys(tag),
 		[]string{cursor, strconv.Itoa(limit + 1), strconv.Itoa(pruneMax)})
 	if err != nil {
 		return nil, "", err
@@ -182,7 +182,7 @@ func (r *Store) ListLineage(ctx context.Context, tenant, id, cursor string, limi
 		return nil, "", nil
 	}
 	tag := r.tag(tenant)
-	desc, err := r.descendants(ctx, r.client, tag, id)
+	desc, err := r.descendants(ctx, r.Client, tag, id)
 	if err != nil {
 		return nil, "", err
 	}
@@ -226,11 +226,11 @@ func (r *Store) readPage(ctx context.Context, tenant, tag string, ids []string) 
 		if !tokens.ValidID(id) {
 			return nil, fmt.Errorf("%w: token index holds a malformed member", repo.ErrCorrupt)
 		}
-		cmds = append(cmds, r.client.B().Hgetall().Key(r.hashKey(tag, id)).Build())
+		cmds = append(cmds, r.Client.B().Hgetall().Key(r.hashKey(tag, id)).Build())
 	}
 	maps := make([]map[string]string, len(ids))
 	var err error
-	for i, res := range r.client.DoMulti(ctx, cmds...) {
+	for i, res := range r.Client.DoMulti(ctx, cmds...) {
 		if maps[i], err = res.AsStrMap(); err != nil {
 			return nil, repo.CommandError("token list read", err)
 		}
@@ -238,7 +238,7 @@ func (r *Store) readPage(ctx context.Context, tenant, tag string, ids []string) 
 	out := make([]tokens.Token, 0, len(ids))
 	for i, m := range maps {
 		if len(m) == 0 {
-			r.metrics.Read(ctx, tokenObj, repo.Missing)
+			r.Metrics.Read(ctx, tokenObj, repo.Missing)
 			continue
 		}
 		t, err := r.decode(ctx, ids[i], m)

@@ -34,7 +34,7 @@ func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (tokens.R
 		res     tokens.RevokeResult
 		revoked []string
 	)
-	err := r.durable.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
+	err := r.durable.Run(ctx, r.Client, func(c rueidis.Client) (bool, error) {
 		var err error
 		res, revoked, err = r.revoke(ctx, c, tenant, tag, id, reason)
 		switch {
@@ -43,14 +43,14 @@ func (r *Store) Revoke(ctx context.Context, tenant, id, reason string) (tokens.R
 		case res == tokens.Revoked:
 			return true, nil
 		case res == tokens.AlreadyRevoked: // maybe by an earlier attempt whose confirmation timed out
-			return repo.DurableMarker(ctx, c, r.keys, tag)
+			return repo.DurableMarker(ctx, c, r.Keys, tag)
 		}
 		return false, nil
 	})
 	if err != nil {
 		return tokens.RevokeUnknown, nil, err
 	}
-	r.metrics.Transition(ctx, tokenObj, "revoke", res.String())
+	r.Metrics.Transition(ctx, tokenObj, "revoke", res.String())
 	if res == tokens.Revoked {
 		for _, x := range append([]string{id}, revoked...) {
 			r.auditEvent(ctx, events.TokenRevoked, tenant, x)
@@ -75,10 +75,10 @@ func (r *Store) revoke(ctx context.Context, c rueidis.Client, tenant, tag, id, r
 		for _, d := range desc {
 			keys = append(keys, r.kidsKey(tag, d))
 		}
-		keys = append(keys, r.keys.EventStream(tag))
+		keys = append(keys, r.Keys.EventStream(tag))
 		args := append([]string{tenant, reason, "revoked with its issuer's lineage: ancestor " + id + " was revoked",
 			events.Envelope(ctx, tenant, r.retention), id}, desc...)
-		rep, err := repo.RunScript(ctx, c, r.metrics, "token_revoke", "token revoke", scriptRevoke, keys, args)
+		rep, err := repo.RunScript(ctx, c, r.Metrics, "token_revoke", "token revoke", scriptRevoke, keys, args)
 		if err != nil {
 			return tokens.RevokeUnknown, nil, err
 		}

@@ -23,8 +23,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
@@ -78,18 +76,14 @@ type Options struct {
 
 // Store is the token metadata store.
 type Store struct {
-	client rueidis.Client
+	repo.Base
 	// durable confirms revocations (repo/durable.go).
 	durable      *store.Durable
-	keys         repo.Keys
-	hasher       *keyhash.Hasher
 	safetyWindow time.Duration
 	maxPerTenant int
 	maxLineage   int
 	retention    events.Retention
 	audit        *events.Audit
-	metrics      *repo.Metrics
-	log          *slog.Logger
 }
 
 var _ tokens.Store = (*Store)(nil)
@@ -105,7 +99,8 @@ var (
 
 // New returns the store over s.
 func New(s *store.Store, o Options) (*Store, error) {
-	if err := repo.CheckBase("tokens", s, o.Prefix, o.Hasher); err != nil {
+	base, err := repo.NewBase("tokens", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	if err != nil {
 		return nil, err
 	}
 	switch {
@@ -120,35 +115,30 @@ func New(s *store.Store, o Options) (*Store, error) {
 	if o.MaxLineage <= 0 || o.MaxLineage > tokens.MaxLineage {
 		o.MaxLineage = tokens.MaxLineage
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	o.Retention = o.Retention.OrDefault()
-	return &Store{client: s.Client, durable: s.Durable, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher,
-		safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant, maxLineage: o.MaxLineage, retention: o.Retention, audit: o.Audit,
-		metrics: o.Metrics, log: o.Logger}, nil
+	return &Store{Base: base, durable: s.Durable, safetyWindow: o.SafetyWindow, maxPerTenant: o.MaxPerTenant,
+		maxLineage: o.MaxLineage, retention: o.Retention.OrDefault(), audit: o.Audit}, nil
 }
 
 // tag is the tenant's hash tag (keyhash's TenantTag, memoized there).
-func (r *Store) tag(tenant string) string { return r.hasher.TenantTag(tenant) }
+func (r *Store) tag(tenant string) string { return r.Hasher.TenantTag(tenant) }
 
-func (r *Store) hashKey(tag, id string) string { return r.keys.Key("token", tag, id) }
+func (r *Store) hashKey(tag, id string) string { return r.Keys.Key("token", tag, id) }
 
-func (r *Store) kidsKey(tag, id string) string { return r.keys.Key("tokens", tag, "kids", id) }
+func (r *Store) kidsKey(tag, id string) string { return r.Keys.Key("tokens", tag, "kids", id) }
 
 func (r *Store) indexKeys(tag string) []string {
-	return []string{r.keys.Key("tokens", tag, "byexp"), r.keys.Key("tokens", tag, "byid")}
+	return []string{r.Keys.Key("tokens", tag, "byexp"), r.Keys.Key("tokens", tag, "byid")}
 }
 
 // badReply counts a reply of the wrong shape (err wraps repo.ErrReply) as an error of script name.
 func (r *Store) badReply(ctx context.Context, name string, err error) error {
-	return repo.BadReply(ctx, r.metrics, name, err)
+	return repo.BadReply(ctx, r.Metrics, name, err)
 }
 
 // corrupt counts, logs (field names only, never values) and refuses an unreadable record.
 func (r *Store) corrupt(ctx context.Context, id string, f *repo.Fields) error {
-	r.metrics.Read(ctx, tokenObj, repo.Corrupt)
-	r.log.WarnContext(ctx, "corrupt object", "object", tokenObj, "key_pattern", r.keys.Prefix+":v1:token:{<tenantTag>}:<tokenId>", "fields", f.BadNames())
+	r.Metrics.Read(ctx, tokenObj, repo.Corrupt)
+	r.Log.WarnContext(ctx, "corrupt object", "object", tokenObj, "key_pattern", r.Keys.Prefix+":v1:token:{<tenantTag>}:<tokenId>", "fields", f.BadNames())
 	return fmt.Errorf("token %s: %w", id, f.Err(tokenObj))
 }
 

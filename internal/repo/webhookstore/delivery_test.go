@@ -171,7 +171,7 @@ func first(ds []webhooks.Delivery) webhooks.Delivery {
 func pendingOf(t *testing.T, f *fixture, consumer string) int64 {
 	t.Helper()
 	c := f.s.Client
-	key := f.st.streamKey(f.st.hasher.TenantTag("acme"))
+	key := f.st.streamKey(f.st.Hasher.TenantTag("acme"))
 	cmd := c.B().Xpending().Key(key).Group(f.w.ID).Start("-").End("+").Count(10000).Build()
 	if consumer != "" {
 		cmd = c.B().Xpending().Key(key).Group(f.w.ID).Start("-").End("+").Count(10000).Consumer(consumer).Build()

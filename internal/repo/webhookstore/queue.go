@@ -19,7 +19,7 @@ import (
 // TenantTags are the registered tenants' tags whose webhooks have not all expired.
 func (r *Store) TenantTags(ctx context.Context) ([]string, error) {
 	now := repo.FormatMs(time.Now().UnixMilli())
-	tags, err := r.client.Do(ctx, r.client.B().Zrange().Key(r.registryKey()).Min(now).Max("+inf").Byscore().
+	tags, err := r.Client.Do(ctx, r.Client.B().Zrange().Key(r.registryKey()).Min(now).Max("+inf").Byscore().
 		Limit(0, MaxTenants).Build()).AsStrSlice()
 	if err != nil {
 		return nil, repo.CommandError("webhook tenants", err)
@@ -29,26 +29,26 @@ func (r *Store) TenantTags(ctx context.Context) ([]string, error) {
 
 // Lease takes or renews w's lease for holder.
 func (r *Store) Lease(ctx context.Context, w *webhooks.Webhook, holder string, ttl time.Duration) (bool, error) {
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "webhook_lease", "webhook lease", scriptLease,
-		[]string{r.leaseKey(r.hasher.TenantTag(w.Tenant), w.ID)}, []string{holder, repo.FormatMs(ttl.Milliseconds())})
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "webhook_lease", "webhook lease", scriptLease,
+		[]string{r.leaseKey(r.Hasher.TenantTag(w.Tenant), w.ID)}, []string{holder, repo.FormatMs(ttl.Milliseconds())})
 	if err != nil {
 		return false, err
 	}
 	if err := leaseReplies.Check(rep); err != nil {
-		return false, repo.BadReply(ctx, r.metrics, "webhook_lease", err)
+		return false, repo.BadReply(ctx, r.Metrics, "webhook_lease", err)
 	}
 	return rep.Code() == repo.CodeClaimed, nil
 }
 
 // Release gives w's lease up when holder has it.
 func (r *Store) Release(ctx context.Context, w *webhooks.Webhook, holder string) error {
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "webhook_release", "webhook release", scriptRelease,
-		[]string{r.leaseKey(r.hasher.TenantTag(w.Tenant), w.ID)}, []string{holder})
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "webhook_release", "webhook release", scriptRelease,
+		[]string{r.leaseKey(r.Hasher.TenantTag(w.Tenant), w.ID)}, []string{holder})
 	if err != nil {
 		return err
 	}
 	if err := okReplies.Check(rep); err != nil {
-		return repo.BadReply(ctx, r.metrics, "webhook_release", err)
+		return repo.BadReply(ctx, r.Metrics, "webhook_release", err)
 	}
 	return nil
 }
@@ -56,10 +56,10 @@ func (r *Store) Release(ctx context.Context, w *webhooks.Webhook, holder string)
 // Pending claims the group's pending entries from cursor on for consumer (XAUTOCLAIM with no
 // minimum idle time: the caller holds the lease, so no other deliverer is working on them).
 func (r *Store) Pending(ctx context.Context, w *webhooks.Webhook, consumer, cursor string, count int) ([]webhooks.Entry, string, []string, error) {
-	stream := r.streamKey(r.hasher.TenantTag(w.Tenant))
+	stream := r.streamKey(r.Hasher.TenantTag(w.Tenant))
 	arr, err := r.withGroup(ctx, w, func() ([]rueidis.RedisMessage, error) {
-		cmd := r.client.B().Xautoclaim().Key(stream).Group(w.ID).Consumer(consumer).MinIdleTime("0").Start(cursor).Count(int64(count)).Build()
-		return r.client.Do(ctx, cmd).ToArray()
+		cmd := r.Client.B().Xautoclaim().Key(stream).Group(w.ID).Consumer(consumer).MinIdleTime("0").Start(cursor).Count(int64(count)).Build()
+		return r.Client.Do(ctx, cmd).ToArray()
 	})
 	if err != nil || arr == nil {
 		return nil, "0-0", nil, err
@@ -89,11 +89,11 @@ func (r *Store) Pending(ctx context.Context, w *webhooks.Webhook, consumer, curs
 
 // ReadNew reads up to count entries the group has not read yet.
 func (r *Store) ReadNew(ctx context.Context, w *webhooks.Webhook, consumer string, count int) ([]webhooks.Entry, error) {
-	stream := r.streamKey(r.hasher.TenantTag(w.Tenant))
+	stream := r.streamKey(r.Hasher.TenantTag(w.Tenant))
 	var xs []rueidis.XRangeEntry
 	_, err := r.withGroup(ctx, w, func() ([]rueidis.RedisMessage, error) {
-		cmd := r.client.B().Xreadgroup().Group(w.ID, consumer).Count(int64(count)).Streams().Key(stream).Id(">").Build()
-		m, err := r.client.Do(ctx, cmd).AsXRead()
+		cmd := r.Client.B().Xreadgroup().Group(w.ID, consumer).Count(int64(count)).Streams().Key(stream).Id(">").Build()
+		m, err := r.Client.Do(ctx, cmd).AsXRead()
 		if rueidis.IsRedisNil(err) {
 			return nil, nil
 		}
@@ -117,14 +117,14 @@ func (r *Store) withGroup(ctx context.Context, w *webhooks.Webhook, do func() ([
 		}
 		return arr, nil
 	}
-	tag := r.hasher.TenantTag(w.Tenant)
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "webhook_group", "webhook group", scriptGroup,
+	tag := r.Hasher.TenantTag(w.Tenant)
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "webhook_group", "webhook group", scriptGroup,
 		[]string{r.hashKey(tag, w.ID), r.streamKey(tag)}, []string{w.ID})
 	if err != nil {
 		return nil, err
 	}
 	if err := groupReplies.Check(rep); err != nil {
-		return nil, repo.BadReply(ctx, r.metrics, "webhook_group", err)
+		return nil, repo.BadReply(ctx, r.Metrics, "webhook_group", err)
 	}
 	if rep.Code() == repo.CodeNotFound {
 		return nil, nil
@@ -152,8 +152,8 @@ func (r *Store) entries(ctx context.Context, w *webhooks.Webhook, xs []rueidis.X
 		}
 		ev, err := events.FromEntry(x.ID, x.FieldValues)
 		if err != nil {
-			r.metrics.Read(ctx, "event", repo.Corrupt)
-			r.log.ErrorContext(ctx, "corrupt object", "key", "events:{*}", "fields", []string{events.FieldType, events.FieldTime})
+			r.Metrics.Read(ctx, "event", repo.Corrupt)
+			r.Log.ErrorContext(ctx, "corrupt object", "key", "events:{*}", "fields", []string{events.FieldType, events.FieldTime})
 			ev = events.Event{ID: x.ID, Type: events.Type(x.FieldValues[events.FieldType]), Subject: x.FieldValues[events.FieldSubject], Data: []byte("{}")}
 		}
 		out = append(out, webhooks.Entry{StreamID: x.ID, Event: ev})
@@ -163,7 +163,7 @@ func (r *Store) entries(ctx context.Context, w *webhooks.Webhook, xs []rueidis.X
 
 // States are the records of the entries named.
 func (r *Store) States(ctx context.Context, w *webhooks.Webhook, streamIDs []string) (map[string]webhooks.Delivery, error) {
-	return r.hmget(ctx, r.recordsKey(r.hasher.TenantTag(w.Tenant), w.ID), streamIDs)
+	return r.hmget(ctx, r.recordsKey(r.Hasher.TenantTag(w.Tenant), w.ID), streamIDs)
 }
 
 // Settle records d for streamID and acknowledges a final outcome, under holder's lease.
@@ -171,7 +171,7 @@ func (r *Store) Settle(ctx context.Context, w *webhooks.Webhook, holder, streamI
 	if holder == "" {
 		return webhooks.ErrLeaseLost
 	}
-	return r.settle(ctx, r.hasher.TenantTag(w.Tenant), w.ID, holder, streamID, d)
+	return r.settle(ctx, r.Hasher.TenantTag(w.Tenant), w.ID, holder, streamID, d)
 }
 
 func (r *Store) settle(ctx context.Context, tag, id, holder, field string, d webhooks.Delivery) error {
@@ -185,14 +185,14 @@ func (r *Store) settle(ctx context.Context, tag, id, holder, field string, d web
 	if holder == "" {
 		ack = "0"
 	}
-	rep, err := repo.RunScript(ctx, r.client, r.metrics, "webhook_settle", "webhook settle", scriptSettle,
+	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "webhook_settle", "webhook settle", scriptSettle,
 		r.settleKeys(tag, id), []string{holder, id, field, encodeRecord(d), ack, next,
 			strconv.Itoa(r.records), repo.FormatMs(r.recordsTTL.Milliseconds())})
 	if err != nil {
 		return err
 	}
 	if err := settleReplies.Check(rep); err != nil {
-		return repo.BadReply(ctx, r.metrics, "webhook_settle", err)
+		return repo.BadReply(ctx, r.Metrics, "webhook_settle", err)
 	}
 	if rep.Code() == repo.CodeStale {
 		return webhooks.ErrLeaseLost
@@ -202,8 +202,8 @@ func (r *Store) settle(ctx context.Context, tag, id, holder, field string, d web
 
 // Skip acknowledges entries the webhook does not subscribe to.
 func (r *Store) Skip(ctx context.Context, w *webhooks.Webhook, streamIDs []string) error {
-	stream := r.streamKey(r.hasher.TenantTag(w.Tenant))
-	err := r.client.Do(ctx, r.client.B().Xack().Key(stream).Group(w.ID).Id(streamIDs...).Build()).Error()
+	stream := r.streamKey(r.Hasher.TenantTag(w.Tenant))
+	err := r.Client.Do(ctx, r.Client.B().Xack().Key(stream).Group(w.ID).Id(streamIDs...).Build()).Error()
 	return repo.CommandError("webhook skip", err)
 }
 

@@ -32,7 +32,7 @@ func (r *Store) Create(ctx context.Context, w *webhooks.Webhook, ttl time.Durati
 	if !webhooks.ValidID(w.ID) || ttl < time.Second {
 		return nil, fmt.Errorf("%w: webhook create: id %q, ttl %v", repo.ErrBadOptions, w.ID, ttl)
 	}
-	tag := r.hasher.TenantTag(w.Tenant)
+	tag := r.Hasher.TenantTag(w.Tenant)
 	exp := time.Now().Add(ttl + time.Minute).UnixMilli() // covers the gateway's clock being behind Redis's
 	rep, err := r.writes.Script(ctx, "webhook_tenant_add", "webhook tenant add", scriptTenantAdd,
 		[]string{r.registryKey()}, []string{tag, repo.FormatMs(exp), strconv.Itoa(MaxTenants)})
@@ -40,7 +40,7 @@ func (r *Store) Create(ctx context.Context, w *webhooks.Webhook, ttl time.Durati
 		return nil, err
 	}
 	if err := addReplies.Check(rep); err != nil {
-		return nil, repo.BadReply(ctx, r.metrics, "webhook_tenant_add", err)
+		return nil, repo.BadReply(ctx, r.Metrics, "webhook_tenant_add", err)
 	}
 	if rep.Code() == repo.CodeBound {
 		return nil, apperr.Newf(apperr.BoundExceeded, "The gateway serves webhooks for at most %d tenants.", MaxTenants)
@@ -53,7 +53,7 @@ func (r *Store) Create(ctx context.Context, w *webhooks.Webhook, ttl time.Durati
 		return nil, err
 	}
 	if err := createReplies.Check(rep); err != nil {
-		return nil, repo.BadReply(ctx, r.metrics, "webhook_create", err)
+		return nil, repo.BadReply(ctx, r.Metrics, "webhook_create", err)
 	}
 	if rep.Code() == repo.CodeExists {
 		return nil, fmt.Errorf("webhook create: %w", repo.ErrExists)
@@ -66,7 +66,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*webhooks.Webhook, 
 	if !webhooks.ValidID(id) {
 		return nil, fmt.Errorf("webhook get: %w", apperr.NotFound)
 	}
-	w, err := r.objects.Get(ctx, r.client, r.hashKey(r.hasher.TenantTag(tenant), id), id)
+	w, err := r.objects.Get(ctx, r.Client, r.hashKey(r.Hasher.TenantTag(tenant), id), id)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*webhooks.Webhook, 
 
 // List is the tenant's webhooks, oldest first.
 func (r *Store) List(ctx context.Context, tenant string) ([]*webhooks.Webhook, error) {
-	ws, err := r.ListTag(ctx, r.hasher.TenantTag(tenant))
+	ws, err := r.ListTag(ctx, r.Hasher.TenantTag(tenant))
 	if err != nil {
 		return nil, err
 	}
@@ -95,16 +95,16 @@ func (r *Store) List(ctx context.Context, tenant string) ([]*webhooks.Webhook, e
 // (members whose hash has expired are skipped; the next create prunes them).
 func (r *Store) ListTag(ctx context.Context, tag string) ([]*webhooks.Webhook, error) {
 	now := repo.FormatMs(time.Now().UnixMilli())
-	ids, err := r.client.Do(ctx, r.client.B().Zrange().Key(r.quotaKey(tag)).Min(now).Max("+inf").Byscore().Build()).AsStrSlice()
+	ids, err := r.Client.Do(ctx, r.Client.B().Zrange().Key(r.quotaKey(tag)).Min(now).Max("+inf").Byscore().Build()).AsStrSlice()
 	if err != nil {
 		return nil, repo.CommandError("webhook list", err)
 	}
 	cmds := make([]rueidis.Completed, 0, len(ids))
 	for _, id := range ids {
-		cmds = append(cmds, r.client.B().Hgetall().Key(r.hashKey(tag, id)).Build())
+		cmds = append(cmds, r.Client.B().Hgetall().Key(r.hashKey(tag, id)).Build())
 	}
 	out := make([]*webhooks.Webhook, 0, len(ids))
-	for i, res := range r.client.DoMulti(ctx, cmds...) {
+	for i, res := range r.Client.DoMulti(ctx, cmds...) {
 		m, err := res.AsStrMap()
 		if err != nil {
 			return nil, repo.CommandError("webhook list", err)
@@ -127,7 +127,7 @@ func (r *Store) Delete(ctx context.Context, tenant, id string) error {
 	if !webhooks.ValidID(id) {
 		return nil
 	}
-	tag := r.hasher.TenantTag(tenant)
+	tag := r.Hasher.TenantTag(tenant)
 	if _, err := r.Get(ctx, tenant, id); err != nil {
 		if errors.Is(err, apperr.NotFound) {
 			return nil
@@ -142,7 +142,7 @@ func (r *Store) Delete(ctx context.Context, tenant, id string) error {
 		return err
 	}
 	if err := okReplies.Check(rep); err != nil {
-		return repo.BadReply(ctx, r.metrics, "webhook_delete", err)
+		return repo.BadReply(ctx, r.Metrics, "webhook_delete", err)
 	}
 	return nil
 }
@@ -150,8 +150,8 @@ func (r *Store) Delete(ctx context.Context, tenant, id string) error {
 // Deliveries are the webhook's most recent delivery records, newest first (malformed ones are
 // logged by key pattern and skipped).
 func (r *Store) Deliveries(ctx context.Context, tenant, id string) ([]webhooks.Delivery, error) {
-	rec := r.recordsKey(r.hasher.TenantTag(tenant), id)
-	keys, err := r.client.Do(ctx, r.client.B().Zrange().Key(rec+":recent").Min("+inf").Max("-inf").
+	rec := r.recordsKey(r.Hasher.TenantTag(tenant), id)
+	keys, err := r.Client.Do(ctx, r.Client.B().Zrange().Key(rec+":recent").Min("+inf").Max("-inf").
 		Byscore().Rev().Limit(0, int64(r.records)).Build()).AsStrSlice()
 	if err != nil {
 		return nil, repo.CommandError("webhook deliveries", err)
@@ -171,7 +171,7 @@ func (r *Store) Deliveries(ctx context.Context, tenant, id string) ([]webhooks.D
 
 // Record keeps d as the webhook's record of message d.MessageID (a ping's), without a lease.
 func (r *Store) Record(ctx context.Context, tenant, id string, d webhooks.Delivery) error {
-	return r.settle(ctx, r.hasher.TenantTag(tenant), id, "", d.MessageID, d)
+	return r.settle(ctx, r.Hasher.TenantTag(tenant), id, "", d.MessageID, d)
 }
 
 // hmget reads the records named (those missing are left out; malformed ones logged).
@@ -180,7 +180,7 @@ func (r *Store) hmget(ctx context.Context, key string, fields []string) (map[str
 	if len(fields) == 0 {
 		return out, nil
 	}
-	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(key).Field(fields...).Build()).ToArray()
+	vals, err := r.Client.Do(ctx, r.Client.B().Hmget().Key(key).Field(fields...).Build()).ToArray()
 	if err != nil {
 		return nil, repo.CommandError("webhook records", err)
 	}
@@ -191,8 +191,8 @@ func (r *Store) hmget(ctx context.Context, key string, fields []string) (map[str
 		}
 		d, ok := decodeRecord(s)
 		if !ok {
-			r.metrics.Read(ctx, "webhook_delivery", repo.Corrupt)
-			r.log.ErrorContext(ctx, "corrupt object", "key", "webhookdeliveries:{wh_*}", "fields", []string{"record"})
+			r.Metrics.Read(ctx, "webhook_delivery", repo.Corrupt)
+			r.Log.ErrorContext(ctx, "corrupt object", "key", "webhookdeliveries:{wh_*}", "fields", []string{"record"})
 			continue
 		}
 		out[fields[i]] = d

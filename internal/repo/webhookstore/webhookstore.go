@@ -13,8 +13,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
@@ -49,12 +47,8 @@ type Options struct {
 
 // Store keeps webhooks (it implements webhooks.Store).
 type Store struct {
-	client     rueidis.Client
+	repo.Base
 	writes     repo.Writes
-	metrics    *repo.Metrics
-	hasher     *keyhash.Hasher
-	keys       repo.Keys
-	log        *slog.Logger
 	records    int
 	recordsTTL time.Duration
 	objects    repo.Objects[webhooks.Webhook]
@@ -64,38 +58,38 @@ var _ webhooks.Store = (*Store)(nil)
 
 // New returns the webhook store on s.
 func New(s *store.Store, o Options) (*Store, error) {
-	o.MaxPerTenant = cmp.Or(o.MaxPerTenant, DefaultPerTenant)
 	o.Records = cmp.Or(o.Records, webhooks.DefaultRecentDeliveries)
 	o.RecordsTTL = cmp.Or(o.RecordsTTL, DefaultRecordsTTL)
-	if err := repo.CheckBase("webhooks", s, o.Prefix, o.Hasher); err != nil {
+	base, err := repo.NewBase("webhooks", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	quota, err := repo.TenantQuota("webhooks", "GATEWAY_TENANT_MAX_WEBHOOKS", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err != nil {
 		return nil, err
 	}
 	switch {
-	case o.MaxPerTenant < 1 || o.MaxPerTenant > MaxPerTenant:
-		return nil, fmt.Errorf("%w: webhooks per tenant %d not within 1..%d", repo.ErrBadOptions, o.MaxPerTenant, MaxPerTenant)
 	case o.Records < 1 || o.Records > 1000:
 		return nil, fmt.Errorf("%w: webhook delivery records %d not within 1..1000", repo.ErrBadOptions, o.Records)
 	case o.RecordsTTL < time.Minute:
 		return nil, fmt.Errorf("%w: webhook records TTL must be at least 1m", repo.ErrBadOptions)
 	}
-	r := &Store{client: s.Client, writes: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, hasher: o.Hasher,
-		keys: repo.Keys{Prefix: o.Prefix}, log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
-		records: o.Records, recordsTTL: o.RecordsTTL}
+	r := &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), records: o.Records, recordsTTL: o.RecordsTTL}
 	r.objects = repo.Objects[webhooks.Webhook]{Type: "webhook", KeyPattern: "webhook:{wh_*}", Map: mapWebhook,
 		Tenant:  func(w *webhooks.Webhook) string { return w.Tenant },
-		Quota:   repo.Quota{Name: "webhooks", Env: "GATEWAY_TENANT_MAX_WEBHOOKS", Limit: o.MaxPerTenant},
-		Metrics: r.metrics, Log: r.log}
+		Quota:   quota,
+		Metrics: r.Metrics, Log: r.Log}
 	return r, nil
 }
 
 // The keys of a tenant's webhooks, all under the tenant's tag, which the tenant's event
 // stream (internal/events) carries too.
-func (r *Store) hashKey(tag, id string) string    { return r.keys.Key("webhook", tag, id) }
-func (r *Store) quotaKey(tag string) string       { return r.keys.Key("quota", tag, "webhooks") }
-func (r *Store) streamKey(tag string) string      { return r.keys.Key("events", tag) }
-func (r *Store) leaseKey(tag, id string) string   { return r.keys.Key("webhooklease", tag, id) }
-func (r *Store) recordsKey(tag, id string) string { return r.keys.Key("webhookdeliveries", tag, id) }
-func (r *Store) registryKey() string              { return r.keys.Key("webhooktenants", "all") }
+func (r *Store) hashKey(tag, id string) string    { return r.Keys.Key("webhook", tag, id) }
+func (r *Store) quotaKey(tag string) string       { return r.Keys.Key("quota", tag, "webhooks") }
+func (r *Store) streamKey(tag string) string      { return r.Keys.Key("events", tag) }
+func (r *Store) leaseKey(tag, id string) string   { return r.Keys.Key("webhooklease", tag, id) }
+func (r *Store) recordsKey(tag, id string) string { return r.Keys.Key("webhookdeliveries", tag, id) }
+func (r *Store) registryKey() string              { return r.Keys.Key("webhooktenants", "all") }
 
 // settleKeys are webhook_settle's keys.
 func (r *Store) settleKeys(tag, id string) []string {
