@@ -176,6 +176,19 @@ installed() {
 	return 1
 }
 
+# wrap_provisioned NAME ROOT RUN WHAT IS_VERSION NOTE: the wrappers $BIN/NAME-{server,cli,benchmark}
+# running ROOT's redis binaries with RUN before them (a loader, an environment), then the
+# version the server runs, which IS_VERSION must accept (NOTE goes into the error).
+wrap_provisioned() {
+	local name=$1 root=$2 run=$3 what=$4 is_version=$5 note=$6 tool v
+	for tool in server cli benchmark; do
+		write_wrapper "$BIN/$name-$tool" "$run '$root/usr/bin/redis-$tool' \"\$@\""
+	done
+	v=$(server_version "$BIN/$name-server")
+	"$is_version" "$v" || die "provisioned $what does not run or has the wrong version ('$v'$note); try: rm -rf $CACHE"
+	log "$what: provisioned $v"
+}
+
 provision_redis8() {
 	# A redis-server on PATH that is already 8.x will do. A 7.4 one would not: the "redis8"
 	# backends test the HSETEX mode (Redis 8 only), and the suite also forces the HEXPIRE
@@ -183,7 +196,7 @@ provision_redis8() {
 	installed "Redis 8" is_v8 "$R8_SERVER" "$R8_CLI" && return
 
 	log "Redis 8: provisioning from Debian trixie packages ..."
-	local conf debs=$CACHE/debs/trixie root=$CACHE/redis8 logf=$CACHE/apt-trixie.log v
+	local conf debs=$CACHE/debs/trixie root=$CACHE/redis8 logf=$CACHE/apt-trixie.log
 	conf=$(trixie_apt)
 	shopt -s nullglob
 	local lists=("$CACHE"/apt-trixie/lists/*_Packages*)
@@ -209,14 +222,7 @@ provision_redis8() {
 	local missing
 	missing=$("$loader" --inhibit-cache --library-path "$libpath" --list "$root/usr/bin/redis-server" 2>&1 | grep 'not found' || true)
 	[[ -z $missing ]] || die "trixie redis-server misses libraries: $missing"
-	local tool
-	for tool in server cli benchmark; do
-		write_wrapper "$BIN/redis8-$tool" \
-			"exec '$loader' --inhibit-cache --library-path '$libpath' '$root/usr/bin/redis-$tool' \"\$@\""
-	done
-	v=$(server_version "$R8_SERVER")
-	is_v8 "$v" || die "provisioned Redis 8 does not run or has the wrong version ('$v'); try: rm -rf $CACHE"
-	log "Redis 8: provisioned $v"
+	wrap_provisioned redis8 "$root" "exec '$loader' --inhibit-cache --library-path '$libpath'" "Redis 8" is_v8 ""
 }
 
 # redis7_pkgs: Redis 7.0's packages and the shared libraries it needs that this system lacks.
@@ -233,7 +239,7 @@ provision_redis7() {
 	installed "Redis 7.0" is_v70 "$R7_SERVER" "$R7_CLI" && return
 
 	log "Redis 7.0: provisioning from the system's Debian packages ..."
-	local debs=$CACHE/debs/system root=$CACHE/redis7 logf=$CACHE/apt-system.log v
+	local debs=$CACHE/debs/system root=$CACHE/redis7 logf=$CACHE/apt-system.log
 	local cand
 	cand=$(apt-cache policy redis-server 2>/dev/null | awk '/Candidate:/ { print $2 }')
 	if [[ -z $cand || $cand == "(none)" ]]; then
@@ -246,14 +252,8 @@ provision_redis7() {
 	local missing
 	missing=$(LD_LIBRARY_PATH=$libpath ldd "$root/usr/bin/redis-server" 2>&1 | grep 'not found' || true)
 	[[ -z $missing ]] || die "Redis 7.0 redis-server misses libraries: $missing"
-	local tool
-	for tool in server cli benchmark; do
-		write_wrapper "$BIN/redis7-$tool" \
-			"LD_LIBRARY_PATH='$libpath'\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH} exec '$root/usr/bin/redis-$tool' \"\$@\""
-	done
-	v=$(server_version "$R7_SERVER")
-	is_v70 "$v" || die "provisioned Redis 7.0 does not run or has the wrong version ('$v' from package $cand); try: rm -rf $CACHE"
-	log "Redis 7.0: provisioned $v"
+	wrap_provisioned redis7 "$root" "LD_LIBRARY_PATH='$libpath'\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH} exec" \
+		"Redis 7.0" is_v70 " from package $cand"
 }
 
 # redisenv CMD: the Go side (start, reuse, cluster, stop), with the cache's absolute path. It
