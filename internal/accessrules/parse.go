@@ -151,6 +151,20 @@ func (p *parser) parseDefault(v *yaml.Node, d *Rule) {
 	}
 }
 
+// compileEach compiles each of a rule's patterns (hosts, paths) in order, reporting at v each
+// one that does not compile.
+func compileEach[T any](p *parser, v *yaml.Node, at string, patterns []string, compile func(string) (T, error)) []T {
+	out := make([]T, 0, len(patterns))
+	for _, s := range patterns {
+		c, err := compile(s)
+		if err != nil {
+			p.errf(v, "%s: %v", at, err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 func (p *parser) parseRule(n *yaml.Node, where string, r *Rule) {
 	hasPolicy := false
 	p.mapping(n, where+".", func(key string, v *yaml.Node) {
@@ -163,13 +177,7 @@ func (p *parser) parseRule(n *yaml.Node, where string, r *Rule) {
 			r.Name = v.Value
 		case "hosts":
 			r.Hosts = p.strings(v, at)
-			for _, h := range r.Hosts {
-				hp, err := compileHost(h)
-				if err != nil {
-					p.errf(v, "%s: %v", at, err)
-				}
-				r.hosts = append(r.hosts, hp)
-			}
+			r.hosts = append(r.hosts, compileEach(p, v, at, r.Hosts, compileHost)...)
 		case "methods":
 			r.Methods = p.strings(v, at)
 			for _, m := range r.Methods {
@@ -180,13 +188,7 @@ func (p *parser) parseRule(n *yaml.Node, where string, r *Rule) {
 			}
 		case "paths":
 			r.Paths = p.strings(v, at)
-			for _, s := range r.Paths {
-				pp, err := compilePath(s)
-				if err != nil {
-					p.errf(v, "%s: %v", at, err)
-				}
-				r.paths = append(r.paths, pp)
-			}
+			r.paths = append(r.paths, compileEach(p, v, at, r.Paths, compilePath)...)
 		case "policy":
 			hasPolicy = true
 			switch v.Value {
