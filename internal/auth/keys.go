@@ -197,24 +197,16 @@ func readPEMKeys(path string) ([]Key, error) {
 		}
 		switch block.Type {
 		case "PRIVATE KEY":
-			k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+			priv, err := pemKey[ed25519.PrivateKey](block.Bytes, x509.ParsePKCS8PrivateKey, "PKCS#8 private", "private")
 			clear(block.Bytes)
 			if err != nil {
-				return nil, fmt.Errorf("%s: PEM block %d: invalid PKCS#8 private key", path, n)
-			}
-			priv, ok := k.(ed25519.PrivateKey)
-			if !ok {
-				return nil, fmt.Errorf("%s: PEM block %d: not an Ed25519 private key", path, n)
+				return nil, fmt.Errorf("%s: PEM block %d: %w", path, n, err)
 			}
 			keys = append(keys, Key{Private: priv})
 		case "PUBLIC KEY":
-			k, err := x509.ParsePKIXPublicKey(block.Bytes)
+			pub, err := pemKey[ed25519.PublicKey](block.Bytes, x509.ParsePKIXPublicKey, "PKIX public", "public")
 			if err != nil {
-				return nil, fmt.Errorf("%s: PEM block %d: invalid PKIX public key", path, n)
-			}
-			pub, ok := k.(ed25519.PublicKey)
-			if !ok {
-				return nil, fmt.Errorf("%s: PEM block %d: not an Ed25519 public key", path, n)
+				return nil, fmt.Errorf("%s: PEM block %d: %w", path, n, err)
 			}
 			keys = append(keys, Key{Public: pub})
 		default:
@@ -225,6 +217,20 @@ func readPEMKeys(path string) ([]Key, error) {
 		return nil, fmt.Errorf("%s: no PEM keys found", path)
 	}
 	return keys, nil
+}
+
+// pemKey reads a PEM block's DER with parse into an Ed25519 key of type K: "invalid <format>
+// key" when parse refuses it, "not an Ed25519 <kind> key" when it is another algorithm's.
+func pemKey[K ed25519.PrivateKey | ed25519.PublicKey](der []byte, parse func([]byte) (any, error), format, kind string) (K, error) {
+	k, err := parse(der)
+	if err != nil {
+		return nil, fmt.Errorf("invalid %s key", format)
+	}
+	key, ok := k.(K)
+	if !ok {
+		return nil, fmt.Errorf("not an Ed25519 %s key", kind)
+	}
+	return key, nil
 }
 
 // Thumbprint returns the RFC 7638 JWK thumbprint (SHA-256, base64url without
