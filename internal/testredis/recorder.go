@@ -258,11 +258,7 @@ func (r *Recorder) Commands() []Command {
 func (r *Recorder) Names() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, len(r.cmds))
-	for i, c := range r.cmds {
-		out[i] = c.Name()
-	}
-	return out
+	return r.names()
 }
 
 // Writes returns the commands since the last Reset that are not read-only (a script counts as
@@ -277,20 +273,24 @@ func (r *Recorder) Writes() []Command {
 func (r *Recorder) Reset() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, len(r.cmds))
-	for i, c := range r.cmds {
-		out[i] = c.Name()
-	}
-	r.reset()
-	return out
+	defer r.reset()
+	return r.names()
 }
 
 // TakeWrites returns Writes and then Resets.
 func (r *Recorder) TakeWrites() []Command {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := r.writes()
-	r.reset()
+	defer r.reset()
+	return r.writes()
+}
+
+// names are the recorded commands' names, in order; the caller holds mu.
+func (r *Recorder) names() []string {
+	out := make([]string, len(r.cmds))
+	for i, c := range r.cmds {
+		out[i] = c.Name()
+	}
 	return out
 }
 
