@@ -99,10 +99,7 @@ func (s *Service) History(ctx context.Context, tenant, id, cursor string, limit 
 
 // Escalate moves an OPEN or ESCALATED case one level up, up to the maximum (409 beyond).
 func (s *Service) Escalate(ctx context.Context, ch Change) (*Case, error) {
-	if err := checkChange(ch, true); err != nil {
-		return nil, err
-	}
-	return s.store.Escalate(ctx, ch)
+	return s.move(ctx, ch, s.store.Escalate)
 }
 
 // Assign hands an OPEN or ESCALATED case to a team, and to a person within it when Assignee is
@@ -126,16 +123,19 @@ func (s *Service) Assign(ctx context.Context, ch Change) (*Case, error) {
 
 // Resolve moves an OPEN or ESCALATED case to RESOLVED.
 func (s *Service) Resolve(ctx context.Context, ch Change) (*Case, error) {
-	if err := checkChange(ch, true); err != nil {
-		return nil, err
-	}
-	return s.store.Resolve(ctx, ch)
+	return s.move(ctx, ch, s.store.Resolve)
 }
 
 // Reopen moves a RESOLVED case back to OPEN.
 func (s *Service) Reopen(ctx context.Context, ch Change) (*Case, error) {
+	return s.move(ctx, ch, s.store.Reopen)
+}
+
+// move runs a transition that needs nothing but a checked change (its reason required): the
+// store's transition.
+func (s *Service) move(ctx context.Context, ch Change, transition func(context.Context, Change) (*Case, error)) (*Case, error) {
 	if err := checkChange(ch, true); err != nil {
 		return nil, err
 	}
-	return s.store.Reopen(ctx, ch)
+	return transition(ctx, ch)
 }

@@ -88,10 +88,7 @@ func (s *Service) Items(ctx context.Context, tenant, id, cursor string, limit in
 
 // Patch merge-patches the draft at stateVersion ifMatch.
 func (s *Service) Patch(ctx context.Context, tenant, id string, ifMatch int64, p Patch) (*Quote, error) {
-	if !ValidID(id) {
-		return nil, fmt.Errorf("quote patch: %w", apperr.NotFound)
-	}
-	if err := validatePatch(p); err != nil {
+	if err := checkWrite("quote patch", id, validatePatch(p)); err != nil {
 		return nil, err
 	}
 	return s.store.Patch(ctx, tenant, id, ifMatch, p)
@@ -99,13 +96,19 @@ func (s *Service) Patch(ctx context.Context, tenant, id string, ifMatch int64, p
 
 // PutItem adds or replaces a line item at stateVersion ifMatch; the totals are recomputed.
 func (s *Service) PutItem(ctx context.Context, tenant, id string, ifMatch int64, it Item) (*Quote, error) {
-	if !ValidID(id) {
-		return nil, fmt.Errorf("quote item put: %w", apperr.NotFound)
-	}
-	if err := validateItem(it); err != nil {
+	if err := checkWrite("quote item put", id, validateItem(it)); err != nil {
 		return nil, err
 	}
 	return s.store.PutItem(ctx, tenant, id, ifMatch, it)
+}
+
+// checkWrite is the check of a write to the draft id: NotFound (op names the write) for an id
+// no draft can have, else bodyErr, the check of what the write sends.
+func checkWrite(op, id string, bodyErr error) error {
+	if !ValidID(id) {
+		return fmt.Errorf("%s: %w", op, apperr.NotFound)
+	}
+	return bodyErr
 }
 
 // DeleteItem removes a line item at stateVersion ifMatch; the totals are recomputed.
