@@ -28,6 +28,24 @@ func rulesCommand(args []string, stdout io.Writer) error {
 	return usageError{fmt.Sprintf("unknown rules command %q\n%s", args[0], rulesUsage)}
 }
 
+// loadRules parses a rules command's flags into fs and its FILE argument (before or after the
+// flags), and loads FILE. It answers no rules after --help (nil error) or with the error: a usage
+// error when FILE is missing, FILE's problems by line.
+func loadRules(fs *cmdFlags, args []string, stdout io.Writer) (*accessrules.Set, string, error) {
+	file, args := fileArg(args)
+	if help, err := parseFlags(fs, args, stdout); help || err != nil {
+		return nil, file, err
+	}
+	if file == "" {
+		return nil, file, usageError{fs.Name() + ": name the FILE\n" + flagUsage(fs)}
+	}
+	set, err := accessrules.Load(file)
+	if err != nil {
+		return nil, file, fmt.Errorf("%s: %w", file, err)
+	}
+	return set, file, nil
+}
+
 // fileArg takes the FILE argument, before or after the flags.
 func fileArg(args []string) (file string, rest []string) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -42,16 +60,9 @@ func fileArg(args []string) (file string, rest []string) {
 // rulesCheck parses FILE: exit 0 and a summary, or 1 with each problem by line.
 func rulesCheck(args []string, stdout io.Writer) error {
 	fs := newFlagSet("rules check", "check an access rules file (GATEWAY_ACCESS_RULES): exit 0, or 1 listing each problem by line (FILE before or after the flags)")
-	file, args := fileArg(args)
-	if help, err := parseFlags(fs, args, stdout); help || err != nil {
-		return err
-	}
-	if file == "" {
-		return usageError{"rules check: name the FILE\n" + flagUsage(fs)}
-	}
-	set, err := accessrules.Load(file)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+	set, file, err := loadRules(fs, args, stdout)
+	if set == nil {
+		return err // nil after --help
 	}
 	_, err = fmt.Fprintf(stdout, "%s: %d rules, default %s\n", file, len(set.Rules), set.Default.Describe())
 	return err
@@ -69,16 +80,9 @@ func rulesExplain(args []string, stdout io.Writer) error {
 	tenant := fs.String("tenant", "", "the credential's tenant")
 	groups := fs.String("groups", "", "the credential's groups, comma-separated")
 	scopes := fs.String("scopes", "", "the token's scopes, comma-separated")
-	file, args := fileArg(args)
-	if help, err := parseFlags(fs, args, stdout); help || err != nil {
-		return err
-	}
-	if file == "" {
-		return usageError{"rules explain: name the FILE\n" + flagUsage(fs)}
-	}
-	set, err := accessrules.Load(file)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+	set, _, err := loadRules(fs, args, stdout)
+	if set == nil {
+		return err // nil after --help
 	}
 	rule, lines := set.Explain(accessrules.Request{Method: *method, Host: *host, URI: *uri})
 	lines = append(lines, rule.Label()+": "+rule.Describe())
