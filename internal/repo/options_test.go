@@ -17,11 +17,7 @@ import (
 // a key, and a missing hasher when the store needs one (the session store needs none).
 func TestCheckBase(t *testing.T) {
 	t.Parallel()
-	s := &store.Store{Client: testredis.Open(t, testredis.Backends()[0]).Client}
-	h, _, err := keyhash.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, h := storeAndHasher(t)
 	for _, c := range []struct {
 		name    string
 		s       *store.Store
@@ -45,15 +41,21 @@ func TestCheckBase(t *testing.T) {
 	}
 }
 
-// TestNewBase: a store's base refuses what CheckBase refuses, and a store given no logger logs
-// nowhere rather than through a nil one.
-func TestNewBase(t *testing.T) {
-	t.Parallel()
-	s := &store.Store{Client: testredis.Open(t, testredis.Backends()[0]).Client}
+// storeAndHasher are a store on the first test backend and a fresh hasher.
+func storeAndHasher(t *testing.T) (*store.Store, *keyhash.Hasher) {
+	t.Helper()
 	h, _, err := keyhash.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &store.Store{Client: testredis.Open(t, testredis.Backends()[0]).Client}, h
+}
+
+// TestNewBase: a store's base refuses what CheckBase refuses, and a store given no logger logs
+// nowhere rather than through a nil one.
+func TestNewBase(t *testing.T) {
+	t.Parallel()
+	s, h := storeAndHasher(t)
 	if _, err := NewBase("things", s, "hg", nil, nil, nil); !errors.Is(err, ErrBadOptions) {
 		t.Errorf("no hasher: %v, want ErrBadOptions", err)
 	}
