@@ -124,11 +124,7 @@ func (s *Server) ReopenCase(ctx context.Context, request ReopenCaseRequestObject
 
 // GetCaseHistory lists the case's transitions, newest first.
 func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -136,15 +132,15 @@ func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryReque
 	if err != nil {
 		return nil, err
 	}
-	items := make([]CaseHistoryEntry, 0, len(events.Items))
-	for _, ev := range events.Items {
-		items = append(items, CaseHistoryEntry{At: ts(ev.At), Transition: CaseHistoryEntryTransition(ev.Transition),
-			FromStatus: stringOrNil(ev.FromStatus), ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
-			AssignedTeam: stringOrNil(ev.AssignedTeam), Assignee: stringOrNil(ev.Assignee), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
-			StateVersion: ev.StateVersion})
-	}
-	return GetCaseHistory200JSONResponse{Body: CaseHistory{Items: items, NextCursor: stringOrNil(events.NextCursor)},
+	return GetCaseHistory200JSONResponse{Body: CaseHistory{Items: views(events.Items, caseHistoryEntry), NextCursor: stringOrNil(events.NextCursor)},
 		Headers: GetCaseHistory200ResponseHeaders{Link: nextLink(ctx, events.NextCursor)}}, nil
+}
+
+func caseHistoryEntry(ev cases.Event) CaseHistoryEntry {
+	return CaseHistoryEntry{At: ts(ev.At), Transition: CaseHistoryEntryTransition(ev.Transition),
+		FromStatus: stringOrNil(ev.FromStatus), ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
+		AssignedTeam: stringOrNil(ev.AssignedTeam), Assignee: stringOrNil(ev.Assignee), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
+		StateVersion: ev.StateVersion}
 }
 
 func caseTransitioned(c *cases.Case) CaseTransitionedJSONResponse {

@@ -10,11 +10,7 @@ import (
 // ListCases answers one page of the caller's tenant's cases; assignee=me is the caller's own
 // subject.
 func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) (ListCasesResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -22,10 +18,7 @@ func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	out := CasePage{Items: make([]CaseSummary, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
-	for _, c := range page.Items {
-		out.Items = append(out.Items, caseSummaryView(c))
-	}
+	out := CasePage{Items: views(page.Items, caseSummaryView), NextCursor: stringOrNil(page.NextCursor)}
 	return ListCases200JSONResponse{Body: out, Headers: ListCases200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
 }
 

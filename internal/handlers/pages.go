@@ -11,12 +11,12 @@ package handlers
 //
 // Its handler then does:
 //
-//	limit, err := pageLimit(request.Params.Limit) // 50 when absent; 400 naming `limit` outside 1..100
+//	p, limit, err := listCaller(ctx, request.Params.Limit) // limit 50 when absent; 400 naming `limit` outside 1..100
 //	...
 //	page, err := s.Things.List(ctx, p, deref(request.Params.Cursor), limit)
 //	...
-//	return ListThings200JSONResponse{Body: ..., Headers: ListThings200ResponseHeaders{
-//		Link: nextLink(ctx, page.NextCursor)}}, nil // nil on the last page
+//	return ListThings200JSONResponse{Body: ThingPage{Items: views(page.Items, thingView), ...},
+//		Headers: ListThings200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil // nil on the last page
 //
 // The cursor itself is the domain's (opaque to this package): its service refuses one that
 // does not fit with a 400 naming `query:cursor` (internal/page: BadCursor, and the cursor
@@ -33,6 +33,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/auth"
 )
 
 // The page sizes of every list (the spec's Limit parameter).
@@ -53,6 +54,26 @@ func pageLimit(limit *int) (int, error) {
 			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1.." + strconv.Itoa(MaxPageLimit)}}}
 	}
 	return *limit, nil
+}
+
+// listCaller is the preamble of a list operation: its caller (caller) and the page size the
+// request asks for (pageLimit).
+func listCaller(ctx context.Context, limit *int) (*auth.Principal, int, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := pageLimit(limit)
+	return p, n, err
+}
+
+// views is the response view of each of a page's items, in order.
+func views[T, V any](items []T, view func(T) V) []V {
+	out := make([]V, 0, len(items))
+	for _, it := range items {
+		out = append(out, view(it))
+	}
+	return out
 }
 
 // pageURLKey carries a list request's escaped path and raw query (listQuery puts it there).

@@ -60,11 +60,7 @@ func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObje
 
 // ListQuotes pages through the tenant's drafts, filtered, newest change first.
 func (s *Server) ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +79,7 @@ func (s *Server) ListQuotes(ctx context.Context, request ListQuotesRequestObject
 	if err != nil {
 		return nil, err
 	}
-	out := QuotePage{Items: make([]Quote, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
-	for i := range page.Items {
-		out.Items = append(out.Items, quoteView(&page.Items[i]))
-	}
+	out := QuotePage{Items: views(page.Items, func(q quotes.Quote) Quote { return quoteView(&q) }), NextCursor: stringOrNil(page.NextCursor)}
 	return ListQuotes200JSONResponse{Body: out, Headers: ListQuotes200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
 }
 
@@ -132,11 +125,7 @@ func (s *Server) DeleteQuote(ctx context.Context, request DeleteQuoteRequestObje
 
 // ListQuoteItems returns the line items, ordered by item id, with the draft's ETag.
 func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +133,7 @@ func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsReque
 	if err != nil {
 		return nil, err
 	}
-	out := make([]QuoteItem, 0, len(items.Items))
-	for _, it := range items.Items {
-		out = append(out, QuoteItem{ItemId: it.ID, Sku: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
-			LineTotalMinor: it.LineTotalMinor, Description: stringOrNil(it.Description)})
-	}
-	return ListQuoteItems200JSONResponse{Body: QuoteItemList{Items: out, StateVersion: q.StateVersion, NextCursor: stringOrNil(items.NextCursor)},
+	return ListQuoteItems200JSONResponse{Body: QuoteItemList{Items: views(items.Items, quoteItemView), StateVersion: q.StateVersion, NextCursor: stringOrNil(items.NextCursor)},
 		Headers: ListQuoteItems200ResponseHeaders{ETag: etagOf(q.StateVersion), Link: nextLink(ctx, items.NextCursor)}}, nil
 }
 
@@ -202,4 +186,9 @@ func quoteView(q *quotes.Quote) Quote {
 		ItemCount: q.ItemCount, PricingVersion: q.PricingVersion, StateVersion: q.StateVersion,
 		CreatedAt: ts(q.CreatedAt), UpdatedAt: ts(q.UpdatedAt), ExpiresAt: ts(q.ExpiresAt), SubmittedAt: tsOrNil(q.SubmittedAt),
 	}
+}
+
+func quoteItemView(it quotes.Item) QuoteItem {
+	return QuoteItem{ItemId: it.ID, Sku: it.SKU, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor,
+		LineTotalMinor: it.LineTotalMinor, Description: stringOrNil(it.Description)}
 }

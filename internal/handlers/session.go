@@ -40,11 +40,7 @@ func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutRespo
 
 // ListMyDevices is the caller's live sessions; the caller's own is marked current.
 func (s *Server) ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}

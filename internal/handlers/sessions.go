@@ -139,11 +139,7 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 
 // ListUserSessions is the user's live sessions, newest first.
 func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}

@@ -52,11 +52,7 @@ func issueRequest(b TokenIssueRequest) tokens.IssueRequest {
 
 // ListTokens pages through the caller's tenant's tokens, newest first.
 func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -64,10 +60,7 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 	if err != nil {
 		return nil, err
 	}
-	out := TokenPage{Items: make([]TokenMeta, 0, len(page.Items)), NextCursor: stringOrNil(page.NextCursor)}
-	for _, t := range page.Items {
-		out.Items = append(out.Items, tokenMeta(t))
-	}
+	out := TokenPage{Items: views(page.Items, tokenMeta), NextCursor: stringOrNil(page.NextCursor)}
 	return ListTokens200JSONResponse{Body: out, Headers: ListTokens200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil
 }
 

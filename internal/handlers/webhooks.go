@@ -42,11 +42,7 @@ func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequest
 
 // ListWebhooks answers one page of the tenant's webhooks, oldest first.
 func (s *Server) ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +50,7 @@ func (s *Server) ListWebhooks(ctx context.Context, request ListWebhooksRequestOb
 	if err != nil {
 		return nil, err
 	}
-	out := WebhookList{Items: make([]Webhook, 0, len(pg.Items)), NextCursor: stringOrNil(pg.NextCursor)}
-	for _, w := range pg.Items {
-		out.Items = append(out.Items, webhookView(w))
-	}
+	out := WebhookList{Items: views(pg.Items, webhookView), NextCursor: stringOrNil(pg.NextCursor)}
 	return ListWebhooks200JSONResponse{Body: out, Headers: ListWebhooks200ResponseHeaders{Link: nextLink(ctx, pg.NextCursor)}}, nil
 }
 
@@ -101,11 +94,7 @@ func (s *Server) PingWebhook(ctx context.Context, request PingWebhookRequestObje
 
 // ListWebhookDeliveries answers one page of the webhook's recent deliveries, newest first.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := pageLimit(request.Params.Limit)
+	p, limit, err := listCaller(ctx, request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -113,10 +102,7 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, request ListWebhookD
 	if err != nil {
 		return nil, err
 	}
-	out := WebhookDeliveries{Items: make([]WebhookDelivery, 0, len(pg.Items)), NextCursor: stringOrNil(pg.NextCursor)}
-	for _, d := range pg.Items {
-		out.Items = append(out.Items, deliveryView(d))
-	}
+	out := WebhookDeliveries{Items: views(pg.Items, deliveryView), NextCursor: stringOrNil(pg.NextCursor)}
 	return ListWebhookDeliveries200JSONResponse{Body: out, Headers: ListWebhookDeliveries200ResponseHeaders{Link: nextLink(ctx, pg.NextCursor)}}, nil
 }
 
