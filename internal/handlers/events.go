@@ -19,22 +19,24 @@ type EventService interface {
 	Next(ctx context.Context, tenant string, f events.Filter, after string, max int, block time.Duration) ([]events.Event, string, error)
 }
 
-// eventsOn refuses what needs events on a gateway whose operator turned them off: nothing
-// would be listed or delivered.
-func (s *Server) eventsOn(kind *apperr.Kind, what string) error {
-	if s.EventsOff {
-		return apperr.Newf(kind, "This gateway keeps no events (its operator set GATEWAY_EVENTS=false): %s.", what)
-	}
-	return nil
-}
-
-// ListEvents answers one page of the caller's tenant's events.
-func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error) {
+// eventsCaller is the preamble of an operation that needs events: the caller, then a refusal
+// of kind (what says why) on a gateway whose operator turned events off: nothing would be
+// listed or delivered.
+func (s *Server) eventsCaller(ctx context.Context, kind *apperr.Kind, what string) (*auth.Principal, error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.eventsOn(apperr.NotFound, "there are none to list"); err != nil {
+	if s.EventsOff {
+		return nil, apperr.Newf(kind, "This gateway keeps no events (its operator set GATEWAY_EVENTS=false): %s.", what)
+	}
+	return p, nil
+}
+
+// ListEvents answers one page of the caller's tenant's events.
+func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error) {
+	p, err := s.eventsCaller(ctx, apperr.NotFound, "there are none to list")
+	if err != nil {
 		return nil, err
 	}
 	q := request.Params
@@ -46,20 +48,14 @@ func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	out := EventPage{Items: make([]Event, 0, len(items)), NextCursor: stringOrNil(next)}
-	for _, e := range items {
-		out.Items = append(out.Items, eventBody(e))
-	}
+	out := EventPage{Items: views(items, eventBody), NextCursor: stringOrNil(next)}
 	return ListEvents200JSONResponse{Body: out, Headers: ListEvents200ResponseHeaders{Link: nextLink(ctx, next)}}, nil
 }
 
 // StreamEvents answers the caller's tenant's events as Server-Sent Events (events_sse.go).
 func (s *Server) StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error) {
-	p, err := caller(ctx)
+	p, err := s.eventsCaller(ctx, apperr.NotFound, "there are none to stream")
 	if err != nil {
-		return nil, err
-	}
-	if err := s.eventsOn(apperr.NotFound, "there are none to stream"); err != nil {
 		return nil, err
 	}
 	q := request.Params

@@ -22,11 +22,8 @@ var _ WebhookService = (*webhooks.Service)(nil)
 
 // CreateWebhook registers a webhook and shows its signing secret once.
 func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error) {
-	p, err := caller(ctx)
+	p, err := s.eventsCaller(ctx, apperr.Conflict, "a webhook would receive none")
 	if err != nil {
-		return nil, err
-	}
-	if err := s.eventsOn(apperr.Conflict, "a webhook would receive none"); err != nil {
 		return nil, err
 	}
 	c, err := s.Webhooks.Create(ctx, p.Tenant, request.Body.Url, request.Body.Events)
