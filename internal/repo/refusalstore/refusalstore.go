@@ -22,7 +22,6 @@ import (
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/store"
-	"github.com/redis/rueidis"
 )
 
 //go:embed *.lua
@@ -47,31 +46,29 @@ type Options struct {
 
 // Store adds refusal counts and writes their events.
 type Store struct {
-	client    rueidis.Client
-	keys      repo.Keys
-	hasher    *keyhash.Hasher
+	repo.Base
 	retention events.Retention
-	metrics   *repo.Metrics
 }
 
 var _ events.RefusalStore = (*Store)(nil)
 
 // New returns the store over s.
 func New(s *store.Store, o Options) (*Store, error) {
-	if err := repo.CheckBase("refusals", s, o.Prefix, o.Hasher); err != nil {
+	base, err := repo.NewBase("refusals", s, o.Prefix, o.Hasher, o.Metrics, nil)
+	if err != nil {
 		return nil, err
 	}
 	if o.Retention.MaxAge <= 0 || o.Retention.MaxLen <= 0 {
 		return nil, fmt.Errorf("%w: events retention must be positive", repo.ErrBadOptions)
 	}
-	return &Store{client: s.Client, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, metrics: o.Metrics}, nil
+	return &Store{Base: base, retention: o.Retention}, nil
 }
 
 // Key is the window's total: <prefix>:v1:refusals:{<tenantTag>}:<windowTag>.
 func (s *Store) Key(w events.RefusalWindow) string {
 	start := strconv.FormatInt(w.StartMs, 10)
-	return s.keys.Key("refusals", s.hasher.TenantTag(w.Tenant),
-		s.hasher.Tag("refusal-window", 12, string(w.Type), w.Tenant, w.Subject, w.Name, start))
+	return s.Keys.Key("refusals", s.Hasher.TenantTag(w.Tenant),
+		s.Hasher.Tag("refusal-window", 12, string(w.Type), w.Tenant, w.Subject, w.Name, start))
 }
 
 // Add adds n to w's total and writes its event once due (refusal_window.lua).
@@ -80,22 +77,22 @@ func (s *Store) Add(ctx context.Context, w events.RefusalWindow, n int64) (event
 	if err != nil {
 		return 0, 0, err
 	}
-	keys := []string{s.Key(w), s.keys.EventStream(s.hasher.TenantTag(w.Tenant))}
+	keys := []string{s.Key(w), s.Keys.EventStream(s.Hasher.TenantTag(w.Tenant))}
 	args := []string{events.EnvelopeOf(w.Tenant, w.Actor, w.RequestID, w.TraceID, s.retention), string(w.Type), w.Subject,
 		string(data), repo.FormatMs(w.StartMs), repo.FormatMs(w.Length.Milliseconds()), repo.FormatMs(w.DueMs),
 		repo.FormatMs(w.ExpireMs), strconv.FormatInt(n, 10)}
-	rep, err := repo.RunScript(ctx, s.client, s.metrics, scriptName, "refusal add", windowScript, keys, args)
+	rep, err := repo.RunScript(ctx, s.Client, s.Metrics, scriptName, "refusal add", windowScript, keys, args)
 	if err != nil {
 		return 0, 0, err
 	}
 	if err := replies.Check(rep); err != nil {
-		return 0, 0, repo.BadReply(ctx, s.metrics, scriptName, err)
+		return 0, 0, repo.BadReply(ctx, s.Metrics, scriptName, err)
 	}
 	out := map[repo.Code]events.RefusalOutcome{repo.CodeOK: events.RefusalWritten, repo.CodeNotDue: events.RefusalPending,
 		repo.CodeAlready: events.RefusalAlready}[rep.Code()]
 	now, err := rep.Int(rep.Len() - 1)
 	if err != nil {
-		return 0, 0, repo.BadReply(ctx, s.metrics, scriptName, err)
+		return 0, 0, repo.BadReply(ctx, s.Metrics, scriptName, err)
 	}
 	return out, now, nil
 }

@@ -86,7 +86,7 @@ func TestRefusalsOneEventPerWindowAcrossGateways(t *testing.T) {
 		gws[0].Record(ctx, ref("tok2", "token"))
 		flushUntil(t, gws...)
 
-		key := repo.Keys{Prefix: prefix}.EventStream(st.hasher.TenantTag("acme"))
+		key := repo.Keys{Prefix: prefix}.EventStream(st.Hasher.TenantTag("acme"))
 		got := storetest.Events(t, s, key)
 		counts := map[string]float64{}
 		for _, e := range got {
@@ -142,7 +142,7 @@ func TestRefusalsNoEventBeforeDue(t *testing.T) {
 				t.Fatalf("before due: %v %v", out, err)
 			}
 		}
-		key := repo.Keys{Prefix: prefix}.EventStream(st.hasher.TenantTag("acme"))
+		key := repo.Keys{Prefix: prefix}.EventStream(st.Hasher.TenantTag("acme"))
 		if n := len(storetest.Events(t, s, key)); n != 0 {
 			t.Fatalf("%d events before due", n)
 		}
