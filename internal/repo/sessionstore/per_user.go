@@ -40,7 +40,8 @@ var sessChallengeFields = []string{fieldChallengeID, fieldCodeMAC}
 var sessUserFields = []string{fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, fieldUpdatedAt}
 
 // sessPartFieldsLua is the snippet session_fields: SESSION_FIELDS (every name),
-// SESSION_TTL_FIELDS (those an idle refresh extends) and LIVE (the live marker's name).
+// SESSION_TTL_FIELDS (those an idle refresh extends), LIVE (the live marker's name) and
+// SESSION_USER_FIELDS (sessUserFields).
 func sessPartFieldsLua() string {
 	q := func(names []string) string {
 		out := make([]string, len(names))
@@ -55,7 +56,8 @@ func sessPartFieldsLua() string {
 			ttl = append(ttl, n)
 		}
 	}
-	return "local SESSION_FIELDS = {" + q(sessPartFields) + "}\nlocal SESSION_TTL_FIELDS = {" + q(ttl) + "}\nlocal LIVE = '" + fieldLive + "'\n"
+	return "local SESSION_FIELDS = {" + q(sessPartFields) + "}\nlocal SESSION_TTL_FIELDS = {" + q(ttl) + "}\nlocal LIVE = '" + fieldLive + "'\n" +
+		"local SESSION_USER_FIELDS = {" + q(sessUserFields) + "}\n"
 }
 
 // splitLive replaces the live marker in m (a session's flat fields) with the absoluteExpiresAtMs
