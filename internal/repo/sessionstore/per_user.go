@@ -19,8 +19,13 @@ import (
 //     per-session hash's (sessions_fields.go), written under the same rule (only once they
 //     differ from their default), with two more defaults: "<idPart>:createdAtMs" is the hash's
 //     createdAtMs when absent, "<idPart>:updatedAtMs" the session's createdAtMs;
+//   - with session events on, the user's pending events: evSeq, evHead, ev.<n> (the kit's
+//     snippet event_outbox; no ':' in their names, so never a session's field), each event with
+//     the events' max age as its field TTL, until the relay copies and deletes them
+//     (internal/repo/eventstore);
 //   - the key's own TTL is raised (never shortened) to the latest absolute deadline of any
-//     session it received, so it outlives every field.
+//     session it received, and to the events' max age by an event appended, so it outlives
+//     every field.
 //
 // Every per-user script declares the user's hash alone (verify adds the MFA attempt counter, in
 // the same slot): a single-key script is served while the user's slot migrates between cluster
