@@ -101,7 +101,7 @@ func (o outboxHash) pending(ctx context.Context, node rueidis.Client, keys []str
 	for i, res := range node.DoMulti(ctx, cmds...) {
 		v, err := res.ToArray()
 		if err != nil {
-			if rueidis.IsRedisNil(err) {
+			if _, reply := rueidis.IsRedisErr(err); reply { // gone, or moved meanwhile (MOVED, ASK): a later pass
 				continue
 			}
 			return tags, repo.CommandError("events sweep", err)
