@@ -3,7 +3,7 @@
 -- challenge's included. Idempotent: a session already gone answers {'OK', 0}. When no live
 -- session of the user is left, the hash itself (the user's fields) goes too, unless it holds
 -- session events the relay has yet to copy (this revocation's among them): the relay deletes
--- it once it has (outbox_u_ack.lua in internal/repo/eventstore).
+-- it once it has (outbox_hash_ack.lua in internal/repo/eventstore).
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the event
 --          session.revoked, or session.logged_out when the caller is the session itself
 --          (session_event_hash)
