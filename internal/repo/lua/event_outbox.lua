@@ -24,8 +24,11 @@ local event_outbox_state
 -- event_outbox_append(key, env, now, typ, subject, data) appends one event to the user's hash
 -- key: data is a Lua table of small values, encoded as JSON; the event's field lives env.maxAge
 -- ms, and the hash at least as long (its TTL raised, never shortened). Returns the event's
--- number.
+-- number, or false when events are off (a max age of 0, as event_append).
 local function event_outbox_append(key, env, now, typ, subject, data)
+  if env.maxAge <= 0 then
+    return false
+  end
   local st = event_outbox_state
   if not st then
     local v = redis.call('HMGET', key, EVENT_OUTBOX_SEQ, EVENT_OUTBOX_HEAD)
