@@ -59,7 +59,11 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 
 	retention := events.Retention{MaxAge: cfg.EventsMaxAge, MaxLen: cfg.EventsMaxLen, Off: !cfg.Events}
 	d.Audit = events.NewAudit(log, events.DefaultAuditWindow)
-	es, err := eventstore.New(s, eventstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Audit: d.Audit, Metrics: rm, Logger: log})
+	eo := eventstore.Options{Prefix: cfg.KeyPrefix, Hasher: h, Retention: retention, Audit: d.Audit, Metrics: rm, Logger: log}
+	if sessionLayout(cfg, s) != sessionstore.LayoutPerSession { // the session events wait in the user's session hash
+		eo.SessionHash = func(tag string) string { return sessionstore.UserSessionsKey(repo.Keys{Prefix: cfg.KeyPrefix}, tag) }
+	}
+	es, err := eventstore.New(s, eo)
 	if err != nil {
 		return nil, err
 	}

@@ -122,10 +122,10 @@ type Config struct {
 	// EventsRefusalWindow is the aggregation window of the refusal events (ratelimit.refused,
 	// quota.refused): one event per caller, limit and window.
 	EventsRefusalWindow time.Duration `env:"GATEWAY_EVENTS_REFUSAL_WINDOW" default:"1m"`
-	// SessionEvents turns the session events on (each session write appends to the user's
-	// outbox): off by default while an outbox key makes per-user writes refusable during a slot
-	// migration (docs/EVENTS.md).
-	SessionEvents bool `env:"GATEWAY_SESSION_EVENTS" default:"false"`
+	// SessionEvents writes the session events (each session write appends them to the user's
+	// outbox, which the relay copies into the tenant's stream; docs/EVENTS.md); false turns
+	// them off.
+	SessionEvents bool `env:"GATEWAY_SESSION_EVENTS" default:"true"`
 
 	// Webhooks (internal/webhooks): deliveries retried from RetryBase, doubling up to 1h, for
 	// RetryWindow after the event; private and loopback receivers only with AllowPrivate.

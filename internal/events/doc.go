@@ -6,9 +6,11 @@
 //
 // An event exists if and only if its change happened: the store script that makes the change
 // appends the event in the same atomic step, to a Redis Stream under the same hash tag —
-// the tenant's stream <prefix>:v1:events:{<tenantTag>} for tokens, a per-user outbox
-// <prefix>:v1:evoutbox:{<userTag>} for sessions (their keys carry the user's tag), which a
-// relay moves into the tenant's stream exactly once (internal/repo/eventstore). An event's id
+// the tenant's stream <prefix>:v1:events:{<tenantTag>} for tokens; for sessions (their keys
+// carry the user's tag) the user's session hash (per-user layout: fields of the hash, so the
+// write stays one key; outbox.go here decodes them) or outbox stream
+// <prefix>:v1:evoutbox:{<userTag>} (per-session layout), which a relay moves into the
+// tenant's stream exactly once (internal/repo/eventstore). An event's id
 // is its entry id in the tenant's stream: ordered, stable, the cursor of GET /v1/events and the
 // SSE Last-Event-ID. docs/EVENTS.md is the user's side of it.
 //

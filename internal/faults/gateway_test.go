@@ -90,11 +90,16 @@ func (g *gateway) open(t *testing.T) {
 		t.Fatalf("load scripts: %v", err)
 	}
 	// Built as cmd/gateway builds it (internal/app), client-side caching of the session hot
-	// path and the token check included. The case sweeper is not started.
+	// path and the token check included. The case sweeper is not started; the relay of the
+	// session events is.
 	gw, err := app.New(cfg, g.store, app.Options{Version: "faults", Auth: g.auth, Hasher: g.hasher})
 	if err != nil {
 		t.Fatal(err)
 	}
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	relayDone := make(chan struct{})
+	go func() { defer close(relayDone); gw.Relay.Run(relayCtx) }()
+	t.Cleanup(func() { stopRelay(); <-relayDone })
 	g.tokens = gw.Tokens
 	g.srv = httptest.NewUnstartedServer(gw.Echo)
 	g.srv.Config.ReadHeaderTimeout = cfg.ReadHeaderTimeout

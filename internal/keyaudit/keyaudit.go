@@ -233,12 +233,51 @@ func (a *Auditor) checkKey(ctx context.Context, c rueidis.Client, key string) []
 			add("secret", "a value equals a secret produced during the run")
 		}
 	}
+	if typ == "hash" {
+		out = append(out, a.checkEventFields(ctx, c, key, values)...)
+	}
 	if decl != nil {
 		if entries > decl.MaxEntries {
 			add("too-many-entries", "%d entries, declared at most %d (%s)", entries, decl.MaxEntries, decl.Pattern)
 		}
 		if bytes > decl.MaxBytes {
 			add("too-many-bytes", "%d payload bytes, declared at most %d (%s)", bytes, decl.MaxBytes, decl.Pattern)
+		}
+	}
+	return out
+}
+
+// Session events pending in a user's session hash (the per-user layout; docs/KEYS.md
+// "Events"): fields ev.<n>, each with a field TTL, at most eventOutboxMax of them.
+var eventField = regexp.MustCompile(`^ev\.[0-9]+$`)
+
+// eventOutboxMax is repo.EventOutboxMax (the audit reads Redis, not the gateway's code).
+const eventOutboxMax = 2000
+
+// checkEventFields checks the event fields among a hash's field names and values (alternating,
+// as payload answers them): each has a field TTL (HPTTL), and there are at most eventOutboxMax.
+func (a *Auditor) checkEventFields(ctx context.Context, c rueidis.Client, key string, values []string) []Violation {
+	var names []string
+	for i := 0; i+1 < len(values); i += 2 {
+		if eventField.MatchString(values[i]) {
+			names = append(names, values[i])
+		}
+	}
+	var out []Violation
+	if len(names) > eventOutboxMax {
+		out = append(out, Violation{Key: key, Rule: "too-many-entries", Msg: fmt.Sprintf("%d pending session events, declared at most %d", len(names), eventOutboxMax)})
+	}
+	for from := 0; from < len(names); from += 500 {
+		batch := names[from:min(from+500, len(names))]
+		ttls, err := c.Do(ctx, c.B().Hpttl().Key(key).Fields().Numfields(int64(len(batch))).Field(batch...).Build()).AsIntSlice()
+		if err != nil {
+			return append(out, Violation{Key: key, Rule: "error", Msg: fmt.Sprintf("HPTTL: %v", err)})
+		}
+		for i, ttl := range ttls {
+			if ttl == -1 {
+				out = append(out, Violation{Key: key, Rule: "no-ttl", Msg: fmt.Sprintf("session event field %s has no field TTL", batch[i])})
+				break
+			}
 		}
 	}
 	return out

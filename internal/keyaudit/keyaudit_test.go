@@ -114,3 +114,47 @@ func TestAuditFindsEveryViolation(t *testing.T) {
 		t.Errorf("good key flagged: %s", got["p:v1:token:{good}"])
 	}
 }
+
+// TestAuditChecksSessionEventFields: a session event pending in a user's hash (ev.<n>) without
+// its field TTL is a violation; one with it is not (Redis with hash field expiry).
+func TestAuditChecksSessionEventFields(t *testing.T) {
+	t.Parallel()
+	var be *testredis.Backend
+	for _, b := range testredis.Backends() {
+		if b.Env == testredis.EnvRedis8 && b.URL != "" {
+			be = &b
+			break
+		}
+	}
+	if be == nil {
+		t.Skip("no Redis 8")
+	}
+	s := testredis.Open(t, *be)
+	ctx := context.Background()
+	c := s.Client
+	prefix := testredis.Prefix(t)
+	decls, err := ParseDecls(strings.NewReader("```keyaudit\n<prefix>:v1:sess:{<userTag>}  hash  10  1000\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{prefix + ":v1:sess:{good}", prefix + ":v1:sess:{nottl}"} {
+		if err := c.Do(ctx, c.B().Hset().Key(k).FieldValue().FieldValue("userId", "u").FieldValue("ev.1795735777019000", "session.created").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		c.Do(ctx, c.B().Pexpire().Key(k).Milliseconds(time.Hour.Milliseconds()).Build())
+	}
+	if err := c.Do(ctx, c.B().Hpexpire().Key(prefix+":v1:sess:{good}").Milliseconds(time.Hour.Milliseconds()).Fields().Numfields(1).Field("ev.1795735777019000").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := (&Auditor{Client: c, Decls: decls, Match: prefix + ":*"}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range rep.Violations {
+		got[v.Key] += v.Rule + " "
+	}
+	if got[prefix+":v1:sess:{good}"] != "" || !strings.Contains(got[prefix+":v1:sess:{nottl}"], "no-ttl") {
+		t.Fatalf("violations %v, want the event field without a field TTL alone", got)
+	}
+}

@@ -3,8 +3,10 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/events"
@@ -16,6 +18,13 @@ import (
 
 func newStore(t testing.TB, s *store.Store, prefix string) *Store {
 	t.Helper()
+	return newStoreWith(t, s, prefix, false)
+}
+
+// newStoreWith is newStore with the users' events in their session hashes (inHash: the per-user
+// layout) or in outbox streams.
+func newStoreWith(t testing.TB, s *store.Store, prefix string, inHash bool) *Store {
+	t.Helper()
 	if err := s.LoadScripts(context.Background(), repo.ScriptBodies()...); err != nil {
 		t.Fatal(err)
 	}
@@ -23,18 +32,33 @@ func newStore(t testing.TB, s *store.Store, prefix string) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := New(s, Options{Prefix: prefix, Hasher: h, Retention: events.Retention{MaxAge: time.Hour, MaxLen: 1000}})
+	o := Options{Prefix: prefix, Hasher: h, Retention: events.Retention{MaxAge: time.Hour, MaxLen: 1000}}
+	if inHash {
+		o.SessionHash = func(tag string) string { return repo.Keys{Prefix: prefix}.Key("sess", tag) }
+	}
+	es, err := New(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return es
 }
 
-// appendOutbox appends n events to userTag's outbox as the session scripts do (the same
-// fields), numbered from first in their subject.
+// appendOutbox appends n events to userTag's pending events as the session scripts do (the same
+// fields, in the same step as their TTL), numbered from first in their subject: to the outbox
+// stream, or through the kit's snippet event_outbox into the user's hash.
 func appendOutbox(t testing.TB, es *Store, userTag, tenant string, first, n int) {
 	t.Helper()
 	ctx := context.Background()
+	if h, ok := es.outbox.(outboxHash); ok {
+		args := []string{events.Envelope(ctx, tenant, es.retention), string(events.SessionRotated)}
+		for i := first; i < first+n; i++ {
+			args = append(args, fmt.Sprintf("s_%s_%06d", userTag, i))
+		}
+		if _, err := repo.RunScript(ctx, es.client, nil, "test_outbox_append", "test outbox append", scriptTestAppend, []string{h.key(userTag)}, args); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	key := es.keys.EventOutbox(userTag)
 	for i := first; i < first+n; i++ {
 		// With its TTL in the same MULTI, as the session scripts set it in the same step.
@@ -50,6 +74,51 @@ func appendOutbox(t testing.TB, es *Store, userTag, tenant string, first, n int)
 			}
 		}
 	}
+}
+
+// scriptTestAppend appends events to a user's hash with the kit's snippet event_outbox, as the
+// session scripts of the per-user layout do (session_event_hash.lua in sessionstore).
+// KEYS[1]: the user's hash; ARGV[1]: the envelope, ARGV[2]: the type, ARGV[3..]: subjects.
+var scriptTestAppend = repo.LoadScript(fstest.MapFS{"test_outbox_append.lua": {Data: []byte(`
+--#include event_append
+--#include event_outbox
+local env = event_env(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 3, #ARGV do
+  event_outbox_append(KEYS[1], env, now, ARGV[2], ARGV[i], {})
+end
+return {'OK'}
+`)}}, "test_outbox_append")
+
+// eachOutbox runs fn on every backend with the users' events in outbox streams (the per-session
+// layout) and, where the server has hash field expiry, in their session hashes (per user).
+func eachOutbox(t *testing.T, fn func(t *testing.T, es *Store)) {
+	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+		for _, inHash := range []bool{false, true} {
+			if inHash && (s.Caps.FieldExpiry == store.FieldExpiryFallback || !s.Caps.FieldExpiryMs) {
+				continue
+			}
+			t.Run(map[bool]string{false: "stream", true: "hash"}[inHash], func(t *testing.T) {
+				fn(t, newStoreWith(t, s, prefix+map[bool]string{false: "s", true: "h"}[inHash], inHash))
+			})
+		}
+	})
+}
+
+// outboxLeft is whether anything of userTag's pending events is left in Redis: the outbox
+// stream, or the user's hash.
+func outboxLeft(t *testing.T, es *Store, userTag string) bool {
+	t.Helper()
+	key := es.keys.EventOutbox(userTag)
+	if h, ok := es.outbox.(outboxHash); ok {
+		key = h.key(userTag)
+	}
+	n, err := es.client.Do(context.Background(), es.client.B().Exists().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
 }
 
 // subjects are the tenant stream's subjects in order.
@@ -78,21 +147,21 @@ func wantSequence(t *testing.T, got []string, userTag string, n int) {
 	}
 }
 
-// TestRelayExactlyOnceWhenKilledMidRelay: a gateway that copied an outbox into the tenant's
-// stream and died before deleting the copied entries (relay.lua ran, outbox_ack.lua did not)
-// leaves them in the outbox; the next relay, on any gateway, copies each event once, in order,
-// and empties (deletes) the outbox. Without the checkpoint the second relay duplicated every
-// event of the first batch; with the outbox deleted at once when emptied, events appended in the
+// TestRelayExactlyOnceWhenKilledMidRelay: a gateway that copied a user's pending events into
+// the tenant's stream and died before deleting them (relay.lua ran, the ack did not) leaves
+// them pending; the next relay, on any gateway, copies each event once, in order, and empties
+// (deletes) the outbox — the outbox stream of the per-session layout, and the user's hash of
+// the per-user layout. Without the checkpoint the second relay duplicated every event of the
+// first batch; with the outbox stream deleted at once when emptied, events appended in the
 // same millisecond got smaller ids than the checkpoint and were skipped (3 of 158 lost).
 func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
+	eachOutbox(t, func(t *testing.T, es *Store) {
 		ctx := context.Background()
-		es := newStore(t, s, prefix)
 		const user = "userTagAAAA1"
 		appendOutbox(t, es, user, "acme", 0, 5)
 		// The dead gateway's relay: the copy alone.
-		copyOnly(t, es, user, "acme")
+		copyOnly(t, es, user)
 		appendOutbox(t, es, user, "acme", 5, 3)
 		n, err := es.RelayOutbox(ctx, user)
 		if err != nil || n != 3 {
@@ -103,10 +172,10 @@ func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 		if _, err := es.RelayOutbox(ctx, user); err != nil {
 			t.Fatal(err)
 		}
-		if k, _ := es.client.Do(ctx, es.client.B().Exists().Key(es.keys.EventOutbox(user)).Build()).AsInt64(); k != 0 {
+		if outboxLeft(t, es, user) {
 			t.Fatal("the emptied outbox was kept")
 		}
-		// Two relays racing over the same entries: each event still once.
+		// Two relays racing over the same events: each event still once.
 		appendOutbox(t, es, user, "acme", 8, 150)
 		errs := make(chan error, 2)
 		for range 2 {
@@ -125,46 +194,104 @@ func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 				t.Fatalf("%s has no TTL (%d)", k, p)
 			}
 		}
+		// The outbox made anew after its deletion numbers its events past the checkpoint.
+		time.Sleep(2 * time.Millisecond)
+		if _, err := es.RelayOutbox(ctx, user); err != nil || outboxLeft(t, es, user) {
+			t.Fatalf("the emptied outbox was kept (%v)", err)
+		}
+		appendOutbox(t, es, user, "acme", 158, 2)
+		if n, err := es.RelayOutbox(ctx, user); err != nil || n != 2 {
+			t.Fatalf("relay of a new outbox copied %d, %v; want 2", n, err)
+		}
+		wantSequence(t, subjects(t, es, "acme"), user, 160)
 	})
 }
 
-// copyOnly runs relay.lua over the whole outbox without deleting anything (a gateway killed
-// between the copy and the delete).
-func copyOnly(t *testing.T, es *Store, user, tenant string) {
+// copyOnly reads the user's pending events and runs relay.lua over them without deleting
+// anything (a gateway killed between the copy and the delete).
+func copyOnly(t *testing.T, es *Store, user string) {
 	t.Helper()
 	ctx := context.Background()
-	entries, err := es.client.Do(ctx, es.client.B().Xrange().Key(es.keys.EventOutbox(user)).Start("-").End("+").Build()).AsXRange()
-	if err != nil {
-		t.Fatal(err)
+	b, err := es.outbox.read(ctx, user)
+	if err != nil || len(b.entries) == 0 {
+		t.Fatalf("read %d events, %v", len(b.entries), err)
 	}
-	args := []string{events.Envelope(ctx, tenant, es.retention), "60000"}
-	for _, e := range entries {
-		args = append(args, e.ID, strconv.Itoa(2*len(e.FieldValues)))
-		for k, v := range e.FieldValues {
-			args = append(args, k, v)
-		}
-	}
-	tag := es.hasher.TenantTag(tenant)
-	if _, err := repo.RunScript(ctx, es.client, nil, "events_relay", "events relay", scriptRelay, []string{es.keys.EventStream(tag), es.keys.EventRelayed(tag, user)}, args); err != nil {
+	if _, err := es.relay(ctx, user, b.entries); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// TestRelayEmptiesTheUserHash (per-user layout): once its events are copied, a user's hash
+// holds what it held without them — no event field, no counter — and a hash left with no
+// session field (its sessions ended while events waited) is deleted.
+func TestRelayEmptiesTheUserHash(t *testing.T) {
+	t.Parallel()
+	eachOutbox(t, func(t *testing.T, es *Store) {
+		h, ok := es.outbox.(outboxHash)
+		if !ok {
+			t.Skip("outbox streams")
+		}
+		ctx := context.Background()
+		const user, gone = "userTagCCCC1", "userTagCCCC2"
+		key := h.key(user)
+		if err := es.client.Do(ctx, es.client.B().Hset().Key(key).FieldValue().FieldValue("userId", "u").FieldValue("AAAAAAAAAAAAAAAAAA:live", "1.x").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		appendOutbox(t, es, user, "acme", 0, 3)
+		appendOutbox(t, es, gone, "acme", 0, 3)
+		for _, u := range []string{user, gone} {
+			if n, err := es.RelayOutbox(ctx, u); err != nil || n != 3 {
+				t.Fatalf("relayed %d, %v", n, err)
+			}
+		}
+		names, err := es.client.Do(ctx, es.client.B().Hkeys().Key(key).Build()).AsStrSlice()
+		if slices.Sort(names); err != nil || !slices.Equal(names, []string{"AAAAAAAAAAAAAAAAAA:live", "userId"}) {
+			t.Fatalf("the user's hash after the relay holds %v (%v)", names, err)
+		}
+		if outboxLeft(t, es, gone) {
+			t.Fatal("a hash with no session left was kept after its events were copied")
+		}
+		// The bound: at most repo.EventOutboxMax pending, the oldest dropped.
+		appendOutbox(t, es, user, "acme", 0, repo.EventOutboxMax+5)
+		b, err := es.outbox.read(ctx, user)
+		if err != nil || len(b.entries) == 0 || b.entries[0].FieldValues[events.FieldSubject] != fmt.Sprintf("s_%s_%06d", user, 5) {
+			t.Fatalf("first pending after %d appends: %v (%v)", repo.EventOutboxMax+5, b.entries[:min(1, len(b.entries))], err)
+		}
+		if n, _ := es.client.Do(ctx, es.client.B().Hlen().Key(key).Build()).AsInt64(); n != int64(repo.EventOutboxMax)+4 {
+			t.Fatalf("the user's hash holds %d fields, want %d events + 2 counters + 2", n, repo.EventOutboxMax)
+		}
+	})
+}
+
 // TestRelaySweepFindsLeftOutboxes: outboxes no gateway was told about (their gateway died
-// before its relay ran) are found by the sweep on every node and relayed.
+// before its relay ran) are found by the sweep on every node and relayed, by a full pass and
+// by the bounded steps of the background loop.
 func TestRelaySweepFindsLeftOutboxes(t *testing.T) {
 	t.Parallel()
-	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
-		es := newStore(t, s, prefix)
+	eachOutbox(t, func(t *testing.T, es *Store) {
+		ctx := context.Background()
 		users := []string{"userTagBBBB1", "userTagBBBB2", "userTagBBBB3", "userTagBBBB4"}
 		for _, u := range users {
 			appendOutbox(t, es, u, "acme", 0, 2)
 		}
-		if err := NewRelay(es, time.Hour).Sweep(context.Background()); err != nil {
+		if err := NewRelay(es, time.Hour).Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := subjects(t, es, "acme"); len(got) != 2*len(users) {
 			t.Fatalf("after the sweep the tenant stream holds %d events, want %d", len(got), 2*len(users))
 		}
+		for _, u := range users {
+			appendOutbox(t, es, u, "globex", 0, 1)
+		}
+		r := NewRelay(es, time.Hour)
+		for range 1000 { // steps of one SCAN each, until a pass ends on every node
+			if err := r.step(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if len(subjects(t, es, "globex")) == len(users) {
+				return
+			}
+		}
+		t.Fatalf("the sweep's steps relayed %d of %d", len(subjects(t, es, "globex")), len(users))
 	})
 }

@@ -1,11 +1,13 @@
 // Package eventstore keeps the tenants' event streams in Redis for the event service
-// (internal/events), implementing its Store, and relays the session outboxes into them
-// (relay.go). The streams are written by the scripts of the changes themselves (the kit's
-// event_append snippet); this package only reads them and moves outbox entries. Keys
+// (internal/events), implementing its Store, and relays the users' pending session events into
+// them (relay.go, from either outbox.go; the sweep for those left behind, sweep.go). The
+// streams are written by the scripts of the changes themselves (the kit's event_append and
+// event_outbox snippets); this package only reads them and moves pending events. Keys
 // (docs/KEYS.md "Events"):
 //
 //	<prefix>:v1:events:{<tenantTag>}                     STREAM  the tenant's events
-//	<prefix>:v1:evoutbox:{<userTag>}                     STREAM  a user's session events, not yet relayed
+//	<prefix>:v1:sess:{<userTag>}                         HASH    per-user layout: evSeq, evHead, ev.<n>, a user's session events not yet relayed
+//	<prefix>:v1:evoutbox:{<userTag>}                     STREAM  per-session layout: a user's session events not yet relayed
 //	<prefix>:v1:events:{<tenantTag>}:relayed:<userTag>   STRING  the last outbox id relayed
 package eventstore
 
@@ -36,6 +38,10 @@ type Options struct {
 	Retention events.Retention
 	// Audit logs each session event as the relay copies it (nil: none).
 	Audit *events.Audit
+	// SessionHash, when set, is the per-user layout's session hash of a user tag
+	// (sessionstore.UserSessionsKey), where the session scripts keep the user's pending events;
+	// nil: they are in the user's outbox stream (the per-session layout).
+	SessionHash func(userTag string) string
 	// Metrics counts the relay scripts' errors (nil: not counted).
 	Metrics *repo.Metrics
 	Logger  *slog.Logger
@@ -51,6 +57,8 @@ type Store struct {
 	retention events.Retention
 	audit     *events.Audit
 	log       *slog.Logger
+	// outbox is where the users' pending session events are (Options.SessionHash).
+	outbox outbox
 }
 
 var _ events.Store = (*Store)(nil)
@@ -66,7 +74,12 @@ func New(s *store.Store, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{client: s.Client, durable: s.Durable, metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}, nil
+	es := &Store{client: s.Client, durable: s.Durable, metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}
+	es.outbox = outboxStream{es}
+	if o.SessionHash != nil {
+		es.outbox = outboxHash{s: es, key: o.SessionHash}
+	}
+	return es, nil
 }
 
 func (s *Store) stream(tenant string) string { return s.keys.EventStream(s.hasher.TenantTag(tenant)) }

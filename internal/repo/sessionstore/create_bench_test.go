@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/sessions/session"
+	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // BenchmarkSessionCreate is one session create (a new user each time: no eviction) in each
-// layout on each real backend that hosts it; since the event stream with its session.created
-// append to the user's outbox (the relay's copy is measured by eventstore's BenchmarkRelay).
+// layout on each real backend that hosts it, with session events off and on (on: the
+// session.created append to the user's outbox; the relay's copy is measured by eventstore's
+// BenchmarkRelay).
 //
 //	go test -run '^$' -bench BenchmarkSessionCreate ./internal/repo/sessionstore/
 //
@@ -34,22 +36,32 @@ func BenchmarkSessionCreate(b *testing.B) {
 			if Hosts(s.Caps, l) != nil {
 				continue
 			}
-			b.Run(be.Name+"/"+string(l), func(b *testing.B) {
-				e := newSessEnv(b, s, testredis.Prefix(b), func(o *SessionOptions) { o.Layout = l })
-				ctx := context.Background()
-				b.ReportAllocs()
-				testredis.ResetScriptCost(b, s.Client)
-				for b.Loop() {
-					ref := sessRef(b, "")
-					if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme",
-						Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour}); err != nil {
-						b.Fatal(err)
-					}
+			for _, on := range []bool{false, true} {
+				name := be.Name + "/" + string(l) + "/events-off"
+				if on {
+					name = be.Name + "/" + string(l) + "/events-on"
 				}
-				if be.Name == "private" {
-					b.ReportMetric(testredis.ScriptCost(b, s.Client), "server-µs/script")
-				}
-			})
+				b.Run(name, func(b *testing.B) { benchCreate(b, s, l, on, be.Name == "private") })
+			}
 		}
+	}
+}
+
+// benchCreate is BenchmarkSessionCreate's row: creates in layout l with session events on or
+// off, and the server's time per script when private.
+func benchCreate(b *testing.B, s *store.Store, l SessionLayout, events, private bool) {
+	e := newSessEnv(b, s, testredis.Prefix(b), func(o *SessionOptions) { o.Layout, o.Outbox = l, events })
+	ctx := context.Background()
+	b.ReportAllocs()
+	testredis.ResetScriptCost(b, s.Client)
+	for b.Loop() {
+		ref := sessRef(b, "")
+		if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: ref, UserID: "alice", TenantID: "acme",
+			Status: session.Active, AuthLevel: session.LevelBasic, Idle: time.Hour, Absolute: 2 * time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if private {
+		b.ReportMetric(testredis.ScriptCost(b, s.Client), "server-µs/script")
 	}
 }

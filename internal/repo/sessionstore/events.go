@@ -2,41 +2,44 @@ package sessionstore
 
 import (
 	"context"
-	"strings"
+
+	"github.com/redis/rueidis"
 
 	"github.com/hashgate/hashgate/internal/events"
+	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// A session's events go to the user's outbox in the script of the change (session_event.lua),
-// and the relay copies them into the tenant's stream (internal/repo/eventstore).
+// A session's events are written in the script of the change (session_event.lua) to where the
+// layout keeps the user's pending events — the per-user layout's hash (session_event_hash: the
+// script's one key), the per-session layout's outbox stream (session_event_stream: one more
+// key) — and the relay copies them into the tenant's stream (internal/repo/eventstore).
 
-// outbox is the user's outbox key and the envelope of a write to tenant's session ref (Part
-// "" for a write of several sessions; tenant "" when the script reads it from the sessions);
-// both empty when session events are off (Options.Outbox).
-func (r *Sessions) outbox(ctx context.Context, tenant string, ref session.Ref) (key, envelope string) {
+// eventWrite is what a session write script needs for its events: env, the envelope (its last
+// argument; "" with session events off), outbox, the key its layout declares last for them
+// ("" per user, or with events off), and the user's tag, which the relay is told after the
+// script ran.
+type eventWrite struct{ tag, env, outbox string }
+
+// eventWrite is the eventWrite of a write to tenant's session ref (Part "" for a write of
+// several sessions; tenant "" when the script reads it from the sessions).
+func (r *Sessions) eventWrite(ctx context.Context, tenant string, ref session.Ref) eventWrite {
 	if !r.o.Outbox {
-		return "", ""
+		return eventWrite{tag: ref.Tag}
 	}
-	return r.keys.EventOutbox(ref.Tag), events.Envelope(ctx, tenant, r.o.Events, ref.Tag, ref.Part)
+	return eventWrite{tag: ref.Tag, env: events.Envelope(ctx, tenant, r.o.Events, ref.Tag, ref.Part), outbox: r.layout.outboxKey(ref.Tag)}
 }
 
-// withOutbox is a script's keys: keys, then the user's outbox when session events are on.
-func (r *Sessions) withOutbox(outbox string, keys ...string) []string {
-	if outbox == "" {
-		return keys
+// runEvents runs a session write script that may append events on c (runOn): keys, then the
+// outbox w names; args, then w's envelope. Once it ran, the relay is told the user's tag (a
+// refusal appends nothing: the relay finds nothing to copy).
+func (r *Sessions) runEvents(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, w eventWrite, keys, args []string) (repo.Reply, error) {
+	if w.outbox != "" {
+		keys = append(keys, w.outbox)
 	}
-	return append(keys, outbox)
-}
-
-// relay tells the relay about the user of a script whose last key is the user's outbox: the
-// script ran, so it may have appended events (a refusal appends none; the relay finds nothing).
-func (r *Sessions) relay(keys []string) {
-	if r.o.Relay == nil || len(keys) == 0 {
-		return
+	rep, err := r.runOn(ctx, c, name, l, keys, append(args, w.env))
+	if err == nil && w.env != "" && r.o.Relay != nil {
+		r.o.Relay(w.tag)
 	}
-	last := keys[len(keys)-1]
-	if rest, ok := strings.CutPrefix(last, r.outboxPrefix); ok {
-		r.o.Relay(strings.TrimSuffix(rest, "}"))
-	}
+	return rep, err
 }

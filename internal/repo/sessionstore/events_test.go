@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,11 +14,37 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// outboxEvents reads the user's outbox.
+// outboxEvents reads the user's pending events: the outbox stream (per session), or the event
+// fields of the user's hash in their order (per user).
 func (e *sessEnv) outboxEvents(tag string) []events.Event {
 	e.t.Helper()
-	key, _ := e.r.outbox(context.Background(), "", session.Ref{Tag: tag})
-	return storetest.Events(e.t, e.s, key)
+	if key := e.r.layout.outboxKey(tag); key != "" {
+		return storetest.Events(e.t, e.s, key)
+	}
+	all, err := e.do(e.s.Client.B().Hgetall().Key(e.r.userKey(tag)).Build()).AsStrMap()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var nums []int64
+	for f := range all {
+		if rest, ok := strings.CutPrefix(f, "ev."); ok {
+			n, err := strconv.ParseInt(rest, 10, 64)
+			if err != nil {
+				e.t.Fatalf("event field %q", f)
+			}
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	out := make([]events.Event, 0, len(nums))
+	for _, n := range nums {
+		ev, err := events.FromOutbox(n, all["ev."+strconv.FormatInt(n, 10)])
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 func eventTypes(evs []events.Event) []events.Type {

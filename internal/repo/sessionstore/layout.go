@@ -35,6 +35,9 @@ type layout interface {
 	revokeAll(ctx context.Context, tag, exceptPart string) (int, error)
 	// keyPattern names the key holding a session in logs.
 	keyPattern() string
+	// outboxKey is the key a session write script declares last for the user's events: the
+	// outbox stream (per session); "" per user, whose events go into the user's hash.
+	outboxKey(tag string) string
 }
 
 // perSessionLayout keeps one hash per session and the user's device index (a sorted set).
@@ -48,3 +51,6 @@ type perSessionLayout struct {
 // perUserLayout keeps all of a user's sessions in the user's hash, each session's fields with
 // their own field TTL (per_user.go).
 type perUserLayout struct{ *Sessions }
+
+func (r perSessionLayout) outboxKey(tag string) string { return r.keys.EventOutbox(tag) }
+func (perUserLayout) outboxKey(string) string          { return "" }

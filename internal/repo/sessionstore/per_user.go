@@ -19,8 +19,13 @@ import (
 //     per-session hash's (sessions_fields.go), written under the same rule (only once they
 //     differ from their default), with two more defaults: "<idPart>:createdAtMs" is the hash's
 //     createdAtMs when absent, "<idPart>:updatedAtMs" the session's createdAtMs;
+//   - with session events on, the user's pending events: evSeq, evHead, ev.<n> (the kit's
+//     snippet event_outbox; no ':' in their names, so never a session's field), each event with
+//     the events' max age as its field TTL, until the relay copies and deletes them
+//     (internal/repo/eventstore);
 //   - the key's own TTL is raised (never shortened) to the latest absolute deadline of any
-//     session it received, so it outlives every field.
+//     session it received, and to the events' max age by an event appended, so it outlives
+//     every field.
 //
 // Every per-user script declares the user's hash alone (verify adds the MFA attempt counter, in
 // the same slot): a single-key script is served while the user's slot migrates between cluster
@@ -40,7 +45,8 @@ var sessChallengeFields = []string{fieldChallengeID, fieldCodeMAC}
 var sessUserFields = []string{fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, fieldUpdatedAt}
 
 // sessPartFieldsLua is the snippet session_fields: SESSION_FIELDS (every name),
-// SESSION_TTL_FIELDS (those an idle refresh extends) and LIVE (the live marker's name).
+// SESSION_TTL_FIELDS (those an idle refresh extends), LIVE (the live marker's name) and
+// SESSION_USER_FIELDS (sessUserFields).
 func sessPartFieldsLua() string {
 	q := func(names []string) string {
 		out := make([]string, len(names))
@@ -55,7 +61,8 @@ func sessPartFieldsLua() string {
 			ttl = append(ttl, n)
 		}
 	}
-	return "local SESSION_FIELDS = {" + q(sessPartFields) + "}\nlocal SESSION_TTL_FIELDS = {" + q(ttl) + "}\nlocal LIVE = '" + fieldLive + "'\n"
+	return "local SESSION_FIELDS = {" + q(sessPartFields) + "}\nlocal SESSION_TTL_FIELDS = {" + q(ttl) + "}\nlocal LIVE = '" + fieldLive + "'\n" +
+		"local SESSION_USER_FIELDS = {" + q(sessUserFields) + "}\n"
 }
 
 // splitLive replaces the live marker in m (a session's flat fields) with the absoluteExpiresAtMs

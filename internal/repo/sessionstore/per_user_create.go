@@ -25,18 +25,18 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
 	}
-	outbox, env := r.outbox(ctx, n.TenantID, n.Ref)
-	keys := r.withOutbox(outbox, r.userKey(n.Ref.Tag))
+	w := r.eventWrite(ctx, n.TenantID, n.Ref)
+	keys := []string{r.userKey(n.Ref.Tag)}
 	args := func(mayEvict string) []string {
-		return append(append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
+		return append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
-			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs, n.VerifierMAC}, own...), env)
+			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs, n.VerifierMAC}, own...)
 	}
-	rep, err := r.run(ctx, "session_u_create", scriptPerUserCreate, keys, args("0"))
+	rep, err := r.runEvents(ctx, r.client, "session_u_create", scriptPerUserCreate, w, keys, args("0"))
 	if err == nil && rep.Code() == repo.CodeRetry { // at the cap: evict, confirmed as a durable write
 		err = r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 			var err error
-			rep, err = r.runOn(ctx, c, "session_u_create", scriptPerUserCreate, keys, args("1"))
+			rep, err = r.runEvents(ctx, c, "session_u_create", scriptPerUserCreate, w, keys, args("1"))
 			return err == nil && rep.Code() == repo.CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
 		})
 	}

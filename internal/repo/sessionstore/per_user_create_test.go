@@ -15,10 +15,12 @@ import (
 // A plain session in the per-user layout is one field of its own in the user's hash, beside the
 // user's five; a second session of the user adds its own fields to the same key. Every field of
 // a session carries the idle window as its field TTL, and the key outlives the latest absolute
-// deadline.
+// deadline. (Session events off: the form a user's hash has once the relay has copied them,
+// eventstore's TestRelayEmptiesTheUserHash.)
 func TestSessionCreatePerUserLayout(t *testing.T) {
 	t.Parallel()
-	eachPerUser(t, func(t *testing.T, _ testredis.Backend, _ *store.Store, e *sessEnv) {
+	eachPerUser(t, func(t *testing.T, _ testredis.Backend, s *store.Store, _ *sessEnv) {
+		e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.Layout, o.Outbox = LayoutPerUser, false })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := sessRef(t, tag)

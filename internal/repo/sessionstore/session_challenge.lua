@@ -14,7 +14,7 @@
 -- Reply: {'NOT_FOUND'} | {'OK', nowMs, expiresAtMs}
 
 --#include session_clock
---#include session_event
+--#include session_event_stream
 
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if not tenant or tenant ~= ARGV[1] then

@@ -53,7 +53,7 @@
 
 --#include create_window
 --#include session_keys_check
---#include session_event
+--#include session_event_stream
 
 -- retry answers 'RETRY' with the index's members (the caller names them as candidates).
 local function retry(members)

@@ -1,9 +1,11 @@
--- session_event: a session's events, appended to the user's outbox in the script of the change
--- (--#include session_event; docs/EVENTS.md). The outbox <prefix>:v1:evoutbox:{<userTag>} is
--- the script's last key and the envelope (events.Envelope with the user's tag and the
--- session's idPart, '' for a script of several sessions) its last argument, after its own.
--- With session events off (GATEWAY_SESSION_EVENTS) the envelope is empty and the outbox is not
--- among the keys.
+-- session_event: a session's events, appended in the script of the change to where the
+-- layout keeps the user's pending events (docs/EVENTS.md): the per-user layout's scripts
+-- include session_event_hash (the user's hash, KEYS[1]), the per-session layout's
+-- session_event_stream (the outbox stream <prefix>:v1:evoutbox:{<userTag>}, the script's last
+-- key); each defines session_outbox_append(env, now, typ, subject, data) and includes this. The
+-- envelope (events.Envelope with the user's tag and the session's idPart, '' for a script of
+-- several sessions) is the script's last argument, after its own. With session events off
+-- (GATEWAY_SESSION_EVENTS) the envelope is empty (and no outbox stream is among the keys).
 --#include event_append
 local SESSION_ENV = event_env(ARGV[#ARGV])
 -- session_id(part) is the id of the user's session part.
@@ -12,7 +14,7 @@ local function session_id(part)
 end
 -- session_event(typ, part, data) appends typ about the session part (nil: the envelope's) of
 -- the user, data with the user's tag, at Redis's time; nothing when session events are off
--- (an empty envelope, and no outbox among the keys).
+-- (an empty envelope).
 local function session_event(typ, part, data)
   if ARGV[#ARGV] == '' then
     return nil
@@ -21,7 +23,7 @@ local function session_event(typ, part, data)
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   data.userTag = SESSION_ENV.tag
   part = part or SESSION_ENV.part
-  return event_append(KEYS[#KEYS], SESSION_ENV, now, typ, session_id(part), data)
+  return session_outbox_append(SESSION_ENV, now, typ, session_id(part), data)
 end
 -- session_actor_self(part) is whether the caller is the session part itself (a logout, a
 -- sign-out of the other devices), not a service with a token.

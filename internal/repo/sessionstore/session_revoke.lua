@@ -10,7 +10,7 @@
 -- ARGV[3]: the event envelope (session_event)
 -- Reply: {'OK', 1} revoked | {'OK', 0} already gone | {'NOT_FOUND'} another tenant's session
 --        (untouched)
---#include session_event
+--#include session_event_stream
 
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
 if tenant and tenant ~= ARGV[1] then

@@ -20,7 +20,7 @@
 -- Reply: {'OK', live sessions deleted}
 
 --#include session_keys_check
---#include session_event
+--#include session_event_stream
 
 local n = #ARGV - 3
 local withChallenges = ARGV[2] == '1'

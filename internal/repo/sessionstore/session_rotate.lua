@@ -14,7 +14,7 @@
 --        session has none)
 
 --#include session_clock
---#include session_event
+--#include session_event_stream
 
 local v = redis.call('HMGET', KEYS[1], 'tenantId', 'status', 'authLevel', 'createdAtMs', 'absoluteExpiresAtMs', 'groups')
 if not v[1] or v[1] ~= ARGV[1] then

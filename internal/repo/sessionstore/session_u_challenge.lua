@@ -5,8 +5,8 @@
 -- MFA_REQUIRED: "<idPart>:status", "<idPart>:mfaChallengeCreatedAtMs" and "<idPart>:updatedAtMs"
 -- are written with the session's field TTL (that of its live marker); the hash's
 -- updatedAtMs is set.
--- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the user's event outbox (session_event): session.mfa_challenged
+-- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the event
+--          session.mfa_challenged (session_event_hash)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: idPart
 -- ARGV[3]: challenge id, ARGV[4]: HMAC of the code (base64url)
@@ -16,7 +16,7 @@
 
 --#include session_part
 --#include session_clock
---#include session_event
+--#include session_event_hash
 
 local p = ARGV[2] .. ':' -- field name prefix
 if not part_load(ARGV[1], p) then

@@ -11,8 +11,8 @@
 -- (an idle refresh's instant: it stores no lastSeenAtMs otherwise), <part>:lastRotatedAtMs
 -- (rotation, MFA verify) and the session's createdAtMs, in ms; ties go to the soonest absolute
 -- deadline, then the smaller idPart. A session whose values do not parse counts as never used.
--- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the user's event outbox (session_event): session.created, session.evicted
+-- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the events
+--          session.created and session.evicted (session_event_hash)
 -- ARGV[1]: maximum sessions per user
 -- ARGV[2]: idle timeout in milliseconds
 -- ARGV[3]: absolute timeout in milliseconds
@@ -38,7 +38,7 @@
 --#include session_fields
 --#include session_live
 --#include create_window
---#include session_event
+--#include session_event_hash
 
 local MARK = ':' .. LIVE
 local part = ARGV[4]

@@ -3,7 +3,8 @@
 -- nothing. A session is live while its <idPart>:live field exists (its field
 -- TTL is the end of the idle window): fields whose TTL passed are never returned, so an
 -- idle-expired session is simply absent and nothing needs pruning. The fields no view reads
--- (the MFA code's MAC, the device hashes) are left out of the reply.
+-- (the MFA code's MAC, the device hashes, the user's pending session events) are left out of
+-- the reply: of the fields without ':', only the user's own (SESSION_USER_FIELDS).
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
 --          (the only key: a single-key script is served while the user's slot migrates)
 -- Reply: {'OK', {field, value, ...}, {idPart, pttlMs, ...}, {idPart, expireAtMs, ...}}
@@ -12,12 +13,16 @@
 --#include session_fields
 local MARK = ':' .. LIVE
 local HIDDEN = {mfaCodeMac = true, ipHash = true, userAgentHash = true}
+local USER = {}
+for _, name in ipairs(SESSION_USER_FIELDS) do
+  USER[name] = true
+end
 local all = redis.call('HGETALL', KEYS[1])
 local fields, marks, parts = {}, {}, {}
 for i = 1, #all, 2 do
   local f = all[i]
   local colon = string.find(f, ':', 1, true)
-  if not (colon and HIDDEN[string.sub(f, colon + 1)]) then
+  if (colon and not HIDDEN[string.sub(f, colon + 1)]) or (not colon and USER[f]) then
     fields[#fields + 1] = f
     fields[#fields + 1] = all[i + 1]
   end

@@ -1,10 +1,12 @@
 -- session_u_revoke.lua: the per-user layout's revocation of one session (docs/KEYS.md,
 -- "Sessions"): delete every field of the session from the user's hash, its live MFA
 -- challenge's included. Idempotent: a session already gone answers {'OK', 0}. When no live
--- session of the user is left, the hash itself (the user's fields) goes too.
--- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the user's event outbox (session_event): session.revoked, or session.logged_out
---          when the caller is the session itself
+-- session of the user is left, the hash itself (the user's fields) goes too, unless it holds
+-- session events the relay has yet to copy (this revocation's among them): the relay deletes
+-- it once it has (outbox_hash_ack.lua in internal/repo/eventstore).
+-- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the event
+--          session.revoked, or session.logged_out when the caller is the session itself
+--          (session_event_hash)
 -- ARGV[1]: tenant of the caller; another tenant's session is left untouched
 -- ARGV[2]: idPart
 -- ARGV[3]: the event envelope (session_event)
@@ -12,7 +14,7 @@
 --        (untouched)
 
 --#include session_fields
---#include session_event
+--#include session_event_hash
 
 local MARK = ':' .. LIVE
 local tenant = redis.call('HGET', KEYS[1], 'tenantId')
@@ -38,6 +40,11 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
     redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
     return {'OK', live}
   end
+end
+if event_outbox_pending(KEYS[1]) then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
+  return {'OK', live}
 end
 redis.call('DEL', KEYS[1])
 return {'OK', live}

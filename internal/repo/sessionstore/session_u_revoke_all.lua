@@ -3,14 +3,16 @@
 -- user's sessions are fields of one hash, so no session created, rotated or verified
 -- concurrently can be half seen: it is ordered wholly before this call (and revoked) or
 -- wholly after it. Without a session to keep (none asked, or the one asked is not live) the
--- hash is deleted; otherwise every field that is not the user's or the kept session's goes.
--- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the user's event outbox (session_event): session.revoked per live session deleted,
---          reason revoke_all (a service) or sign_out_elsewhere (the kept session)
+-- hash is deleted, unless it holds session events the relay has yet to copy (these
+-- revocations' among them: the relay deletes it once it has); otherwise, or then, every
+-- session field but the kept session's goes (the user's fields and the events have no ':').
+-- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the events
+--          (session_event_hash): session.revoked per live session deleted, reason revoke_all
+--          (a service) or sign_out_elsewhere (the kept session)
 -- ARGV[1]: idPart to keep, or '' for none
 -- ARGV[2]: the event envelope (session_event; its tenant is read from the hash)
 -- Reply: {'OK', live sessions deleted}
---#include session_event
+--#include session_event_hash
 
 --#include session_fields
 local MARK = ':' .. LIVE
@@ -39,14 +41,14 @@ for _, f in ipairs(names) do
   end
 end
 session_u_revoked(parts)
-if not kept then
+if not kept and not event_outbox_pending(KEYS[1]) then
   redis.call('DEL', KEYS[1])
   return {'OK', live}
 end
 local gone = {}
 local own = keep .. ':'
 for _, f in ipairs(names) do
-  if string.find(f, ':', 1, true) and string.sub(f, 1, #own) ~= own then
+  if string.find(f, ':', 1, true) and (not kept or string.sub(f, 1, #own) ~= own) then
     gone[#gone + 1] = f
   end
 end

@@ -3,8 +3,8 @@
 -- replaced by the new token's and lastRotatedAtMs and updatedAtMs are written, all with the session's field TTL
 -- (what is left of its idle window), in one atomic step: the old token stops working at once,
 -- the idle window and the absolute deadline are kept. The hash's updatedAtMs is set.
--- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
--- KEYS[2]: the user's event outbox (session_event): session.rotated
+-- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the event
+--          session.rotated (session_event_hash)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
 -- ARGV[2]: idPart, ARGV[3]: the new token's verifier MAC, ARGV[4]: the event envelope
 -- Reply: {'NOT_FOUND'} |
@@ -15,7 +15,7 @@
 
 --#include session_part
 --#include session_clock
---#include session_event
+--#include session_event_hash
 
 local p = ARGV[2] .. ':' -- field name prefix
 local v, abs = part_load(ARGV[1], p, p .. 'status', p .. 'authLevel', p .. 'createdAtMs', 'createdAtMs', p .. 'groups')

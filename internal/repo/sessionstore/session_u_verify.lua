@@ -13,7 +13,9 @@
 -- Comparison: the gateway sends the HMAC of the candidate code, never the code. Both strings are
 -- keyed MACs, not secrets, and the comparison below visits every byte whatever the mismatch,
 -- so neither the code nor the MAC leaks through timing; the attempt counter bounds guessing.
--- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}
+-- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the events
+--          (session_event_hash): session.mfa_verified, session.mfa_failed, and
+--          session.mfa_locked when that failure used the window's last attempt
 -- KEYS[2]: attempt counter <prefix>:v1:rl:{<userTag>}:mfa (same slot). While the user's slot
 --          migrates, a first attempt in a window (no counter yet) is refused with TRYAGAIN.
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND', uncounted)
@@ -21,8 +23,6 @@
 -- ARGV[4]: attempt limit, ARGV[5]: window ms, ARGV[6]: counter buffer ms
 -- ARGV[7]: idPart, ARGV[8]: the new token's verifier MAC
 -- ARGV[9]: the event envelope (session_event)
--- KEYS[3]: the user's event outbox (session_event): session.mfa_verified, session.mfa_failed, and
---          session.mfa_locked when that failure used the window's last attempt
 -- Reply: {'NOT_FOUND'} |
 --        {'LIMITED', count, resetMs} |
 --        {'NO_CHALLENGE', count, resetMs, hadChallenge (0|1)} |            (no live challenge with this id)
@@ -32,7 +32,7 @@
 --#include mfa_code
 --#include session_part
 --#include key_ttl
---#include session_event
+--#include session_event_hash
 
 local old = ARGV[7] .. ':' -- field name prefix
 local s, abs = part_load(ARGV[1], old, old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs',

@@ -29,7 +29,7 @@
 --        {'OK', count, resetMs, nowMs, pttlMs, absoluteExpiresAtMs, groups}   (groups nil when none)
 
 --#include mfa_code
---#include session_event
+--#include session_event_stream
 
 local s = redis.call('HMGET', KEYS[1], 'tenantId', 'absoluteExpiresAtMs', 'mfaChallengeId', 'mfaCodeMac', 'mfaChallengeCreatedAtMs', 'groups')
 local cid, mac = s[3], s[4]

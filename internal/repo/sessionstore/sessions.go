@@ -93,10 +93,13 @@ type SessionOptions struct {
 	// hot session is not hashed again on every request. nil: AuthContext.Owner is
 	// OwnerUnchecked and the caller checks.
 	OwnerCheck func(tag, tenantID, userID string) bool
-	// Outbox turns session events on: every session write appends its events to the user's
-	// outbox, declared as one more key of its script (GATEWAY_SESSION_EVENTS).
+	// Outbox turns session events on (GATEWAY_SESSION_EVENTS): every session write appends its
+	// events where the layout keeps the user's pending events — per user in the user's hash
+	// (the script's one key), per session in the user's outbox stream (one more key).
 	Outbox bool
-	// Events bounds the users' event outboxes (default events.DefaultMaxAge, DefaultMaxLen).
+	// Events bounds the users' pending events (default events.DefaultMaxAge, DefaultMaxLen): their
+	// max age, and the outbox stream's length (per session; per user at most
+	// repo.EventOutboxMax).
 	Events events.Retention
 	// Relay, when set, is told the user's tag after each write that appended events to the
 	// user's outbox (eventstore.Relay.Notify: it copies them into the tenant's stream).
@@ -176,8 +179,6 @@ type Sessions struct {
 	broadcast bool
 	// layout is where sessions live (perSessionLayout or perUserLayout).
 	layout layout
-	// outboxPrefix is the users' outbox keys up to the tag, "<prefix>:v1:evoutbox:{".
-	outboxPrefix string
 }
 
 // ErrLayoutUnsupported reports a layout the server cannot host (Hosts).
@@ -236,7 +237,7 @@ func NewSessions(s *store.Store, k repo.Keys, o SessionOptions) (*Sessions, erro
 		expiry:     session.Expiry{RefreshFraction: o.RefreshFraction},
 		fraction:   strconv.FormatFloat(o.RefreshFraction, 'f', -1, 64),
 		idleMs:     strconv.FormatInt(ImplicitIdle.Milliseconds(), 10),
-		refreshing: make(chan struct{}, maxBackgroundRefreshes), outboxPrefix: k.EventOutbox("")[:len(k.EventOutbox(""))-1]}
+		refreshing: make(chan struct{}, maxBackgroundRefreshes)}
 	if o.Layout == LayoutPerSession {
 		r.layout = perSessionLayout{Sessions: r, challengeKeys: mode == store.FieldExpiryFallback}
 	} else {

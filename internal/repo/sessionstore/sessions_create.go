@@ -55,7 +55,7 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 	}
 	head := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy}
-	outbox, env := r.outbox(ctx, n.TenantID, n.Ref)
+	w := r.eventWrite(ctx, n.TenantID, n.Ref)
 	var candidates []string // the index's members, once the create found the cap reached
 	for range sessCreateAttempts {
 		keys := make([]string, 0, 3+2*len(candidates))
@@ -68,11 +68,9 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 				keys = append(keys, r.challengeKey(session.Ref{Tag: n.Ref.Tag, Part: p}))
 			}
 		}
-		keys = r.withOutbox(outbox, keys...)
 		args := make([]string, 0, len(head)+3+len(candidates)+len(fields))
 		args = append(append(append(append(args, head...), strconv.Itoa(len(candidates)), withChallenges), candidates...), fields...)
-		args = append(args, env)
-		rep, err := r.createRound(ctx, keys, args, len(candidates) > 0)
+		rep, err := r.createRound(ctx, w, keys, args, len(candidates) > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -116,14 +114,14 @@ func (r *Sessions) bound(ctx context.Context, script string, rep repo.Reply) err
 
 // createRound runs session_create.lua once. A round that names candidates may evict some
 // (ending their credentials): it runs as a durable write, confirmed when it evicted.
-func (r *Sessions) createRound(ctx context.Context, keys, args []string, mayEvict bool) (repo.Reply, error) {
+func (r *Sessions) createRound(ctx context.Context, w eventWrite, keys, args []string, mayEvict bool) (repo.Reply, error) {
 	if !mayEvict {
-		return r.run(ctx, "session_create", scriptSessionCreate, keys, args)
+		return r.runEvents(ctx, r.client, "session_create", scriptSessionCreate, w, keys, args)
 	}
 	var rep repo.Reply
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		var err error
-		rep, err = r.runOn(ctx, c, "session_create", scriptSessionCreate, keys, args)
+		rep, err = r.runEvents(ctx, c, "session_create", scriptSessionCreate, w, keys, args)
 		return err == nil && rep.Code() == repo.CodeOK && rep.Len() > 3, err // {'OK', now, ttl, abs, evicted...}
 	})
 	return rep, err

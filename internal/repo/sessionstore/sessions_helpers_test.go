@@ -174,11 +174,35 @@ func (e *sessEnv) keys() []string {
 	return out
 }
 
-// sessionKeys is keys without the users' event outboxes (the relay's to empty, tested in
-// internal/repo/eventstore): the keys of the sessions themselves.
+// sessionKeys is keys without the users' event outbox streams and the user hashes that hold
+// nothing but pending events (the relay's to empty, tested in internal/repo/eventstore): the
+// keys of the sessions themselves.
 func (e *sessEnv) sessionKeys() []string {
 	e.t.Helper()
-	return slices.DeleteFunc(e.keys(), func(k string) bool { return strings.HasPrefix(k, e.r.outboxPrefix) })
+	outboxes := e.r.keys.EventOutbox("")
+	outboxes = outboxes[:len(outboxes)-1]
+	return slices.DeleteFunc(e.keys(), func(k string) bool { return strings.HasPrefix(k, outboxes) || e.eventsOnly(k) })
+}
+
+// eventsOnly is whether k is a user's hash (per-user layout) that holds no session field, only
+// the user's fields and pending events.
+func (e *sessEnv) eventsOnly(k string) bool {
+	e.t.Helper()
+	if typ, _ := e.do(e.s.Client.B().Type().Key(k).Build()).ToString(); typ != "hash" {
+		return false
+	}
+	names, err := e.do(e.s.Client.B().Hkeys().Key(k).Build()).AsStrSlice()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pending := false
+	for _, n := range names {
+		if strings.Contains(n, ":") {
+			return false
+		}
+		pending = pending || strings.HasPrefix(n, "ev.")
+	}
+	return pending
 }
 
 // everyKeyHasTTL fails when a key under the prefix has no TTL.

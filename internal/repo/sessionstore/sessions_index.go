@@ -170,9 +170,8 @@ func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag
 			keys = append(keys, r.challengeKey(session.Ref{Tag: tag, Part: p}))
 		}
 	}
-	outbox, env := r.outbox(ctx, "", session.Ref{Tag: tag})
-	keys = r.withOutbox(outbox, keys...)
-	rep, err := r.runOn(ctx, c, "session_revoke_all", scriptSessionRevokeAll, keys, append(append([]string{exceptPart, flag}, revoke...), env))
+	rep, err := r.runEvents(ctx, c, "session_revoke_all", scriptSessionRevokeAll, r.eventWrite(ctx, "", session.Ref{Tag: tag}), keys,
+		append([]string{exceptPart, flag}, revoke...))
 	if err != nil {
 		return 0, err
 	}

@@ -121,9 +121,9 @@ func (r *Sessions) MFAPolicy() ratelimit.Policy { return r.o.MFA }
 // challenge stores c in the per-session layout (session_challenge.lua): in fields with their
 // own TTL, or in a key of its own (challengeKeys).
 func (r perSessionLayout) challenge(ctx context.Context, c session.MFAChallenge, secs int64) (repo.Reply, error) {
-	outbox, env := r.outbox(ctx, c.Tenant, c.Ref)
-	return r.run(ctx, "session_challenge", scriptSessionChallenge, r.withOutbox(outbox, r.sessionKey(c.Ref), r.challengeKey(c.Ref)),
-		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(repo.SchemaVersion), env})
+	return r.runEvents(ctx, r.client, "session_challenge", scriptSessionChallenge, r.eventWrite(ctx, c.Tenant, c.Ref),
+		[]string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
+		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(repo.SchemaVersion)})
 }
 
 // verify runs one attempt in the per-session layout (session_verify.lua) on c.
@@ -133,9 +133,8 @@ func (r perSessionLayout) verify(ctx context.Context, c rueidis.Client, v sessio
 		where = "key"
 	}
 	p := r.o.MFA
-	outbox, env := r.outbox(ctx, v.Tenant, v.Ref)
-	keys := r.withOutbox(outbox, r.sessionKey(v.Ref), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref))
+	keys := []string{r.sessionKey(v.Ref), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
-		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.VerifierMAC, env}
-	return r.runOn(ctx, c, "session_verify", scriptSessionVerify, keys, args)
+		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.VerifierMAC}
+	return r.runEvents(ctx, c, "session_verify", scriptSessionVerify, r.eventWrite(ctx, v.Tenant, v.Ref), keys, args)
 }

@@ -25,7 +25,6 @@ func (r *Sessions) runOn(ctx context.Context, c rueidis.Client, name string, l *
 	if err != nil {
 		return repo.Reply{}, r.noteCorrupt(ctx, name, err)
 	}
-	r.relay(keys)
 	if err := rep.Bare(repo.CodeNotFound, repo.CodeExists); err != nil {
 		return repo.Reply{}, r.badReply(ctx, name, err)
 	}

@@ -1,0 +1,38 @@
+package eventstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// outbox is where the session scripts of the configured layout keep a user's events until the
+// relay copies them: the per-user layout's session hash (outboxHash), the per-session layout's
+// outbox stream (outboxStream). The relay (relay.go) and the sweep (sweep.go) are the same over
+// either.
+type outbox interface {
+	// read returns up to relayBatch of userTag's pending events, oldest first (entry ids
+	// ordered, on the scale of stream ids), and whether more follow.
+	read(ctx context.Context, userTag string) (batch, error)
+	// ack deletes the events of b, copied into the tenant's stream, and the outbox once empty;
+	// wait > 0 asks for ack again with an empty batch after that long (an outbox emptied
+	// within the millisecond of its last number: its clean-up waits for the clock).
+	ack(ctx context.Context, userTag string, b batch) (wait time.Duration, err error)
+	// scan is the SCAN MATCH pattern and TYPE of the keys that may hold pending events.
+	scan() (match, typ string)
+	// pending returns the user tags of those keys, found by the sweep on node, that hold pending
+	// events.
+	pending(ctx context.Context, node rueidis.Client, keys []string) ([]string, error)
+}
+
+// batch is what one read found: the events as stream entries (what relay.lua appends and the
+// audit decodes), whether more follow, and what ack needs to delete them.
+type batch struct {
+	entries []rueidis.XRangeEntry
+	more    bool
+	// first, last: the outbox's numbers of the events read (outboxHash)
+	first, last string
+	// retry: an ack asked for the clean-up again
+	retry bool
+}
