@@ -17,7 +17,7 @@ import (
 // second gateway with GATEWAY_REDIS_CLIENT_CACHE=false on the same Redis and keys.
 func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtures, error) {
 	env := append(baseEnv(), keys...)
-	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix, "GATEWAY_SESSION_EVENTS=true",
+	env = append(env, "REDIS_URL="+b.redis.URL(), "GATEWAY_LOG_LEVEL=warn", "GATEWAY_KEY_PREFIX="+keyPrefix,
 		fmt.Sprintf("GATEWAY_CASE_MAX_ESCALATION=%d", caseMaxEscalation), fmt.Sprintf("GATEWAY_TENANT_MAX_CASES=%d", benchMaxCases))
 	// Rate limits on but never reached: every bearer and session scenario pays for counting,
 	// none is refused. The limiter's cost is read from two fresh gateways that differ only in

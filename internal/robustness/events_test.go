@@ -409,11 +409,25 @@ func waitRelayed(masters []rueidis.Client, prefix string) error {
 				return false
 			}
 			left += len(keys)
+			// the per-user layout's outbox: ev.<n> fields in the user's session hash
+			users, err := scanKeys(c, prefix+":v1:sess:{*}", "hash")
+			if err != nil {
+				return false
+			}
+			for _, k := range users {
+				e, err := c.Do(context.Background(), c.B().Hscan().Key(k).Cursor(0).Match("ev.*").Count(1000).Build()).AsScanEntry()
+				if err != nil {
+					return false
+				}
+				if len(e.Elements) > 0 || e.Cursor != 0 {
+					left++
+				}
+			}
 		}
 		return left == 0
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %d outboxes left", err, left)
+		return fmt.Errorf("%w: %d outboxes (streams or user hashes with events) left", err, left)
 	}
 	return nil
 }
