@@ -171,7 +171,7 @@ func TestRobustness(t *testing.T) {
 				switch r.Model {
 				case "sessions", "tokens":
 					credential += r.Violations
-				case "creates-objects", "ratelimits":
+				case "creates-objects", perTenant.model, perToken.model, perSession.model:
 					if r.Violations != 0 {
 						t.Errorf("%s: %d violations (seed %d)", r.Model, r.Violations, seed)
 					}
@@ -317,5 +317,5 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 	if r, err = w.objectsPerKey(base, nodes...); err != nil {
 		t.Fatal(err)
 	}
-	return append(out, r, lim.check(base, n.Spans))
+	return append(append(out, r), lim.check(base, n.Spans)...)
 }
