@@ -34,6 +34,7 @@ func TestModelsOnKnownHistories(t *testing.T) {
 	}
 	revoke := sessionIn{Op: opRevoke, Session: "s", ID: "s", FirstID: true}
 	rotate := sessionIn{Op: opRotate, Session: "s", ID: "s", FirstID: true}
+	verify := sessionIn{Op: opVerify, Session: "s", ID: "s", FirstID: true}
 	logout := sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}
 	ok, refused, lost := sessionOut{OK: true}, sessionOut{}, sessionOut{Unknown: true}
 	patch := func(ifMatch int64, c string) quoteIn {
@@ -55,6 +56,13 @@ func TestModelsOnKnownHistories(t *testing.T) {
 		{"revoke by the id before a rotation ends the session only under stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"}), op(0, 20, 30, revoke, ok),
 			op(1, 40, 50, authorize("t1", false), ok)}, false},
+		{"old token authorized after an acknowledged step-up verify", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, verify, sessionOut{OK: true, Token: "t1", ID: "s"}), op(1, 20, 30, authorize("t0", true), ok)}, false},
+		{"old token authorized during a step-up verify, the new one after", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, verify, sessionOut{OK: true, Token: "t1", ID: "s"}), op(1, 5, 30, authorize("t0", true), ok),
+			op(1, 40, 50, authorize("t1", false), ok), op(1, 60, 70, authorize("t0", true), refused)}, true},
+		{"a step-up verify answered after the session's revoke was", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, revoke, ok), op(1, 20, 30, verify, sessionOut{OK: true, Token: "t1", ID: "s"})}, false},
 		{"a rotation answering another id violates stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"})}, false},
 		{"a rotation keeping the id, then a revoke by it, ends the session", newSessionModel(true), []porcupine.Operation{

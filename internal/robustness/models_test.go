@@ -40,7 +40,8 @@ func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
 }
 
 // Sessions: each session holds one live token at a time; revoke (DELETE /v1/sessions/{id}),
-// logout (DELETE /v1/session) and rotation (POST .../rotate, which hands out a new token)
+// logout (DELETE /v1/session), rotation (POST .../rotate, which hands out a new token) and an
+// MFA step-up's verify (POST .../mfa/verify after a challenge: a new token too, the same id)
 // end the old one.
 
 type sessionOp string
@@ -50,6 +51,7 @@ const (
 	opRevoke    sessionOp = "revoke"
 	opLogout    sessionOp = "logout"
 	opRotate    sessionOp = "rotate"
+	opVerify    sessionOp = "verify" // a step-up's verify: to the token, a rotation
 )
 
 type sessionIn struct {
@@ -68,8 +70,8 @@ func (in sessionIn) key() string { return "session " + in.Session }
 type sessionOut struct {
 	Unknown bool
 	OK      bool   // 200/204
-	Token   string // rotate: the new token
-	ID      string // rotate: the id it answered
+	Token   string // rotate, verify: the new token
+	ID      string // rotate, verify: the id it answered
 }
 
 // sessionState: Token and ID are the live token and id ("" = the ones the create returned,
@@ -119,7 +121,7 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 					s.Ended = true
 				}
 				return true, s
-			case opRotate:
+			case opRotate, opVerify:
 				switch {
 				case out.Unknown:
 					if !s.Ended && s.names(in, stableIDs) {
@@ -140,8 +142,8 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 			switch in.Op {
 			case opRevoke:
 				return fmt.Sprintf("revoke(%s) → %s", short(in.ID), outcome(out.Unknown, out.OK))
-			case opRotate:
-				return fmt.Sprintf("rotate(%s) → %s %s %s", short(in.ID), outcome(out.Unknown, out.OK), short(out.ID), short(out.Token))
+			case opRotate, opVerify:
+				return fmt.Sprintf("%s(%s) → %s %s %s", in.Op, short(in.ID), outcome(out.Unknown, out.OK), short(out.ID), short(out.Token))
 			}
 			return fmt.Sprintf("%s(%s) → %s", in.Op, short(in.Token), outcome(out.Unknown, out.OK))
 		},

@@ -268,6 +268,16 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 	case p < 0.20:
 		in.Op, in.Token, in.Initial = opRotate, "", false
 		r = g.do("POST", "/v1/sessions/"+id+"/rotate", nil, "Authorization", w.admin)
+	case p < 0.25:
+		// A step-up: the challenge changes no token (a logged-in session stays authorized at
+		// BASIC meanwhile), so only the verify is recorded; without a challenge there is none.
+		var ch struct{ ChallengeID, Code string }
+		if cr := g.do("POST", "/v1/sessions/"+id+"/mfa/challenge", nil, "Authorization", w.admin); cr.status != http.StatusCreated || cr.decode(&ch) != nil {
+			return
+		}
+		in.Op, in.Token, in.Initial = opVerify, "", false
+		call = time.Now()
+		r = g.do("POST", "/v1/sessions/"+id+"/mfa/verify", map[string]any{"challengeId": ch.ChallengeID, "code": ch.Code}, "Authorization", w.admin)
 	default:
 		in.Op = opAuthorize
 		r = g.do("GET", "/v1/authorize", nil, "X-Session-Token", tok)
@@ -277,7 +287,7 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 	if in.Op == opAuthorize && out.Unknown {
 		return // a read whose answer was lost tells nothing
 	}
-	if in.Op == opRotate && out.OK {
+	if (in.Op == opRotate || in.Op == opVerify) && out.OK {
 		var v struct{ SessionID, Token string }
 		if r.decode(&v) != nil || v.Token == "" || v.SessionID == "" {
 			out.Unknown, out.OK = true, false
