@@ -103,6 +103,7 @@ func TestModelsOnKnownHistories(t *testing.T) {
 	}
 	cases = append(cases, caseHistories()...)
 	cases = append(cases, createHistories()...)
+	cases = append(cases, evictHistories()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := porcupine.CheckOperations(c.model, c.ops); got != c.legal {

@@ -227,6 +227,7 @@ var historyModels = []struct {
 	{"quotes", func() porcupine.Model { return quoteModel }},
 	{"cases", caseModel.ToModel},
 	{"creates", func() porcupine.Model { return idemModel }},
+	{"evictions", evictModel.ToModel},
 }
 
 // runOnce starts a deployment, the workload's replicas and the limited tenant's, runs both

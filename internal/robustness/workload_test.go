@@ -42,6 +42,7 @@ type world struct {
 	cases  []*clientCase
 	// idem: the Idempotency-Keys in use; idemKeys counts every key made.
 	idem     []*idemKey
+	evict    []*evictUser // the eviction workload's users (evictions_test.go)
 	idemKeys atomic.Int64
 	prefix   string // the replicas' key prefix
 	seq      atomic.Int64
@@ -220,6 +221,8 @@ func (w *world) step(c int, rng *rand.Rand) {
 	switch p := rng.Float64(); {
 	case p < 0.03:
 		_ = w.createSession(g) // not checked: a session lost with its create only refuses
+	case p < 0.06:
+		w.evictStep(c, rng, g)
 	case p < 0.40:
 		w.sessionStep(c, rng, g)
 	case p < 0.57:
