@@ -221,7 +221,7 @@ func (w *world) step(c int, rng *rand.Rand) {
 	switch p := rng.Float64(); {
 	case p < 0.03:
 		_ = w.createSession(g) // not checked: a session lost with its create only refuses
-	case p < 0.06:
+	case p < 0.08:
 		w.evictStep(c, rng, g)
 	case p < 0.40:
 		w.sessionStep(c, rng, g)
