@@ -35,6 +35,8 @@ func TestModelsOnKnownHistories(t *testing.T) {
 	revoke := sessionIn{Op: opRevoke, Session: "s", ID: "s", FirstID: true}
 	rotate := sessionIn{Op: opRotate, Session: "s", ID: "s", FirstID: true}
 	verify := sessionIn{Op: opVerify, Session: "s", ID: "s", FirstID: true}
+	// pending is in on a session created with mfaRequired.
+	pending := func(in sessionIn) sessionIn { in.LoginMFA = true; return in }
 	logout := sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}
 	ok, refused, lost := sessionOut{OK: true}, sessionOut{}, sessionOut{Unknown: true}
 	patch := func(ifMatch int64, c string) quoteIn {
@@ -63,6 +65,16 @@ func TestModelsOnKnownHistories(t *testing.T) {
 			op(1, 40, 50, authorize("t1", false), ok), op(1, 60, 70, authorize("t0", true), refused)}, true},
 		{"a step-up verify answered after the session's revoke was", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, revoke, ok), op(1, 20, 30, verify, sessionOut{OK: true, Token: "t1", ID: "s"})}, false},
+		{"a session whose login waits for MFA authorized before its verify", newSessionModel(true), []porcupine.Operation{
+			op(1, 0, 10, pending(authorize("t0", true)), ok)}, false},
+		{"a session whose login waits for MFA: refused, then its verify's token authorized", newSessionModel(true), []porcupine.Operation{
+			op(1, 0, 10, pending(authorize("t0", true)), refused), op(0, 20, 30, pending(verify), sessionOut{OK: true, Token: "t1", ID: "s"}),
+			op(1, 40, 50, pending(authorize("t1", false)), ok)}, true},
+		{"a session whose login waits for MFA authorized after a rotation, before any verify", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, pending(rotate), sessionOut{OK: true, Token: "t1", ID: "s"}), op(1, 20, 30, pending(authorize("t1", false)), ok)}, false},
+		{"a session whose login waits for MFA logged out", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, authorize("t0", true), ok), op(0, 0, 10, pending(logout), ok),
+			op(1, 20, 30, pending(authorize("t0", true)), refused)}, true},
 		{"a rotation answering another id violates stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"})}, false},
 		{"a rotation keeping the id, then a revoke by it, ends the session", newSessionModel(true), []porcupine.Operation{

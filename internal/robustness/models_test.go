@@ -63,6 +63,9 @@ type sessionIn struct {
 	// ID is the id sent (revoke, rotate); FirstID: it is the one the create returned.
 	ID      string
 	FirstID bool
+	// LoginMFA: the session was created with mfaRequired, so its token authorizes only once a
+	// verify completed the login (false on a logout's authentication: a logout accepts it).
+	LoginMFA bool
 }
 
 func (in sessionIn) key() string { return "session " + in.Session }
@@ -75,14 +78,17 @@ type sessionOut struct {
 }
 
 // sessionState: Token and ID are the live token and id ("" = the ones the create returned,
-// "?" = ones a rotation whose answer was lost handed out); Ended: revoked or logged out.
+// "?" = ones a rotation or verify whose answer was lost handed out); Ended: revoked or logged
+// out; Verified: a verify took effect (for a session created with mfaRequired, its login is
+// complete; a rotation keeps it as it was).
 type sessionState struct {
 	Token, ID string
 	Ended     bool
+	Verified  bool
 }
 
 func (s sessionState) live(in sessionIn) bool {
-	return !s.Ended && (s.Token == "" && in.Initial || s.Token != "" && s.Token == in.Token)
+	return !s.Ended && (!in.LoginMFA || s.Verified) && (s.Token == "" && in.Initial || s.Token != "" && s.Token == in.Token)
 }
 
 // names reports whether in's id names the session now. With stableIDs (the brief's contract:
@@ -126,12 +132,13 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 				case out.Unknown:
 					if !s.Ended && s.names(in, stableIDs) {
 						s.Token, s.ID = "?", "?"
+						s.Verified = s.Verified || in.Op == opVerify
 					}
 					return true, s
 				case out.OK:
 					// With stable ids a rotation must answer the session's own id.
 					kept := !stableIDs || out.ID == in.Session
-					return !s.Ended && s.names(in, stableIDs) && kept, sessionState{Token: out.Token, ID: out.ID}
+					return !s.Ended && s.names(in, stableIDs) && kept, sessionState{Token: out.Token, ID: out.ID, Verified: s.Verified || in.Op == opVerify}
 				}
 				return true, s
 			}
@@ -139,17 +146,21 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 		},
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(sessionIn), output.(sessionOut)
+			login := ""
+			if in.LoginMFA {
+				login = " (login MFA)"
+			}
 			switch in.Op {
 			case opRevoke:
-				return fmt.Sprintf("revoke(%s) → %s", short(in.ID), outcome(out.Unknown, out.OK))
+				return fmt.Sprintf("revoke(%s)%s → %s", short(in.ID), login, outcome(out.Unknown, out.OK))
 			case opRotate, opVerify:
-				return fmt.Sprintf("%s(%s) → %s %s %s", in.Op, short(in.ID), outcome(out.Unknown, out.OK), short(out.ID), short(out.Token))
+				return fmt.Sprintf("%s(%s)%s → %s %s %s", in.Op, short(in.ID), login, outcome(out.Unknown, out.OK), short(out.ID), short(out.Token))
 			}
-			return fmt.Sprintf("%s(%s) → %s", in.Op, short(in.Token), outcome(out.Unknown, out.OK))
+			return fmt.Sprintf("%s(%s)%s → %s", in.Op, short(in.Token), login, outcome(out.Unknown, out.OK))
 		},
 		DescribeState: func(state any) string {
 			s := state.(sessionState)
-			return fmt.Sprintf("id %s token %s ended=%v", short(s.ID), short(s.Token), s.Ended)
+			return fmt.Sprintf("id %s token %s ended=%v verified=%v", short(s.ID), short(s.Token), s.Ended, s.Verified)
 		},
 	}
 }
