@@ -13,13 +13,15 @@
 // scenario under each durability setting).
 // Every operation's call time, return time and result are recorded, and each history is
 // checked for linearizability with Porcupine against a model: sessions and tokens (no
-// authorization that starts after an acknowledged revocation, logout or rotation succeeds with
-// the old credential, on any replica), quote drafts (a register with compare-and-set by
+// authorization that starts after an acknowledged revocation, logout, rotation or MFA verify
+// succeeds with the old credential, on any replica; none before the verify of a login that
+// waits for MFA), evictions at the per-user session cap (no more than the cap of a user's
+// sessions authorize after the create that made room), quote drafts (a register with compare-and-set by
 // If-Match, submitted at most once), escalation cases (every transition valid from the state
 // the history implies, automatic escalation at most once, and exactly once for the watched
-// cases) and idempotent creates (one object per Idempotency-Key). A tenant of its own, on
-// replicas with request-rate limits on, checks the admitted requests per window against the
-// limit. TestRobustnessEvents checks issue 26's atomicity under faults the same way but
+// cases) and idempotent creates (one object per Idempotency-Key). Clients of their own, on
+// replicas with request-rate limits on, check the admitted requests per window against each
+// limit: per tenant, per token and per session. TestRobustnessEvents checks issue 26's atomicity under faults the same way but
 // against the end state: cmd/gateway processes SIGKILLed and Redis primaries failed over
 // during thousands of writes, then every change has its event and every event its change
 // (events_check_test.go). See docs/ROBUSTNESS.md.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,7 +59,8 @@ type gatewaySpec struct {
 }
 
 // gatewayConfig is the replicas' configuration over url: GATEWAY_DURABLE_REPLICAS=durable,
-// GATEWAY_CASE_SWEEP_INTERVAL=sweepInterval, the request-rate limits lifted (the main
+// GATEWAY_CASE_SWEEP_INTERVAL=sweepInterval, GATEWAY_SESSION_MAX_PER_USER=sessionCap (the
+// eviction workload; every other user has one session), the request-rate limits lifted (the main
 // workload is one tenant; the rate-limits model has replicas of its own, see ratelimit_test.go),
 // fresh signing and HMAC keys and a key prefix of its own, and the documented defaults
 // otherwise.
@@ -76,8 +78,8 @@ func gatewayConfig(t *testing.T, url, durable string) gatewaySpec {
 		"REDIS_URL": url, "GATEWAY_REDIS_TIMEOUT": "1s", "GATEWAY_KEY_PREFIX": testredis.Prefix(t),
 		"GATEWAY_DURABLE_REPLICAS": durable, "GATEWAY_DURABLE_TIMEOUT": "1s",
 		"GATEWAY_RATE_LIMIT_PER_TOKEN": "0", "GATEWAY_RATE_LIMIT_PER_TENANT": "0", "GATEWAY_RATE_LIMIT_PER_SESSION": "0",
-		"GATEWAY_CASE_SWEEP_INTERVAL": sweepInterval.String(),
-		"GATEWAY_SIGNING_KEYS":        ks.SeedString(), "GATEWAY_HMAC_KEY": hmacKey,
+		"GATEWAY_CASE_SWEEP_INTERVAL": sweepInterval.String(), "GATEWAY_SESSION_MAX_PER_USER": strconv.Itoa(sessionCap),
+		"GATEWAY_SIGNING_KEYS": ks.SeedString(), "GATEWAY_HMAC_KEY": hmacKey,
 	}}
 }
 

@@ -34,6 +34,9 @@ func TestModelsOnKnownHistories(t *testing.T) {
 	}
 	revoke := sessionIn{Op: opRevoke, Session: "s", ID: "s", FirstID: true}
 	rotate := sessionIn{Op: opRotate, Session: "s", ID: "s", FirstID: true}
+	verify := sessionIn{Op: opVerify, Session: "s", ID: "s", FirstID: true}
+	// pending is in on a session created with mfaRequired.
+	pending := func(in sessionIn) sessionIn { in.LoginMFA = true; return in }
 	logout := sessionIn{Op: opLogout, Session: "s", Token: "t0", Initial: true}
 	ok, refused, lost := sessionOut{OK: true}, sessionOut{}, sessionOut{Unknown: true}
 	patch := func(ifMatch int64, c string) quoteIn {
@@ -55,6 +58,23 @@ func TestModelsOnKnownHistories(t *testing.T) {
 		{"revoke by the id before a rotation ends the session only under stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"}), op(0, 20, 30, revoke, ok),
 			op(1, 40, 50, authorize("t1", false), ok)}, false},
+		{"old token authorized after an acknowledged step-up verify", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, verify, sessionOut{OK: true, Token: "t1", ID: "s"}), op(1, 20, 30, authorize("t0", true), ok)}, false},
+		{"old token authorized during a step-up verify, the new one after", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, verify, sessionOut{OK: true, Token: "t1", ID: "s"}), op(1, 5, 30, authorize("t0", true), ok),
+			op(1, 40, 50, authorize("t1", false), ok), op(1, 60, 70, authorize("t0", true), refused)}, true},
+		{"a step-up verify answered after the session's revoke was", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, revoke, ok), op(1, 20, 30, verify, sessionOut{OK: true, Token: "t1", ID: "s"})}, false},
+		{"a session whose login waits for MFA authorized before its verify", newSessionModel(true), []porcupine.Operation{
+			op(1, 0, 10, pending(authorize("t0", true)), ok)}, false},
+		{"a session whose login waits for MFA: refused, then its verify's token authorized", newSessionModel(true), []porcupine.Operation{
+			op(1, 0, 10, pending(authorize("t0", true)), refused), op(0, 20, 30, pending(verify), sessionOut{OK: true, Token: "t1", ID: "s"}),
+			op(1, 40, 50, pending(authorize("t1", false)), ok)}, true},
+		{"a session whose login waits for MFA authorized after a rotation, before any verify", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, pending(rotate), sessionOut{OK: true, Token: "t1", ID: "s"}), op(1, 20, 30, pending(authorize("t1", false)), ok)}, false},
+		{"a session whose login waits for MFA logged out", newSessionModel(true), []porcupine.Operation{
+			op(0, 0, 10, authorize("t0", true), ok), op(0, 0, 10, pending(logout), ok),
+			op(1, 20, 30, pending(authorize("t0", true)), refused)}, true},
 		{"a rotation answering another id violates stable ids", newSessionModel(true), []porcupine.Operation{
 			op(0, 0, 10, rotate, sessionOut{OK: true, Token: "t1", ID: "s1"})}, false},
 		{"a rotation keeping the id, then a revoke by it, ends the session", newSessionModel(true), []porcupine.Operation{
@@ -95,6 +115,7 @@ func TestModelsOnKnownHistories(t *testing.T) {
 	}
 	cases = append(cases, caseHistories()...)
 	cases = append(cases, createHistories()...)
+	cases = append(cases, evictHistories()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := porcupine.CheckOperations(c.model, c.ops); got != c.legal {
@@ -161,40 +182,63 @@ func createHistories() []knownHistory {
 }
 
 // TestRateLimitCheck: the window check counts only the admissions certainly inside a whole
-// window and refuses one over limit × (1 + ε).
+// window and refuses one over limit × (1 + ε), for each limit over the requests it counts
+// (a session's requests over its limit fail the session's check, not the tenant's).
 func TestRateLimitCheck(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
-	run := func(admitted int, disturbed bool) result {
+	run := func(p limitPolicy, admitted int, disturbed bool) result {
 		l := &limiterRun{gws: make([]*gateway, 2)}
 		for w := range 3 { // windows 0..2: only window 1 is whole
 			for i := range admitted {
 				call := base.Add(time.Duration(w)*time.Second + time.Duration(i)*time.Millisecond)
-				l.ops = append(l.ops, limitedOp{call: call, ret: call.Add(time.Millisecond), admitted: true})
+				l.ops = append(l.ops, limitedOp{policy: p, call: call, ret: call.Add(time.Millisecond), admitted: true})
 			}
 		}
 		var spans [][2]time.Time
 		if disturbed {
 			spans = append(spans, [2]time.Time{base.Add(1500 * time.Millisecond), base.Add(1600 * time.Millisecond)})
 		}
-		return l.check(result{}, spans)
+		rs := l.check(result{}, spans)
+		if len(rs) != 1 || rs[0].Model != p.model {
+			t.Fatalf("%s: results %+v; want one, of %s", p.model, rs, p.model)
+		}
+		return rs[0]
 	}
-	for _, c := range []struct {
-		admitted   int
-		disturbed  bool
-		violations int
-	}{{rateLimit, false, 0}, {rateLimit * 11 / 10, false, 0}, {rateLimit * 12 / 10, false, 1}, {rateLimit * 25 / 10, true, 0}, {rateLimit*3 + 1, true, 1}} {
-		r := run(c.admitted, c.disturbed)
-		if r.Objects != 1 || r.Violations != c.violations {
-			t.Errorf("%d admitted (disturbed %v): %d windows, %d violations; want 1, %d", c.admitted, c.disturbed, r.Objects, r.Violations, c.violations)
+	for _, p := range []limitPolicy{perTenant, perToken, perSession} {
+		for _, c := range []struct {
+			admitted   int
+			disturbed  bool
+			violations int
+		}{{p.limit, false, 0}, {p.limit * 11 / 10, false, 0}, {p.limit * 12 / 10, false, 1}, {p.limit * 25 / 10, true, 0}, {p.limit*3 + 1, true, 1}} {
+			r := run(p, c.admitted, c.disturbed)
+			if r.Objects != 1 || r.Violations != c.violations {
+				t.Errorf("%s: %d admitted (disturbed %v): %d windows, %d violations; want 1, %d", p.model, c.admitted, c.disturbed, r.Objects, r.Violations, c.violations)
+			}
+			// A window a fault excused is counted in the notes, never passed silently.
+			excused := 0
+			if c.disturbed && c.violations == 0 && c.admitted > p.limit*11/10 {
+				excused = 1
+			}
+			if want := fmt.Sprintf("%d of them over the quiet bound", excused); !strings.Contains(strings.Join(r.Notes, "; "), want) {
+				t.Errorf("%s: %d admitted (disturbed %v): notes %q lack %q", p.model, c.admitted, c.disturbed, r.Notes, want)
+			}
 		}
-		// A window a fault excused is counted in the notes, never passed silently.
-		excused := 0
-		if c.disturbed && c.violations == 0 && c.admitted > rateLimit*11/10 {
-			excused = 1
+	}
+	// Each limit is checked over its own requests only: a token over its limit beside a tenant
+	// within its own fails the token's check alone.
+	l := &limiterRun{gws: make([]*gateway, 2)}
+	for w := range 3 {
+		for i, n := range []int{rateLimit, tokenLimit * 13 / 10} {
+			p := []limitPolicy{perTenant, perToken}[i]
+			for j := range n {
+				call := base.Add(time.Duration(w)*time.Second + time.Duration(j)*time.Millisecond)
+				l.ops = append(l.ops, limitedOp{policy: p, call: call, ret: call.Add(time.Millisecond), admitted: true})
+			}
 		}
-		if want := fmt.Sprintf("%d of them over the quiet bound", excused); !strings.Contains(strings.Join(r.Notes, "; "), want) {
-			t.Errorf("%d admitted (disturbed %v): notes %q lack %q", c.admitted, c.disturbed, r.Notes, want)
-		}
+	}
+	rs := l.check(result{}, nil)
+	if len(rs) != 2 || rs[0].Model != perTenant.model || rs[0].Violations != 0 || rs[1].Model != perToken.model || rs[1].Violations != 1 {
+		t.Errorf("a token over its limit beside a tenant within its own: %+v; want the tenant's 0 violations, the token's 1", rs)
 	}
 }
 

@@ -40,7 +40,8 @@ func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
 }
 
 // Sessions: each session holds one live token at a time; revoke (DELETE /v1/sessions/{id}),
-// logout (DELETE /v1/session) and rotation (POST .../rotate, which hands out a new token)
+// logout (DELETE /v1/session), rotation (POST .../rotate, which hands out a new token) and an
+// MFA step-up's verify (POST .../mfa/verify after a challenge: a new token too, the same id)
 // end the old one.
 
 type sessionOp string
@@ -50,6 +51,7 @@ const (
 	opRevoke    sessionOp = "revoke"
 	opLogout    sessionOp = "logout"
 	opRotate    sessionOp = "rotate"
+	opVerify    sessionOp = "verify" // a step-up's verify: to the token, a rotation
 )
 
 type sessionIn struct {
@@ -61,6 +63,9 @@ type sessionIn struct {
 	// ID is the id sent (revoke, rotate); FirstID: it is the one the create returned.
 	ID      string
 	FirstID bool
+	// LoginMFA: the session was created with mfaRequired, so its token authorizes only once a
+	// verify completed the login (false on a logout's authentication: a logout accepts it).
+	LoginMFA bool
 }
 
 func (in sessionIn) key() string { return "session " + in.Session }
@@ -68,19 +73,22 @@ func (in sessionIn) key() string { return "session " + in.Session }
 type sessionOut struct {
 	Unknown bool
 	OK      bool   // 200/204
-	Token   string // rotate: the new token
-	ID      string // rotate: the id it answered
+	Token   string // rotate, verify: the new token
+	ID      string // rotate, verify: the id it answered
 }
 
 // sessionState: Token and ID are the live token and id ("" = the ones the create returned,
-// "?" = ones a rotation whose answer was lost handed out); Ended: revoked or logged out.
+// "?" = ones a rotation or verify whose answer was lost handed out); Ended: revoked or logged
+// out; Verified: a verify took effect (for a session created with mfaRequired, its login is
+// complete; a rotation keeps it as it was).
 type sessionState struct {
 	Token, ID string
 	Ended     bool
+	Verified  bool
 }
 
 func (s sessionState) live(in sessionIn) bool {
-	return !s.Ended && (s.Token == "" && in.Initial || s.Token != "" && s.Token == in.Token)
+	return !s.Ended && (!in.LoginMFA || s.Verified) && (s.Token == "" && in.Initial || s.Token != "" && s.Token == in.Token)
 }
 
 // names reports whether in's id names the session now. With stableIDs (the brief's contract:
@@ -119,17 +127,18 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 					s.Ended = true
 				}
 				return true, s
-			case opRotate:
+			case opRotate, opVerify:
 				switch {
 				case out.Unknown:
 					if !s.Ended && s.names(in, stableIDs) {
 						s.Token, s.ID = "?", "?"
+						s.Verified = s.Verified || in.Op == opVerify
 					}
 					return true, s
 				case out.OK:
 					// With stable ids a rotation must answer the session's own id.
 					kept := !stableIDs || out.ID == in.Session
-					return !s.Ended && s.names(in, stableIDs) && kept, sessionState{Token: out.Token, ID: out.ID}
+					return !s.Ended && s.names(in, stableIDs) && kept, sessionState{Token: out.Token, ID: out.ID, Verified: s.Verified || in.Op == opVerify}
 				}
 				return true, s
 			}
@@ -137,17 +146,21 @@ func newSessionModel(stableIDs bool) porcupine.Model {
 		},
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(sessionIn), output.(sessionOut)
+			login := ""
+			if in.LoginMFA {
+				login = " (login MFA)"
+			}
 			switch in.Op {
 			case opRevoke:
-				return fmt.Sprintf("revoke(%s) → %s", short(in.ID), outcome(out.Unknown, out.OK))
-			case opRotate:
-				return fmt.Sprintf("rotate(%s) → %s %s %s", short(in.ID), outcome(out.Unknown, out.OK), short(out.ID), short(out.Token))
+				return fmt.Sprintf("revoke(%s)%s → %s", short(in.ID), login, outcome(out.Unknown, out.OK))
+			case opRotate, opVerify:
+				return fmt.Sprintf("%s(%s)%s → %s %s %s", in.Op, short(in.ID), login, outcome(out.Unknown, out.OK), short(out.ID), short(out.Token))
 			}
-			return fmt.Sprintf("%s(%s) → %s", in.Op, short(in.Token), outcome(out.Unknown, out.OK))
+			return fmt.Sprintf("%s(%s)%s → %s", in.Op, short(in.Token), login, outcome(out.Unknown, out.OK))
 		},
 		DescribeState: func(state any) string {
 			s := state.(sessionState)
-			return fmt.Sprintf("id %s token %s ended=%v", short(s.ID), short(s.Token), s.Ended)
+			return fmt.Sprintf("id %s token %s ended=%v verified=%v", short(s.ID), short(s.Token), s.Ended, s.Verified)
 		},
 	}
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// Rate limits: a tenant of its own (limitedTenant) calls through replicas of their own, built
-// with the per-tenant request-rate limit on (rateLimit per second; the main workload's
-// replicas run with the limits off) over the same deployment, so every fault reaches the
+// Rate limits: clients of their own call through replicas of their own, built with the
+// request-rate limits on (per tenant, per token, per session; the main workload's replicas run
+// with the limits off) over the same deployment, so every fault reaches the
 // limiter too. The limiter (internal/ratelimit/ratesync) decides from memory and syncs the
 // counts through Redis; windows are fixed, aligned on the server's clock (here the test's).
 //
-// The property: in every window, the requests admitted (any answer but 429) across all the
-// replicas stay within limit × (1 + ε). ε is what the limiter's design allows (ratesync.Limiter):
+// The property: in every window, the requests a limit counts that were admitted (any answer but
+// 429) across all the replicas stay within limit × (1 + ε). ε is what the limiter's design allows (ratesync.Limiter):
 //   - while Redis answers, a replica overshoots by what the others admitted and had not yet
 //     sent: at most (n − 1) × (SyncShare × limit + what one replica admits during a flush's
 //     round trip) — with n = 2, SyncShare = 0.02 and a few admissions per round trip,
@@ -29,84 +29,159 @@ import (
 //     on the totals Redis last answered, which a failover can roll back: up to n × limit plus
 //     what was admitted before the counts were lost, faultEpsilon = n.
 
+// The three limits are checked alike, each over the requests it counts:
+//   - per tenant (rateLimit): limitedTenant's clients, each with a token of its own, so the
+//     tenant's limit binds before any token's;
+//   - per token (tokenLimit, below the tenant's): the clients of tokenTenant, all with one
+//     token, so the token's limit binds before its tenant's;
+//   - per session (sessionLimit): clients sending GET /v1/session/devices with one session's
+//     token (the session limit counts the end user's operations but the two hot forward-auth
+//     routes, GET /v1/authorize and GET /v1/session).
 const (
 	limitedTenant = "t-limited"
+	tokenTenant   = "t-limited-token"
 	rateLimit     = 100 // per second, per tenant
+	tokenLimit    = 40  // per second, per token
+	sessionLimit  = 40  // per second, per session
 	quietEpsilon  = 0.1
-	// limitedClients per limited replica; each pauses limitedPace between requests, so the
-	// offered rate is several times the limit without taking the machine.
+	// limitedClients per limited replica for the tenant's limit, one each for the token's and
+	// the session's; each pauses limitedPace between requests, so the offered rate is several
+	// times each limit without taking the machine.
 	limitedClients = 2
 	limitedPace    = 8 * time.Millisecond
 )
 
-// limitedOp is one request of the limited tenant: call and return, admitted or not, or never
-// answered (a transport failure, which the checker counts as possibly admitted).
+// A limit the limited replicas enforce: the model's name (its results' Model) and the limit
+// per one-second window.
+type limitPolicy struct {
+	model string
+	limit int
+}
+
+var (
+	perTenant  = limitPolicy{"ratelimits", rateLimit}
+	perToken   = limitPolicy{"ratelimits-token", tokenLimit}
+	perSession = limitPolicy{"ratelimits-session", sessionLimit}
+)
+
+// limitedOp is one request of the limited clients: which limit counts it, call and return,
+// admitted or not, or never answered (a transport failure, which the checker counts as
+// possibly admitted).
 type limitedOp struct {
+	policy            limitPolicy
 	call, ret         time.Time
 	admitted, unknown bool
 }
 
+// limitedClient is one client of the limited replicas: the replica it calls, the request it
+// repeats, and the limit the check holds it to.
+type limitedClient struct {
+	g       *gateway
+	policy  limitPolicy
+	path    string
+	headers []string
+}
+
 type limiterRun struct {
 	gws     []*gateway
-	bearers []string // each replica's bearer for limitedTenant
+	clients []limitedClient
 	mu      sync.Mutex
 	ops     []limitedOp
 }
 
-// startLimited builds the limited tenant's replicas over url.
+// limitedSpec is the limited replicas' configuration over url: the three limits on.
+func limitedSpec(t *testing.T, url, durable string) gatewaySpec {
+	return gatewayConfig(t, url, durable).with("GATEWAY_RATE_LIMIT_PER_TENANT", fmt.Sprintf("%d/1s", rateLimit)).
+		with("GATEWAY_RATE_LIMIT_PER_TOKEN", fmt.Sprintf("%d/1s", tokenLimit)).
+		with("GATEWAY_RATE_LIMIT_PER_SESSION", fmt.Sprintf("%d/1s", sessionLimit))
+}
+
+// missingQuote is a quote id no draft has: reading it is a 404 after one Redis read, admitted
+// like any other answer but 429.
+const missingQuote = "/v1/quotes/q_0000000000000000000000000z"
+
+// startLimited builds the limited replicas over url and their clients: per replica,
+// limitedClients of limitedTenant (a token each), one of tokenTenant (one token for all) and
+// one of a session (one for all).
 func startLimited(t *testing.T, url, durable string, n int) *limiterRun {
 	t.Helper()
-	spec := gatewayConfig(t, url, durable).with("GATEWAY_RATE_LIMIT_PER_TENANT", fmt.Sprintf("%d/1s", rateLimit))
-	l := &limiterRun{gws: startGateways(t, slices.Repeat([]gatewaySpec{spec}, n)...)}
-	bearer := l.gws[0].bearer(t, limitedTenant, "quotes:read")
-	for range l.gws {
-		l.bearers = append(l.bearers, bearer)
+	l := &limiterRun{gws: startGateways(t, slices.Repeat([]gatewaySpec{limitedSpec(t, url, durable)}, n)...)}
+	g0 := l.gws[0]
+	shared := g0.bearer(t, tokenTenant, "quotes:read")
+	r := g0.do("POST", "/v1/sessions", map[string]any{"userId": "user-limited", "authLevel": "BASIC"},
+		"Authorization", g0.bearer(t, tokenTenant, "sessions:write"))
+	var s struct{ Token string }
+	if r.status != 201 || r.decode(&s) != nil || s.Token == "" {
+		t.Fatalf("limited session: %d %s", r.status, r.body)
+	}
+	for _, g := range l.gws {
+		for range limitedClients {
+			l.clients = append(l.clients, limitedClient{g, perTenant, missingQuote, []string{"Authorization", g0.bearer(t, limitedTenant, "quotes:read")}})
+		}
+		l.clients = append(l.clients, limitedClient{g, perToken, missingQuote, []string{"Authorization", shared}},
+			limitedClient{g, perSession, "/v1/session/devices", []string{"X-Session-Token", s.Token}})
 	}
 	return l
 }
 
-// run sends requests from every client until ctx ends: reads of a quote id no draft has (404,
-// one Redis read; admitted like any other answer but 429).
+// run sends requests from every client until ctx ends.
 func (l *limiterRun) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for i, g := range l.gws {
-		for range limitedClients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					call := time.Now()
-					r := g.do("GET", "/v1/quotes/q_0000000000000000000000000z", nil, "Authorization", l.bearers[i])
-					op := limitedOp{call: call, ret: time.Now(), unknown: r.status == 0,
-						admitted: r.status != 0 && r.status != http.StatusTooManyRequests}
-					l.mu.Lock()
-					l.ops = append(l.ops, op)
-					l.mu.Unlock()
-					time.Sleep(limitedPace)
-				}
-			}()
-		}
+	for _, c := range l.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				call := time.Now()
+				r := c.g.do("GET", c.path, nil, c.headers...)
+				op := limitedOp{policy: c.policy, call: call, ret: time.Now(), unknown: r.status == 0,
+					admitted: r.status != 0 && r.status != http.StatusTooManyRequests}
+				l.mu.Lock()
+				l.ops = append(l.ops, op)
+				l.mu.Unlock()
+				time.Sleep(limitedPace)
+			}
+		}()
 	}
 	wg.Wait()
 }
 
-// check counts, per whole one-second window, the requests certainly admitted in it (call and
-// return inside it) and compares them with the bound: quietEpsilon, or faultEpsilon in a
-// window within a second of a fault's span. Objects are windows; violations, windows over
-// their bound; the notes give the largest ratio of each kind, and how many windows a fault
-// excused: disturbed, over the quiet bound, within the fault's.
-func (l *limiterRun) check(r result, spans [][2]time.Time) result {
+// check checks each limit over the requests it counts (checkPolicy), in the order tenant,
+// token, session; a limit no client exercised has no result.
+func (l *limiterRun) check(r result, spans [][2]time.Time) []result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r.Model, r.Ops = "ratelimits", len(l.ops)
-	if len(l.ops) == 0 {
-		return r
+	var out []result
+	for _, p := range []limitPolicy{perTenant, perToken, perSession} {
+		var ops []limitedOp
+		for _, op := range l.ops {
+			if op.policy == p {
+				ops = append(ops, op)
+			}
+		}
+		if len(ops) > 0 {
+			out = append(out, checkPolicy(p, ops, len(l.gws), r, spans))
+		}
 	}
+	return out
+}
+
+// checkPolicy counts, per whole one-second window, the requests p certainly admitted in it
+// (call and return inside it) and compares them with the bound: quietEpsilon, or faultEpsilon
+// (n, the replicas) in a window within a second of a fault's span. Objects are windows;
+// violations, windows over their bound; the notes give the largest ratio of each kind, and how
+// many windows a fault excused: disturbed, over the quiet bound, within the fault's.
+func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]time.Time) result {
+	r.Model, r.Ops = p.model, len(ops)
 	certain := map[int64]int{}
-	first, last := l.ops[0].call.UnixMilli()/1000, l.ops[0].ret.UnixMilli()/1000
-	for _, op := range l.ops {
+	first, last := ops[0].call.UnixMilli()/1000, ops[0].ret.UnixMilli()/1000
+	refused := 0
+	for _, op := range ops {
 		if op.unknown {
 			r.Unknown++
+		}
+		if !op.admitted && !op.unknown {
+			refused++
 		}
 		w := op.call.UnixMilli() / 1000
 		first, last = min(first, w), max(last, op.ret.UnixMilli()/1000)
@@ -114,7 +189,7 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 			certain[w]++
 		}
 	}
-	faultEpsilon := float64(len(l.gws))
+	faultEpsilon := float64(n)
 	var quietMax, faultMax float64
 	var disturbedN, excused int
 	for w := first + 1; w < last; w++ { // the whole windows only
@@ -123,7 +198,7 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 		for _, s := range spans {
 			disturbed = disturbed || from.Before(s[1].Add(time.Second)) && to.After(s[0].Add(-time.Second))
 		}
-		ratio := float64(certain[w]) / rateLimit
+		ratio := float64(certain[w]) / float64(p.limit)
 		eps := quietEpsilon
 		if disturbed {
 			eps, faultMax = faultEpsilon, max(faultMax, ratio)
@@ -138,10 +213,12 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) result {
 		if ratio > 1+eps {
 			r.Violations++
 			r.Notes = append(r.Notes, fmt.Sprintf("window %s: %d admitted (limit %d, ε %.2f, disturbed %v)",
-				from.UTC().Format(time.RFC3339), certain[w], rateLimit, eps, disturbed))
+				from.UTC().Format(time.RFC3339), certain[w], p.limit, eps, disturbed))
 		}
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax),
+	// The refusals show the limit was reached: a check of windows under it proves nothing.
+	r.Notes = append(r.Notes, fmt.Sprintf("%d of %d requests refused (429)", refused, len(ops)),
+		fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax),
 		fmt.Sprintf("%d of %d windows disturbed (within 1 s of one of %d fault spans), %d of them over the quiet bound %.2f and held to %.2f only",
 			disturbedN, r.Objects, len(spans), excused, 1+quietEpsilon, 1+faultEpsilon))
 	return r
@@ -159,12 +236,15 @@ func rateControl(t *testing.T, run time.Duration) result {
 	srv := testredis.StartServer(t, redisArgs...)
 	l := &limiterRun{}
 	for range *flagGateways {
-		// A prefix of its own.
-		g := startGateways(t, gatewayConfig(t, srv.URL(), "auto").with("GATEWAY_RATE_LIMIT_PER_TENANT", fmt.Sprintf("%d/1s", rateLimit)))[0]
-		l.gws, l.bearers = append(l.gws, g), append(l.bearers, g.bearer(t, limitedTenant, "quotes:read"))
+		// A prefix of its own (and keys of its own: its tokens are its own).
+		g := startGateways(t, limitedSpec(t, srv.URL(), "auto"))[0]
+		l.gws = append(l.gws, g)
+		for range limitedClients {
+			l.clients = append(l.clients, limitedClient{g, perTenant, missingQuote, []string{"Authorization", g.bearer(t, limitedTenant, "quotes:read")}})
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), run)
 	defer cancel()
 	l.run(ctx)
-	return l.check(result{Run: "ratelimits/prefix-per-replica (control)", Fault: "none", Durable: "auto"}, nil)
+	return l.check(result{Run: "ratelimits/prefix-per-replica (control)", Fault: "none", Durable: "auto"}, nil)[0]
 }

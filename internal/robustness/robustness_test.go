@@ -169,9 +169,9 @@ func TestRobustness(t *testing.T) {
 					t.Logf("%s: %d violating objects, visualized in %s", r.Model, r.Violations, r.Visualization)
 				}
 				switch r.Model {
-				case "sessions", "tokens":
+				case "sessions", "tokens", "evictions": // the credential models
 					credential += r.Violations
-				case "creates-objects", "ratelimits":
+				case "creates-objects", perTenant.model, perToken.model, perSession.model:
 					if r.Violations != 0 {
 						t.Errorf("%s: %d violations (seed %d)", r.Model, r.Violations, seed)
 					}
@@ -202,7 +202,7 @@ func TestRobustness(t *testing.T) {
 			case rc.control && lost == 0:
 				t.Errorf("control: with GATEWAY_DURABLE_REPLICAS=0 no quote, case or keyed create lost an acknowledged write; the checker cannot see it")
 			case !rc.control && !rc.unsafe && credential != 0:
-				t.Errorf("%d session or token histories are not linearizable (seed %d; see the visualization)", credential, seed)
+				t.Errorf("%d session, eviction or token histories are not linearizable (seed %d; see the visualization)", credential, seed)
 			}
 		})
 	}
@@ -227,6 +227,7 @@ var historyModels = []struct {
 	{"quotes", func() porcupine.Model { return quoteModel }},
 	{"cases", caseModel.ToModel},
 	{"creates", func() porcupine.Model { return idemModel }},
+	{"evictions", evictModel.ToModel},
 }
 
 // runOnce starts a deployment, the workload's replicas and the limited tenant's, runs both
@@ -317,5 +318,5 @@ func runOnce(t *testing.T, name string, rc runCase, seed uint64, dir string) []r
 	if r, err = w.objectsPerKey(base, nodes...); err != nil {
 		t.Fatal(err)
 	}
-	return append(out, r, lim.check(base, n.Spans))
+	return append(append(out, r), lim.check(base, n.Spans)...)
 }

@@ -42,6 +42,7 @@ type world struct {
 	cases  []*clientCase
 	// idem: the Idempotency-Keys in use; idemKeys counts every key made.
 	idem     []*idemKey
+	evict    []*evictUser // the eviction workload's users (evictions_test.go)
 	idemKeys atomic.Int64
 	prefix   string // the replicas' key prefix
 	seq      atomic.Int64
@@ -88,6 +89,8 @@ type clientSession struct {
 	id     string // as created: the model's object
 	ids    []string
 	tokens []string
+	// loginMFA: created with mfaRequired (not logged in until a verify).
+	loginMFA bool
 }
 
 type family struct{ id, bearer string }
@@ -105,7 +108,7 @@ func setup(t *testing.T, gws []*gateway, prefix string, run time.Duration) *worl
 	w.admin = gws[0].bearer(t, tenant, "sessions:read", "sessions:write", "tokens:read", "tokens:write", "quotes:read", "quotes:write",
 		"cases:read", "cases:write")
 	for range initialSessions {
-		if err := w.createSession(gws[0]); err != nil {
+		if err := w.createSession(gws[0], false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -147,15 +150,17 @@ func (w *world) createQuote(g *gateway) error {
 	return nil
 }
 
-func (w *world) createSession(g *gateway) error {
+// createSession creates a session for a user of its own; with loginMFA, created with
+// mfaRequired (its login completes at a verify).
+func (w *world) createSession(g *gateway, loginMFA bool) error {
 	r := g.do("POST", "/v1/sessions", map[string]any{"userId": fmt.Sprintf("user-%d", w.seq.Add(1)), "authLevel": "BASIC",
-		"idleTimeoutSeconds": 86400, "absoluteTimeoutSeconds": 86400}, "Authorization", w.admin)
+		"idleTimeoutSeconds": 86400, "absoluteTimeoutSeconds": 86400, "mfaRequired": loginMFA}, "Authorization", w.admin)
 	var s struct{ SessionID, Token string }
 	if r.status != http.StatusCreated || r.decode(&s) != nil || s.SessionID == "" {
 		return fmt.Errorf("create session: %d %s", r.status, r.body)
 	}
 	w.mu.Lock()
-	w.sess = append(w.sess, &clientSession{id: s.SessionID, ids: []string{s.SessionID}, tokens: []string{s.Token}})
+	w.sess = append(w.sess, &clientSession{id: s.SessionID, ids: []string{s.SessionID}, tokens: []string{s.Token}, loginMFA: loginMFA})
 	w.mu.Unlock()
 	return nil
 }
@@ -219,7 +224,11 @@ func (w *world) step(c int, rng *rand.Rand) {
 	}
 	switch p := rng.Float64(); {
 	case p < 0.03:
-		_ = w.createSession(g) // not checked: a session lost with its create only refuses
+		// Not checked: a session lost with its create only refuses. One in three waits for its
+		// login's MFA verify.
+		_ = w.createSession(g, rng.IntN(3) == 0)
+	case p < 0.08:
+		w.evictStep(c, rng, g)
 	case p < 0.40:
 		w.sessionStep(c, rng, g)
 	case p < 0.57:
@@ -251,7 +260,7 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 	if rng.IntN(4) == 0 {
 		tok = toks[rng.IntN(len(toks))]
 	}
-	in := sessionIn{Session: s.id, Token: tok, Initial: tok == toks[0], ID: id, FirstID: id == s.id}
+	in := sessionIn{Session: s.id, Token: tok, Initial: tok == toks[0], ID: id, FirstID: id == s.id, LoginMFA: s.loginMFA}
 	p := rng.Float64()
 	if !w.writable(in.key()) {
 		p = 1 // authorize only
@@ -268,6 +277,16 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 	case p < 0.20:
 		in.Op, in.Token, in.Initial = opRotate, "", false
 		r = g.do("POST", "/v1/sessions/"+id+"/rotate", nil, "Authorization", w.admin)
+	case p < 0.25:
+		// A step-up: the challenge changes no token (a logged-in session stays authorized at
+		// BASIC meanwhile), so only the verify is recorded; without a challenge there is none.
+		var ch struct{ ChallengeID, Code string }
+		if cr := g.do("POST", "/v1/sessions/"+id+"/mfa/challenge", nil, "Authorization", w.admin); cr.status != http.StatusCreated || cr.decode(&ch) != nil {
+			return
+		}
+		in.Op, in.Token, in.Initial = opVerify, "", false
+		call = time.Now()
+		r = g.do("POST", "/v1/sessions/"+id+"/mfa/verify", map[string]any{"challengeId": ch.ChallengeID, "code": ch.Code}, "Authorization", w.admin)
 	default:
 		in.Op = opAuthorize
 		r = g.do("GET", "/v1/authorize", nil, "X-Session-Token", tok)
@@ -277,7 +296,7 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 	if in.Op == opAuthorize && out.Unknown {
 		return // a read whose answer was lost tells nothing
 	}
-	if in.Op == opRotate && out.OK {
+	if (in.Op == opRotate || in.Op == opVerify) && out.OK {
 		var v struct{ SessionID, Token string }
 		if r.decode(&v) != nil || v.Token == "" || v.SessionID == "" {
 			out.Unknown, out.OK = true, false
@@ -290,7 +309,7 @@ func (w *world) sessionStep(c int, rng *rand.Rand, g *gateway) {
 	}
 	if in.Op == opLogout && out.OK {
 		auth := in
-		auth.Op = opAuthorize
+		auth.Op, auth.LoginMFA = opAuthorize, false // a logout accepts a session whose login waits
 		w.authenticatedWrite("sessions", c, auth, in, sessionOut{OK: true}, out, call, ret)
 		return
 	}
