@@ -33,6 +33,8 @@ var scriptRelay = repo.LoadScript(scriptFiles, "relay")
 const (
 	// relayBatch bounds the outbox entries one relay call copies.
 	relayBatch = 100
+	// relayWorkers bounds the users relayed at once.
+	relayWorkers = 8
 	// pendingMax bounds the users waiting for the relay worker; beyond it a notification is
 	// dropped and the sweep relays that outbox.
 	pendingMax = 10000
@@ -192,9 +194,22 @@ func (r *Relay) drain(ctx context.Context) {
 	}
 	clear(r.pending)
 	r.mu.Unlock()
-	for _, t := range tags {
-		if _, err := r.s.RelayOutbox(ctx, t); err != nil && ctx.Err() == nil {
-			r.s.log.WarnContext(ctx, "events relay", "err", err)
-		}
+	// relayWorkers users at a time: one user's relay is a few round trips in a row, so a single
+	// worker fell behind a gateway creating thousands of sessions a second.
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(relayWorkers, len(tags)) {
+		wg.Go(func() {
+			for t := range work {
+				if _, err := r.s.RelayOutbox(ctx, t); err != nil && ctx.Err() == nil {
+					r.s.log.WarnContext(ctx, "events relay", "err", err)
+				}
+			}
+		})
 	}
+	for _, t := range tags {
+		work <- t
+	}
+	close(work)
+	wg.Wait()
 }
