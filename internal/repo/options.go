@@ -56,3 +56,22 @@ func NewBase(what string, s *store.Store, prefix string, h *keyhash.Hasher, m *M
 	return Base{Client: s.Client, Keys: Keys{Prefix: prefix}, Hasher: h, Metrics: m,
 		Log: cmp.Or(log, slog.New(slog.DiscardHandler))}, nil
 }
+
+// DefaultWithin applies a store option's default and checks its range: *v becomes def when it
+// is zero, and a value outside lo..hi is refused (ErrBadOptions) under the option's name.
+func DefaultWithin[T cmp.Ordered](name string, v *T, def, lo, hi T) error {
+	*v = cmp.Or(*v, def)
+	if *v < lo || *v > hi {
+		return fmt.Errorf("%w: %s %v not within %v..%v", ErrBadOptions, name, *v, lo, hi)
+	}
+	return nil
+}
+
+// DefaultAtLeast is DefaultWithin for an option bounded only from below.
+func DefaultAtLeast[T cmp.Ordered](name string, v *T, def, lo T) error {
+	*v = cmp.Or(*v, def)
+	if *v < lo {
+		return fmt.Errorf("%w: %s %v is under %v", ErrBadOptions, name, *v, lo)
+	}
+	return nil
+}

@@ -6,10 +6,9 @@
 package casestore
 
 import (
-	"cmp"
 	"context"
 	"embed"
-	"fmt"
+	"errors"
 	"log/slog"
 	"regexp"
 	"time"
@@ -81,25 +80,15 @@ var (
 
 // New returns the case store on s.
 func New(s *store.Store, o Options) (*Store, error) {
-	o.MaxEscalation = cmp.Or(o.MaxEscalation, DefaultMaxEscalation)
-	o.OpenTTL = cmp.Or(o.OpenTTL, DefaultOpenTTL)
-	o.ResolvedTTL = cmp.Or(o.ResolvedTTL, DefaultResolvedTTL)
-	o.HistoryMax = cmp.Or(o.HistoryMax, DefaultHistoryMax)
-	base, err := repo.NewBase("cases", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
-	if err != nil {
+	base, baseErr := repo.NewBase("cases", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	quota, quotaErr := repo.TenantQuota("cases", "GATEWAY_TENANT_MAX_CASES", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err := errors.Join(baseErr, quotaErr,
+		repo.DefaultWithin("case max escalation", &o.MaxEscalation, DefaultMaxEscalation, 1, 100),
+		repo.DefaultAtLeast("case open TTL", &o.OpenTTL, DefaultOpenTTL, time.Second),
+		repo.DefaultAtLeast("case resolved TTL", &o.ResolvedTTL, DefaultResolvedTTL, time.Second),
+		repo.DefaultWithin("case history max", &o.HistoryMax, DefaultHistoryMax, 1, 10_000),
+	); err != nil {
 		return nil, err
-	}
-	quota, err := repo.TenantQuota("cases", "GATEWAY_TENANT_MAX_CASES", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case o.MaxEscalation < 1 || o.MaxEscalation > 100:
-		return nil, fmt.Errorf("%w: case max escalation %d not within 1..100", repo.ErrBadOptions, o.MaxEscalation)
-	case o.OpenTTL < time.Second || o.ResolvedTTL < time.Second:
-		return nil, fmt.Errorf("%w: case TTLs must be at least 1s", repo.ErrBadOptions)
-	case o.HistoryMax < 1 || o.HistoryMax > 10_000:
-		return nil, fmt.Errorf("%w: case history max %d not within 1..10000", repo.ErrBadOptions, o.HistoryMax)
 	}
 	r := &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), maxEscalation: o.MaxEscalation,
 		openTTL: o.OpenTTL, resolvedTTL: o.ResolvedTTL, historyMax: o.HistoryMax, retention: o.Retention.OrDefault()}

@@ -29,7 +29,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"fmt"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -82,19 +82,13 @@ var _ idempotency.Store = (*Store)(nil)
 
 // New returns the idempotency store on s.
 func New(s *store.Store, o Options) (*Store, error) {
-	o.TTL = cmp.Or(o.TTL, DefaultTTL)
-	o.Lease = cmp.Or(o.Lease, DefaultLease)
-	base, err := repo.NewBase("idempotency records", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
-	if err != nil {
+	o.TTL = cmp.Or(o.TTL, DefaultTTL) // before the lease, which it bounds
+	base, baseErr := repo.NewBase("idempotency records", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	quota, quotaErr := repo.TenantQuota("idempotency keys", "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err := errors.Join(baseErr, quotaErr,
+		repo.DefaultWithin("idempotency lease", &o.Lease, DefaultLease, 10*time.Millisecond, o.TTL),
+	); err != nil {
 		return nil, err
-	}
-	quota, err := repo.TenantQuota("idempotency keys", "GATEWAY_TENANT_MAX_IDEMPOTENCY_KEYS", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case o.Lease < 10*time.Millisecond || o.TTL < o.Lease:
-		return nil, fmt.Errorf("%w: idempotency lease %s must be ≥10ms and within the TTL %s", repo.ErrBadOptions, o.Lease, o.TTL)
 	}
 	return &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), ttl: o.TTL, lease: o.Lease,
 		quota: quota}, nil

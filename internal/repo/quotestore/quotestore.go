@@ -6,10 +6,9 @@
 package quotestore
 
 import (
-	"cmp"
 	"context"
 	"embed"
-	"fmt"
+	"errors"
 	"log/slog"
 	"regexp"
 	"time"
@@ -66,21 +65,13 @@ var _ quotes.Store = (*Store)(nil)
 
 // New returns the quote store on s.
 func New(s *store.Store, o Options) (*Store, error) {
-	o.TTL = cmp.Or(o.TTL, quotes.DefaultTTL)
-	o.MaxItems = cmp.Or(o.MaxItems, quotes.DefaultMaxItems)
-	base, err := repo.NewBase("quotes", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
-	if err != nil {
+	base, baseErr := repo.NewBase("quotes", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	quota, quotaErr := repo.TenantQuota("quotes", "GATEWAY_TENANT_MAX_QUOTES", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err := errors.Join(baseErr, quotaErr,
+		repo.DefaultAtLeast("quote TTL", &o.TTL, quotes.DefaultTTL, time.Second),
+		repo.DefaultWithin("quote max items", &o.MaxItems, quotes.DefaultMaxItems, 1, quotes.MaxItemsLimit),
+	); err != nil {
 		return nil, err
-	}
-	quota, err := repo.TenantQuota("quotes", "GATEWAY_TENANT_MAX_QUOTES", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case o.TTL < time.Second:
-		return nil, fmt.Errorf("%w: quote TTL %s is under 1s", repo.ErrBadOptions, o.TTL)
-	case o.MaxItems < 1 || o.MaxItems > quotes.MaxItemsLimit:
-		return nil, fmt.Errorf("%w: quote max items %d not within 1..%d", repo.ErrBadOptions, o.MaxItems, quotes.MaxItemsLimit)
 	}
 	r := &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), ttl: o.TTL, maxItems: o.MaxItems, retention: o.Retention.OrDefault()}
 	r.objects = repo.Objects[quotes.Quote]{Type: "quote", KeyPattern: "quote:{q_*}", Map: r.mapQuote,

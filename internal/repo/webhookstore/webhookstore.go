@@ -7,9 +7,8 @@
 package webhookstore
 
 import (
-	"cmp"
 	"embed"
-	"fmt"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -58,21 +57,13 @@ var _ webhooks.Store = (*Store)(nil)
 
 // New returns the webhook store on s.
 func New(s *store.Store, o Options) (*Store, error) {
-	o.Records = cmp.Or(o.Records, webhooks.DefaultRecentDeliveries)
-	o.RecordsTTL = cmp.Or(o.RecordsTTL, DefaultRecordsTTL)
-	base, err := repo.NewBase("webhooks", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
-	if err != nil {
+	base, baseErr := repo.NewBase("webhooks", s, o.Prefix, o.Hasher, o.Metrics, o.Logger)
+	quota, quotaErr := repo.TenantQuota("webhooks", "GATEWAY_TENANT_MAX_WEBHOOKS", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
+	if err := errors.Join(baseErr, quotaErr,
+		repo.DefaultWithin("webhook delivery records", &o.Records, webhooks.DefaultRecentDeliveries, 1, 1000),
+		repo.DefaultAtLeast("webhook records TTL", &o.RecordsTTL, DefaultRecordsTTL, time.Minute),
+	); err != nil {
 		return nil, err
-	}
-	quota, err := repo.TenantQuota("webhooks", "GATEWAY_TENANT_MAX_WEBHOOKS", o.MaxPerTenant, DefaultPerTenant, MaxPerTenant)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case o.Records < 1 || o.Records > 1000:
-		return nil, fmt.Errorf("%w: webhook delivery records %d not within 1..1000", repo.ErrBadOptions, o.Records)
-	case o.RecordsTTL < time.Minute:
-		return nil, fmt.Errorf("%w: webhook records TTL must be at least 1m", repo.ErrBadOptions)
 	}
 	r := &Store{Base: base, writes: repo.NewWrites(s, o.Metrics), records: o.Records, recordsTTL: o.RecordsTTL}
 	r.objects = repo.Objects[webhooks.Webhook]{Type: "webhook", KeyPattern: "webhook:{wh_*}", Map: mapWebhook,
