@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/flushloop"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
@@ -147,12 +149,8 @@ func NewRefusals(s RefusalStore, o RefusalOptions) (*Refusals, error) {
 	if o.MaxPending <= 0 {
 		o.MaxPending = 10000
 	}
-	if o.Meter == nil {
-		o.Meter = noop.NewMeterProvider().Meter("events")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Meter = cmp.Or(o.Meter, noop.NewMeterProvider().Meter("events"))
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	d, err := o.Meter.Int64Counter("hashgate_events_refusals_dropped",
 		metric.WithDescription("Refused requests counted in no refusal event: full (too many windows pending), stale (Redis unreachable past the window's keep), late (counted after the window's event)."))
 	if err != nil {
@@ -253,27 +251,9 @@ func (r *Refusals) Flush(ctx context.Context, final bool) error {
 
 // Run flushes every tick until ctx ends, then adds what is left once.
 func (r *Refusals) Run(ctx context.Context) {
-	t := time.NewTicker(r.tick)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = r.Flush(fctx, true)
-			cancel()
-			return
-		case <-t.C:
-		}
-		switch err := r.Flush(ctx, false); {
-		case err != nil && ctx.Err() == nil && !failing:
-			failing = true
-			r.o.Logger.WarnContext(ctx, "refusal events not written: counts kept for the next flush", "err", err)
-		case err == nil && failing:
-			failing = false
-			r.o.Logger.InfoContext(ctx, "refusal events written again")
-		}
-	}
+	flushloop.Loop{Every: r.tick, Flush: r.Flush, Log: r.o.Logger,
+		Failing:   "refusal events not written: counts kept for the next flush",
+		Recovered: "refusal events written again"}.Run(ctx)
 }
 
 // Pending is how many windows are counted in memory.

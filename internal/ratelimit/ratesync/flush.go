@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/flushloop"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/attribute"
@@ -13,34 +14,20 @@ import (
 )
 
 // Run sends admissions until ctx ends (one loop per gateway), then sends what is left once.
+// The idle counters are swept about once a second.
 func (l *Limiter) Run(ctx context.Context) {
-	t := time.NewTicker(l.o.FlushInterval)
-	defer t.Stop()
 	sweepEvery := max(1, int(time.Second/l.o.FlushInterval))
-	failing := false
-	for n := 0; ; n++ {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = l.Flush(fctx)
-			cancel()
-			return
-		case <-t.C:
-		case <-l.kick:
-		}
-		// Logged when sending starts failing and when it recovers, not on every interval.
-		switch err := l.Flush(ctx); {
-		case err != nil && ctx.Err() == nil && !failing:
-			failing = true
-			l.o.Logger.WarnContext(ctx, "rate-limit counts not sent: each replica enforces the limits on its own admissions until Redis answers; counts kept for the next flush", "err", err)
-		case err == nil && failing:
-			failing = false
-			l.o.Logger.InfoContext(ctx, "rate-limit counts sent again")
-		}
-		if n%sweepEvery == 0 {
-			l.sweep()
-		}
-	}
+	flushes := 0
+	flushloop.Loop{Every: l.o.FlushInterval, Wake: l.kick, Log: l.o.Logger,
+		Flush: func(ctx context.Context, _ bool) error { return l.Flush(ctx) },
+		After: func() {
+			if flushes%sweepEvery == 0 {
+				l.sweep()
+			}
+			flushes++
+		},
+		Failing:   "rate-limit counts not sent: each replica enforces the limits on its own admissions until Redis answers; counts kept for the next flush",
+		Recovered: "rate-limit counts sent again"}.Run(ctx)
 }
 
 type flushItem struct {

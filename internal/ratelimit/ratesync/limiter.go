@@ -5,6 +5,7 @@
 package ratesync
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	_ "embed"
@@ -122,12 +123,8 @@ func New(s *store.Store, prefix string, h *keyhash.Hasher, o Options) (*Limiter,
 	if o.MaxCounters <= 0 {
 		o.MaxCounters = 100_000
 	}
-	if o.Meter == nil {
-		o.Meter = noop.NewMeterProvider().Meter("ratelimit")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Meter = cmp.Or(o.Meter, noop.NewMeterProvider().Meter("ratelimit"))
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	d, err := ratelimit.NewDecisionCounter(o.Meter)
 	if err != nil {
 		return nil, err
