@@ -286,40 +286,36 @@ func (a *Authority) keyFunc(t *jwt.Token) (any, error) {
 	return pub, nil
 }
 
-// reason maps a parse error to a short client-safe reason. Order matters:
-// key lookup errors are wrapped in ErrTokenUnverifiable, and claim errors in
+// reasons are the short client-safe reasons of parse errors, the first that matches winning.
+// Order matters: key lookup errors are wrapped in ErrTokenUnverifiable, and claim errors in
 // ErrTokenInvalidClaims.
+var reasons = []struct {
+	err    error
+	reason string
+}{
+	{errMissingKID, "missing kid"},
+	{errUnknownKID, "unknown kid"},
+	{errBadTyp, "unexpected typ"},
+	{errCrit, "unsupported critical header"},
+	{jwt.ErrTokenMalformed, "malformed token"},
+	{jwt.ErrTokenSignatureInvalid, "invalid signature or algorithm"},
+	{jwt.ErrTokenExpired, "token expired"},
+	{jwt.ErrTokenNotValidYet, "token not valid yet"},
+	{jwt.ErrTokenUsedBeforeIssued, "token issued in the future"},
+	{jwt.ErrTokenInvalidIssuer, "wrong issuer"},
+	{jwt.ErrTokenInvalidAudience, "wrong audience"},
+	{jwt.ErrTokenRequiredClaimMissing, "missing required claim"},
+	{jwt.ErrTokenUnverifiable, "token unverifiable"},
+}
+
+// reason maps a parse error to its reason (reasons), "invalid claims" for any other.
 func reason(err error) string {
-	switch {
-	case errors.Is(err, errMissingKID):
-		return "missing kid"
-	case errors.Is(err, errUnknownKID):
-		return "unknown kid"
-	case errors.Is(err, errBadTyp):
-		return "unexpected typ"
-	case errors.Is(err, errCrit):
-		return "unsupported critical header"
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return "malformed token"
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return "invalid signature or algorithm"
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return "token expired"
-	case errors.Is(err, jwt.ErrTokenNotValidYet):
-		return "token not valid yet"
-	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-		return "token issued in the future"
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return "wrong issuer"
-	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return "wrong audience"
-	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return "missing required claim"
-	case errors.Is(err, jwt.ErrTokenUnverifiable):
-		return "token unverifiable"
-	default:
-		return "invalid claims"
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
 	}
+	return "invalid claims"
 }
 
 // dateFields are a token's NumericDate claims, decoded as the JWT library decodes them (the

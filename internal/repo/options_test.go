@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +101,31 @@ func TestRunScriptWrongTypeIsCorrupt(t *testing.T) {
 	_, err := RunScript(ctx, s.Client, m, "test_wrongtype", "thing read", l, []string{key}, nil)
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a wrong-typed key: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestDefaultWithin: a store option that is 0 takes its default, one outside its range is
+// refused naming the option, and one within it is kept.
+func TestDefaultWithin(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		v, want int
+		ok      bool
+	}{{0, 3, true}, {1, 1, true}, {100, 100, true}, {101, 101, false}, {-1, -1, false}} {
+		v := c.v
+		err := DefaultWithin("thing max", &v, 3, 1, 100)
+		if (err == nil) != c.ok || v != c.want || (err != nil && (!errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), "thing max"))) {
+			t.Errorf("%d: %d, %v", c.v, v, err)
+		}
+	}
+	for _, c := range []struct {
+		v, want time.Duration
+		ok      bool
+	}{{0, time.Hour, true}, {time.Second, time.Second, true}, {time.Millisecond, time.Millisecond, false}} {
+		v := c.v
+		err := DefaultAtLeast("thing TTL", &v, time.Hour, time.Second)
+		if (err == nil) != c.ok || v != c.want || (err != nil && !errors.Is(err, ErrBadOptions)) {
+			t.Errorf("%s: %s, %v", c.v, v, err)
+		}
 	}
 }
