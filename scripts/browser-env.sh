@@ -23,9 +23,9 @@ source "$REPO/scripts/env-lib.sh"
 
 chromium_bin() { command -v chromium || true; }
 chromium_ok() {
-	local bin
+	local bin v
 	bin=$(chromium_bin)
-	[[ -n $bin ]] && timeout 30 "$bin" --version 2>/dev/null | grep -q '^Chromium '
+	[[ -n $bin ]] && v=$(timeout 30 "$bin" --version 2>/dev/null) && grep -q '^Chromium ' <<<"$v"
 }
 provisioned() { chromium_ok; }
 

@@ -39,9 +39,17 @@ ENV_NAME=proxy-env LOCK_MINUTES=5 USAGE_LINES=5
 # shellcheck source=scripts/env-lib.sh
 source "$REPO/scripts/env-lib.sh"
 
-nginx_ok() { [[ -x $NGINX ]] && timeout 10 "$NGINX" -V 2>&1 | grep -q -- '--with-http_auth_request_module'; }
+nginx_ok() {
+	local v
+	[[ -x $NGINX ]] && v=$(timeout 10 "$NGINX" -V 2>&1) && grep -q -- '--with-http_auth_request_module' <<<"$v"
+}
 caddy_ok() { [[ -x $CADDY ]] && timeout 10 "$CADDY" version 2>/dev/null | grep -Eq '^v?2\.'; }
-traefik_ok() { [[ -x $TRAEFIK ]] && timeout 10 "$TRAEFIK" version 2>/dev/null | grep -q "Version: *$TRAEFIK_SERIES\."; }
+# (the output is read whole first: grep -q in a pipe may close it early, and traefik's SIGPIPE
+# then fails the pipeline under pipefail)
+traefik_ok() {
+	local v
+	[[ -x $TRAEFIK ]] && v=$(timeout 10 "$TRAEFIK" version 2>/dev/null) && grep -q "Version: *$TRAEFIK_SERIES\." <<<"$v"
+}
 provisioned() { nginx_ok && caddy_ok; }
 
 # packages: nginx-light, the package holding its nginx binary (its nginx/nginx-core dependency

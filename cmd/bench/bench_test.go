@@ -280,9 +280,12 @@ func TestEvaluateTargets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rp := tt.rp
+			// every case measures the events' pair, within its target (report_events_test.go)
+			rp.Rows = append(slices.Clip(rp.Rows), row{Key: "session-create", Gateway: true, Res: res(9500), RT: 1},
+				row{Key: "session-create-noevents", Gateway: true, Res: res(10000), RT: 1})
 			rp.evaluate(256)
-			if len(rp.Targets) != 7 {
-				t.Fatalf("%d targets, want 7: %+v", len(rp.Targets), rp.Targets)
+			if len(rp.Targets) != 8 {
+				t.Fatalf("%d targets, want 8: %+v", len(rp.Targets), rp.Targets)
 			}
 			miss := 0
 			for _, tg := range rp.Targets {
