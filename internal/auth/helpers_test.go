@@ -21,7 +21,7 @@ func seed(b byte) []byte { return bytes.Repeat([]byte{b}, ed25519.SeedSize) }
 
 func seedB64(b byte) string { return base64.RawURLEncoding.EncodeToString(seed(b)) }
 
-func mustKeys(t *testing.T, spec string) *KeySet {
+func mustKeys(t testing.TB, spec string) *KeySet {
 	t.Helper()
 	ks, err := ParseKeys(spec)
 	if err != nil {
