@@ -21,11 +21,12 @@ const (
 	AssertionTTL = 60 * time.Second
 	// assertionRefresh: an assertion is handed out again until this much of its life is left.
 	assertionRefresh = 20 * time.Second
-	// DefaultAssertionCacheSize bounds the assertions kept for reuse (one per credential): a
-	// forward-auth working set, such as the 41.5k distinct sessions of the 1M-session Zipf
-	// benchmark, which the session memo answers without Redis. A credential dropped here costs
-	// its next request a fresh Ed25519 signature (about 25 µs); an entry is about 600 B, so the
-	// bound is about 40 MB.
+	// DefaultAssertionCacheSize bounds the assertions kept for reuse in the shared cache (one
+	// per credential): a forward-auth working set, such as the 41.5k distinct sessions of the
+	// 1M-session Zipf benchmark, which the session memo answers without Redis. A credential
+	// dropped here costs its next request a fresh Ed25519 signature (about 20 µs) unless the
+	// session's kept copy still holds its assertion (AssertKept: at most one per memo entry,
+	// which the memo's own bound limits); an entry is about 800 B, so this bound is about 50 MB.
 	DefaultAssertionCacheSize = 65536
 )
 
