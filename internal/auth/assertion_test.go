@@ -4,9 +4,11 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,4 +229,41 @@ func TestAssertionKeptWithTheCopy(t *testing.T) {
 	if late, _ := as.AssertKept(mfa, &kept); late == stepped {
 		t.Fatal("the kept assertion was reused with less than 20 s left")
 	}
+}
+
+// BenchmarkAssertHot is a hot session's assertion handed out again, among 41,500 kept ones (the
+// 1M-session Zipf row's distinct sessions) looked up in a random order from GOMAXPROCS
+// goroutines: through the shared cache (Assert: its read lock and map) and from the session's
+// kept copy (AssertKept).
+//
+//	go test -run '^$' -bench BenchmarkAssertHot ./internal/auth/
+func BenchmarkAssertHot(b *testing.B) {
+	now := time.Unix(1_800_000_000, 0)
+	as := NewAsserter(newAuthority(b, mustKeys(b, seedB64(1)), &now), 0)
+	const n = 41_500
+	ins := make([]Assertion, n)
+	kept := make([]session.Derived, n)
+	for i := range ins {
+		ins[i] = Assertion{Kind: "session", Subject: "user-" + strconv.Itoa(i), Tenant: "default", Level: "BASIC",
+			SessionID: "s_" + strconv.Itoa(1e11+i) + "_" + strconv.Itoa(1e17+i)}
+		if _, err := as.AssertKept(ins[i], &kept[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	run := func(b *testing.B, assert func(i int) (string, error)) {
+		var next atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			i := next.Add(1 << 20)
+			for pb.Next() {
+				i++
+				if _, err := assert(order[i%n]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.Run("shared-cache", func(b *testing.B) { run(b, func(i int) (string, error) { return as.Assert(ins[i]) }) })
+	b.Run("kept", func(b *testing.B) { run(b, func(i int) (string, error) { return as.AssertKept(ins[i], &kept[i]) }) })
 }

@@ -31,7 +31,7 @@ func mustKeys(t testing.TB, spec string) *KeySet {
 }
 
 // newAuthority returns an Authority over ks whose clock reads *now.
-func newAuthority(t *testing.T, ks *KeySet, now *time.Time) *Authority {
+func newAuthority(t testing.TB, ks *KeySet, now *time.Time) *Authority {
 	t.Helper()
 	a, err := New(Options{
 		Issuer:   testIssuer,
