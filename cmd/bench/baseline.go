@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +32,7 @@ import (
 // authorizeBody is the gateway's AuthorizeResult for a session caller.
 type authorizeBody struct {
 	AuthLevel string `json:"authLevel"`
+	Kind      string `json:"kind,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
 	Subject   string `json:"subject"`
 	Tenant    string `json:"tenantId"`
@@ -51,6 +54,34 @@ func setAuthHeaders(c echo.Context, b authorizeBody) {
 		h.Set("X-Auth-Session", b.SessionID)
 	}
 	h.Set("Cache-Control", "no-store")
+}
+
+// ceilingAuthorize is the HTTP ceiling's answer: the gateway's 200 to a session (the same
+// headers, each value of the same size, and the same JSON body) from constants.
+func ceilingAuthorize() echo.HandlerFunc {
+	body := authorizeBody{AuthLevel: "BASIC", Kind: "session", SessionID: "s_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA", Subject: "bench-user-000123", Tenant: "default"}
+	assertion := ceilingAssertion(body)
+	return func(c echo.Context) error {
+		setAuthHeaders(c, body)
+		h := c.Response().Header()
+		h.Set("X-Auth-Kind", body.Kind)
+		h.Set("X-Auth-Assertion", assertion)
+		h.Set("X-Request-Id", "AAAAAAAAAAAA-1")
+		return c.JSON(http.StatusOK, body)
+	}
+}
+
+// ceilingAssertion stands in for the gateway's X-Auth-Assertion: a JWT shaped and sized as the
+// gateway's assertion of the same session (about 510 bytes), so the ceiling's answer is the
+// gateway's in size as well as in names. It is made once and never signed: the ceiling does
+// none of the gateway's work.
+func ceilingAssertion(b authorizeBody) string {
+	seg := func(v []byte) string { return base64.RawURLEncoding.EncodeToString(v) }
+	header := `{"alg":"EdDSA","kid":"` + strings.Repeat("k", 43) + `","typ":"JWT"}`
+	claims := `{"iss":"hashgate","sub":"` + b.Subject + `","aud":["hashgate-upstream"],"exp":1800000060,"iat":1800000000,` +
+		`"jti":"` + strings.Repeat("0", 26) + `","tenant":"` + b.Tenant + `","kind":"` + b.Kind + `","level":"` + b.AuthLevel +
+		`","sid":"` + b.SessionID + `"}`
+	return seg([]byte(header)) + "." + seg([]byte(claims)) + "." + seg(make([]byte, 64))
 }
 
 func sessionToken(c echo.Context) string {
@@ -75,11 +106,7 @@ func serveBaseline(kind string, args []string) error {
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	switch kind {
 	case "serve-ceiling":
-		body := authorizeBody{AuthLevel: "BASIC", SessionID: "s_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAA", Subject: "bench-user", Tenant: "default"}
-		e.GET("/v1/authorize", func(c echo.Context) error {
-			setAuthHeaders(c, body)
-			return c.JSON(http.StatusOK, body)
-		})
+		e.GET("/v1/authorize", ceilingAuthorize())
 	case "serve-naive":
 		opt, err := rueidisOption(*redisURL)
 		if err != nil {

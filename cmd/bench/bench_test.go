@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/accessrules"
 )
@@ -488,6 +492,42 @@ func TestRulesFile(t *testing.T) {
 	} {
 		if r := set.Decide(req); r.Index != i {
 			t.Errorf("%v decided by %s, want rule %d", req, r.Label(), i)
+		}
+	}
+}
+
+// The HTTP ceiling answers what the gateway answers a session's forward auth: every header the
+// gateway sends (X-Auth-Kind and X-Auth-Assertion included, the assertion a three-segment JWT
+// of a real one's size) and the body's members, so the ratio compares the gateway's work, not
+// the size of the two answers.
+func TestCeilingAnswersAsTheGateway(t *testing.T) {
+	e := echo.New()
+	rec := httptest.NewRecorder()
+	c := e.NewContext(httptest.NewRequest("GET", "/v1/authorize", nil), rec)
+	if err := ceilingAuthorize()(c); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for k := range rec.Header() {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	want := []string{"Cache-Control", "Content-Type", "X-Auth-Assertion", "X-Auth-Kind", "X-Auth-Level", "X-Auth-Session",
+		"X-Auth-Subject", "X-Auth-Tenant", "X-Request-Id"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("headers %v, want %v", names, want)
+	}
+	a := rec.Header().Get("X-Auth-Assertion")
+	if segs := strings.Split(a, "."); len(segs) != 3 || len(a) < 480 || len(a) > 540 {
+		t.Fatalf("assertion %d bytes, %d segments", len(a), len(segs))
+	}
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"authLevel", "kind", "sessionId", "subject", "tenantId"} {
+		if _, ok := body[k]; !ok {
+			t.Errorf("body without %q: %s", k, rec.Body)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // Assertions: the short-lived identity JWT forward auth hands upstreams (X-Auth-Assertion),
@@ -19,11 +21,12 @@ const (
 	AssertionTTL = 60 * time.Second
 	// assertionRefresh: an assertion is handed out again until this much of its life is left.
 	assertionRefresh = 20 * time.Second
-	// DefaultAssertionCacheSize bounds the assertions kept for reuse (one per credential): a
-	// forward-auth working set, such as the 41.5k distinct sessions of the 1M-session Zipf
-	// benchmark, which the session memo answers without Redis. A credential dropped here costs
-	// its next request a fresh Ed25519 signature (about 25 µs); an entry is about 600 B, so the
-	// bound is about 40 MB.
+	// DefaultAssertionCacheSize bounds the assertions kept for reuse in the shared cache (one
+	// per credential): a forward-auth working set, such as the 41.5k distinct sessions of the
+	// 1M-session Zipf benchmark, which the session memo answers without Redis. A credential
+	// dropped here costs its next request a fresh Ed25519 signature (about 20 µs) unless the
+	// session's kept copy still holds its assertion (AssertKept: at most one per memo entry,
+	// which the memo's own bound limits); an entry is about 800 B, so this bound is about 50 MB.
 	DefaultAssertionCacheSize = 65536
 )
 
@@ -54,14 +57,17 @@ type AssertionClaims struct {
 
 // Asserter signs assertions and keeps each for reuse until assertionRefresh before it
 // expires, in a bounded cache keyed by the credential (session or token id), so the hot path
-// signs once per credential per 40 s. Safe for concurrent use.
+// signs once per credential per 40 s; AssertKept also keeps it with the session's decoded copy,
+// where a request answered from that copy finds it without the cache's lookup. Safe for
+// concurrent use.
 type Asserter struct {
 	a   *Authority
 	max int
 	mu  sync.RWMutex
-	m   map[string]assertionEntry
+	m   map[string]*assertionEntry
 }
 
+// assertionEntry is one signed assertion and what it states; never changed once kept.
 type assertionEntry struct {
 	in      Assertion
 	actor   string // in.Act's subject, compared for reuse
@@ -76,42 +82,58 @@ func NewAsserter(a *Authority, size int) *Asserter {
 	if size <= 0 {
 		size = DefaultAssertionCacheSize
 	}
-	return &Asserter{a: a, max: size, m: make(map[string]assertionEntry)}
+	return &Asserter{a: a, max: size, m: make(map[string]*assertionEntry)}
 }
 
 // Assert returns a signed assertion of in: a kept one while it states the same identity, is
 // signed by the current key and has more than assertionRefresh left; a new one otherwise.
-func (as *Asserter) Assert(in Assertion) (string, error) {
+func (as *Asserter) Assert(in Assertion) (string, error) { return as.AssertKept(in, nil) }
+
+// AssertKept is Assert for a credential answered from a decoded copy that keeps d (a session
+// from the memo: Principal.Derived): the assertion kept there is handed out under Assert's
+// rules without a lookup in the shared cache, and the one handed out is kept there. A nil d is
+// Assert.
+func (as *Asserter) AssertKept(in Assertion, d *session.Derived) (string, error) {
+	now := as.a.now()
+	kid := as.a.keys.SigningKID()
+	if e, ok := d.Load().(*assertionEntry); ok && e.states(in, kid, now) {
+		return e.signed, nil
+	}
 	key := in.SessionID
 	if in.Kind != "session" {
 		key = in.TokenID
 	}
-	now := as.a.now()
-	kid := as.a.keys.SigningKID()
 	as.mu.RLock()
 	e, ok := as.m[key]
 	as.mu.RUnlock()
-	if ok && now.Before(e.renewAt) && e.kid == kid && e.in.Kind == in.Kind && e.in.Subject == in.Subject &&
-		e.in.Tenant == in.Tenant && e.in.Level == in.Level && e.in.SessionID == in.SessionID &&
-		e.in.TokenID == in.TokenID && e.actor == actorSubject(in.Act) && slices.Equal(e.in.Groups, in.Groups) {
-		return e.signed, nil
-	}
-	signed, err := as.sign(in, now)
-	if err != nil {
-		return "", err
-	}
-	as.mu.Lock()
-	if len(as.m) >= as.max {
-		for k := range as.m { // full: a quarter goes, in the map's random order
-			delete(as.m, k)
-			if len(as.m) < as.max*3/4 {
-				break
+	if !ok || !e.states(in, kid, now) {
+		signed, err := as.sign(in, now)
+		if err != nil {
+			return "", err
+		}
+		e = &assertionEntry{in: in, actor: actorSubject(in.Act), kid: kid, signed: signed, renewAt: now.Add(AssertionTTL - assertionRefresh)}
+		as.mu.Lock()
+		if len(as.m) >= as.max {
+			for k := range as.m { // full: a quarter goes, in the map's random order
+				delete(as.m, k)
+				if len(as.m) < as.max*3/4 {
+					break
+				}
 			}
 		}
+		as.m[key] = e
+		as.mu.Unlock()
 	}
-	as.m[key] = assertionEntry{in: in, actor: actorSubject(in.Act), kid: kid, signed: signed, renewAt: now.Add(AssertionTTL - assertionRefresh)}
-	as.mu.Unlock()
-	return signed, nil
+	d.Store(e)
+	return e.signed, nil
+}
+
+// states reports whether e may be handed out for in at now: the same identity, signed by the
+// current key (kid), with more than assertionRefresh left.
+func (e *assertionEntry) states(in Assertion, kid string, now time.Time) bool {
+	return now.Before(e.renewAt) && e.kid == kid && e.in.Kind == in.Kind && e.in.Subject == in.Subject &&
+		e.in.Tenant == in.Tenant && e.in.Level == in.Level && e.in.SessionID == in.SessionID &&
+		e.in.TokenID == in.TokenID && e.actor == actorSubject(in.Act) && slices.Equal(e.in.Groups, in.Groups)
 }
 
 func (as *Asserter) sign(in Assertion, now time.Time) (string, error) {
@@ -131,9 +153,7 @@ func (as *Asserter) sign(in Assertion, now time.Time) (string, error) {
 		},
 		Tenant: in.Tenant, Kind: in.Kind, Level: in.Level, Groups: in.Groups, SessionID: in.SessionID, TokenID: in.TokenID, Act: in.Act,
 	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
-	tok.Header["kid"] = key.ID
-	signed, err := tok.SignedString(key.Private)
+	signed, err := signAssertion(key.Private, key.ID, &claims)
 	if err != nil {
 		return "", fmt.Errorf("auth: assertion: sign: %w", err)
 	}

@@ -4,13 +4,17 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
 // verifyWithJWKS verifies an assertion as an upstream does: with the gateway's JWKS only.
@@ -176,4 +180,90 @@ func TestCustomScope(t *testing.T) {
 			t.Errorf("built-in %q: valid %v, custom %v", s, ValidScope(s), CustomScope(s))
 		}
 	}
+}
+
+// A session answered from the gateway's decoded copy finds its assertion kept with that copy:
+// handed out without the shared cache (emptied here), under the same rules (the same identity,
+// more than 20 s left), and a new copy starts empty but finds the shared cache's.
+func TestAssertionKeptWithTheCopy(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ks := mustKeys(t, seedB64(1))
+	as := NewAsserter(newAuthority(t, ks, &now), 0)
+	jwks, err := ks.JWKS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Assertion{Kind: "session", Subject: "alice", Tenant: "acme", Level: "BASIC", SessionID: "s_x", Groups: []string{"staff"}}
+	var kept session.Derived
+	first, err := as.AssertKept(in, &kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyWithJWKS(t, jwks, first, now)
+	shared := as.m
+	as.m = map[string]*assertionEntry{}
+	if again, _ := as.AssertKept(in, &kept); again != first {
+		t.Fatal("the assertion kept with the copy was not reused")
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = as.AssertKept(in, &kept) }); n != 0 {
+		t.Fatalf("reuse from the copy: %v allocations", n)
+	}
+	if len(as.m) != 0 {
+		t.Fatal("the shared cache was consulted and filled for a kept assertion")
+	}
+	as.m = shared
+	var fresh session.Derived // the session read again: a new copy
+	if got, _ := as.AssertKept(in, &fresh); got != first {
+		t.Fatal("a new copy did not find the shared cache's assertion")
+	}
+	mfa := in
+	mfa.Level = "MFA"
+	stepped, _ := as.AssertKept(mfa, &kept)
+	if stepped == first {
+		t.Fatal("the kept assertion of another level was reused")
+	}
+	if c := verifyWithJWKS(t, jwks, stepped, now); c.Level != "MFA" {
+		t.Fatalf("level claim %q", c.Level)
+	}
+	now = now.Add(41 * time.Second)
+	if late, _ := as.AssertKept(mfa, &kept); late == stepped {
+		t.Fatal("the kept assertion was reused with less than 20 s left")
+	}
+}
+
+// BenchmarkAssertHot is a hot session's assertion handed out again, among 41,500 kept ones (the
+// 1M-session Zipf row's distinct sessions) looked up in a random order from GOMAXPROCS
+// goroutines: through the shared cache (Assert: its read lock and map) and from the session's
+// kept copy (AssertKept).
+//
+//	go test -run '^$' -bench BenchmarkAssertHot ./internal/auth/
+func BenchmarkAssertHot(b *testing.B) {
+	now := time.Unix(1_800_000_000, 0)
+	as := NewAsserter(newAuthority(b, mustKeys(b, seedB64(1)), &now), 0)
+	const n = 41_500
+	ins := make([]Assertion, n)
+	kept := make([]session.Derived, n)
+	for i := range ins {
+		ins[i] = Assertion{Kind: "session", Subject: "user-" + strconv.Itoa(i), Tenant: "default", Level: "BASIC",
+			SessionID: "s_" + strconv.Itoa(1e11+i) + "_" + strconv.Itoa(1e17+i)}
+		if _, err := as.AssertKept(ins[i], &kept[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	run := func(b *testing.B, assert func(i int) (string, error)) {
+		var next atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			i := next.Add(1 << 20)
+			for pb.Next() {
+				i++
+				if _, err := assert(order[i%n]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.Run("shared-cache", func(b *testing.B) { run(b, func(i int) (string, error) { return as.Assert(ins[i]) }) })
+	b.Run("kept", func(b *testing.B) { run(b, func(i int) (string, error) { return as.AssertKept(ins[i], &kept[i]) }) })
 }

@@ -36,6 +36,10 @@ type Principal struct {
 	// answers with it ("who am I") without reading it again; nil for bearer principals and
 	// when only the hot fields were read (every other operation).
 	Session *session.Session
+	// Derived is where the session's decoded copy this principal was answered from keeps
+	// values derived from it (forward auth's assertion: Asserter.AssertKept); nil for bearer
+	// principals and sessions read without a kept copy.
+	Derived *session.Derived
 }
 
 // HasScope reports whether the principal holds scope s.

@@ -21,7 +21,7 @@ func seed(b byte) []byte { return bytes.Repeat([]byte{b}, ed25519.SeedSize) }
 
 func seedB64(b byte) string { return base64.RawURLEncoding.EncodeToString(seed(b)) }
 
-func mustKeys(t *testing.T, spec string) *KeySet {
+func mustKeys(t testing.TB, spec string) *KeySet {
 	t.Helper()
 	ks, err := ParseKeys(spec)
 	if err != nil {
@@ -31,7 +31,7 @@ func mustKeys(t *testing.T, spec string) *KeySet {
 }
 
 // newAuthority returns an Authority over ks whose clock reads *now.
-func newAuthority(t *testing.T, ks *KeySet, now *time.Time) *Authority {
+func newAuthority(t testing.TB, ks *KeySet, now *time.Time) *Authority {
 	t.Helper()
 	a, err := New(Options{
 		Issuer:   testIssuer,

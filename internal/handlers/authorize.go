@@ -50,8 +50,8 @@ func (s *Server) Authorize(ctx context.Context, request AuthorizeRequestObject) 
 		}
 	}
 	var err error
-	r.assertion, err = s.assertions.Assert(auth.Assertion{Kind: string(r.Kind), Subject: p.Subject, Tenant: p.Tenant,
-		Level: string(level), Groups: p.Groups, SessionID: p.SessionID, TokenID: p.TokenID, Act: p.Act})
+	r.assertion, err = s.assertions.AssertKept(auth.Assertion{Kind: string(r.Kind), Subject: p.Subject, Tenant: p.Tenant,
+		Level: string(level), Groups: p.Groups, SessionID: p.SessionID, TokenID: p.TokenID, Act: p.Act}, p.Derived)
 	if err != nil {
 		return nil, err
 	}

@@ -219,7 +219,7 @@ func (s *Service) authenticate(ctx context.Context, token string, view bool) (*a
 	}
 	s.m.auth(ctx, authOK)
 	p := &auth.Principal{Kind: auth.KindSession, Subject: ac.UserID, Tenant: ac.TenantID, SessionID: id,
-		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, LoginPending: ac.LoginPending, Groups: ac.Groups}
+		AuthLevel: ac.AuthLevel, ExpiresAt: ac.IdleExpiresAt, LoginPending: ac.LoginPending, Groups: ac.Groups, Derived: ac.Derived}
 	if !ac.Partial {
 		p.Session = &ac.Session
 	}

@@ -267,7 +267,7 @@ func (r *Sessions) decodeEntry(ctx context.Context, ref session.Ref, m map[strin
 // context is the entry as authorization answers it: the full view, or the hot fields only.
 func (e *memoEntry) context(ref session.Ref, view, hit bool) *session.AuthContext {
 	h := &e.hot
-	ac := &session.AuthContext{CacheHit: hit, Outcome: string(h.outcome), Owner: h.owner}
+	ac := &session.AuthContext{CacheHit: hit, Outcome: string(h.outcome), Owner: h.owner, Derived: &e.derived}
 	if view {
 		ac.Session = *e.view
 	} else {

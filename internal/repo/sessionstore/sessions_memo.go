@@ -80,6 +80,8 @@ type memoEntry struct {
 	// fields only.
 	view  *session.Session
 	until time.Time
+	// derived is what the hot path's callers keep with this copy (forward auth's assertion).
+	derived session.Derived
 }
 
 // memoVersion is what a read records before it starts, for put.

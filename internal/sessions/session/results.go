@@ -42,6 +42,9 @@ type AuthContext struct {
 	Outcome string
 	// Owner is the store's owner check's verdict on UserID and TenantID for Ref's tag.
 	Owner OwnerVerdict
+	// Derived is where the decoded copy this answer came from keeps a value derived from it
+	// (nil when the store keeps none).
+	Derived *Derived
 }
 
 // OwnerVerdict is what the store's owner check said of a session's stored owner.

@@ -60,19 +60,29 @@ func ParseID(id string) (Ref, bool) {
 }
 
 // B64URL reports whether s is non-empty and only base64url characters (no padding): the
-// alphabet of every id part that reaches a key name.
+// alphabet of every id part that reaches a key name. Every request's token is checked so: one
+// table lookup per byte and no branch on the (random) characters.
 func B64URL(s string) bool {
 	if s == "" {
 		return false
 	}
+	var bad byte
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
+		bad |= notB64URL[s[i]]
 	}
-	return true
+	return bad == 0
 }
+
+// notB64URL is 1 for every byte outside the base64url alphabet.
+var notB64URL = func() (t [256]byte) {
+	for c := range t {
+		t[c] = 1
+	}
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") {
+		t[c] = 0
+	}
+	return t
+}()
 
 // Record is a new session as the store writes it.
 type Record struct {
