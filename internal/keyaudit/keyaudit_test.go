@@ -138,6 +138,8 @@ func TestAuditChecksSessionEventFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{prefix + ":v1:sess:{good}", prefix + ":v1:sess:{nottl}"} {
+		// deleted after the test: the suite's own audit would find the field without a TTL
+		t.Cleanup(func() { c.Do(context.Background(), c.B().Del().Key(k).Build()) })
 		if err := c.Do(ctx, c.B().Hset().Key(k).FieldValue().FieldValue("userId", "u").FieldValue("ev.1795735777019000", "session.created").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
