@@ -41,6 +41,9 @@ type evictIn struct {
 	Op   evictOp
 	User string
 	N    int // the session: the user's Nth create
+	// Via is the gateway that answered (its URL), shown in the visualization: in a split,
+	// which primary's copy an answer came from (docs/ROBUSTNESS.md, finding 12).
+	Via string
 }
 
 func (in evictIn) key() string { return "user " + in.User }
@@ -90,7 +93,7 @@ var evictModel = porcupine.NondeterministicModel{
 	Equal: func(a, b any) bool { return a.(evictState) == b.(evictState) },
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(evictIn), output.(evictOut)
-		return fmt.Sprintf("%s(session %d) → %s", in.Op, in.N, outcome(out.Unknown, out.OK))
+		return fmt.Sprintf("%s(session %d) → %s via %s", in.Op, in.N, outcome(out.Unknown, out.OK), in.Via)
 	},
 	DescribeState: func(state any) string { return fmt.Sprintf("live %b", uint64(state.(evictState))) },
 }
@@ -147,6 +150,7 @@ func (w *world) evictStep(c int, rng *rand.Rand, g *gateway) {
 		r = g.do("GET", "/v1/authorize", nil, "X-Session-Token", tok)
 	}
 	ret := time.Now()
+	in.Via = g.url
 	out := evictOut{Unknown: unknown(r.status), OK: r.status/100 == 2}
 	if !create && out.Unknown {
 		return
