@@ -1,7 +1,6 @@
 package events
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -30,13 +29,4 @@ func OutboxFields(v string) (map[string]string, bool) {
 // numbered Redis's time in ms × 1000).
 func OutboxID(n int64) string {
 	return strconv.FormatInt(n/1000, 10) + "-" + strconv.FormatInt(n%1000, 10)
-}
-
-// FromOutbox decodes event number n of a user's session hash.
-func FromOutbox(n int64, v string) (Event, error) {
-	f, ok := OutboxFields(v)
-	if !ok {
-		return Event{}, fmt.Errorf("outbox event %d: malformed", n)
-	}
-	return FromEntry(OutboxID(n), f)
 }

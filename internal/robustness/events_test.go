@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -55,16 +54,7 @@ const evMinWrites = 1000
 
 func TestRobustnessEvents(t *testing.T) {
 	t.Parallel()
-	seed := *flagSeed
-	if seed == 0 {
-		seed = rand.Uint64() >> 1
-	}
-	dir := *flagDir
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	seed, dir := runSeedAndDir(t)
 	runs := map[string]evRun{
 		"crash+sigkill/durable=auto":                   {cycles: 2, period: 6 * time.Second, durable: "auto"},
 		"cluster-partition-crash+sigkill/durable=auto": {cluster: true, cycles: 1, period: 10 * time.Second, durable: "auto"},

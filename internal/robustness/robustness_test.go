@@ -82,16 +82,7 @@ var minReplicas = []string{"--min-replicas-to-write", "1", "--min-replicas-max-l
 // asserted.
 func TestRobustness(t *testing.T) {
 	t.Parallel()
-	seed := *flagSeed
-	if seed == 0 {
-		seed = rand.Uint64() >> 1
-	}
-	dir := *flagDir
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	seed, dir := runSeedAndDir(t)
 	t.Logf("seed %d; histories in %s", seed, dir)
 	cases := map[string]runCase{
 		"crash/durable=auto":              {fault: "crash", durable: "auto"},
@@ -222,6 +213,22 @@ func TestRobustness(t *testing.T) {
 // others while a replica is promoted (the Sentinel split and the zombie).
 func (rc runCase) isolatesAGateway() bool {
 	return rc.fault == "sentinel-split" || rc.fault == "sentinel-zombie"
+}
+
+// runSeedAndDir is a run's seed (-robustness.seed, else a random one) and where its histories
+// go (-robustness.dir, else the test's temporary folder).
+func runSeedAndDir(t *testing.T) (uint64, string) {
+	seed := *flagSeed
+	if seed == 0 {
+		seed = rand.Uint64() >> 1
+	}
+	dir := *flagDir
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return seed, dir
 }
 
 // failsOver reports whether the run's schedule promotes a replica (and so may lose the writes

@@ -46,16 +46,6 @@ func (r *Relay) step(ctx context.Context, budget int) error {
 	return nil
 }
 
-// Sweep relays every pending event of every node: a full pass (tests, tools).
-func (r *Relay) Sweep(ctx context.Context) error {
-	for _, node := range r.s.client.Nodes() {
-		if _, err := r.scanNode(ctx, node, 0, -1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // scanNode scans node from cursor for about budget keys (all, budget < 0) and relays the
 // users found with pending events; it returns the cursor to continue from (0: the pass ended).
 func (r *Relay) scanNode(ctx context.Context, node rueidis.Client, cursor uint64, budget int) (uint64, error) {
