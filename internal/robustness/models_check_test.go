@@ -276,3 +276,45 @@ func TestLostLeavesOutCutReads(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimitQuietBoundFollowsRoundTrip: a quiet window's bound is the limiter's design
+// evaluated at the round trips probed around it. 46 admissions of a 40/s limit (1.15 ×) fail
+// with fast round trips and pass when a 100 ms round trip let the other replica admit 16 in the
+// 300 ms the design allows; 2 × the limit (replicas that never share counts) fails either way.
+func TestRateLimitQuietBoundFollowsRoundTrip(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	window := func(admitted int, rtt time.Duration) result {
+		l := &limiterRun{gws: make([]*gateway, 2)}
+		for w := range 3 { // only window 1 is whole
+			start := base.Add(time.Duration(w) * time.Second)
+			for i := range admitted {
+				// Replica 1 admits in bursts of 8 within 70 ms, one every 150 ms; replica 0
+				// spreads its share over the window.
+				call := start.Add(time.Duration(i/2) * time.Second / time.Duration(admitted/2+1))
+				if i%2 == 1 {
+					call = start.Add(time.Duration(i/16)*150*time.Millisecond + time.Duration(i%16/2)*10*time.Millisecond)
+				}
+				l.ops = append(l.ops, limitedOp{policy: perToken, replica: i % 2, call: call, ret: call.Add(time.Millisecond), admitted: true})
+			}
+			for at := start; at.Before(start.Add(time.Second)); at = at.Add(probeEvery) {
+				l.probes = append(l.probes, roundTrip{at, time.Millisecond})
+			}
+			l.probes = append(l.probes, roundTrip{start.Add(500 * time.Millisecond), rtt})
+		}
+		rs := l.check(result{}, nil)
+		if len(rs) != 1 {
+			t.Fatalf("results %+v; want one", rs)
+		}
+		return rs[0]
+	}
+	for _, c := range []struct {
+		admitted   int
+		rtt        time.Duration
+		violations int
+	}{{46, time.Millisecond, 1}, {46, 100 * time.Millisecond, 0}, {80, time.Millisecond, 1}, {80, 100 * time.Millisecond, 1}} {
+		r := window(c.admitted, c.rtt)
+		if r.Objects != 1 || r.Violations != c.violations {
+			t.Errorf("%d admitted, round trip %v: %d windows, %d violations; want 1, %d (notes %q)", c.admitted, c.rtt, r.Objects, r.Violations, c.violations, r.Notes)
+		}
+	}
+}

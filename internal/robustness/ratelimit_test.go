@@ -3,6 +3,7 @@ package robustness
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -22,8 +23,13 @@ import (
 // 429) across all the replicas stay within limit × (1 + ε). ε is what the limiter's design allows (ratesync.Limiter):
 //   - while Redis answers, a replica overshoots by what the others admitted and had not yet
 //     sent: at most (n − 1) × (SyncShare × limit + what one replica admits during a flush's
-//     round trip) — with n = 2, SyncShare = 0.02 and a few admissions per round trip,
-//     quietEpsilon = 0.1;
+//     round trip). The round trip is measured, not assumed: a probe sends PING through each
+//     limited replica's own Redis client (the flush's path, in the same process, so a loaded
+//     machine's scheduling delays count too), and a window's ε is the formula evaluated with the
+//     longest round trip seen during it — a flush waits for the one in flight, is applied, and
+//     the other replica learns the total from its next reply: three round trips — and the most
+//     any one replica admitted within that span; never below quietEpsilon (0.1: n = 2,
+//     SyncShare = 0.02 and a few admissions per round trip);
 //   - in a window a fault touches (Redis unreachable, stalled, or a failover to a replica
 //     that lacks the latest counts) each replica enforces the limit on its own admissions and
 //     on the totals Redis last answered, which a failover can roll back: up to n × limit plus
@@ -44,6 +50,10 @@ const (
 	tokenLimit    = 40  // per second, per token
 	sessionLimit  = 40  // per second, per session
 	quietEpsilon  = 0.1
+	// syncShare is ratesync.Options.SyncShare's default, which the limited replicas run with.
+	syncShare = 0.02
+	// probeEvery paces the round-trip probe of each limited replica's Redis client.
+	probeEvery = 20 * time.Millisecond
 	// limitedClients per limited replica for the tenant's limit, one each for the token's and
 	// the session's; each pauses limitedPace between requests, so the offered rate is several
 	// times each limit without taking the machine.
@@ -69,8 +79,16 @@ var (
 // possibly admitted).
 type limitedOp struct {
 	policy            limitPolicy
+	replica           int // index in limiterRun.gws
 	call, ret         time.Time
 	admitted, unknown bool
+}
+
+// roundTrip is one probe of a limited replica's Redis client: when it was sent, how long the
+// answer took (a probe never answered counts as the whole wait).
+type roundTrip struct {
+	at  time.Time
+	rtt time.Duration
 }
 
 // limitedClient is one client of the limited replicas: the replica it calls, the request it
@@ -87,6 +105,7 @@ type limiterRun struct {
 	clients []limitedClient
 	mu      sync.Mutex
 	ops     []limitedOp
+	probes  []roundTrip
 }
 
 // limitedSpec is the limited replicas' configuration over url: the three limits on.
@@ -124,17 +143,26 @@ func startLimited(t *testing.T, url, durable string, n int) *limiterRun {
 	return l
 }
 
-// run sends requests from every client until ctx ends.
+// run sends requests from every client until ctx ends, and probes each replica's round trip
+// to Redis meanwhile.
 func (l *limiterRun) run(ctx context.Context) {
 	var wg sync.WaitGroup
+	for _, g := range l.gws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.probe(ctx, g)
+		}()
+	}
 	for _, c := range l.clients {
+		replica := slices.Index(l.gws, c.g)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				call := time.Now()
 				r := c.g.do("GET", c.path, nil, c.headers...)
-				op := limitedOp{policy: c.policy, call: call, ret: time.Now(), unknown: r.status == 0,
+				op := limitedOp{policy: c.policy, replica: replica, call: call, ret: time.Now(), unknown: r.status == 0,
 					admitted: r.status != 0 && r.status != http.StatusTooManyRequests}
 				l.mu.Lock()
 				l.ops = append(l.ops, op)
@@ -144,6 +172,24 @@ func (l *limiterRun) run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// probe sends PING through g's Redis client every probeEvery until ctx ends, recording each
+// round trip.
+func (l *limiterRun) probe(ctx context.Context, g *gateway) {
+	for ctx.Err() == nil {
+		at := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		_ = g.store.Client.Do(pctx, g.store.Client.B().Ping().Build()).Error()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		l.mu.Lock()
+		l.probes = append(l.probes, roundTrip{at, time.Since(at)})
+		l.mu.Unlock()
+		time.Sleep(probeEvery)
+	}
 }
 
 // check checks each limit over the requests it counts (checkPolicy), in the order tenant,
@@ -160,18 +206,19 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) []result {
 			}
 		}
 		if len(ops) > 0 {
-			out = append(out, checkPolicy(p, ops, len(l.gws), r, spans))
+			out = append(out, checkPolicy(p, ops, l.probes, len(l.gws), r, spans))
 		}
 	}
 	return out
 }
 
 // checkPolicy counts, per whole one-second window, the requests p certainly admitted in it
-// (call and return inside it) and compares them with the bound: quietEpsilon, or faultEpsilon
-// (n, the replicas) in a window within a second of a fault's span. Objects are windows;
-// violations, windows over their bound; the notes give the largest ratio of each kind, and how
-// many windows a fault excused: disturbed, over the quiet bound, within the fault's.
-func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]time.Time) result {
+// (call and return inside it) and compares them with the bound: the quiet one (quietEpsilon, or
+// the design's overshoot at the round trips probed around the window: quietBound), or
+// faultEpsilon (n, the replicas) in a window within a second of a fault's span. Objects are
+// windows; violations, windows over their bound; the notes give the largest ratio of each kind,
+// how many windows a slow round trip stretched, and how many a fault excused.
+func checkPolicy(p limitPolicy, ops []limitedOp, probes []roundTrip, n int, r result, spans [][2]time.Time) result {
 	r.Model, r.Ops = p.model, len(ops)
 	certain := map[int64]int{}
 	first, last := ops[0].call.UnixMilli()/1000, ops[0].ret.UnixMilli()/1000
@@ -190,8 +237,9 @@ func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]tim
 		}
 	}
 	faultEpsilon := float64(n)
-	var quietMax, faultMax float64
-	var disturbedN, excused int
+	var quietMax, faultMax, stretchMax float64
+	var disturbedN, excused, stretched int
+	var slowest time.Duration
 	for w := first + 1; w < last; w++ { // the whole windows only
 		from, to := time.UnixMilli(w*1000), time.UnixMilli((w+1)*1000)
 		disturbed := false
@@ -199,7 +247,11 @@ func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]tim
 			disturbed = disturbed || from.Before(s[1].Add(time.Second)) && to.After(s[0].Add(-time.Second))
 		}
 		ratio := float64(certain[w]) / float64(p.limit)
-		eps := quietEpsilon
+		eps, rtt := quietBound(p, ops, probes, n, from, to)
+		if eps > quietEpsilon {
+			stretched++
+			stretchMax, slowest = max(stretchMax, eps), max(slowest, rtt)
+		}
 		if disturbed {
 			eps, faultMax = faultEpsilon, max(faultMax, ratio)
 			disturbedN++
@@ -220,8 +272,43 @@ func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]tim
 	r.Notes = append(r.Notes, fmt.Sprintf("%d of %d requests refused (429)", refused, len(ops)),
 		fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax),
 		fmt.Sprintf("%d of %d windows disturbed (within 1 s of one of %d fault spans), %d of them over the quiet bound %.2f and held to %.2f only",
-			disturbedN, r.Objects, len(spans), excused, 1+quietEpsilon, 1+faultEpsilon))
+			disturbedN, r.Objects, len(spans), excused, 1+quietEpsilon, 1+faultEpsilon),
+		fmt.Sprintf("%d windows' quiet ε stretched past %.2f by a slow round trip to Redis: up to %.2f (round trip up to %v)",
+			stretched, quietEpsilon, stretchMax, slowest.Round(time.Millisecond)))
 	return r
+}
+
+// quietBound is the limiter's design bound on a window [from, to) while Redis answers, as ε:
+// (n − 1) × (SyncShare × limit, at least one request, + the most one replica admitted within
+// three of the longest round trips probed during the window) / limit, at least quietEpsilon.
+// Counts are per window, so only the round trips the window overlaps delay what it admits. It returns that round trip too.
+func quietBound(p limitPolicy, ops []limitedOp, probes []roundTrip, n int, from, to time.Time) (float64, time.Duration) {
+	var rtt time.Duration
+	for _, pr := range probes {
+		if pr.at.Before(to) && pr.at.Add(pr.rtt).After(from) {
+			rtt = max(rtt, pr.rtt)
+		}
+	}
+	span := 3 * rtt
+	most := 0
+	for replica := range n {
+		var calls []time.Time
+		for _, op := range ops {
+			if op.replica == replica && op.admitted && !op.call.Before(from.Add(-span)) && op.call.Before(to) {
+				calls = append(calls, op.call)
+			}
+		}
+		slices.SortFunc(calls, time.Time.Compare)
+		for i, j := 0, 0; j < len(calls); j++ { // the most calls within any span-long stretch
+			for calls[j].Sub(calls[i]) > span {
+				i++
+			}
+			most = max(most, j-i+1)
+		}
+	}
+	unsent := max(1, int(math.Ceil(syncShare*float64(p.limit))))
+	eps := float64((n-1)*(unsent+most)) / float64(p.limit)
+	return max(quietEpsilon, eps), rtt
 }
 
 // rateControl is the control of the rate-limits check: the limited tenant alone, with no
