@@ -333,7 +333,7 @@ func (f perUserForm) sessFieldTTLs(ref session.Ref) map[string]int64 {
 	return out
 }
 
-func (f perUserForm) sessScriptArgs() int         { return 8 } // EVALSHA sha 1 userKey part fraction idle mac
+func (f perUserForm) sessScriptArgs() int         { return 8 }                       // EVALSHA sha 1 userKey part fraction idle mac
 func (f perUserForm) sessViewRead() int           { return len(sessViewFields) - 2 } // the marker: createdAtMs, absoluteExpiresAtMs, verifierMac
 func (f perUserForm) sessAuthorizeScript() string { return "session_u_authorize" }
 
