@@ -10,17 +10,15 @@ import (
 // The per-user layout (LayoutPerUser; docs/KEYS.md, "Sessions"). A user's sessions live in one
 // hash, <prefix>:v1:sess:{<userTag>}:
 //
-//   - the user's fields, once and without a field TTL: userId, tenantId, and schemaVersion only
-//     when it is not perUserSchema (a hash without it is of that version). The hash is its
-//     sessions' container: the timestamps every object carries are its sessions' own;
+//   - the user's fields, once and without a field TTL: userId, tenantId, schemaVersion,
+//     createdAtMs (when the hash was created), updatedAtMs (the last write to any session);
 //   - each session's fields as "<idPart>:<name>", every one with the session's idle deadline
 //     (never past its absolute deadline) as its field TTL, except the live MFA challenge's
 //     (mfaChallengeId, mfaCodeMac: their own, shorter). "<idPart>:live" is always present: it
 //     marks the session as live, its field TTL is the end of the idle window (what PTTL of a
 //     per-session hash is), and its value is "<createdAtMs>.<verifierMac>", followed by
 //     ".<absoluteExpiresAtMs>" when the deadline is not createdAtMs + ImplicitAbsolute (three
-//     values in one field: a plain user's hash then fits Redis's 128 B listpack class, 232 B in
-//     all; each value in a field of its own costs about 25-64 B). The other names are the
+//     values in one field: each in a field of its own costs a session about 25-64 B of Redis). The other names are the
 //     per-session hash's (sessions_fields.go), written under the same rule (only once they
 //     differ from their default), "<idPart>:updatedAtMs" defaulting to the session's createdAtMs;
 //   - with session events on, the user's pending events: evSeq, evHead, ev.<n> (the kit's
@@ -46,13 +44,7 @@ var sessPartFields = []string{fieldLive, fieldUpdatedAt, fieldStatus, fieldAuthL
 var sessChallengeFields = []string{fieldChallengeID, fieldCodeMAC}
 
 // sessUserFields are the user's own fields in the user's hash.
-var sessUserFields = []string{fieldUserID, fieldTenantID, fieldSchemaVersion}
-
-// perUserSchema is the schemaVersion of a user's hash that holds none. The create writes
-// schemaVersion only when repo.SchemaVersion is another, so the hash of this version does not
-// carry the constant (19 B of listpack) and a later version's hashes say theirs. A literal, not
-// repo.SchemaVersion: raising that must not change what an existing hash reads as.
-const perUserSchema = "2"
+var sessUserFields = []string{fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, fieldUpdatedAt}
 
 // ImplicitAbsolute is the absolute timeout of a per-user session whose live marker holds no
 // deadline: its deadline is its createdAtMs + ImplicitAbsolute. A constant (the default of
@@ -62,8 +54,7 @@ const ImplicitAbsolute = 24 * time.Hour
 
 // sessPartFieldsLua is the snippet session_fields: SESSION_FIELDS (every name),
 // SESSION_TTL_FIELDS (those an idle refresh extends), LIVE (the live marker's name),
-// SESSION_USER_FIELDS (sessUserFields), USER_SCHEMA (perUserSchema) and IMPLICIT_ABSOLUTE
-// (ImplicitAbsolute in ms).
+// SESSION_USER_FIELDS (sessUserFields) and IMPLICIT_ABSOLUTE (ImplicitAbsolute in ms).
 func sessPartFieldsLua() string {
 	q := func(names []string) string {
 		out := make([]string, len(names))
@@ -79,7 +70,7 @@ func sessPartFieldsLua() string {
 		}
 	}
 	return "local SESSION_FIELDS = {" + q(sessPartFields) + "}\nlocal SESSION_TTL_FIELDS = {" + q(ttl) + "}\nlocal LIVE = '" + fieldLive + "'\n" +
-		"local SESSION_USER_FIELDS = {" + q(sessUserFields) + "}\nlocal USER_SCHEMA = '" + perUserSchema + "'\n" +
+		"local SESSION_USER_FIELDS = {" + q(sessUserFields) + "}\n" +
 		"local IMPLICIT_ABSOLUTE = " + strconv.FormatInt(ImplicitAbsolute.Milliseconds(), 10) + "\n"
 }
 
@@ -128,8 +119,7 @@ func partField(part, name string) string { return part + ":" + name }
 // sessionView is the flat field map (the per-session hash's names, what decodeView reads) of
 // the session part, from user holding the user's hash's fields (all of them, or the user's
 // fields and the session's that were asked for). The defaults of the per-user layout are
-// applied: schemaVersion is perUserSchema when the hash holds none, updatedAtMs the session's
-// createdAtMs; the live marker becomes createdAtMs, verifierMac and absoluteExpiresAtMs. A
+// applied: updatedAtMs is the session's createdAtMs when it holds none; the live marker becomes createdAtMs, verifierMac and absoluteExpiresAtMs. A
 // session without its marker yields the user's fields only (the caller decides whether that
 // is missing or corrupt).
 func sessionView(user map[string]string, part string) map[string]string {
@@ -144,7 +134,6 @@ func sessionView(user map[string]string, part string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	m[fieldSchemaVersion] = perUserSchema
 	for _, n := range []string{fieldUserID, fieldTenantID, fieldSchemaVersion} {
 		if v, ok := user[n]; ok {
 			m[n] = v

@@ -15,7 +15,8 @@ import (
 
 // A plain session in the per-user layout is one field of its own in the user's hash, its live
 // marker "<createdAtMs>.<verifierMac>" (".<absoluteExpiresAtMs>" after them when the deadline
-// is not the implicit one), beside userId and tenantId; a second session of the user adds its own fields to the same key. Every field of
+// is not the implicit one), beside the user's five fields; a second session of the user adds its
+// own fields to the same key. Every field of
 // a session carries the idle window as its field TTL, and the key outlives the latest absolute
 // deadline. (Session events off: the form a user's hash has once the relay has copied them,
 // eventstore's TestRelayEmptiesTheUserHash.)
@@ -34,7 +35,8 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		created, rest, _ := strings.Cut(got[partField(a.Part, fieldLive)], liveSep)
-		if got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || len(got) != 3 ||
+		if got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || got[fieldCreatedAt] != created ||
+			got[fieldUpdatedAt] != created || got[fieldSchemaVersion] == "" || len(got) != 6 ||
 			rest != testMAC+liveSep+strconv.FormatInt(sessAtoi(created)+2*time.Hour.Milliseconds(), 10) {
 			t.Fatalf("user's hash after one plain create: %v", got)
 		}

@@ -31,9 +31,9 @@ local function part_expire(ttl, p, ...)
   end
   redis.call('HPEXPIRE', KEYS[1], string.format('%d', ttl), 'FIELDS', #names, unpack(names))
 end
--- part_write(ttl, p, name, value, ...) writes the session's fields named (unprefixed) and gives
--- them the field TTL ttl ms (part_expire).
-local function part_write(ttl, p, ...)
+-- part_write(ttl, p, nowS, name, value, ...) writes the session's fields named (unprefixed) and
+-- the hash's updatedAtMs (nowS), and gives those fields the field TTL ttl ms (part_expire).
+local function part_write(ttl, p, nowS, ...)
   local kv = {...}
   local set, names = {}, {}
   for i = 1, #kv, 2 do
@@ -41,6 +41,6 @@ local function part_write(ttl, p, ...)
     set[#set + 1] = kv[i + 1]
     names[#names + 1] = kv[i]
   end
-  redis.call('HSET', KEYS[1], unpack(set))
+  redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, unpack(set))
   part_expire(ttl, p, unpack(names))
 end

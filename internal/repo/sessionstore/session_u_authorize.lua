@@ -17,7 +17,7 @@
 --          session's (in <idPart>:live; the caller compares what it reads back in constant time)
 -- ARGV[5..]: the fields to answer with, as named in the user's hash (the user's own, or
 --          '<idPart>:<name>'); the caller classifies what it reads. The refresh decision reads
---          its own (userId, tenantId, the session's live marker and idleTimeoutMs), so what
+--          its own (userId, tenantId, schemaVersion, the session's live marker and idleTimeoutMs), so what
 --          the caller asks for never changes what is extended.
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
@@ -44,7 +44,6 @@ if pttl == -2 then
   return {'NOT_FOUND'}
 end
 local d = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'schemaVersion', p .. LIVE, p .. 'idleTimeoutMs')
-d[3] = d[3] or USER_SCHEMA
 d[4], d[6] = live_split(d[4])
 local now, nowS = session_now()
 local abs, idle, want = idle_refresh_want(d, ARGV[4], ARGV[3], ARGV[2], pttl, now)
@@ -53,9 +52,10 @@ if want then -- (want >= 1: an expiry not after now would delete the fields)
   -- The last use is the new expiry minus idle while the window is not capped by the
   -- deadline: lastSeenAtMs is stored only when it is (docs/KEYS.md, "Sessions").
   if want < idle then
-    redis.call('HSET', KEYS[1], p .. 'lastSeenAtMs', nowS)
+    redis.call('HSET', KEYS[1], p .. 'lastSeenAtMs', nowS, 'updatedAtMs', nowS)
   else
     redis.call('HDEL', KEYS[1], p .. 'lastSeenAtMs')
+    redis.call('HSET', KEYS[1], 'updatedAtMs', nowS)
   end
   local names = {}
   for i, name in ipairs(SESSION_TTL_FIELDS) do

@@ -3,7 +3,8 @@
 -- and "<idPart>:mfaCodeMac" with their own field TTL: the challenge's, never past what is left of
 -- the session's idle window. A new challenge replaces a live one. The session becomes
 -- MFA_REQUIRED: "<idPart>:status", "<idPart>:mfaChallengeCreatedAtMs" and "<idPart>:updatedAtMs"
--- are written with the session's field TTL (that of its live marker).
+-- are written with the session's field TTL (that of its live marker); the hash's
+-- updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the event
 --          session.mfa_challenged (session_event_hash)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
@@ -27,7 +28,7 @@ local ttl = tonumber(ARGV[5])
 if idle > 0 and idle < ttl then
   ttl = idle
 end
-part_write(ttl, p, 'mfaChallengeId', ARGV[3], 'mfaCodeMac', ARGV[4])
-part_write(idle, p, 'status', 'MFA_REQUIRED', 'mfaChallengeCreatedAtMs', nowS, 'updatedAtMs', nowS)
+part_write(ttl, p, nowS, 'mfaChallengeId', ARGV[3], 'mfaCodeMac', ARGV[4])
+part_write(idle, p, nowS, 'status', 'MFA_REQUIRED', 'mfaChallengeCreatedAtMs', nowS, 'updatedAtMs', nowS)
 session_event('session.mfa_challenged', nil, {expiresAtMs = now + ttl})
 return {'OK', now, now + ttl}

@@ -21,8 +21,7 @@
 -- ARGV[5]: policy at the cap: evict | refuse
 -- ARGV[6]: '1' when this call may evict; '0' makes a call at the cap under 'evict' answer
 --          'RETRY' without writing (the caller calls again as a durable write)
--- ARGV[7]: userId, ARGV[8]: tenantId, ARGV[9]: schema version (written only when it is not
---          USER_SCHEMA, what a hash without one is)
+-- ARGV[7]: userId, ARGV[8]: tenantId, ARGV[9]: schema version
 -- ARGV[10]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
 --          <idPart>:idleTimeoutMs
 -- ARGV[11]: the token's verifier as a keyed MAC (never the token or an unkeyed hash): the live
@@ -114,10 +113,7 @@ end
 
 if not user[1] then
   -- A new hash, or one whose user fields are gone: the user's fields, once.
-  redis.call('HSET', KEYS[1], 'userId', ARGV[7], 'tenantId', ARGV[8])
-  if ARGV[9] ~= USER_SCHEMA then
-    redis.call('HSET', KEYS[1], 'schemaVersion', ARGV[9])
-  end
+  redis.call('HSET', KEYS[1], 'userId', ARGV[7], 'tenantId', ARGV[8], 'schemaVersion', ARGV[9], 'createdAtMs', nowS)
 end
 local fields = {part .. MARK, live_value(now, ARGV[11], abs)}
 local own = {}
@@ -126,7 +122,7 @@ for i = 12, #ARGV - 1, 2 do
   fields[#fields + 1] = ARGV[i + 1]
   own[ARGV[i]] = ARGV[i + 1]
 end
-redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, unpack(fields))
 local names = {}
 for i = 1, #fields, 2 do
   names[#names + 1] = fields[i]

@@ -23,7 +23,7 @@ if redis.call('HGET', KEYS[1], 'tenantId') ~= ARGV[1] then
 end
 local at = string.format('%d', exp[1])
 local now, nowS = session_now()
-redis.call('HSET', KEYS[1], p .. 'updatedAtMs', nowS)
+redis.call('HSET', KEYS[1], 'updatedAtMs', nowS, p .. 'updatedAtMs', nowS)
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], p .. 'groups')
   redis.call('HPEXPIREAT', KEYS[1], at, 'FIELDS', 1, p .. 'updatedAtMs')

@@ -35,10 +35,15 @@ if live == 1 then
 end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if #f > #MARK and string.sub(f, -#MARK) == MARK then
-    return {'OK', live} -- another session is live: the user's fields stay
+    -- Another session is live: the user's fields stay, and record this write.
+    local t = redis.call('TIME')
+    redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
+    return {'OK', live}
   end
 end
 if event_outbox_pending(KEYS[1]) then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
   return {'OK', live}
 end
 redis.call('DEL', KEYS[1])

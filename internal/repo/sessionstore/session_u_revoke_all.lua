@@ -59,4 +59,6 @@ end
 for from = 1, #gone, 1000 do
   redis.call('HDEL', KEYS[1], unpack(gone, from, math.min(from + 999, #gone)))
 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
 return {'OK', live}

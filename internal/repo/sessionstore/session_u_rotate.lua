@@ -2,7 +2,8 @@
 -- session a new token. The session keeps its id part; the verifier MAC in "<idPart>:live" is
 -- replaced by the new token's and lastRotatedAtMs and updatedAtMs are written, all with the
 -- session's field TTL (what is left of its idle window), in one atomic step: the old token
--- stops working at once, the idle window, createdAtMs and the absolute deadline are kept.
+-- stops working at once, the idle window, createdAtMs and the absolute deadline are kept. The
+-- hash's updatedAtMs is set.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the event
 --          session.rotated (session_event_hash)
 -- ARGV[1]: tenant of the caller (another tenant's session answers 'NOT_FOUND')
@@ -24,6 +25,6 @@ if not v then
 end
 local now, nowS = session_now()
 local pttl = part_idle(p)
-part_write(pttl, p, LIVE, live_value(created, ARGV[3], abs), 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
+part_write(pttl, p, nowS, LIVE, live_value(created, ARGV[3], abs), 'lastRotatedAtMs', nowS, 'updatedAtMs', nowS)
 session_event('session.rotated', nil, {})
 return {'OK', now, pttl, v[3], v[4], string.format('%d', created), string.format('%d', abs), v[5]}

@@ -8,8 +8,8 @@
 -- succeeds, a session created with mfaRequired is not logged in; after it, only the new token
 -- is accepted, and the used challenge is gone: a replayed verify answers NO_CHALLENGE. A wrong
 -- code increments "<idPart>:failedMfaAttempts" and writes
--- "<idPart>:updatedAtMs", both with the session's field TTL. The key's TTL is raised (never
--- shortened) to the absolute deadline.
+-- "<idPart>:updatedAtMs", both with the session's field TTL. Every write sets the hash's
+-- updatedAtMs; the key's TTL is raised (never shortened) to the absolute deadline.
 -- Comparison: the gateway sends the HMAC of the candidate code, never the code. Both strings are
 -- keyed MACs, not secrets, and the comparison below visits every byte whatever the mismatch,
 -- so neither the code nor the MAC leaks through timing; the attempt counter bounds guessing.
@@ -46,7 +46,7 @@ local now, nowS, count, reset = a.now, a.nowS, a.count, a.reset
 local pttl = part_idle(old)
 if not mfa_same(s[4], ARGV[3]) then
   local failed = redis.call('HINCRBY', KEYS[1], old .. 'failedMfaAttempts', 1)
-  part_write(pttl, old, 'updatedAtMs', nowS)
+  part_write(pttl, old, nowS, 'updatedAtMs', nowS)
   part_expire(pttl, old, 'failedMfaAttempts')
   mfa_failed_events(session_event, failed, count, ARGV[4], reset)
   return {'WRONG_CODE', count, reset, failed}
@@ -54,7 +54,7 @@ end
 
 -- Step up: the fields written take the session's field TTL; the challenge's go.
 redis.call('HDEL', KEYS[1], old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'loginPending')
-part_write(pttl, old, 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
+part_write(pttl, old, nowS, 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
   'lastRotatedAtMs', nowS, LIVE, live_value(created, ARGV[8], abs))
 key_ttl_at_least(KEYS[1], abs - now)
 session_event('session.mfa_verified', nil, {})
