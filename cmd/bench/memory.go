@@ -69,7 +69,7 @@ func (b *bench) memory(ctx context.Context, fx *fixtures) []memRow {
 			idx = append(idx, []string{userKey(s.ID, sessionDevicesKey)})
 		}
 		if perUser {
-			measure(perUserHashObject+" (BASIC, no device info; per-user layout)", "", ss...)
+			measure(perUserHashObject+" (BASIC, no device info; per-user layout)", "target ≤ 400 B (a session all-in)", ss...)
 			measure("user's session hash, one session with device label, user agent, IP", "", []string{sessKey(fx.device.ID)})
 		} else {
 			measure("session hash, plain (BASIC, no device info)", "target ≤ 256 B", ss...)

@@ -47,7 +47,8 @@ func sha(s string) string {
 // forgeSession writes a complete MFA-level session of alice (tag) for tenant acme straight into
 // Redis, as someone with write access to Redis but not the gateway's HMAC key would: every field
 // a gateway writes, in the layout's shape, under part, with verifierMac mac ("" leaves it out;
-// per user the live marker holds the deadline and the MAC: "<absoluteExpiresAtMs>.<verifierMac>").
+// per user the live marker holds the creation, the MAC and the deadline:
+// "<createdAtMs>.<verifierMac>.<absoluteExpiresAtMs>").
 func (h *harness) forgeSession(t *testing.T, ref session.Ref, mac string) {
 	t.Helper()
 	ctx := context.Background()
@@ -61,7 +62,7 @@ func (h *harness) forgeSession(t *testing.T, ref session.Ref, mac string) {
 	if mac != "" {
 		fields["verifierMac"] = mac
 	}
-	user := map[string]string{"userId": "alice", "tenantId": "acme", "schemaVersion": strconv.Itoa(repo.SchemaVersion)}
+	user := map[string]string{"userId": "alice", "tenantId": "acme"}
 	userKey := sessionstore.UserSessionsKey(keys, ref.Tag)
 	perUser, err := c.Do(ctx, c.B().Exists().Key(userKey).Build()).AsInt64()
 	if err != nil {
@@ -72,11 +73,8 @@ func (h *harness) forgeSession(t *testing.T, ref session.Ref, mac string) {
 		for k, v := range user {
 			cmd = cmd.FieldValue(k, v)
 		}
-		live := fields["absoluteExpiresAtMs"]
-		if mac != "" {
-			live += "." + mac
-		}
-		fields["live"] = live
+		fields["live"] = nowS + "." + mac + "." + abs
+		delete(fields, "createdAtMs")
 		delete(fields, "absoluteExpiresAtMs")
 		delete(fields, "verifierMac")
 		var names []string
@@ -92,6 +90,7 @@ func (h *harness) forgeSession(t *testing.T, ref session.Ref, mac string) {
 		}
 		return
 	}
+	user["schemaVersion"] = strconv.Itoa(repo.SchemaVersion)
 	key := sessionstore.SessionKey(keys, ref)
 	cmd := c.B().Hset().Key(key).FieldValue()
 	for k, v := range user {
@@ -121,8 +120,9 @@ func (h *harness) readField(t *testing.T, ref session.Ref, name string) string {
 	}
 	v, err := c.Do(ctx, c.B().Hget().Key(sessionstore.UserSessionsKey(keys, ref.Tag)).Field(ref.Part+":"+wire).Build()).ToString()
 	if err == nil {
-		if wire == "live" {
+		if wire == "live" { // <createdAtMs>.<verifierMac>[.<absoluteExpiresAtMs>]
 			_, v, _ = strings.Cut(v, ".")
+			v, _, _ = strings.Cut(v, ".")
 		}
 		return v
 	}

@@ -160,3 +160,51 @@ func TestAuditChecksSessionEventFields(t *testing.T) {
 		t.Fatalf("violations %v, want the event field without a field TTL alone", got)
 	}
 }
+
+// TestAuditChecksSessionFields: a session's field in a user's hash ("<idPart>:<name>") without
+// its field TTL is a violation; the user's own fields (no ':') carry none, and a session whose
+// fields all have one is clean.
+func TestAuditChecksSessionFields(t *testing.T) {
+	t.Parallel()
+	var be *testredis.Backend
+	for _, b := range testredis.Backends() {
+		if b.Env == testredis.EnvRedis8 && b.URL != "" {
+			be = &b
+			break
+		}
+	}
+	if be == nil {
+		t.Skip("no Redis 8")
+	}
+	s := testredis.Open(t, *be)
+	ctx := context.Background()
+	c := s.Client
+	prefix := testredis.Prefix(t)
+	decls, err := ParseDecls(strings.NewReader("```keyaudit\n<prefix>:v1:sess:{<userTag>}  hash  10  1000\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const live, status = "AAAAAAAAAAAAAAAAAA:live", "AAAAAAAAAAAAAAAAAA:status"
+	for _, k := range []string{prefix + ":v1:sess:{good}", prefix + ":v1:sess:{nottl}"} {
+		// deleted after the test: the suite's own audit would find the field without a TTL
+		t.Cleanup(func() { c.Do(context.Background(), c.B().Del().Key(k).Build()) })
+		if err := c.Do(ctx, c.B().Hset().Key(k).FieldValue().FieldValue("userId", "u").FieldValue("tenantId", "t").
+			FieldValue(live, "1795735777019.dGVzdC12ZXJpZmllci1tYWM").FieldValue(status, "MFA_REQUIRED").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		c.Do(ctx, c.B().Pexpire().Key(k).Milliseconds(time.Hour.Milliseconds()).Build())
+	}
+	c.Do(ctx, c.B().Hpexpire().Key(prefix+":v1:sess:{good}").Milliseconds(time.Hour.Milliseconds()).Fields().Numfields(2).Field(live, status).Build())
+	c.Do(ctx, c.B().Hpexpire().Key(prefix+":v1:sess:{nottl}").Milliseconds(time.Hour.Milliseconds()).Fields().Numfields(1).Field(live).Build())
+	rep, err := (&Auditor{Client: c, Decls: decls, Match: prefix + ":*"}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range rep.Violations {
+		got[v.Key] += v.Rule + ": " + v.Msg + " "
+	}
+	if got[prefix+":v1:sess:{good}"] != "" || !strings.Contains(got[prefix+":v1:sess:{nottl}"], "no-ttl: session field "+status) {
+		t.Fatalf("violations %v, want the session field without a field TTL alone", got)
+	}
+}

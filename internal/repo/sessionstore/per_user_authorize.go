@@ -42,15 +42,14 @@ func perUserHotNames(part string) []string {
 var perUserHotFlat = []string{fieldUserID, fieldTenantID, fieldAuthLevel, fieldLoginPending, fieldIdleTimeout, fieldGroups, fieldLive}
 
 // perUserViewNames are the view's fields (sessViewFields) as the user's hash names them: the user's
-// own (userId, tenantId, schemaVersion and the hash's createdAtMs, the session's createdAtMs
-// when it holds none), then the session's, the live marker for absoluteExpiresAtMs and
-// verifierMac.
+// own (userId, tenantId, schemaVersion), then the session's, the live marker for createdAtMs,
+// absoluteExpiresAtMs and verifierMac.
 func perUserViewNames(part string) []string {
 	out := make([]string, 0, len(sessViewFields))
-	out = append(out, fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, partField(part, fieldLive))
+	out = append(out, fieldUserID, fieldTenantID, fieldSchemaVersion, partField(part, fieldLive))
 	for _, n := range sessViewFields {
 		switch n {
-		case fieldUserID, fieldTenantID, fieldSchemaVersion, fieldAbsoluteExpires, fieldVerifierMAC:
+		case fieldUserID, fieldTenantID, fieldSchemaVersion, fieldCreatedAt, fieldAbsoluteExpires, fieldVerifierMAC:
 		default:
 			out = append(out, partField(part, n))
 		}

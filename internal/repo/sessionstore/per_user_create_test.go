@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +13,10 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// A plain session in the per-user layout is one field of its own in the user's hash, beside the
-// user's five; a second session of the user adds its own fields to the same key. Every field of
+// A plain session in the per-user layout is one field of its own in the user's hash, its live
+// marker "<createdAtMs>.<verifierMac>" (".<absoluteExpiresAtMs>" after them when the deadline
+// is not the implicit one), beside the user's five fields; a second session of the user adds its
+// own fields to the same key. Every field of
 // a session carries the idle window as its field TTL, and the key outlives the latest absolute
 // deadline. (Session events off: the form a user's hash has once the relay has copied them,
 // eventstore's TestRelayEmptiesTheUserHash.)
@@ -31,11 +34,24 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || got[fieldCreatedAt] == "" ||
-			got[fieldUpdatedAt] == "" || got[fieldSchemaVersion] == "" || len(got) != 6 ||
-			!strings.HasSuffix(got[partField(a.Part, fieldLive)], liveSep+testMAC) {
+		created, rest, _ := strings.Cut(got[partField(a.Part, fieldLive)], liveSep)
+		if got[fieldUserID] != "ann" || got[fieldTenantID] != "acme" || got[fieldCreatedAt] != created ||
+			got[fieldUpdatedAt] != created || got[fieldSchemaVersion] == "" || len(got) != 6 ||
+			rest != testMAC+liveSep+strconv.FormatInt(sessAtoi(created)+2*time.Hour.Milliseconds(), 10) {
 			t.Fatalf("user's hash after one plain create: %v", got)
 		}
+		// With the implicit absolute timeout the marker holds no deadline.
+		d := sessRef(t, "")
+		if _, err := e.r.Create(ctx, session.Record{VerifierMAC: testMAC, Ref: d, UserID: "dan", TenantID: "acme", Idle: ImplicitIdle, Absolute: ImplicitAbsolute}); err != nil {
+			t.Fatal(err)
+		}
+		if v := e.hget(e.r.userKey(d.Tag), partField(d.Part, fieldLive)); !strings.HasSuffix(v, liveSep+testMAC) || strings.Count(v, liveSep) != 1 {
+			t.Fatalf("live marker with the implicit deadline: %q", v)
+		}
+		if v, err := e.r.Get(ctx, d, "acme"); err != nil || !v.AbsoluteExpiresAt.Equal(v.CreatedAt.Add(ImplicitAbsolute)) {
+			t.Fatalf("implicit deadline read back: %+v %v", v, err)
+		}
+		e.must(e.s.Client.B().Del().Key(e.r.userKey(d.Tag)).Build())
 		if keys := e.sessionKeys(); len(keys) != 1 {
 			t.Fatalf("keys %v, want the user's hash alone", keys)
 		}
@@ -57,7 +73,7 @@ func TestSessionCreatePerUserLayout(t *testing.T) {
 			t.Fatalf("second session's stored fields: %v", st)
 		}
 		ttls, err := e.do(e.s.Client.B().Arbitrary("HPTTL").Keys(e.r.userKey(tag)).Args("FIELDS", "5",
-			partField(c.Part, fieldLive), partField(c.Part, fieldCreatedAt), partField(c.Part, fieldDeviceLabel),
+			partField(c.Part, fieldLive), partField(c.Part, fieldLoginPending), partField(c.Part, fieldDeviceLabel),
 			partField(c.Part, fieldStatus), fieldUserID).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatal(err)

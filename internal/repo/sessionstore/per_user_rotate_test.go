@@ -58,8 +58,9 @@ func TestSessionRotatePerUserReplacesVerifier(t *testing.T) {
 		if err != nil || got.Ref != ref || got.Status != session.MFARequired || got.AuthLevel != session.LevelBasic {
 			t.Fatalf("rotate: %+v %v", got, err)
 		}
-		if got.AbsoluteExpiresAt.UnixMilli() != sessAtoi(before[fieldAbsoluteExpires]) {
-			t.Fatalf("absolute deadline %v, want %s", got.AbsoluteExpiresAt, before[fieldAbsoluteExpires])
+		if got.AbsoluteExpiresAt.UnixMilli() != sessAtoi(before[fieldAbsoluteExpires]) || got.CreatedAt.UnixMilli() != sessAtoi(before[fieldCreatedAt]) {
+			t.Fatalf("absolute deadline %v, createdAt %v; want %s, %s (the marker's)", got.AbsoluteExpiresAt, got.CreatedAt,
+				before[fieldAbsoluteExpires], before[fieldCreatedAt])
 		}
 		if d := time.Until(got.IdleExpiresAt); d < 59*time.Minute || d > time.Hour {
 			t.Fatalf("idle deadline in %v, want the hour kept", d)

@@ -4,15 +4,15 @@
 --#include session_fields
 --#include session_live
 -- part_load(tenant, p, ...) reads tenantId, the session's live marker and the fields named (full
--- names): the values, then the session's absolute deadline (ms), or nil when the session is
--- missing, another tenant's, or its marker does not parse.
+-- names): the values, then the session's absolute deadline and createdAtMs (ms), or nil when
+-- the session is missing, another tenant's, or its marker does not parse.
 local function part_load(tenant, p, ...)
   local v = redis.call('HMGET', KEYS[1], 'tenantId', p .. LIVE, ...)
-  local abs = live_split(v[2])
+  local abs, _, created = live_split(v[2])
   if not abs or not v[1] or v[1] ~= tenant then
     return nil
   end
-  return v, abs
+  return v, abs, created
 end
 -- part_idle(p) is the session's field TTL in ms: what is left of its idle window (-1: none,
 -- corrupt but bounded by the key's TTL).

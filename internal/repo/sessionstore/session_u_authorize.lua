@@ -17,7 +17,8 @@
 --          session's (in <idPart>:live; the caller compares what it reads back in constant time)
 -- ARGV[5..]: the fields to answer with, as named in the user's hash (the user's own, or
 --          '<idPart>:<name>'); the caller classifies what it reads. The refresh decision reads
---          its own (userId, tenantId, schemaVersion, the session's live marker and idleTimeoutMs), so what the caller asks for never changes what is extended.
+--          its own (userId, tenantId, schemaVersion, the session's live marker and idleTimeoutMs), so what
+--          the caller asks for never changes what is extended.
 -- Reply: {'NOT_FOUND'} |
 --        {'OK', nowMs, pttlMs, refreshed (0|1), absoluteExpiresAtMs (0 when unreadable),
 --         expireAtMs (HPEXPIRETIME of the marker: its readers derive the last use from it),

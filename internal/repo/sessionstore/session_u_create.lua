@@ -9,8 +9,9 @@
 -- Last use is the newest of <part>:lastSeenAtMs (stored by an idle refresh the absolute
 -- deadline capped), the expiry of its live marker <part>:live minus the session's idle timeout
 -- (an idle refresh's instant: it stores no lastSeenAtMs otherwise), <part>:lastRotatedAtMs
--- (rotation, MFA verify) and the session's createdAtMs, in ms; ties go to the soonest absolute
--- deadline, then the smaller idPart. A session whose values do not parse counts as never used.
+-- (rotation, MFA verify) and the session's createdAtMs (in the marker), in ms; ties go to the
+-- soonest absolute deadline, then the smaller idPart. A session whose values do not parse counts
+-- as never used.
 -- KEYS[1]: the user's hash <prefix>:v1:sess:{<userTag>}, which also takes the events
 --          session.created and session.evicted (session_event_hash)
 -- ARGV[1]: maximum sessions per user
@@ -24,11 +25,11 @@
 -- ARGV[10]: the implicit idle timeout in milliseconds (repo.ImplicitIdle), for sessions without
 --          <idPart>:idleTimeoutMs
 -- ARGV[11]: the token's verifier as a keyed MAC (never the token or an unkeyed hash): the live
---          marker <idPart>:live holds it with the absolute deadline (session_live)
+--          marker <idPart>:live holds it with createdAtMs (session_live)
 -- ARGV[12..]: the session's own field, value pairs, unprefixed (device label and hashes, status
 --          when it is not ACTIVE, authLevel when it is not BASIC, loginPending '1', idleTimeoutMs
---          when it is not the implicit one); the live marker (and createdAtMs when the hash's is
---          another instant) are added from the server's clock.
+--          when it is not the implicit one); the live marker (createdAtMs from the server's
+--          clock) is added.
 -- ARGV[last]: the event envelope (session_event)
 -- Reply: {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...} |
 --        {'RETRY', live sessions} (at the cap, evict policy, ARGV[6] '0') |
@@ -45,7 +46,7 @@ local part = ARGV[4]
 if redis.call('HEXISTS', KEYS[1], part .. MARK) == 1 then
   return {'EXISTS'}
 end
-local user = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', 'createdAtMs')
+local user = redis.call('HMGET', KEYS[1], 'userId', 'tenantId')
 if (user[1] and user[1] ~= ARGV[7]) or (user[2] and user[2] ~= ARGV[8]) then
   return {'CORRUPT'}
 end
@@ -66,21 +67,16 @@ if #parts >= max then
   if ARGV[6] ~= '1' then
     return {'RETRY', #parts}
   end
-  local hashCreated = tonumber(user[3]) or 0
   local live = {}
   for _, p in ipairs(parts) do
-    local v = redis.call('HMGET', KEYS[1], p .. ':lastSeenAtMs', p .. ':lastRotatedAtMs', p .. ':createdAtMs', p .. MARK,
-      p .. ':idleTimeoutMs')
+    local v = redis.call('HMGET', KEYS[1], p .. ':lastSeenAtMs', p .. ':lastRotatedAtMs', p .. MARK, p .. ':idleTimeoutMs')
     local used = 0
-    local created = tonumber(v[3])
-    if not v[3] then
-      created = hashCreated
-    end
-    -- The marker's expiry minus idle, as readers take it (uSeen): not when the session's
-    -- lastSeenAtMs, createdAtMs or idle timeout do not parse (they refuse it as corrupt).
+    local deadline, _, created = live_split(v[3])
+    -- The marker's expiry minus idle, as readers take it (perUserLastSeen): not when the
+    -- session's lastSeenAtMs, marker or idle timeout do not parse (they refuse it as corrupt).
     local seen
     local exp = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, p .. MARK)[1]
-    local idle = tonumber(v[5] or ARGV[10])
+    local idle = tonumber(v[4] or ARGV[10])
     if exp > 0 and idle and idle > 0 and created and (not v[1] or tonumber(v[1])) then
       seen = exp - idle
     end
@@ -92,7 +88,7 @@ if #parts >= max then
         used = x
       end
     end
-    live[#live + 1] = {part = p, used = used, abs = live_split(v[4]) or 0}
+    live[#live + 1] = {part = p, used = used, abs = deadline or 0}
   end
   table.sort(live, function(a, b)
     if a.used ~= b.used then
@@ -118,13 +114,8 @@ end
 if not user[1] then
   -- A new hash, or one whose user fields are gone: the user's fields, once.
   redis.call('HSET', KEYS[1], 'userId', ARGV[7], 'tenantId', ARGV[8], 'schemaVersion', ARGV[9], 'createdAtMs', nowS)
-  user[3] = nowS
 end
-local fields = {part .. MARK, live_value(abs, ARGV[11])}
-if user[3] ~= nowS then
-  fields[#fields + 1] = part .. ':createdAtMs'
-  fields[#fields + 1] = nowS
-end
+local fields = {part .. MARK, live_value(now, ARGV[11], abs)}
 local own = {}
 for i = 12, #ARGV - 1, 2 do
   fields[#fields + 1] = part .. ':' .. ARGV[i] -- field name

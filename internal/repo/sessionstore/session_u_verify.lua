@@ -35,7 +35,7 @@
 --#include session_event_hash
 
 local old = ARGV[7] .. ':' -- field name prefix
-local s, abs = part_load(ARGV[1], old, old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs',
+local s, abs, created = part_load(ARGV[1], old, old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs',
   old .. 'groups')
 s = s or {}
 local a = mfa_attempt(s[1], s[3], s[4], s[5], ARGV[2], KEYS[2], ARGV[4], ARGV[5], ARGV[6])
@@ -55,7 +55,7 @@ end
 -- Step up: the fields written take the session's field TTL; the challenge's go.
 redis.call('HDEL', KEYS[1], old .. 'mfaChallengeId', old .. 'mfaCodeMac', old .. 'mfaChallengeCreatedAtMs', old .. 'loginPending')
 part_write(pttl, old, nowS, 'status', 'MFA_VERIFIED', 'authLevel', 'MFA', 'mfaVerifiedAtMs', nowS, 'updatedAtMs', nowS,
-  'lastRotatedAtMs', nowS, LIVE, live_value(abs, ARGV[8]))
+  'lastRotatedAtMs', nowS, LIVE, live_value(created, ARGV[8], abs))
 key_ttl_at_least(KEYS[1], abs - now)
 session_event('session.mfa_verified', nil, {})
 return {'OK', count, reset, now, pttl, abs, s[6]}

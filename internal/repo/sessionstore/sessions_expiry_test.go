@@ -110,13 +110,12 @@ func TestSessionRefreshOnlyUnderThreshold(t *testing.T) {
 					t.Fatalf("%s: pttl %d, lastSeen %s→%s", st.name, after, seen, now)
 				}
 				// Per user: every field of the session got the new idle deadline (a field left
-				// behind would vanish before the session), the user's updatedAtMs the refresh.
+				// behind would vanish before the session).
 				for name, ttl := range e.sessFieldTTLs(ref) {
 					if ttl < after-1000 || ttl > after {
 						t.Fatalf("%s: %s expires in %d ms, the session in %d", st.name, name, ttl, after)
 					}
 				}
-				e.sessUserUpdated(ref.Tag, func(at string) bool { return at == now }) // the refresh's
 				seen = now
 			} else if after > before || now != seen {
 				t.Fatalf("%s: wrote without need: pttl %d→%d, lastSeen %s→%s", st.name, before, after, seen, now)

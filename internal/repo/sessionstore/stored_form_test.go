@@ -24,10 +24,10 @@ type storedForm interface {
 	sessKey(ref session.Ref) string
 	// sessField is the name field takes for the session in its key. The user's own fields
 	// (userId, tenantId, schemaVersion) are not the session's per user: name them directly.
-	// Per user, absoluteExpiresAtMs and verifierMac are both the live marker.
+	// Per user, createdAtMs, absoluteExpiresAtMs and verifierMac are all the live marker.
 	sessField(ref session.Ref, field string) string
-	// sessStoreValue is what value becomes in sessField(ref, field): per user, a deadline or a
-	// MAC joined with the other half of the session's live marker.
+	// sessStoreValue is what value becomes in sessField(ref, field): per user, a creation, a
+	// deadline or a MAC joined with the rest of the session's live marker.
 	sessStoreValue(ref session.Ref, field, value string) string
 	// sessLoadValue is field's value from what sessField(ref, field) holds.
 	sessLoadValue(field, stored string) string
@@ -56,8 +56,8 @@ type storedForm interface {
 	// sessScriptArgs is how many arguments of an authorize EVALSHA precede the fields it
 	// answers with.
 	sessScriptArgs() int
-	// sessViewRead is how many fields a read of the view asks for: the view's, plus (per user)
-	// the hash's createdAtMs, the default of the session's.
+	// sessViewRead is how many fields a read of the view asks for: the view's (per user the
+	// live marker holds three of them).
 	sessViewRead() int
 	// sessMissCmds are the commands of a view read that misses the memo and reaches Redis:
 	// broadcast tracking reads plainly, default tracking through rueidis' cache.
@@ -87,9 +87,6 @@ type storedForm interface {
 	// user the script alone (one round trip); per session a list reads the device index
 	// (ZRANGE) and prunes its expired member.
 	sessSent(op string, cmds []string)
-	// sessUserUpdated fails unless the user's updatedAtMs (per user: the hash's own) satisfies
-	// ok; per session there is no such field.
-	sessUserUpdated(tag string, ok func(at string) bool)
 }
 
 // sessMigrationShape is how a layout's keys of one user move with their slot.
@@ -165,8 +162,6 @@ func (f perSessionForm) sessMigration() sessMigrationShape {
 	return sessMigrationShape{split: true, revokeAt: func(n, count int) bool { return n == count/2 || n == count/2+2 }}
 }
 
-func (f perSessionForm) sessUserUpdated(string, func(string) bool) {}
-
 func (f perSessionForm) sessSent(op string, cmds []string) {
 	f.e.t.Helper()
 	if op == "list" && (!slices.Contains(cmds, "ZRANGE") || f.e.metric("hashgate_repo_transitions", sessAttr("transition", "index_prune")) != 1) {
@@ -203,8 +198,10 @@ func (f perUserForm) sessField(ref session.Ref, name string) string {
 	return partField(ref.Part, name)
 }
 
-// inLive: the live marker holds the session's absoluteExpiresAtMs and verifierMac.
-func inLive(name string) bool { return name == fieldAbsoluteExpires || name == fieldVerifierMAC }
+// inLive: the live marker holds the session's createdAtMs, absoluteExpiresAtMs and verifierMac.
+func inLive(name string) bool {
+	return name == fieldCreatedAt || name == fieldAbsoluteExpires || name == fieldVerifierMAC
+}
 
 func (f perUserForm) sessStoreValue(ref session.Ref, field, v string) string {
 	if !inLive(field) {
@@ -225,13 +222,16 @@ func (f perUserForm) sessLoadValue(field, stored string) string {
 	return m[field]
 }
 
-// liveOf is the live marker holding m's absoluteExpiresAtMs and verifierMac (the deadline alone
-// without a MAC).
+// liveOf is the live marker holding m's createdAtMs, verifierMac and absoluteExpiresAtMs (the
+// deadline left out when it is the implicit one; without a MAC, an empty one: a marker its
+// readers refuse).
 func liveOf(m map[string]string) string {
-	if mac, ok := m[fieldVerifierMAC]; ok {
-		return m[fieldAbsoluteExpires] + liveSep + mac
+	v := m[fieldCreatedAt] + liveSep + m[fieldVerifierMAC]
+	if abs, ok := m[fieldAbsoluteExpires]; ok && (abs != strconv.FormatInt(sessAtoi(m[fieldCreatedAt])+ImplicitAbsolute.Milliseconds(), 10) ||
+		m[fieldVerifierMAC] == "") {
+		v += liveSep + abs
 	}
-	return m[fieldAbsoluteExpires]
+	return v
 }
 
 func (f perUserForm) sessPTTL(ref session.Ref) int64 {
@@ -305,6 +305,7 @@ func (f perUserForm) sessWriteRaw(ref session.Ref, user, own map[string]string, 
 	if _, ok := own[fieldAbsoluteExpires]; ok {
 		own[fieldLive] = liveOf(own)
 	}
+	delete(own, fieldCreatedAt)
 	delete(own, fieldAbsoluteExpires)
 	delete(own, fieldVerifierMAC)
 	for k, v := range own {
@@ -332,8 +333,8 @@ func (f perUserForm) sessFieldTTLs(ref session.Ref) map[string]int64 {
 	return out
 }
 
-func (f perUserForm) sessScriptArgs() int         { return 8 } // EVALSHA sha 1 userKey part fraction idle mac
-func (f perUserForm) sessViewRead() int           { return len(sessViewFields) }
+func (f perUserForm) sessScriptArgs() int         { return 8 }                       // EVALSHA sha 1 userKey part fraction idle mac
+func (f perUserForm) sessViewRead() int           { return len(sessViewFields) - 2 } // the marker: createdAtMs, absoluteExpiresAtMs, verifierMac
 func (f perUserForm) sessAuthorizeScript() string { return "session_u_authorize" }
 
 func (f perUserForm) sessMissCmds(broadcast bool) []string {
@@ -501,13 +502,6 @@ func (f perUserForm) sessSent(op string, cmds []string) {
 	f.e.t.Helper()
 	if !slices.Equal(cmds, []string{"EVALSHA"}) {
 		f.e.t.Fatalf("per-user %s sent %v, want the script alone (one round trip)", op, cmds)
-	}
-}
-
-func (f perUserForm) sessUserUpdated(tag string, ok func(at string) bool) {
-	f.e.t.Helper()
-	if at := f.e.hget(f.e.r.userKey(tag), fieldUpdatedAt); !ok(at) {
-		f.e.t.Fatalf("the user's updatedAtMs is %s", at)
 	}
 }
 
