@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,14 +24,17 @@ import (
 //     whose token authorizes must be live there, unless it is on a lost copy (below).
 //
 // A create that evicts nothing ends no credential, so it is not confirmed (by design): during
-// a cut (faultCounts.Cuts: a primary cut off from its replica, a Sentinel split, a zombie) the
-// cut-off primary is a second copy, where such creates are acknowledged and their sessions
-// authorize until the copy is discarded (findings 12). So within a cut the model keeps two
-// copies (evictState): the one that survives and a lost one, forked from it at any moment of
-// the cut and discarded by its end; an acknowledged create lands on either, on the lost one
-// only if it evicts nothing there (an evicting one would need a replica), and an answer never
-// learnt may have done anything on either, or nothing. Outside a cut there is one copy, as
-// before.
+// a cut (faultCounts.Cuts: a primary cut off from its replica, a split, a zombie) the cut-off
+// primary is a second copy, where such creates are acknowledged and their sessions authorize
+// until the copy is discarded (finding 12). So within a cut the model keeps two copies
+// (evictState): the one that survives and a lost one, forked from it at some moment of the
+// cut and discarded by its end. Each gateway replica serves from one copy at a time: the one
+// it is first seen on after the fork, and it may change copy at most twice in a cut (following
+// a failover, and back when the Sentinels undo it: finding 7). An acknowledged create lands
+// on its gateway's copy, on the lost one only if it evicts nothing there (an eviction there
+// would need a replica); an authorization succeeds only with the session live on its
+// gateway's copy; an answer never learnt may have done anything on either copy, or nothing.
+// Outside a cut there is one copy, as before.
 
 const (
 	sessionCap = 2
@@ -44,6 +48,8 @@ const (
 	// the copy the cut will discard (what the primary took in its last moments and had not yet
 	// sent its replica: replication lags by milliseconds on loopback, more on a loaded machine).
 	forkLead = time.Second
+	// copyMoves: how often a gateway may change copy within a cut.
+	copyMoves = 2
 )
 
 type evictOp string
@@ -57,18 +63,18 @@ type evictIn struct {
 	Op   evictOp
 	User string
 	N    int // the session: the user's Nth create
-	// Via is the gateway that answered (its URL), shown in the visualization: in a split,
-	// which primary's copy an answer came from (docs/ROBUSTNESS.md, finding 12).
+	// G is the gateway that answered (its index), Via its URL, shown in the visualization.
+	G   int
 	Via string
-	// Cut: the operation ran, at least in part, during a cut (set by markCuts after the run),
-	// when a second copy may exist.
-	Cut bool
+	// Cut: the cut (1, 2, …) the operation ran in, at least in part (set by markCuts after
+	// the run; 0: none), when a second copy may exist.
+	Cut int
 }
 
 func (in evictIn) key() string { return "user " + in.User }
 
-// duringCut is in marked as run during a cut (markCuts).
-func (in evictIn) duringCut() any { in.Cut = true; return in }
+// duringCut is in marked as run during the kth cut (markCuts).
+func (in evictIn) duringCut(k int) any { in.Cut = k; return in }
 
 type evictOut struct {
 	Unknown bool
@@ -78,11 +84,14 @@ type evictOut struct {
 // evictLive: bit n set = the user's Nth session is live.
 type evictLive uint64
 
-// evictState is the copy that survives (Live) and, during a cut, the one that will be lost
-// (Lost, while Forked).
+// evictState is the copy that survives (Live) and, during cut Fork, the one that will be lost
+// (Lost), with each gateway's copy: OnLost, Placed (bit g: gateway g has been seen on a copy
+// since the fork) and Moves (how often it changed copy).
 type evictState struct {
-	Live, Lost evictLive
-	Forked     bool
+	Live, Lost     evictLive
+	Fork           int
+	OnLost, Placed uint8
+	Moves          [8]uint8
 }
 
 // added is every set live can become by the create of session n: n live, and, past the cap,
@@ -103,14 +112,21 @@ func (live evictLive) added(n int) (sets, evicted []evictLive) {
 // created is every state an acknowledged create of n leaves s in: on the surviving copy (an
 // eviction there is confirmed, so the evicted session is gone from the lost copy too), or, on
 // the lost copy, only if it evicts nothing there.
-func (s evictState) created(n int) []any {
+func (s evictState) created(n int, onLost bool) []any {
 	var out []any
-	sets, evicted := s.Live.added(n)
-	for i, live := range sets {
-		out = append(out, evictState{live, s.Lost &^ evicted[i], s.Forked})
+	if !onLost {
+		sets, evicted := s.Live.added(n)
+		for i, live := range sets {
+			t := s
+			t.Live, t.Lost = live, s.Lost&^evicted[i]
+			out = append(out, t)
+		}
+		return out
 	}
-	if lost, ev := s.Lost.added(n); s.Forked && ev[0] == 0 {
-		out = append(out, evictState{s.Live, lost[0], true})
+	if lost, ev := s.Lost.added(n); ev[0] == 0 {
+		t := s
+		t.Lost = lost[0]
+		out = append(out, t)
 	}
 	return out
 }
@@ -121,30 +137,58 @@ func (s evictState) tried(n int) []any {
 	out := []any{s}
 	sets, _ := s.Live.added(n)
 	for _, live := range sets {
-		out = append(out, evictState{live, s.Lost, s.Forked})
+		t := s
+		t.Live = live
+		out = append(out, t)
 	}
-	if s.Forked {
+	if s.Fork != 0 {
 		sets, _ = s.Lost.added(n)
 		for _, lost := range sets {
-			out = append(out, evictState{s.Live, lost, true})
+			t := s
+			t.Lost = lost
+			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// before is every state s may be in just before an operation: within a cut the copies may
-// fork (the lost one a copy of the surviving one), or a fork be discarded and another begin;
-// outside one, a lost copy is gone.
-func (s evictState) before(cut bool) []evictState {
+// before is every state s may be in just before an operation of cut k (0: none): outside a
+// cut, or in another one, a lost copy is gone; within one the copies may fork (the lost one a
+// copy of the surviving one) at any moment.
+func (s evictState) before(k int) []evictState {
+	if s.Fork == k {
+		return []evictState{s}
+	}
 	one := evictState{Live: s.Live}
-	if !cut {
+	if k == 0 {
 		return []evictState{one}
 	}
-	out := []evictState{s, {s.Live, s.Live, true}}
-	if s.Forked {
-		out = append(out, one)
+	return []evictState{one, {Live: s.Live, Lost: s.Live, Fork: k}}
+}
+
+// on is every copy gateway g may serve from in s (forked), with the state that records it:
+// where it was, or, once per move allowed, the other.
+func (s evictState) on(g int) (states []evictState, onLost []bool) {
+	bit := uint8(1) << g
+	if s.Placed&bit == 0 {
+		for _, lost := range []bool{false, true} {
+			t := s
+			t.Placed |= bit
+			if lost {
+				t.OnLost |= bit
+			}
+			states, onLost = append(states, t), append(onLost, lost)
+		}
+		return states, onLost
 	}
-	return out
+	states, onLost = []evictState{s}, []bool{s.OnLost&bit != 0}
+	if s.Moves[g] < copyMoves {
+		t := s
+		t.OnLost ^= bit
+		t.Moves[g]++
+		states, onLost = append(states, t), append(onLost, t.OnLost&bit != 0)
+	}
+	return states, onLost
 }
 
 var evictModel = porcupine.NondeterministicModel{
@@ -152,19 +196,32 @@ var evictModel = porcupine.NondeterministicModel{
 	Init:      func() []any { return []any{evictState{}} },
 	Step: func(state, input, output any) []any {
 		in, out := input.(evictIn), output.(evictOut)
+		s := state.(evictState)
+		switch {
+		case in.Op == evictCreate && out.Unknown:
+			// Its effect may come at any time after its call, on either copy: it moves no
+			// gateway and discards no fork, but may come after one.
+			next := s.tried(in.N)
+			if in.Cut != 0 && s.Fork == 0 {
+				next = append(next, evictState{Live: s.Live, Lost: s.Live, Fork: in.Cut}.tried(in.N)...)
+			}
+			return next
+		case in.Op == evictCreate && !out.OK, in.Op == evictAuthorize && !out.OK:
+			return []any{s} // refusals are always accepted and change nothing
+		}
 		var next []any
-		for _, s := range state.(evictState).before(in.Cut) {
-			switch {
-			case in.Op == evictAuthorize:
-				if !out.OK || s.Live&(1<<in.N) != 0 || s.Forked && s.Lost&(1<<in.N) != 0 {
-					next = append(next, s)
+		for _, s := range s.before(in.Cut) {
+			states, onLost := []evictState{s}, []bool{false}
+			if s.Fork != 0 {
+				states, onLost = s.on(in.G)
+			}
+			for i, t := range states {
+				switch {
+				case in.Op == evictCreate:
+					next = append(next, t.created(in.N, onLost[i])...)
+				case onLost[i] && t.Lost&(1<<in.N) != 0, !onLost[i] && t.Live&(1<<in.N) != 0:
+					next = append(next, t)
 				}
-			case out.OK:
-				next = append(next, s.created(in.N)...)
-			case out.Unknown:
-				next = append(next, s.tried(in.N)...)
-			default:
-				next = append(next, s)
 			}
 		}
 		return next
@@ -173,32 +230,33 @@ var evictModel = porcupine.NondeterministicModel{
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(evictIn), output.(evictOut)
 		cut := ""
-		if in.Cut {
-			cut = " (during a cut)"
+		if in.Cut != 0 {
+			cut = fmt.Sprintf(" (during cut %d)", in.Cut)
 		}
 		return fmt.Sprintf("%s(session %d) → %s via %s%s", in.Op, in.N, outcome(out.Unknown, out.OK), in.Via, cut)
 	},
 	DescribeState: func(state any) string {
 		s := state.(evictState)
-		if !s.Forked {
+		if s.Fork == 0 {
 			return fmt.Sprintf("live %b", uint64(s.Live))
 		}
-		return fmt.Sprintf("live %b, on the copy to be lost %b", uint64(s.Live), uint64(s.Lost))
+		return fmt.Sprintf("live %b, on the copy to be lost %b (gateways there: %b)", uint64(s.Live), uint64(s.Lost), s.OnLost&s.Placed)
 	},
 }
 
 // cutMarked is an input that the check marks when it ran during a cut.
-type cutMarked interface{ duringCut() any }
+type cutMarked interface{ duringCut(k int) any }
 
 // markCuts marks the inputs of ops (those that take a mark) whose call or return falls within
-// a cut, its start moved forkLead earlier (ns from start, as the history records them).
+// a cut, its start moved forkLead earlier (ns from start, as the history records them), with
+// the first such cut.
 func markCuts(ops []porcupine.Operation, start time.Time, cuts [][2]time.Time) []porcupine.Operation {
 	for i, op := range ops {
 		in, ok := op.Input.(cutMarked)
-		for _, c := range cuts {
+		for k, c := range cuts {
 			from, to := c[0].Add(-forkLead).Sub(start).Nanoseconds(), c[1].Sub(start).Nanoseconds()
 			if ok && op.Return >= from && op.Call <= to {
-				ops[i].Input = in.duringCut()
+				ops[i].Input = in.duringCut(k + 1)
 				break
 			}
 		}
@@ -258,7 +316,7 @@ func (w *world) evictStep(c int, rng *rand.Rand, g *gateway) {
 		r = g.do("GET", "/v1/authorize", nil, "X-Session-Token", tok)
 	}
 	ret := time.Now()
-	in.Via = g.url
+	in.G, in.Via = slices.Index(w.gws, g), g.url
 	out := evictOut{Unknown: unknown(r.status), OK: r.status/100 == 2}
 	if !create && out.Unknown {
 		return
@@ -286,8 +344,8 @@ func (w *world) evictStep(c int, rng *rand.Rand, g *gateway) {
 func evictHistories() []knownHistory {
 	create := func(n int) evictIn { return evictIn{Op: evictCreate, User: "u", N: n} }
 	auth := func(n int) evictIn { return evictIn{Op: evictAuthorize, User: "u", N: n} }
-	cut := func(in evictIn) evictIn { in.Cut = true; return in }
-	via := func(in evictIn, g string) evictIn { in.Via = g; return in }
+	cut := func(in evictIn) evictIn { in.Cut = 1; return in }
+	via := func(in evictIn, g int) evictIn { in.G, in.Via = g, string(rune('a'+g)); return in }
 	ok, refused, lost := evictOut{OK: true}, evictOut{}, evictOut{Unknown: true}
 	m := evictModel.ToModel()
 	three := []porcupine.Operation{op(0, 0, 10, create(0), ok), op(0, 20, 30, create(1), ok), op(0, 40, 50, create(2), ok)}
@@ -297,7 +355,7 @@ func evictHistories() []knownHistory {
 	}
 	// split is finding 12's shape: gateway a on the cut-off primary, b on the promoted one.
 	split := func(mark func(evictIn) evictIn) []porcupine.Operation {
-		a, b := func(in evictIn) evictIn { return mark(via(in, "a")) }, func(in evictIn) evictIn { return mark(via(in, "b")) }
+		a, b := func(in evictIn) evictIn { return mark(via(in, 0)) }, func(in evictIn) evictIn { return mark(via(in, 1)) }
 		return []porcupine.Operation{
 			op(0, 0, 10, a(create(0)), ok), op(1, 5, 15, b(create(2)), ok), op(0, 20, 30, a(create(1)), ok),
 			op(1, 25, 35, b(create(3)), ok), op(0, 40, 50, a(auth(0)), ok), op(1, 45, 55, b(auth(2)), ok),
@@ -353,11 +411,25 @@ func TestMarkCuts(t *testing.T) {
 		op(0, at(15*time.Second), at(16*time.Second), quoteIn{Op: opRead, Quote: "q"}, quoteOut{}),
 	}, start, cuts)
 	for i, want := range []bool{false, true, true, true, false} {
-		if got := ops[i].Input.(evictIn).Cut; got != want {
+		if got := ops[i].Input.(evictIn).Cut == 1; got != want {
 			t.Errorf("operation %d: marked %v, want %v", i, got, want)
 		}
 	}
 	if _, ok := ops[5].Input.(quoteIn); !ok {
 		t.Errorf("a quote read became %T", ops[5].Input)
 	}
+}
+
+// oneCopyViolations counts the users whose history the evictions model refuses with no
+// operation marked as during a cut (one copy throughout): the split brains the cuts' second
+// copy explains (finding 12), reported beside the check's verdict.
+func oneCopyViolations(h *history) int {
+	m := evictModel.ToModel()
+	n := 0
+	for _, part := range m.Partition(h.operations()) {
+		if porcupine.CheckOperationsTimeout(m, part, checkTimeout) == porcupine.Illegal {
+			n++
+		}
+	}
+	return n
 }
