@@ -75,14 +75,19 @@ func init() {
 		d.cluster.Isolate(d.cluster.Nodes[i], []string{gatewayIP(len(d.gateways) - 1)}, away)
 		n.Partitions++
 		err = d.promotedByCluster(i, n)
+		promoted := time.Now()
 		if err == nil {
 			sleep(ctx, 3*p/5-time.Since(at))
 		}
 		d.cluster.Heal()
+		healed := time.Now()
 		if err == nil {
 			err = d.healed(i)
 		}
 		n.Cuts[cut][1] = time.Now()
+		d.t.Logf("master %d cut off at %s: replica promoted by the cluster %v later; healed at %s, whole %v later", i,
+			n.Cuts[cut][0].UTC().Format(logClock), promoted.Sub(n.Cuts[cut][0]).Round(time.Millisecond),
+			healed.UTC().Format(logClock), n.Cuts[cut][1].Sub(healed).Round(time.Millisecond))
 		return err
 	}}
 	// cluster-zombie: a fifth into the cycle the master holding the quote drafts is frozen
@@ -109,16 +114,21 @@ func init() {
 		zombie.Pause()
 		g := d.pauseProcess()
 		err = d.promotedByCluster(i, n)
+		promoted := time.Now()
 		// Woken within a client's request timeout, so what queued on the gateway is answered.
 		time.Sleep(time.Until(at.Add(pauseFor(p))))
 		zombie.Resume()
 		g.proc.signal(syscall.SIGCONT)
 		n.Pauses++
 		n.GatewayPauses++
+		woken := time.Now()
 		if err == nil {
 			err = d.healed(i)
 		}
 		n.Cuts[cut][1] = time.Now()
+		d.t.Logf("master %d frozen at %s: replica promoted by the cluster %v later; woken %v after the freeze, whole %v later", i,
+			at.UTC().Format(logClock), promoted.Sub(at).Round(time.Millisecond), woken.Sub(at).Round(time.Millisecond),
+			n.Cuts[cut][1].Sub(woken).Round(time.Millisecond))
 		return err
 	}}
 }
