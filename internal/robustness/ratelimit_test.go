@@ -71,6 +71,10 @@ type limitedOp struct {
 	policy            limitPolicy
 	call, ret         time.Time
 	admitted, unknown bool
+	// gw answered it; remaining is what its RateLimit field said was left of the limit in the
+	// limiter's window (-1: not said).
+	gw        *gateway
+	remaining int
 }
 
 // limitedClient is one client of the limited replicas: the replica it calls, the request it
@@ -135,7 +139,7 @@ func (l *limiterRun) run(ctx context.Context) {
 				call := time.Now()
 				r := c.g.do("GET", c.path, nil, c.headers...)
 				op := limitedOp{policy: c.policy, call: call, ret: time.Now(), unknown: r.status == 0,
-					admitted: r.status != 0 && r.status != http.StatusTooManyRequests}
+					admitted: r.status != 0 && r.status != http.StatusTooManyRequests, gw: c.g, remaining: remaining(r.header, c.policy.limit)}
 				l.mu.Lock()
 				l.ops = append(l.ops, op)
 				l.mu.Unlock()
@@ -174,6 +178,8 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) []result {
 func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]time.Time) result {
 	r.Model, r.Ops = p.model, len(ops)
 	certain := map[int64]int{}
+	sorted := slices.SortedFunc(slices.Values(ops), func(a, b limitedOp) int { return a.call.Compare(b.call) })
+	turned := turns(sorted)
 	first, last := ops[0].call.UnixMilli()/1000, ops[0].ret.UnixMilli()/1000
 	refused := 0
 	for _, op := range ops {
@@ -191,6 +197,7 @@ func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]tim
 	}
 	faultEpsilon := float64(n)
 	var quietMax, faultMax float64
+	var quietMaxW int64
 	var disturbedN, excused int
 	for w := first + 1; w < last; w++ { // the whole windows only
 		from, to := time.UnixMilli(w*1000), time.UnixMilli((w+1)*1000)
@@ -207,18 +214,21 @@ func checkPolicy(p limitPolicy, ops []limitedOp, n int, r result, spans [][2]tim
 				excused++
 			}
 		} else {
-			quietMax = max(quietMax, ratio)
+			if ratio > quietMax {
+				quietMax, quietMaxW = ratio, w
+			}
 		}
 		r.Objects++
 		if ratio > 1+eps {
 			r.Violations++
-			r.Notes = append(r.Notes, fmt.Sprintf("window %s: %d admitted (limit %d, ε %.2f, disturbed %v)",
-				from.UTC().Format(time.RFC3339), certain[w], p.limit, eps, disturbed))
+			r.Notes = append(r.Notes, fmt.Sprintf("window %s: %d admitted (limit %d, ε %.2f, disturbed %v; %s)",
+				from.UTC().Format(time.RFC3339), certain[w], p.limit, eps, disturbed, splitNote(bySegment(sorted, turned, w*1000, (w+1)*1000))))
 		}
 	}
 	// The refusals show the limit was reached: a check of windows under it proves nothing.
 	r.Notes = append(r.Notes, fmt.Sprintf("%d of %d requests refused (429)", refused, len(ops)),
-		fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax),
+		fmt.Sprintf("largest admitted/limit: %.2f in quiet windows (%s: %d, %s), %.2f in windows a fault touched", quietMax,
+			time.UnixMilli(quietMaxW*1000).UTC().Format(time.RFC3339), certain[quietMaxW], splitNote(bySegment(sorted, turned, quietMaxW*1000, (quietMaxW+1)*1000)), faultMax),
 		fmt.Sprintf("%d of %d windows disturbed (within 1 s of one of %d fault spans), %d of them over the quiet bound %.2f and held to %.2f only",
 			disturbedN, r.Objects, len(spans), excused, 1+quietEpsilon, 1+faultEpsilon))
 	return r
