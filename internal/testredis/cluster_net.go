@@ -48,16 +48,13 @@ func (cn *clusterNet) args(t testing.TB, n *ClusterNode, front *Proxy) []string 
 		"--cluster-announce-port", strconv.Itoa(front.Port), "--cluster-announce-bus-port", strconv.Itoa(bus.Port)}
 }
 
-// meetAddr is what CLUSTER MEET names n by: its announced ports.
+// meetAddr is what CLUSTER MEET names n by: its own ports, or, behind a partitionable
+// cluster's proxies, the proxies' (so no bus link bypasses them).
 func (n *ClusterNode) meetAddr() []string {
-	port, bus := n.Port, n.BusPort
-	if n.AnnouncePort != 0 {
-		port = n.AnnouncePort
+	if n.AnnounceBusPort == 0 {
+		return []string{"127.0.0.1", strconv.Itoa(n.Port), strconv.Itoa(n.BusPort)}
 	}
-	if n.AnnounceBusPort != 0 {
-		bus = n.AnnounceBusPort
-	}
-	return []string{"127.0.0.1", strconv.Itoa(port), strconv.Itoa(bus)}
+	return []string{"127.0.0.1", strconv.Itoa(n.AnnouncePort), strconv.Itoa(n.AnnounceBusPort)}
 }
 
 // Isolate partitions the network: n alone on one side with the clients at with (IPs), every
