@@ -101,7 +101,7 @@ func TestRobustness(t *testing.T) {
 		"cluster-partition/durable=auto":  {fault: "cluster-partition", durable: "auto", cluster: true, long: true},
 		"cluster-partition/durable=0":     {fault: "cluster-partition", durable: "0", cluster: true, control: true, anyLoss: true, long: true},
 		"cluster-zombie/durable=auto":     {fault: "cluster-zombie", durable: "auto", cluster: true, processes: 1, long: true},
-		"cluster-zombie/durable=0":        {fault: "cluster-zombie", durable: "0", cluster: true, processes: 1, control: true, anyLoss: true, long: true},
+		"cluster-zombie/durable=0":        {fault: "cluster-zombie", durable: "0", cluster: true, processes: 1, unsafe: true, long: true},
 		"sigstop/durable=auto":            {fault: "sigstop", durable: "auto", processes: 1},
 		"sentinel-zombie/durable=auto":    {fault: "sentinel-zombie", durable: "auto", sentinel: true, processes: 1, long: true},
 		"sentinel-zombie/durable=0":       {fault: "sentinel-zombie", durable: "0", sentinel: true, processes: 1, control: true, anyLoss: true, long: true},
