@@ -363,6 +363,14 @@ func evictHistories() []knownHistory {
 			op(0, 100, 110, auth(0), refused), op(0, 120, 130, auth(2), ok), op(1, 140, 150, auth(3), ok)}
 	}
 	same := func(in evictIn) evictIn { return in }
+	// alternating: during a cut, create 2 and its authorization only on the surviving copy
+	// (it evicted), create 3 and its only on the lost one (room there after 0 left both);
+	// one gateway would have to change copy three times, two need not.
+	alternating := func(g, h int) []porcupine.Operation {
+		return two(op(1, 40, 50, cut(via(create(2), g)), ok), op(1, 60, 70, cut(via(create(3), h)), ok),
+			op(1, 80, 90, cut(via(auth(2), g)), ok), op(1, 100, 110, cut(via(auth(3), h)), ok),
+			op(1, 200, 210, auth(1), ok), op(1, 220, 230, auth(2), ok), op(1, 240, 250, auth(3), refused))
+	}
 	return []knownHistory{
 		{"every session of a user authorized past the cap", m, with(
 			op(1, 60, 70, auth(0), ok), op(1, 80, 90, auth(1), ok), op(1, 100, 110, auth(2), ok)), false},
@@ -388,6 +396,8 @@ func evictHistories() []knownHistory {
 		{"a create in flight at a cut, applied on the cut-off copy alone and read there", m, two(
 			op(1, 40, -1, cut(create(2)), lost), op(1, 60, 70, cut(auth(2)), ok), op(1, 80, 90, cut(auth(0)), refused),
 			op(1, 200, 210, auth(0), ok), op(1, 220, 230, auth(1), ok), op(1, 240, 250, auth(2), refused)), true},
+		{"during a cut, each gateway on a copy of its own", m, alternating(0, 1), true},
+		{"during a cut, one gateway changing copy three times", m, alternating(0, 0), false},
 		{"the same with no cut", m, two(
 			op(1, 40, -1, create(2), lost), op(1, 60, 70, auth(2), ok), op(1, 80, 90, auth(0), refused),
 			op(1, 200, 210, auth(0), ok), op(1, 220, 230, auth(1), ok), op(1, 240, 250, auth(2), refused)), false},
