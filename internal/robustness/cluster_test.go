@@ -23,10 +23,15 @@ import (
 
 // startClusterDeployment starts the cluster and waits until every replica holds its master's
 // writes.
-func startClusterDeployment(t *testing.T) *deployment {
+// A partitionable one (cluster_split_test.go) has every node behind proxies of its own.
+func startClusterDeployment(t *testing.T, partitionable bool) *deployment {
 	t.Helper()
 	testredisUnset(t) // StartReplicatedCluster skips
-	d := &deployment{t: t, cluster: testredis.StartReplicatedCluster(t, 0), crashed: map[int]bool{}}
+	start := func(t testing.TB) *testredis.ReplicatedCluster { return testredis.StartReplicatedCluster(t, 0) }
+	if partitionable {
+		start = testredis.StartPartitionableCluster
+	}
+	d := &deployment{t: t, cluster: start(t), crashed: map[int]bool{}}
 	for _, n := range d.cluster.Nodes {
 		d.masters = append(d.masters, n.Addr())
 	}
@@ -77,20 +82,9 @@ func infoInt(info, name string) int64 {
 // each, and returns the master it moved to and a key of the slot.
 func (d *deployment) migrateQuoteSlot(ctx context.Context) (int, string, error) {
 	rc := d.cluster
-	from, slot := -1, 0
-	var key string
-	for i := range rc.Nodes {
-		keys, err := rc.Do(ctx, i, "KEYS", d.prefix+":v1:quote:*").AsStrSlice()
-		if err != nil {
-			return 0, "", err
-		}
-		if len(keys) > 0 {
-			from, key = i, keys[0]
-			break
-		}
-	}
-	if from < 0 {
-		return 0, "", fmt.Errorf("no quote draft on any master")
+	from, key, err := d.quoteShard(ctx)
+	if err != nil {
+		return 0, "", err
 	}
 	slot, err := rc.KeySlot(ctx, key)
 	if err != nil {
@@ -109,6 +103,21 @@ func (d *deployment) migrateQuoteSlot(ctx context.Context) (int, string, error) 
 		err = fmt.Errorf("%w; keys of the slot on both masters: %v", err, d.keysOnBoth(slot, from, to))
 	}
 	return to, key, err
+}
+
+// quoteShard is the shard whose master holds the quote drafts (the tenant's slot), and a
+// key of them.
+func (d *deployment) quoteShard(ctx context.Context) (int, string, error) {
+	for i := range d.cluster.Nodes {
+		keys, err := d.cluster.Do(ctx, i, "KEYS", d.prefix+":v1:quote:*").AsStrSlice()
+		if err != nil {
+			return 0, "", err
+		}
+		if len(keys) > 0 {
+			return i, keys[0], nil
+		}
+	}
+	return 0, "", fmt.Errorf("no quote draft on any master")
 }
 
 // keysOnBoth lists the keys of slot that masters a and b both hold (a MIGRATE refused with
@@ -161,17 +170,22 @@ func (d *deployment) crashMaster(i int) error {
 	return err
 }
 
-// restartMaster restarts shard i's crashed old master and waits until it is the promoted
-// master's replica, in sync, and every node agrees on the slots again: the shard is whole,
-// its writes confirmable again.
+// restartMaster restarts shard i's crashed old master and waits until the shard is whole.
 func (d *deployment) restartMaster(i int) error {
 	rc := d.cluster
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	old := rc.Replicas[i]
-	if err := old.Restart(ctx); err != nil {
+	if err := rc.Replicas[i].Restart(ctx); err != nil {
 		return err
 	}
+	return d.shardWhole(ctx, i)
+}
+
+// shardWhole waits until shard i's old master is the promoted master's replica, in sync, and
+// every node agrees on the slots again: the shard is whole, its writes confirmable again.
+func (d *deployment) shardWhole(ctx context.Context, i int) error {
+	rc := d.cluster
+	old := rc.Replicas[i]
 	// A replica's ROLE names the port its master announces (a proxy's, for a node first
 	// started as a master).
 	want := strconv.Itoa(rc.Nodes[i].Port)

@@ -99,14 +99,14 @@ func (d *deployment) url() string {
 }
 
 // specs is spec for n gateway replicas, each with a way to Redis of its own: its own front
-// (standalone), or its own loopback source address (Sentinel: gatewayIP).
+// (standalone), or its own loopback source address (Sentinel, cluster: gatewayIP).
 func (d *deployment) specs(spec gatewaySpec, n int) []gatewaySpec {
 	out := make([]gatewaySpec, n)
 	for i := range out {
 		out[i] = spec.with("REDIS_URL", d.url())
-		if d.sentinels != nil {
+		if d.sentinels != nil || d.cluster != nil {
 			out[i].source = gatewayIP(i)
-		} else if d.cluster == nil {
+		} else {
 			d.gwFronts = append(d.gwFronts, d.fronts[len(d.fronts)-1])
 		}
 	}

@@ -5,7 +5,9 @@
 // over a replicated cluster, while a fault schedule runs (a primary crash with failover, a
 // partition between primary and replica before it, Sentinels split into a majority and a
 // minority isolated with the primary and a gateway still writing to it, a slot migration then
-// a master crash and the crashed node back as a replica, in cycles, a Redis stall, a primary
+// a master crash and the crashed node back as a replica, in cycles, a cluster master cut off
+// with one gateway or frozen past cluster-node-timeout and failed over by the cluster itself,
+// a Redis stall, a primary
 // or a gateway process frozen by SIGSTOP, a primary frozen through a Sentinel failover and
 // woken as a zombie, a gateway cut off from the primary, SIGKILLed and restarted, or with its
 // clock stepped; with the default durability, with durability off as the controls that must
@@ -15,8 +17,10 @@
 // checked for linearizability with Porcupine against a model: sessions and tokens (no
 // authorization that starts after an acknowledged revocation, logout, rotation or MFA verify
 // succeeds with the old credential, on any replica; none before the verify of a login that
-// waits for MFA), evictions at the per-user session cap (no more than the cap of a user's
-// sessions authorize after the create that made room), quote drafts (a register with compare-and-set by
+// waits for MFA), evictions at the per-user session cap (an acknowledged eviction holds on
+// every replica; no more than the cap of a user's sessions authorize after the create that
+// made room, but during a cut, where creates that evict nothing may live on a copy the
+// failover discards), quote drafts (a register with compare-and-set by
 // If-Match, submitted at most once), escalation cases (every transition valid from the state
 // the history implies, automatic escalation at most once, and exactly once for the watched
 // cases) and idempotent creates (one object per Idempotency-Key). Clients of their own, on

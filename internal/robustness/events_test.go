@@ -138,7 +138,7 @@ func runEvents(t *testing.T, bin string, run evRun, seed uint64) evResult {
 	case run.sentinel:
 		d = startSentinelDeployment(t)
 	case run.cluster:
-		d = startClusterDeployment(t)
+		d = startClusterDeployment(t, false)
 	default:
 		d = startDeployment(t, 0)
 	}

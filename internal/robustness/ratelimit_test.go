@@ -82,6 +82,10 @@ type limitedOp struct {
 	replica           int // index in limiterRun.gws
 	call, ret         time.Time
 	admitted, unknown bool
+	// gw answered it; remaining is what its RateLimit field said was left of the limit in the
+	// limiter's window (-1: not said).
+	gw        *gateway
+	remaining int
 }
 
 // roundTrip is one probe of a limited replica's Redis client: when it was sent, how long the
@@ -163,7 +167,7 @@ func (l *limiterRun) run(ctx context.Context) {
 				call := time.Now()
 				r := c.g.do("GET", c.path, nil, c.headers...)
 				op := limitedOp{policy: c.policy, replica: replica, call: call, ret: time.Now(), unknown: r.status == 0,
-					admitted: r.status != 0 && r.status != http.StatusTooManyRequests}
+					admitted: r.status != 0 && r.status != http.StatusTooManyRequests, gw: c.g, remaining: remaining(r.header, c.policy.limit)}
 				l.mu.Lock()
 				l.ops = append(l.ops, op)
 				l.mu.Unlock()
@@ -221,6 +225,8 @@ func (l *limiterRun) check(r result, spans [][2]time.Time) []result {
 func checkPolicy(p limitPolicy, ops []limitedOp, probes []roundTrip, n int, r result, spans [][2]time.Time) result {
 	r.Model, r.Ops = p.model, len(ops)
 	certain := map[int64]int{}
+	sorted := slices.SortedFunc(slices.Values(ops), func(a, b limitedOp) int { return a.call.Compare(b.call) })
+	turned := turns(sorted)
 	first, last := ops[0].call.UnixMilli()/1000, ops[0].ret.UnixMilli()/1000
 	refused := 0
 	for _, op := range ops {
@@ -238,6 +244,7 @@ func checkPolicy(p limitPolicy, ops []limitedOp, probes []roundTrip, n int, r re
 	}
 	faultEpsilon := float64(n)
 	var quietMax, faultMax, stretchMax float64
+	var quietMaxW int64
 	var disturbedN, excused, stretched int
 	var slowest time.Duration
 	for w := first + 1; w < last; w++ { // the whole windows only
@@ -259,18 +266,21 @@ func checkPolicy(p limitPolicy, ops []limitedOp, probes []roundTrip, n int, r re
 				excused++
 			}
 		} else {
-			quietMax = max(quietMax, ratio)
+			if ratio > quietMax {
+				quietMax, quietMaxW = ratio, w
+			}
 		}
 		r.Objects++
 		if ratio > 1+eps {
 			r.Violations++
-			r.Notes = append(r.Notes, fmt.Sprintf("window %s: %d admitted (limit %d, ε %.2f, disturbed %v)",
-				from.UTC().Format(time.RFC3339), certain[w], p.limit, eps, disturbed))
+			r.Notes = append(r.Notes, fmt.Sprintf("window %s: %d admitted (limit %d, ε %.2f, disturbed %v; %s)",
+				from.UTC().Format(time.RFC3339), certain[w], p.limit, eps, disturbed, splitNote(bySegment(sorted, turned, w*1000, (w+1)*1000))))
 		}
 	}
 	// The refusals show the limit was reached: a check of windows under it proves nothing.
 	r.Notes = append(r.Notes, fmt.Sprintf("%d of %d requests refused (429)", refused, len(ops)),
-		fmt.Sprintf("largest admitted/limit: %.2f in quiet windows, %.2f in windows a fault touched", quietMax, faultMax),
+		fmt.Sprintf("largest admitted/limit: %.2f in quiet windows (%s: %d, %s), %.2f in windows a fault touched", quietMax,
+			time.UnixMilli(quietMaxW*1000).UTC().Format(time.RFC3339), certain[quietMaxW], splitNote(bySegment(sorted, turned, quietMaxW*1000, (quietMaxW+1)*1000)), faultMax),
 		fmt.Sprintf("%d of %d windows disturbed (within 1 s of one of %d fault spans), %d of them over the quiet bound %.2f and held to %.2f only",
 			disturbedN, r.Objects, len(spans), excused, 1+quietEpsilon, 1+faultEpsilon),
 		fmt.Sprintf("%d windows' quiet ε stretched past %.2f by a slow round trip to Redis: up to %.2f (round trip up to %v)",

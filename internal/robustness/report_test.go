@@ -30,11 +30,12 @@ type result struct {
 // checkTimeout bounds the check of one object's history.
 const checkTimeout = 10 * time.Second
 
-// check runs Porcupine over h one object at a time, saves the history as JSON in dir and,
+// check runs Porcupine over h one object at a time (the operations during a cut marked, for
+// the models that tell: markCuts), saves the history as JSON in dir and,
 // when an object's history is not linearizable, Porcupine's HTML visualization of every such
 // object.
 func check(model porcupine.Model, name string, h *history, dir string, r result) (result, error) {
-	ops := h.operations()
+	ops := markCuts(h.operations(), h.start, r.Faults.Cuts)
 	r.Model = name
 	r.Ops, r.Unknown = h.counts()
 	var bad []porcupine.Operation

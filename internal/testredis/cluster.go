@@ -32,9 +32,11 @@ type ClusterNode struct {
 	// AnnouncePort is the port the node announces to clients and replicas (0: Port).
 	AnnouncePort int
 	BusPort      int
-	ID           string
-	cmd          *exec.Cmd
-	admin        rueidis.Client
+	// AnnounceBusPort is the cluster bus port the node announces (0: BusPort).
+	AnnounceBusPort int
+	ID              string
+	cmd             *exec.Cmd
+	admin           rueidis.Client
 }
 
 // Addr is the node's host:port.
@@ -150,7 +152,7 @@ func (c *Cluster) form(ctx context.Context) error {
 		}
 	}
 	for _, n := range c.Nodes[1:] {
-		if err := c.Do(ctx, 0, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(n.Port), strconv.Itoa(n.BusPort)).Error(); err != nil {
+		if err := c.Do(ctx, 0, append([]string{"CLUSTER", "MEET"}, n.meetAddr()...)...).Error(); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,8 @@ type ReplicatedCluster struct {
 	*Cluster
 	Replicas []*ClusterNode
 	Links    []*Proxy
+	// net: every node's proxies and source address (StartPartitionableCluster); nil otherwise.
+	net *clusterNet
 }
 
 // Promoted records that shard i's replica has taken over its slots: Nodes[i] is the promoted
@@ -44,12 +46,17 @@ func (rc *ReplicatedCluster) Link(n *ClusterNode) *Proxy {
 // is up and every master lists its replica online.
 func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluster {
 	t.Helper()
+	return startReplicatedCluster(t, delay, nil)
+}
+
+func startReplicatedCluster(t testing.TB, delay time.Duration, net *clusterNet) *ReplicatedCluster {
+	t.Helper()
 	bin := os.Getenv(EnvRedis8Server)
 	if bin == "" {
 		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
 	}
 	ports := freePorts(t, 4*clusterMasters)
-	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
+	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}, net: net}
 	// The data folders first: cleanups run last-in first-out, so the processes are stopped
 	// before their folders are removed.
 	dirs := map[int]string{}
@@ -62,6 +69,9 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 			"--bind", "127.0.0.1", "--dir", dirs[n.Port], "--daemonize", "no", "--logfile", "",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
 			"--appendonly", "no", "--save", "", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1"}, extra...)
+		if net != nil {
+			args = append(args, net.args(t, n, rc.Link(n))...)
+		}
 		n.cmd = exec.Command(bin, args...)
 		if err := n.cmd.Start(); err != nil {
 			t.Fatalf("start cluster node: %v", err)
@@ -73,8 +83,11 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 		n.AnnouncePort = link.Port
 		rc.Links = append(rc.Links, link)
 		rc.Nodes = append(rc.Nodes, n)
-		start(n, "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(link.Port),
-			"--cluster-announce-bus-port", strconv.Itoa(n.BusPort))
+		extra := []string{"--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(link.Port)}
+		if net == nil { // (with net, a proxy's: clusterNet.args)
+			extra = append(extra, "--cluster-announce-bus-port", strconv.Itoa(n.BusPort))
+		}
+		start(n, extra...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -117,7 +130,7 @@ func StartReplicatedCluster(t testing.TB, delay time.Duration) *ReplicatedCluste
 		}
 		rc.Replicas = append(rc.Replicas, r)
 		rc.replicas = len(rc.Replicas)
-		if err := r.do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port), strconv.Itoa(m.BusPort)).Error(); err != nil {
+		if err := r.do(ctx, append([]string{"CLUSTER", "MEET"}, m.meetAddr()...)...).Error(); err != nil {
 			t.Fatalf("meet: %v", err)
 		}
 		for {
