@@ -72,8 +72,17 @@ func (l *Limiter) Flush(ctx context.Context) error {
 	if len(cmds) == 0 {
 		return nil
 	}
+	sent := l.now().UnixMilli()
 	res := l.windowAdd(ctx, items, cmds)
 	received := l.now().UnixMilli()
+	// The batch returns with its slowest node: a reply ran somewhere between sent and received,
+	// so its server time dates the local clock only as closely as the batch was quick. A quick
+	// batch, or the quickest yet (a Redis far away), sets the offset.
+	rtt := received - sent
+	clockSample := rtt <= clockSampleMaxRTT.Milliseconds() || rtt < l.clockRTT.Load()
+	if clockSample {
+		l.clockRTT.Store(min(rtt, l.clockRTT.Load()))
+	}
 	var firstErr error
 	for i, it := range items {
 		total, srvNow, err := parseWindowAdd(res[i])
@@ -93,10 +102,19 @@ func (l *Limiter) Flush(ctx context.Context) error {
 			firstErr = cmpErr(firstErr, err)
 			continue
 		}
-		l.offset.Store(srvNow - received)
+		if clockSample {
+			l.offset.Store(srvNow - (sent+received)/2)
+		}
 	}
 	return firstErr
 }
+
+// clockSampleMaxRTT is the slowest flush whose replies set the offset to the server's clock
+// (off by at most half of it), unless none was quicker. A slower one keeps the offset a quick
+// one took: one late node
+// in a batch (a cut-off master answering at the Redis timeout) would set the windows behind
+// by its delay, and replicas would count into different windows.
+const clockSampleMaxRTT = 50 * time.Millisecond
 
 // windowAdd runs window_add.lua for each item (cmds: its EVALSHA), one round trip per node,
 // and runs again with EVAL the ones a node answered NOSCRIPT (a promoted replica, a node added

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -51,7 +52,7 @@ var windowAddSHA = func() string { h := sha1.Sum([]byte(windowAddBody)); return 
 // (fail open to local enforcement), so a request is never refused or failed for Redis's sake.
 //
 // Windows are fixed and aligned on the server's clock: each reply carries the server's time, and
-// the replica keeps the offset to its own clock.
+// the replica keeps the offset to its own clock, taken from quick flushes only (Flush).
 type Limiter struct {
 	client    rueidis.Client
 	prefix    string
@@ -67,8 +68,10 @@ type Limiter struct {
 
 	flushMu sync.Mutex   // one flush at a time
 	offset  atomic.Int64 // server clock − local clock, ms
-	kick    chan struct{}
-	now     func() time.Time
+	// clockRTT is the quickest flush (ms) the offset was taken from (Flush: clockSampleMaxRTT).
+	clockRTT atomic.Int64
+	kick     chan struct{}
+	now      func() time.Time
 }
 
 // Options configure New. Zero values take the defaults.
@@ -134,8 +137,10 @@ func New(s *store.Store, prefix string, h *keyhash.Hasher, o Options) (*Limiter,
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{client: s.Client, prefix: prefix, hasher: h, o: o, decisions: d, untracked: u,
-		counters: make(map[counterKey]*counter), kick: make(chan struct{}, 1), now: time.Now}, nil
+	l := &Limiter{client: s.Client, prefix: prefix, hasher: h, o: o, decisions: d, untracked: u,
+		counters: make(map[counterKey]*counter), kick: make(chan struct{}, 1), now: time.Now}
+	l.clockRTT.Store(math.MaxInt64)
+	return l, nil
 }
 
 // Take counts one request against every counter of reqs when each has room, and returns each
