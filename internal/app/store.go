@@ -28,5 +28,6 @@ func StoreOptions(cfg config.Config) store.Options {
 // durability is the store's setting for confirmed writes (GATEWAY_DURABLE_*).
 func durability(cfg config.Config) *store.Durability {
 	d := cfg.Durability()
-	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, NoAOF: d.NoAOF, CredentialsOnly: d.CredentialsOnly}
+	return &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, NoAOF: d.NoAOF, CredentialsOnly: d.CredentialsOnly,
+		UnconfirmedReads: d.UnconfirmedReads}
 }

@@ -35,6 +35,9 @@ type Config struct {
 	// write of quotes, cases and Idempotency-Key records too) or credentials (only the writes
 	// that end a credential; a failover can then lose an acknowledged quote or case write).
 	DurableWrites string `env:"GATEWAY_DURABLE_WRITES" default:"all"`
+	// DurableReads: all (default: a read of a quote draft or a case is answered once the
+	// replicas hold what it read, as a write is) or off (answered from the primary at once).
+	DurableReads string `env:"GATEWAY_DURABLE_READS" default:"all"`
 	// RedisClientCacheBytes bounds rueidis' client-side cache of each connection to Redis (the
 	// gateway opens 2 per node on 2 or more cores, 1 on one core; README).
 	RedisClientCacheBytes int64 `env:"GATEWAY_REDIS_CLIENT_CACHE_BYTES" default:"8388608"`
@@ -181,6 +184,8 @@ type Durability struct {
 	NoAOF    bool // GATEWAY_DURABLE_AOF=off
 	// CredentialsOnly: GATEWAY_DURABLE_WRITES=credentials.
 	CredentialsOnly bool
+	// UnconfirmedReads: GATEWAY_DURABLE_READS=off.
+	UnconfirmedReads bool
 }
 
 // maxDurableReplicas bounds GATEWAY_DURABLE_REPLICAS.
@@ -193,7 +198,7 @@ func (c Config) Durability() Durability {
 		n = -1
 	}
 	return Durability{Replicas: n, Timeout: c.DurableTimeout, NoAOF: strings.EqualFold(c.DurableAOF, "off"),
-		CredentialsOnly: strings.EqualFold(c.DurableWrites, "credentials")}
+		CredentialsOnly: strings.EqualFold(c.DurableWrites, "credentials"), UnconfirmedReads: strings.EqualFold(c.DurableReads, "off")}
 }
 
 // Embedded reports whether the gateway runs on the embedded store (no REDIS_URL).

@@ -25,6 +25,7 @@ func (c Config) Validate() error {
 	}
 	check(strings.EqualFold(c.DurableAOF, "auto") || strings.EqualFold(c.DurableAOF, "off"), "GATEWAY_DURABLE_AOF must be auto or off")
 	check(strings.EqualFold(c.DurableWrites, "all") || strings.EqualFold(c.DurableWrites, "credentials"), "GATEWAY_DURABLE_WRITES must be all or credentials")
+	check(strings.EqualFold(c.DurableReads, "all") || strings.EqualFold(c.DurableReads, "off"), "GATEWAY_DURABLE_READS must be all or off")
 	check(c.DurableTimeout >= 10*time.Millisecond && c.DurableTimeout <= time.Minute, "GATEWAY_DURABLE_TIMEOUT must be within 10ms..1m")
 	check(c.KeyPrefix != "" && !strings.ContainsAny(c.KeyPrefix, ":{} \t\n"), "GATEWAY_KEY_PREFIX must be non-empty without ':', '{', '}' or spaces")
 	switch strings.ToLower(c.LogLevel) {

@@ -64,11 +64,33 @@ func (o *Objects[T]) DecodeReply(ctx context.Context, script string, rep Reply, 
 
 // Get reads the object at key: NotFound when there is none.
 func (o *Objects[T]) Get(ctx context.Context, c rueidis.Client, key, id string) (*T, error) {
+	m, err := o.fetch(ctx, c, key)
+	if err != nil {
+		return nil, err
+	}
+	return o.Decode(ctx, m, id)
+}
+
+// Read is Get confirmed (Writes.Read): what it answers, found or not, a failover keeps.
+func (o *Objects[T]) Read(ctx context.Context, w Writes, key, id string) (*T, error) {
+	var m map[string]string
+	err := w.Read(ctx, key, func(c rueidis.Client) (err error) {
+		m, err = o.fetch(ctx, c, key)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o.Decode(ctx, m, id)
+}
+
+// fetch is the object's hash at key (empty when there is none).
+func (o *Objects[T]) fetch(ctx context.Context, c rueidis.Client, key string) (map[string]string, error) {
 	m, err := c.Do(ctx, c.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
 		return nil, CommandError(o.Type+" get", err)
 	}
-	return o.Decode(ctx, m, id)
+	return m, nil
 }
 
 // Created reads a create script's reply, checked against its shapes by the caller:

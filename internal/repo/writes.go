@@ -24,12 +24,35 @@ import (
 type Writes struct {
 	client  rueidis.Client
 	durable *store.Durable // nil: unconfirmed (durability off, credentials only, embedded store)
+	reads   *store.Durable // nil: reads unconfirmed (the same, or GATEWAY_DURABLE_READS=off)
 	metrics *Metrics
 }
 
-// NewWrites returns the writes of a store on s, counted in m.
+// NewWrites returns the writes (and the confirmed reads) of a store on s, counted in m.
 func NewWrites(s *store.Store, m *Metrics) Writes {
-	return Writes{client: s.Client, durable: s.Durable.Objects(), metrics: m}
+	return Writes{client: s.Client, durable: s.Durable.Objects(), reads: s.Durable.Reads(), metrics: m}
+}
+
+// Read runs read (the commands of one read of a store's objects, on keys in key's slot) and
+// returns once what it read is confirmed: on one connection, after store.Ready, the durable
+// marker is written and WAIT covers every write the primary had made, the one read included.
+// A write answered 503 (applied on the primary, its confirmation failed) can thus never be
+// shown by a read and then undone by a failover: the read answers 503 too while the replicas
+// cannot confirm (ROBUSTNESS.md, findings 5 and 11). Unconfirmed (no replica known, durability
+// off, GATEWAY_DURABLE_READS=off) read runs on the pipelined client as any call does.
+func (w Writes) Read(ctx context.Context, key string, read func(c rueidis.Client) error) error {
+	if !w.reads.Waits() {
+		return read(w.client)
+	}
+	return w.reads.Run(ctx, w.client, func(c rueidis.Client) (bool, error) {
+		if err := store.Ready(ctx, c, key); err != nil {
+			return false, CommandError("confirmed read", err)
+		}
+		if err := read(c); err != nil {
+			return false, err
+		}
+		return confirmMarker(ctx, c, markerKey(key))
+	})
 }
 
 // Script runs l on keys (keys[0] names the slot, and with it the node, of the whole write) as

@@ -110,7 +110,7 @@ func startGateways(t *testing.T, specs ...gatewaySpec) []*gateway {
 		d := cfg.Durability()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		s, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Timeout: cfg.RedisTimeout, DisableCache: !cfg.RedisClientCache,
-			ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, CredentialsOnly: d.CredentialsOnly, NoAOF: d.NoAOF},
+			ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, CredentialsOnly: d.CredentialsOnly, NoAOF: d.NoAOF, UnconfirmedReads: d.UnconfirmedReads},
 			NewClient: fromAddress(spec.source)})
 		if err == nil {
 			t.Cleanup(s.Close)

@@ -52,6 +52,11 @@ type Durability struct {
 	// writes (quotes, cases, Idempotency-Key records) are then answered once the primary has
 	// them, and a failover can lose them (GATEWAY_DURABLE_WRITES=credentials).
 	CredentialsOnly bool
+	// UnconfirmedReads answers the object stores' reads from the primary at once: during a
+	// partition a read may then show a write a failover undoes (GATEWAY_DURABLE_READS=off).
+	// Confirmed (the default), a read is answered once the replicas hold everything it read
+	// (Reads).
+	UnconfirmedReads bool
 }
 
 // ErrNotDurable reports a credential-ending write the primary applied but too few replicas
@@ -75,6 +80,8 @@ type Durable struct {
 	replicated atomic.Bool
 	// credentialsOnly: Objects is nil (the object stores' writes are not confirmed).
 	credentialsOnly bool
+	// unconfirmedReads: Reads is nil (the object stores' reads are not confirmed).
+	unconfirmedReads bool
 }
 
 // Waits reports whether a write run now would be confirmed: a strict replica count, or auto on
@@ -91,6 +98,16 @@ func (d *Durable) Objects() *Durable {
 		return nil
 	}
 	return d
+}
+
+// Reads is the Durable that confirms the object stores' reads (repo.Writes.Read): Objects, or
+// nil with Durability.UnconfirmedReads. A read confirmed as a write is cannot show a write that
+// a failover undoes (one whose own confirmation failed: a 503 that may have been applied).
+func (d *Durable) Reads() *Durable {
+	if d == nil || d.unconfirmedReads {
+		return nil
+	}
+	return d.Objects()
 }
 
 // Replicated reports whether auto mode has learned that the deployment has replicas (and so

@@ -62,7 +62,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*cases.Case, error)
 	if !caseIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("case get: %w", apperr.NotFound)
 	}
-	return r.objects.Get(ctx, r.Client, r.caseKeys(r.TenantTag(tenant), id)[0], id)
+	return r.objects.Read(ctx, r.writes, r.caseKeys(r.TenantTag(tenant), id)[0], id)
 }
 
 // History lists at most n of the case's transitions, newest first, strictly older than the
@@ -108,9 +108,18 @@ func (r *Store) history(ctx context.Context, tenant string, keys []string, befor
 	if before != "" {
 		end = "(" + before // exclusive (Redis 6.2+)
 	}
-	res := r.Client.DoMulti(ctx,
-		r.Client.B().Hget().Key(keys[0]).Field("tenantId").Build(),
-		r.Client.B().Xrevrange().Key(keys[1]).End(end).Start("-").Count(int64(max(n, 1))).Build())
+	var res []rueidis.RedisResult
+	err := r.writes.Read(ctx, keys[0], func(c rueidis.Client) error {
+		res = c.DoMulti(ctx, c.B().Hget().Key(keys[0]).Field("tenantId").Build(),
+			c.B().Xrevrange().Key(keys[1]).End(end).Start("-").Count(int64(max(n, 1))).Build())
+		if err := res[0].Error(); err != nil && !rueidis.IsRedisNil(err) {
+			return repo.CommandError("case history", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	owner, err := res[0].ToString()
 	if err != nil {
 		return nil, repo.CommandError("case history", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashgate/hashgate/internal/cases"
 	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/redis/rueidis"
 )
 
 // Listing bounds: a page reads at most listBudget(limit) index members, and prunes at most
@@ -54,7 +55,11 @@ func (r *Store) List(ctx context.Context, q cases.Query) (cases.Page, error) {
 		strconv.Itoa(listPruneMax), r.Keys.Key("case", tag) + ":", q.Tenant, strings.Join(q.Statuses, " "), q.Team, q.Assignee,
 		level, q.Subject, overdue, byDue}, listFields...)
 	keys := append([]string{r.caseKeys(tag, "")[2]}, r.indexKeys(tag)...)
-	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "case_list", "case list", scriptList, keys, args)
+	var rep repo.Reply
+	err = r.writes.Read(ctx, keys[0], func(c rueidis.Client) (err error) {
+		rep, err = repo.RunScript(ctx, c, r.Metrics, "case_list", "case list", scriptList, keys, args)
+		return err
+	})
 	if err != nil {
 		return cases.Page{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/redis/rueidis"
 )
 
 // The replies of the scripts that create, read and delete a draft (each script's header shows
@@ -49,7 +50,7 @@ func (r *Store) Get(ctx context.Context, tenant, id string) (*quotes.Quote, erro
 	if !quoteIDPattern.MatchString(id) {
 		return nil, fmt.Errorf("quote get: %w", apperr.NotFound)
 	}
-	return r.objects.Get(ctx, r.Client, r.quoteKeys(tenant, id)[0], id)
+	return r.objects.Read(ctx, r.writes, r.quoteKeys(tenant, id)[0], id)
 }
 
 // Items returns the quote's line items ordered by item id, with the stateVersion they belong
@@ -58,7 +59,12 @@ func (r *Store) Items(ctx context.Context, tenant, id string) ([]quotes.Item, *q
 	if !quoteIDPattern.MatchString(id) {
 		return nil, nil, fmt.Errorf("quote items: %w", apperr.NotFound)
 	}
-	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "quote_read", "quote items", scriptRead, r.quoteKeys(tenant, id)[:2], []string{tenant})
+	keys := r.quoteKeys(tenant, id)[:2]
+	var rep repo.Reply
+	err := r.writes.Read(ctx, keys[0], func(c rueidis.Client) (err error) {
+		rep, err = repo.RunScript(ctx, c, r.Metrics, "quote_read", "quote items", scriptRead, keys, []string{tenant})
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/quotes"
 	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/redis/rueidis"
 )
 
 // The list indexes of a tenant's drafts (quote_index.lua; docs/KEYS.md, "List indexes"), in
@@ -68,10 +69,14 @@ func (r *Store) List(ctx context.Context, q quotes.ListQuery) (quotes.Page, erro
 		since = repo.FormatMs(max(q.UpdatedSince.UnixMilli(), 0))
 	}
 	keys := append([]string{r.Keys.Key("quota", tag, "quotes")}, r.indexKeys(tag)...)
-	rep, err := repo.RunScript(ctx, r.Client, r.Metrics, "quote_list", "quote list", scriptList, keys, []string{
-		q.Tenant, r.Keys.Key("quote", tag) + ":", strconv.Itoa(index), vtag, cursor, since,
+	args := []string{q.Tenant, r.Keys.Key("quote", tag) + ":", strconv.Itoa(index), vtag, cursor, since,
 		strconv.Itoa(q.Limit), strconv.Itoa(q.Limit * scanFactor), strconv.Itoa(pruneMax),
-		q.CustomerID, q.SalesChannel, strings.Join(q.Statuses, " ")})
+		q.CustomerID, q.SalesChannel, strings.Join(q.Statuses, " ")}
+	var rep repo.Reply
+	err = r.writes.Read(ctx, keys[0], func(c rueidis.Client) (err error) {
+		rep, err = repo.RunScript(ctx, c, r.Metrics, "quote_list", "quote list", scriptList, keys, args)
+		return err
+	})
 	if err != nil {
 		return quotes.Page{}, err
 	}
