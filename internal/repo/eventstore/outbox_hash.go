@@ -29,13 +29,23 @@ var (
 	scriptHashAck  = repo.LoadScript(scriptFiles, "outbox_hash_ack")
 )
 
-func (o outboxHash) read(ctx context.Context, userTag string) (batch, error) {
-	rep, err := repo.RunScript(ctx, o.s.client, o.s.metrics, "events_outbox_hash_read", "events outbox read", scriptHashRead,
-		[]string{o.key(userTag)}, []string{strconv.Itoa(relayBatch)})
-	if err != nil {
-		return batch{}, err
+func (o outboxHash) read(ctx context.Context, tags []string) ([]batch, []error) {
+	calls := make([]rueidis.LuaExec, len(tags))
+	for i, tag := range tags {
+		calls[i] = rueidis.LuaExec{Keys: []string{o.key(tag)}, Args: []string{strconv.Itoa(relayBatch)}}
 	}
-	// {'OK'} | {'OK', first, last, <value>...}
+	reps, errs := repo.RunScripts(ctx, o.s.client, o.s.metrics, "events_outbox_hash_read", "events outbox read", scriptHashRead, calls)
+	bs := make([]batch, len(tags))
+	for i, rep := range reps {
+		if errs[i] == nil {
+			bs[i], errs[i] = o.decode(ctx, rep)
+		}
+	}
+	return bs, errs
+}
+
+// decode reads outbox_hash_read.lua's reply: {'OK'} | {'OK', first, last, <value>...}.
+func (o outboxHash) decode(ctx context.Context, rep repo.Reply) (batch, error) {
 	if rep.Code() != repo.CodeOK {
 		return batch{}, fmt.Errorf("events outbox read: %w", repo.ErrReply)
 	}
@@ -67,21 +77,32 @@ func (o outboxHash) read(ctx context.Context, userTag string) (batch, error) {
 }
 
 // ack: an empty batch (nothing read) runs only the clean-up, once asked to (retry).
-func (o outboxHash) ack(ctx context.Context, userTag string, b batch) (time.Duration, error) {
-	if b.first == "" && !b.retry {
-		return 0, nil
+func (o outboxHash) ack(ctx context.Context, tags []string, bs []batch) ([]time.Duration, []error) {
+	waits, errs := make([]time.Duration, len(tags)), make([]error, len(tags))
+	var calls []rueidis.LuaExec
+	var at []int // calls[j] acks tags[at[j]]
+	for i, b := range bs {
+		if b.first == "" && !b.retry {
+			continue
+		}
+		first, last := cmp.Or(b.first, "0"), cmp.Or(b.last, "0")
+		calls = append(calls, rueidis.LuaExec{Keys: []string{o.key(tags[i])}, Args: []string{first, last}})
+		at = append(at, i)
 	}
-	first, last := cmp.Or(b.first, "0"), cmp.Or(b.last, "0")
-	rep, err := repo.RunScript(ctx, o.s.client, o.s.metrics, "events_outbox_hash_ack", "events outbox ack", scriptHashAck,
-		[]string{o.key(userTag)}, []string{first, last})
-	if err != nil {
-		return 0, err
+	reps, rerrs := repo.RunScripts(ctx, o.s.client, o.s.metrics, "events_outbox_hash_ack", "events outbox ack", scriptHashAck, calls)
+	for j, rep := range reps {
+		i := at[j]
+		if errs[i] = rerrs[j]; errs[i] != nil {
+			continue
+		}
+		wait, err := rep.Int(1) // {'OK', pending, waitMs}
+		if err = cmp.Or(rep.Want(2), err); err != nil || rep.Code() != repo.CodeOK {
+			errs[i] = fmt.Errorf("events outbox ack: %w", repo.ErrReply)
+			continue
+		}
+		waits[i] = time.Duration(wait) * time.Millisecond
 	}
-	wait, err := rep.Int(1) // {'OK', pending, waitMs}
-	if err = cmp.Or(rep.Want(2), err); err != nil || rep.Code() != repo.CodeOK {
-		return 0, fmt.Errorf("events outbox ack: %w", repo.ErrReply)
-	}
-	return time.Duration(wait) * time.Millisecond, nil
+	return waits, errs
 }
 
 func (o outboxHash) scan() (string, string) { return o.key("*"), "hash" }
