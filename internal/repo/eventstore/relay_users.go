@@ -1,8 +1,8 @@
 package eventstore
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -21,18 +21,12 @@ const (
 	relayCalls       = 8
 )
 
-// RelayOutbox copies userTag's pending events into its tenant's stream and deletes what it
-// copied; it returns how many events it copied. Safe to run concurrently, on any gateway, any
-// number of times.
-func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
-	return s.RelayUsers(ctx, []string{userTag})
-}
-
-// RelayUsers is RelayOutbox for several users (distinct tags) at once, in a few round trips
-// whatever their number: one pipelined read of their outboxes, one relay.lua per tenant (a
-// durable write, relay_confirm.go), one pipelined ack. A user whose read or copy failed keeps
-// its events for a later relay; the others are relayed all the same. It returns the events
-// copied and the failures, joined.
+// RelayUsers copies the pending events of users (distinct tags) into their tenants' streams
+// and deletes what it copied, in a few round trips whatever their number: one pipelined read
+// of their outboxes, one relay.lua per tenant (a durable write, relay_confirm.go), one
+// pipelined ack. A user whose read or copy failed keeps its events for a later relay; the
+// others are relayed all the same. It returns the events copied and the first failure (with
+// how many users failed). Safe to run concurrently, on any gateway, any number of times.
 func (s *Store) RelayUsers(ctx context.Context, tags []string) (int, error) {
 	total := 0
 	var errs []error
@@ -67,7 +61,23 @@ func (s *Store) RelayUsers(ctx context.Context, tags []string) (int, error) {
 		}
 		tags = more
 	}
-	return total, errors.Join(errs...)
+	return total, firstErr(errs)
+}
+
+// firstErr is the first non-nil error of errs, naming how many there were.
+func firstErr(errs []error) error {
+	var first error
+	n := 0
+	for _, err := range errs {
+		if err != nil {
+			first = cmp.Or(first, err)
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("%w (and %d more users' relays failed)", first, n-1)
+	}
+	return first
 }
 
 // keepOK returns the tags (and their batches) whose errs entry is nil, and adds the others'
