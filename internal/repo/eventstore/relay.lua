@@ -28,7 +28,8 @@ end
 
 local env = event_env(ARGV[1])
 local maxLen = string.format('%d', env.maxLen)
-local out, any, i = {'OK'}, false, 3
+local out = {'OK'}
+local any, i = false, 3
 for u = 2, #KEYS do
   local done = redis.call('GET', KEYS[u]) or ''
   local last, copied = done, 0
