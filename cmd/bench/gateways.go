@@ -53,6 +53,7 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	withRules := phase{"gateway-rules", "true", append(slices.Clip(limited), "GATEWAY_ACCESS_RULES="+rulesPath), []plan{rulesPlan},
 		func(context.Context) error { return os.WriteFile(rulesPath, rulesFile(rulesCount), 0o600) }}
 	noRules := phase{"gateway-norules", "true", limited, []plan{noRulesPlan}, nil}
+	noEvents := phase{"gateway-noevents", "true", append(slices.Clip(limited), "GATEWAY_EVENTS=false"), fx.noEventsPlans(), nil}
 	start := func(ph phase) (*gateway, error) {
 		b.logf("starting %s (GATEWAY_REDIS_CLIENT_CACHE=%s)", ph.name, ph.cache)
 		return startGateway(ctx, ph.name, bin, b.dir, append(append(slices.Clip(env), ph.limits...), "GATEWAY_REDIS_CLIENT_CACHE="+ph.cache))
@@ -61,7 +62,7 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 	for _, ph := range []phase{{"gateway", "true", limited, fx.gatewayPlans(), nil},
 		{"gateway-limits", "true", limited, fx.limitPlans(), nil}, withRules,
 		{"gateway-nocache", "false", limited, fx.noCachePlans(), nil}, noLimit,
-		{"gateway-noevents", "true", append(slices.Clip(limited), "GATEWAY_EVENTS=false"), fx.noEventsPlans(), nil},
+		noEvents,
 		{"gateway-revoke", "true", limited, fx.revokePlans("session-revoke", "no replica: no WAIT"), nil},
 		{"gateway-revoke-replica", "true", limited, fx.revokePlans("session-revoke-replica", "one replica: WAIT 1 + WAITAOF"), b.startReplica},
 		{"gateway-revoke-replica-noaof", "true", append(slices.Clip(limited), "GATEWAY_DURABLE_AOF=off"),
@@ -117,6 +118,22 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 				if offScript, ok := b.runPlan(ctx, noLimit.plans[0], off); ok {
 					b.limitPaired = b.pairedRounds(ctx, pairedSide{"quote-get-nolimit", "quote-get-nolimit", off.Base, offScript},
 						pairedSide{"quote-get (limits on)", "quote-get", gw.Base, measure})
+				}
+				off.stop(20 * time.Second)
+			case ok && b.cfg.rounds > 0 && slices.Contains(eventsPairedRows, p.Key) && b.cfg.selected(p.Key+noEventsSuffix):
+				// A session write row's events cost: a gateway with events off starts next to
+				// this one (same Redis), runs the row, then the two alternate in paired rounds
+				// (logged): the rows alone run minutes apart, and carry what changed meanwhile.
+				i := slices.IndexFunc(noEvents.plans, func(q plan) bool { return q.Key == p.Key+noEventsSuffix })
+				done[noEvents.plans[i].Key] = true
+				off, err := start(noEvents)
+				if err != nil {
+					gw.stop(20 * time.Second)
+					return nil, err
+				}
+				if offScript, ok := b.runPlan(ctx, noEvents.plans[i], off); ok {
+					b.pairedRounds(ctx, pairedSide{p.Key + noEventsSuffix, p.Key + noEventsSuffix, off.Base, offScript},
+						pairedSide{p.Key, p.Key, gw.Base, measure})
 				}
 				off.stop(20 * time.Second)
 			case p.Key == "authz-rules" && ok:

@@ -14,6 +14,10 @@ var eventWriteRows = []string{"mfa-verify", "quote-patch", "case-escalate", "ses
 
 const noEventsSuffix = "-noevents"
 
+// eventsPairedRows are the write rows whose events-off twin also runs in paired rounds with
+// them (-rounds; gateways.go): the session rows, whose wrk scripts can run again as they are.
+var eventsPairedRows = []string{"mfa-verify", "session-create"}
+
 // evaluateEvents adds the events' target: every write row measured both ways, each ratio
 // (events on ÷ off) at least 0.9. The rows run minutes apart on two gateways over one Redis,
 // so the ratio carries the run's noise (compare it with the repeat of a row in one run).

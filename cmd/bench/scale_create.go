@@ -59,6 +59,7 @@ func repoCreator(ctx context.Context, env []string) (sessionCreator, func(), err
 		s.Close()
 		return nil, nil, err
 	}
+	g.Start() // its background loops, as a gateway's: the session events' relay among them
 	create := func(ctx context.Context, userID string) (string, error) {
 		is, err := g.Sessions.Create(ctx, cfg.BootstrapTenant, sessions.CreateInput{UserID: userID, AuthLevel: string(client.AuthLevelBASIC)})
 		if err != nil {

@@ -126,8 +126,9 @@ type Config struct {
 	// quota.refused): one event per caller, limit and window.
 	EventsRefusalWindow time.Duration `env:"GATEWAY_EVENTS_REFUSAL_WINDOW" default:"1m"`
 	// SessionEvents writes the session events (each session write appends them to the user's
-	// outbox, which the relay copies into the tenant's stream). Off by default while they
-	// cost a session create about 40% of its throughput (docs/EVENTS.md, "Cost").
+	// outbox, which the relay copies into the tenant's stream, many users per round trip). Off
+	// by default while they cost a session create about 45% of its throughput (docs/EVENTS.md,
+	// "Cost").
 	SessionEvents bool `env:"GATEWAY_SESSION_EVENTS" default:"false"`
 
 	// Webhooks (internal/webhooks): deliveries retried from RetryBase, doubling up to 1h, for

@@ -50,7 +50,9 @@ func LoadScript(files fs.FS, name string) *rueidis.Lua {
 	}
 	registry[name] = body
 	registryMu.Unlock()
-	return rueidis.NewLuaScript(body)
+	l := rueidis.NewLuaScript(body)
+	rememberSHA(l, body)
+	return l
 }
 
 // ComposeScript is the body LoadScript runs: <name>.lua with every --#include line replaced

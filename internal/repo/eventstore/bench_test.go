@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkRelay is the relay of one session event (an outbox of one entry, a typical
-// session write's): the outbox read, relay.lua, outbox_ack.lua — three round trips, off the
+// session write's): the outbox read, relay.lua, the ack — a relay of one user alone, off the
 // request path. It also reports the tenant stream's size per event (MEMORY USAGE / XLEN).
 //
 //	go test -run '^$' -bench BenchmarkRelay ./internal/repo/eventstore/

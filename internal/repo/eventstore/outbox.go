@@ -10,15 +10,17 @@ import (
 // outbox is where the session scripts of the configured layout keep a user's events until the
 // relay copies them: the per-user layout's session hash (outboxHash), the per-session layout's
 // outbox stream (outboxStream). The relay (relay.go) and the sweep (sweep.go) are the same over
-// either.
+// either. Reads and acks take many users at once, in one pipeline (one round trip per node).
 type outbox interface {
-	// read returns up to relayBatch of userTag's pending events, oldest first (entry ids
-	// ordered, on the scale of stream ids), and whether more follow.
-	read(ctx context.Context, userTag string) (batch, error)
-	// ack deletes the events of b, copied into the tenant's stream, and the outbox once empty;
-	// wait > 0 asks for ack again with an empty batch after that long (an outbox emptied
-	// within the millisecond of its last number: its clean-up waits for the clock).
-	ack(ctx context.Context, userTag string, b batch) (wait time.Duration, err error)
+	// read returns, per user tag, up to relayBatch of its pending events, oldest first (entry
+	// ids ordered, on the scale of stream ids), and whether more follow; errs[i] is tags[i]'s
+	// failure.
+	read(ctx context.Context, tags []string) (bs []batch, errs []error)
+	// ack deletes, per user tag, the events of bs[i], copied into the tenant's stream, and the
+	// outbox once empty; waits[i] > 0 asks for ack again with an empty batch after that long
+	// (an outbox emptied within the millisecond of its last number: its clean-up waits for
+	// the clock).
+	ack(ctx context.Context, tags []string, bs []batch) (waits []time.Duration, errs []error)
 	// scan is the SCAN MATCH pattern and TYPE of the keys that may hold pending events.
 	scan() (match, typ string)
 	// pending returns the user tags of those keys, found by the sweep on node, that hold pending

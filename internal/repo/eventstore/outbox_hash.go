@@ -16,7 +16,7 @@ import (
 
 // outboxHash is the per-user layout's outbox: fields of the user's session hash (the kit's
 // snippet event_outbox: evSeq, evHead, ev.<n>), written by the session scripts on that one key.
-// outbox_hash_read.lua reads the pending ones, outbox_hash_ack.lua deletes what was copied
+// read takes the pending ones (plain HMGETs), outbox_hash_ack.lua deletes what was copied
 // (and a hash left with neither session nor event).
 type outboxHash struct {
 	s *Store
@@ -24,64 +24,123 @@ type outboxHash struct {
 	key func(userTag string) string
 }
 
-var (
-	scriptHashRead = repo.LoadScript(scriptFiles, "outbox_hash_read")
-	scriptHashAck  = repo.LoadScript(scriptFiles, "outbox_hash_ack")
-)
+var scriptHashAck = repo.LoadScript(scriptFiles, "outbox_hash_ack")
 
-func (o outboxHash) read(ctx context.Context, userTag string) (batch, error) {
-	rep, err := repo.RunScript(ctx, o.s.client, o.s.metrics, "events_outbox_hash_read", "events outbox read", scriptHashRead,
-		[]string{o.key(userTag)}, []string{strconv.Itoa(relayBatch)})
+// read takes two pipelined rounds of plain commands (cheaper on the server than a script per
+// user): the counters of every user (HMGET evHead evSeq), then the pending events of those
+// that have some (HMGET ev.<head>..). Nothing holds the hash between the two: an event a
+// concurrent relay deleted meanwhile reads as absent and is skipped (that relay copied it),
+// and one appended meanwhile is left for the next read.
+func (o outboxHash) read(ctx context.Context, tags []string) ([]batch, []error) {
+	bs, errs := make([]batch, len(tags)), make([]error, len(tags))
+	counters := make(rueidis.Commands, len(tags))
+	for i, tag := range tags {
+		counters[i] = o.s.client.B().Hmget().Key(o.key(tag)).Field(evHead, evSeq).Build()
+	}
+	var cmds rueidis.Commands
+	var at []int // cmds[j] reads the events of tags[at[j]]
+	for i, res := range o.s.client.DoMulti(ctx, counters...) {
+		head, last, err := pendingRange(res)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if head == 0 {
+			continue
+		}
+		bs[i] = batch{first: strconv.FormatInt(head, 10), last: strconv.FormatInt(last, 10)}
+		names := make([]string, 0, last-head+1)
+		for n := head; n <= last; n++ {
+			names = append(names, eventField(n))
+		}
+		cmds = append(cmds, o.s.client.B().Hmget().Key(o.key(tags[i])).Field(names...).Build())
+		at = append(at, i)
+	}
+	if len(cmds) == 0 {
+		return bs, errs
+	}
+	for j, res := range o.s.client.DoMulti(ctx, cmds...) {
+		i := at[j]
+		vals, err := res.ToArray()
+		if err != nil {
+			bs[i], errs[i] = batch{}, repo.CommandError("events outbox read", err)
+			continue
+		}
+		bs[i].fill(ctx, o, vals)
+	}
+	return bs, errs
+}
+
+// The outbox's fields in the user's hash (the kit's snippet event_outbox).
+const evHead, evSeq = "evHead", "evSeq"
+
+func eventField(n int64) string { return "ev." + strconv.FormatInt(n, 10) }
+
+// pendingRange reads HMGET evHead evSeq: the numbers of the first and last pending event a read
+// takes (at most relayBatch), or 0, 0 when none is pending.
+func pendingRange(res rueidis.RedisResult) (head, last int64, err error) {
+	v, err := res.ToArray()
 	if err != nil {
-		return batch{}, err
+		return 0, 0, repo.CommandError("events outbox read", err)
 	}
-	// {'OK'} | {'OK', first, last, <value>...}
-	if rep.Code() != repo.CodeOK {
-		return batch{}, fmt.Errorf("events outbox read: %w", repo.ErrReply)
+	if len(v) != 2 {
+		return 0, 0, fmt.Errorf("events outbox read: %w", repo.ErrReply)
 	}
-	if rep.Len() == 0 {
-		return batch{}, nil
+	head, err1 := v[0].AsInt64()
+	seq, err2 := v[1].AsInt64()
+	if err1 != nil || err2 != nil || head <= 0 || head > seq {
+		return 0, 0, nil // none pending (absent counters: none ever, or all relayed)
 	}
-	vals, err := rep.Strs(0)
-	if err != nil || len(vals) < 2 {
-		return batch{}, fmt.Errorf("events outbox read: %w", repo.ErrReply)
-	}
-	first, err1 := strconv.ParseInt(vals[0], 10, 64)
-	last, err2 := strconv.ParseInt(vals[1], 10, 64)
-	if err1 != nil || err2 != nil || int64(len(vals)-2) != last-first+1 {
-		return batch{}, fmt.Errorf("events outbox read: %w", repo.ErrReply)
-	}
-	b := batch{first: vals[0], last: vals[1], more: len(vals)-2 == relayBatch}
-	for i, v := range vals[2:] {
-		n := first + int64(i)
+	return head, min(seq, head+relayBatch-1), nil
+}
+
+// fill adds the events read (the values of ev.<first>..ev.<last>) to b, skipping the absent
+// (expired, or deleted by a concurrent relay that copied them) and the unreadable (logged).
+func (b *batch) fill(ctx context.Context, o outboxHash, vals []rueidis.RedisMessage) {
+	first, _ := strconv.ParseInt(b.first, 10, 64)
+	b.more = len(vals) == relayBatch
+	for k, m := range vals {
+		v, err := m.ToString()
+		if err != nil {
+			continue // absent
+		}
+		n := first + int64(k)
 		f, ok := events.OutboxFields(v)
-		if !ok { // expired ('') or unreadable: nothing to copy; the ack deletes it
-			if v != "" {
-				o.s.log.WarnContext(ctx, "corrupt session event", "key_pattern", o.key("<userTag>"), "n", n)
-			}
+		if !ok {
+			o.s.log.WarnContext(ctx, "corrupt session event", "key_pattern", o.key("<userTag>"), "n", n)
 			continue
 		}
 		b.entries = append(b.entries, rueidis.XRangeEntry{ID: events.OutboxID(n), FieldValues: f})
 	}
-	return b, nil
 }
 
 // ack: an empty batch (nothing read) runs only the clean-up, once asked to (retry).
-func (o outboxHash) ack(ctx context.Context, userTag string, b batch) (time.Duration, error) {
-	if b.first == "" && !b.retry {
-		return 0, nil
+func (o outboxHash) ack(ctx context.Context, tags []string, bs []batch) ([]time.Duration, []error) {
+	waits, errs := make([]time.Duration, len(tags)), make([]error, len(tags))
+	var calls []rueidis.LuaExec
+	var at []int // calls[j] acks tags[at[j]]
+	for i, b := range bs {
+		if b.first == "" && !b.retry {
+			continue
+		}
+		first, last := cmp.Or(b.first, "0"), cmp.Or(b.last, "0")
+		calls = append(calls, rueidis.LuaExec{Keys: []string{o.key(tags[i])}, Args: []string{first, last}})
+		at = append(at, i)
 	}
-	first, last := cmp.Or(b.first, "0"), cmp.Or(b.last, "0")
-	rep, err := repo.RunScript(ctx, o.s.client, o.s.metrics, "events_outbox_hash_ack", "events outbox ack", scriptHashAck,
-		[]string{o.key(userTag)}, []string{first, last})
-	if err != nil {
-		return 0, err
+	reps, rerrs := repo.RunScripts(ctx, o.s.client, o.s.metrics, "events_outbox_hash_ack", "events outbox ack", scriptHashAck, calls)
+	for j, rep := range reps {
+		i := at[j]
+		if errs[i] = rerrs[j]; errs[i] != nil {
+			continue
+		}
+		wait, err := rep.Int(1) // {'OK', pending, waitMs}
+		if err = cmp.Or(rep.Want(2), err); err != nil || rep.Code() != repo.CodeOK {
+			errs[i] = fmt.Errorf("events outbox ack: %w", repo.ErrReply)
+			continue
+		}
+		waits[i] = time.Duration(wait) * time.Millisecond
 	}
-	wait, err := rep.Int(1) // {'OK', pending, waitMs}
-	if err = cmp.Or(rep.Want(2), err); err != nil || rep.Code() != repo.CodeOK {
-		return 0, fmt.Errorf("events outbox ack: %w", repo.ErrReply)
-	}
-	return time.Duration(wait) * time.Millisecond, nil
+	return waits, errs
 }
 
 func (o outboxHash) scan() (string, string) { return o.key("*"), "hash" }
@@ -95,7 +154,7 @@ func (o outboxHash) pending(ctx context.Context, node rueidis.Client, keys []str
 	prefix, suffix, _ := strings.Cut(o.key("\x00"), "\x00")
 	cmds := make(rueidis.Commands, len(keys))
 	for i, k := range keys {
-		cmds[i] = node.B().Hmget().Key(k).Field("evHead", "evSeq").Build()
+		cmds[i] = node.B().Hmget().Key(k).Field(evHead, evSeq).Build()
 	}
 	var tags []string
 	for i, res := range node.DoMulti(ctx, cmds...) {

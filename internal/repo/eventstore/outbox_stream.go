@@ -18,23 +18,36 @@ type outboxStream struct{ s *Store }
 
 var scriptAck = repo.LoadScript(scriptFiles, "outbox_ack")
 
-func (o outboxStream) read(ctx context.Context, userTag string) (batch, error) {
-	entries, err := o.s.client.Do(ctx, o.s.client.B().Xrange().Key(o.s.keys.EventOutbox(userTag)).Start("-").End("+").Count(relayBatch).Build()).AsXRange()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		return batch{}, repo.CommandError("events outbox", err)
+func (o outboxStream) read(ctx context.Context, tags []string) ([]batch, []error) {
+	cmds := make(rueidis.Commands, len(tags))
+	for i, tag := range tags {
+		cmds[i] = o.s.client.B().Xrange().Key(o.s.keys.EventOutbox(tag)).Start("-").End("+").Count(relayBatch).Build()
 	}
-	return batch{entries: entries, more: len(entries) == relayBatch}, nil
+	bs, errs := make([]batch, len(tags)), make([]error, len(tags))
+	for i, res := range o.s.client.DoMulti(ctx, cmds...) {
+		entries, err := res.AsXRange()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			errs[i] = repo.CommandError("events outbox", err)
+			continue
+		}
+		bs[i] = batch{entries: entries, more: len(entries) == relayBatch}
+	}
+	return bs, errs
 }
 
 // ack deletes the entries copied; with none (an outbox emptied within its last id's
 // millisecond) it deletes the empty outbox.
-func (o outboxStream) ack(ctx context.Context, userTag string, b batch) (time.Duration, error) {
-	ids := make([]string, len(b.entries))
-	for i, e := range b.entries {
-		ids[i] = e.ID
+func (o outboxStream) ack(ctx context.Context, tags []string, bs []batch) ([]time.Duration, []error) {
+	calls := make([]rueidis.LuaExec, len(tags))
+	for i, tag := range tags {
+		ids := make([]string, len(bs[i].entries))
+		for j, e := range bs[i].entries {
+			ids[j] = e.ID
+		}
+		calls[i] = rueidis.LuaExec{Keys: []string{o.s.keys.EventOutbox(tag)}, Args: ids}
 	}
-	_, err := repo.RunScript(ctx, o.s.client, o.s.metrics, "events_outbox_ack", "events outbox ack", scriptAck, []string{o.s.keys.EventOutbox(userTag)}, ids)
-	return 0, err
+	_, errs := repo.RunScripts(ctx, o.s.client, o.s.metrics, "events_outbox_ack", "events outbox ack", scriptAck, calls)
+	return make([]time.Duration, len(tags)), errs
 }
 
 func (o outboxStream) scan() (string, string) { return o.prefix() + "*", "stream" }

@@ -3,15 +3,10 @@ package eventstore
 import (
 	"context"
 	"embed"
-	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/redis/rueidis"
-
-	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/repo"
 )
 
@@ -31,10 +26,12 @@ var scriptFiles embed.FS
 var scriptRelay = repo.LoadScript(scriptFiles, "relay")
 
 const (
-	// relayBatch bounds the outbox entries one relay call copies.
+	// relayBatch bounds the outbox entries of one user one read takes.
 	relayBatch = 100
-	// relayWorkers bounds the users relayed at once.
-	relayWorkers = 8
+	// relayUsers bounds the users one worker relays together (one pipelined read, one
+	// relay.lua per tenant, one pipelined ack); relayWorkers bounds the workers at once.
+	relayUsers   = 256
+	relayWorkers = 4
 	// pendingMax bounds the users waiting for the relay worker; beyond it a notification is
 	// dropped and the sweep relays that outbox.
 	pendingMax = 10000
@@ -44,84 +41,6 @@ const (
 	// finishWithin bounds the relay of what was notified when the gateway stops.
 	finishWithin = 5 * time.Second
 )
-
-// RelayOutbox copies userTag's pending events into its tenant's stream and deletes what it
-// copied; it returns how many events it copied. Safe to run concurrently, on any gateway, any
-// number of times.
-func (s *Store) RelayOutbox(ctx context.Context, userTag string) (int, error) {
-	total := 0
-	for {
-		b, err := s.outbox.read(ctx, userTag)
-		if err != nil {
-			return total, err
-		}
-		if len(b.entries) > 0 {
-			n, err := s.relay(ctx, userTag, b.entries)
-			if err != nil {
-				return total, err
-			}
-			total += n
-		}
-		wait, err := s.outbox.ack(ctx, userTag, b)
-		if err != nil {
-			return total, err
-		}
-		if wait > 0 && wait <= maxCleanupWait && !b.more {
-			time.Sleep(wait)
-			_, err = s.outbox.ack(ctx, userTag, batch{retry: true})
-			return total, err
-		}
-		if !b.more {
-			return total, nil
-		}
-	}
-}
-
-// relay runs relay.lua over entries (one user's, oldest first) and audits the events it
-// copied now.
-func (s *Store) relay(ctx context.Context, userTag string, entries []rueidis.XRangeEntry) (int, error) {
-	tenant := entries[0].FieldValues[events.FieldTenant]
-	args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10)}
-	for _, e := range entries {
-		if e.FieldValues[events.FieldTenant] != tenant {
-			break // (one user, one tenant: never expected)
-		}
-		args = append(args, e.ID, strconv.Itoa(2*len(e.FieldValues)))
-		for k, v := range e.FieldValues {
-			args = append(args, k, v)
-		}
-	}
-	tag := s.hasher.TenantTag(tenant)
-	rep, err := s.runRelay(ctx, []string{s.keys.EventStream(tag), s.keys.EventRelayed(tag, userTag)}, args)
-	if err != nil {
-		return 0, err
-	}
-	copied, err := rep.Strs(1)
-	if err != nil || rep.Code() != repo.CodeOK {
-		return 0, fmt.Errorf("events relay: %w", repo.ErrReply)
-	}
-	s.auditCopied(ctx, entries, copied)
-	return len(copied), nil
-}
-
-// auditCopied writes the audit line of each event copied now (so once, on the gateway that
-// copied it).
-func (s *Store) auditCopied(ctx context.Context, entries []rueidis.XRangeEntry, copied []string) {
-	if s.audit == nil || len(copied) == 0 {
-		return
-	}
-	now := make(map[string]bool, len(copied))
-	for _, id := range copied {
-		now[id] = true
-	}
-	for _, e := range entries {
-		if now[e.ID] {
-			if ev, err := events.FromEntry(e.ID, e.FieldValues); err == nil {
-				s.audit.Event(ctx, ev)
-			}
-		}
-	}
-}
 
 // Relay runs the relay in the background: Notify asks for one user's outbox (after a session
 // write), the sweep finds the outboxes left behind.
@@ -194,21 +113,23 @@ func (r *Relay) drain(ctx context.Context) {
 	}
 	clear(r.pending)
 	r.mu.Unlock()
-	// relayWorkers users at a time: one user's relay is a few round trips in a row, so a single
-	// worker fell behind a gateway creating thousands of sessions a second.
-	work := make(chan string)
+	// relayUsers users per worker, each a few round trips whatever their number: the users
+	// notified while one drain runs are relayed together by the next.
+	work := make(chan []string)
 	var wg sync.WaitGroup
-	for range min(relayWorkers, len(tags)) {
+	for range min(relayWorkers, (len(tags)+relayUsers-1)/relayUsers) {
 		wg.Go(func() {
-			for t := range work {
-				if _, err := r.s.RelayOutbox(ctx, t); err != nil && ctx.Err() == nil {
+			for chunk := range work {
+				if _, err := r.s.RelayUsers(ctx, chunk); err != nil && ctx.Err() == nil {
 					r.s.log.WarnContext(ctx, "events relay", "err", err)
 				}
 			}
 		})
 	}
-	for _, t := range tags {
-		work <- t
+	for len(tags) > 0 {
+		n := min(relayUsers, len(tags))
+		work <- tags[:n]
+		tags = tags[n:]
 	}
 	close(work)
 	wg.Wait()

@@ -1,15 +1,18 @@
--- relay.lua: copy a user's outbox entries into the tenant's event stream, exactly once, in
--- order. The caller read the entries from the outbox (under the user's tag, another slot) and
--- passes them here; the checkpoint, under the tenant's tag, holds the last outbox id copied,
--- so an entry at or before it (copied by an earlier relay whose gateway died before deleting it
--- from the outbox, or by a concurrent relay) is skipped. Outbox ids only grow (a Stream's ids
--- are ordered), so the checkpoint never moves back.
+-- relay.lua: copy the outbox entries of several users of one tenant into the tenant's event
+-- stream, exactly once, in order per user. The caller read the entries from the users' outboxes
+-- (under each user's tag, other slots) and passes them here; each user's checkpoint, under the
+-- tenant's tag, holds the last outbox id copied, so an entry at or before it (copied by an
+-- earlier relay whose gateway died before deleting it from the outbox, or by a concurrent
+-- relay) is skipped. Outbox ids only grow (a Stream's ids are ordered), so a checkpoint never
+-- moves back.
 -- KEYS[1]: the tenant's stream <prefix>:v1:events:{<tenantTag>}
--- KEYS[2]: the checkpoint <prefix>:v1:events:{<tenantTag>}:relayed:<userTag>
+-- KEYS[2..]: per user, its checkpoint <prefix>:v1:events:{<tenantTag>}:relayed:<userTag>
 -- ARGV[1]: the envelope (events.Envelope: only the retention is read), ARGV[2]: the
---          checkpoint's TTL in ms
--- ARGV[3..]: per entry: outbox id, n (the count of field, value strings), then the n strings
--- Reply: {'OK', last outbox id copied or skipped, outbox id copied...}
+--          checkpoints' TTL in ms
+-- ARGV[3..]: per user (in the order of KEYS[2..]): m (its entry count), then per entry: outbox
+--          id, n (the count of field, value strings), then the n strings
+-- Reply: {'OK', per user: how many of its entries were copied now (the last ones: those before
+--        were skipped)}
 
 --#include event_append
 
@@ -24,30 +27,33 @@ local function after(a, b)
 end
 
 local env = event_env(ARGV[1])
-local done = redis.call('GET', KEYS[2]) or ''
-local copied, last, i = {}, done, 3
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-while i <= #ARGV do
-  local id, n = ARGV[i], tonumber(ARGV[i + 1])
-  if after(id, last) then
-    local fv = {}
-    for j = i + 2, i + 1 + n do
-      fv[#fv + 1] = ARGV[j]
+local maxLen = string.format('%d', env.maxLen)
+local out = {'OK'}
+local any, i = false, 3
+for u = 2, #KEYS do
+  local done = redis.call('GET', KEYS[u]) or ''
+  local last, copied = done, 0
+  local m = tonumber(ARGV[i])
+  i = i + 1
+  for _ = 1, m do
+    local id, n = ARGV[i], tonumber(ARGV[i + 1])
+    if after(id, last) then
+      redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(ARGV, i + 2, i + 1 + n))
+      copied = copied + 1
+      last = id
     end
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', env.maxLen, '*', unpack(fv))
-    copied[#copied + 1] = id
-    last = id
+    i = i + 2 + n
   end
-  i = i + 2 + n
+  if copied > 0 then
+    redis.call('SET', KEYS[u], last, 'PX', ARGV[2])
+    any = true
+  end
+  out[#out + 1] = copied
 end
-if #copied > 0 then
+if any then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('XTRIM', KEYS[1], 'MINID', '~', string.format('%d', now - env.maxAge))
   redis.call('PEXPIRE', KEYS[1], string.format('%d', env.maxAge))
-  redis.call('SET', KEYS[2], last, 'PX', ARGV[2])
-end
-local out = {'OK', last}
-for _, id in ipairs(copied) do
-  out[#out + 1] = id
 end
 return out

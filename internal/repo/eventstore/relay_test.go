@@ -212,13 +212,19 @@ func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 func copyOnly(t *testing.T, es *Store, user string) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := es.outbox.read(ctx, user)
+	b, err := readOne(ctx, es, user)
 	if err != nil || len(b.entries) == 0 {
 		t.Fatalf("read %d events, %v", len(b.entries), err)
 	}
-	if _, err := es.relay(ctx, user, b.entries); err != nil {
-		t.Fatal(err)
+	if _, errs := es.copyUsers(ctx, []string{user}, []batch{b}); errs[0] != nil {
+		t.Fatal(errs[0])
 	}
+}
+
+// readOne is the outbox's read of one user's pending events.
+func readOne(ctx context.Context, es *Store, user string) (batch, error) {
+	bs, errs := es.outbox.read(ctx, []string{user})
+	return bs[0], errs[0]
 }
 
 // TestRelayEmptiesTheUserHash (per-user layout): once its events are copied, a user's hash
@@ -253,7 +259,7 @@ func TestRelayEmptiesTheUserHash(t *testing.T) {
 		}
 		// The bound: at most repo.EventOutboxMax pending, the oldest dropped.
 		appendOutbox(t, es, user, "acme", 0, repo.EventOutboxMax+5)
-		b, err := es.outbox.read(ctx, user)
+		b, err := readOne(ctx, es, user)
 		if err != nil || len(b.entries) == 0 || b.entries[0].FieldValues[events.FieldSubject] != fmt.Sprintf("s_%s_%06d", user, 5) {
 			t.Fatalf("first pending after %d appends: %v (%v)", repo.EventOutboxMax+5, b.entries[:min(1, len(b.entries))], err)
 		}

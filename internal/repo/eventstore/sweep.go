@@ -59,10 +59,8 @@ func (r *Relay) scanNode(ctx context.Context, node rueidis.Client, cursor uint64
 		if err != nil {
 			return cursor, err
 		}
-		for _, tag := range tags {
-			if _, err := r.s.RelayOutbox(ctx, tag); err != nil {
-				return cursor, err
-			}
+		if _, err := r.s.RelayUsers(ctx, tags); err != nil {
+			return cursor, err
 		}
 		if cursor = e.Cursor; cursor == 0 {
 			return 0, nil

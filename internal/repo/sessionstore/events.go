@@ -31,15 +31,21 @@ func (r *Sessions) eventWrite(ctx context.Context, tenant string, ref session.Re
 }
 
 // runEvents runs a session write script that may append events on c (runOn): keys, then the
-// outbox w names; args, then w's envelope. Once it ran, the relay is told the user's tag (a
-// refusal appends nothing: the relay finds nothing to copy).
+// outbox w names; args, then w's envelope. Once it ran and may have appended (appended), the
+// relay is told the user's tag; a refusal appends nothing, so it wakes no relay (events a dead
+// gateway left wait for the user's next write that appends, or for the sweep).
 func (r *Sessions) runEvents(ctx context.Context, c rueidis.Client, name string, l *rueidis.Lua, w eventWrite, keys, args []string) (repo.Reply, error) {
 	if w.outbox != "" {
 		keys = append(keys, w.outbox)
 	}
 	rep, err := r.runOn(ctx, c, name, l, keys, append(args, w.env))
-	if err == nil && w.env != "" && r.o.Relay != nil {
+	if err == nil && w.env != "" && r.o.Relay != nil && appended(rep.Code()) {
 		r.o.Relay(w.tag)
 	}
 	return rep, err
 }
+
+// appended reports whether a session write script that answered code may have appended
+// events: a change (OK) or a wrong MFA code (session.mfa_failed); every other answer is a
+// refusal.
+func appended(code repo.Code) bool { return code == repo.CodeOK || code == repo.CodeWrongCode }
