@@ -115,8 +115,11 @@ func TestDurableSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Durability(); d.Replicas != -1 || d.Timeout != 2*time.Second || d.CredentialsOnly {
-		t.Fatalf("defaults: %+v, want auto (-1), 2s and every write", d)
+	if d := c.Durability(); d.Replicas != -1 || d.Timeout != 2*time.Second || d.CredentialsOnly || d.UnconfirmedReads {
+		t.Fatalf("defaults: %+v, want auto (-1), 2s, every write and every read", d)
+	}
+	if c, err := Load(env(map[string]string{"GATEWAY_DURABLE_READS": "off"})); err != nil || !c.Durability().UnconfirmedReads {
+		t.Errorf("GATEWAY_DURABLE_READS=off: %+v, %v", c.Durability(), err)
 	}
 	if c, err := Load(env(map[string]string{"GATEWAY_DURABLE_WRITES": "credentials"})); err != nil || !c.Durability().CredentialsOnly {
 		t.Errorf("GATEWAY_DURABLE_WRITES=credentials: %+v, %v", c.Durability(), err)
@@ -131,7 +134,7 @@ func TestDurableSettings(t *testing.T) {
 		}
 	}
 	for _, bad := range []map[string]string{{"GATEWAY_DURABLE_REPLICAS": "some"}, {"GATEWAY_DURABLE_REPLICAS": "-1"},
-		{"GATEWAY_DURABLE_REPLICAS": "100"}, {"GATEWAY_DURABLE_TIMEOUT": "0s"}, {"GATEWAY_DURABLE_WRITES": "some"}} {
+		{"GATEWAY_DURABLE_REPLICAS": "100"}, {"GATEWAY_DURABLE_TIMEOUT": "0s"}, {"GATEWAY_DURABLE_WRITES": "some"}, {"GATEWAY_DURABLE_READS": "some"}} {
 		if _, err := Load(env(bad)); err == nil || !strings.Contains(err.Error(), "GATEWAY_DURABLE_") {
 			t.Errorf("%v: err %v", bad, err)
 		}
