@@ -24,25 +24,27 @@ type CaseService interface {
 
 var _ CaseService = (*cases.Service)(nil)
 
-// caseChange builds a transition request from the caller, the case id and the optional If-Match.
-func (s *Server) caseChange(ctx context.Context, id string, ifMatch *string, reason string) (cases.Change, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return cases.Change{}, err
-	}
+// moveCase runs one transition of the caller's case id: ch says what the body asks (the reason,
+// an assignment), ifMatch the version it must be at (none: any). Every transition answers the
+// case as written, with its ETag.
+func (s *Server) moveCase(ctx context.Context, move func(context.Context, cases.Change) (*cases.Case, error),
+	id string, ifMatch *string, ch cases.Change) (CaseTransitionedJSONResponse, error) {
 	v, err := ifMatchVersion(ifMatch, false)
 	if err != nil {
-		return cases.Change{}, err
+		return CaseTransitionedJSONResponse{}, err
 	}
-	return cases.Change{Tenant: p.Tenant, ID: id, IfMatch: v, Reason: reason, Actor: caseActor(p)}, nil
+	p := caller(ctx)
+	ch.Tenant, ch.ID, ch.IfMatch, ch.Actor = p.Tenant, id, v, caseActor(p)
+	c, err := move(ctx, ch)
+	if err != nil {
+		return CaseTransitionedJSONResponse{}, err
+	}
+	return CaseTransitionedJSONResponse{Body: caseView(c), Headers: CaseTransitionedResponseHeaders{ETag: etagOf(c.StateVersion)}}, nil
 }
 
 // CreateCase opens a case; with an Idempotency-Key a retry replays the first 201.
 func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject) (CreateCaseResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p := caller(ctx)
 	b := *request.Body
 	b.DueAt = ts(b.DueAt.UTC()) // one instant, one request hash, whatever the offset it was written in
 	in := cases.NewCase{Tenant: p.Tenant, SubjectRef: b.SubjectRef, AssignedTeam: b.AssignedTeam, Assignee: deref(b.Assignee), DueAt: b.DueAt.Time, Reason: b.Reason, Actor: caseActor(p)}
@@ -58,11 +60,7 @@ func (s *Server) CreateCase(ctx context.Context, request CreateCaseRequestObject
 
 // GetCase returns the case with its ETag.
 func (s *Server) GetCase(ctx context.Context, request GetCaseRequestObject) (GetCaseResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.Cases.Get(ctx, p.Tenant, request.CaseId)
+	c, err := s.Cases.Get(ctx, caller(ctx).Tenant, request.CaseId)
 	if err != nil {
 		return nil, err
 	}
@@ -71,64 +69,37 @@ func (s *Server) GetCase(ctx context.Context, request GetCaseRequestObject) (Get
 
 // EscalateCase raises the escalation level by one (409 max-escalation at the maximum).
 func (s *Server) EscalateCase(ctx context.Context, request EscalateCaseRequestObject) (EscalateCaseResponseObject, error) {
-	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, request.Body.Reason)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.Cases.Escalate(ctx, ch)
-	if err != nil {
-		return nil, err
-	}
-	return EscalateCase200JSONResponse{caseTransitioned(c)}, nil
+	r, err := s.moveCase(ctx, s.Cases.Escalate, request.CaseId, request.Params.IfMatch, cases.Change{Reason: request.Body.Reason})
+	return EscalateCase200JSONResponse{r}, err
 }
 
 // AssignCase hands the case to a team, and to a person within it when the body names one.
 func (s *Server) AssignCase(ctx context.Context, request AssignCaseRequestObject) (AssignCaseResponseObject, error) {
-	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, deref(request.Body.Reason))
-	if err != nil {
-		return nil, err
-	}
-	ch.AssignedTeam, ch.Assignee = request.Body.AssignedTeam, deref(request.Body.Assignee)
-	c, err := s.Cases.Assign(ctx, ch)
-	if err != nil {
-		return nil, err
-	}
-	return AssignCase200JSONResponse{caseTransitioned(c)}, nil
+	b := request.Body
+	r, err := s.moveCase(ctx, s.Cases.Assign, request.CaseId, request.Params.IfMatch,
+		cases.Change{Reason: deref(b.Reason), AssignedTeam: b.AssignedTeam, Assignee: deref(b.Assignee)})
+	return AssignCase200JSONResponse{r}, err
 }
 
 // ResolveCase moves the case to RESOLVED.
 func (s *Server) ResolveCase(ctx context.Context, request ResolveCaseRequestObject) (ResolveCaseResponseObject, error) {
-	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, request.Body.Reason)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.Cases.Resolve(ctx, ch)
-	if err != nil {
-		return nil, err
-	}
-	return ResolveCase200JSONResponse{caseTransitioned(c)}, nil
+	r, err := s.moveCase(ctx, s.Cases.Resolve, request.CaseId, request.Params.IfMatch, cases.Change{Reason: request.Body.Reason})
+	return ResolveCase200JSONResponse{r}, err
 }
 
 // ReopenCase moves a RESOLVED case back to OPEN.
 func (s *Server) ReopenCase(ctx context.Context, request ReopenCaseRequestObject) (ReopenCaseResponseObject, error) {
-	ch, err := s.caseChange(ctx, request.CaseId, request.Params.IfMatch, request.Body.Reason)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.Cases.Reopen(ctx, ch)
-	if err != nil {
-		return nil, err
-	}
-	return ReopenCase200JSONResponse{caseTransitioned(c)}, nil
+	r, err := s.moveCase(ctx, s.Cases.Reopen, request.CaseId, request.Params.IfMatch, cases.Change{Reason: request.Body.Reason})
+	return ReopenCase200JSONResponse{r}, err
 }
 
 // GetCaseHistory lists the case's transitions, newest first.
 func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	events, err := s.Cases.History(ctx, p.Tenant, request.CaseId, deref(request.Params.Cursor), limit)
+	events, err := s.Cases.History(ctx, caller(ctx).Tenant, request.CaseId, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +112,6 @@ func caseHistoryEntry(ev cases.Event) CaseHistoryEntry {
 		FromStatus: stringOrNil(ev.FromStatus), ToStatus: CaseStatus(ev.ToStatus), EscalationLevel: ev.EscalationLevel,
 		AssignedTeam: stringOrNil(ev.AssignedTeam), Assignee: stringOrNil(ev.Assignee), Reason: stringOrNil(ev.Reason), Actor: stringOrNil(ev.Actor),
 		StateVersion: ev.StateVersion}
-}
-
-func caseTransitioned(c *cases.Case) CaseTransitionedJSONResponse {
-	return CaseTransitionedJSONResponse{Body: caseView(c), Headers: CaseTransitionedResponseHeaders{ETag: etagOf(c.StateVersion)}}
 }
 
 func caseView(c *cases.Case) Case {

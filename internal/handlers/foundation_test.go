@@ -72,6 +72,46 @@ func TestEveryPathIsRouted(t *testing.T) {
 	}
 }
 
+// Handlers take their caller from the context without checking (caller): the authentication
+// middleware must refuse every request to an operation with security requirements before its
+// handler runs, and the public operations must answer without asking for one (caller panics
+// there: a 500).
+func TestNoHandlerRunsWithoutItsCaller(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	spec, err := GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := regexp.MustCompile(`\{[^}]+\}`)
+	public := 0
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			security := spec.Security
+			if op.Security != nil {
+				security = *op.Security
+			}
+			url := fill.ReplaceAllString(path, "x")
+			var body any
+			if op.RequestBody != nil {
+				body = map[string]any{}
+			}
+			rec := h.do(method, url, body)
+			switch {
+			case len(security) > 0 && rec.Code != http.StatusUnauthorized:
+				t.Errorf("%s %s without credentials: %d %s, want 401 before the handler", method, path, rec.Code, rec.Body)
+			case len(security) == 0 && rec.Code >= 500:
+				t.Errorf("%s %s (public): %d %s", method, path, rec.Code, rec.Body)
+			case len(security) == 0:
+				public++
+			}
+		}
+	}
+	if public == 0 {
+		t.Fatal("no public operation tried")
+	}
+}
+
 func TestUnknownPathAndMethod(t *testing.T) {
 	t.Parallel()
 	h := embedded(t)

@@ -11,9 +11,9 @@ package handlers
 //
 // Its handler then does:
 //
-//	p, limit, err := listCaller(ctx, request.Params.Limit) // limit 50 when absent; 400 naming `limit` outside 1..100
+//	limit, err := pageLimit(request.Params.Limit) // 50 when absent; 400 naming `limit` outside 1..100
 //	...
-//	page, err := s.Things.List(ctx, p, deref(request.Params.Cursor), limit)
+//	page, err := s.Things.List(ctx, caller(ctx).Tenant, deref(request.Params.Cursor), limit)
 //	...
 //	return ListThings200JSONResponse{Body: ThingPage{Items: views(page.Items, thingView), ...},
 //		Headers: ListThings200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil // nil on the last page
@@ -33,7 +33,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hashgate/hashgate/internal/apperr"
-	"github.com/hashgate/hashgate/internal/auth"
 )
 
 // The page sizes of every list (the spec's Limit parameter).
@@ -54,17 +53,6 @@ func pageLimit(limit *int) (int, error) {
 			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1.." + strconv.Itoa(MaxPageLimit)}}}
 	}
 	return *limit, nil
-}
-
-// listCaller is the preamble of a list operation: its caller (caller) and the page size the
-// request asks for (pageLimit).
-func listCaller(ctx context.Context, limit *int) (*auth.Principal, int, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	n, err := pageLimit(limit)
-	return p, n, err
 }
 
 // views is the response view of each of a page's items, in order.

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/idempotency"
 	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/quotes"
@@ -25,29 +24,16 @@ type QuoteService interface {
 
 var _ QuoteService = (*quotes.Service)(nil)
 
-// quoteWrite is the caller and the required If-Match version of a write to a draft
-// (If-Match: * is quotes.AnyVersion).
-func (s *Server) quoteWrite(ctx context.Context, ifMatch IfMatch) (*auth.Principal, int64, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
+// quoteVersion is the version a write to a draft requires (If-Match: * is quotes.AnyVersion).
+func quoteVersion(ifMatch IfMatch) (int64, error) {
 	h := string(ifMatch)
-	v, err := ifMatchOrAny(&h, quotes.AnyVersion)
-	if err != nil {
-		return nil, 0, err
-	}
-	return p, v, nil
+	return ifMatchOrAny(&h, quotes.AnyVersion)
 }
 
 // CreateQuote opens a draft; with an Idempotency-Key a retry replays the first 201.
 func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
 	b := request.Body
-	in := quotes.NewQuote{Tenant: p.Tenant, CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, Currency: b.Currency}
+	in := quotes.NewQuote{Tenant: caller(ctx).Tenant, CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, Currency: b.Currency}
 	out, err := s.Quotes.Create(ctx, in, idempotency.Key{Value: request.Params.IdempotencyKey, Request: b},
 		func(q *quotes.Quote) (idempotency.Response, error) {
 			return createdJSON("/v1/quotes/"+q.ID, q.StateVersion, quoteView(q))
@@ -60,12 +46,12 @@ func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObje
 
 // ListQuotes pages through the tenant's drafts, filtered, newest change first.
 func (s *Server) ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
 	in := request.Params
-	q := quotes.ListQuery{Tenant: p.Tenant, CustomerID: deref(in.CustomerId), SalesChannel: deref(in.SalesChannel),
+	q := quotes.ListQuery{Tenant: caller(ctx).Tenant, CustomerID: deref(in.CustomerId), SalesChannel: deref(in.SalesChannel),
 		Cursor: deref(in.Cursor), Limit: limit}
 	if in.Status != nil {
 		for _, st := range *in.Status {
@@ -85,11 +71,7 @@ func (s *Server) ListQuotes(ctx context.Context, request ListQuotesRequestObject
 
 // GetQuote returns the draft with its ETag.
 func (s *Server) GetQuote(ctx context.Context, request GetQuoteRequestObject) (GetQuoteResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	q, err := s.Quotes.Get(ctx, p.Tenant, request.QuoteId)
+	q, err := s.Quotes.Get(ctx, caller(ctx).Tenant, request.QuoteId)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +80,12 @@ func (s *Server) GetQuote(ctx context.Context, request GetQuoteRequestObject) (G
 
 // PatchQuote merge-patches the draft at the If-Match version.
 func (s *Server) PatchQuote(ctx context.Context, request PatchQuoteRequestObject) (PatchQuoteResponseObject, error) {
-	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
+	v, err := quoteVersion(request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
 	b := request.Body
-	q, err := s.Quotes.Patch(ctx, p.Tenant, request.QuoteId, v,
+	q, err := s.Quotes.Patch(ctx, caller(ctx).Tenant, request.QuoteId, v,
 		quotes.Patch{CustomerID: b.CustomerId, SalesChannel: b.SalesChannel, DiscountMinor: b.DiscountMinor, TaxMinor: b.TaxMinor})
 	if err != nil {
 		return nil, err
@@ -113,23 +95,16 @@ func (s *Server) PatchQuote(ctx context.Context, request PatchQuoteRequestObject
 
 // DeleteQuote removes the draft and its items (idempotent).
 func (s *Server) DeleteQuote(ctx context.Context, request DeleteQuoteRequestObject) (DeleteQuoteResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Quotes.Delete(ctx, p.Tenant, request.QuoteId); err != nil {
-		return nil, err
-	}
-	return DeleteQuote204Response{}, nil
+	return DeleteQuote204Response{}, s.Quotes.Delete(ctx, caller(ctx).Tenant, request.QuoteId)
 }
 
 // ListQuoteItems returns the line items, ordered by item id, with the draft's ETag.
 func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	items, q, err := s.Quotes.Items(ctx, p.Tenant, request.QuoteId, deref(request.Params.Cursor), limit)
+	items, q, err := s.Quotes.Items(ctx, caller(ctx).Tenant, request.QuoteId, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -139,13 +114,13 @@ func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsReque
 
 // PutQuoteItem adds or replaces a line item at the If-Match version; totals are recomputed.
 func (s *Server) PutQuoteItem(ctx context.Context, request PutQuoteItemRequestObject) (PutQuoteItemResponseObject, error) {
-	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
+	v, err := quoteVersion(request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
 	b := request.Body
 	it := quotes.Item{ID: request.ItemId, SKU: b.Sku, Quantity: b.Quantity, UnitPriceMinor: b.UnitPriceMinor, Description: deref(b.Description)}
-	q, err := s.Quotes.PutItem(ctx, p.Tenant, request.QuoteId, v, it)
+	q, err := s.Quotes.PutItem(ctx, caller(ctx).Tenant, request.QuoteId, v, it)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +129,11 @@ func (s *Server) PutQuoteItem(ctx context.Context, request PutQuoteItemRequestOb
 
 // DeleteQuoteItem removes a line item at the If-Match version; totals are recomputed.
 func (s *Server) DeleteQuoteItem(ctx context.Context, request DeleteQuoteItemRequestObject) (DeleteQuoteItemResponseObject, error) {
-	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
+	v, err := quoteVersion(request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.Quotes.DeleteItem(ctx, p.Tenant, request.QuoteId, request.ItemId, v)
+	q, err := s.Quotes.DeleteItem(ctx, caller(ctx).Tenant, request.QuoteId, request.ItemId, v)
 	if err != nil {
 		return nil, err
 	}
@@ -167,11 +142,11 @@ func (s *Server) DeleteQuoteItem(ctx context.Context, request DeleteQuoteItemReq
 
 // SubmitQuote moves the draft from DRAFT to SUBMITTED at the If-Match version.
 func (s *Server) SubmitQuote(ctx context.Context, request SubmitQuoteRequestObject) (SubmitQuoteResponseObject, error) {
-	p, v, err := s.quoteWrite(ctx, request.Params.IfMatch)
+	v, err := quoteVersion(request.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.Quotes.Submit(ctx, p.Tenant, request.QuoteId, v)
+	q, err := s.Quotes.Submit(ctx, caller(ctx).Tenant, request.QuoteId, v)
 	if err != nil {
 		return nil, err
 	}

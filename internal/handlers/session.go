@@ -13,11 +13,7 @@ const (
 // GetCurrentSession is "who am I". Authentication already read the session's view (and slid
 // the idle window if it was due); Current answers with that view, so this costs no second read.
 func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionRequestObject) (GetCurrentSessionResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := s.Sessions.Current(ctx, p)
+	v, err := s.Sessions.Current(ctx, caller(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +23,7 @@ func (s *Server) GetCurrentSession(ctx context.Context, _ GetCurrentSessionReque
 // Logout revokes the caller's session, clears the cookie and asks the browser to drop
 // cookies and storage for this origin.
 func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Sessions.Logout(ctx, p); err != nil {
+	if err := s.Sessions.Logout(ctx, caller(ctx)); err != nil {
 		return nil, err
 	}
 	cookie, site := clearSessionCookie, clearSiteData
@@ -40,7 +32,8 @@ func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutRespo
 
 // ListMyDevices is the caller's live sessions; the caller's own is marked current.
 func (s *Server) ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	p := caller(ctx)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -54,24 +47,13 @@ func (s *Server) ListMyDevices(ctx context.Context, request ListMyDevicesRequest
 
 // RevokeMyDevice signs out one of the caller's sessions (idempotent); another user's is 404.
 func (s *Server) RevokeMyDevice(ctx context.Context, request RevokeMyDeviceRequestObject) (RevokeMyDeviceResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Sessions.RevokeDevice(ctx, p, request.SessionId); err != nil {
-		return nil, err
-	}
-	return RevokeMyDevice204Response{}, nil
+	return RevokeMyDevice204Response{}, s.Sessions.RevokeDevice(ctx, caller(ctx), request.SessionId)
 }
 
 // RevokeMyOtherDevices signs out every other session of the caller in one atomic step; the
 // caller's own session stays.
 func (s *Server) RevokeMyOtherDevices(ctx context.Context, _ RevokeMyOtherDevicesRequestObject) (RevokeMyOtherDevicesResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.Sessions.RevokeOtherDevices(ctx, p)
+	n, err := s.Sessions.RevokeOtherDevices(ctx, caller(ctx))
 	if err != nil {
 		return nil, err
 	}

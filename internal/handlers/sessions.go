@@ -34,10 +34,6 @@ var _ SessionService = (*sessions.Service)(nil)
 
 // CreateSession starts a session for a user who has just logged in; the token is shown once.
 func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
 	b := request.Body
 	if b == nil {
 		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
@@ -47,7 +43,7 @@ func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequest
 	if d := b.Device; d != nil {
 		in.DeviceLabel, in.UserAgent, in.IP = deref(d.Label), deref(d.UserAgent), deref(d.Ip)
 	}
-	is, err := s.Sessions.Create(ctx, p.Tenant, in)
+	is, err := s.Sessions.Create(ctx, caller(ctx).Tenant, in)
 	if err != nil {
 		return nil, err
 	}
@@ -56,11 +52,7 @@ func (s *Server) CreateSession(ctx context.Context, request CreateSessionRequest
 
 // GetSession is the full view of a session of the caller's tenant.
 func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := s.Sessions.Get(ctx, p.Tenant, request.SessionId)
+	v, err := s.Sessions.Get(ctx, caller(ctx).Tenant, request.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -69,26 +61,15 @@ func (s *Server) GetSession(ctx context.Context, request GetSessionRequestObject
 
 // DeleteSession revokes a session (idempotent: 204 whether or not it was live).
 func (s *Server) DeleteSession(ctx context.Context, request DeleteSessionRequestObject) (DeleteSessionResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Sessions.Revoke(ctx, p.Tenant, request.SessionId); err != nil {
-		return nil, err
-	}
-	return DeleteSession204Response{}, nil
+	return DeleteSession204Response{}, s.Sessions.Revoke(ctx, caller(ctx).Tenant, request.SessionId)
 }
 
 // SetSessionGroups replaces a session's groups; every replica's forward auth sees them at once.
 func (s *Server) SetSessionGroups(ctx context.Context, request SetSessionGroupsRequestObject) (SetSessionGroupsResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if request.Body == nil {
 		return nil, apperr.New(apperr.Validation, "A JSON body is required.")
 	}
-	v, err := s.Sessions.SetGroups(ctx, p.Tenant, request.SessionId, request.Body.Groups)
+	v, err := s.Sessions.SetGroups(ctx, caller(ctx).Tenant, request.SessionId, request.Body.Groups)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +78,7 @@ func (s *Server) SetSessionGroups(ctx context.Context, request SetSessionGroupsR
 
 // RotateSession issues a new token; the old one stops working at once.
 func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequestObject) (RotateSessionResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	is, err := s.Sessions.Rotate(ctx, p.Tenant, request.SessionId)
+	is, err := s.Sessions.Rotate(ctx, caller(ctx).Tenant, request.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +87,7 @@ func (s *Server) RotateSession(ctx context.Context, request RotateSessionRequest
 
 // CreateMfaChallenge starts a step-up; the caller delivers the code out of band.
 func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChallengeRequestObject) (CreateMfaChallengeResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.Sessions.StartChallenge(ctx, p.Tenant, request.SessionId)
+	c, err := s.Sessions.StartChallenge(ctx, caller(ctx).Tenant, request.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +97,7 @@ func (s *Server) CreateMfaChallenge(ctx context.Context, request CreateMfaChalle
 
 // VerifyMfa checks the code; on success the session steps up and its token rotates.
 func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) (VerifyMfaResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	is, err := s.Sessions.Verify(ctx, p.Tenant, request.SessionId, request.Body.ChallengeId, request.Body.Code)
+	is, err := s.Sessions.Verify(ctx, caller(ctx).Tenant, request.SessionId, request.Body.ChallengeId, request.Body.Code)
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +108,11 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 
 // ListUserSessions is the user's live sessions, newest first.
 func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.Sessions.ListUser(ctx, p.Tenant, request.UserId, deref(request.Params.Cursor), limit)
+	list, err := s.Sessions.ListUser(ctx, caller(ctx).Tenant, request.UserId, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -153,11 +122,7 @@ func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsR
 
 // RevokeUserSessions revokes every session of the user, optionally keeping one.
 func (s *Server) RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.Sessions.RevokeUser(ctx, p.Tenant, request.UserId, deref(request.Params.Except))
+	n, err := s.Sessions.RevokeUser(ctx, caller(ctx).Tenant, request.UserId, deref(request.Params.Except))
 	if err != nil {
 		return nil, err
 	}

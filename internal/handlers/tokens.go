@@ -21,11 +21,7 @@ type TokenService interface {
 
 // IssueToken mints a token in the caller's tenant with a subset of the caller's scopes.
 func (s *Server) IssueToken(ctx context.Context, request IssueTokenRequestObject) (IssueTokenResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.Tokens.Issue(ctx, p, issueRequest(*request.Body))
+	out, err := s.Tokens.Issue(ctx, caller(ctx), issueRequest(*request.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -52,11 +48,11 @@ func issueRequest(b TokenIssueRequest) tokens.IssueRequest {
 
 // ListTokens pages through the caller's tenant's tokens, newest first.
 func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Tokens.List(ctx, p, deref(request.Params.Cursor), limit)
+	page, err := s.Tokens.List(ctx, caller(ctx), deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +62,7 @@ func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject
 
 // GetToken returns a token's metadata (never the token).
 func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (GetTokenResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	t, err := s.Tokens.Get(ctx, p, request.TokenId)
+	t, err := s.Tokens.Get(ctx, caller(ctx), request.TokenId)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +71,7 @@ func (s *Server) GetToken(ctx context.Context, request GetTokenRequestObject) (G
 
 // RevokeToken revokes a token: 204 whether it was live, already revoked or unknown.
 func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.Tokens.Revoke(ctx, p, request.TokenId, deref(request.Params.Reason)); err != nil {
+	if _, err := s.Tokens.Revoke(ctx, caller(ctx), request.TokenId, deref(request.Params.Reason)); err != nil {
 		return nil, err
 	}
 	return RevokeToken204Response{}, nil
@@ -91,10 +79,6 @@ func (s *Server) RevokeToken(ctx context.Context, request RevokeTokenRequestObje
 
 // IntrospectToken answers RFC 7662 introspection from a JSON or form body.
 func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenRequestObject) (IntrospectTokenResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
 	body := request.JSONBody
 	if body == nil {
 		body = request.FormdataBody
@@ -102,7 +86,7 @@ func (s *Server) IntrospectToken(ctx context.Context, request IntrospectTokenReq
 	if body == nil {
 		return nil, apperr.New(apperr.Validation, "Send {token} as JSON or as a form.")
 	}
-	in, err := s.Tokens.Introspect(ctx, p, body.Token)
+	in, err := s.Tokens.Introspect(ctx, caller(ctx), body.Token)
 	if err != nil {
 		return nil, err
 	}

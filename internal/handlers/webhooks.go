@@ -39,11 +39,11 @@ func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequest
 
 // ListWebhooks answers one page of the tenant's webhooks, oldest first.
 func (s *Server) ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := s.Webhooks.List(ctx, p.Tenant, deref(request.Params.Cursor), limit)
+	pg, err := s.Webhooks.List(ctx, caller(ctx).Tenant, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +53,7 @@ func (s *Server) ListWebhooks(ctx context.Context, request ListWebhooksRequestOb
 
 // GetWebhook answers one webhook (never its secret).
 func (s *Server) GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w, err := s.Webhooks.Get(ctx, p.Tenant, request.WebhookId)
+	w, err := s.Webhooks.Get(ctx, caller(ctx).Tenant, request.WebhookId)
 	if err != nil {
 		return nil, err
 	}
@@ -66,23 +62,12 @@ func (s *Server) GetWebhook(ctx context.Context, request GetWebhookRequestObject
 
 // DeleteWebhook removes a webhook (idempotent).
 func (s *Server) DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Webhooks.Delete(ctx, p.Tenant, request.WebhookId); err != nil {
-		return nil, err
-	}
-	return DeleteWebhook204Response{}, nil
+	return DeleteWebhook204Response{}, s.Webhooks.Delete(ctx, caller(ctx).Tenant, request.WebhookId)
 }
 
 // PingWebhook sends a signed webhook.ping now and answers the attempt.
 func (s *Server) PingWebhook(ctx context.Context, request PingWebhookRequestObject) (PingWebhookResponseObject, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d, err := s.Webhooks.Ping(ctx, p.Tenant, request.WebhookId)
+	d, err := s.Webhooks.Ping(ctx, caller(ctx).Tenant, request.WebhookId)
 	if err != nil {
 		return nil, err
 	}
@@ -91,11 +76,11 @@ func (s *Server) PingWebhook(ctx context.Context, request PingWebhookRequestObje
 
 // ListWebhookDeliveries answers one page of the webhook's recent deliveries, newest first.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error) {
-	p, limit, err := listCaller(ctx, request.Params.Limit)
+	limit, err := pageLimit(request.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := s.Webhooks.Deliveries(ctx, p.Tenant, request.WebhookId, deref(request.Params.Cursor), limit)
+	pg, err := s.Webhooks.Deliveries(ctx, caller(ctx).Tenant, request.WebhookId, deref(request.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
