@@ -95,11 +95,7 @@ func (s *Server) ReopenCase(ctx context.Context, request ReopenCaseRequestObject
 
 // GetCaseHistory lists the case's transitions, newest first.
 func (s *Server) GetCaseHistory(ctx context.Context, request GetCaseHistoryRequestObject) (GetCaseHistoryResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	events, err := s.Cases.History(ctx, caller(ctx).Tenant, request.CaseId, deref(request.Params.Cursor), limit)
+	events, err := s.Cases.History(ctx, caller(ctx).Tenant, request.CaseId, deref(request.Params.Cursor), pageSize(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,7 @@ import (
 // ListCases answers one page of the caller's tenant's cases; assignee=me is the caller's own
 // subject.
 func (s *Server) ListCases(ctx context.Context, request ListCasesRequestObject) (ListCasesResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.Cases.List(ctx, caseQuery(caller(ctx), request.Params, limit))
+	page, err := s.Cases.List(ctx, caseQuery(caller(ctx), request.Params, pageSize(request.Params.Limit)))
 	if err != nil {
 		return nil, err
 	}

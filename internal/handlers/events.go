@@ -36,11 +36,7 @@ func (s *Server) ListEvents(ctx context.Context, request ListEventsRequestObject
 		return nil, err
 	}
 	q := request.Params
-	limit, err := pageLimit(q.Limit)
-	if err != nil {
-		return nil, err
-	}
-	items, next, err := s.Events.List(ctx, p.Tenant, eventFilter(q.Type, q.Subject), deref(q.Cursor), limit)
+	items, next, err := s.Events.List(ctx, p.Tenant, eventFilter(q.Type, q.Subject), deref(q.Cursor), pageSize(q.Limit))
 	if err != nil {
 		return nil, err
 	}

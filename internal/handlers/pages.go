@@ -11,9 +11,7 @@ package handlers
 //
 // Its handler then does:
 //
-//	limit, err := pageLimit(request.Params.Limit) // 50 when absent; 400 naming `limit` outside 1..100
-//	...
-//	page, err := s.Things.List(ctx, caller(ctx).Tenant, deref(request.Params.Cursor), limit)
+//	page, err := s.Things.List(ctx, caller(ctx).Tenant, deref(request.Params.Cursor), pageSize(request.Params.Limit))
 //	...
 //	return ListThings200JSONResponse{Body: ThingPage{Items: views(page.Items, thingView), ...},
 //		Headers: ListThings200ResponseHeaders{Link: nextLink(ctx, page.NextCursor)}}, nil // nil on the last page
@@ -41,18 +39,14 @@ const (
 	MaxPageLimit     = 100
 )
 
-// pageLimit is the page size the request asks for: DefaultPageLimit when absent, a 400
-// naming `limit` outside 1..MaxPageLimit (the validator refuses that first; this keeps a
-// handler called without it honest).
-func pageLimit(limit *int) (int, error) {
+// pageSize is the page size the request asks for: DefaultPageLimit when absent. The validator
+// refuses a limit outside 1..MaxPageLimit (the spec's bounds) with a 400 naming it before any
+// list handler runs; the clamp keeps every service's page bounded all the same.
+func pageSize(limit *int) int {
 	if limit == nil {
-		return DefaultPageLimit, nil
+		return DefaultPageLimit
 	}
-	if *limit < 1 || *limit > MaxPageLimit {
-		return 0, &apperr.Error{Kind: apperr.Validation, Detail: "The limit must be within 1.." + strconv.Itoa(MaxPageLimit) + ".",
-			Fields: []apperr.FieldError{{Parameter: "query:limit", Detail: "must be within 1.." + strconv.Itoa(MaxPageLimit)}}}
-	}
-	return *limit, nil
+	return min(max(*limit, 1), MaxPageLimit)
 }
 
 // views is the response view of each of a page's items, in order.

@@ -46,13 +46,9 @@ func (s *Server) CreateQuote(ctx context.Context, request CreateQuoteRequestObje
 
 // ListQuotes pages through the tenant's drafts, filtered, newest change first.
 func (s *Server) ListQuotes(ctx context.Context, request ListQuotesRequestObject) (ListQuotesResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
 	in := request.Params
 	q := quotes.ListQuery{Tenant: caller(ctx).Tenant, CustomerID: deref(in.CustomerId), SalesChannel: deref(in.SalesChannel),
-		Cursor: deref(in.Cursor), Limit: limit}
+		Cursor: deref(in.Cursor), Limit: pageSize(request.Params.Limit)}
 	if in.Status != nil {
 		for _, st := range *in.Status {
 			q.Statuses = append(q.Statuses, string(st))
@@ -100,11 +96,7 @@ func (s *Server) DeleteQuote(ctx context.Context, request DeleteQuoteRequestObje
 
 // ListQuoteItems returns the line items, ordered by item id, with the draft's ETag.
 func (s *Server) ListQuoteItems(ctx context.Context, request ListQuoteItemsRequestObject) (ListQuoteItemsResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	items, q, err := s.Quotes.Items(ctx, caller(ctx).Tenant, request.QuoteId, deref(request.Params.Cursor), limit)
+	items, q, err := s.Quotes.Items(ctx, caller(ctx).Tenant, request.QuoteId, deref(request.Params.Cursor), pageSize(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}

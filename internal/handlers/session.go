@@ -33,11 +33,7 @@ func (s *Server) Logout(ctx context.Context, _ LogoutRequestObject) (LogoutRespo
 // ListMyDevices is the caller's live sessions; the caller's own is marked current.
 func (s *Server) ListMyDevices(ctx context.Context, request ListMyDevicesRequestObject) (ListMyDevicesResponseObject, error) {
 	p := caller(ctx)
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	list, err := s.Sessions.Devices(ctx, p, deref(request.Params.Cursor), limit)
+	list, err := s.Sessions.Devices(ctx, p, deref(request.Params.Cursor), pageSize(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}

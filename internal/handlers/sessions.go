@@ -108,11 +108,7 @@ func (s *Server) VerifyMfa(ctx context.Context, request VerifyMfaRequestObject) 
 
 // ListUserSessions is the user's live sessions, newest first.
 func (s *Server) ListUserSessions(ctx context.Context, request ListUserSessionsRequestObject) (ListUserSessionsResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	list, err := s.Sessions.ListUser(ctx, caller(ctx).Tenant, request.UserId, deref(request.Params.Cursor), limit)
+	list, err := s.Sessions.ListUser(ctx, caller(ctx).Tenant, request.UserId, deref(request.Params.Cursor), pageSize(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}

@@ -48,11 +48,7 @@ func issueRequest(b TokenIssueRequest) tokens.IssueRequest {
 
 // ListTokens pages through the caller's tenant's tokens, newest first.
 func (s *Server) ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.Tokens.List(ctx, caller(ctx), deref(request.Params.Cursor), limit)
+	page, err := s.Tokens.List(ctx, caller(ctx), deref(request.Params.Cursor), pageSize(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}

@@ -39,11 +39,7 @@ func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequest
 
 // ListWebhooks answers one page of the tenant's webhooks, oldest first.
 func (s *Server) ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	pg, err := s.Webhooks.List(ctx, caller(ctx).Tenant, deref(request.Params.Cursor), limit)
+	pg, err := s.Webhooks.List(ctx, caller(ctx).Tenant, deref(request.Params.Cursor), pageSize(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +72,7 @@ func (s *Server) PingWebhook(ctx context.Context, request PingWebhookRequestObje
 
 // ListWebhookDeliveries answers one page of the webhook's recent deliveries, newest first.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error) {
-	limit, err := pageLimit(request.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	pg, err := s.Webhooks.Deliveries(ctx, caller(ctx).Tenant, request.WebhookId, deref(request.Params.Cursor), limit)
+	pg, err := s.Webhooks.Deliveries(ctx, caller(ctx).Tenant, request.WebhookId, deref(request.Params.Cursor), pageSize(request.Params.Limit))
 	if err != nil {
 		return nil, err
 	}
