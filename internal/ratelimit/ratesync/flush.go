@@ -42,9 +42,10 @@ func (it flushItem) args() []string {
 		strconv.FormatInt(it.c.p.Buffer().Milliseconds(), 10), strconv.FormatInt(it.n, 10)}
 }
 
-// Flush sends every counter's unsent admissions in one batch (one round trip per Redis node)
-// and takes the totals Redis answers. On error the admissions are kept and sent next time.
-// When it returns nil, everything admitted before the call is in Redis.
+// Flush adds every listed counter's decisions to the decisions metric, then sends their unsent
+// admissions in one batch (one round trip per Redis node) and takes the totals Redis answers.
+// On error the admissions are kept and sent next time. When it returns nil, everything
+// admitted before the call is in Redis. With nothing listed it calls nothing.
 func (l *Limiter) Flush(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -60,6 +61,8 @@ func (l *Limiter) Flush(ctx context.Context) error {
 	for _, c := range batch {
 		c.mu.Lock()
 		c.dirty = false
+		allowed, limited := c.allowedN, c.limitedN
+		c.allowedN, c.limitedN = 0, 0
 		if c.unsent > 0 {
 			it := flushItem{c: c, window: c.window, n: c.unsent}
 			c.sent += c.unsent
@@ -68,6 +71,12 @@ func (l *Limiter) Flush(ctx context.Context) error {
 			cmds = append(cmds, l.client.B().Evalsha().Sha1(windowAddSHA).Numkeys(1).Key(c.key).Arg(it.args()...).Build())
 		}
 		c.mu.Unlock()
+		if allowed > 0 {
+			l.decisions.Add(ctx, allowed, c.allowed)
+		}
+		if limited > 0 {
+			l.decisions.Add(ctx, limited, c.limited)
+		}
 	}
 	if len(cmds) == 0 {
 		return nil

@@ -63,7 +63,7 @@ type Limiter struct {
 
 	mu       sync.RWMutex
 	counters map[counterKey]*counter
-	dirty    []*counter // counters with admissions not yet sent (each listed once)
+	dirty    []*counter // counters with admissions not yet sent or decisions not yet counted (each listed once)
 	dirtyMu  sync.Mutex
 
 	flushMu sync.Mutex   // one flush at a time
@@ -101,6 +101,9 @@ type counter struct {
 	sent   int64 // admitted, sent, not yet answered
 	unsent int64 // admitted, not yet sent
 	dirty  bool  // listed in Limiter.dirty
+	// allowedN and limitedN are its decisions not yet added to the decisions metric (Flush
+	// adds them), so a request costs an increment under the lock Take holds, not a metric call.
+	allowedN, limitedN int64
 	// allowed and limited are the decision counter's attributes, built once.
 	allowed, limited metric.AddOption
 	kickAt           int64 // unsent at which a flush is asked for at once
@@ -182,24 +185,22 @@ func (l *Limiter) Take(ctx context.Context, reqs ...ratelimit.Request) ([]rateli
 	}
 	kick := false
 	for i, c := range cs {
+		if out[i].Allowed {
+			c.allowedN++
+		} else {
+			c.limitedN++
+		}
 		if allowed {
 			c.unsent++
 			out[i].Count++
-			l.markDirty(c)
 			// Near the limit every admission is sent at once: what other replicas admitted
 			// meanwhile is learnt a round trip later, not an interval later.
 			kick = kick || c.unsent >= c.kickAt || int64(c.p.Limit)-c.global <= 4*c.kickAt
 		}
+		l.markDirty(c) // its admission, or its decision for the metric
 	}
 	for _, c := range locks {
 		c.mu.Unlock()
-	}
-	for i, d := range out {
-		if d.Allowed {
-			l.decisions.Add(ctx, 1, cs[i].allowed)
-		} else {
-			l.decisions.Add(ctx, 1, cs[i].limited)
-		}
 	}
 	if kick {
 		select {
@@ -210,7 +211,8 @@ func (l *Limiter) Take(ctx context.Context, reqs ...ratelimit.Request) ([]rateli
 	return out, allowed
 }
 
-// markDirty lists c for the next flush (c.mu held).
+// markDirty lists c for the next flush (c.mu held): it has admissions to send or decisions to
+// count.
 func (l *Limiter) markDirty(c *counter) {
 	if c.dirty {
 		return
