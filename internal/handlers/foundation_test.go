@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/hashgate/hashgate/internal/auth"
 	"github.com/hashgate/hashgate/internal/testauth"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -43,31 +45,52 @@ func TestMetaEndpoints(t *testing.T) {
 	}
 }
 
-func TestEveryPathIsRouted(t *testing.T) {
-	t.Parallel()
-	h := embedded(t)
+// specOperation is one operation of the spec with its path's parameters filled in.
+type specOperation struct {
+	method, path, url string
+	op                *openapi3.Operation
+	secured           bool // it has security requirements (its own, else the document's)
+}
+
+// specOperations lists every operation of the spec.
+func specOperations(t *testing.T) []specOperation {
+	t.Helper()
 	spec, err := GetSwagger()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bearer := h.bearer("acme", allScopes...)
 	fill := regexp.MustCompile(`\{[^}]+\}`)
 	ids := map[string]string{
 		"{sessionId}": "s_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBB", "{userId}": "alice", "{tokenId}": "01hzzzzzzzzzzzzzzzzzzzzzzz",
 		"{quoteId}": "q_01hzzzzzzzzzzzzzzzzzzzzzzz", "{itemId}": "item-1", "{caseId}": "c_01hzzzzzzzzzzzzzzzzzzzzzzz",
 		"{webhookId}": "wh_01hzzzzzzzzzzzzzzzzzzzzzzz",
 	}
+	var ops []specOperation
 	for path, item := range spec.Paths.Map() {
-		for method := range item.Operations() {
+		for method, op := range item.Operations() {
+			security := spec.Security
+			if op.Security != nil {
+				security = *op.Security
+			}
 			url := fill.ReplaceAllStringFunc(path, func(s string) string { return ids[s] })
-			rec := h.do(method, url, nil, "Authorization", bearer)
-			// Every operation is built: anything but "no route" or a 5xx.
-			if rec.Code == http.StatusNotFound && strings.Contains(rec.Body.String(), "No route") || rec.Code == http.StatusMethodNotAllowed {
-				t.Errorf("%s %s is not routed: %d %s", method, path, rec.Code, rec.Body)
-			}
-			if rec.Code >= 500 {
-				t.Errorf("%s %s: %d %s", method, path, rec.Code, rec.Body)
-			}
+			ops = append(ops, specOperation{method: method, path: path, url: url, op: op, secured: len(security) > 0})
+		}
+	}
+	return ops
+}
+
+func TestEveryPathIsRouted(t *testing.T) {
+	t.Parallel()
+	h := embedded(t)
+	bearer := h.bearer("acme", allScopes...)
+	for _, o := range specOperations(t) {
+		rec := h.do(o.method, o.url, nil, "Authorization", bearer)
+		// Every operation is built: anything but "no route" or a 5xx.
+		if rec.Code == http.StatusNotFound && strings.Contains(rec.Body.String(), "No route") || rec.Code == http.StatusMethodNotAllowed {
+			t.Errorf("%s %s is not routed: %d %s", o.method, o.path, rec.Code, rec.Body)
+		}
+		if rec.Code >= 500 {
+			t.Errorf("%s %s: %d %s", o.method, o.path, rec.Code, rec.Body)
 		}
 	}
 }
@@ -79,32 +102,20 @@ func TestEveryPathIsRouted(t *testing.T) {
 func TestNoHandlerRunsWithoutItsCaller(t *testing.T) {
 	t.Parallel()
 	h := embedded(t)
-	spec, err := GetSwagger()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill := regexp.MustCompile(`\{[^}]+\}`)
 	public := 0
-	for path, item := range spec.Paths.Map() {
-		for method, op := range item.Operations() {
-			security := spec.Security
-			if op.Security != nil {
-				security = *op.Security
-			}
-			url := fill.ReplaceAllString(path, "x")
-			var body any
-			if op.RequestBody != nil {
-				body = map[string]any{}
-			}
-			rec := h.do(method, url, body)
-			switch {
-			case len(security) > 0 && rec.Code != http.StatusUnauthorized:
-				t.Errorf("%s %s without credentials: %d %s, want 401 before the handler", method, path, rec.Code, rec.Body)
-			case len(security) == 0 && rec.Code >= 500:
-				t.Errorf("%s %s (public): %d %s", method, path, rec.Code, rec.Body)
-			case len(security) == 0:
-				public++
-			}
+	for _, o := range specOperations(t) {
+		var body any
+		if o.op.RequestBody != nil {
+			body = map[string]any{}
+		}
+		rec := h.do(o.method, o.url, body)
+		switch {
+		case o.secured && rec.Code != http.StatusUnauthorized:
+			t.Errorf("%s %s without credentials: %d %s, want 401 before the handler", o.method, o.path, rec.Code, rec.Body)
+		case !o.secured && rec.Code >= 500:
+			t.Errorf("%s %s (public): %d %s", o.method, o.path, rec.Code, rec.Body)
+		case !o.secured:
+			public++
 		}
 	}
 	if public == 0 {
