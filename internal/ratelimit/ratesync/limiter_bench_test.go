@@ -5,17 +5,21 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // BenchmarkSyncTake is the request path of a bearer request: its token's and its tenant's
-// counters, decided from memory (no Redis call), with the headers' values formatted.
+// counters, decided from memory (no Redis call), with the headers' values formatted. The
+// decisions metric is the OpenTelemetry SDK's, as in the gateway.
 func BenchmarkSyncTake(b *testing.B) {
 	s := testredis.Open(b, testredis.Backends()[0])
 	h, _, _ := keyhash.Generate()
-	l, err := New(s, testredis.Prefix(b), h, Options{})
+	meter := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())).Meter("bench")
+	l, err := New(s, testredis.Prefix(b), h, Options{Meter: meter})
 	if err != nil {
 		b.Fatal(err)
 	}
