@@ -43,7 +43,8 @@ var windowAddSHA = func() string { h := sha1.Sum([]byte(windowAddBody)); return 
 // every replica together admitted) plus what this replica admitted since stays under the limit.
 // A background loop (Run) sends what each counter admitted to Redis (window_add.lua) every
 // FlushInterval, or at once when a counter has admitted SyncShare of its limit unsent, many
-// counters per round trip, and learns the new totals from the replies.
+// counters per round trip, and learns the new totals from the replies; the same flush adds the
+// decisions made since to hashgate_ratelimit_decisions.
 //
 // With one replica the limit is exact. With n replicas a counter can overshoot by what the
 // others admitted and had not yet sent: at most (n − 1) × (SyncShare × limit + what one replica
