@@ -51,8 +51,36 @@ func (w Writes) Read(ctx context.Context, key string, read func(c rueidis.Client
 		if err := read(c); err != nil {
 			return false, err
 		}
-		return confirmMarker(ctx, c, markerKey(key))
+		return confirmRead(ctx, c, key)
 	})
+}
+
+// touch rewrites key's expiry unchanged: a write Redis propagates (as PEXPIREAT), which moves
+// the connection's replication offset as the marker does, on the key the read found.
+var touch = rueidis.NewLuaScript(`local at = redis.call('PEXPIRETIME', KEYS[1])
+if at > 0 then
+  redis.call('PEXPIREAT', KEYS[1], at)
+  return 1
+end
+return 0`)
+
+// confirmRead moves c's replication offset for a read of key (Read): by touching key when it
+// exists, else through the durable marker. During a slot migration the node giving the slot
+// away redirects (ASK) a command on a key it does not hold — the marker, a new key, included —
+// and a read run again on the importing node would not find a key that has not moved yet;
+// touching the key the read found keeps the confirmation where the read ran.
+func confirmRead(ctx context.Context, c rueidis.Client, key string) (bool, error) {
+	if !store.Confirms(c) {
+		return false, nil
+	}
+	n, err := touch.Exec(ctx, c, []string{key}, nil).AsInt64()
+	if err != nil {
+		return false, CommandError("confirmed read", err)
+	}
+	if n == 1 {
+		return true, nil
+	}
+	return confirmMarker(ctx, c, markerKey(key))
 }
 
 // Script runs l on keys (keys[0] names the slot, and with it the node, of the whole write) as
@@ -78,7 +106,7 @@ func (w Writes) Script(ctx context.Context, name, op string, l *rueidis.Lua, key
 		if rep.Code() == CodeOK {
 			return true, nil
 		}
-		return confirmMarker(ctx, c, markerKey(keys[0]))
+		return confirmRead(ctx, c, keys[0]) // what it found, as a read
 	})
 	if err != nil {
 		return Reply{}, err
