@@ -81,7 +81,7 @@ func (g *gateway) open(t *testing.T) {
 	defer cancel()
 	var err error
 	g.store, err = store.Open(ctx, store.Options{URL: cfg.RedisURL, Timeout: cfg.RedisTimeout, DisableCache: !cfg.RedisClientCache,
-		ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, CredentialsOnly: d.CredentialsOnly}})
+		ProbePrefix: cfg.KeyPrefix, Durability: &store.Durability{Replicas: d.Replicas, Timeout: d.Timeout, CredentialsOnly: d.CredentialsOnly, UnconfirmedReads: d.UnconfirmedReads}})
 	if err != nil {
 		t.Fatalf("store: %v", err)
 	}

@@ -22,7 +22,9 @@ import (
 // The primary dies and the replica is promoted: every write answered 2xx must be on it, and
 // every refusal is a 503 problem with Retry-After. A refused write must not have been applied
 // either: a read during the cut shows the version before it (what a reader saw could otherwise
-// vanish at the failover). The control (GATEWAY_DURABLE_REPLICAS=0) must see a loss.
+// vanish at the failover; the gateway reads unconfirmed, GATEWAY_DURABLE_READS=off, so that the
+// read shows what the cut-off primary holds: confirmed, it answers 503 during the cut,
+// TestReadsConfirmedAsWrites). The control (GATEWAY_DURABLE_REPLICAS=0) must see a loss.
 func TestPartitionKeepsAcknowledgedObjectWrites(t *testing.T) {
 	t.Parallel()
 	runs := map[string]struct {
@@ -51,7 +53,9 @@ type objectWrite struct {
 
 func writeObjectsDuringPartition(t *testing.T, topo failoverTopology, durable string) {
 	const n = 8
-	g := startGatewayWith(t, topo.url, partitionRedisTimeout, func(c *config.Config) { c.DurableReplicas = durable })
+	g := startGatewayWith(t, topo.url, partitionRedisTimeout, func(c *config.Config) {
+		c.DurableReplicas, c.DurableReads = durable, "off"
+	})
 	tenant := "tenant-objects"
 	bearer := g.bearer(tenant, "quotes:read", "quotes:write", "cases:read", "cases:write")
 	tag := g.hasher.TenantTag(tenant)
