@@ -111,3 +111,55 @@ func BenchmarkConfirmedPatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConfirmedGet measures what confirming every read costs (GATEWAY_DURABLE_READS): a
+// GET of one draft from 16 goroutines on a private Redis 8 (append-only, appendfsync always)
+// without a replica (nothing to confirm), and with one: unconfirmed (off), confirmed by WAIT
+// alone (GATEWAY_DURABLE_AOF=off) and by WAIT and WAITAOF (the defaults). Needs
+// HASHGATE_REDIS8_SERVER.
+func BenchmarkConfirmedGet(b *testing.B) {
+	primary := testredis.StartServer(b)
+	var replica *testredis.Server
+	for _, run := range []struct {
+		name    string
+		replica bool
+		dur     store.Durability
+	}{
+		{"no-replica/all", false, store.Durability{Replicas: store.DurableAuto}},
+		{"replica/off", true, store.Durability{Replicas: store.DurableAuto, UnconfirmedReads: true}},
+		{"replica/all-aof-off", true, store.Durability{Replicas: store.DurableAuto, NoAOF: true}},
+		{"replica/all", true, store.Durability{Replicas: store.DurableAuto}},
+	} {
+		if run.replica && replica == nil {
+			replica = testredis.StartServer(b, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
+				b.Fatal(err)
+			}
+			cancel()
+		}
+		b.Run(run.name, func(b *testing.B) {
+			dur := run.dur
+			s := testredis.Open(b, testredis.Backend{Name: "private", Env: "private", URL: primary.URL()},
+				func(o *store.Options) { o.Durability = &dur })
+			q, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			d, err := q.Create(ctx, quotes.NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "EUR"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetParallelism(8) // 16 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := q.Get(ctx, "acme", d.ID); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
