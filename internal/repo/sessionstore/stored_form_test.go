@@ -356,7 +356,13 @@ func (e *sessEnv) sessGet(ref session.Ref, field string) string {
 // the per-user layout a new field written this way has none, use sessExpire after).
 func (e *sessEnv) sessSet(ref session.Ref, field, value string) {
 	e.t.Helper()
-	e.must(e.s.Client.B().Hset().Key(e.sessKey(ref)).FieldValue().FieldValue(e.sessField(ref, field), e.sessStoreValue(ref, field, value)).Build())
+	name := e.sessField(ref, field)
+	e.must(e.s.Client.B().Hset().Key(e.sessKey(ref)).FieldValue().FieldValue(name, e.sessStoreValue(ref, field, value)).Build())
+	if strings.HasPrefix(name, ref.Part+":") {
+		// The per-user layout: a session's field carries a field TTL, as every script that
+		// writes one gives it (the keyspace audit checks it on the keys the tests leave).
+		e.must(e.s.Client.B().Hpexpire().Key(e.sessKey(ref)).Milliseconds(600_000).Fields().Numfields(1).Field(name).Build())
+	}
 }
 
 // sessWriteKV is sessWriteRaw of field, value pairs in the per-session hash's names: userId,
