@@ -235,7 +235,6 @@ func (a *Auditor) checkKey(ctx context.Context, c rueidis.Client, key string) []
 	}
 	if typ == "hash" {
 		out = append(out, a.checkEventFields(ctx, c, key, values)...)
-		out = append(out, checkSessionFields(ctx, c, key, values)...)
 	}
 	if decl != nil {
 		if entries > decl.MaxEntries {
