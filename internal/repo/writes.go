@@ -34,8 +34,8 @@ func NewWrites(s *store.Store, m *Metrics) Writes {
 }
 
 // Read runs read (the commands of one read of a store's objects, on keys in key's slot) and
-// returns once what it read is confirmed: on one connection, after store.Ready, the durable
-// marker is written and WAIT covers every write the primary had made, the one read included.
+// returns once what it read is confirmed: on one connection, after store.Ready, a propagated
+// write (confirmRead) and WAIT cover every write the primary had made, the one read included.
 // A write answered 503 (applied on the primary, its confirmation failed) can thus never be
 // shown by a read and then undone by a failover: the read answers 503 too while the replicas
 // cannot confirm (ROBUSTNESS.md, findings 5 and 11). Unconfirmed (no replica known, durability

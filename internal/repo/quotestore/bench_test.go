@@ -60,24 +60,20 @@ func BenchmarkQuoteWrites(b *testing.B) {
 	}
 }
 
-// BenchmarkConfirmedPatch measures what confirming every write costs (GATEWAY_DURABLE_WRITES):
-// a PATCH (If-Match any version) from 16 goroutines on a private Redis 8 (append-only,
-// appendfsync always) without a replica, and with one replica: the writes unconfirmed
-// (credentials), confirmed by WAIT alone (all, GATEWAY_DURABLE_AOF=off) and by WAIT and WAITAOF
-// (all, the defaults). Needs HASHGATE_REDIS8_SERVER.
-func BenchmarkConfirmedPatch(b *testing.B) {
+// durabilityRun is one configuration of the confirmed benchmarks.
+type durabilityRun struct {
+	name    string
+	replica bool
+	dur     store.Durability
+}
+
+// benchConfirmed runs op on one draft from 16 goroutines on a private Redis 8 (append-only,
+// appendfsync always), each run's store with its durability, the replica started before the
+// first run that needs one. Needs HASHGATE_REDIS8_SERVER.
+func benchConfirmed(b *testing.B, runs []durabilityRun, op func(ctx context.Context, q *Store, d *quotes.Quote) error) {
 	primary := testredis.StartServer(b)
 	var replica *testredis.Server
-	for _, run := range []struct {
-		name    string
-		replica bool
-		dur     store.Durability
-	}{
-		{"no-replica/all", false, store.Durability{Replicas: store.DurableAuto}},
-		{"replica/credentials", true, store.Durability{Replicas: store.DurableAuto, CredentialsOnly: true}},
-		{"replica/all-aof-off", true, store.Durability{Replicas: store.DurableAuto, NoAOF: true}},
-		{"replica/all", true, store.Durability{Replicas: store.DurableAuto}},
-	} {
+	for _, run := range runs {
 		if run.replica && replica == nil {
 			replica = testredis.StartServer(b, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -102,7 +98,7 @@ func BenchmarkConfirmedPatch(b *testing.B) {
 			b.SetParallelism(8) // 16 goroutines on 2 cores
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := q.Patch(ctx, "acme", d.ID, -1, quotes.Patch{CustomerID: &d.ID}); err != nil {
+					if err := op(ctx, q, d); err != nil {
 						b.Error(err)
 						return
 					}
@@ -112,54 +108,33 @@ func BenchmarkConfirmedPatch(b *testing.B) {
 	}
 }
 
+// BenchmarkConfirmedPatch measures what confirming every write costs (GATEWAY_DURABLE_WRITES):
+// a PATCH (If-Match any version) without a replica, and with one: the writes unconfirmed
+// (credentials), confirmed by WAIT alone (all, GATEWAY_DURABLE_AOF=off) and by WAIT and WAITAOF
+// (all, the defaults).
+func BenchmarkConfirmedPatch(b *testing.B) {
+	benchConfirmed(b, []durabilityRun{
+		{"no-replica/all", false, store.Durability{Replicas: store.DurableAuto}},
+		{"replica/credentials", true, store.Durability{Replicas: store.DurableAuto, CredentialsOnly: true}},
+		{"replica/all-aof-off", true, store.Durability{Replicas: store.DurableAuto, NoAOF: true}},
+		{"replica/all", true, store.Durability{Replicas: store.DurableAuto}},
+	}, func(ctx context.Context, q *Store, d *quotes.Quote) error {
+		_, err := q.Patch(ctx, "acme", d.ID, -1, quotes.Patch{CustomerID: &d.ID})
+		return err
+	})
+}
+
 // BenchmarkConfirmedGet measures what confirming every read costs (GATEWAY_DURABLE_READS): a
-// GET of one draft from 16 goroutines on a private Redis 8 (append-only, appendfsync always)
-// without a replica (nothing to confirm), and with one: unconfirmed (off), confirmed by WAIT
-// alone (GATEWAY_DURABLE_AOF=off) and by WAIT and WAITAOF (the defaults). Needs
-// HASHGATE_REDIS8_SERVER.
+// GET of one draft without a replica (nothing to confirm), and with one: unconfirmed (off),
+// confirmed by WAIT alone (GATEWAY_DURABLE_AOF=off) and by WAIT and WAITAOF.
 func BenchmarkConfirmedGet(b *testing.B) {
-	primary := testredis.StartServer(b)
-	var replica *testredis.Server
-	for _, run := range []struct {
-		name    string
-		replica bool
-		dur     store.Durability
-	}{
+	benchConfirmed(b, []durabilityRun{
 		{"no-replica/all", false, store.Durability{Replicas: store.DurableAuto}},
 		{"replica/off", true, store.Durability{Replicas: store.DurableAuto, UnconfirmedReads: true}},
 		{"replica/all-aof-off", true, store.Durability{Replicas: store.DurableAuto, NoAOF: true}},
 		{"replica/all", true, store.Durability{Replicas: store.DurableAuto}},
-	} {
-		if run.replica && replica == nil {
-			replica = testredis.StartServer(b, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
-				b.Fatal(err)
-			}
-			cancel()
-		}
-		b.Run(run.name, func(b *testing.B) {
-			dur := run.dur
-			s := testredis.Open(b, testredis.Backend{Name: "private", Env: "private", URL: primary.URL()},
-				func(o *store.Options) { o.Durability = &dur })
-			q, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			d, err := q.Create(ctx, quotes.NewQuote{Tenant: "acme", CustomerID: "c", SalesChannel: "web", Currency: "EUR"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetParallelism(8) // 16 goroutines on 2 cores
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := q.Get(ctx, "acme", d.ID); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
+	}, func(ctx context.Context, q *Store, d *quotes.Quote) error {
+		_, err := q.Get(ctx, "acme", d.ID)
+		return err
+	})
 }
