@@ -48,11 +48,13 @@ func TestQuoteAndCaseEventsOverHTTP(t *testing.T) {
 			412, "precondition-failed")
 		wantTypes(t, objectEvents(t, h, auth, q.QuoteId), "rq-1", "quote.created")
 
-		rec = h.do("POST", "/v1/cases", caseBody(time.Now().Add(time.Hour)), "Authorization", auth, "Idempotency-Key", "evc-0001", "X-Request-Id", "rq-2")
+		// One body for both posts: two calls of caseBody a second apart differ in dueAt.
+		body := caseBody(time.Now().Add(time.Hour))
+		rec = h.do("POST", "/v1/cases", body, "Authorization", auth, "Idempotency-Key", "evc-0001", "X-Request-Id", "rq-2")
 		wantStatus(t, rec, 201)
 		var c caseJSON
 		decode(t, rec, &c)
-		wantStatus(t, h.do("POST", "/v1/cases", caseBody(time.Now().Add(time.Hour)), "Authorization", auth, "Idempotency-Key", "evc-0001", "X-Request-Id", "rq-2"), 201)
+		wantStatus(t, h.do("POST", "/v1/cases", body, "Authorization", auth, "Idempotency-Key", "evc-0001", "X-Request-Id", "rq-2"), 201)
 		reason := map[string]any{"reason": "why"}
 		if rec := h.do("POST", "/v1/cases/"+c.CaseId+"/reopen", reason, "Authorization", auth, "X-Request-Id", "rq-2"); rec.Code < 400 {
 			t.Fatalf("reopen of an open case: %d %s", rec.Code, rec.Body)
