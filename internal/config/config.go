@@ -35,9 +35,9 @@ type Config struct {
 	// write of quotes, cases and Idempotency-Key records too) or credentials (only the writes
 	// that end a credential; a failover can then lose an acknowledged quote or case write).
 	DurableWrites string `env:"GATEWAY_DURABLE_WRITES" default:"all"`
-	// DurableReads: all (a read of a quote draft or a case is answered once the replicas hold
-	// what it read, as a write is) or off (default: answered from the primary at once).
-	DurableReads string `env:"GATEWAY_DURABLE_READS" default:"off"`
+	// DurableReads: all (default: a read of a quote draft or a case is answered once the
+	// replicas hold what it read, as a write is) or off (answered from the primary at once).
+	DurableReads string `env:"GATEWAY_DURABLE_READS" default:"all"`
 	// RedisClientCacheBytes bounds rueidis' client-side cache of each connection to Redis (the
 	// gateway opens 2 per node on 2 or more cores, 1 on one core; README).
 	RedisClientCacheBytes int64 `env:"GATEWAY_REDIS_CLIENT_CACHE_BYTES" default:"8388608"`

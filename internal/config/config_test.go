@@ -115,11 +115,11 @@ func TestDurableSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Durability(); d.Replicas != -1 || d.Timeout != 2*time.Second || d.CredentialsOnly || !d.UnconfirmedReads {
-		t.Fatalf("defaults: %+v, want auto (-1), 2s, every write and unconfirmed reads", d)
+	if d := c.Durability(); d.Replicas != -1 || d.Timeout != 2*time.Second || d.CredentialsOnly || d.UnconfirmedReads {
+		t.Fatalf("defaults: %+v, want auto (-1), 2s, every write and every read confirmed", d)
 	}
-	if c, err := Load(env(map[string]string{"GATEWAY_DURABLE_READS": "all"})); err != nil || c.Durability().UnconfirmedReads {
-		t.Errorf("GATEWAY_DURABLE_READS=all: %+v, %v", c.Durability(), err)
+	if c, err := Load(env(map[string]string{"GATEWAY_DURABLE_READS": "off"})); err != nil || !c.Durability().UnconfirmedReads {
+		t.Errorf("GATEWAY_DURABLE_READS=off: %+v, %v", c.Durability(), err)
 	}
 	if c, err := Load(env(map[string]string{"GATEWAY_DURABLE_WRITES": "credentials"})); err != nil || !c.Durability().CredentialsOnly {
 		t.Errorf("GATEWAY_DURABLE_WRITES=credentials: %+v, %v", c.Durability(), err)

@@ -28,9 +28,10 @@ func pauseFor(p time.Duration) time.Duration {
 // GATEWAY_REDIS_TIMEOUT (1 s) plus the slack a loaded 2-core machine running -race needs.
 const refusalBound = 2 * time.Second
 
-// probeCounts are the probes sent while a Redis primary was frozen: each a GET of a draft no
-// one has (one Redis read, not cached) through every replica, which must answer 503 with
-// Retry-After within refusalBound.
+// probeCounts are the probes sent while a Redis primary was frozen, through every replica in
+// turn: a GET of a draft no one has (a read, confirmed as the defaults have it, never cached),
+// a PATCH of it (an object write, confirmed) and the revocation of a token no one has (a
+// credential-ending write); each must answer 503 with Retry-After within refusalBound.
 type probeCounts struct {
 	Sent, Refused int
 	Slowest       time.Duration
@@ -46,7 +47,13 @@ func (d *deployment) probe(stop <-chan struct{}, n *faultCounts) {
 	)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	const draft = "/v1/quotes/q_0000000000000000000000000z"
+	probes := [][]string{
+		{"GET", draft},
+		{"PATCH", draft, "If-Match", `"1"`, "Content-Type", "application/merge-patch+json"},
+		{"DELETE", "/v1/tokens/00000000000000000000000000"},
+	}
+	for i := 0; ; i++ {
 		for _, g := range d.liveGateways() {
 			if g.proc != nil && g.proc.paused.Load() {
 				continue
@@ -55,7 +62,12 @@ func (d *deployment) probe(stop <-chan struct{}, n *faultCounts) {
 			go func() {
 				defer wg.Done()
 				start := time.Now()
-				r := g.do("GET", "/v1/quotes/q_0000000000000000000000000z", nil, "Authorization", d.admin)
+				pr := probes[i%len(probes)]
+				var body any
+				if pr[0] == "PATCH" {
+					body = map[string]any{"taxMinor": 1}
+				}
+				r := g.do(pr[0], pr[1], body, append([]string{"Authorization", d.admin}, pr[2:]...)...)
 				took := time.Since(start)
 				mu.Lock()
 				defer mu.Unlock()
@@ -66,7 +78,7 @@ func (d *deployment) probe(stop <-chan struct{}, n *faultCounts) {
 				case r.status == http.StatusServiceUnavailable && r.header.Get("Retry-After") != "" && took <= refusalBound:
 					p.Refused++
 				case len(p.Bad) < 5:
-					p.Bad = append(p.Bad, fmt.Sprintf("%s: %d (Retry-After %q) after %v", g.url, r.status, r.header.Get("Retry-After"), took.Round(time.Millisecond)))
+					p.Bad = append(p.Bad, fmt.Sprintf("%s %s %s: %d (Retry-After %q) after %v", g.url, pr[0], pr[1], r.status, r.header.Get("Retry-After"), took.Round(time.Millisecond)))
 				}
 			}()
 		}

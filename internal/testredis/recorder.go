@@ -28,9 +28,8 @@ import (
 //   - commands: every command that reached Redis (a script is one EVALSHA; a cache hit is not
 //     one), kept in order with its arguments.
 //
-// What runs on a connection from Dedicated is recorded like the client's own calls (Do calls
-// After); Dedicate is recorded as a command named DEDICATED that is not read-only (what runs on
-// its connection is not seen).
+// What runs on a connection from Dedicated or Dedicate is recorded like the client's own calls
+// (Do calls After).
 //
 // NewCounter makes one that only counts (no command kept, no allocation, no lock), for
 // benchmarks that report commands per operation.
@@ -197,6 +196,13 @@ func (r *Recorder) Dedicated(fn func(rueidis.DedicatedClient) error) error {
 	})
 }
 
+// Dedicate is Dedicated's form with a release function (store.Durable.Run takes its
+// connection so), recorded the same way.
+func (r *Recorder) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := r.Client.Dedicate()
+	return &recordedDedicated{DedicatedClient: dc, r: r}, release
+}
+
 // recordedDedicated records what runs on a dedicated connection.
 type recordedDedicated struct {
 	rueidis.DedicatedClient
@@ -227,12 +233,6 @@ func (d *recordedDedicated) DoMulti(ctx context.Context, cmds ...rueidis.Complet
 		d.r.After(a)
 	}
 	return res
-}
-
-// Dedicate records a DEDICATED command and returns a dedicated connection.
-func (r *Recorder) Dedicate() (rueidis.DedicatedClient, func()) {
-	r.note(Command{Args: []string{"DEDICATED"}})
-	return r.Client.Dedicate()
 }
 
 // Calls is the number of client calls since the last Reset.
