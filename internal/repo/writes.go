@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"embed"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -34,20 +35,18 @@ func NewWrites(s *store.Store, m *Metrics) Writes {
 }
 
 // Read runs read (the commands of one read of a store's objects, on keys in key's slot) and
-// returns once what it read is confirmed: on one connection, after store.Ready, a propagated
-// write (confirmRead) and WAIT cover every write the primary had made, the one read included.
+// returns once what it read is confirmed: on one connection, the read (its first command
+// carries ROLE: no replica connected → 503), then a propagated write (confirmRead) sent with
+// WAIT, which covers every write the primary had made, the one read included: two round trips.
 // A write answered 503 (applied on the primary, its confirmation failed) can thus never be
 // shown by a read and then undone by a failover: the read answers 503 too while the replicas
-// cannot confirm (ROBUSTNESS.md, findings 5 and 11). Unconfirmed (no replica known, durability
-// off, GATEWAY_DURABLE_READS=off) read runs on the pipelined client as any call does.
+// cannot confirm (ROBUSTNESS.md, findings 5, 11 and 14). Unconfirmed (no replica known,
+// durability off, GATEWAY_DURABLE_READS=off) read runs on the pipelined client as any call does.
 func (w Writes) Read(ctx context.Context, key string, read func(c rueidis.Client) error) error {
 	if !w.reads.Waits() {
 		return read(w.client)
 	}
 	return w.reads.Run(ctx, w.client, func(c rueidis.Client) (bool, error) {
-		if err := store.Ready(ctx, c, key); err != nil {
-			return false, CommandError("confirmed read", err)
-		}
 		if err := read(c); err != nil {
 			return false, err
 		}
@@ -55,25 +54,31 @@ func (w Writes) Read(ctx context.Context, key string, read func(c rueidis.Client
 	})
 }
 
-// touch rewrites key's expiry unchanged: a write Redis propagates (as PEXPIREAT), which moves
-// the connection's replication offset as the marker does, on the key the read found.
-var touch = rueidis.NewLuaScript(`local at = redis.call('PEXPIRETIME', KEYS[1])
-if at > 0 then
-  redis.call('PEXPIREAT', KEYS[1], at)
-  return 1
-end
-return 0`)
+//go:embed touch.lua
+var touchLua embed.FS
 
-// confirmRead moves c's replication offset for a read of key (Read): by touching key when it
-// exists, else through the durable marker. During a slot migration the node giving the slot
-// away redirects (ASK) a command on a key it does not hold — the marker, a new key, included —
-// and a read run again on the importing node would not find a key that has not moved yet;
-// touching the key the read found keeps the confirmation where the read ran.
+// touch rewrites key's expiry unchanged (touch.lua).
+var touch = LoadScript(touchLua, "touch")
+
+// confirmRead moves c's replication offset for a read of key (Read) and confirms it in the
+// same round trip (store.ConfirmWith): by touching key when it exists, else through the
+// durable marker. During a slot migration the node giving the slot away redirects (ASK) a
+// command on a key it does not hold — the marker, a new key, included — and a read run again
+// on the importing node would not find a key that has not moved yet; touching the key the read
+// found keeps the confirmation where the read ran.
 func confirmRead(ctx context.Context, c rueidis.Client, key string) (bool, error) {
 	if !store.Confirms(c) {
 		return false, nil
 	}
-	n, err := touch.Exec(ctx, c, []string{key}, nil).AsInt64()
+	sha, _ := scriptSHAs.Load(touch)
+	res, err := store.ConfirmWith(ctx, c, c.B().Evalsha().Sha1(sha.(string)).Numkeys(1).Key(key).Build())
+	if err != nil {
+		return false, err
+	}
+	n, err := res[0].AsInt64()
+	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
+		n, err = touch.Exec(ctx, c, []string{key}, nil).AsInt64() // loads it; Run confirms
+	}
 	if err != nil {
 		return false, CommandError("confirmed read", err)
 	}

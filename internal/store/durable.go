@@ -221,15 +221,11 @@ func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidi
 func (d *Durable) pinnedRun(ctx context.Context, c rueidis.Client, dc rueidis.DedicatedClient, write func(c rueidis.Client) (ended bool, err error), asking bool) error {
 	p := &pinned{Client: c, d: dc, askRole: d.replicas == DurableAuto, asking: asking, call: d.call, durable: d}
 	ended, err := write(p)
-	if err != nil || !ended {
+	if err != nil || !ended || p.confirmed {
 		return err
 	}
-	if p.roleErr != nil {
-		return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
-	}
-	if d.replicas == DurableAuto && !p.askRole && p.need() > 0 && p.online == 0 {
-		// ROLE listed no replica connected: a WAIT would only run out its timeout.
-		return fmt.Errorf("durable write: %w: %w", storeerr.ErrUnavailable, ErrNoReplica)
+	if err := p.replicasOnline(); err != nil {
+		return err
 	}
 	return d.confirm(ctx, dc, p.need())
 }
@@ -238,24 +234,36 @@ func (d *Durable) pinnedRun(ctx context.Context, c rueidis.Client, dc rueidis.De
 // fsync: with appendfsync everysec up to a second) in one round trip on dc, the connection
 // that wrote. need 0 (auto, a deployment never seen with a replica) sends nothing.
 func (d *Durable) confirm(ctx context.Context, dc rueidis.DedicatedClient, need int) error {
-	ms := d.timeout.Milliseconds()
-	var cmds rueidis.Commands
-	if need > 0 {
-		cmds = append(cmds, dc.B().Wait().Numreplicas(int64(need)).Timeout(ms).Build())
-	}
-	// The local fsync is waited for together with the replicas: where the deployment has none
-	// (auto) nothing is waited for at all, as the primary's own answer is all there is.
-	aof := need > 0 && !d.noAOF && d.aof.Load() && d.waitAOF.Load()
-	if aof {
-		cmds = append(cmds, dc.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build())
-	}
+	cmds, aof := d.confirmCommands(dc, need)
 	if len(cmds) == 0 {
 		return nil
 	}
 	// The server gives up after the timeout; the client allows a margin for the round trip.
 	cctx, cancel := context.WithTimeout(ctx, d.timeout+time.Second)
 	defer cancel()
-	res := dc.DoMulti(cctx, cmds...)
+	return d.confirmed(dc.DoMulti(cctx, cmds...), need, aof)
+}
+
+// confirmCommands are the commands confirming a write on dc: WAIT need (none for need 0) and
+// WAITAOF 1 0 when the primary has append-only on (aof). The local fsync is waited for
+// together with the replicas: where the deployment has none (auto) nothing is waited for at
+// all, as the primary's own answer is all there is.
+func (d *Durable) confirmCommands(dc rueidis.DedicatedClient, need int) (cmds rueidis.Commands, aof bool) {
+	if need == 0 {
+		return nil, false
+	}
+	ms := d.timeout.Milliseconds()
+	cmds = append(cmds, dc.B().Wait().Numreplicas(int64(need)).Timeout(ms).Build())
+	aof = !d.noAOF && d.aof.Load() && d.waitAOF.Load()
+	if aof {
+		cmds = append(cmds, dc.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build())
+	}
+	return cmds, aof
+}
+
+// confirmed reads the replies to confirmCommands: nil, or ErrNotDurable (unavailable) when
+// too few replicas acknowledged or the fsync did not happen within the timeout.
+func (d *Durable) confirmed(res []rueidis.RedisResult, need int, aof bool) error {
 	if need > 0 {
 		n, err := res[0].AsInt64()
 		if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/store/storeerr"
@@ -26,6 +27,9 @@ type pinned struct {
 	call    time.Duration
 	online  int
 	roleErr error
+	// confirmed: the write's last round trip was ConfirmWith's (any later command may write:
+	// Do and DoMulti clear it).
+	confirmed bool
 }
 
 func (p *pinned) B() rueidis.Builder { return p.d.B() }
@@ -88,17 +92,25 @@ func Confirms(c rueidis.Client) bool {
 }
 
 func (p *pinned) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	p.confirmed = false
 	if p.askRole || p.asking {
 		return p.DoMulti(ctx, cmd)[0]
 	}
-	ctx, cancel := p.bound(ctx)
+	ctx, cancel := p.bound(ctx, p.call)
 	defer cancel()
 	return p.d.Do(ctx, cmd)
 }
 
 func (p *pinned) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
-	ctx, cancel := p.bound(ctx)
+	p.confirmed = false
+	ctx, cancel := p.bound(ctx, p.call)
 	defer cancel()
+	return p.send(ctx, multi)
+}
+
+// send sends multi in one round trip, each command after an ASKING when the node imports the
+// slot, and ROLE after them when the first command is still to carry it.
+func (p *pinned) send(ctx context.Context, multi []rueidis.Completed) []rueidis.RedisResult {
 	if !p.askRole && !p.asking {
 		return p.d.DoMulti(ctx, multi...)
 	}
@@ -133,12 +145,51 @@ func (p *pinned) DoMulti(ctx context.Context, multi ...rueidis.Completed) []ruei
 	return out
 }
 
-// bound gives one call at most the store's timeout, as every call through Store.Client has.
-func (p *pinned) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); p.call <= 0 || ok && time.Until(dl) <= p.call {
+// bound gives one call at most d: the store's timeout, as every call through Store.Client
+// has, or a confirmation's.
+func (p *pinned) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); d <= 0 || ok && time.Until(dl) <= d {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, p.call)
+	return context.WithTimeout(ctx, d)
+}
+
+// ConfirmWith sends cmds, the last commands of a Durable.Run write on c (the client it was
+// handed), in one round trip with the write's confirmation (WAIT, and WAITAOF with append-only
+// on: Durable.confirm), and returns cmds' results; Run then sends no confirmation of its own
+// unless the write sends more commands after it.
+// A confirmation covers every write the connection made, so cmds must write something Redis
+// propagates when the write ended anything. An error is the confirmation's (unavailable, as
+// Run's). A client that confirms nothing (durability off, auto on a deployment never seen
+// with a replica) just sends cmds; so does one whose replicas are not known yet (nothing sent
+// before cmds to carry ROLE), confirmed by Run after the write as usual.
+func ConfirmWith(ctx context.Context, c rueidis.Client, cmds ...rueidis.Completed) ([]rueidis.RedisResult, error) {
+	p, ok := c.(*pinned)
+	if !ok || p.askRole || p.need() == 0 {
+		return c.DoMulti(ctx, cmds...), nil
+	}
+	d := p.durable
+	if err := p.replicasOnline(); err != nil {
+		return nil, err
+	}
+	confirm, aof := d.confirmCommands(p.d, p.need())
+	ctx, cancel := p.bound(ctx, d.timeout+time.Second)
+	defer cancel()
+	res := p.send(ctx, append(slices.Clone(cmds), confirm...))
+	p.confirmed = true
+	return res[:len(cmds)], d.confirmed(res[len(cmds):], p.need(), aof)
+}
+
+// replicasOnline is nil unless ROLE, sent with the write's first command, failed or (auto)
+// listed no replica connected where one is needed: a WAIT would only run out its timeout.
+func (p *pinned) replicasOnline() error {
+	if p.roleErr != nil {
+		return fmt.Errorf("durable write: ROLE: %w", Classify(p.roleErr))
+	}
+	if p.durable.replicas == DurableAuto && !p.askRole && p.need() > 0 && p.online == 0 {
+		return fmt.Errorf("durable write: %w: %w", storeerr.ErrUnavailable, ErrNoReplica)
+	}
+	return nil
 }
 
 // onlineReplicas reads ROLE's reply on a primary: {"master", offset, {{ip, port, offset}...}}
