@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/store"
 )
 
 // scriptSHAs maps each script LoadScript made to its body's SHA-1, for RunScripts' EVALSHA.
@@ -49,4 +51,25 @@ func RunScripts(ctx context.Context, c rueidis.Client, m *Metrics, name, op stri
 		reps[i], errs[i] = rep, err
 	}
 	return reps, errs
+}
+
+// execConfirmed runs l on c, the client a store.Durable.Run write was handed, in one round
+// trip with the write's confirmation (store.ConfirmWith), and returns its result and the
+// confirmation's error; no result when the replicas were known missing before anything was
+// sent. A server that does not know the script yet (NOSCRIPT: nothing ran) gets it through
+// Exec, and Run confirms that call. l must come from LoadScript.
+func execConfirmed(ctx context.Context, c rueidis.Client, l *rueidis.Lua, keys, args []string) (*rueidis.RedisResult, error) {
+	sha, ok := scriptSHAs.Load(l)
+	if !ok {
+		panic("repo: execConfirmed of a script LoadScript did not make")
+	}
+	res, err := store.ConfirmWith(ctx, c, c.B().Evalsha().Sha1(sha.(string)).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if len(res) == 0 {
+		return nil, err
+	}
+	if re, ok := rueidis.IsRedisErr(res[0].Error()); ok && re.IsNoScript() {
+		r := l.Exec(ctx, c, keys, args)
+		return &r, nil
+	}
+	return &res[0], err
 }

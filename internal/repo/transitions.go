@@ -22,6 +22,12 @@ import (
 // reply that breaks the convention comes back as it is (it wraps ErrReply).
 func RunScript(ctx context.Context, c rueidis.Client, m *Metrics, name, op string, l *rueidis.Lua, keys, args []string) (Reply, error) {
 	rep, err := callScript(ctx, c, name, l, keys, args)
+	return scriptOutcome(ctx, m, name, op, rep, err)
+}
+
+// scriptOutcome is RunScript's answer for script name's decoded reply: a failure counted and,
+// unless the reply itself is bad, wrapped as a command error of op.
+func scriptOutcome(ctx context.Context, m *Metrics, name, op string, rep Reply, err error) (Reply, error) {
 	if err != nil {
 		m.ScriptError(ctx, name)
 		if errors.Is(err, ErrReply) {

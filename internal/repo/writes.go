@@ -14,8 +14,8 @@ import (
 // Idempotency-Key records) is confirmed as a credential-ending write is (durable.go), so
 // that a failover cannot undo what the gateway acknowledged: Writes.Script runs the script
 // inside store.Durable.Run, on one connection, after store.Ready has checked that the replicas
-// it must be confirmed by are connected (otherwise 503, nothing written), and then WAIT (and
-// WAITAOF when the primary has append-only on) confirms it. A reply that wrote nothing — a
+// it must be confirmed by are connected (otherwise 503, nothing written), and WAIT (and
+// WAITAOF when the primary has append-only on), sent in the script's round trip, confirms it. A reply that wrote nothing — a
 // refusal, an idempotent retry finding what an earlier attempt made — is confirmed through the
 // durable marker: it may stand on that earlier attempt's write, whose confirmation timed out.
 // GATEWAY_DURABLE_WRITES=credentials (store.Durability.CredentialsOnly) runs them unconfirmed.
@@ -70,15 +70,11 @@ func confirmRead(ctx context.Context, c rueidis.Client, key string) (bool, error
 	if !store.Confirms(c) {
 		return false, nil
 	}
-	sha, _ := scriptSHAs.Load(touch)
-	res, err := store.ConfirmWith(ctx, c, c.B().Evalsha().Sha1(sha.(string)).Numkeys(1).Key(key).Build())
+	res, err := execConfirmed(ctx, c, touch, []string{key}, nil)
 	if err != nil {
 		return false, err
 	}
-	n, err := res[0].AsInt64()
-	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
-		n, err = touch.Exec(ctx, c, []string{key}, nil).AsInt64() // loads it; Run confirms
-	}
+	n, err := res.AsInt64()
 	if err != nil {
 		return false, CommandError("confirmed read", err)
 	}
@@ -104,12 +100,20 @@ func (w Writes) Script(ctx context.Context, name, op string, l *rueidis.Lua, key
 		if err := store.Ready(ctx, c, keys[0]); err != nil {
 			return false, CommandError(op, err)
 		}
+		res, confirmErr := execConfirmed(ctx, c, l, keys, args)
+		if res == nil {
+			return false, confirmErr
+		}
 		var err error
-		if rep, err = RunScript(ctx, c, w.metrics, name, op, l, keys, args); err != nil {
+		rep, err = decodeScript(name, *res)
+		if rep, err = scriptOutcome(ctx, w.metrics, name, op, rep, err); err != nil {
 			return false, err
 		}
+		if confirmErr != nil {
+			return false, confirmErr
+		}
 		if rep.Code() == CodeOK {
-			return true, nil
+			return true, nil // confirmed with it (or, after NOSCRIPT, by Run)
 		}
 		return confirmRead(ctx, c, keys[0]) // what it found, as a read
 	})

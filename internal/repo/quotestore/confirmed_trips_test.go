@@ -15,11 +15,12 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// TestConfirmedReadRoundTrips: a confirmed read of a draft that exists takes two round trips
-// on its connection — the read with ROLE, then the touch with WAIT (and WAITAOF with
-// append-only on) — and a read of a missing one confirms through the durable marker; a server
-// that does not know the touch script yet gets it and confirms as well.
-func TestConfirmedReadRoundTrips(t *testing.T) {
+// TestConfirmedRoundTrips: a confirmed read of a draft that exists takes two round trips on
+// its connection — the read with ROLE, then the touch with WAIT (and WAITAOF with append-only
+// on) — and a read of a missing one confirms through the durable marker; a server that does
+// not know the touch script yet gets it and confirms as well. A confirmed write takes two:
+// the replicas' check (EXISTS with ROLE), then the script with WAIT and WAITAOF.
+func TestConfirmedRoundTrips(t *testing.T) {
 	t.Parallel()
 	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0", "--appendonly", "yes")
 	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
@@ -50,9 +51,9 @@ func TestConfirmedReadRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(id string) ([]string, int64) {
+	call := func(f func()) ([]string, int64) {
 		rec.Reset()
-		_, _ = q.Get(ctx, "acme", id)
+		f()
 		var names []string
 		for _, c := range rec.Commands() {
 			names = append(names, c.Args[0])
@@ -60,12 +61,25 @@ func TestConfirmedReadRoundTrips(t *testing.T) {
 		return names, rec.Trips()
 	}
 	// The first read loads the touch script (NOSCRIPT: the gateway loads every script at start).
+	read := func(id string) ([]string, int64) {
+		return call(func() { _, _ = q.Get(ctx, "acme", id) })
+	}
 	if names, _ := read(d.ID); !slices.Contains(names, "EVAL") {
 		t.Fatalf("first confirmed read sent %v, want the touch script loaded by EVAL after NOSCRIPT", names)
 	}
 	names, trips := read(d.ID)
 	if want := []string{"HGETALL", "ROLE", "EVALSHA", "WAIT", "WAITAOF"}; !slices.Equal(names, want) || trips != 2 {
 		t.Errorf("confirmed read of a draft sent %v in %d round trips, want %v in 2", names, trips, want)
+	}
+	patch := func() {
+		if _, err := q.Patch(ctx, "acme", d.ID, -1, quotes.Patch{CustomerID: &d.ID}); err != nil {
+			t.Errorf("patch: %v", err)
+		}
+	}
+	call(patch) // loads the script
+	names, trips = call(patch)
+	if want := []string{"EXISTS", "ROLE", "EVALSHA", "WAIT", "WAITAOF"}; !slices.Equal(names, want) || trips != 2 {
+		t.Errorf("confirmed patch sent %v in %d round trips, want %v in 2", names, trips, want)
 	}
 	names, _ = read("q_00000000000000000000000009")
 	if !slices.Contains(names, "SET") || names[len(names)-2] != "WAIT" {
