@@ -57,12 +57,7 @@ func (w Writes) Read(ctx context.Context, key string, read func(c rueidis.Client
 
 // touch rewrites key's expiry unchanged: a write Redis propagates (as PEXPIREAT), which moves
 // the connection's replication offset as the marker does, on the key the read found.
-var touch = rueidis.NewLuaScript(`local at = redis.call('PEXPIRETIME', KEYS[1])
-if at > 0 then
-  redis.call('PEXPIREAT', KEYS[1], at)
-  return 1
-end
-return 0`)
+var touch = LoadScript(ownScripts, "confirm_touch")
 
 // confirmRead moves c's replication offset for a read of key (Read): by touching key when it
 // exists, else through the durable marker. During a slot migration the node giving the slot
