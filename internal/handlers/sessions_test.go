@@ -411,7 +411,8 @@ func TestAuthorizeRedisCommands(t *testing.T) {
 }
 
 // setSessionField writes a field of the session as the layout stores it: in its own hash
-// (per session), or as "<idPart>:<name>" in the user's hash (per user, docs/KEYS.md).
+// (per session), or as "<idPart>:<name>" in the user's hash (per user, docs/KEYS.md) with the
+// session's field TTL (its live marker's), as the scripts that write one give it.
 func (h *harness) setSessionField(t *testing.T, ref session.Ref, name, value string) {
 	t.Helper()
 	ctx := context.Background()
@@ -424,6 +425,16 @@ func (h *harness) setSessionField(t *testing.T, ref session.Ref, name, value str
 		key, field = sessionstore.UserSessionsKey(keys, ref.Tag), ref.Part+":"+name
 	}
 	if err := c.Do(ctx, c.B().Hset().Key(key).FieldValue().FieldValue(field, value).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if field == name {
+		return
+	}
+	ttl, err := c.Do(ctx, c.B().Hpttl().Key(key).Fields().Numfields(1).Field(ref.Part+":live").Build()).AsIntSlice()
+	if err != nil || len(ttl) != 1 || ttl[0] <= 0 {
+		t.Fatalf("the live marker's field TTL: %v %v", ttl, err)
+	}
+	if err := c.Do(ctx, c.B().Hpexpire().Key(key).Milliseconds(ttl[0]).Fields().Numfields(1).Field(field).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 }

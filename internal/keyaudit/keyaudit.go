@@ -235,6 +235,7 @@ func (a *Auditor) checkKey(ctx context.Context, c rueidis.Client, key string) []
 	}
 	if typ == "hash" {
 		out = append(out, a.checkEventFields(ctx, c, key, values)...)
+		out = append(out, checkSessionFields(ctx, c, key, values)...)
 	}
 	if decl != nil {
 		if entries > decl.MaxEntries {
@@ -267,18 +268,12 @@ func (a *Auditor) checkEventFields(ctx context.Context, c rueidis.Client, key st
 	if len(names) > eventOutboxMax {
 		out = append(out, Violation{Key: key, Rule: "too-many-entries", Msg: fmt.Sprintf("%d pending session events, declared at most %d", len(names), eventOutboxMax)})
 	}
-	for from := 0; from < len(names); from += 500 {
-		batch := names[from:min(from+500, len(names))]
-		ttls, err := c.Do(ctx, c.B().Hpttl().Key(key).Fields().Numfields(int64(len(batch))).Field(batch...).Build()).AsIntSlice()
-		if err != nil {
-			return append(out, Violation{Key: key, Rule: "error", Msg: fmt.Sprintf("HPTTL: %v", err)})
-		}
-		for i, ttl := range ttls {
-			if ttl == -1 {
-				out = append(out, Violation{Key: key, Rule: "no-ttl", Msg: fmt.Sprintf("session event field %s has no field TTL", batch[i])})
-				break
-			}
-		}
+	bare, err := fieldsWithoutTTL(ctx, c, key, names)
+	if err != nil {
+		return append(out, Violation{Key: key, Rule: "error", Msg: fmt.Sprintf("HPTTL: %v", err)})
+	}
+	if len(bare) > 0 {
+		out = append(out, Violation{Key: key, Rule: "no-ttl", Msg: fmt.Sprintf("session event field %s has no field TTL", bare[0])})
 	}
 	return out
 }

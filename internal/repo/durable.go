@@ -28,9 +28,7 @@ import (
 const durableMarkerTTL = time.Second
 
 // markerOnce writes the marker and deletes it in one step (replicated as both writes).
-var markerOnce = rueidis.NewLuaScript(`redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-redis.call('DEL', KEYS[1])
-return 1`)
+var markerOnce = LoadScript(ownScripts, "durable_marker_once")
 
 // DurableMarker writes the marker of tag on c (the pinned connection of Durable.Run) and
 // reports that the call must be confirmed; when no confirmation will follow (durability off,

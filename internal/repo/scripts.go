@@ -28,6 +28,11 @@ import (
 //go:embed lua/*.lua
 var sharedLua embed.FS
 
+// ownScripts are the kit's own scripts, beside the Go that runs them (writes.go, durable.go).
+//
+//go:embed *.lua
+var ownScripts embed.FS
+
 var (
 	registryMu sync.Mutex
 	registry   = map[string]string{} // script name → composed body, for ScriptBodies

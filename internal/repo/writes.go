@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"embed"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -54,11 +53,9 @@ func (w Writes) Read(ctx context.Context, key string, read func(c rueidis.Client
 	})
 }
 
-//go:embed touch.lua
-var touchLua embed.FS
-
-// touch rewrites key's expiry unchanged (touch.lua).
-var touch = LoadScript(touchLua, "touch")
+// touch rewrites key's expiry unchanged: a write Redis propagates (as PEXPIREAT), which moves
+// the connection's replication offset as the marker does, on the key the read found.
+var touch = LoadScript(ownScripts, "confirm_touch")
 
 // confirmRead moves c's replication offset for a read of key (Read) and confirms it in the
 // same round trip (store.ConfirmWith): by touching key when it exists, else through the
