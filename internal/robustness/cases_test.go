@@ -201,10 +201,12 @@ func (w *world) watchAuto(r result) (result, error) {
 }
 
 // autoEscalations counts the auto_escalate entries of a case's history, asking each live
-// replica in turn until one answers.
+// replica in turn until one answers. A read is confirmed by a replica (GATEWAY_DURABLE_READS),
+// so it answers 503 until the deployment has healed from the last fault: up to 30 s.
 func (w *world) autoEscalations(id string) (int, error) {
 	var last reply
-	for try := range 20 {
+	end := time.Now().Add(30 * time.Second)
+	for try := 0; try == 0 || time.Now().Before(end); try++ {
 		g := w.gws[try%len(w.gws)]
 		if g.dead.Load() {
 			continue
