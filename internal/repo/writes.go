@@ -53,6 +53,19 @@ func (w Writes) Read(ctx context.Context, key string, read func(c rueidis.Client
 	})
 }
 
+// ConfirmsReads reports whether Read confirms what it reads (a replica known, reads confirmed).
+func (w Writes) ConfirmsReads() bool { return w.reads.Waits() }
+
+// Confirm returns once everything the primary holds in key's slot — what an earlier read
+// there returned included — is confirmed as Read confirms (a barrier: a touch of key and
+// WAIT); nil at once where reads are not confirmed.
+func (w Writes) Confirm(ctx context.Context, key string) error {
+	if !w.ConfirmsReads() {
+		return nil
+	}
+	return w.Read(ctx, key, func(rueidis.Client) error { return nil })
+}
+
 // touch rewrites key's expiry unchanged: a write Redis propagates (as PEXPIREAT), which moves
 // the connection's replication offset as the marker does, on the key the read found.
 var touch = LoadScript(ownScripts, "confirm_touch")

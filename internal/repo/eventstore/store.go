@@ -51,6 +51,7 @@ type Options struct {
 type Store struct {
 	client    rueidis.Client
 	durable   *store.Durable // confirms a relay's copy before its outbox entries go (relay_confirm.go)
+	reads     repo.Writes    // confirms the events a range shows (GATEWAY_DURABLE_READS)
 	metrics   *repo.Metrics
 	keys      repo.Keys
 	hasher    *keyhash.Hasher
@@ -74,7 +75,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	es := &Store{client: s.Client, durable: s.Durable, metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}
+	es := &Store{client: s.Client, durable: s.Durable, reads: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}
 	es.outbox = outboxStream{es}
 	if o.SessionHash != nil {
 		es.outbox = outboxHash{s: es, key: o.SessionHash}
@@ -90,9 +91,27 @@ func (s *Store) Range(ctx context.Context, tenant, after string, count int) ([]e
 	if after != "" {
 		start = "(" + after
 	}
-	entries, err := s.client.Do(ctx, s.client.B().Xrange().Key(s.stream(tenant)).Start(start).End("+").Count(int64(count)+1).Build()).AsXRange()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		return nil, false, repo.CommandError("events range", err)
+	key := s.stream(tenant)
+	read := func(c rueidis.Client) (entries []rueidis.XRangeEntry, err error) {
+		entries, err = c.Do(ctx, c.B().Xrange().Key(key).Start(start).End("+").Count(int64(count)+1).Build()).AsXRange()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return nil, repo.CommandError("events range", err)
+		}
+		return entries, nil
+	}
+	entries, err := read(s.client)
+	if err == nil && len(entries) > 0 && s.reads.ConfirmsReads() {
+		// Events found are shown once a replica holds them, as reads of drafts and cases are
+		// (repo.Writes.Read): an event written with a write whose confirmation failed (a 503 a
+		// failover may undo) is not shown before. An empty page shows nothing to undo, so an
+		// idle poll (Wait) costs no confirmation.
+		err = s.reads.Read(ctx, key, func(c rueidis.Client) (err error) {
+			entries, err = read(c)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	more := len(entries) > count
 	if more {

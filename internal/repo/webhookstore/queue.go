@@ -84,7 +84,21 @@ func (r *Store) Pending(ctx context.Context, w *webhooks.Webhook, consumer, curs
 			gone = append(gone, x.ID)
 		}
 	}
+	if err := r.confirmRead(ctx, stream, xs); err != nil {
+		return nil, "", nil, err
+	}
 	return r.entries(ctx, w, xs), next, gone, nil
+}
+
+// confirmRead returns once the entries read from stream are on a replica (repo.Writes.Confirm,
+// GATEWAY_DURABLE_READS): an event written with a write whose confirmation failed (a 503 a
+// failover may undo) is not delivered before. On failure the entries stay pending for the
+// consumer, and Pending delivers them once they are confirmed.
+func (r *Store) confirmRead(ctx context.Context, stream string, xs []rueidis.XRangeEntry) error {
+	if len(xs) == 0 {
+		return nil
+	}
+	return r.writes.Confirm(ctx, stream)
 }
 
 // ReadNew reads up to count entries the group has not read yet.
@@ -101,6 +115,9 @@ func (r *Store) ReadNew(ctx context.Context, w *webhooks.Webhook, consumer strin
 		return nil, err
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := r.confirmRead(ctx, stream, xs); err != nil {
 		return nil, err
 	}
 	return r.entries(ctx, w, xs), nil
