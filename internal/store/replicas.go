@@ -35,7 +35,7 @@ func (s *Store) detectReplicas(ctx context.Context, opt rueidis.ClientOption) {
 	}
 	switch s.Caps.Topology {
 	case Cluster:
-		nodes, err := s.Client.Do(ctx, s.Client.B().ClusterNodes().Build()).ToString()
+		nodes, err := s.askAny(ctx, func(n rueidis.Client) rueidis.Completed { return n.B().ClusterNodes().Build() }).ToString()
 		if err == nil && clusterHasReplica(nodes) {
 			d.replicated.Store(true)
 		}
