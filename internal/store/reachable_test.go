@@ -2,10 +2,13 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/store/storeerr"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -73,4 +76,24 @@ func TestOpenSurvivesADeadClusterMaster(t *testing.T) {
 	}
 	rc.Promoted(victim)
 	openAll("after the replica's promotion", 8)
+}
+
+// Asking the nodes that answer does not turn a refusal into a wait: a Redis user not allowed
+// a start-up question fails Open at once with the refusal, never as unavailability (which
+// cmd/gateway would wait out).
+func TestOpenRefusalIsNotUnavailability(t *testing.T) {
+	t.Parallel()
+	srv := testredis.StartServer(t)
+	admin := testredis.NodeClient(t, srv.Addr())
+	for user, denied := range map[string]string{"noinfo": "-info", "norole": "-role"} {
+		if err := testredis.Do(admin, "ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", denied).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for user, want := range map[string]string{"noinfo": "read server info", "norole": "+role"} {
+		_, err := store.Open(context.Background(), store.Options{URL: "redis://" + user + ":pw@" + srv.Addr(), Timeout: 2 * time.Second})
+		if err == nil || errors.Is(err, storeerr.ErrUnavailable) || !strings.Contains(err.Error(), want) {
+			t.Errorf("user %s: err = %v; want a refusal naming %q, not unavailability", user, err, want)
+		}
+	}
 }
