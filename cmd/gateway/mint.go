@@ -48,6 +48,7 @@ func mintCommand(ctx context.Context, args []string, env environ, stdout io.Writ
 	if *ttl > cfg.TokenMaxTTL || *ttl < time.Minute {
 		return usageError{fmt.Sprintf("token mint: --ttl must be within 1m..%s", cfg.TokenMaxTTL)}
 	}
+	cfg.RedisStartTimeout = 0 // a command fails at once: its caller sees why and retries
 	a, err := build(ctx, cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err

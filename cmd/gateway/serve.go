@@ -67,6 +67,10 @@ func serveWith(ctx context.Context, e config.Env, names []string, stdout, stderr
 
 	g, err := build(ctx, cfg, log, tel)
 	if err != nil {
+		if ctx.Err() != nil { // SIGINT/SIGTERM while waiting for Redis: a clean stop
+			log.Info("stopped before the start completed", "err", err)
+			return nil
+		}
 		return err
 	}
 	defer g.store.Close()

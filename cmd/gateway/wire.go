@@ -20,8 +20,9 @@ type gateway struct {
 	*app.Gateway
 }
 
-// build opens the store named by cfg, loads the scripts and builds the gateway through
-// internal/app, the one composition root. The caller closes g.store.
+// build opens the store named by cfg (waiting up to cfg.RedisStartTimeout for it to be
+// reachable), loads the scripts and builds the gateway through internal/app, the one
+// composition root. The caller closes g.store.
 func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *telemetry.Telemetry) (*gateway, error) {
 	authority, hasher, err := app.Keys(cfg, log)
 	if err != nil {
@@ -29,12 +30,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger, tel *teleme
 	}
 	so := app.StoreOptions(cfg)
 	so.NewClient = redistrace.For(tel)
-	s, err := store.Open(ctx, so)
+	s, err := openStore(ctx, so, app.ScriptBodies(), cfg.RedisStartTimeout, log)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.LoadScripts(ctx, app.ScriptBodies()...); err != nil {
-		s.Close()
 		return nil, err
 	}
 	a, err := app.New(cfg, s, app.Options{Logger: log, Telemetry: tel, Version: version,

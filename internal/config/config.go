@@ -23,6 +23,9 @@ type Config struct {
 	RedisTimeout       time.Duration `env:"GATEWAY_REDIS_TIMEOUT" default:"500ms"`
 	RedisClientCache   bool          `env:"GATEWAY_REDIS_CLIENT_CACHE" default:"true"`
 	RedisCommandLabels bool          `env:"GATEWAY_REDIS_COMMAND_METRICS" default:"false"`
+	// RedisStartTimeout is how long a starting gateway waits for Redis to become reachable
+	// (0: not at all, the start fails at once).
+	RedisStartTimeout time.Duration `env:"GATEWAY_REDIS_START_TIMEOUT" default:"30s"`
 	// DurableReplicas: how many replicas must acknowledge a write that ends a credential
 	// before it is answered: auto (one, once the deployment has been seen with a replica;
 	// none before), 0 (off) or N.

@@ -17,7 +17,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:8080" || !c.Embedded() || c.RedisTimeout != 500*time.Millisecond || c.MFAMaxAttempts != 5 ||
+	if c.Addr != "127.0.0.1:8080" || !c.Embedded() || c.RedisTimeout != 500*time.Millisecond || c.RedisStartTimeout != 30*time.Second || c.MFAMaxAttempts != 5 ||
 		c.SessionRefreshFraction != 0.25 || !c.RedisClientCache || c.QuoteMaxItems != 100 || c.SessionLimitPolicy != "evict-oldest" {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -31,6 +31,8 @@ func TestLoadErrors(t *testing.T) {
 		want string
 	}{
 		{"bad duration", map[string]string{"GATEWAY_REDIS_TIMEOUT": "soon"}, "GATEWAY_REDIS_TIMEOUT"},
+		{"negative start timeout", map[string]string{"GATEWAY_REDIS_START_TIMEOUT": "-1s"}, "GATEWAY_REDIS_START_TIMEOUT"},
+		{"start timeout over an hour", map[string]string{"GATEWAY_REDIS_START_TIMEOUT": "2h"}, "GATEWAY_REDIS_START_TIMEOUT"},
 		{"redis needs keys", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379"}, "GATEWAY_SIGNING_KEYS is required"},
 		{"fraction range", map[string]string{"GATEWAY_SESSION_REFRESH_FRACTION": "1.5"}, "REFRESH_FRACTION"},
 		{"log level", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},

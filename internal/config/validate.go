@@ -20,6 +20,7 @@ func (c Config) Validate() error {
 	check(c.Addr != "", "GATEWAY_ADDR must not be empty")
 	check(c.AdminAddr != "" && (c.AdminAddr != c.Addr || strings.HasSuffix(c.Addr, ":0")), "GATEWAY_ADMIN_ADDR must be an address other than GATEWAY_ADDR, or off")
 	check(c.RedisTimeout >= 10*time.Millisecond && c.RedisTimeout <= time.Minute, "GATEWAY_REDIS_TIMEOUT must be within 10ms..1m")
+	check(c.RedisStartTimeout >= 0 && c.RedisStartTimeout <= time.Hour, "GATEWAY_REDIS_START_TIMEOUT must be within 0..1h (0: no waiting)")
 	if n, err := strconv.Atoi(c.DurableReplicas); !strings.EqualFold(c.DurableReplicas, "auto") && (err != nil || n < 0 || n > maxDurableReplicas) {
 		errs = append(errs, fmt.Errorf("GATEWAY_DURABLE_REPLICAS must be auto or 0..%d", maxDurableReplicas))
 	}

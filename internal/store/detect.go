@@ -18,7 +18,7 @@ func (s *Store) detect(ctx context.Context, o Options, opt rueidis.ClientOption)
 			return fmt.Errorf("store: ping embedded store: %w", Classify(err))
 		}
 	} else {
-		info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
+		info, err := s.askAny(ctx, func(n rueidis.Client) rueidis.Completed { return n.B().Info().Section("server").Build() }).ToString()
 		if err != nil {
 			return fmt.Errorf("store: read server info: %w", Classify(err))
 		}
@@ -114,17 +114,25 @@ func (s *Store) detectDurability(ctx context.Context, opt rueidis.ClientOption) 
 		return nil
 	}
 	d.waitAOF.Store(versionAtLeast(s.Caps.ServerVersion, 7, 2))
-	for addr, n := range s.raw.Nodes() {
-		info, err := n.Do(ctx, n.B().Info().Section("persistence").Build()).ToString()
+	// The nodes of one deployment share their persistence settings: those that answer speak for
+	// one that is down.
+	err := s.eachReachable(func(addr string, n rueidis.Client) error {
+		c, cancel := context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+		info, err := n.Do(c, n.B().Info().Section("persistence").Build()).ToString()
 		if err != nil {
 			return fmt.Errorf("store: read persistence info of %s: %w", addr, Classify(err))
 		}
 		if infoField(info, "aof_enabled") == "1" {
 			d.aof.Store(true)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if d.replicas == DurableAuto {
-		err := s.Client.Do(ctx, s.Client.B().Role().Build()).Error()
+		err := s.askAny(ctx, func(n rueidis.Client) rueidis.Completed { return n.B().Role().Build() }).Error()
 		if e, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(e.Error(), "NOPERM") {
 			return fmt.Errorf("store: GATEWAY_DURABLE_REPLICAS=auto asks ROLE with every revocation, which this Redis user may not run: allow it (+role) or set GATEWAY_DURABLE_REPLICAS to a replica count or 0")
 		}

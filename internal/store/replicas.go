@@ -25,17 +25,19 @@ import (
 func (s *Store) detectReplicas(ctx context.Context, opt rueidis.ClientOption) {
 	d := s.Durable
 	for _, n := range s.raw.Nodes() {
-		if online, err := onlineReplicas(n.Do(ctx, n.B().Role().Build())); err == nil && online > 0 {
+		c, cancel := context.WithTimeout(ctx, 2*s.Timeout) // two calls; a silent node is passed over
+		if online, err := onlineReplicas(n.Do(c, n.B().Role().Build())); err == nil && online > 0 {
 			d.replicated.Store(true)
 		}
-		info, err := n.Do(ctx, n.B().Info().Section("replication").Build()).ToString()
+		info, err := n.Do(c, n.B().Info().Section("replication").Build()).ToString()
+		cancel()
 		if err == nil && strings.Contains(info, "\nmin_slaves_good_slaves:") {
 			d.replicated.Store(true)
 		}
 	}
 	switch s.Caps.Topology {
 	case Cluster:
-		nodes, err := s.Client.Do(ctx, s.Client.B().ClusterNodes().Build()).ToString()
+		nodes, err := s.askAny(ctx, func(n rueidis.Client) rueidis.Completed { return n.B().ClusterNodes().Build() }).ToString()
 		if err == nil && clusterHasReplica(nodes) {
 			d.replicated.Store(true)
 		}

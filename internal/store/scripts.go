@@ -3,13 +3,16 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/redis/rueidis"
 )
 
 // LoadScripts runs SCRIPT LOAD for each body on every node, so the first EVALSHA of a script
 // finds it and no NOSCRIPT error (and error span) is produced. rueidis.Lua still falls back
-// to EVAL if a server restarts and loses its script cache.
+// to EVAL if a server restarts and loses its script cache, which is also why a node that
+// cannot be reached now is skipped (as long as one node took the scripts).
 func (s *Store) LoadScripts(ctx context.Context, bodies ...string) error {
-	for addr, n := range s.raw.Nodes() {
+	return s.eachReachable(func(addr string, n rueidis.Client) error {
 		for _, body := range bodies {
 			c, cancel := context.WithTimeout(ctx, 2*s.Timeout)
 			err := n.Do(c, n.B().ScriptLoad().Script(body).Build()).Error()
@@ -18,6 +21,6 @@ func (s *Store) LoadScripts(ctx context.Context, bodies ...string) error {
 				return fmt.Errorf("store: load script on %s: %w", addr, Classify(err))
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -275,6 +275,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	// only while the call's context allows.
 	raw, err := o.NewClient(opt)
 	if err != nil {
+		if raw != nil { // a cluster client that dialled a seed but read no topology
+			raw.Close()
+		}
 		s.closeEmbedded()
 		return nil, fmt.Errorf("store: connect: %w", Classify(err))
 	}
