@@ -6,7 +6,7 @@
 // (docs/KEYS.md "Events"):
 //
 //	<prefix>:v1:events:{<tenantTag>}                     STREAM  the tenant's events
-//	<prefix>:v1:sess:{<userTag>}                         HASH    per-user layout: evSeq, evHead, ev.<n>, a user's session events not yet relayed
+//	<prefix>:v1:sess:{<userTag>}                         HASH    per-user layout: evSeq, ev.<n>, a user's session events not yet relayed
 //	<prefix>:v1:evoutbox:{<userTag>}                     STREAM  per-session layout: a user's session events not yet relayed
 //	<prefix>:v1:events:{<tenantTag>}:relayed:<userTag>   STRING  the last outbox id relayed
 package eventstore

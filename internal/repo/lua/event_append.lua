@@ -5,9 +5,11 @@
 -- session's events also the user's tag and the session's idPart.
 -- event_env(s) parses the envelope.
 local function event_env(s)
-  local v = {}
-  for line in string.gmatch(s .. '\n', '([^\n]*)\n') do
-    v[#v + 1] = line
+  local v, i = {}, 1
+  while i <= #s + 1 do
+    local j = string.find(s, '\n', i, true) or #s + 1
+    v[#v + 1] = string.sub(s, i, j - 1)
+    i = j + 1
   end
   return {tenant = v[1] or '', actor = v[2] or '', req = v[3] or '', trace = v[4] or '',
     maxAge = tonumber(v[5]) or 0, maxLen = tonumber(v[6]) or 0, tag = v[7] or '', part = v[8] or ''}

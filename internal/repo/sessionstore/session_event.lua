@@ -12,6 +12,8 @@ local SESSION_ENV = event_env(ARGV[#ARGV])
 local function session_id(part)
   return 's_' .. SESSION_ENV.tag .. '_' .. part
 end
+-- SESSION_NOW: Redis's time in ms, read once by the script's first event.
+local SESSION_NOW
 -- session_event(typ, part, data) appends typ about the session part (nil: the envelope's) of
 -- the user, data with the user's tag, at Redis's time; nothing when session events are off
 -- (an empty envelope).
@@ -19,11 +21,13 @@ local function session_event(typ, part, data)
   if ARGV[#ARGV] == '' then
     return nil
   end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not SESSION_NOW then
+    local t = redis.call('TIME')
+    SESSION_NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
   data.userTag = SESSION_ENV.tag
   part = part or SESSION_ENV.part
-  return session_outbox_append(SESSION_ENV, now, typ, session_id(part), data)
+  return session_outbox_append(SESSION_ENV, SESSION_NOW, typ, session_id(part), data)
 end
 -- session_actor_self(part) is whether the caller is the session part itself (a logout, a
 -- sign-out of the other devices), not a service with a token.
