@@ -201,12 +201,7 @@ func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 		}
 		wantSequence(t, subjects(t, es, "acme"), user, 158)
 		// The checkpoint and the stream have their TTLs.
-		tag := es.hasher.TenantTag("acme")
-		for _, k := range []string{es.keys.EventStream(tag), es.keys.EventRelayed(tag, user)} {
-			if p, _ := es.client.Do(ctx, es.client.B().Pttl().Key(k).Build()).AsInt64(); p <= 0 {
-				t.Fatalf("%s has no TTL (%d)", k, p)
-			}
-		}
+		checkpointTTLs(t, es, "acme", user)
 		// The outbox made anew after its deletion numbers its events past the checkpoint.
 		time.Sleep(2 * time.Millisecond)
 		if _, err := es.RelayOutbox(ctx, user); err != nil || outboxLeft(t, es, user) {
@@ -218,6 +213,27 @@ func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 		}
 		wantSequence(t, subjects(t, es, "acme"), user, 160)
 	})
+}
+
+// checkpointTTLs checks that the tenant's stream and the user's checkpoint have their TTLs:
+// the checkpoint key's, or the checkpoints hash's and the user's field's.
+func checkpointTTLs(t *testing.T, es *Store, tenant, user string) {
+	t.Helper()
+	ctx := context.Background()
+	tag := es.hasher.TenantTag(tenant)
+	keys := []string{es.keys.EventStream(tag), es.keys.EventRelayed(tag, user)}
+	if es.checkpointHash {
+		keys[1] = es.keys.EventRelayedHash(tag)
+		ttl, err := es.client.Do(ctx, es.client.B().Hpttl().Key(keys[1]).Fields().Numfields(1).Field(user).Build()).AsIntSlice()
+		if err != nil || len(ttl) != 1 || ttl[0] <= 0 {
+			t.Fatalf("the checkpoint of %s in %s has no field TTL (%v, %v)", user, keys[1], ttl, err)
+		}
+	}
+	for _, k := range keys {
+		if p, _ := es.client.Do(ctx, es.client.B().Pttl().Key(k).Build()).AsInt64(); p <= 0 {
+			t.Fatalf("%s has no TTL (%d)", k, p)
+		}
+	}
 }
 
 // copyOnly reads the user's pending events and runs relay.lua over them without deleting

@@ -130,12 +130,18 @@ func (s *Store) relayTenant(ctx context.Context, tags []string, bs []batch, user
 	tenant := bs[users[0]].entries[0].FieldValues[events.FieldTenant]
 	tag := s.hasher.TenantTag(tenant)
 	keys := []string{s.keys.EventStream(tag)}
-	args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10)}
+	mode := "keys"
+	if s.checkpointHash {
+		keys, mode = append(keys, s.keys.EventRelayedHash(tag)), "hash"
+	}
+	args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10), mode}
 	sent := make([][]rueidis.XRangeEntry, len(users))
 	for k, i := range users {
-		keys = append(keys, s.keys.EventRelayed(tag, tags[i]))
-		at := len(args)
-		args = append(args, "")
+		if !s.checkpointHash {
+			keys = append(keys, s.keys.EventRelayed(tag, tags[i]))
+		}
+		args = append(args, tags[i], "")
+		at := len(args) - 1
 		for _, e := range bs[i].entries {
 			if e.FieldValues[events.FieldTenant] != tenant {
 				break // (one user, one tenant: never expected)
