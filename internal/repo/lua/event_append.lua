@@ -5,14 +5,11 @@
 -- session's events also the user's tag and the session's idPart.
 -- event_env(s) parses the envelope.
 local function event_env(s)
-  local v, i = {}, 1
-  while i <= #s + 1 do
-    local j = string.find(s, '\n', i, true) or #s + 1
-    v[#v + 1] = string.sub(s, i, j - 1)
-    i = j + 1
-  end
-  return {tenant = v[1] or '', actor = v[2] or '', req = v[3] or '', trace = v[4] or '',
-    maxAge = tonumber(v[5]) or 0, maxLen = tonumber(v[6]) or 0, tag = v[7] or '', part = v[8] or ''}
+  -- (one match: cheaper than a loop over the lines)
+  local v1, v2, v3, v4, v5, v6, v7, v8 = string.match(s,
+    '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n?([^\n]*)\n?([^\n]*)')
+  return {tenant = v1 or '', actor = v2 or '', req = v3 or '', trace = v4 or '',
+    maxAge = tonumber(v5) or 0, maxLen = tonumber(v6) or 0, tag = v7 or '', part = v8 or ''}
 end
 -- event_append(key, env, now, type, subject, data) appends one event to the Stream key (a
 -- tenant's stream or a user's outbox, under the tag of the script's other keys): data is a Lua

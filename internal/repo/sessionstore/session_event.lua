@@ -7,13 +7,12 @@
 -- several sessions) is the script's last argument, after its own. With session events off
 -- (GATEWAY_SESSION_EVENTS) the envelope is empty (and no outbox stream is among the keys).
 --#include event_append
+--#include session_clock
 local SESSION_ENV = event_env(ARGV[#ARGV])
 -- session_id(part) is the id of the user's session part.
 local function session_id(part)
   return 's_' .. SESSION_ENV.tag .. '_' .. part
 end
--- SESSION_NOW: Redis's time in ms, read once by the script's first event.
-local SESSION_NOW
 -- session_event(typ, part, data) appends typ about the session part (nil: the envelope's) of
 -- the user, data with the user's tag, at Redis's time; nothing when session events are off
 -- (an empty envelope).
@@ -21,13 +20,10 @@ local function session_event(typ, part, data)
   if ARGV[#ARGV] == '' then
     return nil
   end
-  if not SESSION_NOW then
-    local t = redis.call('TIME')
-    SESSION_NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
+  local now = session_now()
   data.userTag = SESSION_ENV.tag
   part = part or SESSION_ENV.part
-  return session_outbox_append(SESSION_ENV, SESSION_NOW, typ, session_id(part), data)
+  return session_outbox_append(SESSION_ENV, now, typ, session_id(part), data)
 end
 -- session_actor_self(part) is whether the caller is the session part itself (a logout, a
 -- sign-out of the other devices), not a service with a token.
