@@ -2,7 +2,8 @@
 -- them into the tenant's stream (the per-user layout; docs/EVENTS.md "Sessions", docs/KEYS.md
 -- "Events"), so that a session write touches that one key. The fields (no ':' in their names,
 -- so never a session's "<idPart>:<name>", and none of the user's own):
---   evSeq   the number of the last event appended (kept while the hash lives)
+--   evSeq   the number of the last event appended (kept while the hash lives; with HSETEX,
+--           for the max age past the last append, as the event)
 --   ev.<n>  event n: type, timeMs, tenant, subject, actor, requestId, traceId and the data
 --           (JSON) one a line, with the events' max age as its field TTL
 -- Events are numbered one after the other (evSeq + 1); the first of a hash without evSeq takes
@@ -15,7 +16,8 @@
 -- At most EVENT_OUTBOX_MAX events are pending in one hash: every EVENT_OUTBOX_TRIM-th append
 -- deletes the oldest EVENT_OUTBOX_TRIM of the last EVENT_OUTBOX_MAX numbers (one HDEL now and
 -- then rather than one each append), so a relay stopped for long loses the oldest first.
-local EVENT_OUTBOX_MAX, EVENT_OUTBOX_TRIM = 2000, 50
+local EVENT_OUTBOX_MAX = 2000
+local EVENT_OUTBOX_TRIM = 50
 local EVENT_OUTBOX_SEQ = 'evSeq'
 -- event_outbox_field(n) is event n's field name.
 local function event_outbox_field(n)
@@ -55,9 +57,15 @@ local function event_outbox_append(key, env, now, typ, subject, data)
   end
   event_outbox_seq = n
   local f = event_outbox_field(n)
-  redis.call('HSET', key, EVENT_OUTBOX_SEQ, string.format('%d', n), f,
-    table.concat({typ, string.format('%d', now), env.tenant, subject, env.actor, env.req, env.trace, cjson.encode(data)}, '\n'))
-  redis.call('HPEXPIRE', key, maxAge, 'FIELDS', 1, f)
+  local v = table.concat({typ, string.format('%d', now), env.tenant, subject, env.actor, env.req, env.trace, cjson.encode(data)}, '\n')
+  if env.fx == 'hsetex' then
+    -- (evSeq gets the event's TTL too: it outlives every event, and a hash without it numbers
+    -- from now × 1000, past every earlier number)
+    redis.call('HSETEX', key, 'PX', maxAge, 'FIELDS', 2, EVENT_OUTBOX_SEQ, string.format('%d', n), f, v)
+  else
+    redis.call('HSET', key, EVENT_OUTBOX_SEQ, string.format('%d', n), f, v)
+    redis.call('HPEXPIRE', key, maxAge, 'FIELDS', 1, f)
+  end
   if not event_outbox_raised then -- (after the HSET, which may have made the hash)
     if redis.call('PTTL', key) < env.maxAge then
       redis.call('PEXPIRE', key, maxAge)
