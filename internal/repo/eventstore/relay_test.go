@@ -359,3 +359,50 @@ func TestRelaySweepFindsLeftOutboxes(t *testing.T) {
 		t.Fatalf("the sweep's steps relayed %d of %d", len(subjects(t, es, "globex")), len(users))
 	})
 }
+
+// TestRelayKeepsAHashNumberedAhead (per-user layout): the ack that may delete a user's hash left
+// without a session keeps it while its last number is not below now × 1000 (events appended
+// within the millisecond of a relay): a hash made anew numbers its events from now × 1000, and
+// numbers at or below the relay's checkpoint would be skipped, lost. Once the clock passed it,
+// the next such ack deletes the hash. The ack also creates nothing on a hash deleted meanwhile.
+func TestRelayKeepsAHashNumberedAhead(t *testing.T) {
+	t.Parallel()
+	eachOutbox(t, func(t *testing.T, es *Store) {
+		h, ok := es.outbox.(outboxHash)
+		if !ok {
+			t.Skip("outbox streams")
+		}
+		ctx := context.Background()
+		const user = "userTagDDDD1"
+		key := h.key(user)
+		appendOutboxType(t, es, user, "acme", events.SessionLoggedOut, 0, 1)
+		b, err := readOne(ctx, es, user)
+		if err != nil || len(b.entries) != 1 || !b.ended() {
+			t.Fatalf("read %+v, %v", b, err)
+		}
+		ahead := (time.Now().UnixMilli() + 300) * 1000 // evSeq 300 ms ahead of the clock
+		if err := es.client.Do(ctx, es.client.B().Hset().Key(key).FieldValue().FieldValue("evSeq", strconv.FormatInt(ahead, 10)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err := es.outbox.ack(ctx, []string{user}, []batch{b})[0]; err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := es.client.Do(ctx, es.client.B().Exists().Key(key).Build()).AsInt64(); n != 1 {
+			t.Fatal("the hash was deleted while its last number was ahead of the clock")
+		}
+		time.Sleep(350 * time.Millisecond)
+		if err := es.outbox.ack(ctx, []string{user}, []batch{b})[0]; err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := es.client.Do(ctx, es.client.B().Exists().Key(key).Build()).AsInt64(); n != 0 {
+			t.Fatal("the hash left with no session nor event was kept once the clock passed its number")
+		}
+		b.entries = b.entries[:0] // a plain HDEL, late: nothing made
+		if err := es.outbox.ack(ctx, []string{user}, []batch{b})[0]; err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := es.client.Do(ctx, es.client.B().Exists().Key(key).Build()).AsInt64(); n != 0 {
+			t.Fatal("a late ack made the deleted hash again")
+		}
+	})
+}
