@@ -255,17 +255,27 @@ var eventField = regexp.MustCompile(`^ev\.[0-9]+$`)
 // eventOutboxMax is repo.EventOutboxMax (the audit reads Redis, not the gateway's code).
 const eventOutboxMax = 2000
 
+// relayedKey is the relay's checkpoints hash of a tenant: every field (a user's checkpoint)
+// has a field TTL.
+var relayedKey = regexp.MustCompile(`:v1:events:\{[^}]*\}:relayed$`)
+
 // checkEventFields checks the event fields among a hash's field names and values (alternating,
-// as payload answers them): each has a field TTL (HPTTL), and there are at most eventOutboxMax.
+// as payload answers them): each has a field TTL (HPTTL), and there are at most eventOutboxMax;
+// and each field of a relay's checkpoints hash has a field TTL.
 func (a *Auditor) checkEventFields(ctx context.Context, c rueidis.Client, key string, values []string) []Violation {
+	what := "session event field"
+	all := relayedKey.MatchString(key)
+	if all {
+		what = "relay checkpoint field"
+	}
 	var names []string
 	for i := 0; i+1 < len(values); i += 2 {
-		if eventField.MatchString(values[i]) {
+		if all || eventField.MatchString(values[i]) {
 			names = append(names, values[i])
 		}
 	}
 	var out []Violation
-	if len(names) > eventOutboxMax {
+	if !all && len(names) > eventOutboxMax {
 		out = append(out, Violation{Key: key, Rule: "too-many-entries", Msg: fmt.Sprintf("%d pending session events, declared at most %d", len(names), eventOutboxMax)})
 	}
 	bare, err := fieldsWithoutTTL(ctx, c, key, names)
@@ -273,7 +283,7 @@ func (a *Auditor) checkEventFields(ctx context.Context, c rueidis.Client, key st
 		return append(out, Violation{Key: key, Rule: "error", Msg: fmt.Sprintf("HPTTL: %v", err)})
 	}
 	if len(bare) > 0 {
-		out = append(out, Violation{Key: key, Rule: "no-ttl", Msg: fmt.Sprintf("session event field %s has no field TTL", bare[0])})
+		out = append(out, Violation{Key: key, Rule: "no-ttl", Msg: fmt.Sprintf("%s %s has no field TTL", what, bare[0])})
 	}
 	return out
 }

@@ -13,8 +13,14 @@ func (k Keys) EventStream(tenantTag string) string { return k.Key("events", tena
 // EventOutbox is a user's outbox stream <prefix>:v1:evoutbox:{<userTag>} (per-session layout).
 func (k Keys) EventOutbox(userTag string) string { return k.Key("evoutbox", userTag) }
 
+// EventRelayedHash is the relay's checkpoints of a tenant's users in the tenant's slot, one
+// field per user tag holding the last outbox id copied (servers with hash field expiration):
+// <prefix>:v1:events:{<tenantTag>}:relayed.
+func (k Keys) EventRelayedHash(tenantTag string) string { return k.Key("events", tenantTag, "relayed") }
+
 // EventRelayed is the relay's checkpoint of one user's outbox in the tenant's slot:
-// <prefix>:v1:events:{<tenantTag>}:relayed:<userTag>, the last outbox id copied.
+// <prefix>:v1:events:{<tenantTag>}:relayed:<userTag>, the last outbox id copied (servers
+// without hash field expiration).
 func (k Keys) EventRelayed(tenantTag, userTag string) string {
 	return k.Key("events", tenantTag, "relayed", userTag)
 }

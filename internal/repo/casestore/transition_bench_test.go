@@ -6,18 +6,29 @@ import (
 	"time"
 
 	"github.com/hashgate/hashgate/internal/cases"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/repo/storetest"
+	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // BenchmarkCaseTransition is one case_transition.lua call, an assignment (with its
 // case.assigned append), on a private Redis 8 without persistence, reporting the server's time
-// per script and the stream's bytes per event:
+// per script and the stream's bytes per event; with events off (GATEWAY_EVENTS=false) too, the
+// baseline of what the event costs the script:
 //
 //	go test -run '^$' -bench BenchmarkCaseTransition ./internal/repo/casestore/
 func BenchmarkCaseTransition(b *testing.B) {
 	s := testredis.PrivateStore(b)
-	r, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b)})
+	for _, off := range []bool{false, true} {
+		b.Run(map[bool]string{false: "events-on", true: "events-off"}[off], func(b *testing.B) {
+			benchTransition(b, s, events.Retention{Off: off})
+		})
+	}
+}
+
+func benchTransition(b *testing.B, s *store.Store, ret events.Retention) {
+	r, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b), Retention: ret})
 	if err != nil {
 		b.Fatal(err)
 	}

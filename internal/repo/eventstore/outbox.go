@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -16,11 +15,9 @@ type outbox interface {
 	// ids ordered, on the scale of stream ids), and whether more follow; errs[i] is tags[i]'s
 	// failure.
 	read(ctx context.Context, tags []string) (bs []batch, errs []error)
-	// ack deletes, per user tag, the events of bs[i], copied into the tenant's stream, and the
-	// outbox once empty; waits[i] > 0 asks for ack again with an empty batch after that long
-	// (an outbox emptied within the millisecond of its last number: its clean-up waits for
-	// the clock).
-	ack(ctx context.Context, tags []string, bs []batch) (waits []time.Duration, errs []error)
+	// ack deletes, per user tag, the events of bs[i], copied into the tenant's stream (and the
+	// outbox stream once empty).
+	ack(ctx context.Context, tags []string, bs []batch) (errs []error)
 	// scan is the SCAN MATCH pattern and TYPE of the keys that may hold pending events.
 	scan() (match, typ string)
 	// pending returns the user tags of those keys, found by the sweep on node, that hold pending
@@ -33,8 +30,6 @@ type outbox interface {
 type batch struct {
 	entries []rueidis.XRangeEntry
 	more    bool
-	// first, last: the outbox's numbers of the events read (outboxHash)
-	first, last string
-	// retry: an ack asked for the clean-up again
-	retry bool
+	// first, last: the outbox's numbers of the events read (outboxHash; first 0: none)
+	first, last int64
 }

@@ -5,16 +5,16 @@
 -- millisecond has passed, so the next outbox's ids are all greater.
 -- KEYS[1]: the user's outbox <prefix>:v1:evoutbox:{<userTag>}
 -- ARGV[1..]: the outbox ids copied (none: only delete an empty outbox)
--- Reply: {'OK', entries left}
+-- Reply: {'OK', entries left, ms to wait before the empty outbox can be deleted (0: none)}
 if #ARGV > 0 then
   redis.call('XDEL', KEYS[1], unpack(ARGV))
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {'OK', 0}
+  return {'OK', 0, 0}
 end
 local left = redis.call('XLEN', KEYS[1])
 if left > 0 then
-  return {'OK', left}
+  return {'OK', left, 0}
 end
 local info = redis.call('XINFO', 'STREAM', KEYS[1])
 local last
@@ -24,7 +24,9 @@ for i = 1, #info - 1, 2 do
   end
 end
 local t = redis.call('TIME')
-if last and last < tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then
-  redis.call('DEL', KEYS[1])
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if last and last >= now then
+  return {'OK', 0, last - now + 1}
 end
-return {'OK', 0}
+redis.call('DEL', KEYS[1])
+return {'OK', 0, 0}

@@ -1,7 +1,9 @@
 package eventstore
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -35,9 +37,10 @@ func (o outboxStream) read(ctx context.Context, tags []string) ([]batch, []error
 	return bs, errs
 }
 
-// ack deletes the entries copied; with none (an outbox emptied within its last id's
-// millisecond) it deletes the empty outbox.
-func (o outboxStream) ack(ctx context.Context, tags []string, bs []batch) ([]time.Duration, []error) {
+// ack deletes the entries copied, and the outbox once empty; an outbox emptied within its last
+// id's millisecond is deleted by a second call once that passed (at most maxCleanupWait later;
+// else by the next relay or the sweep).
+func (o outboxStream) ack(ctx context.Context, tags []string, bs []batch) []error {
 	calls := make([]rueidis.LuaExec, len(tags))
 	for i, tag := range tags {
 		ids := make([]string, len(bs[i].entries))
@@ -46,9 +49,33 @@ func (o outboxStream) ack(ctx context.Context, tags []string, bs []batch) ([]tim
 		}
 		calls[i] = rueidis.LuaExec{Keys: []string{o.s.keys.EventOutbox(tag)}, Args: ids}
 	}
-	_, errs := repo.RunScripts(ctx, o.s.client, o.s.metrics, "events_outbox_ack", "events outbox ack", scriptAck, calls)
-	return make([]time.Duration, len(tags)), errs
+	reps, errs := repo.RunScripts(ctx, o.s.client, o.s.metrics, "events_outbox_ack", "events outbox ack", scriptAck, calls)
+	var again []rueidis.LuaExec
+	var wait int64
+	for i, rep := range reps {
+		if errs[i] != nil {
+			continue
+		}
+		ms, err := rep.Int(1) // {'OK', left, waitMs}
+		if err = cmp.Or(rep.Want(2), err); err != nil || rep.Code() != repo.CodeOK {
+			errs[i] = fmt.Errorf("events outbox ack: %w", repo.ErrReply)
+			continue
+		}
+		if ms > 0 && time.Duration(ms)*time.Millisecond <= maxCleanupWait {
+			again = append(again, rueidis.LuaExec{Keys: calls[i].Keys})
+			wait = max(wait, ms)
+		}
+	}
+	if len(again) > 0 {
+		time.Sleep(time.Duration(wait) * time.Millisecond)
+		repo.RunScripts(ctx, o.s.client, o.s.metrics, "events_outbox_ack", "events outbox ack", scriptAck, again)
+	}
+	return errs
 }
+
+// maxCleanupWait is the longest ack waits for an emptied outbox stream's deletion (its last
+// id's millisecond to pass); longer, the next relay or the sweep deletes it.
+const maxCleanupWait = 5 * time.Millisecond
 
 func (o outboxStream) scan() (string, string) { return o.prefix() + "*", "stream" }
 

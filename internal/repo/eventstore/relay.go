@@ -35,9 +35,6 @@ const (
 	// pendingMax bounds the users waiting for the relay worker; beyond it a notification is
 	// dropped and the sweep relays that outbox.
 	pendingMax = 10000
-	// maxCleanupWait is the longest the relay waits for an emptied outbox's clean-up (its
-	// last number's millisecond to pass); longer, the next relay or the sweep does it.
-	maxCleanupWait = 5 * time.Millisecond
 	// finishWithin bounds the relay of what was notified when the gateway stops.
 	finishWithin = 5 * time.Second
 )

@@ -4,13 +4,17 @@
 -- tenant's tag, holds the last outbox id copied, so an entry at or before it (copied by an
 -- earlier relay whose gateway died before deleting it from the outbox, or by a concurrent
 -- relay) is skipped. Outbox ids only grow (a Stream's ids are ordered), so a checkpoint never
--- moves back.
+-- moves back. The checkpoints are the fields of one hash of the tenant, each with its own TTL
+-- (servers with hash field expiration: one HMGET, one HSET and one HPEXPIRE a call), or one key
+-- per user (older servers).
 -- KEYS[1]: the tenant's stream <prefix>:v1:events:{<tenantTag>}
--- KEYS[2..]: per user, its checkpoint <prefix>:v1:events:{<tenantTag>}:relayed:<userTag>
+-- KEYS[2]: the checkpoints hash <prefix>:v1:events:{<tenantTag>}:relayed (fields: user tags),
+--          or KEYS[2..]: per user, its checkpoint <prefix>:v1:events:{<tenantTag>}:relayed:<userTag>
 -- ARGV[1]: the envelope (events.Envelope: only the retention is read), ARGV[2]: the
 --          checkpoints' TTL in ms
--- ARGV[3..]: per user (in the order of KEYS[2..]): m (its entry count), then per entry: outbox
---          id, n (the count of field, value strings), then the n strings
+-- ARGV[3]: 'hash' (KEYS[2] is the checkpoints hash) or 'keys'
+-- ARGV[4..]: per user: its tag, m (its entry count), then per entry: outbox id, n (the count of
+--          field, value strings), then the n strings
 -- Reply: {'OK', per user: how many of its entries were copied now (the last ones: those before
 --        were skipped)}
 
@@ -28,11 +32,33 @@ end
 
 local env = event_env(ARGV[1])
 local maxLen = string.format('%d', env.maxLen)
+local inHash = ARGV[3] == 'hash'
+-- the users' tags and where their entries start, then their checkpoints
+local tags, starts = {}, {}
+local i = 4
+while i <= #ARGV do
+  tags[#tags + 1] = ARGV[i]
+  starts[#starts + 1] = i + 1
+  local m = tonumber(ARGV[i + 1])
+  i = i + 2
+  for _ = 1, m do
+    i = i + 2 + tonumber(ARGV[i + 1])
+  end
+end
+local done
+if inHash then
+  done = redis.call('HMGET', KEYS[2], unpack(tags))
+else
+  done = {}
+  for u = 1, #tags do
+    done[u] = redis.call('GET', KEYS[1 + u])
+  end
+end
 local out = {'OK'}
-local any, i = false, 3
-for u = 2, #KEYS do
-  local done = redis.call('GET', KEYS[u]) or ''
-  local last, copied = done, 0
+local moved, any = {}, false
+for u = 1, #tags do
+  local last, copied = done[u] or '', 0
+  i = starts[u]
   local m = tonumber(ARGV[i])
   i = i + 1
   for _ = 1, m do
@@ -45,10 +71,24 @@ for u = 2, #KEYS do
     i = i + 2 + n
   end
   if copied > 0 then
-    redis.call('SET', KEYS[u], last, 'PX', ARGV[2])
     any = true
+    if inHash then
+      moved[#moved + 1] = tags[u]
+      moved[#moved + 1] = last
+    else
+      redis.call('SET', KEYS[1 + u], last, 'PX', ARGV[2])
+    end
   end
   out[#out + 1] = copied
+end
+if #moved > 0 then
+  redis.call('HSET', KEYS[2], unpack(moved))
+  local fields = {}
+  for k = 1, #moved, 2 do
+    fields[#fields + 1] = moved[k]
+  end
+  redis.call('HPEXPIRE', KEYS[2], ARGV[2], 'FIELDS', #fields, unpack(fields))
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 if any then
   local t = redis.call('TIME')

@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -48,9 +49,15 @@ func newStoreWith(t testing.TB, s *store.Store, prefix string, inHash bool) *Sto
 // stream, or through the kit's snippet event_outbox into the user's hash.
 func appendOutbox(t testing.TB, es *Store, userTag, tenant string, first, n int) {
 	t.Helper()
+	appendOutboxType(t, es, userTag, tenant, events.SessionRotated, first, n)
+}
+
+// appendOutboxType is appendOutbox with events of type typ.
+func appendOutboxType(t testing.TB, es *Store, userTag, tenant string, typ events.Type, first, n int) {
+	t.Helper()
 	ctx := context.Background()
 	if h, ok := es.outbox.(outboxHash); ok {
-		args := []string{events.Envelope(ctx, tenant, es.retention), string(events.SessionRotated)}
+		args := []string{events.Envelope(ctx, tenant, es.retention), string(typ)}
 		for i := first; i < first+n; i++ {
 			args = append(args, fmt.Sprintf("s_%s_%06d", userTag, i))
 		}
@@ -64,7 +71,7 @@ func appendOutbox(t testing.TB, es *Store, userTag, tenant string, first, n int)
 		// With its TTL in the same MULTI, as the session scripts set it in the same step.
 		for _, r := range es.client.DoMulti(ctx, es.client.B().Multi().Build(),
 			es.client.B().Xadd().Key(key).Id("*").FieldValue().
-				FieldValue(events.FieldType, string(events.SessionRotated)).FieldValue(events.FieldTime, strconv.FormatInt(time.Now().UnixMilli(), 10)).
+				FieldValue(events.FieldType, string(typ)).FieldValue(events.FieldTime, strconv.FormatInt(time.Now().UnixMilli(), 10)).
 				FieldValue(events.FieldTenant, tenant).FieldValue(events.FieldSubject, fmt.Sprintf("s_%s_%06d", userTag, i)).
 				FieldValue(events.FieldActor, "system").FieldValue(events.FieldData, "{}").Build(),
 			es.client.B().Pexpire().Key(key).Milliseconds(time.Hour.Milliseconds()).Build(),
@@ -106,15 +113,21 @@ func eachOutbox(t *testing.T, fn func(t *testing.T, es *Store)) {
 	})
 }
 
+// eventFieldName is the name of a session event's field in the user's hash.
+var eventFieldName = regexp.MustCompile(`^ev\.[0-9]+$`)
+
 // outboxLeft is whether anything of userTag's pending events is left in Redis: the outbox
-// stream, or the user's hash.
+// stream, or an event field in the user's hash.
 func outboxLeft(t *testing.T, es *Store, userTag string) bool {
 	t.Helper()
-	key := es.keys.EventOutbox(userTag)
 	if h, ok := es.outbox.(outboxHash); ok {
-		key = h.key(userTag)
+		names, err := es.client.Do(context.Background(), es.client.B().Hkeys().Key(h.key(userTag)).Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(names, eventFieldName.MatchString)
 	}
-	n, err := es.client.Do(context.Background(), es.client.B().Exists().Key(key).Build()).AsInt64()
+	n, err := es.client.Do(context.Background(), es.client.B().Exists().Key(es.keys.EventOutbox(userTag)).Build()).AsInt64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +201,7 @@ func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 		}
 		wantSequence(t, subjects(t, es, "acme"), user, 158)
 		// The checkpoint and the stream have their TTLs.
-		tag := es.hasher.TenantTag("acme")
-		for _, k := range []string{es.keys.EventStream(tag), es.keys.EventRelayed(tag, user)} {
-			if p, _ := es.client.Do(ctx, es.client.B().Pttl().Key(k).Build()).AsInt64(); p <= 0 {
-				t.Fatalf("%s has no TTL (%d)", k, p)
-			}
-		}
+		checkpointTTLs(t, es, "acme", user)
 		// The outbox made anew after its deletion numbers its events past the checkpoint.
 		time.Sleep(2 * time.Millisecond)
 		if _, err := es.RelayOutbox(ctx, user); err != nil || outboxLeft(t, es, user) {
@@ -205,6 +213,27 @@ func TestRelayExactlyOnceWhenKilledMidRelay(t *testing.T) {
 		}
 		wantSequence(t, subjects(t, es, "acme"), user, 160)
 	})
+}
+
+// checkpointTTLs checks that the tenant's stream and the user's checkpoint have their TTLs:
+// the checkpoint key's, or the checkpoints hash's and the user's field's.
+func checkpointTTLs(t *testing.T, es *Store, tenant, user string) {
+	t.Helper()
+	ctx := context.Background()
+	tag := es.hasher.TenantTag(tenant)
+	keys := []string{es.keys.EventStream(tag), es.keys.EventRelayed(tag, user)}
+	if es.checkpointHash {
+		keys[1] = es.keys.EventRelayedHash(tag)
+		ttl, err := es.client.Do(ctx, es.client.B().Hpttl().Key(keys[1]).Fields().Numfields(1).Field(user).Build()).AsIntSlice()
+		if err != nil || len(ttl) != 1 || ttl[0] <= 0 {
+			t.Fatalf("the checkpoint of %s in %s has no field TTL (%v, %v)", user, keys[1], ttl, err)
+		}
+	}
+	for _, k := range keys {
+		if p, _ := es.client.Do(ctx, es.client.B().Pttl().Key(k).Build()).AsInt64(); p <= 0 {
+			t.Fatalf("%s has no TTL (%d)", k, p)
+		}
+	}
 }
 
 // copyOnly reads the user's pending events and runs relay.lua over them without deleting
@@ -228,8 +257,10 @@ func readOne(ctx context.Context, es *Store, user string) (batch, error) {
 }
 
 // TestRelayEmptiesTheUserHash (per-user layout): once its events are copied, a user's hash
-// holds what it held without them — no event field, no counter — and a hash left with no
-// session field (its sessions ended while events waited) is deleted.
+// holds what it held without them but the last number (evSeq) — no event field — and a hash
+// left with no session field (its last session ended while its events waited) is deleted; one
+// whose sessions idled away keeps its TTL. The bound: at most repo.EventOutboxMax pending, the
+// newest kept.
 func TestRelayEmptiesTheUserHash(t *testing.T) {
 	t.Parallel()
 	eachOutbox(t, func(t *testing.T, es *Store) {
@@ -238,7 +269,7 @@ func TestRelayEmptiesTheUserHash(t *testing.T) {
 			t.Skip("outbox streams")
 		}
 		ctx := context.Background()
-		const user, gone = "userTagCCCC1", "userTagCCCC2"
+		const user, gone, idle = "userTagCCCC1", "userTagCCCC2", "userTagCCCC3"
 		key := h.key(user)
 		if err := es.client.Do(ctx, es.client.B().Hset().Key(key).FieldValue().FieldValue("userId", "u").FieldValue("AAAAAAAAAAAAAAAAAA:live", "1.x").Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -249,27 +280,49 @@ func TestRelayEmptiesTheUserHash(t *testing.T) {
 			t.Fatal(err)
 		}
 		appendOutbox(t, es, user, "acme", 0, 3)
-		appendOutbox(t, es, gone, "acme", 0, 3)
-		for _, u := range []string{user, gone} {
-			if n, err := es.RelayOutbox(ctx, u); err != nil || n != 3 {
+		appendOutboxType(t, es, user, "acme", events.SessionRevoked, 3, 1) // (another session of the user)
+		appendOutbox(t, es, gone, "acme", 0, 2)
+		appendOutboxType(t, es, gone, "acme", events.SessionLoggedOut, 2, 1)
+		appendOutbox(t, es, idle, "acme", 0, 3)
+		time.Sleep(2 * time.Millisecond) // (a hash is deleted once its last number's millisecond passed)
+		for _, u := range []string{user, gone, idle} {
+			if n, err := es.RelayOutbox(ctx, u); err != nil || n < 3 {
 				t.Fatalf("relayed %d, %v", n, err)
 			}
 		}
 		names, err := es.client.Do(ctx, es.client.B().Hkeys().Key(key).Build()).AsStrSlice()
-		if slices.Sort(names); err != nil || !slices.Equal(names, []string{"AAAAAAAAAAAAAAAAAA:live", "userId"}) {
+		if slices.Sort(names); err != nil || !slices.Equal(names, []string{"AAAAAAAAAAAAAAAAAA:live", "evSeq", "userId"}) {
 			t.Fatalf("the user's hash after the relay holds %v (%v)", names, err)
 		}
-		if outboxLeft(t, es, gone) {
+		if n, _ := es.client.Do(ctx, es.client.B().Exists().Key(h.key(gone)).Build()).AsInt64(); n != 0 {
 			t.Fatal("a hash with no session left was kept after its events were copied")
 		}
-		// The bound: at most repo.EventOutboxMax pending, the oldest dropped.
-		appendOutbox(t, es, user, "acme", 0, repo.EventOutboxMax+5)
-		b, err := readOne(ctx, es, user)
-		if err != nil || len(b.entries) == 0 || b.entries[0].FieldValues[events.FieldSubject] != fmt.Sprintf("s_%s_%06d", user, 5) {
-			t.Fatalf("first pending after %d appends: %v (%v)", repo.EventOutboxMax+5, b.entries[:min(1, len(b.entries))], err)
+		if outboxLeft(t, es, idle) {
+			t.Fatal("events were left in the hash whose sessions idled away")
 		}
-		if n, _ := es.client.Do(ctx, es.client.B().Hlen().Key(key).Build()).AsInt64(); n != int64(repo.EventOutboxMax)+4 {
-			t.Fatalf("the user's hash holds %d fields, want %d events + 2 counters + 2", n, repo.EventOutboxMax)
+		for _, k := range []string{key, h.key(idle)} {
+			if p, _ := es.client.Do(ctx, es.client.B().Pttl().Key(k).Build()).AsInt64(); p <= 0 {
+				t.Fatalf("%s has no TTL after the relay (%d)", k, p)
+			}
+		}
+		// The bound: at most repo.EventOutboxMax pending, the oldest dropped, the newest kept.
+		appendOutbox(t, es, user, "acme", 4, repo.EventOutboxMax+100)
+		all := map[string]bool{}
+		for {
+			b, err := readOne(ctx, es, user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range b.entries {
+				all[e.FieldValues[events.FieldSubject]] = true
+			}
+			if es.outbox.ack(ctx, []string{user}, []batch{b})[0] != nil || !b.more {
+				break
+			}
+		}
+		last := fmt.Sprintf("s_%s_%06d", user, 4+repo.EventOutboxMax+99)
+		if len(all) > repo.EventOutboxMax || len(all) < repo.EventOutboxMax-50 || !all[last] {
+			t.Fatalf("%d events pending after %d appends (the newest there: %v), want at most %d", len(all), repo.EventOutboxMax+100, all[last], repo.EventOutboxMax)
 		}
 	})
 }
@@ -304,5 +357,52 @@ func TestRelaySweepFindsLeftOutboxes(t *testing.T) {
 			}
 		}
 		t.Fatalf("the sweep's steps relayed %d of %d", len(subjects(t, es, "globex")), len(users))
+	})
+}
+
+// TestRelayKeepsAHashNumberedAhead (per-user layout): the ack that may delete a user's hash left
+// without a session keeps it while its last number is not below now × 1000 (events appended
+// within the millisecond of a relay): a hash made anew numbers its events from now × 1000, and
+// numbers at or below the relay's checkpoint would be skipped, lost. Once the clock passed it,
+// the next such ack deletes the hash. The ack also creates nothing on a hash deleted meanwhile.
+func TestRelayKeepsAHashNumberedAhead(t *testing.T) {
+	t.Parallel()
+	eachOutbox(t, func(t *testing.T, es *Store) {
+		h, ok := es.outbox.(outboxHash)
+		if !ok {
+			t.Skip("outbox streams")
+		}
+		ctx := context.Background()
+		const user = "userTagDDDD1"
+		key := h.key(user)
+		appendOutboxType(t, es, user, "acme", events.SessionLoggedOut, 0, 1)
+		b, err := readOne(ctx, es, user)
+		if err != nil || len(b.entries) != 1 || !b.ended() {
+			t.Fatalf("read %+v, %v", b, err)
+		}
+		ahead := (time.Now().UnixMilli() + 300) * 1000 // evSeq 300 ms ahead of the clock
+		if err := es.client.Do(ctx, es.client.B().Hset().Key(key).FieldValue().FieldValue("evSeq", strconv.FormatInt(ahead, 10)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err := es.outbox.ack(ctx, []string{user}, []batch{b})[0]; err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := es.client.Do(ctx, es.client.B().Exists().Key(key).Build()).AsInt64(); n != 1 {
+			t.Fatal("the hash was deleted while its last number was ahead of the clock")
+		}
+		time.Sleep(350 * time.Millisecond)
+		if err := es.outbox.ack(ctx, []string{user}, []batch{b})[0]; err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := es.client.Do(ctx, es.client.B().Exists().Key(key).Build()).AsInt64(); n != 0 {
+			t.Fatal("the hash left with no session nor event was kept once the clock passed its number")
+		}
+		b.entries = b.entries[:0] // a plain HDEL, late: nothing made
+		if err := es.outbox.ack(ctx, []string{user}, []batch{b})[0]; err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := es.client.Do(ctx, es.client.B().Exists().Key(key).Build()).AsInt64(); n != 0 {
+			t.Fatal("a late ack made the deleted hash again")
+		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -36,28 +35,15 @@ func (s *Store) RelayUsers(ctx context.Context, tags []string) (int, error) {
 		n, cerrs := s.copyUsers(ctx, tags, bs)
 		total += n
 		tags, bs = keepOK(tags, bs, cerrs, &errs)
-		waits, aerrs := s.outbox.ack(ctx, tags, bs)
-		var more, retry []string
-		var wait time.Duration
+		aerrs := s.outbox.ack(ctx, tags, bs)
+		var more []string
 		for i, tag := range tags {
 			switch {
 			case aerrs[i] != nil:
 				errs = append(errs, aerrs[i])
 			case bs[i].more:
 				more = append(more, tag)
-			case waits[i] > 0 && waits[i] <= maxCleanupWait:
-				retry = append(retry, tag)
-				wait = max(wait, waits[i])
 			}
-		}
-		if len(retry) > 0 {
-			time.Sleep(wait)
-			rs := make([]batch, len(retry))
-			for i := range rs {
-				rs[i].retry = true
-			}
-			_, aerrs := s.outbox.ack(ctx, retry, rs)
-			errs = append(errs, aerrs...)
 		}
 		tags = more
 	}
@@ -144,12 +130,18 @@ func (s *Store) relayTenant(ctx context.Context, tags []string, bs []batch, user
 	tenant := bs[users[0]].entries[0].FieldValues[events.FieldTenant]
 	tag := s.hasher.TenantTag(tenant)
 	keys := []string{s.keys.EventStream(tag)}
-	args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10)}
+	mode := "keys"
+	if s.checkpointHash {
+		keys, mode = append(keys, s.keys.EventRelayedHash(tag)), "hash"
+	}
+	args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10), mode}
 	sent := make([][]rueidis.XRangeEntry, len(users))
 	for k, i := range users {
-		keys = append(keys, s.keys.EventRelayed(tag, tags[i]))
-		at := len(args)
-		args = append(args, "")
+		if !s.checkpointHash {
+			keys = append(keys, s.keys.EventRelayed(tag, tags[i]))
+		}
+		args = append(args, tags[i], "")
+		at := len(args) - 1
 		for _, e := range bs[i].entries {
 			if e.FieldValues[events.FieldTenant] != tenant {
 				break // (one user, one tenant: never expected)

@@ -42,7 +42,7 @@ func BenchmarkRelayUsers(b *testing.B) {
 		testredis.ResetScriptCost(b, s.Client)
 		b.StartTimer()
 		n, cerrs := es.copyUsers(ctx, tags, bs)
-		_, aerrs := es.outbox.ack(ctx, tags, bs)
+		aerrs := es.outbox.ack(ctx, tags, bs)
 		b.StopTimer()
 		usec += serverUsec(b, s.Client, true)
 		if err := firstErr(append(append(errs, cerrs...), aerrs...)); err != nil || n != users {

@@ -6,9 +6,10 @@
 // (docs/KEYS.md "Events"):
 //
 //	<prefix>:v1:events:{<tenantTag>}                     STREAM  the tenant's events
-//	<prefix>:v1:sess:{<userTag>}                         HASH    per-user layout: evSeq, evHead, ev.<n>, a user's session events not yet relayed
+//	<prefix>:v1:sess:{<userTag>}                         HASH    per-user layout: evSeq, ev.<n>, a user's session events not yet relayed
 //	<prefix>:v1:evoutbox:{<userTag>}                     STREAM  per-session layout: a user's session events not yet relayed
-//	<prefix>:v1:events:{<tenantTag>}:relayed:<userTag>   STRING  the last outbox id relayed
+//	<prefix>:v1:events:{<tenantTag>}:relayed             HASH    per user tag, the last outbox id relayed (servers with field expiration)
+//	<prefix>:v1:events:{<tenantTag>}:relayed:<userTag>   STRING  the same, one key per user (older servers)
 package eventstore
 
 import (
@@ -60,6 +61,9 @@ type Store struct {
 	log       *slog.Logger
 	// outbox is where the users' pending session events are (Options.SessionHash).
 	outbox outbox
+	// checkpointHash: the relay's checkpoints are fields of one hash per tenant, each with its
+	// own TTL (servers with millisecond field expiration), else one key per user.
+	checkpointHash bool
 }
 
 var _ events.Store = (*Store)(nil)
@@ -76,6 +80,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	es := &Store{client: s.Client, durable: s.Durable, reads: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}
+	es.checkpointHash = s.Caps.FieldExpiry != store.FieldExpiryFallback && s.Caps.FieldExpiryMs
 	es.outbox = outboxStream{es}
 	if o.SessionHash != nil {
 		es.outbox = outboxHash{s: es, key: o.SessionHash}

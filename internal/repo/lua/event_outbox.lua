@@ -2,72 +2,89 @@
 -- them into the tenant's stream (the per-user layout; docs/EVENTS.md "Sessions", docs/KEYS.md
 -- "Events"), so that a session write touches that one key. The fields (no ':' in their names,
 -- so never a session's "<idPart>:<name>", and none of the user's own):
---   evSeq   the number of the last event appended
---   evHead  the number of the oldest event not yet copied (evSeq + 1: none pending)
+--   evSeq   the number of the last event appended (kept while the hash lives; with HSETEX,
+--           for the max age past the last append, as the event)
 --   ev.<n>  event n: type, timeMs, tenant, subject, actor, requestId, traceId and the data
 --           (JSON) one a line, with the events' max age as its field TTL
--- Numbers only grow, so the relay's checkpoint never moves back: pending events are numbered
--- one after the other, and an event appended to an empty outbox takes max(evSeq + 1, Redis
--- time in ms × 1000); the relay deletes a hash only once evSeq is below now × 1000. The relay's
--- id of event n is '<n div 1000>-<n mod 1000>': ordered as the numbers, on the scale of the
--- stream ids (<ms>-<seq>) of the per-session layout's outbox.
--- At most EVENT_OUTBOX_MAX events are pending in one hash: an append beyond drops the oldest.
+-- Events are numbered one after the other (evSeq + 1); the first of a hash without evSeq takes
+-- Redis's time in ms × 1000, so numbers only grow and the relay's checkpoint never moves back
+-- (a hash is deleted only once evSeq is below now × 1000: event_outbox_keep). The pending
+-- events are always the newest ones, ev.<h>..ev.<evSeq> for some h: the relay (which deletes
+-- the events it copied with a plain HDEL), the bound below and the field TTLs all delete the
+-- oldest first. The relay's id of event n is '<n div 1000>-<n mod 1000>': ordered as the
+-- numbers, on the scale of the stream ids (<ms>-<seq>) of the per-session layout's outbox.
+-- At most EVENT_OUTBOX_MAX events are pending in one hash: every EVENT_OUTBOX_TRIM-th append
+-- deletes the oldest EVENT_OUTBOX_TRIM of the last EVENT_OUTBOX_MAX numbers (one HDEL now and
+-- then rather than one each append), so a relay stopped for long loses the oldest first.
 local EVENT_OUTBOX_MAX = 2000
-local EVENT_OUTBOX_SEQ, EVENT_OUTBOX_HEAD = 'evSeq', 'evHead'
+local EVENT_OUTBOX_TRIM = 50
+local EVENT_OUTBOX_SEQ = 'evSeq'
 -- event_outbox_field(n) is event n's field name.
 local function event_outbox_field(n)
   return 'ev.' .. string.format('%d', n)
 end
--- event_outbox_state is the hash's evSeq and evHead once this script has read them (every
--- append of the script goes to the one hash).
-local event_outbox_state
+-- event_outbox_seq is the hash's evSeq once this script has read or written it (every append
+-- of the script goes to the one hash); false: read, absent.
+local event_outbox_seq
+-- event_outbox_raised: this script raised the hash's TTL already.
+local event_outbox_raised
+local function event_outbox_last(key)
+  if event_outbox_seq == nil then
+    event_outbox_seq = tonumber(redis.call('HGET', key, EVENT_OUTBOX_SEQ)) or false
+  end
+  return event_outbox_seq
+end
 -- event_outbox_append(key, env, now, typ, subject, data) appends one event to the user's hash
 -- key: data is a Lua table of small values, encoded as JSON; the event's field lives env.maxAge
--- ms, and the hash at least as long (its TTL raised, never shortened). Returns the event's
--- number, or false when events are off (a max age of 0, as event_append).
+-- ms, and the hash at least as long (its TTL raised once per script, never shortened).
+-- Returns the event's number, or false when events are off (a max age of 0, as event_append).
 local function event_outbox_append(key, env, now, typ, subject, data)
   if env.maxAge <= 0 then
     return false
   end
-  local st = event_outbox_state
-  if not st then
-    local v = redis.call('HMGET', key, EVENT_OUTBOX_SEQ, EVENT_OUTBOX_HEAD)
-    st = {seq = tonumber(v[1]), head = tonumber(v[2])}
-    event_outbox_state = st
-    if redis.call('PTTL', key) < env.maxAge then
-      redis.call('PEXPIRE', key, string.format('%d', env.maxAge))
+  local maxAge = string.format('%d', env.maxAge)
+  local seq = event_outbox_last(key)
+  local n = now * 1000
+  if seq then
+    n = seq + 1
+    if n % EVENT_OUTBOX_TRIM == 0 then
+      local old = {}
+      for k = n - EVENT_OUTBOX_MAX + 1, n - EVENT_OUTBOX_MAX + EVENT_OUTBOX_TRIM do
+        old[#old + 1] = event_outbox_field(k)
+      end
+      redis.call('HDEL', key, unpack(old))
     end
   end
-  local set = {}
-  local n
-  if st.seq and st.head and st.head <= st.seq then
-    n = st.seq + 1
-    if n - st.head >= EVENT_OUTBOX_MAX then
-      redis.call('HDEL', key, event_outbox_field(st.head))
-      st.head = st.head + 1
-      set[#set + 1] = EVENT_OUTBOX_HEAD
-      set[#set + 1] = string.format('%d', st.head)
-    end
-  else
-    n = math.max(now * 1000, (st.seq or 0) + 1)
-    st.head = n
-    set[#set + 1] = EVENT_OUTBOX_HEAD
-    set[#set + 1] = string.format('%d', n)
-  end
-  st.seq = n
+  event_outbox_seq = n
   local f = event_outbox_field(n)
-  redis.call('HSET', key, EVENT_OUTBOX_SEQ, string.format('%d', n), f,
-    table.concat({typ, string.format('%d', now), env.tenant, subject, env.actor, env.req, env.trace, cjson.encode(data)}, '\n'),
-    unpack(set))
-  redis.call('HPEXPIRE', key, string.format('%d', env.maxAge), 'FIELDS', 1, f)
+  local v = table.concat({typ, string.format('%d', now), env.tenant, subject, env.actor, env.req, env.trace, cjson.encode(data)}, '\n')
+  if env.fx == 'hsetex' then
+    -- (evSeq gets the event's TTL too: it outlives every event, and a hash without it numbers
+    -- from now × 1000, past every earlier number)
+    redis.call('HSETEX', key, 'PX', maxAge, 'FIELDS', 2, EVENT_OUTBOX_SEQ, string.format('%d', n), f, v)
+  else
+    redis.call('HSET', key, EVENT_OUTBOX_SEQ, string.format('%d', n), f, v)
+    redis.call('HPEXPIRE', key, maxAge, 'FIELDS', 1, f)
+  end
+  if not event_outbox_raised then -- (after the HSET, which may have made the hash)
+    if redis.call('PTTL', key) < env.maxAge then
+      redis.call('PEXPIRE', key, maxAge)
+    end
+    event_outbox_raised = true
+  end
   return n
 end
--- event_outbox_pending(key) is whether key's hash holds events not yet copied.
-local function event_outbox_pending(key)
-  local st = event_outbox_state
-  if not st then
-    local v = redis.call('HMGET', key, EVENT_OUTBOX_SEQ, EVENT_OUTBOX_HEAD)
-    st = {seq = tonumber(v[1]), head = tonumber(v[2])}
+-- event_outbox_keep(key) is whether key's hash must be kept when it holds no session: events
+-- not yet copied wait in it (the last one is there: the relay deletes the oldest first), or
+-- its last number is not below now × 1000 (a hash made anew must number past it).
+local function event_outbox_keep(key)
+  local seq = event_outbox_last(key)
+  if not seq then
+    return false
   end
-  return st.seq ~= nil and st.head ~= nil and st.head <= st.seq
+  if redis.call('HEXISTS', key, event_outbox_field(seq)) == 1 then
+    return true
+  end
+  local t = redis.call('TIME')
+  return seq >= (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1000
 end

@@ -27,7 +27,7 @@ func (r *Sessions) eventWrite(ctx context.Context, tenant string, ref session.Re
 	if !r.o.Outbox {
 		return eventWrite{tag: ref.Tag}
 	}
-	return eventWrite{tag: ref.Tag, env: events.Envelope(ctx, tenant, r.o.Events, ref.Tag, ref.Part), outbox: r.layout.outboxKey(ref.Tag)}
+	return eventWrite{tag: ref.Tag, env: events.Envelope(ctx, tenant, r.o.Events, ref.Tag, ref.Part, string(r.mode)), outbox: r.layout.outboxKey(ref.Tag)}
 }
 
 // runEvents runs a session write script that may append events on c (runOn): keys, then the

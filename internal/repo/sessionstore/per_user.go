@@ -21,9 +21,9 @@ import (
 //     values in one field: each in a field of its own costs a session about 25-64 B of Redis). The other names are the
 //     per-session hash's (sessions_fields.go), written under the same rule (only once they
 //     differ from their default), "<idPart>:updatedAtMs" defaulting to the session's createdAtMs;
-//   - with session events on, the user's pending events: evSeq, evHead, ev.<n> (the kit's
-//     snippet event_outbox; no ':' in their names, so never a session's field), each event with
-//     the events' max age as its field TTL, until the relay copies and deletes them
+//   - with session events on, the user's pending events: evSeq (the last number, kept), ev.<n>
+//     (the kit's snippet event_outbox; no ':' in their names, so never a session's field), each
+//     event with the events' max age as its field TTL, until the relay copies and deletes them
 //     (internal/repo/eventstore);
 //   - the key's own TTL is raised (never shortened) to the latest absolute deadline of any
 //     session it received, and to the events' max age by an event appended, so it outlives

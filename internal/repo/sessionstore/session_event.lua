@@ -7,6 +7,7 @@
 -- several sessions) is the script's last argument, after its own. With session events off
 -- (GATEWAY_SESSION_EVENTS) the envelope is empty (and no outbox stream is among the keys).
 --#include event_append
+--#include session_clock
 local SESSION_ENV = event_env(ARGV[#ARGV])
 -- session_id(part) is the id of the user's session part.
 local function session_id(part)
@@ -19,8 +20,7 @@ local function session_event(typ, part, data)
   if ARGV[#ARGV] == '' then
     return nil
   end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = session_now()
   data.userTag = SESSION_ENV.tag
   part = part or SESSION_ENV.part
   return session_outbox_append(SESSION_ENV, now, typ, session_id(part), data)

@@ -41,7 +41,7 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
     return {'OK', live}
   end
 end
-if event_outbox_pending(KEYS[1]) then
+if event_outbox_keep(KEYS[1]) then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'updatedAtMs', string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
   return {'OK', live}

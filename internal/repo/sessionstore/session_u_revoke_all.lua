@@ -41,7 +41,7 @@ for _, f in ipairs(names) do
   end
 end
 session_u_revoked(parts)
-if not kept and not event_outbox_pending(KEYS[1]) then
+if not kept and not event_outbox_keep(KEYS[1]) then
   redis.call('DEL', KEYS[1])
   return {'OK', live}
 end

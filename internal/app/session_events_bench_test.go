@@ -1,0 +1,206 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/app"
+	"github.com/hashgate/hashgate/internal/config"
+	"github.com/hashgate/hashgate/internal/repo"
+	"github.com/hashgate/hashgate/internal/sessions"
+	"github.com/hashgate/hashgate/internal/store"
+	"github.com/hashgate/hashgate/internal/testredis"
+)
+
+// BenchmarkSessionEventsCost is what session events cost Redis per session create (a new user
+// each, as `make bench`'s session-create row), the relay included: a gateway built by app.New
+// over a private Redis 8 (no persistence) creates b.N sessions from 16 goroutines, with
+// session events off and on; the relay runs in the background and the row waits until it
+// copied every event into the tenant's stream. It reports the server's CPU per create (INFO
+// cpu: user + sys, so the round trips' system calls count), the scripts' time per create
+// (INFO commandstats), the scripts and socket reads the server saw per create, and this
+// process's CPU per create (the gateway, the relay included). These depend far less on the
+// machine's load than throughput does.
+//
+//	go test -run '^$' -bench BenchmarkSessionEventsCost -benchtime 20000x -count 3 ./internal/app/
+func BenchmarkSessionEventsCost(b *testing.B) {
+	s := testredis.PrivateStore(b)
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "events-off", true: "events-on"}[on], func(b *testing.B) {
+			benchSessionEvents(b, s, on)
+		})
+	}
+}
+
+func benchSessionEvents(b *testing.B, s *store.Store, on bool) {
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.KeyPrefix = testredis.Prefix(b)
+	cfg.SessionEvents = on
+	g, err := app.New(cfg, s, app.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.Start()
+	defer g.Stop()
+	ctx := context.Background()
+	tenant := "bench-" + strconv.Itoa(b.N)
+	stream := repo.Keys{Prefix: cfg.KeyPrefix}.EventStream(g.Hasher.TenantTag(tenant))
+	if err := s.Client.Do(ctx, s.Client.B().ConfigResetstat().Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	before := redisCost(b, s.Client)
+	cpu0 := processCPU(b)
+	const workers = 16
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				if _, err := g.Sessions.Create(ctx, tenant, sessions.CreateInput{UserID: fmt.Sprintf("u-%d-%d", b.N, i), AuthLevel: "BASIC"}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if on { // the relay's work counts: wait until every event is in the tenant's stream
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n, err := entriesAdded(ctx, s.Client, stream)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n >= int64(b.N) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the relay copied %d of %d events", n, b.N)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // the acks after the last copy
+	}
+	b.StopTimer()
+	gw := processCPU(b) - cpu0
+	d := redisCost(b, s.Client).sub(before)
+	n := float64(b.N)
+	b.ReportMetric(gw/n, "gateway-cpu-µs/op")
+	b.ReportMetric(d.cpuUsec/n, "redis-cpu-µs/op")
+	b.ReportMetric(d.scriptUsec/n, "script-µs/op")
+	b.ReportMetric(d.scripts/n, "scripts/op")
+	b.ReportMetric(d.reads/n, "reads/op")
+	logCommands(b, s.Client, n)
+}
+
+// processCPU is this process's CPU time so far in µs (user + system): the gateway's, the relay
+// included, and the benchmark's own goroutines.
+func processCPU(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1000
+}
+
+// entriesAdded is how many entries were ever added to stream (XINFO STREAM: the stream is
+// trimmed to GATEWAY_EVENTS_MAX_LEN as it grows).
+func entriesAdded(ctx context.Context, c rueidis.Client, stream string) (int64, error) {
+	info, err := c.Do(ctx, c.B().XinfoStream().Key(stream).Build()).AsMap()
+	if rueidis.IsRedisNil(err) || err != nil && strings.Contains(err.Error(), "no such key") {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	added := info["entries-added"]
+	return added.AsInt64()
+}
+
+// cost is what the server spent: CPU (INFO cpu: user + sys), the scripts' time and calls (INFO
+// commandstats) and the socket reads it processed (INFO stats: about one per round trip, or
+// per pipeline).
+type cost struct{ cpuUsec, scriptUsec, scripts, reads float64 }
+
+func (c cost) sub(o cost) cost {
+	return cost{c.cpuUsec - o.cpuUsec, c.scriptUsec - o.scriptUsec, c.scripts - o.scripts, c.reads - o.reads}
+}
+
+func redisCost(b *testing.B, c rueidis.Client) cost {
+	b.Helper()
+	info, err := c.Do(context.Background(), c.B().Info().Section("everything").Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	num := func(v string) float64 {
+		f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return f
+	}
+	var out cost
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "used_cpu_sys", "used_cpu_user":
+			out.cpuUsec += num(v) * 1e6
+		case "total_reads_processed":
+			out.reads += num(v)
+		case "cmdstat_evalsha", "cmdstat_eval":
+			for _, kv := range strings.Split(v, ",") {
+				name, x, _ := strings.Cut(kv, "=")
+				switch name {
+				case "usec":
+					out.scriptUsec += num(x)
+				case "calls":
+					out.scripts += num(x)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// logCommands logs (-v) each command's calls and time per op since the reset.
+func logCommands(b *testing.B, c rueidis.Client, n float64) {
+	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var parts []string
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(strings.TrimSpace(line), "cmdstat_") {
+			continue
+		}
+		var calls, usec float64
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				calls = f
+			case "usec":
+				usec = f
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f×%.1fµs", name, calls/n, usec/calls))
+	}
+	b.Logf("per op: %s", strings.Join(parts, ", "))
+}
