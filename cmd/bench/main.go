@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "warm-up per scenario (not measured)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wrk request timeout")
 	fs.IntVar(&c.sessions, "sessions", 1000, "sessions (users) the session scenarios rotate over")
-	fs.IntVar(&c.rounds, "rounds", 3, "paired rounds, alternating, of the HTTP ceiling and authorize by session (the ceiling target) and of quote-get with and without rate limits (the limiter's cost), of authorize with and without access rules (the rules' cost) (0: off)")
+	fs.IntVar(&c.rounds, "rounds", 5, "paired rounds, alternating, of the HTTP ceiling and authorize by session (the ceiling target) and of quote-get with and without rate limits (the limiter's cost), of authorize with and without access rules (the rules' cost) (0: off)")
 	fs.IntVar(&c.scaleDraws, "scale-draws", 200000, "Zipf draws in a scale scenario's wrk script (walked in order, then again)")
 	fs.IntVar(&c.scaleWorkers, "scale-workers", 48, "parallel session creations of the scale scenarios")
 	fs.StringVar(&c.scaleCreate, "scale-create", "repo", "how the scale scenarios create sessions: repo (the session service in this process) or api (POST /v1/sessions)")
