@@ -119,44 +119,14 @@ func TestAuditFindsEveryViolation(t *testing.T) {
 // hash without its field TTL is a violation; one with it is not (Redis with hash field expiry).
 func TestAuditChecksRelayCheckpointFields(t *testing.T) {
 	t.Parallel()
-	var be *testredis.Backend
-	for _, b := range testredis.Backends() {
-		if b.Env == testredis.EnvRedis8 && b.URL != "" {
-			be = &b
-			break
-		}
-	}
-	if be == nil {
-		t.Skip("no Redis 8")
-	}
-	c := testredis.Open(t, *be).Client
-	ctx := context.Background()
-	prefix := testredis.Prefix(t)
-	decls, err := ParseDecls(strings.NewReader("```keyaudit\n<prefix>:v1:events:{<tenantTag>}:relayed  hash  10  1000\n```\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, nottl := prefix+":v1:events:{good}:relayed", prefix+":v1:events:{nottl}:relayed"
-	for _, k := range []string{good, nottl} {
-		// deleted after the test: the suite's own audit would find the field without a TTL
-		t.Cleanup(func() { c.Do(context.Background(), c.B().Del().Key(k).Build()) })
-		if err := c.Do(ctx, c.B().Hset().Key(k).FieldValue().FieldValue("userTagA", "1795735777019-0").Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
-		c.Do(ctx, c.B().Pexpire().Key(k).Milliseconds(time.Hour.Milliseconds()).Build())
-	}
-	if err := c.Do(ctx, c.B().Hpexpire().Key(good).Milliseconds(time.Hour.Milliseconds()).Fields().Numfields(1).Field("userTagA").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := (&Auditor{Client: c, Decls: decls, Match: prefix + ":*"}).Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, v := range rep.Violations {
-		got[v.Key] += v.Rule + " "
-	}
-	if got[good] != "" || !strings.Contains(got[nottl], "no-ttl") {
+	fields := map[string]string{"userTagA": "1795735777019-0"}
+	got := auditHashes(t, "<prefix>:v1:events:{<tenantTag>}:relayed", func(prefix, name string) string {
+		return prefix + ":v1:events:{" + name + "}:relayed"
+	}, map[string]userHash{
+		"good":  {fields: fields, withTTL: []string{"userTagA"}},
+		"nottl": {fields: fields},
+	})
+	if got["good"] != "" || !strings.Contains(got["nottl"], "no-ttl") {
 		t.Fatalf("violations %v, want the checkpoint without a field TTL alone", got)
 	}
 }

@@ -9,18 +9,26 @@ import (
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
-// userHash is a user's session hash a test writes: its fields, and those of them given a field
-// TTL.
+// userHash is a hash a test writes: its fields, and those of them given a field TTL.
 type userHash struct {
 	fields  map[string]string
 	withTTL []string
 }
 
-// auditUserHashes writes each hash as "<prefix>:v1:sess:{<name>}" on Redis 8 (skipping the
-// test without one), with an hour's TTL on the key and on the fields withTTL, audits them and
-// returns the violations by name, "rule: msg; " each. The keys go at cleanup: the suite's own
-// audit would find the fields left without a TTL.
+// auditUserHashes writes each hash as the user session hash "<prefix>:v1:sess:{<name>}" and
+// audits them (auditHashes).
 func auditUserHashes(t *testing.T, hashes map[string]userHash) map[string]string {
+	t.Helper()
+	return auditHashes(t, "<prefix>:v1:sess:{<userTag>}", func(prefix, name string) string {
+		return prefix + ":v1:sess:{" + name + "}"
+	}, hashes)
+}
+
+// auditHashes writes each hash at key(prefix, name) on Redis 8 (skipping the test without
+// one), with an hour's TTL on the key and on the fields withTTL, audits them against the one
+// declaration pattern decl and returns the violations by name, "rule: msg; " each. The keys go
+// at cleanup: the suite's own audit would find the fields left without a TTL.
+func auditHashes(t *testing.T, decl string, key func(prefix, name string) string, hashes map[string]userHash) map[string]string {
 	t.Helper()
 	var be *testredis.Backend
 	for _, b := range testredis.Backends() {
@@ -35,13 +43,15 @@ func auditUserHashes(t *testing.T, hashes map[string]userHash) map[string]string
 	c := testredis.Open(t, *be).Client
 	ctx := context.Background()
 	prefix := testredis.Prefix(t)
-	decls, err := ParseDecls(strings.NewReader("```keyaudit\n<prefix>:v1:sess:{<userTag>}  hash  100  10000\n```\n"))
+	decls, err := ParseDecls(strings.NewReader("```keyaudit\n" + decl + "  hash  100  10000\n```\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hour := time.Hour.Milliseconds()
+	names := map[string]string{} // key → name
 	for name, h := range hashes {
-		k := prefix + ":v1:sess:{" + name + "}"
+		k := key(prefix, name)
+		names[k] = name
 		t.Cleanup(func() { c.Do(context.Background(), c.B().Del().Key(k).Build()) })
 		set := c.B().Hset().Key(k).FieldValue()
 		for f, v := range h.fields {
@@ -65,8 +75,7 @@ func auditUserHashes(t *testing.T, hashes map[string]userHash) map[string]string
 	}
 	got := map[string]string{}
 	for _, v := range rep.Violations {
-		name := strings.TrimSuffix(strings.TrimPrefix(v.Key, prefix+":v1:sess:{"), "}")
-		got[name] += v.Rule + ": " + v.Msg + "; "
+		got[names[v.Key]] += v.Rule + ": " + v.Msg + "; "
 	}
 	return got
 }

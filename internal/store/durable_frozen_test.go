@@ -20,7 +20,7 @@ import (
 // loaded machine), never waits for a connection the frozen server will not answer.
 func TestDurableRunBoundedWhilePrimaryFrozen(t *testing.T) {
 	t.Parallel()
-	primary, _ := primaryWithReplica(t)
+	primary, _ := testredis.StartPrimaryWithReplica(t)
 	const timeout = 500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

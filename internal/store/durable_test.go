@@ -40,21 +40,9 @@ func durableSet(s *store.Store, key string) error {
 	})
 }
 
-func primaryWithReplica(t *testing.T) (*testredis.Server, *testredis.Server) {
-	t.Helper()
-	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0")
-	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
-		t.Fatal(err)
-	}
-	return primary, replica
-}
-
 func TestDurableWriteWaitsOnTheConnectionThatWrote(t *testing.T) {
 	t.Parallel()
-	primary, replica := primaryWithReplica(t)
+	primary, replica := testredis.StartPrimaryWithReplica(t)
 	s := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto, Timeout: 300 * time.Millisecond})
 	prefix := testredis.Prefix(t)
 
@@ -124,7 +112,7 @@ func waitCalls(t *testing.T, s *store.Store) int64 {
 // primary's fsync (WAITAOF) unless GATEWAY_DURABLE_AOF=off; the replicas' WAIT stays.
 func TestDurableWriteAOF(t *testing.T) {
 	t.Parallel()
-	primary, _ := primaryWithReplica(t)
+	primary, _ := testredis.StartPrimaryWithReplica(t)
 	prefix := testredis.Prefix(t)
 	for _, tc := range []struct {
 		name  string
@@ -254,7 +242,7 @@ func TestDurableAutoLearnsReplicasAtStart(t *testing.T) {
 // primary unconfirmed; with them connected the write goes on and is confirmed.
 func TestReadyRefusesBeforeTheWrite(t *testing.T) {
 	t.Parallel()
-	primary, replica := primaryWithReplica(t)
+	primary, replica := testredis.StartPrimaryWithReplica(t)
 	prefix := testredis.Prefix(t)
 	readySet := func(s *store.Store, key string) error {
 		return s.Durable.Run(context.Background(), s.Client, func(c rueidis.Client) (bool, error) {

@@ -3,7 +3,6 @@ package eventstore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -20,13 +19,9 @@ import (
 // the confirmed range shows it; an empty range needs no replica.
 func TestRangeShowsOnlyConfirmedEvents(t *testing.T) {
 	t.Parallel()
-	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0")
-	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	primary, replica := testredis.StartPrimaryWithReplica(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
-		t.Fatal(err)
-	}
 	open := func(unconfirmed bool) *store.Store {
 		s, err := store.Open(ctx, store.Options{URL: primary.URL(), Timeout: time.Second,
 			Durability: &store.Durability{Replicas: store.DurableAuto, Timeout: 300 * time.Millisecond, NoAOF: true, UnconfirmedReads: unconfirmed}})

@@ -3,7 +3,6 @@ package quotestore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -23,8 +22,7 @@ import (
 // the replica answers again, the confirmed read shows it.
 func TestReadsConfirmedAsWrites(t *testing.T) {
 	t.Parallel()
-	primary := testredis.StartServer(t)
-	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port), "--repl-diskless-sync-delay", "0")
+	primary, replica := testredis.StartPrimaryWithReplica(t)
 	open := func(unconfirmedReads bool) *store.Store {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

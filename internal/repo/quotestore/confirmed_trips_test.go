@@ -3,7 +3,6 @@ package quotestore
 import (
 	"context"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,13 +21,9 @@ import (
 // the replicas' check (EXISTS with ROLE), then the script with WAIT and WAITAOF.
 func TestConfirmedRoundTrips(t *testing.T) {
 	t.Parallel()
-	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0", "--appendonly", "yes")
-	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	primary, _ := testredis.StartPrimaryWithReplica(t, "--appendonly", "yes")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
-		t.Fatal(err)
-	}
 	var rec *testredis.Recorder
 	s, err := store.Open(ctx, store.Options{URL: primary.URL(), Timeout: time.Second,
 		NewClient: func(o rueidis.ClientOption) (rueidis.Client, error) {

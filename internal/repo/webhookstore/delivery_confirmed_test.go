@@ -2,7 +2,6 @@ package webhookstore
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,13 +16,9 @@ import (
 // replica holds it, it is.
 func TestDeliveryWaitsForConfirmedEvents(t *testing.T) {
 	t.Parallel()
-	primary := testredis.StartServer(t, "--repl-diskless-sync-delay", "0")
-	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	primary, replica := testredis.StartPrimaryWithReplica(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := testredis.WaitLinkUp(ctx, replica.Port); err != nil {
-		t.Fatal(err)
-	}
 	s, err := store.Open(ctx, store.Options{URL: primary.URL(), Timeout: time.Second,
 		Durability: &store.Durability{Replicas: store.DurableAuto, Timeout: 300 * time.Millisecond, NoAOF: true}})
 	if err != nil {
