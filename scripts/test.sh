@@ -52,6 +52,20 @@ else
 	echo "test.sh: WARNING: scripts/newman-env.sh could not install newman; the Postman collection test will skip" >&2
 fi
 
+# Room to build: the race-enabled test binaries and the build cache need a few GiB. A full
+# disk fails every package at link time with "no space left on device" (a CI run did, on a
+# machine whose build cache had grown to 67 GiB): say so first, and under CI empty Go's cache.
+free_gib() { mkdir -p "$1" && df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
+room_ok() { (($(free_gib "$(go env GOCACHE)") >= 4 && $(free_gib "${TMPDIR:-/tmp}") >= 4)); }
+if ! room_ok; then
+	echo "test.sh: WARNING: less than 4 GiB free for Go's build cache ($(go env GOCACHE)) or ${TMPDIR:-/tmp}" >&2
+	if [[ ${CI:-} == true ]]; then
+		echo "test.sh: CI=true: emptying Go's build and fuzz caches (go clean -cache -fuzzcache)" >&2
+		go clean -cache -fuzzcache
+		room_ok || { echo "test.sh: still less than 4 GiB free; free some disk space" >&2; exit 1; }
+	fi
+fi
+
 args=("$@")
 ((${#args[@]})) || args=(./...)
 # Tests append every token and MFA code they are handed to this file; the keyspace audit
