@@ -64,6 +64,11 @@ func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
 		slog.String("span_id", sc.SpanID().String()),
 	}
 	if len(h.ops) == 0 {
+		// A record that names its trace itself (the audit log's lines) keeps it: JSON with
+		// the key twice is read differently by different parsers.
+		if recordHas(r, "trace_id") {
+			ids = ids[1:]
+		}
 		r = r.Clone()
 		r.AddAttrs(ids...)
 		return h.inner.Handle(ctx, r)
@@ -99,4 +104,14 @@ func (h *traceHandler) WithGroup(name string) slog.Handler {
 		inner: h.inner.WithGroup(name),
 		ops:   append(slices.Clip(h.ops), func(hh slog.Handler) slog.Handler { return hh.WithGroup(name) }),
 	}
+}
+
+// recordHas reports whether r has a top-level attribute named key.
+func recordHas(r slog.Record, key string) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == key
+		return !found
+	})
+	return found
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
@@ -55,10 +56,17 @@ func TestLoggerTraceIDs(t *testing.T) {
 		logger   func(*slog.Logger) *slog.Logger
 		wantIDs  bool
 		wantPath []string // where "k" must appear
+		attrs    []any    // logged besides "k"
 	}{
 		{name: "no span", ctx: context.Background(), wantPath: []string{"k"}},
 		{name: "invalid span", ctx: trace.ContextWithSpanContext(context.Background(), trace.SpanContext{}), wantPath: []string{"k"}},
 		{name: "span", ctx: spanCtx, wantIDs: true, wantPath: []string{"k"}},
+		{
+			// The audit log names the trace of the request that caused an event; with the
+			// request's span in the context, the line must still hold one trace_id.
+			name: "span and a record carrying the trace id", ctx: spanCtx, wantIDs: true, wantPath: []string{"k"},
+			attrs: []any{"trace_id", wantTrace},
+		},
 		{
 			name: "span with attrs and group", ctx: spanCtx, wantIDs: true, wantPath: []string{"req", "k"},
 			logger: func(l *slog.Logger) *slog.Logger { return l.With("a", 1).WithGroup("req").With("b", 2) },
@@ -77,7 +85,7 @@ func TestLoggerTraceIDs(t *testing.T) {
 				l = tt.logger(l)
 			}
 			l.DebugContext(tt.ctx, "dropped")
-			l.InfoContext(tt.ctx, "hello", "k", "v")
+			l.InfoContext(tt.ctx, "hello", append([]any{"k", "v"}, tt.attrs...)...)
 
 			var rec map[string]any
 			if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
@@ -92,6 +100,9 @@ func TestLoggerTraceIDs(t *testing.T) {
 				}
 			} else if _, ok := rec["trace_id"]; ok {
 				t.Errorf("unexpected trace_id: %s", buf.String())
+			}
+			if n := strings.Count(buf.String(), `"trace_id"`); n > 1 {
+				t.Errorf("trace_id written %d times: %s", n, buf.String())
 			}
 			m := rec
 			for _, p := range tt.wantPath[:len(tt.wantPath)-1] {
