@@ -91,13 +91,14 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 
+	sessionEvents := cfg.SessionEvents && cfg.Events
 	sr, err := sessionstore.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, sessionstore.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
 		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries),
 		AbsentTTL: negativeOff(cfg.SessionNegativeCacheTTL), AbsentEntries: entries(cfg.SessionNegativeCacheEntries), LimitPolicy: sessionstore.SessionLimitPolicy(cfg.SessionLimitPolicy),
 		Layout:  sessionLayout(cfg, s),
 		MFA:     ratelimit.Policy{Name: sessionstore.MFAPolicyName, Limit: cfg.MFAMaxAttempts, Window: cfg.MFAWindow},
-		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h), Outbox: cfg.SessionEvents && cfg.Events, Events: retention, Relay: d.Relay.Notify,
+		Metrics: rm, Logger: log, OwnerCheck: sessions.OwnerCheck(h), Outbox: sessionEvents, Events: retention, Relay: d.Relay.Notify,
 	})
 	if errors.Is(err, sessionstore.ErrLayoutUnsupported) {
 		return nil, fmt.Errorf("GATEWAY_SESSION_LAYOUT=%s: %w; set GATEWAY_SESSION_LAYOUT=per-session (or use Redis >= 7.4)",
@@ -106,10 +107,16 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
+	// The audit lines of session changes come from the relay when their events are written,
+	// else from the service itself.
+	var sessionAudit *events.Audit
+	if !sessionEvents {
+		sessionAudit = d.Audit
+	}
 	if d.Sessions, err = sessions.New(sr, h, sessions.Config{
 		IdleTimeout: cfg.SessionIdleTimeout, AbsoluteTimeout: cfg.SessionAbsoluteTimeout,
 		ChallengeTTL: cfg.MFAChallengeTTL, Logger: log, RecentWritesMax: cfg.RecentWritesMax,
-		Meter: tel.Meter("github.com/hashgate/hashgate/internal/sessions"),
+		Meter: tel.Meter("github.com/hashgate/hashgate/internal/sessions"), Audit: sessionAudit,
 	}); err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func NewSweeper(cases DueStore, interval time.Duration, log *slog.Logger, m Even
 
 // Run sweeps every interval (with ±10% jitter, so replicas spread out) until ctx is done.
 func (s *Sweeper) Run(ctx context.Context) {
-	s.log.InfoContext(ctx, "case sweeper started", "interval", s.interval)
+	s.log.InfoContext(ctx, "case sweeper started", "interval", s.interval.String())
 	t := time.NewTimer(s.jittered())
 	defer t.Stop()
 	for {

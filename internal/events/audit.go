@@ -61,6 +61,23 @@ func (a *Audit) Event(ctx context.Context, e Event) {
 	a.line(ctx, "audit", string(e.Type), e.Tenant, e.Actor, e.Subject, "success", e.RequestID, e.TraceID, 1)
 }
 
+// Change logs a security event of a change this gateway made whose event the stream does not
+// get (session events off): the actor, request and trace id from ctx (OriginFrom). count > 1
+// is one change of that many (a revoke-all's sessions, subject the user's tag).
+func (a *Audit) Change(ctx context.Context, typ Type, tenant, subject string, count int) {
+	if a == nil {
+		return
+	}
+	o, trace := OriginFrom(ctx)
+	if count > 1 {
+		if i, ok := Lookup(typ); ok && i.Security {
+			a.line(ctx, "audit", string(typ), tenant, o.Actor, subject, "success", o.RequestID, trace, count)
+		}
+		return
+	}
+	a.Event(ctx, Event{Type: typ, Tenant: tenant, Actor: o.Actor, Subject: subject, RequestID: o.RequestID, TraceID: trace})
+}
+
 // Failure logs a refused request (typ names the refusal: "auth.invalid-credentials",
 // "ratelimit.refused", ...), aggregated per window with the same type, tenant, actor and subject.
 func (a *Audit) Failure(ctx context.Context, typ, tenant, actor, subject, requestID, traceID string) {

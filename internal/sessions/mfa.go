@@ -8,6 +8,7 @@ import (
 	"math/big"
 
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
@@ -36,6 +37,7 @@ func (s *Service) StartChallenge(ctx context.Context, tenant, id string) (*Chall
 	if err != nil {
 		return nil, err
 	}
+	s.audit(ctx, events.SessionMFAChallenged, tenant, r)
 	return c, nil
 }
 
@@ -62,6 +64,7 @@ func (s *Service) Verify(ctx context.Context, tenant, id, challengeID, code stri
 	limit := ratelimit.Decision{Policy: s.store.MFAPolicy(), Allowed: res.Attempts.Allowed, Count: res.Attempts.Count,
 		Reset: res.Attempts.Reset}
 	ratelimit.Record(ctx, s.m.limits, limit)
+	s.auditVerify(ctx, tenant, r, res.Outcome, limit.Remaining())
 	switch res.Outcome {
 	case session.VerifyOK:
 		return &Issued{Session: *res.Session, Token: token}, nil

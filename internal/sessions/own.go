@@ -85,7 +85,8 @@ func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 		return err
 	}
 	s.wrote(r)
-	_, err = s.store.Revoke(ctx, r, p.Tenant)
+	deleted, err := s.store.Revoke(ctx, r, p.Tenant)
+	s.auditEnded(ctx, p.Tenant, r, deleted)
 	return err
 }
 
@@ -112,7 +113,8 @@ func (s *Service) RevokeDevice(ctx context.Context, p *auth.Principal, id string
 		return fmt.Errorf("session %s: %w", id, apperr.NotFound)
 	}
 	s.wrote(r)
-	_, err = s.store.Revoke(ctx, r, p.Tenant)
+	deleted, err := s.store.Revoke(ctx, r, p.Tenant)
+	s.auditEnded(ctx, p.Tenant, r, deleted)
 	return err
 }
 
@@ -125,5 +127,7 @@ func (s *Service) RevokeOtherDevices(ctx context.Context, p *auth.Principal) (in
 		return 0, err
 	}
 	s.wrote(session.Ref{Tag: mine.Tag})
-	return s.store.RevokeAll(ctx, mine.Tag, mine.Part)
+	n, err := s.store.RevokeAll(ctx, mine.Tag, mine.Part)
+	s.auditRevokedAll(ctx, p.Tenant, mine.Tag, n)
+	return n, err
 }

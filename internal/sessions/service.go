@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/apperr"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/keyhash"
 	"github.com/hashgate/hashgate/internal/recent"
 	"github.com/hashgate/hashgate/internal/sessions/session"
@@ -34,6 +35,9 @@ type Config struct {
 	Meter metric.Meter
 	// RecentWritesMax bounds the read-your-writes marks (0: recent.DefaultMax).
 	RecentWritesMax int
+	// Audit, when set, logs each session change this service makes (audit.go): set it when
+	// session events are not written, whose relay logs them otherwise.
+	Audit *events.Audit
 }
 
 // Service implements session management and handlers.SessionAuthenticator.
@@ -168,7 +172,9 @@ func (s *Service) Create(ctx context.Context, tenant string, in CreateInput) (*I
 	}
 	for _, gone := range v.Evicted {
 		s.wrote(gone)
+		s.audit(ctx, events.SessionEvicted, tenant, gone)
 	}
+	s.audit(ctx, events.SessionCreated, tenant, ref)
 	return &Issued{Session: v.Session, Token: token}, nil
 }
 
@@ -300,7 +306,8 @@ func (s *Service) Revoke(ctx context.Context, tenant, id string) error {
 		return nil
 	}
 	s.wrote(r)
-	_, err = s.store.Revoke(ctx, r, tenant)
+	deleted, err := s.store.Revoke(ctx, r, tenant)
+	s.auditEnded(ctx, tenant, r, deleted)
 	return err
 }
 
@@ -334,6 +341,7 @@ func (s *Service) Rotate(ctx context.Context, tenant, id string) (*Issued, error
 	if err != nil {
 		return nil, err
 	}
+	s.audit(ctx, events.SessionRotated, tenant, r)
 	return &Issued{Session: *v, Token: token}, nil
 }
 
@@ -353,5 +361,7 @@ func (s *Service) RevokeUser(ctx context.Context, tenant, userID, except string)
 		part = r.Part
 	}
 	s.wrote(session.Ref{Tag: tag})
-	return s.store.RevokeAll(ctx, tag, part)
+	n, err := s.store.RevokeAll(ctx, tag, part)
+	s.auditRevokedAll(ctx, tenant, tag, n)
+	return n, err
 }
