@@ -2222,7 +2222,9 @@ type ClientInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+	// (409), and `*` delivers the other types.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2242,7 +2244,9 @@ type ClientInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+	// (409), and `*` delivers the other types.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3438,7 +3442,9 @@ func (c *Client) ListWebhooks(ctx context.Context, params *ListWebhooksParams, r
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+// (409), and `*` delivers the other types.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3468,7 +3474,9 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, contentType string, 
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+// (409), and `*` delivers the other types.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6826,7 +6834,9 @@ type ClientWithResponsesInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+	// (409), and `*` delivers the other types.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6846,7 +6856,9 @@ type ClientWithResponsesInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+	// (409), and `*` delivers the other types.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14993,7 +15005,9 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, para
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+// (409), and `*` delivers the other types.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15019,7 +15033,9 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
+// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
+// (409), and `*` delivers the other types.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

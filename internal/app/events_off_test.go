@@ -72,3 +72,45 @@ func TestEventsOff(t *testing.T) {
 		t.Fatalf("POST /v1/webhooks = %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestWebhookForSessionEventsWithThemOff: with session events off (the default) a webhook
+// asking for a session event type by name or prefix would never receive one: its
+// registration is refused (409 naming GATEWAY_SESSION_EVENTS); "*" and other types register,
+// and with session events on a session type does.
+func TestWebhookForSessionEventsWithThemOff(t *testing.T) {
+	t.Parallel()
+	s := testredis.Open(t, testredis.Backends()[0])
+	for _, sessionEvents := range []bool{false, true} {
+		cfg := defaults(t)
+		cfg.SessionEvents = sessionEvents
+		cfg.WebhookAllowPrivate = true
+		g, err := app.New(cfg, s, app.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Start()
+		admin, err := g.Tokens.Mint(context.Background(), tokens.MintRequest{Tenant: "acme", Subject: "ops", TTL: time.Hour,
+			TokenType: tokens.TypeService, Scopes: []string{auth.ScopeWebhooksWrite}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for events, refused := range map[string]bool{
+			`["session.revoked"]`: true, `["session.*"]`: true, `["token.*","session.logged_out"]`: true,
+			`["*"]`: false, `["token.revoked"]`: false, `["quote.*","case.*"]`: false,
+		} {
+			req := httptest.NewRequest("POST", "/v1/webhooks", strings.NewReader(`{"url":"http://127.0.0.1:9/x","events":`+events+`}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+admin.Token)
+			rec := httptest.NewRecorder()
+			g.Echo.ServeHTTP(rec, req)
+			want := 201
+			if refused && !sessionEvents {
+				want = 409
+			}
+			if rec.Code != want || want == 409 && !strings.Contains(rec.Body.String(), "GATEWAY_SESSION_EVENTS") {
+				t.Errorf("session events %v, events %s: %d %s, want %d", sessionEvents, events, rec.Code, rec.Body, want)
+			}
+		}
+		g.Stop()
+	}
+}

@@ -45,6 +45,9 @@ type Deps struct {
 	// EventsOff (GATEWAY_EVENTS=false): the event reads answer 404 and webhook registrations
 	// 409, naming the setting.
 	EventsOff bool
+	// SessionEventsOff (GATEWAY_SESSION_EVENTS=false): a webhook naming session event types
+	// would receive none of them: its registration answers 409, naming the setting.
+	SessionEventsOff bool
 
 	// EventStream bounds the SSE connections of GET /v1/events/stream.
 	EventStream EventStreamOptions

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"strings"
+
 	"context"
 
 	"github.com/hashgate/hashgate/internal/apperr"
@@ -24,6 +26,9 @@ var _ WebhookService = (*webhooks.Service)(nil)
 func (s *Server) CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error) {
 	p, err := s.eventsCaller(ctx, apperr.Conflict, "a webhook would receive none")
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSessionTypes(request.Body.Events); err != nil {
 		return nil, err
 	}
 	c, err := s.Webhooks.Create(ctx, p.Tenant, request.Body.Url, request.Body.Events)
@@ -94,4 +99,20 @@ func deliveryView(d webhooks.Delivery) WebhookDelivery {
 		v.NextAttemptAt = tsOrNil(d.NextAttemptAt)
 	}
 	return v
+}
+
+// checkSessionTypes refuses a webhook that names session event types (a type or the
+// session.* prefix) on a gateway that writes no session events: it would never receive one.
+func (s *Server) checkSessionTypes(types []string) error {
+	if !s.SessionEventsOff {
+		return nil
+	}
+	for _, t := range types {
+		if strings.HasPrefix(t, "session.") {
+			return apperr.Newf(apperr.Conflict, "This gateway writes no session events (its operator left GATEWAY_SESSION_EVENTS=false, "+
+				"the default), so a webhook for %s would receive none: leave the session types out, or ask for "+
+				"GATEWAY_SESSION_EVENTS=true. Session changes are in the audit log meanwhile.", t)
+		}
+	}
+	return nil
 }
