@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -84,4 +85,19 @@ func TestNewRefusesASessionLayoutTheServerCannotHost(t *testing.T) {
 	if _, err := app.New(cfg, s, app.Options{}); err != nil {
 		t.Fatalf("per-session on Redis 7.0: %v", err)
 	}
+}
+
+// serve sends one request to g's API — with a JSON body unless body is empty, then the header
+// pairs hdr (name, value, ...) — and returns the answer.
+func serve(g *app.Gateway, method, path, body string, hdr ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	g.Echo.ServeHTTP(rec, req)
+	return rec
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/auth"
-	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -40,17 +37,8 @@ func TestSessionAudit(t *testing.T) {
 				cfg := defaults(t)
 				cfg.KeyPrefix = prefix
 				cfg.Events, cfg.SessionEvents = c.events, c.sessionEvents
-				if sessionstore.Hosts(s.Caps, sessionstore.LayoutPerUser) != nil {
-					cfg.SessionLayout = "per-session"
-				}
 				cfg.SessionMaxPerUser = 2
-				logs := &lockedBuffer{}
-				g, err := app.New(cfg, s, app.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				g.Start()
-				defer g.Stop()
+				g, logs := startLogged(t, cfg, s)
 				checkSessionAudit(t, g, logs, c.sessionEvents)
 			})
 		})
@@ -67,15 +55,7 @@ func checkSessionAudit(t *testing.T, g *app.Gateway, logs *lockedBuffer, relayed
 	bearer := "Bearer " + admin.Token
 	do := func(want int, method, path, body string, hdr ...string) map[string]any {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		rec := httptest.NewRecorder()
-		g.Echo.ServeHTTP(rec, req)
+		rec := serve(g, method, path, body, hdr...)
 		if rec.Code != want {
 			t.Fatalf("%s %s: %d %s, want %d", method, path, rec.Code, rec.Body, want)
 		}

@@ -38,14 +38,7 @@ func TestEventsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	do := func(method, path, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("Authorization", "Bearer "+admin.Token)
-		rec := httptest.NewRecorder()
-		g.Echo.ServeHTTP(rec, req)
-		return rec
+		return serve(g, method, path, body, "Authorization", "Bearer "+admin.Token)
 	}
 	due := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for _, w := range []struct{ method, path, body string }{
@@ -98,11 +91,7 @@ func TestWebhookForSessionEventsWithThemOff(t *testing.T) {
 			`["session.revoked"]`: true, `["session.*"]`: true, `["token.*","session.logged_out"]`: true,
 			`["*"]`: false, `["token.revoked"]`: false, `["quote.*","case.*"]`: false,
 		} {
-			req := httptest.NewRequest("POST", "/v1/webhooks", strings.NewReader(`{"url":"http://127.0.0.1:9/x","events":`+events+`}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+admin.Token)
-			rec := httptest.NewRecorder()
-			g.Echo.ServeHTTP(rec, req)
+			rec := serve(g, "POST", "/v1/webhooks", `{"url":"http://127.0.0.1:9/x","events":`+events+`}`, "Authorization", "Bearer "+admin.Token)
 			want := 201
 			if refused && !sessionEvents {
 				want = 409

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashgate/hashgate/internal/app"
 	"github.com/hashgate/hashgate/internal/auth"
+	"github.com/hashgate/hashgate/internal/config"
 	"github.com/hashgate/hashgate/internal/repo/sessionstore"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -37,6 +38,23 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// startLogged starts a gateway of cfg over s (in the per-session layout where s cannot host
+// the per-user one), logging as JSON into the buffer it returns; the test's end stops it.
+func startLogged(t *testing.T, cfg config.Config, s *store.Store) (*app.Gateway, *lockedBuffer) {
+	t.Helper()
+	if sessionstore.Hosts(s.Caps, sessionstore.LayoutPerUser) != nil {
+		cfg.SessionLayout = "per-session"
+	}
+	logs := &lockedBuffer{}
+	g, err := app.New(cfg, s, app.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start()
+	t.Cleanup(g.Stop)
+	return g, logs
+}
+
 // TestSessionEventsReachTheTenantStream: the session writes of the HTTP API (create, rotate,
 // logout) reach GET /v1/events through the outbox and the relay, each once, with the caller as
 // actor; each is an audit log line too, and refused authentications are logged aggregated.
@@ -47,16 +65,7 @@ func TestSessionEventsReachTheTenantStream(t *testing.T) {
 		cfg := defaults(t)
 		cfg.KeyPrefix = prefix
 		cfg.SessionEvents = true
-		if sessionstore.Hosts(s.Caps, sessionstore.LayoutPerUser) != nil {
-			cfg.SessionLayout = "per-session"
-		}
-		logs := &lockedBuffer{}
-		g, err := app.New(cfg, s, app.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.Start()
-		defer g.Stop()
+		g, logs := startLogged(t, cfg, s)
 		ctx := context.Background()
 		admin, err := g.Tokens.Mint(ctx, tokens.MintRequest{Tenant: "acme", Subject: "ops", TTL: time.Hour, TokenType: tokens.TypeService,
 			Scopes: []string{auth.ScopeSessionsWrite, auth.ScopeEventsRead}})
@@ -64,16 +73,7 @@ func TestSessionEventsReachTheTenantStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		do := func(method, path, body string, hdr ...string) *httptest.ResponseRecorder {
-			req := httptest.NewRequest(method, path, strings.NewReader(body))
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			for i := 0; i+1 < len(hdr); i += 2 {
-				req.Header.Set(hdr[i], hdr[i+1])
-			}
-			rec := httptest.NewRecorder()
-			g.Echo.ServeHTTP(rec, req)
-			return rec
+			return serve(g, method, path, body, hdr...)
 		}
 		bearer := "Bearer " + admin.Token
 		rec := do("POST", "/v1/sessions", `{"userId":"alice","authLevel":"BASIC"}`, "Authorization", bearer)

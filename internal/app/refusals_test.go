@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -53,14 +52,7 @@ func TestRefusalEventsOnePerWindow(t *testing.T) {
 		}
 		a, q := mint(), mint()
 		do := func(tok, method, path, body string) int {
-			req := httptest.NewRequest(method, path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+tok)
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			rec := httptest.NewRecorder()
-			g.Echo.ServeHTTP(rec, req)
-			return rec.Code
+			return serve(g, method, path, body, "Authorization", "Bearer "+tok).Code
 		}
 		now := time.Now()
 		time.Sleep(now.Truncate(window).Add(window + 50*time.Millisecond).Sub(now)) // a window's start
