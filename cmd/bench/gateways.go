@@ -255,7 +255,8 @@ func side(name, key, base string, script wrkScript) pairedSide {
 
 // eventsSides are the two sides of write row p's events pair: the events-off gateway's (the
 // reference) and the row's. A row whose requests use up what they act on gets a fresh script
-// for every run, both sides sized for the faster of the two rows.
+// for every run, both sides sized for the faster of the two rows, each set up through its own
+// gateway.
 func (b *bench) eventsSides(p plan, offBase string, offScript wrkScript, onBase string, onScript wrkScript) (off, on pairedSide) {
 	off, on = side(p.Key+noEventsSuffix, p.Key+noEventsSuffix, offBase, offScript), side(p.Key, p.Key, onBase, onScript)
 	off.expect, on.expect = p.Expect, p.Expect
@@ -266,8 +267,8 @@ func (b *bench) eventsSides(p plan, offBase string, offScript wrkScript, onBase 
 				rate = max(rate, r.Res.RPS())
 			}
 		}
-		again := func(ctx context.Context) (wrkScript, error) { return p.again(ctx, rate) }
-		off.again, on.again = again, again
+		off.again = func(ctx context.Context) (wrkScript, error) { return p.again(ctx, offBase, rate) }
+		on.again = func(ctx context.Context) (wrkScript, error) { return p.again(ctx, onBase, rate) }
 	}
 	return off, on
 }

@@ -73,8 +73,9 @@ func TestEventsSides(t *testing.T) {
 	b := &bench{rows: []row{{Key: "case-escalate", Res: res(8600)}, {Key: "quote-get", Res: res(30000)},
 		{Key: "case-escalate-noevents", Res: res(9800)}}}
 	var rates []float64
-	p := plan{Key: "case-escalate", Expect: []int{200}, again: func(_ context.Context, rate float64) (wrkScript, error) {
-		rates = append(rates, rate)
+	var bases []string
+	p := plan{Key: "case-escalate", Expect: []int{200}, again: func(_ context.Context, base string, rate float64) (wrkScript, error) {
+		rates, bases = append(rates, rate), append(bases, base)
 		return wrkScript{Method: "POST"}, nil
 	}}
 	off, on := b.eventsSides(p, "http://off", wrkScript{}, "http://on", wrkScript{})
@@ -91,6 +92,9 @@ func TestEventsSides(t *testing.T) {
 	}
 	if len(rates) != 2 || rates[0] != 9800 || rates[1] != 9800 {
 		t.Errorf("fresh scripts sized for %v req/s, want the faster row's 9800 on both sides", rates)
+	}
+	if len(bases) != 2 || bases[0] != "http://off" || bases[1] != "http://on" {
+		t.Errorf("fresh scripts set up through %v, want each side's own gateway", bases)
 	}
 	p.again = nil
 	if off, on := b.eventsSides(p, "", wrkScript{}, "", wrkScript{}); off.again != nil || on.again != nil {

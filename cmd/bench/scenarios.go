@@ -29,9 +29,10 @@ type plan struct {
 	// request changes state that the next one depends on).
 	prepare func(ctx context.Context) (warm, measure wrkScript, err error)
 	// again, when set, makes a fresh measured script for one more run at about rate req/s
-	// (the paired rounds): the row's requests use up what they act on. Unset, the measured
-	// script runs again as it is.
-	again func(ctx context.Context, rate float64) (wrkScript, error)
+	// (the paired rounds), its objects created through the gateway at base (the one the run
+	// loads: each side of a pair pays for its own set-up): the row's requests use up what
+	// they act on. Unset, the measured script runs again as it is.
+	again func(ctx context.Context, base string, rate float64) (wrkScript, error)
 	// durable: a revocation confirmed by a replica, by design two round trips (the write,
 	// then WAIT on its connection): reported, outside the one-round-trip target.
 	durable bool
@@ -262,9 +263,14 @@ func (f *fixtures) whoami(ctx context.Context) (wrkScript, wrkScript, error) {
 }
 
 func (f *fixtures) createQuotes(ctx context.Context, n int) ([]quoteRef, error) {
+	return createQuotes(ctx, f.api, n)
+}
+
+// createQuotes creates n quotes through a (its token's tenant).
+func createQuotes(ctx context.Context, a *api, n int) ([]quoteRef, error) {
 	qs := make([]quoteRef, n)
 	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
-		rsp, err := client.Check(f.api.cl.CreateQuoteWithResponse(ctx, nil,
+		rsp, err := client.Check(a.cl.CreateQuoteWithResponse(ctx, nil,
 			client.QuoteCreateRequest{CustomerId: "cust-bench", SalesChannel: "web", Currency: "EUR"}))
 		if err != nil {
 			return fmt.Errorf("POST /v1/quotes: %w", err)

@@ -91,8 +91,13 @@ func (f *fixtures) quotePatch(ctx context.Context) (wrkScript, wrkScript, error)
 // quotePatchAgain is quote-patch's script for one more run (the paired rounds): quotes of its
 // own, since a run leaves the ETags in the last script stale (a stale quote answers 412 and is
 // retired).
-func (f *fixtures) quotePatchAgain(ctx context.Context, _ float64) (wrkScript, error) {
-	qs, err := f.createQuotes(ctx, f.cfg.connections+16)
+func (f *fixtures) quotePatchAgain(ctx context.Context, base string, _ float64) (wrkScript, error) {
+	a, err := newAPI(base, f.api.token)
+	if err != nil {
+		return wrkScript{}, err
+	}
+	defer a.hc.CloseIdleConnections()
+	qs, err := createQuotes(ctx, a, f.cfg.connections+16)
 	return f.quotePatchScript(qs), err
 }
 
@@ -193,7 +198,7 @@ const escalateAgainMargin = 1.5
 // caseEscalateAgain is case-escalate's script for one more run at about rate req/s (the
 // paired rounds): cases of their own, in a tenant of their own (minted for the run), since
 // the row's tenant spent most of its case quota on the rows.
-func (f *fixtures) caseEscalateAgain(ctx context.Context, rate float64) (wrkScript, error) {
+func (f *fixtures) caseEscalateAgain(ctx context.Context, base string, rate float64) (wrkScript, error) {
 	if f.mint == nil {
 		return wrkScript{}, errors.New("case-escalate again: no way to mint a tenant's token")
 	}
@@ -202,7 +207,7 @@ func (f *fixtures) caseEscalateAgain(ctx context.Context, rate float64) (wrkScri
 	if err != nil {
 		return wrkScript{}, err
 	}
-	a, err := newAPI(f.api.base, tok)
+	a, err := newAPI(base, tok)
 	if err != nil {
 		return wrkScript{}, err
 	}

@@ -100,7 +100,7 @@ func TestSetUpAgainstALiveGateway(t *testing.T) {
 	// probed; case-escalate's in a tenant of their own each time.
 	for _, p := range f.gatewayPlans() {
 		for i := 0; p.again != nil && i < 2; i++ {
-			s, err := p.again(ctx, 1)
+			s, err := p.again(ctx, srv.URL, 1)
 			if err != nil {
 				t.Errorf("%s: again %d: %v", p.Key, i+1, err)
 			} else if err := probe(ctx, srv.URL, s, p.Expect); err != nil {
