@@ -27,6 +27,48 @@ func BenchmarkCaseTransition(b *testing.B) {
 	}
 }
 
+// BenchmarkCaseEscalate is case_transition.lua on the escalate path as make bench's
+// case-escalate row runs it (GATEWAY_CASE_MAX_ESCALATION=10, each case escalated ten times,
+// then the next), events on and off, on a private Redis 8 without persistence: the server's
+// time per script, and (-v) the time of each command the script called, per escalation:
+//
+//	go test -run '^$' -bench BenchmarkCaseEscalate -benchtime 20000x -v ./internal/repo/casestore/
+func BenchmarkCaseEscalate(b *testing.B) {
+	s := testredis.PrivateStore(b)
+	for _, off := range []bool{false, true} {
+		b.Run(map[bool]string{false: "events-on", true: "events-off"}[off], func(b *testing.B) {
+			benchEscalate(b, s, events.Retention{Off: off})
+		})
+	}
+}
+
+func benchEscalate(b *testing.B, s *store.Store, ret events.Retention) {
+	const maxLevel = 10
+	r, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b), Retention: ret, MaxEscalation: maxLevel})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	ids := make([]string, b.N/maxLevel+1)
+	for i := range ids {
+		k, err := r.Create(ctx, cases.NewCase{Tenant: "acme", SubjectRef: "order/42", AssignedTeam: "support", DueAt: time.Now().Add(48 * time.Hour), Reason: "benchmark", Actor: "svc"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = k.ID
+	}
+	testredis.ResetScriptCost(b, s.Client)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := r.Escalate(ctx, cases.Change{Tenant: "acme", ID: ids[i/maxLevel], IfMatch: -1, Reason: "benchmark escalation", Actor: "svc"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(testredis.ScriptCost(b, s.Client), "server-µs/script")
+	b.Logf("per escalation: %s", testredis.CommandCost(b, s.Client, b.N))
+}
+
 func benchTransition(b *testing.B, s *store.Store, ret events.Retention) {
 	r, err := New(s, Options{Prefix: testredis.Prefix(b), Hasher: storetest.Hasher(b), Retention: ret})
 	if err != nil {
