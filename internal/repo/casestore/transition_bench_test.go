@@ -29,15 +29,25 @@ func BenchmarkCaseTransition(b *testing.B) {
 
 // BenchmarkCaseEscalate is case_transition.lua on the escalate path as make bench's
 // case-escalate row runs it (GATEWAY_CASE_MAX_ESCALATION=10, each case escalated ten times,
-// then the next), events on and off, on a private Redis 8 without persistence: the server's
-// time per script, and (-v) the time of each command the script called, per escalation:
+// then the next), events on and off, on a private Redis 8 without persistence and on one with
+// the append-only file as make bench runs it (appendfsync everysec): the server's time per
+// script, its CPU per escalation (INFO cpu: with the file, the propagation counts), and (-v)
+// the time of each command the script called:
 //
 //	go test -run '^$' -bench BenchmarkCaseEscalate -benchtime 20000x -v ./internal/repo/casestore/
 func BenchmarkCaseEscalate(b *testing.B) {
-	s := testredis.PrivateStore(b)
-	for _, off := range []bool{false, true} {
-		b.Run(map[bool]string{false: "events-on", true: "events-off"}[off], func(b *testing.B) {
-			benchEscalate(b, s, events.Retention{Off: off})
+	for _, aof := range []bool{false, true} {
+		b.Run(map[bool]string{false: "no-aof", true: "aof"}[aof], func(b *testing.B) {
+			s := testredis.PrivateStore(b)
+			if aof {
+				s = testredis.Open(b, testredis.Backend{Name: "private-aof", Env: testredis.EnvRedis8,
+					URL: testredis.StartServer(b, "--appendfsync", "everysec").URL(), Broadcast: true})
+			}
+			for _, off := range []bool{false, true} {
+				b.Run(map[bool]string{false: "events-on", true: "events-off"}[off], func(b *testing.B) {
+					benchEscalate(b, s, events.Retention{Off: off})
+				})
+			}
 		})
 	}
 }
@@ -58,6 +68,7 @@ func benchEscalate(b *testing.B, s *store.Store, ret events.Retention) {
 		ids[i] = k.ID
 	}
 	testredis.ResetScriptCost(b, s.Client)
+	cpu := testredis.ServerCPU(b, s.Client)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := r.Escalate(ctx, cases.Change{Tenant: "acme", ID: ids[i/maxLevel], IfMatch: -1, Reason: "benchmark escalation", Actor: "svc"}); err != nil {
@@ -66,6 +77,7 @@ func benchEscalate(b *testing.B, s *store.Store, ret events.Retention) {
 	}
 	b.StopTimer()
 	b.ReportMetric(testredis.ScriptCost(b, s.Client), "server-µs/script")
+	b.ReportMetric((testredis.ServerCPU(b, s.Client)-cpu)/float64(b.N), "server-cpu-µs/op")
 	b.Logf("per escalation: %s", testredis.CommandCost(b, s.Client, b.N))
 }
 
