@@ -29,6 +29,9 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 		"GATEWAY_RATE_LIMIT_PER_SESSION=1000000000/1m"}
 	unlimited := []string{"GATEWAY_RATE_LIMIT_PER_TOKEN=0", "GATEWAY_RATE_LIMIT_PER_TENANT=0", "GATEWAY_RATE_LIMIT_PER_SESSION=0"}
 	fx := &fixtures{cfg: b.cfg}
+	fx.mint = func(ctx context.Context, tenant string) (string, error) {
+		return mintToken(ctx, bin, env, tenant, "cases:read cases:write")
+	}
 	// An escalation is a write script: no faster than the fastest gateway scenario so far.
 	fx.rateHint = func() float64 {
 		best := 0.0
@@ -101,8 +104,8 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 			switch {
 			case p.Key == "authz-session" && b.ceiling != nil:
 				if ok {
-					b.paired = b.pairedRounds(ctx, pairedSide{"HTTP ceiling", "ceiling", b.ceiling.base, b.ceiling.script},
-						pairedSide{"authorize by session", "authz-session", gw.Base, measure})
+					b.paired = b.pairedRounds(ctx, side("HTTP ceiling", "ceiling", b.ceiling.base, b.ceiling.script),
+						side("authorize by session", "authz-session", gw.Base, measure))
 				}
 				b.ceiling.proc.stop(5 * time.Second)
 				b.ceiling = nil
@@ -116,14 +119,14 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 					return nil, err
 				}
 				if offScript, ok := b.runPlan(ctx, noLimit.plans[0], off); ok {
-					b.limitPaired = b.pairedRounds(ctx, pairedSide{"quote-get-nolimit", "quote-get-nolimit", off.Base, offScript},
-						pairedSide{"quote-get (limits on)", "quote-get", gw.Base, measure})
+					b.limitPaired = b.pairedRounds(ctx, side("quote-get-nolimit", "quote-get-nolimit", off.Base, offScript),
+						side("quote-get (limits on)", "quote-get", gw.Base, measure))
 				}
 				off.stop(20 * time.Second)
 			case ok && b.cfg.rounds > 0 && slices.Contains(eventsPairedRows, p.Key) && b.cfg.selected(p.Key+noEventsSuffix):
-				// A session write row's events cost: a gateway with events off starts next to
-				// this one (same Redis), runs the row, then the two alternate in paired rounds
-				// (logged): the rows alone run minutes apart, and carry what changed meanwhile.
+				// A write row's events cost: a gateway with events off starts next to this one
+				// (same Redis), runs the row, then the two alternate in paired rounds: the rows
+				// alone run minutes apart, and carry what changed meanwhile.
 				i := slices.IndexFunc(noEvents.plans, func(q plan) bool { return q.Key == p.Key+noEventsSuffix })
 				done[noEvents.plans[i].Key] = true
 				off, err := start(noEvents)
@@ -132,8 +135,8 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 					return nil, err
 				}
 				if offScript, ok := b.runPlan(ctx, noEvents.plans[i], off); ok {
-					b.pairedRounds(ctx, pairedSide{p.Key + noEventsSuffix, p.Key + noEventsSuffix, off.Base, offScript},
-						pairedSide{p.Key, p.Key, gw.Base, measure})
+					offSide, onSide := b.eventsSides(p, off.Base, offScript, gw.Base, measure)
+					b.eventsPaired[p.Key] = b.pairedRounds(ctx, offSide, onSide)
 				}
 				off.stop(20 * time.Second)
 			case p.Key == "authz-rules" && ok:
@@ -144,8 +147,8 @@ func (b *bench) gateways(ctx context.Context, bin string, keys []string) (*fixtu
 					return nil, err
 				}
 				if offScript, ok := b.runPlan(ctx, noRulesPlan, off); ok {
-					b.rulesPaired = b.pairedRounds(ctx, pairedSide{"authorize, no rules", "authz-norules", off.Base, offScript},
-						pairedSide{fmt.Sprintf("authorize, %d rules", rulesCount), "authz-rules", gw.Base, measure})
+					b.rulesPaired = b.pairedRounds(ctx, side("authorize, no rules", "authz-norules", off.Base, offScript),
+						side(fmt.Sprintf("authorize, %d rules", rulesCount), "authz-rules", gw.Base, measure))
 				}
 				off.stop(20 * time.Second)
 			}
@@ -239,6 +242,35 @@ type pairedSide struct {
 	name, key string // for the log; the wrk run names
 	base      string
 	script    wrkScript
+	// again, when set, makes a fresh script before each run (plan.again); expect, when set,
+	// are the statuses a run must answer (99% of them), else the rounds end there.
+	again  func(context.Context) (wrkScript, error)
+	expect []int
+}
+
+// side is a pair's side that runs script again as it is.
+func side(name, key, base string, script wrkScript) pairedSide {
+	return pairedSide{name: name, key: key, base: base, script: script}
+}
+
+// eventsSides are the two sides of write row p's events pair: the events-off gateway's (the
+// reference) and the row's. A row whose requests use up what they act on gets a fresh script
+// for every run, both sides sized for the faster of the two rows, each set up through its own
+// gateway.
+func (b *bench) eventsSides(p plan, offBase string, offScript wrkScript, onBase string, onScript wrkScript) (off, on pairedSide) {
+	off, on = side(p.Key+noEventsSuffix, p.Key+noEventsSuffix, offBase, offScript), side(p.Key, p.Key, onBase, onScript)
+	off.expect, on.expect = p.Expect, p.Expect
+	if p.again != nil {
+		rate := 0.0
+		for _, r := range b.rows {
+			if r.measured() && (r.Key == p.Key || r.Key == p.Key+noEventsSuffix) {
+				rate = max(rate, r.Res.RPS())
+			}
+		}
+		off.again = func(ctx context.Context) (wrkScript, error) { return p.again(ctx, offBase, rate) }
+		on.again = func(ctx context.Context) (wrkScript, error) { return p.again(ctx, onBase, rate) }
+	}
+	return off, on
 }
 
 // pairedRounds measures ref and subject back to back, cfg.rounds times, alternating which goes
@@ -254,8 +286,18 @@ func (b *bench) pairedRounds(ctx context.Context, ref, subject pairedSide) paire
 		if subj {
 			s = subject
 		}
+		if s.again != nil {
+			var err error
+			if s.script, err = s.again(ctx); err != nil {
+				return 0, fmt.Errorf("%s: set-up: %w", s.name, err)
+			}
+			settle()
+		}
 		res, err := b.wrk.run(ctx, fmt.Sprintf("paired-%s-%d", s.key, i), s.script, s.base, b.cfg.duration)
 		settle()
+		if err == nil && s.expect != nil {
+			err = expectedShare(s, res)
+		}
 		return res.RPS(), err
 	})
 	for i, p := range ps {
@@ -265,6 +307,16 @@ func (b *bench) pairedRounds(ctx context.Context, ref, subject pairedSide) paire
 		b.logf("paired rounds of %s and %s: %v", ref.name, subject.name, err)
 	}
 	return ps
+}
+
+// expectedShare refuses a run of s whose answers are less than 99% of the statuses it
+// expects (a script that ran out of what it acts on measures something else).
+func expectedShare(s pairedSide, res wrkResult) error {
+	r := row{Res: res, Expect: s.expect}
+	if share, other := r.okShare(); share < 0.99 {
+		return fmt.Errorf("%s: %.1f%% expected statuses (%s)", s.name, 100*share, other)
+	}
+	return nil
 }
 
 // runPaired runs n rounds of measure(round, subject): the ref (subject false) first in even

@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "warm-up per scenario (not measured)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wrk request timeout")
 	fs.IntVar(&c.sessions, "sessions", 1000, "sessions (users) the session scenarios rotate over")
-	fs.IntVar(&c.rounds, "rounds", 5, "paired rounds, alternating, of the HTTP ceiling and authorize by session (the ceiling target) and of quote-get with and without rate limits (the limiter's cost), of authorize with and without access rules (the rules' cost) (0: off)")
+	fs.IntVar(&c.rounds, "rounds", 5, "paired rounds, alternating, of the HTTP ceiling and authorize by session (the ceiling target) and of quote-get with and without rate limits (the limiter's cost), of authorize with and without access rules (the rules' cost), of each write row with events on and off (the events' cost) (0: off)")
 	fs.IntVar(&c.scaleDraws, "scale-draws", 200000, "Zipf draws in a scale scenario's wrk script (walked in order, then again)")
 	fs.IntVar(&c.scaleWorkers, "scale-workers", 48, "parallel session creations of the scale scenarios")
 	fs.StringVar(&c.scaleCreate, "scale-create", "repo", "how the scale scenarios create sessions: repo (the session service in this process) or api (POST /v1/sessions)")
@@ -143,6 +143,8 @@ type bench struct {
 	// rulesPaired: authz-norules (ref) and authz-rules, two gateways with and without the
 	// access rules file.
 	rulesPaired pairedRounds
+	// eventsPaired: each write row's events-off twin (ref) and the row, by the row's key.
+	eventsPaired map[string]pairedRounds
 	// scaleRows and scaleBatches are the scale scenarios' measurements and session creation.
 	scaleRows    []scaleRow
 	scaleBatches []scaleBatch
@@ -196,7 +198,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{cfg: cfg, log: logw, dir: dir,
+	b := &bench{cfg: cfg, log: logw, dir: dir, eventsPaired: map[string]pairedRounds{},
 		wrk: wrkRunner{Bin: wrkBin, Threads: cfg.threads, Connections: cfg.connections, Timeout: cfg.timeout, Dir: dir}}
 	defer func() {
 		if cfg.keep {
@@ -254,7 +256,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*report, error) 
 		Command: fmt.Sprintf("Command: go run ./cmd/bench -t %d -c %d -d %s -warmup %s -rounds %d  (wrk -t%d -c%d; gateway built with CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"; Redis appendonly yes, appendfsync everysec)",
 			cfg.threads, cfg.connections, cfg.duration, cfg.warmup, cfg.rounds, cfg.threads, cfg.connections),
 		Rows:   b.rows,
-		Paired: b.paired, LimitPaired: b.limitPaired, RulesPaired: b.rulesPaired,
+		Paired: b.paired, LimitPaired: b.limitPaired, RulesPaired: b.rulesPaired, EventsPaired: b.eventsPaired,
 		Scale: b.scaleRows, ScaleBatches: b.scaleBatches,
 	}
 	b.logf("measuring Redis memory")

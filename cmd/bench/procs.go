@@ -249,6 +249,22 @@ func keygen(ctx context.Context, bin string) ([]string, error) {
 	return env, nil
 }
 
+// mintToken runs `gateway token mint` with the gateways' environment env: a root token of
+// tenant holding scopes (space-separated), for an hour.
+func mintToken(ctx context.Context, bin string, env []string, tenant, scopes string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, "token", "mint", "--tenant", tenant, "--scope", scopes, "--subject", "bench")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, tail(ee.Stderr, 5))
+		}
+		return "", fmt.Errorf("gateway token mint --tenant %s: %w", tenant, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // baseEnv is a clean environment for children: no GATEWAY_*, REDIS_URL or OTEL_* of the caller.
 func baseEnv() []string {
 	var env []string

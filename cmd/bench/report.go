@@ -77,9 +77,11 @@ type report struct {
 	Paired, LimitPaired pairedRounds
 	// RulesPaired: authz-norules and authz-rules (gateways without and with access rules).
 	RulesPaired pairedRounds
-	Memory      []memRow
-	Patterns    []*keyGroup
-	Targets     []target
+	// EventsPaired: each write row's events-off twin and the row, by the row's key.
+	EventsPaired map[string]pairedRounds
+	Memory       []memRow
+	Patterns     []*keyGroup
+	Targets      []target
 	// The scale scenarios (issue 12): their own table and targets.
 	Scale        []scaleRow
 	ScaleBatches []scaleBatch
@@ -270,6 +272,7 @@ func (rp *report) print(w io.Writer) {
 		"quote-get-nolimit", "quote-get (limits on)", rp.LimitPaired)
 	printPaired(w, "authorize by session with the forwarded request, two gateways without and with the access rules file on the same Redis, back to back, order alternating; the rules' cost target uses the median",
 		"authz-norules", fmt.Sprintf("authz-rules (%d rules)", rulesCount), rp.RulesPaired)
+	rp.printEventsPaired(w)
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range notes {

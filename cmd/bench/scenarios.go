@@ -28,6 +28,11 @@ type plan struct {
 	// prepare returns the warm-up and the measured scripts (disjoint objects where a
 	// request changes state that the next one depends on).
 	prepare func(ctx context.Context) (warm, measure wrkScript, err error)
+	// again, when set, makes a fresh measured script for one more run at about rate req/s
+	// (the paired rounds), its objects created through the gateway at base (the one the run
+	// loads: each side of a pair pays for its own set-up): the row's requests use up what
+	// they act on. Unset, the measured script runs again as it is.
+	again func(ctx context.Context, base string, rate float64) (wrkScript, error)
 	// durable: a revocation confirmed by a replica, by design two round trips (the write,
 	// then WAIT on its connection): reported, outside the one-round-trip target.
 	durable bool
@@ -42,9 +47,13 @@ type quoteRef struct{ ID, ETag string }
 
 // fixtures creates (once) the objects the scenarios share, through the public API.
 type fixtures struct {
-	api         *api
-	cfg         config
-	rateHint    func() float64 // the fastest gateway scenario's req/s so far, for sizing the case set
+	api      *api
+	cfg      config
+	rateHint func() float64 // the fastest gateway scenario's req/s so far, for sizing the case set
+	// mint issues a root token of another tenant (gateway token mint); againRuns counts
+	// the tenants caseEscalateAgain minted.
+	mint        func(ctx context.Context, tenant string) (string, error)
+	againRuns   int
 	sessOnce    sync.Once
 	sessions    []createdSession
 	device      createdSession
@@ -63,8 +72,11 @@ type fixtures struct {
 	readErr     error
 }
 
-func (f *fixtures) json() map[string]string {
-	return map[string]string{"Authorization": "Bearer " + f.api.token, "Content-Type": "application/json"}
+func (f *fixtures) json() map[string]string { return jsonHeaders(f.api.token) }
+
+// jsonHeaders are a JSON request's headers with token.
+func jsonHeaders(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}
 }
 
 // session creates one session for userID.
@@ -154,8 +166,8 @@ func (f *fixtures) gatewayPlans() []plan {
 		{Key: "authz-bearer", Name: "GET /v1/authorize, bearer JWT", Expect: []int{200}, prepare: f.authzBearer},
 		{Key: "whoami", Name: "GET /v1/session (X-Session-Token)", Expect: []int{200}, prepare: f.whoami},
 		{Key: "mfa-verify", Name: "POST …/mfa/verify, wrong code (422 → 429)", Expect: []int{422, 429}, prepare: f.mfaVerify},
-		{Key: "quote-patch", Name: "PATCH /v1/quotes/{id} with If-Match", Expect: []int{200}, prepare: f.quotePatch},
-		{Key: "case-escalate", Name: "POST /v1/cases/{id}/escalate", Expect: []int{200}, prepare: f.caseEscalate},
+		{Key: "quote-patch", Name: "PATCH /v1/quotes/{id} with If-Match", Expect: []int{200}, prepare: f.quotePatch, again: f.quotePatchAgain},
+		{Key: "case-escalate", Name: "POST /v1/cases/{id}/escalate", Expect: []int{200}, prepare: f.caseEscalate, again: f.caseEscalateAgain},
 		{Key: "case-list", Name: "GET /v1/cases, a team's queue, pages of 50 of 10,000", Expect: []int{200}, prepare: f.caseList},
 		{Key: "session-create", Name: "POST /v1/sessions", Expect: []int{201}, prepare: f.sessionCreate},
 	}
@@ -251,9 +263,14 @@ func (f *fixtures) whoami(ctx context.Context) (wrkScript, wrkScript, error) {
 }
 
 func (f *fixtures) createQuotes(ctx context.Context, n int) ([]quoteRef, error) {
+	return createQuotes(ctx, f.api, n)
+}
+
+// createQuotes creates n quotes through a (its token's tenant).
+func createQuotes(ctx context.Context, a *api, n int) ([]quoteRef, error) {
 	qs := make([]quoteRef, n)
 	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
-		rsp, err := client.Check(f.api.cl.CreateQuoteWithResponse(ctx, nil,
+		rsp, err := client.Check(a.cl.CreateQuoteWithResponse(ctx, nil,
 			client.QuoteCreateRequest{CustomerId: "cust-bench", SalesChannel: "web", Currency: "EUR"}))
 		if err != nil {
 			return fmt.Errorf("POST /v1/quotes: %w", err)

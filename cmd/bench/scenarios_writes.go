@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -84,16 +85,30 @@ func (f *fixtures) quotePatch(ctx context.Context) (wrkScript, wrkScript, error)
 	}
 	f.quoteSample = qs[2*per]
 	f.addQuoteItems(ctx, 3)
-	script := func(qs []quoteRef) wrkScript {
-		items := make([]wrkItem, len(qs))
-		for i, q := range qs {
-			items[i] = wrkItem{Path: q.ID, Value: q.ETag}
-		}
-		h := f.json()
-		h["Content-Type"] = "application/merge-patch+json"
-		return wrkScript{Headers: h, Items: items, QuotePatch: true, Tally: true}
+	return f.quotePatchScript(qs[:per]), f.quotePatchScript(qs[per : 2*per]), nil
+}
+
+// quotePatchAgain is quote-patch's script for one more run (the paired rounds): quotes of its
+// own, since a run leaves the ETags in the last script stale (a stale quote answers 412 and is
+// retired).
+func (f *fixtures) quotePatchAgain(ctx context.Context, base string, _ float64) (wrkScript, error) {
+	a, err := newAPI(base, f.api.token)
+	if err != nil {
+		return wrkScript{}, err
 	}
-	return script(qs[:per]), script(qs[per : 2*per]), nil
+	defer a.hc.CloseIdleConnections()
+	qs, err := createQuotes(ctx, a, f.cfg.connections+16)
+	return f.quotePatchScript(qs), err
+}
+
+func (f *fixtures) quotePatchScript(qs []quoteRef) wrkScript {
+	items := make([]wrkItem, len(qs))
+	for i, q := range qs {
+		items[i] = wrkItem{Path: q.ID, Value: q.ETag}
+	}
+	h := f.json()
+	h["Content-Type"] = "application/merge-patch+json"
+	return wrkScript{Headers: h, Items: items, QuotePatch: true, Tally: true}
 }
 
 // addQuoteItems puts n line items on the memory-sample quote (best effort: the items
@@ -115,10 +130,15 @@ func (f *fixtures) addQuoteItems(ctx context.Context, n int) {
 // createCases opens n cases of team, due in 48 hours (spread over the next minutes, a second
 // apart, so a queue has an order).
 func (f *fixtures) createCases(ctx context.Context, n int, team string) ([]string, error) {
+	return createCases(ctx, f.api, n, team)
+}
+
+// createCases opens n cases of team through a (its token's tenant).
+func createCases(ctx context.Context, a *api, n int, team string) ([]string, error) {
 	ids := make([]string, n)
 	due := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
 	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
-		rsp, err := client.Check(f.api.cl.CreateCaseWithResponse(ctx, nil, client.CaseCreateRequest{
+		rsp, err := client.Check(a.cl.CreateCaseWithResponse(ctx, nil, client.CaseCreateRequest{
 			SubjectRef: fmt.Sprintf("order:bench-%d", i), AssignedTeam: team, DueAt: due.Add(time.Duration(i%600) * time.Second), Reason: "benchmark"}))
 		if err != nil {
 			return fmt.Errorf("POST /v1/cases: %w", err)
@@ -151,10 +171,7 @@ func (f *fixtures) caseEscalate(ctx context.Context) (wrkScript, wrkScript, erro
 	if f.rateHint != nil && f.rateHint() > 0 {
 		rate = min(f.rateHint(), caseEscalateMaxRate)
 	}
-	need := func(d time.Duration) int {
-		return max(int(math.Ceil(rate*1.25*d.Seconds()/caseMaxEscalation)), 2*f.cfg.threads)
-	}
-	nw, nm := need(f.cfg.warmup), need(f.cfg.duration)
+	nw, nm := escalateCases(rate, 1.25, f.cfg.warmup, f.cfg.threads), escalateCases(rate, 1.25, f.cfg.duration, f.cfg.threads)
 	room := benchMaxCases - benchCasesElsewhere
 	if f.cfg.selected("case-escalate") && f.cfg.selected("case-escalate"+noEventsSuffix) {
 		room /= 2 // the row runs twice, events on and off, over cases of its own
@@ -170,14 +187,49 @@ func (f *fixtures) caseEscalate(ctx context.Context) (wrkScript, wrkScript, erro
 	if f.caseFresh == "" { // the memory figures' samples: the first run's
 		f.caseFresh, f.caseUsed = ids[nw+nm], ids[nw]
 	}
-	script := func(ids []string) wrkScript {
-		items := make([]wrkItem, len(ids))
-		for i, id := range ids {
-			items[i] = wrkItem{Path: "/v1/cases/" + id + "/escalate", Body: `{"reason":"benchmark escalation"}`}
-		}
-		return wrkScript{Method: "POST", Headers: f.json(), Items: items, Repeat: caseMaxEscalation, Tally: true}
+	return escalateScript(f.api.token, ids[:nw]), escalateScript(f.api.token, ids[nw:nw+nm]), nil
+}
+
+// escalateAgainMargin: a paired run's cases cover this many times the rows' faster rate (a
+// round may run faster than its row; past the cases, escalations answer 409, which the
+// paired rounds refuse).
+const escalateAgainMargin = 1.5
+
+// caseEscalateAgain is case-escalate's script for one more run at about rate req/s (the
+// paired rounds): cases of their own, in a tenant of their own (minted for the run), since
+// the row's tenant spent most of its case quota on the rows.
+func (f *fixtures) caseEscalateAgain(ctx context.Context, base string, rate float64) (wrkScript, error) {
+	if f.mint == nil {
+		return wrkScript{}, errors.New("case-escalate again: no way to mint a tenant's token")
 	}
-	return script(ids[:nw]), script(ids[nw : nw+nm]), nil
+	f.againRuns++
+	tok, err := f.mint(ctx, fmt.Sprintf("bench-escalate-%d", f.againRuns))
+	if err != nil {
+		return wrkScript{}, err
+	}
+	a, err := newAPI(base, tok)
+	if err != nil {
+		return wrkScript{}, err
+	}
+	defer a.hc.CloseIdleConnections()
+	n := min(escalateCases(rate, escalateAgainMargin, f.cfg.duration, f.cfg.threads), benchMaxCases)
+	ids, err := createCases(ctx, a, n, "support")
+	return escalateScript(tok, ids), err
+}
+
+// escalateCases is how many cases a run of d at rate req/s escalates (times margin), at least
+// two per wrk thread.
+func escalateCases(rate, margin float64, d time.Duration, threads int) int {
+	return max(int(math.Ceil(rate*margin*d.Seconds()/caseMaxEscalation)), 2*threads)
+}
+
+// escalateScript escalates each case caseMaxEscalation times with token, then the next.
+func escalateScript(token string, ids []string) wrkScript {
+	items := make([]wrkItem, len(ids))
+	for i, id := range ids {
+		items[i] = wrkItem{Path: "/v1/cases/" + id + "/escalate", Body: `{"reason":"benchmark escalation"}`}
+	}
+	return wrkScript{Method: "POST", Headers: jsonHeaders(token), Items: items, Repeat: caseMaxEscalation, Tally: true}
 }
 
 // sessionCreate: a new user per request (the per-user session bound never interferes).

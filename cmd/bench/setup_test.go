@@ -72,6 +72,16 @@ func TestSetUpAgainstALiveGateway(t *testing.T) {
 	}
 	f := &fixtures{api: a, rateHint: func() float64 { return 1 }, caseListN: 120,
 		cfg: config{threads: 1, connections: 3, sessions: 5, warmup: time.Second, duration: time.Second}}
+	var minted []string
+	f.mint = func(ctx context.Context, tenant string) (string, error) {
+		out, err := g.Tokens.Mint(ctx, tokens.MintRequest{Tenant: tenant, Subject: "bench", TokenType: tokens.TypeService,
+			Scopes: []string{auth.ScopeCasesRead, auth.ScopeCasesWrite}, TTL: time.Hour})
+		if err != nil {
+			return "", err
+		}
+		minted = append(minted, out.Token)
+		return out.Token, nil
+	}
 	for _, p := range append(f.gatewayPlans(), f.limitPlans()...) {
 		warm, measure, err := p.prepare(ctx)
 		if err != nil {
@@ -86,10 +96,25 @@ func TestSetUpAgainstALiveGateway(t *testing.T) {
 			t.Errorf("%s: probe: %v", p.Key, err)
 		}
 	}
+	// The paired rounds' fresh scripts (plan.again): two more runs of each such row, each
+	// probed; case-escalate's in a tenant of their own each time.
+	for _, p := range f.gatewayPlans() {
+		for i := 0; p.again != nil && i < 2; i++ {
+			s, err := p.again(ctx, srv.URL, 1)
+			if err != nil {
+				t.Errorf("%s: again %d: %v", p.Key, i+1, err)
+			} else if err := probe(ctx, srv.URL, s, p.Expect); err != nil {
+				t.Errorf("%s: again %d: probe: %v", p.Key, i+1, err)
+			}
+		}
+	}
+	if f.againRuns != 2 {
+		t.Errorf("case-escalate's fresh runs minted %d tenants, want 2", f.againRuns)
+	}
 	if f.quoteItems != 3 || len(f.sessions) != 5 || f.device.Token == "" || len(f.bearers) != 4 {
 		t.Errorf("fixtures: %d quote items, %d sessions, device %v, %d bearers", f.quoteItems, len(f.sessions), f.device.Token != "", len(f.bearers))
 	}
-	recordSecrets(f, scaleSetUp(ctx, t, a, env, srv.URL)...)
+	recordSecrets(f, append(minted, scaleSetUp(ctx, t, a, env, srv.URL)...)...)
 }
 
 // scaleSetUp is the scale scenarios' set-up at 24 sessions: 12 through POST /v1/sessions, 12
