@@ -13,8 +13,9 @@
 -- ARGV[1]: the envelope (events.Envelope: only the retention is read), ARGV[2]: the
 --          checkpoints' TTL in ms
 -- ARGV[3]: 'hash' (KEYS[2] is the checkpoints hash) or 'keys'
--- ARGV[4..]: per user: its tag, m (its entry count), then per entry: outbox id, n (the count of
---          field, value strings), then the n strings
+-- ARGV[4..]: per user: its tag, m (its entry count), then per entry: outbox id, the event packed
+--          (its fields one a line, events.OutboxValue), appended as the entry's one field 'event'
+--          (events.FieldPacked): one value to copy rather than eight field, value pairs
 -- Reply: {'OK', per user: how many of its entries were copied now (the last ones: those before
 --        were skipped)}
 
@@ -39,11 +40,7 @@ local i = 4
 while i <= #ARGV do
   tags[#tags + 1] = ARGV[i]
   starts[#starts + 1] = i + 1
-  local m = tonumber(ARGV[i + 1])
-  i = i + 2
-  for _ = 1, m do
-    i = i + 2 + tonumber(ARGV[i + 1])
-  end
+  i = i + 2 + 2 * tonumber(ARGV[i + 1])
 end
 local done
 if inHash then
@@ -62,13 +59,13 @@ for u = 1, #tags do
   local m = tonumber(ARGV[i])
   i = i + 1
   for _ = 1, m do
-    local id, n = ARGV[i], tonumber(ARGV[i + 1])
+    local id = ARGV[i]
     if after(id, last) then
-      redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(ARGV, i + 2, i + 1 + n))
+      redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', 'event', ARGV[i + 1])
       copied = copied + 1
       last = id
     end
-    i = i + 2 + n
+    i = i + 2
   end
   if copied > 0 then
     any = true

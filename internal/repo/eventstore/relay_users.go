@@ -146,10 +146,7 @@ func (s *Store) relayTenant(ctx context.Context, tags []string, bs []batch, user
 			if e.FieldValues[events.FieldTenant] != tenant {
 				break // (one user, one tenant: never expected)
 			}
-			args = append(args, e.ID, strconv.Itoa(2*len(e.FieldValues)))
-			for f, v := range e.FieldValues {
-				args = append(args, f, v)
-			}
+			args = append(args, e.ID, events.OutboxValue(e.FieldValues))
 			sent[k] = append(sent[k], e)
 		}
 		args[at] = strconv.Itoa(len(sent[k]))
