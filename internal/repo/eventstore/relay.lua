@@ -5,14 +5,15 @@
 -- earlier relay whose gateway died before deleting it from the outbox, or by a concurrent
 -- relay) is skipped. Outbox ids only grow (a Stream's ids are ordered), so a checkpoint never
 -- moves back. The checkpoints are the fields of one hash of the tenant, each with its own TTL
--- (servers with hash field expiration: one HMGET, one HSET and one HPEXPIRE a call), or one key
--- per user (older servers).
+-- (servers with hash field expiration: one HMGET and one HSETEX, or HSET and HPEXPIRE, a call),
+-- or one key per user (older servers).
 -- KEYS[1]: the tenant's stream <prefix>:v1:events:{<tenantTag>}
 -- KEYS[2]: the checkpoints hash <prefix>:v1:events:{<tenantTag>}:relayed (fields: user tags),
 --          or KEYS[2..]: per user, its checkpoint <prefix>:v1:events:{<tenantTag>}:relayed:<userTag>
 -- ARGV[1]: the envelope (events.Envelope: only the retention is read), ARGV[2]: the
 --          checkpoints' TTL in ms
--- ARGV[3]: 'hash' (KEYS[2] is the checkpoints hash) or 'keys'
+-- ARGV[3]: 'hash' (KEYS[2] is the checkpoints hash), 'hsetex' (the same, written with the
+--          fields' TTL in one HSETEX: Redis 8) or 'keys'
 -- ARGV[4..]: per user: its tag, m (its entry count), then per entry: outbox id, the event packed
 --          (its fields one a line, events.OutboxValue), appended as the entry's one field 'event'
 --          (events.FieldPacked): one value to copy rather than eight field, value pairs
@@ -33,7 +34,7 @@ end
 
 local env = event_env(ARGV[1])
 local maxLen = string.format('%d', env.maxLen)
-local inHash = ARGV[3] == 'hash'
+local inHash = ARGV[3] ~= 'keys'
 -- the users' tags and where their entries start, then their checkpoints
 local tags, starts = {}, {}
 local i = 4
@@ -79,12 +80,16 @@ for u = 1, #tags do
   out[#out + 1] = copied
 end
 if #moved > 0 then
-  redis.call('HSET', KEYS[2], unpack(moved))
-  local fields = {}
-  for k = 1, #moved, 2 do
-    fields[#fields + 1] = moved[k]
+  if ARGV[3] == 'hsetex' then
+    redis.call('HSETEX', KEYS[2], 'PX', ARGV[2], 'FIELDS', #moved / 2, unpack(moved))
+  else
+    redis.call('HSET', KEYS[2], unpack(moved))
+    local fields = {}
+    for k = 1, #moved, 2 do
+      fields[#fields + 1] = moved[k]
+    end
+    redis.call('HPEXPIRE', KEYS[2], ARGV[2], 'FIELDS', #fields, unpack(fields))
   end
-  redis.call('HPEXPIRE', KEYS[2], ARGV[2], 'FIELDS', #fields, unpack(fields))
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 if any then

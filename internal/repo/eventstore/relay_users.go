@@ -133,6 +133,9 @@ func (s *Store) relayTenant(ctx context.Context, tags []string, bs []batch, user
 	mode := "keys"
 	if s.checkpointHash {
 		keys, mode = append(keys, s.keys.EventRelayedHash(tag)), "hash"
+		if s.checkpointHSetex {
+			mode = "hsetex"
+		}
 	}
 	args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10), mode}
 	sent := make([][]rueidis.XRangeEntry, len(users))
