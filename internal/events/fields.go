@@ -63,11 +63,20 @@ const (
 	FieldRequestID = "requestId"
 	FieldTraceID   = "traceId"
 	FieldData      = "data"
+	// FieldPacked is the one field of an entry the session relay copied: the fields above
+	// packed one a line, as the user's outbox holds them (OutboxFields), so that the relay's
+	// copy is one value rather than eight field, value pairs.
+	FieldPacked = "event"
 )
 
-// FromEntry decodes a stream entry (id, field values) into an Event; an entry without a type
-// or a time is corrupt.
+// FromEntry decodes a stream entry (id, field values, or the one FieldPacked) into an Event;
+// an entry without a type or a time is corrupt.
 func FromEntry(id string, f map[string]string) (Event, error) {
+	if v, ok := f[FieldPacked]; ok {
+		if f, ok = OutboxFields(v); !ok {
+			return Event{}, fmt.Errorf("event %s: malformed packed event", id)
+		}
+	}
 	ms, err := strconv.ParseInt(f[FieldTime], 10, 64)
 	if err != nil || f[FieldType] == "" {
 		return Event{}, fmt.Errorf("event %s: missing or malformed type or time", id)

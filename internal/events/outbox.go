@@ -10,8 +10,8 @@ import (
 // newline) last — the kit's snippet internal/repo/lua/event_outbox.lua writes it.
 var outboxOrder = [...]string{FieldType, FieldTime, FieldTenant, FieldSubject, FieldActor, FieldRequestID, FieldTraceID, FieldData}
 
-// OutboxFields turns such a value into the stream entry's field values (what relay.lua appends
-// and FromEntry reads); ok is false when it does not have every line.
+// OutboxFields turns such a value into the stream entry's field values (what FromEntry reads;
+// relay.lua appends the value itself, packed); ok is false when it does not have every line.
 func OutboxFields(v string) (map[string]string, bool) {
 	parts := strings.SplitN(v, "\n", len(outboxOrder))
 	if len(parts) != len(outboxOrder) {
@@ -22,6 +22,19 @@ func OutboxFields(v string) (map[string]string, bool) {
 		m[name] = parts[i]
 	}
 	return m, true
+}
+
+// OutboxValue is the outbox value of a stream entry's field values (OutboxFields' inverse):
+// what the relay copies as the entry's FieldPacked.
+func OutboxValue(f map[string]string) string {
+	var b strings.Builder
+	for i, name := range outboxOrder {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(f[name])
+	}
+	return b.String()
 }
 
 // OutboxID is the relay's id of the user's event number n: "<n div 1000>-<n mod 1000>",

@@ -25,7 +25,7 @@ type outboxHash struct {
 
 // readWindow is how many of the newest numbers a read asks for first; when all are pending it
 // reads further back, relayBatch at a time, until it finds the oldest.
-const readWindow = 8
+const readWindow = 4
 
 // The outbox's fields in the user's hash (the kit's snippet event_outbox).
 const evSeq = "evSeq"

@@ -133,6 +133,9 @@ func (s *Store) relayTenant(ctx context.Context, tags []string, bs []batch, user
 	mode := "keys"
 	if s.checkpointHash {
 		keys, mode = append(keys, s.keys.EventRelayedHash(tag)), "hash"
+		if s.checkpointHSetex {
+			mode = "hsetex"
+		}
 	}
 	args := []string{events.Envelope(ctx, tenant, s.retention), strconv.FormatInt(2*s.retention.MaxAge.Milliseconds(), 10), mode}
 	sent := make([][]rueidis.XRangeEntry, len(users))
@@ -146,10 +149,7 @@ func (s *Store) relayTenant(ctx context.Context, tags []string, bs []batch, user
 			if e.FieldValues[events.FieldTenant] != tenant {
 				break // (one user, one tenant: never expected)
 			}
-			args = append(args, e.ID, strconv.Itoa(2*len(e.FieldValues)))
-			for f, v := range e.FieldValues {
-				args = append(args, f, v)
-			}
+			args = append(args, e.ID, events.OutboxValue(e.FieldValues))
 			sent[k] = append(sent[k], e)
 		}
 		args[at] = strconv.Itoa(len(sent[k]))

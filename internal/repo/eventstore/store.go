@@ -62,8 +62,9 @@ type Store struct {
 	// outbox is where the users' pending session events are (Options.SessionHash).
 	outbox outbox
 	// checkpointHash: the relay's checkpoints are fields of one hash per tenant, each with its
-	// own TTL (servers with millisecond field expiration), else one key per user.
-	checkpointHash bool
+	// own TTL (servers with millisecond field expiration), else one key per user; written with
+	// their TTL in one HSETEX where the server has it (checkpointHSetex).
+	checkpointHash, checkpointHSetex bool
 }
 
 var _ events.Store = (*Store)(nil)
@@ -81,6 +82,7 @@ func New(s *store.Store, o Options) (*Store, error) {
 	}
 	es := &Store{client: s.Client, durable: s.Durable, reads: repo.NewWrites(s, o.Metrics), metrics: o.Metrics, keys: repo.Keys{Prefix: o.Prefix}, hasher: o.Hasher, retention: o.Retention, audit: o.Audit, log: o.Logger}
 	es.checkpointHash = s.Caps.FieldExpiry != store.FieldExpiryFallback && s.Caps.FieldExpiryMs
+	es.checkpointHSetex = es.checkpointHash && s.Caps.FieldExpiry == store.FieldExpiryHSETEX
 	es.outbox = outboxStream{es}
 	if o.SessionHash != nil {
 		es.outbox = outboxHash{s: es, key: o.SessionHash}

@@ -26,13 +26,26 @@ end
 -- event_outbox_seq is the hash's evSeq once this script has read or written it (every append
 -- of the script goes to the one hash); false: read, absent.
 local event_outbox_seq
--- event_outbox_raised: this script raised the hash's TTL already.
+-- event_outbox_raised: this script raised the hash's TTL already, or raises it itself after
+-- its appends (event_outbox_defer_ttl) to at least event_outbox_need, the TTL in ms the events
+-- it appended need (0: none appended).
 local event_outbox_raised
+local event_outbox_need = 0
 local function event_outbox_last(key)
   if event_outbox_seq == nil then
     event_outbox_seq = tonumber(redis.call('HGET', key, EVENT_OUTBOX_SEQ)) or false
   end
   return event_outbox_seq
+end
+-- event_outbox_known(v) gives the outbox the hash's evSeq (a value the script read with its own
+-- HMGET: nil when absent), saving the append its HGET.
+local function event_outbox_known(v)
+  event_outbox_seq = tonumber(v) or false
+end
+-- event_outbox_defer_ttl(): the script raises the hash's TTL itself after its appends, to at
+-- least event_outbox_need, with the PTTL/PEXPIRE it makes anyway (one instead of two).
+local function event_outbox_defer_ttl()
+  event_outbox_raised = true
 end
 -- event_outbox_append(key, env, now, typ, subject, data) appends one event to the user's hash
 -- key: data is a Lua table of small values, encoded as JSON; the event's field lives env.maxAge
@@ -66,6 +79,7 @@ local function event_outbox_append(key, env, now, typ, subject, data)
     redis.call('HSET', key, EVENT_OUTBOX_SEQ, string.format('%d', n), f, v)
     redis.call('HPEXPIRE', key, maxAge, 'FIELDS', 1, f)
   end
+  event_outbox_need = env.maxAge
   if not event_outbox_raised then -- (after the HSET, which may have made the hash)
     if redis.call('PTTL', key) < env.maxAge then
       redis.call('PEXPIRE', key, maxAge)

@@ -10,11 +10,12 @@ local function create_window()
   local abs = now + tonumber(ARGV[3])
   return now, nowS, tonumber(ARGV[1]), abs, math.min(tonumber(ARGV[2]), abs - now)
 end
--- create_done(key, now, ttl, abs, evicted) raises the TTL of key, the one that lists the user's
--- sessions, to abs - now (a list lives as long as its longest-lived session can), and returns
--- the reply {'OK', nowMs, ttlMs, absoluteExpiresAtMs, <idPart of each evicted session>...}.
-local function create_done(key, now, ttl, abs, evicted)
-  key_ttl_at_least(key, abs - now)
+-- create_done(key, now, ttl, abs, evicted, atLeast) raises the TTL of key, the one that lists the
+-- user's sessions, to abs - now (a list lives as long as its longest-lived session can), or to
+-- atLeast ms when longer (the events appended to it), and returns the reply {'OK', nowMs, ttlMs,
+-- absoluteExpiresAtMs, <idPart of each evicted session>...}.
+local function create_done(key, now, ttl, abs, evicted, atLeast)
+  key_ttl_at_least(key, math.max(abs - now, atLeast or 0))
   local out = {'OK', now, ttl, abs}
   for _, part in ipairs(evicted) do
     out[#out + 1] = part

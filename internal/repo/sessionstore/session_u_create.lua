@@ -46,10 +46,14 @@ local part = ARGV[4]
 if redis.call('HEXISTS', KEYS[1], part .. MARK) == 1 then
   return {'EXISTS'}
 end
-local user = redis.call('HMGET', KEYS[1], 'userId', 'tenantId')
+-- (evSeq with the user's fields: the events' append needs no read of its own, and their TTL
+-- is raised with the hash's own, in create_done)
+local user = redis.call('HMGET', KEYS[1], 'userId', 'tenantId', EVENT_OUTBOX_SEQ)
 if (user[1] and user[1] ~= ARGV[7]) or (user[2] and user[2] ~= ARGV[8]) then
   return {'CORRUPT'}
 end
+event_outbox_known(user[3])
+event_outbox_defer_ttl()
 local now, nowS, max, abs, ttl = create_window()
 
 -- The live sessions: fields whose TTL passed are never returned.
@@ -129,4 +133,4 @@ for i = 1, #fields, 2 do
 end
 redis.call('HPEXPIRE', KEYS[1], string.format('%d', ttl), 'FIELDS', #names, unpack(names))
 session_event('session.created', part, {authLevel = own.authLevel or 'BASIC', mfaRequired = own.loginPending == '1'})
-return create_done(KEYS[1], now, ttl, abs, evicted)
+return create_done(KEYS[1], now, ttl, abs, evicted, event_outbox_need)
