@@ -116,6 +116,14 @@ type Store struct {
 	raw      rueidis.Client
 }
 
+// The client's connections: buffer sizes, and how long a pooled connection may sit idle
+// (beyond poolMinIdle of them) before it is closed (see Open).
+const (
+	connBufferBytes = 64 << 10
+	poolIdleTimeout = 30 * time.Second
+	poolMinIdle     = 8
+)
+
 // DefaultCacheBytesEachConn is Options.CacheBytesEachConn's default (rueidis' own is 128 MiB
 // per connection).
 const DefaultCacheBytesEachConn = 8 << 20
@@ -271,6 +279,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	opt.Dialer.KeepAlive = 30 * time.Second
 	opt.ConnWriteTimeout = max(o.Timeout, time.Second)
 	opt.ClientName = "hashgate"
+	// Every durable write and confirmed read takes a connection of its own from rueidis' pool
+	// (Durable.run), which keeps what a burst made. With rueidis' 0.5 MiB read and write
+	// buffers each, a burst of MFA verifications left hundreds pooled, the heap at GOMEMLIMIT
+	// and the collector taking half the CPU afterwards: small buffers (a reply or a pipeline
+	// larger than one is read or written in parts), and idle pooled connections closed.
+	opt.ReadBufferEachConn, opt.WriteBufferEachConn = connBufferBytes, connBufferBytes
+	opt.BlockingPoolCleanup, opt.BlockingPoolMinSize = poolIdleTimeout, poolMinIdle
 	// A lost connection must not keep callers waiting past their deadline: rueidis retries
 	// only while the call's context allows.
 	raw, err := o.NewClient(opt)
