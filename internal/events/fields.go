@@ -90,6 +90,14 @@ func FromEntry(id string, f map[string]string) (Event, error) {
 		Data: []byte(data)}, nil
 }
 
+// Salvage is what can be read of an entry FromEntry refused (a malformed time, a packed value
+// short of lines): its id, type, subject and tenant when present, empty data, so that it can
+// still be delivered to the webhooks that want its type, in its subject's order.
+func Salvage(id string, f map[string]string) Event {
+	f = salvageFields(f)
+	return Event{ID: id, Type: Type(f[FieldType]), Tenant: f[FieldTenant], Subject: f[FieldSubject], Data: []byte("{}")}
+}
+
 // ValidID reports whether s is a stream entry id, "<ms>-<seq>" (a cursor or Last-Event-ID).
 func ValidID(s string) bool {
 	ms, seq, ok := strings.Cut(s, "-")

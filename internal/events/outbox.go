@@ -24,6 +24,20 @@ func OutboxFields(v string) (map[string]string, bool) {
 	return m, true
 }
 
+// salvageFields is the field values of an entry FromEntry could not read: a packed entry's
+// lines as far as they go, else the entry's own fields.
+func salvageFields(f map[string]string) map[string]string {
+	v, ok := f[FieldPacked]
+	if !ok {
+		return f
+	}
+	m := make(map[string]string, len(outboxOrder))
+	for i, part := range strings.SplitN(v, "\n", len(outboxOrder)) {
+		m[outboxOrder[i]] = part
+	}
+	return m
+}
+
 // OutboxValue is the outbox value of a stream entry's field values (OutboxFields' inverse):
 // what the relay copies as the entry's FieldPacked.
 func OutboxValue(f map[string]string) string {

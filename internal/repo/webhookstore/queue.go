@@ -171,7 +171,7 @@ func (r *Store) entries(ctx context.Context, w *webhooks.Webhook, xs []rueidis.X
 		if err != nil {
 			r.Metrics.Read(ctx, "event", repo.Corrupt)
 			r.Log.ErrorContext(ctx, "corrupt object", "key", "events:{*}", "fields", []string{events.FieldType, events.FieldTime})
-			ev = events.Event{ID: x.ID, Type: events.Type(x.FieldValues[events.FieldType]), Subject: x.FieldValues[events.FieldSubject], Data: []byte("{}")}
+			ev = events.Salvage(x.ID, x.FieldValues)
 		}
 		out = append(out, webhooks.Entry{StreamID: x.ID, Event: ev})
 	}
