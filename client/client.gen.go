@@ -2222,9 +2222,11 @@ type ClientInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-	// (409), and `*` delivers the other types.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+	// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+	// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+	// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+	// refused (409); `*` delivers what is written.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2244,9 +2246,11 @@ type ClientInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-	// (409), and `*` delivers the other types.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+	// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+	// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+	// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+	// refused (409); `*` delivers what is written.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3442,9 +3446,11 @@ func (c *Client) ListWebhooks(ctx context.Context, params *ListWebhooksParams, r
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-// (409), and `*` delivers the other types.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+// refused (409); `*` delivers what is written.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3474,9 +3480,11 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, contentType string, 
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-// (409), and `*` delivers the other types.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+// refused (409); `*` delivers what is written.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6834,9 +6842,11 @@ type ClientWithResponsesInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-	// (409), and `*` delivers the other types.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+	// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+	// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+	// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+	// refused (409); `*` delivers what is written.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6856,9 +6866,11 @@ type ClientWithResponsesInterface interface {
 	// GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 	// (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 	// created are sent. Private, loopback and link-local addresses are refused unless
-	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-	// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-	// (409), and `*` delivers the other types.
+	// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+	// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+	// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+	// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+	// refused (409); `*` delivers what is written.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15005,9 +15017,11 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, para
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-// (409), and `*` delivers the other types.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+// refused (409); `*` delivers what is written.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15033,9 +15047,11 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // GATEWAY_WEBHOOK_RETRY_WINDOW (24 h), then the delivery is marked `FAILED`
 // (`GET /v1/webhooks/{webhookId}/deliveries`). Only events written after the webhook was
 // created are sent. Private, loopback and link-local addresses are refused unless
-// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Session event types are written only where the
-// operator set GATEWAY_SESSION_EVENTS=true: elsewhere a webhook naming them is refused
-// (409), and `*` delivers the other types.
+// GATEWAY_WEBHOOK_ALLOW_PRIVATE=true. Which session event types are written is the
+// operator's GATEWAY_SESSION_EVENTS: by default only those that end a session
+// (`session.revoked`, `session.logged_out`, `session.evicted`), all of them with `all`,
+// none with `off`. A webhook naming a session type (or `session.*`) that is not written is
+// refused (409); `*` delivers what is written.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -108,7 +108,7 @@ func New(cfg config.Config, s *store.Store, o Options) (*Gateway, error) {
 		Tokens: d.Tokens, TokenCheck: d.Tokens,
 		Sessions: d.Sessions, SessionAuth: d.Sessions,
 		Quotes: d.Quotes, Cases: d.Cases, Webhooks: d.Webhooks, RateLimits: limits,
-		Events: d.Events, EventsOff: !cfg.Events, SessionEventsOff: !cfg.SessionEvents, EventStream: handlers.EventStreamOptions{KeepAlive: cfg.EventsKeepAlive}, Audit: d.Audit,
+		Events: d.Events, EventsOff: !cfg.Events, SessionEvents: sessionEventSet(cfg), EventStream: handlers.EventStreamOptions{KeepAlive: cfg.EventsKeepAlive}, Audit: d.Audit,
 		Refusals:         refusals,
 		Meter:            o.Telemetry.Meter("github.com/hashgate/hashgate/internal/handlers"),
 		AssertionEntries: assertionEntries(cfg),

@@ -91,7 +91,7 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 		return nil, err
 	}
 
-	sessionEvents := cfg.SessionEvents && cfg.Events
+	sessionEvents := sessionEventSet(cfg)
 	sr, err := sessionstore.NewSessions(s, repo.Keys{Prefix: cfg.KeyPrefix}, sessionstore.SessionOptions{
 		RefreshFraction: cfg.SessionRefreshFraction,
 		MaxPerUser:      cfg.SessionMaxPerUser, CacheTTL: cfg.SessionCacheTTL, CacheEntries: entries(cfg.SessionCacheEntries),
@@ -107,16 +107,10 @@ func buildDomains(cfg config.Config, s *store.Store, a *auth.Authority, h *keyha
 	if err != nil {
 		return nil, err
 	}
-	// The audit lines of session changes come from the relay when their events are written,
-	// else from the service itself.
-	var sessionAudit *events.Audit
-	if !sessionEvents {
-		sessionAudit = d.Audit
-	}
 	if d.Sessions, err = sessions.New(sr, h, sessions.Config{
 		IdleTimeout: cfg.SessionIdleTimeout, AbsoluteTimeout: cfg.SessionAbsoluteTimeout,
 		ChallengeTTL: cfg.MFAChallengeTTL, Logger: log, RecentWritesMax: cfg.RecentWritesMax,
-		Meter: tel.Meter("github.com/hashgate/hashgate/internal/sessions"), Audit: sessionAudit,
+		Meter: tel.Meter("github.com/hashgate/hashgate/internal/sessions"), Audit: d.Audit, Events: sessionEvents,
 	}); err != nil {
 		return nil, err
 	}
@@ -201,4 +195,13 @@ func buildWebhooks(d *Domains, cfg config.Config, s *store.Store, h *keyhash.Has
 		RetryWindow: cfg.WebhookRetryWindow, Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Logger: log,
 		Meter: tel.Meter("github.com/hashgate/hashgate/internal/webhooks")})
 	return err
+}
+
+// sessionEventSet is which session events are written: GATEWAY_SESSION_EVENTS, none while
+// GATEWAY_EVENTS=false.
+func sessionEventSet(cfg config.Config) events.SessionEvents {
+	if !cfg.Events {
+		return events.SessionEventsOff
+	}
+	return events.SessionEvents(cfg.SessionEvents)
 }

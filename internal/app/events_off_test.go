@@ -1,8 +1,10 @@
 package app_test
 
 import (
+	"cmp"
 	"context"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,7 @@ func TestEventsOff(t *testing.T) {
 	cfg := defaults(t)
 	cfg.KeyPrefix = prefix
 	cfg.Events = false
-	cfg.SessionEvents = true // ignored while events are off
+	cfg.SessionEvents = "all" // ignored while events are off
 	g, err := app.New(cfg, s, app.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -66,16 +68,19 @@ func TestEventsOff(t *testing.T) {
 	}
 }
 
-// TestWebhookForSessionEventsWithThemOff: with session events off (the default) a webhook
-// asking for a session event type by name or prefix would never receive one: its
-// registration is refused (409 naming GATEWAY_SESSION_EVENTS); "*" and other types register,
-// and with session events on a session type does.
+// TestWebhookForSessionEventsWithThemOff: a webhook asking for session event types this
+// gateway does not write would never receive them: its registration is refused (409 naming
+// GATEWAY_SESSION_EVENTS). With session events off, every session type and the session.*
+// prefix; with the ends only (the default), every other session type and the prefix, while
+// the ends register; with all of them, none. "*" and other types always register.
 func TestWebhookForSessionEventsWithThemOff(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
-	for _, sessionEvents := range []bool{false, true} {
+	for _, set := range []string{"", "off", "ends", "all"} {
 		cfg := defaults(t)
-		cfg.SessionEvents = sessionEvents
+		if set != "" {
+			cfg.SessionEvents = set
+		}
 		cfg.WebhookAllowPrivate = true
 		g, err := app.New(cfg, s, app.Options{})
 		if err != nil {
@@ -87,17 +92,19 @@ func TestWebhookForSessionEventsWithThemOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for events, refused := range map[string]bool{
-			`["session.revoked"]`: true, `["session.*"]`: true, `["token.*","session.logged_out"]`: true,
-			`["*"]`: false, `["token.revoked"]`: false, `["quote.*","case.*"]`: false,
+		// refused under each setting ("" is the default)
+		for events, refusedUnder := range map[string]string{
+			`["session.revoked"]`: "off", `["session.logged_out","session.evicted"]`: "off",
+			`["session.*"]`: "off ends", `["token.*","session.created"]`: "off ends", `["session.mfa_failed"]`: "off ends",
+			`["*"]`: "", `["token.revoked"]`: "", `["quote.*","case.*"]`: "",
 		} {
 			rec := serve(g, "POST", "/v1/webhooks", `{"url":"http://127.0.0.1:9/x","events":`+events+`}`, "Authorization", "Bearer "+admin.Token)
 			want := 201
-			if refused && !sessionEvents {
+			if slices.Contains(strings.Fields(refusedUnder), cmp.Or(set, "ends")) {
 				want = 409
 			}
 			if rec.Code != want || want == 409 && !strings.Contains(rec.Body.String(), "GATEWAY_SESSION_EVENTS") {
-				t.Errorf("session events %v, events %s: %d %s, want %d", sessionEvents, events, rec.Code, rec.Body, want)
+				t.Errorf("session events %q, events %s: %d %s, want %d", set, events, rec.Code, rec.Body, want)
 			}
 		}
 		g.Stop()

@@ -64,7 +64,7 @@ func TestSessionEventsReachTheTenantStream(t *testing.T) {
 	testredis.Each(t, func(t *testing.T, b testredis.Backend, s *store.Store, prefix string) {
 		cfg := defaults(t)
 		cfg.KeyPrefix = prefix
-		cfg.SessionEvents = true
+		cfg.SessionEvents = "all"
 		g, logs := startLogged(t, cfg, s)
 		ctx := context.Background()
 		admin, err := g.Tokens.Mint(ctx, tokens.MintRequest{Tenant: "acme", Subject: "ops", TTL: time.Hour, TokenType: tokens.TypeService,

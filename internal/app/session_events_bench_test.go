@@ -24,30 +24,34 @@ import (
 // BenchmarkSessionEventsCost is what session events cost Redis per session create (a new user
 // each, as `make bench`'s session-create row), the relay included: a gateway built by app.New
 // over a private Redis 8 (no persistence) creates b.N sessions from 16 goroutines, with
-// session events off and on; the relay runs in the background and the row waits until it
+// session events off, the ends only (the default: a create writes none) and all; the relay runs in the background and the row waits until it
 // copied every event into the tenant's stream. It reports the server's CPU per create (INFO
 // cpu: user + sys, so the round trips' system calls count), the scripts' time per create
 // (INFO commandstats), the scripts and socket reads the server saw per create, and this
 // process's CPU per create (the gateway, the relay included). These depend far less on the
-// machine's load than throughput does.
+// machine's load than throughput does. The revoke rows do the same for revocations by a
+// service (DELETE /v1/sessions/{id}) of b.N sessions created before the timer starts: each
+// writes session.revoked with the ends (the default) and all, nothing with off.
 //
 //	go test -run '^$' -bench BenchmarkSessionEventsCost -benchtime 20000x -count 3 ./internal/app/
 func BenchmarkSessionEventsCost(b *testing.B) {
 	s := testredis.PrivateStore(b)
-	for _, on := range []bool{false, true} {
-		b.Run(map[bool]string{false: "events-off", true: "events-on"}[on], func(b *testing.B) {
-			benchSessionEvents(b, s, on)
-		})
+	for _, op := range []string{"create", "revoke"} {
+		for _, set := range []string{"off", "ends", "all"} {
+			b.Run(op+"/session-events-"+set, func(b *testing.B) {
+				benchSessionEvents(b, s, set, op == "revoke")
+			})
+		}
 	}
 }
 
-func benchSessionEvents(b *testing.B, s *store.Store, on bool) {
+func benchSessionEvents(b *testing.B, s *store.Store, set string, revoke bool) {
 	cfg, err := config.Load(func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.KeyPrefix = testredis.Prefix(b)
-	cfg.SessionEvents = on
+	cfg.SessionEvents = set
 	g, err := app.New(cfg, s, app.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -57,46 +61,56 @@ func benchSessionEvents(b *testing.B, s *store.Store, on bool) {
 	ctx := context.Background()
 	tenant := "bench-" + strconv.Itoa(b.N)
 	stream := repo.Keys{Prefix: cfg.KeyPrefix}.EventStream(g.Hasher.TenantTag(tenant))
+	const workers = 16
+	// each runs op(i) for i in 1..b.N from the workers
+	each := func(op func(i int64) error) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Go(func() {
+				for {
+					i := next.Add(1)
+					if i > int64(b.N) {
+						return
+					}
+					if err := op(i); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	create := func(i int64) (string, error) {
+		c, err := g.Sessions.Create(ctx, tenant, sessions.CreateInput{UserID: fmt.Sprintf("u-%d-%d", b.N, i), AuthLevel: "BASIC"})
+		if err != nil {
+			return "", err
+		}
+		return c.Ref.ID(), nil
+	}
+	ids := make([]string, b.N+1)
+	if revoke {
+		each(func(i int64) (err error) { ids[i], err = create(i); return err })
+		waitEvents(ctx, b, s.Client, stream, 0) // the relay copied every event of the creates
+	}
+	added, err := entriesAdded(ctx, s.Client, stream)
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := s.Client.Do(ctx, s.Client.B().ConfigResetstat().Build()).Error(); err != nil {
 		b.Fatal(err)
 	}
 	before := redisCost(b, s.Client)
 	cpu0 := processCPU(b)
-	const workers = 16
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	b.ResetTimer()
-	for w := 0; w < workers; w++ {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				if _, err := g.Sessions.Create(ctx, tenant, sessions.CreateInput{UserID: fmt.Sprintf("u-%d-%d", b.N, i), AuthLevel: "BASIC"}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+	if revoke {
+		each(func(i int64) error { return g.Sessions.Revoke(ctx, tenant, ids[i]) })
+	} else {
+		each(func(i int64) error { _, err := create(i); return err })
 	}
-	wg.Wait()
-	if on { // the relay's work counts: wait until every event is in the tenant's stream
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			n, err := entriesAdded(ctx, s.Client, stream)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n >= int64(b.N) {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("the relay copied %d of %d events", n, b.N)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond) // the acks after the last copy
+	if set == "all" || revoke && set == "ends" { // the relay's work counts: wait until every event is in the tenant's stream
+		waitEvents(ctx, b, s.Client, stream, added+int64(b.N))
 	}
 	b.StopTimer()
 	gw := processCPU(b) - cpu0
@@ -108,6 +122,30 @@ func benchSessionEvents(b *testing.B, s *store.Store, on bool) {
 	b.ReportMetric(d.scripts/n, "scripts/op")
 	b.ReportMetric(d.reads/n, "reads/op")
 	logCommands(b, s.Client, n)
+}
+
+// waitEvents waits until the tenant's stream got want events (0: until it stops growing), then
+// for the relay's acks after its last copy.
+func waitEvents(ctx context.Context, b *testing.B, c rueidis.Client, stream string, want int64) {
+	last, still := int64(-1), 0
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n, err := entriesAdded(ctx, c, stream)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if want > 0 && n >= want || want == 0 && still >= 40 {
+			break
+		}
+		if n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the relay copied %d of %d events", n, want)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
 }
 
 // processCPU is this process's CPU time so far in µs (user + system): the gateway's, the relay

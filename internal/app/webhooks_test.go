@@ -137,7 +137,7 @@ func webhookGateways(t *testing.T, n int, adjust func(*config.Config)) []*app.Ga
 	cfg := defaults(t)
 	cfg.RedisURL = b.URL
 	cfg.WebhookAllowPrivate = true
-	cfg.SessionEvents = true
+	cfg.SessionEvents = "all"
 	cfg.WebhookRetryBase = 100 * time.Millisecond
 	if adjust != nil {
 		adjust(&cfg)

@@ -128,11 +128,11 @@ type Config struct {
 	// EventsRefusalWindow is the aggregation window of the refusal events (ratelimit.refused,
 	// quota.refused): one event per caller, limit and window.
 	EventsRefusalWindow time.Duration `env:"GATEWAY_EVENTS_REFUSAL_WINDOW" default:"1m"`
-	// SessionEvents writes the session events (each session write appends them to the user's
-	// outbox, which the relay copies into the tenant's stream, many users per round trip). Off
-	// by default while they cost a session create about 45% of its throughput (docs/EVENTS.md,
-	// "Cost").
-	SessionEvents bool `env:"GATEWAY_SESSION_EVENTS" default:"false"`
+	// SessionEvents is which session events are written: all, ends (revoked, logged out,
+	// evicted) or off. A session write appends its events to the user's outbox, which the
+	// relay copies into the tenant's stream. The ends by default: all of them cost a session
+	// create 20–50% of its throughput (docs/EVENTS.md, "Cost").
+	SessionEvents string `env:"GATEWAY_SESSION_EVENTS" default:"ends"`
 
 	// Webhooks (internal/webhooks): deliveries retried from RetryBase, doubling up to 1h, for
 	// RetryWindow after the event; private and loopback receivers only with AllowPrivate.

@@ -49,6 +49,7 @@ func (c Config) Validate() error {
 	check(c.SessionRefreshFraction > 0 && c.SessionRefreshFraction < 1, "GATEWAY_SESSION_REFRESH_FRACTION must be within (0, 1)")
 	check(c.SessionMaxPerUser >= 1 && c.SessionMaxPerUser <= 1000, "GATEWAY_SESSION_MAX_PER_USER must be within 1..1000")
 	check(c.SessionLimitPolicy == "evict-oldest" || c.SessionLimitPolicy == "refuse", "GATEWAY_SESSION_LIMIT_POLICY must be evict-oldest or refuse")
+	check(c.SessionEvents == "all" || c.SessionEvents == "ends" || c.SessionEvents == "off", "GATEWAY_SESSION_EVENTS must be all, ends or off")
 	check(c.SessionLayout == "" || c.SessionLayout == "per-user" || c.SessionLayout == "per-session", "GATEWAY_SESSION_LAYOUT must be per-user or per-session")
 	check(c.SessionCacheTTL >= 0 && c.SessionCacheTTL <= time.Minute, "GATEWAY_SESSION_CACHE_TTL must be within 0..1m")
 	check(c.RedisClientCacheBytes >= 64<<10 && c.RedisClientCacheBytes <= 4<<30, "GATEWAY_REDIS_CLIENT_CACHE_BYTES must be within 65536..4294967296 (64 KiB..4 GiB)")

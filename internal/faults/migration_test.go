@@ -289,7 +289,10 @@ func TestSlotMigrationRevokeAll(t *testing.T) {
 				c.SessionLayout = tc.layout
 				// The replica check below counts the slot's keys: with session events on, a
 				// revoke-all keeps the user's hash until its events are relayed.
-				c.SessionEvents = !tc.replicas
+				c.SessionEvents = "all"
+				if tc.replicas {
+					c.SessionEvents = "off"
+				}
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

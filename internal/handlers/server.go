@@ -45,9 +45,10 @@ type Deps struct {
 	// EventsOff (GATEWAY_EVENTS=false): the event reads answer 404 and webhook registrations
 	// 409, naming the setting.
 	EventsOff bool
-	// SessionEventsOff (GATEWAY_SESSION_EVENTS=false): a webhook naming session event types
-	// would receive none of them: its registration answers 409, naming the setting.
-	SessionEventsOff bool
+	// SessionEvents is which session events are written (GATEWAY_SESSION_EVENTS): a webhook
+	// naming a session type that is not would receive none; its registration answers 409,
+	// naming the setting.
+	SessionEvents events.SessionEvents
 
 	// EventStream bounds the SSE connections of GET /v1/events/stream.
 	EventStream EventStreamOptions

@@ -1,11 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"strings"
 
-	"context"
-
 	"github.com/hashgate/hashgate/internal/apperr"
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/page"
 	"github.com/hashgate/hashgate/internal/webhooks"
 )
@@ -101,18 +101,35 @@ func deliveryView(d webhooks.Delivery) WebhookDelivery {
 	return v
 }
 
-// checkSessionTypes refuses a webhook that names session event types (a type or the
-// session.* prefix) on a gateway that writes no session events: it would never receive one.
+// checkSessionTypes refuses a webhook that names session event types this gateway does not
+// write (GATEWAY_SESSION_EVENTS): it would never receive them. The session.* prefix needs all
+// of them; "*" and other types register.
 func (s *Server) checkSessionTypes(types []string) error {
-	if !s.SessionEventsOff {
+	if s.SessionEvents == events.SessionEventsAll {
 		return nil
 	}
 	for _, t := range types {
-		if strings.HasPrefix(t, "session.") {
-			return apperr.Newf(apperr.Conflict, "This gateway writes no session events (its operator left GATEWAY_SESSION_EVENTS=false, "+
-				"the default), so a webhook for %s would receive none: leave the session types out, or ask for "+
-				"GATEWAY_SESSION_EVENTS=true. Session changes are in the audit log meanwhile.", t)
+		if !strings.HasPrefix(t, "session.") || s.SessionEvents.Writes(events.Type(t)) {
+			continue
 		}
+		if s.SessionEvents == events.SessionEventsEnds {
+			return apperr.Newf(apperr.Conflict, "This gateway writes only the session events that end a session (%s: "+
+				"GATEWAY_SESSION_EVENTS=ends, the default), so a webhook for %s would receive none of the others: name "+
+				"those types, or ask the operator for GATEWAY_SESSION_EVENTS=all. Every session change is in the audit log.",
+				joinTypes(events.SessionEnds()), t)
+		}
+		return apperr.Newf(apperr.Conflict, "This gateway writes no session events (its operator set GATEWAY_SESSION_EVENTS=off), "+
+			"so a webhook for %s would receive none: leave the session types out, or ask for GATEWAY_SESSION_EVENTS=ends "+
+			"or all. Session changes are in the audit log meanwhile.", t)
 	}
 	return nil
+}
+
+// joinTypes is types joined with ", ".
+func joinTypes(types []events.Type) string {
+	s := make([]string, len(types))
+	for i, t := range types {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
 }

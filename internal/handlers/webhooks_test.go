@@ -30,7 +30,7 @@ func TestWebhookLifecycle(t *testing.T) {
 	t.Parallel()
 	s := testredis.Open(t, testredis.Backends()[0])
 	h := newHarnessWith(t, s, TestGateway{Prefix: testredis.Prefix(t), Config: func(c *config.Config) {
-		c.WebhookAllowPrivate, c.SessionEvents = true, true // the webhook names session.*
+		c.WebhookAllowPrivate, c.SessionEvents = true, "all" // the webhook names session.*
 	}}, nil)
 	admin := h.bearer("acme", "webhooks:read", "webhooks:write")
 	var secret atomic.Value

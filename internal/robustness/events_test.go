@@ -146,7 +146,7 @@ func runEvents(t *testing.T, bin string, run evRun, seed uint64) evResult {
 		d = startDeployment(t, 0)
 	}
 	spec := gatewayConfig(t, "", run.durable)
-	for k, v := range map[string]string{"GATEWAY_SESSION_EVENTS": "true", "GATEWAY_EVENTS_RELAY_INTERVAL": evRelayInterval.String(),
+	for k, v := range map[string]string{"GATEWAY_SESSION_EVENTS": "all", "GATEWAY_EVENTS_RELAY_INTERVAL": evRelayInterval.String(),
 		"GATEWAY_EVENTS_MAX_LEN": "1000000", "GATEWAY_SESSION_MAX_PER_USER": strconv.Itoa(evSessionCap)} {
 		spec = spec.with(k, v)
 	}

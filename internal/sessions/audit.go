@@ -7,13 +7,16 @@ import (
 	"github.com/hashgate/hashgate/internal/sessions/session"
 )
 
-// The audit log of session changes when their events are not written (session events off):
-// this service logs each change it made, once it is done (Config.Audit). With session events
-// on, the relay logs each event as it copies it instead (internal/repo/eventstore).
+// The audit log of session changes whose events are not written (GATEWAY_SESSION_EVENTS, all
+// of them with session events off, all but the ends by default): this service logs each such
+// change it made, once it is done (Config.Audit). The relay logs each written event as it
+// copies it (internal/repo/eventstore), so every change has one line.
 
-// audit logs typ about the session ref of tenant.
+// audit logs typ about the session ref of tenant, unless its event is written.
 func (s *Service) audit(ctx context.Context, typ events.Type, tenant string, ref session.Ref) {
-	s.cfg.Audit.Change(ctx, typ, tenant, ref.ID(), 1)
+	if !s.cfg.Events.Writes(typ) {
+		s.cfg.Audit.Change(ctx, typ, tenant, ref.ID(), 1)
+	}
 }
 
 // auditEnded logs the end of a session ref (deleted reports it was live): logged out when the
@@ -32,7 +35,7 @@ func (s *Service) auditEnded(ctx context.Context, tenant string, ref session.Ref
 // auditRevokedAll logs a revoke-all of the user tag that ended n sessions: one line, subject
 // the user's tag (a session event's data.userTag), count n.
 func (s *Service) auditRevokedAll(ctx context.Context, tenant, tag string, n int) {
-	if n > 0 {
+	if n > 0 && !s.cfg.Events.Writes(events.SessionRevoked) {
 		s.cfg.Audit.Change(ctx, events.SessionRevoked, tenant, tag, n)
 	}
 }

@@ -35,9 +35,11 @@ type Config struct {
 	Meter metric.Meter
 	// RecentWritesMax bounds the read-your-writes marks (0: recent.DefaultMax).
 	RecentWritesMax int
-	// Audit, when set, logs each session change this service makes (audit.go): set it when
-	// session events are not written, whose relay logs them otherwise.
+	// Audit, when set, logs each session change this service makes whose event is not written
+	// (audit.go): the relay logs the written ones as it copies them.
 	Audit *events.Audit
+	// Events is which session events the store writes (GATEWAY_SESSION_EVENTS; "" as off).
+	Events events.SessionEvents
 }
 
 // Service implements session management and handlers.SessionAuthenticator.

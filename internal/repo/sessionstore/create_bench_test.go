@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -49,8 +50,10 @@ func BenchmarkSessionCreate(b *testing.B) {
 
 // benchCreate is BenchmarkSessionCreate's row: creates in layout l with session events on or
 // off, and the server's time per script when private.
-func benchCreate(b *testing.B, s *store.Store, l SessionLayout, events, private bool) {
-	e := newSessEnv(b, s, testredis.Prefix(b), func(o *SessionOptions) { o.Layout, o.Outbox = l, events })
+func benchCreate(b *testing.B, s *store.Store, l SessionLayout, on, private bool) {
+	e := newSessEnv(b, s, testredis.Prefix(b), func(o *SessionOptions) {
+		o.Layout, o.Outbox = l, map[bool]events.SessionEvents{false: events.SessionEventsOff, true: events.SessionEventsAll}[on]
+	})
 	ctx := context.Background()
 	b.ReportAllocs()
 	testredis.ResetScriptCost(b, s.Client)

@@ -16,18 +16,28 @@ import (
 // key) — and the relay copies them into the tenant's stream (internal/repo/eventstore).
 
 // eventWrite is what a session write script needs for its events: env, the envelope (its last
-// argument; "" with session events off), outbox, the key its layout declares last for them
-// ("" per user, or with events off), and the user's tag, which the relay is told after the
-// script ran.
+// argument; "" when it writes none), outbox, the key its layout declares last for them ("" per
+// user, or with no envelope), and the user's tag, which the relay is told after the script ran.
 type eventWrite struct{ tag, env, outbox string }
 
 // eventWrite is the eventWrite of a write to tenant's session ref (Part "" for a write of
-// several sessions; tenant "" when the script reads it from the sessions).
-func (r *Sessions) eventWrite(ctx context.Context, tenant string, ref session.Ref) eventWrite {
-	if !r.o.Outbox {
+// several sessions; tenant "" when the script reads it from the sessions); mayEnd: the write
+// may end sessions (a revocation, a create that may evict), whose events the ends-only setting
+// writes. Under it the envelope says so and session_event.lua drops the other types.
+func (r *Sessions) eventWrite(ctx context.Context, tenant string, ref session.Ref, mayEnd bool) eventWrite {
+	only := ""
+	switch r.o.Outbox {
+	case events.SessionEventsAll:
+	case events.SessionEventsEnds:
+		if !mayEnd {
+			return eventWrite{tag: ref.Tag}
+		}
+		only = "ends"
+	default:
 		return eventWrite{tag: ref.Tag}
 	}
-	return eventWrite{tag: ref.Tag, env: events.Envelope(ctx, tenant, r.o.Events, ref.Tag, ref.Part, string(r.mode)), outbox: r.layout.outboxKey(ref.Tag)}
+	return eventWrite{tag: ref.Tag, env: events.Envelope(ctx, tenant, r.o.Events, ref.Tag, ref.Part, string(r.mode), only),
+		outbox: r.layout.outboxKey(ref.Tag)}
 }
 
 // runEvents runs a session write script that may append events on c (runOn): keys, then the

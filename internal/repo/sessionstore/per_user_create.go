@@ -25,15 +25,15 @@ func (r perUserLayout) create(ctx context.Context, n session.Record, own []strin
 	if r.o.LimitPolicy == LimitRefuse {
 		policy = "refuse"
 	}
-	w := r.eventWrite(ctx, n.TenantID, n.Ref)
 	keys := []string{r.userKey(n.Ref.Tag)}
 	args := func(mayEvict string) []string {
 		return append([]string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 			strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy, mayEvict,
 			n.UserID, n.TenantID, strconv.Itoa(repo.SchemaVersion), r.idleMs, n.VerifierMAC}, own...)
 	}
-	rep, err := r.runEvents(ctx, r.client, "session_u_create", scriptPerUserCreate, w, keys, args("0"))
+	rep, err := r.runEvents(ctx, r.client, "session_u_create", scriptPerUserCreate, r.eventWrite(ctx, n.TenantID, n.Ref, false), keys, args("0"))
 	if err == nil && rep.Code() == repo.CodeRetry { // at the cap: evict, confirmed as a durable write
+		w := r.eventWrite(ctx, n.TenantID, n.Ref, true)
 		err = r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 			var err error
 			rep, err = r.runEvents(ctx, c, "session_u_create", scriptPerUserCreate, w, keys, args("1"))

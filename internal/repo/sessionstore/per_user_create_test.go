@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
@@ -23,7 +24,7 @@ import (
 func TestSessionCreatePerUserLayout(t *testing.T) {
 	t.Parallel()
 	eachPerUser(t, func(t *testing.T, _ testredis.Backend, s *store.Store, _ *sessEnv) {
-		e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.Layout, o.Outbox = LayoutPerUser, false })
+		e := newSessEnv(t, s, testredis.Prefix(t), func(o *SessionOptions) { o.Layout, o.Outbox = LayoutPerUser, events.SessionEventsOff })
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := sessRef(t, tag)

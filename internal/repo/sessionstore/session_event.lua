@@ -13,11 +13,14 @@ local SESSION_ENV = event_env(ARGV[#ARGV])
 local function session_id(part)
   return 's_' .. SESSION_ENV.tag .. '_' .. part
 end
+-- SESSION_ENDS are the types an envelope marked 'ends' lets through (GATEWAY_SESSION_EVENTS=ends,
+-- events.SessionEnds).
+local SESSION_ENDS = {['session.revoked'] = true, ['session.logged_out'] = true, ['session.evicted'] = true}
 -- session_event(typ, part, data) appends typ about the session part (nil: the envelope's) of
 -- the user, data with the user's tag, at Redis's time; nothing when session events are off
--- (an empty envelope).
+-- (an empty envelope), or for a type that ends no session when the envelope asks for the ends.
 local function session_event(typ, part, data)
-  if ARGV[#ARGV] == '' then
+  if ARGV[#ARGV] == '' or SESSION_ENV.only == 'ends' and not SESSION_ENDS[typ] then
     return nil
   end
   local now = session_now()

@@ -93,10 +93,11 @@ type SessionOptions struct {
 	// hot session is not hashed again on every request. nil: AuthContext.Owner is
 	// OwnerUnchecked and the caller checks.
 	OwnerCheck func(tag, tenantID, userID string) bool
-	// Outbox turns session events on (GATEWAY_SESSION_EVENTS): every session write appends its
-	// events where the layout keeps the user's pending events — per user in the user's hash
-	// (the script's one key), per session in the user's outbox stream (one more key).
-	Outbox bool
+	// Outbox is which session events are written (GATEWAY_SESSION_EVENTS; "" as off): a
+	// session write appends them where the layout keeps the user's pending events — per user
+	// in the user's hash (the script's one key), per session in the user's outbox stream (one
+	// more key). With the ends only, a write that cannot end a session passes no envelope.
+	Outbox events.SessionEvents
 	// Events bounds the users' pending events (default events.DefaultMaxAge, DefaultMaxLen): their
 	// max age, and the outbox stream's length (per session; per user at most
 	// repo.EventOutboxMax).

@@ -55,7 +55,6 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 	}
 	head := []string{strconv.Itoa(r.o.MaxPerUser), strconv.FormatInt(n.Idle.Milliseconds(), 10),
 		strconv.FormatInt(n.Absolute.Milliseconds(), 10), n.Ref.Part, policy}
-	w := r.eventWrite(ctx, n.TenantID, n.Ref)
 	var candidates []string // the index's members, once the create found the cap reached
 	for range sessCreateAttempts {
 		keys := make([]string, 0, 3+2*len(candidates))
@@ -70,7 +69,7 @@ func (r perSessionLayout) create(ctx context.Context, n session.Record, own []st
 		}
 		args := make([]string, 0, len(head)+3+len(candidates)+len(fields))
 		args = append(append(append(append(args, head...), strconv.Itoa(len(candidates)), withChallenges), candidates...), fields...)
-		rep, err := r.createRound(ctx, w, keys, args, len(candidates) > 0)
+		rep, err := r.createRound(ctx, r.eventWrite(ctx, n.TenantID, n.Ref, len(candidates) > 0), keys, args, len(candidates) > 0)
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/ratelimit"
 	"github.com/hashgate/hashgate/internal/repo"
 	"github.com/hashgate/hashgate/internal/sessions/session"
@@ -55,7 +56,7 @@ func (b *sessLogBuffer) String() string {
 }
 
 func sessDefaultOptions() SessionOptions {
-	return SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, Outbox: true,
+	return SessionOptions{RefreshFraction: 0.25, MaxPerUser: 50, Outbox: events.SessionEventsAll,
 		MFA: ratelimit.Policy{Name: MFAPolicyName, Limit: 5, Window: 10 * time.Minute}}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hashgate/hashgate/internal/events"
 	"github.com/hashgate/hashgate/internal/sessions/session"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
@@ -56,7 +57,7 @@ func TestSessionMemoryUsage(t *testing.T) {
 		t.Run(string(layout), func(t *testing.T) {
 			// (session events off: a session's form once the relay has copied them, which
 			// deletes every event field — eventstore's TestRelayEmptiesTheUserHash)
-			e := newSessEnv(t, s, "hg", func(o *SessionOptions) { o.Layout, o.Outbox = layout, false })
+			e := newSessEnv(t, s, "hg", func(o *SessionOptions) { o.Layout, o.Outbox = layout, events.SessionEventsOff })
 			if got := e.r.layoutIn(); got != layout {
 				t.Fatalf("layout %s on Redis 8: got %s", layout, got)
 			}

@@ -121,7 +121,7 @@ func (r *Sessions) MFAPolicy() ratelimit.Policy { return r.o.MFA }
 // challenge stores c in the per-session layout (session_challenge.lua): in fields with their
 // own TTL, or in a key of its own (challengeKeys).
 func (r perSessionLayout) challenge(ctx context.Context, c session.MFAChallenge, secs int64) (repo.Reply, error) {
-	return r.runEvents(ctx, r.client, "session_challenge", scriptSessionChallenge, r.eventWrite(ctx, c.Tenant, c.Ref),
+	return r.runEvents(ctx, r.client, "session_challenge", scriptSessionChallenge, r.eventWrite(ctx, c.Tenant, c.Ref, false),
 		[]string{r.sessionKey(c.Ref), r.challengeKey(c.Ref)},
 		[]string{c.Tenant, string(r.mode), c.ID, c.CodeMAC, strconv.FormatInt(secs, 10), strconv.Itoa(repo.SchemaVersion)})
 }
@@ -136,5 +136,5 @@ func (r perSessionLayout) verify(ctx context.Context, c rueidis.Client, v sessio
 	keys := []string{r.sessionKey(v.Ref), ratelimit.Key(r.keys.Prefix, v.Ref.Tag, p.Name), r.challengeKey(v.Ref)}
 	args := []string{v.Tenant, where, v.ChallengeID, v.CodeMAC, strconv.Itoa(p.Limit),
 		strconv.FormatInt(p.Window.Milliseconds(), 10), strconv.FormatInt(p.Buffer().Milliseconds(), 10), v.VerifierMAC}
-	return r.runEvents(ctx, c, "session_verify", scriptSessionVerify, r.eventWrite(ctx, v.Tenant, v.Ref), keys, args)
+	return r.runEvents(ctx, c, "session_verify", scriptSessionVerify, r.eventWrite(ctx, v.Tenant, v.Ref, false), keys, args)
 }

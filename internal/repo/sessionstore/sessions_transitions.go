@@ -119,18 +119,18 @@ func (r *Sessions) Revoke(ctx context.Context, ref session.Ref, tenant string) (
 
 // rotate replaces the session's verifier MAC in its hash (session_rotate.lua).
 func (r perSessionLayout) rotate(ctx context.Context, c rueidis.Client, ref session.Ref, tenant, mac string) (repo.Reply, error) {
-	return r.runEvents(ctx, c, "session_rotate", scriptSessionRotate, r.eventWrite(ctx, tenant, ref), []string{r.sessionKey(ref)}, []string{tenant, mac})
+	return r.runEvents(ctx, c, "session_rotate", scriptSessionRotate, r.eventWrite(ctx, tenant, ref, false), []string{r.sessionKey(ref)}, []string{tenant, mac})
 }
 
 // revoke deletes the hash, its challenge key and its index member (session_revoke.lua).
 func (r perSessionLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
-	rep, err := r.runEvents(ctx, c, "session_revoke", scriptSessionRevoke, r.eventWrite(ctx, tenant, ref),
+	rep, err := r.runEvents(ctx, c, "session_revoke", scriptSessionRevoke, r.eventWrite(ctx, tenant, ref, true),
 		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
 	return rep, "session_revoke", err
 }
 
 // revoke takes the session's fields out of the user's hash (session_u_revoke.lua).
 func (r perUserLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
-	rep, err := r.runEvents(ctx, c, "session_u_revoke", scriptPerUserRevoke, r.eventWrite(ctx, tenant, ref), []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
+	rep, err := r.runEvents(ctx, c, "session_u_revoke", scriptPerUserRevoke, r.eventWrite(ctx, tenant, ref, true), []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
 	return rep, "session_u_revoke", err
 }
