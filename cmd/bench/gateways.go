@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // The gateway phases: each starts a gateway with its settings and measures its scenarios.
@@ -346,8 +348,11 @@ func runPaired(ctx context.Context, n int, measure func(round int, subject bool)
 }
 
 // startReplica starts a replica of the benchmark's Redis (diskless sync at once) and waits
-// until the primary counts it online: from then on the gateway's durable writes (revocations)
-// wait for it (GATEWAY_DURABLE_REPLICAS=auto).
+// until it serves: from then on the gateway's durable writes (revocations) wait for it
+// (GATEWAY_DURABLE_REPLICAS=auto). The primary counts a replica online as soon as it has sent
+// the dataset, while the replica is still loading it (seconds, after a full run's writes) and
+// acknowledges nothing: every WAIT 1 then times out and the revocations answer 503. So the
+// wait is for the replica's own link to be up and its load done.
 func (b *bench) startReplica(ctx context.Context) error {
 	if b.replica != nil {
 		return nil
@@ -359,10 +364,22 @@ func (b *bench) startReplica(ctx context.Context) error {
 		return err
 	}
 	b.replica = r
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(infoField(ctx, b.redis.Client, "replication", "slave0"), "state=online") {
+	start := time.Now()
+	if err := replicaServing(ctx, b.redis.Client, r.Client, 2*time.Minute); err != nil {
+		return err
+	}
+	b.logf("the replica serves after %s", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// replicaServing waits until the primary counts the replica online and the replica has its
+// link up and no load in progress, for at most within.
+func replicaServing(ctx context.Context, primary, replica rueidis.Client, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for !strings.Contains(infoField(ctx, primary, "replication", "slave0"), "state=online") ||
+		infoField(ctx, replica, "replication", "master_link_status") != "up" || infoField(ctx, replica, "persistence", "loading") != "0" {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("the replica did not come online within 30s")
+			return fmt.Errorf("the replica was not serving within %s", within)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
