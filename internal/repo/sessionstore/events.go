@@ -18,7 +18,20 @@ import (
 // eventWrite is what a session write script needs for its events: env, the envelope (its last
 // argument; "" when it writes none), outbox, the key its layout declares last for them ("" per
 // user, or with no envelope), and the user's tag, which the relay is told after the script ran.
-type eventWrite struct{ tag, env, outbox string }
+// counted: the script answers {'OK', sessions ended}, and appended events only when that is
+// not 0 (ending).
+type eventWrite struct {
+	tag, env, outbox string
+	counted          bool
+}
+
+// ending is w for a script that answers {'OK', sessions ended} (a revocation, a revoke-all):
+// the relay is told only when it ended some, so that revoking a session already gone, which
+// appends nothing, wakes no relay.
+func (w eventWrite) ending() eventWrite {
+	w.counted = true
+	return w
+}
 
 // eventWrite is the eventWrite of a write to tenant's session ref (Part "" for a write of
 // several sessions; tenant "" when the script reads it from the sessions); mayEnd: the write
@@ -49,13 +62,19 @@ func (r *Sessions) runEvents(ctx context.Context, c rueidis.Client, name string,
 		keys = append(keys, w.outbox)
 	}
 	rep, err := r.runOn(ctx, c, name, l, keys, append(args, w.env))
-	if err == nil && w.env != "" && r.o.Relay != nil && appended(rep.Code()) {
+	if err == nil && w.env != "" && r.o.Relay != nil && appended(rep, w.counted) {
 		r.o.Relay(w.tag)
 	}
 	return rep, err
 }
 
-// appended reports whether a session write script that answered code may have appended
-// events: a change (OK) or a wrong MFA code (session.mfa_failed); every other answer is a
-// refusal.
-func appended(code repo.Code) bool { return code == repo.CodeOK || code == repo.CodeWrongCode }
+// appended reports whether a session write script that answered rep may have appended events:
+// a change (OK; with counted, one that ended sessions) or a wrong MFA code
+// (session.mfa_failed); every other answer is a refusal.
+func appended(rep repo.Reply, counted bool) bool {
+	if counted {
+		n, err := rep.Int(0)
+		return rep.Code() == repo.CodeOK && err == nil && n > 0
+	}
+	return rep.Code() == repo.CodeOK || rep.Code() == repo.CodeWrongCode
+}

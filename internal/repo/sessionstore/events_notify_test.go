@@ -15,9 +15,11 @@ import (
 var _ = storetest.Events
 
 // TestRefusedSessionWritesWakeNoRelay: the relay is told of a user after a session write that
-// appended events (create, a wrong MFA code), not after a refused one that appended none (a
-// verify past the attempt limit, an unknown session's rotation): make bench's MFA row, 429 after
-// the first attempts, had the relay read the user's outbox after every refused request.
+// appended events (create, a wrong MFA code, a revocation), not after one that appended none (a
+// verify past the attempt limit, an unknown session's rotation, the revocation of a session
+// already gone, a revoke-all that found none): make bench's MFA row, 429 after the first
+// attempts, had the relay read the user's outbox after every refused request, and its revoke
+// row (its sessions revoked once, then again and again) after every repeated revocation.
 func TestRefusedSessionWritesWakeNoRelay(t *testing.T) {
 	t.Parallel()
 	testredis.Each(t, func(t *testing.T, _ testredis.Backend, s *store.Store, prefix string) {
@@ -48,6 +50,23 @@ func TestRefusedSessionWritesWakeNoRelay(t *testing.T) {
 		}
 		if n := told.Load() - want; n != 0 {
 			t.Fatalf("refused writes woke the relay %d times", n)
+		}
+		if ok, err := e.r.Revoke(ctx, a, "acme"); err != nil || !ok {
+			t.Fatalf("revoke: %v %v", ok, err)
+		}
+		if told.Load() != want+1 {
+			t.Fatalf("a revocation woke the relay %d times, want once", told.Load()-want)
+		}
+		for range 3 {
+			if ok, err := e.r.Revoke(ctx, a, "acme"); err != nil || ok {
+				t.Fatalf("revoke again: %v %v", ok, err)
+			}
+		}
+		if n, err := e.r.RevokeAll(ctx, tag, ""); err != nil || n != 0 {
+			t.Fatalf("revoke-all of none: %d %v", n, err)
+		}
+		if n := told.Load() - want - 1; n != 0 {
+			t.Fatalf("revocations that ended nothing woke the relay %d times", n)
 		}
 	})
 }

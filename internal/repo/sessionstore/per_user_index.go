@@ -100,7 +100,7 @@ func (r perUserLayout) list(ctx context.Context, tag, tenant string) ([]session.
 // revokeAll is RevokeAll in the per-user layout: one atomic script
 // (session_u_revoke_all.lua) on the user's hash, confirmed as a durable write.
 func (r perUserLayout) revokeAll(ctx context.Context, tag, exceptPart string) (int, error) {
-	w := r.eventWrite(ctx, "", session.Ref{Tag: tag}, true)
+	w := r.eventWrite(ctx, "", session.Ref{Tag: tag}, true).ending()
 	revoked := 0
 	err := r.dur.Run(ctx, r.client, func(c rueidis.Client) (bool, error) {
 		rep, err := r.runEvents(ctx, c, "session_u_revoke_all", scriptPerUserRevokeAll, w, []string{r.userKey(tag)}, []string{exceptPart})

@@ -170,7 +170,7 @@ func (r perSessionLayout) revokeAllOn(ctx context.Context, c rueidis.Client, tag
 			keys = append(keys, r.challengeKey(session.Ref{Tag: tag, Part: p}))
 		}
 	}
-	rep, err := r.runEvents(ctx, c, "session_revoke_all", scriptSessionRevokeAll, r.eventWrite(ctx, "", session.Ref{Tag: tag}, true), keys,
+	rep, err := r.runEvents(ctx, c, "session_revoke_all", scriptSessionRevokeAll, r.eventWrite(ctx, "", session.Ref{Tag: tag}, true).ending(), keys,
 		append([]string{exceptPart, flag}, revoke...))
 	if err != nil {
 		return 0, err

@@ -124,13 +124,13 @@ func (r perSessionLayout) rotate(ctx context.Context, c rueidis.Client, ref sess
 
 // revoke deletes the hash, its challenge key and its index member (session_revoke.lua).
 func (r perSessionLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
-	rep, err := r.runEvents(ctx, c, "session_revoke", scriptSessionRevoke, r.eventWrite(ctx, tenant, ref, true),
+	rep, err := r.runEvents(ctx, c, "session_revoke", scriptSessionRevoke, r.eventWrite(ctx, tenant, ref, true).ending(),
 		[]string{r.sessionKey(ref), r.devicesKey(ref.Tag), r.challengeKey(ref)}, []string{tenant, ref.Part})
 	return rep, "session_revoke", err
 }
 
 // revoke takes the session's fields out of the user's hash (session_u_revoke.lua).
 func (r perUserLayout) revoke(ctx context.Context, c rueidis.Client, ref session.Ref, tenant string) (repo.Reply, string, error) {
-	rep, err := r.runEvents(ctx, c, "session_u_revoke", scriptPerUserRevoke, r.eventWrite(ctx, tenant, ref, true), []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
+	rep, err := r.runEvents(ctx, c, "session_u_revoke", scriptPerUserRevoke, r.eventWrite(ctx, tenant, ref, true).ending(), []string{r.userKey(ref.Tag)}, []string{tenant, ref.Part})
 	return rep, "session_u_revoke", err
 }
