@@ -202,6 +202,7 @@ func (b *bench) scale(ctx context.Context, bin string, keys []string) error {
 				scaleRow{N: sz.N, Shape: "uniform", Skip: skipReason(err)})
 			break
 		}
+		b.waitRewrite(ctx)
 		zipf, uniform := scaleScripts(st.tokens, b.cfg.scaleDraws, int64(sz.N))
 		for _, sh := range []struct {
 			name string
