@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // The gateway phases: each starts a gateway with its settings and measures its scenarios.
@@ -369,19 +367,5 @@ func (b *bench) startReplica(ctx context.Context) error {
 		return err
 	}
 	b.logf("the replica serves after %s", time.Since(start).Round(100*time.Millisecond))
-	return nil
-}
-
-// replicaServing waits until the primary counts the replica online and the replica has its
-// link up and no load in progress, for at most within.
-func replicaServing(ctx context.Context, primary, replica rueidis.Client, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for !strings.Contains(infoField(ctx, primary, "replication", "slave0"), "state=online") ||
-		infoField(ctx, replica, "replication", "master_link_status") != "up" || infoField(ctx, replica, "persistence", "loading") != "0" {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("the replica was not serving within %s", within)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	return nil
 }

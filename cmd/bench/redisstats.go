@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -113,28 +112,6 @@ func commandStatsOf(ctx context.Context, c rueidis.Client) (commandStats, error)
 }
 
 // infoField reads one field of an INFO section.
-// waitRewrite waits (at most rewriteWait) until the benchmark's Redis has no append-only file
-// rewrite or snapshot in progress: after a scale batch of 900,000 creates the rewrite it
-// starts forks and writes the whole dataset while the next rows run, and the 1M Zipf row once
-// measured it (its ceiling before 32,526 req/s, after 66,269).
-func (b *bench) waitRewrite(ctx context.Context) {
-	start := time.Now()
-	for busy := true; busy && time.Since(start) < rewriteWait && ctx.Err() == nil; {
-		busy = infoField(ctx, b.redis.Client, "persistence", "aof_rewrite_in_progress") == "1" ||
-			infoField(ctx, b.redis.Client, "persistence", "aof_rewrite_scheduled") == "1" ||
-			infoField(ctx, b.redis.Client, "persistence", "rdb_bgsave_in_progress") == "1"
-		if busy {
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	if d := time.Since(start); d > time.Second {
-		b.logf("waited %s for the Redis's append-only file rewrite", d.Round(100*time.Millisecond))
-	}
-}
-
-// rewriteWait bounds waitRewrite.
-const rewriteWait = 3 * time.Minute
-
 func infoField(ctx context.Context, c rueidis.Client, section, field string) string {
 	info, err := c.Do(ctx, c.B().Info().Section(section).Build()).ToString()
 	if err != nil {
