@@ -82,7 +82,22 @@ type Durable struct {
 	credentialsOnly bool
 	// unconfirmedReads: Reads is nil (the object stores' reads are not confirmed).
 	unconfirmedReads bool
+	// conns holds a token for each dedicated connection the writes hold (durableConnsMax).
+	conns chan struct{}
 }
+
+// durableConnsMax bounds the dedicated connections the confirmed writes and reads take at
+// once. Each costs about 0.5 MiB while pooled (TestDedicatedConnectionsAreSmall), so a burst
+// must not grow the pool with its concurrency; and rueidis' pool waits for a free one without a
+// context. Past the bound a write waits for a connection as long as the store's timeout allows,
+// then answers unavailable (503 + Retry-After). 256 at once is about 120 MiB; with WAITAOF on
+// an everysec primary (each write holding its connection up to a second) about 256 confirmed
+// writes a second per gateway, and with WAIT alone (a few ms each) tens of thousands.
+const durableConnsMax = 256
+
+// ErrBusy reports a confirmed write or read that found every one of the durableConnsMax
+// connections taken for the store's timeout: unavailable, answered 503 with Retry-After.
+var ErrBusy = fmt.Errorf("every connection for confirmed writes is busy: %w", storeerr.ErrUnavailable)
 
 // Waits reports whether a write run now would be confirmed: a strict replica count, or auto on
 // a deployment known to have replicas (learned at start or from a credential-ending write's
@@ -207,6 +222,9 @@ func (d *Durable) redirected(ctx context.Context, c rueidis.Client, write func(c
 }
 
 func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidis.Client) (ended bool, err error), asking bool) error {
+	if err := d.takeConn(ctx); err != nil {
+		return err
+	}
 	dc, release := c.Dedicate()
 	err := d.pinnedRun(ctx, c, dc, write, asking)
 	// Giving the connection back can wait on the server: with client-side caching on, rueidis
@@ -214,8 +232,36 @@ func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidi
 	// background, a frozen or cut-off server cannot hold the answer past the store's timeout
 	// (it held a confirmed read 5 s with the primary frozen), and a healthy one costs the
 	// request no round trip (BenchmarkConfirmedGet: 145 → 122 µs).
-	go release()
+	go func() {
+		release()
+		if d.conns != nil {
+			<-d.conns
+		}
+	}()
 	return err
+}
+
+// takeConn takes one of the dedicated connections' tokens, waiting at most the store's timeout
+// (and ctx) for one: ErrBusy when none came.
+func (d *Durable) takeConn(ctx context.Context) error {
+	if d.conns == nil { // (a Durable not made by Open: unbounded)
+		return nil
+	}
+	select {
+	case d.conns <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(d.call)
+	defer t.Stop()
+	select {
+	case d.conns <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return Classify(ctx.Err())
+	case <-t.C:
+		return ErrBusy
+	}
 }
 
 func (d *Durable) pinnedRun(ctx context.Context, c rueidis.Client, dc rueidis.DedicatedClient, write func(c rueidis.Client) (ended bool, err error), asking bool) error {

@@ -4,7 +4,11 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/redis/rueidis"
+
+	"github.com/hashgate/hashgate/internal/store"
 	"github.com/hashgate/hashgate/internal/testredis"
 )
 
@@ -41,4 +45,52 @@ func TestDedicatedConnectionsAreSmall(t *testing.T) {
 		t.Fatalf("a dedicated connection costs %.0f KiB of heap, want at most 600 KiB (1,372 KiB with rueidis' default buffers)", perConn/1024)
 	}
 	t.Logf("a dedicated connection costs %.0f KiB of heap", perConn/1024)
+}
+
+// TestDurableWritesBoundTheirConnections: the confirmed writes take at most durableConnsMax
+// dedicated connections at once (each about 0.5 MiB), and one that finds them all taken waits
+// only as long as the store's timeout, then answers unavailable (503), instead of growing the
+// pool with a burst's concurrency or waiting in rueidis' pool, which takes no context.
+func TestDurableWritesBoundTheirConnections(t *testing.T) {
+	s := testredis.Open(t, testredis.Backends()[1]) // a real Redis 8: the embedded store confirms nothing
+	d := s.Durable
+	if d.ConnsBound() != store.DurableConnsMax {
+		t.Fatalf("the confirmed writes may take %d connections, want durableConnsMax (%d)", d.ConnsBound(), store.DurableConnsMax)
+	}
+	d.BoundConns(2) // two, to fill them here
+	ctx := context.Background()
+	hold, held := make(chan struct{}), make(chan struct{}, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			errs <- d.Run(ctx, s.Client, func(c rueidis.Client) (bool, error) {
+				held <- struct{}{}
+				<-hold
+				return false, c.Do(ctx, c.B().Ping().Build()).Error()
+			})
+		}()
+	}
+	<-held
+	<-held
+	start := time.Now()
+	err := d.Run(ctx, s.Client, func(c rueidis.Client) (bool, error) {
+		return false, c.Do(ctx, c.B().Ping().Build()).Error()
+	})
+	if waited := time.Since(start); !store.IsUnavailable(err) || waited > d.CallTimeout()+time.Second {
+		t.Fatalf("a write with every connection taken: %v after %s, want unavailable within the store's timeout (%s)", err, waited, d.CallTimeout())
+	}
+	close(hold)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for end := time.Now().Add(5 * time.Second); d.ConnsTaken() > 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond) // the connections go back in the background
+	}
+	if err := d.Run(ctx, s.Client, func(c rueidis.Client) (bool, error) {
+		return false, c.Do(ctx, c.B().Ping().Build()).Error()
+	}); err != nil {
+		t.Fatalf("a write once the connections are back: %v", err)
+	}
 }

@@ -242,7 +242,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: durable replicas %d: want auto (-1), 0 or a positive count", dur.Replicas)
 	}
 	s.Durable = &Durable{replicas: dur.Replicas, timeout: dur.Timeout, call: o.Timeout, noAOF: dur.NoAOF,
-		credentialsOnly: dur.CredentialsOnly, unconfirmedReads: dur.UnconfirmedReads, off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == ""}
+		credentialsOnly: dur.CredentialsOnly, unconfirmedReads: dur.UnconfirmedReads, off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == "",
+		conns: make(chan struct{}, durableConnsMax)}
 	var opt rueidis.ClientOption
 	if strings.TrimSpace(o.URL) == "" {
 		m := miniredis.NewMiniRedis()
