@@ -121,7 +121,7 @@ func benchSessionEvents(b *testing.B, s *store.Store, set string, revoke bool) {
 	b.ReportMetric(d.scriptUsec/n, "script-µs/op")
 	b.ReportMetric(d.scripts/n, "scripts/op")
 	b.ReportMetric(d.reads/n, "reads/op")
-	logCommands(b, s.Client, n)
+	b.Logf("per op, each command (calls, µs): %s", testredis.CommandCost(b, s.Client, b.N))
 }
 
 // waitEvents waits until the tenant's stream got want events (0: until it stops growing), then
@@ -191,13 +191,11 @@ func redisCost(b *testing.B, c rueidis.Client) cost {
 		f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		return f
 	}
-	var out cost
+	out := cost{cpuUsec: testredis.ServerCPU(b, c)}
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
 		k, v, _ := strings.Cut(line, ":")
 		switch k {
-		case "used_cpu_sys", "used_cpu_user":
-			out.cpuUsec += num(v) * 1e6
 		case "total_reads_processed":
 			out.reads += num(v)
 		case "cmdstat_evalsha", "cmdstat_eval":
@@ -213,32 +211,4 @@ func redisCost(b *testing.B, c rueidis.Client) cost {
 		}
 	}
 	return out
-}
-
-// logCommands logs (-v) each command's calls and time per op since the reset.
-func logCommands(b *testing.B, c rueidis.Client, n float64) {
-	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var parts []string
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
-		if !ok || !strings.HasPrefix(strings.TrimSpace(line), "cmdstat_") {
-			continue
-		}
-		var calls, usec float64
-		for _, kv := range strings.Split(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			f, _ := strconv.ParseFloat(v, 64)
-			switch k {
-			case "calls":
-				calls = f
-			case "usec":
-				usec = f
-			}
-		}
-		parts = append(parts, fmt.Sprintf("%s %.2f×%.1fµs", name, calls/n, usec/calls))
-	}
-	b.Logf("per op: %s", strings.Join(parts, ", "))
 }

@@ -18,7 +18,8 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:8080" || !c.Embedded() || c.RedisTimeout != 500*time.Millisecond || c.RedisStartTimeout != 30*time.Second || c.MFAMaxAttempts != 5 ||
-		c.SessionRefreshFraction != 0.25 || !c.RedisClientCache || c.QuoteMaxItems != 100 || c.SessionLimitPolicy != "evict-oldest" {
+		c.SessionRefreshFraction != 0.25 || !c.RedisClientCache || c.QuoteMaxItems != 100 || c.SessionLimitPolicy != "evict-oldest" ||
+		c.SessionEvents != "ends" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -37,6 +38,7 @@ func TestLoadErrors(t *testing.T) {
 		{"fraction range", map[string]string{"GATEWAY_SESSION_REFRESH_FRACTION": "1.5"}, "REFRESH_FRACTION"},
 		{"log level", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"},
 		{"session limit policy", map[string]string{"GATEWAY_SESSION_LIMIT_POLICY": "evict-newest"}, "GATEWAY_SESSION_LIMIT_POLICY"},
+		{"session events as a boolean", map[string]string{"GATEWAY_SESSION_EVENTS": "true"}, "GATEWAY_SESSION_EVENTS must be all, ends or off"},
 		{"prefix with tag", map[string]string{"GATEWAY_KEY_PREFIX": "a{b}"}, "GATEWAY_KEY_PREFIX"},
 		{"absolute below idle", map[string]string{"GATEWAY_SESSION_IDLE_TIMEOUT": "2h", "GATEWAY_SESSION_ABSOLUTE_TIMEOUT": "1h"}, "ABSOLUTE_TIMEOUT"},
 		{"public URL without scheme", map[string]string{"GATEWAY_PUBLIC_URL": "api.example.com/hashgate"}, "GATEWAY_PUBLIC_URL"},

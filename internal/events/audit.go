@@ -61,9 +61,10 @@ func (a *Audit) Event(ctx context.Context, e Event) {
 	a.line(ctx, "audit", string(e.Type), e.Tenant, e.Actor, e.Subject, "success", e.RequestID, e.TraceID, 1)
 }
 
-// Change logs a security event of a change this gateway made whose event the stream does not
-// get (session events off): the actor, request and trace id from ctx (OriginFrom). count > 1
-// is one change of that many (a revoke-all's sessions, subject the user's tag).
+// Change logs a security event of a change this gateway made whose event is not written
+// (GATEWAY_SESSION_EVENTS leaves it out; the relay logs the written ones): the actor, request
+// and trace id from ctx (OriginFrom). count > 1 is one change of that many (a revoke-all's
+// sessions, subject the user's tag).
 func (a *Audit) Change(ctx context.Context, typ Type, tenant, subject string, count int) {
 	if a == nil {
 		return

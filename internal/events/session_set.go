@@ -1,5 +1,7 @@
 package events
 
+import "slices"
+
 // SessionEvents is which session events a gateway writes (GATEWAY_SESSION_EVENTS): all of them,
 // only the ends of sessions (revoked, logged out, evicted: what a cache or a JWT consumer must
 // act on), or none. The ends are the default: every other session write then costs what it
@@ -16,19 +18,9 @@ const (
 var sessionEnds = []Type{SessionRevoked, SessionLoggedOut, SessionEvicted}
 
 // SessionEnds lists the session types written under SessionEventsEnds.
-func SessionEnds() []Type { return append([]Type(nil), sessionEnds...) }
+func SessionEnds() []Type { return slices.Clone(sessionEnds) }
 
 // Writes reports whether s writes the session event type typ.
 func (s SessionEvents) Writes(typ Type) bool {
-	switch s {
-	case SessionEventsAll:
-		return true
-	case SessionEventsEnds:
-		for _, t := range sessionEnds {
-			if t == typ {
-				return true
-			}
-		}
-	}
-	return false
+	return s == SessionEventsAll || s == SessionEventsEnds && slices.Contains(sessionEnds, typ)
 }

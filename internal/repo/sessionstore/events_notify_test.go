@@ -28,14 +28,7 @@ func TestRefusedSessionWritesWakeNoRelay(t *testing.T) {
 		ctx := context.Background()
 		tag := sessRand(t, 9)
 		a := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-		if _, err := e.r.StartChallenge(ctx, session.MFAChallenge{Ref: a, Tenant: "acme", ID: "c1", CodeMAC: "good", TTL: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-		for range e.r.o.MFA.Limit {
-			if _, err := e.r.Verify(ctx, session.MFAVerification{Ref: a, Tenant: "acme", ChallengeID: "c1", CodeMAC: "bad!", VerifierMAC: testMAC}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		e.lockOut(ctx, a)
 		want := told.Load() // create, challenge, each wrong code
 		if want != 2+int64(e.r.o.MFA.Limit) {
 			t.Fatalf("the relay was told %d times after %d writes that appended events", want, 2+e.r.o.MFA.Limit)

@@ -79,14 +79,7 @@ func checkSessionEvents(t *testing.T, e *sessEnv, set events.SessionEvents) {
 	svc := events.WithOrigin(context.Background(), events.Origin{Actor: "token:T1", RequestID: "r-1"})
 	tag := sessRand(t, 9)
 	a := e.create(tag, "acme", "alice", time.Hour, 2*time.Hour)
-	if _, err := e.r.StartChallenge(svc, session.MFAChallenge{Ref: a, Tenant: "acme", ID: "c1", CodeMAC: "good", TTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	for range e.r.o.MFA.Limit {
-		if _, err := e.r.Verify(svc, session.MFAVerification{Ref: a, Tenant: "acme", ChallengeID: "c1", CodeMAC: "bad!", VerifierMAC: testMAC}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.lockOut(svc, a)
 	before := len(e.outboxEvents(tag))
 	// Refused: locked, another tenant's, unknown.
 	if res, _ := e.r.Verify(svc, session.MFAVerification{Ref: a, Tenant: "acme", ChallengeID: "c1", CodeMAC: "good", VerifierMAC: testMAC}); res != nil && res.Outcome == session.VerifyOK {

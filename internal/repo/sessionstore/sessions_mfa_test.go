@@ -62,6 +62,20 @@ func (e *sessEnv) verify(ref session.Ref, tenant, id, mac string) (*session.Veri
 	return res, ref, err
 }
 
+// lockOut starts the challenge "c1" (code MAC "good") on tenant acme's session ref and answers
+// it wrong as many times as the MFA window allows: the last attempt locks the user.
+func (e *sessEnv) lockOut(ctx context.Context, ref session.Ref) {
+	e.t.Helper()
+	if _, err := e.r.StartChallenge(ctx, session.MFAChallenge{Ref: ref, Tenant: "acme", ID: "c1", CodeMAC: "good", TTL: time.Minute}); err != nil {
+		e.t.Fatal(err)
+	}
+	for range e.r.o.MFA.Limit {
+		if _, err := e.r.Verify(ctx, session.MFAVerification{Ref: ref, Tenant: "acme", ChallengeID: "c1", CodeMAC: "bad!", VerifierMAC: testMAC}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
 // The challenge fields (or key) expire on their own; the session stays.
 func TestSessionChallengeExpiresAlone(t *testing.T) {
 	t.Parallel()
