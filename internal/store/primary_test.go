@@ -3,9 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -270,7 +267,6 @@ func TestSessionReadsGoToPrimaryStandalone(t *testing.T) {
 func TestSessionReadsGoToPrimaryCluster(t *testing.T) {
 	t.Parallel()
 	c := testredis.StartCluster(t)
-	bin := os.Getenv(testredis.EnvRedis8Server)
 	var primaries, replicas []node
 	for i, m := range c.Nodes {
 		n := dialNode(t, fmt.Sprintf("master %d", i), m.Addr())
@@ -283,7 +279,7 @@ func TestSessionReadsGoToPrimaryCluster(t *testing.T) {
 		primaries = append(primaries, n)
 	}
 	for i, m := range c.Nodes {
-		r := startClusterReplica(t, bin, fmt.Sprintf("replica of %d", i))
+		r := startClusterReplica(t, fmt.Sprintf("replica of %d", i))
 		if err := r.do(t, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port), strconv.Itoa(m.BusPort)).Error(); err != nil {
 			t.Fatalf("meet: %v", err)
 		}
@@ -353,40 +349,9 @@ func TestSessionReadsGoToPrimaryCluster(t *testing.T) {
 
 // startClusterReplica starts a cluster-enabled Redis 8 on free ports (killed at cleanup) and
 // returns a direct connection to it.
-func startClusterReplica(t *testing.T, bin, name string) node {
+func startClusterReplica(t *testing.T, name string) node {
 	t.Helper()
-	port, bus := freePort(t), freePort(t)
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--cluster-port", strconv.Itoa(bus),
-		"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
-		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-		"--appendonly", "no", "--save", "")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start replica: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-	})
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	waitFor(t, name+" listening", func() (bool, string) {
-		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err != nil {
-			return false, err.Error()
-		}
-		conn.Close()
-		return true, ""
-	})
-	return dialNode(t, name, addr)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return dialNode(t, name, testredis.StartClusterNode(t).Addr())
 }
 
 // shardsOnline reports whether n's CLUSTER SHARDS lists three shards, each with a master and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -88,8 +87,37 @@ func StartCluster(t testing.TB) *Cluster {
 	}
 }
 
-// errPortTaken: the server answering on a node's port is not the process the test started.
-var errPortTaken = errors.New("the port is served by another process")
+// StartClusterNode starts one cluster-enabled Redis 8 on free ports that is in no cluster yet
+// (a test joins it with CLUSTER MEET), or skips the test when HASHGATE_REDIS8_SERVER is unset.
+// It is killed at cleanup.
+func StartClusterNode(t testing.TB) *ClusterNode {
+	t.Helper()
+	bin := os.Getenv(EnvRedis8Server)
+	if bin == "" {
+		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
+	}
+	for attempt := 1; ; attempt++ {
+		p := freePorts(t, 2)
+		n := &ClusterNode{Port: p[0], BusPort: p[1]}
+		n.cmd = exec.Command(bin, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
+			"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+			"--appendonly", "no", "--save", "")
+		if err := n.cmd.Start(); err != nil {
+			t.Fatalf("start cluster node: %v", err)
+		}
+		t.Cleanup(n.Kill)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := waitOwn(ctx, n.Port, n.cmd)
+		cancel()
+		if err == nil {
+			return n
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatalf("cluster node: %v", err)
+		}
+	}
+}
 
 // connect waits for every node to listen and opens its admin client.
 func (c *Cluster) connect(ctx context.Context) error {
@@ -115,23 +143,6 @@ func (c *Cluster) connect(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// checkOwn fails with errPortTaken unless the server c talks to is the process cmd started.
-func checkOwn(ctx context.Context, c rueidis.Client, cmd *exec.Cmd) error {
-	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			if cmd.Process == nil || v != strconv.Itoa(cmd.Process.Pid) {
-				return fmt.Errorf("%w (process_id %s)", errPortTaken, v)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("INFO server has no process_id")
 }
 
 // form connects to every node, assigns the slots (node i of n first owns
@@ -259,56 +270,6 @@ func (c *Cluster) stop() {
 		if n.cmd != nil && n.cmd.Process != nil {
 			_ = n.cmd.Process.Kill()
 			_, _ = n.cmd.Process.Wait()
-		}
-	}
-}
-
-// freePorts reserves n distinct free loopback ports (all held open at once, then released).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
-// exited reports whether cmd's process has ended (a zombie not yet waited for, on Linux).
-func exited(cmd *exec.Cmd) bool {
-	if cmd.Process == nil {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	// pid (comm) state ...: the state follows the last ')'.
-	i := strings.LastIndexByte(string(stat), ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-}
-
-// waitListening polls until something accepts connections on port; it gives up with
-// errPortTaken as soon as cmd (the process meant to listen there, nil if none) has exited.
-func waitListening(ctx context.Context, port int, cmd *exec.Cmd) error {
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		if cmd != nil && exited(cmd) {
-			return fmt.Errorf("the server for %s exited (%w?)", addr, errPortTaken)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("nothing listens on %s: %w", addr, err)
-		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

@@ -48,6 +48,26 @@ func (cn *clusterNet) args(t testing.TB, n *ClusterNode, front *Proxy) []string 
 		"--cluster-announce-port", strconv.Itoa(front.Port), "--cluster-announce-bus-port", strconv.Itoa(bus.Port)}
 }
 
+// forget closes n's proxies and frees its source address (n did not start: it starts again
+// as a new node, on new ports).
+func (cn *clusterNet) forget(n *ClusterNode) {
+	for _, p := range []*Proxy{cn.bus[n], cn.front[n]} {
+		if p != nil {
+			p.Close()
+		}
+	}
+	delete(cn.ip, n)
+	delete(cn.bus, n)
+	delete(cn.front, n)
+}
+
+// reset forgets every node (the masters start over on new ports).
+func (cn *clusterNet) reset() {
+	for n := range cn.ip {
+		cn.forget(n)
+	}
+}
+
 // meetAddr is what CLUSTER MEET names n by: its own ports, or, behind a partitionable
 // cluster's proxies, the proxies' (so no bus link bypasses them).
 func (n *ClusterNode) meetAddr() []string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -55,16 +56,19 @@ func startReplicatedCluster(t testing.TB, delay time.Duration, net *clusterNet) 
 	if bin == "" {
 		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
 	}
-	ports := freePorts(t, 4*clusterMasters)
+	// The data folders' parent first: cleanups run last-in first-out, so the processes are
+	// stopped before their folders are removed.
+	root := t.TempDir()
 	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}, net: net}
-	// The data folders first: cleanups run last-in first-out, so the processes are stopped
-	// before their folders are removed.
-	dirs := map[int]string{}
-	for _, p := range ports {
-		dirs[p] = t.TempDir()
-	}
 	t.Cleanup(rc.stop)
+	dirs := map[int]string{}
 	start := func(n *ClusterNode, extra ...string) {
+		if dirs[n.Port] == "" {
+			dirs[n.Port] = filepath.Join(root, strconv.Itoa(n.Port))
+			if err := os.Mkdir(dirs[n.Port], 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
 		args := append([]string{"--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
 			"--bind", "127.0.0.1", "--dir", dirs[n.Port], "--daemonize", "no", "--logfile", "",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
@@ -77,59 +81,75 @@ func startReplicatedCluster(t testing.TB, delay time.Duration, net *clusterNet) 
 			t.Fatalf("start cluster node: %v", err)
 		}
 	}
-	for i := range clusterMasters {
-		n := &ClusterNode{Port: ports[4*i], BusPort: ports[4*i+1]}
-		link := StartProxy(t, n.Addr(), delay)
-		n.AnnouncePort = link.Port
-		rc.Links = append(rc.Links, link)
-		rc.Nodes = append(rc.Nodes, n)
-		extra := []string{"--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(link.Port)}
-		if net == nil { // (with net, a proxy's: clusterNet.args)
-			extra = append(extra, "--cluster-announce-bus-port", strconv.Itoa(n.BusPort))
-		}
-		start(n, extra...)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := rc.form(ctx); err != nil {
-		t.Fatalf("replicated cluster: %v", err)
+	// A port found free may be taken before its master binds it (by a parallel test's
+	// server): the master exits, or another process answers, and the masters start over on
+	// new ports (as a private cluster's do).
+	var ports []int
+	for attempt := 1; ; attempt++ {
+		ports = freePorts(t, 4*clusterMasters)
+		for i := range clusterMasters {
+			n := &ClusterNode{Port: ports[4*i], BusPort: ports[4*i+1]}
+			link := StartProxy(t, n.Addr(), delay)
+			n.AnnouncePort = link.Port
+			rc.Links = append(rc.Links, link)
+			rc.Nodes = append(rc.Nodes, n)
+			extra := []string{"--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(link.Port)}
+			if net == nil { // (with net, a proxy's: clusterNet.args)
+				extra = append(extra, "--cluster-announce-bus-port", strconv.Itoa(n.BusPort))
+			}
+			start(n, extra...)
+		}
+		err := rc.form(ctx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatalf("replicated cluster: %v", err)
+		}
+		rc.Cluster.stop()
+		for _, l := range rc.Links {
+			l.Close()
+		}
+		rc.Nodes, rc.Links = nil, nil
+		if net != nil {
+			net.reset()
+		}
 	}
 	for i, m := range rc.Nodes {
 		r := &ClusterNode{Port: ports[4*i+2], BusPort: ports[4*i+3]}
-		dir := dirs[r.Port]
 		// The replica starts well after its ports were found free: when another process took
 		// one meanwhile (the node exits, or INFO names another process), it starts again on
-		// new ones, in the same folder.
+		// new ones.
 		for attempt := 1; ; attempt++ {
-			dirs[r.Port] = dir
 			start(r)
-			err := waitListening(ctx, r.Port, r.cmd)
-			if err == nil {
-				r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()},
-					ForceSingleClient: true, DisableCache: true, DisableRetry: true})
-				if err == nil {
-					err = checkOwn(ctx, r.admin, r.cmd)
-				}
-				if err == nil {
-					r.ID, err = r.do(ctx, "CLUSTER", "MYID").ToString()
-				}
-			}
+			err := waitOwn(ctx, r.Port, r.cmd)
 			if err == nil {
 				break
 			}
 			if !errors.Is(err, errPortTaken) || attempt == 3 {
 				t.Fatalf("replica %s: %v", r.Addr(), err)
 			}
-			if r.admin != nil {
-				r.admin.Close()
-			}
 			_ = r.cmd.Process.Kill()
 			_, _ = r.cmd.Process.Wait()
+			if net != nil {
+				net.forget(r)
+			}
 			p := freePorts(t, 2)
 			r = &ClusterNode{Port: p[0], BusPort: p[1]}
 		}
-		rc.Replicas = append(rc.Replicas, r)
+		rc.Replicas = append(rc.Replicas, r) // (stopped at cleanup from here on)
 		rc.replicas = len(rc.Replicas)
+		var err error
+		r.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()},
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+		if err == nil {
+			r.ID, err = r.do(ctx, "CLUSTER", "MYID").ToString()
+		}
+		if err != nil {
+			t.Fatalf("replica %s: %v", r.Addr(), err)
+		}
 		if err := r.do(ctx, append([]string{"CLUSTER", "MEET"}, m.meetAddr()...)...).Error(); err != nil {
 			t.Fatalf("meet: %v", err)
 		}

@@ -2,6 +2,7 @@ package testredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,28 +62,20 @@ func StartSentinel(t testing.TB, o SentinelOptions) *SentinelSet {
 	if err := WaitLinkUp(ctx, s.Replica.Port); err != nil {
 		t.Fatalf("sentinel set: %v", err)
 	}
-	for _, port := range freePorts(t, 3) {
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
-		body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
-			"sentinel monitor %s 127.0.0.1 %d 2\n"+
-			"sentinel down-after-milliseconds %s %d\n"+
-			"sentinel failover-timeout %s 4000\n"+
-			"sentinel parallel-syncs %s 1\n",
-			port, dir, s.MasterSet, s.Primary.Port, s.MasterSet, o.DownAfter.Milliseconds(), s.MasterSet, s.MasterSet)
-		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, conf, "--sentinel", "--daemonize", "no", "--logfile", "")
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start sentinel: %v", err)
-		}
-		s.procs = append(s.procs, cmd)
-		s.Sentinels = append(s.Sentinels, port)
-	}
-	for i, port := range s.Sentinels {
-		if err := waitListening(ctx, port, s.procs[i]); err != nil {
-			t.Fatalf("sentinel: %v", err)
+	for range 3 {
+		for attempt := 1; ; attempt++ {
+			port := freePorts(t, 1)[0]
+			cmd := s.startSentinel(bin, port, o.DownAfter)
+			err := waitOwn(ctx, port, cmd)
+			if err == nil {
+				s.procs, s.Sentinels = append(s.procs, cmd), append(s.Sentinels, port)
+				break
+			}
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+			if !errors.Is(err, errPortTaken) || attempt == 3 {
+				t.Fatalf("sentinel: %v", err)
+			}
 		}
 	}
 	if err := s.waitKnown(ctx); err != nil {
@@ -189,4 +182,25 @@ func WaitLinkUp(ctx context.Context, port int) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// startSentinel starts a Sentinel on port that monitors the primary.
+func (s *SentinelSet) startSentinel(bin string, port int, downAfter time.Duration) *exec.Cmd {
+	s.t.Helper()
+	dir := s.t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
+		"sentinel monitor %s 127.0.0.1 %d 2\n"+
+		"sentinel down-after-milliseconds %s %d\n"+
+		"sentinel failover-timeout %s 4000\n"+
+		"sentinel parallel-syncs %s 1\n",
+		port, dir, s.MasterSet, s.Primary.Port, s.MasterSet, downAfter.Milliseconds(), s.MasterSet, s.MasterSet)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel", "--daemonize", "no", "--logfile", "")
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start sentinel: %v", err)
+	}
+	return cmd
 }

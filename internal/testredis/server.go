@@ -1,8 +1,9 @@
 package testredis
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -33,18 +34,21 @@ func StartServer(t testing.TB, extra ...string) *Server {
 	if bin == "" {
 		t.Skipf("%s is unset (run `make test`)", EnvRedis8Server)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), Port: port}
-	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no", "--logfile", ""}, extra...)
-	s.Start()
+	s := &Server{t: t, bin: bin, dir: t.TempDir()}
 	t.Cleanup(func() { s.Stop() })
-	return s
+	for attempt := 1; ; attempt++ {
+		s.Port = freePorts(t, 1)[0]
+		s.args = append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir,
+			"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no", "--logfile", ""}, extra...)
+		err := s.start()
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatalf("redis: %v", err)
+		}
+		s.Stop()
+	}
 }
 
 // URL is the server's redis:// URL.
@@ -54,21 +58,20 @@ func (s *Server) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d", s.Por
 // connections.
 func (s *Server) Start() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redis: %v", err)
+	}
+}
+
+// start starts the process and waits until it is the server answering on its port.
+func (s *Server) start() error {
 	s.cmd = exec.Command(s.bin, s.args...)
-	s.cmd.Stdout, s.cmd.Stderr = nil, nil
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start redis: %v", err)
+		return err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("redis on %d did not start", s.Port)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return waitOwn(ctx, s.Port, s.cmd)
 }
 
 // Stop kills the process (SIGKILL: an abrupt crash) and waits for it to exit.

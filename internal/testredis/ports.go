@@ -1,0 +1,109 @@
+package testredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Ports found free are released before a server binds them, so a parallel test's server can
+// take one first: the server meant for it exits, or another process answers there. Every
+// start notices (errPortTaken) and starts over on new ports.
+
+// errPortTaken: the server answering on a node's port is not the process the test started.
+var errPortTaken = errors.New("the port is served by another process")
+
+// freePorts reserves n distinct free loopback ports (all held open at once, then released).
+// A variable: a test hands out a taken port to see a cluster start over.
+var freePorts = reservePorts
+
+func reservePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// exited reports whether cmd's process has ended (a zombie not yet waited for, on Linux).
+func exited(cmd *exec.Cmd) bool {
+	if cmd.Process == nil {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// waitListening polls until something accepts connections on port; it gives up with
+// errPortTaken as soon as cmd (the process meant to listen there, nil if none) has exited.
+func waitListening(ctx context.Context, port int, cmd *exec.Cmd) error {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if cmd != nil && exited(cmd) {
+			return fmt.Errorf("the server for %s exited (%w?)", addr, errPortTaken)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nothing listens on %s: %w", addr, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// checkOwn fails with errPortTaken unless the server c talks to is the process cmd started.
+func checkOwn(ctx context.Context, c rueidis.Client, cmd *exec.Cmd) error {
+	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if cmd.Process == nil || v != strconv.Itoa(cmd.Process.Pid) {
+				return fmt.Errorf("%w (process_id %s)", errPortTaken, v)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("INFO server has no process_id")
+}
+
+// waitOwn waits until cmd's server listens on port and is the one answering there:
+// errPortTaken when it exited or another process answers.
+func waitOwn(ctx context.Context, port int, cmd *exec.Cmd) error {
+	if err := waitListening(ctx, port, cmd); err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr},
+		ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+	if err != nil {
+		return fmt.Errorf("client %s: %w (%w?)", addr, err, errPortTaken)
+	}
+	defer c.Close()
+	return checkOwn(ctx, c, cmd)
+}
