@@ -92,18 +92,49 @@ func checkOwn(ctx context.Context, c rueidis.Client, cmd *exec.Cmd) error {
 	return fmt.Errorf("INFO server has no process_id")
 }
 
-// waitOwn waits until cmd's server listens on port and is the one answering there:
-// errPortTaken when it exited or another process answers.
+// waitOwn waits until cmd's server listens on port and is the one listening there:
+// errPortTaken when it exited or another process listens. It asks the kernel, not the server
+// (which may require a password).
 func waitOwn(ctx context.Context, port int, cmd *exec.Cmd) error {
 	if err := waitListening(ctx, port, cmd); err != nil {
 		return err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr},
-		ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+	own, err := listensOn(cmd.Process.Pid, port)
 	if err != nil {
-		return fmt.Errorf("client %s: %w (%w?)", addr, err, errPortTaken)
+		return err
 	}
-	defer c.Close()
-	return checkOwn(ctx, c, cmd)
+	if !own {
+		return fmt.Errorf("127.0.0.1:%d: %w", port, errPortTaken)
+	}
+	return nil
+}
+
+// listensOn reports whether process pid holds the socket listening on 127.0.0.1:port (Linux:
+// /proc/net/tcp names each socket's inode, /proc/<pid>/fd the process's sockets).
+func listensOn(pid, port int) (bool, error) {
+	table, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false, err
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	inode := ""
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 9 && f[1] == local && f[3] == "0A" { // 0A: LISTEN
+			inode = f[9]
+		}
+	}
+	if inode == "" {
+		return false, nil
+	}
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return false, nil // (the process is gone)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd.Name()); target == "socket:["+inode+"]" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
