@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashgate/hashgate/internal/testredis"
 )
 
 // Gateway replicas as processes: the built cmd/gateway, started with its settings in the
@@ -62,22 +65,26 @@ func startProcesses(t *testing.T, bin string, specs ...gatewaySpec) []*gateway {
 	t.Helper()
 	out := make([]*gateway, len(specs))
 	for i, spec := range specs {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+		var p *gatewayProc
+		// A port found free may be taken before the gateway binds it (the gateway then exits
+		// with "address already in use"): it starts again on another.
+		for attempt := 1; ; attempt++ {
+			addr := freeAddr(t)
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GATEWAY_ADDR=" + addr,
+				"GATEWAY_ADMIN_ADDR=off", "GATEWAY_LOG_LEVEL=warn"}
+			for k, v := range spec.env {
+				env = append(env, k+"="+v)
+			}
+			p = &gatewayProc{t: t, bin: bin, env: env, addr: addr, log: filepath.Join(t.TempDir(), "gateway-"+strconv.Itoa(i)+".log")}
+			err := p.start()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errAddrTaken) || attempt == 3 {
+				t.Fatal(err)
+			}
 		}
-		addr := l.Addr().String()
-		l.Close()
-		env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GATEWAY_ADDR=" + addr,
-			"GATEWAY_ADMIN_ADDR=off", "GATEWAY_LOG_LEVEL=warn"}
-		for k, v := range spec.env {
-			env = append(env, k+"="+v)
-		}
-		p := &gatewayProc{t: t, bin: bin, env: env, addr: addr, log: filepath.Join(t.TempDir(), "gateway-"+strconv.Itoa(i)+".log")}
-		g := &gateway{url: "http://" + addr, client: newClient(), proc: p}
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
+		g := &gateway{url: "http://" + p.addr, client: newClient(), proc: p}
 		t.Cleanup(p.stop)
 		t.Cleanup(g.client.CloseIdleConnections)
 		out[i] = g
@@ -102,20 +109,49 @@ func (p *gatewayProc) start() error {
 	p.cmd = cmd
 	p.mu.Unlock()
 	c := &http.Client{Timeout: time.Second}
+	_, portStr, _ := net.SplitHostPort(p.addr)
+	port, _ := strconv.Atoi(portStr)
+	exited := false
 	err = poll(30*time.Second, "gateway process "+p.addr+" ready", func() bool {
+		if testredis.Exited(cmd) {
+			exited = true
+			return true
+		}
 		r, err := c.Get("http://" + p.addr + "/readyz")
 		if err != nil {
 			return false
 		}
 		r.Body.Close()
-		return r.StatusCode == http.StatusOK
+		// (another gateway on the port would answer too: the process must be the listener)
+		own, _ := testredis.ListensOn(cmd.Process.Pid, port)
+		return r.StatusCode == http.StatusOK && own
 	})
+	raw, _ := os.ReadFile(p.log)
+	switch {
+	case exited && strings.Contains(string(raw), "address already in use"):
+		return fmt.Errorf("gateway process %s: %w", p.addr, errAddrTaken)
+	case exited:
+		err = fmt.Errorf("gateway process %s exited", p.addr)
+	}
 	if err != nil {
-		raw, _ := os.ReadFile(p.log)
 		return fmt.Errorf("%w; its log: %s", err, tail(string(raw), 2000))
 	}
 	return nil
 }
+
+// freeAddr is a loopback address with a port the kernel just handed out (a variable: a test
+// hands out a taken one).
+var freeAddr = func(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// errAddrTaken: another process listens on the address a gateway was started on.
+var errAddrTaken = errors.New("the address is taken by another process")
 
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *gatewayProc) kill() {

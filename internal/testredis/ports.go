@@ -40,8 +40,8 @@ func reservePorts(t testing.TB, n int) []int {
 	return ports
 }
 
-// exited reports whether cmd's process has ended (a zombie not yet waited for, on Linux).
-func exited(cmd *exec.Cmd) bool {
+// Exited reports whether cmd's process has ended (a zombie not yet waited for, on Linux).
+func Exited(cmd *exec.Cmd) bool {
 	if cmd.Process == nil {
 		return true
 	}
@@ -64,7 +64,7 @@ func waitListening(ctx context.Context, port int, cmd *exec.Cmd) error {
 			conn.Close()
 			return nil
 		}
-		if cmd != nil && exited(cmd) {
+		if cmd != nil && Exited(cmd) {
 			return fmt.Errorf("the server for %s exited (%w?)", addr, errPortTaken)
 		}
 		select {
@@ -99,7 +99,7 @@ func waitOwn(ctx context.Context, port int, cmd *exec.Cmd) error {
 	if err := waitListening(ctx, port, cmd); err != nil {
 		return err
 	}
-	own, err := listensOn(cmd.Process.Pid, port)
+	own, err := ListensOn(cmd.Process.Pid, port)
 	if err != nil {
 		return err
 	}
@@ -109,9 +109,10 @@ func waitOwn(ctx context.Context, port int, cmd *exec.Cmd) error {
 	return nil
 }
 
-// listensOn reports whether process pid holds the socket listening on 127.0.0.1:port (Linux:
-// /proc/net/tcp names each socket's inode, /proc/<pid>/fd the process's sockets).
-func listensOn(pid, port int) (bool, error) {
+// ListensOn reports whether process pid holds the socket listening on 127.0.0.1:port (Linux:
+// /proc/net/tcp names each socket's inode, /proc/<pid>/fd the process's sockets). A test that
+// starts a server on a port found free asks it: another process may have taken the port.
+func ListensOn(pid, port int) (bool, error) {
 	table, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
 		return false, err
