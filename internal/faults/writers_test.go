@@ -39,7 +39,9 @@ func writer(g *gateway, l *load, wl *writeLog, bearer string, w int, bound time.
 			}
 		} else {
 			var s gwSession
-			s, r, err = g.createSession(bearer, "user-"+strconv.Itoa(w))
+			// A user each: sessions past the per-user cap (50) would evict the oldest, which
+			// would then read as lost.
+			s, r, err = g.createSession(bearer, "user-"+strconv.Itoa(w)+"-"+strconv.Itoa(i))
 			if err == nil {
 				wl.mu.Lock()
 				wl.sess = append(wl.sess, s)
