@@ -84,6 +84,10 @@ type Durable struct {
 	unconfirmedReads bool
 	// conns holds a token for each dedicated connection the writes hold (durableConnsMax).
 	conns chan struct{}
+	// idle keeps connections between writes (durable_idle.go); nil: none are kept. cluster:
+	// the deployment is a cluster, whose connections are not kept.
+	idle    *idleConns
+	cluster bool
 }
 
 // durableConnsMax bounds the dedicated connections the confirmed writes and reads take at
@@ -225,20 +229,29 @@ func (d *Durable) run(ctx context.Context, c rueidis.Client, write func(c rueidi
 	if err := d.takeConn(ctx); err != nil {
 		return err
 	}
-	dc, release := c.Dedicate()
-	err := d.pinnedRun(ctx, c, dc, write, asking)
+	conn := d.dedicate(c)
+	err := d.pinnedRun(ctx, c, conn.dc, write, asking)
+	if err == nil && conn.primary != "" && d.idle.keep(conn) {
+		d.giveToken()
+		return nil
+	}
 	// Giving the connection back can wait on the server: with client-side caching on, rueidis
 	// sends UNSUBSCRIBE and DISCARD there, without a deadline, before pooling it. Done in the
 	// background, a frozen or cut-off server cannot hold the answer past the store's timeout
 	// (it held a confirmed read 5 s with the primary frozen), and a healthy one costs the
 	// request no round trip (BenchmarkConfirmedGet: 145 → 122 µs).
 	go func() {
-		release()
-		if d.conns != nil {
-			<-d.conns
-		}
+		conn.release()
+		d.giveToken()
 	}()
 	return err
+}
+
+// giveToken gives back the token takeConn took.
+func (d *Durable) giveToken() {
+	if d.conns != nil {
+		<-d.conns
+	}
 }
 
 // takeConn takes one of the dedicated connections' tokens, waiting at most the store's timeout

@@ -17,3 +17,9 @@ func (d *Durable) BoundConns(n int) { d.conns = make(chan struct{}, n) }
 
 // CallTimeout is the store's timeout, which bounds a write's wait for a connection.
 func (d *Durable) CallTimeout() time.Duration { return d.call }
+
+// DurableIdleMax is durableIdleMax.
+const DurableIdleMax = durableIdleMax
+
+// ConnsKept is how many dedicated connections d keeps between writes.
+func (d *Durable) ConnsKept() int { return d.idle.size() }

@@ -243,7 +243,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	s.Durable = &Durable{replicas: dur.Replicas, timeout: dur.Timeout, call: o.Timeout, noAOF: dur.NoAOF,
 		credentialsOnly: dur.CredentialsOnly, unconfirmedReads: dur.UnconfirmedReads, off: dur.Replicas == 0 || strings.TrimSpace(o.URL) == "",
-		conns: make(chan struct{}, durableConnsMax)}
+		conns: make(chan struct{}, durableConnsMax), idle: &idleConns{}}
 	var opt rueidis.ClientOption
 	if strings.TrimSpace(o.URL) == "" {
 		m := miniredis.NewMiniRedis()
@@ -306,6 +306,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	switch raw.Mode() {
 	case rueidis.ClientModeCluster:
 		s.Caps.Topology = Cluster
+		s.Durable.cluster = true
 	case rueidis.ClientModeSentinel:
 		s.Caps.Topology = Sentinel
 	default:
@@ -320,6 +321,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 
 // Close releases the connection and stops the embedded store.
 func (s *Store) Close() {
+	if s.Durable != nil && s.Durable.idle != nil {
+		s.Durable.idle.close()
+	}
 	if s.raw != nil {
 		s.raw.Close()
 	}
