@@ -24,6 +24,20 @@ type dedicated struct {
 	dc      rueidis.DedicatedClient
 	release func()
 	primary string // the address of the primary it was taken for; "" for a cluster's
+	// closed receives (or is closed) once the connection is lost: rueidis reports it to
+	// publish/subscribe hooks, set when it is first kept (our writes never subscribe). A
+	// connection to a server that restarted is then not handed to a write, which would fail.
+	closed <-chan error
+}
+
+// lost reports whether the connection is known to be closed.
+func (d dedicated) lost() bool {
+	select {
+	case <-d.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // idleConns holds the dedicated connections kept between writes, most recently used last.
@@ -34,7 +48,7 @@ type idleConns struct {
 }
 
 // take returns a kept connection to primary, giving back any kept for another one (the
-// primary changed: a Sentinel failover).
+// primary changed: a Sentinel failover) or lost.
 func (p *idleConns) take(primary string) (dedicated, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -42,7 +56,7 @@ func (p *idleConns) take(primary string) (dedicated, bool) {
 		d := p.list[n-1]
 		p.list[n-1] = dedicated{}
 		p.list = p.list[:n-1]
-		if d.primary == primary {
+		if d.primary == primary && !d.lost() {
 			return d, true
 		}
 		go d.release()
@@ -57,6 +71,9 @@ func (p *idleConns) keep(d dedicated) bool {
 	defer p.mu.Unlock()
 	if p.closed || len(p.list) >= durableIdleMax {
 		return false
+	}
+	if d.closed == nil {
+		d.closed = d.dc.SetPubSubHooks(rueidis.PubSubHooks{OnSubscription: func(rueidis.PubSubSubscription) {}})
 	}
 	p.list = append(p.list, d)
 	return true

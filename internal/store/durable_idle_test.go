@@ -140,3 +140,40 @@ func TestClusterConfirmedWritesKeepNoConnection(t *testing.T) {
 		t.Errorf("%d connections kept on a cluster, want 0", n)
 	}
 }
+
+// Kept connections do not outlive the server they talk to: once Redis restarted (on the same
+// address), the next confirmed writes take new connections instead of failing on the dead
+// ones (each would have answered 503).
+func TestKeptConnectionsDieWithTheServer(t *testing.T) {
+	t.Parallel()
+	primary := testredis.StartServer(t)
+	s := openDurable(t, primary.URL(), store.Durability{Replicas: store.DurableAuto})
+	prefix := testredis.Prefix(t)
+	var wg sync.WaitGroup
+	for w := range 8 { // a few kept connections
+		wg.Go(func() {
+			if err := durableSet(s, prefix+":before:"+strconv.Itoa(w)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if s.Durable.ConnsKept() == 0 {
+		t.Fatal("no connection kept")
+	}
+	primary.Stop()
+	primary.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for s.Client.Do(ctx, s.Client.B().Ping().Build()).Error() != nil { // the shared connection back
+		if ctx.Err() != nil {
+			t.Fatal("the store did not reconnect")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range 10 {
+		if err := durableSet(s, prefix+":after:"+strconv.Itoa(i)); err != nil {
+			t.Fatalf("confirmed write %d after the restart: %v", i, err)
+		}
+	}
+}
