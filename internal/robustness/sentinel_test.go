@@ -106,7 +106,33 @@ func startSentinelDeployment(t *testing.T, extra ...string) *deployment {
 }
 
 // start runs Sentinel i behind a proxy of its own, monitoring the primary at its proxy's port.
+// A port found free may be taken before the Sentinel binds it: it starts again on another.
 func (s *sentinels) start(bin string, i, primaryPort int) {
+	t := s.t
+	for attempt := 1; ; attempt++ {
+		port, px, cmd := s.launch(bin, i, primaryPort)
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		own := false
+		err := poll(10*time.Second, "sentinel on "+addr+" listens", func() bool {
+			own, _ = testredis.ListensOn(cmd.Process.Pid, port)
+			return own || testredis.Exited(cmd)
+		})
+		if err == nil && own {
+			s.ports, s.proxies = append(s.ports, port), append(s.proxies, px)
+			s.clients = append(s.clients, testredis.NodeClient(t, addr))
+			return
+		}
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		px.Close()
+		if err != nil || attempt == 3 {
+			t.Fatalf("sentinel on %s: %v (exited: %v)", addr, err, testredis.Exited(cmd))
+		}
+	}
+}
+
+// launch starts Sentinel i's process on a free port behind a new proxy.
+func (s *sentinels) launch(bin string, i, primaryPort int) (int, *testredis.Proxy, *exec.Cmd) {
 	t := s.t
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -135,18 +161,7 @@ func (s *sentinels) start(bin string, i, primaryPort int) {
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 	})
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	if err := poll(10*time.Second, "sentinel on "+addr+" listens", func() bool {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	s.ports, s.proxies = append(s.ports, port), append(s.proxies, px)
-	s.clients = append(s.clients, testredis.NodeClient(t, addr))
+	return port, px, cmd
 }
 
 // url is the gateways' REDIS_URL: the Sentinels' proxies and the master set.
