@@ -90,13 +90,6 @@ func (p *idleConns) close() {
 	}
 }
 
-// size is how many connections are kept.
-func (p *idleConns) size() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.list)
-}
-
 // dedicate takes a connection for a write on c: a kept one to c's primary, or a new one from
 // rueidis' pool. A cluster's (and a cluster node's, after a redirection) are never kept.
 func (d *Durable) dedicate(c rueidis.Client) dedicated {

@@ -22,4 +22,8 @@ func (d *Durable) CallTimeout() time.Duration { return d.call }
 const DurableIdleMax = durableIdleMax
 
 // ConnsKept is how many dedicated connections d keeps between writes.
-func (d *Durable) ConnsKept() int { return d.idle.size() }
+func (d *Durable) ConnsKept() int {
+	d.idle.mu.Lock()
+	defer d.idle.mu.Unlock()
+	return len(d.idle.list)
+}
