@@ -120,7 +120,7 @@ func startReplicatedCluster(t testing.TB, delay time.Duration, net *clusterNet) 
 	for i, m := range rc.Nodes {
 		r := &ClusterNode{Port: ports[4*i+2], BusPort: ports[4*i+3]}
 		// The replica starts well after its ports were found free: when another process took
-		// one meanwhile (the node exits, or INFO names another process), it starts again on
+		// one meanwhile (the node exits, or another process listens there), it starts again on
 		// new ones.
 		for attempt := 1; ; attempt++ {
 			start(r)
