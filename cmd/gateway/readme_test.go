@@ -68,17 +68,26 @@ func TestReadmeRealRedisStepsSurviveARestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var env []string
+	var base string
+	// onFreePort points the steps' gateway at a port the kernel just handed out.
+	onFreePort := func() {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GATEWAY_ADDR=" + addr, "GATEWAY_ADMIN_ADDR=127.0.0.1:0",
+			"GATEWAY_KEY_PREFIX=" + testredis.Prefix(t), "GATEWAY_LOG_LEVEL=warn"}
+		base = "http://" + addr
 	}
-	addr := l.Addr().String()
-	l.Close()
-	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GATEWAY_ADDR=" + addr, "GATEWAY_ADMIN_ADDR=127.0.0.1:0",
-		"GATEWAY_KEY_PREFIX=" + testredis.Prefix(t), "GATEWAY_LOG_LEVEL=warn"}
-	base := "http://" + addr
+	onFreePort()
 
-	runSteps := func(run int) (vals map[string]string, stop func()) {
+	// runSteps runs the steps; a gateway that found its port taken by another process (which
+	// may even answer the steps' health check) runs them again on another port.
+	var runSteps func(run int) (vals map[string]string, stop func())
+	runOnce := func(run int) (vals map[string]string, stop func(), portTaken bool) {
 		t.Helper()
 		cmd := exec.Command("bash", "-e", "-c", script)
 		cmd.Dir, cmd.Env = checkout, env
@@ -106,6 +115,8 @@ func TestReadmeRealRedisStepsSurviveARestart(t *testing.T) {
 			close(lines)
 		}()
 		timeout := time.After(60 * time.Second)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case line, ok := <-lines:
@@ -115,16 +126,38 @@ func TestReadmeRealRedisStepsSurviveARestart(t *testing.T) {
 				}
 				if line == "STEPS-DONE" {
 					go func() { _, _ = io.Copy(io.Discard, out) }()
-					return vals, stop
+					if strings.Contains(stderr.String(), "address already in use") {
+						stop()
+						return nil, nil, true
+					}
+					return vals, stop, false
 				}
 				vals["out"] += line + "\n"
 				if k, v, ok := strings.Cut(line, "="); ok {
 					vals[k] = v
 				}
+			case <-tick.C:
+				if strings.Contains(stderr.String(), "address already in use") {
+					stop()
+					return nil, nil, true
+				}
 			case <-timeout:
 				stop()
 				t.Fatalf("run %d: the steps did not finish:\n%s", run, stderr)
 			}
+		}
+	}
+	runSteps = func(run int) (map[string]string, func()) {
+		t.Helper()
+		for attempt := 1; ; attempt++ {
+			vals, stop, taken := runOnce(run)
+			if !taken {
+				return vals, stop
+			}
+			if attempt == 3 {
+				t.Fatalf("run %d: the gateway's port was taken 3 times", run)
+			}
+			onFreePort()
 		}
 	}
 	call := func(method, path, body string, header ...string) (int, map[string]any) {
