@@ -112,12 +112,10 @@ func (s *sentinels) start(bin string, i, primaryPort int) {
 	for attempt := 1; ; attempt++ {
 		port, px, cmd := s.launch(bin, i, primaryPort)
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		own := false
-		err := poll(10*time.Second, "sentinel on "+addr+" listens", func() bool {
-			own, _ = testredis.ListensOn(cmd.Process.Pid, port)
-			return own || testredis.Exited(cmd)
-		})
-		if err == nil && own {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := testredis.WaitOwn(ctx, port, cmd)
+		cancel()
+		if err == nil {
 			s.ports, s.proxies = append(s.ports, port), append(s.proxies, px)
 			s.clients = append(s.clients, testredis.NodeClient(t, addr))
 			return
@@ -125,8 +123,8 @@ func (s *sentinels) start(bin string, i, primaryPort int) {
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 		px.Close()
-		if err != nil || attempt == 3 {
-			t.Fatalf("sentinel on %s: %v (exited: %v)", addr, err, testredis.Exited(cmd))
+		if !testredis.PortTaken(err) || attempt == 3 {
+			t.Fatalf("sentinel on %s: %v", addr, err)
 		}
 	}
 }

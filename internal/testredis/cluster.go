@@ -64,13 +64,7 @@ func StartCluster(t testing.TB) *Cluster {
 		for i := range clusterMasters {
 			n := &ClusterNode{Port: ports[2*i], BusPort: ports[2*i+1]}
 			c.Nodes = append(c.Nodes, n)
-			n.cmd = exec.Command(bin, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
-				"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
-				"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-				"--appendonly", "no", "--save", "", "--enable-debug-command", "local")
-			if err := n.cmd.Start(); err != nil {
-				t.Fatalf("start cluster node: %v", err)
-			}
+			startNode(t, bin, n, "--enable-debug-command", "local")
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := c.form(ctx)
@@ -99,16 +93,10 @@ func StartClusterNode(t testing.TB) *ClusterNode {
 	for attempt := 1; ; attempt++ {
 		p := freePorts(t, 2)
 		n := &ClusterNode{Port: p[0], BusPort: p[1]}
-		n.cmd = exec.Command(bin, "--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
-			"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--appendonly", "no", "--save", "")
-		if err := n.cmd.Start(); err != nil {
-			t.Fatalf("start cluster node: %v", err)
-		}
+		startNode(t, bin, n)
 		t.Cleanup(n.Kill)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := waitOwn(ctx, n.Port, n.cmd)
+		err := WaitOwn(ctx, n.Port, n.cmd)
 		cancel()
 		if err == nil {
 			return n
@@ -119,24 +107,35 @@ func StartClusterNode(t testing.TB) *ClusterNode {
 	}
 }
 
-// connect waits for every node to listen and opens its admin client.
+// startNode starts n's process: a cluster-enabled Redis 8 on its ports with a data folder of
+// its own, no persistence, and extra settings.
+func startNode(t testing.TB, bin string, n *ClusterNode, extra ...string) {
+	t.Helper()
+	n.cmd = exec.Command(bin, append([]string{"--port", strconv.Itoa(n.Port), "--cluster-port", strconv.Itoa(n.BusPort),
+		"--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no", "--logfile", "",
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+		"--appendonly", "no", "--save", ""}, extra...)...)
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("start cluster node: %v", err)
+	}
+}
+
+// connect waits for every node to listen (a node the test started: to be the port's
+// listener, else errPortTaken) and opens its admin client.
 func (c *Cluster) connect(ctx context.Context) error {
 	for i, n := range c.Nodes {
-		if err := waitListening(ctx, n.Port, n.cmd); err != nil {
+		wait := WaitOwn
+		if n.cmd == nil { // (a node started outside the test, env.go's)
+			wait = waitListening
+		}
+		if err := wait(ctx, n.Port, n.cmd); err != nil {
 			return err
 		}
 		var err error
 		n.admin, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{n.Addr()},
 			ForceSingleClient: true, DisableCache: true, DisableRetry: true})
 		if err != nil {
-			// Something answered the port and dropped the connection: not a Redis node of ours
-			// (ours failed to bind a port taken meanwhile), so the cluster starts over.
-			return fmt.Errorf("admin client %s: %w (%w?)", n.Addr(), err, errPortTaken)
-		}
-		if n.cmd != nil { // (nil: a node started outside the test, env.go's)
-			if err := checkOwn(ctx, n.admin, n.cmd); err != nil {
-				return fmt.Errorf("node %s: %w", n.Addr(), err)
-			}
+			return fmt.Errorf("admin client %s: %w", n.Addr(), err)
 		}
 		if n.ID, err = c.Do(ctx, i, "CLUSTER", "MYID").ToString(); err != nil {
 			return err
@@ -305,14 +304,14 @@ func (n *ClusterNode) Restart(ctx context.Context) error {
 		return fmt.Errorf("restart %s: %w", n.Addr(), err)
 	}
 	n.cmd = cmd
-	if err := waitListening(ctx, n.Port, cmd); err != nil {
+	if err := WaitOwn(ctx, n.Port, cmd); err != nil {
 		return err
 	}
 	for {
 		// The first command after the kill may meet the old connection's reset.
-		err := checkOwn(ctx, n.admin, cmd)
-		if err == nil || errors.Is(err, errPortTaken) {
-			return err
+		err := n.admin.Do(ctx, n.admin.B().Ping().Build()).Error()
+		if err == nil {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

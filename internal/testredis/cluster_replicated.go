@@ -124,7 +124,7 @@ func startReplicatedCluster(t testing.TB, delay time.Duration, net *clusterNet) 
 		// new ones.
 		for attempt := 1; ; attempt++ {
 			start(r)
-			err := waitOwn(ctx, r.Port, r.cmd)
+			err := WaitOwn(ctx, r.Port, r.cmd)
 			if err == nil {
 				break
 			}

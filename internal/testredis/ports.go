@@ -11,16 +11,18 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Ports found free are released before a server binds them, so a parallel test's server can
 // take one first: the server meant for it exits, or another process answers there. Every
 // start notices (errPortTaken) and starts over on new ports.
 
-// errPortTaken: the server answering on a node's port is not the process the test started.
+// errPortTaken: the server listening on a port is not the process the test started.
 var errPortTaken = errors.New("the port is served by another process")
+
+// PortTaken reports whether err says another process took the port (WaitOwn): the server
+// is to start again on another.
+func PortTaken(err error) bool { return errors.Is(err, errPortTaken) }
 
 // freePorts reserves n distinct free loopback ports (all held open at once, then released).
 // A variable: a test hands out a taken port to see a cluster start over.
@@ -75,27 +77,10 @@ func waitListening(ctx context.Context, port int, cmd *exec.Cmd) error {
 	}
 }
 
-// checkOwn fails with errPortTaken unless the server c talks to is the process cmd started.
-func checkOwn(ctx context.Context, c rueidis.Client, cmd *exec.Cmd) error {
-	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			if cmd.Process == nil || v != strconv.Itoa(cmd.Process.Pid) {
-				return fmt.Errorf("%w (process_id %s)", errPortTaken, v)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("INFO server has no process_id")
-}
-
-// waitOwn waits until cmd's server listens on port and is the one listening there:
+// WaitOwn waits until cmd's server listens on port and is the one listening there:
 // errPortTaken when it exited or another process listens. It asks the kernel, not the server
 // (which may require a password).
-func waitOwn(ctx context.Context, port int, cmd *exec.Cmd) error {
+func WaitOwn(ctx context.Context, port int, cmd *exec.Cmd) error {
 	if err := waitListening(ctx, port, cmd); err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func StartSentinel(t testing.TB, o SentinelOptions) *SentinelSet {
 		for attempt := 1; ; attempt++ {
 			port := freePorts(t, 1)[0]
 			cmd := s.startSentinel(bin, port, o.DownAfter)
-			err := waitOwn(ctx, port, cmd)
+			err := WaitOwn(ctx, port, cmd)
 			if err == nil {
 				s.procs, s.Sentinels = append(s.procs, cmd), append(s.Sentinels, port)
 				break

@@ -71,7 +71,7 @@ func (s *Server) start() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return waitOwn(ctx, s.Port, s.cmd)
+	return WaitOwn(ctx, s.Port, s.cmd)
 }
 
 // Stop kills the process (SIGKILL: an abrupt crash) and waits for it to exit.
